@@ -1,0 +1,46 @@
+# Tether — see README.md. `make run` and `make test` are the two entry points.
+SHELL := /bin/bash
+GO ?= go
+BIN := bin/tetherd
+GOFLAGS_TEST ?= -race -count=1 -timeout 15m
+
+.PHONY: all build run test test-go vet generate check-generated node_modules clean
+
+all: build
+
+node_modules: node_modules/.package-lock.json
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+build:
+	$(GO) build -o $(BIN) ./cmd/tetherd
+
+## run: build and start tetherd with its embedded defaults (prints URL and token)
+run: build
+	./$(BIN) serve $(ARGS)
+
+## test: everything — vet, generated-code check, Go tests with -race
+test: node_modules vet check-generated test-go
+
+test-go: build
+	TETHERD_BIN=$(CURDIR)/$(BIN) $(GO) test $(GOFLAGS_TEST) ./...
+
+vet:
+	$(GO) vet ./...
+
+## generate: regenerate all code derived from api/openapi.yaml
+generate:
+	$(GO) generate ./...
+
+## check-generated: regenerate into a scratch copy and fail on any difference
+check-generated:
+	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	git ls-files -co --exclude-standard | grep -v '^node_modules/' | tar -cf - -T - | tar -xf - -C $$tmp; \
+	(cd $$tmp && $(GO) generate ./... >/dev/null) || exit 1; \
+	fail=0; for f in $$(cd $$tmp && find . -name '*.gen.go' -o -path './client-ts/src/gen/*' -type f | sed 's|^\./||'); do \
+	  if ! cmp -s "$$tmp/$$f" "$$f"; then echo "out of date: $$f (run make generate)"; fail=1; fi; \
+	done; exit $$fail
+
+clean:
+	rm -rf bin

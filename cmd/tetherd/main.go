@@ -1,0 +1,39 @@
+// Command tetherd is the Tether daemon: it hosts coding-agent sessions that
+// speak ACP, records every turn in SQLite and serves the HTTP API.
+//
+//	tetherd [serve] [flags]     run the daemon (default)
+//	tetherd demo-agent [flags]  run the built-in ACP demo agent on stdio
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/tether/tether/internal/demoagent"
+)
+
+func main() {
+	args := os.Args[1:]
+	cmd := "serve"
+	if len(args) > 0 && (args[0] == "serve" || args[0] == "demo-agent" || args[0] == "version") {
+		cmd, args = args[0], args[1:]
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch cmd {
+	case "serve":
+		err = serve(ctx, args)
+	case "demo-agent":
+		err = demoagent.Run(ctx, args, os.Stdin, os.Stdout, os.Stderr)
+	case "version":
+		fmt.Println("tetherd", version)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tetherd:", err)
+		os.Exit(1)
+	}
+}

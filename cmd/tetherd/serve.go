@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tether/tether/internal/agents"
+	"github.com/tether/tether/internal/sessions"
+	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/server"
+)
+
+const version = "0.1.0"
+
+// options are the daemon's settings: flag, else environment, else default.
+type options struct {
+	dataDir   string
+	addr      string
+	token     string
+	logLevel  string
+	cors      string
+	bodyLimit string
+	queue     int
+}
+
+func parseOptions(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("tetherd serve", flag.ContinueOnError)
+	fs.StringVar(&o.dataDir, "data-dir", env("TETHER_DATA_DIR", defaultDataDir()), "data directory (SQLite database, token, agents.yaml) [TETHER_DATA_DIR]")
+	fs.StringVar(&o.addr, "addr", env("TETHER_ADDR", "127.0.0.1:7777"), "listen address [TETHER_ADDR]")
+	fs.StringVar(&o.token, "token", env("TETHER_TOKEN", ""), "bearer token (default: generated once into <data-dir>/token) [TETHER_TOKEN]")
+	fs.StringVar(&o.logLevel, "log-level", env("TETHER_LOG_LEVEL", "info"), "debug, info, warn or error [TETHER_LOG_LEVEL]")
+	fs.StringVar(&o.cors, "cors-origins", env("TETHER_CORS_ORIGINS", ""), "comma-separated origins allowed by CORS (default: none) [TETHER_CORS_ORIGINS]")
+	fs.StringVar(&o.bodyLimit, "body-limit", env("TETHER_BODY_LIMIT", "2M"), "maximum request body size [TETHER_BODY_LIMIT]")
+	fs.IntVar(&o.queue, "queue-limit", 16, "prompts that may wait behind a running turn, per session")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if o.dataDir == "" {
+		return o, errors.New("no data directory: set --data-dir, TETHER_DATA_DIR or HOME")
+	}
+	return o, nil
+}
+
+func env(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// defaultDataDir follows the XDG base directory spec.
+func defaultDataDir() string {
+	if x := os.Getenv("XDG_DATA_HOME"); x != "" {
+		return filepath.Join(x, "tether")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "share", "tether")
+	}
+	return ""
+}
+
+func serve(ctx context.Context, args []string) error {
+	o, err := parseOptions(args)
+	if err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	slog.SetDefault(logger)
+
+	if err := os.MkdirAll(o.dataDir, 0o700); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	token, err := loadToken(o.dataDir, o.token)
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, filepath.Join(o.dataDir, "tether.db"))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("locate tetherd executable: %w", err)
+	}
+	reg, err := agents.Load(ctx, agents.Config{DataDir: o.dataDir, Self: self, Store: st, Logger: logger})
+	if err != nil {
+		return err
+	}
+	mgr := sessions.New(st, reg, sessions.Config{QueueLimit: o.queue, Logger: logger})
+	var origins []string
+	if o.cors != "" {
+		origins = strings.Split(o.cors, ",")
+	}
+	e, err := server.New(server.Config{Store: st, Sessions: mgr, Agents: reg, Token: token,
+		BodyLimit: o.bodyLimit, CORSOrigins: origins, Logger: logger})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", o.addr, err)
+	}
+	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
+	base := "http://" + ln.Addr().String()
+	fmt.Fprintf(os.Stderr, "tetherd %s listening on %s\n  data dir: %s\n  token:    %s\n  try:      curl -H 'Authorization: Bearer %s' %s/agents\n",
+		version, base, o.dataDir, token, token, base)
+	// Probing capabilities starts each agent once; do it in the background
+	// so start-up never waits on a slow agent.
+	go reg.ProbeAll(context.WithoutCancel(ctx), 2)
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	mgr.Shutdown(sctx)
+	return nil
+}
+
+// loadToken returns the explicit token, or the one stored in the data dir,
+// creating it (mode 0600) on first start.
+func loadToken(dir, explicit string) (string, error) {
+	if explicit != "" {
+		return explicit, nil
+	}
+	path := filepath.Join(dir, "token")
+	if b, err := os.ReadFile(path); err == nil {
+		if t := strings.TrimSpace(string(b)); t != "" {
+			return t, nil
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("read token: %w", err)
+	}
+	buf := make([]byte, 24)
+	if _, err := rand.Read(buf); err != nil {
+		return "", err
+	}
+	t := hex.EncodeToString(buf)
+	if err := os.WriteFile(path, []byte(t+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("write token: %w", err)
+	}
+	return t, nil
+}

@@ -1,0 +1,248 @@
+// Package acp is the daemon's side of the Agent Client Protocol: it launches
+// an agent process, performs the handshake and drives sessions, prompts and
+// cancellation over github.com/coder/acp-go-sdk, translating what the agent
+// sends into the daemon's own Update and PermissionRequest values.
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	sdk "github.com/coder/acp-go-sdk"
+)
+
+// ProtocolVersion is the ACP version the daemon speaks.
+const ProtocolVersion = 1
+
+// Capabilities is what the agent advertised in initialize.
+type Capabilities struct {
+	ProtocolVersion int
+	LoadSession     bool
+	Resume          bool
+	Image           bool
+	Audio           bool
+	EmbeddedContext bool
+	AgentName       string
+	AgentVersion    string
+}
+
+// Handler receives what the agent sends on its own initiative.
+type Handler interface {
+	// Update is called in protocol order for every session/update the
+	// daemon understands. It must not block: the SDK's notification queue
+	// is bounded and a full queue kills the connection.
+	Update(u Update)
+	// RequestPermission blocks until the user answers or ctx ends (turn
+	// cancelled, agent gone). A nil error with Cancelled set is a valid answer.
+	RequestPermission(ctx context.Context, req PermissionRequest) (PermissionOutcome, error)
+}
+
+// Options configure Start.
+type Options struct {
+	Spec Spec
+	// Root confines fs/read_text_file and fs/write_text_file; empty disables
+	// the fs capability entirely (it is then not advertised).
+	Root    string
+	Handler Handler
+	// InitTimeout bounds the initialize handshake.
+	InitTimeout time.Duration
+	// StopGrace is how long stop waits between SIGTERM and SIGKILL.
+	StopGrace time.Duration
+	Logger    *slog.Logger
+	// Outgoing, if set, receives a copy of every line the daemon writes to
+	// the agent (used by the protocol conformance test).
+	Outgoing io.Writer
+}
+
+// Conn is a running agent process with an initialized ACP connection.
+type Conn struct {
+	proc  *process
+	conn  *sdk.ClientSideConnection
+	caps  Capabilities
+	grace time.Duration
+}
+
+// Start launches the agent and performs initialize. On any failure the
+// process is stopped before returning.
+func Start(ctx context.Context, opts Options) (*Conn, error) {
+	if opts.Handler == nil {
+		return nil, errors.New("acp: Handler is required")
+	}
+	if opts.InitTimeout <= 0 {
+		opts.InitTimeout = 30 * time.Second
+	}
+	if opts.StopGrace <= 0 {
+		opts.StopGrace = 3 * time.Second
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	p, err := startProcess(opts.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("start agent %q: %w", opts.Spec.Command, err)
+	}
+	var w io.Writer = p.stdin
+	if opts.Outgoing != nil {
+		w = io.MultiWriter(p.stdin, opts.Outgoing)
+	}
+	cl := &client{handler: opts.Handler, root: opts.Root, logger: logger}
+	c := &Conn{proc: p, grace: opts.StopGrace}
+	c.conn = sdk.NewClientSideConnection(cl, w, p.stdout)
+	c.conn.SetLogger(logger.With("agent", opts.Spec.Command))
+
+	ictx, cancel := context.WithTimeout(ctx, opts.InitTimeout)
+	defer cancel()
+	fs := opts.Root != ""
+	resp, err := c.conn.Initialize(ictx, sdk.InitializeRequest{
+		ProtocolVersion: ProtocolVersion,
+		ClientCapabilities: sdk.ClientCapabilities{
+			Fs: sdk.FileSystemCapabilities{ReadTextFile: fs, WriteTextFile: fs},
+		},
+		ClientInfo: &sdk.Implementation{Name: "tetherd", Version: "0.1.0"},
+	})
+	if err != nil {
+		exit := p.stop(opts.StopGrace)
+		if ictx.Err() != nil && ctx.Err() == nil {
+			return nil, fmt.Errorf("initialize timed out after %s: %w", opts.InitTimeout, err)
+		}
+		select {
+		case <-p.done:
+			return nil, fmt.Errorf("agent %s during initialize: %w (stderr: %s)", exit, err, lastLine(exit.Stderr))
+		default:
+		}
+		return nil, fmt.Errorf("initialize: %w", err)
+	}
+	c.caps = capabilitiesOf(resp)
+	return c, nil
+}
+
+func capabilitiesOf(r sdk.InitializeResponse) Capabilities {
+	c := Capabilities{
+		ProtocolVersion: int(r.ProtocolVersion),
+		LoadSession:     r.AgentCapabilities.LoadSession,
+		Resume:          r.AgentCapabilities.SessionCapabilities.Resume != nil,
+		Image:           r.AgentCapabilities.PromptCapabilities.Image,
+		Audio:           r.AgentCapabilities.PromptCapabilities.Audio,
+		EmbeddedContext: r.AgentCapabilities.PromptCapabilities.EmbeddedContext,
+	}
+	if r.AgentInfo != nil {
+		c.AgentName, c.AgentVersion = r.AgentInfo.Name, r.AgentInfo.Version
+	}
+	return c
+}
+
+// Capabilities returns what the agent advertised.
+func (c *Conn) Capabilities() Capabilities { return c.caps }
+
+// PID is the agent's process id.
+func (c *Conn) PID() int { return c.proc.pid() }
+
+// Done closes when the agent process has exited and been reaped.
+func (c *Conn) Done() <-chan struct{} { return c.proc.done }
+
+// Exit describes how the process ended; valid once Done is closed.
+func (c *Conn) Exit() Exit {
+	<-c.proc.done
+	return c.proc.exit
+}
+
+// Stop ends the agent: stdin closed, SIGTERM to its group, SIGKILL after
+// the grace period. Safe to call more than once.
+func (c *Conn) Stop() Exit { return c.proc.stop(c.grace) }
+
+// SessionParams are persisted with a session and resent on load/resume.
+type SessionParams struct {
+	Cwd string
+	// MCPServers is a JSON array; empty means [] (never null).
+	MCPServers            json.RawMessage
+	AdditionalDirectories []string
+}
+
+func (p SessionParams) mcpServers() ([]sdk.McpServer, error) {
+	servers := []sdk.McpServer{}
+	if len(p.MCPServers) > 0 && string(p.MCPServers) != "null" {
+		if err := json.Unmarshal(p.MCPServers, &servers); err != nil {
+			return nil, fmt.Errorf("mcpServers: %w", err)
+		}
+	}
+	return servers, nil
+}
+
+// NewSession opens a fresh ACP session and returns its id.
+func (c *Conn) NewSession(ctx context.Context, p SessionParams) (string, error) {
+	servers, err := p.mcpServers()
+	if err != nil {
+		return "", err
+	}
+	resp, err := c.conn.NewSession(ctx, sdk.NewSessionRequest{
+		Cwd: p.Cwd, McpServers: servers, AdditionalDirectories: p.AdditionalDirectories,
+	})
+	if err != nil {
+		return "", err
+	}
+	return string(resp.SessionId), nil
+}
+
+// LoadSession asks the agent to reload a stored session; the agent replays
+// its history as updates before answering.
+func (c *Conn) LoadSession(ctx context.Context, id string, p SessionParams) error {
+	servers, err := p.mcpServers()
+	if err != nil {
+		return err
+	}
+	_, err = c.conn.LoadSession(ctx, sdk.LoadSessionRequest{
+		SessionId: sdk.SessionId(id), Cwd: p.Cwd, McpServers: servers, AdditionalDirectories: p.AdditionalDirectories,
+	})
+	return err
+}
+
+// ResumeSession reattaches to a stored session without replay.
+func (c *Conn) ResumeSession(ctx context.Context, id string, p SessionParams) error {
+	servers, err := p.mcpServers()
+	if err != nil {
+		return err
+	}
+	_, err = c.conn.ResumeSession(ctx, sdk.ResumeSessionRequest{
+		SessionId: sdk.SessionId(id), Cwd: p.Cwd, McpServers: servers, AdditionalDirectories: p.AdditionalDirectories,
+	})
+	return err
+}
+
+// Prompt sends one prompt turn and waits for its stop reason. prompt is a
+// JSON array of ACP content blocks. Cancel the turn with Cancel, not by
+// cancelling ctx, so the agent's own stop reason is observed.
+func (c *Conn) Prompt(ctx context.Context, sessionID string, prompt json.RawMessage) (string, error) {
+	var blocks []sdk.ContentBlock
+	if err := json.Unmarshal(prompt, &blocks); err != nil {
+		return "", fmt.Errorf("prompt content: %w", err)
+	}
+	resp, err := c.conn.Prompt(ctx, sdk.PromptRequest{SessionId: sdk.SessionId(sessionID), Prompt: blocks})
+	if err != nil {
+		return "", err
+	}
+	return string(resp.StopReason), nil
+}
+
+// Cancel sends session/cancel; the running Prompt call then returns with the
+// agent's stop reason.
+func (c *Conn) Cancel(ctx context.Context, sessionID string) error {
+	return c.conn.Cancel(ctx, sdk.CancelNotification{SessionId: sdk.SessionId(sessionID)})
+}
+
+func lastLine(s string) string {
+	for len(s) > 0 && (s[len(s)-1] == '\n' || s[len(s)-1] == '\r') {
+		s = s[:len(s)-1]
+	}
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == '\n' {
+			return s[i+1:]
+		}
+	}
+	return s
+}

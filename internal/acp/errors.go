@@ -1,0 +1,113 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	sdk "github.com/coder/acp-go-sdk"
+)
+
+// ErrorClass is what an agent's error means for the daemon.
+type ErrorClass string
+
+// Error classes (DESIGN.md section 4). Only Unsupported and UnknownSession
+// justify falling back to session/new; every other class keeps the saved
+// identity.
+const (
+	ClassNone           ErrorClass = ""
+	ClassUnsupported    ErrorClass = "unsupported"
+	ClassUnknownSession ErrorClass = "unknown_session"
+	ClassAuthRequired   ErrorClass = "auth_required"
+	ClassCancelled      ErrorClass = "cancelled"
+	ClassTimeout        ErrorClass = "timeout"
+	ClassDisconnected   ErrorClass = "disconnected"
+	ClassInternal       ErrorClass = "internal"
+)
+
+// unknownSessionTexts are how real agents say "that session does not exist"
+// when they do not use -32002 (matched case-insensitively in message and data).
+var unknownSessionTexts = []string{
+	"session not found",
+	"unknown session",
+	"invalid session identifier",
+	"no previous sessions",
+	"no conversation found",
+	"no rollout found",
+	"resource not found",
+}
+
+// Classify maps an error from an ACP call to its class.
+func Classify(err error) ErrorClass {
+	if err == nil {
+		return ClassNone
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return ClassTimeout
+	}
+	var re *sdk.RequestError
+	if !errors.As(err, &re) {
+		return ClassInternal
+	}
+	text := strings.ToLower(re.Message + " " + dataText(re.Data))
+	switch re.Code {
+	case -32601:
+		return ClassUnsupported
+	case -32002:
+		return ClassUnknownSession
+	case -32000:
+		return ClassAuthRequired
+	case -32800:
+		if strings.Contains(text, "deadline exceeded") {
+			return ClassTimeout
+		}
+		return ClassCancelled
+	}
+	if strings.Contains(text, "peer disconnected") {
+		return ClassDisconnected
+	}
+	if re.Code == -32602 || re.Code == -32603 {
+		for _, t := range unknownSessionTexts {
+			if strings.Contains(text, t) {
+				return ClassUnknownSession
+			}
+		}
+		if m, ok := re.Data.(map[string]any); ok && m["service"] == "session" {
+			return ClassUnknownSession
+		}
+	}
+	return ClassInternal
+}
+
+// Message returns a short human description of an agent error.
+func Message(err error) string {
+	var re *sdk.RequestError
+	if errors.As(err, &re) {
+		if d := dataText(re.Data); d != "" && d != "null" {
+			return re.Message + ": " + d
+		}
+		return re.Message
+	}
+	return err.Error()
+}
+
+// Code returns the JSON-RPC code of an agent error, or 0.
+func Code(err error) int {
+	var re *sdk.RequestError
+	if errors.As(err, &re) {
+		return re.Code
+	}
+	return 0
+}
+
+func dataText(d any) string {
+	if d == nil {
+		return ""
+	}
+	if s, ok := d.(string); ok {
+		return s
+	}
+	b, _ := json.Marshal(d)
+	return string(b)
+}

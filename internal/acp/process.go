@@ -1,0 +1,152 @@
+package acp
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Spec says how to launch an agent process. It is built from a daemon-side
+// agent profile, never from an API request.
+type Spec struct {
+	Command string
+	Args    []string
+	// Env is extra KEY=VALUE entries appended to the daemon's environment.
+	Env []string
+	// Dir is the process working directory (the session's cwd).
+	Dir string
+}
+
+// Exit describes how an agent process ended.
+type Exit struct {
+	// Code is the exit status, or -1 when the process was killed by a signal.
+	Code int
+	// Signal is the terminating signal's name ("killed", "terminated"), if any.
+	Signal string
+	// Stderr is the tail of what the agent wrote to stderr.
+	Stderr string
+}
+
+// String renders the exit for error messages and logs.
+func (e Exit) String() string {
+	if e.Signal != "" {
+		return "killed by signal " + e.Signal
+	}
+	return fmt.Sprintf("exited with code %d", e.Code)
+}
+
+// process owns one agent child: its pipes, its process group and its exit.
+type process struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout io.ReadCloser
+	stderr *tailBuffer
+
+	done     chan struct{}
+	exit     Exit
+	stopOnce sync.Once
+}
+
+// startProcess launches the agent in its own process group so that stopping
+// it also stops any children it spawned (tools, shells, MCP servers).
+func startProcess(spec Spec) (*process, error) {
+	if spec.Command == "" {
+		return nil, errors.New("agent command is empty")
+	}
+	cmd := exec.Command(spec.Command, spec.Args...)
+	cmd.Dir = spec.Dir
+	cmd.Env = append(os.Environ(), spec.Env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	p := &process{cmd: cmd, stdin: stdin, stdout: stdout, stderr: newTailBuffer(8 << 10), done: make(chan struct{})}
+	cmd.Stderr = p.stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	go p.wait()
+	return p, nil
+}
+
+func (p *process) wait() {
+	err := p.cmd.Wait()
+	e := Exit{Code: 0, Stderr: p.stderr.String()}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		e.Code = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			e.Code = -1
+			e.Signal = ws.Signal().String()
+		}
+	} else if err != nil {
+		e.Code = -1
+		e.Signal = err.Error()
+	}
+	p.exit = e
+	close(p.done)
+}
+
+// pid returns the OS process id.
+func (p *process) pid() int { return p.cmd.Process.Pid }
+
+// stop closes stdin (a well-behaved agent exits on EOF), then sends SIGTERM
+// to the whole group, then SIGKILL after grace. It returns once reaped.
+func (p *process) stop(grace time.Duration) Exit {
+	p.stopOnce.Do(func() {
+		_ = p.stdin.Close()
+		select {
+		case <-p.done:
+			return
+		case <-time.After(grace / 4):
+		}
+		pgid := -p.cmd.Process.Pid
+		_ = syscall.Kill(pgid, syscall.SIGTERM)
+		select {
+		case <-p.done:
+			// The leader is gone; make sure its children are too.
+			_ = syscall.Kill(pgid, syscall.SIGKILL)
+			return
+		case <-time.After(grace):
+		}
+		_ = syscall.Kill(pgid, syscall.SIGKILL)
+	})
+	<-p.done
+	return p.exit
+}
+
+// tailBuffer keeps the last max bytes written to it; agents can be chatty on
+// stderr and only the end matters for error reports.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func newTailBuffer(max int) *tailBuffer { return &tailBuffer{max: max} }
+
+func (t *tailBuffer) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, b...)
+	if len(t.buf) > t.max {
+		t.buf = append([]byte(nil), t.buf[len(t.buf)-t.max:]...)
+	}
+	return len(b), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}

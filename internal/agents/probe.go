@@ -1,0 +1,113 @@
+package agents
+
+import (
+	"context"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/tether/tether/internal/acp"
+	"github.com/tether/tether/internal/errcode"
+)
+
+// defaultProbeConcurrency bounds ProbeAll when the caller passes no limit:
+// each probe starts a real agent (often a Node.js program), so probing all
+// of them at once would make the daemon's start-up a CPU spike.
+const defaultProbeConcurrency = 4
+
+// probeHandler is the acp.Handler of a probe connection. No session is
+// opened, so nothing should arrive; whatever does is ignored, and a
+// permission request is refused rather than left hanging.
+type probeHandler struct{}
+
+func (probeHandler) Update(acp.Update) {}
+
+func (probeHandler) RequestPermission(context.Context, acp.PermissionRequest) (acp.PermissionOutcome, error) {
+	return acp.PermissionOutcome{Cancelled: true}, nil
+}
+
+// Probe starts the profile's agent, performs the ACP initialize handshake,
+// stops it and records what it advertised (see RecordCapabilities). cwd is
+// the agent's working directory; empty means the system temp directory, a
+// neutral place for agents that read project files at start-up. The
+// handshake is bounded by ctx's deadline, or 30 s without one. An
+// unavailable profile fails with errcode.AgentUnavailable, an agent that
+// does not complete the handshake with errcode.AgentStartFailed.
+func (r *Registry) Probe(ctx context.Context, id, cwd string) (acp.Capabilities, error) {
+	spec, _, err := r.Spec(id)
+	if err != nil {
+		return acp.Capabilities{}, err
+	}
+	if cwd == "" {
+		cwd = os.TempDir()
+	}
+	spec.Dir = cwd
+	timeout := defaultProbeTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+		if timeout <= 0 {
+			return acp.Capabilities{}, errcode.Wrap(errcode.AgentStartFailed, ctx.Err(), "probe of agent %q: no time left", id)
+		}
+	}
+	conn, err := acp.Start(ctx, acp.Options{
+		Spec:        spec,
+		Handler:     probeHandler{},
+		InitTimeout: timeout,
+		Logger:      r.logger,
+	})
+	if err != nil {
+		return acp.Capabilities{}, errcode.Wrap(errcode.AgentStartFailed, err, "agent %q did not complete the ACP handshake: %v", id, err)
+	}
+	caps := conn.Capabilities()
+	exit := conn.Stop()
+	r.logger.Debug("agent probed", "agent", id, "loadSession", caps.LoadSession, "resume", caps.Resume,
+		"agentName", caps.AgentName, "agentVersion", caps.AgentVersion, "exit", exit.String())
+	if err := r.RecordCapabilities(ctx, id, caps); err != nil {
+		return caps, err
+	}
+	return caps, nil
+}
+
+// ProbeAll probes every available profile that has no capabilities yet, at
+// most concurrency at a time (<= 0 means 4), and returns when all are done
+// or ctx ends. Failures are logged, never returned: an agent that cannot be
+// probed now (not logged in, broken install) must not stop the daemon, and
+// it is probed again at the next start or when a session starts it.
+func (r *Registry) ProbeAll(ctx context.Context, concurrency int) {
+	if concurrency <= 0 {
+		concurrency = defaultProbeConcurrency
+	}
+	var ids []string
+	for _, p := range r.List() {
+		if p.Available && p.Capabilities == nil {
+			ids = append(ids, p.ID)
+		}
+	}
+	sem := make(chan struct{}, concurrency)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for _, id := range ids {
+		// Checked first because select picks at random when both are ready.
+		if ctx.Err() != nil {
+			r.logger.Info("agent probing stopped", "err", ctx.Err())
+			return
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			r.logger.Info("agent probing stopped", "err", ctx.Err())
+			return
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			start := time.Now()
+			caps, err := r.Probe(ctx, id, "")
+			if err != nil {
+				r.logger.Warn("agent capability probe failed", "agent", id, "err", err)
+				return
+			}
+			r.logger.Info("agent capabilities probed", "agent", id, "nativeSessionResume", caps.LoadSession || caps.Resume,
+				"agentName", caps.AgentName, "agentVersion", caps.AgentVersion, "took", time.Since(start).Round(time.Millisecond))
+		})
+	}
+}

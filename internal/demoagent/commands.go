@@ -1,0 +1,358 @@
+package demoagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	acp "github.com/coder/acp-go-sdk"
+)
+
+// errCancelled ends a turn that session/cancel interrupted.
+var errCancelled = errors.New("demoagent: turn cancelled")
+
+// permissionGrace is how long a cancelled turn waits for the client to answer
+// a pending permission request (ACP says it must, with "cancelled") before
+// giving up on it.
+const permissionGrace = 2 * time.Second
+
+// crashFlush gives the client a moment to read the last update before the
+// process dies; the SDK has already written it, this is belt and braces.
+const crashFlush = 50 * time.Millisecond
+
+// availableCommands is the available_commands_update payload. The command
+// names are a documented interface: tests and the README rely on them.
+func availableCommands() []acp.AvailableCommand {
+	cmd := func(name, desc, hint string) acp.AvailableCommand {
+		c := acp.AvailableCommand{Name: name, Description: desc}
+		if hint != "" {
+			c.Input = &acp.AvailableCommandInput{Unstructured: &acp.UnstructuredCommandInput{Hint: hint}}
+		}
+		return c
+	}
+	return []acp.AvailableCommand{
+		cmd("echo", "Reply with TEXT", "TEXT"),
+		cmd("stream", "Stream N message chunks", "N"),
+		cmd("tool", "Run a tool: 'read PATH' or 'fail'", "read PATH | fail"),
+		cmd("permission", "Ask for permission to edit a file", ""),
+		cmd("hang", "Block until cancelled", ""),
+		cmd("sleep", "Sleep MS milliseconds, then finish", "MS"),
+		cmd("crash", "Exit the agent process (code 3) mid-turn", ""),
+		cmd("crash-in-tool", "Exit the agent process (code 4) during a tool call", ""),
+		cmd("error", "Fail the prompt with a JSON-RPC error", "CODE MESSAGE"),
+		cmd("thought", "Send a thought chunk, then a message", "TEXT"),
+		cmd("unknown-update", "Send a session/update of an unknown kind", ""),
+	}
+}
+
+// turn is one running prompt.
+type turn struct {
+	a   *agent
+	s   *session
+	sid acp.SessionId
+	// ctx ends on session/cancel or when the connection goes away.
+	ctx context.Context
+}
+
+// interrupted reports why ctx ended: errCancelled for session/cancel,
+// errConnClosed when the connection is gone, nil while the turn may go on.
+func (t *turn) interrupted() error {
+	if t.ctx.Err() == nil {
+		return nil
+	}
+	if t.a.serveCtx.Err() != nil {
+		return errConnClosed
+	}
+	return errCancelled
+}
+
+func (t *turn) emit(u acp.SessionUpdate) error { return t.a.emit(t.s, t.sid, u) }
+func (t *turn) say(text string) error          { return t.emit(acp.UpdateAgentMessageText(text)) }
+
+func (t *turn) cwd() string {
+	t.s.mu.Lock()
+	defer t.s.mu.Unlock()
+	return t.s.file.Cwd
+}
+
+func (t *turn) nextToolCallID() acp.ToolCallId {
+	t.s.mu.Lock()
+	defer t.s.mu.Unlock()
+	t.s.file.NextToolCall++
+	return acp.ToolCallId(fmt.Sprintf("tool-%d", t.s.file.NextToolCall))
+}
+
+func toolDone(id acp.ToolCallId, status acp.ToolCallStatus, text string) acp.SessionUpdate {
+	return acp.UpdateToolCall(id, acp.WithUpdateStatus(status),
+		acp.WithUpdateContent([]acp.ToolCallContent{acp.ToolContent(acp.TextBlock(text))}))
+}
+
+// run dispatches on the first text block of the prompt.
+func (t *turn) run(prompt []acp.ContentBlock) error {
+	text, haveText, attachments := "", false, 0
+	for _, b := range prompt {
+		switch {
+		case b.Text != nil && !haveText:
+			text, haveText = strings.TrimSpace(b.Text.Text), true
+		case b.Resource != nil || b.ResourceLink != nil:
+			attachments++
+		}
+	}
+	if !strings.HasPrefix(text, "/") {
+		return t.plain(text, attachments)
+	}
+	name, arg := text, ""
+	if i := strings.IndexFunc(text, unicode.IsSpace); i >= 0 {
+		name, arg = text[:i], strings.TrimSpace(text[i:])
+	}
+	switch name {
+	case "/echo":
+		return t.say(arg)
+	case "/stream":
+		n, err := strconv.Atoi(arg)
+		if err != nil || n < 0 {
+			return t.say("usage: /stream N")
+		}
+		for i := 1; i <= n; i++ {
+			if err := t.interrupted(); err != nil {
+				return err
+			}
+			if err := t.say(fmt.Sprintf("chunk %d\n", i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	case "/tool":
+		return t.tool(arg)
+	case "/permission":
+		return t.permission()
+	case "/hang":
+		if err := t.say("hanging…"); err != nil {
+			return err
+		}
+		<-t.ctx.Done()
+		return t.interrupted()
+	case "/sleep":
+		ms, err := strconv.Atoi(arg)
+		if err != nil || ms < 0 {
+			return t.say("usage: /sleep MS")
+		}
+		if err := t.say(fmt.Sprintf("sleeping %d ms\n", ms)); err != nil {
+			return err
+		}
+		timer := time.NewTimer(time.Duration(ms) * time.Millisecond)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+		case <-t.ctx.Done():
+			return t.interrupted()
+		}
+		return t.say("done")
+	case "/crash":
+		if err := t.say("crashing…"); err != nil {
+			return err
+		}
+		return t.crash(3)
+	case "/crash-in-tool":
+		id := t.nextToolCallID()
+		if err := t.emit(acp.StartToolCall(id, "Run crashing tool",
+			acp.WithStartKind(acp.ToolKindExecute), acp.WithStartStatus(acp.ToolCallStatusInProgress))); err != nil {
+			return err
+		}
+		return t.crash(4)
+	case "/error":
+		codeText, msg, _ := strings.Cut(arg, " ")
+		code, err := strconv.Atoi(codeText)
+		if err != nil {
+			return t.say("usage: /error CODE MESSAGE")
+		}
+		if msg = strings.TrimSpace(msg); msg == "" {
+			msg = "demo error"
+		}
+		return &acp.RequestError{Code: code, Message: msg}
+	case "/thought":
+		if err := t.emit(acp.UpdateAgentThoughtText(arg)); err != nil {
+			return err
+		}
+		return t.say("Done thinking.")
+	case "/unknown-update":
+		// The SDK's SessionUpdate union cannot carry an unknown kind, so
+		// this one goes onto the wire raw.
+		raw := []byte(`{"sessionUpdate":"tether_demo_unknown","note":"clients must ignore unknown sessionUpdate kinds"}`)
+		if err := t.a.emitRaw(t.s, t.sid, raw); err != nil {
+			return err
+		}
+		return t.say("sent an unknown update")
+	default:
+		return t.say("unknown command " + name)
+	}
+}
+
+// crash stops the process the way a crashing agent does: what was sent is
+// already persisted (emit saves after each update), nothing else is.
+func (t *turn) crash(code int) error {
+	time.Sleep(crashFlush)
+	t.a.exit(code)
+	// Only reached when a test replaced the exit function.
+	return fmt.Errorf("demoagent: exit(%d)", code)
+}
+
+// plain is the default reply: plan, read a file, report, answer.
+func (t *turn) plain(text string, attachments int) error {
+	plan := []acp.PlanEntry{
+		{Content: "Look at the working directory", Priority: acp.PlanEntryPriorityHigh, Status: acp.PlanEntryStatusInProgress},
+		{Content: "Read one file", Priority: acp.PlanEntryPriorityMedium, Status: acp.PlanEntryStatusPending},
+		{Content: "Write a reply", Priority: acp.PlanEntryPriorityLow, Status: acp.PlanEntryStatusPending},
+	}
+	if err := t.emit(acp.UpdatePlan(plan...)); err != nil {
+		return err
+	}
+	cwd := t.cwd()
+	file, err := pickFile(cwd)
+	id := t.nextToolCallID()
+	var found string
+	switch {
+	case err != nil:
+		if err := t.emit(acp.StartToolCall(id, "Read working directory", acp.WithStartKind(acp.ToolKindRead),
+			acp.WithStartStatus(acp.ToolCallStatusInProgress))); err != nil {
+			return err
+		}
+		if err := t.emit(toolDone(id, acp.ToolCallStatusFailed, err.Error())); err != nil {
+			return err
+		}
+		found = "I could not list the working directory. "
+	case file == "":
+		if err := t.emit(acp.StartToolCall(id, "Read working directory", acp.WithStartKind(acp.ToolKindRead),
+			acp.WithStartStatus(acp.ToolCallStatusInProgress))); err != nil {
+			return err
+		}
+		if err := t.emit(toolDone(id, acp.ToolCallStatusCompleted, "no files")); err != nil {
+			return err
+		}
+		found = "The working directory has no files. "
+	default:
+		size, ok, err := t.readTool(id, cwd, file)
+		if err != nil {
+			return err
+		}
+		found = fmt.Sprintf("I looked at %s (%d bytes). ", file, size)
+		if !ok {
+			found = fmt.Sprintf("I could not read %s. ", file)
+		}
+	}
+	if err := t.interrupted(); err != nil {
+		return err
+	}
+	for i := range plan {
+		plan[i].Status = acp.PlanEntryStatusCompleted
+	}
+	if err := t.emit(acp.UpdatePlan(plan...)); err != nil {
+		return err
+	}
+	chunks := []string{"You said: " + text + ". ", found, "That is all a demo agent can do."}
+	if attachments > 0 {
+		chunks = append(chunks, fmt.Sprintf(" You attached %d resource(s).", attachments))
+	}
+	for _, c := range chunks {
+		if err := t.interrupted(); err != nil {
+			return err
+		}
+		if err := t.say(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// permission implements /permission: a pending edit tool call gated on
+// session/request_permission.
+func (t *turn) permission() error {
+	id := t.nextToolCallID()
+	title := "Edit demo.txt"
+	path := filepath.Join(t.cwd(), "demo.txt")
+	if err := t.emit(acp.StartToolCall(id, title, acp.WithStartKind(acp.ToolKindEdit),
+		acp.WithStartStatus(acp.ToolCallStatusPending),
+		acp.WithStartLocations([]acp.ToolCallLocation{{Path: path}}))); err != nil {
+		return err
+	}
+	outcome, err := t.askPermission(acp.ToolCallUpdate{
+		ToolCallId: id, Title: acp.Ptr(title), Kind: acp.Ptr(acp.ToolKindEdit),
+		Status: acp.Ptr(acp.ToolCallStatusPending),
+	})
+	if err != nil {
+		return err
+	}
+	if outcome == "" {
+		if err := t.say("Permission outcome: cancelled"); err != nil {
+			return err
+		}
+		if err := t.emit(toolDone(id, acp.ToolCallStatusFailed, "cancelled")); err != nil {
+			return err
+		}
+		return errCancelled
+	}
+	if err := t.say("Permission outcome: selected " + outcome); err != nil {
+		return err
+	}
+	// Nothing is edited for real: the demo only reports the decision.
+	update := toolDone(id, acp.ToolCallStatusCompleted, "edited demo.txt (simulated)")
+	if outcome == "reject_once" {
+		update = toolDone(id, acp.ToolCallStatusFailed, "permission denied")
+	}
+	if err := t.emit(update); err != nil {
+		return err
+	}
+	// A client that answers "selected" after it sent session/cancel still
+	// gets a cancelled turn.
+	return t.interrupted()
+}
+
+// askPermission returns the selected option id, or "" when the request was
+// cancelled (by the client's answer or by session/cancel).
+func (t *turn) askPermission(call acp.ToolCallUpdate) (string, error) {
+	// The request outlives session/cancel on purpose: ACP requires the client
+	// to answer pending requests with "cancelled", and waiting for that
+	// answer is what real agents do. Only if it never comes is it abandoned.
+	ctx, cancel := context.WithCancel(t.a.serveCtx)
+	defer cancel()
+	go func() {
+		select {
+		case <-t.ctx.Done():
+			timer := time.NewTimer(permissionGrace)
+			defer timer.Stop()
+			select {
+			case <-timer.C:
+				cancel()
+			case <-ctx.Done():
+			}
+		case <-ctx.Done():
+		}
+	}()
+	resp, err := t.a.conn.RequestPermission(ctx, acp.RequestPermissionRequest{
+		SessionId: t.sid,
+		ToolCall:  call,
+		Options: []acp.PermissionOption{
+			{OptionId: "allow_once", Name: "Allow once", Kind: acp.PermissionOptionKindAllowOnce},
+			{OptionId: "allow_always", Name: "Allow always", Kind: acp.PermissionOptionKindAllowAlways},
+			{OptionId: "reject_once", Name: "Reject", Kind: acp.PermissionOptionKindRejectOnce},
+		},
+	})
+	if err != nil {
+		if ierr := t.interrupted(); ierr != nil {
+			if errors.Is(ierr, errCancelled) {
+				return "", nil
+			}
+			return "", ierr
+		}
+		return "", err
+	}
+	if resp.Outcome.Selected != nil {
+		return string(resp.Outcome.Selected.OptionId), nil
+	}
+	return "", nil
+}

@@ -1,0 +1,102 @@
+// Package errcode defines the daemon's typed domain errors. Every error a
+// client can cause carries a stable machine code; the HTTP edge maps codes to
+// statuses in one table, so the core never thinks in HTTP terms.
+package errcode
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is a stable, machine-readable error identifier (snake_case). Clients
+// switch on it, so existing values never change meaning.
+type Code string
+
+// Codes raised by the core. The HTTP status of each lives in server/problem.go.
+const (
+	InvalidRequest        Code = "invalid_request"
+	Unauthorized          Code = "unauthorized"
+	NotFound              Code = "not_found"
+	TaskNotFound          Code = "task_not_found"
+	SessionNotFound       Code = "session_not_found"
+	TurnNotFound          Code = "turn_not_found"
+	PermissionNotFound    Code = "permission_not_found"
+	AgentProfileNotFound  Code = "agent_profile_not_found"
+	AgentUnavailable      Code = "agent_unavailable"
+	InvalidCwd            Code = "invalid_cwd"
+	InvalidState          Code = "invalid_state"
+	SessionTerminal       Code = "session_terminal"
+	TurnActive            Code = "turn_active"
+	PromptQueueFull       Code = "prompt_queue_full"
+	PromptIDConflict      Code = "prompt_id_conflict"
+	PermissionResolved    Code = "permission_already_resolved"
+	InvalidPermissionOpt  Code = "invalid_permission_option"
+	AgentStartFailed      Code = "agent_start_failed"
+	AgentError            Code = "agent_error"
+	PayloadTooLarge       Code = "payload_too_large"
+	MethodNotAllowed      Code = "method_not_allowed"
+	ServiceShuttingDown   Code = "shutting_down"
+	Internal              Code = "internal_error"
+	DatabaseTooNew        Code = "database_too_new"
+	ValidationFailed      Code = "validation_failed"
+	UnsupportedMediaType  Code = "unsupported_media_type"
+	RouteNotFound         Code = "route_not_found"
+	MalformedJSON         Code = "malformed_json"
+)
+
+// Error is a domain error: a code, a human message and optional details that
+// are safe to show to the client.
+type Error struct {
+	Code    Code
+	Message string
+	// Details are extra problem+json members (e.g. the current state).
+	Details map[string]any
+	// Err is the underlying cause; never shown to clients.
+	Err error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Code, e.Message, e.Err)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+// Unwrap exposes the cause to errors.Is/As.
+func (e *Error) Unwrap() error { return e.Err }
+
+// New returns an Error with a formatted message.
+func New(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Wrap returns an Error that keeps err as its hidden cause.
+func Wrap(code Code, err error, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Err: err}
+}
+
+// With returns a copy of e with an extra detail member.
+func (e *Error) With(key string, value any) *Error {
+	c := *e
+	c.Details = make(map[string]any, len(e.Details)+1)
+	for k, v := range e.Details {
+		c.Details[k] = v
+	}
+	c.Details[key] = value
+	return &c
+}
+
+// CodeOf returns the code of the first *Error in err's chain, or Internal.
+func CodeOf(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return Internal
+}
+
+// Is reports whether err carries the given code.
+func Is(err error, code Code) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == code
+}

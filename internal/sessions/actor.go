@@ -1,0 +1,285 @@
+package sessions
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/tether/tether/internal/acp"
+	"github.com/tether/tether/internal/store"
+)
+
+// actor owns one session's live state. Every field below is touched only by
+// the mailbox goroutine; other goroutines talk to it by posting closures.
+type actor struct {
+	m   *Manager
+	id  string
+	mb  *mailbox
+	log *slog.Logger
+
+	sess store.Session
+	exec store.Executor
+
+	// gen numbers agent incarnations so that late messages from a
+	// previous process (updates, exits) are recognised and dropped.
+	gen      int
+	conn     *acp.Conn
+	acpID    string
+	starting bool
+	// stopping is set by close and shutdown: exits are then expected.
+	stopping bool
+
+	running *turnRun
+	queue   []store.Turn
+	perms   map[string]*pendingPermission
+}
+
+// turnRun is the turn currently executing on the agent.
+type turnRun struct {
+	turn        store.Turn
+	conn        *acp.Conn
+	cancelTimer *time.Timer
+}
+
+func newActor(m *Manager, sess store.Session, exec store.Executor) *actor {
+	return &actor{
+		m: m, id: sess.ID, mb: newMailbox(), sess: sess, exec: exec,
+		log:   m.cfg.Logger.With("session", sess.ID),
+		perms: map[string]*pendingPermission{},
+	}
+}
+
+func (a *actor) ctx() context.Context { return context.Background() }
+
+// ensureAgent starts the agent process if it is neither running nor starting.
+func (a *actor) ensureAgent() {
+	if a.conn != nil || a.starting || a.stopping || a.sess.State.Terminal() {
+		return
+	}
+	a.starting = true
+	a.gen++
+	gen := a.gen
+	a.setState(store.SessionStarting)
+	a.exec.Status = store.ExecutorStarting
+	a.exec.ErrorMessage = ""
+	a.saveExecutor()
+
+	spec, _, specErr := a.m.profiles.Spec(a.sess.AgentProfileID)
+	params := acp.SessionParams{Cwd: a.sess.Cwd, MCPServers: a.sess.MCPServers, AdditionalDirectories: a.sess.AdditionalDirectories}
+	spec.Dir = a.sess.Cwd
+	h := &agentHandler{a: a, gen: gen}
+	opts := acp.Options{Spec: spec, Root: a.sess.Cwd, Handler: h, StopGrace: a.m.cfg.StopGrace,
+		InitTimeout: a.m.cfg.StartTimeout, Logger: a.log}
+	if a.m.cfg.Outgoing != nil {
+		opts.Outgoing = a.m.cfg.Outgoing(a.id)
+	}
+	go func() {
+		if specErr != nil {
+			a.mb.post(func() { a.onAgentStarted(gen, nil, "", specErr) })
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), a.m.cfg.StartTimeout)
+		defer cancel()
+		conn, err := acp.Start(ctx, opts)
+		var acpID string
+		if err == nil {
+			acpID, err = conn.NewSession(ctx, params)
+			if err != nil {
+				conn.Stop()
+				err = fmt.Errorf("session/new: %s", acp.Message(err))
+			}
+		}
+		if err != nil {
+			conn = nil
+		}
+		a.mb.post(func() { a.onAgentStarted(gen, conn, acpID, err) })
+	}()
+}
+
+func (a *actor) onAgentStarted(gen int, conn *acp.Conn, acpID string, err error) {
+	if gen != a.gen {
+		if conn != nil {
+			go conn.Stop()
+		}
+		return
+	}
+	a.starting = false
+	if a.stopping || a.sess.State.Terminal() {
+		if conn != nil {
+			go conn.Stop()
+		}
+		return
+	}
+	if err != nil {
+		a.log.Warn("agent failed to start", "err", err)
+		a.exec.Status = store.ExecutorError
+		a.exec.ErrorMessage = err.Error()
+		a.saveExecutor()
+		// Queued turns cannot run without an agent: they fail visibly
+		// rather than waiting forever. The next prompt tries again.
+		for _, t := range a.queue {
+			a.endTurn(t, store.TurnFailed, func(t *store.Turn) {
+				t.ErrorCode = "agent_start_failed"
+				t.ErrorMessage = err.Error()
+			})
+		}
+		a.queue = nil
+		a.setState(store.SessionWaitingForInput)
+		return
+	}
+	a.conn, a.acpID = conn, acpID
+	caps := conn.Capabilities()
+	now := time.Now().UTC()
+	a.exec.Status = store.ExecutorReady
+	a.exec.PID = conn.PID()
+	a.exec.AgentExecutionID = fmt.Sprintf("%s-%d", a.id, gen)
+	a.exec.ResumeToken = acpID
+	a.exec.SupportsLoad = caps.LoadSession
+	a.exec.SupportsSessionResume = caps.Resume
+	a.exec.LastSeenAt = &now
+	a.exec.ExitCode, a.exec.ExitSignal = nil, ""
+	a.saveExecutor()
+	go func() {
+		if err := a.m.profiles.RecordCapabilities(context.Background(), a.sess.AgentProfileID, caps); err != nil {
+			a.log.Warn("record agent capabilities", "err", err)
+		}
+	}()
+	go func() {
+		<-conn.Done()
+		a.mb.post(func() { a.onAgentExit(gen, conn) })
+	}()
+	a.startNext()
+}
+
+// onAgentExit handles the agent process ending, expected or not.
+func (a *actor) onAgentExit(gen int, conn *acp.Conn) {
+	if gen != a.gen || conn != a.conn {
+		return
+	}
+	exit := conn.Exit()
+	a.conn = nil
+	now := time.Now().UTC()
+	a.exec.Status = store.ExecutorStopped
+	a.exec.LastSeenAt = &now
+	code := exit.Code
+	a.exec.ExitCode, a.exec.ExitSignal = &code, exit.Signal
+	if !a.stopping {
+		a.exec.ErrorMessage = "agent " + exit.String()
+		a.log.Warn("agent exited", "exit", exit.String(), "stderr", exit.Stderr)
+	}
+	a.saveExecutor()
+	a.closePermissions("", store.PermissionExpired)
+	if r := a.running; r != nil {
+		a.running = nil
+		if r.cancelTimer != nil {
+			r.cancelTimer.Stop()
+		}
+		if r.turn.CancelRequested {
+			a.endTurn(r.turn, store.TurnCancelled, nil)
+		} else {
+			a.interruptTurn(r.turn, "agent_exited", exit)
+		}
+	}
+	if a.stopping || a.sess.State.Terminal() {
+		return
+	}
+	if len(a.queue) > 0 {
+		// Queued prompts were accepted; start a fresh agent for them.
+		a.ensureAgent()
+		return
+	}
+	a.setState(store.SessionWaitingForInput)
+}
+
+// recordStopped marks the executor stopped after a deliberate stop.
+func (a *actor) recordStopped(conn *acp.Conn) {
+	if conn != nil && conn == a.conn {
+		a.conn = nil
+		exit := conn.Exit()
+		code := exit.Code
+		a.exec.ExitCode, a.exec.ExitSignal = &code, exit.Signal
+	}
+	now := time.Now().UTC()
+	a.exec.Status = store.ExecutorStopped
+	a.exec.LastSeenAt = &now
+	a.saveExecutor()
+}
+
+func (a *actor) saveExecutor() {
+	a.exec.SessionID = a.id
+	if err := a.m.store.UpdateExecutor(a.ctx(), a.exec); err != nil {
+		a.log.Error("persist executor", "err", err)
+	}
+}
+
+// setState persists a session state change and lets the task follow it.
+func (a *actor) setState(s store.SessionState) {
+	if a.sess.State == s {
+		return
+	}
+	if err := a.m.store.UpdateSessionState(a.ctx(), a.id, s); err != nil {
+		a.log.Error("persist session state", "state", s, "err", err)
+		return
+	}
+	a.sess.State = s
+	a.followTask()
+}
+
+// followTask derives the task state from its sessions: any running turn
+// makes it IN_PROGRESS; otherwise a session waiting for input puts it in
+// REVIEW. Other task states are only set by users.
+func (a *actor) followTask() {
+	ctx := a.ctx()
+	var want store.TaskState
+	switch a.sess.State {
+	case store.SessionRunning:
+		want = store.TaskInProgress
+	case store.SessionWaitingForInput:
+		busy, _, err := a.m.store.ListSessions(ctx, store.SessionFilter{TaskID: a.sess.TaskID, States: []store.SessionState{store.SessionRunning}, Limit: 1})
+		if err != nil || len(busy) > 0 {
+			return
+		}
+		want = store.TaskReview
+	default:
+		return
+	}
+	if err := a.m.store.SetTaskState(ctx, a.sess.TaskID, want); err != nil {
+		a.log.Error("persist task state", "err", err)
+	}
+}
+
+// agentHandler receives an agent's updates and permission requests and
+// forwards them to the actor, tagged with the agent incarnation.
+type agentHandler struct {
+	a   *actor
+	gen int
+}
+
+func (h *agentHandler) Update(u acp.Update) {
+	h.a.mb.post(func() { h.a.onUpdate(h.gen, u) })
+}
+
+func (h *agentHandler) RequestPermission(ctx context.Context, req acp.PermissionRequest) (acp.PermissionOutcome, error) {
+	reply := make(chan acp.PermissionOutcome, 1)
+	idc := make(chan string, 1)
+	if !h.a.mb.post(func() { idc <- h.a.onPermissionRequested(h.gen, req, reply) }) {
+		return acp.PermissionOutcome{Cancelled: true}, nil
+	}
+	var id string
+	select {
+	case id = <-idc:
+	case <-ctx.Done():
+		return acp.PermissionOutcome{Cancelled: true}, nil
+	}
+	if id == "" {
+		return acp.PermissionOutcome{Cancelled: true}, nil
+	}
+	select {
+	case out := <-reply:
+		return out, nil
+	case <-ctx.Done():
+		h.a.mb.post(func() { h.a.resolvePermission(id, store.PermissionCancelled, "") })
+		return acp.PermissionOutcome{Cancelled: true}, nil
+	}
+}

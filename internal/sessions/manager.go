@@ -1,0 +1,246 @@
+// Package sessions runs live sessions. Each session is owned by one actor
+// goroutine with a mailbox: admission of prompts, queueing, cancellation,
+// permission answers and every state change happen there in order, so two
+// requests can never race on a session's state. Agent I/O happens in other
+// goroutines that post their results back to the actor.
+package sessions
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/tether/tether/internal/acp"
+	"github.com/tether/tether/internal/agents"
+	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/workspace"
+)
+
+// Profiles resolves agent profile ids to launchable specs; only the daemon's
+// configuration can name a command.
+type Profiles interface {
+	Spec(id string) (acp.Spec, agents.Profile, error)
+	RecordCapabilities(ctx context.Context, id string, caps acp.Capabilities) error
+}
+
+// Config tunes the session runtime.
+type Config struct {
+	// QueueLimit bounds prompts waiting behind a running turn.
+	QueueLimit int
+	// StartTimeout bounds process start + initialize + session/new.
+	StartTimeout time.Duration
+	// StopGrace is the SIGTERM→SIGKILL grace when stopping an agent.
+	StopGrace time.Duration
+	// CancelGrace is how long a cancelled turn may take to end before the
+	// agent is stopped.
+	CancelGrace time.Duration
+	Logger      *slog.Logger
+	// Outgoing, if set, receives every line sent to any agent (tests).
+	Outgoing func(sessionID string) interface{ Write([]byte) (int, error) }
+}
+
+func (c *Config) defaults() {
+	if c.QueueLimit <= 0 {
+		c.QueueLimit = 16
+	}
+	if c.StartTimeout <= 0 {
+		c.StartTimeout = 60 * time.Second
+	}
+	if c.StopGrace <= 0 {
+		c.StopGrace = 3 * time.Second
+	}
+	if c.CancelGrace <= 0 {
+		c.CancelGrace = 10 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Manager owns the live session actors.
+type Manager struct {
+	store    *store.Store
+	profiles Profiles
+	cfg      Config
+
+	mu       sync.Mutex
+	actors   map[string]*actor
+	shutdown bool
+}
+
+// New returns a Manager. Sessions are brought to life on first use.
+func New(st *store.Store, profiles Profiles, cfg Config) *Manager {
+	cfg.defaults()
+	return &Manager{store: st, profiles: profiles, cfg: cfg, actors: map[string]*actor{}}
+}
+
+// CreateInput is a request to start a session.
+type CreateInput struct {
+	AgentProfileID string
+	Cwd            string
+	TaskID         string
+	Title          string
+	// InitialPrompt is a JSON array of content blocks; empty for none.
+	InitialPrompt json.RawMessage
+	PromptID      string
+}
+
+// Create validates the request, persists the session (and a task when none
+// is given) and starts its agent in the background. An initial prompt is
+// admitted as the first turn and runs once the agent is ready.
+func (m *Manager) Create(ctx context.Context, in CreateInput) (store.Session, error) {
+	if _, _, err := m.profiles.Spec(in.AgentProfileID); err != nil {
+		return store.Session{}, err
+	}
+	cwd, err := workspace.ResolveDir(in.Cwd)
+	if err != nil {
+		return store.Session{}, err
+	}
+	if in.TaskID == "" {
+		title := in.Title
+		if title == "" {
+			title = "Session in " + cwd
+		}
+		t, err := m.store.CreateTask(ctx, store.Task{Title: title, Workspace: cwd})
+		if err != nil {
+			return store.Session{}, err
+		}
+		in.TaskID = t.ID
+	}
+	sess, err := m.store.CreateSession(ctx, store.Session{
+		TaskID: in.TaskID, AgentProfileID: in.AgentProfileID, Cwd: cwd, Title: in.Title,
+		State: store.SessionCreated,
+	}, store.Executor{Runtime: store.RuntimeStandalone, Status: store.ExecutorStopped})
+	if err != nil {
+		return store.Session{}, err
+	}
+	a, err := m.actor(ctx, sess.ID)
+	if err != nil {
+		return store.Session{}, err
+	}
+	if len(in.InitialPrompt) > 0 {
+		if _, err := a.prompt(ctx, PromptInput{Prompt: in.InitialPrompt, PromptID: in.PromptID, kind: store.TurnInitial}); err != nil {
+			return store.Session{}, err
+		}
+	} else if _, err := call(ctx, a.mb, func() (struct{}, error) { a.ensureAgent(); return struct{}{}, nil }); err != nil {
+		return store.Session{}, err
+	}
+	return m.store.GetSession(ctx, sess.ID)
+}
+
+// actor returns the live actor of a session, loading it from the store
+// when the daemon has not touched the session since it started.
+func (m *Manager) actor(ctx context.Context, id string) (*actor, error) {
+	m.mu.Lock()
+	if m.shutdown {
+		m.mu.Unlock()
+		return nil, errcode.New(errcode.ServiceShuttingDown, "tetherd is shutting down")
+	}
+	if a, ok := m.actors[id]; ok {
+		m.mu.Unlock()
+		return a, nil
+	}
+	m.mu.Unlock()
+	sess, err := m.store.GetSession(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	exec, err := m.store.GetExecutor(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if a, ok := m.actors[id]; ok {
+		return a, nil
+	}
+	a := newActor(m, sess, exec)
+	m.actors[id] = a
+	go a.mb.run()
+	return a, nil
+}
+
+// Prompt admits a prompt into a session (running now, or queued).
+func (m *Manager) Prompt(ctx context.Context, sessionID string, in PromptInput) (PromptResult, error) {
+	a, err := m.actor(ctx, sessionID)
+	if err != nil {
+		return PromptResult{}, err
+	}
+	in.kind = store.TurnPrompt
+	return a.prompt(ctx, in)
+}
+
+// Cancel cancels the running turn (and drops queued ones).
+func (m *Manager) Cancel(ctx context.Context, sessionID string) (CancelResult, error) {
+	a, err := m.actor(ctx, sessionID)
+	if err != nil {
+		return CancelResult{}, err
+	}
+	return call(ctx, a.mb, a.cancel)
+}
+
+// AnswerPermission resolves a pending permission request.
+func (m *Manager) AnswerPermission(ctx context.Context, sessionID, requestID string, out acp.PermissionOutcome) (store.Permission, error) {
+	a, err := m.actor(ctx, sessionID)
+	if err != nil {
+		return store.Permission{}, err
+	}
+	return call(ctx, a.mb, func() (store.Permission, error) { return a.answerPermission(requestID, out) })
+}
+
+// Close ends the session: the running turn is cancelled, the agent stopped
+// and the session marked COMPLETED. Closing a closed session is a no-op.
+func (m *Manager) Close(ctx context.Context, sessionID string) (store.Session, error) {
+	a, err := m.actor(ctx, sessionID)
+	if err != nil {
+		return store.Session{}, err
+	}
+	conn, err := call(ctx, a.mb, a.close)
+	if err != nil {
+		return store.Session{}, err
+	}
+	if conn != nil {
+		conn.Stop()
+	}
+	// Wait until the actor has recorded the stop, then retire it.
+	_, _ = call(ctx, a.mb, func() (struct{}, error) { a.recordStopped(conn); return struct{}{}, nil })
+	m.retire(a)
+	return m.store.GetSession(ctx, sessionID)
+}
+
+func (m *Manager) retire(a *actor) {
+	m.mu.Lock()
+	if m.actors[a.id] == a {
+		delete(m.actors, a.id)
+	}
+	m.mu.Unlock()
+	a.mb.close()
+}
+
+// Shutdown stops every live agent. Running turns are left as they are in
+// the store: the next start-up reconciles them as interrupted.
+func (m *Manager) Shutdown(ctx context.Context) {
+	m.mu.Lock()
+	m.shutdown = true
+	actors := make([]*actor, 0, len(m.actors))
+	for _, a := range m.actors {
+		actors = append(actors, a)
+	}
+	m.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, a := range actors {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			conn, _ := call(ctx, a.mb, func() (*acp.Conn, error) { a.stopping = true; return a.conn, nil })
+			if conn != nil {
+				conn.Stop()
+			}
+			a.mb.close()
+		}()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,339 @@
+package sessions
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tether/tether/internal/acp"
+	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/store"
+)
+
+// Multitask policies for a prompt that arrives while a turn runs.
+const (
+	MultitaskEnqueue = "enqueue"
+	MultitaskReject  = "reject"
+)
+
+// PromptInput is a prompt to admit.
+type PromptInput struct {
+	// Prompt is a JSON array of ACP content blocks.
+	Prompt    json.RawMessage
+	PromptID  string
+	Multitask string
+	kind      store.TurnKind
+}
+
+// PromptResult is the admitted turn.
+type PromptResult struct {
+	Turn       store.Turn
+	EventEpoch string
+}
+
+// CancelResult says what a cancel did.
+type CancelResult struct {
+	PromptID  string
+	Cancelled bool
+	Dequeued  []string
+}
+
+func (a *actor) prompt(ctx context.Context, in PromptInput) (PromptResult, error) {
+	return call(ctx, a.mb, func() (PromptResult, error) { return a.admit(in) })
+}
+
+// admit decides, atomically with every other command, whether the prompt
+// runs now, waits in the queue, or is refused.
+func (a *actor) admit(in PromptInput) (PromptResult, error) {
+	ctx := a.ctx()
+	if in.PromptID != "" {
+		t, err := a.m.store.GetTurn(ctx, a.id, in.PromptID)
+		if err == nil {
+			if !sameJSON(t.Prompt, in.Prompt) {
+				return PromptResult{}, errcode.New(errcode.PromptIDConflict,
+					"promptId %q was already used for a different prompt", in.PromptID)
+			}
+			return PromptResult{Turn: t, EventEpoch: a.sess.EventEpoch}, nil
+		}
+		if !errcode.Is(err, errcode.TurnNotFound) {
+			return PromptResult{}, err
+		}
+	}
+	if a.sess.State.Terminal() || a.stopping {
+		return PromptResult{}, errcode.New(errcode.SessionTerminal, "session is %s", a.sess.State).With("state", string(a.sess.State))
+	}
+	busy := a.running != nil || len(a.queue) > 0
+	if busy && in.Multitask == MultitaskReject {
+		return PromptResult{}, errcode.New(errcode.TurnActive, "a turn is already running").With("promptId", a.activePromptID())
+	}
+	if len(a.queue) >= a.m.cfg.QueueLimit {
+		return PromptResult{}, errcode.New(errcode.PromptQueueFull, "%d prompts are already queued", len(a.queue)).With("retryAfter", 5)
+	}
+	if in.PromptID == "" {
+		in.PromptID = uuid.NewString()
+	}
+	t, err := a.m.store.CreateTurn(ctx, store.Turn{
+		SessionID: a.id, PromptID: in.PromptID, Kind: in.kind, State: store.TurnQueued, Prompt: in.Prompt,
+	})
+	if err != nil {
+		return PromptResult{}, err
+	}
+	if !a.sess.Prompted {
+		if err := a.m.store.MarkSessionPrompted(ctx, a.id); err == nil {
+			a.sess.Prompted = true
+		}
+	}
+	a.queue = append(a.queue, t)
+	a.ensureAgent()
+	a.startNext()
+	if a.running != nil && a.running.turn.PromptID == t.PromptID {
+		t = a.running.turn
+	}
+	return PromptResult{Turn: t, EventEpoch: a.sess.EventEpoch}, nil
+}
+
+func (a *actor) activePromptID() string {
+	if a.running != nil {
+		return a.running.turn.PromptID
+	}
+	if len(a.queue) > 0 {
+		return a.queue[0].PromptID
+	}
+	return ""
+}
+
+// startNext runs the next queued turn if the agent is ready and idle.
+func (a *actor) startNext() {
+	if a.running != nil || a.conn == nil {
+		return
+	}
+	if len(a.queue) == 0 {
+		a.setState(store.SessionWaitingForInput)
+		return
+	}
+	t := a.queue[0]
+	a.queue = a.queue[1:]
+	now := time.Now().UTC()
+	t.State = store.TurnRunning
+	t.StartedAt = &now
+	if err := a.m.store.UpdateTurn(a.ctx(), t); err != nil {
+		a.log.Error("persist turn start", "err", err)
+	}
+	if t.Kind != store.TurnContinue {
+		if _, err := a.m.store.AddMessage(a.ctx(), store.Message{
+			SessionID: a.id, PromptID: t.PromptID, Role: store.RoleUser, Text: promptText(t.Prompt),
+		}); err != nil {
+			a.log.Error("persist user message", "err", err)
+		}
+	}
+	r := &turnRun{turn: t, conn: a.conn}
+	a.running = r
+	a.setState(store.SessionRunning)
+	acpID := a.acpID
+	go func() {
+		// The prompt's context stays alive on cancel so that the agent's
+		// own stop reason is observed; cancellation goes via session/cancel.
+		stop, err := r.conn.Prompt(context.Background(), acpID, t.Prompt)
+		a.mb.post(func() { a.onTurnDone(r, stop, err) })
+	}()
+}
+
+func (a *actor) onTurnDone(r *turnRun, stop string, err error) {
+	if a.running != r {
+		return
+	}
+	if err != nil && acp.Classify(err) == acp.ClassDisconnected {
+		// The agent is gone or going; the exit handler records the outcome
+		// with the exit code. Make sure the process really ends.
+		go r.conn.Stop()
+		return
+	}
+	a.running = nil
+	if r.cancelTimer != nil {
+		r.cancelTimer.Stop()
+	}
+	switch {
+	case r.turn.CancelRequested || stop == "cancelled":
+		// The user's intent wins whatever the agent answered.
+		a.endTurn(r.turn, store.TurnCancelled, func(t *store.Turn) { t.StopReason = stop })
+	case err != nil:
+		a.endTurn(r.turn, store.TurnFailed, func(t *store.Turn) {
+			t.ErrorCode = errorCode(err)
+			t.ErrorMessage = acp.Message(err)
+		})
+	default:
+		a.endTurn(r.turn, store.TurnCompleted, func(t *store.Turn) { t.StopReason = stop })
+	}
+	a.closePermissions(r.turn.PromptID, store.PermissionCancelled)
+	if a.conn != nil {
+		now := time.Now().UTC()
+		a.exec.LastSeenAt = &now
+	}
+	a.startNext()
+}
+
+func errorCode(err error) string {
+	switch acp.Classify(err) {
+	case acp.ClassAuthRequired:
+		return "agent_auth_required"
+	case acp.ClassUnknownSession:
+		return "agent_session_not_found"
+	case acp.ClassTimeout:
+		return "agent_timeout"
+	}
+	if c := acp.Code(err); c != 0 {
+		return fmt.Sprintf("agent_error_%d", c)
+	}
+	return "agent_error"
+}
+
+// endTurn persists a terminal outcome for t.
+func (a *actor) endTurn(t store.Turn, state store.TurnState, set func(*store.Turn)) {
+	now := time.Now().UTC()
+	t.State = state
+	t.EndedAt = &now
+	if set != nil {
+		set(&t)
+	}
+	if err := a.m.store.UpdateTurn(a.ctx(), t); err != nil {
+		a.log.Error("persist turn outcome", "prompt", t.PromptID, "err", err)
+	}
+}
+
+// interruptedToolText is the synthetic result recorded for a tool call whose
+// outcome was never reported.
+const interruptedToolText = "Tool execution result was not recorded: interrupted by %s. Treat as failure and retry if needed."
+
+// interruptTurn ends a turn that lost its agent: unfinished tool calls get
+// a synthetic failed result and a system message says what happened.
+func (a *actor) interruptTurn(t store.Turn, reason string, exit acp.Exit) {
+	ctx := a.ctx()
+	cause := strings.ReplaceAll(reason, "_", " ")
+	if calls, err := a.m.store.ListToolCalls(ctx, a.id); err == nil {
+		for _, c := range calls {
+			if c.PromptID != t.PromptID || (c.Status != store.ToolPending && c.Status != store.ToolInProgress) {
+				continue
+			}
+			content, _ := json.Marshal([]map[string]any{{"type": "content", "content": map[string]any{
+				"type": "text", "text": fmt.Sprintf(interruptedToolText, cause)}}})
+			if _, err := a.m.store.UpsertToolCall(ctx, store.ToolCall{SessionID: a.id, ToolCallID: c.ToolCallID,
+				Status: store.ToolFailed, Interrupted: true, Content: content}); err != nil {
+				a.log.Error("persist interrupted tool call", "err", err)
+			}
+		}
+	}
+	if _, err := a.m.store.AddMessage(ctx, store.Message{SessionID: a.id, PromptID: t.PromptID, Role: store.RoleSystem,
+		Text: fmt.Sprintf("Turn interrupted: the agent %s.", exit)}); err != nil {
+		a.log.Error("persist system message", "err", err)
+	}
+	a.endTurn(t, store.TurnInterrupted, func(t *store.Turn) {
+		t.InterruptReason = reason
+		code := exit.Code
+		t.ExitCode, t.ExitSignal = &code, exit.Signal
+	})
+}
+
+// cancel records the user's intent durably, asks the agent to stop, answers
+// open permission requests "cancelled" and drops queued prompts. If the
+// agent does not end the turn within CancelGrace it is stopped.
+func (a *actor) cancel() (CancelResult, error) {
+	var res CancelResult
+	for _, t := range a.queue {
+		a.endTurn(t, store.TurnCancelled, func(t *store.Turn) { t.CancelRequested = true })
+		res.Dequeued = append(res.Dequeued, t.PromptID)
+	}
+	a.queue = nil
+	res.Cancelled = len(res.Dequeued) > 0
+	r := a.running
+	if r == nil {
+		return res, nil
+	}
+	res.PromptID = r.turn.PromptID
+	res.Cancelled = true
+	if r.turn.CancelRequested {
+		return res, nil
+	}
+	r.turn.CancelRequested = true
+	if err := a.m.store.UpdateTurn(a.ctx(), r.turn); err != nil {
+		return CancelResult{}, err
+	}
+	a.closePermissions(r.turn.PromptID, store.PermissionCancelled)
+	acpID := a.acpID
+	go func() {
+		if err := r.conn.Cancel(context.Background(), acpID); err != nil {
+			a.log.Warn("session/cancel failed", "err", err)
+		}
+	}()
+	r.cancelTimer = time.AfterFunc(a.m.cfg.CancelGrace, func() {
+		a.mb.post(func() {
+			if a.running == r {
+				a.log.Warn("agent ignored cancel; stopping it", "grace", a.m.cfg.CancelGrace)
+				go r.conn.Stop()
+			}
+		})
+	})
+	return res, nil
+}
+
+// close ends the session and returns the agent connection for the caller
+// to stop outside the actor (stopping can take the whole grace period).
+func (a *actor) close() (*acp.Conn, error) {
+	if a.sess.State.Terminal() {
+		return nil, nil
+	}
+	a.stopping = true
+	for _, t := range a.queue {
+		a.endTurn(t, store.TurnCancelled, func(t *store.Turn) { t.CancelRequested = true })
+	}
+	a.queue = nil
+	if r := a.running; r != nil {
+		a.running = nil
+		if r.cancelTimer != nil {
+			r.cancelTimer.Stop()
+		}
+		a.endTurn(r.turn, store.TurnCancelled, func(t *store.Turn) { t.CancelRequested = true })
+	}
+	a.closePermissions("", store.PermissionCancelled)
+	a.setState(store.SessionCompleted)
+	a.gen++ // late messages from this agent are now stale
+	return a.conn, nil
+}
+
+func sameJSON(x, y json.RawMessage) bool {
+	var bx, by bytes.Buffer
+	if json.Compact(&bx, x) != nil || json.Compact(&by, y) != nil {
+		return bytes.Equal(x, y)
+	}
+	return bytes.Equal(bx.Bytes(), by.Bytes())
+}
+
+// promptText is the user-visible text of a prompt: its text blocks joined,
+// with other blocks named.
+func promptText(prompt json.RawMessage) string {
+	var blocks []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+		URI  string `json:"uri"`
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(prompt, &blocks) != nil {
+		return ""
+	}
+	parts := make([]string, 0, len(blocks))
+	for _, b := range blocks {
+		switch b.Type {
+		case "text":
+			parts = append(parts, b.Text)
+		case "resource_link":
+			parts = append(parts, fmt.Sprintf("[%s](%s)", b.Name, b.URI))
+		default:
+			parts = append(parts, "["+b.Type+"]")
+		}
+	}
+	return strings.Join(parts, "\n")
+}

@@ -1,0 +1,53 @@
+package store
+
+import (
+	"errors"
+
+	"github.com/mattn/go-sqlite3"
+	"gorm.io/gorm"
+
+	"github.com/tether/tether/internal/errcode"
+)
+
+// internal translates any error into an *errcode.Error. Domain errors pass
+// through unchanged; everything else becomes errcode.Internal with the cause
+// kept as the hidden Err (for logs, and so errors.Is still sees
+// context.Canceled) and out of the client-visible message.
+func internal(err error, op string) error {
+	var e *errcode.Error
+	if errors.As(err, &e) {
+		return err
+	}
+	return errcode.Wrap(errcode.Internal, err, "store: %s", op)
+}
+
+// isNotFound reports gorm's "no row" outcome of First/Take.
+func isNotFound(err error) bool { return errors.Is(err, gorm.ErrRecordNotFound) }
+
+// isUniqueViolation reports a PRIMARY KEY or UNIQUE constraint failure.
+func isUniqueViolation(err error) bool {
+	var se sqlite3.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	return se.ExtendedCode == sqlite3.ErrConstraintPrimaryKey ||
+		se.ExtendedCode == sqlite3.ErrConstraintUnique
+}
+
+// isForeignKeyViolation reports a FOREIGN KEY constraint failure, which on
+// insert means the parent row (task or session) does not exist.
+func isForeignKeyViolation(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintForeignKey
+}
+
+// notFound builds the not-found error of one kind of record; the id is also
+// a detail so clients need not parse the message.
+func notFound(code errcode.Code, what, id string) error {
+	return errcode.New(code, "%s %q not found", what, id).With("id", id)
+}
+
+// sessionNotFound is the most common notFound; a helper keeps call sites short.
+func sessionNotFound(id string) error {
+	return notFound(errcode.SessionNotFound, "session", id)
+}

@@ -1,0 +1,274 @@
+package store
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// TaskState is a task's lifecycle state (DESIGN.md section 2).
+type TaskState string
+
+// Task states.
+const (
+	TaskTodo       TaskState = "TODO"
+	TaskInProgress TaskState = "IN_PROGRESS"
+	TaskReview     TaskState = "REVIEW"
+	TaskCompleted  TaskState = "COMPLETED"
+	TaskFailed     TaskState = "FAILED"
+	TaskCancelled  TaskState = "CANCELLED"
+)
+
+// SessionState is a session's lifecycle state (DESIGN.md section 2).
+type SessionState string
+
+// Session states.
+const (
+	SessionCreated         SessionState = "CREATED"
+	SessionStarting        SessionState = "STARTING"
+	SessionRunning         SessionState = "RUNNING"
+	SessionWaitingForInput SessionState = "WAITING_FOR_INPUT"
+	SessionCompleted       SessionState = "COMPLETED"
+	SessionFailed          SessionState = "FAILED"
+	SessionCancelled       SessionState = "CANCELLED"
+)
+
+// Active reports whether the session has (or should have) a live agent.
+func (s SessionState) Active() bool {
+	return s == SessionStarting || s == SessionRunning || s == SessionWaitingForInput
+}
+
+// Terminal reports whether the session is over; terminal sessions block
+// prompt, resume and continue.
+func (s SessionState) Terminal() bool {
+	return s == SessionCompleted || s == SessionFailed || s == SessionCancelled
+}
+
+// TurnKind says why a turn exists.
+type TurnKind string
+
+// Turn kinds.
+const (
+	TurnInitial  TurnKind = "initial"
+	TurnPrompt   TurnKind = "prompt"
+	TurnContinue TurnKind = "continue"
+)
+
+// TurnState is a turn's lifecycle state.
+type TurnState string
+
+// Turn states. Every turn ends in one of the last four.
+const (
+	TurnQueued      TurnState = "queued"
+	TurnRunning     TurnState = "running"
+	TurnCompleted   TurnState = "completed"
+	TurnCancelled   TurnState = "cancelled"
+	TurnFailed      TurnState = "failed"
+	TurnInterrupted TurnState = "interrupted"
+)
+
+// Terminal reports whether the turn has a durable outcome.
+func (s TurnState) Terminal() bool {
+	return s == TurnCompleted || s == TurnCancelled || s == TurnFailed || s == TurnInterrupted
+}
+
+// MessageRole says who produced a transcript message.
+type MessageRole string
+
+// Message roles.
+const (
+	RoleUser    MessageRole = "user"
+	RoleAgent   MessageRole = "agent"
+	RoleThought MessageRole = "thought"
+	RoleSystem  MessageRole = "system"
+)
+
+// ToolCallStatus mirrors ACP's tool call status.
+type ToolCallStatus string
+
+// Tool call statuses.
+const (
+	ToolPending    ToolCallStatus = "pending"
+	ToolInProgress ToolCallStatus = "in_progress"
+	ToolCompleted  ToolCallStatus = "completed"
+	ToolFailed     ToolCallStatus = "failed"
+)
+
+// PermissionState is the lifecycle of a permission request.
+type PermissionState string
+
+// Permission states.
+const (
+	PermissionPending   PermissionState = "pending"
+	PermissionSelected  PermissionState = "selected"
+	PermissionCancelled PermissionState = "cancelled"
+	PermissionExpired   PermissionState = "expired"
+)
+
+// ExecutorStatus is the state of the process hosting a session's agent.
+type ExecutorStatus string
+
+// Executor statuses.
+const (
+	ExecutorStarting ExecutorStatus = "starting"
+	ExecutorReady    ExecutorStatus = "ready"
+	ExecutorError    ExecutorStatus = "error"
+	ExecutorStopped  ExecutorStatus = "stopped"
+)
+
+// Runtime says where an agent process lives.
+type Runtime string
+
+// Runtimes.
+const (
+	RuntimeStandalone Runtime = "standalone"
+	RuntimeDetached   Runtime = "detached"
+	RuntimeRemote     Runtime = "remote"
+)
+
+// Task is a unit of work with a workspace.
+type Task struct {
+	ID        string
+	Title     string
+	Workspace string
+	State     TaskState
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Session is one conversation with one agent profile in one directory.
+type Session struct {
+	ID             string
+	TaskID         string
+	AgentProfileID string
+	Cwd            string
+	Title          string
+	State          SessionState
+	// EventEpoch identifies the current history of the session's event log.
+	EventEpoch string
+	// MCPServers is the JSON array sent as mcpServers (never null).
+	MCPServers json.RawMessage
+	// AdditionalDirectories are resent on load/resume.
+	AdditionalDirectories []string
+	// Plan is the latest ACP plan (JSON array of entries) or nil.
+	Plan json.RawMessage
+	// Prompted is true once any turn has been admitted.
+	Prompted bool
+	// ContextLost is true when a restore could not give the agent its history.
+	ContextLost bool
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	ClosedAt    *time.Time
+}
+
+// Executor is the executors_running row of a session: one per session,
+// repaired, never silently deleted.
+type Executor struct {
+	SessionID        string
+	Runtime          Runtime
+	Status           ExecutorStatus
+	AgentExecutionID string
+	PID              int
+	HostURL          string
+	// ResumeToken is the agent's ACP session id.
+	ResumeToken           string
+	SupportsSessionResume bool
+	SupportsLoad          bool
+	SupportsWorkspaceOnly bool
+	WorktreePath          string
+	WorktreeBranch        string
+	LastSeenAt            *time.Time
+	ErrorMessage          string
+	ExitCode              *int
+	ExitSignal            string
+	UpdatedAt             time.Time
+}
+
+// Turn is one prompt and everything the agent did for it.
+type Turn struct {
+	SessionID string
+	PromptID  string
+	// Seq orders turns within a session (1-based, assigned by the store).
+	Seq   int64
+	Kind  TurnKind
+	State TurnState
+	// Prompt is the JSON array of ACP content blocks sent to the agent.
+	Prompt            json.RawMessage
+	StopReason        string
+	ErrorCode         string
+	ErrorMessage      string
+	InterruptReason   string
+	ExitCode          *int
+	ExitSignal        string
+	ContinuesPromptID string
+	// CancelRequested records the user's cancel intent durably.
+	CancelRequested bool
+	CreatedAt       time.Time
+	StartedAt       *time.Time
+	EndedAt         *time.Time
+}
+
+// Message is a transcript message; consecutive chunks of one role in one
+// turn are aggregated into one message.
+type Message struct {
+	ID        int64
+	SessionID string
+	PromptID  string
+	Role      MessageRole
+	Text      string
+	// Content holds non-text blocks (JSON array) when the agent sent any.
+	Content   json.RawMessage
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// ToolCall is one tool invocation reported by the agent.
+type ToolCall struct {
+	SessionID   string
+	ToolCallID  string
+	PromptID    string
+	Title       string
+	Kind        string
+	Status      ToolCallStatus
+	Interrupted bool
+	Content     json.RawMessage
+	Locations   json.RawMessage
+	RawInput    json.RawMessage
+	RawOutput   json.RawMessage
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// Permission is a session/request_permission from the agent, surfaced to
+// clients until answered.
+type Permission struct {
+	ID               string
+	SessionID        string
+	PromptID         string
+	ToolCallID       string
+	Title            string
+	Options          json.RawMessage
+	State            PermissionState
+	SelectedOptionID string
+	CreatedAt        time.Time
+	ResolvedAt       *time.Time
+}
+
+// AgentProfile is a launchable agent: command, args and env come only from
+// the daemon's configuration.
+type AgentProfile struct {
+	ID                      string
+	DisplayName             string
+	Command                 string
+	Args                    []string
+	Env                     map[string]string
+	Source                  string // builtin | config | detected
+	Available               bool
+	UnavailableReason       string
+	NativeSessionResume     bool
+	HistoryContextInjection bool
+	ResumeArgs              []string
+	// Capabilities is the probed ACP agentCapabilities JSON, nil until probed.
+	Capabilities json.RawMessage
+	ProbedAt     *time.Time
+	UpdatedAt    time.Time
+}

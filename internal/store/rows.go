@@ -1,0 +1,363 @@
+package store
+
+import (
+	"encoding/json"
+)
+
+// This file holds the gorm row structs (the only types gorm ever sees) and the
+// named conversions between them and the exported records. Columns are named
+// explicitly so that renaming a Go field can never silently rename a column.
+
+// tasks ------------------------------------------------------------------------
+
+type taskRow struct {
+	ID        string `gorm:"column:id;primaryKey"`
+	Title     string `gorm:"column:title"`
+	Workspace string `gorm:"column:workspace"`
+	State     string `gorm:"column:state"`
+	CreatedAt dbTime `gorm:"column:created_at"`
+	UpdatedAt dbTime `gorm:"column:updated_at"`
+}
+
+func (taskRow) TableName() string { return "tasks" }
+
+func fromTask(t Task) taskRow {
+	return taskRow{
+		ID: t.ID, Title: t.Title, Workspace: t.Workspace, State: string(t.State),
+		CreatedAt: toDBTime(t.CreatedAt), UpdatedAt: toDBTime(t.UpdatedAt),
+	}
+}
+
+func toTask(r taskRow) Task {
+	return Task{
+		ID: r.ID, Title: r.Title, Workspace: r.Workspace, State: TaskState(r.State),
+		CreatedAt: r.CreatedAt.t, UpdatedAt: r.UpdatedAt.t,
+	}
+}
+
+// sessions -----------------------------------------------------------------------
+
+type sessionRow struct {
+	ID                    string  `gorm:"column:id;primaryKey"`
+	TaskID                string  `gorm:"column:task_id"`
+	AgentProfileID        string  `gorm:"column:agent_profile_id"`
+	Cwd                   string  `gorm:"column:cwd"`
+	Title                 string  `gorm:"column:title"`
+	State                 string  `gorm:"column:state"`
+	EventEpoch            string  `gorm:"column:event_epoch"`
+	MCPServers            string  `gorm:"column:mcp_servers"`
+	AdditionalDirectories string  `gorm:"column:additional_directories"`
+	Plan                  *string `gorm:"column:plan"`
+	Prompted              bool    `gorm:"column:prompted"`
+	ContextLost           bool    `gorm:"column:context_lost"`
+	CreatedAt             dbTime  `gorm:"column:created_at"`
+	UpdatedAt             dbTime  `gorm:"column:updated_at"`
+	ClosedAt              *dbTime `gorm:"column:closed_at"`
+}
+
+func (sessionRow) TableName() string { return "sessions" }
+
+func fromSession(s Session) sessionRow {
+	return sessionRow{
+		ID: s.ID, TaskID: s.TaskID, AgentProfileID: s.AgentProfileID, Cwd: s.Cwd,
+		Title: s.Title, State: string(s.State), EventEpoch: s.EventEpoch,
+		MCPServers:            string(s.MCPServers),
+		AdditionalDirectories: stringsJSON(s.AdditionalDirectories),
+		Plan:                  jsonText(s.Plan),
+		Prompted:              s.Prompted, ContextLost: s.ContextLost,
+		CreatedAt: toDBTime(s.CreatedAt), UpdatedAt: toDBTime(s.UpdatedAt),
+		ClosedAt: toDBTimePtr(s.ClosedAt),
+	}
+}
+
+func toSession(r sessionRow) (Session, error) {
+	dirs, err := fromStringsJSON(r.AdditionalDirectories, "sessions.additional_directories")
+	if err != nil {
+		return Session{}, err
+	}
+	return Session{
+		ID: r.ID, TaskID: r.TaskID, AgentProfileID: r.AgentProfileID, Cwd: r.Cwd,
+		Title: r.Title, State: SessionState(r.State), EventEpoch: r.EventEpoch,
+		MCPServers:            json.RawMessage(r.MCPServers),
+		AdditionalDirectories: dirs,
+		Plan:                  fromJSONText(r.Plan),
+		Prompted:              r.Prompted, ContextLost: r.ContextLost,
+		CreatedAt: r.CreatedAt.t, UpdatedAt: r.UpdatedAt.t,
+		ClosedAt: fromDBTimePtr(r.ClosedAt),
+	}, nil
+}
+
+func toSessions(rows []sessionRow) ([]Session, error) {
+	out := make([]Session, 0, len(rows))
+	for _, r := range rows {
+		s, err := toSession(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// executors ----------------------------------------------------------------------
+
+type executorRow struct {
+	SessionID             string  `gorm:"column:session_id;primaryKey"`
+	Runtime               string  `gorm:"column:runtime"`
+	Status                string  `gorm:"column:status"`
+	AgentExecutionID      string  `gorm:"column:agent_execution_id"`
+	PID                   int     `gorm:"column:pid"`
+	HostURL               string  `gorm:"column:host_url"`
+	ResumeToken           string  `gorm:"column:resume_token"`
+	SupportsSessionResume bool    `gorm:"column:supports_session_resume"`
+	SupportsLoad          bool    `gorm:"column:supports_load"`
+	SupportsWorkspaceOnly bool    `gorm:"column:supports_workspace_only"`
+	WorktreePath          string  `gorm:"column:worktree_path"`
+	WorktreeBranch        string  `gorm:"column:worktree_branch"`
+	LastSeenAt            *dbTime `gorm:"column:last_seen_at"`
+	ErrorMessage          string  `gorm:"column:error_message"`
+	ExitCode              *int    `gorm:"column:exit_code"`
+	ExitSignal            string  `gorm:"column:exit_signal"`
+	UpdatedAt             dbTime  `gorm:"column:updated_at"`
+}
+
+func (executorRow) TableName() string { return "executors_running" }
+
+func fromExecutor(e Executor) executorRow {
+	return executorRow{
+		SessionID: e.SessionID, Runtime: string(e.Runtime), Status: string(e.Status),
+		AgentExecutionID: e.AgentExecutionID, PID: e.PID, HostURL: e.HostURL,
+		ResumeToken:           e.ResumeToken,
+		SupportsSessionResume: e.SupportsSessionResume, SupportsLoad: e.SupportsLoad,
+		SupportsWorkspaceOnly: e.SupportsWorkspaceOnly,
+		WorktreePath:          e.WorktreePath, WorktreeBranch: e.WorktreeBranch,
+		LastSeenAt: toDBTimePtr(e.LastSeenAt), ErrorMessage: e.ErrorMessage,
+		ExitCode: e.ExitCode, ExitSignal: e.ExitSignal, UpdatedAt: toDBTime(e.UpdatedAt),
+	}
+}
+
+func toExecutor(r executorRow) Executor {
+	return Executor{
+		SessionID: r.SessionID, Runtime: Runtime(r.Runtime), Status: ExecutorStatus(r.Status),
+		AgentExecutionID: r.AgentExecutionID, PID: r.PID, HostURL: r.HostURL,
+		ResumeToken:           r.ResumeToken,
+		SupportsSessionResume: r.SupportsSessionResume, SupportsLoad: r.SupportsLoad,
+		SupportsWorkspaceOnly: r.SupportsWorkspaceOnly,
+		WorktreePath:          r.WorktreePath, WorktreeBranch: r.WorktreeBranch,
+		LastSeenAt: fromDBTimePtr(r.LastSeenAt), ErrorMessage: r.ErrorMessage,
+		ExitCode: r.ExitCode, ExitSignal: r.ExitSignal, UpdatedAt: r.UpdatedAt.t,
+	}
+}
+
+// turns --------------------------------------------------------------------------
+
+type turnRow struct {
+	SessionID         string  `gorm:"column:session_id;primaryKey"`
+	PromptID          string  `gorm:"column:prompt_id;primaryKey"`
+	Seq               int64   `gorm:"column:seq"`
+	Kind              string  `gorm:"column:kind"`
+	State             string  `gorm:"column:state"`
+	Prompt            *string `gorm:"column:prompt"`
+	StopReason        string  `gorm:"column:stop_reason"`
+	ErrorCode         string  `gorm:"column:error_code"`
+	ErrorMessage      string  `gorm:"column:error_message"`
+	InterruptReason   string  `gorm:"column:interrupt_reason"`
+	ExitCode          *int    `gorm:"column:exit_code"`
+	ExitSignal        string  `gorm:"column:exit_signal"`
+	ContinuesPromptID string  `gorm:"column:continues_prompt_id"`
+	CancelRequested   bool    `gorm:"column:cancel_requested"`
+	CreatedAt         dbTime  `gorm:"column:created_at"`
+	StartedAt         *dbTime `gorm:"column:started_at"`
+	EndedAt           *dbTime `gorm:"column:ended_at"`
+}
+
+func (turnRow) TableName() string { return "turns" }
+
+func fromTurn(t Turn) turnRow {
+	return turnRow{
+		SessionID: t.SessionID, PromptID: t.PromptID, Seq: t.Seq,
+		Kind: string(t.Kind), State: string(t.State), Prompt: jsonText(t.Prompt),
+		StopReason: t.StopReason, ErrorCode: t.ErrorCode, ErrorMessage: t.ErrorMessage,
+		InterruptReason: t.InterruptReason, ExitCode: t.ExitCode, ExitSignal: t.ExitSignal,
+		ContinuesPromptID: t.ContinuesPromptID, CancelRequested: t.CancelRequested,
+		CreatedAt: toDBTime(t.CreatedAt), StartedAt: toDBTimePtr(t.StartedAt),
+		EndedAt: toDBTimePtr(t.EndedAt),
+	}
+}
+
+func toTurn(r turnRow) Turn {
+	return Turn{
+		SessionID: r.SessionID, PromptID: r.PromptID, Seq: r.Seq,
+		Kind: TurnKind(r.Kind), State: TurnState(r.State), Prompt: fromJSONText(r.Prompt),
+		StopReason: r.StopReason, ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage,
+		InterruptReason: r.InterruptReason, ExitCode: r.ExitCode, ExitSignal: r.ExitSignal,
+		ContinuesPromptID: r.ContinuesPromptID, CancelRequested: r.CancelRequested,
+		CreatedAt: r.CreatedAt.t, StartedAt: fromDBTimePtr(r.StartedAt),
+		EndedAt: fromDBTimePtr(r.EndedAt),
+	}
+}
+
+// messages -----------------------------------------------------------------------
+
+type messageRow struct {
+	ID        int64   `gorm:"column:id;primaryKey;autoIncrement"`
+	SessionID string  `gorm:"column:session_id"`
+	PromptID  string  `gorm:"column:prompt_id"`
+	Role      string  `gorm:"column:role"`
+	Text      string  `gorm:"column:text"`
+	Content   *string `gorm:"column:content"`
+	CreatedAt dbTime  `gorm:"column:created_at"`
+	UpdatedAt dbTime  `gorm:"column:updated_at"`
+}
+
+func (messageRow) TableName() string { return "messages" }
+
+func fromMessage(m Message) messageRow {
+	return messageRow{
+		ID: m.ID, SessionID: m.SessionID, PromptID: m.PromptID, Role: string(m.Role),
+		Text: m.Text, Content: jsonText(m.Content),
+		CreatedAt: toDBTime(m.CreatedAt), UpdatedAt: toDBTime(m.UpdatedAt),
+	}
+}
+
+func toMessage(r messageRow) Message {
+	return Message{
+		ID: r.ID, SessionID: r.SessionID, PromptID: r.PromptID, Role: MessageRole(r.Role),
+		Text: r.Text, Content: fromJSONText(r.Content),
+		CreatedAt: r.CreatedAt.t, UpdatedAt: r.UpdatedAt.t,
+	}
+}
+
+// tool calls ---------------------------------------------------------------------
+
+type toolCallRow struct {
+	SessionID   string  `gorm:"column:session_id;primaryKey"`
+	ToolCallID  string  `gorm:"column:tool_call_id;primaryKey"`
+	PromptID    string  `gorm:"column:prompt_id"`
+	Title       string  `gorm:"column:title"`
+	Kind        string  `gorm:"column:kind"`
+	Status      string  `gorm:"column:status"`
+	Interrupted bool    `gorm:"column:interrupted"`
+	Content     *string `gorm:"column:content"`
+	Locations   *string `gorm:"column:locations"`
+	RawInput    *string `gorm:"column:raw_input"`
+	RawOutput   *string `gorm:"column:raw_output"`
+	CreatedAt   dbTime  `gorm:"column:created_at"`
+	UpdatedAt   dbTime  `gorm:"column:updated_at"`
+}
+
+func (toolCallRow) TableName() string { return "tool_calls" }
+
+func fromToolCall(c ToolCall) toolCallRow {
+	return toolCallRow{
+		SessionID: c.SessionID, ToolCallID: c.ToolCallID, PromptID: c.PromptID,
+		Title: c.Title, Kind: c.Kind, Status: string(c.Status), Interrupted: c.Interrupted,
+		Content: jsonText(c.Content), Locations: jsonText(c.Locations),
+		RawInput: jsonText(c.RawInput), RawOutput: jsonText(c.RawOutput),
+		CreatedAt: toDBTime(c.CreatedAt), UpdatedAt: toDBTime(c.UpdatedAt),
+	}
+}
+
+func toToolCall(r toolCallRow) ToolCall {
+	return ToolCall{
+		SessionID: r.SessionID, ToolCallID: r.ToolCallID, PromptID: r.PromptID,
+		Title: r.Title, Kind: r.Kind, Status: ToolCallStatus(r.Status), Interrupted: r.Interrupted,
+		Content: fromJSONText(r.Content), Locations: fromJSONText(r.Locations),
+		RawInput: fromJSONText(r.RawInput), RawOutput: fromJSONText(r.RawOutput),
+		CreatedAt: r.CreatedAt.t, UpdatedAt: r.UpdatedAt.t,
+	}
+}
+
+// permissions --------------------------------------------------------------------
+
+type permissionRow struct {
+	ID               string  `gorm:"column:id;primaryKey"`
+	SessionID        string  `gorm:"column:session_id;primaryKey"`
+	PromptID         string  `gorm:"column:prompt_id"`
+	ToolCallID       string  `gorm:"column:tool_call_id"`
+	Title            string  `gorm:"column:title"`
+	Options          *string `gorm:"column:options"`
+	State            string  `gorm:"column:state"`
+	SelectedOptionID string  `gorm:"column:selected_option_id"`
+	CreatedAt        dbTime  `gorm:"column:created_at"`
+	ResolvedAt       *dbTime `gorm:"column:resolved_at"`
+}
+
+func (permissionRow) TableName() string { return "permission_requests" }
+
+func fromPermission(p Permission) permissionRow {
+	return permissionRow{
+		ID: p.ID, SessionID: p.SessionID, PromptID: p.PromptID, ToolCallID: p.ToolCallID,
+		Title: p.Title, Options: jsonText(p.Options), State: string(p.State),
+		SelectedOptionID: p.SelectedOptionID,
+		CreatedAt:        toDBTime(p.CreatedAt), ResolvedAt: toDBTimePtr(p.ResolvedAt),
+	}
+}
+
+func toPermission(r permissionRow) Permission {
+	return Permission{
+		ID: r.ID, SessionID: r.SessionID, PromptID: r.PromptID, ToolCallID: r.ToolCallID,
+		Title: r.Title, Options: fromJSONText(r.Options), State: PermissionState(r.State),
+		SelectedOptionID: r.SelectedOptionID,
+		CreatedAt:        r.CreatedAt.t, ResolvedAt: fromDBTimePtr(r.ResolvedAt),
+	}
+}
+
+// agent profiles -----------------------------------------------------------------
+
+type agentProfileRow struct {
+	ID                      string  `gorm:"column:id;primaryKey"`
+	DisplayName             string  `gorm:"column:display_name"`
+	Command                 string  `gorm:"column:command"`
+	Args                    string  `gorm:"column:args"`
+	Env                     string  `gorm:"column:env"`
+	Source                  string  `gorm:"column:source"`
+	Available               bool    `gorm:"column:available"`
+	UnavailableReason       string  `gorm:"column:unavailable_reason"`
+	NativeSessionResume     bool    `gorm:"column:native_session_resume"`
+	HistoryContextInjection bool    `gorm:"column:history_context_injection"`
+	ResumeArgs              string  `gorm:"column:resume_args"`
+	Capabilities            *string `gorm:"column:capabilities"`
+	ProbedAt                *dbTime `gorm:"column:probed_at"`
+	UpdatedAt               dbTime  `gorm:"column:updated_at"`
+}
+
+func (agentProfileRow) TableName() string { return "agent_profiles" }
+
+func fromAgentProfile(p AgentProfile) agentProfileRow {
+	return agentProfileRow{
+		ID: p.ID, DisplayName: p.DisplayName, Command: p.Command,
+		Args: stringsJSON(p.Args), Env: mapJSON(p.Env), Source: p.Source,
+		Available: p.Available, UnavailableReason: p.UnavailableReason,
+		NativeSessionResume:     p.NativeSessionResume,
+		HistoryContextInjection: p.HistoryContextInjection,
+		ResumeArgs:              stringsJSON(p.ResumeArgs),
+		Capabilities:            jsonText(p.Capabilities), ProbedAt: toDBTimePtr(p.ProbedAt),
+		UpdatedAt: toDBTime(p.UpdatedAt),
+	}
+}
+
+func toAgentProfile(r agentProfileRow) (AgentProfile, error) {
+	args, err := fromStringsJSON(r.Args, "agent_profiles.args")
+	if err != nil {
+		return AgentProfile{}, err
+	}
+	env, err := fromMapJSON(r.Env, "agent_profiles.env")
+	if err != nil {
+		return AgentProfile{}, err
+	}
+	resumeArgs, err := fromStringsJSON(r.ResumeArgs, "agent_profiles.resume_args")
+	if err != nil {
+		return AgentProfile{}, err
+	}
+	return AgentProfile{
+		ID: r.ID, DisplayName: r.DisplayName, Command: r.Command,
+		Args: args, Env: env, Source: r.Source,
+		Available: r.Available, UnavailableReason: r.UnavailableReason,
+		NativeSessionResume:     r.NativeSessionResume,
+		HistoryContextInjection: r.HistoryContextInjection,
+		ResumeArgs:              resumeArgs,
+		Capabilities:            fromJSONText(r.Capabilities), ProbedAt: fromDBTimePtr(r.ProbedAt),
+		UpdatedAt: r.UpdatedAt.t,
+	}, nil
+}

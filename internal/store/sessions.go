@@ -1,0 +1,312 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/tether/tether/internal/errcode"
+)
+
+// Page sizes of ListSessions: a default that suits a sidebar, and a cap that
+// keeps one request cheap.
+const (
+	DefaultSessionPageSize = 50
+	MaxSessionPageSize     = 200
+)
+
+// SessionFilter selects and pages sessions for ListSessions. Zero values
+// mean "no filter".
+type SessionFilter struct {
+	TaskID string
+	States []SessionState
+	// Limit is the page size: DefaultSessionPageSize when <= 0, capped at
+	// MaxSessionPageSize.
+	Limit int
+	// After is the opaque token returned as next by the previous page.
+	After string
+}
+
+// CreateSession inserts a session and its executor row in one transaction,
+// so a session never exists without the row recovery reads. Defaults: a new
+// UUID, a random EventEpoch, MCPServers [] (ACP rejects null), state CREATED;
+// the executor gets the session id, runtime standalone and status stopped
+// (no process yet). A missing task gives errcode.TaskNotFound.
+func (s *Store) CreateSession(ctx context.Context, sess Session, exec Executor) (Session, error) {
+	if sess.ID == "" {
+		sess.ID = uuid.NewString()
+	}
+	if sess.EventEpoch == "" {
+		sess.EventEpoch = newEpoch()
+	}
+	if len(sess.MCPServers) == 0 || string(sess.MCPServers) == "null" {
+		sess.MCPServers = json.RawMessage("[]")
+	}
+	if sess.State == "" {
+		sess.State = SessionCreated
+	}
+	ts := now()
+	sess.CreatedAt, sess.UpdatedAt = ts, ts
+	if sess.State.Terminal() && sess.ClosedAt == nil {
+		sess.ClosedAt = &ts
+	}
+	exec.SessionID = sess.ID
+	if exec.Runtime == "" {
+		exec.Runtime = RuntimeStandalone
+	}
+	if exec.Status == "" {
+		exec.Status = ExecutorStopped
+	}
+	exec.UpdatedAt = ts
+
+	row, execRow := fromSession(sess), fromExecutor(exec)
+	err := s.transaction(ctx, "create session", func(tx *gorm.DB) error {
+		if err := tx.Create(&row).Error; err != nil {
+			if isForeignKeyViolation(err) {
+				return notFound(errcode.TaskNotFound, "task", sess.TaskID)
+			}
+			return internal(err, "create session")
+		}
+		if err := tx.Create(&execRow).Error; err != nil {
+			return internal(err, "create executor row")
+		}
+		return nil
+	})
+	if err != nil {
+		return Session{}, err
+	}
+	out, err := toSession(row)
+	if err != nil {
+		return Session{}, internal(err, "create session")
+	}
+	return out, nil
+}
+
+// newEpoch returns a random event epoch: 128 bits, so two histories of a
+// session never share one.
+func newEpoch() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go >= 1.24)
+	return hex.EncodeToString(b[:])
+}
+
+// GetSession returns one session or errcode.SessionNotFound.
+func (s *Store) GetSession(ctx context.Context, id string) (Session, error) {
+	var row sessionRow
+	if err := s.db.WithContext(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
+		if isNotFound(err) {
+			return Session{}, sessionNotFound(id)
+		}
+		return Session{}, internal(err, "get session")
+	}
+	out, err := toSession(row)
+	if err != nil {
+		return Session{}, internal(err, "get session")
+	}
+	return out, nil
+}
+
+// pageToken is the decoded form of ListSessions' opaque cursor: the keyset
+// (created_at, id) of the last session of the previous page. Keyset rather
+// than offset paging stays correct while sessions are being created.
+type pageToken struct {
+	CreatedAt string `json:"c"`
+	ID        string `json:"i"`
+}
+
+func encodePageToken(r sessionRow) string {
+	ts, _ := r.CreatedAt.Value() // never fails
+	b, _ := json.Marshal(pageToken{CreatedAt: ts.(string), ID: r.ID})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodePageToken(s string) (pageToken, error) {
+	var t pageToken
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		err = json.Unmarshal(b, &t)
+	}
+	if err != nil || t.CreatedAt == "" || t.ID == "" {
+		return pageToken{}, errcode.New(errcode.InvalidRequest, "invalid page token")
+	}
+	return t, nil
+}
+
+// ListSessions returns one page of sessions, newest first (created_at desc,
+// id desc), and the token of the next page ("" on the last page). A
+// malformed After gives errcode.InvalidRequest.
+func (s *Store) ListSessions(ctx context.Context, f SessionFilter) ([]Session, string, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = DefaultSessionPageSize
+	}
+	limit = min(limit, MaxSessionPageSize)
+
+	q := s.db.WithContext(ctx).Model(&sessionRow{})
+	if f.TaskID != "" {
+		q = q.Where("task_id = ?", f.TaskID)
+	}
+	if len(f.States) > 0 {
+		q = q.Where("state IN ?", sessionStateStrings(f.States))
+	}
+	if f.After != "" {
+		tok, err := decodePageToken(f.After)
+		if err != nil {
+			return nil, "", err
+		}
+		q = q.Where("(created_at, id) < (?, ?)", tok.CreatedAt, tok.ID)
+	}
+	var rows []sessionRow
+	// One extra row tells whether another page exists without a COUNT.
+	if err := q.Order("created_at DESC, id DESC").Limit(limit + 1).Find(&rows).Error; err != nil {
+		return nil, "", internal(err, "list sessions")
+	}
+	next := ""
+	if len(rows) > limit {
+		rows = rows[:limit]
+		next = encodePageToken(rows[limit-1])
+	}
+	out, err := toSessions(rows)
+	if err != nil {
+		return nil, "", internal(err, "list sessions")
+	}
+	return out, next, nil
+}
+
+// ListSessionsByState returns every session in one of states (all sessions
+// when none are given), oldest first: start-up recovery walks them in the
+// order they were created.
+func (s *Store) ListSessionsByState(ctx context.Context, states ...SessionState) ([]Session, error) {
+	q := s.db.WithContext(ctx).Model(&sessionRow{})
+	if len(states) > 0 {
+		q = q.Where("state IN ?", sessionStateStrings(states))
+	}
+	var rows []sessionRow
+	if err := q.Order("created_at, id").Find(&rows).Error; err != nil {
+		return nil, internal(err, "list sessions by state")
+	}
+	out, err := toSessions(rows)
+	if err != nil {
+		return nil, internal(err, "list sessions by state")
+	}
+	return out, nil
+}
+
+func sessionStateStrings(states []SessionState) []string {
+	out := make([]string, len(states))
+	for i, st := range states {
+		out[i] = string(st)
+	}
+	return out
+}
+
+// UpdateSessionState moves a session to state. Entering a terminal state
+// records closed_at (keeping the first close time); any other state clears it.
+func (s *Store) UpdateSessionState(ctx context.Context, id string, state SessionState) error {
+	ts := toDBTime(now())
+	set := map[string]any{"state": string(state), "updated_at": ts}
+	if state.Terminal() {
+		set["closed_at"] = gorm.Expr("COALESCE(closed_at, ?)", ts)
+	} else {
+		set["closed_at"] = nil
+	}
+	return s.updateSession(ctx, id, set)
+}
+
+// SetSessionPlan stores the latest ACP plan; nil clears it.
+func (s *Store) SetSessionPlan(ctx context.Context, id string, plan json.RawMessage) error {
+	return s.updateSession(ctx, id, map[string]any{"plan": jsonText(plan)})
+}
+
+// MarkSessionPrompted records that a turn was admitted, so a restore never
+// sends the initial prompt again.
+func (s *Store) MarkSessionPrompted(ctx context.Context, id string) error {
+	return s.updateSession(ctx, id, map[string]any{"prompted": true})
+}
+
+// SetSessionContextLost records whether the agent lost the conversation on
+// its last restore (surfaced to users as a notice).
+func (s *Store) SetSessionContextLost(ctx context.Context, id string, lost bool) error {
+	return s.updateSession(ctx, id, map[string]any{"context_lost": lost})
+}
+
+func (s *Store) updateSession(ctx context.Context, id string, set map[string]any) error {
+	if _, ok := set["updated_at"]; !ok {
+		set["updated_at"] = toDBTime(now())
+	}
+	return updateByID(s.db.WithContext(ctx), "sessions", id, set, errcode.SessionNotFound, "session")
+}
+
+// GetExecutor returns the executor row of a session or
+// errcode.SessionNotFound (every session has one).
+func (s *Store) GetExecutor(ctx context.Context, sessionID string) (Executor, error) {
+	var row executorRow
+	if err := s.db.WithContext(ctx).Where("session_id = ?", sessionID).Take(&row).Error; err != nil {
+		if isNotFound(err) {
+			return Executor{}, sessionNotFound(sessionID)
+		}
+		return Executor{}, internal(err, "get executor")
+	}
+	return toExecutor(row), nil
+}
+
+// UpdateExecutor replaces every column of the session's executor row with e
+// (read-modify-write is the caller's job, inside its session actor) and
+// stamps UpdatedAt.
+func (s *Store) UpdateExecutor(ctx context.Context, e Executor) error {
+	e.UpdatedAt = now()
+	r := fromExecutor(e)
+	res := s.db.WithContext(ctx).Table("executors_running").Where("session_id = ?", e.SessionID).
+		Updates(map[string]any{
+			"runtime":                 r.Runtime,
+			"status":                  r.Status,
+			"agent_execution_id":      r.AgentExecutionID,
+			"pid":                     r.PID,
+			"host_url":                r.HostURL,
+			"resume_token":            r.ResumeToken,
+			"supports_session_resume": r.SupportsSessionResume,
+			"supports_load":           r.SupportsLoad,
+			"supports_workspace_only": r.SupportsWorkspaceOnly,
+			"worktree_path":           r.WorktreePath,
+			"worktree_branch":         r.WorktreeBranch,
+			"last_seen_at":            r.LastSeenAt,
+			"error_message":           r.ErrorMessage,
+			"exit_code":               r.ExitCode,
+			"exit_signal":             r.ExitSignal,
+			"updated_at":              r.UpdatedAt,
+		})
+	if res.Error != nil {
+		return internal(res.Error, "update executor")
+	}
+	if res.RowsAffected == 0 {
+		return sessionNotFound(e.SessionID)
+	}
+	return nil
+}
+
+// ListExecutorsByStatus returns the executor rows in one of statuses (all
+// rows when none are given), by session id.
+func (s *Store) ListExecutorsByStatus(ctx context.Context, statuses ...ExecutorStatus) ([]Executor, error) {
+	q := s.db.WithContext(ctx).Model(&executorRow{})
+	if len(statuses) > 0 {
+		in := make([]string, len(statuses))
+		for i, st := range statuses {
+			in[i] = string(st)
+		}
+		q = q.Where("status IN ?", in)
+	}
+	var rows []executorRow
+	if err := q.Order("session_id").Find(&rows).Error; err != nil {
+		return nil, internal(err, "list executors")
+	}
+	out := make([]Executor, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, toExecutor(r))
+	}
+	return out, nil
+}

@@ -1,0 +1,355 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/store"
+)
+
+func TestCreateSessionDefaultsAndRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	task := mustTask(t, s)
+
+	created, err := s.CreateSession(ctx, store.Session{
+		TaskID: task.ID, AgentProfileID: "demo", Cwd: "/src/repo", Title: "first",
+		AdditionalDirectories: []string{"/src/lib"},
+	}, store.Executor{})
+	if err != nil {
+		t.Fatalf("CreateSession: %v", err)
+	}
+	if created.ID == "" || len(created.EventEpoch) != 32 {
+		t.Errorf("got ID %q epoch %q, want generated id and 32-hex-digit epoch", created.ID, created.EventEpoch)
+	}
+	if created.State != store.SessionCreated {
+		t.Errorf("got state %q, want %q", created.State, store.SessionCreated)
+	}
+	if string(created.MCPServers) != "[]" {
+		t.Errorf("got MCPServers %s, want []", created.MCPServers)
+	}
+	if created.ClosedAt != nil || created.Plan != nil || created.Prompted || created.ContextLost {
+		t.Errorf("got %+v, want no closedAt, no plan, not prompted, context kept", created)
+	}
+
+	got, err := s.GetSession(ctx, created.ID)
+	if err != nil {
+		t.Fatalf("GetSession: %v", err)
+	}
+	if !reflect.DeepEqual(got, created) {
+		t.Errorf("GetSession:\n got %+v\nwant %+v", got, created)
+	}
+
+	exec, err := s.GetExecutor(ctx, created.ID)
+	if err != nil {
+		t.Fatalf("GetExecutor: %v", err)
+	}
+	want := store.Executor{SessionID: created.ID, Runtime: store.RuntimeStandalone,
+		Status: store.ExecutorStopped, UpdatedAt: created.CreatedAt}
+	if !reflect.DeepEqual(exec, want) {
+		t.Errorf("executor:\n got %+v\nwant %+v", exec, want)
+	}
+}
+
+func TestCreateSessionMissingTask(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	_, err := s.CreateSession(ctx, store.Session{TaskID: "nope", AgentProfileID: "demo", Cwd: "/"}, store.Executor{})
+	wantCode(t, err, errcode.TaskNotFound)
+
+	// The transaction must not leave a half-created session behind.
+	all, err := s.ListSessionsByState(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 0 {
+		t.Errorf("got %d sessions after failed create, want 0", len(all))
+	}
+}
+
+func TestGetSessionNotFound(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	_, err := s.GetSession(ctx, "missing")
+	wantCode(t, err, errcode.SessionNotFound)
+	_, err = s.GetExecutor(ctx, "missing")
+	wantCode(t, err, errcode.SessionNotFound)
+	wantCode(t, s.UpdateSessionState(ctx, "missing", store.SessionRunning), errcode.SessionNotFound)
+	wantCode(t, s.UpdateExecutor(ctx, store.Executor{SessionID: "missing",
+		Runtime: store.RuntimeStandalone, Status: store.ExecutorReady}), errcode.SessionNotFound)
+}
+
+func TestUpdateSessionStateClosedAt(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	sess := mustSession(t, s, mustTask(t, s).ID)
+
+	var firstClose *time.Time
+	steps := []struct {
+		state      store.SessionState
+		wantClosed bool
+	}{
+		{store.SessionRunning, false},
+		{store.SessionWaitingForInput, false},
+		{store.SessionCompleted, true},
+		{store.SessionCancelled, true}, // keeps the first close time
+	}
+	for _, st := range steps {
+		if err := s.UpdateSessionState(ctx, sess.ID, st.state); err != nil {
+			t.Fatalf("UpdateSessionState(%s): %v", st.state, err)
+		}
+		got, err := s.GetSession(ctx, sess.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.State != st.state {
+			t.Errorf("got state %q, want %q", got.State, st.state)
+		}
+		if (got.ClosedAt != nil) != st.wantClosed {
+			t.Errorf("%s: got ClosedAt %v, want set=%v", st.state, got.ClosedAt, st.wantClosed)
+		}
+		if got.ClosedAt != nil {
+			if firstClose == nil {
+				firstClose = got.ClosedAt
+			} else if !got.ClosedAt.Equal(*firstClose) {
+				t.Errorf("%s: got ClosedAt %v, want first close %v", st.state, got.ClosedAt, firstClose)
+			}
+		}
+	}
+}
+
+func TestSessionFlags(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	sess := mustSession(t, s, mustTask(t, s).ID)
+	plan := json.RawMessage(`[{"content":"step","status":"pending","priority":"high"}]`)
+
+	if err := s.SetSessionPlan(ctx, sess.ID, plan); err != nil {
+		t.Fatalf("SetSessionPlan: %v", err)
+	}
+	if err := s.MarkSessionPrompted(ctx, sess.ID); err != nil {
+		t.Fatalf("MarkSessionPrompted: %v", err)
+	}
+	if err := s.SetSessionContextLost(ctx, sess.ID, true); err != nil {
+		t.Fatalf("SetSessionContextLost: %v", err)
+	}
+	got, err := s.GetSession(ctx, sess.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got.Plan) != string(plan) || !got.Prompted || !got.ContextLost {
+		t.Errorf("got plan %s prompted %v contextLost %v, want %s true true", got.Plan, got.Prompted, got.ContextLost, plan)
+	}
+
+	if err := s.SetSessionPlan(ctx, sess.ID, nil); err != nil {
+		t.Fatalf("SetSessionPlan(nil): %v", err)
+	}
+	if err := s.SetSessionContextLost(ctx, sess.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.GetSession(ctx, sess.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Plan != nil || got.ContextLost {
+		t.Errorf("got plan %s contextLost %v, want nil false", got.Plan, got.ContextLost)
+	}
+	wantCode(t, s.MarkSessionPrompted(ctx, "missing"), errcode.SessionNotFound)
+}
+
+func TestListSessionsFiltersAndPagination(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	taskA, taskB := mustTask(t, s), mustTask(t, s)
+
+	var all []store.Session // creation order
+	for i := range 7 {
+		task := taskA
+		if i%2 == 1 {
+			task = taskB
+		}
+		sess := mustSession(t, s, task.ID)
+		if i%3 == 0 {
+			if err := s.UpdateSessionState(ctx, sess.ID, store.SessionRunning); err != nil {
+				t.Fatal(err)
+			}
+			sess.State = store.SessionRunning
+		}
+		all = append(all, sess)
+	}
+	newestFirst := func(keep func(store.Session) bool) []string {
+		var ids []string
+		for i := len(all) - 1; i >= 0; i-- {
+			if keep(all[i]) {
+				ids = append(ids, all[i].ID)
+			}
+		}
+		return ids
+	}
+
+	tests := []struct {
+		name   string
+		filter store.SessionFilter
+		want   []string
+	}{
+		{"all", store.SessionFilter{Limit: 3},
+			newestFirst(func(store.Session) bool { return true })},
+		{"by task", store.SessionFilter{TaskID: taskB.ID, Limit: 2},
+			newestFirst(func(x store.Session) bool { return x.TaskID == taskB.ID })},
+		{"by state", store.SessionFilter{States: []store.SessionState{store.SessionRunning}, Limit: 1},
+			newestFirst(func(x store.Session) bool { return x.State == store.SessionRunning })},
+		{"by task and states", store.SessionFilter{TaskID: taskA.ID,
+			States: []store.SessionState{store.SessionCreated, store.SessionFailed}},
+			newestFirst(func(x store.Session) bool { return x.TaskID == taskA.ID && x.State == store.SessionCreated })},
+		{"no match", store.SessionFilter{TaskID: "other"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			f := tc.filter
+			for pages := 0; ; pages++ {
+				if pages > len(all) {
+					t.Fatal("pagination does not terminate")
+				}
+				page, next, err := s.ListSessions(ctx, f)
+				if err != nil {
+					t.Fatalf("ListSessions: %v", err)
+				}
+				if f.Limit > 0 && len(page) > f.Limit {
+					t.Fatalf("got page of %d, want at most %d", len(page), f.Limit)
+				}
+				for _, sess := range page {
+					got = append(got, sess.ID)
+				}
+				if next == "" {
+					break
+				}
+				f.After = next
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestListSessionsLimits(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	task := mustTask(t, s)
+	for range store.DefaultSessionPageSize + 1 {
+		mustSession(t, s, task.ID)
+	}
+	page, next, err := s.ListSessions(ctx, store.SessionFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page) != store.DefaultSessionPageSize || next == "" {
+		t.Errorf("default limit: got %d sessions, next %q; want %d and a token", len(page), next, store.DefaultSessionPageSize)
+	}
+	page, next, err = s.ListSessions(ctx, store.SessionFilter{Limit: 10_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page) != store.DefaultSessionPageSize+1 || next != "" {
+		t.Errorf("large limit: got %d sessions, next %q; want %d and no token", len(page), next, store.DefaultSessionPageSize+1)
+	}
+
+	for _, bad := range []string{"!!!", "e30", strings.Repeat("A", 12)} {
+		_, _, err := s.ListSessions(ctx, store.SessionFilter{After: bad})
+		wantCode(t, err, errcode.InvalidRequest)
+	}
+}
+
+func TestListSessionsByState(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	task := mustTask(t, s)
+	a, b, c := mustSession(t, s, task.ID), mustSession(t, s, task.ID), mustSession(t, s, task.ID)
+	for id, st := range map[string]store.SessionState{a.ID: store.SessionRunning, c.ID: store.SessionWaitingForInput, b.ID: store.SessionFailed} {
+		if err := s.UpdateSessionState(ctx, id, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.ListSessionsByState(ctx, store.SessionRunning, store.SessionWaitingForInput)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, x := range got {
+		ids = append(ids, x.ID)
+	}
+	if want := []string{a.ID, c.ID}; !slices.Equal(ids, want) {
+		t.Errorf("got %v, want %v (oldest first)", ids, want)
+	}
+}
+
+func TestExecutorRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	task := mustTask(t, s)
+	sess := mustSession(t, s, task.ID)
+	other := mustSession(t, s, task.ID)
+
+	seen := time.Date(2026, 11, 3, 10, 4, 5, 123000000, time.UTC)
+	code := 0
+	want := store.Executor{
+		SessionID: sess.ID, Runtime: store.RuntimeDetached, Status: store.ExecutorReady,
+		AgentExecutionID: "exec-1", PID: 4242, HostURL: "unix:///run/host.sock",
+		ResumeToken: "acp-session-1", SupportsSessionResume: true, SupportsLoad: true,
+		SupportsWorkspaceOnly: true, WorktreePath: "/wt/a", WorktreeBranch: "tether/a",
+		LastSeenAt: &seen, ErrorMessage: "none", ExitCode: &code, ExitSignal: "SIGTERM",
+	}
+	if err := s.UpdateExecutor(ctx, want); err != nil {
+		t.Fatalf("UpdateExecutor: %v", err)
+	}
+	got, err := s.GetExecutor(ctx, sess.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.UpdatedAt.IsZero() {
+		t.Error("got zero UpdatedAt, want it stamped")
+	}
+	want.UpdatedAt = got.UpdatedAt
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("executor:\n got %+v\nwant %+v", got, want)
+	}
+
+	// A full update clears what the new value leaves empty.
+	cleared := store.Executor{SessionID: sess.ID, Runtime: store.RuntimeStandalone, Status: store.ExecutorStopped}
+	if err := s.UpdateExecutor(ctx, cleared); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.GetExecutor(ctx, sess.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.LastSeenAt != nil || got.ExitCode != nil || got.ResumeToken != "" || got.SupportsLoad {
+		t.Errorf("got %+v, want optional fields cleared", got)
+	}
+
+	if err := s.UpdateExecutor(ctx, store.Executor{SessionID: other.ID,
+		Runtime: store.RuntimeStandalone, Status: store.ExecutorError}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.ListExecutorsByStatus(ctx, store.ExecutorError, store.ExecutorReady)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].SessionID != other.ID {
+		t.Errorf("ListExecutorsByStatus(error, ready): got %+v, want only %s", list, other.ID)
+	}
+	list, err = s.ListExecutorsByStatus(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 {
+		t.Errorf("ListExecutorsByStatus(): got %d rows, want 2", len(list))
+	}
+}

@@ -1,0 +1,191 @@
+// Package store is tetherd's durable state: tasks, sessions, executor rows,
+// turns and the transcript, kept in SQLite through gorm.
+//
+// Nothing gorm- or database/sql-shaped leaves this package: callers see the
+// record types of records.go and *errcode.Error values, so the rest of the
+// daemon (and a future Postgres backend) does not depend on the ORM.
+package store
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/pressly/goose/v3"
+	"gorm.io/driver/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/migrations"
+)
+
+// slowQueryThreshold is the duration above which a statement is logged; a
+// local SQLite file answering slower than this means contention or a sick disk.
+const slowQueryThreshold = 200 * time.Millisecond
+
+// Store is the SQLite-backed repository. It is safe for concurrent use; SQLite
+// serialises writers (every transaction is BEGIN IMMEDIATE, so read-then-write
+// sequences inside one transaction cannot race).
+type Store struct {
+	db *gorm.DB
+}
+
+// Open opens (creating if needed) the SQLite database at path and brings its
+// schema up to date. It refuses, with errcode.DatabaseTooNew, a database
+// migrated by a newer tetherd, since this binary cannot know what the newer
+// schema means.
+func Open(ctx context.Context, path string) (*Store, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, errcode.Wrap(errcode.Internal, err, "store: resolve database path %q", path)
+	}
+	// 0700: the database holds transcripts and agent environments.
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, errcode.Wrap(errcode.Internal, err, "store: create database directory")
+	}
+
+	gdb, err := gorm.Open(sqlite.Open(dsn(abs)), &gorm.Config{
+		Logger: slowQueryLogger{log: slog.Default(), threshold: slowQueryThreshold},
+		// Single statements are atomic in SQLite; multi-statement operations
+		// open their own transactions explicitly.
+		SkipDefaultTransaction: true,
+		NowFunc:                func() time.Time { return time.Now().UTC() },
+	})
+	if err != nil {
+		return nil, errcode.Wrap(errcode.Internal, err, "store: open database %s", abs)
+	}
+	sqlDB, err := gdb.DB()
+	if err != nil {
+		return nil, errcode.Wrap(errcode.Internal, err, "store: open database %s", abs)
+	}
+	if err := sqlDB.PingContext(ctx); err != nil {
+		_ = sqlDB.Close()
+		return nil, errcode.Wrap(errcode.Internal, err, "store: open database %s", abs)
+	}
+	if err := migrate(ctx, gdb); err != nil {
+		_ = sqlDB.Close()
+		return nil, err
+	}
+	return &Store{db: gdb}, nil
+}
+
+// dsn builds a go-sqlite3 DSN. The pragmas are DSN parameters so that they
+// apply to every pooled connection, not only the first one. The path is
+// URI-escaped so names containing '?' or '#' still work.
+func dsn(abs string) string {
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}
+	q := url.Values{}
+	q.Set("_journal_mode", "WAL")
+	q.Set("_busy_timeout", "5000")
+	q.Set("_foreign_keys", "on")
+	q.Set("_synchronous", "NORMAL")
+	// Take the write lock at BEGIN: read-modify-write transactions (turn
+	// seq, chunk aggregation, permission resolution) then cannot deadlock or
+	// fail with SQLITE_BUSY half-way through.
+	q.Set("_txlock", "immediate")
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// migrate applies the embedded goose migrations after checking that the
+// database is not from the future.
+func migrate(ctx context.Context, gdb *gorm.DB) error {
+	sqlDB, err := gdb.DB()
+	if err != nil {
+		return errcode.Wrap(errcode.Internal, err, "store: migrate")
+	}
+	provider, err := goose.NewProvider(goose.DialectSQLite3, sqlDB, migrations.FS,
+		goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		return errcode.Wrap(errcode.Internal, err, "store: load migrations")
+	}
+	sources := provider.ListSources()
+	maxVersion := sources[len(sources)-1].Version // NewProvider fails when there are none.
+
+	current, err := provider.GetDBVersion(ctx)
+	if err != nil {
+		return errcode.Wrap(errcode.Internal, err, "store: read database schema version")
+	}
+	if current > maxVersion {
+		return errcode.New(errcode.DatabaseTooNew,
+			"database schema version %d is newer than this tetherd supports (max %d); upgrade tetherd or use another --data-dir",
+			current, maxVersion).
+			With("databaseVersion", current).
+			With("supportedVersion", maxVersion)
+	}
+	if _, err := provider.Up(ctx); err != nil {
+		return errcode.Wrap(errcode.Internal, err, "store: apply migrations")
+	}
+	return nil
+}
+
+// Close releases the database. The Store must not be used afterwards.
+func (s *Store) Close() error {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return errcode.Wrap(errcode.Internal, err, "store: close")
+	}
+	if err := sqlDB.Close(); err != nil {
+		return errcode.Wrap(errcode.Internal, err, "store: close")
+	}
+	return nil
+}
+
+// now is the store's clock: UTC so stored text sorts, and without a
+// monotonic reading so values round-trip exactly.
+func now() time.Time { return time.Now().UTC() }
+
+// transaction runs fn in one (immediate) transaction and translates what it
+// returns; fn may already return *errcode.Error values, which pass through.
+func (s *Store) transaction(ctx context.Context, op string, fn func(tx *gorm.DB) error) error {
+	err := s.db.WithContext(ctx).Transaction(fn)
+	if err != nil {
+		return internal(err, op)
+	}
+	return nil
+}
+
+// slowQueryLogger is gorm's logger: it reports only slow statements. Errors
+// are not logged here because they are returned, translated, to callers
+// that know whether they are expected (a prompt id conflict is not a fault).
+type slowQueryLogger struct {
+	log       *slog.Logger
+	threshold time.Duration
+}
+
+var _ logger.Interface = slowQueryLogger{}
+
+// LogMode is required by gorm; the level is fixed.
+func (l slowQueryLogger) LogMode(logger.LogLevel) logger.Interface { return l }
+
+// Info is dropped: gorm's informational messages are noise for a daemon.
+func (l slowQueryLogger) Info(context.Context, string, ...any) {}
+
+// Warn forwards gorm's own warnings.
+func (l slowQueryLogger) Warn(ctx context.Context, msg string, args ...any) {
+	l.log.WarnContext(ctx, "store: "+fmt.Sprintf(msg, args...))
+}
+
+// Error is dropped; see the type comment.
+func (l slowQueryLogger) Error(context.Context, string, ...any) {}
+
+// Trace logs statements slower than the threshold.
+func (l slowQueryLogger) Trace(ctx context.Context, begin time.Time, fc func() (string, int64), _ error) {
+	elapsed := time.Since(begin)
+	if elapsed <= l.threshold {
+		return
+	}
+	sql, rows := fc()
+	l.log.WarnContext(ctx, "store: slow query", "elapsed", elapsed, "rows", rows, "sql", sql)
+}
+
+// ParamsFilter keeps bound values out of logged SQL: they include prompts,
+// transcripts and agent environment variables.
+func (l slowQueryLogger) ParamsFilter(_ context.Context, sql string, _ ...any) (string, []any) {
+	return sql, nil
+}

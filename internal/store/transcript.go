@@ -1,0 +1,301 @@
+package store
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/tether/tether/internal/errcode"
+)
+
+// messages -----------------------------------------------------------------------
+
+// AppendMessageChunk records a streamed text chunk. If the session's latest
+// message (highest id) belongs to the same prompt and role, the text is
+// appended to it in place; otherwise a new message starts. This keeps the
+// transcript one message per uninterrupted run of a role, as users read it.
+// It returns the message as stored after the chunk.
+func (s *Store) AppendMessageChunk(ctx context.Context, sessionID, promptID string, role MessageRole, text string) (Message, error) {
+	var out messageRow
+	err := s.transaction(ctx, "append message chunk", func(tx *gorm.DB) error {
+		var last messageRow
+		err := tx.Where("session_id = ?", sessionID).Order("id DESC").Limit(1).Take(&last).Error
+		switch {
+		case err == nil && last.PromptID == promptID && last.Role == string(role):
+			ts := toDBTime(now())
+			// Concatenate in SQL: the text is never read back and rewritten,
+			// so long messages cost one small UPDATE per chunk.
+			if err := tx.Model(&messageRow{}).Where("id = ?", last.ID).Updates(map[string]any{
+				"text":       gorm.Expr("text || ?", text),
+				"updated_at": ts,
+			}).Error; err != nil {
+				return internal(err, "append message chunk")
+			}
+			last.Text += text
+			last.UpdatedAt = ts
+			out = last
+			return nil
+		case err != nil && !isNotFound(err):
+			return internal(err, "append message chunk")
+		}
+		ts := now()
+		row, err := insertMessage(tx, Message{
+			SessionID: sessionID, PromptID: promptID, Role: role, Text: text,
+			CreatedAt: ts, UpdatedAt: ts,
+		})
+		out = row
+		return err
+	})
+	if err != nil {
+		return Message{}, err
+	}
+	return toMessage(out), nil
+}
+
+// AddMessage always inserts a new message (user prompts, system notices)
+// and returns it with its id. The store sets the timestamps.
+func (s *Store) AddMessage(ctx context.Context, m Message) (Message, error) {
+	ts := now()
+	m.ID, m.CreatedAt, m.UpdatedAt = 0, ts, ts
+	row, err := insertMessage(s.db.WithContext(ctx), m)
+	if err != nil {
+		return Message{}, err
+	}
+	return toMessage(row), nil
+}
+
+func insertMessage(db *gorm.DB, m Message) (messageRow, error) {
+	row := fromMessage(m)
+	if err := db.Create(&row).Error; err != nil {
+		if isForeignKeyViolation(err) {
+			return messageRow{}, sessionNotFound(m.SessionID)
+		}
+		return messageRow{}, internal(err, "add message")
+	}
+	return row, nil
+}
+
+// ListMessages returns the session's messages in order (by id).
+func (s *Store) ListMessages(ctx context.Context, sessionID string) ([]Message, error) {
+	var rows []messageRow
+	if err := s.db.WithContext(ctx).Where("session_id = ?", sessionID).Order("id").Find(&rows).Error; err != nil {
+		return nil, internal(err, "list messages")
+	}
+	out := make([]Message, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, toMessage(r))
+	}
+	return out, nil
+}
+
+// tool calls ---------------------------------------------------------------------
+
+// UpsertToolCall applies an ACP tool_call or tool_call_update. A new call is
+// inserted (status pending when empty). An existing call is a partial update,
+// as in ACP: only the fields given (non-empty strings, non-nil JSON,
+// Interrupted when true) overwrite; PromptID and CreatedAt stay as first
+// recorded. It returns the merged call.
+func (s *Store) UpsertToolCall(ctx context.Context, c ToolCall) (ToolCall, error) {
+	var out toolCallRow
+	err := s.transaction(ctx, "upsert tool call", func(tx *gorm.DB) error {
+		ts := now()
+		_, err := getToolCall(tx, c.SessionID, c.ToolCallID)
+		if errcode.Is(err, errcode.NotFound) {
+			if c.Status == "" {
+				c.Status = ToolPending
+			}
+			c.CreatedAt, c.UpdatedAt = ts, ts
+			row := fromToolCall(c)
+			if err := tx.Create(&row).Error; err != nil {
+				if isForeignKeyViolation(err) {
+					return sessionNotFound(c.SessionID)
+				}
+				return internal(err, "insert tool call")
+			}
+			out = row
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		set := toolCallChanges(c)
+		set["updated_at"] = toDBTime(ts)
+		if err := tx.Model(&toolCallRow{}).
+			Where("session_id = ? AND tool_call_id = ?", c.SessionID, c.ToolCallID).
+			Updates(set).Error; err != nil {
+			return internal(err, "update tool call")
+		}
+		out, err = getToolCall(tx, c.SessionID, c.ToolCallID)
+		return err
+	})
+	if err != nil {
+		return ToolCall{}, err
+	}
+	return toToolCall(out), nil
+}
+
+// toolCallChanges lists the columns a partial tool call update sets.
+func toolCallChanges(c ToolCall) map[string]any {
+	set := map[string]any{}
+	if c.Title != "" {
+		set["title"] = c.Title
+	}
+	if c.Kind != "" {
+		set["kind"] = c.Kind
+	}
+	if c.Status != "" {
+		set["status"] = string(c.Status)
+	}
+	if c.Interrupted {
+		set["interrupted"] = true
+	}
+	for col, v := range map[string][]byte{
+		"content": c.Content, "locations": c.Locations,
+		"raw_input": c.RawInput, "raw_output": c.RawOutput,
+	} {
+		if v != nil {
+			set[col] = string(v)
+		}
+	}
+	return set
+}
+
+// GetToolCall returns one tool call or errcode.NotFound (there is no more
+// specific code; tool calls are only addressed internally).
+func (s *Store) GetToolCall(ctx context.Context, sessionID, toolCallID string) (ToolCall, error) {
+	row, err := getToolCall(s.db.WithContext(ctx), sessionID, toolCallID)
+	if err != nil {
+		return ToolCall{}, err
+	}
+	return toToolCall(row), nil
+}
+
+func getToolCall(db *gorm.DB, sessionID, toolCallID string) (toolCallRow, error) {
+	var row toolCallRow
+	err := db.Where("session_id = ? AND tool_call_id = ?", sessionID, toolCallID).Take(&row).Error
+	if err != nil {
+		if isNotFound(err) {
+			return toolCallRow{}, errcode.New(errcode.NotFound,
+				"tool call %q not found in session %q", toolCallID, sessionID).With("toolCallId", toolCallID)
+		}
+		return toolCallRow{}, internal(err, "get tool call")
+	}
+	return row, nil
+}
+
+// ListToolCalls returns the session's tool calls in the order they started.
+func (s *Store) ListToolCalls(ctx context.Context, sessionID string) ([]ToolCall, error) {
+	var rows []toolCallRow
+	// rowid breaks ties between calls started within the same nanosecond.
+	if err := s.db.WithContext(ctx).Where("session_id = ?", sessionID).
+		Order("created_at, rowid").Find(&rows).Error; err != nil {
+		return nil, internal(err, "list tool calls")
+	}
+	out := make([]ToolCall, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, toToolCall(r))
+	}
+	return out, nil
+}
+
+// permissions --------------------------------------------------------------------
+
+// CreatePermission records a permission request from the agent. Defaults: a
+// fresh UUID and state pending; CreatedAt is set by the store.
+func (s *Store) CreatePermission(ctx context.Context, p Permission) (Permission, error) {
+	if p.ID == "" {
+		p.ID = uuid.NewString()
+	}
+	if p.State == "" {
+		p.State = PermissionPending
+	}
+	p.CreatedAt = now()
+	row := fromPermission(p)
+	if err := s.db.WithContext(ctx).Create(&row).Error; err != nil {
+		if isForeignKeyViolation(err) {
+			return Permission{}, sessionNotFound(p.SessionID)
+		}
+		return Permission{}, internal(err, "create permission")
+	}
+	return toPermission(row), nil
+}
+
+// GetPermission returns one permission request or errcode.PermissionNotFound.
+func (s *Store) GetPermission(ctx context.Context, sessionID, id string) (Permission, error) {
+	row, err := getPermission(s.db.WithContext(ctx), sessionID, id)
+	if err != nil {
+		return Permission{}, err
+	}
+	return toPermission(row), nil
+}
+
+func getPermission(db *gorm.DB, sessionID, id string) (permissionRow, error) {
+	var row permissionRow
+	if err := db.Where("session_id = ? AND id = ?", sessionID, id).Take(&row).Error; err != nil {
+		if isNotFound(err) {
+			return permissionRow{}, notFound(errcode.PermissionNotFound, "permission request", id)
+		}
+		return permissionRow{}, internal(err, "get permission")
+	}
+	return row, nil
+}
+
+// ResolvePermission answers a pending request: state is selected (with
+// optionID), cancelled or expired. Only a pending request can be resolved, so
+// two racing answers (two tabs, user vs. cancel) resolve it once; the loser
+// gets errcode.PermissionResolved with the current state in Details["state"].
+func (s *Store) ResolvePermission(ctx context.Context, sessionID, id string, state PermissionState, optionID string) (Permission, error) {
+	if state == PermissionPending {
+		return Permission{}, errcode.New(errcode.InvalidRequest, "a permission request cannot be resolved to pending")
+	}
+	var out permissionRow
+	err := s.transaction(ctx, "resolve permission", func(tx *gorm.DB) error {
+		row, err := getPermission(tx, sessionID, id)
+		if err != nil {
+			return err
+		}
+		if row.State != string(PermissionPending) {
+			return errcode.New(errcode.PermissionResolved,
+				"permission request %q is already %s", id, row.State).With("state", row.State)
+		}
+		ts := toDBTime(now())
+		if err := tx.Model(&permissionRow{}).Where("session_id = ? AND id = ?", sessionID, id).
+			Updates(map[string]any{
+				"state":              string(state),
+				"selected_option_id": optionID,
+				"resolved_at":        ts,
+			}).Error; err != nil {
+			return internal(err, "resolve permission")
+		}
+		row.State, row.SelectedOptionID, row.ResolvedAt = string(state), optionID, &ts
+		out = row
+		return nil
+	})
+	if err != nil {
+		return Permission{}, err
+	}
+	return toPermission(out), nil
+}
+
+// ListPermissions returns the session's permission requests in one of states
+// (all when none are given), oldest first.
+func (s *Store) ListPermissions(ctx context.Context, sessionID string, states ...PermissionState) ([]Permission, error) {
+	q := s.db.WithContext(ctx).Where("session_id = ?", sessionID)
+	if len(states) > 0 {
+		in := make([]string, len(states))
+		for i, st := range states {
+			in[i] = string(st)
+		}
+		q = q.Where("state IN ?", in)
+	}
+	var rows []permissionRow
+	if err := q.Order("created_at, rowid").Find(&rows).Error; err != nil {
+		return nil, internal(err, "list permissions")
+	}
+	out := make([]Permission, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, toPermission(r))
+	}
+	return out, nil
+}

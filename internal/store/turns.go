@@ -1,0 +1,126 @@
+package store
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/tether/tether/internal/errcode"
+)
+
+// CreateTurn inserts a turn and assigns its Seq (one more than the session's
+// highest) in the same transaction, so concurrent admissions can never share
+// a seq. Defaults: a fresh UUID prompt id, state queued; CreatedAt is set by the store. A prompt id
+// already used in the session gives errcode.PromptIDConflict (the session
+// layer then returns the existing turn for idempotent retries); a missing
+// session gives errcode.SessionNotFound.
+func (s *Store) CreateTurn(ctx context.Context, t Turn) (Turn, error) {
+	if t.PromptID == "" {
+		t.PromptID = uuid.NewString()
+	}
+	if t.State == "" {
+		t.State = TurnQueued
+	}
+	t.CreatedAt = now()
+	var row turnRow
+	err := s.transaction(ctx, "create turn", func(tx *gorm.DB) error {
+		var maxSeq int64
+		if err := tx.Model(&turnRow{}).Where("session_id = ?", t.SessionID).
+			Select("COALESCE(MAX(seq), 0)").Scan(&maxSeq).Error; err != nil {
+			return internal(err, "create turn")
+		}
+		t.Seq = maxSeq + 1
+		row = fromTurn(t)
+		if err := tx.Create(&row).Error; err != nil {
+			switch {
+			case isUniqueViolation(err):
+				return errcode.New(errcode.PromptIDConflict,
+					"prompt id %q is already used in session %q", t.PromptID, t.SessionID).
+					With("promptId", t.PromptID)
+			case isForeignKeyViolation(err):
+				return sessionNotFound(t.SessionID)
+			}
+			return internal(err, "create turn")
+		}
+		return nil
+	})
+	if err != nil {
+		return Turn{}, err
+	}
+	return toTurn(row), nil
+}
+
+// GetTurn returns one turn or errcode.TurnNotFound.
+func (s *Store) GetTurn(ctx context.Context, sessionID, promptID string) (Turn, error) {
+	var row turnRow
+	err := s.db.WithContext(ctx).
+		Where("session_id = ? AND prompt_id = ?", sessionID, promptID).Take(&row).Error
+	if err != nil {
+		if isNotFound(err) {
+			return Turn{}, errcode.New(errcode.TurnNotFound,
+				"turn %q not found in session %q", promptID, sessionID).With("promptId", promptID)
+		}
+		return Turn{}, internal(err, "get turn")
+	}
+	return toTurn(row), nil
+}
+
+// ListTurns returns the session's turns in admission order (seq).
+func (s *Store) ListTurns(ctx context.Context, sessionID string) ([]Turn, error) {
+	return s.ListTurnsByState(ctx, sessionID)
+}
+
+// ListTurnsByState returns the session's turns in one of states (all turns
+// when none are given), by seq. Recovery uses it to find running/queued
+// turns to interrupt.
+func (s *Store) ListTurnsByState(ctx context.Context, sessionID string, states ...TurnState) ([]Turn, error) {
+	q := s.db.WithContext(ctx).Where("session_id = ?", sessionID)
+	if len(states) > 0 {
+		in := make([]string, len(states))
+		for i, st := range states {
+			in[i] = string(st)
+		}
+		q = q.Where("state IN ?", in)
+	}
+	var rows []turnRow
+	if err := q.Order("seq").Find(&rows).Error; err != nil {
+		return nil, internal(err, "list turns")
+	}
+	out := make([]Turn, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, toTurn(r))
+	}
+	return out, nil
+}
+
+// UpdateTurn replaces the mutable columns of the turn keyed by (SessionID,
+// PromptID) with t. Seq and CreatedAt are fixed at creation and ignored here.
+func (s *Store) UpdateTurn(ctx context.Context, t Turn) error {
+	r := fromTurn(t)
+	res := s.db.WithContext(ctx).Table("turns").
+		Where("session_id = ? AND prompt_id = ?", t.SessionID, t.PromptID).
+		Updates(map[string]any{
+			"kind":                r.Kind,
+			"state":               r.State,
+			"prompt":              r.Prompt,
+			"stop_reason":         r.StopReason,
+			"error_code":          r.ErrorCode,
+			"error_message":       r.ErrorMessage,
+			"interrupt_reason":    r.InterruptReason,
+			"exit_code":           r.ExitCode,
+			"exit_signal":         r.ExitSignal,
+			"continues_prompt_id": r.ContinuesPromptID,
+			"cancel_requested":    r.CancelRequested,
+			"started_at":          r.StartedAt,
+			"ended_at":            r.EndedAt,
+		})
+	if res.Error != nil {
+		return internal(res.Error, "update turn")
+	}
+	if res.RowsAffected == 0 {
+		return errcode.New(errcode.TurnNotFound,
+			"turn %q not found in session %q", t.PromptID, t.SessionID).With("promptId", t.PromptID)
+	}
+	return nil
+}

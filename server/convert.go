@@ -1,0 +1,145 @@
+package server
+
+import (
+	"encoding/json"
+
+	"github.com/tether/tether/internal/agents"
+	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/store"
+)
+
+// Conversions between core records and generated API types. Generated
+// types never cross into internal/; these named functions are the border.
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+func ptrIf[T comparable](v T) *T {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return &v
+}
+
+func validSessionState(s store.SessionState) bool {
+	switch s {
+	case store.SessionCreated, store.SessionStarting, store.SessionRunning, store.SessionWaitingForInput,
+		store.SessionCompleted, store.SessionFailed, store.SessionCancelled:
+		return true
+	}
+	return false
+}
+
+// promptJSON re-encodes validated content blocks for the agent.
+func promptJSON(p Prompt) (json.RawMessage, error) {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, errcode.Wrap(errcode.ValidationFailed, err, "prompt cannot be encoded")
+	}
+	return b, nil
+}
+
+func taskOf(t store.Task) Task {
+	return Task{Id: t.ID, Title: t.Title, Workspace: ptrIf(t.Workspace), State: TaskState(t.State),
+		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+}
+
+func agentOf(p agents.Profile) AgentProfile {
+	out := AgentProfile{Id: p.ID, DisplayName: p.DisplayName, Source: AgentProfileSource(p.Source),
+		Command: ptrIf(p.Command), Available: p.Available, UnavailableReason: ptrIf(p.UnavailableReason),
+		NativeSessionResume: p.NativeSessionResume, HistoryContextInjection: p.HistoryContextInjection,
+		ProbedAt: p.ProbedAt}
+	if c := p.Capabilities; c != nil {
+		caps := AgentCapabilities{LoadSession: c.LoadSession, Resume: c.Resume,
+			ProtocolVersion: ptrIf(c.ProtocolVersion), AgentName: ptrIf(c.AgentName), AgentVersion: ptrIf(c.AgentVersion)}
+		caps.PromptCapabilities.Image = c.Image
+		caps.PromptCapabilities.Audio = c.Audio
+		caps.PromptCapabilities.EmbeddedContext = c.EmbeddedContext
+		out.Capabilities = &caps
+	}
+	return out
+}
+
+func sessionOf(s store.Session, ex store.Executor) Session {
+	out := Session{Id: s.ID, TaskId: s.TaskID, AgentProfileId: s.AgentProfileID, Cwd: s.Cwd,
+		Title: ptrIf(s.Title), State: SessionState(s.State), EventEpoch: s.EventEpoch,
+		ContextLost: ptrIf(s.ContextLost), CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, ClosedAt: s.ClosedAt}
+	if ex.SessionID != "" {
+		out.Executor = &Executor{Runtime: ExecutorRuntime(ex.Runtime), Status: ExecutorStatus(ex.Status),
+			Pid: ptrIf(ex.PID), AgentExecutionId: ptrIf(ex.AgentExecutionID), ResumeToken: ptrIf(ex.ResumeToken),
+			ErrorMessage: ptrIf(ex.ErrorMessage), ExitCode: ex.ExitCode, ExitSignal: ptrIf(ex.ExitSignal),
+			LastSeenAt: ex.LastSeenAt}
+	}
+	return out
+}
+
+func turnOf(t store.Turn) Turn {
+	out := Turn{PromptId: t.PromptID, Kind: TurnKind(t.Kind), State: TurnState(t.State),
+		StopReason: ptrIf(t.StopReason), InterruptReason: ptrIf(t.InterruptReason), ExitCode: t.ExitCode,
+		ExitSignal: ptrIf(t.ExitSignal), CancelRequested: ptrIf(t.CancelRequested),
+		ContinuesPromptId: ptrIf(t.ContinuesPromptID), CreatedAt: t.CreatedAt, StartedAt: t.StartedAt, EndedAt: t.EndedAt}
+	if t.ErrorCode != "" || t.ErrorMessage != "" {
+		out.Error = &TurnError{Code: t.ErrorCode, Message: t.ErrorMessage}
+	}
+	var blocks []ContentBlock
+	if len(t.Prompt) > 0 && json.Unmarshal(t.Prompt, &blocks) == nil {
+		out.Prompt = &blocks
+	}
+	return out
+}
+
+func messageOf(m store.Message) Message {
+	out := Message{Id: m.ID, PromptId: ptrIf(m.PromptID), Role: MessageRole(m.Role), Text: m.Text, CreatedAt: m.CreatedAt}
+	out.Content = objects(m.Content)
+	return out
+}
+
+func toolCallOf(c store.ToolCall) ToolCall {
+	out := ToolCall{Id: c.ToolCallID, PromptId: ptrIf(c.PromptID), Title: c.Title, Kind: ptrIf(c.Kind),
+		Status: ToolCallStatus(c.Status), Interrupted: c.Interrupted,
+		Content: objects(c.Content), Locations: objects(c.Locations)}
+	if !c.CreatedAt.IsZero() {
+		out.CreatedAt = &c.CreatedAt
+	}
+	if !c.UpdatedAt.IsZero() {
+		out.UpdatedAt = &c.UpdatedAt
+	}
+	if len(c.RawInput) > 0 {
+		out.RawInput = json.RawMessage(c.RawInput)
+	}
+	if len(c.RawOutput) > 0 {
+		out.RawOutput = json.RawMessage(c.RawOutput)
+	}
+	if out.Status == "" {
+		out.Status = ToolCallStatus(store.ToolPending)
+	}
+	return out
+}
+
+func permissionOf(p store.Permission) PermissionRequest {
+	out := PermissionRequest{Id: p.ID, SessionId: p.SessionID, PromptId: ptrIf(p.PromptID), ToolCallId: ptrIf(p.ToolCallID),
+		Title: ptrIf(p.Title), State: PermissionRequestState(p.State), SelectedOptionId: ptrIf(p.SelectedOptionID),
+		CreatedAt: p.CreatedAt, ResolvedAt: p.ResolvedAt, Options: []PermissionOption{}}
+	if len(p.Options) > 0 {
+		_ = json.Unmarshal(p.Options, &out.Options)
+	}
+	return out
+}
+
+// objects decodes a stored JSON array of objects; anything else is dropped.
+func objects(raw json.RawMessage) *[]map[string]any {
+	if len(raw) == 0 {
+		return nil
+	}
+	var out []map[string]any
+	if json.Unmarshal(raw, &out) != nil {
+		return nil
+	}
+	return &out
+}

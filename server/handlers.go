@@ -1,0 +1,289 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+
+	"github.com/tether/tether/api"
+	"github.com/tether/tether/internal/acp"
+	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/sessions"
+	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/workspace"
+)
+
+// handlers implements the generated StrictServerInterface by translating
+// API types to core calls and back; it holds no state of its own.
+type handlers struct {
+	cfg Config
+}
+
+var _ StrictServerInterface = (*handlers)(nil)
+
+func (h *handlers) GetHealth(context.Context, GetHealthRequestObject) (GetHealthResponseObject, error) {
+	return GetHealth200JSONResponse{Status: HealthStatusOk, Version: Version}, nil
+}
+
+func (h *handlers) GetOpenAPI(context.Context, GetOpenAPIRequestObject) (GetOpenAPIResponseObject, error) {
+	return GetOpenAPI200ApplicationyamlResponse{Body: bytes.NewReader(api.Spec), ContentLength: int64(len(api.Spec))}, nil
+}
+
+func (h *handlers) ListTasks(ctx context.Context, _ ListTasksRequestObject) (ListTasksResponseObject, error) {
+	tasks, err := h.cfg.Store.ListTasks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := TaskList{Tasks: make([]Task, 0, len(tasks))}
+	for _, t := range tasks {
+		out.Tasks = append(out.Tasks, taskOf(t))
+	}
+	return ListTasks200JSONResponse(out), nil
+}
+
+func (h *handlers) CreateTask(ctx context.Context, req CreateTaskRequestObject) (CreateTaskResponseObject, error) {
+	t := store.Task{Title: req.Body.Title}
+	if req.Body.Workspace != nil && *req.Body.Workspace != "" {
+		dir, err := workspace.ResolveDir(*req.Body.Workspace)
+		if err != nil {
+			return nil, err
+		}
+		t.Workspace = dir
+	}
+	t, err := h.cfg.Store.CreateTask(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	return CreateTask201JSONResponse(taskOf(t)), nil
+}
+
+func (h *handlers) GetTask(ctx context.Context, req GetTaskRequestObject) (GetTaskResponseObject, error) {
+	t, err := h.cfg.Store.GetTask(ctx, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	return GetTask200JSONResponse(taskOf(t)), nil
+}
+
+func (h *handlers) UpdateTask(ctx context.Context, req UpdateTaskRequestObject) (UpdateTaskResponseObject, error) {
+	var state *store.TaskState
+	if req.Body.State != nil {
+		s := store.TaskState(*req.Body.State)
+		state = &s
+	}
+	t, err := h.cfg.Store.UpdateTask(ctx, req.Id, req.Body.Title, state)
+	if err != nil {
+		return nil, err
+	}
+	return UpdateTask200JSONResponse(taskOf(t)), nil
+}
+
+func (h *handlers) ListAgents(context.Context, ListAgentsRequestObject) (ListAgentsResponseObject, error) {
+	profiles := h.cfg.Agents.List()
+	out := AgentList{Agents: make([]AgentProfile, 0, len(profiles))}
+	for _, p := range profiles {
+		out.Agents = append(out.Agents, agentOf(p))
+	}
+	return ListAgents200JSONResponse(out), nil
+}
+
+func (h *handlers) CreateSession(ctx context.Context, req CreateSessionRequestObject) (CreateSessionResponseObject, error) {
+	b := req.Body
+	in := sessions.CreateInput{AgentProfileID: b.AgentProfileId, Cwd: b.Cwd,
+		TaskID: deref(b.TaskId), Title: deref(b.Title), PromptID: deref(b.PromptId)}
+	if b.InitialPrompt != nil {
+		raw, err := promptJSON(*b.InitialPrompt)
+		if err != nil {
+			return nil, err
+		}
+		in.InitialPrompt = raw
+	}
+	s, err := h.cfg.Sessions.Create(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	out, err := h.session(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	return CreateSession201JSONResponse(out), nil
+}
+
+func (h *handlers) ListSessions(ctx context.Context, req ListSessionsRequestObject) (ListSessionsResponseObject, error) {
+	f := store.SessionFilter{TaskID: deref(req.Params.TaskId), After: deref(req.Params.PageToken)}
+	if req.Params.Limit != nil {
+		f.Limit = *req.Params.Limit
+	}
+	if req.Params.State != nil {
+		f.States = splitStates(*req.Params.State)
+		for _, s := range f.States {
+			if !validSessionState(s) {
+				return nil, errcode.New(errcode.ValidationFailed, "unknown session state %q", s)
+			}
+		}
+	}
+	list, next, err := h.cfg.Store.ListSessions(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	out := SessionList{Sessions: make([]Session, 0, len(list))}
+	for _, s := range list {
+		api, err := h.session(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		out.Sessions = append(out.Sessions, api)
+	}
+	if next != "" {
+		out.NextPageToken = &next
+	}
+	return ListSessions200JSONResponse(out), nil
+}
+
+func (h *handlers) GetSession(ctx context.Context, req GetSessionRequestObject) (GetSessionResponseObject, error) {
+	s, err := h.cfg.Store.GetSession(ctx, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	out, err := h.session(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	return GetSession200JSONResponse(out), nil
+}
+
+func (h *handlers) CloseSession(ctx context.Context, req CloseSessionRequestObject) (CloseSessionResponseObject, error) {
+	s, err := h.cfg.Sessions.Close(ctx, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	out, err := h.session(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	return CloseSession200JSONResponse(out), nil
+}
+
+func (h *handlers) PromptSession(ctx context.Context, req PromptSessionRequestObject) (PromptSessionResponseObject, error) {
+	raw, err := promptJSON(req.Body.Prompt)
+	if err != nil {
+		return nil, err
+	}
+	in := sessions.PromptInput{Prompt: raw, PromptID: deref(req.Body.PromptId), Multitask: sessions.MultitaskEnqueue}
+	if req.Body.Multitask != nil {
+		in.Multitask = string(*req.Body.Multitask)
+	}
+	res, err := h.cfg.Sessions.Prompt(ctx, req.Id, in)
+	if err != nil {
+		return nil, err
+	}
+	return PromptSession202JSONResponse{PromptId: res.Turn.PromptID, State: PromptAcceptedState(res.Turn.State), EventEpoch: res.EventEpoch}, nil
+}
+
+func (h *handlers) CancelSession(ctx context.Context, req CancelSessionRequestObject) (CancelSessionResponseObject, error) {
+	res, err := h.cfg.Sessions.Cancel(ctx, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	out := CancelResult{Cancelled: res.Cancelled}
+	if res.PromptID != "" {
+		out.PromptId = &res.PromptID
+	}
+	if len(res.Dequeued) > 0 {
+		out.Dequeued = &res.Dequeued
+	}
+	return CancelSession200JSONResponse(out), nil
+}
+
+func (h *handlers) AnswerPermission(ctx context.Context, req AnswerPermissionRequestObject) (AnswerPermissionResponseObject, error) {
+	b := req.Body
+	var out acp.PermissionOutcome
+	switch {
+	case b.OptionId != nil && b.Outcome != nil:
+		return nil, errcode.New(errcode.ValidationFailed, "give either optionId or outcome, not both")
+	case b.OptionId != nil:
+		out.OptionID = *b.OptionId
+	case b.Outcome != nil:
+		out.Cancelled = true
+	default:
+		return nil, errcode.New(errcode.ValidationFailed, `body must have "optionId" or "outcome": "cancelled"`)
+	}
+	p, err := h.cfg.Sessions.AnswerPermission(ctx, req.Id, req.RequestId, out)
+	if err != nil {
+		return nil, err
+	}
+	return AnswerPermission200JSONResponse(permissionOf(p)), nil
+}
+
+func (h *handlers) GetTranscript(ctx context.Context, req GetTranscriptRequestObject) (GetTranscriptResponseObject, error) {
+	t, err := h.transcript(ctx, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	return GetTranscript200JSONResponse(t), nil
+}
+
+func (h *handlers) GetTurn(ctx context.Context, req GetTurnRequestObject) (GetTurnResponseObject, error) {
+	if _, err := h.cfg.Store.GetSession(ctx, req.Id); err != nil {
+		return nil, err
+	}
+	t, err := h.cfg.Store.GetTurn(ctx, req.Id, req.PromptId)
+	if err != nil {
+		return nil, err
+	}
+	return GetTurn200JSONResponse(turnOf(t)), nil
+}
+
+// transcript reads the session's snapshot from the store.
+func (h *handlers) transcript(ctx context.Context, id string) (Transcript, error) {
+	s, err := h.cfg.Store.GetSession(ctx, id)
+	if err != nil {
+		return Transcript{}, err
+	}
+	turns, err := h.cfg.Store.ListTurns(ctx, id)
+	if err != nil {
+		return Transcript{}, err
+	}
+	msgs, err := h.cfg.Store.ListMessages(ctx, id)
+	if err != nil {
+		return Transcript{}, err
+	}
+	calls, err := h.cfg.Store.ListToolCalls(ctx, id)
+	if err != nil {
+		return Transcript{}, err
+	}
+	perms, err := h.cfg.Store.ListPermissions(ctx, id, store.PermissionPending)
+	if err != nil {
+		return Transcript{}, err
+	}
+	out := Transcript{SessionId: id, EventEpoch: s.EventEpoch, Turns: make([]Turn, 0, len(turns)),
+		Messages: make([]Message, 0, len(msgs)), ToolCalls: make([]ToolCall, 0, len(calls)),
+		PendingPermissions: make([]PermissionRequest, 0, len(perms))}
+	for _, t := range turns {
+		out.Turns = append(out.Turns, turnOf(t))
+	}
+	for _, m := range msgs {
+		out.Messages = append(out.Messages, messageOf(m))
+	}
+	for _, c := range calls {
+		out.ToolCalls = append(out.ToolCalls, toolCallOf(c))
+	}
+	for _, p := range perms {
+		out.PendingPermissions = append(out.PendingPermissions, permissionOf(p))
+	}
+	if len(s.Plan) > 0 {
+		var plan []PlanEntry
+		if json.Unmarshal(s.Plan, &plan) == nil {
+			out.Plan = &plan
+		}
+	}
+	return out, nil
+}
+
+func (h *handlers) session(ctx context.Context, s store.Session) (Session, error) {
+	ex, err := h.cfg.Store.GetExecutor(ctx, s.ID)
+	if err != nil && !errcode.Is(err, errcode.SessionNotFound) {
+		return Session{}, err
+	}
+	return sessionOf(s, ex), nil
+}

@@ -1,0 +1,342 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	"github.com/tether/tether/internal/agents"
+	"github.com/tether/tether/internal/sessions"
+	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/server"
+)
+
+const testToken = "test-token"
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// tetherdBinary returns a tetherd executable for the demo agent subprocess:
+// $TETHERD_BIN when set (make test builds it), else a fresh build.
+func tetherdBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		if p := os.Getenv("TETHERD_BIN"); p != "" {
+			binPath = p
+			return
+		}
+		dir, err := os.MkdirTemp("", "tetherd-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "tetherd")
+		_, file, _, _ := runtime.Caller(0)
+		root := filepath.Dir(filepath.Dir(file))
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/tetherd")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// daemon is an in-process tetherd (real store, real agents, real HTTP).
+type daemon struct {
+	t      *testing.T
+	URL    string
+	Store  *store.Store
+	Dir    string
+	router routers.Router
+	client *http.Client
+}
+
+type daemonOptions struct {
+	sessions sessions.Config
+	// agentsYAML is written to <data-dir>/agents.yaml when set.
+	agentsYAML string
+}
+
+func startDaemon(t *testing.T, opts daemonOptions) *daemon {
+	t.Helper()
+	bin := tetherdBinary(t)
+	dir := t.TempDir()
+	if opts.agentsYAML != "" {
+		if err := os.WriteFile(filepath.Join(dir, "agents.yaml"), []byte(opts.agentsYAML), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(dir, "tether.db"))
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	reg, err := agents.Load(ctx, agents.Config{DataDir: dir, Self: bin, Store: st, LookPath: func(string) (string, error) {
+		return "", exec.ErrNotFound
+	}})
+	if err != nil {
+		t.Fatalf("load agents: %v", err)
+	}
+	if opts.sessions.CancelGrace == 0 {
+		opts.sessions.CancelGrace = 3 * time.Second
+	}
+	mgr := sessions.New(st, reg, opts.sessions)
+	e, err := server.New(server.Config{Store: st, Sessions: mgr, Agents: reg, Token: testToken, BodyLimit: "64K"})
+	if err != nil {
+		t.Fatalf("server: %v", err)
+	}
+	srv := httptest.NewServer(e)
+	spec, err := openapi3.NewLoader().LoadFromData(mustRead(t, "../api/openapi.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Servers = nil
+	router, err := gorillamux.NewRouter(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &daemon{t: t, URL: srv.URL, Store: st, Dir: dir, router: router, client: srv.Client()}
+	t.Cleanup(func() {
+		srv.Close()
+		mgr.Shutdown(context.Background())
+		_ = st.Close()
+	})
+	return d
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// response is a decoded HTTP answer.
+type response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body into a generic map.
+func (r response) JSON(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		t.Fatalf("decode %s: %v", r.Body, err)
+	}
+	return m
+}
+
+// Decode decodes the body into v.
+func (r response) Decode(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("decode %s: %v", r.Body, err)
+	}
+}
+
+// do sends a request with the token and validates the response against
+// the contract (status, content type and body schema).
+func (d *daemon) do(method, path string, body any) response {
+	d.t.Helper()
+	return d.doRaw(method, path, body, map[string]string{"Authorization": "Bearer " + testToken})
+}
+
+func (d *daemon) doRaw(method, path string, body any, headers map[string]string) response {
+	d.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		buf, err := json.Marshal(b)
+		if err != nil {
+			d.t.Fatal(err)
+		}
+		rd = bytes.NewReader(buf)
+	}
+	req, err := http.NewRequest(method, d.URL+path, rd)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := d.client.Do(req)
+	if err != nil {
+		d.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	r := response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	d.validate(req, r)
+	return r
+}
+
+// validate checks a response against the operation's declared responses.
+// Problems must always be problem+json with a code.
+func (d *daemon) validate(req *http.Request, r response) {
+	d.t.Helper()
+	if r.Status >= 400 {
+		if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/problem+json") {
+			d.t.Errorf("%s %s: status %d with content type %q, want application/problem+json", req.Method, req.URL.Path, r.Status, ct)
+		}
+		var p map[string]any
+		if err := json.Unmarshal(r.Body, &p); err != nil || p["code"] == nil || p["code"] == "" {
+			d.t.Errorf("%s %s: problem without code: %s", req.Method, req.URL.Path, r.Body)
+		}
+	}
+	route, params, err := d.router.FindRoute(req)
+	if err != nil {
+		return // not an API route (404 cases): nothing declared to check against
+	}
+	in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
+		Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}}
+	out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: r.Status, Header: r.Header,
+		Options: &openapi3filter.Options{IncludeResponseStatus: true}}
+	out.SetBodyBytes(r.Body)
+	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
+		d.t.Errorf("%s %s: response %d does not match the contract: %v\nbody: %s", req.Method, req.URL.Path, r.Status, err, r.Body)
+	}
+}
+
+// createSession starts a demo-agent session in a fresh directory.
+func (d *daemon) createSession(extra map[string]any) (id, cwd string) {
+	d.t.Helper()
+	cwd = d.t.TempDir()
+	if err := os.WriteFile(filepath.Join(cwd, "README.md"), []byte("# Fixture\nhello from the fixture\n"), 0o644); err != nil {
+		d.t.Fatal(err)
+	}
+	body := map[string]any{"agentProfileId": "demo", "cwd": cwd}
+	for k, v := range extra {
+		body[k] = v
+	}
+	r := d.do("POST", "/session", body)
+	if r.Status != http.StatusCreated {
+		d.t.Fatalf("create session: got %d, want 201: %s", r.Status, r.Body)
+	}
+	return r.JSON(d.t)["id"].(string), cwd
+}
+
+func text(s string) []map[string]any { return []map[string]any{{"type": "text", "text": s}} }
+
+// prompt sends a prompt and returns its promptId.
+func (d *daemon) prompt(sid, promptText, promptID string) string {
+	d.t.Helper()
+	body := map[string]any{"prompt": text(promptText)}
+	if promptID != "" {
+		body["promptId"] = promptID
+	}
+	r := d.do("POST", "/session/"+sid+"/prompt", body)
+	if r.Status != http.StatusAccepted {
+		d.t.Fatalf("prompt %q: got %d, want 202: %s", promptText, r.Status, r.Body)
+	}
+	return r.JSON(d.t)["promptId"].(string)
+}
+
+// waitFor polls the session until cond holds; the deadline is a safety net
+// against hangs, not a performance assertion.
+func (d *daemon) waitFor(what string, cond func() bool) {
+	d.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			d.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// turn fetches one turn.
+func (d *daemon) turn(sid, pid string) map[string]any {
+	d.t.Helper()
+	r := d.do("GET", "/session/"+sid+"/turns/"+pid, nil)
+	if r.Status != http.StatusOK {
+		d.t.Fatalf("get turn: got %d: %s", r.Status, r.Body)
+	}
+	return r.JSON(d.t)
+}
+
+// waitTurn waits until the turn reaches a terminal state and returns it.
+func (d *daemon) waitTurn(sid, pid string) map[string]any {
+	d.t.Helper()
+	var turn map[string]any
+	d.waitFor("turn "+pid+" to end", func() bool {
+		turn = d.turn(sid, pid)
+		switch turn["state"] {
+		case "completed", "cancelled", "failed", "interrupted":
+			return true
+		}
+		return false
+	})
+	return turn
+}
+
+// waitTurnState waits until the turn is in the given state.
+func (d *daemon) waitTurnState(sid, pid, state string) map[string]any {
+	d.t.Helper()
+	var turn map[string]any
+	d.waitFor("turn "+pid+" to be "+state, func() bool {
+		turn = d.turn(sid, pid)
+		return turn["state"] == state
+	})
+	return turn
+}
+
+// transcript fetches the transcript snapshot.
+func (d *daemon) transcript(sid string) map[string]any {
+	d.t.Helper()
+	r := d.do("GET", "/session/"+sid+"/transcript", nil)
+	if r.Status != http.StatusOK {
+		d.t.Fatalf("transcript: got %d: %s", r.Status, r.Body)
+	}
+	return r.JSON(d.t)
+}
+
+// list returns a JSON array member as a slice of objects.
+func list(m map[string]any, key string) []map[string]any {
+	raw, _ := m[key].([]any)
+	out := make([]map[string]any, 0, len(raw))
+	for _, x := range raw {
+		if o, ok := x.(map[string]any); ok {
+			out = append(out, o)
+		}
+	}
+	return out
+}

@@ -1,0 +1,141 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tether/tether/internal/errcode"
+)
+
+// statusOf is the one table from domain error codes to HTTP statuses.
+var statusOf = map[errcode.Code]int{
+	errcode.InvalidRequest:       http.StatusBadRequest,
+	errcode.ValidationFailed:     http.StatusBadRequest,
+	errcode.MalformedJSON:        http.StatusBadRequest,
+	errcode.InvalidCwd:           http.StatusBadRequest,
+	errcode.InvalidPermissionOpt: http.StatusBadRequest,
+	errcode.Unauthorized:         http.StatusUnauthorized,
+	errcode.NotFound:             http.StatusNotFound,
+	errcode.RouteNotFound:        http.StatusNotFound,
+	errcode.TaskNotFound:         http.StatusNotFound,
+	errcode.SessionNotFound:      http.StatusNotFound,
+	errcode.TurnNotFound:         http.StatusNotFound,
+	errcode.PermissionNotFound:   http.StatusNotFound,
+	errcode.AgentProfileNotFound: http.StatusNotFound,
+	errcode.MethodNotAllowed:     http.StatusMethodNotAllowed,
+	errcode.AgentUnavailable:     http.StatusConflict,
+	errcode.InvalidState:         http.StatusConflict,
+	errcode.SessionTerminal:      http.StatusConflict,
+	errcode.TurnActive:           http.StatusConflict,
+	errcode.PromptIDConflict:     http.StatusConflict,
+	errcode.PermissionResolved:   http.StatusConflict,
+	errcode.PayloadTooLarge:      http.StatusRequestEntityTooLarge,
+	errcode.UnsupportedMediaType: http.StatusUnsupportedMediaType,
+	errcode.PromptQueueFull:      http.StatusServiceUnavailable,
+	errcode.ServiceShuttingDown:  http.StatusServiceUnavailable,
+	errcode.AgentStartFailed:     http.StatusBadGateway,
+	errcode.AgentError:           http.StatusBadGateway,
+	errcode.DatabaseTooNew:       http.StatusInternalServerError,
+	errcode.Internal:             http.StatusInternalServerError,
+}
+
+// problem is an RFC 9457 body with the daemon's stable code.
+type problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail,omitempty"`
+	Code   string `json:"code"`
+}
+
+// writeProblem renders err as application/problem+json. Unknown errors are
+// logged and reported as a generic 500 without leaking their text.
+func writeProblem(c echo.Context, err error, log *slog.Logger) {
+	if c.Response().Committed {
+		return
+	}
+	e := toDomainError(err)
+	status, ok := statusOf[e.Code]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	detail := e.Message
+	if status >= 500 && e.Code == errcode.Internal {
+		log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+		detail = "internal error; see the daemon log"
+	}
+	body := map[string]any{}
+	for k, v := range e.Details {
+		body[k] = v
+	}
+	p := problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail, Code: string(e.Code)}
+	body["type"], body["title"], body["status"], body["code"] = p.Type, p.Title, p.Status, p.Code
+	if p.Detail != "" {
+		body["detail"] = p.Detail
+	}
+	if ra, ok := e.Details["retryAfter"]; ok {
+		if n, ok := ra.(int); ok {
+			c.Response().Header().Set("Retry-After", itoa(n))
+		}
+	}
+	c.Response().Header().Set(echo.HeaderContentType, "application/problem+json")
+	c.Response().WriteHeader(status)
+	_ = jsonEncode(c.Response(), body)
+}
+
+// toDomainError classifies errors raised outside the core: echo's own
+// (routing, body limit, binding) and the request validator's.
+func toDomainError(err error) *errcode.Error {
+	var de *errcode.Error
+	if errors.As(err, &de) {
+		return de
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return errcode.Wrap(errcode.ServiceShuttingDown, err, "request was cancelled")
+	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		msg := httpErrorMessage(he)
+		switch he.Code {
+		case http.StatusNotFound:
+			return errcode.New(errcode.RouteNotFound, "no such route")
+		case http.StatusMethodNotAllowed:
+			return errcode.New(errcode.MethodNotAllowed, "method not allowed on this route")
+		case http.StatusRequestEntityTooLarge:
+			return errcode.New(errcode.PayloadTooLarge, "request body is too large")
+		case http.StatusUnsupportedMediaType:
+			return errcode.New(errcode.UnsupportedMediaType, "%s", msg)
+		case http.StatusUnauthorized:
+			return errcode.New(errcode.Unauthorized, "%s", msg)
+		case http.StatusBadRequest:
+			low := strings.ToLower(msg)
+			switch {
+			case strings.Contains(low, "content-type") || strings.Contains(low, "content type"):
+				return errcode.New(errcode.UnsupportedMediaType, "%s", msg)
+			case strings.Contains(low, "failed to decode") || strings.Contains(low, "syntax error") ||
+				strings.Contains(low, "unexpected eof") || strings.Contains(low, "unmarshal"):
+				return errcode.New(errcode.MalformedJSON, "request body is not valid JSON: %s", msg)
+			}
+			return errcode.New(errcode.ValidationFailed, "%s", msg)
+		}
+		if he.Code >= 400 && he.Code < 500 {
+			return errcode.New(errcode.InvalidRequest, "%s", msg)
+		}
+	}
+	return errcode.Wrap(errcode.Internal, err, "internal error")
+}
+
+func httpErrorMessage(he *echo.HTTPError) string {
+	if s, ok := he.Message.(string); ok {
+		return s
+	}
+	if he.Internal != nil {
+		return he.Internal.Error()
+	}
+	return http.StatusText(he.Code)
+}
