@@ -1286,6 +1286,23 @@ func (response ListAgents401ApplicationProblemPlusJSONResponse) VisitListAgentsR
 	return err
 }
 
+type ListAgentsdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ListAgentsdefaultApplicationProblemPlusJSONResponse) VisitListAgentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetHealthRequestObject struct {
 }
 
@@ -1303,6 +1320,23 @@ func (response GetHealth200JSONResponse) VisitGetHealthResponse(w http.ResponseW
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetHealthdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response GetHealthdefaultApplicationProblemPlusJSONResponse) VisitGetHealthResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -1346,6 +1380,23 @@ func (response GetOpenAPI401ApplicationProblemPlusJSONResponse) VisitGetOpenAPIR
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOpenAPIdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response GetOpenAPIdefaultApplicationProblemPlusJSONResponse) VisitGetOpenAPIResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -1430,6 +1481,23 @@ func (response CreateSession409ApplicationProblemPlusJSONResponse) VisitCreateSe
 	return err
 }
 
+type CreateSessiondefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response CreateSessiondefaultApplicationProblemPlusJSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CloseSessionRequestObject struct {
 	Id ID `json:"id"`
 }
@@ -1482,6 +1550,23 @@ func (response CloseSession404ApplicationProblemPlusJSONResponse) VisitCloseSess
 	return err
 }
 
+type CloseSessiondefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response CloseSessiondefaultApplicationProblemPlusJSONResponse) VisitCloseSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetSessionRequestObject struct {
 	Id ID `json:"id"`
 }
@@ -1530,6 +1615,23 @@ func (response GetSession404ApplicationProblemPlusJSONResponse) VisitGetSessionR
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSessiondefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response GetSessiondefaultApplicationProblemPlusJSONResponse) VisitGetSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -1596,6 +1698,23 @@ func (response CancelSession409ApplicationProblemPlusJSONResponse) VisitCancelSe
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelSessiondefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response CancelSessiondefaultApplicationProblemPlusJSONResponse) VisitCancelSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -1678,6 +1797,23 @@ func (response AnswerPermission409ApplicationProblemPlusJSONResponse) VisitAnswe
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AnswerPermissiondefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response AnswerPermissiondefaultApplicationProblemPlusJSONResponse) VisitAnswerPermissionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -1777,6 +1913,23 @@ func (response PromptSession503ApplicationProblemPlusJSONResponse) VisitPromptSe
 	return err
 }
 
+type PromptSessiondefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response PromptSessiondefaultApplicationProblemPlusJSONResponse) VisitPromptSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetTranscriptRequestObject struct {
 	Id ID `json:"id"`
 }
@@ -1825,6 +1978,23 @@ func (response GetTranscript404ApplicationProblemPlusJSONResponse) VisitGetTrans
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTranscriptdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response GetTranscriptdefaultApplicationProblemPlusJSONResponse) VisitGetTranscriptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -1882,6 +2052,23 @@ func (response GetTurn404ApplicationProblemPlusJSONResponse) VisitGetTurnRespons
 	return err
 }
 
+type GetTurndefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response GetTurndefaultApplicationProblemPlusJSONResponse) VisitGetTurnResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListSessionsRequestObject struct {
 	Params ListSessionsParams
 }
@@ -1934,6 +2121,23 @@ func (response ListSessions401ApplicationProblemPlusJSONResponse) VisitListSessi
 	return err
 }
 
+type ListSessionsdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ListSessionsdefaultApplicationProblemPlusJSONResponse) VisitListSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListTasksRequestObject struct {
 }
 
@@ -1967,6 +2171,23 @@ func (response ListTasks401ApplicationProblemPlusJSONResponse) VisitListTasksRes
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTasksdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ListTasksdefaultApplicationProblemPlusJSONResponse) VisitListTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2023,6 +2244,23 @@ func (response CreateTask401ApplicationProblemPlusJSONResponse) VisitCreateTaskR
 	return err
 }
 
+type CreateTaskdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response CreateTaskdefaultApplicationProblemPlusJSONResponse) VisitCreateTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetTaskRequestObject struct {
 	Id ID `json:"id"`
 }
@@ -2071,6 +2309,23 @@ func (response GetTask404ApplicationProblemPlusJSONResponse) VisitGetTaskRespons
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTaskdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response GetTaskdefaultApplicationProblemPlusJSONResponse) VisitGetTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2138,6 +2393,23 @@ func (response UpdateTask404ApplicationProblemPlusJSONResponse) VisitUpdateTaskR
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTaskdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response UpdateTaskdefaultApplicationProblemPlusJSONResponse) VisitUpdateTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2716,67 +2988,68 @@ func (sh *strictHandler) UpdateTask(ctx echo.Context, id ID) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"3Ft7c9u2lv8qGO6dabJLy3IezUT5S3XcXs3kxlrLvZ3ZxGtD5LGEmgRYALStZPzd7+BBEiRBSnSstNP8",
-	"kZFF8ODgPH7ngaOvQcTSjFGgUgSTr0GGOU5BAtd/zd6r/wkNJkGG5ToIA4pTCCYBiYMw4PBHTjjEwUTy",
-	"HMJARGtIsXojxfcfgK7kOpj8+CoMUkKLP4/CQG4yRUJITugqeHh4UJRExqgAvemcs2UCqfoYMSqBSvUR",
-	"Z1lCIiwJo4eZWfE/vwtG1bNq439wuA4mwX8dVqc6NE/FYUFX7xiDiDjJFLlgEpz9fIzevnr9BlnKKAaJ",
-	"SSJGgVprCSj60xVQeYwzvCQJkcQwXKf12xpLJNeAsFqLcHwLXBIBMSIUXRFKJMEJ+QJXoyAMMs4y9dgQ",
-	"0m981BL+2hRTaJ7+G7gg5tStBQnD8QJE4/mSsQQwVQsyztKsxX6DhzwmzP86pEuIY4iPlVbupX8RSfEK",
-	"fI8eXIP5ZNeFdr828YvSUNjyd4ik5V+yiCVtIRAqYQU8MLaUp7tw4IqrfM0rJB8v2hI+ECE9IlwV3kQk",
-	"pGKbXWpKc86uSQKKst0Kc443LaYt7U6OCjptpm4xSfAyAb/aooZRbGW4JiBFgKUppnHbH87XgOAeolyq",
-	"3dGza85S7R8xhpTRHwSKGL0mq5xr5w4RhVvgSC/DSJ0dhHyunKVl8DERWYI3nR6zJkIyvrEmNaNKUp3O",
-	"QWIvDYoluQVrJ2edtqXtZgnxVNvDNeMplsEkiLGEA0m0YbVIC5bzSFMDmqdKu8ucJJIoczQyCRRQSYgk",
-	"xI7KKwo5LdV6Blh4caHpdwq5XcGVfISOjfjP3S1Rnz0eYxpBol5NPE4S6acJxH5pxkrvOXjs6X/198i4",
-	"KSKxQFIh7h1wQDFnWQaxMpbS9VpCq/tX4fCzeLvsKp695zXB6qeERTfa4+KYKJ5xMndOfo0TAc34M6Vo",
-	"ejxHNtyhpSLRDg+XKUjcTdkE4RZbmFImtWuJwe/G2GzY9jyXfc/zlKRwrr/0ulSHv3KoXGIQn4J8gZrf",
-	"ESp/fFX5nBMeisjlpChHY/3P41+SyAR6jKjyXE02bEW14kSXCaE3zt9+b+Zkuw3qpz7zO9EYy3hHPDKP",
-	"CaMzP84B54z/C4Soh29nwT2RxywGf9RVTxdkRXHiT02wkAsAOgQesxoityL8ObsB6g83+sA/CO1TwiAY",
-	"IrE3hPCc6v0dVQqJaYwTRsHAL47WYNLdlEm/5oTEMt8aNwsNLczqpmYLVkpyfVpelDs6bHOp+FFUcbwJ",
-	"rE41PQ2LXtb/CThRTtA0GtHagN14Cdx2ZqSN81mK1Ru+8zkW2IgXVSlQQvsgjGjCfsQBy2EB2xjkDiDT",
-	"E1LCgLOkZm+5AKUkbbSK2prlq7X6JDZCQuoVeiP/7ov1eruwAKjq1D7pz4GnRPvLaYntdTXcEBoPA3WW",
-	"daJOg91ypaUWmt36GT2DLNlsDbf1Q7gsOXHghYoBvbVqGLBcRqyOF76swDlhL+86ufUY+2Nts0P6uxcj",
-	"LQsYljCZCJfcDkyEIdE57mnWE6AskHc9lVjWtJIBjQ0aFtSV9ZeqUhEr04Z3MSzuM5Yc4yTZxZ61+1Vs",
-	"F0xWStnqjgmmJ1TyTS8ctgMnJ4wTuekUVC52yHXtBr3RyGnV9GFxk3WTRNTj9sKUhymO1oTCgQph+gsd",
-	"w5B6x18C6kaN96SEqkgewW5icFPErVnfDilaQSas4p4+eIcY00zu7KO1QkMl2/h+Zt47sghW/Nn2XbPV",
-	"NIogk6a6qisHblWumLFo3WFaPa5f+mBdszynlNAVYhyZmg5dM44wonBnq7h3utDPtCugYgv1DeNSlXfw",
-	"mcqc61ZBzrmqkPRWIbpbk2iNUrxBONFJD1oCkgrCKE5Gn1UhXeCB5SIIA1tY6pZFlkAbGa4xMR+UTXCe",
-	"Z7IL212tl6Kp/NwRZrfaTY+1LrLjhACVB9GaCaBInR2R+J2VkZIlkYgIRGJIM6ZsQflGb9M1w1ICV7T/",
-	"/9P04P/wwZfxwduL6uPocnJw8d//8LmYYdOJVQMibZonkkgsbswZr7HuBQRAtRKC0Ns7ZShm6G4NFGF7",
-	"dlHq16px5Gi2IsZBi9aH6FnpYltaxGpVw9C3vzF732EOXr07PVpPoWY7eB0+FiVMDAuukenVfGCio2P7",
-	"iGQjuusoIvvRA5wSdZdCqSevKbGmj44V9EKvVfCNxU2HXLsxP8/iYeLxZQF257CpYiNKL2K4inG56LGo",
-	"Y/3CQBdtG92Q25vSFpyXXo3f/rj1NXsRMt+7X7pqr6PNyT0RGk3VgncWcZZC39ro7xTwWCXomCXXUPQT",
-	"PIDbbVPOwteePpOvxd80kR6t+y8hKNzLOV5VbZKuhHr32qDArW13FCXhHqYXzXz9+Oxken7yPgiDxfn0",
-	"7Hz28ZcgDM5+/fjRfPptOlPfXf58enY5+zj/9TwIg+PTf80/nJiXfp7OPugPx9OPxycf1GdfGDi3oWhf",
-	"5dZOsKSYqDDp6YAnDO4YvxEZjmDH4sRNUWEQ4qgzPApuOp1iC17Ujlb34/eEQyQZ32gH1Y6rVyNC0bM0",
-	"FxKB8vTnDZ81MLUlldfcdgnA73mKgd2dSlvkNo8yJLvYmGNpAm6vGlJC3W+PQk/D75GmO0iVDx2naCHC",
-	"+en70yAMZh8v52env5ydLBYKEU7+PTv57ZHOb2v3v3Jz0RMnqxrEm751duQSFuF28+ebjtXf+cF3M5rl",
-	"6sjmr9Ncln+228lVg4bQy4yzFQchGlWZrcSGtWieJmFrFu/+WtAxYY6pAaXBRXVqet67Y0bRJPdpyEi1",
-	"auM9pvVX1Ho++gmmu1Ms+1ceSv39vKLPNgBIC+/27KWqyAGUcr5zkqMTtFrWbvZytOoexqsgrzkpHjou",
-	"za16ugBBgRmhOYh5n7c+AqGAxgNf0PdPO0j7RC/81kvG0kWrWYh6oqAz60tFBeLQzp9cctA3ZyEajbwd",
-	"xgJfC9yyhUs5KRRUEt/SeXhUc28QBOuTDOy9N8Nu2R6rOmbf2CgzF5C7Dqg4fTQtel922uUxJ4XB+TvO",
-	"Xci7Szc8hsqnPftrQItyTuRmoTRpNl4C5sCnublg1SrWzqq/rrSxljIzY4mEXrO23UqQa+AxWjMhBYqY",
-	"ApADM15Y1FpmCEZkgG90FqxntJDpI6K5nZv7TJ9Nj+fPEaYx4hAxHgsEt6AS55xTFOccL5PNCJ3o7zjL",
-	"JaBlLtHV4VrfEl8hChCLz/RKHYlx8kUnGBP0kz4Q+pyPxy8jqSpO/RGuRkirRCDMATWnLPX8Jrojco3w",
-	"ZypqFwDoSon8yvRwbawPzrUcrOOi6XzmXCZPgvHoaDQ2d15AcUaCSfByNB69DHT3c60VcljN5q1AmrtA",
-	"MINnyqUCldFPzZLGVOqL8bhnInXYJGo1O+iZRbWVv7CCMSNZJCFyo/VmxsyQO683Uod+NT7q2rY8hzMC",
-	"GwYiT1PMN8HEDA4qwmbfZ3oK7YDQsJzM03BpB9EQo2g+Pf+nGcnDK+GOJSrC1lg6ZfwLSDt0sEcR2x08",
-	"8j0vRw8RESjPRjXnDSafLlzZfCC3QEEI6zM4Juov9+jFLb0+ujW90QanSZ8ATjOgxn4HSKAgWknAM0rd",
-	"PqzdC8UsylOl6Wr4Et1hgbS69bzltxrS+ZroaU7JcSQ7ZSSc9rdtStflY/oK7miuznd+YvHmyeyj3jF9",
-	"qOO9qoYeWqo5eurNfQozDMXvnAlyIlAx22MVNB6goKEKVetfDVz/9rEGs1DnQrgc0jKQR+3BLSIhQhHW",
-	"HR1CVygumj01+yo7jq6FHX4l8YOJpip78RhawkTNzvYERj36Vg5q7nSqzvLedVbTgRaC29p+h1S6JhCR",
-	"wihihGa1i0aP1MNOpPvzxfsnyfWU1i4LvEJzf23zyb9NteRw9j54uGja96FJyJu/3dmRWtgFwZrod9Bd",
-	"bUjco0B9I6yiVFl3oGeUybWCAn1hQ+IEno/+4jhnTqmdrJiG0Bm3SiowFXfAke0LoKxqDKCr8tBXO6Ld",
-	"YfX64VcbN2cGBIdbR+j96VdJ9el+AdZphlMtm6pXsqdkoDlNuFM6MN7L9rbx5keyYrau+FXM3y0dMOou",
-	"E4AfhOMN1Zl3dISy7fKEsGg6avvNTOvjNjuZ4osn3rwcD/PYYfEMPWvNdT0fobNyQgm7g1y6J2pyDJyC",
-	"xr6/ge2Gwevxy0envqCwvxyAI1JFBoEou1MCJaKYlVvCmtC4FTp2dQNZu5boStKcy4s94pyzSwfAVdx+",
-	"72xtQXEm1kwidq3lK0JUNPBDJBlLUISTRIQoS7CJ256Avdc8T3N1+LXwqodefeZ8r1mbuSHp0GHl3N81",
-	"19YJlS4gVeFi5/SfUCP+bMjpVncnQzsOELo6729RLopFrYNoFv/IgW8qHsvhs870rNX8bnagT2myqXrN",
-	"hCo8EmDGcAV6ZgZTkR7UTlN8IECxJUH3COE+S3QD3g4i+FgsWvwVh0MmkqqJhOYdo9zoxvE142mlwcbe",
-	"CUmJrO1dDqq+HuuJEZLmafXzEPPXUft3P10bZOUYVocKXh+98CbF+66Yu1rQU6RYVlBYqPw7ROuHettV",
-	"VHcbIaJwB0Kia8KFDBVzhGJpfufbEQTLIZxOHzrXK/YJksWEkA8o1eajpxCSPmhdQq5Y7OTQQ9jba9VD",
-	"SPtJZ51Bse/cZTWTVZ0t1u9t0mZbO1nqU1FptmXfsjO8F+rao+V2hnfN/Z8Q3jukFj6yvitm5urC/VXP",
-	"Du3ZHcy83nduMvTp1E5Mubr9K9VlNVs4AxVViwFtxpEAqTM+nUJ4/ap+vVe/lf90oaxBAL8t7Cfnib2S",
-	"nxweHr14MxqPxqOjyZs3b95oy7Hkv5api7nbUsHfybeE+4W9HXW+KaPVw8XDfwIAAP//",
+	"7Ft7c9s2kP8qGF5nmtzRspxHM1H+Uh231Uwa62y3nbnEZ8Pk2kJNAiwA2lYy/u43WIAvEaREx0qbzuWP",
+	"jCyCi8U+fvvA6nMQiTQTHLhWweRzkFFJU9Ag8a/ZW/M/48EkyKheBGHAaQrBJGBxEAYS/sqZhDiYaJlD",
+	"GKhoASk1b6T07h3wK70IJj+8CIOU8eLPvTDQy8yQUFoyfhXc398bSioTXAFuOpfiIoHUfIwE18C1+Uiz",
+	"LGER1Uzw3cyu+K8/leDmWbXxdxIug0nwH7vVqXbtU7Vb0MUdY1CRZJkhF0yCo5/2yesXL18RR5nEoClL",
+	"1Cgwax0BQ396BVzv04xesIRpZhlu0vpjQTXRCyDUrCU0vgGpmYKYME7OGWea0YR9gvNREAaZFJl5bAnh",
+	"G+9Rwp9XxRTap7+DVMyeurUgETQ+BrXy/EKIBCg3CzIp0qzF/goPecyE/3VILyCOId43WrnT/kUspVfg",
+	"e3RfN5gPbl3o9msTPy0NRVz8CZF2/GsRiaQtBMY1XIEMrC3l6SYc1MVVvuYVko8XtIR3TGmPCK8Kb2Ia",
+	"UrXOLpHSXIpLloCh7LaiUtJli2lHu5Ojgk6bqRvKEnqRgF9t0YpRrGW4ISBDQKQp5XHbH04WQOAOolyb",
+	"3cmTSylS9I+YQir494pEgl+yq1yic4eEww1IgssoMWcHpZ8aZ2kZfMxUltBlp8csmNJCLp1JzbiRVKdz",
+	"sNhLg1PNbsDZyVGnbaHdXEA8RXu4FDKlOpgEMdWwoxkaVou0ErmMkBrwPDXavchZopkxRyuTwACVhkhD",
+	"XFN5RSHnpVqPgCovLqz6nUHuuuBKPsKajfjP3S1Rnz3uUx5BYl5NPE4S4dMEYr80Y6P3HDz29N/4PbFu",
+	"SlisiDaIewsSSCxFlkFsjKV0vZbQmv5VOPwsXi+7imfveW2w+jER0TV6XBwzwzNN5rWTX9JEwWr8mXIy",
+	"3Z8TF+7IhSHRDg9nKWjaTdkG4RZblHOh0bXU4Hdjajdse16dfc/zlKVwgl96XarDXyVULjGIT8U+QcPv",
+	"GNc/vKh8rhYeishVS1H2xvjP41+a6QR6jKjyXCQbtqJacaKzhPHr2t9+b5ZsvQ3iU5/5HSDGCtkRj+xj",
+	"JvjMj3MgpZC/glLN8F1bcMf0vojBH3XN02N2xWniT02o0scAfAg8Zg1EbkX4E3EN3B9u8MDfK/QpZRGM",
+	"sNgbQmTOcf+aKpWmPKaJ4GDhl0YLsOluKrRfc0pTna+Nm4WGju3qVc0WrJTk+rR8XO5YY1tqw4+hSuNl",
+	"4HSK9BAWvaz/AjQxTrBqNKq1gbj2ErjpzEhXzucoVm/4zlezwJV4UZUCJbQPwohV2I8kUD0sYFuD3ABk",
+	"ekJKGEiRNOwtV2CUhEZrqC1EfrUwn9RSaUi9Ql/Jv/tiPW4XFgBVndon/TnIlKG/HJbY3lTDNePxMFAX",
+	"WSfqrLBbrnTUQrtbP6NHkCXLteG2eYg6S7U48MzEgN5aNQxEriPRxAtfVlA7YS/vmNx6jP2httkh/c2L",
+	"kZYFDEuYbIRLbgYmwpBgjnuY9QQoB+RdTzXVDa1kwGOLhgV1Y/2lqkzEytDwTofFfSGSfZokm9gzul/F",
+	"dsFkpZS17phQfsC1XPbCYTtwSiYk08tOQeVqg1zXbdAbjWqtmj4sXmXdJhHNuH1sy8OURgvGYceEMPwC",
+	"Yxgx7/hLQGzUeE/KuInkEWwmhnqKuDbr2yBFK8iEVdzDg3eIMc30xj7aKDRMsk3vZva9PYdgxZ9t37Vb",
+	"TaMIMm2rq6Zy4MbkipmIFh2m1eP6pQ82NStzzhm/IkISW9ORSyEJJRxuXRX3Bgv9DF2BFFuYb4TUpryD",
+	"j1znElsFuZSmQsKtQnK7YNGCpHRJaIJJD7kAog2EcZqMPppCusADx0UQBq6wxJZFlkAbGS4psx+MTUiZ",
+	"Z7oL2+taL0VT+XlNmN1qtz3Wpsj2EwZc70QLoYATc3bC4jdORkaWTBOmCIshzYSxBeMbvU3XjGoN0tD+",
+	"3w/Tnf+hO5/GO69Pq4+js8nO6X9+53Mxy2YtVg2ItGmeaKapurZnvKTYCwiAoxKC0Ns7FSQW5HYBnFB3",
+	"dlXq16lxVNNsRUwCitaH6FnpYmtaxGbViqGvf2P2tsMcvHqv9Wg9hZrr4HX4WJQINSy4RrZX806ojo7t",
+	"A5KN6LajiOxHD6iVqJsUSj15TYk1fXScoI9xrYFvqq475NqN+XkWDxOPLwtwO4erKrai9CJGXTF1Lnos",
+	"ah9fGOiibaMbcntT2kLtpRfj1z+sfc1dhMy37pd1tTfR5uCOKURTs+CNQ5wLhbc2+J0BHqcEjFl6AUU/",
+	"wQO43TZVW/jS02fytfhXTaRH6/5LCA53ek6vqjZJV0K9eW1Q4Na6O4qScA/Tx6v5+v7RwfTk4G0QBscn",
+	"06OT2fufgzA4+u39e/vpj+nMfHf20+HR2ez9/LeTIAz2D3+dvzuwL/00nb3DD/vT9/sH78xnXxg4caFo",
+	"W+XWRrBkmKgw6fGAJwxuhbxWGY1gw+KknqLCIMQxZ3gQ3HQ6xRq8aByt6cdvmYRIC7lEB0XHxdWEcfIk",
+	"zZUmYDz96YrPWphak8ojt10C8HueYWBzp0KLXOdRlmQXG3OqbcDtVUPKeP3bvdDT8Hug6Q5S5X3HKVqI",
+	"cHL49jAIg9n7s/nR4c9HB8fHBhEOfp8d/PFA53e1+z+5ueiJk1UN4k3fOjtyiYhou/nzRcfq7/zQ2xnP",
+	"cnNk+9dhrss/2+3kqkHD+FkmxZUEpVaqMleJDWvRPE7Ctlq8+2vBmglLyi0oDS6qU9vz3hwziia5T0NW",
+	"qlUb7yGtv6LW89FPKN+cYtm/8lDq7+cVfbYBQFp4t2cvU0UOoJTLjZMcTNAaWbvdq6bV+mG8CvKak+Gh",
+	"49LcqacLEAyYMZ6Dmvd56wMQCng88AW8f9pA2ge48EsvGUsXrWYhmokCZtZnhgrEoZs/OZOAN2chGY28",
+	"HcYCXwvccoVLOSkUVBJf03l4UHNvEATjSQb23lfDbtkeqzpmX9gosxeQmw6o1PpoKHpfdtrlMQeFwfk7",
+	"zl3Iu0k3PIbKpz37I6BFuWR6eWw0aTe+ACpBTnN7wYoqRmfFryttLLTO7Fgi45eibbca9AJkTBZCaUUi",
+	"YQBkx44XFrWWHYJRGdBrzIJxRovYPiKZu7m5j/zJdH/+lFAeEwmRkLEicAMmcc4lJ3Eu6UWyHJED/E6K",
+	"XAO5yDU5313gLfE54QCx+sjPzZGEZJ8wwZiQH/FA5GM+Hj+PtKk48SOcjwiqRBEqgaxOWeL8JrllekHo",
+	"R64aFwDk3Ij83PZwXawPTlAOznHJdD6rXSZPgvFobzS2d17AacaCSfB8NB49D7D7uUCF7FazeVeg7V0g",
+	"2MEz41KByeindsnKVOqz8bhnInXYJGo1O+iZRXWVv3KCsSNZLGF6iXqzY2akPq83Mod+Md7r2rY8RzUC",
+	"G1bN2I3fMSaepymVy2Bihw0NM5bXJzi5tsN4WE7zIcS64TUiOJlPT36xY3z0StVHGQ1hZ2CdevkZtBtU",
+	"2KJa3A4enZyU44qEKZJno4dL0IFEMPlwWpfnO3YDHJRyvkljZv6qi6uYBkBxORMfLWma9AntMANu/WSA",
+	"1AqildQ8I9ttAbm9SCyiPDXWUQ15kluqCJoIznX+HQZ7smA4aaoljXSnXFWtNe8a5k2Z2p5HfWwYc7Ef",
+	"Rbx8NDtsdnPvm7HIVGr3LXXuPfbmPiVbhuI3tel2pkgxd+SUOh6k1KFG8GL8YuD611/TyI6NLAgth84s",
+	"hHMnLIeWhHFCsUPF+BWJi+ZVwybLDmrdKnc/s/jeZgcmG/MYZyJUwza3BJQ9NmKAwN5RVZ3yr6DnL9Qb",
+	"Cq7e3n9DTMqqCNPKKm9EZo3LVo+mwk4U/vtV8g3p4pA3Llm8gq7/SumDf5tqye7sbXB/uupHu7aQWf3N",
+	"04bUwq7wgES/gr4bw/UepeNNuom6Zb1GnnChFwZy8KKLxQk8Hf0LMdhKBp25mDzB6sYkVpSrW5DE9WBI",
+	"VjVhyHkpqPMNkXi3en33s8sDZhagh1tU6P2ZXUn18X5t12m6U5RN1ZfaUnKzOrm5UXoz3sr2rsnpR8xi",
+	"jrH4BdL/pzeFiZQJzfeq5kGVnDZ0nrIt9ojwazue283Om+NQG5nvs0fevBzf89hu8Yw8ac3dPR2Ro3KC",
+	"jNYH7bBnbfMfmgLi5b/C3l+On3/V9B9MjCmHGpk2EUgRLm6NEpgq5h8vYMF43ApRm7qOblw1dSWdtQup",
+	"LeJpbZcOIK24/Rayz2NOM7UQmohL1IkKSXGRExItREIimiQqJFlCbU7hSSa2mrciV7ufC++977WBXG41",
+	"C7U3ZR16r0DkH19vYIKIxbop+NxvPB5Ri/7srnbT0Z3cbTh8WreT/vb2cbGodRBk8a8c5LLisRxc7Ew3",
+	"Wxcnq7cXhzxZVvcUjBvcU2BHuBV5YoeaCQ75pyndUWDY0oC9YrjLEry8cUMsPhaL66GKwyHTbNU0y+r9",
+	"tF7ipcOlkGmlwZW9E5Yy3di7tMaXY5w2YmmeVj8tsn/ttX8z1rVBVo7wdajg5d4zb5K/7U5D1/XFlBiW",
+	"DXwWKv8qmcQXgoA5TclwSDjcgtLkkkmlQ3Mgxqm2vyvvCNDl0Fen353gim2CcTGR5gNks/no7xIsCqcp",
+	"1boo3XTbfdjbc8dBue2k9LVhxq/cbbfTf52t9m/BdSyrbmLap9bSPcr+dWe6Uqh4ix7Sma4g999IutIh",
+	"6fCBtXQxP9pUyG84R7dlt7Ozq1+5CdRnB256sG4P/6wa+Avt5whMZlH8wEFIokBj1otplNd/m9fWzamW",
+	"D6fGghTIm8Lmcpm4kZbJ7u7es1ej8Wg82pu8evXqFVqbI/+5TN/s/atJgGo5p6p/4SYFat+U0ff+9P7/",
+	"AgAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
