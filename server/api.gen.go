@@ -547,6 +547,8 @@ type Prompt = []ContentBlock
 
 // PromptAccepted defines model for PromptAccepted.
 type PromptAccepted struct {
+	// Cursor Cursor of the event that admitted the turn; stream after it to see the turn.
+	Cursor     string `json:"cursor"`
 	EventEpoch string `json:"eventEpoch"`
 	PromptId   string `json:"promptId"`
 
@@ -667,6 +669,8 @@ type ToolCallStatus string
 
 // Transcript defines model for Transcript.
 type Transcript struct {
+	// Cursor The event cursor this snapshot is consistent with; stream from it.
+	Cursor             string              `json:"cursor"`
 	EventEpoch         string              `json:"eventEpoch"`
 	Messages           []Message           `json:"messages"`
 	PendingPermissions []PermissionRequest `json:"pendingPermissions"`
@@ -708,8 +712,53 @@ type TurnError struct {
 	Message string `json:"message"`
 }
 
+// Cursor defines model for Cursor.
+type Cursor = string
+
+// Follow defines model for Follow.
+type Follow = bool
+
 // ID defines model for ID.
 type ID = string
+
+// LastEventID defines model for LastEventID.
+type LastEventID = string
+
+// Types defines model for Types.
+type Types = string
+
+// StreamGlobalEventsParams defines parameters for StreamGlobalEvents.
+type StreamGlobalEventsParams struct {
+	// Cursor Resume after this cursor (`<epoch>:<seq>`); overrides Last-Event-ID.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Types Comma-separated event types to deliver (control frames always come).
+	Types *Types `form:"types,omitempty" json:"types,omitempty"`
+
+	// Follow false ends the stream after the replay (handy with curl).
+	Follow *Follow `form:"follow,omitempty" json:"follow,omitempty"`
+
+	// TaskId Only events of this task's sessions.
+	TaskId *string `form:"taskId,omitempty" json:"taskId,omitempty"`
+
+	// LastEventID Sent by EventSource clients on reconnect; same meaning as `cursor`.
+	LastEventID *LastEventID `json:"Last-Event-ID,omitempty"`
+}
+
+// StreamSessionEventsParams defines parameters for StreamSessionEvents.
+type StreamSessionEventsParams struct {
+	// Cursor Resume after this cursor (`<epoch>:<seq>`); overrides Last-Event-ID.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Types Comma-separated event types to deliver (control frames always come).
+	Types *Types `form:"types,omitempty" json:"types,omitempty"`
+
+	// Follow false ends the stream after the replay (handy with curl).
+	Follow *Follow `form:"follow,omitempty" json:"follow,omitempty"`
+
+	// LastEventID Sent by EventSource clients on reconnect; same meaning as `cursor`.
+	LastEventID *LastEventID `json:"Last-Event-ID,omitempty"`
+}
 
 // ListSessionsParams defines parameters for ListSessions.
 type ListSessionsParams struct {
@@ -876,6 +925,9 @@ type ServerInterface interface {
 	// ListAgents Agent profiles (built-in, configured, detected on PATH).
 	// (GET /agents)
 	ListAgents(ctx echo.Context) error
+	// StreamGlobalEvents Server-Sent Events of session and task state changes across the daemon.
+	// (GET /events)
+	StreamGlobalEvents(ctx echo.Context, params StreamGlobalEventsParams) error
 	// GetHealth Liveness and readiness.
 	// (GET /health)
 	GetHealth(ctx echo.Context) error
@@ -894,6 +946,9 @@ type ServerInterface interface {
 	// CancelSession Cancel the running turn and answer pending permissions `cancelled`.
 	// (POST /session/{id}/cancel)
 	CancelSession(ctx echo.Context, id ID) error
+	// StreamSessionEvents Server-Sent Events of one session, resumable from a cursor.
+	// (GET /session/{id}/events)
+	StreamSessionEvents(ctx echo.Context, id ID, params StreamSessionEventsParams) error
 	// AnswerPermission Answer an agent's permission request.
 	// (POST /session/{id}/permission/{requestId})
 	AnswerPermission(ctx echo.Context, id ID, requestId string) error
@@ -934,6 +989,62 @@ func (w *ServerInterfaceWrapper) ListAgents(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ListAgents(ctx)
+	return err
+}
+
+// StreamGlobalEvents converts echo context to params.
+func (w *ServerInterfaceWrapper) StreamGlobalEvents(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params StreamGlobalEventsParams
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// ------------- Optional query parameter "types" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "types", ctx.QueryParams(), &params.Types, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter types: %s", err))
+	}
+
+	// ------------- Optional query parameter "follow" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "follow", ctx.QueryParams(), &params.Follow, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter follow: %s", err))
+	}
+
+	// ------------- Optional query parameter "taskId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "taskId", ctx.QueryParams(), &params.TaskId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter taskId: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Last-Event-ID" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Last-Event-ID")]; found {
+		var LastEventID LastEventID
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Last-Event-ID, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Last-Event-ID", valueList[0], &LastEventID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Last-Event-ID: %s", err))
+		}
+
+		params.LastEventID = &LastEventID
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.StreamGlobalEvents(ctx, params)
 	return err
 }
 
@@ -1009,6 +1120,62 @@ func (w *ServerInterfaceWrapper) CancelSession(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.CancelSession(ctx, id)
+	return err
+}
+
+// StreamSessionEvents converts echo context to params.
+func (w *ServerInterfaceWrapper) StreamSessionEvents(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params StreamSessionEventsParams
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// ------------- Optional query parameter "types" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "types", ctx.QueryParams(), &params.Types, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter types: %s", err))
+	}
+
+	// ------------- Optional query parameter "follow" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "follow", ctx.QueryParams(), &params.Follow, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter follow: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Last-Event-ID" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Last-Event-ID")]; found {
+		var LastEventID LastEventID
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Last-Event-ID, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Last-Event-ID", valueList[0], &LastEventID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Last-Event-ID: %s", err))
+		}
+
+		params.LastEventID = &LastEventID
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.StreamSessionEvents(ctx, id, params)
 	return err
 }
 
@@ -1243,6 +1410,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/session/:id/cancel", wrapper.CancelSession, options.OperationMiddlewares["cancelSession"]...)
 	router.POST(options.BaseURL+"/session/:id/permission/:requestId", wrapper.AnswerPermission, options.OperationMiddlewares["answerPermission"]...)
 	router.GET(options.BaseURL+"/session/:id/transcript", wrapper.GetTranscript, options.OperationMiddlewares["getTranscript"]...)
+	router.GET(options.BaseURL+"/session/:id/events", wrapper.StreamSessionEvents, options.OperationMiddlewares["streamSessionEvents"]...)
+	router.GET(options.BaseURL+"/events", wrapper.StreamGlobalEvents, options.OperationMiddlewares["streamGlobalEvents"]...)
 	router.GET(options.BaseURL+"/session/:id/turns/:promptId", wrapper.GetTurn, options.OperationMiddlewares["getTurn"]...)
 
 }
@@ -1292,6 +1461,118 @@ type ListAgentsdefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response ListAgentsdefaultApplicationProblemPlusJSONResponse) VisitListAgentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamGlobalEventsRequestObject struct {
+	Params StreamGlobalEventsParams
+}
+
+type StreamGlobalEventsResponseObject interface {
+	VisitStreamGlobalEventsResponse(w http.ResponseWriter) error
+}
+
+type StreamGlobalEvents200TexteventStreamResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response StreamGlobalEvents200TexteventStreamResponse) VisitStreamGlobalEventsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type StreamGlobalEvents400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response StreamGlobalEvents400ApplicationProblemPlusJSONResponse) VisitStreamGlobalEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamGlobalEvents401ApplicationProblemPlusJSONResponse Problem
+
+func (response StreamGlobalEvents401ApplicationProblemPlusJSONResponse) VisitStreamGlobalEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamGlobalEvents429ApplicationProblemPlusJSONResponse Problem
+
+func (response StreamGlobalEvents429ApplicationProblemPlusJSONResponse) VisitStreamGlobalEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamGlobalEventsdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response StreamGlobalEventsdefaultApplicationProblemPlusJSONResponse) VisitStreamGlobalEventsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -1708,6 +1989,141 @@ type CancelSessiondefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response CancelSessiondefaultApplicationProblemPlusJSONResponse) VisitCancelSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamSessionEventsRequestObject struct {
+	Id     ID `json:"id"`
+	Params StreamSessionEventsParams
+}
+
+type StreamSessionEventsResponseObject interface {
+	VisitStreamSessionEventsResponse(w http.ResponseWriter) error
+}
+
+type StreamSessionEvents200TexteventStreamResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response StreamSessionEvents200TexteventStreamResponse) VisitStreamSessionEventsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type StreamSessionEvents204Response struct {
+}
+
+func (response StreamSessionEvents204Response) VisitStreamSessionEventsResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type StreamSessionEvents400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response StreamSessionEvents400ApplicationProblemPlusJSONResponse) VisitStreamSessionEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamSessionEvents401ApplicationProblemPlusJSONResponse Problem
+
+func (response StreamSessionEvents401ApplicationProblemPlusJSONResponse) VisitStreamSessionEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamSessionEvents404ApplicationProblemPlusJSONResponse Problem
+
+func (response StreamSessionEvents404ApplicationProblemPlusJSONResponse) VisitStreamSessionEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamSessionEvents429ApplicationProblemPlusJSONResponse Problem
+
+func (response StreamSessionEvents429ApplicationProblemPlusJSONResponse) VisitStreamSessionEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamSessionEventsdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response StreamSessionEventsdefaultApplicationProblemPlusJSONResponse) VisitStreamSessionEventsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -2419,6 +2835,9 @@ type StrictServerInterface interface {
 	// ListAgents Agent profiles (built-in, configured, detected on PATH).
 	// (GET /agents)
 	ListAgents(ctx context.Context, request ListAgentsRequestObject) (ListAgentsResponseObject, error)
+	// StreamGlobalEvents Server-Sent Events of session and task state changes across the daemon.
+	// (GET /events)
+	StreamGlobalEvents(ctx context.Context, request StreamGlobalEventsRequestObject) (StreamGlobalEventsResponseObject, error)
 	// GetHealth Liveness and readiness.
 	// (GET /health)
 	GetHealth(ctx context.Context, request GetHealthRequestObject) (GetHealthResponseObject, error)
@@ -2437,6 +2856,9 @@ type StrictServerInterface interface {
 	// CancelSession Cancel the running turn and answer pending permissions `cancelled`.
 	// (POST /session/{id}/cancel)
 	CancelSession(ctx context.Context, request CancelSessionRequestObject) (CancelSessionResponseObject, error)
+	// StreamSessionEvents Server-Sent Events of one session, resumable from a cursor.
+	// (GET /session/{id}/events)
+	StreamSessionEvents(ctx context.Context, request StreamSessionEventsRequestObject) (StreamSessionEventsResponseObject, error)
 	// AnswerPermission Answer an agent's permission request.
 	// (POST /session/{id}/permission/{requestId})
 	AnswerPermission(ctx context.Context, request AnswerPermissionRequestObject) (AnswerPermissionResponseObject, error)
@@ -2495,6 +2917,31 @@ func (sh *strictHandler) ListAgents(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(ListAgentsResponseObject); ok {
 		return validResponse.VisitListAgentsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// StreamGlobalEvents operation middleware
+func (sh *strictHandler) StreamGlobalEvents(ctx echo.Context, params StreamGlobalEventsParams) error {
+	var request StreamGlobalEventsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StreamGlobalEvents(ctx.Request().Context(), request.(StreamGlobalEventsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StreamGlobalEvents")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(StreamGlobalEventsResponseObject); ok {
+		return validResponse.VisitStreamGlobalEventsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -2662,6 +3109,32 @@ func (sh *strictHandler) CancelSession(ctx echo.Context, id ID) error {
 		return err
 	} else if validResponse, ok := response.(CancelSessionResponseObject); ok {
 		return validResponse.VisitCancelSessionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// StreamSessionEvents operation middleware
+func (sh *strictHandler) StreamSessionEvents(ctx echo.Context, id ID, params StreamSessionEventsParams) error {
+	var request StreamSessionEventsRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StreamSessionEvents(ctx.Request().Context(), request.(StreamSessionEventsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StreamSessionEvents")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(StreamSessionEventsResponseObject); ok {
+		return validResponse.VisitStreamSessionEventsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -2988,68 +3461,79 @@ func (sh *strictHandler) UpdateTask(ctx echo.Context, id ID) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7Ft7c9s2kP8qGF5nmtzRspxHM1H+Uh231Uwa62y3nbnEZ8Pk2kJNAiwA2lYy/u43WIAvEaREx0qbzuWP",
-	"jCyCi8U+fvvA6nMQiTQTHLhWweRzkFFJU9Ag8a/ZW/M/48EkyKheBGHAaQrBJGBxEAYS/sqZhDiYaJlD",
-	"GKhoASk1b6T07h3wK70IJj+8CIOU8eLPvTDQy8yQUFoyfhXc398bSioTXAFuOpfiIoHUfIwE18C1+Uiz",
-	"LGER1Uzw3cyu+K8/leDmWbXxdxIug0nwH7vVqXbtU7Vb0MUdY1CRZJkhF0yCo5/2yesXL18RR5nEoClL",
-	"1Cgwax0BQ396BVzv04xesIRpZhlu0vpjQTXRCyDUrCU0vgGpmYKYME7OGWea0YR9gvNREAaZFJl5bAnh",
-	"G+9Rwp9XxRTap7+DVMyeurUgETQ+BrXy/EKIBCg3CzIp0qzF/goPecyE/3VILyCOId43WrnT/kUspVfg",
-	"e3RfN5gPbl3o9msTPy0NRVz8CZF2/GsRiaQtBMY1XIEMrC3l6SYc1MVVvuYVko8XtIR3TGmPCK8Kb2Ia",
-	"UrXOLpHSXIpLloCh7LaiUtJli2lHu5Ojgk6bqRvKEnqRgF9t0YpRrGW4ISBDQKQp5XHbH04WQOAOolyb",
-	"3cmTSylS9I+YQir494pEgl+yq1yic4eEww1IgssoMWcHpZ8aZ2kZfMxUltBlp8csmNJCLp1JzbiRVKdz",
-	"sNhLg1PNbsDZyVGnbaHdXEA8RXu4FDKlOpgEMdWwoxkaVou0ErmMkBrwPDXavchZopkxRyuTwACVhkhD",
-	"XFN5RSHnpVqPgCovLqz6nUHuuuBKPsKajfjP3S1Rnz3uUx5BYl5NPE4S4dMEYr80Y6P3HDz29N/4PbFu",
-	"SlisiDaIewsSSCxFlkFsjKV0vZbQmv5VOPwsXi+7imfveW2w+jER0TV6XBwzwzNN5rWTX9JEwWr8mXIy",
-	"3Z8TF+7IhSHRDg9nKWjaTdkG4RZblHOh0bXU4Hdjajdse16dfc/zlKVwgl96XarDXyVULjGIT8U+QcPv",
-	"GNc/vKh8rhYeishVS1H2xvjP41+a6QR6jKjyXCQbtqJacaKzhPHr2t9+b5ZsvQ3iU5/5HSDGCtkRj+xj",
-	"JvjMj3MgpZC/glLN8F1bcMf0vojBH3XN02N2xWniT02o0scAfAg8Zg1EbkX4E3EN3B9u8MDfK/QpZRGM",
-	"sNgbQmTOcf+aKpWmPKaJ4GDhl0YLsOluKrRfc0pTna+Nm4WGju3qVc0WrJTk+rR8XO5YY1tqw4+hSuNl",
-	"4HSK9BAWvaz/AjQxTrBqNKq1gbj2ErjpzEhXzucoVm/4zlezwJV4UZUCJbQPwohV2I8kUD0sYFuD3ABk",
-	"ekJKGEiRNOwtV2CUhEZrqC1EfrUwn9RSaUi9Ql/Jv/tiPW4XFgBVndon/TnIlKG/HJbY3lTDNePxMFAX",
-	"WSfqrLBbrnTUQrtbP6NHkCXLteG2eYg6S7U48MzEgN5aNQxEriPRxAtfVlA7YS/vmNx6jP2httkh/c2L",
-	"kZYFDEuYbIRLbgYmwpBgjnuY9QQoB+RdTzXVDa1kwGOLhgV1Y/2lqkzEytDwTofFfSGSfZokm9gzul/F",
-	"dsFkpZS17phQfsC1XPbCYTtwSiYk08tOQeVqg1zXbdAbjWqtmj4sXmXdJhHNuH1sy8OURgvGYceEMPwC",
-	"Yxgx7/hLQGzUeE/KuInkEWwmhnqKuDbr2yBFK8iEVdzDg3eIMc30xj7aKDRMsk3vZva9PYdgxZ9t37Vb",
-	"TaMIMm2rq6Zy4MbkipmIFh2m1eP6pQ82NStzzhm/IkISW9ORSyEJJRxuXRX3Bgv9DF2BFFuYb4TUpryD",
-	"j1znElsFuZSmQsKtQnK7YNGCpHRJaIJJD7kAog2EcZqMPppCusADx0UQBq6wxJZFlkAbGS4psx+MTUiZ",
-	"Z7oL2+taL0VT+XlNmN1qtz3Wpsj2EwZc70QLoYATc3bC4jdORkaWTBOmCIshzYSxBeMbvU3XjGoN0tD+",
-	"3w/Tnf+hO5/GO69Pq4+js8nO6X9+53Mxy2YtVg2ItGmeaKapurZnvKTYCwiAoxKC0Ns7FSQW5HYBnFB3",
-	"dlXq16lxVNNsRUwCitaH6FnpYmtaxGbViqGvf2P2tsMcvHqv9Wg9hZrr4HX4WJQINSy4RrZX806ojo7t",
-	"A5KN6LajiOxHD6iVqJsUSj15TYk1fXScoI9xrYFvqq475NqN+XkWDxOPLwtwO4erKrai9CJGXTF1Lnos",
-	"ah9fGOiibaMbcntT2kLtpRfj1z+sfc1dhMy37pd1tTfR5uCOKURTs+CNQ5wLhbc2+J0BHqcEjFl6AUU/",
-	"wQO43TZVW/jS02fytfhXTaRH6/5LCA53ek6vqjZJV0K9eW1Q4Na6O4qScA/Tx6v5+v7RwfTk4G0QBscn",
-	"06OT2fufgzA4+u39e/vpj+nMfHf20+HR2ez9/LeTIAz2D3+dvzuwL/00nb3DD/vT9/sH78xnXxg4caFo",
-	"W+XWRrBkmKgw6fGAJwxuhbxWGY1gw+KknqLCIMQxZ3gQ3HQ6xRq8aByt6cdvmYRIC7lEB0XHxdWEcfIk",
-	"zZUmYDz96YrPWphak8ojt10C8HueYWBzp0KLXOdRlmQXG3OqbcDtVUPKeP3bvdDT8Hug6Q5S5X3HKVqI",
-	"cHL49jAIg9n7s/nR4c9HB8fHBhEOfp8d/PFA53e1+z+5ueiJk1UN4k3fOjtyiYhou/nzRcfq7/zQ2xnP",
-	"cnNk+9dhrss/2+3kqkHD+FkmxZUEpVaqMleJDWvRPE7Ctlq8+2vBmglLyi0oDS6qU9vz3hwziia5T0NW",
-	"qlUb7yGtv6LW89FPKN+cYtm/8lDq7+cVfbYBQFp4t2cvU0UOoJTLjZMcTNAaWbvdq6bV+mG8CvKak+Gh",
-	"49LcqacLEAyYMZ6Dmvd56wMQCng88AW8f9pA2ge48EsvGUsXrWYhmokCZtZnhgrEoZs/OZOAN2chGY28",
-	"HcYCXwvccoVLOSkUVBJf03l4UHNvEATjSQb23lfDbtkeqzpmX9gosxeQmw6o1PpoKHpfdtrlMQeFwfk7",
-	"zl3Iu0k3PIbKpz37I6BFuWR6eWw0aTe+ACpBTnN7wYoqRmfFryttLLTO7Fgi45eibbca9AJkTBZCaUUi",
-	"YQBkx44XFrWWHYJRGdBrzIJxRovYPiKZu7m5j/zJdH/+lFAeEwmRkLEicAMmcc4lJ3Eu6UWyHJED/E6K",
-	"XAO5yDU5313gLfE54QCx+sjPzZGEZJ8wwZiQH/FA5GM+Hj+PtKk48SOcjwiqRBEqgaxOWeL8JrllekHo",
-	"R64aFwDk3Ij83PZwXawPTlAOznHJdD6rXSZPgvFobzS2d17AacaCSfB8NB49D7D7uUCF7FazeVeg7V0g",
-	"2MEz41KByeindsnKVOqz8bhnInXYJGo1O+iZRXWVv3KCsSNZLGF6iXqzY2akPq83Mod+Md7r2rY8RzUC",
-	"G1bN2I3fMSaepymVy2Bihw0NM5bXJzi5tsN4WE7zIcS64TUiOJlPT36xY3z0StVHGQ1hZ2CdevkZtBtU",
-	"2KJa3A4enZyU44qEKZJno4dL0IFEMPlwWpfnO3YDHJRyvkljZv6qi6uYBkBxORMfLWma9AntMANu/WSA",
-	"1AqildQ8I9ttAbm9SCyiPDXWUQ15kluqCJoIznX+HQZ7smA4aaoljXSnXFWtNe8a5k2Z2p5HfWwYc7Ef",
-	"Rbx8NDtsdnPvm7HIVGr3LXXuPfbmPiVbhuI3tel2pkgxd+SUOh6k1KFG8GL8YuD611/TyI6NLAgth84s",
-	"hHMnLIeWhHFCsUPF+BWJi+ZVwybLDmrdKnc/s/jeZgcmG/MYZyJUwza3BJQ9NmKAwN5RVZ3yr6DnL9Qb",
-	"Cq7e3n9DTMqqCNPKKm9EZo3LVo+mwk4U/vtV8g3p4pA3Llm8gq7/SumDf5tqye7sbXB/uupHu7aQWf3N",
-	"04bUwq7wgES/gr4bw/UepeNNuom6Zb1GnnChFwZy8KKLxQk8Hf0LMdhKBp25mDzB6sYkVpSrW5DE9WBI",
-	"VjVhyHkpqPMNkXi3en33s8sDZhagh1tU6P2ZXUn18X5t12m6U5RN1ZfaUnKzOrm5UXoz3sr2rsnpR8xi",
-	"jrH4BdL/pzeFiZQJzfeq5kGVnDZ0nrIt9ojwazue283Om+NQG5nvs0fevBzf89hu8Yw8ac3dPR2Ro3KC",
-	"jNYH7bBnbfMfmgLi5b/C3l+On3/V9B9MjCmHGpk2EUgRLm6NEpgq5h8vYMF43ApRm7qOblw1dSWdtQup",
-	"LeJpbZcOIK24/Rayz2NOM7UQmohL1IkKSXGRExItREIimiQqJFlCbU7hSSa2mrciV7ufC++977WBXG41",
-	"C7U3ZR16r0DkH19vYIKIxbop+NxvPB5Ri/7srnbT0Z3cbTh8WreT/vb2cbGodRBk8a8c5LLisRxc7Ew3",
-	"Wxcnq7cXhzxZVvcUjBvcU2BHuBV5YoeaCQ75pyndUWDY0oC9YrjLEry8cUMsPhaL66GKwyHTbNU0y+r9",
-	"tF7ipcOlkGmlwZW9E5Yy3di7tMaXY5w2YmmeVj8tsn/ttX8z1rVBVo7wdajg5d4zb5K/7U5D1/XFlBiW",
-	"DXwWKv8qmcQXgoA5TclwSDjcgtLkkkmlQ3Mgxqm2vyvvCNDl0Fen353gim2CcTGR5gNks/no7xIsCqcp",
-	"1boo3XTbfdjbc8dBue2k9LVhxq/cbbfTf52t9m/BdSyrbmLap9bSPcr+dWe6Uqh4ix7Sma4g999IutIh",
-	"6fCBtXQxP9pUyG84R7dlt7Ozq1+5CdRnB256sG4P/6wa+Avt5whMZlH8wEFIokBj1otplNd/m9fWzamW",
-	"D6fGghTIm8Lmcpm4kZbJ7u7es1ej8Wg82pu8evXqFVqbI/+5TN/s/atJgGo5p6p/4SYFat+U0ff+9P7/",
-	"AgAA//8=",
+	"7Dz9Txw5lv+KVbdSyF3RNJlkowGdTj2EmUXKBg6YHekCR7urHt1eXHaN7QJ6Iv73k59dn+3qDwJMsjp+",
+	"6q52PT+/7y/zJUpklksBwuho70uUU0UzMKDw20GhtFT2Uwo6USw3TIpoLzoFXWRA6LUBRcyMaZLgSrI1",
+	"viiGwx8SyGUyw4+w555o+N19H7/eJ/IWlGIpaPKRarN9eAvCbB99GERxxCz83wtQ8yiOBM0g2osc8CiO",
+	"dDKDjFp8Mnr/EcTUzKK9N8NhHJl5bldqo5iYRg8PcfSz5FzeLeJ+TbkGAiLVxMyAaKOAZtVRgCjIOZ2T",
+	"rRkV6ZzcMTOzh+Ov+5C7dvs0kUvhmhbcRHtGFVDhNpGSAxWI3NEHuw7B5dTMamgsjeJIwe8FU5CWAILH",
+	"/uvbOMqYKL/uhmhgqYvEdfu1CXEGwpDJnOCCM1moBEjCmZUEIgVRkEghIDH7RNMMSAZUMDElVJOxY8i4",
+	"IskMaAqqPkWLqxvy7Xyeg17E9kBmGd3WYAXUQErAQif2dU2MJClwdguKbCVSGCU5ubZyrAnld3SuSSIz",
+	"6OUgAlmCZQDNB8sknUuhHa4nSk44ZPajRQCEsR9pnnOWUHuCndyt+I9/anucL43N/qLgOtqL/m2n1sQd",
+	"96veKeHijh0d/PmA/Pj23XviIZMUDGVcD5CKHoCFP5qCMAc0pxPGmWEh4v42owaFn9q1hKa3oAzTkBIm",
+	"yJgJZhjl7A9AjudK5vZnBwjf+ISE/NIlU+x+/QcozdypFxZwSdMz0J3fK1XB3bJ8Af0ODkXKZPh1yCaQ",
+	"ppAeWK7cm/AiltEphH56aOriZ78u9vstAr+sBEVO/gmJ8fgbmUi+SAQmDExBRU6WimwdDJrkql4LEimE",
+	"C0rCR6ZNgITT0gMwA5leJZcI6UTJa8bBQvZbUaXofAFpD7sXoxLOIlK3lHE64RBmW9IRipUItwhkAVib",
+	"ItJFfTifAYF7SApjdydb10pmqB8phUyKV9agiGs2LRQqd0wEWOODyyixZwdt0N4sCHzKtPUvvRozY9pI",
+	"NfcidSQspXqVg6VBGIIadgteTk57ZQvlZgLpCOXhWqqMmmgvSqmBbcNQsBZAa/QTdj2IIrPcnRSMG2bF",
+	"0dEksobKQGIgbbC8hlCIiq2nQHXQLnT1zjrFJuEqPOKGjITP3U/RkDweUJEAt6/ygJIk+CuHNEzN1PK9",
+	"gIA8/Tc+J05NCcPQgxpyBwpIqmSeQ4rOqVS9BaK19atU+KN0Ne1qnIPndc7qJy6TG9S4NGUWZ8pPGifH",
+	"kKnrf0aCjA5OiHd3ZGJBLLqHqwwM7YfcCpBqtKgQ0qBq6Y3fTanbcFHzmugHfs9YBuf4MKhSPfqqoFaJ",
+	"jfDU7A9o6R0T5q9va51ruIfSczXCkt0h/gX0yzDDYYkQ1ZqLYOMFr1ae6IozcdP4HtZmxVbLIP4aEr9D",
+	"tLEuwwj4I/czk+IobOdAKan+Dlq33XdjwT0zBzKFsNe1v56xqaA8HJpQbc4AxCbmMW9Z5AUPfy5vQITd",
+	"DR74lUad0s6CEZYGXYgqBO7fYKU2VKSUSwHO/NJkBi6TyKQJc04baoqVfrPk0Jlb3eVsiUoFbhmXz6od",
+	"G2grY/GxUGlqY3LkKcJDsxhE/W9AuVWCrtDohQ3kTRDAbW9E2jmfh1i/ETpfQwI7/qJOBSrTvpGN6Jr9",
+	"RIFNfjaRSCeQaxiZJS4ljpTkLXkrNKZ7KLQW2kwW05n9pOfaQBYkeif+Xubrcbu4NFD1qUPUPwGVMdSX",
+	"48q2t9lww0S6mVGXea/V6aBbrfTQYrfbckRPIefzle62fYgmSt0kemkZII5kYWz+2+RfKCponHAp7hjc",
+	"BoT9sbLZQ/31k5EFCdgsYHIejt9uGAgDxxj3OF/ioLwh7/vVUNPiSg4iddawhG6lv2KV9Vg5Ct7lZn5f",
+	"Sn5AOV9HnlH9arRLJGumrFRHTsWhMGq+1BwuOk7FpGJm3kuoQq8R6/oNlnqjRqlmmS3uou6CiE4FzaWH",
+	"GU1mTMC2dWH4AH0Yse+EU0As1ARPyoT15AmsR4ZmiLgy6lsjRCvBxLXfw4P3kDHLzdo62ko0bLBN74/c",
+	"e7vegpVfF3XXbTVKEsiNy646zOmpUrvqNZHXmLr7gqHNu2iaMWMgxeemUGK/XQZmhhhJNEC1IMhHhHiY",
+	"y2TWI9JLTE6l+22UVSGwyCoVcbkkuZaKUCLgzmeP+1hgyFEFSbmFfSKVwYr2hbAIv8KSvLJHxq1icjdj",
+	"yYxkdE4ox2CLTIAYazoF5YMLm8CXdshjEcWRT2ixVJJzWLRI15S5D1YWlSpy0+dTmtJWkaa2Lw1ixiVH",
+	"++UuVM8+wNr1djKTGgRyjbB03xPLEpUZwjRhKWS5tMJombq0oJ5TY0BZ2P/7ebT9P3T7j+H2j5f1x8HV",
+	"3vblv/8lJBsOzYaz3MDVZwU3zFB90+olRCCQG1EcLN5KkkpyNwNBqD+7rhjt+TlosLgGpgBJG3IpeaXj",
+	"K2rUdlVH4le/cfShRy6CfG8UiQOZoi8h9ihbwqXezLsnrlj0UeqekvEjop3krieLXW5GoJEjr5OpLQms",
+	"KqOzDI4n9Bmutf6D6pseuvY7nSJPNyNPKAzxO8ddFjtS9pmOijFNLJZI1AG+sKGKLgrdJp25ShYaL70d",
+	"/vjXla/5TszJs+tlk+1ta3N4zzRaU7tg31ucica2ET6zhsczAZ0XNlkdqQMGt1+mGgvfhTuFCz2Grogs",
+	"4Xq4CyLg3pzQaV2n6Yvo109OSru1qklSAV6C9Fk3YTg4PRydH36I4ujsfHR6fvTplyiOTn/99Ml9+m10",
+	"ZJ9d/Xx8enX06eTX8yiODo7/fvLx0L308+joI344GH06OPxoP4fcwLl3Rc+V761lliwStU16OsMTR3dS",
+	"3eicJrBmdtSMkWEji2PP8Chz06sUK+xF62htPf7AFCRGqrmLca3i4mrCBNnKCm0IWE1/3dFZZ6ZW5BKI",
+	"bR8BwppnEVhfqVAiV2mUA9mHxgk1zuEuZUPGRPPpbhyoOD5SdDdi5UPPKRYswvnxh+Mojo4+XZ2cHv9y",
+	"enh2Zi3C4T+ODn97pPL74sG3XN0M+Mk6GQmGb70lQS4Tulh9+qpjLS890bsjkRf2yO7bcWGqr4v17LpC",
+	"xMRVruRUgdad9MynZJvViJ4mYOtWD8JJYUOEFRXOKK2f1Z9XubyfOcP5My1ormcSM7xECs00diXvmJlV",
+	"yT2255l5TC6fuRL/+haq7AmE5MHxsK5aPqbSWWaWIficivUhVuW6AKTl5cuyrLiB2S5tSWAvm7NuAKlQ",
+	"a4dUGA6Gygvlpg32Nk8V5FRQii0yPcMCnk99dsjaUCYK0CfLjMQjDCOIdMMXsO+2BtkPceHXNlcry1DP",
+	"gLTVHAP6KwsF0tjP3VwpwI5hTAaDoBaXZr00lz5fqiakopriKwoejypqbmT58SQb9hy63r4qz9UVu68s",
+	"1LnG67qDOY06HpI+FBT3acxhKXDhSnufCV6nC5BCrdOB/dGyJYViZn5mOek2ngBVoEaFaywji1FZ8XHN",
+	"jZkxuRvHZOJaLsqtATMDlZKZ1Ma6ImtAtt1YZZniuSK0zoHeYPCNs2nElS/JiZ8XvBBbo4OT14SKFEdx",
+	"Vaqt27PxeqEESQtFJ3w+IIf4TMnCAJkUhox3ZtgdHxMBkOoLMbZHkor9gXHNHvkJD0TcVLaxia6fyx4Q",
+	"ZIkmVAHpTpfi3KqbhqYXQrcaH2RsST52NWQfYkTnSAevuGR0ctRoou9Fw8HuYOh6fSBozqK96IfBcPBD",
+	"hEXXGTJkp55JnIJxPVBwA3dWpSKbSIzcks407pvhcMkk7mYTuPXMZGAG1xcctCeMG0VjnJk58s2N15Hm",
+	"nOLAHvrtcLdv2+oc9ehvXNeA137HiniRZVTNoz03ZGmRcbhu4cTeNhNxNcWIJtYP7REpyMno/G9ufJFO",
+	"dXOE0wLeQV/az5czjLZ+4XJC+eGt50/zXsHn8DHqJTv+3sFDvHJlc8J9jeVuuHyNhf72gF3ZZvmx4HMX",
+	"f2rXWWIas+dXutLv3jnzsp7ZO8/fNWyXKwXbwL1xDNl2UW5bsgNz6wtTfC6Ydm978RxuJJ6bivPbNz++",
+	"pPifgboFtY3XHQ4rxpUzVlZPsfqBnoskMyqmoAlNlNS6MfPb1AavAE4bZtUwUlAbfgHjx5We0Uj5HQL8",
+	"Pa8OYDOjIh88nqDeZUZ7ny+b5P3IbkGA1t5T0ZTZb01ylTNBSC5v8AdzmvFlRDvOQTivsQHVSqAbKIAl",
+	"kN+LpDIpMtclrqh2RzVBg4np459hvs9nLqc1iiaml6660R/zXas2TV3hsXl5ADOTn2Q6fzI5bLdUHtqR",
+	"mVEFPCywc/epNw8x2SGU7jfuuDBNyunDlzF6w7cbrn9ZI2lpQWhlFl1AIzyxfOxAmCAUy8RMTElaVpBb",
+	"Mlm1MZpSufOFpQ8uVra5SUA4udQt2XwmQ7lERqwhcI3iul31Anz+Sr4h4Zo9tn1iEzhNmNGOeQNy1Jp4",
+	"CHAq7rXCfz5LviNeHItWpzNI6M3iYBvUXnb1aMel9d3bumtCi/vcAwJ9AX63rtgEmI7jLNbrVtULsiWk",
+	"mVmTg91mlnJ4PfgXtMGOMu4Ssp8Dw1zfBlZU6DtQxFckSV6XJMm4ItR4TUu8mMF1r3fnnM61LzJAme7U",
+	"d6TL295YUR+3bvuOiVQXYvxfbsl/jl/HRONl67G7WH1VFqjGsQUlfOKhCWe35U4D8sHtfCH81glVak7G",
+	"LN0jqy+Y75POJeCtsQI9F8lVGYyM4wsRwGfscLnidDqFdOyKLzOgykyAGpLILGtgI6SAwYX4jZmZLKzv",
+	"rPoR1a1yjDA08ZdrJzBlfrzPjSRyOXVFk1AC7VXxu8+g/5wc9o1T9V5/gn0i5+0tk6235HJqn14XnM/L",
+	"++Q2ZrT+tL4N/83Gi99CUi1rDxgTvPKE9sPfi3X6EUykn8Yx1lZx54tPb45c3Lk59Dj47xkqqE/3Xxp6",
+	"PfIITX7dfHqmnK17LWWtrG34LNv7lmY4ECwvaZTXq/8/aytFpMrTXulGYFDTab2YoO59PWFU6dqaz1t0",
+	"aI9aryW+b5548+puQsg7+d/I1sJw/+sBOa2m02lzmh8b0y6SoFl5BeFfQN7fDX94WS9lQ+fq5gQzNrDW",
+	"RMg7ywSmy0sWE5gxkS5E3uuqjmmNsfTl0o1hl2e0p41degxpje33kFSflYM9Nma2WhGTclojJkZKThLK",
+	"uY5JzqlLlQI50rOm44jVzpdSex+WykChnjW5dnMxPXyvjcg3X0bBvBdrkDYy9xdYn5CL4eiuMc7QH9yt",
+	"ebGlKSfLe9hn5aKFgzxNEzHcwqyGEZiwdk+Da4BpsuUuTBG8wdj8n1vYEIb7nOOEhh+QDaFYzoDUGG4y",
+	"KV9Pynan0cycu3+4prKag529OcuYCf8ztndDnGRmWZHV96bdt93FC/F9G+TV9YAeFrzbffOYRu5XF1D7",
+	"ZhRGxKLcaHnqF4kkvtII2NNUCMdEwB1oQ66Z0ia2B2KCGvdPc3ocdDVQ3qt357jiOY1xOe0eMsh288Gf",
+	"RVgkTpuqTVL6yfmHeGkrEYfwnyekb1yUeOEmortZ0NtB/B5Ux6Hqb2OF2FqpR9WW6w1XShY/o4b0hiuI",
+	"/XcSrvRQOn5kLl3eTWkz5Fec0X9mtXP3Yl64CLRMDvzNhKY8fFs58FfKzynYyKK8PCkV0WAw6sUwKqi/",
+	"7Wmc9ujq50srQRrLs07mCsX93Orezs7um/eD4WA42N17//79e5Q2D/5LFb65sRIbADViTt184McBG08q",
+	"79t45qu7D5cP/xcAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -8,6 +8,7 @@ import (
 	"github.com/tether/tether/api"
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/sessions"
 	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/workspace"
@@ -177,7 +178,8 @@ func (h *handlers) PromptSession(ctx context.Context, req PromptSessionRequestOb
 	if err != nil {
 		return nil, err
 	}
-	return PromptSession202JSONResponse{PromptId: res.Turn.PromptID, State: PromptAcceptedState(res.Turn.State), EventEpoch: res.EventEpoch}, nil
+	return PromptSession202JSONResponse{PromptId: res.Turn.PromptID, State: PromptAcceptedState(res.Turn.State),
+		EventEpoch: res.EventEpoch, Cursor: res.Cursor}, nil
 }
 
 func (h *handlers) CancelSession(ctx context.Context, req CancelSessionRequestObject) (CancelSessionResponseObject, error) {
@@ -234,30 +236,43 @@ func (h *handlers) GetTurn(ctx context.Context, req GetTurnRequestObject) (GetTu
 	return GetTurn200JSONResponse(turnOf(t)), nil
 }
 
-// transcript reads the session's snapshot from the store.
+// transcript reads the session's snapshot in one read transaction, with
+// the event head it is consistent with: rows and events commit together, so
+// streaming from the returned cursor continues exactly where it ends.
 func (h *handlers) transcript(ctx context.Context, id string) (Transcript, error) {
-	s, err := h.cfg.Store.GetSession(ctx, id)
+	var (
+		s     store.Session
+		turns []store.Turn
+		msgs  []store.Message
+		calls []store.ToolCall
+		perms []store.Permission
+		head  store.EventBounds
+	)
+	err := h.cfg.Store.Snapshot(ctx, func(r *store.Store) error {
+		var err error
+		if s, err = r.GetSession(ctx, id); err != nil {
+			return err
+		}
+		if turns, err = r.ListTurns(ctx, id); err != nil {
+			return err
+		}
+		if msgs, err = r.ListMessages(ctx, id); err != nil {
+			return err
+		}
+		if calls, err = r.ListToolCalls(ctx, id); err != nil {
+			return err
+		}
+		if perms, err = r.ListPermissions(ctx, id, store.PermissionPending); err != nil {
+			return err
+		}
+		head, err = r.SessionEventBounds(ctx, id)
+		return err
+	})
 	if err != nil {
 		return Transcript{}, err
 	}
-	turns, err := h.cfg.Store.ListTurns(ctx, id)
-	if err != nil {
-		return Transcript{}, err
-	}
-	msgs, err := h.cfg.Store.ListMessages(ctx, id)
-	if err != nil {
-		return Transcript{}, err
-	}
-	calls, err := h.cfg.Store.ListToolCalls(ctx, id)
-	if err != nil {
-		return Transcript{}, err
-	}
-	perms, err := h.cfg.Store.ListPermissions(ctx, id, store.PermissionPending)
-	if err != nil {
-		return Transcript{}, err
-	}
-	out := Transcript{SessionId: id, EventEpoch: s.EventEpoch, Turns: make([]Turn, 0, len(turns)),
-		Messages: make([]Message, 0, len(msgs)), ToolCalls: make([]ToolCall, 0, len(calls)),
+	out := Transcript{SessionId: id, EventEpoch: s.EventEpoch, Cursor: events.Cursor{Epoch: s.EventEpoch, N: head.Head}.String(),
+		Turns: make([]Turn, 0, len(turns)), Messages: make([]Message, 0, len(msgs)), ToolCalls: make([]ToolCall, 0, len(calls)),
 		PendingPermissions: make([]PermissionRequest, 0, len(perms))}
 	for _, t := range turns {
 		out.Turns = append(out.Turns, turnOf(t))

@@ -23,6 +23,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"github.com/tether/tether/internal/agents"
+	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/sessions"
 	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/server"
@@ -73,12 +74,17 @@ type daemon struct {
 	Dir    string
 	router routers.Router
 	client *http.Client
+	Server *httptest.Server
+	Hub    *events.Hub
+	Writer *events.Writer
 }
 
 type daemonOptions struct {
 	sessions sessions.Config
 	// agentsYAML is written to <data-dir>/agents.yaml when set.
 	agentsYAML string
+	hub        events.HubConfig
+	heartbeat  time.Duration
 }
 
 func startDaemon(t *testing.T, opts daemonOptions) *daemon {
@@ -104,8 +110,14 @@ func startDaemon(t *testing.T, opts daemonOptions) *daemon {
 	if opts.sessions.CancelGrace == 0 {
 		opts.sessions.CancelGrace = 3 * time.Second
 	}
-	mgr := sessions.New(st, reg, opts.sessions)
-	e, err := server.New(server.Config{Store: st, Sessions: mgr, Agents: reg, Token: testToken, BodyLimit: "64K"})
+	hub := events.NewHub(opts.hub)
+	w, err := events.NewWriter(ctx, st, hub, events.WriterConfig{})
+	if err != nil {
+		t.Fatalf("event writer: %v", err)
+	}
+	mgr := sessions.New(st, w, reg, opts.sessions)
+	e, err := server.New(server.Config{Store: st, Sessions: mgr, Agents: reg, Hub: hub, Token: testToken, BodyLimit: "64K",
+		HeartbeatInterval: opts.heartbeat})
 	if err != nil {
 		t.Fatalf("server: %v", err)
 	}
@@ -119,10 +131,12 @@ func startDaemon(t *testing.T, opts daemonOptions) *daemon {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &daemon{t: t, URL: srv.URL, Store: st, Dir: dir, router: router, client: srv.Client()}
+	d := &daemon{t: t, URL: srv.URL, Store: st, Dir: dir, router: router, client: srv.Client(),
+		Server: srv, Hub: hub, Writer: w}
 	t.Cleanup(func() {
 		srv.Close()
 		mgr.Shutdown(context.Background())
+		w.Close()
 		_ = st.Close()
 	})
 	return d

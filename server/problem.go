@@ -19,6 +19,8 @@ var statusOf = map[errcode.Code]int{
 	errcode.MalformedJSON:        http.StatusBadRequest,
 	errcode.InvalidCwd:           http.StatusBadRequest,
 	errcode.InvalidPermissionOpt: http.StatusBadRequest,
+	errcode.InvalidCursor:        http.StatusBadRequest,
+	errcode.TooManySubscribers:   http.StatusTooManyRequests,
 	errcode.Unauthorized:         http.StatusUnauthorized,
 	errcode.NotFound:             http.StatusNotFound,
 	errcode.RouteNotFound:        http.StatusNotFound,

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/labstack/echo/v4"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/tether/tether/internal/agents"
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/sessions"
 	"github.com/tether/tether/internal/store"
 )
@@ -32,6 +34,10 @@ type Config struct {
 	Store    *store.Store
 	Sessions *sessions.Manager
 	Agents   *agents.Registry
+	// Hub delivers committed events to SSE streams.
+	Hub *events.Hub
+	// HeartbeatInterval is how often idle streams get a comment (default 15s).
+	HeartbeatInterval time.Duration
 	// Token is the bearer token every route but /health requires.
 	Token string
 	// BodyLimit caps request bodies, e.g. "2M".
@@ -69,7 +75,7 @@ func New(cfg Config) (*echo.Echo, error) {
 	e.Use(middleware.BodyLimit(cfg.BodyLimit))
 	e.Use(bearerAuth(cfg.Token))
 	e.Use(oapimw.OapiRequestValidatorWithOptions(spec, &oapimw.Options{
-		DoNotValidateServers: true,
+		DoNotValidateServers:  true,
 		SilenceServersWarning: true,
 		Options: openapi3filter.Options{
 			// Authentication already ran; the validator only checks shapes.

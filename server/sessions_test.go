@@ -49,10 +49,12 @@ func TestPromptRecordsStreamedReplyToolCallAndPlan(t *testing.T) {
 			t.Errorf("got plan entry %v, want completed", e)
 		}
 	}
-	s := d.do("GET", "/session/"+sid, nil).JSON(t)
-	if s["state"] != "WAITING_FOR_INPUT" {
-		t.Errorf("got session state %v, want WAITING_FOR_INPUT", s["state"])
-	}
+	// The session settles after the turn's terminal event; the task follows.
+	var s map[string]any
+	d.waitFor("session WAITING_FOR_INPUT", func() bool {
+		s = d.do("GET", "/session/"+sid, nil).JSON(t)
+		return s["state"] == "WAITING_FOR_INPUT"
+	})
 	task := d.do("GET", "/tasks/"+s["taskId"].(string), nil).JSON(t)
 	if task["state"] != "REVIEW" {
 		t.Errorf("got task state %v, want REVIEW after the turn", task["state"])
@@ -275,7 +277,11 @@ func TestAgentCrashInterruptsTurnAndSessionStaysUsable(t *testing.T) {
 			if turn["state"] != "interrupted" || turn["interruptReason"] != "agent_exited" || turn["exitCode"] != tc.wantCode {
 				t.Fatalf("got %v, want interrupted/agent_exited/exit %v", turn, tc.wantCode)
 			}
-			s := d.do("GET", "/session/"+sid, nil).JSON(t)
+			var s map[string]any
+			d.waitFor("the session to settle", func() bool {
+				s = d.do("GET", "/session/"+sid, nil).JSON(t)
+				return s["state"] == "WAITING_FOR_INPUT"
+			})
 			ex := s["executor"].(map[string]any)
 			if s["state"] != "WAITING_FOR_INPUT" || ex["status"] != "stopped" || ex["exitCode"] != tc.wantCode {
 				t.Errorf("got session %v executor %v, want WAITING_FOR_INPUT/stopped/exit %v", s["state"], ex, tc.wantCode)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/agents"
+	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/sessions"
 	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/server"
@@ -32,6 +33,8 @@ type options struct {
 	cors      string
 	bodyLimit string
 	queue     int
+	heartbeat time.Duration
+	retention events.Retention
 }
 
 func parseOptions(args []string) (options, error) {
@@ -44,6 +47,10 @@ func parseOptions(args []string) (options, error) {
 	fs.StringVar(&o.cors, "cors-origins", env("TETHER_CORS_ORIGINS", ""), "comma-separated origins allowed by CORS (default: none) [TETHER_CORS_ORIGINS]")
 	fs.StringVar(&o.bodyLimit, "body-limit", env("TETHER_BODY_LIMIT", "2M"), "maximum request body size [TETHER_BODY_LIMIT]")
 	fs.IntVar(&o.queue, "queue-limit", 16, "prompts that may wait behind a running turn, per session")
+	fs.DurationVar(&o.heartbeat, "heartbeat", 15*time.Second, "interval of SSE heartbeat comments on idle streams")
+	fs.DurationVar(&o.retention.Age, "event-retention", 7*24*time.Hour, "prune events of sessions closed longer ago than this (0 keeps everything)")
+	fs.IntVar(&o.retention.Keep, "event-retention-keep", 0, "newest events kept per pruned session")
+	fs.DurationVar(&o.retention.Every, "event-retention-every", time.Hour, "how often retention runs")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -104,12 +111,19 @@ func serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	mgr := sessions.New(st, reg, sessions.Config{QueueLimit: o.queue, Logger: logger})
+	hub := events.NewHub(events.HubConfig{})
+	w, err := events.NewWriter(ctx, st, hub, events.WriterConfig{Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	mgr := sessions.New(st, w, reg, sessions.Config{QueueLimit: o.queue, Logger: logger})
 	var origins []string
 	if o.cors != "" {
 		origins = strings.Split(o.cors, ",")
 	}
-	e, err := server.New(server.Config{Store: st, Sessions: mgr, Agents: reg, Token: token,
+	go events.RunRetention(ctx, st, o.retention, logger)
+	e, err := server.New(server.Config{Store: st, Sessions: mgr, Agents: reg, Hub: hub, HeartbeatInterval: o.heartbeat, Token: token,
 		BodyLimit: o.bodyLimit, CORSOrigins: origins, Logger: logger})
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/acp"
+	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -33,6 +34,10 @@ type actor struct {
 	running *turnRun
 	queue   []store.Turn
 	perms   map[string]*pendingPermission
+	// turns indexes every turn of the session by prompt id (idempotency).
+	turns map[string]store.Turn
+	// last is the latest write submitted for this session.
+	last *events.Pending
 }
 
 // turnRun is the turn currently executing on the agent.
@@ -42,12 +47,17 @@ type turnRun struct {
 	cancelTimer *time.Timer
 }
 
-func newActor(m *Manager, sess store.Session, exec store.Executor) *actor {
-	return &actor{
+func newActor(m *Manager, sess store.Session, exec store.Executor, turns []store.Turn) *actor {
+	a := &actor{
 		m: m, id: sess.ID, mb: newMailbox(), sess: sess, exec: exec,
 		log:   m.cfg.Logger.With("session", sess.ID),
 		perms: map[string]*pendingPermission{},
+		turns: make(map[string]store.Turn, len(turns)),
 	}
+	for _, t := range turns {
+		a.turns[t.PromptID] = t
+	}
+	return a
 }
 
 func (a *actor) ctx() context.Context { return context.Background() }
@@ -206,47 +216,28 @@ func (a *actor) recordStopped(conn *acp.Conn) {
 	a.saveExecutor()
 }
 
+// saveExecutor persists the executor row and announces its status.
 func (a *actor) saveExecutor() {
 	a.exec.SessionID = a.id
-	if err := a.m.store.UpdateExecutor(a.ctx(), a.exec); err != nil {
-		a.log.Error("persist executor", "err", err)
-	}
+	e := a.exec
+	a.write(func(tx *store.Store, emit events.Emit) error {
+		if err := tx.UpdateExecutor(a.ctx(), e); err != nil {
+			return err
+		}
+		emit(events.Draft{SessionID: a.id, Type: events.SessionExecutorStatus, Payload: a.payload(executorPayload(e))})
+		return nil
+	})
 }
 
-// setState persists a session state change and lets the task follow it.
+// setState changes the session state; the task follows (see emitState).
 func (a *actor) setState(s store.SessionState) {
 	if a.sess.State == s {
 		return
 	}
-	if err := a.m.store.UpdateSessionState(a.ctx(), a.id, s); err != nil {
-		a.log.Error("persist session state", "state", s, "err", err)
-		return
-	}
+	prev := a.sess.State
 	a.sess.State = s
-	a.followTask()
-}
-
-// followTask derives the task state from its sessions: any running turn
-// makes it IN_PROGRESS; otherwise a session waiting for input puts it in
-// REVIEW. Other task states are only set by users.
-func (a *actor) followTask() {
-	ctx := a.ctx()
-	var want store.TaskState
-	switch a.sess.State {
-	case store.SessionRunning:
-		want = store.TaskInProgress
-	case store.SessionWaitingForInput:
-		busy, _, err := a.m.store.ListSessions(ctx, store.SessionFilter{TaskID: a.sess.TaskID, States: []store.SessionState{store.SessionRunning}, Limit: 1})
-		if err != nil || len(busy) > 0 {
-			return
-		}
-		want = store.TaskReview
-	default:
-		return
-	}
-	if err := a.m.store.SetTaskState(ctx, a.sess.TaskID, want); err != nil {
-		a.log.Error("persist task state", "err", err)
-	}
+	sess := a.sess
+	a.write(func(tx *store.Store, emit events.Emit) error { return emitState(a.ctx(), tx, emit, sess, prev) })
 }
 
 // agentHandler receives an agent's updates and permission requests and

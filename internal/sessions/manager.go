@@ -12,9 +12,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/agents"
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/workspace"
 )
@@ -63,6 +66,7 @@ func (c *Config) defaults() {
 // Manager owns the live session actors.
 type Manager struct {
 	store    *store.Store
+	w        *events.Writer
 	profiles Profiles
 	cfg      Config
 
@@ -71,10 +75,11 @@ type Manager struct {
 	shutdown bool
 }
 
-// New returns a Manager. Sessions are brought to life on first use.
-func New(st *store.Store, profiles Profiles, cfg Config) *Manager {
+// New returns a Manager. Sessions are brought to life on first use. Every
+// change they make goes through w, the event log's single writer.
+func New(st *store.Store, w *events.Writer, profiles Profiles, cfg Config) *Manager {
 	cfg.defaults()
-	return &Manager{store: st, profiles: profiles, cfg: cfg, actors: map[string]*actor{}}
+	return &Manager{store: st, w: w, profiles: profiles, cfg: cfg, actors: map[string]*actor{}}
 }
 
 // CreateInput is a request to start a session.
@@ -99,21 +104,31 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (store.Session, er
 	if err != nil {
 		return store.Session{}, err
 	}
-	if in.TaskID == "" {
-		title := in.Title
-		if title == "" {
-			title = "Session in " + cwd
+	sess := store.Session{ID: uuid.NewString(), TaskID: in.TaskID, AgentProfileID: in.AgentProfileID, Cwd: cwd,
+		Title: in.Title, State: store.SessionCreated, EventEpoch: store.NewEpoch()}
+	// Task and session are created together or not at all.
+	_, err = m.w.Do(ctx, func(tx *store.Store, emit events.Emit) error {
+		if sess.TaskID == "" {
+			title := in.Title
+			if title == "" {
+				title = "Session in " + cwd
+			}
+			t, err := tx.CreateTask(ctx, store.Task{Title: title, Workspace: cwd})
+			if err != nil {
+				return err
+			}
+			sess.TaskID = t.ID
 		}
-		t, err := m.store.CreateTask(ctx, store.Task{Title: title, Workspace: cwd})
+		created, err := tx.CreateSession(ctx, sess, store.Executor{Runtime: store.RuntimeStandalone, Status: store.ExecutorStopped})
 		if err != nil {
-			return store.Session{}, err
+			return err
 		}
-		in.TaskID = t.ID
-	}
-	sess, err := m.store.CreateSession(ctx, store.Session{
-		TaskID: in.TaskID, AgentProfileID: in.AgentProfileID, Cwd: cwd, Title: in.Title,
-		State: store.SessionCreated,
-	}, store.Executor{Runtime: store.RuntimeStandalone, Status: store.ExecutorStopped})
+		sess = created
+		emit(events.Draft{SessionID: sess.ID, Type: events.SessionCreated, Payload: map[string]any{
+			"taskId": sess.TaskID, "agentProfileId": sess.AgentProfileID, "cwd": sess.Cwd, "state": sess.State,
+			"title": sess.Title, "eventEpoch": sess.EventEpoch}})
+		return nil
+	})
 	if err != nil {
 		return store.Session{}, err
 	}
@@ -125,7 +140,7 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (store.Session, er
 		if _, err := a.prompt(ctx, PromptInput{Prompt: in.InitialPrompt, PromptID: in.PromptID, kind: store.TurnInitial}); err != nil {
 			return store.Session{}, err
 		}
-	} else if _, err := call(ctx, a.mb, func() (struct{}, error) { a.ensureAgent(); return struct{}{}, nil }); err != nil {
+	} else if err := a.do(ctx, func() { a.ensureAgent() }); err != nil {
 		return store.Session{}, err
 	}
 	return m.store.GetSession(ctx, sess.ID)
@@ -152,12 +167,16 @@ func (m *Manager) actor(ctx context.Context, id string) (*actor, error) {
 	if err != nil {
 		return nil, err
 	}
+	turns, err := m.store.ListTurns(ctx, id)
+	if err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if a, ok := m.actors[id]; ok {
 		return a, nil
 	}
-	a := newActor(m, sess, exec)
+	a := newActor(m, sess, exec, turns)
 	m.actors[id] = a
 	go a.mb.run()
 	return a, nil
@@ -179,7 +198,11 @@ func (m *Manager) Cancel(ctx context.Context, sessionID string) (CancelResult, e
 	if err != nil {
 		return CancelResult{}, err
 	}
-	return call(ctx, a.mb, a.cancel)
+	res, err := call(ctx, a.mb, a.cancel)
+	if err != nil {
+		return CancelResult{}, err
+	}
+	return res, a.sync(ctx)
 }
 
 // AnswerPermission resolves a pending permission request.
@@ -188,7 +211,21 @@ func (m *Manager) AnswerPermission(ctx context.Context, sessionID, requestID str
 	if err != nil {
 		return store.Permission{}, err
 	}
-	return call(ctx, a.mb, func() (store.Permission, error) { return a.answerPermission(requestID, out) })
+	type answer struct {
+		p       store.Permission
+		pending *events.Pending
+	}
+	ans, err := call(ctx, a.mb, func() (answer, error) {
+		p, pending, err := a.answerPermission(requestID, out)
+		return answer{p, pending}, err
+	})
+	if err != nil {
+		return store.Permission{}, err
+	}
+	if _, err := ans.pending.Wait(ctx); err != nil {
+		return store.Permission{}, err
+	}
+	return m.store.GetPermission(ctx, sessionID, requestID)
 }
 
 // Close ends the session: the running turn is cancelled, the agent stopped
@@ -205,8 +242,13 @@ func (m *Manager) Close(ctx context.Context, sessionID string) (store.Session, e
 	if conn != nil {
 		conn.Stop()
 	}
-	// Wait until the actor has recorded the stop, then retire it.
-	_, _ = call(ctx, a.mb, func() (struct{}, error) { a.recordStopped(conn); return struct{}{}, nil })
+	// Record the stop, wait until it is durable, then retire the actor.
+	if err := a.do(ctx, func() { a.recordStopped(conn) }); err != nil {
+		return store.Session{}, err
+	}
+	if err := a.sync(ctx); err != nil {
+		return store.Session{}, err
+	}
 	m.retire(a)
 	return m.store.GetSession(ctx, sessionID)
 }
@@ -243,4 +285,20 @@ func (m *Manager) Shutdown(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+}
+
+// do runs f on the actor and waits until it has run.
+func (a *actor) do(ctx context.Context, f func()) error {
+	_, err := call(ctx, a.mb, func() (struct{}, error) { f(); return struct{}{}, nil })
+	return err
+}
+
+// sync waits until every change the actor has submitted so far is durable.
+func (a *actor) sync(ctx context.Context) error {
+	p, err := call(ctx, a.mb, func() (*events.Pending, error) { return a.synced(), nil })
+	if err != nil || p == nil {
+		return err
+	}
+	_, err = p.Wait(ctx)
+	return err
 }

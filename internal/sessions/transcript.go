@@ -3,8 +3,11 @@ package sessions
 import (
 	"encoding/json"
 
+	"github.com/google/uuid"
+
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -22,39 +25,89 @@ func (a *actor) onUpdate(gen int, u acp.Update) {
 	if gen != a.gen {
 		return
 	}
-	ctx := a.ctx()
 	promptID := ""
 	if a.running != nil {
 		promptID = a.running.turn.PromptID
 	}
-	var err error
 	switch u.Kind {
 	case acp.UpdateAgentMessage, acp.UpdateAgentThought:
 		role := store.RoleAgent
 		if u.Kind == acp.UpdateAgentThought {
 			role = store.RoleThought
 		}
-		if u.Block != nil {
-			_, err = a.m.store.AddMessage(ctx, store.Message{SessionID: a.id, PromptID: promptID, Role: role,
-				Content: json.RawMessage("[" + string(u.Block) + "]")})
-		} else if u.Text != "" {
-			_, err = a.m.store.AppendMessageChunk(ctx, a.id, promptID, role, u.Text)
+		if u.Block == nil && u.Text == "" {
+			return
 		}
+		a.write(func(tx *store.Store, emit events.Emit) error {
+			ctx := a.ctx()
+			if u.Block != nil {
+				m, err := tx.AddMessage(ctx, store.Message{SessionID: a.id, PromptID: promptID, Role: role,
+					Content: json.RawMessage("[" + string(u.Block) + "]")})
+				if err == nil {
+					emit(messageAdded(a, m))
+				}
+				return err
+			}
+			m, started, err := tx.AppendMessageChunk(ctx, a.id, promptID, role, u.Text)
+			if err != nil {
+				return err
+			}
+			if started {
+				emit(messageAdded(a, m))
+			} else {
+				emit(events.Draft{SessionID: a.id, Type: events.MessageChunk, PromptID: promptID, Payload: a.payload(map[string]any{
+					"messageId": m.ID, "role": role, "text": u.Text})})
+			}
+			return nil
+		})
 	case acp.UpdateToolCall, acp.UpdateToolCallUpdate:
-		_, err = a.m.store.UpsertToolCall(ctx, toolCallRecord(a.id, promptID, u.Tool))
-	case acp.UpdatePlan:
-		err = a.m.store.SetSessionPlan(ctx, a.id, u.Data)
-		if err == nil {
-			a.sess.Plan = u.Data
+		rec := toolCallRecord(a.id, promptID, u.Tool)
+		typ := events.ToolCallUpdated
+		if u.Kind == acp.UpdateToolCall {
+			typ = events.ToolCallStarted
 		}
+		a.write(func(tx *store.Store, emit events.Emit) error {
+			row, err := tx.UpsertToolCall(a.ctx(), rec)
+			if err == nil {
+				emit(events.Draft{SessionID: a.id, Type: typ, PromptID: promptID, Payload: a.payload(toolCallPayload(row))})
+			}
+			return err
+		})
+	case acp.UpdatePlan:
+		a.sess.Plan = u.Data
+		a.write(func(tx *store.Store, emit events.Emit) error {
+			if err := tx.SetSessionPlan(a.ctx(), a.id, u.Data); err != nil {
+				return err
+			}
+			emit(events.Draft{SessionID: a.id, Type: events.PlanUpdated, PromptID: promptID, Payload: a.payload(map[string]any{
+				"entries": u.Data})})
+			return nil
+		})
 	default:
 		// user_message_chunk echoes what we already stored; commands, modes,
 		// config options, session info and usage are not transcript.
-		return
 	}
-	if err != nil {
-		a.log.Error("persist update", "kind", u.Kind, "err", err)
+}
+
+// messageAdded is the event for a new transcript message.
+func messageAdded(a *actor, m store.Message) events.Draft {
+	p := map[string]any{"messageId": m.ID, "role": m.Role, "text": m.Text, "createdAt": m.CreatedAt}
+	if len(m.Content) > 0 {
+		p["content"] = m.Content
 	}
+	return events.Draft{SessionID: a.id, Type: events.MessageAdded, PromptID: m.PromptID, Payload: a.payload(p)}
+}
+
+// toolCallPayload is the full tool call as events carry it.
+func toolCallPayload(c store.ToolCall) map[string]any {
+	p := map[string]any{"toolCallId": c.ToolCallID, "title": c.Title, "kind": c.Kind, "status": c.Status,
+		"interrupted": c.Interrupted}
+	for k, v := range map[string]json.RawMessage{"content": c.Content, "locations": c.Locations, "rawInput": c.RawInput, "rawOutput": c.RawOutput} {
+		if len(v) > 0 {
+			p[k] = v
+		}
+	}
+	return p
 }
 
 func toolCallRecord(sessionID, promptID string, t *acp.ToolCall) store.ToolCall {
@@ -78,7 +131,6 @@ func (a *actor) onPermissionRequested(gen int, req acp.PermissionRequest, reply 
 	if gen != a.gen || a.stopping {
 		return ""
 	}
-	ctx := a.ctx()
 	promptID := ""
 	if a.running != nil {
 		promptID = a.running.turn.PromptID
@@ -86,40 +138,45 @@ func (a *actor) onPermissionRequested(gen int, req acp.PermissionRequest, reply 
 			return ""
 		}
 	}
-	if req.Tool.ID != "" {
-		if _, err := a.m.store.UpsertToolCall(ctx, toolCallRecord(a.id, promptID, &req.Tool)); err != nil {
-			a.log.Error("persist permission tool call", "err", err)
-		}
-	}
 	title := ""
 	if req.Tool.Title != nil {
 		title = *req.Tool.Title
 	}
 	opts, _ := json.Marshal(req.Options)
-	p, err := a.m.store.CreatePermission(ctx, store.Permission{SessionID: a.id, PromptID: promptID,
-		ToolCallID: req.Tool.ID, Title: title, Options: opts})
-	if err != nil {
-		a.log.Error("persist permission request", "err", err)
-		return ""
-	}
+	p := store.Permission{ID: uuid.NewString(), SessionID: a.id, PromptID: promptID, ToolCallID: req.Tool.ID,
+		Title: title, Options: opts, State: store.PermissionPending}
+	a.write(func(tx *store.Store, emit events.Emit) error {
+		ctx := a.ctx()
+		if req.Tool.ID != "" {
+			row, err := tx.UpsertToolCall(ctx, toolCallRecord(a.id, promptID, &req.Tool))
+			if err != nil {
+				return err
+			}
+			emit(events.Draft{SessionID: a.id, Type: events.ToolCallUpdated, PromptID: promptID, Payload: a.payload(toolCallPayload(row))})
+		}
+		row, err := tx.CreatePermission(ctx, p)
+		if err != nil {
+			return err
+		}
+		emit(events.Draft{SessionID: a.id, Type: events.PermissionRequested, PromptID: promptID, Payload: a.payload(map[string]any{
+			"requestId": row.ID, "toolCallId": row.ToolCallID, "title": row.Title, "options": req.Options})})
+		return nil
+	})
 	a.perms[p.ID] = &pendingPermission{promptID: promptID, options: req.Options, reply: reply}
 	return p.ID
 }
 
 // answerPermission applies a client's answer to a pending request.
-func (a *actor) answerPermission(id string, out acp.PermissionOutcome) (store.Permission, error) {
+func (a *actor) answerPermission(id string, out acp.PermissionOutcome) (store.Permission, *events.Pending, error) {
 	p, ok := a.perms[id]
 	if !ok {
+		// Not live: either unknown, already answered, or asked by an agent
+		// that is gone (recovery expires those).
 		row, err := a.m.store.GetPermission(a.ctx(), a.id, id)
 		if err != nil {
-			return store.Permission{}, err
+			return store.Permission{}, nil, err
 		}
-		if row.State == store.PermissionPending {
-			// Pending in the store but nobody is waiting: the agent that
-			// asked is gone. Expire it so it stops looking answerable.
-			return a.m.store.ResolvePermission(a.ctx(), a.id, id, store.PermissionExpired, "")
-		}
-		return store.Permission{}, errcode.New(errcode.PermissionResolved, "permission request %s is already %s", id, row.State).
+		return store.Permission{}, nil, errcode.New(errcode.PermissionResolved, "permission request %s is already %s", id, row.State).
 			With("state", string(row.State))
 	}
 	state := store.PermissionCancelled
@@ -129,17 +186,33 @@ func (a *actor) answerPermission(id string, out acp.PermissionOutcome) (store.Pe
 			valid = valid || o.ID == out.OptionID
 		}
 		if !valid {
-			return store.Permission{}, errcode.New(errcode.InvalidPermissionOpt, "optionId %q is not one of the offered options", out.OptionID)
+			return store.Permission{}, nil, errcode.New(errcode.InvalidPermissionOpt, "optionId %q is not one of the offered options", out.OptionID)
 		}
 		state = store.PermissionSelected
 	}
-	row, err := a.m.store.ResolvePermission(a.ctx(), a.id, id, state, out.OptionID)
-	if err != nil {
-		return store.Permission{}, err
-	}
+	pending := a.resolve(id, state, out.OptionID)
 	delete(a.perms, id)
 	p.reply <- out
-	return row, nil
+	return store.Permission{ID: id, SessionID: a.id}, pending, nil
+}
+
+// resolve persists a permission outcome and emits permission.resolved.
+func (a *actor) resolve(id string, state store.PermissionState, optionID string) *events.Pending {
+	return a.write(func(tx *store.Store, emit events.Emit) error {
+		row, err := tx.ResolvePermission(a.ctx(), a.id, id, state, optionID)
+		if errcode.Is(err, errcode.PermissionResolved) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		payload := map[string]any{"requestId": id, "state": state}
+		if optionID != "" {
+			payload["optionId"] = optionID
+		}
+		emit(events.Draft{SessionID: a.id, Type: events.PermissionResolved, PromptID: row.PromptID, Payload: a.payload(payload)})
+		return nil
+	})
 }
 
 // resolvePermission closes a pending request without a client answer
@@ -150,9 +223,7 @@ func (a *actor) resolvePermission(id string, state store.PermissionState, option
 		return
 	}
 	delete(a.perms, id)
-	if _, err := a.m.store.ResolvePermission(a.ctx(), a.id, id, state, optionID); err != nil && !errcode.Is(err, errcode.PermissionResolved) {
-		a.log.Error("persist permission outcome", "err", err)
-	}
+	a.resolve(id, state, optionID)
 	p.reply <- acp.PermissionOutcome{Cancelled: true}
 }
 

@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/tether/tether/internal/acp"
+	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/store"
 )
@@ -34,6 +36,10 @@ type PromptInput struct {
 type PromptResult struct {
 	Turn       store.Turn
 	EventEpoch string
+	// Cursor is where to stream from to see the turn: the event that
+	// admitted it (or the head, for a repeated prompt id).
+	Cursor  string
+	pending *events.Pending
 }
 
 // CancelResult says what a cancel did.
@@ -44,24 +50,47 @@ type CancelResult struct {
 }
 
 func (a *actor) prompt(ctx context.Context, in PromptInput) (PromptResult, error) {
-	return call(ctx, a.mb, func() (PromptResult, error) { return a.admit(in) })
+	res, err := call(ctx, a.mb, func() (PromptResult, error) { return a.admit(in) })
+	if err != nil {
+		return PromptResult{}, err
+	}
+	// Answer only once the turn is durable: a 202 is a promise.
+	evs, err := res.pending.Wait(ctx)
+	if err != nil {
+		return PromptResult{}, err
+	}
+	res.Cursor = res.EventEpoch + ":" + strconv.FormatInt(lastSeq(evs, a.id), 10)
+	if res.Cursor == res.EventEpoch+":0" {
+		// A repeated prompt id admits nothing new: report the head.
+		b, err := a.m.store.SessionEventBounds(ctx, a.id)
+		if err != nil {
+			return PromptResult{}, err
+		}
+		res.Cursor = res.EventEpoch + ":" + strconv.FormatInt(b.Head, 10)
+	}
+	return res, nil
+}
+
+// lastSeq is the seq of the last event of a session among evs, or 0.
+func lastSeq(evs []store.Event, sessionID string) int64 {
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].SessionID == sessionID {
+			return evs[i].Seq
+		}
+	}
+	return 0
 }
 
 // admit decides, atomically with every other command, whether the prompt
 // runs now, waits in the queue, or is refused.
 func (a *actor) admit(in PromptInput) (PromptResult, error) {
-	ctx := a.ctx()
 	if in.PromptID != "" {
-		t, err := a.m.store.GetTurn(ctx, a.id, in.PromptID)
-		if err == nil {
+		if t, ok := a.turns[in.PromptID]; ok {
 			if !sameJSON(t.Prompt, in.Prompt) {
 				return PromptResult{}, errcode.New(errcode.PromptIDConflict,
 					"promptId %q was already used for a different prompt", in.PromptID)
 			}
-			return PromptResult{Turn: t, EventEpoch: a.sess.EventEpoch}, nil
-		}
-		if !errcode.Is(err, errcode.TurnNotFound) {
-			return PromptResult{}, err
+			return PromptResult{Turn: t, EventEpoch: a.sess.EventEpoch, pending: a.synced()}, nil
 		}
 	}
 	if a.sess.State.Terminal() || a.stopping {
@@ -77,24 +106,34 @@ func (a *actor) admit(in PromptInput) (PromptResult, error) {
 	if in.PromptID == "" {
 		in.PromptID = uuid.NewString()
 	}
-	t, err := a.m.store.CreateTurn(ctx, store.Turn{
-		SessionID: a.id, PromptID: in.PromptID, Kind: in.kind, State: store.TurnQueued, Prompt: in.Prompt,
-	})
-	if err != nil {
-		return PromptResult{}, err
-	}
-	if !a.sess.Prompted {
-		if err := a.m.store.MarkSessionPrompted(ctx, a.id); err == nil {
-			a.sess.Prompted = true
+	t := store.Turn{SessionID: a.id, PromptID: in.PromptID, Kind: in.kind, State: store.TurnQueued,
+		Prompt: in.Prompt, CreatedAt: time.Now().UTC()}
+	markPrompted := !a.sess.Prompted
+	a.sess.Prompted = true
+	queued := t // the closure runs on the writer goroutine: give it its own copy
+	pending := a.write(func(tx *store.Store, emit events.Emit) error {
+		ctx := a.ctx()
+		created, err := tx.CreateTurn(ctx, queued)
+		if err != nil {
+			return err
 		}
-	}
+		if markPrompted {
+			if err := tx.MarkSessionPrompted(ctx, a.id); err != nil {
+				return err
+			}
+		}
+		emit(events.Draft{SessionID: a.id, Type: events.TurnQueued, PromptID: queued.PromptID, Payload: a.payload(map[string]any{
+			"kind": created.Kind, "seq": created.Seq, "prompt": created.Prompt})})
+		return nil
+	})
+	a.turns[t.PromptID] = t
 	a.queue = append(a.queue, t)
 	a.ensureAgent()
 	a.startNext()
-	if a.running != nil && a.running.turn.PromptID == t.PromptID {
-		t = a.running.turn
+	if cur, ok := a.turns[t.PromptID]; ok {
+		t = cur
 	}
-	return PromptResult{Turn: t, EventEpoch: a.sess.EventEpoch}, nil
+	return PromptResult{Turn: t, EventEpoch: a.sess.EventEpoch, pending: pending}, nil
 }
 
 func (a *actor) activePromptID() string {
@@ -121,16 +160,24 @@ func (a *actor) startNext() {
 	now := time.Now().UTC()
 	t.State = store.TurnRunning
 	t.StartedAt = &now
-	if err := a.m.store.UpdateTurn(a.ctx(), t); err != nil {
-		a.log.Error("persist turn start", "err", err)
-	}
-	if t.Kind != store.TurnContinue {
-		if _, err := a.m.store.AddMessage(a.ctx(), store.Message{
-			SessionID: a.id, PromptID: t.PromptID, Role: store.RoleUser, Text: promptText(t.Prompt),
-		}); err != nil {
-			a.log.Error("persist user message", "err", err)
+	a.turns[t.PromptID] = t
+	a.write(func(tx *store.Store, emit events.Emit) error {
+		ctx := a.ctx()
+		if err := tx.UpdateTurn(ctx, t); err != nil {
+			return err
 		}
-	}
+		emit(events.Draft{SessionID: a.id, Type: events.TurnStarted, PromptID: t.PromptID, Payload: a.payload(map[string]any{
+			"kind": t.Kind, "startedAt": now})})
+		if t.Kind == store.TurnContinue {
+			return nil // continuing adds no user message
+		}
+		m, err := tx.AddMessage(ctx, store.Message{SessionID: a.id, PromptID: t.PromptID, Role: store.RoleUser, Text: promptText(t.Prompt)})
+		if err != nil {
+			return err
+		}
+		emit(messageAdded(a, m))
+		return nil
+	})
 	r := &turnRun{turn: t, conn: a.conn}
 	a.running = r
 	a.setState(store.SessionRunning)
@@ -192,7 +239,7 @@ func errorCode(err error) string {
 	return "agent_error"
 }
 
-// endTurn persists a terminal outcome for t.
+// endTurn persists a terminal outcome for t and emits its terminal event.
 func (a *actor) endTurn(t store.Turn, state store.TurnState, set func(*store.Turn)) {
 	now := time.Now().UTC()
 	t.State = state
@@ -200,9 +247,46 @@ func (a *actor) endTurn(t store.Turn, state store.TurnState, set func(*store.Tur
 	if set != nil {
 		set(&t)
 	}
-	if err := a.m.store.UpdateTurn(a.ctx(), t); err != nil {
-		a.log.Error("persist turn outcome", "prompt", t.PromptID, "err", err)
+	a.turns[t.PromptID] = t
+	a.write(func(tx *store.Store, emit events.Emit) error {
+		if err := tx.UpdateTurn(a.ctx(), t); err != nil {
+			return err
+		}
+		emit(turnEnded(a, t, nil))
+		return nil
+	})
+}
+
+// turnEnded is the terminal event of a turn.
+func turnEnded(a *actor, t store.Turn, dangling []map[string]any) events.Draft {
+	p := map[string]any{"state": t.State, "endedAt": t.EndedAt}
+	typ := events.TurnCompleted
+	switch t.State {
+	case store.TurnCompleted:
+		p["stopReason"] = t.StopReason
+	case store.TurnFailed:
+		typ = events.TurnFailed
+		p["code"], p["message"] = t.ErrorCode, t.ErrorMessage
+	case store.TurnCancelled:
+		typ = events.TurnCancelled
+		if t.StopReason != "" {
+			p["stopReason"] = t.StopReason
+		}
+	case store.TurnInterrupted:
+		typ = events.TurnInterrupted
+		p["reason"] = t.InterruptReason
+		if dangling == nil {
+			dangling = []map[string]any{}
+		}
+		p["danglingToolCalls"] = dangling
+		if t.ExitCode != nil {
+			p["exitCode"] = *t.ExitCode
+		}
+		if t.ExitSignal != "" {
+			p["exitSignal"] = t.ExitSignal
+		}
 	}
+	return events.Draft{SessionID: a.id, Type: typ, PromptID: t.PromptID, Payload: a.payload(p)}
 }
 
 // interruptedToolText is the synthetic result recorded for a tool call whose
@@ -212,30 +296,57 @@ const interruptedToolText = "Tool execution result was not recorded: interrupted
 // interruptTurn ends a turn that lost its agent: unfinished tool calls get
 // a synthetic failed result and a system message says what happened.
 func (a *actor) interruptTurn(t store.Turn, reason string, exit acp.Exit) {
-	ctx := a.ctx()
+	now := time.Now().UTC()
+	t.State = store.TurnInterrupted
+	t.EndedAt = &now
+	t.InterruptReason = reason
+	code := exit.Code
+	t.ExitCode, t.ExitSignal = &code, exit.Signal
+	a.turns[t.PromptID] = t
 	cause := strings.ReplaceAll(reason, "_", " ")
-	if calls, err := a.m.store.ListToolCalls(ctx, a.id); err == nil {
-		for _, c := range calls {
-			if c.PromptID != t.PromptID || (c.Status != store.ToolPending && c.Status != store.ToolInProgress) {
-				continue
-			}
-			content, _ := json.Marshal([]map[string]any{{"type": "content", "content": map[string]any{
-				"type": "text", "text": fmt.Sprintf(interruptedToolText, cause)}}})
-			if _, err := a.m.store.UpsertToolCall(ctx, store.ToolCall{SessionID: a.id, ToolCallID: c.ToolCallID,
-				Status: store.ToolFailed, Interrupted: true, Content: content}); err != nil {
-				a.log.Error("persist interrupted tool call", "err", err)
-			}
+	a.write(func(tx *store.Store, emit events.Emit) error {
+		ctx := a.ctx()
+		dangling, err := failDanglingToolCalls(ctx, tx, emit, a, t.PromptID, cause)
+		if err != nil {
+			return err
 		}
-	}
-	if _, err := a.m.store.AddMessage(ctx, store.Message{SessionID: a.id, PromptID: t.PromptID, Role: store.RoleSystem,
-		Text: fmt.Sprintf("Turn interrupted: the agent %s.", exit)}); err != nil {
-		a.log.Error("persist system message", "err", err)
-	}
-	a.endTurn(t, store.TurnInterrupted, func(t *store.Turn) {
-		t.InterruptReason = reason
-		code := exit.Code
-		t.ExitCode, t.ExitSignal = &code, exit.Signal
+		m, err := tx.AddMessage(ctx, store.Message{SessionID: a.id, PromptID: t.PromptID, Role: store.RoleSystem,
+			Text: fmt.Sprintf("Turn interrupted: the agent %s.", exit)})
+		if err != nil {
+			return err
+		}
+		emit(messageAdded(a, m))
+		if err := tx.UpdateTurn(ctx, t); err != nil {
+			return err
+		}
+		emit(turnEnded(a, t, dangling))
+		return nil
 	})
+}
+
+// failDanglingToolCalls gives every unfinished tool call of a turn the
+// synthetic failed result, as tool_call.updated events flagged interrupted.
+func failDanglingToolCalls(ctx context.Context, tx *store.Store, emit events.Emit, a *actor, promptID, cause string) ([]map[string]any, error) {
+	calls, err := tx.ListToolCalls(ctx, a.id)
+	if err != nil {
+		return nil, err
+	}
+	dangling := []map[string]any{}
+	for _, c := range calls {
+		if c.PromptID != promptID || (c.Status != store.ToolPending && c.Status != store.ToolInProgress) {
+			continue
+		}
+		content, _ := json.Marshal([]map[string]any{{"type": "content", "content": map[string]any{
+			"type": "text", "text": fmt.Sprintf(interruptedToolText, cause)}}})
+		row, err := tx.UpsertToolCall(ctx, store.ToolCall{SessionID: a.id, ToolCallID: c.ToolCallID,
+			Status: store.ToolFailed, Interrupted: true, Content: content})
+		if err != nil {
+			return nil, err
+		}
+		emit(events.Draft{SessionID: a.id, Type: events.ToolCallUpdated, PromptID: promptID, Payload: a.payload(toolCallPayload(row))})
+		dangling = append(dangling, map[string]any{"id": c.ToolCallID, "title": c.Title, "kind": c.Kind})
+	}
+	return dangling, nil
 }
 
 // cancel records the user's intent durably, asks the agent to stop, answers
@@ -259,9 +370,9 @@ func (a *actor) cancel() (CancelResult, error) {
 		return res, nil
 	}
 	r.turn.CancelRequested = true
-	if err := a.m.store.UpdateTurn(a.ctx(), r.turn); err != nil {
-		return CancelResult{}, err
-	}
+	a.turns[r.turn.PromptID] = r.turn
+	t := r.turn
+	a.write(func(tx *store.Store, emit events.Emit) error { return tx.UpdateTurn(a.ctx(), t) })
 	a.closePermissions(r.turn.PromptID, store.PermissionCancelled)
 	acpID := a.acpID
 	go func() {
@@ -300,6 +411,11 @@ func (a *actor) close() (*acp.Conn, error) {
 	}
 	a.closePermissions("", store.PermissionCancelled)
 	a.setState(store.SessionCompleted)
+	closed := a.payload(map[string]any{"state": a.sess.State})
+	a.write(func(tx *store.Store, emit events.Emit) error {
+		emit(events.Draft{SessionID: a.id, Type: events.SessionClosed, Payload: closed})
+		return nil
+	})
 	a.gen++ // late messages from this agent are now stale
 	return a.conn, nil
 }

@@ -54,7 +54,7 @@ func TestCheckConstraintsRejectBadValues(t *testing.T) {
 			return s.UpdateTurn(ctx, bad)
 		}},
 		{"message role", func() error {
-			_, err := s.AppendMessageChunk(ctx, sess.ID, "p1", "robot", "hi")
+			_, _, err := s.AppendMessageChunk(ctx, sess.ID, "p1", "robot", "hi")
 			return err
 		}},
 		{"tool call status", func() error {

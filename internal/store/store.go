@@ -33,6 +33,9 @@ const slowQueryThreshold = 200 * time.Millisecond
 // sequences inside one transaction cannot race).
 type Store struct {
 	db *gorm.DB
+	// rdb is a second pool for snapshot reads: its transactions are
+	// deferred, so WAL readers never wait for the writer's lock.
+	rdb *gorm.DB
 }
 
 // Open opens (creating if needed) the SQLite database at path and brings its
@@ -71,7 +74,16 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		_ = sqlDB.Close()
 		return nil, err
 	}
-	return &Store{db: gdb}, nil
+	rdb, err := gorm.Open(sqlite.Open(readDSN(abs)), &gorm.Config{
+		Logger:                 slowQueryLogger{log: slog.Default(), threshold: slowQueryThreshold},
+		SkipDefaultTransaction: true,
+		NowFunc:                func() time.Time { return time.Now().UTC() },
+	})
+	if err != nil {
+		_ = sqlDB.Close()
+		return nil, errcode.Wrap(errcode.Internal, err, "store: open read pool %s", abs)
+	}
+	return &Store{db: gdb, rdb: rdb}, nil
 }
 
 // dsn builds a go-sqlite3 DSN. The pragmas are DSN parameters so that they
@@ -88,6 +100,18 @@ func dsn(abs string) string {
 	// seq, chunk aggregation, permission resolution) then cannot deadlock or
 	// fail with SQLITE_BUSY half-way through.
 	q.Set("_txlock", "immediate")
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// readDSN is dsn for the snapshot pool: deferred transactions that only read.
+func readDSN(abs string) string {
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}
+	q := url.Values{}
+	q.Set("_busy_timeout", "5000")
+	q.Set("_foreign_keys", "on")
+	q.Set("_txlock", "deferred")
+	q.Set("_query_only", "1")
 	u.RawQuery = q.Encode()
 	return u.String()
 }
@@ -132,6 +156,37 @@ func (s *Store) Close() error {
 	}
 	if err := sqlDB.Close(); err != nil {
 		return errcode.Wrap(errcode.Internal, err, "store: close")
+	}
+	if s.rdb != nil {
+		if r, err := s.rdb.DB(); err == nil {
+			_ = r.Close()
+		}
+	}
+	return nil
+}
+
+// Tx runs fn with a Store bound to one write transaction: everything fn
+// does commits together or not at all. The event writer uses it to commit
+// transcript rows and the events describing them atomically.
+func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
+	err := s.db.WithContext(ctx).Transaction(func(g *gorm.DB) error {
+		return fn(&Store{db: g, rdb: g})
+	})
+	if err != nil {
+		return internal(err, "transaction")
+	}
+	return nil
+}
+
+// Snapshot runs fn with a Store bound to one read transaction, so that
+// several reads (a transcript and the event head it matches) see the same
+// committed state. fn must not write.
+func (s *Store) Snapshot(ctx context.Context, fn func(r *Store) error) error {
+	err := s.rdb.WithContext(ctx).Transaction(func(g *gorm.DB) error {
+		return fn(&Store{db: g, rdb: g})
+	})
+	if err != nil {
+		return internal(err, "snapshot")
 	}
 	return nil
 }

@@ -15,9 +15,11 @@ import (
 // message (highest id) belongs to the same prompt and role, the text is
 // appended to it in place; otherwise a new message starts. This keeps the
 // transcript one message per uninterrupted run of a role, as users read it.
-// It returns the message as stored after the chunk.
-func (s *Store) AppendMessageChunk(ctx context.Context, sessionID, promptID string, role MessageRole, text string) (Message, error) {
+// It returns the message as stored after the chunk, and whether the chunk
+// started a new message.
+func (s *Store) AppendMessageChunk(ctx context.Context, sessionID, promptID string, role MessageRole, text string) (Message, bool, error) {
 	var out messageRow
+	started := false
 	err := s.transaction(ctx, "append message chunk", func(tx *gorm.DB) error {
 		var last messageRow
 		err := tx.Where("session_id = ?", sessionID).Order("id DESC").Limit(1).Take(&last).Error
@@ -44,13 +46,13 @@ func (s *Store) AppendMessageChunk(ctx context.Context, sessionID, promptID stri
 			SessionID: sessionID, PromptID: promptID, Role: role, Text: text,
 			CreatedAt: ts, UpdatedAt: ts,
 		})
-		out = row
+		out, started = row, true
 		return err
 	})
 	if err != nil {
-		return Message{}, err
+		return Message{}, false, err
 	}
-	return toMessage(out), nil
+	return toMessage(out), started, nil
 }
 
 // AddMessage always inserts a new message (user prompts, system notices)

@@ -37,12 +37,12 @@ func TestAppendMessageChunkAggregates(t *testing.T) {
 	}
 	var lastID int64
 	for _, st := range steps {
-		got, err := s.AppendMessageChunk(ctx, sess.ID, st.in.prompt, st.in.role, st.in.text)
+		got, started, err := s.AppendMessageChunk(ctx, sess.ID, st.in.prompt, st.in.role, st.in.text)
 		if err != nil {
 			t.Fatalf("%s: AppendMessageChunk: %v", st.name, err)
 		}
-		if isNew := got.ID != lastID; isNew != st.wantNew {
-			t.Errorf("%s: got new message %v (id %d), want %v", st.name, isNew, got.ID, st.wantNew)
+		if isNew := got.ID != lastID; isNew != st.wantNew || started != st.wantNew {
+			t.Errorf("%s: got new message %v/started %v (id %d), want %v", st.name, isNew, started, got.ID, st.wantNew)
 		}
 		if got.Text != st.wantText || got.Role != st.in.role || got.PromptID != st.in.prompt {
 			t.Errorf("%s: got %q/%s/%s, want %q/%s/%s", st.name, got.Text, got.Role, got.PromptID,
@@ -56,7 +56,7 @@ func TestAppendMessageChunkAggregates(t *testing.T) {
 		Text: "notice", Content: json.RawMessage(`[{"type":"image"}]`)}); err != nil {
 		t.Fatalf("AddMessage: %v", err)
 	}
-	if got, err := s.AppendMessageChunk(ctx, sess.ID, "p2", store.RoleAgent, "more"); err != nil || got.Text != "more" {
+	if got, _, err := s.AppendMessageChunk(ctx, sess.ID, "p2", store.RoleAgent, "more"); err != nil || got.Text != "more" {
 		t.Errorf("after AddMessage: got %q, %v; want a new message \"more\"", got.Text, err)
 	}
 
@@ -83,7 +83,7 @@ func TestAppendMessageChunkAggregates(t *testing.T) {
 		t.Errorf("aggregated message: got UpdatedAt %v, want after CreatedAt %v", msgs[0].UpdatedAt, msgs[0].CreatedAt)
 	}
 
-	_, err = s.AppendMessageChunk(ctx, "missing", "p1", store.RoleAgent, "x")
+	_, _, err = s.AppendMessageChunk(ctx, "missing", "p1", store.RoleAgent, "x")
 	wantCode(t, err, errcode.SessionNotFound)
 }
 

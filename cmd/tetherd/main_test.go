@@ -1,0 +1,176 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3"
+)
+
+// binary builds tetherd once per test run (or uses $TETHERD_BIN).
+func binary(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("TETHERD_BIN"); p != "" {
+		return p
+	}
+	p := filepath.Join(t.TempDir(), "tetherd")
+	out, err := exec.Command("go", "build", "-o", p, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return p
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// logBuffer collects a child's output; the child writes while tests read.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// start runs `tetherd serve` and waits for /health.
+func start(t *testing.T, bin, dataDir, addr string, extra ...string) (*exec.Cmd, *logBuffer) {
+	t.Helper()
+	logs := &logBuffer{}
+	cmd := exec.Command(bin, append([]string{"serve", "--data-dir", dataDir, "--addr", addr}, extra...)...)
+	cmd.Stdout, cmd.Stderr = logs, logs
+	cmd.Env = append(os.Environ(), "TETHER_TOKEN=")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return cmd, logs
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tetherd did not become healthy: %v\n%s", err, logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestServeCreatesPrivateTokenAndStopsCleanly(t *testing.T) {
+	bin, dir, addr := binary(t), t.TempDir(), freeAddr(t)
+	cmd, logs := start(t, bin, dir, addr)
+
+	fi, err := os.Stat(filepath.Join(dir, "token"))
+	if err != nil {
+		t.Fatalf("token file: %v", err)
+	}
+	if mode := fi.Mode().Perm(); mode != 0o600 {
+		t.Errorf("got token mode %o, want 600", mode)
+	}
+	token, _ := os.ReadFile(filepath.Join(dir, "token"))
+	if !strings.Contains(logs.String(), strings.TrimSpace(string(token))) || !strings.Contains(logs.String(), "http://"+addr) {
+		t.Errorf("start-up output does not show the URL and token:\n%s", logs.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "tether.db")); err != nil {
+		t.Errorf("database file: %v", err)
+	}
+	cases := []struct {
+		name  string
+		token string
+		want  int
+	}{
+		{"no token", "", http.StatusUnauthorized},
+		{"stored token", strings.TrimSpace(string(token)), http.StatusOK},
+	}
+	for _, tc := range cases {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/agents", nil)
+		if tc.token != "" {
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s: got %d, want %d", tc.name, resp.StatusCode, tc.want)
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("got exit %v after SIGTERM, want 0\n%s", err, logs.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("tetherd did not stop after SIGTERM")
+	}
+
+	// A restart on the same data dir keeps the token.
+	start(t, bin, dir, freeAddr(t))
+	again, _ := os.ReadFile(filepath.Join(dir, "token"))
+	if string(again) != string(token) {
+		t.Errorf("token changed across restarts")
+	}
+}
+
+func TestRefusesDatabaseNewerThanBinary(t *testing.T) {
+	bin, dir, addr := binary(t), t.TempDir(), freeAddr(t)
+	cmd, _ := start(t, bin, dir, addr)
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Wait()
+
+	db, err := sql.Open("sqlite3", filepath.Join(dir, "tether.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO goose_db_version (version_id, is_applied) VALUES (9999, 1)`); err != nil {
+		t.Fatalf("bump schema version: %v", err)
+	}
+	db.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "serve", "--data-dir", dir, "--addr", freeAddr(t)).CombinedOutput()
+	if err == nil {
+		t.Fatalf("got a running daemon on a newer database, want refusal\n%s", out)
+	}
+	if !strings.Contains(string(out), "newer than this tetherd supports") {
+		t.Errorf("got %q, want a clear message about the schema version", out)
+	}
+}

@@ -1,0 +1,295 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/store"
+)
+
+// Draft is an event before the writer numbers it.
+type Draft struct {
+	SessionID string
+	Type      string
+	PromptID  string
+	// Payload is marshalled to JSON; sessionId/promptId are added to maps.
+	Payload any
+}
+
+// Emit records a draft inside an Apply function.
+type Emit func(Draft)
+
+// Apply changes transcript rows inside the batch transaction and emits the
+// events that describe those changes. It runs on the writer goroutine, after
+// every Apply submitted before it, so it sees their writes.
+type Apply func(tx *store.Store, emit Emit) error
+
+type op struct {
+	apply Apply
+	p     *Pending
+}
+
+// Pending is a submitted op; it completes once the op is committed and its
+// events published (or it failed).
+type Pending struct {
+	done   chan struct{}
+	err    error
+	events []store.Event
+}
+
+func newPending() *Pending { return &Pending{done: make(chan struct{})} }
+
+func (p *Pending) finish(evs []store.Event, err error) {
+	p.events, p.err = evs, err
+	close(p.done)
+}
+
+// Done closes when the op has completed.
+func (p *Pending) Done() <-chan struct{} { return p.done }
+
+// Wait blocks until the op completes and returns its events (numbered, in
+// order) or its error. Any number of goroutines may wait.
+func (p *Pending) Wait(ctx context.Context) ([]store.Event, error) {
+	if p == nil {
+		return nil, nil // nothing was submitted
+	}
+	select {
+	case <-p.done:
+		return p.events, p.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// WriterConfig tunes group commit.
+type WriterConfig struct {
+	// MaxBatch bounds ops per transaction.
+	MaxBatch int
+	Logger   *slog.Logger
+}
+
+// Writer is the single goroutine that writes the log. Ops queue without
+// blocking their submitter; the writer takes everything queued, runs it in
+// one transaction (each op in its own savepoint, so one failure does not
+// sink the others), numbers the emitted events, commits, and only then
+// publishes them to the hub — an event anyone has seen always survives a
+// crash with the same cursor.
+type Writer struct {
+	st  *store.Store
+	hub *Hub
+	cfg WriterConfig
+
+	mu     sync.Mutex
+	queue  []op
+	signal chan struct{}
+	closed bool
+	done   chan struct{}
+
+	// Owned by the writer goroutine.
+	lastID  int64
+	lastSeq map[string]int64
+}
+
+// NewWriter starts the writer goroutine.
+func NewWriter(ctx context.Context, st *store.Store, hub *Hub, cfg WriterConfig) (*Writer, error) {
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = 2048
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	last, err := st.MaxEventID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	w := &Writer{st: st, hub: hub, cfg: cfg, signal: make(chan struct{}, 1), done: make(chan struct{}),
+		lastID: last, lastSeq: map[string]int64{}}
+	go w.run()
+	return w, nil
+}
+
+// ErrClosed is returned for ops submitted after Close.
+var ErrClosed = errcode.New(errcode.ServiceShuttingDown, "event writer is closed")
+
+// Submit queues an op and returns its Pending outcome. It never blocks.
+func (w *Writer) Submit(apply Apply) *Pending {
+	p := newPending()
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		p.finish(nil, ErrClosed)
+		return p
+	}
+	w.queue = append(w.queue, op{apply: apply, p: p})
+	w.mu.Unlock()
+	select {
+	case w.signal <- struct{}{}:
+	default:
+	}
+	return p
+}
+
+// Do submits an op and waits for it.
+func (w *Writer) Do(ctx context.Context, apply Apply) ([]store.Event, error) {
+	return w.Submit(apply).Wait(ctx)
+}
+
+// Close stops accepting ops, writes everything queued and returns.
+func (w *Writer) Close() {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	select {
+	case w.signal <- struct{}{}:
+	default:
+	}
+	<-w.done
+}
+
+func (w *Writer) run() {
+	defer close(w.done)
+	for {
+		w.mu.Lock()
+		n := min(len(w.queue), w.cfg.MaxBatch)
+		batch := w.queue[:n:n]
+		w.queue = w.queue[n:]
+		closed := w.closed
+		w.mu.Unlock()
+		if n > 0 {
+			w.commit(batch)
+			continue
+		}
+		if closed {
+			return
+		}
+		<-w.signal
+	}
+}
+
+// commit writes one batch in one transaction. Should any op fail, the
+// batch is rolled back and its ops are retried one transaction each, so a
+// failing op reports its own error without sinking the others (and without
+// leaving half of its writes behind).
+func (w *Writer) commit(batch []op) {
+	if len(batch) > 1 {
+		if err := w.commitTx(batch); err == nil {
+			return
+		}
+	}
+	for _, o := range batch {
+		w.commitTx([]op{o})
+	}
+}
+
+var errOpFailed = errors.New("op failed")
+
+// commitTx runs ops in one transaction. On success it publishes and answers
+// every op; on failure it answers nothing (the caller retries) unless the
+// batch is a single op, which then gets its error.
+func (w *Writer) commitTx(batch []op) error {
+	ctx := context.Background()
+	var evs []store.Event
+	ends := make([]int, len(batch)) // evs[ends[i-1]:ends[i]] belong to op i
+	startID := w.lastID
+	seqs := map[string]int64{}
+	var opErr error
+	err := w.st.Tx(ctx, func(tx *store.Store) error {
+		for i, o := range batch {
+			var drafts []Draft
+			if err := o.apply(tx, func(d Draft) { drafts = append(drafts, d) }); err != nil {
+				opErr = err
+				return errOpFailed
+			}
+			for _, d := range drafts {
+				e, err := w.number(tx, seqs, d)
+				if err != nil {
+					return err
+				}
+				evs = append(evs, e)
+			}
+			ends[i] = len(evs)
+		}
+		return tx.AppendEvents(ctx, evs)
+	})
+	if err != nil {
+		w.lastID = startID
+		if opErr == nil {
+			opErr = err
+			w.cfg.Logger.Error("event batch failed", "ops", len(batch), "err", err)
+			clear(w.lastSeq) // reload from the database on next use
+		}
+		if len(batch) == 1 {
+			batch[0].p.finish(nil, opErr)
+		}
+		return opErr
+	}
+	for sid, seq := range seqs {
+		w.lastSeq[sid] = seq
+	}
+	if len(evs) > 0 {
+		w.hub.Publish(evs)
+	}
+	from := 0
+	for i, o := range batch {
+		o.p.finish(evs[from:ends[i]:ends[i]], nil)
+		from = ends[i]
+	}
+	return nil
+}
+
+// number assigns the global id and, for session events, the next seq.
+func (w *Writer) number(tx *store.Store, seqs map[string]int64, d Draft) (store.Event, error) {
+	payload, err := marshalPayload(d)
+	if err != nil {
+		return store.Event{}, err
+	}
+	w.lastID++
+	e := store.Event{ID: w.lastID, SessionID: d.SessionID, Type: d.Type, PromptID: d.PromptID,
+		Global: IsGlobal(d.Type), Payload: payload, Time: time.Now().UTC()}
+	if d.SessionID != "" {
+		seq, ok := seqs[d.SessionID]
+		if !ok {
+			seq, ok = w.lastSeq[d.SessionID]
+		}
+		if !ok {
+			if seq, err = tx.MaxSessionSeq(context.Background(), d.SessionID); err != nil {
+				return store.Event{}, err
+			}
+		}
+		seq++
+		seqs[d.SessionID] = seq
+		e.Seq = seq
+	}
+	return e, nil
+}
+
+// marshalPayload encodes the payload, adding sessionId and promptId to map
+// payloads so every event names what it is about.
+func marshalPayload(d Draft) (json.RawMessage, error) {
+	p := d.Payload
+	if p == nil {
+		p = map[string]any{}
+	}
+	if m, ok := p.(map[string]any); ok {
+		if d.SessionID != "" {
+			if _, set := m["sessionId"]; !set {
+				m["sessionId"] = d.SessionID
+			}
+		}
+		if d.PromptID != "" {
+			if _, set := m["promptId"]; !set {
+				m["promptId"] = d.PromptID
+			}
+		}
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, errors.Join(errcode.New(errcode.Internal, "event %s payload cannot be encoded", d.Type), err)
+	}
+	return b, nil
+}

@@ -1,0 +1,90 @@
+package sessions
+
+import (
+	"context"
+	"maps"
+
+	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/store"
+)
+
+// write hands a transcript change to the event writer. It never blocks the
+// actor: the change commits (with the events describing it) in the writer's
+// next batch, in submission order. The actor keeps its own copy of what it
+// needs, so it never has to read back what it has just written.
+func (a *actor) write(apply events.Apply) *events.Pending {
+	p := a.m.w.Submit(apply)
+	a.last = p
+	return p
+}
+
+// synced returns the latest submitted write; waiting for it means every
+// earlier change of this session is durable and published too.
+func (a *actor) synced() *events.Pending { return a.last }
+
+// payload builds an event payload naming the session's task.
+func (a *actor) payload(kv map[string]any) map[string]any {
+	out := make(map[string]any, len(kv)+1)
+	maps.Copy(out, kv)
+	out["taskId"] = a.sess.TaskID
+	return out
+}
+
+// emitState records a session state change and lets the task follow it:
+// a running turn makes the task IN_PROGRESS; a session waiting for input
+// puts it in REVIEW unless another of its sessions is running. Other task
+// states are only set by users.
+func emitState(ctx context.Context, tx *store.Store, emit events.Emit, sess store.Session, prev store.SessionState) error {
+	if err := tx.UpdateSessionState(ctx, sess.ID, sess.State); err != nil {
+		return err
+	}
+	emit(events.Draft{SessionID: sess.ID, Type: events.SessionStateChanged, Payload: map[string]any{
+		"taskId": sess.TaskID, "state": sess.State, "previousState": prev}})
+	var want store.TaskState
+	switch sess.State {
+	case store.SessionRunning:
+		want = store.TaskInProgress
+	case store.SessionWaitingForInput:
+		busy, _, err := tx.ListSessions(ctx, store.SessionFilter{TaskID: sess.TaskID, States: []store.SessionState{store.SessionRunning}, Limit: 1})
+		if err != nil {
+			return err
+		}
+		if len(busy) > 0 {
+			return nil
+		}
+		want = store.TaskReview
+	default:
+		return nil
+	}
+	task, err := tx.GetTask(ctx, sess.TaskID)
+	if err != nil || task.State == want {
+		return err
+	}
+	if err := tx.SetTaskState(ctx, sess.TaskID, want); err != nil {
+		return err
+	}
+	emit(events.Draft{Type: events.TaskStateChanged, Payload: map[string]any{
+		"taskId": sess.TaskID, "state": want, "previousState": task.State, "sessionId": sess.ID}})
+	return nil
+}
+
+// executorPayload is what session.executor_status carries.
+func executorPayload(e store.Executor) map[string]any {
+	p := map[string]any{"status": e.Status, "runtime": e.Runtime}
+	if e.PID != 0 {
+		p["pid"] = e.PID
+	}
+	if e.ErrorMessage != "" {
+		p["error"] = e.ErrorMessage
+	}
+	if e.ExitCode != nil {
+		p["exitCode"] = *e.ExitCode
+	}
+	if e.ExitSignal != "" {
+		p["exitSignal"] = e.ExitSignal
+	}
+	if e.AgentExecutionID != "" {
+		p["agentExecutionId"] = e.AgentExecutionID
+	}
+	return p
+}

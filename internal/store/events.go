@@ -1,0 +1,247 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/tether/tether/internal/errcode"
+)
+
+// Event is one row of the durable event log.
+type Event struct {
+	// ID is the global id (commit order across the database).
+	ID int64
+	// SessionID and Seq are empty/zero for task-level events.
+	SessionID string
+	Seq       int64
+	Type      string
+	PromptID  string
+	// Global marks events carried by the global stream as well.
+	Global  bool
+	Payload json.RawMessage
+	Time    time.Time
+}
+
+// eventInsertChunk bounds rows per INSERT statement (SQLite allows 32766
+// variables; 8 per row).
+const eventInsertChunk = 500
+
+// AppendEvents inserts events whose ID and Seq the caller (the single event
+// writer) has already assigned. Multi-row statements keep group commits of
+// thousands of events cheap.
+func (s *Store) AppendEvents(ctx context.Context, evs []Event) error {
+	for len(evs) > 0 {
+		n := min(len(evs), eventInsertChunk)
+		batch := evs[:n]
+		evs = evs[n:]
+		var sb strings.Builder
+		sb.WriteString("INSERT INTO events (id, session_id, seq, type, prompt_id, is_global, payload, created_at) VALUES ")
+		args := make([]any, 0, n*8)
+		for i, e := range batch {
+			if i > 0 {
+				sb.WriteByte(',')
+			}
+			sb.WriteString("(?,?,?,?,?,?,?,?)")
+			var sid, seq, pid any
+			if e.SessionID != "" {
+				sid, seq = e.SessionID, e.Seq
+			}
+			if e.PromptID != "" {
+				pid = e.PromptID
+			}
+			args = append(args, e.ID, sid, seq, e.Type, pid, boolInt(e.Global), string(e.Payload), formatTime(e.Time))
+		}
+		if err := s.db.WithContext(ctx).Exec(sb.String(), args...).Error; err != nil {
+			return internal(err, "append events")
+		}
+	}
+	return nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// ListSessionEvents returns up to limit events of a session with seq > after.
+func (s *Store) ListSessionEvents(ctx context.Context, sessionID string, after int64, limit int) ([]Event, error) {
+	return s.scanEvents(ctx, "list session events",
+		`SELECT id, session_id, seq, type, prompt_id, is_global, payload, created_at FROM events
+		 WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`, sessionID, after, limit)
+}
+
+// ListGlobalEvents returns up to limit global events with id > after.
+func (s *Store) ListGlobalEvents(ctx context.Context, after int64, limit int) ([]Event, error) {
+	return s.scanEvents(ctx, "list global events",
+		`SELECT id, session_id, seq, type, prompt_id, is_global, payload, created_at FROM events
+		 WHERE is_global = 1 AND id > ? ORDER BY id LIMIT ?`, after, limit)
+}
+
+func (s *Store) scanEvents(ctx context.Context, op, q string, args ...any) ([]Event, error) {
+	rows, err := s.rdb.WithContext(ctx).Raw(q, args...).Rows()
+	if err != nil {
+		return nil, internal(err, op)
+	}
+	defer rows.Close()
+	var out []Event
+	for rows.Next() {
+		var (
+			e        Event
+			sid, pid sql.NullString
+			seq      sql.NullInt64
+			global   int
+			payload  string
+			created  string
+		)
+		if err := rows.Scan(&e.ID, &sid, &seq, &e.Type, &pid, &global, &payload, &created); err != nil {
+			return nil, internal(err, op)
+		}
+		e.SessionID, e.Seq, e.PromptID, e.Global = sid.String, seq.Int64, pid.String, global == 1
+		e.Payload = json.RawMessage(payload)
+		e.Time, _ = time.Parse(timeLayout, created)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, internal(err, op)
+	}
+	return out, nil
+}
+
+// EventBounds are the retained range of a session's log.
+type EventBounds struct {
+	// First is the lowest retained seq (0 when nothing is retained).
+	First int64
+	// Head is the highest seq ever written (retention never lowers it).
+	Head int64
+}
+
+// SessionEventBounds reports what a session's log holds.
+func (s *Store) SessionEventBounds(ctx context.Context, sessionID string) (EventBounds, error) {
+	var b EventBounds
+	row := s.rdb.WithContext(ctx).Raw(`SELECT COALESCE(MIN(seq), 0), COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?`, sessionID).Row()
+	if err := row.Scan(&b.First, &b.Head); err != nil {
+		return b, internal(err, "event bounds")
+	}
+	if head, err := s.metaInt(ctx, "head:"+sessionID); err == nil && head > b.Head {
+		b.Head = head
+	}
+	return b, nil
+}
+
+// GlobalEventBounds reports the retained range of the global stream
+// (First is the lowest retained global id, Head the highest id written).
+func (s *Store) GlobalEventBounds(ctx context.Context) (EventBounds, error) {
+	var b EventBounds
+	row := s.rdb.WithContext(ctx).Raw(`SELECT COALESCE(MIN(id), 0), COALESCE(MAX(id), 0) FROM events WHERE is_global = 1`).Row()
+	if err := row.Scan(&b.First, &b.Head); err != nil {
+		return b, internal(err, "global event bounds")
+	}
+	if head, err := s.metaInt(ctx, "head:"); err == nil && head > b.Head {
+		b.Head = head
+	}
+	return b, nil
+}
+
+// MaxEventID is the highest global id ever assigned (the writer resumes
+// numbering after it).
+func (s *Store) MaxEventID(ctx context.Context) (int64, error) {
+	var id int64
+	row := s.db.WithContext(ctx).Raw(`SELECT COALESCE(MAX(id), 0) FROM events`).Row()
+	if err := row.Scan(&id); err != nil {
+		return 0, internal(err, "max event id")
+	}
+	if m, err := s.metaInt(ctx, "maxid"); err == nil && m > id {
+		id = m
+	}
+	return id, nil
+}
+
+// MaxSessionSeq is the highest seq ever assigned in a session.
+func (s *Store) MaxSessionSeq(ctx context.Context, sessionID string) (int64, error) {
+	b, err := s.SessionEventBounds(ctx, sessionID)
+	return b.Head, err
+}
+
+// GlobalEpoch returns the epoch of the global stream, creating it once per
+// database. It changes only if the database is replaced.
+func (s *Store) GlobalEpoch(ctx context.Context) (string, error) {
+	var v string
+	err := s.db.WithContext(ctx).Raw(`SELECT value FROM meta WHERE key = 'global_epoch'`).Row().Scan(&v)
+	if err == nil {
+		return v, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return "", internal(err, "global epoch")
+	}
+	v = NewEpoch()
+	if err := s.db.WithContext(ctx).Exec(`INSERT INTO meta (key, value) VALUES ('global_epoch', ?) ON CONFLICT (key) DO NOTHING`, v).Error; err != nil {
+		return "", internal(err, "global epoch")
+	}
+	return s.GlobalEpoch(ctx)
+}
+
+// NewEpoch returns a fresh random epoch token.
+func NewEpoch() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// ResetSessionEpoch gives a session a new epoch: its history was rewritten
+// or lost, and clients must reload the snapshot.
+func (s *Store) ResetSessionEpoch(ctx context.Context, sessionID string) (string, error) {
+	e := NewEpoch()
+	return e, updateByID(s.db.WithContext(ctx), "sessions", sessionID, map[string]any{"event_epoch": e}, errcode.SessionNotFound, "session")
+}
+
+// PruneEvents deletes log entries of sessions closed before cutoff, keeping
+// at most keep events per session (keep < 0 keeps none of them). Heads are
+// recorded first so that cursors keep their meaning after the rows go.
+func (s *Store) PruneEvents(ctx context.Context, closedBefore time.Time, keep int) (int64, error) {
+	var deleted int64
+	err := s.Tx(ctx, func(tx *Store) error {
+		db := tx.db
+		if err := db.Exec(`INSERT INTO meta (key, value)
+			SELECT 'head:' || session_id, MAX(seq) FROM events
+			WHERE session_id IN (SELECT id FROM sessions WHERE closed_at IS NOT NULL AND closed_at < ?)
+			GROUP BY session_id
+			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, formatTime(closedBefore)).Error; err != nil {
+			return err
+		}
+		if err := db.Exec(`INSERT INTO meta (key, value) SELECT 'maxid', COALESCE(MAX(id), 0) FROM events
+			ON CONFLICT (key) DO UPDATE SET value = MAX(CAST(meta.value AS INTEGER), excluded.value)`).Error; err != nil {
+			return err
+		}
+		if keep < 0 {
+			keep = 0
+		}
+		res := db.Exec(`DELETE FROM events WHERE session_id IN (
+				SELECT id FROM sessions WHERE closed_at IS NOT NULL AND closed_at < ?)
+			AND seq <= (SELECT MAX(e2.seq) FROM events e2 WHERE e2.session_id = events.session_id) - ?`,
+			formatTime(closedBefore), keep)
+		deleted = res.RowsAffected
+		return res.Error
+	})
+	return deleted, err
+}
+
+func (s *Store) metaInt(ctx context.Context, key string) (int64, error) {
+	var v int64
+	err := s.rdb.WithContext(ctx).Raw(`SELECT CAST(value AS INTEGER) FROM meta WHERE key = ?`, key).Row().Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) || errors.Is(err, gorm.ErrRecordNotFound) {
+		return 0, nil
+	}
+	return v, err
+}
+
+func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
