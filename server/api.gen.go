@@ -274,6 +274,27 @@ func (e SessionState) Valid() bool {
 	}
 }
 
+// Defines values for SessionStatusRuntime.
+const (
+	SessionStatusRuntimeDetached   SessionStatusRuntime = "detached"
+	SessionStatusRuntimeRemote     SessionStatusRuntime = "remote"
+	SessionStatusRuntimeStandalone SessionStatusRuntime = "standalone"
+)
+
+// Valid indicates whether the value is a known member of the SessionStatusRuntime enum.
+func (e SessionStatusRuntime) Valid() bool {
+	switch e {
+	case SessionStatusRuntimeDetached:
+		return true
+	case SessionStatusRuntimeRemote:
+		return true
+	case SessionStatusRuntimeStandalone:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for TaskState.
 const (
 	TaskStateCANCELLED  TaskState = "CANCELLED"
@@ -616,6 +637,35 @@ type SessionList struct {
 // SessionState defines model for SessionState.
 type SessionState string
 
+// SessionStatus defines model for SessionStatus.
+type SessionStatus struct {
+	AgentExecutionId *string `json:"agentExecutionId,omitempty"`
+	AgentProfileId   string  `json:"agentProfileId"`
+
+	// ContextLost The last restore could not give the agent its history.
+	ContextLost             bool           `json:"contextLost"`
+	ErrorMessage            *string        `json:"errorMessage,omitempty"`
+	ExecutorStatus          ExecutorStatus `json:"executorStatus"`
+	HistoryContextInjection *bool          `json:"historyContextInjection,omitempty"`
+	IsAgentRunning          bool           `json:"isAgentRunning"`
+	IsResumable             bool           `json:"isResumable"`
+	NeedsResume             bool           `json:"needsResume"`
+
+	// ResumeReason agent_running | agent_starting | agent_not_running |
+	// agent_not_running_fresh_start | agent_not_started | not_resumable |
+	// session_terminal | agent_unavailable | working_directory_missing
+	ResumeReason   string               `json:"resumeReason"`
+	Runtime        SessionStatusRuntime `json:"runtime"`
+	SessionId      string               `json:"sessionId"`
+	State          SessionState         `json:"state"`
+	TaskId         string               `json:"taskId"`
+	WorktreeBranch *string              `json:"worktreeBranch,omitempty"`
+	WorktreePath   *string              `json:"worktreePath,omitempty"`
+}
+
+// SessionStatusRuntime defines model for SessionStatus.Runtime.
+type SessionStatusRuntime string
+
 // Task defines model for Task.
 type Task struct {
 	CreatedAt time.Time `json:"createdAt"`
@@ -949,12 +999,21 @@ type ServerInterface interface {
 	// StreamSessionEvents Server-Sent Events of one session, resumable from a cursor.
 	// (GET /session/{id}/events)
 	StreamSessionEvents(ctx echo.Context, id ID, params StreamSessionEventsParams) error
+	// ExportHistory The conversation as JSON lines (user_message, agent_message, tool_call, tool_result).
+	// (GET /session/{id}/history.jsonl)
+	ExportHistory(ctx echo.Context, id ID) error
 	// AnswerPermission Answer an agent's permission request.
 	// (POST /session/{id}/permission/{requestId})
 	AnswerPermission(ctx echo.Context, id ID, requestId string) error
 	// PromptSession Send a prompt; it runs now or is queued behind the running turn.
 	// (POST /session/{id}/prompt)
 	PromptSession(ctx echo.Context, id ID) error
+	// ResumeSession Restore the session's agent (native resume, load, or a fresh start with history injection) and wait until it is ready.
+	// (POST /session/{id}/resume)
+	ResumeSession(ctx echo.Context, id ID) error
+	// GetSessionStatus Whether the session's agent runs, and whether and how it can be resumed.
+	// (GET /session/{id}/status)
+	GetSessionStatus(ctx echo.Context, id ID) error
 	// GetTranscript Snapshot of turns, messages, tool calls, plan and pending permissions.
 	// (GET /session/{id}/transcript)
 	GetTranscript(ctx echo.Context, id ID) error
@@ -1179,6 +1238,22 @@ func (w *ServerInterfaceWrapper) StreamSessionEvents(ctx echo.Context) error {
 	return err
 }
 
+// ExportHistory converts echo context to params.
+func (w *ServerInterfaceWrapper) ExportHistory(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ExportHistory(ctx, id)
+	return err
+}
+
 // AnswerPermission converts echo context to params.
 func (w *ServerInterfaceWrapper) AnswerPermission(ctx echo.Context) error {
 	var err error
@@ -1216,6 +1291,38 @@ func (w *ServerInterfaceWrapper) PromptSession(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.PromptSession(ctx, id)
+	return err
+}
+
+// ResumeSession converts echo context to params.
+func (w *ServerInterfaceWrapper) ResumeSession(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ResumeSession(ctx, id)
+	return err
+}
+
+// GetSessionStatus converts echo context to params.
+func (w *ServerInterfaceWrapper) GetSessionStatus(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetSessionStatus(ctx, id)
 	return err
 }
 
@@ -1412,6 +1519,9 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/session/:id/transcript", wrapper.GetTranscript, options.OperationMiddlewares["getTranscript"]...)
 	router.GET(options.BaseURL+"/session/:id/events", wrapper.StreamSessionEvents, options.OperationMiddlewares["streamSessionEvents"]...)
 	router.GET(options.BaseURL+"/events", wrapper.StreamGlobalEvents, options.OperationMiddlewares["streamGlobalEvents"]...)
+	router.GET(options.BaseURL+"/session/:id/status", wrapper.GetSessionStatus, options.OperationMiddlewares["getSessionStatus"]...)
+	router.POST(options.BaseURL+"/session/:id/resume", wrapper.ResumeSession, options.OperationMiddlewares["resumeSession"]...)
+	router.GET(options.BaseURL+"/session/:id/history.jsonl", wrapper.ExportHistory, options.OperationMiddlewares["exportHistory"]...)
 	router.GET(options.BaseURL+"/session/:id/turns/:promptId", wrapper.GetTurn, options.OperationMiddlewares["getTurn"]...)
 
 }
@@ -2135,6 +2245,104 @@ func (response StreamSessionEventsdefaultApplicationProblemPlusJSONResponse) Vis
 	return err
 }
 
+type ExportHistoryRequestObject struct {
+	Id ID `json:"id"`
+}
+
+type ExportHistoryResponseObject interface {
+	VisitExportHistoryResponse(w http.ResponseWriter) error
+}
+
+type ExportHistory200ApplicationxNdjsonResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response ExportHistory200ApplicationxNdjsonResponse) VisitExportHistoryResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type ExportHistory401ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ExportHistory401ApplicationProblemPlusJSONResponse) VisitExportHistoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportHistory404ApplicationProblemPlusJSONResponse Problem
+
+func (response ExportHistory404ApplicationProblemPlusJSONResponse) VisitExportHistoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportHistorydefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ExportHistorydefaultApplicationProblemPlusJSONResponse) VisitExportHistoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type AnswerPermissionRequestObject struct {
 	Id        ID     `json:"id"`
 	RequestId string `json:"requestId"`
@@ -2335,6 +2543,172 @@ type PromptSessiondefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response PromptSessiondefaultApplicationProblemPlusJSONResponse) VisitPromptSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResumeSessionRequestObject struct {
+	Id ID `json:"id"`
+}
+
+type ResumeSessionResponseObject interface {
+	VisitResumeSessionResponse(w http.ResponseWriter) error
+}
+
+type ResumeSession200JSONResponse SessionStatus
+
+func (response ResumeSession200JSONResponse) VisitResumeSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResumeSession401ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ResumeSession401ApplicationProblemPlusJSONResponse) VisitResumeSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResumeSession404ApplicationProblemPlusJSONResponse Problem
+
+func (response ResumeSession404ApplicationProblemPlusJSONResponse) VisitResumeSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResumeSession409ApplicationProblemPlusJSONResponse Problem
+
+func (response ResumeSession409ApplicationProblemPlusJSONResponse) VisitResumeSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResumeSession502ApplicationProblemPlusJSONResponse Problem
+
+func (response ResumeSession502ApplicationProblemPlusJSONResponse) VisitResumeSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(502)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResumeSessiondefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ResumeSessiondefaultApplicationProblemPlusJSONResponse) VisitResumeSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSessionStatusRequestObject struct {
+	Id ID `json:"id"`
+}
+
+type GetSessionStatusResponseObject interface {
+	VisitGetSessionStatusResponse(w http.ResponseWriter) error
+}
+
+type GetSessionStatus200JSONResponse SessionStatus
+
+func (response GetSessionStatus200JSONResponse) VisitGetSessionStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSessionStatus401ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GetSessionStatus401ApplicationProblemPlusJSONResponse) VisitGetSessionStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSessionStatus404ApplicationProblemPlusJSONResponse Problem
+
+func (response GetSessionStatus404ApplicationProblemPlusJSONResponse) VisitGetSessionStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSessionStatusdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response GetSessionStatusdefaultApplicationProblemPlusJSONResponse) VisitGetSessionStatusResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -2859,12 +3233,21 @@ type StrictServerInterface interface {
 	// StreamSessionEvents Server-Sent Events of one session, resumable from a cursor.
 	// (GET /session/{id}/events)
 	StreamSessionEvents(ctx context.Context, request StreamSessionEventsRequestObject) (StreamSessionEventsResponseObject, error)
+	// ExportHistory The conversation as JSON lines (user_message, agent_message, tool_call, tool_result).
+	// (GET /session/{id}/history.jsonl)
+	ExportHistory(ctx context.Context, request ExportHistoryRequestObject) (ExportHistoryResponseObject, error)
 	// AnswerPermission Answer an agent's permission request.
 	// (POST /session/{id}/permission/{requestId})
 	AnswerPermission(ctx context.Context, request AnswerPermissionRequestObject) (AnswerPermissionResponseObject, error)
 	// PromptSession Send a prompt; it runs now or is queued behind the running turn.
 	// (POST /session/{id}/prompt)
 	PromptSession(ctx context.Context, request PromptSessionRequestObject) (PromptSessionResponseObject, error)
+	// ResumeSession Restore the session's agent (native resume, load, or a fresh start with history injection) and wait until it is ready.
+	// (POST /session/{id}/resume)
+	ResumeSession(ctx context.Context, request ResumeSessionRequestObject) (ResumeSessionResponseObject, error)
+	// GetSessionStatus Whether the session's agent runs, and whether and how it can be resumed.
+	// (GET /session/{id}/status)
+	GetSessionStatus(ctx context.Context, request GetSessionStatusRequestObject) (GetSessionStatusResponseObject, error)
 	// GetTranscript Snapshot of turns, messages, tool calls, plan and pending permissions.
 	// (GET /session/{id}/transcript)
 	GetTranscript(ctx context.Context, request GetTranscriptRequestObject) (GetTranscriptResponseObject, error)
@@ -3141,6 +3524,31 @@ func (sh *strictHandler) StreamSessionEvents(ctx echo.Context, id ID, params Str
 	return nil
 }
 
+// ExportHistory operation middleware
+func (sh *strictHandler) ExportHistory(ctx echo.Context, id ID) error {
+	var request ExportHistoryRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ExportHistory(ctx.Request().Context(), request.(ExportHistoryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ExportHistory")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ExportHistoryResponseObject); ok {
+		return validResponse.VisitExportHistoryResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // AnswerPermission operation middleware
 func (sh *strictHandler) AnswerPermission(ctx echo.Context, id ID, requestId string) error {
 	var request AnswerPermissionRequestObject
@@ -3232,6 +3640,56 @@ func (sh *strictHandler) PromptSession(ctx echo.Context, id ID) error {
 		return err
 	} else if validResponse, ok := response.(PromptSessionResponseObject); ok {
 		return validResponse.VisitPromptSessionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ResumeSession operation middleware
+func (sh *strictHandler) ResumeSession(ctx echo.Context, id ID) error {
+	var request ResumeSessionRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ResumeSession(ctx.Request().Context(), request.(ResumeSessionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ResumeSession")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ResumeSessionResponseObject); ok {
+		return validResponse.VisitResumeSessionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetSessionStatus operation middleware
+func (sh *strictHandler) GetSessionStatus(ctx echo.Context, id ID) error {
+	var request GetSessionStatusRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetSessionStatus(ctx.Request().Context(), request.(GetSessionStatusRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetSessionStatus")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetSessionStatusResponseObject); ok {
+		return validResponse.VisitGetSessionStatusResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -3461,79 +3919,87 @@ func (sh *strictHandler) UpdateTask(ctx echo.Context, id ID) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7Dz9Txw5lv+KVbdSyF3RNJlkowGdTj2EmUXKBg6YHekCR7urHt1eXHaN7QJ6Iv73k59dn+3qDwJMsjp+",
-	"6q52PT+/7y/zJUpklksBwuho70uUU0UzMKDw20GhtFT2Uwo6USw3TIpoLzoFXWRA6LUBRcyMaZLgSrI1",
-	"viiGwx8SyGUyw4+w555o+N19H7/eJ/IWlGIpaPKRarN9eAvCbB99GERxxCz83wtQ8yiOBM0g2osc8CiO",
-	"dDKDjFp8Mnr/EcTUzKK9N8NhHJl5bldqo5iYRg8PcfSz5FzeLeJ+TbkGAiLVxMyAaKOAZtVRgCjIOZ2T",
-	"rRkV6ZzcMTOzh+Ov+5C7dvs0kUvhmhbcRHtGFVDhNpGSAxWI3NEHuw7B5dTMamgsjeJIwe8FU5CWAILH",
-	"/uvbOMqYKL/uhmhgqYvEdfu1CXEGwpDJnOCCM1moBEjCmZUEIgVRkEghIDH7RNMMSAZUMDElVJOxY8i4",
-	"IskMaAqqPkWLqxvy7Xyeg17E9kBmGd3WYAXUQErAQif2dU2MJClwdguKbCVSGCU5ubZyrAnld3SuSSIz",
-	"6OUgAlmCZQDNB8sknUuhHa4nSk44ZPajRQCEsR9pnnOWUHuCndyt+I9/anucL43N/qLgOtqL/m2n1sQd",
-	"96veKeHijh0d/PmA/Pj23XviIZMUDGVcD5CKHoCFP5qCMAc0pxPGmWEh4v42owaFn9q1hKa3oAzTkBIm",
-	"yJgJZhjl7A9AjudK5vZnBwjf+ISE/NIlU+x+/QcozdypFxZwSdMz0J3fK1XB3bJ8Af0ODkXKZPh1yCaQ",
-	"ppAeWK7cm/AiltEphH56aOriZ78u9vstAr+sBEVO/gmJ8fgbmUi+SAQmDExBRU6WimwdDJrkql4LEimE",
-	"C0rCR6ZNgITT0gMwA5leJZcI6UTJa8bBQvZbUaXofAFpD7sXoxLOIlK3lHE64RBmW9IRipUItwhkAVib",
-	"ItJFfTifAYF7SApjdydb10pmqB8phUyKV9agiGs2LRQqd0wEWOODyyixZwdt0N4sCHzKtPUvvRozY9pI",
-	"NfcidSQspXqVg6VBGIIadgteTk57ZQvlZgLpCOXhWqqMmmgvSqmBbcNQsBZAa/QTdj2IIrPcnRSMG2bF",
-	"0dEksobKQGIgbbC8hlCIiq2nQHXQLnT1zjrFJuEqPOKGjITP3U/RkDweUJEAt6/ygJIk+CuHNEzN1PK9",
-	"gIA8/Tc+J05NCcPQgxpyBwpIqmSeQ4rOqVS9BaK19atU+KN0Ne1qnIPndc7qJy6TG9S4NGUWZ8pPGifH",
-	"kKnrf0aCjA5OiHd3ZGJBLLqHqwwM7YfcCpBqtKgQ0qBq6Y3fTanbcFHzmugHfs9YBuf4MKhSPfqqoFaJ",
-	"jfDU7A9o6R0T5q9va51ruIfSczXCkt0h/gX0yzDDYYkQ1ZqLYOMFr1ae6IozcdP4HtZmxVbLIP4aEr9D",
-	"tLEuwwj4I/czk+IobOdAKan+Dlq33XdjwT0zBzKFsNe1v56xqaA8HJpQbc4AxCbmMW9Z5AUPfy5vQITd",
-	"DR74lUad0s6CEZYGXYgqBO7fYKU2VKSUSwHO/NJkBi6TyKQJc04baoqVfrPk0Jlb3eVsiUoFbhmXz6od",
-	"G2grY/GxUGlqY3LkKcJDsxhE/W9AuVWCrtDohQ3kTRDAbW9E2jmfh1i/ETpfQwI7/qJOBSrTvpGN6Jr9",
-	"RIFNfjaRSCeQaxiZJS4ljpTkLXkrNKZ7KLQW2kwW05n9pOfaQBYkeif+Xubrcbu4NFD1qUPUPwGVMdSX",
-	"48q2t9lww0S6mVGXea/V6aBbrfTQYrfbckRPIefzle62fYgmSt0kemkZII5kYWz+2+RfKCponHAp7hjc",
-	"BoT9sbLZQ/31k5EFCdgsYHIejt9uGAgDxxj3OF/ioLwh7/vVUNPiSg4iddawhG6lv2KV9Vg5Ct7lZn5f",
-	"Sn5AOV9HnlH9arRLJGumrFRHTsWhMGq+1BwuOk7FpGJm3kuoQq8R6/oNlnqjRqlmmS3uou6CiE4FzaWH",
-	"GU1mTMC2dWH4AH0Yse+EU0As1ARPyoT15AmsR4ZmiLgy6lsjRCvBxLXfw4P3kDHLzdo62ko0bLBN74/c",
-	"e7vegpVfF3XXbTVKEsiNy646zOmpUrvqNZHXmLr7gqHNu2iaMWMgxeemUGK/XQZmhhhJNEC1IMhHhHiY",
-	"y2TWI9JLTE6l+22UVSGwyCoVcbkkuZaKUCLgzmeP+1hgyFEFSbmFfSKVwYr2hbAIv8KSvLJHxq1icjdj",
-	"yYxkdE4ox2CLTIAYazoF5YMLm8CXdshjEcWRT2ixVJJzWLRI15S5D1YWlSpy0+dTmtJWkaa2Lw1ixiVH",
-	"++UuVM8+wNr1djKTGgRyjbB03xPLEpUZwjRhKWS5tMJombq0oJ5TY0BZ2P/7ebT9P3T7j+H2j5f1x8HV",
-	"3vblv/8lJBsOzYaz3MDVZwU3zFB90+olRCCQG1EcLN5KkkpyNwNBqD+7rhjt+TlosLgGpgBJG3IpeaXj",
-	"K2rUdlVH4le/cfShRy6CfG8UiQOZoi8h9ihbwqXezLsnrlj0UeqekvEjop3krieLXW5GoJEjr5OpLQms",
-	"KqOzDI4n9Bmutf6D6pseuvY7nSJPNyNPKAzxO8ddFjtS9pmOijFNLJZI1AG+sKGKLgrdJp25ShYaL70d",
-	"/vjXla/5TszJs+tlk+1ta3N4zzRaU7tg31ucica2ET6zhsczAZ0XNlkdqQMGt1+mGgvfhTuFCz2Grogs",
-	"4Xq4CyLg3pzQaV2n6Yvo109OSru1qklSAV6C9Fk3YTg4PRydH36I4ujsfHR6fvTplyiOTn/99Ml9+m10",
-	"ZJ9d/Xx8enX06eTX8yiODo7/fvLx0L308+joI344GH06OPxoP4fcwLl3Rc+V761lliwStU16OsMTR3dS",
-	"3eicJrBmdtSMkWEji2PP8Chz06sUK+xF62htPf7AFCRGqrmLca3i4mrCBNnKCm0IWE1/3dFZZ6ZW5BKI",
-	"bR8BwppnEVhfqVAiV2mUA9mHxgk1zuEuZUPGRPPpbhyoOD5SdDdi5UPPKRYswvnxh+Mojo4+XZ2cHv9y",
-	"enh2Zi3C4T+ODn97pPL74sG3XN0M+Mk6GQmGb70lQS4Tulh9+qpjLS890bsjkRf2yO7bcWGqr4v17LpC",
-	"xMRVruRUgdad9MynZJvViJ4mYOtWD8JJYUOEFRXOKK2f1Z9XubyfOcP5My1ormcSM7xECs00diXvmJlV",
-	"yT2255l5TC6fuRL/+haq7AmE5MHxsK5aPqbSWWaWIficivUhVuW6AKTl5cuyrLiB2S5tSWAvm7NuAKlQ",
-	"a4dUGA6Gygvlpg32Nk8V5FRQii0yPcMCnk99dsjaUCYK0CfLjMQjDCOIdMMXsO+2BtkPceHXNlcry1DP",
-	"gLTVHAP6KwsF0tjP3VwpwI5hTAaDoBaXZr00lz5fqiakopriKwoejypqbmT58SQb9hy63r4qz9UVu68s",
-	"1LnG67qDOY06HpI+FBT3acxhKXDhSnufCV6nC5BCrdOB/dGyJYViZn5mOek2ngBVoEaFaywji1FZ8XHN",
-	"jZkxuRvHZOJaLsqtATMDlZKZ1Ma6ImtAtt1YZZniuSK0zoHeYPCNs2nElS/JiZ8XvBBbo4OT14SKFEdx",
-	"Vaqt27PxeqEESQtFJ3w+IIf4TMnCAJkUhox3ZtgdHxMBkOoLMbZHkor9gXHNHvkJD0TcVLaxia6fyx4Q",
-	"ZIkmVAHpTpfi3KqbhqYXQrcaH2RsST52NWQfYkTnSAevuGR0ctRoou9Fw8HuYOh6fSBozqK96IfBcPBD",
-	"hEXXGTJkp55JnIJxPVBwA3dWpSKbSIzcks407pvhcMkk7mYTuPXMZGAG1xcctCeMG0VjnJk58s2N15Hm",
-	"nOLAHvrtcLdv2+oc9ehvXNeA137HiniRZVTNoz03ZGmRcbhu4cTeNhNxNcWIJtYP7REpyMno/G9ufJFO",
-	"dXOE0wLeQV/az5czjLZ+4XJC+eGt50/zXsHn8DHqJTv+3sFDvHJlc8J9jeVuuHyNhf72gF3ZZvmx4HMX",
-	"f2rXWWIas+dXutLv3jnzsp7ZO8/fNWyXKwXbwL1xDNl2UW5bsgNz6wtTfC6Ydm978RxuJJ6bivPbNz++",
-	"pPifgboFtY3XHQ4rxpUzVlZPsfqBnoskMyqmoAlNlNS6MfPb1AavAE4bZtUwUlAbfgHjx5We0Uj5HQL8",
-	"Pa8OYDOjIh88nqDeZUZ7ny+b5P3IbkGA1t5T0ZTZb01ylTNBSC5v8AdzmvFlRDvOQTivsQHVSqAbKIAl",
-	"kN+LpDIpMtclrqh2RzVBg4np459hvs9nLqc1iiaml6660R/zXas2TV3hsXl5ADOTn2Q6fzI5bLdUHtqR",
-	"mVEFPCywc/epNw8x2SGU7jfuuDBNyunDlzF6w7cbrn9ZI2lpQWhlFl1AIzyxfOxAmCAUy8RMTElaVpBb",
-	"Mlm1MZpSufOFpQ8uVra5SUA4udQt2XwmQ7lERqwhcI3iul31Anz+Sr4h4Zo9tn1iEzhNmNGOeQNy1Jp4",
-	"CHAq7rXCfz5LviNeHItWpzNI6M3iYBvUXnb1aMel9d3bumtCi/vcAwJ9AX63rtgEmI7jLNbrVtULsiWk",
-	"mVmTg91mlnJ4PfgXtMGOMu4Ssp8Dw1zfBlZU6DtQxFckSV6XJMm4ItR4TUu8mMF1r3fnnM61LzJAme7U",
-	"d6TL295YUR+3bvuOiVQXYvxfbsl/jl/HRONl67G7WH1VFqjGsQUlfOKhCWe35U4D8sHtfCH81glVak7G",
-	"LN0jqy+Y75POJeCtsQI9F8lVGYyM4wsRwGfscLnidDqFdOyKLzOgykyAGpLILGtgI6SAwYX4jZmZLKzv",
-	"rPoR1a1yjDA08ZdrJzBlfrzPjSRyOXVFk1AC7VXxu8+g/5wc9o1T9V5/gn0i5+0tk6235HJqn14XnM/L",
-	"++Q2ZrT+tL4N/83Gi99CUi1rDxgTvPKE9sPfi3X6EUykn8Yx1lZx54tPb45c3Lk59Dj47xkqqE/3Xxp6",
-	"PfIITX7dfHqmnK17LWWtrG34LNv7lmY4ECwvaZTXq/8/aytFpMrTXulGYFDTab2YoO59PWFU6dqaz1t0",
-	"aI9aryW+b5548+puQsg7+d/I1sJw/+sBOa2m02lzmh8b0y6SoFl5BeFfQN7fDX94WS9lQ+fq5gQzNrDW",
-	"RMg7ywSmy0sWE5gxkS5E3uuqjmmNsfTl0o1hl2e0p41degxpje33kFSflYM9Nma2WhGTclojJkZKThLK",
-	"uY5JzqlLlQI50rOm44jVzpdSex+WykChnjW5dnMxPXyvjcg3X0bBvBdrkDYy9xdYn5CL4eiuMc7QH9yt",
-	"ebGlKSfLe9hn5aKFgzxNEzHcwqyGEZiwdk+Da4BpsuUuTBG8wdj8n1vYEIb7nOOEhh+QDaFYzoDUGG4y",
-	"KV9Pynan0cycu3+4prKag529OcuYCf8ztndDnGRmWZHV96bdt93FC/F9G+TV9YAeFrzbffOYRu5XF1D7",
-	"ZhRGxKLcaHnqF4kkvtII2NNUCMdEwB1oQ66Z0ia2B2KCGvdPc3ocdDVQ3qt357jiOY1xOe0eMsh288Gf",
-	"RVgkTpuqTVL6yfmHeGkrEYfwnyekb1yUeOEmortZ0NtB/B5Ux6Hqb2OF2FqpR9WW6w1XShY/o4b0hiuI",
-	"/XcSrvRQOn5kLl3eTWkz5Fec0X9mtXP3Yl64CLRMDvzNhKY8fFs58FfKzynYyKK8PCkV0WAw6sUwKqi/",
-	"7Wmc9ujq50srQRrLs07mCsX93Orezs7um/eD4WA42N17//79e5Q2D/5LFb65sRIbADViTt184McBG08q",
-	"79t45qu7D5cP/xcAAP//",
+	"7Hx7U9y4lvhXUfl3q0J+a5omk0xqoLa2GMLMsJUbWGBuqjawtNo+tHWxJY8kAz0ZvvuWjuS33A8CJLm1",
+	"/NXYsnR03i/pcxCJLBccuFbBzucgp5JmoEHif/uFVEKaXzGoSLJcM8GDneAEVJEBoVcaJNEJUyTCkWRj",
+	"cl6Mxz9EkIsowZ+wY58o+MP+P3m5S8QNSMliUOQ9VXrz4Aa43jx8NwrCgJn5/yhAzoMw4DSDYCewkwdh",
+	"oKIEMmrgyejde+AznQQ7r8bjMNDz3IxUWjI+C+7vw+AXkabitg/7FU0VEOCxIjoBorQEmlVbASIhT+mc",
+	"bCSUx3Nyy3RiNpe+HALuyq7TBC6GK1qkOtjRsoAKtqkQKVCOwB2+M+NwupzqpJ6NxUEYSPijYBLicgLv",
+	"tn98HQYZ4+W/2z4cGOwicu16bUScAtdkOic44FQUMgISpcxwAhGcSIgE5xDpXaJoBiQDyhmfEarIxBJk",
+	"UqEkARqDrHfRouqadDub56D60O6LLKObCgyDaogJmNmJ+VwRLUgMKbsBSTYiwbUUKbkyfKwITW/pXJFI",
+	"ZDBIQZxkAZQeMO8NkVQuuLKwHksxTSEzPw0AwLX5SfM8ZRE1O9jK7Yh/+6cy2/ncWOxvEq6CneD/bdWS",
+	"uGXfqq1yXlyxI4O/7JOfXr95S9zMJAZNWapGiEU3gZl/bwZc79OcTlnKNPMh92NCNTI/NWMJjW9AaqYg",
+	"JoyTCeNMM5qyPwEpnkuRm9d2IvziAyLycxdNoX37D5CK2V33BqSCxqegOu8rUcHVsrwHfgeGImbC/zlk",
+	"U4hjiPcNVe60fxDL6Ax8r+6bsvjJjQvdev3JLypGEdN/QqQd/FpEIu0jgXENM5CB5aUiWwWCJrqqz7xI",
+	"8sGCnPCeKe1B4ay0AExDppbxJc50LMUVS8HM7JaiUtJ5D2g39yBE5Tx9oG4oS+k0BT/Zog5TLAW4hSAz",
+	"gdEpPO7Lw1kCBO4gKrRZnWxcSZGhfMQUMsFfGIXCr9iskCjcIeFglA8Oo8TsHZRGfdNj+JgpY18GJSZh",
+	"Sgs5dyx1yA2mBoWDxd45ONXsBhyfnAzyFvLNFOI95IcrITOqg50gpho2NUPG6k2t0E6Y8cCLzFB3WrBU",
+	"M8OOFieBUVQaIg1xg+T1DAWvyHoCVHn1QlfujFFsIq6CI2zwiH/fwxj18eM+5RGk5tPUIyQRvk0h9mMz",
+	"NnQvwMNP/4XPiRVTwtD1oJrcggQSS5HnEKNxKkWvh7S2fJUCfxgvx10Ns3e/1lj9nIroGiUujpmBmabH",
+	"jZ2jy9S1P3uc7O0fE2fuyNRM0TcPlxloOjxzy0GqwaKcC42ipdb+NqZ2wb7kNcH3vM9YBmf40CtSA/Iq",
+	"oRaJteBU7E9oyR3j+sfXtcw1zENpuRpuyfYY/zzypZlOYQET1ZKL04Y9q1bu6DJl/Lrxv1+aJVvOg/jW",
+	"x34HqGNthOGxR/Y1E/zQr+dASiH/Dkq1zXdjwB3T+yIGv9U1b0/ZjNPU75pQpU8B+DrqMW9p5J6FPxPX",
+	"wP3mBjf8QqFMKavBCIu9JkQWHNdvkFJpymOaCg5W/dIoARtJZEL7Kac01cVSu1lS6NSO7lK2BKWabhGV",
+	"T6sVG2BLbeAxs9LY+ORIU5wP1aIX9N+ApkYIukyjeguIa+8EN4MeaWd/bsb6C9/+GhzYsRd1KFCp9rV0",
+	"RFftRxJM8LMOR1qGXEHJLDApYSBF2uK3QmG4h0xrZktEMUvMLzVXGjIv0jv+9yJbj8uFpYKqd+3D/jHI",
+	"jKG8HFW6vU2Ga8bj9ZS6yAe1TgfcaqSbLbSrLQb0BPJ0vtTctjfRBKkbRC9MA4SBKLSJf5v083kFjR0u",
+	"hB2dWw+zP5Q3B7C/ejDS44D1HCZr4dKbNR1hSNHHPcoXGCinyIfeaqpbVMmBx1YblrMb7q9IZSxWjox3",
+	"sZ7dFyLdp2m6Cj+j+NVgl0DWRFkqjinlB1zL+UJ12DeckgnJ9HwQUYVawdd1Cyy0Ro1UzSJd3AXdOhGd",
+	"DJoNDzMaJYzDpjFh+ABtGDHf+ENATNR4d8q4seQRrIaGpou41OtbwUUrpwlru4cbH0BjluuVZbQVaBhn",
+	"m94d2u+2nQYr/+3Lrl1qL4og1za66hBnIEtts9dEXGHo7hKGJu6icca0hhif60Ly3XYamGmiBVEA1QAv",
+	"HXHGg1xEyQBLL1A5ley3QZYFxySrkMTGkuRKSEIJh1sXPe5igiFHESTlEuaJkBoz2ufcAPwCU/LSbBmX",
+	"CsltwqKEZHROaIrOFpkC0UZ1cpqOzk0AX+ohB0UQBi6gxVRJnkJfI11RZn8YXpSyyPWQTWlyW4WaWr80",
+	"kBmWFB3mO18+ex9z15tRIhRwpBph8a5DlkEq04QpwmLIcmGY0RB1YUI9p1qDNHP/z6e9zf+mm3+ON3+6",
+	"qH+OLnc2L/7/33y8YcFsGMs1TH1WpJppqq5btYQAOFIjCL3JW0FiQW4T4IS6vauK0I6eowaJ68kkIGp9",
+	"JiWvZHxJjtqM6nD88i8O3w3whZfujSSxJ1J0KcQBYYtSodaz7pFNFr0XaiBl/ABvJ7odiGIXqxFoxMir",
+	"RGoLHKtK6SyaxyH6FMca+0HV9QBeh41OkcfrocfnhriVwy6JLSqHVEdFmCYUCzhqHz9YU0T7TLdOZa7i",
+	"hcZHr8c//bj0M1eJOX5yuWySva1tDu6YQm1qBuw6jTNVWDbCZ0bxOCKg8cIiq0W1R+EO81Rj4Bt/pbBX",
+	"Y+iyyAKq+6sgHO70MZ3VeZohj3714KTUW8uKJNXEC4A+7QYM+ycHe2cH74IwOD3bOzk7/PBrEAYnv3/4",
+	"YH993Ds0zy5/OTq5PPxw/PtZEAb7R38/fn9gP/pl7/A9/tjf+7B/8N789pmBxuqFemCqbhUt3da5/RRZ",
+	"SpUmEpQWEkgkijQmXGgyYzfQKF4yrYhL+Te8tmZJcHnWsJuvWidDtm4JR2Fp6sS5XANjsJgxXAnjALFa",
+	"VOix6ce63tJGLiLusvQ9/7KIvCyTc9UDLhqDznnv4eWVBJXY71of4ROIyV8ER5d7MZM4tr8sHdHqu0aZ",
+	"iPxFboW8NivETEJkkHuJET+fod/6VBnS1aL3RzKmZotaAvwsKR9wBcohx1QnK+QuG1F8ZUpLm9nTlx0+",
+	"bDNdm8M67NQTmLCRFm4KtU+znTk396lySStRyQBRk+jxnBpLMZXTCFbMvDTjb1jLmzF7eJArM2hwl/gi",
+	"ra219cm7Ukpt/GycAhxNGCcbWaE0AeNFvOz4A9YFWpKnQGiHEOC36gaA1Q02cuQya22nHALjmGorwQvJ",
+	"kDHefLodeqoZD2TdtUh5P7CLnrdxdvTuKAiDww+XxydHv54cnJ4ab+PgH4cHHx/mWJy5xOS3XDnx+OB1",
+	"osNrawfLDamIaD+z/UXbWpzWpreHPC/Mlu1/R4Wu/u3XyursM+OXuRQzCUp1Uj8u3bNe/vlxgsFuZtKf",
+	"cGqwsKTcKqXVM4ZnVZ7Q9bNib6viNFeJwOxRJLhiCjsebplOqsQhtv4w/ZA8YWZd0dU1VOm7+vjB0rCu",
+	"iDykilJmrXzzp5SvPmNVCvDMtNi5KksWa6jtUpd41tKFXAMRZ4VcOVxD18mXuiwXbZC3uSsvpbxcbIAZ",
+	"aERydBrSQ0aHMl6AOl6kJB6gGIHHa36ANf0V0H6AA7+0caPSDIvjHTMLxKHr6TNhiQlTQjIaeaW4VOul",
+	"unS5mKr7MqgxviSZ+qCCyVqa3wVca9Uzu9a+Sv3X1YAvLALYpo5Vm/4aNQJEvc8pHpKYg5Lh/FW8IRW8",
+	"SoUxhlqmPeujZosKyfT81FDSLjwFKkHuFTZsQxKjsOLjmhqJ1rlt9Wb8SvT5VoNOQMYkEUobU2QUyKbN",
+	"epTpI1vgUjnQa3S+MagjtjRCjl0v8jnf2Ns/fkkoj7HNX8bKmD3jrxeSk7iQdJrOR+QAn0lRaCDTQpPJ",
+	"VoKdNxOC4eA5n5gtCcn+RL9mh/yMGyL2xIcW18DdmY8RQZIoQiWQbuc69sTbkxb0nKtWUZVMDMontj7l",
+	"XIzgDPHgBJfsHR82GnR2gvFoezS2fQTAac6CneCH0Xj0Q4AFnQQJslX3O89A2/4KsM28RqQCE0js2SGd",
+	"Tv9X4/GCLv/1uvvrfmxPf78LzpVDjE2GsJTpOdLNtu6SZg/0yGz69Xh7aNlqH/WxgrCuL638jWHxIsuo",
+	"nAc7toHbAGNh3cBu4E3Gw6pDGlWsawgmgpPjvbPfbGs0nalme7iZeAtt6TBdTtHb+jUVU5oe3Dj6NM8s",
+	"ffJvox6y5c403YdLRzZPz6ww3B5cWWGgO5lkRrZJfsTTufU/la1aM4XR8wtVyffgGZYqwTN0Vqir2C6W",
+	"MraGO20Jsmm93DZne87E9DqErTNtv3bsOV6LPddl59evfnpO9j8FeQNyE49SHVSEK/s3jZxi9gMtF4kS",
+	"ymegCI2kUKpxnqApDU4ArDQkVaOjVxp+Be1aIZ9QSbkVPPQ9qzZgIqMiHz0coc5kBjufLprofc9ugINS",
+	"zlLRmJn/mugq+w0RXU7hj+Y0Sxch7SgHbq3GGlgrJ11DAAyC3FokFlGR2Q6UCmu3VBFUmBg+fg31fZbY",
+	"mFZLGulBvKpG7d1VZ9o4tYnH5sEkjEx+FvH80fiwXa69b3tmWhZw3yPn9mMv7iOyBSjebZagFCmLJ8+j",
+	"9Mav1xz/vEoSC0K0UovWoeEOWc53IIwTWtZ5SFXnafFkVSJtcuXWZxbfW1/ZxCYe5kyFavHmEynKBTxi",
+	"FIFtQqlL4c9A5y+kGyKuWb/fJSaAU1hiReKNyGGrm8pDqXBQC399knxHtDjirS4KL6LX84ONU3vRlaMt",
+	"G9Z3bwJYcbZwyDzgpM9A79bxPQ/RsVXOWN0qe0E2uNCJUTnYycLiFF6O/gV1sMWMveDAlfAx1jeOFeXq",
+	"FiRxGUmS1ylJMqkQNVlRE/cjuO7VEXlK58olGaAMd+r7F8qbJDCjPmndJDAhQp7zyX/YIf8+eRkShRc5",
+	"TOylDZdlgmoSmqm4CzwUSdlNudKIvLMrn3O3dESlnJMJi3fI8ssrdknngoGNiQQ159Fl6YxMwnPugWdi",
+	"YblM6WwG8cQmXxKgUk+BahKJLGtAwwWH0Tn/yHQiCmM7q3pEdWMFehiKuIP7U5gx1zps251TMbNJE18A",
+	"7UTxu4+gv04M+8qK+qA9wTqRtfaGyMZapmJmnl4VaTov76owPqOxp/VNG9+sv/gtBNWitoAhqXuI3Jl7",
+	"Kx/eQPpxDGPZUmYM0nBweXCXC6l/s2PXs3R3mzzuW7ulDGocg/88PfpAbAbaaG+SMg7fg1ODbrHgNyAV",
+	"4oBQZfdiNqDIRqFAXrpce+j6wqp/tRDpZUTT1P2UaPVfPql3VJvGrc8uxj20wcf6s4fe+3+qWR/vGqBB",
+	"t2wP7X5dgXyiwL177nGl0H38JMu7urY/GihPAZb3d/xf6F6ySBWsv1AN77DG02qOYV0AfcTQwta2nzbz",
+	"1D7LsxL7vnrkxavDbz4Xxb0jG73TYy9H5KQ6/kSbx8WwO8G6kzQrz7j9C/D7m/EPz+uqmPipOprHtImu",
+	"FOHi1hCBqfIU3xQSxuNe+LWq6NT3Q32R6HRvVOPlEUEnNYqohEpAV8v12Y9IdTkFmQqhFYbIO6SMmpk6",
+	"53j4QwvcXSZiSO1H7ti5PYimBKFVzDcpMxl2X7GL68qnZTvxpe31mlgP3BfN2Ibk50skVbdgeA1Ilfx1",
+	"JN514Zr5pnXBoMXstyk+r55TfE7cYY5GjvGFSy2SDXubk3X1ISSpoHFI8DQsnjOwAbBNJjvnnLDyrIUN",
+	"r28p06TgmqXu7Cceh1xV6OoOySUZzLrt/auyn4X3e/D7Pya2gcNHdqM/Q0s9NwoTJeLWkDCinExLloif",
+	"1NXXrfbRIQ5oNJk+IfkbqwzQvob2e6D/adlQK67QDKqQlF2SNpgjJq5TIclTalOUntzk01LfQLX1uXSY",
+	"7hfyQCGf1PbYftQButd+2zdfvsB8M6prplXpHTwiFf0BdaONcDieXvGwepNPFveOnZaDeht5nOYdf+tQ",
+	"1QTIuNGtytoEUGTDXoJA8FaS5j26mC6BuzzFzkh3MMUHYtl7WUO4zunX+oRKtwtcz1N7ibLMagp21k5Z",
+	"xrT/guU3YzxBxLIiq+9Csv9t9y+5Glogr478DpDgzfarhzRQfbHBH+oN3CMG5EarkXqW4O0LlYDZTQVw",
+	"SDjcgtLkikmlQ7MhxqketOpG9KqDXINyd4YjnlIZl6fMfArZLD76WohF5LSx2kSlO7F2Hy5s4cHDb0+T",
+	"RWkcUHzm5h17om+wc+d7EB0LqrthwUfWSjyqdphBd6Uk8RNKyKC7gtB/J+7KAKbDB+ZgyjOhbYL8jmfj",
+	"nljs7HnUZ867L+IDdyKwyQ/fVtrxi/MaxrMoL0QRkiiwF1OgG+WV33YXbPvIyKcLw0EKy6KW5wqZuvMi",
+	"O1tb26/ejsaj8Wh75+3bt2+R29z0nyv3zbZzGgeo4XOq5gPXht94UlnfxjNXVb2/uP/fAAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -31,6 +31,7 @@ var statusOf = map[errcode.Code]int{
 	errcode.AgentProfileNotFound: http.StatusNotFound,
 	errcode.MethodNotAllowed:     http.StatusMethodNotAllowed,
 	errcode.AgentUnavailable:     http.StatusConflict,
+	errcode.WorkingDirMissing:    http.StatusConflict,
 	errcode.InvalidState:         http.StatusConflict,
 	errcode.SessionTerminal:      http.StatusConflict,
 	errcode.TurnActive:           http.StatusConflict,
@@ -42,6 +43,7 @@ var statusOf = map[errcode.Code]int{
 	errcode.ServiceShuttingDown:  http.StatusServiceUnavailable,
 	errcode.AgentStartFailed:     http.StatusBadGateway,
 	errcode.AgentError:           http.StatusBadGateway,
+	errcode.ResumeFailed:         http.StatusBadGateway,
 	errcode.DatabaseTooNew:       http.StatusInternalServerError,
 	errcode.Internal:             http.StatusInternalServerError,
 }

@@ -35,6 +35,9 @@ type options struct {
 	queue     int
 	heartbeat time.Duration
 	retention events.Retention
+	resumeOn  string
+	resumeN   int
+	restoreTO time.Duration
 }
 
 func parseOptions(args []string) (options, error) {
@@ -47,6 +50,9 @@ func parseOptions(args []string) (options, error) {
 	fs.StringVar(&o.cors, "cors-origins", env("TETHER_CORS_ORIGINS", ""), "comma-separated origins allowed by CORS (default: none) [TETHER_CORS_ORIGINS]")
 	fs.StringVar(&o.bodyLimit, "body-limit", env("TETHER_BODY_LIMIT", "2M"), "maximum request body size [TETHER_BODY_LIMIT]")
 	fs.IntVar(&o.queue, "queue-limit", 16, "prompts that may wait behind a running turn, per session")
+	fs.StringVar(&o.resumeOn, "resume-on-start", env("TETHER_RESUME_ON_START", "lazy"), "lazy: restore agents when a session is used; eager: restore resumable sessions at start-up [TETHER_RESUME_ON_START]")
+	fs.IntVar(&o.resumeN, "resume-concurrency", 8, "agents restored at once in eager mode")
+	fs.DurationVar(&o.restoreTO, "restore-timeout", 60*time.Second, "timeout of each session/new, session/load and session/resume call")
 	fs.DurationVar(&o.heartbeat, "heartbeat", 15*time.Second, "interval of SSE heartbeat comments on idle streams")
 	fs.DurationVar(&o.retention.Age, "event-retention", 7*24*time.Hour, "prune events of sessions closed longer ago than this (0 keeps everything)")
 	fs.IntVar(&o.retention.Keep, "event-retention-keep", 0, "newest events kept per pruned session")
@@ -56,6 +62,9 @@ func parseOptions(args []string) (options, error) {
 	}
 	if o.dataDir == "" {
 		return o, errors.New("no data directory: set --data-dir, TETHER_DATA_DIR or HOME")
+	}
+	if o.resumeOn != "lazy" && o.resumeOn != "eager" {
+		return o, fmt.Errorf("--resume-on-start must be lazy or eager, got %q", o.resumeOn)
 	}
 	return o, nil
 }
@@ -117,7 +126,14 @@ func serve(ctx context.Context, args []string) error {
 		return err
 	}
 	defer w.Close()
-	mgr := sessions.New(st, w, reg, sessions.Config{QueueLimit: o.queue, Logger: logger})
+	mgr := sessions.New(st, w, reg, sessions.Config{QueueLimit: o.queue, RestoreTimeout: o.restoreTO, Logger: logger})
+	// Reconcile before serving: nobody may see the previous daemon's
+	// half-finished state as if it were live.
+	rec, err := mgr.Reconcile(ctx)
+	if err != nil {
+		return fmt.Errorf("start-up reconciliation: %w", err)
+	}
+	logger.Info("reconciled sessions", "sessions", rec.Sessions, "interruptedTurns", rec.InterruptedTurns, "took", rec.Took)
 	var origins []string
 	if o.cors != "" {
 		origins = strings.Split(o.cors, ",")
@@ -142,6 +158,9 @@ func serve(ctx context.Context, args []string) error {
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	if o.resumeOn == "eager" {
+		go mgr.ResumeOnStart(ctx, o.resumeN)
+	}
 	select {
 	case err := <-errc:
 		return err

@@ -44,6 +44,8 @@ const (
 	MalformedJSON        Code = "malformed_json"
 	InvalidCursor        Code = "invalid_cursor"
 	TooManySubscribers   Code = "too_many_subscribers"
+	WorkingDirMissing    Code = "working_directory_missing"
+	ResumeFailed         Code = "resume_failed"
 )
 
 // Error is a domain error: a code, a human message and optional details that

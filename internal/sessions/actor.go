@@ -2,7 +2,6 @@ package sessions
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -36,6 +35,15 @@ type actor struct {
 	perms   map[string]*pendingPermission
 	// turns indexes every turn of the session by prompt id (idempotency).
 	turns map[string]store.Turn
+	// replaying is set while a session/load replays history: those updates
+	// are already in the transcript and must not be stored again. It stays
+	// set until the next prompt, as some agents replay after the response.
+	replaying bool
+	replayed  int
+	// waiters are told the outcome of the agent start in progress.
+	waiters []chan error
+	// lastErr is why the last start failed, for status.
+	lastErr error
 	// last is the latest write submitted for this session.
 	last *events.Pending
 }
@@ -61,106 +69,6 @@ func newActor(m *Manager, sess store.Session, exec store.Executor, turns []store
 }
 
 func (a *actor) ctx() context.Context { return context.Background() }
-
-// ensureAgent starts the agent process if it is neither running nor starting.
-func (a *actor) ensureAgent() {
-	if a.conn != nil || a.starting || a.stopping || a.sess.State.Terminal() {
-		return
-	}
-	a.starting = true
-	a.gen++
-	gen := a.gen
-	a.setState(store.SessionStarting)
-	a.exec.Status = store.ExecutorStarting
-	a.exec.ErrorMessage = ""
-	a.saveExecutor()
-
-	spec, _, specErr := a.m.profiles.Spec(a.sess.AgentProfileID)
-	params := acp.SessionParams{Cwd: a.sess.Cwd, MCPServers: a.sess.MCPServers, AdditionalDirectories: a.sess.AdditionalDirectories}
-	spec.Dir = a.sess.Cwd
-	h := &agentHandler{a: a, gen: gen}
-	opts := acp.Options{Spec: spec, Root: a.sess.Cwd, Handler: h, StopGrace: a.m.cfg.StopGrace,
-		InitTimeout: a.m.cfg.StartTimeout, Logger: a.log}
-	if a.m.cfg.Outgoing != nil {
-		opts.Outgoing = a.m.cfg.Outgoing(a.id)
-	}
-	go func() {
-		if specErr != nil {
-			a.mb.post(func() { a.onAgentStarted(gen, nil, "", specErr) })
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), a.m.cfg.StartTimeout)
-		defer cancel()
-		conn, err := acp.Start(ctx, opts)
-		var acpID string
-		if err == nil {
-			acpID, err = conn.NewSession(ctx, params)
-			if err != nil {
-				conn.Stop()
-				err = fmt.Errorf("session/new: %s", acp.Message(err))
-			}
-		}
-		if err != nil {
-			conn = nil
-		}
-		a.mb.post(func() { a.onAgentStarted(gen, conn, acpID, err) })
-	}()
-}
-
-func (a *actor) onAgentStarted(gen int, conn *acp.Conn, acpID string, err error) {
-	if gen != a.gen {
-		if conn != nil {
-			go conn.Stop()
-		}
-		return
-	}
-	a.starting = false
-	if a.stopping || a.sess.State.Terminal() {
-		if conn != nil {
-			go conn.Stop()
-		}
-		return
-	}
-	if err != nil {
-		a.log.Warn("agent failed to start", "err", err)
-		a.exec.Status = store.ExecutorError
-		a.exec.ErrorMessage = err.Error()
-		a.saveExecutor()
-		// Queued turns cannot run without an agent: they fail visibly
-		// rather than waiting forever. The next prompt tries again.
-		for _, t := range a.queue {
-			a.endTurn(t, store.TurnFailed, func(t *store.Turn) {
-				t.ErrorCode = "agent_start_failed"
-				t.ErrorMessage = err.Error()
-			})
-		}
-		a.queue = nil
-		a.setState(store.SessionWaitingForInput)
-		return
-	}
-	a.conn, a.acpID = conn, acpID
-	caps := conn.Capabilities()
-	now := time.Now().UTC()
-	a.exec.Status = store.ExecutorReady
-	a.exec.PID = conn.PID()
-	a.exec.AgentExecutionID = fmt.Sprintf("%s-%d", a.id, gen)
-	a.exec.ResumeToken = acpID
-	a.exec.SupportsLoad = caps.LoadSession
-	a.exec.SupportsSessionResume = caps.Resume
-	a.exec.LastSeenAt = &now
-	a.exec.ExitCode, a.exec.ExitSignal = nil, ""
-	a.saveExecutor()
-	go func() {
-		if err := a.m.profiles.RecordCapabilities(context.Background(), a.sess.AgentProfileID, caps); err != nil {
-			a.log.Warn("record agent capabilities", "err", err)
-		}
-	}()
-	go func() {
-		<-conn.Done()
-		a.mb.post(func() { a.onAgentExit(gen, conn) })
-	}()
-	a.startNext()
-}
 
 // onAgentExit handles the agent process ending, expected or not.
 func (a *actor) onAgentExit(gen int, conn *acp.Conn) {

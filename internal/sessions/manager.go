@@ -33,8 +33,13 @@ type Profiles interface {
 type Config struct {
 	// QueueLimit bounds prompts waiting behind a running turn.
 	QueueLimit int
-	// StartTimeout bounds process start + initialize + session/new.
+	// StartTimeout bounds process start + initialize.
 	StartTimeout time.Duration
+	// RestoreTimeout bounds each session/new, session/resume and
+	// session/load call; real agents can take ~10 s offline.
+	RestoreTimeout time.Duration
+	// ResumeWait bounds how long a resume request waits for the agent.
+	ResumeWait time.Duration
 	// StopGrace is the SIGTERM→SIGKILL grace when stopping an agent.
 	StopGrace time.Duration
 	// CancelGrace is how long a cancelled turn may take to end before the
@@ -51,6 +56,12 @@ func (c *Config) defaults() {
 	}
 	if c.StartTimeout <= 0 {
 		c.StartTimeout = 60 * time.Second
+	}
+	if c.RestoreTimeout <= 0 {
+		c.RestoreTimeout = 60 * time.Second
+	}
+	if c.ResumeWait <= 0 {
+		c.ResumeWait = 90 * time.Second
 	}
 	if c.StopGrace <= 0 {
 		c.StopGrace = 3 * time.Second

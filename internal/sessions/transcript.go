@@ -25,6 +25,14 @@ func (a *actor) onUpdate(gen int, u acp.Update) {
 	if gen != a.gen {
 		return
 	}
+	if a.replaying && a.running == nil {
+		switch u.Kind {
+		case acp.UpdateAgentMessage, acp.UpdateAgentThought, acp.UpdateUserMessage, acp.UpdateToolCall,
+			acp.UpdateToolCallUpdate, acp.UpdatePlan:
+			a.replayed++ // history we already hold: neither stored nor streamed again
+			return
+		}
+	}
 	promptID := ""
 	if a.running != nil {
 		promptID = a.running.turn.PromptID

@@ -12,8 +12,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tether/tether/internal/acp"
-	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -157,14 +157,27 @@ func (a *actor) startNext() {
 	}
 	t := a.queue[0]
 	a.queue = a.queue[1:]
+	a.replaying = false
 	now := time.Now().UTC()
 	t.State = store.TurnRunning
 	t.StartedAt = &now
+	inject := a.sess.InjectContext
+	if inject {
+		// The agent lost its session: this prompt carries the resume
+		// context, exactly once (recorded on the turn and the session).
+		t.ContextInjected = true
+		a.sess.InjectContext = false
+	}
 	a.turns[t.PromptID] = t
-	a.write(func(tx *store.Store, emit events.Emit) error {
+	started := a.write(func(tx *store.Store, emit events.Emit) error {
 		ctx := a.ctx()
 		if err := tx.UpdateTurn(ctx, t); err != nil {
 			return err
+		}
+		if inject {
+			if err := tx.SetSessionInjectContext(ctx, a.id, false); err != nil {
+				return err
+			}
 		}
 		emit(events.Draft{SessionID: a.id, Type: events.TurnStarted, PromptID: t.PromptID, Payload: a.payload(map[string]any{
 			"kind": t.Kind, "startedAt": now})})
@@ -183,9 +196,17 @@ func (a *actor) startNext() {
 	a.setState(store.SessionRunning)
 	acpID := a.acpID
 	go func() {
+		prompt := t.Prompt
+		if inject {
+			var err error
+			if prompt, err = a.m.withResumeContext(started, a.id, t); err != nil {
+				a.mb.post(func() { a.onTurnDone(r, "", err) })
+				return
+			}
+		}
 		// The prompt's context stays alive on cancel so that the agent's
 		// own stop reason is observed; cancellation goes via session/cancel.
-		stop, err := r.conn.Prompt(context.Background(), acpID, t.Prompt)
+		stop, err := r.conn.Prompt(context.Background(), acpID, prompt)
 		a.mb.post(func() { a.onTurnDone(r, stop, err) })
 	}()
 }

@@ -40,6 +40,11 @@ func emitState(ctx context.Context, tx *store.Store, emit events.Emit, sess stor
 	}
 	emit(events.Draft{SessionID: sess.ID, Type: events.SessionStateChanged, Payload: map[string]any{
 		"taskId": sess.TaskID, "state": sess.State, "previousState": prev}})
+	return emitTaskFollow(ctx, tx, emit, sess)
+}
+
+// emitTaskFollow moves the task to the state its session implies.
+func emitTaskFollow(ctx context.Context, tx *store.Store, emit events.Emit, sess store.Session) error {
 	var want store.TaskState
 	switch sess.State {
 	case store.SessionRunning:

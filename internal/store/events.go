@@ -218,7 +218,7 @@ func (s *Store) PruneEvents(ctx context.Context, closedBefore time.Time, keep in
 			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, formatTime(closedBefore)).Error; err != nil {
 			return err
 		}
-		if err := db.Exec(`INSERT INTO meta (key, value) SELECT 'maxid', COALESCE(MAX(id), 0) FROM events
+		if err := db.Exec(`INSERT INTO meta (key, value) SELECT 'maxid', COALESCE(MAX(id), 0) FROM events WHERE true
 			ON CONFLICT (key) DO UPDATE SET value = MAX(CAST(meta.value AS INTEGER), excluded.value)`).Error; err != nil {
 			return err
 		}

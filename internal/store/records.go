@@ -155,9 +155,12 @@ type Session struct {
 	Prompted bool
 	// ContextLost is true when a restore could not give the agent its history.
 	ContextLost bool
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
-	ClosedAt    *time.Time
+	// InjectContext is true while the next prompt owes the resume context
+	// (history injection after a restore fell back to a fresh session).
+	InjectContext bool
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	ClosedAt      *time.Time
 }
 
 // Executor is the executors_running row of a session: one per session,
@@ -202,6 +205,8 @@ type Turn struct {
 	ContinuesPromptID string
 	// CancelRequested records the user's cancel intent durably.
 	CancelRequested bool
+	// ContextInjected marks the turn whose prompt carried the resume context.
+	ContextInjected bool
 	CreatedAt       time.Time
 	StartedAt       *time.Time
 	EndedAt         *time.Time

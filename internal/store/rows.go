@@ -50,6 +50,7 @@ type sessionRow struct {
 	Plan                  *string `gorm:"column:plan"`
 	Prompted              bool    `gorm:"column:prompted"`
 	ContextLost           bool    `gorm:"column:context_lost"`
+	InjectContext         bool    `gorm:"column:inject_context"`
 	CreatedAt             dbTime  `gorm:"column:created_at"`
 	UpdatedAt             dbTime  `gorm:"column:updated_at"`
 	ClosedAt              *dbTime `gorm:"column:closed_at"`
@@ -64,7 +65,7 @@ func fromSession(s Session) sessionRow {
 		MCPServers:            string(s.MCPServers),
 		AdditionalDirectories: stringsJSON(s.AdditionalDirectories),
 		Plan:                  jsonText(s.Plan),
-		Prompted:              s.Prompted, ContextLost: s.ContextLost,
+		Prompted:              s.Prompted, ContextLost: s.ContextLost, InjectContext: s.InjectContext,
 		CreatedAt: toDBTime(s.CreatedAt), UpdatedAt: toDBTime(s.UpdatedAt),
 		ClosedAt: toDBTimePtr(s.ClosedAt),
 	}
@@ -81,7 +82,7 @@ func toSession(r sessionRow) (Session, error) {
 		MCPServers:            json.RawMessage(r.MCPServers),
 		AdditionalDirectories: dirs,
 		Plan:                  fromJSONText(r.Plan),
-		Prompted:              r.Prompted, ContextLost: r.ContextLost,
+		Prompted:              r.Prompted, ContextLost: r.ContextLost, InjectContext: r.InjectContext,
 		CreatedAt: r.CreatedAt.t, UpdatedAt: r.UpdatedAt.t,
 		ClosedAt: fromDBTimePtr(r.ClosedAt),
 	}, nil
@@ -166,6 +167,7 @@ type turnRow struct {
 	ExitSignal        string  `gorm:"column:exit_signal"`
 	ContinuesPromptID string  `gorm:"column:continues_prompt_id"`
 	CancelRequested   bool    `gorm:"column:cancel_requested"`
+	ContextInjected   bool    `gorm:"column:context_injected"`
 	CreatedAt         dbTime  `gorm:"column:created_at"`
 	StartedAt         *dbTime `gorm:"column:started_at"`
 	EndedAt           *dbTime `gorm:"column:ended_at"`
@@ -179,7 +181,7 @@ func fromTurn(t Turn) turnRow {
 		Kind: string(t.Kind), State: string(t.State), Prompt: jsonText(t.Prompt),
 		StopReason: t.StopReason, ErrorCode: t.ErrorCode, ErrorMessage: t.ErrorMessage,
 		InterruptReason: t.InterruptReason, ExitCode: t.ExitCode, ExitSignal: t.ExitSignal,
-		ContinuesPromptID: t.ContinuesPromptID, CancelRequested: t.CancelRequested,
+		ContinuesPromptID: t.ContinuesPromptID, CancelRequested: t.CancelRequested, ContextInjected: t.ContextInjected,
 		CreatedAt: toDBTime(t.CreatedAt), StartedAt: toDBTimePtr(t.StartedAt),
 		EndedAt: toDBTimePtr(t.EndedAt),
 	}
@@ -191,7 +193,7 @@ func toTurn(r turnRow) Turn {
 		Kind: TurnKind(r.Kind), State: TurnState(r.State), Prompt: fromJSONText(r.Prompt),
 		StopReason: r.StopReason, ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage,
 		InterruptReason: r.InterruptReason, ExitCode: r.ExitCode, ExitSignal: r.ExitSignal,
-		ContinuesPromptID: r.ContinuesPromptID, CancelRequested: r.CancelRequested,
+		ContinuesPromptID: r.ContinuesPromptID, CancelRequested: r.CancelRequested, ContextInjected: r.ContextInjected,
 		CreatedAt: r.CreatedAt.t, StartedAt: fromDBTimePtr(r.StartedAt),
 		EndedAt: fromDBTimePtr(r.EndedAt),
 	}

@@ -235,6 +235,12 @@ func (s *Store) SetSessionContextLost(ctx context.Context, id string, lost bool)
 	return s.updateSession(ctx, id, map[string]any{"context_lost": lost})
 }
 
+// SetSessionInjectContext records whether the next prompt owes the resume
+// context (history injection).
+func (s *Store) SetSessionInjectContext(ctx context.Context, id string, pending bool) error {
+	return s.updateSession(ctx, id, map[string]any{"inject_context": pending})
+}
+
 func (s *Store) updateSession(ctx context.Context, id string, set map[string]any) error {
 	if _, ok := set["updated_at"]; !ok {
 		set["updated_at"] = toDBTime(now())

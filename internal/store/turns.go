@@ -112,6 +112,7 @@ func (s *Store) UpdateTurn(ctx context.Context, t Turn) error {
 			"exit_signal":         r.ExitSignal,
 			"continues_prompt_id": r.ContinuesPromptID,
 			"cancel_requested":    r.CancelRequested,
+			"context_injected":    r.ContextInjected,
 			"started_at":          r.StartedAt,
 			"ended_at":            r.EndedAt,
 		})

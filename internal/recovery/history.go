@@ -1,0 +1,137 @@
+// Package recovery decides what a session needs after its agent was lost:
+// the resume context that gives a fresh agent the conversation so far
+// (history injection), the history export, and the recovery planner.
+package recovery
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tether/tether/internal/store"
+)
+
+// Truncation limits of the resume context (DESIGN.md section 4).
+const (
+	MaxMessageChars    = 2000
+	MaxToolResultChars = 500
+)
+
+// EntryType names one line of the exported history.
+type EntryType string
+
+// History entry types, as exported in JSONL.
+const (
+	UserMessage  EntryType = "user_message"
+	AgentMessage EntryType = "agent_message"
+	ToolCall     EntryType = "tool_call"
+	ToolResult   EntryType = "tool_result"
+)
+
+// Entry is one step of a session's history in conversation order.
+type Entry struct {
+	Type     EntryType `json:"type"`
+	PromptID string    `json:"promptId,omitempty"`
+	Text     string    `json:"text,omitempty"`
+	// ToolCallID, Name and Status describe tool entries.
+	ToolCallID string    `json:"toolCallId,omitempty"`
+	Name       string    `json:"name,omitempty"`
+	Status     string    `json:"status,omitempty"`
+	Time       time.Time `json:"time"`
+}
+
+// History orders a transcript into entries: user and agent messages, each
+// tool call followed by its result. Thoughts and system notices are not
+// conversation and are left out.
+func History(msgs []store.Message, calls []store.ToolCall) []Entry {
+	var out []Entry
+	for _, m := range msgs {
+		switch m.Role {
+		case store.RoleUser:
+			out = append(out, Entry{Type: UserMessage, PromptID: m.PromptID, Text: m.Text, Time: m.CreatedAt})
+		case store.RoleAgent:
+			out = append(out, Entry{Type: AgentMessage, PromptID: m.PromptID, Text: m.Text, Time: m.CreatedAt})
+		}
+	}
+	for _, c := range calls {
+		out = append(out, Entry{Type: ToolCall, PromptID: c.PromptID, ToolCallID: c.ToolCallID, Name: toolName(c), Time: c.CreatedAt})
+		if c.Status == store.ToolCompleted || c.Status == store.ToolFailed {
+			out = append(out, Entry{Type: ToolResult, PromptID: c.PromptID, ToolCallID: c.ToolCallID, Name: toolName(c),
+				Status: string(c.Status), Text: toolText(c.Content), Time: c.UpdatedAt})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
+	return out
+}
+
+func toolName(c store.ToolCall) string {
+	if c.Title != "" {
+		return c.Title
+	}
+	if c.Kind != "" {
+		return c.Kind
+	}
+	return c.ToolCallID
+}
+
+// toolText extracts the text of ACP tool call content (text blocks, diffs).
+func toolText(raw json.RawMessage) string {
+	var items []struct {
+		Type    string `json:"type"`
+		Path    string `json:"path"`
+		NewText string `json:"newText"`
+		Content struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(raw, &items) != nil {
+		return ""
+	}
+	var parts []string
+	for _, it := range items {
+		switch {
+		case it.Type == "content" && it.Content.Type == "text":
+			parts = append(parts, it.Content.Text)
+		case it.Type == "diff":
+			parts = append(parts, "diff of "+it.Path+":\n"+it.NewText)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// ResumeContext wraps the prompt being sent with the conversation so far,
+// so an agent that lost its session can continue it. It is injected once.
+func ResumeContext(history []Entry, current string) string {
+	var b strings.Builder
+	b.WriteString("RESUME CONTEXT FOR CONTINUING TASK\n\n=== EXECUTION HISTORY ===\n")
+	for _, e := range history {
+		switch e.Type {
+		case UserMessage:
+			fmt.Fprintf(&b, "[USER]: %s\n", truncate(e.Text, MaxMessageChars))
+		case AgentMessage:
+			fmt.Fprintf(&b, "[ASSISTANT]: %s\n", truncate(e.Text, MaxMessageChars))
+		case ToolCall:
+			fmt.Fprintf(&b, "[TOOL CALL: %s]\n", e.Name)
+		case ToolResult:
+			fmt.Fprintf(&b, "[TOOL RESULT: %s] %s\n", e.Name, truncate(e.Text, MaxToolResultChars))
+		}
+	}
+	b.WriteString("\n=== CURRENT REQUEST ===\n")
+	b.WriteString(current)
+	b.WriteString("\n\n=== INSTRUCTIONS ===\n")
+	b.WriteString("You are continuing work on the above task. The history above is what happened before your session was restarted.\n")
+	b.WriteString("Do not repeat work that was already completed.\n")
+	return b.String()
+}
+
+// truncate cuts s to max runes, marking the cut.
+func truncate(s string, max int) string {
+	r := []rune(s)
+	if len(r) <= max {
+		return s
+	}
+	return string(r[:max]) + "… [truncated]"
+}

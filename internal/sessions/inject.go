@@ -1,0 +1,60 @@
+package sessions
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+
+	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/recovery"
+	"github.com/tether/tether/internal/store"
+)
+
+var osStat = os.Stat
+
+// withResumeContext builds the prompt for a turn that owes the resume
+// context: the transcript before this turn, then the request itself. It
+// runs off the actor, after the turn start is durable.
+func (m *Manager) withResumeContext(started *events.Pending, sessionID string, t store.Turn) (json.RawMessage, error) {
+	ctx := context.Background()
+	if _, err := started.Wait(ctx); err != nil {
+		return nil, err
+	}
+	var msgs []store.Message
+	var calls []store.ToolCall
+	err := m.store.Snapshot(ctx, func(r *store.Store) error {
+		var err error
+		if msgs, err = r.ListMessages(ctx, sessionID); err != nil {
+			return err
+		}
+		calls, err = r.ListToolCalls(ctx, sessionID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	msgs = exceptPrompt(msgs, t.PromptID, func(m store.Message) string { return m.PromptID })
+	calls = exceptPrompt(calls, t.PromptID, func(c store.ToolCall) string { return c.PromptID })
+	text := recovery.ResumeContext(recovery.History(msgs, calls), promptText(t.Prompt))
+	var blocks []map[string]any
+	if err := json.Unmarshal(t.Prompt, &blocks); err != nil {
+		return nil, err
+	}
+	out := []map[string]any{{"type": "text", "text": text}}
+	for _, b := range blocks {
+		if b["type"] != "text" {
+			out = append(out, b)
+		}
+	}
+	return json.Marshal(out)
+}
+
+func exceptPrompt[T any](xs []T, promptID string, id func(T) string) []T {
+	out := xs[:0:0]
+	for _, x := range xs {
+		if id(x) != promptID {
+			out = append(out, x)
+		}
+	}
+	return out
+}

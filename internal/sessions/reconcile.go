@@ -1,0 +1,184 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/store"
+)
+
+// ReconcileResult summarises start-up reconciliation.
+type ReconcileResult struct {
+	Sessions         int
+	InterruptedTurns int
+	Took             time.Duration
+}
+
+// Reconcile repairs what the previous daemon left behind, before the API
+// serves anything: in every active session, turns left running or queued
+// become interrupted (reason daemon_restart) with synthetic failures for
+// their unfinished tool calls, pending permissions expire, the session
+// waits for input (task in REVIEW) and its executor row is re-derived —
+// an orphaned agent process is stopped. No model request is sent.
+func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
+	start := time.Now()
+	var res ReconcileResult
+	active, err := m.store.ListSessionsByState(ctx, store.SessionStarting, store.SessionRunning, store.SessionWaitingForInput)
+	if err != nil {
+		return res, err
+	}
+	var pending []*events.Pending
+	for _, s := range active {
+		ex, err := m.store.GetExecutor(ctx, s.ID)
+		if err != nil {
+			return res, err
+		}
+		turns, err := m.store.ListTurnsByState(ctx, s.ID, store.TurnRunning, store.TurnQueued)
+		if err != nil {
+			return res, err
+		}
+		perms, err := m.store.ListPermissions(ctx, s.ID, store.PermissionPending)
+		if err != nil {
+			return res, err
+		}
+		if len(turns) == 0 && len(perms) == 0 && s.State == store.SessionWaitingForInput &&
+			(ex.Status == store.ExecutorStopped || ex.Status == store.ExecutorError) {
+			continue // already consistent
+		}
+		res.Sessions++
+		res.InterruptedTurns += len(turns)
+		stopOrphan(ex)
+		pending = append(pending, m.w.Submit(reconcileOp(s, ex, turns, perms)))
+	}
+	for _, p := range pending {
+		if _, err := p.Wait(ctx); err != nil {
+			return res, err
+		}
+	}
+	res.Took = time.Since(start)
+	return res, nil
+}
+
+// stopOrphan kills the process group of an agent the previous daemon
+// started: nobody holds its stdio any more, so it can never be driven.
+func stopOrphan(ex store.Executor) {
+	if ex.PID <= 0 || ex.Runtime != store.RuntimeStandalone || (ex.Status != store.ExecutorReady && ex.Status != store.ExecutorStarting) {
+		return
+	}
+	if err := syscall.Kill(-ex.PID, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return
+	}
+	time.AfterFunc(3*time.Second, func() { _ = syscall.Kill(-ex.PID, syscall.SIGKILL) })
+}
+
+func reconcileOp(s store.Session, ex store.Executor, turns []store.Turn, perms []store.Permission) events.Apply {
+	return func(tx *store.Store, emit events.Emit) error {
+		ctx := context.Background()
+		a := &actor{id: s.ID, sess: s} // for payload helpers only
+		now := time.Now().UTC()
+		for _, t := range turns {
+			dangling, err := failDanglingToolCalls(ctx, tx, emit, a, t.PromptID, "daemon restart")
+			if err != nil {
+				return err
+			}
+			if t.State == store.TurnRunning {
+				m, err := tx.AddMessage(ctx, store.Message{SessionID: s.ID, PromptID: t.PromptID, Role: store.RoleSystem,
+					Text: "Turn interrupted: tetherd restarted while it was running."})
+				if err != nil {
+					return err
+				}
+				emit(messageAdded(a, m))
+			}
+			t.State, t.EndedAt, t.InterruptReason = store.TurnInterrupted, &now, "daemon_restart"
+			if err := tx.UpdateTurn(ctx, t); err != nil {
+				return err
+			}
+			emit(turnEnded(a, t, dangling))
+		}
+		for _, p := range perms {
+			if _, err := tx.ResolvePermission(ctx, s.ID, p.ID, store.PermissionExpired, ""); err != nil {
+				return err
+			}
+			emit(events.Draft{SessionID: s.ID, Type: events.PermissionResolved, PromptID: p.PromptID, Payload: a.payload(map[string]any{
+				"requestId": p.ID, "state": store.PermissionExpired})})
+		}
+		if ex.Status == store.ExecutorReady || ex.Status == store.ExecutorStarting {
+			ex.Status = store.ExecutorStopped
+			ex.ErrorMessage = "agent stopped: tetherd restarted"
+			if err := tx.UpdateExecutor(ctx, ex); err != nil {
+				return err
+			}
+			emit(events.Draft{SessionID: s.ID, Type: events.SessionExecutorStatus, Payload: a.payload(executorPayload(ex))})
+		}
+		prev := s.State
+		s.State = store.SessionWaitingForInput
+		if prev != s.State {
+			return emitState(ctx, tx, emit, s, prev)
+		}
+		return emitTaskFollow(ctx, tx, emit, s)
+	}
+}
+
+// ResumeOnStart restores resumable sessions in the background (eager mode),
+// newest first, at most concurrency at a time. Failures are visible on each
+// session; they never stop the others.
+func (m *Manager) ResumeOnStart(ctx context.Context, concurrency int) {
+	if concurrency <= 0 {
+		concurrency = 4
+	}
+	sessions, err := m.store.ListSessionsByState(ctx, store.SessionWaitingForInput)
+	if err != nil {
+		m.cfg.Logger.Error("eager resume: list sessions", "err", err)
+		return
+	}
+	sort.Slice(sessions, func(i, j int) bool { return sessions[i].UpdatedAt.After(sessions[j].UpdatedAt) })
+	sem := make(chan struct{}, concurrency)
+	var wg sync.WaitGroup
+	for _, s := range sessions {
+		st, err := m.Status(ctx, s.ID)
+		if err != nil || !st.NeedsResume || !st.IsResumable {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if _, err := m.Resume(ctx, s.ID); err != nil {
+				m.cfg.Logger.Warn("eager resume failed", "session", s.ID, "err", err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// Resume restores a session's agent and waits, event-driven and bounded by
+// the configured timeout, until it is ready or failed.
+func (m *Manager) Resume(ctx context.Context, sessionID string) (Status, error) {
+	a, err := m.actor(ctx, sessionID)
+	if err != nil {
+		return Status{}, err
+	}
+	ch, err := call(ctx, a.mb, a.resume)
+	if err != nil {
+		return Status{}, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, m.cfg.ResumeWait)
+	defer cancel()
+	select {
+	case err = <-ch:
+	case <-wctx.Done():
+		err = wctx.Err()
+	}
+	if serr := a.sync(ctx); serr != nil && err == nil {
+		err = serr
+	}
+	if err != nil {
+		return Status{}, err
+	}
+	return m.Status(ctx, sessionID)
+}

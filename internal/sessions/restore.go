@@ -1,0 +1,310 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tether/tether/internal/acp"
+	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/store"
+)
+
+// Restore strategies, as session.resumed reports them.
+const (
+	StrategyNativeResume     = "native_resume"
+	StrategyNativeLoad       = "native_load"
+	StrategyHistoryInjection = "history_injection"
+	StrategyFresh            = "fresh"
+)
+
+// startPlan is what the actor knows when it starts an agent; the start
+// goroutine must not touch actor state.
+type startPlan struct {
+	gen        int
+	spec       acp.Spec
+	specErr    error
+	params     acp.SessionParams
+	token      string
+	hadHistory bool
+	inject     bool // the profile supports history injection
+	opts       acp.Options
+}
+
+// startOutcome is what the start goroutine reports back.
+type startOutcome struct {
+	conn            *acp.Conn
+	acpID           string
+	strategy        string // "" for a first start
+	contextRestored bool
+	fallback        string // why a stored session could not be restored
+	err             error
+}
+
+// ensureAgent starts (or restores) the agent if it is neither running nor
+// starting. Restore order for a stored ACP session id: session/resume when
+// advertised, else session/load, else session/new — falling back to new
+// only when the agent says "unsupported" or "unknown session". Any other
+// failure keeps the stored identity and leaves the session resumable.
+func (a *actor) ensureAgent() {
+	if a.conn != nil || a.starting || a.stopping || a.sess.State.Terminal() {
+		return
+	}
+	a.starting = true
+	a.gen++
+	spec, profile, specErr := a.m.profiles.Spec(a.sess.AgentProfileID)
+	p := startPlan{gen: a.gen, spec: spec, specErr: specErr, token: a.exec.ResumeToken,
+		hadHistory: len(a.turns) > 0, inject: profile.HistoryContextInjection,
+		params: acp.SessionParams{Cwd: a.sess.Cwd, MCPServers: a.sess.MCPServers, AdditionalDirectories: a.sess.AdditionalDirectories}}
+	if p.token != "" && len(profile.ResumeArgs) > 0 {
+		p.spec.Args = append(append([]string(nil), p.spec.Args...), profile.ExpandResumeArgs(p.token)...)
+	}
+	p.spec.Dir = a.sess.Cwd
+	p.opts = acp.Options{Spec: p.spec, Root: a.sess.Cwd, Handler: &agentHandler{a: a, gen: p.gen}, StopGrace: a.m.cfg.StopGrace,
+		InitTimeout: a.m.cfg.StartTimeout, Logger: a.log}
+	if a.m.cfg.Outgoing != nil {
+		p.opts.Outgoing = a.m.cfg.Outgoing(a.id)
+	}
+	a.replaying = p.token != ""
+	a.replayed = 0
+	a.setState(store.SessionStarting)
+	a.exec.Status = store.ExecutorStarting
+	a.exec.ErrorMessage = ""
+	a.saveExecutor()
+	go func() {
+		out := a.m.start(p)
+		a.mb.post(func() { a.onAgentStarted(p, out) })
+	}()
+}
+
+// start launches the agent and opens or restores its ACP session.
+func (m *Manager) start(p startPlan) startOutcome {
+	if p.specErr != nil {
+		return startOutcome{err: p.specErr}
+	}
+	if err := checkDir(p.params.Cwd); err != nil {
+		return startOutcome{err: err}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.StartTimeout)
+	defer cancel()
+	conn, err := acp.Start(ctx, p.opts)
+	if err != nil {
+		return startOutcome{err: errcode.Wrap(errcode.AgentStartFailed, err, "agent did not start: %v", err)}
+	}
+	out := startOutcome{conn: conn}
+	if p.token != "" {
+		out = m.restore(conn, p)
+		if out.err != nil {
+			conn.Stop()
+			out.conn = nil
+			return out
+		}
+		if out.acpID != "" {
+			return out
+		}
+	}
+	rctx, rcancel := context.WithTimeout(context.Background(), m.cfg.RestoreTimeout)
+	defer rcancel()
+	id, err := conn.NewSession(rctx, p.params)
+	if err != nil {
+		conn.Stop()
+		return startOutcome{err: errcode.Wrap(errcode.AgentStartFailed, err, "session/new failed: %s", acp.Message(err))}
+	}
+	out.acpID = id
+	if p.hadHistory {
+		out.strategy, out.contextRestored = StrategyFresh, false
+		if p.inject {
+			out.strategy = StrategyHistoryInjection
+		}
+	}
+	return out
+}
+
+// restore tries session/resume then session/load. An empty acpID with no
+// error means "fall back to session/new" (reason in fallback).
+func (m *Manager) restore(conn *acp.Conn, p startPlan) startOutcome {
+	out := startOutcome{conn: conn}
+	caps := conn.Capabilities()
+	try := func(name string, f func(context.Context) error) (ok bool, fallback bool) {
+		ctx, cancel := context.WithTimeout(context.Background(), m.cfg.RestoreTimeout)
+		defer cancel()
+		err := f(ctx)
+		if err == nil {
+			return true, false
+		}
+		switch acp.Classify(err) {
+		case acp.ClassUnsupported:
+			out.fallback = "unsupported"
+			return false, true
+		case acp.ClassUnknownSession:
+			out.fallback = "unknown_session"
+			return false, true
+		}
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%s timed out after %s", name, m.cfg.RestoreTimeout)
+		}
+		out.err = errcode.Wrap(errcode.AgentStartFailed, err, "%s failed (session identity kept): %s", name, acp.Message(err))
+		return false, false
+	}
+	if caps.Resume {
+		ok, fallback := try("session/resume", func(ctx context.Context) error { return conn.ResumeSession(ctx, p.token, p.params) })
+		if ok {
+			out.acpID, out.strategy, out.contextRestored = p.token, StrategyNativeResume, true
+			return out
+		}
+		if !fallback {
+			return out
+		}
+		if out.fallback == "unknown_session" {
+			return out // the agent does not know the session: load would not either
+		}
+	}
+	if caps.LoadSession {
+		ok, fallback := try("session/load", func(ctx context.Context) error { return conn.LoadSession(ctx, p.token, p.params) })
+		if ok {
+			out.acpID, out.strategy, out.contextRestored, out.fallback = p.token, StrategyNativeLoad, true, ""
+			return out
+		}
+		if !fallback {
+			return out
+		}
+	}
+	if out.fallback == "" {
+		out.fallback = "unsupported"
+	}
+	return out
+}
+
+// checkDir refuses to start an agent in a directory that is gone; the
+// session stays resumable for when it is back.
+func checkDir(dir string) error {
+	if _, err := osStat(dir); err != nil {
+		return errcode.New(errcode.WorkingDirMissing, "working directory %s is missing", dir).With("retryAfter", 10)
+	}
+	return nil
+}
+
+func (a *actor) onAgentStarted(p startPlan, out startOutcome) {
+	if p.gen != a.gen || a.stopping || a.sess.State.Terminal() {
+		if out.conn != nil {
+			go out.conn.Stop()
+		}
+		a.notifyWaiters(errcode.New(errcode.SessionTerminal, "session closed while its agent was starting"))
+		return
+	}
+	a.starting = false
+	if out.err != nil {
+		a.startFailed(out.err)
+		return
+	}
+	// A load that replayed nothing while we hold turns means the agent
+	// silently created an empty session: its context is lost.
+	if out.strategy == StrategyNativeLoad && a.replayed == 0 && p.hadHistory {
+		out.strategy, out.contextRestored, out.fallback = StrategyFresh, false, "empty_replay"
+		if p.inject {
+			out.strategy = StrategyHistoryInjection
+		}
+	}
+	conn := out.conn
+	a.conn, a.acpID = conn, out.acpID
+	a.lastErr = nil
+	caps := conn.Capabilities()
+	now := time.Now().UTC()
+	a.exec.Status = store.ExecutorReady
+	a.exec.PID = conn.PID()
+	a.exec.AgentExecutionID = fmt.Sprintf("%s-%d", a.id, p.gen)
+	a.exec.ResumeToken = out.acpID
+	a.exec.SupportsLoad = caps.LoadSession
+	a.exec.SupportsSessionResume = caps.Resume
+	a.exec.LastSeenAt = &now
+	a.exec.ExitCode, a.exec.ExitSignal, a.exec.ErrorMessage = nil, "", ""
+	a.saveExecutor()
+	if out.strategy != "" {
+		a.recordResumed(out)
+	}
+	go func() {
+		if err := a.m.profiles.RecordCapabilities(context.Background(), a.sess.AgentProfileID, caps); err != nil {
+			a.log.Warn("record agent capabilities", "err", err)
+		}
+	}()
+	gen := p.gen
+	go func() {
+		<-conn.Done()
+		a.mb.post(func() { a.onAgentExit(gen, conn) })
+	}()
+	a.notifyWaiters(nil)
+	a.startNext()
+}
+
+// recordResumed persists the restore outcome and announces it.
+func (a *actor) recordResumed(out startOutcome) {
+	inject := out.strategy == StrategyHistoryInjection
+	lost := !out.contextRestored && !inject
+	a.sess.InjectContext = inject
+	a.sess.ContextLost = lost
+	payload := a.payload(map[string]any{"strategy": out.strategy, "contextRestored": out.contextRestored})
+	if out.fallback != "" {
+		payload["fallbackReason"] = out.fallback
+	}
+	a.write(func(tx *store.Store, emit events.Emit) error {
+		ctx := a.ctx()
+		if err := tx.SetSessionInjectContext(ctx, a.id, inject); err != nil {
+			return err
+		}
+		if err := tx.SetSessionContextLost(ctx, a.id, lost); err != nil {
+			return err
+		}
+		emit(events.Draft{SessionID: a.id, Type: events.SessionResumed, Payload: payload})
+		return nil
+	})
+}
+
+// startFailed leaves the session usable and resumable: the identity is kept,
+// the error is visible on the executor, queued turns fail visibly.
+func (a *actor) startFailed(err error) {
+	a.log.Warn("agent failed to start", "err", err)
+	a.lastErr = err
+	a.exec.Status = store.ExecutorError
+	var de *errcode.Error
+	if errors.As(err, &de) {
+		a.exec.ErrorMessage = de.Message
+	} else {
+		a.exec.ErrorMessage = err.Error()
+	}
+	a.saveExecutor()
+	for _, t := range a.queue {
+		a.endTurn(t, store.TurnFailed, func(t *store.Turn) {
+			t.ErrorCode = string(errcode.CodeOf(err))
+			t.ErrorMessage = a.exec.ErrorMessage
+		})
+	}
+	a.queue = nil
+	a.setState(store.SessionWaitingForInput)
+	a.notifyWaiters(err)
+}
+
+func (a *actor) notifyWaiters(err error) {
+	for _, w := range a.waiters {
+		w <- err
+	}
+	a.waiters = nil
+}
+
+// resume starts the agent if needed and returns a channel that yields the
+// outcome once it is ready (nil) or failed. Concurrent callers share one
+// start: the actor serialises them and only the first launches a process.
+func (a *actor) resume() (<-chan error, error) {
+	ch := make(chan error, 1)
+	if a.sess.State.Terminal() || a.stopping {
+		return nil, errcode.New(errcode.SessionTerminal, "session is %s", a.sess.State).With("state", string(a.sess.State))
+	}
+	if a.conn != nil {
+		ch <- nil
+		return ch, nil
+	}
+	a.waiters = append(a.waiters, ch)
+	a.ensureAgent()
+	return ch, nil
+}

@@ -1,0 +1,93 @@
+package sessions
+
+import (
+	"context"
+
+	"github.com/tether/tether/internal/store"
+)
+
+// Resume reasons reported by Status.
+const (
+	ReasonAgentRunning        = "agent_running"
+	ReasonAgentStarting       = "agent_starting"
+	ReasonAgentNotRunning     = "agent_not_running"
+	ReasonFreshStart          = "agent_not_running_fresh_start"
+	ReasonNotResumable        = "not_resumable"
+	ReasonSessionTerminal     = "session_terminal"
+	ReasonAgentUnavailable    = "agent_unavailable"
+	ReasonWorkingDirMissing   = "working_directory_missing"
+	ReasonNeverStartedSession = "agent_not_started"
+)
+
+// Status is what a client needs to decide whether to resume a session.
+type Status struct {
+	Session          store.Session
+	Executor         store.Executor
+	IsAgentRunning   bool
+	IsResumable      bool
+	NeedsResume      bool
+	ResumeReason     string
+	LastError        string
+	AgentAvailable   bool
+	HistoryInjection bool
+}
+
+// Status evaluates a session (reference 000's four cases, plus not
+// resumable, terminal, agent unavailable and a missing directory).
+func (m *Manager) Status(ctx context.Context, sessionID string) (Status, error) {
+	sess, err := m.store.GetSession(ctx, sessionID)
+	if err != nil {
+		return Status{}, err
+	}
+	ex, err := m.store.GetExecutor(ctx, sessionID)
+	if err != nil {
+		return Status{}, err
+	}
+	st := Status{Session: sess, Executor: ex}
+	running, starting := false, false
+	m.mu.Lock()
+	a := m.actors[sessionID]
+	m.mu.Unlock()
+	if a != nil {
+		type live struct {
+			running, starting bool
+			lastErr           error
+		}
+		l, err := call(ctx, a.mb, func() (live, error) { return live{a.conn != nil, a.starting, a.lastErr}, nil })
+		if err == nil {
+			running, starting = l.running, l.starting
+			if l.lastErr != nil {
+				st.LastError = l.lastErr.Error()
+			}
+		}
+	}
+	st.IsAgentRunning = running
+	_, profile, specErr := m.profiles.Spec(sess.AgentProfileID)
+	st.AgentAvailable = specErr == nil
+	st.HistoryInjection = profile.HistoryContextInjection
+	canRestore := profile.HistoryContextInjection || ex.SupportsLoad || ex.SupportsSessionResume
+	if c := profile.Capabilities; c != nil {
+		canRestore = canRestore || c.LoadSession || c.Resume
+	}
+	switch {
+	case sess.State.Terminal():
+		st.ResumeReason = ReasonSessionTerminal
+	case running:
+		st.IsResumable, st.ResumeReason = true, ReasonAgentRunning
+	case starting:
+		st.IsResumable, st.ResumeReason = true, ReasonAgentStarting
+	case !st.AgentAvailable:
+		st.NeedsResume, st.ResumeReason = true, ReasonAgentUnavailable
+	case checkDir(sess.Cwd) != nil:
+		st.NeedsResume, st.ResumeReason = true, ReasonWorkingDirMissing
+	case sess.State == store.SessionCreated && !sess.Prompted:
+		st.IsResumable, st.NeedsResume, st.ResumeReason = true, true, ReasonNeverStartedSession
+	case !canRestore && sess.Prompted:
+		st.ResumeReason = ReasonNotResumable
+	case ex.ResumeToken != "":
+		st.IsResumable, st.NeedsResume, st.ResumeReason = true, true, ReasonAgentNotRunning
+	default:
+		st.IsResumable, st.NeedsResume, st.ResumeReason = true, true, ReasonFreshStart
+	}
+	return st, nil
+}
