@@ -129,6 +129,11 @@ func (c *client) confine(path string, forWrite bool) (string, error) {
 	clean := filepath.Clean(path)
 	resolved, err := filepath.EvalSymlinks(clean)
 	if err != nil && forWrite && errors.Is(err, os.ErrNotExist) {
+		if _, lerr := os.Lstat(clean); lerr == nil {
+			// The name exists but does not resolve: a dangling symlink,
+			// which os.WriteFile would follow to wherever it points.
+			return "", sdk.NewInvalidParams(map[string]any{"path": path, "error": "refusing to write through a dangling symlink"})
+		}
 		dir, derr := filepath.EvalSymlinks(filepath.Dir(clean))
 		if derr != nil {
 			return "", sdk.NewInvalidParams(map[string]any{"path": path, "error": derr.Error()})

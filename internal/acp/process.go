@@ -62,6 +62,9 @@ func startProcess(spec Spec) (*process, error) {
 	cmd.Dir = spec.Dir
 	cmd.Env = append(os.Environ(), spec.Env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A descendant that escapes the group but keeps stderr open must not
+	// keep Wait (and so Stop) blocked forever.
+	cmd.WaitDelay = 2 * time.Second
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -105,12 +108,15 @@ func (p *process) pid() int { return p.cmd.Process.Pid }
 func (p *process) stop(grace time.Duration) Exit {
 	p.stopOnce.Do(func() {
 		_ = p.stdin.Close()
+		pgid := -p.cmd.Process.Pid
 		select {
 		case <-p.done:
+			// A clean exit on EOF can still leave tools or MCP servers it
+			// spawned; they belong to the session and go with it.
+			_ = syscall.Kill(pgid, syscall.SIGKILL)
 			return
 		case <-time.After(grace / 4):
 		}
-		pgid := -p.cmd.Process.Pid
 		_ = syscall.Kill(pgid, syscall.SIGTERM)
 		select {
 		case <-p.done:

@@ -1,0 +1,135 @@
+package acp_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/tether/tether/internal/acp"
+)
+
+// wireError decodes a JSON-RPC error object the way the SDK does when it
+// reads one off the wire (so Data is a map[string]any, not a Go struct).
+func wireError(t *testing.T, obj string) error {
+	t.Helper()
+	var re sdk.RequestError
+	if err := json.Unmarshal([]byte(obj), &re); err != nil {
+		t.Fatalf("decode %s: %v", obj, err)
+	}
+	return &re
+}
+
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		name string
+		err  func(t *testing.T) error
+		want acp.ErrorClass
+	}{
+		{"nil", func(*testing.T) error { return nil }, acp.ClassNone},
+		{"-32601 method not found", func(t *testing.T) error {
+			return wireError(t, `{"code":-32601,"message":"Method not found","data":{"method":"session/resume"}}`)
+		}, acp.ClassUnsupported},
+		{"-32002 with data.uri", func(t *testing.T) error {
+			return wireError(t, `{"code":-32002,"message":"Resource not found","data":{"uri":"sess-1"}}`)
+		}, acp.ClassUnknownSession},
+		{"-32603 no rollout found (codex)", func(t *testing.T) error {
+			return wireError(t, `{"code":-32603,"message":"Internal error","data":{"details":"no rollout found for thread id x"}}`)
+		}, acp.ClassUnknownSession},
+		{"-32603 no previous sessions (claude)", func(t *testing.T) error {
+			return wireError(t, `{"code":-32603,"message":"Internal error","data":{"details":"No previous sessions found for this project."}}`)
+		}, acp.ClassUnknownSession},
+		{"-32603 data.service session", func(t *testing.T) error {
+			return wireError(t, `{"code":-32603,"message":"Internal error","data":{"service":"session"}}`)
+		}, acp.ClassUnknownSession},
+		{"-32602 invalid session identifier", func(t *testing.T) error {
+			return wireError(t, `{"code":-32602,"message":"Invalid session identifier"}`)
+		}, acp.ClassUnknownSession},
+		{"-32602 session not found in data string", func(t *testing.T) error {
+			return wireError(t, `{"code":-32602,"message":"Invalid params","data":"Session not found: abc"}`)
+		}, acp.ClassUnknownSession},
+		{"-32602 unrelated invalid params", func(t *testing.T) error {
+			return wireError(t, `{"code":-32602,"message":"Invalid params","data":{"path":"x","error":"path must be absolute"}}`)
+		}, acp.ClassInternal},
+		{"-32000 auth required", func(t *testing.T) error {
+			return wireError(t, `{"code":-32000,"message":"Authentication required"}`)
+		}, acp.ClassAuthRequired},
+		{"-32800 request cancelled", func(t *testing.T) error {
+			return wireError(t, `{"code":-32800,"message":"Request cancelled","data":{"error":"context canceled"}}`)
+		}, acp.ClassCancelled},
+		{"-32800 after a deadline", func(t *testing.T) error {
+			return wireError(t, `{"code":-32800,"message":"Request cancelled","data":{"error":"context deadline exceeded"}}`)
+		}, acp.ClassTimeout},
+		{"code 500", func(t *testing.T) error {
+			return wireError(t, `{"code":500,"message":"session not found"}`)
+		}, acp.ClassInternal},
+		{"-32603 something else", func(t *testing.T) error {
+			return wireError(t, `{"code":-32603,"message":"something else"}`)
+		}, acp.ClassInternal},
+		{"-32603 data.service other", func(t *testing.T) error {
+			return wireError(t, `{"code":-32603,"message":"Internal error","data":{"service":"model"}}`)
+		}, acp.ClassInternal},
+		{"context.DeadlineExceeded", func(*testing.T) error { return context.DeadlineExceeded }, acp.ClassTimeout},
+		{"wrapped context.DeadlineExceeded", func(*testing.T) error {
+			return fmt.Errorf("prompt: %w", context.DeadlineExceeded)
+		}, acp.ClassTimeout},
+		{"peer disconnected before response", func(*testing.T) error {
+			return sdk.NewInternalError(map[string]any{"error": "peer disconnected before response"})
+		}, acp.ClassDisconnected},
+		{"peer disconnected waiting for notifications", func(*testing.T) error {
+			return sdk.NewInternalError(map[string]any{"error": "peer disconnected while waiting for pre-response notifications"})
+		}, acp.ClassDisconnected},
+		{"wrapped request error", func(t *testing.T) error {
+			return fmt.Errorf("load: %w", wireError(t, `{"code":-32002,"message":"Resource not found"}`))
+		}, acp.ClassUnknownSession},
+		{"plain error", func(*testing.T) error { return errors.New("boom") }, acp.ClassInternal},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.err(t)
+			if got := acp.Classify(err); got != tt.want {
+				t.Errorf("Classify(%v): got %q, want %q", err, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestMessageAndCode(t *testing.T) {
+	tests := []struct {
+		name        string
+		err         func(t *testing.T) error
+		wantMessage string
+		wantCode    int
+	}{
+		{"with data", func(t *testing.T) error {
+			return wireError(t, `{"code":-32603,"message":"Internal error","data":{"details":"x"}}`)
+		}, `Internal error: {"details":"x"}`, -32603},
+		{"string data", func(t *testing.T) error {
+			return wireError(t, `{"code":-32602,"message":"Invalid params","data":"bad cwd"}`)
+		}, "Invalid params: bad cwd", -32602},
+		{"without data", func(t *testing.T) error {
+			return wireError(t, `{"code":-32000,"message":"Authentication required"}`)
+		}, "Authentication required", -32000},
+		{"null data", func(t *testing.T) error {
+			return wireError(t, `{"code":-32000,"message":"Authentication required","data":null}`)
+		}, "Authentication required", -32000},
+		{"wrapped", func(t *testing.T) error {
+			return fmt.Errorf("x: %w", wireError(t, `{"code":-32601,"message":"Method not found"}`))
+		}, "Method not found", -32601},
+		{"not a request error", func(*testing.T) error { return errors.New("boom") }, "boom", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.err(t)
+			if got := acp.Message(err); got != tt.wantMessage {
+				t.Errorf("Message(%v): got %q, want %q", err, got, tt.wantMessage)
+			}
+			if got := acp.Code(err); got != tt.wantCode {
+				t.Errorf("Code(%v): got %d, want %d", err, got, tt.wantCode)
+			}
+		})
+	}
+}
