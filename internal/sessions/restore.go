@@ -4,7 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
@@ -74,28 +80,39 @@ func (a *actor) ensureAgent() {
 	a.exec.ErrorMessage = ""
 	a.saveExecutor()
 	go func() {
-		out := a.m.start(p)
+		out := a.m.start(a.id, p)
 		a.mb.post(func() { a.onAgentStarted(p, out) })
 	}()
 }
 
-// start launches the agent and opens or restores its ACP session.
-func (m *Manager) start(p startPlan) startOutcome {
+// start launches the agent and opens or restores its ACP session, traced
+// as acp.session.restore (or acp.session.start for a first start) with the
+// ACP request that decided the outcome as a child span.
+func (m *Manager) start(sessionID string, p startPlan) (out startOutcome) {
+	name := "acp.session.start"
+	if p.token != "" || p.hadHistory {
+		name = "acp.session.restore"
+	}
+	ctx, span := tracer.Start(context.Background(), name, trace.WithAttributes(
+		attribute.String("tether.session_id", sessionID), attribute.Bool("tether.has_resume_token", p.token != "")))
+	defer func() { endRestoreSpan(span, out) }()
 	if p.specErr != nil {
 		return startOutcome{err: p.specErr}
 	}
 	if err := checkDir(p.params.Cwd); err != nil {
 		return startOutcome{err: err}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.StartTimeout)
+	sctx, cancel := context.WithTimeout(ctx, m.cfg.StartTimeout)
 	defer cancel()
-	conn, err := acp.Start(ctx, p.opts)
+	conn, err := acp.Start(sctx, p.opts)
 	if err != nil {
 		return startOutcome{err: errcode.Wrap(errcode.AgentStartFailed, err, "agent did not start: %v", err)}
 	}
-	out := startOutcome{conn: conn}
+	span.SetAttributes(attribute.Bool("acp.capability.resume", conn.Capabilities().Resume),
+		attribute.Bool("acp.capability.load_session", conn.Capabilities().LoadSession))
+	out = startOutcome{conn: conn}
 	if p.token != "" {
-		out = m.restore(conn, p)
+		out = m.restore(ctx, conn, p)
 		if out.err != nil {
 			conn.Stop()
 			out.conn = nil
@@ -105,9 +122,12 @@ func (m *Manager) start(p startPlan) startOutcome {
 			return out
 		}
 	}
-	rctx, rcancel := context.WithTimeout(context.Background(), m.cfg.RestoreTimeout)
-	defer rcancel()
-	id, err := conn.NewSession(rctx, p.params)
+	var id string
+	err = m.traced(ctx, "acp.session.new", func(c context.Context) error {
+		var err error
+		id, err = conn.NewSession(c, p.params)
+		return err
+	})
 	if err != nil {
 		conn.Stop()
 		return startOutcome{err: errcode.Wrap(errcode.AgentStartFailed, err, "session/new failed: %s", acp.Message(err))}
@@ -124,13 +144,16 @@ func (m *Manager) start(p startPlan) startOutcome {
 
 // restore tries session/resume then session/load. An empty acpID with no
 // error means "fall back to session/new" (reason in fallback).
-func (m *Manager) restore(conn *acp.Conn, p startPlan) startOutcome {
+func (m *Manager) restore(ctx context.Context, conn *acp.Conn, p startPlan) startOutcome {
 	out := startOutcome{conn: conn}
 	caps := conn.Capabilities()
 	try := func(name string, f func(context.Context) error) (ok bool, fallback bool) {
-		ctx, cancel := context.WithTimeout(context.Background(), m.cfg.RestoreTimeout)
-		defer cancel()
-		err := f(ctx)
+		timedOut := false
+		err := m.traced(ctx, "acp."+strings.ReplaceAll(name, "/", "."), func(c context.Context) error {
+			err := f(c)
+			timedOut = c.Err() != nil
+			return err
+		})
 		if err == nil {
 			return true, false
 		}
@@ -142,7 +165,7 @@ func (m *Manager) restore(conn *acp.Conn, p startPlan) startOutcome {
 			out.fallback = "unknown_session"
 			return false, true
 		}
-		if ctx.Err() != nil {
+		if timedOut {
 			err = fmt.Errorf("%s timed out after %s", name, m.cfg.RestoreTimeout)
 		}
 		out.err = errcode.Wrap(errcode.AgentStartFailed, err, "%s failed (session identity kept): %s", name, acp.Message(err))
@@ -307,4 +330,46 @@ func (a *actor) resume() (<-chan error, error) {
 	a.waiters = append(a.waiters, ch)
 	a.ensureAgent()
 	return ch, nil
+}
+
+var tracer = otel.Tracer("github.com/tether/tether/internal/sessions")
+
+// traced runs one ACP call under RestoreTimeout in a child span carrying
+// its outcome and classified error.
+func (m *Manager) traced(ctx context.Context, name string, f func(context.Context) error) error {
+	ctx, span := tracer.Start(ctx, name)
+	defer span.End()
+	cctx, cancel := context.WithTimeout(ctx, m.cfg.RestoreTimeout)
+	defer cancel()
+	err := f(cctx)
+	if err == nil {
+		span.SetAttributes(attribute.String("acp.outcome", "ok"))
+		return nil
+	}
+	class := acp.Classify(err)
+	if cctx.Err() != nil {
+		class = acp.ClassTimeout
+	}
+	span.SetAttributes(attribute.String("acp.outcome", "error"), attribute.String("acp.error_class", string(class)),
+		attribute.Int("acp.error_code", acp.Code(err)))
+	span.RecordError(err)
+	span.SetStatus(codes.Error, acp.Message(err))
+	return err
+}
+
+func endRestoreSpan(span trace.Span, out startOutcome) {
+	if out.strategy != "" {
+		span.SetAttributes(attribute.String("tether.strategy", out.strategy), attribute.Bool("tether.context_restored", out.contextRestored))
+	}
+	if out.fallback != "" {
+		span.SetAttributes(attribute.String("tether.fallback_reason", out.fallback))
+	}
+	if out.err != nil {
+		span.SetAttributes(attribute.String("tether.outcome", "failed"), attribute.String("tether.error_code", string(errcode.CodeOf(out.err))))
+		span.RecordError(out.err)
+		span.SetStatus(codes.Error, out.err.Error())
+	} else {
+		span.SetAttributes(attribute.String("tether.outcome", "ready"))
+	}
+	span.End()
 }
