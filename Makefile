@@ -21,10 +21,14 @@ run: build
 	./$(BIN) serve $(ARGS)
 
 ## test: everything — vet, generated-code check, Go tests with -race
-test: node_modules vet check-generated test-go
+test: node_modules vet check-generated test-go test-node
 
 test-go: build
 	TETHERD_BIN=$(CURDIR)/$(BIN) $(GO) test $(GOFLAGS_TEST) ./...
+
+## test-node: a real EventSource client (npm eventsource) against the built daemon
+test-node: build node_modules
+	TETHERD_BIN=$(CURDIR)/$(BIN) node --test test/sse/
 
 vet:
 	$(GO) vet ./...

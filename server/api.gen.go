@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -64,6 +65,66 @@ func (e ContentBlockType) Valid() bool {
 	case ContentBlockTypeResourceLink:
 		return true
 	case ContentBlockTypeText:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ContinueAcceptedAccepted.
+const (
+	ContinueAcceptedAcceptedTrue ContinueAcceptedAccepted = true
+)
+
+// Valid indicates whether the value is a known member of the ContinueAcceptedAccepted enum.
+func (e ContinueAcceptedAccepted) Valid() bool {
+	switch e {
+	case ContinueAcceptedAcceptedTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ContinueAcceptedState.
+const (
+	ContinueAcceptedStateCancelled   ContinueAcceptedState = "cancelled"
+	ContinueAcceptedStateCompleted   ContinueAcceptedState = "completed"
+	ContinueAcceptedStateFailed      ContinueAcceptedState = "failed"
+	ContinueAcceptedStateInterrupted ContinueAcceptedState = "interrupted"
+	ContinueAcceptedStateQueued      ContinueAcceptedState = "queued"
+	ContinueAcceptedStateRunning     ContinueAcceptedState = "running"
+)
+
+// Valid indicates whether the value is a known member of the ContinueAcceptedState enum.
+func (e ContinueAcceptedState) Valid() bool {
+	switch e {
+	case ContinueAcceptedStateCancelled:
+		return true
+	case ContinueAcceptedStateCompleted:
+		return true
+	case ContinueAcceptedStateFailed:
+		return true
+	case ContinueAcceptedStateInterrupted:
+		return true
+	case ContinueAcceptedStateQueued:
+		return true
+	case ContinueAcceptedStateRunning:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ContinueDeclinedAccepted.
+const (
+	ContinueDeclinedAcceptedFalse ContinueDeclinedAccepted = false
+)
+
+// Valid indicates whether the value is a known member of the ContinueDeclinedAccepted enum.
+func (e ContinueDeclinedAccepted) Valid() bool {
+	switch e {
+	case ContinueDeclinedAcceptedFalse:
 		return true
 	default:
 		return false
@@ -235,6 +296,30 @@ func (e PromptRequestMultitask) Valid() bool {
 	case PromptRequestMultitaskEnqueue:
 		return true
 	case PromptRequestMultitaskReject:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecoverySummaryKind.
+const (
+	RecoverySummaryKindClean             RecoverySummaryKind = "clean"
+	RecoverySummaryKindDegradedHistory   RecoverySummaryKind = "degraded_history"
+	RecoverySummaryKindInterruptedPrompt RecoverySummaryKind = "interrupted_prompt"
+	RecoverySummaryKindInterruptedTurn   RecoverySummaryKind = "interrupted_turn"
+)
+
+// Valid indicates whether the value is a known member of the RecoverySummaryKind enum.
+func (e RecoverySummaryKind) Valid() bool {
+	switch e {
+	case RecoverySummaryKindClean:
+		return true
+	case RecoverySummaryKindDegradedHistory:
+		return true
+	case RecoverySummaryKindInterruptedPrompt:
+		return true
+	case RecoverySummaryKindInterruptedTurn:
 		return true
 	default:
 		return false
@@ -468,6 +553,47 @@ type ContentBlock struct {
 // ContentBlockType defines model for ContentBlock.Type.
 type ContentBlockType string
 
+// ContinueAccepted defines model for ContinueAccepted.
+type ContinueAccepted struct {
+	Accepted     ContinueAcceptedAccepted `json:"accepted"`
+	Cursor       string                   `json:"cursor"`
+	EventEpoch   string                   `json:"eventEpoch"`
+	Interruption RecoverySummary          `json:"interruption"`
+	PromptId     string                   `json:"promptId"`
+	State        *ContinueAcceptedState   `json:"state,omitempty"`
+}
+
+// ContinueAcceptedAccepted defines model for ContinueAccepted.Accepted.
+type ContinueAcceptedAccepted bool
+
+// ContinueAcceptedState defines model for ContinueAccepted.State.
+type ContinueAcceptedState string
+
+// ContinueDeclined defines model for ContinueDeclined.
+type ContinueDeclined struct {
+	Accepted ContinueDeclinedAccepted `json:"accepted"`
+
+	// Code Stable machine-readable error code.
+	Code                 string                 `json:"code"`
+	Detail               *string                `json:"detail,omitempty"`
+	Instance             *string                `json:"instance,omitempty"`
+	Reason               string                 `json:"reason"`
+	Recovery             RecoverySummary        `json:"recovery"`
+	Status               int                    `json:"status"`
+	Title                string                 `json:"title"`
+	Type                 string                 `json:"type"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// ContinueDeclinedAccepted defines model for ContinueDeclined.Accepted.
+type ContinueDeclinedAccepted bool
+
+// ContinueRequest defines model for ContinueRequest.
+type ContinueRequest struct {
+	// PromptId Client-chosen turn id; repeating it is idempotent.
+	PromptId *PromptID `json:"promptId,omitempty"`
+}
+
 // Executor defines model for Executor.
 type Executor struct {
 	AgentExecutionId *string    `json:"agentExecutionId,omitempty"`
@@ -598,6 +724,32 @@ type PromptRequest struct {
 // PromptRequestMultitask What to do when a turn is already running.
 type PromptRequestMultitask string
 
+// RecoverySummary defines model for RecoverySummary.
+type RecoverySummary struct {
+	CanContinue       bool `json:"canContinue"`
+	DanglingToolCalls []struct {
+		Id    string `json:"id"`
+		Kind  string `json:"kind"`
+		Title string `json:"title"`
+	} `json:"danglingToolCalls"`
+	InterruptReason *string             `json:"interruptReason,omitempty"`
+	Kind            RecoverySummaryKind `json:"kind"`
+
+	// Notice A sentence for the user.
+	Notice string `json:"notice"`
+
+	// PromptId The turn a continuation would continue.
+	PromptId *string `json:"promptId,omitempty"`
+
+	// Reason Why it cannot continue: turn_active | turn_queued | permission_pending |
+	// session_closing | session_terminal | agent_unavailable |
+	// nothing_to_continue | history_degraded.
+	Reason *string `json:"reason,omitempty"`
+}
+
+// RecoverySummaryKind defines model for RecoverySummary.Kind.
+type RecoverySummaryKind string
+
 // Session defines model for Session.
 type Session struct {
 	AgentProfileId string       `json:"agentProfileId"`
@@ -612,6 +764,27 @@ type Session struct {
 	TaskId         string       `json:"taskId"`
 	Title          *string      `json:"title,omitempty"`
 	UpdatedAt      time.Time    `json:"updatedAt"`
+}
+
+// SessionContext defines model for SessionContext.
+type SessionContext struct {
+	Agent struct {
+		Available bool `json:"available"`
+
+		// Capabilities What the agent advertised in `initialize`.
+		Capabilities *AgentCapabilities `json:"capabilities,omitempty"`
+		ProfileId    string             `json:"profileId"`
+	} `json:"agent"`
+	AvailableCommands *[]map[string]interface{} `json:"availableCommands,omitempty"`
+	ConfigOptions     *[]map[string]interface{} `json:"configOptions,omitempty"`
+	CurrentMode       *string                   `json:"currentMode,omitempty"`
+	Cursor            string                    `json:"cursor"`
+	Cwd               string                    `json:"cwd"`
+	EventEpoch        string                    `json:"eventEpoch"`
+	Recovery          RecoverySummary           `json:"recovery"`
+	SessionId         string                    `json:"sessionId"`
+	State             SessionState              `json:"state"`
+	TaskId            string                    `json:"taskId"`
 }
 
 // SessionCreate defines model for SessionCreate.
@@ -823,6 +996,9 @@ type ListSessionsParams struct {
 // CreateSessionJSONRequestBody defines body for CreateSession for application/json ContentType.
 type CreateSessionJSONRequestBody = SessionCreate
 
+// ContinueSessionJSONRequestBody defines body for ContinueSession for application/json ContentType.
+type ContinueSessionJSONRequestBody = ContinueRequest
+
 // AnswerPermissionJSONRequestBody defines body for AnswerPermission for application/json ContentType.
 type AnswerPermissionJSONRequestBody = PermissionReply
 
@@ -834,6 +1010,180 @@ type CreateTaskJSONRequestBody = TaskCreate
 
 // UpdateTaskJSONRequestBody defines body for UpdateTask for application/json ContentType.
 type UpdateTaskJSONRequestBody = TaskPatch
+
+// Getter for additional properties for ContinueDeclined. Returns the specified
+// element and whether it was found
+func (a ContinueDeclined) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ContinueDeclined
+func (a *ContinueDeclined) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ContinueDeclined to handle AdditionalProperties
+func (a *ContinueDeclined) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["accepted"]; found {
+		err = json.Unmarshal(raw, &a.Accepted)
+		if err != nil {
+			return fmt.Errorf("error reading 'accepted': %w", err)
+		}
+		delete(object, "accepted")
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["instance"]; found {
+		err = json.Unmarshal(raw, &a.Instance)
+		if err != nil {
+			return fmt.Errorf("error reading 'instance': %w", err)
+		}
+		delete(object, "instance")
+	}
+
+	if raw, found := object["reason"]; found {
+		err = json.Unmarshal(raw, &a.Reason)
+		if err != nil {
+			return fmt.Errorf("error reading 'reason': %w", err)
+		}
+		delete(object, "reason")
+	}
+
+	if raw, found := object["recovery"]; found {
+		err = json.Unmarshal(raw, &a.Recovery)
+		if err != nil {
+			return fmt.Errorf("error reading 'recovery': %w", err)
+		}
+		delete(object, "recovery")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ContinueDeclined to handle AdditionalProperties
+func (a ContinueDeclined) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["accepted"], err = json.Marshal(a.Accepted)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'accepted': %w", err)
+	}
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Detail != nil {
+		object["detail"], err = json.Marshal(a.Detail)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+		}
+	}
+
+	if a.Instance != nil {
+		object["instance"], err = json.Marshal(a.Instance)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'instance': %w", err)
+		}
+	}
+
+	object["reason"], err = json.Marshal(a.Reason)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'reason': %w", err)
+	}
+
+	object["recovery"], err = json.Marshal(a.Recovery)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'recovery': %w", err)
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
 
 // Getter for additional properties for Problem. Returns the specified
 // element and whether it was found
@@ -996,6 +1346,12 @@ type ServerInterface interface {
 	// CancelSession Cancel the running turn and answer pending permissions `cancelled`.
 	// (POST /session/{id}/cancel)
 	CancelSession(ctx echo.Context, id ID) error
+	// GetSessionContext Where the session stands, with its recovery plan and the cursor it is consistent with.
+	// (GET /session/{id}/context)
+	GetSessionContext(ctx echo.Context, id ID) error
+	// ContinueSession Continue the interrupted last turn (at most once).
+	// (POST /session/{id}/continue)
+	ContinueSession(ctx echo.Context, id ID) error
 	// StreamSessionEvents Server-Sent Events of one session, resumable from a cursor.
 	// (GET /session/{id}/events)
 	StreamSessionEvents(ctx echo.Context, id ID, params StreamSessionEventsParams) error
@@ -1179,6 +1535,38 @@ func (w *ServerInterfaceWrapper) CancelSession(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.CancelSession(ctx, id)
+	return err
+}
+
+// GetSessionContext converts echo context to params.
+func (w *ServerInterfaceWrapper) GetSessionContext(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetSessionContext(ctx, id)
+	return err
+}
+
+// ContinueSession converts echo context to params.
+func (w *ServerInterfaceWrapper) ContinueSession(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ContinueSession(ctx, id)
 	return err
 }
 
@@ -1522,6 +1910,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/session/:id/status", wrapper.GetSessionStatus, options.OperationMiddlewares["getSessionStatus"]...)
 	router.POST(options.BaseURL+"/session/:id/resume", wrapper.ResumeSession, options.OperationMiddlewares["resumeSession"]...)
 	router.GET(options.BaseURL+"/session/:id/history.jsonl", wrapper.ExportHistory, options.OperationMiddlewares["exportHistory"]...)
+	router.GET(options.BaseURL+"/session/:id/context", wrapper.GetSessionContext, options.OperationMiddlewares["getSessionContext"]...)
+	router.POST(options.BaseURL+"/session/:id/continue", wrapper.ContinueSession, options.OperationMiddlewares["continueSession"]...)
 	router.GET(options.BaseURL+"/session/:id/turns/:promptId", wrapper.GetTurn, options.OperationMiddlewares["getTurn"]...)
 
 }
@@ -2099,6 +2489,187 @@ type CancelSessiondefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response CancelSessiondefaultApplicationProblemPlusJSONResponse) VisitCancelSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSessionContextRequestObject struct {
+	Id ID `json:"id"`
+}
+
+type GetSessionContextResponseObject interface {
+	VisitGetSessionContextResponse(w http.ResponseWriter) error
+}
+
+type GetSessionContext200JSONResponse SessionContext
+
+func (response GetSessionContext200JSONResponse) VisitGetSessionContextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSessionContext401ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GetSessionContext401ApplicationProblemPlusJSONResponse) VisitGetSessionContextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSessionContext404ApplicationProblemPlusJSONResponse Problem
+
+func (response GetSessionContext404ApplicationProblemPlusJSONResponse) VisitGetSessionContextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSessionContextdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response GetSessionContextdefaultApplicationProblemPlusJSONResponse) VisitGetSessionContextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ContinueSessionRequestObject struct {
+	Id   ID `json:"id"`
+	Body *ContinueSessionJSONRequestBody
+}
+
+type ContinueSessionResponseObject interface {
+	VisitContinueSessionResponse(w http.ResponseWriter) error
+}
+
+type ContinueSession202JSONResponse ContinueAccepted
+
+func (response ContinueSession202JSONResponse) VisitContinueSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ContinueSession400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ContinueSession400ApplicationProblemPlusJSONResponse) VisitContinueSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ContinueSession401ApplicationProblemPlusJSONResponse Problem
+
+func (response ContinueSession401ApplicationProblemPlusJSONResponse) VisitContinueSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ContinueSession404ApplicationProblemPlusJSONResponse Problem
+
+func (response ContinueSession404ApplicationProblemPlusJSONResponse) VisitContinueSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ContinueSession409ApplicationProblemPlusJSONResponse ContinueDeclined
+
+func (response ContinueSession409ApplicationProblemPlusJSONResponse) VisitContinueSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ContinueSession502ApplicationProblemPlusJSONResponse Problem
+
+func (response ContinueSession502ApplicationProblemPlusJSONResponse) VisitContinueSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(502)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ContinueSessiondefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ContinueSessiondefaultApplicationProblemPlusJSONResponse) VisitContinueSessionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -3230,6 +3801,12 @@ type StrictServerInterface interface {
 	// CancelSession Cancel the running turn and answer pending permissions `cancelled`.
 	// (POST /session/{id}/cancel)
 	CancelSession(ctx context.Context, request CancelSessionRequestObject) (CancelSessionResponseObject, error)
+	// GetSessionContext Where the session stands, with its recovery plan and the cursor it is consistent with.
+	// (GET /session/{id}/context)
+	GetSessionContext(ctx context.Context, request GetSessionContextRequestObject) (GetSessionContextResponseObject, error)
+	// ContinueSession Continue the interrupted last turn (at most once).
+	// (POST /session/{id}/continue)
+	ContinueSession(ctx context.Context, request ContinueSessionRequestObject) (ContinueSessionResponseObject, error)
 	// StreamSessionEvents Server-Sent Events of one session, resumable from a cursor.
 	// (GET /session/{id}/events)
 	StreamSessionEvents(ctx context.Context, request StreamSessionEventsRequestObject) (StreamSessionEventsResponseObject, error)
@@ -3492,6 +4069,82 @@ func (sh *strictHandler) CancelSession(ctx echo.Context, id ID) error {
 		return err
 	} else if validResponse, ok := response.(CancelSessionResponseObject); ok {
 		return validResponse.VisitCancelSessionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetSessionContext operation middleware
+func (sh *strictHandler) GetSessionContext(ctx echo.Context, id ID) error {
+	var request GetSessionContextRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetSessionContext(ctx.Request().Context(), request.(GetSessionContextRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetSessionContext")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetSessionContextResponseObject); ok {
+		return validResponse.VisitGetSessionContextResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ContinueSession operation middleware
+func (sh *strictHandler) ContinueSession(ctx echo.Context, id ID) error {
+	var request ContinueSessionRequestObject
+
+	request.Id = id
+
+	var body ContinueSessionJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ContinueSession(ctx.Request().Context(), request.(ContinueSessionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ContinueSession")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ContinueSessionResponseObject); ok {
+		return validResponse.VisitContinueSessionResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -3919,87 +4572,99 @@ func (sh *strictHandler) UpdateTask(ctx echo.Context, id ID) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7Hx7U9y4lvhXUfl3q0J+a5omk0xqoLa2GMLMsJUbWGBuqjawtNo+tHWxJY8kAz0ZvvuWjuS33A8CJLm1",
-	"/NXYsnR03i/pcxCJLBccuFbBzucgp5JmoEHif/uFVEKaXzGoSLJcM8GDneAEVJEBoVcaJNEJUyTCkWRj",
-	"cl6Mxz9EkIsowZ+wY58o+MP+P3m5S8QNSMliUOQ9VXrz4Aa43jx8NwrCgJn5/yhAzoMw4DSDYCewkwdh",
-	"oKIEMmrgyejde+AznQQ7r8bjMNDz3IxUWjI+C+7vw+AXkabitg/7FU0VEOCxIjoBorQEmlVbASIhT+mc",
-	"bCSUx3Nyy3RiNpe+HALuyq7TBC6GK1qkOtjRsoAKtqkQKVCOwB2+M+NwupzqpJ6NxUEYSPijYBLicgLv",
-	"tn98HQYZ4+W/2z4cGOwicu16bUScAtdkOic44FQUMgISpcxwAhGcSIgE5xDpXaJoBiQDyhmfEarIxBJk",
-	"UqEkARqDrHfRouqadDub56D60O6LLKObCgyDaogJmNmJ+VwRLUgMKbsBSTYiwbUUKbkyfKwITW/pXJFI",
-	"ZDBIQZxkAZQeMO8NkVQuuLKwHksxTSEzPw0AwLX5SfM8ZRE1O9jK7Yh/+6cy2/ncWOxvEq6CneD/bdWS",
-	"uGXfqq1yXlyxI4O/7JOfXr95S9zMJAZNWapGiEU3gZl/bwZc79OcTlnKNPMh92NCNTI/NWMJjW9AaqYg",
-	"JoyTCeNMM5qyPwEpnkuRm9d2IvziAyLycxdNoX37D5CK2V33BqSCxqegOu8rUcHVsrwHfgeGImbC/zlk",
-	"U4hjiPcNVe60fxDL6Ax8r+6bsvjJjQvdev3JLypGEdN/QqQd/FpEIu0jgXENM5CB5aUiWwWCJrqqz7xI",
-	"8sGCnPCeKe1B4ay0AExDppbxJc50LMUVS8HM7JaiUtJ5D2g39yBE5Tx9oG4oS+k0BT/Zog5TLAW4hSAz",
-	"gdEpPO7Lw1kCBO4gKrRZnWxcSZGhfMQUMsFfGIXCr9iskCjcIeFglA8Oo8TsHZRGfdNj+JgpY18GJSZh",
-	"Sgs5dyx1yA2mBoWDxd45ONXsBhyfnAzyFvLNFOI95IcrITOqg50gpho2NUPG6k2t0E6Y8cCLzFB3WrBU",
-	"M8OOFieBUVQaIg1xg+T1DAWvyHoCVHn1QlfujFFsIq6CI2zwiH/fwxj18eM+5RGk5tPUIyQRvk0h9mMz",
-	"NnQvwMNP/4XPiRVTwtD1oJrcggQSS5HnEKNxKkWvh7S2fJUCfxgvx10Ns3e/1lj9nIroGiUujpmBmabH",
-	"jZ2jy9S1P3uc7O0fE2fuyNRM0TcPlxloOjxzy0GqwaKcC42ipdb+NqZ2wb7kNcH3vM9YBmf40CtSA/Iq",
-	"oRaJteBU7E9oyR3j+sfXtcw1zENpuRpuyfYY/zzypZlOYQET1ZKL04Y9q1bu6DJl/Lrxv1+aJVvOg/jW",
-	"x34HqGNthOGxR/Y1E/zQr+dASiH/Dkq1zXdjwB3T+yIGv9U1b0/ZjNPU75pQpU8B+DrqMW9p5J6FPxPX",
-	"wP3mBjf8QqFMKavBCIu9JkQWHNdvkFJpymOaCg5W/dIoARtJZEL7Kac01cVSu1lS6NSO7lK2BKWabhGV",
-	"T6sVG2BLbeAxs9LY+ORIU5wP1aIX9N+ApkYIukyjeguIa+8EN4MeaWd/bsb6C9/+GhzYsRd1KFCp9rV0",
-	"RFftRxJM8LMOR1qGXEHJLDApYSBF2uK3QmG4h0xrZktEMUvMLzVXGjIv0jv+9yJbj8uFpYKqd+3D/jHI",
-	"jKG8HFW6vU2Ga8bj9ZS6yAe1TgfcaqSbLbSrLQb0BPJ0vtTctjfRBKkbRC9MA4SBKLSJf5v083kFjR0u",
-	"hB2dWw+zP5Q3B7C/ejDS44D1HCZr4dKbNR1hSNHHPcoXGCinyIfeaqpbVMmBx1YblrMb7q9IZSxWjox3",
-	"sZ7dFyLdp2m6Cj+j+NVgl0DWRFkqjinlB1zL+UJ12DeckgnJ9HwQUYVawdd1Cyy0Ro1UzSJd3AXdOhGd",
-	"DJoNDzMaJYzDpjFh+ABtGDHf+ENATNR4d8q4seQRrIaGpou41OtbwUUrpwlru4cbH0BjluuVZbQVaBhn",
-	"m94d2u+2nQYr/+3Lrl1qL4og1za66hBnIEtts9dEXGHo7hKGJu6icca0hhif60Ly3XYamGmiBVEA1QAv",
-	"HXHGg1xEyQBLL1A5ley3QZYFxySrkMTGkuRKSEIJh1sXPe5igiFHESTlEuaJkBoz2ufcAPwCU/LSbBmX",
-	"CsltwqKEZHROaIrOFpkC0UZ1cpqOzk0AX+ohB0UQBi6gxVRJnkJfI11RZn8YXpSyyPWQTWlyW4WaWr80",
-	"kBmWFB3mO18+ex9z15tRIhRwpBph8a5DlkEq04QpwmLIcmGY0RB1YUI9p1qDNHP/z6e9zf+mm3+ON3+6",
-	"qH+OLnc2L/7/33y8YcFsGMs1TH1WpJppqq5btYQAOFIjCL3JW0FiQW4T4IS6vauK0I6eowaJ68kkIGp9",
-	"JiWvZHxJjtqM6nD88i8O3w3whZfujSSxJ1J0KcQBYYtSodaz7pFNFr0XaiBl/ABvJ7odiGIXqxFoxMir",
-	"RGoLHKtK6SyaxyH6FMca+0HV9QBeh41OkcfrocfnhriVwy6JLSqHVEdFmCYUCzhqHz9YU0T7TLdOZa7i",
-	"hcZHr8c//bj0M1eJOX5yuWySva1tDu6YQm1qBuw6jTNVWDbCZ0bxOCKg8cIiq0W1R+EO81Rj4Bt/pbBX",
-	"Y+iyyAKq+6sgHO70MZ3VeZohj3714KTUW8uKJNXEC4A+7QYM+ycHe2cH74IwOD3bOzk7/PBrEAYnv3/4",
-	"YH993Ds0zy5/OTq5PPxw/PtZEAb7R38/fn9gP/pl7/A9/tjf+7B/8N789pmBxuqFemCqbhUt3da5/RRZ",
-	"SpUmEpQWEkgkijQmXGgyYzfQKF4yrYhL+Te8tmZJcHnWsJuvWidDtm4JR2Fp6sS5XANjsJgxXAnjALFa",
-	"VOix6ce63tJGLiLusvQ9/7KIvCyTc9UDLhqDznnv4eWVBJXY71of4ROIyV8ER5d7MZM4tr8sHdHqu0aZ",
-	"iPxFboW8NivETEJkkHuJET+fod/6VBnS1aL3RzKmZotaAvwsKR9wBcohx1QnK+QuG1F8ZUpLm9nTlx0+",
-	"bDNdm8M67NQTmLCRFm4KtU+znTk396lySStRyQBRk+jxnBpLMZXTCFbMvDTjb1jLmzF7eJArM2hwl/gi",
-	"ra219cm7Ukpt/GycAhxNGCcbWaE0AeNFvOz4A9YFWpKnQGiHEOC36gaA1Q02cuQya22nHALjmGorwQvJ",
-	"kDHefLodeqoZD2TdtUh5P7CLnrdxdvTuKAiDww+XxydHv54cnJ4ab+PgH4cHHx/mWJy5xOS3XDnx+OB1",
-	"osNrawfLDamIaD+z/UXbWpzWpreHPC/Mlu1/R4Wu/u3XyursM+OXuRQzCUp1Uj8u3bNe/vlxgsFuZtKf",
-	"cGqwsKTcKqXVM4ZnVZ7Q9bNib6viNFeJwOxRJLhiCjsebplOqsQhtv4w/ZA8YWZd0dU1VOm7+vjB0rCu",
-	"iDykilJmrXzzp5SvPmNVCvDMtNi5KksWa6jtUpd41tKFXAMRZ4VcOVxD18mXuiwXbZC3uSsvpbxcbIAZ",
-	"aERydBrSQ0aHMl6AOl6kJB6gGIHHa36ANf0V0H6AA7+0caPSDIvjHTMLxKHr6TNhiQlTQjIaeaW4VOul",
-	"unS5mKr7MqgxviSZ+qCCyVqa3wVca9Uzu9a+Sv3X1YAvLALYpo5Vm/4aNQJEvc8pHpKYg5Lh/FW8IRW8",
-	"SoUxhlqmPeujZosKyfT81FDSLjwFKkHuFTZsQxKjsOLjmhqJ1rlt9Wb8SvT5VoNOQMYkEUobU2QUyKbN",
-	"epTpI1vgUjnQa3S+MagjtjRCjl0v8jnf2Ns/fkkoj7HNX8bKmD3jrxeSk7iQdJrOR+QAn0lRaCDTQpPJ",
-	"VoKdNxOC4eA5n5gtCcn+RL9mh/yMGyL2xIcW18DdmY8RQZIoQiWQbuc69sTbkxb0nKtWUZVMDMontj7l",
-	"XIzgDPHgBJfsHR82GnR2gvFoezS2fQTAac6CneCH0Xj0Q4AFnQQJslX3O89A2/4KsM28RqQCE0js2SGd",
-	"Tv9X4/GCLv/1uvvrfmxPf78LzpVDjE2GsJTpOdLNtu6SZg/0yGz69Xh7aNlqH/WxgrCuL638jWHxIsuo",
-	"nAc7toHbAGNh3cBu4E3Gw6pDGlWsawgmgpPjvbPfbGs0nalme7iZeAtt6TBdTtHb+jUVU5oe3Dj6NM8s",
-	"ffJvox6y5c403YdLRzZPz6ww3B5cWWGgO5lkRrZJfsTTufU/la1aM4XR8wtVyffgGZYqwTN0Vqir2C6W",
-	"MraGO20Jsmm93DZne87E9DqErTNtv3bsOV6LPddl59evfnpO9j8FeQNyE49SHVSEK/s3jZxi9gMtF4kS",
-	"ymegCI2kUKpxnqApDU4ArDQkVaOjVxp+Be1aIZ9QSbkVPPQ9qzZgIqMiHz0coc5kBjufLprofc9ugINS",
-	"zlLRmJn/mugq+w0RXU7hj+Y0Sxch7SgHbq3GGlgrJ11DAAyC3FokFlGR2Q6UCmu3VBFUmBg+fg31fZbY",
-	"mFZLGulBvKpG7d1VZ9o4tYnH5sEkjEx+FvH80fiwXa69b3tmWhZw3yPn9mMv7iOyBSjebZagFCmLJ8+j",
-	"9Mav1xz/vEoSC0K0UovWoeEOWc53IIwTWtZ5SFXnafFkVSJtcuXWZxbfW1/ZxCYe5kyFavHmEynKBTxi",
-	"FIFtQqlL4c9A5y+kGyKuWb/fJSaAU1hiReKNyGGrm8pDqXBQC399knxHtDjirS4KL6LX84ONU3vRlaMt",
-	"G9Z3bwJYcbZwyDzgpM9A79bxPQ/RsVXOWN0qe0E2uNCJUTnYycLiFF6O/gV1sMWMveDAlfAx1jeOFeXq",
-	"FiRxGUmS1ylJMqkQNVlRE/cjuO7VEXlK58olGaAMd+r7F8qbJDCjPmndJDAhQp7zyX/YIf8+eRkShRc5",
-	"TOylDZdlgmoSmqm4CzwUSdlNudKIvLMrn3O3dESlnJMJi3fI8ssrdknngoGNiQQ159Fl6YxMwnPugWdi",
-	"YblM6WwG8cQmXxKgUk+BahKJLGtAwwWH0Tn/yHQiCmM7q3pEdWMFehiKuIP7U5gx1zps251TMbNJE18A",
-	"7UTxu4+gv04M+8qK+qA9wTqRtfaGyMZapmJmnl4VaTov76owPqOxp/VNG9+sv/gtBNWitoAhqXuI3Jl7",
-	"Kx/eQPpxDGPZUmYM0nBweXCXC6l/s2PXs3R3mzzuW7ulDGocg/88PfpAbAbaaG+SMg7fg1ODbrHgNyAV",
-	"4oBQZfdiNqDIRqFAXrpce+j6wqp/tRDpZUTT1P2UaPVfPql3VJvGrc8uxj20wcf6s4fe+3+qWR/vGqBB",
-	"t2wP7X5dgXyiwL177nGl0H38JMu7urY/GihPAZb3d/xf6F6ySBWsv1AN77DG02qOYV0AfcTQwta2nzbz",
-	"1D7LsxL7vnrkxavDbz4Xxb0jG73TYy9H5KQ6/kSbx8WwO8G6kzQrz7j9C/D7m/EPz+uqmPipOprHtImu",
-	"FOHi1hCBqfIU3xQSxuNe+LWq6NT3Q32R6HRvVOPlEUEnNYqohEpAV8v12Y9IdTkFmQqhFYbIO6SMmpk6",
-	"53j4QwvcXSZiSO1H7ti5PYimBKFVzDcpMxl2X7GL68qnZTvxpe31mlgP3BfN2Ibk50skVbdgeA1Ilfx1",
-	"JN514Zr5pnXBoMXstyk+r55TfE7cYY5GjvGFSy2SDXubk3X1ISSpoHFI8DQsnjOwAbBNJjvnnLDyrIUN",
-	"r28p06TgmqXu7Cceh1xV6OoOySUZzLrt/auyn4X3e/D7Pya2gcNHdqM/Q0s9NwoTJeLWkDCinExLloif",
-	"1NXXrfbRIQ5oNJk+IfkbqwzQvob2e6D/adlQK67QDKqQlF2SNpgjJq5TIclTalOUntzk01LfQLX1uXSY",
-	"7hfyQCGf1PbYftQButd+2zdfvsB8M6prplXpHTwiFf0BdaONcDieXvGwepNPFveOnZaDeht5nOYdf+tQ",
-	"1QTIuNGtytoEUGTDXoJA8FaS5j26mC6BuzzFzkh3MMUHYtl7WUO4zunX+oRKtwtcz1N7ibLMagp21k5Z",
-	"xrT/guU3YzxBxLIiq+9Csv9t9y+5Glogr478DpDgzfarhzRQfbHBH+oN3CMG5EarkXqW4O0LlYDZTQVw",
-	"SDjcgtLkikmlQ7MhxqketOpG9KqDXINyd4YjnlIZl6fMfArZLD76WohF5LSx2kSlO7F2Hy5s4cHDb0+T",
-	"RWkcUHzm5h17om+wc+d7EB0LqrthwUfWSjyqdphBd6Uk8RNKyKC7gtB/J+7KAKbDB+ZgyjOhbYL8jmfj",
-	"nljs7HnUZ867L+IDdyKwyQ/fVtrxi/MaxrMoL0QRkiiwF1OgG+WV33YXbPvIyKcLw0EKy6KW5wqZuvMi",
-	"O1tb26/ejsaj8Wh75+3bt2+R29z0nyv3zbZzGgeo4XOq5gPXht94UlnfxjNXVb2/uP/fAAAA//8=",
+	"7D37U922mv+KxntnQnbNAdKkmcLs7FBCW3bSwAK9ndnCniPsj3N0Y0uuJAOnKf/7jj7JtmzL50GAJndu",
+	"f+gcbFmP7/1UPkWJyAvBgWsV7X6KCippDhok/nVQSiWk+ZWCSiQrNBM82o1OQZU5EHqtQRI9Y4okOJJs",
+	"TC7K7e1vEihEMsOfsGufKPjd/j15uUfEDUjJUlDkPVV68/AGuN48ejeK4oiZ+X8vQc6jOOI0h2g3spNH",
+	"caSSGeTU7Cend++BT/Us2n21vR1Hel6YkUpLxqfR/X0c/SCyTNz2935NMwUEeKqIngFRWgLN66MAkVBk",
+	"dE42ZpSnc3LL9MwcLns5tLlru46/uRSuaZnpaFfLEuq9XQmRAeW4uaN3ZhxOV1A9a2ZjaRRHEn4vmYS0",
+	"miB47G9fx1HOePXnTggGBroIXLteGxBnwDW5mhMccCZKmQBJMmYogQhOJCSCc0j0HlE0B5ID5YxPCVVk",
+	"YhEyqUEyA5qCbE7RwuqaeDufF6D6uz0QeU43FRgC1ZASMLMT87kiWpAUMnYDkmwkgmspMnJt6FgRmt3S",
+	"uSKJyGEQgzjJgl0GtnlvkKQKwZXd64kUVxnk5qfZAHBtftKiyFhCzQm2CjviP/6hzHE+eYv9TcJ1tBv9",
+	"21bDiVv2rdqq5sUVOzz4wwH57vWbt8TNTFLQlGVqhFB0E5j596fA9QEt6BXLmGYh4P46oxqJn5qxhKY3",
+	"IDVTkBLGyYRxphnN2B+AGC+kKMxrOxF+8QEB+akLpti+/TtIxeypewMyQdMzUJ33NavgannR235nD2XK",
+	"RPhzyK8gTSE9MFi50+FBLKdTCL2693nxNzcuduv1J7+sCUVc/QMS7favRSKyPhAY1zAFGVlaKvNVduCD",
+	"q/4sCKTQXpAS3jOlAyCcVhqAacjVMrrEmU6kuGYZmJndUlRKOu9t2s09uKNqnv6mbijL6FUGYbQlHaJY",
+	"uuEWgMwERqbwtM8P5zMgcAdJqc3qZONaihz5I6WQC/7CCBR+zaalROaOCQcjfHAYJebsoDTKmx7Bp0wZ",
+	"/TLIMTOmtJBzR1JH3EBqkDlYGpyDU81uwNHJ6SBtId1cQbqP9HAtZE51tBulVMOmZkhYvakV6gkzHniZ",
+	"G+xelSzTzJCjhUlkBJWGREPqobyZoeQ1Wk+BqqBc6PKdUYo+4Op9xB6NhM89DNEQPR5QnkBmPs0CTJLg",
+	"2wzSMDRTg/cSAvT0P/icWDYlDE0PqsktSCCpFEUBKSqnivV6QGvzV8XwR+ly2DV7Dp7XKqvvM5F8RI5L",
+	"U2b2TLMT7+RoMnX1zz4n+wcnxKk7cmWm6KuHcQ6aDs/cMpCabVHOhUbWUmt/m1K7YJ/z/O0H3ucsh3N8",
+	"GGSpAX6V0LDEWvtU7A9o8R3j+tvXDc956qHSXJ5ZsrON/wX4SzOdwQIiajgXp417Wq060Thj/KP3d5ib",
+	"JVtOg/h2iPwYL2E/SaDQlnM6KsB74/Zt4HkZh/RB7a30tonW4qFxSoKvDaylLGvaWKRJTiEx7sv8rMxz",
+	"KpdxYxwpTXUL7LLkxpCO4siJC1RERQba/q4ZNo6uKbM/6g0GhWpX31Yw83bWOWMLIjXkFqHoHSQZ4xYR",
+	"NMuOr6Pd31a0XeMVkIoiJohVOaQkzCuLirVRNgwwt5o3dx8olx5YTq2uXyo72wDwCWYJCM24d7jjHmoO",
+	"0UKxFB+w5uxrJvgAYYKUQv4MSrWNX2/AHdMHIoWwzWrenrEpp1nYsKdKnwHwdYyLomXP9Ozjc/EReNhY",
+	"wwO/UKiRlNX/hKVBA0yWHNf3OFJpylOaCQ7WeKHJzBFDLnRY7hmuLpdanRWGzuzoLt1VW6mnu1yA5bN6",
+	"RW/bUltJIoGmxqNFnOJ8aFQEt/4T0EzP+kSjeguIj8EJbgb9uc753IzNF6HzeRTYsbYaR7o2jNbSsF2j",
+	"KZFA9XrmriXIFVT0QhUgRdait1JhsASJ1sw2E+V0Zn6pudKQB4He8V4XWcq4XFyp9+bUIeifgMwZ8stx",
+	"rf3aaPjIeLqeSSSKQanT2W490s0W29UWb/QUimy+psD1t9QNQS0MosWRKHUi2vIiZFN7J1y491pddIj9",
+	"obQ5AP3VXfkeBaznblj7MLtZ042EDD3E42KBgnKCfFW7qgCeWmlYzd6xpuCuQMK7XM9qFiI7oFm2Cj0j",
+	"+zXbrjbZIGUpO2aUH3JtTZpBcdhXnJIJyfR8EFClWsFTdAss1EZeoHORLO5u3RoRnfizDa7kNJkxDptG",
+	"heED1GHEfBMOoGCYc8CMN5o8gdXA4DtYS32mFRycapq40Xt48AEw5oVemUdbbrpxVendkf1ux0mw6s8+",
+	"79qlhj2sZCDHY3M/RFxj4MuF22dUE5rmTGtI8bkuJd9rJ1GYJloQBVAPCOJxiUu2mk/V3rLzrIiQxLpW",
+	"5FpIQgmHWxd72cPwXIEsSKolzBMhNeaDLrjZ8AtMaElzZFwqJrczlsxITueEZmhskSsg2ohOTrPRBXpU",
+	"z+XfeU5dJV9W9eZqh6KPbsz8bCYzoYAj1ghL9xywDFCZJkwRlkJeCEOMBqkL01EF1Rqkmfv/ftvf/F+6",
+	"+cf25neXzc/ReHfz8t//FqINu82H+VZ5mWmmqfrYysRFwBEbURxMfQiSCnI7A06oO7uqEe3wOfJQ3Ewm",
+	"AUEbUilFzePLXbwuxa/sFPbpIoj3rgccCm1WLu1AcJPyacb49Nypw7aB0Z5swDIZtCSHxG9Iu1YydtBQ",
+	"7Mq/mrVOhwMJ1c5qAw9P3WLLsYNu+6GhFSSpqaQppGMXaw7SAxeaJQGptU8UGPGeAIorIzSNgxAUmj6N",
+	"9L1gpFyKIVnGS4yfkltRZmn1KKxRmwhLlzXmhusTjMbWU+ziMmOaaHYD5E/7lxO3f5KitibHzh4jf15w",
+	"ZxKNk0wofFQ56eNKhJI/rQ8/9tID5ksu9Izx6ViLcbUB8idxYB5XcLcCeDH1II7jFqGHqLrGU4i2vExl",
+	"IODi8lgDOsucfT0jObEZi/dCDeQtH+A0JLfpQwKk4IWaVgl4LPBPat29aB4H6DMca5iaqo9H6wmPOCqL",
+	"dD3wBOWNXTnuotiCckgD14jxd7GAorz0dICwnj8zWiwg5b7WqUHSbCt01vrtgc27qkcM7WDq8Tjg+n7e",
+	"tNYI/LkdBPW4aTjj8EBGe3BIe2V3+VHYrhvo81zemmHa/FEFu+oDrm60VjyCTLWmNdgXzOuUUNVo9D56",
+	"vf3dt0s/cyUzJ09uAvo4amvvwzum0HA3A/accXulsL4Hnxkb1wmq2vBwiAzY9sNy1xv4JlzS1SsG6YrR",
+	"BVgPl6twuNMndNqkBIaCR6vHwSrdvqyapZ54wabPurGpg9PD/fPDd1EcnZ3vn54fffgxiqPTXz58sL9+",
+	"3T8yz8Y/HJ+Ojz6c/HIexdHB8c8n7w/tRz/sH73HHwf7Hw4O35vfIQvTW71UD8wKrWLJtO2Svh2aUaWJ",
+	"BGOjAUnQADUW5NQYjE2VGdOqMuQ8s9Sv3VqeoOqmRtZJxqxba6NQU546735gDFadDCtmDpCqRRU5NtN1",
+	"OmCRWxO5CnNUJnOVB6ofcOENuuC9h+NrCWpmv2t9hE/QjsfR1Vl8E36xwU5uhfxoVkiZhARtdHQH+DRk",
+	"oT9aMu4ZNV8cmSNqCfC9pHxAi1dDTqiePVB7tvSmLy87dNgmujaFdcipxzCxl4H0mTok2c5dROWp0hYr",
+	"YclsokHR4xn+FmOqoMm6YYgKTatb/OYMDzJlBhXuElukdbS2PHlXcakN1RqjAEcTxslGXipNwFgRLzv2",
+	"gDWBloTEcbdDAAhrdbOB1RU2UuQybW2nHNrGCdWWgxeiIWfcf7oTBxLnDyTdtVB5P3CKnrVxfvzuOIqj",
+	"ow/jk9PjH08Pz86MtXH496PDXx9mWFThkS85ST9c1DVUrzkYj8xEQh/Zk1ycQaW3R7wozZHtX8elrv/s",
+	"l2U0iU7Gx4UUUwlKdbIMLrOwXqrzcQIm3SRYOLfhkbCk3Aql1ZNT53VKyjUeYROS4rRQM4GJikRwxRSW",
+	"pt4yPatzVFijzfRDUlK5NUVXl1CV7RqiB4vDJvn+kIR9lSAJzZ9RvvqMddY5MNNi40oH0wELBWElSwJr",
+	"6VKuAYjzUq7srqHpFAo4VIt66PVPFcRUkIrNZgYqxh2ehuRQFdhWJ4uExAMEI/B0zQ+wfGwFsB/iwM+t",
+	"EQykZkL+jpkF0tg1Xxi3xLgpMRmNglzcTea4WExdDRs1EF+St3tQbn4tye8crrVKZ7ravs4yN4nnz8w3",
+	"2/rBVbszvHS0y7H0jeIhjjmsCC5cMDIkglcpZkmh4enA+ijZklIyPT8zmLQLXwGVIPdL67YhipFZ8XGD",
+	"jZnWhe3JY/xa9OlWg56BTMlMKG1UkREgmzbqUYWPbC2FKoB+ROMbnTpis/DkxDWNXfCN/YOTl4TyFPsx",
+	"ZaqM2jP2eik5SUtJr7L5iBziMylKDeSq1GSyNcMizwlBd/CCT8yRhGR/oF2zS77HAxHbmqvFR+CuOXdE",
+	"ECWKUAmk22KIzYu2JZZecNWq3yETA/KJy8RZEyM6Rzg4xiX7J0deLehutD3aGW3bkjXgtGDRbvTNaHv0",
+	"TYS1AzNEyFbTmDYFbUv5wHZdGZaKjCOxb4d0WjJfbW8vaMdcrw2zaZwLNGI651w5wNhgCMuYniPebI8V",
+	"8VMyI3Po19s7Q8vW5/Bq6JtShpW/MSRe5fttpx0pqr1uYNvWJuNx3cqGItZ1bhHBycn++U+2h41Old/H",
+	"ZybeQl06jJcztLZ+zMQVzQ5vHH785vKB5oFmyJZrPr+Pl47025xXGG47jFcY6FrIzcg2yo95Nrf2p7IF",
+	"Ukyh9/xC1fw92GxcB3iGmrq7gu1yKWFruNMWIZvWym1TdqB5udfKZY1p+7Ujz+21yHNdcn796rvnJP8z",
+	"kDcgN7Hn/bBGXNUqYPgUox+ouUgyo3wKitBECqW8xk+fGxwDWG6Y1TX1QW74EbSrun9CIeVWCOD3vD6A",
+	"8YzKYvRwgDqVGe3+dumD9z27AQ5KOU1FU2b+8sFVlbYjuJzAH81pni0C2nEB3GqNNaBWTboGAxgAubVI",
+	"KpIyt8WONdRuqSIoMNF9/CvE9/nM+rRa0kQPwlV59SkuO9OGqQ08+h3k6Jl8L9L5o9FhO11737bMtCzh",
+	"vofOncdePIRku6F0z09BKVIlT55H6G2/XnP88wpJTAjRWixag4Y7YDnbgTBOaJXnIXWep0WTdYrUp8qt",
+	"Tyy9t7ay8U0CxJkJ1aLNJxKUC2jECAJbqNWkwp8Bz5+JNwScn7/fI8aBU5hiReSNyFGrcDeAqXhQCv/1",
+	"KPmKcHHMW1UUQUCvZwcbo/ayy0db1q3vXtm04mzxkHrASZ8B3617FgJIx6pso3Xr6AXZcKWgtpKFpRm8",
+	"HP0TymALGXsTlUvh27JenhLK1S1IUhXWNrW2ikxqQE1WlMRbSVNzuITzq+rEpxcA1UpDotm+/hrkwK8z",
+	"kC2ZTLCwQcVWqxrJXJXCkSKjzgcxZ7QJDRbKYjytRPHq/z9LpnScy6pdSBinGZnXXrPmH17RuaXhqjZ7",
+	"EhOqRc4SmmX2FrYLbgONsZMJsVXUzuNQZQ4jcmprjpRn4l0zqTRh1w6gXOgLXnV0kP00NY+w3p64WOGu",
+	"sXi8+Gh9a4sitnhuShnfI5RfcH8UMukUjMJtF+C7zznNkZcRw3pTXF8TLURGzAHV6IL/irYWmVTRVAMA",
+	"IkHLufl/Kbm7ro7mQKr7CmxzFUbcOnLcQfFpDf3uHQj3/XvRXm2/evTl6la2UCTDvfuSrflHvSCudz1H",
+	"ACjVuz0ysa0eE8tvtzMboZxUvDgxRO5kEDa/Gd5EUL6xeHw2JVi1epjN+FyGlYXIahtUk1woTQRP4OWq",
+	"Oq8Xtezea1lkBjI2sA5ViK+5HLK65hKzyJPWNYcTIuQFn/yXHfKfk5exkRepMuA1s46rpMwkNlNxF2xT",
+	"JGM31Uoj8s6ufMHd0gmVck4mLN0ly2/W3COd2w83JhLUnCfjygGfxBc8sJ+J3cs4o9MppBObcJgBlfoK",
+	"qCaJyHNvN1xwcBJLlMZfrHPw9XWa6FUr4m4VvIIpc52Ztps0E9OQ2LJBYye0vvqo8V8Tt31lhdKgD4VW",
+	"hfVwDZKNHZKJqXl6XRpV6y7SNNLC+JDNNaBfbIzkSwgki8bri0lTN+suBLT8EQweP47pVpVRG90xHFA9",
+	"vCuE1D+5FsW1jPm7TZ72FdNSAjXO8H+fHX8gNutqPBZiVNHXYMA7f+MGpLKGHFX2LOYAimwYm3HsbMbY",
+	"1ULXfxrTbmxMO/dToqf78knt98Yd3PrkzL0jG3Bbf/Y4eDlxPevj3VE8GIrYR1+3qbp5Ihu2e63MSuHq",
+	"7SdZvjaiQ55vdclKdbnov8LVFYnUAeoXyouINHBazTBsin4eMZxm67me1glrX5WwEvm+euTFV3HIyEbv",
+	"co6Xxl+vbpeg/m0cHXfXXiHyT0Dvb7a/eV5Thac1YPcI00SWXBEubg0SmKouSbmCGXPBJz/kuCrrNJdX",
+	"P2LU6EDwygl1XKOImlEJaGq53rIRqe/+I1dCaIVh4V1SRYqZuuAYs9ECT5eLFDL7kbvVy97zoQShtc83",
+	"qaL39lyp8+uqp1ULzdjWN0+sBR7yZmwTzvMlT+pLBoMKpE54OhTvOXfNfNP61w8sZL9M9nnWIIQLJvox",
+	"3BcunUY27FXTLvAYk0zQNCZ42RD21lkH2IZ6nXFOWNVfaN3rW8o0KblmmQtN4m0zqzJd0xWwJHbftHr9",
+	"peRn9/uVBO6xaDGEdiM/Y4s9NwoDJeLW3ZNCriqSSJ/U1NetlokhCvAaK54Q/d4qA7hvdvs14P+saiIR",
+	"16gGVVxlBlTshezjJmsTyMc9LfbNrrY+VQbT/UIasBcUPR32sQdjAO+N3fbFp+wxplxn5px18IhYDDvU",
+	"Xun8sD+94l1gPp0srpc+qwb1DvI4Bavhctm68J1hAlBZnQCKbNg75ghe+uj/Iz8YLoG7IsNuANeMGdpi",
+	"1W/Q7HCdGx+arsxu55OeZ/ZfeJJ5g8HO2hnLmQ7/609vtrFrluVl3lw1a//a6d8hPLRAUV9zMYCCNzuv",
+	"HlI0/NkKf6gefp+YLXvltepZnLfPFALmNPWGY8LhFpTLHsfmQIxTPajVDevVzcuDfHeOI55SGFed1SGB",
+	"bBYf/VWAReC0oeqD0nVp38cLy1ax4ftpoiheU/4zF6zaLvbBatWvgXXsVt2tQiG01uxRl4AOmisVip+Q",
+	"QwbNFdz9V2KuDEA6fmAMproHoY2QX7Af/InZzt7B8Mxx90V04LrgfXr4ssKOnx3X4FhEZDtehCQK7GVM",
+	"aEYF+bfd+dFuk/zt0lCQwrSopblSZq5Hcndra+fV29H2aHu0s/v27du3SG1u+k+1+WZbGIwB5Nmcyn/g",
+	"Ws+8J7X29Z65rOr95f3/BwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

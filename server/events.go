@@ -33,6 +33,8 @@ const (
 	// flushBytes is how much is buffered before a write: frames are
 	// batched so a burst costs one syscall, not one per event.
 	flushBytes = 64 << 10
+	// idleBufferBytes is the most frame buffer an idle stream keeps.
+	idleBufferBytes = 4 << 10
 	// writeTimeout bounds one write+flush. A client that cannot take
 	// flushBytes in this long is stalled; its connection is dropped.
 	writeTimeout = 15 * time.Second
@@ -276,7 +278,7 @@ type sseStream struct {
 	rc   *http.ResponseController
 	buf  []byte
 	done int64 // number of the last event delivered or filtered out
-	end  bool  // the stream's final event has been delivered
+	end  bool  // the stream's final frame is written: nothing may follow
 
 	// lagged is set (before it shortens the write deadline) by the watcher
 	// that notices the hub cutting this subscriber off.
@@ -378,11 +380,13 @@ func (s *sseStream) catchUp() error {
 		s.sub.Close()
 		if attempt == maxResubscribes {
 			s.control(events.StreamLagged, map[string]any{"cursor": s.cursor(s.done)})
+			s.end = true
 			return s.flush()
 		}
 		sub, err := s.src.subscribe()
 		if err != nil {
 			s.control(events.StreamLagged, map[string]any{"cursor": s.cursor(s.done)})
+			s.end = true
 			return s.flush()
 		}
 		s.sub = sub
@@ -393,6 +397,7 @@ func (s *sseStream) catchUp() error {
 		if pos.epoch != s.pos.epoch {
 			s.pos = pos
 			s.resync(events.ReasonEpochMismatch)
+			s.end = true
 			return s.flush()
 		}
 		s.pos = pos
@@ -426,14 +431,14 @@ func (s *sseStream) replay() error {
 				break
 			}
 			s.emit(e)
+			if len(s.buf) >= flushBytes {
+				if err := s.flush(); err != nil {
+					return err
+				}
+			}
 		}
 		if s.src.num(page[len(page)-1]) >= s.pos.head {
 			break
-		}
-		if len(s.buf) >= flushBytes {
-			if err := s.flush(); err != nil {
-				return err
-			}
 		}
 	}
 	// Everything up to head has been delivered: on the global stream the
@@ -456,7 +461,7 @@ func (s *sseStream) live() error {
 		case <-s.ctx.Done():
 			return nil
 		case e := <-s.sub.C:
-			if err := s.forward(e); err != nil {
+			if err := s.forward(*e); err != nil {
 				return err
 			}
 			// Take whatever else is queued before writing: one write and
@@ -465,7 +470,7 @@ func (s *sseStream) live() error {
 			for len(s.buf) < flushBytes && !s.end {
 				select {
 				case e := <-s.sub.C:
-					if err := s.forward(e); err != nil {
+					if err := s.forward(*e); err != nil {
 						return err
 					}
 				default:
@@ -480,10 +485,14 @@ func (s *sseStream) live() error {
 			}
 			timer.Reset(s.heartbeat)
 		case <-s.sub.Done():
+			lagged := s.sub.Lagged()
+			if lagged {
+				s.lagged.Store(true) // the writes below get lagGrace, not writeTimeout
+			}
 			// Events queued before the cut are still valid: send them,
 			// then tell the client where to resume.
 			for len(s.sub.C) > 0 && !s.end {
-				if err := s.forward(<-s.sub.C); err != nil {
+				if err := s.forward(*<-s.sub.C); err != nil {
 					return err
 				}
 				if len(s.buf) >= flushBytes {
@@ -492,15 +501,18 @@ func (s *sseStream) live() error {
 					}
 				}
 			}
-			if !s.sub.Lagged() {
+			if !lagged {
 				return s.flush() // closed for another reason: the client reconnects
 			}
-			s.lagged.Store(true)
 			if !s.end {
 				s.control(events.StreamLagged, map[string]any{"cursor": s.cursor(s.done)})
 			}
 			return s.flush()
 		case <-timer.C:
+			if cap(s.buf) > idleBufferBytes {
+				// Idle streams can be many; let a burst's buffer go.
+				s.buf = nil
+			}
 			s.buf = append(s.buf, ": ping\n\n"...)
 			if err := s.flush(); err != nil {
 				return err

@@ -437,9 +437,11 @@ func TestStalledSubscriberIsCutOffWhileOthersKeepUp(t *testing.T) {
 	// The server must drop the stalled connection by itself: reading now
 	// yields a gapless prefix of the log and then the end of the stream.
 	var got int64
+	lagged := false
 	for {
 		f, err := stalled.Next()
 		if err != nil {
+			t.Logf("stalled stream: %d events, stream_lagged %v, then %v", got, lagged, err)
 			break
 		}
 		switch {
@@ -449,6 +451,7 @@ func TestStalledSubscriberIsCutOffWhileOthersKeepUp(t *testing.T) {
 			}
 			got++
 		case f.Event == events.StreamLagged:
+			lagged = true
 			if c := f.JSON(t)["cursor"]; c != cursorOf(s.EventEpoch, got) {
 				t.Errorf("stream_lagged: got cursor %v, want %s", c, cursorOf(s.EventEpoch, got))
 			}
@@ -456,6 +459,49 @@ func TestStalledSubscriberIsCutOffWhileOthersKeepUp(t *testing.T) {
 	}
 	if got >= received {
 		t.Errorf("stalled stream got all %d events, want it cut off", got)
+	}
+}
+
+// TestReplayThatOutrunsTheHubQueueResumesFromTheLog holds a long replay
+// back (the client does not read) while more events are written than the
+// hub queue holds. The stream must not lose or repeat any of them: the
+// subscription is renewed and the rest comes from the log.
+func TestReplayThatOutrunsTheHubQueueResumesFromTheLog(t *testing.T) {
+	d := startDaemon(t, daemonOptions{hub: events.HubConfig{Buffer: 8}})
+	s := d.storeSession(store.SessionRunning)
+	big := strings.Repeat("y", 2048)
+	payload := func(int) map[string]any { return map[string]any{"text": big} }
+	const backlog, during = 3000, 200
+	for range backlog / 500 {
+		d.emit(s.ID, events.MessageChunk, 500, payload)
+	}
+	slow := &http.Client{Transport: &http.Transport{DialContext: (&net.Dialer{Control: smallReceiveBuffer}).DialContext}}
+	defer slow.CloseIdleConnections()
+	c := d.streamWith(slow, "/session/"+s.ID+"/events", nil)
+	if c.Resp.StatusCode != http.StatusOK {
+		t.Fatalf("got %d, want 200", c.Resp.StatusCode)
+	}
+	for range during / 10 {
+		d.emit(s.ID, events.MessageChunk, 10, payload)
+	}
+	var frames []sseFrame
+	completes, lastSeen := 0, false
+	for completes == 0 || !lastSeen {
+		f := c.MustNext()
+		frames = append(frames, f)
+		switch {
+		case f.ID == cursorOf(s.EventEpoch, backlog+during):
+			lastSeen = true
+		case f.Event == events.ReplayComplete:
+			completes++
+			t.Logf("replay_complete at %s", f.JSON(t)["cursor"])
+		case f.Event == events.StreamLagged || f.Event == events.ResyncRequired:
+			t.Fatalf("got %s %s, want the stream to carry on", f.Event, f.Data)
+		}
+	}
+	checkConsecutive(t, durableFrames(frames), s.EventEpoch, 1)
+	if completes != 1 {
+		t.Errorf("got %d replay_complete frames, want 1", completes)
 	}
 }
 

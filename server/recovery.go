@@ -68,3 +68,55 @@ func sessionStatusOf(st sessions.Status) SessionStatus {
 	}
 	return out
 }
+
+func (h *handlers) GetSessionContext(ctx context.Context, req GetSessionContextRequestObject) (GetSessionContextResponseObject, error) {
+	c, err := h.cfg.Sessions.Context(ctx, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	out := SessionContext{SessionId: c.Session.ID, TaskId: c.Session.TaskID, Cwd: c.Session.Cwd, State: SessionState(c.Session.State),
+		Recovery: recoveryOf(c.Recovery), EventEpoch: c.Session.EventEpoch, Cursor: c.Cursor.String()}
+	out.Agent.ProfileId, out.Agent.Available = c.Session.AgentProfileID, c.AgentAvailable
+	if c.Profile.Capabilities != nil {
+		out.Agent.Capabilities = agentOf(c.Profile).Capabilities
+	}
+	out.AvailableCommands = objects(c.Commands)
+	out.ConfigOptions = objects(c.ConfigOptions)
+	var mode string
+	if json.Unmarshal(c.Mode, &mode) == nil && mode != "" {
+		out.CurrentMode = &mode
+	}
+	return GetSessionContext200JSONResponse(out), nil
+}
+
+func (h *handlers) ContinueSession(ctx context.Context, req ContinueSessionRequestObject) (ContinueSessionResponseObject, error) {
+	var promptID string
+	if req.Body != nil && req.Body.PromptId != nil {
+		promptID = *req.Body.PromptId
+	}
+	res, err := h.cfg.Sessions.Continue(ctx, req.Id, promptID)
+	if err != nil {
+		return nil, err
+	}
+	state := ContinueAcceptedState(res.Turn.State)
+	return ContinueSession202JSONResponse{Accepted: true, PromptId: res.Turn.PromptID, State: &state,
+		Interruption: recoveryOf(res.Interruption), EventEpoch: res.EventEpoch, Cursor: res.Cursor}, nil
+}
+
+func recoveryOf(s recovery.Summary) RecoverySummary {
+	out := RecoverySummary{Kind: RecoverySummaryKind(s.Kind), CanContinue: s.CanContinue, Reason: ptrIf(s.Reason),
+		PromptId: ptrIf(s.PromptID), InterruptReason: ptrIf(s.InterruptReason), Notice: s.Notice}
+	out.DanglingToolCalls = make([]struct {
+		Id    string `json:"id"`
+		Kind  string `json:"kind"`
+		Title string `json:"title"`
+	}, 0, len(s.DanglingToolCalls))
+	for _, d := range s.DanglingToolCalls {
+		out.DanglingToolCalls = append(out.DanglingToolCalls, struct {
+			Id    string `json:"id"`
+			Kind  string `json:"kind"`
+			Title string `json:"title"`
+		}{d.ID, d.Kind, d.Title})
+	}
+	return out
+}

@@ -159,7 +159,13 @@ func serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.addr, err)
 	}
-	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
+	// Streams end when shutdown starts: Shutdown would otherwise wait for
+	// every open SSE connection until its timeout.
+	baseCtx, cancelStreams := context.WithCancel(context.Background())
+	defer cancelStreams()
+	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return baseCtx }}
+	srv.RegisterOnShutdown(cancelStreams)
 	base := "http://" + ln.Addr().String()
 	fmt.Fprintf(os.Stderr, "tetherd %s listening on %s\n  data dir: %s\n  token:    %s\n  try:      curl -H 'Authorization: Bearer %s' %s/agents\n",
 		version, base, o.dataDir, token, token, base)

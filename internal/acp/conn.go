@@ -108,8 +108,8 @@ func Start(ctx context.Context, opts Options) (*Conn, error) {
 	})
 	if err != nil {
 		exit := p.stop(opts.StopGrace)
-		if ictx.Err() != nil && ctx.Err() == nil {
-			return nil, fmt.Errorf("initialize timed out after %s: %w", opts.InitTimeout, err)
+		if ictx.Err() != nil {
+			return nil, fmt.Errorf("initialize timed out: %w", err)
 		}
 		select {
 		case <-p.done:

@@ -46,6 +46,11 @@ const (
 	TooManySubscribers   Code = "too_many_subscribers"
 	WorkingDirMissing    Code = "working_directory_missing"
 	ResumeFailed         Code = "resume_failed"
+	TurnQueued           Code = "turn_queued"
+	PermissionPending    Code = "permission_pending"
+	SessionClosing       Code = "session_closing"
+	NothingToContinue    Code = "nothing_to_continue"
+	HistoryDegraded      Code = "history_degraded"
 )
 
 // Error is a domain error: a code, a human message and optional details that

@@ -46,8 +46,10 @@ func NewHub(cfg HubConfig) *Hub {
 type Subscription struct {
 	hub       *Hub
 	sessionID string // "" for the global stream
-	// C delivers events in commit order.
-	C chan store.Event
+	// C delivers events in commit order. Pointers keep an idle
+	// subscriber's queue small (8 bytes a slot) and avoid copying each
+	// event per subscriber; receivers must not modify them.
+	C chan *store.Event
 	// done closes when the subscription ends (lagged or closed).
 	done   chan struct{}
 	lagged bool // guarded by hub.mu
@@ -63,7 +65,7 @@ func (h *Hub) Subscribe(sessionID string) (*Subscription, error) {
 	if h.total >= h.cfg.MaxTotal {
 		return nil, errcode.New(errcode.TooManySubscribers, "the daemon already serves %d streams", h.total).With("retryAfter", 5)
 	}
-	s := &Subscription{hub: h, sessionID: sessionID, C: make(chan store.Event, h.cfg.Buffer), done: make(chan struct{})}
+	s := &Subscription{hub: h, sessionID: sessionID, C: make(chan *store.Event, h.cfg.Buffer), done: make(chan struct{})}
 	if sessionID == "" {
 		h.global[s] = struct{}{}
 	} else {
@@ -118,7 +120,8 @@ func (h *Hub) remove(s *Subscription) {
 func (h *Hub) Publish(evs []store.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, e := range evs {
+	for i := range evs {
+		e := &evs[i]
 		if e.SessionID != "" {
 			for s := range h.sessions[e.SessionID] {
 				h.deliver(s, e)
@@ -132,7 +135,7 @@ func (h *Hub) Publish(evs []store.Event) {
 	}
 }
 
-func (h *Hub) deliver(s *Subscription, e store.Event) {
+func (h *Hub) deliver(s *Subscription, e *store.Event) {
 	select {
 	case s.C <- e:
 	default:

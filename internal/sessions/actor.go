@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"time"
 
@@ -44,8 +45,17 @@ type actor struct {
 	waiters []chan error
 	// lastErr is why the last start failed, for status.
 	lastErr error
-	// last is the latest write submitted for this session.
-	last *events.Pending
+	// last is the latest write submitted for this session; version counts
+	// them, so a plan made from a snapshot can tell whether it is current.
+	last    *events.Pending
+	version uint64
+	// lastPromptID is the most recently admitted turn.
+	lastPromptID string
+	// lastRecovery is the last recovery summary pushed (JSON); only the
+	// writer goroutine touches it.
+	lastRecovery string
+	// Agent-reported session facts that are not transcript.
+	commands, mode, configOptions json.RawMessage
 }
 
 // turnRun is the turn currently executing on the agent.
@@ -64,6 +74,7 @@ func newActor(m *Manager, sess store.Session, exec store.Executor, turns []store
 	}
 	for _, t := range turns {
 		a.turns[t.PromptID] = t
+		a.lastPromptID = t.PromptID // turns come in seq order
 	}
 	return a
 }
@@ -73,6 +84,13 @@ func (a *actor) ctx() context.Context { return context.Background() }
 // onAgentExit handles the agent process ending, expected or not.
 func (a *actor) onAgentExit(gen int, conn *acp.Conn) {
 	if gen != a.gen || conn != a.conn {
+		return
+	}
+	if a.stopping {
+		// Close or daemon shutdown stopped it on purpose. Close records the
+		// stop itself; after a shutdown, start-up reconciliation marks what
+		// was running as interrupted by the restart.
+		a.conn = nil
 		return
 	}
 	exit := conn.Exit()
@@ -112,8 +130,10 @@ func (a *actor) onAgentExit(gen int, conn *acp.Conn) {
 
 // recordStopped marks the executor stopped after a deliberate stop.
 func (a *actor) recordStopped(conn *acp.Conn) {
-	if conn != nil && conn == a.conn {
-		a.conn = nil
+	if conn != nil {
+		if conn == a.conn {
+			a.conn = nil
+		}
 		exit := conn.Exit()
 		code := exit.Code
 		a.exec.ExitCode, a.exec.ExitSignal = &code, exit.Signal

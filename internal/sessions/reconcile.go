@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/recovery"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -53,7 +54,8 @@ func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
 		res.Sessions++
 		res.InterruptedTurns += len(turns)
 		stopOrphan(ex)
-		pending = append(pending, m.w.Submit(reconcileOp(s, ex, turns, perms)))
+		_, _, specErr := m.profiles.Spec(s.AgentProfileID)
+		pending = append(pending, m.w.Submit(reconcileOp(s, ex, turns, perms, specErr == nil)))
 	}
 	for _, p := range pending {
 		if _, err := p.Wait(ctx); err != nil {
@@ -76,7 +78,7 @@ func stopOrphan(ex store.Executor) {
 	time.AfterFunc(3*time.Second, func() { _ = syscall.Kill(-ex.PID, syscall.SIGKILL) })
 }
 
-func reconcileOp(s store.Session, ex store.Executor, turns []store.Turn, perms []store.Permission) events.Apply {
+func reconcileOp(s store.Session, ex store.Executor, turns []store.Turn, perms []store.Permission, available bool) events.Apply {
 	return func(tx *store.Store, emit events.Emit) error {
 		ctx := context.Background()
 		a := &actor{id: s.ID, sess: s} // for payload helpers only
@@ -118,9 +120,19 @@ func reconcileOp(s store.Session, ex store.Executor, turns []store.Turn, perms [
 		prev := s.State
 		s.State = store.SessionWaitingForInput
 		if prev != s.State {
-			return emitState(ctx, tx, emit, s, prev)
+			if err := emitState(ctx, tx, emit, s, prev); err != nil {
+				return err
+			}
+		} else if err := emitTaskFollow(ctx, tx, emit, s); err != nil {
+			return err
 		}
-		return emitTaskFollow(ctx, tx, emit, s)
+		// Tell every client where the session now stands.
+		in, err := readPlanInput(ctx, tx, s.ID)
+		if err != nil {
+			return err
+		}
+		in.AgentAvailable = available
+		return emitRecovery(emit, a, recovery.Plan(in), nil)
 	}
 }
 

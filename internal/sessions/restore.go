@@ -259,6 +259,7 @@ func (a *actor) onAgentStarted(p startPlan, out startOutcome) {
 	}()
 	a.notifyWaiters(nil)
 	a.startNext()
+	a.pushRecovery()
 }
 
 // recordResumed persists the restore outcome and announces it.
@@ -305,6 +306,7 @@ func (a *actor) startFailed(err error) {
 	}
 	a.queue = nil
 	a.setState(store.SessionWaitingForInput)
+	a.pushRecovery()
 	a.notifyWaiters(err)
 }
 

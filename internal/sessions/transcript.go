@@ -91,9 +91,15 @@ func (a *actor) onUpdate(gen int, u acp.Update) {
 				"entries": u.Data})})
 			return nil
 		})
+	case acp.UpdateAvailableCommands:
+		a.commands = u.Data
+	case acp.UpdateCurrentMode:
+		a.mode = u.Data
+	case acp.UpdateConfigOptions:
+		a.configOptions = u.Data
 	default:
-		// user_message_chunk echoes what we already stored; commands, modes,
-		// config options, session info and usage are not transcript.
+		// user_message_chunk echoes what we already stored; session info
+		// and usage are not transcript.
 	}
 }
 
@@ -171,6 +177,7 @@ func (a *actor) onPermissionRequested(gen int, req acp.PermissionRequest, reply 
 		return nil
 	})
 	a.perms[p.ID] = &pendingPermission{promptID: promptID, options: req.Options, reply: reply}
+	a.pushRecovery()
 	return p.ID
 }
 
@@ -206,6 +213,7 @@ func (a *actor) answerPermission(id string, out acp.PermissionOutcome) (store.Pe
 
 // resolve persists a permission outcome and emits permission.resolved.
 func (a *actor) resolve(id string, state store.PermissionState, optionID string) *events.Pending {
+	defer a.pushRecovery()
 	return a.write(func(tx *store.Store, emit events.Emit) error {
 		row, err := tx.ResolvePermission(a.ctx(), a.id, id, state, optionID)
 		if errcode.Is(err, errcode.PermissionResolved) {

@@ -103,11 +103,19 @@ func (a *actor) admit(in PromptInput) (PromptResult, error) {
 	if len(a.queue) >= a.m.cfg.QueueLimit {
 		return PromptResult{}, errcode.New(errcode.PromptQueueFull, "%d prompts are already queued", len(a.queue)).With("retryAfter", 5)
 	}
-	if in.PromptID == "" {
-		in.PromptID = uuid.NewString()
+	t, pending := a.enqueue(store.Turn{SessionID: a.id, PromptID: in.PromptID, Kind: in.kind, Prompt: in.Prompt})
+	return PromptResult{Turn: t, EventEpoch: a.sess.EventEpoch, pending: pending}, nil
+}
+
+// enqueue admits a turn: it is persisted queued (turn.queued), then runs as
+// soon as the agent is ready and idle. It returns the turn as it stands
+// after admission (running if it started at once).
+func (a *actor) enqueue(t store.Turn) (store.Turn, *events.Pending) {
+	if t.PromptID == "" {
+		t.PromptID = uuid.NewString()
 	}
-	t := store.Turn{SessionID: a.id, PromptID: in.PromptID, Kind: in.kind, State: store.TurnQueued,
-		Prompt: in.Prompt, CreatedAt: time.Now().UTC()}
+	t.State = store.TurnQueued
+	t.CreatedAt = time.Now().UTC()
 	markPrompted := !a.sess.Prompted
 	a.sess.Prompted = true
 	queued := t // the closure runs on the writer goroutine: give it its own copy
@@ -122,18 +130,19 @@ func (a *actor) admit(in PromptInput) (PromptResult, error) {
 				return err
 			}
 		}
-		emit(events.Draft{SessionID: a.id, Type: events.TurnQueued, PromptID: queued.PromptID, Payload: a.payload(map[string]any{
-			"kind": created.Kind, "seq": created.Seq, "prompt": created.Prompt})})
+		p := map[string]any{"kind": created.Kind, "seq": created.Seq, "prompt": created.Prompt}
+		if created.ContinuesPromptID != "" {
+			p["continuesPromptId"] = created.ContinuesPromptID
+		}
+		emit(events.Draft{SessionID: a.id, Type: events.TurnQueued, PromptID: queued.PromptID, Payload: a.payload(p)})
 		return nil
 	})
 	a.turns[t.PromptID] = t
+	a.lastPromptID = t.PromptID
 	a.queue = append(a.queue, t)
 	a.ensureAgent()
 	a.startNext()
-	if cur, ok := a.turns[t.PromptID]; ok {
-		t = cur
-	}
-	return PromptResult{Turn: t, EventEpoch: a.sess.EventEpoch, pending: pending}, nil
+	return a.turns[t.PromptID], pending
 }
 
 func (a *actor) activePromptID() string {
@@ -194,6 +203,7 @@ func (a *actor) startNext() {
 	r := &turnRun{turn: t, conn: a.conn}
 	a.running = r
 	a.setState(store.SessionRunning)
+	a.pushRecovery()
 	acpID := a.acpID
 	go func() {
 		prompt := t.Prompt
@@ -276,6 +286,7 @@ func (a *actor) endTurn(t store.Turn, state store.TurnState, set func(*store.Tur
 		emit(turnEnded(a, t, nil))
 		return nil
 	})
+	a.pushRecovery()
 }
 
 // turnEnded is the terminal event of a turn.
@@ -343,6 +354,7 @@ func (a *actor) interruptTurn(t store.Turn, reason string, exit acp.Exit) {
 		emit(turnEnded(a, t, dangling))
 		return nil
 	})
+	a.pushRecovery()
 }
 
 // failDanglingToolCalls gives every unfinished tool call of a turn the
@@ -383,6 +395,15 @@ func (a *actor) cancel() (CancelResult, error) {
 	res.Cancelled = len(res.Dequeued) > 0
 	r := a.running
 	if r == nil {
+		// Idle: a cancel still records the user's intent for an interrupted
+		// last turn, so it is clean and a racing continue cannot revive it.
+		if t, ok := a.turns[a.lastPromptID]; ok && t.State == store.TurnInterrupted && !t.CancelRequested && len(res.Dequeued) == 0 {
+			t.CancelRequested = true
+			a.turns[t.PromptID] = t
+			a.write(func(tx *store.Store, emit events.Emit) error { return tx.UpdateTurn(a.ctx(), t) })
+			a.pushRecovery()
+			res.PromptID, res.Cancelled = t.PromptID, true
+		}
 		return res, nil
 	}
 	res.PromptID = r.turn.PromptID
@@ -432,6 +453,7 @@ func (a *actor) close() (*acp.Conn, error) {
 	}
 	a.closePermissions("", store.PermissionCancelled)
 	a.setState(store.SessionCompleted)
+	a.pushRecovery()
 	closed := a.payload(map[string]any{"state": a.sess.State})
 	a.write(func(tx *store.Store, emit events.Emit) error {
 		emit(events.Draft{SessionID: a.id, Type: events.SessionClosed, Payload: closed})

@@ -15,6 +15,7 @@ import (
 func (a *actor) write(apply events.Apply) *events.Pending {
 	p := a.m.w.Submit(apply)
 	a.last = p
+	a.version++
 	return p
 }
 

@@ -207,9 +207,12 @@ type Turn struct {
 	CancelRequested bool
 	// ContextInjected marks the turn whose prompt carried the resume context.
 	ContextInjected bool
-	CreatedAt       time.Time
-	StartedAt       *time.Time
-	EndedAt         *time.Time
+	// Interruption is, for a continue turn, the recovery summary (JSON) it
+	// was admitted on.
+	Interruption json.RawMessage
+	CreatedAt    time.Time
+	StartedAt    *time.Time
+	EndedAt      *time.Time
 }
 
 // Message is a transcript message; consecutive chunks of one role in one

@@ -168,6 +168,7 @@ type turnRow struct {
 	ContinuesPromptID string  `gorm:"column:continues_prompt_id"`
 	CancelRequested   bool    `gorm:"column:cancel_requested"`
 	ContextInjected   bool    `gorm:"column:context_injected"`
+	Interruption      *string `gorm:"column:interruption"`
 	CreatedAt         dbTime  `gorm:"column:created_at"`
 	StartedAt         *dbTime `gorm:"column:started_at"`
 	EndedAt           *dbTime `gorm:"column:ended_at"`
@@ -182,7 +183,8 @@ func fromTurn(t Turn) turnRow {
 		StopReason: t.StopReason, ErrorCode: t.ErrorCode, ErrorMessage: t.ErrorMessage,
 		InterruptReason: t.InterruptReason, ExitCode: t.ExitCode, ExitSignal: t.ExitSignal,
 		ContinuesPromptID: t.ContinuesPromptID, CancelRequested: t.CancelRequested, ContextInjected: t.ContextInjected,
-		CreatedAt: toDBTime(t.CreatedAt), StartedAt: toDBTimePtr(t.StartedAt),
+		Interruption: jsonText(t.Interruption),
+		CreatedAt:    toDBTime(t.CreatedAt), StartedAt: toDBTimePtr(t.StartedAt),
 		EndedAt: toDBTimePtr(t.EndedAt),
 	}
 }
@@ -194,7 +196,8 @@ func toTurn(r turnRow) Turn {
 		StopReason: r.StopReason, ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage,
 		InterruptReason: r.InterruptReason, ExitCode: r.ExitCode, ExitSignal: r.ExitSignal,
 		ContinuesPromptID: r.ContinuesPromptID, CancelRequested: r.CancelRequested, ContextInjected: r.ContextInjected,
-		CreatedAt: r.CreatedAt.t, StartedAt: fromDBTimePtr(r.StartedAt),
+		Interruption: fromJSONText(r.Interruption),
+		CreatedAt:    r.CreatedAt.t, StartedAt: fromDBTimePtr(r.StartedAt),
 		EndedAt: fromDBTimePtr(r.EndedAt),
 	}
 }

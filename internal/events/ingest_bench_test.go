@@ -1,0 +1,126 @@
+package events_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/store"
+)
+
+// ingestSessions is how many sessions produce concurrently; every
+// subscriber subscribes to all of them, so it receives every event.
+const ingestSessions = 4
+
+// ingestWindow bounds each producer's unacknowledged ops.
+const ingestWindow = 1024
+
+// BenchmarkIngest measures durable events/s through the real writer
+// (group commit into SQLite, then publish) with 0, 10 and 100 live
+// subscribers that each receive every event. One op is one message.chunk
+// event of about 200 bytes; b.N is the number of events. The clock stops
+// only when every subscriber has received everything, so fan-out is in
+// the figure. A subscriber the hub cuts off for lagging is counted in the
+// "lagged" metric (it would reconnect from the log in the daemon).
+func BenchmarkIngest(b *testing.B) {
+	for _, subs := range []int{0, 10, 100} {
+		b.Run(fmt.Sprintf("subs=%d", subs), func(b *testing.B) {
+			benchIngest(b, subs, chunkOp)
+		})
+	}
+}
+
+// BenchmarkIngestTranscript is BenchmarkIngest/subs=10 with the
+// transcript write a real chunk costs: each op appends to the current
+// agent message row (a new message every 100 chunks) in the same
+// transaction as its event, as the session actor does.
+func BenchmarkIngestTranscript(b *testing.B) {
+	benchIngest(b, 10, func(l *benchLog, sid, pid string, _ int64) events.Apply {
+		return func(tx *store.Store, emit events.Emit) error {
+			m, started, err := tx.AppendMessageChunk(context.Background(), sid, pid, store.RoleAgent, chunkText)
+			if err != nil {
+				return err
+			}
+			typ := events.MessageChunk
+			if started {
+				typ = events.MessageAdded
+			}
+			emit(events.Draft{SessionID: sid, Type: typ, PromptID: pid, Payload: map[string]any{
+				"taskId": l.taskID, "messageId": m.ID, "role": "agent", "text": chunkText}})
+			return nil
+		}
+	})
+}
+
+type opFunc func(l *benchLog, sid, promptID string, sentAt int64) events.Apply
+
+func benchIngest(b *testing.B, subs int, mkOp opFunc) {
+	l := openBenchLog(b, ingestSessions)
+	per := make([]int, ingestSessions) // events per session
+	for i := range b.N {
+		per[i%ingestSessions]++
+	}
+
+	var (
+		recv   sync.WaitGroup
+		lagged atomic.Int64
+	)
+	for range subs {
+		for si, sid := range l.sessions {
+			sub, err := l.hub.Subscribe(sid)
+			if err != nil {
+				b.Fatal(err)
+			}
+			recv.Add(1)
+			go func(want int) {
+				defer recv.Done()
+				defer sub.Close()
+				n := 0
+				for n < want {
+					select {
+					case <-sub.C:
+						n++
+					case <-sub.Done():
+						// Take what was queued before the cut, then give up.
+						n += len(sub.C)
+						if n < want {
+							lagged.Add(1)
+						}
+						return
+					}
+				}
+			}(per[si])
+		}
+	}
+
+	b.ReportAllocs()
+	b.ResetTimer()
+	var prod sync.WaitGroup
+	errs := make([]error, ingestSessions)
+	for si, sid := range l.sessions {
+		prod.Add(1)
+		go func() {
+			defer prod.Done()
+			wd := newWindow(ingestWindow)
+			for i := range per[si] {
+				wd.submit(l.w, mkOp(l, sid, promptID(si*1_000_000+i/100), 0))
+			}
+			errs[si] = wd.drain()
+		}()
+	}
+	prod.Wait()
+	recv.Wait()
+	b.StopTimer()
+	for _, err := range errs {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	sec := b.Elapsed().Seconds()
+	b.ReportMetric(float64(b.N)/sec, "events/s")
+	b.ReportMetric(float64(b.N*subs)/sec, "deliveries/s")
+	b.ReportMetric(float64(lagged.Load()), "lagged")
+}

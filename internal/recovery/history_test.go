@@ -1,0 +1,207 @@
+package recovery_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/tether/tether/internal/recovery"
+	"github.com/tether/tether/internal/store"
+)
+
+const truncMarker = "… [truncated]"
+
+func textContent(s string) json.RawMessage {
+	raw, _ := json.Marshal([]map[string]any{{"type": "content", "content": map[string]any{"type": "text", "text": s}}})
+	return raw
+}
+
+func TestHistoryOrderAndFiltering(t *testing.T) {
+	msgs := []store.Message{
+		{PromptID: "p1", Role: store.RoleUser, Text: "build it", CreatedAt: at(0)},
+		{PromptID: "p1", Role: store.RoleThought, Text: "thinking", CreatedAt: at(1)},
+		{PromptID: "p1", Role: store.RoleAgent, Text: "done", CreatedAt: at(9)},
+		{PromptID: "p1", Role: store.RoleSystem, Text: "Turn interrupted", CreatedAt: at(10)},
+		{PromptID: "p2", Role: store.RoleUser, Text: "again", CreatedAt: at(11)},
+	}
+	calls := []store.ToolCall{
+		{ToolCallID: "tc2", PromptID: "p1", Title: "Edit main.go", Kind: "edit", Status: store.ToolInProgress, CreatedAt: at(6), UpdatedAt: at(7)},
+		{ToolCallID: "tc1", PromptID: "p1", Title: "Run make", Kind: "execute", Status: store.ToolCompleted,
+			Content: textContent("ok"), CreatedAt: at(2), UpdatedAt: at(5)},
+		{ToolCallID: "tc3", PromptID: "p1", Kind: "fetch", Status: store.ToolFailed, Interrupted: true,
+			Content: textContent("Tool execution result was not recorded"), CreatedAt: at(3), UpdatedAt: at(8)},
+		{ToolCallID: "tc4", PromptID: "p1", Status: store.ToolPending, CreatedAt: at(4), UpdatedAt: at(4)},
+	}
+	got := recovery.History(msgs, calls)
+	want := []recovery.Entry{
+		{Type: recovery.UserMessage, PromptID: "p1", Text: "build it", Time: at(0)},
+		{Type: recovery.ToolCall, PromptID: "p1", ToolCallID: "tc1", Name: "Run make", Time: at(2)},
+		{Type: recovery.ToolCall, PromptID: "p1", ToolCallID: "tc3", Name: "fetch", Time: at(3)},
+		{Type: recovery.ToolCall, PromptID: "p1", ToolCallID: "tc4", Name: "tc4", Time: at(4)},
+		{Type: recovery.ToolResult, PromptID: "p1", ToolCallID: "tc1", Name: "Run make", Status: "completed", Text: "ok", Time: at(5)},
+		{Type: recovery.ToolCall, PromptID: "p1", ToolCallID: "tc2", Name: "Edit main.go", Time: at(6)},
+		{Type: recovery.ToolResult, PromptID: "p1", ToolCallID: "tc3", Name: "fetch", Status: "failed",
+			Text: "Tool execution result was not recorded", Time: at(8)},
+		{Type: recovery.AgentMessage, PromptID: "p1", Text: "done", Time: at(9)},
+		{Type: recovery.UserMessage, PromptID: "p2", Text: "again", Time: at(11)},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("History:\n got %+v\nwant %+v", got, want)
+	}
+	for _, e := range got {
+		if strings.Contains(e.Text, "thinking") || strings.Contains(e.Text, "Turn interrupted") {
+			t.Errorf("thought or system message in history: %+v", e)
+		}
+	}
+}
+
+func TestHistoryEqualTimesKeepMessagesBeforeToolCalls(t *testing.T) {
+	msgs := []store.Message{
+		{PromptID: "p1", Role: store.RoleUser, Text: "u", CreatedAt: at(1)},
+		{PromptID: "p1", Role: store.RoleAgent, Text: "a", CreatedAt: at(1)},
+	}
+	calls := []store.ToolCall{{ToolCallID: "tc", PromptID: "p1", Title: "T", Status: store.ToolCompleted, CreatedAt: at(1), UpdatedAt: at(1)}}
+	got := recovery.History(msgs, calls)
+	var types []recovery.EntryType
+	for _, e := range got {
+		types = append(types, e.Type)
+	}
+	want := []recovery.EntryType{recovery.UserMessage, recovery.AgentMessage, recovery.ToolCall, recovery.ToolResult}
+	if !reflect.DeepEqual(types, want) {
+		t.Errorf("order with equal times = %v, want %v (stable)", types, want)
+	}
+}
+
+func TestHistoryToolText(t *testing.T) {
+	content := json.RawMessage(`[
+		{"type":"content","content":{"type":"text","text":"line one"}},
+		{"type":"content","content":{"type":"image","data":"xx"}},
+		{"type":"diff","path":"/w/main.go","oldText":"a","newText":"b"},
+		{"type":"terminal","terminalId":"t1"}
+	]`)
+	got := recovery.History(nil, []store.ToolCall{{ToolCallID: "tc", Title: "T", Status: store.ToolCompleted, Content: content, UpdatedAt: at(1)}})
+	if len(got) != 2 || got[1].Type != recovery.ToolResult {
+		t.Fatalf("entries = %+v", got)
+	}
+	if want := "line one\ndiff of /w/main.go:\nb"; got[1].Text != want {
+		t.Errorf("tool result text = %q, want %q", got[1].Text, want)
+	}
+	bad := recovery.History(nil, []store.ToolCall{{ToolCallID: "tc", Status: store.ToolFailed, Content: json.RawMessage(`{"not":"array"}`)}})
+	if len(bad) != 2 || bad[1].Text != "" {
+		t.Errorf("malformed content should give an empty result text: %+v", bad)
+	}
+}
+
+func TestResumeContextTemplate(t *testing.T) {
+	h := recovery.History(
+		[]store.Message{
+			{PromptID: "p1", Role: store.RoleUser, Text: "build it", CreatedAt: at(0)},
+			{PromptID: "p1", Role: store.RoleAgent, Text: "built", CreatedAt: at(5)},
+		},
+		[]store.ToolCall{{ToolCallID: "tc1", PromptID: "p1", Title: "Run make", Status: store.ToolCompleted,
+			Content: textContent("ok"), CreatedAt: at(1), UpdatedAt: at(2)}})
+	out := recovery.ResumeContext(h, "now test it")
+
+	if !strings.HasPrefix(out, "RESUME CONTEXT FOR CONTINUING TASK\n") {
+		t.Errorf("does not start with the title line:\n%s", out)
+	}
+	lines := strings.Split(out, "\n")
+	index := func(line string) int {
+		for i, l := range lines {
+			if l == line {
+				return i
+			}
+		}
+		return -1
+	}
+	order := []string{
+		"RESUME CONTEXT FOR CONTINUING TASK",
+		"=== EXECUTION HISTORY ===",
+		"[USER]: build it",
+		"[TOOL CALL: Run make]",
+		"[TOOL RESULT: Run make] ok",
+		"[ASSISTANT]: built",
+		"=== CURRENT REQUEST ===",
+		"now test it",
+		"=== INSTRUCTIONS ===",
+		"Do not repeat work that was already completed.",
+	}
+	prev := -1
+	for _, l := range order {
+		i := index(l)
+		if i < 0 {
+			t.Errorf("line %q missing (exact, whole line):\n%s", l, out)
+			continue
+		}
+		if i <= prev {
+			t.Errorf("line %q out of order:\n%s", l, out)
+		}
+		prev = i
+	}
+	for _, heading := range []string{"RESUME CONTEXT FOR CONTINUING TASK", "=== EXECUTION HISTORY ===", "=== CURRENT REQUEST ===", "=== INSTRUCTIONS ==="} {
+		if n := strings.Count(out, heading); n != 1 {
+			t.Errorf("heading %q appears %d times", heading, n)
+		}
+	}
+
+	empty := recovery.ResumeContext(nil, "hello")
+	for _, l := range []string{"=== EXECUTION HISTORY ===", "=== CURRENT REQUEST ===", "hello", "=== INSTRUCTIONS ==="} {
+		if !strings.Contains(empty, l) {
+			t.Errorf("empty history: %q missing:\n%s", l, empty)
+		}
+	}
+}
+
+func TestResumeContextTruncation(t *testing.T) {
+	// Multi-byte runes: the limits count characters, not bytes.
+	long := func(keep, extra int) string { return strings.Repeat("é", keep) + strings.Repeat("Ω", extra) }
+	cases := []struct {
+		name   string
+		entry  recovery.Entry
+		prefix string
+		limit  int
+	}{
+		{"user_message", recovery.Entry{Type: recovery.UserMessage}, "[USER]: ", recovery.MaxMessageChars},
+		{"agent_message", recovery.Entry{Type: recovery.AgentMessage}, "[ASSISTANT]: ", recovery.MaxMessageChars},
+		{"tool_result", recovery.Entry{Type: recovery.ToolResult, Name: "Run"}, "[TOOL RESULT: Run] ", recovery.MaxToolResultChars},
+	}
+	if recovery.MaxMessageChars != 2000 || recovery.MaxToolResultChars != 500 {
+		t.Fatalf("limits = %d/%d, want 2000/500", recovery.MaxMessageChars, recovery.MaxToolResultChars)
+	}
+	for _, tc := range cases {
+		t.Run(tc.name+"_over_limit", func(t *testing.T) {
+			e := tc.entry
+			e.Text = long(tc.limit, 10)
+			out := recovery.ResumeContext([]recovery.Entry{e}, "cur")
+			wantLine := tc.prefix + strings.Repeat("é", tc.limit) + truncMarker + "\n"
+			if !strings.Contains(out, wantLine) {
+				t.Errorf("want the first %d characters followed by %q", tc.limit, truncMarker)
+			}
+			if strings.Contains(out, "Ω") {
+				t.Errorf("text beyond %d characters leaked into the context", tc.limit)
+			}
+		})
+		t.Run(tc.name+"_at_limit", func(t *testing.T) {
+			e := tc.entry
+			e.Text = long(tc.limit, 0)
+			out := recovery.ResumeContext([]recovery.Entry{e}, "cur")
+			if !strings.Contains(out, tc.prefix+e.Text+"\n") || strings.Contains(out, truncMarker) {
+				t.Errorf("text of exactly %d characters must be kept whole and unmarked", tc.limit)
+			}
+		})
+	}
+	t.Run("current_request_is_not_truncated", func(t *testing.T) {
+		cur := long(5000, 0)
+		out := recovery.ResumeContext(nil, cur)
+		if !strings.Contains(out, cur) || strings.Contains(out, truncMarker) {
+			t.Errorf("the current request must be sent whole")
+		}
+	})
+	t.Run("tool_call_names_only", func(t *testing.T) {
+		out := recovery.ResumeContext([]recovery.Entry{{Type: recovery.ToolCall, Name: "Run make"}}, "cur")
+		if !strings.Contains(out, "[TOOL CALL: Run make]\n") {
+			t.Errorf("tool call line missing:\n%s", out)
+		}
+	})
+}

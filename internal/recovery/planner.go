@@ -1,0 +1,229 @@
+package recovery
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/tether/tether/internal/store"
+)
+
+// Kind classifies where a session stands after its last turn (DESIGN.md
+// section 6).
+type Kind string
+
+// Recovery kinds.
+const (
+	// Clean: the last turn has a terminal outcome (a user cancel included).
+	Clean Kind = "clean"
+	// InterruptedPrompt: the last turn was interrupted before the agent
+	// produced anything; continuing sends the original prompt again.
+	InterruptedPrompt Kind = "interrupted_prompt"
+	// InterruptedTurn: interrupted after output or tool calls began;
+	// continuing tells the agent what was cut off.
+	InterruptedTurn Kind = "interrupted_turn"
+	// DegradedHistory: the agent's context was lost or the transcript has a
+	// gap; explanation only, never continuation.
+	DegradedHistory Kind = "degraded_history"
+)
+
+// Reasons a session cannot be continued.
+const (
+	ReasonTurnActive        = "turn_active"
+	ReasonTurnQueued        = "turn_queued"
+	ReasonPermissionPending = "permission_pending"
+	ReasonSessionClosing    = "session_closing"
+	ReasonSessionTerminal   = "session_terminal"
+	ReasonAgentUnavailable  = "agent_unavailable"
+	ReasonNothingToContinue = "nothing_to_continue"
+	ReasonHistoryDegraded   = "history_degraded"
+)
+
+// Input is everything the planner looks at: the transcript and the live
+// state the session actor holds.
+type Input struct {
+	Turns       []store.Turn
+	Messages    []store.Message
+	ToolCalls   []store.ToolCall
+	Permissions []store.Permission
+	State       store.SessionState
+	// Closing: a close has been admitted and is in progress.
+	Closing bool
+	// AgentAvailable: the session's agent profile exists and can start.
+	AgentAvailable bool
+	// ContextLost: the last restore could not give the agent its history.
+	ContextLost bool
+}
+
+// DanglingToolCall is a tool call the interruption cut off.
+type DanglingToolCall struct {
+	ID    string `json:"id"`
+	Title string `json:"title"`
+	Kind  string `json:"kind"`
+}
+
+// Summary is the recovery plan of a session.
+type Summary struct {
+	Kind        Kind   `json:"kind"`
+	CanContinue bool   `json:"canContinue"`
+	Reason      string `json:"reason,omitempty"`
+	// PromptID is the turn a continuation would continue.
+	PromptID          string             `json:"promptId,omitempty"`
+	InterruptReason   string             `json:"interruptReason,omitempty"`
+	DanglingToolCalls []DanglingToolCall `json:"danglingToolCalls"`
+	Notice            string             `json:"notice"`
+}
+
+// Plan is a pure function of its input: the same transcript and live state
+// always give the same summary, so admission and display agree.
+func Plan(in Input) Summary {
+	s := Summary{Kind: Clean, DanglingToolCalls: []DanglingToolCall{}}
+	turns := append([]store.Turn(nil), in.Turns...)
+	sort.SliceStable(turns, func(i, j int) bool { return turns[i].Seq < turns[j].Seq })
+
+	var last *store.Turn
+	active, queued := false, false
+	for i := range turns {
+		switch turns[i].State {
+		case store.TurnRunning:
+			active = true
+		case store.TurnQueued:
+			queued = true
+		}
+	}
+	// The turn a continuation would pick up is the last one that ran.
+	for i := len(turns) - 1; i >= 0; i-- {
+		if turns[i].State != store.TurnQueued {
+			last = &turns[i]
+			break
+		}
+	}
+	if last != nil && last.State == store.TurnInterrupted && !last.CancelRequested {
+		s.PromptID = last.PromptID
+		s.InterruptReason = last.InterruptReason
+		s.Kind = InterruptedPrompt
+		if producedOutput(in, last.PromptID) {
+			s.Kind = InterruptedTurn
+		}
+		for _, c := range in.ToolCalls {
+			if c.PromptID == last.PromptID && (c.Interrupted || c.Status == store.ToolPending || c.Status == store.ToolInProgress) {
+				s.DanglingToolCalls = append(s.DanglingToolCalls, DanglingToolCall{ID: c.ToolCallID, Title: c.Title, Kind: c.Kind})
+			}
+		}
+	}
+	if gap := historyGap(turns, in); in.ContextLost || gap != "" {
+		s.Kind = DegradedHistory
+		s.Notice = "The agent lost this conversation's context when it was restored, so it cannot pick up where it left off. Start a new turn with the context it needs, or a new session."
+		if gap != "" {
+			s.Notice = "The transcript has a gap (" + gap + "), so the interrupted work cannot be continued safely. Start a new turn or a new session."
+		}
+	}
+
+	pending := false
+	for _, p := range in.Permissions {
+		pending = pending || p.State == store.PermissionPending
+	}
+	switch {
+	case in.State.Terminal():
+		s.Reason = ReasonSessionTerminal
+	case in.Closing:
+		s.Reason = ReasonSessionClosing
+	case active:
+		s.Reason = ReasonTurnActive
+	case queued:
+		s.Reason = ReasonTurnQueued
+	case pending:
+		s.Reason = ReasonPermissionPending
+	case s.Kind == DegradedHistory:
+		s.Reason = ReasonHistoryDegraded
+	case s.Kind == Clean:
+		s.Reason = ReasonNothingToContinue
+	case !in.AgentAvailable:
+		s.Reason = ReasonAgentUnavailable
+	default:
+		s.CanContinue = true
+	}
+	if s.Notice == "" {
+		s.Notice = notice(s)
+	}
+	return s
+}
+
+// producedOutput reports whether the agent said or did anything for a turn.
+func producedOutput(in Input, promptID string) bool {
+	for _, m := range in.Messages {
+		if m.PromptID == promptID && (m.Role == store.RoleAgent || m.Role == store.RoleThought) {
+			return true
+		}
+	}
+	for _, c := range in.ToolCalls {
+		if c.PromptID == promptID {
+			return true
+		}
+	}
+	return false
+}
+
+// historyGap finds evidence that the transcript is not the whole story:
+// missing turn numbers, or output attributed to a turn that does not exist.
+func historyGap(turns []store.Turn, in Input) string {
+	known := make(map[string]bool, len(turns))
+	for i, t := range turns {
+		known[t.PromptID] = true
+		if t.Seq != int64(i+1) {
+			return fmt.Sprintf("turn %d is missing", i+1)
+		}
+	}
+	for _, m := range in.Messages {
+		if m.PromptID != "" && !known[m.PromptID] {
+			return "messages of an unknown turn " + m.PromptID
+		}
+	}
+	for _, c := range in.ToolCalls {
+		if c.PromptID != "" && !known[c.PromptID] {
+			return "tool calls of an unknown turn " + c.PromptID
+		}
+	}
+	return ""
+}
+
+func notice(s Summary) string {
+	switch s.Kind {
+	case InterruptedPrompt:
+		return "The last prompt was interrupted (" + readable(s.InterruptReason) + ") before the agent answered. Continue sends it again."
+	case InterruptedTurn:
+		n := "The last turn was interrupted (" + readable(s.InterruptReason) + ") while the agent was working."
+		if len(s.DanglingToolCalls) > 0 {
+			names := make([]string, 0, len(s.DanglingToolCalls))
+			for _, d := range s.DanglingToolCalls {
+				names = append(names, d.Title)
+			}
+			n += " Unfinished tool calls were recorded as failed: " + strings.Join(names, ", ") + "."
+		}
+		return n + " Continue asks the agent to pick up from there."
+	}
+	return "Nothing to continue: the last turn finished."
+}
+
+func readable(reason string) string {
+	if reason == "" {
+		return "unknown cause"
+	}
+	return strings.ReplaceAll(reason, "_", " ")
+}
+
+// ContinuationPrompt is what the agent receives to continue an interrupted
+// turn: which tool calls were cut off, their synthetic failures, and the
+// request to go on. Tools are never replayed by the daemon.
+func ContinuationPrompt(s Summary) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Your previous turn was interrupted (%s) before it finished.\n", readable(s.InterruptReason))
+	if len(s.DanglingToolCalls) > 0 {
+		b.WriteString("These tool calls did not complete; their results were recorded as failures:\n")
+		for _, d := range s.DanglingToolCalls {
+			fmt.Fprintf(&b, "- %s (%s, id %s): Tool execution result was not recorded: interrupted. Treat as failure and retry if needed.\n", d.Title, d.Kind, d.ID)
+		}
+	}
+	b.WriteString("Continue the task from where you left off. Do not assume interrupted tool calls succeeded, and do not repeat work that was already completed.")
+	return b.String()
+}

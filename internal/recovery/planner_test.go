@@ -1,0 +1,611 @@
+package recovery_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tether/tether/internal/recovery"
+	"github.com/tether/tether/internal/store"
+)
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func at(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
+
+func turn(seq int64, id string, state store.TurnState) store.Turn {
+	return store.Turn{SessionID: "s1", PromptID: id, Seq: seq, Kind: store.TurnPrompt, State: state,
+		Prompt: json.RawMessage(`[{"type":"text","text":"do it"}]`), CreatedAt: at(int(seq) * 100)}
+}
+
+func interrupted(seq int64, id, reason string) store.Turn {
+	t := turn(seq, id, store.TurnInterrupted)
+	t.InterruptReason = reason
+	return t
+}
+
+func msg(id string, role store.MessageRole, text string) store.Message {
+	return store.Message{SessionID: "s1", PromptID: id, Role: role, Text: text}
+}
+
+func call(id, promptID, title, kind string, status store.ToolCallStatus, wasInterrupted bool) store.ToolCall {
+	return store.ToolCall{SessionID: "s1", ToolCallID: id, PromptID: promptID, Title: title, Kind: kind,
+		Status: status, Interrupted: wasInterrupted}
+}
+
+// continuable is an otherwise continuable transcript: turn p1 completed,
+// turn p2 interrupted by the agent exiting after it started a tool call.
+// Each non-continuable reason below changes exactly one thing about it.
+func continuable() recovery.Input {
+	return recovery.Input{
+		Turns: []store.Turn{turn(1, "p1", store.TurnCompleted), interrupted(2, "p2", "agent_exited")},
+		Messages: []store.Message{
+			msg("p1", store.RoleUser, "first"), msg("p1", store.RoleAgent, "done"),
+			msg("p2", store.RoleUser, "second"), msg("p2", store.RoleAgent, "working on"),
+			msg("p2", store.RoleSystem, "Turn interrupted: the agent exited."),
+		},
+		ToolCalls: []store.ToolCall{
+			call("tc-done", "p1", "Read go.mod", "read", store.ToolCompleted, false),
+			call("tc-cut", "p2", "Run make", "execute", store.ToolFailed, true),
+		},
+		Permissions:    []store.Permission{{ID: "perm1", SessionID: "s1", PromptID: "p1", State: store.PermissionSelected}},
+		State:          store.SessionWaitingForInput,
+		AgentAvailable: true,
+	}
+}
+
+func with(mut func(*recovery.Input)) recovery.Input {
+	in := continuable()
+	mut(&in)
+	return in
+}
+
+// idle is a session with no live blockers, for rule cases that build their
+// own transcript.
+func idle(turns []store.Turn, msgs []store.Message, calls []store.ToolCall) recovery.Input {
+	return recovery.Input{Turns: turns, Messages: msgs, ToolCalls: calls,
+		State: store.SessionWaitingForInput, AgentAvailable: true}
+}
+
+type want struct {
+	kind            recovery.Kind
+	canContinue     bool
+	reason          string
+	promptID        string
+	interruptReason string
+	dangling        []recovery.DanglingToolCall // nil: expect none
+	notice          []string                    // substrings the notice must contain
+}
+
+func checkSummary(t *testing.T, in recovery.Input, got recovery.Summary, w want) {
+	t.Helper()
+	if got.Kind != w.kind {
+		t.Errorf("kind = %q, want %q", got.Kind, w.kind)
+	}
+	if got.CanContinue != w.canContinue {
+		t.Errorf("canContinue = %v, want %v", got.CanContinue, w.canContinue)
+	}
+	if got.Reason != w.reason {
+		t.Errorf("reason = %q, want %q", got.Reason, w.reason)
+	}
+	if got.PromptID != w.promptID {
+		t.Errorf("promptId = %q, want %q", got.PromptID, w.promptID)
+	}
+	if got.InterruptReason != w.interruptReason {
+		t.Errorf("interruptReason = %q, want %q", got.InterruptReason, w.interruptReason)
+	}
+	if got.DanglingToolCalls == nil {
+		t.Errorf("danglingToolCalls is nil, want a (possibly empty) slice")
+	}
+	wantDangling := w.dangling
+	if wantDangling == nil {
+		wantDangling = []recovery.DanglingToolCall{}
+	}
+	if !reflect.DeepEqual(got.DanglingToolCalls, wantDangling) {
+		t.Errorf("danglingToolCalls = %+v, want %+v", got.DanglingToolCalls, wantDangling)
+	}
+	checkCommon(t, got)
+	for _, sub := range w.notice {
+		if !strings.Contains(got.Notice, sub) {
+			t.Errorf("notice %q does not contain %q", got.Notice, sub)
+		}
+	}
+	if again := recovery.Plan(in); !reflect.DeepEqual(again, got) {
+		t.Errorf("Plan is not deterministic:\n first %+v\nsecond %+v", got, again)
+	}
+}
+
+// checkCommon asserts what holds for every summary.
+func checkCommon(t *testing.T, got recovery.Summary) {
+	t.Helper()
+	if strings.TrimSpace(got.Notice) == "" {
+		t.Errorf("notice is empty")
+	}
+	if got.CanContinue != (got.Reason == "") {
+		t.Errorf("canContinue = %v but reason = %q", got.CanContinue, got.Reason)
+	}
+	if got.Kind == recovery.DegradedHistory && got.CanContinue {
+		t.Errorf("degraded_history can continue")
+	}
+	if got.Kind == recovery.InterruptedTurn {
+		for _, d := range got.DanglingToolCalls {
+			if !strings.Contains(got.Notice, d.Title) {
+				t.Errorf("notice %q does not name dangling tool call %q", got.Notice, d.Title)
+			}
+		}
+	}
+}
+
+func TestPlanRules(t *testing.T) {
+	cases := []struct {
+		name string
+		in   recovery.Input
+		want want
+	}{
+		{
+			name: "no_turns_is_clean_with_nothing_to_continue",
+			in:   idle(nil, nil, nil),
+			want: want{kind: recovery.Clean, reason: recovery.ReasonNothingToContinue},
+		},
+		{
+			name: "last_turn_completed_is_clean",
+			in: idle([]store.Turn{turn(1, "p1", store.TurnCompleted)},
+				[]store.Message{msg("p1", store.RoleUser, "hi"), msg("p1", store.RoleAgent, "hello")}, nil),
+			want: want{kind: recovery.Clean, reason: recovery.ReasonNothingToContinue},
+		},
+		{
+			name: "last_turn_failed_is_clean",
+			in: idle([]store.Turn{turn(1, "p1", store.TurnFailed)},
+				[]store.Message{msg("p1", store.RoleUser, "hi")}, nil),
+			want: want{kind: recovery.Clean, reason: recovery.ReasonNothingToContinue},
+		},
+		{
+			name: "last_turn_cancelled_by_user_is_clean",
+			in: idle([]store.Turn{func() store.Turn {
+				t := turn(1, "p1", store.TurnCancelled)
+				t.CancelRequested = true
+				t.StopReason = "cancelled"
+				return t
+			}()}, []store.Message{msg("p1", store.RoleUser, "hi"), msg("p1", store.RoleAgent, "par")},
+				[]store.ToolCall{call("tc1", "p1", "Run make", "execute", store.ToolFailed, true)}),
+			want: want{kind: recovery.Clean, reason: recovery.ReasonNothingToContinue},
+		},
+		{
+			name: "interrupted_with_cancel_requested_is_clean_user_intent_wins",
+			in: idle([]store.Turn{func() store.Turn {
+				t := interrupted(1, "p1", "agent_exited")
+				t.CancelRequested = true
+				return t
+			}()}, []store.Message{msg("p1", store.RoleUser, "hi"), msg("p1", store.RoleAgent, "par")},
+				[]store.ToolCall{call("tc1", "p1", "Run make", "execute", store.ToolFailed, true)}),
+			want: want{kind: recovery.Clean, reason: recovery.ReasonNothingToContinue},
+		},
+		{
+			name: "earlier_interrupted_turn_followed_by_completed_turn_is_clean",
+			in: idle([]store.Turn{interrupted(1, "p1", "agent_exited"), turn(2, "p2", store.TurnCompleted)},
+				[]store.Message{msg("p1", store.RoleUser, "a"), msg("p1", store.RoleAgent, "b"),
+					msg("p2", store.RoleUser, "c"), msg("p2", store.RoleAgent, "d")},
+				[]store.ToolCall{call("tc1", "p1", "Run make", "execute", store.ToolFailed, true)}),
+			want: want{kind: recovery.Clean, reason: recovery.ReasonNothingToContinue},
+		},
+		{
+			name: "interrupted_before_any_output_is_interrupted_prompt",
+			in: idle([]store.Turn{turn(1, "p1", store.TurnCompleted), interrupted(2, "p2", "daemon_restart")},
+				[]store.Message{msg("p1", store.RoleUser, "a"), msg("p1", store.RoleAgent, "b"),
+					msg("p2", store.RoleUser, "c"),
+					// a system notice is not agent output
+					msg("p2", store.RoleSystem, "Turn interrupted: the daemon restarted.")},
+				[]store.ToolCall{call("tc1", "p1", "Read", "read", store.ToolCompleted, false)}),
+			want: want{kind: recovery.InterruptedPrompt, canContinue: true, promptID: "p2",
+				interruptReason: "daemon_restart", notice: []string{"daemon restart"}},
+		},
+		{
+			name: "interrupted_after_agent_text_is_interrupted_turn",
+			in: idle([]store.Turn{interrupted(1, "p1", "agent_exited")},
+				[]store.Message{msg("p1", store.RoleUser, "a"), msg("p1", store.RoleAgent, "I will start by")}, nil),
+			want: want{kind: recovery.InterruptedTurn, canContinue: true, promptID: "p1",
+				interruptReason: "agent_exited", notice: []string{"agent exited"}},
+		},
+		{
+			name: "interrupted_after_thought_only_is_interrupted_turn",
+			in: idle([]store.Turn{interrupted(1, "p1", "agent_exited")},
+				[]store.Message{msg("p1", store.RoleUser, "a"), msg("p1", store.RoleThought, "hmm")}, nil),
+			want: want{kind: recovery.InterruptedTurn, canContinue: true, promptID: "p1",
+				interruptReason: "agent_exited"},
+		},
+		{
+			name: "interrupted_after_tool_call_lists_only_that_turns_unfinished_calls",
+			in: idle([]store.Turn{interrupted(1, "p0", "agent_exited"), turn(2, "p1", store.TurnCompleted), interrupted(3, "p2", "agent_exited")},
+				[]store.Message{msg("p0", store.RoleUser, "z"), msg("p1", store.RoleUser, "a"), msg("p2", store.RoleUser, "b")},
+				[]store.ToolCall{
+					call("old-cut", "p0", "Old cut", "execute", store.ToolFailed, true),
+					call("old-run", "p1", "Old running", "execute", store.ToolInProgress, false),
+					call("tc-int", "p2", "Run make", "execute", store.ToolFailed, true),
+					call("tc-done", "p2", "Read go.mod", "read", store.ToolCompleted, false),
+					call("tc-prog", "p2", "Edit main.go", "edit", store.ToolInProgress, false),
+					call("tc-fail", "p2", "Fetch url", "fetch", store.ToolFailed, false),
+					call("tc-pend", "p2", "Delete tmp", "delete", store.ToolPending, false),
+				}),
+			want: want{kind: recovery.InterruptedTurn, canContinue: true, promptID: "p2", interruptReason: "agent_exited",
+				dangling: []recovery.DanglingToolCall{
+					{ID: "tc-int", Title: "Run make", Kind: "execute"},
+					{ID: "tc-prog", Title: "Edit main.go", Kind: "edit"},
+					{ID: "tc-pend", Title: "Delete tmp", Kind: "delete"},
+				},
+				notice: []string{"Run make", "Edit main.go", "Delete tmp"}},
+		},
+		{
+			name: "reply_cut_off_mid_stream_is_interrupted_turn",
+			in: idle([]store.Turn{turn(1, "p1", store.TurnCompleted), interrupted(2, "p2", "agent_exited")},
+				[]store.Message{msg("p1", store.RoleUser, "a"), msg("p1", store.RoleAgent, "b"),
+					msg("p2", store.RoleUser, "explain"), msg("p2", store.RoleAgent, "The reason this happens is th")}, nil),
+			want: want{kind: recovery.InterruptedTurn, canContinue: true, promptID: "p2", interruptReason: "agent_exited"},
+		},
+		{
+			name: "interrupted_without_recorded_reason_still_continues",
+			in: idle([]store.Turn{interrupted(1, "p1", "")},
+				[]store.Message{msg("p1", store.RoleUser, "a")}, nil),
+			want: want{kind: recovery.InterruptedPrompt, canContinue: true, promptID: "p1",
+				notice: []string{"unknown cause"}},
+		},
+		{
+			name: "turns_out_of_order_are_ordered_by_seq",
+			in: idle([]store.Turn{interrupted(2, "p2", "agent_exited"), turn(1, "p1", store.TurnCompleted)},
+				[]store.Message{msg("p1", store.RoleUser, "a"), msg("p2", store.RoleUser, "b")}, nil),
+			want: want{kind: recovery.InterruptedPrompt, canContinue: true, promptID: "p2", interruptReason: "agent_exited"},
+		},
+		{
+			name: "queued_turns_after_interrupted_one_block_with_turn_queued",
+			in: idle([]store.Turn{turn(1, "p1", store.TurnCompleted), interrupted(2, "p2", "agent_exited"),
+				turn(3, "p3", store.TurnQueued), turn(4, "p4", store.TurnQueued)},
+				[]store.Message{msg("p1", store.RoleUser, "a"), msg("p2", store.RoleUser, "b"),
+					msg("p2", store.RoleAgent, "c"), msg("p3", store.RoleUser, "d"), msg("p4", store.RoleUser, "e")},
+				[]store.ToolCall{call("tc1", "p2", "Run make", "execute", store.ToolFailed, true)}),
+			want: want{kind: recovery.InterruptedTurn, reason: recovery.ReasonTurnQueued, promptID: "p2",
+				interruptReason: "agent_exited",
+				dangling:        []recovery.DanglingToolCall{{ID: "tc1", Title: "Run make", Kind: "execute"}},
+				notice:          []string{"Run make"}},
+		},
+		{
+			name: "context_lost_is_degraded_and_never_continues",
+			in:   with(func(in *recovery.Input) { in.ContextLost = true }),
+			want: want{kind: recovery.DegradedHistory, reason: recovery.ReasonHistoryDegraded, promptID: "p2",
+				interruptReason: "agent_exited",
+				dangling:        []recovery.DanglingToolCall{{ID: "tc-cut", Title: "Run make", Kind: "execute"}},
+				notice:          []string{"lost", "context"}},
+		},
+		{
+			name: "context_lost_after_clean_turn_is_degraded",
+			in: func() recovery.Input {
+				in := idle([]store.Turn{turn(1, "p1", store.TurnCompleted)}, []store.Message{msg("p1", store.RoleUser, "a")}, nil)
+				in.ContextLost = true
+				return in
+			}(),
+			want: want{kind: recovery.DegradedHistory, reason: recovery.ReasonHistoryDegraded, notice: []string{"context"}},
+		},
+		{
+			name: "gap_missing_seq_is_degraded",
+			in: idle([]store.Turn{turn(1, "p1", store.TurnCompleted), interrupted(3, "p3", "agent_exited")},
+				[]store.Message{msg("p1", store.RoleUser, "a"), msg("p3", store.RoleUser, "b"), msg("p3", store.RoleAgent, "c")}, nil),
+			want: want{kind: recovery.DegradedHistory, reason: recovery.ReasonHistoryDegraded, promptID: "p3",
+				interruptReason: "agent_exited", notice: []string{"gap", "turn 2 is missing"}},
+		},
+		{
+			name: "gap_first_seq_missing_is_degraded",
+			in: idle([]store.Turn{interrupted(2, "p2", "agent_exited")},
+				[]store.Message{msg("p2", store.RoleUser, "b")}, nil),
+			want: want{kind: recovery.DegradedHistory, reason: recovery.ReasonHistoryDegraded, promptID: "p2",
+				interruptReason: "agent_exited", notice: []string{"turn 1 is missing"}},
+		},
+		{
+			name: "gap_message_with_unknown_prompt_id_is_degraded",
+			in: with(func(in *recovery.Input) {
+				in.Messages = append(in.Messages, msg("ghost", store.RoleAgent, "from nowhere"))
+			}),
+			want: want{kind: recovery.DegradedHistory, reason: recovery.ReasonHistoryDegraded, promptID: "p2",
+				interruptReason: "agent_exited",
+				dangling:        []recovery.DanglingToolCall{{ID: "tc-cut", Title: "Run make", Kind: "execute"}},
+				notice:          []string{"gap", "ghost"}},
+		},
+		{
+			name: "gap_tool_call_with_unknown_prompt_id_is_degraded",
+			in: with(func(in *recovery.Input) {
+				in.ToolCalls = append(in.ToolCalls, call("tc-ghost", "ghost", "Phantom", "other", store.ToolCompleted, false))
+			}),
+			want: want{kind: recovery.DegradedHistory, reason: recovery.ReasonHistoryDegraded, promptID: "p2",
+				interruptReason: "agent_exited",
+				dangling:        []recovery.DanglingToolCall{{ID: "tc-cut", Title: "Run make", Kind: "execute"}},
+				notice:          []string{"gap", "ghost"}},
+		},
+		{
+			name: "message_without_prompt_id_is_not_a_gap",
+			in: with(func(in *recovery.Input) {
+				in.Messages = append(in.Messages, msg("", store.RoleSystem, "session restored"))
+			}),
+			want: want{kind: recovery.InterruptedTurn, canContinue: true, promptID: "p2", interruptReason: "agent_exited",
+				dangling: []recovery.DanglingToolCall{{ID: "tc-cut", Title: "Run make", Kind: "execute"}},
+				notice:   []string{"Run make"}},
+		},
+		{
+			name: "resolved_permissions_do_not_block",
+			in: with(func(in *recovery.Input) {
+				in.Permissions = []store.Permission{
+					{ID: "a", PromptID: "p2", State: store.PermissionSelected},
+					{ID: "b", PromptID: "p2", State: store.PermissionCancelled},
+					{ID: "c", PromptID: "p2", State: store.PermissionExpired},
+				}
+			}),
+			want: want{kind: recovery.InterruptedTurn, canContinue: true, promptID: "p2", interruptReason: "agent_exited",
+				dangling: []recovery.DanglingToolCall{{ID: "tc-cut", Title: "Run make", Kind: "execute"}}},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			checkSummary(t, tc.in, recovery.Plan(tc.in), tc.want)
+		})
+	}
+}
+
+// TestPlanNonContinuableReasons changes one thing about a continuable
+// transcript per case.
+func TestPlanNonContinuableReasons(t *testing.T) {
+	base := recovery.Plan(continuable())
+	checkSummary(t, continuable(), base, want{kind: recovery.InterruptedTurn, canContinue: true, promptID: "p2",
+		interruptReason: "agent_exited",
+		dangling:        []recovery.DanglingToolCall{{ID: "tc-cut", Title: "Run make", Kind: "execute"}},
+		notice:          []string{"Run make", "agent exited"}})
+	if t.Failed() {
+		t.Fatal("the base transcript must be continuable")
+	}
+	dangling := []recovery.DanglingToolCall{{ID: "tc-cut", Title: "Run make", Kind: "execute"}}
+	blocked := func(reason string) want {
+		return want{kind: recovery.InterruptedTurn, reason: reason, promptID: "p2", interruptReason: "agent_exited", dangling: dangling}
+	}
+	cases := []struct {
+		name string
+		in   recovery.Input
+		want want
+	}{
+		{
+			name: "turn_active",
+			in: with(func(in *recovery.Input) {
+				in.Turns = append(in.Turns, turn(3, "p3", store.TurnRunning))
+				in.State = store.SessionRunning
+			}),
+			// the running turn is the last one that ran; it has no outcome yet
+			want: want{kind: recovery.Clean, reason: recovery.ReasonTurnActive},
+		},
+		{
+			name: "turn_queued",
+			in:   with(func(in *recovery.Input) { in.Turns = append(in.Turns, turn(3, "p3", store.TurnQueued)) }),
+			want: blocked(recovery.ReasonTurnQueued),
+		},
+		{
+			name: "permission_pending",
+			in: with(func(in *recovery.Input) {
+				in.Permissions = append(in.Permissions, store.Permission{ID: "perm2", PromptID: "p2", ToolCallID: "tc-cut", State: store.PermissionPending})
+			}),
+			want: blocked(recovery.ReasonPermissionPending),
+		},
+		{
+			name: "session_closing",
+			in:   with(func(in *recovery.Input) { in.Closing = true }),
+			want: blocked(recovery.ReasonSessionClosing),
+		},
+		{
+			name: "session_terminal_completed",
+			in:   with(func(in *recovery.Input) { in.State = store.SessionCompleted }),
+			want: blocked(recovery.ReasonSessionTerminal),
+		},
+		{
+			name: "session_terminal_failed",
+			in:   with(func(in *recovery.Input) { in.State = store.SessionFailed }),
+			want: blocked(recovery.ReasonSessionTerminal),
+		},
+		{
+			name: "session_terminal_cancelled",
+			in:   with(func(in *recovery.Input) { in.State = store.SessionCancelled }),
+			want: blocked(recovery.ReasonSessionTerminal),
+		},
+		{
+			name: "agent_unavailable",
+			in:   with(func(in *recovery.Input) { in.AgentAvailable = false }),
+			want: blocked(recovery.ReasonAgentUnavailable),
+		},
+		{
+			name: "nothing_to_continue",
+			in: with(func(in *recovery.Input) {
+				in.Turns = append(in.Turns, turn(3, "p3", store.TurnCompleted))
+			}),
+			want: want{kind: recovery.Clean, reason: recovery.ReasonNothingToContinue},
+		},
+		{
+			name: "history_degraded",
+			in:   with(func(in *recovery.Input) { in.ContextLost = true }),
+			want: want{kind: recovery.DegradedHistory, reason: recovery.ReasonHistoryDegraded, promptID: "p2",
+				interruptReason: "agent_exited", dangling: dangling},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			checkSummary(t, tc.in, recovery.Plan(tc.in), tc.want)
+		})
+	}
+	// Every live session state that is not terminal lets it continue.
+	for _, st := range []store.SessionState{store.SessionCreated, store.SessionStarting, store.SessionRunning, store.SessionWaitingForInput} {
+		t.Run("non_terminal_state_"+string(st)+"_continues", func(t *testing.T) {
+			s := recovery.Plan(with(func(in *recovery.Input) { in.State = st }))
+			if !s.CanContinue {
+				t.Errorf("state %s: canContinue = false, reason %q", st, s.Reason)
+			}
+		})
+	}
+}
+
+// TestPlanReasonPriority follows the planner's switch: session terminal,
+// closing, turn active, turn queued, permission pending, history degraded,
+// nothing to continue, agent unavailable. Each case switches on every
+// blocker from its own rank down, so the expected reason must win over all
+// the lower ones.
+func TestPlanReasonPriority(t *testing.T) {
+	type blockers struct{ terminal, closing, active, queued, pending, degraded, clean, unavailable bool }
+	build := func(b blockers) recovery.Input {
+		in := continuable()
+		if b.terminal {
+			in.State = store.SessionFailed
+		}
+		in.Closing = b.closing
+		if b.clean {
+			in.Turns = append(in.Turns, turn(int64(len(in.Turns)+1), "p-done", store.TurnCompleted))
+		}
+		if b.active {
+			in.Turns = append(in.Turns, turn(int64(len(in.Turns)+1), "p-run", store.TurnRunning))
+		}
+		if b.queued {
+			in.Turns = append(in.Turns, turn(int64(len(in.Turns)+1), "p-queued", store.TurnQueued))
+		}
+		if b.pending {
+			in.Permissions = append(in.Permissions, store.Permission{ID: "perm-p", PromptID: "p2", State: store.PermissionPending})
+		}
+		in.ContextLost = b.degraded
+		in.AgentAvailable = !b.unavailable
+		return in
+	}
+	cases := []struct {
+		name string
+		b    blockers
+		want string
+	}{
+		{"terminal_beats_everything", blockers{true, true, true, true, true, true, true, true}, recovery.ReasonSessionTerminal},
+		{"closing_beats_active_and_below", blockers{false, true, true, true, true, true, true, true}, recovery.ReasonSessionClosing},
+		{"active_beats_queued_and_below", blockers{false, false, true, true, true, true, true, true}, recovery.ReasonTurnActive},
+		{"queued_beats_pending_and_below", blockers{false, false, false, true, true, true, true, true}, recovery.ReasonTurnQueued},
+		{"pending_beats_degraded_and_below", blockers{false, false, false, false, true, true, true, true}, recovery.ReasonPermissionPending},
+		{"degraded_beats_nothing_to_continue_and_unavailable", blockers{false, false, false, false, false, true, true, true}, recovery.ReasonHistoryDegraded},
+		{"nothing_to_continue_beats_unavailable", blockers{false, false, false, false, false, false, true, true}, recovery.ReasonNothingToContinue},
+		{"unavailable_alone", blockers{false, false, false, false, false, false, false, true}, recovery.ReasonAgentUnavailable},
+		{"no_blockers_continues", blockers{}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := recovery.Plan(build(tc.b))
+			if s.Reason != tc.want {
+				t.Errorf("reason = %q, want %q (summary %+v)", s.Reason, tc.want, s)
+			}
+			checkCommon(t, s)
+		})
+	}
+}
+
+func TestPlanDoesNotMutateInput(t *testing.T) {
+	in := idle([]store.Turn{interrupted(3, "p3", "agent_exited"), turn(1, "p1", store.TurnCompleted), turn(2, "p2", store.TurnFailed)},
+		[]store.Message{msg("p3", store.RoleAgent, "x")},
+		[]store.ToolCall{call("tc", "p3", "Run", "execute", store.ToolInProgress, false)})
+	before := []store.Turn{in.Turns[0], in.Turns[1], in.Turns[2]}
+	s := recovery.Plan(in)
+	if !reflect.DeepEqual(in.Turns, before) {
+		t.Errorf("Plan reordered the caller's turns: %+v", in.Turns)
+	}
+	if s.Kind != recovery.InterruptedTurn || s.PromptID != "p3" {
+		t.Errorf("summary = %+v, want interrupted_turn of p3", s)
+	}
+}
+
+func TestSummaryJSON(t *testing.T) {
+	for name, in := range map[string]recovery.Input{
+		"clean":       idle(nil, nil, nil),
+		"interrupted": continuable(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			raw, err := json.Marshal(recovery.Plan(in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m map[string]any
+			if err := json.Unmarshal(raw, &m); err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range []string{"kind", "canContinue", "danglingToolCalls", "notice"} {
+				if _, ok := m[k]; !ok {
+					t.Errorf("%s missing from %s", k, raw)
+				}
+			}
+			if _, ok := m["danglingToolCalls"].([]any); !ok {
+				t.Errorf("danglingToolCalls is %v, want a JSON array: %s", m["danglingToolCalls"], raw)
+			}
+			if c, _ := m["canContinue"].(bool); c {
+				if _, ok := m["reason"]; ok {
+					t.Errorf("continuable summary carries a reason: %s", raw)
+				}
+			} else if r, _ := m["reason"].(string); r == "" {
+				t.Errorf("non-continuable summary has no reason: %s", raw)
+			}
+		})
+	}
+	raw, _ := json.Marshal(recovery.Plan(continuable()))
+	if !strings.Contains(string(raw), `"danglingToolCalls":[{"id":"tc-cut","title":"Run make","kind":"execute"}]`) {
+		t.Errorf("dangling tool call JSON shape: %s", raw)
+	}
+}
+
+// replayWords would tell the agent (or imply the daemon) to re-execute the
+// cut-off tools verbatim; the continuation must never say that.
+var replayWords = []string{"replay", "re-run", "rerun", "run them again", "execute them again", "re-execute", "repeat the tool"}
+
+func TestContinuationPrompt(t *testing.T) {
+	in := idle([]store.Turn{interrupted(1, "p1", "agent_exited")},
+		[]store.Message{msg("p1", store.RoleUser, "build it"), msg("p1", store.RoleAgent, "ok")},
+		[]store.ToolCall{
+			call("tc-a", "p1", "Run make", "execute", store.ToolFailed, true),
+			call("tc-b", "p1", "Edit main.go", "edit", store.ToolInProgress, false),
+			call("tc-c", "p1", "Read go.mod", "read", store.ToolCompleted, false),
+		})
+	s := recovery.Plan(in)
+	if s.Kind != recovery.InterruptedTurn || len(s.DanglingToolCalls) != 2 {
+		t.Fatalf("summary = %+v, want interrupted_turn with 2 dangling calls", s)
+	}
+	p := recovery.ContinuationPrompt(s)
+	for _, d := range s.DanglingToolCalls {
+		for _, part := range []string{d.Title, d.Kind, d.ID} {
+			if !strings.Contains(p, part) {
+				t.Errorf("continuation prompt does not name %q of %s:\n%s", part, d.ID, p)
+			}
+		}
+	}
+	for _, line := range strings.Split(p, "\n") {
+		if strings.Contains(line, "Read go.mod") || strings.Contains(line, "tc-c") {
+			t.Errorf("completed tool call named as interrupted: %q", line)
+		}
+	}
+	for _, want := range []string{"agent exited", "failure", "Continue the task", "do not repeat work that was already completed"} {
+		if !strings.Contains(p, want) {
+			t.Errorf("continuation prompt lacks %q:\n%s", want, p)
+		}
+	}
+	lower := strings.ToLower(p)
+	for _, w := range replayWords {
+		if strings.Contains(lower, w) {
+			t.Errorf("continuation prompt contains replay instruction %q:\n%s", w, p)
+		}
+	}
+
+	t.Run("without_dangling_tool_calls", func(t *testing.T) {
+		s := recovery.Plan(idle([]store.Turn{interrupted(1, "p1", "")},
+			[]store.Message{msg("p1", store.RoleAgent, "cut off mid")}, nil))
+		p := recovery.ContinuationPrompt(s)
+		if strings.Contains(p, "did not complete") {
+			t.Errorf("prompt lists tool calls that do not exist:\n%s", p)
+		}
+		if !strings.Contains(p, "unknown cause") || !strings.Contains(p, "Continue the task") {
+			t.Errorf("prompt:\n%s", p)
+		}
+		lower := strings.ToLower(p)
+		for _, w := range replayWords {
+			if strings.Contains(lower, w) {
+				t.Errorf("continuation prompt contains replay instruction %q:\n%s", w, p)
+			}
+		}
+	})
+}

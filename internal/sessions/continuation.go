@@ -1,0 +1,276 @@
+package sessions
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/tether/tether/internal/agents"
+	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/recovery"
+	"github.com/tether/tether/internal/store"
+)
+
+// ContinueResult is an accepted continuation.
+type ContinueResult struct {
+	Turn         store.Turn
+	Interruption recovery.Summary
+	EventEpoch   string
+	Cursor       string
+	pending      *events.Pending
+}
+
+// errStale means the session changed between planning and admission.
+var errStale = errcode.New(errcode.Internal, "session changed during admission")
+
+// Continue admits a continuation of the session's interrupted turn. The
+// decision is the recovery plan, and admission happens inside the actor,
+// atomically with prompt, cancel, close and resume: the plan is computed
+// off the actor from a snapshot taken after all of the session's writes,
+// and admitted only if nothing changed since (optimistic concurrency), so
+// double clicks, two tabs and a racing cancel admit at most one.
+func (m *Manager) Continue(ctx context.Context, sessionID, promptID string) (ContinueResult, error) {
+	a, err := m.actor(ctx, sessionID)
+	if err != nil {
+		return ContinueResult{}, err
+	}
+	if promptID != "" {
+		if res, ok, err := a.continued(ctx, promptID); ok || err != nil {
+			return res, err
+		}
+	}
+	// The agent must be running to take the continuation: restore it first
+	// (shared with any concurrent resume). A failed restore admits nothing.
+	if st, err := m.Status(ctx, sessionID); err == nil && !st.IsAgentRunning && !st.Session.State.Terminal() {
+		if _, err := m.Resume(ctx, sessionID); err != nil {
+			return ContinueResult{}, err
+		}
+	}
+	for attempt := 0; attempt < 5; attempt++ {
+		live, err := call(ctx, a.mb, func() (liveState, error) { return a.live(), nil })
+		if err != nil {
+			return ContinueResult{}, err
+		}
+		if _, err := live.last.Wait(ctx); err != nil {
+			return ContinueResult{}, err
+		}
+		in, err := m.planInput(ctx, sessionID)
+		if err != nil {
+			return ContinueResult{}, err
+		}
+		in.Closing, in.AgentAvailable = live.closing, live.available
+		plan := recovery.Plan(in)
+		if !plan.CanContinue {
+			return ContinueResult{}, declined(plan)
+		}
+		res, err := call(ctx, a.mb, func() (ContinueResult, error) { return a.admitContinue(live.version, plan, in, promptID) })
+		if err == errStale {
+			continue
+		}
+		if err != nil {
+			return ContinueResult{}, err
+		}
+		return a.finishContinue(ctx, res)
+	}
+	return ContinueResult{}, errcode.New(errcode.TurnActive, "the session is busy; try again").With("accepted", false).With("reason", recovery.ReasonTurnActive)
+}
+
+// declined is the 409 answer: the reason is the code, the plan explains.
+func declined(plan recovery.Summary) error {
+	return errcode.New(errcode.Code(plan.Reason), "continuation declined: %s", plan.Reason).
+		With("accepted", false).With("reason", plan.Reason).With("recovery", plan)
+}
+
+// liveState is what planning needs from the actor, with the version it was
+// read at.
+type liveState struct {
+	version   uint64
+	last      *events.Pending
+	closing   bool
+	available bool
+}
+
+func (a *actor) live() liveState {
+	_, _, err := a.m.profiles.Spec(a.sess.AgentProfileID)
+	return liveState{version: a.version, last: a.last, closing: a.stopping, available: err == nil}
+}
+
+// continued answers a repeated continuation promptId with the same turn.
+func (a *actor) continued(ctx context.Context, promptID string) (ContinueResult, bool, error) {
+	t, err := call(ctx, a.mb, func() (store.Turn, error) { return a.turns[promptID], nil })
+	if err != nil || t.PromptID == "" {
+		return ContinueResult{}, false, err
+	}
+	if t.Kind != store.TurnContinue {
+		return ContinueResult{}, true, errcode.New(errcode.PromptIDConflict, "promptId %q belongs to a turn that is not a continuation", promptID)
+	}
+	res := ContinueResult{Turn: t, EventEpoch: a.sess.EventEpoch}
+	_ = json.Unmarshal(t.Interruption, &res.Interruption)
+	b, err := a.m.store.SessionEventBounds(ctx, a.id)
+	if err != nil {
+		return ContinueResult{}, true, err
+	}
+	res.Cursor = events.Cursor{Epoch: res.EventEpoch, N: b.Head}.String()
+	return res, true, nil
+}
+
+// admitContinue creates the continue turn if the session is unchanged since
+// it was planned; errStale sends the caller back to planning.
+func (a *actor) admitContinue(version uint64, plan recovery.Summary, in recovery.Input, promptID string) (ContinueResult, error) {
+	if a.version != version || a.running != nil || len(a.queue) > 0 || a.stopping || a.sess.State.Terminal() {
+		return ContinueResult{}, errStale
+	}
+	if _, ok := a.turns[promptID]; ok && promptID != "" {
+		return ContinueResult{}, errStale // a concurrent request with this id won; answer from it
+	}
+	// interrupted_prompt: the agent never answered, send the prompt again.
+	// interrupted_turn: tell it what was cut off. Tools are never replayed.
+	prompt := originalPrompt(in.Turns, plan.PromptID)
+	if plan.Kind == recovery.InterruptedTurn || len(prompt) == 0 {
+		prompt, _ = json.Marshal([]map[string]any{{"type": "text", "text": recovery.ContinuationPrompt(plan)}})
+	}
+	of, _ := json.Marshal(plan)
+	t, pending := a.enqueue(store.Turn{SessionID: a.id, PromptID: promptID, Kind: store.TurnContinue,
+		Prompt: prompt, ContinuesPromptID: plan.PromptID, Interruption: of})
+	return ContinueResult{Turn: t, Interruption: plan, EventEpoch: a.sess.EventEpoch, pending: pending}, nil
+}
+
+// finishContinue answers once the accepted turn is durable, with the cursor
+// of the event that admitted it.
+func (a *actor) finishContinue(ctx context.Context, res ContinueResult) (ContinueResult, error) {
+	evs, err := res.pending.Wait(ctx)
+	if err != nil {
+		return ContinueResult{}, err
+	}
+	res.Cursor = events.Cursor{Epoch: res.EventEpoch, N: lastSeq(evs, a.id)}.String()
+	return res, nil
+}
+
+func originalPrompt(turns []store.Turn, promptID string) json.RawMessage {
+	for _, t := range turns {
+		if t.PromptID == promptID {
+			return t.Prompt
+		}
+	}
+	return nil
+}
+
+// planInput reads what the planner needs in one snapshot.
+func (m *Manager) planInput(ctx context.Context, sessionID string) (recovery.Input, error) {
+	var in recovery.Input
+	err := m.store.Snapshot(ctx, func(r *store.Store) error {
+		var err error
+		in, err = readPlanInput(ctx, r, sessionID)
+		return err
+	})
+	return in, err
+}
+
+func readPlanInput(ctx context.Context, r *store.Store, sessionID string) (recovery.Input, error) {
+	var in recovery.Input
+	s, err := r.GetSession(ctx, sessionID)
+	if err != nil {
+		return in, err
+	}
+	in.State, in.ContextLost = s.State, s.ContextLost
+	if in.Turns, err = r.ListTurns(ctx, sessionID); err != nil {
+		return in, err
+	}
+	if in.Messages, err = r.ListMessages(ctx, sessionID); err != nil {
+		return in, err
+	}
+	if in.ToolCalls, err = r.ListToolCalls(ctx, sessionID); err != nil {
+		return in, err
+	}
+	in.Permissions, err = r.ListPermissions(ctx, sessionID, store.PermissionPending)
+	return in, err
+}
+
+// pushRecovery emits session.recovery_changed (session and global streams)
+// when the recovery plan differs from the last one pushed, so clients never
+// poll for it. The plan is computed inside the write, from the transcript as
+// this session's earlier writes left it.
+func (a *actor) pushRecovery() {
+	closing := a.stopping
+	_, _, err := a.m.profiles.Spec(a.sess.AgentProfileID)
+	available := err == nil
+	a.write(func(tx *store.Store, emit events.Emit) error {
+		in, err := readPlanInput(context.Background(), tx, a.id)
+		if err != nil {
+			return err
+		}
+		in.Closing, in.AgentAvailable = closing, available
+		return emitRecovery(emit, a, recovery.Plan(in), &a.lastRecovery)
+	})
+}
+
+// emitRecovery emits the plan unless it equals *last (nil last: always).
+func emitRecovery(emit events.Emit, a *actor, plan recovery.Summary, last *string) error {
+	b, err := json.Marshal(plan)
+	if err != nil {
+		return err
+	}
+	if last != nil {
+		if *last == string(b) {
+			return nil
+		}
+		*last = string(b)
+	}
+	emit(events.Draft{SessionID: a.id, Type: events.SessionRecoveryChanged, Payload: a.payload(map[string]any{"recovery": plan})})
+	return nil
+}
+
+// SessionContext is where a session stands, for GET /session/{id}/context.
+type SessionContext struct {
+	Session        store.Session
+	Profile        agents.Profile
+	AgentAvailable bool
+	Recovery       recovery.Summary
+	Cursor         events.Cursor
+	// Agent-reported facts (nil until the agent sent them).
+	Commands, Mode, ConfigOptions json.RawMessage
+}
+
+// Context computes the session's context and recovery plan from one
+// snapshot, with the event cursor that snapshot is consistent with.
+func (m *Manager) Context(ctx context.Context, sessionID string) (SessionContext, error) {
+	var out SessionContext
+	var in recovery.Input
+	var head store.EventBounds
+	err := m.store.Snapshot(ctx, func(r *store.Store) error {
+		var err error
+		if out.Session, err = r.GetSession(ctx, sessionID); err != nil {
+			return err
+		}
+		if in, err = readPlanInput(ctx, r, sessionID); err != nil {
+			return err
+		}
+		head, err = r.SessionEventBounds(ctx, sessionID)
+		return err
+	})
+	if err != nil {
+		return out, err
+	}
+	_, out.Profile, err = m.profiles.Spec(out.Session.AgentProfileID)
+	out.AgentAvailable = err == nil
+	in.AgentAvailable = out.AgentAvailable
+	m.mu.Lock()
+	a := m.actors[sessionID]
+	m.mu.Unlock()
+	if a != nil {
+		type facts struct {
+			closing                 bool
+			commands, mode, options json.RawMessage
+		}
+		f, err := call(ctx, a.mb, func() (facts, error) {
+			return facts{a.stopping, a.commands, a.mode, a.configOptions}, nil
+		})
+		if err == nil {
+			in.Closing = f.closing
+			out.Commands, out.Mode, out.ConfigOptions = f.commands, f.mode, f.options
+		}
+	}
+	out.Recovery = recovery.Plan(in)
+	out.Cursor = events.Cursor{Epoch: out.Session.EventEpoch, N: head.Head}
+	return out, nil
+}
