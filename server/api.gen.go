@@ -215,6 +215,84 @@ func (e MessageRole) Valid() bool {
 	}
 }
 
+// Defines values for MessageAddedDataRole.
+const (
+	MessageAddedDataRoleAgent   MessageAddedDataRole = "agent"
+	MessageAddedDataRoleSystem  MessageAddedDataRole = "system"
+	MessageAddedDataRoleThought MessageAddedDataRole = "thought"
+	MessageAddedDataRoleUser    MessageAddedDataRole = "user"
+)
+
+// Valid indicates whether the value is a known member of the MessageAddedDataRole enum.
+func (e MessageAddedDataRole) Valid() bool {
+	switch e {
+	case MessageAddedDataRoleAgent:
+		return true
+	case MessageAddedDataRoleSystem:
+		return true
+	case MessageAddedDataRoleThought:
+		return true
+	case MessageAddedDataRoleUser:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MessageAddedEventType.
+const (
+	MessageAddedEventTypeMessageAdded MessageAddedEventType = "message.added"
+)
+
+// Valid indicates whether the value is a known member of the MessageAddedEventType enum.
+func (e MessageAddedEventType) Valid() bool {
+	switch e {
+	case MessageAddedEventTypeMessageAdded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MessageChunkDataRole.
+const (
+	MessageChunkDataRoleAgent   MessageChunkDataRole = "agent"
+	MessageChunkDataRoleSystem  MessageChunkDataRole = "system"
+	MessageChunkDataRoleThought MessageChunkDataRole = "thought"
+	MessageChunkDataRoleUser    MessageChunkDataRole = "user"
+)
+
+// Valid indicates whether the value is a known member of the MessageChunkDataRole enum.
+func (e MessageChunkDataRole) Valid() bool {
+	switch e {
+	case MessageChunkDataRoleAgent:
+		return true
+	case MessageChunkDataRoleSystem:
+		return true
+	case MessageChunkDataRoleThought:
+		return true
+	case MessageChunkDataRoleUser:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MessageChunkEventType.
+const (
+	MessageChunkEventTypeMessageChunk MessageChunkEventType = "message.chunk"
+)
+
+// Valid indicates whether the value is a known member of the MessageChunkEventType enum.
+func (e MessageChunkEventType) Valid() bool {
+	switch e {
+	case MessageChunkEventTypeMessageChunk:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PermissionReplyOutcome.
 const (
 	PermissionReplyOutcomeCancelled PermissionReplyOutcome = "cancelled"
@@ -248,6 +326,75 @@ func (e PermissionRequestState) Valid() bool {
 	case PermissionRequestStatePending:
 		return true
 	case PermissionRequestStateSelected:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PermissionRequestedEventType.
+const (
+	PermissionRequestedEventTypePermissionRequested PermissionRequestedEventType = "permission.requested"
+)
+
+// Valid indicates whether the value is a known member of the PermissionRequestedEventType enum.
+func (e PermissionRequestedEventType) Valid() bool {
+	switch e {
+	case PermissionRequestedEventTypePermissionRequested:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PermissionResolvedDataState.
+const (
+	PermissionResolvedDataStateCancelled PermissionResolvedDataState = "cancelled"
+	PermissionResolvedDataStateExpired   PermissionResolvedDataState = "expired"
+	PermissionResolvedDataStatePending   PermissionResolvedDataState = "pending"
+	PermissionResolvedDataStateSelected  PermissionResolvedDataState = "selected"
+)
+
+// Valid indicates whether the value is a known member of the PermissionResolvedDataState enum.
+func (e PermissionResolvedDataState) Valid() bool {
+	switch e {
+	case PermissionResolvedDataStateCancelled:
+		return true
+	case PermissionResolvedDataStateExpired:
+		return true
+	case PermissionResolvedDataStatePending:
+		return true
+	case PermissionResolvedDataStateSelected:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PermissionResolvedEventType.
+const (
+	PermissionResolvedEventTypePermissionResolved PermissionResolvedEventType = "permission.resolved"
+)
+
+// Valid indicates whether the value is a known member of the PermissionResolvedEventType enum.
+func (e PermissionResolvedEventType) Valid() bool {
+	switch e {
+	case PermissionResolvedEventTypePermissionResolved:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PlanUpdatedEventType.
+const (
+	PlanUpdatedEventTypePlanUpdated PlanUpdatedEventType = "plan.updated"
+)
+
+// Valid indicates whether the value is a known member of the PlanUpdatedEventType enum.
+func (e PlanUpdatedEventType) Valid() bool {
+	switch e {
+	case PlanUpdatedEventTypePlanUpdated:
 		return true
 	default:
 		return false
@@ -326,6 +473,156 @@ func (e RecoverySummaryKind) Valid() bool {
 	}
 }
 
+// Defines values for ReplayCompleteEventType.
+const (
+	ReplayCompleteEventTypeReplayComplete ReplayCompleteEventType = "replay_complete"
+)
+
+// Valid indicates whether the value is a known member of the ReplayCompleteEventType enum.
+func (e ReplayCompleteEventType) Valid() bool {
+	switch e {
+	case ReplayCompleteEventTypeReplayComplete:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ResyncRequiredDataReason.
+const (
+	ResyncRequiredDataReasonCursorAhead   ResyncRequiredDataReason = "cursor_ahead"
+	ResyncRequiredDataReasonCursorExpired ResyncRequiredDataReason = "cursor_expired"
+	ResyncRequiredDataReasonEpochMismatch ResyncRequiredDataReason = "epoch_mismatch"
+)
+
+// Valid indicates whether the value is a known member of the ResyncRequiredDataReason enum.
+func (e ResyncRequiredDataReason) Valid() bool {
+	switch e {
+	case ResyncRequiredDataReasonCursorAhead:
+		return true
+	case ResyncRequiredDataReasonCursorExpired:
+		return true
+	case ResyncRequiredDataReasonEpochMismatch:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ResyncRequiredEventType.
+const (
+	ResyncRequiredEventTypeResyncRequired ResyncRequiredEventType = "resync_required"
+)
+
+// Valid indicates whether the value is a known member of the ResyncRequiredEventType enum.
+func (e ResyncRequiredEventType) Valid() bool {
+	switch e {
+	case ResyncRequiredEventTypeResyncRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SessionClosedEventType.
+const (
+	SessionClosedEventTypeSessionClosed SessionClosedEventType = "session.closed"
+)
+
+// Valid indicates whether the value is a known member of the SessionClosedEventType enum.
+func (e SessionClosedEventType) Valid() bool {
+	switch e {
+	case SessionClosedEventTypeSessionClosed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SessionCreatedEventType.
+const (
+	SessionCreatedEventTypeSessionCreated SessionCreatedEventType = "session.created"
+)
+
+// Valid indicates whether the value is a known member of the SessionCreatedEventType enum.
+func (e SessionCreatedEventType) Valid() bool {
+	switch e {
+	case SessionCreatedEventTypeSessionCreated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SessionExecutorStatusEventType.
+const (
+	SessionExecutorStatusEventTypeSessionExecutorStatus SessionExecutorStatusEventType = "session.executor_status"
+)
+
+// Valid indicates whether the value is a known member of the SessionExecutorStatusEventType enum.
+func (e SessionExecutorStatusEventType) Valid() bool {
+	switch e {
+	case SessionExecutorStatusEventTypeSessionExecutorStatus:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SessionRecoveryChangedEventType.
+const (
+	SessionRecoveryChangedEventTypeSessionRecoveryChanged SessionRecoveryChangedEventType = "session.recovery_changed"
+)
+
+// Valid indicates whether the value is a known member of the SessionRecoveryChangedEventType enum.
+func (e SessionRecoveryChangedEventType) Valid() bool {
+	switch e {
+	case SessionRecoveryChangedEventTypeSessionRecoveryChanged:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SessionResumedDataStrategy.
+const (
+	SessionResumedDataStrategyFresh            SessionResumedDataStrategy = "fresh"
+	SessionResumedDataStrategyHistoryInjection SessionResumedDataStrategy = "history_injection"
+	SessionResumedDataStrategyNativeLoad       SessionResumedDataStrategy = "native_load"
+	SessionResumedDataStrategyNativeResume     SessionResumedDataStrategy = "native_resume"
+)
+
+// Valid indicates whether the value is a known member of the SessionResumedDataStrategy enum.
+func (e SessionResumedDataStrategy) Valid() bool {
+	switch e {
+	case SessionResumedDataStrategyFresh:
+		return true
+	case SessionResumedDataStrategyHistoryInjection:
+		return true
+	case SessionResumedDataStrategyNativeLoad:
+		return true
+	case SessionResumedDataStrategyNativeResume:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SessionResumedEventType.
+const (
+	SessionResumedEventTypeSessionResumed SessionResumedEventType = "session.resumed"
+)
+
+// Valid indicates whether the value is a known member of the SessionResumedEventType enum.
+func (e SessionResumedEventType) Valid() bool {
+	switch e {
+	case SessionResumedEventTypeSessionResumed:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SessionState.
 const (
 	SessionStateCANCELLED       SessionState = "CANCELLED"
@@ -359,6 +656,21 @@ func (e SessionState) Valid() bool {
 	}
 }
 
+// Defines values for SessionStateChangedEventType.
+const (
+	SessionStateChangedEventTypeSessionStateChanged SessionStateChangedEventType = "session.state_changed"
+)
+
+// Valid indicates whether the value is a known member of the SessionStateChangedEventType enum.
+func (e SessionStateChangedEventType) Valid() bool {
+	switch e {
+	case SessionStateChangedEventTypeSessionStateChanged:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SessionStatusRuntime.
 const (
 	SessionStatusRuntimeDetached   SessionStatusRuntime = "detached"
@@ -374,6 +686,21 @@ func (e SessionStatusRuntime) Valid() bool {
 	case SessionStatusRuntimeRemote:
 		return true
 	case SessionStatusRuntimeStandalone:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for StreamLaggedEventType.
+const (
+	StreamLaggedEventTypeStreamLagged StreamLaggedEventType = "stream_lagged"
+)
+
+// Valid indicates whether the value is a known member of the StreamLaggedEventType enum.
+func (e StreamLaggedEventType) Valid() bool {
+	switch e {
+	case StreamLaggedEventTypeStreamLagged:
 		return true
 	default:
 		return false
@@ -410,6 +737,21 @@ func (e TaskState) Valid() bool {
 	}
 }
 
+// Defines values for TaskStateChangedEventType.
+const (
+	TaskStateChangedEventTypeTaskStateChanged TaskStateChangedEventType = "task.state_changed"
+)
+
+// Valid indicates whether the value is a known member of the TaskStateChangedEventType enum.
+func (e TaskStateChangedEventType) Valid() bool {
+	switch e {
+	case TaskStateChangedEventTypeTaskStateChanged:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ToolCallStatus.
 const (
 	ToolCallStatusCompleted  ToolCallStatus = "completed"
@@ -428,6 +770,60 @@ func (e ToolCallStatus) Valid() bool {
 	case ToolCallStatusInProgress:
 		return true
 	case ToolCallStatusPending:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ToolCallDataStatus.
+const (
+	ToolCallDataStatusCompleted  ToolCallDataStatus = "completed"
+	ToolCallDataStatusFailed     ToolCallDataStatus = "failed"
+	ToolCallDataStatusInProgress ToolCallDataStatus = "in_progress"
+	ToolCallDataStatusPending    ToolCallDataStatus = "pending"
+)
+
+// Valid indicates whether the value is a known member of the ToolCallDataStatus enum.
+func (e ToolCallDataStatus) Valid() bool {
+	switch e {
+	case ToolCallDataStatusCompleted:
+		return true
+	case ToolCallDataStatusFailed:
+		return true
+	case ToolCallDataStatusInProgress:
+		return true
+	case ToolCallDataStatusPending:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ToolCallStartedEventType.
+const (
+	ToolCallStartedEventTypeToolCallStarted ToolCallStartedEventType = "tool_call.started"
+)
+
+// Valid indicates whether the value is a known member of the ToolCallStartedEventType enum.
+func (e ToolCallStartedEventType) Valid() bool {
+	switch e {
+	case ToolCallStartedEventTypeToolCallStarted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ToolCallUpdatedEventType.
+const (
+	ToolCallUpdatedEventTypeToolCallUpdated ToolCallUpdatedEventType = "tool_call.updated"
+)
+
+// Valid indicates whether the value is a known member of the ToolCallUpdatedEventType enum.
+func (e ToolCallUpdatedEventType) Valid() bool {
+	switch e {
+	case ToolCallUpdatedEventTypeToolCallUpdated:
 		return true
 	default:
 		return false
@@ -479,6 +875,138 @@ func (e TurnState) Valid() bool {
 	case TurnStateQueued:
 		return true
 	case TurnStateRunning:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TurnCancelledEventType.
+const (
+	TurnCancelledEventTypeTurnCancelled TurnCancelledEventType = "turn.cancelled"
+)
+
+// Valid indicates whether the value is a known member of the TurnCancelledEventType enum.
+func (e TurnCancelledEventType) Valid() bool {
+	switch e {
+	case TurnCancelledEventTypeTurnCancelled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TurnCompletedEventType.
+const (
+	TurnCompletedEventTypeTurnCompleted TurnCompletedEventType = "turn.completed"
+)
+
+// Valid indicates whether the value is a known member of the TurnCompletedEventType enum.
+func (e TurnCompletedEventType) Valid() bool {
+	switch e {
+	case TurnCompletedEventTypeTurnCompleted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TurnFailedEventType.
+const (
+	TurnFailedEventTypeTurnFailed TurnFailedEventType = "turn.failed"
+)
+
+// Valid indicates whether the value is a known member of the TurnFailedEventType enum.
+func (e TurnFailedEventType) Valid() bool {
+	switch e {
+	case TurnFailedEventTypeTurnFailed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TurnInterruptedEventType.
+const (
+	TurnInterruptedEventTypeTurnInterrupted TurnInterruptedEventType = "turn.interrupted"
+)
+
+// Valid indicates whether the value is a known member of the TurnInterruptedEventType enum.
+func (e TurnInterruptedEventType) Valid() bool {
+	switch e {
+	case TurnInterruptedEventTypeTurnInterrupted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TurnQueuedDataKind.
+const (
+	TurnQueuedDataKindContinue TurnQueuedDataKind = "continue"
+	TurnQueuedDataKindInitial  TurnQueuedDataKind = "initial"
+	TurnQueuedDataKindPrompt   TurnQueuedDataKind = "prompt"
+)
+
+// Valid indicates whether the value is a known member of the TurnQueuedDataKind enum.
+func (e TurnQueuedDataKind) Valid() bool {
+	switch e {
+	case TurnQueuedDataKindContinue:
+		return true
+	case TurnQueuedDataKindInitial:
+		return true
+	case TurnQueuedDataKindPrompt:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TurnQueuedEventType.
+const (
+	TurnQueuedEventTypeTurnQueued TurnQueuedEventType = "turn.queued"
+)
+
+// Valid indicates whether the value is a known member of the TurnQueuedEventType enum.
+func (e TurnQueuedEventType) Valid() bool {
+	switch e {
+	case TurnQueuedEventTypeTurnQueued:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TurnStartedDataKind.
+const (
+	TurnStartedDataKindContinue TurnStartedDataKind = "continue"
+	TurnStartedDataKindInitial  TurnStartedDataKind = "initial"
+	TurnStartedDataKindPrompt   TurnStartedDataKind = "prompt"
+)
+
+// Valid indicates whether the value is a known member of the TurnStartedDataKind enum.
+func (e TurnStartedDataKind) Valid() bool {
+	switch e {
+	case TurnStartedDataKindContinue:
+		return true
+	case TurnStartedDataKindInitial:
+		return true
+	case TurnStartedDataKindPrompt:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TurnStartedEventType.
+const (
+	TurnStartedEventTypeTurnStarted TurnStartedEventType = "turn.started"
+)
+
+// Valid indicates whether the value is a known member of the TurnStartedEventType enum.
+func (e TurnStartedEventType) Valid() bool {
+	switch e {
+	case TurnStartedEventTypeTurnStarted:
 		return true
 	default:
 		return false
@@ -594,6 +1122,13 @@ type ContinueRequest struct {
 	PromptId *PromptID `json:"promptId,omitempty"`
 }
 
+// EventCommon Members every durable event payload carries (promptId where a turn is involved).
+type EventCommon struct {
+	PromptId  *string `json:"promptId,omitempty"`
+	SessionId *string `json:"sessionId,omitempty"`
+	TaskId    *string `json:"taskId,omitempty"`
+}
+
 // Executor defines model for Executor.
 type Executor struct {
 	AgentExecutionId *string    `json:"agentExecutionId,omitempty"`
@@ -614,6 +1149,20 @@ type ExecutorRuntime string
 
 // ExecutorStatus defines model for ExecutorStatus.
 type ExecutorStatus string
+
+// ExecutorStatusData defines model for ExecutorStatusData.
+type ExecutorStatusData struct {
+	AgentExecutionId *string        `json:"agentExecutionId,omitempty"`
+	Error            *string        `json:"error,omitempty"`
+	ExitCode         *int           `json:"exitCode,omitempty"`
+	ExitSignal       *string        `json:"exitSignal,omitempty"`
+	Pid              *int           `json:"pid,omitempty"`
+	PromptId         *string        `json:"promptId,omitempty"`
+	Runtime          *string        `json:"runtime,omitempty"`
+	SessionId        *string        `json:"sessionId,omitempty"`
+	Status           ExecutorStatus `json:"status"`
+	TaskId           *string        `json:"taskId,omitempty"`
+}
 
 // Health defines model for Health.
 type Health struct {
@@ -636,6 +1185,58 @@ type Message struct {
 
 // MessageRole defines model for Message.Role.
 type MessageRole string
+
+// MessageAddedData defines model for MessageAddedData.
+type MessageAddedData struct {
+	Content   *[]interface{}       `json:"content,omitempty"`
+	CreatedAt *time.Time           `json:"createdAt,omitempty"`
+	MessageId int64                `json:"messageId"`
+	PromptId  *string              `json:"promptId,omitempty"`
+	Role      MessageAddedDataRole `json:"role"`
+	SessionId *string              `json:"sessionId,omitempty"`
+	TaskId    *string              `json:"taskId,omitempty"`
+	Text      string               `json:"text"`
+}
+
+// MessageAddedDataRole defines model for MessageAddedData.Role.
+type MessageAddedDataRole string
+
+// MessageAddedEvent defines model for MessageAddedEvent.
+type MessageAddedEvent struct {
+	Data MessageAddedData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string               `json:"id,omitempty"`
+	Type MessageAddedEventType `json:"type"`
+}
+
+// MessageAddedEventType defines model for MessageAddedEvent.Type.
+type MessageAddedEventType string
+
+// MessageChunkData defines model for MessageChunkData.
+type MessageChunkData struct {
+	MessageId int64                `json:"messageId"`
+	PromptId  *string              `json:"promptId,omitempty"`
+	Role      MessageChunkDataRole `json:"role"`
+	SessionId *string              `json:"sessionId,omitempty"`
+	TaskId    *string              `json:"taskId,omitempty"`
+	Text      string               `json:"text"`
+}
+
+// MessageChunkDataRole defines model for MessageChunkData.Role.
+type MessageChunkDataRole string
+
+// MessageChunkEvent defines model for MessageChunkEvent.
+type MessageChunkEvent struct {
+	Data MessageChunkData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string               `json:"id,omitempty"`
+	Type MessageChunkEventType `json:"type"`
+}
+
+// MessageChunkEventType defines model for MessageChunkEvent.Type.
+type MessageChunkEventType string
 
 // PermissionOption defines model for PermissionOption.
 type PermissionOption struct {
@@ -670,12 +1271,80 @@ type PermissionRequest struct {
 // PermissionRequestState defines model for PermissionRequest.State.
 type PermissionRequestState string
 
+// PermissionRequestedData defines model for PermissionRequestedData.
+type PermissionRequestedData struct {
+	Options    []PermissionOption `json:"options"`
+	PromptId   *string            `json:"promptId,omitempty"`
+	RequestId  string             `json:"requestId"`
+	SessionId  *string            `json:"sessionId,omitempty"`
+	TaskId     *string            `json:"taskId,omitempty"`
+	Title      *string            `json:"title,omitempty"`
+	ToolCallId *string            `json:"toolCallId,omitempty"`
+}
+
+// PermissionRequestedEvent defines model for PermissionRequestedEvent.
+type PermissionRequestedEvent struct {
+	Data PermissionRequestedData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                      `json:"id,omitempty"`
+	Type PermissionRequestedEventType `json:"type"`
+}
+
+// PermissionRequestedEventType defines model for PermissionRequestedEvent.Type.
+type PermissionRequestedEventType string
+
+// PermissionResolvedData defines model for PermissionResolvedData.
+type PermissionResolvedData struct {
+	OptionId  *string                     `json:"optionId,omitempty"`
+	PromptId  *string                     `json:"promptId,omitempty"`
+	RequestId string                      `json:"requestId"`
+	SessionId *string                     `json:"sessionId,omitempty"`
+	State     PermissionResolvedDataState `json:"state"`
+	TaskId    *string                     `json:"taskId,omitempty"`
+}
+
+// PermissionResolvedDataState defines model for PermissionResolvedData.State.
+type PermissionResolvedDataState string
+
+// PermissionResolvedEvent defines model for PermissionResolvedEvent.
+type PermissionResolvedEvent struct {
+	Data PermissionResolvedData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                     `json:"id,omitempty"`
+	Type PermissionResolvedEventType `json:"type"`
+}
+
+// PermissionResolvedEventType defines model for PermissionResolvedEvent.Type.
+type PermissionResolvedEventType string
+
 // PlanEntry defines model for PlanEntry.
 type PlanEntry struct {
 	Content  string  `json:"content"`
 	Priority *string `json:"priority,omitempty"`
 	Status   string  `json:"status"`
 }
+
+// PlanUpdatedData defines model for PlanUpdatedData.
+type PlanUpdatedData struct {
+	Entries   []PlanEntry `json:"entries"`
+	PromptId  *string     `json:"promptId,omitempty"`
+	SessionId *string     `json:"sessionId,omitempty"`
+	TaskId    *string     `json:"taskId,omitempty"`
+}
+
+// PlanUpdatedEvent defines model for PlanUpdatedEvent.
+type PlanUpdatedEvent struct {
+	Data PlanUpdatedData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string              `json:"id,omitempty"`
+	Type PlanUpdatedEventType `json:"type"`
+}
+
+// PlanUpdatedEventType defines model for PlanUpdatedEvent.Type.
+type PlanUpdatedEventType string
 
 // Problem defines model for Problem.
 type Problem struct {
@@ -724,6 +1393,14 @@ type PromptRequest struct {
 // PromptRequestMultitask What to do when a turn is already running.
 type PromptRequestMultitask string
 
+// RecoveryChangedData defines model for RecoveryChangedData.
+type RecoveryChangedData struct {
+	PromptId  *string         `json:"promptId,omitempty"`
+	Recovery  RecoverySummary `json:"recovery"`
+	SessionId *string         `json:"sessionId,omitempty"`
+	TaskId    *string         `json:"taskId,omitempty"`
+}
+
 // RecoverySummary defines model for RecoverySummary.
 type RecoverySummary struct {
 	CanContinue       bool `json:"canContinue"`
@@ -750,6 +1427,51 @@ type RecoverySummary struct {
 // RecoverySummaryKind defines model for RecoverySummary.Kind.
 type RecoverySummaryKind string
 
+// ReplayCompleteData defines model for ReplayCompleteData.
+type ReplayCompleteData struct {
+	Cursor    string  `json:"cursor"`
+	PromptId  *string `json:"promptId,omitempty"`
+	SessionId *string `json:"sessionId,omitempty"`
+	TaskId    *string `json:"taskId,omitempty"`
+}
+
+// ReplayCompleteEvent defines model for ReplayCompleteEvent.
+type ReplayCompleteEvent struct {
+	Data ReplayCompleteData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                 `json:"id,omitempty"`
+	Type ReplayCompleteEventType `json:"type"`
+}
+
+// ReplayCompleteEventType defines model for ReplayCompleteEvent.Type.
+type ReplayCompleteEventType string
+
+// ResyncRequiredData defines model for ResyncRequiredData.
+type ResyncRequiredData struct {
+	Cursor    string                   `json:"cursor"`
+	Epoch     string                   `json:"epoch"`
+	PromptId  *string                  `json:"promptId,omitempty"`
+	Reason    ResyncRequiredDataReason `json:"reason"`
+	SessionId *string                  `json:"sessionId,omitempty"`
+	TaskId    *string                  `json:"taskId,omitempty"`
+}
+
+// ResyncRequiredDataReason defines model for ResyncRequiredData.Reason.
+type ResyncRequiredDataReason string
+
+// ResyncRequiredEvent defines model for ResyncRequiredEvent.
+type ResyncRequiredEvent struct {
+	Data ResyncRequiredData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                 `json:"id,omitempty"`
+	Type ResyncRequiredEventType `json:"type"`
+}
+
+// ResyncRequiredEventType defines model for ResyncRequiredEvent.Type.
+type ResyncRequiredEventType string
+
 // Session defines model for Session.
 type Session struct {
 	AgentProfileId string       `json:"agentProfileId"`
@@ -765,6 +1487,26 @@ type Session struct {
 	Title          *string      `json:"title,omitempty"`
 	UpdatedAt      time.Time    `json:"updatedAt"`
 }
+
+// SessionClosedData defines model for SessionClosedData.
+type SessionClosedData struct {
+	PromptId  *string      `json:"promptId,omitempty"`
+	SessionId *string      `json:"sessionId,omitempty"`
+	State     SessionState `json:"state"`
+	TaskId    *string      `json:"taskId,omitempty"`
+}
+
+// SessionClosedEvent defines model for SessionClosedEvent.
+type SessionClosedEvent struct {
+	Data SessionClosedData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                `json:"id,omitempty"`
+	Type SessionClosedEventType `json:"type"`
+}
+
+// SessionClosedEventType defines model for SessionClosedEvent.Type.
+type SessionClosedEventType string
 
 // SessionContext defines model for SessionContext.
 type SessionContext struct {
@@ -801,14 +1543,108 @@ type SessionCreate struct {
 	Title  *string `json:"title,omitempty"`
 }
 
+// SessionCreatedData defines model for SessionCreatedData.
+type SessionCreatedData struct {
+	AgentProfileId string       `json:"agentProfileId"`
+	Cwd            string       `json:"cwd"`
+	EventEpoch     *string      `json:"eventEpoch,omitempty"`
+	PromptId       *string      `json:"promptId,omitempty"`
+	SessionId      *string      `json:"sessionId,omitempty"`
+	State          SessionState `json:"state"`
+	TaskId         *string      `json:"taskId,omitempty"`
+	Title          *string      `json:"title,omitempty"`
+}
+
+// SessionCreatedEvent defines model for SessionCreatedEvent.
+type SessionCreatedEvent struct {
+	Data SessionCreatedData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                 `json:"id,omitempty"`
+	Type SessionCreatedEventType `json:"type"`
+}
+
+// SessionCreatedEventType defines model for SessionCreatedEvent.Type.
+type SessionCreatedEventType string
+
+// SessionExecutorStatusEvent defines model for SessionExecutorStatusEvent.
+type SessionExecutorStatusEvent struct {
+	Data ExecutorStatusData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                        `json:"id,omitempty"`
+	Type SessionExecutorStatusEventType `json:"type"`
+}
+
+// SessionExecutorStatusEventType defines model for SessionExecutorStatusEvent.Type.
+type SessionExecutorStatusEventType string
+
 // SessionList defines model for SessionList.
 type SessionList struct {
 	NextPageToken *string   `json:"nextPageToken,omitempty"`
 	Sessions      []Session `json:"sessions"`
 }
 
+// SessionRecoveryChangedEvent defines model for SessionRecoveryChangedEvent.
+type SessionRecoveryChangedEvent struct {
+	Data RecoveryChangedData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                         `json:"id,omitempty"`
+	Type SessionRecoveryChangedEventType `json:"type"`
+}
+
+// SessionRecoveryChangedEventType defines model for SessionRecoveryChangedEvent.Type.
+type SessionRecoveryChangedEventType string
+
+// SessionResumedData defines model for SessionResumedData.
+type SessionResumedData struct {
+	ContextRestored bool                       `json:"contextRestored"`
+	FallbackReason  *string                    `json:"fallbackReason,omitempty"`
+	PromptId        *string                    `json:"promptId,omitempty"`
+	SessionId       *string                    `json:"sessionId,omitempty"`
+	Strategy        SessionResumedDataStrategy `json:"strategy"`
+	TaskId          *string                    `json:"taskId,omitempty"`
+}
+
+// SessionResumedDataStrategy defines model for SessionResumedData.Strategy.
+type SessionResumedDataStrategy string
+
+// SessionResumedEvent defines model for SessionResumedEvent.
+type SessionResumedEvent struct {
+	Data SessionResumedData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                 `json:"id,omitempty"`
+	Type SessionResumedEventType `json:"type"`
+}
+
+// SessionResumedEventType defines model for SessionResumedEvent.Type.
+type SessionResumedEventType string
+
 // SessionState defines model for SessionState.
 type SessionState string
+
+// SessionStateChangedData defines model for SessionStateChangedData.
+type SessionStateChangedData struct {
+	PreviousState *SessionState `json:"previousState,omitempty"`
+	PromptId      *string       `json:"promptId,omitempty"`
+	SessionId     *string       `json:"sessionId,omitempty"`
+	State         SessionState  `json:"state"`
+	TaskId        *string       `json:"taskId,omitempty"`
+}
+
+// SessionStateChangedEvent defines model for SessionStateChangedEvent.
+type SessionStateChangedEvent struct {
+	Data SessionStateChangedData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                      `json:"id,omitempty"`
+	Type SessionStateChangedEventType `json:"type"`
+}
+
+// SessionStateChangedEventType defines model for SessionStateChangedEvent.Type.
+type SessionStateChangedEventType string
 
 // SessionStatus defines model for SessionStatus.
 type SessionStatus struct {
@@ -838,6 +1674,26 @@ type SessionStatus struct {
 
 // SessionStatusRuntime defines model for SessionStatus.Runtime.
 type SessionStatusRuntime string
+
+// StreamLaggedData defines model for StreamLaggedData.
+type StreamLaggedData struct {
+	Cursor    string  `json:"cursor"`
+	PromptId  *string `json:"promptId,omitempty"`
+	SessionId *string `json:"sessionId,omitempty"`
+	TaskId    *string `json:"taskId,omitempty"`
+}
+
+// StreamLaggedEvent defines model for StreamLaggedEvent.
+type StreamLaggedEvent struct {
+	Data StreamLaggedData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string               `json:"id,omitempty"`
+	Type StreamLaggedEventType `json:"type"`
+}
+
+// StreamLaggedEventType defines model for StreamLaggedEvent.Type.
+type StreamLaggedEventType string
 
 // Task defines model for Task.
 type Task struct {
@@ -871,6 +1727,32 @@ type TaskPatch struct {
 // TaskState defines model for TaskState.
 type TaskState string
 
+// TaskStateChangedData defines model for TaskStateChangedData.
+type TaskStateChangedData struct {
+	PreviousState *TaskState `json:"previousState,omitempty"`
+	PromptId      *string    `json:"promptId,omitempty"`
+	SessionId     *string    `json:"sessionId,omitempty"`
+	State         TaskState  `json:"state"`
+	TaskId        *string    `json:"taskId,omitempty"`
+}
+
+// TaskStateChangedEvent defines model for TaskStateChangedEvent.
+type TaskStateChangedEvent struct {
+	Data TaskStateChangedData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                   `json:"id,omitempty"`
+	Type TaskStateChangedEventType `json:"type"`
+}
+
+// TaskStateChangedEventType defines model for TaskStateChangedEvent.Type.
+type TaskStateChangedEventType string
+
+// TetherEvent One SSE frame as the SDK surfaces it; `type` is the `event:` name, `data` the parsed `data:` JSON.
+type TetherEvent struct {
+	union json.RawMessage
+}
+
 // ToolCall defines model for ToolCall.
 type ToolCall struct {
 	Content     *[]map[string]interface{} `json:"content,omitempty"`
@@ -889,6 +1771,49 @@ type ToolCall struct {
 
 // ToolCallStatus defines model for ToolCall.Status.
 type ToolCallStatus string
+
+// ToolCallData defines model for ToolCallData.
+type ToolCallData struct {
+	Content     *[]interface{}     `json:"content,omitempty"`
+	Interrupted bool               `json:"interrupted"`
+	Kind        *string            `json:"kind,omitempty"`
+	Locations   *[]interface{}     `json:"locations,omitempty"`
+	PromptId    *string            `json:"promptId,omitempty"`
+	RawInput    interface{}        `json:"rawInput,omitempty"`
+	RawOutput   interface{}        `json:"rawOutput,omitempty"`
+	SessionId   *string            `json:"sessionId,omitempty"`
+	Status      ToolCallDataStatus `json:"status"`
+	TaskId      *string            `json:"taskId,omitempty"`
+	Title       string             `json:"title"`
+	ToolCallId  string             `json:"toolCallId"`
+}
+
+// ToolCallDataStatus defines model for ToolCallData.Status.
+type ToolCallDataStatus string
+
+// ToolCallStartedEvent defines model for ToolCallStartedEvent.
+type ToolCallStartedEvent struct {
+	Data ToolCallData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                  `json:"id,omitempty"`
+	Type ToolCallStartedEventType `json:"type"`
+}
+
+// ToolCallStartedEventType defines model for ToolCallStartedEvent.Type.
+type ToolCallStartedEventType string
+
+// ToolCallUpdatedEvent defines model for ToolCallUpdatedEvent.
+type ToolCallUpdatedEvent struct {
+	Data ToolCallData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                  `json:"id,omitempty"`
+	Type ToolCallUpdatedEventType `json:"type"`
+}
+
+// ToolCallUpdatedEventType defines model for ToolCallUpdatedEvent.Type.
+type ToolCallUpdatedEventType string
 
 // Transcript defines model for Transcript.
 type Transcript struct {
@@ -929,11 +1854,157 @@ type TurnKind string
 // TurnState defines model for Turn.State.
 type TurnState string
 
+// TurnCancelledData defines model for TurnCancelledData.
+type TurnCancelledData struct {
+	EndedAt    *time.Time `json:"endedAt,omitempty"`
+	PromptId   *string    `json:"promptId,omitempty"`
+	SessionId  *string    `json:"sessionId,omitempty"`
+	State      string     `json:"state"`
+	StopReason *string    `json:"stopReason,omitempty"`
+	TaskId     *string    `json:"taskId,omitempty"`
+}
+
+// TurnCancelledEvent defines model for TurnCancelledEvent.
+type TurnCancelledEvent struct {
+	Data TurnCancelledData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                `json:"id,omitempty"`
+	Type TurnCancelledEventType `json:"type"`
+}
+
+// TurnCancelledEventType defines model for TurnCancelledEvent.Type.
+type TurnCancelledEventType string
+
+// TurnCompletedData defines model for TurnCompletedData.
+type TurnCompletedData struct {
+	EndedAt    *time.Time `json:"endedAt,omitempty"`
+	PromptId   *string    `json:"promptId,omitempty"`
+	SessionId  *string    `json:"sessionId,omitempty"`
+	State      string     `json:"state"`
+	StopReason *string    `json:"stopReason,omitempty"`
+	TaskId     *string    `json:"taskId,omitempty"`
+}
+
+// TurnCompletedEvent defines model for TurnCompletedEvent.
+type TurnCompletedEvent struct {
+	Data TurnCompletedData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                `json:"id,omitempty"`
+	Type TurnCompletedEventType `json:"type"`
+}
+
+// TurnCompletedEventType defines model for TurnCompletedEvent.Type.
+type TurnCompletedEventType string
+
 // TurnError defines model for TurnError.
 type TurnError struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 }
+
+// TurnFailedData defines model for TurnFailedData.
+type TurnFailedData struct {
+	Code      string     `json:"code"`
+	EndedAt   *time.Time `json:"endedAt,omitempty"`
+	Message   string     `json:"message"`
+	PromptId  *string    `json:"promptId,omitempty"`
+	SessionId *string    `json:"sessionId,omitempty"`
+	State     string     `json:"state"`
+	TaskId    *string    `json:"taskId,omitempty"`
+}
+
+// TurnFailedEvent defines model for TurnFailedEvent.
+type TurnFailedEvent struct {
+	Data TurnFailedData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string             `json:"id,omitempty"`
+	Type TurnFailedEventType `json:"type"`
+}
+
+// TurnFailedEventType defines model for TurnFailedEvent.Type.
+type TurnFailedEventType string
+
+// TurnInterruptedData defines model for TurnInterruptedData.
+type TurnInterruptedData struct {
+	DanglingToolCalls []struct {
+		Id    string `json:"id"`
+		Kind  string `json:"kind"`
+		Title string `json:"title"`
+	} `json:"danglingToolCalls"`
+	EndedAt    *time.Time `json:"endedAt,omitempty"`
+	ExitCode   *int       `json:"exitCode,omitempty"`
+	ExitSignal *string    `json:"exitSignal,omitempty"`
+	PromptId   *string    `json:"promptId,omitempty"`
+	Reason     string     `json:"reason"`
+	SessionId  *string    `json:"sessionId,omitempty"`
+	State      string     `json:"state"`
+	TaskId     *string    `json:"taskId,omitempty"`
+}
+
+// TurnInterruptedEvent defines model for TurnInterruptedEvent.
+type TurnInterruptedEvent struct {
+	Data TurnInterruptedData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                  `json:"id,omitempty"`
+	Type TurnInterruptedEventType `json:"type"`
+}
+
+// TurnInterruptedEventType defines model for TurnInterruptedEvent.Type.
+type TurnInterruptedEventType string
+
+// TurnQueuedData defines model for TurnQueuedData.
+type TurnQueuedData struct {
+	ContinuesPromptId *string            `json:"continuesPromptId,omitempty"`
+	Kind              TurnQueuedDataKind `json:"kind"`
+	Prompt            *[]interface{}     `json:"prompt,omitempty"`
+	PromptId          *string            `json:"promptId,omitempty"`
+	Seq               *int               `json:"seq,omitempty"`
+	SessionId         *string            `json:"sessionId,omitempty"`
+	TaskId            *string            `json:"taskId,omitempty"`
+}
+
+// TurnQueuedDataKind defines model for TurnQueuedData.Kind.
+type TurnQueuedDataKind string
+
+// TurnQueuedEvent defines model for TurnQueuedEvent.
+type TurnQueuedEvent struct {
+	Data TurnQueuedData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string             `json:"id,omitempty"`
+	Type TurnQueuedEventType `json:"type"`
+}
+
+// TurnQueuedEventType defines model for TurnQueuedEvent.Type.
+type TurnQueuedEventType string
+
+// TurnStartedData defines model for TurnStartedData.
+type TurnStartedData struct {
+	Kind      TurnStartedDataKind `json:"kind"`
+	PromptId  *string             `json:"promptId,omitempty"`
+	SessionId *string             `json:"sessionId,omitempty"`
+	StartedAt *time.Time          `json:"startedAt,omitempty"`
+	TaskId    *string             `json:"taskId,omitempty"`
+}
+
+// TurnStartedDataKind defines model for TurnStartedData.Kind.
+type TurnStartedDataKind string
+
+// TurnStartedEvent defines model for TurnStartedEvent.
+type TurnStartedEvent struct {
+	Data TurnStartedData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string              `json:"id,omitempty"`
+	Type TurnStartedEventType `json:"type"`
+}
+
+// TurnStartedEventType defines model for TurnStartedEvent.Type.
+type TurnStartedEventType string
 
 // Cursor defines model for Cursor.
 type Cursor = string
@@ -1318,6 +2389,863 @@ func (a Problem) MarshalJSON() ([]byte, error) {
 		}
 	}
 	return json.Marshal(object)
+}
+
+// AsSessionCreatedEvent returns the union data inside the TetherEvent as a SessionCreatedEvent
+func (t TetherEvent) AsSessionCreatedEvent() (SessionCreatedEvent, error) {
+	var body SessionCreatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSessionCreatedEvent overwrites any union data inside the TetherEvent as the provided SessionCreatedEvent
+func (t *TetherEvent) FromSessionCreatedEvent(v SessionCreatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.created"}`))
+	t.union = b
+	return err
+}
+
+// MergeSessionCreatedEvent performs a merge with any union data inside the TetherEvent, using the provided SessionCreatedEvent
+func (t *TetherEvent) MergeSessionCreatedEvent(v SessionCreatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.created"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSessionStateChangedEvent returns the union data inside the TetherEvent as a SessionStateChangedEvent
+func (t TetherEvent) AsSessionStateChangedEvent() (SessionStateChangedEvent, error) {
+	var body SessionStateChangedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSessionStateChangedEvent overwrites any union data inside the TetherEvent as the provided SessionStateChangedEvent
+func (t *TetherEvent) FromSessionStateChangedEvent(v SessionStateChangedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.state_changed"}`))
+	t.union = b
+	return err
+}
+
+// MergeSessionStateChangedEvent performs a merge with any union data inside the TetherEvent, using the provided SessionStateChangedEvent
+func (t *TetherEvent) MergeSessionStateChangedEvent(v SessionStateChangedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.state_changed"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSessionExecutorStatusEvent returns the union data inside the TetherEvent as a SessionExecutorStatusEvent
+func (t TetherEvent) AsSessionExecutorStatusEvent() (SessionExecutorStatusEvent, error) {
+	var body SessionExecutorStatusEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSessionExecutorStatusEvent overwrites any union data inside the TetherEvent as the provided SessionExecutorStatusEvent
+func (t *TetherEvent) FromSessionExecutorStatusEvent(v SessionExecutorStatusEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.executor_status"}`))
+	t.union = b
+	return err
+}
+
+// MergeSessionExecutorStatusEvent performs a merge with any union data inside the TetherEvent, using the provided SessionExecutorStatusEvent
+func (t *TetherEvent) MergeSessionExecutorStatusEvent(v SessionExecutorStatusEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.executor_status"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSessionResumedEvent returns the union data inside the TetherEvent as a SessionResumedEvent
+func (t TetherEvent) AsSessionResumedEvent() (SessionResumedEvent, error) {
+	var body SessionResumedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSessionResumedEvent overwrites any union data inside the TetherEvent as the provided SessionResumedEvent
+func (t *TetherEvent) FromSessionResumedEvent(v SessionResumedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.resumed"}`))
+	t.union = b
+	return err
+}
+
+// MergeSessionResumedEvent performs a merge with any union data inside the TetherEvent, using the provided SessionResumedEvent
+func (t *TetherEvent) MergeSessionResumedEvent(v SessionResumedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.resumed"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSessionRecoveryChangedEvent returns the union data inside the TetherEvent as a SessionRecoveryChangedEvent
+func (t TetherEvent) AsSessionRecoveryChangedEvent() (SessionRecoveryChangedEvent, error) {
+	var body SessionRecoveryChangedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSessionRecoveryChangedEvent overwrites any union data inside the TetherEvent as the provided SessionRecoveryChangedEvent
+func (t *TetherEvent) FromSessionRecoveryChangedEvent(v SessionRecoveryChangedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.recovery_changed"}`))
+	t.union = b
+	return err
+}
+
+// MergeSessionRecoveryChangedEvent performs a merge with any union data inside the TetherEvent, using the provided SessionRecoveryChangedEvent
+func (t *TetherEvent) MergeSessionRecoveryChangedEvent(v SessionRecoveryChangedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.recovery_changed"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSessionClosedEvent returns the union data inside the TetherEvent as a SessionClosedEvent
+func (t TetherEvent) AsSessionClosedEvent() (SessionClosedEvent, error) {
+	var body SessionClosedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSessionClosedEvent overwrites any union data inside the TetherEvent as the provided SessionClosedEvent
+func (t *TetherEvent) FromSessionClosedEvent(v SessionClosedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.closed"}`))
+	t.union = b
+	return err
+}
+
+// MergeSessionClosedEvent performs a merge with any union data inside the TetherEvent, using the provided SessionClosedEvent
+func (t *TetherEvent) MergeSessionClosedEvent(v SessionClosedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.closed"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTaskStateChangedEvent returns the union data inside the TetherEvent as a TaskStateChangedEvent
+func (t TetherEvent) AsTaskStateChangedEvent() (TaskStateChangedEvent, error) {
+	var body TaskStateChangedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTaskStateChangedEvent overwrites any union data inside the TetherEvent as the provided TaskStateChangedEvent
+func (t *TetherEvent) FromTaskStateChangedEvent(v TaskStateChangedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"task.state_changed"}`))
+	t.union = b
+	return err
+}
+
+// MergeTaskStateChangedEvent performs a merge with any union data inside the TetherEvent, using the provided TaskStateChangedEvent
+func (t *TetherEvent) MergeTaskStateChangedEvent(v TaskStateChangedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"task.state_changed"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTurnQueuedEvent returns the union data inside the TetherEvent as a TurnQueuedEvent
+func (t TetherEvent) AsTurnQueuedEvent() (TurnQueuedEvent, error) {
+	var body TurnQueuedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTurnQueuedEvent overwrites any union data inside the TetherEvent as the provided TurnQueuedEvent
+func (t *TetherEvent) FromTurnQueuedEvent(v TurnQueuedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"turn.queued"}`))
+	t.union = b
+	return err
+}
+
+// MergeTurnQueuedEvent performs a merge with any union data inside the TetherEvent, using the provided TurnQueuedEvent
+func (t *TetherEvent) MergeTurnQueuedEvent(v TurnQueuedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"turn.queued"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTurnStartedEvent returns the union data inside the TetherEvent as a TurnStartedEvent
+func (t TetherEvent) AsTurnStartedEvent() (TurnStartedEvent, error) {
+	var body TurnStartedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTurnStartedEvent overwrites any union data inside the TetherEvent as the provided TurnStartedEvent
+func (t *TetherEvent) FromTurnStartedEvent(v TurnStartedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"turn.started"}`))
+	t.union = b
+	return err
+}
+
+// MergeTurnStartedEvent performs a merge with any union data inside the TetherEvent, using the provided TurnStartedEvent
+func (t *TetherEvent) MergeTurnStartedEvent(v TurnStartedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"turn.started"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTurnCompletedEvent returns the union data inside the TetherEvent as a TurnCompletedEvent
+func (t TetherEvent) AsTurnCompletedEvent() (TurnCompletedEvent, error) {
+	var body TurnCompletedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTurnCompletedEvent overwrites any union data inside the TetherEvent as the provided TurnCompletedEvent
+func (t *TetherEvent) FromTurnCompletedEvent(v TurnCompletedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"turn.completed"}`))
+	t.union = b
+	return err
+}
+
+// MergeTurnCompletedEvent performs a merge with any union data inside the TetherEvent, using the provided TurnCompletedEvent
+func (t *TetherEvent) MergeTurnCompletedEvent(v TurnCompletedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"turn.completed"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTurnFailedEvent returns the union data inside the TetherEvent as a TurnFailedEvent
+func (t TetherEvent) AsTurnFailedEvent() (TurnFailedEvent, error) {
+	var body TurnFailedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTurnFailedEvent overwrites any union data inside the TetherEvent as the provided TurnFailedEvent
+func (t *TetherEvent) FromTurnFailedEvent(v TurnFailedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"turn.failed"}`))
+	t.union = b
+	return err
+}
+
+// MergeTurnFailedEvent performs a merge with any union data inside the TetherEvent, using the provided TurnFailedEvent
+func (t *TetherEvent) MergeTurnFailedEvent(v TurnFailedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"turn.failed"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTurnCancelledEvent returns the union data inside the TetherEvent as a TurnCancelledEvent
+func (t TetherEvent) AsTurnCancelledEvent() (TurnCancelledEvent, error) {
+	var body TurnCancelledEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTurnCancelledEvent overwrites any union data inside the TetherEvent as the provided TurnCancelledEvent
+func (t *TetherEvent) FromTurnCancelledEvent(v TurnCancelledEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"turn.cancelled"}`))
+	t.union = b
+	return err
+}
+
+// MergeTurnCancelledEvent performs a merge with any union data inside the TetherEvent, using the provided TurnCancelledEvent
+func (t *TetherEvent) MergeTurnCancelledEvent(v TurnCancelledEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"turn.cancelled"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTurnInterruptedEvent returns the union data inside the TetherEvent as a TurnInterruptedEvent
+func (t TetherEvent) AsTurnInterruptedEvent() (TurnInterruptedEvent, error) {
+	var body TurnInterruptedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTurnInterruptedEvent overwrites any union data inside the TetherEvent as the provided TurnInterruptedEvent
+func (t *TetherEvent) FromTurnInterruptedEvent(v TurnInterruptedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"turn.interrupted"}`))
+	t.union = b
+	return err
+}
+
+// MergeTurnInterruptedEvent performs a merge with any union data inside the TetherEvent, using the provided TurnInterruptedEvent
+func (t *TetherEvent) MergeTurnInterruptedEvent(v TurnInterruptedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"turn.interrupted"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsMessageAddedEvent returns the union data inside the TetherEvent as a MessageAddedEvent
+func (t TetherEvent) AsMessageAddedEvent() (MessageAddedEvent, error) {
+	var body MessageAddedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromMessageAddedEvent overwrites any union data inside the TetherEvent as the provided MessageAddedEvent
+func (t *TetherEvent) FromMessageAddedEvent(v MessageAddedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"message.added"}`))
+	t.union = b
+	return err
+}
+
+// MergeMessageAddedEvent performs a merge with any union data inside the TetherEvent, using the provided MessageAddedEvent
+func (t *TetherEvent) MergeMessageAddedEvent(v MessageAddedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"message.added"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsMessageChunkEvent returns the union data inside the TetherEvent as a MessageChunkEvent
+func (t TetherEvent) AsMessageChunkEvent() (MessageChunkEvent, error) {
+	var body MessageChunkEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromMessageChunkEvent overwrites any union data inside the TetherEvent as the provided MessageChunkEvent
+func (t *TetherEvent) FromMessageChunkEvent(v MessageChunkEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"message.chunk"}`))
+	t.union = b
+	return err
+}
+
+// MergeMessageChunkEvent performs a merge with any union data inside the TetherEvent, using the provided MessageChunkEvent
+func (t *TetherEvent) MergeMessageChunkEvent(v MessageChunkEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"message.chunk"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsToolCallStartedEvent returns the union data inside the TetherEvent as a ToolCallStartedEvent
+func (t TetherEvent) AsToolCallStartedEvent() (ToolCallStartedEvent, error) {
+	var body ToolCallStartedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromToolCallStartedEvent overwrites any union data inside the TetherEvent as the provided ToolCallStartedEvent
+func (t *TetherEvent) FromToolCallStartedEvent(v ToolCallStartedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"tool_call.started"}`))
+	t.union = b
+	return err
+}
+
+// MergeToolCallStartedEvent performs a merge with any union data inside the TetherEvent, using the provided ToolCallStartedEvent
+func (t *TetherEvent) MergeToolCallStartedEvent(v ToolCallStartedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"tool_call.started"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsToolCallUpdatedEvent returns the union data inside the TetherEvent as a ToolCallUpdatedEvent
+func (t TetherEvent) AsToolCallUpdatedEvent() (ToolCallUpdatedEvent, error) {
+	var body ToolCallUpdatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromToolCallUpdatedEvent overwrites any union data inside the TetherEvent as the provided ToolCallUpdatedEvent
+func (t *TetherEvent) FromToolCallUpdatedEvent(v ToolCallUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"tool_call.updated"}`))
+	t.union = b
+	return err
+}
+
+// MergeToolCallUpdatedEvent performs a merge with any union data inside the TetherEvent, using the provided ToolCallUpdatedEvent
+func (t *TetherEvent) MergeToolCallUpdatedEvent(v ToolCallUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"tool_call.updated"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPlanUpdatedEvent returns the union data inside the TetherEvent as a PlanUpdatedEvent
+func (t TetherEvent) AsPlanUpdatedEvent() (PlanUpdatedEvent, error) {
+	var body PlanUpdatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPlanUpdatedEvent overwrites any union data inside the TetherEvent as the provided PlanUpdatedEvent
+func (t *TetherEvent) FromPlanUpdatedEvent(v PlanUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"plan.updated"}`))
+	t.union = b
+	return err
+}
+
+// MergePlanUpdatedEvent performs a merge with any union data inside the TetherEvent, using the provided PlanUpdatedEvent
+func (t *TetherEvent) MergePlanUpdatedEvent(v PlanUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"plan.updated"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPermissionRequestedEvent returns the union data inside the TetherEvent as a PermissionRequestedEvent
+func (t TetherEvent) AsPermissionRequestedEvent() (PermissionRequestedEvent, error) {
+	var body PermissionRequestedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPermissionRequestedEvent overwrites any union data inside the TetherEvent as the provided PermissionRequestedEvent
+func (t *TetherEvent) FromPermissionRequestedEvent(v PermissionRequestedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"permission.requested"}`))
+	t.union = b
+	return err
+}
+
+// MergePermissionRequestedEvent performs a merge with any union data inside the TetherEvent, using the provided PermissionRequestedEvent
+func (t *TetherEvent) MergePermissionRequestedEvent(v PermissionRequestedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"permission.requested"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPermissionResolvedEvent returns the union data inside the TetherEvent as a PermissionResolvedEvent
+func (t TetherEvent) AsPermissionResolvedEvent() (PermissionResolvedEvent, error) {
+	var body PermissionResolvedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPermissionResolvedEvent overwrites any union data inside the TetherEvent as the provided PermissionResolvedEvent
+func (t *TetherEvent) FromPermissionResolvedEvent(v PermissionResolvedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"permission.resolved"}`))
+	t.union = b
+	return err
+}
+
+// MergePermissionResolvedEvent performs a merge with any union data inside the TetherEvent, using the provided PermissionResolvedEvent
+func (t *TetherEvent) MergePermissionResolvedEvent(v PermissionResolvedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"permission.resolved"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsResyncRequiredEvent returns the union data inside the TetherEvent as a ResyncRequiredEvent
+func (t TetherEvent) AsResyncRequiredEvent() (ResyncRequiredEvent, error) {
+	var body ResyncRequiredEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromResyncRequiredEvent overwrites any union data inside the TetherEvent as the provided ResyncRequiredEvent
+func (t *TetherEvent) FromResyncRequiredEvent(v ResyncRequiredEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"resync_required"}`))
+	t.union = b
+	return err
+}
+
+// MergeResyncRequiredEvent performs a merge with any union data inside the TetherEvent, using the provided ResyncRequiredEvent
+func (t *TetherEvent) MergeResyncRequiredEvent(v ResyncRequiredEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"resync_required"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsReplayCompleteEvent returns the union data inside the TetherEvent as a ReplayCompleteEvent
+func (t TetherEvent) AsReplayCompleteEvent() (ReplayCompleteEvent, error) {
+	var body ReplayCompleteEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromReplayCompleteEvent overwrites any union data inside the TetherEvent as the provided ReplayCompleteEvent
+func (t *TetherEvent) FromReplayCompleteEvent(v ReplayCompleteEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"replay_complete"}`))
+	t.union = b
+	return err
+}
+
+// MergeReplayCompleteEvent performs a merge with any union data inside the TetherEvent, using the provided ReplayCompleteEvent
+func (t *TetherEvent) MergeReplayCompleteEvent(v ReplayCompleteEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"replay_complete"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsStreamLaggedEvent returns the union data inside the TetherEvent as a StreamLaggedEvent
+func (t TetherEvent) AsStreamLaggedEvent() (StreamLaggedEvent, error) {
+	var body StreamLaggedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromStreamLaggedEvent overwrites any union data inside the TetherEvent as the provided StreamLaggedEvent
+func (t *TetherEvent) FromStreamLaggedEvent(v StreamLaggedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"stream_lagged"}`))
+	t.union = b
+	return err
+}
+
+// MergeStreamLaggedEvent performs a merge with any union data inside the TetherEvent, using the provided StreamLaggedEvent
+func (t *TetherEvent) MergeStreamLaggedEvent(v StreamLaggedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"stream_lagged"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t TetherEvent) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"type"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t TetherEvent) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "message.added":
+		return t.AsMessageAddedEvent()
+	case "message.chunk":
+		return t.AsMessageChunkEvent()
+	case "permission.requested":
+		return t.AsPermissionRequestedEvent()
+	case "permission.resolved":
+		return t.AsPermissionResolvedEvent()
+	case "plan.updated":
+		return t.AsPlanUpdatedEvent()
+	case "replay_complete":
+		return t.AsReplayCompleteEvent()
+	case "resync_required":
+		return t.AsResyncRequiredEvent()
+	case "session.closed":
+		return t.AsSessionClosedEvent()
+	case "session.created":
+		return t.AsSessionCreatedEvent()
+	case "session.executor_status":
+		return t.AsSessionExecutorStatusEvent()
+	case "session.recovery_changed":
+		return t.AsSessionRecoveryChangedEvent()
+	case "session.resumed":
+		return t.AsSessionResumedEvent()
+	case "session.state_changed":
+		return t.AsSessionStateChangedEvent()
+	case "stream_lagged":
+		return t.AsStreamLaggedEvent()
+	case "task.state_changed":
+		return t.AsTaskStateChangedEvent()
+	case "tool_call.started":
+		return t.AsToolCallStartedEvent()
+	case "tool_call.updated":
+		return t.AsToolCallUpdatedEvent()
+	case "turn.cancelled":
+		return t.AsTurnCancelledEvent()
+	case "turn.completed":
+		return t.AsTurnCompletedEvent()
+	case "turn.failed":
+		return t.AsTurnFailedEvent()
+	case "turn.interrupted":
+		return t.AsTurnInterruptedEvent()
+	case "turn.queued":
+		return t.AsTurnQueuedEvent()
+	case "turn.started":
+		return t.AsTurnStartedEvent()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
+}
+
+func (t TetherEvent) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *TetherEvent) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
 }
 
 // ServerInterface represents all server handlers.
@@ -4572,99 +6500,124 @@ func (sh *strictHandler) UpdateTask(ctx echo.Context, id ID) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7D37U922mv+KxntnQnbNAdKkmcLs7FBCW3bSwAK9ndnCniPsj3N0Y0uuJAOnKf/7jj7JtmzL50GAJndu",
-	"f+gcbFmP7/1UPkWJyAvBgWsV7X6KCippDhok/nVQSiWk+ZWCSiQrNBM82o1OQZU5EHqtQRI9Y4okOJJs",
-	"TC7K7e1vEihEMsOfsGufKPjd/j15uUfEDUjJUlDkPVV68/AGuN48ejeK4oiZ+X8vQc6jOOI0h2g3spNH",
-	"caSSGeTU7Cend++BT/Us2n21vR1Hel6YkUpLxqfR/X0c/SCyTNz2935NMwUEeKqIngFRWgLN66MAkVBk",
-	"dE42ZpSnc3LL9MwcLns5tLlru46/uRSuaZnpaFfLEuq9XQmRAeW4uaN3ZhxOV1A9a2ZjaRRHEn4vmYS0",
-	"miB47G9fx1HOePXnTggGBroIXLteGxBnwDW5mhMccCZKmQBJMmYogQhOJCSCc0j0HlE0B5ID5YxPCVVk",
-	"YhEyqUEyA5qCbE7RwuqaeDufF6D6uz0QeU43FRgC1ZASMLMT87kiWpAUMnYDkmwkgmspMnJt6FgRmt3S",
-	"uSKJyGEQgzjJgl0GtnlvkKQKwZXd64kUVxnk5qfZAHBtftKiyFhCzQm2CjviP/6hzHE+eYv9TcJ1tBv9",
-	"21bDiVv2rdqq5sUVOzz4wwH57vWbt8TNTFLQlGVqhFB0E5j596fA9QEt6BXLmGYh4P46oxqJn5qxhKY3",
-	"IDVTkBLGyYRxphnN2B+AGC+kKMxrOxF+8QEB+akLpti+/TtIxeypewMyQdMzUJ33NavgannR235nD2XK",
-	"RPhzyK8gTSE9MFi50+FBLKdTCL2693nxNzcuduv1J7+sCUVc/QMS7favRSKyPhAY1zAFGVlaKvNVduCD",
-	"q/4sCKTQXpAS3jOlAyCcVhqAacjVMrrEmU6kuGYZmJndUlRKOu9t2s09uKNqnv6mbijL6FUGYbQlHaJY",
-	"uuEWgMwERqbwtM8P5zMgcAdJqc3qZONaihz5I6WQC/7CCBR+zaalROaOCQcjfHAYJebsoDTKmx7Bp0wZ",
-	"/TLIMTOmtJBzR1JH3EBqkDlYGpyDU81uwNHJ6SBtId1cQbqP9HAtZE51tBulVMOmZkhYvakV6gkzHniZ",
-	"G+xelSzTzJCjhUlkBJWGREPqobyZoeQ1Wk+BqqBc6PKdUYo+4Op9xB6NhM89DNEQPR5QnkBmPs0CTJLg",
-	"2wzSMDRTg/cSAvT0P/icWDYlDE0PqsktSCCpFEUBKSqnivV6QGvzV8XwR+ly2DV7Dp7XKqvvM5F8RI5L",
-	"U2b2TLMT7+RoMnX1zz4n+wcnxKk7cmWm6KuHcQ6aDs/cMpCabVHOhUbWUmt/m1K7YJ/z/O0H3ucsh3N8",
-	"GGSpAX6V0LDEWvtU7A9o8R3j+tvXDc956qHSXJ5ZsrON/wX4SzOdwQIiajgXp417Wq060Thj/KP3d5ib",
-	"JVtOg/h2iPwYL2E/SaDQlnM6KsB74/Zt4HkZh/RB7a30tonW4qFxSoKvDaylLGvaWKRJTiEx7sv8rMxz",
-	"KpdxYxwpTXUL7LLkxpCO4siJC1RERQba/q4ZNo6uKbM/6g0GhWpX31Yw83bWOWMLIjXkFqHoHSQZ4xYR",
-	"NMuOr6Pd31a0XeMVkIoiJohVOaQkzCuLirVRNgwwt5o3dx8olx5YTq2uXyo72wDwCWYJCM24d7jjHmoO",
-	"0UKxFB+w5uxrJvgAYYKUQv4MSrWNX2/AHdMHIoWwzWrenrEpp1nYsKdKnwHwdYyLomXP9Ozjc/EReNhY",
-	"wwO/UKiRlNX/hKVBA0yWHNf3OFJpylOaCQ7WeKHJzBFDLnRY7hmuLpdanRWGzuzoLt1VW6mnu1yA5bN6",
-	"RW/bUltJIoGmxqNFnOJ8aFQEt/4T0EzP+kSjeguIj8EJbgb9uc753IzNF6HzeRTYsbYaR7o2jNbSsF2j",
-	"KZFA9XrmriXIFVT0QhUgRdait1JhsASJ1sw2E+V0Zn6pudKQB4He8V4XWcq4XFyp9+bUIeifgMwZ8stx",
-	"rf3aaPjIeLqeSSSKQanT2W490s0W29UWb/QUimy+psD1t9QNQS0MosWRKHUi2vIiZFN7J1y491pddIj9",
-	"obQ5AP3VXfkeBaznblj7MLtZ042EDD3E42KBgnKCfFW7qgCeWmlYzd6xpuCuQMK7XM9qFiI7oFm2Cj0j",
-	"+zXbrjbZIGUpO2aUH3JtTZpBcdhXnJIJyfR8EFClWsFTdAss1EZeoHORLO5u3RoRnfizDa7kNJkxDptG",
-	"heED1GHEfBMOoGCYc8CMN5o8gdXA4DtYS32mFRycapq40Xt48AEw5oVemUdbbrpxVendkf1ux0mw6s8+",
-	"79qlhj2sZCDHY3M/RFxj4MuF22dUE5rmTGtI8bkuJd9rJ1GYJloQBVAPCOJxiUu2mk/V3rLzrIiQxLpW",
-	"5FpIQgmHWxd72cPwXIEsSKolzBMhNeaDLrjZ8AtMaElzZFwqJrczlsxITueEZmhskSsg2ohOTrPRBXpU",
-	"z+XfeU5dJV9W9eZqh6KPbsz8bCYzoYAj1ghL9xywDFCZJkwRlkJeCEOMBqkL01EF1Rqkmfv/ftvf/F+6",
-	"+cf25neXzc/ReHfz8t//FqINu82H+VZ5mWmmqfrYysRFwBEbURxMfQiSCnI7A06oO7uqEe3wOfJQ3Ewm",
-	"AUEbUilFzePLXbwuxa/sFPbpIoj3rgccCm1WLu1AcJPyacb49Nypw7aB0Z5swDIZtCSHxG9Iu1YydtBQ",
-	"7Mq/mrVOhwMJ1c5qAw9P3WLLsYNu+6GhFSSpqaQppGMXaw7SAxeaJQGptU8UGPGeAIorIzSNgxAUmj6N",
-	"9L1gpFyKIVnGS4yfkltRZmn1KKxRmwhLlzXmhusTjMbWU+ziMmOaaHYD5E/7lxO3f5KitibHzh4jf15w",
-	"ZxKNk0wofFQ56eNKhJI/rQ8/9tID5ksu9Izx6ViLcbUB8idxYB5XcLcCeDH1II7jFqGHqLrGU4i2vExl",
-	"IODi8lgDOsucfT0jObEZi/dCDeQtH+A0JLfpQwKk4IWaVgl4LPBPat29aB4H6DMca5iaqo9H6wmPOCqL",
-	"dD3wBOWNXTnuotiCckgD14jxd7GAorz0dICwnj8zWiwg5b7WqUHSbCt01vrtgc27qkcM7WDq8Tjg+n7e",
-	"tNYI/LkdBPW4aTjj8EBGe3BIe2V3+VHYrhvo81zemmHa/FEFu+oDrm60VjyCTLWmNdgXzOuUUNVo9D56",
-	"vf3dt0s/cyUzJ09uAvo4amvvwzum0HA3A/accXulsL4Hnxkb1wmq2vBwiAzY9sNy1xv4JlzS1SsG6YrR",
-	"BVgPl6twuNMndNqkBIaCR6vHwSrdvqyapZ54wabPurGpg9PD/fPDd1EcnZ3vn54fffgxiqPTXz58sL9+",
-	"3T8yz8Y/HJ+Ojz6c/HIexdHB8c8n7w/tRz/sH73HHwf7Hw4O35vfIQvTW71UD8wKrWLJtO2Svh2aUaWJ",
-	"BGOjAUnQADUW5NQYjE2VGdOqMuQ8s9Sv3VqeoOqmRtZJxqxba6NQU546735gDFadDCtmDpCqRRU5NtN1",
-	"OmCRWxO5CnNUJnOVB6ofcOENuuC9h+NrCWpmv2t9hE/QjsfR1Vl8E36xwU5uhfxoVkiZhARtdHQH+DRk",
-	"oT9aMu4ZNV8cmSNqCfC9pHxAi1dDTqiePVB7tvSmLy87dNgmujaFdcipxzCxl4H0mTok2c5dROWp0hYr",
-	"YclsokHR4xn+FmOqoMm6YYgKTatb/OYMDzJlBhXuElukdbS2PHlXcakN1RqjAEcTxslGXipNwFgRLzv2",
-	"gDWBloTEcbdDAAhrdbOB1RU2UuQybW2nHNrGCdWWgxeiIWfcf7oTBxLnDyTdtVB5P3CKnrVxfvzuOIqj",
-	"ow/jk9PjH08Pz86MtXH496PDXx9mWFThkS85ST9c1DVUrzkYj8xEQh/Zk1ycQaW3R7wozZHtX8elrv/s",
-	"l2U0iU7Gx4UUUwlKdbIMLrOwXqrzcQIm3SRYOLfhkbCk3Aql1ZNT53VKyjUeYROS4rRQM4GJikRwxRSW",
-	"pt4yPatzVFijzfRDUlK5NUVXl1CV7RqiB4vDJvn+kIR9lSAJzZ9RvvqMddY5MNNi40oH0wELBWElSwJr",
-	"6VKuAYjzUq7srqHpFAo4VIt66PVPFcRUkIrNZgYqxh2ehuRQFdhWJ4uExAMEI/B0zQ+wfGwFsB/iwM+t",
-	"EQykZkL+jpkF0tg1Xxi3xLgpMRmNglzcTea4WExdDRs1EF+St3tQbn4tye8crrVKZ7ravs4yN4nnz8w3",
-	"2/rBVbszvHS0y7H0jeIhjjmsCC5cMDIkglcpZkmh4enA+ijZklIyPT8zmLQLXwGVIPdL67YhipFZ8XGD",
-	"jZnWhe3JY/xa9OlWg56BTMlMKG1UkREgmzbqUYWPbC2FKoB+ROMbnTpis/DkxDWNXfCN/YOTl4TyFPsx",
-	"ZaqM2jP2eik5SUtJr7L5iBziMylKDeSq1GSyNcMizwlBd/CCT8yRhGR/oF2zS77HAxHbmqvFR+CuOXdE",
-	"ECWKUAmk22KIzYu2JZZecNWq3yETA/KJy8RZEyM6Rzg4xiX7J0deLehutD3aGW3bkjXgtGDRbvTNaHv0",
-	"TYS1AzNEyFbTmDYFbUv5wHZdGZaKjCOxb4d0WjJfbW8vaMdcrw2zaZwLNGI651w5wNhgCMuYniPebI8V",
-	"8VMyI3Po19s7Q8vW5/Bq6JtShpW/MSRe5fttpx0pqr1uYNvWJuNx3cqGItZ1bhHBycn++U+2h41Old/H",
-	"ZybeQl06jJcztLZ+zMQVzQ5vHH785vKB5oFmyJZrPr+Pl47025xXGG47jFcY6FrIzcg2yo95Nrf2p7IF",
-	"Ukyh9/xC1fw92GxcB3iGmrq7gu1yKWFruNMWIZvWym1TdqB5udfKZY1p+7Ujz+21yHNdcn796rvnJP8z",
-	"kDcgN7Hn/bBGXNUqYPgUox+ouUgyo3wKitBECqW8xk+fGxwDWG6Y1TX1QW74EbSrun9CIeVWCOD3vD6A",
-	"8YzKYvRwgDqVGe3+dumD9z27AQ5KOU1FU2b+8sFVlbYjuJzAH81pni0C2nEB3GqNNaBWTboGAxgAubVI",
-	"KpIyt8WONdRuqSIoMNF9/CvE9/nM+rRa0kQPwlV59SkuO9OGqQ08+h3k6Jl8L9L5o9FhO11737bMtCzh",
-	"vofOncdePIRku6F0z09BKVIlT55H6G2/XnP88wpJTAjRWixag4Y7YDnbgTBOaJXnIXWep0WTdYrUp8qt",
-	"Tyy9t7ay8U0CxJkJ1aLNJxKUC2jECAJbqNWkwp8Bz5+JNwScn7/fI8aBU5hiReSNyFGrcDeAqXhQCv/1",
-	"KPmKcHHMW1UUQUCvZwcbo/ayy0db1q3vXtm04mzxkHrASZ8B3617FgJIx6pso3Xr6AXZcKWgtpKFpRm8",
-	"HP0TymALGXsTlUvh27JenhLK1S1IUhXWNrW2ikxqQE1WlMRbSVNzuITzq+rEpxcA1UpDotm+/hrkwK8z",
-	"kC2ZTLCwQcVWqxrJXJXCkSKjzgcxZ7QJDRbKYjytRPHq/z9LpnScy6pdSBinGZnXXrPmH17RuaXhqjZ7",
-	"EhOqRc4SmmX2FrYLbgONsZMJsVXUzuNQZQ4jcmprjpRn4l0zqTRh1w6gXOgLXnV0kP00NY+w3p64WOGu",
-	"sXi8+Gh9a4sitnhuShnfI5RfcH8UMukUjMJtF+C7zznNkZcRw3pTXF8TLURGzAHV6IL/irYWmVTRVAMA",
-	"IkHLufl/Kbm7ro7mQKr7CmxzFUbcOnLcQfFpDf3uHQj3/XvRXm2/evTl6la2UCTDvfuSrflHvSCudz1H",
-	"ACjVuz0ysa0eE8tvtzMboZxUvDgxRO5kEDa/Gd5EUL6xeHw2JVi1epjN+FyGlYXIahtUk1woTQRP4OWq",
-	"Oq8Xtezea1lkBjI2sA5ViK+5HLK65hKzyJPWNYcTIuQFn/yXHfKfk5exkRepMuA1s46rpMwkNlNxF2xT",
-	"JGM31Uoj8s6ufMHd0gmVck4mLN0ly2/W3COd2w83JhLUnCfjygGfxBc8sJ+J3cs4o9MppBObcJgBlfoK",
-	"qCaJyHNvN1xwcBJLlMZfrHPw9XWa6FUr4m4VvIIpc52Ztps0E9OQ2LJBYye0vvqo8V8Tt31lhdKgD4VW",
-	"hfVwDZKNHZKJqXl6XRpV6y7SNNLC+JDNNaBfbIzkSwgki8bri0lTN+suBLT8EQweP47pVpVRG90xHFA9",
-	"vCuE1D+5FsW1jPm7TZ72FdNSAjXO8H+fHX8gNutqPBZiVNHXYMA7f+MGpLKGHFX2LOYAimwYm3HsbMbY",
-	"1ULXfxrTbmxMO/dToqf78knt98Yd3PrkzL0jG3Bbf/Y4eDlxPevj3VE8GIrYR1+3qbp5Ihu2e63MSuHq",
-	"7SdZvjaiQ55vdclKdbnov8LVFYnUAeoXyouINHBazTBsin4eMZxm67me1glrX5WwEvm+euTFV3HIyEbv",
-	"co6Xxl+vbpeg/m0cHXfXXiHyT0Dvb7a/eV5Thac1YPcI00SWXBEubg0SmKouSbmCGXPBJz/kuCrrNJdX",
-	"P2LU6EDwygl1XKOImlEJaGq53rIRqe/+I1dCaIVh4V1SRYqZuuAYs9ECT5eLFDL7kbvVy97zoQShtc83",
-	"qaL39lyp8+uqp1ULzdjWN0+sBR7yZmwTzvMlT+pLBoMKpE54OhTvOXfNfNP61w8sZL9M9nnWIIQLJvox",
-	"3BcunUY27FXTLvAYk0zQNCZ42RD21lkH2IZ6nXFOWNVfaN3rW8o0KblmmQtN4m0zqzJd0xWwJHbftHr9",
-	"peRn9/uVBO6xaDGEdiM/Y4s9NwoDJeLW3ZNCriqSSJ/U1NetlokhCvAaK54Q/d4qA7hvdvs14P+saiIR",
-	"16gGVVxlBlTshezjJmsTyMc9LfbNrrY+VQbT/UIasBcUPR32sQdjAO+N3fbFp+wxplxn5px18IhYDDvU",
-	"Xun8sD+94l1gPp0srpc+qwb1DvI4Bavhctm68J1hAlBZnQCKbNg75ghe+uj/Iz8YLoG7IsNuANeMGdpi",
-	"1W/Q7HCdGx+arsxu55OeZ/ZfeJJ5g8HO2hnLmQ7/609vtrFrluVl3lw1a//a6d8hPLRAUV9zMYCCNzuv",
-	"HlI0/NkKf6gefp+YLXvltepZnLfPFALmNPWGY8LhFpTLHsfmQIxTPajVDevVzcuDfHeOI55SGFed1SGB",
-	"bBYf/VWAReC0oeqD0nVp38cLy1ax4ftpoiheU/4zF6zaLvbBatWvgXXsVt2tQiG01uxRl4AOmisVip+Q",
-	"QwbNFdz9V2KuDEA6fmAMproHoY2QX7Af/InZzt7B8Mxx90V04LrgfXr4ssKOnx3X4FhEZDtehCQK7GVM",
-	"aEYF+bfd+dFuk/zt0lCQwrSopblSZq5Hcndra+fV29H2aHu0s/v27du3SG1u+k+1+WZbGIwB5Nmcyn/g",
-	"Ws+8J7X29Z65rOr95f3/BwAA//8=",
+	"7D17U+Q2nl9F5duqMHemYSaTTQXq6oowJMveZOCAbKoucN3CFt1abMmRZKAz4btf6WXLtvzobvOY3M0f",
+	"U023JUu/l35vfQ4immaUICJ4sPc5yCCDKRKIqb8Oc8Ypk59ixCOGM4EpCfaCM8TzFAF4IxADYoE5iNST",
+	"YGt2me/ufh2hjEYL9RHt6W84+k3/PXuzD+gdYgzHiIOPkIvtoztExPbxh0kQBljO/1uO2DIIAwJTFOwF",
+	"evIgDHi0QCmU60nhw0dE5mIR7L3b3Q0Dsczkk1wwTObB42MY/ECThN43134DE44AIjEHYoEAFwzBtNgK",
+	"AgxlCVyCrQUk8RLcY7GQm0vetC3uRr/HXVyMbmCeiGBPsBwVa7umNEGQqMUdf5DPqekyKBblbDgOwoCh",
+	"33LMUGwn8G77r+/DIMXE/vnWBwMJXQVc/b4qIM4REeB6CdQD5zRnEQJRgiUlAEoAQxElBEViH3CYIpAi",
+	"SDCZA8jBTCNkVoBkgWCMWLmLClZXxNvFMkO8udpDmqZwmyNJoALFAMnZgRzOgaAgRgm+QwxsRZQIRhNw",
+	"I+mYA5jcwyUHEU1RKwbVJB2r9CzzUSKJZ5RwvdZTRq8TlMqPcgGICPkRZlmCIyh3sJPpJ/7tn1xu57Pz",
+	"sr8wdBPsBf+yU3Lijv6V79h51RtrPPjDIfju/TffAjMziJGAOOETBUUzgZz/YI6IOIQZvMYJFtgH3F8W",
+	"UCjih/JZAOM7xATmKAaYgBkmWGCY4N+RwnjGaCZ/1hOpEZ8UID/XwRTqX/+BGMd6140HEgrjc8Rrvxes",
+	"ot6WZo3l19aQx5j6h6P0GsUxig8lVh6E/yGcwjny/fTo8uKv5rnQvK85+VVBKPT6nygSZv2CRjRpAgET",
+	"geaIBZqW8nTIClxwFcO8QPKtRVHCR8yFB4RzewJggVLeR5dqplNGb3CC5MzmVZAxuGws2szduiI7T3NR",
+	"dxAn8DpBfrRFNaLoXXAFQHICKVNI3OSHiwUC6AFFuZBvB1s3jKaKP2KIUkq+kgKF3OB5zhRzh4AgKXzU",
+	"YxDIvSMulLxpEHyMuTxfWjlmgbmgbGlI6phISLUyB469cxAo8B0ydHLWSluKbq5RfKDo4YayFIpgL4ih",
+	"QNsCK8JqTM3VOSGfRyRPJXavc5wILMlRwySQgkqgSKDYQXk5Q04KtJ4hyL1yoc538lB0AVesI3RoxL/v",
+	"doj66PEQkgglcmjiYZJI/Zqg2A/NWOI9Rx56+i/1PdBsCrBSPaAA94ghEDOaZShWh5NlvQbQqvxlGf44",
+	"7odduWbvfvVh9X1Co1vFcXGM5ZphcursXKlM9fPngICDw1NgjjtwLadoHg/TFAnYPnNFQSqXBQmhQrEW",
+	"X3lsDPULm5znLt/ze4pTdKG+9LJUC78yVLLESuvk+HdU4TtMxF/flzznHA/25HLUkre76p+HvwQWCeog",
+	"opJz1bRh41SzO5ommNw6f/u5meF+GlS/tpEfJjk6iCKUCc05tSPA+cWsW8LzKvSdB4W10lim0haPpFHi",
+	"/VnCmrG8oI2uk+QMRdJ8WZ7naQpZHzeGARdQVMDOciIV6SAMjLhQB1GWIKE/FwwbBjcQ6w/FAr1CtX7e",
+	"Wpg5K6vtsQKRAnJdKPqAogQTjQiYJCc3wd6vA3XXcABSlYjxYpW1HRLyJ42KlVHWDjDzNmfuJlCuHLCc",
+	"6bO+V3ZWAeASTA8I5XMf1IobqFEGlrSLNHiq4vknqZwyLu0ktgRxzpQmo62mDC6lIgkiyBhGHGzZ9YD7",
+	"hTySIBA5IwBzgMkdTe5Q/KYp2buJXp/BLb8KyG/bzq7mLpUepvnao7Pqn9vfhRij7CfEeVXFdx54wOKQ",
+	"xsivmctfz/GcwMRvvkAuzhEiq6hQWUVra1gBF/QWEb9Kqjb8FVfnroEwwLFXzWQ5Ue935A4XkMQwoQRp",
+	"FQ1GC0PyKRV+6S5lV96rW1sMneun69xll1JMd9WB5fPijc6ymdDykiEYS7td4VTNp1Qn79KrE34wSsEw",
+	"yeUylkd6DSa78emtnXZKfD8NFltxJ6Xh3xBMxKLJobyBTXrrxdZdq4vAv4xyhI+YHHavKfClb6bQtVdS",
+	"2up6eMQQFKtZUBqDA7S+TgHLaFJh7pwr/5uiTTnbgubzhfzEl1yg1Av0mkOky/hSrwutxljuugP6B3GM",
+	"4jH5zoO8cTCS6gUfD0XM88G+XFkVBX4udAGvQNlkAGscdWGhgb+CaJsnknH79zr9wVZFA+GAkmTpd5DU",
+	"rRQDgwmU6+lXftWvxgrsoM7DRU5ux6TOPxkRKfhsTkQlmF8HEUVyPZsT0SliKVb610lhM1ZhdItJvJoj",
+	"gWat6kRtdcWTZrZQv617oWcoS5YrminukuqBm87QUxjQXES0qn/6PFFdir+79sLIqh0J6x6/LdAf7gBv",
+	"UMBqTjrtVZGW1UrOV5Qov+pJ1qF5dpteDW9EhkistWs7e80HgR4yRXhXq/maKE0OYZIMoWelYZTLtoss",
+	"kdKncTQoZVzF4ylow8QI2gzkUeBavqMEpV/oewC4gexvQ8fLHgFZsaoJs8sa8yQ4Mww9PuW1SpAuEhqT",
+	"0TvoSr+mn6o0bEYiKgfQr4im9KpGIKkEkiMitFuz1QRqugYYpgyLZY8LoCdaZF7Q6auRC/w5kyfVqMSO",
+	"iGDm4zAxW8CpLwBtZ24h03I7m9BnDSgvTJgJJJNcL2cEiiyzW7q8JXVa1T6uWtKRjqinMFpggrYZgrHe",
+	"IWOUATnGHzVXuS0tsRsupBQbRvduVK03UDYIanqasPRMqY23gDHNxGD6rsRmH0OpgR/rcW+NAm7/bKoX",
+	"+lXtYbWoJbFPJ/wBeqOyHUyO1QIKAOMUC4Fi9b3IGdmvZs5hAQQFHKHiAS8ee+JwwwJp1SWbcBqgDOh4",
+	"GrihDEBA0L0JuO+rnIxMaZCgCHUwlFEmVBLgJZEL/kplMTK5ZfWqENwvcLQAKVwCmCjfM7hGQEiZT2Ay",
+	"uVRhtOcK6jmRPKseDw3hFVGkJrpVut92tKAcERP0ifcNsCRQsVBRoBilGZXEKJHamYOYQSEQk3P/z68H",
+	"2/8Nt3/f3f7uqvw4me5tX/3rX3y0oZe5XkAtzROBBeS3lfTLABGFjSD05rtREFNwv0DECXhZRBt8ThwU",
+	"l5MxpEDrs4iygsf743p1ih8cCWzShRfvNux5uIBkPu5ZPVbktSfKWh/uy8ixkdiWnBxI5gkm8wtjN1XV",
+	"i+pkLa6BVldO2wHiM2/tKdHqqalL8EI4nLXHv+3KCg+L2nVFsEwNfVS/lNSumGLOYIziqUmR8lI0oQJH",
+	"Hrl7ADiSB1SElMCVYj/niHnFvkvlTX1I8R5UmUSY5CrtB9zTPIntV36doEwMqDP3UsqtSCURFVPsqddM",
+	"YSTwHQJ/6L/MgfEHKBX5qbGTwB+XxPgkplFCufrKRl2n9hAAf+ig7NTJapMjCRULTOZTQad2AeAPYMA8",
+	"tXDXR0g39SgchxVC91F1gSe/IMgSuDw059GoMZm2lJu6XdF2Ol01lreBDu7Z58uq4bqWYGo1gc018TPE",
+	"lyQ6MyOeBZNhgFr1tZIFi0NSPjtNMU+hcPSSKVwgGJd/ruBrMPk4qE/PuWqAZyNKasD5pSlJLmhagGZj",
+	"SnKS7j3pDSYlu0UTl/JwNc91pJNvP1LekoK/hic/uo/XyfVDTj7RkHyIjqBBYZF0zWMAfa6e7Up+6rJI",
+	"jSk/HDxeHUS/OayjWIOyza4oEOOuooOiDhVxjCma1gCzJ2ukzUtZWfYGIqO5/ZeVGEZVmWhmHU1gOIU0",
+	"Hrnx/DUcWYekappKBcWXy/Lttfj1UFeI8BEzhlSRxIknpLTZtNpz8VM1scwRlu3H+5pydG0TcHCIchSp",
+	"WpcETpixkIdV8WdTMIoNDve0WB5RMnNFF0bz3F2l2LNAozPo/e53f+0dZor7Tp/cb+HiqCoQjx4wV94m",
+	"+cC+8chcc1WJqL4DmANzDhW2phVvTYdU+7HqPPiNv/i0UbZWPyV7sR6Pnmrao4utx73rMdkwh0enetF9",
+	"CGsQjnAKO7h4JcewXtFo53A1XXcDiHkSpV8HxKyiPm2EIjeDnL8AlqAHcQrnZfp9W2LN8AClNbH6wpPF",
+	"xB2LrvlyNzJtm17h14Fwe+BOI7200TCuS0HHT0Z+EGeIC8raCkJvYJJcw+i2w4XLBYMCzZcuPHQZ67So",
+	"7jZ/J1R5UKwTEReFrGFwwxBf9IOreFnYWH+nWDbw21wsu4h4LTSnVjQaqZ3X024Oz44OLo4+BGFwfnFw",
+	"dnH86ccgDM5+/vRJf/rl4Fh+N/3h5Gx6/On054sgDA5Pfjr9eKQH/XBw/FF9ODz4dHj0UX72Oendtz9B",
+	"uCdj6A7TnJ+vozU8i/nu7nxzOm3A8XUQq4LD6NKxLLlao85piIZa9f01IZhALgDTkghEKvBDqABzfIec",
+	"piRYcBtAcYDmtvror/Sr15itUg+1amsGrtwVZyYvoOUZJRDbvSMEoZh3NXDQ4uusJRKmQ1M2QcKGqmxB",
+	"XfEFoc5Dl6Tx5VQdL3pcZZD6RsXP1NN2L27orDtQBu4pu5VviDFDkTrWVBiOzH2RsdGqGp/R/RAGcouC",
+	"IfQ9g6TFGLOPnEKxWNOFUXFeuLZXjQ6rRFelsBo5NRgmdEo5Xab2yhaVHPQRzufPFKZaJeDoLm6Tw6K+",
+	"xxc+JdRypolaz+anw4XJpnmqiotBfCYX0et+WCM8onmOZzBaNYHDMtrwuIjcw1oewVa/VY9Lr7K1Kil+",
+	"sHJWp+lBfqtEMAeYgK005wKgB2xaFzU8iT30pFbbBgC/0S0XMNyeVhTZZ0zrKduWcaqi0n1oSDFxv30b",
+	"rhOQ8pPuSqh8bNlFw8i4OPlwEoTB8afp6dnJj2dH5+fSyDj6x/HRL+vZE8VbXtqYqEBxVbivYEbUN7zB",
+	"seCF3cseDZIpxrYeLpBYIFbAqbqvE4LA+fmR7sIIoG61ef7hPwHP2Q2MEAdY7IOZnHQGsP55pra1NwME",
+	"pigEM/nmmfolg4yjWH+zNwN/Pz/5NNEdwSKGpXppwvkpzDKjbFerhgdUOuuNhLVK0QHVrXagt75oeIWU",
+	"dxpTUjK4JKaYxE3/7y9YsMPq6UqD0qzKwdUMlUGZNXZwLVg9JMTeGGoc7IMCA/XBdV9z9yQ+33vY7sbs",
+	"84l5PLthw0E1yLFWH1xl+eE+j2Keiko5QA22Az0CZ6C0LGagNJlGMEkmxspsncDkQJ7rx5rje/jAjq/x",
+	"giphcBr+tQzOGTm0D1WHFtn/XUPtQ5WhpkCgY9wP6onKILeYoGPkcflYZbjtXNg+UvcwrAzqw0zOSAUr",
+	"j4UiZfpf6lPlMQwoQQP0Ch8PS/1iRY/eSgN9vD5waIUpB4/xSIOBY1252DfEz3a9o2p0MOT5GgX0D6gx",
+	"xZAhLj8MekWVZYcMaTBO36CmcjFwhKNV9C7MJ/uGDqoIvL5BDW2hd0CbirPKQFer6RvnUyz6xzQ1mV5m",
+	"axx32oAwUH3NTafa+162RTBba18SGsGRU9i622XA+2OS5UI3fWLw/iQXxZ/NNmNlsTsm04zROUOc12ry",
+	"zDG7Wl+LcRJx6yWj/kpAx9YyxPX87bRGphBfJ4xXgtlVOms4z66MTVdYVOT2es4GlzJe2MnQ0Ng39zH4",
+	"jqo/D5xGK9C/YJDonQwv9b4oCrzNntU9LpzAjC+oKvuNKOGYq+7e91gsiopv1eYei3UKvI13ZbjP18Zz",
+	"feeFlgSlvrBOhx5bbuybP4FkjGYUvd1wvaWpQ4jZ9y5pmK0wU84G56cpYefLhLYvddDr7sqLKS8Vy8W0",
+	"NN0/K11q3jICUxvJT7uUiDUUJ0TiFQfYxq99YD9SD27aENZTJuzLAZCzoDg091dMGVIiOgSTiZeL64XF",
+	"Jkm8aCgelBDvqYJfq9PFSpqhOWxW6qNWj58UPRvKNg4bdm/QzYmHXnDhNHcw9b7NMGMbxxS27Li9eOI1",
+	"QboRHDojNE27fT1NoAGzF1YHqo7GzXUB14Xyf4Emqu6i9WmiArPXQBOFBBqFJo7sweRv09Smqg3pGRaj",
+	"8uxvfb/20Y1rwbYsfWVKTTuyBtuo2EumYT80rirw2JBoHaC+AopttbvXIFfH3zomzXyx/WBWV0Q3UStZ",
+	"V8XCSvxQNHBoQr6dNxrO9rUZpE5Gr4BLVmr7NYRVdERmbN9gvzk1vpXgtZ1/81Gwr0tOOz25Mau1SckB",
+	"8yugImOyjEJAxg05JgVtShsrW3WrEcQIjtca3F4BSYzkdlVMF+UMi+W53KyGyTWCDLGDXGeoKygoH4z6",
+	"ulziQohM31aLyQ1twkOorLEYLCgXHEQ0xmS+rQs8bBmkbjjJMwRvVfaXyl8HulUhODXXqV6SrYPD0zcA",
+	"kljdVMxie9WV6iamAbmcgCP1HaO5QOA6F2C2s1B31cyAyny/JDO5Jcrw7ypYsQe+VxsyyBL0FhFzbfUE",
+	"KA2aA8gQqF++q6711ZdFw0vCK01OwUzqhDPT7EvrCCZ7zvhjwMHpsXOlzV6wO3k72dVt6RGBGQ72gq8n",
+	"u5OvA9VgcaEQslNe2TpHQneLRvo+Uimvg4+YiwP9SO2y4ne7ux0XFa92QXF5paznimJTh8ANYHTdB06w",
+	"WCq86dtHgdsCZCI3/X73bdtri304t8uV/R4Hj5EkblsK6jtoQWbXuqUuNN3GJCwueVWeM3OnKaAEnB5c",
+	"/E3zJZxz94ZbOfGOZt5WvOj48Y8JvYbJ0Z3Bj3vteovcLR/ZMdeyt0WqnSfdC8AHPK7v3h7woLlcXT5Z",
+	"T/xMloX4utExBQH57Ve84O/Wa7iLWpa2687rUu2ql7AFehAaIds6eDGcst38Vg9tHxATPdHz7gMEo4XJ",
+	"d8UcQOCMN1S9uxJVr8oF799995xcc47YHWLb6hL5owLf9lY6yd6qukCZAUDnAHIAI0Y5d25SdpnI8I1m",
+	"okVxo5iXiX5Ewtw59oSyzbzBg/yLYgMS13k2WR+g5qQN9n69csH7Ed8hgjg3BxyMsfzLBZe9F0iBy5wT",
+	"kyVMky6gnWSI6MNmBajZSUuoea7DbwLIvAvENMpT3Ui6gNo95EDJWRVMfAmpf7HQEU7BYCRa4cqdLnmm",
+	"frUKU52L6F7JruJU39N4ORodVrsKPVa1OcFy9NhA59uxX+5DssnD3HeLdDmw5aXPI/R236/4/PMKSVUy",
+	"CwuxqPUgYoBlVA6ACYC2EhYUlbAVmiw6hLhUufMZx49axdbp+g3iTCiv0OYTCcoOGlH2j8pLLTs2PQOe",
+	"N8SbApzbZmofcEEzrorQFfIm4LjSFN2DqbBVCr88Sr4gXJyQSrMvL6BXU5+lLnxV56MdHYJTkn712cK2",
+	"40FN+gz4PjRZElxC2oN01fFenrpFpBFsmSbVuuEajhP0ZvInlMEaMoqZbZMD3XCcxAASfo8YsC2/y9or",
+	"DmYFoGYDJfFOVLbG7OF820Tz6QWAfVObaNY/fwly4Bd1Nbkjk4Fq/cBDfapKyWwrr0CWQGODlO437Mtp",
+	"e1qJ4txMsJFMqVme9ioWKm1txbyKuCub53Cpadh2jZ+FAAqa4ggmchQWi0uiXbGhkQmhPqiNxcHzFE2A",
+	"6Q/FHRXvBjMuAL4xACVUXBJ7WwY4iGP5lboJAJgY6J7UeJygh7mCRemKqsfjHGKyDyC5JO5TiknnSB64",
+	"1asBzHACU8XLCsNim97cAEFpAuQG+eSS/KJ0LTCzuTUSAIAhwZby/5wRvSmuClTNRTn64hrlqKvJcQPF",
+	"p1X07VuKpESj61dExLvRX1dcE+Rzc5jfXrM23wIM1zW7OlA+oCjBxA8U+9s+mOnw5kzz2/1COzZnlheL",
+	"2mZ7sZAqzJVL/0bj8dkOQXsJhVyMy2Wq95JitS0oQEq5AJRE6M3QM6/h7KxCShfYcFALbOg7oxzhvKVy",
+	"imcfIRfbypu0ffxhBii7JLP/0I/8++xNKOVFzCV4K3XKs1BORYwnjoME39k3TcAH/eZLYl4dQcaWYIbj",
+	"vf6AzGxfewhooh17HGzNamXOs/CSeNYzq1TOznScYoEgE9cIChDRNHVWQyhBRmLRXNqLRUY2sjnXyqrm",
+	"AGovyjWaY3Prlb6pK6Fzn9jSvmZbyfilO5u/KHfvOy3LWk0vpYxow1jShlRfEjqX397k8oSOkSRjJoWM",
+	"ND3V8U4Iil6va+U1+J9paSyGoGxIpqSLZSuvz3kcjc/2p5NHTrsf9ugho0z8zdy5tJIN8LBN4uZ51uuO",
+	"lTb0389PPgEd45WGDpAn2Jeg9xsz5Q4xrvU/yPVe5AY42JKq5tSomqFpMlf8WdTamI9MGchvnlTtL63I",
+	"nc/FVbmP6xkB4WcdKsugCnWYSJl7AW/VE9wRPOvuNNTqwThQJnJZuvFEqm/9ovpBXu7dJ3l9oXv7DGbb",
+	"kwUYIPy/l9uSSOHX/oo7jpQSTsP0yTInbEQvnM5ie1rbrXp75SDyfTfyy4fYcWCrcV/qG2nm2ws/oXtB",
+	"as1K1re6/gno/Zvdr59XVSFxAdh9gAVgOeGA0HuJBMztvbXXaIGNz8r1VA5lHVb0iR3R2XRIibVdDddw",
+	"wBeQIaVqmaa9E3BRuIeuKRVceZP3gHUwY35JlKtHULW7lMYo0YNoLiJqdOiEUwALU3FW64BkzMGWjk0z",
+	"rZ77jCDdhuX5Yi62YbD/ACnipAbF+8bKk2Mcu9hC9nWyz7P6LowP0nX9fmWicGBL98Y3/soQJBTGIVD3",
+	"P6umxdpu1h5io5yDonG+tsrvIRYgJwInxqOpLgAeynRlg4Iel3/ZQ/dFyU+v9wvx96sUSR/apfwMNfbM",
+	"U8q/Qu/Nxa/g2pJE/KSqvqjU3bdRgFOd/4Tod97SgvtytV8C/s9tJwJ6o45BHtqAAg8dT39YBns8Ybyn",
+	"xb5c1c5nqzA9dtKAvnH56bCvCvlb8F7qba8+0q9c0UVAz2gHI2LRb1A79dft9vTA69ldOunOzj63DzU2",
+	"Mk56rD85t0izxypuyPWZgDjY0tf+y9MzomkKtzmSyxI6GIAeskRVk5keyb4l2pqvcoWr3JNUNkuulwCJ",
+	"pcqZv6EsLTFYe3eCUywq7y6o8Ztd1cwap3ka7L0zXZf1X6UnxKks8r8gKy6HakHBN2/frZOivPGB35Z9",
+	"fwDkkp2sXP4sxtuGQkDuplhwCAi6R9wEnUO5IUygaD3VJesVPcVb+e5CPfGUwtg2PPcJZPnyyUsBVgGn",
+	"ClUXlKZ5+mPYme2q+rA/jRfF6ZX/zHmuurl8a5Lrl8A6eqnmzkwfWgv2KDJHW9UVi+In5JBWdUWt/gtR",
+	"V1ogHa7pg7HXE1QRotufPTHb6asRntnv3kUHpjuaSw+vy+24sV+DqNwjXShDGeBI33Kl1Cgv/1YLRqpF",
+	"mb9eSQriKiyqaS5nianI3NvZefvu28nuZHfydu/bb7/9VlGbmf5zob7pygepADk6J3e/MIVuzjfF6et8",
+	"Z6Kqj1eP/xsAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
