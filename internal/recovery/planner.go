@@ -107,7 +107,7 @@ func Plan(in Input) Summary {
 		}
 		for _, c := range in.ToolCalls {
 			if c.PromptID == last.PromptID && (c.Interrupted || c.Status == store.ToolPending || c.Status == store.ToolInProgress) {
-				s.DanglingToolCalls = append(s.DanglingToolCalls, DanglingToolCall{ID: c.ToolCallID, Title: c.Title, Kind: c.Kind})
+				s.DanglingToolCalls = append(s.DanglingToolCalls, DanglingToolCall{ID: c.ToolCallID, Title: toolName(c), Kind: c.Kind})
 			}
 		}
 	}
@@ -145,8 +145,32 @@ func Plan(in Input) Summary {
 	}
 	if s.Notice == "" {
 		s.Notice = notice(s)
+		if why := blocked(s.Reason); why != "" && s.Kind != Clean {
+			s.Notice += " " + why
+		} else if s.Kind == Clean && why != "" {
+			s.Notice = why
+		}
 	}
 	return s
+}
+
+// blocked explains a non-continuable reason (other than the kind itself).
+func blocked(reason string) string {
+	switch reason {
+	case ReasonTurnActive:
+		return "A turn is running now."
+	case ReasonTurnQueued:
+		return "A prompt is queued; it runs first."
+	case ReasonPermissionPending:
+		return "The agent is waiting for a permission answer."
+	case ReasonSessionClosing:
+		return "The session is closing."
+	case ReasonSessionTerminal:
+		return "The session is closed; start a new session to go on."
+	case ReasonAgentUnavailable:
+		return "Its agent is not available on this machine, so it cannot be continued here."
+	}
+	return ""
 }
 
 // producedOutput reports whether the agent said or did anything for a turn.
@@ -170,7 +194,10 @@ func historyGap(turns []store.Turn, in Input) string {
 	known := make(map[string]bool, len(turns))
 	for i, t := range turns {
 		known[t.PromptID] = true
-		if t.Seq != int64(i+1) {
+		switch {
+		case i > 0 && t.Seq == turns[i-1].Seq:
+			return fmt.Sprintf("turn %d appears twice", t.Seq)
+		case t.Seq != int64(i+1):
 			return fmt.Sprintf("turn %d is missing", i+1)
 		}
 	}
@@ -202,7 +229,10 @@ func notice(s Summary) string {
 		}
 		return n + " Continue asks the agent to pick up from there."
 	}
-	return "Nothing to continue: the last turn finished."
+	if s.PromptID == "" && s.Reason == ReasonNothingToContinue {
+		return "Nothing to continue: the last turn finished."
+	}
+	return "Nothing to continue."
 }
 
 func readable(reason string) string {
@@ -221,7 +251,7 @@ func ContinuationPrompt(s Summary) string {
 	if len(s.DanglingToolCalls) > 0 {
 		b.WriteString("These tool calls did not complete; their results were recorded as failures:\n")
 		for _, d := range s.DanglingToolCalls {
-			fmt.Fprintf(&b, "- %s (%s, id %s): Tool execution result was not recorded: interrupted. Treat as failure and retry if needed.\n", d.Title, d.Kind, d.ID)
+			fmt.Fprintf(&b, "- %s (%s, id %s): Tool execution result was not recorded: interrupted by %s. Treat as failure.\n", d.Title, d.Kind, d.ID, readable(s.InterruptReason))
 		}
 	}
 	b.WriteString("Continue the task from where you left off. Do not assume interrupted tool calls succeeded, and do not repeat work that was already completed.")

@@ -29,69 +29,98 @@ func (f *fuzzBytes) bit() bool { return f.next()&1 == 1 }
 func pick[T any](f *fuzzBytes, from []T) T { return from[int(f.next())%len(from)] }
 
 var (
-	fuzzTurnStates = []store.TurnState{store.TurnQueued, store.TurnRunning, store.TurnCompleted,
-		store.TurnCancelled, store.TurnFailed, store.TurnInterrupted}
+	// Weighted towards turns with an outcome, interrupted ones above all, so
+	// continuable transcripts are common enough to exercise.
+	fuzzTurnStates = []store.TurnState{store.TurnQueued, store.TurnRunning, store.TurnCompleted, store.TurnCompleted,
+		store.TurnCancelled, store.TurnFailed, store.TurnInterrupted, store.TurnInterrupted, store.TurnInterrupted,
+		store.TurnInterrupted, store.TurnCompleted}
 	fuzzTurnKinds  = []store.TurnKind{store.TurnInitial, store.TurnPrompt, store.TurnContinue}
 	fuzzReasons    = []string{"", "agent_exited", "daemon_restart", "agent_crashed"}
 	fuzzRoles      = []store.MessageRole{store.RoleUser, store.RoleAgent, store.RoleThought, store.RoleSystem}
 	fuzzToolStatus = []store.ToolCallStatus{store.ToolPending, store.ToolInProgress, store.ToolCompleted, store.ToolFailed}
 	fuzzPermStates = []store.PermissionState{store.PermissionPending, store.PermissionSelected,
 		store.PermissionCancelled, store.PermissionExpired}
-	fuzzSessStates = []store.SessionState{store.SessionCreated, store.SessionStarting, store.SessionRunning,
-		store.SessionWaitingForInput, store.SessionCompleted, store.SessionFailed, store.SessionCancelled}
+	fuzzLiveStates = []store.SessionState{store.SessionCreated, store.SessionStarting, store.SessionRunning,
+		store.SessionWaitingForInput}
+	fuzzSessStates = append(append([]store.SessionState(nil), fuzzLiveStates...),
+		store.SessionCompleted, store.SessionFailed, store.SessionCancelled)
 	fuzzTitles = []string{"Run make", "Edit main.go", "Read go.mod", "", "Fetch"}
 	fuzzKinds  = []string{"execute", "edit", "read", "", "fetch"}
-	// Turn prompt ids are never empty (the store assigns them); output may
-	// carry an empty one or one of a turn that does not exist.
-	fuzzTurnIDs   = []string{"p1", "p2", "p3", "p4", "p5", "p6"}
-	fuzzOutputIDs = []string{"p1", "p2", "p3", "p4", "p5", "p6", "", "ghost"}
+	// Turn prompt ids are never empty (the store assigns them).
+	fuzzTurnIDs = []string{"p1", "p2", "p3", "p4", "p5", "p6"}
 )
 
 // decodeInput turns fuzz bytes into a transcript and live state. Turn seqs
-// are consecutive unless the bytes ask for a perturbation, so both gapless
-// and gapped transcripts are common.
+// are consecutive and prompt ids distinct unless the bytes ask for a
+// perturbation (gap, duplicate, zero seq; reused prompt id); output mostly
+// belongs to existing turns but may carry no prompt id or an unknown one.
+// Blockers (closing, terminal, no agent, lost context) are each rare, so
+// continuable transcripts come up often.
 func decodeInput(data []byte) recovery.Input {
 	f := &fuzzBytes{b: data}
 	var in recovery.Input
 	flags := f.next()
-	in.Closing = flags&1 != 0
-	in.AgentAvailable = flags&2 == 0
-	in.ContextLost = flags&4 != 0 && flags&8 != 0 // rarer
-	in.State = pick(f, fuzzSessStates)
+	in.Closing = flags&0x07 == 0x07
+	in.AgentAvailable = flags&0x18 != 0x18
+	in.ContextLost = flags&0xE0 == 0xE0
+	if v := f.next(); v&3 == 3 {
+		in.State = pick(f, fuzzSessStates)
+	} else {
+		in.State = pick(f, fuzzLiveStates)
+	}
 
-	nTurns := int(f.next() % 8)
+	nTurns := int(f.next() % 7)
 	for i := 0; i < nTurns; i++ {
 		t := store.Turn{
 			SessionID: "s1",
-			PromptID:  pick(f, fuzzTurnIDs),
+			PromptID:  fuzzTurnIDs[i%len(fuzzTurnIDs)],
 			Seq:       int64(i + 1),
 			Kind:      pick(f, fuzzTurnKinds),
 			State:     pick(f, fuzzTurnStates),
 		}
 		ctl := f.next()
-		t.CancelRequested = ctl&1 != 0
-		if ctl&0x30 == 0x30 { // perturb the seq: gaps, duplicates, zero
+		t.CancelRequested = ctl&0x03 == 0x03
+		if ctl&0x1C == 0x1C { // perturb the seq: gaps, duplicates, zero
 			t.Seq = int64(ctl>>6) + int64(i)
+		}
+		if ctl&0x60 == 0x60 { // reuse another turn's prompt id
+			t.PromptID = pick(f, fuzzTurnIDs)
 		}
 		t.InterruptReason = pick(f, fuzzReasons)
 		in.Turns = append(in.Turns, t)
 	}
+	outputID := func() string {
+		v := f.next()
+		switch {
+		case v%16 == 0:
+			return ""
+		case v%16 == 1:
+			return "ghost"
+		case nTurns == 0:
+			return pick(f, fuzzTurnIDs)
+		}
+		return in.Turns[int(v/16)%nTurns].PromptID
+	}
 	nMsgs := int(f.next() % 10)
 	for i := 0; i < nMsgs; i++ {
 		in.Messages = append(in.Messages, store.Message{ID: int64(i + 1), SessionID: "s1",
-			PromptID: pick(f, fuzzOutputIDs), Role: pick(f, fuzzRoles), Text: "m", CreatedAt: at(i)})
+			PromptID: outputID(), Role: pick(f, fuzzRoles), Text: "m", CreatedAt: at(i)})
 	}
 	nCalls := int(f.next() % 8)
 	for i := 0; i < nCalls; i++ {
 		in.ToolCalls = append(in.ToolCalls, store.ToolCall{SessionID: "s1",
-			ToolCallID: "tc" + string(rune('a'+i)), PromptID: pick(f, fuzzOutputIDs),
+			ToolCallID: "tc" + string(rune('a'+i)), PromptID: outputID(),
 			Title: pick(f, fuzzTitles), Kind: pick(f, fuzzKinds), Status: pick(f, fuzzToolStatus),
 			Interrupted: f.bit(), CreatedAt: at(i), UpdatedAt: at(i + 1)})
 	}
-	nPerms := int(f.next() % 4)
+	nPerms := int(f.next() % 3)
 	for i := 0; i < nPerms; i++ {
+		st := store.PermissionSelected
+		if v := f.next(); v&3 == 3 {
+			st = pick(f, fuzzPermStates)
+		}
 		in.Permissions = append(in.Permissions, store.Permission{ID: "perm" + string(rune('a'+i)), SessionID: "s1",
-			PromptID: pick(f, fuzzOutputIDs), State: pick(f, fuzzPermStates)})
+			PromptID: outputID(), State: st})
 	}
 	return in
 }
@@ -106,14 +135,20 @@ func cloneInput(in recovery.Input) recovery.Input {
 }
 
 func FuzzPlan(f *testing.F) {
-	f.Add([]byte{})
-	// idle session, agent available; two turns: completed, interrupted; agent text and a cut-off tool call
-	f.Add([]byte{0, 3, 2, 0, 1, 2, 0, 0, 1, 1, 5, 5, 0, 3, 1, 0, 1, 1, 1, 1, 1, 0, 1, 1, 1, 3, 1})
-	// queued after interrupted, pending permission
-	f.Add([]byte{0, 3, 3, 0, 1, 5, 0, 1, 1, 1, 5, 0, 1, 2, 1, 0, 0, 2, 1, 0, 1, 1, 1, 0, 1, 0})
-	// gapped seqs, context lost, closing, terminal session
-	f.Add([]byte{13, 5, 4, 0, 0, 5, 0x30, 1, 1, 1, 0xF0, 1, 2, 2, 5, 2, 2, 0, 7, 1, 6, 1, 0, 0, 3, 0, 0})
-	// everything maxed
+	// Seeds, each checked to decode to the transcript its comment names.
+	f.Add([]byte{})  // no turns: clean
+	f.Add([]byte{0}) // all zeros: idle, agent available, no turns
+	// continuable interrupted_turn with two dangling tool calls
+	f.Add([]byte{0x94, 0x45, 0x7b, 0x94, 0x18, 0xa1, 0xb4, 0x77, 0x8c, 0xbd, 0x8c, 0x10, 0x44, 0xed, 0xf5, 0x7a, 0xef, 0xf4, 0xe3, 0x24, 0x95, 0x61, 0x34, 0xa4, 0xbf, 0x4, 0x37, 0xe1, 0x40, 0x64, 0xe, 0x70, 0x46})
+	// continuable interrupted_prompt after earlier turns
+	f.Add([]byte{0x9, 0xc4, 0x5b, 0x3a, 0x2, 0xf5, 0x12, 0xa4, 0xef, 0x95, 0x56, 0x66, 0x14, 0x29, 0x8d, 0x46, 0xd4, 0xf0, 0x65, 0xca, 0x68, 0x34, 0xc4, 0x13, 0x65, 0x8d, 0x8e, 0x71, 0x8a, 0xa1, 0x66, 0x41, 0x39, 0x87})
+	// interrupted_turn blocked by a queued turn
+	f.Add([]byte{0x7c, 0x80, 0x4f, 0xab, 0x26, 0xa3, 0x9, 0x45, 0xb8, 0xa1, 0x8a, 0xdc, 0x8b, 0x16, 0x76, 0xa3, 0xf9, 0xf3, 0x33, 0x28, 0x20, 0xb3, 0x46, 0x28, 0x6c, 0xe2, 0x4e, 0x2a, 0xca, 0x91, 0x72, 0xc2, 0xf6, 0x91, 0x48, 0x1d, 0x42, 0xb8, 0xa9, 0xfc, 0xe2})
+	// transcript gap after an interrupted turn: degraded_history
+	f.Add([]byte{0x7e, 0xcc, 0x32, 0x6a, 0xb5, 0xf9, 0x48, 0x1c, 0x97, 0x73, 0xed, 0x9a, 0x51, 0x13, 0xdd, 0xd2, 0x46, 0x35, 0x8c, 0x19, 0xcb, 0xaa, 0x3d, 0x22, 0x5, 0x9b, 0xe, 0xa2, 0x97, 0xd4, 0xa5, 0x8f, 0xa, 0x16, 0xca})
+	// interrupted last turn the user had cancelled: clean
+	f.Add([]byte{0x7e, 0x9c, 0x30, 0x48, 0xc2, 0x8b, 0x19, 0x17, 0xce, 0x14, 0x8f, 0x58, 0xa2, 0xc2, 0xa4, 0x6a, 0x87, 0x21, 0x80, 0x17, 0xbe, 0x3f, 0x6b, 0xef, 0xf6, 0x24, 0x74, 0x12, 0xbe, 0x37, 0xd, 0x4a, 0xc8, 0x9a, 0x7, 0xb1, 0x94, 0xfe, 0x90, 0x78, 0xde, 0x88, 0x13})
+	// every byte maxed: closing, no agent, context lost, terminal
 	f.Add([]byte{255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255})
 
 	continuable := map[recovery.Kind]bool{recovery.InterruptedPrompt: true, recovery.InterruptedTurn: true}
@@ -203,6 +238,17 @@ func FuzzPlan(f *testing.F) {
 			}
 			if s.InterruptReason != last.InterruptReason {
 				t.Fatalf("interruptReason %q, turn says %q", s.InterruptReason, last.InterruptReason)
+			}
+			// interrupted_turn exactly when the agent said, thought or did anything for the turn.
+			produced := false
+			for _, m := range in.Messages {
+				produced = produced || (m.PromptID == s.PromptID && (m.Role == store.RoleAgent || m.Role == store.RoleThought))
+			}
+			for _, c := range in.ToolCalls {
+				produced = produced || c.PromptID == s.PromptID
+			}
+			if produced != (s.Kind == recovery.InterruptedTurn) {
+				t.Fatalf("kind %q but agent output for %s: %v", s.Kind, s.PromptID, produced)
 			}
 		}
 		if s.Kind == recovery.Clean && (s.PromptID != "" || len(s.DanglingToolCalls) != 0) {
