@@ -4,7 +4,7 @@ GO ?= go
 BIN := bin/tetherd
 GOFLAGS_TEST ?= -race -count=1 -timeout 15m
 
-.PHONY: all build run test test-go vet generate check-generated node_modules clean
+.PHONY: all build run test test-go test-ts vet generate check-generated node_modules clean
 
 all: build
 
@@ -20,8 +20,8 @@ build:
 run: build
 	./$(BIN) serve $(ARGS)
 
-## test: everything — vet, generated-code check, Go tests with -race
-test: node_modules vet check-generated test-go test-node
+## test: everything — vet, generated-code check, Go tests with -race, TS SDK
+test: node_modules vet check-generated test-go test-node test-ts
 
 test-go: build
 	TETHERD_BIN=$(CURDIR)/$(BIN) $(GO) test $(GOFLAGS_TEST) ./...
@@ -30,20 +30,31 @@ test-go: build
 test-node: build node_modules
 	TETHERD_BIN=$(CURDIR)/$(BIN) node --test test/sse/
 
+## test-ts: the TypeScript SDK (client-ts): tsc build, strict type-check, vitest (unit + against bin/tetherd)
+test-ts: build node_modules
+	cd client-ts && npm run build && npm run typecheck && TETHERD_BIN=$(CURDIR)/$(BIN) npx --no-install vitest run
+
 vet:
 	$(GO) vet ./...
 
-## generate: regenerate all code derived from api/openapi.yaml
-generate:
+## generate: regenerate all code derived from api/openapi.yaml (Go server, client-ts/src/gen)
+generate: node_modules
 	$(GO) generate ./...
+	cd client-ts && npm run --silent generate
 
 ## check-generated: regenerate into a scratch copy and fail on any difference
-check-generated:
+## (the scratch copy borrows this tree's node_modules for the TS generator)
+check-generated: node_modules
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
 	git ls-files -co --exclude-standard | grep -v '^node_modules/' | tar -cf - -T - | tar -xf - -C $$tmp; \
 	(cd $$tmp && $(GO) generate ./... >/dev/null) || exit 1; \
+	ln -s $(CURDIR)/node_modules $$tmp/node_modules; \
+	(cd $$tmp/client-ts && rm -rf src/gen && $(CURDIR)/node_modules/.bin/openapi-ts -f openapi-ts.config.mjs >/dev/null) || { echo "client-ts generation failed"; exit 1; }; \
 	fail=0; for f in $$(cd $$tmp && find . -name '*.gen.go' -o -path './client-ts/src/gen/*' -type f | sed 's|^\./||'); do \
 	  if ! cmp -s "$$tmp/$$f" "$$f"; then echo "out of date: $$f (run make generate)"; fail=1; fi; \
+	done; \
+	for f in $$(find client-ts/src/gen -type f 2>/dev/null); do \
+	  if [ ! -e "$$tmp/$$f" ]; then echo "stale: $$f (run make generate)"; fail=1; fi; \
 	done; exit $$fail
 
 clean:

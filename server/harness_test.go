@@ -96,6 +96,9 @@ type daemonOptions struct {
 	// dir is the data directory to use; empty means a fresh temp dir. A
 	// restart passes the previous daemon's dir.
 	dir string
+	// leakCheck fails the test if a process naming the data dir (its demo
+	// agents) outlives the daemons of the test.
+	leakCheck bool
 	// eager restores resumable sessions in the background after start-up
 	// reconciliation (resume_on_start: eager) with this concurrency; 0 is lazy.
 	eager int
@@ -107,6 +110,10 @@ func startDaemon(t *testing.T, opts daemonOptions) *daemon {
 	dir := opts.dir
 	if dir == "" {
 		dir = t.TempDir()
+		if opts.leakCheck {
+			// Registered first, so it runs after every daemon on dir stopped.
+			t.Cleanup(func() { noSurvivors(t, dir) })
+		}
 	}
 	if opts.agentsYAML != "" {
 		if err := os.WriteFile(filepath.Join(dir, "agents.yaml"), []byte(opts.agentsYAML), 0o600); err != nil {

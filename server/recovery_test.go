@@ -7,9 +7,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os/exec"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,13 +34,16 @@ type agentProfile struct {
 	noInject bool // historyContextInjection: false
 }
 
-// profilesYAML renders agents.yaml for the demo agent profiles.
+// profilesYAML renders agents.yaml for the demo agent profiles. Each
+// profile's state dir is unique to the test, so at cleanup (after the
+// daemons have stopped) no process naming it may survive.
 func profilesYAML(t *testing.T, profiles ...agentProfile) string {
 	t.Helper()
 	bin := tetherdBinary(t)
 	var b strings.Builder
 	b.WriteString("agents:\n")
 	for _, p := range profiles {
+		t.Cleanup(func() { noSurvivors(t, p.stateDir) })
 		args, err := json.Marshal(append([]string{"demo-agent", "--state-dir", p.stateDir}, p.flags...))
 		if err != nil {
 			t.Fatal(err)
@@ -48,6 +55,31 @@ func profilesYAML(t *testing.T, profiles ...agentProfile) string {
 		}
 	}
 	return b.String()
+}
+
+// noSurvivors fails the test if a process whose command line mentions dir
+// is still running 10 s after the test's daemons stopped (and kills it).
+func noSurvivors(t *testing.T, dir string) {
+	t.Helper()
+	pattern := regexp.QuoteMeta(dir)
+	end := time.Now().Add(10 * time.Second)
+	for {
+		out, _ := exec.Command("pgrep", "-f", pattern).Output()
+		pids := strings.Fields(string(out))
+		if len(pids) == 0 {
+			return
+		}
+		if time.Now().After(end) {
+			for _, p := range pids {
+				if pid, err := strconv.Atoi(p); err == nil {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+			t.Errorf("agent processes of %s still running after the daemon stopped (killed now): %v", dir, pids)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // status fetches GET /session/{id}/status.
@@ -269,7 +301,7 @@ func TestResumeStrategies(t *testing.T) {
 			}
 			stateA := t.TempDir()
 			prof := agentProfile{id: "agent", stateDir: stateA, flags: tc.first, noInject: tc.noInject}
-			d := startDaemon(t, daemonOptions{agentsYAML: profilesYAML(t, prof)})
+			d := startDaemon(t, daemonOptions{leakCheck: true, agentsYAML: profilesYAML(t, prof)})
 			sid := d.promptedSession("agent", "hello")
 			token := d.resumeToken(sid)
 			if token == "" {
@@ -391,7 +423,7 @@ func TestResumeStrategies(t *testing.T) {
 // when the transcript holds several kinds of updates.
 func TestLoadReplayIsNotDuplicated(t *testing.T) {
 	prof := agentProfile{id: "loader", stateDir: t.TempDir(), flags: []string{"--no-resume"}}
-	d := startDaemon(t, daemonOptions{agentsYAML: profilesYAML(t, prof)})
+	d := startDaemon(t, daemonOptions{leakCheck: true, agentsYAML: profilesYAML(t, prof)})
 	sid := d.promptedSession("loader", "hello")
 	for _, p := range []string{"/thought pondering", "/stream 20", "/tool fail"} {
 		if turn := d.waitTurn(sid, d.prompt(sid, p, "")); turn["state"] != "completed" {
@@ -438,7 +470,7 @@ func TestLoadReplayIsNotDuplicated(t *testing.T) {
 func TestHistoryInjectionExactlyOnce(t *testing.T) {
 	t.Run("after unknown session, then native resume", func(t *testing.T) {
 		prof := agentProfile{id: "agent", stateDir: t.TempDir()}
-		d := startDaemon(t, daemonOptions{agentsYAML: profilesYAML(t, prof)})
+		d := startDaemon(t, daemonOptions{leakCheck: true, agentsYAML: profilesYAML(t, prof)})
 		sid := d.promptedSession("agent", "first question")
 
 		// The agent forgot the session: lazy restore on prompt falls back
@@ -492,7 +524,7 @@ func TestHistoryInjectionExactlyOnce(t *testing.T) {
 
 	t.Run("owed injection survives a restart before the next prompt", func(t *testing.T) {
 		prof := agentProfile{id: "plain", stateDir: t.TempDir(), flags: []string{"--no-load", "--no-resume"}}
-		d := startDaemon(t, daemonOptions{agentsYAML: profilesYAML(t, prof)})
+		d := startDaemon(t, daemonOptions{leakCheck: true, agentsYAML: profilesYAML(t, prof)})
 		sid := d.promptedSession("plain", "first question")
 
 		d = d.restart(daemonOptions{agentsYAML: profilesYAML(t, prof)})
@@ -608,13 +640,13 @@ func TestStatusReasons(t *testing.T) {
 	}
 
 	t.Run("agent_running", func(t *testing.T) {
-		d := startDaemon(t, daemonOptions{})
+		d := startDaemon(t, daemonOptions{leakCheck: true})
 		sid := d.promptedSession("demo", "hello")
 		check(t, d.status(sid), sid, want{reason: "agent_running", running: true, resumable: true,
 			executor: "ready", state: "WAITING_FOR_INPUT", errorMessage: "absent", agentExecution: true})
 	})
 	t.Run("agent_not_running", func(t *testing.T) {
-		d := startDaemon(t, daemonOptions{})
+		d := startDaemon(t, daemonOptions{leakCheck: true})
 		sid := d.promptedSession("demo", "hello")
 		d = d.restart(daemonOptions{})
 		// Reconciliation keeps the reason why the agent stopped.
@@ -625,16 +657,16 @@ func TestStatusReasons(t *testing.T) {
 		// The agent never opened a session (authentication required), so
 		// there is no resume token, only the executor row.
 		prof := agentProfile{id: "locked", stateDir: t.TempDir(), flags: []string{"--auth-required"}}
-		d := startDaemon(t, daemonOptions{agentsYAML: profilesYAML(t, prof)})
+		d := startDaemon(t, daemonOptions{leakCheck: true, agentsYAML: profilesYAML(t, prof)})
 		sid, _ := d.createSession(map[string]any{"agentProfileId": "locked"})
 		d.waitFor("the start to fail", func() bool { return d.status(sid)["executorStatus"] == "error" })
 		d = d.restart(daemonOptions{agentsYAML: profilesYAML(t, prof)})
 		check(t, d.status(sid), sid, want{reason: "agent_not_running_fresh_start", resumable: true, needs: true,
-			executor: "error", state: "WAITING_FOR_INPUT", errorMessage: "present"})
+			executor: "error", state: "WAITING_FOR_INPUT", errorMessage: "present", agentExecution: true})
 	})
 	t.Run("not_resumable", func(t *testing.T) {
 		prof := agentProfile{id: "amnesiac", stateDir: t.TempDir(), flags: []string{"--no-load", "--no-resume"}, noInject: true}
-		d := startDaemon(t, daemonOptions{agentsYAML: profilesYAML(t, prof)})
+		d := startDaemon(t, daemonOptions{leakCheck: true, agentsYAML: profilesYAML(t, prof)})
 		sid := d.promptedSession("amnesiac", "hello")
 		d = d.restart(daemonOptions{agentsYAML: profilesYAML(t, prof)})
 		st := d.status(sid)
@@ -645,7 +677,7 @@ func TestStatusReasons(t *testing.T) {
 		}
 	})
 	t.Run("session_terminal", func(t *testing.T) {
-		d := startDaemon(t, daemonOptions{})
+		d := startDaemon(t, daemonOptions{leakCheck: true})
 		sid := d.promptedSession("demo", "hello")
 		if r := d.do("DELETE", "/session/"+sid, nil); r.Status != http.StatusOK {
 			t.Fatalf("close: got %d", r.Status)
@@ -666,7 +698,7 @@ func TestStatusReasons(t *testing.T) {
 // TestLazyModeRestoresOnPrompt: after a restart nothing starts until the
 // session is used; a prompt restores the agent first, then runs.
 func TestLazyModeRestoresOnPrompt(t *testing.T) {
-	d := startDaemon(t, daemonOptions{})
+	d := startDaemon(t, daemonOptions{leakCheck: true})
 	sid := d.promptedSession("demo", "hello")
 	token := d.resumeToken(sid)
 	d = d.restart(daemonOptions{})
@@ -707,7 +739,7 @@ func TestLazyModeRestoresOnPrompt(t *testing.T) {
 // TestEagerModeRestoresInBackground: with resume on start, resumable
 // sessions come back without any request; closed ones do not.
 func TestEagerModeRestoresInBackground(t *testing.T) {
-	d := startDaemon(t, daemonOptions{})
+	d := startDaemon(t, daemonOptions{leakCheck: true})
 	var sids []string
 	for i := 0; i < 3; i++ {
 		sids = append(sids, d.promptedSession("demo", fmt.Sprintf("hello %d", i)))
@@ -744,7 +776,7 @@ func TestEagerModeRestoresInBackground(t *testing.T) {
 // TestEagerModeRestoresNewestFirst: with concurrency 1 the order of the
 // starts is observable.
 func TestEagerModeRestoresNewestFirst(t *testing.T) {
-	d := startDaemon(t, daemonOptions{})
+	d := startDaemon(t, daemonOptions{leakCheck: true})
 	var sids []string
 	for i := 0; i < 3; i++ {
 		sids = append(sids, d.promptedSession("demo", fmt.Sprintf("hello %d", i)))
@@ -765,7 +797,7 @@ func TestEagerModeRestoresNewestFirst(t *testing.T) {
 // one session share one restore.
 func TestConcurrentResumeStartsOneAgent(t *testing.T) {
 	prof := agentProfile{id: "agent", stateDir: t.TempDir()}
-	d := startDaemon(t, daemonOptions{agentsYAML: profilesYAML(t, prof)})
+	d := startDaemon(t, daemonOptions{leakCheck: true, agentsYAML: profilesYAML(t, prof)})
 	sid := d.promptedSession("agent", "hello")
 	// A slow start makes sure the requests overlap.
 	prof.flags = []string{"--startup-delay", "500ms"}
@@ -822,7 +854,7 @@ func TestConcurrentResumeStartsOneAgent(t *testing.T) {
 
 // TestHistoryExportJSONL checks GET /session/{id}/history.jsonl.
 func TestHistoryExportJSONL(t *testing.T) {
-	d := startDaemon(t, daemonOptions{})
+	d := startDaemon(t, daemonOptions{leakCheck: true})
 	sid := d.promptedSession("demo", "hello")
 	crash := d.prompt(sid, "/crash-in-tool", "crash")
 	d.waitTurn(sid, crash)
@@ -885,42 +917,87 @@ func TestHistoryExportJSONL(t *testing.T) {
 }
 
 // TestCleanStopLeavesRunningTurnForReconcile: a clean daemon stop (what
-// SIGTERM does) leaves a running turn for the next start-up, which marks it
-// interrupted with reason daemon_restart (Manager.Shutdown's contract), with
-// the synthetic tool result and the permission expired.
+// SIGTERM does) leaves running turns for the next start-up, which marks
+// them interrupted with reason daemon_restart (Manager.Shutdown's
+// contract), with synthetic tool results and expired permissions. Several
+// sessions with turns that wait in different ways make a race visible.
 func TestCleanStopLeavesRunningTurnForReconcile(t *testing.T) {
-	d := startDaemon(t, daemonOptions{})
-	sid, _ := d.createSession(nil)
-	pid := d.prompt(sid, "/permission", "perm")
-	d.waitFor("a pending permission", func() bool { return len(list(d.transcript(sid), "pendingPermissions")) == 1 })
+	d := startDaemon(t, daemonOptions{leakCheck: true})
+	prompts := []string{"/permission", "/hang", "/sleep 600000"}
+	type running struct{ sid, prompt string }
+	var rs []running
+	for i := 0; i < 9; i++ {
+		r := running{prompt: prompts[i%len(prompts)]}
+		r.sid, _ = d.createSession(nil)
+		d.prompt(r.sid, r.prompt, "p1")
+		rs = append(rs, r)
+	}
+	for _, r := range rs {
+		d.waitFor(r.prompt+" to be under way", func() bool {
+			if r.prompt == "/permission" {
+				return len(list(d.transcript(r.sid), "pendingPermissions")) == 1
+			}
+			return len(list(d.transcript(r.sid), "messages")) >= 2 // user + first agent chunk
+		})
+	}
 	d = d.restart(daemonOptions{})
-	turn := d.turn(sid, pid)
-	if turn["state"] != "interrupted" || turn["interruptReason"] != "daemon_restart" {
-		t.Fatalf("turn: got %v, want interrupted/daemon_restart", turn)
+	for _, r := range rs {
+		turn := d.turn(r.sid, "p1")
+		if turn["state"] != "interrupted" || turn["interruptReason"] != "daemon_restart" {
+			t.Errorf("%s: turn got %v/%v (error %v), want interrupted/daemon_restart",
+				r.prompt, turn["state"], turn["interruptReason"], turn["error"])
+			continue
+		}
+		ti := ofType(d.sessionEvents(r.sid), events.TurnInterrupted)
+		if len(ti) != 1 || ti[0].JSON(t)["reason"] != "daemon_restart" {
+			t.Errorf("%s: got turn.interrupted %v, want one with reason daemon_restart", r.prompt, ti)
+		}
+		if st := d.status(r.sid); st["state"] != "WAITING_FOR_INPUT" || st["executorStatus"] != "stopped" {
+			t.Errorf("%s: status got %v/%v, want WAITING_FOR_INPUT/stopped", r.prompt, st["state"], st["executorStatus"])
+		}
+		if n := d.Sent.count(r.sid, "initialize"); n != 0 {
+			t.Errorf("%s: got %d agent starts during reconciliation, want 0", r.prompt, n)
+		}
+		if r.prompt != "/permission" {
+			continue
+		}
+		tr := d.transcript(r.sid)
+		if p := list(tr, "pendingPermissions"); len(p) != 0 {
+			t.Errorf("got pending permissions %v, want none (expired)", p)
+		}
+		calls := list(tr, "toolCalls")
+		if len(calls) != 1 || calls[0]["status"] != "failed" || calls[0]["interrupted"] != true ||
+			!strings.Contains(string(mustJSON(t, calls[0]["content"])),
+				"Tool execution result was not recorded: interrupted by daemon restart. Treat as failure and retry if needed.") {
+			t.Errorf("tool calls: got %v, want one failed interrupted call with the synthetic result", calls)
+		}
+		if dangling, _ := ti[0].JSON(t)["danglingToolCalls"].([]any); len(dangling) != 1 {
+			t.Errorf("turn.interrupted: got %s, want one dangling tool call", ti[0].Data)
+		}
 	}
-	tr := d.transcript(sid)
-	if p := list(tr, "pendingPermissions"); len(p) != 0 {
-		t.Errorf("got pending permissions %v, want none (expired)", p)
+}
+
+// TestShutdownStopsAgentBeingStarted: a daemon stop while an agent is
+// still starting (restore in flight) must not leave that agent running.
+func TestShutdownStopsAgentBeingStarted(t *testing.T) {
+	prof := agentProfile{id: "slow", stateDir: t.TempDir(), flags: []string{"--startup-delay", "1s"}}
+	d := startDaemon(t, daemonOptions{agentsYAML: profilesYAML(t, prof)})
+	sid, _ := d.createSession(map[string]any{"agentProfileId": "slow"})
+	if st := d.status(sid); st["executorStatus"] != "starting" {
+		t.Fatalf("executor: got %v, want starting", st["executorStatus"])
 	}
-	calls := list(tr, "toolCalls")
-	if len(calls) != 1 || calls[0]["status"] != "failed" || calls[0]["interrupted"] != true ||
-		!strings.Contains(string(mustJSON(t, calls[0]["content"])),
-			"Tool execution result was not recorded: interrupted by daemon restart. Treat as failure and retry if needed.") {
-		t.Errorf("tool calls: got %v, want one failed interrupted call with the synthetic result", calls)
-	}
-	ti := ofType(d.sessionEvents(sid), events.TurnInterrupted)
-	if len(ti) != 1 {
-		t.Fatalf("got %d turn.interrupted events, want 1", len(ti))
-	}
-	p := ti[0].JSON(t)
-	dangling, _ := p["danglingToolCalls"].([]any)
-	if p["reason"] != "daemon_restart" || len(dangling) != 1 {
-		t.Errorf("turn.interrupted: got %s, want reason daemon_restart with one dangling tool call", ti[0].Data)
-	}
-	if st := d.status(sid); st["state"] != "WAITING_FOR_INPUT" || st["executorStatus"] != "stopped" {
-		t.Errorf("status: got %v/%v, want WAITING_FOR_INPUT/stopped", st["state"], st["executorStatus"])
-	}
-	if n := d.Sent.count(sid, "initialize"); n != 0 {
-		t.Errorf("got %d agent starts during reconciliation, want 0", n)
+	d.stop()
+	pattern := regexp.QuoteMeta(prof.stateDir)
+	end := time.Now().Add(8 * time.Second)
+	for {
+		out, _ := exec.Command("pgrep", "-f", pattern).Output()
+		if len(strings.Fields(string(out))) == 0 {
+			return
+		}
+		if time.Now().After(end) {
+			t.Errorf("agent being started when the daemon stopped still runs 8s later: pids %s", strings.Fields(string(out)))
+			return // noSurvivors kills it
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -75,6 +75,8 @@ func New(cfg Config) (*echo.Echo, error) {
 	e.Use(middleware.BodyLimit(cfg.BodyLimit))
 	e.Use(bearerAuth(cfg.Token))
 	e.Use(oapimw.OapiRequestValidatorWithOptions(spec, &oapimw.Options{
+		// The Web Shell's static files are not API operations.
+		Skipper:               func(c echo.Context) bool { return isShellRequest(c.Request()) },
 		DoNotValidateServers:  true,
 		SilenceServersWarning: true,
 		Options: openapi3filter.Options{
@@ -86,15 +88,17 @@ func New(cfg Config) (*echo.Echo, error) {
 	}))
 	h := &handlers{cfg: cfg}
 	RegisterHandlers(e, NewStrictHandler(h, nil))
+	registerWebShell(e)
 	return e, nil
 }
 
-// bearerAuth requires the daemon token on every route but /health.
+// bearerAuth requires the daemon token on every route but /health and the
+// Web Shell's public static files.
 func bearerAuth(token string) echo.MiddlewareFunc {
 	want := []byte("Bearer " + token)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			if c.Request().URL.Path == "/health" || c.Request().Method == http.MethodOptions {
+			if c.Request().URL.Path == "/health" || isShellRequest(c.Request()) || c.Request().Method == http.MethodOptions {
 				return next(c)
 			}
 			got := []byte(c.Request().Header.Get(echo.HeaderAuthorization))

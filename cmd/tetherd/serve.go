@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -169,6 +170,8 @@ func serve(ctx context.Context, args []string) error {
 	base := "http://" + ln.Addr().String()
 	fmt.Fprintf(os.Stderr, "tetherd %s listening on %s\n  data dir: %s\n  token:    %s\n  try:      curl -H 'Authorization: Bearer %s' %s/agents\n",
 		version, base, o.dataDir, token, token, base)
+	// The token travels in the fragment, which the browser never sends.
+	fmt.Fprintf(os.Stderr, "\n  Web Shell: %s/shell/#token=%s\n\n", browserBase(ln.Addr()), token)
 	// Probing capabilities starts each agent once; do it in the background
 	// so start-up never waits on a slow agent.
 	go reg.ProbeAll(context.WithoutCancel(ctx), 2)
@@ -189,6 +192,16 @@ func serve(ctx context.Context, args []string) error {
 	_ = srv.Shutdown(sctx)
 	mgr.Shutdown(sctx)
 	return nil
+}
+
+// browserBase is the listener's URL as a browser on this machine reaches
+// it: a wildcard address (":7777", "0.0.0.0") becomes 127.0.0.1.
+func browserBase(a net.Addr) string {
+	tcp, ok := a.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return "http://" + a.String()
+	}
+	return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(tcp.Port))
 }
 
 // loadToken returns the explicit token, or the one stored in the data dir,

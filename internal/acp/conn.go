@@ -57,6 +57,9 @@ type Options struct {
 	// Outgoing, if set, receives a copy of every line the daemon writes to
 	// the agent (used by the protocol conformance test).
 	Outgoing io.Writer
+	// OnSpawn, if set, learns the pid as soon as the process exists, before
+	// the handshake: a crash during a slow start must still find it.
+	OnSpawn func(pid int)
 }
 
 // Conn is a running agent process with an initialized ACP connection.
@@ -86,6 +89,9 @@ func Start(ctx context.Context, opts Options) (*Conn, error) {
 	p, err := startProcess(opts.Spec)
 	if err != nil {
 		return nil, fmt.Errorf("start agent %q: %w", opts.Spec.Command, err)
+	}
+	if opts.OnSpawn != nil {
+		opts.OnSpawn(p.pid())
 	}
 	var w io.Writer = p.stdin
 	if opts.Outgoing != nil {

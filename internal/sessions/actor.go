@@ -145,14 +145,20 @@ func (a *actor) recordStopped(conn *acp.Conn) {
 }
 
 // saveExecutor persists the executor row and announces its status.
-func (a *actor) saveExecutor() {
+func (a *actor) saveExecutor() { a.persistExecutor(true) }
+
+// persistExecutor writes the executor row; announce=false is for details
+// (a pid learned mid-start) that do not change the status clients follow.
+func (a *actor) persistExecutor(announce bool) {
 	a.exec.SessionID = a.id
 	e := a.exec
 	a.write(func(tx *store.Store, emit events.Emit) error {
 		if err := tx.UpdateExecutor(a.ctx(), e); err != nil {
 			return err
 		}
-		emit(events.Draft{SessionID: a.id, Type: events.SessionExecutorStatus, Payload: a.payload(executorPayload(e))})
+		if announce {
+			emit(events.Draft{SessionID: a.id, Type: events.SessionExecutorStatus, Payload: a.payload(executorPayload(e))})
+		}
 		return nil
 	})
 }

@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/tether/tether/internal/agents"
 	"github.com/tether/tether/internal/errcode"
@@ -34,22 +35,51 @@ func (m *Manager) Continue(ctx context.Context, sessionID, promptID string) (Con
 	if err != nil {
 		return ContinueResult{}, err
 	}
+	res, err := m.continueOnce(ctx, a, promptID)
+	if err == nil {
+		return res, nil
+	}
+	if promptID != "" {
+		// A concurrent request with the same id may have been admitted
+		// while this one was planning: it is the same continuation.
+		if res, ok, cerr := a.continued(ctx, promptID); ok && cerr == nil {
+			return res, nil
+		}
+	}
+	var de *errcode.Error
+	if errors.As(err, &de) && de.Details["accepted"] == nil {
+		// Every refusal answers in the decline shape, with the plan.
+		if plan, perr := m.plan(ctx, a); perr == nil {
+			err = de.With("accepted", false).With("reason", string(de.Code)).With("recovery", plan)
+		}
+	}
+	return ContinueResult{}, err
+}
+
+func (m *Manager) continueOnce(ctx context.Context, a *actor, promptID string) (ContinueResult, error) {
+	sessionID := a.id
 	if promptID != "" {
 		if res, ok, err := a.continued(ctx, promptID); ok || err != nil {
 			return res, err
 		}
 	}
 	// The agent must be running to take the continuation: restore it first
-	// (shared with any concurrent resume). A failed restore admits nothing.
-	if st, err := m.Status(ctx, sessionID); err == nil && !st.IsAgentRunning && !st.Session.State.Terminal() {
+	// (shared with any concurrent resume). A failed restore admits nothing;
+	// if by then the plan itself says no (closed, cancelled, profile gone),
+	// that is the answer.
+	if st, err := m.Status(ctx, sessionID); err == nil && !st.IsAgentRunning && st.AgentAvailable && !st.Session.State.Terminal() {
 		if _, err := m.Resume(ctx, sessionID); err != nil {
+			if plan, perr := m.plan(ctx, a); perr == nil && !plan.CanContinue {
+				return ContinueResult{}, declined(plan)
+			}
 			return ContinueResult{}, err
 		}
 	}
+	var plan recovery.Summary
 	for attempt := 0; attempt < 5; attempt++ {
 		live, err := call(ctx, a.mb, func() (liveState, error) { return a.live(), nil })
 		if err != nil {
-			return ContinueResult{}, err
+			return ContinueResult{}, m.declineOr(ctx, a, err)
 		}
 		if _, err := live.last.Wait(ctx); err != nil {
 			return ContinueResult{}, err
@@ -59,20 +89,54 @@ func (m *Manager) Continue(ctx context.Context, sessionID, promptID string) (Con
 			return ContinueResult{}, err
 		}
 		in.Closing, in.AgentAvailable = live.closing, live.available
-		plan := recovery.Plan(in)
+		plan = recovery.Plan(in)
 		if !plan.CanContinue {
 			return ContinueResult{}, declined(plan)
 		}
 		res, err := call(ctx, a.mb, func() (ContinueResult, error) { return a.admitContinue(live.version, plan, in, promptID) })
 		if err == errStale {
+			if promptID != "" {
+				// A concurrent request with the same id may have won.
+				if res, ok, err := a.continued(ctx, promptID); ok || err != nil {
+					return res, err
+				}
+			}
 			continue
 		}
 		if err != nil {
-			return ContinueResult{}, err
+			return ContinueResult{}, m.declineOr(ctx, a, err)
 		}
 		return a.finishContinue(ctx, res)
 	}
-	return ContinueResult{}, errcode.New(errcode.TurnActive, "the session is busy; try again").With("accepted", false).With("reason", recovery.ReasonTurnActive)
+	plan.CanContinue, plan.Reason = false, recovery.ReasonTurnActive
+	return ContinueResult{}, declined(plan)
+}
+
+// plan computes the session's current recovery plan.
+func (m *Manager) plan(ctx context.Context, a *actor) (recovery.Summary, error) {
+	live, err := call(ctx, a.mb, func() (liveState, error) { return a.live(), nil })
+	if err != nil {
+		// The actor is gone (closed and retired): plan from the store.
+		live = liveState{closing: true}
+	}
+	if _, err := live.last.Wait(ctx); err != nil {
+		return recovery.Summary{}, err
+	}
+	in, err := m.planInput(ctx, a.id)
+	if err != nil {
+		return recovery.Summary{}, err
+	}
+	in.Closing, in.AgentAvailable = live.closing, live.available
+	return recovery.Plan(in), nil
+}
+
+// declineOr turns an admission failure into a decline when the plan
+// explains it (a close or cancel that won the race), else returns err.
+func (m *Manager) declineOr(ctx context.Context, a *actor, err error) error {
+	if plan, perr := m.plan(ctx, a); perr == nil && !plan.CanContinue {
+		return declined(plan)
+	}
+	return err
 }
 
 // declined is the 409 answer: the reason is the code, the plan explains.

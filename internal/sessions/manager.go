@@ -84,13 +84,20 @@ type Manager struct {
 	mu       sync.Mutex
 	actors   map[string]*actor
 	shutdown bool
+
+	// life is cancelled by Shutdown: agent starts in flight abort (and
+	// stop their process); starts counts them so Shutdown can wait.
+	life   context.Context
+	cancel context.CancelFunc
+	starts sync.WaitGroup
 }
 
 // New returns a Manager. Sessions are brought to life on first use. Every
 // change they make goes through w, the event log's single writer.
 func New(st *store.Store, w *events.Writer, profiles Profiles, cfg Config) *Manager {
 	cfg.defaults()
-	return &Manager{store: st, w: w, profiles: profiles, cfg: cfg, actors: map[string]*actor{}}
+	life, cancel := context.WithCancel(context.Background())
+	return &Manager{store: st, w: w, profiles: profiles, cfg: cfg, actors: map[string]*actor{}, life: life, cancel: cancel}
 }
 
 // CreateInput is a request to start a session.
@@ -246,16 +253,18 @@ func (m *Manager) Close(ctx context.Context, sessionID string) (store.Session, e
 	if err != nil {
 		return store.Session{}, err
 	}
-	conn, err := call(ctx, a.mb, a.close)
+	c, err := call(ctx, a.mb, a.close)
 	if err != nil {
 		return store.Session{}, err
 	}
-	if conn != nil {
-		conn.Stop()
+	if c.conn != nil {
+		c.conn.Stop()
 	}
 	// Record the stop, wait until it is durable, then retire the actor.
-	if err := a.do(ctx, func() { a.recordStopped(conn) }); err != nil {
-		return store.Session{}, err
+	if c.open {
+		if err := a.do(ctx, func() { a.closed(c.conn) }); err != nil {
+			return store.Session{}, err
+		}
 	}
 	if err := a.sync(ctx); err != nil {
 		return store.Session{}, err
@@ -296,6 +305,13 @@ func (m *Manager) Shutdown(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+	m.cancel()
+	done := make(chan struct{})
+	go func() { m.starts.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 }
 
 // do runs f on the actor and waits until it has run.

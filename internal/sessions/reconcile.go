@@ -2,7 +2,6 @@ package sessions
 
 import (
 	"context"
-	"errors"
 	"sort"
 	"sync"
 	"syscall"
@@ -47,14 +46,19 @@ func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
 		if err != nil {
 			return res, err
 		}
+		_, _, specErr := m.profiles.Spec(s.AgentProfileID)
 		if len(turns) == 0 && len(perms) == 0 && s.State == store.SessionWaitingForInput &&
 			(ex.Status == store.ExecutorStopped || ex.Status == store.ExecutorError) {
-			continue // already consistent
+			if specErr != nil {
+				// Consistent, but its agent went away with the old config:
+				// clients must learn it cannot be continued here.
+				pending = append(pending, m.w.Submit(recoveryOp(s, false)))
+			}
+			continue
 		}
 		res.Sessions++
 		res.InterruptedTurns += len(turns)
 		stopOrphan(ex)
-		_, _, specErr := m.profiles.Spec(s.AgentProfileID)
 		pending = append(pending, m.w.Submit(reconcileOp(s, ex, turns, perms, specErr == nil)))
 	}
 	for _, p := range pending {
@@ -72,8 +76,8 @@ func stopOrphan(ex store.Executor) {
 	if ex.PID <= 0 || ex.Runtime != store.RuntimeStandalone || (ex.Status != store.ExecutorReady && ex.Status != store.ExecutorStarting) {
 		return
 	}
-	if err := syscall.Kill(-ex.PID, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return
+	if err := syscall.Kill(-ex.PID, syscall.SIGTERM); err != nil {
+		return // no such group (ESRCH): nothing left, and the pid may be reused
 	}
 	time.AfterFunc(3*time.Second, func() { _ = syscall.Kill(-ex.PID, syscall.SIGKILL) })
 }
@@ -133,6 +137,18 @@ func reconcileOp(s store.Session, ex store.Executor, turns []store.Turn, perms [
 		}
 		in.AgentAvailable = available
 		return emitRecovery(emit, a, recovery.Plan(in), nil)
+	}
+}
+
+// recoveryOp emits a session's recovery plan as it stands in the store.
+func recoveryOp(s store.Session, available bool) events.Apply {
+	return func(tx *store.Store, emit events.Emit) error {
+		in, err := readPlanInput(context.Background(), tx, s.ID)
+		if err != nil {
+			return err
+		}
+		in.AgentAvailable = available
+		return emitRecovery(emit, &actor{id: s.ID, sess: s}, recovery.Plan(in), nil)
 	}
 }
 

@@ -73,15 +73,30 @@ func (a *actor) ensureAgent() {
 	if a.m.cfg.Outgoing != nil {
 		p.opts.Outgoing = a.m.cfg.Outgoing(a.id)
 	}
+	gen := p.gen
+	p.opts.OnSpawn = func(pid int) {
+		a.mb.post(func() {
+			if a.gen == gen && a.starting {
+				a.exec.PID = pid
+				a.persistExecutor(false)
+			}
+		})
+	}
 	a.replaying = p.token != ""
 	a.replayed = 0
 	a.setState(store.SessionStarting)
 	a.exec.Status = store.ExecutorStarting
 	a.exec.ErrorMessage = ""
+	a.exec.PID = 0
+	a.exec.AgentExecutionID = fmt.Sprintf("%s-%d", a.id, p.gen)
 	a.saveExecutor()
+	a.m.starts.Add(1)
 	go func() {
+		defer a.m.starts.Done()
 		out := a.m.start(a.id, p)
-		a.mb.post(func() { a.onAgentStarted(p, out) })
+		if !a.mb.post(func() { a.onAgentStarted(p, out) }) && out.conn != nil {
+			out.conn.Stop() // the session is gone (daemon shutting down)
+		}
 	}()
 }
 
@@ -93,7 +108,7 @@ func (m *Manager) start(sessionID string, p startPlan) (out startOutcome) {
 	if p.token != "" || p.hadHistory {
 		name = "acp.session.restore"
 	}
-	ctx, span := tracer.Start(context.Background(), name, trace.WithAttributes(
+	ctx, span := tracer.Start(m.life, name, trace.WithAttributes(
 		attribute.String("tether.session_id", sessionID), attribute.Bool("tether.has_resume_token", p.token != "")))
 	defer func() { endRestoreSpan(span, out) }()
 	if p.specErr != nil {

@@ -2,6 +2,8 @@ package sessions
 
 import (
 	"context"
+	"syscall"
+	"time"
 
 	"github.com/tether/tether/internal/store"
 )
@@ -10,6 +12,7 @@ import (
 const (
 	ReasonAgentRunning        = "agent_running"
 	ReasonAgentStarting       = "agent_starting"
+	ReasonAgentRecentlySeen   = "agent_recently_seen"
 	ReasonAgentNotRunning     = "agent_not_running"
 	ReasonFreshStart          = "agent_not_running_fresh_start"
 	ReasonNotResumable        = "not_resumable"
@@ -76,6 +79,11 @@ func (m *Manager) Status(ctx context.Context, sessionID string) (Status, error) 
 		st.IsResumable, st.ResumeReason = true, ReasonAgentRunning
 	case starting:
 		st.IsResumable, st.ResumeReason = true, ReasonAgentStarting
+	case recentlySeen(ex):
+		// Not ours in memory, but its process was alive moments ago (a
+		// stale execution being torn down or reconciled): resuming now
+		// would race it.
+		st.IsResumable, st.ResumeReason = true, ReasonAgentRecentlySeen
 	case !st.AgentAvailable:
 		st.NeedsResume, st.ResumeReason = true, ReasonAgentUnavailable
 	case checkDir(sess.Cwd) != nil:
@@ -90,4 +98,17 @@ func (m *Manager) Status(ctx context.Context, sessionID string) (Status, error) 
 		st.IsResumable, st.NeedsResume, st.ResumeReason = true, true, ReasonFreshStart
 	}
 	return st, nil
+}
+
+// recentlySeenWindow is how long a live-looking executor row is trusted.
+const recentlySeenWindow = 30 * time.Second
+
+func recentlySeen(ex store.Executor) bool {
+	if ex.Status != store.ExecutorReady && ex.Status != store.ExecutorStarting {
+		return false
+	}
+	if ex.LastSeenAt == nil || time.Since(*ex.LastSeenAt) > recentlySeenWindow || ex.PID <= 0 {
+		return false
+	}
+	return syscall.Kill(ex.PID, 0) == nil
 }

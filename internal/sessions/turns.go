@@ -222,7 +222,10 @@ func (a *actor) startNext() {
 }
 
 func (a *actor) onTurnDone(r *turnRun, stop string, err error) {
-	if a.running != r {
+	if a.running != r || a.stopping {
+		// After a shutdown began, whatever the dying agent answered is not
+		// the turn's outcome: start-up reconciliation records it as
+		// interrupted by the restart.
 		return
 	}
 	if err != nil && acp.Classify(err) == acp.ClassDisconnected {
@@ -434,10 +437,11 @@ func (a *actor) cancel() (CancelResult, error) {
 }
 
 // close ends the session and returns the agent connection for the caller
-// to stop outside the actor (stopping can take the whole grace period).
-func (a *actor) close() (*acp.Conn, error) {
+// to stop outside the actor (stopping can take the whole grace period);
+// closed then records the stop and the final session.closed event.
+func (a *actor) close() (closing, error) {
 	if a.sess.State.Terminal() {
-		return nil, nil
+		return closing{}, nil
 	}
 	a.stopping = true
 	for _, t := range a.queue {
@@ -454,13 +458,8 @@ func (a *actor) close() (*acp.Conn, error) {
 	a.closePermissions("", store.PermissionCancelled)
 	a.setState(store.SessionCompleted)
 	a.pushRecovery()
-	closed := a.payload(map[string]any{"state": a.sess.State})
-	a.write(func(tx *store.Store, emit events.Emit) error {
-		emit(events.Draft{SessionID: a.id, Type: events.SessionClosed, Payload: closed})
-		return nil
-	})
 	a.gen++ // late messages from this agent are now stale
-	return a.conn, nil
+	return closing{conn: a.conn, open: true}, nil
 }
 
 func sameJSON(x, y json.RawMessage) bool {
@@ -495,4 +494,22 @@ func promptText(prompt json.RawMessage) string {
 		}
 	}
 	return strings.Join(parts, "\n")
+}
+
+// closing is what close hands to the caller: the agent to stop, and
+// whether this call is the one that closed the session.
+type closing struct {
+	conn *acp.Conn
+	open bool
+}
+
+// closed records the stopped agent and ends the session's log with
+// session.closed, the last event its streams deliver.
+func (a *actor) closed(conn *acp.Conn) {
+	a.recordStopped(conn)
+	payload := a.payload(map[string]any{"state": a.sess.State})
+	a.write(func(tx *store.Store, emit events.Emit) error {
+		emit(events.Draft{SessionID: a.id, Type: events.SessionClosed, Payload: payload})
+		return nil
+	})
 }

@@ -1,0 +1,499 @@
+import { createClient, createConfig, type Client } from './gen/client/index.js';
+import * as sdk from './gen/sdk.gen.js';
+import type {
+  AgentList,
+  CancelResult,
+  ContentBlock,
+  ContinueAccepted,
+  Health,
+  ListSessionsData,
+  PermissionRequest,
+  PromptAccepted,
+  PromptRequest,
+  RecoverySummary,
+  Session,
+  SessionContext,
+  SessionCreate,
+  SessionList,
+  SessionStatus,
+  StreamGlobalEventsData,
+  StreamSessionEventsData,
+  Task,
+  TaskCreate,
+  TaskList,
+  TaskPatch,
+  Transcript,
+  Turn,
+} from './gen/types.gen.js';
+import { TetherError, TetherNetworkError, TetherProblem, TetherTimeoutError } from './errors.js';
+import {
+  EventStream,
+  isTurnTerminalEvent,
+  TURN_TERMINAL_EVENT_TYPES,
+  type EventStreamOptions,
+  type TurnTerminalEvent,
+} from './events.js';
+
+export interface TetherClientOptions {
+  /** The daemon's base URL, e.g. `http://127.0.0.1:7777`. */
+  baseUrl: string;
+  /** The bearer token (`<data-dir>/token`). */
+  token: string;
+  /** A fetch implementation; default `globalThis.fetch` (looked up at call time). */
+  fetch?: typeof fetch;
+  /** Per-request timeout for non-streaming calls. Default 30 000 ms; 0 disables. */
+  timeoutMs?: number;
+  /** Defaults for every event stream this client opens (backoff, idle timeout, ...). */
+  streamDefaults?: Omit<EventStreamOptions, 'cursor' | 'types' | 'follow' | 'signal' | 'onStateChange'>;
+}
+
+/** Per-call options of every non-streaming method. */
+export interface CallOptions {
+  signal?: AbortSignal;
+  /** Overrides the client's timeoutMs for this call. */
+  timeoutMs?: number;
+}
+
+export interface PromptOptions extends CallOptions {
+  /** Client-chosen turn id; repeating it is idempotent. */
+  promptId?: string;
+  /** What to do when a turn is already running. Default `enqueue`. */
+  multitask?: 'enqueue' | 'reject';
+}
+
+export interface ContinueOptions extends CallOptions {
+  /** Idempotency key: retrying with the same promptId returns the same accepted turn. */
+  promptId?: string;
+}
+
+/**
+ * The outcome of `SessionClient.continue()`:
+ * - `accepted`: a continuation turn was admitted;
+ * - `declined`: the daemon refused (409) with a reason and the current recovery plan;
+ * - `unknown`: the request failed ambiguously (network error, timeout,
+ *   abort, 5xx): the continuation may or may not have been admitted. The
+ *   SDK never retries on its own; a retry is safe (returns the same turn)
+ *   only when a promptId was given, which `retrySafe` says.
+ */
+export type ContinueOutcome =
+  | {
+      kind: 'accepted';
+      promptId: string;
+      state?: string;
+      interruption: RecoverySummary;
+      /** May be absent from an older daemon. */
+      eventEpoch?: string;
+      cursor?: string;
+    }
+  | { kind: 'declined'; reason: string; recovery?: RecoverySummary; problem: TetherProblem }
+  | { kind: 'unknown'; error: unknown; retrySafe: boolean };
+
+export interface SessionEventsOptions extends EventStreamOptions {}
+
+export interface GlobalEventsOptions extends EventStreamOptions {
+  /** Only events of this task's sessions. */
+  taskId?: string;
+}
+
+export interface WaitForTurnOptions {
+  signal?: AbortSignal;
+  /** Read from this cursor; default the beginning of the session's log. */
+  cursor?: string;
+}
+
+type GenResult<T> = ({ data: T; error: undefined } | { data: undefined; error: unknown }) & {
+  response: Response;
+};
+
+function abortReason(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
+}
+
+function errMessage(err: unknown): string {
+  if (err instanceof Error) {
+    const cause = (err as { cause?: unknown }).cause;
+    return cause instanceof Error ? `${err.message} (${cause.message})` : err.message;
+  }
+  return String(err);
+}
+
+function queryString(q: Record<string, string | boolean | undefined>): string {
+  const p = new URLSearchParams();
+  for (const [k, v] of Object.entries(q)) if (v !== undefined) p.set(k, String(v));
+  const s = p.toString();
+  return s ? `?${s}` : '';
+}
+
+function toBlocks(prompt: ContentBlock[] | string): ContentBlock[] {
+  return typeof prompt === 'string' ? [{ type: 'text', text: prompt }] : prompt;
+}
+
+const TERMINAL_TURN_STATES = new Set(['completed', 'failed', 'cancelled', 'interrupted']);
+
+/**
+ * The terminal event a transcript's turn implies, for when the event itself
+ * is no longer in the log (resync after a history rewrite). It has no id.
+ */
+function terminalEventFromTurn(sessionId: string, turn: Turn): TurnTerminalEvent {
+  const common = {
+    sessionId,
+    promptId: turn.promptId,
+    state: turn.state,
+    ...(turn.endedAt !== undefined ? { endedAt: turn.endedAt } : {}),
+  };
+  switch (turn.state) {
+    case 'failed':
+      return {
+        type: 'turn.failed',
+        data: { ...common, code: turn.error?.code ?? 'unknown', message: turn.error?.message ?? '' },
+      };
+    case 'cancelled':
+      return {
+        type: 'turn.cancelled',
+        data: { ...common, ...(turn.stopReason !== undefined ? { stopReason: turn.stopReason } : {}) },
+      };
+    case 'interrupted':
+      return {
+        type: 'turn.interrupted',
+        data: {
+          ...common,
+          reason: turn.interruptReason ?? 'unknown',
+          danglingToolCalls: [],
+          ...(turn.exitCode !== undefined ? { exitCode: turn.exitCode } : {}),
+          ...(turn.exitSignal !== undefined ? { exitSignal: turn.exitSignal } : {}),
+        },
+      };
+    default:
+      return {
+        type: 'turn.completed',
+        data: { ...common, ...(turn.stopReason !== undefined ? { stopReason: turn.stopReason } : {}) },
+      };
+  }
+}
+
+/**
+ * The entry point: base URL, bearer token, fetch, timeouts; typed
+ * problem+json errors (`TetherProblem`) for every non-2xx answer.
+ */
+export class TetherClient {
+  /** The daemon's base URL without a trailing slash. */
+  readonly baseUrl: string;
+  /**
+   * The generated client, configured with the base URL, token and fetch:
+   * pass it as `client` to any generated operation (`sdk.getTurn({client: c.gen, ...})`).
+   */
+  readonly gen: Client;
+  readonly timeoutMs: number;
+  #token: string;
+  #fetch: typeof fetch;
+  #streamDefaults: TetherClientOptions['streamDefaults'];
+
+  constructor(opts: TetherClientOptions) {
+    if (!opts || typeof opts.baseUrl !== 'string' || opts.baseUrl === '') {
+      throw new TypeError('TetherClient: baseUrl is required');
+    }
+    this.baseUrl = opts.baseUrl.replace(/\/+$/, '');
+    this.#token = opts.token;
+    this.timeoutMs = opts.timeoutMs ?? 30_000;
+    const custom = opts.fetch;
+    // Called unbound, so a browser's window.fetch is never invoked on another `this`.
+    this.#fetch = (input, init) => (custom ?? globalThis.fetch)(input, init);
+    this.#streamDefaults = opts.streamDefaults;
+    this.gen = createClient(
+      createConfig({
+        baseUrl: this.baseUrl,
+        fetch: this.#fetch,
+        auth: () => this.#token,
+      }),
+    );
+  }
+
+  /** A client bound to one session id (no request is made). */
+  session(id: string): SessionClient {
+    return new SessionClient(this, id);
+  }
+
+  /**
+   * Runs one generated operation with the client's timeout and the
+   * caller's signal. Network failures become TetherNetworkError, timeouts
+   * TetherTimeoutError, a caller abort rethrows the signal's reason; HTTP
+   * errors are returned (see `call` for the throwing variant).
+   * @internal
+   */
+  async send<T>(op: (signal: AbortSignal) => Promise<GenResult<T>>, o?: CallOptions): Promise<GenResult<T>> {
+    const timeoutMs = o?.timeoutMs ?? this.timeoutMs;
+    const outer = o?.signal;
+    if (outer?.aborted) throw abortReason(outer);
+    const ctl = new AbortController();
+    let timedOut = false;
+    const onAbort = () => ctl.abort(outer ? abortReason(outer) : undefined);
+    outer?.addEventListener('abort', onAbort, { once: true });
+    const timer =
+      timeoutMs > 0
+        ? setTimeout(() => {
+            timedOut = true;
+            ctl.abort(new TetherTimeoutError(timeoutMs));
+          }, timeoutMs)
+        : undefined;
+    try {
+      const r = await op(ctl.signal);
+      if (r.response === undefined) throw r.error ?? new Error('request failed');
+      return r;
+    } catch (err) {
+      if (timedOut) throw new TetherTimeoutError(timeoutMs);
+      if (outer?.aborted) throw abortReason(outer);
+      if (err instanceof TetherError) throw err;
+      throw new TetherNetworkError(`request failed: ${errMessage(err)}`, { cause: err });
+    } finally {
+      if (timer !== undefined) clearTimeout(timer);
+      outer?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** `send`, then a TetherProblem for any non-2xx. @internal */
+  async call<T>(op: (signal: AbortSignal) => Promise<GenResult<T>>, o?: CallOptions): Promise<T> {
+    const r = await this.send(op, o);
+    if (!r.response.ok) throw new TetherProblem(r.response.status, r.error);
+    return r.data as T;
+  }
+
+  /** Opens an event stream on a path of this daemon. @internal */
+  stream(path: string, query: Record<string, string | boolean | undefined>, kind: 'session' | 'global', opts: EventStreamOptions): EventStream {
+    return new EventStream(
+      {
+        url: `${this.baseUrl}${path}${queryString(query)}`,
+        headers: () => ({ Authorization: `Bearer ${this.#token}` }),
+        fetch: this.#fetch,
+        kind,
+      },
+      { ...this.#streamDefaults, ...opts },
+    );
+  }
+
+  /** GET /health (no token needed). */
+  health(o?: CallOptions): Promise<Health> {
+    return this.call((signal) => sdk.getHealth({ client: this.gen, signal }), o);
+  }
+
+  /** POST /session: start a session with an agent profile in a working directory. */
+  createSession(body: SessionCreate, o?: CallOptions): Promise<Session> {
+    return this.call((signal) => sdk.createSession({ client: this.gen, body, signal }), o);
+  }
+
+  /** GET /sessions, newest first, paginated. */
+  listSessions(params?: ListSessionsData['query'], o?: CallOptions): Promise<SessionList> {
+    return this.call(
+      (signal) => sdk.listSessions({ client: this.gen, ...(params ? { query: params } : {}), signal }),
+      o,
+    );
+  }
+
+  /** GET /session/{id}. */
+  getSession(id: string, o?: CallOptions): Promise<Session> {
+    return this.call((signal) => sdk.getSession({ client: this.gen, path: { id }, signal }), o);
+  }
+
+  /** GET /tasks. */
+  listTasks(o?: CallOptions): Promise<TaskList> {
+    return this.call((signal) => sdk.listTasks({ client: this.gen, signal }), o);
+  }
+
+  /** POST /tasks. */
+  createTask(body: TaskCreate, o?: CallOptions): Promise<Task> {
+    return this.call((signal) => sdk.createTask({ client: this.gen, body, signal }), o);
+  }
+
+  /** GET /tasks/{id}. */
+  getTask(id: string, o?: CallOptions): Promise<Task> {
+    return this.call((signal) => sdk.getTask({ client: this.gen, path: { id }, signal }), o);
+  }
+
+  /** PATCH /tasks/{id}: rename a task or set its state. */
+  updateTask(id: string, body: TaskPatch, o?: CallOptions): Promise<Task> {
+    return this.call((signal) => sdk.updateTask({ client: this.gen, path: { id }, body, signal }), o);
+  }
+
+  /** GET /agents. */
+  listAgents(o?: CallOptions): Promise<AgentList> {
+    return this.call((signal) => sdk.listAgents({ client: this.gen, signal }), o);
+  }
+
+  /** GET /events: the global stream (session and task state changes). */
+  globalEvents(opts: GlobalEventsOptions = {}): EventStream {
+    const { taskId, ...rest } = opts;
+    const query: NonNullable<StreamGlobalEventsData['query']> = {};
+    if (opts.types && opts.types.length > 0) query.types = opts.types.join(',');
+    if (opts.follow === false) query.follow = false;
+    if (taskId !== undefined) query.taskId = taskId;
+    return this.stream('/events', query, 'global', rest);
+  }
+}
+
+/** Operations on one session, bound to its id. */
+export class SessionClient {
+  readonly id: string;
+  readonly client: TetherClient;
+
+  constructor(client: TetherClient, id: string) {
+    this.client = client;
+    this.id = id;
+  }
+
+  get #gen(): Client {
+    return this.client.gen;
+  }
+
+  /** GET /session/{id}. */
+  get(o?: CallOptions): Promise<Session> {
+    return this.client.getSession(this.id, o);
+  }
+
+  /** POST /session/{id}/prompt: runs now or is queued; a string becomes one text block. */
+  prompt(prompt: ContentBlock[] | string, opts: PromptOptions = {}): Promise<PromptAccepted> {
+    const body: PromptRequest = { prompt: toBlocks(prompt) };
+    if (opts.promptId !== undefined) body.promptId = opts.promptId;
+    if (opts.multitask !== undefined) body.multitask = opts.multitask;
+    return this.client.call(
+      (signal) => sdk.promptSession({ client: this.#gen, path: { id: this.id }, body, signal }),
+      opts,
+    );
+  }
+
+  /**
+   * POST /session/{id}/continue. Never throws for a decline (409) or an
+   * ambiguous failure; throws TetherProblem for other 4xx answers (unknown
+   * session, bad promptId, no token), which are definite failures.
+   */
+  async continue(opts: ContinueOptions = {}): Promise<ContinueOutcome> {
+    const retrySafe = opts.promptId !== undefined;
+    let r: GenResult<ContinueAccepted>;
+    try {
+      r = await this.client.send(
+        (signal) =>
+          sdk.continueSession({
+            client: this.#gen,
+            path: { id: this.id },
+            ...(opts.promptId !== undefined ? { body: { promptId: opts.promptId } } : {}),
+            signal,
+          }),
+        opts,
+      );
+    } catch (error) {
+      return { kind: 'unknown', error, retrySafe };
+    }
+    const status = r.response.status;
+    if (r.response.ok && r.data !== undefined) {
+      const d = r.data;
+      const out: ContinueOutcome = { kind: 'accepted', promptId: d.promptId, interruption: d.interruption };
+      if (d.state !== undefined) out.state = d.state;
+      if (d.eventEpoch !== undefined && d.eventEpoch !== '') out.eventEpoch = d.eventEpoch;
+      if (d.cursor !== undefined && d.cursor !== '') out.cursor = d.cursor;
+      return out;
+    }
+    const problem = new TetherProblem(status, r.error);
+    if (status === 409) {
+      const out: ContinueOutcome = { kind: 'declined', reason: problem.reason ?? problem.code, problem };
+      const rec = problem.recovery;
+      if (rec !== undefined) out.recovery = rec;
+      return out;
+    }
+    if (status >= 500 || status === 408 || status === 429) return { kind: 'unknown', error: problem, retrySafe };
+    throw problem;
+  }
+
+  /** POST /session/{id}/cancel: cancels the running turn and pending permissions. */
+  cancel(o?: CallOptions): Promise<CancelResult> {
+    return this.client.call((signal) => sdk.cancelSession({ client: this.#gen, path: { id: this.id }, signal }), o);
+  }
+
+  /** DELETE /session/{id}: closes the session (idempotent). */
+  close(o?: CallOptions): Promise<Session> {
+    return this.client.call((signal) => sdk.closeSession({ client: this.#gen, path: { id: this.id }, signal }), o);
+  }
+
+  /** POST /session/{id}/resume: restores the agent and waits until it is ready. */
+  resume(o?: CallOptions): Promise<SessionStatus> {
+    return this.client.call((signal) => sdk.resumeSession({ client: this.#gen, path: { id: this.id }, signal }), o);
+  }
+
+  /** GET /session/{id}/status. */
+  status(o?: CallOptions): Promise<SessionStatus> {
+    return this.client.call((signal) => sdk.getSessionStatus({ client: this.#gen, path: { id: this.id }, signal }), o);
+  }
+
+  /** GET /session/{id}/context: state, recovery plan and the cursor it is consistent with. */
+  context(o?: CallOptions): Promise<SessionContext> {
+    return this.client.call((signal) => sdk.getSessionContext({ client: this.#gen, path: { id: this.id }, signal }), o);
+  }
+
+  /** GET /session/{id}/transcript: the snapshot and the cursor to stream from. */
+  transcript(o?: CallOptions): Promise<Transcript> {
+    return this.client.call((signal) => sdk.getTranscript({ client: this.#gen, path: { id: this.id }, signal }), o);
+  }
+
+  /** GET /session/{id}/turns/{promptId}. */
+  turn(promptId: string, o?: CallOptions): Promise<Turn> {
+    return this.client.call((signal) => sdk.getTurn({ client: this.#gen, path: { id: this.id, promptId }, signal }), o);
+  }
+
+  /** GET /session/{id}/history.jsonl as text. */
+  history(o?: CallOptions): Promise<string> {
+    return this.client.call(
+      (signal) => sdk.exportHistory({ client: this.#gen, path: { id: this.id }, parseAs: 'text', signal }),
+      o,
+    );
+  }
+
+  /** POST /session/{id}/permission/{requestId}. */
+  answerPermission(
+    requestId: string,
+    answer: { optionId: string } | { outcome: 'cancelled' },
+    o?: CallOptions,
+  ): Promise<PermissionRequest> {
+    return this.client.call(
+      (signal) =>
+        sdk.answerPermission({ client: this.#gen, path: { id: this.id, requestId }, body: answer, signal }),
+      o,
+    );
+  }
+
+  /** GET /session/{id}/events as a resumable typed stream. */
+  events(opts: SessionEventsOptions = {}): EventStream {
+    const query: NonNullable<StreamSessionEventsData['query']> = {};
+    if (opts.types && opts.types.length > 0) query.types = opts.types.join(',');
+    if (opts.follow === false) query.follow = false;
+    return this.client.stream(`/session/${encodeURIComponent(this.id)}/events`, query, 'session', opts);
+  }
+
+  /**
+   * Resolves with the terminal event (turn.completed | failed | cancelled |
+   * interrupted) carrying `promptId`, also when it happened already: it
+   * reads from `opts.cursor` or from the beginning of the log. After a
+   * resync it consults the transcript snapshot (and, if the turn ended
+   * there, resolves with an event built from it, without `id`).
+   */
+  async waitForTurn(promptId: string, opts: WaitForTurnOptions = {}): Promise<TurnTerminalEvent> {
+    const { signal } = opts;
+    if (signal?.aborted) throw abortReason(signal);
+    const stream = this.events({
+      types: TURN_TERMINAL_EVENT_TYPES,
+      ...(opts.cursor !== undefined ? { cursor: opts.cursor } : {}),
+      ...(signal ? { signal } : {}),
+    });
+    try {
+      for await (const ev of stream) {
+        if (isTurnTerminalEvent(ev) && ev.data.promptId === promptId) return ev;
+        if (ev.type === 'resync_required') {
+          const t = await this.transcript(signal ? { signal } : undefined);
+          const turn = t.turns.find((x) => x.promptId === promptId);
+          if (turn && TERMINAL_TURN_STATES.has(turn.state)) return terminalEventFromTurn(this.id, turn);
+          stream.resyncFrom(t.cursor);
+        }
+      }
+    } finally {
+      stream.close();
+    }
+    if (signal?.aborted) throw abortReason(signal);
+    throw new TetherError(`the event stream of session ${this.id} ended before turn ${promptId} finished`);
+  }
+}

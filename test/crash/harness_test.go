@@ -1,0 +1,627 @@
+// Package crash_test drives the real tetherd binary and the real demo agent
+// through daemon crashes (kill -9) and restarts on the same data directory.
+package crash_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const token = "crash-test-token"
+
+// deadline bounds every wait: a safety net against hangs, never a
+// performance assertion.
+const deadline = 60 * time.Second
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	binPath   string
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		_ = os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// binary is $TETHERD_BIN, else tetherd built once for this run.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		if p := os.Getenv("TETHERD_BIN"); p != "" {
+			binPath = p
+			return
+		}
+		dir, err := os.MkdirTemp("", "tetherd-crash-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		buildDir = dir
+		binPath = filepath.Join(dir, "tetherd")
+		_, file, _, _ := runtime.Caller(0)
+		root := filepath.Join(filepath.Dir(file), "..", "..")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/tetherd")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// logBuffer collects a child's output; the child writes while tests read.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// profile is one demo-agent profile of agents.yaml.
+type profile struct {
+	id    string
+	flags []string
+}
+
+// world is one data directory and the tetherd daemons run on it, one at a
+// time, always on the same address (clients reconnect to the same URL).
+type world struct {
+	t    *testing.T
+	bin  string
+	dir  string // data dir
+	addr string
+	// states is the parent of every profile's --state-dir.
+	states string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+	logs *logBuffer
+	// all keeps the output of every daemon of the world, for failures.
+	all []*logBuffer
+}
+
+func newWorld(t *testing.T, profiles ...profile) *world {
+	t.Helper()
+	w := &world{t: t, bin: binary(t), dir: t.TempDir(), addr: freeAddr(t)}
+	w.states = filepath.Join(w.dir, "agent-state")
+	w.setProfiles(profiles...)
+	t.Cleanup(w.cleanup)
+	return w
+}
+
+// stateDir is the profile's demo-agent state directory.
+func (w *world) stateDir(id string) string { return filepath.Join(w.states, id) }
+
+// setProfiles writes agents.yaml; it is read by the next daemon start.
+func (w *world) setProfiles(profiles ...profile) {
+	w.t.Helper()
+	var b strings.Builder
+	b.WriteString("agents:\n")
+	for _, p := range profiles {
+		args, _ := json.Marshal(append([]string{"demo-agent", "--state-dir", w.stateDir(p.id)}, p.flags...))
+		cmd, _ := json.Marshal(w.bin)
+		fmt.Fprintf(&b, "  - id: %s\n    command: %s\n    args: %s\n", p.id, cmd, args)
+	}
+	if err := os.WriteFile(filepath.Join(w.dir, "agents.yaml"), []byte(b.String()), 0o600); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// start runs `tetherd serve` on the world's data dir and waits for /health.
+func (w *world) start(extra ...string) {
+	w.t.Helper()
+	logs := &logBuffer{}
+	args := append([]string{"serve", "--data-dir", w.dir, "--addr", w.addr, "--token", token, "--log-level", "debug"}, extra...)
+	cmd := exec.Command(w.bin, args...)
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		w.t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	w.mu.Lock()
+	w.cmd, w.done, w.logs = cmd, done, logs
+	w.all = append(w.all, logs)
+	w.mu.Unlock()
+	end := time.Now().Add(deadline)
+	for {
+		resp, err := http.Get("http://" + w.addr + "/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		select {
+		case <-done:
+			w.t.Fatalf("tetherd exited during start-up:\n%s", logs.String())
+		default:
+		}
+		if time.Now().After(end) {
+			w.t.Fatalf("tetherd did not become healthy: %v\n%s", err, logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// kill9 kills the daemon with SIGKILL and waits until it is reaped.
+func (w *world) kill9() {
+	w.t.Helper()
+	w.mu.Lock()
+	cmd, done := w.cmd, w.done
+	w.cmd = nil
+	w.mu.Unlock()
+	if cmd == nil {
+		w.t.Fatal("no daemon to kill")
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		w.t.Fatal(err)
+	}
+	<-done
+}
+
+// term stops the daemon with SIGTERM (a clean stop) and waits for it.
+func (w *world) term() {
+	w.t.Helper()
+	w.mu.Lock()
+	cmd, done := w.cmd, w.done
+	w.cmd = nil
+	w.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(deadline):
+		_ = cmd.Process.Kill()
+		<-done
+		w.t.Errorf("tetherd did not stop within %s of SIGTERM", deadline)
+	}
+}
+
+// cleanup stops the daemon and makes sure no process of this world (the
+// daemon, its agents, orphans of a killed daemon) survives the test.
+func (w *world) cleanup() {
+	w.term()
+	end := time.Now().Add(20 * time.Second)
+	for {
+		pids := w.processes("")
+		if len(pids) == 0 {
+			break
+		}
+		if time.Now().After(end) {
+			for _, p := range pids {
+				_ = syscall.Kill(p.pid, syscall.SIGKILL)
+			}
+			w.t.Errorf("processes of this test still running 20s after the daemon stopped (killed now): %v", pids)
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if w.t.Failed() {
+		for i, l := range w.all {
+			w.t.Logf("--- tetherd run %d output ---\n%s", i+1, l.String())
+		}
+	}
+}
+
+type procInfo struct {
+	pid int
+	cwd string
+	cmd string
+}
+
+func (p procInfo) String() string { return fmt.Sprintf("%d %q (cwd %s)", p.pid, p.cmd, p.cwd) }
+
+// processes lists live processes whose command line mentions this world's
+// data dir (the daemon, and every agent since state dirs live inside it),
+// keeping those whose command line also contains match.
+func (w *world) processes(match string) []procInfo {
+	// pgrep takes an extended regular expression; test names put
+	// parentheses and the like into the directory name.
+	out, err := exec.Command("pgrep", "-f", regexp.QuoteMeta(w.dir)).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && ee.ExitCode() == 1 {
+			return nil // none
+		}
+		w.t.Fatalf("pgrep: %v", err)
+	}
+	var ps []procInfo
+	for _, f := range strings.Fields(string(out)) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil {
+			continue // gone meanwhile
+		}
+		cmd := strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " "))
+		if !strings.Contains(cmd, w.dir) || (match != "" && !strings.Contains(cmd, match)) {
+			continue
+		}
+		// A zombie has no cwd link; it is not running anything.
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err == nil {
+			if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+				continue
+			}
+		}
+		cwd, _ := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
+		ps = append(ps, procInfo{pid: pid, cwd: cwd, cmd: cmd})
+	}
+	return ps
+}
+
+// agentsIn lists demo-agent processes running in the session's cwd (a
+// capability probe runs elsewhere, in the temp dir).
+func (w *world) agentsIn(cwd string) []procInfo {
+	var out []procInfo
+	for _, p := range w.processes("demo-agent") {
+		if p.cwd == cwd {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// waitFor polls cond until it holds.
+func (w *world) waitFor(what string, cond func() bool) {
+	w.t.Helper()
+	end := time.Now().Add(deadline)
+	for !cond() {
+		if time.Now().After(end) {
+			w.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// do sends an API request with the token and decodes a JSON answer.
+func (w *world) do(method, path string, body any) (int, map[string]any) {
+	w.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, "http://"+w.addr+path, rd)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		w.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	if len(b) > 0 && strings.Contains(resp.Header.Get("Content-Type"), "json") {
+		if err := json.Unmarshal(b, &m); err != nil {
+			w.t.Fatalf("%s %s: decode %s: %v", method, path, b, err)
+		}
+	}
+	return resp.StatusCode, m
+}
+
+// get is do for GET that insists on 200.
+func (w *world) get(path string) map[string]any {
+	w.t.Helper()
+	code, m := w.do("GET", path, nil)
+	if code != http.StatusOK {
+		w.t.Fatalf("GET %s: got %d, want 200: %v", path, code, m)
+	}
+	return m
+}
+
+// createSession starts a session on profile in a fresh directory.
+func (w *world) createSession(profile string) (sid, cwd string) {
+	w.t.Helper()
+	cwd = w.t.TempDir()
+	if err := os.WriteFile(filepath.Join(cwd, "README.md"), []byte("# Fixture\nhello from the fixture\n"), 0o644); err != nil {
+		w.t.Fatal(err)
+	}
+	// The agent runs in the resolved directory.
+	if r, err := filepath.EvalSymlinks(cwd); err == nil {
+		cwd = r
+	}
+	code, m := w.do("POST", "/session", map[string]any{"agentProfileId": profile, "cwd": cwd})
+	if code != http.StatusCreated {
+		w.t.Fatalf("create session: got %d, want 201: %v", code, m)
+	}
+	return m["id"].(string), cwd
+}
+
+func text(s string) []map[string]any { return []map[string]any{{"type": "text", "text": s}} }
+
+// prompt sends a prompt under promptID and insists on 202.
+func (w *world) prompt(sid, promptText, promptID string) {
+	w.t.Helper()
+	code, m := w.do("POST", "/session/"+sid+"/prompt", map[string]any{"prompt": text(promptText), "promptId": promptID})
+	if code != http.StatusAccepted {
+		w.t.Fatalf("prompt %q: got %d, want 202: %v", promptText, code, m)
+	}
+}
+
+func (w *world) turn(sid, pid string) map[string]any {
+	w.t.Helper()
+	return w.get("/session/" + sid + "/turns/" + pid)
+}
+
+// waitTurn waits until the turn is terminal and returns it.
+func (w *world) waitTurn(sid, pid string) map[string]any {
+	w.t.Helper()
+	var turn map[string]any
+	w.waitFor("turn "+pid+" to end", func() bool {
+		turn = w.turn(sid, pid)
+		switch turn["state"] {
+		case "completed", "cancelled", "failed", "interrupted":
+			return true
+		}
+		return false
+	})
+	return turn
+}
+
+func (w *world) status(sid string) map[string]any {
+	w.t.Helper()
+	return w.get("/session/" + sid + "/status")
+}
+
+func (w *world) transcript(sid string) map[string]any {
+	w.t.Helper()
+	return w.get("/session/" + sid + "/transcript")
+}
+
+// list returns a JSON array member as a slice of objects.
+func list(m map[string]any, key string) []map[string]any {
+	raw, _ := m[key].([]any)
+	out := make([]map[string]any, 0, len(raw))
+	for _, x := range raw {
+		if o, ok := x.(map[string]any); ok {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// frame is one durable SSE event as a client saw it.
+type frame struct {
+	ID, Event, Data string
+}
+
+func (f frame) JSON(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(f.Data), &m); err != nil {
+		t.Fatalf("event %s %s: %v", f.ID, f.Event, err)
+	}
+	return m
+}
+
+func (f frame) seq() int64 {
+	_, n, _ := strings.Cut(f.ID, ":")
+	v, _ := strconv.ParseInt(n, 10, 64)
+	return v
+}
+
+// readFrames parses an SSE body, calling fn for each block; a false return
+// stops reading. Control frames are passed with an empty ID.
+func readFrames(r io.Reader, fn func(frame) bool) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var f frame
+	var data []string
+	seen := false
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			return err
+		}
+		line = strings.TrimRight(line, "\r\n")
+		if line == "" {
+			if seen {
+				f.Data = strings.Join(data, "\n")
+				if !fn(f) {
+					return nil
+				}
+			}
+			f, data, seen = frame{}, nil, false
+			continue
+		}
+		if strings.HasPrefix(line, ":") {
+			continue // heartbeat comment
+		}
+		seen = true
+		name, value, _ := strings.Cut(line, ":")
+		value = strings.TrimPrefix(value, " ")
+		switch name {
+		case "id":
+			f.ID = value
+		case "event":
+			f.Event = value
+		case "data":
+			data = append(data, value)
+		}
+	}
+}
+
+// replay is the session's whole durable log as GET events?follow=false
+// serves it.
+func (w *world) replay(sid string) []frame {
+	w.t.Helper()
+	req, _ := http.NewRequest("GET", "http://"+w.addr+"/session/"+sid+"/events?follow=false", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		w.t.Fatalf("replay: got %d: %s", resp.StatusCode, b)
+	}
+	var out []frame
+	err = readFrames(resp.Body, func(f frame) bool {
+		if f.ID != "" {
+			out = append(out, f)
+		}
+		return true
+	})
+	if err != nil && !errors.Is(err, io.EOF) {
+		w.t.Fatalf("replay: %v", err)
+	}
+	return out
+}
+
+// recorder is an SSE client connected to a session's live stream. It
+// keeps every durable event it receives, reconnecting from its cursor if
+// the server cuts it off (stream_lagged), until stopped.
+type recorder struct {
+	mu     sync.Mutex
+	frames []frame
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (w *world) record(sid string) *recorder {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &recorder{cancel: cancel, done: make(chan struct{})}
+	url := "http://" + w.addr + "/session/" + sid + "/events"
+	go func() {
+		defer close(r.done)
+		last := ""
+		for ctx.Err() == nil {
+			req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+			req.Header.Set("Authorization", "Bearer "+token)
+			req.Header.Set("Accept", "text/event-stream")
+			if last != "" {
+				req.Header.Set("Last-Event-ID", last)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return // daemon gone (or stopped): the recording ends
+			}
+			if resp.StatusCode != http.StatusOK {
+				resp.Body.Close()
+				return
+			}
+			_ = readFrames(resp.Body, func(f frame) bool {
+				if f.ID == "" {
+					return f.Event != "stream_lagged" // reconnect from the cursor
+				}
+				r.mu.Lock()
+				r.frames = append(r.frames, f)
+				r.mu.Unlock()
+				last = f.ID
+				return true
+			})
+			resp.Body.Close()
+		}
+	}()
+	w.t.Cleanup(r.stop)
+	return r
+}
+
+// seen returns what the client has received so far.
+func (r *recorder) seen() []frame {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.frames)
+}
+
+// stop disconnects the client and waits for it.
+func (r *recorder) stop() {
+	r.cancel()
+	<-r.done
+}
+
+// waitSeen waits until the client has received an event matching cond.
+func (w *world) waitSeen(r *recorder, what string, cond func(frame) bool) frame {
+	w.t.Helper()
+	var hit frame
+	w.waitFor(what, func() bool {
+		for _, f := range r.seen() {
+			if cond(f) {
+				hit = f
+				return true
+			}
+		}
+		return false
+	})
+	return hit
+}
+
+// snapshotDir reads every file under dir (name → content).
+func snapshotDir(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err == nil {
+			out[path] = string(b)
+		}
+		return nil
+	})
+	return out
+}

@@ -1,0 +1,196 @@
+// End-to-end harness: the real bin/tetherd (with its built-in demo agent)
+// on a free port with a temporary data dir, and Debian's Chromium driven by
+// playwright-core (never a downloaded browser).
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const here = dirname(fileURLToPath(import.meta.url));
+export const repoRoot = resolve(here, '..', '..');
+export const artifactsDir = join(here, 'artifacts');
+export const TETHERD = process.env.TETHERD_BIN ?? join(repoRoot, 'bin', 'tetherd');
+export const CHROMIUM = process.env.CHROMIUM_BIN ?? '/usr/bin/chromium';
+
+export function freePort() {
+  return new Promise((res, rej) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', rej);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => res(port));
+    });
+  });
+}
+
+/** A killed process has a signalCode and no exitCode. */
+const exited = (p) => p.exitCode !== null || p.signalCode !== null;
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** A tetherd process; restart() starts a new one on the same port and data dir. */
+export class Daemon {
+  constructor({ port, dataDir, token }) {
+    this.port = port;
+    this.dataDir = dataDir;
+    this.token = token;
+    this.base = `http://127.0.0.1:${port}`;
+    this.log = '';
+    this.proc = undefined;
+  }
+
+  static async start() {
+    if (!existsSync(TETHERD)) throw new Error(`${TETHERD} is missing: run make build first`);
+    const root = mkdtempSync(join(tmpdir(), 'tether-e2e-'));
+    const d = new Daemon({ port: await freePort(), dataDir: join(root, 'data'), token: `e2e-${Math.random().toString(36).slice(2)}` });
+    d.root = root;
+    d.workspace = join(root, 'ws');
+    mkdirSync(d.workspace, { recursive: true });
+    writeFileSync(join(d.workspace, 'README.md'), '# Demo workspace\n\nA file for the demo agent to read.\n');
+    await d.#spawn();
+    return d;
+  }
+
+  async #spawn() {
+    const proc = spawn(TETHERD, ['serve', '--data-dir', this.dataDir, '--addr', `127.0.0.1:${this.port}`, '--token', this.token, '--log-level', 'warn'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    this.proc = proc;
+    const collect = (b) => {
+      this.log += b.toString();
+      if (this.log.length > 200_000) this.log = this.log.slice(-100_000);
+    };
+    proc.stdout.on('data', collect);
+    proc.stderr.on('data', collect);
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      if (exited(proc)) throw new Error(`tetherd exited (${proc.exitCode}):\n${this.log}`);
+      try {
+        const r = await fetch(`${this.base}/health`);
+        if (r.ok) break;
+      } catch {
+        // not up yet
+      }
+      if (Date.now() > deadline) throw new Error(`tetherd did not become healthy:\n${this.log}`);
+      await sleep(50);
+    }
+    // The printed shell URL carries the token in the fragment.
+    if (!this.log.includes(`/shell/#token=${this.token}`)) throw new Error(`tetherd did not print the shell URL:\n${this.log}`);
+  }
+
+  get shellUrl() {
+    return `${this.base}/shell/#token=${this.token}`;
+  }
+
+  /** SIGKILL: no shutdown, no chance to finish anything. */
+  async kill9() {
+    const p = this.proc;
+    if (!p || exited(p)) return;
+    const done = new Promise((r) => p.once('exit', r));
+    p.kill('SIGKILL');
+    await done;
+  }
+
+  async restart() {
+    await this.kill9();
+    await this.#spawn();
+  }
+
+  async stop() {
+    const p = this.proc;
+    if (p && !exited(p)) {
+      const done = new Promise((r) => p.once('exit', r));
+      p.kill('SIGTERM');
+      await Promise.race([done, sleep(5000)]);
+      if (!exited(p)) p.kill('SIGKILL');
+    }
+    if (this.root) rmSync(this.root, { recursive: true, force: true });
+  }
+
+  async api(method, path, body) {
+    const r = await fetch(`${this.base}${path}`, {
+      method,
+      headers: { Authorization: `Bearer ${this.token}`, ...(body ? { 'Content-Type': 'application/json' } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    const text = await r.text();
+    let json;
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch {
+      json = text;
+    }
+    if (!r.ok && r.status !== 409) throw new Error(`${method} ${path}: ${r.status} ${text}`);
+    return json;
+  }
+
+  /** Waits until the session's last turn reaches one of `states`. */
+  async waitTurn(sessionId, pred, timeoutMs = 15_000) {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const t = await this.api('GET', `/session/${sessionId}/transcript`);
+      if (pred(t)) return t;
+      if (Date.now() > deadline) throw new Error(`timed out waiting on session ${sessionId}: ${JSON.stringify(t.turns)}`);
+      await sleep(100);
+    }
+  }
+}
+
+/** Chromium with a fresh profile; records console errors and page errors. */
+export async function launchBrowser({ width = 1360, height = 860 } = {}) {
+  const profile = mkdtempSync(join(tmpdir(), 'tether-chromium-'));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    viewport: { width, height },
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--disable-quic',
+    ],
+  });
+  const problems = [];
+  const watch = (page) => {
+    page.on('console', (m) => {
+      if (m.type() === 'error' || m.type() === 'warning') problems.push({ kind: m.type(), text: m.text(), url: page.url() });
+    });
+    page.on('pageerror', (e) => problems.push({ kind: 'pageerror', text: String(e && e.stack ? e.stack : e) }));
+  };
+  context.on('page', watch);
+  for (const p of context.pages()) watch(p);
+  return {
+    context,
+    problems,
+    async newPage() {
+      const existing = context.pages().find((p) => p.url() === 'about:blank');
+      return existing ?? context.newPage();
+    },
+    async close() {
+      await context.close();
+      rmSync(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Console problems other than the browser's own network lines, which it
+ * prints for every failed request (the daemon being killed on purpose, a
+ * 409 decline of a losing Continue click). Page errors always count.
+ */
+export function appProblems(problems) {
+  return problems.filter((p) => p.kind === 'pageerror' || !/Failed to load resource|net::ERR_/.test(p.text));
+}
+
+export async function shot(page, name) {
+  mkdirSync(artifactsDir, { recursive: true });
+  await page.screenshot({ path: join(artifactsDir, `${name}.png`) });
+}

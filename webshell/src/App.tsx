@@ -1,0 +1,261 @@
+import { useEffect, useMemo, useState } from 'preact/hooks';
+import type { TetherClient } from '@tether/client';
+import { makeClient, sessionApi, tasksApi } from './api';
+import { LangContext, detectLang, translate, type Lang } from './i18n';
+import { errorText } from './lib/errors';
+import { load, save } from './lib/storage';
+import { adoptTokenFromLocation, forgetToken, storeToken, storedToken } from './lib/token';
+import { useStore } from './lib/use-store';
+import { PaneManager } from './state/panes';
+import { SessionController } from './state/session-controller';
+import { TasksController } from './state/tasks-state';
+import type { AgentProfile } from './state/types';
+import { AgentsContext, ChatPane } from './components/ChatPane';
+import { IconMenu, IconPlus } from './components/Icons';
+import { NewSessionDialog, type NewSessionRequest } from './components/NewSessionDialog';
+import { Sidebar } from './components/Sidebar';
+import { TokenGate } from './components/TokenGate';
+
+interface Settings {
+  lang: Lang;
+  autoResume: boolean;
+}
+
+const SETTINGS_KEY = 'tether.settings';
+const PANES_KEY = 'tether.panes';
+const CWD_KEY = 'tether.lastCwd';
+
+export function App() {
+  const [token, setToken] = useState<string | undefined>(() => adoptTokenFromLocation() ?? storedToken());
+  const [rejected, setRejected] = useState(false);
+  const [settings, setSettings] = useState<Settings>(() => ({ lang: detectLang(), autoResume: false, ...load<Partial<Settings>>(SETTINGS_KEY, {}) }));
+  useEffect(() => {
+    save(SETTINGS_KEY, settings);
+    document.documentElement.lang = settings.lang === 'zh' ? 'zh-CN' : 'en';
+  }, [settings]);
+  useEffect(() => {
+    // A link with a new #token=… opened in this tab later.
+    const onHash = () => {
+      const t = adoptTokenFromLocation();
+      if (t) {
+        setRejected(false);
+        setToken(t);
+      }
+    };
+    window.addEventListener('hashchange', onHash);
+    return () => window.removeEventListener('hashchange', onHash);
+  }, []);
+
+  const unauthorized = () => {
+    forgetToken();
+    setRejected(true);
+    setToken(undefined);
+  };
+
+  return (
+    <LangContext.Provider value={settings.lang}>
+      {token ? (
+        <Shell key={token} token={token} settings={settings} setSettings={setSettings} onUnauthorized={unauthorized} onSignOut={() => { forgetToken(); setRejected(false); setToken(undefined); }} />
+      ) : (
+        <TokenGate
+          rejected={rejected}
+          onToken={(t) => {
+            storeToken(t);
+            setRejected(false);
+            setToken(t);
+          }}
+        />
+      )}
+    </LangContext.Provider>
+  );
+}
+
+interface ShellProps {
+  token: string;
+  settings: Settings;
+  setSettings: (s: Settings) => void;
+  onUnauthorized: () => void;
+  onSignOut: () => void;
+}
+
+function Shell({ token, settings, setSettings, onUnauthorized, onSignOut }: ShellProps) {
+  const t = (k: Parameters<typeof translate>[1], p?: Record<string, string | number>) => translate(settings.lang, k, p);
+  const client: TetherClient = useMemo(() => makeClient(token), [token]);
+  const settingsRef = useMemo(() => ({ current: settings }), []);
+  settingsRef.current = settings;
+  const tasks = useMemo(() => new TasksController(tasksApi(client), onUnauthorized), [client]);
+  const panes = useMemo(
+    () =>
+      new PaneManager(
+        (id) => new SessionController(sessionApi(client, id), { autoResume: () => settingsRef.current.autoResume, onUnauthorized }),
+        (ids) => save(PANES_KEY, ids),
+      ),
+    [client],
+  );
+  const [agents, setAgents] = useState<AgentProfile[]>([]);
+  const [dialog, setDialog] = useState<{ taskId?: string; agentProfileId?: string; cwd?: string } | undefined>();
+  const [sidebarOpen, setSidebarOpen] = useState(false);
+
+  const loadAgents = () =>
+    client
+      .listAgents()
+      .then((r) => setAgents(r.agents))
+      .catch((e) => {
+        if ((e as { status?: number }).status === 401) onUnauthorized();
+      });
+
+  useEffect(() => {
+    tasks.start();
+    void loadAgents();
+    for (const id of load<string[]>(PANES_KEY, []).slice(0, 4)) {
+      if (typeof id === 'string' && id) (panes.state.panes.length === 0 ? panes.show(id) : panes.openBeside(id));
+    }
+    return () => {
+      tasks.dispose();
+      panes.disposeAll();
+    };
+  }, [tasks, panes]);
+
+  const tasksState = useStore(tasks.store);
+  const panesState = useStore(panes.store);
+  const agentMap = useMemo(() => Object.fromEntries(agents.map((a) => [a.id, a])), [agents]);
+  const shown = new Set(panesState.panes.map((p) => p.sessionId));
+  const activePane = panesState.panes.find((p) => p.id === panesState.activeId) ?? panesState.panes[0];
+
+  const createSession = async (req: NewSessionRequest) => {
+    let taskId = req.taskId;
+    if (!taskId && req.taskTitle) {
+      const task = await client.createTask({ title: req.taskTitle, workspace: req.cwd });
+      tasks.addTask(task);
+      taskId = task.id;
+    }
+    const session = await client.createSession({
+      agentProfileId: req.agentProfileId,
+      cwd: req.cwd,
+      ...(taskId ? { taskId } : {}),
+      ...(req.taskTitle ? { title: req.taskTitle } : {}),
+      ...(req.prompt ? { initialPrompt: [{ type: 'text' as const, text: req.prompt }] } : {}),
+    });
+    save(CWD_KEY, req.cwd);
+    tasks.addSession(session);
+    panes.show(session.id);
+    setDialog(undefined);
+    setSidebarOpen(false);
+  };
+
+  const startNewFrom = (from: { agentProfileId: string; cwd: string; taskId: string }, paneId: string) => {
+    const agent = agentMap[from.agentProfileId];
+    if (!agent?.available || !from.cwd) {
+      setDialog(from);
+      return;
+    }
+    client
+      .createSession({ agentProfileId: from.agentProfileId, cwd: from.cwd, ...(from.taskId ? { taskId: from.taskId } : {}) })
+      .then((s) => {
+        tasks.addSession(s);
+        panes.show(s.id, paneId);
+      })
+      .catch(() => setDialog(from));
+  };
+
+  const endSession = (sessionId: string) => {
+    if (!window.confirm(t('pane.closeSessionConfirm'))) return;
+    client
+      .session(sessionId)
+      .close()
+      .catch((e) => window.alert(errorText(e)));
+  };
+
+  return (
+    <AgentsContext.Provider value={agentMap}>
+      <div class={`app${sidebarOpen ? ' app--sidebar' : ''}`}>
+        <header class="topbar">
+          <button type="button" class="btn btn--ghost btn--icon" aria-label={t('app.toggleSidebar')} aria-expanded={sidebarOpen} onClick={() => setSidebarOpen(!sidebarOpen)}>
+            <IconMenu width="18" height="18" />
+          </button>
+          <Brand />
+          <button type="button" class="btn btn--primary btn--small" onClick={() => (void loadAgents(), setDialog({}))}>
+            <IconPlus /> {t('app.newSession')}
+          </button>
+        </header>
+        <aside class="sidebar">
+          <div class="sidebar__top">
+            <Brand />
+            <button type="button" class="btn btn--primary" onClick={() => (void loadAgents(), setDialog({}))} data-testid="new-session">
+              <IconPlus /> {t('app.newSession')}
+            </button>
+          </div>
+          <Sidebar
+            tasks={tasksState}
+            shown={shown}
+            activeSessionId={activePane?.sessionId}
+            onOpen={(id) => (panes.show(id), setSidebarOpen(false))}
+            onOpenBeside={(id) => (panes.openBeside(id), setSidebarOpen(false))}
+            onNew={(taskId) => (void loadAgents(), setDialog({ taskId }))}
+          />
+          <details class="settings">
+            <summary>{t('app.settings')}</summary>
+            <label class="field field--inline">
+              <span class="field__label">{t('app.language')}</span>
+              <select value={settings.lang} onChange={(e) => setSettings({ ...settings, lang: (e.currentTarget as HTMLSelectElement).value as Lang })}>
+                <option value="en">English</option>
+                <option value="zh">中文</option>
+              </select>
+            </label>
+            <label class="check">
+              <input type="checkbox" checked={settings.autoResume} onChange={(e) => setSettings({ ...settings, autoResume: (e.currentTarget as HTMLInputElement).checked })} />
+              <span>{t('app.autoResume')}</span>
+            </label>
+            <button type="button" class="btn btn--link" onClick={onSignOut}>
+              {t('app.signOut')}
+            </button>
+          </details>
+        </aside>
+        <main class={`panes panes--${Math.min(panesState.panes.length, 4)}`} data-testid="panes">
+          {panesState.panes.length === 0 && (
+            <div class="panes__empty">
+              <p>{t('app.openHint')}</p>
+              <button type="button" class="btn btn--primary" onClick={() => (void loadAgents(), setDialog({}))}>
+                <IconPlus /> {t('app.newSession')}
+              </button>
+            </div>
+          )}
+          {panesState.panes.map((p, i) => (
+            <ChatPane
+              key={p.id}
+              controller={p.controller}
+              shownSessionId={p.sessionId}
+              isMain={i === 0}
+              active={p.id === activePane?.id}
+              onFocus={() => panes.focus(p.id)}
+              onClose={panesState.panes.length > 1 || i > 0 ? () => panes.close(p.id) : undefined}
+              onStartNew={(from) => startNewFrom(from, p.id)}
+              onEndSession={() => endSession(p.sessionId)}
+            />
+          ))}
+        </main>
+        {dialog && (
+          <NewSessionDialog
+            agents={agents}
+            tasks={tasksState.taskOrder.map((id) => tasksState.tasks[id]!)}
+            initial={dialog}
+            defaultCwd={load<string>(CWD_KEY, '')}
+            onCreate={createSession}
+            onClose={() => setDialog(undefined)}
+          />
+        )}
+      </div>
+    </AgentsContext.Provider>
+  );
+}
+
+function Brand() {
+  return (
+    <div class="brand">
+      <span class="brand__mark" aria-hidden="true">
+        T
+      </span>
+      <span class="brand__name">Tether</span>
+    </div>
+  );
+}

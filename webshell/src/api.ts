@@ -1,0 +1,29 @@
+// The one place that constructs the SDK client; everything else talks to
+// the narrow interfaces in state/ (so tests can pass fakes).
+import { TetherClient } from '@tether/client';
+import type { SessionApi } from './state/types';
+import type { TasksApi } from './state/tasks-state';
+
+export function makeClient(token: string, baseUrl = window.location.origin): TetherClient {
+  return new TetherClient({
+    baseUrl,
+    token,
+    timeoutMs: 60_000,
+    // Come back quickly after a daemon restart.
+    streamDefaults: { backoff: { initialMs: 250, maxMs: 3000 } },
+  });
+}
+
+export function sessionApi(client: TetherClient, id: string): SessionApi {
+  return client.session(id);
+}
+
+export function tasksApi(client: TetherClient): TasksApi {
+  return {
+    listTasks: () => client.listTasks(),
+    listSessions: (p) => client.listSessions(p),
+    getTask: (id) => client.getTask(id),
+    getSession: (id) => client.getSession(id),
+    globalEvents: (o) => client.globalEvents(o),
+  };
+}

@@ -1,0 +1,159 @@
+import { useContext } from 'preact/hooks';
+import { createContext } from 'preact';
+import { useT } from '../i18n';
+import { shortId } from '../lib/ids';
+import { useStore } from '../lib/use-store';
+import { bannerGate } from '../state/banner';
+import type { SessionController } from '../state/session-controller';
+import { isReadOnly, isTurnBusy, activeTurn } from '../state/selectors';
+import type { AgentProfile } from '../state/types';
+import { ConnectionBadge, ExecutorBadge, SessionStateBadge, Spinner, connView } from './Badges';
+import { Composer } from './Composer';
+import { IconClose } from './Icons';
+import { RecoveryBanner } from './RecoveryBanner';
+import { PermissionDock, PlanView, Timeline } from './Timeline';
+
+export const AgentsContext = createContext<Record<string, AgentProfile>>({});
+
+export interface ChatPaneProps {
+  controller: SessionController;
+  /** The session this pane shows now (guard: anything else is not shown). */
+  shownSessionId: string;
+  isMain: boolean;
+  active: boolean;
+  onFocus: () => void;
+  onClose?: () => void;
+  onStartNew: (from: { agentProfileId: string; cwd: string; taskId: string }) => void;
+  onEndSession: () => void;
+}
+
+export function ChatPane({ controller, shownSessionId, isMain, active, onFocus, onClose, onStartNew, onEndSession }: ChatPaneProps) {
+  const { t } = useT();
+  const agents = useContext(AgentsContext);
+  const s = useStore(controller.store);
+  if (s.sessionId !== shownSessionId) return null; // never render another session's state here
+  const banner = bannerGate(s, shownSessionId);
+  const readOnly = isReadOnly(s);
+  const busy = isTurnBusy(s);
+  const running = activeTurn(s);
+  const execStatus = s.executor.status ?? s.status?.executorStatus;
+  const starting = s.resuming || execStatus === 'starting';
+  const agentId = s.session?.agentProfileId ?? s.status?.agentProfileId ?? '';
+  const agent = agents[agentId];
+  const title = s.session?.title || agent?.displayName || agentId || t('pane.sessionLabel', { name: shortId(s.sessionId) });
+  const st = s.status;
+  const notResumable = !readOnly && st?.resumeReason === 'not_resumable' && !st.isAgentRunning;
+  const blocked = !readOnly && (st?.resumeReason === 'agent_unavailable' || st?.resumeReason === 'working_directory_missing');
+  const needsResume = !readOnly && !notResumable && st?.needsResume && st.isResumable && execStatus !== 'starting' && execStatus !== 'ready';
+  const conn = connView(s.connection, s.everOpen, s.closed);
+  return (
+    <section
+      class={`pane${active ? ' pane--active' : ''}`}
+      aria-label={t('pane.sessionLabel', { name: title })}
+      data-testid="pane"
+      data-session-id={s.sessionId}
+      data-main={isMain ? 'true' : 'false'}
+      onFocusCapture={onFocus}
+      onMouseDown={onFocus}
+      onKeyDown={(e) => {
+        if (e.key === 'Escape' && busy && !e.defaultPrevented) {
+          e.preventDefault();
+          void controller.cancel();
+        }
+      }}
+    >
+      <header class="pane__head">
+        <div class="pane__title">
+          <h2 title={s.sessionId}>{title}</h2>
+          <div class="pane__sub">
+            <span class="mono" title={s.session?.cwd}>
+              {s.session?.cwd ?? ''}
+            </span>
+            <span class="muted">· {shortId(s.sessionId)}</span>
+          </div>
+        </div>
+        <div class="pane__tools">
+          {!readOnly && (
+            <button type="button" class="btn btn--ghost btn--small" onClick={onEndSession} title={t('pane.closeSession')}>
+              {t('pane.closeSession')}
+            </button>
+          )}
+          {onClose && (
+            <button type="button" class="btn btn--ghost btn--icon" onClick={onClose} aria-label={t('pane.close')} title={t('pane.close')}>
+              <IconClose />
+            </button>
+          )}
+        </div>
+        <div class="pane__badges">
+          <SessionStateBadge state={s.state} />
+          <ConnectionBadge view={conn} />
+          <ExecutorBadge status={execStatus} error={s.executor.error ?? st?.errorMessage} resuming={s.resuming} onRetry={() => void controller.resume()} />
+        </div>
+      </header>
+
+      {s.plan && s.plan.length > 0 && <PlanView plan={s.plan} />}
+
+      {s.phase === 'loading' && (
+        <div class="pane__center" role="status">
+          <Spinner /> {t('pane.loading')}
+        </div>
+      )}
+      {s.phase === 'error' && (
+        <div class="pane__center" role="alert">
+          <p>{t('pane.loadFailed', { error: s.loadError ?? '' })}</p>
+          <button type="button" class="btn" onClick={() => controller.reload()}>
+            {t('pane.retryNow')}
+          </button>
+        </div>
+      )}
+      {s.phase === 'ready' && <Timeline s={s} onRetryPrompt={(id) => controller.retryPrompt(id)} onDiscardPrompt={(id) => controller.discardPrompt(id)} />}
+
+      <div class="pane__foot">
+        {s.notice && (
+          <div class={`notice notice--${s.notice.kind}`} role="alert">
+            <span>{s.notice.text}</span>
+            <button type="button" class="btn btn--link" onClick={() => controller.dismissNotice()}>
+              {t('pane.dismiss')}
+            </button>
+          </div>
+        )}
+        {(notResumable || blocked) && (
+          <div class="notice notice--warn" data-testid="not-resumable">
+            <span>{notResumable ? t('pane.notResumable') : st?.resumeReason === 'agent_unavailable' ? t('pane.agentUnavailable') : t('pane.cwdMissing')}</span>
+            <button
+              type="button"
+              class="btn btn--primary btn--small"
+              onClick={() => onStartNew({ agentProfileId: agentId, cwd: s.session?.cwd ?? '', taskId: s.session?.taskId ?? st?.taskId ?? '' })}
+            >
+              {t('pane.startNew')}
+            </button>
+          </div>
+        )}
+        {needsResume && !busy && !banner.visible && (
+          <div class="notice notice--info" data-testid="needs-resume">
+            <span>{t('pane.needsResume')}</span>
+            <button type="button" class="btn btn--small" onClick={() => void controller.resume()} disabled={s.resuming}>
+              {s.resuming ? t('pane.resuming') : t('pane.resume')}
+            </button>
+          </div>
+        )}
+        {s.contextLost && !readOnly && <div class="notice notice--info">{t('pane.contextLost')}</div>}
+        {readOnly && <div class="notice">{t('pane.readOnly')}</div>}
+        <PermissionDock s={s} onAnswer={(rid, oid) => void controller.answerPermission(rid, oid)} />
+        <RecoveryBanner model={banner} onContinue={() => void controller.continue()} onCheckAgain={() => controller.reload()} />
+        {!readOnly && (
+          <Composer
+            sessionId={s.sessionId}
+            starting={starting}
+            readOnly={readOnly}
+            busy={busy || !!running}
+            cancelling={s.cancelling}
+            autoFocus={active}
+            onSend={(text) => void controller.sendPrompt(text)}
+            onCancel={() => void controller.cancel()}
+          />
+        )}
+      </div>
+    </section>
+  );
+}

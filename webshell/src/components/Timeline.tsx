@@ -1,0 +1,211 @@
+import { useLayoutEffect, useRef } from 'preact/hooks';
+import { reasonText, useT } from '../i18n';
+import type { PermissionView, SessionViewState, TimelineItem } from '../state/session-state';
+import type { PlanEntry } from '../state/types';
+import { activeTurn } from '../state/selectors';
+import { IconContinue, IconLock } from './Icons';
+import { RichText } from './RichText';
+import { ToolCallView } from './ToolCallView';
+
+export interface TimelineProps {
+  s: SessionViewState;
+  onRetryPrompt: (promptId: string) => void;
+  onDiscardPrompt: (promptId: string) => void;
+}
+
+function Item({ item, s, onRetryPrompt, onDiscardPrompt }: { item: TimelineItem } & TimelineProps) {
+  const { t, lang } = useT();
+  switch (item.type) {
+    case 'message': {
+      const m = s.messages[item.id];
+      if (!m) return null;
+      if (m.role === 'user')
+        return (
+          <div class="msg msg--user" data-testid="user-message" data-prompt-id={m.promptId}>
+            <div class="msg__bubble">
+              <RichText text={m.text} />
+            </div>
+          </div>
+        );
+      if (m.role === 'thought')
+        return (
+          <details class="msg msg--thought" data-testid="thought">
+            <summary>{t('msg.thought')}</summary>
+            <RichText text={m.text} />
+          </details>
+        );
+      if (m.role === 'system')
+        return (
+          <div class="msg msg--system" role="note" data-testid="system-message">
+            {m.text}
+          </div>
+        );
+      return (
+        <div class="msg msg--agent" data-testid="agent-message" data-prompt-id={m.promptId}>
+          <RichText text={m.text} />
+        </div>
+      );
+    }
+    case 'pending-prompt': {
+      const p = s.pending[item.id];
+      if (!p) return null;
+      return (
+        <div class={`msg msg--user msg--pending${p.status === 'failed' ? ' msg--failed' : ''}`} data-testid="pending-message">
+          <div class="msg__bubble">
+            <RichText text={p.text} />
+          </div>
+          {p.status === 'failed' ? (
+            <div class="msg__meta" role="alert">
+              {t('msg.failed', { error: p.error ?? '' })}{' '}
+              <button type="button" class="btn btn--link" onClick={() => onRetryPrompt(p.promptId)}>
+                {t('msg.retry')}
+              </button>{' '}
+              <button type="button" class="btn btn--link" onClick={() => onDiscardPrompt(p.promptId)}>
+                {t('msg.discard')}
+              </button>
+            </div>
+          ) : (
+            <div class="msg__meta">{t('msg.sending')}</div>
+          )}
+        </div>
+      );
+    }
+    case 'tool': {
+      const c = s.toolCalls[item.id];
+      return c ? <ToolCallView call={c} /> : null;
+    }
+    case 'permission': {
+      const p = s.permissions[item.id];
+      if (!p || p.state === 'pending') return null; // pending ones sit above the composer
+      return <ResolvedPermission p={p} />;
+    }
+    case 'turn-start':
+      return (
+        <div class="divider" role="separator" data-testid="continued-divider">
+          <span>
+            <IconContinue /> {t('turn.continued')}
+          </span>
+        </div>
+      );
+    case 'turn-end': {
+      const turn = s.turns[item.id];
+      if (!turn) return null;
+      const text =
+        turn.state === 'cancelled'
+          ? t('turn.cancelled')
+          : turn.state === 'failed'
+            ? t('turn.failed', { error: turn.error?.message ?? turn.error?.code ?? '' })
+            : turn.state === 'interrupted'
+              ? t('turn.interrupted', { reason: reasonText(lang, turn.interruptReason) || '—' })
+              : '';
+      if (!text) return null;
+      if (turn.state === 'interrupted' && Object.values(s.messages).some((m) => m.role === 'system' && m.promptId === turn.promptId)) return null;
+      return (
+        <div class={`turn-end turn-end--${turn.state}`} data-testid="turn-end" data-turn-state={turn.state}>
+          {text}
+        </div>
+      );
+    }
+  }
+}
+
+function ResolvedPermission({ p }: { p: PermissionView }) {
+  const { t } = useT();
+  const opt = p.options.find((o) => o.optionId === p.selectedOptionId);
+  const text =
+    p.state === 'selected' ? t('perm.selected', { option: opt?.name ?? p.selectedOptionId ?? '' }) : p.state === 'expired' ? t('perm.expired') : t('perm.cancelled');
+  return (
+    <div class="perm-record" data-testid="permission-record">
+      <IconLock /> {p.title ? <strong>{p.title}</strong> : null} — {text}
+    </div>
+  );
+}
+
+export function Timeline(props: TimelineProps) {
+  const { t } = useT();
+  const { s } = props;
+  const ref = useRef<HTMLDivElement>(null);
+  const stick = useRef(true);
+  useLayoutEffect(() => {
+    const el = ref.current;
+    if (el && stick.current) el.scrollTop = el.scrollHeight;
+  });
+  const onScroll = () => {
+    const el = ref.current;
+    if (el) stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 48;
+  };
+  const busy = !!activeTurn(s);
+  return (
+    <div class="timeline" ref={ref} onScroll={onScroll} role="log" aria-live="polite" aria-relevant="additions text" tabIndex={0} aria-label={t('pane.conversation')}>
+      {s.timeline.length === 0 && s.phase === 'ready' && <p class="timeline__empty">{t('pane.empty')}</p>}
+      {s.timeline.map((item) => (
+        <Item key={`${item.type}:${item.id}`} item={item} {...props} />
+      ))}
+      {busy && (
+        <div class="typing" aria-label={t('composer.working')} role="status">
+          <span />
+          <span />
+          <span />
+        </div>
+      )}
+    </div>
+  );
+}
+
+export function PlanView({ plan }: { plan: PlanEntry[] }) {
+  const { t } = useT();
+  if (plan.length === 0) return null;
+  const done = plan.filter((e) => e.status === 'completed').length;
+  return (
+    <details class="plan" data-testid="plan" open={done < plan.length}>
+      <summary>
+        {t('plan.title')}{' '}
+        <span class="plan__count">
+          {done}/{plan.length}
+        </span>
+      </summary>
+      <ol>
+        {plan.map((e, i) => (
+          <li key={i} class={`plan__entry plan__entry--${e.status}`}>
+            <span class="plan__mark" aria-hidden="true">
+              {e.status === 'completed' ? '✓' : e.status === 'in_progress' ? '◐' : '○'}
+            </span>
+            <span class="plan__text">{e.content}</span>
+            {e.priority && <span class={`plan__prio plan__prio--${e.priority}`}>{e.priority}</span>}
+          </li>
+        ))}
+      </ol>
+    </details>
+  );
+}
+
+export function PermissionDock({ s, onAnswer }: { s: SessionViewState; onAnswer: (requestId: string, optionId: string) => void }) {
+  const { t } = useT();
+  const pending = Object.values(s.permissions).filter((p) => p.state === 'pending');
+  if (pending.length === 0) return null;
+  return (
+    <div class="perm-dock">
+      {pending.map((p) => (
+        <section class="perm" key={p.requestId} aria-label={t('perm.title')} data-testid="permission">
+          <div class="perm__head">
+            <IconLock /> {t('perm.title')}
+          </div>
+          {p.title && <div class="perm__title">{p.title}</div>}
+          <div class="perm__options">
+            {p.options.map((o) => (
+              <button
+                type="button"
+                key={o.optionId}
+                class={`btn ${o.kind.startsWith('allow') ? 'btn--primary' : ''}`}
+                disabled={p.answering}
+                onClick={() => onAnswer(p.requestId, o.optionId)}
+              >
+                {o.name}
+              </button>
+            ))}
+          </div>
+        </section>
+      ))}
+    </div>
+  );
+}

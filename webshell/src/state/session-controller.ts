@@ -1,0 +1,340 @@
+// Drives one pane's session: loads the snapshot, follows the event stream
+// from the snapshot's cursor, and runs the user's actions. Every result is
+// dispatched into the pure reducer (session-state.ts) tagged with this
+// session's id, and nothing is dispatched once the controller is disposed
+// (the pane moved on to another session): a late response or event of a
+// session that is no longer shown cannot change what is shown.
+import { parsePosition } from './cursor';
+import { errorCode, errorStatus, errorText, isAbort, isUnauthorized } from '../lib/errors';
+import { newPromptId } from '../lib/ids';
+import { createStore, type Store } from './store';
+import { initialSessionState, sessionReducer, type SessionAction, type SessionViewState } from './session-state';
+import type { EventStreamLike, SessionApi, StreamState, TetherEvent } from './types';
+
+export interface SessionControllerOptions {
+  /** Restore a session's agent as soon as it is opened when it needs it. */
+  autoResume?: () => boolean;
+  /** Called when the daemon rejects the token. */
+  onUnauthorized?: () => void;
+  /** First delay of the snapshot reload after a failure (doubles, max 10 s). */
+  retryMs?: number;
+}
+
+export class SessionController {
+  readonly sessionId: string;
+  readonly store: Store<SessionViewState, SessionAction>;
+  #api: SessionApi;
+  #opts: SessionControllerOptions;
+  #gen = 0;
+  #reads = 0;
+  #disposed = false;
+  #stream: EventStreamLike | undefined;
+  #loadAbort: AbortController | undefined;
+  #retryTimer: ReturnType<typeof setTimeout> | undefined;
+  #retryDelay: number;
+  #statusTimer: ReturnType<typeof setTimeout> | undefined;
+  #dropped = false;
+  #autoResumed = false;
+
+  constructor(api: SessionApi, opts: SessionControllerOptions = {}) {
+    this.sessionId = api.id;
+    this.#api = api;
+    this.#opts = opts;
+    this.#retryDelay = opts.retryMs ?? 1000;
+    this.store = createStore(sessionReducer, initialSessionState(api.id));
+  }
+
+  get state(): SessionViewState {
+    return this.store.getState();
+  }
+
+  get disposed(): boolean {
+    return this.#disposed;
+  }
+
+  start(): void {
+    void this.#load();
+  }
+
+  /** Reloads the snapshot and reconnects from its cursor. */
+  reload(): void {
+    void this.#load();
+  }
+
+  dispose(): void {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    this.#gen++;
+    this.#stream?.close();
+    this.#stream = undefined;
+    this.#loadAbort?.abort();
+    clearTimeout(this.#retryTimer);
+    clearTimeout(this.#statusTimer);
+  }
+
+  #dispatch(a: SessionAction): SessionViewState {
+    if (this.#disposed) return this.state;
+    return this.store.dispatch(a);
+  }
+
+  #failed(e: unknown): boolean {
+    if (isUnauthorized(e)) {
+      this.#opts.onUnauthorized?.();
+      return true;
+    }
+    return false;
+  }
+
+  /** Local activity: recovery reads issued before now are stale. */
+  #bumpReadFloor(): void {
+    this.#dispatch({ type: 'recovery/read-floor', sessionId: this.sessionId, floor: ++this.#reads });
+  }
+
+  async #load(): Promise<void> {
+    if (this.#disposed) return;
+    const gen = ++this.#gen;
+    clearTimeout(this.#retryTimer);
+    this.#stream?.close();
+    this.#stream = undefined;
+    this.#loadAbort?.abort();
+    const abort = new AbortController();
+    this.#loadAbort = abort;
+    const signal = abort.signal;
+    this.#dispatch({ type: 'load/start', sessionId: this.sessionId, gen });
+    let transcript, status, session;
+    try {
+      [transcript, status, session] = await Promise.all([
+        this.#api.transcript({ signal }),
+        this.#api.status({ signal }).catch((e) => (isUnauthorized(e) ? Promise.reject(e) : undefined)),
+        this.#api.get({ signal }).catch((e) => (isUnauthorized(e) ? Promise.reject(e) : undefined)),
+      ]);
+    } catch (e) {
+      if (gen !== this.#gen || this.#disposed || isAbort(e)) return;
+      if (this.#failed(e)) return;
+      this.#dispatch({ type: 'load/failed', sessionId: this.sessionId, gen, error: errorText(e) });
+      const delay = this.#retryDelay;
+      this.#retryDelay = Math.min(delay * 2, 10_000);
+      this.#retryTimer = setTimeout(() => void this.#load(), delay);
+      return;
+    }
+    if (gen !== this.#gen || this.#disposed) return;
+    this.#retryDelay = this.#opts.retryMs ?? 1000;
+    this.#dispatch({ type: 'load/snapshot', sessionId: this.sessionId, gen, transcript, status, session });
+    this.#openStream(gen, transcript.cursor);
+    // Read after the transcript, so the plan is at least as new as the
+    // snapshot; events in between are ordered by cursor in the reducer.
+    void this.refreshContext();
+    if (status && status.needsResume && status.isResumable && !this.#autoResumed && this.#opts.autoResume?.()) {
+      this.#autoResumed = true;
+      void this.resume();
+    }
+  }
+
+  #openStream(gen: number, cursor: string): void {
+    this.#dropped = false;
+    const stream = this.#api.events({
+      cursor,
+      onStateChange: (st: StreamState) => this.#onStreamState(gen, st),
+    });
+    this.#stream = stream;
+    void (async () => {
+      try {
+        for await (const ev of stream) {
+          if (gen !== this.#gen || this.#disposed) break;
+          if (ev.type === 'resync_required') {
+            // The log no longer matches our snapshot: reload it.
+            void this.#load();
+            return;
+          }
+          if (ev.id !== undefined) {
+            const p = parsePosition(ev.id);
+            const epoch = this.state.epoch;
+            if (p && epoch !== undefined && p.epoch !== epoch) {
+              void this.#load();
+              return;
+            }
+          }
+          this.#dispatch({ type: 'event', sessionId: this.sessionId, gen, event: ev });
+          this.#afterEvent(ev);
+        }
+      } catch (e) {
+        if (gen !== this.#gen || this.#disposed) return;
+        if (this.#failed(e)) return;
+        this.#dispatch({ type: 'notice', sessionId: this.sessionId, notice: { kind: 'error', text: errorText(e) } });
+        this.#retryTimer = setTimeout(() => void this.#load(), this.#retryDelay);
+      } finally {
+        if (gen === this.#gen && !this.#disposed) this.#dispatch({ type: 'connection', sessionId: this.sessionId, gen, state: 'closed' });
+      }
+    })();
+  }
+
+  #onStreamState(gen: number, st: StreamState): void {
+    if (gen !== this.#gen || this.#disposed) return;
+    const before = this.state;
+    this.#dispatch({ type: 'connection', sessionId: this.sessionId, gen, state: st });
+    if (st === 'connecting' && before.everOpen) this.#dropped = true;
+    if (st === 'open' && this.#dropped) {
+      this.#dropped = false;
+      this.#onReconnected();
+    }
+  }
+
+  /** Back after a drop (daemon restart, network): refresh what the log does not carry. */
+  #onReconnected(): void {
+    if (this.state.continuation.status === 'unknown') {
+      // An ambiguous continuation is reconciled by a fresh snapshot.
+      void this.#load();
+      return;
+    }
+    this.#scheduleStatus(0);
+    void this.refreshContext();
+  }
+
+  #afterEvent(ev: TetherEvent): void {
+    switch (ev.type) {
+      case 'session.executor_status':
+      case 'session.resumed':
+      case 'session.state_changed':
+      case 'session.closed':
+        this.#scheduleStatus(150);
+        break;
+      default:
+    }
+  }
+
+  #scheduleStatus(ms: number): void {
+    clearTimeout(this.#statusTimer);
+    this.#statusTimer = setTimeout(() => void this.refreshStatus(), ms);
+  }
+
+  async refreshStatus(): Promise<void> {
+    try {
+      const status = await this.#api.status();
+      this.#dispatch({ type: 'status', sessionId: this.sessionId, status });
+    } catch (e) {
+      this.#failed(e);
+    }
+  }
+
+  /** Reads the recovery plan; ordered against events and local activity. */
+  async refreshContext(): Promise<void> {
+    const read = ++this.#reads;
+    try {
+      const context = await this.#api.context();
+      if (this.#disposed) return;
+      const p = parsePosition(context.cursor);
+      const epoch = this.state.epoch;
+      if (p && epoch !== undefined && p.epoch !== epoch && this.state.phase === 'ready') {
+        void this.#load();
+        return;
+      }
+      this.#dispatch({ type: 'context', sessionId: this.sessionId, context, read });
+    } catch (e) {
+      if (this.#failed(e)) return;
+    }
+  }
+
+  /** Sends a prompt; resolves false when it was refused by the daemon. */
+  async sendPrompt(text: string, promptId = newPromptId('p')): Promise<boolean> {
+    if (this.#disposed || !text.trim()) return false;
+    this.#bumpReadFloor();
+    if (!this.state.pending[promptId]) this.#dispatch({ type: 'prompt/sending', sessionId: this.sessionId, promptId, text });
+    try {
+      const r = await this.#api.prompt([{ type: 'text', text }], { promptId });
+      this.#dispatch({ type: 'prompt/accepted', sessionId: this.sessionId, promptId, state: r.state });
+      return true;
+    } catch (e) {
+      if (this.#failed(e)) return false;
+      this.#dispatch({ type: 'prompt/failed', sessionId: this.sessionId, promptId, error: errorText(e) });
+      return false;
+    }
+  }
+
+  /** Resends a failed prompt with its promptId (idempotent on the daemon). */
+  retryPrompt(promptId: string): void {
+    const p = this.state.pending[promptId];
+    if (!p || p.status !== 'failed') return;
+    this.#dispatch({ type: 'prompt/discard', sessionId: this.sessionId, promptId });
+    void this.sendPrompt(p.text, promptId);
+  }
+
+  discardPrompt(promptId: string): void {
+    this.#dispatch({ type: 'prompt/discard', sessionId: this.sessionId, promptId });
+  }
+
+  /**
+   * The Continue button. Sends at most one request per click that the
+   * state admits: the click moves the continuation to `sending`, which
+   * hides the button, so a second click (or key press) is refused here.
+   * Resolves whether a request was sent.
+   */
+  async continue(): Promise<boolean> {
+    if (this.#disposed) return false;
+    const before = this.state;
+    const after = this.#dispatch({ type: 'continue/click', sessionId: this.sessionId, key: newPromptId('c') });
+    if (after === before || after.continuation.status !== 'sending' || !after.continuation.key) return false;
+    const key = after.continuation.key;
+    this.#bumpReadFloor();
+    let outcome: Awaited<ReturnType<SessionApi['continue']>>;
+    let errorTextValue: string | undefined;
+    try {
+      outcome = await this.#api.continue({ promptId: key });
+    } catch (e) {
+      if (this.#failed(e)) return true;
+      const status = errorStatus(e);
+      if (status !== undefined && status >= 400 && status < 500 && status !== 408 && status !== 429) {
+        // A definite refusal other than 409 (400, 404): not ambiguous.
+        outcome = { kind: 'declined', reason: errorCode(e) ?? `http_${status}`, problem: e };
+      } else {
+        outcome = { kind: 'unknown', error: e, retrySafe: true };
+      }
+    }
+    if (outcome.kind === 'unknown') errorTextValue = errorText(outcome.error);
+    if (this.#disposed) return true;
+    this.#dispatch({ type: 'continue/outcome', sessionId: this.sessionId, key, outcome, errorText: errorTextValue });
+    if (outcome.kind === 'declined') void this.refreshContext();
+    return true;
+  }
+
+  async cancel(): Promise<void> {
+    if (this.#disposed) return;
+    this.#bumpReadFloor();
+    this.#dispatch({ type: 'cancel/start', sessionId: this.sessionId });
+    try {
+      await this.#api.cancel();
+      this.#dispatch({ type: 'cancel/done', sessionId: this.sessionId });
+    } catch (e) {
+      if (this.#failed(e)) return;
+      this.#dispatch({ type: 'cancel/done', sessionId: this.sessionId, error: errorText(e) });
+    }
+    // Idle cancels emit no event; read the plan so the banner is current.
+    void this.refreshContext();
+  }
+
+  async answerPermission(requestId: string, optionId: string | null): Promise<void> {
+    if (this.#disposed) return;
+    this.#dispatch({ type: 'permission/answering', sessionId: this.sessionId, requestId });
+    try {
+      await this.#api.answerPermission(requestId, optionId === null ? { outcome: 'cancelled' } : { optionId });
+    } catch (e) {
+      if (this.#failed(e)) return;
+      this.#dispatch({ type: 'permission/failed', sessionId: this.sessionId, requestId, error: errorText(e) });
+    }
+  }
+
+  async resume(): Promise<void> {
+    if (this.#disposed || this.state.resuming) return;
+    this.#dispatch({ type: 'resume/start', sessionId: this.sessionId });
+    try {
+      const status = await this.#api.resume();
+      this.#dispatch({ type: 'resume/done', sessionId: this.sessionId, status });
+    } catch (e) {
+      if (this.#failed(e)) return;
+      this.#dispatch({ type: 'resume/done', sessionId: this.sessionId, error: errorText(e) });
+    }
+  }
+
+  dismissNotice(): void {
+    this.#dispatch({ type: 'notice', sessionId: this.sessionId, notice: undefined });
+  }
+}

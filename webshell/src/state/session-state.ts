@@ -1,0 +1,652 @@
+// The state of one chat pane's session and the pure reducer that folds
+// snapshots, stream events and the results of the user's actions into it.
+//
+// Rules this module enforces (and test/session-state.test.ts names):
+// - every action carries the session id it belongs to; an action for any
+//   other session leaves the state untouched (wrong-session guard);
+// - load results carry the load generation; a stale load is ignored;
+// - durable events are applied once, in cursor order; an event whose epoch
+//   differs from the snapshot's is ignored (the controller reloads);
+// - a terminal event settles only the turn whose promptId it carries;
+// - recovery summaries are ordered by the cursor they are consistent with,
+//   and reads started before local activity (a prompt, a continuation, a
+//   cancel) are discarded, so an old read never resurrects a Continue;
+// - a continuation is admitted locally at most once per interruption: the
+//   click that moves it to `sending` is the only one that sends.
+import { bannerGate } from './banner';
+import { parsePosition } from './cursor';
+import { activeTurn, TERMINAL_SESSION_STATES, TERMINAL_TURN_STATES } from './selectors';
+import type {
+  ContinueOutcome,
+  ExecutorStatus,
+  Message,
+  PermissionRequest,
+  PlanEntry,
+  RecoverySummary,
+  Session,
+  SessionContext,
+  SessionState,
+  SessionStatus,
+  StreamState,
+  TetherEvent,
+  ToolCall,
+  Transcript,
+  Turn,
+} from './types';
+
+export type TurnState = Turn['state'];
+export type TurnKind = Turn['kind'];
+
+export interface TurnView {
+  promptId: string;
+  kind: TurnKind;
+  state: TurnState;
+  stopReason?: string;
+  error?: { code: string; message: string };
+  interruptReason?: string;
+  continuesPromptId?: string;
+  danglingToolCalls?: { id: string; title: string; kind: string }[];
+}
+
+export interface MessageView {
+  id: number;
+  promptId?: string;
+  role: Message['role'];
+  text: string;
+}
+
+export interface PermissionView {
+  requestId: string;
+  promptId?: string;
+  toolCallId?: string;
+  title?: string;
+  options: { optionId: string; name: string; kind: string }[];
+  state: PermissionRequest['state'];
+  selectedOptionId?: string;
+  answering?: boolean;
+}
+
+export type TimelineItem =
+  | { type: 'message'; id: number }
+  | { type: 'tool'; id: string }
+  | { type: 'permission'; id: string }
+  | { type: 'pending-prompt'; id: string }
+  | { type: 'turn-start'; id: string }
+  | { type: 'turn-end'; id: string };
+
+/** A prompt this tab sent whose user message has not arrived yet. */
+export interface PendingPrompt {
+  promptId: string;
+  text: string;
+  status: 'sending' | 'accepted' | 'failed';
+  error?: string;
+}
+
+export interface RecoveryView {
+  summary: RecoverySummary;
+  /** The session the summary was read for (guard: never shown elsewhere). */
+  sessionId: string;
+  /** Stream position the summary is consistent with (0 if unknown). */
+  seq: number;
+}
+
+export type ContinuationStatus = 'idle' | 'sending' | 'accepted' | 'declined' | 'unknown';
+
+export interface ContinuationState {
+  status: ContinuationStatus;
+  /**
+   * The idempotency key sent as promptId. One key per interruption: a
+   * retry after an ambiguous failure reuses it, so the daemon returns the
+   * same turn instead of admitting a second one.
+   */
+  key?: string;
+  /** The interrupted turn this continuation continues (recovery.promptId). */
+  forPromptId?: string;
+  /** The promptId of the admitted continuation turn. */
+  promptId?: string;
+  reason?: string;
+  error?: string;
+}
+
+export type Phase = 'loading' | 'ready' | 'error';
+
+export interface SessionViewState {
+  sessionId: string;
+  phase: Phase;
+  loadGen: number;
+  loadError?: string;
+  connection: StreamState | 'idle';
+  /** The stream has been live at least once (so a drop is a disconnect). */
+  everOpen: boolean;
+  session?: Session;
+  state?: SessionState;
+  closed: boolean;
+  executor: { status?: ExecutorStatus; error?: string };
+  status?: SessionStatus;
+  agent?: SessionContext['agent'];
+  availableCommands: { name: string; description?: string }[];
+  contextLost: boolean;
+  epoch?: string;
+  /** Last durable seq applied (snapshot cursor or event). */
+  seq: number;
+  /** Seq of the last turn lifecycle event (queued, started, terminal). */
+  turnSeq: number;
+  turns: Record<string, TurnView>;
+  turnOrder: string[];
+  messages: Record<number, MessageView>;
+  toolCalls: Record<string, ToolCall>;
+  permissions: Record<string, PermissionView>;
+  timeline: TimelineItem[];
+  plan?: PlanEntry[];
+  pending: Record<string, PendingPrompt>;
+  recovery?: RecoveryView;
+  /** Recovery reads issued before this number are stale (local activity). */
+  recoveryReadFloor: number;
+  /** A decline asked for a fresh recovery read; hide the button until it lands. */
+  recoveryRefreshing: boolean;
+  continuation: ContinuationState;
+  cancelling: boolean;
+  resuming: boolean;
+  notice?: { kind: 'error' | 'info'; text: string };
+}
+
+
+export function initialSessionState(sessionId: string): SessionViewState {
+  return {
+    sessionId,
+    phase: 'loading',
+    loadGen: 0,
+    connection: 'idle',
+    everOpen: false,
+    closed: false,
+    executor: {},
+    availableCommands: [],
+    contextLost: false,
+    seq: 0,
+    turnSeq: 0,
+    turns: {},
+    turnOrder: [],
+    messages: {},
+    toolCalls: {},
+    permissions: {},
+    timeline: [],
+    pending: {},
+    recoveryReadFloor: 0,
+    recoveryRefreshing: false,
+    continuation: { status: 'idle' },
+    cancelling: false,
+    resuming: false,
+  };
+}
+
+export type SessionAction =
+  | { type: 'load/start'; sessionId: string; gen: number }
+  | { type: 'load/failed'; sessionId: string; gen: number; error: string }
+  | {
+      type: 'load/snapshot';
+      sessionId: string;
+      gen: number;
+      transcript: Transcript;
+      context?: SessionContext;
+      contextRead?: number;
+      status?: SessionStatus;
+      session?: Session;
+    }
+  | { type: 'connection'; sessionId: string; gen: number; state: StreamState }
+  | { type: 'event'; sessionId: string; gen: number; event: TetherEvent }
+  | { type: 'context'; sessionId: string; context: SessionContext; read: number }
+  | { type: 'status'; sessionId: string; status: SessionStatus }
+  | { type: 'prompt/sending'; sessionId: string; promptId: string; text: string }
+  | { type: 'prompt/accepted'; sessionId: string; promptId: string; state: string }
+  | { type: 'prompt/failed'; sessionId: string; promptId: string; error: string }
+  | { type: 'prompt/discard'; sessionId: string; promptId: string }
+  | { type: 'continue/click'; sessionId: string; key: string }
+  | { type: 'continue/outcome'; sessionId: string; key: string; outcome: ContinueOutcome; errorText?: string }
+  | { type: 'recovery/refreshing'; sessionId: string }
+  | { type: 'cancel/start'; sessionId: string }
+  | { type: 'cancel/done'; sessionId: string; error?: string }
+  | { type: 'permission/answering'; sessionId: string; requestId: string }
+  | { type: 'permission/failed'; sessionId: string; requestId: string; error: string }
+  | { type: 'resume/start'; sessionId: string }
+  | { type: 'resume/done'; sessionId: string; status?: SessionStatus; error?: string }
+  | { type: 'notice'; sessionId: string; notice?: { kind: 'error' | 'info'; text: string } }
+  | { type: 'recovery/read-floor'; sessionId: string; floor: number };
+
+function seqOf(cursor: string | undefined, epoch: string | undefined): number | undefined {
+  const p = parsePosition(cursor);
+  if (!p) return undefined;
+  if (epoch !== undefined && p.epoch !== epoch) return undefined;
+  return p.seq;
+}
+
+function settleContinuationIfDone(s: SessionViewState): SessionViewState {
+  const c = s.continuation;
+  const id = c.promptId ?? c.key;
+  if (!id || (c.status !== 'accepted' && c.status !== 'sending' && c.status !== 'unknown')) return s;
+  const t = s.turns[id];
+  if (!t) return s;
+  if (TERMINAL_TURN_STATES.has(t.state)) {
+    // The continuation's own turn ended: settle it (and only it).
+    return { ...s, continuation: { status: 'idle' } };
+  }
+  if (c.status !== 'accepted') {
+    // Admission is visible in the log before (or without) the response.
+    return { ...s, continuation: { ...c, status: 'accepted', promptId: id, error: undefined } };
+  }
+  return s;
+}
+
+function applyRecovery(s: SessionViewState, summary: RecoverySummary, seq: number): SessionViewState {
+  if (s.recovery && s.recovery.sessionId === s.sessionId && seq < s.recovery.seq) return s; // older read
+  let continuation = s.continuation;
+  // A new interruption (another promptId) gets a fresh idempotency key.
+  if (continuation.status === 'idle' && continuation.forPromptId && continuation.forPromptId !== summary.promptId) {
+    continuation = { status: 'idle' };
+  }
+  if (continuation.status === 'declined') continuation = { status: 'idle', key: continuation.key, forPromptId: continuation.forPromptId, reason: continuation.reason };
+  return { ...s, recovery: { summary, sessionId: s.sessionId, seq }, recoveryRefreshing: false, continuation };
+}
+
+function upsertTurn(s: SessionViewState, t: TurnView): SessionViewState {
+  const prev = s.turns[t.promptId];
+  const turns = { ...s.turns, [t.promptId]: { ...prev, ...t } };
+  const turnOrder = prev ? s.turnOrder : [...s.turnOrder, t.promptId];
+  return { ...s, turns, turnOrder };
+}
+
+function pushTimeline(s: SessionViewState, item: TimelineItem): SessionViewState {
+  if (s.timeline.some((x) => x.type === item.type && x.id === item.id)) return s;
+  return { ...s, timeline: [...s.timeline, item] };
+}
+
+function dropPending(s: SessionViewState, promptId: string, replaceWith?: TimelineItem): SessionViewState {
+  if (!s.pending[promptId]) return s;
+  const pending = { ...s.pending };
+  delete pending[promptId];
+  const idx = s.timeline.findIndex((x) => x.type === 'pending-prompt' && x.id === promptId);
+  let timeline = s.timeline;
+  if (idx >= 0) {
+    timeline = [...s.timeline];
+    if (replaceWith && !timeline.some((x) => x.type === replaceWith.type && x.id === replaceWith.id)) timeline[idx] = replaceWith;
+    else timeline.splice(idx, 1);
+  }
+  return { ...s, pending, timeline };
+}
+
+/** Builds the timeline of a snapshot, ordered by time. */
+function timelineOf(t: Transcript): TimelineItem[] {
+  const rank = { 'turn-start': 0, message: 1, tool: 2, permission: 3, 'turn-end': 4, 'pending-prompt': 5 } as const;
+  const rows: { at: number; rank: number; n: number; item: TimelineItem }[] = [];
+  let n = 0;
+  const at = (iso: string | undefined) => (iso ? Date.parse(iso) || 0 : 0);
+  for (const turn of t.turns) {
+    if (turn.kind === 'continue') rows.push({ at: at(turn.startedAt ?? turn.createdAt), rank: rank['turn-start'], n: n++, item: { type: 'turn-start', id: turn.promptId } });
+    if (turn.state !== 'completed' && TERMINAL_TURN_STATES.has(turn.state))
+      rows.push({ at: at(turn.endedAt ?? turn.createdAt), rank: rank['turn-end'], n: n++, item: { type: 'turn-end', id: turn.promptId } });
+  }
+  for (const m of t.messages) rows.push({ at: at(m.createdAt), rank: rank.message, n: n++, item: { type: 'message', id: m.id } });
+  for (const c of t.toolCalls) rows.push({ at: at(c.createdAt), rank: rank.tool, n: n++, item: { type: 'tool', id: c.id } });
+  for (const p of t.pendingPermissions) rows.push({ at: at(p.createdAt), rank: rank.permission, n: n++, item: { type: 'permission', id: p.id } });
+  rows.sort((a, b) => a.at - b.at || a.rank - b.rank || a.n - b.n);
+  return rows.map((r) => r.item);
+}
+
+function turnViewOf(t: Turn): TurnView {
+  return {
+    promptId: t.promptId,
+    kind: t.kind,
+    state: t.state,
+    stopReason: t.stopReason,
+    error: t.error,
+    interruptReason: t.interruptReason,
+    continuesPromptId: t.continuesPromptId,
+  };
+}
+
+function applySnapshot(s: SessionViewState, a: Extract<SessionAction, { type: 'load/snapshot' }>): SessionViewState {
+  const t = a.transcript;
+  const pos = parsePosition(t.cursor);
+  const turns: Record<string, TurnView> = {};
+  const turnOrder: string[] = [];
+  for (const turn of t.turns) {
+    turns[turn.promptId] = turnViewOf(turn);
+    turnOrder.push(turn.promptId);
+  }
+  const messages: Record<number, MessageView> = {};
+  for (const m of t.messages) messages[m.id] = { id: m.id, promptId: m.promptId, role: m.role, text: m.text };
+  const toolCalls: Record<string, ToolCall> = {};
+  for (const c of t.toolCalls) toolCalls[c.id] = c;
+  const permissions: Record<string, PermissionView> = {};
+  for (const p of t.pendingPermissions)
+    permissions[p.id] = {
+      requestId: p.id,
+      promptId: p.promptId,
+      toolCallId: p.toolCallId,
+      title: p.title,
+      options: p.options,
+      state: p.state,
+      selectedOptionId: p.selectedOptionId,
+    };
+  let timeline = timelineOf(t);
+  // Prompts this tab sent that the snapshot does not show yet stay visible.
+  const pending: Record<string, PendingPrompt> = {};
+  for (const p of Object.values(s.pending)) {
+    const hasUserMessage = t.messages.some((m) => m.role === 'user' && m.promptId === p.promptId);
+    const turn = turns[p.promptId];
+    if (hasUserMessage || (turn && TERMINAL_TURN_STATES.has(turn.state))) continue;
+    pending[p.promptId] = p;
+    timeline = [...timeline, { type: 'pending-prompt', id: p.promptId }];
+  }
+  let next: SessionViewState = {
+    ...s,
+    phase: 'ready',
+    loadError: undefined,
+    epoch: pos?.epoch ?? t.eventEpoch,
+    seq: pos?.seq ?? 0,
+    turnSeq: 0,
+    turns,
+    turnOrder,
+    messages,
+    toolCalls,
+    permissions,
+    timeline,
+    plan: t.plan,
+    pending,
+    // A reload starts recovery ordering afresh (the epoch may differ).
+    recovery: undefined,
+  };
+  if (a.session) {
+    next.session = a.session;
+    next.state = a.session.state;
+    next.contextLost = a.session.contextLost ?? next.contextLost;
+    if (a.session.closedAt) next.closed = true;
+    if (a.session.executor) next.executor = { status: a.session.executor.status, error: a.session.executor.errorMessage };
+  }
+  if (a.status) next = applyStatus(next, a.status);
+  if (a.context) next = applyContext(next, a.context, a.contextRead ?? next.recoveryReadFloor);
+  // Reconcile a continuation the snapshot can tell about.
+  const c = next.continuation;
+  if (c.key && (c.status === 'unknown' || c.status === 'sending' || c.status === 'accepted')) {
+    if (turns[c.promptId ?? c.key]) next = settleContinuationIfDone(next);
+    else if (c.status === 'unknown' || c.status === 'accepted') {
+      // The daemon never admitted it (a reload is authoritative): offer the
+      // button again, with the same key so a late admission stays unique.
+      next = { ...next, continuation: { status: 'idle', key: c.key, forPromptId: c.forPromptId } };
+    }
+  }
+  return next;
+}
+
+function applyStatus(s: SessionViewState, st: SessionStatus): SessionViewState {
+  return {
+    ...s,
+    status: st,
+    state: st.state ?? s.state,
+    executor: { status: st.executorStatus, error: st.errorMessage ?? (st.executorStatus === 'error' ? s.executor.error : undefined) },
+    contextLost: st.contextLost ?? s.contextLost,
+    closed: s.closed || TERMINAL_SESSION_STATES.has(st.state),
+  };
+}
+
+function applyContext(s: SessionViewState, ctx: SessionContext, read: number): SessionViewState {
+  let next: SessionViewState = {
+    ...s,
+    agent: ctx.agent,
+    availableCommands: (ctx.availableCommands ?? []).map((c) => ({
+      name: String((c as { name?: unknown }).name ?? ''),
+      description: typeof (c as { description?: unknown }).description === 'string' ? ((c as { description: string }).description) : undefined,
+    })),
+  };
+  if (read < s.recoveryReadFloor) return next; // issued before local activity
+  const seq = seqOf(ctx.cursor, s.epoch);
+  if (seq === undefined) return next; // another epoch: the controller reloads
+  next = applyRecovery(next, ctx.recovery, seq);
+  return settleContinuationIfDone(next);
+}
+
+function applyEvent(s: SessionViewState, ev: TetherEvent): SessionViewState {
+  const data = ev.data as { sessionId?: string; promptId?: string };
+  if (data && data.sessionId && data.sessionId !== s.sessionId) return s; // another session's event
+  // Control frames are the controller's business.
+  if (ev.type === 'resync_required' || ev.type === 'replay_complete' || ev.type === 'stream_lagged') return s;
+  const pos = parsePosition(ev.id);
+  if (ev.id !== undefined) {
+    if (!pos || (s.epoch !== undefined && pos.epoch !== s.epoch)) return s; // other epoch: reload decides
+    if (pos.seq <= s.seq) return s; // already applied (snapshot or replay)
+  }
+  const seq = pos?.seq ?? s.seq;
+  let n: SessionViewState = { ...s, seq };
+  switch (ev.type) {
+    case 'session.created':
+      return { ...n, state: ev.data.state };
+    case 'session.state_changed':
+      return { ...n, state: ev.data.state, closed: n.closed || TERMINAL_SESSION_STATES.has(ev.data.state) };
+    case 'session.executor_status':
+      return { ...n, executor: { status: ev.data.status, error: ev.data.error }, resuming: ev.data.status === 'starting' ? n.resuming : false };
+    case 'session.resumed':
+      return { ...n, contextLost: !ev.data.contextRestored };
+    case 'session.recovery_changed':
+      return settleContinuationIfDone(applyRecovery(n, ev.data.recovery, seq));
+    case 'session.closed':
+      return { ...n, closed: true, state: ev.data.state };
+    case 'turn.queued':
+    case 'turn.started': {
+      const d = ev.data;
+      if (!d.promptId) return n;
+      const prev = n.turns[d.promptId];
+      if (prev && TERMINAL_TURN_STATES.has(prev.state)) return n;
+      n = upsertTurn(n, {
+        promptId: d.promptId,
+        kind: d.kind,
+        state: ev.type === 'turn.started' ? 'running' : 'queued',
+        continuesPromptId: 'continuesPromptId' in d ? d.continuesPromptId : prev?.continuesPromptId,
+      });
+      n = { ...n, turnSeq: seq };
+      if (d.kind === 'continue') n = pushTimeline(n, { type: 'turn-start', id: d.promptId });
+      if (n.pending[d.promptId]?.status === 'sending') n = { ...n, pending: { ...n.pending, [d.promptId]: { ...n.pending[d.promptId]!, status: 'accepted' } } };
+      return settleContinuationIfDone(n);
+    }
+    case 'turn.completed':
+    case 'turn.failed':
+    case 'turn.cancelled':
+    case 'turn.interrupted': {
+      const d = ev.data;
+      const promptId = d.promptId;
+      if (!promptId) return n; // settles nothing without its promptId
+      const prev = n.turns[promptId];
+      const state = (d.state as TurnState) ?? (ev.type.slice(5) as TurnState);
+      const view: TurnView = {
+        promptId,
+        kind: prev?.kind ?? 'prompt',
+        state: TERMINAL_TURN_STATES.has(state) ? state : (ev.type.slice(5) as TurnState),
+        continuesPromptId: prev?.continuesPromptId,
+      };
+      if (ev.type === 'turn.completed' || ev.type === 'turn.cancelled') view.stopReason = ev.data.stopReason;
+      if (ev.type === 'turn.failed') view.error = { code: ev.data.code, message: ev.data.message };
+      if (ev.type === 'turn.interrupted') {
+        view.interruptReason = ev.data.reason;
+        view.danglingToolCalls = ev.data.danglingToolCalls;
+      }
+      n = upsertTurn(n, view);
+      n = { ...n, turnSeq: seq };
+      if (view.state !== 'completed') n = pushTimeline(n, { type: 'turn-end', id: promptId });
+      n = dropPending(n, promptId);
+      if (!activeTurn(n)) n = { ...n, cancelling: false };
+      // Permissions of the settled turn can no longer be answered.
+      const perms = Object.values(n.permissions).filter((p) => p.promptId === promptId && p.state === 'pending');
+      if (perms.length) {
+        const permissions = { ...n.permissions };
+        for (const p of perms) permissions[p.requestId] = { ...p, state: 'expired', answering: false };
+        n = { ...n, permissions };
+      }
+      return settleContinuationIfDone(n);
+    }
+    case 'message.added':
+    case 'message.chunk': {
+      const d = ev.data;
+      const prev = n.messages[d.messageId];
+      const text = ev.type === 'message.chunk' && prev ? prev.text + d.text : ev.type === 'message.chunk' ? d.text : d.text;
+      const msg: MessageView = { id: d.messageId, promptId: d.promptId ?? prev?.promptId, role: d.role, text };
+      n = { ...n, messages: { ...n.messages, [d.messageId]: msg } };
+      if (!prev) {
+        const item: TimelineItem = { type: 'message', id: d.messageId };
+        if (d.role === 'user' && d.promptId && n.pending[d.promptId]) n = dropPending(n, d.promptId, item);
+        else n = pushTimeline(n, item);
+      }
+      return n;
+    }
+    case 'tool_call.started':
+    case 'tool_call.updated': {
+      const d = ev.data;
+      const prev = n.toolCalls[d.toolCallId];
+      const call: ToolCall = {
+        ...prev,
+        id: d.toolCallId,
+        promptId: d.promptId ?? prev?.promptId,
+        title: d.title || prev?.title || '',
+        kind: d.kind ?? prev?.kind,
+        status: d.status,
+        interrupted: d.interrupted,
+        content: (d.content as ToolCall['content']) ?? prev?.content,
+        locations: (d.locations as ToolCall['locations']) ?? prev?.locations,
+        rawInput: d.rawInput ?? prev?.rawInput,
+        rawOutput: d.rawOutput ?? prev?.rawOutput,
+      };
+      n = { ...n, toolCalls: { ...n.toolCalls, [d.toolCallId]: call } };
+      return prev ? n : pushTimeline(n, { type: 'tool', id: d.toolCallId });
+    }
+    case 'plan.updated':
+      return { ...n, plan: ev.data.entries };
+    case 'permission.requested': {
+      const d = ev.data;
+      const p: PermissionView = {
+        requestId: d.requestId,
+        promptId: d.promptId,
+        toolCallId: d.toolCallId,
+        title: d.title,
+        options: d.options,
+        state: 'pending',
+      };
+      n = { ...n, permissions: { ...n.permissions, [d.requestId]: p } };
+      return pushTimeline(n, { type: 'permission', id: d.requestId });
+    }
+    case 'permission.resolved': {
+      const d = ev.data;
+      const prev = n.permissions[d.requestId];
+      const p: PermissionView = {
+        ...(prev ?? { requestId: d.requestId, options: [] }),
+        state: d.state,
+        selectedOptionId: d.optionId,
+        answering: false,
+        promptId: d.promptId ?? prev?.promptId,
+      };
+      return { ...n, permissions: { ...n.permissions, [d.requestId]: p } };
+    }
+    case 'task.state_changed':
+      return n;
+    default:
+      return n; // an event type this shell does not know: ignore, never misfile
+  }
+}
+
+export function sessionReducer(s: SessionViewState, a: SessionAction): SessionViewState {
+  if (a.sessionId !== s.sessionId) return s; // wrong-session guard
+  switch (a.type) {
+    case 'load/start':
+      return { ...s, phase: s.phase === 'ready' ? 'ready' : 'loading', loadGen: a.gen, connection: s.connection === 'idle' ? 'idle' : 'connecting' };
+    case 'load/failed':
+      if (a.gen !== s.loadGen) return s;
+      return { ...s, phase: s.phase === 'ready' ? 'ready' : 'error', loadError: a.error };
+    case 'load/snapshot':
+      if (a.gen !== s.loadGen) return s;
+      return applySnapshot(s, a);
+    case 'connection': {
+      if (a.gen !== s.loadGen) return s;
+      return { ...s, connection: a.state, everOpen: s.everOpen || a.state === 'open' };
+    }
+    case 'event':
+      if (a.gen !== s.loadGen || s.phase !== 'ready') return s;
+      return applyEvent(s, a.event);
+    case 'context':
+      if (s.phase !== 'ready') return s;
+      return applyContext(s, a.context, a.read);
+    case 'status':
+      return applyStatus(s, a.status);
+    case 'prompt/sending': {
+      const pending = { ...s.pending, [a.promptId]: { promptId: a.promptId, text: a.text, status: 'sending' as const } };
+      return { ...pushTimeline({ ...s, pending }, { type: 'pending-prompt', id: a.promptId }), notice: undefined };
+    }
+    case 'prompt/accepted': {
+      const p = s.pending[a.promptId];
+      if (!p) return s;
+      if (TERMINAL_TURN_STATES.has(a.state) && !s.turns[a.promptId]) return s;
+      return { ...s, pending: { ...s.pending, [a.promptId]: { ...p, status: 'accepted' } } };
+    }
+    case 'prompt/failed': {
+      const p = s.pending[a.promptId];
+      if (!p) return s;
+      return { ...s, pending: { ...s.pending, [a.promptId]: { ...p, status: 'failed', error: a.error } } };
+    }
+    case 'prompt/discard':
+      return dropPending(s, a.promptId);
+    case 'continue/click': {
+      // The single gate of continuation: only a visible Continue button
+      // admits a click; the state it moves to hides the button at once.
+      const b = canClickContinue(s);
+      if (!b) return s;
+      const forPromptId = s.recovery?.summary.promptId;
+      const key = s.continuation.key && s.continuation.forPromptId === forPromptId ? s.continuation.key : a.key;
+      return { ...s, continuation: { status: 'sending', key, forPromptId }, notice: undefined };
+    }
+    case 'continue/outcome': {
+      const c = s.continuation;
+      if (c.key !== a.key || (c.status !== 'sending' && c.status !== 'accepted')) {
+        // The stream settled it already, or this is an old click's answer.
+        if (c.key === a.key && a.outcome.kind === 'accepted' && c.status === 'idle') return s;
+        return s;
+      }
+      const o = a.outcome;
+      if (o.kind === 'accepted') {
+        const n = { ...s, continuation: { ...c, status: 'accepted' as const, promptId: o.promptId, error: undefined } };
+        return settleContinuationIfDone(n);
+      }
+      if (o.kind === 'declined') {
+        return { ...s, continuation: { status: 'declined', key: c.key, forPromptId: c.forPromptId, reason: o.reason }, recoveryRefreshing: true };
+      }
+      return { ...s, continuation: { ...c, status: 'unknown', error: a.errorText ?? 'unknown error' } };
+    }
+    case 'recovery/refreshing':
+      return { ...s, recoveryRefreshing: true };
+    case 'recovery/read-floor':
+      return a.floor > s.recoveryReadFloor ? { ...s, recoveryReadFloor: a.floor } : s;
+    case 'cancel/start':
+      return { ...s, cancelling: true };
+    case 'cancel/done':
+      return { ...s, cancelling: a.error ? false : s.cancelling && !!activeTurn(s), notice: a.error ? { kind: 'error', text: a.error } : s.notice };
+    case 'permission/answering': {
+      const p = s.permissions[a.requestId];
+      if (!p || p.state !== 'pending') return s;
+      return { ...s, permissions: { ...s.permissions, [a.requestId]: { ...p, answering: true } } };
+    }
+    case 'permission/failed': {
+      const p = s.permissions[a.requestId];
+      if (!p) return s;
+      return { ...s, permissions: { ...s.permissions, [a.requestId]: { ...p, answering: false } }, notice: { kind: 'error', text: a.error } };
+    }
+    case 'resume/start':
+      return { ...s, resuming: true, notice: undefined };
+    case 'resume/done': {
+      const n = { ...s, resuming: false };
+      if (a.error) return { ...n, notice: { kind: 'error', text: a.error }, executor: { status: 'error', error: a.error } };
+      return a.status ? applyStatus(n, a.status) : n;
+    }
+    case 'notice':
+      return { ...s, notice: a.notice };
+  }
+}
+
+/** Whether a Continue click may be admitted now (see banner.ts for the UI). */
+export function canClickContinue(s: SessionViewState): boolean {
+  return bannerGate(s, s.sessionId).showContinue;
+}
+

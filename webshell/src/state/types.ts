@@ -1,0 +1,89 @@
+// The daemon's shapes, as the SDK (generated from api/openapi.yaml) types
+// them. Only types are imported here, so the state logic runs in unit tests
+// without the SDK's runtime.
+export type {
+  AgentProfile,
+  CancelResult,
+  ContentBlock,
+  ExecutorStatus,
+  Message,
+  PermissionOption,
+  PermissionRequest,
+  PlanEntry,
+  PromptAccepted,
+  RecoverySummary,
+  Session,
+  SessionContext,
+  SessionState,
+  SessionStatus,
+  Task,
+  TetherEvent,
+  ToolCall,
+  Transcript,
+  Turn,
+} from '@tether/client';
+
+import type {
+  CancelResult,
+  ContentBlock,
+  PermissionRequest,
+  PromptAccepted,
+  RecoverySummary,
+  Session,
+  SessionContext,
+  SessionStatus,
+  TetherEvent,
+  Transcript,
+} from '@tether/client';
+
+/** The states of an event stream (the SDK's EventStream.state). */
+export type StreamState = 'connecting' | 'open' | 'catching_up' | 'closed';
+
+/** What SessionClient.continue() resolves to (the SDK's ContinueOutcome). */
+export type ContinueOutcome =
+  | {
+      kind: 'accepted';
+      promptId: string;
+      state?: string;
+      interruption: RecoverySummary;
+      eventEpoch?: string;
+      cursor?: string;
+    }
+  | { kind: 'declined'; reason: string; recovery?: RecoverySummary; problem?: unknown }
+  | { kind: 'unknown'; error: unknown; retrySafe: boolean };
+
+/** The part of the SDK's EventStream the shell uses. */
+export interface EventStreamLike extends AsyncIterable<TetherEvent> {
+  readonly state: StreamState;
+  readonly cursor: string | undefined;
+  close(): void;
+  resyncFrom(cursor: string): void;
+}
+
+export interface StreamOptions {
+  cursor?: string;
+  signal?: AbortSignal;
+  onStateChange?: (state: StreamState, previous: StreamState) => void;
+}
+
+interface Call {
+  signal?: AbortSignal;
+}
+
+/**
+ * The part of the SDK's SessionClient the shell uses; the real one comes
+ * from `TetherClient.session(id)`, tests pass a fake.
+ */
+export interface SessionApi {
+  readonly id: string;
+  get(o?: Call): Promise<Session>;
+  transcript(o?: Call): Promise<Transcript>;
+  context(o?: Call): Promise<SessionContext>;
+  status(o?: Call): Promise<SessionStatus>;
+  prompt(prompt: ContentBlock[] | string, o?: { promptId?: string; multitask?: 'enqueue' | 'reject' }): Promise<PromptAccepted>;
+  continue(o?: { promptId?: string }): Promise<ContinueOutcome>;
+  cancel(o?: Call): Promise<CancelResult>;
+  resume(o?: Call): Promise<SessionStatus>;
+  answerPermission(requestId: string, answer: { optionId: string } | { outcome: 'cancelled' }, o?: Call): Promise<PermissionRequest>;
+  events(opts?: StreamOptions): EventStreamLike;
+}

@@ -1,0 +1,35 @@
+/// <reference types="vitest/config" />
+import { defineConfig } from 'vite';
+
+// The shell is served by tetherd under /shell/; `npm run dev` proxies the
+// API to a daemon on TETHER_URL (default http://127.0.0.1:7777).
+const daemon = process.env.TETHER_URL ?? 'http://127.0.0.1:7777';
+const api = ['/session', '/sessions', '/tasks', '/agents', '/events', '/health', '/openapi.yaml'];
+
+export default defineConfig({
+  base: '/shell/',
+  // Preact's automatic JSX runtime through Vite's own transformer (Oxc):
+  // no Babel, no framework plugin needed.
+  oxc: { jsx: { runtime: 'automatic', importSource: 'preact' } },
+  resolve: {
+    alias: { react: 'preact/compat', 'react-dom': 'preact/compat' },
+  },
+  build: {
+    outDir: 'dist',
+    // dist/.gitkeep (committed, so go:embed works on a fresh clone) is
+    // written back by the build script.
+    emptyOutDir: true,
+    assetsDir: 'assets',
+    target: 'es2022',
+    sourcemap: false,
+    modulePreload: { polyfill: false },
+  },
+  server: {
+    proxy: Object.fromEntries(api.map((p) => [p, { target: daemon, changeOrigin: false }])),
+  },
+  test: {
+    environment: 'happy-dom',
+    include: ['test/**/*.test.{ts,tsx}'],
+    restoreMocks: true,
+  },
+});
