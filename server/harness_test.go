@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
+	"github.com/tether/tether/internal/testbin"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -31,40 +30,8 @@ import (
 
 const testToken = "test-token"
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// tetherdBinary returns a tetherd executable for the demo agent subprocess:
-// $TETHERD_BIN when set (make test builds it), else a fresh build.
-func tetherdBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		if p := os.Getenv("TETHERD_BIN"); p != "" {
-			binPath = p
-			return
-		}
-		dir, err := os.MkdirTemp("", "tetherd-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "tetherd")
-		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Dir(filepath.Dir(file))
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/tetherd")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
+// tetherdBinary is the tetherd executable shared by this package's tests.
+func tetherdBinary(t *testing.T) string { return testbin.Tetherd(t) }
 
 // daemon is an in-process tetherd (real store, real agents, real HTTP).
 type daemon struct {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"github.com/tether/tether/internal/testbin"
 	"net"
 	"net/http"
 	"os"
@@ -18,19 +19,8 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 )
 
-// binary builds tetherd once per test run (or uses $TETHERD_BIN).
-func binary(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("TETHERD_BIN"); p != "" {
-		return p
-	}
-	p := filepath.Join(t.TempDir(), "tetherd")
-	out, err := exec.Command("go", "build", "-o", p, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return p
-}
+// binary is the tetherd executable shared by this package's tests.
+func binary(t *testing.T) string { return testbin.Tetherd(t) }
 
 func freeAddr(t *testing.T) string {
 	t.Helper()

@@ -5,8 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/tether/tether/internal/testbin"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -22,49 +22,14 @@ import (
 // machine running -race does not flake.
 const waitTimeout = 30 * time.Second
 
-var (
-	buildOnce sync.Once
-	builtBin  string
-	buildDir  string
-	buildErr  error
-)
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if buildDir != "" {
-		_ = os.RemoveAll(buildDir)
-	}
+	testbin.Cleanup()
 	os.Exit(code)
 }
 
-// tetherdBinary returns a tetherd executable for the demo agent subprocess:
-// $TETHERD_BIN when set (make test builds it), else one fresh build shared
-// by every test in the package.
-func tetherdBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		if p := os.Getenv("TETHERD_BIN"); p != "" {
-			builtBin = p
-			return
-		}
-		dir, err := os.MkdirTemp("", "tetherd-acp-test-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		buildDir = dir
-		builtBin = filepath.Join(dir, "tetherd")
-		cmd := exec.Command("go", "build", "-o", builtBin, "./cmd/tetherd")
-		cmd.Dir = repoRoot(t)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/tetherd: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return builtBin
-}
+// tetherdBinary is the tetherd executable shared by this package's tests.
+func tetherdBinary(t *testing.T) string { return testbin.Tetherd(t) }
 
 // repoRoot is the module root, two levels above this file.
 func repoRoot(t *testing.T) string {

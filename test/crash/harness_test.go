@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tether/tether/internal/testbin"
 	"io"
 	"net"
 	"net/http"
@@ -16,7 +17,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,49 +32,14 @@ const token = "crash-test-token"
 // performance assertion.
 const deadline = 60 * time.Second
 
-var (
-	buildOnce sync.Once
-	buildDir  string
-	binPath   string
-	buildErr  error
-)
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if buildDir != "" {
-		_ = os.RemoveAll(buildDir)
-	}
+	testbin.Cleanup()
 	os.Exit(code)
 }
 
-// binary is $TETHERD_BIN, else tetherd built once for this run.
-func binary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		if p := os.Getenv("TETHERD_BIN"); p != "" {
-			binPath = p
-			return
-		}
-		dir, err := os.MkdirTemp("", "tetherd-crash-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		buildDir = dir
-		binPath = filepath.Join(dir, "tetherd")
-		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Join(filepath.Dir(file), "..", "..")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/tetherd")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
+// binary is the tetherd executable shared by this package's tests.
+func binary(t *testing.T) string { return testbin.Tetherd(t) }
 
 func freeAddr(t *testing.T) string {
 	t.Helper()

@@ -1,0 +1,414 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/store"
+)
+
+// sseStream is one client's stream: opened (subscribed, positioned) by the
+// handler, then written by the generated code's Visit call.
+type sseStream struct {
+	ctx       context.Context // the request's: done when the client leaves
+	src       source
+	sub       *events.Subscription
+	logger    *slog.Logger
+	heartbeat time.Duration
+	follow    bool
+	types     map[string]bool // nil: every type
+
+	at        events.Cursor // where the client is (its cursor, or epoch:0)
+	hasCursor bool
+	pos       position
+
+	w    http.ResponseWriter
+	rc   *http.ResponseController
+	buf  []byte
+	done int64 // number of the last event delivered or filtered out
+	end  bool  // the stream's final frame is written: nothing may follow
+
+	// lagged is set (before it shortens the write deadline) by the watcher
+	// that notices the hub cutting this subscriber off.
+	lagged atomic.Bool
+	// failed: a write failed, so net/http will not reuse the connection.
+	failed bool
+}
+
+// VisitStreamSessionEventsResponse writes the session stream.
+func (s *sseStream) VisitStreamSessionEventsResponse(w http.ResponseWriter) error { return s.serve(w) }
+
+// VisitStreamGlobalEventsResponse writes the global stream.
+func (s *sseStream) VisitStreamGlobalEventsResponse(w http.ResponseWriter) error { return s.serve(w) }
+
+// errClientGone marks write failures: the client left or stalled.
+var errClientGone = errors.New("sse client gone")
+
+func (s *sseStream) serve(w http.ResponseWriter) error {
+	defer func() { s.sub.Close() }() // s.sub may be replaced on the way
+	s.w = w
+	// Deadlines and flush errors live on net/http's writer, beneath echo's.
+	under := w
+	if u, ok := w.(interface{ Unwrap() http.ResponseWriter }); ok {
+		under = u.Unwrap()
+	}
+	s.rc = http.NewResponseController(under)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // nginx must not buffer the stream
+	w.WriteHeader(http.StatusOK)
+
+	err := s.run()
+	if !s.failed {
+		// The connection may serve another request: it must not inherit
+		// this stream's deadline. (After a failed write it is closed, and
+		// the deadline bounds net/http's last attempt to flush it.)
+		_ = s.rc.SetWriteDeadline(time.Time{})
+	}
+	if err != nil && !errors.Is(err, errClientGone) && s.ctx.Err() == nil {
+		s.logger.Warn("event stream ended by an error", "err", err)
+	}
+	return nil // the response is committed; nothing else can be said
+}
+
+func (s *sseStream) run() error {
+	s.buf = append(s.buf, "retry: "+strconv.Itoa(retryMillis)+"\n\n"...)
+	if reason := s.resyncReason(); reason != "" {
+		s.resync(reason)
+		return s.flush()
+	}
+	s.done = s.at.N
+	if err := s.catchUp(); err != nil {
+		return err
+	}
+	if s.end || !s.follow || s.pos.terminal {
+		return s.flush()
+	}
+	return s.live()
+}
+
+// resyncReason says why the client's cursor cannot be continued, if so.
+func (s *sseStream) resyncReason() string {
+	if !s.hasCursor {
+		return ""
+	}
+	switch c, p := s.at, s.pos; {
+	case c.Epoch != p.epoch:
+		return events.ReasonEpochMismatch
+	case c.N > p.head:
+		return events.ReasonCursorAhead
+	case c.N < p.head && (p.first == 0 || p.first > c.N+1):
+		// The events right after the cursor were pruned. (On the global
+		// stream, whose ids are sparse, this also fires when the cursor's
+		// own event is gone: a harmless extra resync.)
+		return events.ReasonCursorExpired
+	}
+	return ""
+}
+
+func (s *sseStream) resync(reason string) {
+	s.control(events.ResyncRequired, map[string]any{"reason": reason, "epoch": s.pos.epoch,
+		"cursor": events.Cursor{Epoch: s.pos.epoch, N: s.pos.head}.String()})
+}
+
+// catchUp replays the log from the client's cursor to the head read when
+// the stream opened, then sends replay_complete. If the replay took so
+// long that the hub cut the subscription off (the log was growing faster
+// than the queue could hold), it subscribes again and replays the rest
+// from the log rather than sending the client away.
+func (s *sseStream) catchUp() error {
+	for attempt := 0; ; attempt++ {
+		if err := s.replay(); err != nil {
+			return err
+		}
+		if s.end || !s.follow || s.pos.terminal || !s.cutOff() {
+			break
+		}
+		s.sub.Close()
+		if attempt == maxResubscribes {
+			s.control(events.StreamLagged, map[string]any{"cursor": s.cursor(s.done)})
+			s.end = true
+			return s.flush()
+		}
+		sub, err := s.src.subscribe()
+		if err != nil {
+			s.control(events.StreamLagged, map[string]any{"cursor": s.cursor(s.done)})
+			s.end = true
+			return s.flush()
+		}
+		s.sub = sub
+		pos, err := s.src.position(s.ctx)
+		if err != nil {
+			return err
+		}
+		if pos.epoch != s.pos.epoch {
+			s.pos = pos
+			s.resync(events.ReasonEpochMismatch)
+			s.end = true
+			return s.flush()
+		}
+		s.pos = pos
+	}
+	s.control(events.ReplayComplete, map[string]any{"cursor": s.cursor(s.done)})
+	return s.flush()
+}
+
+// cutOff reports whether the hub has dropped the subscription for lag.
+func (s *sseStream) cutOff() bool {
+	select {
+	case <-s.sub.Done():
+		return s.sub.Lagged()
+	default:
+		return false
+	}
+}
+
+// replay sends the log's events after s.done up to s.pos.head.
+func (s *sseStream) replay() error {
+	for s.done < s.pos.head && !s.end {
+		page, err := s.src.list(s.ctx, s.done, replayPage)
+		if err != nil {
+			return err
+		}
+		if len(page) == 0 {
+			break
+		}
+		for _, e := range page {
+			if s.src.num(e) > s.pos.head || s.end {
+				break
+			}
+			s.emit(e)
+			if len(s.buf) >= flushBytes {
+				if err := s.flush(); err != nil {
+					return err
+				}
+			}
+		}
+		if s.src.num(page[len(page)-1]) >= s.pos.head {
+			break
+		}
+	}
+	// Everything up to head has been delivered: on the global stream the
+	// ids after the last global event belong to other streams' events.
+	if !s.end && s.done < s.pos.head {
+		s.done = s.pos.head
+	}
+	return nil
+}
+
+// live forwards the hub's events until the client leaves, the stream ends
+// or the hub cuts the subscriber off.
+func (s *sseStream) live() error {
+	stop := s.watchLag()
+	defer stop()
+	timer := time.NewTimer(s.heartbeat)
+	defer timer.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return nil
+		case e := <-s.sub.C:
+			if err := s.forward(*e); err != nil {
+				return err
+			}
+			// Take whatever else is queued before writing: one write and
+			// flush per burst.
+		drain:
+			for len(s.buf) < flushBytes && !s.end {
+				select {
+				case e := <-s.sub.C:
+					if err := s.forward(*e); err != nil {
+						return err
+					}
+				default:
+					break drain
+				}
+			}
+			if err := s.flush(); err != nil {
+				return err
+			}
+			if s.end {
+				return nil
+			}
+			timer.Reset(s.heartbeat)
+		case <-s.sub.Done():
+			lagged := s.sub.Lagged()
+			if lagged {
+				s.lagged.Store(true) // the writes below get lagGrace, not writeTimeout
+			}
+			// Events queued before the cut are still valid: send them,
+			// then tell the client where to resume.
+			for len(s.sub.C) > 0 && !s.end {
+				if err := s.forward(*<-s.sub.C); err != nil {
+					return err
+				}
+				if len(s.buf) >= flushBytes {
+					if err := s.flush(); err != nil {
+						return err
+					}
+				}
+			}
+			if !lagged {
+				return s.flush() // closed for another reason: the client reconnects
+			}
+			if !s.end {
+				s.control(events.StreamLagged, map[string]any{"cursor": s.cursor(s.done)})
+			}
+			return s.flush()
+		case <-timer.C:
+			if cap(s.buf) > idleBufferBytes {
+				// Idle streams can be many; let a burst's buffer go.
+				s.buf = nil
+			}
+			s.buf = append(s.buf, ": ping\n\n"...)
+			if err := s.flush(); err != nil {
+				return err
+			}
+			timer.Reset(s.heartbeat)
+		}
+	}
+}
+
+// forward delivers one live event, skipping what the replay already sent
+// and filling from the log any hole between them.
+func (s *sseStream) forward(e store.Event) error {
+	n := s.src.num(e)
+	if n <= s.done || s.end {
+		return nil
+	}
+	if s.src.dense() && n > s.done+1 {
+		// Should not happen (the hub publishes in commit order), but if
+		// it does the log has what is missing.
+		for s.done < n-1 && !s.end {
+			page, err := s.src.list(s.ctx, s.done, min(replayPage, int(n-1-s.done)))
+			if err != nil {
+				return err
+			}
+			if len(page) == 0 {
+				break
+			}
+			for _, m := range page {
+				s.emit(m)
+			}
+		}
+		if s.end {
+			return nil
+		}
+	}
+	s.emit(e)
+	return nil
+}
+
+// emit appends a durable event's frame (unless filtered out) and records
+// it as delivered.
+func (s *sseStream) emit(e store.Event) {
+	n := s.src.num(e)
+	s.done = n
+	if s.src.last(e) {
+		s.end = true
+	}
+	if (s.types != nil && !s.types[e.Type]) || !s.src.keep(e) {
+		return
+	}
+	b := append(s.buf, "id: "...)
+	b = append(b, s.pos.epoch...)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, n, 10)
+	b = append(b, "\nevent: "...)
+	b = append(b, e.Type...)
+	b = append(b, '\n')
+	s.buf = appendData(b, e.Payload)
+}
+
+// control appends a frame that carries no id: it is not in the log, and an
+// id would move the client's cursor.
+func (s *sseStream) control(typ string, data any) {
+	payload, _ := json.Marshal(data)
+	s.buf = append(s.buf, "event: "...)
+	s.buf = append(s.buf, typ...)
+	s.buf = append(s.buf, '\n')
+	s.buf = appendData(s.buf, payload)
+}
+
+// appendData writes data as data: lines. Stored payloads are compact JSON
+// (one line), but a stray newline must not end the field early.
+func appendData(b, data []byte) []byte {
+	for {
+		i := bytes.IndexAny(data, "\r\n")
+		if i < 0 {
+			break
+		}
+		b = append(b, "data: "...)
+		b = append(b, data[:i]...)
+		b = append(b, '\n')
+		if data[i] == '\r' && i+1 < len(data) && data[i+1] == '\n' {
+			i++
+		}
+		data = data[i+1:]
+	}
+	b = append(b, "data: "...)
+	b = append(b, data...)
+	return append(b, "\n\n"...)
+}
+
+func (s *sseStream) cursor(n int64) string { return events.Cursor{Epoch: s.pos.epoch, N: n}.String() }
+
+// flush writes the buffered frames under a deadline, so a client that
+// stopped reading cannot hold this goroutine forever.
+func (s *sseStream) flush() error {
+	if len(s.buf) == 0 {
+		return nil
+	}
+	_ = s.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	// The lag watcher may have shortened the deadline just before the
+	// line above; keep its shorter one.
+	if s.lagged.Load() {
+		_ = s.rc.SetWriteDeadline(time.Now().Add(lagGrace))
+	}
+	_, err := s.w.Write(s.buf)
+	s.buf = s.buf[:0]
+	if err == nil {
+		err = s.rc.Flush()
+	}
+	if err != nil {
+		s.failed = true
+		return errors.Join(errClientGone, err)
+	}
+	return nil
+}
+
+// watchLag shortens the write deadline as soon as the hub cuts this
+// subscriber off, so a write blocked on a stalled client fails within
+// lagGrace instead of writeTimeout. It returns a stop function that waits
+// for the watcher to exit, so no deadline is set after the stream ends.
+func (s *sseStream) watchLag() func() {
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	sub := s.sub
+	go func() {
+		defer wg.Done()
+		select {
+		case <-sub.Done():
+			if sub.Lagged() {
+				s.lagged.Store(true)
+				_ = s.rc.SetWriteDeadline(time.Now().Add(lagGrace))
+			}
+		case <-quit:
+		}
+	}()
+	return func() {
+		close(quit)
+		wg.Wait()
+	}
+}
