@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"github.com/tether/tether/internal/testbin"
 	"net"
 	"net/http"
 	"os"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	_ "github.com/mattn/go-sqlite3"
+
+	"github.com/tether/tether/internal/testbin"
 )
 
 // binary is the tetherd executable shared by this package's tests.

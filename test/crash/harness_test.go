@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tether/tether/internal/testbin"
 	"io"
 	"net"
 	"net/http"
@@ -24,6 +23,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tether/tether/internal/testbin"
 )
 
 const token = "crash-test-token"
