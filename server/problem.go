@@ -46,6 +46,8 @@ var statusOf = map[errcode.Code]int{
 	errcode.UnsupportedMediaType: http.StatusUnsupportedMediaType,
 	errcode.PromptQueueFull:      http.StatusServiceUnavailable,
 	errcode.ServiceShuttingDown:  http.StatusServiceUnavailable,
+	errcode.Timeout:              http.StatusGatewayTimeout,
+	errcode.RequestCancelled:     499,
 	errcode.AgentStartFailed:     http.StatusBadGateway,
 	errcode.AgentError:           http.StatusBadGateway,
 	errcode.ResumeFailed:         http.StatusBadGateway,
@@ -82,7 +84,11 @@ func writeProblem(c echo.Context, err error, log *slog.Logger) {
 	for k, v := range e.Details {
 		body[k] = v
 	}
-	p := problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail, Code: string(e.Code)}
+	title := http.StatusText(status)
+	if title == "" {
+		title = "Client Closed Request"
+	}
+	p := problem{Type: "about:blank", Title: title, Status: status, Detail: detail, Code: string(e.Code)}
 	body["type"], body["title"], body["status"], body["code"] = p.Type, p.Title, p.Status, p.Code
 	if p.Detail != "" {
 		body["detail"] = p.Detail
@@ -104,8 +110,12 @@ func toDomainError(err error) *errcode.Error {
 	if errors.As(err, &de) {
 		return de
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return errcode.Wrap(errcode.ServiceShuttingDown, err, "request was cancelled")
+	if errors.Is(err, context.DeadlineExceeded) {
+		return errcode.Wrap(errcode.Timeout, err, "the operation timed out")
+	}
+	if errors.Is(err, context.Canceled) {
+		// The client went away (or the daemon is stopping); nobody reads this.
+		return errcode.Wrap(errcode.RequestCancelled, err, "request was cancelled")
 	}
 	var he *echo.HTTPError
 	if errors.As(err, &he) {

@@ -51,6 +51,8 @@ const (
 	SessionClosing       Code = "session_closing"
 	NothingToContinue    Code = "nothing_to_continue"
 	HistoryDegraded      Code = "history_degraded"
+	Timeout              Code = "timeout"
+	RequestCancelled     Code = "request_cancelled"
 )
 
 // Error is a domain error: a code, a human message and optional details that

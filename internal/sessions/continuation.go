@@ -67,6 +67,10 @@ func (m *Manager) continueOnce(ctx context.Context, a *actor, promptID string) (
 	// (shared with any concurrent resume). A failed restore admits nothing;
 	// if by then the plan itself says no (closed, cancelled, profile gone),
 	// that is the answer.
+	// Nothing to continue means nothing to start: decline before restoring.
+	if plan, err := m.plan(ctx, a); err == nil && !plan.CanContinue {
+		return ContinueResult{}, declined(plan)
+	}
 	if st, err := m.Status(ctx, sessionID); err == nil && !st.IsAgentRunning && st.AgentAvailable && !st.Session.State.Terminal() {
 		if _, err := m.Resume(ctx, sessionID); err != nil {
 			if plan, perr := m.plan(ctx, a); perr == nil && !plan.CanContinue {
@@ -337,4 +341,21 @@ func (m *Manager) Context(ctx context.Context, sessionID string) (SessionContext
 	out.Recovery = recovery.Plan(in)
 	out.Cursor = events.Cursor{Epoch: out.Session.EventEpoch, N: head.Head}
 	return out, nil
+}
+
+// recoveryOfPayload extracts the plan JSON from a session.recovery_changed
+// payload, in the form emitRecovery compares.
+func recoveryOfPayload(payload json.RawMessage) string {
+	var p struct {
+		Recovery json.RawMessage `json:"recovery"`
+	}
+	if len(payload) == 0 || json.Unmarshal(payload, &p) != nil || len(p.Recovery) == 0 {
+		return ""
+	}
+	var plan recovery.Summary
+	if json.Unmarshal(p.Recovery, &plan) != nil {
+		return ""
+	}
+	b, _ := json.Marshal(plan)
+	return string(b)
 }

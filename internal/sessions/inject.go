@@ -35,7 +35,11 @@ func (m *Manager) withResumeContext(started *events.Pending, sessionID string, t
 	}
 	msgs = exceptPrompt(msgs, t.PromptID, func(m store.Message) string { return m.PromptID })
 	calls = exceptPrompt(calls, t.PromptID, func(c store.ToolCall) string { return c.PromptID })
-	text := recovery.ResumeContext(recovery.History(msgs, calls), promptText(t.Prompt))
+	history := recovery.History(msgs, calls)
+	if len(history) == 0 {
+		return t.Prompt, nil // nothing happened before: nothing to restore
+	}
+	text := recovery.ResumeContext(history, promptText(t.Prompt))
 	var blocks []map[string]any
 	if err := json.Unmarshal(t.Prompt, &blocks); err != nil {
 		return nil, err

@@ -16,9 +16,14 @@ type mailbox struct {
 	q      []func()
 	signal chan struct{}
 	closed bool
+	// done closes with the mailbox: waiters for an outcome the actor can no
+	// longer deliver (a start finishing after close) stop waiting.
+	done chan struct{}
 }
 
-func newMailbox() *mailbox { return &mailbox{signal: make(chan struct{}, 1)} }
+func newMailbox() *mailbox {
+	return &mailbox{signal: make(chan struct{}, 1), done: make(chan struct{})}
+}
 
 // post enqueues f; it reports false once the mailbox is closed.
 func (m *mailbox) post(f func()) bool {
@@ -39,6 +44,9 @@ func (m *mailbox) post(f func()) bool {
 // close stops accepting work; already queued closures still run.
 func (m *mailbox) close() {
 	m.mu.Lock()
+	if !m.closed {
+		close(m.done)
+	}
 	m.closed = true
 	m.mu.Unlock()
 	select {

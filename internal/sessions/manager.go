@@ -189,12 +189,17 @@ func (m *Manager) actor(ctx context.Context, id string) (*actor, error) {
 	if err != nil {
 		return nil, err
 	}
+	lastRecovery, err := m.store.LastSessionEvent(ctx, id, events.SessionRecoveryChanged)
+	if err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if a, ok := m.actors[id]; ok {
 		return a, nil
 	}
 	a := newActor(m, sess, exec, turns)
+	a.lastRecovery = recoveryOfPayload(lastRecovery)
 	m.actors[id] = a
 	go a.mb.run()
 	return a, nil

@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/recovery"
 	"github.com/tether/tether/internal/store"
@@ -199,8 +200,10 @@ func (m *Manager) Resume(ctx context.Context, sessionID string) (Status, error) 
 	defer cancel()
 	select {
 	case err = <-ch:
+	case <-a.mb.done:
+		err = errcode.New(errcode.SessionTerminal, "session was closed while its agent was starting")
 	case <-wctx.Done():
-		err = wctx.Err()
+		err = errcode.Wrap(errcode.Timeout, wctx.Err(), "the agent was not ready within %s", m.cfg.ResumeWait).With("retryAfter", 5)
 	}
 	if serr := a.sync(ctx); serr != nil && err == nil {
 		err = serr

@@ -191,7 +191,7 @@ func (a *actor) startNext() {
 		emit(events.Draft{SessionID: a.id, Type: events.TurnStarted, PromptID: t.PromptID, Payload: a.payload(map[string]any{
 			"kind": t.Kind, "startedAt": now})})
 		if t.Kind == store.TurnContinue {
-			return nil // continuing adds no user message
+			return nil // continuing adds no user message (DESIGN.md section 6)
 		}
 		m, err := tx.AddMessage(ctx, store.Message{SessionID: a.id, PromptID: t.PromptID, Role: store.RoleUser, Text: promptText(t.Prompt)})
 		if err != nil {

@@ -245,3 +245,18 @@ func (s *Store) metaInt(ctx context.Context, key string) (int64, error) {
 }
 
 func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+// LastSessionEvent returns the payload of a session's latest event of the
+// given type, or nil when there is none.
+func (s *Store) LastSessionEvent(ctx context.Context, sessionID, typ string) (json.RawMessage, error) {
+	var payload string
+	err := s.rdb.WithContext(ctx).Raw(`SELECT payload FROM events WHERE session_id = ? AND type = ? ORDER BY seq DESC LIMIT 1`,
+		sessionID, typ).Row().Scan(&payload)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, internal(err, "last session event")
+	}
+	return json.RawMessage(payload), nil
+}

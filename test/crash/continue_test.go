@@ -266,7 +266,7 @@ func TestContinueAfterKill9(t *testing.T) {
 				w.waitSeen(rec, "turn.queued", func(f frame) bool { return f.Event == "turn.queued" })
 			},
 			want:  recoveryWant{kind: "interrupted_prompt", canContinue: true, promptID: "p1", interrupt: "daemon_restart"},
-			reply: "/echo never-delivered-prompt",
+			reply: "never-delivered-prompt",
 		},
 	}
 	for _, tc := range cases {
