@@ -98,7 +98,9 @@ type Writer struct {
 // NewWriter starts the writer goroutine.
 func NewWriter(ctx context.Context, st *store.Store, hub *Hub, cfg WriterConfig) (*Writer, error) {
 	if cfg.MaxBatch <= 0 {
-		cfg.MaxBatch = 2048
+		// Well below the hub's per-subscriber queue (4096): two batches
+		// published back to back must not overflow a healthy subscriber.
+		cfg.MaxBatch = 512
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

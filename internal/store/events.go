@@ -30,16 +30,20 @@ type Event struct {
 	Time    time.Time
 }
 
-// eventInsertChunk bounds rows per INSERT statement (SQLite allows 32766
-// variables; 8 per row).
-const eventInsertChunk = 500
-
 // AppendEvents inserts events whose ID and Seq the caller (the single event
 // writer) has already assigned. Multi-row statements keep group commits of
 // thousands of events cheap.
 func (s *Store) AppendEvents(ctx context.Context, evs []Event) error {
 	for len(evs) > 0 {
-		n := min(len(evs), eventInsertChunk)
+		// Only a few statement shapes (256, 64, 16, 4 or 1 rows), so the
+		// prepared-statement cache stays small and always hits.
+		n := 1
+		for _, size := range []int{256, 64, 16, 4} {
+			if len(evs) >= size {
+				n = size
+				break
+			}
+		}
 		batch := evs[:n]
 		evs = evs[n:]
 		var sb strings.Builder
@@ -88,7 +92,13 @@ func (s *Store) ListGlobalEvents(ctx context.Context, after int64, limit int) ([
 }
 
 func (s *Store) scanEvents(ctx context.Context, op, q string, args ...any) ([]Event, error) {
-	rows, err := s.rdb.WithContext(ctx).Raw(q, args...).Rows()
+	// A page is bounded by LIMIT; callers check ctx between pages. With a
+	// cancellable context the sqlite driver starts a goroutine per row,
+	// which halves replay speed.
+	if err := ctx.Err(); err != nil {
+		return nil, internal(err, op)
+	}
+	rows, err := s.rdb.WithContext(context.WithoutCancel(ctx)).Raw(q, args...).Rows()
 	if err != nil {
 		return nil, internal(err, op)
 	}

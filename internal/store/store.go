@@ -36,6 +36,9 @@ type Store struct {
 	// rdb is a second pool for snapshot reads: its transactions are
 	// deferred, so WAL readers never wait for the writer's lock.
 	rdb *gorm.DB
+	// inTx marks a Store bound to a transaction (Tx): multi-statement
+	// operations then run in it directly instead of nesting savepoints.
+	inTx bool
 }
 
 // Open opens (creating if needed) the SQLite database at path and brings its
@@ -54,6 +57,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 
 	gdb, err := gorm.Open(sqlite.Open(dsn(abs)), &gorm.Config{
 		Logger: slowQueryLogger{log: slog.Default(), threshold: slowQueryThreshold},
+		// The writer runs the same few statements all day (event inserts,
+		// chunk appends): prepare them once per connection.
+		PrepareStmt: true,
 		// Single statements are atomic in SQLite; multi-statement operations
 		// open their own transactions explicitly.
 		SkipDefaultTransaction: true,
@@ -169,8 +175,11 @@ func (s *Store) Close() error {
 // does commits together or not at all. The event writer uses it to commit
 // transcript rows and the events describing them atomically.
 func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
+	if s.inTx {
+		return fn(s)
+	}
 	err := s.db.WithContext(ctx).Transaction(func(g *gorm.DB) error {
-		return fn(&Store{db: g, rdb: g})
+		return fn(&Store{db: g, rdb: g, inTx: true})
 	})
 	if err != nil {
 		return internal(err, "transaction")
@@ -198,6 +207,14 @@ func now() time.Time { return time.Now().UTC() }
 // transaction runs fn in one (immediate) transaction and translates what it
 // returns; fn may already return *errcode.Error values, which pass through.
 func (s *Store) transaction(ctx context.Context, op string, fn func(tx *gorm.DB) error) error {
+	if s.inTx {
+		// Already atomic with the caller's transaction: a savepoint per
+		// operation would only cost time on the writer's hot path.
+		if err := fn(s.db.WithContext(ctx)); err != nil {
+			return internal(err, op)
+		}
+		return nil
+	}
 	err := s.db.WithContext(ctx).Transaction(fn)
 	if err != nil {
 		return internal(err, op)
