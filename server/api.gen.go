@@ -3259,6 +3259,9 @@ type ServerInterface interface {
 	// GetHealth Liveness and readiness.
 	// (GET /health)
 	GetHealth(ctx echo.Context) error
+	// GetMetrics Prometheus text exposition of the daemon's counters and gauges.
+	// (GET /metrics)
+	GetMetrics(ctx echo.Context) error
 	// GetOpenAPI This contract.
 	// (GET /openapi.yaml)
 	GetOpenAPI(ctx echo.Context) error
@@ -3397,6 +3400,15 @@ func (w *ServerInterfaceWrapper) GetHealth(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetHealth(ctx)
+	return err
+}
+
+// GetMetrics converts echo context to params.
+func (w *ServerInterfaceWrapper) GetMetrics(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetMetrics(ctx)
 	return err
 }
 
@@ -3820,6 +3832,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 
 	router.GET(options.BaseURL+"/health", wrapper.GetHealth, options.OperationMiddlewares["getHealth"]...)
 	router.GET(options.BaseURL+"/openapi.yaml", wrapper.GetOpenAPI, options.OperationMiddlewares["getOpenAPI"]...)
+	router.GET(options.BaseURL+"/metrics", wrapper.GetMetrics, options.OperationMiddlewares["getMetrics"]...)
 	router.GET(options.BaseURL+"/tasks", wrapper.ListTasks, options.OperationMiddlewares["listTasks"]...)
 	router.POST(options.BaseURL+"/tasks", wrapper.CreateTask, options.OperationMiddlewares["createTask"]...)
 	router.GET(options.BaseURL+"/tasks/:id", wrapper.GetTask, options.OperationMiddlewares["getTask"]...)
@@ -4039,6 +4052,57 @@ type GetHealthdefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response GetHealthdefaultApplicationProblemPlusJSONResponse) VisitGetHealthResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMetricsRequestObject struct {
+}
+
+type GetMetricsResponseObject interface {
+	VisitGetMetricsResponse(w http.ResponseWriter) error
+}
+
+type GetMetrics200TextResponse string
+
+func (response GetMetrics200TextResponse) VisitGetMetricsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(200)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
+type GetMetrics401ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GetMetrics401ApplicationProblemPlusJSONResponse) VisitGetMetricsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMetricsdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response GetMetricsdefaultApplicationProblemPlusJSONResponse) VisitGetMetricsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -5714,6 +5778,9 @@ type StrictServerInterface interface {
 	// GetHealth Liveness and readiness.
 	// (GET /health)
 	GetHealth(ctx context.Context, request GetHealthRequestObject) (GetHealthResponseObject, error)
+	// GetMetrics Prometheus text exposition of the daemon's counters and gauges.
+	// (GET /metrics)
+	GetMetrics(ctx context.Context, request GetMetricsRequestObject) (GetMetricsResponseObject, error)
 	// GetOpenAPI This contract.
 	// (GET /openapi.yaml)
 	GetOpenAPI(ctx context.Context, request GetOpenAPIRequestObject) (GetOpenAPIResponseObject, error)
@@ -5853,6 +5920,29 @@ func (sh *strictHandler) GetHealth(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(GetHealthResponseObject); ok {
 		return validResponse.VisitGetHealthResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetMetrics operation middleware
+func (sh *strictHandler) GetMetrics(ctx echo.Context) error {
+	var request GetMetricsRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetMetrics(ctx.Request().Context(), request.(GetMetricsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetMetrics")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetMetricsResponseObject); ok {
+		return validResponse.VisitGetMetricsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -6586,38 +6676,39 @@ var swaggerSpec = []string{
 	"/E3zJZxz94ZbOfGOZt5WvOj48Y8JvYbJ0Z3Bj3vteovcLR/ZMdeyt0WqnSfdC8AHPK7v3h7woLlcXT5Z",
 	"T/xMloX4utExBQH57Ve84O/Wa7iLWpa2687rUu2ql7AFehAaIds6eDGcst38Vg9tHxATPdHz7gMEo4XJ",
 	"d8UcQOCMN1S9uxJVr8oF799995xcc47YHWLb6hL5owLf9lY6yd6qukCZAUDnAHIAI0Y5d25SdpnI8I1m",
-	"okVxo5iXiX5Ewtw59oSyzbzBg/yLYgMS13k2WR+g5qQN9n69csH7Ed8hgjg3BxyMsfzLBZe9F0iBy5wT",
-	"kyVMky6gnWSI6MNmBajZSUuoea7DbwLIvAvENMpT3Ui6gNo95EDJWRVMfAmpf7HQEU7BYCRa4cqdLnmm",
-	"frUKU52L6F7JruJU39N4ORodVrsKPVa1OcFy9NhA59uxX+5DssnD3HeLdDmw5aXPI/R236/4/PMKSVUy",
-	"CwuxqPUgYoBlVA6ACYC2EhYUlbAVmiw6hLhUufMZx49axdbp+g3iTCiv0OYTCcoOGlH2j8pLLTs2PQOe",
-	"N8SbApzbZmofcEEzrorQFfIm4LjSFN2DqbBVCr88Sr4gXJyQSrMvL6BXU5+lLnxV56MdHYJTkn712cK2",
-	"40FN+gz4PjRZElxC2oN01fFenrpFpBFsmSbVuuEajhP0ZvInlMEaMoqZbZMD3XCcxAASfo8YsC2/y9or",
-	"DmYFoGYDJfFOVLbG7OF820Tz6QWAfVObaNY/fwly4Bd1Nbkjk4Fq/cBDfapKyWwrr0CWQGODlO437Mtp",
-	"e1qJ4txMsJFMqVme9ioWKm1txbyKuCub53Cpadh2jZ+FAAqa4ggmchQWi0uiXbGhkQmhPqiNxcHzFE2A",
-	"6Q/FHRXvBjMuAL4xACVUXBJ7WwY4iGP5lboJAJgY6J7UeJygh7mCRemKqsfjHGKyDyC5JO5TiknnSB64",
-	"1asBzHACU8XLCsNim97cAEFpAuQG+eSS/KJ0LTCzuTUSAIAhwZby/5wRvSmuClTNRTn64hrlqKvJcQPF",
-	"p1X07VuKpESj61dExLvRX1dcE+Rzc5jfXrM23wIM1zW7OlA+oCjBxA8U+9s+mOnw5kzz2/1COzZnlheL",
-	"2mZ7sZAqzJVL/0bj8dkOQXsJhVyMy2Wq95JitS0oQEq5AJRE6M3QM6/h7KxCShfYcFALbOg7oxzhvKVy",
-	"imcfIRfbypu0ffxhBii7JLP/0I/8++xNKOVFzCV4K3XKs1BORYwnjoME39k3TcAH/eZLYl4dQcaWYIbj",
-	"vf6AzGxfewhooh17HGzNamXOs/CSeNYzq1TOznScYoEgE9cIChDRNHVWQyhBRmLRXNqLRUY2sjnXyqrm",
-	"AGovyjWaY3Prlb6pK6Fzn9jSvmZbyfilO5u/KHfvOy3LWk0vpYxow1jShlRfEjqX397k8oSOkSRjJoWM",
-	"ND3V8U4Iil6va+U1+J9paSyGoGxIpqSLZSuvz3kcjc/2p5NHTrsf9ugho0z8zdy5tJIN8LBN4uZ51uuO",
-	"lTb0389PPgEd45WGDpAn2Jeg9xsz5Q4xrvU/yPVe5AY42JKq5tSomqFpMlf8WdTamI9MGchvnlTtL63I",
-	"nc/FVbmP6xkB4WcdKsugCnWYSJl7AW/VE9wRPOvuNNTqwThQJnJZuvFEqm/9ovpBXu7dJ3l9oXv7DGbb",
-	"kwUYIPy/l9uSSOHX/oo7jpQSTsP0yTInbEQvnM5ie1rbrXp75SDyfTfyy4fYcWCrcV/qG2nm2ws/oXtB",
-	"as1K1re6/gno/Zvdr59XVSFxAdh9gAVgOeGA0HuJBMztvbXXaIGNz8r1VA5lHVb0iR3R2XRIibVdDddw",
-	"wBeQIaVqmaa9E3BRuIeuKRVceZP3gHUwY35JlKtHULW7lMYo0YNoLiJqdOiEUwALU3FW64BkzMGWjk0z",
-	"rZ77jCDdhuX5Yi62YbD/ACnipAbF+8bKk2Mcu9hC9nWyz7P6LowP0nX9fmWicGBL98Y3/soQJBTGIVD3",
-	"P6umxdpu1h5io5yDonG+tsrvIRYgJwInxqOpLgAeynRlg4Iel3/ZQ/dFyU+v9wvx96sUSR/apfwMNfbM",
-	"U8q/Qu/Nxa/g2pJE/KSqvqjU3bdRgFOd/4Tod97SgvtytV8C/s9tJwJ6o45BHtqAAg8dT39YBns8Ybyn",
-	"xb5c1c5nqzA9dtKAvnH56bCvCvlb8F7qba8+0q9c0UVAz2gHI2LRb1A79dft9vTA69ldOunOzj63DzU2",
-	"Mk56rD85t0izxypuyPWZgDjY0tf+y9MzomkKtzmSyxI6GIAeskRVk5keyb4l2pqvcoWr3JNUNkuulwCJ",
-	"pcqZv6EsLTFYe3eCUywq7y6o8Ztd1cwap3ka7L0zXZf1X6UnxKks8r8gKy6HakHBN2/frZOivPGB35Z9",
-	"fwDkkp2sXP4sxtuGQkDuplhwCAi6R9wEnUO5IUygaD3VJesVPcVb+e5CPfGUwtg2PPcJZPnyyUsBVgGn",
-	"ClUXlKZ5+mPYme2q+rA/jRfF6ZX/zHmuurl8a5Lrl8A6eqnmzkwfWgv2KDJHW9UVi+In5JBWdUWt/gtR",
-	"V1ogHa7pg7HXE1QRotufPTHb6asRntnv3kUHpjuaSw+vy+24sV+DqNwjXShDGeBI33Kl1Cgv/1YLRqpF",
-	"mb9eSQriKiyqaS5nianI3NvZefvu28nuZHfydu/bb7/9VlGbmf5zob7pygepADk6J3e/MIVuzjfF6et8",
-	"Z6Kqj1eP/xsAAP//",
+	"okVxo5iXiX5Ewtw59oSyzbzBg/yLYgMS13k2WR+g5qQN9n69csH7Ed8hgjg3BxyMsfzLBZe9F0iBK0WC",
+	"4Yh3wesn88gwnskSiGug8tyBX79yUr0BYCKP6VTSf86BnA5oDQ7sTnYn719CxtfXgx4yylWqiu117dzs",
+	"nUsDTUN+DvM5age7OZ4nS5gmXbA/yRDRZ/wKxGonXQEDki7Nu0BMozzV/bsLYr2HHKjjTcVwXwIRFwsd",
+	"WBYMRqIVrtxpTmjKhqsw1Smg7k34Kjz4PY2Xo7F/tZnTY1WJFixHjw10vh375T4km/TXfbc2mgNb1fs8",
+	"Z83u+xWff96zSVUqw+I00uonMcAymp4UU9AWIIOiALlCk0VjFpcqdz7j+FFbNrpKokGcCeUV2nyi86mD",
+	"RpTZqdKBy0ZZz4DnDfGmAOd299oHXNCMq9p/hbwJOK70ovdgKmyVwi+Pki8IFyek0mPNC+jVrBZpglzV",
+	"+WhHRz6VpF99trDteFCTPgO+D01yCpeQ9iBdXTQgT90iwAu2TG9w3ecOxwl6M/kTymANGcXMtreE7vNO",
+	"YgAJv0cM2E7rZckbB7MCULOBkngnKjuS9nC+7V369ALAvqlNNOufvwQ58Iu6Ed6RyUB13OChPlWlZLYF",
+	"byBLoDH9Sq8n9qUSPq1EcS6E2Eim1Ax+ewMOJclSM68i7srmOVxqGrbN+mchgIKmOIKJHIXF4pJoD3ho",
+	"ZEKoD2pj6PE8RRNg2nJxR8W7wYwLgG8MQAkVl8ReUgIO4lh+pS5gACb0vCc1HifWZG6+Ubqiaq05h5js",
+	"A0guifuUYtI5kgdu9UYGM5zAVPGywrDYpjc3QFCaALlBPrkkvyhdC8xsSpMEAGBIsKX8P2dEb4qrumBz",
+	"P5G+L0j5R2ty3EDxaRV9+5YiF9To+hUR8W701xW3M/m8S+a316zNtwDD9YivDpQPKEow8QPF/rYPZjqq",
+	"PNP8dr/Q/uSZ5cWipNze56TqoeXSv9F4fLZD0N79IRfjcplqeaVYbQsKkFIuACURejP0zGv4mKuQ0nVN",
+	"HNTiSfqqLkc4b6lU7tlHyMW2cuJtH3+YAcouyew/9CP/PnsTSnkRcwneSnn4LJRTEeMA5SDBd/ZNE/BB",
+	"v/mSmFdHkLElmOF4rz8ONtvXHgKaaH8qB1uzWnX5LLwknvXMKgXLMx0eWiDIxDWCAkQ0TZ3VEEqQkVg0",
+	"l/ZikQiPbKq7sqo5gNqLco3m2Fw2pp1GCZ37xJZ28dsC0i/dx/9FednfaVnWanopZUQbxpI2pPqS0Ln8",
+	"9iaXJ3SMJBkzKWSk6amOd0JQ9HpdK6/B7U9LYzEEZR84JV0sW3ld/eNofLYtoDxy2v2wRw8ZZeJv5qqr",
+	"lWyAh20SN8+zXnestKH/fn7yCejQujR0gDzBvgS935gpd4hxrf9BrvciN8DBllQ1p0bVDE1vv+LPosTJ",
+	"fGTKQH7zpGp/aUXufC5uKH5czwgIP+sIZQZVhMkEKN17j6ue4I6YZXeDp1YPxoEykcuKmSdSfd1CqCxZ",
+	"DvNy7z7J6wvd22cw21Y4wADh/73clkQKv/ZX3HGklHAapk+WqXgjeuF08uDT2m7VS0MHke+7kV8+xI4D",
+	"W41rat9IM9/eswrde2lrVrK+TPdPQO/f7H79vKoKiQvA7gMsAMsJB4TeSyRgbq8LvkYLbHxWrqdyKOuw",
+	"oj3viM6mQ0qs7Wq4hgO+gAwpVcv0Sp6Ai8I9dE2p4MqbvAesgxnzS6JcPYKq3aU0RokeRHMRUaNDJ5wC",
+	"WJiKs1rjKWMOtjTKmmn13GcE6e43zxdzsX2a/QdIESc1KN43Vp4c49jFFrKvk32e1XdhfJCu6/crE4UD",
+	"W/pKAuOvDEFCYRwCde226hWt7WbtITbKOSjuK9BW+T3EAuRE4MR4NNW9y0OZruwL0ePyL1sXvyj56fV+",
+	"If5+lZnqQ7uUn6HGnnlK+VfovblvF1xbkoifVNUXlXYHbRTgNEV4QvQ7b2nBfbnaLwH/57YBBL1RxyAP",
+	"bUCBh46nPyyDPZ4w3tNiX65q57NVmB47aUBfdP102Ff9E1rwXuptrz7Sr1zRRUDPaAcjYtFvUDtl7+32",
+	"9MBb8V066U6KP7cPNTYyTlayPye6qG7AKm7I9ZmAONhiygqQp2dE0xRucySXJXQwAD1kiSriM62pfUu0",
+	"pXblCle5nqrsUV2vvBJLVapwQ1laYrD27gSnWFTeXVDjN7uqhzhO8zTYe2eaXeu/Sk+IU9Dlf0FW3MnV",
+	"goJv3r5bJzN84wO/rejhAMglO8nQ/FmMtw2FgNxNseAQEHSPuAk6h3JDmEDReqpL1itaubfy3YV64imF",
+	"se0z7xPI8uWTlwKsAk4Vqi4oTc/6x7Az21W1v38aL4pzRcEz57nqnv6tSa5fAuvopZqrSn1oLdijyBxt",
+	"VVcsip+QQ1rVFbX6L0RdaYF0uKYPxt4KUUWI7jr3xGynb6R4Zr97Fx2YpnQuPbwut+PGfg2ico90fRJl",
+	"gCN9uZhSo7z8W63TqdbC/nolKYirsKimuZwlphB2b2fn7btvJ7uT3cnbvW+//fZbRW1m+s+F+qYrH6QC",
+	"5Oic3P3C1Bc63xSnr/Odiao+Xj3+bwAAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -121,7 +121,7 @@ func startDaemon(t *testing.T, opts daemonOptions) *daemon {
 	if _, err := mgr.Reconcile(ctx); err != nil {
 		t.Fatalf("start-up reconciliation: %v", err)
 	}
-	e, err := server.New(server.Config{Store: st, Sessions: mgr, Agents: reg, Hub: hub, Token: testToken, BodyLimit: "64K",
+	e, err := server.New(server.Config{Store: st, Sessions: mgr, Agents: reg, Hub: hub, Writer: w, Token: testToken, BodyLimit: "64K",
 		HeartbeatInterval: opts.heartbeat})
 	if err != nil {
 		t.Fatalf("server: %v", err)

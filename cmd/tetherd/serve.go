@@ -151,7 +151,7 @@ func serve(ctx context.Context, args []string) error {
 		origins = strings.Split(o.cors, ",")
 	}
 	go events.RunRetention(ctx, st, o.retention, logger)
-	e, err := server.New(server.Config{Store: st, Sessions: mgr, Agents: reg, Hub: hub, HeartbeatInterval: o.heartbeat, Token: token,
+	e, err := server.New(server.Config{Store: st, Sessions: mgr, Agents: reg, Hub: hub, Writer: w, HeartbeatInterval: o.heartbeat, Token: token,
 		BodyLimit: o.bodyLimit, CORSOrigins: origins, Logger: logger})
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tether/tether/internal/errcode"
@@ -90,6 +91,9 @@ type Writer struct {
 	closed bool
 	done   chan struct{}
 
+	// committed and batches count what has been written (for /metrics).
+	committed, batches atomic.Int64
+
 	// Owned by the writer goroutine.
 	lastID  int64
 	lastSeq map[string]int64
@@ -140,6 +144,9 @@ func (w *Writer) Submit(apply Apply) *Pending {
 func (w *Writer) Do(ctx context.Context, apply Apply) ([]store.Event, error) {
 	return w.Submit(apply).Wait(ctx)
 }
+
+// Stats reports events committed and batches (transactions) since start.
+func (w *Writer) Stats() (events, batches int64) { return w.committed.Load(), w.batches.Load() }
 
 // Close stops accepting ops, writes everything queued and returns.
 func (w *Writer) Close() {
@@ -233,6 +240,8 @@ func (w *Writer) commitTx(batch []op) error {
 	for sid, seq := range seqs {
 		w.lastSeq[sid] = seq
 	}
+	w.committed.Add(int64(len(evs)))
+	w.batches.Add(1)
 	if len(evs) > 0 {
 		w.hub.Publish(evs)
 	}

@@ -947,6 +947,35 @@ export type GetOpenApiResponses = {
 
 export type GetOpenApiResponse = GetOpenApiResponses[keyof GetOpenApiResponses];
 
+export type GetMetricsData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/metrics';
+};
+
+export type GetMetricsErrors = {
+    /**
+     * RFC 9457 problem details.
+     */
+    401: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    default: Problem;
+};
+
+export type GetMetricsError = GetMetricsErrors[keyof GetMetricsErrors];
+
+export type GetMetricsResponses = {
+    /**
+     * Metrics in Prometheus text format 0.0.4.
+     */
+    200: string;
+};
+
+export type GetMetricsResponse = GetMetricsResponses[keyof GetMetricsResponses];
+
 export type ListTasksData = {
     body?: never;
     path?: never;
