@@ -4,7 +4,7 @@ GO ?= go
 BIN := bin/tetherd
 GOFLAGS_TEST ?= -race -count=1 -timeout 15m
 
-.PHONY: all build run test test-go test-ts vet generate check-generated node_modules clean
+.PHONY: all web build run test test-go test-ts test-web vet generate check-generated node_modules clean
 
 all: build
 
@@ -13,15 +13,21 @@ node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund
 	@touch $@
 
-build:
+## web: build the Web Shell (webshell/, on the SDK in client-ts/) into webshell/dist,
+## which go:embed puts into tetherd
+web: node_modules
+	npm run --silent build -w @tether/client
+	npm run --silent build -w @tether/webshell
+
+build: web
 	$(GO) build -o $(BIN) ./cmd/tetherd
 
 ## run: build and start tetherd with its embedded defaults (prints URL and token)
 run: build
 	./$(BIN) serve $(ARGS)
 
-## test: everything — vet, generated-code check, Go tests with -race, TS SDK
-test: node_modules vet check-generated test-go test-node test-ts
+## test: everything — vet, generated-code check, Go tests with -race, TS SDK, Web Shell
+test: node_modules vet check-generated test-go test-node test-ts test-web
 
 test-go: build
 	TETHERD_BIN=$(CURDIR)/$(BIN) $(GO) test $(GOFLAGS_TEST) ./...
@@ -33,6 +39,12 @@ test-node: build node_modules
 ## test-ts: the TypeScript SDK (client-ts): tsc build, strict type-check, vitest (unit + against bin/tetherd)
 test-ts: build node_modules
 	cd client-ts && npm run build && npm run typecheck && TETHERD_BIN=$(CURDIR)/$(BIN) npx --no-install vitest run
+
+## test-web: the Web Shell: vitest component/state tests, then Playwright (playwright-core
+## driving /usr/bin/chromium) end-to-end against bin/tetherd and its demo agent
+test-web: build node_modules
+	npm run --silent test -w @tether/webshell
+	TETHERD_BIN=$(CURDIR)/$(BIN) npm run --silent test:e2e -w @tether/webshell
 
 vet:
 	$(GO) vet ./...

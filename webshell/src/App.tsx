@@ -83,7 +83,7 @@ function Shell({ token, settings, setSettings, onUnauthorized, onSignOut }: Shel
   const client: TetherClient = useMemo(() => makeClient(token), [token]);
   const settingsRef = useMemo(() => ({ current: settings }), []);
   settingsRef.current = settings;
-  const tasks = useMemo(() => new TasksController(tasksApi(client), onUnauthorized), [client]);
+  const tasks = useMemo(() => new TasksController(tasksApi(client, token), onUnauthorized), [client]);
   const panes = useMemo(
     () =>
       new PaneManager(
@@ -115,6 +115,14 @@ function Shell({ token, settings, setSettings, onUnauthorized, onSignOut }: Shel
       panes.disposeAll();
     };
   }, [tasks, panes]);
+
+  useEffect(() => {
+    const onVisibility = () => {
+      for (const p of panes.state.panes) p.controller.setVisible(document.visibilityState !== 'hidden');
+    };
+    document.addEventListener('visibilitychange', onVisibility);
+    return () => document.removeEventListener('visibilitychange', onVisibility);
+  }, [panes]);
 
   const tasksState = useStore(tasks.store);
   const panesState = useStore(panes.store);

@@ -3,6 +3,7 @@
 import { TetherClient } from '@tether/client';
 import type { SessionApi } from './state/types';
 import type { TasksApi } from './state/tasks-state';
+import { sharedGlobalEvents } from './lib/shared-global';
 
 export function makeClient(token: string, baseUrl = window.location.origin): TetherClient {
   return new TetherClient({
@@ -18,12 +19,13 @@ export function sessionApi(client: TetherClient, id: string): SessionApi {
   return client.session(id);
 }
 
-export function tasksApi(client: TetherClient): TasksApi {
+export function tasksApi(client: TetherClient, token: string): TasksApi {
   return {
     listTasks: () => client.listTasks(),
     listSessions: (p) => client.listSessions(p),
     getTask: (id) => client.getTask(id),
     getSession: (id) => client.getSession(id),
-    globalEvents: (o) => client.globalEvents(o),
+    // One GET /events per browser, shared by the tabs (see shared-global.ts).
+    globalEvents: (o) => sharedGlobalEvents(client, `${client.baseUrl} ${token}`, o),
   };
 }

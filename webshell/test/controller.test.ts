@@ -220,3 +220,29 @@ describe('stream handling', () => {
     expect(api2.count('resume')).toBe(0);
   });
 });
+
+describe('hidden tabs', () => {
+  it('a hidden tab gives its stream back and reloads from a fresh snapshot when shown', async () => {
+    const api = new FakeApi('S');
+    const c = await started(api);
+    c.setVisible(false, 5);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(api.stream.closed).toBe(true);
+    const loads = api.count('transcript');
+    c.setVisible(true);
+    await flush();
+    expect(api.count('transcript')).toBe(loads + 1);
+    expect(api.streams).toHaveLength(2);
+    expect(api.stream.closed).toBe(false);
+  });
+
+  it('a tab shown again quickly keeps its stream', async () => {
+    const api = new FakeApi('S');
+    const c = await started(api);
+    c.setVisible(false, 50);
+    c.setVisible(true);
+    await new Promise((r) => setTimeout(r, 80));
+    expect(api.streams).toHaveLength(1);
+    expect(api.stream.closed).toBe(false);
+  });
+});

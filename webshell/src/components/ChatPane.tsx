@@ -1,4 +1,4 @@
-import { useContext } from 'preact/hooks';
+import { useContext, useEffect, useRef } from 'preact/hooks';
 import { createContext } from 'preact';
 import { useT } from '../i18n';
 import { shortId } from '../lib/ids';
@@ -31,10 +31,17 @@ export function ChatPane({ controller, shownSessionId, isMain, active, onFocus, 
   const { t } = useT();
   const agents = useContext(AgentsContext);
   const s = useStore(controller.store);
+  const ref = useRef<HTMLElement>(null);
+  useEffect(() => {
+    // Bring the active pane into view (narrow windows show one at a time).
+    if (active) ref.current?.scrollIntoView?.({ block: 'nearest', inline: 'nearest' });
+  }, [active, shownSessionId]);
   if (s.sessionId !== shownSessionId) return null; // never render another session's state here
   const banner = bannerGate(s, shownSessionId);
   const readOnly = isReadOnly(s);
-  const busy = isTurnBusy(s);
+  const continuing = s.continuation.status === 'sending' || s.continuation.status === 'accepted';
+  // A continuation in flight is a turn like any other: Cancel stays offered.
+  const busy = isTurnBusy(s) || continuing;
   const running = activeTurn(s);
   const execStatus = s.executor.status ?? s.status?.executorStatus;
   const starting = s.resuming || execStatus === 'starting';
@@ -48,6 +55,7 @@ export function ChatPane({ controller, shownSessionId, isMain, active, onFocus, 
   const conn = connView(s.connection, s.everOpen, s.closed);
   return (
     <section
+      ref={ref}
       class={`pane${active ? ' pane--active' : ''}`}
       aria-label={t('pane.sessionLabel', { name: title })}
       data-testid="pane"

@@ -36,12 +36,13 @@ export function lineDiff(oldText: string | null | undefined, newText: string | n
         out.push({ op: ' ', text: am[i]!, oldNo: head + i + 1, newNo: head + j + 1 });
         i++;
         j++;
-      } else if (j < m && (i === n || L[i]![j + 1]! >= L[i + 1]![j]!)) {
-        out.push({ op: '+', text: bm[j]!, newNo: head + j + 1 });
-        j++;
-      } else {
+      } else if (i < n && (j === m || L[i + 1]![j]! >= L[i]![j + 1]!)) {
+        // Removals first, as diffs are usually read.
         out.push({ op: '-', text: am[i]!, oldNo: head + i + 1 });
         i++;
+      } else {
+        out.push({ op: '+', text: bm[j]!, newNo: head + j + 1 });
+        j++;
       }
     }
   }

@@ -35,6 +35,8 @@ export class SessionController {
   #statusTimer: ReturnType<typeof setTimeout> | undefined;
   #dropped = false;
   #autoResumed = false;
+  #paused = false;
+  #pauseTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(api: SessionApi, opts: SessionControllerOptions = {}) {
     this.sessionId = api.id;
@@ -70,6 +72,29 @@ export class SessionController {
     this.#loadAbort?.abort();
     clearTimeout(this.#retryTimer);
     clearTimeout(this.#statusTimer);
+    clearTimeout(this.#pauseTimer);
+  }
+
+  /**
+   * The tab was hidden or shown. A tab hidden for a while gives its event
+   * stream back (browsers allow few connections per host); when it is
+   * shown again the snapshot is reloaded and the stream resumes from it.
+   */
+  setVisible(visible: boolean, pauseAfterMs = 20_000): void {
+    if (this.#disposed) return;
+    clearTimeout(this.#pauseTimer);
+    if (!visible) {
+      this.#pauseTimer = setTimeout(() => {
+        if (this.#disposed || !this.#stream) return;
+        this.#paused = true;
+        this.#stream.close();
+      }, pauseAfterMs);
+      return;
+    }
+    if (this.#paused) {
+      this.#paused = false;
+      void this.#load();
+    }
   }
 
   #dispatch(a: SessionAction): SessionViewState {
