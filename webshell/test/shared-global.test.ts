@@ -1,0 +1,86 @@
+// One GET /events per browser: the tabs elect a leader (Web Locks) and the
+// leader relays events on a BroadcastChannel.
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { sharedGlobalEvents, type GlobalStreamSource } from '../src/lib/shared-global';
+import type { StreamState, TetherEvent } from '../src/state/types';
+import { FakeStream, flush } from './fixtures';
+
+/** A minimal Web Locks manager: exclusive, queued, abortable. */
+function fakeLocks() {
+  const held = new Map<string, Promise<void>>();
+  return {
+    request(name: string, opts: { signal?: AbortSignal }, cb: () => Promise<void>): Promise<void> {
+      const prev = held.get(name) ?? Promise.resolve();
+      let release!: () => void;
+      const mine = new Promise<void>((r) => (release = r));
+      held.set(name, prev.then(() => mine));
+      return prev.then(async () => {
+        try {
+          if (opts.signal?.aborted) throw new DOMException('aborted', 'AbortError');
+          await cb();
+        } finally {
+          release();
+        }
+      });
+    },
+  };
+}
+
+function source() {
+  const streams: FakeStream[] = [];
+  const src: GlobalStreamSource = {
+    globalEvents: (o) => {
+      const s = new FakeStream({ onStateChange: o.onStateChange as (s: StreamState, p: StreamState) => void });
+      streams.push(s);
+      return s;
+    },
+  };
+  return { src, streams };
+}
+
+const evt = (n: number) => ({ type: 'session.state_changed', id: `g:${n}`, data: { sessionId: 's', state: 'RUNNING' } }) as unknown as TetherEvent;
+
+async function take(it: AsyncIterator<TetherEvent>, n: number): Promise<string[]> {
+  const out: string[] = [];
+  for (let i = 0; i < n; i++) out.push((await it.next()).value.id);
+  return out;
+}
+
+afterEach(() => vi.unstubAllGlobals());
+
+describe('shared global stream', () => {
+  it('one tab reads the stream, every tab gets the events and the state, and a new leader takes over', async () => {
+    vi.stubGlobal('navigator', { ...globalThis.navigator, locks: fakeLocks() });
+    const a = source();
+    const b = source();
+    const statesB: StreamState[] = [];
+    const tabA = sharedGlobalEvents(a.src, 'k', {});
+    await flush();
+    const tabB = sharedGlobalEvents(b.src, 'k', { onStateChange: (s) => statesB.push(s) });
+    await flush();
+    expect(a.streams).toHaveLength(1); // A leads
+    expect(b.streams).toHaveLength(0); // B follows
+    const itA = tabA[Symbol.asyncIterator]();
+    const itB = tabB[Symbol.asyncIterator]();
+    a.streams[0]!.setState('open');
+    a.streams[0]!.push(evt(1), evt(2));
+    expect(await take(itA, 2)).toEqual(['g:1', 'g:2']);
+    expect(await take(itB, 2)).toEqual(['g:1', 'g:2']);
+    expect(statesB).toContain('open');
+
+    tabA.close(); // the leader's tab closes
+    await flush(10);
+    expect(a.streams[0]!.closed).toBe(true);
+    expect(b.streams).toHaveLength(1); // B leads now
+    b.streams[0]!.push(evt(3));
+    expect(await take(itB, 1)).toEqual(['g:3']);
+    tabB.close();
+  });
+
+  it('without Web Locks each tab opens its own stream', () => {
+    vi.stubGlobal('navigator', { ...globalThis.navigator, locks: undefined });
+    const a = source();
+    sharedGlobalEvents(a.src, 'k', {}).close();
+    expect(a.streams).toHaveLength(1);
+  });
+});
