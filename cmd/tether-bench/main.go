@@ -7,7 +7,11 @@
 //
 //	go run ./cmd/tether-bench [-duration 3s] [-subs 10] [-rate 5000] [-stall-rcvbuf 4096] [-idle 1000] [-catchup 100000] [-only isolation,memory,catchup]
 //
-// Defaults take about a minute on 2 cores.
+// Defaults take about a minute on 2 cores. The restart part (restart.go)
+// runs only when asked for: start-up after kill -9 and eager restore, on
+// the real tetherd binary ($TETHERD_BIN or a fresh build) and demo agent:
+//
+//	go run ./cmd/tether-bench -only restart [-restart-sessions 1000] [-restart-midturn 100] [-restart-rounds 3] [-eager-sessions 100] [-eager-concurrency 8,2,16]
 package main
 
 import (
@@ -19,6 +23,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -34,8 +39,17 @@ func main() {
 		catchN  = flag.Int("catchup", 100_000, "events a reconnecting subscriber is behind")
 		hubBuf  = flag.Int("hub-buffer", 0, "tetherd hub queue length per subscriber in the memory run (0: the daemon's default)")
 		heapOut = flag.String("memprofile", "", "memory run: the tetherd child writes heap profiles to FILE.1 (empty), FILE.2 (first wave), FILE.3 (churned)")
-		only    = flag.String("only", "isolation,memory,catchup", "comma-separated parts to run")
+		only    = flag.String("only", "isolation,memory,catchup", "comma-separated parts to run: isolation, memory, catchup, restart (restart only when named)")
 		verbose = flag.Bool("v", false, "print progress to stderr")
+
+		rsSessions = flag.Int("restart-sessions", 1000, "restart: sessions in the crashed data dir")
+		rsMidTurn  = flag.Int("restart-midturn", 100, "restart: of which mid-turn at the kill -9")
+		rsWave     = flag.Int("restart-wave", 100, "restart: live demo agents at once while preparing the data dir")
+		rsCreate   = flag.Int("restart-create", 8, "restart: concurrent session creations while preparing")
+		rsRounds   = flag.Int("restart-rounds", 3, "restart: measured restarts of each kind")
+		rsEager    = flag.Int("eager-sessions", 100, "restart: resumable sessions for the eager restore (0: skip)")
+		rsConc     = flag.String("eager-concurrency", "8,2,16", "restart: --resume-concurrency values of the eager runs")
+		rsKeep     = flag.Bool("restart-keep", false, "restart: keep the temp dir (data dirs, daemon logs)")
 	)
 	flag.Parse()
 	// The store logs slow statements with their full SQL; under load that
@@ -98,6 +112,20 @@ func main() {
 		check(err)
 		if err == nil {
 			printCatchUp(r)
+		}
+	}
+	if want["restart"] {
+		cfg := restartConfig{Sessions: *rsSessions, MidTurn: *rsMidTurn, Wave: *rsWave, Create: *rsCreate, Rounds: *rsRounds,
+			Eager: *rsEager, Keep: *rsKeep, Logf: logf}
+		for _, c := range strings.Split(*rsConc, ",") {
+			if n, err := strconv.Atoi(strings.TrimSpace(c)); err == nil && n > 0 {
+				cfg.EagerConc = append(cfg.EagerConc, n)
+			}
+		}
+		r, err := restartBench(ctx, cfg)
+		check(err)
+		if err == nil {
+			printRestart(r)
 		}
 	}
 	if failed {

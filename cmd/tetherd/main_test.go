@@ -1,16 +1,13 @@
 package main_test
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,33 +20,10 @@ import (
 // binary is the tetherd executable shared by this package's tests.
 func binary(t *testing.T) string { return testbin.Tetherd(t) }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+func freeAddr(t *testing.T) string { return testbin.FreeAddr(t) }
 
 // logBuffer collects a child's output; the child writes while tests read.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type logBuffer = testbin.LogBuffer
 
 // start runs `tetherd serve` and waits for /health.
 func start(t *testing.T, bin, dataDir, addr string, extra ...string) (*exec.Cmd, *logBuffer) {

@@ -4,7 +4,9 @@
 package testbin
 
 import (
+	"bytes"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,4 +58,37 @@ func Cleanup() {
 	if dir != "" {
 		_ = os.RemoveAll(dir)
 	}
+}
+
+// FreeAddr returns a 127.0.0.1 address with a port that was free a moment
+// ago, for a daemon the test starts itself.
+func FreeAddr(tb testing.TB) string {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// LogBuffer collects a child process's output; the child writes while the
+// test reads.
+type LogBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p.
+func (l *LogBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String returns everything written so far.
+func (l *LogBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
