@@ -751,6 +751,9 @@ func TestEagerModeRestoresInBackground(t *testing.T) {
 	d = d.restart(daemonOptions{eager: 2})
 	for _, sid := range sids {
 		d.waitFor("eager restore of "+sid, func() bool { return d.status(sid)["isAgentRunning"] == true })
+		// The agent runs (in memory) a moment before its session.resumed
+		// event is committed.
+		d.waitFor("session.resumed of "+sid, func() bool { return len(ofType(d.sessionEvents(sid), events.SessionResumed)) > 0 })
 		resumed := ofType(d.sessionEvents(sid), events.SessionResumed)
 		if len(resumed) != 1 || resumed[0].JSON(t)["strategy"] != "native_resume" {
 			t.Errorf("session %s: got session.resumed %v, want one native_resume", sid, resumed)

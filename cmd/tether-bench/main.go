@@ -50,6 +50,7 @@ func main() {
 		rsEager    = flag.Int("eager-sessions", 100, "restart: resumable sessions for the eager restore (0: skip)")
 		rsConc     = flag.String("eager-concurrency", "8,2,16", "restart: --resume-concurrency values of the eager runs")
 		rsKeep     = flag.Bool("restart-keep", false, "restart: keep the temp dir (data dirs, daemon logs)")
+		rsProf     = flag.String("restart-cpuprofile", "", "restart: also run start-up reconciliation in this process on copies of the crashed data dir, CPU profiles to FILE and FILE.again")
 	)
 	flag.Parse()
 	// The store logs slow statements with their full SQL; under load that
@@ -116,7 +117,7 @@ func main() {
 	}
 	if want["restart"] {
 		cfg := restartConfig{Sessions: *rsSessions, MidTurn: *rsMidTurn, Wave: *rsWave, Create: *rsCreate, Rounds: *rsRounds,
-			Eager: *rsEager, Keep: *rsKeep, Logf: logf}
+			Eager: *rsEager, Keep: *rsKeep, CPUProfile: *rsProf, Logf: logf}
 		for _, c := range strings.Split(*rsConc, ",") {
 			if n, err := strconv.Atoi(strings.TrimSpace(c)); err == nil && n > 0 {
 				cfg.EagerConc = append(cfg.EagerConc, n)

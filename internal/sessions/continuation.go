@@ -95,6 +95,10 @@ func (m *Manager) continueOnce(ctx context.Context, a *actor, promptID string) (
 		in.Closing, in.AgentAvailable = live.closing, live.available
 		plan = recovery.Plan(in)
 		if !plan.CanContinue {
+			// Decline with a plan whose live state and snapshot agree.
+			if p, err := m.plan(ctx, a); err == nil && !p.CanContinue {
+				plan = p
+			}
 			return ContinueResult{}, declined(plan)
 		}
 		res, err := call(ctx, a.mb, func() (ContinueResult, error) { return a.admitContinue(live.version, plan, in, promptID) })
@@ -116,22 +120,35 @@ func (m *Manager) continueOnce(ctx context.Context, a *actor, promptID string) (
 	return ContinueResult{}, declined(plan)
 }
 
-// plan computes the session's current recovery plan.
+// plan computes the session's current recovery plan from live state and a
+// snapshot that agree: if the session changed while the snapshot was read,
+// it plans again, so a reason never mixes two moments.
 func (m *Manager) plan(ctx context.Context, a *actor) (recovery.Summary, error) {
-	live, err := call(ctx, a.mb, func() (liveState, error) { return a.live(), nil })
-	if err != nil {
-		// The actor is gone (closed and retired): plan from the store.
-		live = liveState{closing: true}
+	var plan recovery.Summary
+	for attempt := 0; attempt < 5; attempt++ {
+		live, err := call(ctx, a.mb, func() (liveState, error) { return a.live(), nil })
+		gone := err != nil
+		if gone {
+			// The actor is gone (closed and retired): plan from the store.
+			live = liveState{closing: true}
+		}
+		if _, err := live.last.Wait(ctx); err != nil {
+			return recovery.Summary{}, err
+		}
+		in, err := m.planInput(ctx, a.id)
+		if err != nil {
+			return recovery.Summary{}, err
+		}
+		in.Closing, in.AgentAvailable = live.closing, live.available
+		plan = recovery.Plan(in)
+		if gone {
+			return plan, nil
+		}
+		if v, err := call(ctx, a.mb, func() (uint64, error) { return a.version, nil }); err != nil || v == live.version {
+			return plan, nil
+		}
 	}
-	if _, err := live.last.Wait(ctx); err != nil {
-		return recovery.Summary{}, err
-	}
-	in, err := m.planInput(ctx, a.id)
-	if err != nil {
-		return recovery.Summary{}, err
-	}
-	in.Closing, in.AgentAvailable = live.closing, live.available
-	return recovery.Plan(in), nil
+	return plan, nil
 }
 
 // declineOr turns an admission failure into a decline when the plan
