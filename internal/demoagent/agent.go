@@ -44,8 +44,10 @@ type config struct {
 	unknownMessage     string
 	unknownDetails     string
 	loadUnknownCreates bool
-	authRequired       bool
-	startupDelay       time.Duration
+	// replayAfterResponse answers session/load before replaying history.
+	replayAfterResponse bool
+	authRequired        bool
+	startupDelay        time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -60,6 +62,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.unknownMessage, "unknown-session-message", "Resource not found", "error message for an unknown session id")
 	fs.StringVar(&c.unknownDetails, "unknown-session-details", "", "optional data.details for an unknown session id (e.g. \"Invalid session identifier\")")
 	fs.BoolVar(&c.loadUnknownCreates, "load-unknown-creates", false, "answer session/load of an unknown id with success and an empty session")
+	fs.BoolVar(&c.replayAfterResponse, "replay-after-response", false, "answer session/load first, then replay the history")
 	fs.BoolVar(&c.authRequired, "auth-required", false, "answer session/new|load|resume|prompt with -32000 Authentication required")
 	fs.DurationVar(&c.startupDelay, "startup-delay", 0, "sleep this long before serving")
 	if err := fs.Parse(args); err != nil {

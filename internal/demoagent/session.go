@@ -166,6 +166,18 @@ func (l loadingAgent) LoadSession(_ context.Context, p acp.LoadSessionRequest) (
 	s.mu.Lock()
 	history := append([]json.RawMessage(nil), s.file.History...)
 	s.mu.Unlock()
+	if a.cfg.replayAfterResponse {
+		// Some real agents answer session/load first and replay after.
+		go func() {
+			time.Sleep(50 * time.Millisecond)
+			for _, raw := range history {
+				if a.replay(p.SessionId, raw) != nil {
+					return
+				}
+			}
+		}()
+		return acp.LoadSessionResponse{}, nil
+	}
 	for _, raw := range history {
 		if err := a.replay(p.SessionId, raw); err != nil {
 			return acp.LoadSessionResponse{}, err

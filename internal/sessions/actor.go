@@ -41,6 +41,9 @@ type actor struct {
 	// set until the next prompt, as some agents replay after the response.
 	replaying bool
 	replayed  int
+	// settling holds prompts back while a load that replayed nothing waits
+	// for a late replay.
+	settling bool
 	// waiters are told the outcome of the agent start in progress.
 	waiters []chan error
 	// lastErr is why the last start failed, for status.
@@ -86,6 +89,7 @@ func (a *actor) onAgentExit(gen int, conn *acp.Conn) {
 	if gen != a.gen || conn != a.conn {
 		return
 	}
+	a.settling = false
 	if a.stopping {
 		// Close or daemon shutdown stopped it on purpose. Close records the
 		// stop itself; after a shutdown, start-up reconciliation marks what

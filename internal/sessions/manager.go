@@ -40,6 +40,9 @@ type Config struct {
 	RestoreTimeout time.Duration
 	// ResumeWait bounds how long a resume request waits for the agent.
 	ResumeWait time.Duration
+	// ReplayGrace is how long a load that replayed nothing waits for a
+	// replay sent after the response before the context counts as lost.
+	ReplayGrace time.Duration
 	// StopGrace is the SIGTERM→SIGKILL grace when stopping an agent.
 	StopGrace time.Duration
 	// CancelGrace is how long a cancelled turn may take to end before the
@@ -59,6 +62,9 @@ func (c *Config) defaults() {
 	}
 	if c.RestoreTimeout <= 0 {
 		c.RestoreTimeout = 60 * time.Second
+	}
+	if c.ReplayGrace <= 0 {
+		c.ReplayGrace = 500 * time.Millisecond
 	}
 	if c.ResumeWait <= 0 {
 		c.ResumeWait = 90 * time.Second

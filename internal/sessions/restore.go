@@ -237,14 +237,6 @@ func (a *actor) onAgentStarted(p startPlan, out startOutcome) {
 		a.startFailed(out.err)
 		return
 	}
-	// A load that replayed nothing while we hold turns means the agent
-	// silently created an empty session: its context is lost.
-	if out.strategy == StrategyNativeLoad && a.replayed == 0 && p.hadHistory {
-		out.strategy, out.contextRestored, out.fallback = StrategyFresh, false, "empty_replay"
-		if p.inject {
-			out.strategy = StrategyHistoryInjection
-		}
-	}
 	conn := out.conn
 	a.conn, a.acpID = conn, out.acpID
 	a.lastErr = nil
@@ -259,9 +251,6 @@ func (a *actor) onAgentStarted(p startPlan, out startOutcome) {
 	a.exec.LastSeenAt = &now
 	a.exec.ExitCode, a.exec.ExitSignal, a.exec.ErrorMessage = nil, "", ""
 	a.saveExecutor()
-	if out.strategy != "" {
-		a.recordResumed(out)
-	}
 	go func() {
 		if err := a.m.profiles.RecordCapabilities(context.Background(), a.sess.AgentProfileID, caps); err != nil {
 			a.log.Warn("record agent capabilities", "err", err)
@@ -272,6 +261,40 @@ func (a *actor) onAgentStarted(p startPlan, out startOutcome) {
 		<-conn.Done()
 		a.mb.post(func() { a.onAgentExit(gen, conn) })
 	}()
+	if out.strategy == StrategyNativeLoad && a.replayed == 0 && p.hadHistory {
+		// Nothing replayed yet. Some agents replay after answering the
+		// load; give them a moment before deciding the context is lost
+		// (prompts wait meanwhile, so a replay is never taken for a reply).
+		a.settling = true
+		time.AfterFunc(a.m.cfg.ReplayGrace, func() { a.mb.post(func() { a.settleLoad(p, out) }) })
+		return
+	}
+	a.finishStart(out)
+}
+
+// settleLoad decides, after the grace period, whether a load restored the
+// conversation: no replay at all means the agent silently created an empty
+// session, so its context is lost.
+func (a *actor) settleLoad(p startPlan, out startOutcome) {
+	if p.gen != a.gen || !a.settling {
+		return
+	}
+	a.settling = false
+	if a.replayed == 0 {
+		out.strategy, out.contextRestored, out.fallback = StrategyFresh, false, "empty_replay"
+		if p.inject {
+			out.strategy = StrategyHistoryInjection
+		}
+	}
+	a.finishStart(out)
+}
+
+// finishStart announces the restore outcome, releases waiters and runs
+// what was queued.
+func (a *actor) finishStart(out startOutcome) {
+	if out.strategy != "" {
+		a.recordResumed(out)
+	}
 	a.notifyWaiters(nil)
 	a.startNext()
 	a.pushRecovery()

@@ -157,7 +157,7 @@ func (a *actor) activePromptID() string {
 
 // startNext runs the next queued turn if the agent is ready and idle.
 func (a *actor) startNext() {
-	if a.running != nil || a.conn == nil {
+	if a.running != nil || a.conn == nil || a.settling {
 		return
 	}
 	if len(a.queue) == 0 {
