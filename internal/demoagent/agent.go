@@ -46,8 +46,10 @@ type config struct {
 	loadUnknownCreates bool
 	// replayAfterResponse answers session/load before replaying history.
 	replayAfterResponse bool
-	authRequired        bool
-	startupDelay        time.Duration
+	// hangOnLoad never answers session/load.
+	hangOnLoad   bool
+	authRequired bool
+	startupDelay time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -62,6 +64,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.unknownMessage, "unknown-session-message", "Resource not found", "error message for an unknown session id")
 	fs.StringVar(&c.unknownDetails, "unknown-session-details", "", "optional data.details for an unknown session id (e.g. \"Invalid session identifier\")")
 	fs.BoolVar(&c.loadUnknownCreates, "load-unknown-creates", false, "answer session/load of an unknown id with success and an empty session")
+	fs.BoolVar(&c.hangOnLoad, "hang-on-load", false, "never answer session/load (a restore that hangs)")
 	fs.BoolVar(&c.replayAfterResponse, "replay-after-response", false, "answer session/load first, then replay the history")
 	fs.BoolVar(&c.authRequired, "auth-required", false, "answer session/new|load|resume|prompt with -32000 Authentication required")
 	fs.DurationVar(&c.startupDelay, "startup-delay", 0, "sleep this long before serving")

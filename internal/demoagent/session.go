@@ -140,8 +140,13 @@ func (a *agent) announceCommands(id acp.SessionId) {
 
 // LoadSession replays the stored history as session/update notifications
 // before answering, as ACP requires.
-func (l loadingAgent) LoadSession(_ context.Context, p acp.LoadSessionRequest) (acp.LoadSessionResponse, error) {
+func (l loadingAgent) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (acp.LoadSessionResponse, error) {
 	a := l.agent
+	if a.cfg.hangOnLoad {
+		// Like an agent stuck restoring a huge session: never answers.
+		<-ctx.Done()
+		return acp.LoadSessionResponse{}, ctx.Err()
+	}
 	if a.cfg.authRequired {
 		return acp.LoadSessionResponse{}, authRequired()
 	}
