@@ -132,8 +132,10 @@ func (a *actor) onAgentExit(gen int, conn *acp.Conn) {
 	a.setState(store.SessionWaitingForInput)
 }
 
-// recordStopped marks the executor stopped after a deliberate stop.
-func (a *actor) recordStopped(conn *acp.Conn) {
+// recordStopped marks the executor stopped after a deliberate stop; why,
+// when not empty, is kept as the executor's message.
+func (a *actor) recordStopped(conn *acp.Conn, why string) {
+	a.exec.ErrorMessage = why
 	if conn != nil {
 		if conn == a.conn {
 			a.conn = nil

@@ -311,6 +311,9 @@ func (m *Manager) Shutdown(ctx context.Context) {
 			conn, _ := call(ctx, a.mb, func() (*acp.Conn, error) { a.stopping = true; return a.conn, nil })
 			if conn != nil {
 				conn.Stop()
+				// The row says stopped, so the next start has no orphan to
+				// look for; running turns stay for reconciliation.
+				_ = a.do(ctx, func() { a.recordStopped(conn, "agent stopped: tetherd restarted") })
 			}
 			a.mb.close()
 		}()

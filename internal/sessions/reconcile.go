@@ -2,7 +2,11 @@ package sessions
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -28,6 +32,9 @@ type ReconcileResult struct {
 // an orphaned agent process is stopped. No model request is sent.
 func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
 	start := time.Now()
+	// Thousands of short reads: with a cancellable context the sqlite
+	// driver starts a goroutine per row. Start-up is not cancelled mid-way.
+	ctx = context.WithoutCancel(ctx)
 	var res ReconcileResult
 	active, err := m.store.ListSessionsByState(ctx, store.SessionStarting, store.SessionRunning, store.SessionWaitingForInput)
 	if err != nil {
@@ -59,7 +66,8 @@ func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
 		}
 		res.Sessions++
 		res.InterruptedTurns += len(turns)
-		stopOrphan(ex)
+		spec, _, _ := m.profiles.Spec(s.AgentProfileID)
+		stopOrphan(ex, spec.Command)
 		pending = append(pending, m.w.Submit(reconcileOp(s, ex, turns, perms, specErr == nil)))
 	}
 	for _, p := range pending {
@@ -72,9 +80,14 @@ func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
 }
 
 // stopOrphan kills the process group of an agent the previous daemon
-// started: nobody holds its stdio any more, so it can never be driven.
-func stopOrphan(ex store.Executor) {
+// started: nobody holds its stdio any more, so it can never be driven. The
+// pid may have been reused since (a reboot, a long downtime), so only a
+// group leader still running the agent's command is touched.
+func stopOrphan(ex store.Executor, command string) {
 	if ex.PID <= 0 || ex.Runtime != store.RuntimeStandalone || (ex.Status != store.ExecutorReady && ex.Status != store.ExecutorStarting) {
+		return
+	}
+	if !isAgentProcess(ex.PID, command) {
 		return
 	}
 	if err := syscall.Kill(-ex.PID, syscall.SIGTERM); err != nil {
@@ -212,4 +225,21 @@ func (m *Manager) Resume(ctx context.Context, sessionID string) (Status, error) 
 		return Status{}, err
 	}
 	return m.Status(ctx, sessionID)
+}
+
+// isAgentProcess reports whether pid leads its own process group and runs
+// command (argv[0] as launched), read from /proc.
+func isAgentProcess(pid int, command string) bool {
+	if command == "" {
+		return false
+	}
+	if pgid, err := syscall.Getpgid(pid); err != nil || pgid != pid {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return false
+	}
+	argv0, _, _ := strings.Cut(string(b), "\x00")
+	return argv0 == command || filepath.Base(argv0) == filepath.Base(command)
 }

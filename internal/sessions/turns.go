@@ -506,7 +506,7 @@ type closing struct {
 // closed records the stopped agent and ends the session's log with
 // session.closed, the last event its streams deliver.
 func (a *actor) closed(conn *acp.Conn) {
-	a.recordStopped(conn)
+	a.recordStopped(conn, "")
 	payload := a.payload(map[string]any{"state": a.sess.State})
 	a.write(func(tx *store.Store, emit events.Emit) error {
 		emit(events.Draft{SessionID: a.id, Type: events.SessionClosed, Payload: payload})
