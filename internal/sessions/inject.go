@@ -3,14 +3,11 @@ package sessions
 import (
 	"context"
 	"encoding/json"
-	"os"
 
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/recovery"
 	"github.com/tether/tether/internal/store"
 )
-
-var osStat = os.Stat
 
 // withResumeContext builds the prompt for a turn that owes the resume
 // context: the transcript before this turn, then the request itself. It

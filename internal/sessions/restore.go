@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -218,7 +219,7 @@ func (m *Manager) restore(ctx context.Context, conn *acp.Conn, p startPlan) star
 // checkDir refuses to start an agent in a directory that is gone; the
 // session stays resumable for when it is back.
 func checkDir(dir string) error {
-	if _, err := osStat(dir); err != nil {
+	if _, err := os.Stat(dir); err != nil {
 		return errcode.New(errcode.WorkingDirMissing, "working directory %s is missing", dir).With("retryAfter", 10)
 	}
 	return nil

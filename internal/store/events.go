@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-
-	"github.com/tether/tether/internal/errcode"
 )
 
 // Event is one row of the durable event log.
@@ -205,13 +203,6 @@ func NewEpoch() string {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// ResetSessionEpoch gives a session a new epoch: its history was rewritten
-// or lost, and clients must reload the snapshot.
-func (s *Store) ResetSessionEpoch(ctx context.Context, sessionID string) (string, error) {
-	e := NewEpoch()
-	return e, updateByID(s.db.WithContext(ctx), "sessions", sessionID, map[string]any{"event_epoch": e}, errcode.SessionNotFound, "session")
 }
 
 // PruneEvents deletes log entries of sessions closed before cutoff, keeping
