@@ -76,10 +76,36 @@ func boolInt(b bool) int {
 }
 
 // ListSessionEvents returns up to limit events of a session with seq > after.
+// It is the replay path of every reconnecting stream, so it reads only what
+// a stream sends: Global and Time are left zero.
 func (s *Store) ListSessionEvents(ctx context.Context, sessionID string, after int64, limit int) ([]Event, error) {
-	return s.scanEvents(ctx, "list session events",
-		`SELECT id, session_id, seq, type, prompt_id, is_global, payload, created_at FROM events
-		 WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`, sessionID, after, limit)
+	const op = "list session events"
+	if err := ctx.Err(); err != nil {
+		return nil, internal(err, op)
+	}
+	// WithoutCancel: see scanEvents.
+	rows, err := s.rdb.WithContext(context.WithoutCancel(ctx)).Raw(
+		`SELECT id, seq, type, prompt_id, payload FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+		sessionID, after, limit).Rows()
+	if err != nil {
+		return nil, internal(err, op)
+	}
+	defer rows.Close()
+	out := make([]Event, 0, min(limit, 1024))
+	for rows.Next() {
+		e := Event{SessionID: sessionID}
+		var pid sql.NullString
+		var payload []byte
+		if err := rows.Scan(&e.ID, &e.Seq, &e.Type, &pid, &payload); err != nil {
+			return nil, internal(err, op)
+		}
+		e.PromptID, e.Payload = pid.String, payload
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, internal(err, op)
+	}
+	return out, nil
 }
 
 // ListGlobalEvents returns up to limit global events with id > after.
