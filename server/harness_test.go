@@ -438,11 +438,8 @@ func (d *daemon) waitTurn(sid, pid string) map[string]any {
 	var turn map[string]any
 	d.waitFor("turn "+pid+" to end", func() bool {
 		turn = d.turn(sid, pid)
-		switch turn["state"] {
-		case "completed", "cancelled", "failed", "interrupted":
-			return true
-		}
-		return false
+		state, _ := turn["state"].(string)
+		return store.TurnState(state).Terminal()
 	})
 	return turn
 }

@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/testbin"
 )
 
@@ -353,11 +354,8 @@ func (w *world) waitTurn(sid, pid string) map[string]any {
 	var turn map[string]any
 	w.waitFor("turn "+pid+" to end", func() bool {
 		turn = w.turn(sid, pid)
-		switch turn["state"] {
-		case "completed", "cancelled", "failed", "interrupted":
-			return true
-		}
-		return false
+		state, _ := turn["state"].(string)
+		return store.TurnState(state).Terminal()
 	})
 	return turn
 }
