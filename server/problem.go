@@ -22,6 +22,8 @@ var statusOf = map[errcode.Code]int{
 	errcode.InvalidCursor:        http.StatusBadRequest,
 	errcode.TooManySubscribers:   http.StatusTooManyRequests,
 	errcode.Unauthorized:         http.StatusUnauthorized,
+	errcode.HostNotAllowed:       http.StatusForbidden,
+	errcode.RequestTimeout:       http.StatusRequestTimeout,
 	errcode.NotFound:             http.StatusNotFound,
 	errcode.RouteNotFound:        http.StatusNotFound,
 	errcode.TaskNotFound:         http.StatusNotFound,

@@ -53,6 +53,8 @@ const (
 	HistoryDegraded      Code = "history_degraded"
 	Timeout              Code = "timeout"
 	RequestCancelled     Code = "request_cancelled"
+	HostNotAllowed       Code = "host_not_allowed"
+	RequestTimeout       Code = "request_timeout"
 )
 
 // Error is a domain error: a code, a human message and optional details that
