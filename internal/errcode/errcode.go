@@ -55,6 +55,7 @@ const (
 	RequestCancelled     Code = "request_cancelled"
 	HostNotAllowed       Code = "host_not_allowed"
 	RequestTimeout       Code = "request_timeout"
+	TooManyConnections   Code = "too_many_connections"
 )
 
 // Error is a domain error: a code, a human message and optional details that
