@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -78,7 +79,19 @@ func startDaemon(t *testing.T, o daemonOptions) *daemon {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	// A clean stop: the daemon stops its agents, so none writes into a
+	// temp dir while the test removes it.
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(deadline):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
 	if o.scheme == "" {
 		o.scheme = "http"
 	}
