@@ -69,6 +69,8 @@ type daemonOptions struct {
 	// eager restores resumable sessions in the background after start-up
 	// reconciliation (resume_on_start: eager) with this concurrency; 0 is lazy.
 	eager int
+	// allowedHosts are Host names served besides loopback names.
+	allowedHosts []string
 }
 
 func startDaemon(t *testing.T, opts daemonOptions) *daemon {
@@ -122,7 +124,7 @@ func startDaemon(t *testing.T, opts daemonOptions) *daemon {
 		t.Fatalf("start-up reconciliation: %v", err)
 	}
 	e, err := server.New(server.Config{Store: st, Sessions: mgr, Agents: reg, Hub: hub, Writer: w, Token: testToken, BodyLimit: "64K",
-		HeartbeatInterval: opts.heartbeat})
+		HeartbeatInterval: opts.heartbeat, AllowedHosts: opts.allowedHosts})
 	if err != nil {
 		t.Fatalf("server: %v", err)
 	}
@@ -329,9 +331,15 @@ func (d *daemon) doRaw(method, path string, body any, headers map[string]string)
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
+	return d.send(req)
+}
+
+// send sends req as it is and validates the response against the contract.
+func (d *daemon) send(req *http.Request) response {
+	d.t.Helper()
 	resp, err := d.client.Do(req)
 	if err != nil {
-		d.t.Fatalf("%s %s: %v", method, path, err)
+		d.t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)

@@ -22,6 +22,8 @@ var statusOf = map[errcode.Code]int{
 	errcode.InvalidCursor:        http.StatusBadRequest,
 	errcode.TooManySubscribers:   http.StatusTooManyRequests,
 	errcode.Unauthorized:         http.StatusUnauthorized,
+	errcode.HostNotAllowed:       http.StatusForbidden,
+	errcode.RequestTimeout:       http.StatusRequestTimeout,
 	errcode.NotFound:             http.StatusNotFound,
 	errcode.RouteNotFound:        http.StatusNotFound,
 	errcode.TaskNotFound:         http.StatusNotFound,
@@ -46,6 +48,7 @@ var statusOf = map[errcode.Code]int{
 	errcode.UnsupportedMediaType: http.StatusUnsupportedMediaType,
 	errcode.PromptQueueFull:      http.StatusServiceUnavailable,
 	errcode.ServiceShuttingDown:  http.StatusServiceUnavailable,
+	errcode.TooManyConnections:   http.StatusServiceUnavailable, // written by internal/connlimit
 	errcode.Timeout:              http.StatusGatewayTimeout,
 	errcode.RequestCancelled:     499,
 	errcode.AgentStartFailed:     http.StatusBadGateway,

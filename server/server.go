@@ -4,12 +4,10 @@
 package server
 
 import (
-	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -17,10 +15,10 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+	"github.com/labstack/gommon/bytes"
 	oapimw "github.com/oapi-codegen/echo-middleware"
 
 	"github.com/tether/tether/internal/agents"
-	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/sessions"
 	"github.com/tether/tether/internal/store"
@@ -44,6 +42,9 @@ type Config struct {
 	Token string
 	// BodyLimit caps request bodies, e.g. "2M".
 	BodyLimit string
+	// AllowedHosts are the Host names served besides loopback names and IP
+	// literals; "*.example.com" allows every subdomain of example.com.
+	AllowedHosts []string
 	// CORSOrigins enables CORS for these origins; empty means no CORS.
 	CORSOrigins []string
 	Logger      *slog.Logger
@@ -56,6 +57,10 @@ func New(cfg Config) (*echo.Echo, error) {
 	}
 	if cfg.BodyLimit == "" {
 		cfg.BodyLimit = "2M"
+	}
+	limit, err := bytes.Parse(cfg.BodyLimit)
+	if err != nil || limit <= 0 {
+		return nil, fmt.Errorf("body limit %q: want a size such as 2M", cfg.BodyLimit)
 	}
 	spec, err := GetSwagger()
 	if err != nil {
@@ -74,8 +79,9 @@ func New(cfg Config) (*echo.Echo, error) {
 		e.Use(middleware.CORSWithConfig(middleware.CORSConfig{AllowOrigins: cfg.CORSOrigins,
 			AllowHeaders: []string{echo.HeaderAuthorization, echo.HeaderContentType, "Last-Event-ID"}}))
 	}
-	e.Use(middleware.BodyLimit(cfg.BodyLimit))
+	e.Use(hostCheck(cfg.AllowedHosts))
 	e.Use(bearerAuth(cfg.Token))
+	e.Use(readBody(limit))
 	e.Use(oapimw.OapiRequestValidatorWithOptions(spec, &oapimw.Options{
 		// The Web Shell's static files are not API operations.
 		Skipper:               func(c echo.Context) bool { return isShellRequest(c.Request()) },
@@ -92,25 +98,6 @@ func New(cfg Config) (*echo.Echo, error) {
 	RegisterHandlers(e, NewStrictHandler(h, nil))
 	registerWebShell(e)
 	return e, nil
-}
-
-// bearerAuth requires the daemon token on every route but /health and the
-// Web Shell's public static files.
-func bearerAuth(token string) echo.MiddlewareFunc {
-	want := []byte("Bearer " + token)
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			if c.Request().URL.Path == "/health" || isShellRequest(c.Request()) || c.Request().Method == http.MethodOptions {
-				return next(c)
-			}
-			got := []byte(c.Request().Header.Get(echo.HeaderAuthorization))
-			if token == "" || subtle.ConstantTimeCompare(got, want) != 1 {
-				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="tetherd"`)
-				return errcode.New(errcode.Unauthorized, "missing or invalid bearer token")
-			}
-			return next(c)
-		}
-	}
 }
 
 func jsonEncode(w io.Writer, v any) error {

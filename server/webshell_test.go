@@ -21,6 +21,7 @@ func shellTestServer(files fstest.MapFS, built bool) *echo.Echo {
 func do(t *testing.T, h http.Handler, method, target string, hdr map[string]string) *httptest.ResponseRecorder {
 	t.Helper()
 	req := httptest.NewRequest(method, target, nil)
+	req.Host = "127.0.0.1:7777" // httptest's example.com is not a host tetherd serves
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}

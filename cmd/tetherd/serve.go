@@ -2,17 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -42,6 +37,7 @@ type options struct {
 	restoreTO time.Duration
 	traceExp  string
 	traceURL  string
+	edge      edgeOptions
 }
 
 func parseOptions(args []string) (options, error) {
@@ -63,7 +59,12 @@ func parseOptions(args []string) (options, error) {
 	fs.DurationVar(&o.retention.Age, "event-retention", 7*24*time.Hour, "prune events of sessions closed longer ago than this (0 keeps everything)")
 	fs.IntVar(&o.retention.Keep, "event-retention-keep", 0, "newest events kept per pruned session")
 	fs.DurationVar(&o.retention.Every, "event-retention-every", time.Hour, "how often retention runs")
+	o.edge.flags(fs)
 	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	fs.Visit(func(f *flag.Flag) { o.edge.tokenOnCommandLine = o.edge.tokenOnCommandLine || f.Name == "token" })
+	if err := o.edge.check(); err != nil {
 		return o, err
 	}
 	if o.dataDir == "" {
@@ -114,10 +115,14 @@ func serve(ctx context.Context, args []string) error {
 	if err := os.MkdirAll(o.dataDir, 0o700); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
-	token, err := loadToken(o.dataDir, o.token)
+	tok, err := loadToken(o.dataDir, o.token, o.edge.tokenFile, logger)
 	if err != nil {
 		return err
 	}
+	if o.edge.tokenOnCommandLine {
+		logger.Warn("--token is visible to every local user in ps; prefer TETHER_TOKEN or --token-file")
+	}
+	token := tok.value
 	st, err := store.Open(ctx, filepath.Join(o.dataDir, "tether.db"))
 	if err != nil {
 		return err
@@ -152,32 +157,27 @@ func serve(ctx context.Context, args []string) error {
 	}
 	go events.RunRetention(ctx, st, o.retention, logger)
 	e, err := server.New(server.Config{Store: st, Sessions: mgr, Agents: reg, Hub: hub, Writer: w, HeartbeatInterval: o.heartbeat, Token: token,
-		BodyLimit: o.bodyLimit, CORSOrigins: origins, Logger: logger})
+		BodyLimit: o.bodyLimit, CORSOrigins: origins, AllowedHosts: o.edge.allowedHosts(o.addr), Logger: logger})
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", o.addr)
+	l, err := listen(o.addr, o.edge, logger)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", o.addr, err)
+		return err
 	}
 	// Streams end when shutdown starts: Shutdown would otherwise wait for
 	// every open SSE connection until its timeout.
 	baseCtx, cancelStreams := context.WithCancel(context.Background())
 	defer cancelStreams()
-	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second,
-		BaseContext: func(net.Listener) context.Context { return baseCtx }}
+	srv := l.server(e, baseCtx)
 	srv.RegisterOnShutdown(cancelStreams)
-	base := "http://" + ln.Addr().String()
-	fmt.Fprintf(os.Stderr, "tetherd %s listening on %s\n  data dir: %s\n  token:    %s\n  try:      curl -H 'Authorization: Bearer %s' %s/agents\n",
-		version, base, o.dataDir, token, token, base)
-	// The token travels in the fragment, which the browser never sends.
-	fmt.Fprintf(os.Stderr, "\n  Web Shell: %s/shell/#token=%s\n\n", browserBase(ln.Addr()), token)
+	printBanner(os.Stderr, stderrIsTerminal(), l, o.dataDir, tok)
 	// Probing capabilities starts each agent once; do it in the background
 	// so start-up never waits on a slow agent.
 	go reg.ProbeAll(context.WithoutCancel(ctx), 2)
 
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(l.ln) }()
 	if o.resumeOn == "eager" {
 		go mgr.ResumeOnStart(ctx, o.resumeN)
 	}
@@ -192,39 +192,4 @@ func serve(ctx context.Context, args []string) error {
 	_ = srv.Shutdown(sctx)
 	mgr.Shutdown(sctx)
 	return nil
-}
-
-// browserBase is the listener's URL as a browser on this machine reaches
-// it: a wildcard address (":7777", "0.0.0.0") becomes 127.0.0.1.
-func browserBase(a net.Addr) string {
-	tcp, ok := a.(*net.TCPAddr)
-	if !ok || !tcp.IP.IsUnspecified() {
-		return "http://" + a.String()
-	}
-	return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(tcp.Port))
-}
-
-// loadToken returns the explicit token, or the one stored in the data dir,
-// creating it (mode 0600) on first start.
-func loadToken(dir, explicit string) (string, error) {
-	if explicit != "" {
-		return explicit, nil
-	}
-	path := filepath.Join(dir, "token")
-	if b, err := os.ReadFile(path); err == nil {
-		if t := strings.TrimSpace(string(b)); t != "" {
-			return t, nil
-		}
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("read token: %w", err)
-	}
-	buf := make([]byte, 24)
-	if _, err := rand.Read(buf); err != nil {
-		return "", err
-	}
-	t := hex.EncodeToString(buf)
-	if err := os.WriteFile(path, []byte(t+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("write token: %w", err)
-	}
-	return t, nil
 }

@@ -53,6 +53,9 @@ const (
 	HistoryDegraded      Code = "history_degraded"
 	Timeout              Code = "timeout"
 	RequestCancelled     Code = "request_cancelled"
+	HostNotAllowed       Code = "host_not_allowed"
+	RequestTimeout       Code = "request_timeout"
+	TooManyConnections   Code = "too_many_connections"
 )
 
 // Error is a domain error: a code, a human message and optional details that
