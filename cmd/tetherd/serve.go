@@ -114,6 +114,7 @@ func serve(ctx context.Context, args []string) error {
 	if err := os.MkdirAll(o.dataDir, 0o700); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
+	warnLoosePermissions(logger, o.dataDir)
 	token, err := loadToken(o.dataDir, o.token)
 	if err != nil {
 		return err
