@@ -46,7 +46,9 @@ type Config struct {
 	BodyLimit string
 	// CORSOrigins enables CORS for these origins; empty means no CORS.
 	CORSOrigins []string
-	Logger      *slog.Logger
+	// Pprof serves the Go profiler under /debug/pprof/ (token required).
+	Pprof  bool
+	Logger *slog.Logger
 }
 
 // New builds the echo instance serving the API.
@@ -64,6 +66,8 @@ func New(cfg Config) (*echo.Echo, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = func(err error, c echo.Context) { writeProblem(c, err, cfg.Logger) }
+	latency := newHTTPMetrics()
+	e.Use(latency.middleware)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
 		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
 			cfg.Logger.Error("panic in handler", "err", err, "stack", string(stack))
@@ -78,7 +82,9 @@ func New(cfg Config) (*echo.Echo, error) {
 	e.Use(bearerAuth(cfg.Token))
 	e.Use(oapimw.OapiRequestValidatorWithOptions(spec, &oapimw.Options{
 		// The Web Shell's static files are not API operations.
-		Skipper:               func(c echo.Context) bool { return isShellRequest(c.Request()) },
+		Skipper: func(c echo.Context) bool {
+			return isShellRequest(c.Request()) || (cfg.Pprof && isPprofRequest(c.Request()))
+		},
 		DoNotValidateServers:  true,
 		SilenceServersWarning: true,
 		Options: openapi3filter.Options{
@@ -88,9 +94,12 @@ func New(cfg Config) (*echo.Echo, error) {
 		},
 		ErrorHandler: func(c echo.Context, he *echo.HTTPError) error { return he },
 	}))
-	h := &handlers{cfg: cfg}
+	h := &handlers{cfg: cfg, http: latency}
 	RegisterHandlers(e, NewStrictHandler(h, nil))
 	registerWebShell(e)
+	if cfg.Pprof {
+		registerPprof(e)
+	}
 	return e, nil
 }
 

@@ -42,6 +42,7 @@ type options struct {
 	restoreTO time.Duration
 	traceExp  string
 	traceURL  string
+	pprof     bool
 }
 
 func parseOptions(args []string) (options, error) {
@@ -59,6 +60,7 @@ func parseOptions(args []string) (options, error) {
 	fs.DurationVar(&o.restoreTO, "restore-timeout", 60*time.Second, "timeout of each session/new, session/load and session/resume call")
 	fs.StringVar(&o.traceExp, "trace-exporter", env("TETHER_TRACE_EXPORTER", ""), "OpenTelemetry spans: none, stdout or otlp (OTLP over HTTP; endpoint from --trace-endpoint or OTEL_EXPORTER_OTLP_*) [TETHER_TRACE_EXPORTER]")
 	fs.StringVar(&o.traceURL, "trace-endpoint", env("TETHER_TRACE_ENDPOINT", ""), "OTLP/HTTP traces URL, e.g. http://127.0.0.1:4318/v1/traces [TETHER_TRACE_ENDPOINT]")
+	fs.BoolVar(&o.pprof, "pprof", false, "serve the Go profiler under /debug/pprof/ (bearer token required)")
 	fs.DurationVar(&o.heartbeat, "heartbeat", 15*time.Second, "interval of SSE heartbeat comments on idle streams")
 	fs.DurationVar(&o.retention.Age, "event-retention", 7*24*time.Hour, "prune events of sessions closed longer ago than this (0 keeps everything)")
 	fs.IntVar(&o.retention.Keep, "event-retention-keep", 0, "newest events kept per pruned session")
@@ -153,7 +155,7 @@ func serve(ctx context.Context, args []string) error {
 	}
 	go events.RunRetention(ctx, st, o.retention, logger)
 	e, err := server.New(server.Config{Store: st, Sessions: mgr, Agents: reg, Hub: hub, Writer: w, HeartbeatInterval: o.heartbeat, Token: token,
-		BodyLimit: o.bodyLimit, CORSOrigins: origins, Logger: logger})
+		BodyLimit: o.bodyLimit, CORSOrigins: origins, Pprof: o.pprof, Logger: logger})
 	if err != nil {
 		return err
 	}
