@@ -3,6 +3,7 @@ package main_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -32,17 +33,26 @@ func client(t *testing.T, dataDir, addr string) *apiClient {
 // do sends a JSON request with the token and returns the status and body.
 func (c *apiClient) do(method, path string, body any) (int, []byte) {
 	c.t.Helper()
+	status, out, err := c.try(method, path, body)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return status, out
+}
+
+// try is do for goroutines other than the test's: it returns the error.
+func (c *apiClient) try(method, path string, body any) (int, []byte, error) {
 	var rd io.Reader
 	if body != nil {
 		buf, err := json.Marshal(body)
 		if err != nil {
-			c.t.Fatal(err)
+			return 0, nil, err
 		}
 		rd = bytes.NewReader(buf)
 	}
 	req, err := http.NewRequest(method, c.base+path, rd)
 	if err != nil {
-		c.t.Fatal(err)
+		return 0, nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	if body != nil {
@@ -50,14 +60,14 @@ func (c *apiClient) do(method, path string, body any) (int, []byte) {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		c.t.Fatalf("%s %s: %v", method, path, err)
+		return 0, nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
 	out, err := io.ReadAll(resp.Body)
 	if err != nil {
-		c.t.Fatalf("%s %s: read body: %v", method, path, err)
+		return 0, nil, fmt.Errorf("%s %s: read body: %w", method, path, err)
 	}
-	return resp.StatusCode, out
+	return resp.StatusCode, out, nil
 }
 
 // object sends a request, requires status want and decodes a JSON object.
@@ -89,6 +99,36 @@ func (c *apiClient) prompt(sid, text string) string {
 	c.t.Helper()
 	body := map[string]any{"prompt": []map[string]any{{"type": "text", "text": text}}}
 	return c.object("POST", "/session/"+sid+"/prompt", body, http.StatusAccepted)["promptId"].(string)
+}
+
+// tryTurn runs one prompt to its end, for goroutines other than the test's.
+func (c *apiClient) tryTurn(sid, text string) error {
+	status, body, err := c.try("POST", "/session/"+sid+"/prompt",
+		map[string]any{"prompt": []map[string]any{{"type": "text", "text": text}}})
+	if err != nil || status != http.StatusAccepted {
+		return fmt.Errorf("prompt: %d %s %v", status, body, err)
+	}
+	var admitted struct{ PromptID string }
+	if err := json.Unmarshal(body, &admitted); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		status, body, err := c.try("GET", "/session/"+sid+"/turns/"+admitted.PromptID, nil)
+		if err != nil || status != http.StatusOK {
+			return fmt.Errorf("turn: %d %s %v", status, body, err)
+		}
+		var turn struct{ State string }
+		if err := json.Unmarshal(body, &turn); err != nil {
+			return err
+		}
+		switch turn.State {
+		case "completed", "cancelled", "failed", "interrupted":
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("turn %s did not end", admitted.PromptID)
 }
 
 // waitTurn polls the turn until it has an outcome; the deadline is a guard

@@ -83,6 +83,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		_ = sqlDB.Close()
 		return nil, err
 	}
+	if err := adoptRestoredBackup(ctx, gdb); err != nil {
+		_ = sqlDB.Close()
+		return nil, err
+	}
 	rdb, err := gorm.Open(sqlite.Open(readDSN(abs)), &gorm.Config{
 		Logger:                 slowQueryLogger{log: slog.Default(), threshold: slowQueryThreshold},
 		SkipDefaultTransaction: true,
