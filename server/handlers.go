@@ -18,6 +18,8 @@ import (
 // API types to core calls and back; it holds no state of its own.
 type handlers struct {
 	cfg Config
+	// http is the request latency histogram that /metrics reports.
+	http *httpMetrics
 }
 
 var _ StrictServerInterface = (*handlers)(nil)

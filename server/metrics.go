@@ -2,28 +2,56 @@ package server
 
 import (
 	"context"
-	"fmt"
-	"strings"
+	"maps"
+	"slices"
+
+	"github.com/tether/tether/internal/acp"
+	"github.com/tether/tether/internal/store"
 )
 
 // GetMetrics renders the daemon's gauges and counters in the Prometheus
 // text format. It is computed on demand: nothing is sampled in between.
 func (h *handlers) GetMetrics(ctx context.Context, _ GetMetricsRequestObject) (GetMetricsResponseObject, error) {
-	var b strings.Builder
-	metric := func(name, typ, help string, v int64) {
-		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n%s %d\n", name, help, name, typ, name, v)
-	}
-	fmt.Fprintf(&b, "# HELP tether_build_info Build information.\n# TYPE tether_build_info gauge\ntether_build_info{version=%q} 1\n", Version)
+	var x exposition
+	x.family("tether_build_info", "gauge", "Build information.")
+	x.sample("tether_build_info", []label{{"version", Version}}, 1)
 	live, agents := h.cfg.Sessions.Live(ctx)
-	metric("tether_sessions_live", "gauge", "Sessions with a live actor in this daemon.", int64(live))
-	metric("tether_agents_running", "gauge", "Agent processes running.", int64(agents))
+	x.single("tether_sessions_live", "gauge", "Sessions with a live actor in this daemon.", float64(live))
+	x.single("tether_agents_running", "gauge", "Sessions whose agent is connected.", float64(agents))
 	if h.cfg.Hub != nil {
-		metric("tether_stream_subscribers", "gauge", "Open SSE subscriptions.", int64(h.cfg.Hub.Count()))
+		x.single("tether_stream_subscribers", "gauge", "Open SSE subscriptions.", float64(h.cfg.Hub.Count()))
 	}
 	if h.cfg.Writer != nil {
 		evs, batches := h.cfg.Writer.Stats()
-		metric("tether_events_committed_total", "counter", "Durable events committed since start.", evs)
-		metric("tether_event_batches_total", "counter", "Group-commit transactions since start.", batches)
+		x.single("tether_events_committed_total", "counter", "Durable events committed since start.", float64(evs))
+		x.single("tether_event_batches_total", "counter", "Group-commit transactions since start.", float64(batches))
+		retries, busy := h.cfg.Writer.RetryStats()
+		x.single("tether_event_writer_retries_total", "counter", "Event batches rolled back and redone one op per transaction.", float64(retries))
+		x.single("tether_event_writer_busy_total", "counter", "Event writer transactions that failed with \"database is locked\".", float64(busy))
 	}
-	return GetMetrics200TextResponse(b.String()), nil
+	x.single("tether_sqlite_busy_total", "counter",
+		"SQLITE_BUSY/SQLITE_LOCKED errors the store returned (each after the 5 s busy timeout).", float64(store.BusyErrors()))
+	writeAgentProcesses(&x)
+	h.http.write(&x)
+	writeProcessMetrics(&x)
+	return GetMetrics200TextResponse(x.String()), nil
+}
+
+// writeAgentProcesses adds the agent process families, by profile.
+func writeAgentProcesses(x *exposition) {
+	counts := acp.ProcessCounts()
+	x.family("tether_agent_processes", "gauge", "Agent processes running (started and not yet reaped), by profile.")
+	for _, c := range counts {
+		x.sample("tether_agent_processes", []label{{"profile", c.Profile}}, float64(c.Running))
+	}
+	x.family("tether_agent_process_starts_total", "counter", "Agent processes started, by profile.")
+	for _, c := range counts {
+		x.sample("tether_agent_process_starts_total", []label{{"profile", c.Profile}}, float64(c.Starts))
+	}
+	x.family("tether_agent_process_exits_total", "counter", "Agent processes reaped, by profile and outcome (ok, error, signal).")
+	for _, c := range counts {
+		for _, outcome := range slices.Sorted(maps.Keys(c.Exits)) {
+			x.sample("tether_agent_process_exits_total", []label{{"profile", c.Profile}, {"outcome", outcome}}, float64(c.Exits[outcome]))
+		}
+	}
 }

@@ -2,11 +2,11 @@ package server_test
 
 import (
 	"net/http"
-	"regexp"
-	"strconv"
 	"testing"
 )
 
+// TestMetrics scrapes /metrics over HTTP after some activity, parses the
+// exposition strictly, and checks that every family is there and sane.
 func TestMetrics(t *testing.T) {
 	d := startDaemon(t, daemonOptions{})
 	if r := d.doRaw("GET", "/metrics", nil, nil); r.Status != http.StatusUnauthorized {
@@ -14,28 +14,75 @@ func TestMetrics(t *testing.T) {
 	}
 	sid, _ := d.createSession(nil)
 	d.waitTurn(sid, d.prompt(sid, "/stream 5", ""))
+	d.transcript(sid)
 	r := d.do("GET", "/metrics", nil)
 	if r.Status != http.StatusOK {
 		t.Fatalf("got %d, want 200: %s", r.Status, r.Body)
 	}
-	cases := []struct {
-		name string
-		min  int64
-	}{
-		{"tether_sessions_live", 1},
-		{"tether_agents_running", 1},
-		{"tether_events_committed_total", 10},
-		{"tether_event_batches_total", 1},
-		{"tether_stream_subscribers", 0},
+	fams := parseExposition(t, string(r.Body))
+
+	type check struct {
+		name   string
+		sample string // defaults to name
+		labels map[string]string
+		min    float64
+	}
+	const latency = "tether_http_request_duration_seconds"
+	cases := []check{
+		{name: "tether_build_info", labels: map[string]string{"version": "0.1.0"}, min: 1},
+		{name: "tether_sessions_live", min: 1},
+		{name: "tether_agents_running", min: 1},
+		{name: "tether_events_committed_total", min: 10},
+		{name: "tether_event_batches_total", min: 1},
+		{name: "tether_stream_subscribers", min: 0},
+		{name: "tether_event_writer_retries_total", min: 0},
+		{name: "tether_event_writer_busy_total", min: 0},
+		{name: "tether_sqlite_busy_total", min: 0},
+		{name: "tether_agent_processes", labels: map[string]string{"profile": "demo"}, min: 1},
+		{name: "tether_agent_process_starts_total", labels: map[string]string{"profile": "demo"}, min: 1},
+		{name: "process_open_fds", min: 1},
+		{name: "process_max_fds", min: 1},
+		{name: "process_threads", min: 1},
+		{name: "process_resident_memory_bytes", min: 1 << 20},
+		{name: "go_goroutines", min: 1},
+		{name: "go_threads", min: 1},
+		{name: "go_memstats_heap_inuse_bytes", min: 1},
+		{name: "go_memstats_sys_bytes", min: 1 << 20},
+		{name: latency, sample: latency + "_count", min: 1,
+			labels: map[string]string{"route": "/session/:id/transcript", "method": "GET", "code": "2xx"}},
+		{name: latency, sample: latency + "_bucket", min: 1,
+			labels: map[string]string{"route": "/session/:id/prompt", "method": "POST", "code": "2xx", "le": "+Inf"}},
+		{name: latency, sample: latency + "_count", min: 1,
+			labels: map[string]string{"route": "/metrics", "method": "GET", "code": "4xx"}},
 	}
 	for _, tc := range cases {
-		m := regexp.MustCompile(`(?m)^` + tc.name + ` (\d+)$`).FindSubmatch(r.Body)
-		if m == nil {
-			t.Errorf("%s: missing from\n%s", tc.name, r.Body)
+		f := fams[tc.name]
+		if f == nil {
+			t.Errorf("%s: family missing from\n%s", tc.name, r.Body)
 			continue
 		}
-		if v, _ := strconv.ParseInt(string(m[1]), 10, 64); v < tc.min {
-			t.Errorf("%s: got %d, want at least %d", tc.name, v, tc.min)
+		sample := tc.sample
+		if sample == "" {
+			sample = tc.name
+		}
+		v, ok := f.value(sample, tc.labels)
+		if !ok {
+			t.Errorf("%s%v: no such sample in\n%s", sample, tc.labels, r.Body)
+			continue
+		}
+		if v < tc.min {
+			t.Errorf("%s%v: got %v, want at least %v", sample, tc.labels, v, tc.min)
+		}
+	}
+	fds, _ := fams["process_open_fds"].value("process_open_fds", nil)
+	limit, _ := fams["process_max_fds"].value("process_max_fds", nil)
+	if fds > limit {
+		t.Errorf("got %v open fds over a limit of %v", fds, limit)
+	}
+	// Raw paths never become labels: the session id is not in any series.
+	for _, s := range fams[latency].samples {
+		if s.labels["route"] == "/session/"+sid+"/transcript" {
+			t.Errorf("got a series for the raw path %q, want the route template", s.labels["route"])
 		}
 	}
 }

@@ -47,7 +47,9 @@ type Config struct {
 	AllowedHosts []string
 	// CORSOrigins enables CORS for these origins; empty means no CORS.
 	CORSOrigins []string
-	Logger      *slog.Logger
+	// Pprof serves the Go profiler under /debug/pprof/ (token required).
+	Pprof  bool
+	Logger *slog.Logger
 }
 
 // New builds the echo instance serving the API.
@@ -69,6 +71,8 @@ func New(cfg Config) (*echo.Echo, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = func(err error, c echo.Context) { writeProblem(c, err, cfg.Logger) }
+	latency := newHTTPMetrics()
+	e.Use(latency.middleware)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
 		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
 			cfg.Logger.Error("panic in handler", "err", err, "stack", string(stack))
@@ -84,7 +88,9 @@ func New(cfg Config) (*echo.Echo, error) {
 	e.Use(readBody(limit))
 	e.Use(oapimw.OapiRequestValidatorWithOptions(spec, &oapimw.Options{
 		// The Web Shell's static files are not API operations.
-		Skipper:               func(c echo.Context) bool { return isShellRequest(c.Request()) },
+		Skipper: func(c echo.Context) bool {
+			return isShellRequest(c.Request()) || (cfg.Pprof && isPprofRequest(c.Request()))
+		},
 		DoNotValidateServers:  true,
 		SilenceServersWarning: true,
 		Options: openapi3filter.Options{
@@ -94,9 +100,12 @@ func New(cfg Config) (*echo.Echo, error) {
 		},
 		ErrorHandler: func(c echo.Context, he *echo.HTTPError) error { return he },
 	}))
-	h := &handlers{cfg: cfg}
+	h := &handlers{cfg: cfg, http: latency}
 	RegisterHandlers(e, NewStrictHandler(h, nil))
 	registerWebShell(e)
+	if cfg.Pprof {
+		registerPprof(e)
+	}
 	return e, nil
 }
 

@@ -3,6 +3,7 @@
 //
 //	tetherd [serve] [flags]     run the daemon (default)
 //	tetherd demo-agent [flags]  run the built-in ACP demo agent on stdio
+//	tetherd backup [flags] OUT  write a consistent copy of the database to OUT
 package main
 
 import (
@@ -18,7 +19,7 @@ import (
 func main() {
 	args := os.Args[1:]
 	cmd := "serve"
-	if len(args) > 0 && (args[0] == "serve" || args[0] == "demo-agent" || args[0] == "version") {
+	if len(args) > 0 && (args[0] == "serve" || args[0] == "demo-agent" || args[0] == "backup" || args[0] == "version") {
 		cmd, args = args[0], args[1:]
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -29,6 +30,8 @@ func main() {
 		err = serve(ctx, args)
 	case "demo-agent":
 		err = demoagent.Run(ctx, args, os.Stdin, os.Stdout, os.Stderr)
+	case "backup":
+		err = backup(ctx, args, os.Stdout)
 	case "version":
 		fmt.Println("tetherd", version)
 	}

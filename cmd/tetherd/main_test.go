@@ -25,6 +25,15 @@ func freeAddr(t *testing.T) string { return testbin.FreeAddr(t) }
 // logBuffer collects a child's output; the child writes while tests read.
 type logBuffer = testbin.LogBuffer
 
+// stopDaemon ends a daemon with SIGTERM and waits for it, killing it if it
+// has not exited after 20 s. A process that already exited is only reaped.
+func stopDaemon(cmd *exec.Cmd) {
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	t := time.AfterFunc(20*time.Second, func() { _ = cmd.Process.Kill() })
+	defer t.Stop()
+	_ = cmd.Wait()
+}
+
 // start runs `tetherd serve` and waits for /health.
 func start(t *testing.T, bin, dataDir, addr string, extra ...string) (*exec.Cmd, *logBuffer) {
 	t.Helper()
@@ -35,7 +44,9 @@ func start(t *testing.T, bin, dataDir, addr string, extra ...string) (*exec.Cmd,
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	// A clean stop, so that the daemon's agents (capability probes) are
+	// gone before t.TempDir removes the data dir they write in.
+	t.Cleanup(func() { stopDaemon(cmd) })
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		resp, err := http.Get("http://" + addr + "/health")

@@ -38,6 +38,7 @@ type options struct {
 	traceExp  string
 	traceURL  string
 	edge      edgeOptions
+	pprof     bool
 }
 
 func parseOptions(args []string) (options, error) {
@@ -55,6 +56,7 @@ func parseOptions(args []string) (options, error) {
 	fs.DurationVar(&o.restoreTO, "restore-timeout", 60*time.Second, "timeout of each session/new, session/load and session/resume call")
 	fs.StringVar(&o.traceExp, "trace-exporter", env("TETHER_TRACE_EXPORTER", ""), "OpenTelemetry spans: none, stdout or otlp (OTLP over HTTP; endpoint from --trace-endpoint or OTEL_EXPORTER_OTLP_*) [TETHER_TRACE_EXPORTER]")
 	fs.StringVar(&o.traceURL, "trace-endpoint", env("TETHER_TRACE_ENDPOINT", ""), "OTLP/HTTP traces URL, e.g. http://127.0.0.1:4318/v1/traces [TETHER_TRACE_ENDPOINT]")
+	fs.BoolVar(&o.pprof, "pprof", false, "serve the Go profiler under /debug/pprof/ (bearer token required)")
 	fs.DurationVar(&o.heartbeat, "heartbeat", 15*time.Second, "interval of SSE heartbeat comments on idle streams")
 	fs.DurationVar(&o.retention.Age, "event-retention", 7*24*time.Hour, "prune events of sessions closed longer ago than this (0 keeps everything)")
 	fs.IntVar(&o.retention.Keep, "event-retention-keep", 0, "newest events kept per pruned session")
@@ -115,6 +117,7 @@ func serve(ctx context.Context, args []string) error {
 	if err := os.MkdirAll(o.dataDir, 0o700); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
+	warnLooseDataDir(logger, o.dataDir)
 	tok, err := loadToken(o.dataDir, o.token, o.edge.tokenFile, logger)
 	if err != nil {
 		return err
@@ -157,7 +160,7 @@ func serve(ctx context.Context, args []string) error {
 	}
 	go events.RunRetention(ctx, st, o.retention, logger)
 	e, err := server.New(server.Config{Store: st, Sessions: mgr, Agents: reg, Hub: hub, Writer: w, HeartbeatInterval: o.heartbeat, Token: token,
-		BodyLimit: o.bodyLimit, CORSOrigins: origins, AllowedHosts: o.edge.allowedHosts(o.addr), Logger: logger})
+		BodyLimit: o.bodyLimit, CORSOrigins: origins, AllowedHosts: o.edge.allowedHosts(o.addr), Pprof: o.pprof, Logger: logger})
 	if err != nil {
 		return err
 	}
@@ -174,7 +177,12 @@ func serve(ctx context.Context, args []string) error {
 	printBanner(os.Stderr, stderrIsTerminal(), l, o.dataDir, tok)
 	// Probing capabilities starts each agent once; do it in the background
 	// so start-up never waits on a slow agent.
-	go reg.ProbeAll(context.WithoutCancel(ctx), 2)
+	// They are stopped and waited for at shutdown, so that no probe's agent
+	// outlives the daemon.
+	probeCtx, stopProbes := context.WithCancel(context.WithoutCancel(ctx))
+	probesDone := make(chan struct{})
+	go func() { defer close(probesDone); reg.ProbeAll(probeCtx, 2) }()
+	defer func() { stopProbes(); <-probesDone }()
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l.ln) }()

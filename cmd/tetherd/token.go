@@ -68,9 +68,7 @@ func readTokenFile(path string, logger *slog.Logger) (string, error) {
 		}
 		return "", fmt.Errorf("read token: %w", err)
 	}
-	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
-		logger.Warn("the token file is readable by other users; chmod 600 it", "path", path, "mode", fmt.Sprintf("%04o", fi.Mode().Perm()))
-	}
+	warnLooseTokenFile(logger, path)
 	return strings.TrimSpace(string(b)), nil
 }
 

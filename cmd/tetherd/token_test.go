@@ -21,8 +21,8 @@ func TestTokenSourcesAndWarnings(t *testing.T) {
 		wantWarn  string      // in the log; "" for none of the warnings
 	}{
 		{"private token file", 0o600, false, ""},
-		{"group readable token file", 0o640, false, "readable by other users"},
-		{"world readable token file", 0o644, false, "readable by other users"},
+		{"group readable token file", 0o640, false, "readable or writable by other users"},
+		{"world readable token file", 0o644, false, "readable or writable by other users"},
 		{"token on the command line", 0, true, "visible to every local user in ps"},
 	}
 	for _, tc := range cases {
@@ -47,7 +47,7 @@ func TestTokenSourcesAndWarnings(t *testing.T) {
 			if strings.Contains(out, secret) {
 				t.Errorf("the log shows the token:\n%s", out)
 			}
-			for _, w := range []string{"readable by other users", "visible to every local user in ps"} {
+			for _, w := range []string{"readable or writable by other users", "visible to every local user in ps"} {
 				if got, want := strings.Contains(out, w), w == tc.wantWarn; got != want {
 					t.Errorf("warning %q in the log: got %v, want %v\n%s", w, got, want, out)
 				}

@@ -14,6 +14,8 @@ import (
 // Spec says how to launch an agent process. It is built from a daemon-side
 // agent profile, never from an API request.
 type Spec struct {
+	// Profile names the agent profile, for the process counts of /metrics.
+	Profile string
 	Command string
 	Args    []string
 	// Env is extra KEY=VALUE entries appended to the daemon's environment.
@@ -78,11 +80,12 @@ func startProcess(spec Spec) (*process, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	go p.wait()
+	countStart(spec.Profile)
+	go p.wait(spec.Profile)
 	return p, nil
 }
 
-func (p *process) wait() {
+func (p *process) wait(profile string) {
 	err := p.cmd.Wait()
 	e := Exit{Code: 0, Stderr: p.stderr.String()}
 	var ee *exec.ExitError
@@ -97,6 +100,7 @@ func (p *process) wait() {
 		e.Signal = err.Error()
 	}
 	p.exit = e
+	countExit(profile, e)
 	close(p.done)
 }
 

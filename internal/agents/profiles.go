@@ -369,7 +369,7 @@ func (r *Registry) Spec(id string) (acp.Spec, Profile, error) {
 		}
 		return acp.Spec{}, p, errcode.New(errcode.AgentUnavailable, "%s", reason).With("agentProfileId", id)
 	}
-	spec := acp.Spec{Command: p.Command, Args: slices.Clone(p.Args)}
+	spec := acp.Spec{Profile: id, Command: p.Command, Args: slices.Clone(p.Args)}
 	// Sorted so the launched environment is deterministic (and testable).
 	for _, k := range slices.Sorted(maps.Keys(p.Env)) {
 		spec.Env = append(spec.Env, k+"="+p.Env[k])

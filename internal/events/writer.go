@@ -93,6 +93,10 @@ type Writer struct {
 
 	// committed and batches count what has been written (for /metrics).
 	committed, batches atomic.Int64
+	// retries counts batches rolled back and redone one op per
+	// transaction; busy counts transactions that failed because the
+	// database was locked (for /metrics).
+	retries, busy atomic.Int64
 
 	// Owned by the writer goroutine.
 	lastID  int64
@@ -148,6 +152,10 @@ func (w *Writer) Do(ctx context.Context, apply Apply) ([]store.Event, error) {
 // Stats reports events committed and batches (transactions) since start.
 func (w *Writer) Stats() (events, batches int64) { return w.committed.Load(), w.batches.Load() }
 
+// RetryStats reports batches retried one op per transaction after a
+// failure, and transactions that failed with "database is locked".
+func (w *Writer) RetryStats() (retries, busy int64) { return w.retries.Load(), w.busy.Load() }
+
 // Close stops accepting ops, writes everything queued and returns.
 func (w *Writer) Close() {
 	w.mu.Lock()
@@ -189,6 +197,7 @@ func (w *Writer) commit(batch []op) {
 		if err := w.commitTx(batch); err == nil {
 			return
 		}
+		w.retries.Add(1)
 	}
 	for _, o := range batch {
 		w.commitTx([]op{o})
@@ -227,6 +236,9 @@ func (w *Writer) commitTx(batch []op) error {
 	})
 	if err != nil {
 		w.lastID = startID
+		if store.IsBusy(err) || store.IsBusy(opErr) {
+			w.busy.Add(1)
+		}
 		if opErr == nil {
 			opErr = err
 			w.cfg.Logger.Error("event batch failed", "ops", len(batch), "err", err)

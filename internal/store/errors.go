@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"sync/atomic"
 
 	"github.com/mattn/go-sqlite3"
 	"gorm.io/gorm"
@@ -18,7 +19,26 @@ func internal(err error, op string) error {
 	if errors.As(err, &e) {
 		return err
 	}
+	if IsBusy(err) {
+		busyErrors.Add(1)
+	}
 	return errcode.Wrap(errcode.Internal, err, "store: %s", op)
+}
+
+// busyErrors counts SQLITE_BUSY and SQLITE_LOCKED errors the store has
+// seen, process-wide (every Store of this binary), for /metrics. Each one
+// is a statement that still found the database locked after the
+// connection's busy timeout had waited.
+var busyErrors atomic.Int64
+
+// BusyErrors returns how many "database is locked" (SQLITE_BUSY or
+// SQLITE_LOCKED) errors the store has returned since start.
+func BusyErrors() int64 { return busyErrors.Load() }
+
+// IsBusy reports whether err is, or wraps, SQLITE_BUSY or SQLITE_LOCKED.
+func IsBusy(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked)
 }
 
 // isNotFound reports gorm's "no row" outcome of First/Take.

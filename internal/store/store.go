@@ -54,6 +54,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "store: create database directory")
 	}
+	if err := privateDBFiles(abs); err != nil {
+		return nil, err
+	}
 
 	gdb, err := gorm.Open(sqlite.Open(dsn(abs)), &gorm.Config{
 		Logger: slowQueryLogger{log: slog.Default(), threshold: slowQueryThreshold},
@@ -77,6 +80,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, errcode.Wrap(errcode.Internal, err, "store: open database %s", abs)
 	}
 	if err := migrate(ctx, gdb); err != nil {
+		_ = sqlDB.Close()
+		return nil, err
+	}
+	if err := adoptRestoredBackup(ctx, gdb); err != nil {
 		_ = sqlDB.Close()
 		return nil, err
 	}

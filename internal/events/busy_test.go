@@ -1,0 +1,66 @@
+package events_test
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"testing"
+
+	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/store"
+)
+
+// TestWriterCountsBusy locks the database from another connection, as a
+// second process would, and checks that the writer's failed transaction is
+// counted as busy by the writer and the store (the /metrics counters), and
+// that the writer commits again once the lock is gone.
+func TestWriterCountsBusy(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "tether.db")
+	st, err := store.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := events.NewWriter(ctx, st, events.NewHub(events.HubConfig{}), events.WriterConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close(); _ = st.Close() })
+	createTask := func(tx *store.Store, _ events.Emit) error {
+		_, err := tx.CreateTask(ctx, store.Task{Title: "t", Workspace: "/"})
+		return err
+	}
+
+	raw, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	lock, err := raw.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lock.ExecContext(ctx, "BEGIN EXCLUSIVE"); err != nil {
+		t.Fatalf("take the lock: %v", err)
+	}
+	storeBusy := store.BusyErrors()
+	_, busyBefore := w.RetryStats()
+	// Fails once the store's busy timeout (5 s) has waited for the lock.
+	if _, err := w.Do(ctx, createTask); err == nil {
+		t.Fatal("write under an exclusive lock: got success, want database is locked")
+	}
+	if _, busy := w.RetryStats(); busy != busyBefore+1 {
+		t.Errorf("writer busy count: got %d, want %d", busy, busyBefore+1)
+	}
+	if got := store.BusyErrors(); got < storeBusy+1 {
+		t.Errorf("store busy count: got %d, want at least %d", got, storeBusy+1)
+	}
+
+	if _, err := lock.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	_ = lock.Close()
+	if _, err := w.Do(ctx, createTask); err != nil {
+		t.Fatalf("write after the lock is released: %v", err)
+	}
+}
