@@ -103,10 +103,14 @@ func truncate(s string) string {
 	return strings.ToValidUTF8(s[:cut], "\uFFFD") + "…"
 }
 
-// tool implements /tool read PATH and /tool fail.
+// tool implements /tool read PATH, /tool fail and the client fs probes
+// of fstools.go.
 func (t *turn) tool(arg string) error {
 	sub, path, _ := strings.Cut(arg, " ")
 	path = strings.TrimSpace(path)
+	if probe, ok := fsProbes[sub]; ok {
+		return t.runProbe(sub, probe, path)
+	}
 	switch {
 	case sub == "read" && path != "":
 		cwd := t.cwd()
@@ -134,6 +138,6 @@ func (t *turn) tool(arg string) error {
 		}
 		return t.emit(toolDone(id, acp.ToolCallStatusFailed, "demo tool failed: simulated error"))
 	default:
-		return t.say("usage: /tool read PATH | /tool fail")
+		return t.say("usage: /tool read PATH | /tool fail | " + fsProbeUsage)
 	}
 }
