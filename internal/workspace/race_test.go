@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,8 +12,11 @@ import (
 	"github.com/tether/tether/internal/workspace"
 )
 
-// swapper re-points link between its targets as fast as it can (an atomic
-// rename of a fresh symlink over it) until stop is called.
+// swapper keeps replacing link, as fast as it can, with each of its
+// targets in turn until stop is called: a target "file:TEXT" is a regular
+// file holding TEXT, "dir:TEXT" a directory holding secret.txt with TEXT,
+// anything else a symlink to it. A regular file or symlink replaces link
+// atomically (rename over it); a directory cannot, so link is removed first.
 func swapper(t *testing.T, link string, targets ...string) (stop func()) {
 	t.Helper()
 	done := make(chan struct{})
@@ -27,13 +31,28 @@ func swapper(t *testing.T, link string, targets ...string) (stop func()) {
 				return
 			default:
 			}
-			_ = os.Remove(tmp)
-			if err := os.Symlink(targets[i%len(targets)], tmp); err != nil {
-				t.Errorf("symlink: %v", err)
-				return
+			_ = os.RemoveAll(tmp)
+			target := targets[i%len(targets)]
+			var err error
+			switch {
+			case strings.HasPrefix(target, "file:"):
+				err = os.WriteFile(tmp, []byte(strings.TrimPrefix(target, "file:")), 0o644)
+			case strings.HasPrefix(target, "dir:"):
+				if err = os.Mkdir(tmp, 0o755); err == nil {
+					err = os.WriteFile(filepath.Join(tmp, "secret.txt"), []byte(strings.TrimPrefix(target, "dir:")), 0o644)
+				}
+			default:
+				err = os.Symlink(target, tmp)
 			}
-			if err := os.Rename(tmp, link); err != nil {
-				t.Errorf("rename: %v", err)
+			if err == nil && os.Rename(tmp, link) != nil {
+				// A directory on either side: not atomic, but a missing
+				// link only gets requests refused. A write racing the
+				// removal can keep the directory; the next round retries.
+				_ = os.RemoveAll(link)
+				_ = os.Rename(tmp, link)
+			}
+			if err != nil {
+				t.Errorf("swap %s to %s: %v", link, target, err)
 				return
 			}
 		}
@@ -47,7 +66,7 @@ func swapper(t *testing.T, link string, targets ...string) (stop func()) {
 // may ever see or change the outside file.
 func TestSymlinkSwapRace(t *testing.T) {
 	const (
-		iterations = 3000
+		iterations = 10000
 		workers    = 4
 		inside     = "inside\n"
 		secret     = "SECRET outside the workspace\n"
@@ -59,11 +78,16 @@ func TestSymlinkSwapRace(t *testing.T) {
 		targets []string // the link's targets; %s is the tree's outside dir
 		write   bool
 	}{
-		{"file link, reads", "link.txt", "link.txt", []string{"inside.txt", "../outside/secret.txt"}, false},
-		{"file link with an absolute target, reads", "link.txt", "link.txt", []string{"inside.txt", "%s/secret.txt"}, false},
-		{"directory link, reads", "d", "d/secret.txt", []string{"real", "../outside"}, false},
-		{"file link, writes", "link.txt", "link.txt", []string{"inside.txt", "../outside/secret.txt"}, true},
-		{"directory link, writes", "d", "d/secret.txt", []string{"real", "../outside"}, true},
+		// A symlink swapped for a regular file and back: the old
+		// check-then-open leaked and overwrote the outside file here.
+		{"regular file and link, reads", "f.txt", "f.txt", []string{"file:" + inside, "../outside/secret.txt", "file:" + inside, "%s/secret.txt"}, false},
+		{"regular file and link, writes", "f.txt", "f.txt", []string{"file:" + inside, "../outside/secret.txt", "file:" + inside, "%s/secret.txt"}, true},
+		{"directory and link, reads", "d", "d/secret.txt", []string{"dir:" + inside, "../outside", "dir:" + inside, "%s"}, false},
+		{"directory and link, writes", "d", "d/secret.txt", []string{"dir:" + inside, "../outside", "dir:" + inside, "%s"}, true},
+		// Absolute links inside are followed by rewriting the name (which
+		// os.Root does not do): that rewrite must not open a window.
+		{"absolute links inside and outside, reads", "link.txt", "link.txt", []string{"%s/../ws/inside.txt", "%s/secret.txt"}, false},
+		{"absolute links inside and outside, writes", "link.txt", "link.txt", []string{"%s/../ws/inside.txt", "%s/secret.txt"}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -74,14 +98,14 @@ func TestSymlinkSwapRace(t *testing.T) {
 			mustWrite(t, filepath.Join(tr.ws, "real", "secret.txt"), inside)
 			targets := make([]string, len(tc.targets))
 			for i, target := range tc.targets {
-				if len(target) > 2 && target[:2] == "%s" {
+				if strings.HasPrefix(target, "%s") {
 					target = tr.outside + target[2:]
 				}
 				targets[i] = target
 			}
 			r := openRoot(t, tr.ws, workspace.FileLimits{})
 			link := filepath.Join(tr.ws, tc.link)
-			mustSymlink(t, targets[0], link)
+			mustSymlink(t, "inside.txt", link)
 			stop := swapper(t, link, targets...)
 			path := filepath.Join(tr.ws, tc.path)
 			var served, refused atomic.Int64
