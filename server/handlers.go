@@ -11,7 +11,6 @@ import (
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/sessions"
 	"github.com/tether/tether/internal/store"
-	"github.com/tether/tether/internal/workspace"
 )
 
 // handlers implements the generated StrictServerInterface by translating
@@ -47,7 +46,7 @@ func (h *handlers) ListTasks(ctx context.Context, _ ListTasksRequestObject) (Lis
 func (h *handlers) CreateTask(ctx context.Context, req CreateTaskRequestObject) (CreateTaskResponseObject, error) {
 	t := store.Task{Title: req.Body.Title}
 	if req.Body.Workspace != nil && *req.Body.Workspace != "" {
-		dir, err := workspace.ResolveDir(*req.Body.Workspace)
+		dir, err := h.cfg.Sessions.ResolveCwd(*req.Body.Workspace)
 		if err != nil {
 			return nil, err
 		}

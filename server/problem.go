@@ -18,6 +18,7 @@ var statusOf = map[errcode.Code]int{
 	errcode.ValidationFailed:     http.StatusBadRequest,
 	errcode.MalformedJSON:        http.StatusBadRequest,
 	errcode.InvalidCwd:           http.StatusBadRequest,
+	errcode.CwdRefused:           http.StatusBadRequest,
 	errcode.InvalidPermissionOpt: http.StatusBadRequest,
 	errcode.InvalidCursor:        http.StatusBadRequest,
 	errcode.TooManySubscribers:   http.StatusTooManyRequests,

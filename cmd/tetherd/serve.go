@@ -11,11 +11,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/labstack/gommon/bytes"
+
 	"github.com/tether/tether/internal/agents"
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/sessions"
 	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/telemetry"
+	"github.com/tether/tether/internal/workspace"
 	"github.com/tether/tether/server"
 )
 
@@ -39,6 +42,8 @@ type options struct {
 	traceURL  string
 	edge      edgeOptions
 	pprof     bool
+	files     workspace.FileLimits
+	cwd       workspace.CwdPolicy
 }
 
 func parseOptions(args []string) (options, error) {
@@ -62,12 +67,42 @@ func parseOptions(args []string) (options, error) {
 	fs.IntVar(&o.retention.Keep, "event-retention-keep", 0, "newest events kept per pruned session")
 	fs.DurationVar(&o.retention.Every, "event-retention-every", time.Hour, "how often retention runs")
 	o.edge.flags(fs)
+	readLimit := fs.String("fs-read-limit", "4M", "most bytes one agent fs/read_text_file returns; larger whole-file reads are refused with the size (the agent reads ranges with line/limit)")
+	writeLimit := fs.String("fs-write-limit", "4M", "most bytes one agent fs/write_text_file stores")
+	fs.IntVar(&o.files.Concurrency, "fs-concurrency", workspace.DefaultConcurrency, "agent fs requests served at once, per agent")
+	fs.IntVar(&o.files.Queue, "fs-queue", workspace.DefaultQueue, "agent fs requests that may wait for a slot, per agent; more are refused as busy")
+	fs.DurationVar(&o.files.Timeout, "fs-timeout", workspace.DefaultFileTimeout, "timeout of each agent fs request, waiting included")
+	allowCwd := fs.String("allow-cwd", env("TETHER_ALLOW_CWD", ""), "comma-separated directories (with everything under them) allowed as a session cwd although refused as system directories; / allows any [TETHER_ALLOW_CWD]")
+	refuseCwd := fs.String("refuse-cwd", env("TETHER_REFUSE_CWD", ""), "comma-separated directories refused as a session cwd, besides the built-in system directories; DIR/... refuses everything under DIR too [TETHER_REFUSE_CWD]")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	fs.Visit(func(f *flag.Flag) { o.edge.tokenOnCommandLine = o.edge.tokenOnCommandLine || f.Name == "token" })
 	if err := o.edge.check(); err != nil {
 		return o, err
+	}
+	for _, l := range []struct {
+		flag, value string
+		dst         *int64
+	}{{"--fs-read-limit", *readLimit, &o.files.ReadLimit}, {"--fs-write-limit", *writeLimit, &o.files.WriteLimit}} {
+		n, err := bytes.Parse(l.value)
+		if err != nil || n <= 0 {
+			return o, fmt.Errorf("%s: want a positive size such as 4M, got %q", l.flag, l.value)
+		}
+		*l.dst = n
+	}
+	if o.files.Concurrency <= 0 || o.files.Queue < 0 || o.files.Timeout <= 0 {
+		return o, errors.New("--fs-concurrency and --fs-timeout must be positive, --fs-queue not negative")
+	}
+	if o.files.Queue == 0 {
+		o.files.Queue = -1 // FileLimits: negative means no waiting
+	}
+	var err error
+	if o.cwd.Allow, err = workspace.ParseCwdList(*allowCwd); err != nil {
+		return o, fmt.Errorf("--allow-cwd: %w", err)
+	}
+	if o.cwd.Refuse, err = workspace.ParseCwdList(*refuseCwd); err != nil {
+		return o, fmt.Errorf("--refuse-cwd: %w", err)
 	}
 	if o.dataDir == "" {
 		return o, errors.New("no data directory: set --data-dir, TETHER_DATA_DIR or HOME")
@@ -146,7 +181,8 @@ func serve(ctx context.Context, args []string) error {
 		return err
 	}
 	defer w.Close()
-	mgr := sessions.New(st, w, reg, sessions.Config{QueueLimit: o.queue, RestoreTimeout: o.restoreTO, Logger: logger})
+	mgr := sessions.New(st, w, reg, sessions.Config{QueueLimit: o.queue, RestoreTimeout: o.restoreTO,
+		Cwd: o.cwd, Files: o.files, Logger: logger})
 	// Reconcile before serving: nobody may see the previous daemon's
 	// half-finished state as if it were live.
 	rec, err := mgr.Reconcile(ctx)

@@ -3,13 +3,11 @@ package acp
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
-	"strings"
 
 	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/tether/tether/internal/workspace"
 )
 
 // PermissionOption is one choice offered by the agent.
@@ -35,8 +33,9 @@ type PermissionOutcome struct {
 // client implements sdk.Client: the methods an agent may call on us.
 type client struct {
 	handler Handler
-	root    string
-	logger  *slog.Logger
+	// files serves fs/*; nil when the capability is not offered.
+	files  *workspace.Root
+	logger *slog.Logger
 }
 
 var _ sdk.Client = (*client)(nil)
@@ -76,77 +75,48 @@ func (c *client) RequestPermission(ctx context.Context, p sdk.RequestPermissionR
 	}}, nil
 }
 
-func (c *client) ReadTextFile(_ context.Context, p sdk.ReadTextFileRequest) (sdk.ReadTextFileResponse, error) {
-	path, err := c.confine(p.Path, false)
-	if err != nil {
-		return sdk.ReadTextFileResponse{}, err
+// ReadTextFile and WriteTextFile are served by the session's workspace
+// root; this adapter only turns its refusals into errors the agent can read.
+func (c *client) ReadTextFile(ctx context.Context, p sdk.ReadTextFileRequest) (sdk.ReadTextFileResponse, error) {
+	if c.files == nil {
+		return sdk.ReadTextFileResponse{}, sdk.NewMethodNotFound(sdk.ClientMethodFsReadTextFile)
 	}
-	b, err := os.ReadFile(path)
+	text, err := c.files.ReadText(ctx, p.Path, p.Line, p.Limit)
 	if err != nil {
-		return sdk.ReadTextFileResponse{}, sdk.NewInternalError(map[string]any{"path": p.Path, "error": err.Error()})
-	}
-	text := string(b)
-	if p.Line != nil || p.Limit != nil {
-		lines := strings.SplitAfter(text, "\n")
-		start := 0
-		if p.Line != nil && *p.Line > 1 {
-			start = min(*p.Line-1, len(lines))
-		}
-		end := len(lines)
-		if p.Limit != nil && *p.Limit >= 0 {
-			end = min(start+*p.Limit, len(lines))
-		}
-		text = strings.Join(lines[start:end], "")
+		return sdk.ReadTextFileResponse{}, fileError(err)
 	}
 	return sdk.ReadTextFileResponse{Content: text}, nil
 }
 
-func (c *client) WriteTextFile(_ context.Context, p sdk.WriteTextFileRequest) (sdk.WriteTextFileResponse, error) {
-	path, err := c.confine(p.Path, true)
-	if err != nil {
-		return sdk.WriteTextFileResponse{}, err
+func (c *client) WriteTextFile(ctx context.Context, p sdk.WriteTextFileRequest) (sdk.WriteTextFileResponse, error) {
+	if c.files == nil {
+		return sdk.WriteTextFileResponse{}, sdk.NewMethodNotFound(sdk.ClientMethodFsWriteTextFile)
 	}
-	if err := os.WriteFile(path, []byte(p.Content), 0o644); err != nil {
-		return sdk.WriteTextFileResponse{}, sdk.NewInternalError(map[string]any{"path": p.Path, "error": err.Error()})
+	if err := c.files.WriteText(ctx, p.Path, p.Content); err != nil {
+		return sdk.WriteTextFileResponse{}, fileError(err)
 	}
 	return sdk.WriteTextFileResponse{}, nil
 }
 
-// confine resolves path (absolute, per ACP) and refuses anything that ends
-// up outside the session's root, symlinks included. For writes the file may
-// not exist yet, so its parent directory is resolved instead.
-func (c *client) confine(path string, forWrite bool) (string, error) {
-	if c.root == "" {
-		return "", sdk.NewMethodNotFound("fs")
+// fileError maps a workspace refusal to JSON-RPC: the agent's mistakes are
+// invalid params, the daemon's trouble (busy, timeout, I/O) is an internal
+// error. The message is the workspace's own sentence, written for the
+// agent (it names the file size and the way to read a range, for example);
+// data carries the machine-readable reason.
+func fileError(err error) error {
+	var fe *workspace.FileError
+	if !errors.As(err, &fe) {
+		return err // context.Canceled: the SDK answers "request cancelled"
 	}
-	if !filepath.IsAbs(path) {
-		return "", sdk.NewInvalidParams(map[string]any{"path": path, "error": "path must be absolute"})
+	data := map[string]any{"path": fe.Path, "reason": string(fe.Kind)}
+	if fe.Kind == workspace.FileTooLarge {
+		data["size"], data["limit"] = fe.Size, fe.Limit
 	}
-	root, err := filepath.EvalSymlinks(c.root)
-	if err != nil {
-		return "", sdk.NewInternalError(map[string]any{"error": "session directory is gone"})
+	code := -32603
+	if fe.Kind.AgentFault() {
+		code = -32602
 	}
-	clean := filepath.Clean(path)
-	resolved, err := filepath.EvalSymlinks(clean)
-	if err != nil && forWrite && errors.Is(err, os.ErrNotExist) {
-		if _, lerr := os.Lstat(clean); lerr == nil {
-			// The name exists but does not resolve: a dangling symlink,
-			// which os.WriteFile would follow to wherever it points.
-			return "", sdk.NewInvalidParams(map[string]any{"path": path, "error": "refusing to write through a dangling symlink"})
-		}
-		dir, derr := filepath.EvalSymlinks(filepath.Dir(clean))
-		if derr != nil {
-			return "", sdk.NewInvalidParams(map[string]any{"path": path, "error": derr.Error()})
-		}
-		resolved, err = filepath.Join(dir, filepath.Base(clean)), nil
-	}
-	if err != nil {
-		return "", sdk.NewInvalidParams(map[string]any{"path": path, "error": err.Error()})
-	}
-	if resolved != root && !strings.HasPrefix(resolved, root+string(filepath.Separator)) {
-		return "", sdk.NewInvalidParams(map[string]any{"path": path, "error": fmt.Sprintf("outside the session directory %s", c.root)})
-	}
-	return resolved, nil
+	return &sdk.RequestError{Code: code, Message: fe.Message, Data: data}
 }
 
 // Terminals are not offered (the capability is not advertised).

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/tether/tether/internal/workspace"
 )
 
 // ProtocolVersion is the ACP version the daemon speaks.
@@ -46,8 +48,11 @@ type Handler interface {
 type Options struct {
 	Spec Spec
 	// Root confines fs/read_text_file and fs/write_text_file; empty disables
-	// the fs capability entirely (it is then not advertised).
-	Root    string
+	// the fs capability entirely (it is then not advertised). It is opened
+	// once, before the agent starts, and closed when the agent has exited.
+	Root string
+	// Files bounds the agent's fs requests (sizes, concurrency, timeout).
+	Files   workspace.FileLimits
 	Handler Handler
 	// InitTimeout bounds the initialize handshake.
 	InitTimeout time.Duration
@@ -86,8 +91,18 @@ func Start(ctx context.Context, opts Options) (*Conn, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	p, err := startProcess(opts.Spec)
+	var files *workspace.Root
+	onExit := func() {}
+	if opts.Root != "" {
+		r, err := workspace.OpenRoot(opts.Root, opts.Files)
+		if err != nil {
+			return nil, fmt.Errorf("open session directory: %w", err)
+		}
+		files, onExit = r, func() { _ = r.Close() }
+	}
+	p, err := startProcess(opts.Spec, onExit)
 	if err != nil {
+		onExit()
 		return nil, fmt.Errorf("start agent %q: %w", opts.Spec.Command, err)
 	}
 	if opts.OnSpawn != nil {
@@ -97,14 +112,14 @@ func Start(ctx context.Context, opts Options) (*Conn, error) {
 	if opts.Outgoing != nil {
 		w = io.MultiWriter(p.stdin, opts.Outgoing)
 	}
-	cl := &client{handler: opts.Handler, root: opts.Root, logger: logger}
+	cl := &client{handler: opts.Handler, files: files, logger: logger}
 	c := &Conn{proc: p, grace: opts.StopGrace}
 	c.conn = sdk.NewClientSideConnection(cl, w, p.stdout)
 	c.conn.SetLogger(logger.With("agent", opts.Spec.Command))
 
 	ictx, cancel := context.WithTimeout(ctx, opts.InitTimeout)
 	defer cancel()
-	fs := opts.Root != ""
+	fs := files != nil
 	resp, err := c.conn.Initialize(ictx, sdk.InitializeRequest{
 		ProtocolVersion: ProtocolVersion,
 		ClientCapabilities: sdk.ClientCapabilities{

@@ -52,11 +52,14 @@ type process struct {
 	done     chan struct{}
 	exit     Exit
 	stopOnce sync.Once
+	// onExit releases what the agent's requests used, once it is reaped.
+	onExit func()
 }
 
 // startProcess launches the agent in its own process group so that stopping
 // it also stops any children it spawned (tools, shells, MCP servers).
-func startProcess(spec Spec) (*process, error) {
+// onExit runs once the process has been reaped.
+func startProcess(spec Spec, onExit func()) (*process, error) {
 	if spec.Command == "" {
 		return nil, errors.New("agent command is empty")
 	}
@@ -75,7 +78,7 @@ func startProcess(spec Spec) (*process, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &process{cmd: cmd, stdin: stdin, stdout: stdout, stderr: newTailBuffer(8 << 10), done: make(chan struct{})}
+	p := &process{cmd: cmd, stdin: stdin, stdout: stdout, stderr: newTailBuffer(8 << 10), done: make(chan struct{}), onExit: onExit}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -101,6 +104,7 @@ func (p *process) wait(profile string) {
 	}
 	p.exit = e
 	countExit(profile, e)
+	p.onExit()
 	close(p.done)
 }
 

@@ -212,10 +212,11 @@ type agent struct {
 	exit     func(int)
 	turns    sync.WaitGroup
 
-	mu           sync.Mutex
-	sessions     map[string]*session // sessions opened on this connection
-	clientReadFS bool                // client advertised fs.readTextFile
-	closing      bool                // Run is shutting down; no new turns
+	mu            sync.Mutex
+	sessions      map[string]*session // sessions opened on this connection
+	clientReadFS  bool                // client advertised fs.readTextFile
+	clientWriteFS bool                // client advertised fs.writeTextFile
+	closing       bool                // Run is shutting down; no new turns
 }
 
 // loadingAgent adds session/load to agent; see Run.
@@ -230,6 +231,7 @@ var (
 func (a *agent) Initialize(_ context.Context, p acp.InitializeRequest) (acp.InitializeResponse, error) {
 	a.mu.Lock()
 	a.clientReadFS = p.ClientCapabilities.Fs.ReadTextFile
+	a.clientWriteFS = p.ClientCapabilities.Fs.WriteTextFile
 	a.mu.Unlock()
 	caps := acp.AgentCapabilities{
 		LoadSession:        !a.cfg.noLoad,

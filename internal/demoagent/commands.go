@@ -38,7 +38,7 @@ func availableCommands() []acp.AvailableCommand {
 	return []acp.AvailableCommand{
 		cmd("echo", "Reply with TEXT", "TEXT"),
 		cmd("stream", "Stream N message chunks", "N"),
-		cmd("tool", "Run a tool: 'read PATH' or 'fail'", "read PATH | fail"),
+		cmd("tool", "Run a tool: 'read PATH', 'fail', 'hang', or a client fs probe", "read PATH | fail | hang | "+fsProbeUsage),
 		cmd("permission", "Ask for permission to edit a file", ""),
 		cmd("hang", "Block until cancelled", ""),
 		cmd("sleep", "Sleep MS milliseconds, then finish", "MS"),

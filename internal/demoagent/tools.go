@@ -103,10 +103,14 @@ func truncate(s string) string {
 	return strings.ToValidUTF8(s[:cut], "\uFFFD") + "…"
 }
 
-// tool implements /tool read PATH and /tool fail.
+// tool implements /tool read PATH, /tool fail and the client fs probes
+// of fstools.go.
 func (t *turn) tool(arg string) error {
 	sub, path, _ := strings.Cut(arg, " ")
 	path = strings.TrimSpace(path)
+	if probe, ok := fsProbes[sub]; ok {
+		return t.runProbe(sub, probe, path)
+	}
 	switch {
 	case sub == "read" && path != "":
 		cwd := t.cwd()
@@ -126,6 +130,22 @@ func (t *turn) tool(arg string) error {
 		}
 		_, _, err := t.readTool(t.nextToolCallID(), cwd, rel)
 		return err
+	case sub == "hang":
+		// A tool call that stays in progress until session/cancel: the
+		// crash tests kill the daemon while it runs.
+		id := t.nextToolCallID()
+		if err := t.emit(acp.StartToolCall(id, "Run hanging tool", acp.WithStartKind(acp.ToolKindExecute),
+			acp.WithStartStatus(acp.ToolCallStatusInProgress))); err != nil {
+			return err
+		}
+		<-t.ctx.Done()
+		if err := t.interrupted(); errors.Is(err, errConnClosed) {
+			return err
+		}
+		if err := t.emit(toolDone(id, acp.ToolCallStatusFailed, "cancelled")); err != nil {
+			return err
+		}
+		return t.interrupted()
 	case sub == "fail":
 		id := t.nextToolCallID()
 		if err := t.emit(acp.StartToolCall(id, "Run failing tool", acp.WithStartKind(acp.ToolKindExecute),
@@ -134,6 +154,6 @@ func (t *turn) tool(arg string) error {
 		}
 		return t.emit(toolDone(id, acp.ToolCallStatusFailed, "demo tool failed: simulated error"))
 	default:
-		return t.say("usage: /tool read PATH | /tool fail")
+		return t.say("usage: /tool read PATH | /tool fail | /tool hang | " + fsProbeUsage)
 	}
 }

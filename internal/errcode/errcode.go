@@ -24,6 +24,7 @@ const (
 	AgentProfileNotFound Code = "agent_profile_not_found"
 	AgentUnavailable     Code = "agent_unavailable"
 	InvalidCwd           Code = "invalid_cwd"
+	CwdRefused           Code = "cwd_refused"
 	InvalidState         Code = "invalid_state"
 	SessionTerminal      Code = "session_terminal"
 	TurnActive           Code = "turn_active"

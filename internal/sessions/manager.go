@@ -48,7 +48,12 @@ type Config struct {
 	// CancelGrace is how long a cancelled turn may take to end before the
 	// agent is stopped.
 	CancelGrace time.Duration
-	Logger      *slog.Logger
+	// Cwd decides which directories may be a session's (or a task's)
+	// working directory; the zero value refuses system directories.
+	Cwd workspace.CwdPolicy
+	// Files bounds each agent's fs/* requests.
+	Files  workspace.FileLimits
+	Logger *slog.Logger
 	// Outgoing, if set, receives every line sent to any agent (tests).
 	Outgoing func(sessionID string) interface{ Write([]byte) (int, error) }
 }
@@ -124,7 +129,7 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (store.Session, er
 	if _, _, err := m.profiles.Spec(in.AgentProfileID); err != nil {
 		return store.Session{}, err
 	}
-	cwd, err := workspace.ResolveDir(in.Cwd)
+	cwd, err := m.ResolveCwd(in.Cwd)
 	if err != nil {
 		return store.Session{}, err
 	}
@@ -169,6 +174,10 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (store.Session, er
 	}
 	return m.store.GetSession(ctx, sess.ID)
 }
+
+// ResolveCwd checks a client-supplied working directory against the
+// daemon's cwd policy and returns its canonical path.
+func (m *Manager) ResolveCwd(path string) (string, error) { return m.cfg.Cwd.ResolveDir(path) }
 
 // actor returns the live actor of a session, loading it from the store
 // when the daemon has not touched the session since it started.

@@ -69,7 +69,7 @@ func (a *actor) ensureAgent() {
 		p.spec.Args = append(append([]string(nil), p.spec.Args...), profile.ExpandResumeArgs(p.token)...)
 	}
 	p.spec.Dir = a.sess.Cwd
-	p.opts = acp.Options{Spec: p.spec, Root: a.sess.Cwd, Handler: &agentHandler{a: a, gen: p.gen}, StopGrace: a.m.cfg.StopGrace,
+	p.opts = acp.Options{Spec: p.spec, Root: a.sess.Cwd, Files: a.m.cfg.Files, Handler: &agentHandler{a: a, gen: p.gen}, StopGrace: a.m.cfg.StopGrace,
 		InitTimeout: a.m.cfg.StartTimeout, Logger: a.log}
 	if a.m.cfg.Outgoing != nil {
 		p.opts.Outgoing = a.m.cfg.Outgoing(a.id)

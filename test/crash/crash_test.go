@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -147,13 +146,10 @@ func TestCrashMatrix(t *testing.T) {
 		w := newWorld(t, agentProfile, slowProfile)
 		w.start()
 		sid, cwd := w.createSession("agent")
-		// Reading a FIFO blocks until someone writes it: the read tool call
-		// stays in progress for as long as the test wants.
-		if err := syscall.Mkfifo(filepath.Join(cwd, "pipe.fifo"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		// The hanging tool call stays in progress for as long as the test
+		// wants (a FIFO read did this before reads of FIFOs were refused).
 		rec := w.record(sid)
-		w.prompt(sid, "/tool read pipe.fifo", "p1")
+		w.prompt(sid, "/tool hang", "p1")
 		w.waitSeen(rec, "the tool call in progress", func(f frame) bool {
 			return f.Event == "tool_call.started" && strings.Contains(f.Data, `"status":"in_progress"`)
 		})
@@ -163,7 +159,7 @@ func TestCrashMatrix(t *testing.T) {
 		w.start()
 
 		replay := w.checkRestart(sid, cwd, "agent", rec.seen())
-		w.checkInterrupted(sid, "p1", replay, []map[string]any{{"id": "tool-1", "title": "Read pipe.fifo", "kind": "read"}})
+		w.checkInterrupted(sid, "p1", replay, []map[string]any{{"id": "tool-1", "title": "Run hanging tool", "kind": "execute"}})
 		w.checkSyntheticToolResult(sid, "tool-1", replay)
 		w.checkStatus(sid, wantStatus{reason: "agent_not_running", executor: "stopped"})
 		w.checkPromptRestores(sid, cwd, "native_resume")

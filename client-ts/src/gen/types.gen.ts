@@ -45,7 +45,7 @@ export type Task = {
 export type TaskCreate = {
     title: string;
     /**
-     * Directory the task works in (must exist).
+     * Directory the task works in (must exist). The same rules as a session's cwd apply: 400 `invalid_cwd` or `cwd_refused`.
      */
     workspace?: string;
 };
@@ -709,6 +709,9 @@ export type TetherEvent = ({
 
 export type SessionCreate = {
     agentProfileId: string;
+    /**
+     * Absolute path of an existing directory; symlinks are resolved. 400 `invalid_cwd` when it is not one; 400 `cwd_refused` for a system directory (`/`, `/etc`, `/usr`, `/var`, everything under `/dev`, `/proc`, `/sys`, ...) unless tetherd runs with `--allow-cwd`.
+     */
     cwd: string;
     /**
      * Existing task; when absent a task is created for the session.
