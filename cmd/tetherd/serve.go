@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/agents"
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/sessions"
@@ -42,6 +43,10 @@ type options struct {
 	restoreTO time.Duration
 	traceExp  string
 	traceURL  string
+	// agentEnv is --agent-env-passthrough, comma-separated.
+	agentEnv string
+	// updateWindow is --agent-update-window.
+	updateWindow int
 }
 
 func parseOptions(args []string) (options, error) {
@@ -54,6 +59,8 @@ func parseOptions(args []string) (options, error) {
 	fs.StringVar(&o.cors, "cors-origins", env("TETHER_CORS_ORIGINS", ""), "comma-separated origins allowed by CORS (default: none) [TETHER_CORS_ORIGINS]")
 	fs.StringVar(&o.bodyLimit, "body-limit", env("TETHER_BODY_LIMIT", "2M"), "maximum request body size [TETHER_BODY_LIMIT]")
 	fs.IntVar(&o.queue, "queue-limit", 16, "prompts that may wait behind a running turn, per session")
+	fs.StringVar(&o.agentEnv, "agent-env-passthrough", env("TETHER_AGENT_ENV_PASSTHROUGH", ""), "comma-separated variables of the daemon's environment every agent also gets, e.g. ANTHROPIC_API_KEY or OPENAI_* (TETHER_* never) [TETHER_AGENT_ENV_PASSTHROUGH]")
+	fs.IntVar(&o.updateWindow, "agent-update-window", acp.DefaultUpdateWindow, "session/update notifications of one agent read but not yet committed; a faster agent is slowed down")
 	fs.StringVar(&o.resumeOn, "resume-on-start", env("TETHER_RESUME_ON_START", "lazy"), "lazy: restore agents when a session is used; eager: restore resumable sessions at start-up [TETHER_RESUME_ON_START]")
 	fs.IntVar(&o.resumeN, "resume-concurrency", 8, "agents restored at once in eager mode")
 	fs.DurationVar(&o.restoreTO, "restore-timeout", 60*time.Second, "timeout of each session/new, session/load and session/resume call")
@@ -68,6 +75,9 @@ func parseOptions(args []string) (options, error) {
 	}
 	if o.dataDir == "" {
 		return o, errors.New("no data directory: set --data-dir, TETHER_DATA_DIR or HOME")
+	}
+	if o.updateWindow <= 0 {
+		return o, fmt.Errorf("--agent-update-window must be positive, got %d", o.updateWindow)
 	}
 	if o.resumeOn != "lazy" && o.resumeOn != "eager" {
 		return o, fmt.Errorf("--resume-on-start must be lazy or eager, got %q", o.resumeOn)
@@ -128,7 +138,8 @@ func serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("locate tetherd executable: %w", err)
 	}
-	reg, err := agents.Load(ctx, agents.Config{DataDir: o.dataDir, Self: self, Store: st, Logger: logger})
+	reg, err := agents.Load(ctx, agents.Config{DataDir: o.dataDir, Self: self, Store: st, Logger: logger,
+		EnvPassthrough: splitList(o.agentEnv)})
 	if err != nil {
 		return err
 	}
@@ -138,7 +149,7 @@ func serve(ctx context.Context, args []string) error {
 		return err
 	}
 	defer w.Close()
-	mgr := sessions.New(st, w, reg, sessions.Config{QueueLimit: o.queue, RestoreTimeout: o.restoreTO, Logger: logger})
+	mgr := sessions.New(st, w, reg, sessions.Config{QueueLimit: o.queue, RestoreTimeout: o.restoreTO, UpdateWindow: o.updateWindow, Logger: logger})
 	// Reconcile before serving: nobody may see the previous daemon's
 	// half-finished state as if it were live.
 	rec, err := mgr.Reconcile(ctx)
@@ -227,4 +238,16 @@ func loadToken(dir, explicit string) (string, error) {
 		return "", fmt.Errorf("write token: %w", err)
 	}
 	return t, nil
+}
+
+// splitList splits a comma-separated flag value, dropping empty items and
+// surrounding spaces.
+func splitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }

@@ -48,7 +48,10 @@ type Config struct {
 	// CancelGrace is how long a cancelled turn may take to end before the
 	// agent is stopped.
 	CancelGrace time.Duration
-	Logger      *slog.Logger
+	// UpdateWindow bounds one agent's session/update notifications read but
+	// not yet committed; a faster agent is slowed down (acp.Options).
+	UpdateWindow int
+	Logger       *slog.Logger
 	// Outgoing, if set, receives every line sent to any agent (tests).
 	Outgoing func(sessionID string) interface{ Write([]byte) (int, error) }
 }
