@@ -50,6 +50,7 @@ func availableCommands() []acp.AvailableCommand {
 		cmd("thought", "Send a thought chunk, then a message", "TEXT"),
 		cmd("unknown-update", "Send a session/update of an unknown kind", ""),
 		cmd("flood", "Stream N message chunks in one write, as fast as the pipe takes them", "N"),
+		cmd("approve-self", "Try to answer its own permission request with the daemon's token from the environment", ""),
 		cmd("env", "Reply with the value of an environment variable, or <unset>", "NAME"),
 	}
 }
@@ -204,6 +205,8 @@ func (t *turn) run(prompt []acp.ContentBlock) error {
 			return err
 		}
 		return t.say("sent an unknown update")
+	case "/approve-self":
+		return t.approveSelf()
 	case "/env":
 		// Lets tests see the environment the daemon gave its agent.
 		if arg == "" {
