@@ -206,7 +206,7 @@ func Load(ctx context.Context, cfg Config) (*Registry, error) {
 
 	for _, name := range cfg.EnvPassthrough {
 		if err := acp.CheckPassthrough(name); err != nil {
-			return nil, errcode.Wrap(errcode.InvalidRequest, err, "agent env passthrough: %v", err)
+			return nil, errcode.Wrap(errcode.InvalidRequest, err, "agent env passthrough")
 		}
 	}
 	path, err := configPath(cfg)
