@@ -14,7 +14,8 @@ import (
 
 // streamChunks is how many chunks /stream sends while clients replay the
 // log; TETHER_FLOOD_CHUNKS runs a bigger flood by hand (70,000 is the
-// issue's figure; chunk appends are quadratic today, so it takes minutes).
+// issue's figure; chunk appends are quadratic today, so that takes minutes,
+// and 20,000 already outlasts the harness deadline on a busy machine).
 func streamChunks(t *testing.T) int {
 	t.Helper()
 	if s := os.Getenv("TETHER_FLOOD_CHUNKS"); s != "" {
@@ -24,7 +25,7 @@ func streamChunks(t *testing.T) int {
 		}
 		return n
 	}
-	return 20000
+	return 10000
 }
 
 // TestFastAgentIsSlowedDownNotCut: an agent that streams faster than the
@@ -33,7 +34,8 @@ func streamChunks(t *testing.T) int {
 // memory stays bounded. Without back-pressure on the agent's stdout the
 // SDK's 1,024-slot notification queue overflows and the connection is
 // dropped (turn interrupted): always with /flood, which writes its chunks
-// in one go; often with /stream while clients replay the log.
+// in one go; sometimes with /stream while clients replay the log (the
+// issue's report; it depends on the machine's load).
 func TestFastAgentIsSlowedDownNotCut(t *testing.T) {
 	tests := []struct {
 		name    string
