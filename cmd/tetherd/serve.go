@@ -13,6 +13,7 @@ import (
 
 	"github.com/labstack/gommon/bytes"
 
+	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/agents"
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/sessions"
@@ -44,6 +45,10 @@ type options struct {
 	pprof     bool
 	files     workspace.FileLimits
 	cwd       workspace.CwdPolicy
+	// agentEnv is --agent-env-passthrough, comma-separated.
+	agentEnv string
+	// updateWindow is --agent-update-window.
+	updateWindow int
 }
 
 func parseOptions(args []string) (options, error) {
@@ -56,6 +61,8 @@ func parseOptions(args []string) (options, error) {
 	fs.StringVar(&o.cors, "cors-origins", env("TETHER_CORS_ORIGINS", ""), "comma-separated origins allowed by CORS (default: none) [TETHER_CORS_ORIGINS]")
 	fs.StringVar(&o.bodyLimit, "body-limit", env("TETHER_BODY_LIMIT", "2M"), "maximum request body size [TETHER_BODY_LIMIT]")
 	fs.IntVar(&o.queue, "queue-limit", 16, "prompts that may wait behind a running turn, per session")
+	fs.StringVar(&o.agentEnv, "agent-env-passthrough", env("TETHER_AGENT_ENV_PASSTHROUGH", ""), "comma-separated variables of the daemon's environment every agent also gets, e.g. ANTHROPIC_API_KEY or OPENAI_* (TETHER_* never) [TETHER_AGENT_ENV_PASSTHROUGH]")
+	fs.IntVar(&o.updateWindow, "agent-update-window", acp.DefaultUpdateWindow, "session/update notifications of one agent read but not yet committed; a faster agent is slowed down")
 	fs.StringVar(&o.resumeOn, "resume-on-start", env("TETHER_RESUME_ON_START", "lazy"), "lazy: restore agents when a session is used; eager: restore resumable sessions at start-up [TETHER_RESUME_ON_START]")
 	fs.IntVar(&o.resumeN, "resume-concurrency", 8, "agents restored at once in eager mode")
 	fs.DurationVar(&o.restoreTO, "restore-timeout", 60*time.Second, "timeout of each session/new, session/load and session/resume call")
@@ -106,6 +113,9 @@ func parseOptions(args []string) (options, error) {
 	}
 	if o.dataDir == "" {
 		return o, errors.New("no data directory: set --data-dir, TETHER_DATA_DIR or HOME")
+	}
+	if o.updateWindow <= 0 {
+		return o, fmt.Errorf("--agent-update-window must be positive, got %d", o.updateWindow)
 	}
 	if o.resumeOn != "lazy" && o.resumeOn != "eager" {
 		return o, fmt.Errorf("--resume-on-start must be lazy or eager, got %q", o.resumeOn)
@@ -171,7 +181,8 @@ func serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("locate tetherd executable: %w", err)
 	}
-	reg, err := agents.Load(ctx, agents.Config{DataDir: o.dataDir, Self: self, Store: st, Logger: logger})
+	reg, err := agents.Load(ctx, agents.Config{DataDir: o.dataDir, Self: self, Store: st, Logger: logger,
+		EnvPassthrough: splitList(o.agentEnv)})
 	if err != nil {
 		return err
 	}
@@ -182,7 +193,7 @@ func serve(ctx context.Context, args []string) error {
 	}
 	defer w.Close()
 	mgr := sessions.New(st, w, reg, sessions.Config{QueueLimit: o.queue, RestoreTimeout: o.restoreTO,
-		Cwd: o.cwd, Files: o.files, Logger: logger})
+		Cwd: o.cwd, Files: o.files, UpdateWindow: o.updateWindow, Logger: logger})
 	// Reconcile before serving: nobody may see the previous daemon's
 	// half-finished state as if it were live.
 	rec, err := mgr.Reconcile(ctx)
@@ -236,4 +247,16 @@ func serve(ctx context.Context, args []string) error {
 	_ = srv.Shutdown(sctx)
 	mgr.Shutdown(sctx)
 	return nil
+}
+
+// splitList splits a comma-separated flag value, dropping empty items and
+// surrounding spaces.
+func splitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }

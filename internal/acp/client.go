@@ -40,14 +40,11 @@ type client struct {
 
 var _ sdk.Client = (*client)(nil)
 
-// SessionUpdate hands the update off without blocking (Handler contract).
+// SessionUpdate is never called: inbound consumes every session/update
+// before the SDK reads the line (it needs the window credit the SDK's
+// dispatch cannot carry).
 func (c *client) SessionUpdate(_ context.Context, n sdk.SessionNotification) error {
-	u, ok := translate(n)
-	if !ok {
-		c.logger.Debug("ignoring unknown session/update kind", "session", n.SessionId)
-		return nil
-	}
-	c.handler.Update(u)
+	c.logger.Error("session/update reached the SDK dispatch; dropped", "session", n.SessionId)
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
@@ -36,9 +37,14 @@ type Capabilities struct {
 // Handler receives what the agent sends on its own initiative.
 type Handler interface {
 	// Update is called in protocol order for every session/update the
-	// daemon understands. It must not block: the SDK's notification queue
-	// is bounded and a full queue kills the connection.
-	Update(u Update)
+	// daemon understands, on the goroutine that reads the agent's stdout.
+	// It must not block. done must be called exactly once, without
+	// blocking, when the update has been dealt with (recorded, or dropped):
+	// until then it holds one credit of the connection's update window
+	// (Options.UpdateWindow), and with every credit held the daemon stops
+	// reading the agent. So nothing that leads to done may wait for the
+	// agent (an ACP response), or the connection deadlocks.
+	Update(u Update, done func())
 	// RequestPermission blocks until the user answers or ctx ends (turn
 	// cancelled, agent gone). A nil error with Cancelled set is a valid answer.
 	RequestPermission(ctx context.Context, req PermissionRequest) (PermissionOutcome, error)
@@ -62,6 +68,9 @@ type Options struct {
 	// Outgoing, if set, receives a copy of every line the daemon writes to
 	// the agent (used by the protocol conformance test).
 	Outgoing io.Writer
+	// UpdateWindow bounds the session/update notifications handed to
+	// Handler.Update and not yet done; default DefaultUpdateWindow.
+	UpdateWindow int
 	// OnSpawn, if set, learns the pid as soon as the process exists, before
 	// the handshake: a crash during a slow start must still find it.
 	OnSpawn func(pid int)
@@ -73,6 +82,10 @@ type Conn struct {
 	conn  *sdk.ClientSideConnection
 	caps  Capabilities
 	grace time.Duration
+	// stopping closes when Stop is first called; it releases the stdout
+	// reader if it waits for update credits.
+	stopping chan struct{}
+	stopOnce sync.Once
 }
 
 // Start launches the agent and performs initialize. On any failure the
@@ -113,8 +126,9 @@ func Start(ctx context.Context, opts Options) (*Conn, error) {
 		w = io.MultiWriter(p.stdin, opts.Outgoing)
 	}
 	cl := &client{handler: opts.Handler, files: files, logger: logger}
-	c := &Conn{proc: p, grace: opts.StopGrace}
-	c.conn = sdk.NewClientSideConnection(cl, w, p.stdout)
+	c := &Conn{proc: p, grace: opts.StopGrace, stopping: make(chan struct{})}
+	in := newInbound(p.stdout, opts.Handler, opts.UpdateWindow, c.stopping, logger)
+	c.conn = sdk.NewClientSideConnection(cl, w, in)
 	c.conn.SetLogger(logger.With("agent", opts.Spec.Command))
 
 	ictx, cancel := context.WithTimeout(ctx, opts.InitTimeout)
@@ -128,7 +142,7 @@ func Start(ctx context.Context, opts Options) (*Conn, error) {
 		ClientInfo: &sdk.Implementation{Name: "tetherd", Version: "0.1.0"},
 	})
 	if err != nil {
-		exit := p.stop(opts.StopGrace)
+		exit := c.Stop()
 		if ictx.Err() != nil {
 			return nil, fmt.Errorf("initialize timed out: %w", err)
 		}
@@ -175,7 +189,10 @@ func (c *Conn) Exit() Exit {
 
 // Stop ends the agent: stdin closed, SIGTERM to its group, SIGKILL after
 // the grace period. Safe to call more than once.
-func (c *Conn) Stop() Exit { return c.proc.stop(c.grace) }
+func (c *Conn) Stop() Exit {
+	c.stopOnce.Do(func() { close(c.stopping) })
+	return c.proc.stop(c.grace)
+}
 
 // SessionParams are persisted with a session and resent on load/resume.
 type SessionParams struct {

@@ -82,10 +82,11 @@ type recordingHandler struct {
 	answered int
 }
 
-func (h *recordingHandler) Update(u acp.Update) {
+func (h *recordingHandler) Update(u acp.Update, done func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.updates = append(h.updates, u)
+	done()
 }
 
 func (h *recordingHandler) RequestPermission(_ context.Context, req acp.PermissionRequest) (acp.PermissionOutcome, error) {

@@ -18,8 +18,14 @@ type Spec struct {
 	Profile string
 	Command string
 	Args    []string
-	// Env is extra KEY=VALUE entries appended to the daemon's environment.
+	// Env is the profile's own KEY=VALUE entries. The agent does not inherit
+	// the daemon's environment: it gets an allow-list of it (see
+	// inheritedEnv), the Passthrough variables, then Env.
 	Env []string
+	// Passthrough names daemon variables the agent may also see (API keys
+	// kept in the user's environment): exact names, or a prefix ending in
+	// "*". TETHER_* variables never pass.
+	Passthrough []string
 	// Dir is the process working directory (the session's cwd).
 	Dir string
 }
@@ -65,7 +71,7 @@ func startProcess(spec Spec, onExit func()) (*process, error) {
 	}
 	cmd := exec.Command(spec.Command, spec.Args...)
 	cmd.Dir = spec.Dir
-	cmd.Env = append(os.Environ(), spec.Env...)
+	cmd.Env = agentEnv(os.Environ(), spec)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// A descendant that escapes the group but keeps stderr open must not
 	// keep Wait (and so Stop) blocked forever.

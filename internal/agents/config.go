@@ -14,6 +14,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
 )
 
@@ -27,7 +28,7 @@ var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 
 // entryKeys are the keys an agent entry may have; anything else is rejected
 // so a typo ("histroyContextInjection") never silently changes behaviour.
-var entryKeys = []string{"id", "displayName", "command", "args", "env", "historyContextInjection", "resumeArgs"}
+var entryKeys = []string{"id", "displayName", "command", "args", "env", "envPassthrough", "historyContextInjection", "resumeArgs"}
 
 // fileEntry is one agent as written in the config file.
 type fileEntry struct {
@@ -36,6 +37,9 @@ type fileEntry struct {
 	Command     string            `yaml:"command"`
 	Args        []string          `yaml:"args"`
 	Env         map[string]string `yaml:"env"`
+	// EnvPassthrough names variables of the daemon's environment the agent
+	// also gets (API keys kept in the user's shell).
+	EnvPassthrough []string `yaml:"envPassthrough"`
 	// HistoryContextInjection is a pointer so that "absent" means the
 	// default (true) rather than false.
 	HistoryContextInjection *bool    `yaml:"historyContextInjection"`
@@ -51,6 +55,7 @@ func (e fileEntry) profile(lookPath func(string) (string, error)) Profile {
 		DisplayName:             e.DisplayName,
 		Args:                    e.Args,
 		Env:                     e.Env,
+		EnvPassthrough:          e.EnvPassthrough,
 		Source:                  SourceConfig,
 		HistoryContextInjection: true,
 		ResumeArgs:              e.ResumeArgs,
@@ -352,6 +357,11 @@ func (v *validator) entry(where string, n *yaml.Node) (fileEntry, bool) {
 			v.fail(lineOf("env"), "%s: invalid environment variable name %q", where, k)
 		case strings.ContainsRune(val, 0):
 			v.fail(lineOf("env"), "%s: environment variable %s contains a NUL byte", where, k)
+		}
+	}
+	for i, name := range e.EnvPassthrough {
+		if err := acp.CheckPassthrough(name); err != nil {
+			v.fail(lineOf("envPassthrough"), "%s: envPassthrough[%d]: %v", where, i, err)
 		}
 	}
 	e.DisplayName = strings.TrimSpace(e.DisplayName)

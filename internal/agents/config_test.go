@@ -32,6 +32,7 @@ agents:
     command: my-acp-agent
     args: ["--acp", "--verbose"]
     env: {FOO: bar, LEVEL: 3}
+    envPassthrough: [ANTHROPIC_API_KEY, "OPENAI_*"]
     historyContextInjection: false
     resumeArgs: ["--resume", "{sessionId}"]
 `,
@@ -52,6 +53,13 @@ agents:
 				}
 				if p.Env["FOO"] != "bar" || p.Env["LEVEL"] != "3" || len(p.Env) != 2 {
 					t.Errorf("got env %v, want FOO=bar LEVEL=3", p.Env)
+				}
+				if want := []string{"ANTHROPIC_API_KEY", "OPENAI_*"}; !slices.Equal(p.EnvPassthrough, want) {
+					t.Errorf("got envPassthrough %q, want %q", p.EnvPassthrough, want)
+				}
+				spec, _, err := r.Spec("my-agent")
+				if err != nil || !slices.Equal(spec.Passthrough, []string{"ANTHROPIC_API_KEY", "OPENAI_*"}) {
+					t.Errorf("got spec passthrough %q (%v), want the profile's", spec.Passthrough, err)
 				}
 				if p.HistoryContextInjection {
 					t.Errorf("got historyContextInjection true, want false (set explicitly)")
@@ -212,6 +220,18 @@ agents:
 			file:    "agents.yaml",
 			content: "agents:\n  - id: a\n    command: /bin/sh\n    env: {\"A=B\": x}\n",
 			wantErr: []string{"agents.yaml:4:", `invalid environment variable name "A=B"`},
+		},
+		{
+			name:    "daemon variable in envPassthrough",
+			file:    "agents.yaml",
+			content: "agents:\n  - id: a\n    command: /bin/sh\n    envPassthrough: [TETHER_TOKEN]\n",
+			wantErr: []string{"agents.yaml:4:", "envPassthrough[0]", "never passed to agents"},
+		},
+		{
+			name:    "bad envPassthrough name",
+			file:    "agents.yaml",
+			content: "agents:\n  - id: a\n    command: /bin/sh\n    envPassthrough: [\"A B\"]\n",
+			wantErr: []string{"agents.yaml:4:", `invalid environment variable name "A B"`},
 		},
 		{
 			name:    "wrong type",

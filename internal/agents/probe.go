@@ -20,7 +20,7 @@ const defaultProbeConcurrency = 4
 // permission request is refused rather than left hanging.
 type probeHandler struct{}
 
-func (probeHandler) Update(acp.Update) {}
+func (probeHandler) Update(_ acp.Update, done func()) { done() }
 
 func (probeHandler) RequestPermission(context.Context, acp.PermissionRequest) (acp.PermissionOutcome, error) {
 	return acp.PermissionOutcome{Cancelled: true}, nil

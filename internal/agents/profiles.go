@@ -64,6 +64,9 @@ type Profile struct {
 	// Env is extra environment for the agent process. It may hold secrets
 	// (API keys): show keys, not values, to clients.
 	Env map[string]string
+	// EnvPassthrough names variables of the daemon's environment the agent
+	// also gets, besides the allow-list every agent gets (acp.Spec).
+	EnvPassthrough []string
 	// Source is SourceBuiltin, SourceDetected or SourceConfig.
 	Source string
 	// Available is true when the command was found and is executable.
@@ -105,6 +108,7 @@ func (p Profile) clone() Profile {
 	p.Args = slices.Clone(p.Args)
 	p.ResumeArgs = slices.Clone(p.ResumeArgs)
 	p.Env = maps.Clone(p.Env)
+	p.EnvPassthrough = slices.Clone(p.EnvPassthrough)
 	if p.Capabilities != nil {
 		c := *p.Capabilities
 		p.Capabilities = &c
@@ -156,6 +160,10 @@ type Config struct {
 	Store Persister
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// EnvPassthrough names variables of the daemon's environment every
+	// agent gets on top of its profile's envPassthrough (checked with
+	// acp.CheckPassthrough).
+	EnvPassthrough []string
 }
 
 // Registry is the set of agent profiles. It is safe for concurrent use and
@@ -169,6 +177,8 @@ type Registry struct {
 	persistMu sync.Mutex
 	store     Persister
 	logger    *slog.Logger
+	// passthrough is Config.EnvPassthrough, for every profile.
+	passthrough []string
 }
 
 // Load builds the registry: built-in demo, detected agents, then the config
@@ -194,6 +204,11 @@ func Load(ctx context.Context, cfg Config) (*Registry, error) {
 		profiles[p.ID] = &p
 	}
 
+	for _, name := range cfg.EnvPassthrough {
+		if err := acp.CheckPassthrough(name); err != nil {
+			return nil, errcode.Wrap(errcode.InvalidRequest, err, "agent env passthrough")
+		}
+	}
 	path, err := configPath(cfg)
 	if err != nil {
 		return nil, err
@@ -208,7 +223,7 @@ func Load(ctx context.Context, cfg Config) (*Registry, error) {
 		profiles[p.ID] = &p
 	}
 
-	r := &Registry{profiles: profiles, store: cfg.Store, logger: cfg.Logger}
+	r := &Registry{profiles: profiles, store: cfg.Store, logger: cfg.Logger, passthrough: slices.Clone(cfg.EnvPassthrough)}
 	if r.store != nil {
 		if err := r.restoreCapabilities(ctx); err != nil {
 			return nil, err
@@ -369,7 +384,8 @@ func (r *Registry) Spec(id string) (acp.Spec, Profile, error) {
 		}
 		return acp.Spec{}, p, errcode.New(errcode.AgentUnavailable, "%s", reason).With("agentProfileId", id)
 	}
-	spec := acp.Spec{Profile: id, Command: p.Command, Args: slices.Clone(p.Args)}
+	spec := acp.Spec{Profile: id, Command: p.Command, Args: slices.Clone(p.Args),
+		Passthrough: slices.Concat(r.passthrough, p.EnvPassthrough)}
 	// Sorted so the launched environment is deterministic (and testable).
 	for _, k := range slices.Sorted(maps.Keys(p.Env)) {
 		spec.Env = append(spec.Env, k+"="+p.Env[k])

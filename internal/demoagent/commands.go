@@ -2,8 +2,10 @@ package demoagent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -47,6 +49,9 @@ func availableCommands() []acp.AvailableCommand {
 		cmd("error", "Fail the prompt with a JSON-RPC error", "CODE MESSAGE"),
 		cmd("thought", "Send a thought chunk, then a message", "TEXT"),
 		cmd("unknown-update", "Send a session/update of an unknown kind", ""),
+		cmd("flood", "Stream N message chunks in one write, as fast as the pipe takes them", "N"),
+		cmd("approve-self", "Try to answer its own permission request with the daemon's token from the environment", ""),
+		cmd("env", "Reply with the value of an environment variable, or <unset>", "NAME"),
 	}
 }
 
@@ -127,6 +132,18 @@ func (t *turn) run(prompt []acp.ContentBlock) error {
 			}
 		}
 		return nil
+	case "/flood":
+		n, err := strconv.Atoi(arg)
+		if err != nil || n < 0 {
+			return t.say("usage: /flood N")
+		}
+		updates := make([]json.RawMessage, n)
+		for i := range updates {
+			if updates[i], err = json.Marshal(acp.UpdateAgentMessageText(fmt.Sprintf("chunk %d\n", i+1))); err != nil {
+				return err
+			}
+		}
+		return t.a.flood(t.s, t.sid, updates)
 	case "/tool":
 		return t.tool(arg)
 	case "/permission":
@@ -188,6 +205,18 @@ func (t *turn) run(prompt []acp.ContentBlock) error {
 			return err
 		}
 		return t.say("sent an unknown update")
+	case "/approve-self":
+		return t.approveSelf()
+	case "/env":
+		// Lets tests see the environment the daemon gave its agent.
+		if arg == "" {
+			return t.say("usage: /env NAME")
+		}
+		v, ok := os.LookupEnv(arg)
+		if !ok {
+			v = "<unset>"
+		}
+		return t.say(v)
 	default:
 		return t.say("unknown command " + name)
 	}

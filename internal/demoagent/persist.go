@@ -168,12 +168,19 @@ func (s *stateStore) rewrite(f *sessionFile) error {
 // appendUpdate adds one history line with a single write, which a process
 // crash cannot split.
 func (s *stateStore) appendUpdate(id string, update json.RawMessage) error {
+	return s.appendUpdates(id, []json.RawMessage{update})
+}
+
+// appendUpdates appends several updates to the history in one write.
+func (s *stateStore) appendUpdates(id string, updates []json.RawMessage) error {
 	fh, err := os.OpenFile(s.fileFor(id), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		return err
 	}
-	line := make([]byte, 0, len(update)+1)
-	line = append(append(line, update...), '\n')
+	var line []byte
+	for _, u := range updates {
+		line = append(append(line, u...), '\n')
+	}
 	if _, err := fh.Write(line); err != nil {
 		fh.Close()
 		return err

@@ -310,16 +310,46 @@ func (a *agent) emitRaw(s *session, sid acp.SessionId, update json.RawMessage) e
 	return a.record(s, update)
 }
 
-func (a *agent) writeRawUpdate(sid acp.SessionId, update json.RawMessage) error {
+// flood writes every update to the wire in one Write, as fast as the pipe
+// takes it, then records them all at once: an agent far faster than its
+// client, to test that the client slows it down rather than failing.
+func (a *agent) flood(s *session, sid acp.SessionId, updates []json.RawMessage) error {
+	var buf []byte
+	for _, u := range updates {
+		line, err := updateLine(sid, u)
+		if err != nil {
+			return err
+		}
+		buf = append(buf, line...)
+	}
+	if _, err := a.wire.Write(buf); err != nil {
+		return fmt.Errorf("%w: %v", errConnClosed, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := a.store.appendUpdates(s.file.ID, updates); err != nil {
+		return acp.NewInternalError(map[string]any{"error": err.Error()})
+	}
+	s.file.History = append(s.file.History, updates...)
+	return nil
+}
+
+// updateLine is a session/update notification as one wire line.
+func updateLine(sid acp.SessionId, update json.RawMessage) ([]byte, error) {
 	line, err := json.Marshal(map[string]any{
 		"jsonrpc": "2.0",
 		"method":  acp.ClientMethodSessionUpdate,
 		"params":  map[string]any{"sessionId": sid, "update": update},
 	})
+	return append(line, '\n'), err
+}
+
+func (a *agent) writeRawUpdate(sid acp.SessionId, update json.RawMessage) error {
+	line, err := updateLine(sid, update)
 	if err != nil {
 		return err
 	}
-	if _, err := a.wire.Write(append(line, '\n')); err != nil {
+	if _, err := a.wire.Write(line); err != nil {
 		return fmt.Errorf("%w: %v", errConnClosed, err)
 	}
 	return nil

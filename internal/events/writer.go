@@ -41,13 +41,40 @@ type Pending struct {
 	done   chan struct{}
 	err    error
 	events []store.Event
+
+	mu       sync.Mutex
+	finished bool
+	then     []func()
 }
 
 func newPending() *Pending { return &Pending{done: make(chan struct{})} }
 
 func (p *Pending) finish(evs []store.Event, err error) {
 	p.events, p.err = evs, err
+	p.mu.Lock()
+	p.finished = true
+	then := p.then
+	p.then = nil
+	p.mu.Unlock()
 	close(p.done)
+	for _, f := range then {
+		f()
+	}
+}
+
+// Then calls f once the op has completed, committed or failed: at once if
+// it has, else on the writer goroutine right after it is published. f must
+// not block (it would stall every session's writes); it is meant for
+// releasing a credit or signalling a channel with room.
+func (p *Pending) Then(f func()) {
+	p.mu.Lock()
+	if !p.finished {
+		p.then = append(p.then, f)
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	f()
 }
 
 // Done closes when the op has completed.

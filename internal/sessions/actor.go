@@ -187,8 +187,19 @@ type agentHandler struct {
 	gen int
 }
 
-func (h *agentHandler) Update(u acp.Update) {
-	h.a.mb.post(func() { h.a.onUpdate(h.gen, u) })
+// Update queues u for the actor. Its credit (done) comes back once what the
+// actor made of it is committed, so a flooding agent is held to the pace of
+// the event writer: neither the mailbox nor the writer's queue holds more
+// than the update window of one agent's updates. Nothing on this path waits
+// for the agent (ACP calls run in goroutines of their own), which keeps the
+// window free of deadlocks.
+func (h *agentHandler) Update(u acp.Update, done func()) {
+	if !h.a.mb.post(func() {
+		h.a.onUpdate(h.gen, u)
+		h.a.afterWrites(done)
+	}) {
+		done()
+	}
 }
 
 func (h *agentHandler) RequestPermission(ctx context.Context, req acp.PermissionRequest) (acp.PermissionOutcome, error) {

@@ -52,8 +52,11 @@ type Config struct {
 	// working directory; the zero value refuses system directories.
 	Cwd workspace.CwdPolicy
 	// Files bounds each agent's fs/* requests.
-	Files  workspace.FileLimits
-	Logger *slog.Logger
+	Files workspace.FileLimits
+	// UpdateWindow bounds one agent's session/update notifications read but
+	// not yet committed; a faster agent is slowed down (acp.Options).
+	UpdateWindow int
+	Logger       *slog.Logger
 	// Outgoing, if set, receives every line sent to any agent (tests).
 	Outgoing func(sessionID string) interface{ Write([]byte) (int, error) }
 }

@@ -70,7 +70,7 @@ func (a *actor) ensureAgent() {
 	}
 	p.spec.Dir = a.sess.Cwd
 	p.opts = acp.Options{Spec: p.spec, Root: a.sess.Cwd, Files: a.m.cfg.Files, Handler: &agentHandler{a: a, gen: p.gen}, StopGrace: a.m.cfg.StopGrace,
-		InitTimeout: a.m.cfg.StartTimeout, Logger: a.log}
+		InitTimeout: a.m.cfg.StartTimeout, UpdateWindow: a.m.cfg.UpdateWindow, Logger: a.log}
 	if a.m.cfg.Outgoing != nil {
 		p.opts.Outgoing = a.m.cfg.Outgoing(a.id)
 	}

@@ -23,6 +23,17 @@ func (a *actor) write(apply events.Apply) *events.Pending {
 // earlier change of this session is durable and published too.
 func (a *actor) synced() *events.Pending { return a.last }
 
+// afterWrites calls f once every write submitted so far has completed
+// (writes complete in submission order, so the latest one stands for all),
+// without blocking the actor.
+func (a *actor) afterWrites(f func()) {
+	if a.last == nil {
+		f()
+		return
+	}
+	a.last.Then(f)
+}
+
 // payload builds an event payload naming the session's task.
 func (a *actor) payload(kv map[string]any) map[string]any {
 	out := make(map[string]any, len(kv)+1)

@@ -51,6 +51,9 @@ type logBuffer = testbin.LogBuffer
 type profile struct {
 	id    string
 	flags []string
+	// env and passthrough are the entry's env and envPassthrough.
+	env         map[string]string
+	passthrough []string
 }
 
 // world is one data directory and the tetherd daemons run on it, one at a
@@ -62,6 +65,8 @@ type world struct {
 	addr string
 	// states is the parent of every profile's --state-dir.
 	states string
+	// env is added to the environment of every daemon the world starts.
+	env []string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -92,6 +97,14 @@ func (w *world) setProfiles(profiles ...profile) {
 		args, _ := json.Marshal(append([]string{"demo-agent", "--state-dir", w.stateDir(p.id)}, p.flags...))
 		cmd, _ := json.Marshal(w.bin)
 		fmt.Fprintf(&b, "  - id: %s\n    command: %s\n    args: %s\n", p.id, cmd, args)
+		if len(p.env) > 0 {
+			env, _ := json.Marshal(p.env)
+			fmt.Fprintf(&b, "    env: %s\n", env)
+		}
+		if len(p.passthrough) > 0 {
+			pass, _ := json.Marshal(p.passthrough)
+			fmt.Fprintf(&b, "    envPassthrough: %s\n", pass)
+		}
 	}
 	if err := os.WriteFile(filepath.Join(w.dir, "agents.yaml"), []byte(b.String()), 0o600); err != nil {
 		w.t.Fatal(err)
@@ -104,6 +117,7 @@ func (w *world) start(extra ...string) {
 	logs := &logBuffer{}
 	args := append([]string{"serve", "--data-dir", w.dir, "--addr", w.addr, "--token", token, "--log-level", "debug"}, extra...)
 	cmd := exec.Command(w.bin, args...)
+	cmd.Env = append(os.Environ(), w.env...)
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		w.t.Fatal(err)
