@@ -32,6 +32,13 @@ func (h *handlers) GetMetrics(ctx context.Context, _ GetMetricsRequestObject) (G
 	x.single("tether_sqlite_busy_total", "counter",
 		"SQLITE_BUSY/SQLITE_LOCKED errors the store returned (each after the 5 s busy timeout).", float64(store.BusyErrors()))
 	writeAgentProcesses(&x)
+	if h.cfg.Connections != nil {
+		c := h.cfg.Connections()
+		x.single("tether_http_connections_open", "gauge", "Client connections held by the listener.", float64(c.Open))
+		x.single("tether_http_connections_max", "gauge", "The listener's connection cap (--max-connections).", float64(c.Max))
+		x.single("tether_http_connections_evicted_total", "counter", "Idle or stalled connections closed to admit a newcomer at the cap.", float64(c.Evicted))
+		x.single("tether_http_connections_refused_total", "counter", "Connections answered 503 (or closed) because every slot was busy.", float64(c.Refused))
+	}
 	h.http.write(&x)
 	writeProcessMetrics(&x)
 	return GetMetrics200TextResponse(x.String()), nil

@@ -19,6 +19,7 @@ import (
 	oapimw "github.com/oapi-codegen/echo-middleware"
 
 	"github.com/tether/tether/internal/agents"
+	"github.com/tether/tether/internal/connlimit"
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/sessions"
 	"github.com/tether/tether/internal/store"
@@ -48,8 +49,11 @@ type Config struct {
 	// CORSOrigins enables CORS for these origins; empty means no CORS.
 	CORSOrigins []string
 	// Pprof serves the Go profiler under /debug/pprof/ (token required).
-	Pprof  bool
-	Logger *slog.Logger
+	Pprof bool
+	// Connections, if set, reports the capped listener's counters for
+	// /metrics (the listener lives in cmd/tetherd, outside this adapter).
+	Connections func() connlimit.Stats
+	Logger      *slog.Logger
 }
 
 // New builds the echo instance serving the API.

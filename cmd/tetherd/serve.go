@@ -206,13 +206,15 @@ func serve(ctx context.Context, args []string) error {
 		origins = strings.Split(o.cors, ",")
 	}
 	go events.RunRetention(ctx, st, o.retention, logger)
-	e, err := server.New(server.Config{Store: st, Sessions: mgr, Agents: reg, Hub: hub, Writer: w, HeartbeatInterval: o.heartbeat, Token: token,
-		BodyLimit: o.bodyLimit, CORSOrigins: origins, AllowedHosts: o.edge.allowedHosts(o.addr), Pprof: o.pprof, Logger: logger})
+	l, err := listen(o.addr, o.edge, logger)
 	if err != nil {
 		return err
 	}
-	l, err := listen(o.addr, o.edge, logger)
+	e, err := server.New(server.Config{Store: st, Sessions: mgr, Agents: reg, Hub: hub, Writer: w, HeartbeatInterval: o.heartbeat, Token: token,
+		BodyLimit: o.bodyLimit, CORSOrigins: origins, AllowedHosts: o.edge.allowedHosts(o.addr), Pprof: o.pprof,
+		Connections: l.capped.Stats, Logger: logger})
 	if err != nil {
+		_ = l.ln.Close()
 		return err
 	}
 	// Streams end when shutdown starts: Shutdown would otherwise wait for

@@ -101,7 +101,10 @@ func New(ln net.Listener, cfg Config) *Listener {
 
 // Stats are the listener's counters.
 type Stats struct {
-	Open             int
+	// Open is how many connections are held now, Max the cap.
+	Open, Max int
+	// Evicted counts connections closed to admit a newcomer; Refused counts
+	// newcomers turned away because every connection was busy.
 	Evicted, Refused int64
 }
 
@@ -109,7 +112,7 @@ type Stats struct {
 func (l *Listener) Stats() Stats {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return Stats{Open: l.open, Evicted: l.evicted.Load(), Refused: l.refused.Load()}
+	return Stats{Open: l.open, Max: l.cfg.Max, Evicted: l.evicted.Load(), Refused: l.refused.Load()}
 }
 
 // Accept returns the next admitted connection. At the cap it first closes

@@ -71,6 +71,18 @@ func TestConnectionFloodLeavesHealthAndSessionsWorking(t *testing.T) {
 			}
 			t.Logf("%d attacking connections open (cap %d)", opened, tc.cap)
 			d.mustWork()
+			// The flood shows on /metrics: evictions, and never more open
+			// connections than the cap.
+			m := d.metrics()
+			if got := m["tether_http_connections_evicted_total"]; got < 1 {
+				t.Errorf("tether_http_connections_evicted_total: got %v, want at least 1", got)
+			}
+			if got, want := m["tether_http_connections_max"], float64(tc.cap); got != want {
+				t.Errorf("tether_http_connections_max: got %v, want %v", got, want)
+			}
+			if got := m["tether_http_connections_open"]; got < 1 || got > float64(tc.cap) {
+				t.Errorf("tether_http_connections_open: got %v, want 1..%d", got, tc.cap)
+			}
 		})
 	}
 }

@@ -199,3 +199,25 @@ func waitClosed(t *testing.T, c net.Conn, br *bufio.Reader) {
 		t.Fatalf("the daemon did not close the connection: %v", err)
 	}
 }
+
+// metrics scrapes /metrics and returns each unlabelled sample's value.
+func (d *daemon) metrics() map[string]float64 {
+	d.t.Helper()
+	st, b, err := d.do("GET", "/metrics", nil)
+	if err != nil || st != http.StatusOK {
+		d.t.Fatalf("GET /metrics: got %d %s (%v), want 200", st, b, err)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		name, value, ok := strings.Cut(line, " ")
+		if !ok || strings.HasPrefix(line, "#") || strings.Contains(name, "{") {
+			continue
+		}
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			d.t.Fatalf("metrics line %q: %v", line, err)
+		}
+		out[name] = v
+	}
+	return out
+}
