@@ -2021,6 +2021,9 @@ type LastEventID = string
 // Types defines model for Types.
 type Types = string
 
+// AtCapacity defines model for AtCapacity.
+type AtCapacity = Problem
+
 // StreamGlobalEventsParams defines parameters for StreamGlobalEvents.
 type StreamGlobalEventsParams struct {
 	// Cursor Resume after this cursor (`<epoch>:<seq>`); overrides Last-Event-ID.
@@ -3857,6 +3860,15 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 
 }
 
+type AtCapacityResponseHeaders struct {
+	RetryAfter *int
+}
+type AtCapacityApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers AtCapacityResponseHeaders
+}
+
 type ProblemApplicationProblemPlusJSONResponse Problem
 
 type ListAgentsRequestObject struct {
@@ -4250,6 +4262,25 @@ func (response CreateSession409ApplicationProblemPlusJSONResponse) VisitCreateSe
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSession503ApplicationProblemPlusJSONResponse struct {
+	AtCapacityApplicationProblemPlusJSONResponse
+}
+
+func (response CreateSession503ApplicationProblemPlusJSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4652,6 +4683,25 @@ func (response ContinueSession502ApplicationProblemPlusJSONResponse) VisitContin
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(502)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ContinueSession503ApplicationProblemPlusJSONResponse struct {
+	AtCapacityApplicationProblemPlusJSONResponse
+}
+
+func (response ContinueSession503ApplicationProblemPlusJSONResponse) VisitContinueSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5086,15 +5136,20 @@ func (response PromptSession409ApplicationProblemPlusJSONResponse) VisitPromptSe
 	return err
 }
 
-type PromptSession503ApplicationProblemPlusJSONResponse Problem
+type PromptSession503ApplicationProblemPlusJSONResponse struct {
+	AtCapacityApplicationProblemPlusJSONResponse
+}
 
 func (response PromptSession503ApplicationProblemPlusJSONResponse) VisitPromptSessionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -5193,6 +5248,25 @@ func (response ResumeSession502ApplicationProblemPlusJSONResponse) VisitResumeSe
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(502)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResumeSession503ApplicationProblemPlusJSONResponse struct {
+	AtCapacityApplicationProblemPlusJSONResponse
+}
+
+func (response ResumeSession503ApplicationProblemPlusJSONResponse) VisitResumeSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6590,125 +6664,129 @@ func (sh *strictHandler) UpdateTask(ctx echo.Context, id ID) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7D17U+Q2nl9F5duqMHemYSaTTQXq6oowJMveZOCAbKoucN3CFt1abMmRZKAz4btf6WXLtvzobvOY3M0f",
-	"U023JUu/l35vfQ4immaUICJ4sPc5yCCDKRKIqb8Oc8Ypk59ixCOGM4EpCfaCM8TzFAF4IxADYoE5iNST",
-	"YGt2me/ufh2hjEYL9RHt6W84+k3/PXuzD+gdYgzHiIOPkIvtoztExPbxh0kQBljO/1uO2DIIAwJTFOwF",
-	"evIgDHi0QCmU60nhw0dE5mIR7L3b3Q0Dsczkk1wwTObB42MY/ECThN43134DE44AIjEHYoEAFwzBtNgK",
-	"AgxlCVyCrQUk8RLcY7GQm0vetC3uRr/HXVyMbmCeiGBPsBwVa7umNEGQqMUdf5DPqekyKBblbDgOwoCh",
-	"33LMUGwn8G77r+/DIMXE/vnWBwMJXQVc/b4qIM4REeB6CdQD5zRnEQJRgiUlAEoAQxElBEViH3CYIpAi",
-	"SDCZA8jBTCNkVoBkgWCMWLmLClZXxNvFMkO8udpDmqZwmyNJoALFAMnZgRzOgaAgRgm+QwxsRZQIRhNw",
-	"I+mYA5jcwyUHEU1RKwbVJB2r9CzzUSKJZ5RwvdZTRq8TlMqPcgGICPkRZlmCIyh3sJPpJ/7tn1xu57Pz",
-	"sr8wdBPsBf+yU3Lijv6V79h51RtrPPjDIfju/TffAjMziJGAOOETBUUzgZz/YI6IOIQZvMYJFtgH3F8W",
-	"UCjih/JZAOM7xATmKAaYgBkmWGCY4N+RwnjGaCZ/1hOpEZ8UID/XwRTqX/+BGMd6140HEgrjc8Rrvxes",
-	"ot6WZo3l19aQx5j6h6P0GsUxig8lVh6E/yGcwjny/fTo8uKv5rnQvK85+VVBKPT6nygSZv2CRjRpAgET",
-	"geaIBZqW8nTIClxwFcO8QPKtRVHCR8yFB4RzewJggVLeR5dqplNGb3CC5MzmVZAxuGws2szduiI7T3NR",
-	"dxAn8DpBfrRFNaLoXXAFQHICKVNI3OSHiwUC6AFFuZBvB1s3jKaKP2KIUkq+kgKF3OB5zhRzh4AgKXzU",
-	"YxDIvSMulLxpEHyMuTxfWjlmgbmgbGlI6phISLUyB469cxAo8B0ydHLWSluKbq5RfKDo4YayFIpgL4ih",
-	"QNsCK8JqTM3VOSGfRyRPJXavc5wILMlRwySQgkqgSKDYQXk5Q04KtJ4hyL1yoc538lB0AVesI3RoxL/v",
-	"doj66PEQkgglcmjiYZJI/Zqg2A/NWOI9Rx56+i/1PdBsCrBSPaAA94ghEDOaZShWh5NlvQbQqvxlGf44",
-	"7odduWbvfvVh9X1Co1vFcXGM5ZphcursXKlM9fPngICDw1NgjjtwLadoHg/TFAnYPnNFQSqXBQmhQrEW",
-	"X3lsDPULm5znLt/ze4pTdKG+9LJUC78yVLLESuvk+HdU4TtMxF/flzznHA/25HLUkre76p+HvwQWCeog",
-	"opJz1bRh41SzO5ommNw6f/u5meF+GlS/tpEfJjk6iCKUCc05tSPA+cWsW8LzKvSdB4W10lim0haPpFHi",
-	"/VnCmrG8oI2uk+QMRdJ8WZ7naQpZHzeGARdQVMDOciIV6SAMjLhQB1GWIKE/FwwbBjcQ6w/FAr1CtX7e",
-	"Wpg5K6vtsQKRAnJdKPqAogQTjQiYJCc3wd6vA3XXcABSlYjxYpW1HRLyJ42KlVHWDjDzNmfuJlCuHLCc",
-	"6bO+V3ZWAeASTA8I5XMf1IobqFEGlrSLNHiq4vknqZwyLu0ktgRxzpQmo62mDC6lIgkiyBhGHGzZ9YD7",
-	"hTySIBA5IwBzgMkdTe5Q/KYp2buJXp/BLb8KyG/bzq7mLpUepvnao7Pqn9vfhRij7CfEeVXFdx54wOKQ",
-	"xsivmctfz/GcwMRvvkAuzhEiq6hQWUVra1gBF/QWEb9Kqjb8FVfnroEwwLFXzWQ5Ue935A4XkMQwoQRp",
-	"FQ1GC0PyKRV+6S5lV96rW1sMneun69xll1JMd9WB5fPijc6ymdDykiEYS7td4VTNp1Qn79KrE34wSsEw",
-	"yeUylkd6DSa78emtnXZKfD8NFltxJ6Xh3xBMxKLJobyBTXrrxdZdq4vAv4xyhI+YHHavKfClb6bQtVdS",
-	"2up6eMQQFKtZUBqDA7S+TgHLaFJh7pwr/5uiTTnbgubzhfzEl1yg1Av0mkOky/hSrwutxljuugP6B3GM",
-	"4jH5zoO8cTCS6gUfD0XM88G+XFkVBX4udAGvQNlkAGscdWGhgb+CaJsnknH79zr9wVZFA+GAkmTpd5DU",
-	"rRQDgwmU6+lXftWvxgrsoM7DRU5ux6TOPxkRKfhsTkQlmF8HEUVyPZsT0SliKVb610lhM1ZhdItJvJoj",
-	"gWat6kRtdcWTZrZQv617oWcoS5YrminukuqBm87QUxjQXES0qn/6PFFdir+79sLIqh0J6x6/LdAf7gBv",
-	"UMBqTjrtVZGW1UrOV5Qov+pJ1qF5dpteDW9EhkistWs7e80HgR4yRXhXq/maKE0OYZIMoWelYZTLtoss",
-	"kdKncTQoZVzF4ylow8QI2gzkUeBavqMEpV/oewC4gexvQ8fLHgFZsaoJs8sa8yQ4Mww9PuW1SpAuEhqT",
-	"0TvoSr+mn6o0bEYiKgfQr4im9KpGIKkEkiMitFuz1QRqugYYpgyLZY8LoCdaZF7Q6auRC/w5kyfVqMSO",
-	"iGDm4zAxW8CpLwBtZ24h03I7m9BnDSgvTJgJJJNcL2cEiiyzW7q8JXVa1T6uWtKRjqinMFpggrYZgrHe",
-	"IWOUATnGHzVXuS0tsRsupBQbRvduVK03UDYIanqasPRMqY23gDHNxGD6rsRmH0OpgR/rcW+NAm7/bKoX",
-	"+lXtYbWoJbFPJ/wBeqOyHUyO1QIKAOMUC4Fi9b3IGdmvZs5hAQQFHKHiAS8ee+JwwwJp1SWbcBqgDOh4",
-	"GrihDEBA0L0JuO+rnIxMaZCgCHUwlFEmVBLgJZEL/kplMTK5ZfWqENwvcLQAKVwCmCjfM7hGQEiZT2Ay",
-	"uVRhtOcK6jmRPKseDw3hFVGkJrpVut92tKAcERP0ifcNsCRQsVBRoBilGZXEKJHamYOYQSEQk3P/z68H",
-	"2/8Nt3/f3f7uqvw4me5tX/3rX3y0oZe5XkAtzROBBeS3lfTLABGFjSD05rtREFNwv0DECXhZRBt8ThwU",
-	"l5MxpEDrs4iygsf743p1ih8cCWzShRfvNux5uIBkPu5ZPVbktSfKWh/uy8ixkdiWnBxI5gkm8wtjN1XV",
-	"i+pkLa6BVldO2wHiM2/tKdHqqalL8EI4nLXHv+3KCg+L2nVFsEwNfVS/lNSumGLOYIziqUmR8lI0oQJH",
-	"Hrl7ADiSB1SElMCVYj/niHnFvkvlTX1I8R5UmUSY5CrtB9zTPIntV36doEwMqDP3UsqtSCURFVPsqddM",
-	"YSTwHQJ/6L/MgfEHKBX5qbGTwB+XxPgkplFCufrKRl2n9hAAf+ig7NTJapMjCRULTOZTQad2AeAPYMA8",
-	"tXDXR0g39SgchxVC91F1gSe/IMgSuDw059GoMZm2lJu6XdF2Ol01lreBDu7Z58uq4bqWYGo1gc018TPE",
-	"lyQ6MyOeBZNhgFr1tZIFi0NSPjtNMU+hcPSSKVwgGJd/ruBrMPk4qE/PuWqAZyNKasD5pSlJLmhagGZj",
-	"SnKS7j3pDSYlu0UTl/JwNc91pJNvP1LekoK/hic/uo/XyfVDTj7RkHyIjqBBYZF0zWMAfa6e7Up+6rJI",
-	"jSk/HDxeHUS/OayjWIOyza4oEOOuooOiDhVxjCma1gCzJ2ukzUtZWfYGIqO5/ZeVGEZVmWhmHU1gOIU0",
-	"Hrnx/DUcWYekappKBcWXy/Lttfj1UFeI8BEzhlSRxIknpLTZtNpz8VM1scwRlu3H+5pydG0TcHCIchSp",
-	"WpcETpixkIdV8WdTMIoNDve0WB5RMnNFF0bz3F2l2LNAozPo/e53f+0dZor7Tp/cb+HiqCoQjx4wV94m",
-	"+cC+8chcc1WJqL4DmANzDhW2phVvTYdU+7HqPPiNv/i0UbZWPyV7sR6Pnmrao4utx73rMdkwh0enetF9",
-	"CGsQjnAKO7h4JcewXtFo53A1XXcDiHkSpV8HxKyiPm2EIjeDnL8AlqAHcQrnZfp9W2LN8AClNbH6wpPF",
-	"xB2LrvlyNzJtm17h14Fwe+BOI7200TCuS0HHT0Z+EGeIC8raCkJvYJJcw+i2w4XLBYMCzZcuPHQZ67So",
-	"7jZ/J1R5UKwTEReFrGFwwxBf9IOreFnYWH+nWDbw21wsu4h4LTSnVjQaqZ3X024Oz44OLo4+BGFwfnFw",
-	"dnH86ccgDM5+/vRJf/rl4Fh+N/3h5Gx6/On054sgDA5Pfjr9eKQH/XBw/FF9ODz4dHj0UX72Oendtz9B",
-	"uCdj6A7TnJ+vozU8i/nu7nxzOm3A8XUQq4LD6NKxLLlao85piIZa9f01IZhALgDTkghEKvBDqABzfIec",
-	"piRYcBtAcYDmtvror/Sr15itUg+1amsGrtwVZyYvoOUZJRDbvSMEoZh3NXDQ4uusJRKmQ1M2QcKGqmxB",
-	"XfEFoc5Dl6Tx5VQdL3pcZZD6RsXP1NN2L27orDtQBu4pu5VviDFDkTrWVBiOzH2RsdGqGp/R/RAGcouC",
-	"IfQ9g6TFGLOPnEKxWNOFUXFeuLZXjQ6rRFelsBo5NRgmdEo5Xab2yhaVHPQRzufPFKZaJeDoLm6Tw6K+",
-	"xxc+JdRypolaz+anw4XJpnmqiotBfCYX0et+WCM8onmOZzBaNYHDMtrwuIjcw1oewVa/VY9Lr7K1Kil+",
-	"sHJWp+lBfqtEMAeYgK005wKgB2xaFzU8iT30pFbbBgC/0S0XMNyeVhTZZ0zrKduWcaqi0n1oSDFxv30b",
-	"rhOQ8pPuSqh8bNlFw8i4OPlwEoTB8afp6dnJj2dH5+fSyDj6x/HRL+vZE8VbXtqYqEBxVbivYEbUN7zB",
-	"seCF3cseDZIpxrYeLpBYIFbAqbqvE4LA+fmR7sIIoG61ef7hPwHP2Q2MEAdY7IOZnHQGsP55pra1NwME",
-	"pigEM/nmmfolg4yjWH+zNwN/Pz/5NNEdwSKGpXppwvkpzDKjbFerhgdUOuuNhLVK0QHVrXagt75oeIWU",
-	"dxpTUjK4JKaYxE3/7y9YsMPq6UqD0qzKwdUMlUGZNXZwLVg9JMTeGGoc7IMCA/XBdV9z9yQ+33vY7sbs",
-	"84l5PLthw0E1yLFWH1xl+eE+j2Keiko5QA22Az0CZ6C0LGagNJlGMEkmxspsncDkQJ7rx5rje/jAjq/x",
-	"giphcBr+tQzOGTm0D1WHFtn/XUPtQ5WhpkCgY9wP6onKILeYoGPkcflYZbjtXNg+UvcwrAzqw0zOSAUr",
-	"j4UiZfpf6lPlMQwoQQP0Ch8PS/1iRY/eSgN9vD5waIUpB4/xSIOBY1252DfEz3a9o2p0MOT5GgX0D6gx",
-	"xZAhLj8MekWVZYcMaTBO36CmcjFwhKNV9C7MJ/uGDqoIvL5BDW2hd0CbirPKQFer6RvnUyz6xzQ1mV5m",
-	"axx32oAwUH3NTafa+162RTBba18SGsGRU9i622XA+2OS5UI3fWLw/iQXxZ/NNmNlsTsm04zROUOc12ry",
-	"zDG7Wl+LcRJx6yWj/kpAx9YyxPX87bRGphBfJ4xXgtlVOms4z66MTVdYVOT2es4GlzJe2MnQ0Ng39zH4",
-	"jqo/D5xGK9C/YJDonQwv9b4oCrzNntU9LpzAjC+oKvuNKOGYq+7e91gsiopv1eYei3UKvI13ZbjP18Zz",
-	"feeFlgSlvrBOhx5bbuybP4FkjGYUvd1wvaWpQ4jZ9y5pmK0wU84G56cpYefLhLYvddDr7sqLKS8Vy8W0",
-	"NN0/K11q3jICUxvJT7uUiDUUJ0TiFQfYxq99YD9SD27aENZTJuzLAZCzoDg091dMGVIiOgSTiZeL64XF",
-	"Jkm8aCgelBDvqYJfq9PFSpqhOWxW6qNWj58UPRvKNg4bdm/QzYmHXnDhNHcw9b7NMGMbxxS27Li9eOI1",
-	"QboRHDojNE27fT1NoAGzF1YHqo7GzXUB14Xyf4Emqu6i9WmiArPXQBOFBBqFJo7sweRv09Smqg3pGRaj",
-	"8uxvfb/20Y1rwbYsfWVKTTuyBtuo2EumYT80rirw2JBoHaC+AopttbvXIFfH3zomzXyx/WBWV0Q3UStZ",
-	"V8XCSvxQNHBoQr6dNxrO9rUZpE5Gr4BLVmr7NYRVdERmbN9gvzk1vpXgtZ1/81Gwr0tOOz25Mau1SckB",
-	"8yugImOyjEJAxg05JgVtShsrW3WrEcQIjtca3F4BSYzkdlVMF+UMi+W53KyGyTWCDLGDXGeoKygoH4z6",
-	"ulziQohM31aLyQ1twkOorLEYLCgXHEQ0xmS+rQs8bBmkbjjJMwRvVfaXyl8HulUhODXXqV6SrYPD0zcA",
-	"kljdVMxie9WV6iamAbmcgCP1HaO5QOA6F2C2s1B31cyAyny/JDO5Jcrw7ypYsQe+VxsyyBL0FhFzbfUE",
-	"KA2aA8gQqF++q6711ZdFw0vCK01OwUzqhDPT7EvrCCZ7zvhjwMHpsXOlzV6wO3k72dVt6RGBGQ72gq8n",
-	"u5OvA9VgcaEQslNe2TpHQneLRvo+Uimvg4+YiwP9SO2y4ne7ux0XFa92QXF5paznimJTh8ANYHTdB06w",
-	"WCq86dtHgdsCZCI3/X73bdtri304t8uV/R4Hj5EkblsK6jtoQWbXuqUuNN3GJCwueVWeM3OnKaAEnB5c",
-	"/E3zJZxz94ZbOfGOZt5WvOj48Y8JvYbJ0Z3Bj3vteovcLR/ZMdeyt0WqnSfdC8AHPK7v3h7woLlcXT5Z",
-	"T/xMloX4utExBQH57Ve84O/Wa7iLWpa2687rUu2ql7AFehAaIds6eDGcst38Vg9tHxATPdHz7gMEo4XJ",
-	"d8UcQOCMN1S9uxJVr8oF799995xcc47YHWLb6hL5owLf9lY6yd6qukCZAUDnAHIAI0Y5d25SdpnI8I1m",
-	"okVxo5iXiX5Ewtw59oSyzbzBg/yLYgMS13k2WR+g5qQN9n69csH7Ed8hgjg3BxyMsfzLBZe9F0iBK0WC",
-	"4Yh3wesn88gwnskSiGug8tyBX79yUr0BYCKP6VTSf86BnA5oDQ7sTnYn719CxtfXgx4yylWqiu117dzs",
-	"nUsDTUN+DvM5age7OZ4nS5gmXbA/yRDRZ/wKxGonXQEDki7Nu0BMozzV/bsLYr2HHKjjTcVwXwIRFwsd",
-	"WBYMRqIVrtxpTmjKhqsw1Smg7k34Kjz4PY2Xo7F/tZnTY1WJFixHjw10vh375T4km/TXfbc2mgNb1fs8",
-	"Z83u+xWff96zSVUqw+I00uonMcAymp4UU9AWIIOiALlCk0VjFpcqdz7j+FFbNrpKokGcCeUV2nyi86mD",
-	"RpTZqdKBy0ZZz4DnDfGmAOd299oHXNCMq9p/hbwJOK70ovdgKmyVwi+Pki8IFyek0mPNC+jVrBZpglzV",
-	"+WhHRz6VpF99trDteFCTPgO+D01yCpeQ9iBdXTQgT90iwAu2TG9w3ecOxwl6M/kTymANGcXMtreE7vNO",
-	"YgAJv0cM2E7rZckbB7MCULOBkngnKjuS9nC+7V369ALAvqlNNOufvwQ58Iu6Ed6RyUB13OChPlWlZLYF",
-	"byBLoDH9Sq8n9qUSPq1EcS6E2Eim1Ax+ewMOJclSM68i7srmOVxqGrbN+mchgIKmOIKJHIXF4pJoD3ho",
-	"ZEKoD2pj6PE8RRNg2nJxR8W7wYwLgG8MQAkVl8ReUgIO4lh+pS5gACb0vCc1HifWZG6+Ubqiaq05h5js",
-	"A0guifuUYtI5kgdu9UYGM5zAVPGywrDYpjc3QFCaALlBPrkkvyhdC8xsSpMEAGBIsKX8P2dEb4qrumBz",
-	"P5G+L0j5R2ty3EDxaRV9+5YiF9To+hUR8W701xW3M/m8S+a316zNtwDD9YivDpQPKEow8QPF/rYPZjqq",
-	"PNP8dr/Q/uSZ5cWipNze56TqoeXSv9F4fLZD0N79IRfjcplqeaVYbQsKkFIuACURejP0zGv4mKuQ0nVN",
-	"HNTiSfqqLkc4b6lU7tlHyMW2cuJtH3+YAcouyew/9CP/PnsTSnkRcwneSnn4LJRTEeMA5SDBd/ZNE/BB",
-	"v/mSmFdHkLElmOF4rz8ONtvXHgKaaH8qB1uzWnX5LLwknvXMKgXLMx0eWiDIxDWCAkQ0TZ3VEEqQkVg0",
-	"l/ZikQiPbKq7sqo5gNqLco3m2Fw2pp1GCZ37xJZ28dsC0i/dx/9FednfaVnWanopZUQbxpI2pPqS0Ln8",
-	"9iaXJ3SMJBkzKWSk6amOd0JQ9HpdK6/B7U9LYzEEZR84JV0sW3ld/eNofLYtoDxy2v2wRw8ZZeJv5qqr",
-	"lWyAh20SN8+zXnestKH/fn7yCejQujR0gDzBvgS935gpd4hxrf9BrvciN8DBllQ1p0bVDE1vv+LPosTJ",
-	"fGTKQH7zpGp/aUXufC5uKH5czwgIP+sIZQZVhMkEKN17j6ue4I6YZXeDp1YPxoEykcuKmSdSfd1CqCxZ",
-	"DvNy7z7J6wvd22cw21Y4wADh/73clkQKv/ZX3HGklHAapk+WqXgjeuF08uDT2m7VS0MHke+7kV8+xI4D",
-	"W41rat9IM9/eswrde2lrVrK+TPdPQO/f7H79vKoKiQvA7gMsAMsJB4TeSyRgbq8LvkYLbHxWrqdyKOuw",
-	"oj3viM6mQ0qs7Wq4hgO+gAwpVcv0Sp6Ai8I9dE2p4MqbvAesgxnzS6JcPYKq3aU0RokeRHMRUaNDJ5wC",
-	"WJiKs1rjKWMOtjTKmmn13GcE6e43zxdzsX2a/QdIESc1KN43Vp4c49jFFrKvk32e1XdhfJCu6/crE4UD",
-	"W/pKAuOvDEFCYRwCde226hWt7WbtITbKOSjuK9BW+T3EAuRE4MR4NNW9y0OZruwL0ePyL1sXvyj56fV+",
-	"If5+lZnqQ7uUn6HGnnlK+VfovblvF1xbkoifVNUXlXYHbRTgNEV4QvQ7b2nBfbnaLwH/57YBBL1RxyAP",
-	"bUCBh46nPyyDPZ4w3tNiX65q57NVmB47aUBfdP102Ff9E1rwXuptrz7Sr1zRRUDPaAcjYtFvUDtl7+32",
-	"9MBb8V066U6KP7cPNTYyTlayPye6qG7AKm7I9ZmAONhiygqQp2dE0xRucySXJXQwAD1kiSriM62pfUu0",
-	"pXblCle5nqrsUV2vvBJLVapwQ1laYrD27gSnWFTeXVDjN7uqhzhO8zTYe2eaXeu/Sk+IU9Dlf0FW3MnV",
-	"goJv3r5bJzN84wO/rejhAMglO8nQ/FmMtw2FgNxNseAQEHSPuAk6h3JDmEDReqpL1itaubfy3YV64imF",
-	"se0z7xPI8uWTlwKsAk4Vqi4oTc/6x7Az21W1v38aL4pzRcEz57nqnv6tSa5fAuvopZqrSn1oLdijyBxt",
-	"VVcsip+QQ1rVFbX6L0RdaYF0uKYPxt4KUUWI7jr3xGynb6R4Zr97Fx2YpnQuPbwut+PGfg2ico90fRJl",
-	"gCN9uZhSo7z8W63TqdbC/nolKYirsKimuZwlphB2b2fn7btvJ7uT3cnbvW+//fZbRW1m+s+F+qYrH6QC",
-	"5Oic3P3C1Bc63xSnr/Odiao+Xj3+bwAAAP//",
+	"7D37U+Q2mv+KyrdVw9yZhplMNhWoqyvCkCx7k4EDdlN1gesWtujWYkuOJAOdCf/7lT7JtmzLbfeDx+zd",
+	"/DBFd1uy9L30vfUliHiacUaYksHelyDDAqdEEQGfDnMhudB/xURGgmaKchbsBWdE5ilB+EYRgdSMShTB",
+	"k2hrcpnv7n4TkYxHM/iT7JlvJPnNfJ683Uf8jghBYyLRJyzV9tEdYWr7+OMoCAOq5/8tJ2IehAHDKQn2",
+	"AjN5EAYympEU6/Wk+OETYVM1C/be7+6GgZpn+kmpBGXT4PExDH7kScLv22u/wYkkiLBYIjUjSCpBcFpu",
+	"hSBBsgTP0dYMs3iO7qma6c0lb7sWd2Pe4y4uJjc4T1Swp0ROyrVdc54QzGBxxx/1czBdhtWsmo3GQRgI",
+	"8ltOBYmLCbzb/vOHMEgpKz6+88FAQxeAa95XB8Q5YQpdzxE8cM5zEREUJVRTAuIMCRJxxkik9pHEKUEp",
+	"wYyyKcISTQxCJiVIZgTHRFS7qGF1SbxdzDMi26s95GmKtyXRBKpIjIieHenhEimOYpLQOyLQVsSZEjxB",
+	"N5qOJcLJPZ5LFPGUdGIQJlmwSs8yHzWSZMaZNGs9UIc4wxFVc/1Jr4Ewpf/EWZbQCOtN7GSCXyck/bd/",
+	"SL2jL877/iTITbAX/MtOxYw75le5c2pGmZfWYXIxIyjGJOUMUYmwQhhFdhkooSlV+4hxNdNYu8cS4Til",
+	"SsOOCxQJosE4umQTPCVMjeH5sSA4mpF4soekwkIBvhmCJ9A9z5MYZVhKNNneTvHDNnwvJ4iLS6ZZJxP8",
+	"hibkjUSTFD8c2F+3JjD3JEQTGfGMTPaKRf9RjAgRZjHCl2xyRpSYbx9obpwgQ1Zv99EkEzzN1Pi3nORk",
+	"fJMnCcw2y5Ve4jjm92yCuJoRcU8lGV2yILQ0CdhxJvWxQcRBGHB0j6lC1+SGC4KUmMPup5iyUY04LC1Q",
+	"psiUCI2XxzAosPSM2D/78RB9/+Hb75CdGcVEYZrIEbCRnQCIUyNC0+c1TaiiPu76ZYYVSD+DahzfEaGo",
+	"JDGiDE0oo4rihP5OgOUzwTP9s5kIRnwGTvrS5JPQ/Pp3IiQ1u249kHAcnxPZ+L2UlfC2NGstv7GGPKbc",
+	"P5yk1ySOSXyosfKg/A/RFE+J76dHVxj/ap8L7fvak1+VkoJf/4NEyq5f8YgnbSCUFATCJE+HrMAFVznM",
+	"CyTfWoASPlGpPCCcFioAVSSVfXQJM50a7tUz21dhIfC8tWg7d+eKinnai7rDNMHXCfGjLWoQRe+CawDS",
+	"E+hDhcVtftCSlTyQKFf67WjrRvAU+MNIrjf6RGE3dJoLYO4QMaJPH3gMI713IhUcOC2Cj6nUCkYnx8yo",
+	"VFzMLUkdMw2pTuagsXcOhhW9I5ZOzjppC+jmmsQHQA83XKRYBXtBjBXZVhQIqzW1BEVBP09YnmrsXuc0",
+	"UVSTo4FJoAWVIpEisYPyaoaclWg9I1h65UKT77RW5AKuXEfo0Ih/390Q9dHjIWYRSfTQxMMkEfyakNgP",
+	"zZjAAeWhp/+C75FhU0RB98QK3RNBUCx4lpEYtJOC9VpAq/NXwfDHcT/sqjV792sOqx8SHt0Cx8Ux1WvG",
+	"yamzc9CZm+fPAUMHh6fIHnfoWk/RPh7GKVG4e+aahlwtCzPGFbCWXHpsjBX2wrC2fM/vKU3JBXzpZakO",
+	"fhWkYoml1inp76TGd5SpP3+oeM45HoqTy9FL3+3CPw9/KaoSsoCIKs6FacPWqVbsaJxQdut89nOzoP00",
+	"CL92kR9lOTmIIpIpwzmNI8D5xa5bw/Mq9J0HpbnaWiaYC0faKvX+rGEtRF7SxqKT5IxE2n6dn+dpikUf",
+	"N4aBVFjVwC5ypi2pIAysuICDKEuIMn+XDBsGN5iaP8oFeoVq87wtYOasrLHHGkRKyC1C0UcSJZQZROAk",
+	"ObkJ9n4dqLuGA5AKIsaLVdF1SOifDCqWRlk3wOzbnLnbQLlywHJmzvpe2VkHgEswPSDUz32EFbdQAxa2",
+	"NowNeOri+WetnAqpDWUxR3EuQJMxZnOG51qRRBEWghKJtor1oPuZPpIwUrkAo5KyO57ckfhtW7IvJnpz",
+	"Bnf8qrC87Tq72rsEPczwtUdnNT93v4sIwcXPRMq6iu888EDVIY+JXzPXv57TKcOJ33zBUp0TwpZRobKa",
+	"1tayAi74LWF+lRQ2/EbCuWshjGjsVTNFzuD9jtyRCrMYJ5wRo6KBqQ+UnnLll+5aduW9unWBoXPzdJO7",
+	"iqWU010twPJ5+UZn2eCJMMwZzwOLU5gPVCfv0usTfrRKwTDJ5TKWR3oNJrvN01s37VT4fhosduJOS8O/",
+	"EJyoWZtDZQub/NaLrbtOF4F/GdUIHzE57N5Q4CvfTKlrL6W0NfVw60dbhv0NBgdofQsFrOBJjblzCQ5Y",
+	"oE0924zn05n+S86lIqkX6A2HyCLjC14XFhpjtesF0D+IYxJvku88yNsMRlKz4OOhiHk+2Fcrq6PAz4Uu",
+	"4AGUbQYojKNFWGjhryTa9olk4z69UR+0VdNAJOIsmfsdJE0rxcJghPV6+pVf+NVagQuo83CWs9tNUuc/",
+	"GREBfNYnogrMr4OIIr2e9YnolIiUgv51UtqMdRjdUhYv50jgWac60Vhd+aSdLTRvW7zQM5Il8yXNFHdJ",
+	"zcjdwthjGPBcRbyuf/o8UYsUf3ftpZHVOBJWPX47oD/cAd6igOWcdMaroi2rpZyvJAG/6km2QPNcbHq1",
+	"vBEZYbHRrovZGz4I8pAB4V0t52viPDnESTKEnkHDqJZdLLJCSp/G0aKUzSoeT0EbNkbQZSBvBK7VOypQ",
+	"+oW+B4BryP4udLzsEZCVqxqJYlmbPAnOLENvnvI6JcgiEtokoy+gK/OafqoysNkQUTmAfkU0ZVa1AZJK",
+	"MDtiyrg1O02gtmtAUC5sBsoCF0BPtMi+YKGvRi/wb5k+qTZK7IQpYf8cJmZLOPUFoIuZO8i02s469NkA",
+	"ygsTZoLZKDfL2QBFVtkti7wlTVo1Pq5Guo2JqKc4mlFGtgXBsdmhEFwgPcYfNYfclo7YjVRaig2jezeq",
+	"1hsoGwQ1M01YeaZg4x1gTDM1mL5rsdnHUGvgx2bcO6uAFx/b6oV5VXdYLerI7DQZn4jfQLaDTbKbYVUl",
+	"j+nvVS7Yfj11kiqkOJKElA948dgThxsWSKsv2YbTEBfIxNPQDRcII0bubcB9H3IyMtAgURnqECTjQkEW",
+	"6CXTC34DaaxCbxleFaL7GY1mKMVzhBPwPaNrgpSW+QwnJs3s2YJ6TiSvUI+HhvDKKFIb3ZDvuR3NuCTM",
+	"Bn3ifQssDVSqIAoUkzTjmhg1UhcmoWZYKSL03P/z68H2f+Pt33e3v7+q/hyN97av/vVPPtowy1wtoJbm",
+	"iaIKy9ta/m1AGGAjCL35bhzFHN3PCHMCXgWiLT5HDoqryQQB0Posoqzk8f64XpPiB0cC23ThxXsR9jyc",
+	"YTbd7Fm9qchrT5S1OdyXkVNEYjtycjCbJpRNL6zdVFcv6pN1uAY6XTldB4jPvC1OiU5PTVOCl8LhrDv+",
+	"Xays9LDArmuCZWzpo/6lpnZgiqnAMYnHNkXKS9GMKxp55O4BkkQfUBEBgavFfi6J8Ip9l8rb+hDwHoZM",
+	"IspySPux2cb2K79OUCUGNJl7ruVWBElE5RR78JoxjhS9I+gP88keGH+gSpEfWzsJ/XHJrE9iHCVcwldF",
+	"1HVcHALoDxOUHTtZbXqkzbseKz4uFoD+QBbM4wLu5ghZTD2A47BG6D6qLvHkFwRZgueH9jzaaEymK+Wm",
+	"aVd0nU5XreWtoYN79vmyargpJhkXmsD6mvgZkXMWndkRz4LJMCCd+lrFguUhqZ8dp1SmWDl6yRjPCI6r",
+	"j0v4Gmw+DunTc65a4FmLklpwfmlK0gsal6BZm5KcpHtPeoNNye7QxLU8XM5zHZnk209cdqTgr+DJj+7j",
+	"VXL9iJNPNCQfYkHQoLRIFs1jAX0Ozy5KflpkkVpTfjh4vDqIeXPYRLEBZZddUSLGXcUCijoE4tikaFoB",
+	"zJ6skS4vZW3Za4iM9vZfVmJYVWVkmHVjAsMppPHIjeev4cgWSKq2qVRSfLUs317LXw9NhYjcYMYQFEmc",
+	"eEJK601rPBc/1xPLHGHZfbyvKEdXNgEHhyg3IlWbksAJM5bysC7+ihSMcoPDPS0Fj4DMXNKF0T53l6n2",
+	"LdHoDPqw+/2fe4fZ4r7TJ/dbuDiqC8SjByrB26Qf2LcemWsJlYjwHaKyqFgtbc1CvLUdUt3HqvPgt/7q",
+	"41bZWvOU7MV6vPFU0x5dbDXuXY3Jhjk8FqoXiw9hA8INnMIOLl7JMWxWtLFzuJ6uuwbEPInSrwNihaI+",
+	"boUi14OcvwCWkQd1iqdV+n1XYs3wAGVhYvWFJ8uJFyy64ctdy7Rte4VfB8KLA3ccmaVtDOOmFHTzycgP",
+	"6oxIxUVXQegNTpJrHN0ucOFKJbAi07kLD1PGOi6ru+3nhIMHpXAi0rKQNQxuBJGzfnCVLwtb618oli38",
+	"1hfLLiJeC83BijZGaufNtJvDs6ODi6OPQRicXxycXRx//ikIg7O/ff5s/vrl4Fh/N/7x5Gx8/Pn0bxdB",
+	"GBye/Hz66cgM+vHg+BP8cXjw+fDok/7b56R33/4E4Z5MkDvKc3m+itbwLOa7u/P16bQFx9dBrACHjUvH",
+	"quRqhTqnIRpq3ffXhmCCpULCSCIUQeCHcYWm9I44TUmokkUAxQGa2+qjv9KvWWO2TD3Usq0ZJLgrzmxe",
+	"QMczIBC7vSOMkFguauBgxNdZRyTMhKaKBIkiVFW29im+YNx56JK1vhzD8WLG1QbBNxA/g6eLvbihs8WB",
+	"MnTPxS208KGCRHCsQRiOTX2RsY1VNT6j+yEM9BaVIOQHgVmHMVY8corVbEUXRs154dpeDTqsE12dwhrk",
+	"1GKY0CnldJnaK1sgOegTnk6fKUy1TMDRXdw6h0Vzjy98SsByxgmsZ/3T4cJm0zxVxcUgPtOL6HU/rBAe",
+	"MTwnMxwtm8BRMNrwuIjew0oewU6/VY9Lr7a1Oil+LOSsSdPD8hZEsESUoa00lwqRB2pbF7U8iT30BKvt",
+	"AoDf6NYLGG5PA0X2GdNmyq5lnEJUug8NKWXut+/CVQJSftJdCpWPHbtoGRkXJx9PgjA4/jw+PTv56ezo",
+	"/FwbGUd/Pz76ZTV7onzLSxsTNSguC/clzIjmhtc4Frywe9mjQTPFpq2HC6JmRJRwqu/rhBF0fn5k2nAi",
+	"bHqtnn/8TyRzcYMjIhFV+2iiJ50gan6ewLb2JojhlIRoot88gV8yLCSJzTd7E/TX85PPI9MRLBJUq5c2",
+	"nJ/iLLPKdr1qeECls9lI2KgUHVDdWgz01hcNr5DyTmNLSgaXxJSTuOn//QULxbBmutKgNKtqcD1DZVBm",
+	"TTG4EaweEmJvDbUO9kGBgebgpq958SQ+33vY7cbs84l5PLthy0E1yLHWHFxn+eE+j3Kemko5QA0uBnoE",
+	"zkBpWc7AeTKOcJKMrJXZOYHNgTw3j7XH9/BBMb7BC1DC4DT86xicC3ZYPFQfWmb/LxpaPFQbagsEFoz7",
+	"EZ6oDXKLCRaMPK4eqw0vOhd2jzQ9DGuD+jCTC1bDymOpSNn+l+ZUeQwDzsgAvcLHw1q/WNKjt9RAH68P",
+	"HFpjysFjPNJg4FhXLvYN8bNd76gGHQx5vkEB/QMaTDFkiMsPg15RZ9khQ1qM0zeorVwMHOFoFb0L88m+",
+	"oYNqAq9vUEtb6B3QpeIsM9DVavrG+RSL/jFtTaaX2VrHnTEgLFRfc9Op7r6XXRHMztqXhEd4wylsi9tl",
+	"4PtjluXKNH0S+P4kV+XHdpuxqtidsnEm+FQQKRs1efaYXa6vxWYScZslo/5KQMfWssT1/O20Nkwhvk4Y",
+	"rwSzy3TWcJ5dGpuusKjJ7dWcDS5lvLCToaWxr+9j8B1V/zxw2liB/oXAzOxkeKn3RVngbfcMF/lIhjM5",
+	"41D2G3EmqYTu3vdUzcqKb2hzT9UqBd7WuzLc51vEc33nhZEElb6wSoeeotzYN3+C2SaaUfR2w/WWpg4h",
+	"Zt+7tGG2xEy5GJyfBsLOlwldvNRBr7srL6a8VKwX09F0/6xyqXnLCGxtpDxdpESsoDgRFi85oGj82gf2",
+	"I3hw3YawnjJhXw6AnoXEob2/YiwIiOgQjUZeLm4WFtsk8bKheFBBvKcKfqVOF0tphvawWaqPWjN+UvZs",
+	"qNo4rNm9wTQnHnrBhdPcwdb7tsOMXRxT2rKb7cUTrwjSteCwMELTtttX0wRaMHthdaDuaFxfF3BdKP8X",
+	"aKLuLlqdJmowew00UUqgjdDEUXEw+ds0dalqQ3qGxaQ6+zvfb3x0m7VgO5a+NKWmC7IGu6jYS6ZhPzSu",
+	"avBYk2gdoL4Ciu20u1cgV8ffukma+Wr7wSyviK6jVopFFQtL8UPZwKEN+W7eaDnbV2aQJhm9Ai5Zqu3X",
+	"EFYxEZlN+wb7zanNWwle2/k3762bni453fTkxqxWJiUHzK+AiqzJshECsm7ITVLQurSxtFW3HEFswPHa",
+	"gNsrIIkNuV2B6aJcUDU/15s1MLkmWBBxkJsMdYAC+GDg62qJM6Uyc1stZTe8DQ8FWWMxmnGpJIp4TNnU",
+	"XCRcVHTbuxFlRvAtZH9B/joyrQrRqb1O9ZJtHRyevoWLgwWJuIiLq66gm5gB5HyEjuA7wXNF0HWu0GRn",
+	"BnfVTBBkvl+yid4SF/R3CFbsoR9gQxZZit8SZu8tHyHQoCXCgqDm5btwra+5LRxfMllrcoomWiec2GZf",
+	"Rkew2XPFTcgHp8fOlTZ7we7o3WjXtKUnDGc02Au+Ge2OvgmgweIMELJTXdk6Jcp0iybmPlItr4NPVCpz",
+	"B3PQuK36/e7ugouKl7uguLpS1nNFsa1DkBYwpu6DJlTNAW/m9lHktgAZ6U1/2H3X9dpyH87tclW/x8Fj",
+	"NIkXLQXNHbTFVdQSbcGFptuUheUlr+A5s3eaIs7Q6cHFXwxf4ql0b7jVE+8Y5u3Ei4kf/5Twa5wc3Vn8",
+	"uPfud8jd6pEdey9/V6TaedK9AX7A4+by9QEP2tv19ZPNxM9kXoqvGxNTUFjevpElf3few17WsnTdd9+U",
+	"ale9hK3IgzII2TbBi+GU7ea3emj7gNnoiZl3HxEczWy+K5UII2e8perdpah6WS748P775+SacyLuiNg+",
+	"1yA4KvFd3Eqn2RuqC8AMQCYHUCIcCS6lc5Oyy0SWbwwTzcobxbxM9BNR9s6xJ5Rt9g29N+/n2Wh1gNqT",
+	"Ntj79coF7yd6RxiR0h5wOKb6kwuu4l4gAFdKlKCRXASvn+0jw3gmSzBtgKrJfS2o2DcgyvQxnWr6zyXS",
+	"0yGjwaHd0e7ow0vI+OZ6yEPGJaSqFL2unZu9c22gGchPcT4l3WC3x/NojtNkEexPMsLMGb8EsRaTLoEB",
+	"TZf2XSjmUZ6a/t0lsd5jieB4gxjuSyDiYmYCy0rgSHXCVTrNCW3ZcB2mJgXUvQkfwoM/8Hi+MfavN3N6",
+	"rCvRSuTksYXOd5t+uQ/JNv11362Nlqio6n2es2b3w5LPL3c2fbv7Tf/zB9ALLtLCcwPHGRQ34/IAMxor",
+	"s/C1yqGWbLioWUZlzXKNjMteLi4h73yh8aMxhkxhRYueEy5r5PxER9oCsgJLFTKIq95az0Aaa+INAOc2",
+	"BNtHUvFMQrsAQN4IHdfa13swFXYK7pdHyVeEixNWa8vmBfRyho62Wq6afLRjgqVwOCw/W9h1osCkz4Dv",
+	"Q5vPIjWkPUiHuwn0QV3GhNGWbSduWuPROCFvR69RbK/Ly7BhYOaiHYVpDc9ihJm8JwIVzdmrKjmJJiWg",
+	"JgMl8U5UNTHt4fyi3enTC4DiTV2i2fz8NciBX+ASeUcmI2jSIUNzqmrJXNTIoSzB1lqsHKXUl334tBLF",
+	"uUNiLZnS8BEUl+ZwlswN8wJx1zYv8dzQcNHffxIirHhKI5zoUVTNLplxmodWJoTmoLa2ocxTMkK2k5d0",
+	"tMIbKqRC9MYClHF1yYp7TdBBHOuv4M4GZKPVe1rjccJT9rIcUC+hG+cUU7aPMLtk7lPApFOiD9z6JQ52",
+	"OMMp8DJgWG3zmxukOE+Q3qAcXbJfQNdCkyILSgMACaLEXP+fC2Y2JaGU2F5pZK4YApdqQ45bKD6tbVC8",
+	"pUwfteZBTUS83/jrygudfA4p+9trNgA6gOE60ZcHykcSJZT5gVL8to8mJhA9Mfx2PzMu6EnBi2UVenEF",
+	"FJRQG1vk/Su3XQpAwPpdxoTGWsCdW1ihlEuFOIvI26HHZMuTXQeuqZ6SqBG1MheCOfJ8CxLGJ5+wVNvg",
+	"Ktw+/jhBXFyyyX+YR/598jbUIiaWGiO1IvRJqKdi1s0qUULvijeN0Efz5ktmXx1hIeZoQuO9/mjbZN/4",
+	"IXhivLYSbU0aNeyT8JJ51jOplUVPTBBqRrBQ1wQrFPE0dVbDOCNWyPFcm5hluj0pEurBdpcIG1/NNZlS",
+	"e6WZcU0lfOqTdCaQUJSpfu2RhK/Kl//eiL9Oaw30F2NLa9rQGk/Cp/rbm1wf6jHRZCy0XNLWKmgEjJHo",
+	"9TpwXkNwgVf2ZYiqbnMgXQq28gYUNqMkFs0H9SnV7e09esi4UH+xF2otZTY8bLO4fQT2On212f3X85PP",
+	"yATwtW2E9KH3NZgK1rK5I0IalRFLsxe9AYm2tHY6ttppaDsIlh/LQir7pwCb+u2TWgqV4bnzpbwH+XE1",
+	"uyH8YuKgGYY4lg2Durcr1/3NCyKji9tIdTo9DsCqrupynkhbdsutsmQ+zJe++ySvL9V1n41dNNxBFgj/",
+	"FL70dbMjjOOlcIW/kY7vpYLTMH2ySvjboOPOpCg+rblXv5p0EPm+3/DLh5h+aKt1Ge7bETorb3PF7u23",
+	"DcPaXNn7/7GjlbQVFpew3UdUIZEziRi/13igsriX+JrMqPV0uf7Nodwjyj7AG3RRHXJWWLyWcSSSMywI",
+	"aFu2KfMIXZROpWvOlQQf9B4q3NJUXjJwECkOu0t5TBIziOcq4laNTiRHuLQWJ40OV9Yi7OjINTEaus8O",
+	"Mm12ni9SUzSE9p8hZUDWonjfGnp6jGMaF5B9nRz02j0e1tnp+pjf2HAf2jLXJVjHaIgSjuMQwZXg0Mfa",
+	"WNvGFW1VelTepWBs+XtMFcqZool1ncKd0EP5tOpZ0RNbqNoqvyjFmvV+JYEFyJr1oV2L3NBgzz4FXhl+",
+	"b+8CRtcFScRPaiCoWiuGLgpwGjY8Ifqdt3Tgvlrt14D/86I5Bb+Bk1OGReRChk5IIayiSp544dNiX69q",
+	"50uhZj0upAFzCffTYR96O3TgvdL2Xn1KATiwy8ihVSg2iEW/Ge6U5Hdb4QNv7HfpZHHC/nnxUGsjm8mY",
+	"9udrl5UXFAKU0pwJRKItAbaDPj0jnqZ4WxK9LGVCCOQhS6DA0LbN9i2xKAOsVrjM1VlV/+xmVZiaQxnF",
+	"DRdphcHGuxOaUlV7d0mN3+5Cf3Oa5mmw99424jafKv+JU2zmf0FW3hfWgYJv371fJWt97QO/qyDjAOkl",
+	"O4na8llMvjWFgN5NueAQMXJPpI1uh3pDlGHVeapr1ivbzHfy3QU88ZTCuOiB7xPI+uWjlwIsAKcOVReU",
+	"tp/+Y7gwExda8z+N78W5PuGZc3DNfQOdCbhfA+uYpdprVH1oLdmjTFHtVFcKFD8hh3SqK7D6r0Rd6YB0",
+	"uKLbprixoo4Q0xHvidnO3JbxzN76RXRgG+a59PC6nJVr+zUYJDmZ2ikukCTm4jNQo7z8W68hqtfp/nql",
+	"KUhCMNXQXC4SW6S7t7Pz7v13o93R7ujd3nffffcdUJud/kupvpmqDK0AOTqndL+wtY/ON+Xp63xnY7GP",
+	"V4//GwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -45,6 +45,7 @@ var statusOf = map[errcode.Code]int{
 	errcode.PayloadTooLarge:      http.StatusRequestEntityTooLarge,
 	errcode.UnsupportedMediaType: http.StatusUnsupportedMediaType,
 	errcode.PromptQueueFull:      http.StatusServiceUnavailable,
+	errcode.AgentLimitReached:    http.StatusServiceUnavailable,
 	errcode.ServiceShuttingDown:  http.StatusServiceUnavailable,
 	errcode.Timeout:              http.StatusGatewayTimeout,
 	errcode.RequestCancelled:     499,

@@ -40,6 +40,8 @@ type options struct {
 	resumeOn  string
 	resumeN   int
 	restoreTO time.Duration
+	maxAgents int
+	agentIdle time.Duration
 	traceExp  string
 	traceURL  string
 }
@@ -57,6 +59,8 @@ func parseOptions(args []string) (options, error) {
 	fs.StringVar(&o.resumeOn, "resume-on-start", env("TETHER_RESUME_ON_START", "lazy"), "lazy: restore agents when a session is used; eager: restore resumable sessions at start-up [TETHER_RESUME_ON_START]")
 	fs.IntVar(&o.resumeN, "resume-concurrency", 8, "agents restored at once in eager mode")
 	fs.DurationVar(&o.restoreTO, "restore-timeout", 60*time.Second, "timeout of each session/new, session/load and session/resume call")
+	fs.IntVar(&o.maxAgents, "max-agents", 32, "live agent processes at most, daemon-wide (0: no cap); past it, requests that need an agent get 503 agent_limit_reached")
+	fs.DurationVar(&o.agentIdle, "agent-idle-timeout", 30*time.Minute, "stop an agent with no turn, queued prompt or pending permission for this long; its session stays resumable (0: never)")
 	fs.StringVar(&o.traceExp, "trace-exporter", env("TETHER_TRACE_EXPORTER", ""), "OpenTelemetry spans: none, stdout or otlp (OTLP over HTTP; endpoint from --trace-endpoint or OTEL_EXPORTER_OTLP_*) [TETHER_TRACE_EXPORTER]")
 	fs.StringVar(&o.traceURL, "trace-endpoint", env("TETHER_TRACE_ENDPOINT", ""), "OTLP/HTTP traces URL, e.g. http://127.0.0.1:4318/v1/traces [TETHER_TRACE_ENDPOINT]")
 	fs.DurationVar(&o.heartbeat, "heartbeat", 15*time.Second, "interval of SSE heartbeat comments on idle streams")
@@ -68,6 +72,9 @@ func parseOptions(args []string) (options, error) {
 	}
 	if o.dataDir == "" {
 		return o, errors.New("no data directory: set --data-dir, TETHER_DATA_DIR or HOME")
+	}
+	if o.maxAgents < 0 || o.agentIdle < 0 {
+		return o, errors.New("--max-agents and --agent-idle-timeout must not be negative")
 	}
 	if o.resumeOn != "lazy" && o.resumeOn != "eager" {
 		return o, fmt.Errorf("--resume-on-start must be lazy or eager, got %q", o.resumeOn)
@@ -138,7 +145,8 @@ func serve(ctx context.Context, args []string) error {
 		return err
 	}
 	defer w.Close()
-	mgr := sessions.New(st, w, reg, sessions.Config{QueueLimit: o.queue, RestoreTimeout: o.restoreTO, Logger: logger})
+	mgr := sessions.New(st, w, reg, sessions.Config{QueueLimit: o.queue, RestoreTimeout: o.restoreTO, MaxAgents: o.maxAgents,
+		AgentIdleTimeout: o.agentIdle, Logger: logger})
 	// Reconcile before serving: nobody may see the previous daemon's
 	// half-finished state as if it were live.
 	rec, err := mgr.Reconcile(ctx)
