@@ -56,7 +56,7 @@ type Config struct {
 	// or pending permission for this long (0: never). Its session stays
 	// resumable: the next prompt restores it.
 	AgentIdleTimeout time.Duration
-	Logger      *slog.Logger
+	Logger           *slog.Logger
 	// Outgoing, if set, receives every line sent to any agent (tests).
 	Outgoing func(sessionID string) interface{ Write([]byte) (int, error) }
 }
