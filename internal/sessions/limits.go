@@ -157,13 +157,16 @@ func (a *actor) stopIdle(d time.Duration) {
 	conn, sl := a.conn, a.slot
 	a.conn, a.slot = nil, nil
 	a.gen++ // the exit that follows is expected, not a crash
+	gen := a.gen
 	why := fmt.Sprintf("agent stopped: idle for %s", d)
 	a.log.Info("stopping idle agent", "idle", d)
 	go func() {
 		conn.Stop()
 		sl.release()
 		a.mb.post(func() {
-			if a.conn == nil && !a.starting {
+			// Unless a new agent started meanwhile, or the session closed
+			// (nothing may follow session.closed).
+			if a.gen == gen && !a.stopping && !a.sess.State.Terminal() {
 				a.recordStopped(conn, why)
 			}
 		})

@@ -197,6 +197,9 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (_ store.Session, 
 		}
 	} else if err := a.do(ctx, func() { a.ensureAgent() }); err != nil {
 		return store.Session{}, err
+	} else if err := a.sync(ctx); err != nil {
+		// The 201 says the agent is starting: that must be on record.
+		return store.Session{}, err
 	}
 	return m.store.GetSession(ctx, sess.ID)
 }
