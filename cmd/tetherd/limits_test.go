@@ -16,7 +16,8 @@ import (
 func TestMaxAgentsFlag(t *testing.T) {
 	bin, dir, addr := binary(t), t.TempDir(), freeAddr(t)
 	cmd, logs := start(t, bin, dir, addr, "--max-agents", "1")
-	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGTERM) })
+	// A clean stop stops the agents before the data dir is removed.
+	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() })
 	raw, _ := os.ReadFile(filepath.Join(dir, "token"))
 	token := strings.TrimSpace(string(raw))
 	post := func() (int, http.Header, map[string]any) {
