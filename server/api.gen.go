@@ -2023,6 +2023,9 @@ type LastEventID = string
 // Types defines model for Types.
 type Types = string
 
+// AtCapacity defines model for AtCapacity.
+type AtCapacity = Problem
+
 // StreamGlobalEventsParams defines parameters for StreamGlobalEvents.
 type StreamGlobalEventsParams struct {
 	// Cursor Resume after this cursor (`<epoch>:<seq>`); overrides Last-Event-ID.
@@ -3859,6 +3862,15 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 
 }
 
+type AtCapacityResponseHeaders struct {
+	RetryAfter *int
+}
+type AtCapacityApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers AtCapacityResponseHeaders
+}
+
 type ProblemApplicationProblemPlusJSONResponse Problem
 
 type ListAgentsRequestObject struct {
@@ -4252,6 +4264,25 @@ func (response CreateSession409ApplicationProblemPlusJSONResponse) VisitCreateSe
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSession503ApplicationProblemPlusJSONResponse struct {
+	AtCapacityApplicationProblemPlusJSONResponse
+}
+
+func (response CreateSession503ApplicationProblemPlusJSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4654,6 +4685,25 @@ func (response ContinueSession502ApplicationProblemPlusJSONResponse) VisitContin
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(502)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ContinueSession503ApplicationProblemPlusJSONResponse struct {
+	AtCapacityApplicationProblemPlusJSONResponse
+}
+
+func (response ContinueSession503ApplicationProblemPlusJSONResponse) VisitContinueSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5088,15 +5138,20 @@ func (response PromptSession409ApplicationProblemPlusJSONResponse) VisitPromptSe
 	return err
 }
 
-type PromptSession503ApplicationProblemPlusJSONResponse Problem
+type PromptSession503ApplicationProblemPlusJSONResponse struct {
+	AtCapacityApplicationProblemPlusJSONResponse
+}
 
 func (response PromptSession503ApplicationProblemPlusJSONResponse) VisitPromptSessionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -5195,6 +5250,25 @@ func (response ResumeSession502ApplicationProblemPlusJSONResponse) VisitResumeSe
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(502)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResumeSession503ApplicationProblemPlusJSONResponse struct {
+	AtCapacityApplicationProblemPlusJSONResponse
+}
+
+func (response ResumeSession503ApplicationProblemPlusJSONResponse) VisitResumeSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6592,132 +6666,136 @@ func (sh *strictHandler) UpdateTask(ctx echo.Context, id ID) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H17U+S2lvhXUfXvVoX5rWmYyeRmA7W1RRiScHcysMC9qdrAdgv70K2LLTmSDHQmfPctvWzZlrvdDx6T",
-	"3fyRobstWTovnbc+D2KW5YwClWKw93mQY44zkMD1p8OCC8bVXwmImJNcEkYHe4MzEEUGCN9I4EhOiUCx",
-	"fhJtjS+L3d2vY8hZPNV/wp75RsBv5vP4zT5id8A5SUCgj1jI7aM7oHL7+MNwEA2Imv+3AvhsEA0ozmCw",
-	"NzCTD6KBiKeQYbWeDD98BDqR08Heu93daCBnuXpSSE7oZPD4GA1+YGnK7ttrv8GpAAQ0EUhOAQnJAWfl",
-	"VgBxyFM8Q1tTTJMZuidyqjaXvula3I15j7+4BG5wkcrBnuQFlGu7ZiwFTPXijj+o5/R0OZbTajaSDKIB",
-	"h98KwiFxEwS3/df30SAj1H18G4KBgq4GrnlfHRDnQCW6niH9wDkreAwoTomiBMQo4hAzSiGW+0jgDFAG",
-	"mBI6QVigsUHIuATJFHACvNpFDatL4u1iloNor/aQZRneFqAIVEKCQM2O1HCBJEMJpOQOONqKGZWcpehG",
-	"0bFAOL3HM4FilkEnBvUkc1YZWOajQpLIGRVmraecXaeQqT/VAoBK9SfO85TEWO1gJzdP/Ms/hdrOZ+9l",
-	"f+FwM9gb/L+dihN3zK9ix82r39jgwR8O0Xfvv/kW2ZlRAhKTVAw1FO0Eav6DCVB5iHN8TVIiSQi4v0yx",
-	"1MSP1bMIJ3fAJRGQIELRmFAiCU7J76AxnnOWq5/NRHrEJw3Iz00wRebXfwAXxOy69UDKcHIOovF7ySr6",
-	"bVneWn5jDUVCWHg4ZNeQJJAcKqw8yPBDJMMTCP306PPir/a5yL6vPflVSSjs+p8QS7t+yWKWtoFAqIQJ",
-	"8IGhpSLrswIfXOWwIJBCa9GU8JEIGQDhxJ0AREImFtGlnumUsxuSgprZvgpzjmetRdu5O1fk5mkv6g6T",
-	"FF+nEEZb3CCKhQuuAUhNoGQKTdr8cDEFBA8QF1K9HW3dcJZp/kgwZIx+pQQKvSGTgmvmjhAFJXz0Yxip",
-	"vYOQWt60CD4hQp0vnRwzJUIyPrMkdUwVpDqZgyTBOSiW5A4snZx10pamm2tIDjQ93DCeYTnYGyRYwrYk",
-	"mrBaUwt9TqjngRaZwu51QVJJFDkamAyUoJIQS0g8lFczFLRE6xlgEZQLTb5Th6IPuHIdkUcj4X13QzRE",
-	"j4eYxpCqoWmASWL9awpJGJqJwnsBAXr6T/09MmyKiFY9sET3wAElnOU5JPpwcqzXAlqdvxzDHyeLYVet",
-	"Obhfc1h9n7L4VnNckhC1ZpyeejvXKlPz/Dmg6ODwFNnjDl2rKdrHwygDibtnrilI1bIwpUxq1hJLj02w",
-	"eWGb8/zlB37PSAYX+ssgS3XwK4eKJZZapyC/Q43vCJV/fV/xnHc8uJPLU0ve7ur/AvwliUxhDhFVnKun",
-	"jVqnmtvRKCX01vsc5mZOFtOg/rWL/Agt4CCOIZeGcxpHgPeLXbeC51UUOg9Ka6W1TK0tHimjJPizgjXn",
-	"RUkb806SM4iV+TI7L7IM80XcGA2ExLIGdl5QpUgPooEVF/ogylOQ5u+SYaPBDSbmj3KBQaHaPG8dzLyV",
-	"NfZYg0gJuXko+gBxSqhBBE7Tk5vB3q89ddeoB1K1iAlilXcdEuong4qlUdYNMPs2b+42UK48sJyZs36h",
-	"7KwDwCeYBSBUz33QK26hRhtYyi4y4KmL55+VcsqFspP4DCUF15qMsZpyPFOKJIox5wQE2nLrQfdTdSRh",
-	"JAtOERGI0DuW3kHypi3Z5xO9OYM7fpVY3HadXe1daj3M8HVAZzU/d78LOGf8ZxCiruJ7DzwQecgSCGvm",
-	"6tdzMqE4DZsvWMhzALqMCpXXtLaWFXDBboGGVVK94a+EPncthBFJgmomL6h+vyd3hMQ0wSmjYFQ0HE8t",
-	"yWdMhqW7kl3FQt3aYejcPN3kLreUcrqrOVg+L9/oLZtLIy854ETZ7Rqnej6tOgWXXp/wg1UK+kkun7EC",
-	"0qs32W2e3rppp8L302CxE3dKGv4EOJXTNoeKFjbZbRBbd50ugvAyqhEhYvLYvaHAV76ZUtdeSmlr6uEx",
-	"ByyXs6AMBntofXMFLGdpjbkLof1vmjbVbFNWTKbqLzETErIg0BsOkXnGl35d5DTGatdzoH+QJJBsku8C",
-	"yNsMRjKz4OO+iHk+2Fcrq6MgzIU+4DUo2wzgjKN5WGjhryTa9olk3f4Lnf5oq6aBCMRoOgs7SJpWioXB",
-	"EKv1LFZ+9a/WCpxDnYfTgt5ukjr/ZESk4bM+EVVgfh1EFKv1rE9Ep8AzovWvk9JmrMPoltBkOUcCyzvV",
-	"icbqyiftbJF52/yFnkGezpY0U/wlNQM3c0NP0YAVMmZ1/TPkiZqn+PtrL42sxpGw6vHbAf3+DvAWBSzn",
-	"pDNeFWVZLeV8hVT7VU/yOZrnfNOr5Y3IgSZGu3azN3wQ8JBrwrtaztfEWHqI07QPPWsNo1q2W2SFlEUa",
-	"R4tSNqt4PAVt2BhBl4G8EbhW76hAGRb6AQCuIfu70PGyR0BermrI3bI2eRKcWYbePOV1SpB5JLRJRp9D",
-	"V+Y1i6nKwGZDROUB+hXRlFnVBkgqxfSISuPW7DSB2q4BThgncrbABbAgWmRfMNdXoxb491ydVBsldqCS",
-	"2z/7idkSTosC0G7mDjKttrMOfTaA8sKEmWI6LMxyNkCRVXbLPG9Jk1aNj6uRdGQi6hmOp4TCNgecmB1y",
-	"zjhSY8JRc53b0hG7EVJJsX5070fVFgbKekHNTBNVnim98Q4wZrnsTd+12OxjpDTwYzPurVXA3ce2emFe",
-	"1R1WizsS+0zCH2I3OtvB5lhNsUQ4yYiUkOjvZcHpfj1zjkgkGRIA5QNBPC6Iw/ULpNWXbMNpiHFk4mno",
-	"hnGEEYV7G3Df1zkZudYgURnq4JAzLnUS4CVVC/5KZzFytWX9qgjdT0k8RRmeIZxq3zO6BiSVzKc4HV7q",
-	"MNpzBfW8SJ5Tj/uG8MooUhvdOt1vO54yAdQGfZJ9CywFVCJ1FCiBLGeKGBVS5+Yg5lhK4Gru//71YPu/",
-	"8Pbvu9vfXVV/Dkd721f//y8h2jDLXC2glhWpJBKL21r65QCoxsYgCua7MZQwdD8F6gW8HKItPoceiqvJ",
-	"OGjQhiyivOTxxXG9JsX3jgS26SKIdxf2PJxiOtnsWb2pyOuCKGtzeCgjx0ViO3JyMJ2khE4urN1UVy/q",
-	"k3W4BjpdOV0HSMi8dadEp6emKcFL4XDWHf92Kys9LHrXNcEysvRR/1JRu2aKCccJJCObIhWkaMokiQNy",
-	"9wAJUAdUDFrgKrFfCOBBse9TeVsf0ryHdSYRoYVO+0H3rEgT91VYJ6gSA5rMPVNyK9ZJROUUe/o1IxxL",
-	"cgfoD/PJHhh/oEqRH1k7Cf1xSa1PYhSnTOivXNR15A4B9IcJyo68rDY1kjI5JXQykmzkFoD+QBbMIwd3",
-	"c4TMpx6N46hG6CGqLvEUFgR5imeH9jzaaEymK+WmaVd0nU5XreWtoYMH9vmyaripJRg5TWB9TfwMxIzG",
-	"Z3bEs2AyGkCnvlaxYHlIqmdHGREZlp5eMsJTwEn1cQlfg83HgUV6zlULPGtRUgvOL01JakGjEjRrU5KX",
-	"dB9Ib7Ap2R2auJKHy3muY5N8+5GJjhT8FTz58X2ySq4fePlEffIh5gQNSotk3jwW0Of62XnJT/MsUmvK",
-	"9wdPUAcxb46aKDag7LIrSsT4q5hDUYeaODYpmlYAcyBrpMtLWVv2GiKjvf2XlRhWVRkaZt2YwPAKaQJy",
-	"4/lrOPI5kqptKpUUXy0rtNfy10NTISI2mDGkiyROAiGl9aY1nouf64llnrDsPt5XlKMrm4C9Q5QbkapN",
-	"SeCFGUt5WBd/LgWj3GB/T4vjES0zl3RhtM/dZYo9SzQ2jLRrwdJCAsqxnCJ2gzBF8ECEdu4khEOsDJJ9",
-	"JGZZSuitQJgDcqGMIXq/u4vGhN7hlCSj+D4ZG3eJ8Qop64pR2DdPxffJiMNNISAZWw+cyVypXoO2xjvj",
-	"CI13QMb630Jw/e8dVv/qTGVtNqGCJsDReCeBO/1AzpkZIWZiHKHhcPgGFTQFIZAEOQWeIF5QYap1x9vb",
-	"OE3Z/bZacMNh9X73u78uhKStdzx9cleOT7Z1vB05HKkH9q2T6lro4kz9nUKAPZpL89tJ/LaPrlvT8B78",
-	"JlyP26rkayoOCxkh2Xj27QL1dDWBtprc6ecDmqtxzddLDAg3oJh4uHglmolZ0cZUk3oG8xoQC+SOvw6I",
-	"Odtl1IrOrge5cE0whQd5iidVRUJXrlH/mK2zOhdFbMuJ5yy64d5ey9pvO8pfB8KdDjKKzdI2hnFTHbv5",
-	"/OwHeQZCMt5VI3uD0/Qax7dzvNpCcixhMvPhYSp7R2XBu/2cMu1Ucn5VUtb2RoMbDmK6GFzly6LW+ueK",
-	"ZQu/9cWyj4jXQnN6RRsjtfNmJtLh2dHBxdGHQTQ4vzg4uzj+9OMgGpz9/dMn89cvB8fqu9EPJ2ej40+n",
-	"f78YRIPDk59PPx6ZQT8cHH/UfxwefDo8+qj+DsUt/Lc/QQQs53BHWCHOV9EansWj4e98fTptwfF1EKuG",
-	"w8alY1WFtkLpVx8Nte4ObUMwxUIqO0xJIhTrWJgytybkDrw+LUQKF1PygOZ3P1lc/Ngsu1umRGzZbhVC",
-	"e3DObKpExzNaIHY7jChAIub1tDDi66wjOGiidS5nxEXvXI1h+QVl3kOXtPXlSB8vZlxtkP5GhxT1024v",
-	"fjRxfuwQ3TN+q95Qms0jHZmkk1CwcGOFns/okYkGaouSA3zPMe0wxtwjp1hOV/Tq1Pw5vu3VoMM60dUp",
-	"rEFOLYaJvOpWn6mDskXnS33Ek8kzRe6WicH6i1vnsGju8YVPCb2cUarXs/7pcGETjJ6qCKUXn6lFLHQ/",
-	"rBAxMjwnchwvm9PiGK1/qEjtYSUnaaffaoFLr7a1Oil+KN2TOnMRi1stggUiFG1lhZDGYfpmiBTR6lZ4",
-	"vEhBICwQdj63rwSK7xOE8zyd7QXcpozXPaRBt+QC4tRb74Jm2IJXu+lvnGvyXmSZmym7lnGqo/6LcJoR",
-	"6n/7Nlol4Bfmg6Xo4rFjFy2L5eLkw8kgGhx/Gp2enfx4dnR+riyWo38cH/2ymnFSvuWlLZMaFJeF+xI2",
-	"SXPDa5wxQdi97DmjmGLTpsiFDmyUcKrv64QCOj8/Ml0ulSRSsuv8w38gUfAbHINARO6jsZp0jIj5eay3",
-	"tTdGFGcQobF681j/kmMuIDHf7I3R385PPg1Nx7WYE6Wr2nSJDOe51dzrVdk9KsnNRqJGJW6P6mE3MFi/",
-	"1b8CLTiNLdnpXXJUTuKXVywuCHHDmulgvdLYqsH1DKBemUtucCMZoE8KQ2uo9db3ijI0Bzcd1/MnCTny",
-	"o26f6CIHW8BNHLW8Xb28dM3BdZbv70Ap56nppz10ajcwIHB6SstyBsbSUYzTdGhN1s4JbI7puXmsPX4B",
-	"H7jxDV7QJSJeQ8WOwQWnh+6h+tCyumLeUPdQbagtwJgz7gf9RG2QX6wxZ+Rx9VhtuOsM2T3S9IisDVqE",
-	"mYLTGlYeS0XK9hc1p8pjNGAUeugVIR5W+sWS7sGlBoZ4vefQGlP2HhOQBj3H+nJx0ZAw2y0c1aCDPs83",
-	"KGDxgAZT9Bni80OvV9RZts+QFuMsGtRWLnqO8LSKhQsLyb6+g2oCb9GglrawcECXirPMQF+rWTQupFgs",
-	"HtPWZBYyW+u4MwaEheprburV3Ve0KxzaWVuUshhvOEVwfjsSfH9M80Kaploc358UsvzYbuNWNRMgdJRz",
-	"NuEgRKPm0R6zy/UN2Uyic7MkN1xp6dlalriev13Zhikk1GnklWB2mc4l3rNLY9MXFjW5vZqzwaeMF3Yy",
-	"tDT29X0MoaPqzwOnjTVAuOCYmp30L6W/KAvo7Z71PTmC4lxMmU6gjRkVROju6fdETsuKen2NAJGrFNBb",
-	"70p/n68LDofOCyMJKn1hlQ5Irpw7NH+K6SaafSzsNhws/e1DzKF3KcNsiZkK3jvZTQu7UKa5e6mHXn9X",
-	"QUwFqVgtpuNSg7PKpRYs07C1p+J0nhKxguIENFlygGusuwjsR/rBdRvuBsqwQwkFahZIIns/yIiDFtE6",
-	"Uz20iWbhts04Lxu2DyqIL+gysFInkaU0Q3vYLNWnrhk/KXtiVG0y1uyOYZo/971AxGueYeup2zHLLo4p",
-	"bdnN9jpKVgTpWnCYG6Fp2+2raQItmL2wOlB3NK6vC/gulP8NNFF3F61OEzWYvQaaKCXQRmjiyB1M4TZY",
-	"Xapan55sCVRnf+f7jY9usxZsx9KXptRsTgpiFxUHyTRaDI2rGjzWJFoPqK+AYjvt7hXI1fO3bpJmvth+",
-	"O8srouuolXxe+cNS/FA2yGhDvps3Ws72lRmkSUavgEuWaqvWh1VMRGbTvsHF5tTmrYSg7fxbiIJDXYi6",
-	"6cmPWa1MSh6YXwEVWZNlIwRk3ZCbpKB1aWNpq245gtiA47UBt1dAEhtyu2qmiwtO5OxcbdbA5BowB35Q",
-	"mHR3DQXtg9FfV0ucSpmb24AJvWFteLhy+CkTUqCYJYROtk21iKupNA09RQ74Vmd/6WR4ZFpBolN7Xe0l",
-	"3To4PH2DME30TdA8cVeJ6W5tBpCzITrS33FWSEDXhUTjnam+C2iMdBr9JR2rLTFOftfBij30vd6QRZZk",
-	"t0DtteBoS9ew641r7ygWsE2oACqIJHfwZoi0ii0uKeaAmtcf64uVTQMAjEStyywaK6VxPEQn1O5Br3cP",
-	"4Us6/okJOUbmAmsDGdvaAKOUsfwax7c2YQ5TdHyKUiKB4xQxjhgF2yn1kpYXw7ruA5BsaxyM0QSkQO93",
-	"v0Zj9YWuErFPjPcRRtcsmekL0S/peHtbfdpOSUakG/j2azS2F7aNJGOjFPMJjCOUQJxiDolaiU6mg0RN",
-	"97fzk0+XVE+qk5evAcEDjmU60+tVP6M7nBaAtiTHJNWNILDENms5w6mSBpCMFDzHb/YvqV2ihk3CwEKH",
-	"c3IHGt6EIrdwJTpYUS59918v6dgm643cb7bpndHlbJaj9Zuhg9Nj72qnvcHu8O1w11zPABTnZLA3+Hq4",
-	"O/x6oBuNTjXj7FRXF09Amq7pYO7lVefq4CMR8sA80ri0+93u7pwLu5e7qLu6WjlwVbctPrH9KWyxD0mJ",
-	"nGn+MrfwIr8VzlBt+v3u267Xlvvwblms+p72HqNEkWutae5iRrlb65a+2Heb0Ki87Fh7OO3dvohRdHpw",
-	"8ZORn3gi/Jue1cQ7Rsh24sXE+X9M2TVOj+4sfnLMcQYSuOg8H6tHdky34s6MAu9J/yL8Ho+bO+h7PPiD",
-	"ufxfPdlM0E1n5TFzY2I/Eovbr0Qphzuvoy8LmLqu/W+ePlcLCVvCgzQI2TZBpv6U7echB2j7gNool5l3",
-	"HwGOpzYvmQiEkTfeUvXuUlS9LBe8f/fdc3LNOfA74NvnCgRHJb7d7YyKvXVJiTbXkMnVFAjHnAnh3Sju",
-	"M5HlG8NE0/JmvSAT/QjS3r33hLLNviGA/ItyAwrXRT5cHaBWIxrs/Xrlg/cjuQMKQlhFBCdEffLB5e7H",
-	"0uDKQHISi3nw+tk+0o9n8hSTBqia3NeCin0DIlSpU5mi/0IgNR0ymjbaHe4O37+EjG+uBx5yJnRKkev5",
-	"7t1wXyhD2kB+gosJdIPdHs/DGc7SebA/yYGaM34JYnWTLoEBRZf2XShhcZGZPvYlsd5jgfTxpmPtL4GI",
-	"i6lJAJAcx7ITrsJr0mlrxeswNam6rqtKeSfM9yyZbYz9603NHuvGjuQFPLbQ+XbTLw8h2aYp7/sF8QK5",
-	"Uu7nOWt23y/5/POeTbo8vSxStOontcCymp4SU9hVnVfN2mo0WXbj8aly5zNJHo0FaqpZWsSZMlGjzSc6",
-	"n+bQiHYP6LTtqjvaM+B5TbxpwPkt3faRkCwXuuGDRt4QHdfuZAhgKuqUwi+Pki8IFye01lgvCOjlrBZl",
-	"glw1+WjHRKi1pF9+tqjreNCTPgO+D20SkVCQDiBdX7ihTt0yEI+2bI9821IySeHN8E8ogw1kNDO7hiLm",
-	"vgOaIEzFPXDkbhyoShMFGpeAGveUxDtx1Zl3Aee7Hr5PLwDcm7pEs/n5S5ADv0yB12Qy0m1WRGROVSWZ",
-	"XWEiylNsTb/KO01CKZ9PK1G8i1HWkikNg9/dBMVoOjPMq4m7tnmBZ4aG3aUV4whhyTIS41SNInJ6SU2k",
-	"IrIyITIHtTX0RJHBENlebMJT8W4IFxKRm6oJ7SV1l/WggyRRX+mLSJBNEdhTGo8XE7Q3QGldUfdTnWBC",
-	"9xGml9R/SjOpdmM2biaxwynONC9rDMttdnODJGMpUhsUw0v6i/FEj13qmQIA4iD5TP2/4NRsSveTwPae",
-	"LnNvlvaPNuS4heLTKvruLWXOrtX1ayLi3cZfV95SFvIu2d9eszbfAQw/LrE8UD5AnBIaBor7bR+NTfR/",
-	"bPjtfmr8yWPHi2Xpv7vXTNetq6V/Y/D4bIeguwNHLcbnMt3nTLPaFpYoY0IiRmN40/fMa/mY65Ay9WcC",
-	"NeJ+5so6Tzhv6ZT78Ucs5LZ24m0ffxgjxi/p+N/NI/82fhMpeZEIBd5aGf84UlNR6wAVKCV37k1D9MG8",
-	"+ZLaV8eY8xkak2RvcbxyvG88BCw1/lSBtsaNLgDjSEdYmusZ1wrLxyaMNwXM5TVgiWKWZd5qKKNgJRYr",
-	"lL1YFiyAK0nQVrVA2HhRrmFC7KV7xmmUsklIbBkXvyv0/dJ9/F+Ul/2dkWWdppdWRoxhrGhDqS8pm6hv",
-	"bwp1QiegyJgrIaNMT328Uwrx63WtvAa3P6uMxQhVzf+0dHFsFXT1b0bjc70g1ZHT7Yc9esgZlz/ZK9+W",
-	"sgEetmnSPs8WumNPXODZpEAoQwepE+xL0PutmXIHXBj9DwuzF7UBgbaUqjmyqmZkGzqWH8tSNPsn1wby",
-	"mydV+ysrcudzeVP342pGQPTZRChzrCNMNkDp3/9d9wTPiVnOb8TV6cE40CZyVdn0RKqvX7CWp7N+Xu7d",
-	"J3l9qXuHDGbXsghZIPyfl9uRSOnX/kp4jpQKTv30ySplcoNeOJPk+bS2W/3y3F7k+27DL+9jx6Gt1nXN",
-	"b5SZ7+4bxv79zA0r2Vwq/Seg9292v35eVYUmJWD3EZHmrhzK7hUSiHDXZl/DlFifle+p7Ms6vOzJvEFn",
-	"0yGjzna1XCOQmGIOWtWyDbJNZ07jHrpmTArtTd5DzsFMxCXVrh7J9O4ylkBqBrFCxszq0KlgCJem4rjR",
-	"IMyagx0NzcZGPQ8ZQaZL0fPFXFxz7vABUsZJLYr3rZWnxnh2sYPs62SfZ/VdWB+k7/r9ykbh0Ja5h8L6",
-	"KyOUMpxESF9+pRuEG7vZeIitco7KSyqMVX6PiUQFlSS1Hk19/3hfpqv6dyxw+Vf9ql+U/Mx6vxB/v85M",
-	"DaFdyc/IYM8+pf0r7N7eO42uHUkkT6rqy1pbii4K8JpXPCH6vbd04L5a7ZeA/3PXqIPd6GNQRC6gICLP",
-	"0x9VwZ5AGO9psa9WtfPZKUyPc2nAXPj+dNjXfS468F7pba8+0q9d0WVAz2oHG8Ri2KD22hN029P9rhSs",
-	"0cn8pPhz91BrI5vJSg7nRJdVKETHDYU5E0CgLa6tAF3OwLIMbwtQy5ImGAAPeaqLLW0L8dASXUlktcJl",
-	"7iSreok3K+TkTJcq3DCeVRhsvFuXbNTeXVLjN7u61zvJimyw9842JTefKk+IV3gXfkFeXsTWgYJv3r5b",
-	"JTN87QO/q+jhAKkle8nQ4lmMtzWFgNpNueAIUbgHYYPOkdoQoVh2nuqK9cqW+518d6GfeEph7O4DCAlk",
-	"9fLhSwFWA6cOVR+U9m6Bx2hutqu+puBpvCjevRTPnOdq7l7oTHL9EljHLNXeTxtCa8keZeZop7riUPyE",
-	"HNKprujVfyHqSgekoxV9MO72jjpCTHfAJ2Y7c3PIM/vd59GBbR7o08Prcjuu7degOvfI1CcxjgSYG+W0",
-	"GhXk33qdTr1m+dcrRUFCh0UNzRU8tQXLezs7b999O9wd7g7f7n377bffamqz038u1TdT+aAUIE/nFP4X",
-	"tr7Q+6Y8fb3vbFT18erxfwIAAP//",
+	"7H1rUxw5tuBfUdTeCOPdpMBu9/QOxMYGg+kZ7roNC8ztiG28lSLzUKUhU8qWlECNm/++oSPlW1mV9QDj",
+	"2dsf2lRVSnl0XjovHX0dRSLNBAeu1ejg6yijkqagQeKn41wqIc1fMahIskwzwUcHowtQeQqE3mqQRM+Y",
+	"IhE+SXbC63x//4cIMhHN8E84sN8o+N1+Dt8eEnEPUrIYFPlEld49uQeud08/jkfBiJn5f89BzkfBiNMU",
+	"RgcjO/koGKloBik18KT08RPwqZ6NDt7v7wcjPc/Mk0pLxqejp6dg9LNIEvHQhf2WJgoI8FgRPQOitASa",
+	"lksBIiFL6JzszCiP5+SB6ZlZXPK2D7hb+546cDHc0jzRowMtcyhhuxEiAcoRuNOP5jmcLqN6Vs3G4lEw",
+	"kvB7ziTExQTeZf/pQzBKGS8+vvPhwGAXkWvf10TEJXBNbuYEH7gUuYyARAkznEAEJxIiwTlE+pAomgJJ",
+	"gXLGp4QqElqChCVKZkBjkNUqGlRdkW5X8wxUF9pjkaZ0V4FhUA0xATM7McMV0YLEkLB7kGQnElxLkZBb",
+	"w8eK0OSBzhWJRAq9FMRJFkDpAfPJEEllgisL65E+phmNmJ6bTwYG4Nr8SbMsYRE1i9jLpLhJIP1v/1Bm",
+	"RV9r7/s3Cbejg9F/2auEcc/+qvbO7Sj70iZOrmZAYgqp4IQpQjWhJHJgkISlTB8SLvTMUO2BKkLjlGmD",
+	"OyFJJMGgcXzNQzoFrif4/EQCjWYQhwdEaSo10psTfII8iDyJSUaVIuHubkofd/F7FRIhr7kRnUyKW5bA",
+	"G0XClD4euV93Qpw7DEioIpFBeFAA/UcxIiCUx4Re8/ACtJzvHhlpDIllq7eHJMykSDM9+T2HHCa3eZLg",
+	"bLNcGxAnsXjgIRF6BvKBKRhf81HgeBKpU5vUJwaRQGUgyANlmtzArZBAtJzj6qeU8XGDORwvMK5hCtLQ",
+	"5SkYFVR6Qepf/HxM/vzhx5+Im5nEoClL1BjFyE2AzGkIYfjzhiVMM590/TqjGrWfJTWN70FqpiAmjJOQ",
+	"caYZTdg/AUU+kyIzP9uJcMRnlKSvbTkJ7K//AVIxu+rOA4mg8SWo1u+lrsS3pVkH/BYMecyEfzikNxDH",
+	"EB8bqjxq/0MspVPw/fRUV8a/uecC977u5F9KTSFu/gGRdvBrEYmki4SSg1CZ5OkQCOroKod5keSDBTnh",
+	"E1Pag8JpYQIwDalaxpc407mVXjOzexWVks47QLu5eyEq5ukCdU9ZQm8S8JMtajHFUoAbCDITmE2Fx115",
+	"MJoVHiHKtXk72bmVIkX5sJrrjdlR+C2b5hKFOyAczO6Dj1Fi1g5K44bTYfiYKWNg9ErMjCkt5Nyx1Ck3",
+	"mOoVDhZ75+BUs3twfHLRy1vINzcQHyE/3AqZUj06GMVUw65myFidqRUaCuZ54HlqqHuTs0Qzw44WJyOj",
+	"qDREGuIayasZcl6S9QKo8uqFttwZq6iOuBKOoMYj/nX3Y9THj8eUR5CYoYlHSCL8NYHYj80YcIPy8NP/",
+	"xu+JFVPC0PakmjyABBJLkWUQo3VSiF4HaU35KgT+NF6Ouwpm73rtZvWXRER3KHFxzAzMNDmvrRxt5vb+",
+	"c8TJ0fE5cdsduTFTdLeHSQqa9s/csJArsCjnQqNoqZXHxlRTLw4b4Ht+T1kKV/ilV6R65FVCJRIrwanY",
+	"P6Ehd4zrP32oZK62PRQ7V80ufbeP/3nkSzOdwAImqiQXpw06u1qxoknC+F3ts1+aJVvOg/hrH/sxnsNR",
+	"FEGmreS0toDaLw5ug88vgW8/KN3VDpjoLpwYr9T7s8G1lHnJG4t2kguIjP86v8zTlMpl0hiMlKa6gXaZ",
+	"c+NJjYKRUxe4EWUJaPt3KbDB6JYy+0cJoFeptvfbAmc1yFprbGCkxNwiEn2EKGHcEoImydnt6OC3gbZr",
+	"MICoqGK8VJV9m4T5yZJiZZL1I8y9rTZ3Fylfami5sHv9Ut3ZRECdYZag0Dz3ESHukAY9bOMYW/Q01fMv",
+	"xjiVyjjKck7iXKIlY93mjM6NIUkiKiUDRXYKeMjDzGxJlOhcolPJ+L1I7iF+29Xsi5ne7sE9v2qq7vr2",
+	"ru4q0Q6zcu2xWe3P/e8CKYX8BZRqmvi1Bx6ZPhYx+C1z8+slm3Ka+N0XqvQlAF/FhMoaVlvHC7gSd8D9",
+	"Jiku+I3CfddhmLDYa2bKnOP7a3pHacpjmggO1kRDVx85PRXar92N7sqX2tYFhS7t023pKkApp/uygMqX",
+	"5RtrYGMkwgpnPB85muJ8aDp5QW9O+NEZBcM0V12wPNprMNttn9/6eaei9/NQsZd2Rhv+DWiiZ10JVR1q",
+	"ijsvte57QwR+MKoRPmaqiXvLgK9iM6WtvZLR1rbDXRxtFfG3FBxg9S1UsFIkDeHOFQZgkTfNbDORT2fm",
+	"LzVXGlIv0lsBkUXOF74uKCzGatULsH8UxxBvU+48xNsORVIL8OlQwrwc7ivImiTwS2Ed8YjKrgAUztEi",
+	"KnToVzJtd0dyeZ+lWR+y07BAFBE8mfsDJG0vxeFgTA08y41f/NV5gQu483iW87ttcue/GBMhfjZnogrN",
+	"r4OJIgPP5kx0DjJlaH+dlT5jE0d3jMerBRJE1mtOtKArn3SzBfZtiwG9gCyZr+im1EFqZ+4W5h6Dkch1",
+	"JJr2py8Stcjwr8NeOlmtLWHd7bcH+8MD4B0OWC1IZ6MqxrNaKfgKCcZVz7IFludi16sTjciAx9a6LmZv",
+	"xSDgMUPG+7JarEmI5JgmyRB+RgujArsAsiLKMoujwynbNTyegzdcjqDPQd4KXqt3VKj0K30PAjfQ/X3k",
+	"+LZbQFZCNZYFWNvcCS6cQG+f83o1yCIW2qagL+Ar+5rlXGVxsyWmqiH6FfGUhWoLLJVQfsK1DWv2ukDd",
+	"0IBkQroKlAUhgCXZIveChbEaA+DfM7NTbZXZgWvp/hymZks8LUtAFzP3sGm1nE34s4WUb8yYCeXj3IKz",
+	"BY6sqlsWRUvavGpjXK1yG5tRT2k0Yxx2JdDYrlBKIYkZ48+aY21LT+5GaaPFhvF9Pau2NFE2CGt2mqCK",
+	"TOHCe9CYZnowfzdys0+BscBP7bh3zgAvPnbNC/uq/rRa1FPZaSs+ibjFagdXZDejuioeM9/rXPLDZukk",
+	"00QLogDKB7x0XJKHG5ZIa4Ls0mlESGLzaeRWSEIJhweXcD/EmowMLUhSpjokZEJqrAK95gbgN1jGKs2S",
+	"8VUBeZixaEZSOic0wdgzuQGijc7nNLFlZi+W1Ktl8grzeGgKr8widcmN9Z670Uwo4C7pEx86ZBmkMo1Z",
+	"oBjSTBhmNERdWISaUa1Bmrn/729Hu/+H7v5zf/fPX6o/x5OD3S//9d98vGHBXC+hluaJZpqqu0b97Qg4",
+	"UmMUeOvdBIkFeZgBryW8CkI7eo5rJK4mk4Co9XlEWSnjy/N6bY4fnAns8oWX7kXa83hG+XS7e/W2Mq9L",
+	"sqzt4b6KnCIT21OTQ/k0YXx65fympnnRnKwnNNAbyunbQHzubbFL9EZq2hq8VA4X/fnvArIywoKrbiiW",
+	"ieOP5peG21EoppLGEE9ciZSXo7nQLPLo3SOiwGxQEaDCNWo/VyC9ar/O5V17CGWPYiUR4zmW/bhqY/eV",
+	"3yaoCgPawj03eivCIqJyigN8zYRGmt0D+cN+chvGH6Qy5CfOTyJ/XHMXk5hEiVD4VZF1nRSbAPnDJmUn",
+	"tao2M9LVXU+0mBQAkD+IQ/OkwLvdQhZzD9I4aDC6j6tLOvkVQZbQ+bHbj7aak+kruWn7FX2705cOeBvY",
+	"4J51flsz3B4mmRSWwOaW+AWoOY8u3IgXoWQwgl57rRLBcpM0z05SplKqa3bJhM6AxtXHFWINrh4Hltk5",
+	"Xzro2YiTOnj+1pxkAJqUqNmYk2pF957yBleS3WOJG324WuQ6ssW3n4TqKcFfI5IfPcTr1PpBrZ5oSD3E",
+	"gqRB6ZEsmsch+hKfXVT8tMgjda78cPR4bRD75qBNYovKPr+iJEwdigUcdYzMsU3VtAaaPVUjfVHKBtgb",
+	"qIzu8r+txnCmytgK69YURu0gjUdvvPwZjmyBpuq6SiXHV2D51lr+emxPiKgtVgzhIYkzT0pps2lt5OKX",
+	"ZmFZTVn2b+9r6tG1XcDBKcqtaNW2JqilGUt92FR/RQlGucDhkZZCRlBnrhjC6O67q5z2LcnYctJulEhy",
+	"DSSjekbELaGcwCNTGNyJmYTIOCSHRM3ThPE7RagEUqQyxuTD/j4JGb+nCYsn0UMc2nCJjQoZ70pwOLRP",
+	"RQ/xRMJtriAOXQTOVq5UryE74V4YkHAPdIT/5kriv/fU/IuVyva4as5jkCTci+EeH8iksCPUXIUBGY/H",
+	"b0nOE1CKaNAzkDGROVf2uHa4u0uTRDzsGoBbAasP+3/+01JMuvOO588eyqmzbZNuJwWNzAOHLkh1o/Bw",
+	"Jn5nCOC25tL9LjR+N0bXb2nUHvzRfyC7c5KvbTgsFYR469W3S8zT9RTaenpnWAxoocW12C6xKNyCYVKj",
+	"xSuxTCxEWzNNmhXMG2DMUzv+OjBW+C6TTnZ2M8z5zwRzeNTndFqdSOirNRqesy28zmUZ23LiBUC3wtsb",
+	"efvdQPnrIHhhg0wiC9rWKG5Px26/PvtRX4DSQvadkb2lSXJDo7sFUW2lJdUwndfxYU/2TsoD7+5zIjCo",
+	"VMRVWXm2NxjdSlCz5egqXxZ04F+olh3+NlfLdUK8Fp5DiLbGapftSqTji5Ojq5OPo2B0eXV0cXX6+a+j",
+	"YHTx98+f7V+/Hp2a7yY/n11MTj+f//1qFIyOz345/3RiB/18dPoJ/zg++nx88sn87ctb1N/+DBmwTMI9",
+	"E7m6XMdqeJGIRn3lm/NpB4+vg1kRD1vXjtUptDWOfg2xUJvh0C4GE6q08cOMJiIR5sKMuzVl91Dr08K0",
+	"KnJKNaTVu58sP/zYPna3yhGxVbtVKIzgXLhSiZ5nUCH2B4w4QKwW9bSw6uuiJzlos3VFzUiRvSu7HRVf",
+	"cFF76Jp3vpzg9mLHNQbhN5hSxKeLtdSziYtzh+RByDvsalS4zRPMTPKpL1m4tYOeLxiRCUZmiVoC/EVS",
+	"3uOMFY+cUz1bM6rTiOfUfa8WHzaZrslhLXbqCExQO91aF2qvbsF6qU90On2hzN0qOdg6cJtsFu01fuNd",
+	"AsGZJAjP5rvDlSsweq5DKIPkzACxNPywRsbIypzKaLRqTUshaMNTRWYNawVJe+NWS0J6jaU1WfFjGZ7E",
+	"ykWq7lAFK8I42UlzpW3A9O2YGKbFXogyT0ARqggtYm5vFIkeYkKzLJkfeMKmQjYjpN6w5BLmxKX3YdPv",
+	"wZvVDHfOkb2XeeZ2yj4wzjHrv4ymKeP1b98F6yT8/HKwEl889ayi47FcnX08GwWj08+T84uzv16cXF4a",
+	"j+XkP05Pfl3POSnf8q09kwYWV8X7Cj5Je8Eb7DFe3H3bfcYIxbZdkStMbJR4aq7rjAO5vDyxbU6NJjK6",
+	"6/Lj/yIql7c0AkWYPiShmTQkzP4c4rIOQsJpCgEJzZtD/CWjUkFsvzkIyb9fnn0e245rkWTGVnXlEinN",
+	"Mme5N09lDzhJbhcStE7iDjg9XAz0nt8afgLNO407sjP4yFE5Sf14xfIDIcWwdjnYoDK2anCzAmhQ5VIx",
+	"uFUMMKSEoTPUResHZRnag9uB68WT+AL5QX9MdFmAzRMmDjrRrkFRuvbgpsgPD6CU8zTs0wE2dTHQo3AG",
+	"astyBiGSSUSTZOxc1t4JXI3ppX2sO36JHBTjW7KAR0RqDRV7BueSHxcPNYeWpysWDS0eagx1BzAWjPsZ",
+	"n2gMqh/WWDDytHqsMbzoDNk/0vaIbAxaRplc8gZVnkpDyvUXtbvKUzASHAbYFT4ZNvbFiuHBlQb6ZH3g",
+	"0IZQDh7j0QYDx9b14rIhfrFbOqrFB0Oeb3HA8gEtoRgypC4Pg17RFNkhQzqCs2xQ17gYOKJmVSwFzKf7",
+	"hg5qKLxlgzrWwtIBfSbOKgPrVs2ycT7DYvmYriWzVNg62511IBxWX3NTr/6+on3p0N6zRYmI6JZLBBe3",
+	"I6EPpzzLtW2qJenDWa7Lj902blUzAcYnmRRTCUq1zjy6bXa1viHbKXRuH8n1n7Ss+VqOuV6+XdmWOcTX",
+	"aeSVUHaVziW1Z1emZl1ZNPT2esGGOmd84yBDx2LfPMbg26r+dfC0tQYIV5Jyu5LhR+mvygP0bs14UZLi",
+	"NFMzgQW0keCKKeye/sD0rDxRj9cIML3OAXoXXRke8y2Sw779wmqCyl5YpwNScZzbN39C+TaafSztNuw9",
+	"+juEmX3vMo7ZCjPlcnCxGyo7X6V58dIaeeur8lLKy8UGmJ5LDS6qkJr3mIY7e6rOFxkRaxhOwOMVBxSN",
+	"dZeh/QQf3LThrucYtq+gwMwCceDuB5lIQBWNleq+RbQPbruK87Jh+6jC+JIuA2t1ElnJMnSbzUp96tr5",
+	"k7InRtUmY8PuGLb589ALRGrNM9x56m7Osk9iSl92u72O4jVRuhEeFmZoun77epZAB2ff2BxoBho3twXq",
+	"IZT/H3iiGS5anycaOHsNPFFqoK3wxEmxMfnbYPWZakN6ssVQ7f2977cxuu16sD2gr8yp6YISxD4u9rJp",
+	"sBwbXxr42JBpa0h9BRzb63evwa61eOs2eea77bezuiG6iVkpFx1/WEkeygYZXcz3y0Yn2L62gLTZ6BVI",
+	"yUpt1YaIis3IbDs2uNyd2r6X4PWdf/feaurpQtTPT/Wc1dqsVEPzK+Ai57JshYFcGHKbHLQpb6zs1a3G",
+	"EFsIvLbw9gpYYkthVxS6KJdMzy/NYi1OboBKkEe5LXdHLGAMBr+uQJxpndnbgBm/FV18FMfhZ0JpRSIR",
+	"Mz61FzUXparu7kmVAb3D6i8shie2FSQ5d9fVXvOdo+Pzt3gxs4RIyLi4Sgy7tVlEzsfkBL+TItdAbnJN",
+	"wr0Z3gUUEiyjv+ahWZKQ7J+YrDggf8EFOWJpcQfc3QtPdvAMOy4co6NUwS7jCrhimt3D2zFBE1tdcyqB",
+	"tK8/xouVbQMASlSjyywJjdEYjskZd2tAeA/wxum/CaWLq6YtZlxrA0oSIbIbGt25gjnKyek5SZgGSRMi",
+	"JBEcXKfUa15eDFt0H4B4F2kQkiloRT7s/0BC8wWeEnFPhIeEkhsRz/FG/Gse7u6aT7v2wmw38N0PJHQX",
+	"tk20EJOEyimEAYkhSqh013nPcn4HsZnu3y/PPl9znBSLl2+AwCONdDJHeM3P5J4mOZAdLSlLsBEE1dRV",
+	"Lac0MdoA4onBZ/j28Jo7EBE3sQCHHSnZPSC+GScF4EZ1iLwEff+/X/PQFetNit9c0ztry7kqx+JG8KPz",
+	"09rVTgej/fG78b69ngE4zdjoYPTDeH/8wwgbjc5QcPaqq4unoG3XdLD38pp9dfSJKW3vIh+1bm1/v7+/",
+	"4MLu1S7qrq5W9lzV7Q6fuP4U7rAPS5ieo3zZW3hJvRXO2Cz6w/67vteW66jdslj1PR08xqiiorWmvYu5",
+	"uJJdkR282HeX8aC87BgjnO5uXyI4OT+6+pvVn3Sq6jc9m4n3rJLtpYvN8/81ETc0Obl39MmopClovLi9",
+	"Z3+sHtmz3Yp7KwpqT36iSuNLsO3G0sev5hl2F1r64M/CSDI+2S7QTeblNnNrcz+aqrs3qtTDeOOvefb3",
+	"3HaZ4a5mqzzAVHLe4nYeT1+WMraGR20JsmuTTMM5u16H7OHtI+6yXHbeQwI0mrm6ZKYIJbXxjqv3V+Lq",
+	"VaXgw/s/v6TUXIK8B7l7aVBwUtK7uJ3RiDceKUF3jdhaTUVoJIVStRvF60Lk5MYK0ay8Wc8rRH8F7e7e",
+	"e0bd5t7gIf5VuQBD6zwbr49QZxGNDn77UkfvJ3YPHJRyhgiNmflUR1dxPxaiKwUtWaQW4esX98gwmckS",
+	"ylqoaktfByvuDYRxY06lhv9zRcx0xFraZH+8P/7wLXR8Gx54zITCkqKi53vthvvcONIW81OaT6Ef7W57",
+	"Hs9pmizC/VkG3O7xKzBrMekKFDB86d5FYhHlqe1jXzLrA1UEtzfMtX8LQlzNbAGAljTSvXhVtSad7qx4",
+	"E6e2VLfoqlLeCfMXEc+3Jv7NpmZPTWdHyxyeOuR8t+2X+4jsypQP6wfiFSmOcr/MXrP/YcXnV9ubftz/",
+	"YfnzR9gTMTLKcwvbGZ5oL881OouVO/w649BoNlocVK/6uzXYuGzgU2fkva8sfrJOqz0A0+HnRKgGOz/T",
+	"lraArTCigJXeVUO1F2CNDemGiKt3gTskSotMYY8IJN6YnDaucfBQKuhV3N+eJN8RLc54oxefF9GrOTrG",
+	"a/nSlqM9m9TGzWH12YK+HQUnfQF6H7u6I2Uw7SE63tFhNuoyd092XFt914UyTuDt+DWq7U1lGReMwlz0",
+	"ILFXJPCYUK4eQJLikoLqNKMiYYmocKAm3ouqZr5LJL9o+/v8CqB4U59qtj9/D3rg1xnIhk4m2JlFBXZX",
+	"NZq5OMtIsoQ6b7EKaDNflejzapTaXSob6ZRWjKC4PErwZG6FF5m7sXhF55aHi3suwoBQLVIW0cSMYnp2",
+	"zW1yI3A6IbAbtfMNVZ7CmLj2bapmFd4yqTRht1Xf2mte3O9DjuLYfIV3lxBXVXBgLJ5aGtFdGoXmJbZg",
+	"nVLGDwnl17z+FAopRj5bl5m44ZymKMtIYb0rbm+JFiIhZoFqfM1/tcHrsKhWMwggErScm//nkttFYQsK",
+	"6q72sldtYUi1pccdFp/XNyjeUpb5OvegoSLeb/115cVmvoCU++01OwA9yKinMlZHykeIEsb9SCl+OySh",
+	"LRgIrbw9zGwIOixksewWUFyFhkfdrS/y/pX7LgUiEP66YGI3NZTOHapJKpQmgkfwdug22YlkN5FrT7kp",
+	"0sou2ovxavp8Bwv7w09U6V0MFe6efgyJkNc8/J/2kf8Rvg2MiomVoUijWUAYmKm4C7MqkrD74k1j8tG+",
+	"+Zq7V0dUyjkJWXywPCsaHto4hEhs1FaRnbDVayAMMI/ThidsHF8PbbJwBlTqG6CaRCJNa9BwwcEpOZEb",
+	"F7M8FgHFwQf03RWhNlZzA1PmrvazoalETH2aziYSiuPE33sm4buK5b+36q/XW0P7xfrShjeMxZOIqfn2",
+	"NjebegyGjaXRS8ZbRYuAc4hebwDnNSQXROVfBqRqMYjapRArb0JhO0Zi0XHS7FL90d6Tx0xI/Td3sdxK",
+	"bsPjLo+7W+DSoO9Zkd62hRbGNyJm0/seXAXn2dyDVNZkpMquxSxAkR1jnU6cdRq4tpHlx/LAm/tTok/9",
+	"9lk9hcrx3Pta3gf+tJ7fEHy1edCMYh7LpUHrt4w3480LMqOL2331Bj2O0Kuuzk89k7VcPxaXJfNhsfT9",
+	"Z3l9aa77fOyiMRJxSPiXiKVvWh1hAy9FKPyNqsVeKjwNsyerwswtBu5sKenzunvNK3oHse/7Lb98iOtH",
+	"djqXQr8dk4vyVmNavwW65Vjbq6v/M3e0lrXC4xK3h4RpeykPFw+GDkwV93PfwIy5SFc9vjlUemTZ/HmL",
+	"IapjwQuP1wmOImpGJaC15Tpx2xagNqh0I4RWGIM+IEVYmqlrjgEiLXB1qYghsYNEriPhzOhECUJLbzFs",
+	"dSJzHmFP57TQWug+P8i2Q3q5TE3RBdy/h5QJWUfiQ+fomTE117jA7OuUoNce8XDBznqM+Y1L95Ede0eG",
+	"C4wGJBE0DghezIXNy623bUPRzqQn5QUa1pd/oEyTnGuWuNAp3o0+VE6r3iJLcgtVL+1vyrEW3u8ksYBV",
+	"sz6yG5UbWOq5pzAqIx7cndjkpmCJ+FkdBN1omdHHAbXGGs9I/tpbemhfQfs90P+yaCIibnHnVEGRuVBB",
+	"LaUQVFklT77wealvoNr7WphZTwt5wF5G/3zUxx4cPXSvrL1XX1KAAewyc+gMii1S0e+G11on9Hvhw647",
+	"bPDJ4oL9y+KhzkK2UzHtr9cuT8gwTFAquyeAIjsSfQc8aiHSlO4qMGBpm0KAxyzBg6CuvbkPxOK4ZgXh",
+	"KvelVX3O26f39ByPUdwKmVYUbL0bj5M03l1y44/72IeepXk6OnjvGqbbT1X8pHYo0P+CrLwkrocEP757",
+	"v07V+sYbft+BjCNiQK4VaqsXcfk2VAJmNSXAAeHwAMpltwOzIMap7t3VjeiV1wH0yt0VPvGcyri4q8Cn",
+	"kM3Lx98KsYicJlbrqHT3HjwFCytx8QqF54m91O7MeOEaXHsvRG8B7vcgOhZUd3euj6yleJQlqr3mSkHi",
+	"Z5SQXnMFof9OzJUeTAdrhm2Km0WaBLGdC59Z7OytJi8crV/EB66xYZ0fXlewcuO4BsciJ3t2SkiiwN52",
+	"h2aUV36bZ4ia56l/+2I4SGEy1fJcLhN3mPpgb+/d+5/G++P98buDn3766SfkNjf919J8s6cyjAFUszlV",
+	"/Qt39rH2Tbn71r5zudinL0//LwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

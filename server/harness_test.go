@@ -48,6 +48,9 @@ type daemon struct {
 	Mgr *sessions.Manager
 	// Sent records every line the daemon wrote to any agent, per session.
 	Sent *agentWire
+	// EagerDone closes when eager resume at start-up has finished (at
+	// once in lazy mode).
+	EagerDone <-chan struct{}
 
 	opts     daemonOptions
 	stopOnce sync.Once
@@ -141,6 +144,7 @@ func startDaemon(t *testing.T, opts daemonOptions) *daemon {
 	d := &daemon{t: t, URL: srv.URL, Store: st, Dir: dir, router: router, client: srv.Client(),
 		Server: srv, Hub: hub, Writer: w, Mgr: mgr, Sent: sent, opts: opts}
 	eagerDone := make(chan struct{})
+	d.EagerDone = eagerDone
 	eagerCtx, cancelEager := context.WithCancel(ctx)
 	if opts.eager > 0 {
 		go func() {

@@ -48,6 +48,7 @@ var statusOf = map[errcode.Code]int{
 	errcode.PayloadTooLarge:      http.StatusRequestEntityTooLarge,
 	errcode.UnsupportedMediaType: http.StatusUnsupportedMediaType,
 	errcode.PromptQueueFull:      http.StatusServiceUnavailable,
+	errcode.AgentLimitReached:    http.StatusServiceUnavailable,
 	errcode.ServiceShuttingDown:  http.StatusServiceUnavailable,
 	errcode.TooManyConnections:   http.StatusServiceUnavailable, // written by internal/connlimit
 	errcode.Timeout:              http.StatusGatewayTimeout,

@@ -28,10 +28,11 @@ const resumeContextHeader = "RESUME CONTEXT FOR CONTINUING TASK"
 // agentProfile is one demo-agent profile of agents.yaml: one capability
 // combination of the demo agent.
 type agentProfile struct {
-	id       string
-	stateDir string
-	flags    []string
-	noInject bool // historyContextInjection: false
+	id        string
+	stateDir  string
+	flags     []string
+	noInject  bool // historyContextInjection: false
+	maxAgents int  // the profile's own cap; 0 for none
 }
 
 // profilesYAML renders agents.yaml for the demo agent profiles. Each
@@ -52,6 +53,9 @@ func profilesYAML(t *testing.T, profiles ...agentProfile) string {
 		fmt.Fprintf(&b, "  - id: %s\n    command: %s\n    args: %s\n", p.id, cmd, args)
 		if p.noInject {
 			b.WriteString("    historyContextInjection: false\n")
+		}
+		if p.maxAgents > 0 {
+			fmt.Fprintf(&b, "    maxAgents: %d\n", p.maxAgents)
 		}
 	}
 	return b.String()

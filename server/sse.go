@@ -128,14 +128,19 @@ func (s *sseStream) resync(reason string) {
 // from the log rather than sending the client away.
 func (s *sseStream) catchUp() error {
 	for attempt := 0; ; attempt++ {
-		if err := s.replay(); err != nil {
+		stop := s.watchLag(true)
+		err := s.replay()
+		stop()
+		if err != nil {
 			return err
 		}
 		if s.end || !s.follow || s.pos.terminal || !s.cutOff() {
 			break
 		}
 		s.sub.Close()
-		if attempt == maxResubscribes {
+		// An evicted subscriber was displaced by another client: going
+		// back into the hub would displace someone in turn.
+		if attempt == maxResubscribes || s.sub.Evicted() {
 			s.control(events.StreamLagged, map[string]any{"cursor": s.cursor(s.done)})
 			s.end = true
 			return s.flush()
@@ -209,7 +214,7 @@ func (s *sseStream) replay() error {
 // live forwards the hub's events until the client leaves, the stream ends
 // or the hub cuts the subscriber off.
 func (s *sseStream) live() error {
-	stop := s.watchLag()
+	stop := s.watchLag(false)
 	defer stop()
 	timer := time.NewTimer(s.heartbeat)
 	defer timer.Stop()
@@ -375,11 +380,15 @@ func (s *sseStream) flush() error {
 	if s.lagged.Load() {
 		_ = s.rc.SetWriteDeadline(time.Now().Add(lagGrace))
 	}
+	// The hub reads how long this write is in flight to tell a stalled
+	// client (socket buffers full) from a quiet one.
+	s.sub.WriteStarted()
 	_, err := s.w.Write(s.buf)
 	s.buf = s.buf[:0]
 	if err == nil {
 		err = s.rc.Flush()
 	}
+	s.sub.WriteDone()
 	if err != nil {
 		s.failed = true
 		return errors.Join(errClientGone, err)
@@ -388,10 +397,12 @@ func (s *sseStream) flush() error {
 }
 
 // watchLag shortens the write deadline as soon as the hub cuts this
-// subscriber off, so a write blocked on a stalled client fails within
-// lagGrace instead of writeTimeout. It returns a stop function that waits
-// for the watcher to exit, so no deadline is set after the stream ends.
-func (s *sseStream) watchLag() func() {
+// subscriber off (during catch-up, only when it was evicted: a replay that
+// outran the queue goes on from the log), so a write blocked on a stalled
+// client fails within lagGrace instead of writeTimeout. It returns a stop
+// function that waits for the watcher to exit, so no deadline is set after
+// the stream ends.
+func (s *sseStream) watchLag(evictedOnly bool) func() {
 	quit := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -400,7 +411,7 @@ func (s *sseStream) watchLag() func() {
 		defer wg.Done()
 		select {
 		case <-sub.Done():
-			if sub.Lagged() {
+			if sub.Lagged() && (!evictedOnly || sub.Evicted()) {
 				s.lagged.Store(true)
 				_ = s.rc.SetWriteDeadline(time.Now().Add(lagGrace))
 			}

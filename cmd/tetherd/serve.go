@@ -39,6 +39,9 @@ type options struct {
 	resumeOn  string
 	resumeN   int
 	restoreTO time.Duration
+	maxAgents int
+	agentIdle time.Duration
+	hub       events.HubConfig
 	traceExp  string
 	traceURL  string
 	edge      edgeOptions
@@ -66,9 +69,15 @@ func parseOptions(args []string) (options, error) {
 	fs.StringVar(&o.resumeOn, "resume-on-start", env("TETHER_RESUME_ON_START", "lazy"), "lazy: restore agents when a session is used; eager: restore resumable sessions at start-up [TETHER_RESUME_ON_START]")
 	fs.IntVar(&o.resumeN, "resume-concurrency", 8, "agents restored at once in eager mode")
 	fs.DurationVar(&o.restoreTO, "restore-timeout", 60*time.Second, "timeout of each session/new, session/load and session/resume call")
+	fs.IntVar(&o.maxAgents, "max-agents", 32, "live agent processes at most, daemon-wide (0: no cap); past it, requests that need an agent get 503 agent_limit_reached")
+	fs.DurationVar(&o.agentIdle, "agent-idle-timeout", 30*time.Minute, "stop an agent with no turn, queued prompt or pending permission for this long; its session stays resumable (0: never)")
 	fs.StringVar(&o.traceExp, "trace-exporter", env("TETHER_TRACE_EXPORTER", ""), "OpenTelemetry spans: none, stdout or otlp (OTLP over HTTP; endpoint from --trace-endpoint or OTEL_EXPORTER_OTLP_*) [TETHER_TRACE_EXPORTER]")
 	fs.StringVar(&o.traceURL, "trace-endpoint", env("TETHER_TRACE_ENDPOINT", ""), "OTLP/HTTP traces URL, e.g. http://127.0.0.1:4318/v1/traces [TETHER_TRACE_ENDPOINT]")
 	fs.BoolVar(&o.pprof, "pprof", false, "serve the Go profiler under /debug/pprof/ (bearer token required)")
+	fs.IntVar(&o.hub.MaxPerSession, "max-session-streams", 64, "live SSE streams per session; at the limit a new one displaces a stalled or quiet one, else gets 429")
+	fs.IntVar(&o.hub.MaxTotal, "max-streams", 4096, "live SSE streams in all (same displacement rule)")
+	fs.DurationVar(&o.hub.StallAfter, "stream-stall-after", 5*time.Second, "a stream whose write has been in flight this long counts as stalled and is displaced first")
+	fs.DurationVar(&o.hub.MinAge, "stream-min-age", 30*time.Second, "a quiet stream may be displaced only once it has been open this long")
 	fs.DurationVar(&o.heartbeat, "heartbeat", 15*time.Second, "interval of SSE heartbeat comments on idle streams")
 	fs.DurationVar(&o.retention.Age, "event-retention", 7*24*time.Hour, "prune events of sessions closed longer ago than this (0 keeps everything)")
 	fs.IntVar(&o.retention.Keep, "event-retention-keep", 0, "newest events kept per pruned session")
@@ -116,6 +125,12 @@ func parseOptions(args []string) (options, error) {
 	}
 	if o.updateWindow <= 0 {
 		return o, fmt.Errorf("--agent-update-window must be positive, got %d", o.updateWindow)
+	}
+	if o.maxAgents < 0 || o.agentIdle < 0 {
+		return o, errors.New("--max-agents and --agent-idle-timeout must not be negative")
+	}
+	if o.hub.MaxPerSession <= 0 || o.hub.MaxTotal <= 0 || o.hub.StallAfter <= 0 || o.hub.MinAge <= 0 {
+		return o, errors.New("--max-session-streams, --max-streams, --stream-stall-after and --stream-min-age must be positive")
 	}
 	if o.resumeOn != "lazy" && o.resumeOn != "eager" {
 		return o, fmt.Errorf("--resume-on-start must be lazy or eager, got %q", o.resumeOn)
@@ -186,14 +201,14 @@ func serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	hub := events.NewHub(events.HubConfig{})
+	hub := events.NewHub(o.hub)
 	w, err := events.NewWriter(ctx, st, hub, events.WriterConfig{Logger: logger})
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	mgr := sessions.New(st, w, reg, sessions.Config{QueueLimit: o.queue, RestoreTimeout: o.restoreTO,
-		Cwd: o.cwd, Files: o.files, UpdateWindow: o.updateWindow, Logger: logger})
+	mgr := sessions.New(st, w, reg, sessions.Config{QueueLimit: o.queue, RestoreTimeout: o.restoreTO, MaxAgents: o.maxAgents,
+		AgentIdleTimeout: o.agentIdle, Cwd: o.cwd, Files: o.files, UpdateWindow: o.updateWindow, Logger: logger})
 	// Reconcile before serving: nobody may see the previous daemon's
 	// half-finished state as if it were live.
 	rec, err := mgr.Reconcile(ctx)

@@ -28,7 +28,7 @@ var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 
 // entryKeys are the keys an agent entry may have; anything else is rejected
 // so a typo ("histroyContextInjection") never silently changes behaviour.
-var entryKeys = []string{"id", "displayName", "command", "args", "env", "envPassthrough", "historyContextInjection", "resumeArgs"}
+var entryKeys = []string{"id", "displayName", "command", "args", "env", "envPassthrough", "historyContextInjection", "resumeArgs", "maxAgents"}
 
 // fileEntry is one agent as written in the config file.
 type fileEntry struct {
@@ -44,6 +44,8 @@ type fileEntry struct {
 	// default (true) rather than false.
 	HistoryContextInjection *bool    `yaml:"historyContextInjection"`
 	ResumeArgs              []string `yaml:"resumeArgs"`
+	// MaxAgents caps the profile's live agents; 0 or absent: no own cap.
+	MaxAgents int `yaml:"maxAgents"`
 }
 
 // profile turns a validated entry into a profile. The entry replaces any
@@ -59,6 +61,7 @@ func (e fileEntry) profile(lookPath func(string) (string, error)) Profile {
 		Source:                  SourceConfig,
 		HistoryContextInjection: true,
 		ResumeArgs:              e.ResumeArgs,
+		MaxAgents:               e.MaxAgents,
 	}
 	if p.DisplayName == "" {
 		p.DisplayName = e.ID
@@ -363,6 +366,9 @@ func (v *validator) entry(where string, n *yaml.Node) (fileEntry, bool) {
 		if err := acp.CheckPassthrough(name); err != nil {
 			v.fail(lineOf("envPassthrough"), "%s: envPassthrough[%d]: %v", where, i, err)
 		}
+	}
+	if e.MaxAgents < 0 {
+		v.fail(lineOf("maxAgents"), "%s: maxAgents must be 0 (no own cap) or more, got %d", where, e.MaxAgents)
 	}
 	e.DisplayName = strings.TrimSpace(e.DisplayName)
 	return e, len(v.errs) == before

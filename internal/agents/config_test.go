@@ -35,6 +35,7 @@ agents:
     envPassthrough: [ANTHROPIC_API_KEY, "OPENAI_*"]
     historyContextInjection: false
     resumeArgs: ["--resume", "{sessionId}"]
+    maxAgents: 3
 `,
 			onPath: []string{"my-acp-agent"},
 			check: func(t *testing.T, r *agents.Registry) {
@@ -66,6 +67,9 @@ agents:
 				}
 				if got := p.ExpandResumeArgs("s-1"); !slices.Equal(got, []string{"--resume", "s-1"}) {
 					t.Errorf("got resume args %q, want [--resume s-1]", got)
+				}
+				if p.MaxAgents != 3 {
+					t.Errorf("got maxAgents %d, want 3", p.MaxAgents)
 				}
 			},
 		},
@@ -190,6 +194,12 @@ agents:
 			file:    "agents.yaml",
 			content: "agents:\n  - id: " + strings.Repeat("a", 65) + "\n    command: /bin/sh\n",
 			wantErr: []string{"agents.yaml:2:", "invalid id"},
+		},
+		{
+			name:    "negative maxAgents",
+			file:    "agents.yaml",
+			content: "agents:\n  - id: a\n    command: /bin/sh\n    maxAgents: -1\n",
+			wantErr: []string{"agents.yaml:4:", "maxAgents must be 0 (no own cap) or more"},
 		},
 		{
 			name:    "missing id",

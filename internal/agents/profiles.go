@@ -83,6 +83,9 @@ type Profile struct {
 	// ResumeArgs, if set, are appended to Args when relaunching a CLI that
 	// resumes with a flag; SessionIDPlaceholder is replaced by the session id.
 	ResumeArgs []string
+	// MaxAgents caps this profile's live agent processes (0: only the
+	// daemon-wide --max-agents applies).
+	MaxAgents int
 	// Capabilities is what the agent advertised in initialize; nil until
 	// the agent has been probed (or started) at least once.
 	Capabilities *acp.Capabilities

@@ -29,6 +29,7 @@ const (
 	SessionTerminal      Code = "session_terminal"
 	TurnActive           Code = "turn_active"
 	PromptQueueFull      Code = "prompt_queue_full"
+	AgentLimitReached    Code = "agent_limit_reached"
 	PromptIDConflict     Code = "prompt_id_conflict"
 	PermissionResolved   Code = "permission_already_resolved"
 	InvalidPermissionOpt Code = "invalid_permission_option"

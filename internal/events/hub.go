@@ -1,7 +1,10 @@
 package events
 
 import (
+	"maps"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/store"
@@ -12,9 +15,18 @@ type HubConfig struct {
 	// Buffer is each subscriber's queue length; overflowing it means the
 	// subscriber is too slow and it is cut off (it reconnects from its cursor).
 	Buffer int
-	// MaxPerSession and MaxTotal bound live subscribers.
+	// MaxPerSession and MaxTotal bound live subscribers. At a full limit a
+	// new subscriber displaces a stalled one, else one that has sat quiet
+	// for MinAge (see evictable); only then is it refused.
 	MaxPerSession int
 	MaxTotal      int
+	// StallAfter is how long a write to a subscriber's client may be in
+	// flight before the subscriber counts as stalled (default 5 s).
+	StallAfter time.Duration
+	// MinAge protects new subscribers: a healthy-looking subscriber may be
+	// displaced only once it has been connected this long (default 30 s),
+	// so clients at a full limit cannot keep evicting each other.
+	MinAge time.Duration
 }
 
 // Hub fans committed events out to live subscribers. Publishing never
@@ -26,6 +38,7 @@ type Hub struct {
 	sessions map[string]map[*Subscription]struct{}
 	global   map[*Subscription]struct{}
 	total    int
+	seq      uint64 // numbers subscriptions in order: lower is older
 }
 
 // NewHub returns an empty hub.
@@ -39,6 +52,12 @@ func NewHub(cfg HubConfig) *Hub {
 	if cfg.MaxTotal <= 0 {
 		cfg.MaxTotal = 4096
 	}
+	if cfg.StallAfter <= 0 {
+		cfg.StallAfter = 5 * time.Second
+	}
+	if cfg.MinAge <= 0 {
+		cfg.MinAge = 30 * time.Second
+	}
 	return &Hub{cfg: cfg, sessions: map[string]map[*Subscription]struct{}{}, global: map[*Subscription]struct{}{}}
 }
 
@@ -51,28 +70,40 @@ type Subscription struct {
 	// event per subscriber; receivers must not modify them.
 	C chan *store.Event
 	// done closes when the subscription ends (lagged or closed).
-	done   chan struct{}
-	lagged bool // guarded by hub.mu
-	once   sync.Once
+	done chan struct{}
+	// lagged (cut off: queue full, or evicted) and evicted (displaced by
+	// a new subscriber at a full limit) are guarded by hub.mu.
+	lagged, evicted bool
+	once            sync.Once
+	// since is when it subscribed and seq its place in subscription order;
+	// writing is when the write to its client in flight began (unix ns,
+	// 0: none), set by its writer.
+	since   time.Time
+	seq     uint64
+	writing atomic.Int64
 }
 
 // Subscribe registers a subscriber to a session's events, or to the global
-// stream when sessionID is "". It fails with TooManySubscribers past the
-// configured limits.
+// stream when sessionID is "". At a full limit it evicts the subscriber
+// evictable picks; when there is none it fails with TooManySubscribers.
 func (h *Hub) Subscribe(sessionID string) (*Subscription, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.total >= h.cfg.MaxTotal {
-		return nil, errcode.New(errcode.TooManySubscribers, "the daemon already serves %d streams", h.total).With("retryAfter", 5)
+	now := time.Now()
+	// The session's own limit first: an eviction there also makes room
+	// in the total.
+	if sessionID != "" && len(h.sessions[sessionID]) >= h.cfg.MaxPerSession && !h.evictOne(maps.Keys(h.sessions[sessionID]), now) {
+		return nil, errcode.New(errcode.TooManySubscribers, "session already has %d streams, none of them stalled or quiet", len(h.sessions[sessionID])).With("retryAfter", 5)
 	}
-	s := &Subscription{hub: h, sessionID: sessionID, C: make(chan *store.Event, h.cfg.Buffer), done: make(chan struct{})}
+	if h.total >= h.cfg.MaxTotal && !h.evictOne(h.all(), now) {
+		return nil, errcode.New(errcode.TooManySubscribers, "the daemon already serves %d streams, none of them stalled or quiet", h.total).With("retryAfter", 5)
+	}
+	s := &Subscription{hub: h, sessionID: sessionID, C: make(chan *store.Event, h.cfg.Buffer), done: make(chan struct{}), since: now, seq: h.seq}
+	h.seq++
 	if sessionID == "" {
 		h.global[s] = struct{}{}
 	} else {
 		set := h.sessions[sessionID]
-		if len(set) >= h.cfg.MaxPerSession {
-			return nil, errcode.New(errcode.TooManySubscribers, "session already has %d streams", len(set)).With("retryAfter", 5)
-		}
 		if set == nil {
 			set = map[*Subscription]struct{}{}
 			h.sessions[sessionID] = set
@@ -86,12 +117,29 @@ func (h *Hub) Subscribe(sessionID string) (*Subscription, error) {
 // Done closes when the subscription ends; check Lagged to learn why.
 func (s *Subscription) Done() <-chan struct{} { return s.done }
 
-// Lagged reports whether the subscriber was cut off for falling behind.
+// Lagged reports whether the subscriber was cut off for falling behind
+// (or evicted as stalled): its client should resume from its cursor.
 func (s *Subscription) Lagged() bool {
 	s.hub.mu.Lock()
 	defer s.hub.mu.Unlock()
 	return s.lagged
 }
+
+// Evicted reports whether the subscriber was displaced by a new one at a
+// full limit; it must not subscribe again by itself.
+func (s *Subscription) Evicted() bool {
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	return s.evicted
+}
+
+// WriteStarted records that a write to the subscriber's client began;
+// WriteDone that it returned. A write in flight for StallAfter marks the
+// subscriber stalled, however quiet its stream.
+func (s *Subscription) WriteStarted() { s.writing.Store(time.Now().UnixNano()) }
+
+// WriteDone records that the write in flight returned.
+func (s *Subscription) WriteDone() { s.writing.Store(0) }
 
 // Close unregisters the subscriber. Safe to call more than once.
 func (s *Subscription) Close() {

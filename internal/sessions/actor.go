@@ -30,6 +30,12 @@ type actor struct {
 	starting bool
 	// stopping is set by close and shutdown: exits are then expected.
 	stopping bool
+	// slot is the agent cap's reservation for the running or starting
+	// agent (see limits.go); nil when the session has no agent.
+	slot *agentSlot
+	// idleTimer and activeAt drive the idle stop (AgentIdleTimeout).
+	idleTimer *time.Timer
+	activeAt  time.Time
 
 	running *turnRun
 	queue   []store.Turn
@@ -95,6 +101,7 @@ func (a *actor) onAgentExit(gen int, conn *acp.Conn) {
 		// stop itself; after a shutdown, start-up reconciliation marks what
 		// was running as interrupted by the restart.
 		a.conn = nil
+		a.dropSlot()
 		return
 	}
 	exit := conn.Exit()
@@ -121,12 +128,14 @@ func (a *actor) onAgentExit(gen int, conn *acp.Conn) {
 			a.interruptTurn(r.turn, "agent_exited", exit)
 		}
 	}
-	if a.stopping || a.sess.State.Terminal() {
+	if !a.stopping && !a.sess.State.Terminal() && len(a.queue) > 0 {
+		// Queued prompts were accepted; start a fresh agent for them, in
+		// the slot the one that exited held.
+		a.ensureAgent()
 		return
 	}
-	if len(a.queue) > 0 {
-		// Queued prompts were accepted; start a fresh agent for them.
-		a.ensureAgent()
+	a.dropSlot()
+	if a.stopping || a.sess.State.Terminal() {
 		return
 	}
 	a.setState(store.SessionWaitingForInput)
@@ -148,6 +157,7 @@ func (a *actor) recordStopped(conn *acp.Conn, why string) {
 	a.exec.Status = store.ExecutorStopped
 	a.exec.LastSeenAt = &now
 	a.saveExecutor()
+	a.dropSlot()
 }
 
 // saveExecutor persists the executor row and announces its status.

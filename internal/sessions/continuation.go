@@ -208,6 +208,9 @@ func (a *actor) admitContinue(version uint64, plan recovery.Summary, in recovery
 	if _, ok := a.turns[promptID]; ok && promptID != "" {
 		return ContinueResult{}, errStale // a concurrent request with this id won; answer from it
 	}
+	if err := a.needAgent(); err != nil {
+		return ContinueResult{}, err // the agent stopped since the restore and the cap is full
+	}
 	// interrupted_prompt: the agent never answered, send the prompt again.
 	// interrupted_turn: tell it what was cut off. Tools are never replayed.
 	prompt := originalPrompt(in.Turns, plan.PromptID)

@@ -56,7 +56,15 @@ type Config struct {
 	// UpdateWindow bounds one agent's session/update notifications read but
 	// not yet committed; a faster agent is slowed down (acp.Options).
 	UpdateWindow int
-	Logger       *slog.Logger
+	// MaxAgents caps live agent processes daemon-wide (0: no cap); a
+	// profile's MaxAgents caps its own. Past a cap, whatever would start an
+	// agent is refused with agent_limit_reached and admits nothing.
+	MaxAgents int
+	// AgentIdleTimeout stops an agent that has had no turn, queued prompt
+	// or pending permission for this long (0: never). Its session stays
+	// resumable: the next prompt restores it.
+	AgentIdleTimeout time.Duration
+	Logger           *slog.Logger
 	// Outgoing, if set, receives every line sent to any agent (tests).
 	Outgoing func(sessionID string) interface{ Write([]byte) (int, error) }
 }
@@ -95,6 +103,9 @@ type Manager struct {
 	profiles Profiles
 	cfg      Config
 
+	// slots counts live agent processes against the caps.
+	slots *agentSlots
+
 	mu       sync.Mutex
 	actors   map[string]*actor
 	shutdown bool
@@ -111,7 +122,8 @@ type Manager struct {
 func New(st *store.Store, w *events.Writer, profiles Profiles, cfg Config) *Manager {
 	cfg.defaults()
 	life, cancel := context.WithCancel(context.Background())
-	return &Manager{store: st, w: w, profiles: profiles, cfg: cfg, actors: map[string]*actor{}, life: life, cancel: cancel}
+	return &Manager{store: st, w: w, profiles: profiles, cfg: cfg, slots: newAgentSlots(cfg.MaxAgents), actors: map[string]*actor{},
+		life: life, cancel: cancel}
 }
 
 // CreateInput is a request to start a session.
@@ -127,15 +139,30 @@ type CreateInput struct {
 
 // Create validates the request, persists the session (and a task when none
 // is given) and starts its agent in the background. An initial prompt is
-// admitted as the first turn and runs once the agent is ready.
-func (m *Manager) Create(ctx context.Context, in CreateInput) (store.Session, error) {
-	if _, _, err := m.profiles.Spec(in.AgentProfileID); err != nil {
+// admitted as the first turn and runs once the agent is ready. The agent's
+// slot is reserved first: at a cap, nothing is created.
+func (m *Manager) Create(ctx context.Context, in CreateInput) (_ store.Session, err error) {
+	_, profile, err := m.profiles.Spec(in.AgentProfileID)
+	if err != nil {
 		return store.Session{}, err
 	}
 	cwd, err := m.ResolveCwd(in.Cwd)
 	if err != nil {
 		return store.Session{}, err
 	}
+	slot, err := m.slots.acquire(in.AgentProfileID, profile.MaxAgents)
+	if err != nil {
+		return store.Session{}, err
+	}
+	var a *actor // once set, the actor owns the slot
+	defer func() {
+		switch {
+		case a == nil:
+			slot.release()
+		case err != nil:
+			a.mb.post(a.dropSlot) // unless an agent is starting with it
+		}
+	}()
 	sess := store.Session{ID: uuid.NewString(), TaskID: in.TaskID, AgentProfileID: in.AgentProfileID, Cwd: cwd,
 		Title: in.Title, State: store.SessionCreated, EventEpoch: store.NewEpoch()}
 	// Task and session are created together or not at all.
@@ -164,15 +191,22 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (store.Session, er
 	if err != nil {
 		return store.Session{}, err
 	}
-	a, err := m.actor(ctx, sess.ID)
+	live, err := m.actor(ctx, sess.ID)
 	if err != nil {
 		return store.Session{}, err
 	}
+	if !live.mb.post(func() { live.slot = slot }) {
+		return store.Session{}, errcode.New(errcode.ServiceShuttingDown, "tetherd is shutting down")
+	}
+	a = live
 	if len(in.InitialPrompt) > 0 {
 		if _, err := a.prompt(ctx, PromptInput{Prompt: in.InitialPrompt, PromptID: in.PromptID, kind: store.TurnInitial}); err != nil {
 			return store.Session{}, err
 		}
 	} else if err := a.do(ctx, func() { a.ensureAgent() }); err != nil {
+		return store.Session{}, err
+	} else if err := a.sync(ctx); err != nil {
+		// The 201 says the agent is starting: that must be on record.
 		return store.Session{}, err
 	}
 	return m.store.GetSession(ctx, sess.ID)

@@ -2,12 +2,14 @@ package sessions
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -168,7 +170,8 @@ func recoveryOp(s store.Session, available bool) events.Apply {
 
 // ResumeOnStart restores resumable sessions in the background (eager mode),
 // newest first, at most concurrency at a time. Failures are visible on each
-// session; they never stop the others.
+// session; they never stop the others. It respects the agent caps: once the
+// daemon-wide cap is reached the rest stay lazy (restored on first use).
 func (m *Manager) ResumeOnStart(ctx context.Context, concurrency int) {
 	if concurrency <= 0 {
 		concurrency = 4
@@ -181,7 +184,12 @@ func (m *Manager) ResumeOnStart(ctx context.Context, concurrency int) {
 	sort.Slice(sessions, func(i, j int) bool { return sessions[i].UpdatedAt.After(sessions[j].UpdatedAt) })
 	sem := make(chan struct{}, concurrency)
 	var wg sync.WaitGroup
+	var full atomic.Bool
 	for _, s := range sessions {
+		if full.Load() {
+			m.cfg.Logger.Info("eager resume stopped at the agent limit; the other sessions restore on first use", "maxAgents", m.cfg.MaxAgents)
+			break
+		}
 		st, err := m.Status(ctx, s.ID)
 		if err != nil || !st.NeedsResume || !st.IsResumable {
 			continue
@@ -190,7 +198,15 @@ func (m *Manager) ResumeOnStart(ctx context.Context, concurrency int) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if _, err := m.Resume(ctx, s.ID); err != nil {
+			_, err := m.Resume(ctx, s.ID)
+			var de *errcode.Error
+			switch {
+			case errors.As(err, &de) && de.Code == errcode.AgentLimitReached:
+				if de.Details["scope"] == "daemon" {
+					full.Store(true)
+				}
+				m.cfg.Logger.Info("eager resume skipped: agent limit", "session", s.ID, "err", err)
+			case err != nil:
 				m.cfg.Logger.Warn("eager resume failed", "session", s.ID, "err", err)
 			}
 		}()

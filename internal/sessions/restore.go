@@ -31,6 +31,7 @@ const (
 // goroutine must not touch actor state.
 type startPlan struct {
 	gen        int
+	slot       *agentSlot // released here if the actor is gone by the end
 	spec       acp.Spec
 	specErr    error
 	params     acp.SessionParams
@@ -59,10 +60,16 @@ func (a *actor) ensureAgent() {
 	if a.conn != nil || a.starting || a.stopping || a.sess.State.Terminal() {
 		return
 	}
+	if err := a.needAgent(); err != nil {
+		// Admission reserves the slot first, so this is only reached by a
+		// path that could not ask: fail visibly rather than wait.
+		a.startFailed(err)
+		return
+	}
 	a.starting = true
 	a.gen++
 	spec, profile, specErr := a.m.profiles.Spec(a.sess.AgentProfileID)
-	p := startPlan{gen: a.gen, spec: spec, specErr: specErr, token: a.exec.ResumeToken,
+	p := startPlan{gen: a.gen, slot: a.slot, spec: spec, specErr: specErr, token: a.exec.ResumeToken,
 		hadHistory: len(a.turns) > 0, inject: profile.HistoryContextInjection,
 		params: acp.SessionParams{Cwd: a.sess.Cwd, MCPServers: a.sess.MCPServers, AdditionalDirectories: a.sess.AdditionalDirectories}}
 	if p.token != "" && len(profile.ResumeArgs) > 0 {
@@ -95,8 +102,11 @@ func (a *actor) ensureAgent() {
 	go func() {
 		defer a.m.starts.Done()
 		out := a.m.start(a.id, p)
-		if !a.mb.post(func() { a.onAgentStarted(p, out) }) && out.conn != nil {
-			out.conn.Stop() // the session is gone (daemon shutting down)
+		if !a.mb.post(func() { a.onAgentStarted(p, out) }) {
+			if out.conn != nil {
+				out.conn.Stop() // the session is gone (daemon shutting down)
+			}
+			p.slot.release()
 		}
 	}()
 }
@@ -228,7 +238,12 @@ func checkDir(dir string) error {
 func (a *actor) onAgentStarted(p startPlan, out startOutcome) {
 	if p.gen != a.gen || a.stopping || a.sess.State.Terminal() {
 		if out.conn != nil {
-			go out.conn.Stop()
+			go func() { out.conn.Stop(); p.slot.release() }()
+		} else {
+			p.slot.release()
+		}
+		if a.slot == p.slot {
+			a.slot = nil
 		}
 		a.notifyWaiters(errcode.New(errcode.SessionTerminal, "session closed while its agent was starting"))
 		return
@@ -299,6 +314,7 @@ func (a *actor) finishStart(out startOutcome) {
 	a.notifyWaiters(nil)
 	a.startNext()
 	a.pushRecovery()
+	a.armIdle()
 }
 
 // recordResumed persists the restore outcome and announces it.
@@ -337,6 +353,7 @@ func (a *actor) startFailed(err error) {
 		a.exec.ErrorMessage = err.Error()
 	}
 	a.saveExecutor()
+	a.dropSlot()
 	for _, t := range a.queue {
 		a.endTurn(t, store.TurnFailed, func(t *store.Turn) {
 			t.ErrorCode = string(errcode.CodeOf(err))
@@ -367,6 +384,9 @@ func (a *actor) resume() (<-chan error, error) {
 	if a.conn != nil {
 		ch <- nil
 		return ch, nil
+	}
+	if err := a.needAgent(); err != nil {
+		return nil, err
 	}
 	a.waiters = append(a.waiters, ch)
 	a.ensureAgent()

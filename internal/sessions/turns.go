@@ -103,6 +103,9 @@ func (a *actor) admit(in PromptInput) (PromptResult, error) {
 	if len(a.queue) >= a.m.cfg.QueueLimit {
 		return PromptResult{}, errcode.New(errcode.PromptQueueFull, "%d prompts are already queued", len(a.queue)).With("retryAfter", 5)
 	}
+	if err := a.needAgent(); err != nil {
+		return PromptResult{}, err // refused whole: nothing is stored
+	}
 	t, pending := a.enqueue(store.Turn{SessionID: a.id, PromptID: in.PromptID, Kind: in.kind, Prompt: in.Prompt})
 	return PromptResult{Turn: t, EventEpoch: a.sess.EventEpoch, pending: pending}, nil
 }
@@ -256,6 +259,7 @@ func (a *actor) onTurnDone(r *turnRun, stop string, err error) {
 		a.exec.LastSeenAt = &now
 	}
 	a.startNext()
+	a.armIdle()
 }
 
 func errorCode(err error) string {

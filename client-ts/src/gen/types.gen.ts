@@ -1169,6 +1169,14 @@ export type CreateSessionErrors = {
      */
     409: Problem;
     /**
+     * The daemon is at a capacity limit; nothing was admitted or created.
+     * `agent_limit_reached`: starting an agent would pass `--max-agents` or
+     * the profile's `maxAgents` (`limit`, `scope`: daemon | profile, and a
+     * `Retry-After` header); `prompt_queue_full`, `shutting_down` otherwise.
+     *
+     */
+    503: Problem;
+    /**
      * RFC 9457 problem details.
      */
     default: Problem;
@@ -1323,7 +1331,11 @@ export type PromptSessionErrors = {
      */
     409: Problem;
     /**
-     * RFC 9457 problem details.
+     * The daemon is at a capacity limit; nothing was admitted or created.
+     * `agent_limit_reached`: starting an agent would pass `--max-agents` or
+     * the profile's `maxAgents` (`limit`, `scope`: daemon | profile, and a
+     * `Retry-After` header); `prompt_queue_full`, `shutting_down` otherwise.
+     *
      */
     503: Problem;
     /**
@@ -1649,6 +1661,14 @@ export type ResumeSessionErrors = {
      */
     502: Problem;
     /**
+     * The daemon is at a capacity limit; nothing was admitted or created.
+     * `agent_limit_reached`: starting an agent would pass `--max-agents` or
+     * the profile's `maxAgents` (`limit`, `scope`: daemon | profile, and a
+     * `Retry-After` header); `prompt_queue_full`, `shutting_down` otherwise.
+     *
+     */
+    503: Problem;
+    /**
      * RFC 9457 problem details.
      */
     default: Problem;
@@ -1765,6 +1785,14 @@ export type ContinueSessionErrors = {
      * RFC 9457 problem details.
      */
     502: Problem;
+    /**
+     * The daemon is at a capacity limit; nothing was admitted or created.
+     * `agent_limit_reached`: starting an agent would pass `--max-agents` or
+     * the profile's `maxAgents` (`limit`, `scope`: daemon | profile, and a
+     * `Retry-After` header); `prompt_queue_full`, `shutting_down` otherwise.
+     *
+     */
+    503: Problem;
     /**
      * RFC 9457 problem details.
      */

@@ -1,0 +1,174 @@
+package sessions
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/tether/tether/internal/errcode"
+)
+
+// agentLimitRetryAfter is the Retry-After of agent_limit_reached: slots come
+// back when a session closes, an agent exits or an idle agent is stopped.
+const agentLimitRetryAfter = 10
+
+// agentSlots counts live agent processes against the daemon-wide cap and
+// each profile's cap. A slot is taken, inside the session's actor, before a
+// process is launched and given back only once that process is gone (or its
+// start failed), so the count never misses a process that still exists.
+type agentSlots struct {
+	max int // 0: no daemon-wide cap
+
+	mu        sync.Mutex
+	used      int
+	byProfile map[string]int
+}
+
+func newAgentSlots(max int) *agentSlots {
+	return &agentSlots{max: max, byProfile: map[string]int{}}
+}
+
+// agentSlot is one reserved agent process. Releasing it twice is harmless,
+// so every path that may end the process can release it.
+type agentSlot struct {
+	slots   *agentSlots
+	profile string
+	once    sync.Once
+}
+
+// acquire reserves a slot for one agent of profile, whose own cap is
+// profileMax (0: none), or fails with agent_limit_reached.
+func (s *agentSlots) acquire(profile string, profileMax int) (*agentSlot, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.max > 0 && s.used >= s.max {
+		return nil, agentLimit("daemon", s.max, fmt.Sprintf("%d agents are already running, the daemon's limit (--max-agents)", s.used))
+	}
+	if n := s.byProfile[profile]; profileMax > 0 && n >= profileMax {
+		return nil, agentLimit("profile", profileMax, fmt.Sprintf("%d %s agents are already running, the profile's limit (maxAgents)", n, profile))
+	}
+	s.used++
+	s.byProfile[profile]++
+	return &agentSlot{slots: s, profile: profile}, nil
+}
+
+func agentLimit(scope string, limit int, msg string) error {
+	return errcode.New(errcode.AgentLimitReached, "%s; close a session or retry later", msg).
+		With("scope", scope).With("limit", limit).With("retryAfter", agentLimitRetryAfter)
+}
+
+// release gives the slot back. Safe on a nil slot and more than once.
+func (sl *agentSlot) release() {
+	if sl == nil {
+		return
+	}
+	sl.once.Do(func() {
+		s := sl.slots
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.used--
+		if s.byProfile[sl.profile]--; s.byProfile[sl.profile] <= 0 {
+			delete(s.byProfile, sl.profile)
+		}
+	})
+}
+
+// inUse is how many agent processes hold a slot (for /metrics and tests).
+func (s *agentSlots) inUse() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.used
+}
+
+// needAgent makes sure the session may have an agent: one is running or
+// starting, or a slot is reserved for the one about to start. Admission
+// calls it before it persists anything, so a refusal leaves nothing behind.
+func (a *actor) needAgent() error {
+	if a.conn != nil || a.starting || a.slot != nil || a.stopping || a.sess.State.Terminal() {
+		return nil
+	}
+	_, profile, err := a.m.profiles.Spec(a.sess.AgentProfileID)
+	if err != nil {
+		return nil // the start fails with the profile's own error
+	}
+	sl, err := a.m.slots.acquire(a.sess.AgentProfileID, profile.MaxAgents)
+	if err != nil {
+		return err
+	}
+	a.slot = sl
+	return nil
+}
+
+// dropSlot releases the session's slot once its agent is neither running
+// nor starting.
+func (a *actor) dropSlot() {
+	if a.conn == nil && !a.starting {
+		a.slot.release()
+		a.slot = nil
+	}
+}
+
+// idle reports whether the agent has nothing to do: no turn running or
+// queued, no permission pending, no start or load in progress.
+func (a *actor) idle() bool {
+	return a.conn != nil && !a.starting && !a.settling && !a.stopping &&
+		a.running == nil && len(a.queue) == 0 && len(a.perms) == 0
+}
+
+// armIdle (re)starts the idle clock after the agent became ready or
+// finished a turn. The timer only posts a check to the actor; the check
+// decides on the actor's state.
+func (a *actor) armIdle() {
+	d := a.m.cfg.AgentIdleTimeout
+	if d <= 0 {
+		return
+	}
+	a.activeAt = time.Now()
+	if a.idleTimer == nil {
+		a.idleTimer = time.AfterFunc(d, func() { a.mb.post(a.checkIdle) })
+		return
+	}
+	a.idleTimer.Reset(d)
+}
+
+// checkIdle stops the agent once it has been idle for AgentIdleTimeout,
+// else looks again when that time would be up.
+func (a *actor) checkIdle() {
+	if a.conn == nil || a.stopping {
+		return // the next start arms the clock again
+	}
+	d := a.m.cfg.AgentIdleTimeout
+	if !a.idle() {
+		a.activeAt = time.Now()
+		a.idleTimer.Reset(d)
+		return
+	}
+	if left := d - time.Since(a.activeAt); left > 0 {
+		a.idleTimer.Reset(left)
+		return
+	}
+	a.stopIdle(d)
+}
+
+// stopIdle stops an idle agent to free its process and slot. The session
+// stays as it is, with its ACP session id, so the next prompt, continue or
+// resume restores it through the normal restore path.
+func (a *actor) stopIdle(d time.Duration) {
+	conn, sl := a.conn, a.slot
+	a.conn, a.slot = nil, nil
+	a.gen++ // the exit that follows is expected, not a crash
+	gen := a.gen
+	why := fmt.Sprintf("agent stopped: idle for %s", d)
+	a.log.Info("stopping idle agent", "idle", d)
+	go func() {
+		conn.Stop()
+		sl.release()
+		a.mb.post(func() {
+			// Unless a new agent started meanwhile, or the session closed
+			// (nothing may follow session.closed).
+			if a.gen == gen && !a.stopping && !a.sess.State.Terminal() {
+				a.recordStopped(conn, why)
+			}
+		})
+	}()
+}
