@@ -19,7 +19,7 @@ func (d *daemon) neverReader(path string) net.Conn {
 		d.t.Fatal(err)
 	}
 	d.t.Cleanup(func() { _ = conn.Close() })
-	if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: tether\r\nAccept: text/event-stream\r\nAuthorization: Bearer %s\r\n\r\n", path, testToken); err != nil {
+	if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\nAuthorization: Bearer %s\r\n\r\n", path, testToken); err != nil {
 		d.t.Fatal(err)
 	}
 	return conn
