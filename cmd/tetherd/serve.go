@@ -35,6 +35,7 @@ type options struct {
 	cors      string
 	bodyLimit string
 	queue     int
+	depth     int
 	heartbeat time.Duration
 	retention events.Retention
 	resumeOn  string
@@ -54,6 +55,7 @@ func parseOptions(args []string) (options, error) {
 	fs.StringVar(&o.cors, "cors-origins", env("TETHER_CORS_ORIGINS", ""), "comma-separated origins allowed by CORS (default: none) [TETHER_CORS_ORIGINS]")
 	fs.StringVar(&o.bodyLimit, "body-limit", env("TETHER_BODY_LIMIT", "2M"), "maximum request body size [TETHER_BODY_LIMIT]")
 	fs.IntVar(&o.queue, "queue-limit", 16, "prompts that may wait behind a running turn, per session")
+	fs.IntVar(&o.depth, "prompt-max-depth", sessions.DefaultPromptMaxDepth, fmt.Sprintf("deepest JSON nesting a prompt may have, the block array being level 1 (at most %d); deeper prompts get 400", sessions.MaxPromptDepth))
 	fs.StringVar(&o.resumeOn, "resume-on-start", env("TETHER_RESUME_ON_START", "lazy"), "lazy: restore agents when a session is used; eager: restore resumable sessions at start-up [TETHER_RESUME_ON_START]")
 	fs.IntVar(&o.resumeN, "resume-concurrency", 8, "agents restored at once in eager mode")
 	fs.DurationVar(&o.restoreTO, "restore-timeout", 60*time.Second, "timeout of each session/new, session/load and session/resume call")
@@ -68,6 +70,9 @@ func parseOptions(args []string) (options, error) {
 	}
 	if o.dataDir == "" {
 		return o, errors.New("no data directory: set --data-dir, TETHER_DATA_DIR or HOME")
+	}
+	if o.depth < 1 || o.depth > sessions.MaxPromptDepth {
+		return o, fmt.Errorf("--prompt-max-depth must be between 1 and %d (SQLite's JSON nesting limit), got %d", sessions.MaxPromptDepth, o.depth)
 	}
 	if o.resumeOn != "lazy" && o.resumeOn != "eager" {
 		return o, fmt.Errorf("--resume-on-start must be lazy or eager, got %q", o.resumeOn)
@@ -138,7 +143,7 @@ func serve(ctx context.Context, args []string) error {
 		return err
 	}
 	defer w.Close()
-	mgr := sessions.New(st, w, reg, sessions.Config{QueueLimit: o.queue, RestoreTimeout: o.restoreTO, Logger: logger})
+	mgr := sessions.New(st, w, reg, sessions.Config{QueueLimit: o.queue, PromptMaxDepth: o.depth, RestoreTimeout: o.restoreTO, Logger: logger})
 	// Reconcile before serving: nobody may see the previous daemon's
 	// half-finished state as if it were live.
 	rec, err := mgr.Reconcile(ctx)

@@ -47,6 +47,7 @@ func availableCommands() []acp.AvailableCommand {
 		cmd("error", "Fail the prompt with a JSON-RPC error", "CODE MESSAGE"),
 		cmd("thought", "Send a thought chunk, then a message", "TEXT"),
 		cmd("unknown-update", "Send a session/update of an unknown kind", ""),
+		cmd("late", "End the turn, then send N message chunks after it", "N"),
 	}
 }
 
@@ -188,9 +189,35 @@ func (t *turn) run(prompt []acp.ContentBlock) error {
 			return err
 		}
 		return t.say("sent an unknown update")
+	case "/late":
+		n, err := strconv.Atoi(arg)
+		if err != nil || n < 0 {
+			return t.say("usage: /late N")
+		}
+		go t.late(n)
+		return t.say("ending the turn; more follows")
 	default:
 		return t.say("unknown command " + name)
 	}
+}
+
+// lateDelay lets the client read a turn's response before /late sends
+// output that belongs to no turn.
+const lateDelay = 100 * time.Millisecond
+
+// late misbehaves as an agent whose output outlives its turn (a cancelled
+// or cut-off turn's leftovers): N chunks after the prompt was answered,
+// then a plan "late output sent" so a client can tell they are all out. It
+// ends once they are sent or the connection is gone.
+func (t *turn) late(n int) {
+	time.Sleep(lateDelay)
+	for i := 1; i <= n; i++ {
+		if t.a.emit(t.s, t.sid, acp.UpdateAgentMessageText(fmt.Sprintf("late %d\n", i))) != nil {
+			return
+		}
+	}
+	_ = t.a.emit(t.s, t.sid, acp.UpdatePlan(acp.PlanEntry{Content: "late output sent",
+		Priority: acp.PlanEntryPriorityLow, Status: acp.PlanEntryStatusCompleted}))
 }
 
 // crash stops the process the way a crashing agent does: what was sent is

@@ -48,7 +48,10 @@ type Config struct {
 	// CancelGrace is how long a cancelled turn may take to end before the
 	// agent is stopped.
 	CancelGrace time.Duration
-	Logger      *slog.Logger
+	// PromptMaxDepth bounds how deeply a prompt's JSON may nest (the block
+	// array is level 1); at most MaxPromptDepth.
+	PromptMaxDepth int
+	Logger         *slog.Logger
 	// Outgoing, if set, receives every line sent to any agent (tests).
 	Outgoing func(sessionID string) interface{ Write([]byte) (int, error) }
 }
@@ -75,6 +78,10 @@ func (c *Config) defaults() {
 	if c.CancelGrace <= 0 {
 		c.CancelGrace = 10 * time.Second
 	}
+	if c.PromptMaxDepth <= 0 {
+		c.PromptMaxDepth = DefaultPromptMaxDepth
+	}
+	c.PromptMaxDepth = min(c.PromptMaxDepth, MaxPromptDepth)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -117,9 +124,9 @@ type CreateInput struct {
 	PromptID      string
 }
 
-// Create validates the request, persists the session (and a task when none
-// is given) and starts its agent in the background. An initial prompt is
-// admitted as the first turn and runs once the agent is ready.
+// Create validates the request, then persists the session, its task when
+// none is given, and the initial prompt's turn (queued) in one write: all
+// of it exists or none of it does, and the agent starts only after.
 func (m *Manager) Create(ctx context.Context, in CreateInput) (store.Session, error) {
 	if _, _, err := m.profiles.Spec(in.AgentProfileID); err != nil {
 		return store.Session{}, err
@@ -128,9 +135,18 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (store.Session, er
 	if err != nil {
 		return store.Session{}, err
 	}
+	var initial store.Turn
+	if len(in.InitialPrompt) > 0 {
+		if err := m.checkPrompt(in.InitialPrompt); err != nil {
+			return store.Session{}, err
+		}
+		initial = store.Turn{PromptID: in.PromptID, Kind: store.TurnInitial, Prompt: in.InitialPrompt, State: store.TurnQueued}
+		if initial.PromptID == "" {
+			initial.PromptID = uuid.NewString()
+		}
+	}
 	sess := store.Session{ID: uuid.NewString(), TaskID: in.TaskID, AgentProfileID: in.AgentProfileID, Cwd: cwd,
 		Title: in.Title, State: store.SessionCreated, EventEpoch: store.NewEpoch()}
-	// Task and session are created together or not at all.
 	_, err = m.w.Do(ctx, func(tx *store.Store, emit events.Emit) error {
 		if sess.TaskID == "" {
 			title := in.Title
@@ -151,20 +167,22 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (store.Session, er
 		emit(events.Draft{SessionID: sess.ID, Type: events.SessionCreated, Payload: map[string]any{
 			"taskId": sess.TaskID, "agentProfileId": sess.AgentProfileID, "cwd": sess.Cwd, "state": sess.State,
 			"title": sess.Title, "eventEpoch": sess.EventEpoch}})
-		return nil
+		if initial.PromptID == "" {
+			return nil
+		}
+		initial.SessionID = sess.ID
+		_, err = persistQueued(ctx, tx, emit, sess, initial)
+		return err
 	})
 	if err != nil {
 		return store.Session{}, err
 	}
+	// The actor loads the queued initial turn with the session.
 	a, err := m.actor(ctx, sess.ID)
 	if err != nil {
 		return store.Session{}, err
 	}
-	if len(in.InitialPrompt) > 0 {
-		if _, err := a.prompt(ctx, PromptInput{Prompt: in.InitialPrompt, PromptID: in.PromptID, kind: store.TurnInitial}); err != nil {
-			return store.Session{}, err
-		}
-	} else if err := a.do(ctx, func() { a.ensureAgent() }); err != nil {
+	if err := a.do(ctx, func() { a.ensureAgent() }); err != nil {
 		return store.Session{}, err
 	}
 	return m.store.GetSession(ctx, sess.ID)
@@ -213,6 +231,9 @@ func (m *Manager) actor(ctx context.Context, id string) (*actor, error) {
 
 // Prompt admits a prompt into a session (running now, or queued).
 func (m *Manager) Prompt(ctx context.Context, sessionID string, in PromptInput) (PromptResult, error) {
+	if err := m.checkPrompt(in.Prompt); err != nil {
+		return PromptResult{}, err
+	}
 	a, err := m.actor(ctx, sessionID)
 	if err != nil {
 		return PromptResult{}, err
