@@ -133,16 +133,16 @@ func serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("locate tetherd executable: %w", err)
 	}
-	reg, err := agents.Load(ctx, agents.Config{DataDir: o.dataDir, Self: self, Store: st, Logger: logger})
-	if err != nil {
-		return err
-	}
 	hub := events.NewHub(events.HubConfig{})
 	w, err := events.NewWriter(ctx, st, hub, events.WriterConfig{Logger: logger})
 	if err != nil {
 		return err
 	}
 	defer w.Close()
+	reg, err := agents.Load(ctx, agents.Config{DataDir: o.dataDir, Self: self, Store: profileWrites{st, w}, Logger: logger})
+	if err != nil {
+		return err
+	}
 	mgr := sessions.New(st, w, reg, sessions.Config{QueueLimit: o.queue, PromptMaxDepth: o.depth, RestoreTimeout: o.restoreTO, Logger: logger})
 	// Reconcile before serving: nobody may see the previous daemon's
 	// half-finished state as if it were live.
@@ -155,7 +155,7 @@ func serve(ctx context.Context, args []string) error {
 	if o.cors != "" {
 		origins = strings.Split(o.cors, ",")
 	}
-	go events.RunRetention(ctx, st, o.retention, logger)
+	go events.RunRetention(ctx, w, o.retention, logger)
 	e, err := server.New(server.Config{Store: st, Sessions: mgr, Agents: reg, Hub: hub, Writer: w, HeartbeatInterval: o.heartbeat, Token: token,
 		BodyLimit: o.bodyLimit, CORSOrigins: origins, Logger: logger})
 	if err != nil {
@@ -197,6 +197,20 @@ func serve(ctx context.Context, args []string) error {
 	_ = srv.Shutdown(sctx)
 	mgr.Shutdown(sctx)
 	return nil
+}
+
+// profileWrites persists agent profiles through the event writer, like
+// every other write: probes and agent starts record capabilities while
+// sessions stream, and a write beside the writer could wait on SQLite's
+// lock past busy_timeout.
+type profileWrites struct {
+	*store.Store
+	w *events.Writer
+}
+
+// UpsertAgentProfile implements agents.Persister through the writer.
+func (p profileWrites) UpsertAgentProfile(ctx context.Context, prof store.AgentProfile) error {
+	return p.w.Exec(ctx, func(tx *store.Store) error { return tx.UpsertAgentProfile(ctx, prof) })
 }
 
 // browserBase is the listener's URL as a browser on this machine reaches
