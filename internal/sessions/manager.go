@@ -145,6 +145,9 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (store.Session, er
 			initial.PromptID = uuid.NewString()
 		}
 	}
+	// From here a create runs to its end even if the client goes away: a
+	// session committed without its actor would wait for a restart.
+	ctx = context.WithoutCancel(ctx)
 	sess := store.Session{ID: uuid.NewString(), TaskID: in.TaskID, AgentProfileID: in.AgentProfileID, Cwd: cwd,
 		Title: in.Title, State: store.SessionCreated, EventEpoch: store.NewEpoch()}
 	_, err = m.w.Do(ctx, func(tx *store.Store, emit events.Emit) error {
