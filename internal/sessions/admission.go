@@ -136,7 +136,10 @@ func (a *actor) admitted(promptID string, err error) {
 	}
 	delete(a.admitting, promptID)
 	if err == nil {
-		a.ensureAgent()
+		if slices.ContainsFunc(a.queue, func(t store.Turn) bool { return t.PromptID == promptID }) {
+			// Still waiting (a failed start or a cancel may have ended it).
+			a.ensureAgent()
+		}
 		a.startNext()
 		return
 	}
