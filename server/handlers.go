@@ -52,7 +52,11 @@ func (h *handlers) CreateTask(ctx context.Context, req CreateTaskRequestObject) 
 		}
 		t.Workspace = dir
 	}
-	t, err := h.cfg.Store.CreateTask(ctx, t)
+	err := h.cfg.Writer.Exec(ctx, func(tx *store.Store) error {
+		var err error
+		t, err = tx.CreateTask(ctx, t)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +77,12 @@ func (h *handlers) UpdateTask(ctx context.Context, req UpdateTaskRequestObject) 
 		s := store.TaskState(*req.Body.State)
 		state = &s
 	}
-	t, err := h.cfg.Store.UpdateTask(ctx, req.Id, req.Body.Title, state)
+	var t store.Task
+	err := h.cfg.Writer.Exec(ctx, func(tx *store.Store) error {
+		var err error
+		t, err = tx.UpdateTask(ctx, req.Id, req.Body.Title, state)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

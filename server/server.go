@@ -35,7 +35,8 @@ type Config struct {
 	Agents   *agents.Registry
 	// Hub delivers committed events to SSE streams.
 	Hub *events.Hub
-	// Writer is the event log's writer (for metrics).
+	// Writer is the event log's single writer: every write the handlers
+	// make goes through it (and its counts feed /metrics).
 	Writer *events.Writer
 	// HeartbeatInterval is how often idle streams get a comment (default 15s).
 	HeartbeatInterval time.Duration

@@ -34,6 +34,7 @@ type options struct {
 	cors      string
 	bodyLimit string
 	queue     int
+	depth     int
 	heartbeat time.Duration
 	retention events.Retention
 	resumeOn  string
@@ -66,6 +67,7 @@ func parseOptions(args []string) (options, error) {
 	fs.IntVar(&o.queue, "queue-limit", 16, "prompts that may wait behind a running turn, per session")
 	fs.StringVar(&o.agentEnv, "agent-env-passthrough", env("TETHER_AGENT_ENV_PASSTHROUGH", ""), "comma-separated variables of the daemon's environment every agent also gets, e.g. ANTHROPIC_API_KEY or OPENAI_* (TETHER_* never) [TETHER_AGENT_ENV_PASSTHROUGH]")
 	fs.IntVar(&o.updateWindow, "agent-update-window", acp.DefaultUpdateWindow, "session/update notifications of one agent read but not yet committed; a faster agent is slowed down")
+	fs.IntVar(&o.depth, "prompt-max-depth", sessions.DefaultPromptMaxDepth, fmt.Sprintf("deepest JSON nesting a prompt may have, the block array being level 1 (at most %d); deeper prompts get 400", sessions.MaxPromptDepth))
 	fs.StringVar(&o.resumeOn, "resume-on-start", env("TETHER_RESUME_ON_START", "lazy"), "lazy: restore agents when a session is used; eager: restore resumable sessions at start-up [TETHER_RESUME_ON_START]")
 	fs.IntVar(&o.resumeN, "resume-concurrency", 8, "agents restored at once in eager mode")
 	fs.DurationVar(&o.restoreTO, "restore-timeout", 60*time.Second, "timeout of each session/new, session/load and session/resume call")
@@ -132,6 +134,9 @@ func parseOptions(args []string) (options, error) {
 	if o.hub.MaxPerSession <= 0 || o.hub.MaxTotal <= 0 || o.hub.StallAfter <= 0 || o.hub.MinAge <= 0 {
 		return o, errors.New("--max-session-streams, --max-streams, --stream-stall-after and --stream-min-age must be positive")
 	}
+	if o.depth < 1 || o.depth > sessions.MaxPromptDepth {
+		return o, fmt.Errorf("--prompt-max-depth must be between 1 and %d (SQLite's JSON nesting limit), got %d", sessions.MaxPromptDepth, o.depth)
+	}
 	if o.resumeOn != "lazy" && o.resumeOn != "eager" {
 		return o, fmt.Errorf("--resume-on-start must be lazy or eager, got %q", o.resumeOn)
 	}
@@ -196,18 +201,18 @@ func serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("locate tetherd executable: %w", err)
 	}
-	reg, err := agents.Load(ctx, agents.Config{DataDir: o.dataDir, Self: self, Store: st, Logger: logger,
-		EnvPassthrough: splitList(o.agentEnv)})
-	if err != nil {
-		return err
-	}
 	hub := events.NewHub(o.hub)
 	w, err := events.NewWriter(ctx, st, hub, events.WriterConfig{Logger: logger})
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	mgr := sessions.New(st, w, reg, sessions.Config{QueueLimit: o.queue, RestoreTimeout: o.restoreTO, MaxAgents: o.maxAgents,
+	reg, err := agents.Load(ctx, agents.Config{DataDir: o.dataDir, Self: self, Store: profileWrites{st, w}, Logger: logger,
+		EnvPassthrough: splitList(o.agentEnv)})
+	if err != nil {
+		return err
+	}
+	mgr := sessions.New(st, w, reg, sessions.Config{QueueLimit: o.queue, PromptMaxDepth: o.depth, RestoreTimeout: o.restoreTO, MaxAgents: o.maxAgents,
 		AgentIdleTimeout: o.agentIdle, Cwd: o.cwd, Files: o.files, UpdateWindow: o.updateWindow, Logger: logger})
 	// Reconcile before serving: nobody may see the previous daemon's
 	// half-finished state as if it were live.
@@ -220,7 +225,7 @@ func serve(ctx context.Context, args []string) error {
 	if o.cors != "" {
 		origins = strings.Split(o.cors, ",")
 	}
-	go events.RunRetention(ctx, st, o.retention, logger)
+	go events.RunRetention(ctx, w, o.retention, logger)
 	l, err := listen(o.addr, o.edge, logger)
 	if err != nil {
 		return err
@@ -276,4 +281,18 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// profileWrites persists agent profiles through the event writer, like
+// every other write: probes and agent starts record capabilities while
+// sessions stream, and a write beside the writer could wait on SQLite's
+// lock past busy_timeout.
+type profileWrites struct {
+	*store.Store
+	w *events.Writer
+}
+
+// UpsertAgentProfile implements agents.Persister through the writer.
+func (p profileWrites) UpsertAgentProfile(ctx context.Context, prof store.AgentProfile) error {
+	return p.w.Exec(ctx, func(tx *store.Store) error { return tx.UpsertAgentProfile(ctx, prof) })
 }

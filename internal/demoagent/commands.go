@@ -52,6 +52,7 @@ func availableCommands() []acp.AvailableCommand {
 		cmd("flood", "Stream N message chunks in one write, as fast as the pipe takes them", "N"),
 		cmd("approve-self", "Try to answer its own permission request with the daemon's token from the environment", ""),
 		cmd("env", "Reply with the value of an environment variable, or <unset>", "NAME"),
+		cmd("late", "End the turn, then send N message chunks after it", "N"),
 	}
 }
 
@@ -217,9 +218,35 @@ func (t *turn) run(prompt []acp.ContentBlock) error {
 			v = "<unset>"
 		}
 		return t.say(v)
+	case "/late":
+		n, err := strconv.Atoi(arg)
+		if err != nil || n < 0 {
+			return t.say("usage: /late N")
+		}
+		go t.late(n)
+		return t.say("ending the turn; more follows")
 	default:
 		return t.say("unknown command " + name)
 	}
+}
+
+// lateDelay lets the client read a turn's response before /late sends
+// output that belongs to no turn.
+const lateDelay = 100 * time.Millisecond
+
+// late misbehaves as an agent whose output outlives its turn (a cancelled
+// or cut-off turn's leftovers): N chunks after the prompt was answered,
+// then a plan "late output sent" so a client can tell they are all out. It
+// ends once they are sent or the connection is gone.
+func (t *turn) late(n int) {
+	time.Sleep(lateDelay)
+	for i := 1; i <= n; i++ {
+		if t.a.emit(t.s, t.sid, acp.UpdateAgentMessageText(fmt.Sprintf("late %d\n", i))) != nil {
+			return
+		}
+	}
+	_ = t.a.emit(t.s, t.sid, acp.UpdatePlan(acp.PlanEntry{Content: "late output sent",
+		Priority: acp.PlanEntryPriorityLow, Status: acp.PlanEntryStatusCompleted}))
 }
 
 // crash stops the process the way a crashing agent does: what was sent is

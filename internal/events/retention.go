@@ -19,9 +19,10 @@ type Retention struct {
 	Every time.Duration
 }
 
-// RunRetention prunes periodically until ctx ends. A client resuming from a
-// pruned cursor gets resync_required{reason: cursor_expired}.
-func RunRetention(ctx context.Context, st *store.Store, r Retention, log *slog.Logger) {
+// RunRetention prunes periodically until ctx ends, through the writer (a
+// prune beside it would compete for SQLite's lock). A client resuming from
+// a pruned cursor gets resync_required{reason: cursor_expired}.
+func RunRetention(ctx context.Context, w *Writer, r Retention, log *slog.Logger) {
 	if r.Age <= 0 {
 		return
 	}
@@ -31,7 +32,12 @@ func RunRetention(ctx context.Context, st *store.Store, r Retention, log *slog.L
 	t := time.NewTicker(r.Every)
 	defer t.Stop()
 	for {
-		n, err := st.PruneEvents(ctx, time.Now().Add(-r.Age), r.Keep)
+		var n int64
+		err := w.Exec(ctx, func(tx *store.Store) error {
+			var err error
+			n, err = tx.PruneEvents(ctx, time.Now().Add(-r.Age), r.Keep)
+			return err
+		})
 		switch {
 		case err != nil && ctx.Err() == nil:
 			log.Warn("event retention failed", "err", err)

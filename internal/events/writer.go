@@ -176,6 +176,23 @@ func (w *Writer) Do(ctx context.Context, apply Apply) ([]store.Event, error) {
 	return w.Submit(apply).Wait(ctx)
 }
 
+// Exec runs fn in the writer's next batch and waits for it: the way for
+// writes that emit no events (tasks, agent profiles, retention) to reach
+// the database. Every write goes through the one writer, so none waits on
+// SQLite's lock, where a busy writer can starve it past busy_timeout
+// ("database is locked").
+func (w *Writer) Exec(ctx context.Context, fn func(tx *store.Store) error) error {
+	_, err := w.Do(ctx, func(tx *store.Store, _ Emit) error { return fn(tx) })
+	return err
+}
+
+// Queued is how many ops wait for the writer (for /metrics and tests).
+func (w *Writer) Queued() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.queue)
+}
+
 // Stats reports events committed and batches (transactions) since start.
 func (w *Writer) Stats() (events, batches int64) { return w.committed.Load(), w.batches.Load() }
 

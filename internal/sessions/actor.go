@@ -42,6 +42,9 @@ type actor struct {
 	perms   map[string]*pendingPermission
 	// turns indexes every turn of the session by prompt id (idempotency).
 	turns map[string]store.Turn
+	// admitting holds the turns whose admitting write has not reported
+	// yet: they never reach the agent before it has (see admitted).
+	admitting map[string]admission
 	// replaying is set while a session/load replays history: those updates
 	// are already in the transcript and must not be stored again. It stays
 	// set until the next prompt, as some agents replay after the response.
@@ -77,13 +80,20 @@ type turnRun struct {
 func newActor(m *Manager, sess store.Session, exec store.Executor, turns []store.Turn) *actor {
 	a := &actor{
 		m: m, id: sess.ID, mb: newMailbox(), sess: sess, exec: exec,
-		log:   m.cfg.Logger.With("session", sess.ID),
-		perms: map[string]*pendingPermission{},
-		turns: make(map[string]store.Turn, len(turns)),
+		log:       m.cfg.Logger.With("session", sess.ID),
+		perms:     map[string]*pendingPermission{},
+		turns:     make(map[string]store.Turn, len(turns)),
+		admitting: map[string]admission{},
 	}
 	for _, t := range turns {
 		a.turns[t.PromptID] = t
 		a.lastPromptID = t.PromptID // turns come in seq order
+		if t.State == store.TurnQueued {
+			// Admitted durably but never started (a new session's initial
+			// prompt; start-up reconciliation ends any other): it runs
+			// once the agent is ready.
+			a.queue = append(a.queue, t)
+		}
 	}
 	return a
 }

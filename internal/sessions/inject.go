@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/recovery"
 	"github.com/tether/tether/internal/store"
 )
@@ -12,11 +11,8 @@ import (
 // withResumeContext builds the prompt for a turn that owes the resume
 // context: the transcript before this turn, then the request itself. It
 // runs off the actor, after the turn start is durable.
-func (m *Manager) withResumeContext(started *events.Pending, sessionID string, t store.Turn) (json.RawMessage, error) {
+func (m *Manager) withResumeContext(sessionID string, t store.Turn) (json.RawMessage, error) {
 	ctx := context.Background()
-	if _, err := started.Wait(ctx); err != nil {
-		return nil, err
-	}
 	var msgs []store.Message
 	var calls []store.ToolCall
 	err := m.store.Snapshot(ctx, func(r *store.Store) error {

@@ -64,7 +64,10 @@ type Config struct {
 	// or pending permission for this long (0: never). Its session stays
 	// resumable: the next prompt restores it.
 	AgentIdleTimeout time.Duration
-	Logger           *slog.Logger
+	// PromptMaxDepth bounds how deeply a prompt's JSON may nest (the block
+	// array is level 1); at most MaxPromptDepth.
+	PromptMaxDepth int
+	Logger         *slog.Logger
 	// Outgoing, if set, receives every line sent to any agent (tests).
 	Outgoing func(sessionID string) interface{ Write([]byte) (int, error) }
 }
@@ -91,6 +94,10 @@ func (c *Config) defaults() {
 	if c.CancelGrace <= 0 {
 		c.CancelGrace = 10 * time.Second
 	}
+	if c.PromptMaxDepth <= 0 {
+		c.PromptMaxDepth = DefaultPromptMaxDepth
+	}
+	c.PromptMaxDepth = min(c.PromptMaxDepth, MaxPromptDepth)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -137,10 +144,10 @@ type CreateInput struct {
 	PromptID      string
 }
 
-// Create validates the request, persists the session (and a task when none
-// is given) and starts its agent in the background. An initial prompt is
-// admitted as the first turn and runs once the agent is ready. The agent's
-// slot is reserved first: at a cap, nothing is created.
+// Create validates the request, then persists the session, its task when
+// none is given, and the initial prompt's turn (queued) in one write: all
+// of it exists or none of it does, and the agent starts only after. The
+// agent's slot is reserved first: at a cap, nothing is created.
 func (m *Manager) Create(ctx context.Context, in CreateInput) (_ store.Session, err error) {
 	_, profile, err := m.profiles.Spec(in.AgentProfileID)
 	if err != nil {
@@ -149,6 +156,16 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (_ store.Session, 
 	cwd, err := m.ResolveCwd(in.Cwd)
 	if err != nil {
 		return store.Session{}, err
+	}
+	var initial store.Turn
+	if len(in.InitialPrompt) > 0 {
+		if err := m.checkPrompt(in.InitialPrompt); err != nil {
+			return store.Session{}, err
+		}
+		initial = store.Turn{PromptID: in.PromptID, Kind: store.TurnInitial, Prompt: in.InitialPrompt, State: store.TurnQueued}
+		if initial.PromptID == "" {
+			initial.PromptID = uuid.NewString()
+		}
 	}
 	slot, err := m.slots.acquire(in.AgentProfileID, profile.MaxAgents)
 	if err != nil {
@@ -163,9 +180,11 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (_ store.Session, 
 			a.mb.post(a.dropSlot) // unless an agent is starting with it
 		}
 	}()
+	// From here a create runs to its end even if the client goes away: a
+	// session committed without its actor would wait for a restart.
+	ctx = context.WithoutCancel(ctx)
 	sess := store.Session{ID: uuid.NewString(), TaskID: in.TaskID, AgentProfileID: in.AgentProfileID, Cwd: cwd,
 		Title: in.Title, State: store.SessionCreated, EventEpoch: store.NewEpoch()}
-	// Task and session are created together or not at all.
 	_, err = m.w.Do(ctx, func(tx *store.Store, emit events.Emit) error {
 		if sess.TaskID == "" {
 			title := in.Title
@@ -186,11 +205,17 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (_ store.Session, 
 		emit(events.Draft{SessionID: sess.ID, Type: events.SessionCreated, Payload: map[string]any{
 			"taskId": sess.TaskID, "agentProfileId": sess.AgentProfileID, "cwd": sess.Cwd, "state": sess.State,
 			"title": sess.Title, "eventEpoch": sess.EventEpoch}})
-		return nil
+		if initial.PromptID == "" {
+			return nil
+		}
+		initial.SessionID = sess.ID
+		_, err = persistQueued(ctx, tx, emit, sess, initial)
+		return err
 	})
 	if err != nil {
 		return store.Session{}, err
 	}
+	// The actor loads the queued initial turn with the session.
 	live, err := m.actor(ctx, sess.ID)
 	if err != nil {
 		return store.Session{}, err
@@ -199,11 +224,7 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (_ store.Session, 
 		return store.Session{}, errcode.New(errcode.ServiceShuttingDown, "tetherd is shutting down")
 	}
 	a = live
-	if len(in.InitialPrompt) > 0 {
-		if _, err := a.prompt(ctx, PromptInput{Prompt: in.InitialPrompt, PromptID: in.PromptID, kind: store.TurnInitial}); err != nil {
-			return store.Session{}, err
-		}
-	} else if err := a.do(ctx, func() { a.ensureAgent() }); err != nil {
+	if err := a.do(ctx, func() { a.ensureAgent() }); err != nil {
 		return store.Session{}, err
 	} else if err := a.sync(ctx); err != nil {
 		// The 201 says the agent is starting: that must be on record.
@@ -259,6 +280,9 @@ func (m *Manager) actor(ctx context.Context, id string) (*actor, error) {
 
 // Prompt admits a prompt into a session (running now, or queued).
 func (m *Manager) Prompt(ctx context.Context, sessionID string, in PromptInput) (PromptResult, error) {
+	if err := m.checkPrompt(in.Prompt); err != nil {
+		return PromptResult{}, err
+	}
 	a, err := m.actor(ctx, sessionID)
 	if err != nil {
 		return PromptResult{}, err

@@ -33,6 +33,18 @@ func (a *actor) onUpdate(gen int, u acp.Update) {
 			return
 		}
 	}
+	if a.running == nil {
+		switch u.Kind {
+		case acp.UpdateAgentMessage, acp.UpdateAgentThought, acp.UpdateToolCall, acp.UpdateToolCallUpdate:
+			// Output after its turn ended (cancelled, interrupted, or an
+			// agent that keeps talking after it answered): the turn's
+			// outcome is final, and this belongs to no turn the user asked
+			// for. Storing it would add a message without a promptId, or
+			// overwrite an interrupted tool call's recorded failure.
+			a.log.Debug("dropping agent output outside a turn", "kind", u.Kind)
+			return
+		}
+	}
 	promptID := ""
 	if a.running != nil {
 		promptID = a.running.turn.PromptID

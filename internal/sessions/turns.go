@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -59,6 +60,7 @@ func (a *actor) prompt(ctx context.Context, in PromptInput) (PromptResult, error
 	if err != nil {
 		return PromptResult{}, err
 	}
+	res.Turn = a.settled(ctx, res.Turn)
 	res.Cursor = res.EventEpoch + ":" + strconv.FormatInt(lastSeq(evs, a.id), 10)
 	if res.Cursor == res.EventEpoch+":0" {
 		// A repeated prompt id admits nothing new: report the head.
@@ -90,6 +92,11 @@ func (a *actor) admit(in PromptInput) (PromptResult, error) {
 				return PromptResult{}, errcode.New(errcode.PromptIDConflict,
 					"promptId %q was already used for a different prompt", in.PromptID)
 			}
+			if _, admitting := a.admitting[in.PromptID]; admitting {
+				// Not durable yet: the retry shares the first request's
+				// outcome instead of claiming a turn that may never exist.
+				return PromptResult{Turn: t, EventEpoch: a.sess.EventEpoch, pending: a.admissionWrite(in.PromptID)}, nil
+			}
 			return PromptResult{Turn: t, EventEpoch: a.sess.EventEpoch, pending: a.synced()}, nil
 		}
 	}
@@ -110,42 +117,29 @@ func (a *actor) admit(in PromptInput) (PromptResult, error) {
 	return PromptResult{Turn: t, EventEpoch: a.sess.EventEpoch, pending: pending}, nil
 }
 
-// enqueue admits a turn: it is persisted queued (turn.queued), then runs as
-// soon as the agent is ready and idle. It returns the turn as it stands
-// after admission (running if it started at once).
+// enqueue admits a turn: it is persisted queued (turn.queued) and runs once
+// that write has committed and the agent is ready and idle. Until then it
+// holds its place in the queue (and answers retries of its prompt id), but
+// nothing about it reaches the agent; if the write fails it is dropped.
 func (a *actor) enqueue(t store.Turn) (store.Turn, *events.Pending) {
 	if t.PromptID == "" {
 		t.PromptID = uuid.NewString()
 	}
 	t.State = store.TurnQueued
 	t.CreatedAt = time.Now().UTC()
-	markPrompted := !a.sess.Prompted
 	a.sess.Prompted = true
+	sess := a.sess
 	queued := t // the closure runs on the writer goroutine: give it its own copy
 	pending := a.write(func(tx *store.Store, emit events.Emit) error {
-		ctx := a.ctx()
-		created, err := tx.CreateTurn(ctx, queued)
-		if err != nil {
-			return err
-		}
-		if markPrompted {
-			if err := tx.MarkSessionPrompted(ctx, a.id); err != nil {
-				return err
-			}
-		}
-		p := map[string]any{"kind": created.Kind, "seq": created.Seq, "prompt": created.Prompt}
-		if created.ContinuesPromptID != "" {
-			p["continuesPromptId"] = created.ContinuesPromptID
-		}
-		emit(events.Draft{SessionID: a.id, Type: events.TurnQueued, PromptID: queued.PromptID, Payload: a.payload(p)})
-		return nil
+		_, err := persistQueued(a.ctx(), tx, emit, sess, queued)
+		return err
 	})
+	a.admitting[t.PromptID] = admission{prevLast: a.lastPromptID, pending: pending}
 	a.turns[t.PromptID] = t
 	a.lastPromptID = t.PromptID
 	a.queue = append(a.queue, t)
-	a.ensureAgent()
-	a.startNext()
-	return a.turns[t.PromptID], pending
+	a.awaitAdmission(t.PromptID, pending)
+	return t, pending
 }
 
 func (a *actor) activePromptID() string {
@@ -166,6 +160,9 @@ func (a *actor) startNext() {
 	if len(a.queue) == 0 {
 		a.setState(store.SessionWaitingForInput)
 		return
+	}
+	if _, admitting := a.admitting[a.queue[0].PromptID]; admitting {
+		return // not durable yet: admitted runs it once it is
 	}
 	t := a.queue[0]
 	a.queue = a.queue[1:]
@@ -209,10 +206,15 @@ func (a *actor) startNext() {
 	a.pushRecovery()
 	acpID := a.acpID
 	go func() {
+		// The agent hears of the turn only once it is recorded as started.
+		if _, err := started.Wait(context.Background()); err != nil {
+			a.mb.post(func() { a.onTurnDone(r, "", err) })
+			return
+		}
 		prompt := t.Prompt
 		if inject {
 			var err error
-			if prompt, err = a.m.withResumeContext(started, a.id, t); err != nil {
+			if prompt, err = a.m.withResumeContext(a.id, t); err != nil {
 				a.mb.post(func() { a.onTurnDone(r, "", err) })
 				return
 			}
@@ -263,6 +265,10 @@ func (a *actor) onTurnDone(r *turnRun, stop string, err error) {
 }
 
 func errorCode(err error) string {
+	var de *errcode.Error
+	if errors.As(err, &de) {
+		return string(de.Code) // the daemon's own failure, not the agent's
+	}
 	switch acp.Classify(err) {
 	case acp.ClassAuthRequired:
 		return "agent_auth_required"

@@ -1,0 +1,161 @@
+package sessions
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+
+	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/store"
+)
+
+// Admission: a prompt reaches an agent only after the daemon has durably
+// admitted it (its turn row and turn.queued committed), and a prompt whose
+// admission fails leaves nothing behind, in memory or on disk.
+
+// DefaultPromptMaxDepth is the default bound on how deeply a prompt's JSON
+// may nest, counting the array of content blocks as level 1. Real content
+// blocks need a handful of levels; the rest of the budget is for _meta.
+const DefaultPromptMaxDepth = 64
+
+// MaxPromptDepth is the largest PromptMaxDepth the store can honour: SQLite's
+// JSON functions (which the schema's json_valid checks use) refuse documents
+// nested more than 1000 levels deep, and the turn.queued event wraps the
+// prompt in a payload object.
+const MaxPromptDepth = 900
+
+// checkPrompt refuses, as a client mistake, a prompt the store or an agent
+// could not take. The contract already bounds blocks and text length; this
+// checks what a schema cannot express.
+func (m *Manager) checkPrompt(prompt json.RawMessage) error {
+	if d := jsonDepth(prompt); d > m.cfg.PromptMaxDepth {
+		return errcode.New(errcode.ValidationFailed, "prompt nests %d levels deep; at most %d are allowed", d, m.cfg.PromptMaxDepth).
+			With("maxDepth", m.cfg.PromptMaxDepth)
+	}
+	return nil
+}
+
+// jsonDepth is the deepest nesting of arrays and objects in a valid JSON
+// document (0 for a scalar). It scans bytes, so a hostile document costs no
+// allocation and no recursion.
+func jsonDepth(b []byte) int {
+	depth, deepest := 0, 0
+	inString, escaped := false, false
+	for _, c := range b {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '[', '{':
+			depth++
+			deepest = max(deepest, depth)
+		case ']', '}':
+			depth--
+		}
+	}
+	return deepest
+}
+
+// persistQueued is the write that admits a turn: the row (queued) and its
+// turn.queued event, in one op, so both exist or neither does. Every
+// admission marks the session prompted: whichever admission commits first
+// is then the one that records it, whatever failed before.
+func persistQueued(ctx context.Context, tx *store.Store, emit events.Emit, sess store.Session, t store.Turn) (store.Turn, error) {
+	created, err := tx.CreateTurn(ctx, t)
+	if err != nil {
+		return store.Turn{}, err
+	}
+	if err := tx.MarkSessionPrompted(ctx, sess.ID); err != nil {
+		return store.Turn{}, err
+	}
+	p := map[string]any{"kind": created.Kind, "seq": created.Seq, "prompt": created.Prompt, "taskId": sess.TaskID}
+	if created.ContinuesPromptID != "" {
+		p["continuesPromptId"] = created.ContinuesPromptID
+	}
+	emit(events.Draft{SessionID: sess.ID, Type: events.TurnQueued, PromptID: created.PromptID, Payload: p})
+	return created, nil
+}
+
+// admission is a turn whose admitting write has not reported yet.
+type admission struct {
+	// prevLast is lastPromptID before this turn was admitted, restored
+	// should the write fail.
+	prevLast string
+	// pending is the admitting write.
+	pending *events.Pending
+}
+
+// admissionWrite is the pending write admitting promptID.
+func (a *actor) admissionWrite(promptID string) *events.Pending {
+	return a.admitting[promptID].pending
+}
+
+// awaitAdmission reports the outcome of a turn's admitting write back to
+// the actor. The goroutine ends when the write does: the writer answers
+// every op it accepted, even while closing.
+func (a *actor) awaitAdmission(promptID string, pending *events.Pending) {
+	go func() {
+		_, err := pending.Wait(context.Background())
+		a.mb.post(func() { a.admitted(promptID, err) })
+	}()
+}
+
+// settled settles t's admission, whose write has succeeded, on the actor
+// (which may already have done so) and returns the turn as it now stands,
+// so the answer says whether it started at once.
+func (a *actor) settled(ctx context.Context, t store.Turn) store.Turn {
+	now, err := call(ctx, a.mb, func() (store.Turn, error) {
+		a.admitted(t.PromptID, nil)
+		return a.turns[t.PromptID], nil
+	})
+	if err != nil || now.PromptID == "" {
+		return t
+	}
+	return now
+}
+
+// admitted settles a turn's admission once its write has reported. On
+// success the turn may now run; on failure it is forgotten, as if never
+// asked, and the agent never hears of it. Settling twice is a no-op, so
+// the waiting request may settle it first (and answer with what it did).
+func (a *actor) admitted(promptID string, err error) {
+	adm, ok := a.admitting[promptID]
+	if !ok {
+		return
+	}
+	delete(a.admitting, promptID)
+	if err == nil {
+		if slices.ContainsFunc(a.queue, func(t store.Turn) bool { return t.PromptID == promptID }) {
+			// Still waiting (a failed start or a cancel may have ended it).
+			a.ensureAgent()
+		}
+		a.startNext()
+		return
+	}
+	a.log.Warn("prompt not admitted: its turn could not be stored", "promptId", promptID, "err", err)
+	delete(a.turns, promptID)
+	a.queue = slices.DeleteFunc(a.queue, func(t store.Turn) bool { return t.PromptID == promptID })
+	if a.lastPromptID == promptID {
+		a.lastPromptID = adm.prevLast
+	}
+	for id, other := range a.admitting {
+		if other.prevLast == promptID {
+			other.prevLast = adm.prevLast
+			a.admitting[id] = other
+		}
+	}
+	// Only admissions mark a session prompted, and turns are never deleted.
+	a.sess.Prompted = len(a.turns) > 0
+	a.startNext()
+}
