@@ -56,7 +56,10 @@ export class Daemon {
   }
 
   async #spawn() {
-    const proc = spawn(TETHERD, ['serve', '--data-dir', this.dataDir, '--addr', `127.0.0.1:${this.port}`, '--token', this.token, '--log-level', 'warn'], {
+    // The token goes in the environment, not on the command line (where
+    // every local user would see it in ps).
+    const proc = spawn(TETHERD, ['serve', '--data-dir', this.dataDir, '--addr', `127.0.0.1:${this.port}`, '--log-level', 'warn'], {
+      env: { ...process.env, TETHER_TOKEN: this.token },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.proc = proc;
@@ -78,8 +81,10 @@ export class Daemon {
       if (Date.now() > deadline) throw new Error(`tetherd did not become healthy:\n${this.log}`);
       await sleep(50);
     }
-    // The printed shell URL carries the token in the fragment.
-    if (!this.log.includes(`/shell/#token=${this.token}`)) throw new Error(`tetherd did not print the shell URL:\n${this.log}`);
+    // stderr is a pipe, not a terminal: the banner names the shell URL with
+    // a placeholder, and the token itself never reaches the log.
+    if (!this.log.includes(`${this.base}/shell/#token=<token>`)) throw new Error(`tetherd did not print the shell URL:\n${this.log}`);
+    if (this.log.includes(this.token)) throw new Error(`tetherd printed its token to a log that is not a terminal:\n${this.log}`);
   }
 
   get shellUrl() {
