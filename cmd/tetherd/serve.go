@@ -34,6 +34,7 @@ type options struct {
 	cors      string
 	bodyLimit string
 	queue     int
+	maxPerms  int
 	depth     int
 	heartbeat time.Duration
 	retention events.Retention
@@ -65,6 +66,7 @@ func parseOptions(args []string) (options, error) {
 	fs.StringVar(&o.cors, "cors-origins", env("TETHER_CORS_ORIGINS", ""), "comma-separated origins allowed by CORS (default: none) [TETHER_CORS_ORIGINS]")
 	fs.StringVar(&o.bodyLimit, "body-limit", env("TETHER_BODY_LIMIT", "2M"), "maximum request body size [TETHER_BODY_LIMIT]")
 	fs.IntVar(&o.queue, "queue-limit", 16, "prompts that may wait behind a running turn, per session")
+	fs.IntVar(&o.maxPerms, "max-pending-permissions", 16, "open permission requests one agent may have; more are answered cancelled at once")
 	fs.StringVar(&o.agentEnv, "agent-env-passthrough", env("TETHER_AGENT_ENV_PASSTHROUGH", ""), "comma-separated variables of the daemon's environment every agent also gets, e.g. ANTHROPIC_API_KEY or OPENAI_* (TETHER_* never) [TETHER_AGENT_ENV_PASSTHROUGH]")
 	fs.IntVar(&o.updateWindow, "agent-update-window", acp.DefaultUpdateWindow, "session/update notifications of one agent read but not yet committed; a faster agent is slowed down")
 	fs.IntVar(&o.depth, "prompt-max-depth", sessions.DefaultPromptMaxDepth, fmt.Sprintf("deepest JSON nesting a prompt may have, the block array being level 1 (at most %d); deeper prompts get 400", sessions.MaxPromptDepth))
@@ -124,6 +126,9 @@ func parseOptions(args []string) (options, error) {
 	}
 	if o.dataDir == "" {
 		return o, errors.New("no data directory: set --data-dir, TETHER_DATA_DIR or HOME")
+	}
+	if o.maxPerms <= 0 {
+		return o, fmt.Errorf("--max-pending-permissions must be positive, got %d", o.maxPerms)
 	}
 	if o.updateWindow <= 0 {
 		return o, fmt.Errorf("--agent-update-window must be positive, got %d", o.updateWindow)
@@ -212,7 +217,7 @@ func serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	mgr := sessions.New(st, w, reg, sessions.Config{QueueLimit: o.queue, PromptMaxDepth: o.depth, RestoreTimeout: o.restoreTO, MaxAgents: o.maxAgents,
+	mgr := sessions.New(st, w, reg, sessions.Config{QueueLimit: o.queue, MaxPendingPermissions: o.maxPerms, PromptMaxDepth: o.depth, RestoreTimeout: o.restoreTO, MaxAgents: o.maxAgents,
 		AgentIdleTimeout: o.agentIdle, Cwd: o.cwd, Files: o.files, UpdateWindow: o.updateWindow, Logger: logger})
 	// Reconcile before serving: nobody may see the previous daemon's
 	// half-finished state as if it were live.

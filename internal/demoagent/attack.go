@@ -112,3 +112,33 @@ func (t *turn) answerOwnPermission(ctx context.Context, base, token string) erro
 		}
 	}
 }
+
+// permissionFlood implements /permission-many N: N permission requests at
+// once, as an agent that floods the user (and the daemon) with questions
+// would. It reports every answer as it comes, so a test can count how many
+// the daemon refused, and ends once all N are answered.
+func (t *turn) permissionFlood(n int) error {
+	outcomes := make(chan string, n)
+	for i := range n {
+		id := t.nextToolCallID()
+		go func() {
+			out, err := t.askPermission(acp.ToolCallUpdate{
+				ToolCallId: id, Title: acp.Ptr(fmt.Sprintf("Flood request %d", i+1)),
+				Kind: acp.Ptr(acp.ToolKindEdit), Status: acp.Ptr(acp.ToolCallStatusPending),
+			})
+			switch {
+			case err != nil:
+				out = "error"
+			case out == "":
+				out = "cancelled"
+			}
+			outcomes <- out
+		}()
+	}
+	for i := range n {
+		if err := t.say(fmt.Sprintf("permission %s (%d of %d answered)\n", <-outcomes, i+1, n)); err != nil {
+			return err
+		}
+	}
+	return t.interrupted()
+}

@@ -50,6 +50,7 @@ func availableCommands() []acp.AvailableCommand {
 		cmd("thought", "Send a thought chunk, then a message", "TEXT"),
 		cmd("unknown-update", "Send a session/update of an unknown kind", ""),
 		cmd("flood", "Stream N message chunks in one write, as fast as the pipe takes them", "N"),
+		cmd("permission-many", "Ask N permission questions at once and report each answer", "N"),
 		cmd("approve-self", "Try to answer its own permission request with the daemon's token from the environment", ""),
 		cmd("env", "Reply with the value of an environment variable, or <unset>", "NAME"),
 		cmd("late", "End the turn, then send N message chunks after it", "N"),
@@ -206,6 +207,12 @@ func (t *turn) run(prompt []acp.ContentBlock) error {
 			return err
 		}
 		return t.say("sent an unknown update")
+	case "/permission-many":
+		n, err := strconv.Atoi(arg)
+		if err != nil || n < 1 {
+			return t.say("usage: /permission-many N")
+		}
+		return t.permissionFlood(n)
 	case "/approve-self":
 		return t.approveSelf()
 	case "/env":

@@ -33,6 +33,11 @@ type Profiles interface {
 type Config struct {
 	// QueueLimit bounds prompts waiting behind a running turn.
 	QueueLimit int
+	// MaxPendingPermissions bounds an agent's open permission requests;
+	// past it a request is answered "cancelled" at once and stored nowhere,
+	// so a flooding agent cannot fill the transcript, memory or the user's
+	// screen with questions (default 16).
+	MaxPendingPermissions int
 	// StartTimeout bounds process start + initialize.
 	StartTimeout time.Duration
 	// RestoreTimeout bounds each session/new, session/resume and
@@ -73,6 +78,9 @@ type Config struct {
 }
 
 func (c *Config) defaults() {
+	if c.MaxPendingPermissions <= 0 {
+		c.MaxPendingPermissions = 16
+	}
 	if c.QueueLimit <= 0 {
 		c.QueueLimit = 16
 	}

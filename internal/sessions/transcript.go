@@ -164,6 +164,12 @@ func (a *actor) onPermissionRequested(gen int, req acp.PermissionRequest, reply 
 			return ""
 		}
 	}
+	if len(a.perms) >= a.m.cfg.MaxPendingPermissions {
+		// Answered cancelled: ACP's answer for a question that will not be
+		// put to the user. The agent may ask again once one is answered.
+		a.log.Warn("agent permission request refused: too many open", "open", len(a.perms), "limit", a.m.cfg.MaxPendingPermissions)
+		return ""
+	}
 	title := ""
 	if req.Tool.Title != nil {
 		title = *req.Tool.Title
