@@ -30,6 +30,8 @@ run: build
 test: node_modules vet check-generated test-go test-node test-ts test-web
 
 test-go: build
+	@test -x test/agents/node_modules/.bin/claude-agent-acp -a -x test/agents/node_modules/.bin/qwen || \
+	  echo "WARNING: real agents not installed, the real-agent suite (test/realagents) is SKIPPED: run (cd test/agents && npm ci --no-audit --no-fund)"
 	TETHERD_BIN=$(CURDIR)/$(BIN) $(GO) test $(GOFLAGS_TEST) ./...
 
 ## test-node: a real EventSource client (npm eventsource) against the built daemon

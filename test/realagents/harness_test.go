@@ -1,0 +1,328 @@
+// Package realagents_test runs real coding agents (claude-agent-acp and
+// qwen-code, pinned in test/agents) under the real tetherd binary, over
+// HTTP and SSE, against the scripted model server of internal/modelserver.
+package realagents_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tether/tether/internal/modelserver"
+	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/testbin"
+)
+
+const token = "real-agents-test-token"
+
+// deadline bounds every wait: real agents are slow to start (session/new
+// can take ~10 s), so this is generous; a safety net, never an assertion.
+const deadline = 3 * time.Minute
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testbin.Cleanup()
+	os.Exit(code)
+}
+
+// agent is one real agent of the suite and how to point it at the model
+// server.
+type agent struct {
+	id string
+	// bin is the executable's name in test/agents/node_modules/.bin.
+	bin  string
+	args []string
+	// env is the profile's environment for a model server and a HOME.
+	env func(model *modelserver.Server, home string) map[string]string
+}
+
+var agents = []agent{
+	{id: "claude", bin: "claude-agent-acp", env: func(m *modelserver.Server, home string) map[string]string {
+		return map[string]string{"ANTHROPIC_BASE_URL": m.URL(), "ANTHROPIC_API_KEY": "dummy", "DISABLE_TELEMETRY": "1",
+			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1", "HOME": home}
+	}},
+	{id: "qwen", bin: "qwen", args: []string{"--acp", "--auth-type", "openai"}, env: func(m *modelserver.Server, home string) map[string]string {
+		return map[string]string{"OPENAI_API_KEY": "dummy", "OPENAI_BASE_URL": m.URL() + "/v1", "OPENAI_MODEL": "scripted-model", "HOME": home}
+	}},
+}
+
+// command is the agent's installed executable; without it the suite skips
+// loudly, except under CI where a missing agent is a failure.
+func (a agent) command(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(testbin.Root(), "test", "agents", "node_modules", ".bin", a.bin)
+	if _, err := os.Stat(path); err != nil {
+		msg := fmt.Sprintf("real agent %s not installed (%v): run `cd test/agents && npm ci` (needs Node 20 + npm)", a.id, err)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip("SKIPPING the real-agent suite: " + msg)
+	}
+	return path
+}
+
+// world is one model server, one daemon with one real agent's profile,
+// and one session directory.
+type world struct {
+	t     *testing.T
+	agent agent
+	model *modelserver.Server
+	dir   string // data dir
+	cwd   string // the session's directory
+	addr  string
+	cmd   *exec.Cmd
+	done  chan struct{}
+	logs  *testbin.LogBuffer
+}
+
+// newWorld starts the model server with script and a daemon whose only
+// profile is the agent (so no other agent is spawned to be probed).
+func newWorld(t *testing.T, a agent, script modelserver.Script) *world {
+	t.Helper()
+	command := a.command(t)
+	w := &world{t: t, agent: a, model: modelserver.Start(t, script), dir: t.TempDir(), addr: testbin.FreeAddr(t), logs: &testbin.LogBuffer{}}
+	w.cwd = w.t.TempDir()
+	if r, err := filepath.EvalSymlinks(w.cwd); err == nil {
+		w.cwd = r
+	}
+	cmdJSON, _ := json.Marshal(command)
+	args, _ := json.Marshal(append([]string{}, a.args...))
+	env, _ := json.Marshal(a.env(w.model, t.TempDir()))
+	yaml := fmt.Sprintf("agents:\n  - id: %s\n    command: %s\n    args: %s\n    env: %s\n", a.id, cmdJSON, args, env)
+	if err := os.WriteFile(filepath.Join(w.dir, "agents.yaml"), []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.start()
+	t.Cleanup(w.stop)
+	return w
+}
+
+// start runs `tetherd serve` and waits for /health.
+func (w *world) start() {
+	w.t.Helper()
+	w.cmd = exec.Command(testbin.Tetherd(w.t), "serve", "--data-dir", w.dir, "--addr", w.addr, "--token", token, "--log-level", "debug")
+	w.cmd.Stdout, w.cmd.Stderr = w.logs, w.logs
+	if err := w.cmd.Start(); err != nil {
+		w.t.Fatal(err)
+	}
+	w.done = make(chan struct{})
+	go func() { _ = w.cmd.Wait(); close(w.done) }()
+	w.waitFor("tetherd to become healthy", func() bool {
+		select {
+		case <-w.done:
+			w.t.Fatalf("tetherd exited during start-up:\n%s", w.logs.String())
+		default:
+		}
+		resp, err := http.Get("http://" + w.addr + "/health")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+}
+
+// stop stops the daemon with SIGTERM (which stops its agents) and shows
+// its log and the model's requests if the test failed.
+func (w *world) stop() {
+	_ = w.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-w.done:
+	case <-time.After(deadline):
+		_ = w.cmd.Process.Kill()
+		<-w.done
+		w.t.Errorf("tetherd did not stop within %s of SIGTERM", deadline)
+	}
+	if w.t.Failed() {
+		w.t.Logf("--- tetherd output ---\n%s", w.logs.String())
+		for i, r := range w.model.Requests() {
+			w.t.Logf("--- model request %d: %s %s tools=%v last user=%q", i+1, r.API, r.Path, r.ToolNames(), r.LastUser().Text())
+		}
+	}
+}
+
+// waitFor polls cond until it holds.
+func (w *world) waitFor(what string, cond func() bool) {
+	w.t.Helper()
+	end := time.Now().Add(deadline)
+	for !cond() {
+		if time.Now().After(end) {
+			w.t.Fatalf("timed out after %s waiting for %s", deadline, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// do sends an API request with the token and decodes a JSON answer.
+func (w *world) do(method, path string, body any) (int, map[string]any) {
+	w.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, "http://"+w.addr+path, rd)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		w.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	if len(b) > 0 && strings.Contains(resp.Header.Get("Content-Type"), "json") {
+		if err := json.Unmarshal(b, &m); err != nil {
+			w.t.Fatalf("%s %s: decode %s: %v", method, path, b, err)
+		}
+	}
+	return resp.StatusCode, m
+}
+
+// createSession starts a session of the agent in the world's cwd.
+func (w *world) createSession() string {
+	w.t.Helper()
+	code, m := w.do("POST", "/session", map[string]any{"agentProfileId": w.agent.id, "cwd": w.cwd})
+	if code != http.StatusCreated {
+		w.t.Fatalf("create session: got %d, want 201: %v", code, m)
+	}
+	return m["id"].(string)
+}
+
+// prompt sends a text prompt under promptID and insists on 202.
+func (w *world) prompt(sid, text, promptID string) {
+	w.t.Helper()
+	code, m := w.do("POST", "/session/"+sid+"/prompt", map[string]any{
+		"prompt": []map[string]any{{"type": "text", "text": text}}, "promptId": promptID})
+	if code != http.StatusAccepted {
+		w.t.Fatalf("prompt: got %d, want 202: %v", code, m)
+	}
+}
+
+// waitTurn waits until the turn is terminal and returns it.
+func (w *world) waitTurn(sid, pid string) map[string]any {
+	w.t.Helper()
+	var turn map[string]any
+	w.waitFor("turn "+pid+" to end", func() bool {
+		_, turn = w.do("GET", "/session/"+sid+"/turns/"+pid, nil)
+		state, _ := turn["state"].(string)
+		return store.TurnState(state).Terminal()
+	})
+	return turn
+}
+
+// transcript returns the session's transcript.
+func (w *world) transcript(sid string) map[string]any {
+	w.t.Helper()
+	code, m := w.do("GET", "/session/"+sid+"/transcript", nil)
+	if code != http.StatusOK {
+		w.t.Fatalf("transcript: got %d, want 200: %v", code, m)
+	}
+	return m
+}
+
+// list returns a JSON array member as a slice of objects.
+func list(m map[string]any, key string) []map[string]any {
+	raw, _ := m[key].([]any)
+	out := make([]map[string]any, 0, len(raw))
+	for _, x := range raw {
+		if o, ok := x.(map[string]any); ok {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// agentText joins the turn's agent messages of the transcript.
+func agentText(tr map[string]any, pid string) string {
+	var b strings.Builder
+	for _, m := range list(tr, "messages") {
+		if m["promptId"] == pid && m["role"] == "agent" {
+			b.WriteString(m["text"].(string))
+		}
+	}
+	return b.String()
+}
+
+// event is one durable SSE event of a session's stream.
+type event struct {
+	Type string
+	Data map[string]any
+}
+
+// stream is a live SSE client of one session, collecting its events until
+// the test ends.
+type stream struct {
+	mu     sync.Mutex
+	events []event
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// follow connects to the session's live event stream.
+func (w *world) follow(sid string) *stream {
+	w.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &stream{cancel: cancel, done: make(chan struct{})}
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+w.addr+"/session/"+sid+"/events", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		cancel()
+		w.t.Fatalf("events stream: %v %v", err, resp)
+	}
+	go func() {
+		defer close(s.done)
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 64<<10), 4<<20)
+		var ev event
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				ev.Type = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: "):
+				_ = json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &ev.Data)
+			case line == "" && ev.Type != "":
+				s.mu.Lock()
+				s.events = append(s.events, ev)
+				s.mu.Unlock()
+				ev = event{}
+			}
+		}
+	}()
+	w.t.Cleanup(func() { cancel(); <-s.done })
+	return s
+}
+
+// seen returns the events received so far.
+func (s *stream) seen() []event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]event(nil), s.events...)
+}
+
+// count counts received events of type typ.
+func (s *stream) count(typ string) int {
+	n := 0
+	for _, e := range s.seen() {
+		if e.Type == typ {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,149 @@
+package realagents_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tether/tether/internal/modelserver"
+)
+
+// forEachAgent runs scenario as a subtest on every real agent.
+func forEachAgent(t *testing.T, scenario func(t *testing.T, a agent)) {
+	for _, a := range agents {
+		t.Run(a.id, func(t *testing.T) {
+			t.Parallel()
+			scenario(t, a)
+		})
+	}
+}
+
+// mainRequests are the model calls that offered tools: the agent's turn,
+// not a side request such as a title.
+func mainRequests(m *modelserver.Server) []modelserver.Request {
+	var out []modelserver.Request
+	for _, r := range m.Requests() {
+		if len(r.Tools) > 0 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// TestChat: a prompt goes to the model, the scripted reply streams back
+// over SSE and is the turn's agent message; the turn ends end_turn.
+func TestChat(t *testing.T) {
+	const reply = "Hello from the scripted model, streamed word by word."
+	const promptText = "Please greet me (real-agent chat test)."
+	forEachAgent(t, func(t *testing.T, a agent) {
+		w := newWorld(t, a, modelserver.Say(reply))
+		sid := w.createSession()
+		events := w.follow(sid)
+		w.prompt(sid, promptText, "p1")
+		turn := w.waitTurn(sid, "p1")
+		if turn["state"] != "completed" || turn["stopReason"] != "end_turn" {
+			t.Fatalf("turn: got state %v stopReason %v, want completed end_turn: %v", turn["state"], turn["stopReason"], turn)
+		}
+		if got := agentText(w.transcript(sid), "p1"); got != reply {
+			t.Errorf("agent message: got %q, want %q", got, reply)
+		}
+		w.waitFor("turn.completed on the live stream", func() bool { return events.count("turn.completed") > 0 })
+		if n := events.count("message.chunk"); n < 2 {
+			t.Errorf("message.chunk events on the live stream: got %d, want the reply streamed in several", n)
+		}
+		reqs := mainRequests(w.model)
+		if len(reqs) == 0 {
+			t.Fatalf("model saw no request with tools; all: %d", len(w.model.Requests()))
+		}
+		if got := reqs[len(reqs)-1].LastUser().Text(); !strings.Contains(got, promptText) {
+			t.Errorf("model's last user message: got %q, want it to hold %q", got, promptText)
+		}
+	})
+}
+
+// TestReadTool: the model asks the agent's own read tool for a file in
+// the session's cwd; the agent reads it (claude itself, qwen through the
+// daemon's fs/read_text_file), the model sees its contents in the tool
+// result and answers with the final text.
+func TestReadTool(t *testing.T) {
+	const contents = "The secret word is periwinkle-42.\n"
+	const preface = "Let me read that file."
+	const final = "FINAL: the file says periwinkle-42."
+	forEachAgent(t, func(t *testing.T, a agent) {
+		w := newWorld(t, a, nil)
+		path := filepath.Join(w.cwd, "notes.txt")
+		if err := os.WriteFile(path, []byte(contents), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		w.model.SetScript(modelserver.ReadFile(path, preface, final))
+		sid := w.createSession()
+		w.prompt(sid, "What does notes.txt say?", "p1")
+		turn := w.waitTurn(sid, "p1")
+		if turn["state"] != "completed" || turn["stopReason"] != "end_turn" {
+			t.Fatalf("turn: got state %v stopReason %v, want completed end_turn: %v", turn["state"], turn["stopReason"], turn)
+		}
+		tr := w.transcript(sid)
+		text := agentText(tr, "p1")
+		if !strings.HasSuffix(text, final) {
+			t.Errorf("agent text: got %q, want it to end with the final text %q", text, final)
+		}
+		var calls []map[string]any
+		for _, c := range list(tr, "toolCalls") {
+			if c["promptId"] == "p1" {
+				calls = append(calls, c)
+			}
+		}
+		if len(calls) != 1 || calls[0]["status"] != "completed" {
+			t.Errorf("tool calls of p1: got %v, want one completed", calls)
+		}
+		var seen bool
+		for _, r := range w.model.Requests() {
+			if res, ok := r.HasToolResult(modelserver.ReadCallID); ok && strings.Contains(res.Text, strings.TrimSpace(contents)) {
+				seen = true
+			}
+		}
+		if !seen {
+			t.Errorf("the model never saw a tool result with %q", contents)
+		}
+	})
+}
+
+// TestCancelDuringStall: the model stalls mid-reply; a cancel through the
+// API ends the turn cancelled, and the session takes the next prompt.
+func TestCancelDuringStall(t *testing.T) {
+	const after = "Back again after the cancel."
+	forEachAgent(t, func(t *testing.T, a agent) {
+		gate := modelserver.NewGate()
+		w := newWorld(t, a, modelserver.Stall("Thinking about it slowly, word by word.", 2, gate))
+		sid := w.createSession()
+		events := w.follow(sid)
+		w.prompt(sid, "Take your time.", "p1")
+		select {
+		case <-gate.Reached():
+		case <-time.After(deadline):
+			t.Fatal("the model's reply never stalled")
+		}
+		w.waitFor("the first words on the live stream", func() bool { return events.count("message.chunk") > 0 })
+		if code, m := w.do("POST", "/session/"+sid+"/cancel", nil); code/100 != 2 {
+			t.Fatalf("cancel: got %d, want 2xx: %v", code, m)
+		}
+		turn := w.waitTurn(sid, "p1")
+		if turn["state"] != "cancelled" {
+			t.Fatalf("turn: got state %v, want cancelled: %v", turn["state"], turn)
+		}
+		w.model.SetScript(modelserver.Say(after))
+		w.prompt(sid, "Are you still there?", "p2")
+		if turn := w.waitTurn(sid, "p2"); turn["state"] != "completed" {
+			t.Fatalf("turn after the cancel: got state %v, want completed: %v", turn["state"], turn)
+		}
+		if got := agentText(w.transcript(sid), "p2"); got != after {
+			t.Errorf("agent message after the cancel: got %q, want %q", got, after)
+		}
+		reqs := mainRequests(w.model)
+		if got := reqs[len(reqs)-1].LastUser().Text(); !strings.Contains(got, "Are you still there?") {
+			t.Errorf("model's last user message: got %q, want the second prompt", got)
+		}
+	})
+}
