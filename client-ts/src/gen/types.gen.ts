@@ -151,6 +151,9 @@ export type Executor = {
     runtime: 'standalone' | 'detached' | 'remote';
     status: ExecutorStatus;
     pid?: number;
+    /**
+     * Names one execution (one start of the session's agent): a UUID, new at every start, never reused.
+     */
     agentExecutionId?: string;
     /**
      * The agent's ACP session id.
@@ -179,6 +182,9 @@ export type SessionStatus = {
     resumeReason: string;
     executorStatus: ExecutorStatus;
     runtime: 'standalone' | 'detached' | 'remote';
+    /**
+     * The current or last execution's id (see Executor).
+     */
     agentExecutionId?: string;
     worktreePath?: string;
     worktreeBranch?: string;
