@@ -658,12 +658,31 @@ func TestStatusReasons(t *testing.T) {
 		check(t, d.status(sid), sid, want{reason: "agent_not_running", resumable: true, needs: true,
 			executor: "stopped", state: "WAITING_FOR_INPUT", agentExecution: true})
 	})
-	t.Run("agent_not_running_fresh_start", func(t *testing.T) {
-		// The agent never opened a session (authentication required), so
-		// there is no resume token, only the executor row.
+	t.Run("agent_not_started after failed starts", func(t *testing.T) {
+		// The agent never opened a session (authentication required) and
+		// no turn ran: status and recovery say so, not that a turn finished.
 		prof := agentProfile{id: "locked", stateDir: t.TempDir(), flags: []string{"--auth-required"}}
 		d := startDaemon(t, daemonOptions{leakCheck: true, agentsYAML: profilesYAML(t, prof)})
 		sid, _ := d.createSession(map[string]any{"agentProfileId": "locked"})
+		d.waitFor("the start to fail", func() bool { return d.status(sid)["executorStatus"] == "error" })
+		d = d.restart(daemonOptions{agentsYAML: profilesYAML(t, prof)})
+		check(t, d.status(sid), sid, want{reason: "agent_not_started", resumable: true, needs: true,
+			executor: "error", state: "WAITING_FOR_INPUT", errorMessage: "present", agentExecution: true})
+		rec, _ := d.recoveryContext(sid)["recovery"].(map[string]any)
+		if rec["kind"] != "clean" || rec["reason"] != "nothing_to_continue" || rec["notice"] != "No turn has run yet: nothing to continue." {
+			t.Errorf("recovery: got %v, want clean, nothing_to_continue, notice %q", rec, "No turn has run yet: nothing to continue.")
+		}
+	})
+	t.Run("agent_not_running_fresh_start", func(t *testing.T) {
+		// A turn was admitted (the initial prompt) but the agent never
+		// opened a session: the next start is a fresh session/new.
+		prof := agentProfile{id: "locked", stateDir: t.TempDir(), flags: []string{"--auth-required"}}
+		d := startDaemon(t, daemonOptions{leakCheck: true, agentsYAML: profilesYAML(t, prof)})
+		r := d.createRaw("locked", "hello")
+		if r.Status != http.StatusCreated {
+			t.Fatalf("create: got %d, want 201: %s", r.Status, r.Body)
+		}
+		sid := r.JSON(t)["id"].(string)
 		d.waitFor("the start to fail", func() bool { return d.status(sid)["executorStatus"] == "error" })
 		d = d.restart(daemonOptions{agentsYAML: profilesYAML(t, prof)})
 		check(t, d.status(sid), sid, want{reason: "agent_not_running_fresh_start", resumable: true, needs: true,

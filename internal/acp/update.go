@@ -32,6 +32,9 @@ type Update struct {
 	Text string
 	// Block is a chunk's content block when it is not plain text.
 	Block json.RawMessage
+	// MessageID is a chunk's ACP messageId ("" when the agent sent none):
+	// chunks sharing it belong to one message, a change starts the next.
+	MessageID string
 	// Tool is set for tool_call and tool_call_update.
 	Tool *ToolCall
 	// Data carries the payload of the other kinds: plan entries, the
@@ -62,12 +65,15 @@ func translate(n sdk.SessionNotification) (Update, bool) {
 	case s.UserMessageChunk != nil && s.UserMessageChunk.SessionUpdate == string(UpdateUserMessage):
 		u.Kind = UpdateUserMessage
 		u.Text, u.Block = chunk(s.UserMessageChunk.Content)
+		u.MessageID = deref(s.UserMessageChunk.MessageId)
 	case s.AgentMessageChunk != nil && s.AgentMessageChunk.SessionUpdate == string(UpdateAgentMessage):
 		u.Kind = UpdateAgentMessage
 		u.Text, u.Block = chunk(s.AgentMessageChunk.Content)
+		u.MessageID = deref(s.AgentMessageChunk.MessageId)
 	case s.AgentThoughtChunk != nil && s.AgentThoughtChunk.SessionUpdate == string(UpdateAgentThought):
 		u.Kind = UpdateAgentThought
 		u.Text, u.Block = chunk(s.AgentThoughtChunk.Content)
+		u.MessageID = deref(s.AgentThoughtChunk.MessageId)
 	case s.ToolCall != nil && s.ToolCall.SessionUpdate == string(UpdateToolCall):
 		t := s.ToolCall
 		u.Kind = UpdateToolCall
@@ -133,6 +139,13 @@ func chunk(b sdk.ContentBlock) (string, json.RawMessage) {
 		return b.Text.Text, nil
 	}
 	return "", marshalAny(b)
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }
 
 func marshalAny(v any) json.RawMessage {

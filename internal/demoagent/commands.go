@@ -54,6 +54,8 @@ func availableCommands() []acp.AvailableCommand {
 		cmd("approve-self", "Try to answer its own permission request with the daemon's token from the environment", ""),
 		cmd("env", "Reply with the value of an environment variable, or <unset>", "NAME"),
 		cmd("late", "End the turn, then send N message chunks after it", "N"),
+		cmd("two-messages", "Text, a tool call, text: two ACP messageIds ('noid': none)", "[noid]"),
+		cmd("message-ids", "Two messages told apart only by their ACP messageId", ""),
 	}
 }
 
@@ -80,6 +82,16 @@ func (t *turn) interrupted() error {
 
 func (t *turn) emit(u acp.SessionUpdate) error { return t.a.emit(t.s, t.sid, u) }
 func (t *turn) say(text string) error          { return t.emit(acp.UpdateAgentMessageText(text)) }
+
+// sayIn sends a message chunk that names its ACP message: chunks sharing
+// messageID belong to one assistant message ("" sends none, as older agents do).
+func (t *turn) sayIn(messageID, text string) error {
+	u := acp.UpdateAgentMessageText(text)
+	if messageID != "" {
+		u.AgentMessageChunk.MessageId = acp.Ptr(messageID)
+	}
+	return t.emit(u)
+}
 
 func (t *turn) cwd() string {
 	t.s.mu.Lock()
@@ -232,6 +244,10 @@ func (t *turn) run(prompt []acp.ContentBlock) error {
 		}
 		go t.late(n)
 		return t.say("ending the turn; more follows")
+	case "/two-messages":
+		return t.twoMessages(arg != "noid")
+	case "/message-ids":
+		return t.messageIDs()
 	default:
 		return t.say("unknown command " + name)
 	}

@@ -144,7 +144,7 @@ func Plan(in Input) Summary {
 		s.CanContinue = true
 	}
 	if s.Notice == "" {
-		s.Notice = notice(s)
+		s.Notice = notice(s, last != nil)
 		if why := blocked(s.Reason); why != "" && s.Kind != Clean {
 			s.Notice += " " + why
 		} else if s.Kind == Clean && why != "" {
@@ -214,7 +214,9 @@ func historyGap(turns []store.Turn, in Input) string {
 	return ""
 }
 
-func notice(s Summary) string {
+// notice is the sentence for the user; ran tells whether any turn has run
+// (a session whose only turns are queued, or that has none, has not).
+func notice(s Summary, ran bool) string {
 	switch s.Kind {
 	case InterruptedPrompt:
 		return "The last prompt was interrupted (" + readable(s.InterruptReason) + ") before the agent answered. Continue sends it again."
@@ -230,6 +232,9 @@ func notice(s Summary) string {
 		return n + " Continue asks the agent to pick up from there."
 	}
 	if s.PromptID == "" && s.Reason == ReasonNothingToContinue {
+		if !ran {
+			return "No turn has run yet: nothing to continue."
+		}
 		return "Nothing to continue: the last turn finished."
 	}
 	return "Nothing to continue."

@@ -147,13 +147,13 @@ func TestPlanRules(t *testing.T) {
 		{
 			name: "no_turns_is_clean_with_nothing_to_continue",
 			in:   idle(nil, nil, nil),
-			want: want{kind: recovery.Clean, reason: recovery.ReasonNothingToContinue},
+			want: want{kind: recovery.Clean, reason: recovery.ReasonNothingToContinue, notice: []string{"No turn has run yet"}},
 		},
 		{
 			name: "last_turn_completed_is_clean",
 			in: idle([]store.Turn{turn(1, "p1", store.TurnCompleted)},
 				[]store.Message{msg("p1", store.RoleUser, "hi"), msg("p1", store.RoleAgent, "hello")}, nil),
-			want: want{kind: recovery.Clean, reason: recovery.ReasonNothingToContinue},
+			want: want{kind: recovery.Clean, reason: recovery.ReasonNothingToContinue, notice: []string{"the last turn finished"}},
 		},
 		{
 			name: "last_turn_failed_is_clean",

@@ -75,6 +75,11 @@ type turnRun struct {
 	turn        store.Turn
 	conn        *acp.Conn
 	cancelTimer *time.Timer
+	// msgID is the ACP messageId of the turn's last message chunk, and
+	// split is set when a tool call, plan or permission came after it:
+	// either way the next chunk starts a new message (see onUpdate).
+	msgID string
+	split bool
 }
 
 func newActor(m *Manager, sess store.Session, exec store.Executor, turns []store.Turn) *actor {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -30,7 +31,11 @@ const (
 // startPlan is what the actor knows when it starts an agent; the start
 // goroutine must not touch actor state.
 type startPlan struct {
-	gen        int
+	gen int
+	// execID names this execution (agentExecutionId): a fresh UUID per
+	// agent start, so no two executions of any session share one, across
+	// restarts of the agent and of the daemon.
+	execID     string
 	slot       *agentSlot // released here if the actor is gone by the end
 	spec       acp.Spec
 	specErr    error
@@ -69,7 +74,7 @@ func (a *actor) ensureAgent() {
 	a.starting = true
 	a.gen++
 	spec, profile, specErr := a.m.profiles.Spec(a.sess.AgentProfileID)
-	p := startPlan{gen: a.gen, slot: a.slot, spec: spec, specErr: specErr, token: a.exec.ResumeToken,
+	p := startPlan{gen: a.gen, execID: uuid.NewString(), slot: a.slot, spec: spec, specErr: specErr, token: a.exec.ResumeToken,
 		hadHistory: len(a.turns) > 0, inject: profile.HistoryContextInjection,
 		params: acp.SessionParams{Cwd: a.sess.Cwd, MCPServers: a.sess.MCPServers, AdditionalDirectories: a.sess.AdditionalDirectories}}
 	if p.token != "" && len(profile.ResumeArgs) > 0 {
@@ -96,7 +101,7 @@ func (a *actor) ensureAgent() {
 	a.exec.Status = store.ExecutorStarting
 	a.exec.ErrorMessage = ""
 	a.exec.PID = 0
-	a.exec.AgentExecutionID = fmt.Sprintf("%s-%d", a.id, p.gen)
+	a.exec.AgentExecutionID = p.execID
 	a.saveExecutor()
 	a.m.starts.Add(1)
 	go func() {
@@ -260,7 +265,7 @@ func (a *actor) onAgentStarted(p startPlan, out startOutcome) {
 	now := time.Now().UTC()
 	a.exec.Status = store.ExecutorReady
 	a.exec.PID = conn.PID()
-	a.exec.AgentExecutionID = fmt.Sprintf("%s-%d", a.id, p.gen)
+	a.exec.AgentExecutionID = p.execID
 	a.exec.ResumeToken = out.acpID
 	a.exec.SupportsLoad = caps.LoadSession
 	a.exec.SupportsSessionResume = caps.Resume

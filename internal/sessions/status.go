@@ -10,15 +10,19 @@ import (
 
 // Resume reasons reported by Status.
 const (
-	ReasonAgentRunning        = "agent_running"
-	ReasonAgentStarting       = "agent_starting"
-	ReasonAgentRecentlySeen   = "agent_recently_seen"
-	ReasonAgentNotRunning     = "agent_not_running"
-	ReasonFreshStart          = "agent_not_running_fresh_start"
-	ReasonNotResumable        = "not_resumable"
-	ReasonSessionTerminal     = "session_terminal"
-	ReasonAgentUnavailable    = "agent_unavailable"
-	ReasonWorkingDirMissing   = "working_directory_missing"
+	ReasonAgentRunning      = "agent_running"
+	ReasonAgentStarting     = "agent_starting"
+	ReasonAgentRecentlySeen = "agent_recently_seen"
+	ReasonAgentNotRunning   = "agent_not_running"
+	// ReasonFreshStart: turns have run, but the agent holds no session of
+	// them to restore (it never opened one): a start is a fresh session/new.
+	ReasonFreshStart        = "agent_not_running_fresh_start"
+	ReasonNotResumable      = "not_resumable"
+	ReasonSessionTerminal   = "session_terminal"
+	ReasonAgentUnavailable  = "agent_unavailable"
+	ReasonWorkingDirMissing = "working_directory_missing"
+	// ReasonNeverStartedSession: no turn has run and the agent never
+	// opened a session (not started yet, or every start failed).
 	ReasonNeverStartedSession = "agent_not_started"
 )
 
@@ -88,7 +92,10 @@ func (m *Manager) Status(ctx context.Context, sessionID string) (Status, error) 
 		st.NeedsResume, st.ResumeReason = true, ReasonAgentUnavailable
 	case checkDir(sess.Cwd) != nil:
 		st.NeedsResume, st.ResumeReason = true, ReasonWorkingDirMissing
-	case sess.State == store.SessionCreated && !sess.Prompted:
+	case !sess.Prompted && ex.ResumeToken == "":
+		// No turn has run and the agent never opened a session: whether it
+		// was not started yet or its starts failed (executorStatus and
+		// errorMessage tell), there is nothing of it to resume.
 		st.IsResumable, st.NeedsResume, st.ResumeReason = true, true, ReasonNeverStartedSession
 	case !canRestore && sess.Prompted:
 		st.ResumeReason = ReasonNotResumable

@@ -58,8 +58,16 @@ func (a *actor) onUpdate(gen int, u acp.Update) {
 		if u.Block == nil && u.Text == "" {
 			return
 		}
+		fresh := a.running.nextChunk(u.MessageID)
 		a.write(func(tx *store.Store, emit events.Emit) error {
 			ctx := a.ctx()
+			if fresh && u.Block == nil {
+				m, err := tx.AddMessage(ctx, store.Message{SessionID: a.id, PromptID: promptID, Role: role, Text: u.Text})
+				if err == nil {
+					emit(messageAdded(a, m))
+				}
+				return err
+			}
 			if u.Block != nil {
 				m, err := tx.AddMessage(ctx, store.Message{SessionID: a.id, PromptID: promptID, Role: role,
 					Content: json.RawMessage("[" + string(u.Block) + "]")})
@@ -81,6 +89,7 @@ func (a *actor) onUpdate(gen int, u acp.Update) {
 			return nil
 		})
 	case acp.UpdateToolCall, acp.UpdateToolCallUpdate:
+		a.splitMessage()
 		rec := toolCallRecord(a.id, promptID, u.Tool)
 		typ := events.ToolCallUpdated
 		if u.Kind == acp.UpdateToolCall {
@@ -94,6 +103,7 @@ func (a *actor) onUpdate(gen int, u acp.Update) {
 			return err
 		})
 	case acp.UpdatePlan:
+		a.splitMessage()
 		a.sess.Plan = u.Data
 		a.write(func(tx *store.Store, emit events.Emit) error {
 			if err := tx.SetSessionPlan(a.ctx(), a.id, u.Data); err != nil {
@@ -112,6 +122,27 @@ func (a *actor) onUpdate(gen int, u acp.Update) {
 	default:
 		// user_message_chunk echoes what we already stored; session info
 		// and usage are not transcript.
+	}
+}
+
+// nextChunk reports whether a message chunk with ACP messageID starts a
+// new message rather than continuing the last one: the agent changed
+// messageId (both ids known), or a tool call, plan or permission came
+// between. The store still starts one on a change of prompt or role.
+func (r *turnRun) nextChunk(messageID string) bool {
+	fresh := r.split || (messageID != "" && r.msgID != "" && messageID != r.msgID)
+	r.split = false
+	if messageID != "" {
+		r.msgID = messageID
+	}
+	return fresh
+}
+
+// splitMessage ends the running turn's current message: text that follows
+// a tool call, plan or permission reads after it, not glued before it.
+func (a *actor) splitMessage() {
+	if a.running != nil {
+		a.running.split = true
 	}
 }
 
@@ -174,6 +205,7 @@ func (a *actor) onPermissionRequested(gen int, req acp.PermissionRequest, reply 
 	if req.Tool.Title != nil {
 		title = *req.Tool.Title
 	}
+	a.splitMessage()
 	opts, _ := json.Marshal(req.Options)
 	p := store.Permission{ID: uuid.NewString(), SessionID: a.id, PromptID: promptID, ToolCallID: req.Tool.ID,
 		Title: title, Options: opts, State: store.PermissionPending}

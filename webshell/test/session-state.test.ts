@@ -174,6 +174,43 @@ describe('transcript folding', () => {
     expect(s.plan).toHaveLength(1);
   });
 
+  it('text, a tool call, then text reads as two agent messages, live and after a reload alike', () => {
+    // tetherd starts a new message when the agent's ACP messageId changes or
+    // a tool call comes between chunks; the shell keeps them apart by id.
+    let live = loaded(SID);
+    live = fold(
+      live,
+      evAction(live, ev(SID, 11, 'message.added', { promptId: 'p', messageId: 1, role: 'user', text: 'go' })),
+      evAction(live, ev(SID, 12, 'message.added', { promptId: 'p', messageId: 2, role: 'agent', text: 'Let me ' })),
+      evAction(live, ev(SID, 13, 'message.chunk', { promptId: 'p', messageId: 2, role: 'agent', text: 'look.' })),
+      evAction(live, ev(SID, 14, 'tool_call.started', { promptId: 'p', toolCallId: 't1', title: 'Look', status: 'in_progress', interrupted: false })),
+      evAction(live, ev(SID, 15, 'message.added', { promptId: 'p', messageId: 3, role: 'agent', text: 'FINAL: ' })),
+      evAction(live, ev(SID, 16, 'message.chunk', { promptId: 'p', messageId: 3, role: 'agent', text: 'done.' })),
+    );
+    const reloaded = loaded(SID, {
+      seq: 16,
+      transcript: {
+        messages: [
+          { id: 1, promptId: 'p', role: 'user', text: 'go', createdAt: '2026-01-01T00:00:01Z' },
+          { id: 2, promptId: 'p', role: 'agent', text: 'Let me look.', createdAt: '2026-01-01T00:00:02Z' },
+          { id: 3, promptId: 'p', role: 'agent', text: 'FINAL: done.', createdAt: '2026-01-01T00:00:04Z' },
+        ],
+        toolCalls: [{ id: 't1', promptId: 'p', title: 'Look', status: 'completed', interrupted: false, createdAt: '2026-01-01T00:00:03Z' }],
+      },
+    });
+    const want = [
+      { type: 'message', id: 1 },
+      { type: 'message', id: 2 },
+      { type: 'tool', id: 't1' },
+      { type: 'message', id: 3 },
+    ];
+    for (const s of [live, reloaded]) {
+      expect(s.timeline).toEqual(want);
+      expect(s.messages[2]!.text).toBe('Let me look.');
+      expect(s.messages[3]!.text).toBe('FINAL: done.');
+    }
+  });
+
   it("the user's message replaces the pending bubble in place", () => {
     let s = loaded(SID);
     s = fold(s, { type: 'prompt/sending', sessionId: SID, promptId: 'p7', text: 'hello' });

@@ -151,6 +151,9 @@ export type Executor = {
     runtime: 'standalone' | 'detached' | 'remote';
     status: ExecutorStatus;
     pid?: number;
+    /**
+     * Names one execution (one start of the session's agent): a UUID, new at every start, never reused.
+     */
     agentExecutionId?: string;
     /**
      * The agent's ACP session id.
@@ -171,14 +174,19 @@ export type SessionStatus = {
     isResumable: boolean;
     needsResume: boolean;
     /**
-     * agent_running | agent_starting | agent_not_running |
-     * agent_not_running_fresh_start | agent_not_started | not_resumable |
-     * session_terminal | agent_unavailable | working_directory_missing
+     * agent_running | agent_starting | agent_recently_seen | agent_not_running |
+     * agent_not_running_fresh_start (turns ran, the agent holds no session of them) |
+     * agent_not_started (no turn has run and the agent never opened a session:
+     * not started yet, or its starts failed, see executorStatus and errorMessage) |
+     * not_resumable | session_terminal | agent_unavailable | working_directory_missing
      *
      */
     resumeReason: string;
     executorStatus: ExecutorStatus;
     runtime: 'standalone' | 'detached' | 'remote';
+    /**
+     * The current or last execution's id (see Executor).
+     */
     agentExecutionId?: string;
     worktreePath?: string;
     worktreeBranch?: string;
