@@ -85,9 +85,16 @@ func TestReadTool(t *testing.T) {
 			t.Fatalf("turn: got state %v stopReason %v, want completed end_turn: %v", turn["state"], turn["stopReason"], turn)
 		}
 		tr := w.transcript(sid)
-		text := agentText(tr, "p1")
-		if !strings.HasSuffix(text, final) {
-			t.Errorf("agent text: got %q, want it to end with the final text %q", text, final)
+		// Text before and after the tool call are two messages (the agent
+		// sends a messageId for each), never glued into one.
+		var texts []string
+		for _, m := range list(tr, "messages") {
+			if m["promptId"] == "p1" && m["role"] == "agent" {
+				texts = append(texts, strings.TrimSpace(m["text"].(string)))
+			}
+		}
+		if len(texts) != 2 || texts[0] != preface || texts[1] != final {
+			t.Errorf("agent messages: got %q, want [%q %q]", texts, preface, final)
 		}
 		var calls []map[string]any
 		for _, c := range list(tr, "toolCalls") {
