@@ -13,10 +13,21 @@ var readToolNames = []string{"Read", "read_file", "mcp__acp__Read"}
 // readPathKeys are the input properties that name the file to read.
 var readPathKeys = []string{"file_path", "absolute_path", "path"}
 
+// writeToolNames are the file-write tools: claude-agent-acp's Write,
+// qwen-code's write_file. Both take a path and a "content".
+var writeToolNames = []string{"Write", "write_file", "mcp__acp__Write"}
+
 // ReadTool returns the request's file-read tool and the name of its path
 // property, or false if the agent offered none.
-func (r Request) ReadTool() (Tool, string, bool) {
-	for _, name := range readToolNames {
+func (r Request) ReadTool() (Tool, string, bool) { return r.fileTool(readToolNames) }
+
+// WriteTool returns the request's file-write tool and the name of its path
+// property, or false if the agent offered none.
+func (r Request) WriteTool() (Tool, string, bool) { return r.fileTool(writeToolNames) }
+
+// fileTool finds the first offered tool of names that has a path property.
+func (r Request) fileTool(names []string) (Tool, string, bool) {
+	for _, name := range names {
 		i := slices.IndexFunc(r.Tools, func(t Tool) bool { return t.Name == name })
 		if i < 0 {
 			continue
@@ -67,6 +78,26 @@ func ReadFile(path, preface, final string) Script {
 			return Reply{Text: final}
 		}
 		return Reply{Text: preface, ToolCall: &ToolCall{ID: ReadCallID, Name: tool.Name, Input: map[string]any{key: path}}}
+	}
+}
+
+// WriteCallID is the id of the tool call WriteFile makes.
+const WriteCallID = "toolu_scripted_write_1"
+
+// WriteFile asks the agent's write tool to put content at path (absolute),
+// with preface as the text before the call; the agent asks the user's
+// permission first. Once the tool's result is in the conversation, allowed
+// or refused, it answers final.
+func WriteFile(path, content, preface, final string) Script {
+	return func(r Request) Reply {
+		if _, ok := r.HasToolResult(WriteCallID); ok {
+			return Reply{Text: final}
+		}
+		tool, key, ok := r.WriteTool()
+		if !ok {
+			return Reply{Text: final}
+		}
+		return Reply{Text: preface, ToolCall: &ToolCall{ID: WriteCallID, Name: tool.Name, Input: map[string]any{key: path, "content": content}}}
 	}
 }
 

@@ -1,6 +1,7 @@
 package realagents_test
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -151,6 +152,72 @@ func TestCancelDuringStall(t *testing.T) {
 		reqs := mainRequests(w.model)
 		if got := reqs[len(reqs)-1].LastUser().Text(); !strings.Contains(got, "Are you still there?") {
 			t.Errorf("model's last user message: got %q, want the second prompt", got)
+		}
+	})
+}
+
+// TestWritePermission: the model asks the agent's write tool for a file;
+// the agent asks permission, which the test answers through the API. Once
+// allowed the file is written; once rejected it is not; either way the
+// model gets the tool's result and the turn ends with its final text.
+func TestWritePermission(t *testing.T) {
+	const content = "written by the agent\n"
+	const preface = "I will write the file."
+	const final = "FINAL: done with the file."
+	cases := []struct {
+		name, kind string // kind of the option the user picks
+		written    bool
+	}{
+		{"allowed", "allow_once", true},
+		{"rejected", "reject_once", false},
+	}
+	forEachAgent(t, func(t *testing.T, a agent) {
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				w := newWorld(t, a, nil)
+				path := filepath.Join(w.cwd, "out.txt")
+				w.model.SetScript(modelserver.WriteFile(path, content, preface, final))
+				sid := w.createSession()
+				w.prompt(sid, "Write out.txt please.", "p1")
+				var req map[string]any
+				w.waitFor("the agent's permission request", func() bool {
+					if p := list(w.transcript(sid), "pendingPermissions"); len(p) == 1 {
+						req = p[0]
+					}
+					return req != nil
+				})
+				option := ""
+				for _, o := range list(req, "options") {
+					if o["kind"] == tc.kind && option == "" {
+						option, _ = o["optionId"].(string)
+					}
+				}
+				if option == "" {
+					t.Fatalf("no %s option in %v", tc.kind, req["options"])
+				}
+				if st, body := w.do("POST", "/session/"+sid+"/permission/"+req["id"].(string), map[string]any{"optionId": option}); st != http.StatusOK {
+					t.Fatalf("answer: got %d %v, want 200", st, body)
+				}
+				turn := w.waitTurn(sid, "p1")
+				if turn["state"] != "completed" {
+					t.Fatalf("turn: got %v, want completed: %v", turn["state"], turn)
+				}
+				b, err := os.ReadFile(path)
+				if got := err == nil && string(b) == content; got != tc.written {
+					t.Errorf("file written with the content: got %v (%q, %v), want %v", got, b, err, tc.written)
+				}
+				seen := false
+				for _, r := range w.model.Requests() {
+					_, ok := r.HasToolResult(modelserver.WriteCallID)
+					seen = seen || ok
+				}
+				if !seen {
+					t.Error("the model never got the write tool's result")
+				}
+				if got := agentText(w.transcript(sid), "p1"); !strings.HasSuffix(strings.TrimSpace(got), final) {
+					t.Errorf("agent text: got %q, want it to end with %q", got, final)
+				}
+			})
 		}
 	})
 }
