@@ -287,23 +287,11 @@ func (w *world) follow(sid string) *stream {
 	go func() {
 		defer close(s.done)
 		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 64<<10), 4<<20)
-		var ev event
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case strings.HasPrefix(line, "event: "):
-				ev.Type = strings.TrimPrefix(line, "event: ")
-			case strings.HasPrefix(line, "data: "):
-				_ = json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &ev.Data)
-			case line == "" && ev.Type != "":
-				s.mu.Lock()
-				s.events = append(s.events, ev)
-				s.mu.Unlock()
-				ev = event{}
-			}
-		}
+		readEvents(resp.Body, func(ev event) {
+			s.mu.Lock()
+			s.events = append(s.events, ev)
+			s.mu.Unlock()
+		})
 	}()
 	w.t.Cleanup(func() { cancel(); <-s.done })
 	return s
@@ -325,4 +313,46 @@ func (s *stream) count(typ string) int {
 		}
 	}
 	return n
+}
+
+// readEvents parses an SSE body, calling fn for every event until it ends.
+func readEvents(r io.Reader, fn func(event)) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	var ev event
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			ev.Type = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			_ = json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &ev.Data)
+		case line == "" && ev.Type != "":
+			fn(ev)
+			ev = event{}
+		}
+	}
+}
+
+// log returns the session's whole durable event log (follow=false).
+func (w *world) log(sid string) []event {
+	w.t.Helper()
+	req, _ := http.NewRequest("GET", "http://"+w.addr+"/session/"+sid+"/events?follow=false", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		w.t.Fatalf("event log: %v %v", err, resp)
+	}
+	defer resp.Body.Close()
+	var out []event
+	readEvents(resp.Body, func(ev event) { out = append(out, ev) })
+	return out
+}
+
+// kill9 kills the daemon with SIGKILL: no shutdown, its agents lose their
+// pipes. start brings up a new daemon on the same data dir and address.
+func (w *world) kill9() {
+	w.t.Helper()
+	_ = w.cmd.Process.Kill()
+	<-w.done
 }

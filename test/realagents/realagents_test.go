@@ -221,3 +221,57 @@ func TestWritePermission(t *testing.T) {
 		}
 	})
 }
+
+// TestKillDaemonMidReplyThenContinue: kill -9 of tetherd while the model
+// is streaming; after the restart the turn is interrupted, the agent is
+// restored natively (session/resume or session/load, never a new session),
+// and one continue completes the work.
+func TestKillDaemonMidReplyThenContinue(t *testing.T) {
+	const partial = "Here is the first part of the answer, then more words follow."
+	const rest = "FINAL: continued after the restart."
+	forEachAgent(t, func(t *testing.T, a agent) {
+		gate := modelserver.NewGate()
+		t.Cleanup(gate.Release)
+		w := newWorld(t, a, modelserver.Stall(partial, 3, gate))
+		sid := w.createSession()
+		live := w.follow(sid)
+		w.prompt(sid, "Explain it slowly.", "p1")
+		select {
+		case <-gate.Reached():
+		case <-time.After(deadline):
+			t.Fatal("the model's reply never stalled")
+		}
+		w.waitFor("the first words on the live stream", func() bool { return live.count("message.chunk") > 0 })
+		w.kill9()
+		w.model.SetScript(modelserver.Say(rest))
+		w.start()
+
+		if turn := w.waitTurn(sid, "p1"); turn["state"] != "interrupted" {
+			t.Fatalf("turn after the restart: got %v, want interrupted", turn["state"])
+		}
+		code, m := w.do("POST", "/session/"+sid+"/continue", map[string]any{"promptId": "c1"})
+		if code != http.StatusAccepted {
+			t.Fatalf("continue: got %d %v, want 202", code, m)
+		}
+		if turn := w.waitTurn(sid, "c1"); turn["state"] != "completed" {
+			t.Fatalf("continuation: got %v, want completed: %v", turn["state"], turn)
+		}
+		if got := agentText(w.transcript(sid), "c1"); !strings.Contains(got, rest) {
+			t.Errorf("continuation's agent text: got %q, want %q", got, rest)
+		}
+		var strategies []any
+		for _, e := range w.log(sid) {
+			if e.Type == "session.resumed" {
+				strategies = append(strategies, e.Data["strategy"])
+			}
+		}
+		if len(strategies) != 1 || (strategies[0] != "native_resume" && strategies[0] != "native_load") {
+			t.Errorf("session.resumed strategies: got %v, want one native_resume or native_load", strategies)
+		}
+		if code, ctx := w.do("GET", "/session/"+sid+"/context", nil); code != http.StatusOK {
+			t.Errorf("context: got %d", code)
+		} else if rec, _ := ctx["recovery"].(map[string]any); rec["kind"] != "clean" {
+			t.Errorf("recovery after the continuation: got %v, want clean", rec)
+		}
+	})
+}
