@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -272,6 +273,55 @@ func TestKillDaemonMidReplyThenContinue(t *testing.T) {
 			t.Errorf("context: got %d", code)
 		} else if rec, _ := ctx["recovery"].(map[string]any); rec["kind"] != "clean" {
 			t.Errorf("recovery after the continuation: got %v, want clean", rec)
+		}
+	})
+}
+
+// TestKillAgentMidTurnThenContinue: kill -9 of the agent's process group
+// while the model is streaming; the daemon notices the exit, the turn is
+// interrupted, and one continue starts the agent again and completes.
+func TestKillAgentMidTurnThenContinue(t *testing.T) {
+	const partial = "Working on it, one word at a time, slowly."
+	const rest = "FINAL: continued after the agent died."
+	forEachAgent(t, func(t *testing.T, a agent) {
+		gate := modelserver.NewGate()
+		t.Cleanup(gate.Release)
+		w := newWorld(t, a, modelserver.Stall(partial, 3, gate))
+		sid := w.createSession()
+		w.prompt(sid, "Do the slow thing.", "p1")
+		select {
+		case <-gate.Reached():
+		case <-time.After(deadline):
+			t.Fatal("the model's reply never stalled")
+		}
+		_, sess := w.do("GET", "/session/"+sid, nil)
+		exec, _ := sess["executor"].(map[string]any)
+		pid, _ := exec["pid"].(float64)
+		if pid <= 1 {
+			t.Fatalf("no agent pid in %v", exec)
+		}
+		// The agent leads its own process group: kill all of it, as an OOM
+		// killer or a crash would.
+		if err := syscall.Kill(-int(pid), syscall.SIGKILL); err != nil {
+			t.Fatalf("kill agent group %d: %v", int(pid), err)
+		}
+		if turn := w.waitTurn(sid, "p1"); turn["state"] != "interrupted" {
+			t.Fatalf("turn after the agent died: got %v, want interrupted", turn["state"])
+		}
+		w.model.SetScript(modelserver.Say(rest))
+		code, m := w.do("POST", "/session/"+sid+"/continue", map[string]any{"promptId": "c1"})
+		if code != http.StatusAccepted {
+			t.Fatalf("continue: got %d %v, want 202", code, m)
+		}
+		if turn := w.waitTurn(sid, "c1"); turn["state"] != "completed" {
+			t.Fatalf("continuation: got %v, want completed: %v", turn["state"], turn)
+		}
+		if got := agentText(w.transcript(sid), "c1"); !strings.Contains(got, rest) {
+			t.Errorf("continuation's agent text: got %q, want %q", got, rest)
+		}
+		_, sess = w.do("GET", "/session/"+sid, nil)
+		if exec, _ := sess["executor"].(map[string]any); exec["pid"] == pid {
+			t.Errorf("the continuation ran on pid %v, the killed agent's", pid)
 		}
 	})
 }
