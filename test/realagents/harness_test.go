@@ -81,6 +81,7 @@ type world struct {
 	model *modelserver.Server
 	dir   string // data dir
 	cwd   string // the session's directory
+	home  string // the agent's HOME, where it keeps its own sessions
 	addr  string
 	cmd   *exec.Cmd
 	done  chan struct{}
@@ -99,7 +100,8 @@ func newWorld(t *testing.T, a agent, script modelserver.Script) *world {
 	}
 	cmdJSON, _ := json.Marshal(command)
 	args, _ := json.Marshal(append([]string{}, a.args...))
-	env, _ := json.Marshal(a.env(w.model, t.TempDir()))
+	w.home = t.TempDir()
+	env, _ := json.Marshal(a.env(w.model, w.home))
 	yaml := fmt.Sprintf("agents:\n  - id: %s\n    command: %s\n    args: %s\n    env: %s\n", a.id, cmdJSON, args, env)
 	if err := os.WriteFile(filepath.Join(w.dir, "agents.yaml"), []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)

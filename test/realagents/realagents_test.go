@@ -325,3 +325,58 @@ func TestKillAgentMidTurnThenContinue(t *testing.T) {
 		}
 	})
 }
+
+// TestWipedAgentStoreGetsHistoryInjection: the agent's own session store is
+// wiped while tetherd is down, so the agent no longer knows the session;
+// the daemon falls back to a new agent session and injects the history
+// once, so the model still sees the earlier conversation.
+func TestWipedAgentStoreGetsHistoryInjection(t *testing.T) {
+	const first = "Noted: the code word is heron."
+	const second = "FINAL: the word was heron."
+	forEachAgent(t, func(t *testing.T, a agent) {
+		w := newWorld(t, a, modelserver.Say(first))
+		sid := w.createSession()
+		w.prompt(sid, "Remember the code word heron.", "p1")
+		if turn := w.waitTurn(sid, "p1"); turn["state"] != "completed" {
+			t.Fatalf("first turn: got %v, want completed", turn["state"])
+		}
+		w.stop()
+		if err := os.RemoveAll(w.home); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(w.home, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		w.model.SetScript(modelserver.Say(second))
+		w.start()
+		w.prompt(sid, "What was the code word?", "p2")
+		if turn := w.waitTurn(sid, "p2"); turn["state"] != "completed" {
+			t.Fatalf("turn after the wipe: got %v, want completed: %v", turn["state"], turn)
+		}
+		reqs := mainRequests(w.model)
+		last := reqs[len(reqs)-1].LastUser().Text()
+		for _, want := range []string{"RESUME CONTEXT FOR CONTINUING TASK", "Remember the code word heron.", first, "What was the code word?"} {
+			if !strings.Contains(last, want) {
+				t.Errorf("model's last user message: want it to hold %q, got %q", want, last)
+			}
+		}
+		var resumed []map[string]any
+		for _, e := range w.log(sid) {
+			if e.Type == "session.resumed" {
+				resumed = append(resumed, e.Data)
+			}
+		}
+		if len(resumed) != 1 || resumed[0]["strategy"] != "history_injection" {
+			t.Errorf("session.resumed: got %v, want one history_injection", resumed)
+		}
+		// Injected once: the next prompt goes to the agent as it is.
+		w.prompt(sid, "And now?", "p3")
+		if turn := w.waitTurn(sid, "p3"); turn["state"] != "completed" {
+			t.Fatalf("third turn: got %v, want completed", turn["state"])
+		}
+		reqs = mainRequests(w.model)
+		if last := reqs[len(reqs)-1].LastUser().Text(); strings.Contains(last, "RESUME CONTEXT") || !strings.Contains(last, "And now?") {
+			t.Errorf("model's last user message after the injection: got %q, want the plain prompt", last)
+		}
+	})
+}
