@@ -12,6 +12,7 @@ package demoagent
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -43,6 +44,7 @@ type config struct {
 	unknownCode        int
 	unknownMessage     string
 	unknownDetails     string
+	unknownData        string // JSON object replacing the error's data
 	loadUnknownCreates bool
 	// replayAfterResponse answers session/load before replaying history.
 	replayAfterResponse bool
@@ -63,6 +65,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.unknownCode, "unknown-session-code", -32002, "JSON-RPC error code for an unknown session id")
 	fs.StringVar(&c.unknownMessage, "unknown-session-message", "Resource not found", "error message for an unknown session id")
 	fs.StringVar(&c.unknownDetails, "unknown-session-details", "", "optional data.details for an unknown session id (e.g. \"Invalid session identifier\")")
+	fs.StringVar(&c.unknownData, "unknown-session-data", "", "JSON object sent as the unknown-session error's data instead of {uri, details} (e.g. '{\"service\":\"session\"}')")
 	fs.BoolVar(&c.loadUnknownCreates, "load-unknown-creates", false, "answer session/load of an unknown id with success and an empty session")
 	fs.BoolVar(&c.hangOnLoad, "hang-on-load", false, "never answer session/load (a restore that hangs)")
 	fs.BoolVar(&c.replayAfterResponse, "replay-after-response", false, "answer session/load first, then replay the history")
@@ -73,6 +76,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("demo-agent: unexpected arguments %q", fs.Args())
+	}
+	if c.unknownData != "" && !json.Valid([]byte(c.unknownData)) {
+		return c, fmt.Errorf("demo-agent: --unknown-session-data is not JSON: %q", c.unknownData)
 	}
 	if c.stateDir == "" {
 		c.stateDir = defaultStateDir()

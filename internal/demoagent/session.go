@@ -27,6 +27,9 @@ type session struct {
 // unknownSession builds the configured "session not found" error. Real agents
 // disagree on its shape (see DESIGN.md §4), so tests pick one with flags.
 func (a *agent) unknownSession(id acp.SessionId) error {
+	if a.cfg.unknownData != "" {
+		return &acp.RequestError{Code: a.cfg.unknownCode, Message: a.cfg.unknownMessage, Data: json.RawMessage(a.cfg.unknownData)}
+	}
 	data := map[string]any{"uri": string(id)}
 	if a.cfg.unknownDetails != "" {
 		data["details"] = a.cfg.unknownDetails
