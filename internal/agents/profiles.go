@@ -167,6 +167,9 @@ type Config struct {
 	// agent gets on top of its profile's envPassthrough (checked with
 	// acp.CheckPassthrough).
 	EnvPassthrough []string
+	// ProbeTimeout bounds a capability probe whose context has no deadline.
+	// Default: 30 s.
+	ProbeTimeout time.Duration
 }
 
 // Registry is the set of agent profiles. It is safe for concurrent use and
@@ -182,6 +185,8 @@ type Registry struct {
 	logger    *slog.Logger
 	// passthrough is Config.EnvPassthrough, for every profile.
 	passthrough []string
+	// probeTimeout is Config.ProbeTimeout with its default.
+	probeTimeout time.Duration
 }
 
 // Load builds the registry: built-in demo, detected agents, then the config
@@ -226,7 +231,11 @@ func Load(ctx context.Context, cfg Config) (*Registry, error) {
 		profiles[p.ID] = &p
 	}
 
-	r := &Registry{profiles: profiles, store: cfg.Store, logger: cfg.Logger, passthrough: slices.Clone(cfg.EnvPassthrough)}
+	r := &Registry{profiles: profiles, store: cfg.Store, logger: cfg.Logger, passthrough: slices.Clone(cfg.EnvPassthrough),
+		probeTimeout: cfg.ProbeTimeout}
+	if r.probeTimeout <= 0 {
+		r.probeTimeout = defaultProbeTimeout
+	}
 	if r.store != nil {
 		if err := r.restoreCapabilities(ctx); err != nil {
 			return nil, err

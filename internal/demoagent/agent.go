@@ -19,6 +19,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -52,6 +53,9 @@ type config struct {
 	hangOnLoad   bool
 	authRequired bool
 	startupDelay time.Duration
+	// startupDelayIn limits startupDelay to processes started in this
+	// directory (a capability probe runs elsewhere than a session).
+	startupDelayIn string
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -71,6 +75,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.replayAfterResponse, "replay-after-response", false, "answer session/load first, then replay the history")
 	fs.BoolVar(&c.authRequired, "auth-required", false, "answer session/new|load|resume|prompt with -32000 Authentication required")
 	fs.DurationVar(&c.startupDelay, "startup-delay", 0, "sleep this long before serving")
+	fs.StringVar(&c.startupDelayIn, "startup-delay-in", "", "apply --startup-delay only when the working directory is this one")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -97,7 +102,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 	if err != nil {
 		return err
 	}
-	if cfg.startupDelay > 0 {
+	if cfg.startupDelay > 0 && startedIn(cfg.startupDelayIn) {
 		t := time.NewTimer(cfg.startupDelay)
 		select {
 		case <-t.C:
@@ -153,6 +158,24 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 	case <-time.After(2 * time.Second):
 	}
 	return nil
+}
+
+// startedIn reports whether the working directory is dir (any directory
+// when dir is empty), comparing resolved paths.
+func startedIn(dir string) bool {
+	if dir == "" {
+		return true
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return false
+	}
+	want, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return false
+	}
+	got, err := filepath.EvalSymlinks(wd)
+	return err == nil && got == want
 }
 
 // gatedReader blocks reads until ready is closed.
