@@ -66,6 +66,7 @@ func sessionStatusOf(st sessions.Status) SessionStatus {
 	if out.ErrorMessage == nil && st.LastError != "" {
 		out.ErrorMessage = &st.LastError
 	}
+	out.ErrorCode = ptrIf(st.LastErrorCode)
 	return out
 }
 

@@ -234,6 +234,7 @@ func TestResumeStrategies(t *testing.T) {
 		sameToken   bool     // the stored ACP session id is kept
 		contextLost bool
 		errContains string // for failures: in the status errorMessage
+		code        string // for failures: the problem code and status errorCode; "" = agent_start_failed
 		reason      string // resumeReason after the restart; "" = agent_not_running
 	}
 	cases := []struct {
@@ -300,7 +301,7 @@ func TestResumeStrategies(t *testing.T) {
 				methods: []string{"initialize", "session/load"}, sameToken: true}},
 		{name: "authentication required keeps identity", restart: []string{"--auth-required"},
 			want: want{status: 502, methods: []string{"initialize", "session/resume"}, sameToken: true,
-				errContains: "session/resume"}},
+				errContains: "session/resume", code: "agent_auth_required"}},
 		{name: "agent hangs while restoring keeps identity", restart: []string{"--startup-delay", "30s"},
 			cfg:  sessions.Config{StartTimeout: time.Second},
 			want: want{status: 502, methods: []string{"initialize"}, sameToken: true, errContains: "timed out"}},
@@ -363,9 +364,13 @@ func TestResumeStrategies(t *testing.T) {
 
 			if tc.want.status != http.StatusOK {
 				// Failure: identity kept, visible error, session usable.
+				wantCode := tc.want.code
+				if wantCode == "" {
+					wantCode = "agent_start_failed"
+				}
 				p := r.JSON(t)
-				if p["code"] != "agent_start_failed" {
-					t.Errorf("problem code: got %v, want agent_start_failed", p["code"])
+				if p["code"] != wantCode {
+					t.Errorf("problem code: got %v, want %s", p["code"], wantCode)
 				}
 				if len(resumed) != 0 {
 					t.Errorf("got session.resumed %s after a failed restore, want none", resumed[0].Data)
@@ -378,9 +383,17 @@ func TestResumeStrategies(t *testing.T) {
 				if msg, _ := st["errorMessage"].(string); !strings.Contains(msg, tc.want.errContains) {
 					t.Errorf("status errorMessage: got %q, want it to mention %q", msg, tc.want.errContains)
 				}
+				if st["errorCode"] != wantCode {
+					t.Errorf("status errorCode: got %v, want %s", st["errorCode"], wantCode)
+				}
 				var sawError bool
-				for _, f := range ofType(newEvents, events.SessionExecutorStatus) {
-					sawError = sawError || f.JSON(t)["status"] == "error"
+				for _, f := range ofType(d.sessionEvents(sid)[head:], events.SessionExecutorStatus) {
+					if e := f.JSON(t); e["status"] == "error" {
+						sawError = true
+						if e["errorCode"] != wantCode {
+							t.Errorf("session.executor_status error: got errorCode %v, want %s", e["errorCode"], wantCode)
+						}
+					}
 				}
 				if !sawError {
 					t.Errorf("got no session.executor_status{status: error} event after the failed restore")

@@ -156,7 +156,7 @@ func (m *Manager) start(sessionID string, p startPlan) (out startOutcome) {
 	})
 	if err != nil {
 		conn.Stop()
-		return startOutcome{err: errcode.Wrap(errcode.AgentStartFailed, err, "session/new failed: %s", acp.Message(err))}
+		return startOutcome{err: agentFailure(err, "session/new failed: %s", acp.Message(err))}
 	}
 	out.acpID = id
 	if p.hadHistory {
@@ -194,7 +194,7 @@ func (m *Manager) restore(ctx context.Context, conn *acp.Conn, p startPlan) star
 		if timedOut {
 			err = fmt.Errorf("%s timed out after %s", name, m.cfg.RestoreTimeout)
 		}
-		out.err = errcode.Wrap(errcode.AgentStartFailed, err, "%s failed (session identity kept): %s", name, acp.Message(err))
+		out.err = agentFailure(err, "%s failed (session identity kept): %s", name, acp.Message(err))
 		return false, false
 	}
 	if caps.Resume {
@@ -224,6 +224,17 @@ func (m *Manager) restore(ctx context.Context, conn *acp.Conn, p startPlan) star
 		out.fallback = "unsupported"
 	}
 	return out
+}
+
+// agentFailure wraps an error of the agent's start or restore with its
+// stable code: agent_auth_required when the agent asks for credentials
+// (ACP -32000), else agent_start_failed.
+func agentFailure(err error, format string, args ...any) *errcode.Error {
+	code := errcode.AgentStartFailed
+	if acp.Classify(err) == acp.ClassAuthRequired {
+		code = errcode.AgentAuthRequired
+	}
+	return errcode.Wrap(code, err, format, args...)
 }
 
 // checkDir refuses to start an agent in a directory that is gone; the

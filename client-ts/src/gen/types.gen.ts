@@ -184,6 +184,13 @@ export type SessionStatus = {
     worktreeBranch?: string;
     errorMessage?: string;
     /**
+     * Stable code of the last agent start failure, e.g. `agent_auth_required`
+     * (the agent asks for credentials: see `errorMessage` for what to set)
+     * or `agent_start_failed`.
+     *
+     */
+    errorCode?: string;
+    /**
      * The last restore could not give the agent its history.
      */
     contextLost: boolean;
@@ -324,6 +331,10 @@ export type ExecutorStatusData = EventCommon & {
     runtime?: string;
     pid?: number;
     error?: string;
+    /**
+     * Stable code of the failure when status is error, e.g. agent_auth_required.
+     */
+    errorCode?: string;
     exitCode?: number;
     exitSignal?: string;
     agentExecutionId?: string;
