@@ -44,6 +44,27 @@ func (e AgentProfileSource) Valid() bool {
 	}
 }
 
+// Defines values for AuthMethodType.
+const (
+	AuthMethodTypeAgent    AuthMethodType = "agent"
+	AuthMethodTypeEnvVar   AuthMethodType = "env_var"
+	AuthMethodTypeTerminal AuthMethodType = "terminal"
+)
+
+// Valid indicates whether the value is a known member of the AuthMethodType enum.
+func (e AuthMethodType) Valid() bool {
+	switch e {
+	case AuthMethodTypeAgent:
+		return true
+	case AuthMethodTypeEnvVar:
+		return true
+	case AuthMethodTypeTerminal:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ContentBlockType.
 const (
 	ContentBlockTypeAudio        ContentBlockType = "audio"
@@ -1015,9 +1036,12 @@ func (e TurnStartedEventType) Valid() bool {
 
 // AgentCapabilities What the agent advertised in `initialize`.
 type AgentCapabilities struct {
-	AgentName          *string `json:"agentName,omitempty"`
-	AgentVersion       *string `json:"agentVersion,omitempty"`
-	LoadSession        bool    `json:"loadSession"`
+	AgentName    *string `json:"agentName,omitempty"`
+	AgentVersion *string `json:"agentVersion,omitempty"`
+
+	// AuthMethods How the agent accepts credentials (ACP `authMethods`); name one in the profile's `authMethod` to have tetherd call `authenticate` after `initialize`.
+	AuthMethods        *[]AuthMethod `json:"authMethods,omitempty"`
+	LoadSession        bool          `json:"loadSession"`
 	PromptCapabilities struct {
 		Audio           bool `json:"audio"`
 		EmbeddedContext bool `json:"embeddedContext"`
@@ -1052,6 +1076,29 @@ type AgentProfile struct {
 
 // AgentProfileSource defines model for AgentProfile.Source.
 type AgentProfileSource string
+
+// AuthMethod defines model for AuthMethod.
+type AuthMethod struct {
+	UnderscoreMeta *map[string]interface{} `json:"_meta,omitempty"`
+
+	// Args terminal: arguments to run the agent's command with, once, in a terminal.
+	Args        *[]string `json:"args,omitempty"`
+	Description *string   `json:"description,omitempty"`
+
+	// Hint What to do to use this method, derived from its kind and _meta.
+	Hint string `json:"hint"`
+	Id   string `json:"id"`
+	Name string `json:"name"`
+
+	// Type ACP's kind of method (agent when absent).
+	Type *AuthMethodType `json:"type,omitempty"`
+
+	// Vars env_var: the variables to set in the profile's env.
+	Vars *[]string `json:"vars,omitempty"`
+}
+
+// AuthMethodType ACP's kind of method (agent when absent).
+type AuthMethodType string
 
 // CancelResult defines model for CancelResult.
 type CancelResult struct {
@@ -1100,6 +1147,9 @@ type ContinueAcceptedState string
 // ContinueDeclined defines model for ContinueDeclined.
 type ContinueDeclined struct {
 	Accepted ContinueDeclinedAccepted `json:"accepted"`
+
+	// AuthMethods `agent_auth_required`: the methods the agent announced, each with a hint of what to do.
+	AuthMethods *[]AuthMethod `json:"authMethods,omitempty"`
 
 	// Code Stable machine-readable error code.
 	Code                 string                 `json:"code"`
@@ -1351,6 +1401,9 @@ type PlanUpdatedEventType string
 
 // Problem defines model for Problem.
 type Problem struct {
+	// AuthMethods `agent_auth_required`: the methods the agent announced, each with a hint of what to do.
+	AuthMethods *[]AuthMethod `json:"authMethods,omitempty"`
+
 	// Code Stable machine-readable error code.
 	Code                 string                 `json:"code"`
 	Detail               *string                `json:"detail,omitempty"`
@@ -2128,6 +2181,14 @@ func (a *ContinueDeclined) UnmarshalJSON(b []byte) error {
 		delete(object, "accepted")
 	}
 
+	if raw, found := object["authMethods"]; found {
+		err = json.Unmarshal(raw, &a.AuthMethods)
+		if err != nil {
+			return fmt.Errorf("error reading 'authMethods': %w", err)
+		}
+		delete(object, "authMethods")
+	}
+
 	if raw, found := object["code"]; found {
 		err = json.Unmarshal(raw, &a.Code)
 		if err != nil {
@@ -2216,6 +2277,13 @@ func (a ContinueDeclined) MarshalJSON() ([]byte, error) {
 		return nil, fmt.Errorf("error marshaling 'accepted': %w", err)
 	}
 
+	if a.AuthMethods != nil {
+		object["authMethods"], err = json.Marshal(a.AuthMethods)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'authMethods': %w", err)
+		}
+	}
+
 	object["code"], err = json.Marshal(a.Code)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
@@ -2294,6 +2362,14 @@ func (a *Problem) UnmarshalJSON(b []byte) error {
 		return err
 	}
 
+	if raw, found := object["authMethods"]; found {
+		err = json.Unmarshal(raw, &a.AuthMethods)
+		if err != nil {
+			return fmt.Errorf("error reading 'authMethods': %w", err)
+		}
+		delete(object, "authMethods")
+	}
+
 	if raw, found := object["code"]; found {
 		err = json.Unmarshal(raw, &a.Code)
 		if err != nil {
@@ -2360,6 +2436,13 @@ func (a *Problem) UnmarshalJSON(b []byte) error {
 func (a Problem) MarshalJSON() ([]byte, error) {
 	var err error
 	object := make(map[string]json.RawMessage)
+
+	if a.AuthMethods != nil {
+		object["authMethods"], err = json.Marshal(a.AuthMethods)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'authMethods': %w", err)
+		}
+	}
 
 	object["code"], err = json.Marshal(a.Code)
 	if err != nil {
@@ -6674,139 +6757,143 @@ func (sh *strictHandler) UpdateTask(ctx echo.Context, id ID) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H37Uxw50uC/ouj7IozvigZ7PDu3EBcXLGZ2+c5jOGC/ibjB1yWqkm4tVVKNpAJ6PfzvF0qp3qru6gcY",
-	"733zw5ju1jOVmcq3vo4ikWaCA9dqdPB1lFFJU9Ag8dNxLpWQ5q8YVCRZppngo4PRBag8BUJvNUiiZ0yR",
-	"CFuSnfA639//IYJMRDP8Ew7sNwp+t5/Dt4dE3IOULAZFPlGld0/ugevd04/jUTBiZvzfc5DzUTDiNIXR",
-	"wcgOPgpGKppBSs16Uvr4CfhUz0YH7/f3g5GeZ6al0pLx6ejpKRj9LJJEPHTXfksTBQR4rIieAVFaAk3L",
-	"rQCRkCV0TnZmlMdz8sD0zGwuedu3uFs7T31xMdzSPNGjAy1zKNd2I0QClOPiTj+adjhcRvWsGo3Fo2Ak",
-	"4fecSYiLAbzb/tOHYJQyXnx854OBgS4C187XBMQlcE1u5gQbXIpcRkCihBlMIIITCZHgHCJ9SBRNgaRA",
-	"OeNTQhUJ7YGEJUhmQGOQ1S4ap7riuV3NM1Dd1R6LNKW7CgyCaogJmNGJ6a6IFiSGhN2DJDuR4FqKhNwa",
-	"PFaEJg90rkgkUug9QRxkwSo9y3wyh6QywZVd65E+phmNmJ6bT2YNwLX5k2ZZwiJqNrGXSXGTQPrf/qHM",
-	"jr7W5vs3Cbejg9F/2auIcc/+qvbObS87aRMmVzMgMYVUcMIUoZpQErllkISlTB8SLvTMnNoDVYTGKdMG",
-	"dkKSSIIB4/iah3QKXE+w/UQCjWYQhwdEaSo1njcn2II8iDyJSUaVIuHubkofd/F7FRIhr7khnUyKW5bA",
-	"G0XClD4euV93Qhw7DEioIpFBeFAs+o+iR0Aojwm95uEFaDnfPTLUGBKLVm8PSZhJkWZ68nsOOUxu8yTB",
-	"0Wa5NkucxOKBh0ToGcgHpmB8zUeBw0k8ndqgPjKIBDIDQR4o0+QGboUEouUcdz+ljI8byOFwgXENU5Dm",
-	"XJ6CUXFKL3j6Fz8fkz9/+PEn4kYmMWjKEjVGMnIDIHKagzD4ecMSppmPun6dUY3czx41je9BaqYgJoyT",
-	"kHGmGU3YPwFJPpMiMz/bgbDHZ6Skr206Ceyv/wFSMbvrToNE0PgSVOv3klfibGnWWX5rDXnMhL87pDcQ",
-	"xxAfm1N51P5GLKVT8P30VGfGv7l2gZuvO/iXklOIm39ApN36tYhE0gVCiUHITPJ0yArq4Cq7eYHkWwti",
-	"wiemtAeE00IEYBpStQwvcaRzS71mZDcVlZLOO4t2Y/euqBinu6h7yhJ6k4D/2KIWUixdcANAZgBzqfC4",
-	"Sw+Gs8IjRLk2s5OdWylSpA/Lud6YG4XfsmkukbgDwsHcPtiMErN3UBovnA7Cx0wZAaOXYmZMaSHnDqVO",
-	"uYFUL3Gw2DsGp5rdg8OTi17cQry5gfgI8eFWyJTq0cEophp2NUPE6gytUFAw7YHnqTndm5wlmhl0tDAZ",
-	"GUalIdIQ1468GiHn5bFeAFVevtCmOyMV1QFXriOo4Yh/3/0Q9eHjMeURJKZr4iGSCH9NIPZDMwa8oDz4",
-	"9L/xe2LJlDCUPakmDyCBxFJkGcQonRSk1wFak74Kgj+Nl8OuWrN3v/ay+ksiojukuDhmZs00Oa/tHGXm",
-	"9v1zxMnR8Tlx1x25MUN0r4dJCpr2j9yQkKtlUc6FRtJSK/eNqaZeGDaW7/k9ZSlc4ZdekuqhVwkVSay0",
-	"TsX+CQ26Y1z/6UNFc7Xrobi5anLpu338z0NfmukEFiBRRbk4bNC51YodTRLG72qf/dQs2XIcxF/70I/x",
-	"HI6iCDJtKad1BdR+ces28PwS+O6DUl3tLBPVhROjlXp/NrCWMi9xY9FNcgGR0V/nl3maUrmMGoOR0lQ3",
-	"wC5zbjSpUTBy7AIvoiwBbf8uCTYY3VJm/ygX6GWq7fu2gFltZa09NiBSQm7REX2EKGHcHgRNkrPb0cFv",
-	"A2XXYMChIovxnqrsuyTMT/YoVj6yfoC52Wpjd4HypQaWC3vXL+WdTQDUEWYJCE27j7jiztGghm0UYwue",
-	"Jnv+xQinUhlFWc5JnEuUZKzanNG5ESRJRKVkoMhOsR7yMDNXEiU6l6hUMn4vknuI33Y5+2Kkt3dwz6+a",
-	"qru+u6u7S5TDLF17ZFb7c/9cIKWQv4BSTRG/1uCR6WMRg18yN79esimniV99oUpfAvBVRKisIbV1tIAr",
-	"cQfcL5Liht8ovHcdhAmLvWKmzDnOX+M7SlMe00RwsCIaqvqI6anQfu5ueFe+VLYuTujStm5TV7GUcrgv",
-	"C075spyxtmy0RFjijOcjd6Y4HopO3qU3B/zohIJhnKtOWB7uNRjt+n8pEK5li7DqRiRiIOIWFQ5zA+QS",
-	"DGFyYuFn6BIHCQiMp2OLFROa69mkALsXJTZC9H6krRDtedCnF2kMG/4b0ETPuqxBddBI3HnR5L7XNuFf",
-	"RtXDh8U1PtPSHCqjUCnkryQtthUAZ8Bbhe/YExwgbi7k7FIkDa6SK7T8IhKa0WYin87MX2quNKReoLcs",
-	"MYu0PpwuKETVatcLoH8UxxBvk+A9h7edE0ntgk+HHszLwb5aWfMI/FRYBzyCsksAhVa26BQ651cibfcq",
-	"dA6npe4mstMQfRQRPJn7LTNt9cjBYEzNepZL3firUz8XYOfxLOd328TOfzEkQvhsjkQVmF8HEkVmPZsj",
-	"0TnIlKHgd1Yqq00Y3TEer2bBEFmvHNNaXdnSjRbY2RYv9AKyZL6iflRfUttluNDpGYxEriPRFHx9JrBF",
-	"Gkd97aV217oS1r1+e6A/3PLewYDVrIPWnGNUupWsvpCgQfcsWyDyLtb5OmaQDHhsxfpi9JbxAx4zRLwv",
-	"qxm5hEiOaZIMwWeUMKplF4usDmWZxNHBlO0KHs+BG8450aeZbwWu1RwVKP1M3wPADXh/33F82ysgK1c1",
-	"lsWytnkTXDiC3j7m9XKQRSi0TUJfgFd2muVYZWGzJaSqAfoV4ZRd1RZQKqH8hGtrT+1VgbqmAcmEdKEv",
-	"C0wAS9xUboKFRiKzwL9n5qbaKrID19L9OYzNlnBa5vkuRu5B02o7m+BnCyjfGDETyse5Xc4WMLIKq1lk",
-	"LWnj6gLbWkqjGeOwK4HGdodSCokmN7+7HoNqepxGShsuNgzv6+68pR66QVCzwwSVZQo33gPGNNOD8bvh",
-	"FH4KjAR+avu9cwJ48bErXtip+v15UU9IqQ01LayeLrpvRnUVtWa+17nkh82YTaaJFkQBlA38xs/FDsBh",
-	"Hrzmkp0fjwhJrCOP3ApJKOHw4Dz9hxgMkqEESUofi4RMSI3hp9fcLPgNxs9Ks2WcKiAPMxbNSErnhCZo",
-	"9CY3QLTh+ZwmNr7txbyJNRdiIR4P9R2W7qvucWOg6W40Ewq48zbFhw5YBqhMo/sphjQTBhnNoS6Mfs2o",
-	"1iDN2P/3t6Pd/0N3/7m/++cv1Z/jycHul//6bz7csMtcz5OX5olmmqq7RuDvCDiexijwBtoJEgtr0a88",
-	"bcVBu/Mc1464GkwCgtanEWUljS93KLYxfrALsosX3nMv/K3HM8qn272rt+XyXeLebXf3hQIVLuCeYCDK",
-	"pwnj0yunNzXFi+ZgPaaBXlNO3wXiU2+LW6LXUtPm4CVzuOh3vBcrKy0suOsGY5k4/Gh+abAdiWIqaQzx",
-	"xMVmeTGaC80iD989IgrMBRUBMlzD9nMF0sv261jelYeQ9iiGMDGeY7yRC3N2X/llgioioU3cc8O3Ioxe",
-	"Koc4wGkmNNLsHsgf9pO7MP4glSA/cXoS+eOaO5vEJEqEwq8Kd++kuATIH87vVwunMz1dwPdEi0mxAPIH",
-	"cWCeFHC3V8hi7MEzDhqI7sPq8pz8jCBL6PzY3Udb9cn0xfq09Yq+2+lLZ3kbyOCefX5bMdxmsUwKSWBz",
-	"SfwC1JxHF67Hi5xkMIJeea0iwfKSNG0nKVMp1TW5ZEJnQOPq4wq2BhcIBMvknC8d8GyESR04f2tMMgsq",
-	"Iws2x6RatL8nrsLFgvdI4oYfrma5jmzU7yehemL/17DkRw/xOkGGUAtkGhIPscBpUGoki8ZxgL7Etoui",
-	"rhZppE6VHw4erwxiZw7aR2xB2adXlAdTX8UCjDpG5Ngma1oDzJ6okT4rZWPZG7CM7va/LcdwosrYEuvW",
-	"GEYtg8fDN14+eSRbwKm6qlKJ8dWyfHstfz22qSlqixFDmJ1x5nEpbTastVz80gwsqzHL/ut9TT66tgo4",
-	"2EW5Fa7a5gQ1N2PJD5vsrwjBKDc43NJS0AjyzBVNGN17d5U04/IYW0rajRJJroFkVM+IuCWUE3hkCo07",
-	"MZMQGYXkkKh5mjB+pwiVQApXxph82N8nIeP3NGHxJHqIQ2susVYho10JDoe2VfQQTyTc5gri0FngbORK",
-	"NQ3ZCffCgIR7oCP8N1cS/72n5l8MkbZ5sjmPQZJwL4Z7bJBJYXuouQoDMh6P35KcJ6AU0aBnIGMic65s",
-	"nni4u0uTRDzsmgW3DFYf9v/8p6WQdImW589uyqmjbfPcToozMg0OnZHqRmFWKH5nDsBdzaX6XXD8ro2u",
-	"X9KoNfzRnwneSSFsCw5LCSHeetjvEvF0PYa2Ht8ZZgNaKHEtlkssCLcgmNTO4pVIJnZFWxNNmhHMG0DM",
-	"E7T+OiBW6C6Tjnd2M8j5k5E5POpzOq1SIfpijYb7bAutc5nHthx4waJb5u2NtP2uofx1HHghg0wiu7St",
-	"nbhNy91+fPajvgClhexLzr2lSXJDo7sFVm2lJdUwndfhYVOKJ2WmvfucCDQqFXZVViYVB6NbCWq2HFzl",
-	"ZEFn/QvZsoPf5my5fhCvBedwRVtDtct2JNLxxcnR1cnHUTC6vDq6uDr9/NdRMLr4++fP9q9fj07Nd5Of",
-	"zy4mp5/P/341CkbHZ7+cfzqxnX4+Ov2EfxwffT4++WT+9vkt6rM/gwcsk3DPRK4u15EaXsSiUd/55nja",
-	"gePrQFaEw9a5Y5X+tkbO2RAJtWkO7UIwoUobPcxwIhKhL8yoW1N2D7UCMUyrwqdUA1q97MpKSW44qR0Z",
-	"s/2KrDeX4BZ6MtzCa75TK1ij7hRqI5GEGLhRotQBBoWE9fxPqx8+OB+8Av32mgtZjI9TT2yQROj1kA3K",
-	"Jm3nMa6S+rZq+Q+FlqkLFwLS0wYZfb8hjAPEalGREMuWL3qcnhZ2RSxM4ZUsy0cVX3BRa3TNO19O8Nq0",
-	"/Rqd8Bt0lWLrYi91L+linyh5EPIOy0QV5oAJelz51H/EW8qcfUFLUzAyW9QS4C+S8h4ls2hyTvVsTWtV",
-	"w05V1ylbeNhEuiaGtdCpQzBBLV24zqy8PBPjwD7R6fSFPJKr+Jbri9vkEmzv8RvffricSYLr2fzWu3KB",
-	"U8+VXDOIzswilppV1vCEWZpTGY1WjdUpCG24C8zsYS3jb689bompsrG1Jip+LM2uGJFJ1R2yYEUYJztp",
-	"rrQ1BL8dE4O0WFxS5gkoQhWhhS3xjSLRQ0xoliXzA4852Fzbdcuv19y6BDlx633Q9FsmzG6GGx0QvZdZ",
-	"HOyQfcs4x2iGZWeaMl7/9l2wjiPTTwcr4cVTzy46mtjV2cezUTA6/Tw5vzj768XJ5aXRxE7+4/Tk1/WU",
-	"rnKWb61xNaC4KtxX0LXaG97gjvHC7tveM4Yotq1iXaHDpoRTc19nHMjl5YmtG2s4keFdlx//F1G5vKUR",
-	"KML0IQnNoCFh9ucQt3UQEk5TCEhoZg7xl4xKBbH95iAk/3559nlsS9hFkhlZ1YWBpDTLnOTezDYfkCFv",
-	"NxK0MowHZEUXHb15acMz67zDuFSkwalU5SD1tJHliS5Ft3aY26DwvKpzM7JpUERW0bkV5DAkNKPT1Xkh",
-	"BnlP2p3bBvnFg/gcFEG/rXeZ4dBj/g46VrxB1sd25ybJDzcMleM05NMBMnXR0cNwBnLLcgQhkklEk2Ts",
-	"VNbeAVzs7KVt1u2/hA6K/i1awNSXWoXKns655MdFo2bXMmtkUdeiUaOrSyxZ0O9nbNHoVE9CWdDztGrW",
-	"6F6U2uzvaYtuNjotO5lc8sapPJWClCvYam+Vp2AkOAyQK3w0bOSLFc2eK3X00frArg2iHNzHww0G9q3z",
-	"xWVd/GS3tFcLD4a0b2HA8g4tohjSpU4Pg6ZokuyQLh3CWdapK1wM7FGTKpYuzMf7hnZqMLxlnTrSwtIO",
-	"fSLOKh3rUs2yfj7BYnmfriSzlNg6151VIBxUX3Oxsv5CrX1u3t6cqUREdMuhj4vLrNCHU57l2hYLk/Th",
-	"LNflx255uqpIAuOTTIqpBKVauZzuml2tHsp2Arjbqcb+DNKaruWQ6+XLsG0ZQ3wVVF7Jya5SkaXWduXT",
-	"rDOLBt9ez9hQx4xvbGToSOyb2xh8V9W/Dpy2VtjhSlJudzK8RMBVWRjA7RlfnlKcZmomMDA4ElwxheXo",
-	"H5ielZUC8F0GptcpDOCsK8NtvoVz2HdfWE5QyQvrVHYq0tR94yeUb6OIydLyzd6U5iHI7JvLKGYrjJTL",
-	"wUF8yOx8EfTFpLXjre/Ke1JeLDaL6Xkl4qIyqXnTT1xOrTpfJESsITgBj1fsUFQqXgb2E2y4aSFhT3q5",
-	"L6DAjAJx4B5cmUhAFo0R+L5NtBPSXSR9WQF/VEF8SfWEtSqkrCQZustmpfp7bf9JWeujKv+xYdUPW017",
-	"6IsstaIgLk+867Pso5hSl91uDad4TZBuBIeFHpqu3r6eJNCB2TcWB5qGxs1lgboJ5f8HnGiai9bHiQbM",
-	"XgNOlBxoKzhxUlxM/vJefaLakFpzMVR3f+/81ka3XQ22Z+krY2q6IASxD4u9aBosh8aXBjw2RNoaUF8B",
-	"xvbq3Wuga83euk2c+W7rCK0uiG4iVspFaR0r0UNZ+KML+X7a6Bjb1yaQNhq9AipZqVzcEFKxHplt2waX",
-	"q1Pb1xK8uvPv3mdiPdWV+vGp7rNaG5VqYH4FWORUlq0gkDNDbhODNsWNlbW61RBiC4bXFtxeAUpsyeyK",
-	"RBflkun5pdmshckNUAnyKLfh7ggFtMHg19USZ1pn9nllxm9FFx5Fmv9MKK1IJGLGp7suV8XlitpCpSoD",
-	"eofRXxgMT2yJS3Lu3v+95jtHx+dv8aVrCZGQcfE2G1ahs4Ccj8kJfidFroHc5JqEezN84ygkGEZ/zUOz",
-	"JSHZP9FZcUD+ghtyh6XFHXD30D7BBBm7cbSOUgW7jCvgiml2D2/HBEVsdc2pBNJ+TxpfqraFDShRjeq5",
-	"JDRCYzgmZ9ztAdd7gE94/00oXbzdbSHjSjZQkgiR3dDozgXMUU5Oz0nCNEiaECGJ4EVK0DUvX9otqipA",
-	"vItnEJIpaEU+7P9AQvMFZom4FuEhoeRGxHMi7kFe83B313zatS+Qu47vfiChewFvooWYJFROIQxIDFFC",
-	"pXsffZbzO4jNcP9+efb5muOgGLx8AwQeaaSTOa7X/EzuaZID2dGSsgQLXFBNXdRyShPDDSCeGHiGbw+v",
-	"uVsiwiYW4KAjJbsHhDfjpFi4YR0iL5e+/9+veeiC9SbFby5VycpyLsqxeGL96Py09mTVwWh//G68b5+d",
-	"AE4zNjoY/TDeH/8wwgKqMyScveot6CloWw0e7EPH5l4dfWJK28fdR61n8N/v7y94AX21l8+rt6o9b5+7",
-	"5BNXd8Ml+7CE6TnSl33WmNRL/IzNpj/sv+ubttxH7dnKqp7r4D6GFRUlQ+3j1sUb94rs4EvJu4wH5evR",
-	"aOF0jyUTwcn50dXfLP+kU1V/OtsMvGeZbO+5WD//XxNxQ5OTe3c+GZU0BY0v4ffcj1WTPVuFuTeioNby",
-	"E1UaJ8FyIkubX80zrJq0tOHPwlAytmwH6Cbz8pq5tb4fTdXdG1XyYXxC2bT9PbfVc7iL2SoTmErMW1ym",
-	"5OnLUsTW8KjtgexaJ9NwzK7HIXtw+4g7L5cd95AAjWYuLpkpQkmtv8Pq/ZWwelUq+PD+zy9JNZcg70Hu",
-	"XhoQnJTnXTx3acgbU0pQXSM2VlMRGkmhVO2J9joRObqxRDQrXwz0EtFfQbs3BZ+Rt7kZPId/VW7AnHWe",
-	"jdcHqJOIRge/famD9xO7Bw5KOUGExsx8qoOrePcLwZWClixSi+D1i2syjGayhLIWqNrU14GKm4EwbsSp",
-	"1OB/rogZjlhJm+yP98cfvgWPb68HHjOhMKSoSG4uBZlI5EaRtpCf0nwK/WB31/N4TtNkEezPMuD2jl8B",
-	"WYtBVzgBg5duLhKLKE9tff4SWR+oIni9oa/9WxzE1cwGAGhJI90LV1UrPupy4JswtaG6RbWY8q2bv4h4",
-	"vjXybxZre2oqO1rm8NQ5znfbntx3yC5M+bCe6K9Ikcr9MnfN/ocV2692N/24/8Py9kdY6zEyzHML1xlm",
-	"tJd5jU5i5Q6+Tjg0nI0WiepV3boGGpeFieqIvPeVxU9WabUJMB18ToRqoPMzXWkL0AotChjpXRWKewHU",
-	"2PDcEHD16naHRGmRKax9gYc3JqeN5yk8JxX0Mu5vfyTf0Vmc8UaNQS+gV1N0jNbypU1He9apjZfD6qMF",
-	"fTcKDvoC533s4o6UgbTn0PHtEXNRl757suOeC3DVNeME3o5fI9velJZxw0jMRQ0S+/QDjwnl6gEkKR5f",
-	"qLIZFQlLQIUDOfFeVBUpXkL5RTnj52cAxUx9rNn+/D3wgV9nIBs8mWBlFhXYW9Vw5iKXkWQJddpiZdBm",
-	"vijR5+UotTdiNuIpLRtB8SiW4MncEi8id2Pzis4tDhfvd4QBoVqkLKKJ6cX07Jpb50bgeEJgL2qnG6o8",
-	"hTFxZelUTSq8ZVJpwm6rerzXvHi3iBzFsfkK32QhLqrgwEg8NTeiewwLxUus3zSljB8Syq95vRUSKVo+",
-	"W4+0uO6cpkjLeMJ6V9zeEi1EQswG1fia/2qN12ERrWYAQCRoOTf/zyW3m8ISFNQ9WWafEEOTaouPOyg+",
-	"r25QzFKG+Tr1oMEi3m99uvLBNp9Byv32mhWAHmDUXRmrA+UjRAnjfqAUvx2S0AYMhJbeHmbWBB0WtFhW",
-	"CyieeMNUd6uLvH/luksBCFx/nTCxYBtS5w7VJBVKE8EjeDv0muxYspvAtVluirS8i/bBvxo/38HA/vAT",
-	"VXoXTYW7px9DIuQ1D/+nbfI/wreBYTGxMifSKBYQBmYo7sysiiTsvphpTD7ama+5mzqiUs5JyOKD5V7R",
-	"8NDaIURirbaK7IStWgNhgH6c9nrCRvp6aJ2FM6BS3wDVJBJpWlsNFxwckxO5UTHLtAgoEh9Qd1eEWlvN",
-	"DUyZe7LQ1d0TUx+ns46EIp34e/ckfFe2/PeW/fVqayi/WF3a4IaReBIxNd/e5uZSj8GgsTR8yWirKBFw",
-	"DtHrNeC8BueCqPTLgFQlBpG7FGTldShsR0gsKmmaW6rf2nvymAmp/+YezFtJbXjc5XH3Clxq9D0r3Ns2",
-	"0MLoRsRcet+DquA0m3uQyoqMVNm9mA0osmOk04mTTgNXNrL8WCa8uT8l6tRvn1VTqBTPva/lO+dP6+kN",
-	"wVfrB80o+rGcG7T+enrT3rzAM7q43Fev0eMIteoqf+qZpOV6WlyWzIfZ0vefZfpSXPfp2EVhJOKA8C9h",
-	"S980OsIaXgpT+BtVs71UcBomT1aBmVs03NlQ0udV95pPDw9C3/dbnnyI6kd2Oo9dvx2Ti/K1Zlp/3bql",
-	"WNsnuf/Td7SWtMLjEraHhGn72BAXD+YcmCreHb+BGXOWrrp9cyj1yLL48xZNVMeCFxqvIxxF1IxKQGnL",
-	"VRi3JUCtUelGCK3QBn1ACrM0U9ccDURa4O5SEUNiO4lcR8KJ0YkShJbaYtiqROY0wp7KaaGV0Mck/HH/",
-	"fYiqFQPVV3O8NLX11x0nO0fH52T3h/f7+/uHDWPlHYD1H11zhq1duJrSRtkt5c63AYFEwYKy5E0+Zas2",
-	"vZxDqShW7r/qSr+xw0QHAuxT0+ALBHidhP7aDTPOJlvHrjfOK0l27BMlzn4bkETQOCD4LhrWWHcl9tFi",
-	"7jQPUr5fYk0OD5RpknPNEmfhxafph7KTqgTKEhdIVfL7m2KsXe934v/A4F7fsZubIbCn51qh8Ug8uCfJ",
-	"yU2BEvGz6jG6UdmjDwNq9T+e8fhrs/ScfbXa7+H8L4taJ+IWL3gVFA4WFdQ8H0Hl/PK4NZ/39M2q9r4W",
-	"0uDTQhzI5bNeV7ZUSM+5V0Lpq498QDt76eB0cs8WT9FvLahVeOg3Fgx7bbKBJ4vzCi6LRp2NbCew2x9W",
-	"XibyMBTulL0TQJEdiSoOZoSINKW7CsyytPV0wGOWYL6qq8LuW2KRVVqtcJXn6qpy7O0kQz3HbI9bIdPq",
-	"BFtzY9ZLY+4SG3/cx3L5LM3T0cF7V9fdfqrMPLXcRf8EWflGX88R/Pju/TrB9Rtf+H15I0fELLkWT65e",
-	"RDPdkAmY3ZQLDgiHB1DOCR+YDTFOde+tbkivfLWgl+6usMVzMuPiSQUfQzaTj78VYBE4TajWQemeZ3gK",
-	"FgYM40sPz2Miqj3t8cKhwvb5it444e+BdOxS3dPFvmMtyaOMpO0VV4ojfkYK6RVXcPXfibjSA+lgTetS",
-	"8QBK80BsgcVnJjv7+MoLOxUW4YGrv1jHh9dlU93YrsExFsumeAlJFNjHBlGM8tJvM9Wpmfb92xeDQQp9",
-	"vhbncpm4nO+Dvb13738a74/3x+8Ofvrpp58Q29zwX0vxzSaPGAGoJnOq+hcuRbP2TXn71r5zLuOnL0//",
-	"LwAA//8=",
+	"7H1rUyQ3tuBfUdTeCNO7SUG32+MdiI0NhsZj7rYbFpjriDW9lSLzUKUhU0pLSqDc5r9v6Ej5VlZlPaDp",
+	"2esPbqoqpZTOS+etL6NIpJngwLUaHXwZZVTSFDRI/HScSyWk+SsGFUmWaSb46GB0ASpPgdBbDZLoGVMk",
+	"wifJTnid7+9/H0Emohn+CQf2GwW/28/hm0Mi7kFKFoMiH6nSuyf3wPXu6YfxKBgxM//vOcj5KBhxmsLo",
+	"YGQnHwUjFc0gpWY9KX38CHyqZ6ODd/v7wUjPM/Ok0pLx6ejpKRj9JJJEPHTXfksTBQR4rIieAVFaAk3L",
+	"rQCRkCV0TnZmlMdz8sD0zGwuedO3uFv7nvriYrileaJHB1rmUK7tRogEKMfFnX4wz+F0GdWzajYWj4KR",
+	"hN9zJiEuJvBu+y/vg1HKePHxrQ8GBroIXPu+JiAugWtyMyf4wKXIZQQkSpihBCI4kRAJziHSh0TRFEgK",
+	"lDM+JVSR0CIkLEEyAxqDrHbRwOqKeLuaZ6C6qz0WaUp3FRgC1RATMLMTM1wRLUgMCbsHSXYiwbUUCbk1",
+	"dKwITR7oXJFIpNCLQZxkwSo9y3wySFKZ4Mqu9Ugf04xGTM/NJ7MG4Nr8SbMsYRE1m9jLpLhJIP1v/1Rm",
+	"R19q7/s3Cbejg9F/2auYcc/+qvbO7Sj70iZMrmZAYgqp4IQpQjWhJHLLIAlLmT4kXOiZwdoDVYTGKdMG",
+	"dkKSSIIB4/iah3QKXE/w+YkEGs0gDg+I0lRqxDcn+AR5EHkSk4wqRcLd3ZQ+7uL3KiRCXnPDOpkUtyyB",
+	"7xQJU/p45H7dCXHuMCChikQG4UGx6D+LEQGhPCb0mocXoOV898hwY0gsWb05JGEmRZrpye855DC5zZME",
+	"Z5vl2ixxEosHHhKhZyAfmILxNR8FjiYRO7VJfWwQCRQGgjxQpskN3AoJRMs57n5KGR83iMPRAuMapiAN",
+	"Xp6CUYGlF8T+xU/H5K/vf/iRuJlJDJqyRI2RjdwESJwGEYY+b1jCNPNx168zqlH6WVTT+B6kZgpiwjgJ",
+	"GWea0YT9AcjymRSZ+dlOhCM+ISd9afNJYH/9D5CK2V13H8j17BfQMxF7lvWzeKivKoog08rQbgzcrEiR",
+	"naPjcxLWJjHHi+FrIjiYxbfosnoyNBif0XsgGgzlxCSiSWKfMLNHVEPozoU2BJiGVC1D3VH5KrNPt3Eq",
+	"JZ2bz4mg8SWoFlzKMwKhnGYdtLVgn8dM+IdDegNxDPGxocZH7X+IpXQKvp+e6ofQb+65wL2vO/nncn/i",
+	"5p8Qabd+LSKRdJFfcg4K0TwdsoI6uMphXiD51oIc8JEp7QHhtFB9hiHVPH5u6amL1tai3dy9Kyrm6S7q",
+	"nrKE3iTgR1vUIoqlC24AyExgDlMedxnOnCjwCFGuzdvJzq0UKbKQldjfmZOU37JpLlGoBYSDOXXxMUrM",
+	"3kFpPGg7jB4zZRSrXkkxY0oLOXckdcoNpHqZg8XeOTjV7B4cnVz00hbSzQ3ER0gPt0KmVI8ORjHVsKsZ",
+	"ElZnaoUKknkeeJ4a7N7kLNHMkKOFycgIaA2RhriG8mqGnJdovQCqvPKwzXdGG6wDrlxHUKMR/777Ieql",
+	"x0pYdahxkoLGg4rGMTMz0OS89kBDya1mpHLqkegaZMo4TQ4IldM8RWVTCyJzXgl6pDIkUFS/AyJ4BIER",
+	"5pQU4xtSuAPqtrBtrMFLe/a89h2KgsTC/D9XYE2dFMEUkBgku4fYEj/Titwxo8TwmCDAvEzQS7c9TGG/",
+	"aC/s6Pj8O/c6cevWQ3acljYDTuiNAm75sKBW/BU/30/uqdHVC1B6ifWeSg/23OADxNU9lczQHyJQge6e",
+	"tsDvV8GTj/g5daTM/afMMeURJIbkE49wj/DXBGK/FIgBFUqPHPzf+D2xxwthaCtSTR5AAomlyDKIV6NA",
+	"O9NpvJznqzV792uVy78lIrrrZ0m0cdv64hEnRlly6im5MVN01bk1mZ1zofFIUCuPjammXhgu49qUpXDl",
+	"GGQ4S0moRPlK61TsD2icF4zrv7yvuLym1hQaV82OfLuP/3lYTTOdLOb+godx2qCjjRU7miSM39U++08h",
+	"yZbTIP7aR36M53CEqjh4Dgta+8Wt28Dzc+DTY0r3UmeZaN6fZCKaeX82sJYyL2ljkQZ0AZG4Bzm/zNOU",
+	"ymXcGIyUproBdplzbn4LRk5coAKVJaDt3yXDBqNbyuwf5QK9ykBbTyxgVltZa48NiJSQW4SiDxAljFtE",
+	"0CQ5ux0d/DbQ1gwGIBVFjBersk+5MT9ZVKyMsn6AubfV5u4C5XMNLBdWR10qO5sAqBPMEhCa5z7gijuo",
+	"QY/YsUhTC56meP7FGFVSEaNQz0mcS9TArZsro3NjAJGISslAkZ1iPea4l2D0olyiE4jxe5HcQ/ymK9kX",
+	"E73VHXt+1VTd9Z1d3V2i/WD52mNr2Z/73wVSCvkLKNU0TWsPPDJ9LGLwW5Tm10s2NXqNb3BClb4E4Kuo",
+	"/llDa+tYr1fiDrjflCrUWXPuOggTFns1Q5lzfH9N7ihNeUwTwcGaFuiaQ0pPhfZLdyO78qU2YYGhS/t0",
+	"m7uKpZTTfV6A5cvyjbVlo+fQMmc8Hzmc4nyoOnmX3pzwg1MKhkmuOmN5pNdgsuv/pSC4lu/QmsmRiMFo",
+	"4kb7NSdALsHq4RZ+hi9xkoDAeDq2VDGhuZ5NCrB7SWIjQu8n2orQnod8eonGiOGfgSZ61hUNqkNG4s5v",
+	"mPT6Ev3LqEb4qLgmZ1qWQ+XELZX8lbTFtgHgHO6ryB2LwQHq5kLJLkXSkCq5wkhNYQ/qmcinM/OXmisN",
+	"qRfoLQ/iIm8Fvi4oVNVq1wugfxTHEG+T4T3I2w5GUrvg06GIeTnYVytrosDPhXXAIyi7DFBYZYuw0MFf",
+	"SbTdo9AFiJeGh8lOQ/VRRPBk7vcots0jB4MxNetZrnXjr878XECdx7Oc322TOv/FiAjhszkRVWB+HUQU",
+	"mfVsTkTnIFOGit9Zaaw2YXTH+IpOQZH16jGt1ZVPlo40fNvihV5AlsxXtI/qS2qH+BcmKQQjketINBVf",
+	"nwtskcVRX3tp3bWOhHWP3x7oD48YdShgNe+gdecYk26laAUkGIg4yxaovIttvo4bJAMeW7W+mL3l/IDH",
+	"DAnv82pOLiGSY5okQ+gZNYxq2cUiK6Qs0zg6lLJdxeM5aMMF1fos863AtXpHBUq/0PcAcAPZ34eOr3sE",
+	"ZOWqxrJY1jZPggvH0NunvF4JsoiEtsnoC+jKvmY5VVnYbImoaoB+RTRlV7UFkkooP+Ha+lN7TaCua0Ay",
+	"IV2q2gIXwJIwlXvBQieRWeA/MnNSbZXYgWvp/hwmZks4LYs5FjP3kGm1nU3oswWUr0yYCeXj3C5nCxRZ",
+	"pcEt8pa0s5gWpICFHm9ZaAPQNvCt6hlinIucRxAHBGg0s9m7lMwY10TckocyoL+lJK5okVcwpdGMcdiV",
+	"QGOLGymFRGehP0EG0/d6wl1KG/k7jGPrgcilscVB+LbTBJVPDTfeQwBppgdzZiOc/RQY2+HUjnvrTIfi",
+	"Yxf49lX9kcioJ3ndJrUX/lqXR2woo8yPNd/rXPLDZnY40zbTAcoH/G7bxaHLYbHH5pJdBJIISWwIktwK",
+	"SSjh8OByFA4x/SpD3ZeU0SEJmZAaOeSamwV/h5n60mwZXxWQhxmLZiSlc0ITdNeTG6iybDCT9sXioLXg",
+	"Z6HYD416loG3LroxpX03mgkF3MXJ4kMHLANUpjFwFkOaCUOMBqkL8+wzqjVIM/f//e1o9//Q3T/2d//6",
+	"ufpzPDnY/fxf/81HG3aZ68Ug0zzRTFN11ygxGAFHbIyC/uwlmxNUxggLRDt81rOEqskkIGh9tlxW8vjy",
+	"UGib4gcHT7t04cV7ESk+nlE+3a6Wsa1g9ZLAdHu4L4mpCF73pDFRPk0Yn145i6+pGDUn63Fq9Dqh+g4Q",
+	"n2FenBK9Pqa2BC+Fw0V/ykCxstI3hLtuCJaJo4/ml4bakSmmksYQT1w2pJeiudAs8iXaEQXmgIoABa4R",
+	"+7kC6RX7dSrvanLIexSTrxjPMVPKFVS4r/w6QZVL0WbuuZFbEeZdlVMc4GsmNNLsHsif9pM7MP4klQky",
+	"cRYe+fOaO2/KJEqEwq+KQPWkOATIny5iWUtgNSNdaclEi0mxAPIncWCeFHC3R8hi6kEcBw1C91F1iSe/",
+	"IMgSOj9259FWo0l9WUpti6jvdPrcWd4G1oNnn1/XgLD1cpNCE9jchrgANefRhRvxIpgMRtCrr1UsWB6S",
+	"5tlJylRKdU0vmdAZ0Lj6uIKXxKUwwTI953MHPBtRUgfOX5uSzIJKK29zSqrV13gyQlz1RY8mbuThaj73",
+	"yObZfxSqp9pmjRhE9BCvkx4JtRSsIZkcC8IdpUWyaB4H6Et8dlG+2CKL1DkhhoPHq4PYNwdtFFtQ9tkV",
+	"JWLqq1hAUcdIHNsUTWuA2ZPv0udfbSx7A5HR3f7XlRhOVRlbZt2awKjVzHnkxsuXa2ULJFXXVCopvlqW",
+	"b6/lr8e21kZtMdcJ66HOPMGwzaa1notfmilxNWHZf7yvKUfXNgEHB1e3IlXbkqAWIC3lYVP8Fckj5QaH",
+	"e1oKHkGZuaILo3vurtLQoERjy0i7USLJNZCM6hkRt4RyAo9MoXMnZhIiY5AcEjVPE8bvFKESSBGEGZP3",
+	"+/skZPyeJiyeRA9xaN0l1itkrCvB4dA+FT3EEwm3uYI4dB44m3NTvYbshHthQMI90BH+myuJ/95T8y8m",
+	"d9uK/JzHIEm4F8M9PpBJYUeouQoDMh6P35CcJ6BUWaAsc66sTzvc3aVJIh52zYJbDqv3+3/9y1JIuoLm",
+	"82d35dTJtom3kwJH5oHDeuEaofidQYA7mkvzu5D4XR9dv6ZRe/AHf8+JTtFuW3FYygjx1hOWl6in6wm0",
+	"9eTOMB/QQo1rsV5iQbgFxaSGi1eimdgVbU01aeZebwAxT7r964BYYbtMOnHlzSDnL//n8KjP6bQq4ujL",
+	"khoebS6szmWx5nLiBYtuubc3sva7jvLXgfBCB5lEdmlbw7gthN9+ZvmjvgClhewrK76lSXJDo7sFXm2l",
+	"JdUwndfhYYv4J2VvC/c5EehUKvyqrCzjD0a3EtRsObjKlwWd9S8Uyw5+m4vlOiJeC83hirZGapftHKrj",
+	"i5Ojq5MPo2B0eXV0cXX66e+jYHTxj0+f7F+/Hp2a7yY/nV1MTj+d/+NqFIyOz345/3hiB/10dPoR/zg+",
+	"+nR88tH87Ytb1N/+DBGwTMI9E7m6XEdreBGPRn3nm9NpB46vg1gRDluXjlXh3hrVckM01KY7tAvBhCpt",
+	"7DAjiUiEsTBjbk3ZPdRSephWRUypBrR6o6OVyvPwpXZmrFMs6vVcaZ432+ia79RSjNSdQmuk1oXqAJNC",
+	"wnrlqrUPi4QjBfrNNReymB9fPbFJEqE3QjaoDrZdgblK0d6qDXcUeqYuXApIzzMo6PsdYRwgVova8lix",
+	"fNET9LSwK3Jhiqhk2aiu+IKL2kPXvPPlBI9NO64xCL/BUCk+XeylHiVdHBMlD0LeYUO6wh0wwYgrn/pR",
+	"vKWa3xf0NAUjs0UtAf4mKe8xMotHzqmeremtavip6jZliw6bRNeksBY5dRgmqBU614WVV2ZiHthHOp2+",
+	"UERyldhyfXGbHILtPX7l0w+XM0lwPZufelcuceq5yoIG8ZlZxFK3yhqRMMtzKqPRqrk6BaMND4GZPazl",
+	"/O31xy1xVTa21iTFD6XbFTMyqbpDEawI42QnzZW2juA3Y2KIFtvYyjwBRagitPAlfqdI9BATmmXJ/MDj",
+	"DjbHdt3z63W3LiFO3HofNP2eCbOb4U4HJO9lHgc7Zd8yzjGbYRlOU8br374N1glk+vlgJbp46tlFxxK7",
+	"OvtwNgpGp58m5xdnf784ubw0ltjJf5ye/Lqe0VW+5WtbXA0orgr3FWyt9oY3OGO8sPu654xhim2bWFcY",
+	"sCnh1NzXGQdyeXliO1QbSWRk1+WH/0VULm9pBIowfUhCM2lImP05xG0dhNjaNiCheXNou+1RqSC23xyE",
+	"5N8vzz6NbdPISDKjq7o0kJRmmdPcm3XyA2r77UaCVm30gHruYqC3om54TaB3GldENbgIrJykXvCyvESn",
+	"GNZOcxuUnlcNbmY2DcrIKga3khyGpGZ0hrooxKDoSXtw2yG/eBJfgCLo9/Uucxx63N9Bx4s3yPvYHtxk",
+	"+eGOoXKehn46QKcuBnoEzkBpWc4gRDKJaJKMncnaO4HLnb20j3XHL+GDYnyLF7D0pdZbs2dwLvlx8VBz",
+	"aFk1smho8VBjqCssWTDuJ3yiMahehLJg5Gn1WGN40SS0f6RtF9oYtAwzueQNrDyVipRrkWxPladgJDgM",
+	"0Ct8PGz0ixXdnisN9PH6wKENphw8xiMNBo6ty8VlQ/xst3RUiw6GPN+igOUDWkwxZEidHwa9osmyQ4Z0",
+	"GGfZoK5yMXBETatYujCf7Bs6qCHwlg3qaAtLB/SpOKsMrGs1y8b5FIvlY7qazFJm6xx31oBwUH3Nbdb6",
+	"W8z2hXl7a6YSEdEtpz4ubhBDH055lmvb5kzSh7Nclx+7jfWq9g6MTzIpphKUatVyumN2tU4u20ngbpca",
+	"+ytIa7aWI66XbyC3ZQrx9X55JZhdpZdM7dmVsVkXFg25vZ6zoU4ZX9nJ0NHYN/cx+I6qfx04ba0lxZWk",
+	"3O5keIuAq7IxgNszXvygOM3UTGBicCS4Ygob6T8wPSs7BbjLINZpDOC8K8N9vkVw2HdeWElQ6Qvr9KQq",
+	"ytR98yeUb6P9ytLG096S5iHE7HuXMcxWmCmXg5P4UNj5MuiLl9bQW9+VF1NeKjaL6bnf4qJyqXnLT1xN",
+	"rTpfpESsoTgBj1ccUPRYXgb2E3xw0xbInvJyX0KBmQXiwF1xNJGAIhoz8H2baBeku0z6snf/qIL4ku4J",
+	"a3VIWUkzdIfNSp0D2/GTstdH1f5jw64ftg/40DuQak1BXJ14N2bZxzGlLbvd7lPxmiDdCA4LIzRdu309",
+	"TaADs6+sDjQdjZvrAnUXyv8PNNF0F61PEw2YvQaaKCXQVmjipDiY2mZgT6Vh2puW1+mSF0N19ve+3/ro",
+	"tmvB9ix9ZUpNF6Qg9lGxl0yD5dD43IDHhkRbA+oroNheu3sNcq35W7dJM99sH6HVFdFN1Eq5qKxjJX4o",
+	"G390Id/PGx1n+9oM0iajV8AlK7WLG8IqNiKzbd/gcnNq+1aC13b+3Xshtae7Uj891WNWa5NSDcyvgIqc",
+	"ybIVAnJuyG1S0Ka0sbJVtxpBbMHx2oLbKyCJLbldkemiXDI9vzSbtTC5ASpBHuU23R2hgD4Y/Lpa4kzr",
+	"zF7kzvit8N2Na8v8Z0JpRSIRMz7ddbUqrlbUNipVGdA7zP7CZHhiW1ySc3fj9jXfOTo+f4NX0UqIhIyL",
+	"W+WwC50F5HxMTvA7KXIN5CbXJNyb4e1MIcE0+msemi0Jyf7AYMUB+RtuyCFLizvgFjkhwQIZu3H0jlIF",
+	"u4wr4Ippdg9vxgRVbHXNqQTSvrke78QvmvWqRvdcEhqlMRyTM+72gOs9IPSahz8LpUNiL/q3kHEtGyhJ",
+	"hMhuaHTnEuYoJ6fnJGEaJE2IkHg7vC0Juubl3dZFVwWIdxEHIZmCVuT9/vckNF9glYh7IjwklNyIeE7E",
+	"PchrHu7umk+7CUuZLga+/Z6E7u6+iRZiklA5hTAgMUQJlRCblWAyHcRmun+/PPt0zXFSTF6+AQKPNNLJ",
+	"HNdrfib3NMmB7GhJWYINLqimLms5pYmRBhBPDDzDN4fX3C0RYRMLcNCRkt0DwptxUizciA6Rl0vf/+/X",
+	"PHTJepPiN1eqZHU5l+Xo/Gbk6Py0dtnWwWh//Ha8by/MAE4zNjoYfT/eH38/wgaqM2Scver29Slo28ce",
+	"7NXi5lwdfWRKH9lHMIkuE1xZlnu3v98K1NEsS5gNq+390yloViAN6rmDSdjInE2mdMUnru+GK/ZhCdNz",
+	"5C97kTipt/gZm02/33/b99pyH7ULN6t+roPHGFFUtAy118kXNy8rsoN3k+8yHpT3taOH011PTgQn50dX",
+	"P1v5Saeqflm9mXjPCtlevNg4/98TcUOTk3uHn4xKmoIGqXrPx+qRPduFuTejoPbkR6o0vgTbiSx9/Gqe",
+	"YdekpQ/+JAwn45PtBN1kXh4ztzb2o6m6+06Vchj7h5tnf89t9xzucrbKAqaS8ha3KXn6vJSwNTxqi5Bd",
+	"G2QaTtn1PGQPbR9xF+Wy8x7apuk2L5kpQkltvKPq/ZWoelUueP/ury/JNZcg70HuXhoQnJT4Li7qNOyN",
+	"JSVorhGbq6kIjaRQNivbSr46Ezm+sUw0K+869DLR30G72xCfUba5N3iQf1VuwOA6z8brA9RpRKOD3z7X",
+	"wfuR3QMHpZwiQmNmPtXBVdxYhuBKQUsWqUXw+sU9MoxnsoSyFqja3NeBinsDYdyoU6mh/1wRMx2xmjbZ",
+	"H++P338NGd9eDzxmQmFKUVHcXCoykciNIW0hP6X5FPrB7o7n8ZymySLYn2XA7Rm/ArEWk66AAUOX7l0k",
+	"FlGe2v78JbE+UEXweMNY+9dAxNXMJgBoSSPdC1dVaz7qauCbMLWpukW3mPKWnr+JeL419m82a3tqGjta",
+	"5vDUQefbbb/ch2SXpnxYL/RXpCjlfpmzZv/9is+vdjb9sP/98uePsNdjZITnFo4zrGgv6xqdxsodfJ1y",
+	"aCQbLQrVq751DTIuGxPVCXnvC4ufrNFqC2A69JwI1SDnZzrSFpAVehQw07tqFPcCpLEh3hBw9e52h0Rp",
+	"kSnsfYHIG5PTxvUUHkwFvYL766PkG8LFGW/0GPQCejVDx1gtn9t8tGeD2ng4rD5b0Hei4KQvgO9jl3ek",
+	"DKQ9SMe7R8xBXcbuyY67LsB114wTeDN+jWJ7U17GDSMzFz1I7NUPPCaUqweQpLh8oapmVCQsARUOlMR7",
+	"UdWkeAnnF+2Mn18AFG/qE832529BDvw6A9mQyQQ7s6jAnqpGMhe1jCRLqLMWK4c282WJPq9Eqd0Rs5FM",
+	"afkIikuxBE/mlnmRuBubV3Ruabi4vyMMCNUiZRFNzCimZ9fcBjcCJxMCe1A721DlKYyJa0tXv9Htlkml",
+	"Cbut+vFe8+LeInIUx+YrvJOFuKyCA6Px1MKI7jIsVC+xf9OUMn5IKL/m9aeQSdHz2bqkxQ3nNEVeRgzr",
+	"XXF7S7QQCTEbVONr/qt1XodFtpoBAJGg5dz8P5fcbgpbUFB3ZZm9Qgxdqi057qD4vLZB8ZYyzdeZBw0R",
+	"8W7rrysvbPM5pNxvr9kA6AFGPZSxOlA+QJQw7gdK8dshCW3CQGj57WFmXdBhwYtlt4Diijcsdbe2yLtX",
+	"brsUgMD11xkTG7Yhd+5QTVKhNBE8gjdDj8mOJ7sJXFvlpkgrumgv/KvJ8x1M7A8/UqV30VW4e/ohJEJe",
+	"8/B/2kf+R/gmMCImVgYjjWYBYWCm4s7NqkjC7os3jckH++Zr7l4dUSnnJGTxwfKoaHho/RAisV5bRXbC",
+	"Vq+BMMA4Tns9YaN8PbTBwhlQqW+AahKJNK2thgsOTsiJ3JiYZVkEFIUPaLsrQq2v5gamzF1Z6PruialP",
+	"0tlAQlFO/K1HEr4pX/47K/56rTXUX6wtbWjDaDyJmJpvb3NzqMdgyFgauWSsVdQIOIfo9TpwXkNwQVT2",
+	"ZUCqFoMoXQq28gYUtqMkFp00zSnV7+09ecyE1D+7C/NWMhsed3ncPQKXOn3PivC2TbQwthExh963YCo4",
+	"y+YepLIqI1V2L2YDiuwY7XTitNPAtY0sP5YFb+5PiTb1m2e1FCrDc+9LeUP703p2Q/DFxkEzinEsFwat",
+	"3/ve9DcviIwubvfV6/Q4Qqu6qp96Jm25XhaXJfNhvvT9Z3l9qa77bOyiMRJxQPiX8KVvmh1hHS+FK/w7",
+	"VfO9VHAapk9WiZlbdNzZVNLnNfeaVw8PIt93W375ENOP7HQuu34zJhflbc20frt1y7C2V3L/Z+xoLW2F",
+	"xyVsDwnT9rIhLh4MHpgq7h2/gRlznq66f3Mo98iy+fMWXVTHghcWr2McRdSMSkBty3UYty1ArVPpRgit",
+	"0Ad9QAq3NFPXHB1EWuDuUhFDYgeJXEfCqdGJEoSW1mLY6kTmLMKezmmh1dDHJPxh/12IphUD1ddzvHS1",
+	"9fcdJztHx+dk9/t3+/v7hw1n5R2AjR9dc4ZPu3Q1pY2xW+qdbwICiYIFbcmbcsp2bXq5gFLRrNx/1JVx",
+	"Y0eJDgQ4pmbBFwTwOhn9tTtmnE+2Tl3fuagk2bFXlDj/bUASQeOA4L1o2GPdtdhHj7mzPEh5f4l1OTxQ",
+	"pknONUuchxevph8qTqoWKEtCIFXL769KsXa930j8A5N7fWg3J0NgseeeQueReHBXkpObgiTiZ7VjdKOz",
+	"Rx8F1Pp/PCP6a2/pwX212m8B/5dFrxNxiwe8CooAiwpqkY+gCn55wprPi32zqr0vhTb4tJAGcvmsx5Vt",
+	"FdKD90opffWZD+hnLwOcTu/ZIhb93oJah4d+Z8Gw2yYbdLK4ruCyeKizke0kdvvTystCHobKnbJnAiiy",
+	"I9HEwYoQkaZ0V4FZlraRDnjMEqxXdV3YfUssqkqrFa5yXV3Vjr1dZKjnWO1xK2RaYbD1bqx6aby7pMYf",
+	"9rFdPkvzdHTwzvV1t58qN0+tdtH/gqy8o68HBT+8fbdOcv3GB35f3cgRMUuu5ZOrF7FMNxQCZjflggPC",
+	"4QGUC8IHZkOMU917qhvWK28t6OW7K3ziOYVxcaWCTyCbl4+/FmAROE2o1kHprmd4ChYmDONND8/jIqpd",
+	"7fHCqcL2+orePOFvgXXsUt3VxT60luxRZtL2qisFip+RQ3rVFVz9N6Ku9EA6WNO7VFyA0kSIbbD4zGxn",
+	"L1954aDCIjpw/Rfr9PC6fKob+zU45mLZEi8hiQJ72SCqUV7+bZY6Ncu+f/tsKEhhzNfSXC4TV/N9sLf3",
+	"9t2P4/3x/vjtwY8//vgjUpub/kupvtniEaMA1XROVf/ClWjWvilP39p3LmT89Pnp/wUAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

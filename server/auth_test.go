@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/tether/tether/internal/events"
@@ -31,8 +32,32 @@ func TestAuthRequiredIsActionable(t *testing.T) {
 		t.Errorf("session.executor_status error events: got errorCodes %v, want one %s", codes, want)
 	}
 
-	if r := d.do("POST", "/session/"+sid+"/resume", nil); r.Status != http.StatusBadGateway || r.JSON(t)["code"] != want {
-		t.Errorf("resume: got %d %s, want 502 %s", r.Status, r.Body, want)
+	r := d.do("POST", "/session/"+sid+"/resume", nil)
+	if r.Status != http.StatusBadGateway || r.JSON(t)["code"] != want {
+		t.Fatalf("resume: got %d %s, want 502 %s", r.Status, r.Body, want)
+	}
+	// The problem says what to do, with the methods the agent announced.
+	const hint = "set authMethod: demo-login in the profile's agents.yaml entry (Demo login)"
+	p := r.JSON(t)
+	if detail, _ := p["detail"].(string); !strings.Contains(detail, "needs credentials: "+hint) {
+		t.Errorf("resume problem detail: got %q, want it to say %q", detail, hint)
+	}
+	if ms, _ := p["authMethods"].([]any); len(ms) != 1 || ms[0].(map[string]any)["id"] != "demo-login" || ms[0].(map[string]any)["hint"] != hint {
+		t.Errorf("resume problem authMethods: got %v, want demo-login with its hint", p["authMethods"])
+	}
+	if msg, _ := d.status(sid)["errorMessage"].(string); !strings.Contains(msg, hint) {
+		t.Errorf("status errorMessage: got %q, want it to say %q", msg, hint)
+	}
+	// GET /agents shows them too: the failed start recorded the handshake.
+	var methods []any
+	for _, a := range list(d.do("GET", "/agents", nil).JSON(t), "agents") {
+		if a["id"] == "locked" {
+			caps, _ := a["capabilities"].(map[string]any)
+			methods, _ = caps["authMethods"].([]any)
+		}
+	}
+	if len(methods) != 1 || methods[0].(map[string]any)["id"] != "demo-login" || methods[0].(map[string]any)["hint"] != hint {
+		t.Errorf("GET /agents authMethods of locked: got %v, want demo-login with its hint", methods)
 	}
 
 	pid := d.prompt(sid, "/echo hello", "")

@@ -32,6 +32,20 @@ type Capabilities struct {
 	EmbeddedContext bool
 	AgentName       string
 	AgentVersion    string
+	// AuthMethods are how the agent accepts credentials.
+	AuthMethods []AuthMethod
+}
+
+// Clone returns a copy that shares nothing mutable with c.
+func (c Capabilities) Clone() Capabilities {
+	if c.AuthMethods != nil {
+		ms := make([]AuthMethod, len(c.AuthMethods))
+		for i, m := range c.AuthMethods {
+			ms[i] = m.Clone()
+		}
+		c.AuthMethods = ms
+	}
+	return c
 }
 
 // Handler receives what the agent sends on its own initiative.
@@ -165,6 +179,7 @@ func capabilitiesOf(r sdk.InitializeResponse) Capabilities {
 		Image:           r.AgentCapabilities.PromptCapabilities.Image,
 		Audio:           r.AgentCapabilities.PromptCapabilities.Audio,
 		EmbeddedContext: r.AgentCapabilities.PromptCapabilities.EmbeddedContext,
+		AuthMethods:     authMethodsOf(r.AuthMethods),
 	}
 	if r.AgentInfo != nil {
 		c.AgentName, c.AgentVersion = r.AgentInfo.Name, r.AgentInfo.Version

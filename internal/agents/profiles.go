@@ -113,7 +113,7 @@ func (p Profile) clone() Profile {
 	p.Env = maps.Clone(p.Env)
 	p.EnvPassthrough = slices.Clone(p.EnvPassthrough)
 	if p.Capabilities != nil {
-		c := *p.Capabilities
+		c := p.Capabilities.Clone()
 		p.Capabilities = &c
 	}
 	if p.ProbedAt != nil {
@@ -125,6 +125,7 @@ func (p Profile) clone() Profile {
 
 // setCapabilities records caps and derives the flags that depend on them.
 func (p *Profile) setCapabilities(caps acp.Capabilities, at time.Time) {
+	caps = caps.Clone()
 	p.Capabilities = &caps
 	p.ProbedAt = &at
 	p.NativeSessionResume = caps.LoadSession || caps.Resume
@@ -443,6 +444,17 @@ type capabilitiesJSON struct {
 	PromptCapabilities promptCapabilitiesJSON `json:"promptCapabilities"`
 	AgentName          string                 `json:"agentName,omitempty"`
 	AgentVersion       string                 `json:"agentVersion,omitempty"`
+	AuthMethods        []authMethodJSON       `json:"authMethods,omitempty"`
+}
+
+type authMethodJSON struct {
+	ID          string         `json:"id"`
+	Name        string         `json:"name"`
+	Description string         `json:"description,omitempty"`
+	Type        string         `json:"type,omitempty"`
+	Vars        []string       `json:"vars,omitempty"`
+	Args        []string       `json:"args,omitempty"`
+	Meta        map[string]any `json:"_meta,omitempty"`
 }
 
 type promptCapabilitiesJSON struct {
@@ -463,6 +475,7 @@ func MarshalCapabilities(caps acp.Capabilities) json.RawMessage {
 		},
 		AgentName:    caps.AgentName,
 		AgentVersion: caps.AgentVersion,
+		AuthMethods:  authMethodsJSON(caps.AuthMethods),
 	})
 	if err != nil {
 		// Only plain values are marshalled; this cannot happen.
@@ -486,5 +499,22 @@ func UnmarshalCapabilities(b json.RawMessage) (acp.Capabilities, error) {
 		EmbeddedContext: c.PromptCapabilities.EmbeddedContext,
 		AgentName:       c.AgentName,
 		AgentVersion:    c.AgentVersion,
+		AuthMethods:     authMethodsOfJSON(c.AuthMethods),
 	}, nil
+}
+
+func authMethodsJSON(ms []acp.AuthMethod) []authMethodJSON {
+	var out []authMethodJSON
+	for _, m := range ms {
+		out = append(out, authMethodJSON(m))
+	}
+	return out
+}
+
+func authMethodsOfJSON(ms []authMethodJSON) []acp.AuthMethod {
+	var out []acp.AuthMethod
+	for _, m := range ms {
+		out = append(out, acp.AuthMethod(m))
+	}
+	return out
 }

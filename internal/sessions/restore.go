@@ -136,6 +136,12 @@ func (m *Manager) start(sessionID string, p startPlan) (out startOutcome) {
 	}
 	span.SetAttributes(attribute.Bool("acp.capability.resume", conn.Capabilities().Resume),
 		attribute.Bool("acp.capability.load_session", conn.Capabilities().LoadSession))
+	// Recorded as soon as the handshake is done, even if the session then
+	// fails: an agent that wants credentials has just said how to give them
+	// (authMethods), and GET /agents shows it.
+	if err := m.profiles.RecordCapabilities(ctx, p.opts.Spec.Profile, conn.Capabilities()); err != nil {
+		m.cfg.Logger.Warn("record agent capabilities", "agent", p.opts.Spec.Profile, "err", err)
+	}
 	out = startOutcome{conn: conn}
 	if p.token != "" {
 		out = m.restore(ctx, conn, p)
@@ -156,7 +162,7 @@ func (m *Manager) start(sessionID string, p startPlan) (out startOutcome) {
 	})
 	if err != nil {
 		conn.Stop()
-		return startOutcome{err: agentFailure(err, "session/new failed: %s", acp.Message(err))}
+		return startOutcome{err: agentFailure(err, conn, p, "session/new failed: %s", acp.Message(err))}
 	}
 	out.acpID = id
 	if p.hadHistory {
@@ -194,7 +200,7 @@ func (m *Manager) restore(ctx context.Context, conn *acp.Conn, p startPlan) star
 		if timedOut {
 			err = fmt.Errorf("%s timed out after %s", name, m.cfg.RestoreTimeout)
 		}
-		out.err = agentFailure(err, "%s failed (session identity kept): %s", name, acp.Message(err))
+		out.err = agentFailure(err, conn, p, "%s failed (session identity kept): %s", name, acp.Message(err))
 		return false, false
 	}
 	if caps.Resume {
@@ -227,14 +233,26 @@ func (m *Manager) restore(ctx context.Context, conn *acp.Conn, p startPlan) star
 }
 
 // agentFailure wraps an error of the agent's start or restore with its
-// stable code: agent_auth_required when the agent asks for credentials
-// (ACP -32000), else agent_start_failed.
-func agentFailure(err error, format string, args ...any) *errcode.Error {
-	code := errcode.AgentStartFailed
-	if acp.Classify(err) == acp.ClassAuthRequired {
-		code = errcode.AgentAuthRequired
+// stable code: agent_start_failed, or agent_auth_required when the agent
+// asks for credentials (ACP -32000). Then the message ends with what to do
+// (from the auth methods the agent announced) and the error carries those
+// methods, for the problem body.
+func agentFailure(err error, conn *acp.Conn, p startPlan, format string, args ...any) *errcode.Error {
+	if acp.Classify(err) != acp.ClassAuthRequired {
+		return errcode.Wrap(errcode.AgentStartFailed, err, format, args...)
 	}
-	return errcode.Wrap(code, err, format, args...)
+	methods := conn.Capabilities().AuthMethods
+	command := p.opts.Spec.Command
+	e := errcode.Wrap(errcode.AgentAuthRequired, err, "%s. The agent needs credentials: %s",
+		fmt.Sprintf(format, args...), acp.AuthHint(methods, command))
+	if len(methods) == 0 {
+		return e
+	}
+	list := make([]map[string]any, 0, len(methods))
+	for _, m := range methods {
+		list = append(list, map[string]any{"id": m.ID, "name": m.Name, "hint": m.Hint(command)})
+	}
+	return e.With("authMethods", list)
 }
 
 // checkDir refuses to start an agent in a directory that is gone; the
@@ -278,11 +296,6 @@ func (a *actor) onAgentStarted(p startPlan, out startOutcome) {
 	a.exec.LastSeenAt = &now
 	a.exec.ExitCode, a.exec.ExitSignal, a.exec.ErrorMessage = nil, "", ""
 	a.saveExecutor()
-	go func() {
-		if err := a.m.profiles.RecordCapabilities(context.Background(), a.sess.AgentProfileID, caps); err != nil {
-			a.log.Warn("record agent capabilities", "err", err)
-		}
-	}()
 	gen := p.gen
 	go func() {
 		<-conn.Done()

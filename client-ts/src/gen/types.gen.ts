@@ -14,6 +14,10 @@ export type Problem = {
      */
     code: string;
     instance?: string;
+    /**
+     * `agent_auth_required`: the methods the agent announced, each with a hint of what to do.
+     */
+    authMethods?: Array<AuthMethod>;
     [key: string]: unknown;
 };
 
@@ -73,6 +77,35 @@ export type AgentCapabilities = {
     protocolVersion?: number;
     agentName?: string;
     agentVersion?: string;
+    /**
+     * How the agent accepts credentials (ACP `authMethods`); name one in the profile's `authMethod` to have tetherd call `authenticate` after `initialize`.
+     */
+    authMethods?: Array<AuthMethod>;
+};
+
+export type AuthMethod = {
+    id: string;
+    name: string;
+    description?: string;
+    /**
+     * ACP's kind of method (agent when absent).
+     */
+    type?: 'agent' | 'env_var' | 'terminal';
+    /**
+     * env_var: the variables to set in the profile's env.
+     */
+    vars?: Array<string>;
+    /**
+     * terminal: arguments to run the agent's command with, once, in a terminal.
+     */
+    args?: Array<string>;
+    _meta?: {
+        [key: string]: unknown;
+    };
+    /**
+     * What to do to use this method, derived from its kind and _meta.
+     */
+    hint: string;
 };
 
 export type AgentProfile = {
