@@ -73,3 +73,52 @@ func TestAuthRequiredIsActionable(t *testing.T) {
 		t.Errorf("turn.failed events: got codes %v, want one %s", failed, want)
 	}
 }
+
+// TestProfileAuthMethod: an agent that reads its credentials only after
+// ACP authenticate (codex's api-key; here demo-agent --auth-method) fails
+// with agent_auth_required and a hint naming the method until its profile
+// names it in authMethod; then tetherd authenticates after initialize and
+// the session works. A method the agent does not know fails visibly.
+func TestProfileAuthMethod(t *testing.T) {
+	const hint = "set DEMO_API_KEY in the profile's env and authMethod: demo-key in its agents.yaml entry"
+	tests := []struct {
+		name       string
+		authMethod string
+		wantCode   string // "" = the turn completes
+		wantDetail string
+	}{
+		{"not named: actionable auth failure", "", "agent_auth_required", hint},
+		{"named: authenticated, the session works", "demo-key", "", ""},
+		{"unknown method: a visible start failure", "nope", "agent_start_failed", `authenticate with method "nope"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			prof := agentProfile{id: "keyed", stateDir: t.TempDir(), flags: []string{"--auth-method", "demo-key"}, authMethod: tc.authMethod}
+			d := startDaemon(t, daemonOptions{leakCheck: true, agentsYAML: profilesYAML(t, prof)})
+			for _, a := range list(d.do("GET", "/agents", nil).JSON(t), "agents") {
+				if got, _ := a["authMethod"].(string); a["id"] == "keyed" && got != tc.authMethod {
+					t.Errorf("GET /agents authMethod: got %q, want %q", got, tc.authMethod)
+				}
+			}
+			sid, _ := d.createSession(map[string]any{"agentProfileId": "keyed"})
+			pid := d.prompt(sid, "/echo hello", "")
+			turn := d.waitTurn(sid, pid)
+			if tc.wantCode == "" {
+				if turn["state"] != "completed" {
+					t.Fatalf("prompt: got %v, want completed", turn)
+				}
+				if n := d.Sent.count(sid, "authenticate"); n != 1 {
+					t.Errorf("got %d authenticate requests, want 1", n)
+				}
+				return
+			}
+			if e, _ := turn["error"].(map[string]any); turn["state"] != "failed" || e["code"] != tc.wantCode {
+				t.Errorf("prompt: got %v, want failed %s", turn, tc.wantCode)
+			}
+			st := d.status(sid)
+			if msg, _ := st["errorMessage"].(string); st["errorCode"] != tc.wantCode || !strings.Contains(msg, tc.wantDetail) {
+				t.Errorf("status: got %v %q, want %s mentioning %q", st["errorCode"], msg, tc.wantCode, tc.wantDetail)
+			}
+		})
+	}
+}

@@ -55,7 +55,7 @@ func agentOf(p agents.Profile) AgentProfile {
 	out := AgentProfile{Id: p.ID, DisplayName: p.DisplayName, Source: AgentProfileSource(p.Source),
 		Command: ptrIf(p.Command), Available: p.Available, UnavailableReason: ptrIf(p.UnavailableReason),
 		NativeSessionResume: p.NativeSessionResume, HistoryContextInjection: p.HistoryContextInjection,
-		ProbedAt: p.ProbedAt}
+		ProbedAt: p.ProbedAt, AuthMethod: ptrIf(p.AuthMethod)}
 	if c := p.Capabilities; c != nil {
 		caps := AgentCapabilities{LoadSession: c.LoadSession, Resume: c.Resume,
 			ProtocolVersion: ptrIf(c.ProtocolVersion), AgentName: ptrIf(c.AgentName), AgentVersion: ptrIf(c.AgentVersion)}

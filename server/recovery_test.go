@@ -33,6 +33,8 @@ type agentProfile struct {
 	flags     []string
 	noInject  bool // historyContextInjection: false
 	maxAgents int  // the profile's own cap; 0 for none
+	// authMethod is the profile's agents.yaml authMethod; "" for none.
+	authMethod string
 }
 
 // profilesYAML renders agents.yaml for the demo agent profiles. Each
@@ -56,6 +58,9 @@ func profilesYAML(t *testing.T, profiles ...agentProfile) string {
 		}
 		if p.maxAgents > 0 {
 			fmt.Fprintf(&b, "    maxAgents: %d\n", p.maxAgents)
+		}
+		if p.authMethod != "" {
+			fmt.Fprintf(&b, "    authMethod: %s\n", p.authMethod)
 		}
 	}
 	return b.String()

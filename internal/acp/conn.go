@@ -168,8 +168,30 @@ func Start(ctx context.Context, opts Options) (*Conn, error) {
 		return nil, fmt.Errorf("initialize: %w", err)
 	}
 	c.caps = capabilitiesOf(resp)
+	if m := opts.Spec.AuthMethod; m != "" {
+		if _, err := c.conn.Authenticate(ictx, sdk.AuthenticateRequest{MethodId: m}); err != nil {
+			c.Stop()
+			return nil, &AuthenticateError{Method: m, Capabilities: c.caps, Err: err}
+		}
+	}
 	return c, nil
 }
+
+// AuthenticateError is a failed ACP authenticate after a good initialize.
+// It keeps what the agent announced, so the caller can say which methods
+// exist; errors.As reaches the agent's own error through it.
+type AuthenticateError struct {
+	Method       string
+	Capabilities Capabilities
+	Err          error
+}
+
+func (e *AuthenticateError) Error() string {
+	return fmt.Sprintf("authenticate with method %q: %s", e.Method, Message(e.Err))
+}
+
+// Unwrap exposes the agent's error.
+func (e *AuthenticateError) Unwrap() error { return e.Err }
 
 func capabilitiesOf(r sdk.InitializeResponse) Capabilities {
 	c := Capabilities{

@@ -86,6 +86,9 @@ type Profile struct {
 	// MaxAgents caps this profile's live agent processes (0: only the
 	// daemon-wide --max-agents applies).
 	MaxAgents int
+	// AuthMethod, if set, is the auth method tetherd authenticates with
+	// after initialize (agents.yaml authMethod).
+	AuthMethod string
 	// Capabilities is what the agent advertised in initialize; nil until
 	// the agent has been probed (or started) at least once.
 	Capabilities *acp.Capabilities
@@ -398,7 +401,7 @@ func (r *Registry) Spec(id string) (acp.Spec, Profile, error) {
 		return acp.Spec{}, p, errcode.New(errcode.AgentUnavailable, "%s", reason).With("agentProfileId", id)
 	}
 	spec := acp.Spec{Profile: id, Command: p.Command, Args: slices.Clone(p.Args),
-		Passthrough: slices.Concat(r.passthrough, p.EnvPassthrough)}
+		Passthrough: slices.Concat(r.passthrough, p.EnvPassthrough), AuthMethod: p.AuthMethod}
 	// Sorted so the launched environment is deterministic (and testable).
 	for _, k := range slices.Sorted(maps.Keys(p.Env)) {
 		spec.Env = append(spec.Env, k+"="+p.Env[k])

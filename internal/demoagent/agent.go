@@ -52,6 +52,9 @@ type config struct {
 	// hangOnLoad never answers session/load.
 	hangOnLoad   bool
 	authRequired bool
+	// authMethod, when set, is announced in initialize and must be
+	// authenticated with before sessions work (as codex's api-key).
+	authMethod   string
 	startupDelay time.Duration
 	// startupDelayIn limits startupDelay to processes started in this
 	// directory (a capability probe runs elsewhere than a session).
@@ -74,6 +77,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.hangOnLoad, "hang-on-load", false, "never answer session/load (a restore that hangs)")
 	fs.BoolVar(&c.replayAfterResponse, "replay-after-response", false, "answer session/load first, then replay the history")
 	fs.BoolVar(&c.authRequired, "auth-required", false, "answer session/new|load|resume|prompt with -32000 Authentication required")
+	fs.StringVar(&c.authMethod, "auth-method", "", "announce this auth method; session/new|load|resume|prompt answer -32000 until the client calls authenticate with it")
 	fs.DurationVar(&c.startupDelay, "startup-delay", 0, "sleep this long before serving")
 	fs.StringVar(&c.startupDelayIn, "startup-delay-in", "", "apply --startup-delay only when the working directory is this one")
 	if err := fs.Parse(args); err != nil {
@@ -245,6 +249,7 @@ type agent struct {
 	sessions      map[string]*session // sessions opened on this connection
 	clientReadFS  bool                // client advertised fs.readTextFile
 	clientWriteFS bool                // client advertised fs.writeTextFile
+	authenticated bool                // authenticate succeeded with cfg.authMethod
 	closing       bool                // Run is shutting down; no new turns
 }
 
@@ -284,16 +289,48 @@ func (a *agent) Initialize(_ context.Context, p acp.InitializeRequest) (acp.Init
 			Description: acp.Ptr("Always fails: the demo agent was started with --auth-required"),
 		}}}
 	}
+	if m := a.cfg.authMethod; m != "" {
+		// Shaped like codex's api-key method: the provider in _meta.
+		resp.AuthMethods = append(resp.AuthMethods, acp.AuthMethod{Agent: &acp.AuthMethodAgent{
+			Id: m, Name: "Demo key", Description: acp.Ptr("Sessions work after authenticate with this method"),
+			Meta: map[string]any{m: map[string]any{"provider": "demo"}},
+		}})
+	}
 	return resp, nil
 }
 
-// Authenticate succeeds when no authentication is required and always fails
-// under --auth-required.
-func (a *agent) Authenticate(_ context.Context, _ acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
+// Authenticate always fails under --auth-required; with --auth-method it
+// succeeds for that method only; otherwise it succeeds.
+func (a *agent) Authenticate(_ context.Context, p acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
 	if a.cfg.authRequired {
 		return acp.AuthenticateResponse{}, authRequired()
 	}
+	if m := a.cfg.authMethod; m != "" {
+		if p.MethodId != m {
+			return acp.AuthenticateResponse{}, acp.NewInvalidParams(map[string]any{"error": "unknown auth method", "methodId": p.MethodId})
+		}
+		a.mu.Lock()
+		a.authenticated = true
+		a.mu.Unlock()
+	}
 	return acp.AuthenticateResponse{}, nil
+}
+
+// checkAuth is what session/new, load, resume and prompt answer first:
+// -32000 under --auth-required, or with --auth-method before authenticate.
+func (a *agent) checkAuth() error {
+	if a.cfg.authRequired {
+		return authRequired()
+	}
+	if a.cfg.authMethod == "" {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.authenticated {
+		return acp.NewAuthRequired(map[string]any{"details": "authenticate with method " + a.cfg.authMethod + " first"})
+	}
+	return nil
 }
 
 func authRequired() error {

@@ -132,7 +132,7 @@ func (m *Manager) start(sessionID string, p startPlan) (out startOutcome) {
 	defer cancel()
 	conn, err := acp.Start(sctx, p.opts)
 	if err != nil {
-		return startOutcome{err: errcode.Wrap(errcode.AgentStartFailed, err, "agent did not start: %v", err)}
+		return startOutcome{err: agentFailure(err, nil, p, "agent did not start: %v", err)}
 	}
 	span.SetAttributes(attribute.Bool("acp.capability.resume", conn.Capabilities().Resume),
 		attribute.Bool("acp.capability.load_session", conn.Capabilities().LoadSession))
@@ -236,12 +236,20 @@ func (m *Manager) restore(ctx context.Context, conn *acp.Conn, p startPlan) star
 // stable code: agent_start_failed, or agent_auth_required when the agent
 // asks for credentials (ACP -32000). Then the message ends with what to do
 // (from the auth methods the agent announced) and the error carries those
-// methods, for the problem body.
+// methods, for the problem body. conn is nil when the handshake itself
+// failed (authenticate included).
 func agentFailure(err error, conn *acp.Conn, p startPlan, format string, args ...any) *errcode.Error {
 	if acp.Classify(err) != acp.ClassAuthRequired {
 		return errcode.Wrap(errcode.AgentStartFailed, err, format, args...)
 	}
-	methods := conn.Capabilities().AuthMethods
+	var methods []acp.AuthMethod
+	var ae *acp.AuthenticateError
+	switch {
+	case conn != nil:
+		methods = conn.Capabilities().AuthMethods
+	case errors.As(err, &ae):
+		methods = ae.Capabilities.AuthMethods
+	}
 	command := p.opts.Spec.Command
 	e := errcode.Wrap(errcode.AgentAuthRequired, err, "%s. The agent needs credentials: %s",
 		fmt.Sprintf(format, args...), acp.AuthHint(methods, command))

@@ -120,6 +120,10 @@ export type AgentProfile = {
     unavailableReason?: string;
     nativeSessionResume: boolean;
     historyContextInjection: boolean;
+    /**
+     * The auth method tetherd authenticates with after initialize (agents.yaml authMethod).
+     */
+    authMethod?: string;
     capabilities?: AgentCapabilities;
     probedAt?: string;
 };
