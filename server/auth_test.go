@@ -122,3 +122,39 @@ func TestProfileAuthMethod(t *testing.T) {
 		})
 	}
 }
+
+// TestEagerResumeSkipsKnownAuthFailure: in eager mode a session whose agent
+// asked for credentials is not started again at every start-up while its
+// profile is unchanged; the failure's code survives the restart; the user
+// can still ask (POST /resume), and a changed profile is tried again.
+func TestEagerResumeSkipsKnownAuthFailure(t *testing.T) {
+	prof := agentProfile{id: "locked", stateDir: t.TempDir(), flags: []string{"--auth-required"}}
+	d := startDaemon(t, daemonOptions{leakCheck: true, agentsYAML: profilesYAML(t, prof)})
+	sid, _ := d.createSession(map[string]any{"agentProfileId": "locked"})
+	d.waitFor("the start to fail", func() bool { return d.status(sid)["executorStatus"] == "error" })
+
+	d = d.restart(daemonOptions{eager: 2, agentsYAML: profilesYAML(t, prof)})
+	<-d.EagerDone
+	if n := d.Sent.count(sid, "initialize"); n != 0 {
+		t.Errorf("eager start-up with the same profile: got %d agent starts, want 0", n)
+	}
+	if st := d.status(sid); st["errorCode"] != "agent_auth_required" || st["isResumable"] != true {
+		t.Errorf("status after the restart: got errorCode %v resumable %v, want agent_auth_required, resumable", st["errorCode"], st["isResumable"])
+	}
+	if r := d.do("POST", "/session/"+sid+"/resume", nil); r.Status != http.StatusBadGateway || r.JSON(t)["code"] != "agent_auth_required" {
+		t.Errorf("resume asked by the user: got %d %s, want 502 agent_auth_required", r.Status, r.Body)
+	}
+	if n := d.Sent.count(sid, "initialize"); n != 1 {
+		t.Errorf("resume asked by the user: got %d agent starts, want 1", n)
+	}
+
+	prof.flags = nil // the user fixed the profile
+	d = d.restart(daemonOptions{eager: 2, agentsYAML: profilesYAML(t, prof)})
+	<-d.EagerDone
+	if n := d.Sent.count(sid, "initialize"); n != 1 {
+		t.Errorf("eager start-up with a changed profile: got %d agent starts, want 1", n)
+	}
+	if st := d.status(sid); st["isAgentRunning"] != true || st["errorCode"] != nil {
+		t.Errorf("status after the changed profile: got running %v errorCode %v, want running, no errorCode", st["isAgentRunning"], st["errorCode"])
+	}
+}

@@ -67,6 +67,9 @@ func sessionStatusOf(st sessions.Status) SessionStatus {
 		out.ErrorMessage = &st.LastError
 	}
 	out.ErrorCode = ptrIf(st.LastErrorCode)
+	if ex.Status == store.ExecutorError && ex.ErrorCode != "" {
+		out.ErrorCode = &ex.ErrorCode
+	}
 	return out
 }
 

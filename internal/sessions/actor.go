@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/acp"
-	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/store"
 )
@@ -179,16 +178,12 @@ func (a *actor) saveExecutor() { a.persistExecutor(true) }
 func (a *actor) persistExecutor(announce bool) {
 	a.exec.SessionID = a.id
 	e := a.exec
-	payload := executorPayload(e)
-	if e.Status == store.ExecutorError && a.lastErr != nil {
-		payload["errorCode"] = string(errcode.CodeOf(a.lastErr))
-	}
 	a.write(func(tx *store.Store, emit events.Emit) error {
 		if err := tx.UpdateExecutor(a.ctx(), e); err != nil {
 			return err
 		}
 		if announce {
-			emit(events.Draft{SessionID: a.id, Type: events.SessionExecutorStatus, Payload: a.payload(payload)})
+			emit(events.Draft{SessionID: a.id, Type: events.SessionExecutorStatus, Payload: a.payload(executorPayload(e))})
 		}
 		return nil
 	})

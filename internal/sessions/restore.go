@@ -94,7 +94,7 @@ func (a *actor) ensureAgent() {
 	a.replayed = 0
 	a.setState(store.SessionStarting)
 	a.exec.Status = store.ExecutorStarting
-	a.exec.ErrorMessage = ""
+	a.exec.ErrorMessage, a.exec.ErrorCode, a.exec.ErrorProfile = "", "", ""
 	a.exec.PID = 0
 	a.exec.AgentExecutionID = fmt.Sprintf("%s-%d", a.id, p.gen)
 	a.saveExecutor()
@@ -303,6 +303,7 @@ func (a *actor) onAgentStarted(p startPlan, out startOutcome) {
 	a.exec.SupportsSessionResume = caps.Resume
 	a.exec.LastSeenAt = &now
 	a.exec.ExitCode, a.exec.ExitSignal, a.exec.ErrorMessage = nil, "", ""
+	a.exec.ErrorCode, a.exec.ErrorProfile = "", ""
 	a.saveExecutor()
 	gen := p.gen
 	go func() {
@@ -383,6 +384,10 @@ func (a *actor) startFailed(err error) {
 		a.exec.ErrorMessage = de.Message
 	} else {
 		a.exec.ErrorMessage = err.Error()
+	}
+	a.exec.ErrorCode = string(errcode.CodeOf(err))
+	if _, prof, _ := a.m.profiles.Spec(a.sess.AgentProfileID); prof.ID != "" {
+		a.exec.ErrorProfile = prof.Fingerprint()
 	}
 	a.saveExecutor()
 	a.dropSlot()
