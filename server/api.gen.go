@@ -44,6 +44,27 @@ func (e AgentProfileSource) Valid() bool {
 	}
 }
 
+// Defines values for AuthMethodType.
+const (
+	AuthMethodTypeAgent    AuthMethodType = "agent"
+	AuthMethodTypeEnvVar   AuthMethodType = "env_var"
+	AuthMethodTypeTerminal AuthMethodType = "terminal"
+)
+
+// Valid indicates whether the value is a known member of the AuthMethodType enum.
+func (e AuthMethodType) Valid() bool {
+	switch e {
+	case AuthMethodTypeAgent:
+		return true
+	case AuthMethodTypeEnvVar:
+		return true
+	case AuthMethodTypeTerminal:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ContentBlockType.
 const (
 	ContentBlockTypeAudio        ContentBlockType = "audio"
@@ -1015,9 +1036,12 @@ func (e TurnStartedEventType) Valid() bool {
 
 // AgentCapabilities What the agent advertised in `initialize`.
 type AgentCapabilities struct {
-	AgentName          *string `json:"agentName,omitempty"`
-	AgentVersion       *string `json:"agentVersion,omitempty"`
-	LoadSession        bool    `json:"loadSession"`
+	AgentName    *string `json:"agentName,omitempty"`
+	AgentVersion *string `json:"agentVersion,omitempty"`
+
+	// AuthMethods How the agent accepts credentials (ACP `authMethods`); name one in the profile's `authMethod` to have tetherd call `authenticate` after `initialize`.
+	AuthMethods        *[]AuthMethod `json:"authMethods,omitempty"`
+	LoadSession        bool          `json:"loadSession"`
 	PromptCapabilities struct {
 		Audio           bool `json:"audio"`
 		EmbeddedContext bool `json:"embeddedContext"`
@@ -1034,7 +1058,9 @@ type AgentList struct {
 
 // AgentProfile defines model for AgentProfile.
 type AgentProfile struct {
-	Available bool `json:"available"`
+	// AuthMethod The auth method tetherd authenticates with after initialize (agents.yaml authMethod).
+	AuthMethod *string `json:"authMethod,omitempty"`
+	Available  bool    `json:"available"`
 
 	// Capabilities What the agent advertised in `initialize`.
 	Capabilities *AgentCapabilities `json:"capabilities,omitempty"`
@@ -1052,6 +1078,29 @@ type AgentProfile struct {
 
 // AgentProfileSource defines model for AgentProfile.Source.
 type AgentProfileSource string
+
+// AuthMethod defines model for AuthMethod.
+type AuthMethod struct {
+	UnderscoreMeta *map[string]interface{} `json:"_meta,omitempty"`
+
+	// Args terminal: arguments to run the agent's command with, once, in a terminal.
+	Args        *[]string `json:"args,omitempty"`
+	Description *string   `json:"description,omitempty"`
+
+	// Hint What to do to use this method, derived from its kind and _meta.
+	Hint string `json:"hint"`
+	Id   string `json:"id"`
+	Name string `json:"name"`
+
+	// Type ACP's kind of method (agent when absent).
+	Type *AuthMethodType `json:"type,omitempty"`
+
+	// Vars env_var: the variables to set in the profile's env.
+	Vars *[]string `json:"vars,omitempty"`
+}
+
+// AuthMethodType ACP's kind of method (agent when absent).
+type AuthMethodType string
 
 // CancelResult defines model for CancelResult.
 type CancelResult struct {
@@ -1100,6 +1149,9 @@ type ContinueAcceptedState string
 // ContinueDeclined defines model for ContinueDeclined.
 type ContinueDeclined struct {
 	Accepted ContinueDeclinedAccepted `json:"accepted"`
+
+	// AuthMethods `agent_auth_required`: the methods the agent announced, each with a hint of what to do.
+	AuthMethods *[]AuthMethod `json:"authMethods,omitempty"`
 
 	// Code Stable machine-readable error code.
 	Code                 string                 `json:"code"`
@@ -1153,16 +1205,19 @@ type ExecutorStatus string
 
 // ExecutorStatusData defines model for ExecutorStatusData.
 type ExecutorStatusData struct {
-	AgentExecutionId *string        `json:"agentExecutionId,omitempty"`
-	Error            *string        `json:"error,omitempty"`
-	ExitCode         *int           `json:"exitCode,omitempty"`
-	ExitSignal       *string        `json:"exitSignal,omitempty"`
-	Pid              *int           `json:"pid,omitempty"`
-	PromptId         *string        `json:"promptId,omitempty"`
-	Runtime          *string        `json:"runtime,omitempty"`
-	SessionId        *string        `json:"sessionId,omitempty"`
-	Status           ExecutorStatus `json:"status"`
-	TaskId           *string        `json:"taskId,omitempty"`
+	AgentExecutionId *string `json:"agentExecutionId,omitempty"`
+	Error            *string `json:"error,omitempty"`
+
+	// ErrorCode Stable code of the failure when status is error, e.g. agent_auth_required.
+	ErrorCode  *string        `json:"errorCode,omitempty"`
+	ExitCode   *int           `json:"exitCode,omitempty"`
+	ExitSignal *string        `json:"exitSignal,omitempty"`
+	Pid        *int           `json:"pid,omitempty"`
+	PromptId   *string        `json:"promptId,omitempty"`
+	Runtime    *string        `json:"runtime,omitempty"`
+	SessionId  *string        `json:"sessionId,omitempty"`
+	Status     ExecutorStatus `json:"status"`
+	TaskId     *string        `json:"taskId,omitempty"`
 }
 
 // Health defines model for Health.
@@ -1349,6 +1404,9 @@ type PlanUpdatedEventType string
 
 // Problem defines model for Problem.
 type Problem struct {
+	// AuthMethods `agent_auth_required`: the methods the agent announced, each with a hint of what to do.
+	AuthMethods *[]AuthMethod `json:"authMethods,omitempty"`
+
 	// Code Stable machine-readable error code.
 	Code                 string                 `json:"code"`
 	Detail               *string                `json:"detail,omitempty"`
@@ -1656,7 +1714,12 @@ type SessionStatus struct {
 	AgentProfileId   string  `json:"agentProfileId"`
 
 	// ContextLost The last restore could not give the agent its history.
-	ContextLost             bool           `json:"contextLost"`
+	ContextLost bool `json:"contextLost"`
+
+	// ErrorCode Stable code of the last agent start failure, e.g. `agent_auth_required`
+	// (the agent asks for credentials: see `errorMessage` for what to set)
+	// or `agent_start_failed`.
+	ErrorCode               *string        `json:"errorCode,omitempty"`
 	ErrorMessage            *string        `json:"errorMessage,omitempty"`
 	ExecutorStatus          ExecutorStatus `json:"executorStatus"`
 	HistoryContextInjection *bool          `json:"historyContextInjection,omitempty"`
@@ -2124,6 +2187,14 @@ func (a *ContinueDeclined) UnmarshalJSON(b []byte) error {
 		delete(object, "accepted")
 	}
 
+	if raw, found := object["authMethods"]; found {
+		err = json.Unmarshal(raw, &a.AuthMethods)
+		if err != nil {
+			return fmt.Errorf("error reading 'authMethods': %w", err)
+		}
+		delete(object, "authMethods")
+	}
+
 	if raw, found := object["code"]; found {
 		err = json.Unmarshal(raw, &a.Code)
 		if err != nil {
@@ -2212,6 +2283,13 @@ func (a ContinueDeclined) MarshalJSON() ([]byte, error) {
 		return nil, fmt.Errorf("error marshaling 'accepted': %w", err)
 	}
 
+	if a.AuthMethods != nil {
+		object["authMethods"], err = json.Marshal(a.AuthMethods)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'authMethods': %w", err)
+		}
+	}
+
 	object["code"], err = json.Marshal(a.Code)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
@@ -2290,6 +2368,14 @@ func (a *Problem) UnmarshalJSON(b []byte) error {
 		return err
 	}
 
+	if raw, found := object["authMethods"]; found {
+		err = json.Unmarshal(raw, &a.AuthMethods)
+		if err != nil {
+			return fmt.Errorf("error reading 'authMethods': %w", err)
+		}
+		delete(object, "authMethods")
+	}
+
 	if raw, found := object["code"]; found {
 		err = json.Unmarshal(raw, &a.Code)
 		if err != nil {
@@ -2356,6 +2442,13 @@ func (a *Problem) UnmarshalJSON(b []byte) error {
 func (a Problem) MarshalJSON() ([]byte, error) {
 	var err error
 	object := make(map[string]json.RawMessage)
+
+	if a.AuthMethods != nil {
+		object["authMethods"], err = json.Marshal(a.AuthMethods)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'authMethods': %w", err)
+		}
+	}
 
 	object["code"], err = json.Marshal(a.Code)
 	if err != nil {
@@ -6670,139 +6763,147 @@ func (sh *strictHandler) UpdateTask(ctx echo.Context, id ID) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H39UyO3tuC/ovK+qoHdxjCTyc1eqK0tLkMS3k4GFshL1YZZt+g+2Lp0Sx1JDTgT/vctHam/1XYbG4a5",
-	"+/JDBtst9dH50vnS0ZdRJNJMcOBajfa/jDIqaQoaJH46yqUS0vwVg4okyzQTfLQ/OgeVp0DojQZJ9Iwp",
-	"EuGTZCu8yvf2vosgE9EM/4R9+42CP+zncPuAiDuQksWgyEeq9M7xHXC9c/JhPApGzMz/Rw5yPgpGnKYw",
-	"2h/ZyUfBSEUzSKmBJ6UPH4FP9Wy0/25vLxjpeWaeVFoyPh09PgajH0WSiPsu7Dc0UUCAx4roGRClJdC0",
-	"XAoQCVlC52RrRnk8J/dMz8ziku0+4G7se+rAxXBD80SP9rXMoYTtWogEKEfgTj6Y53C6jOpZNRuLR8FI",
-	"wh85kxAXE3iX/bf3wShlvPj41ocDg11Ern1fExEXwDW5nhN84ELkMgISJcxwAhGcSIgE5xDpA6JoCiQF",
-	"yhmfEqpIaAkSliiZAY1BVqtoUHVFul3OM1BdaI9EmtIdBYZBNcQEzOzEDFdECxJDwu5Akq1IcC1FQm4M",
-	"HytCk3s6VyQSKfRSECdZAKUHzEdDJJUJriysh/qIZjRiem4+GRiAa/MnzbKERdQsYjeT4jqB9L/9U5kV",
-	"fam9798k3Iz2R/9ltxLGXfur2j2zo+xLmzi5nAGJKaSCE6YI1YSSyIFBEpYyfUC40DNDtXuqCI1Tpg3u",
-	"hCSRBIPG8RUP6RS4nuDzEwk0mkEc7hOlqdRIb07wCXIv8iQmGVWKhDs7KX3Ywe9VSIS84kZ0MiluWAJv",
-	"FAlT+nDoft0Kce4wIKGKRAbhfgH0X8WIgFAeE3rFw3PQcr5zaKQxJJattg9ImEmRZnryRw45TG7yJMHZ",
-	"Zrk2IE5icc9DIvQM5D1TML7io8DxJFKnNqlPDCKBykCQe8o0uYYbIYFoOcfVTynj4wZzOF5gXMMUpKHL",
-	"YzAqqPSC1D//8Yj8/f33PxA3M4lBU5aoMYqRmwCZ0xDC8Oc1S5hmPun6bUY1aj9LahrfgdRMQUwYJyHj",
-	"TDOasD8BRT6TIjM/24lwxCeUpC9tOQnsr/8BUjG76s4DiaDxBajW76WuxLelWQf8Fgx5zIR/OKTXEMcQ",
-	"HxmqPGj/QyylU/D99FhXxr+75wL3vu7kn0tNIa7/CZF28GsRiaSLhJKDUJnk6RAI6ugqh3mR5IMFOeEj",
-	"U9qDwmlhAjANqVrGlzjTmZVeM7N7FZWSzjtAu7l7ISrm6QJ1R1lCrxPwky1qMcVSgBsIMhOYTYXHXXkw",
-	"mhUeIMq1eTvZupEiRfmwmuuN2VH4DZvmEoU7IBzM7oOPUWLWDkrjhtNh+JgpY2D0SsyMKS3k3LHUCTeY",
-	"6hUOFnvn4FSzO3B8ct7LW8g31xAfIj/cCJlSPdofxVTDjmbIWJ2pFRoK5nngeWqoe52zRDPDjhYnI6Oo",
-	"NEQa4hrJqxlyXpL1HKjy6oW23BmrqI64Eo6gxiP+dfdj1MePR5RHkJihiUdIIvw1gdiPzRhwg/Lw0//G",
-	"74kVU8LQ9qSa3IMEEkuRZRCjdVKIXgdpTfkqBP4kXo67Cmbveu1m9Y9ERLcocXHMDMw0OautHG3m9v5z",
-	"yMnh0Rlx2x25NlN0t4dJCpr2z9ywkCuwKOdCo2iplcfGVFMvDhvge35PWQqX+KVXpHrkVUIlEivBqdif",
-	"0JA7xvXf3lcyV9seip2rZpe+3cP/PPKlmU5gARNVkovTBp1drVjRJGH8tvbZL82SLedB/LWP/RjP4TCK",
-	"INNWclpbQO0XB7fB5+fAtx+U7moHTHQXjo1X6v3Z4FrKvOSNRTvJOUTGf51f5GlK5TJpDEZKU91Au8y5",
-	"8aRGwcipC9yIsgS0/bsU2GB0Q5n9owTQq1Tb+22BsxpkrTU2MFJibhGJPkCUMG4JQZPk9Ga0//tA2zUY",
-	"QFRUMV6qyr5NwvxkSbEyyfoR5t5Wm7uLlM81tJzbvX6p7mwioM4wS1BonvuAEHdIgx62cYwteprq+Rdj",
-	"nEplHGU5J3Eu0ZKxbnNG58aQJBGVkoEiWwU85H5mtiRKdC7RqWT8TiR3EG93Nftiprd7cM+vmqrbvr2r",
-	"u0q0w6xce2xW+3P5riYSPmEQQPDCmmOCky3zEd1bIm5sDMgC+0ZZ92d7n1Dy668nH4xZd2/8aotDHFOY",
-	"ehJyZTftrq6RUshfQKmmU1F74IHpIxGD3xcwv16wKaeJ32GiSl8A8FWMtqxhJ3b8jktxC9xvBCNC3ijc",
-	"6R2aCPMvW+Yc31/TdEpTHtNEcLBGIQYXULZSof37idGW+VJrvuCJC/t0W54LUMrpPi/gq4vyjTWwMfZh",
-	"1UE8Hzma4nxorHlBb074wZkhw3RlXZQ9+tLD6H622zy/9fNORe/noWIv7Yz+/RloomddnaA61BS3Xmrd",
-	"9QYl/GBUI3zMVBP3lstQRYNK634lM7Ft+bvI3Sribyk4wM5cqNKlSBrCnSsM+SJvmtlmIp/OzF9qrjSk",
-	"XqS3QjCL3D18XVDYqNWqF2D/MI4h3qTceYi3GYqkFuCToYR5OdxXkDVJ4JfCOuIRlV0BKNyxRVTo0K9k",
-	"2u6O5DJNS/NMZKth8xgrIJn7QzJtv8jhYEwNPMvNbfzV+Z0LuPNolvPbTXLnvxgTIX7WZ6IKza+DiSID",
-	"z/pMdAYyZWh/nZZeahNHt4zHq4UuRNZrTrSgK590swX2bYsBPYcsma/oGNVBaucKF2Y7g5HIdSSa9qcv",
-	"9rXI1ajDXrp1rS3hqdtvD/aHh9w7HLBaWNDGcYwvt1K4FxKM5J5mCyzPxc5eJ/6RAY+tdV3M3op6wEOG",
-	"jPd5teiWEMkRTZIh/IwWRgV2AWRFlGUWR4dTNmt4PAdvuKxEn0u+EbxW76hQ6Vf6HgSuofv7yPF1t4Cs",
-	"hGosC7A2uROcO4HePOf1apBFLLRJQV/AV/Y1y7nK4mZDTFVD9CviKQvVBlgqofyYaxtI7XWBuqEByYR0",
-	"NS8LQgBL8lPuBQtjNQbAXzOzU22U2YFr6f4cpmZLPC1LeRcz97BptZx1+LOFlK/MmAnl49yCswGOrOpp",
-	"FkVL2rxqY1ytAh+bw09pNGMcdiTQ2K5QSiGJGePP02M1TU+2SGmjxYbxfT2PtzQ1NwhrdpqgikzhwnvQ",
-	"mGZ6MH83ssGPgbHAT+y4t84ALz52zQv7qv5EXtRTS2prTItQvCvrm1FdlauZ73Uu+UGzWJNpogVRAOUD",
-	"/mj84szfsNRdE2SXwCNCEpvBIzdCEorZAjvfAVaBZGhBkjK5IiETUmPd6RU3AL/BwllployvCsj9jEUz",
-	"ktI5oQnGnsk1EG10PqeJLWx7sTRiLXdYmMdDk4Zl3qpLbqww3YlmQgF3aab4wCHLIJVpzDvFkGbCMKMh",
-	"6sKy14xqDdLM/X9/P9z5P3Tnz72dv3+u/hxP9nc+/9d/8/GGBfNpKbw0TzTTVN02Kn5HwJEao8BbYSdI",
-	"LMj9DHgtxVYQ2tFzXCNxNZkERK3PI8pKGV+eSWxz/ODcY5cvvHQvEq1HM8qnm92rN5XrXZLXbQ/31QAV",
-	"ud+eKiDKpwnj00vnNzXNi+ZkPaGB3lBO3wbic2+LXaI3UtPW4KVyOO/PuBeQlREWXHVDsUwcfzS/NNyO",
-	"QjGVNIZ44oqyvBzNhWaRR+8eEgVmg4oAFa5R+7kC6VX7dS7v2kMoexRrlxjPsdDI1Te7r/w2QVWK0Bbu",
-	"udFbEZYtlVPs42smNNLsDshf9pPbMP4ilSE/cX4S+euKu5jEJEqEwq+KrOuk2ATIXzYpO6nV0ZmRrtJ7",
-	"osWkAID8RRyaJwXe7RaymHuQxkGD0X1cXdLJrwiyhM6P3H600ZxMX5FP26/o250+d8Bbwwb3rPPrmuH2",
-	"+MqksATWt8TPQc15dO5GvAglgxH02muVCJabpHl2kjKVUl2zSyZ0BjSuPq4Qa3AVQLDMzvncQc9anNTB",
-	"89fmJAPQpETN2pxUK/P3lDe4IvAeS9zow9Ui15Et9/0oVE/R/xMi+dF9/JTqQqhVMA2ph1iQNCg9kkXz",
-	"OERf4LOLyq0WeaTOlR+OHq8NYt8ctElsUdnnV5SEqUOxgKOOkDk2qZqegGZP1UhflLIB9hoqo7v8r6sx",
-	"nKkytsK6MYVRO7rj0Rsvf2okW6Cpuq5SyfEVWL61lr8e2TMpaoMVQ3gs49STUlpvWhu5+KVZWFZTlv3b",
-	"+xP16JNdwMEpyo1o1bYmqKUZS33YVH9FCUa5wOGRlkJGUGeuGMLo7rurnC8uydhy0q6VSHINJKN6RsQN",
-	"oZzAA1MY3ImZhMg4JAdEzdOE8VtFqARSpDLG5P3eHgkZv6MJiyfRfRzacImNChnvSnA4sE9F9/FEwk2u",
-	"IA5dBM5WrlSvIVvhbhiQcBd0hP/mSuK/d9T8i3W99oBszmOQJNyN4Q4fyKSwI9RchQEZj8fbJOcJKEU0",
-	"6BnImMicK3tAPNzZoUki7ncMwK2A1fu9v/9tKSbdCcuzZw/l1Nm2SbfjgkbmgQMXpLpWeBwUvzMEcFtz",
-	"6X4XGr8bo+u3NGoPfu8/At45O9g2HJYKQrzx6tsl5unTFNrT9M6wGNBCi2uxXWJRuAHDpEaLV2KZWIg2",
-	"Zpo0K5jXwJindvx1YKzwXSad7Ox6mPOfQubwoM/otDqR0FdrNDxnW3idyzK25cQLgG6Ft9fy9ruB8tdB",
-	"8MIGmUQWtI1R3J7H3Xx99oM+B6WF7DuVe0OT5JpGtwui2kpLqmE6r+PDniWelEfs3edEYFCpiKuy8jRx",
-	"MLqRoGbL0VW+LOjAv1AtO/ytr5brhHgtPIcQbYzVLtqVSEfnx4eXxx9Gweji8vD88uTTT6NgdP7rp0/2",
-	"r98OT8x3kx9Pzycnn85+vRwFo6PTX84+HttBPx6efMQ/jg4/HR1/NH/78hb1tz9DBiyTcMdEri6eYjW8",
-	"SESjvvL1+bSDx9fBrIiHjWvH6hTaqmcc3fKxikBIklClq9OObxRhMdlSAKQwMfyrHWLkNiOqXSjw1dIq",
-	"MxJhOs14bFN2B7XmMkyrIi1Vg6TesmX5+cn2yb1VTpmt2mJDYRDo3FVb9DyDOrU/5sQBYrWoEYfVgOc9",
-	"+UWb8CvKTooEYNmiqfhCQgRcJ/OJAuDlt1zUhl7xzpcT3LfsbGRL55IrIikPaiSbiSQ23nd5BNRW66Tb",
-	"zQlxCojJFhc2wzqjynjJ2N2pms0eoBUZcIiNz27n3McUJinmmIMODDsbbsHvFLFVLAGW/DRZAF9QZ5tt",
-	"lxG127dNkQ7MpJJ7IW+xq1QRRJhgnpZPfanTjR17fcH4VDAyS9QS4B+S8h7XtHjkjOrZE2NcjehW3RNt",
-	"iVRTfprC0pKMjuwHtbO+df3k1bRYPfaRTqcvlMdcJSNdB26drbO9xq+8ZyI4kwThWX+vvHTlVs91JGeQ",
-	"nBkglgZjnpA/szKnMhqtWuFTCNrwxJlZw5NCxr1RvCUBzsbSmqz4oQzWYh0nVbeoghVhnGylOVozTOnt",
-	"MTFMi70oZZ6AIlRVu8cbRaL7mNAsS+b7niCykM14sTdIu4Q5cel92PTHM8xqhocqkL2XxSnslH1gnGEN",
-	"xDKapozXv30bPCX96ZeDlfjisWcVHf/t8vTD6SgYnXyanJ2f/nR+fHFh/Lfj/zg5/u1prlr5lq/tpzWw",
-	"uCreV/DQ2gteY4/x4u7r7jNGKDbtmF1imqfEU3NdpxzIxcWxbTNrNJHRXRcf/hdRubyhESjC9AEJzaQh",
-	"YfbnEJe1HxJOUwhIaN4c4i8ZlQpi+81+SP794vTT2Ha8iyQztqorHklpljknpHlGfcC5eruQoHUuecBZ",
-	"6mKg9zTb8PN43mncAabBB7DKSeqHTZYfjymGtYvjBhX1VYOb9VCD6riKwa3SiCEFHZ2hLncxKOfSHtwO",
-	"4y+exJfWCPojxMvCjZ6gedCJ/Q2KWbYHN0V+eDipnKdhnw6wqYuBHoUzUFuWMwiRTCKaJGPn8vZO4Cpu",
-	"L+xj3fFL5KAY35IFPDBTa2jZMziX/Kh4qDm0PGuyaGjxUGOoO46yYNyP+ERjUP3oyoKRJ9VjjeFFZ87+",
-	"kbZHZ2PQMsrkkjeo8lgaUq6/q91VHoOR4DDArvDJsLEvVgyWrjTQJ+sDhzaEcvAYjzYYOLauF5cN8Yvd",
-	"0lEtPhjyfIsDlg9oCcWQIXV5GPSKpsgOGdIRnGWDusbFwBE1q2IpYD7dN3RQQ+EtG9SxFpYO6DNxVhlY",
-	"t2qWjfMZFsvHdC2ZpcLW2e6sA+Gw+ppbnPX3de1LDveetEpERDdcMLm4OQu9P+FZrm2LMUnvT3Ndfuw2",
-	"tataKzA+yaSYSlCqdQLUbbOrdVHZTNl3+4Cy/9xpzddyzPXyzds2zCG+viuvhLKr9HGpPbsyNevKoqG3",
-	"nxZsqHPGVw4ydCz29WMMvq3qXwdPG2sHcSkptysZ3ljgsmwn4NaMF1UpTjM1E1hOHAmumMLu9fdMz8r+",
-	"AniNA9NPaSfgoivDY75Fntu3X1hNUNkLT+kHVRxu982fUL6J1idLuz17D0IPYWbfuzBBPXymXA4u/UNl",
-	"56u7L15aI299VV5KebnYANNzqcR5FVLzHlpxJ3HV2SIj4gmGE/B4xQFFm+FlaD/GB9dtP+w5lO6rjTCz",
-	"QBy4+1kmElyz7vHYK8XtY+yu/r5smD+qML6k58KT+qqsZBm6zWalrn3t/EnZIaRqGrJmrxDbCnvoBS61",
-	"ViLudHk3Z9knMaUvu9nOT/ETUboWHhZmaLp++9MsgQ7OvrI50Aw0rm8L1EMo/z/wRDNc9HSeaODsNfBE",
-	"qYE2whPHxcbkbwrWZ6oN6VAXQ7X3977fxug268H2gL4yp6YLqin7uNjLpsFybHxu4GNNpq0h9RVwbK/f",
-	"/QR2rcVbN8kz32z3odUN0XXMSrnoMMhK8lC2C+livl82OsH2JwtIm41egZSs1GRuiKjYjMymY4PL3anN",
-	"ewle3/kP762ynp5M/fxUz1k9mZVqaH4FXORclo0wkAtDbpKD1uWNlb261RhiA4HXFt5eAUtsKOyKQhfl",
-	"kun5hVmsxck1UAnyMLfl7ogFjMHg1xWIM60zexsz4zeii4+iOcBMKK1IJGLGp/ai7KJU1d39qTKgt1j9",
-	"hcXwxDbGJGfuuuArvnV4dLaNJxskRELGxVVueLLCInI+Jsf4nRS5BnKdaxLuzvBmpJBgGf0VD82ShGR/",
-	"YrJin/wDF+SIpcUtcHcvP9nCE/24cIyOUgU7jCvgiml2B9tjgia2uuJUAmlfP40XW9t2CJSoRs9dEhqj",
-	"MRyTU+7WgPDu443fPwuli6u+LWZcowdKEiGyaxrduoI5ysnJGUmYBkkTIiTe62ZPolzx8mLeohcDxDtI",
-	"g5BMQSvyfu87Epov8KSKeyI8IJRci3hOxB3IKx7u7JhPO/bCcjfw7XckdBfmTbQQk4TKKYQBiSFKqHTX",
-	"qc9yfguxme7fL04/XXGcFIuXr4HAA410Mkd4zc/kjiY5kC0tKUuwLQbV1FUtpzQx2gDiicFnuH1wxR2I",
-	"iJtYgMOOlOwOEN+MkwJwozpEXoK+99+veOiK9SbFb64FoLXlXJVjcSP74dlJ7aKr/dHe+O14z15WAZxm",
-	"bLQ/+m68N/5uhG1XZyg4u9XV0VPQtoc82HuRzb46+siUtnfBj1q35r/b21twYfpqF6VXV1t7rkp3h09c",
-	"tw532IclTM9RvuwtyKTeGGhsFv1+723fa8t11G65rLrADh5jVFHRaNTehV1cia/IFl6svMN4UF42jRFO",
-	"d7cyEZycHV7+bPUnnar6Tdtm4l2rZHvpYvP8PyXimibHd44+GZU0BY0X5/fsj9Uju7Z3c29FQe3Jj1Rp",
-	"fAk2IVn6+OU8w15LSx/8URhJxifbBbrJvNxmbmzuR1N1+0aVehhvXDbP/pHbnjvc1WyVB5hKzlvc3OTx",
-	"81LG1vCgLUF2bJJpOGfX65A9vH3IXZbLzntAgEYzV5fMFKGkNt5x9d5KXL2qFLx/9/eXlJoLkHcgdy4M",
-	"Co5LehcHFfHkIVW3tr82sbWaitBICqVqN7rXhcjJjRWiWXnPoFeIfgLtbiJ8Rt3m3uAh/mW5AEPrPBs/",
-	"HaHOIhrt//65jt6P7A44KOUMERoz86mOruK2MERXClqySC3C1y/ukWEykyWUtVDVlr4OVtwbCOPGnEoN",
-	"/+eKmOmItbTJ3nhv/P5r6Pg2PPCQCYUlRUUH/NKQiURuHGmL+SnNp9CPdrc9j+c0TRbh/jQDbvf4FZi1",
-	"mHQFChi+dO8isYjy1Hb1L5n1niqC2xvm2r8GIS5ntgBASxrpXryqWstSd+y9iVNbqlv0mClvyPmHiOcb",
-	"E/9mi7fHprOjZQ6PHXK+3fTLfUR2ZcoH9bP97rA29rF/ib1m7/2Kz6+2N32/993y5w+xQ2RklOcGtjM8",
-	"hl+ea3QWK3f4dcah0Wy0OKhedbtrsHHZzqjOyLtfWPxonVZ7AKbDz4lQDXZ+pi1tAVthRAErvav2ci/A",
-	"GmvSDRFX74l3QJQWmcIGBki8MTlpXGrhoVTQq7i/Pkm+IVqc8kZnQi+iV3N0jNfyuS1HuzapjZvD6rMF",
-	"fTsKTvoC9D5ydUfKYNpDdLyxxGzUZe6ebLlLBlxPzjiB7fFrVNvryjIuGIW5aJxiL4zgMaFc3YMkxZUN",
-	"1WlGRcISUeFATbwbVa2Nl0h+0QT5+RVA8aY+1Wx//hb0wG8zkA2dTLAziwrsrmo0c3GWkWQJrfrUuIA2",
-	"81WJPq9Gqd0ss5ZOacUIiqu0BE/mVniRuRuLV3Ruebi49SMMCNUiZRFNzCimZ1fcJjcCpxMCu1E731Dl",
-	"KYyJa2analbhDZNKE3ZTdfG94sVtR+Qwtq2FcgWSuKqCfWPx1NKI7gotNC+xIe2UMn5AKL/i9adQSDHy",
-	"2braxQ3nNEVZRgrrHXFzQ7QQCTELVOMr/psNXodFtZpBAJGg5dz8Hxsj6aIFBXUXndmLxzCk2tLjDovP",
-	"6xsUbynLfJ170FAR7zb+uvKaN19Ayv32mh2AHmTUUxmrI+UDRAnjfqQUvx2Q0BYMhFbe7mc2BB0Wslh2",
-	"CyhauuFRd+uLvHvlvkuBCIS/LpjYGA6lc4tqkgqlieARbA/dJjuR7CZy7Sk3RVrZRXtNYE2fb2Fhf/iR",
-	"Kr2DocKdkw8hEfKKh//TPvI/wu3AqJhYGYo0mgWE2BCNuzCrIgm7K940Jh/sm6+4e3VEpZyTkMX7y7Oi",
-	"4YGNQ4jERm0V2QpbvQbCAPM4bXjCxvH10CYLZ0ClvgaqSSTStAYNFxyckhO5cTHLYxFQHHxwjdaojdVc",
-	"w5S5iw5taCoRU5+ms4mE4jjxt55J+KZi+e+s+uv11tB+sb604Q1j8SRiar69yc2mHoNhY2n0kvFW0SLg",
-	"HKLXG8B5DckFUfmXAak6DKJ2KcTKm1DYjJFYNM80u1R/tPf4IRNS/+yu2VvJbXjY4XF3C1wa9D0t0tu2",
-	"0ML4RsRset+Cq+A8mzuQypqMVNm1mAUosmWs04mzTgPXNrL8WB54c39K9Km3n9VTqBzP3S/l7eiPT/Mb",
-	"gi82D5pRzGO5NGj9zvVmvHlBZnRxu6/eoMchetXV+alnspbrx+KyZD4slr73LK8vzXWfj100RiIOCf8S",
-	"sfR1qyNs4KUIhb9RtdhLhadh9mRVmLnBwJ0tJX1ed695YfEg9n234ZcPcf3IVueK7O0xOS/veKb1O7Fb",
-	"jrW9yPs/c0dPslZ4XOL2gDBtryji4h47KavitvJrmDEX6arHN4dKjyz7WG8wRHUkeOHxOsFRRM2oBLS2",
-	"XFNx2wLUBpWuhdAKY9D7pAhLM3XFMUCkBa4uFTEkdpDIdSScGZ0oQWjpLYatTmTOI+zpnBZaC93nB9l2",
-	"SC+XqSkamvv3kDIh60h84Bw92y+7dI0LzL5OCXrtEQ8X7KzHmN+4dB/ZsjeGuMBoQBJBY2xpTgl2XLfe",
-	"tg1FO5OelNeJWF/+njJNcq5Z4kKneFP8UDmteossyS1UvbS/KsdaeL+RxAJWzfrIblRuYKnnnsKojLh3",
-	"N4ST64Il4md1EHSjZUYfB9Qaazwj+Wtv6aF9Be23QP+LoomIuMGdUwVF5kIFtZRCUGWVPPnC56W+gWr3",
-	"S2FmPS7kAXs1//NRH3tw9NC9svZefUkBBrDLzKEzKDZIRb8bXmud0O+FD7v8scEniwv2L4qHOgvZTMW0",
-	"v167PCHDMEGp7J4AimxJ9B3wqIVIU7qjwIClbQoBHrIED4K69uY+EIvjmhWEq9weV/U5b5/e03M8RnEj",
-	"ZFpRsPVuPE7SeHfJjd/vYR96lubpaP+da5huP1Xxk9qhQP8LsvLKvB4SfP/23VOq1tfe8PsOZBwSA3Kt",
-	"UFu9iMu3phIwqykBDgiHe1Auux2YBTFOde+ubkSvvA6gV+4u8YnnVMbFXQU+hWxePv5aiEXkNLFaR6W7",
-	"9+AxWFiJi1coPE/spXZnxgvX4Np7IXoLcL8F0bGgupuEfWQtxaMsUe01VwoSP6OE9JorCP03Yq70YDp4",
-	"YtimuFmkSRDbufCZxc7eavLC0fpFfOAaG9b54XUFK9eOa3AscrJnp4QkCnRxFZsGr/w2zxA1z1P//tlw",
-	"kMJkquW5XCbuMPX+7u7bdz+M98Z747f7P/zwww/IbW76L6X5Zk9lGAOoZnOq+hfu7GPtm3L3rX3ncrGP",
-	"nx//XwAAAP//",
+	"7H37Uxy3uuC/opq9VYa9zYAd52QDtbXFweSEu45hgdxUbfBOi+6PGR26pY6kBk8c/vctfVK/1TM9D2x8",
+	"dvNDzMy01NL30vfW51Ek0kxw4FqNDj+PMippChokfjrJpRLS/BWDiiTLNBN8dDi6BJWnQOidBkn0jCkS",
+	"4ZNkJ7zJDw6+iyAT0Qz/hEP7jYI/7Odw94iIB5CSxaDIe6r03ukDcL139m48CkbMzP9HDnI+CkacpjA6",
+	"HNnJR8FIRTNIqVlPSj+9Bz7Vs9Hhm4ODYKTnmXlSacn4dPT0FIx+EkkiHrtrv6OJAgI8VkTPgCgtgabl",
+	"VoBIyBI6JzszyuM5eWR6ZjaX7PYt7s6+p764GO5onujRoZY5lGu7FSIBynFxZ+/MczhdRvWsmo3Fo2Ak",
+	"4Y+cSYiLCbzb/tvbYJQyXnx87YOBgS4C176vCYgr4Jrczgk+cCVyGQGJEmYogQhOJESCc4j0EVE0BZIC",
+	"5YxPCVUktAgJS5DMgMYgq100sLoi3q7nGajuak9EmtI9BYZANcQEzOzEDFdECxJDwh5Akp1IcC1FQu4M",
+	"HStCk0c6VyQSKfRiECdZsErPMp8MklQmuLJrPdYnNKMR03PzyawBuDZ/0ixLWETNJvYzKW4TSP/9n8rs",
+	"6HPtff8m4W50OPov+xUz7ttf1f6FHWVf2oTJ9QxITCEVnDBFqCaURG4ZJGEp00eECz0zWHukitA4ZdrA",
+	"TkgSSTBgHN/wkE6B6wk+P5FAoxnE4SFRmkqN+OYEnyCPIk9iklGlSLi3l9JPe/i9ComQN9ywTibFHUvg",
+	"lSJhSj8du193Qpw7DEioIpFBeFgs+q9iREAojwm94eElaDnfOzbcGBJLVrtHJMykSDM9+SOHHCZ3eZLg",
+	"bLNcmyVOYvHIQyL0DOQjUzC+4aPA0SRipzapjw0igcJAkEfKNLmFOyGBaDnH3U8p4+MGcThaYFzDFKTB",
+	"y1MwKrD0BbF/+dMJ+fHt9z8QNzOJQVOWqDGykZsAidMgwtDnLUuYZj7u+m1GNUo/i2oaP4DUTEFMGCch",
+	"40wzmrA/AVk+kyIzP9uJcMQH5KTPbT4J7K//CVIxu+vuA7me/QJ6JmLPsn4Wj/VVRRFkWhnajYGbFSmy",
+	"c3xyQcLaJOZ4MXxNBAez+BZdVk+GBuMz+gBEg6GcmEQ0SewTZvaIagjdudCGANOQqmWoOy5fZfbpNk6l",
+	"pHPzORE0vgLVgkt5RiCU06yDthbs85gJ/3BIbyGOIT4x1PhJ+x9iKZ2C76en+iH0u3sucO/rTv6x3J+4",
+	"/SdE2q1fi0gkXeSXnINCNE+HrKAOrnKYF0i+tSAHvGdKe0A4LVSfYUg1j19YeuqitbVoN3fviop5PHgt",
+	"SafDE0bom99Jig+U1FunW2X1Fku8Fe2SHbui8ZymCalegidjlzMfKEvobQJ+2olalLkUag0smQnMic57",
+	"dgifIMq1eTvZuZMiRT62x8Yrc5zzOzbNJUrWgHAwRz8+RolBACjt31PMlNHuesXVjCkt5NzR9Rk36Orl",
+	"UBZ75+BUswdwxHrZS+BIvLcQHyNR3gmZUj06HMVUw55mSN2dqRVqaeZ54HlqSOw2Z4lmhicsTEbmlNAQ",
+	"aYhrdFfNkPMSrZdAlVcot5nfqKR1wJXrqNOIf9/9EPUyRYPsmywxSUHjaUnjmJkZaHJRe6ChaVczUjn1",
+	"HCsaZMo4TQ4JldM8RY1XCyJzXp02SGVIoMhLARE8gsCcKJQU4xtHQQfUbYnfWIOX9qzS4DuZBYmF+X+u",
+	"wNpblvkDEoNkDxBb4mdakXtmNCkeEwSYlwl66baHKewX7YUdn1y8cq8Td4Uw2nGq4gw4obcKuOXDglrx",
+	"V/z8MHmgxmAoQOkl1gcqPdhzgw8RVw9UMkN/iEAFunvkA39YBU8+4ufUkTL3H3UnlEeQGJJPPCdMhL8m",
+	"EPulQAyo1Xrk4P/C74k94whDg5Vq8ggSSCxFlkG8GgXamc7i5Txfrdm7X6vh/j0R0X0/S6Kh3VZajzkx",
+	"GpvTkcmtmaKrU67J7JwLjUeCWnlsTDX1wnAZ16YshWvHIMNZSkIlyldap2J/QuO8YFz/7W3F5TXdqlD7",
+	"asbs6wP8z8NqmulkMfcXPIzTBh2VsNjRJGH8vvbZfwpJtpwG8dc+8mM8h2O0B8BzWNDaL27dBp4fA58e",
+	"U/q4OstEH8NpJqKZ92cDaynzkjYWaUCXEIkHkPOrPE2pXMaNwUhpqhtglznn5rdg5MQFKlBZAtr+XTJs",
+	"MLqjzP5RLtCrDLSV1QJmtZW19tiASAm5RSh6B1HCuEUETZLzu9Hh7wMN3mAAUlHEeLEq+5Qb85NFxcoo",
+	"6weYe1tt7i5QPtbAcml11KWyswmAOsEsAaF57h2uuIMadMudiDS14GmK51+MZScVMQr1nMS5RA3c+toy",
+	"OjdWGImolAwU2SnWY457CUYvyiV6ohh/EMkDWLuifw9dore6Y8+vmqr7vrOru0u0Hyxfeww++3P5riYQ",
+	"PqDnUPDCCmGCkx3zEX1iRttBx7Fd7Ctl9cXdQ0LJr7+evTPmyCOh2sEQxxQmioRc2UO7K2ukFPIXUKpp",
+	"kdce+MT0iYjBb0ibX6/Y1GhSvsEJVfoKgK9ibGQNPbFjtF+Le+A95qlToM1J78BEmH/bMuf4/pqkU5ry",
+	"mCaCgzVm0COJvJUK7T9PjLTMl1qhBU1c2afb/FwspZzu4wK6uirfWFs2OkytOIjnI4dTnA+VNe/SmxO+",
+	"c2rIMFlZZ2WPvPQQup/s+n8pCK7lMrWGeSRiKLjBnDm5BKv5W/gZSYCTBATG07GlignN9WxSgN3PCZsQ",
+	"ej/RVoT2POTTSzRG8P8MNNGzrjBSHTIS935TqNeF6l9GNcJHxTU507JVKt91aVaspJ+2TQ4XZ1hF7lgM",
+	"DlBwF54lUiQNqZIrDFAVFqieiXw6M3+pudKQeoHecpwu8o/g64JCOa52vQD6x3EM8TYZ3oO87WAktQs+",
+	"G4qYLwf7amVNFPi5sA54BGWXAQo7cBEWOvgribZ7FLq4+NKoONlpKFtG/Ujmfh9m2yBzMBhTs57lej7+",
+	"6gzeBdR5Msv5/Tap81+MiBA+mxNRBeaXQUSRWc/mRHQBMmWo+J2X5nETRveMr+iGFFmvHtNaXflk6brD",
+	"ty1e6CVkyXxFi6y+pHZmw8LcjGAkch2JpuLrc7otsnHqay/tydaRsO7x2wP94YGyDgWs5o+0DiRjRK4U",
+	"H4EEQx/n2QKVd7GV2XG8ZMBjq9YXs7fcLfApQ8L7uJpbTYjkhCbJEHpGDaNadrHICinLNI4OpWxX8XgO",
+	"2nBhvD5fwFbgWr2jAqVf6HsAuIHs70PH1z0CsnJVY1ksa5snwaVj6O1TXq8EWURC22T0BXRlX7Ocqixs",
+	"tkRUNUC/IJqyq9oCSSWUn3JtPbi9JlDXNSCZkC5Db4ELYElgzL1goZPILPDXzJxUWyV24Fq6P4eJ2RJO",
+	"y6Kcxcw9ZFptZxP6bAHlKxNmQvk4t8vZAkVW2X+LvCV9ST6eIHfo8ZaFNuRtQ+2qnhjHuch5BHFAgEYz",
+	"l/xDZoyjt/qxTCHYUu5atMgrmNJoxjjsSaCxxY2UQqKz0J+Sg1mLPQE2pY38Hcax9dDn0mjmIHzbaYLK",
+	"p4Yb7yGANNODObMRQH8KjO1wZse9dqZD8bELfPuq/thn1JOzb3P5C3+tS582lFGmBZvvdS75UTMpnmmb",
+	"WwHlA3637eJg6bBoZ3PJLuZJhCQ26EnuhCQUAyx2viNM+MpQ9yVlPEpCJqRGDrnhZsGvsEBBmi3jqwLy",
+	"OGPRjKR0TmiC7npyC1VeDyYQf7HIay3cWij2Q+OsZaivi27M5N+LZkIBd5G5+MgBywCVaQzVxZBmwhCj",
+	"QerC8oKMag3SzP1/fj/e+99078+DvR8/Vn+OJ4d7H//rv/lowy5zvahnmieaaaruG5UVI+CIjVHQny9l",
+	"s5DKqGSBaIfPel5SNZkEBK3PlstKHl8efG1T/OBwbZcuvHgvYtMnM8qn29UythUeXxIKbw/3pU0V4fKe",
+	"xCnKpwnj02tn8TUVo+ZkPU6NXidU3wHiM8yLU6LXx9SW4KVwuOxPUihWVvqGcNcNwTJx9NH80lA7MsVU",
+	"0hjiicu/9FI0F5pFvtQ+osAcUBGgwDViP1cgvWK/TuVdTQ55j2K6F+M55ma5OhL3lV8nqLI32sw9N3Ir",
+	"wkyvcopDfM2ERpo9APnLfnIHxl+kMkEmzsIjf91w502ZRIlQ+FURqJ4UhwD5y0UsaymzZqSrqJloMSkW",
+	"QP4iDsyTAu72CFlMPYjjoEHoPqou8eQXBFlC5yfuPNpqNKkvL6ptEfWdTh87y9vAevDs8+saELZMcFJo",
+	"ApvbEJeg5jy6dCO+CCaDEfTqaxULloekeXaSMpVSXdNLJnQGNK4+ruAlcUlTsEzP+dgBz0aU1IHz16Yk",
+	"s6DSytuckmplRZ6MEFd00qOJG3m4ms89spn974XqKTJaIwYRPcbrJGRCLelrSCbHgnBHaZEsmscB+gqf",
+	"XZShtsgidU6I4eDx6iD2zUEbxRaUfXZFiZj6KhZQ1AkSxzZF0xpg9uS79PlXG8veQGR0t/91JYZTVcaW",
+	"WbcmMGqlgh654fn6mQvEsgWSqmsqlRRfLcu31/LXE1vdo7aY64QVWOeeYNhm01rPxS/NlLiasOw/3teU",
+	"o2ubgIODq1uRqm1JUAuQlvKwKf6K5JFyg8M9LQWPoMxc0YXRPXdX6eNQorFlpN0qkeQaSEb1jIg7QjmB",
+	"T0yhcydmEiJjkBwRNU8Txu8VoRJIEYQZk7cHByRk/IEmLJ5Ej3Fo3SXWK2SsK8HhyD4VPcYTCXe5gjh0",
+	"Hjibc1O9huyE+2FAwn3QEf6bK4n/PlDzL6ZC20YEOY9BknA/hgd8IJPCjlBzFQZkPB7vkpwnoFRZ2Spz",
+	"7gpaw709miTicc8suOWwenvw49+WQtLVwl48uyunTrZNvJ0WODIPHNVL5QjF7wwC3NFcmt+FxO/66Po1",
+	"jdqD3/tbbXRqlduKw1JGiLeesLxEPV1PoK0nd4b5gBZqXIv1EgvCLSgmNVy8EM3Ermhrqkkz93oDiHnS",
+	"7V8GxArbZdKJK28GOX/XAw6f9AWdVkUcfVlSw6PNhdW5LNZcTrxg0S339kbWftdR/jIQXuggk8gubWsY",
+	"t6X3288s/6QvQWkh+wqZ72iS3NLofoFXW2lJNUzndXjYtgGTsqWH+5wIdCoVflVWNg4IRncS1Gw5uMqX",
+	"BZ31LxTLDn6bi+U6Il4KzeGKtkZqV+0cqpPL0+Pr03ejYHR1fXx5ffbhH6NgdPnrhw/2r9+Oz8x3k5/O",
+	"LydnHy5+vR4Fo5PzXy7en9pBPx2fvcc/To4/nJy+N3/74hb1tz9DBCyT8MBErq7W0Rq+iEejvvPN6bQD",
+	"x5dBrAiHrUvHqnBv1bJQt33MIhCSJFTpqkD0lSIsJjsKgBQqRk9XnQFKbtOj2l0FvlpaYUYiDKcZi23K",
+	"HqCWFcS0KsJStZXUW0StVOGHL7Uz2zpYV/Lnqvu8CUs3fKeWpaTuFRo0tf5dh5hXEtaLX62JWeQsKdC7",
+	"N1zIYn589cTmWYTeINugUtp2EecqdX+rdglS6Ny6dFkkPc/gWdHvS+MAsVrUS8hK9sueuKmFXZFOUwQ2",
+	"yxZ/xRcSIuA6mU8UAC+/5aI29IZ3vpzgeWxnIzs6l1wRSXlQI8WZSGJFuCirgS1NpbvNCXEKiMkOFzZy",
+	"PKMKu/JQHtdms7XUIgMOMaHFnIcYmiXFHHPQgWFTwwX4nSKWagIkuSYJ4AvqZLPrIr1WLbGh34ERYvIo",
+	"5D12JSycIxOMP/Opn1q3VAH9Bf1uwchsUUuAv0vKe0zu4pELqmdr+u4aXru6hd1iqSb/NJmlxRkd3g9q",
+	"Zd91ues9QTAr7j2dTr9QfHaVSHt9cZuoBO09fmVdAJczSXA9m+sA1y6N7LmKpAbxmVnEUifTGnFBy3Mq",
+	"o9GqmUsFow0PCJo9rOUK7/VOLnHcNrbWJMV3pRMa81OpukcRrAjjZCfNUUtjSu+OiSFa7GUs8wQUoao6",
+	"PV4pEj3GhGZZMj/0OMeNBlL3g3udz0uIE7feB02/n8bsZrgLBsl7mf/FTtm3jAvM7ViG05Tx+revg3XC",
+	"un4+WIkunnp20bFLr8/fnY+C0dmHycXl+T8uT6+ujF16+p9np7+tZ4KWb/na9mcDiqvCfQXLs73hDc4Y",
+	"L+y+7jljmGLbBuc1hq9KODX3dc6BXF2d2jblRhIZ2XX17n8Slcs7GoEiTB+R0EwaEmZ/DnFbhyH2Nw5I",
+	"aN4c2m6HVCqI7TeHIfmPq/MPY9u0M5LM6KouKSalWeaMkGbXgAGdDuxGglal+IDq9mKgt75weIWkdxpX",
+	"Uja4JK6cpF7+s7xgqRjWTvoblKxYDW7meQ3KTysGt1I+hiSqdIa6mMygWFJ7cDs8sXgSX7gm6Pd8L3Oj",
+	"eoIBQcenOcgX2x7cZPnhbrJynoZ+OkCnLgZ6BM5AaVnOIEQyiWiSjJ3J2zuByyS+so91xy/hg2J8ixew",
+	"EKjW27RncC75SfFQc2hZQ7NoaPFQY6grs1kw7id8ojGoXpKzYORZ9VhjeNGktX+kbdfaGLQMM7nkDaw8",
+	"lYqUa1FtT5WnYCQ4DNArfDxs9IsVncArDfTx+sChDaYcPMYjDQaOrcvFZUP8bLd0VIsOhjzfooDlA1pM",
+	"MWRInR8GvaLJskOGdBhn2aCucjFwRE2rWLown+wbOqgh8JYN6mgLSwf0qTirDKxrNcvG+RSL5WO6msxS",
+	"Zuscd9aAcFB9yU3n+lv89gW9eyvIEhHRLSeCLm6XQx/PeJZr2/RN0sfzXJcfu20Gq2YXjE8yKaYSlGpV",
+	"trpjdrW+NttJZ28XXvvraWu2liOuL99Ob8sU4uuE80Iwu0pnndqzK2OzLiwacns9Z0OdMr6yk6GjsW/u",
+	"Y/AdVf86cNpag45rSbndyfCGCddlmwS3Z7x4Q3GaqZnANOlIcMUUXmTwyPSs7JvgLuNYp02C864M9/kW",
+	"cW7feWElQaUvrNOhqyja982fUL6NZjRLG397C7yHELPvXRigHj5TLgenNKKw89UTFC+tobe+Ky+mvFRs",
+	"FtNzv8hl5VLzFuO4CmN1sUiJWENxAh6vOKDoOL0M7Kf44KYNoT3F9r7cCDMLxIG7YmoiwfVtH4+9XNwu",
+	"z3d1BeXdCaMK4kt6SazVL2YlzdAdNiv1UWzHT8rOJ1UzlA17oNiu6EPvoKq1SHFV892YZR/HlLbsdntx",
+	"xWuCdCM4LIzQdO329TSBDsy+sjrQdDRurgvUXSj/L9BE0120Pk00YPYSaKKUQFuhidPiYGqbgT11l2lv",
+	"hmGnZ2AM1dnf+37ro9uuBduz9JUpNV2QTdlHxV4yDZZD42MDHhsSbQ2oL4Bie+3uNci15m/dJs18s12V",
+	"VldEN1Er5aIil5X4oWyD0oV8P290nO1rM0ibjF4Al6zUPG8Iq9iIzLZ9g8vNqe1bCV7b+Q/vreSeXlP9",
+	"9FSPWa1NSjUwvwAqcibLVgjIuSG3SUGb0sbKVt1qBLEFx2sLbi+AJLbkdkWmi3LJ9PzKbNbC5BaoBHmc",
+	"23R3hAL6YPDraokzrTN7mz/jd8J3N7FtejATSisSiZjx6Z4ru3GVs7Ztq8qA3mP2FybDE9vwk1y4a9dv",
+	"+M7xycUuVjZIiISMi1v9sLLCAnI+Jqf4nRS5BnKbaxLuz/CuqpBgGv0ND82WhGR/YrDikPwdN+SQpcU9",
+	"cIuckGCtj904ekepgj3GFXDFNHuA3TFBFVvdcCqBXP50Qn58+/0PJLPNk//9n0rwonWxavQSJqFRGsMx",
+	"OeduD7jeQ0JvePizUDokM6AxSAsZ18CCkkSI7JZG9y5hjnJydkESpkHShAiJV/zZSpQbXt4tXvSYgHgP",
+	"cRCSKWhF3h58R0LzBVaquCfCI0LJrYjnRDyAvOHh3p75tJewlOli4OvvSOjuTpxoISYJlVMIAxJDlFAJ",
+	"sVkJJtNBbKb7j6vzDzccJ8Xk5Vsg8IlGOpnjes3P5IEmOZAdLSlLsN0H1dRlLac0MdIA4omBZ7h7dMPd",
+	"EhE2sQAHHSnZAyC8GSfFwo3oEHm59IP/dsNDl6w3KX5zVVdWl3NZjs5vRo4vzmpXjx2ODsavxwf2+hDg",
+	"NGOjw9F344PxdyNsJztDxtmvruCfgrZd/cFe7W7O1dF7pvSxfQST6DLBlWW5NwcHrUAdzbKE2bDa/j+d",
+	"gmYF0qAORJiEjczZZEpXfFJcq2+LfVjC9Bz5y17kTuoNj8Zm028PXve9ttxH7cLTqrvt4DFGFBUNVEdW",
+	"DmTFWnfwbvg9xoPyvnz0cLrr4Yng5OL4+mcrP+lUlc0s1OijmXjfCtlevNg4/z8ScUuT0weHn4xKmoIG",
+	"qXrPx+qRfduTujejoPbke6o0vgSbqyx9/HqeYQ+ppQ/+JAwn45PtBN1kXh4zdzb2o6m6f6VKOYzd1M2z",
+	"f+S2lxB3OVtlAVNJeYubtjx9XErYGj5pi5A9G2QaTtn1PGQPbR9zF+Wy8x7ZFvI2L5kpQkltvKPqg5Wo",
+	"elUuePvmxy/JNVcgH0DuXRkQnJb4LgoVsfKQqnvbN5zYXE1FaCSFslnZVvLVmcjxjWWiWXnzo5eJ/gHa",
+	"3Q35jLLNvcGD/OtyAwbXeTZeH6BOIxod/v6xDt737AE4KOUUERoz86kOruL+NgRXClqySC2C1y/ukWE8",
+	"kyWUtUDV5r4OVNwbCONGnUoN/eeKmOmI1bTJwfhg/PZryPj2euBTJhSmFBV12qUiE4ncGNIW8lOaT6Ef",
+	"7O54Hs9pmiyC/XkG3J7xKxBrMekKGDB06d5FYhHlqb2toCTWR6oIHm8Ya/8aiLie2QQALWmke+Gqaq1Y",
+	"XTl/E6Y2VbfonVPeWfR3Ec+3xv7N1nVPTWNHyxyeOuh8ve2X+5Ds0pSP6j0LXLE29uf/EmfNwdsVn1/t",
+	"bPr+4Lvlzx9j58vICM8tHGdYhl/WNTqNlTv4OuXQSDZaFKpXXfwaZFy2aaoT8v5nFj9Zo9UWwHToORGq",
+	"Qc7PdKQtICv0KGCmd9U27wuQxoZ4Q8DVe/0dEaVFprCBASJvTM4al3V4MBX0Cu6vj5JvCBfnvNFx0Qvo",
+	"1QwdY7V8bPPRvg1q4+Gw+mxB34mCk34BfJ+4vCNlIO1BOt7EYg7qMnZPdtzlCa7XaJzA7vgliu1NeRk3",
+	"jMxcNE6xF2HwmFCuHkGS4iqKqppRkbAEVDhQEu9HVcvmJZxfNHd+fgFQvKlPNNufvwU58NsMZEMmE+zM",
+	"ogJ7qhrJXNQykiyhVZ8a59BmvizR55UotRtzNpIpLR9BcUWY4MncMi8Sd2Pzis4tDRe3mYQBoVqkLKKJ",
+	"GcX07Ibb4EbgZEJgD2pnG6o8hTFxTfrq99vdMak0YXdVd+IbXtziRI5j21ooVyCJyyo4NBpPLYzorgZD",
+	"9RJbUU0p40eE8htefwqZFD2frStr3HBOU+RlxLDeE3d3RAuRELNBNb7hv1nndVhkqxkAEAlazs3/sTGS",
+	"LlpQUHeBm71QDV2qLTnuoPi8tkHxljLN15kHDRHxZuuvK6+v8zmk3G8v2QDoAUY9lLE6UN5BlDDuB0rx",
+	"2xEJbcJAaPntcWZd0GHBi2W3gKJVHZa6W1vkzQu3XQpA4PrrjIm955A7d6gmqVCaCB7B7tBjsuPJbgLX",
+	"Vrkp0oou2usPa/J8BxP7w/dU6T10Fe6dvQuJkDc8/B/2kf8e7gZGxMTKYKTRLCDEhmjcuVkVSdhD8aYx",
+	"eWfffMPdqyMq5ZyELD5cHhUNj6wfQiTWa6vITtjqNRAGGMdprydslK+HNlg4Ayr1LVBNIpGmtdVwwcEJ",
+	"OZEbE7Msi4Ci8ME1WqPWV3MLU+YucHQtBMXUJ+lsIKEoJ/7WIwnflC//jRV/vdYa6i/Wlja0YTSeREzN",
+	"t3e5OdRjMGQsjVwy1ipqBJxD9HIdOC8huCAq+zIgVYdBlC4FW3kDCttREoumoOaU6vf2nn7KhNQ/u+sD",
+	"VzIbPu3xuHsELnX6nhfhbZtoYWwjYg69b8FUcJbNA0hlVUaq7F7MBhTZMdrpxGmngWsbWX4sC97cnxJt",
+	"6t1ntRQqw3P/c3lf/dN6dkPw2cZBM4pxLBcGrd+C3/Q3L4iMLm731ev0OEaruqqfeiZtuV4WlyXzYb70",
+	"g2d5famu+2zsojEScUD4l/Clb5odYR0vhSv8lar5Xio4DdMnq8TMLTrubCrp85p7zYuYB5Hvmy2/fIjp",
+	"R3Y6V3/vjslleXc1rd/13TKs7QXl/z92tJa2wuMStkeEaXv1EheP2ElZFbew38KMOU9X3b85lHtk2cd6",
+	"iy6qE8ELi9cxjiJqRiWgtuWapdsWoNapdCuEVuiDPiSFW5qpG44OIi1wd6mIIbGDRK4j4dToRAlCS2sx",
+	"bHUicxZhT+e00GroYxJ+f/AmRNOKgeprn1662vpbqJOd45MLsvfdm4ODg6OGs/IewMaPbjjDp126mtLG",
+	"2C31zt2AQKJgQYf1ppyyXZu+XECp6LvuP+rKuLGjRAcC19a7tOALAniZjP7SHTPOJ1unrlcuKkl27IUt",
+	"zn8bkETQGDuvU4KN4d1tAegxd5YHKW9zsS6HR8o0yblmifPw4kX9Q8VJ1QJlSQikavn9VSnWrvcbiX9g",
+	"cq8P7eZkCCz23FPoPBKP7oJ2cluQRPysdoxudPboo4Ba/49nRH/tLT24r1b7LeD/quh1Iu7wgFdBEWBR",
+	"QS3yEVTBL09Y83mxb1a1/7nQBp8W0kAun/W4sq1CevBeKaUvPvMB/exlgNPpPVvEot9bUOvw0O8sGHb3",
+	"ZoNOFtcVXBUPdTayncRuf1p5WcjDULlT9kwARXYkmjhYESLSlO4pMMvSNtIBn7IE61VdF3bfEouq0mqF",
+	"q1zeV7VjbxcZ6jlWe9wJmVYYbL0bq14a7y6p8fsDbJfP0jwdHb5xfd3tp8rNU6td9L8gK28s7EHB96/f",
+	"rJNcv/GB31c3ckzMkmv55OqLWKYbCgGzm3LBAeHwCMoF4QOzIcap7j3VDeuVtxb08t01PvGcwri4UsEn",
+	"kM3Lx18LsAicJlTroHTXMzwFCxOG8aaH53ER1a72+MKpwvb6it484W+BdexS3UXOPrSW7FFm0vaqKwWK",
+	"n5FDetUVXP03oq70QDpY07tUXIDSRIhtsPjMbGcvX/nCQYVFdOD6L9bp4WX5VDf2a3DMxbIlXkISBbq4",
+	"MU6Dl3+bpU7Nsu/fPxoKUhjztTSXy8TVfB/u779+88P4YHwwfn34ww8//IDU5qb/XKpvtnjEKEA1nVPV",
+	"v3AlmrVvytO39p0LGT99fPq/AQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 
+	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/agents"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/store"
@@ -54,14 +55,41 @@ func agentOf(p agents.Profile) AgentProfile {
 	out := AgentProfile{Id: p.ID, DisplayName: p.DisplayName, Source: AgentProfileSource(p.Source),
 		Command: ptrIf(p.Command), Available: p.Available, UnavailableReason: ptrIf(p.UnavailableReason),
 		NativeSessionResume: p.NativeSessionResume, HistoryContextInjection: p.HistoryContextInjection,
-		ProbedAt: p.ProbedAt}
+		ProbedAt: p.ProbedAt, AuthMethod: ptrIf(p.AuthMethod)}
 	if c := p.Capabilities; c != nil {
 		caps := AgentCapabilities{LoadSession: c.LoadSession, Resume: c.Resume,
 			ProtocolVersion: ptrIf(c.ProtocolVersion), AgentName: ptrIf(c.AgentName), AgentVersion: ptrIf(c.AgentVersion)}
 		caps.PromptCapabilities.Image = c.Image
 		caps.PromptCapabilities.Audio = c.Audio
 		caps.PromptCapabilities.EmbeddedContext = c.EmbeddedContext
+		if len(c.AuthMethods) > 0 {
+			ms := make([]AuthMethod, 0, len(c.AuthMethods))
+			for _, m := range c.AuthMethods {
+				ms = append(ms, authMethodOf(m, p.Command))
+			}
+			caps.AuthMethods = &ms
+		}
 		out.Capabilities = &caps
+	}
+	return out
+}
+
+// authMethodOf is one announced auth method with the daemon's hint for the
+// profile's command.
+func authMethodOf(m acp.AuthMethod, command string) AuthMethod {
+	out := AuthMethod{Id: m.ID, Name: m.Name, Description: ptrIf(m.Description), Hint: m.Hint(command)}
+	if m.Type != "" {
+		t := AuthMethodType(m.Type)
+		out.Type = &t
+	}
+	if len(m.Vars) > 0 {
+		out.Vars = &m.Vars
+	}
+	if len(m.Args) > 0 {
+		out.Args = &m.Args
+	}
+	if len(m.Meta) > 0 {
+		out.UnderscoreMeta = &m.Meta
 	}
 	return out
 }

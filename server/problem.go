@@ -54,6 +54,7 @@ var statusOf = map[errcode.Code]int{
 	errcode.Timeout:              http.StatusGatewayTimeout,
 	errcode.RequestCancelled:     499,
 	errcode.AgentStartFailed:     http.StatusBadGateway,
+	errcode.AgentAuthRequired:    http.StatusBadGateway,
 	errcode.AgentError:           http.StatusBadGateway,
 	errcode.ResumeFailed:         http.StatusBadGateway,
 	errcode.DatabaseTooNew:       http.StatusInternalServerError,

@@ -66,6 +66,10 @@ func sessionStatusOf(st sessions.Status) SessionStatus {
 	if out.ErrorMessage == nil && st.LastError != "" {
 		out.ErrorMessage = &st.LastError
 	}
+	out.ErrorCode = ptrIf(st.LastErrorCode)
+	if ex.Status == store.ExecutorError && ex.ErrorCode != "" {
+		out.ErrorCode = &ex.ErrorCode
+	}
 	return out
 }
 

@@ -33,6 +33,8 @@ type agentProfile struct {
 	flags     []string
 	noInject  bool // historyContextInjection: false
 	maxAgents int  // the profile's own cap; 0 for none
+	// authMethod is the profile's agents.yaml authMethod; "" for none.
+	authMethod string
 }
 
 // profilesYAML renders agents.yaml for the demo agent profiles. Each
@@ -56,6 +58,9 @@ func profilesYAML(t *testing.T, profiles ...agentProfile) string {
 		}
 		if p.maxAgents > 0 {
 			fmt.Fprintf(&b, "    maxAgents: %d\n", p.maxAgents)
+		}
+		if p.authMethod != "" {
+			fmt.Fprintf(&b, "    authMethod: %s\n", p.authMethod)
 		}
 	}
 	return b.String()
@@ -234,6 +239,7 @@ func TestResumeStrategies(t *testing.T) {
 		sameToken   bool     // the stored ACP session id is kept
 		contextLost bool
 		errContains string // for failures: in the status errorMessage
+		code        string // for failures: the problem code and status errorCode; "" = agent_start_failed
 		reason      string // resumeReason after the restart; "" = agent_not_running
 	}
 	cases := []struct {
@@ -284,13 +290,23 @@ func TestResumeStrategies(t *testing.T) {
 				"--unknown-session-details", "Invalid session identifier"}, emptyState: true,
 			want: want{status: 200, strategy: "history_injection", fallback: "unknown_session",
 				methods: []string{"initialize", "session/load", "session/new"}}},
+		{name: "unknown session OpenCode service failure falls back",
+			restart: []string{"--unknown-session-code", "-32603", "--unknown-session-message", "Internal error: OpenCode service failure",
+				"--unknown-session-data", `{"service":"session"}`}, emptyState: true,
+			want: want{status: 200, strategy: "history_injection", fallback: "unknown_session",
+				methods: []string{"initialize", "session/resume", "session/new"}}},
+		{name: "OpenCode cannot connect to API keeps identity",
+			restart: []string{"--unknown-session-code", "-32603", "--unknown-session-message", "Internal error: Cannot connect to API: connect ECONNREFUSED",
+				"--unknown-session-data", `{"errorName":"APIError","service":"session"}`}, emptyState: true,
+			want: want{status: 502, methods: []string{"initialize", "session/resume"}, sameToken: true,
+				errContains: "Cannot connect to API"}},
 		{name: "load of unknown id succeeds with empty replay", first: []string{"--no-resume"},
 			restart: []string{"--no-resume", "--load-unknown-creates"}, emptyState: true,
 			want: want{status: 200, strategy: "history_injection", fallback: "empty_replay",
 				methods: []string{"initialize", "session/load"}, sameToken: true}},
 		{name: "authentication required keeps identity", restart: []string{"--auth-required"},
 			want: want{status: 502, methods: []string{"initialize", "session/resume"}, sameToken: true,
-				errContains: "session/resume"}},
+				errContains: "session/resume", code: "agent_auth_required"}},
 		{name: "agent hangs while restoring keeps identity", restart: []string{"--startup-delay", "30s"},
 			cfg:  sessions.Config{StartTimeout: time.Second},
 			want: want{status: 502, methods: []string{"initialize"}, sameToken: true, errContains: "timed out"}},
@@ -353,9 +369,13 @@ func TestResumeStrategies(t *testing.T) {
 
 			if tc.want.status != http.StatusOK {
 				// Failure: identity kept, visible error, session usable.
+				wantCode := tc.want.code
+				if wantCode == "" {
+					wantCode = "agent_start_failed"
+				}
 				p := r.JSON(t)
-				if p["code"] != "agent_start_failed" {
-					t.Errorf("problem code: got %v, want agent_start_failed", p["code"])
+				if p["code"] != wantCode {
+					t.Errorf("problem code: got %v, want %s", p["code"], wantCode)
 				}
 				if len(resumed) != 0 {
 					t.Errorf("got session.resumed %s after a failed restore, want none", resumed[0].Data)
@@ -368,9 +388,17 @@ func TestResumeStrategies(t *testing.T) {
 				if msg, _ := st["errorMessage"].(string); !strings.Contains(msg, tc.want.errContains) {
 					t.Errorf("status errorMessage: got %q, want it to mention %q", msg, tc.want.errContains)
 				}
+				if st["errorCode"] != wantCode {
+					t.Errorf("status errorCode: got %v, want %s", st["errorCode"], wantCode)
+				}
 				var sawError bool
-				for _, f := range ofType(newEvents, events.SessionExecutorStatus) {
-					sawError = sawError || f.JSON(t)["status"] == "error"
+				for _, f := range ofType(d.sessionEvents(sid)[head:], events.SessionExecutorStatus) {
+					if e := f.JSON(t); e["status"] == "error" {
+						sawError = true
+						if e["errorCode"] != wantCode {
+							t.Errorf("session.executor_status error: got errorCode %v, want %s", e["errorCode"], wantCode)
+						}
+					}
 				}
 				if !sawError {
 					t.Errorf("got no session.executor_status{status: error} event after the failed restore")

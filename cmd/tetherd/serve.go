@@ -41,6 +41,9 @@ type options struct {
 	resumeOn  string
 	resumeN   int
 	restoreTO time.Duration
+	// probeN and probeTO are --probe-concurrency and --probe-timeout.
+	probeN    int
+	probeTO   time.Duration
 	maxAgents int
 	agentIdle time.Duration
 	hub       events.HubConfig
@@ -73,6 +76,8 @@ func parseOptions(args []string) (options, error) {
 	fs.StringVar(&o.resumeOn, "resume-on-start", env("TETHER_RESUME_ON_START", "lazy"), "lazy: restore agents when a session is used; eager: restore resumable sessions at start-up [TETHER_RESUME_ON_START]")
 	fs.IntVar(&o.resumeN, "resume-concurrency", 8, "agents restored at once in eager mode")
 	fs.DurationVar(&o.restoreTO, "restore-timeout", 60*time.Second, "timeout of each session/new, session/load and session/resume call")
+	fs.IntVar(&o.probeN, "probe-concurrency", 2, "agents started at once in the background to learn their capabilities (first start, new profiles)")
+	fs.DurationVar(&o.probeTO, "probe-timeout", 30*time.Second, "timeout of one capability probe (start and initialize)")
 	fs.IntVar(&o.maxAgents, "max-agents", 32, "live agent processes at most, daemon-wide (0: no cap); past it, requests that need an agent get 503 agent_limit_reached")
 	fs.DurationVar(&o.agentIdle, "agent-idle-timeout", 30*time.Minute, "stop an agent with no turn, queued prompt or pending permission for this long; its session stays resumable (0: never)")
 	fs.StringVar(&o.traceExp, "trace-exporter", env("TETHER_TRACE_EXPORTER", ""), "OpenTelemetry spans: none, stdout or otlp (OTLP over HTTP; endpoint from --trace-endpoint or OTEL_EXPORTER_OTLP_*) [TETHER_TRACE_EXPORTER]")
@@ -213,7 +218,7 @@ func serve(ctx context.Context, args []string) error {
 	}
 	defer w.Close()
 	reg, err := agents.Load(ctx, agents.Config{DataDir: o.dataDir, Self: self, Store: profileWrites{st, w}, Logger: logger,
-		EnvPassthrough: splitList(o.agentEnv)})
+		EnvPassthrough: splitList(o.agentEnv), ProbeTimeout: o.probeTO})
 	if err != nil {
 		return err
 	}
@@ -255,7 +260,7 @@ func serve(ctx context.Context, args []string) error {
 	// outlives the daemon.
 	probeCtx, stopProbes := context.WithCancel(context.WithoutCancel(ctx))
 	probesDone := make(chan struct{})
-	go func() { defer close(probesDone); reg.ProbeAll(probeCtx, 2) }()
+	go func() { defer close(probesDone); reg.ProbeAll(probeCtx, o.probeN) }()
 	defer func() { stopProbes(); <-probesDone }()
 
 	errc := make(chan error, 1)

@@ -32,6 +32,20 @@ type Capabilities struct {
 	EmbeddedContext bool
 	AgentName       string
 	AgentVersion    string
+	// AuthMethods are how the agent accepts credentials.
+	AuthMethods []AuthMethod
+}
+
+// Clone returns a copy that shares nothing mutable with c.
+func (c Capabilities) Clone() Capabilities {
+	if c.AuthMethods != nil {
+		ms := make([]AuthMethod, len(c.AuthMethods))
+		for i, m := range c.AuthMethods {
+			ms[i] = m.Clone()
+		}
+		c.AuthMethods = ms
+	}
+	return c
 }
 
 // Handler receives what the agent sends on its own initiative.
@@ -154,8 +168,30 @@ func Start(ctx context.Context, opts Options) (*Conn, error) {
 		return nil, fmt.Errorf("initialize: %w", err)
 	}
 	c.caps = capabilitiesOf(resp)
+	if m := opts.Spec.AuthMethod; m != "" {
+		if _, err := c.conn.Authenticate(ictx, sdk.AuthenticateRequest{MethodId: m}); err != nil {
+			c.Stop()
+			return nil, &AuthenticateError{Method: m, Capabilities: c.caps, Err: err}
+		}
+	}
 	return c, nil
 }
+
+// AuthenticateError is a failed ACP authenticate after a good initialize.
+// It keeps what the agent announced, so the caller can say which methods
+// exist; errors.As reaches the agent's own error through it.
+type AuthenticateError struct {
+	Method       string
+	Capabilities Capabilities
+	Err          error
+}
+
+func (e *AuthenticateError) Error() string {
+	return fmt.Sprintf("authenticate with method %q: %s", e.Method, Message(e.Err))
+}
+
+// Unwrap exposes the agent's error.
+func (e *AuthenticateError) Unwrap() error { return e.Err }
 
 func capabilitiesOf(r sdk.InitializeResponse) Capabilities {
 	c := Capabilities{
@@ -165,6 +201,7 @@ func capabilitiesOf(r sdk.InitializeResponse) Capabilities {
 		Image:           r.AgentCapabilities.PromptCapabilities.Image,
 		Audio:           r.AgentCapabilities.PromptCapabilities.Audio,
 		EmbeddedContext: r.AgentCapabilities.PromptCapabilities.EmbeddedContext,
+		AuthMethods:     authMethodsOf(r.AuthMethods),
 	}
 	if r.AgentInfo != nil {
 		c.AgentName, c.AgentVersion = r.AgentInfo.Name, r.AgentInfo.Version

@@ -73,11 +73,30 @@ func Classify(err error) ErrorClass {
 				return ClassUnknownSession
 			}
 		}
-		if m, ok := re.Data.(map[string]any); ok && m["service"] == "session" {
+		if sessionServiceFailure(re) {
 			return ClassUnknownSession
 		}
 	}
 	return ClassInternal
+}
+
+// sessionServiceFailure reports OpenCode's answer for an unknown session:
+// -32603 "Internal error: OpenCode service failure" with data
+// {"service":"session"}. OpenCode uses the same service tag for other
+// failures of its session service, which name themselves in data.errorName
+// (a model it cannot reach is "APIError", message "Cannot connect to API");
+// those say nothing about the session being gone, so they do not match. The
+// rule is narrow on purpose: a missed unknown session only shows an error
+// and keeps the identity, a false one drops the agent's native session.
+func sessionServiceFailure(re *sdk.RequestError) bool {
+	m, ok := re.Data.(map[string]any)
+	if !ok || m["service"] != "session" {
+		return false
+	}
+	if _, named := m["errorName"]; named {
+		return false
+	}
+	return strings.Contains(strings.ToLower(re.Message), "service failure")
 }
 
 // Message returns a short human description of an agent error.

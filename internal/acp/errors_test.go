@@ -42,8 +42,23 @@ func TestClassify(t *testing.T) {
 		{"-32603 no previous sessions (claude)", func(t *testing.T) error {
 			return wireError(t, `{"code":-32603,"message":"Internal error","data":{"details":"No previous sessions found for this project."}}`)
 		}, acp.ClassUnknownSession},
-		{"-32603 data.service session", func(t *testing.T) error {
+		{"-32603 OpenCode service failure for an unknown session", func(t *testing.T) error {
+			return wireError(t, `{"code":-32603,"message":"Internal error: OpenCode service failure","data":{"service":"session"}}`)
+		}, acp.ClassUnknownSession},
+		{"-32603 OpenCode cannot connect to API (APIError) keeps the session", func(t *testing.T) error {
+			return wireError(t, `{"code":-32603,"message":"Internal error: Cannot connect to API: connect ECONNREFUSED 127.0.0.1:9","data":{"errorName":"APIError","service":"session"}}`)
+		}, acp.ClassInternal},
+		{"-32603 OpenCode service failure naming another error keeps the session", func(t *testing.T) error {
+			return wireError(t, `{"code":-32603,"message":"Internal error: OpenCode service failure","data":{"errorName":"ProviderAuthError","service":"session"}}`)
+		}, acp.ClassInternal},
+		{"-32603 data.service session without a service failure message", func(t *testing.T) error {
 			return wireError(t, `{"code":-32603,"message":"Internal error","data":{"service":"session"}}`)
+		}, acp.ClassInternal},
+		{"-32603 no rollout found as a data string", func(t *testing.T) error {
+			return wireError(t, `{"code":-32603,"message":"Internal error","data":"No rollout found for thread id 0199"}`)
+		}, acp.ClassUnknownSession},
+		{"-32603 no conversation found in the message", func(t *testing.T) error {
+			return wireError(t, `{"code":-32603,"message":"No conversation found with session ID: abc"}`)
 		}, acp.ClassUnknownSession},
 		{"-32602 invalid session identifier", func(t *testing.T) error {
 			return wireError(t, `{"code":-32602,"message":"Invalid session identifier"}`)
@@ -57,13 +72,25 @@ func TestClassify(t *testing.T) {
 		{"-32000 auth required", func(t *testing.T) error {
 			return wireError(t, `{"code":-32000,"message":"Authentication required"}`)
 		}, acp.ClassAuthRequired},
+		{"-32000 auth required with details (demo, qwen)", func(t *testing.T) error {
+			return wireError(t, `{"code":-32000,"message":"Authentication required","data":{"details":"Use /auth to set up credentials"}}`)
+		}, acp.ClassAuthRequired},
+		{"-32000 with another message (claude)", func(t *testing.T) error {
+			return wireError(t, `{"code":-32000,"message":"Invalid API key · Please run /login"}`)
+		}, acp.ClassAuthRequired},
+		{"-32000 mentioning a session is still auth", func(t *testing.T) error {
+			return wireError(t, `{"code":-32000,"message":"Authentication required to load session: session not found in cache"}`)
+		}, acp.ClassAuthRequired},
 		{"-32800 request cancelled", func(t *testing.T) error {
 			return wireError(t, `{"code":-32800,"message":"Request cancelled","data":{"error":"context canceled"}}`)
 		}, acp.ClassCancelled},
 		{"-32800 after a deadline", func(t *testing.T) error {
 			return wireError(t, `{"code":-32800,"message":"Request cancelled","data":{"error":"context deadline exceeded"}}`)
 		}, acp.ClassTimeout},
-		{"code 500", func(t *testing.T) error {
+		{"plain code 500", func(t *testing.T) error {
+			return wireError(t, `{"code":500,"message":"Internal Server Error"}`)
+		}, acp.ClassInternal},
+		{"code 500 saying session not found", func(t *testing.T) error {
 			return wireError(t, `{"code":500,"message":"session not found"}`)
 		}, acp.ClassInternal},
 		{"-32603 something else", func(t *testing.T) error {

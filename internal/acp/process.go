@@ -28,6 +28,9 @@ type Spec struct {
 	Passthrough []string
 	// Dir is the process working directory (the session's cwd).
 	Dir string
+	// AuthMethod, if set, is sent in ACP authenticate right after
+	// initialize (some agents read their API key only then).
+	AuthMethod string
 }
 
 // Exit describes how an agent process ended.

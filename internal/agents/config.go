@@ -28,7 +28,7 @@ var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 
 // entryKeys are the keys an agent entry may have; anything else is rejected
 // so a typo ("histroyContextInjection") never silently changes behaviour.
-var entryKeys = []string{"id", "displayName", "command", "args", "env", "envPassthrough", "historyContextInjection", "resumeArgs", "maxAgents"}
+var entryKeys = []string{"id", "displayName", "command", "args", "env", "envPassthrough", "historyContextInjection", "resumeArgs", "maxAgents", "authMethod"}
 
 // fileEntry is one agent as written in the config file.
 type fileEntry struct {
@@ -46,6 +46,9 @@ type fileEntry struct {
 	ResumeArgs              []string `yaml:"resumeArgs"`
 	// MaxAgents caps the profile's live agents; 0 or absent: no own cap.
 	MaxAgents int `yaml:"maxAgents"`
+	// AuthMethod names one of the agent's announced auth methods; tetherd
+	// calls ACP authenticate with it after initialize.
+	AuthMethod string `yaml:"authMethod"`
 }
 
 // profile turns a validated entry into a profile. The entry replaces any
@@ -62,6 +65,7 @@ func (e fileEntry) profile(lookPath func(string) (string, error)) Profile {
 		HistoryContextInjection: true,
 		ResumeArgs:              e.ResumeArgs,
 		MaxAgents:               e.MaxAgents,
+		AuthMethod:              e.AuthMethod,
 	}
 	if p.DisplayName == "" {
 		p.DisplayName = e.ID

@@ -30,7 +30,7 @@ func (probeHandler) RequestPermission(context.Context, acp.PermissionRequest) (a
 // stops it and records what it advertised (see RecordCapabilities). cwd is
 // the agent's working directory; empty means the system temp directory, a
 // neutral place for agents that read project files at start-up. The
-// handshake is bounded by ctx's deadline, or 30 s without one. An
+// handshake is bounded by ctx's deadline, or Config.ProbeTimeout without one. An
 // unavailable profile fails with errcode.AgentUnavailable, an agent that
 // does not complete the handshake with errcode.AgentStartFailed.
 func (r *Registry) Probe(ctx context.Context, id, cwd string) (acp.Capabilities, error) {
@@ -42,7 +42,7 @@ func (r *Registry) Probe(ctx context.Context, id, cwd string) (acp.Capabilities,
 		cwd = os.TempDir()
 	}
 	spec.Dir = cwd
-	timeout := defaultProbeTimeout
+	timeout := r.probeTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
 		if timeout <= 0 {
@@ -70,7 +70,9 @@ func (r *Registry) Probe(ctx context.Context, id, cwd string) (acp.Capabilities,
 
 // ProbeAll probes every available profile that has no capabilities yet, at
 // most concurrency at a time (<= 0 means 4), and returns when all are done
-// or ctx ends. Failures are logged, never returned: an agent that cannot be
+// or ctx ends. It takes no lock a session start needs: tetherd runs it in
+// the background, and a session of a profile being probed starts its own
+// agent without waiting for the probe. Failures are logged, never returned: an agent that cannot be
 // probed now (not logged in, broken install) must not stop the daemon, and
 // it is probed again at the next start or when a session starts it.
 func (r *Registry) ProbeAll(ctx context.Context, concurrency int) {
@@ -100,6 +102,11 @@ func (r *Registry) ProbeAll(ctx context.Context, concurrency int) {
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
+			// A session may have started this agent while the probe waited
+			// for a slot; its start recorded what a probe would learn.
+			if p, err := r.Get(id); err != nil || p.Capabilities != nil {
+				return
+			}
 			start := time.Now()
 			caps, err := r.Probe(ctx, id, "")
 			if err != nil {

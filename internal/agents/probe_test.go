@@ -3,6 +3,7 @@ package agents_test
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -54,7 +55,7 @@ func TestProbe(t *testing.T) {
 			if p.NativeSessionResume != tc.wantNativeSessionResum {
 				t.Errorf("got NativeSessionResume %v, want %v", p.NativeSessionResume, tc.wantNativeSessionResum)
 			}
-			if p.Capabilities == nil || *p.Capabilities != caps || p.ProbedAt == nil {
+			if p.Capabilities == nil || !reflect.DeepEqual(*p.Capabilities, caps) || p.ProbedAt == nil {
 				t.Errorf("got profile capabilities %+v probed %v, want %+v recorded", p.Capabilities, p.ProbedAt, caps)
 			}
 			if row, _ := st.row(id); row.Capabilities == nil || row.NativeSessionResume != tc.wantNativeSessionResum {

@@ -86,6 +86,9 @@ type Profile struct {
 	// MaxAgents caps this profile's live agent processes (0: only the
 	// daemon-wide --max-agents applies).
 	MaxAgents int
+	// AuthMethod, if set, is the auth method tetherd authenticates with
+	// after initialize (agents.yaml authMethod).
+	AuthMethod string
 	// Capabilities is what the agent advertised in initialize; nil until
 	// the agent has been probed (or started) at least once.
 	Capabilities *acp.Capabilities
@@ -113,7 +116,7 @@ func (p Profile) clone() Profile {
 	p.Env = maps.Clone(p.Env)
 	p.EnvPassthrough = slices.Clone(p.EnvPassthrough)
 	if p.Capabilities != nil {
-		c := *p.Capabilities
+		c := p.Capabilities.Clone()
 		p.Capabilities = &c
 	}
 	if p.ProbedAt != nil {
@@ -125,6 +128,7 @@ func (p Profile) clone() Profile {
 
 // setCapabilities records caps and derives the flags that depend on them.
 func (p *Profile) setCapabilities(caps acp.Capabilities, at time.Time) {
+	caps = caps.Clone()
 	p.Capabilities = &caps
 	p.ProbedAt = &at
 	p.NativeSessionResume = caps.LoadSession || caps.Resume
@@ -167,6 +171,9 @@ type Config struct {
 	// agent gets on top of its profile's envPassthrough (checked with
 	// acp.CheckPassthrough).
 	EnvPassthrough []string
+	// ProbeTimeout bounds a capability probe whose context has no deadline.
+	// Default: 30 s.
+	ProbeTimeout time.Duration
 }
 
 // Registry is the set of agent profiles. It is safe for concurrent use and
@@ -182,6 +189,8 @@ type Registry struct {
 	logger    *slog.Logger
 	// passthrough is Config.EnvPassthrough, for every profile.
 	passthrough []string
+	// probeTimeout is Config.ProbeTimeout with its default.
+	probeTimeout time.Duration
 }
 
 // Load builds the registry: built-in demo, detected agents, then the config
@@ -226,7 +235,11 @@ func Load(ctx context.Context, cfg Config) (*Registry, error) {
 		profiles[p.ID] = &p
 	}
 
-	r := &Registry{profiles: profiles, store: cfg.Store, logger: cfg.Logger, passthrough: slices.Clone(cfg.EnvPassthrough)}
+	r := &Registry{profiles: profiles, store: cfg.Store, logger: cfg.Logger, passthrough: slices.Clone(cfg.EnvPassthrough),
+		probeTimeout: cfg.ProbeTimeout}
+	if r.probeTimeout <= 0 {
+		r.probeTimeout = defaultProbeTimeout
+	}
 	if r.store != nil {
 		if err := r.restoreCapabilities(ctx); err != nil {
 			return nil, err
@@ -388,7 +401,7 @@ func (r *Registry) Spec(id string) (acp.Spec, Profile, error) {
 		return acp.Spec{}, p, errcode.New(errcode.AgentUnavailable, "%s", reason).With("agentProfileId", id)
 	}
 	spec := acp.Spec{Profile: id, Command: p.Command, Args: slices.Clone(p.Args),
-		Passthrough: slices.Concat(r.passthrough, p.EnvPassthrough)}
+		Passthrough: slices.Concat(r.passthrough, p.EnvPassthrough), AuthMethod: p.AuthMethod}
 	// Sorted so the launched environment is deterministic (and testable).
 	for _, k := range slices.Sorted(maps.Keys(p.Env)) {
 		spec.Env = append(spec.Env, k+"="+p.Env[k])
@@ -434,6 +447,17 @@ type capabilitiesJSON struct {
 	PromptCapabilities promptCapabilitiesJSON `json:"promptCapabilities"`
 	AgentName          string                 `json:"agentName,omitempty"`
 	AgentVersion       string                 `json:"agentVersion,omitempty"`
+	AuthMethods        []authMethodJSON       `json:"authMethods,omitempty"`
+}
+
+type authMethodJSON struct {
+	ID          string         `json:"id"`
+	Name        string         `json:"name"`
+	Description string         `json:"description,omitempty"`
+	Type        string         `json:"type,omitempty"`
+	Vars        []string       `json:"vars,omitempty"`
+	Args        []string       `json:"args,omitempty"`
+	Meta        map[string]any `json:"_meta,omitempty"`
 }
 
 type promptCapabilitiesJSON struct {
@@ -454,6 +478,7 @@ func MarshalCapabilities(caps acp.Capabilities) json.RawMessage {
 		},
 		AgentName:    caps.AgentName,
 		AgentVersion: caps.AgentVersion,
+		AuthMethods:  authMethodsJSON(caps.AuthMethods),
 	})
 	if err != nil {
 		// Only plain values are marshalled; this cannot happen.
@@ -477,5 +502,22 @@ func UnmarshalCapabilities(b json.RawMessage) (acp.Capabilities, error) {
 		EmbeddedContext: c.PromptCapabilities.EmbeddedContext,
 		AgentName:       c.AgentName,
 		AgentVersion:    c.AgentVersion,
+		AuthMethods:     authMethodsOfJSON(c.AuthMethods),
 	}, nil
+}
+
+func authMethodsJSON(ms []acp.AuthMethod) []authMethodJSON {
+	var out []authMethodJSON
+	for _, m := range ms {
+		out = append(out, authMethodJSON(m))
+	}
+	return out
+}
+
+func authMethodsOfJSON(ms []authMethodJSON) []acp.AuthMethod {
+	var out []acp.AuthMethod
+	for _, m := range ms {
+		out = append(out, acp.AuthMethod(m))
+	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -250,7 +251,7 @@ func TestRecordCapabilities(t *testing.T) {
 			if p.NativeSessionResume != tc.wantNative {
 				t.Errorf("got NativeSessionResume %v, want %v", p.NativeSessionResume, tc.wantNative)
 			}
-			if p.Capabilities == nil || *p.Capabilities != tc.caps {
+			if p.Capabilities == nil || !reflect.DeepEqual(*p.Capabilities, tc.caps) {
 				t.Errorf("got capabilities %+v, want %+v", p.Capabilities, tc.caps)
 			}
 			if p.ProbedAt == nil || p.ProbedAt.Before(before.Add(-time.Second)) {
@@ -261,7 +262,7 @@ func TestRecordCapabilities(t *testing.T) {
 				t.Errorf("got stored row %+v, want native resume %v and a probe time", row, tc.wantNative)
 			}
 			stored, err := agents.UnmarshalCapabilities(row.Capabilities)
-			if err != nil || stored != tc.caps {
+			if err != nil || !reflect.DeepEqual(stored, tc.caps) {
 				t.Errorf("got stored capabilities %+v (%v), want %+v", stored, err, tc.caps)
 			}
 		})
@@ -272,13 +273,18 @@ func TestCapabilitiesJSON(t *testing.T) {
 	caps := acp.Capabilities{
 		ProtocolVersion: 1, LoadSession: true, Resume: true, Image: true, Audio: false,
 		EmbeddedContext: true, AgentName: "x", AgentVersion: "1.2",
+		AuthMethods: []acp.AuthMethod{
+			{ID: "api-key", Name: "API key", Type: acp.AuthAgent, Meta: map[string]any{"api-key": map[string]any{"provider": "openai"}}},
+			{ID: "env", Name: "Env", Description: "d", Type: acp.AuthEnvVar, Vars: []string{"A_KEY"}},
+			{ID: "login", Name: "Login", Type: acp.AuthTerminal, Args: []string{"--login"}},
+		},
 	}
 	b := agents.MarshalCapabilities(caps)
 	var generic map[string]any
 	if err := json.Unmarshal(b, &generic); err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{"protocolVersion", "loadSession", "resume", "promptCapabilities", "agentName", "agentVersion"} {
+	for _, key := range []string{"protocolVersion", "loadSession", "resume", "promptCapabilities", "agentName", "agentVersion", "authMethods"} {
 		if _, ok := generic[key]; !ok {
 			t.Errorf("got %s, want key %q", b, key)
 		}
@@ -288,7 +294,7 @@ func TestCapabilitiesJSON(t *testing.T) {
 		t.Errorf("got promptCapabilities %v, want image/embeddedContext true, audio false", pc)
 	}
 	back, err := agents.UnmarshalCapabilities(b)
-	if err != nil || back != caps {
+	if err != nil || !reflect.DeepEqual(back, caps) {
 		t.Errorf("got round trip %+v (%v), want %+v", back, err, caps)
 	}
 	if _, err := agents.UnmarshalCapabilities(json.RawMessage(`[`)); err == nil {
@@ -322,7 +328,7 @@ func TestStoreRoundTrip(t *testing.T) {
 	t.Run("restored after restart", func(t *testing.T) {
 		r2 := mustLoad(t, cfg)
 		p := mustGet(t, r2, "codex")
-		if p.Capabilities == nil || *p.Capabilities != caps || !p.NativeSessionResume || p.ProbedAt == nil {
+		if p.Capabilities == nil || !reflect.DeepEqual(*p.Capabilities, caps) || !p.NativeSessionResume || p.ProbedAt == nil {
 			t.Errorf("got %+v, want capabilities %+v restored with native resume", p, caps)
 		}
 		if p := mustGet(t, r2, "x"); p.Capabilities != nil {

@@ -12,12 +12,14 @@ package demoagent
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -43,13 +45,20 @@ type config struct {
 	unknownCode        int
 	unknownMessage     string
 	unknownDetails     string
+	unknownData        string // JSON object replacing the error's data
 	loadUnknownCreates bool
 	// replayAfterResponse answers session/load before replaying history.
 	replayAfterResponse bool
 	// hangOnLoad never answers session/load.
 	hangOnLoad   bool
 	authRequired bool
+	// authMethod, when set, is announced in initialize and must be
+	// authenticated with before sessions work (as codex's api-key).
+	authMethod   string
 	startupDelay time.Duration
+	// startupDelayIn limits startupDelay to processes started in this
+	// directory (a capability probe runs elsewhere than a session).
+	startupDelayIn string
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -63,16 +72,22 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.unknownCode, "unknown-session-code", -32002, "JSON-RPC error code for an unknown session id")
 	fs.StringVar(&c.unknownMessage, "unknown-session-message", "Resource not found", "error message for an unknown session id")
 	fs.StringVar(&c.unknownDetails, "unknown-session-details", "", "optional data.details for an unknown session id (e.g. \"Invalid session identifier\")")
+	fs.StringVar(&c.unknownData, "unknown-session-data", "", "JSON object sent as the unknown-session error's data instead of {uri, details} (e.g. '{\"service\":\"session\"}')")
 	fs.BoolVar(&c.loadUnknownCreates, "load-unknown-creates", false, "answer session/load of an unknown id with success and an empty session")
 	fs.BoolVar(&c.hangOnLoad, "hang-on-load", false, "never answer session/load (a restore that hangs)")
 	fs.BoolVar(&c.replayAfterResponse, "replay-after-response", false, "answer session/load first, then replay the history")
 	fs.BoolVar(&c.authRequired, "auth-required", false, "answer session/new|load|resume|prompt with -32000 Authentication required")
+	fs.StringVar(&c.authMethod, "auth-method", "", "announce this auth method; session/new|load|resume|prompt answer -32000 until the client calls authenticate with it")
 	fs.DurationVar(&c.startupDelay, "startup-delay", 0, "sleep this long before serving")
+	fs.StringVar(&c.startupDelayIn, "startup-delay-in", "", "apply --startup-delay only when the working directory is this one")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("demo-agent: unexpected arguments %q", fs.Args())
+	}
+	if c.unknownData != "" && !json.Valid([]byte(c.unknownData)) {
+		return c, fmt.Errorf("demo-agent: --unknown-session-data is not JSON: %q", c.unknownData)
 	}
 	if c.stateDir == "" {
 		c.stateDir = defaultStateDir()
@@ -91,7 +106,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 	if err != nil {
 		return err
 	}
-	if cfg.startupDelay > 0 {
+	if cfg.startupDelay > 0 && startedIn(cfg.startupDelayIn) {
 		t := time.NewTimer(cfg.startupDelay)
 		select {
 		case <-t.C:
@@ -147,6 +162,24 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 	case <-time.After(2 * time.Second):
 	}
 	return nil
+}
+
+// startedIn reports whether the working directory is dir (any directory
+// when dir is empty), comparing resolved paths.
+func startedIn(dir string) bool {
+	if dir == "" {
+		return true
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return false
+	}
+	want, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return false
+	}
+	got, err := filepath.EvalSymlinks(wd)
+	return err == nil && got == want
 }
 
 // gatedReader blocks reads until ready is closed.
@@ -216,6 +249,7 @@ type agent struct {
 	sessions      map[string]*session // sessions opened on this connection
 	clientReadFS  bool                // client advertised fs.readTextFile
 	clientWriteFS bool                // client advertised fs.writeTextFile
+	authenticated bool                // authenticate succeeded with cfg.authMethod
 	closing       bool                // Run is shutting down; no new turns
 }
 
@@ -255,16 +289,48 @@ func (a *agent) Initialize(_ context.Context, p acp.InitializeRequest) (acp.Init
 			Description: acp.Ptr("Always fails: the demo agent was started with --auth-required"),
 		}}}
 	}
+	if m := a.cfg.authMethod; m != "" {
+		// Shaped like codex's api-key method: the provider in _meta.
+		resp.AuthMethods = append(resp.AuthMethods, acp.AuthMethod{Agent: &acp.AuthMethodAgent{
+			Id: m, Name: "Demo key", Description: acp.Ptr("Sessions work after authenticate with this method"),
+			Meta: map[string]any{m: map[string]any{"provider": "demo"}},
+		}})
+	}
 	return resp, nil
 }
 
-// Authenticate succeeds when no authentication is required and always fails
-// under --auth-required.
-func (a *agent) Authenticate(_ context.Context, _ acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
+// Authenticate always fails under --auth-required; with --auth-method it
+// succeeds for that method only; otherwise it succeeds.
+func (a *agent) Authenticate(_ context.Context, p acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
 	if a.cfg.authRequired {
 		return acp.AuthenticateResponse{}, authRequired()
 	}
+	if m := a.cfg.authMethod; m != "" {
+		if p.MethodId != m {
+			return acp.AuthenticateResponse{}, acp.NewInvalidParams(map[string]any{"error": "unknown auth method", "methodId": p.MethodId})
+		}
+		a.mu.Lock()
+		a.authenticated = true
+		a.mu.Unlock()
+	}
 	return acp.AuthenticateResponse{}, nil
+}
+
+// checkAuth is what session/new, load, resume and prompt answer first:
+// -32000 under --auth-required, or with --auth-method before authenticate.
+func (a *agent) checkAuth() error {
+	if a.cfg.authRequired {
+		return authRequired()
+	}
+	if a.cfg.authMethod == "" {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.authenticated {
+		return acp.NewAuthRequired(map[string]any{"details": "authenticate with method " + a.cfg.authMethod + " first"})
+	}
+	return nil
 }
 
 func authRequired() error {

@@ -27,6 +27,9 @@ type session struct {
 // unknownSession builds the configured "session not found" error. Real agents
 // disagree on its shape (see DESIGN.md §4), so tests pick one with flags.
 func (a *agent) unknownSession(id acp.SessionId) error {
+	if a.cfg.unknownData != "" {
+		return &acp.RequestError{Code: a.cfg.unknownCode, Message: a.cfg.unknownMessage, Data: json.RawMessage(a.cfg.unknownData)}
+	}
 	data := map[string]any{"uri": string(id)}
 	if a.cfg.unknownDetails != "" {
 		data["details"] = a.cfg.unknownDetails
@@ -112,8 +115,8 @@ func (a *agent) rebind(s *session, cwd string, mcp []acp.McpServer, dirs []strin
 // NewSession creates and persists a session, then announces the commands
 // once the response is on the wire.
 func (a *agent) NewSession(_ context.Context, p acp.NewSessionRequest) (acp.NewSessionResponse, error) {
-	if a.cfg.authRequired {
-		return acp.NewSessionResponse{}, authRequired()
+	if err := a.checkAuth(); err != nil {
+		return acp.NewSessionResponse{}, err
 	}
 	if err := checkCwd(p.Cwd); err != nil {
 		return acp.NewSessionResponse{}, err
@@ -147,8 +150,8 @@ func (l loadingAgent) LoadSession(ctx context.Context, p acp.LoadSessionRequest)
 		<-ctx.Done()
 		return acp.LoadSessionResponse{}, ctx.Err()
 	}
-	if a.cfg.authRequired {
-		return acp.LoadSessionResponse{}, authRequired()
+	if err := a.checkAuth(); err != nil {
+		return acp.LoadSessionResponse{}, err
 	}
 	if err := checkCwd(p.Cwd); err != nil {
 		return acp.LoadSessionResponse{}, err
@@ -196,8 +199,8 @@ func (a *agent) ResumeSession(_ context.Context, p acp.ResumeSessionRequest) (ac
 	if a.cfg.noResume || a.cfg.resumeUnsupported {
 		return acp.ResumeSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionResume)
 	}
-	if a.cfg.authRequired {
-		return acp.ResumeSessionResponse{}, authRequired()
+	if err := a.checkAuth(); err != nil {
+		return acp.ResumeSessionResponse{}, err
 	}
 	if err := checkCwd(p.Cwd); err != nil {
 		return acp.ResumeSessionResponse{}, err
@@ -233,8 +236,8 @@ func (a *agent) Cancel(_ context.Context, p acp.CancelNotification) error {
 // or resume) accept prompts, like a real agent after a restart; one turn at
 // a time per session.
 func (a *agent) Prompt(_ context.Context, p acp.PromptRequest) (acp.PromptResponse, error) {
-	if a.cfg.authRequired {
-		return acp.PromptResponse{}, authRequired()
+	if err := a.checkAuth(); err != nil {
+		return acp.PromptResponse{}, err
 	}
 	a.mu.Lock()
 	s := a.sessions[string(p.SessionId)]

@@ -34,6 +34,10 @@ const (
 	PermissionResolved   Code = "permission_already_resolved"
 	InvalidPermissionOpt Code = "invalid_permission_option"
 	AgentStartFailed     Code = "agent_start_failed"
+	// AgentAuthRequired: the agent answered ACP -32000, it needs credentials
+	// (set in its profile's env, or a login command). Never means the
+	// session is gone.
+	AgentAuthRequired    Code = "agent_auth_required"
 	AgentError           Code = "agent_error"
 	PayloadTooLarge      Code = "payload_too_large"
 	MethodNotAllowed     Code = "method_not_allowed"

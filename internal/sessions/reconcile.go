@@ -194,6 +194,11 @@ func (m *Manager) ResumeOnStart(ctx context.Context, concurrency int) {
 		if err != nil || !st.NeedsResume || !st.IsResumable {
 			continue
 		}
+		if m.knownAuthFailure(st.Executor, s.AgentProfileID) {
+			m.cfg.Logger.Info("eager resume skipped: the agent asked for credentials with this profile; change the profile or resume the session",
+				"session", s.ID, "agent", s.AgentProfileID)
+			continue
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
@@ -212,6 +217,18 @@ func (m *Manager) ResumeOnStart(ctx context.Context, concurrency int) {
 		}()
 	}
 	wg.Wait()
+}
+
+// knownAuthFailure reports whether the session's last start failed because
+// the agent wants credentials and its profile is unchanged since: starting
+// it again at every start-up would fail the same way (and, for agents that
+// open a browser or a terminal login, bother the user).
+func (m *Manager) knownAuthFailure(ex store.Executor, profileID string) bool {
+	if ex.Status != store.ExecutorError || ex.ErrorCode != string(errcode.AgentAuthRequired) {
+		return false
+	}
+	_, prof, err := m.profiles.Spec(profileID)
+	return err == nil && ex.ErrorProfile == prof.Fingerprint()
 }
 
 // Resume restores a session's agent and waits, event-driven and bounded by

@@ -99,7 +99,7 @@ func (a *actor) ensureAgent() {
 	a.replayed = 0
 	a.setState(store.SessionStarting)
 	a.exec.Status = store.ExecutorStarting
-	a.exec.ErrorMessage = ""
+	a.exec.ErrorMessage, a.exec.ErrorCode, a.exec.ErrorProfile = "", "", ""
 	a.exec.PID = 0
 	a.exec.AgentExecutionID = p.execID
 	a.saveExecutor()
@@ -137,10 +137,16 @@ func (m *Manager) start(sessionID string, p startPlan) (out startOutcome) {
 	defer cancel()
 	conn, err := acp.Start(sctx, p.opts)
 	if err != nil {
-		return startOutcome{err: errcode.Wrap(errcode.AgentStartFailed, err, "agent did not start: %v", err)}
+		return startOutcome{err: agentFailure(err, nil, p, "agent did not start: %v", err)}
 	}
 	span.SetAttributes(attribute.Bool("acp.capability.resume", conn.Capabilities().Resume),
 		attribute.Bool("acp.capability.load_session", conn.Capabilities().LoadSession))
+	// Recorded as soon as the handshake is done, even if the session then
+	// fails: an agent that wants credentials has just said how to give them
+	// (authMethods), and GET /agents shows it.
+	if err := m.profiles.RecordCapabilities(ctx, p.opts.Spec.Profile, conn.Capabilities()); err != nil {
+		m.cfg.Logger.Warn("record agent capabilities", "agent", p.opts.Spec.Profile, "err", err)
+	}
 	out = startOutcome{conn: conn}
 	if p.token != "" {
 		out = m.restore(ctx, conn, p)
@@ -161,7 +167,7 @@ func (m *Manager) start(sessionID string, p startPlan) (out startOutcome) {
 	})
 	if err != nil {
 		conn.Stop()
-		return startOutcome{err: errcode.Wrap(errcode.AgentStartFailed, err, "session/new failed: %s", acp.Message(err))}
+		return startOutcome{err: agentFailure(err, conn, p, "session/new failed: %s", acp.Message(err))}
 	}
 	out.acpID = id
 	if p.hadHistory {
@@ -199,7 +205,7 @@ func (m *Manager) restore(ctx context.Context, conn *acp.Conn, p startPlan) star
 		if timedOut {
 			err = fmt.Errorf("%s timed out after %s", name, m.cfg.RestoreTimeout)
 		}
-		out.err = errcode.Wrap(errcode.AgentStartFailed, err, "%s failed (session identity kept): %s", name, acp.Message(err))
+		out.err = agentFailure(err, conn, p, "%s failed (session identity kept): %s", name, acp.Message(err))
 		return false, false
 	}
 	if caps.Resume {
@@ -229,6 +235,37 @@ func (m *Manager) restore(ctx context.Context, conn *acp.Conn, p startPlan) star
 		out.fallback = "unsupported"
 	}
 	return out
+}
+
+// agentFailure wraps an error of the agent's start or restore with its
+// stable code: agent_start_failed, or agent_auth_required when the agent
+// asks for credentials (ACP -32000). Then the message ends with what to do
+// (from the auth methods the agent announced) and the error carries those
+// methods, for the problem body. conn is nil when the handshake itself
+// failed (authenticate included).
+func agentFailure(err error, conn *acp.Conn, p startPlan, format string, args ...any) *errcode.Error {
+	if acp.Classify(err) != acp.ClassAuthRequired {
+		return errcode.Wrap(errcode.AgentStartFailed, err, format, args...)
+	}
+	var methods []acp.AuthMethod
+	var ae *acp.AuthenticateError
+	switch {
+	case conn != nil:
+		methods = conn.Capabilities().AuthMethods
+	case errors.As(err, &ae):
+		methods = ae.Capabilities.AuthMethods
+	}
+	command := p.opts.Spec.Command
+	e := errcode.Wrap(errcode.AgentAuthRequired, err, "%s. The agent needs credentials: %s",
+		fmt.Sprintf(format, args...), acp.AuthHint(methods, command))
+	if len(methods) == 0 {
+		return e
+	}
+	list := make([]map[string]any, 0, len(methods))
+	for _, m := range methods {
+		list = append(list, map[string]any{"id": m.ID, "name": m.Name, "hint": m.Hint(command)})
+	}
+	return e.With("authMethods", list)
 }
 
 // checkDir refuses to start an agent in a directory that is gone; the
@@ -271,12 +308,8 @@ func (a *actor) onAgentStarted(p startPlan, out startOutcome) {
 	a.exec.SupportsSessionResume = caps.Resume
 	a.exec.LastSeenAt = &now
 	a.exec.ExitCode, a.exec.ExitSignal, a.exec.ErrorMessage = nil, "", ""
+	a.exec.ErrorCode, a.exec.ErrorProfile = "", ""
 	a.saveExecutor()
-	go func() {
-		if err := a.m.profiles.RecordCapabilities(context.Background(), a.sess.AgentProfileID, caps); err != nil {
-			a.log.Warn("record agent capabilities", "err", err)
-		}
-	}()
 	gen := p.gen
 	go func() {
 		<-conn.Done()
@@ -356,6 +389,10 @@ func (a *actor) startFailed(err error) {
 		a.exec.ErrorMessage = de.Message
 	} else {
 		a.exec.ErrorMessage = err.Error()
+	}
+	a.exec.ErrorCode = string(errcode.CodeOf(err))
+	if _, prof, _ := a.m.profiles.Spec(a.sess.AgentProfileID); prof.ID != "" {
+		a.exec.ErrorProfile = prof.Fingerprint()
 	}
 	a.saveExecutor()
 	a.dropSlot()

@@ -5,6 +5,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -28,13 +29,15 @@ const (
 
 // Status is what a client needs to decide whether to resume a session.
 type Status struct {
-	Session          store.Session
-	Executor         store.Executor
-	IsAgentRunning   bool
-	IsResumable      bool
-	NeedsResume      bool
-	ResumeReason     string
-	LastError        string
+	Session        store.Session
+	Executor       store.Executor
+	IsAgentRunning bool
+	IsResumable    bool
+	NeedsResume    bool
+	ResumeReason   string
+	LastError      string
+	// LastErrorCode is the stable code of LastError (e.g. agent_auth_required).
+	LastErrorCode    string
 	AgentAvailable   bool
 	HistoryInjection bool
 }
@@ -65,6 +68,7 @@ func (m *Manager) Status(ctx context.Context, sessionID string) (Status, error) 
 			running, starting = l.running, l.starting
 			if l.lastErr != nil {
 				st.LastError = l.lastErr.Error()
+				st.LastErrorCode = string(errcode.CodeOf(l.lastErr))
 			}
 		}
 	}

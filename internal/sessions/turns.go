@@ -271,7 +271,7 @@ func errorCode(err error) string {
 	}
 	switch acp.Classify(err) {
 	case acp.ClassAuthRequired:
-		return "agent_auth_required"
+		return string(errcode.AgentAuthRequired)
 	case acp.ClassUnknownSession:
 		return "agent_session_not_found"
 	case acp.ClassTimeout:

@@ -94,6 +94,9 @@ func executorPayload(e store.Executor) map[string]any {
 	if e.ErrorMessage != "" {
 		p["error"] = e.ErrorMessage
 	}
+	if e.ErrorCode != "" && e.Status == store.ExecutorError {
+		p["errorCode"] = e.ErrorCode
+	}
 	if e.ExitCode != nil {
 		p["exitCode"] = *e.ExitCode
 	}

@@ -181,9 +181,15 @@ type Executor struct {
 	WorktreeBranch        string
 	LastSeenAt            *time.Time
 	ErrorMessage          string
-	ExitCode              *int
-	ExitSignal            string
-	UpdatedAt             time.Time
+	// ErrorCode is the stable code of the failure behind status error
+	// (errcode values, e.g. agent_auth_required); empty otherwise.
+	ErrorCode string
+	// ErrorProfile fingerprints the agent profile the failure happened with
+	// (agents.Profile.Fingerprint), so a changed profile is tried again.
+	ErrorProfile string
+	ExitCode     *int
+	ExitSignal   string
+	UpdatedAt    time.Time
 }
 
 // Turn is one prompt and everything the agent did for it.

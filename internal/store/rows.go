@@ -117,6 +117,8 @@ type executorRow struct {
 	WorktreeBranch        string  `gorm:"column:worktree_branch"`
 	LastSeenAt            *dbTime `gorm:"column:last_seen_at"`
 	ErrorMessage          string  `gorm:"column:error_message"`
+	ErrorCode             string  `gorm:"column:error_code"`
+	ErrorProfile          string  `gorm:"column:error_profile"`
 	ExitCode              *int    `gorm:"column:exit_code"`
 	ExitSignal            string  `gorm:"column:exit_signal"`
 	UpdatedAt             dbTime  `gorm:"column:updated_at"`
@@ -133,6 +135,7 @@ func fromExecutor(e Executor) executorRow {
 		SupportsWorkspaceOnly: e.SupportsWorkspaceOnly,
 		WorktreePath:          e.WorktreePath, WorktreeBranch: e.WorktreeBranch,
 		LastSeenAt: toDBTimePtr(e.LastSeenAt), ErrorMessage: e.ErrorMessage,
+		ErrorCode: e.ErrorCode, ErrorProfile: e.ErrorProfile,
 		ExitCode: e.ExitCode, ExitSignal: e.ExitSignal, UpdatedAt: toDBTime(e.UpdatedAt),
 	}
 }
@@ -146,6 +149,7 @@ func toExecutor(r executorRow) Executor {
 		SupportsWorkspaceOnly: r.SupportsWorkspaceOnly,
 		WorktreePath:          r.WorktreePath, WorktreeBranch: r.WorktreeBranch,
 		LastSeenAt: fromDBTimePtr(r.LastSeenAt), ErrorMessage: r.ErrorMessage,
+		ErrorCode: r.ErrorCode, ErrorProfile: r.ErrorProfile,
 		ExitCode: r.ExitCode, ExitSignal: r.ExitSignal, UpdatedAt: r.UpdatedAt.t,
 	}
 }

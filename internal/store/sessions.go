@@ -282,6 +282,8 @@ func (s *Store) UpdateExecutor(ctx context.Context, e Executor) error {
 			"worktree_branch":         r.WorktreeBranch,
 			"last_seen_at":            r.LastSeenAt,
 			"error_message":           r.ErrorMessage,
+			"error_code":              r.ErrorCode,
+			"error_profile":           r.ErrorProfile,
 			"exit_code":               r.ExitCode,
 			"exit_signal":             r.ExitSignal,
 			"updated_at":              r.UpdatedAt,

@@ -218,7 +218,9 @@ export const getSessionStatus = <ThrowOnError extends boolean = false>(options: 
  *
  * Concurrent requests share one restore. The agent boots idle: nothing is
  * sent to the model. The outcome is also a durable `session.resumed` or
- * `session.executor_status` event.
+ * `session.executor_status` event. `502` carries `agent_auth_required`
+ * when the agent asks for credentials (ACP -32000; the session keeps its
+ * identity and stays resumable), else `agent_start_failed`.
  *
  */
 export const resumeSession = <ThrowOnError extends boolean = false>(options: Options<ResumeSessionData, ThrowOnError>) => (options.client ?? client).post<ResumeSessionResponses, ResumeSessionErrors, ThrowOnError>({

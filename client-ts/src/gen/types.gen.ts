@@ -14,6 +14,10 @@ export type Problem = {
      */
     code: string;
     instance?: string;
+    /**
+     * `agent_auth_required`: the methods the agent announced, each with a hint of what to do.
+     */
+    authMethods?: Array<AuthMethod>;
     [key: string]: unknown;
 };
 
@@ -73,6 +77,35 @@ export type AgentCapabilities = {
     protocolVersion?: number;
     agentName?: string;
     agentVersion?: string;
+    /**
+     * How the agent accepts credentials (ACP `authMethods`); name one in the profile's `authMethod` to have tetherd call `authenticate` after `initialize`.
+     */
+    authMethods?: Array<AuthMethod>;
+};
+
+export type AuthMethod = {
+    id: string;
+    name: string;
+    description?: string;
+    /**
+     * ACP's kind of method (agent when absent).
+     */
+    type?: 'agent' | 'env_var' | 'terminal';
+    /**
+     * env_var: the variables to set in the profile's env.
+     */
+    vars?: Array<string>;
+    /**
+     * terminal: arguments to run the agent's command with, once, in a terminal.
+     */
+    args?: Array<string>;
+    _meta?: {
+        [key: string]: unknown;
+    };
+    /**
+     * What to do to use this method, derived from its kind and _meta.
+     */
+    hint: string;
 };
 
 export type AgentProfile = {
@@ -87,6 +120,10 @@ export type AgentProfile = {
     unavailableReason?: string;
     nativeSessionResume: boolean;
     historyContextInjection: boolean;
+    /**
+     * The auth method tetherd authenticates with after initialize (agents.yaml authMethod).
+     */
+    authMethod?: string;
     capabilities?: AgentCapabilities;
     probedAt?: string;
 };
@@ -191,6 +228,13 @@ export type SessionStatus = {
     worktreePath?: string;
     worktreeBranch?: string;
     errorMessage?: string;
+    /**
+     * Stable code of the last agent start failure, e.g. `agent_auth_required`
+     * (the agent asks for credentials: see `errorMessage` for what to set)
+     * or `agent_start_failed`.
+     *
+     */
+    errorCode?: string;
     /**
      * The last restore could not give the agent its history.
      */
@@ -332,6 +376,10 @@ export type ExecutorStatusData = EventCommon & {
     runtime?: string;
     pid?: number;
     error?: string;
+    /**
+     * Stable code of the failure when status is error, e.g. agent_auth_required.
+     */
+    errorCode?: string;
     exitCode?: number;
     exitSignal?: string;
     agentExecutionId?: string;
