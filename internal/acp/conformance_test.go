@@ -562,11 +562,6 @@ func TestConformance(t *testing.T) {
 // stdioServer is a complete stdio MCP server entry as the daemon stores it.
 const stdioServer = `[{"name":"files","command":"/usr/bin/mcp-files","args":["--root","/"],"env":[{"name":"LOG","value":"1"}]}]`
 
-const (
-	bugResumeOmitsEmpty = "sdk.ResumeSessionRequest.McpServers is omitempty: an empty list is left out of session/resume"
-	bugUntypedStdio     = "SessionParams.mcpServers decodes stored entries with the SDK unvalidated: a stdio entry without args/env is taken for an http server"
-)
-
 // TestSessionParamsOnWire checks how SessionParams.MCPServers reaches the
 // wire in session/new, session/load and session/resume: always a
 // schema-valid array, never null, never missing.
@@ -578,25 +573,15 @@ func TestSessionParamsOnWire(t *testing.T) {
 		name    string
 		servers json.RawMessage
 		want    string // mcpServers as sent, compact JSON
-		// knownBug marks a case that fails today for a reason reported to
-		// the package owner; it is skipped while it fails and reported
-		// as an error once it passes, so the marker gets removed.
-		knownBug map[string]string // by method
 	}{
-		{name: "nil", servers: nil, want: `[]`, knownBug: map[string]string{
-			"session/resume": bugResumeOmitsEmpty}},
-		{name: "null", servers: json.RawMessage(`null`), want: `[]`, knownBug: map[string]string{
-			"session/resume": bugResumeOmitsEmpty}},
-		{name: "empty array", servers: json.RawMessage(`[]`), want: `[]`, knownBug: map[string]string{
-			"session/resume": bugResumeOmitsEmpty}},
+		{name: "nil", servers: nil, want: `[]`},
+		{name: "null", servers: json.RawMessage(`null`), want: `[]`},
+		{name: "empty array", servers: json.RawMessage(`[]`), want: `[]`},
 		{name: "stdio server", servers: json.RawMessage(stdioServer), want: stdioServer},
 		{name: "http server", servers: json.RawMessage(`[{"type":"http","name":"web","url":"https://mcp.example/x","headers":[]}]`),
 			want: `[{"headers":[],"name":"web","type":"http","url":"https://mcp.example/x"}]`},
 		{name: "stdio server without args and env", servers: json.RawMessage(`[{"name":"files","command":"/usr/bin/mcp-files"}]`),
-			want: `[{"args":[],"command":"/usr/bin/mcp-files","env":[],"name":"files"}]`,
-			knownBug: map[string]string{
-				"session/new": bugUntypedStdio, "session/load": bugUntypedStdio, "session/resume": bugUntypedStdio,
-			}},
+			want: `[{"args":[],"command":"/usr/bin/mcp-files","env":[],"name":"files"}]`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -624,7 +609,6 @@ func TestSessionParamsOnWire(t *testing.T) {
 					sent[m.Method] = line
 				}
 			}
-			var known []string
 			for _, method := range []string{"session/new", "session/load", "session/resume"} {
 				line, ok := sent[method]
 				if !ok {
@@ -642,19 +626,9 @@ func TestSessionParamsOnWire(t *testing.T) {
 				if got, want := compactJSON(m.Params["mcpServers"]), compactJSON(json.RawMessage(tt.want)); got != want {
 					problems = append(problems, fmt.Sprintf("mcpServers: got %s, want %s", got, want))
 				}
-				bug := tt.knownBug[method]
-				switch {
-				case len(problems) > 0 && bug != "":
-					t.Logf("%s: KNOWN BUG (%s): %s\n  %s", method, bug, strings.Join(problems, "; "), line)
-					known = append(known, method+": "+bug)
-				case len(problems) > 0:
+				if len(problems) > 0 {
 					t.Errorf("%s: %s\n  %s", method, strings.Join(problems, "; "), line)
-				case bug != "":
-					t.Errorf("%s: passes now; remove the knownBug marker %q", method, bug)
 				}
-			}
-			if len(known) > 0 {
-				t.Skipf("KNOWN BUG, still failing: %s", strings.Join(known, "; "))
 			}
 		})
 	}

@@ -139,6 +139,7 @@ func Start(ctx context.Context, opts Options) (*Conn, error) {
 	if opts.Outgoing != nil {
 		w = io.MultiWriter(p.stdin, opts.Outgoing)
 	}
+	w = outgoing{w}
 	cl := &client{handler: opts.Handler, files: files, logger: logger}
 	c := &Conn{proc: p, grace: opts.StopGrace, stopping: make(chan struct{})}
 	in := newInbound(p.stdout, opts.Handler, opts.UpdateWindow, c.stopping, logger)
@@ -239,12 +240,40 @@ type SessionParams struct {
 	AdditionalDirectories []string
 }
 
+// mcpServers decodes the stored list. A stdio entry (ACP gives it no
+// "type") is decoded as stdio itself, with args and env defaulting to []:
+// the SDK's union decoder takes an entry without args and env for an http
+// server.
 func (p SessionParams) mcpServers() ([]sdk.McpServer, error) {
 	servers := []sdk.McpServer{}
-	if len(p.MCPServers) > 0 && string(p.MCPServers) != "null" {
-		if err := json.Unmarshal(p.MCPServers, &servers); err != nil {
-			return nil, fmt.Errorf("mcpServers: %w", err)
+	if len(p.MCPServers) == 0 || string(p.MCPServers) == "null" {
+		return servers, nil
+	}
+	var entries []map[string]json.RawMessage
+	if err := json.Unmarshal(p.MCPServers, &entries); err != nil {
+		return nil, fmt.Errorf("mcpServers: %w", err)
+	}
+	for i, e := range entries {
+		raw, _ := json.Marshal(e)
+		var srv sdk.McpServer
+		_, typed := e["type"]
+		_, command := e["command"]
+		if !typed && command {
+			var stdio sdk.McpServerStdio
+			if err := json.Unmarshal(raw, &stdio); err != nil {
+				return nil, fmt.Errorf("mcpServers[%d]: %w", i, err)
+			}
+			if stdio.Args == nil {
+				stdio.Args = []string{}
+			}
+			if stdio.Env == nil {
+				stdio.Env = []sdk.EnvVariable{}
+			}
+			srv.Stdio = &stdio
+		} else if err := json.Unmarshal(raw, &srv); err != nil {
+			return nil, fmt.Errorf("mcpServers[%d]: %w", i, err)
 		}
+		servers = append(servers, srv)
 	}
 	return servers, nil
 }
