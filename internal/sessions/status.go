@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -45,6 +46,33 @@ type Status struct {
 // Status evaluates a session (reference 000's four cases, plus not
 // resumable, terminal, agent unavailable and a missing directory).
 func (m *Manager) Status(ctx context.Context, sessionID string) (Status, error) {
+	// The live state is read first, with the session's last submitted
+	// write; the rows are read once that write has committed. So status
+	// never says more than the log does (an agent running before its
+	// session.resumed is committed), and never less.
+	running, starting := false, false
+	var lastErr error
+	m.mu.Lock()
+	a := m.actors[sessionID]
+	m.mu.Unlock()
+	if a != nil {
+		type live struct {
+			running, starting bool
+			lastErr           error
+			last              *events.Pending
+		}
+		// A load still settling (waiting for a late replay) has not decided
+		// its outcome yet: the agent is up, its restore is not done.
+		l, err := call(ctx, a.mb, func() (live, error) {
+			return live{a.conn != nil && !a.settling, a.starting || a.settling, a.lastErr, a.synced()}, nil
+		})
+		if err == nil {
+			running, starting, lastErr = l.running, l.starting, l.lastErr
+			if l.last != nil {
+				_, _ = l.last.Wait(ctx) // a failed write leaves the rows as they are: read them
+			}
+		}
+	}
 	sess, err := m.store.GetSession(ctx, sessionID)
 	if err != nil {
 		return Status{}, err
@@ -54,23 +82,9 @@ func (m *Manager) Status(ctx context.Context, sessionID string) (Status, error) 
 		return Status{}, err
 	}
 	st := Status{Session: sess, Executor: ex}
-	running, starting := false, false
-	m.mu.Lock()
-	a := m.actors[sessionID]
-	m.mu.Unlock()
-	if a != nil {
-		type live struct {
-			running, starting bool
-			lastErr           error
-		}
-		l, err := call(ctx, a.mb, func() (live, error) { return live{a.conn != nil, a.starting, a.lastErr}, nil })
-		if err == nil {
-			running, starting = l.running, l.starting
-			if l.lastErr != nil {
-				st.LastError = l.lastErr.Error()
-				st.LastErrorCode = string(errcode.CodeOf(l.lastErr))
-			}
-		}
+	if lastErr != nil {
+		st.LastError = lastErr.Error()
+		st.LastErrorCode = string(errcode.CodeOf(lastErr))
 	}
 	st.IsAgentRunning = running
 	_, profile, specErr := m.profiles.Spec(sess.AgentProfileID)
