@@ -358,3 +358,13 @@ func (w *world) kill9() {
 	_ = w.cmd.Process.Kill()
 	<-w.done
 }
+
+// waitStalled waits until the model's scripted reply has stalled at gate.
+func waitStalled(t *testing.T, gate *modelserver.Gate) {
+	t.Helper()
+	select {
+	case <-gate.Reached():
+	case <-time.After(deadline):
+		t.Fatal("the model's reply never stalled")
+	}
+}

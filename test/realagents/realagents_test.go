@@ -7,7 +7,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/tether/tether/internal/modelserver"
 )
@@ -129,11 +128,7 @@ func TestCancelDuringStall(t *testing.T) {
 		sid := w.createSession()
 		events := w.follow(sid)
 		w.prompt(sid, "Take your time.", "p1")
-		select {
-		case <-gate.Reached():
-		case <-time.After(deadline):
-			t.Fatal("the model's reply never stalled")
-		}
+		waitStalled(t, gate)
 		w.waitFor("the first words on the live stream", func() bool { return events.count("message.chunk") > 0 })
 		if code, m := w.do("POST", "/session/"+sid+"/cancel", nil); code/100 != 2 {
 			t.Fatalf("cancel: got %d, want 2xx: %v", code, m)
@@ -237,11 +232,7 @@ func TestKillDaemonMidReplyThenContinue(t *testing.T) {
 		sid := w.createSession()
 		live := w.follow(sid)
 		w.prompt(sid, "Explain it slowly.", "p1")
-		select {
-		case <-gate.Reached():
-		case <-time.After(deadline):
-			t.Fatal("the model's reply never stalled")
-		}
+		waitStalled(t, gate)
 		w.waitFor("the first words on the live stream", func() bool { return live.count("message.chunk") > 0 })
 		w.kill9()
 		w.model.SetScript(modelserver.Say(rest))
@@ -289,11 +280,7 @@ func TestKillAgentMidTurnThenContinue(t *testing.T) {
 		w := newWorld(t, a, modelserver.Stall(partial, 3, gate))
 		sid := w.createSession()
 		w.prompt(sid, "Do the slow thing.", "p1")
-		select {
-		case <-gate.Reached():
-		case <-time.After(deadline):
-			t.Fatal("the model's reply never stalled")
-		}
+		waitStalled(t, gate)
 		_, sess := w.do("GET", "/session/"+sid, nil)
 		exec, _ := sess["executor"].(map[string]any)
 		pid, _ := exec["pid"].(float64)
