@@ -936,6 +936,9 @@ func TestContinueRacingClose(t *testing.T) {
 			s := d.session(sid)
 			if s["state"] != "COMPLETED" {
 				t.Errorf("trial %d: session: got %v, want COMPLETED", i, s["state"])
+				for _, e := range d.sessionLog(sid) {
+					t.Logf("  log %d %s %s", e.Seq, e.Type, e.Payload)
+				}
 			}
 			for _, turn := range list(d.transcript(sid), "turns") {
 				if turn["state"] == "running" || turn["state"] == "queued" {

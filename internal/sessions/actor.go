@@ -195,8 +195,10 @@ func (a *actor) persistExecutor(announce bool) {
 }
 
 // setState changes the session state; the task follows (see emitState).
+// A terminal state is final: whatever still runs after a close (an
+// admission committing, a turn ending) cannot reopen the session.
 func (a *actor) setState(s store.SessionState) {
-	if a.sess.State == s {
+	if a.sess.State == s || a.sess.State.Terminal() {
 		return
 	}
 	prev := a.sess.State

@@ -154,7 +154,7 @@ func (a *actor) activePromptID() string {
 
 // startNext runs the next queued turn if the agent is ready and idle.
 func (a *actor) startNext() {
-	if a.running != nil || a.conn == nil || a.settling {
+	if a.running != nil || a.conn == nil || a.settling || a.stopping {
 		return
 	}
 	if len(a.queue) == 0 {
