@@ -76,24 +76,30 @@ func TestAuthRequiredIsActionable(t *testing.T) {
 
 // TestProfileAuthMethod: an agent that reads its credentials only after
 // ACP authenticate (codex's api-key; here demo-agent --auth-method) fails
-// with agent_auth_required and a hint naming the method until its profile
-// names it in authMethod; then tetherd authenticates after initialize and
-// the session works. A method the agent does not know fails visibly.
+// with agent_auth_required and a hint naming the key variable until the
+// profile sets that variable in its env (tetherd then picks the method
+// itself) or names the method in authMethod; then tetherd authenticates
+// after initialize and the session works. A method the agent does not know
+// fails visibly.
 func TestProfileAuthMethod(t *testing.T) {
-	const hint = "set DEMO_API_KEY in the profile's env and authMethod: demo-key in its agents.yaml entry"
+	const hint = "set DEMO_API_KEY in the profile's env"
+	key := map[string]string{"DEMO_API_KEY": "k"}
 	tests := []struct {
 		name       string
 		authMethod string
+		env        map[string]string
 		wantCode   string // "" = the turn completes
 		wantDetail string
 	}{
-		{"not named: actionable auth failure", "", "agent_auth_required", hint},
-		{"named: authenticated, the session works", "demo-key", "", ""},
-		{"unknown method: a visible start failure", "nope", "agent_start_failed", `authenticate with method "nope"`},
+		{"neither: actionable auth failure", "", nil, "agent_auth_required", hint},
+		{"named: authenticated, the session works", "demo-key", nil, "", ""},
+		{"key in env, method not named: chosen automatically", "", key, "", ""},
+		{"key set empty: not chosen", "", map[string]string{"DEMO_API_KEY": ""}, "agent_auth_required", hint},
+		{"unknown method: a visible start failure", "nope", key, "agent_start_failed", `authenticate with method "nope"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			prof := agentProfile{id: "keyed", stateDir: t.TempDir(), flags: []string{"--auth-method", "demo-key"}, authMethod: tc.authMethod}
+			prof := agentProfile{id: "keyed", stateDir: t.TempDir(), flags: []string{"--auth-method", "demo-key"}, authMethod: tc.authMethod, env: tc.env}
 			d := startDaemon(t, daemonOptions{leakCheck: true, agentsYAML: profilesYAML(t, prof)})
 			for _, a := range list(d.do("GET", "/agents", nil).JSON(t), "agents") {
 				if got, _ := a["authMethod"].(string); a["id"] == "keyed" && got != tc.authMethod {

@@ -35,6 +35,8 @@ type agentProfile struct {
 	maxAgents int  // the profile's own cap; 0 for none
 	// authMethod is the profile's agents.yaml authMethod; "" for none.
 	authMethod string
+	// env is the profile's env.
+	env map[string]string
 }
 
 // profilesYAML renders agents.yaml for the demo agent profiles. Each
@@ -61,6 +63,13 @@ func profilesYAML(t *testing.T, profiles ...agentProfile) string {
 		}
 		if p.authMethod != "" {
 			fmt.Fprintf(&b, "    authMethod: %s\n", p.authMethod)
+		}
+		if len(p.env) > 0 {
+			env, err := json.Marshal(p.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&b, "    env: %s\n", env)
 		}
 	}
 	return b.String()

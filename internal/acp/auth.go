@@ -3,6 +3,7 @@ package acp
 import (
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -24,8 +25,10 @@ type AuthMethod struct {
 	Description string
 	// Type is AuthAgent, AuthEnvVar or AuthTerminal.
 	Type string
-	// Vars are the variables an env_var method reads.
+	// Vars are the variables an env_var method needs.
 	Vars []string
+	// Optional are the variables it also reads when set.
+	Optional []string
 	// Args are what to run the agent's command with for a terminal method.
 	Args []string
 	// Meta is the method's _meta, as sent.
@@ -40,7 +43,11 @@ func authMethodsOf(ms []sdk.AuthMethod) []AuthMethod {
 			a := AuthMethod{ID: m.EnvVar.Id, Name: m.EnvVar.Name, Description: deref(m.EnvVar.Description),
 				Type: AuthEnvVar, Meta: m.EnvVar.Meta}
 			for _, v := range m.EnvVar.Vars {
-				a.Vars = append(a.Vars, v.Name)
+				if v.Optional {
+					a.Optional = append(a.Optional, v.Name)
+				} else {
+					a.Vars = append(a.Vars, v.Name)
+				}
 			}
 			out = append(out, a)
 		case m.Terminal != nil:
@@ -56,16 +63,69 @@ func authMethodsOf(ms []sdk.AuthMethod) []AuthMethod {
 
 // Clone returns a deep enough copy: slices and the top level of Meta.
 func (m AuthMethod) Clone() AuthMethod {
-	m.Vars, m.Args, m.Meta = slices.Clone(m.Vars), slices.Clone(m.Args), maps.Clone(m.Meta)
+	m.Vars, m.Optional, m.Args, m.Meta = slices.Clone(m.Vars), slices.Clone(m.Optional), slices.Clone(m.Args), maps.Clone(m.Meta)
 	return m
 }
 
 // Hint says what a user does to use the method with an agent started as
 // command. Agents that predate ACP's typed methods describe themselves in
-// _meta: qwen marks a login command with _meta.type "terminal" and
-// _meta.args, codex names the provider whose key an "api-key" method reads
-// in _meta["api-key"].provider.
+// _meta or in prose, in the shapes measured on real agents: qwen marks a
+// login command with _meta.type "terminal" and _meta.args, copilot names it
+// in _meta["terminal-auth"] {command, args}, opencode says "Run `…` in the
+// terminal" in its description, and codex and gemini name the provider whose
+// key an API-key method reads in _meta["api-key"].provider.
 func (m AuthMethod) Hint(command string) string {
+	if vars := m.keyVars(); len(vars) > 0 {
+		hint := fmt.Sprintf("set %s in the profile's env", strings.Join(vars, ", "))
+		if len(m.Optional) > 0 {
+			hint += fmt.Sprintf(" (optionally %s)", strings.Join(m.Optional, ", "))
+		}
+		return hint
+	}
+	if run := m.loginCommand(command); run != "" {
+		return fmt.Sprintf("run `%s` once in a terminal to log in", run)
+	}
+	return fmt.Sprintf("set authMethod: %s in the profile's agents.yaml entry (%s)", m.ID, m.Name)
+}
+
+// keyVars are the variables an API-key method reads: a typed env_var
+// method lists them, an untyped one names its provider.
+func (m AuthMethod) keyVars() []string {
+	if m.Type == AuthEnvVar {
+		return m.Vars
+	}
+	if m.Type != "" && m.Type != AuthAgent {
+		return nil
+	}
+	for _, key := range []string{"api-key", m.ID} {
+		if own, ok := m.Meta[key].(map[string]any); ok {
+			if p, _ := own["provider"].(string); p != "" {
+				return []string{providerKeyVar(p)}
+			}
+		}
+	}
+	return nil
+}
+
+// providerKeys are the variables agents read for a provider's key where it
+// is not <PROVIDER>_API_KEY (gemini-cli announces provider "google" and
+// reads GEMINI_API_KEY; GOOGLE_API_KEY is Vertex AI's).
+var providerKeys = map[string]string{"google": "GEMINI_API_KEY"}
+
+func providerKeyVar(provider string) string {
+	if v, ok := providerKeys[strings.ToLower(provider)]; ok {
+		return v
+	}
+	return strings.ToUpper(strings.ReplaceAll(provider, "-", "_")) + "_API_KEY"
+}
+
+// backticked finds the command in a description such as "Run `opencode
+// auth login` in the terminal".
+var backticked = regexp.MustCompile("(?i)\\brun `([^`]+)`")
+
+// loginCommand is the command line a terminal method asks the user to run,
+// or "" when the method is not one.
+func (m AuthMethod) loginCommand(command string) string {
 	typ, args := m.Type, m.Args
 	if t, _ := m.Meta["type"].(string); t == AuthTerminal {
 		typ = AuthTerminal
@@ -73,21 +133,48 @@ func (m AuthMethod) Hint(command string) string {
 			args = metaStrings(m.Meta["args"])
 		}
 	}
-	switch typ {
-	case AuthEnvVar:
-		if len(m.Vars) > 0 {
-			return fmt.Sprintf("set %s in the profile's env", strings.Join(m.Vars, ", "))
-		}
-	case AuthTerminal:
-		return fmt.Sprintf("run `%s` once in a terminal to log in", strings.TrimSpace(command+" "+strings.Join(args, " ")))
-	}
-	if own, ok := m.Meta[m.ID].(map[string]any); ok {
-		if p, _ := own["provider"].(string); p != "" {
-			return fmt.Sprintf("set %s_API_KEY in the profile's env and authMethod: %s in its agents.yaml entry",
-				strings.ToUpper(strings.ReplaceAll(p, "-", "_")), m.ID)
+	if ta, ok := m.Meta["terminal-auth"].(map[string]any); ok {
+		if c, _ := ta["command"].(string); c != "" {
+			command, args, typ = c, metaStrings(ta["args"]), AuthTerminal
 		}
 	}
-	return fmt.Sprintf("set authMethod: %s in the profile's agents.yaml entry (%s)", m.ID, m.Name)
+	if typ == AuthTerminal {
+		return strings.TrimSpace(command + " " + strings.Join(args, " "))
+	}
+	if typ == "" || typ == AuthAgent {
+		if mm := backticked.FindStringSubmatch(m.Description); mm != nil {
+			return mm[1]
+		}
+	}
+	return ""
+}
+
+// AutoAuthMethod picks the method to authenticate with when a profile names
+// none: the first API-key method whose variables are all set in env (the
+// agent's environment, KEY=VALUE). Some agents read their key only after
+// authenticate (codex-acp, for either of its env_var methods), so a key set
+// in the profile's env works without also naming the method.
+func AutoAuthMethod(methods []AuthMethod, env []string) string {
+	set := map[string]bool{}
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && v != "" {
+			set[k] = true
+		}
+	}
+	for _, m := range methods {
+		vars := m.keyVars()
+		if len(vars) == 0 {
+			continue
+		}
+		all := true
+		for _, v := range vars {
+			all = all && set[v]
+		}
+		if all {
+			return m.ID
+		}
+	}
+	return ""
 }
 
 func metaStrings(v any) []string {

@@ -169,7 +169,11 @@ func Start(ctx context.Context, opts Options) (*Conn, error) {
 		return nil, fmt.Errorf("initialize: %w", err)
 	}
 	c.caps = capabilitiesOf(resp)
-	if m := opts.Spec.AuthMethod; m != "" {
+	m := opts.Spec.AuthMethod
+	if m == "" {
+		m = AutoAuthMethod(c.caps.AuthMethods, p.cmd.Env)
+	}
+	if m != "" {
 		if _, err := c.conn.Authenticate(ictx, sdk.AuthenticateRequest{MethodId: m}); err != nil {
 			c.Stop()
 			return nil, &AuthenticateError{Method: m, Capabilities: c.caps, Err: err}

@@ -456,6 +456,7 @@ type authMethodJSON struct {
 	Description string         `json:"description,omitempty"`
 	Type        string         `json:"type,omitempty"`
 	Vars        []string       `json:"vars,omitempty"`
+	Optional    []string       `json:"optionalVars,omitempty"`
 	Args        []string       `json:"args,omitempty"`
 	Meta        map[string]any `json:"_meta,omitempty"`
 }
