@@ -111,7 +111,7 @@ func turnOf(t store.Turn) Turn {
 	out := Turn{PromptId: t.PromptID, Kind: TurnKind(t.Kind), State: TurnState(t.State),
 		StopReason: ptrIf(t.StopReason), InterruptReason: ptrIf(t.InterruptReason), ExitCode: t.ExitCode,
 		ExitSignal: ptrIf(t.ExitSignal), CancelRequested: ptrIf(t.CancelRequested),
-		ContinuesPromptId: ptrIf(t.ContinuesPromptID), CreatedAt: t.CreatedAt, StartedAt: t.StartedAt, EndedAt: t.EndedAt}
+		ContinuesPromptId: ptrIf(t.ContinuesPromptID), CreatedAt: t.CreatedAt, StartedAt: t.StartedAt, DeliveredAt: t.DeliveredAt, EndedAt: t.EndedAt}
 	if t.ErrorCode != "" || t.ErrorMessage != "" {
 		out.Error = &TurnError{Code: t.ErrorCode, Message: t.ErrorMessage}
 	}

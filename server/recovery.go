@@ -109,7 +109,7 @@ func (h *handlers) ContinueSession(ctx context.Context, req ContinueSessionReque
 
 func recoveryOf(s recovery.Summary) RecoverySummary {
 	out := RecoverySummary{Kind: RecoverySummaryKind(s.Kind), CanContinue: s.CanContinue, Reason: ptrIf(s.Reason),
-		PromptId: ptrIf(s.PromptID), InterruptReason: ptrIf(s.InterruptReason), Notice: s.Notice}
+		PromptId: ptrIf(s.PromptID), InterruptReason: ptrIf(s.InterruptReason), PromptDelivered: ptrIf(s.PromptDelivered), Notice: s.Notice}
 	out.DanglingToolCalls = make([]struct {
 		Id    string `json:"id"`
 		Kind  string `json:"kind"`

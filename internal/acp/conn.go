@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
@@ -100,6 +101,9 @@ type Conn struct {
 	// reader if it waits for update credits.
 	stopping chan struct{}
 	stopOnce sync.Once
+	// promptSent is the hook of the session/prompt being sent (one at a
+	// time: a session runs one turn at a time on its own agent).
+	promptSent atomic.Pointer[func()]
 }
 
 // Start launches the agent and performs initialize. On any failure the
@@ -139,9 +143,9 @@ func Start(ctx context.Context, opts Options) (*Conn, error) {
 	if opts.Outgoing != nil {
 		w = io.MultiWriter(p.stdin, opts.Outgoing)
 	}
-	w = outgoing{w}
 	cl := &client{handler: opts.Handler, files: files, logger: logger}
 	c := &Conn{proc: p, grace: opts.StopGrace, stopping: make(chan struct{})}
+	w = outgoing{w: w, promptSent: &c.promptSent}
 	in := newInbound(p.stdout, opts.Handler, opts.UpdateWindow, c.stopping, logger)
 	c.conn = sdk.NewClientSideConnection(cl, w, in)
 	c.conn.SetLogger(logger.With("agent", opts.Spec.Command))
@@ -326,9 +330,22 @@ func (c *Conn) ResumeSession(ctx context.Context, id string, p SessionParams) er
 // JSON array of ACP content blocks. Cancel the turn with Cancel, not by
 // cancelling ctx, so the agent's own stop reason is observed.
 func (c *Conn) Prompt(ctx context.Context, sessionID string, prompt json.RawMessage) (string, error) {
+	return c.PromptNotify(ctx, sessionID, prompt, nil)
+}
+
+// PromptNotify is Prompt, calling sent (if not nil) as soon as the
+// session/prompt request has been written to the agent's stdin, before its
+// answer: from then on the agent may hold the prompt (claude-agent-acp
+// persists it on receipt). sent is not called if the request was never
+// written.
+func (c *Conn) PromptNotify(ctx context.Context, sessionID string, prompt json.RawMessage, sent func()) (string, error) {
 	var blocks []sdk.ContentBlock
 	if err := json.Unmarshal(prompt, &blocks); err != nil {
 		return "", fmt.Errorf("prompt content: %w", err)
+	}
+	if sent != nil {
+		c.promptSent.Store(&sent)
+		defer c.promptSent.CompareAndSwap(&sent, nil)
 	}
 	resp, err := c.conn.Prompt(ctx, sdk.PromptRequest{SessionId: sdk.SessionId(sessionID), Prompt: blocks})
 	if err != nil {

@@ -2,6 +2,8 @@ package acp
 
 import (
 	"bytes"
+	"errors"
+	"sync/atomic"
 	"testing"
 )
 
@@ -20,12 +22,53 @@ func TestOutgoingAddsEmptyMCPServersToResume(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			n, err := outgoing{&buf}.Write([]byte(tc.in))
+			n, err := outgoing{w: &buf, promptSent: new(atomic.Pointer[func()])}.Write([]byte(tc.in))
 			if err != nil || n != len(tc.in) {
 				t.Fatalf("Write: got %d, %v, want %d, nil", n, err, len(tc.in))
 			}
 			if got := buf.String(); got != tc.want {
 				t.Errorf("got %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("broken pipe") }
+
+// TestOutgoingPromptSent: the hook runs once, after the session/prompt
+// request itself was written; never for other lines, for the method name
+// inside a string, or for a write that failed.
+func TestOutgoingPromptSent(t *testing.T) {
+	prompt := `{"id":4,"jsonrpc":"2.0","method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}` + "\n"
+	cases := []struct {
+		name   string
+		lines  []string
+		broken bool
+		want   int
+	}{
+		{"the prompt request", []string{prompt}, false, 1},
+		{"twice: one-shot", []string{prompt, prompt}, false, 1},
+		{"another request", []string{`{"id":5,"method":"session/cancel","params":{}}` + "\n"}, false, 0},
+		{"the name inside a string", []string{`{"id":6,"result":{"content":"\"method\":\"session/prompt\""}}` + "\n"}, false, 0},
+		{"the write failed", []string{prompt}, true, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			o := outgoing{w: &buf, promptSent: new(atomic.Pointer[func()])}
+			if tc.broken {
+				o.w = failingWriter{}
+			}
+			got := 0
+			f := func() { got++ }
+			o.promptSent.Store(&f)
+			for _, l := range tc.lines {
+				_, _ = o.Write([]byte(l))
+			}
+			if got != tc.want {
+				t.Errorf("hook calls: got %d, want %d", got, tc.want)
 			}
 		})
 	}

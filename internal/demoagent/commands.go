@@ -168,6 +168,11 @@ func (t *turn) run(prompt []acp.ContentBlock) error {
 		}
 		<-t.ctx.Done()
 		return t.interrupted()
+	case "/wait":
+		// A model that never answers: no output at all until cancelled
+		// or stopped (the prompt is held: it was recorded on receipt).
+		<-t.ctx.Done()
+		return t.interrupted()
 	case "/sleep":
 		ms, err := strconv.Atoi(arg)
 		if err != nil || ms < 0 {

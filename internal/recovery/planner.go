@@ -1,6 +1,7 @@
 package recovery
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -17,7 +18,8 @@ const (
 	// Clean: the last turn has a terminal outcome (a user cancel included).
 	Clean Kind = "clean"
 	// InterruptedPrompt: the last turn was interrupted before the agent
-	// produced anything; continuing sends the original prompt again.
+	// produced anything; continuing sends the original prompt again if the
+	// agent never received it, else asks it to answer the one it holds.
 	InterruptedPrompt Kind = "interrupted_prompt"
 	// InterruptedTurn: interrupted after output or tool calls began;
 	// continuing tells the agent what was cut off.
@@ -68,8 +70,11 @@ type Summary struct {
 	CanContinue bool   `json:"canContinue"`
 	Reason      string `json:"reason,omitempty"`
 	// PromptID is the turn a continuation would continue.
-	PromptID          string             `json:"promptId,omitempty"`
-	InterruptReason   string             `json:"interruptReason,omitempty"`
+	PromptID        string `json:"promptId,omitempty"`
+	InterruptReason string `json:"interruptReason,omitempty"`
+	// PromptDelivered: the interrupted turn's prompt reached the agent
+	// (Turn.DeliveredAt), so a continuation must not send it again.
+	PromptDelivered   bool               `json:"promptDelivered,omitempty"`
 	DanglingToolCalls []DanglingToolCall `json:"danglingToolCalls"`
 	Notice            string             `json:"notice"`
 }
@@ -102,8 +107,9 @@ func Plan(in Input) Summary {
 		s.PromptID = last.PromptID
 		s.InterruptReason = last.InterruptReason
 		s.Kind = InterruptedPrompt
+		s.PromptDelivered = last.DeliveredAt != nil
 		if producedOutput(in, last.PromptID) {
-			s.Kind = InterruptedTurn
+			s.Kind, s.PromptDelivered = InterruptedTurn, true
 		}
 		for _, c := range in.ToolCalls {
 			if c.PromptID == last.PromptID && (c.Interrupted || c.Status == store.ToolPending || c.Status == store.ToolInProgress) {
@@ -219,7 +225,10 @@ func historyGap(turns []store.Turn, in Input) string {
 func notice(s Summary, ran bool) string {
 	switch s.Kind {
 	case InterruptedPrompt:
-		return "The last prompt was interrupted (" + readable(s.InterruptReason) + ") before the agent answered. Continue sends it again."
+		if s.PromptDelivered {
+			return "The last prompt was interrupted (" + readable(s.InterruptReason) + ") after the agent received it, before it answered. Continue asks the agent to answer it."
+		}
+		return "The last prompt was interrupted (" + readable(s.InterruptReason) + ") before the agent received it. Continue sends it again."
 	case InterruptedTurn:
 		n := "The last turn was interrupted (" + readable(s.InterruptReason) + ") while the agent was working."
 		if len(s.DanglingToolCalls) > 0 {
@@ -247,12 +256,66 @@ func readable(reason string) string {
 	return strings.ReplaceAll(reason, "_", " ")
 }
 
-// ContinuationPrompt is what the agent receives to continue an interrupted
-// turn: which tool calls were cut off, their synthetic failures, and the
-// request to go on. Tools are never replayed by the daemon.
-func ContinuationPrompt(s Summary) string {
+// MaxPartialReplyChars bounds the part of the interrupted reply that a
+// continuation prompt quotes back to the agent: the last this many
+// characters (runes) of what the user saw, marked as cut when longer.
+const MaxPartialReplyChars = 2000
+
+// partialCut marks the start of a quoted reply whose beginning was left out.
+const partialCut = "[… earlier part of the reply omitted] "
+
+// Continuation is the prompt (a JSON array of ACP content blocks) that
+// continues the turn s names: the original prompt when the agent never
+// received it, else the continuation prompt, which never repeats the
+// user's request. Tools are never replayed by the daemon.
+func Continuation(s Summary, in Input) json.RawMessage {
+	if s.Kind == InterruptedPrompt && !s.PromptDelivered {
+		for _, t := range in.Turns {
+			if t.PromptID == s.PromptID && len(t.Prompt) > 0 {
+				return t.Prompt
+			}
+		}
+	}
+	b, _ := json.Marshal([]map[string]any{{"type": "text", "text": ContinuationPrompt(s, PartialReply(in, s.PromptID))}})
+	return b
+}
+
+// PartialReply is the text the user saw of a turn's reply: its agent
+// messages in order, the last MaxPartialReplyChars of them.
+func PartialReply(in Input, promptID string) string {
+	var parts []string
+	for _, m := range in.Messages {
+		if m.PromptID == promptID && m.Role == store.RoleAgent && strings.TrimSpace(m.Text) != "" {
+			parts = append(parts, m.Text)
+		}
+	}
+	r := []rune(strings.Join(parts, "\n"))
+	if len(r) <= MaxPartialReplyChars {
+		return string(r)
+	}
+	return partialCut + string(r[len(r)-MaxPartialReplyChars:])
+}
+
+// ContinuationPrompt is the text the agent receives to continue an
+// interrupted turn: what the user saw of its reply (partial, from
+// PartialReply), which tool calls were cut off and their synthetic
+// failures, and the request to go on. Agents differ in what they keep of
+// an interrupted reply (Claude Code replaces it with "No response
+// requested."), so the prompt says it. A prompt the agent received but did
+// not answer is not repeated: it is asked to answer the one it holds.
+func ContinuationPrompt(s Summary, partial string) string {
 	var b strings.Builder
+	if s.Kind == InterruptedPrompt {
+		fmt.Fprintf(&b, "Your previous turn was interrupted (%s) before you answered. ", readable(s.InterruptReason))
+		b.WriteString("The request you were answering is already in this conversation and is not repeated here. Answer it now.")
+		return b.String()
+	}
 	fmt.Fprintf(&b, "Your previous turn was interrupted (%s) before it finished.\n", readable(s.InterruptReason))
+	if partial != "" {
+		b.WriteString("Before the interruption the user saw this much of your reply:\n<partial-reply>\n")
+		b.WriteString(partial)
+		b.WriteString("\n</partial-reply>\n")
+	}
 	if len(s.DanglingToolCalls) > 0 {
 		b.WriteString("These tool calls did not complete; their results were recorded as failures:\n")
 		for _, d := range s.DanglingToolCalls {

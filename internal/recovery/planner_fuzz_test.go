@@ -302,7 +302,7 @@ func FuzzPlan(f *testing.F) {
 			}
 		}
 
-		p := recovery.ContinuationPrompt(s)
+		p := recovery.ContinuationPrompt(s, recovery.PartialReply(in, s.PromptID))
 		for _, d := range s.DanglingToolCalls {
 			if !strings.Contains(p, d.ID) {
 				t.Fatalf("continuation prompt does not name %s", d.ID)

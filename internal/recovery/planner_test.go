@@ -566,7 +566,7 @@ func TestContinuationPrompt(t *testing.T) {
 	if s.Kind != recovery.InterruptedTurn || len(s.DanglingToolCalls) != 2 {
 		t.Fatalf("summary = %+v, want interrupted_turn with 2 dangling calls", s)
 	}
-	p := recovery.ContinuationPrompt(s)
+	p := recovery.ContinuationPrompt(s, recovery.PartialReply(in, "p1"))
 	for _, d := range s.DanglingToolCalls {
 		for _, part := range []string{d.Title, d.Kind, d.ID} {
 			if !strings.Contains(p, part) {
@@ -592,9 +592,10 @@ func TestContinuationPrompt(t *testing.T) {
 	}
 
 	t.Run("without_dangling_tool_calls", func(t *testing.T) {
-		s := recovery.Plan(idle([]store.Turn{interrupted(1, "p1", "")},
-			[]store.Message{msg("p1", store.RoleAgent, "cut off mid")}, nil))
-		p := recovery.ContinuationPrompt(s)
+		in := idle([]store.Turn{interrupted(1, "p1", "")},
+			[]store.Message{msg("p1", store.RoleAgent, "cut off mid")}, nil)
+		s := recovery.Plan(in)
+		p := recovery.ContinuationPrompt(s, recovery.PartialReply(in, "p1"))
 		if strings.Contains(p, "did not complete") {
 			t.Errorf("prompt lists tool calls that do not exist:\n%s", p)
 		}
@@ -608,4 +609,131 @@ func TestContinuationPrompt(t *testing.T) {
 			}
 		}
 	})
+}
+
+func delivered(t store.Turn) store.Turn {
+	d := at(int(t.Seq)*100 + 1)
+	t.DeliveredAt = &d
+	return t
+}
+
+// promptTextOf is the text of a prompt's single text block.
+func promptTextOf(t *testing.T, raw json.RawMessage) string {
+	t.Helper()
+	var blocks []struct{ Type, Text string }
+	if err := json.Unmarshal(raw, &blocks); err != nil || len(blocks) != 1 || blocks[0].Type != "text" {
+		t.Fatalf("prompt %s: want one text block (%v)", raw, err)
+	}
+	return blocks[0].Text
+}
+
+// TestContinuation: what a continuation sends, by what the agent holds. A
+// prompt it never received is sent as it was; one it received is never
+// repeated (the model would see one request as two user turns); a reply
+// it began is quoted back as the user saw it, cut to its last
+// MaxPartialReplyChars, with the tool calls that were cut off.
+func TestContinuation(t *testing.T) {
+	long := strings.Repeat("a", 500) + strings.Repeat("b", recovery.MaxPartialReplyChars)
+	cases := []struct {
+		name      string
+		in        recovery.Input
+		kind      recovery.Kind
+		delivered bool
+		// original: the original prompt is sent as it was.
+		original bool
+		contains []string
+		absent   []string
+	}{
+		{
+			name:     "not_delivered_sends_the_original_prompt",
+			in:       idle([]store.Turn{interrupted(1, "p1", "daemon_restart")}, []store.Message{msg("p1", store.RoleUser, "do it")}, nil),
+			kind:     recovery.InterruptedPrompt,
+			original: true,
+		},
+		{
+			name:      "delivered_without_output_asks_for_the_answer_without_repeating_the_request",
+			in:        idle([]store.Turn{delivered(interrupted(1, "p1", "daemon_restart"))}, []store.Message{msg("p1", store.RoleUser, "do it")}, nil),
+			kind:      recovery.InterruptedPrompt,
+			delivered: true,
+			contains:  []string{"daemon restart", "before you answered", "not repeated here", "Answer it now"},
+			absent:    []string{"do it", "<partial-reply>"},
+		},
+		{
+			name: "partial_reply_is_quoted_with_the_cut_tool_calls",
+			in: idle([]store.Turn{turn(1, "p0", store.TurnCompleted), delivered(interrupted(2, "p1", "daemon_restart"))},
+				[]store.Message{msg("p0", store.RoleUser, "earlier"), msg("p0", store.RoleAgent, "an earlier answer"),
+					msg("p1", store.RoleUser, "do it"), msg("p1", store.RoleAgent, "Let me read that file."),
+					msg("p1", store.RoleThought, "private thinking"), msg("p1", store.RoleAgent, "The file says"),
+					msg("p1", store.RoleSystem, "Turn interrupted: the agent was killed.")},
+				[]store.ToolCall{call("tc-1", "p1", "Read notes.txt", "read", store.ToolFailed, true)}),
+			kind:      recovery.InterruptedTurn,
+			delivered: true,
+			contains: []string{"<partial-reply>\nLet me read that file.\nThe file says\n</partial-reply>",
+				"Read notes.txt (read, id tc-1)", "Continue the task"},
+			absent: []string{"do it", "an earlier answer", "private thinking", "Turn interrupted"},
+		},
+		{
+			name:      "tool_calls_without_text_quote_no_reply",
+			in:        idle([]store.Turn{interrupted(1, "p1", "agent_exited")}, nil, []store.ToolCall{call("tc-1", "p1", "Run make", "execute", store.ToolInProgress, false)}),
+			kind:      recovery.InterruptedTurn,
+			delivered: true,
+			contains:  []string{"Run make (execute, id tc-1)"},
+			absent:    []string{"<partial-reply>"},
+		},
+		{
+			name:      "a_long_reply_keeps_its_end",
+			in:        idle([]store.Turn{interrupted(1, "p1", "agent_exited")}, []store.Message{msg("p1", store.RoleAgent, long)}, nil),
+			kind:      recovery.InterruptedTurn,
+			delivered: true,
+			contains:  []string{"<partial-reply>\n[… earlier part of the reply omitted] " + strings.Repeat("b", recovery.MaxPartialReplyChars) + "\n</partial-reply>"},
+			absent:    []string{"ab"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := recovery.Plan(tc.in)
+			if s.Kind != tc.kind || s.PromptDelivered != tc.delivered || !s.CanContinue {
+				t.Fatalf("plan: got kind %s delivered %v canContinue %v, want %s %v true", s.Kind, s.PromptDelivered, s.CanContinue, tc.kind, tc.delivered)
+			}
+			got := recovery.Continuation(s, tc.in)
+			if tc.original {
+				if string(got) != string(tc.in.Turns[0].Prompt) {
+					t.Errorf("continuation: got %s, want the original prompt %s", got, tc.in.Turns[0].Prompt)
+				}
+				return
+			}
+			text := promptTextOf(t, got)
+			for _, w := range tc.contains {
+				if !strings.Contains(text, w) {
+					t.Errorf("continuation lacks %q:\n%s", w, text)
+				}
+			}
+			for _, w := range tc.absent {
+				if strings.Contains(text, w) {
+					t.Errorf("continuation contains %q:\n%s", w, text)
+				}
+			}
+		})
+	}
+}
+
+// TestPlanNoticeSaysWhetherThePromptWasDelivered: the user is told whether
+// continue sends the prompt again or asks for the answer.
+func TestPlanNoticeSaysWhetherThePromptWasDelivered(t *testing.T) {
+	cases := []struct {
+		name string
+		turn store.Turn
+		want string
+	}{
+		{"not_delivered", interrupted(1, "p1", "daemon_restart"), "before the agent received it. Continue sends it again."},
+		{"delivered", delivered(interrupted(1, "p1", "daemon_restart")), "after the agent received it, before it answered. Continue asks the agent to answer it."},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := recovery.Plan(idle([]store.Turn{tc.turn}, []store.Message{msg("p1", store.RoleUser, "do it")}, nil))
+			if !strings.Contains(s.Notice, tc.want) {
+				t.Errorf("notice: got %q, want it to contain %q", s.Notice, tc.want)
+			}
+		})
+	}
 }

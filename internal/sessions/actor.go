@@ -50,6 +50,10 @@ type actor struct {
 	// set until the next prompt, as some agents replay after the response.
 	replaying bool
 	replayed  int
+	// replayUsers are the user messages the replay held, and replayLast
+	// the kind of its last update (see noteReplay).
+	replayUsers []string
+	replayLast  acp.UpdateKind
 	// settling holds prompts back while a load that replayed nothing waits
 	// for a late replay.
 	settling bool

@@ -211,12 +211,9 @@ func (a *actor) admitContinue(version uint64, plan recovery.Summary, in recovery
 	if err := a.needAgent(); err != nil {
 		return ContinueResult{}, err // the agent stopped since the restore and the cap is full
 	}
-	// interrupted_prompt: the agent never answered, send the prompt again.
-	// interrupted_turn: tell it what was cut off. Tools are never replayed.
-	prompt := originalPrompt(in.Turns, plan.PromptID)
-	if plan.Kind == recovery.InterruptedTurn || len(prompt) == 0 {
-		prompt, _ = json.Marshal([]map[string]any{{"type": "text", "text": recovery.ContinuationPrompt(plan)}})
-	}
+	// The original prompt if the agent never got it, else the continuation
+	// prompt (what the user saw, what was cut off); never both.
+	prompt := recovery.Continuation(plan, in)
 	of, _ := json.Marshal(plan)
 	t, pending := a.enqueue(store.Turn{SessionID: a.id, PromptID: promptID, Kind: store.TurnContinue,
 		Prompt: prompt, ContinuesPromptID: plan.PromptID, Interruption: of})
@@ -233,15 +230,6 @@ func (a *actor) finishContinue(ctx context.Context, res ContinueResult) (Continu
 	res.Turn = a.settled(ctx, res.Turn)
 	res.Cursor = events.Cursor{Epoch: res.EventEpoch, N: lastSeq(evs, a.id)}.String()
 	return res, nil
-}
-
-func originalPrompt(turns []store.Turn, promptID string) json.RawMessage {
-	for _, t := range turns {
-		if t.PromptID == promptID {
-			return t.Prompt
-		}
-	}
-	return nil
 }
 
 // planInput reads what the planner needs in one snapshot.

@@ -96,7 +96,7 @@ func (a *actor) ensureAgent() {
 		})
 	}
 	a.replaying = p.token != ""
-	a.replayed = 0
+	a.replayed, a.replayUsers, a.replayLast = 0, nil, ""
 	a.setState(store.SessionStarting)
 	a.exec.Status = store.ExecutorStarting
 	a.exec.ErrorMessage, a.exec.ErrorCode, a.exec.ErrorProfile = "", "", ""
@@ -348,6 +348,9 @@ func (a *actor) settleLoad(p startPlan, out startOutcome) {
 func (a *actor) finishStart(out startOutcome) {
 	if out.strategy != "" {
 		a.recordResumed(out)
+	}
+	if out.strategy == StrategyNativeLoad {
+		a.reconcileDelivery()
 	}
 	a.notifyWaiters(nil)
 	a.startNext()

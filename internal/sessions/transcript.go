@@ -30,6 +30,7 @@ func (a *actor) onUpdate(gen int, u acp.Update) {
 		case acp.UpdateAgentMessage, acp.UpdateAgentThought, acp.UpdateUserMessage, acp.UpdateToolCall,
 			acp.UpdateToolCallUpdate, acp.UpdatePlan:
 			a.replayed++ // history we already hold: neither stored nor streamed again
+			a.noteReplay(u)
 			return
 		}
 	}

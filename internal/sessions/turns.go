@@ -221,7 +221,8 @@ func (a *actor) startNext() {
 		}
 		// The prompt's context stays alive on cancel so that the agent's
 		// own stop reason is observed; cancellation goes via session/cancel.
-		stop, err := r.conn.Prompt(context.Background(), acpID, prompt)
+		sent := func() { a.mb.post(func() { a.markDelivered(r) }) }
+		stop, err := r.conn.PromptNotify(context.Background(), acpID, prompt, sent)
 		a.mb.post(func() { a.onTurnDone(r, stop, err) })
 	}()
 }

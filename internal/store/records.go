@@ -218,7 +218,11 @@ type Turn struct {
 	Interruption json.RawMessage
 	CreatedAt    time.Time
 	StartedAt    *time.Time
-	EndedAt      *time.Time
+	// DeliveredAt is when the prompt was written to the agent (its
+	// session/prompt request), nil while the agent is not known to have
+	// it. A continuation uses it to neither repeat nor drop the request.
+	DeliveredAt *time.Time
+	EndedAt     *time.Time
 }
 
 // Message is a transcript message; consecutive chunks of one role in one

@@ -175,6 +175,7 @@ type turnRow struct {
 	Interruption      *string `gorm:"column:interruption"`
 	CreatedAt         dbTime  `gorm:"column:created_at"`
 	StartedAt         *dbTime `gorm:"column:started_at"`
+	DeliveredAt       *dbTime `gorm:"column:delivered_at"`
 	EndedAt           *dbTime `gorm:"column:ended_at"`
 }
 
@@ -189,7 +190,7 @@ func fromTurn(t Turn) turnRow {
 		ContinuesPromptID: t.ContinuesPromptID, CancelRequested: t.CancelRequested, ContextInjected: t.ContextInjected,
 		Interruption: jsonText(t.Interruption),
 		CreatedAt:    toDBTime(t.CreatedAt), StartedAt: toDBTimePtr(t.StartedAt),
-		EndedAt: toDBTimePtr(t.EndedAt),
+		DeliveredAt: toDBTimePtr(t.DeliveredAt), EndedAt: toDBTimePtr(t.EndedAt),
 	}
 }
 
@@ -202,7 +203,7 @@ func toTurn(r turnRow) Turn {
 		ContinuesPromptID: r.ContinuesPromptID, CancelRequested: r.CancelRequested, ContextInjected: r.ContextInjected,
 		Interruption: fromJSONText(r.Interruption),
 		CreatedAt:    r.CreatedAt.t, StartedAt: fromDBTimePtr(r.StartedAt),
-		EndedAt: fromDBTimePtr(r.EndedAt),
+		DeliveredAt: fromDBTimePtr(r.DeliveredAt), EndedAt: fromDBTimePtr(r.EndedAt),
 	}
 }
 

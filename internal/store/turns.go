@@ -114,6 +114,7 @@ func (s *Store) UpdateTurn(ctx context.Context, t Turn) error {
 			"cancel_requested":    r.CancelRequested,
 			"context_injected":    r.ContextInjected,
 			"started_at":          r.StartedAt,
+			"delivered_at":        r.DeliveredAt,
 			"ended_at":            r.EndedAt,
 		})
 	if res.Error != nil {

@@ -136,8 +136,9 @@ func TestUpdateTurnAndListByState(t *testing.T) {
 	started := time.Date(2026, 11, 3, 9, 0, 0, 1, time.UTC)
 	ended := started.Add(time.Second)
 	code := 137
-	p1.State, p1.StopReason, p1.StartedAt, p1.EndedAt = store.TurnCompleted, "end_turn", &started, &ended
-	p2.State, p2.StartedAt, p2.CancelRequested = store.TurnRunning, &started, true
+	delivered := started.Add(time.Millisecond)
+	p1.State, p1.StopReason, p1.StartedAt, p1.DeliveredAt, p1.EndedAt = store.TurnCompleted, "end_turn", &started, &delivered, &ended
+	p2.State, p2.StartedAt, p2.DeliveredAt, p2.CancelRequested = store.TurnRunning, &started, &delivered, true
 	p3.Kind, p3.State, p3.ContinuesPromptID = store.TurnContinue, store.TurnInterrupted, "p2"
 	p3.InterruptReason, p3.ErrorCode, p3.ErrorMessage, p3.ExitCode, p3.ExitSignal =
 		"daemon_restart", "agent_error", "boom", &code, "SIGKILL"

@@ -221,7 +221,7 @@ func TestWritePermission(t *testing.T) {
 // TestKillDaemonMidReplyThenContinue: kill -9 of tetherd while the model
 // is streaming; after the restart the turn is interrupted, the agent is
 // restored natively (session/resume or session/load, never a new session),
-// and one continue completes the work.
+// and one continue completes the work, the model told what the user saw.
 func TestKillDaemonMidReplyThenContinue(t *testing.T) {
 	const partial = "Here is the first part of the answer, then more words follow."
 	const rest = "FINAL: continued after the restart."
@@ -250,6 +250,12 @@ func TestKillDaemonMidReplyThenContinue(t *testing.T) {
 		}
 		if got := agentText(w.transcript(sid), "c1"); !strings.Contains(got, rest) {
 			t.Errorf("continuation's agent text: got %q, want %q", got, rest)
+		}
+		// The model learns what the user saw of the cut reply, whatever
+		// the agent kept of it (Claude Code keeps "No response requested.").
+		saw := agentText(w.transcript(sid), "p1")
+		if reqs := mainRequests(w.model); saw == "" || !strings.Contains(reqs[len(reqs)-1].LastUser().Text(), saw) {
+			t.Errorf("the model's last user turn: got %q, want it to quote the partial reply the user saw %q", reqs[len(reqs)-1].LastUser().Text(), saw)
 		}
 		var strategies []any
 		for _, e := range w.log(sid) {

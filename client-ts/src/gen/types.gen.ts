@@ -257,6 +257,12 @@ export type RecoverySummary = {
      */
     promptId?: string;
     interruptReason?: string;
+    /**
+     * The interrupted turn's prompt reached the agent (or the agent replied), so a
+     * continuation asks the agent to answer the request it holds instead of sending it again.
+     *
+     */
+    promptDelivered?: boolean;
     danglingToolCalls: Array<{
         id: string;
         title: string;
@@ -877,6 +883,10 @@ export type Turn = {
     continuesPromptId?: string;
     createdAt: string;
     startedAt?: string;
+    /**
+     * When the prompt was written to the agent (session/prompt); absent while the agent is not known to have it.
+     */
+    deliveredAt?: string;
     endedAt?: string;
 };
 
