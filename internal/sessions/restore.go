@@ -256,8 +256,10 @@ func agentFailure(err error, conn *acp.Conn, p startPlan, format string, args ..
 		methods = ae.Capabilities.AuthMethods
 	}
 	command := p.opts.Spec.Command
+	// Agents end their messages with a period or not; say it once.
+	what := strings.TrimRight(fmt.Sprintf(format, args...), ". ")
 	e := errcode.Wrap(errcode.AgentAuthRequired, err, "%s. The agent needs credentials: %s",
-		fmt.Sprintf(format, args...), acp.AuthHint(methods, command))
+		what, acp.AuthHint(methods, command))
 	if len(methods) == 0 {
 		return e
 	}
