@@ -73,8 +73,10 @@ export class Daemon {
     for (;;) {
       if (exited(proc)) throw new Error(`tetherd exited (${proc.exitCode}):\n${this.log}`);
       try {
+        // The banner is written before the daemon serves, but its pipe's
+        // data can reach us after the health answer does: wait for both.
         const r = await fetch(`${this.base}/health`);
-        if (r.ok) break;
+        if (r.ok && this.log.includes(`${this.base}/shell/#token=`)) break;
       } catch {
         // not up yet
       }
