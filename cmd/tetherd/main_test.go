@@ -34,7 +34,10 @@ func stopDaemon(cmd *exec.Cmd) {
 	_ = cmd.Wait()
 }
 
-// start runs `tetherd serve` and waits for /health.
+// start runs `tetherd serve` and waits for /health and for the start-up
+// banner: the daemon writes the banner before it serves, but the pipe that
+// carries it to logs is copied by a goroutine of exec, so /health can answer
+// first.
 func start(t *testing.T, bin, dataDir, addr string, extra ...string) (*exec.Cmd, *logBuffer) {
 	t.Helper()
 	logs := &logBuffer{}
@@ -52,7 +55,7 @@ func start(t *testing.T, bin, dataDir, addr string, extra ...string) (*exec.Cmd,
 		resp, err := http.Get("http://" + addr + "/health")
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			if resp.StatusCode == http.StatusOK && strings.Contains(logs.String(), "Web Shell:") {
 				return cmd, logs
 			}
 		}
