@@ -1764,6 +1764,28 @@ type StreamLaggedEvent struct {
 // StreamLaggedEventType defines model for StreamLaggedEvent.Type.
 type StreamLaggedEventType string
 
+// StreamTicket defines model for StreamTicket.
+type StreamTicket struct {
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// Ticket Opaque; keep it out of logs.
+	Ticket string `json:"ticket"`
+
+	// Url The stream's path and query, ticket and filters included.
+	Url string `json:"url"`
+}
+
+// StreamTicketRequest The stream a ticket opens; no sessionId means the global stream.
+type StreamTicketRequest struct {
+	SessionId *string `json:"sessionId,omitempty"`
+
+	// TaskId Global stream only; the same filter as `GET /events?taskId=`.
+	TaskId *string `json:"taskId,omitempty"`
+
+	// Types The same filter as the stream's `types` parameter.
+	Types *string `json:"types,omitempty"`
+}
+
 // Task defines model for Task.
 type Task struct {
 	CreatedAt time.Time `json:"createdAt"`
@@ -2087,6 +2109,9 @@ type ID = string
 // LastEventID defines model for LastEventID.
 type LastEventID = string
 
+// Ticket defines model for Ticket.
+type Ticket = string
+
 // Types defines model for Types.
 type Types = string
 
@@ -2107,6 +2132,11 @@ type StreamGlobalEventsParams struct {
 	// TaskId Only events of this task's sessions.
 	TaskId *string `form:"taskId,omitempty" json:"taskId,omitempty"`
 
+	// Ticket A stream ticket from `POST /events/tickets`, instead of the
+	// `Authorization` header (which wins when both are sent). Never put
+	// the bearer token itself in a URL.
+	Ticket *Ticket `form:"ticket,omitempty" json:"ticket,omitempty"`
+
 	// LastEventID Sent by EventSource clients on reconnect; same meaning as `cursor`.
 	LastEventID *LastEventID `json:"Last-Event-ID,omitempty"`
 }
@@ -2122,6 +2152,11 @@ type StreamSessionEventsParams struct {
 	// Follow false ends the stream after the replay (handy with curl).
 	Follow *Follow `form:"follow,omitempty" json:"follow,omitempty"`
 
+	// Ticket A stream ticket from `POST /events/tickets`, instead of the
+	// `Authorization` header (which wins when both are sent). Never put
+	// the bearer token itself in a URL.
+	Ticket *Ticket `form:"ticket,omitempty" json:"ticket,omitempty"`
+
 	// LastEventID Sent by EventSource clients on reconnect; same meaning as `cursor`.
 	LastEventID *LastEventID `json:"Last-Event-ID,omitempty"`
 }
@@ -2135,6 +2170,9 @@ type ListSessionsParams struct {
 	Limit     *int            `form:"limit,omitempty" json:"limit,omitempty"`
 	PageToken *string         `form:"pageToken,omitempty" json:"pageToken,omitempty"`
 }
+
+// CreateStreamTicketJSONRequestBody defines body for CreateStreamTicket for application/json ContentType.
+type CreateStreamTicketJSONRequestBody = StreamTicketRequest
 
 // CreateSessionJSONRequestBody defines body for CreateSession for application/json ContentType.
 type CreateSessionJSONRequestBody = SessionCreate
@@ -3358,6 +3396,9 @@ type ServerInterface interface {
 	// StreamGlobalEvents Server-Sent Events of session and task state changes across the daemon.
 	// (GET /events)
 	StreamGlobalEvents(ctx echo.Context, params StreamGlobalEventsParams) error
+	// CreateStreamTicket A short-lived ticket that opens one event stream without the bearer token.
+	// (POST /events/tickets)
+	CreateStreamTicket(ctx echo.Context) error
 	// GetHealth Liveness and readiness.
 	// (GET /health)
 	GetHealth(ctx echo.Context) error
@@ -3474,6 +3515,13 @@ func (w *ServerInterfaceWrapper) StreamGlobalEvents(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter taskId: %s", err))
 	}
 
+	// ------------- Optional query parameter "ticket" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "ticket", ctx.QueryParams(), &params.Ticket, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter ticket: %s", err))
+	}
+
 	headers := ctx.Request().Header
 	// ------------- Optional header parameter "Last-Event-ID" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("Last-Event-ID")]; found {
@@ -3493,6 +3541,15 @@ func (w *ServerInterfaceWrapper) StreamGlobalEvents(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.StreamGlobalEvents(ctx, params)
+	return err
+}
+
+// CreateStreamTicket converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateStreamTicket(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateStreamTicket(ctx)
 	return err
 }
 
@@ -3644,6 +3701,13 @@ func (w *ServerInterfaceWrapper) StreamSessionEvents(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "follow", ctx.QueryParams(), &params.Follow, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter follow: %s", err))
+	}
+
+	// ------------- Optional query parameter "ticket" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "ticket", ctx.QueryParams(), &params.Ticket, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter ticket: %s", err))
 	}
 
 	headers := ctx.Request().Header
@@ -3950,6 +4014,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/session/:id/transcript", wrapper.GetTranscript, options.OperationMiddlewares["getTranscript"]...)
 	router.GET(options.BaseURL+"/session/:id/events", wrapper.StreamSessionEvents, options.OperationMiddlewares["streamSessionEvents"]...)
 	router.GET(options.BaseURL+"/events", wrapper.StreamGlobalEvents, options.OperationMiddlewares["streamGlobalEvents"]...)
+	router.POST(options.BaseURL+"/events/tickets", wrapper.CreateStreamTicket, options.OperationMiddlewares["createStreamTicket"]...)
 	router.GET(options.BaseURL+"/session/:id/status", wrapper.GetSessionStatus, options.OperationMiddlewares["getSessionStatus"]...)
 	router.POST(options.BaseURL+"/session/:id/resume", wrapper.ResumeSession, options.OperationMiddlewares["resumeSession"]...)
 	router.GET(options.BaseURL+"/session/:id/history.jsonl", wrapper.ExportHistory, options.OperationMiddlewares["exportHistory"]...)
@@ -4125,6 +4190,103 @@ type StreamGlobalEventsdefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response StreamGlobalEventsdefaultApplicationProblemPlusJSONResponse) VisitStreamGlobalEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateStreamTicketRequestObject struct {
+	Body *CreateStreamTicketJSONRequestBody
+}
+
+type CreateStreamTicketResponseObject interface {
+	VisitCreateStreamTicketResponse(w http.ResponseWriter) error
+}
+
+type CreateStreamTicket201JSONResponse StreamTicket
+
+func (response CreateStreamTicket201JSONResponse) VisitCreateStreamTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateStreamTicket400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response CreateStreamTicket400ApplicationProblemPlusJSONResponse) VisitCreateStreamTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateStreamTicket401ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateStreamTicket401ApplicationProblemPlusJSONResponse) VisitCreateStreamTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateStreamTicket404ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateStreamTicket404ApplicationProblemPlusJSONResponse) VisitCreateStreamTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateStreamTicket429ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateStreamTicket429ApplicationProblemPlusJSONResponse) VisitCreateStreamTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateStreamTicketdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response CreateStreamTicketdefaultApplicationProblemPlusJSONResponse) VisitCreateStreamTicketResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -5948,6 +6110,9 @@ type StrictServerInterface interface {
 	// StreamGlobalEvents Server-Sent Events of session and task state changes across the daemon.
 	// (GET /events)
 	StreamGlobalEvents(ctx context.Context, request StreamGlobalEventsRequestObject) (StreamGlobalEventsResponseObject, error)
+	// CreateStreamTicket A short-lived ticket that opens one event stream without the bearer token.
+	// (POST /events/tickets)
+	CreateStreamTicket(ctx context.Context, request CreateStreamTicketRequestObject) (CreateStreamTicketResponseObject, error)
 	// GetHealth Liveness and readiness.
 	// (GET /health)
 	GetHealth(ctx context.Context, request GetHealthRequestObject) (GetHealthResponseObject, error)
@@ -6070,6 +6235,52 @@ func (sh *strictHandler) StreamGlobalEvents(ctx echo.Context, params StreamGloba
 		return err
 	} else if validResponse, ok := response.(StreamGlobalEventsResponseObject); ok {
 		return validResponse.VisitStreamGlobalEventsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateStreamTicket operation middleware
+func (sh *strictHandler) CreateStreamTicket(ctx echo.Context) error {
+	var request CreateStreamTicketRequestObject
+
+	var body CreateStreamTicketJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateStreamTicket(ctx.Request().Context(), request.(CreateStreamTicketRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateStreamTicket")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateStreamTicketResponseObject); ok {
+		return validResponse.VisitCreateStreamTicketResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -6763,147 +6974,160 @@ func (sh *strictHandler) UpdateTask(ctx echo.Context, id ID) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H37Uxy3uuC/opq9VYa9zYAd52QDtbXFweSEu45hgdxUbfBOi+6PGR26pY6kBk8c/vctfVK/1TM9D2x8",
-	"dvNDzMy01NL30vfW51Ek0kxw4FqNDj+PMippChokfjrJpRLS/BWDiiTLNBN8dDi6BJWnQOidBkn0jCkS",
-	"4ZNkJ7zJDw6+iyAT0Qz/hEP7jYI/7Odw94iIB5CSxaDIe6r03ukDcL139m48CkbMzP9HDnI+CkacpjA6",
-	"HNnJR8FIRTNIqVlPSj+9Bz7Vs9Hhm4ODYKTnmXlSacn4dPT0FIx+EkkiHrtrv6OJAgI8VkTPgCgtgabl",
-	"VoBIyBI6JzszyuM5eWR6ZjaX7PYt7s6+p764GO5onujRoZY5lGu7FSIBynFxZ+/MczhdRvWsmo3Fo2Ak",
-	"4Y+cSYiLCbzb/tvbYJQyXnx87YOBgS4C176vCYgr4Jrczgk+cCVyGQGJEmYogQhOJESCc4j0EVE0BZIC",
-	"5YxPCVUktAgJS5DMgMYgq100sLoi3q7nGajuak9EmtI9BYZANcQEzOzEDFdECxJDwh5Akp1IcC1FQu4M",
-	"HStCk0c6VyQSKfRiECdZsErPMp8MklQmuLJrPdYnNKMR03PzyawBuDZ/0ixLWETNJvYzKW4TSP/9n8rs",
-	"6HPtff8m4W50OPov+xUz7ttf1f6FHWVf2oTJ9QxITCEVnDBFqCaURG4ZJGEp00eECz0zWHukitA4ZdrA",
-	"TkgSSTBgHN/wkE6B6wk+P5FAoxnE4SFRmkqN+OYEnyCPIk9iklGlSLi3l9JPe/i9ComQN9ywTibFHUvg",
-	"lSJhSj8du193Qpw7DEioIpFBeFgs+q9iREAojwm94eElaDnfOzbcGBJLVrtHJMykSDM9+SOHHCZ3eZLg",
-	"bLNcmyVOYvHIQyL0DOQjUzC+4aPA0SRipzapjw0igcJAkEfKNLmFOyGBaDnH3U8p4+MGcThaYFzDFKTB",
-	"y1MwKrD0BbF/+dMJ+fHt9z8QNzOJQVOWqDGykZsAidMgwtDnLUuYZj7u+m1GNUo/i2oaP4DUTEFMGCch",
-	"40wzmrA/AVk+kyIzP9uJcMQH5KTPbT4J7K//CVIxu+vuA7me/QJ6JmLPsn4Wj/VVRRFkWhnajYGbFSmy",
-	"c3xyQcLaJOZ4MXxNBAez+BZdVk+GBuMz+gBEg6GcmEQ0SewTZvaIagjdudCGANOQqmWoOy5fZfbpNk6l",
-	"pHPzORE0vgLVgkt5RiCU06yDthbs85gJ/3BIbyGOIT4x1PhJ+x9iKZ2C76en+iH0u3sucO/rTv6x3J+4",
-	"/SdE2q1fi0gkXeSXnINCNE+HrKAOrnKYF0i+tSAHvGdKe0A4LVSfYUg1j19YeuqitbVoN3fviop5PHgt",
-	"SafDE0bom99Jig+U1FunW2X1Fku8Fe2SHbui8ZymCalegidjlzMfKEvobQJ+2olalLkUag0smQnMic57",
-	"dgifIMq1eTvZuZMiRT62x8Yrc5zzOzbNJUrWgHAwRz8+RolBACjt31PMlNHuesXVjCkt5NzR9Rk36Orl",
-	"UBZ75+BUswdwxHrZS+BIvLcQHyNR3gmZUj06HMVUw55mSN2dqRVqaeZ54HlqSOw2Z4lmhicsTEbmlNAQ",
-	"aYhrdFfNkPMSrZdAlVcot5nfqKR1wJXrqNOIf9/9EPUyRYPsmywxSUHjaUnjmJkZaHJRe6ChaVczUjn1",
-	"HCsaZMo4TQ4JldM8RY1XCyJzXp02SGVIoMhLARE8gsCcKJQU4xtHQQfUbYnfWIOX9qzS4DuZBYmF+X+u",
-	"wNpblvkDEoNkDxBb4mdakXtmNCkeEwSYlwl66baHKewX7YUdn1y8cq8Td4Uw2nGq4gw4obcKuOXDglrx",
-	"V/z8MHmgxmAoQOkl1gcqPdhzgw8RVw9UMkN/iEAFunvkA39YBU8+4ufUkTL3H3UnlEeQGJJPPCdMhL8m",
-	"EPulQAyo1Xrk4P/C74k94whDg5Vq8ggSSCxFlkG8GgXamc7i5Txfrdm7X6vh/j0R0X0/S6Kh3VZajzkx",
-	"GpvTkcmtmaKrU67J7JwLjUeCWnlsTDX1wnAZ16YshWvHIMNZSkIlyldap2J/QuO8YFz/7W3F5TXdqlD7",
-	"asbs6wP8z8NqmulkMfcXPIzTBh2VsNjRJGH8vvbZfwpJtpwG8dc+8mM8h2O0B8BzWNDaL27dBp4fA58e",
-	"U/q4OstEH8NpJqKZ92cDaynzkjYWaUCXEIkHkPOrPE2pXMaNwUhpqhtglznn5rdg5MQFKlBZAtr+XTJs",
-	"MLqjzP5RLtCrDLSV1QJmtZW19tiASAm5RSh6B1HCuEUETZLzu9Hh7wMN3mAAUlHEeLEq+5Qb85NFxcoo",
-	"6weYe1tt7i5QPtbAcml11KWyswmAOsEsAaF57h2uuIMadMudiDS14GmK51+MZScVMQr1nMS5RA3c+toy",
-	"OjdWGImolAwU2SnWY457CUYvyiV6ohh/EMkDWLuifw9dore6Y8+vmqr7vrOru0u0Hyxfeww++3P5riYQ",
-	"PqDnUPDCCmGCkx3zEX1iRttBx7Fd7Ctl9cXdQ0LJr7+evTPmyCOh2sEQxxQmioRc2UO7K2ukFPIXUKpp",
-	"kdce+MT0iYjBb0ibX6/Y1GhSvsEJVfoKgK9ibGQNPbFjtF+Le+A95qlToM1J78BEmH/bMuf4/pqkU5ry",
-	"mCaCgzVm0COJvJUK7T9PjLTMl1qhBU1c2afb/FwspZzu4wK6uirfWFs2OkytOIjnI4dTnA+VNe/SmxO+",
-	"c2rIMFlZZ2WPvPQQup/s+n8pCK7lMrWGeSRiKLjBnDm5BKv5W/gZSYCTBATG07GlignN9WxSgN3PCZsQ",
-	"ej/RVoT2POTTSzRG8P8MNNGzrjBSHTIS935TqNeF6l9GNcJHxTU507JVKt91aVaspJ+2TQ4XZ1hF7lgM",
-	"DlBwF54lUiQNqZIrDFAVFqieiXw6M3+pudKQeoHecpwu8o/g64JCOa52vQD6x3EM8TYZ3oO87WAktQs+",
-	"G4qYLwf7amVNFPi5sA54BGWXAQo7cBEWOvgribZ7FLq4+NKoONlpKFtG/Ujmfh9m2yBzMBhTs57lej7+",
-	"6gzeBdR5Msv5/Tap81+MiBA+mxNRBeaXQUSRWc/mRHQBMmWo+J2X5nETRveMr+iGFFmvHtNaXflk6brD",
-	"ty1e6CVkyXxFi6y+pHZmw8LcjGAkch2JpuLrc7otsnHqay/tydaRsO7x2wP94YGyDgWs5o+0DiRjRK4U",
-	"H4EEQx/n2QKVd7GV2XG8ZMBjq9YXs7fcLfApQ8L7uJpbTYjkhCbJEHpGDaNadrHICinLNI4OpWxX8XgO",
-	"2nBhvD5fwFbgWr2jAqVf6HsAuIHs70PH1z0CsnJVY1ksa5snwaVj6O1TXq8EWURC22T0BXRlX7Ocqixs",
-	"tkRUNUC/IJqyq9oCSSWUn3JtPbi9JlDXNSCZkC5Db4ELYElgzL1goZPILPDXzJxUWyV24Fq6P4eJ2RJO",
-	"y6Kcxcw9ZFptZxP6bAHlKxNmQvk4t8vZAkVW2X+LvCV9ST6eIHfo8ZaFNuRtQ+2qnhjHuch5BHFAgEYz",
-	"l/xDZoyjt/qxTCHYUu5atMgrmNJoxjjsSaCxxY2UQqKz0J+Sg1mLPQE2pY38Hcax9dDn0mjmIHzbaYLK",
-	"p4Yb7yGANNODObMRQH8KjO1wZse9dqZD8bELfPuq/thn1JOzb3P5C3+tS582lFGmBZvvdS75UTMpnmmb",
-	"WwHlA3637eJg6bBoZ3PJLuZJhCQ26EnuhCQUAyx2viNM+MpQ9yVlPEpCJqRGDrnhZsGvsEBBmi3jqwLy",
-	"OGPRjKR0TmiC7npyC1VeDyYQf7HIay3cWij2Q+OsZaivi27M5N+LZkIBd5G5+MgBywCVaQzVxZBmwhCj",
-	"QerC8oKMag3SzP1/fj/e+99078+DvR8/Vn+OJ4d7H//rv/lowy5zvahnmieaaaruG5UVI+CIjVHQny9l",
-	"s5DKqGSBaIfPel5SNZkEBK3PlstKHl8efG1T/OBwbZcuvHgvYtMnM8qn29UythUeXxIKbw/3pU0V4fKe",
-	"xCnKpwnj02tn8TUVo+ZkPU6NXidU3wHiM8yLU6LXx9SW4KVwuOxPUihWVvqGcNcNwTJx9NH80lA7MsVU",
-	"0hjiicu/9FI0F5pFvtQ+osAcUBGgwDViP1cgvWK/TuVdTQ55j2K6F+M55ma5OhL3lV8nqLI32sw9N3Ir",
-	"wkyvcopDfM2ERpo9APnLfnIHxl+kMkEmzsIjf91w502ZRIlQ+FURqJ4UhwD5y0UsaymzZqSrqJloMSkW",
-	"QP4iDsyTAu72CFlMPYjjoEHoPqou8eQXBFlC5yfuPNpqNKkvL6ptEfWdTh87y9vAevDs8+saELZMcFJo",
-	"ApvbEJeg5jy6dCO+CCaDEfTqaxULloekeXaSMpVSXdNLJnQGNK4+ruAlcUlTsEzP+dgBz0aU1IHz16Yk",
-	"s6DSytuckmplRZ6MEFd00qOJG3m4ms89spn974XqKTJaIwYRPcbrJGRCLelrSCbHgnBHaZEsmscB+gqf",
-	"XZShtsgidU6I4eDx6iD2zUEbxRaUfXZFiZj6KhZQ1AkSxzZF0xpg9uS79PlXG8veQGR0t/91JYZTVcaW",
-	"WbcmMGqlgh654fn6mQvEsgWSqmsqlRRfLcu31/LXE1vdo7aY64QVWOeeYNhm01rPxS/NlLiasOw/3teU",
-	"o2ubgIODq1uRqm1JUAuQlvKwKf6K5JFyg8M9LQWPoMxc0YXRPXdX6eNQorFlpN0qkeQaSEb1jIg7QjmB",
-	"T0yhcydmEiJjkBwRNU8Txu8VoRJIEYQZk7cHByRk/IEmLJ5Ej3Fo3SXWK2SsK8HhyD4VPcYTCXe5gjh0",
-	"Hjibc1O9huyE+2FAwn3QEf6bK4n/PlDzL6ZC20YEOY9BknA/hgd8IJPCjlBzFQZkPB7vkpwnoFRZ2Spz",
-	"7gpaw709miTicc8suOWwenvw49+WQtLVwl48uyunTrZNvJ0WODIPHNVL5QjF7wwC3NFcmt+FxO/66Po1",
-	"jdqD3/tbbXRqlduKw1JGiLeesLxEPV1PoK0nd4b5gBZqXIv1EgvCLSgmNVy8EM3Ermhrqkkz93oDiHnS",
-	"7V8GxArbZdKJK28GOX/XAw6f9AWdVkUcfVlSw6PNhdW5LNZcTrxg0S339kbWftdR/jIQXuggk8gubWsY",
-	"t6X3288s/6QvQWkh+wqZ72iS3NLofoFXW2lJNUzndXjYtgGTsqWH+5wIdCoVflVWNg4IRncS1Gw5uMqX",
-	"BZ31LxTLDn6bi+U6Il4KzeGKtkZqV+0cqpPL0+Pr03ejYHR1fXx5ffbhH6NgdPnrhw/2r9+Oz8x3k5/O",
-	"LydnHy5+vR4Fo5PzXy7en9pBPx2fvcc/To4/nJy+N3/74hb1tz9DBCyT8MBErq7W0Rq+iEejvvPN6bQD",
-	"x5dBrAiHrUvHqnBv1bJQt33MIhCSJFTpqkD0lSIsJjsKgBQqRk9XnQFKbtOj2l0FvlpaYUYiDKcZi23K",
-	"HqCWFcS0KsJStZXUW0StVOGHL7Uz2zpYV/Lnqvu8CUs3fKeWpaTuFRo0tf5dh5hXEtaLX62JWeQsKdC7",
-	"N1zIYn589cTmWYTeINugUtp2EecqdX+rdglS6Ny6dFkkPc/gWdHvS+MAsVrUS8hK9sueuKmFXZFOUwQ2",
-	"yxZ/xRcSIuA6mU8UAC+/5aI29IZ3vpzgeWxnIzs6l1wRSXlQI8WZSGJFuCirgS1NpbvNCXEKiMkOFzZy",
-	"PKMKu/JQHtdms7XUIgMOMaHFnIcYmiXFHHPQgWFTwwX4nSKWagIkuSYJ4AvqZLPrIr1WLbGh34ERYvIo",
-	"5D12JSycIxOMP/Opn1q3VAH9Bf1uwchsUUuAv0vKe0zu4pELqmdr+u4aXru6hd1iqSb/NJmlxRkd3g9q",
-	"Zd91ues9QTAr7j2dTr9QfHaVSHt9cZuoBO09fmVdAJczSXA9m+sA1y6N7LmKpAbxmVnEUifTGnFBy3Mq",
-	"o9GqmUsFow0PCJo9rOUK7/VOLnHcNrbWJMV3pRMa81OpukcRrAjjZCfNUUtjSu+OiSFa7GUs8wQUoao6",
-	"PV4pEj3GhGZZMj/0OMeNBlL3g3udz0uIE7feB02/n8bsZrgLBsl7mf/FTtm3jAvM7ViG05Tx+revg3XC",
-	"un4+WIkunnp20bFLr8/fnY+C0dmHycXl+T8uT6+ujF16+p9np7+tZ4KWb/na9mcDiqvCfQXLs73hDc4Y",
-	"L+y+7jljmGLbBuc1hq9KODX3dc6BXF2d2jblRhIZ2XX17n8Slcs7GoEiTB+R0EwaEmZ/DnFbhyH2Nw5I",
-	"aN4c2m6HVCqI7TeHIfmPq/MPY9u0M5LM6KouKSalWeaMkGbXgAGdDuxGglal+IDq9mKgt75weIWkdxpX",
-	"Uja4JK6cpF7+s7xgqRjWTvoblKxYDW7meQ3KTysGt1I+hiSqdIa6mMygWFJ7cDs8sXgSX7gm6Pd8L3Oj",
-	"eoIBQcenOcgX2x7cZPnhbrJynoZ+OkCnLgZ6BM5AaVnOIEQyiWiSjJ3J2zuByyS+so91xy/hg2J8ixew",
-	"EKjW27RncC75SfFQc2hZQ7NoaPFQY6grs1kw7id8ojGoXpKzYORZ9VhjeNGktX+kbdfaGLQMM7nkDaw8",
-	"lYqUa1FtT5WnYCQ4DNArfDxs9IsVncArDfTx+sChDaYcPMYjDQaOrcvFZUP8bLd0VIsOhjzfooDlA1pM",
-	"MWRInR8GvaLJskOGdBhn2aCucjFwRE2rWLown+wbOqgh8JYN6mgLSwf0qTirDKxrNcvG+RSL5WO6msxS",
-	"Zuscd9aAcFB9yU3n+lv89gW9eyvIEhHRLSeCLm6XQx/PeJZr2/RN0sfzXJcfu20Gq2YXjE8yKaYSlGpV",
-	"trpjdrW+NttJZ28XXvvraWu2liOuL99Ob8sU4uuE80Iwu0pnndqzK2OzLiwacns9Z0OdMr6yk6GjsW/u",
-	"Y/AdVf86cNpag45rSbndyfCGCddlmwS3Z7x4Q3GaqZnANOlIcMUUXmTwyPSs7JvgLuNYp02C864M9/kW",
-	"cW7feWElQaUvrNOhqyja982fUL6NZjRLG397C7yHELPvXRigHj5TLgenNKKw89UTFC+tobe+Ky+mvFRs",
-	"FtNzv8hl5VLzFuO4CmN1sUiJWENxAh6vOKDoOL0M7Kf44KYNoT3F9r7cCDMLxIG7YmoiwfVtH4+9XNwu",
-	"z3d1BeXdCaMK4kt6SazVL2YlzdAdNiv1UWzHT8rOJ1UzlA17oNiu6EPvoKq1SHFV892YZR/HlLbsdntx",
-	"xWuCdCM4LIzQdO329TSBDsy+sjrQdDRurgvUXSj/L9BE0120Pk00YPYSaKKUQFuhidPiYGqbgT11l2lv",
-	"hmGnZ2AM1dnf+37ro9uuBduz9JUpNV2QTdlHxV4yDZZD42MDHhsSbQ2oL4Bie+3uNci15m/dJs18s12V",
-	"VldEN1Er5aIil5X4oWyD0oV8P290nO1rM0ibjF4Al6zUPG8Iq9iIzLZ9g8vNqe1bCV7b+Q/vreSeXlP9",
-	"9FSPWa1NSjUwvwAqcibLVgjIuSG3SUGb0sbKVt1qBLEFx2sLbi+AJLbkdkWmi3LJ9PzKbNbC5BaoBHmc",
-	"23R3hAL6YPDraokzrTN7mz/jd8J3N7FtejATSisSiZjx6Z4ru3GVs7Ztq8qA3mP2FybDE9vwk1y4a9dv",
-	"+M7xycUuVjZIiISMi1v9sLLCAnI+Jqf4nRS5BnKbaxLuz/CuqpBgGv0ND82WhGR/YrDikPwdN+SQpcU9",
-	"cIuckGCtj904ekepgj3GFXDFNHuA3TFBFVvdcCqBXP50Qn58+/0PJLPNk//9n0rwonWxavQSJqFRGsMx",
-	"OeduD7jeQ0JvePizUDokM6AxSAsZ18CCkkSI7JZG9y5hjnJydkESpkHShAiJV/zZSpQbXt4tXvSYgHgP",
-	"cRCSKWhF3h58R0LzBVaquCfCI0LJrYjnRDyAvOHh3p75tJewlOli4OvvSOjuTpxoISYJlVMIAxJDlFAJ",
-	"sVkJJtNBbKb7j6vzDzccJ8Xk5Vsg8IlGOpnjes3P5IEmOZAdLSlLsN0H1dRlLac0MdIA4omBZ7h7dMPd",
-	"EhE2sQAHHSnZAyC8GSfFwo3oEHm59IP/dsNDl6w3KX5zVVdWl3NZjs5vRo4vzmpXjx2ODsavxwf2+hDg",
-	"NGOjw9F344PxdyNsJztDxtmvruCfgrZd/cFe7W7O1dF7pvSxfQST6DLBlWW5NwcHrUAdzbKE2bDa/j+d",
-	"gmYF0qAORJiEjczZZEpXfFJcq2+LfVjC9Bz5y17kTuoNj8Zm028PXve9ttxH7cLTqrvt4DFGFBUNVEdW",
-	"DmTFWnfwbvg9xoPyvnz0cLrr4Yng5OL4+mcrP+lUlc0s1OijmXjfCtlevNg4/z8ScUuT0weHn4xKmoIG",
-	"qXrPx+qRfduTujejoPbke6o0vgSbqyx9/HqeYQ+ppQ/+JAwn45PtBN1kXh4zdzb2o6m6f6VKOYzd1M2z",
-	"f+S2lxB3OVtlAVNJeYubtjx9XErYGj5pi5A9G2QaTtn1PGQPbR9zF+Wy8x7ZFvI2L5kpQkltvKPqg5Wo",
-	"elUuePvmxy/JNVcgH0DuXRkQnJb4LgoVsfKQqnvbN5zYXE1FaCSFslnZVvLVmcjxjWWiWXnzo5eJ/gHa",
-	"3Q35jLLNvcGD/OtyAwbXeTZeH6BOIxod/v6xDt737AE4KOUUERoz86kOruL+NgRXClqySC2C1y/ukWE8",
-	"kyWUtUDV5r4OVNwbCONGnUoN/eeKmOmI1bTJwfhg/PZryPj2euBTJhSmFBV12qUiE4ncGNIW8lOaT6Ef",
-	"7O54Hs9pmiyC/XkG3J7xKxBrMekKGDB06d5FYhHlqb2toCTWR6oIHm8Ya/8aiLie2QQALWmke+Gqaq1Y",
-	"XTl/E6Y2VbfonVPeWfR3Ec+3xv7N1nVPTWNHyxyeOuh8ve2X+5Ds0pSP6j0LXLE29uf/EmfNwdsVn1/t",
-	"bPr+4Lvlzx9j58vICM8tHGdYhl/WNTqNlTv4OuXQSDZaFKpXXfwaZFy2aaoT8v5nFj9Zo9UWwHToORGq",
-	"Qc7PdKQtICv0KGCmd9U27wuQxoZ4Q8DVe/0dEaVFprCBASJvTM4al3V4MBX0Cu6vj5JvCBfnvNFx0Qvo",
-	"1QwdY7V8bPPRvg1q4+Gw+mxB34mCk34BfJ+4vCNlIO1BOt7EYg7qMnZPdtzlCa7XaJzA7vgliu1NeRk3",
-	"jMxcNE6xF2HwmFCuHkGS4iqKqppRkbAEVDhQEu9HVcvmJZxfNHd+fgFQvKlPNNufvwU58NsMZEMmE+zM",
-	"ogJ7qhrJXNQykiyhVZ8a59BmvizR55UotRtzNpIpLR9BcUWY4MncMi8Sd2Pzis4tDRe3mYQBoVqkLKKJ",
-	"GcX07Ibb4EbgZEJgD2pnG6o8hTFxTfrq99vdMak0YXdVd+IbXtziRI5j21ooVyCJyyo4NBpPLYzorgZD",
-	"9RJbUU0p40eE8htefwqZFD2frStr3HBOU+RlxLDeE3d3RAuRELNBNb7hv1nndVhkqxkAEAlazs3/sTGS",
-	"LlpQUHeBm71QDV2qLTnuoPi8tkHxljLN15kHDRHxZuuvK6+v8zmk3G8v2QDoAUY9lLE6UN5BlDDuB0rx",
-	"2xEJbcJAaPntcWZd0GHBi2W3gKJVHZa6W1vkzQu3XQpA4PrrjIm955A7d6gmqVCaCB7B7tBjsuPJbgLX",
-	"Vrkp0oou2usPa/J8BxP7w/dU6T10Fe6dvQuJkDc8/B/2kf8e7gZGxMTKYKTRLCDEhmjcuVkVSdhD8aYx",
-	"eWfffMPdqyMq5ZyELD5cHhUNj6wfQiTWa6vITtjqNRAGGMdprydslK+HNlg4Ayr1LVBNIpGmtdVwwcEJ",
-	"OZEbE7Msi4Ci8ME1WqPWV3MLU+YucHQtBMXUJ+lsIKEoJ/7WIwnflC//jRV/vdYa6i/Wlja0YTSeREzN",
-	"t3e5OdRjMGQsjVwy1ipqBJxD9HIdOC8huCAq+zIgVYdBlC4FW3kDCttREoumoOaU6vf2nn7KhNQ/u+sD",
-	"VzIbPu3xuHsELnX6nhfhbZtoYWwjYg69b8FUcJbNA0hlVUaq7F7MBhTZMdrpxGmngWsbWX4sC97cnxJt",
-	"6t1ntRQqw3P/c3lf/dN6dkPw2cZBM4pxLBcGrd+C3/Q3L4iMLm731ev0OEaruqqfeiZtuV4WlyXzYb70",
-	"g2d5famu+2zsojEScUD4l/Clb5odYR0vhSv8lar5Xio4DdMnq8TMLTrubCrp85p7zYuYB5Hvmy2/fIjp",
-	"R3Y6V3/vjslleXc1rd/13TKs7QXl/z92tJa2wuMStkeEaXv1EheP2ElZFbew38KMOU9X3b85lHtk2cd6",
-	"iy6qE8ELi9cxjiJqRiWgtuWapdsWoNapdCuEVuiDPiSFW5qpG44OIi1wd6mIIbGDRK4j4dToRAlCS2sx",
-	"bHUicxZhT+e00GroYxJ+f/AmRNOKgeprn1662vpbqJOd45MLsvfdm4ODg6OGs/IewMaPbjjDp126mtLG",
-	"2C31zt2AQKJgQYf1ppyyXZu+XECp6LvuP+rKuLGjRAcC19a7tOALAniZjP7SHTPOJ1unrlcuKkl27IUt",
-	"zn8bkETQGDuvU4KN4d1tAegxd5YHKW9zsS6HR8o0yblmifPw4kX9Q8VJ1QJlSQikavn9VSnWrvcbiX9g",
-	"cq8P7eZkCCz23FPoPBKP7oJ2cluQRPysdoxudPboo4Ba/49nRH/tLT24r1b7LeD/quh1Iu7wgFdBEWBR",
-	"QS3yEVTBL09Y83mxb1a1/7nQBp8W0kAun/W4sq1CevBeKaUvPvMB/exlgNPpPVvEot9bUOvw0O8sGHb3",
-	"ZoNOFtcVXBUPdTayncRuf1p5WcjDULlT9kwARXYkmjhYESLSlO4pMMvSNtIBn7IE61VdF3bfEouq0mqF",
-	"q1zeV7VjbxcZ6jlWe9wJmVYYbL0bq14a7y6p8fsDbJfP0jwdHb5xfd3tp8rNU6td9L8gK28s7EHB96/f",
-	"rJNcv/GB31c3ckzMkmv55OqLWKYbCgGzm3LBAeHwCMoF4QOzIcap7j3VDeuVtxb08t01PvGcwri4UsEn",
-	"kM3Lx18LsAicJlTroHTXMzwFCxOG8aaH53ER1a72+MKpwvb6it484W+BdexS3UXOPrSW7FFm0vaqKwWK",
-	"n5FDetUVXP03oq70QDpY07tUXIDSRIhtsPjMbGcvX/nCQYVFdOD6L9bp4WX5VDf2a3DMxbIlXkISBbq4",
-	"MU6Dl3+bpU7Nsu/fPxoKUhjztTSXy8TVfB/u779+88P4YHwwfn34ww8//IDU5qb/XKpvtnjEKEA1nVPV",
-	"v3AlmrVvytO39p0LGT99fPq/AQAA//8=",
+	"7H37cxs30uC/0sX7qizdN6Rkx9lcpNra0spOou8cSycpm6oLfRxoBiKxmgEmAEY0k/h/v0ID88aQQ4my",
+	"ldzlh1gk8Wx0N/qN30eRSDPBKddqdPT7KCOSpFRTiZ9Oc6mENH/FVEWSZZoJPjoaXVKVpxTIraYS9IIp",
+	"iLAl7IXT/PDwq4hmIlrgn/TIfqPor/ZzuH8M4p5KyWKq4B1Revz2nnI9PnszGQUjZsb/NadyNQpGnKR0",
+	"dDSyg4+CkYoWNCVmPSn5+I7yuV6Mjl4dHgYjvcpMS6Ul4/PRp0/B6DuRJGLZXfstSRQFymMFekFBaUlJ",
+	"Wm6FgqRZQlawtyA8XsGS6YXZXLLft7hbO099cTG9JXmiR0da5rRc240QCSUcF3f2xrTD4TKiF9VoLB4F",
+	"I0l/zZmkcTGAd9t/ex2MUsaLjy99MDDQReDa+ZqAuKJcw80KsMGVyGVEIUqYwQQQHCSNBOc00segSEoh",
+	"pYQzPgeiILQHEpYgWVASU1ntonGqW57bNYvuqO4u96Q4Ko0N4FaKFMKL86trOKBmKnVgf1FhAIwrTUkM",
+	"4tac6ZSHJ7leCMl+I2a0EOyCYW+5YNEClowrWC4ohxuhF0AkBUW53p/Ae3pPJWS5nnKDGzeUSIMm4o5y",
+	"YFrR5BYYBwI/Xb6bTHkPhthlbQuGVUZVFwqnIk3JWFFDp5rGgDsH012BFhDThJkV70WCaykSuDXkrIAk",
+	"S7JSEImU9iIyDrJmlZ5lfjK4qjLBlV3riT4lGYmYXplPZg2U41GSLEtYhMA/yKS4SWj6n/9WZke/1+b7",
+	"D0lvR0ej/3ZQ8aQD+6s6uLC97KRNmFwvKMSEpoIDU0A0EIjcMiBhKdPHwIVeGORdEgUkTpk2sBMSIkkN",
+	"GCdTHpI55XqG7WeSkmhB4/AIlCZSI9pzwBawFHkSQ0aUgnA8TsnHMX6vQhDSYkkmxS1L6AsFYUo+nrhf",
+	"90IcOwwgVJHIaHhULPqPokcAhMdApjy8pFquxieGKRXIun8MYSZFmunZrznN6ew2TxIcbZFrs8RZLJY8",
+	"BKEXVC6ZohYhbWc8ndqgPm4QCeSJApaEabiht0JS0HKFu58TxicN5HC4wLimcyrNuXwKRsUpfcbTv/zu",
+	"FL59/fU34EaGmGrCEjVBMnIDIHKagzD4ecMSppmPun5eEI2XgD1qEt9TqZmisaHykHGmGUnYbxQ5XyZF",
+	"Zn62A2GP90hJv7fpJLC//otKxeyuuw1yvfiR6oWIPcv6QSzrq4oimmllcDem3KxIwd7J6QWEtUHMLWvo",
+	"GgSnZvEtvKxahubEF+SegqYGc2KISJLYFmb0iGgauuuxDQGmaao2Hd1JOZXZp9s4kZKszOdEkPiKqhZc",
+	"yqsSoZxmnWNrwT6PmfB3p+kNjWManxps/Kj9jVhK5tT306f6XfyLaxe4+bqDfyj3J27+TSPt1q9FJJLu",
+	"4ZeUg0w0T4esoA6uspsXSL61IAW8Y0p7QDgvJMBhh2qaX1h86h5ra9Fu7N4VFeN4zrVEnQ5NGKZvfocU",
+	"G5TYW8dbZcU3i7wV7sKeXdFkRdIEqknwZuxS5j1hCblJqB93ohZmboRa45TMAOZG5z07pB9plGszO+yh",
+	"wKPLu+6Fuc75LZvnEjlrAByFFWxGwBwAVdq/p5gpI+T2sqsFU1rIlcPrM26Oq5dCWewdgxPN7qlD1ste",
+	"BEfkvaHxCSLlrZAp0aOjUUw0HWuG2N0ZWqGwatpTnqcGxW5ylmhmaMLCZGRuCU0jTeMa3lUj5Lw81ktK",
+	"lJcpt4nfSOZ1wJXrqOOIf9/9EPUSRQPtmyQxS6nG25LEMTMjkOSi1qChcFQjEjn3XCuaypRxkhwBkfM8",
+	"RcFfC5A5r24bxDJEUKSlAASPaGCF3qJ/4yrogLrN8Rtr8OIe1303s4BYmP/nilq10xJ/ADGV7J7GFvmZ",
+	"VnDHjCTFY0CAeYmgF297iMJ+0VFLTi9euOnEbcGM9pyoaFQKcmN1CXNfOGzFX/Hz/eyeGL2pAKUXWe+J",
+	"9Jye63yEZ3VPJDP4hweoqO5e+ZTfb3NOPuTnxKEy9191p4RHNDEon3humAh/TWjs5wIxRanWwwf/F34P",
+	"9o4Dhno70bCkkkIsRZbReDsMtCOdxZtpvlqzd79Wwv1nIqK7fpJEe0NbaD3hYCQ2JyPDjRmiK1M+kNg5",
+	"FxqvBLV135ho4oXhJqpNWUqvHYEMJylJK1a+1ToV+4027gvG9d9eV1Rek60Ksa+mzL48xP88pKaZTtZT",
+	"f0HDOGzQEQmLHc0Sxu9qn/23kGSbcRB/7UM/xnN6gvoA9VwWpPaLW7eB54fAJ8eUpr7OMtHG8DYT0cL7",
+	"s4G1lHmJG+skoEsaiXsqV1d5mhK5iRqDkdJEN8Auc87Nb8HIsQsUoLKEavt3SbDB6JYw+0e5QK8w0BZW",
+	"C5jVVtbaYwMiJeTWHdEbGiWM24MgSXJ+Ozr6ZaDCGww4VGQx3lOVfcKN+ckexdZH1g8wN1tt7C5QPtTA",
+	"cmll1I28swmAOsJsAKFp9wZX3DkatE6eijS14Gmy5x+NZicVGIF6BXEuUQK3traMrIwWBhGRklEFe8V6",
+	"zHUvqZGLcomWKMbvRXJPrV7Rv4cu0lvZsedXTdRd393V3SXqD5auPQqf/bmcqwmE92g5FLzQQpjgsGc+",
+	"ok3MmVbBLfaFsvLi/hEQ+OmnszdGHVkC0Q6G2KdQUSTNlb20u7xGSiF/pEo1NfJag49Mn4qY+hVp8+sV",
+	"mxtJytc5IUpfUcq3UTayhpzYUdqvxR3lPeqpE6DNTe/ABMy/bZlznL/G6ZQmPCaJ4NQqM2iRRNpKhfbf",
+	"J4Zb5hu10AInrmzrNj0XSymH+7AGr67KGWvLRoOpZQfxauTOFMdDYc279OaAb5wYMoxX1knZwy89iO5H",
+	"u/5fCoRrmUytYh6JmBbUYO6cXFIr+Vv4GU6AgwRAJ/OJxYoZyfViVoDdTwmPQfR+pK0Q7WnQpxdpDOP/",
+	"gZJEL7rMSHXQSNz5VaFeE6p/GVUPHxbX+ExLV6ls16VasZV82lY5nJ9hG75jT3CAgLv2LpEiaXCVXKGf",
+	"rtBA9ULk8wX6plZK09QL9JbhdJ19BKcLCuG42vUa6J/EMY13SfCew9vNiaR2wWdDD+bzwb5aWfMI/FRY",
+	"BzyCsksAhR647hQ651cibfcqdOEBG4MDYK8hbBnxI1n5bZhthczBYELMejbL+firU3jXYOfpIud3u8TO",
+	"vxgSIXwej0QVmJ8HEkVmPY9HogsqU4aC33mpHjdhdMf4lmZIkfXKMa3VlS1L0x3Otn6hlzRLVltqZPUl",
+	"tSMb1oaoBCOR60g0BV+f0W2djlNfe6lPtq6Eh16/PdAf7ijrYMB29khrQDJK5Fb+EZqg6+M8WyPyrtcy",
+	"O4aXjPLYivXF6C1zC/2YIeJ92M6sJkRySpJkCD6jhFEtu1hkdSibJI4OpuxW8HgK3HBuvD5bwE7gWs1R",
+	"gdLP9D0AfATv7zuOL3sFZOWqJrJY1i5vgktH0LvHvF4Osg6Fdknoa/DKTrMZqyxsdoRUNUA/I5yyq9oB",
+	"SiWEv+XaWnB7VaCuaUAyIV2E3hoTwAbHmJtgrZHILPCnzNxUO0V2yrV0fw5jsyWcNnk5i5F70LTazmPw",
+	"swWUL4yYCeGT3C5nBxhZRf+ts5b0Bfl4nNyhx1oWWpe3dbWremAc5yLnEY0DoATDevUCCCwYR2v1sgwh",
+	"2FHsWrTOKpiSaME4HUtKYns2UgqJxkJ/SA5GLfY42JQ2/HcYxdZdnxu9mYPO2w4TVDY13HgPAqSZHkyZ",
+	"DQf6p8DoDme230unOhQfu8C3U/X7PqOe1AWb0lDYa134tMGMMizYfK9zyY+buQFM29gKWjbwm23XO0uH",
+	"eTubS3Y+TxASrNMTboUEgg4WO94xBnxlKPtC6Y+SNBNSKxsBbxb8AvM0pNkyThWAjX9PyQpIguZ6uKFV",
+	"XA8GEH82z2vN3VoI9kP9rKWrr3vcmNAwjhZCUe48c/GxA5YBKtPoqotpmgmDjOZQ12ZZZERrKs3Y/+eX",
+	"k/H/JuPfDsfffqj+nMyOxh/++3/4cMMu82FezzRPNNNE3TUSTEaU42mMgv54KRuFVHoli4N251mPS6oG",
+	"kxRB69PlspLGNztf2xg/2F3bxQvvuRe+6dMF4fPdShm7co9vcIW3u/vCpgp3eU/gFOHzhPH5tdP4moJR",
+	"c7Aeo0avEarvAvEp5sUt0WtjanPwkjlc9gcpFCsrbUO46wZjmTn8aH5psB2JYi5JTOOZi7/0YjQXmkXU",
+	"m3FEzQUVUWS4hu3nikov269jeVeSQ9ojGO7FeI6xWS6PxH3llwmq6I02ca8M34ow0qsc4ginmZFIs3sK",
+	"f9hP7sL4AyoVZOY0PPhjyp01ZRYlQuFXhaN6VlwC8IfzWNZCZk1Pl1Ez02JWLAD+AAfmWQF3e4Wsxx48",
+	"46CB6D6sLs/JzwiyhKxO3X20U29SX1xUWyPqu50+dJb3CO3Bs88vq0DYbMlZIQk8Xoe4pGrFo0vX47Oc",
+	"ZDCivfJaRYLlJWnazlKmUqJrcsmMLCiJq49bWElc0BTdJOd86IDnUZjUgfOXxiSzoFLLezwm1dKKPBEh",
+	"LumkRxI3/HA7m3tkI/vfCdWTZPQAH0S0jB8SkElrQV9DIjnWuDtKjWTdOA7QV9h2XYTaOo3UGSGGg8cr",
+	"g9iZg/YRW1D26RXlwdRXsQajThE5dsmaHgBmT7xLn321sexHsIzu9r8sx3CiysQS684YRi1V0MM3PF8/",
+	"cYJYtoZTdVWlEuOrZfn2Wv56arN71A5jnTAD69zjDHvcsNZy8WMzJK7GLPuv9wfy0QergIOdqzvhqm1O",
+	"UHOQlvywyf6K4JFyg8MtLQWNIM/c0oTRvXe3KWdRHmNLSbtRIsk1hYzoBYhbIBzoR6bQuBMzSSOjkByD",
+	"WqUJ43cKqzsUTpgJvD48hJDxe5KweBYt49CaS6xVyGhXgtNj2ypaxjNJb3NF49BZ4GzMTTUN7IUHYQDh",
+	"AdUR/psrif/eE/MvhkLbQgQ5j6mE8CCm99ggk8L2UCsVBjCZTPYh5wlVqsxslTl3Ca3heEySRCzHZsEt",
+	"g9Xrw2//thGSLhf24slNOXW0bZ7b2+KMTIPjeqocEPzOHIC7mkv1u+D4XRtdv6RRa/i1v9RGJ1e5LThs",
+	"JIR45wHLG8TThzG0h/GdYTagtRLXernEgnAHgkntLJ6JZGJXtDPRpBl7/QiIecLtnwfECt1l1vErPw5y",
+	"/qoHnH7UF2ReJXH0RUkN9zYXWucmX3M58JpFt8zbj9L2u4by53HghQwyi+zSdnbiNvV+95HlH/UlVVrI",
+	"vkTmW5IkNyS6W2PVVloSTeerOjxs2YBZWdLDfU4EGpUKuyorCwcEo1tJ1WIzuMrJgs7617JlB7/Hs+X6",
+	"QTwXnMMV7QzVrtoxVKeXb0+u374ZBaOr65PL67P334+C0eVP79/bv34+OTPfzb47v5ydvb/46XoUjE7P",
+	"f7x499Z2+u7k7B3+cXry/vTtO/O3z29Rn/0JPGCZpPdM5OrqIVLDZ7Fo1Hf+eDztwPF5ICvCYefcsUrc",
+	"2zYt1G0fowiEhIQoXSWIvlDAYthTlEIhYvRU1Rkg5DYtqt1V4NTSMjOI0J1mNLY5u6e1qCCmVeGWqq2k",
+	"XiJqqww/nNSObPNgXcqfy+7zBixN+V4tSkndKVRoavW7jjCuJKwnv1oVs4hZUlTvT7mQxfg49czGWYRe",
+	"J9ugVNp2Euc2eX/bVglSaNy6dFEkPW3wrui3pXFKY7WulpDl7Jc9flMLuyKcpnBsliX+ii8kjSjXyWqm",
+	"KOXlt1zUuk5558sZ3sd2NNjTueQKJOFBDRUXIokVcFFmA1ucSvebA+IQNIY9LqzneEEUVuUhPK6NZnOp",
+	"RUY5jYEUYx6haxaKMVZUB4ZMDRXgdwos1gSIck0UwAnqaLPvPL1WLLGu34EeYlgKeYdVCQvjyAz9z3zu",
+	"x9YdZUB/RrtbMDJb1JLSf0rCe1TuoskF0YsH2u4aVru6ht0iqSb9NImlRRkd2g9qad91vuu9QTAq7h2Z",
+	"zz+Tf3YbT3t9cY8RCdp7/MKyAC5nluB6diAD4HBVod1WfDV6rtU2jkrdU7P3PCO/5vQY7ijNgGkQOUbi",
+	"JmKuvPvOZeKHsQXAC2WtvIZNYfHaoCgGbL65ZYmmUgHjUZLH3qz6NpyKwrxm3qC28U1AGxrC17cRIMXC",
+	"DftWx7U74SzGSss2rnmeiBuSuE7dKiINbredLb3PLPt9fUbE0GNreSUpdRDGCtDfvy3LLv/DjvX3cJBZ",
+	"1l/W+Lo7ha4fe4j9QijLk7fm8pcn9pzitYugfKr8wEFXjFnERvvqA1zi9rpRGYm2Ddor7pjhvnCzhwd5",
+	"gXoN8xswtrG1Jva8Kf0vGJpN1B1KH4YVwF6ao4LClN6fQIlnMk+oMmhGahVsomUMJMuS1ZHHL2SE77oL",
+	"yOt32cRvdI871kDTb6I0uxlufUT03mR6tEP2LeMCw5o2nWnKeP3bl8FDIhr8dLAVXvTReMckc33+5nwU",
+	"jM7ezy4uz7+/fHt1NQpGl2//dfb254dZX8pZvrTppQHFbeG+hdGlveFHiFde2H1ZEcsQxa5tLdfouS3h",
+	"1JKNOIWrq7e2Qn9x4V29+Z+gcnlLIqqA6WN78YXA7M8hbusoxNLeAYRm5tAW+iRS0dh+cxTCf12dv5/Y",
+	"erWRZEZNc/FgKckyp383C2YMKPJhNxK0iiQMKOxQdPSm1g5PDvYO47IpB2eDloPUM9825+oV3drxroPi",
+	"dKvOzRDHQaGZRedWtNOQGK1OV+eOHORGbXdue+bWD+LzVAb9Tp9NHgSPHyzomPMHuSHanZskP9xCXI7T",
+	"UM0GqJNFRw/DGcgtyxGESGYRSZKJs/b0DuCC6K9ss27/DXRQ9G/RAubA1cr69nTOJT8tGjW7lulj67oW",
+	"jRpdXYbZmn7fYYtGp3o22pqeZ1WzRveiPnF/T1upuNFp08nkkjdO5VMpSLnq7PZW+RSMBKcD5AofDRv5",
+	"Ykv/x1YdfbQ+sGuDKAf38XCDgX3rfHFTFz/ZbezVwoMh7VsYsLlDiyiGdKnTw6ApmiQ7pEuHcDZ16goX",
+	"A3vUpIqNC/PxvqGdGgxvU6eOtLCxQ5+Is03HulSzqZ9PsNjcpyvJbCS2znVnFQgH1edcb7G/unVfvEdv",
+	"8mQiIrLjGOj1laLI8oxnubb1DiVZnue6/NitsFnVeWF8lkkxl1SpVlK3u2a3K+m0m0yOds0Bfyp5Tddy",
+	"yPX5K0nuGEN8RaCeycluU1Sq1nbr06wziwbffpixoY4ZX9jI0JHYH29j8F1Vfx047aw2zbUk3O5keK2Q",
+	"67JCiNszvjmjOMnUQmCGQCS4Ygrf8FgyvShLhrh3aB5SIcRZV4bbfIsQD999YTlBJS88pDhd4ezyjZ8Q",
+	"vos6TBtr3ntrGwxBZt9cGJsxfKRcDo7mRWbnS6UpJq0db31X3pPyYrFZTM/TOpeVSc2bh+aS69XFOiHi",
+	"AYIT5fGWHYpi65vA/hYbPrYWuqfOhC8syIxC48C9rjaT1D1ZMJl4qbhdmcKl1JTPhowqiG8oo/KgUklb",
+	"SYbustmqhGjbf1IW/anqAD2y/I99EGDo82u16kCuYETXZ9lHMaUuu9sydPEDQfooOKz10HT19odJAh2Y",
+	"fWFxoGlofLwsUDeh/L+AE01z0cNxogGz54ATJQfaCU68LS6mthrYk3Kc9gbXdsplxrS6+3vntza63Wqw",
+	"PUvfGlPTNYHEfVjsRdNgMzQ+NODxSKStAfUZYGyv3v0AdK3ZW3eJM3/agmLbC6KPESvluvyureihrADU",
+	"hXw/bXSM7Q8mkDYaPQMq2apu5BBSsR6ZXdsGN6tTu9cSvLrzr94H+T1l1vrxqe6zejAq1cD8DLDIqSw7",
+	"QSBnhtwlBj0WN7bW6rZDiB0YXltwewYosSOzKxJdlEumV1dmsxYmN5RIKk9ym+mBUEAbDH5dLXGhdTb6",
+	"9AktE7fC9yy3rfexEEoriETM+HzsMs5c0ritWKwySu4w+gvzQMDWuoULKbSIRDLleyenF/sYGy9pJGRc",
+	"PGiJSUUWkKsJvMXvpMg1hZtcQ3iwwGfaQsAMkikPzZaEZL+hs+II/okbcoelxR3l9nBCwDQ3u3G0jhJF",
+	"x4wryhXT7J7aUHK9FFNuzarWWqqAJEqAJncUCKiFkHqc4HPe4T9smPzfQ7SoTnl4cX5VBp4f2B9VuD8B",
+	"FN3VlBNJ4fK7U/j29dffQGbrkf/nv5XgRTVw1SjPDaERRsMJnHMHG4TDEZApD38QSoewoCSm0kLc1YQh",
+	"kAiR3ZDozgXiEQ5nF5AwTSVJQEh8NdMmd015+Vx/UbaFxmM82xDmVCt4ffgVhOYLTP5yLcJjIHAj4hWI",
+	"eyqnPByPzadxwlKmi44vv4LQPUc600LMEiLnNAwgplFCJI3NSjBIj8ZmuP+6On8/5TgoBkXfUKAfSaST",
+	"Fa7X/Az3JMkp7GlJWIIVdIgmLho6JYnhMjSeGXiG+8dT7paIsIkFddCRkt1ThDfjUCzcsCSRl0s//B9T",
+	"HrogwFnxm0tktDKii5509jg4uTirveZ3NDqcvJwc2hd5KCcZGx2NvpocTr4aYYXmBRLkAVIN/jm36SmG",
+	"hZEis3X0jil9YptgcF4muLKk/OrwsOUAJFmWMOuuO/i3E/wsoxtU1AuDu5Hom8Tu8rlcYR+XP8cSpldI",
+	"twaDaQz1GmITs+nXhy/7pi33UXtDuCoYPbiPYXFFTeKR5S9Zsda9m5wlesx4ALbYVy7Rcko1vhcCgsPF",
+	"yfUPli+TuSrrw6jRBzOwo9/ec7HxAzYV5e29O58y9UP13rtVkwNb5r03UqHW8h1RGifBekUbm19jAsuA",
+	"ht8JQ8nYsh34m6zK6+vW+pQ0UXcvVMnf8YEC0xaznIr3u45qOYEl5q1PuBmyIZsE9enDRhLQ9KO2Rze2",
+	"jHs4DdQjoT1UcMKhfiEc2/cbbGQ0U0Cg1t/h/+FW+L8tvbx+9e3npK8rKu+pHF8ZELwtMaPIEsa0X6Lu",
+	"bNF+sNGiCkgkhbJx4ZZH1snNUVid3IrrEoU5b1L9d+a+QCHCSRiuwrSiGppCQGhonLjjCkDl0QKTaab8",
+	"RoqlovKFAlvBBELc0BW+gh/aDByX+8YU3IjcbE6AfVfajHZkrpUqJ2cvLH1r4T64OmAuL8502uMCak2C",
+	"KbePIZEkWUFoCSbcDyx/ZbpKJbOZZhM4zyjHQSU1chGNpzzMZRLCnqSJ3YIWNSjvm41ifbhjW4TbPgOu",
+	"q30RIzOVkktjy5ju56Q3BztzukaKbXw75TnXLIGwzEkMYS8cO7ob29HGWidmawYMkeDcpt8DwQpqLKXB",
+	"lCsBNfC/UCCWHIVBbF2UkzMscIztxmdvQsydAjs/01PulnBcnnf5hIDZTSETRbnG175N49UETvDNDLOl",
+	"YMrnBij4XEUtXTMjDnltBQkkfxZjcqHVBsIJnGhIhdIo/jS2rsYp+Ri64WxNP5FrTBg3Usve61ffTnlo",
+	"ZKKU8NXMBWnX5MWTYi9W7rVJXYbT3JDYDTvlCJ3Xhy+PIGyMMHOJYSHs5fyOiyXfD9pNXP1ng5CtX5ZS",
+	"8LlbUgh7hAuUc4qUSwn2s0tn3e8OwPgsV0batkn92K32sIM5lX0rSjWvVRsU3Ej+LV8H+6eIVzuTeHyp",
+	"sp+aGpaWOf3UuXFePskSfDdORZOf5z45fP2c75+ThtbliBT5kWVYhsPUL2jkGyLXSL9WvwVUBHuvoEX5",
+	"8rdX4vueavc2+BMK4m6GHmxwegZTkGeTh8PUmQVGR798qEP4HbunnCrltHESM/OpDq7i/V4EV0q1ZJFa",
+	"B68fXZNhYluWENYCVVtU7EDFzQCMw4UUqRHBcgVmOLDmJjicHE5efwmFpL0e+jETCuNqizo9pdYdiZxj",
+	"XQAD+TnJ57Qf7E6XnKxImqyDvZEZrEK6BbIWg25xAgYv3VwQiyhP7WtVJbIuiQLUxdA88iUO4npho+C0",
+	"JJHuhauqleJ3kqf3anLNnuhWapQu/tz3UVEWsnvILlfnuF6zyhXrwfeZnuP1dLjd9fT14Veb259g5fPI",
+	"MM8daFRYhqlUJJx5hTv4OkuG4WykKFRUVXFuoHFZprOOyAe/s/iT1Z9sFmgHnxOhGuj8RFfaGrRCszqm",
+	"O1Vlkz8Dajzy3BBw9VrPx6C0yBSqbnh4EzhrPNbmOamgl3F/+SP5E53FOW9U3PYCejur3Nkb619q0NGB",
+	"jezCy2H70YK+GwUH/QznfeqCb5WBtOfQ8SU+c1GXAWyw5x7PcrXm44TuT54j234sLeOGrW3FFc6zD6Hx",
+	"GAhXSyqheIqsSuk36n8BqHAgJz6Iqic7NlB+8bjH0zOAYqY+1mx//jPwgZ8XVDZ4MqChRdWMakVCP2QJ",
+	"qeoUOq8u86VKPC1Hqb2Y+Cie0jJTF0/Eor0OidcaDuubV2Rlcbh4zS4MgGiRsghNkmbvU249/IHjCYG9",
+	"qJ1uqPKUTsAVaa6/b3zLpNLAbqvXKaa8eMUTTmJbWjJXVIILrTsyEk8tlsY9DYviJZYinRPGj4HwKa+3",
+	"QiJFN13ryULXnZMUaRlPWI/F7S1oIRIwG1STKf/ZelrDImTbAAAk1XLlbKyqKilG3AO+9kFdn9HKQfFp",
+	"dYNilpq1qqsNvNr5dOXzxT6fiPvtOSsAPcCo+923B8obGiWM+4FS/HYMoY2aCy29LRfWXxoWtFiWzClK",
+	"FWO9F6uLvHrmuksBCFx/nTDRUo7UuUesZRwEj+j+0Guy43ZtAtemeitohdgQZ8ov+fkeZre1vQZCTnn4",
+	"D9vk7+F+YFhMrMyJNCrmhFgQl5ehHwm7L2aawBs7swsPUehcWUHI4qPNoUHhsbVDiMQ6DhXsha2CO2iM",
+	"764nbNRwCW3EzIISqW8o0RCJNK2thgtOHZMTuVExy9zAsrqjK7RLCvvonLkHvF0JaTH3cTprsi5qavwF",
+	"3N5/RcfzK8soe/U6lHSs1m2wyMhGiZibb29zc/3H1CC8NBzM6LWVL+7ZmnqegydcVJpoAFUtauRDBQF6",
+	"XQ+7ESeL8vHmPuu3C7/9mAmpf3APTW+lYHwc87h7WW40D58XUVs2LtFoUWCuxz+DUuF0oHsqlRUuibJ7",
+	"MRtQsGfk2JmTYwNXYLz8WOaHuz8lat/7T6pTVCrqwe9OBD2zRsDtRw9+t+E9GUGPl4vuKUcdtS3TawJ+",
+	"1lfH7DWPnKD+XaUbP5FcXc8iz5LVMKv74ZNMX3NDd7l3UUcQHBD+Elb3xzqFrYmmMJq/UDUrTQWnYZJn",
+	"lcewQxOfzbx4WsXQzrFVEMOrHU8+REmEvcLCJiTYvIf9CVzSjBJ82oJAoYx3VXDUvP+/l+lh0gqPS9hi",
+	"OBg+0snFEt/cUO4o4IYumLOJ1S2hQ6lHli+e7NCYdSp4oRs7wlGgFhhJxWnxrI4NXrPmpxshtEJr9REU",
+	"BmymphxNSS5ELhUxTWwnketIODE6UQJIqVeGrcKdTnfsKTQaWgl9AuHXh6/CMt6u56Gd0ijX/9gO7J2c",
+	"XsD4q1eHh4fHDbPmHaXW0zTlDFu7KGyljVpcyp37AdBE0TVv8TT5lC1y+PlcT8ULPf6rrvQwO0x0IHAP",
+	"wJS6foEAz5PQn7sJx1lv69j1wvkvYc8FxlrsDyARJMY3egjgE0LuXSm0rTvNA8p3/6xxYkmYLiM08Swp",
+	"iYf6rQ+qimEbnCXV4zBfFGPtev8knhKM3fQdu7kZbLTv0rVCM5NY2ihiDjcFSsRPqsfoRiGsPgyolct6",
+	"wuOvzdIXo1m2+DOc/1VRGkzc4gWvgsIVo4KajySo3GQeB+jTnr5Z1cHvhTT4aS0O5PJJrytbWavn3Cuh",
+	"9NnHSKBFvnSFOrlnh6fotxbUCiL1GwuGvdLewJP16XJXRaPORnaWr+TJlirzXhkKd8reCVTBnkQVBxMd",
+	"RZqSsaJmWdr6ROjHLMHyDu7REt8SiyIM1Qq3eea5er2knZOvV5jEeCtkWp1ga25M5mzMXWLj14f4ugxL",
+	"8xRfN0JDj/1UmXlqqf7+CbLybeueI/j65Suv0eipL/y+dMgTMEuuJT+pz6KZPpIJmN2UCw6A0yVVzl0f",
+	"mA0xTnTvrW5Ir3zkp5furrHFUzLj4gUiH0M2k0++FGAROE2o1kHpXjP6FKwNLcaHkZ7GRFR7CeszBxXb",
+	"1556I4r/DKRjlwoET9l3rCV5lDG3veJKccRPSCG94gqu/k8irvRAOnigdal4L6x5ILYe8ROTnX2r7DM7",
+	"FdbhgStXXMeH52VTfbRdg2PUls1HFhJTg93bwpp66beZFNWskvLLB4NBCn2+FufwBVAskXJ0cPDy1TeT",
+	"w8nh5OXRN9988w1imxv+91J8s2kmRgCqyZyq/oWrPFD7prx9a985l/GnD5/+bwAAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
