@@ -95,12 +95,18 @@ func bearerAuth(token string, tickets *streamTickets) echo.MiddlewareFunc {
 			authz := r.Header.Get(echo.HeaderAuthorization)
 			if tok := r.URL.Query().Get(ticketQuery); authz == "" && tok != "" {
 				if stream, ok := requestStreamKey(c); ok {
-					release, err := tickets.redeem(tok, stream)
+					start, release, err := tickets.redeem(tok, stream)
 					if err != nil {
 						c.Response().Header().Set("WWW-Authenticate", `Bearer realm="tetherd"`)
 						return err
 					}
 					defer release()
+					// The ticket's start cursor stands in for the
+					// Last-Event-ID a fresh EventSource cannot send; its
+					// reconnects send their own, which wins.
+					if start != "" && r.Header.Get("Last-Event-ID") == "" {
+						r.Header.Set("Last-Event-ID", start)
+					}
 					return next(c)
 				}
 			}

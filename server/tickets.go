@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/events"
 )
 
 // Stream tickets let a client that cannot set the Authorization header (a
@@ -46,6 +47,7 @@ type streamTickets struct {
 
 type ticketEntry struct {
 	stream  string // streamKey of the one stream it opens
+	cursor  string // start of a connection without Last-Event-ID ("": the log's start)
 	expires time.Time
 	open    bool // a stream opened with it is being served
 }
@@ -66,7 +68,7 @@ func newStreamTickets(ttl time.Duration, max int, now func() time.Time) *streamT
 // issue makes a ticket for stream. Expired tickets are dropped only when
 // the table is full, so until then an expired ticket is reported as
 // expired rather than unknown.
-func (t *streamTickets) issue(stream string) (string, time.Time, error) {
+func (t *streamTickets) issue(stream, cursor string) (string, time.Time, error) {
 	var raw [32]byte
 	if _, err := rand.Read(raw[:]); err != nil {
 		return "", time.Time{}, errcode.Wrap(errcode.Internal, err, "could not make a stream ticket")
@@ -92,30 +94,31 @@ func (t *streamTickets) issue(stream string) (string, time.Time, error) {
 		}
 	}
 	exp := now.Add(t.ttl)
-	t.byHash[sha256.Sum256([]byte(tok))] = &ticketEntry{stream: stream, expires: exp}
+	t.byHash[sha256.Sum256([]byte(tok))] = &ticketEntry{stream: stream, cursor: cursor, expires: exp}
 	return tok, exp, nil
 }
 
 // redeem opens stream with ticket tok. The returned release must be
 // called when the stream ends; until then the ticket opens nothing else.
-func (t *streamTickets) redeem(tok, stream string) (release func(), err error) {
+// cursor is where the ticket's holder asked a first connection to start.
+func (t *streamTickets) redeem(tok, stream string) (cursor string, release func(), err error) {
 	h := sha256.Sum256([]byte(tok))
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e := t.byHash[h]
 	switch {
 	case e == nil:
-		return nil, errcode.New(errcode.StreamTicketInvalid, "unknown stream ticket; get one from POST /events/tickets")
+		return "", nil, errcode.New(errcode.StreamTicketInvalid, "unknown stream ticket; get one from POST /events/tickets")
 	case !t.now().Before(e.expires):
 		delete(t.byHash, h)
-		return nil, errcode.New(errcode.StreamTicketExpired, "the stream ticket expired; get a new one and resume with ?cursor= set to the last event id")
+		return "", nil, errcode.New(errcode.StreamTicketExpired, "the stream ticket expired; get a new one and resume with ?cursor= set to the last event id")
 	case e.stream != stream:
-		return nil, errcode.New(errcode.StreamTicketWrongStream, "the stream ticket was issued for another stream or other filters")
+		return "", nil, errcode.New(errcode.StreamTicketWrongStream, "the stream ticket was issued for another stream or other filters")
 	case e.open:
-		return nil, errcode.New(errcode.StreamTicketInUse, "the stream ticket's stream is already open; a ticket holds one connection at a time")
+		return "", nil, errcode.New(errcode.StreamTicketInUse, "the stream ticket's stream is already open; a ticket holds one connection at a time")
 	}
 	e.open = true
-	return func() {
+	return e.cursor, func() {
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		e.open = false
@@ -166,7 +169,12 @@ func requestStreamKey(c echo.Context) (string, bool) {
 // CreateStreamTicket serves POST /events/tickets.
 func (h *handlers) CreateStreamTicket(ctx context.Context, req CreateStreamTicketRequestObject) (CreateStreamTicketResponseObject, error) {
 	b := req.Body
-	sid, task, types := deref(b.SessionId), deref(b.TaskId), deref(b.Types)
+	sid, task, types, cursor := deref(b.SessionId), deref(b.TaskId), deref(b.Types), deref(b.Cursor)
+	if cursor != "" {
+		if _, err := events.ParseCursor(cursor); err != nil {
+			return nil, err
+		}
+	}
 	path := "/events"
 	q := url.Values{}
 	if sid != "" {
@@ -183,7 +191,7 @@ func (h *handlers) CreateStreamTicket(ctx context.Context, req CreateStreamTicke
 	if n := normalizeTypes(types); n != "" {
 		q.Set("types", n)
 	}
-	tok, exp, err := h.tickets.issue(streamKey(sid, task, types))
+	tok, exp, err := h.tickets.issue(streamKey(sid, task, types), cursor)
 	if err != nil {
 		return nil, err
 	}

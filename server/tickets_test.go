@@ -161,6 +161,23 @@ func TestStreamTicketReconnect(t *testing.T) {
 	if len(again) != len(evs)-1 || again[0].ID != first[1].ID {
 		t.Errorf("reconnect after %s: got %d frames starting %v, want %d starting %s", first[0].ID, len(again), again, len(evs)-1, first[1].ID)
 	}
+
+	// A new ticket resumes where an old one's stream stopped: its cursor
+	// stands in for the Last-Event-ID a new EventSource cannot send, and
+	// the EventSource's own Last-Event-ID wins on its reconnects.
+	resumed := d.ticket(map[string]any{"sessionId": s.ID, "cursor": first[0].ID}) + "&follow=false"
+	for _, tc := range []struct {
+		name, lastEventID string
+		wantFirst         string
+	}{
+		{"first connection", "", first[1].ID},
+		{"reconnect", first[1].ID, first[2].ID},
+	} {
+		got := durableFrames(d.openStream(resumed, map[string]string{"Authorization": "", "Last-Event-ID": tc.lastEventID}).All())
+		if len(got) == 0 || got[0].ID != tc.wantFirst {
+			t.Errorf("%s of a ticket with a cursor: got frames %v, want them to start at %s", tc.name, got, tc.wantFirst)
+		}
+	}
 }
 
 // TestStreamTicketRequests: what a ticket may be issued for, how many may
@@ -179,6 +196,7 @@ func TestStreamTicketRequests(t *testing.T) {
 		{"unknown session", map[string]any{"sessionId": "nope"}, http.StatusNotFound, "session_not_found"},
 		{"session with taskId", map[string]any{"sessionId": s.ID, "taskId": s.TaskID}, http.StatusBadRequest, "validation_failed"},
 		{"unknown field", map[string]any{"token": "x"}, http.StatusBadRequest, "validation_failed"},
+		{"bad cursor", map[string]any{"sessionId": s.ID, "cursor": "nope"}, http.StatusBadRequest, "invalid_cursor"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -216,7 +216,8 @@ export const streamGlobalEvents = <ThrowOnError extends boolean = false>(options
  * until `expiresAt` (`--stream-ticket-ttl`), one connection at a time,
  * so EventSource's own reconnects with `Last-Event-ID` work until it
  * expires; a stream already open is not cut at expiry. After that,
- * get a new ticket and pass the last event id as `cursor`. At most
+ * get a new ticket with the last event id as `cursor` (a `?cursor=`
+ * in the URL would win over `Last-Event-ID` on every reconnect). At most
  * `--stream-tickets-max` tickets are outstanding (429
  * `too_many_stream_tickets`). A stream route refuses a bad ticket
  * with 401: `stream_ticket_invalid` (unknown), `stream_ticket_expired`,

@@ -72,6 +72,14 @@ export type StreamTicketRequest = {
      * The same filter as the stream's `types` parameter.
      */
     types?: string;
+    /**
+     * Where the stream starts on a connection that sends no
+     * `Last-Event-ID` (the first one): resume after this cursor, as
+     * `?cursor=` would. EventSource's own reconnects send
+     * `Last-Event-ID`, which then wins. Not part of the binding.
+     *
+     */
+    cursor?: string;
 };
 
 export type StreamTicket = {
