@@ -1768,6 +1768,33 @@ type StreamLaggedEvent struct {
 // StreamLaggedEventType defines model for StreamLaggedEvent.Type.
 type StreamLaggedEventType string
 
+// StreamTicket defines model for StreamTicket.
+type StreamTicket struct {
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// Ticket Opaque; keep it out of logs.
+	Ticket string `json:"ticket"`
+
+	// Url The stream's path and query, ticket and filters included.
+	Url string `json:"url"`
+}
+
+// StreamTicketRequest The stream a ticket opens; no sessionId means the global stream.
+type StreamTicketRequest struct {
+	// Cursor Where the stream starts on a connection that sends no
+	// `Last-Event-ID` (the first one): resume after this cursor, as
+	// `?cursor=` would. EventSource's own reconnects send
+	// `Last-Event-ID`, which then wins. Not part of the binding.
+	Cursor    *string `json:"cursor,omitempty"`
+	SessionId *string `json:"sessionId,omitempty"`
+
+	// TaskId Global stream only; the same filter as `GET /events?taskId=`.
+	TaskId *string `json:"taskId,omitempty"`
+
+	// Types The same filter as the stream's `types` parameter.
+	Types *string `json:"types,omitempty"`
+}
+
 // Task defines model for Task.
 type Task struct {
 	CreatedAt time.Time `json:"createdAt"`
@@ -2094,6 +2121,9 @@ type ID = string
 // LastEventID defines model for LastEventID.
 type LastEventID = string
 
+// Ticket defines model for Ticket.
+type Ticket = string
+
 // Types defines model for Types.
 type Types = string
 
@@ -2114,6 +2144,11 @@ type StreamGlobalEventsParams struct {
 	// TaskId Only events of this task's sessions.
 	TaskId *string `form:"taskId,omitempty" json:"taskId,omitempty"`
 
+	// Ticket A stream ticket from `POST /events/tickets`, instead of the
+	// `Authorization` header (which wins when both are sent). Never put
+	// the bearer token itself in a URL.
+	Ticket *Ticket `form:"ticket,omitempty" json:"ticket,omitempty"`
+
 	// LastEventID Sent by EventSource clients on reconnect; same meaning as `cursor`.
 	LastEventID *LastEventID `json:"Last-Event-ID,omitempty"`
 }
@@ -2129,6 +2164,11 @@ type StreamSessionEventsParams struct {
 	// Follow false ends the stream after the replay (handy with curl).
 	Follow *Follow `form:"follow,omitempty" json:"follow,omitempty"`
 
+	// Ticket A stream ticket from `POST /events/tickets`, instead of the
+	// `Authorization` header (which wins when both are sent). Never put
+	// the bearer token itself in a URL.
+	Ticket *Ticket `form:"ticket,omitempty" json:"ticket,omitempty"`
+
 	// LastEventID Sent by EventSource clients on reconnect; same meaning as `cursor`.
 	LastEventID *LastEventID `json:"Last-Event-ID,omitempty"`
 }
@@ -2142,6 +2182,9 @@ type ListSessionsParams struct {
 	Limit     *int            `form:"limit,omitempty" json:"limit,omitempty"`
 	PageToken *string         `form:"pageToken,omitempty" json:"pageToken,omitempty"`
 }
+
+// CreateStreamTicketJSONRequestBody defines body for CreateStreamTicket for application/json ContentType.
+type CreateStreamTicketJSONRequestBody = StreamTicketRequest
 
 // CreateSessionJSONRequestBody defines body for CreateSession for application/json ContentType.
 type CreateSessionJSONRequestBody = SessionCreate
@@ -3365,6 +3408,9 @@ type ServerInterface interface {
 	// StreamGlobalEvents Server-Sent Events of session and task state changes across the daemon.
 	// (GET /events)
 	StreamGlobalEvents(ctx echo.Context, params StreamGlobalEventsParams) error
+	// CreateStreamTicket A short-lived ticket that opens one event stream without the bearer token.
+	// (POST /events/tickets)
+	CreateStreamTicket(ctx echo.Context) error
 	// GetHealth Liveness and readiness.
 	// (GET /health)
 	GetHealth(ctx echo.Context) error
@@ -3481,6 +3527,13 @@ func (w *ServerInterfaceWrapper) StreamGlobalEvents(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter taskId: %s", err))
 	}
 
+	// ------------- Optional query parameter "ticket" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "ticket", ctx.QueryParams(), &params.Ticket, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter ticket: %s", err))
+	}
+
 	headers := ctx.Request().Header
 	// ------------- Optional header parameter "Last-Event-ID" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("Last-Event-ID")]; found {
@@ -3500,6 +3553,15 @@ func (w *ServerInterfaceWrapper) StreamGlobalEvents(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.StreamGlobalEvents(ctx, params)
+	return err
+}
+
+// CreateStreamTicket converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateStreamTicket(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateStreamTicket(ctx)
 	return err
 }
 
@@ -3651,6 +3713,13 @@ func (w *ServerInterfaceWrapper) StreamSessionEvents(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "follow", ctx.QueryParams(), &params.Follow, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter follow: %s", err))
+	}
+
+	// ------------- Optional query parameter "ticket" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "ticket", ctx.QueryParams(), &params.Ticket, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter ticket: %s", err))
 	}
 
 	headers := ctx.Request().Header
@@ -3957,6 +4026,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/session/:id/transcript", wrapper.GetTranscript, options.OperationMiddlewares["getTranscript"]...)
 	router.GET(options.BaseURL+"/session/:id/events", wrapper.StreamSessionEvents, options.OperationMiddlewares["streamSessionEvents"]...)
 	router.GET(options.BaseURL+"/events", wrapper.StreamGlobalEvents, options.OperationMiddlewares["streamGlobalEvents"]...)
+	router.POST(options.BaseURL+"/events/tickets", wrapper.CreateStreamTicket, options.OperationMiddlewares["createStreamTicket"]...)
 	router.GET(options.BaseURL+"/session/:id/status", wrapper.GetSessionStatus, options.OperationMiddlewares["getSessionStatus"]...)
 	router.POST(options.BaseURL+"/session/:id/resume", wrapper.ResumeSession, options.OperationMiddlewares["resumeSession"]...)
 	router.GET(options.BaseURL+"/session/:id/history.jsonl", wrapper.ExportHistory, options.OperationMiddlewares["exportHistory"]...)
@@ -4132,6 +4202,103 @@ type StreamGlobalEventsdefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response StreamGlobalEventsdefaultApplicationProblemPlusJSONResponse) VisitStreamGlobalEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateStreamTicketRequestObject struct {
+	Body *CreateStreamTicketJSONRequestBody
+}
+
+type CreateStreamTicketResponseObject interface {
+	VisitCreateStreamTicketResponse(w http.ResponseWriter) error
+}
+
+type CreateStreamTicket201JSONResponse StreamTicket
+
+func (response CreateStreamTicket201JSONResponse) VisitCreateStreamTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateStreamTicket400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response CreateStreamTicket400ApplicationProblemPlusJSONResponse) VisitCreateStreamTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateStreamTicket401ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateStreamTicket401ApplicationProblemPlusJSONResponse) VisitCreateStreamTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateStreamTicket404ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateStreamTicket404ApplicationProblemPlusJSONResponse) VisitCreateStreamTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateStreamTicket429ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateStreamTicket429ApplicationProblemPlusJSONResponse) VisitCreateStreamTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateStreamTicketdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response CreateStreamTicketdefaultApplicationProblemPlusJSONResponse) VisitCreateStreamTicketResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -5955,6 +6122,9 @@ type StrictServerInterface interface {
 	// StreamGlobalEvents Server-Sent Events of session and task state changes across the daemon.
 	// (GET /events)
 	StreamGlobalEvents(ctx context.Context, request StreamGlobalEventsRequestObject) (StreamGlobalEventsResponseObject, error)
+	// CreateStreamTicket A short-lived ticket that opens one event stream without the bearer token.
+	// (POST /events/tickets)
+	CreateStreamTicket(ctx context.Context, request CreateStreamTicketRequestObject) (CreateStreamTicketResponseObject, error)
 	// GetHealth Liveness and readiness.
 	// (GET /health)
 	GetHealth(ctx context.Context, request GetHealthRequestObject) (GetHealthResponseObject, error)
@@ -6077,6 +6247,52 @@ func (sh *strictHandler) StreamGlobalEvents(ctx echo.Context, params StreamGloba
 		return err
 	} else if validResponse, ok := response.(StreamGlobalEventsResponseObject); ok {
 		return validResponse.VisitStreamGlobalEventsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateStreamTicket operation middleware
+func (sh *strictHandler) CreateStreamTicket(ctx echo.Context) error {
+	var request CreateStreamTicketRequestObject
+
+	var body CreateStreamTicketJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateStreamTicket(ctx.Request().Context(), request.(CreateStreamTicketRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateStreamTicket")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateStreamTicketResponseObject); ok {
+		return validResponse.VisitCreateStreamTicketResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -6770,149 +6986,164 @@ func (sh *strictHandler) UpdateTask(ctx echo.Context, id ID) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H1rcxu3suBfQXFvlaW9I0p2nJONVFtbOrJyoruOpZWUm6qNvBxopkXiaAaYABjRjKP/voUG5o0hhyJl",
-	"y2c3H2KRxLPR3eg3Po8ikWaCA9dqdPh5lFFJU9Ag8dNJLpWQ5q8YVCRZppngo8PRJag8BULvNEiiZ0yR",
-	"CFuSnfAmPzj4LoJMRDP8Ew7tNwr+sJ/D3SMiHkBKFoMi76nSe6cPwPXe2bvxKBgxM/4fOcjFKBhxmsLo",
-	"cGQHHwUjFc0gpWY9Kf30HvhUz0aHbw4OgpFeZKal0pLx6ejxMRj9JJJEzLtrv6OJAgI8VkTPgCgtgabl",
-	"VoBIyBK6IDszyuMFmTM9M5tLdvsWd2fnqS8uhjuaJ3p0qGUO5dpuhUiAclzc2TvTDofLqJ5Vo7F4FIwk",
-	"/JEzCXExgHfbf3sbjFLGi4+vfTAw0EXg2vmagLgCrsntgmCDK5HLCEiUMIMJRHAiIRKcQ6SPiKIpkBQo",
-	"Z3xKqCKhPZCwBMkMaAyy2kXjVNc8t+tFBqq72hORpnRPgUFQDTEBMzox3RXRgsSQsAeQZCcSXEuRkDuD",
-	"x4rQZE4XikQihd4TxEGWrNKzzEdzSCoTXNm1HusTmtGI6YX5ZNYAXJs/aZYlLKJmE/uZFLcJpP/+T2V2",
-	"9Lk2379JuBsdjv7LfkWM+/ZXtX9he9lJmzC5ngGJKaSCE6YI1YSSyC2DJCxl+ohwoWfm1OZUERqnTBvY",
-	"CUkiCQaM4xse0ilwPcH2Ewk0mkEcHhKlqdR43pxgCzIXeRKTjCpFwr29lH7aw+9VSIS84YZ0MinuWAKv",
-	"FAlT+unY/boT4thhQEIViQzCw2LRfxU9AkJ5TOgNDy9By8XesaHGkFi02j0iYSZFmunJHznkMLnLkwRH",
-	"m+XaLHESizkPidAzkHOmYHzDR4HDSTyd2qA+MogEMgNB5pRpcgt3QgLRcoG7n1LGxw3kcLjAuIYpSHMu",
-	"j8GoOKUvePqXP52QH99+/wNxI5MYNGWJGiMZuQEQOc1BGPy8ZQnTzEddv82oRu5nj5rGDyA1UxATxknI",
-	"ONOMJuxPQJLPpMjMz3Yg7PEBKelzm04C++t/glTM7rrbINezX0DPROxZ1s9iXl9VFEGmlcHdGLhZkSI7",
-	"xycXJKwNYq4XQ9dEcDCLb+Fl1TI0Jz6jD0A0GMyJSUSTxLYwo0dUQ+juhTYEmIZUrTq643Iqs0+3cSol",
-	"XZjPiaDxFagWXMo7AqGcZp1ja8E+j5nwd4f0FuIY4hODjZ+0vxFL6RR8Pz3WL6HfXbvAzdcd/GO5P3H7",
-	"T4i0W78WkUi6h19SDjLRPB2ygjq4ym5eIPnWghTwnintAeG0EH2GHappfmHxqXusrUW7sXtXVIzjOdcS",
-	"dTo0YZi++Z2k2KDE3jreKiu3WOStcJfs2BWNFzRNSDUJ3oxdynygLKG3CfhxJ2ph5kqoNU7JDGBudN6z",
-	"Q/gEUa7N7GTnTooU6dheG6/Mdc7v2DSXyFkDwsFc/diMEnMAoLR/TzFTRrrrZVczprSQC4fXZ9wcVy+F",
-	"stg7BqeaPYBD1steBEfkvYX4GJHyTsiU6tHhKKYa9jRD7O4MrVBKM+2B56lBsducJZoZmrAwGZlbQkOk",
-	"Ia7hXTVCzstjvQSqvEy5TfxGJK0DrlxHHUf8++6HqJcoGmjfJIlJChpvSxrHzIxAk4tag4akXY1I5dRz",
-	"rWiQKeM0OSRUTvMUJV4tiMx5ddsgliGCIi0FRPAIAnOjUFL0b1wFHVC3OX5jDV7cs0KD72YWJBbm/7kC",
-	"q29Z4g9IDJI9QGyRn2lF7pmRpHhMEGBeIujF2x6isF+0F3Z8cvHKTSfuCma040TFGXBCbxVwS4cFtuKv",
-	"+Plh8kCNwlCA0ousD1R6Ts91PsSzeqCSGfzDA1Sgu1c+8Id1zsmH/Jw6VOb+q+6E8ggSg/KJ54aJ8NcE",
-	"Yj8XiAGlWg8f/F/4PbF3HGGosFJN5iCBxFJkGcTrYaAd6SxeTfPVmr37tRLu3xMR3feTJCrabaH1mBMj",
-	"sTkZmdyaIboy5ROJnXOh8UpQa/eNqaZeGK6i2pSlcO0IZDhJSahY+VrrVOxPaNwXjOu/va2ovCZbFWJf",
-	"TZl9fYD/eUhNM50sp/6ChnHYoCMSFjuaJIzf1z77byHJVuMg/tqHfozncIz6AHguC1r7xa3bwPNj4JNj",
-	"ShtXZ5loYzjNRDTz/mxgLWVe4sYyCegSIvEAcnGVpymVq6gxGClNdQPsMufc/BaMHLtAASpLQNu/S4IN",
-	"RneU2T/KBXqFgbawWsCstrLWHhsQKSG37IjeQZQwbg+CJsn53ejw94EKbzDgUJHFeE9V9gk35id7FGsf",
-	"WT/A3Gy1sbtA+VgDy6WVUVfyziYA6gizAoSm3Ttccedo0Cx3ItLUgqfJnn8xmp1UxAjUCxLnEiVwa2vL",
-	"6MJoYSSiUjJQZKdYj7nuJRi5KJdoiWL8QSQPYPWK/j10kd7Kjj2/aqru++6u7i5Rf7B07VH47M/lXE0g",
-	"fEDLoeCFFsIEJzvmI9rEjLSDhmO72FfKyou7h4SSX389e2fUkTmh2sEQ+xQqioRc2Uu7y2ukFPIXUKqp",
-	"kdcafGL6RMTgV6TNr1dsaiQpX+eEKn0FwNdRNrKGnNhR2q/FPfAe9dQJ0Oamd2AizL9tmXOcv8bplKY8",
-	"pongYJUZtEgibaVC++8Twy3zlVpogRNXtnWbnoullMN9XIJXV+WMtWWjwdSyg3gxcmeK46Gw5l16c8B3",
-	"TgwZxivrpOzhlx5E96Nd/y8FwrVMplYxj0QMBTWYOyeXYCV/Cz/DCXCQgMB4OrZYMaG5nk0KsPspYRNE",
-	"70faCtGeB316kcYw/p+BJnrWZUaqg0bi3q8K9ZpQ/cuoeviwuMZnWrpKZbsu1Yq15NO2yuH8DOvwHXuC",
-	"AwTcpXeJFEmDq+QKHVSFBqpnIp/OzF9qoTSkXqC3DKfL7CM4XVAIx9Wul0D/OI4h3ibBew5vOyeS2gWf",
-	"DT2YLwf7amXNI/BTYR3wCMouARR64LJT6JxfibTdq9D5xVd6xclOQ9gy4key8Nsw2wqZg8GYmvWslvPx",
-	"V6fwLsHOk1nO77eJnf9iSITw2RyJKjC/DCSKzHo2R6ILkClDwe+8VI+bMLpnfE0zpMh65ZjW6sqWpekO",
-	"Z1u+0EvIksWaGll9Se3IhqWxGcFI5DoSTcHXZ3RbpuPU117qk60r4anXbw/0hzvKOhiwnj3SGpCMErmW",
-	"fwQSdH2cZ0tE3uVaZsfwkgGPrVhfjN4yt8CnDBHv43pmNSGSE5okQ/AZJYxq2cUiq0NZJXF0MGW7gsdz",
-	"4IZz4/XZArYC12qOCpR+pu8B4Aa8v+84vu4VkJWrGstiWdu8CS4dQW8f83o5yDIU2iahL8ErO81qrLKw",
-	"2RJS1QD9gnDKrmoLKJVQfsq1teD2qkBd04BkQroIvSUmgBWOMTfBUiORWeCvmbmptorswLV0fw5jsyWc",
-	"Vnk5i5F70LTazib42QLKV0bMhPJxbpezBYysov+WWUv6gnw8Tu7QYy0LrcvbutpVPTCOc5HzCOKAAI1m",
-	"LviHzBhHa/W8DCHYUuxatMwqmNJoxjjsSaCxPRsphURjoT8kB6MWexxsShv+O4xi667Pld7MQedthwkq",
-	"mxpuvAcB0kwPpsyGA/0xMLrDme332qkOxccu8O1U/b7PqCdm38byF/ZaFz5tMKMMCzbf61zyo2ZQPNM2",
-	"tgLKBn6z7XJn6TBvZ3PJzudJhCTW6UnuhCQUHSx2vCMM+MpQ9iWlP0pCJqRGCrnhZsGvMEFBmi3jVAGZ",
-	"z1g0IyldEJqguZ7cQhXXgwHEX8zzWnO3FoL9UD9r6errHjdG8u9FM6GAO89cfOSAZYDKNLrqYkgzYZDR",
-	"HOrS9IKMag3SjP1/fj/e+99078+DvR8/Vn+OJ4d7H//rv/lwwy7zaV7PNE8001TdNzIrRsDxNEZBf7yU",
-	"jUIqvZLFQbvzrMclVYNJQND6dLmspPHVztc2xg9213bxwnvuhW/6ZEb5dLtSxrbc4ytc4e3uvrCpwl3e",
-	"EzhF+TRhfHrtNL6mYNQcrMeo0WuE6rtAfIp5cUv02pjaHLxkDpf9QQrFykrbEO66wVgmDj+aXxpsR6KY",
-	"ShpDPHHxl16M5kKzyBfaRxSYCyoCZLiG7ecKpJft20W8s+k30CPQ1RZIHD92UW0u4aQmzOy4Ge0nCVnC",
-	"IN4NiBKE3vDIogRGeRGq7utikBaEcjUv87iQ2xg+NxNJrIiRJoBitKKyqp75zSZ4IMPvi8E/69kVMhZK",
-	"GkuySTLuK7/AU4WmtDnXwiwowjC2cohDnGZCI80egPxlP7nb8C9S6VcTp76Sv264MxVNokQo/Krwwk+K",
-	"G4785dyxtXhg09OlC020mBQLIH8Rh0OTAqka4OohDUTgoEHFPpItkdDP5bKELk7cZbtVV1lf0Fdb3eu7",
-	"ej92lreBauTZ59fVjmwO5KQQczZXkC5BLXh06Xp8kZMMRtArjFYkWEoApu0kZSqluiZ0TegMaFx9XMME",
-	"5CLCYJUQ97EDno0wqQPnr41JZkGlCrs5JtVypjzhLi6jpkfNMPxwPYdCZNMW3gvVk0H1BAdLNI+fEm0K",
-	"tYi2IWEqS3w5pbq1bBwH6Ctsuyz8bpm67Swsw8HjFbDszEH7iC0o+5Sm8mDqq1iCUSeIHNtkTU8AsyeY",
-	"p8943Fj2Biyju/2vyzGcqDK2xLo1hlHLg/TwDc/Xz5z9li3hVF09sMT4alm+vZa/ntjUJbXFQC5MLzv3",
-	"ePo2G9aaZX5pxvvVmGX/9f5EPvpk/Xaw53grXLXNCWre35IfNtlfERlTbnC4GamgEeSZa9pnuvfuOkUq",
-	"ymNsaaC3SiS5BpJRPTMaG+UEPjGFlquYSYiMQnJE1CJNGL9XhEqj8VkP05i8PTggIeMPNGHxJJrHobUF",
-	"WZOX0a4EhyPbKprHEwl3uYI4dOZFG1BUTUN2wv0wIOE+6Aj/zZXEfx+o+RfjvG2VhZzHIEm4H8MDNsik",
-	"sD3UQoUBGY/HuyTnCShVpu3KnLts3XBvjyaJmO+ZBbescW8PfvzbSki6RN+LZ7dT1dG2eW6nxRmZBkf1",
-	"PEBC8TtzAO5qLm0LBcfvGiD7JY1aw+/9dUQ6idhtwWElIcRbj8ZeIZ4+jaE9je8MM3AtlbiWyyUWhFsQ",
-	"TGpn8UIkE7uirYkmzcDyDSDmySV4GRArdJdJx2m+GeT8JR04fNIXdFplqPSFgA13pRda5ypHejnwkkW3",
-	"bPcbaftdL8DLOPBCBplEdmlbO3FbV2D7YfOf9CUoLWRflvYdTZJbGt0vMdkrLamG6aIOD1sTYVLWK3Gf",
-	"E4FGpcKuysqqCMHoToKarQZXOVnQWf9Stuzgtzlbrh/ES8E5XNHWUO2qHSB2cnl6fH36bhSMrq6PL6/P",
-	"PvxjFIwuf/3wwf712/GZ+W7y0/nl5OzDxa/Xo2B0cv7LxftT2+mn47P3+MfJ8YeT0/fmb59Tpj77M7j3",
-	"MgkPTOTq6ilSwxexaNR3vjmeduD4MpAV4bB17lhlJa6b8+q2jyESQpKEKl1lv75ShMVkRwGQQsToKRk0",
-	"QMhtWlS7q8CppWVmJEJ3mtHYpuwBar4+plXhlhp7XXfrpS/ipHZkm+Tr8hld6qI3GuuG79RCsNS9QoWm",
-	"VpzsEINmwnpmr1Uxi4AsBXr3hgtZjI9TT2wQSeh1sg3KE25nqK6T1LhuCSSFxq1LFyLT0wbvin5bGgeI",
-	"1bJCSZazX/b4TS3silihwrFZ1i8svpAQAdfJYqIAePktF7WuN7zz5QTvYzsa2dG55IpIyoMaKlrvMhdl",
-	"qrPFqXS3OSAOATHZ4cJ6jmdUYckhyuvub5soLjLgEBNajHmIrllSjLEAHRgyNVSA3ylisSZAlGuiAE5Q",
-	"R5td5+m1Yol1/Q70EJO5kPdYcrEwjkzQ/8ynfmzdUnr3F7S7BSOzRS0B/i4p71G5iyYXVM+eaLtrWO3q",
-	"GnaLpJr00ySWFmV0aD+o5bTX+a73BsGQv/d0Ov1C/tl1PO31xW0iErT3+JVlAVzOJMH1bC4DXLsYuefK",
-	"ABtEZ2YRK41MT/ALWppTGY3WDcsqCG24Q9Ds4Umm8F7r5ArDbWNrTVR8VxqhMfiWqntkwYowTnbSHKU0",
-	"pvTumBikxULNMk9AEaqq2+OVItE8JjTLksWhxzhuJJC6HdxrfF6BnLj1Pmj67TRmN8NNMIjeq+wvdsi+",
-	"ZVxgbMeqM00Zr3/7OniKW9dPB2vhxWPPLjp66fX5u/NRMDr7MLm4PP/H5enVldFLT//z7PS3p6mg5Sxf",
-	"W/9sQHFduK+hebY3vMEd44Xd171nDFFsW+G8RvdVCafmvs45kKurU1uD3XAiw7uu3v1PonJ5RyNQhOkj",
-	"EppBQ8LszyFu6zDE4s0BCc3MoS3lSKWC2H5zGJL/uDr/MLYVSSPJjKzqgmJSmmVOCWmWRBhQxsFuJGil",
-	"wQ9I3S86epMnh6d/eodx+XKD8/3KQeq5TauzsYpu7aC/QcGKVedmnNeg+LSicyvkY0igSqer88kM8iW1",
-	"O7fdE8sH8blrgn7L9yozqscZEHRsmoNsse3OTZIfbiYrx2nIpwNk6qKjh+EM5JblCEIkk4gmydipvL0D",
-	"uEjiK9us238FHRT9W7SAWU61wq09nXPJT4pGza5lgtCyrkWjRleXQ7Sk30/YotGpnm+0pOdZ1azRvahA",
-	"29/T1qJtdFp1MrnkjVN5LAUpV3/b3iqPwUhwGCBX+GjYyBdrGoHX6uij9YFdG0Q5uI+HGwzsW+eLq7r4",
-	"yW5lrxYeDGnfwoDVHVpEMaRLnR4GTdEk2SFdOoSzqlNXuBjYoyZVrFyYj/cN7dRgeKs6daSFlR36RJx1",
-	"OtalmlX9fILF6j5dSWYlsXWuO6tAOKi+5Ip6/fWL+5zevelxiYjolgNBl9cCovMznuXaVrSTdH6e6/Jj",
-	"t4ZiVcmD8UkmxVSCUq20XXfNrle0Zzvh7O2scn+ycE3Xcsj15WsFbhlDfGV+XsjJrlM2qNZ27dOsM4sG",
-	"336asaGOGV/ZyNCR2De3Mfiuqn8dOG2t+si1pNzuZHg1iOuyBoTbM74qojjN1ExgmHQkuGIKX2mYMz0r",
-	"i0K4l0aeUgPCWVeG23wLP7fvvrCcoJIXnlJ+rKhI4Bs/oXwblXZWVjX3Zq8PQWbfXOigHj5SLgeHNCKz",
-	"8+UTFJPWjre+K+9JebHYLKbn8ZTLyqTmTcZxGcbqYpkQ8QTBKS7S2o+9L/NA+dZMmml8YnEumdbma1HP",
-	"aHcg3LcNd4+KkPj5jCWNoBabnHDPxZyXr9NZUhu2XuDxehssy3+vQpNTbLhpdW5P5QNfLIcZBeLAvfc1",
-	"keCK6I/HXq7TrpXg8iDKhyxGFYasKOzxpOI9a0my7nJcq6hl299TlqGpKtNsWJDGlqgf+iBYrV6Ny/Lv",
-	"+lj7KLzUvbdbGC1+Ikg3gsNSj1LXzvA0yaUDs68svjQNo5vLLnWTz/8LONE0bz0dJxowewk4UXKgreDE",
-	"aXExtdXWnjzRtDcislPAMYZKVumd39oUt6tx9yx9bUxNl0R/9mGxF02D1dD42IDHhkhbA+oLwNheO8ET",
-	"0LVmH94mznyzJa7WF0Q3ESvlsqScteihLNvShXw/bXScA08mkDYavQAqWauS4RBSsR6kbdsyV6t/29cS",
-	"vLr+H94n4j21sfrxqe5jezIq1cD8ArDIqSxbQSBnNt0mBm2KG2trdeshxBYMxS24vQCU2JKZGIkuyiXT",
-	"iyuzWQuTW6AS5HFuw/MRCmgzwq+rJc60zkaPj2iZuBO+h6JtkYaZUFqRSMSMT/dcmpDL9LU1dFUG9B4t",
-	"ORi8T2z1VXLh3sC/4TvHJxe7mIkhIRIyLp5YxEwQC8jFmJzid1LkGshtrkm4P8OHw0KCYf83PDRbEpL9",
-	"ic6VQ/J33JA7LC3ugdvDCQnmJtmNozWXKthjXAFXTLMH2B0TFLHVDacSyOVPJ+THt9//QDJbyfrf/6kE",
-	"L+pIq0ZhZxIaoTEck3Pu9oDrPST0hoc/C6VDMgMaYxVGWtq0KEmEyG5pdO8C/CgnZxckYRokTYiQ+N6i",
-	"zZy54eVD70VNDIj38AxCMgWtyNuD70hovsDMGtciPCKU3Ip4QcQDyBse7u2ZT3sJS5kuOr7+joTuIcuJ",
-	"FmKSUDmFMCAxRAmVEJuVYPAfxGa4/7g6/3DDcVAMtr4FAp9opJMFrtf8TB5okgPZ0ZKyBMuTUE1dlHVK",
-	"E8MNIJ4YeIa7RzfcLRFhEwtw0JGSPQDCm3FSLNywDpGXSz/4bzc8dMGFk+I3lyVmZTkXlensZuT44qz2",
-	"Dtzh6GD8enxg33IBTjM2Ohx9Nz4YfzfC2r4zJJx9xG78cwraPrEA9p19c6+O3jOlj20TDPrLBFeW5N4c",
-	"HLQcizTLEmbdgPv/dAKaZUiDKiZh0DgSZ5MoXbKMq5rikpNYwvQC6cu+qk/qBZrGZtNvD173TVvuo/b6",
-	"bFVqeHAfw4qKarYjyweyYq07+FD/HuMBsZWUcokWTvdWPxGcXBxf/2z5J52qsviGGn00A+9bJtt7LjYu",
-	"4R+JuKXJ6YM7n4xKmoIGqXrvx6rJvi0Q3hsBUWv5niqNk2AxmJXNrxcZ1rxa2fAnYSgZW7YDipNFec3c",
-	"WV+Vpur+lSr5MJa2N23/yG3tI+5izMqEqxLzlheZefy4ErE1fNL2QPasU2w4Ztfjpj24fcydV86Oe2Tr",
-	"+ds4aqYIJbX+DqsP1sLqdang7ZsfvyTVXIF8ALl3ZUBwWp53kViJmZJU3dsi7sTGlipCIymUjSK3nK9O",
-	"RI5uLBHNymc4vUT0D9Duoc5n5G1uBs/hX5cbMGedZ+OnA9RJRKPD3z/WwfuePQAHpZwgQmNmPtXBVTym",
-	"h+BKQUsWqWXw+sU1GUYzWUJZC1Rt6utAxc1AGDfiVGrwP1fEDEespE0Oxgfjt1+Dx7fXA58yoTAEqsgr",
-	"LwWZSORGkbaQn9J8Cv1gd9fzeEHTZBnszzPg9o5fA1mLQdc4AYOXbi4SiyhP7dMRJbLOqSJ4vWFswNc4",
-	"iOuZDVjQkka6F66qVjrWlR9owtSGFhe1fsoHpP4u4sXWyL9Zau+xqexomcNj5zhfb3ty3yG7sOqjpju6",
-	"yKL/MnfNwds12693N31/8N3q9sdYqTMyzHML1xmWDSjzMJ3Eyh18nXBoOBstEuurqoMNNC7LStURef8z",
-	"ix+t0moTdjr4nAjVQOdnutKWoBVaFDAyvSrz9wVQY8NzQ8DVaxMeEaVFprDgAh7emJw1Xk7xnFTQy7i/",
-	"/pF8Q2dxzhsVIr2AXk/RMVrLxzYd7VunNl4O648W9N0oOOgXOO8TFyelDKQ9h47P4piLuvTdkx332IOr",
-	"jRonsDt+iWx7U1rGDdsnQVyhF/twB4+L50KKpzOq7EtFwhJQ4UBOvB9VJaZXUH5RjPr5GUAxUx9rtj9/",
-	"C3zgtxnIBk8mWElGBfZWNZy5yL0kWUKrujrOoM18Ua3Py1FqzxdtxFNaNoLivTbBk4UlXvveTX3zii4s",
-	"Dhevr4QBoVqkLKKJ6cX07IZb50bgeEJgL2qnG6o8hTFxRQXrr+zcMak0YXdVNeUbXjypRY5jWwopVyCJ",
-	"iyo4NBJP/QUgFy9pxEssnTWljB8Rym94+50ga/lsPbHjunOaIi3jCes9cXdHtBAJMRtU4xv+mzVeh0W0",
-	"mgEAkaDlwvwfCznpomQGda/p2dft0KTa4uMOis+rGxSzlGHJTj1osIg3W5+ufEvQZ5Byv71kBaAHGHVX",
-	"xvpAeQdRwrgfKMVvRyS0AQOhpbf5zJqgw4IWy+oGRWk9TM23usibF667FIDA9dcJE2vlIXXuUE1SoTQR",
-	"PILdoddkx5LdBK7NylOk5V20b1HW+PkOJiKE76nSe2gq3Dt7FxIhb3j4P2yT/x7uBvjUlzIn0ihuEGIB",
-	"N+7MrIok7KGYaUze2ZlvuJs6olIuSMjiw9Ve0fDI2iFEYq22iuyErdoIYYB+nPZ6wka6fWidhTOgUt8C",
-	"1SQSaVpbDRccHJMTuVExyzQOKBI1XGE4am01tzBl7jVNV/JQTH2czjoSivTnb92T8E3Z8t9Y9terraH8",
-	"YnVpgxtG4knE1Hx7l5tLvcxWsNoqSgScQ/RyDTgvwbkgKv0yIFVFROQuBVl5HQrbERKLIqbmluq39p5+",
-	"yoTUP7u3HNdSGz7t8bh7Ba40+p4X7m0baGF0I2IuvW9BVXCazQNIVTwUafdiNqDIjpFOJ046DVyZy/Jj",
-	"maDn/pSoU+8+q6ZQKZ77n51geWZNe+uPHny2ftCMoh/LuUHLUUdte/MSz+jy8mS9Ro9j1KqrfK9nkpbr",
-	"aXxZshhmSz94lulLcd2nYxeFnIoXSf8lbOmbRkdYw0thCn+laraXCk7D5MkqMHOLhjsbSvq86l7zVexB",
-	"6Ptmy5MPUf3ITucd9t0xuSwfEqf1h9dbirV9Lf7/+46eJK3wuITtEWHaPhXFxRwrP6viSfxbmDFn6arb",
-	"N4dSjyzrbm/RRHUieKHxOsJRRM2oBJS2XHF3W7LUGpVuhdAKbdCHpDBLM3XDlXvX2ewuFTEktpPIdSSc",
-	"GJ0oQWipLYatymlOI+yp9BZaCX1Mwu8P3oSoWjFQfeXeS1Nbf8l3snN8ckH2vntzcHBw1DBW3gNY/9EN",
-	"Z9jahaspbZTdUu7cDQgkCpZUhG/yKVtl6ss5lIo68f6rrvQbO0x0IHBlyEsNvkCAl0noL90w42yydex6",
-	"pYpUc/vAjLPfBiQRNMZK8ZRgIXv3ugFazJ3mQcrXZ6zJYU6ZJjnXLHEWXgk0HuqN3q9KtqxwgVQlyr8q",
-	"xtr1fiP+Dwzu9R27uRkCe3quFRqPxNw9KE9uC5SIn1WP0Y1KJH0YUKtX8ozHX5ul5+yr1X4L539V1GYR",
-	"d3jBq6BwsKig5vkIKueXx635vKdvVrX/uZAGH5fiQC6f9bqypU16zr0SSl985APa2UsHp5N7tniKfmtB",
-	"rcJDv7Fg2FuhDTxZnldwVTTqbGQ7gd3+sPIykYehcKfsnQCK7EhUcTAjRKQp3VNglqWtpwM+ZQnmq7qq",
-	"8b4lFlml1QrXeWywKh/fTjLUC8z2uBMyrU6wNTdmvTTmLrHx+wMs78/SPB0dvnF16O2nysxTy130T5CV",
-	"Lyz2HMH3r988Jbh+4wu/L2/kmJgl1+LJ1RfRTDdkAmY35YIDwmEOyjnhA7MhxqnuvdUN6ZWvLPTS3TW2",
-	"eE5mXDwB4WPIZvLx1wIsAqcJ1Too3XMSj8HSgGF8meJ5TES1p0i+cKiwfW6jN074WyAdu1T38LTvWEvy",
-	"KCNpe8WV4oifkUJ6xRVc/TcirvRAOniidal4sKV5ILYg5DOTnX0s5gs7FZbhgasXWceHl2VT3diuwTEW",
-	"y6Z4CUkU6OKFOw1e+m2mOjXTvn//aDBIoc/X4lwuE5fzfbi///rND+OD8cH49eEPP/zwA2KbG/5zKb7Z",
-	"5BEjANVkTlX/wqVo1r4pb9/ad85l/Pjx8f8GAAD//w==",
+	"7H37cxs30uC/0sX7qkzdN6Jkx9lcpNra0spOou8cSycpm6oLfRxoBiKxmgEmAEY0k/h/v0ID88aQQ4my",
+	"ldzlh1gk8Wx0N/qN30eRSDPBKddqdPT7KCOSpFRTiZ9Oc6mENH/FVEWSZZoJPjoaXVKVpxTIraYS9IIp",
+	"iLAljMNpfnj4VUQzES3wT3pkv1H0V/s53DsGcU+lZDFV8I4ovf/2nnK9f/ZmMgpGzIz/a07lahSMOEnp",
+	"6GhkBx8FIxUtaErMelLy8R3lc70YHb06PAxGepWZlkpLxuejT5+C0XciScSyu/ZbkigKlMcK9IKC0pKS",
+	"tNwKBUmzhKxgvCA8XsGS6YXZXLLXt7hbO099cTG9JXmiR0da5rRc240QCSUcF3f2xrTD4TKiF9VoLB4F",
+	"I0l/zZmkcTGAd9t/ex2MUsaLjy99MDDQReDa+ZqAuKJcw80KsMGVyGVEIUqYwQQQHCSNBOc00segSEoh",
+	"pYQzPgeiILQHEpYgWVASU1ntonGqW57bNYvuqO4u96Q4Ko0N4FaKFMKL86trOKBmKnVgf1FhAIwrTUkM",
+	"4tac6ZSHJ7leCMl+I2a0EOyCYbxcsGgBS8YVLBeUw43QCyCSgqJc703gPb2nErJcT7nBjRtKpEETcUc5",
+	"MK1ocguMA4GfLt9NprwHQ+yytgXDKqOqC4VTkaZkX1FDp5rGgDsH012BFhDThJkVjyPBtRQJ3BpyVkCS",
+	"JVkpiERKexEZB1mzSs8yPxlcVZngyq71RJ+SjERMr8wnswbK8ShJliUsQuAfZFLcJDT9z38rs6Pfa/P9",
+	"h6S3o6PRfzuoeNKB/VUdXNhedtImTK4XFGJCU8GBKSAaCERuGZCwlOlj4EIvDPIuiQISp0wb2AkJkaQG",
+	"jJMpD8mccj3D9jNJSbSgcXgEShOpEe05YAtYijyJISNKQbi/n5KP+/i9CkFIiyWZFLcsoS8UhCn5eOJ+",
+	"HYc4dhhAqCKR0fCoWPQfRY8ACI+BTHl4SbVc7Z8YplQg694xhJkUaaZnv+Y0p7PbPElwtEWuzRJnsVjy",
+	"EIReULlkilqEtJ3xdGqD+rhBJJAnClgSpuGG3gpJQcsV7n5OGJ80kMPhAuOazqk05/IpGBWn9BlP//K7",
+	"U/j29dffgBsZYqoJS9QEycgNgMhpDsLg5w1LmGY+6vp5QTReAvaoSXxPpWaKxobKQ8aZZiRhv1HkfJkU",
+	"mfnZDoQ93iMl/d6mk8D++i8qFbO77jbI9eJHqhci9izrB7GsryqKaKaVwd2YcrMiBeOT0wsIa4OYW9bQ",
+	"NQhOzeJbeFm1DM2JL8g9BU0N5sQQkSSxLczoEdE0dNdjGwJM01RtOrqTciqzT7dxIiVZmc+JIPEVVS24",
+	"lFclQjnNOsfWgn0eM+HvTtMbGsc0PjXY+FH7G7GUzKnvp0/1u/gX1y5w83UH/1DuT9z8m0barV+LSCTd",
+	"wy8pB5long5ZQR1cZTcvkHxrQQp4x5T2gHBeSIDDDtU0v7D41D3W1qLd2L0rKsbxnGuJOh2aMEzf/A4p",
+	"Niixt463yopvFnkr3IWxXdFkRdIEqknwZuxS5j1hCblJqB93ohZmboRa45TMAOZG5z07pB9plGszO4xR",
+	"4NHlXffCXOf8ls1ziZw1AI7CCjYjYA6AKu3fU8yUEXJ72dWCKS3kyuH1GTfH1UuhLPaOwYlm99Qh62Uv",
+	"giPy3tD4BJHyVsiU6NHRKCaa7muG2N0ZWqGwatpTnqcGxW5ylmhmaMLCZGRuCU0jTeMa3lUj5Lw81ktK",
+	"lJcpt4nfSOZ1wJXrqOOIf9/9EPUSRQPtmyQxS6nG25LEMTMjkOSi1qChcFQjEjn3XCuaypRxkhwBkfM8",
+	"RcFfC5A5r24bxDJEUKSlAASPaGCF3qJ/4yrogLrN8Rtr8OIe1303s4BYmP/nilq10xJ/ADGV7J7GFvmZ",
+	"VnDHjCTFY0CAeYmgF297iMJ+0VFLTi9euOnEbcGMxk5UNCoFubG6hLkvHLbir/j5fnZPjN5UgNKLrPdE",
+	"ek7PdT7Cs7onkhn8wwNUVHevfMrvtzknH/Jz4lCZ+6+6U8IjmhiUTzw3TIS/JjT2c4GYolTr4YP/C78H",
+	"e8cBQ72daFhSSSGWIstovB0G2pHO4s00X63Zu18r4f4zEdFdP0mivaEttJ5wMBKbk5HhxgzRlSkfSOyc",
+	"C41Xgtq6b0w08cJwE9WmLKXXjkCGk5SkFSvfap2K/UYb9wXj+m+vKyqvyVaF2FdTZl8e4n8eUtNMJ+up",
+	"v6BhHDboiITFjmYJ43e1z/5bSLLNOIi/9qEf4zk9QX2Aei4LUvvFrdvA80Pgk2NKU19nmWhjeJuJaOH9",
+	"2cBayrzEjXUS0CWNxD2Vq6s8TYncRI3BSGmiG2CXOefmt2Dk2AUKUFlCtf27JNhgdEuY/aNcoFcYaAur",
+	"BcxqK2vtsQGREnLrjugNjRLG7UGQJDm/HR39MlDhDQYcKrIY76nKPuHG/GSPYusj6weYm602dhcoH2pg",
+	"ubQy6kbe2QRAHWE2gNC0e4Mr7hwNWidPRZpa8DTZ849Gs5MKjEC9gjiXKIFbW1tGVkYLg4hIyaiCcbEe",
+	"c91LauSiXKIlivF7kdxTq1f076GL9FZ27PlVE3XXd3d1d4n6g6Vrj8Jnfy7nagLhPVoOBS+0ECY4jM1H",
+	"tIk50yq4xb5QVl7cOwICP/109saoI0sg2sEQ+xQqiqS5spd2l9dIKeSPVKmmRl5r8JHpUxFTvyJtfr1i",
+	"cyNJ+TonROkrSvk2ykbWkBM7Svu1uKO8Rz11ArS56R2YgPm3LXOO89c4ndKExyQRnFplBi2SSFup0P77",
+	"xHDLfKMWWuDElW3dpudiKeVwH9bg1VU5Y23ZaDC17CBejdyZ4ngorHmX3hzwjRNDhvHKOil7+KUH0f1o",
+	"1/9LgXAtk6lVzCMR04IazJ2TS2olfws/wwlwkADoZD6xWDEjuV7MCrD7KeExiN6PtBWiPQ369CKNYfw/",
+	"UJLoRZcZqQ4aiTu/KtRrQvUvo+rhw+Ian2npKpXtulQrtpJP2yqH8zNsw3fsCQ4QcNfeJVIkDa6SK/TT",
+	"FRqoXoh8vkDf1EppmnqB3jKcrrOP4HRBIRxXu14D/ZM4pvEuCd5zeLs5kdQu+GzowXw+2Fcrax6Bnwrr",
+	"gEdQdgmg0APXnULn/Eqk7V6FLjxgY3AAjBvClhE/kpXfhtlWyBwMJsSsZ7Ocj786hXcNdp4ucn63S+z8",
+	"iyERwufxSFSB+XkgUWTW83gkuqAyZSj4nZfqcRNGd4xvaYYUWa8c01pd2bI03eFs6xd6SbNktaVGVl9S",
+	"O7JhbYhKMBK5jkRT8PUZ3dbpOPW1l/pk60p46PXbA/3hjrIOBmxnj7QGJKNEbuUfoQm6Ps6zNSLvei2z",
+	"Y3jJKI+tWF+M3jK30I8ZIt6H7cxqQiSnJEmG4DNKGNWyi0VWh7JJ4uhgym4Fj6fADefG67MF7ASu1RwV",
+	"KP1M3wPAR/D+vuP4sldAVq5qIotl7fImuHQEvXvM6+Ug61Bol4S+Bq/sNJuxysJmR0hVA/Qzwim7qh2g",
+	"VEL4W66tBbdXBeqaBiQT0kXorTEBbHCMuQnWGonMAn/KzE21U2SnXEv35zA2W8Jpk5ezGLkHTavtPAY/",
+	"W0D5woiZED7J7XJ2gJFV9N86a0lfkI/HyR16rGWhdXlbV7uqB8ZxLnIe0TgASjCsVy+AwIJxtFYvyxCC",
+	"HcWuReusgimJFozTfUlJbM9GSiHRWOgPycGoxR4Hm9KG/w6j2Lrrc6M3c9B522GCyqaGG+9BgDTTgymz",
+	"4UD/FBjd4cz2e+lUh+JjF/h2qn7fZ9STumBTGgp7rQufNphRhgWb73Uu+XEzN4BpG1tBywZ+s+16Z+kw",
+	"b2dzyc7nCUKCdXrCrZBA0MFixzvGgK8MZV8o/VGSZkJqZSPgzYJfYJ6GNFvGqQKw8e8pWQFJ0FwPN7SK",
+	"68EA4s/mea25WwvBfqiftXT1dY8bExr2o4VQlDvPXHzsgGWAyjS66mKaZsIgoznUtVkWGdGaSjP2//nl",
+	"ZP9/k/3fDve//VD9OZkd7X/47//hww27zId5PdM80UwTdddIMBlRjqcxCvrjpWwUUumVLA7anWc9Lqka",
+	"TFIErU+Xy0oa3+x8bWP8YHdtFy+85174pk8XhM93K2Xsyj2+wRXe7u4Lmyrc5T2BU4TPE8bn107jawpG",
+	"zcF6jBq9Rqi+C8SnmBe3RK+Nqc3BS+Zw2R+kUKystA3hrhuMZebwo/mlwXYkirkkMY1nLv7Si9FcaBZR",
+	"b8YRNRdURJHhGrafKyq9bN8u4o1Nv6E9Al1tgeD4sYtqcwknNWFm7Ga0nyTNEkbjvQCUADLlkUUJjPIC",
+	"ou7qYpAWQLhalulsyG0Mn1uIJFb11ChlVT3zm03wQIbfF4N/1rMrZCwEGkuySTLuK7/AU4WmtDnXyiwo",
+	"wjC2cogjnGZGIs3uKfxhP7nb8A+o9KuZU1/hjyl3pqJZlAiFXxVe+Flxw8Efzh1biwc2PV260EyLWbEA",
+	"+AMcDs0KpGqAq4c0EIGDBhX7SLZEQj+XyxKyOnWX7U5dZX1BX211r+/q/dBZ3iNUI88+v6x2ZFNBZ4WY",
+	"83gF6ZKqFY8uXY/PcpLBiPYKoxUJlhKAaTtLmUqJrgldM7KgJK4+bmECchFhdJMQ96EDnkdhUgfOXxqT",
+	"zIJKFfbxmFTLmfKEu7iMmh41w/DD7RwKkU1beCdUTwbVAxws0TJ+SLQprUW0DQlTWePLKdWtdeM4QF9h",
+	"23Xhd+vUbWdhGQ4er4BlZw7aR2xB2ac0lQdTX8UajDpF5Ngla3oAmD3BPH3G48ayH8Eyutv/shzDiSoT",
+	"S6w7Yxi1PEgP3/B8/cTZb9kaTtXVA0uMr5bl22v566lNXVI7DOTC9LJzj6fvccNas8yPzXi/GrPsv94f",
+	"yEcfrN8O9hzvhKu2OUHN+1vywyb7KyJjyg0ONyMVNII8c0v7TPfe3aZWR3mMLQ30Rokk1xQyohdGYyMc",
+	"6Eem0HIVM0kjo5Acg1qlCeN3CktXFB6mCbw+PISQ8XuSsHgWLePQ2oKsyctoV4LTY9sqWsYzSW9zRePQ",
+	"mRdtQFE1DYzDgzCA8IDqCP/NlcR/74n5F+O8bZWFnMdUQngQ03tskElhe6iVCgOYTCZ7kPOEKlWm7cqc",
+	"u2zdcH+fJIlY7psFt6xxrw+//dtGSLpE34snt1PV0bZ5bm+LMzINjut5gEDwO3MA7moubQsFx+8aIPsl",
+	"jVrDr/11RDqJ2G3BYSMhxDuPxt4gnj6MoT2M7wwzcK2VuNbLJRaEOxBMamfxTCQTu6KdiSbNwPJHQMyT",
+	"S/A8IFboLrOO0/xxkPOXdOD0o74g8ypDpS8EbLgrvdA6NznSy4HXLLplu3+Utt/1AjyPAy9kkFlkl7az",
+	"E7d1BXYfNv9RX1KlhezL0r4lSXJDors1JnulJdF0vqrDw9ZEmJX1StznRKBRqbCrsrIqQjC6lVQtNoOr",
+	"nCzorH8tW3bwezxbrh/Ec8E5XNHOUO2qHSB2evn25Prtm1Ewuro+ubw+e//9KBhd/vT+vf3r55Mz893s",
+	"u/PL2dn7i5+uR8Ho9PzHi3dvbafvTs7e4R+nJ+9P374zf/ucMvXZn8C9l0l6z0Surh4iNXwWi0Z954/H",
+	"0w4cnweyIhx2zh2rrMRtc17d9jFEQkhIiNJV9usLBSyGsaIUChGjp2TQACG3aVHtrgKnlpaZQYTuNKOx",
+	"zdk9rfn6mFaFW2ridd1tl76Ik9qRbZKvy2d0qYveaKwpH9dCsNSdQoWmVpzsCINmwnpmr1Uxi4AsRfXe",
+	"lAtZjI9Tz2wQSeh1sg3KE25nqG6T1LhtCSSFxq1LFyLT0wbvin5bGqc0VusKJVnOftnjN7WwK2KFCsdm",
+	"Wb+w+ELSiHKdrGaKUl5+y0Wt65R3vpzhfWxHg7HOJVcgCQ9qqGi9y1yUqc4Wp9K95oA4BI1hzIX1HC+I",
+	"wpJDhNfd3zZRXGSU0xhIMeYRumahGGNFdWDI1FABfqfAYk2AKNdEAZygjjZ7ztNrxRLr+h3oIYalkHdY",
+	"crEwjszQ/8znfmzdUXr3Z7S7BSOzRS0p/ackvEflLppcEL14oO2uYbWra9gtkmrST5NYWpTRof2gltNe",
+	"57veGwRD/t6R+fwz+We38bTXF/cYkaC9xy8sC+ByZgmuZwcyAA5XVRFuBY+j51pt46jUPQWJzzPya06P",
+	"4Y7SDJgGkWOYcSLmyrvvXCZ+GFsAvFDWymvYFFbmDYpKx+abW5ZoKhUwHiV57C0Z0IZTUXXYzBvUNr4J",
+	"aEPjE/s2AqRYuGHf6rh2J5zFWEbaRivNE3FDEtepWyKlL4D3Z6yyUivd7Ti/cEFI3F7UNqhXYZ1vLqY8",
+	"bNSkDgGFllsmFVrB945A9tQ0D4CoKQ//YT/9PbSxTZN62ewXCsSyVjFb4bydOYtwW72gHGtOT+C90JDV",
+	"qqncMIxeskLPhiLRrQthO3dDn+X6+/qhIBEfW1iTlDokxArg378ty27/w47193CQ5dpf1vq6O4WuU0aI",
+	"/UIoy9NPOvA5HJQseu0iaJ8qP3TQLWwWsdEE/YCoAXsjq4xE2wZtFtfw8HABs4cHOcp6fRcbMLaxtSb2",
+	"vCldVBiaT9QdCmiGW8I4zVGHY0rvTaDEM5knVBk0I7UKRtEyBpJlyerI4zoz+kndS+Z1TW1iybrHY22g",
+	"6bfimt0MN9Aiem+yztoh+5ZxgZFfm840Zbz+7cvgIUEffjrYCi/6aLxjtbo+f3M+CkZn72cXl+ffX769",
+	"uhoFo8u3/zp7+/PDDFTlLF/aOtWA4rZw38Iu1d7wIyRQL+y+rBRqiGLX5qhrdG6XcGqJj5zC1dVb+0JD",
+	"ceFdvfmfoHJ5SyKqgOlje/GFwOzPIW7rKMTS7gGEZubQFnolUtHYfnMUwn9dnb+f2HrFkWRGk3UhcynJ",
+	"MmeiaBZMGVDkxW4kaBXJGFDYo+joTa0enhzuHcZl0w7OBi4HqWc+bs7VLLq1Q4IHhTJXnZtRoIOiV4vO",
+	"rYCwIWFsna7OYzvI09zu3HZerh/E58wN+v1im5wsHldh0PF4DPLUtDs3SX64Eb0cp6G9DtC4i44ehjOQ",
+	"W5YjCJHMIpIkE2cQ6x3A5Rlc2Wbd/hvooOjfogXMgayVde7pnEt+WjRqdi3TB9d1LRo1uroMwzX9vsMW",
+	"jU71bMQ1Pc+qZo3uRX3q/p62UnWj06aTySVvnMqnUpBy1fntrfIpGAlOB8gVPho28sWWLqKtOvpofWDX",
+	"BlEO7uPhBgP71vnipi5+stvYq4UHQ9q3MGBzhxZRDOlSp4dBUzRJdkiXDuFs6tQVLgb2qEkVGxfm431D",
+	"OzUY3qZOHWlhY4c+EWebjnWpZlM/n2CxuU9XktlIbJ3rzioQDqrPud5mf3XzvpCY3uTZRERkx2Hi6yuF",
+	"keUZz3Jt611KsjzPdfmxW2G1qvPD+CyTYi6pUq2kfnfNblfSazfJLu2aE/5SAjVdyyHX568kumMM8RUB",
+	"eyYnu01RsVrbrU+zziwafPthxoY6ZnxhI0NHYn+8jcF3Vf114LSz2kTXknC7k+G1Yq7LCjFuz+gWUpxk",
+	"aiEwiSISXDGFb7gsmV6UJWPcO0QPqRDjrCvDbb5FFIzvvrCcoJIXHlKcsPAH+sZPCN9FHa6Nbx54a1sM",
+	"QWbfXBi+MnykXA4OeEZm58s2KiatHW99V96T8mKxWUzP00qXlUnNm6rn6g+oi3VCxAMEp7goenHifbeL",
+	"li9RpZnGB1iXkmltvhb1ehcOhAe24d5xkTCzXLCkEfJmU5fuuFjy8u1KS2rD1kt5vN0Gy8cBNqHJW2z4",
+	"2Nr9nroovkgvMwqNA/ca4ExS98TGZOLlOu1KKi5LqnzmZlRhyIayPw8q7bWVJOsux61K3rb9PWWRqqpu",
+	"1SPLVdkHLIY+F1irZuVqgHR9rH0UXureuy2bGD8QpI+Cw1qPUtfO8DDJpQOzLyy+NA2jj5dd6iaf/xdw",
+	"omneejhONGD2HHCi5EA7wYm3xcXUVlt7ssjT3njpTnnXmFaySu/81qa4W427Z+lbY2q6Jja8D4u9aBps",
+	"hsaHBjweibQ1oD4DjO21EzwAXWv24V3izJ+2AN72guhjxEq5LmVvK3ooizp1Id9PGx3nwIMJpI1Gz4BK",
+	"tqpzOoRUrAdp17bMzerf7rUEr67/qw+DfZXz+vGp7mN7MCrVwPwMsMipLDtBIGc23SUGPRY3ttbqtkOI",
+	"HRiKW3B7BiixIzMxEl2US6ZXV2azFiY3lEgqT3KbvINQQJsRfl0tcaF1Nvr0CS0Tt8L3jLwt4bIQSiuI",
+	"RMz4fN8lEbo6AC4YP6PkDi05mNoDtjYzXEihRSSSKR+fnF7sYbqDpJGQcfEAK+aJWUCuMPBerkCKXFO4",
+	"yTWEBwt8VjAETAqa8tBsSUj2GzpXjuCfuCF3WFrcUW4PxyUB2I2jNZcous+4olwxze6pDX3XSzHl1gxs",
+	"rbsKSKIEaHJHgYBaCKn3E3x+PvyHzXz4e4gW4CkPL86vykD5A/ujCvcmgKK7mnIiKVx+dwrfvv76G8hs",
+	"/fz//LcSvKherxrl5CE0wmg4gXPuYINwOAIy5eEPQukQFpTEmMFASlsZgUSI7IZEdy5wkHA4u4CEaSpJ",
+	"AkLiK682BWHKrUHphSor8dB4H882hDnVCl4ffgWh+QLz+VyL8BgI3Ih4BeKeyikP9/fNp/2EpUwXHV9+",
+	"BaF7PnemhZglRM5pGEBMo4RIGpuVYFAhjc1w/3V1/n7KcVAM4r6hQD+SSCcrXK/5Ge5JklMYa0lYgkWR",
+	"iCYuejslieEyNJ4ZeIZ7x1PuloiwiQV10JGS3VOEN+NQLNywJJGXSz/8H1MeuqDFWfGby021MqKL9nT2",
+	"ODi5OKu9Pnk0Opy8nBzaF6QoJxkbHY2+mhxOvhphRfEFEuQBUg3+ObcZR4aFkSJZefSOKX1im2AwYSa4",
+	"sqT86vCw5bAkWZYw6148+LcT/CyjG1SnDYPRkeibxO5S9FytJpcSyRKmV0i3BoNpDPWycBOz6deHL/um",
+	"LfdRe/O6KnA+uI9hcUUN7ZHlL1mx1vFNzhK9z3gAtn5bLtFySjW+bwOCw8XJ9Q+WL5O5Kkv+qNEHM7Cj",
+	"395zsfEONnXm7b07nzJVRfXeu1WTA/ssQW9kRa3lO6I0ToIlqDY2v8aEmwENvxOGkrFlO1A5WZXX1631",
+	"gWmi7l6okr/jgxqmLSauFe/NHdXSPEvMW58gNGRDNq/t04eNJKDpR22Pbt8y7uE0UI/c9lDBCYf6hXBs",
+	"3xuxkdxMAYFaf4f/h1vh/7b08vrVt5+Tvq6ovKdy/8qA4G2JGUXiN2ZyE3VnH5kAG92qgERSKBvHbnlk",
+	"ndwchdXJrbguUZjz1kn4ztwXKEQ4CcMVDVdUQ1MICG16oD2uAFQeLTD5Z8pvpFgqKl8osEVpIKwl9oU2",
+	"Y8ilMzIFNyI3mxNg30E3ox2Za6XKIRqHpS8w3ANX2s2lOppOYy6g1iSYcvt4F0mSFYSWYMK9wPJXpqvU",
+	"N5sZN4HzzHnUJDVyEY2nPMxlEsJY0sRuwTnWLJT3zEax5N+xratun63X1b5sfmMhuTS2jBmcTnpzsDOn",
+	"a6TYxrdTnnPNEgjLNNMQxuG+o7t9O9q+1onZmgFDLVGTYFE8ltJgypVYn1dpKwS2UjmXQt6BnZ/pKXdL",
+	"OC7Pu3zywuymkImiXOPr9KbxagInLu2T6GDK5wYo+LyKAwNOWxbIsKTPYkyEtJpACGMCVY7olDN7Rj9d",
+	"vnO18JeMo2jUWb0oJblim3sTONGQCqVRjmrAUO2n5GPo1mXrPYpcYzEBI/6MX7/6dspDI1ylhK9mLjq9",
+	"JnieFECxArTNZjMs64bEbtgpx/2+Pnx5BGFjhJnLiAthnHP0wO4F7SauNrjB7NYvSyn43C3JAIwLFJiK",
+	"XFMJ9rNLdd7rDsD4LFdGbLcFH7Bb7UUTc7x7ViZr3s82GrqRGF4+i/dPEa92Jjr50qg/NVU1LXP6qXN1",
+	"vXySJfiuroq4P8/FdPj6OV9kJw31zVE7MjbL+Qyrqt/0yAlErm2yttUrUaPsvcsW5ZP3XtHxe6rdo/hP",
+	"KNG7GXqwwSksTEGeTR4OU2dfGB398qEO4XfsnnKqlFPrSczMpzq4ioerEVwp1ZJFah28fnRNhsl/WUJY",
+	"C1RtmbMDFTcDMA4XUqRGlssVmOHA2q3gcHI4ef0lNJv2eujHTCgMKC5KCJTqeyRyjjUjDOTnJJ/TfrA7",
+	"pXSyImmyDvZG+LCa7RbIWgy6xQkYvHRzQSyiPLXPtJXIuiQKUKlDO8uXOIjrhQ3/05JEuheuqvZMgxNh",
+	"vVeTa/ZEt1KjrPXnvo+KkqHdQ3ZJSsfN4K6iYtXzvJ4Ot7uevj78anP7E6yKHxnmuQPVDEt0lRqJs9Nw",
+	"B19nEjGcjRRFrKoK3w00Lku41hH54HcWf7KKmE1/7eBzIlQDnZ/oSluDVmifxzyvqqT2Z0CNR54bAq5e",
+	"B/wYlBaZQh0QD28CZ41XCj0nFfQy7i9/JH+iszjnjWrsXkBvZ947e2MdVQ06OrAhYng5bD9a0Hej4KCf",
+	"4bxPXdSxMpD2HDo+QWku6jISDsbuYTX3DkGc0L3Jc2Tbj6Vl3LA10riiivaRPB4XT/MVz9RVtQwUhCWg",
+	"woGc+CCqnnPZQPnFwy9PzwCKmfpYs/35z8AHaqXG3G2KhhZVs84VlQwgS0hVw9K5h5kvR+RpOUrtqdBH",
+	"8ZSWvbt4GxkNf8tFaYGsb16RlcXh4qXDMACiRcoitG2avU+5DRUIHE8I7EXtdEOVp3QCroB3/UVLW6aN",
+	"3VYvl0x58XwtnMS27GiuqAQXo3dkJJ76a5su+4BhZTb32uUxED7l7Tc5rb+v9Zyl685JirSMJ6z3xe0t",
+	"aCESMBtUkyn/2bpswyL22wAAJNVo3LNFU8taasS9XG1fkvYZrRwUn1Y3KGapWau62sCrnU9Xvtvtc664",
+	"356zAtADjLoDf3ugvKFRwrgfKMVvxxDa8LvQ0ttyYR2vYUGLZa2goow1FrqxusirZ667FIDA9dcJE83u",
+	"SJ1jYi3jIHhE94Zekx3/bRO4NsddQStWpygFWfLzMab1dQz4sl4eci9wRSfDVqmgMLCFH4sYkoTdFzNN",
+	"4I2d2cWZKPTSrCBk8dHmGKPw2NohRGI9kArGYavSEBrju+sJG8VrQht6s6BE6htKNEQiTWur4YJTx+RE",
+	"blTMMimyXYqTFPbROXMv17vy4mLu43TWZF0UE/kL+M//ih7sV5ZR9up1KOlYrdtgkZGNEjE3397m5vov",
+	"swStXlt5u56tqec5uNRFpYkGUNUpRz5UEKDX9bAbcbJ4WsDcZ/124bcfMyH1D+6F9a0UjI/7PO5elhvN",
+	"w+dF+JcNcDRaFJjr8c+gVDgd6J5KVTzfbvdiNqBgbOTYmZNjA1d8vvxYJsa7PyVq33tPqlNUKurB704E",
+	"PbNGwO1HD363cUIZQY+XCxMqRx21LdNrIofWlwXtNY+coP5d5Vk/kVxdT5/PktUwq/vhk0xfc0N3uXdR",
+	"QBEcEP4SVvfHOoWtiaYwmr9QNStNBadhkmeVELFDE59N4XhaxdDOsVUQw6sdTz5ESYRxYWETEmwCxd4E",
+	"LmlGCT57QqBQxrsqOGre/9/L9DBphcclbDGuDB9w5WKJ77EodxRwQxfM2cTqltCh1CPL13B2aMw6FbzQ",
+	"jR3hKFALjKTitHhyyUbBWfPTjRBaobX6CAoDNlNTjqYkF2uXipgmtpPIdSScGJ0oAaTUK8NWxVKnO/ZU",
+	"WA2thD6B8OvDV2EZuNfzCFNplOt/iAnGJ6cXsP/Vq8PDw+OGWfOOUutpmnKGrV04t9JGLS7lzr0AaKLo",
+	"mneamnzKVnf8fK6n4vUm/1VXepgdJjoQuMeBSl2/QIDnSejP3YTjrLd17HqhihIvLsLWYn8AiSAxvt9E",
+	"AJ+Xcm+OoW3daR5QvglpjRNLwnQZ6olnSUk81G99UJVK2+AsqR4O+qIYa9f7J/GUYOym79jNzWDDhpeu",
+	"FZqZxNKGI3O4KVAiflI9RjcqgPVhQK1O2BMef22WvhjNssWf4fyvippo4hYveBUUrhgV1HwkQeUm8zhA",
+	"n/b0zaoOfi+kwU9rcSCXT3pd2ZJiPedeCaXPPkYCLfKlK9TJPTs8Rb+1oFZZqd9YMOwF/waerM+7uyoa",
+	"dTays8QnT9pVmUBr8wmUvROogrFEFQczJkWakn1FzbK09YnQj1mCdSLcay2+JRbVHKoVbvMEePVsSzu5",
+	"X68wG/JWyLQ6wdbcmBXamLvExq8P8Vkdluape/YqZdx+qsw8tZoB/gmy8t3zniP4+uUrr9HoqS/8vrzK",
+	"EzBLrmVRqc+imT6SCZjdlAsOgNMlVc5dH5gNMU50761uSK983aiX7q6xxVMy4+LpJR9DNpNPvhRgEThN",
+	"qNZB6Z5x+hSsDS3GF6GexkRUewLsMwcV22eueiOK/wykY5cKBE/Zd6wleZQxt73iSnHET0ghveIKrv5P",
+	"Iq70QDp4oHWpeCiteSC2EPMTk519pO0zOxXW4YGr01zHh+dlU320XYNj1JZNbBYSc4zdu9Oaeum3mRTV",
+	"LLfyyweDQQp9vhbn8HVYrLVydHDw8tU3k8PJ4eTl0TfffPMNYpsb/vdSfLNpJkYAqsmcqv6FK2FQ+6a8",
+	"fWvfOZfxpw+f/m8AAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

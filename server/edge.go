@@ -80,15 +80,37 @@ func normalizeHost(h string) string {
 
 // bearerAuth requires the daemon token on every route but /health and the
 // Web Shell's public static files. The scheme is matched case-insensitively
-// (RFC 9110 §11.1: "Bearer", "bearer" and "BEARER" are one scheme).
-func bearerAuth(token string) echo.MiddlewareFunc {
+// (RFC 9110 §11.1: "Bearer", "bearer" and "BEARER" are one scheme). The two
+// stream routes also open with a stream ticket (?ticket=) when no
+// Authorization header is sent; the ticket is held for as long as the
+// stream is served.
+func bearerAuth(token string, tickets *streamTickets) echo.MiddlewareFunc {
 	want := []byte(token)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			if c.Request().URL.Path == "/health" || isShellRequest(c.Request()) || c.Request().Method == http.MethodOptions {
+			r := c.Request()
+			if r.URL.Path == "/health" || isShellRequest(r) || r.Method == http.MethodOptions {
 				return next(c)
 			}
-			scheme, cred, _ := strings.Cut(c.Request().Header.Get(echo.HeaderAuthorization), " ")
+			authz := r.Header.Get(echo.HeaderAuthorization)
+			if tok := r.URL.Query().Get(ticketQuery); authz == "" && tok != "" {
+				if stream, ok := requestStreamKey(c); ok {
+					start, release, err := tickets.redeem(tok, stream)
+					if err != nil {
+						c.Response().Header().Set("WWW-Authenticate", `Bearer realm="tetherd"`)
+						return err
+					}
+					defer release()
+					// The ticket's start cursor stands in for the
+					// Last-Event-ID a fresh EventSource cannot send; its
+					// reconnects send their own, which wins.
+					if start != "" && r.Header.Get("Last-Event-ID") == "" {
+						r.Header.Set("Last-Event-ID", start)
+					}
+					return next(c)
+				}
+			}
+			scheme, cred, _ := strings.Cut(authz, " ")
 			got := []byte(strings.TrimLeft(cred, " "))
 			if token == "" || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(got, want) != 1 {
 				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="tetherd"`)

@@ -19,6 +19,8 @@ type handlers struct {
 	cfg Config
 	// http is the request latency histogram that /metrics reports.
 	http *httpMetrics
+	// tickets are the outstanding stream tickets, shared with bearerAuth.
+	tickets *streamTickets
 }
 
 var _ StrictServerInterface = (*handlers)(nil)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -74,6 +75,12 @@ type daemonOptions struct {
 	eager int
 	// allowedHosts are Host names served besides loopback names.
 	allowedHosts []string
+	// clock replaces time.Now for stream ticket expiry; ticketsMax
+	// bounds outstanding stream tickets (0: the default).
+	clock      func() time.Time
+	ticketsMax int
+	// logger receives the server's log (nil: slog's default).
+	logger *slog.Logger
 }
 
 func startDaemon(t *testing.T, opts daemonOptions) *daemon {
@@ -127,7 +134,7 @@ func startDaemon(t *testing.T, opts daemonOptions) *daemon {
 		t.Fatalf("start-up reconciliation: %v", err)
 	}
 	e, err := server.New(server.Config{Store: st, Sessions: mgr, Agents: reg, Hub: hub, Writer: w, Token: testToken, BodyLimit: "64K",
-		HeartbeatInterval: opts.heartbeat, AllowedHosts: opts.allowedHosts})
+		HeartbeatInterval: opts.heartbeat, AllowedHosts: opts.allowedHosts, Clock: opts.clock, StreamTicketsMax: opts.ticketsMax, Logger: opts.logger})
 	if err != nil {
 		t.Fatalf("server: %v", err)
 	}

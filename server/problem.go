@@ -59,6 +59,13 @@ var statusOf = map[errcode.Code]int{
 	errcode.ResumeFailed:         http.StatusBadGateway,
 	errcode.DatabaseTooNew:       http.StatusInternalServerError,
 	errcode.Internal:             http.StatusInternalServerError,
+
+	// Stream tickets (server/tickets.go).
+	errcode.StreamTicketInvalid:     http.StatusUnauthorized,
+	errcode.StreamTicketExpired:     http.StatusUnauthorized,
+	errcode.StreamTicketWrongStream: http.StatusUnauthorized,
+	errcode.StreamTicketInUse:       http.StatusUnauthorized,
+	errcode.TooManyStreamTickets:    http.StatusTooManyRequests,
 }
 
 // problem is an RFC 9457 body with the daemon's stable code.

@@ -49,6 +49,14 @@ type Config struct {
 	AllowedHosts []string
 	// CORSOrigins enables CORS for these origins; empty means no CORS.
 	CORSOrigins []string
+	// StreamTicketTTL is how long a stream ticket opens its stream
+	// (default DefaultStreamTicketTTL).
+	StreamTicketTTL time.Duration
+	// StreamTicketsMax bounds the stream tickets outstanding at once
+	// (default DefaultStreamTicketsMax).
+	StreamTicketsMax int
+	// Clock, if set, replaces time.Now for ticket expiry (tests move time).
+	Clock func() time.Time
 	// Pprof serves the Go profiler under /debug/pprof/ (token required).
 	Pprof bool
 	// Connections, if set, reports the capped listener's counters for
@@ -89,7 +97,8 @@ func New(cfg Config) (*echo.Echo, error) {
 			AllowHeaders: []string{echo.HeaderAuthorization, echo.HeaderContentType, "Last-Event-ID"}}))
 	}
 	e.Use(hostCheck(cfg.AllowedHosts))
-	e.Use(bearerAuth(cfg.Token))
+	tickets := newStreamTickets(cfg.StreamTicketTTL, cfg.StreamTicketsMax, cfg.Clock)
+	e.Use(bearerAuth(cfg.Token, tickets))
 	e.Use(readBody(limit))
 	e.Use(oapimw.OapiRequestValidatorWithOptions(spec, &oapimw.Options{
 		// The Web Shell's static files are not API operations.
@@ -105,7 +114,7 @@ func New(cfg Config) (*echo.Echo, error) {
 		},
 		ErrorHandler: func(c echo.Context, he *echo.HTTPError) error { return he },
 	}))
-	h := &handlers{cfg: cfg, http: latency}
+	h := &handlers{cfg: cfg, http: latency, tickets: tickets}
 	RegisterHandlers(e, NewStrictHandler(h, nil))
 	registerWebShell(e)
 	if cfg.Pprof {

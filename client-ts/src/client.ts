@@ -18,6 +18,8 @@ import type {
   SessionStatus,
   StreamGlobalEventsData,
   StreamSessionEventsData,
+  StreamTicket,
+  StreamTicketRequest,
   Task,
   TaskCreate,
   TaskList,
@@ -93,6 +95,21 @@ export interface SessionEventsOptions extends EventStreamOptions {}
 export interface GlobalEventsOptions extends EventStreamOptions {
   /** Only events of this task's sessions. */
   taskId?: string;
+}
+
+/** The stream a native EventSource opens: a session's (`sessionId`) or the global one. */
+export interface NativeStreamTarget {
+  sessionId?: string;
+  /** Global stream only: events of this task's sessions. */
+  taskId?: string;
+  types?: string[];
+  /** Start after this cursor (e.g. the last `lastEventId` of a previous EventSource). */
+  cursor?: string;
+}
+
+export interface NativeEventSourceOptions extends CallOptions {
+  /** The EventSource constructor; default `globalThis.EventSource`. */
+  EventSource?: typeof EventSource;
 }
 
 export interface WaitForTurnOptions {
@@ -316,6 +333,33 @@ export class TetherClient {
   /** GET /agents. */
   listAgents(o?: CallOptions): Promise<AgentList> {
     return this.call((signal) => sdk.listAgents({ client: this.gen, signal }), o);
+  }
+
+  /** POST /events/tickets: a short-lived ticket that opens one event stream without the token. */
+  createStreamTicket(body: StreamTicketRequest = {}, o?: CallOptions): Promise<StreamTicket> {
+    return this.call((signal) => sdk.createStreamTicket({ client: this.gen, body, signal }), o);
+  }
+
+  /**
+   * Opens a browser's native `EventSource` on a stream, authenticated by a
+   * fresh stream ticket: the token goes only in the ticket request's
+   * Authorization header, never in a URL. The EventSource reconnects by
+   * itself (with `Last-Event-ID`) while the ticket lives
+   * (`--stream-ticket-ttl`); once it closes for good (`readyState`
+   * CLOSED: the ticket expired, or the session's log is complete), call
+   * this again with `cursor` set to the last event's `lastEventId`.
+   * Cross-origin pages need their origin in the daemon's `--cors-origins`.
+   */
+  async openEventSource(target: NativeStreamTarget = {}, o: NativeEventSourceOptions = {}): Promise<EventSource> {
+    const { EventSource: ctor = globalThis.EventSource, ...call } = o;
+    if (typeof ctor !== 'function') throw new TypeError('openEventSource: no EventSource in this environment');
+    const body: StreamTicketRequest = {};
+    if (target.sessionId !== undefined) body.sessionId = target.sessionId;
+    if (target.taskId !== undefined) body.taskId = target.taskId;
+    if (target.types && target.types.length > 0) body.types = target.types.join(',');
+    if (target.cursor) body.cursor = target.cursor;
+    const ticket = await this.createStreamTicket(body, call);
+    return new ctor(`${this.baseUrl}${ticket.url}`);
   }
 
   /** GET /events: the global stream (session and task state changes). */

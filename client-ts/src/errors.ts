@@ -42,7 +42,12 @@ export type KnownProblemCode =
   | 'permission_pending'
   | 'session_closing'
   | 'nothing_to_continue'
-  | 'history_degraded';
+  | 'history_degraded'
+  | 'stream_ticket_invalid'
+  | 'stream_ticket_expired'
+  | 'stream_ticket_wrong_stream'
+  | 'stream_ticket_in_use'
+  | 'too_many_stream_tickets';
 
 export type ProblemCode = KnownProblemCode | (string & {});
 

@@ -17,6 +17,8 @@ export {
   type SessionEventsOptions,
   type GlobalEventsOptions,
   type WaitForTurnOptions,
+  type NativeStreamTarget,
+  type NativeEventSourceOptions,
 } from './client.js';
 export {
   EventStream,

@@ -108,6 +108,43 @@ describe('TetherClient', () => {
   });
 });
 
+describe('TetherClient.openEventSource', () => {
+  it('gets a ticket with the token, then opens the ticket url with no token in it', async () => {
+    const { c, seen } = client(() =>
+      json(201, { ticket: 'tk1', url: '/session/s1/events?ticket=tk1&types=message.added', expiresAt: '2030-01-01T00:00:00Z' }),
+    );
+    const opened: string[] = [];
+    class FakeEventSource {
+      constructor(readonly url: string) {
+        opened.push(url);
+      }
+    }
+    await c.openEventSource(
+      { sessionId: 's1', types: ['message.added'], cursor: 'e:3' },
+      { EventSource: FakeEventSource as unknown as typeof EventSource },
+    );
+    expect(seen).toHaveLength(1);
+    expect(seen[0]!.method).toBe('POST');
+    expect(new URL(seen[0]!.url).pathname).toBe('/events/tickets');
+    expect(seen[0]!.headers.get('authorization')).toBe('Bearer sekret');
+    expect(await seen[0]!.json()).toEqual({ sessionId: 's1', types: 'message.added', cursor: 'e:3' });
+    expect(opened).toEqual(['http://tether.test/session/s1/events?ticket=tk1&types=message.added']);
+    expect(opened[0]).not.toContain('sekret');
+  });
+
+  it('a refused ticket request throws the problem and opens nothing', async () => {
+    const { c } = client(() =>
+      json(429, { type: 'about:blank', title: 'Too Many Requests', status: 429, code: 'too_many_stream_tickets' }, 'application/problem+json'),
+    );
+    let opened = 0;
+    const Fake = function () {
+      opened++;
+    } as unknown as typeof EventSource;
+    await expect(c.openEventSource({}, { EventSource: Fake })).rejects.toMatchObject({ status: 429, code: 'too_many_stream_tickets' });
+    expect(opened).toBe(0);
+  });
+});
+
 describe('SessionClient.continue', () => {
   const recovery = { kind: 'interrupted_turn', canContinue: true, danglingToolCalls: [], notice: 'n', promptId: 'p0' };
 

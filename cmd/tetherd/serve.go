@@ -57,6 +57,9 @@ type options struct {
 	agentEnv string
 	// updateWindow is --agent-update-window.
 	updateWindow int
+	// ticketTTL and ticketsMax are --stream-ticket-ttl and --stream-tickets-max.
+	ticketTTL  time.Duration
+	ticketsMax int
 }
 
 func parseOptions(args []string) (options, error) {
@@ -87,6 +90,8 @@ func parseOptions(args []string) (options, error) {
 	fs.IntVar(&o.hub.MaxTotal, "max-streams", 4096, "live SSE streams in all (same displacement rule)")
 	fs.DurationVar(&o.hub.StallAfter, "stream-stall-after", 5*time.Second, "a stream whose write has been in flight this long counts as stalled and is displaced first")
 	fs.DurationVar(&o.hub.MinAge, "stream-min-age", 30*time.Second, "a quiet stream may be displaced only once it has been open this long")
+	fs.DurationVar(&o.ticketTTL, "stream-ticket-ttl", server.DefaultStreamTicketTTL, "how long a stream ticket (POST /events/tickets) opens its stream, reconnects included")
+	fs.IntVar(&o.ticketsMax, "stream-tickets-max", server.DefaultStreamTicketsMax, "stream tickets outstanding at once; past it, POST /events/tickets gets 429")
 	fs.DurationVar(&o.heartbeat, "heartbeat", 15*time.Second, "interval of SSE heartbeat comments on idle streams")
 	fs.DurationVar(&o.retention.Age, "event-retention", 7*24*time.Hour, "prune events of sessions closed longer ago than this (0 keeps everything)")
 	fs.IntVar(&o.retention.Keep, "event-retention-keep", 0, "newest events kept per pruned session")
@@ -115,6 +120,9 @@ func parseOptions(args []string) (options, error) {
 			return o, fmt.Errorf("%s: want a positive size such as 4M, got %q", l.flag, l.value)
 		}
 		*l.dst = n
+	}
+	if o.ticketTTL <= 0 || o.ticketsMax <= 0 {
+		return o, errors.New("--stream-ticket-ttl and --stream-tickets-max must be positive")
 	}
 	if o.files.Concurrency <= 0 || o.files.Queue < 0 || o.files.Timeout <= 0 {
 		return o, errors.New("--fs-concurrency and --fs-timeout must be positive, --fs-queue not negative")
@@ -241,7 +249,7 @@ func serve(ctx context.Context, args []string) error {
 		return err
 	}
 	e, err := server.New(server.Config{Store: st, Sessions: mgr, Agents: reg, Hub: hub, Writer: w, HeartbeatInterval: o.heartbeat, Token: token,
-		BodyLimit: o.bodyLimit, CORSOrigins: origins, AllowedHosts: o.edge.allowedHosts(o.addr), Pprof: o.pprof,
+		BodyLimit: o.bodyLimit, CORSOrigins: origins, StreamTicketTTL: o.ticketTTL, StreamTicketsMax: o.ticketsMax, AllowedHosts: o.edge.allowedHosts(o.addr), Pprof: o.pprof,
 		Connections: l.capped.Stats, Logger: logger})
 	if err != nil {
 		_ = l.ln.Close()

@@ -62,6 +62,12 @@ const (
 	HostNotAllowed       Code = "host_not_allowed"
 	RequestTimeout       Code = "request_timeout"
 	TooManyConnections   Code = "too_many_connections"
+	// Stream tickets (server/tickets.go): why a ?ticket= did not open a stream.
+	StreamTicketInvalid     Code = "stream_ticket_invalid"
+	StreamTicketExpired     Code = "stream_ticket_expired"
+	StreamTicketWrongStream Code = "stream_ticket_wrong_stream"
+	StreamTicketInUse       Code = "stream_ticket_in_use"
+	TooManyStreamTickets    Code = "too_many_stream_tickets"
 )
 
 // Error is a domain error: a code, a human message and optional details that

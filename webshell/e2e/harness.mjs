@@ -34,7 +34,8 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** A tetherd process; restart() starts a new one on the same port and data dir. */
 export class Daemon {
-  constructor({ port, dataDir, token }) {
+  constructor({ port, dataDir, token, args = [] }) {
+    this.args = args;
     this.port = port;
     this.dataDir = dataDir;
     this.token = token;
@@ -43,11 +44,19 @@ export class Daemon {
     this.proc = undefined;
   }
 
-  static async start() {
+  /**
+   * `args` are extra `tetherd serve` flags; `agentsYaml(daemon)` returns the
+   * data dir's agents.yaml (it may name `TETHERD` and the daemon's dirs).
+   */
+  static async start({ args = [], agentsYaml } = {}) {
     if (!existsSync(TETHERD)) throw new Error(`${TETHERD} is missing: run make build first`);
     const root = mkdtempSync(join(tmpdir(), 'tether-e2e-'));
-    const d = new Daemon({ port: await freePort(), dataDir: join(root, 'data'), token: `e2e-${Math.random().toString(36).slice(2)}` });
+    const d = new Daemon({ port: await freePort(), dataDir: join(root, 'data'), token: `e2e-${Math.random().toString(36).slice(2)}`, args });
     d.root = root;
+    if (agentsYaml) {
+      mkdirSync(d.dataDir, { recursive: true, mode: 0o700 });
+      writeFileSync(join(d.dataDir, 'agents.yaml'), agentsYaml(d));
+    }
     d.workspace = join(root, 'ws');
     mkdirSync(d.workspace, { recursive: true });
     writeFileSync(join(d.workspace, 'README.md'), '# Demo workspace\n\nA file for the demo agent to read.\n');
@@ -58,7 +67,7 @@ export class Daemon {
   async #spawn() {
     // The token goes in the environment, not on the command line (where
     // every local user would see it in ps).
-    const proc = spawn(TETHERD, ['serve', '--data-dir', this.dataDir, '--addr', `127.0.0.1:${this.port}`, '--log-level', 'warn'], {
+    const proc = spawn(TETHERD, ['serve', '--data-dir', this.dataDir, '--addr', `127.0.0.1:${this.port}`, '--log-level', 'warn', ...this.args], {
       env: { ...process.env, TETHER_TOKEN: this.token },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, Options as Options2, TDataShape } from './client/index.js';
-import type { AnswerPermissionData, AnswerPermissionErrors, AnswerPermissionResponses, CancelSessionData, CancelSessionErrors, CancelSessionResponses, CloseSessionData, CloseSessionErrors, CloseSessionResponses, ContinueSessionData, ContinueSessionErrors, ContinueSessionResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, CreateTaskData, CreateTaskErrors, CreateTaskResponses, ExportHistoryData, ExportHistoryErrors, ExportHistoryResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetSessionContextData, GetSessionContextErrors, GetSessionContextResponses, GetSessionData, GetSessionErrors, GetSessionResponses, GetSessionStatusData, GetSessionStatusErrors, GetSessionStatusResponses, GetTaskData, GetTaskErrors, GetTaskResponses, GetTranscriptData, GetTranscriptErrors, GetTranscriptResponses, GetTurnData, GetTurnErrors, GetTurnResponses, ListAgentsData, ListAgentsErrors, ListAgentsResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListTasksData, ListTasksErrors, ListTasksResponses, PromptSessionData, PromptSessionErrors, PromptSessionResponses, ResumeSessionData, ResumeSessionErrors, ResumeSessionResponses, StreamGlobalEventsData, StreamGlobalEventsErrors, StreamGlobalEventsResponse, StreamGlobalEventsResponses, StreamSessionEventsData, StreamSessionEventsErrors, StreamSessionEventsResponse, StreamSessionEventsResponses, UpdateTaskData, UpdateTaskErrors, UpdateTaskResponses } from './types.gen.js';
+import type { AnswerPermissionData, AnswerPermissionErrors, AnswerPermissionResponses, CancelSessionData, CancelSessionErrors, CancelSessionResponses, CloseSessionData, CloseSessionErrors, CloseSessionResponses, ContinueSessionData, ContinueSessionErrors, ContinueSessionResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, CreateStreamTicketData, CreateStreamTicketErrors, CreateStreamTicketResponses, CreateTaskData, CreateTaskErrors, CreateTaskResponses, ExportHistoryData, ExportHistoryErrors, ExportHistoryResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetSessionContextData, GetSessionContextErrors, GetSessionContextResponses, GetSessionData, GetSessionErrors, GetSessionResponses, GetSessionStatusData, GetSessionStatusErrors, GetSessionStatusResponses, GetTaskData, GetTaskErrors, GetTaskResponses, GetTranscriptData, GetTranscriptErrors, GetTranscriptResponses, GetTurnData, GetTurnErrors, GetTurnResponses, ListAgentsData, ListAgentsErrors, ListAgentsResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListTasksData, ListTasksErrors, ListTasksResponses, PromptSessionData, PromptSessionErrors, PromptSessionResponses, ResumeSessionData, ResumeSessionErrors, ResumeSessionResponses, StreamGlobalEventsData, StreamGlobalEventsErrors, StreamGlobalEventsResponse, StreamGlobalEventsResponses, StreamSessionEventsData, StreamSessionEventsErrors, StreamSessionEventsResponse, StreamSessionEventsResponses, UpdateTaskData, UpdateTaskErrors, UpdateTaskResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -202,6 +202,37 @@ export const streamGlobalEvents = <ThrowOnError extends boolean = false>(options
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/events',
     ...options
+});
+
+/**
+ * A short-lived ticket that opens one event stream without the bearer token.
+ *
+ * For clients that cannot set `Authorization` on a stream, such as a
+ * browser's native `EventSource`. The ticket is bound to one stream:
+ * a session's (`sessionId`) or the global one (no `sessionId`,
+ * optionally `taskId`), with its `types` filter. Open the returned
+ * `url` (relative to the daemon) as it is; it carries the ticket as
+ * `?ticket=`. The ticket opens that stream, and only that stream,
+ * until `expiresAt` (`--stream-ticket-ttl`), one connection at a time,
+ * so EventSource's own reconnects with `Last-Event-ID` work until it
+ * expires; a stream already open is not cut at expiry. After that,
+ * get a new ticket with the last event id as `cursor` (a `?cursor=`
+ * in the URL would win over `Last-Event-ID` on every reconnect). At most
+ * `--stream-tickets-max` tickets are outstanding (429
+ * `too_many_stream_tickets`). A stream route refuses a bad ticket
+ * with 401: `stream_ticket_invalid` (unknown), `stream_ticket_expired`,
+ * `stream_ticket_wrong_stream` (another stream or other filters),
+ * `stream_ticket_in_use` (its stream is already open).
+ *
+ */
+export const createStreamTicket = <ThrowOnError extends boolean = false>(options: Options<CreateStreamTicketData, ThrowOnError>) => (options.client ?? client).post<CreateStreamTicketResponses, CreateStreamTicketErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/events/tickets',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
 });
 
 /**

@@ -59,6 +59,41 @@ export type TaskPatch = {
     state?: TaskState;
 };
 
+/**
+ * The stream a ticket opens; no sessionId means the global stream.
+ */
+export type StreamTicketRequest = {
+    sessionId?: string;
+    /**
+     * Global stream only; the same filter as `GET /events?taskId=`.
+     */
+    taskId?: string;
+    /**
+     * The same filter as the stream's `types` parameter.
+     */
+    types?: string;
+    /**
+     * Where the stream starts on a connection that sends no
+     * `Last-Event-ID` (the first one): resume after this cursor, as
+     * `?cursor=` would. EventSource's own reconnects send
+     * `Last-Event-ID`, which then wins. Not part of the binding.
+     *
+     */
+    cursor?: string;
+};
+
+export type StreamTicket = {
+    /**
+     * Opaque; keep it out of logs.
+     */
+    ticket: string;
+    /**
+     * The stream's path and query, ticket and filters included.
+     */
+    url: string;
+    expiresAt: string;
+};
+
 export type TaskList = {
     tasks: Array<Task>;
 };
@@ -960,6 +995,14 @@ export type Types = string;
  */
 export type Follow = boolean;
 
+/**
+ * A stream ticket from `POST /events/tickets`, instead of the
+ * `Authorization` header (which wins when both are sent). Never put
+ * the bearer token itself in a URL.
+ *
+ */
+export type Ticket = string;
+
 export type Id = string;
 
 export type GetHealthData = {
@@ -1563,6 +1606,13 @@ export type StreamSessionEventsData = {
          * false ends the stream after the replay (handy with curl).
          */
         follow?: boolean;
+        /**
+         * A stream ticket from `POST /events/tickets`, instead of the
+         * `Authorization` header (which wins when both are sent). Never put
+         * the bearer token itself in a URL.
+         *
+         */
+        ticket?: string;
     };
     url: '/session/{id}/events';
 };
@@ -1631,6 +1681,13 @@ export type StreamGlobalEventsData = {
          * Only events of this task's sessions.
          */
         taskId?: string;
+        /**
+         * A stream ticket from `POST /events/tickets`, instead of the
+         * `Authorization` header (which wins when both are sent). Never put
+         * the bearer token itself in a URL.
+         *
+         */
+        ticket?: string;
     };
     url: '/events';
 };
@@ -1664,6 +1721,47 @@ export type StreamGlobalEventsResponses = {
 };
 
 export type StreamGlobalEventsResponse = StreamGlobalEventsResponses[keyof StreamGlobalEventsResponses];
+
+export type CreateStreamTicketData = {
+    body: StreamTicketRequest;
+    path?: never;
+    query?: never;
+    url: '/events/tickets';
+};
+
+export type CreateStreamTicketErrors = {
+    /**
+     * RFC 9457 problem details.
+     */
+    400: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    401: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    404: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    429: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    default: Problem;
+};
+
+export type CreateStreamTicketError = CreateStreamTicketErrors[keyof CreateStreamTicketErrors];
+
+export type CreateStreamTicketResponses = {
+    /**
+     * The ticket.
+     */
+    201: StreamTicket;
+};
+
+export type CreateStreamTicketResponse = CreateStreamTicketResponses[keyof CreateStreamTicketResponses];
 
 export type GetSessionStatusData = {
     body?: never;

@@ -10,6 +10,7 @@ import type { AgentProfile } from '../state/types';
 import { ConnectionBadge, ExecutorBadge, SessionStateBadge, Spinner, connView } from './Badges';
 import { Composer } from './Composer';
 import { IconClose } from './Icons';
+import { AGENT_AUTH_REQUIRED, AuthBanner } from './AuthBanner';
 import { RecoveryBanner } from './RecoveryBanner';
 import { PermissionDock, PlanView, Timeline } from './Timeline';
 
@@ -53,6 +54,9 @@ export function ChatPane({ controller, shownSessionId, isMain, active, onFocus, 
   const blocked = !readOnly && (st?.resumeReason === 'agent_unavailable' || st?.resumeReason === 'working_directory_missing');
   const needsResume = !readOnly && !notResumable && st?.needsResume && st.isResumable && execStatus !== 'starting' && execStatus !== 'ready';
   const conn = connView(s.connection, s.everOpen, s.closed);
+  // The agent needs credentials: its own banner says what to do, instead
+  // of the generic resume offer.
+  const authRequired = !readOnly && execStatus === 'error' && s.executor.code === AGENT_AUTH_REQUIRED && !s.resuming;
   return (
     <section
       ref={ref}
@@ -137,7 +141,16 @@ export function ChatPane({ controller, shownSessionId, isMain, active, onFocus, 
             </button>
           </div>
         )}
-        {needsResume && !busy && !banner.visible && (
+        {(authRequired || (s.resuming && s.executor.code === AGENT_AUTH_REQUIRED)) && (
+          <AuthBanner
+            message={s.executor.error ?? st?.errorMessage}
+            methods={s.executor.authMethods ?? agent?.capabilities?.authMethods ?? []}
+            profileId={agentId}
+            retrying={s.resuming}
+            onRetry={() => void controller.resume()}
+          />
+        )}
+        {needsResume && !authRequired && !busy && !banner.visible && (
           <div class="notice notice--info" data-testid="needs-resume">
             <span>{t('pane.needsResume')}</span>
             <button type="button" class="btn btn--small" onClick={() => void controller.resume()} disabled={s.resuming}>

@@ -9,7 +9,7 @@ import { errorCode, errorStatus, errorText, isAbort, isUnauthorized } from '../l
 import { newPromptId } from '../lib/ids';
 import { createStore, type Store } from './store';
 import { initialSessionState, sessionReducer, type SessionAction, type SessionViewState } from './session-state';
-import type { EventStreamLike, SessionApi, StreamState, TetherEvent } from './types';
+import type { AuthMethod, EventStreamLike, SessionApi, StreamState, TetherEvent } from './types';
 
 export interface SessionControllerOptions {
   /** Restore a session's agent as soon as it is opened when it needs it. */
@@ -355,7 +355,14 @@ export class SessionController {
       this.#dispatch({ type: 'resume/done', sessionId: this.sessionId, status });
     } catch (e) {
       if (this.#failed(e)) return;
-      this.#dispatch({ type: 'resume/done', sessionId: this.sessionId, error: errorText(e) });
+      const methods = (e as { body?: { authMethods?: unknown } } | null)?.body?.authMethods;
+      this.#dispatch({
+        type: 'resume/done',
+        sessionId: this.sessionId,
+        error: errorText(e),
+        code: errorCode(e),
+        ...(Array.isArray(methods) ? { authMethods: methods as AuthMethod[] } : {}),
+      });
     }
   }
 

@@ -17,6 +17,7 @@ import { bannerGate } from './banner';
 import { parsePosition } from './cursor';
 import { activeTurn, TERMINAL_SESSION_STATES, TERMINAL_TURN_STATES } from './selectors';
 import type {
+  AuthMethod,
   ContinueOutcome,
   ExecutorStatus,
   Message,
@@ -121,7 +122,13 @@ export interface SessionViewState {
   session?: Session;
   state?: SessionState;
   closed: boolean;
-  executor: { status?: ExecutorStatus; error?: string };
+  /**
+   * The agent process: its status and last start failure. `code` is the
+   * failure's stable code (`agent_auth_required`: the agent needs
+   * credentials, see auth.ts); `authMethods` what the daemon's problem said
+   * the agent accepts.
+   */
+  executor: { status?: ExecutorStatus; error?: string; code?: string; authMethods?: AuthMethod[] };
   status?: SessionStatus;
   agent?: SessionContext['agent'];
   availableCommands: { name: string; description?: string }[];
@@ -208,7 +215,7 @@ export type SessionAction =
   | { type: 'permission/answering'; sessionId: string; requestId: string }
   | { type: 'permission/failed'; sessionId: string; requestId: string; error: string }
   | { type: 'resume/start'; sessionId: string }
-  | { type: 'resume/done'; sessionId: string; status?: SessionStatus; error?: string }
+  | { type: 'resume/done'; sessionId: string; status?: SessionStatus; error?: string; code?: string; authMethods?: AuthMethod[] }
   | { type: 'notice'; sessionId: string; notice?: { kind: 'error' | 'info'; text: string } }
   | { type: 'recovery/read-floor'; sessionId: string; floor: number };
 
@@ -377,12 +384,29 @@ function applySnapshot(s: SessionViewState, a: Extract<SessionAction, { type: 'l
   return next;
 }
 
+/**
+ * The executor after a status report: the failure's code only while the
+ * status is error, and the auth methods a problem named kept while the same
+ * failure stands (status and events do not carry them).
+ */
+function failedExecutor(
+  prev: SessionViewState['executor'],
+  status: ExecutorStatus | undefined,
+  error: string | undefined,
+  code: string | undefined,
+  authMethods?: AuthMethod[],
+): SessionViewState['executor'] {
+  if (status !== 'error') return { status, error };
+  const methods = authMethods ?? (code && code === prev.code ? prev.authMethods : undefined);
+  return { status, error, ...(code ? { code } : {}), ...(methods ? { authMethods: methods } : {}) };
+}
+
 function applyStatus(s: SessionViewState, st: SessionStatus): SessionViewState {
   return {
     ...s,
     status: st,
     state: st.state ?? s.state,
-    executor: { status: st.executorStatus, error: st.errorMessage ?? (st.executorStatus === 'error' ? s.executor.error : undefined) },
+    executor: failedExecutor(s.executor, st.executorStatus, st.errorMessage ?? (st.executorStatus === 'error' ? s.executor.error : undefined), st.errorCode),
     contextLost: st.contextLost ?? s.contextLost,
     closed: s.closed || TERMINAL_SESSION_STATES.has(st.state),
   };
@@ -422,7 +446,7 @@ function applyEvent(s: SessionViewState, ev: TetherEvent): SessionViewState {
     case 'session.state_changed':
       return { ...n, state: ev.data.state, closed: n.closed || TERMINAL_SESSION_STATES.has(ev.data.state) };
     case 'session.executor_status':
-      return { ...n, executor: { status: ev.data.status, error: ev.data.error }, resuming: ev.data.status === 'starting' ? n.resuming : false };
+      return { ...n, executor: failedExecutor(n.executor, ev.data.status, ev.data.error, ev.data.errorCode), resuming: ev.data.status === 'starting' ? n.resuming : false };
     case 'session.resumed':
       return { ...n, contextLost: !ev.data.contextRestored };
     case 'session.recovery_changed':
@@ -637,7 +661,12 @@ export function sessionReducer(s: SessionViewState, a: SessionAction): SessionVi
       return { ...s, resuming: true, notice: undefined };
     case 'resume/done': {
       const n = { ...s, resuming: false };
-      if (a.error) return { ...n, notice: { kind: 'error', text: a.error }, executor: { status: 'error', error: a.error } };
+      if (a.error) {
+        const executor = failedExecutor(n.executor, 'error', a.error, a.code, a.authMethods);
+        // An auth failure has its own banner; a generic notice would repeat it.
+        if (a.code === 'agent_auth_required') return { ...n, executor };
+        return { ...n, notice: { kind: 'error', text: a.error }, executor };
+      }
       return a.status ? applyStatus(n, a.status) : n;
     }
     case 'notice':

@@ -3,6 +3,7 @@
 // without the SDK's runtime.
 export type {
   AgentProfile,
+  AuthMethod,
   CancelResult,
   ContentBlock,
   ExecutorStatus,
