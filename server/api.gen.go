@@ -590,6 +590,21 @@ func (e SessionExecutorStatusEventType) Valid() bool {
 	}
 }
 
+// Defines values for SessionOptionsChangedEventType.
+const (
+	SessionOptionsChangedEventTypeSessionOptionsChanged SessionOptionsChangedEventType = "session.options_changed"
+)
+
+// Valid indicates whether the value is a known member of the SessionOptionsChangedEventType enum.
+func (e SessionOptionsChangedEventType) Valid() bool {
+	switch e {
+	case SessionOptionsChangedEventTypeSessionOptionsChanged:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SessionRecoveryChangedEventType.
 const (
 	SessionRecoveryChangedEventTypeSessionRecoveryChanged SessionRecoveryChangedEventType = "session.recovery_changed"
@@ -1111,6 +1126,23 @@ type CancelResult struct {
 	PromptId *string   `json:"promptId,omitempty"`
 }
 
+// ConfigOptionChange defines model for ConfigOptionChange.
+type ConfigOptionChange struct {
+	// Value A value id of a select option, or a boolean for a boolean option.
+	Value ConfigOptionChange_Value `json:"value"`
+}
+
+// ConfigOptionChangeValue0 defines model for ConfigOptionChange.Value.0.
+type ConfigOptionChangeValue0 = string
+
+// ConfigOptionChangeValue1 defines model for ConfigOptionChange.Value.1.
+type ConfigOptionChangeValue1 = bool
+
+// ConfigOptionChange_Value A value id of a select option, or a boolean for a boolean option.
+type ConfigOptionChange_Value struct {
+	union json.RawMessage
+}
+
 // ContentBlock An ACP content block.
 type ContentBlock struct {
 	UnderscoreMeta *map[string]interface{} `json:"_meta,omitempty"`
@@ -1293,6 +1325,25 @@ type MessageChunkEvent struct {
 
 // MessageChunkEventType defines model for MessageChunkEvent.Type.
 type MessageChunkEventType string
+
+// ModeChange defines model for ModeChange.
+type ModeChange struct {
+	ModeId string `json:"modeId"`
+}
+
+// OptionChangeResult defines model for OptionChangeResult.
+type OptionChangeResult struct {
+	// Applied true: the running agent took it now; false: stored, applied after the next start.
+	Applied bool           `json:"applied"`
+	Context SessionContext `json:"context"`
+}
+
+// OptionChoices What the user chose through the API, stored with the session and reapplied after every start and restore.
+type OptionChoices struct {
+	// Config Option id -> chosen value (a value id or a boolean).
+	Config map[string]interface{} `json:"config"`
+	Mode   *string                `json:"mode,omitempty"`
+}
 
 // PermissionOption defines model for PermissionOption.
 type PermissionOption struct {
@@ -1577,15 +1628,25 @@ type SessionContext struct {
 		ProfileId    string             `json:"profileId"`
 	} `json:"agent"`
 	AvailableCommands *[]map[string]interface{} `json:"availableCommands,omitempty"`
-	ConfigOptions     *[]map[string]interface{} `json:"configOptions,omitempty"`
-	CurrentMode       *string                   `json:"currentMode,omitempty"`
-	Cursor            string                    `json:"cursor"`
-	Cwd               string                    `json:"cwd"`
-	EventEpoch        string                    `json:"eventEpoch"`
-	Recovery          RecoverySummary           `json:"recovery"`
-	SessionId         string                    `json:"sessionId"`
-	State             SessionState              `json:"state"`
-	TaskId            string                    `json:"taskId"`
+
+	// AvailableModes The modes the agent announced (ACP SessionMode).
+	AvailableModes *[]SessionMode `json:"availableModes,omitempty"`
+
+	// Choices What the user chose through the API, stored with the session and reapplied after every start and restore.
+	Choices *OptionChoices `json:"choices,omitempty"`
+
+	// ConfigOptions The agent's config options as ACP sends them (select or boolean, with currentValue).
+	ConfigOptions *[]map[string]interface{} `json:"configOptions,omitempty"`
+
+	// CurrentMode The mode the agent reports it is in.
+	CurrentMode *string         `json:"currentMode,omitempty"`
+	Cursor      string          `json:"cursor"`
+	Cwd         string          `json:"cwd"`
+	EventEpoch  string          `json:"eventEpoch"`
+	Recovery    RecoverySummary `json:"recovery"`
+	SessionId   string          `json:"sessionId"`
+	State       SessionState    `json:"state"`
+	TaskId      string          `json:"taskId"`
 }
 
 // SessionCreate defines model for SessionCreate.
@@ -1645,6 +1706,36 @@ type SessionList struct {
 	NextPageToken *string   `json:"nextPageToken,omitempty"`
 	Sessions      []Session `json:"sessions"`
 }
+
+// SessionMode defines model for SessionMode.
+type SessionMode struct {
+	Description *string `json:"description,omitempty"`
+	Id          string  `json:"id"`
+	Name        string  `json:"name"`
+}
+
+// SessionOptionsChangedData defines model for SessionOptionsChangedData.
+type SessionOptionsChangedData struct {
+	AvailableCommands *[]map[string]interface{} `json:"availableCommands,omitempty"`
+	AvailableModes    *[]SessionMode            `json:"availableModes,omitempty"`
+	ConfigOptions     *[]map[string]interface{} `json:"configOptions,omitempty"`
+	CurrentMode       *string                   `json:"currentMode,omitempty"`
+	PromptId          *string                   `json:"promptId,omitempty"`
+	SessionId         *string                   `json:"sessionId,omitempty"`
+	TaskId            *string                   `json:"taskId,omitempty"`
+}
+
+// SessionOptionsChangedEvent defines model for SessionOptionsChangedEvent.
+type SessionOptionsChangedEvent struct {
+	Data SessionOptionsChangedData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                        `json:"id,omitempty"`
+	Type SessionOptionsChangedEventType `json:"type"`
+}
+
+// SessionOptionsChangedEventType defines model for SessionOptionsChangedEvent.Type.
+type SessionOptionsChangedEventType string
 
 // SessionRecoveryChangedEvent defines model for SessionRecoveryChangedEvent.
 type SessionRecoveryChangedEvent struct {
@@ -2139,8 +2230,14 @@ type ListSessionsParams struct {
 // CreateSessionJSONRequestBody defines body for CreateSession for application/json ContentType.
 type CreateSessionJSONRequestBody = SessionCreate
 
+// SetSessionConfigOptionJSONRequestBody defines body for SetSessionConfigOption for application/json ContentType.
+type SetSessionConfigOptionJSONRequestBody = ConfigOptionChange
+
 // ContinueSessionJSONRequestBody defines body for ContinueSession for application/json ContentType.
 type ContinueSessionJSONRequestBody = ContinueRequest
+
+// SetSessionModeJSONRequestBody defines body for SetSessionMode for application/json ContentType.
+type SetSessionModeJSONRequestBody = ModeChange
 
 // AnswerPermissionJSONRequestBody defines body for AnswerPermission for application/json ContentType.
 type AnswerPermissionJSONRequestBody = PermissionReply
@@ -2491,6 +2588,68 @@ func (a Problem) MarshalJSON() ([]byte, error) {
 		}
 	}
 	return json.Marshal(object)
+}
+
+// AsConfigOptionChangeValue0 returns the union data inside the ConfigOptionChange_Value as a ConfigOptionChangeValue0
+func (t ConfigOptionChange_Value) AsConfigOptionChangeValue0() (ConfigOptionChangeValue0, error) {
+	var body ConfigOptionChangeValue0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromConfigOptionChangeValue0 overwrites any union data inside the ConfigOptionChange_Value as the provided ConfigOptionChangeValue0
+func (t *ConfigOptionChange_Value) FromConfigOptionChangeValue0(v ConfigOptionChangeValue0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeConfigOptionChangeValue0 performs a merge with any union data inside the ConfigOptionChange_Value, using the provided ConfigOptionChangeValue0
+func (t *ConfigOptionChange_Value) MergeConfigOptionChangeValue0(v ConfigOptionChangeValue0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsConfigOptionChangeValue1 returns the union data inside the ConfigOptionChange_Value as a ConfigOptionChangeValue1
+func (t ConfigOptionChange_Value) AsConfigOptionChangeValue1() (ConfigOptionChangeValue1, error) {
+	var body ConfigOptionChangeValue1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromConfigOptionChangeValue1 overwrites any union data inside the ConfigOptionChange_Value as the provided ConfigOptionChangeValue1
+func (t *ConfigOptionChange_Value) FromConfigOptionChangeValue1(v ConfigOptionChangeValue1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeConfigOptionChangeValue1 performs a merge with any union data inside the ConfigOptionChange_Value, using the provided ConfigOptionChangeValue1
+func (t *ConfigOptionChange_Value) MergeConfigOptionChangeValue1(v ConfigOptionChangeValue1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ConfigOptionChange_Value) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *ConfigOptionChange_Value) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
 }
 
 // AsSessionCreatedEvent returns the union data inside the TetherEvent as a SessionCreatedEvent
@@ -3173,6 +3332,40 @@ func (t *TetherEvent) MergePermissionResolvedEvent(v PermissionResolvedEvent) er
 	return err
 }
 
+// AsSessionOptionsChangedEvent returns the union data inside the TetherEvent as a SessionOptionsChangedEvent
+func (t TetherEvent) AsSessionOptionsChangedEvent() (SessionOptionsChangedEvent, error) {
+	var body SessionOptionsChangedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSessionOptionsChangedEvent overwrites any union data inside the TetherEvent as the provided SessionOptionsChangedEvent
+func (t *TetherEvent) FromSessionOptionsChangedEvent(v SessionOptionsChangedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.options_changed"}`))
+	t.union = b
+	return err
+}
+
+// MergeSessionOptionsChangedEvent performs a merge with any union data inside the TetherEvent, using the provided SessionOptionsChangedEvent
+func (t *TetherEvent) MergeSessionOptionsChangedEvent(v SessionOptionsChangedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.options_changed"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsResyncRequiredEvent returns the union data inside the TetherEvent as a ResyncRequiredEvent
 func (t TetherEvent) AsResyncRequiredEvent() (ResyncRequiredEvent, error) {
 	var body ResyncRequiredEvent
@@ -3309,6 +3502,8 @@ func (t TetherEvent) ValueByDiscriminator() (interface{}, error) {
 		return t.AsSessionCreatedEvent()
 	case "session.executor_status":
 		return t.AsSessionExecutorStatusEvent()
+	case "session.options_changed":
+		return t.AsSessionOptionsChangedEvent()
 	case "session.recovery_changed":
 		return t.AsSessionRecoveryChangedEvent()
 	case "session.resumed":
@@ -3379,6 +3574,9 @@ type ServerInterface interface {
 	// CancelSession Cancel the running turn and answer pending permissions `cancelled`.
 	// (POST /session/{id}/cancel)
 	CancelSession(ctx echo.Context, id ID) error
+	// SetSessionConfigOption Set one of the agent's config options (ACP session/set_config_option), e.g. its model.
+	// (PUT /session/{id}/config/{optionId})
+	SetSessionConfigOption(ctx echo.Context, id ID, optionId string) error
 	// GetSessionContext Where the session stands, with its recovery plan and the cursor it is consistent with.
 	// (GET /session/{id}/context)
 	GetSessionContext(ctx echo.Context, id ID) error
@@ -3391,6 +3589,9 @@ type ServerInterface interface {
 	// ExportHistory The conversation as JSON lines (user_message, agent_message, tool_call, tool_result).
 	// (GET /session/{id}/history.jsonl)
 	ExportHistory(ctx echo.Context, id ID) error
+	// SetSessionMode Choose the session's mode (ACP session/set_mode) among the modes the agent announced.
+	// (PUT /session/{id}/mode)
+	SetSessionMode(ctx echo.Context, id ID) error
 	// AnswerPermission Answer an agent's permission request.
 	// (POST /session/{id}/permission/{requestId})
 	AnswerPermission(ctx echo.Context, id ID, requestId string) error
@@ -3580,6 +3781,30 @@ func (w *ServerInterfaceWrapper) CancelSession(ctx echo.Context) error {
 	return err
 }
 
+// SetSessionConfigOption converts echo context to params.
+func (w *ServerInterfaceWrapper) SetSessionConfigOption(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// ------------- Path parameter "optionId" -------------
+	var optionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "optionId", ctx.Param("optionId"), &optionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter optionId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.SetSessionConfigOption(ctx, id, optionId)
+	return err
+}
+
 // GetSessionContext converts echo context to params.
 func (w *ServerInterfaceWrapper) GetSessionContext(ctx echo.Context) error {
 	var err error
@@ -3681,6 +3906,22 @@ func (w *ServerInterfaceWrapper) ExportHistory(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ExportHistory(ctx, id)
+	return err
+}
+
+// SetSessionMode converts echo context to params.
+func (w *ServerInterfaceWrapper) SetSessionMode(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.SetSessionMode(ctx, id)
 	return err
 }
 
@@ -3954,6 +4195,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/session/:id/resume", wrapper.ResumeSession, options.OperationMiddlewares["resumeSession"]...)
 	router.GET(options.BaseURL+"/session/:id/history.jsonl", wrapper.ExportHistory, options.OperationMiddlewares["exportHistory"]...)
 	router.GET(options.BaseURL+"/session/:id/context", wrapper.GetSessionContext, options.OperationMiddlewares["getSessionContext"]...)
+	router.PUT(options.BaseURL+"/session/:id/mode", wrapper.SetSessionMode, options.OperationMiddlewares["setSessionMode"]...)
+	router.PUT(options.BaseURL+"/session/:id/config/:optionId", wrapper.SetSessionConfigOption, options.OperationMiddlewares["setSessionConfigOption"]...)
 	router.POST(options.BaseURL+"/session/:id/continue", wrapper.ContinueSession, options.OperationMiddlewares["continueSession"]...)
 	router.GET(options.BaseURL+"/session/:id/turns/:promptId", wrapper.GetTurn, options.OperationMiddlewares["getTurn"]...)
 
@@ -4622,6 +4865,119 @@ func (response CancelSessiondefaultApplicationProblemPlusJSONResponse) VisitCanc
 	return err
 }
 
+type SetSessionConfigOptionRequestObject struct {
+	Id       ID     `json:"id"`
+	OptionId string `json:"optionId"`
+	Body     *SetSessionConfigOptionJSONRequestBody
+}
+
+type SetSessionConfigOptionResponseObject interface {
+	VisitSetSessionConfigOptionResponse(w http.ResponseWriter) error
+}
+
+type SetSessionConfigOption200JSONResponse OptionChangeResult
+
+func (response SetSessionConfigOption200JSONResponse) VisitSetSessionConfigOptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetSessionConfigOption400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response SetSessionConfigOption400ApplicationProblemPlusJSONResponse) VisitSetSessionConfigOptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetSessionConfigOption401ApplicationProblemPlusJSONResponse Problem
+
+func (response SetSessionConfigOption401ApplicationProblemPlusJSONResponse) VisitSetSessionConfigOptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetSessionConfigOption404ApplicationProblemPlusJSONResponse Problem
+
+func (response SetSessionConfigOption404ApplicationProblemPlusJSONResponse) VisitSetSessionConfigOptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetSessionConfigOption409ApplicationProblemPlusJSONResponse Problem
+
+func (response SetSessionConfigOption409ApplicationProblemPlusJSONResponse) VisitSetSessionConfigOptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetSessionConfigOption502ApplicationProblemPlusJSONResponse Problem
+
+func (response SetSessionConfigOption502ApplicationProblemPlusJSONResponse) VisitSetSessionConfigOptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(502)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetSessionConfigOptiondefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response SetSessionConfigOptiondefaultApplicationProblemPlusJSONResponse) VisitSetSessionConfigOptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetSessionContextRequestObject struct {
 	Id ID `json:"id"`
 }
@@ -5044,6 +5400,118 @@ type ExportHistorydefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response ExportHistorydefaultApplicationProblemPlusJSONResponse) VisitExportHistoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetSessionModeRequestObject struct {
+	Id   ID `json:"id"`
+	Body *SetSessionModeJSONRequestBody
+}
+
+type SetSessionModeResponseObject interface {
+	VisitSetSessionModeResponse(w http.ResponseWriter) error
+}
+
+type SetSessionMode200JSONResponse OptionChangeResult
+
+func (response SetSessionMode200JSONResponse) VisitSetSessionModeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetSessionMode400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response SetSessionMode400ApplicationProblemPlusJSONResponse) VisitSetSessionModeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetSessionMode401ApplicationProblemPlusJSONResponse Problem
+
+func (response SetSessionMode401ApplicationProblemPlusJSONResponse) VisitSetSessionModeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetSessionMode404ApplicationProblemPlusJSONResponse Problem
+
+func (response SetSessionMode404ApplicationProblemPlusJSONResponse) VisitSetSessionModeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetSessionMode409ApplicationProblemPlusJSONResponse Problem
+
+func (response SetSessionMode409ApplicationProblemPlusJSONResponse) VisitSetSessionModeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetSessionMode502ApplicationProblemPlusJSONResponse Problem
+
+func (response SetSessionMode502ApplicationProblemPlusJSONResponse) VisitSetSessionModeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(502)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetSessionModedefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response SetSessionModedefaultApplicationProblemPlusJSONResponse) VisitSetSessionModeResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -5969,6 +6437,9 @@ type StrictServerInterface interface {
 	// CancelSession Cancel the running turn and answer pending permissions `cancelled`.
 	// (POST /session/{id}/cancel)
 	CancelSession(ctx context.Context, request CancelSessionRequestObject) (CancelSessionResponseObject, error)
+	// SetSessionConfigOption Set one of the agent's config options (ACP session/set_config_option), e.g. its model.
+	// (PUT /session/{id}/config/{optionId})
+	SetSessionConfigOption(ctx context.Context, request SetSessionConfigOptionRequestObject) (SetSessionConfigOptionResponseObject, error)
 	// GetSessionContext Where the session stands, with its recovery plan and the cursor it is consistent with.
 	// (GET /session/{id}/context)
 	GetSessionContext(ctx context.Context, request GetSessionContextRequestObject) (GetSessionContextResponseObject, error)
@@ -5981,6 +6452,9 @@ type StrictServerInterface interface {
 	// ExportHistory The conversation as JSON lines (user_message, agent_message, tool_call, tool_result).
 	// (GET /session/{id}/history.jsonl)
 	ExportHistory(ctx context.Context, request ExportHistoryRequestObject) (ExportHistoryResponseObject, error)
+	// SetSessionMode Choose the session's mode (ACP session/set_mode) among the modes the agent announced.
+	// (PUT /session/{id}/mode)
+	SetSessionMode(ctx context.Context, request SetSessionModeRequestObject) (SetSessionModeResponseObject, error)
 	// AnswerPermission Answer an agent's permission request.
 	// (POST /session/{id}/permission/{requestId})
 	AnswerPermission(ctx context.Context, request AnswerPermissionRequestObject) (AnswerPermissionResponseObject, error)
@@ -6266,6 +6740,55 @@ func (sh *strictHandler) CancelSession(ctx echo.Context, id ID) error {
 	return nil
 }
 
+// SetSessionConfigOption operation middleware
+func (sh *strictHandler) SetSessionConfigOption(ctx echo.Context, id ID, optionId string) error {
+	var request SetSessionConfigOptionRequestObject
+
+	request.Id = id
+	request.OptionId = optionId
+
+	var body SetSessionConfigOptionJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SetSessionConfigOption(ctx.Request().Context(), request.(SetSessionConfigOptionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SetSessionConfigOption")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(SetSessionConfigOptionResponseObject); ok {
+		return validResponse.VisitSetSessionConfigOptionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetSessionContext operation middleware
 func (sh *strictHandler) GetSessionContext(ctx echo.Context, id ID) error {
 	var request GetSessionContextRequestObject
@@ -6387,6 +6910,54 @@ func (sh *strictHandler) ExportHistory(ctx echo.Context, id ID) error {
 		return err
 	} else if validResponse, ok := response.(ExportHistoryResponseObject); ok {
 		return validResponse.VisitExportHistoryResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// SetSessionMode operation middleware
+func (sh *strictHandler) SetSessionMode(ctx echo.Context, id ID) error {
+	var request SetSessionModeRequestObject
+
+	request.Id = id
+
+	var body SetSessionModeJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SetSessionMode(ctx.Request().Context(), request.(SetSessionModeRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SetSessionMode")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(SetSessionModeResponseObject); ok {
+		return validResponse.VisitSetSessionModeResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -6763,147 +7334,161 @@ func (sh *strictHandler) UpdateTask(ctx echo.Context, id ID) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H37Uxy3uuC/opq9VYa9zYAd52QDtbXFweSEu45hgdxUbfBOi+6PGR26pY6kBk8c/vctfVK/1TM9D2x8",
-	"dvNDzMy01NL30vfW51Ek0kxw4FqNDj+PMippChokfjrJpRLS/BWDiiTLNBN8dDi6BJWnQOidBkn0jCkS",
-	"4ZNkJ7zJDw6+iyAT0Qz/hEP7jYI/7Odw94iIB5CSxaDIe6r03ukDcL139m48CkbMzP9HDnI+CkacpjA6",
-	"HNnJR8FIRTNIqVlPSj+9Bz7Vs9Hhm4ODYKTnmXlSacn4dPT0FIx+EkkiHrtrv6OJAgI8VkTPgCgtgabl",
-	"VoBIyBI6JzszyuM5eWR6ZjaX7PYt7s6+p764GO5onujRoZY5lGu7FSIBynFxZ+/MczhdRvWsmo3Fo2Ak",
-	"4Y+cSYiLCbzb/tvbYJQyXnx87YOBgS4C176vCYgr4Jrczgk+cCVyGQGJEmYogQhOJESCc4j0EVE0BZIC",
-	"5YxPCVUktAgJS5DMgMYgq100sLoi3q7nGajuak9EmtI9BYZANcQEzOzEDFdECxJDwh5Akp1IcC1FQu4M",
-	"HStCk0c6VyQSKfRiECdZsErPMp8MklQmuLJrPdYnNKMR03PzyawBuDZ/0ixLWETNJvYzKW4TSP/9n8rs",
-	"6HPtff8m4W50OPov+xUz7ttf1f6FHWVf2oTJ9QxITCEVnDBFqCaURG4ZJGEp00eECz0zWHukitA4ZdrA",
-	"TkgSSTBgHN/wkE6B6wk+P5FAoxnE4SFRmkqN+OYEnyCPIk9iklGlSLi3l9JPe/i9ComQN9ywTibFHUvg",
-	"lSJhSj8du193Qpw7DEioIpFBeFgs+q9iREAojwm94eElaDnfOzbcGBJLVrtHJMykSDM9+SOHHCZ3eZLg",
-	"bLNcmyVOYvHIQyL0DOQjUzC+4aPA0SRipzapjw0igcJAkEfKNLmFOyGBaDnH3U8p4+MGcThaYFzDFKTB",
-	"y1MwKrD0BbF/+dMJ+fHt9z8QNzOJQVOWqDGykZsAidMgwtDnLUuYZj7u+m1GNUo/i2oaP4DUTEFMGCch",
-	"40wzmrA/AVk+kyIzP9uJcMQH5KTPbT4J7K//CVIxu+vuA7me/QJ6JmLPsn4Wj/VVRRFkWhnajYGbFSmy",
-	"c3xyQcLaJOZ4MXxNBAez+BZdVk+GBuMz+gBEg6GcmEQ0SewTZvaIagjdudCGANOQqmWoOy5fZfbpNk6l",
-	"pHPzORE0vgLVgkt5RiCU06yDthbs85gJ/3BIbyGOIT4x1PhJ+x9iKZ2C76en+iH0u3sucO/rTv6x3J+4",
-	"/SdE2q1fi0gkXeSXnINCNE+HrKAOrnKYF0i+tSAHvGdKe0A4LVSfYUg1j19YeuqitbVoN3fviop5PHgt",
-	"SafDE0bom99Jig+U1FunW2X1Fku8Fe2SHbui8ZymCalegidjlzMfKEvobQJ+2olalLkUag0smQnMic57",
-	"dgifIMq1eTvZuZMiRT62x8Yrc5zzOzbNJUrWgHAwRz8+RolBACjt31PMlNHuesXVjCkt5NzR9Rk36Orl",
-	"UBZ75+BUswdwxHrZS+BIvLcQHyNR3gmZUj06HMVUw55mSN2dqRVqaeZ54HlqSOw2Z4lmhicsTEbmlNAQ",
-	"aYhrdFfNkPMSrZdAlVcot5nfqKR1wJXrqNOIf9/9EPUyRYPsmywxSUHjaUnjmJkZaHJRe6ChaVczUjn1",
-	"HCsaZMo4TQ4JldM8RY1XCyJzXp02SGVIoMhLARE8gsCcKJQU4xtHQQfUbYnfWIOX9qzS4DuZBYmF+X+u",
-	"wNpblvkDEoNkDxBb4mdakXtmNCkeEwSYlwl66baHKewX7YUdn1y8cq8Td4Uw2nGq4gw4obcKuOXDglrx",
-	"V/z8MHmgxmAoQOkl1gcqPdhzgw8RVw9UMkN/iEAFunvkA39YBU8+4ufUkTL3H3UnlEeQGJJPPCdMhL8m",
-	"EPulQAyo1Xrk4P/C74k94whDg5Vq8ggSSCxFlkG8GgXamc7i5Txfrdm7X6vh/j0R0X0/S6Kh3VZajzkx",
-	"GpvTkcmtmaKrU67J7JwLjUeCWnlsTDX1wnAZ16YshWvHIMNZSkIlyldap2J/QuO8YFz/7W3F5TXdqlD7",
-	"asbs6wP8z8NqmulkMfcXPIzTBh2VsNjRJGH8vvbZfwpJtpwG8dc+8mM8h2O0B8BzWNDaL27dBp4fA58e",
-	"U/q4OstEH8NpJqKZ92cDaynzkjYWaUCXEIkHkPOrPE2pXMaNwUhpqhtglznn5rdg5MQFKlBZAtr+XTJs",
-	"MLqjzP5RLtCrDLSV1QJmtZW19tiASAm5RSh6B1HCuEUETZLzu9Hh7wMN3mAAUlHEeLEq+5Qb85NFxcoo",
-	"6weYe1tt7i5QPtbAcml11KWyswmAOsEsAaF57h2uuIMadMudiDS14GmK51+MZScVMQr1nMS5RA3c+toy",
-	"OjdWGImolAwU2SnWY457CUYvyiV6ohh/EMkDWLuifw9dore6Y8+vmqr7vrOru0u0Hyxfeww++3P5riYQ",
-	"PqDnUPDCCmGCkx3zEX1iRttBx7Fd7Ctl9cXdQ0LJr7+evTPmyCOh2sEQxxQmioRc2UO7K2ukFPIXUKpp",
-	"kdce+MT0iYjBb0ibX6/Y1GhSvsEJVfoKgK9ibGQNPbFjtF+Le+A95qlToM1J78BEmH/bMuf4/pqkU5ry",
-	"mCaCgzVm0COJvJUK7T9PjLTMl1qhBU1c2afb/FwspZzu4wK6uirfWFs2OkytOIjnI4dTnA+VNe/SmxO+",
-	"c2rIMFlZZ2WPvPQQup/s+n8pCK7lMrWGeSRiKLjBnDm5BKv5W/gZSYCTBATG07GlignN9WxSgN3PCZsQ",
-	"ej/RVoT2POTTSzRG8P8MNNGzrjBSHTIS935TqNeF6l9GNcJHxTU507JVKt91aVaspJ+2TQ4XZ1hF7lgM",
-	"DlBwF54lUiQNqZIrDFAVFqieiXw6M3+pudKQeoHecpwu8o/g64JCOa52vQD6x3EM8TYZ3oO87WAktQs+",
-	"G4qYLwf7amVNFPi5sA54BGWXAQo7cBEWOvgribZ7FLq4+NKoONlpKFtG/Ujmfh9m2yBzMBhTs57lej7+",
-	"6gzeBdR5Msv5/Tap81+MiBA+mxNRBeaXQUSRWc/mRHQBMmWo+J2X5nETRveMr+iGFFmvHtNaXflk6brD",
-	"ty1e6CVkyXxFi6y+pHZmw8LcjGAkch2JpuLrc7otsnHqay/tydaRsO7x2wP94YGyDgWs5o+0DiRjRK4U",
-	"H4EEQx/n2QKVd7GV2XG8ZMBjq9YXs7fcLfApQ8L7uJpbTYjkhCbJEHpGDaNadrHICinLNI4OpWxX8XgO",
-	"2nBhvD5fwFbgWr2jAqVf6HsAuIHs70PH1z0CsnJVY1ksa5snwaVj6O1TXq8EWURC22T0BXRlX7Ocqixs",
-	"tkRUNUC/IJqyq9oCSSWUn3JtPbi9JlDXNSCZkC5Db4ELYElgzL1goZPILPDXzJxUWyV24Fq6P4eJ2RJO",
-	"y6Kcxcw9ZFptZxP6bAHlKxNmQvk4t8vZAkVW2X+LvCV9ST6eIHfo8ZaFNuRtQ+2qnhjHuch5BHFAgEYz",
-	"l/xDZoyjt/qxTCHYUu5atMgrmNJoxjjsSaCxxY2UQqKz0J+Sg1mLPQE2pY38Hcax9dDn0mjmIHzbaYLK",
-	"p4Yb7yGANNODObMRQH8KjO1wZse9dqZD8bELfPuq/thn1JOzb3P5C3+tS582lFGmBZvvdS75UTMpnmmb",
-	"WwHlA3637eJg6bBoZ3PJLuZJhCQ26EnuhCQUAyx2viNM+MpQ9yVlPEpCJqRGDrnhZsGvsEBBmi3jqwLy",
-	"OGPRjKR0TmiC7npyC1VeDyYQf7HIay3cWij2Q+OsZaivi27M5N+LZkIBd5G5+MgBywCVaQzVxZBmwhCj",
-	"QerC8oKMag3SzP1/fj/e+99078+DvR8/Vn+OJ4d7H//rv/lowy5zvahnmieaaaruG5UVI+CIjVHQny9l",
-	"s5DKqGSBaIfPel5SNZkEBK3PlstKHl8efG1T/OBwbZcuvHgvYtMnM8qn29UythUeXxIKbw/3pU0V4fKe",
-	"xCnKpwnj02tn8TUVo+ZkPU6NXidU3wHiM8yLU6LXx9SW4KVwuOxPUihWVvqGcNcNwTJx9NH80lA7MsVU",
-	"0hjiicu/9FI0F5pFvtQ+osAcUBGgwDViP1cgvWK/TuVdTQ55j2K6F+M55ma5OhL3lV8nqLI32sw9N3Ir",
-	"wkyvcopDfM2ERpo9APnLfnIHxl+kMkEmzsIjf91w502ZRIlQ+FURqJ4UhwD5y0UsaymzZqSrqJloMSkW",
-	"QP4iDsyTAu72CFlMPYjjoEHoPqou8eQXBFlC5yfuPNpqNKkvL6ptEfWdTh87y9vAevDs8+saELZMcFJo",
-	"ApvbEJeg5jy6dCO+CCaDEfTqaxULloekeXaSMpVSXdNLJnQGNK4+ruAlcUlTsEzP+dgBz0aU1IHz16Yk",
-	"s6DSytuckmplRZ6MEFd00qOJG3m4ms89spn974XqKTJaIwYRPcbrJGRCLelrSCbHgnBHaZEsmscB+gqf",
-	"XZShtsgidU6I4eDx6iD2zUEbxRaUfXZFiZj6KhZQ1AkSxzZF0xpg9uS79PlXG8veQGR0t/91JYZTVcaW",
-	"WbcmMGqlgh654fn6mQvEsgWSqmsqlRRfLcu31/LXE1vdo7aY64QVWOeeYNhm01rPxS/NlLiasOw/3teU",
-	"o2ubgIODq1uRqm1JUAuQlvKwKf6K5JFyg8M9LQWPoMxc0YXRPXdX6eNQorFlpN0qkeQaSEb1jIg7QjmB",
-	"T0yhcydmEiJjkBwRNU8Txu8VoRJIEYQZk7cHByRk/IEmLJ5Ej3Fo3SXWK2SsK8HhyD4VPcYTCXe5gjh0",
-	"Hjibc1O9huyE+2FAwn3QEf6bK4n/PlDzL6ZC20YEOY9BknA/hgd8IJPCjlBzFQZkPB7vkpwnoFRZ2Spz",
-	"7gpaw709miTicc8suOWwenvw49+WQtLVwl48uyunTrZNvJ0WODIPHNVL5QjF7wwC3NFcmt+FxO/66Po1",
-	"jdqD3/tbbXRqlduKw1JGiLeesLxEPV1PoK0nd4b5gBZqXIv1EgvCLSgmNVy8EM3Ermhrqkkz93oDiHnS",
-	"7V8GxArbZdKJK28GOX/XAw6f9AWdVkUcfVlSw6PNhdW5LNZcTrxg0S339kbWftdR/jIQXuggk8gubWsY",
-	"t6X3288s/6QvQWkh+wqZ72iS3NLofoFXW2lJNUzndXjYtgGTsqWH+5wIdCoVflVWNg4IRncS1Gw5uMqX",
-	"BZ31LxTLDn6bi+U6Il4KzeGKtkZqV+0cqpPL0+Pr03ejYHR1fXx5ffbhH6NgdPnrhw/2r9+Oz8x3k5/O",
-	"LydnHy5+vR4Fo5PzXy7en9pBPx2fvcc/To4/nJy+N3/74hb1tz9DBCyT8MBErq7W0Rq+iEejvvPN6bQD",
-	"x5dBrAiHrUvHqnBv1bJQt33MIhCSJFTpqkD0lSIsJjsKgBQqRk9XnQFKbtOj2l0FvlpaYUYiDKcZi23K",
-	"HqCWFcS0KsJStZXUW0StVOGHL7Uz2zpYV/Lnqvu8CUs3fKeWpaTuFRo0tf5dh5hXEtaLX62JWeQsKdC7",
-	"N1zIYn589cTmWYTeINugUtp2EecqdX+rdglS6Ny6dFkkPc/gWdHvS+MAsVrUS8hK9sueuKmFXZFOUwQ2",
-	"yxZ/xRcSIuA6mU8UAC+/5aI29IZ3vpzgeWxnIzs6l1wRSXlQI8WZSGJFuCirgS1NpbvNCXEKiMkOFzZy",
-	"PKMKu/JQHtdms7XUIgMOMaHFnIcYmiXFHHPQgWFTwwX4nSKWagIkuSYJ4AvqZLPrIr1WLbGh34ERYvIo",
-	"5D12JSycIxOMP/Opn1q3VAH9Bf1uwchsUUuAv0vKe0zu4pELqmdr+u4aXru6hd1iqSb/NJmlxRkd3g9q",
-	"Zd91ues9QTAr7j2dTr9QfHaVSHt9cZuoBO09fmVdAJczSXA9m+sA1y6N7LmKpAbxmVnEUifTGnFBy3Mq",
-	"o9GqmUsFow0PCJo9rOUK7/VOLnHcNrbWJMV3pRMa81OpukcRrAjjZCfNUUtjSu+OiSFa7GUs8wQUoao6",
-	"PV4pEj3GhGZZMj/0OMeNBlL3g3udz0uIE7feB02/n8bsZrgLBsl7mf/FTtm3jAvM7ViG05Tx+revg3XC",
-	"un4+WIkunnp20bFLr8/fnY+C0dmHycXl+T8uT6+ujF16+p9np7+tZ4KWb/na9mcDiqvCfQXLs73hDc4Y",
-	"L+y+7jljmGLbBuc1hq9KODX3dc6BXF2d2jblRhIZ2XX17n8Slcs7GoEiTB+R0EwaEmZ/DnFbhyH2Nw5I",
-	"aN4c2m6HVCqI7TeHIfmPq/MPY9u0M5LM6KouKSalWeaMkGbXgAGdDuxGglal+IDq9mKgt75weIWkdxpX",
-	"Uja4JK6cpF7+s7xgqRjWTvoblKxYDW7meQ3KTysGt1I+hiSqdIa6mMygWFJ7cDs8sXgSX7gm6Pd8L3Oj",
-	"eoIBQcenOcgX2x7cZPnhbrJynoZ+OkCnLgZ6BM5AaVnOIEQyiWiSjJ3J2zuByyS+so91xy/hg2J8ixew",
-	"EKjW27RncC75SfFQc2hZQ7NoaPFQY6grs1kw7id8ojGoXpKzYORZ9VhjeNGktX+kbdfaGLQMM7nkDaw8",
-	"lYqUa1FtT5WnYCQ4DNArfDxs9IsVncArDfTx+sChDaYcPMYjDQaOrcvFZUP8bLd0VIsOhjzfooDlA1pM",
-	"MWRInR8GvaLJskOGdBhn2aCucjFwRE2rWLown+wbOqgh8JYN6mgLSwf0qTirDKxrNcvG+RSL5WO6msxS",
-	"Zuscd9aAcFB9yU3n+lv89gW9eyvIEhHRLSeCLm6XQx/PeJZr2/RN0sfzXJcfu20Gq2YXjE8yKaYSlGpV",
-	"trpjdrW+NttJZ28XXvvraWu2liOuL99Ob8sU4uuE80Iwu0pnndqzK2OzLiwacns9Z0OdMr6yk6GjsW/u",
-	"Y/AdVf86cNpag45rSbndyfCGCddlmwS3Z7x4Q3GaqZnANOlIcMUUXmTwyPSs7JvgLuNYp02C864M9/kW",
-	"cW7feWElQaUvrNOhqyja982fUL6NZjRLG397C7yHELPvXRigHj5TLgenNKKw89UTFC+tobe+Ky+mvFRs",
-	"FtNzv8hl5VLzFuO4CmN1sUiJWENxAh6vOKDoOL0M7Kf44KYNoT3F9r7cCDMLxIG7YmoiwfVtH4+9XNwu",
-	"z3d1BeXdCaMK4kt6SazVL2YlzdAdNiv1UWzHT8rOJ1UzlA17oNiu6EPvoKq1SHFV892YZR/HlLbsdntx",
-	"xWuCdCM4LIzQdO329TSBDsy+sjrQdDRurgvUXSj/L9BE0120Pk00YPYSaKKUQFuhidPiYGqbgT11l2lv",
-	"hmGnZ2AM1dnf+37ro9uuBduz9JUpNV2QTdlHxV4yDZZD42MDHhsSbQ2oL4Bie+3uNci15m/dJs18s12V",
-	"VldEN1Er5aIil5X4oWyD0oV8P290nO1rM0ibjF4Al6zUPG8Iq9iIzLZ9g8vNqe1bCV7b+Q/vreSeXlP9",
-	"9FSPWa1NSjUwvwAqcibLVgjIuSG3SUGb0sbKVt1qBLEFx2sLbi+AJLbkdkWmi3LJ9PzKbNbC5BaoBHmc",
-	"23R3hAL6YPDraokzrTN7mz/jd8J3N7FtejATSisSiZjx6Z4ru3GVs7Ztq8qA3mP2FybDE9vwk1y4a9dv",
-	"+M7xycUuVjZIiISMi1v9sLLCAnI+Jqf4nRS5BnKbaxLuz/CuqpBgGv0ND82WhGR/YrDikPwdN+SQpcU9",
-	"cIuckGCtj904ekepgj3GFXDFNHuA3TFBFVvdcCqBXP50Qn58+/0PJLPNk//9n0rwonWxavQSJqFRGsMx",
-	"OeduD7jeQ0JvePizUDokM6AxSAsZ18CCkkSI7JZG9y5hjnJydkESpkHShAiJV/zZSpQbXt4tXvSYgHgP",
-	"cRCSKWhF3h58R0LzBVaquCfCI0LJrYjnRDyAvOHh3p75tJewlOli4OvvSOjuTpxoISYJlVMIAxJDlFAJ",
-	"sVkJJtNBbKb7j6vzDzccJ8Xk5Vsg8IlGOpnjes3P5IEmOZAdLSlLsN0H1dRlLac0MdIA4omBZ7h7dMPd",
-	"EhE2sQAHHSnZAyC8GSfFwo3oEHm59IP/dsNDl6w3KX5zVVdWl3NZjs5vRo4vzmpXjx2ODsavxwf2+hDg",
-	"NGOjw9F344PxdyNsJztDxtmvruCfgrZd/cFe7W7O1dF7pvSxfQST6DLBlWW5NwcHrUAdzbKE2bDa/j+d",
-	"gmYF0qAORJiEjczZZEpXfFJcq2+LfVjC9Bz5y17kTuoNj8Zm028PXve9ttxH7cLTqrvt4DFGFBUNVEdW",
-	"DmTFWnfwbvg9xoPyvnz0cLrr4Yng5OL4+mcrP+lUlc0s1OijmXjfCtlevNg4/z8ScUuT0weHn4xKmoIG",
-	"qXrPx+qRfduTujejoPbke6o0vgSbqyx9/HqeYQ+ppQ/+JAwn45PtBN1kXh4zdzb2o6m6f6VKOYzd1M2z",
-	"f+S2lxB3OVtlAVNJeYubtjx9XErYGj5pi5A9G2QaTtn1PGQPbR9zF+Wy8x7ZFvI2L5kpQkltvKPqg5Wo",
-	"elUuePvmxy/JNVcgH0DuXRkQnJb4LgoVsfKQqnvbN5zYXE1FaCSFslnZVvLVmcjxjWWiWXnzo5eJ/gHa",
-	"3Q35jLLNvcGD/OtyAwbXeTZeH6BOIxod/v6xDt737AE4KOUUERoz86kOruL+NgRXClqySC2C1y/ukWE8",
-	"kyWUtUDV5r4OVNwbCONGnUoN/eeKmOmI1bTJwfhg/PZryPj2euBTJhSmFBV12qUiE4ncGNIW8lOaT6Ef",
-	"7O54Hs9pmiyC/XkG3J7xKxBrMekKGDB06d5FYhHlqb2toCTWR6oIHm8Ya/8aiLie2QQALWmke+Gqaq1Y",
-	"XTl/E6Y2VbfonVPeWfR3Ec+3xv7N1nVPTWNHyxyeOuh8ve2X+5Ds0pSP6j0LXLE29uf/EmfNwdsVn1/t",
-	"bPr+4Lvlzx9j58vICM8tHGdYhl/WNTqNlTv4OuXQSDZaFKpXXfwaZFy2aaoT8v5nFj9Zo9UWwHToORGq",
-	"Qc7PdKQtICv0KGCmd9U27wuQxoZ4Q8DVe/0dEaVFprCBASJvTM4al3V4MBX0Cu6vj5JvCBfnvNFx0Qvo",
-	"1QwdY7V8bPPRvg1q4+Gw+mxB34mCk34BfJ+4vCNlIO1BOt7EYg7qMnZPdtzlCa7XaJzA7vgliu1NeRk3",
-	"jMxcNE6xF2HwmFCuHkGS4iqKqppRkbAEVDhQEu9HVcvmJZxfNHd+fgFQvKlPNNufvwU58NsMZEMmE+zM",
-	"ogJ7qhrJXNQykiyhVZ8a59BmvizR55UotRtzNpIpLR9BcUWY4MncMi8Sd2Pzis4tDRe3mYQBoVqkLKKJ",
-	"GcX07Ibb4EbgZEJgD2pnG6o8hTFxTfrq99vdMak0YXdVd+IbXtziRI5j21ooVyCJyyo4NBpPLYzorgZD",
-	"9RJbUU0p40eE8htefwqZFD2frStr3HBOU+RlxLDeE3d3RAuRELNBNb7hv1nndVhkqxkAEAlazs3/sTGS",
-	"LlpQUHeBm71QDV2qLTnuoPi8tkHxljLN15kHDRHxZuuvK6+v8zmk3G8v2QDoAUY9lLE6UN5BlDDuB0rx",
-	"2xEJbcJAaPntcWZd0GHBi2W3gKJVHZa6W1vkzQu3XQpA4PrrjIm955A7d6gmqVCaCB7B7tBjsuPJbgLX",
-	"Vrkp0oou2usPa/J8BxP7w/dU6T10Fe6dvQuJkDc8/B/2kf8e7gZGxMTKYKTRLCDEhmjcuVkVSdhD8aYx",
-	"eWfffMPdqyMq5ZyELD5cHhUNj6wfQiTWa6vITtjqNRAGGMdprydslK+HNlg4Ayr1LVBNIpGmtdVwwcEJ",
-	"OZEbE7Msi4Ci8ME1WqPWV3MLU+YucHQtBMXUJ+lsIKEoJ/7WIwnflC//jRV/vdYa6i/Wlja0YTSeREzN",
-	"t3e5OdRjMGQsjVwy1ipqBJxD9HIdOC8huCAq+zIgVYdBlC4FW3kDCttREoumoOaU6vf2nn7KhNQ/u+sD",
-	"VzIbPu3xuHsELnX6nhfhbZtoYWwjYg69b8FUcJbNA0hlVUaq7F7MBhTZMdrpxGmngWsbWX4sC97cnxJt",
-	"6t1ntRQqw3P/c3lf/dN6dkPw2cZBM4pxLBcGrd+C3/Q3L4iMLm731ev0OEaruqqfeiZtuV4WlyXzYb70",
-	"g2d5famu+2zsojEScUD4l/Clb5odYR0vhSv8lar5Xio4DdMnq8TMLTrubCrp85p7zYuYB5Hvmy2/fIjp",
-	"R3Y6V3/vjslleXc1rd/13TKs7QXl/z92tJa2wuMStkeEaXv1EheP2ElZFbew38KMOU9X3b85lHtk2cd6",
-	"iy6qE8ELi9cxjiJqRiWgtuWapdsWoNapdCuEVuiDPiSFW5qpG44OIi1wd6mIIbGDRK4j4dToRAlCS2sx",
-	"bHUicxZhT+e00GroYxJ+f/AmRNOKgeprn1662vpbqJOd45MLsvfdm4ODg6OGs/IewMaPbjjDp126mtLG",
-	"2C31zt2AQKJgQYf1ppyyXZu+XECp6LvuP+rKuLGjRAcC19a7tOALAniZjP7SHTPOJ1unrlcuKkl27IUt",
-	"zn8bkETQGDuvU4KN4d1tAegxd5YHKW9zsS6HR8o0yblmifPw4kX9Q8VJ1QJlSQikavn9VSnWrvcbiX9g",
-	"cq8P7eZkCCz23FPoPBKP7oJ2cluQRPysdoxudPboo4Ba/49nRH/tLT24r1b7LeD/quh1Iu7wgFdBEWBR",
-	"QS3yEVTBL09Y83mxb1a1/7nQBp8W0kAun/W4sq1CevBeKaUvPvMB/exlgNPpPVvEot9bUOvw0O8sGHb3",
-	"ZoNOFtcVXBUPdTayncRuf1p5WcjDULlT9kwARXYkmjhYESLSlO4pMMvSNtIBn7IE61VdF3bfEouq0mqF",
-	"q1zeV7VjbxcZ6jlWe9wJmVYYbL0bq14a7y6p8fsDbJfP0jwdHb5xfd3tp8rNU6td9L8gK28s7EHB96/f",
-	"rJNcv/GB31c3ckzMkmv55OqLWKYbCgGzm3LBAeHwCMoF4QOzIcap7j3VDeuVtxb08t01PvGcwri4UsEn",
-	"kM3Lx18LsAicJlTroHTXMzwFCxOG8aaH53ER1a72+MKpwvb6it484W+BdexS3UXOPrSW7FFm0vaqKwWK",
-	"n5FDetUVXP03oq70QDpY07tUXIDSRIhtsPjMbGcvX/nCQYVFdOD6L9bp4WX5VDf2a3DMxbIlXkISBbq4",
-	"MU6Dl3+bpU7Nsu/fPxoKUhjztTSXy8TVfB/u779+88P4YHwwfn34ww8//IDU5qb/XKpvtnjEKEA1nVPV",
-	"v3AlmrVvytO39p0LGT99fPq/AQAA//8=",
+	"7H1rUxw5tuBfUdTeiIa9SYHd7ulpiI0NBrtnuOu2WaBnInbwVorMA6UhU8qWlOAaN//9ho6kfCqrsqDA",
+	"eO7tD22qSs/z0nnp6MskEXkhOHCtJvtfJgWVNAcNEj8dlVIJaf5KQSWSFZoJPtmfnIIqcyD0SoMkes4U",
+	"SbAl2Yovyr297xMoRDLHP2HffqPgN/s53j4g4hakZCko8p4qvfPuFrjeOX47nUQTZsb/rQS5mEQTTnOY",
+	"7E/s4JNoopI55NSsJ6ef3wO/1vPJ/uu9vWiiF4VpqbRk/Hpyfx9NfhZZJu76a7+imQICPFVEz4EoLYHm",
+	"1VaASCgyuiBbc8rTBbljem42l20PLe7KztNcXApXtMz0ZF/LEqq1XQqRAeW4uOO3ph0OV1A9r0dj6SSa",
+	"SPitZBJSP0Bw2394E01yxv3HVyEYGOgicO18bUCcAdfkckGwwZkoZQIkyZihBCI4kZAIziHRB0TRHEgO",
+	"lDN+TagisUVIXIFkDjQFWe+ihdU18Xa+KED1V3sk8pzuKDAEqiElYEYnprsiWpAUMnYLkmwlgmspMnJl",
+	"6FgRmt3RhSKJyGEQgzjIklUGlnlvkKQKwZVd66E+ogVNmF6YT2YNwLX5kxZFxhJqNrFbSHGZQf7v/1Bm",
+	"R18a8/2bhKvJ/uR/7NbMuGt/VbsntpedtA2T8zmQlEIuOGGKUE0oSdwySMZypg8IF3pusHZHFaFpzrSB",
+	"nZAkkWDAOL3gMb0GrmfYfiaBJnNI432iNJUa8c0JtiB3osxSUlClSLyzk9PPO/i9iomQF9ywTiHFFcvg",
+	"O0XinH4+dL9uxTh2HJFYJaKAeN8v+nffIyKUp4Re8PgUtFzsHBpujIklq+0DEhdS5IWe/VZCCbOrMstw",
+	"tHmpzRJnqbjjMRF6DvKOKZhe8EnkaBKx0xg0xAaJQGEgyB1lmlzClZBAtFzg7q8p49MWcThaYFzDNUiD",
+	"l/to4rH0jNg//fmI/PTmhx+JG5mkoCnL1BTZyA2AxGkQYejzkmVMsxB3/W1ONUo/i2qa3oLUTEFKGCcx",
+	"40wzmrF/ArJ8IUVhfrYDYY8PyElfunwS2V//ClIxu+t+g1LPfwE9F2lgWX8Rd81VJQkUWhnaTYGbFSmy",
+	"dXh0QuLGIOZ4MXxNBAez+A5d1i1jg/E5vQWiwVBOShKaZbaFGT2hGmJ3LnQhwDTkahXqDqupzD7dxqmU",
+	"dGE+Z4KmZ6A6cKnOCIRyXvTQ1oF9mTIR7g75JaQppEeGGj/rcCOW02sI/XTfPIT+7tpFbr7+4J+q/YnL",
+	"f0Ci3fq1SETWR37FOShEy3zMCprgqroFgRRaC3LAe6Z0AITXXvUZh1TT/MTSUx+tnUW7sQdX5McJ4LUi",
+	"nR5PGKFvfic5Nqiot0m3yuotlnhr2iVbdkXTBc0zUk+CJ2OfM28py+hlBmHaSTqUuRJqLSyZAcyJzgd2",
+	"CJ8hKbWZnWxdSZEjH9tj4ztznPMrdl1KlKwR4WCOfmxGiUEAKB3eU8qU0e4GxdWcKS3kwtH1MTfoGuRQ",
+	"lgbH4FSzW3DEejpI4Ei8l5AeIlFeCZlTPdmfpFTDjmZI3b2hFWpppj3wMjckdlmyTDPDExYmE3NKaEg0",
+	"pA26q0coeYXWU6AqKJS7zG9U0ibgqnU0aSS872GIBpmiRfZtlpjloPG0pGnKzAg0O2k0aGna9YhUXgeO",
+	"FQ0yZ5xm+4TK6zJHjVcLIktenzZIZUigyEsRETyByJwolPj+raOgB+quxG+tIUh7VmkIncyCpML8v1Rg",
+	"7S3L/BFJQbJbSC3xM63IDTOaFE8JAizIBIN0O8AU9ovuwg6PTr5z04krL4y2nKo4B07opQJu+dBTK/6K",
+	"n29nt9QYDB6UQWK9pTKAPdd5H3F1SyUz9IcIVKD7Rz7w23XwFCJ+Th0p8/BRd0R5Apkh+SxwwiT4awZp",
+	"WAqkgFptQA7+X/ye2DOOMDRYqSZ3IIGkUhQFpOtRoB3pOF3N8/Wag/tFUfMR13k0p9zqEGHGRHO7qzPe",
+	"0qwMkRTBHwhDkqJEQQaJJqKwYl5IQomDHLlqfbJNDDQEh49Xk/2/t424H/6wwliO+qj51AWKXfUAQIzK",
+	"/6dMJDcrQdHZMydGhXVGA7k0Q/SV7AdKP86FxjNSrd03pZoGiWqVGMtZDudOYoyXMRLqs22tdSr2T2gd",
+	"oIzrP7ypxV5D2fR6cIMwXu3hfwHZo5nOlotDL9Rw2KinI/sdzTLGbxqfw8eyZKuZEn8dIj/GSzhEAwkC",
+	"pydt/OLWbeD5KQopdpXTr7dMdLq8K0QyD/5sYC1lWdHGMpXwFBJxC3JxVuY5lavEUzRRmuoW2GXJufkt",
+	"mjj5iRplkYG2f1cSLJpcUWb/qBYY1I662ruHWWNlnT22IFJBbhmK3kKSMW4RQbPMiapRHoBoBFJRxASx",
+	"Koe0PfOTRcXaKBsGmJutMXYfKJ8aYDm1Svuax0iTYFaA0LR7iyvuoQb9lEcizy142uL5F2PqSkWMhbEg",
+	"aSnRJLHOx4IujFlKEiolA0W2/HqM/iPBKIqlRNcc47ciuwVraA3voU/0Vpke+FVTdTN0mPd3iQaV5euA",
+	"BWx/ruZqA+EDulIF92YZE5xsmY/oJDRnNXrS7WK/U1aB3t4nlPz66/FbY5/dEaodDLGPt9kklMpqMX1Z",
+	"I6WQv4BSbRdFo8Fnpo9ECmHPgvn1jF0b1TLUOaNKnwHwdayvoqU497wY5+IG+IC97iwKc9I7MBEW3rYs",
+	"Oc7fkHRKU57STHCw1h26aJG3cqHD54mRluVKs9zTxJlt3eVnv5RquE9L6OqsmrGxbPQgW3GQLiYOpzge",
+	"aq/BpbcHfOvUkHGyssnKAXkZIPQw2Q3/4gmu40O2nopEpOC5wZw5pQRrCln4GUmAg0QEptdTSxUzWur5",
+	"zIM9zAmPIfRhoq0J7WnIZ5BojOD/C9BMz/vCSPXISNyEbcNBn3J4GXWPEBU35EzHeKud+ZWdtZZ+2rXB",
+	"XOBlHbljMThCwV16lkiRtaRKqTBi501yPRfl9dz8pRZKQx4EeseTvMxhhNNFXjmud70E+odpCukmGT6A",
+	"vM1gJLcLPh6LmOeDfb2yNgrCXNgEPIKyzwDeDlyGhR7+KqLtH4UuUWBlmgDZailbRv3IFmGnbtcgczCY",
+	"UrOe1Xo+/uoM3iXUeTQv+c0mqfNfjIgQPo8nohrML4OIErOeDRCRSOFBrrJcpI5Emm6L139cnfzRwqgd",
+	"JbSyphtvyIWJceyQi9IcetYR68xxF6rVQtwQpgkXdwcE97VPlBYS0oi4wRopNxw+a2sXNFDT9EjUMcxl",
+	"FORCDz4o2TNP3Sbq8ZaBQ7BkaaDccB9J5gId8tKwHn59eHIcuZ3aGFzDMkK3vIT2/htGkfsde/cNRRff",
+	"WaF/tFdrN0NYSnYcQ+CKufOzbtGGw7XhTm1ySA2ZvK2CDnmO7TJDoD0BmTOExMfKRdTe4w3ja8YmrON3",
+	"jEu7aln583G25Qs9hSJbrMmxzSV1052W+6AnotSJaBt/IU/8Mju/ufbKp9KhpIeqoAPQHx8971HAekEK",
+	"60TNbtcMmmIUAdKPxRKzb7mnped8LICn1rT1o3dcjvC5QML7tJ5rWYjsiGbZGHpGLbtetl9kjZRVWneP",
+	"UjarfD8FbbjY/pA/bCNwreeoQRlWfAIAfIT+M4SOr6sGFdWqptIv6/HaUHOvlqE3T3mDEmQZCW2S0ZfQ",
+	"lZ1mNVVZ2GyIqBqAfkE0ZVe1AZLKKH/HtY1iDLoB+u4xyYR0abtL3GArdR5tjbAljlKzwF8Lc1JtlNiB",
+	"a+n+HCdmKzitSn3wIw+Qab2dx9BnByhfmTAzyqelXc4GKLJOCV6msQ9l/gWMjzjgMY6t+WXzb1QzW5Zz",
+	"UfLEWFxAk7nLCCRzxjFic1flFW0ooTVZ5hnPaTJnHHYk0NTiRkoh0WEeztPDVOaBILPSRv6O49hm+H9l",
+	"RH8Uvu0wUe1Xxo0PEEBe6NGc2UoiMfYW/Xxs+71ypoP/2Ae+nWo4/p8MXOSxF3x8zMLdqTCUUd0VMN/r",
+	"UvKD9k0Zpm3CFVQNwqGL5QkD4yL+7SV7R4OQxAb+XSoQhzuXKnWAWaAF6r6kislKKITUyCEX3Cz4O7y1",
+	"JM2WcaqI3M1ZMic5XRCaYciKXEKd7Ie3Cp4t+6CRcuAV+7G5BlW4u49uvN6z45wANjqdHjhgGaAyjeHq",
+	"FPJCGGI0SF1656igWoM0Y///vx/u/D+688+9nZ8+1X9OZ/s7n/7nv4Vowy7zYZH/vMw001TdtK5bTYAj",
+	"NibRcBKlTU2sIvMe0Q6fzWTFejAJCNqQLVdUPL46AaFL8aNTFvp0EcS7z8+wvryNahmbShFZkQ7S7R7K",
+	"pfQpIwPZlJRfZ4xfnzuLr60YtQcbcGoMOqGGDpCQYe5PiUEfU1eCV8LhdDhRx6+s8g3hrluCZeboo/2l",
+	"oXZkimtJU0hnLik7SNFcaJYEkzMVmAMqARS43gcaFPtNKu9rcsh7FFMeGS8xP9FdLnNfhXWCOoOpy9wL",
+	"I7cSzHashtjHaWY00ewWyO/2kzswfie1CTJzFh75/YI7b8osyYTCr7znduYPAfK7i9o38uhNT3fNbqbF",
+	"zC+A/E4cmGce7vYIWU49iOOoReghqq7wFBYERUYXR+482mhEdSg3sGsRDZ1On3rLe4T1ENjn1zUg7N3h",
+	"mdcEHm9DnIJa8OTU9XgWTEYTGNTXahasDknTdpYzlVPd0EtmdA40rT+u4SVxiYOwSs/51APPoyipB+ev",
+	"TUlmQZWV93hKatw1DGRFuZtoA5q4kYfr+dxdhO29UAM3Dx8Qg0ju0ockJUMj8XFMNtOScEdlkYyIQp5h",
+	"22VZmsssUueEGA+eoA5iZ466KLagHLIrKsQ0V7GEoo6QODYpmh4A5kDO15B/tbXsR4iM/va/rsRwqsrU",
+	"MuvGBEbj/nBAbgS+fuJbo8USSdU3lSqKr5cV2mv165G98qc2l+9XDf2LSEMJBYY6cvNTyHVnr7c7TJgB",
+	"tkc76xqdgt66OsFh2SjtbIh7f8v0Yx3bG052tk3d1SxFqE9/dpVXcrLl73dJn3gQVfVWJHD9V5qVnR0/",
+	"LvXSDvtL0FHp8dBAg/cYOadI2MO1RI964IH1YFt7dBR7I8dXV+Q2ItHVwdM+Z3ymWrXB8S4tL4zwcFrT",
+	"V9RXcNapolOhsWMNXyqRlRpIQfUcbytyAp+ZQi9ayiQkxvI7IGqRZ4zfKEIlEB/tmpI3e3skZvyWZiyd",
+	"JXdpbP1SltKMGSs4HNhWyV06k3BVKkhj5+q0CX71NGQr3o0jEu+CTvDfUkn895aafzHFyJaBKXkKksS7",
+	"Kdxig0IK20MtVByR6XS6TUqegVJVXQFZcldOIN7ZoVkm7nbMgjuewTd7P628YjlxlQhOntxn1iTbNt7e",
+	"eRyZBgfNi8qE4ncGAU4Hqvwc/mjtO0OHVbpGwx/ChY56lSK6GtpKRkg3fjtihR3wMIH2MLkzztm2VLVd",
+	"rgBaEG5AA2zg4oWogHZFG9MB2xc9HgGxwN2elwExbyTOegH8x0EuXHOGw2d9Qq/rG2ND6Wjjw/revF8V",
+	"1K8GXrJoryB18Lvi3vd6VSUGyywsWZfTOjcS3uhTW319saGx6jksCBd3BO/gHZDcXQetlUR7j9EeIBLc",
+	"WRKokvWcFsZGDISuov8kOvjKhNZPQ+h/vNwOkNPLEEaO/maJXdnGhFEnPvgod2k/0vgyYOdtiycAnirz",
+	"J7ie9lmf2oz/gfIwVzTLLmlysyQsqLSkGq4XTXjYYkyzqlCa+5wJ9Mr7wBSryjFFkysJar4aXNVkUW/9",
+	"S9UtB7/Hs20TES+F5nBFGyO1s24S6tHpu8Pzd28n0eTs/PD0/PjDnyfR5PTXDx/sX387PDbfzX7+eDo7",
+	"/nDy6/kkmhx9/OXk/Tvb6efD4/f4x9Hhh6N3783focBvc/YnSCEoJNwyUaqzh1gDz+ISbu788XTag+PL",
+	"IFaEw8alY337f93aEm77mIYlJMmo0nWVie8UYSnZUgDEmw4DtQpHGK/tkFR/FTi1u35FEsxH4EKTa3bb",
+	"dAoyrXxcP3xZbb0yATipHdneAXN1A1yJgGDG5wXfaviK1Y1CR0WjKuo+JubFzQoa1nXkkz4V6O0LLqQf",
+	"H6ee2US1OJilMKoeR7cSxDrFA9atvagwOnDq0vAG2uBZMRyM4ACpWlah0Ur204HEEws7n4/oM0Oqwsn+",
+	"CwkJcJ0tZgqAV99y0eh6wXtfzvA8tqORLV1KroikPGqQ4lxkqSJcVPcLLU3l2+0BcQhIyRYXNvVmThXW",
+	"OqQ87RkyogAOKdZewzH3MbeF+DEWoLEOm+EC/E4RSzURklybBHCCJtlsu1QZq5bY3JmRKTbkTsgbrPXs",
+	"nZ4zTODh12Fq3VAZlWf0p0cTs0UtAf4kKR9wpfkmJ1TPH+iTb3njm56zDku1+afNLB3O6PF+1Kgd05S7",
+	"wRME04rf0+vrZ0pwWSdVqbm4x6gE3T1+ZV0AlzPLcD2P1wHOXR7uU90yHcVnZhErnccPSKywPKcKmqyb",
+	"+ukZbXxGhdnDg0Jcg1GHFQGZ1tbapPi2Ci5hgj9VNyiCFWGcbOUlamlM6e0pQecZzYHIMgP0mtGGMy25",
+	"S/HG/2I/EPQyGkgzvhUMKq0gTtz6EDTD/lezm/GOMiTvVX5VO+TQMk4wOW4VTnPGm9++ih6SFxPmg7Xo",
+	"4n5gFz279Pzj24+TaHL8YXZy+vHPp+/Ozoxd+u6vx+/+9jATtJrla9ufLSiuC/c1LM/uhh9xxgRh93XP",
+	"GcMUmzY4zzEsXcGpU++CAzk7e2cff3H+e3L29v8QVcormoAiTB+Q2AwaE2Z/jnFb+zG+GhGR2Mwc2xrS",
+	"VCpI7Tf7MfmPs48fprYUeiKZ0VVdVmFOi8IZIe3SQyPKJdmNRJ1yMyNK5PiOwQva46+YB4dxd3JH3ymu",
+	"Bmnen1x949N362ZNj8r2rju3E2VHJfj6zp2cuTGZfr2uLtY6Kkbc7dwNOy4fJBSGjQajBusEP7pj9bzo",
+	"q1yygcBC1POPjvLrdju3xcd4l1s1TkvXHaGf+44B4TVS8lYjCJHNEpplU2c+Dw7grnWc2Wb9/it4yvfv",
+	"8BXeymxUnx/oXEp+5Bu1u1YXGpd19Y1aXd2dxyX9fsYWrU7N+5FLeh7XzVrdfRn94Z62oH6r0yrMlJK3",
+	"sHJfKWXuERF7Qt03C8+PzxnxY67tUF6rY0hujOzaYsrRfQLSYGTfpoxd1SXMdit7dehgTPsOBazu0GGK",
+	"MV2a/DBqijbLjunSY5xVnfqKysgeDQ1l5cJCsm9sp5bAW9Wpp3ms7DCkLq3TsakhjWSC0Nm8qmtIv1nd",
+	"p69QrVxi76S0doxDyEsuoDv8XMFQ7H3wJnAmErrhxJjlZc/o3TEvSm0L2Ep697HU1cd+yeS6aBHjs0KK",
+	"awlKdSoUuBN6vfpkm7mW1C2gEa6L0DD5HHE9f2ngDVNIqKLZC8HsOhXSGm3XxmZTWLRE/sN8Hk3K+Mq+",
+	"jp6y/3hXR+iU+9eB08YKLZ1Lyu1Oxhe+Oa/K3bg946tqitNCzQXewkgEV0zho0x3TM+r+jfupbWHlLtx",
+	"Tp7xrmcfbg+dF1YS1KrGQyot+uIrofEzyjdRVGzlIybBQh1jiDk0F8bJx49UytEZ0yjsQteV/KQN9DZ3",
+	"FcRUkIrNYgYejzutPXtfBuojM16COlmmRDxAcQKertnBv56xCuzvsOFjH7cIFE0JpWiYUSCN3PuhMwnu",
+	"DZrpNMjF3TIr7tpS9Q7UpIb4ippAD6r7tZZm6A6bterhdsM4VQWruqjVI2tZ2Rdexj4w2ih15aqf9EOn",
+	"QxxTmcGbramYPhCkj4LD0kBR3+R/mCbQg9lXVgfaPsrH6wJN78t/BZpoe5oeThMtmL0Emqgk0EZo4p0/",
+	"mLpmYArLVLUxtV9TqM/+wfmte2+zFuzA0tem1HxJUucQFQfJNFoNjU8teDySaBtAfQEUO2h3P4BcG67a",
+	"TdLMN1sdb31F9DFqpVx212YtfqjKWfUhP8wbPT/9gxmkS0YvgEvWKoI6hlVsMGfTvsHV5tTmrYSg7fxb",
+	"iIJDNQOH6akZ7nowKTXA/AKoyJksGyEg54bcJAU9ljbWturWI4gNOF47cHsBJLEhtysyXVJKphdnZrMW",
+	"JpdAJcjD0mbdIxTQB4Nf10uca11M7u/RM3ElAs9luZoqc6G0IolIGb/ecbd/3MV8W35bFUBv7INS+Kst",
+	"3ExOpNAiEdkF3zo8Otl2D0YlQqb+hWK84GEBuZiSd/idFKUGcllqEu/O8d3NmGA2/wWPzZaEZP/EYMU+",
+	"+RNuyCFLixvgFjkxwStHduPoHaUKdhhXwBXT7Ba2pwRVbHXBqQRy+vMR+enNDz+SwhbB//d/KMF9CXrV",
+	"qglPYqM0xlPykbs94Hr3Cb3g8V+E0jGZA03xqTBa1cehJBOiuKTJjcvbo5wcn5CMaZA0I0Lic8X2QswF",
+	"t46f71RVwgbSHcRBTK5BK/Jm73sSmy/wwoxrER/gi1jpgohbkBc83tkxn3YyljPtO776nsTuHeiZFmKW",
+	"UXkNcURSSDIqAd/Vwpw+SM1w/3H28cMFx0Exh/oSCHymic4WuF7zs3+bS0vKMqwmRDV1ydM5zYw0gHRm",
+	"4BlvH1xwt0SETSrAQUdKdgsIb8aJX7gRHaKslr73xwseu5zBmf/NXf6yupxLtnR+M3J4ctx4RnV/sjd9",
+	"Nd2zz0ABpwWb7E++n+5Nv59gWfA5Ms4uUjf+eQ3avs4CkvrbgJP3TOlD2wRz+QrBlWW513t7nUAdPpxm",
+	"w2q7/3AKmhVIoyrJYS44MmebKd0dGFfkyN05YhnTC+QvQ8GQkmbhuqnZ9Ju9V0PTVvtoPN5eVykf3ceI",
+	"Il8Ie2LlQOHXunVZskzvMB65Omslvq2XgsZHaojg5OTw/C9WftJrVdXKUZNPZuBdK2QH8WLj/H/OxCXN",
+	"3t06/BRU0hw0SDV4PtZNdu3bAoMZBY2W76nSOAnWblrZ/HxRYDG6lQ1/FoaTA/U+PvJsUR0zVzb2o6m6",
+	"+U5VchjLzpm2v5W2VBl36V7VPaqK8pbXhLr/tJKwNXzWFiE7Nsg0nrKb6dAB2j7kLsplxz2wT4HY9Gim",
+	"CCWN/o6q99ai6nW54M3rn56Ta85A3oLcOTMgeFfhu/keI95sQXON2DRPRWgihbLJ4VbyNZnI8Y1lonn1",
+	"inWQif4M2r1z/YSyzc0QQP55tQGD67KYPhygTiOa7P/9UxO879ktcFDKv2yZMvOpCS7/Fi2CKwctWaKW",
+	"wesX12QczxQZZR1QdbmvBxU3A2HcqFO5of9SETMcsZo22ZvuTd98DRnfXQ98LoTClCJ/XbxSZBJRGkPa",
+	"Qv6altcwDHZ3PE8XNM+Wwf5jAdye8WsQqx90DQwYunRzkVQkZW5fnamI9Y4qgscbxtq/BiLO5zYBQEua",
+	"6EG4qkZJbVdVoA1Tm+XrS3NVb8/9SaSLjbF/uzLmfdvY0bKE+x46X2168hCSXYbzQbN0grszju+sPMdZ",
+	"s/dmzfbrnU0/7H2/uv0hVjBOjPDcwHFmnwmuDjCrsXIHX6ccGslG/X35ukhoi4yrKnBNQt79wtJ7a7Ta",
+	"ezg9es6EapHzEx1pS8gKPQqYJF5X5XwG0ngk3hBwzVKiB0RpUSiso4DIm5Lj1qNLAUxFg4L766PkG8LF",
+	"R94q6BoE9HqGjrFaPnX5aNcGtfFwWH+0aOhEwUGfAd9HLu8I34MPIB1f1DIHdRW7J1vuERxXyjjNYHv6",
+	"EsX2Y3kZN9x6894+aMRTQrm6A0n8k0L1pUpF4gpQ8UhJvGsN+90v/j3b+4cRU/TFGrIFRUPE2bGN59Db",
+	"+sKAZfvq9R9XXRs3VFsGbuUeugfvubgjQvrX8TN2AyQ++fWctHedW2/gIXd1OK0Hz55wKbM1mXyBfKNS",
+	"xG/29kjJb7i44zMLspntiQ48603DMdx4lZdMXF2BJFv1+4d3UhhsLgrYtsNWxQrssDiWc5F13CWVED5q",
+	"1M18IpWvOYW9JDJO79ucdGjOPSwj8KzGpwOqUkOBIqvuOcl/EY3w9fN6N3TDzT308MKWfXbBspgC3WaS",
+	"bVdpzGgihvWyNaSTfxhkhV7inxB5evXEzzREjPbnb0FL+dscZEtjtBWIlXshw2DLX9ImRUbrYl4u3MZC",
+	"OexPq+803mV8lMbTOTz8Q7SCZwurWuDR29q8ogt7wvo38+KIUC1yltDM9GJ6fsFt6DVyGktkzQjnuVJl",
+	"DlPiKpk2yztfMak0YVf10wwX3L8VSg5TW3+tVCCJy3naN/ZYI8nBPUCLxi/W67umjB8Qyi94sxWqEBiX",
+	"6TyM6LpzmqOmgRjWO+LqimghMmI2qKYX/G82tBb7XFoDACJBy4X5P1aP075OD3XPBNtnewOnmYfi03ou",
+	"/CzVJQR3iLVExOuNT1c9khxyl7vfXvJhNACMZqB1faC8hSRjPAwU/9sBiW06U2z57W5uA2Sx58WqpIqv",
+	"54n1QB5yLj6/Z8UDAtffZEws0IncuUU1yYUyR24C22OPyV6crQ1cewdXkU7ug9WKGvJ8C68dxe+p0jsY",
+	"yNg5fhsTIS94/L9tk/8Vb0fudaW4U1ElxqqR3AWBFMnYrZ9pSt7amS+4mzqhUi5IzNL91Tkb8YH1korM",
+	"xpQU2Yo7BVniCKPM3fXErbocsU1lmAOV+hKoJonI88ZquODghJwotRGR/tIW+GtZrholtZ7kS7hm7plw",
+	"V2dVXAf1duzs6yR863HObyrS+NqKv0FfEuov1tNnaMNoPJm4Nt9eleZQT8GQsTRySWlRoEbAOSQv1738",
+	"EkKfovZ+RaQuw4rSxbNVMNy5GSXRV042p9RwLOrd50JI/Rf3SPVaZsPnHZ72j8CVIamPPvnGpoGRAiQx",
+	"h963YCo4y+YWpLIqI1V2L2YDimwZ7XTmtNPI1datPlbXcd2fEq357Se1FHL/vsyDrISQhwm138bDfd4v",
+	"59/0Q+VbowNqK6bWHbVPtCwh3p4S7M2FdzI1ezv3BUau0GvV6I5VG93Jdc1ujWEims4q79lQhMNnX95b",
+	"SF9i3BbOrCe4gcJaaXaMZo6CBDepG9OlyblS5cYmwtrNvZcLLzjlAjO4DBSm5LD7wuFKfxo64zDLrB10",
+	"Ma1+6pVujg/qYBQmpNm6nsruCOeOf9h77WgQ74qu8Kb9Yu+TPIX5YYb+b+/Zf2Hv2dFcdKJy31kXWN9j",
+	"Zr7dJjQXDaESfLB1rFVQRwZ2vzji3rB/vxp1rIN/5UuYw1GpQwx71Bfcn4hjm3ULimzx3GwbKJsQ5lpf",
+	"QJM4IPxLMOdj01dtZMwfD9+pRnCshtNI5qluzmwwsmrv+jytx8vO0aKeVeT7esOTj/F+kS2vAglJ7E2b",
+	"7Sk5hQIoPmxBifcy9n2L6FL87+SehxlsPK1ge0CYtk/vuqgpUw4V5BLmzCkEzQD0WO6R1XsnG/TSHwnu",
+	"nX6OcRRRcyoBDc6WxmtPzEshtMIkgX3i8waYMmov106PduEo7CRKnQjnSciUILRymMWdKrPOKTZQYTe2",
+	"Toop6qExepcYqKFndqpow/BTO1ZX2Pn+9d7e3kErXnMDYBN8LjjD1u4+gdJ0oWrTezsikClY8hJPW07Z",
+	"ipzPl/Hj3+cJH3VVYp+jRAcC9/xL5cT0BPCvoHU+v2BwYamOpmpBv2Uf9nMhrIhkgqb4Qg8l+ICQMzvR",
+	"rnTOF1K9+mdt1zvKNCm5ZpkLckmg6dh0wd26Rt2KKHD9NMxXpVi73m8kBIy2ewjt5mSILPZcK/SfizuD",
+	"woRyculJIn1SV45ulV4booBGgbYnRH9jlgHc16v9FvB/5ovRiSs84FXkY8wqagR/ozr+H8g7e1rsm1Xt",
+	"fvHa4P1SGijlkx5XtpbbAN5rpfTFp6ZiqLHK8XB6zwaxGPYWNEpwDTsLVlsXZoIWnSy/+HnmG/U2spmb",
+	"d+F7f9VNa4bKnbJnAiiyJdHEwSu7Is/pjgKzLG2DvfC5yNBx7V7rCS3Rl/2oV7jOU9z1sz3dKhB6gddx",
+	"r4TMawx25sZrya25K2r8YQ+fVWJ5mU/2X7v3f+yn2s3TKC4RnqCoXqwfQMEPr14/5Pbjow/8oYu9h8Qs",
+	"uXHhTz2LZfpIIWB2Uy04IhzuQLk8pMhsiHGqlzoaq9etBvnuHFs8pTD2T2+FBLKZfPq1AIvAaUO1CUr3",
+	"jNd9tPRGF74I9jQuosYTcM98l8s+czZ4ketbYB27VEIRyyG0VuxRXXUaVFc8ip+QQwbVFVz9N6KuDEA6",
+	"eqB3yT+U10aIrYD9xGxnH+l75qDCMjpwBbKb9PCyfKqP9mtwTEe1d/CFxBi9e1lYQ5B/23fR23V5/v7J",
+	"UJDCtBdLc6XMXFGe/d3dV69/nO5N96av9n/88ccfkdrc8F8q9c3e7jUKUEPnVM0vXA2NxjfV6dv4zmXN",
+	"3H+6/88AAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

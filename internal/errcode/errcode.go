@@ -62,6 +62,9 @@ const (
 	HostNotAllowed       Code = "host_not_allowed"
 	RequestTimeout       Code = "request_timeout"
 	TooManyConnections   Code = "too_many_connections"
+	UnknownMode          Code = "unknown_mode"
+	UnknownConfigOption  Code = "unknown_config_option"
+	InvalidConfigValue   Code = "invalid_config_value"
 )
 
 // Error is a domain error: a code, a human message and optional details that
