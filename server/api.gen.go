@@ -1117,6 +1117,25 @@ type AuthMethod struct {
 // AuthMethodType ACP's kind of method (agent when absent).
 type AuthMethodType string
 
+// AvailableCommand One slash command an agent offers (ACP AvailableCommand).
+type AvailableCommand struct {
+	Description string `json:"description"`
+
+	// Input Present when the command takes free text after its name.
+	Input *AvailableCommand_Input `json:"input,omitempty"`
+
+	// Name The command without its slash.
+	Name                 string                 `json:"name"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// AvailableCommand_Input Present when the command takes free text after its name.
+type AvailableCommand_Input struct {
+	// Hint What to type after the name.
+	Hint                 *string                `json:"hint,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
 // CancelResult defines model for CancelResult.
 type CancelResult struct {
 	Cancelled bool `json:"cancelled"`
@@ -1627,7 +1646,9 @@ type SessionContext struct {
 		Capabilities *AgentCapabilities `json:"capabilities,omitempty"`
 		ProfileId    string             `json:"profileId"`
 	} `json:"agent"`
-	AvailableCommands *[]map[string]interface{} `json:"availableCommands,omitempty"`
+
+	// AvailableCommands The slash commands the agent announced (ACP available_commands_update); a prompt `/name input` runs one.
+	AvailableCommands *[]AvailableCommand `json:"availableCommands,omitempty"`
 
 	// AvailableModes The modes the agent announced (ACP SessionMode).
 	AvailableModes *[]SessionMode `json:"availableModes,omitempty"`
@@ -1716,7 +1737,7 @@ type SessionMode struct {
 
 // SessionOptionsChangedData defines model for SessionOptionsChangedData.
 type SessionOptionsChangedData struct {
-	AvailableCommands *[]map[string]interface{} `json:"availableCommands,omitempty"`
+	AvailableCommands *[]AvailableCommand       `json:"availableCommands,omitempty"`
 	AvailableModes    *[]SessionMode            `json:"availableModes,omitempty"`
 	ConfigOptions     *[]map[string]interface{} `json:"configOptions,omitempty"`
 	CurrentMode       *string                   `json:"currentMode,omitempty"`
@@ -2250,6 +2271,168 @@ type CreateTaskJSONRequestBody = TaskCreate
 
 // UpdateTaskJSONRequestBody defines body for UpdateTask for application/json ContentType.
 type UpdateTaskJSONRequestBody = TaskPatch
+
+// Getter for additional properties for AvailableCommand. Returns the specified
+// element and whether it was found
+func (a AvailableCommand) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for AvailableCommand
+func (a *AvailableCommand) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for AvailableCommand to handle AdditionalProperties
+func (a *AvailableCommand) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["description"]; found {
+		err = json.Unmarshal(raw, &a.Description)
+		if err != nil {
+			return fmt.Errorf("error reading 'description': %w", err)
+		}
+		delete(object, "description")
+	}
+
+	if raw, found := object["input"]; found {
+		err = json.Unmarshal(raw, &a.Input)
+		if err != nil {
+			return fmt.Errorf("error reading 'input': %w", err)
+		}
+		delete(object, "input")
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &a.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+		delete(object, "name")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for AvailableCommand to handle AdditionalProperties
+func (a AvailableCommand) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["description"], err = json.Marshal(a.Description)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'description': %w", err)
+	}
+
+	if a.Input != nil {
+		object["input"], err = json.Marshal(a.Input)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'input': %w", err)
+		}
+	}
+
+	object["name"], err = json.Marshal(a.Name)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'name': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for AvailableCommand_Input. Returns the specified
+// element and whether it was found
+func (a AvailableCommand_Input) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for AvailableCommand_Input
+func (a *AvailableCommand_Input) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for AvailableCommand_Input to handle AdditionalProperties
+func (a *AvailableCommand_Input) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["hint"]; found {
+		err = json.Unmarshal(raw, &a.Hint)
+		if err != nil {
+			return fmt.Errorf("error reading 'hint': %w", err)
+		}
+		delete(object, "hint")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for AvailableCommand_Input to handle AdditionalProperties
+func (a AvailableCommand_Input) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Hint != nil {
+		object["hint"], err = json.Marshal(a.Hint)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'hint': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
 
 // Getter for additional properties for ContinueDeclined. Returns the specified
 // element and whether it was found
@@ -7334,161 +7517,163 @@ func (sh *strictHandler) UpdateTask(ctx echo.Context, id ID) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H1rUxw5tuBfUdTeiIa9SYHd7ulpiI0NBrtnuOu2WaBnInbwVorMA6UhU8qWlOAaN//9ho6kfCqrsqDA",
-	"eO7tD22qSs/z0nnp6MskEXkhOHCtJvtfJgWVNAcNEj8dlVIJaf5KQSWSFZoJPtmfnIIqcyD0SoMkes4U",
-	"SbAl2Yovyr297xMoRDLHP2HffqPgN/s53j4g4hakZCko8p4qvfPuFrjeOX47nUQTZsb/rQS5mEQTTnOY",
-	"7E/s4JNoopI55NSsJ6ef3wO/1vPJ/uu9vWiiF4VpqbRk/Hpyfx9NfhZZJu76a7+imQICPFVEz4EoLYHm",
-	"1VaASCgyuiBbc8rTBbljem42l20PLe7KztNcXApXtMz0ZF/LEqq1XQqRAeW4uOO3ph0OV1A9r0dj6SSa",
-	"SPitZBJSP0Bw2394E01yxv3HVyEYGOgicO18bUCcAdfkckGwwZkoZQIkyZihBCI4kZAIziHRB0TRHEgO",
-	"lDN+TagisUVIXIFkDjQFWe+ihdU18Xa+KED1V3sk8pzuKDAEqiElYEYnprsiWpAUMnYLkmwlgmspMnJl",
-	"6FgRmt3RhSKJyGEQgzjIklUGlnlvkKQKwZVd66E+ogVNmF6YT2YNwLX5kxZFxhJqNrFbSHGZQf7v/1Bm",
-	"R18a8/2bhKvJ/uR/7NbMuGt/VbsntpedtA2T8zmQlEIuOGGKUE0oSdwySMZypg8IF3pusHZHFaFpzrSB",
-	"nZAkkWDAOL3gMb0GrmfYfiaBJnNI432iNJUa8c0JtiB3osxSUlClSLyzk9PPO/i9iomQF9ywTiHFFcvg",
-	"O0XinH4+dL9uxTh2HJFYJaKAeN8v+nffIyKUp4Re8PgUtFzsHBpujIklq+0DEhdS5IWe/VZCCbOrMstw",
-	"tHmpzRJnqbjjMRF6DvKOKZhe8EnkaBKx0xg0xAaJQGEgyB1lmlzClZBAtFzg7q8p49MWcThaYFzDNUiD",
-	"l/to4rH0jNg//fmI/PTmhx+JG5mkoCnL1BTZyA2AxGkQYejzkmVMsxB3/W1ONUo/i2qa3oLUTEFKGCcx",
-	"40wzmrF/ArJ8IUVhfrYDYY8PyElfunwS2V//ClIxu+t+g1LPfwE9F2lgWX8Rd81VJQkUWhnaTYGbFSmy",
-	"dXh0QuLGIOZ4MXxNBAez+A5d1i1jg/E5vQWiwVBOShKaZbaFGT2hGmJ3LnQhwDTkahXqDqupzD7dxqmU",
-	"dGE+Z4KmZ6A6cKnOCIRyXvTQ1oF9mTIR7g75JaQppEeGGj/rcCOW02sI/XTfPIT+7tpFbr7+4J+q/YnL",
-	"f0Ci3fq1SETWR37FOShEy3zMCprgqroFgRRaC3LAe6Z0AITXXvUZh1TT/MTSUx+tnUW7sQdX5McJ4LUi",
-	"nR5PGKFvfic5Nqiot0m3yuotlnhr2iVbdkXTBc0zUk+CJ2OfM28py+hlBmHaSTqUuRJqLSyZAcyJzgd2",
-	"CJ8hKbWZnWxdSZEjH9tj4ztznPMrdl1KlKwR4WCOfmxGiUEAKB3eU8qU0e4GxdWcKS3kwtH1MTfoGuRQ",
-	"lgbH4FSzW3DEejpI4Ei8l5AeIlFeCZlTPdmfpFTDjmZI3b2hFWpppj3wMjckdlmyTDPDExYmE3NKaEg0",
-	"pA26q0coeYXWU6AqKJS7zG9U0ibgqnU0aSS872GIBpmiRfZtlpjloPG0pGnKzAg0O2k0aGna9YhUXgeO",
-	"FQ0yZ5xm+4TK6zJHjVcLIktenzZIZUigyEsRETyByJwolPj+raOgB+quxG+tIUh7VmkIncyCpML8v1Rg",
-	"7S3L/BFJQbJbSC3xM63IDTOaFE8JAizIBIN0O8AU9ovuwg6PTr5z04krL4y2nKo4B07opQJu+dBTK/6K",
-	"n29nt9QYDB6UQWK9pTKAPdd5H3F1SyUz9IcIVKD7Rz7w23XwFCJ+Th0p8/BRd0R5Apkh+SxwwiT4awZp",
-	"WAqkgFptQA7+X/ye2DOOMDRYqSZ3IIGkUhQFpOtRoB3pOF3N8/Wag/tFUfMR13k0p9zqEGHGRHO7qzPe",
-	"0qwMkRTBHwhDkqJEQQaJJqKwYl5IQomDHLlqfbJNDDQEh49Xk/2/t424H/6wwliO+qj51AWKXfUAQIzK",
-	"/6dMJDcrQdHZMydGhXVGA7k0Q/SV7AdKP86FxjNSrd03pZoGiWqVGMtZDudOYoyXMRLqs22tdSr2T2gd",
-	"oIzrP7ypxV5D2fR6cIMwXu3hfwHZo5nOlotDL9Rw2KinI/sdzTLGbxqfw8eyZKuZEn8dIj/GSzhEAwkC",
-	"pydt/OLWbeD5KQopdpXTr7dMdLq8K0QyD/5sYC1lWdHGMpXwFBJxC3JxVuY5lavEUzRRmuoW2GXJufkt",
-	"mjj5iRplkYG2f1cSLJpcUWb/qBYY1I662ruHWWNlnT22IFJBbhmK3kKSMW4RQbPMiapRHoBoBFJRxASx",
-	"Koe0PfOTRcXaKBsGmJutMXYfKJ8aYDm1Svuax0iTYFaA0LR7iyvuoQb9lEcizy142uL5F2PqSkWMhbEg",
-	"aSnRJLHOx4IujFlKEiolA0W2/HqM/iPBKIqlRNcc47ciuwVraA3voU/0Vpke+FVTdTN0mPd3iQaV5euA",
-	"BWx/ruZqA+EDulIF92YZE5xsmY/oJDRnNXrS7WK/U1aB3t4nlPz66/FbY5/dEaodDLGPt9kklMpqMX1Z",
-	"I6WQv4BSbRdFo8Fnpo9ECmHPgvn1jF0b1TLUOaNKnwHwdayvoqU497wY5+IG+IC97iwKc9I7MBEW3rYs",
-	"Oc7fkHRKU57STHCw1h26aJG3cqHD54mRluVKs9zTxJlt3eVnv5RquE9L6OqsmrGxbPQgW3GQLiYOpzge",
-	"aq/BpbcHfOvUkHGyssnKAXkZIPQw2Q3/4gmu40O2nopEpOC5wZw5pQRrCln4GUmAg0QEptdTSxUzWur5",
-	"zIM9zAmPIfRhoq0J7WnIZ5BojOD/C9BMz/vCSPXISNyEbcNBn3J4GXWPEBU35EzHeKud+ZWdtZZ+2rXB",
-	"XOBlHbljMThCwV16lkiRtaRKqTBi501yPRfl9dz8pRZKQx4EeseTvMxhhNNFXjmud70E+odpCukmGT6A",
-	"vM1gJLcLPh6LmOeDfb2yNgrCXNgEPIKyzwDeDlyGhR7+KqLtH4UuUWBlmgDZailbRv3IFmGnbtcgczCY",
-	"UrOe1Xo+/uoM3iXUeTQv+c0mqfNfjIgQPo8nohrML4OIErOeDRCRSOFBrrJcpI5Emm6L139cnfzRwqgd",
-	"JbSyphtvyIWJceyQi9IcetYR68xxF6rVQtwQpgkXdwcE97VPlBYS0oi4wRopNxw+a2sXNFDT9EjUMcxl",
-	"FORCDz4o2TNP3Sbq8ZaBQ7BkaaDccB9J5gId8tKwHn59eHIcuZ3aGFzDMkK3vIT2/htGkfsde/cNRRff",
-	"WaF/tFdrN0NYSnYcQ+CKufOzbtGGw7XhTm1ySA2ZvK2CDnmO7TJDoD0BmTOExMfKRdTe4w3ja8YmrON3",
-	"jEu7aln583G25Qs9hSJbrMmxzSV1052W+6AnotSJaBt/IU/8Mju/ufbKp9KhpIeqoAPQHx8971HAekEK",
-	"60TNbtcMmmIUAdKPxRKzb7mnped8LICn1rT1o3dcjvC5QML7tJ5rWYjsiGbZGHpGLbtetl9kjZRVWneP",
-	"UjarfD8FbbjY/pA/bCNwreeoQRlWfAIAfIT+M4SOr6sGFdWqptIv6/HaUHOvlqE3T3mDEmQZCW2S0ZfQ",
-	"lZ1mNVVZ2GyIqBqAfkE0ZVe1AZLKKH/HtY1iDLoB+u4xyYR0abtL3GArdR5tjbAljlKzwF8Lc1JtlNiB",
-	"a+n+HCdmKzitSn3wIw+Qab2dx9BnByhfmTAzyqelXc4GKLJOCV6msQ9l/gWMjzjgMY6t+WXzb1QzW5Zz",
-	"UfLEWFxAk7nLCCRzxjFic1flFW0ooTVZ5hnPaTJnHHYk0NTiRkoh0WEeztPDVOaBILPSRv6O49hm+H9l",
-	"RH8Uvu0wUe1Xxo0PEEBe6NGc2UoiMfYW/Xxs+71ypoP/2Ae+nWo4/p8MXOSxF3x8zMLdqTCUUd0VMN/r",
-	"UvKD9k0Zpm3CFVQNwqGL5QkD4yL+7SV7R4OQxAb+XSoQhzuXKnWAWaAF6r6kislKKITUyCEX3Cz4O7y1",
-	"JM2WcaqI3M1ZMic5XRCaYciKXEKd7Ie3Cp4t+6CRcuAV+7G5BlW4u49uvN6z45wANjqdHjhgGaAyjeHq",
-	"FPJCGGI0SF1656igWoM0Y///vx/u/D+688+9nZ8+1X9OZ/s7n/7nv4Vowy7zYZH/vMw001TdtK5bTYAj",
-	"NibRcBKlTU2sIvMe0Q6fzWTFejAJCNqQLVdUPL46AaFL8aNTFvp0EcS7z8+wvryNahmbShFZkQ7S7R7K",
-	"pfQpIwPZlJRfZ4xfnzuLr60YtQcbcGoMOqGGDpCQYe5PiUEfU1eCV8LhdDhRx6+s8g3hrluCZeboo/2l",
-	"oXZkimtJU0hnLik7SNFcaJYEkzMVmAMqARS43gcaFPtNKu9rcsh7FFMeGS8xP9FdLnNfhXWCOoOpy9wL",
-	"I7cSzHashtjHaWY00ewWyO/2kzswfie1CTJzFh75/YI7b8osyYTCr7znduYPAfK7i9o38uhNT3fNbqbF",
-	"zC+A/E4cmGce7vYIWU49iOOoReghqq7wFBYERUYXR+482mhEdSg3sGsRDZ1On3rLe4T1ENjn1zUg7N3h",
-	"mdcEHm9DnIJa8OTU9XgWTEYTGNTXahasDknTdpYzlVPd0EtmdA40rT+u4SVxiYOwSs/51APPoyipB+ev",
-	"TUlmQZWV93hKatw1DGRFuZtoA5q4kYfr+dxdhO29UAM3Dx8Qg0ju0ockJUMj8XFMNtOScEdlkYyIQp5h",
-	"22VZmsssUueEGA+eoA5iZ466KLagHLIrKsQ0V7GEoo6QODYpmh4A5kDO15B/tbXsR4iM/va/rsRwqsrU",
-	"MuvGBEbj/nBAbgS+fuJbo8USSdU3lSqKr5cV2mv165G98qc2l+9XDf2LSEMJBYY6cvNTyHVnr7c7TJgB",
-	"tkc76xqdgt66OsFh2SjtbIh7f8v0Yx3bG052tk3d1SxFqE9/dpVXcrLl73dJn3gQVfVWJHD9V5qVnR0/",
-	"LvXSDvtL0FHp8dBAg/cYOadI2MO1RI964IH1YFt7dBR7I8dXV+Q2ItHVwdM+Z3ymWrXB8S4tL4zwcFrT",
-	"V9RXcNapolOhsWMNXyqRlRpIQfUcbytyAp+ZQi9ayiQkxvI7IGqRZ4zfKEIlEB/tmpI3e3skZvyWZiyd",
-	"JXdpbP1SltKMGSs4HNhWyV06k3BVKkhj5+q0CX71NGQr3o0jEu+CTvDfUkn895aafzHFyJaBKXkKksS7",
-	"Kdxig0IK20MtVByR6XS6TUqegVJVXQFZcldOIN7ZoVkm7nbMgjuewTd7P628YjlxlQhOntxn1iTbNt7e",
-	"eRyZBgfNi8qE4ncGAU4Hqvwc/mjtO0OHVbpGwx/ChY56lSK6GtpKRkg3fjtihR3wMIH2MLkzztm2VLVd",
-	"rgBaEG5AA2zg4oWogHZFG9MB2xc9HgGxwN2elwExbyTOegH8x0EuXHOGw2d9Qq/rG2ND6Wjjw/revF8V",
-	"1K8GXrJoryB18Lvi3vd6VSUGyywsWZfTOjcS3uhTW319saGx6jksCBd3BO/gHZDcXQetlUR7j9EeIBLc",
-	"WRKokvWcFsZGDISuov8kOvjKhNZPQ+h/vNwOkNPLEEaO/maJXdnGhFEnPvgod2k/0vgyYOdtiycAnirz",
-	"J7ie9lmf2oz/gfIwVzTLLmlysyQsqLSkGq4XTXjYYkyzqlCa+5wJ9Mr7wBSryjFFkysJar4aXNVkUW/9",
-	"S9UtB7/Hs20TES+F5nBFGyO1s24S6tHpu8Pzd28n0eTs/PD0/PjDnyfR5PTXDx/sX387PDbfzX7+eDo7",
-	"/nDy6/kkmhx9/OXk/Tvb6efD4/f4x9Hhh6N3783focBvc/YnSCEoJNwyUaqzh1gDz+ISbu788XTag+PL",
-	"IFaEw8alY337f93aEm77mIYlJMmo0nWVie8UYSnZUgDEmw4DtQpHGK/tkFR/FTi1u35FEsxH4EKTa3bb",
-	"dAoyrXxcP3xZbb0yATipHdneAXN1A1yJgGDG5wXfaviK1Y1CR0WjKuo+JubFzQoa1nXkkz4V6O0LLqQf",
-	"H6ee2US1OJilMKoeR7cSxDrFA9atvagwOnDq0vAG2uBZMRyM4ACpWlah0Ur204HEEws7n4/oM0Oqwsn+",
-	"CwkJcJ0tZgqAV99y0eh6wXtfzvA8tqORLV1KroikPGqQ4lxkqSJcVPcLLU3l2+0BcQhIyRYXNvVmThXW",
-	"OqQ87RkyogAOKdZewzH3MbeF+DEWoLEOm+EC/E4RSzURklybBHCCJtlsu1QZq5bY3JmRKTbkTsgbrPXs",
-	"nZ4zTODh12Fq3VAZlWf0p0cTs0UtAf4kKR9wpfkmJ1TPH+iTb3njm56zDku1+afNLB3O6PF+1Kgd05S7",
-	"wRME04rf0+vrZ0pwWSdVqbm4x6gE3T1+ZV0AlzPLcD2P1wHOXR7uU90yHcVnZhErnccPSKywPKcKmqyb",
-	"+ukZbXxGhdnDg0Jcg1GHFQGZ1tbapPi2Ci5hgj9VNyiCFWGcbOUlamlM6e0pQecZzYHIMgP0mtGGMy25",
-	"S/HG/2I/EPQyGkgzvhUMKq0gTtz6EDTD/lezm/GOMiTvVX5VO+TQMk4wOW4VTnPGm9++ih6SFxPmg7Xo",
-	"4n5gFz279Pzj24+TaHL8YXZy+vHPp+/Ozoxd+u6vx+/+9jATtJrla9ufLSiuC/c1LM/uhh9xxgRh93XP",
-	"GcMUmzY4zzEsXcGpU++CAzk7e2cff3H+e3L29v8QVcormoAiTB+Q2AwaE2Z/jnFb+zG+GhGR2Mwc2xrS",
-	"VCpI7Tf7MfmPs48fprYUeiKZ0VVdVmFOi8IZIe3SQyPKJdmNRJ1yMyNK5PiOwQva46+YB4dxd3JH3ymu",
-	"Bmnen1x949N362ZNj8r2rju3E2VHJfj6zp2cuTGZfr2uLtY6Kkbc7dwNOy4fJBSGjQajBusEP7pj9bzo",
-	"q1yygcBC1POPjvLrdju3xcd4l1s1TkvXHaGf+44B4TVS8lYjCJHNEpplU2c+Dw7grnWc2Wb9/it4yvfv",
-	"8BXeymxUnx/oXEp+5Bu1u1YXGpd19Y1aXd2dxyX9fsYWrU7N+5FLeh7XzVrdfRn94Z62oH6r0yrMlJK3",
-	"sHJfKWXuERF7Qt03C8+PzxnxY67tUF6rY0hujOzaYsrRfQLSYGTfpoxd1SXMdit7dehgTPsOBazu0GGK",
-	"MV2a/DBqijbLjunSY5xVnfqKysgeDQ1l5cJCsm9sp5bAW9Wpp3ms7DCkLq3TsakhjWSC0Nm8qmtIv1nd",
-	"p69QrVxi76S0doxDyEsuoDv8XMFQ7H3wJnAmErrhxJjlZc/o3TEvSm0L2Ep697HU1cd+yeS6aBHjs0KK",
-	"awlKdSoUuBN6vfpkm7mW1C2gEa6L0DD5HHE9f2ngDVNIqKLZC8HsOhXSGm3XxmZTWLRE/sN8Hk3K+Mq+",
-	"jp6y/3hXR+iU+9eB08YKLZ1Lyu1Oxhe+Oa/K3bg946tqitNCzQXewkgEV0zho0x3TM+r+jfupbWHlLtx",
-	"Tp7xrmcfbg+dF1YS1KrGQyot+uIrofEzyjdRVGzlIybBQh1jiDk0F8bJx49UytEZ0yjsQteV/KQN9DZ3",
-	"FcRUkIrNYgYejzutPXtfBuojM16COlmmRDxAcQKertnBv56xCuzvsOFjH7cIFE0JpWiYUSCN3PuhMwnu",
-	"DZrpNMjF3TIr7tpS9Q7UpIb4ippAD6r7tZZm6A6bterhdsM4VQWruqjVI2tZ2Rdexj4w2ih15aqf9EOn",
-	"QxxTmcGbramYPhCkj4LD0kBR3+R/mCbQg9lXVgfaPsrH6wJN78t/BZpoe5oeThMtmL0Emqgk0EZo4p0/",
-	"mLpmYArLVLUxtV9TqM/+wfmte2+zFuzA0tem1HxJUucQFQfJNFoNjU8teDySaBtAfQEUO2h3P4BcG67a",
-	"TdLMN1sdb31F9DFqpVx212YtfqjKWfUhP8wbPT/9gxmkS0YvgEvWKoI6hlVsMGfTvsHV5tTmrYSg7fxb",
-	"iIJDNQOH6akZ7nowKTXA/AKoyJksGyEg54bcJAU9ljbWturWI4gNOF47cHsBJLEhtysyXVJKphdnZrMW",
-	"JpdAJcjD0mbdIxTQB4Nf10uca11M7u/RM3ElAs9luZoqc6G0IolIGb/ecbd/3MV8W35bFUBv7INS+Kst",
-	"3ExOpNAiEdkF3zo8Otl2D0YlQqb+hWK84GEBuZiSd/idFKUGcllqEu/O8d3NmGA2/wWPzZaEZP/EYMU+",
-	"+RNuyCFLixvgFjkxwStHduPoHaUKdhhXwBXT7Ba2pwRVbHXBqQRy+vMR+enNDz+SwhbB//d/KMF9CXrV",
-	"qglPYqM0xlPykbs94Hr3Cb3g8V+E0jGZA03xqTBa1cehJBOiuKTJjcvbo5wcn5CMaZA0I0Lic8X2QswF",
-	"t46f71RVwgbSHcRBTK5BK/Jm73sSmy/wwoxrER/gi1jpgohbkBc83tkxn3YyljPtO776nsTuHeiZFmKW",
-	"UXkNcURSSDIqAd/Vwpw+SM1w/3H28cMFx0Exh/oSCHymic4WuF7zs3+bS0vKMqwmRDV1ydM5zYw0gHRm",
-	"4BlvH1xwt0SETSrAQUdKdgsIb8aJX7gRHaKslr73xwseu5zBmf/NXf6yupxLtnR+M3J4ctx4RnV/sjd9",
-	"Nd2zz0ABpwWb7E++n+5Nv59gWfA5Ms4uUjf+eQ3avs4CkvrbgJP3TOlD2wRz+QrBlWW513t7nUAdPpxm",
-	"w2q7/3AKmhVIoyrJYS44MmebKd0dGFfkyN05YhnTC+QvQ8GQkmbhuqnZ9Ju9V0PTVvtoPN5eVykf3ceI",
-	"Il8Ie2LlQOHXunVZskzvMB65Omslvq2XgsZHaojg5OTw/C9WftJrVdXKUZNPZuBdK2QH8WLj/H/OxCXN",
-	"3t06/BRU0hw0SDV4PtZNdu3bAoMZBY2W76nSOAnWblrZ/HxRYDG6lQ1/FoaTA/U+PvJsUR0zVzb2o6m6",
-	"+U5VchjLzpm2v5W2VBl36V7VPaqK8pbXhLr/tJKwNXzWFiE7Nsg0nrKb6dAB2j7kLsplxz2wT4HY9Gim",
-	"CCWN/o6q99ai6nW54M3rn56Ta85A3oLcOTMgeFfhu/keI95sQXON2DRPRWgihbLJ4VbyNZnI8Y1lonn1",
-	"inWQif4M2r1z/YSyzc0QQP55tQGD67KYPhygTiOa7P/9UxO879ktcFDKv2yZMvOpCS7/Fi2CKwctWaKW",
-	"wesX12QczxQZZR1QdbmvBxU3A2HcqFO5of9SETMcsZo22ZvuTd98DRnfXQ98LoTClCJ/XbxSZBJRGkPa",
-	"Qv6altcwDHZ3PE8XNM+Wwf5jAdye8WsQqx90DQwYunRzkVQkZW5fnamI9Y4qgscbxtq/BiLO5zYBQEua",
-	"6EG4qkZJbVdVoA1Tm+XrS3NVb8/9SaSLjbF/uzLmfdvY0bKE+x46X2168hCSXYbzQbN0grszju+sPMdZ",
-	"s/dmzfbrnU0/7H2/uv0hVjBOjPDcwHFmnwmuDjCrsXIHX6ccGslG/X35ukhoi4yrKnBNQt79wtJ7a7Ta",
-	"ezg9es6EapHzEx1pS8gKPQqYJF5X5XwG0ngk3hBwzVKiB0RpUSiso4DIm5Lj1qNLAUxFg4L766PkG8LF",
-	"R94q6BoE9HqGjrFaPnX5aNcGtfFwWH+0aOhEwUGfAd9HLu8I34MPIB1f1DIHdRW7J1vuERxXyjjNYHv6",
-	"EsX2Y3kZN9x6894+aMRTQrm6A0n8k0L1pUpF4gpQ8UhJvGsN+90v/j3b+4cRU/TFGrIFRUPE2bGN59Db",
-	"+sKAZfvq9R9XXRs3VFsGbuUeugfvubgjQvrX8TN2AyQ++fWctHedW2/gIXd1OK0Hz55wKbM1mXyBfKNS",
-	"xG/29kjJb7i44zMLspntiQ48603DMdx4lZdMXF2BJFv1+4d3UhhsLgrYtsNWxQrssDiWc5F13CWVED5q",
-	"1M18IpWvOYW9JDJO79ucdGjOPSwj8KzGpwOqUkOBIqvuOcl/EY3w9fN6N3TDzT308MKWfXbBspgC3WaS",
-	"bVdpzGgihvWyNaSTfxhkhV7inxB5evXEzzREjPbnb0FL+dscZEtjtBWIlXshw2DLX9ImRUbrYl4u3MZC",
-	"OexPq+803mV8lMbTOTz8Q7SCZwurWuDR29q8ogt7wvo38+KIUC1yltDM9GJ6fsFt6DVyGktkzQjnuVJl",
-	"DlPiKpk2yztfMak0YVf10wwX3L8VSg5TW3+tVCCJy3naN/ZYI8nBPUCLxi/W67umjB8Qyi94sxWqEBiX",
-	"6TyM6LpzmqOmgRjWO+LqimghMmI2qKYX/G82tBb7XFoDACJBy4X5P1aP075OD3XPBNtnewOnmYfi03ou",
-	"/CzVJQR3iLVExOuNT1c9khxyl7vfXvJhNACMZqB1faC8hSRjPAwU/9sBiW06U2z57W5uA2Sx58WqpIqv",
-	"54n1QB5yLj6/Z8UDAtffZEws0IncuUU1yYUyR24C22OPyV6crQ1cewdXkU7ug9WKGvJ8C68dxe+p0jsY",
-	"yNg5fhsTIS94/L9tk/8Vb0fudaW4U1ElxqqR3AWBFMnYrZ9pSt7amS+4mzqhUi5IzNL91Tkb8YH1korM",
-	"xpQU2Yo7BVniCKPM3fXErbocsU1lmAOV+hKoJonI88ZquODghJwotRGR/tIW+GtZrholtZ7kS7hm7plw",
-	"V2dVXAf1duzs6yR863HObyrS+NqKv0FfEuov1tNnaMNoPJm4Nt9eleZQT8GQsTRySWlRoEbAOSQv1738",
-	"EkKfovZ+RaQuw4rSxbNVMNy5GSXRV042p9RwLOrd50JI/Rf3SPVaZsPnHZ72j8CVIamPPvnGpoGRAiQx",
-	"h963YCo4y+YWpLIqI1V2L2YDimwZ7XTmtNPI1datPlbXcd2fEq357Se1FHL/vsyDrISQhwm138bDfd4v",
-	"59/0Q+VbowNqK6bWHbVPtCwh3p4S7M2FdzI1ezv3BUau0GvV6I5VG93Jdc1ujWEims4q79lQhMNnX95b",
-	"SF9i3BbOrCe4gcJaaXaMZo6CBDepG9OlyblS5cYmwtrNvZcLLzjlAjO4DBSm5LD7wuFKfxo64zDLrB10",
-	"Ma1+6pVujg/qYBQmpNm6nsruCOeOf9h77WgQ74qu8Kb9Yu+TPIX5YYb+b+/Zf2Hv2dFcdKJy31kXWN9j",
-	"Zr7dJjQXDaESfLB1rFVQRwZ2vzji3rB/vxp1rIN/5UuYw1GpQwx71Bfcn4hjm3ULimzx3GwbKJsQ5lpf",
-	"QJM4IPxLMOdj01dtZMwfD9+pRnCshtNI5qluzmwwsmrv+jytx8vO0aKeVeT7esOTj/F+kS2vAglJ7E2b",
-	"7Sk5hQIoPmxBifcy9n2L6FL87+SehxlsPK1ge0CYtk/vuqgpUw4V5BLmzCkEzQD0WO6R1XsnG/TSHwnu",
-	"nX6OcRRRcyoBDc6WxmtPzEshtMIkgX3i8waYMmov106PduEo7CRKnQjnSciUILRymMWdKrPOKTZQYTe2",
-	"Toop6qExepcYqKFndqpow/BTO1ZX2Pn+9d7e3kErXnMDYBN8LjjD1u4+gdJ0oWrTezsikClY8hJPW07Z",
-	"ipzPl/Hj3+cJH3VVYp+jRAcC9/xL5cT0BPCvoHU+v2BwYamOpmpBv2Uf9nMhrIhkgqb4Qg8l+ICQMzvR",
-	"rnTOF1K9+mdt1zvKNCm5ZpkLckmg6dh0wd26Rt2KKHD9NMxXpVi73m8kBIy2ewjt5mSILPZcK/SfizuD",
-	"woRyculJIn1SV45ulV4booBGgbYnRH9jlgHc16v9FvB/5ovRiSs84FXkY8wqagR/ozr+H8g7e1rsm1Xt",
-	"fvHa4P1SGijlkx5XtpbbAN5rpfTFp6ZiqLHK8XB6zwaxGPYWNEpwDTsLVlsXZoIWnSy/+HnmG/U2spmb",
-	"d+F7f9VNa4bKnbJnAiiyJdHEwSu7Is/pjgKzLG2DvfC5yNBx7V7rCS3Rl/2oV7jOU9z1sz3dKhB6gddx",
-	"r4TMawx25sZrya25K2r8YQ+fVWJ5mU/2X7v3f+yn2s3TKC4RnqCoXqwfQMEPr14/5Pbjow/8oYu9h8Qs",
-	"uXHhTz2LZfpIIWB2Uy04IhzuQLk8pMhsiHGqlzoaq9etBvnuHFs8pTD2T2+FBLKZfPq1AIvAaUO1CUr3",
-	"jNd9tPRGF74I9jQuosYTcM98l8s+czZ4ketbYB27VEIRyyG0VuxRXXUaVFc8ip+QQwbVFVz9N6KuDEA6",
-	"eqB3yT+U10aIrYD9xGxnH+l75qDCMjpwBbKb9PCyfKqP9mtwTEe1d/CFxBi9e1lYQ5B/23fR23V5/v7J",
-	"UJDCtBdLc6XMXFGe/d3dV69/nO5N96av9n/88ccfkdrc8F8q9c3e7jUKUEPnVM0vXA2NxjfV6dv4zmXN",
-	"3H+6/88AAAD//w==",
+	"7H1rUyQ3tuBfUdTeiIa9RUG32+MxxMYGQ7dnuNtuWMAzEWvYSpF5oDRkSmlJCdS0+e83dCTlU1mVBQVN",
+	"+15/cFNVep6HdN76MopFlgsOXKvR7pdRTiXNQIPETweFVEKavxJQsWS5ZoKPdkcnoIoMCL3SIImeMUVi",
+	"bEk2ovNiZ+e7GHIRz/BP2LXfKPjNfo4294i4BSlZAop8okpvfbwFrrcOP0xG4xEz4/9WgJyPxiNOMxjt",
+	"juzgo/FIxTPIqFlPRu8/Ab/Ws9Huu52d8UjPc9NSacn49ejhYTz6SaSpuOuu/YqmCgjwRBE9A6K0BJqV",
+	"WwEiIU/pnGzMKE/m5I7pmdlcutm3uCs7T31xCVzRItWjXS0LKNd2KUQKlOPiDj+YdjhcTvWsGo0lo/FI",
+	"wm8Fk5D4AYLb/tP78Shj3H98G4KBgS4C187XBMQpcE0u5wQbnIpCxkDilBlKIIITCbHgHGK9RxTNgGRA",
+	"OePXhCoSWYREJUhmQBOQ1S4aWF0Rb2fzHFR3tQciy+iWAkOgGhICZnRiuiuiBUkgZbcgyUYsuJYiJVeG",
+	"jhWh6R2dKxKLDHoxiIMsWGVgmQ8GSSoXXNm17usDmtOY6bn5ZNYAXJs/aZ6nLKZmE9u5FJcpZP/+T2V2",
+	"9KU2379JuBrtjv7HdsWM2/ZXtX1se9lJmzA5mwFJKGSCE6YI1YSS2C2DpCxjeo9woWcGa3dUEZpkTBvY",
+	"CUliCQaMk3Me0WvgeortpxJoPIMk2iVKU6kR35xgC3InijQhOVWKRFtbGb3fwu9VRIQ854Z1cimuWApv",
+	"FIkyer/vft2IcOxoTCIVixyiXb/o332PMaE8IfScRyeg5Xxr33BjRCxZbe6RKJciy/X0twIKmF4VaYqj",
+	"zQptljhNxB2PiNAzkHdMweScj8aOJhE7tUFDbBALPAwEuaNMk0u4EhKIlnPc/TVlfNIgDkcLjGu4Bmnw",
+	"8jAeeSy9IPZPfjogP77//gfiRiYJaMpSNUE2cgMgcRpEGPq8ZCnTLMRd/5hRjaefRTVNbkFqpiAhjJOI",
+	"caYZTdm/AFk+lyI3P9uBsMdn5KQvbT4Z21//DlIxu+tug0LPfgY9E0lgWX8Td/VVxTHkWhnaTYCbFSmy",
+	"sX9wTKLaIOZ6MXxNBAez+BZdVi0jg/EZvQWiwVBOQmKapraFGT2mGiJ3L7QhwDRkahnq9supzD7dxqmU",
+	"dG4+p4Imp6BacCnvCIRylnfQ1oJ9kTAR7g7ZJSQJJAeGGu91uBHL6DWEfnqoX0K/unZjN1938Ityf+Ly",
+	"nxBrt34tYpF2kV9yDh6iRTZkBXVwld2CQAqtBTngE1M6AMJrL/oMQ6ppfmzpqYvW1qLd2L0r8uME8FqS",
+	"TocnzKFvficZNiipt063ysotlngr2iUbdkWTOc1SUk2CN2OXM28pS+llCmHaiVuUuRRqDSyZAcyNznt2",
+	"CPcQF9rMTjaupMiQj+218cZc5/yKXRcST9Yx4WCufmxGiUEAKB3eU8KUke56j6sZU1rIuaPrQ27Q1cuh",
+	"LAmOwalmt+CI9aSXwJF4LyHZR6K8EjKjerQ7SqiGLc2QujtDK5TSTHvgRWZI7LJgqWaGJyxMRuaW0BBr",
+	"SGp0V41Q8BKtJ0BV8FBuM78RSeuAK9dRp5HwvvshGmSKBtk3WWKagcbbkiYJMyPQ9LjWoCFpVyNSeR24",
+	"VjTIjHGa7hIqr4sMJV4tiCx4ddsglSGBIi+NieAxjM2NQonv37gKOqBun/iNNQRpzwoNoZtZkESY/xcK",
+	"rL5lmX9MEpDsFhJL/EwrcsOMJMUTggALMkEv3fYwhf2ivbD9g+M3bjpx5Q+jDScqzoATeqmAWz701Iq/",
+	"4ufb6S01CoMHZZBYb6kMYM913kVc3VLJDP0hAhXo7pUP/HYVPIWIn1NHyjx81e17LjiojrRFZNrczxEH",
+	"olKqZiXBlSK3uLoC6YSc9iSbXVFsGYUxnhd6tcUdS1AlRg1g/Ro1vQFFriQY+ele+7tGK5S+umtbTN1m",
+	"qTUd3A/RPZg6sPdU271C6uwrCo1rQziHR65j3SG8PmYI7weUx5Caoy4NSBYx/ppCEj79E0BtJnD//V/8",
+	"nljZhjA0VFBN7kACSaTIc0hWO3nsSIfJ8rO+WnNwv3jFHOE6D2aUW9kxTExoZmkTwS1Ni9BRQvAHwvAo",
+	"oURBCrEmIrfXu5CEEgc5ctX4ZJsYaAgOR1ej3V+byvv3f1piJBl3UXPRBopddQ9AjKr3l1TEN0tB0doz",
+	"J4arnbJILs0QXa555K3HudAoG6mV+yZU0yBRLTtcMpbBmbspht8tEiqZZqV1KvYvaAhOjOs/va84u6Zk",
+	"eP2nRhhvd/C/wJ2jmU4XX4P+MsNhxx3dyO9omjJ+U/scFsckW86U+Gsf+TFewD4qxhCQmmjtF7duA8+L",
+	"cUigL429nWWise1jLuJZz72iQcqipI1FqsAJxOIW5Py0yDIqlx1P45HSVDfALgvOzW/jkTs/UZPIU9D2",
+	"7/IEG4+uKLN/lAsMSsVtrc3DrLay1h4bECkhtwhFHyBOGbeIoGnqjqpBlp/xAKTiERPEquyT8s1PFhUr",
+	"o6wfYG622thdoFzUwHJilbUVr5E6wSwBoWn3ISw5oH3aCFMWPM3j+WfILo3oZTTLOUkKiaqoNTrndJ4K",
+	"mpCYSslAkQ2/HiMlSTAKQiHRJMv4rUhvISSrLSZ6q0T1/Kqpuum7zLu7REXa8nXA8mF/LudqAuEzmtAF",
+	"9+o4E5xsmI9oHDZ3NXpQ7GLfKCu0bu4SSn755fCD0cvvCNUOhtjH6+oSCmWlmO5ZI6WQP4NSTdNUrcE9",
+	"0wcigbBFyfx6yq6NShHqnFKlTwH4Klp33lCYOtarM3EDvMdO4zRJc9M7MBEW3rYsOM5fO+mUpjyhqeBW",
+	"FtVomkfeyoQO3yfmtCyWmmM8TZza1m1+9ksph7tYQFen5Yy1ZaPnwB4HyXzkcIrjofQaXHpzwA9ODBl2",
+	"VtZZOXBeBgg9THb9v3iCa/kOrIUqFgl4bjB3TiHBKkwWfuYkwEHGBCbXE0sVU1ro2dSDPcwJTyH0fqKt",
+	"CO15yKeXaMzB/zegqZ51DyPVISNxE7YJ9PoSwsuoeoSouHbOtJS3yolT6lkryadtHcw53FY5dywGBwi4",
+	"C+8SKdLGqVIo9NR6U4zRja9n5i81VxqyINBbHoRFhkKcbuyF42rXC6C/nySQrJPhA8hbD0Yyu+DDoYh5",
+	"OdhXK2uiIMyFdcAjKLsM4PXARVjo4K8k2oA1xgaILA0PIRsNYcuIH+k8bMxvK2QOBhNq1rNczsdfncK7",
+	"gDoPZgW/WSd1/sGICOHzdCKqwPw6iCg261kDEYkEHmUqy0TiSKRutnj35+VBPw2M2lFCK6ub8fpMmBi/",
+	"EDJRmkvPGuCdOu4M1lqIG8I04eJuj+C+donSQkIyJm6wupkX7rXVC2qoqVskKt/1IgpyLifvjO6op24T",
+	"1XiLwCFYvDBAwnAfiWcCHTHSsB5+vX98OHY7tb7XmmaE7hgJzf3XlCL3O/buKorOr7eaSwH/ICwhW44h",
+	"cMXc2Vk3aM3gWjOn1jmkgkzWFEH7LMd2mSHQHoPMGELiqDQRNfd4w/iKPilr+B1i0i5bln4cnG3xQk8g",
+	"T+crcmx9Se0wt8U26JEodCyayl/IEr9Iz6+vvbSptCjpsSJoD/SHR010KGA1J4U1oqa3KzrL0YsAyVG+",
+	"QO1bbGnpGB9z4IlVbf3oLZMj3OdIeBermZaFSA9omg6hZ5Syq2X7RVZIWSZ1dyhlvcL3c9CGi+nos4et",
+	"Ba7VHBUow4JPAIBPkH/60PF1xaC8XNVE+mU9XRqq79Uy9Popr/cEWURC62T0BXRlp1lOVRY2ayKqGqBf",
+	"EU3ZVa2BpFLKP3JtvRi9ZoCueUwyIV249gIz2FKZR1slbIGh1Czwl9zcVGslduBauj+HHbMlnJaFvPiR",
+	"e8i02s5T6LMFlK9MmCnlk8IuZw0UWYWCL5LY+yI+A8pHFLAYR1b9snFXqh4lzbkoeGw0LqDxzEWCkhnD",
+	"eCJyV8aTrSmQOV5kGc9oPGMctiTQxOJGSiHRYB6Oz8QQ9h4ns9Lm/B3GsXX3/1KP/iB822HGlV0ZN95D",
+	"AFmuB3NmI4jE6Fv0/tD2e+tUB/+xC3w7Vb//P+5J4LKJXd5n4XJpDGWUOSLme11IvtfMkGLaBtpB2SDs",
+	"ulgcMDDM499csjc0CEms49+FAnG4c6FSexj9m6PsS0qfrIRcSI0ccs7Ngt9gtpo0W8apxuRuxuIZyeic",
+	"0BRdVuQSqiBPzCZ5seiDWsiBF+yHxhqU7u4uujGta8sZAax3OtlzwDJAZRrd1QlkuTDEaJC6MNcsp1qD",
+	"NGP//1/3t/4f3frXztaPF9Wfk+nu1sX//LcQbdhlPs7znxWpZpqqm0aa3Qg4YmM07g+etSGppWfeI9rh",
+	"sx6kWg0mAUEb0uXykseXByC0KX5wyEKXLoJ49/EZ1pa3ViljXSEiS8JB2t1DsZQ+ZKQnmpLy65Tx6zOn",
+	"8TUFo+ZgPUaNXiNU3wUSUsz9LdFrY2qf4OXhcNIfqONXVtqGcNeNg2Xq6KP5paF2ZIprSRNIpi4YP0jR",
+	"XGgWB4MzFZgLKgY8cL0NNHjs16m8K8kh71EMeWS8wPhEl1TovgrLBFUEU5u55+bcijHasRxiF6eZ0liz",
+	"WyC/20/uwvidVCrI1Gl45Pdz7qwp0zgVCr/yltupvwTI785rX8ufMD1deuVUi6lfAPmdODBPPdztFbKY",
+	"ehDH4wahh6i6xFP4IMhTOj9w99FaPap9sYFtjajvdrroLO8J2kNgn19XgbA541MvCTxdhzgBNefxievx",
+	"Ipgcj6BXXqtYsLwkTdtpxlRGdU0umdIZ0KT6uIKVxAUOwjI556IDnidRUgfOX5uSzIJKLe/plFTLMQ1E",
+	"RbkMxB5J3JyHq9ncnYftk1A9GaeP8EHEd8ljgpKhFvg4JJppgbuj1EgGeCFPse2iKM1FGqkzQgwHT1AG",
+	"sTOP2yi2oOzTK0rE1FexgKIOkDjWeTQ9AsyBmK8++2pj2U84Mrrb/7onhhNVJpZZ13Zg1PLGA+dG4Otn",
+	"zhbOF5xUXVWppPhqWaG90lZOnQpjsZGdF7S12RS9cripbzu1rLS5R6jP54q2sTwB5uJFRv/ECOvhxrh2",
+	"rmFApyjX8bNIoGdPmfmpfyuOCswAm4PXVusUtBRWwRWLRmlGYjz4zOajyq/YH2htm7q0MEWoD712aMvI",
+	"hs8tkz7oYVzW+JHA9d9pWrR2/LSwTzvsz0EjqcdDDQ3eWuUMMmHr2gIZ7pGX5aP1/MEe9LVcne3jvuYF",
+	"Ly+95h3no+TKDQ43p/mDEC/GFe1UXeFqlcpNJRpbmvilEmmhgeRUzzBTkhO4ZwoteAmTEButc4+oeZYy",
+	"fqMIlUC8p21C3u/skIjxW5qyZBrfJZG1iVlKMyq04LBnW8V3yVTCVaEgiZyZ1QYXVtOQjWg7GpNoG3SM",
+	"/xZK4r+31PyL4U229FDBE5Ak2k7gFhvkUtgeaq6iMZlMJpuk4CkoVdaywFMR2TLa2qJpKu62zIJbVsn3",
+	"Oz8uTe8cueoXx89ur6uTbRNvHz2OTIO9enI8ofidQYCTv0obi7/Wu4bYfnGy1vD7cHGtTnWStnS4lBGS",
+	"tWdmLNFBHnegPe7cGWboWyhWLxY+LQjXIH3WcPFKxE+7orXJn80kkydALJBX9Dog5hXUaSd44GmQC9c5",
+	"4nCvj+l1la3WFwo3PKTAmxaWBRSUAy9YtBeQVixosVLUaG9pjwXrclLnWlwrAcWiTJ2sSax6BnPCxR3B",
+	"/L89krlU1EpItDmU9gKR4O6SQGW2kHbzjErGWnSEtqz/LGL40njaiz4KePrRHaCo13EeORKcxnZlazuP",
+	"Wu7JJ1lru47O1wE7r148A/BUkT1Ddty9PrEJBz3Vaa5oml7S+GaBV1JpSTVcz+vwsDXApmV9Pvc5FegU",
+	"8H4xVlYBG4+uJKjZcnCVk407618ocTn4PZ1t64h4LTSHK1obqZ22Y2APTj7un338MBqPTs/2T84OP/91",
+	"NB6d/PL5s/3rH/uH5rvpT0cn08PPx7+cjcajg6Ofjz99tJ1+2j/8hH8c7H8++PjJ/B3yO9dnf4YIhlzC",
+	"LROFOn2MQvAiFun6zp9Opx04vg5iRTis/XSsig+sWtrCbR+jwIQkKVW6KnLxRhGWkA0FQLz20FMic4D+",
+	"2vSIdVeBU7vsLxJjOAQXmlyz27pdkGnlwwrCuXKrVSnASe3INgXNlS1wFQqCAafnfKNmLlY3Cm0VtWK8",
+	"uxgXGNULeFjrkY85VaA3z7mQfnycemrj5KJgkMSgciDtQhSr1C5YteSnQufEiYsC7GmDd0W/L4QDJGpR",
+	"YVB7sp/0xL1Y2PlwSB+YUtbr9l9IiIHrdD5VALz8lota13Pe+XKK97EdjWzoQnJFJOXjGinORJoowkWZ",
+	"3mhpKttsDohDQEI2uLCRPzOqsMQmVg9s6TIiBw4Jln7DMXcxtIb4MeagsQwclvAz3yliqWaMJNckAZyg",
+	"TjabLlLHiiU2dGdghA+5E/IGS4x7u+cU44f4dZha11TF5QVN6uOR2aKWAH+RlPdY03yTY6pnjzTLNwzy",
+	"deNZi6Wa/NNklhZndHh/XCtdUz93gzcIRjV/otfXLxRfs0qkVH1xTxEJ2nv8yrIALmea4nqeLgOcuTDg",
+	"50pyHcRnZhFL7cePiOuwPKdyGq8aeeoZbXhAh9nDo7xcvY6HJT6ZxtaapPih9C9hfgFVN3gEK8I42cgK",
+	"lNKY0psTgvYzmgGRRQpoOKM1e1p8l2DBgfluwO9lJJC6iyvoV1pCnLj1PmiGTbBmN8MNZUjey0yrdsi+",
+	"ZRxjbN4ynGaM1799O35MWE6YD1aii4eeXXT00rOjD0ej8ejw8/T45OivJx9PT41e+vHvhx//8TgVtJzl",
+	"a+ufDSiuCvcVNM/2hp9wxwRh93XvGcMU61Y4z9AzXcKpW8H79PSjfXPImfDJ6Yf/Q1Qhr2gMijC9RyIz",
+	"aESY/TnCbe1GWOt6TCIzc2RLl1OpILHf7EbkP06PPk9sBf5YMiOruqDGjOa5U0KalY8GVGuyGxm3qt0M",
+	"qNDjOwbzw4dnuAeHcSnBg1Oay0Hq6ZvLE059t3bQ9qBg86pzM053UHyx79wK2RsSaNjp6tytg9zE7c5t",
+	"z+PiQUKe2HGv12AV50d7rI4VfZlJNuBYGHfso4Psuu3OzeNjuMmtHKch6w6Qz33HwOE18OQtRxAincY0",
+	"TSdOfe4dwGWVnNpm3f5LeMr3b/EVJoXWit/3dC4kP/CNml3LfMpFXX2jRleXcrmg30/YotGpnp65oOdh",
+	"1azR3Vfx7+9p6/k3Oi3DTCF5AysPpVDm3q6xN9RDve798LARP+bKBuWVOobOjYFdG0w5uE/gNBjYt37G",
+	"LusSZrulvVp0MKR9iwKWd2gxxZAudX4YNEWTZYd06TDOsk5dQWVgj5qEsnRhobNvaKfGgbesU0fyWNqh",
+	"T1xapWNdQhrIBKG7eVnXkHyzvE9XoFq6xM5NafUYh5DXXL+3/7WEPt97byJyKmK65sCYxVXX6N2hezLI",
+	"fjoqdPmxW7G5qpnE+DSX4lqCUq0CCe6GXq082nqyotr1O8JlGWoqnyOul69MvGYKCRVUeyWYXaVAW63t",
+	"ytisHxaNI/9xNo86ZXxlW0dH2H+6qSN0y/1x4LS2Ok9nknK7k+F1d87Kajtuz/iYn+I0VzOBiRix4Iop",
+	"fBPqjulZWX7HPfD3mGo7zsgz3PTs3e2h+8KeBJWo8ZhCj772S2j8lPJ11DRb+oZKsE7IEGIOzYV+8uEj",
+	"FXJw0DQedqGMJT9pDb31XQUxFaRis5iet+tOKsvel57yzIwXoI4XCRGPEJyAJyt28I93LAP7R2z41Lc1",
+	"AjVbQiEaZhRIxu7Z2qkE9wTOZBLk4naVF5e5VD5DNaogvqQk0aPKjq0kGbrLZqVyvG03TllAq6qp9cRS",
+	"WvaBmaHv2tYqbbniK13XaR/HlGrweks6Jo8E6ZPgsNBR1FX5HycJdGD2lcWBpo3y6bJA3fryX4Emmpam",
+	"x9NEA2avgSbKE2gtNPHRX0xtNTCBRaLakNKzCVR3f+/81ry3Xg22Z+krU2q2IKizj4qDZDpeDo2LBjye",
+	"SLQ1oL4Ciu3Vux9BrjVT7Tpp5pstzre6IPoUsVIuyrVZiR/KalpdyPfzRsdO/2gGaZPRK+CSlWqwDmEV",
+	"68xZt21wuTq1fi0hqDv/FqLgUMnCfnqqu7seTUo1ML8CKnIqy1oIyJkh10lBT6WNlbW61QhiDYbXFtxe",
+	"AUmsyeyKTBcXkun5qdmshcklUAlyv7BR9wgFtMHg19USZ1rno4cHtExcicBrXa6sykworUgsEsavt1z2",
+	"j8vNt9W/VQ70xr5nhb/autHkWAotYpGe8439g+NN915VLGTiH0jGBA8LyPmEfMTvpCg0kMtCk2h7hs9+",
+	"RgSj+c95ZLYkJPsXOit2yV9wQw5ZWtwAt8iJCKYc2Y2jdZQq2GJcAVdMs1vYnBAUsdU5pxLIyU8H5Mf3",
+	"3/9AcluD/9//qQT3FfBVoyQ9iYzQGE3IEXd7wPXuEnrOo78JpSMyA5rgS2W0LJFDSSpEfknjGxe3Rzk5",
+	"PCYp0yBpSoTE15JtQsw5t4afN6qsYgPJFuIgItegFXm/8x2JzBeYMONaRHv4IFcyJ+IW5DmPtrbMp62U",
+	"ZUz7jm+/I5F7hnqqhZimVF5DNCYJxCmVgM96YUwfJGa4/zg9+nzOcVCMob4EAvc01ukc12t+9k+DaUlZ",
+	"igWFqKYueDqjqTkNIJkaeEabe+fcLRFhkwhw0JGS3QLCm3HiF26ODlGUS9/58zmPXMzg1P/mkr+sLOeC",
+	"LZ3djOwfH9Zecd0d7UzeTnbsK1TAac5Gu6PvJjuT70ZYlXyGjLON1I1/XoO2j8OApD4bcPSJKb1vm2As",
+	"Xy64siz3bmen5ajDd9usW237n05AswfSoEJ2GAuOzNlkSpcD4+ocuZwjljI9R/4yFAwJqdfNm5hNv995",
+	"2zdtuY/a2/FVkfTBfcxR5Otwj+w5kPu1blwWLNVbjI9dqbUCn/ZLQOMbOURwcrx/9jd7ftJrVZbLUaML",
+	"M/C2PWR78WL9/H9NxSVNP946/ORU0gw0SNV7P1ZNtu3TBr0RBbWWn6jSOAmWb1ra/GyeYz26pQ1/EoaT",
+	"AyU/jng6L6+ZK+v70VTdvFHlOYyV50zb3wpbrYy7cK8yj6qkvMVloR4ulhK2hnttEbJlnUzDKbseDh2g",
+	"7X3uvFx23D37EokNj2aKUFLr76h6ZyWqXpUL3r/78SW55hTkLcitUwOCjyW+689BYmYLqmvEhnkqQmMp",
+	"lA0OtydfnYkc31gmmpWPaAeZ6K+g3TPbz3i2uRkCyD8rN2BwXeSTxwPUSUSj3V8v6uD9xG6Bg1L+Yc2E",
+	"mU91cPmncBFcGWjJYrUIXj+7JsN4Jk8pa4GqzX0dqLgZCONGnMoM/ReKmOGIlbTJzmRn8v5rnPHt9cB9",
+	"LhSGFPl08VKQiUVhFGkL+WtaXEM/2N31PJnTLF0E+6McuL3jVyBWP+gKGDB06eYiiYiLzD56UxLrHVUE",
+	"rzf0tX8NRJzNbACAljTWvXBVtYrerqpAE6Y2ytdX5yqfvvuLSOZrY/9mccyHprKjZQEPHXS+XffkISS7",
+	"COe9eukElzOOz7y8xF2z837F9qvdTd/vfLe8/T4WUI7N4bmG68y+UlxeYFZi5Q6+Tjg0Jxv1+fJVndAG",
+	"GZeF4OqEvP2FJQ9WabV5OB16ToVqkPMzXWkLyAotChgkXhXmfAHSeCLeEHD1aqJ7RGmRK6yjgMibkMPG",
+	"m08BTI17D+6vj5JvCBdHvFHTNQjo1RQdo7VctPlo2zq18XJYfbRx342Cg74Avg9c3BE+Rx9AOj7oZS7q",
+	"0ndPNtwbPK6acZLC5uQ1HttP5WXccOPJffueEk8I5eoOJPEvGlVJlYpEJaCigSfxtlXst7/453QfHkdM",
+	"4y9Wkc0pKiJOj629xt6UF3o027fv/rwsbdxQbRHIyt137+1zcUeE9I/zp+wGSHT8yxlp7jqz1sB97kpx",
+	"WgueveESZmsy+Rr5RqSI3u/skILfcHHHpxZkU9sTDXjWmoZjuPFKK5m4ugJJNqrnF++kMNic57Bphy2L",
+	"FdhhcSxnImuZS8pD+KBWN/OZRL76FDZJZJjct77ToT53/xmBdzW+HlCWGgrUWXWvWf5BJMJ3L2vd0DUz",
+	"d9/bCxv25QXLYgp0k0k2XaUxI4kY1ktXOJ38uyRL5BL/gsnziyd+pj5itD9/C1LKP2YgGxKjLUKs3CMZ",
+	"Bls+SZvkKa2KeTl3GwvFsD+vvFN7FvJJEk/r8vDv4Aqezq1ogVdvY/OKzu0N65/si8aEapGxmKamF9Oz",
+	"c25dr2MnsYytGuEsV6rIYEJcJdN6hecrJpUm7Kp6neGc+6dKyX5i668VCiRxMU+7Rh+rBTn412aM8ov1",
+	"+q4p43uE8nNeb4UiBPplWu8yuu6cZihpIIb1lri6IlqIlJgNqsk5/4d1rUU+ltYAgEjQcm7+j9XjtK/T",
+	"Q90rxfbV4MBt5qH4vJYLP0uZhOAuscYR8W7t05VvNIfM5e6313wZ9QCj7mhdHSgfIE4ZDwPF/7ZHIhvO",
+	"FFl+u5tZB1nkebEsqeLreWI9kMfciy9vWfGAwPXXGRMLdCJ3blBNMqHMlRvD5tBrsuNnawLX5uAq0op9",
+	"sFJR7TzfwLSj6BNVegsdGVuHHyIi5DmP/rdt8r+izbF7YClqVVSJsGokd04gRVJ262eakA925nPupo6p",
+	"lHMSsWR3ecxGtGetpCK1PiVFNqJWQZZojF7m9nqiRl2OyIYyzIBKfQlU4xNftdVwwcEdcqLQ5oj0SVvg",
+	"07JcNUpqLcmXcM3cK+Wuzqq4Dsrt2NnXSfjW/ZzflKfxnT3+em1JKL9YS5+hDSPxpOLafHtVmEs9AUPG",
+	"0pxLSoscJQLOIX695uXX4PoUlfVrTKoyrHi6eLYKujvXIyT6ysnmlur3RX28z4XUf3NvZK+kNtxv8aR7",
+	"BS51SR354BsbBkZykMRcet+CquA0m1uQyoqMVNm9mA0osmGk06mTTseutm75sUzHdX9K1OY3n1VTyPwT",
+	"M4/SEkIWJpR+a2/3ebucf9YPhW+NBqiNiFpz1C7RsoBoc0KwNxfeyFTv7cwX6LlCq1WtO1ZtdDfXNbs1",
+	"iomoG6u8ZUMRDve+vLeQvsS4LZxZTXADudXS7Bj1GAUJblI3pguTc6XKjU6EtZs7jxeec8oFRnAZKEzI",
+	"fvuRw6X2NDTGYZRZ0+liWv3YKd0c7VXOKAxIs3U9ld0Rzh19v/PO0SDmii6xpv1s80meQ/0wQ/+39ey/",
+	"sPXsYCZaXrk31gTWtZiZbzcJzUTtUAm+2TpUK6g8A9tfHHGv2b5fjjrUwL/0Mcx+r9Q+uj2qBPdn4th6",
+	"3YI8nb802wbKJoS51hfQJA4IfwjmfGr4qvWM+evhjao5xyo4DWSeMnNmjZ5Vm+vzvBYvO0eDepaR77s1",
+	"Tz7E+kU2vAgkJLGZNpsTcgI5UHzYwr+gfZh0bYtoUvzv4J7HKWw8KWG7R5i2r+86rylTDhXkEmbMCQR1",
+	"B/RQ7pHleydrtNIfCO6Nfo5xFFEzKgEVzobEa2/MSyG0wiCBXeLjBpgyYi/XTo527ijsJAodC2dJSJUg",
+	"tDSYRa0qs84o1lNhN7JGignKoRFalxiovmd2Sm9D/1M7VlbY+u7dzs7OXsNfcwNgA3zOOcPWLp9AaTpX",
+	"leq9OSaQKljwEk/znLIVOV8u4se/zxO+6srAPkeJDgTu+ZfSiOkJ4I8gdb78weDcUi1J1YJ+wz7s51xY",
+	"Y5IKmuALPZTgA0JO7US90hlfSPnqn9Vd7yjTpOCapc7JJYEmQ8MFt6sadUu8wNXTMF+VYu16vxEXMOru",
+	"IbSbm2Fssedaof1c3BkUxpSTS08SybOacnSj9FofBdQKtD0j+muz9OC+Wu23gP9TX4xOXOEFr8bex6zG",
+	"NefvuPL/B+LOnhf7ZlXbX7w0+LCQBgr5rNeVreXWg/dKKH31oanoaixjPJzcs0Yshq0FtRJc/caC5dqF",
+	"maBBJ4sTP099o85G1pN5F877KzOtGQp3yt4JoMiGRBUHU3ZFltEtBWZZ2jp74T5P0XDtXusJLdGX/ahW",
+	"uMpT3NWzPe0qEHqO6bhXQmYVBltzY1pyY+6SGr/fwWeVWFZko9137v0f+6ky89SKS4QnyMtH63tQ8P3b",
+	"d4/Jfnzyhd+X2LtPzJJrCX/qRTTTJx4CZjflgseEwx0oF4c0NhtinOqFhsbydatevjvDFs95GPunt0IH",
+	"spl88rUAi8BpQrUOSveM18N4YUYXvgj2PCai2hNwL5zLZZ85603k+hZYxy6VUMRyCK0le5SpTr3iikfx",
+	"M3JIr7iCq/9GxJUeSI8faV3yD+U1EWIrYD8z29lH+l7YqbCIDlyB7Do9vC6b6pPtGhzDUW0OvpDoo3cv",
+	"C2sI8m8zF71Zl+fXC0NBCsNeLM0VMnVFeXa3t9+++2GyM9mZvN394YcffkBqc8N/KcU3m91rBKCazKnq",
+	"X7gaGrVvytu39p2Lmnm4ePjPAAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

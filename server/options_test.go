@@ -30,6 +30,13 @@ func TestSessionModeAndConfig(t *testing.T) {
 			if ctx["currentMode"] != "default" || len(list(ctx, "availableModes")) != 3 {
 				t.Fatalf("context before: got currentMode %v, availableModes %v; want default and 3 modes", ctx["currentMode"], ctx["availableModes"])
 			}
+			commands := map[string]bool{}
+			for _, c := range list(ctx, "availableCommands") {
+				commands[c["name"].(string)] = true
+			}
+			if !commands["options"] || !commands["echo"] {
+				t.Errorf("availableCommands: got %v, want the demo agent's (echo, options, ...)", ctx["availableCommands"])
+			}
 			if got := currentValue(t, ctx, "model"); got != "demo-fast" {
 				t.Fatalf("model before: got %v, want demo-fast", got)
 			}

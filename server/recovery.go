@@ -88,16 +88,13 @@ func sessionContextOf(c sessions.SessionContext) SessionContext {
 	if c.Profile.Capabilities != nil {
 		out.Agent.Capabilities = agentOf(c.Profile).Capabilities
 	}
-	out.AvailableCommands = objects(c.Commands)
+	out.AvailableCommands = listOf[AvailableCommand](c.Commands)
 	out.ConfigOptions = objects(c.ConfigOptions)
 	var mode string
 	if json.Unmarshal(c.Mode, &mode) == nil && mode != "" {
 		out.CurrentMode = &mode
 	}
-	var modes []SessionMode
-	if json.Unmarshal(sessions.AvailableModes(c.Modes), &modes) == nil && modes != nil {
-		out.AvailableModes = &modes
-	}
+	out.AvailableModes = listOf[SessionMode](sessions.AvailableModes(c.Modes))
 	choices := OptionChoices{Mode: ptrIf(c.Session.ModeChoice), Config: map[string]any{}}
 	_ = json.Unmarshal(c.Session.ConfigChoices, &choices.Config)
 	out.Choices = &choices

@@ -42,7 +42,10 @@ export type KnownProblemCode =
   | 'permission_pending'
   | 'session_closing'
   | 'nothing_to_continue'
-  | 'history_degraded';
+  | 'history_degraded'
+  | 'unknown_mode'
+  | 'unknown_config_option'
+  | 'invalid_config_value';
 
 export type ProblemCode = KnownProblemCode | (string & {});
 

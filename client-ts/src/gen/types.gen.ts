@@ -278,9 +278,10 @@ export type SessionContext = {
         available: boolean;
         capabilities?: AgentCapabilities;
     };
-    availableCommands?: Array<{
-        [key: string]: unknown;
-    }>;
+    /**
+     * The slash commands the agent announced (ACP available_commands_update); a prompt `/name input` runs one.
+     */
+    availableCommands?: Array<AvailableCommand>;
     /**
      * The mode the agent reports it is in.
      */
@@ -299,6 +300,28 @@ export type SessionContext = {
     recovery: RecoverySummary;
     eventEpoch: string;
     cursor: string;
+};
+
+/**
+ * One slash command an agent offers (ACP AvailableCommand).
+ */
+export type AvailableCommand = {
+    /**
+     * The command without its slash.
+     */
+    name: string;
+    description: string;
+    /**
+     * Present when the command takes free text after its name.
+     */
+    input?: {
+        /**
+         * What to type after the name.
+         */
+        hint?: string;
+        [key: string]: unknown;
+    };
+    [key: string]: unknown;
 };
 
 export type SessionMode = {
@@ -345,9 +368,7 @@ export type SessionOptionsChangedData = EventCommon & {
     configOptions?: Array<{
         [key: string]: unknown;
     }>;
-    availableCommands?: Array<{
-        [key: string]: unknown;
-    }>;
+    availableCommands?: Array<AvailableCommand>;
 };
 
 export type SessionOptionsChangedEvent = {
