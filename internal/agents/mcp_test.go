@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/tether/tether/internal/agents"
-	"github.com/tether/tether/internal/errcode"
 )
 
 // TestMCPServers checks a profile's mcpServers: the ACP shapes it becomes
@@ -53,17 +52,7 @@ func TestMCPServers(t *testing.T) {
 			dir := writeConfig(t, "agents.yaml", content)
 			r, err := agents.Load(context.Background(), agents.Config{DataDir: dir, Self: "/usr/bin/tetherd", LookPath: fakeLookPath(), Logger: quiet})
 			if len(tc.wantErr) > 0 {
-				if err == nil {
-					t.Fatalf("got no error, want one containing %q", tc.wantErr)
-				}
-				if got := errcode.CodeOf(err); got != errcode.InvalidRequest {
-					t.Errorf("got code %q, want %q", got, errcode.InvalidRequest)
-				}
-				for _, want := range tc.wantErr {
-					if !strings.Contains(err.Error(), want) {
-						t.Errorf("got error %q, want it to contain %q", err, want)
-					}
-				}
+				wantConfigError(t, err, tc.wantErr)
 				return
 			}
 			if err != nil {
