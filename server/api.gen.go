@@ -590,6 +590,21 @@ func (e SessionExecutorStatusEventType) Valid() bool {
 	}
 }
 
+// Defines values for SessionOptionsChangedEventType.
+const (
+	SessionOptionsChangedEventTypeSessionOptionsChanged SessionOptionsChangedEventType = "session.options_changed"
+)
+
+// Valid indicates whether the value is a known member of the SessionOptionsChangedEventType enum.
+func (e SessionOptionsChangedEventType) Valid() bool {
+	switch e {
+	case SessionOptionsChangedEventTypeSessionOptionsChanged:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SessionRecoveryChangedEventType.
 const (
 	SessionRecoveryChangedEventTypeSessionRecoveryChanged SessionRecoveryChangedEventType = "session.recovery_changed"
@@ -1102,6 +1117,25 @@ type AuthMethod struct {
 // AuthMethodType ACP's kind of method (agent when absent).
 type AuthMethodType string
 
+// AvailableCommand One slash command an agent offers (ACP AvailableCommand).
+type AvailableCommand struct {
+	Description string `json:"description"`
+
+	// Input Present when the command takes free text after its name.
+	Input *AvailableCommand_Input `json:"input,omitempty"`
+
+	// Name The command without its slash.
+	Name                 string                 `json:"name"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// AvailableCommand_Input Present when the command takes free text after its name.
+type AvailableCommand_Input struct {
+	// Hint What to type after the name.
+	Hint                 *string                `json:"hint,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
 // CancelResult defines model for CancelResult.
 type CancelResult struct {
 	Cancelled bool `json:"cancelled"`
@@ -1109,6 +1143,23 @@ type CancelResult struct {
 	// Dequeued Queued prompt ids that were dropped.
 	Dequeued *[]string `json:"dequeued,omitempty"`
 	PromptId *string   `json:"promptId,omitempty"`
+}
+
+// ConfigOptionChange defines model for ConfigOptionChange.
+type ConfigOptionChange struct {
+	// Value A value id of a select option, or a boolean for a boolean option.
+	Value ConfigOptionChange_Value `json:"value"`
+}
+
+// ConfigOptionChangeValue0 defines model for ConfigOptionChange.Value.0.
+type ConfigOptionChangeValue0 = string
+
+// ConfigOptionChangeValue1 defines model for ConfigOptionChange.Value.1.
+type ConfigOptionChangeValue1 = bool
+
+// ConfigOptionChange_Value A value id of a select option, or a boolean for a boolean option.
+type ConfigOptionChange_Value struct {
+	union json.RawMessage
 }
 
 // ContentBlock An ACP content block.
@@ -1293,6 +1344,25 @@ type MessageChunkEvent struct {
 
 // MessageChunkEventType defines model for MessageChunkEvent.Type.
 type MessageChunkEventType string
+
+// ModeChange defines model for ModeChange.
+type ModeChange struct {
+	ModeId string `json:"modeId"`
+}
+
+// OptionChangeResult defines model for OptionChangeResult.
+type OptionChangeResult struct {
+	// Applied true: the running agent took it now; false: stored, applied after the next start.
+	Applied bool           `json:"applied"`
+	Context SessionContext `json:"context"`
+}
+
+// OptionChoices What the user chose through the API, stored with the session and reapplied after every start and restore.
+type OptionChoices struct {
+	// Config Option id -> chosen value (a value id or a boolean).
+	Config map[string]interface{} `json:"config"`
+	Mode   *string                `json:"mode,omitempty"`
+}
 
 // PermissionOption defines model for PermissionOption.
 type PermissionOption struct {
@@ -1580,16 +1650,28 @@ type SessionContext struct {
 		Capabilities *AgentCapabilities `json:"capabilities,omitempty"`
 		ProfileId    string             `json:"profileId"`
 	} `json:"agent"`
-	AvailableCommands *[]map[string]interface{} `json:"availableCommands,omitempty"`
-	ConfigOptions     *[]map[string]interface{} `json:"configOptions,omitempty"`
-	CurrentMode       *string                   `json:"currentMode,omitempty"`
-	Cursor            string                    `json:"cursor"`
-	Cwd               string                    `json:"cwd"`
-	EventEpoch        string                    `json:"eventEpoch"`
-	Recovery          RecoverySummary           `json:"recovery"`
-	SessionId         string                    `json:"sessionId"`
-	State             SessionState              `json:"state"`
-	TaskId            string                    `json:"taskId"`
+
+	// AvailableCommands The slash commands the agent announced (ACP available_commands_update); a prompt `/name input` runs one.
+	AvailableCommands *[]AvailableCommand `json:"availableCommands,omitempty"`
+
+	// AvailableModes The modes the agent announced (ACP SessionMode).
+	AvailableModes *[]SessionMode `json:"availableModes,omitempty"`
+
+	// Choices What the user chose through the API, stored with the session and reapplied after every start and restore.
+	Choices *OptionChoices `json:"choices,omitempty"`
+
+	// ConfigOptions The agent's config options as ACP sends them (select or boolean, with currentValue).
+	ConfigOptions *[]map[string]interface{} `json:"configOptions,omitempty"`
+
+	// CurrentMode The mode the agent reports it is in.
+	CurrentMode *string         `json:"currentMode,omitempty"`
+	Cursor      string          `json:"cursor"`
+	Cwd         string          `json:"cwd"`
+	EventEpoch  string          `json:"eventEpoch"`
+	Recovery    RecoverySummary `json:"recovery"`
+	SessionId   string          `json:"sessionId"`
+	State       SessionState    `json:"state"`
+	TaskId      string          `json:"taskId"`
 }
 
 // SessionCreate defines model for SessionCreate.
@@ -1649,6 +1731,36 @@ type SessionList struct {
 	NextPageToken *string   `json:"nextPageToken,omitempty"`
 	Sessions      []Session `json:"sessions"`
 }
+
+// SessionMode defines model for SessionMode.
+type SessionMode struct {
+	Description *string `json:"description,omitempty"`
+	Id          string  `json:"id"`
+	Name        string  `json:"name"`
+}
+
+// SessionOptionsChangedData defines model for SessionOptionsChangedData.
+type SessionOptionsChangedData struct {
+	AvailableCommands *[]AvailableCommand       `json:"availableCommands,omitempty"`
+	AvailableModes    *[]SessionMode            `json:"availableModes,omitempty"`
+	ConfigOptions     *[]map[string]interface{} `json:"configOptions,omitempty"`
+	CurrentMode       *string                   `json:"currentMode,omitempty"`
+	PromptId          *string                   `json:"promptId,omitempty"`
+	SessionId         *string                   `json:"sessionId,omitempty"`
+	TaskId            *string                   `json:"taskId,omitempty"`
+}
+
+// SessionOptionsChangedEvent defines model for SessionOptionsChangedEvent.
+type SessionOptionsChangedEvent struct {
+	Data SessionOptionsChangedData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                        `json:"id,omitempty"`
+	Type SessionOptionsChangedEventType `json:"type"`
+}
+
+// SessionOptionsChangedEventType defines model for SessionOptionsChangedEvent.Type.
+type SessionOptionsChangedEventType string
 
 // SessionRecoveryChangedEvent defines model for SessionRecoveryChangedEvent.
 type SessionRecoveryChangedEvent struct {
@@ -2189,8 +2301,14 @@ type CreateStreamTicketJSONRequestBody = StreamTicketRequest
 // CreateSessionJSONRequestBody defines body for CreateSession for application/json ContentType.
 type CreateSessionJSONRequestBody = SessionCreate
 
+// SetSessionConfigOptionJSONRequestBody defines body for SetSessionConfigOption for application/json ContentType.
+type SetSessionConfigOptionJSONRequestBody = ConfigOptionChange
+
 // ContinueSessionJSONRequestBody defines body for ContinueSession for application/json ContentType.
 type ContinueSessionJSONRequestBody = ContinueRequest
+
+// SetSessionModeJSONRequestBody defines body for SetSessionMode for application/json ContentType.
+type SetSessionModeJSONRequestBody = ModeChange
 
 // AnswerPermissionJSONRequestBody defines body for AnswerPermission for application/json ContentType.
 type AnswerPermissionJSONRequestBody = PermissionReply
@@ -2203,6 +2321,168 @@ type CreateTaskJSONRequestBody = TaskCreate
 
 // UpdateTaskJSONRequestBody defines body for UpdateTask for application/json ContentType.
 type UpdateTaskJSONRequestBody = TaskPatch
+
+// Getter for additional properties for AvailableCommand. Returns the specified
+// element and whether it was found
+func (a AvailableCommand) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for AvailableCommand
+func (a *AvailableCommand) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for AvailableCommand to handle AdditionalProperties
+func (a *AvailableCommand) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["description"]; found {
+		err = json.Unmarshal(raw, &a.Description)
+		if err != nil {
+			return fmt.Errorf("error reading 'description': %w", err)
+		}
+		delete(object, "description")
+	}
+
+	if raw, found := object["input"]; found {
+		err = json.Unmarshal(raw, &a.Input)
+		if err != nil {
+			return fmt.Errorf("error reading 'input': %w", err)
+		}
+		delete(object, "input")
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &a.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+		delete(object, "name")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for AvailableCommand to handle AdditionalProperties
+func (a AvailableCommand) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["description"], err = json.Marshal(a.Description)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'description': %w", err)
+	}
+
+	if a.Input != nil {
+		object["input"], err = json.Marshal(a.Input)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'input': %w", err)
+		}
+	}
+
+	object["name"], err = json.Marshal(a.Name)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'name': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for AvailableCommand_Input. Returns the specified
+// element and whether it was found
+func (a AvailableCommand_Input) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for AvailableCommand_Input
+func (a *AvailableCommand_Input) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for AvailableCommand_Input to handle AdditionalProperties
+func (a *AvailableCommand_Input) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["hint"]; found {
+		err = json.Unmarshal(raw, &a.Hint)
+		if err != nil {
+			return fmt.Errorf("error reading 'hint': %w", err)
+		}
+		delete(object, "hint")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for AvailableCommand_Input to handle AdditionalProperties
+func (a AvailableCommand_Input) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Hint != nil {
+		object["hint"], err = json.Marshal(a.Hint)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'hint': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
 
 // Getter for additional properties for ContinueDeclined. Returns the specified
 // element and whether it was found
@@ -2541,6 +2821,68 @@ func (a Problem) MarshalJSON() ([]byte, error) {
 		}
 	}
 	return json.Marshal(object)
+}
+
+// AsConfigOptionChangeValue0 returns the union data inside the ConfigOptionChange_Value as a ConfigOptionChangeValue0
+func (t ConfigOptionChange_Value) AsConfigOptionChangeValue0() (ConfigOptionChangeValue0, error) {
+	var body ConfigOptionChangeValue0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromConfigOptionChangeValue0 overwrites any union data inside the ConfigOptionChange_Value as the provided ConfigOptionChangeValue0
+func (t *ConfigOptionChange_Value) FromConfigOptionChangeValue0(v ConfigOptionChangeValue0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeConfigOptionChangeValue0 performs a merge with any union data inside the ConfigOptionChange_Value, using the provided ConfigOptionChangeValue0
+func (t *ConfigOptionChange_Value) MergeConfigOptionChangeValue0(v ConfigOptionChangeValue0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsConfigOptionChangeValue1 returns the union data inside the ConfigOptionChange_Value as a ConfigOptionChangeValue1
+func (t ConfigOptionChange_Value) AsConfigOptionChangeValue1() (ConfigOptionChangeValue1, error) {
+	var body ConfigOptionChangeValue1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromConfigOptionChangeValue1 overwrites any union data inside the ConfigOptionChange_Value as the provided ConfigOptionChangeValue1
+func (t *ConfigOptionChange_Value) FromConfigOptionChangeValue1(v ConfigOptionChangeValue1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeConfigOptionChangeValue1 performs a merge with any union data inside the ConfigOptionChange_Value, using the provided ConfigOptionChangeValue1
+func (t *ConfigOptionChange_Value) MergeConfigOptionChangeValue1(v ConfigOptionChangeValue1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ConfigOptionChange_Value) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *ConfigOptionChange_Value) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
 }
 
 // AsSessionCreatedEvent returns the union data inside the TetherEvent as a SessionCreatedEvent
@@ -3223,6 +3565,40 @@ func (t *TetherEvent) MergePermissionResolvedEvent(v PermissionResolvedEvent) er
 	return err
 }
 
+// AsSessionOptionsChangedEvent returns the union data inside the TetherEvent as a SessionOptionsChangedEvent
+func (t TetherEvent) AsSessionOptionsChangedEvent() (SessionOptionsChangedEvent, error) {
+	var body SessionOptionsChangedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSessionOptionsChangedEvent overwrites any union data inside the TetherEvent as the provided SessionOptionsChangedEvent
+func (t *TetherEvent) FromSessionOptionsChangedEvent(v SessionOptionsChangedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.options_changed"}`))
+	t.union = b
+	return err
+}
+
+// MergeSessionOptionsChangedEvent performs a merge with any union data inside the TetherEvent, using the provided SessionOptionsChangedEvent
+func (t *TetherEvent) MergeSessionOptionsChangedEvent(v SessionOptionsChangedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.options_changed"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsResyncRequiredEvent returns the union data inside the TetherEvent as a ResyncRequiredEvent
 func (t TetherEvent) AsResyncRequiredEvent() (ResyncRequiredEvent, error) {
 	var body ResyncRequiredEvent
@@ -3359,6 +3735,8 @@ func (t TetherEvent) ValueByDiscriminator() (interface{}, error) {
 		return t.AsSessionCreatedEvent()
 	case "session.executor_status":
 		return t.AsSessionExecutorStatusEvent()
+	case "session.options_changed":
+		return t.AsSessionOptionsChangedEvent()
 	case "session.recovery_changed":
 		return t.AsSessionRecoveryChangedEvent()
 	case "session.resumed":
@@ -3432,6 +3810,9 @@ type ServerInterface interface {
 	// CancelSession Cancel the running turn and answer pending permissions `cancelled`.
 	// (POST /session/{id}/cancel)
 	CancelSession(ctx echo.Context, id ID) error
+	// SetSessionConfigOption Set one of the agent's config options (ACP session/set_config_option), e.g. its model.
+	// (PUT /session/{id}/config/{optionId})
+	SetSessionConfigOption(ctx echo.Context, id ID, optionId string) error
 	// GetSessionContext Where the session stands, with its recovery plan and the cursor it is consistent with.
 	// (GET /session/{id}/context)
 	GetSessionContext(ctx echo.Context, id ID) error
@@ -3444,6 +3825,9 @@ type ServerInterface interface {
 	// ExportHistory The conversation as JSON lines (user_message, agent_message, tool_call, tool_result).
 	// (GET /session/{id}/history.jsonl)
 	ExportHistory(ctx echo.Context, id ID) error
+	// SetSessionMode Choose the session's mode (ACP session/set_mode) among the modes the agent announced.
+	// (PUT /session/{id}/mode)
+	SetSessionMode(ctx echo.Context, id ID) error
 	// AnswerPermission Answer an agent's permission request.
 	// (POST /session/{id}/permission/{requestId})
 	AnswerPermission(ctx echo.Context, id ID, requestId string) error
@@ -3649,6 +4033,30 @@ func (w *ServerInterfaceWrapper) CancelSession(ctx echo.Context) error {
 	return err
 }
 
+// SetSessionConfigOption converts echo context to params.
+func (w *ServerInterfaceWrapper) SetSessionConfigOption(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// ------------- Path parameter "optionId" -------------
+	var optionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "optionId", ctx.Param("optionId"), &optionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter optionId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.SetSessionConfigOption(ctx, id, optionId)
+	return err
+}
+
 // GetSessionContext converts echo context to params.
 func (w *ServerInterfaceWrapper) GetSessionContext(ctx echo.Context) error {
 	var err error
@@ -3757,6 +4165,22 @@ func (w *ServerInterfaceWrapper) ExportHistory(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ExportHistory(ctx, id)
+	return err
+}
+
+// SetSessionMode converts echo context to params.
+func (w *ServerInterfaceWrapper) SetSessionMode(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.SetSessionMode(ctx, id)
 	return err
 }
 
@@ -4031,6 +4455,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/session/:id/resume", wrapper.ResumeSession, options.OperationMiddlewares["resumeSession"]...)
 	router.GET(options.BaseURL+"/session/:id/history.jsonl", wrapper.ExportHistory, options.OperationMiddlewares["exportHistory"]...)
 	router.GET(options.BaseURL+"/session/:id/context", wrapper.GetSessionContext, options.OperationMiddlewares["getSessionContext"]...)
+	router.PUT(options.BaseURL+"/session/:id/mode", wrapper.SetSessionMode, options.OperationMiddlewares["setSessionMode"]...)
+	router.PUT(options.BaseURL+"/session/:id/config/:optionId", wrapper.SetSessionConfigOption, options.OperationMiddlewares["setSessionConfigOption"]...)
 	router.POST(options.BaseURL+"/session/:id/continue", wrapper.ContinueSession, options.OperationMiddlewares["continueSession"]...)
 	router.GET(options.BaseURL+"/session/:id/turns/:promptId", wrapper.GetTurn, options.OperationMiddlewares["getTurn"]...)
 
@@ -4796,6 +5222,119 @@ func (response CancelSessiondefaultApplicationProblemPlusJSONResponse) VisitCanc
 	return err
 }
 
+type SetSessionConfigOptionRequestObject struct {
+	Id       ID     `json:"id"`
+	OptionId string `json:"optionId"`
+	Body     *SetSessionConfigOptionJSONRequestBody
+}
+
+type SetSessionConfigOptionResponseObject interface {
+	VisitSetSessionConfigOptionResponse(w http.ResponseWriter) error
+}
+
+type SetSessionConfigOption200JSONResponse OptionChangeResult
+
+func (response SetSessionConfigOption200JSONResponse) VisitSetSessionConfigOptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetSessionConfigOption400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response SetSessionConfigOption400ApplicationProblemPlusJSONResponse) VisitSetSessionConfigOptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetSessionConfigOption401ApplicationProblemPlusJSONResponse Problem
+
+func (response SetSessionConfigOption401ApplicationProblemPlusJSONResponse) VisitSetSessionConfigOptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetSessionConfigOption404ApplicationProblemPlusJSONResponse Problem
+
+func (response SetSessionConfigOption404ApplicationProblemPlusJSONResponse) VisitSetSessionConfigOptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetSessionConfigOption409ApplicationProblemPlusJSONResponse Problem
+
+func (response SetSessionConfigOption409ApplicationProblemPlusJSONResponse) VisitSetSessionConfigOptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetSessionConfigOption502ApplicationProblemPlusJSONResponse Problem
+
+func (response SetSessionConfigOption502ApplicationProblemPlusJSONResponse) VisitSetSessionConfigOptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(502)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetSessionConfigOptiondefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response SetSessionConfigOptiondefaultApplicationProblemPlusJSONResponse) VisitSetSessionConfigOptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetSessionContextRequestObject struct {
 	Id ID `json:"id"`
 }
@@ -5218,6 +5757,118 @@ type ExportHistorydefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response ExportHistorydefaultApplicationProblemPlusJSONResponse) VisitExportHistoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetSessionModeRequestObject struct {
+	Id   ID `json:"id"`
+	Body *SetSessionModeJSONRequestBody
+}
+
+type SetSessionModeResponseObject interface {
+	VisitSetSessionModeResponse(w http.ResponseWriter) error
+}
+
+type SetSessionMode200JSONResponse OptionChangeResult
+
+func (response SetSessionMode200JSONResponse) VisitSetSessionModeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetSessionMode400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response SetSessionMode400ApplicationProblemPlusJSONResponse) VisitSetSessionModeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetSessionMode401ApplicationProblemPlusJSONResponse Problem
+
+func (response SetSessionMode401ApplicationProblemPlusJSONResponse) VisitSetSessionModeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetSessionMode404ApplicationProblemPlusJSONResponse Problem
+
+func (response SetSessionMode404ApplicationProblemPlusJSONResponse) VisitSetSessionModeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetSessionMode409ApplicationProblemPlusJSONResponse Problem
+
+func (response SetSessionMode409ApplicationProblemPlusJSONResponse) VisitSetSessionModeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetSessionMode502ApplicationProblemPlusJSONResponse Problem
+
+func (response SetSessionMode502ApplicationProblemPlusJSONResponse) VisitSetSessionModeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(502)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetSessionModedefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response SetSessionModedefaultApplicationProblemPlusJSONResponse) VisitSetSessionModeResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -6146,6 +6797,9 @@ type StrictServerInterface interface {
 	// CancelSession Cancel the running turn and answer pending permissions `cancelled`.
 	// (POST /session/{id}/cancel)
 	CancelSession(ctx context.Context, request CancelSessionRequestObject) (CancelSessionResponseObject, error)
+	// SetSessionConfigOption Set one of the agent's config options (ACP session/set_config_option), e.g. its model.
+	// (PUT /session/{id}/config/{optionId})
+	SetSessionConfigOption(ctx context.Context, request SetSessionConfigOptionRequestObject) (SetSessionConfigOptionResponseObject, error)
 	// GetSessionContext Where the session stands, with its recovery plan and the cursor it is consistent with.
 	// (GET /session/{id}/context)
 	GetSessionContext(ctx context.Context, request GetSessionContextRequestObject) (GetSessionContextResponseObject, error)
@@ -6158,6 +6812,9 @@ type StrictServerInterface interface {
 	// ExportHistory The conversation as JSON lines (user_message, agent_message, tool_call, tool_result).
 	// (GET /session/{id}/history.jsonl)
 	ExportHistory(ctx context.Context, request ExportHistoryRequestObject) (ExportHistoryResponseObject, error)
+	// SetSessionMode Choose the session's mode (ACP session/set_mode) among the modes the agent announced.
+	// (PUT /session/{id}/mode)
+	SetSessionMode(ctx context.Context, request SetSessionModeRequestObject) (SetSessionModeResponseObject, error)
 	// AnswerPermission Answer an agent's permission request.
 	// (POST /session/{id}/permission/{requestId})
 	AnswerPermission(ctx context.Context, request AnswerPermissionRequestObject) (AnswerPermissionResponseObject, error)
@@ -6489,6 +7146,55 @@ func (sh *strictHandler) CancelSession(ctx echo.Context, id ID) error {
 	return nil
 }
 
+// SetSessionConfigOption operation middleware
+func (sh *strictHandler) SetSessionConfigOption(ctx echo.Context, id ID, optionId string) error {
+	var request SetSessionConfigOptionRequestObject
+
+	request.Id = id
+	request.OptionId = optionId
+
+	var body SetSessionConfigOptionJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SetSessionConfigOption(ctx.Request().Context(), request.(SetSessionConfigOptionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SetSessionConfigOption")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(SetSessionConfigOptionResponseObject); ok {
+		return validResponse.VisitSetSessionConfigOptionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetSessionContext operation middleware
 func (sh *strictHandler) GetSessionContext(ctx echo.Context, id ID) error {
 	var request GetSessionContextRequestObject
@@ -6610,6 +7316,54 @@ func (sh *strictHandler) ExportHistory(ctx echo.Context, id ID) error {
 		return err
 	} else if validResponse, ok := response.(ExportHistoryResponseObject); ok {
 		return validResponse.VisitExportHistoryResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// SetSessionMode operation middleware
+func (sh *strictHandler) SetSessionMode(ctx echo.Context, id ID) error {
+	var request SetSessionModeRequestObject
+
+	request.Id = id
+
+	var body SetSessionModeJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SetSessionMode(ctx.Request().Context(), request.(SetSessionModeRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SetSessionMode")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(SetSessionModeResponseObject); ok {
+		return validResponse.VisitSetSessionModeResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -6986,164 +7740,180 @@ func (sh *strictHandler) UpdateTask(ctx echo.Context, id ID) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H37cxs30uC/0sX7qkzdN6Jkx9lcpNra0spOou8cSycpm6oLfRxoBiKxmgEmAEY0k/h/v0ID88aQQ4my",
-	"ldzlh1gk8Wx0N/qN30eRSDPBKddqdPT7KCOSpFRTiZ9Oc6mENH/FVEWSZZoJPjoaXVKVpxTIraYS9IIp",
-	"iLAljMNpfnj4VUQzES3wT3pkv1H0V/s53DsGcU+lZDFV8I4ovf/2nnK9f/ZmMgpGzIz/a07lahSMOEnp",
-	"6GhkBx8FIxUtaErMelLy8R3lc70YHb06PAxGepWZlkpLxuejT5+C0XciScSyu/ZbkigKlMcK9IKC0pKS",
-	"tNwKBUmzhKxgvCA8XsGS6YXZXLLXt7hbO099cTG9JXmiR0da5rRc240QCSUcF3f2xrTD4TKiF9VoLB4F",
-	"I0l/zZmkcTGAd9t/ex2MUsaLjy99MDDQReDa+ZqAuKJcw80KsMGVyGVEIUqYwQQQHCSNBOc00segSEoh",
-	"pYQzPgeiILQHEpYgWVASU1ntonGqW57bNYvuqO4u96Q4Ko0N4FaKFMKL86trOKBmKnVgf1FhAIwrTUkM",
-	"4tac6ZSHJ7leCMl+I2a0EOyCYbxcsGgBS8YVLBeUw43QCyCSgqJc703gPb2nErJcT7nBjRtKpEETcUc5",
-	"MK1ocguMA4GfLt9NprwHQ+yytgXDKqOqC4VTkaZkX1FDp5rGgDsH012BFhDThJkVjyPBtRQJ3BpyVkCS",
-	"JVkpiERKexEZB1mzSs8yPxlcVZngyq71RJ+SjERMr8wnswbK8ShJliUsQuAfZFLcJDT9z38rs6Pfa/P9",
-	"h6S3o6PRfzuoeNKB/VUdXNhedtImTK4XFGJCU8GBKSAaCERuGZCwlOlj4EIvDPIuiQISp0wb2AkJkaQG",
-	"jJMpD8mccj3D9jNJSbSgcXgEShOpEe05YAtYijyJISNKQbi/n5KP+/i9CkFIiyWZFLcsoS8UhCn5eOJ+",
-	"HYc4dhhAqCKR0fCoWPQfRY8ACI+BTHl4SbVc7Z8YplQg694xhJkUaaZnv+Y0p7PbPElwtEWuzRJnsVjy",
-	"EIReULlkilqEtJ3xdGqD+rhBJJAnClgSpuGG3gpJQcsV7n5OGJ80kMPhAuOazqk05/IpGBWn9BlP//K7",
-	"U/j29dffgBsZYqoJS9QEycgNgMhpDsLg5w1LmGY+6vp5QTReAvaoSXxPpWaKxobKQ8aZZiRhv1HkfJkU",
-	"mfnZDoQ93iMl/d6mk8D++i8qFbO77jbI9eJHqhci9izrB7GsryqKaKaVwd2YcrMiBeOT0wsIa4OYW9bQ",
-	"NQhOzeJbeFm1DM2JL8g9BU0N5sQQkSSxLczoEdE0dNdjGwJM01RtOrqTciqzT7dxIiVZmc+JIPEVVS24",
-	"lFclQjnNOsfWgn0eM+HvTtMbGsc0PjXY+FH7G7GUzKnvp0/1u/gX1y5w83UH/1DuT9z8m0barV+LSCTd",
-	"wy8pB5long5ZQR1cZTcvkHxrQQp4x5T2gHBeSIDDDtU0v7D41D3W1qLd2L0rKsbxnGuJOh2aMEzf/A4p",
-	"Niixt463yopvFnkr3IWxXdFkRdIEqknwZuxS5j1hCblJqB93ohZmboRa45TMAOZG5z07pB9plGszO4xR",
-	"4NHlXffCXOf8ls1ziZw1AI7CCjYjYA6AKu3fU8yUEXJ72dWCKS3kyuH1GTfH1UuhLPaOwYlm99Qh62Uv",
-	"giPy3tD4BJHyVsiU6NHRKCaa7muG2N0ZWqGwatpTnqcGxW5ylmhmaMLCZGRuCU0jTeMa3lUj5Lw81ktK",
-	"lJcpt4nfSOZ1wJXrqOOIf9/9EPUSRQPtmyQxS6nG25LEMTMjkOSi1qChcFQjEjn3XCuaypRxkhwBkfM8",
-	"RcFfC5A5r24bxDJEUKSlAASPaGCF3qJ/4yrogLrN8Rtr8OIe1303s4BYmP/nilq10xJ/ADGV7J7GFvmZ",
-	"VnDHjCTFY0CAeYmgF297iMJ+0VFLTi9euOnEbcGMxk5UNCoFubG6hLkvHLbir/j5fnZPjN5UgNKLrPdE",
-	"ek7PdT7Cs7onkhn8wwNUVHevfMrvtzknH/Jz4lCZ+6+6U8IjmhiUTzw3TIS/JjT2c4GYolTr4YP/C78H",
-	"e8cBQ72daFhSSSGWIstovB0G2pHO4s00X63Zu18r4f4zEdFdP0mivaEttJ5wMBKbk5HhxgzRlSkfSOyc",
-	"C41Xgtq6b0w08cJwE9WmLKXXjkCGk5SkFSvfap2K/UYb9wXj+m+vKyqvyVaF2FdTZl8e4n8eUtNMJ+up",
-	"v6BhHDboiITFjmYJ43e1z/5bSLLNOIi/9qEf4zk9QX2Aei4LUvvFrdvA80Pgk2NKU19nmWhjeJuJaOH9",
-	"2cBayrzEjXUS0CWNxD2Vq6s8TYncRI3BSGmiG2CXOefmt2Dk2AUKUFlCtf27JNhgdEuY/aNcoFcYaAur",
-	"BcxqK2vtsQGREnLrjugNjRLG7UGQJDm/HR39MlDhDQYcKrIY76nKPuHG/GSPYusj6weYm602dhcoH2pg",
-	"ubQy6kbe2QRAHWE2gNC0e4Mr7hwNWidPRZpa8DTZ849Gs5MKjEC9gjiXKIFbW1tGVkYLg4hIyaiCcbEe",
-	"c91LauSiXKIlivF7kdxTq1f076GL9FZ27PlVE3XXd3d1d4n6g6Vrj8Jnfy7nagLhPVoOBS+0ECY4jM1H",
-	"tIk50yq4xb5QVl7cOwICP/109saoI0sg2sEQ+xQqiqS5spd2l9dIKeSPVKmmRl5r8JHpUxFTvyJtfr1i",
-	"cyNJ+TonROkrSvk2ykbWkBM7Svu1uKO8Rz11ArS56R2YgPm3LXOO89c4ndKExyQRnFplBi2SSFup0P77",
-	"xHDLfKMWWuDElW3dpudiKeVwH9bg1VU5Y23ZaDC17CBejdyZ4ngorHmX3hzwjRNDhvHKOil7+KUH0f1o",
-	"1/9LgXAtk6lVzCMR04IazJ2TS2olfws/wwlwkADoZD6xWDEjuV7MCrD7KeExiN6PtBWiPQ369CKNYfw/",
-	"UJLoRZcZqQ4aiTu/KtRrQvUvo+rhw+Ian2npKpXtulQrtpJP2yqH8zNsw3fsCQ4QcNfeJVIkDa6SK/TT",
-	"FRqoXoh8vkDf1EppmnqB3jKcrrOP4HRBIRxXu14D/ZM4pvEuCd5zeLs5kdQu+GzowXw+2Fcrax6Bnwrr",
-	"gEdQdgmg0APXnULn/Eqk7V6FLjxgY3AAjBvClhE/kpXfhtlWyBwMJsSsZ7Ocj786hXcNdp4ucn63S+z8",
-	"iyERwufxSFSB+XkgUWTW83gkuqAyZSj4nZfqcRNGd4xvaYYUWa8c01pd2bI03eFs6xd6SbNktaVGVl9S",
-	"O7JhbYhKMBK5jkRT8PUZ3dbpOPW1l/pk60p46PXbA/3hjrIOBmxnj7QGJKNEbuUfoQm6Ps6zNSLvei2z",
-	"Y3jJKI+tWF+M3jK30I8ZIt6H7cxqQiSnJEmG4DNKGNWyi0VWh7JJ4uhgym4Fj6fADefG67MF7ASu1RwV",
-	"KP1M3wPAR/D+vuP4sldAVq5qIotl7fImuHQEvXvM6+Ug61Bol4S+Bq/sNJuxysJmR0hVA/Qzwim7qh2g",
-	"VEL4W66tBbdXBeqaBiQT0kXorTEBbHCMuQnWGonMAn/KzE21U2SnXEv35zA2W8Jpk5ezGLkHTavtPAY/",
-	"W0D5woiZED7J7XJ2gJFV9N86a0lfkI/HyR16rGWhdXlbV7uqB8ZxLnIe0TgASjCsVy+AwIJxtFYvyxCC",
-	"HcWuReusgimJFozTfUlJbM9GSiHRWOgPycGoxR4Hm9KG/w6j2Lrrc6M3c9B522GCyqaGG+9BgDTTgymz",
-	"4UD/FBjd4cz2e+lUh+JjF/h2qn7fZ9STumBTGgp7rQufNphRhgWb73Uu+XEzN4BpG1tBywZ+s+16Z+kw",
-	"b2dzyc7nCUKCdXrCrZBA0MFixzvGgK8MZV8o/VGSZkJqZSPgzYJfYJ6GNFvGqQKw8e8pWQFJ0FwPN7SK",
-	"68EA4s/mea25WwvBfqiftXT1dY8bExr2o4VQlDvPXHzsgGWAyjS66mKaZsIgoznUtVkWGdGaSjP2//nl",
-	"ZP9/k/3fDve//VD9OZkd7X/47//hww27zId5PdM80UwTdddIMBlRjqcxCvrjpWwUUumVLA7anWc9Lqka",
-	"TFIErU+Xy0oa3+x8bWP8YHdtFy+85174pk8XhM93K2Xsyj2+wRXe7u4Lmyrc5T2BU4TPE8bn107jawpG",
-	"zcF6jBq9Rqi+C8SnmBe3RK+Nqc3BS+Zw2R+kUKystA3hrhuMZebwo/mlwXYkirkkMY1nLv7Si9FcaBZR",
-	"b8YRNRdURJHhGrafKyq9bN8u4o1Nv6E9Al1tgeD4sYtqcwknNWFm7Ga0nyTNEkbjvQCUADLlkUUJjPIC",
-	"ou7qYpAWQLhalulsyG0Mn1uIJFb11ChlVT3zm03wQIbfF4N/1rMrZCwEGkuySTLuK7/AU4WmtDnXyiwo",
-	"wjC2cogjnGZGIs3uKfxhP7nb8A+o9KuZU1/hjyl3pqJZlAiFXxVe+Flxw8Efzh1biwc2PV260EyLWbEA",
-	"+AMcDs0KpGqAq4c0EIGDBhX7SLZEQj+XyxKyOnWX7U5dZX1BX211r+/q/dBZ3iNUI88+v6x2ZFNBZ4WY",
-	"83gF6ZKqFY8uXY/PcpLBiPYKoxUJlhKAaTtLmUqJrgldM7KgJK4+bmECchFhdJMQ96EDnkdhUgfOXxqT",
-	"zIJKFfbxmFTLmfKEu7iMmh41w/DD7RwKkU1beCdUTwbVAxws0TJ+SLQprUW0DQlTWePLKdWtdeM4QF9h",
-	"23Xhd+vUbWdhGQ4er4BlZw7aR2xB2ac0lQdTX8UajDpF5Ngla3oAmD3BPH3G48ayH8Eyutv/shzDiSoT",
-	"S6w7Yxi1PEgP3/B8/cTZb9kaTtXVA0uMr5bl22v566lNXVI7DOTC9LJzj6fvccNas8yPzXi/GrPsv94f",
-	"yEcfrN8O9hzvhKu2OUHN+1vywyb7KyJjyg0ONyMVNII8c0v7TPfe3aZWR3mMLQ30Rokk1xQyohdGYyMc",
-	"6Eem0HIVM0kjo5Acg1qlCeN3CktXFB6mCbw+PISQ8XuSsHgWLePQ2oKsyctoV4LTY9sqWsYzSW9zRePQ",
-	"mRdtQFE1DYzDgzCA8IDqCP/NlcR/74n5F+O8bZWFnMdUQngQ03tskElhe6iVCgOYTCZ7kPOEKlWm7cqc",
-	"u2zdcH+fJIlY7psFt6xxrw+//dtGSLpE34snt1PV0bZ5bm+LMzINjut5gEDwO3MA7moubQsFx+8aIPsl",
-	"jVrDr/11RDqJ2G3BYSMhxDuPxt4gnj6MoT2M7wwzcK2VuNbLJRaEOxBMamfxTCQTu6KdiSbNwPJHQMyT",
-	"S/A8IFboLrOO0/xxkPOXdOD0o74g8ypDpS8EbLgrvdA6NznSy4HXLLplu3+Utt/1AjyPAy9kkFlkl7az",
-	"E7d1BXYfNv9RX1KlhezL0r4lSXJDors1JnulJdF0vqrDw9ZEmJX1StznRKBRqbCrsrIqQjC6lVQtNoOr",
-	"nCzorH8tW3bwezxbrh/Ec8E5XNHOUO2qHSB2evn25Prtm1Ewuro+ubw+e//9KBhd/vT+vf3r55Mz893s",
-	"u/PL2dn7i5+uR8Ho9PzHi3dvbafvTs7e4R+nJ+9P374zf/ucMvXZn8C9l0l6z0Surh4iNXwWi0Z954/H",
-	"0w4cnweyIhx2zh2rrMRtc17d9jFEQkhIiNJV9usLBSyGsaIUChGjp2TQACG3aVHtrgKnlpaZQYTuNKOx",
-	"zdk9rfn6mFaFW2ridd1tl76Ik9qRbZKvy2d0qYveaKwpH9dCsNSdQoWmVpzsCINmwnpmr1Uxi4AsRfXe",
-	"lAtZjI9Tz2wQSeh1sg3KE25nqG6T1LhtCSSFxq1LFyLT0wbvin5bGqc0VusKJVnOftnjN7WwK2KFCsdm",
-	"Wb+w+ELSiHKdrGaKUl5+y0Wt65R3vpzhfWxHg7HOJVcgCQ9qqGi9y1yUqc4Wp9K95oA4BI1hzIX1HC+I",
-	"wpJDhNfd3zZRXGSU0xhIMeYRumahGGNFdWDI1FABfqfAYk2AKNdEAZygjjZ7ztNrxRLr+h3oIYalkHdY",
-	"crEwjszQ/8znfmzdUXr3Z7S7BSOzRS0p/ackvEflLppcEL14oO2uYbWra9gtkmrST5NYWpTRof2gltNe",
-	"57veGwRD/t6R+fwz+We38bTXF/cYkaC9xy8sC+ByZgmuZwcyAA5XVRFuBY+j51pt46jUPQWJzzPya06P",
-	"4Y7SDJgGkWOYcSLmyrvvXCZ+GFsAvFDWymvYFFbmDYpKx+abW5ZoKhUwHiV57C0Z0IZTUXXYzBvUNr4J",
-	"aEPjE/s2AqRYuGHf6rh2J5zFWEbaRivNE3FDEtepWyKlL4D3Z6yyUivd7Ti/cEFI3F7UNqhXYZ1vLqY8",
-	"bNSkDgGFllsmFVrB945A9tQ0D4CoKQ//YT/9PbSxTZN62ewXCsSyVjFb4bydOYtwW72gHGtOT+C90JDV",
-	"qqncMIxeskLPhiLRrQthO3dDn+X6+/qhIBEfW1iTlDokxArg378ty27/w47193CQ5dpf1vq6O4WuU0aI",
-	"/UIoy9NPOvA5HJQseu0iaJ8qP3TQLWwWsdEE/YCoAXsjq4xE2wZtFtfw8HABs4cHOcp6fRcbMLaxtSb2",
-	"vCldVBiaT9QdCmiGW8I4zVGHY0rvTaDEM5knVBk0I7UKRtEyBpJlyerI4zoz+kndS+Z1TW1iybrHY22g",
-	"6bfimt0MN9Aiem+yztoh+5ZxgZFfm840Zbz+7cvgIUEffjrYCi/6aLxjtbo+f3M+CkZn72cXl+ffX769",
-	"uhoFo8u3/zp7+/PDDFTlLF/aOtWA4rZw38Iu1d7wIyRQL+y+rBRqiGLX5qhrdG6XcGqJj5zC1dVb+0JD",
-	"ceFdvfmfoHJ5SyKqgOlje/GFwOzPIW7rKMTS7gGEZubQFnolUtHYfnMUwn9dnb+f2HrFkWRGk3UhcynJ",
-	"MmeiaBZMGVDkxW4kaBXJGFDYo+joTa0enhzuHcZl0w7OBi4HqWc+bs7VLLq1Q4IHhTJXnZtRoIOiV4vO",
-	"rYCwIWFsna7OYzvI09zu3HZerh/E58wN+v1im5wsHldh0PF4DPLUtDs3SX64Eb0cp6G9DtC4i44ehjOQ",
-	"W5YjCJHMIpIkE2cQ6x3A5Rlc2Wbd/hvooOjfogXMgayVde7pnEt+WjRqdi3TB9d1LRo1uroMwzX9vsMW",
-	"jU71bMQ1Pc+qZo3uRX3q/p62UnWj06aTySVvnMqnUpBy1fntrfIpGAlOB8gVPho28sWWLqKtOvpofWDX",
-	"BlEO7uPhBgP71vnipi5+stvYq4UHQ9q3MGBzhxZRDOlSp4dBUzRJdkiXDuFs6tQVLgb2qEkVGxfm431D",
-	"OzUY3qZOHWlhY4c+EWebjnWpZlM/n2CxuU9XktlIbJ3rzioQDqrPud5mf3XzvpCY3uTZRERkx2Hi6yuF",
-	"keUZz3Jt611KsjzPdfmxW2G1qvPD+CyTYi6pUq2kfnfNblfSazfJLu2aE/5SAjVdyyHX568kumMM8RUB",
-	"eyYnu01RsVrbrU+zziwafPthxoY6ZnxhI0NHYn+8jcF3Vf114LSz2kTXknC7k+G1Yq7LCjFuz+gWUpxk",
-	"aiEwiSISXDGFb7gsmV6UJWPcO0QPqRDjrCvDbb5FFIzvvrCcoJIXHlKcsPAH+sZPCN9FHa6Nbx54a1sM",
-	"QWbfXBi+MnykXA4OeEZm58s2KiatHW99V96T8mKxWUzP00qXlUnNm6rn6g+oi3VCxAMEp7goenHifbeL",
-	"li9RpZnGB1iXkmltvhb1ehcOhAe24d5xkTCzXLCkEfJmU5fuuFjy8u1KS2rD1kt5vN0Gy8cBNqHJW2z4",
-	"2Nr9nroovkgvMwqNA/ca4ExS98TGZOLlOu1KKi5LqnzmZlRhyIayPw8q7bWVJOsux61K3rb9PWWRqqpu",
-	"1SPLVdkHLIY+F1irZuVqgHR9rH0UXureuy2bGD8QpI+Cw1qPUtfO8DDJpQOzLyy+NA2jj5dd6iaf/xdw",
-	"omneejhONGD2HHCi5EA7wYm3xcXUVlt7ssjT3njpTnnXmFaySu/81qa4W427Z+lbY2q6Jja8D4u9aBps",
-	"hsaHBjweibQ1oD4DjO21EzwAXWv24V3izJ+2AN72guhjxEq5LmVvK3ooizp1Id9PGx3nwIMJpI1Gz4BK",
-	"tqpzOoRUrAdp17bMzerf7rUEr67/qw+DfZXz+vGp7mN7MCrVwPwMsMipLDtBIGc23SUGPRY3ttbqtkOI",
-	"HRiKW3B7BiixIzMxEl2US6ZXV2azFiY3lEgqT3KbvINQQJsRfl0tcaF1Nvr0CS0Tt8L3jLwt4bIQSiuI",
-	"RMz4fN8lEbo6AC4YP6PkDi05mNoDtjYzXEihRSSSKR+fnF7sYbqDpJGQcfEAK+aJWUCuMPBerkCKXFO4",
-	"yTWEBwt8VjAETAqa8tBsSUj2GzpXjuCfuCF3WFrcUW4PxyUB2I2jNZcous+4olwxze6pDX3XSzHl1gxs",
-	"rbsKSKIEaHJHgYBaCKn3E3x+PvyHzXz4e4gW4CkPL86vykD5A/ujCvcmgKK7mnIiKVx+dwrfvv76G8hs",
-	"/fz//LcSvKherxrl5CE0wmg4gXPuYINwOAIy5eEPQukQFpTEmMFASlsZgUSI7IZEdy5wkHA4u4CEaSpJ",
-	"AkLiK682BWHKrUHphSor8dB4H882hDnVCl4ffgWh+QLz+VyL8BgI3Ih4BeKeyikP9/fNp/2EpUwXHV9+",
-	"BaF7PnemhZglRM5pGEBMo4RIGpuVYFAhjc1w/3V1/n7KcVAM4r6hQD+SSCcrXK/5Ge5JklMYa0lYgkWR",
-	"iCYuejslieEyNJ4ZeIZ7x1PuloiwiQV10JGS3VOEN+NQLNywJJGXSz/8H1MeuqDFWfGby021MqKL9nT2",
-	"ODi5OKu9Pnk0Opy8nBzaF6QoJxkbHY2+mhxOvhphRfEFEuQBUg3+ObcZR4aFkSJZefSOKX1im2AwYSa4",
-	"sqT86vCw5bAkWZYw6148+LcT/CyjG1SnDYPRkeibxO5S9FytJpcSyRKmV0i3BoNpDPWycBOz6deHL/um",
-	"LfdRe/O6KnA+uI9hcUUN7ZHlL1mx1vFNzhK9z3gAtn5bLtFySjW+bwOCw8XJ9Q+WL5O5Kkv+qNEHM7Cj",
-	"395zsfEONnXm7b07nzJVRfXeu1WTA/ssQW9kRa3lO6I0ToIlqDY2v8aEmwENvxOGkrFlO1A5WZXX1631",
-	"gWmi7l6okr/jgxqmLSauFe/NHdXSPEvMW58gNGRDNq/t04eNJKDpR22Pbt8y7uE0UI/c9lDBCYf6hXBs",
-	"3xuxkdxMAYFaf4f/h1vh/7b08vrVt5+Tvq6ovKdy/8qA4G2JGUXiN2ZyE3VnH5kAG92qgERSKBvHbnlk",
-	"ndwchdXJrbguUZjz1kn4ztwXKEQ4CcMVDVdUQ1MICG16oD2uAFQeLTD5Z8pvpFgqKl8osEVpIKwl9oU2",
-	"Y8ilMzIFNyI3mxNg30E3ox2Za6XKIRqHpS8w3ANX2s2lOppOYy6g1iSYcvt4F0mSFYSWYMK9wPJXpqvU",
-	"N5sZN4HzzHnUJDVyEY2nPMxlEsJY0sRuwTnWLJT3zEax5N+xratun63X1b5sfmMhuTS2jBmcTnpzsDOn",
-	"a6TYxrdTnnPNEgjLNNMQxuG+o7t9O9q+1onZmgFDLVGTYFE8ltJgypVYn1dpKwS2UjmXQt6BnZ/pKXdL",
-	"OC7Pu3zywuymkImiXOPr9KbxagInLu2T6GDK5wYo+LyKAwNOWxbIsKTPYkyEtJpACGMCVY7olDN7Rj9d",
-	"vnO18JeMo2jUWb0oJblim3sTONGQCqVRjmrAUO2n5GPo1mXrPYpcYzEBI/6MX7/6dspDI1ylhK9mLjq9",
-	"JnieFECxArTNZjMs64bEbtgpx/2+Pnx5BGFjhJnLiAthnHP0wO4F7SauNrjB7NYvSyn43C3JAIwLFJiK",
-	"XFMJ9rNLdd7rDsD4LFdGbLcFH7Bb7UUTc7x7ViZr3s82GrqRGF4+i/dPEa92Jjr50qg/NVU1LXP6qXN1",
-	"vXySJfiuroq4P8/FdPj6OV9kJw31zVE7MjbL+Qyrqt/0yAlErm2yttUrUaPsvcsW5ZP3XtHxe6rdo/hP",
-	"KNG7GXqwwSksTEGeTR4OU2dfGB398qEO4XfsnnKqlFPrSczMpzq4ioerEVwp1ZJFah28fnRNhsl/WUJY",
-	"C1RtmbMDFTcDMA4XUqRGlssVmOHA2q3gcHI4ef0lNJv2eujHTCgMKC5KCJTqeyRyjjUjDOTnJJ/TfrA7",
-	"pXSyImmyDvZG+LCa7RbIWgy6xQkYvHRzQSyiPLXPtJXIuiQKUKlDO8uXOIjrhQ3/05JEuheuqvZMgxNh",
-	"vVeTa/ZEt1KjrPXnvo+KkqHdQ3ZJSsfN4K6iYtXzvJ4Ot7uevj78anP7E6yKHxnmuQPVDEt0lRqJs9Nw",
-	"B19nEjGcjRRFrKoK3w00Lku41hH54HcWf7KKmE1/7eBzIlQDnZ/oSluDVmifxzyvqqT2Z0CNR54bAq5e",
-	"B/wYlBaZQh0QD28CZ41XCj0nFfQy7i9/JH+iszjnjWrsXkBvZ947e2MdVQ06OrAhYng5bD9a0Hej4KCf",
-	"4bxPXdSxMpD2HDo+QWku6jISDsbuYTX3DkGc0L3Jc2Tbj6Vl3LA10riiivaRPB4XT/MVz9RVtQwUhCWg",
-	"woGc+CCqnnPZQPnFwy9PzwCKmfpYs/35z8AHaqXG3G2KhhZVs84VlQwgS0hVw9K5h5kvR+RpOUrtqdBH",
-	"8ZSWvbt4GxkNf8tFaYGsb16RlcXh4qXDMACiRcoitG2avU+5DRUIHE8I7EXtdEOVp3QCroB3/UVLW6aN",
-	"3VYvl0x58XwtnMS27GiuqAQXo3dkJJ76a5su+4BhZTb32uUxED7l7Tc5rb+v9Zyl685JirSMJ6z3xe0t",
-	"aCESMBtUkyn/2bpswyL22wAAJNVo3LNFU8taasS9XG1fkvYZrRwUn1Y3KGapWau62sCrnU9Xvtvtc664",
-	"356zAtADjLoDf3ugvKFRwrgfKMVvxxDa8LvQ0ttyYR2vYUGLZa2goow1FrqxusirZ667FIDA9dcJE83u",
-	"SJ1jYi3jIHhE94Zekx3/bRO4NsddQStWpygFWfLzMab1dQz4sl4eci9wRSfDVqmgMLCFH4sYkoTdFzNN",
-	"4I2d2cWZKPTSrCBk8dHmGKPw2NohRGI9kArGYavSEBrju+sJG8VrQht6s6BE6htKNEQiTWur4YJTx+RE",
-	"blTMMimyXYqTFPbROXMv17vy4mLu43TWZF0UE/kL+M//ih7sV5ZR9up1KOlYrdtgkZGNEjE3397m5vov",
-	"swStXlt5u56tqec5uNRFpYkGUNUpRz5UEKDX9bAbcbJ4WsDcZ/124bcfMyH1D+6F9a0UjI/7PO5elhvN",
-	"w+dF+JcNcDRaFJjr8c+gVDgd6J5KVTzfbvdiNqBgbOTYmZNjA1d8vvxYJsa7PyVq33tPqlNUKurB704E",
-	"PbNGwO1HD363cUIZQY+XCxMqRx21LdNrIofWlwXtNY+coP5d5Vk/kVxdT5/PktUwq/vhk0xfc0N3uXdR",
-	"QBEcEP4SVvfHOoWtiaYwmr9QNStNBadhkmeVELFDE59N4XhaxdDOsVUQw6sdTz5ESYRxYWETEmwCxd4E",
-	"LmlGCT57QqBQxrsqOGre/9/L9DBphcclbDGuDB9w5WKJ77EodxRwQxfM2cTqltCh1CPL13B2aMw6FbzQ",
-	"jR3hKFALjKTitHhyyUbBWfPTjRBaobX6CAoDNlNTjqYkF2uXipgmtpPIdSScGJ0oAaTUK8NWxVKnO/ZU",
-	"WA2thD6B8OvDV2EZuNfzCFNplOt/iAnGJ6cXsP/Vq8PDw+OGWfOOUutpmnKGrV04t9JGLS7lzr0AaKLo",
-	"mneamnzKVnf8fK6n4vUm/1VXepgdJjoQuMeBSl2/QIDnSejP3YTjrLd17HqhihIvLsLWYn8AiSAxvt9E",
-	"AJ+Xcm+OoW3daR5QvglpjRNLwnQZ6olnSUk81G99UJVK2+AsqR4O+qIYa9f7J/GUYOym79jNzWDDhpeu",
-	"FZqZxNKGI3O4KVAiflI9RjcqgPVhQK1O2BMef22WvhjNssWf4fyvippo4hYveBUUrhgV1HwkQeUm8zhA",
-	"n/b0zaoOfi+kwU9rcSCXT3pd2ZJiPedeCaXPPkYCLfKlK9TJPTs8Rb+1oFZZqd9YMOwF/waerM+7uyoa",
-	"dTays8QnT9pVmUBr8wmUvROogrFEFQczJkWakn1FzbK09YnQj1mCdSLcay2+JRbVHKoVbvMEePVsSzu5",
-	"X68wG/JWyLQ6wdbcmBXamLvExq8P8Vkdluape/YqZdx+qsw8tZoB/gmy8t3zniP4+uUrr9HoqS/8vrzK",
-	"EzBLrmVRqc+imT6SCZjdlAsOgNMlVc5dH5gNMU50761uSK983aiX7q6xxVMy4+LpJR9DNpNPvhRgEThN",
-	"qNZB6Z5x+hSsDS3GF6GexkRUewLsMwcV22eueiOK/wykY5cKBE/Zd6wleZQxt73iSnHET0ghveIKrv5P",
-	"Iq70QDp4oHWpeCiteSC2EPMTk519pO0zOxXW4YGr01zHh+dlU320XYNj1JZNbBYSc4zdu9Oaeum3mRTV",
-	"LLfyyweDQQp9vhbn8HVYrLVydHDw8tU3k8PJ4eTl0TfffPMNYpsb/vdSfLNpJkYAqsmcqv6FK2FQ+6a8",
-	"fWvfOZfxpw+f/m8AAAD//w==",
+	"7L3/c9s2tij+r2D0uTOxP5eWnTTdbu3Z2fE66db3pbGf7W5n3ipPhElYwpoEWAC0rE3zv7/BAUCCJChR",
+	"tuy4vbc/NJaErwfnAOf7+TxKeF5wRpiSo8PPowILnBNFBHw6KYXkQv+VEpkIWijK2ehwdEFkmROEbxQR",
+	"SM2pRAm0RDvxpDw4+CYhBU/m8Cc5NN9I8qv5HO8eIX5HhKApkegDlmrv/R1hau/03XgUjage/9eSiOUo",
+	"GjGck9HhyAw+ikYymZMc6/Xk+P4DYTM1Hx2+OTiIRmpZ6JZSCcpmoy9fotEPPMv4orv2G5xJgghLJVJz",
+	"gqQSBOfVVggSpMjwEu3MMUuXaEHVXG8u2+1b3I2Zx19cSm5wmanRoRIlqdZ2zXlGMIPFnb7T7WC4Aqt5",
+	"PRpNR9FIkF9LKkjqBghu+09vo1FOmfv4OgQDDV0ArpmvCYhLwhS6XiJocMlLkRCUZFRjAuIMCZJwxkii",
+	"jpDEOUE5wYyyGcISxeZA4gokc4JTIupdNE51w3O7osktUd3lHrujUtAA3Qieo/j87PIK7RM9ldw3v8g4",
+	"QpRJRXCK+I0+0wmLj0s154L+G+vRYmQWjHYWc5rM0YIyiRZzwtA1V3OEBUGSMLU7Rh/JHRGoKNWEady4",
+	"JlhoNOG3hCGqJMluEGUIo58vPownrAdDzLI2BcOyILILhROe53hPEk2niqQIdo50d4kURynJqF7xTsKZ",
+	"EjxDN5qcJcLZAi8lSnhOehEZBlmxysAyv2hclQVn0qz1WJ3gAidULfUnvQbC4ChxUWQ0AeDvF4JfZyT/",
+	"z39JvaPP3nz/IcjN6HD0/+3Xd9K++VXun5teZtImTK7mBKWY5JwhKhFWCKPELgNlNKfqCDGu5hp5F1gi",
+	"nOZUadhxgRJBNBjHExbjGWFqCu2nguBkTtL4EEmFhQK0ZwhaoAUvsxQVWEoU7+3l+H4Pvpcx4sJgSSH4",
+	"Dc3IK4niHN8f2193Yhg7jlAsE16Q+NAt+jfXI0KYpQhPWHxBlFjuHetLySHr7hGKC8HzQk1/LUlJpjdl",
+	"lsFo81LpJU5TvmAx4mpOxIJKYhDSdIbT8QYN3QYJhzuRowWmCl2TGy4IUmIJu59hysYN5LC4QJkiMyL0",
+	"uXyJRu6UnvH0L344Qd+//fY7ZEdGKVGYZnIMZGQHAOTUB6Hx85pmVNEQdf0yxwoeAXPUOL0jQlFJUk3l",
+	"MWVUUZzRfxO4+QrBC/2zGQh6fARK+tymk8j8+g8iJDW77jYo1fwnouY8DSzrR77wV5UkpFBS425KmF6R",
+	"RDvHJ+co9gbRr6yma8QZ0Ytv4WXdMtYnPsd3BCmiMSdFCc4y00KPnmBFYvs8tiFAFcnluqM7rqbS+7Qb",
+	"x0Lgpf6ccZxeEtmCS/VUApTzonNsLdiXKeXh7iS/JmlK0hONjfcq3IjmeEZCP33x3+J/2naRna87+Kdq",
+	"f/z6XyRRdv2KJzzrHn5FOXCJlvmQFfjgqroFgRRaC1DABypVAIQzxwEOO1Td/NzgU/dYW4u2Y/euyI0T",
+	"ONcKdTo0oS99/TvKoUGFvT7eSsO+GeStcRftmBWNlzjPUD0JvIxdyrzDNMPXGQnjTtLCzLVQa5ySHkC/",
+	"6Kxnh+SeJKXSs6MdYHhU9da90s85u6GzUsDNGiEGzAo0w0gfAJEqvKeUSs3k9l5XcyoVF0uL16dMH1cv",
+	"hdI0OAbDit4Ri6wXvQgOyHtN0mNAyhsucqxGh6MUK7KnKGB3Z2gJzKpuT1iZaxS7LmmmqKYJA5ORfiUU",
+	"SRRJPbyrRyhZdawXBMvgpdwmfs2Z+4Cr1uHjSHjf/RANEkUD7ZskMc2JgtcSpynVI+Ds3GvQEDjqEbGY",
+	"BZ4VRUROGc4OERazMgfGX3EkSla/NoBlgKBASxHiLCGRYXpd/8ZT0AF1+8ZvrCGIe0z1vcwcpVz/v5TE",
+	"iJ2G+COUEkHvSGqQnyqJbqnmpFiKAGBBIujF2x6iMF90xJKT81d2On7jLqMdyypqkQJfG1lCvxcWW+FX",
+	"+Hw3vcNabnKgDCLrHRaB07OdD+Gs7rCgGv/gACVR3SefsLtNzimE/AxbVGbhp+7YUcFJfaWtQtPmfs4Y",
+	"QTLDcl4hXMVy85sbIiyT055kt8uKrcMwyopSbba4c0FkdaIasG6NCt8SiW4E0fzTvXJvjZLAfXXXthq7",
+	"9VI9VYQbonsxdWDvsLb7hPjky0sFawM4h0f2T90euD9m6NxPMEtIpq+6LMBZJPBrRtLw7Z8SkGYC79//",
+	"hu+R4W0QBX0NVmhBBEGp4EVB0s1uHjPSabr+rq/XHNwvPDFnsM6TOWaGdwwjE2ib2khwh7MydJUg+AFR",
+	"uEowkiQjiUK8MM87FwgjCzl00/hkmmhocEbObkaH/2wK79/+aY2uKOoezac2UMyqewCiRb2/ZTy5XQuK",
+	"1p4Z0lRthUV0rYfoUs0DXz3GuALeSG7cN8UKB5Fq3eWS05xc2Zdi+NsiSM3TbLROSf9NGowTZepPb2vK",
+	"9oQMJ/94iPH6AP4LvDmKqmz1M+geMxg26shGbkfTjLJb73OYHRN0PVHCr33oR1lJjkEwJgGuCXu/2HVr",
+	"eH6KQgx9pfPuLBOUbe8Lnsx73hVFhCgr3FglClyQhN8Rsbws8xyLdddTNJIKqwbYRcmY/i0a2fsTJIki",
+	"I8r8Xd1g0egGU/NHtcAgV9yW2hzMvJW19tiASAW5VUf0jiQZZeYgcJbZq2qQ5icacKhwxQRPVfRx+fon",
+	"cxQbH1k/wOxs3thdoHzywHJhhLUNnxEfYdaAULd7F+YcQE2vmSkDnub1/BPJrzXrpSXLJUpLAaKoUToX",
+	"eJlxnKIEC0GJRDtuPZpLEkQLCKUAlSxldzy7IyFebTXSGyGq51eF5W3fY97dJQjShq4Dmg/zczVXEwgf",
+	"QYXOmRPHKWdoR38E5bC1MSC72FfSMK27hwijn38+fafl8gXCysIQ+jhZXZBSGi6me9cIwcVPRMqmaspr",
+	"cE/VCU9JWKOkf72kMy1ShDpnWKpLQtgmUnfREJg62qsrfktYj57GSpL6pbdgQjS8bVEymN+76aTCLMUZ",
+	"Z4YXVaCaB9rKuQq/J/q2LNeqYxxOXJrWbXp2S6mG+7QCry6rGb1lg+XAXAfpcmTPFMYD7jW49OaA7ywb",
+	"Muyu9Ek5cF8GED2Mdv2/OIRr2Q6MhirhKXHUoN+cUhAjMBn46ZsABokQGc/GBiumuFTzqQN7mBIeg+j9",
+	"SFsj2tOgTy/S6Iv/R4IzNe9eRrKDRvw2rBPotSWEl1H3CGGxd8+0hLfaiFPJWRvxp20ZzBrcNrl3zAkO",
+	"YHBXviWCZ41bpZRgsHaqGC0bz+ZgpF1KRfIg0FsWhFWKQpgucsxxvesV0D9OU5Juk+ADh7edE8nNgk+H",
+	"Hszzwb5eWfMIwlToAx5A2SUAJweuOoXO+VVIG9DGGD+ZtV4yaKfBbGn2I1uGlfltgczCYIz1etbz+fCr",
+	"FXhXYOfJvGS328TOPxgSAXwej0Q1mF8GEiV6PVtAIp6SB6nKcp5aFPHVFm/+vN73qXGiZpTQynw1Xp8K",
+	"E/wXQipK/egZBbwVx63CWnF+i6hCjC+OEOzrEEnFBUkjZAfz1bzkXhm5wDsaXyNR265XYZA1OTljdEc8",
+	"tZuox1sFDk6TlQ4SmvpQMudgiBGa9ODr4/PTyO7U2F49yQjMMYI09+8JRfZ36N0VFK1dbzOTAvyBaIr2",
+	"LEHAipnVs+5gT+HqqVN9CqkhkzdZ0D7NsVlmCLTnROQUIHFWqYiae7ylbEOblFH8DlFpVy0rOw7Mtnqh",
+	"F6TIlhtSrL+ktpvbah30iJcq4U3hL6SJXyXn+2uvdCotTHooC9oD/eFeEx0M2MxIYZSo2d2GxnKwIpD0",
+	"rFgh9q3WtHSUjwVhqRFt3egtlSO5LwDxPm2mWuY8O8FZNgSfgcuul+0WWR/KOq67gynbZb6fAjesT0ef",
+	"PmwrcK3nqEEZZnwCAHwE/9N3HF+XDSqqVY2FW9bjuSF/r4agt495vTfIKhTaJqGvwCszzXqsMrDZElJ5",
+	"gH5BOGVWtQWUyjB7z5SxYvSqAbrqMUG5sO7aK9Rga3keZYSwFYpSvcCfC/1SbRXZCVPC/jnsmq3gtM7l",
+	"xY3cg6b1dh6Dny2gfGXEzDAbl2Y5W8DI2hV8Fcfe5/EZED7igMY4NuKX8buSvpc0Y7xkiZa4CIYYDzVH",
+	"GM0p+BOhReVPtiVH5mSVZjzHyZwysicITs3ZCMEFKMzD/pngwt5jZJZK37/DKNY3/6+16A86bzNMVOuV",
+	"YeM9CJAXajBlNpxItLyF709Nv9dWdHAfu8A3U/Xb/5OeODYT3+ZsFjaWRmNGFSOiv1elYEfNQDGqjKMd",
+	"qRqETRerHQaGWfybS3aKBi6QMfxbVyBGFtZV6gi8fwvgfVFlkxWk4EJJEw6lF/wKgvaE3jJMFSETDJXj",
+	"JcIZmKzQNamdPCGa5Nm8DzyXA8fYD/U1qMzd3eOG6LY9qwQw1un0yAJLA5UqMFenJC+4RkZ9qCtD7gqs",
+	"FBF67P/7z+O9/4P3/n2w9/2n+s/x9HDv0///HyHcMMt8mOU/LzNFFZa3jWjDEWFwGqOo33nWuKRWlnl3",
+	"0PY8fSfVejBBALQhWa6oaHy9A0Ib4we7LHTxInjuzj/D6PK2ymVsy0VkjTtIu3vIl9K5jPR4U2I2yyib",
+	"XVmJr8kYNQfrUWr0KqH6HpCQYO5eiV4dU/sGry6Hi35HHbeySjcEu25cLFOLH80vNbYDUcwETkk6tc74",
+	"QYxmXNEk6JwpiX6gEgIXrtOBBq99s4h3JhaT9DB03gKRvY+tq6uNPvSYmR07o/kkCGhQdyMkOcITlhiU",
+	"AE9HhOWtzwYpjjCTiyq2GW4bfc/NeZZKP05WGlFP/2ai/eDC7wvIOu3ZFVwsGDWWZCIm7Vdhhqd2z2rf",
+	"XEu9oARcOashDmGaKU4UvSPoN/PJvoa/oVq+mlrxFf02YVZVNE0yLuErp5aeuhcO/WZdErzgEN3Txo5O",
+	"FZ+6BaDfkMWhqUOqBrh6SAMQOGpQcYhkKyQM33JFhpcn9rHdqrm4z/GxLe71Pb2fOst7hGgU2OfXlY5M",
+	"XoCpY3MeLyBdELlkyYXt8SwnGY1ILzNak2DFAei205zKHCuP6ZriOcFp/XEDFZD1iiTrmLhPHfA8CpM6",
+	"cP7amKQXVImwj8ckL4A24PJlwyt7xAx9H25mULDmww9c9oTTPsDAkizSh3hcE8+rc4ir1gpbTiVuDTCx",
+	"XkLbVS6oq8Rtq2EZDp4gg2VmjtpHbEDZJzRVB+OvYgVGnQBybPNqegCYAw5tfcrjxrIfcWV0t/91bwzL",
+	"qowNsW7twvCC4gP3RuDrJw6FLlbcVF05sML4elmhveJWwKAMn2Ij9DCoSDTxh9VwU9d2akhp9whhx8HH",
+	"+5B7AQINYy1cg/v4cE1jO5AyIDBV6/iJp6RnT7n+qX8rFgv0ALuD1+Z1CqpBa8+RVaM03Uy+uLDts9po",
+	"2u9FbpramDeJsPMrt8eWox0XOCecR0dU5XEShKl/4Kxs7fhxPq1m2J+CGmB3Dk35DVRxVtsUVh2u4OEe",
+	"+Fg+WIkx2D1gK09n+7r3TPzVo9d845wLYLXB4bpCdxHCw7ihEq7LXG2Snas6xpaa4VryrFQEFVjNIQyU",
+	"IXJPJagnUypIoqXOIySXeUbZrYRkVc6MOEZvDw5QTNkdzmg6TRZpbBR+BtO0CM0ZOTKtkkU6FeSmlCSN",
+	"rQ7ZeE7W06CdeD+OULxPVAL/llLAv3dY/wu+WyavUslSIlC8n5I7aFAIbnrIpYwjNB6Pd1HJMiJllagD",
+	"bkUgy3hvD2cZX+zpBbdUrm8Pvl8buzqyqT3On1wZ6aNt89zeuzPSDY78yH+E4Tt9AJb/qhRI7lnvapn7",
+	"2Umv4bfhzGGd1Ctt7nAtIaRbDztZI4M87EJ72L0zTIu5kq1ezXwaEG6B+/TO4oWwn2ZFW+M/mxE0j4BY",
+	"IGjqZUDMCajTjmfE4yAXTuLEyL06x7M6FK/Pz2+4v4RTLazzlqgGXrFoxyBtmK1jI5fY3rwlK9Zluc6t",
+	"2I0CgkUVF+pxrGpOlojxBYLgxiOU2zjbmkk0AaLmARHEviWBtHMh6eYJhYytyAhtXv9J2PC1zsKf+jDg",
+	"8Vd3AKNexn1kUXCamJVt7T5q2V4fpa3tWnFfBuycePEEwJNl/gShf/fqwkRT9KTeucFZdo2T2xUmV6kE",
+	"VmS29OFhEpxNq+SD9nPGwSjg7GK0SnEWjW4EkfP14KomizrrX8lxWfg9nmz9g3gpOAcr2hqqXbYdfE8u",
+	"3h9fvX83ikaXV8cXV6cf/z6KRhc/f/xo/vrl+FR/N/3h7GJ6+vH856tRNDo5++n8w3vT6Yfj0w/wx8nx",
+	"x5P3H/TfIaO6P/sTuGcUgtxRXsrLhwgEz6KR9nf+eDztwPFlICvAYeu3Y51ZYdO8HXb74OLGBcqwVHUG",
+	"j1cS0RTtSEKQkx568n8OkF+bFrHuKmBqG9qGEnCHYFyhGb3z9YJUSedWEA4E3CwFA0xqRjbxdTYng02/",
+	"EPSmnbAdT10sbyXoKrxMw4fg9Bj72UmM9sg51EqidieMCzc+TD01ToBx0EliUK6TdpaNTRIzbJrPVIJx",
+	"4sK6OPa0gbei3xbCCEnlqqyn5ma/6PF7MbBzvp7OMaVKRu6+ECQhTGXLqSSEVd8y7nWdsM6XU3iPzWho",
+	"R5WCSSQwizxUNN5BjFexmwan8t3mgDAESdEO48bzZ44l5A+F1IgtWYYXhJEU8trBmIfgWoPcGEuiIMcd",
+	"5CfU30lksCYClGuiAEzgo82u9dQxbIlx3Rno4YMWXNxC/nSn95yC/xCbhbF1SylqnlGlHo30FpUg5G8C",
+	"sx5tmmtyjtX8gWr5hkLeV561SKpJP01iaVFGh/YjLy+Pf+8GXxBw2f6AZ7Nn8q/ZxFPKX9xjWIL2Hr8y",
+	"LwDLmWawni3wADBcXRKkFfwDnkdyE0cT1VNd5KzAv5bkCN0SUiCqEC8hTCTjMxncdymyHjsyrPiVNAYc",
+	"fU1BmY3IlS3R39zQTBEhEWVJVqbBtEdtOLkSInreyNv4OqAN9S/v2wjCbuH6+pZH3ptwmkJNGKO0mmX8",
+	"Gme2UyB6vycA4xfIFOfV4bE3P7dOpMw81CYow5h4GZ+wuFFgJkbAtNxQIcHAtXuIRE+BoghhOWHxX82n",
+	"v8TGN3Xs18B5JRFfeOVvJMzbmdOFS6g5YVBAZow+coUKLyPcNQXvU8P0rKn40noQNrMk9hml/u4fChDx",
+	"kYE1zolFQijn8/f3VQ2dv5qx/hIPMkqFa9RcdadQPmXE0C9GVa2pcQc+B4OC/a9sBMRTxfcPeoX1ItZa",
+	"lx7g9WVeZFngZFOne/cMD3f30nt4kA281yy5BmMbW2tiz7vK+gyhVVjeAoOmb0u0k5cgw1GpdseowjNR",
+	"ZgTU6tjTtieLFHKtLA8DVnEtn/gG8KDVed2VrHo8jjQ0wwYavZvhanRA73WGFzNk3zLOwXN33ZnmlPnf",
+	"vo4e4rQXpoON8KKPxjtaq6uzd2ejaHT6cXp+cfb3i/eXl6NodPH+H6fvf3mYgqqa5WtrpxpQ3BTuG+il",
+	"2ht+BAcahN3X5UI1UWxbHXUFfisVnLrFCy4v35tya+7Bu3z3v5AsxQ1OiERUHZmHL0bU/BzDtg5jSPMf",
+	"oVjPHJuqDVhIkppvDmP0X5dnH8em+EgiqJZkrctzjovCqiiaSd8GJKozG4laib4GJCdzHYOpMYYn9wgO",
+	"Y7MhDM7mUA3iR66vj7V33dohHYNCUerOTS/+QdEHrnPLoXeIG3Knq3XGGORE0u7c9ktYPUjITyPqtSlu",
+	"Yhptj9Wxsa0z2ATMjlHHejLI6tPu3Lw+hivkq3EakvAA6d11DFxeA2/eagTOs2mCs2xslWu9A9iYs0vT",
+	"rNt/DU25/i26gnh4r+5HT+dSsBPXqNm1CiVf1dU1anS10eYr+v0ALRqd/Mj0FT1P62aN7q6ASX9PU8qk",
+	"0WndyZSCNU7lS8WU2bJd5oX64pf8GO5U5sbc2Ny0UcfQvTGwa4MoB/cJ3AYD+/p37LouYbJb26uFB0Pa",
+	"tzBgfYcWUQzp4tPDoCmaJDukS4dw1nXqMioDe3gcytqFhe6+oZ0aF966Th3OY22HPnZpk44+hzSQCEJv",
+	"87quIf5mfZ8uQ7V2iZ2X0sgx9kBecury/kIxfZ45vTkYMp7gLbvNrU44iRentlqa+XRWqupjN1l9nS6O",
+	"smkh+EwQKVu5YewLvVlmyO3ETLZTF4Uz0ngin0Wu50/KvmUMCeWSfCEnu0luSq/txqfpXxaNK/9hOg8f",
+	"M76yrqPD7D9e1RF65f44cNpairsrgZnZyfCUY1dVojG7Z7BOSYYLOecQppVwJqmEcngLquZV5jFb2/Qh",
+	"icaskme46tk544TeC3MT1KzGQ3LcOrNkaPwMs22kc1xbPiqYImkIMofmAi+a4SOVYnBIBVx2oXhGN6l3",
+	"vP6ugicVxGK9mJ6ynRe1Zu9zT2Z6ykoiz1cxEQ9gnFKXO+k4WC2VVNVt80KhBZZoIahS+mvup02yINw3",
+	"DXePXEjeYk6zhuedCY68ZXzBqnr4htSGrZewdLMNVnWW1qHJe2j42DJIgfRaIYczPQpJI1thfCqIrVY2",
+	"HgdvnXZCLhuHWVUMHNUYsiZ73IMyRG7EydrHcaPM6W2zU5XrsE5/+Mish6YW2NAS5F5SRJtKqmvq7aPw",
+	"Smzfbvbd9IEgfRQcVhq2uiqKh3EuHZh9ZfalqVN9PO/ia4v+O+BEUzP2cJxowOwl4ER1A20FJ967h6kt",
+	"tqZkFWs5JEt4SmpepXd+o47crsTds/SNMTVf4aLeh8VBNI3WQ+NTAx6PRFoPqC8AY3v1BA9AV0+1vE2c",
+	"+d3mUd2cEX0MWylWRQ5uRA9VbsAu5Ptpo2NXeDCBtNHoBVDJRumyh5CKMT5tW5e5XvzbvpQQlPV/DWFw",
+	"KAFrPz755rkHo5IH5heARVZk2QoCWbXpNjHosbixsVS3GUJsQVHcgtsLQIktqYmB6JJSULW81Js1MLkm",
+	"WBBxXJoYIoAC6Izg63qJc6WK0ZcvoJm44YHCijZJ1JxLJVHCU8pmezaW0WYasTEBBcG3pvQg/GpS/KNz",
+	"wRVPeDZhO8cn57u2tGDCRepq2UO4mgHkEvz/xRIJXiqCrkuF4v05VGiOEcQmTVist8QF/TcYVw7R32BD",
+	"9rAUvyXMHI6NRTAbB20ulmSPMkmYpIreEeOBrxZ8wowa2Gh3JcKZ5EjhW4IwknMu1F5G70iK4r+aAIy/",
+	"xKABnrD4/Oyy8tffNz/KeHeMgHWXE4YFQRc/nKDv3377HSpMGZb//JfkzBVBkY2qJCjWzGg8RmfMwgbg",
+	"cIjwhMU/cqliNCc4hUAKXOnKMMo4L65xcmv9FzFDp+coo4oInCEuoGC+iYSYMKNQeiWrXF8k3YOzjdGM",
+	"KIneHnyDYv0FhBXaFvER1GRMl4jfETFh8d6e/rSX0Zwq1/H1Nygu8DLjOJ0qzqcZFjMSRyglSYYFgcqO",
+	"4NtIUj3cf12efZwwGBR8ya8JIvc4UdkS1qt/dtUhlcA0g7RrWGHrRJ7jTN8yJJ1qeMa7RxNmlwiwSTmx",
+	"0BGC3hGAN2XILVxfSbysln7w5wmLre/k1P1mQ2QNj2idTq0+Dh2fn3qFvA9HB+PX4wNTiJAwXNDR4eib",
+	"8cH4mxEUppgDQe4D1cCfMxP4pK8w7GKmRx+oVMemCfg0FpxJQ8pvDg5aBkso3WnMi/v/soyfuegGpfsE",
+	"n3gg+iax20hBmw3ORmbSjKol0K3GYJIiP7voWG/67cHrvmmrfey7KkQwqa2TMbiPvuJcKYaRuV8Kt9ad",
+	"65Jmao+yyCakLKG6a0oUlElDnKHz46sfzb2MZ7JKKiZHn/TAln57z8X4O5gInvd39nyqiBnZ++7WTfZN",
+	"dZtezwqv5QcsFUwCSe7WNr+CuJ8BDX/gmpIDiZHOWLasnq8bYwNTWN6+ktX9Dvk5dVuIn3NpnA69aNMK",
+	"81bHKQ3ZkAmv+/JpLQkocq/M0e2Zi3s4DfgO5AEqOGbIfxCOTNkq41BOJcLI62/x/2Aj/N+UXt6++f45",
+	"6euSiDsi9i41CN5XmOHXDoZYIBAYkXGMlQgngkvjTm/uSJ/cLIX55OaeS2DmgukaftDvBTARlsOwtSck",
+	"UajJBMQmStEcV4RkmcwhBmnCrgVfSCJeSWRy46DYiy+MTeCSjaqkEl3zUm+OwwNkRjvUz0odyrQTV7bA",
+	"eBfZ5JE24lJ32mEceU2iCTM+2TjLlig2BBPv2iS4VNUReCZAb4zOCmtRE0TzRSSdsLgUWYx2BMnMFqxh",
+	"zUB5V28UkooemfIcQlCbadiFuUKYpeNcGluGQFLLvVnY6dPVXGzj2wkrmaIZiqto1xjtxHuW7vbMaHtK",
+	"ZXprGgxevCiGtJs0J9GESb46vNPkIG1FlC64uEVmfqomzC7hqDrvqnKS3o3jiZJS6Zmh8XKMjm30KVbR",
+	"hM00UKBKlwVDVR7b5CUB0qcpxGMaSSBGOxjVoaoTRs0Z/XzxwZZUWVAGrFFn9bzi5Nw2d8foWKGcSwV8",
+	"VAOGci/H97Fdl8koy0sFOQ00+7Pz9s33ExZr5irHbDm1ju0e43nsgGIYaBNUp6+sa5zaYScM9vv24PUh",
+	"ihsjTG1gXox2SgYW2N2o3cSWmNCY3fplITib2SVpgDEODJMLeRXIfLYR17vdASibllKz7SbvBHTzCmPp",
+	"4901PFnzfTaO1I349Kq66t94utwa6xSK5v7SFNWUKMmXztP1+kmWEHq6auJ+nofp4O1LfsiOG+KbpXa4",
+	"2MzNp68q/6WHm4CXpq6+EZQRSJS9b5mRTXtZx78T9aNp8YQcvZ2hBxuswEIlKovxw2Fq9Qujw39+8iH8",
+	"gd4RRqS0Yj1Oqf7kg8tksrbgyokSNJGr4PWTbTKM/ysyTFugavOcHajYGRBl6FzwXPNypUR6OGT0Vuhg",
+	"fDB++zUkm/Z6yH3BJTgUu0wGlfie8JJB6goN+RkuZ6Qf7FYoHS9xnq2CvWY+jGS7AbK6QTc4AY2Xdi6U",
+	"8qTMTbXPClkXWCIQ6kDP8jUO4mpu3P+UwInqhav0qv1YFjb4NNlmT/QqNRLnP/d75JISdw/ZxjcdNZ27",
+	"XOKsl/k8HWz2PH178M369sdQXCXRl+cWRDPIFFZJJFZPwyx8rUpE32zY5dKqawg00LhKEu0j8v5nmn4x",
+	"gpiJwu3gc8ZlA52f6ElbgVagn4cQsTpp/zOgxiPPDQDnVxo4QlLxQoIMCIc3RqeNYreBk4p6L+6vfyS/",
+	"o7M4Y416D0FAb6beO31nDFUNOto3LmLwOGw+WtT3osCgz3DeJ9brWGpIBw4dKhnrh7ryhEM7tj6nrXSS",
+	"ZmR3/BKv7cfSMmzYKGlsbkdTa5WlrsKrq3Zap1SQKK4AFQ+8ifeNOnv/s9EhnZq7eXNkij4b9W2BQRCx",
+	"2ls36KjNL/Toc1+/+fO6pDEaa8uAJu+4gDK5kGafC2QySaOM3hIUn/98hZq7zo0N7JjZNP3GbmVeuJSa",
+	"fK2ufpZmKeK3BwfIKiymBmRT0xPMVsaGBGPY8SrbEL+5IQJK+lruGnQYSG9r1wxbpSoyw8JYcUgJcVld",
+	"wideTv0nYvn8KUyI6DC+b3u3gz93/x0BbzVUFqvSkAZqMNgy/n8QjvDN82rqlWfc7avLtmOqshkSk0Q1",
+	"iWTXZiHWnIgmvWyD28nVLFzDl7jqhk/PnriZ+pDR/Px74FK8fIyW1wc1sPRsBy5FCyoyXCf6tc4rNBTB",
+	"9rT8jlcP/1EcT+vxSHOqjB03WxrWwthH/M1LvDQvrCvnHUcIK57TBCwveu8TZhyZIsuxREaMsJorWeZk",
+	"jGyVA7/6i8llSW/qym0TZp/9MTpOTW7mUhKBrAfxoZbH/JLyNjaKSltDZoYpO0KYTVi78LzxRmjVbLfd",
+	"Gc6B04ATVnv85gYpzjOkNyjHE/aLcSiJXWSKBgASRIHpwWSWrhJO4iQh1aRBlbqF4tNqLtwsni69+2a9",
+	"2fp0x3b3QdOv/e0lP0Y9wPDdizYHyjuSZJSFgeJ+O0KxcQ6ODb0t5sYtJHa0WCVUc7n+IRvYQ97F59es",
+	"OEDA+n3CBKMgUOcONnY7xFlCdoc+kx3vkiZwTQYOiVqehC5fbnWf70DQcce8KPwcuruRzcwbt/KpxZHJ",
+	"jus83DJ652Yao3dmZusFJ8GGvEQxTQ/Xe0DGR0ZLyjPjHyHRTtxKxwamwu564kZWrtg4Bs4JFuqaYAXl",
+	"f73VMM6IveR4qfQV6UK22/mKsbPezKiRzVwNBj4L8u3Q2WVJ+gN49/wR/WvemIuyV+sEnI7RCWos0rxR",
+	"xmf625tSP/9VDLPRutW2+BeriH4JDj+81pNFqC7mAPeQI8CgYXQ77KSrv6Lfs36r1fv7ggv1o2m7mYBx",
+	"v8fS7mO51nh15pxTjfs1KohA+nn8PQgVVga6I0Ia5hJLsxe9AYl2NB87tXxsZCt0VB+rtB32TwFy/+6T",
+	"yhS5K1T5IHkipIv6xTn72ArgToPnioMDm65AVbUTY6O4OkRKlCTeHSPozbhTR/m9raIDbFyg3/K6Q3Zn",
+	"+8bN6F2VHcGN43QgEjFy74oEceEKFRmnrXqCW1LUXksT5nvmCWIntWM65yNT8EhLT1ABplMCfcKcw46G",
+	"whgdt0ulr9W8gdoOvLCb5hnd6vtOAZj4qDZbgUeGc1WCHcHc8bcHbywOQo6GNXq3n0wc51MIKnro/9Gz",
+	"/TfWs53Mect+98ooy7q6Nf3tLsI59y4VX5/g6CcdKj/UNoT9zxa5t2wJqEYdagpYWwij3351DAaSOhHO",
+	"E1Gsn9+oyJbPTbaB9EphqnWJtpEFwh+COB/rtWdsaO55eCU9M1oNp4HEU0WsbtEGa2Jsn1Y3ZubYyMv0",
+	"zZYnH6InQzuOBeICmQjX3TG6IAXBUB4PI6eP7GohQfn4P25ADxPYWFrBFhz/Rcmks69SaY8CXZM5tQyB",
+	"b6oeSj2iqpq4RX3+CWdOPWgJRyI5B1d3Rpocr3kxrzlXEtwJDpHzMKBSs71MuWAIY7iCTrxUCbeahExy",
+	"hCvVWtzKRm/VZz2Z+GOjpBgDHxpXkRU9xToru0R/wU7DK+x98+bg4OCoYdm5JcS4Ak0YhdY23k4qvJS1",
+	"6L0bIZJJsqKeZ/OeMpm7n883yFX5DD91lQugxUQLAltEslJ3OgT4I3Cdz38xWANWi1O1OfhsCJTB/ghl",
+	"HKdQ5xMjKENqxU6QK63yBVW1w43susBUVbE4cJYEp0MdC/frXLZr7MV1gcmvirFmvb8TYzHI7qFj1y+D",
+	"ieta2FagaecLEy/G0LVDifRJVTmqkaK1DwO8RK5PePzeLH1BNFWL38P5X7qktfwGHngZOWu0jDwzcVR7",
+	"CgQ81J729PWq9j87bvDLShwoxZM+Vybna8+510zpi3diBaNk5Q1i+Z4tnmJYW+ClvuxXFqyXLvQEDTxZ",
+	"nRjh0jXqbGRrkemBuPgqw4kJ+JTmTSAS7QgQcSClBc9zvCeJXpYyZmFyX2SguLZV/UJLdOm26hUOyrza",
+	"qTTdzr6klpCu4oaLvD7B1tyQtqMxd4WN3x5A+UWal7ktj5pTZj7Vah4vqVN4ggLPyBW/JazvCL59/Sao",
+	"NHrqB78v8cUx0kv2wtzls0imj7wE9G6qBUeIkQWR1mMp0huiDKuVisaqCmYv3V1Bi6e8jF2JztCFrCcf",
+	"fy3AAnCaUPVBact9folWxn5B5dCnURF5pWKfOerLlEPtDfn6PZCOWSrCcMqhY63IowqK6mVX3BE/IYX0",
+	"siuw+t8Ju9ID6eiB2iVXULd5IKZSxhOTnSnm+8xGhVV4YAtp+PjwsnSqj9ZrMHBcNZlnuAAbvckTgRUJ",
+	"0m8zar2ZD++fnzQGSXB7MThXiswmwzvc33/95rvxwfhg/Prwu++++w6wzQ7/uWLfTBywZoA8nlP6X9gc",
+	"U9431evrfWe9Zr58+vL/AgAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

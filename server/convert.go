@@ -161,12 +161,15 @@ func permissionOf(p store.Permission) PermissionRequest {
 }
 
 // objects decodes a stored JSON array of objects; anything else is dropped.
-func objects(raw json.RawMessage) *[]map[string]any {
+func objects(raw json.RawMessage) *[]map[string]any { return listOf[map[string]any](raw) }
+
+// listOf decodes a JSON array the agent sent; nil when absent or not one.
+func listOf[T any](raw json.RawMessage) *[]T {
 	if len(raw) == 0 {
 		return nil
 	}
-	var out []map[string]any
-	if json.Unmarshal(raw, &out) != nil {
+	var out []T
+	if json.Unmarshal(raw, &out) != nil || out == nil {
 		return nil
 	}
 	return &out

@@ -78,19 +78,27 @@ func (h *handlers) GetSessionContext(ctx context.Context, req GetSessionContextR
 	if err != nil {
 		return nil, err
 	}
+	return GetSessionContext200JSONResponse(sessionContextOf(c)), nil
+}
+
+func sessionContextOf(c sessions.SessionContext) SessionContext {
 	out := SessionContext{SessionId: c.Session.ID, TaskId: c.Session.TaskID, Cwd: c.Session.Cwd, State: SessionState(c.Session.State),
 		Recovery: recoveryOf(c.Recovery), EventEpoch: c.Session.EventEpoch, Cursor: c.Cursor.String()}
 	out.Agent.ProfileId, out.Agent.Available = c.Session.AgentProfileID, c.AgentAvailable
 	if c.Profile.Capabilities != nil {
 		out.Agent.Capabilities = agentOf(c.Profile).Capabilities
 	}
-	out.AvailableCommands = objects(c.Commands)
+	out.AvailableCommands = listOf[AvailableCommand](c.Commands)
 	out.ConfigOptions = objects(c.ConfigOptions)
 	var mode string
 	if json.Unmarshal(c.Mode, &mode) == nil && mode != "" {
 		out.CurrentMode = &mode
 	}
-	return GetSessionContext200JSONResponse(out), nil
+	out.AvailableModes = listOf[SessionMode](sessions.AvailableModes(c.Modes))
+	choices := OptionChoices{Mode: ptrIf(c.Session.ModeChoice), Config: map[string]any{}}
+	_ = json.Unmarshal(c.Session.ConfigChoices, &choices.Config)
+	out.Choices = &choices
+	return out
 }
 
 func (h *handlers) ContinueSession(ctx context.Context, req ContinueSessionRequestObject) (ContinueSessionResponseObject, error) {

@@ -2,11 +2,13 @@ import { createClient, createConfig, type Client } from './gen/client/index.js';
 import * as sdk from './gen/sdk.gen.js';
 import type {
   AgentList,
+  AvailableCommand,
   CancelResult,
   ContentBlock,
   ContinueAccepted,
   Health,
   ListSessionsData,
+  OptionChangeResult,
   PermissionRequest,
   PromptAccepted,
   PromptRequest,
@@ -468,6 +470,39 @@ export class SessionClient {
   /** GET /session/{id}/context: state, recovery plan and the cursor it is consistent with. */
   context(o?: CallOptions): Promise<SessionContext> {
     return this.client.call((signal) => sdk.getSessionContext({ client: this.#gen, path: { id: this.id }, signal }), o);
+  }
+
+  /**
+   * The slash commands the agent announced (from the context; [] until it
+   * announced any). Send one as a prompt: `/${name} ${input}`. Live changes
+   * come as `session.options_changed` events (`availableCommands`).
+   */
+  async commands(o?: CallOptions): Promise<AvailableCommand[]> {
+    return (await this.context(o)).availableCommands ?? [];
+  }
+
+  /**
+   * PUT /session/{id}/mode (ACP session/set_mode). `applied: false` means no
+   * agent runs: the choice is stored and applied at the next start. Throws
+   * TetherProblem `unknown_mode` for a mode the agent did not announce.
+   */
+  setMode(modeId: string, o?: CallOptions): Promise<OptionChangeResult> {
+    return this.client.call(
+      (signal) => sdk.setSessionMode({ client: this.#gen, path: { id: this.id }, body: { modeId }, signal }),
+      o,
+    );
+  }
+
+  /**
+   * PUT /session/{id}/config/{optionId} (ACP session/set_config_option):
+   * a value id of a select option, or a boolean. Applied or stored like setMode.
+   */
+  setConfigOption(optionId: string, value: string | boolean, o?: CallOptions): Promise<OptionChangeResult> {
+    return this.client.call(
+      (signal) =>
+        sdk.setSessionConfigOption({ client: this.#gen, path: { id: this.id, optionId }, body: { value }, signal }),
+      o,
+    );
   }
 
   /** GET /session/{id}/transcript: the snapshot and the cursor to stream from. */

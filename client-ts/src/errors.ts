@@ -47,7 +47,10 @@ export type KnownProblemCode =
   | 'stream_ticket_expired'
   | 'stream_ticket_wrong_stream'
   | 'stream_ticket_in_use'
-  | 'too_many_stream_tickets';
+  | 'too_many_stream_tickets'
+  | 'unknown_mode'
+  | 'unknown_config_option'
+  | 'invalid_config_value';
 
 export type ProblemCode = KnownProblemCode | (string & {});
 

@@ -104,6 +104,10 @@ type Conn struct {
 	// promptSent is the hook of the session/prompt being sent (one at a
 	// time: a session runs one turn at a time on its own agent).
 	promptSent atomic.Pointer[func()]
+	// announced is what the last session/new, load or resume answered
+	// about modes and config options (see SessionOptions).
+	mu        sync.Mutex
+	announced SessionOptions
 }
 
 // Start launches the agent and performs initialize. On any failure the
@@ -298,6 +302,7 @@ func (c *Conn) NewSession(ctx context.Context, p SessionParams) (string, error) 
 	if err != nil {
 		return "", err
 	}
+	c.announce(resp.Modes, resp.ConfigOptions)
 	return string(resp.SessionId), nil
 }
 
@@ -308,9 +313,12 @@ func (c *Conn) LoadSession(ctx context.Context, id string, p SessionParams) erro
 	if err != nil {
 		return err
 	}
-	_, err = c.conn.LoadSession(ctx, sdk.LoadSessionRequest{
+	resp, err := c.conn.LoadSession(ctx, sdk.LoadSessionRequest{
 		SessionId: sdk.SessionId(id), Cwd: p.Cwd, McpServers: servers, AdditionalDirectories: p.AdditionalDirectories,
 	})
+	if err == nil {
+		c.announce(resp.Modes, resp.ConfigOptions)
+	}
 	return err
 }
 
@@ -320,9 +328,12 @@ func (c *Conn) ResumeSession(ctx context.Context, id string, p SessionParams) er
 	if err != nil {
 		return err
 	}
-	_, err = c.conn.ResumeSession(ctx, sdk.ResumeSessionRequest{
+	resp, err := c.conn.ResumeSession(ctx, sdk.ResumeSessionRequest{
 		SessionId: sdk.SessionId(id), Cwd: p.Cwd, McpServers: servers, AdditionalDirectories: p.AdditionalDirectories,
 	})
+	if err == nil {
+		c.announce(resp.Modes, resp.ConfigOptions)
+	}
 	return err
 }
 

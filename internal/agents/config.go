@@ -28,7 +28,7 @@ var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 
 // entryKeys are the keys an agent entry may have; anything else is rejected
 // so a typo ("histroyContextInjection") never silently changes behaviour.
-var entryKeys = []string{"id", "displayName", "command", "args", "env", "envPassthrough", "historyContextInjection", "resumeArgs", "maxAgents", "authMethod"}
+var entryKeys = []string{"id", "displayName", "command", "args", "env", "envPassthrough", "historyContextInjection", "resumeArgs", "maxAgents", "authMethod", "mcpServers"}
 
 // fileEntry is one agent as written in the config file.
 type fileEntry struct {
@@ -49,6 +49,10 @@ type fileEntry struct {
 	// AuthMethod names one of the agent's announced auth methods; tetherd
 	// calls ACP authenticate with it after initialize.
 	AuthMethod string `yaml:"authMethod"`
+	// MCPServers is validated from the node (see mcp.go), never decoded
+	// directly; mcp is the ACP JSON array it becomes.
+	MCPServers yaml.Node `yaml:"mcpServers"`
+	mcp        json.RawMessage
 }
 
 // profile turns a validated entry into a profile. The entry replaces any
@@ -66,6 +70,7 @@ func (e fileEntry) profile(lookPath func(string) (string, error)) Profile {
 		ResumeArgs:              e.ResumeArgs,
 		MaxAgents:               e.MaxAgents,
 		AuthMethod:              e.AuthMethod,
+		MCPServers:              e.mcp,
 	}
 	if p.DisplayName == "" {
 		p.DisplayName = e.ID
@@ -374,6 +379,7 @@ func (v *validator) entry(where string, n *yaml.Node) (fileEntry, bool) {
 	if e.MaxAgents < 0 {
 		v.fail(lineOf("maxAgents"), "%s: maxAgents must be 0 (no own cap) or more, got %d", where, e.MaxAgents)
 	}
+	e.mcp = v.mcpServers(where, values["mcpServers"])
 	e.DisplayName = strings.TrimSpace(e.DisplayName)
 	return e, len(v.errs) == before
 }

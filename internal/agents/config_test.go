@@ -299,17 +299,7 @@ agents:
 				DataDir: dir, Self: "/usr/bin/tetherd", LookPath: fakeLookPath(tc.onPath...), Logger: quiet,
 			})
 			if len(tc.wantErr) > 0 {
-				if err == nil {
-					t.Fatalf("got no error, want one containing %q", tc.wantErr)
-				}
-				if got := errcode.CodeOf(err); got != errcode.InvalidRequest {
-					t.Errorf("got code %q, want %q", got, errcode.InvalidRequest)
-				}
-				for _, want := range tc.wantErr {
-					if !strings.Contains(err.Error(), want) {
-						t.Errorf("got error %q, want it to contain %q", err, want)
-					}
-				}
+				wantConfigError(t, err, tc.wantErr)
 				if !strings.Contains(err.Error(), filepath.Join(dir, tc.file)) {
 					t.Errorf("got error %q, want it to name the file %s", err, filepath.Join(dir, tc.file))
 				}
@@ -371,4 +361,21 @@ func TestConfigPath(t *testing.T) {
 			t.Errorf("got command %q, want %q", p.Command, want)
 		}
 	})
+}
+
+// wantConfigError checks a config load failed with invalid_request and a
+// message holding every string of want.
+func wantConfigError(t *testing.T, err error, want []string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("got no error, want one containing %q", want)
+	}
+	if got := errcode.CodeOf(err); got != errcode.InvalidRequest {
+		t.Errorf("got code %q, want %q", got, errcode.InvalidRequest)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("got error %q, want it to contain %q", err, w)
+		}
+	}
 }

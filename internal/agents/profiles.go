@@ -89,6 +89,9 @@ type Profile struct {
 	// AuthMethod, if set, is the auth method tetherd authenticates with
 	// after initialize (agents.yaml authMethod).
 	AuthMethod string
+	// MCPServers is the JSON array of ACP McpServer a new session of this
+	// profile is given (agents.yaml mcpServers); nil or [] for none.
+	MCPServers json.RawMessage
 	// Capabilities is what the agent advertised in initialize; nil until
 	// the agent has been probed (or started) at least once.
 	Capabilities *acp.Capabilities
@@ -115,6 +118,7 @@ func (p Profile) clone() Profile {
 	p.ResumeArgs = slices.Clone(p.ResumeArgs)
 	p.Env = maps.Clone(p.Env)
 	p.EnvPassthrough = slices.Clone(p.EnvPassthrough)
+	p.MCPServers = slices.Clone(p.MCPServers)
 	if p.Capabilities != nil {
 		c := p.Capabilities.Clone()
 		p.Capabilities = &c

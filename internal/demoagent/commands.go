@@ -56,6 +56,8 @@ func availableCommands() []acp.AvailableCommand {
 		cmd("late", "End the turn, then send N message chunks after it", "N"),
 		cmd("two-messages", "Text, a tool call, text: two ACP messageIds ('noid': none)", "[noid]"),
 		cmd("message-ids", "Two messages told apart only by their ACP messageId", ""),
+		cmd("options", "Reply with the session's mode and model, as the agent holds them", ""),
+		cmd("mcp", "Reply with the MCP servers the session was given (JSON)", ""),
 	}
 }
 
@@ -160,6 +162,10 @@ func (t *turn) run(prompt []acp.ContentBlock) error {
 		return t.a.flood(t.s, t.sid, updates)
 	case "/tool":
 		return t.tool(arg)
+	case "/options":
+		return t.say(describeOptions(t.s.currentOptions()))
+	case "/mcp":
+		return t.say(t.s.describeMCP())
 	case "/permission":
 		return t.permission()
 	case "/hang":

@@ -22,6 +22,8 @@ type session struct {
 	file       *sessionFile
 	running    bool
 	cancelTurn context.CancelFunc // ends the running turn's context
+	// options are the mode and model set on this connection (see modes.go).
+	options options
 }
 
 // unknownSession builds the configured "session not found" error. Real agents
@@ -129,7 +131,7 @@ func (a *agent) NewSession(_ context.Context, p acp.NewSessionRequest) (acp.NewS
 	// session/new has answered; the first line naming the fresh id is that
 	// answer, so the hook fires right after it.
 	a.wire.afterLine(`"sessionId":"`+id+`"`, func() { a.announceCommands(acp.SessionId(id)) })
-	return acp.NewSessionResponse{SessionId: acp.SessionId(id)}, nil
+	return acp.NewSessionResponse{SessionId: acp.SessionId(id), Modes: modeState(options{}), ConfigOptions: configOptions(options{})}, nil
 }
 
 func (a *agent) announceCommands(id acp.SessionId) {
@@ -184,14 +186,20 @@ func (l loadingAgent) LoadSession(ctx context.Context, p acp.LoadSessionRequest)
 				}
 			}
 		}()
-		return acp.LoadSessionResponse{}, nil
+		return loaded(s), nil
 	}
 	for _, raw := range history {
 		if err := a.replay(p.SessionId, raw); err != nil {
 			return acp.LoadSessionResponse{}, err
 		}
 	}
-	return acp.LoadSessionResponse{}, nil
+	return loaded(s), nil
+}
+
+// loaded is the session/load answer: the session's modes and options.
+func loaded(s *session) acp.LoadSessionResponse {
+	o := s.currentOptions()
+	return acp.LoadSessionResponse{Modes: modeState(o), ConfigOptions: configOptions(o)}
 }
 
 // ResumeSession reattaches to a stored session without replaying anything.
@@ -212,7 +220,11 @@ func (a *agent) ResumeSession(_ context.Context, p acp.ResumeSessionRequest) (ac
 	if s == nil {
 		return acp.ResumeSessionResponse{}, a.unknownSession(p.SessionId)
 	}
-	return acp.ResumeSessionResponse{}, a.rebind(s, p.Cwd, p.McpServers, p.AdditionalDirectories)
+	if err := a.rebind(s, p.Cwd, p.McpServers, p.AdditionalDirectories); err != nil {
+		return acp.ResumeSessionResponse{}, err
+	}
+	o := s.currentOptions()
+	return acp.ResumeSessionResponse{Modes: modeState(o), ConfigOptions: configOptions(o)}, nil
 }
 
 // Cancel stops the running turn of the session, if any; the turn then

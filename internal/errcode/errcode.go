@@ -68,6 +68,9 @@ const (
 	StreamTicketWrongStream Code = "stream_ticket_wrong_stream"
 	StreamTicketInUse       Code = "stream_ticket_in_use"
 	TooManyStreamTickets    Code = "too_many_stream_tickets"
+	UnknownMode             Code = "unknown_mode"
+	UnknownConfigOption     Code = "unknown_config_option"
+	InvalidConfigValue      Code = "invalid_config_value"
 )
 
 // Error is a domain error: a code, a human message and optional details that

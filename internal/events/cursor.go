@@ -33,6 +33,9 @@ const (
 	PlanUpdated            = "plan.updated"
 	PermissionRequested    = "permission.requested"
 	PermissionResolved     = "permission.resolved"
+	// SessionOptionsChanged carries the session's modes, current mode,
+	// config options and available commands whenever one of them changes.
+	SessionOptionsChanged = "session.options_changed"
 )
 
 // Control frames: sent on streams, never stored, never carrying an id.

@@ -70,8 +70,10 @@ type actor struct {
 	// lastRecovery is the last recovery summary pushed (JSON); only the
 	// writer goroutine touches it.
 	lastRecovery string
-	// Agent-reported session facts that are not transcript.
-	commands, mode, configOptions json.RawMessage
+	// Agent-reported session facts that are not transcript: commands and
+	// config options as ACP arrays, modes an ACP SessionModeState, mode
+	// the current mode id as a JSON string (see options.go).
+	commands, modes, mode, configOptions json.RawMessage
 }
 
 // turnRun is the turn currently executing on the agent.

@@ -304,8 +304,9 @@ type SessionContext struct {
 	AgentAvailable bool
 	Recovery       recovery.Summary
 	Cursor         events.Cursor
-	// Agent-reported facts (nil until the agent sent them).
-	Commands, Mode, ConfigOptions json.RawMessage
+	// Agent-reported facts (nil until the agent sent them). Modes is an
+	// ACP SessionModeState; Mode the current mode id as a JSON string.
+	Commands, Modes, Mode, ConfigOptions json.RawMessage
 }
 
 // Context computes the session's context and recovery plan from one
@@ -336,15 +337,15 @@ func (m *Manager) Context(ctx context.Context, sessionID string) (SessionContext
 	m.mu.Unlock()
 	if a != nil {
 		type facts struct {
-			closing                 bool
-			commands, mode, options json.RawMessage
+			closing                        bool
+			commands, modes, mode, options json.RawMessage
 		}
 		f, err := call(ctx, a.mb, func() (facts, error) {
-			return facts{a.stopping, a.commands, a.mode, a.configOptions}, nil
+			return facts{a.stopping, a.commands, a.modes, a.mode, a.configOptions}, nil
 		})
 		if err == nil {
 			in.Closing = f.closing
-			out.Commands, out.Mode, out.ConfigOptions = f.commands, f.mode, f.options
+			out.Commands, out.Modes, out.Mode, out.ConfigOptions = f.commands, f.modes, f.mode, f.options
 		}
 	}
 	out.Recovery = recovery.Plan(in)

@@ -192,7 +192,10 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (_ store.Session, 
 	// session committed without its actor would wait for a restart.
 	ctx = context.WithoutCancel(ctx)
 	sess := store.Session{ID: uuid.NewString(), TaskID: in.TaskID, AgentProfileID: in.AgentProfileID, Cwd: cwd,
-		Title: in.Title, State: store.SessionCreated, EventEpoch: store.NewEpoch()}
+		Title: in.Title, State: store.SessionCreated, EventEpoch: store.NewEpoch(),
+		// The profile's MCP servers, kept with the session: every load and
+		// resume resends what the session was created with.
+		MCPServers: profile.MCPServers}
 	_, err = m.w.Do(ctx, func(tx *store.Store, emit events.Emit) error {
 		if sess.TaskID == "" {
 			title := in.Title

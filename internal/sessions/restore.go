@@ -44,6 +44,9 @@ type startPlan struct {
 	hadHistory bool
 	inject     bool // the profile supports history injection
 	opts       acp.Options
+	// choices are the user's mode and config choices, reapplied once the
+	// agent's session is open.
+	choices startChoices
 }
 
 // startOutcome is what the start goroutine reports back.
@@ -53,7 +56,10 @@ type startOutcome struct {
 	strategy        string // "" for a first start
 	contextRestored bool
 	fallback        string // why a stored session could not be restored
-	err             error
+	// options are the agent's modes and config options once the choices
+	// were reapplied.
+	options acp.SessionOptions
+	err     error
 }
 
 // ensureAgent starts (or restores) the agent if it is neither running nor
@@ -76,7 +82,8 @@ func (a *actor) ensureAgent() {
 	spec, profile, specErr := a.m.profiles.Spec(a.sess.AgentProfileID)
 	p := startPlan{gen: a.gen, execID: uuid.NewString(), slot: a.slot, spec: spec, specErr: specErr, token: a.exec.ResumeToken,
 		hadHistory: len(a.turns) > 0, inject: profile.HistoryContextInjection,
-		params: acp.SessionParams{Cwd: a.sess.Cwd, MCPServers: a.sess.MCPServers, AdditionalDirectories: a.sess.AdditionalDirectories}}
+		params:  acp.SessionParams{Cwd: a.sess.Cwd, MCPServers: a.sess.MCPServers, AdditionalDirectories: a.sess.AdditionalDirectories},
+		choices: a.startChoices()}
 	if p.token != "" && len(profile.ResumeArgs) > 0 {
 		p.spec.Args = append(append([]string(nil), p.spec.Args...), profile.ExpandResumeArgs(p.token)...)
 	}
@@ -156,6 +163,7 @@ func (m *Manager) start(sessionID string, p startPlan) (out startOutcome) {
 			return out
 		}
 		if out.acpID != "" {
+			out.options = m.reapply(ctx, conn, out.acpID, p.choices)
 			return out
 		}
 	}
@@ -170,6 +178,7 @@ func (m *Manager) start(sessionID string, p startPlan) (out startOutcome) {
 		return startOutcome{err: agentFailure(err, conn, p, "session/new failed: %s", acp.Message(err))}
 	}
 	out.acpID = id
+	out.options = m.reapply(ctx, conn, id, p.choices)
 	if p.hadHistory {
 		out.strategy, out.contextRestored = StrategyFresh, false
 		if p.inject {
@@ -312,6 +321,8 @@ func (a *actor) onAgentStarted(p startPlan, out startOutcome) {
 	a.exec.ExitCode, a.exec.ExitSignal, a.exec.ErrorMessage = nil, "", ""
 	a.exec.ErrorCode, a.exec.ErrorProfile = "", ""
 	a.saveExecutor()
+	a.adoptOptions(out.options)
+	a.reapplyChanged(p)
 	gen := p.gen
 	go func() {
 		<-conn.Done()

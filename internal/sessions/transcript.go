@@ -116,10 +116,17 @@ func (a *actor) onUpdate(gen int, u acp.Update) {
 		})
 	case acp.UpdateAvailableCommands:
 		a.commands = u.Data
+		a.emitOptions()
 	case acp.UpdateCurrentMode:
 		a.mode = u.Data
+		var id string
+		if json.Unmarshal(u.Data, &id) == nil {
+			a.modes = withCurrentMode(a.modes, id)
+		}
+		a.emitOptions()
 	case acp.UpdateConfigOptions:
 		a.configOptions = u.Data
+		a.emitOptions()
 	default:
 		// user_message_chunk echoes what we already stored; session info
 		// and usage are not transcript.

@@ -119,3 +119,11 @@ func fromMapJSON(s, column string) (map[string]string, error) {
 	}
 	return out, nil
 }
+
+// objectText is the text of a JSON object column: empty or null is "{}".
+func objectText(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "{}"
+	}
+	return string(raw)
+}

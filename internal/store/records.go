@@ -158,6 +158,12 @@ type Session struct {
 	// InjectContext is true while the next prompt owes the resume context
 	// (history injection after a restore fell back to a fresh session).
 	InjectContext bool
+	// ModeChoice is the mode the user chose ("" for the agent's default),
+	// reapplied after every start and restore.
+	ModeChoice string
+	// ConfigChoices is a JSON object of config option id -> chosen value
+	// (string value id or boolean), reapplied like ModeChoice.
+	ConfigChoices json.RawMessage
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
 	ClosedAt      *time.Time

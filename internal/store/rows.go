@@ -51,6 +51,8 @@ type sessionRow struct {
 	Prompted              bool    `gorm:"column:prompted"`
 	ContextLost           bool    `gorm:"column:context_lost"`
 	InjectContext         bool    `gorm:"column:inject_context"`
+	ModeChoice            string  `gorm:"column:mode_choice"`
+	ConfigChoices         string  `gorm:"column:config_choices"`
 	CreatedAt             dbTime  `gorm:"column:created_at"`
 	UpdatedAt             dbTime  `gorm:"column:updated_at"`
 	ClosedAt              *dbTime `gorm:"column:closed_at"`
@@ -66,6 +68,7 @@ func fromSession(s Session) sessionRow {
 		AdditionalDirectories: stringsJSON(s.AdditionalDirectories),
 		Plan:                  jsonText(s.Plan),
 		Prompted:              s.Prompted, ContextLost: s.ContextLost, InjectContext: s.InjectContext,
+		ModeChoice: s.ModeChoice, ConfigChoices: objectText(s.ConfigChoices),
 		CreatedAt: toDBTime(s.CreatedAt), UpdatedAt: toDBTime(s.UpdatedAt),
 		ClosedAt: toDBTimePtr(s.ClosedAt),
 	}
@@ -83,6 +86,7 @@ func toSession(r sessionRow) (Session, error) {
 		AdditionalDirectories: dirs,
 		Plan:                  fromJSONText(r.Plan),
 		Prompted:              r.Prompted, ContextLost: r.ContextLost, InjectContext: r.InjectContext,
+		ModeChoice: r.ModeChoice, ConfigChoices: json.RawMessage(objectText(json.RawMessage(r.ConfigChoices))),
 		CreatedAt: r.CreatedAt.t, UpdatedAt: r.UpdatedAt.t,
 		ClosedAt: fromDBTimePtr(r.ClosedAt),
 	}, nil

@@ -223,6 +223,17 @@ func (s *Store) SetSessionPlan(ctx context.Context, id string, plan json.RawMess
 	return s.updateSession(ctx, id, map[string]any{"plan": jsonText(plan)})
 }
 
+// SetSessionModeChoice stores the mode the user chose ("" clears it).
+func (s *Store) SetSessionModeChoice(ctx context.Context, id, modeID string) error {
+	return s.updateSession(ctx, id, map[string]any{"mode_choice": modeID})
+}
+
+// SetSessionConfigChoices stores the config option values the user chose,
+// a JSON object of option id -> value.
+func (s *Store) SetSessionConfigChoices(ctx context.Context, id string, choices json.RawMessage) error {
+	return s.updateSession(ctx, id, map[string]any{"config_choices": objectText(choices)})
+}
+
 // MarkSessionPrompted records that a turn was admitted, so a restore never
 // sends the initial prompt again.
 func (s *Store) MarkSessionPrompted(ctx context.Context, id string) error {

@@ -91,6 +91,7 @@ const en = {
   'composer.starting': 'Waiting for the agent to start…',
   'composer.hint': 'Enter sends · Shift+Enter new line · Esc cancels the turn',
   'composer.working': 'Agent is working…',
+  'composer.mode': 'Mode',
 
   'msg.you': 'You',
   'msg.agent': 'Agent',
@@ -248,6 +249,7 @@ const zh: Record<MessageKey, string> = {
   'composer.starting': '正在等待代理启动…',
   'composer.hint': 'Enter 发送 · Shift+Enter 换行 · Esc 取消当前回合',
   'composer.working': '代理正在工作…',
+  'composer.mode': '模式',
 
   'msg.you': '你',
   'msg.agent': '代理',

@@ -225,6 +225,14 @@ export class FakeApi implements SessionApi {
     this.streams.push(s);
     return s;
   }
+  async setMode(modeId: string) {
+    this.#rec('setMode', modeId);
+    return { applied: true, context: { ...(await this.contextImpl()), currentMode: modeId } };
+  }
+  async setConfigOption(optionId: string, value: string | boolean) {
+    this.#rec('setConfigOption', optionId, value);
+    return { applied: true, context: await this.contextImpl() };
+  }
 }
 
 /** Lets pending promise callbacks run. */

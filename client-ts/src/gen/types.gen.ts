@@ -319,16 +319,106 @@ export type SessionContext = {
         available: boolean;
         capabilities?: AgentCapabilities;
     };
-    availableCommands?: Array<{
-        [key: string]: unknown;
-    }>;
+    /**
+     * The slash commands the agent announced (ACP available_commands_update); a prompt `/name input` runs one.
+     */
+    availableCommands?: Array<AvailableCommand>;
+    /**
+     * The mode the agent reports it is in.
+     */
     currentMode?: string;
+    /**
+     * The modes the agent announced (ACP SessionMode).
+     */
+    availableModes?: Array<SessionMode>;
+    /**
+     * The agent's config options as ACP sends them (select or boolean, with currentValue).
+     */
     configOptions?: Array<{
         [key: string]: unknown;
     }>;
+    choices?: OptionChoices;
     recovery: RecoverySummary;
     eventEpoch: string;
     cursor: string;
+};
+
+/**
+ * One slash command an agent offers (ACP AvailableCommand).
+ */
+export type AvailableCommand = {
+    /**
+     * The command without its slash.
+     */
+    name: string;
+    description: string;
+    /**
+     * Present when the command takes free text after its name.
+     */
+    input?: {
+        /**
+         * What to type after the name.
+         */
+        hint?: string;
+        [key: string]: unknown;
+    };
+    [key: string]: unknown;
+};
+
+export type SessionMode = {
+    id: string;
+    name: string;
+    description?: string;
+};
+
+/**
+ * What the user chose through the API, stored with the session and reapplied after every start and restore.
+ */
+export type OptionChoices = {
+    mode?: string;
+    /**
+     * Option id -> chosen value (a value id or a boolean).
+     */
+    config: {
+        [key: string]: unknown;
+    };
+};
+
+export type ModeChange = {
+    modeId: string;
+};
+
+export type ConfigOptionChange = {
+    /**
+     * A value id of a select option, or a boolean for a boolean option.
+     */
+    value: string | boolean;
+};
+
+export type OptionChangeResult = {
+    /**
+     * true: the running agent took it now; false: stored, applied after the next start.
+     */
+    applied: boolean;
+    context: SessionContext;
+};
+
+export type SessionOptionsChangedData = EventCommon & {
+    currentMode?: string;
+    availableModes?: Array<SessionMode>;
+    configOptions?: Array<{
+        [key: string]: unknown;
+    }>;
+    availableCommands?: Array<AvailableCommand>;
+};
+
+export type SessionOptionsChangedEvent = {
+    type: 'session.options_changed';
+    /**
+     * The cursor <epoch>:<seq> (durable events only).
+     */
+    id?: string;
+    data: SessionOptionsChangedData;
 };
 
 export type ContinueRequest = {
@@ -377,6 +467,7 @@ export const EventType = {
     PLAN_UPDATED: 'plan.updated',
     PERMISSION_REQUESTED: 'permission.requested',
     PERMISSION_RESOLVED: 'permission.resolved',
+    SESSION_OPTIONS_CHANGED: 'session.options_changed',
     RESYNC_REQUIRED: 'resync_required',
     REPLAY_COMPLETE: 'replay_complete',
     STREAM_LAGGED: 'stream_lagged'
@@ -797,6 +888,8 @@ export type TetherEvent = ({
 } & PermissionRequestedEvent) | ({
     type: 'permission.resolved';
 } & PermissionResolvedEvent) | ({
+    type: 'session.options_changed';
+} & SessionOptionsChangedEvent) | ({
     type: 'resync_required';
 } & ResyncRequiredEvent) | ({
     type: 'replay_complete';
@@ -1918,6 +2011,101 @@ export type GetSessionContextResponses = {
 };
 
 export type GetSessionContextResponse = GetSessionContextResponses[keyof GetSessionContextResponses];
+
+export type SetSessionModeData = {
+    body: ModeChange;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/session/{id}/mode';
+};
+
+export type SetSessionModeErrors = {
+    /**
+     * RFC 9457 problem details.
+     */
+    400: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    401: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    404: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    409: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    502: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    default: Problem;
+};
+
+export type SetSessionModeError = SetSessionModeErrors[keyof SetSessionModeErrors];
+
+export type SetSessionModeResponses = {
+    /**
+     * The choice and the session's options after it.
+     */
+    200: OptionChangeResult;
+};
+
+export type SetSessionModeResponse = SetSessionModeResponses[keyof SetSessionModeResponses];
+
+export type SetSessionConfigOptionData = {
+    body: ConfigOptionChange;
+    path: {
+        id: string;
+        optionId: string;
+    };
+    query?: never;
+    url: '/session/{id}/config/{optionId}';
+};
+
+export type SetSessionConfigOptionErrors = {
+    /**
+     * RFC 9457 problem details.
+     */
+    400: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    401: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    404: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    409: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    502: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    default: Problem;
+};
+
+export type SetSessionConfigOptionError = SetSessionConfigOptionErrors[keyof SetSessionConfigOptionErrors];
+
+export type SetSessionConfigOptionResponses = {
+    /**
+     * The choice and the session's options after it.
+     */
+    200: OptionChangeResult;
+};
+
+export type SetSessionConfigOptionResponse = SetSessionConfigOptionResponses[keyof SetSessionConfigOptionResponses];
 
 export type ContinueSessionData = {
     body?: ContinueRequest;

@@ -172,6 +172,10 @@ export function ChatPane({ controller, shownSessionId, isMain, active, onFocus, 
             autoFocus={active}
             onSend={(text) => void controller.sendPrompt(text)}
             onCancel={() => void controller.cancel()}
+            commands={s.availableCommands}
+            options={s.options}
+            onSetMode={(id) => void controller.setMode(id)}
+            onSetConfig={(id, v) => void controller.setConfigOption(id, v)}
           />
         )}
       </div>

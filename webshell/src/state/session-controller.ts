@@ -9,7 +9,7 @@ import { errorCode, errorStatus, errorText, isAbort, isUnauthorized } from '../l
 import { newPromptId } from '../lib/ids';
 import { createStore, type Store } from './store';
 import { initialSessionState, sessionReducer, type SessionAction, type SessionViewState } from './session-state';
-import type { AuthMethod, EventStreamLike, SessionApi, StreamState, TetherEvent } from './types';
+import type { AuthMethod, EventStreamLike, SessionApi, SessionContext, StreamState, TetherEvent } from './types';
 
 export interface SessionControllerOptions {
   /** Restore a session's agent as soon as it is opened when it needs it. */
@@ -363,6 +363,29 @@ export class SessionController {
         code: errorCode(e),
         ...(Array.isArray(methods) ? { authMethods: methods as AuthMethod[] } : {}),
       });
+    }
+  }
+
+  /** Sets the agent's mode; the answer's context updates the pickers. */
+  setMode(modeId: string): Promise<void> {
+    return this.#changeOption(() => this.#api.setMode(modeId));
+  }
+
+  /** Sets one of the agent's config options (a value id or a boolean). */
+  setConfigOption(optionId: string, value: string | boolean): Promise<void> {
+    return this.#changeOption(() => this.#api.setConfigOption(optionId, value));
+  }
+
+  async #changeOption(change: () => Promise<{ context: SessionContext }>): Promise<void> {
+    if (this.#disposed) return;
+    const read = ++this.#reads;
+    try {
+      const { context } = await change();
+      if (this.#disposed) return;
+      this.#dispatch({ type: 'context', sessionId: this.sessionId, context, read });
+    } catch (e) {
+      if (this.#failed(e)) return;
+      this.#dispatch({ type: 'notice', sessionId: this.sessionId, notice: { kind: 'error', text: errorText(e) } });
     }
   }
 

@@ -18,6 +18,8 @@ import { parsePosition } from './cursor';
 import { activeTurn, TERMINAL_SESSION_STATES, TERMINAL_TURN_STATES } from './selectors';
 import type {
   AuthMethod,
+  AvailableCommand,
+  ConfigOptionView,
   ContinueOutcome,
   ExecutorStatus,
   Message,
@@ -26,6 +28,8 @@ import type {
   RecoverySummary,
   Session,
   SessionContext,
+  SessionMode,
+  SessionOptionsView,
   SessionState,
   SessionStatus,
   StreamState,
@@ -131,7 +135,10 @@ export interface SessionViewState {
   executor: { status?: ExecutorStatus; error?: string; code?: string; authMethods?: AuthMethod[] };
   status?: SessionStatus;
   agent?: SessionContext['agent'];
-  availableCommands: { name: string; description?: string }[];
+  /** The agent's slash commands (the composer offers them on "/"). */
+  availableCommands: AvailableCommand[];
+  /** The agent's modes and config options (the composer's pickers). */
+  options: SessionOptionsView;
   contextLost: boolean;
   epoch?: string;
   /** Last durable seq applied (snapshot cursor or event). */
@@ -168,6 +175,7 @@ export function initialSessionState(sessionId: string): SessionViewState {
     closed: false,
     executor: {},
     availableCommands: [],
+    options: { modes: [], configOptions: [] },
     contextLost: false,
     seq: 0,
     turnSeq: 0,
@@ -412,14 +420,38 @@ function applyStatus(s: SessionViewState, st: SessionStatus): SessionViewState {
   };
 }
 
+/** The agent's commands, modes and options from a context or a session.options_changed event. */
+function optionsOf(d: {
+  availableCommands?: AvailableCommand[];
+  availableModes?: SessionMode[];
+  currentMode?: string;
+  configOptions?: Array<Record<string, unknown>>;
+}): Pick<SessionViewState, 'availableCommands' | 'options'> {
+  const options: SessionOptionsView = { modes: d.availableModes ?? [], configOptions: (d.configOptions ?? []).flatMap(configOptionOf) };
+  if (d.currentMode !== undefined) options.currentMode = d.currentMode;
+  return { availableCommands: d.availableCommands ?? [], options };
+}
+
+function configOptionOf(o: Record<string, unknown>): ConfigOptionView[] {
+  if (typeof o['id'] !== 'string') return [];
+  const base = { id: o['id'], name: typeof o['name'] === 'string' ? o['name'] : o['id'] };
+  if (o['type'] === 'boolean') return [{ ...base, type: 'boolean', value: o['currentValue'] === true }];
+  if (o['type'] !== 'select') return []; // a kind this shell does not know: not offered
+  // Flat options, or groups of options: both become one list.
+  const flat = (Array.isArray(o['options']) ? (o['options'] as Array<Record<string, unknown>>) : []).flatMap((e) =>
+    Array.isArray(e['options']) ? (e['options'] as Array<Record<string, unknown>>) : [e],
+  );
+  const choices = flat
+    .filter((e) => typeof e['value'] === 'string')
+    .map((e) => ({ value: e['value'] as string, name: typeof e['name'] === 'string' ? (e['name'] as string) : (e['value'] as string) }));
+  return [{ ...base, type: 'select', value: typeof o['currentValue'] === 'string' ? o['currentValue'] : '', choices }];
+}
+
 function applyContext(s: SessionViewState, ctx: SessionContext, read: number): SessionViewState {
   let next: SessionViewState = {
     ...s,
     agent: ctx.agent,
-    availableCommands: (ctx.availableCommands ?? []).map((c) => ({
-      name: String((c as { name?: unknown }).name ?? ''),
-      description: typeof (c as { description?: unknown }).description === 'string' ? ((c as { description: string }).description) : undefined,
-    })),
+    ...optionsOf(ctx),
   };
   if (read < s.recoveryReadFloor) return next; // issued before local activity
   const seq = seqOf(ctx.cursor, s.epoch);
@@ -453,6 +485,8 @@ function applyEvent(s: SessionViewState, ev: TetherEvent): SessionViewState {
       return settleContinuationIfDone(applyRecovery(n, ev.data.recovery, seq));
     case 'session.closed':
       return { ...n, closed: true, state: ev.data.state };
+    case 'session.options_changed':
+      return { ...n, ...optionsOf(ev.data) };
     case 'turn.queued':
     case 'turn.started': {
       const d = ev.data;

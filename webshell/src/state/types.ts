@@ -4,6 +4,7 @@
 export type {
   AgentProfile,
   AuthMethod,
+  AvailableCommand,
   CancelResult,
   ContentBlock,
   ExecutorStatus,
@@ -15,6 +16,7 @@ export type {
   RecoverySummary,
   Session,
   SessionContext,
+  SessionMode,
   SessionState,
   SessionStatus,
   Task,
@@ -27,6 +29,7 @@ export type {
 import type {
   CancelResult,
   ContentBlock,
+  OptionChangeResult,
   PermissionRequest,
   PromptAccepted,
   RecoverySummary,
@@ -87,4 +90,18 @@ export interface SessionApi {
   resume(o?: Call): Promise<SessionStatus>;
   answerPermission(requestId: string, answer: { optionId: string } | { outcome: 'cancelled' }, o?: Call): Promise<PermissionRequest>;
   events(opts?: StreamOptions): EventStreamLike;
+  setMode(modeId: string, o?: Call): Promise<OptionChangeResult>;
+  setConfigOption(optionId: string, value: string | boolean, o?: Call): Promise<OptionChangeResult>;
+}
+
+/** One config option as the composer's pickers show it. */
+export type ConfigOptionView =
+  | { id: string; name: string; type: 'select'; value: string; choices: { value: string; name: string }[] }
+  | { id: string; name: string; type: 'boolean'; value: boolean };
+
+/** The agent's modes and config options, from the context and session.options_changed. */
+export interface SessionOptionsView {
+  modes: { id: string; name: string; description?: string }[];
+  currentMode?: string;
+  configOptions: ConfigOptionView[];
 }

@@ -1,0 +1,401 @@
+package sessions
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"slices"
+
+	"github.com/tether/tether/internal/acp"
+	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/store"
+)
+
+// This file owns a session's modes and config options: what the agent
+// announced (session/new, load and resume responses, current_mode_update,
+// config_option_update), what the user chose through the API, and giving
+// the agent that choice again after every start and restore.
+
+// OptionResult is the outcome of setting a mode or a config option.
+type OptionResult struct {
+	// Applied is true when the running agent took the value now; false
+	// when no agent runs: the choice is stored and applied after the next
+	// start or restore.
+	Applied bool
+	// Context is the session's options after the change.
+	Context SessionContext
+}
+
+// modeState is the part of an ACP SessionModeState the daemon reads.
+type modeState struct {
+	AvailableModes []struct {
+		ID string `json:"id"`
+	} `json:"availableModes"`
+	CurrentModeID string `json:"currentModeId"`
+}
+
+func parseModes(raw json.RawMessage) (modeState, bool) {
+	var s modeState
+	if len(raw) == 0 || json.Unmarshal(raw, &s) != nil {
+		return s, false
+	}
+	return s, true
+}
+
+func (s modeState) has(id string) bool {
+	return slices.ContainsFunc(s.AvailableModes, func(m struct {
+		ID string `json:"id"`
+	}) bool {
+		return m.ID == id
+	})
+}
+
+// configOption is the part of an ACP SessionConfigOption the daemon reads:
+// a select (currentValue a value id, options flat or grouped) or a boolean.
+type configOption struct {
+	ID           string          `json:"id"`
+	Type         string          `json:"type"`
+	CurrentValue json.RawMessage `json:"currentValue"`
+	Options      json.RawMessage `json:"options"`
+}
+
+func parseConfig(raw json.RawMessage) []configOption {
+	var out []configOption
+	_ = json.Unmarshal(raw, &out)
+	return out
+}
+
+func findOption(opts []configOption, id string) (configOption, bool) {
+	for _, o := range opts {
+		if o.ID == id {
+			return o, true
+		}
+	}
+	return configOption{}, false
+}
+
+// accepts reports whether value is valid for the option: a boolean for a
+// boolean option, one of the offered value ids for a select.
+func (o configOption) accepts(value json.RawMessage) bool {
+	if o.Type == "boolean" {
+		var b bool
+		return json.Unmarshal(value, &b) == nil
+	}
+	var id string
+	if json.Unmarshal(value, &id) != nil {
+		return false
+	}
+	var flat []struct {
+		Value   string `json:"value"`
+		Options []struct {
+			Value string `json:"value"`
+		} `json:"options"`
+	}
+	if json.Unmarshal(o.Options, &flat) != nil {
+		return false
+	}
+	for _, e := range flat {
+		if e.Value == id {
+			return true
+		}
+		for _, g := range e.Options {
+			if g.Value == id {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sameValue compares two JSON scalars by meaning.
+func sameValue(a, b json.RawMessage) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && x == y
+}
+
+// choices decodes the session's stored config choices.
+func (a *actor) choices() map[string]json.RawMessage {
+	out := map[string]json.RawMessage{}
+	_ = json.Unmarshal(a.sess.ConfigChoices, &out)
+	return out
+}
+
+// adoptOptions takes what an agent announced when its session opened.
+func (a *actor) adoptOptions(o acp.SessionOptions) {
+	if o.Modes != nil {
+		a.modes = o.Modes
+		if s, ok := parseModes(o.Modes); ok && s.CurrentModeID != "" {
+			a.mode, _ = json.Marshal(s.CurrentModeID)
+		}
+	}
+	if o.ConfigOptions != nil {
+		a.configOptions = o.ConfigOptions
+	}
+	a.emitOptions()
+}
+
+// emitOptions announces the session's options as they now stand, so a
+// stream sees modes, config options and commands change without polling.
+func (a *actor) emitOptions() {
+	payload := a.payload(map[string]any{})
+	if m := AvailableModes(a.modes); m != nil {
+		payload["availableModes"] = m
+	}
+	if a.mode != nil {
+		payload["currentMode"] = a.mode
+	}
+	if a.configOptions != nil {
+		payload["configOptions"] = a.configOptions
+	}
+	if a.commands != nil {
+		payload["availableCommands"] = a.commands
+	}
+	a.write(func(_ *store.Store, emit events.Emit) error {
+		emit(events.Draft{SessionID: a.id, Type: events.SessionOptionsChanged, Payload: payload})
+		return nil
+	})
+}
+
+// ready reports whether the agent can take an ACP call now.
+func (a *actor) ready() bool { return a.conn != nil && !a.starting && a.acpID != "" }
+
+// optionChange is one mode or config option change, in the steps
+// changeOption runs: check and store on the actor, send off it (nothing on
+// the actor waits for the agent), adopt the agent's answer on it again.
+type optionChange struct {
+	check func(a *actor) error
+	send  func(ctx context.Context, conn *acp.Conn, acpID string) (json.RawMessage, error)
+	adopt func(a *actor, answer json.RawMessage)
+	store func(a *actor) *events.Pending
+}
+
+// changeOption applies ch now when the agent runs (stored only once the
+// agent took it), else stores it for the next start.
+func (m *Manager) changeOption(ctx context.Context, sessionID string, ch optionChange) (OptionResult, error) {
+	a, err := m.actor(ctx, sessionID)
+	if err != nil {
+		return OptionResult{}, err
+	}
+	type step struct {
+		conn    *acp.Conn
+		acpID   string
+		pending *events.Pending
+	}
+	c, err := call(ctx, a.mb, func() (step, error) {
+		if a.sess.State.Terminal() || a.stopping {
+			return step{}, errcode.New(errcode.SessionTerminal, "session is %s", a.sess.State).With("state", string(a.sess.State))
+		}
+		if err := ch.check(a); err != nil {
+			return step{}, err
+		}
+		if a.ready() {
+			return step{conn: a.conn, acpID: a.acpID}, nil
+		}
+		return step{pending: ch.store(a)}, nil
+	})
+	if err != nil {
+		return OptionResult{}, err
+	}
+	applied := c.conn != nil
+	if applied {
+		answer, err := ch.send(ctx, c.conn, c.acpID)
+		if err != nil {
+			return OptionResult{}, err
+		}
+		if c.pending, err = call(ctx, a.mb, func() (*events.Pending, error) {
+			ch.adopt(a, answer)
+			a.emitOptions()
+			return ch.store(a), nil
+		}); err != nil {
+			return OptionResult{}, err
+		}
+	}
+	return m.optionResult(ctx, sessionID, applied, c.pending)
+}
+
+// SetMode sets the session's mode: now on the running agent
+// (session/set_mode), and stored, so every later start and restore gives
+// the agent the same mode. An agent that announced its modes is held to
+// them (unknown_mode); a stopped session stores the choice unchecked when
+// no agent has told the daemon its modes yet.
+func (m *Manager) SetMode(ctx context.Context, sessionID, modeID string) (OptionResult, error) {
+	return m.changeOption(ctx, sessionID, optionChange{
+		check: func(a *actor) error {
+			if s, ok := parseModes(a.modes); ok && !s.has(modeID) {
+				return errcode.New(errcode.UnknownMode, "the agent offers no mode %q", modeID).With("modeId", modeID)
+			} else if !ok && a.ready() {
+				return errcode.New(errcode.UnknownMode, "the agent announced no modes").With("modeId", modeID)
+			}
+			return nil
+		},
+		send: func(ctx context.Context, conn *acp.Conn, acpID string) (json.RawMessage, error) {
+			err := m.traced(ctx, "acp.session.set_mode", func(ctx context.Context) error { return conn.SetMode(ctx, acpID, modeID) })
+			if err != nil {
+				return nil, errcode.Wrap(errcode.AgentError, err, "the agent refused mode %q: %s", modeID, acp.Message(err))
+			}
+			return nil, nil
+		},
+		adopt: func(a *actor, _ json.RawMessage) {
+			a.mode, _ = json.Marshal(modeID)
+			a.modes = withCurrentMode(a.modes, modeID)
+		},
+		store: func(a *actor) *events.Pending { return a.storeMode(modeID) },
+	})
+}
+
+// SetConfigOption sets one config option (session/set_config_option) to
+// value, a JSON string (a value id) or boolean, like SetMode: applied now
+// when the agent runs, stored and reapplied after every start and restore.
+func (m *Manager) SetConfigOption(ctx context.Context, sessionID, optionID string, value json.RawMessage) (OptionResult, error) {
+	var scalar any
+	_ = json.Unmarshal(value, &scalar)
+	switch scalar.(type) {
+	case string, bool:
+	default:
+		return OptionResult{}, errcode.New(errcode.InvalidConfigValue, "value must be a string or a boolean").With("optionId", optionID)
+	}
+	return m.changeOption(ctx, sessionID, optionChange{
+		check: func(a *actor) error {
+			if a.configOptions == nil && !a.ready() {
+				return nil // no agent has announced its options yet
+			}
+			o, ok := findOption(parseConfig(a.configOptions), optionID)
+			if !ok {
+				return errcode.New(errcode.UnknownConfigOption, "the agent offers no config option %q", optionID).With("optionId", optionID)
+			}
+			if !o.accepts(value) {
+				return errcode.New(errcode.InvalidConfigValue, "config option %q does not accept %s", optionID, value).With("optionId", optionID)
+			}
+			return nil
+		},
+		send: func(ctx context.Context, conn *acp.Conn, acpID string) (json.RawMessage, error) {
+			var options json.RawMessage
+			err := m.traced(ctx, "acp.session.set_config_option", func(ctx context.Context) error {
+				var err error
+				options, err = conn.SetConfigOption(ctx, acpID, optionID, value)
+				return err
+			})
+			if err != nil {
+				return nil, errcode.Wrap(errcode.AgentError, err, "the agent refused %s for config option %q: %s", value, optionID, acp.Message(err))
+			}
+			return options, nil
+		},
+		adopt: func(a *actor, options json.RawMessage) { a.configOptions = options },
+		store: func(a *actor) *events.Pending { return a.storeConfig(optionID, value) },
+	})
+}
+
+// storeMode persists the mode choice.
+func (a *actor) storeMode(modeID string) *events.Pending {
+	a.sess.ModeChoice = modeID
+	return a.write(func(tx *store.Store, _ events.Emit) error { return tx.SetSessionModeChoice(a.ctx(), a.id, modeID) })
+}
+
+// storeConfig persists one config choice among the others.
+func (a *actor) storeConfig(optionID string, value json.RawMessage) *events.Pending {
+	c := a.choices()
+	c[optionID] = value
+	b, _ := json.Marshal(c)
+	a.sess.ConfigChoices = b
+	return a.write(func(tx *store.Store, _ events.Emit) error { return tx.SetSessionConfigChoices(a.ctx(), a.id, b) })
+}
+
+func (m *Manager) optionResult(ctx context.Context, sessionID string, applied bool, p *events.Pending) (OptionResult, error) {
+	if p != nil {
+		if _, err := p.Wait(ctx); err != nil {
+			return OptionResult{}, err
+		}
+	}
+	c, err := m.Context(ctx, sessionID)
+	return OptionResult{Applied: applied, Context: c}, err
+}
+
+// withCurrentMode returns the mode state with its current mode replaced.
+func withCurrentMode(raw json.RawMessage, modeID string) json.RawMessage {
+	var s map[string]json.RawMessage
+	if len(raw) == 0 || json.Unmarshal(raw, &s) != nil {
+		return raw
+	}
+	s["currentModeId"], _ = json.Marshal(modeID)
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// AvailableModes extracts the list of modes from an ACP SessionModeState
+// (nil when there is none).
+func AvailableModes(modes json.RawMessage) json.RawMessage {
+	var s struct {
+		AvailableModes json.RawMessage `json:"availableModes"`
+	}
+	if len(modes) == 0 || json.Unmarshal(modes, &s) != nil || len(s.AvailableModes) == 0 || string(s.AvailableModes) == "null" {
+		return nil
+	}
+	return s.AvailableModes
+}
+
+// startChoices is what the user chose, carried into an agent start.
+type startChoices struct {
+	mode   string
+	config map[string]json.RawMessage
+}
+
+func (a *actor) startChoices() startChoices {
+	return startChoices{mode: a.sess.ModeChoice, config: a.choices()}
+}
+
+// reapply gives a freshly opened (or restored) agent session the user's
+// choices where what the agent reports differs, before any prompt runs.
+// A choice the agent no longer offers, or refuses, is logged and left
+// stored: the session still works in the agent's own default.
+func (m *Manager) reapply(ctx context.Context, conn *acp.Conn, acpID string, ch startChoices) acp.SessionOptions {
+	opts := conn.SessionOptions()
+	log := m.cfg.Logger.With("acpSession", acpID)
+	if s, ok := parseModes(opts.Modes); ok && ch.mode != "" && ch.mode != s.CurrentModeID {
+		if !s.has(ch.mode) {
+			log.Warn("stored mode is no longer offered by the agent", "mode", ch.mode)
+		} else if err := m.traced(ctx, "acp.session.set_mode", func(c context.Context) error { return conn.SetMode(c, acpID, ch.mode) }); err != nil {
+			log.Warn("reapply mode", "mode", ch.mode, "err", err)
+		} else {
+			opts.Modes = withCurrentMode(opts.Modes, ch.mode)
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(ch.config)) {
+		v := ch.config[id]
+		o, ok := findOption(parseConfig(opts.ConfigOptions), id)
+		if !ok || sameValue(o.CurrentValue, v) {
+			continue
+		}
+		err := m.traced(ctx, "acp.session.set_config_option", func(c context.Context) error {
+			got, err := conn.SetConfigOption(c, acpID, id, v)
+			if err == nil {
+				opts.ConfigOptions = got
+			}
+			return err
+		})
+		if err != nil {
+			log.Warn("reapply config option", "option", id, "err", err)
+		}
+	}
+	return opts
+}
+
+// reapplyChanged applies, off the actor, choices the user made while the
+// agent was starting (the start reapplied those it knew of).
+func (a *actor) reapplyChanged(p startPlan) {
+	now := a.startChoices()
+	if now.mode == p.choices.mode && maps.EqualFunc(now.config, p.choices.config, sameValue) {
+		return
+	}
+	conn, acpID, gen := a.conn, a.acpID, a.gen
+	a.m.starts.Add(1)
+	go func() {
+		defer a.m.starts.Done()
+		opts := a.m.reapply(a.m.life, conn, acpID, now)
+		a.mb.post(func() {
+			if a.gen == gen && a.conn == conn {
+				a.adoptOptions(opts)
+			}
+		})
+	}()
+}
