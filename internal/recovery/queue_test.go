@@ -167,4 +167,3 @@ func TestPlanQueuedTurns(t *testing.T) {
 		})
 	}
 }
-
