@@ -158,9 +158,12 @@ type Session struct {
 	// InjectContext is true while the next prompt owes the resume context
 	// (history injection after a restore fell back to a fresh session).
 	InjectContext bool
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
-	ClosedAt      *time.Time
+	// QueueHeld is true while the queued turns wait for the user: they were
+	// queued when tetherd restarted (see migrations/00007_queue_held.sql).
+	QueueHeld bool
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	ClosedAt  *time.Time
 }
 
 // Executor is the executors_running row of a session: one per session,

@@ -51,6 +51,7 @@ type sessionRow struct {
 	Prompted              bool    `gorm:"column:prompted"`
 	ContextLost           bool    `gorm:"column:context_lost"`
 	InjectContext         bool    `gorm:"column:inject_context"`
+	QueueHeld             bool    `gorm:"column:queue_held"`
 	CreatedAt             dbTime  `gorm:"column:created_at"`
 	UpdatedAt             dbTime  `gorm:"column:updated_at"`
 	ClosedAt              *dbTime `gorm:"column:closed_at"`
@@ -65,7 +66,7 @@ func fromSession(s Session) sessionRow {
 		MCPServers:            string(s.MCPServers),
 		AdditionalDirectories: stringsJSON(s.AdditionalDirectories),
 		Plan:                  jsonText(s.Plan),
-		Prompted:              s.Prompted, ContextLost: s.ContextLost, InjectContext: s.InjectContext,
+		Prompted:              s.Prompted, ContextLost: s.ContextLost, InjectContext: s.InjectContext, QueueHeld: s.QueueHeld,
 		CreatedAt: toDBTime(s.CreatedAt), UpdatedAt: toDBTime(s.UpdatedAt),
 		ClosedAt: toDBTimePtr(s.ClosedAt),
 	}
@@ -82,7 +83,7 @@ func toSession(r sessionRow) (Session, error) {
 		MCPServers:            json.RawMessage(r.MCPServers),
 		AdditionalDirectories: dirs,
 		Plan:                  fromJSONText(r.Plan),
-		Prompted:              r.Prompted, ContextLost: r.ContextLost, InjectContext: r.InjectContext,
+		Prompted:              r.Prompted, ContextLost: r.ContextLost, InjectContext: r.InjectContext, QueueHeld: r.QueueHeld,
 		CreatedAt: r.CreatedAt.t, UpdatedAt: r.UpdatedAt.t,
 		ClosedAt: fromDBTimePtr(r.ClosedAt),
 	}, nil
