@@ -902,6 +902,21 @@ func (e TurnState) Valid() bool {
 	}
 }
 
+// Defines values for TurnCancelledDataReason.
+const (
+	TurnCancelledDataReasonWithdrawn TurnCancelledDataReason = "withdrawn"
+)
+
+// Valid indicates whether the value is a known member of the TurnCancelledDataReason enum.
+func (e TurnCancelledDataReason) Valid() bool {
+	switch e {
+	case TurnCancelledDataReasonWithdrawn:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for TurnCancelledEventType.
 const (
 	TurnCancelledEventTypeTurnCancelled TurnCancelledEventType = "turn.cancelled"
@@ -1477,6 +1492,14 @@ type RecoverySummary struct {
 	// PromptId The turn a continuation would continue.
 	PromptId *string `json:"promptId,omitempty"`
 
+	// QueueHeld The queued turns were queued when tetherd restarted and wait for the
+	// user: continuing runs the continuation, then them in order; a new
+	// prompt runs them in order, then itself. Each can be withdrawn.
+	QueueHeld *bool `json:"queueHeld,omitempty"`
+
+	// QueuedPromptIds The queued turns, in the order they run.
+	QueuedPromptIds *[]string `json:"queuedPromptIds,omitempty"`
+
 	// Reason Why it cannot continue: turn_active | turn_queued | permission_pending |
 	// session_closing | session_terminal | agent_unavailable |
 	// nothing_to_continue | history_degraded.
@@ -1925,13 +1948,19 @@ type TurnState string
 
 // TurnCancelledData defines model for TurnCancelledData.
 type TurnCancelledData struct {
-	EndedAt    *time.Time `json:"endedAt,omitempty"`
-	PromptId   *string    `json:"promptId,omitempty"`
-	SessionId  *string    `json:"sessionId,omitempty"`
-	State      string     `json:"state"`
-	StopReason *string    `json:"stopReason,omitempty"`
-	TaskId     *string    `json:"taskId,omitempty"`
+	EndedAt  *time.Time `json:"endedAt,omitempty"`
+	PromptId *string    `json:"promptId,omitempty"`
+
+	// Reason withdrawn: a queued prompt its client withdrew (it never reached the agent).
+	Reason     *TurnCancelledDataReason `json:"reason,omitempty"`
+	SessionId  *string                  `json:"sessionId,omitempty"`
+	State      string                   `json:"state"`
+	StopReason *string                  `json:"stopReason,omitempty"`
+	TaskId     *string                  `json:"taskId,omitempty"`
 }
+
+// TurnCancelledDataReason withdrawn: a queued prompt its client withdrew (it never reached the agent).
+type TurnCancelledDataReason string
 
 // TurnCancelledEvent defines model for TurnCancelledEvent.
 type TurnCancelledEvent struct {
@@ -3406,6 +3435,9 @@ type ServerInterface interface {
 	// GetTranscript Snapshot of turns, messages, tool calls, plan and pending permissions.
 	// (GET /session/{id}/transcript)
 	GetTranscript(ctx echo.Context, id ID) error
+	// WithdrawTurn Withdraw a queued prompt before it reaches the agent.
+	// (DELETE /session/{id}/turns/{promptId})
+	WithdrawTurn(ctx echo.Context, id ID, promptId PromptID) error
 	// GetTurn One turn with its outcome.
 	// (GET /session/{id}/turns/{promptId})
 	GetTurn(ctx echo.Context, id ID, promptId PromptID) error
@@ -3772,6 +3804,30 @@ func (w *ServerInterfaceWrapper) GetTranscript(ctx echo.Context) error {
 	return err
 }
 
+// WithdrawTurn converts echo context to params.
+func (w *ServerInterfaceWrapper) WithdrawTurn(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// ------------- Path parameter "promptId" -------------
+	var promptId PromptID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "promptId", ctx.Param("promptId"), &promptId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter promptId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.WithdrawTurn(ctx, id, promptId)
+	return err
+}
+
 // GetTurn converts echo context to params.
 func (w *ServerInterfaceWrapper) GetTurn(ctx echo.Context) error {
 	var err error
@@ -3955,6 +4011,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/session/:id/history.jsonl", wrapper.ExportHistory, options.OperationMiddlewares["exportHistory"]...)
 	router.GET(options.BaseURL+"/session/:id/context", wrapper.GetSessionContext, options.OperationMiddlewares["getSessionContext"]...)
 	router.POST(options.BaseURL+"/session/:id/continue", wrapper.ContinueSession, options.OperationMiddlewares["continueSession"]...)
+	router.DELETE(options.BaseURL+"/session/:id/turns/:promptId", wrapper.WithdrawTurn, options.OperationMiddlewares["withdrawTurn"]...)
 	router.GET(options.BaseURL+"/session/:id/turns/:promptId", wrapper.GetTurn, options.OperationMiddlewares["getTurn"]...)
 
 }
@@ -5525,6 +5582,90 @@ func (response GetTranscriptdefaultApplicationProblemPlusJSONResponse) VisitGetT
 	return err
 }
 
+type WithdrawTurnRequestObject struct {
+	Id       ID       `json:"id"`
+	PromptId PromptID `json:"promptId"`
+}
+
+type WithdrawTurnResponseObject interface {
+	VisitWithdrawTurnResponse(w http.ResponseWriter) error
+}
+
+type WithdrawTurn200JSONResponse Turn
+
+func (response WithdrawTurn200JSONResponse) VisitWithdrawTurnResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WithdrawTurn401ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response WithdrawTurn401ApplicationProblemPlusJSONResponse) VisitWithdrawTurnResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WithdrawTurn404ApplicationProblemPlusJSONResponse Problem
+
+func (response WithdrawTurn404ApplicationProblemPlusJSONResponse) VisitWithdrawTurnResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WithdrawTurn409ApplicationProblemPlusJSONResponse Problem
+
+func (response WithdrawTurn409ApplicationProblemPlusJSONResponse) VisitWithdrawTurnResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WithdrawTurndefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response WithdrawTurndefaultApplicationProblemPlusJSONResponse) VisitWithdrawTurnResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetTurnRequestObject struct {
 	Id       ID       `json:"id"`
 	PromptId PromptID `json:"promptId"`
@@ -5996,6 +6137,9 @@ type StrictServerInterface interface {
 	// GetTranscript Snapshot of turns, messages, tool calls, plan and pending permissions.
 	// (GET /session/{id}/transcript)
 	GetTranscript(ctx context.Context, request GetTranscriptRequestObject) (GetTranscriptResponseObject, error)
+	// WithdrawTurn Withdraw a queued prompt before it reaches the agent.
+	// (DELETE /session/{id}/turns/{promptId})
+	WithdrawTurn(ctx context.Context, request WithdrawTurnRequestObject) (WithdrawTurnResponseObject, error)
 	// GetTurn One turn with its outcome.
 	// (GET /session/{id}/turns/{promptId})
 	GetTurn(ctx context.Context, request GetTurnRequestObject) (GetTurnResponseObject, error)
@@ -6565,6 +6709,32 @@ func (sh *strictHandler) GetTranscript(ctx echo.Context, id ID) error {
 	return nil
 }
 
+// WithdrawTurn operation middleware
+func (sh *strictHandler) WithdrawTurn(ctx echo.Context, id ID, promptId PromptID) error {
+	var request WithdrawTurnRequestObject
+
+	request.Id = id
+	request.PromptId = promptId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.WithdrawTurn(ctx.Request().Context(), request.(WithdrawTurnRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "WithdrawTurn")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(WithdrawTurnResponseObject); ok {
+		return validResponse.VisitWithdrawTurnResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetTurn operation middleware
 func (sh *strictHandler) GetTurn(ctx echo.Context, id ID, promptId PromptID) error {
 	var request GetTurnRequestObject
@@ -6763,147 +6933,153 @@ func (sh *strictHandler) UpdateTask(ctx echo.Context, id ID) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H37Uxy3uuC/opq9VYa9zYAd52QDtbXFweSEu45hgdxUbfBOi+6PGR26pY6kBk8c/vctfVK/1TM9D2x8",
-	"dvNDzMy01NL30vfW51Ek0kxw4FqNDj+PMippChokfjrJpRLS/BWDiiTLNBN8dDi6BJWnQOidBkn0jCkS",
-	"4ZNkJ7zJDw6+iyAT0Qz/hEP7jYI/7Odw94iIB5CSxaDIe6r03ukDcL139m48CkbMzP9HDnI+CkacpjA6",
-	"HNnJR8FIRTNIqVlPSj+9Bz7Vs9Hhm4ODYKTnmXlSacn4dPT0FIx+EkkiHrtrv6OJAgI8VkTPgCgtgabl",
-	"VoBIyBI6JzszyuM5eWR6ZjaX7PYt7s6+p764GO5onujRoZY5lGu7FSIBynFxZ+/MczhdRvWsmo3Fo2Ak",
-	"4Y+cSYiLCbzb/tvbYJQyXnx87YOBgS4C176vCYgr4Jrczgk+cCVyGQGJEmYogQhOJESCc4j0EVE0BZIC",
-	"5YxPCVUktAgJS5DMgMYgq100sLoi3q7nGajuak9EmtI9BYZANcQEzOzEDFdECxJDwh5Akp1IcC1FQu4M",
-	"HStCk0c6VyQSKfRiECdZsErPMp8MklQmuLJrPdYnNKMR03PzyawBuDZ/0ixLWETNJvYzKW4TSP/9n8rs",
-	"6HPtff8m4W50OPov+xUz7ttf1f6FHWVf2oTJ9QxITCEVnDBFqCaURG4ZJGEp00eECz0zWHukitA4ZdrA",
-	"TkgSSTBgHN/wkE6B6wk+P5FAoxnE4SFRmkqN+OYEnyCPIk9iklGlSLi3l9JPe/i9ComQN9ywTibFHUvg",
-	"lSJhSj8du193Qpw7DEioIpFBeFgs+q9iREAojwm94eElaDnfOzbcGBJLVrtHJMykSDM9+SOHHCZ3eZLg",
-	"bLNcmyVOYvHIQyL0DOQjUzC+4aPA0SRipzapjw0igcJAkEfKNLmFOyGBaDnH3U8p4+MGcThaYFzDFKTB",
-	"y1MwKrD0BbF/+dMJ+fHt9z8QNzOJQVOWqDGykZsAidMgwtDnLUuYZj7u+m1GNUo/i2oaP4DUTEFMGCch",
-	"40wzmrA/AVk+kyIzP9uJcMQH5KTPbT4J7K//CVIxu+vuA7me/QJ6JmLPsn4Wj/VVRRFkWhnajYGbFSmy",
-	"c3xyQcLaJOZ4MXxNBAez+BZdVk+GBuMz+gBEg6GcmEQ0SewTZvaIagjdudCGANOQqmWoOy5fZfbpNk6l",
-	"pHPzORE0vgLVgkt5RiCU06yDthbs85gJ/3BIbyGOIT4x1PhJ+x9iKZ2C76en+iH0u3sucO/rTv6x3J+4",
-	"/SdE2q1fi0gkXeSXnINCNE+HrKAOrnKYF0i+tSAHvGdKe0A4LVSfYUg1j19YeuqitbVoN3fviop5PHgt",
-	"SafDE0bom99Jig+U1FunW2X1Fku8Fe2SHbui8ZymCalegidjlzMfKEvobQJ+2olalLkUag0smQnMic57",
-	"dgifIMq1eTvZuZMiRT62x8Yrc5zzOzbNJUrWgHAwRz8+RolBACjt31PMlNHuesXVjCkt5NzR9Rk36Orl",
-	"UBZ75+BUswdwxHrZS+BIvLcQHyNR3gmZUj06HMVUw55mSN2dqRVqaeZ54HlqSOw2Z4lmhicsTEbmlNAQ",
-	"aYhrdFfNkPMSrZdAlVcot5nfqKR1wJXrqNOIf9/9EPUyRYPsmywxSUHjaUnjmJkZaHJRe6ChaVczUjn1",
-	"HCsaZMo4TQ4JldM8RY1XCyJzXp02SGVIoMhLARE8gsCcKJQU4xtHQQfUbYnfWIOX9qzS4DuZBYmF+X+u",
-	"wNpblvkDEoNkDxBb4mdakXtmNCkeEwSYlwl66baHKewX7YUdn1y8cq8Td4Uw2nGq4gw4obcKuOXDglrx",
-	"V/z8MHmgxmAoQOkl1gcqPdhzgw8RVw9UMkN/iEAFunvkA39YBU8+4ufUkTL3H3UnlEeQGJJPPCdMhL8m",
-	"EPulQAyo1Xrk4P/C74k94whDg5Vq8ggSSCxFlkG8GgXamc7i5Txfrdm7X6vh/j0R0X0/S6Kh3VZajzkx",
-	"GpvTkcmtmaKrU67J7JwLjUeCWnlsTDX1wnAZ16YshWvHIMNZSkIlyldap2J/QuO8YFz/7W3F5TXdqlD7",
-	"asbs6wP8z8NqmulkMfcXPIzTBh2VsNjRJGH8vvbZfwpJtpwG8dc+8mM8h2O0B8BzWNDaL27dBp4fA58e",
-	"U/q4OstEH8NpJqKZ92cDaynzkjYWaUCXEIkHkPOrPE2pXMaNwUhpqhtglznn5rdg5MQFKlBZAtr+XTJs",
-	"MLqjzP5RLtCrDLSV1QJmtZW19tiASAm5RSh6B1HCuEUETZLzu9Hh7wMN3mAAUlHEeLEq+5Qb85NFxcoo",
-	"6weYe1tt7i5QPtbAcml11KWyswmAOsEsAaF57h2uuIMadMudiDS14GmK51+MZScVMQr1nMS5RA3c+toy",
-	"OjdWGImolAwU2SnWY457CUYvyiV6ohh/EMkDWLuifw9dore6Y8+vmqr7vrOru0u0Hyxfeww++3P5riYQ",
-	"PqDnUPDCCmGCkx3zEX1iRttBx7Fd7Ctl9cXdQ0LJr7+evTPmyCOh2sEQxxQmioRc2UO7K2ukFPIXUKpp",
-	"kdce+MT0iYjBb0ibX6/Y1GhSvsEJVfoKgK9ibGQNPbFjtF+Le+A95qlToM1J78BEmH/bMuf4/pqkU5ry",
-	"mCaCgzVm0COJvJUK7T9PjLTMl1qhBU1c2afb/FwspZzu4wK6uirfWFs2OkytOIjnI4dTnA+VNe/SmxO+",
-	"c2rIMFlZZ2WPvPQQup/s+n8pCK7lMrWGeSRiKLjBnDm5BKv5W/gZSYCTBATG07GlignN9WxSgN3PCZsQ",
-	"ej/RVoT2POTTSzRG8P8MNNGzrjBSHTIS935TqNeF6l9GNcJHxTU507JVKt91aVaspJ+2TQ4XZ1hF7lgM",
-	"DlBwF54lUiQNqZIrDFAVFqieiXw6M3+pudKQeoHecpwu8o/g64JCOa52vQD6x3EM8TYZ3oO87WAktQs+",
-	"G4qYLwf7amVNFPi5sA54BGWXAQo7cBEWOvgribZ7FLq4+NKoONlpKFtG/Ujmfh9m2yBzMBhTs57lej7+",
-	"6gzeBdR5Msv5/Tap81+MiBA+mxNRBeaXQUSRWc/mRHQBMmWo+J2X5nETRveMr+iGFFmvHtNaXflk6brD",
-	"ty1e6CVkyXxFi6y+pHZmw8LcjGAkch2JpuLrc7otsnHqay/tydaRsO7x2wP94YGyDgWs5o+0DiRjRK4U",
-	"H4EEQx/n2QKVd7GV2XG8ZMBjq9YXs7fcLfApQ8L7uJpbTYjkhCbJEHpGDaNadrHICinLNI4OpWxX8XgO",
-	"2nBhvD5fwFbgWr2jAqVf6HsAuIHs70PH1z0CsnJVY1ksa5snwaVj6O1TXq8EWURC22T0BXRlX7Ocqixs",
-	"tkRUNUC/IJqyq9oCSSWUn3JtPbi9JlDXNSCZkC5Db4ELYElgzL1goZPILPDXzJxUWyV24Fq6P4eJ2RJO",
-	"y6Kcxcw9ZFptZxP6bAHlKxNmQvk4t8vZAkVW2X+LvCV9ST6eIHfo8ZaFNuRtQ+2qnhjHuch5BHFAgEYz",
-	"l/xDZoyjt/qxTCHYUu5atMgrmNJoxjjsSaCxxY2UQqKz0J+Sg1mLPQE2pY38Hcax9dDn0mjmIHzbaYLK",
-	"p4Yb7yGANNODObMRQH8KjO1wZse9dqZD8bELfPuq/thn1JOzb3P5C3+tS582lFGmBZvvdS75UTMpnmmb",
-	"WwHlA3637eJg6bBoZ3PJLuZJhCQ26EnuhCQUAyx2viNM+MpQ9yVlPEpCJqRGDrnhZsGvsEBBmi3jqwLy",
-	"OGPRjKR0TmiC7npyC1VeDyYQf7HIay3cWij2Q+OsZaivi27M5N+LZkIBd5G5+MgBywCVaQzVxZBmwhCj",
-	"QerC8oKMag3SzP1/fj/e+99078+DvR8/Vn+OJ4d7H//rv/lowy5zvahnmieaaaruG5UVI+CIjVHQny9l",
-	"s5DKqGSBaIfPel5SNZkEBK3PlstKHl8efG1T/OBwbZcuvHgvYtMnM8qn29UythUeXxIKbw/3pU0V4fKe",
-	"xCnKpwnj02tn8TUVo+ZkPU6NXidU3wHiM8yLU6LXx9SW4KVwuOxPUihWVvqGcNcNwTJx9NH80lA7MsVU",
-	"0hjiicu/9FI0F5pFvtQ+osAcUBGgwDViP1cgvWK/TuVdTQ55j2K6F+M55ma5OhL3lV8nqLI32sw9N3Ir",
-	"wkyvcopDfM2ERpo9APnLfnIHxl+kMkEmzsIjf91w502ZRIlQ+FURqJ4UhwD5y0UsaymzZqSrqJloMSkW",
-	"QP4iDsyTAu72CFlMPYjjoEHoPqou8eQXBFlC5yfuPNpqNKkvL6ptEfWdTh87y9vAevDs8+saELZMcFJo",
-	"ApvbEJeg5jy6dCO+CCaDEfTqaxULloekeXaSMpVSXdNLJnQGNK4+ruAlcUlTsEzP+dgBz0aU1IHz16Yk",
-	"s6DSytuckmplRZ6MEFd00qOJG3m4ms89spn974XqKTJaIwYRPcbrJGRCLelrSCbHgnBHaZEsmscB+gqf",
-	"XZShtsgidU6I4eDx6iD2zUEbxRaUfXZFiZj6KhZQ1AkSxzZF0xpg9uS79PlXG8veQGR0t/91JYZTVcaW",
-	"WbcmMGqlgh654fn6mQvEsgWSqmsqlRRfLcu31/LXE1vdo7aY64QVWOeeYNhm01rPxS/NlLiasOw/3teU",
-	"o2ubgIODq1uRqm1JUAuQlvKwKf6K5JFyg8M9LQWPoMxc0YXRPXdX6eNQorFlpN0qkeQaSEb1jIg7QjmB",
-	"T0yhcydmEiJjkBwRNU8Txu8VoRJIEYQZk7cHByRk/IEmLJ5Ej3Fo3SXWK2SsK8HhyD4VPcYTCXe5gjh0",
-	"Hjibc1O9huyE+2FAwn3QEf6bK4n/PlDzL6ZC20YEOY9BknA/hgd8IJPCjlBzFQZkPB7vkpwnoFRZ2Spz",
-	"7gpaw709miTicc8suOWwenvw49+WQtLVwl48uyunTrZNvJ0WODIPHNVL5QjF7wwC3NFcmt+FxO/66Po1",
-	"jdqD3/tbbXRqlduKw1JGiLeesLxEPV1PoK0nd4b5gBZqXIv1EgvCLSgmNVy8EM3Ermhrqkkz93oDiHnS",
-	"7V8GxArbZdKJK28GOX/XAw6f9AWdVkUcfVlSw6PNhdW5LNZcTrxg0S339kbWftdR/jIQXuggk8gubWsY",
-	"t6X3288s/6QvQWkh+wqZ72iS3NLofoFXW2lJNUzndXjYtgGTsqWH+5wIdCoVflVWNg4IRncS1Gw5uMqX",
-	"BZ31LxTLDn6bi+U6Il4KzeGKtkZqV+0cqpPL0+Pr03ejYHR1fXx5ffbhH6NgdPnrhw/2r9+Oz8x3k5/O",
-	"LydnHy5+vR4Fo5PzXy7en9pBPx2fvcc/To4/nJy+N3/74hb1tz9DBCyT8MBErq7W0Rq+iEejvvPN6bQD",
-	"x5dBrAiHrUvHqnBv1bJQt33MIhCSJFTpqkD0lSIsJjsKgBQqRk9XnQFKbtOj2l0FvlpaYUYiDKcZi23K",
-	"HqCWFcS0KsJStZXUW0StVOGHL7Uz2zpYV/Lnqvu8CUs3fKeWpaTuFRo0tf5dh5hXEtaLX62JWeQsKdC7",
-	"N1zIYn589cTmWYTeINugUtp2EecqdX+rdglS6Ny6dFkkPc/gWdHvS+MAsVrUS8hK9sueuKmFXZFOUwQ2",
-	"yxZ/xRcSIuA6mU8UAC+/5aI29IZ3vpzgeWxnIzs6l1wRSXlQI8WZSGJFuCirgS1NpbvNCXEKiMkOFzZy",
-	"PKMKu/JQHtdms7XUIgMOMaHFnIcYmiXFHHPQgWFTwwX4nSKWagIkuSYJ4AvqZLPrIr1WLbGh34ERYvIo",
-	"5D12JSycIxOMP/Opn1q3VAH9Bf1uwchsUUuAv0vKe0zu4pELqmdr+u4aXru6hd1iqSb/NJmlxRkd3g9q",
-	"Zd91ues9QTAr7j2dTr9QfHaVSHt9cZuoBO09fmVdAJczSXA9m+sA1y6N7LmKpAbxmVnEUifTGnFBy3Mq",
-	"o9GqmUsFow0PCJo9rOUK7/VOLnHcNrbWJMV3pRMa81OpukcRrAjjZCfNUUtjSu+OiSFa7GUs8wQUoao6",
-	"PV4pEj3GhGZZMj/0OMeNBlL3g3udz0uIE7feB02/n8bsZrgLBsl7mf/FTtm3jAvM7ViG05Tx+revg3XC",
-	"un4+WIkunnp20bFLr8/fnY+C0dmHycXl+T8uT6+ujF16+p9np7+tZ4KWb/na9mcDiqvCfQXLs73hDc4Y",
-	"L+y+7jljmGLbBuc1hq9KODX3dc6BXF2d2jblRhIZ2XX17n8Slcs7GoEiTB+R0EwaEmZ/DnFbhyH2Nw5I",
-	"aN4c2m6HVCqI7TeHIfmPq/MPY9u0M5LM6KouKSalWeaMkGbXgAGdDuxGglal+IDq9mKgt75weIWkdxpX",
-	"Uja4JK6cpF7+s7xgqRjWTvoblKxYDW7meQ3KTysGt1I+hiSqdIa6mMygWFJ7cDs8sXgSX7gm6Pd8L3Oj",
-	"eoIBQcenOcgX2x7cZPnhbrJynoZ+OkCnLgZ6BM5AaVnOIEQyiWiSjJ3J2zuByyS+so91xy/hg2J8ixew",
-	"EKjW27RncC75SfFQc2hZQ7NoaPFQY6grs1kw7id8ojGoXpKzYORZ9VhjeNGktX+kbdfaGLQMM7nkDaw8",
-	"lYqUa1FtT5WnYCQ4DNArfDxs9IsVncArDfTx+sChDaYcPMYjDQaOrcvFZUP8bLd0VIsOhjzfooDlA1pM",
-	"MWRInR8GvaLJskOGdBhn2aCucjFwRE2rWLown+wbOqgh8JYN6mgLSwf0qTirDKxrNcvG+RSL5WO6msxS",
-	"Zuscd9aAcFB9yU3n+lv89gW9eyvIEhHRLSeCLm6XQx/PeJZr2/RN0sfzXJcfu20Gq2YXjE8yKaYSlGpV",
-	"trpjdrW+NttJZ28XXvvraWu2liOuL99Ob8sU4uuE80Iwu0pnndqzK2OzLiwacns9Z0OdMr6yk6GjsW/u",
-	"Y/AdVf86cNpag45rSbndyfCGCddlmwS3Z7x4Q3GaqZnANOlIcMUUXmTwyPSs7JvgLuNYp02C864M9/kW",
-	"cW7feWElQaUvrNOhqyja982fUL6NZjRLG397C7yHELPvXRigHj5TLgenNKKw89UTFC+tobe+Ky+mvFRs",
-	"FtNzv8hl5VLzFuO4CmN1sUiJWENxAh6vOKDoOL0M7Kf44KYNoT3F9r7cCDMLxIG7YmoiwfVtH4+9XNwu",
-	"z3d1BeXdCaMK4kt6SazVL2YlzdAdNiv1UWzHT8rOJ1UzlA17oNiu6EPvoKq1SHFV892YZR/HlLbsdntx",
-	"xWuCdCM4LIzQdO329TSBDsy+sjrQdDRurgvUXSj/L9BE0120Pk00YPYSaKKUQFuhidPiYGqbgT11l2lv",
-	"hmGnZ2AM1dnf+37ro9uuBduz9JUpNV2QTdlHxV4yDZZD42MDHhsSbQ2oL4Bie+3uNci15m/dJs18s12V",
-	"VldEN1Er5aIil5X4oWyD0oV8P290nO1rM0ibjF4Al6zUPG8Iq9iIzLZ9g8vNqe1bCV7b+Q/vreSeXlP9",
-	"9FSPWa1NSjUwvwAqcibLVgjIuSG3SUGb0sbKVt1qBLEFx2sLbi+AJLbkdkWmi3LJ9PzKbNbC5BaoBHmc",
-	"23R3hAL6YPDraokzrTN7mz/jd8J3N7FtejATSisSiZjx6Z4ru3GVs7Ztq8qA3mP2FybDE9vwk1y4a9dv",
-	"+M7xycUuVjZIiISMi1v9sLLCAnI+Jqf4nRS5BnKbaxLuz/CuqpBgGv0ND82WhGR/YrDikPwdN+SQpcU9",
-	"cIuckGCtj904ekepgj3GFXDFNHuA3TFBFVvdcCqBXP50Qn58+/0PJLPNk//9n0rwonWxavQSJqFRGsMx",
-	"OeduD7jeQ0JvePizUDokM6AxSAsZ18CCkkSI7JZG9y5hjnJydkESpkHShAiJV/zZSpQbXt4tXvSYgHgP",
-	"cRCSKWhF3h58R0LzBVaquCfCI0LJrYjnRDyAvOHh3p75tJewlOli4OvvSOjuTpxoISYJlVMIAxJDlFAJ",
-	"sVkJJtNBbKb7j6vzDzccJ8Xk5Vsg8IlGOpnjes3P5IEmOZAdLSlLsN0H1dRlLac0MdIA4omBZ7h7dMPd",
-	"EhE2sQAHHSnZAyC8GSfFwo3oEHm59IP/dsNDl6w3KX5zVVdWl3NZjs5vRo4vzmpXjx2ODsavxwf2+hDg",
-	"NGOjw9F344PxdyNsJztDxtmvruCfgrZd/cFe7W7O1dF7pvSxfQST6DLBlWW5NwcHrUAdzbKE2bDa/j+d",
-	"gmYF0qAORJiEjczZZEpXfFJcq2+LfVjC9Bz5y17kTuoNj8Zm028PXve9ttxH7cLTqrvt4DFGFBUNVEdW",
-	"DmTFWnfwbvg9xoPyvnz0cLrr4Yng5OL4+mcrP+lUlc0s1OijmXjfCtlevNg4/z8ScUuT0weHn4xKmoIG",
-	"qXrPx+qRfduTujejoPbke6o0vgSbqyx9/HqeYQ+ppQ/+JAwn45PtBN1kXh4zdzb2o6m6f6VKOYzd1M2z",
-	"f+S2lxB3OVtlAVNJeYubtjx9XErYGj5pi5A9G2QaTtn1PGQPbR9zF+Wy8x7ZFvI2L5kpQkltvKPqg5Wo",
-	"elUuePvmxy/JNVcgH0DuXRkQnJb4LgoVsfKQqnvbN5zYXE1FaCSFslnZVvLVmcjxjWWiWXnzo5eJ/gHa",
-	"3Q35jLLNvcGD/OtyAwbXeTZeH6BOIxod/v6xDt737AE4KOUUERoz86kOruL+NgRXClqySC2C1y/ukWE8",
-	"kyWUtUDV5r4OVNwbCONGnUoN/eeKmOmI1bTJwfhg/PZryPj2euBTJhSmFBV12qUiE4ncGNIW8lOaT6Ef",
-	"7O54Hs9pmiyC/XkG3J7xKxBrMekKGDB06d5FYhHlqb2toCTWR6oIHm8Ya/8aiLie2QQALWmke+Gqaq1Y",
-	"XTl/E6Y2VbfonVPeWfR3Ec+3xv7N1nVPTWNHyxyeOuh8ve2X+5Ds0pSP6j0LXLE29uf/EmfNwdsVn1/t",
-	"bPr+4Lvlzx9j58vICM8tHGdYhl/WNTqNlTv4OuXQSDZaFKpXXfwaZFy2aaoT8v5nFj9Zo9UWwHToORGq",
-	"Qc7PdKQtICv0KGCmd9U27wuQxoZ4Q8DVe/0dEaVFprCBASJvTM4al3V4MBX0Cu6vj5JvCBfnvNFx0Qvo",
-	"1QwdY7V8bPPRvg1q4+Gw+mxB34mCk34BfJ+4vCNlIO1BOt7EYg7qMnZPdtzlCa7XaJzA7vgliu1NeRk3",
-	"jMxcNE6xF2HwmFCuHkGS4iqKqppRkbAEVDhQEu9HVcvmJZxfNHd+fgFQvKlPNNufvwU58NsMZEMmE+zM",
-	"ogJ7qhrJXNQykiyhVZ8a59BmvizR55UotRtzNpIpLR9BcUWY4MncMi8Sd2Pzis4tDRe3mYQBoVqkLKKJ",
-	"GcX07Ibb4EbgZEJgD2pnG6o8hTFxTfrq99vdMak0YXdVd+IbXtziRI5j21ooVyCJyyo4NBpPLYzorgZD",
-	"9RJbUU0p40eE8htefwqZFD2frStr3HBOU+RlxLDeE3d3RAuRELNBNb7hv1nndVhkqxkAEAlazs3/sTGS",
-	"LlpQUHeBm71QDV2qLTnuoPi8tkHxljLN15kHDRHxZuuvK6+v8zmk3G8v2QDoAUY9lLE6UN5BlDDuB0rx",
-	"2xEJbcJAaPntcWZd0GHBi2W3gKJVHZa6W1vkzQu3XQpA4PrrjIm955A7d6gmqVCaCB7B7tBjsuPJbgLX",
-	"Vrkp0oou2usPa/J8BxP7w/dU6T10Fe6dvQuJkDc8/B/2kf8e7gZGxMTKYKTRLCDEhmjcuVkVSdhD8aYx",
-	"eWfffMPdqyMq5ZyELD5cHhUNj6wfQiTWa6vITtjqNRAGGMdprydslK+HNlg4Ayr1LVBNIpGmtdVwwcEJ",
-	"OZEbE7Msi4Ci8ME1WqPWV3MLU+YucHQtBMXUJ+lsIKEoJ/7WIwnflC//jRV/vdYa6i/Wlja0YTSeREzN",
-	"t3e5OdRjMGQsjVwy1ipqBJxD9HIdOC8huCAq+zIgVYdBlC4FW3kDCttREoumoOaU6vf2nn7KhNQ/u+sD",
-	"VzIbPu3xuHsELnX6nhfhbZtoYWwjYg69b8FUcJbNA0hlVUaq7F7MBhTZMdrpxGmngWsbWX4sC97cnxJt",
-	"6t1ntRQqw3P/c3lf/dN6dkPw2cZBM4pxLBcGrd+C3/Q3L4iMLm731ev0OEaruqqfeiZtuV4WlyXzYb70",
-	"g2d5famu+2zsojEScUD4l/Clb5odYR0vhSv8lar5Xio4DdMnq8TMLTrubCrp85p7zYuYB5Hvmy2/fIjp",
-	"R3Y6V3/vjslleXc1rd/13TKs7QXl/z92tJa2wuMStkeEaXv1EheP2ElZFbew38KMOU9X3b85lHtk2cd6",
-	"iy6qE8ELi9cxjiJqRiWgtuWapdsWoNapdCuEVuiDPiSFW5qpG44OIi1wd6mIIbGDRK4j4dToRAlCS2sx",
-	"bHUicxZhT+e00GroYxJ+f/AmRNOKgeprn1662vpbqJOd45MLsvfdm4ODg6OGs/IewMaPbjjDp126mtLG",
-	"2C31zt2AQKJgQYf1ppyyXZu+XECp6LvuP+rKuLGjRAcC19a7tOALAniZjP7SHTPOJ1unrlcuKkl27IUt",
-	"zn8bkETQGDuvU4KN4d1tAegxd5YHKW9zsS6HR8o0yblmifPw4kX9Q8VJ1QJlSQikavn9VSnWrvcbiX9g",
-	"cq8P7eZkCCz23FPoPBKP7oJ2cluQRPysdoxudPboo4Ba/49nRH/tLT24r1b7LeD/quh1Iu7wgFdBEWBR",
-	"QS3yEVTBL09Y83mxb1a1/7nQBp8W0kAun/W4sq1CevBeKaUvPvMB/exlgNPpPVvEot9bUOvw0O8sGHb3",
-	"ZoNOFtcVXBUPdTayncRuf1p5WcjDULlT9kwARXYkmjhYESLSlO4pMMvSNtIBn7IE61VdF3bfEouq0mqF",
-	"q1zeV7VjbxcZ6jlWe9wJmVYYbL0bq14a7y6p8fsDbJfP0jwdHb5xfd3tp8rNU6td9L8gK28s7EHB96/f",
-	"rJNcv/GB31c3ckzMkmv55OqLWKYbCgGzm3LBAeHwCMoF4QOzIcap7j3VDeuVtxb08t01PvGcwri4UsEn",
-	"kM3Lx18LsAicJlTroHTXMzwFCxOG8aaH53ER1a72+MKpwvb6it484W+BdexS3UXOPrSW7FFm0vaqKwWK",
-	"n5FDetUVXP03oq70QDpY07tUXIDSRIhtsPjMbGcvX/nCQYVFdOD6L9bp4WX5VDf2a3DMxbIlXkISBbq4",
-	"MU6Dl3+bpU7Nsu/fPxoKUhjztTSXy8TVfB/u779+88P4YHwwfn34ww8//IDU5qb/XKpvtnjEKEA1nVPV",
-	"v3AlmrVvytO39p0LGT99fPq/AQAA//8=",
+	"7H39Uxy3tuC/opp9VYZ9zYAd52YDtbXFxeSGt47NAvelaoN3WnQfGF26pY6kBs9N/L9v6UjqT/VMDwwY",
+	"33r5IWZm9Hl0ztH51h+TROSF4MC1muz/MSmopDlokPjpqJRKSPNXCiqRrNBM8Mn+5AxUmQOh1xok0XOm",
+	"SIItyVZ8We7tfZdAIZI5/gn79hsFv9vP8fYBEXcgJUtBkfdU6Z3jO+B65+TddBJNmBn/9xLkYhJNOM1h",
+	"sj+xg0+iiUrmkFOznpx+fg/8Rs8n+2/29qKJXhSmpdKS8ZvJly/R5CeRZeK+v/ZrmikgwFNF9ByI0hJo",
+	"Xm0FiIQiowuyNac8XZB7pudmc9n20OKu7TzNxaVwTctMT/a1LKFa25UQGVCOizt5Z9rhcAXV83o0lk6i",
+	"iYTfSyYh9QMEt/2Xt9EkZ9x/fB2CgYEuAtfO1wbEOXBNrhYEG5yLUiZAkowZTCCCEwmJ4BwSfUAUzYHk",
+	"QDnjN4QqEtsDiSuQzIGmIOtdtE51zXO7WBSg+qs9EnlOdxQYBNWQEjCjE9NdES1IChm7A0m2EsG1FBm5",
+	"NnisCM3u6UKRROQweII4yJJVBpb5xRySKgRXdq2H+ogWNGF6YT6ZNQDX5k9aFBlLqNnEbiHFVQb5v/9D",
+	"mR390Zjv3yRcT/Yn/223JsZd+6vaPbW97KRtmFzMgaQUcsEJU4RqQknilkEyljN9QLjQc3Nq91QRmuZM",
+	"G9gJSRIJBozTSx7TG+B6hu1nEmgyhzTeJ0pTqfG8OcEW5F6UWUoKqhSJd3Zy+nkHv1cxEfKSG9IppLhm",
+	"GbxSJM7p50P361aMY8cRiVUiCoj3/aL/9D0iQnlK6CWPz0DLxc6hocaYWLTaPiBxIUVe6NnvJZQwuy6z",
+	"DEebl9oscZaKex4Toecg75mC6SWfRA4n8XQag4bIIBHIDAS5p0yTK7gWEoiWC9z9DWV82kIOhwuMa7gB",
+	"ac7lSzTxp/SMp3/20xH58e33PxA3MklBU5apKZKRGwCR0xyEwc8rljHNQtT165xq5H72qGl6B1IzBSlh",
+	"nMSMM81oxv4JSPKFFIX52Q6EPT4gJf3RpZPI/vqfIBWzu+43KPX8F9BzkQaW9bO4b64qSaDQyuBuCtys",
+	"SJGtw6NTEjcGMdeLoWsiOJjFd/CybhmbE5/TOyAaDOakJKFZZluY0ROqIXb3QhcCTEOuVh3dYTWV2afb",
+	"OJWSLsznTND0HFQHLtUdgVDOi96xdWBfpkyEu0N+BWkK6ZHBxs863Ijl9AZCP31pXkK/uXaRm68/+Kdq",
+	"f+LqH5Bot34tEpH1D7+iHGSiZT5mBU1wVd2CQAqtBSngPVM6AMIbL/qMO1TT/NTiU/9YO4t2Yw+uyI8T",
+	"ONcKdXo0YZi++Z3k2KDC3ibeKiu3WOStcZds2RVNFzTPSD0J3ox9yryjLKNXGYRxJ+lg5kqotU7JDGBu",
+	"dD6wQ/gMSanN7GTrWooc6dheG6/Mdc6v2U0pkbNGhIO5+rEZJeYAQOnwnlKmjHQ3yK7mTGkhFw6vT7g5",
+	"rkEKZWlwDE41uwOHrGeDCI7IewXpISLltZA51ZP9SUo17GiG2N0bWqGUZtoDL3ODYlclyzQzNGFhMjG3",
+	"hIZEQ9rAu3qEklfHegZUBZlyl/iNSNoEXLWOJo6E9z0M0SBRtNC+TRKzHDTeljRNmRmBZqeNBi1Jux6R",
+	"ypvAtaJB5ozTbJ9QeVPmKPFqQWTJ69sGsQwRFGkpIoInEJkbhRLfv3UV9EDd5fitNQRxzwoNoZtZkFSY",
+	"/5cKrL5liT8iKUh2B6lFfqYVuWVGkuIpQYAFiWAQbweIwn7RXdjh0ekrN5249sxoy4mKc+CEXinglg49",
+	"tuKv+PludkeNwuBBGUTWOyoDp+c67+NZ3VHJDP7hASrQ/Ssf+N065xRCfk4dKvPwVXdEeQKZQfkscMMk",
+	"+GsGaZgLpIBSbYAP/h/8ntg7jjBUWKkm9yCBpFIUBaTrYaAd6SRdTfP1moP7tRLuXzOR3A6TJCraXaH1",
+	"kBMjsTkZmVyZIfoy5QOJnXOh8UpQa/dNqaZBGK6i2pzlcOEIZDxJSahZ+VrrVOyf0LovGNd/eVtTeUO2",
+	"8mJfQ5l9vYf/BUhNM50tp35Pwzhs1BMJ/Y5mGeO3jc/hW0iy1TiIvw6hH+MlHKI+AIHLgjZ+ces28PwU",
+	"heSYysbVWybaGI4LkcyDPxtYS1lWuLFMAjqDRNyBXJyXeU7lKmqMJkpT3QK7LDk3v0UTxy5QgCoy0Pbv",
+	"imCjyTVl9o9qgUFhoCusepg1VtbZYwsiFeSWHdE7SDLG7UHQLPt4Pdn/baTCG404VGQxwVOVQ8KN+cke",
+	"xdpHNgwwN1tj7D5QPjXAcmZl1JW8sw2AJsKsAKFp9w5X3DsaNMsdiTy34Gmz51+MZicVMQL1gqSlRAnc",
+	"2toKujBaGEmolAwU2fLrMde9BCMXlRItUYzfiewOrF4xvIc+0lvZceBXTdXt0N3V3yXqD5auAwqf/bma",
+	"qw2ED2g5FNxrIUxwsmU+ok3MSDtoOLaLfaWsvLi9Tyj5+99P3hl15J5Q7WCIfbyKIqFU9tLu8xophfwF",
+	"lGpr5I0Gn5k+EimEFWnz6zm7MZJUqHNGlT4H4OsoG0VLTuwp7RfiFviAeuoEaHPTOzARFt62LDnO3+B0",
+	"SlOe0kxwsMoMWiSRtnKhw/eJ4ZblSi3U48S5bd2lZ7+UarhPS/DqvJqxsWw0mFp2kC4m7kxxPBTWgktv",
+	"D/jOiSHjeGWTlAP8MoDoYbQb/sUjXMdkahXzRKTgqcHcOaUEK/lb+BlOgINEBKY3U4sVM1rq+cyDPUwJ",
+	"j0H0YaStEe1p0GcQaQzj/xlopud9ZqR6aCRuw6rQoAk1vIy6RwiLG3ymo6vUtutKrVhLPu2qHM7PsA7f",
+	"sSc4QsBdepdIkbW4SqnQQeU1UD0X5c3c/KUWSkMeBHrHcLrMPoLTRV44rne9BPqHaQrpJgk+cHibOZHc",
+	"Lvhk7ME8H+zrlbWPIEyFTcAjKPsE4PXAZafQO78KaftXofOLr/SKk62WsGXEj2wRtmF2FTIHgyk161kt",
+	"5+OvTuFdgp1H85LfbhI7/8WQCOHzeCSqwfwykCgx63k8Ep2CzBkKfh8r9bgNo1vG1zRDimJQjumsrmpZ",
+	"me5wtuULPYMiW6ypkTWX1I1sWBqbEU1EqRPRFnxDRrdlOk5z7ZU+2bkSHnr9DkB/vKOshwHr2SOtAcko",
+	"kWv5RyBD18fHYonIu1zL7BleCuCpFev96B1zC3wuEPE+rWdWEyI7olk2Bp9RwqiX7RdZH8oqiaOHKZsV",
+	"PJ4CN5wbb8gWsBG41nPUoAwz/QAAH8H7h47j614BRbWqqfTL2uRNcOYIevOYN8hBlqHQJgl9CV7ZaVZj",
+	"lYXNhpCqAegXhFN2VRtAqYzyY66tBXdQBeqbBiQT0kXoLTEBrHCMuQmWGonMAv9emJtqo8gOXEv35zg2",
+	"W8FplZfTjzyApvV2HoOfHaB8ZcTMKJ+WdjkbwMg6+m+ZtWQoyCfg5I4D1rLYurytq101A+M4FyVPII0I",
+	"0GTugn/InHG0Vt9XIQQbil1LllkFc5rMGYcdCTS1ZyOlkGgsDIfkYNTigINNacN/x1Fs0/W50ps56rzt",
+	"MFFtU8ONDyBAXujRlNlyoH+JjO5wYvu9dqqD/9gHvp1q2PeZDMTs21h+b6914dMGM6qwYPO9LiU/aAfF",
+	"M21jK6BqEDbbLneWjvN2tpfsfJ5ESGKdnuRaSELRwWLHO8CArwJlX1L5oyQUQmqkkEtuFvwKExSk2TJO",
+	"FZH7OUvmJKcLQjM015MrqON6MID42TyvDXerF+zH+lkrV1//uDGSfyeZCwXceebSAwcsA1Sm0VWXQl4I",
+	"g4zmUJemFxRUa5Bm7P/32+HO/6U7/9zb+fFT/ed0tr/z6b//Wwg37DIf5vXMy0wzTdVtK7NiAhxPYxIN",
+	"x0vZKKTKK+kP2p1nMy6pHkwCgjakyxUVja92vnYxfrS7to8XwXP3vumjOeU3m5UyNuUeX+EK73YPhU15",
+	"d/lA4BTlNxnjNxdO42sLRu3BBowag0aooQskpJj7W2LQxtTl4BVzOBsOUvArq2xDuOsWY5k5/Gh/abAd",
+	"ieJG0hTSmYu/DGI0F5olodA+osBcUAkgwzVsv1Qgg2y/ieV9SQ5pj2K4F+Mlxma5PBL3VVgmQGr8GbKB",
+	"Ud1lYAZXNhzOfYMU7wOiJaBLFmw4JOZ2uN1ccrOdfb8Gww1lya1E1VxqZL7BeMKcME6ETEEe2Pvnkruw",
+	"PN+xbuF6Ma0gu56SYyORJZSbC8YIZqmk99zeMH2ctvtwHCEkF3a3H/mAR5za/IUMbr24wDpYpstLF+aa",
+	"SDCwrjqxfZx5RhPN7oD8aT+5Nf1Jao1v5hRq8ucld8arWZIJhV/5uICZv3PJn85B3IhQNj1dAtNMi5lf",
+	"APmTOKyeeTRvwXOAWJGkohZfCTGRiizCfLfI6OLIXf8bdd4NhaF1FdAhYeBTb3mPUNYC+/y6+prNypx5",
+	"wevxKtsZqAVPzlyPZznJaAKD4nFNgpVMYtrOcqZyqhti4IzOgab1xzWMUi5GDVaJlZ964HkUJvXg/LUx",
+	"ySyoUqofj0mNLK5AAI7L8RlQfAw/XM/FkdhEivdCDeR0PcDlk9ynD4l/hUaM3ZjAmSXepUoBXDaOA/Q5",
+	"tl0WELjMAOBsPuPBExT57MxR94gtKIfUuOpgmqtYglFHiBybZE0PAHMgvGjInN1a9iNYRn/7X5djOFFl",
+	"aol1YwyjkZkZ4BuBr584H69Ywqn6mmmF8fWyQnutfj2yyVRqg6FlmPD2MeB7fNyw1lD0SzsCscEsh6/3",
+	"B/LRB2vco33ZG+GqXU7Q8EdX/LDN/nysTrXB8YYtTyPIM9e0GPXv3XXKZlTH2NGJr5TISg2koHpOxDWh",
+	"nMBnptCWljIJiVFIDoha5Bnjt4pQCcT7vKbk7d4eiRm/oxlLZ8l9Gltd1RrhjHYlOBzYVsl9OpNwXSpI",
+	"Y2fwtCFO9TRkK96NIxLvgk7w31JJ/PeOmn8x8tzWfSi5UQvj3RTusEEhhe2hFiqOyHQ63SYlz0CpWm82",
+	"Gi26EOKdHZpl4n7HLLhjH3y79+NfVkLSpR6fPrnlrIm27XM79mdkGhw0MxMJxe/MAbirubJ2eI7fN4kO",
+	"SxqNht+HK5v0UsO7gsNKQkg3Hh++Qjx9GEN7GN8ZZ3JbKnEtl0ssCDcgmDTO4oVIJnZFGxNN2qHuj4BY",
+	"ILvhZUDM6y6znhv/cZALF5ng8Fmf0ps6Z2YoKG28c99rnatc+9XASxbd8SY8Stvv+yVexoF7GWSW2KVt",
+	"7MRtpYPNB/J/1megtJBDeePXNMuuaHK7xImgtKQabhZNeNgqDbOqgor7nAk0Knm7KqvqNESTawlqvhpc",
+	"1WRRb/1L2bKD3+PZcvMgXgrO4Yo2hmrn3ZC1o7Pjw4vjd5Nocn5xeHZx8uFvk2hy9vcPH+xfvx6emO9m",
+	"P308m518OP37xSSaHH385fT9se300+HJe/zj6PDD0fF783fITdSc/QkcjoWEOyZKdf4QqeFZLBrNnT8e",
+	"T3twfBnIinDYOHes8yTXzcJ128egDSFJRpWu83FfKcJSsqUAiBcxBooYjRBy2xbV/ipwammZGUnQe2k0",
+	"tht2B40gLKaVd0tNg7699RIqcVI7sk07dhmWLpkyGB92ybcaQWHqVqFC0yiXto9hPHEz19iqmD5ETIHe",
+	"vuRC+vFx6pkNa4mDTrZRmcvdnNl10izXLcqk0Lh15oJ2BtrgXTFsS+MAqVpWusly9rMBv6mFnY9e8o7N",
+	"qqKi/0JCAlxni5kC4NW3XDS6XvLelzO8j+1oZMv6wCW1vmp39HORpYpwUSVfW5zKt9sDevf4FhfWUT+n",
+	"CosgUZ42RrOp66IADimhfsx9dM0SP8YCdGTI1FABfqeIxZoIUa6NAjhBE222nafXiiXW9TvSQ0zuhbzF",
+	"IpDeODJD/zO/CWPrhhLOn9HuFk3MFrUE+KukfEDl9k1OqZ4/0HbXsto1NewOSbXpp00sHcro0X7UyLJv",
+	"8t3gDYJBiO/pzc0z+WfX8bQ3F/cYkaC7x68sC+ByZhmu5/EywIWL2nuqnLRRdGYWsdLI9AC/oKU5VdBk",
+	"3UAxT2jjHYJmDw8yhQ9aJ1cYbltba6Piu8oIjeHAVN0iC1aEcbKVlyilMaW3p8QgLZaOlmUGilBV3x6v",
+	"FEnuU0KLIlvsB4zjRgJp2sGDxucVyIlbH4Jm2E5jdjPeBIPovcr+YoccWsYpxnasOtOc8ea3r6OHuHXD",
+	"dLAWXnwZ2EVPL734+O7jJJqcfJidnn3829nx+bnRS4//8+T414epoNUsX1v/bEFxXbivoXl2N/yIOyYI",
+	"u697zxii2LTCeYHuqwpO7X195EDOz49tVXjDiQzvOn/3v4kq5TVNQBGmD0hsBo0Jsz/HuK39GMtJRyQ2",
+	"M8e2uCSVClL7zX5M/uP844eprZGaSGZkVRcUk9OicEpIu0jDiMISdiNRJzF/RDEB3zGYzjk+ITU4jMvg",
+	"G52BWA3SzLZanR/mu3WD/kYFK9ad23Feo+LTfOdOyMeYQJVeV+eTGeVL6nbuuieWDxJy10TDlu9VZtSA",
+	"MyDq2TRH2WK7ndskP95MVo3Tkk9HyNS+Y4DhjOSW1QhCZLOEZtnUqbyDA7hI4nPbrN9/BR34/h1awLyr",
+	"RinZgc6l5Ee+UbtrlbK0rKtv1OrqspqW9PsJW7Q6NTOglvQ8qZu1uvuauMM9bXXcVqdVJ1NK3jqVL5Ug",
+	"5SqC21vlSzQRHEbIFSEaNvLFmkbgtTqGaH1k1xZRju4T4AYj+zb54qouYbJb2auDB2PadzBgdYcOUYzp",
+	"0qSHUVO0SXZMlx7hrOrUFy5G9mhIFSsXFuJ9Yzu1GN6qTj1pYWWHIRFnnY5NqWZVv5BgsbpPX5JZSWy9",
+	"684qEA6qL7nG33BF5SGn92DCXiYSuuFA0OXViej9CS9KbWvsSXr/sdTVx35Vx7q2COOzQoobCUp1Eond",
+	"NbteGaHNhLN389zD6csNXcsh1/NXL9wwhoSS4V7Iya5TyKjRdu3TbDKLFt9+mLGhiRlf2cjQk9gfb2MI",
+	"XVX/OnDaWD2UC0m53cn4+hQXVVUKt2d850RxWqi5wDDpRHDFFL4bcc/0vCpT4d4+eUhVCmddGW/z9X7u",
+	"0H1hOUEtLzykIJqvkRAaP6N8E7V/VtZZD+bTj0Hm0FzooB4/UilHhzQiswvlE/hJG8fb3FXwpIJYbBYz",
+	"8JzLWW1SCybjuAxjdbpMiHiA4AQ8XbODL/C9CuzH2PCx9bcDtQ1CsRFmFEgj96LXzKXqYz5CaBPdaggu",
+	"r6B6qmJSQ3xF6Y4HledZSzJ0l81aZSu7/pOq0Exde+aRJWdsEfqxT341KtK4rPm+z3KIYipddrOlz9ZE",
+	"+6GSBlUFhn1CfSEF/8CSVu79W1enAe7JFtPV0w0YFlLHxbQetqqGHXyeYKiI1fhDWeou6hsRHiaW9A7w",
+	"K8smbavn4wWTpj3nqyLoM+FE23b1cJxowewl4ETFDjeCE8f+luzqpANJoPlguGOvXmQKtSAyOL81GG5W",
+	"nR5Y+tqYmi8J7RzC4iCaRquh8akFj0cibQOoLwBjB40AD0DXhvF3kzjzzVbUWl8qfoyMK5dl3KxFD1VN",
+	"lj7kh2mjZ/l/MIF00egFUMlahRPHkIp1D23aULlat9u8yhJU5H8PvkgfKHw1jE9NB9qDUakB5heARU5/",
+	"2ggCOZvoJjHosbixtoq5HkJswArcgdsLQIkN2YCR6JJSMr04N5u1MLkCKkEeljb2HqGABiH8ul7iXOti",
+	"8uULmkmuRehdaluBYS6U0UVFyvjNjssBcmm8tmSvKoDeoiqKkfnEFnslp+7J/Uu+dXh0uo1pFhISIVP/",
+	"oiOmeVhALqbkGL+TotRArkpN4t05vlMWE4zpv+Sx2ZKQ7J/oOdknf8UNucPS4ha4PZyYYOKR3TiaaqmC",
+	"HcYVcMU0u4PtKUERW11yKoGc/XREfnz7/Q9G9b7KIP/3fyjBfdlq1aojTWIjNMZT8pG7PeB69wm95PHP",
+	"QumYzIHa2oe0qqZBSSZEcUWTWxe9Rzk5OSUZ0yBpRoTE5x1tWswlr96V9wUvIN3BM4jJDWhF3u59R2Lz",
+	"BabNuBbxAaHkSqQLIu5AXvJ4Z8d82slYzrTv+Po7Ert3M2daiFlG5Q3EEUkhyaiE1KwEI/sgNcP9x/nH",
+	"D5ccB8VI6isg8JkmOlvges3P5I5mJZAtLSnLsPYI1dSFUOc0M9wA0pmBZ7x9cMndEhE2qQAHHSnZna1G",
+	"yTjxCzesQ5TV0vf+xyWPXeTgzP/mUsCsLOdCLp0RjxyenjSenduf7E1fT/fs0zHAacEm+5PvpnvT7yZY",
+	"SniOhLOL2I1/3oC2LzqAfdbf3KuT90zpQ9sEI/oKwZUluTd7ex2vIS2KjFkf3+4/nIBmGdKockgYEY7E",
+	"2SZKlwnjSqK4zCOWMb1A+rKP+JNm9aWp2fTbvddD01b7aDx2W1c2Ht3HsCJfPHdi+UDh17p1VbJM7zAe",
+	"EVsmqZRobgWND1sQwcnp4cXPln/SG1VV1lCTT2bgXctkB8/FBh38LRNXNDu+c+dTUElz0CDV4P1YN9m1",
+	"9cgHwxsaLd9TpXESrPSysvnFosCCVisb/iQMJWPLbrRwtqiumWvriNJU3b5SFR/GAqum7e+lLWzEXQBZ",
+	"lU1VYd7yCjJfPq1EbA2ftT2QHevxGo/ZzaDoAG4fcudys+Me2OcDbJA0U4SSRn+H1XtrYfW6VPD2zY/P",
+	"STXnIO9A7pwbEBxX5+2zJjENkqpbWzOe2MBRRWgihbIh4pbzNYnI0Y0lonn16meQiP4G2r0L+oS8zc0Q",
+	"OPyLagPmrMti+nCAOolosv/bpyZ437M74KCUE0RoysynJrj8230Irhy0ZIlaBq9fXJNxNFNklHVA1aW+",
+	"HlTcDIRxI07lBv9LRcxwxEraZG+6N337NXh8dz3wuRAK45t80nglyCSiNIq0hfwNLW9gGOzuep4uaJ4t",
+	"g/3HAri949dAVj/oGidg8NLNRVKRlLl9qaJC1nuqCF5v6Pj/GgdxMbfRCFrSRA/CVTXqwrraAm2Y2rhh",
+	"X8ineq/qryJdbIz823X0vrSVHS1L+NI7ztebnjx0yC5m+qBZQMFljuPbDM9x1+y9XbP9enfT93vfrW5/",
+	"iGU4E8M8N3CdYU2AKsnSSazcwdcJh4azUZ81X5cUbKFxVTOqici7f7D0i1VabTZOD58zoVro/ERX2hK0",
+	"QosChp3XNfyeATUeeW4IuGbhwQOitCgUuqTx8KbkpPVQS+CkokHG/fWP5Bs6i4+8Vf4xCOj1FB2jtXzq",
+	"0tGudWrj5bD+aNHQjYKDPsN5H7kgKGUgHTh0fIXHXNSV755suZccXOHTNIPt6Utk24+lZdwwErOv4mIf",
+	"QeEpoVzdgyT+XYw6tVKRuAJUPJIT7yZ1/egVlO8rTT89A/AzDbFm+/O3wAd+nYNs8WSCZWJUZG9Vw5l9",
+	"YiUpMloXzXEGbRYKWX1ajtJ4LelRPKVjI/DPwwmeLdwLOwa5W5tXdGFx2D+tEkeEapGzhGamF9Nz/2JO",
+	"5HhCZC9qpxuqMocpcRUDm28bXjOpNGHXdankS+5f8CKHqa1zVCqQxEUV7BuJp+FGrMK7FLFVf28o4weE",
+	"8kvebIVEipbPznNFrjunOdIynrDeEdfXRAuREbNBNb3kv1rjdexD5wwAiAQtF+b/WKVJ+3oY1D3eZx/T",
+	"Q5Nqh487KD6tbuBnqWKOnXrQYhFvNj5d9XRhyCDlfnvJCsAAMJqujPWB8g6SjPEwUPxvByS2AQOxpbf7",
+	"uTVBx54Wq9IFvm4e5t1bXeTNC9ddPCBw/U3CxEJ4SJ1bVJNcKE0ET2B77DXZs2S3gWtT7hTpeBft05cN",
+	"fr6FWQbxe6r0DpoKd07exUTISx7/L9vkf8bbkWExqTIn0qpcELs3wayZVZGM3fmZpuSdnfmSu6kTKuWC",
+	"xCzdX+0VjQ+sHUJk1mqryFbcKXwQR+jH6a4nbuXSx9ZZOAcq9RVQTRKR543VcMHBMTlRGhWzytEAn4Xh",
+	"qr5Ra6u5ghvmHu909QzFTYjTWUeCz23+1j0J35Qt/41lf4PaGsovVpc2uGEknkzcmG+vS3Opp2DQWBq+",
+	"ZLRVlAg4h+TlGnBegnNB1PplROpyh8hdPFkFHQqbERJ9hVJzSw1be48/F0Lqn93TkWupDZ93eNq/Alca",
+	"fT9697YNtDC6ETGX3regKjjN5g6ksiIjVXYvZgOKbBnpdOak08jVsKw+Vtl37k+JOvX2k2oKteK5+4cT",
+	"LE+saW/90aM/rB+0oOjHcm7QatRJ1968xDO6vPbYoNHjELXqOpnriaTlZo5ekS3G2dL3nmT6SlwP6di+",
+	"ShNxQPiXsKU/NjrCGl68KfyVatheajiNkyfrwMwNGu5sKOnTqnvtR7hHoe+bDU8+RvUjW71n37en5Kx6",
+	"t5w233nvKNb2cfr/8h09SFrhaQXbA8Lcy8Zc3GNZZ+WT5a5gzpylq2nfHEs9siqqvUET1ZHgXuN1hKOI",
+	"mlMJKG25yu22Hqk1Kl0JoRXaoPeJN0szdcnRQKQF7i4XKWS2kyh1IpwYnSlBaKUtxp2yaE4jHCjjFlsJ",
+	"fUri7/fexKhaMVBDtdwrU9twPXeydXh0Sna+e7O3t3fQMlbeAlj/0SVn2NqFqyltlN1K7tyOCGQKlpR7",
+	"b/MpW0Lq+RxKvgh8+Kqr/MYOEx0IXI3xSoP3CPAyCf2lG2acTbaJXa+cV5Js2ddjnP02IpmgKZaBpwSr",
+	"1LunC9Bi7jQPUj0ts12/y15yzTJn4ZVA07He6N26HssKF0hdf/yrYqxd7zfi/8Dg3tCxm5shsqfnWqHx",
+	"SNy71+LJlUeJ9En1GN0qMzKEAY1iJE94/I1ZBs6+Xu23cP7nvvCKuMYLXkXewaKihucjqp1fAbfm056+",
+	"WdXuH14a7ISmBCJ6q4R/tCY7PK0y98kWPqziRSAyhywlivEE0JFjC1QYEQFI3HmJ1eUb+XwwFW9PyYkm",
+	"1hRcO3adGyyuE7z36+ljsmXNd3E75z12T3HKXoftg0tuqFMgBTa2pvD2N5TLJBEyBTklh3bTPkeiIWJj",
+	"7uQlt75pRd7u/WiXgLkOdtT4wKhOJb/l4r5yiLGUvN1722h7LUoelhp+dWvGgipPSYNYPSZMffU5N5SE",
+	"fykl10O5V9jiCq7NBW5Eeixi0XCvrh1L9DWP8NkObgMhREhtVaSAUyA2yA7DZrdG3ZZhq9u4F3VbDHd5",
+	"gs65b9TbyGYyJML5GVVGHEMtSVnhChTZkmgrwNQqked0R4FZlrYuQ/hcZJj47d5WCC3Rp2fXK1znSc76",
+	"kYVutq5eYNrUtZB5fYKduTF9rDV3hY3f7+EjGCwv88n+G/dag/1U20sbScDhCYrqHdKBI/j+9ZuHZKk8",
+	"WnIeSsA6JGbJjcQM9SwmnkcyAbObasER4XAPykWzRGZDjFM9KB4b0qveIhmkuwts8ZTM2D+UEmLIZvLp",
+	"1wIsAqcN1SYo3aMrX6Klkff4fsvT2FobD/Y8c8y9fZRmMOD+WyAdu1T3PHvoWCvyqELSB8UVf8RPSCGD",
+	"4gqu/hsRVwYgHT3QTOufNWofiC2b+sRkZ59Uembv3DI8cFVVm/jwspwTjzYQcgxqtLmSQhIF2r8DqSFI",
+	"v+2cwXb9hN8+GQxSGDxhca6UmSuesL+7+/rND9O96d709f4PP/zwA2KbG/6PSnyzWVhGAGrInKr5hct1",
+	"bnxT3b6N71zsxZdPX/5/AAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

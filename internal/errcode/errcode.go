@@ -53,6 +53,8 @@ const (
 	WorkingDirMissing    Code = "working_directory_missing"
 	ResumeFailed         Code = "resume_failed"
 	TurnQueued           Code = "turn_queued"
+	// TurnNotQueued: only a queued turn can be withdrawn; this one runs or ended.
+	TurnNotQueued Code = "turn_not_queued"
 	PermissionPending    Code = "permission_pending"
 	SessionClosing       Code = "session_closing"
 	NothingToContinue    Code = "nothing_to_continue"

@@ -27,11 +27,13 @@ type ReconcileResult struct {
 }
 
 // Reconcile repairs what the previous daemon left behind, before the API
-// serves anything: in every active session, turns left running or queued
-// become interrupted (reason daemon_restart) with synthetic failures for
-// their unfinished tool calls, pending permissions expire, the session
-// waits for input (task in REVIEW) and its executor row is re-derived —
-// an orphaned agent process is stopped. No model request is sent.
+// serves anything: in every active session, a turn left running becomes
+// interrupted (reason daemon_restart) with synthetic failures for its
+// unfinished tool calls; prompts queued behind it stay queued, in order, and
+// are held (sessions.queue_held) until the user continues or prompts; pending
+// permissions expire, the session waits for input (task in REVIEW) and its
+// executor row is re-derived — an orphaned agent process is stopped. No
+// model request is sent.
 func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
 	start := time.Now()
 	// Thousands of short reads: with a cancellable context the sqlite
@@ -67,7 +69,11 @@ func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
 			continue
 		}
 		res.Sessions++
-		res.InterruptedTurns += len(turns)
+		for _, t := range turns {
+			if t.State == store.TurnRunning {
+				res.InterruptedTurns++
+			}
+		}
 		spec, _, _ := m.profiles.Spec(s.AgentProfileID)
 		stopOrphan(ex, spec.Command)
 		pending = append(pending, m.w.Submit(reconcileOp(s, ex, turns, perms, specErr == nil)))
@@ -104,18 +110,27 @@ func reconcileOp(s store.Session, ex store.Executor, turns []store.Turn, perms [
 		a := &actor{id: s.ID, sess: s} // for payload helpers only
 		now := time.Now().UTC()
 		for _, t := range turns {
+			if t.State == store.TurnQueued {
+				// It never reached the agent: it stays queued, in its place,
+				// and waits for the user (never run by itself at start-up).
+				if !s.QueueHeld {
+					s.QueueHeld = true
+					if err := tx.SetSessionQueueHeld(ctx, s.ID, true); err != nil {
+						return err
+					}
+				}
+				continue
+			}
 			dangling, err := failDanglingToolCalls(ctx, tx, emit, a, t.PromptID, "daemon restart")
 			if err != nil {
 				return err
 			}
-			if t.State == store.TurnRunning {
-				m, err := tx.AddMessage(ctx, store.Message{SessionID: s.ID, PromptID: t.PromptID, Role: store.RoleSystem,
-					Text: "Turn interrupted: tetherd restarted while it was running."})
-				if err != nil {
-					return err
-				}
-				emit(messageAdded(a, m))
+			m, err := tx.AddMessage(ctx, store.Message{SessionID: s.ID, PromptID: t.PromptID, Role: store.RoleSystem,
+				Text: "Turn interrupted: tetherd restarted while it was running."})
+			if err != nil {
+				return err
 			}
+			emit(messageAdded(a, m))
 			t.State, t.EndedAt, t.InterruptReason = store.TurnInterrupted, &now, "daemon_restart"
 			if err := tx.UpdateTurn(ctx, t); err != nil {
 				return err
