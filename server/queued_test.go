@@ -60,6 +60,9 @@ func TestQueuedPromptsSurviveRestart(t *testing.T) {
 		release func(t *testing.T, d *daemon, sid string) []string
 		// turns are the prompt ids that must end completed.
 		turns []string
+		// again restarts the daemon once more before checking: a held
+		// queue stays whole.
+		again bool
 	}{
 		{
 			name: "continue_runs_the_continuation_then_the_queue",
@@ -74,6 +77,16 @@ func TestQueuedPromptsSurviveRestart(t *testing.T) {
 			turns: []string{"q1", "q2"},
 		},
 		{
+			name: "a_second_restart_keeps_the_queue_held",
+			release: func(t *testing.T, d *daemon, sid string) []string {
+				a := checkAccepted(t, "continue", d.continueSession(sid, nil), d.recoveryContext(sid)["eventEpoch"].(string))
+				d.waitTurn(sid, a["promptId"].(string))
+				return []string{continuationOpening, "/echo queued one", "/echo queued two"}
+			},
+			turns: []string{"q1", "q2"},
+			again: true,
+		},
+		{
 			name: "a_new_prompt_runs_after_the_queue_without_continuing",
 			release: func(t *testing.T, d *daemon, sid string) []string {
 				d.prompt(sid, "/echo new", "n1")
@@ -85,6 +98,9 @@ func TestQueuedPromptsSurviveRestart(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			d, sid := heldQueue(t)
+			if tc.again {
+				d = d.restart(daemonOptions{})
+			}
 
 			plan := recoveryOf(t, d.recoveryContext(sid), "recovery")
 			checkRecovery(t, "plan after the restart", plan, wantRecovery{kind: "interrupted_turn", canContinue: true,

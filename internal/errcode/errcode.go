@@ -54,16 +54,16 @@ const (
 	ResumeFailed         Code = "resume_failed"
 	TurnQueued           Code = "turn_queued"
 	// TurnNotQueued: only a queued turn can be withdrawn; this one runs or ended.
-	TurnNotQueued Code = "turn_not_queued"
-	PermissionPending    Code = "permission_pending"
-	SessionClosing       Code = "session_closing"
-	NothingToContinue    Code = "nothing_to_continue"
-	HistoryDegraded      Code = "history_degraded"
-	Timeout              Code = "timeout"
-	RequestCancelled     Code = "request_cancelled"
-	HostNotAllowed       Code = "host_not_allowed"
-	RequestTimeout       Code = "request_timeout"
-	TooManyConnections   Code = "too_many_connections"
+	TurnNotQueued      Code = "turn_not_queued"
+	PermissionPending  Code = "permission_pending"
+	SessionClosing     Code = "session_closing"
+	NothingToContinue  Code = "nothing_to_continue"
+	HistoryDegraded    Code = "history_degraded"
+	Timeout            Code = "timeout"
+	RequestCancelled   Code = "request_cancelled"
+	HostNotAllowed     Code = "host_not_allowed"
+	RequestTimeout     Code = "request_timeout"
+	TooManyConnections Code = "too_many_connections"
 )
 
 // Error is a domain error: a code, a human message and optional details that

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -27,7 +28,8 @@ type ReconcileResult struct {
 }
 
 // Reconcile repairs what the previous daemon left behind, before the API
-// serves anything: in every active session, a turn left running becomes
+// serves anything: in every active session, a turn left running (or, with
+// none running, the queued turn that was about to start) becomes
 // interrupted (reason daemon_restart) with synthetic failures for its
 // unfinished tool calls; prompts queued behind it stay queued, in order, and
 // are held (sessions.queue_held) until the user continues or prompts; pending
@@ -69,10 +71,8 @@ func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
 			continue
 		}
 		res.Sessions++
-		for _, t := range turns {
-			if t.State == store.TurnRunning {
-				res.InterruptedTurns++
-			}
+		if len(turns) > 0 && (!s.QueueHeld || turns[0].State == store.TurnRunning) {
+			res.InterruptedTurns++ // the running turn, or the queued one about to run
 		}
 		spec, _, _ := m.profiles.Spec(s.AgentProfileID)
 		stopOrphan(ex, spec.Command)
@@ -109,8 +109,15 @@ func reconcileOp(s store.Session, ex store.Executor, turns []store.Turn, perms [
 		ctx := context.Background()
 		a := &actor{id: s.ID, sess: s} // for payload helpers only
 		now := time.Now().UTC()
+		// The turn that was running is the one the restart interrupted; with
+		// none running, the first queued turn was about to start (its agent
+		// never got it), so it is. The turns queued behind it are held. A
+		// queue held since an earlier restart stays whole.
+		interrupted := s.QueueHeld || slices.ContainsFunc(turns, func(t store.Turn) bool { return t.State == store.TurnRunning })
 		for _, t := range turns {
-			if t.State == store.TurnQueued {
+			if t.State == store.TurnQueued && !interrupted {
+				interrupted = true
+			} else if t.State == store.TurnQueued {
 				// It never reached the agent: it stays queued, in its place,
 				// and waits for the user (never run by itself at start-up).
 				if !s.QueueHeld {
@@ -125,12 +132,14 @@ func reconcileOp(s store.Session, ex store.Executor, turns []store.Turn, perms [
 			if err != nil {
 				return err
 			}
-			m, err := tx.AddMessage(ctx, store.Message{SessionID: s.ID, PromptID: t.PromptID, Role: store.RoleSystem,
-				Text: "Turn interrupted: tetherd restarted while it was running."})
-			if err != nil {
-				return err
+			if t.State == store.TurnRunning {
+				m, err := tx.AddMessage(ctx, store.Message{SessionID: s.ID, PromptID: t.PromptID, Role: store.RoleSystem,
+					Text: "Turn interrupted: tetherd restarted while it was running."})
+				if err != nil {
+					return err
+				}
+				emit(messageAdded(a, m))
 			}
-			emit(messageAdded(a, m))
 			t.State, t.EndedAt, t.InterruptReason = store.TurnInterrupted, &now, "daemon_restart"
 			if err := tx.UpdateTurn(ctx, t); err != nil {
 				return err
