@@ -917,6 +917,21 @@ func (e TurnState) Valid() bool {
 	}
 }
 
+// Defines values for TurnCancelledDataReason.
+const (
+	TurnCancelledDataReasonWithdrawn TurnCancelledDataReason = "withdrawn"
+)
+
+// Valid indicates whether the value is a known member of the TurnCancelledDataReason enum.
+func (e TurnCancelledDataReason) Valid() bool {
+	switch e {
+	case TurnCancelledDataReasonWithdrawn:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for TurnCancelledEventType.
 const (
 	TurnCancelledEventTypeTurnCancelled TurnCancelledEventType = "turn.cancelled"
@@ -1551,6 +1566,14 @@ type RecoverySummary struct {
 	// PromptId The turn a continuation would continue.
 	PromptId *string `json:"promptId,omitempty"`
 
+	// QueueHeld The queued turns were queued when tetherd restarted and wait for the
+	// user: continuing runs the continuation, then them in order; a new
+	// prompt runs them in order, then itself. Each can be withdrawn.
+	QueueHeld *bool `json:"queueHeld,omitempty"`
+
+	// QueuedPromptIds The queued turns, in the order they run.
+	QueuedPromptIds *[]string `json:"queuedPromptIds,omitempty"`
+
 	// Reason Why it cannot continue: turn_active | turn_queued | permission_pending |
 	// session_closing | session_terminal | agent_unavailable |
 	// nothing_to_continue | history_degraded.
@@ -2071,13 +2094,19 @@ type TurnState string
 
 // TurnCancelledData defines model for TurnCancelledData.
 type TurnCancelledData struct {
-	EndedAt    *time.Time `json:"endedAt,omitempty"`
-	PromptId   *string    `json:"promptId,omitempty"`
-	SessionId  *string    `json:"sessionId,omitempty"`
-	State      string     `json:"state"`
-	StopReason *string    `json:"stopReason,omitempty"`
-	TaskId     *string    `json:"taskId,omitempty"`
+	EndedAt  *time.Time `json:"endedAt,omitempty"`
+	PromptId *string    `json:"promptId,omitempty"`
+
+	// Reason withdrawn: a queued prompt its client withdrew (it never reached the agent).
+	Reason     *TurnCancelledDataReason `json:"reason,omitempty"`
+	SessionId  *string                  `json:"sessionId,omitempty"`
+	State      string                   `json:"state"`
+	StopReason *string                  `json:"stopReason,omitempty"`
+	TaskId     *string                  `json:"taskId,omitempty"`
 }
+
+// TurnCancelledDataReason withdrawn: a queued prompt its client withdrew (it never reached the agent).
+type TurnCancelledDataReason string
 
 // TurnCancelledEvent defines model for TurnCancelledEvent.
 type TurnCancelledEvent struct {
@@ -3843,6 +3872,9 @@ type ServerInterface interface {
 	// GetTranscript Snapshot of turns, messages, tool calls, plan and pending permissions.
 	// (GET /session/{id}/transcript)
 	GetTranscript(ctx echo.Context, id ID) error
+	// WithdrawTurn Withdraw a queued prompt before it reaches the agent.
+	// (DELETE /session/{id}/turns/{promptId})
+	WithdrawTurn(ctx echo.Context, id ID, promptId PromptID) error
 	// GetTurn One turn with its outcome.
 	// (GET /session/{id}/turns/{promptId})
 	GetTurn(ctx echo.Context, id ID, promptId PromptID) error
@@ -4272,6 +4304,30 @@ func (w *ServerInterfaceWrapper) GetTranscript(ctx echo.Context) error {
 	return err
 }
 
+// WithdrawTurn converts echo context to params.
+func (w *ServerInterfaceWrapper) WithdrawTurn(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// ------------- Path parameter "promptId" -------------
+	var promptId PromptID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "promptId", ctx.Param("promptId"), &promptId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter promptId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.WithdrawTurn(ctx, id, promptId)
+	return err
+}
+
 // GetTurn converts echo context to params.
 func (w *ServerInterfaceWrapper) GetTurn(ctx echo.Context) error {
 	var err error
@@ -4458,6 +4514,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.PUT(options.BaseURL+"/session/:id/mode", wrapper.SetSessionMode, options.OperationMiddlewares["setSessionMode"]...)
 	router.PUT(options.BaseURL+"/session/:id/config/:optionId", wrapper.SetSessionConfigOption, options.OperationMiddlewares["setSessionConfigOption"]...)
 	router.POST(options.BaseURL+"/session/:id/continue", wrapper.ContinueSession, options.OperationMiddlewares["continueSession"]...)
+	router.DELETE(options.BaseURL+"/session/:id/turns/:promptId", wrapper.WithdrawTurn, options.OperationMiddlewares["withdrawTurn"]...)
 	router.GET(options.BaseURL+"/session/:id/turns/:promptId", wrapper.GetTurn, options.OperationMiddlewares["getTurn"]...)
 
 }
@@ -6350,6 +6407,90 @@ func (response GetTranscriptdefaultApplicationProblemPlusJSONResponse) VisitGetT
 	return err
 }
 
+type WithdrawTurnRequestObject struct {
+	Id       ID       `json:"id"`
+	PromptId PromptID `json:"promptId"`
+}
+
+type WithdrawTurnResponseObject interface {
+	VisitWithdrawTurnResponse(w http.ResponseWriter) error
+}
+
+type WithdrawTurn200JSONResponse Turn
+
+func (response WithdrawTurn200JSONResponse) VisitWithdrawTurnResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WithdrawTurn401ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response WithdrawTurn401ApplicationProblemPlusJSONResponse) VisitWithdrawTurnResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WithdrawTurn404ApplicationProblemPlusJSONResponse Problem
+
+func (response WithdrawTurn404ApplicationProblemPlusJSONResponse) VisitWithdrawTurnResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WithdrawTurn409ApplicationProblemPlusJSONResponse Problem
+
+func (response WithdrawTurn409ApplicationProblemPlusJSONResponse) VisitWithdrawTurnResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WithdrawTurndefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response WithdrawTurndefaultApplicationProblemPlusJSONResponse) VisitWithdrawTurnResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetTurnRequestObject struct {
 	Id       ID       `json:"id"`
 	PromptId PromptID `json:"promptId"`
@@ -6830,6 +6971,9 @@ type StrictServerInterface interface {
 	// GetTranscript Snapshot of turns, messages, tool calls, plan and pending permissions.
 	// (GET /session/{id}/transcript)
 	GetTranscript(ctx context.Context, request GetTranscriptRequestObject) (GetTranscriptResponseObject, error)
+	// WithdrawTurn Withdraw a queued prompt before it reaches the agent.
+	// (DELETE /session/{id}/turns/{promptId})
+	WithdrawTurn(ctx context.Context, request WithdrawTurnRequestObject) (WithdrawTurnResponseObject, error)
 	// GetTurn One turn with its outcome.
 	// (GET /session/{id}/turns/{promptId})
 	GetTurn(ctx context.Context, request GetTurnRequestObject) (GetTurnResponseObject, error)
@@ -7542,6 +7686,32 @@ func (sh *strictHandler) GetTranscript(ctx echo.Context, id ID) error {
 	return nil
 }
 
+// WithdrawTurn operation middleware
+func (sh *strictHandler) WithdrawTurn(ctx echo.Context, id ID, promptId PromptID) error {
+	var request WithdrawTurnRequestObject
+
+	request.Id = id
+	request.PromptId = promptId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.WithdrawTurn(ctx.Request().Context(), request.(WithdrawTurnRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "WithdrawTurn")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(WithdrawTurnResponseObject); ok {
+		return validResponse.VisitWithdrawTurnResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetTurn operation middleware
 func (sh *strictHandler) GetTurn(ctx echo.Context, id ID, promptId PromptID) error {
 	var request GetTurnRequestObject
@@ -7740,180 +7910,186 @@ func (sh *strictHandler) UpdateTask(ctx echo.Context, id ID) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3/c9s2tij+r2D0uTOxP5eWnTTdbu3Z2fE66db3pbGf7W5n3ipPhElYwpoEWAC0rE3zv7/BAUCCJChR",
-	"tuy4vbc/NJaErwfnAOf7+TxKeF5wRpiSo8PPowILnBNFBHw6KYXkQv+VEpkIWijK2ehwdEFkmROEbxQR",
-	"SM2pRAm0RDvxpDw4+CYhBU/m8Cc5NN9I8qv5HO8eIX5HhKApkegDlmrv/R1hau/03XgUjage/9eSiOUo",
-	"GjGck9HhyAw+ikYymZMc6/Xk+P4DYTM1Hx2+OTiIRmpZ6JZSCcpmoy9fotEPPMv4orv2G5xJgghLJVJz",
-	"gqQSBOfVVggSpMjwEu3MMUuXaEHVXG8u2+1b3I2Zx19cSm5wmanRoRIlqdZ2zXlGMIPFnb7T7WC4Aqt5",
-	"PRpNR9FIkF9LKkjqBghu+09vo1FOmfv4OgQDDV0ArpmvCYhLwhS6XiJocMlLkRCUZFRjAuIMCZJwxkii",
-	"jpDEOUE5wYyyGcISxeZA4gokc4JTIupdNE51w3O7osktUd3lHrujUtAA3Qieo/j87PIK7RM9ldw3v8g4",
-	"QpRJRXCK+I0+0wmLj0s154L+G+vRYmQWjHYWc5rM0YIyiRZzwtA1V3OEBUGSMLU7Rh/JHRGoKNWEady4",
-	"JlhoNOG3hCGqJMluEGUIo58vPownrAdDzLI2BcOyILILhROe53hPEk2niqQIdo50d4kURynJqF7xTsKZ",
-	"EjxDN5qcJcLZAi8lSnhOehEZBlmxysAyv2hclQVn0qz1WJ3gAidULfUnvQbC4ChxUWQ0AeDvF4JfZyT/",
-	"z39JvaPP3nz/IcjN6HD0/+3Xd9K++VXun5teZtImTK7mBKWY5JwhKhFWCKPELgNlNKfqCDGu5hp5F1gi",
-	"nOZUadhxgRJBNBjHExbjGWFqCu2nguBkTtL4EEmFhQK0ZwhaoAUvsxQVWEoU7+3l+H4Pvpcx4sJgSSH4",
-	"Dc3IK4niHN8f2193Yhg7jlAsE16Q+NAt+jfXI0KYpQhPWHxBlFjuHetLySHr7hGKC8HzQk1/LUlJpjdl",
-	"lsFo81LpJU5TvmAx4mpOxIJKYhDSdIbT8QYN3QYJhzuRowWmCl2TGy4IUmIJu59hysYN5LC4QJkiMyL0",
-	"uXyJRu6UnvH0L344Qd+//fY7ZEdGKVGYZnIMZGQHAOTUB6Hx85pmVNEQdf0yxwoeAXPUOL0jQlFJUk3l",
-	"MWVUUZzRfxO4+QrBC/2zGQh6fARK+tymk8j8+g8iJDW77jYo1fwnouY8DSzrR77wV5UkpFBS425KmF6R",
-	"RDvHJ+co9gbRr6yma8QZ0Ytv4WXdMtYnPsd3BCmiMSdFCc4y00KPnmBFYvs8tiFAFcnluqM7rqbS+7Qb",
-	"x0Lgpf6ccZxeEtmCS/VUApTzonNsLdiXKeXh7iS/JmlK0hONjfcq3IjmeEZCP33x3+J/2naRna87+Kdq",
-	"f/z6XyRRdv2KJzzrHn5FOXCJlvmQFfjgqroFgRRaC1DABypVAIQzxwEOO1Td/NzgU/dYW4u2Y/euyI0T",
-	"ONcKdTo0oS99/TvKoUGFvT7eSsO+GeStcRftmBWNlzjPUD0JvIxdyrzDNMPXGQnjTtLCzLVQa5ySHkC/",
-	"6Kxnh+SeJKXSs6MdYHhU9da90s85u6GzUsDNGiEGzAo0w0gfAJEqvKeUSs3k9l5XcyoVF0uL16dMH1cv",
-	"hdI0OAbDit4Ri6wXvQgOyHtN0mNAyhsucqxGh6MUK7KnKGB3Z2gJzKpuT1iZaxS7LmmmqKYJA5ORfiUU",
-	"SRRJPbyrRyhZdawXBMvgpdwmfs2Z+4Cr1uHjSHjf/RANEkUD7ZskMc2JgtcSpynVI+Ds3GvQEDjqEbGY",
-	"BZ4VRUROGc4OERazMgfGX3EkSla/NoBlgKBASxHiLCGRYXpd/8ZT0AF1+8ZvrCGIe0z1vcwcpVz/v5TE",
-	"iJ2G+COUEkHvSGqQnyqJbqnmpFiKAGBBIujF2x6iMF90xJKT81d2On7jLqMdyypqkQJfG1lCvxcWW+FX",
-	"+Hw3vcNabnKgDCLrHRaB07OdD+Gs7rCgGv/gACVR3SefsLtNzimE/AxbVGbhp+7YUcFJfaWtQtPmfs4Y",
-	"QTLDcl4hXMVy85sbIiyT055kt8uKrcMwyopSbba4c0FkdaIasG6NCt8SiW4E0fzTvXJvjZLAfXXXthq7",
-	"9VI9VYQbonsxdWDvsLb7hPjky0sFawM4h0f2T90euD9m6NxPMEtIpq+6LMBZJPBrRtLw7Z8SkGYC79//",
-	"hu+R4W0QBX0NVmhBBEGp4EVB0s1uHjPSabr+rq/XHNwvPDFnsM6TOWaGdwwjE2ib2khwh7MydJUg+AFR",
-	"uEowkiQjiUK8MM87FwgjCzl00/hkmmhocEbObkaH/2wK79/+aY2uKOoezac2UMyqewCiRb2/ZTy5XQuK",
-	"1p4Z0lRthUV0rYfoUs0DXz3GuALeSG7cN8UKB5Fq3eWS05xc2Zdi+NsiSM3TbLROSf9NGowTZepPb2vK",
-	"9oQMJ/94iPH6AP4LvDmKqmz1M+geMxg26shGbkfTjLJb73OYHRN0PVHCr33oR1lJjkEwJgGuCXu/2HVr",
-	"eH6KQgx9pfPuLBOUbe8Lnsx73hVFhCgr3FglClyQhN8Rsbws8xyLdddTNJIKqwbYRcmY/i0a2fsTJIki",
-	"I8r8Xd1g0egGU/NHtcAgV9yW2hzMvJW19tiASAW5VUf0jiQZZeYgcJbZq2qQ5icacKhwxQRPVfRx+fon",
-	"cxQbH1k/wOxs3thdoHzywHJhhLUNnxEfYdaAULd7F+YcQE2vmSkDnub1/BPJrzXrpSXLJUpLAaKoUToX",
-	"eJlxnKIEC0GJRDtuPZpLEkQLCKUAlSxldzy7IyFebTXSGyGq51eF5W3fY97dJQjShq4Dmg/zczVXEwgf",
-	"QYXOmRPHKWdoR38E5bC1MSC72FfSMK27hwijn38+fafl8gXCysIQ+jhZXZBSGi6me9cIwcVPRMqmaspr",
-	"cE/VCU9JWKOkf72kMy1ShDpnWKpLQtgmUnfREJg62qsrfktYj57GSpL6pbdgQjS8bVEymN+76aTCLMUZ",
-	"Z4YXVaCaB9rKuQq/J/q2LNeqYxxOXJrWbXp2S6mG+7QCry6rGb1lg+XAXAfpcmTPFMYD7jW49OaA7ywb",
-	"Muyu9Ek5cF8GED2Mdv2/OIRr2Q6MhirhKXHUoN+cUhAjMBn46ZsABokQGc/GBiumuFTzqQN7mBIeg+j9",
-	"SFsj2tOgTy/S6Iv/R4IzNe9eRrKDRvw2rBPotSWEl1H3CGGxd8+0hLfaiFPJWRvxp20ZzBrcNrl3zAkO",
-	"YHBXviWCZ41bpZRgsHaqGC0bz+ZgpF1KRfIg0FsWhFWKQpgucsxxvesV0D9OU5Juk+ADh7edE8nNgk+H",
-	"Hszzwb5eWfMIwlToAx5A2SUAJweuOoXO+VVIG9DGGD+ZtV4yaKfBbGn2I1uGlfltgczCYIz1etbz+fCr",
-	"FXhXYOfJvGS328TOPxgSAXwej0Q1mF8GEiV6PVtAIp6SB6nKcp5aFPHVFm/+vN73qXGiZpTQynw1Xp8K",
-	"E/wXQipK/egZBbwVx63CWnF+i6hCjC+OEOzrEEnFBUkjZAfz1bzkXhm5wDsaXyNR265XYZA1OTljdEc8",
-	"tZuox1sFDk6TlQ4SmvpQMudgiBGa9ODr4/PTyO7U2F49yQjMMYI09+8JRfZ36N0VFK1dbzOTAvyBaIr2",
-	"LEHAipnVs+5gT+HqqVN9CqkhkzdZ0D7NsVlmCLTnROQUIHFWqYiae7ylbEOblFH8DlFpVy0rOw7Mtnqh",
-	"F6TIlhtSrL+ktpvbah30iJcq4U3hL6SJXyXn+2uvdCotTHooC9oD/eFeEx0M2MxIYZSo2d2GxnKwIpD0",
-	"rFgh9q3WtHSUjwVhqRFt3egtlSO5LwDxPm2mWuY8O8FZNgSfgcuul+0WWR/KOq67gynbZb6fAjesT0ef",
-	"PmwrcK3nqEEZZnwCAHwE/9N3HF+XDSqqVY2FW9bjuSF/r4agt495vTfIKhTaJqGvwCszzXqsMrDZElJ5",
-	"gH5BOGVWtQWUyjB7z5SxYvSqAbrqMUG5sO7aK9Rga3keZYSwFYpSvcCfC/1SbRXZCVPC/jnsmq3gtM7l",
-	"xY3cg6b1dh6Dny2gfGXEzDAbl2Y5W8DI2hV8Fcfe5/EZED7igMY4NuKX8buSvpc0Y7xkiZa4CIYYDzVH",
-	"GM0p+BOhReVPtiVH5mSVZjzHyZwysicITs3ZCMEFKMzD/pngwt5jZJZK37/DKNY3/6+16A86bzNMVOuV",
-	"YeM9CJAXajBlNpxItLyF709Nv9dWdHAfu8A3U/Xb/5OeODYT3+ZsFjaWRmNGFSOiv1elYEfNQDGqjKMd",
-	"qRqETRerHQaGWfybS3aKBi6QMfxbVyBGFtZV6gi8fwvgfVFlkxWk4EJJEw6lF/wKgvaE3jJMFSETDJXj",
-	"JcIZmKzQNamdPCGa5Nm8DzyXA8fYD/U1qMzd3eOG6LY9qwQw1un0yAJLA5UqMFenJC+4RkZ9qCtD7gqs",
-	"FBF67P/7z+O9/4P3/n2w9/2n+s/x9HDv0///HyHcMMt8mOU/LzNFFZa3jWjDEWFwGqOo33nWuKRWlnl3",
-	"0PY8fSfVejBBALQhWa6oaHy9A0Ib4we7LHTxInjuzj/D6PK2ymVsy0VkjTtIu3vIl9K5jPR4U2I2yyib",
-	"XVmJr8kYNQfrUWr0KqH6HpCQYO5eiV4dU/sGry6Hi35HHbeySjcEu25cLFOLH80vNbYDUcwETkk6tc74",
-	"QYxmXNEk6JwpiX6gEgIXrtOBBq99s4h3JhaT9DB03gKRvY+tq6uNPvSYmR07o/kkCGhQdyMkOcITlhiU",
-	"AE9HhOWtzwYpjjCTiyq2GW4bfc/NeZZKP05WGlFP/2ai/eDC7wvIOu3ZFVwsGDWWZCIm7Vdhhqd2z2rf",
-	"XEu9oARcOashDmGaKU4UvSPoN/PJvoa/oVq+mlrxFf02YVZVNE0yLuErp5aeuhcO/WZdErzgEN3Txo5O",
-	"FZ+6BaDfkMWhqUOqBrh6SAMQOGpQcYhkKyQM33JFhpcn9rHdqrm4z/GxLe71Pb2fOst7hGgU2OfXlY5M",
-	"XoCpY3MeLyBdELlkyYXt8SwnGY1ILzNak2DFAei205zKHCuP6ZriOcFp/XEDFZD1iiTrmLhPHfA8CpM6",
-	"cP7amKQXVImwj8ckL4A24PJlwyt7xAx9H25mULDmww9c9oTTPsDAkizSh3hcE8+rc4ir1gpbTiVuDTCx",
-	"XkLbVS6oq8Rtq2EZDp4gg2VmjtpHbEDZJzRVB+OvYgVGnQBybPNqegCYAw5tfcrjxrIfcWV0t/91bwzL",
-	"qowNsW7twvCC4gP3RuDrJw6FLlbcVF05sML4elmhveJWwKAMn2Ij9DCoSDTxh9VwU9d2akhp9whhx8HH",
-	"+5B7AQINYy1cg/v4cE1jO5AyIDBV6/iJp6RnT7n+qX8rFgv0ALuD1+Z1CqpBa8+RVaM03Uy+uLDts9po",
-	"2u9FbpramDeJsPMrt8eWox0XOCecR0dU5XEShKl/4Kxs7fhxPq1m2J+CGmB3Dk35DVRxVtsUVh2u4OEe",
-	"+Fg+WIkx2D1gK09n+7r3TPzVo9d845wLYLXB4bpCdxHCw7ihEq7LXG2Snas6xpaa4VryrFQEFVjNIQyU",
-	"IXJPJagnUypIoqXOIySXeUbZrYRkVc6MOEZvDw5QTNkdzmg6TRZpbBR+BtO0CM0ZOTKtkkU6FeSmlCSN",
-	"rQ7ZeE7W06CdeD+OULxPVAL/llLAv3dY/wu+WyavUslSIlC8n5I7aFAIbnrIpYwjNB6Pd1HJMiJllagD",
-	"bkUgy3hvD2cZX+zpBbdUrm8Pvl8buzqyqT3On1wZ6aNt89zeuzPSDY78yH+E4Tt9AJb/qhRI7lnvapn7",
-	"2Umv4bfhzGGd1Ctt7nAtIaRbDztZI4M87EJ72L0zTIu5kq1ezXwaEG6B+/TO4oWwn2ZFW+M/mxE0j4BY",
-	"IGjqZUDMCajTjmfE4yAXTuLEyL06x7M6FK/Pz2+4v4RTLazzlqgGXrFoxyBtmK1jI5fY3rwlK9Zluc6t",
-	"2I0CgkUVF+pxrGpOlojxBYLgxiOU2zjbmkk0AaLmARHEviWBtHMh6eYJhYytyAhtXv9J2PC1zsKf+jDg",
-	"8Vd3AKNexn1kUXCamJVt7T5q2V4fpa3tWnFfBuycePEEwJNl/gShf/fqwkRT9KTeucFZdo2T2xUmV6kE",
-	"VmS29OFhEpxNq+SD9nPGwSjg7GK0SnEWjW4EkfP14KomizrrX8lxWfg9nmz9g3gpOAcr2hqqXbYdfE8u",
-	"3h9fvX83ikaXV8cXV6cf/z6KRhc/f/xo/vrl+FR/N/3h7GJ6+vH856tRNDo5++n8w3vT6Yfj0w/wx8nx",
-	"x5P3H/TfIaO6P/sTuGcUgtxRXsrLhwgEz6KR9nf+eDztwPFlICvAYeu3Y51ZYdO8HXb74OLGBcqwVHUG",
-	"j1cS0RTtSEKQkx568n8OkF+bFrHuKmBqG9qGEnCHYFyhGb3z9YJUSedWEA4E3CwFA0xqRjbxdTYng02/",
-	"EPSmnbAdT10sbyXoKrxMw4fg9Bj72UmM9sg51EqidieMCzc+TD01ToBx0EliUK6TdpaNTRIzbJrPVIJx",
-	"4sK6OPa0gbei3xbCCEnlqqyn5ma/6PF7MbBzvp7OMaVKRu6+ECQhTGXLqSSEVd8y7nWdsM6XU3iPzWho",
-	"R5WCSSQwizxUNN5BjFexmwan8t3mgDAESdEO48bzZ44l5A+F1IgtWYYXhJEU8trBmIfgWoPcGEuiIMcd",
-	"5CfU30lksCYClGuiAEzgo82u9dQxbIlx3Rno4YMWXNxC/nSn95yC/xCbhbF1SylqnlGlHo30FpUg5G8C",
-	"sx5tmmtyjtX8gWr5hkLeV561SKpJP01iaVFGh/YjLy+Pf+8GXxBw2f6AZ7Nn8q/ZxFPKX9xjWIL2Hr8y",
-	"LwDLmWawni3wADBcXRKkFfwDnkdyE0cT1VNd5KzAv5bkCN0SUiCqEC8hTCTjMxncdymyHjsyrPiVNAYc",
-	"fU1BmY3IlS3R39zQTBEhEWVJVqbBtEdtOLkSInreyNv4OqAN9S/v2wjCbuH6+pZH3ptwmkJNGKO0mmX8",
-	"Gme2UyB6vycA4xfIFOfV4bE3P7dOpMw81CYow5h4GZ+wuFFgJkbAtNxQIcHAtXuIRE+BoghhOWHxX82n",
-	"v8TGN3Xs18B5JRFfeOVvJMzbmdOFS6g5YVBAZow+coUKLyPcNQXvU8P0rKn40noQNrMk9hml/u4fChDx",
-	"kYE1zolFQijn8/f3VQ2dv5qx/hIPMkqFa9RcdadQPmXE0C9GVa2pcQc+B4OC/a9sBMRTxfcPeoX1ItZa",
-	"lx7g9WVeZFngZFOne/cMD3f30nt4kA281yy5BmMbW2tiz7vK+gyhVVjeAoOmb0u0k5cgw1GpdseowjNR",
-	"ZgTU6tjTtieLFHKtLA8DVnEtn/gG8KDVed2VrHo8jjQ0wwYavZvhanRA73WGFzNk3zLOwXN33ZnmlPnf",
-	"vo4e4rQXpoON8KKPxjtaq6uzd2ejaHT6cXp+cfb3i/eXl6NodPH+H6fvf3mYgqqa5WtrpxpQ3BTuG+il",
-	"2ht+BAcahN3X5UI1UWxbHXUFfisVnLrFCy4v35tya+7Bu3z3v5AsxQ1OiERUHZmHL0bU/BzDtg5jSPMf",
-	"oVjPHJuqDVhIkppvDmP0X5dnH8em+EgiqJZkrctzjovCqiiaSd8GJKozG4laib4GJCdzHYOpMYYn9wgO",
-	"Y7MhDM7mUA3iR66vj7V33dohHYNCUerOTS/+QdEHrnPLoXeIG3Knq3XGGORE0u7c9ktYPUjITyPqtSlu",
-	"Yhptj9Wxsa0z2ATMjlHHejLI6tPu3Lw+hivkq3EakvAA6d11DFxeA2/eagTOs2mCs2xslWu9A9iYs0vT",
-	"rNt/DU25/i26gnh4r+5HT+dSsBPXqNm1CiVf1dU1anS10eYr+v0ALRqd/Mj0FT1P62aN7q6ASX9PU8qk",
-	"0WndyZSCNU7lS8WU2bJd5oX64pf8GO5U5sbc2Ny0UcfQvTGwa4MoB/cJ3AYD+/p37LouYbJb26uFB0Pa",
-	"tzBgfYcWUQzp4tPDoCmaJDukS4dw1nXqMioDe3gcytqFhe6+oZ0aF966Th3OY22HPnZpk44+hzSQCEJv",
-	"87quIf5mfZ8uQ7V2iZ2X0sgx9kBecury/kIxfZ45vTkYMp7gLbvNrU44iRentlqa+XRWqupjN1l9nS6O",
-	"smkh+EwQKVu5YewLvVlmyO3ETLZTF4Uz0ngin0Wu50/KvmUMCeWSfCEnu0luSq/txqfpXxaNK/9hOg8f",
-	"M76yrqPD7D9e1RF65f44cNpairsrgZnZyfCUY1dVojG7Z7BOSYYLOecQppVwJqmEcngLquZV5jFb2/Qh",
-	"icaskme46tk544TeC3MT1KzGQ3LcOrNkaPwMs22kc1xbPiqYImkIMofmAi+a4SOVYnBIBVx2oXhGN6l3",
-	"vP6ugicVxGK9mJ6ynRe1Zu9zT2Z6ykoiz1cxEQ9gnFKXO+k4WC2VVNVt80KhBZZoIahS+mvup02yINw3",
-	"DXePXEjeYk6zhuedCY68ZXzBqnr4htSGrZewdLMNVnWW1qHJe2j42DJIgfRaIYczPQpJI1thfCqIrVY2",
-	"HgdvnXZCLhuHWVUMHNUYsiZ73IMyRG7EydrHcaPM6W2zU5XrsE5/+Mish6YW2NAS5F5SRJtKqmvq7aPw",
-	"Smzfbvbd9IEgfRQcVhq2uiqKh3EuHZh9ZfalqVN9PO/ia4v+O+BEUzP2cJxowOwl4ER1A20FJ967h6kt",
-	"tqZkFWs5JEt4SmpepXd+o47crsTds/SNMTVf4aLeh8VBNI3WQ+NTAx6PRFoPqC8AY3v1BA9AV0+1vE2c",
-	"+d3mUd2cEX0MWylWRQ5uRA9VbsAu5Ptpo2NXeDCBtNHoBVDJRumyh5CKMT5tW5e5XvzbvpQQlPV/DWFw",
-	"KAFrPz755rkHo5IH5heARVZk2QoCWbXpNjHosbixsVS3GUJsQVHcgtsLQIktqYmB6JJSULW81Js1MLkm",
-	"WBBxXJoYIoAC6Izg63qJc6WK0ZcvoJm44YHCijZJ1JxLJVHCU8pmezaW0WYasTEBBcG3pvQg/GpS/KNz",
-	"wRVPeDZhO8cn57u2tGDCRepq2UO4mgHkEvz/xRIJXiqCrkuF4v05VGiOEcQmTVist8QF/TcYVw7R32BD",
-	"9rAUvyXMHI6NRTAbB20ulmSPMkmYpIreEeOBrxZ8wowa2Gh3JcKZ5EjhW4IwknMu1F5G70iK4r+aAIy/",
-	"xKABnrD4/Oyy8tffNz/KeHeMgHWXE4YFQRc/nKDv3377HSpMGZb//JfkzBVBkY2qJCjWzGg8RmfMwgbg",
-	"cIjwhMU/cqliNCc4hUAKXOnKMMo4L65xcmv9FzFDp+coo4oInCEuoGC+iYSYMKNQeiWrXF8k3YOzjdGM",
-	"KIneHnyDYv0FhBXaFvER1GRMl4jfETFh8d6e/rSX0Zwq1/H1Nygu8DLjOJ0qzqcZFjMSRyglSYYFgcqO",
-	"4NtIUj3cf12efZwwGBR8ya8JIvc4UdkS1qt/dtUhlcA0g7RrWGHrRJ7jTN8yJJ1qeMa7RxNmlwiwSTmx",
-	"0BGC3hGAN2XILVxfSbysln7w5wmLre/k1P1mQ2QNj2idTq0+Dh2fn3qFvA9HB+PX4wNTiJAwXNDR4eib",
-	"8cH4mxEUppgDQe4D1cCfMxP4pK8w7GKmRx+oVMemCfg0FpxJQ8pvDg5aBkso3WnMi/v/soyfuegGpfsE",
-	"n3gg+iax20hBmw3ORmbSjKol0K3GYJIiP7voWG/67cHrvmmrfey7KkQwqa2TMbiPvuJcKYaRuV8Kt9ad",
-	"65Jmao+yyCakLKG6a0oUlElDnKHz46sfzb2MZ7JKKiZHn/TAln57z8X4O5gInvd39nyqiBnZ++7WTfZN",
-	"dZtezwqv5QcsFUwCSe7WNr+CuJ8BDX/gmpIDiZHOWLasnq8bYwNTWN6+ktX9Dvk5dVuIn3NpnA69aNMK",
-	"81bHKQ3ZkAmv+/JpLQkocq/M0e2Zi3s4DfgO5AEqOGbIfxCOTNkq41BOJcLI62/x/2Aj/N+UXt6++f45",
-	"6euSiDsi9i41CN5XmOHXDoZYIBAYkXGMlQgngkvjTm/uSJ/cLIX55OaeS2DmgukaftDvBTARlsOwtSck",
-	"UajJBMQmStEcV4RkmcwhBmnCrgVfSCJeSWRy46DYiy+MTeCSjaqkEl3zUm+OwwNkRjvUz0odyrQTV7bA",
-	"eBfZ5JE24lJ32mEceU2iCTM+2TjLlig2BBPv2iS4VNUReCZAb4zOCmtRE0TzRSSdsLgUWYx2BMnMFqxh",
-	"zUB5V28UkooemfIcQlCbadiFuUKYpeNcGluGQFLLvVnY6dPVXGzj2wkrmaIZiqto1xjtxHuW7vbMaHtK",
-	"ZXprGgxevCiGtJs0J9GESb46vNPkIG1FlC64uEVmfqomzC7hqDrvqnKS3o3jiZJS6Zmh8XKMjm30KVbR",
-	"hM00UKBKlwVDVR7b5CUB0qcpxGMaSSBGOxjVoaoTRs0Z/XzxwZZUWVAGrFFn9bzi5Nw2d8foWKGcSwV8",
-	"VAOGci/H97Fdl8koy0sFOQ00+7Pz9s33ExZr5irHbDm1ju0e43nsgGIYaBNUp6+sa5zaYScM9vv24PUh",
-	"ihsjTG1gXox2SgYW2N2o3cSWmNCY3fplITib2SVpgDEODJMLeRXIfLYR17vdASibllKz7SbvBHTzCmPp",
-	"4901PFnzfTaO1I349Kq66t94utwa6xSK5v7SFNWUKMmXztP1+kmWEHq6auJ+nofp4O1LfsiOG+KbpXa4",
-	"2MzNp68q/6WHm4CXpq6+EZQRSJS9b5mRTXtZx78T9aNp8YQcvZ2hBxuswEIlKovxw2Fq9Qujw39+8iH8",
-	"gd4RRqS0Yj1Oqf7kg8tksrbgyokSNJGr4PWTbTKM/ysyTFugavOcHajYGRBl6FzwXPNypUR6OGT0Vuhg",
-	"fDB++zUkm/Z6yH3BJTgUu0wGlfie8JJB6goN+RkuZ6Qf7FYoHS9xnq2CvWY+jGS7AbK6QTc4AY2Xdi6U",
-	"8qTMTbXPClkXWCIQ6kDP8jUO4mpu3P+UwInqhav0qv1YFjb4NNlmT/QqNRLnP/d75JISdw/ZxjcdNZ27",
-	"XOKsl/k8HWz2PH178M369sdQXCXRl+cWRDPIFFZJJFZPwyx8rUpE32zY5dKqawg00LhKEu0j8v5nmn4x",
-	"gpiJwu3gc8ZlA52f6ElbgVagn4cQsTpp/zOgxiPPDQDnVxo4QlLxQoIMCIc3RqeNYreBk4p6L+6vfyS/",
-	"o7M4Y416D0FAb6beO31nDFUNOto3LmLwOGw+WtT3osCgz3DeJ9brWGpIBw4dKhnrh7ryhEM7tj6nrXSS",
-	"ZmR3/BKv7cfSMmzYKGlsbkdTa5WlrsKrq3Zap1SQKK4AFQ+8ifeNOnv/s9EhnZq7eXNkij4b9W2BQRCx",
-	"2ls36KjNL/Toc1+/+fO6pDEaa8uAJu+4gDK5kGafC2QySaOM3hIUn/98hZq7zo0N7JjZNP3GbmVeuJSa",
-	"fK2ufpZmKeK3BwfIKiymBmRT0xPMVsaGBGPY8SrbEL+5IQJK+lruGnQYSG9r1wxbpSoyw8JYcUgJcVld",
-	"wideTv0nYvn8KUyI6DC+b3u3gz93/x0BbzVUFqvSkAZqMNgy/n8QjvDN82rqlWfc7avLtmOqshkSk0Q1",
-	"iWTXZiHWnIgmvWyD28nVLFzDl7jqhk/PnriZ+pDR/Px74FK8fIyW1wc1sPRsBy5FCyoyXCf6tc4rNBTB",
-	"9rT8jlcP/1EcT+vxSHOqjB03WxrWwthH/M1LvDQvrCvnHUcIK57TBCwveu8TZhyZIsuxREaMsJorWeZk",
-	"jGyVA7/6i8llSW/qym0TZp/9MTpOTW7mUhKBrAfxoZbH/JLyNjaKSltDZoYpO0KYTVi78LzxRmjVbLfd",
-	"Gc6B04ATVnv85gYpzjOkNyjHE/aLcSiJXWSKBgASRIHpwWSWrhJO4iQh1aRBlbqF4tNqLtwsni69+2a9",
-	"2fp0x3b3QdOv/e0lP0Y9wPDdizYHyjuSZJSFgeJ+O0KxcQ6ODb0t5sYtJHa0WCVUc7n+IRvYQ97F59es",
-	"OEDA+n3CBKMgUOcONnY7xFlCdoc+kx3vkiZwTQYOiVqehC5fbnWf70DQcce8KPwcuruRzcwbt/KpxZHJ",
-	"jus83DJ652Yao3dmZusFJ8GGvEQxTQ/Xe0DGR0ZLyjPjHyHRTtxKxwamwu564kZWrtg4Bs4JFuqaYAXl",
-	"f73VMM6IveR4qfQV6UK22/mKsbPezKiRzVwNBj4L8u3Q2WVJ+gN49/wR/WvemIuyV+sEnI7RCWos0rxR",
-	"xmf625tSP/9VDLPRutW2+BeriH4JDj+81pNFqC7mAPeQI8CgYXQ77KSrv6Lfs36r1fv7ggv1o2m7mYBx",
-	"v8fS7mO51nh15pxTjfs1KohA+nn8PQgVVga6I0Ia5hJLsxe9AYl2NB87tXxsZCt0VB+rtB32TwFy/+6T",
-	"yhS5K1T5IHkipIv6xTn72ArgToPnioMDm65AVbUTY6O4OkRKlCTeHSPozbhTR/m9raIDbFyg3/K6Q3Zn",
-	"+8bN6F2VHcGN43QgEjFy74oEceEKFRmnrXqCW1LUXksT5nvmCWIntWM65yNT8EhLT1ABplMCfcKcw46G",
-	"whgdt0ulr9W8gdoOvLCb5hnd6vtOAZj4qDZbgUeGc1WCHcHc8bcHbywOQo6GNXq3n0wc51MIKnro/9Gz",
-	"/TfWs53Mect+98ooy7q6Nf3tLsI59y4VX5/g6CcdKj/UNoT9zxa5t2wJqEYdagpYWwij3351DAaSOhHO",
-	"E1Gsn9+oyJbPTbaB9EphqnWJtpEFwh+COB/rtWdsaO55eCU9M1oNp4HEU0WsbtEGa2Jsn1Y3ZubYyMv0",
-	"zZYnH6InQzuOBeICmQjX3TG6IAXBUB4PI6eP7GohQfn4P25ADxPYWFrBFhz/Rcmks69SaY8CXZM5tQyB",
-	"b6oeSj2iqpq4RX3+CWdOPWgJRyI5B1d3Rpocr3kxrzlXEtwJDpHzMKBSs71MuWAIY7iCTrxUCbeahExy",
-	"hCvVWtzKRm/VZz2Z+GOjpBgDHxpXkRU9xToru0R/wU7DK+x98+bg4OCoYdm5JcS4Ak0YhdY23k4qvJS1",
-	"6L0bIZJJsqKeZ/OeMpm7n883yFX5DD91lQugxUQLAltEslJ3OgT4I3Cdz38xWANWi1O1OfhsCJTB/ghl",
-	"HKdQ5xMjKENqxU6QK63yBVW1w43susBUVbE4cJYEp0MdC/frXLZr7MV1gcmvirFmvb8TYzHI7qFj1y+D",
-	"ieta2FagaecLEy/G0LVDifRJVTmqkaK1DwO8RK5PePzeLH1BNFWL38P5X7qktfwGHngZOWu0jDwzcVR7",
-	"CgQ81J729PWq9j87bvDLShwoxZM+Vybna8+510zpi3diBaNk5Q1i+Z4tnmJYW+ClvuxXFqyXLvQEDTxZ",
-	"nRjh0jXqbGRrkemBuPgqw4kJ+JTmTSAS7QgQcSClBc9zvCeJXpYyZmFyX2SguLZV/UJLdOm26hUOyrza",
-	"qTTdzr6klpCu4oaLvD7B1tyQtqMxd4WN3x5A+UWal7ktj5pTZj7Vah4vqVN4ggLPyBW/JazvCL59/Sao",
-	"NHrqB78v8cUx0kv2wtzls0imj7wE9G6qBUeIkQWR1mMp0huiDKuVisaqCmYv3V1Bi6e8jF2JztCFrCcf",
-	"fy3AAnCaUPVBact9folWxn5B5dCnURF5pWKfOerLlEPtDfn6PZCOWSrCcMqhY63IowqK6mVX3BE/IYX0",
-	"siuw+t8Ju9ID6eiB2iVXULd5IKZSxhOTnSnm+8xGhVV4YAtp+PjwsnSqj9ZrMHBcNZlnuAAbvckTgRUJ",
-	"0m8zar2ZD++fnzQGSXB7MThXiswmwzvc33/95rvxwfhg/Prwu++++w6wzQ7/uWLfTBywZoA8nlP6X9gc",
-	"U9431evrfWe9Zr58+vL/AgAA//8=",
+	"7H1/c+M2suBXQele1cj3aNkzmWw2cm1teT2Tjd9Nxj7b2VTdak6ESVjCmgQUALSsncx3v0IDIEESlChb",
+	"9ji5lz8yloSfjUajf/fnQcLzBWeEKTkYfx4ssMA5UUTAp5NCSC70XymRiaALRTkbjAcXRBY5QfhGEYHU",
+	"nEqUQEs0jCfF4eE3CVnwZA5/krH5RpJfzed47wjxOyIETYlEH7BU++/vCFP7p+9Gg2hA9fi/FkSsBtGA",
+	"4ZwMxgMz+CAayGROcqzXk+P7D4TN1HwwfnN4GA3UaqFbSiUomw2+fIkGP/As48v22m9wJgkiLJVIzQmS",
+	"ShCcl1shSJBFhldoOMcsXaElVXO9uWyva3E3Zh5/cSm5wUWmBmMlClKu7ZrzjGAGizt9p9vBcAus5tVo",
+	"NB1EA0F+LaggqRsguO0/vY0GOWXu4+sQDDR0AbhmvjogLglT6HqFoMElL0RCUJJRjQmIMyRIwhkjiTpC",
+	"EucE5QQzymYISxSbA4lLkMwJTomodlE71S3P7Yomt0S1l3vsjkpBA3QjeI7i87PLK3RA9FTywPwi4whR",
+	"JhXBKeI3+kwnLD4u1JwL+m+sR4uRWTAaLuc0maMlZRIt54Sha67mCAuCJGFqb4Q+kjsi0KJQE6Zx45pg",
+	"odGE3xKGqJIku0GUIYx+vvgwmrAODDHL2hYMqwWRbSic8DzH+5Loe6pIimDnSHeXSHGUkozqFQ8TzpTg",
+	"GbrR11kinC3xSqKE56QTkWGQNasMLPOLxlW54EyatR6rE7zACVUr/UmvgTA4SrxYZDQB4B8sBL/OSP6f",
+	"/5J6R5+9+f5DkJvBePA/DiqadGB+lQfnppeZtA6TqzlBKSY5Z4hKhBXCKLHLQBnNqTpCjKu5Rt4llgin",
+	"OVUadlygRBANxtGExXhGmJpC+6kgOJmTNB4jqbBQgPYMQQu05EWWogWWEsX7+zm+34fvZYy4MFiyEPyG",
+	"ZuSVRHGO74/tr8MYxo4jFMuEL0g8dov+zfWIEGYpwhMWXxAlVvvHmig5ZN07QvFC8Hyhpr8WpCDTmyLL",
+	"YLR5ofQSpylfshhxNSdiSSUxCGk6w+l4g4aoQcKBJnK0xFSha3LDBUFKrGD3M0zZqIYcFhcoU2RGhD6X",
+	"L9HAndIznv7FDyfo+7fffofsyCglCtNMjuAa2QEAOfVBaPy8phlVNHS7fpljBY+AOWqc3hGhqCSpvuUx",
+	"ZVRRnNF/E6B8C8EX+mczEPT4CDfpc/OeRObXfxAhqdl1u0Gh5j8RNedpYFk/8qW/qiQhCyU17qaE6RVJ",
+	"NDw+OUexN4h+ZfW9RpwRvfgGXlYtY33ic3xHkCIac1KU4CwzLfToCVYkts9jEwJUkVxuOrrjciq9T7tx",
+	"LARe6c8Zx+klkQ24lE8lQDlftI6tAfsipTzcneTXJE1JeqKx8V6FG9Ecz0jopy/+W/xP2y6y87UH/1Tu",
+	"j1//iyTKrl/xhGftwy9vDhDRIu+zAh9cZbcgkEJrgRvwgUoVAOHMcYD9DlU3Pzf41D7WxqLt2J0rcuME",
+	"zrVEndad0ERf/45yaFBir4+30rBvBnkr3EVDs6LRCucZqiaBl7F9M+8wzfB1RsK4kzQwcyPUaqekB9Av",
+	"OuvYIbknSaH07GgIDI8q37pX+jlnN3RWCKCsEWLArEAzjPQBEKnCe0qp1ExuJ7maU6m4WFm8PmX6uDpv",
+	"KE2DYzCs6B2xyHrRieCAvNckPQakvOEix2owHqRYkX1FAbtbQ0tgVnV7wopco9h1QTNF9Z0wMBnoV0KR",
+	"RJHUw7tqhIKVx3pBsAwS5ebl15y5D7hyHT6OhPfdDdHgpaihff1KTHOi4LXEaUr1CDg79xrUBI5qRCxm",
+	"gWdFEZFThrMxwmJW5MD4K45EwarXBrAMEBTuUoQ4S0hkmF7Xv/YUtEDdpPi1NQRxj6mul5mjlOv/F5IY",
+	"sdNc/gilRNA7khrkp0qiW6o5KZYiAFjwEnTibcelMF+0xJKT81d2On7jiNHQsopapMDXRpbQ74XFVvgV",
+	"Pt9N77CWmxwog8h6h0Xg9GznMZzVHRZU4x8coCSq/eQTdrfNOYWQn2GLyiz81B27W3BSkbR1aFrfzxkj",
+	"SGZYzkuEK1lufnNDhGVympPstVmxTRhG2aJQ2y3uXBBZnqgGrFujwrdEohtBNP90r9xboyRwX+21rcdu",
+	"vVRPFeGGaBOmFuwd1rafEP/68kLB2gDO4ZH9U7cH7o8ZOvcTzBKSaVKXBTiLBH7NSBqm/ikBaSbw/v1v",
+	"+B4Z3gZR0NdghZZEEJQKvliQdDvKY0Y6TTfT+mrNwf3CE3MG6zyZY2Z4xzAygbapiQR3OCtCpATBD4gC",
+	"KcFIkowkCvGFed65QBhZyKGb2ifTREODM3J2Mxj/sy68f/unDbqiqH00n5pAMavuAIgW9f6W8eR2Iyga",
+	"e2ZI32orLKJrPUT71jzw1WOMK+CN5NZ9U6xwEKk2EZec5uTKvhT93xZBKp5mq3VK+m9SY5woU396W91s",
+	"T8hw8o+HGK8P4b/Am6OoytY/g+4xg2GjlmzkdjTNKLv1PofZMUE3X0r4tQv9KCvIMQjGJMA1Ye8Xu24N",
+	"z09RiKEvdd6tZYKy7f2CJ/OOd0URIYoSN9aJAhck4XdErC6LPMdiE3mKBlJhVQO7KBjTv0UDSz9Bklhk",
+	"RJm/SwoWDW4wNX+UCwxyxU2pzcHMW1ljjzWIlJBbd0TvSJJRZg4CZ5klVb00P1GPQwUSEzxV0cXl65/M",
+	"UWx9ZN0As7N5Y7eB8skDy4UR1rZ8RnyE2QBC3e5dmHMANb1mpgx46uT5J5Jfa9ZLS5YrlBYCRFGjdF7g",
+	"VcZxihIsBCUSDd16NJckiBYQCgEqWcrueHZHQrzaeqQ3QlTHrwrL267HvL1LEKTNvQ5oPszP5Vx1IHwE",
+	"FTpnThynnKGh/gjKYWtjQHaxr6RhWvfGCKOffz59p+XyJcLKwhD6OFldkEIaLqZNa4Tg4iciZV015TW4",
+	"p+qEpySsUdK/XtKZFilCnTMs1SUhbBupe1ETmFraqyt+S1iHnsZKkvqlt2BCNLxtUTCY36N0UmGW4owz",
+	"w4sqUM3D3cq5Cr8nmloWG9UxDicuTevmfXZLKYf7tAavLssZvWWD5cCQg3Q1sGcK4wH3Glx6fcB3lg3p",
+	"Ryv9qxyglwFED6Nd9y8O4Rq2A6OhSnhK3G3Qb04hiBGYDPw0JYBBIkRGs5HBiiku1HzqwB6+CY9B9G6k",
+	"rRDtadCnE2k04f+R4EzN28RIttCI34Z1Ap22hPAyqh4hLPboTEN4q4w4pZy1FX/alMGswW0bumNOsAeD",
+	"u/YtETyrUZVCgsHaqWK0bDybg5F2JRXJg0BvWBDWKQphusgxx9Wu10D/OE1JussLHzi83ZxIbhZ82vdg",
+	"ng/21crqRxC+hT7gAZTtC+DkwHWn0Dq/EmkD2hjjJ7PRSwYNa8yWZj+yVViZ3xTILAxGWK9nM58Pv1qB",
+	"dw12nswLdrtL7PyDIRHA5/FIVIH5ZSBRotezAyTiKXmQqiznqUURX23x5s+bfZ9qJ2pGCa3MV+N1qTDB",
+	"fyGkotSPnlHAW3HcKqwV57eIKsT48gjBvsZIKi5IGiE7mK/mJffKyAXe0fgaicp2vQ6DrMnJGaNb4qnd",
+	"RDXeOnBwmqx1kNC3DyVzDoYYoa8efH18fhrZnRrbqycZgTlGkPr+PaHI/g6924KitettZ1KAPxBN0b69",
+	"ELBiZvWsQ+wpXD11qn9DKsjkdRa0S3NslhkC7TkROQVInJUqovoebynb0iZlFL99VNply9KOA7OtX+gF",
+	"WWSrLW+sv6Smm9t6HfSAFyrhdeEvpIlfJ+f7ay91Kg1MeigL2gH9/l4TLQzYzkhhlKjZ3ZbGcrAikPRs",
+	"sUbsW69paSkfF4SlRrR1ozdUjuR+AYj3aTvVMufZCc6yPvgMXHa1bLfI6lA2cd0tTNkt8/0UuGF9Orr0",
+	"YTuBazVHBcow4xMA4CP4n67j+Lps0KJc1Ui4ZT2eG/L3ai707jGvk4KsQ6FdXvQ1eGWm2YxVBjY7QioP",
+	"0C8Ip8yqdoBSGWbvmTJWjE41QFs9JigX1l17jRpsI8+jjBC2RlGqF/jzQr9UO0V2wpSwf/YjsyWcNrm8",
+	"uJE70LTazmPwswGUr4yYGWajwixnBxhZuYKv49i7PD4Dwkcc0BjHRvwyflfS95JmjBcs0RIXwRDjoeYI",
+	"ozkFfyK0LP3JduTInKzTjOc4mVNG9gXBqTkbIbgAhXnYPxNc2DuMzFJp+tvvxvrm/40W/V7nbYaJKr0y",
+	"bLwDAfKF6n0za04kWt7C96em32srOriPbeCbqbrt/0lHHJuJb3M2CxtLozGjjBHR36tCsKN6oBhVxtGO",
+	"lA3Cpov1DgP9LP71JTtFAxfIGP6tKxAjS+sqdQTevwvgfVFpkxVkwYWSJhxKL/gVBO0JvWWYKkImGCrH",
+	"K4QzMFmha1I5eUI0ybN5H3guB46x7+trUJq728cN0W37VglgrNPpkQWWBipVYK5OSb7gGhn1oa4NuVtg",
+	"pYjQY//ffx7v/x+8/+/D/e8/VX+OpuP9T//zP0K4YZb5MMt/XmSKKixva9GGA8LgNAZRt/OscUktLfPu",
+	"oO15+k6q1WCCAGhDstyivOObHRCaGN/bZaGNF8Fzd/4ZRpe3Uy5jVy4iG9xBmt1DvpTOZaTDmxKzWUbZ",
+	"7MpKfHXGqD5Yh1KjUwnV9YCEBHP3SnTqmJoUvCQOF92OOm5lpW4Idl0jLFOLH/UvNbbDpZgJnJJ0ap3x",
+	"gxjNuKJJ0DlTEv1AJQQIrtOBBsm+WcQ7E4tJOhg6b4HI0mPr6mqjDz1mZmhnNJ8EAQ3qXoQkR3jCEoMS",
+	"4OmIsLz12SDFEWZyWcY2A7XRdG7Os1T6cbLSiHr6NxPtBwS/KyDrtGNXQFgwqi3JREzar8IMD5CaH0nW",
+	"Map96fTg0jgA22+MP7YN/REE9MjEOP5DFKM9qgnTZzV2a9DbFAWT1pO7WmqkvwEH7xxRhrhIiTgyj+uE",
+	"udOxHasWtpeJBx6h95rdTDDTr6fmOlOBl53QNPuw5C7E9Da3HznXfpha/wXUeztP6MobrvlQrPT5J+A5",
+	"W57YGGae4kTRO4J+M5/smn5DlTg7tdoC9NuEWc3cNMm4hK+cFWDqGAr0m/UA8WJxdE8bqjtVfOoWgH5D",
+	"9spO3R2uwbODEgG9iGpEM0QhyzsfflQWGV6dWN5mp9b5Lj/TpnTdxel8ai3vEZJoYJ9fVxg1aRimjqt8",
+	"vDx6QeSKJRe2x7OcZDQgnbx/dQVLhku3neZU5lh5PO4UzwlOq49baNysEyrZxDN/aoHnUZjUgvPXxiS9",
+	"oFJj8HhM8uKVAx52Npq1Q6rT9HA7+4211n7gsiN6+QH2rGSZPsTBnXhOtH0849aYzkrptodF+xLarvP4",
+	"XafdsAqt/uAJ8rNm5qh5xAaUXTJqeTD+KtZg1Akgxy5J0wPAHPAf7NLV15b9CJLR3v7XpRiWVRmZy7oz",
+	"guHlIAjQjcDXTxx5vlhDqdpid4nx1bJCe8WN+MwOlrYW6RnU25pwz3K4qWs7NVdpT/PlliWPDyDVBcR1",
+	"xoZB54z0V+w241YDHHO5jp94Sjr2lOufurdisUAPsNd7bV6noNa5ctRZN0rdq+eLi5I/q2zU3U77pqkN",
+	"MZQIOzd+e2w5Gro4ReEcaKIybZYgTP0DZ0Vjx49zITbD/hRUuLtzqIvLoPm0yr2wpnYND/fAx/LBOqPe",
+	"3hg7eTqb5N7zqCgfvfob5zwuyw32V806QggP45Y6zzZztU0ytPIYG1qda8mzQhG0wGoOUbcMkXsqQRuc",
+	"UkESLXUeIbnKM8puJeQGc1bbEXp7eIhiyu5wRtNpskxjo5AwmKZFaM7IkWmVLNOpIDeFJGlsVfbGUbWa",
+	"Bg3jgzhC8QFRCfxbSAH/3mH9L7jKmTRWBdOyf3yQkjtosBDc9JArGUdoNBrtoYJlRMpKOaKpIlzLeH8f",
+	"Zxlf7usFNzTcbw+/3xgqPLCZVM6fXPfro2393N67M9INjvxECwjDd/oALP9V6uvcs95W6nezk17Db8OJ",
+	"2lqZbprc4caLkO48ymeDDPIwgvYwutNPabyWrV7PfBoQ7oD79M7ihbCfZkU74z/rAUuPgFggRu1lQMwJ",
+	"qNOWI8rjIBfOmcXIvTrHsyryscutsr97ilMtbHJOKQdes2jHIG2ZHGUrD+TONDFr1mW5zp2Y6QKCRRmG",
+	"63GsoCVnfIkglvQI5TasuWISTTyueUAEsW9JIMtfSLp5QiFjJzJCk9d/EjZ8o2/2py4MeDzpDmDUy6BH",
+	"FgWniVnZzuhRw9T9KG1t22j+MmDnxIsnAJ4s8ieItLxXFyZ4pSPT0Q3Osmuc3K6xcEslsCKzlQ8Pk09u",
+	"WuZ6tJ8zDkYBZxejZUa5aHAjiJxvBlc5WdRa/1qOy8Lv8dfWP4iXgnOwop2h2mXTn/rk4v3x1ft3g2hw",
+	"eXV8cXX68e+DaHDx88eP5q9fjk/1d9Mfzi6mpx/Pf74aRIOTs5/OP7w3nX44Pv0Af5wcfzx5/0H/HfJh",
+	"8Gd/Am+YhSB3lBfy8iECwbNopP2dPx5PW3B8GcgKcNg5dawSWWybJsVuHzwKuUAZlqpKmPJKIpqioSQE",
+	"OemhI91qD/m1bhFrrwKmtpGEKAHvE8YVmtE7Xy9IlXRuBeG4y+0yXsCkZmQTzmhTYNhsF0Hn5Qkbeupi",
+	"eStBV+Eldh6Dj2nsJ4Mx2iPnvyyJ2pswLtz4MPXU+FzGQSeJXqllmklNtsmDsW36WAnGiQvrUdrRBt6K",
+	"blsIIySV65LMGsp+0eH3YmDnXGudY0qZ+919IUhCmMpWU0kIK79l3Os6Ya0vp/Aem9HQ0PgwCWx8jezR",
+	"G2csxstQWYNT+V59QOfeNGTcOFrNsYR0rZCJsiHL8AVhJIU0gjDmGFxrkBtjRRSkFIR0kPo7iQzWRIBy",
+	"dRSACXy02bOeOoYtMa47PT180JKLW0hX7/SeU/AfYrMwtu4oI9AzqtSjgd6iEoT8TWDWoU1zTc6xmj9Q",
+	"LV9TyPvKs8aVqt+f+mVp3IzW3Y+8NEg+3Q2+IOAh/wHPZs/kX7ONp5S/uMewBM09fmVeAJYzzWA9O+AB",
+	"YLiqAksj1go8j+Q2jiaqo5jL2QL/WpAjdEvIAlGFeAFRORmfyeC+C5F12JFhxa+kMeBoMgVVTSJXJUZ/",
+	"c0MzRYRElCVZkQazTDXh5Cq26Hkjb+ObgNbXnb9rIwi7hWvyLY+8N+E0hRI8Rmk1y/g1zmynQLKEjniX",
+	"XyAxn1f2yFJ+bn12mXmoTQyMMfEyPmFxrZ5PjIBpuaFCgoFrb4xERz2oCGE5YfFfzae/xMYVeOSXHHol",
+	"EV961YYkzNua00WngKftkjI5Qh+5QgsvAd81Be9Tw/RsKLDTeBC2syR2GaX+7h8KXOIjA2ucE4uEUD3p",
+	"7+/LkkV/NWP9Je5llAqXBLpqT6H8mxFDvxiVpb1GLfgc9sqtcGUDTp4qnUKvV1gvYqN16QFeX+ZFlguc",
+	"bBvj4J7h/u5eeg8PsoF3miU3YGxta3XseVdanyGSDctbYNA0tUTDvAAZjkq1N0IlnokiI6BWx562PVmm",
+	"kNpmNQ5YxbV84hvAg1bnTSRZdXgcaWiGDTR6N/3V6IDemwwvZsiuZZyD5+6mM80p8799HT3EaS98D7bC",
+	"i6473tJaXZ29OxtEg9OP0/OLs79fvL+8HESDi/f/OH3/y8MUVOUsX1s7VYPitnDfQi/V3PAjONAg7L4u",
+	"F6ovxa7VUVfgt1LCqV0r4vLyvalu5x68y3f/C8lC3OCESETVkXn4YkTNzzFsaxxDVYUIxXrm2BTJwEKS",
+	"1HwzjtF/XZ59HJlaL4mgWpK1Ls85XiysiqKeY69HXkCzkaiRV61HLjjXMZiJpH8uleAwNvlE7+QZ5SB+",
+	"ooDNqQ1ct2ZIR69QlKpz3Yu/V/SB69xw6O3jhtzqap0xejmRNDs3/RLWDxLy04g6bYrbmEabY7VsbJsM",
+	"NgGzY9SynvSy+jQ718lHf4V8OU5NEu4hvbuOAeLVk/KWI3CeTROcZSOrXOscwMacXZpm7f4b7pTr37hX",
+	"kH7AK7PS0bkQ7MQ1qnctI/fXdXWNal1tcP+afj9Ai1onPxHAmp6nVbNad1cvprunqRxT67TpZArBaqfy",
+	"pWTKbJU080J98Sus9Hcqc2NubW7aqmOIbvTsWruUvfsEqEHPvj6N3dQlfO029mrgQZ/2DQzY3KFxKfp0",
+	"8e9DrynqV7ZPl9bF2dSpzaj07OFxKBsXFqJ9fTvVCN6mTi3OY2OHLnZpm44+h9TzEoTe5k1dQ/zN5j5t",
+	"hmrjElsvpZFj7IG85Ezx3XV5ujxzOlNeZDzBO3abW5/fEy9PbXE68+msUOXHdm2AKjsfZdOF4DNBpGyk",
+	"4rEv9HaJOHcTM9nMFBVOAOSJfBa5nj8H/o4xJJRx4YWc7DapQL22W5+mTyxqJP9hOg8fM76yrqPF7D9e",
+	"1RF65f44cNpZRsErgZnZSf8Mb1dlXje7Z7BOSYYXcs4hTCvhTFIJ1QeXVM3LRG+2lOxD8rpZJU9/1bNz",
+	"xgm9F4YSVKzGQ1IKO7NkaPwMs11kz9xYrSuYkaoPMofmAi+a/iMVondIBRC7UDyjm9Q7Xn9XwZMKYrFe",
+	"TEeV1ItKs/e5oxAAZQWR5+uYiAcwTqlLVXUcLE5LymLC+UKhJZZoKahS+mvuZ6myIDwwDfeOXEjeck6z",
+	"muedCY68ZXwJQ8zxHbFXrd96CUu322BZ1moTmryHho+tOhXIZhZyONOjkDSyBd2nNn8VxG+GNtHMf2bj",
+	"MMsCjYMKQzYk63tQQs6tOFn7OG6VqL5pdipTS1bZJh+ZZNKUXutb8d3LQWlTSbVNvV03vBTbd5vseEu0",
+	"78rzVaYlGyPssou5OstKogTyZNrkZWSJhlSVBQsbqelqdc3LYTuL8nWlre1/KGutbG19ycPYqNYBfmVe",
+	"qq7gfTwj5auuviqCPhNO1NV0D8eJGsxeAk6U5HAnOPHevZJNGTol6/jcPhniU1IxTp3zG93obsX/jqVv",
+	"jan5Gn/5LiwOomm0GRqfavB4JNJ6QH0BGNuptHgAunp67l3izO82h+72XPFjeFyxLoxxq/tQJipsQ777",
+	"brSMHA++IE00egG3ZKtU6X2uirGE7VqxulkW3b3IElQ8/BrC4FA22G588m2FD0YlD8wvAIus/LQTBLI6",
+	"3F1i0GNxY2sRczuE2IHWugG3F4ASO9JZw6VLCkHV6lJv1sDkmmBBxHFhApoACqDAgq+rJc6VWgy+fAE1",
+	"yQ0PFNW0GavmXGpZlKeUzfZtYKVNe2IDFBYE35qyk/CrKe+AzgVXPOHZhA2PT873bFnJhItU2nKTEDtn",
+	"ALmCYASxQoIXiqDrQqH4YA7VuWMEgVITFustcUH/DZaeMfobbMgeluK3hJnDsYERZuOgWsaS7FMmCZNU",
+	"0TtiwgHUkk+Y0UkbVbNEOJMcKXxLEEZyzoXaz+gdSVH8VxMN8pcY1NETFp+fXZbBAwfmRxnvjRCw7nLC",
+	"sCDo4ocT9P3bb7/TIv11RvL//JfkzBXAkbWKNCjWzGg8QmfMwgbgMEZ4wuIfuVQxmhNsEo3jUnGHUcb5",
+	"4hont9aZEjN0eo4yqojAGeICcebiYifMaLdeyTLxGEn34WxjNCNKoreH36BYfwExjrZFfAT1ONMV4ndE",
+	"TFi8v68/7Wc0p8p1fP0Nihd4lXGcThXn0wyLGYkjlJIkw4JAVU9wtCSpHu6/Ls8+ThgMCo7t1wSRe5yo",
+	"bAXr1T+7yqBKYJpBDjissPVoz3GmqQxJpxqe8d7RhNklAmxSTix0hKB3JvU7ZcgtXJMkXpRLP/zzhMXW",
+	"kXPqfrPxuoZHtB6wVjmIjs9PvSLu48Hh6PXo0BShJAwv6GA8+GZ0OPpmAEVJ5nAhD+DWwJ8zE4WlSRh2",
+	"AdyDD1SqY9MEHCwXnElzld8cHjasp1C21dg6D/5lGT9D6HrlHgUHfbj09ctuwxZtajobJkozqlZwbzUG",
+	"kxT5qU5HetNvD193TVvu48BVoIJJbY2U3n00iXNlOAaGvizcWofXBc3UPmWRzY5ZQGXflCgokYc4Q+fH",
+	"Vz8auoxnssxwJgef9MD2/naei3G+MOFE7+/s+ZThO7Lz3a2aHJjKRp1uHl7LD1gqmAQy7m1sfgVBSD0a",
+	"/sD1TQ5kaTpj2ap8vm6MQU5heftKlvQdkoXqthDM53JKjb3Q1xLz1gdN9dmQifX78mnjFVDkXpmj2zeE",
+	"u/8d8L3ZA7fgmCH/QTgyJcuMdzuVCCOvv8X/w63wf9v78vbN9895vy6JuCNi/1KD4H2JGX7daAhMAoER",
+	"GS9diXAiuDS+/YZG+tfN3jD/urnnEpi5YO6IH/R7AUyE5TBsIQxJFKozAbEJmTTHFSFZJHMIiJqwa8GX",
+	"kohXEplEPSj2gh1jE0VlQzypRNe80Jvj8ACZ0cb6WaniqoZxaZiM95DNZGnDP3WnIePIaxJNmHEQx1m2",
+	"QrG5MPGezchLVRUOaKIFR+hsYc17gmi+iKQTFhcii9FQkMxswVr5DJT39EYhw+mRqRUiBLVpj13MLcR8",
+	"Os6ltmWIarXcm4WdPl3Nxda+nbCCKZqhuAy9jdEw3rf3bt+Mtq9UpremweAFr2LIAUpzEk2Y5OtjTU1C",
+	"1EZ465KLW2Tmp2rC7BKOyvMuq2bp3TieKCmUnhkar0bo2IbCYhVN2EwDBSq0WTCUpdFNkhS4+jSF4FAj",
+	"CcRoiFEVNzthtujLzxcfbDmdJWXAGrVWz0tOzm1zb4SOFcq5VMBH1WAo93N8H9t1mfS2vFCQYEGzP8O3",
+	"b76fsFgzVzlmq6n1svcYz2MHFMNAmwg/TbKucWqHnTDY79vD12MU10aY2ijBGA0LBubgvajZxNa70Jjd",
+	"+GUpOJvZJWmAMQ4Mk4u/Fch8tuHfe+0BKJsWUrPtJgkGdPOKounj3TM8Wf19Nl7dtWD5srLu33i62hnr",
+	"FAot/1IX1ZQoyJfW0/X6SZYQerqqy/08D9Ph25f8kB3XxDd724GwGcqnSZX/0gMl4IUyAexGrgSJsvMt",
+	"M7JpJ+v4d6J+NC2ekKO3M3RggxVYqETFYvRwmFr9wmD8z08+hD/QO8KIlFasxynVn3xwmbTaFlw5UYIm",
+	"ch28frJN+vF/iwzTBqiaPGcLKnYGRBk6FzzXvFwhkR4OGb0VOhwdjt5+DcmmuR5yv+ASvJtdWoVSfE94",
+	"wSCPhob8DBcz0g12K5SOVjjP1sFeMx9Gst0CWd2gW5yAxks7F0p5UuSm0muJrEssEQh1oGf5GgdxNTe+",
+	"iErgRHXCVXqlhywLG3yabLMnepVqWfyf+z1yGZLbh2yDrY7qnmYui9fLfJ4Ot3uevj38ZnP7Y6j0kmji",
+	"uQPRDNKWlRKJ1dMwC1+rEtGUDbvEXlVBgxoalxmrfUQ++EzTL0YQMyHBLXzOuKyh8xM9aWvQCvTzEK9W",
+	"VRB4BtR45LkB4PyyB0dIKr6QIAPC4Y3Qaa3QceCkok7C/fWP5Hd0FmesVnwiCOjt1Hun74yhqnaPDoyL",
+	"GDwO248Wdb0oMOgznPeJdYGWGtKBQ4cq1vqhLj3h0NAWC7VlV9KM7I1eItl+7F2GDRsljU00aersstRV",
+	"93WlV6v8DhLFJaDinpT4wKizDz4bHdKpoc3bI1P02ahvFxgEEau9dYMOmvxChz739Zs/b8pgo7G2CGjy",
+	"jhdQIhly/nOBTFprlNFbguLzn69Qfde5sYEdM1szwNitzAuXUpM81hXz0ixF/PbwEFmFxdSAbGp6gtnK",
+	"2JBgDDteaRviNzdEQDlny12DDgPpbe2ZYcu8SWZYGCsOKSEuSyJ84iX4fyKWz5/CxKv24/t2Rx38ubtp",
+	"BLzVUOaszIkaKAgBujmq/iAc4Zvn1dQrz7jbVSRuaErEmSsmiapfkj2bEllzIvrqZVtQJ1dAcQNf4kot",
+	"Pj174mbqQkbz8++BS/GSQ1peH9TA0rMduHwxaJHhKuuwdV6hoXC6p+V3nHvQYzmexuOR5lQZO262siXm",
+	"wT7ib17ilXlhXW3xOEJY8ZwmYHnRe3cl4yPLsURGjLCaK1nkZIRsyQW/FI1JrElvqjJyE2af/RE6Tk2i",
+	"6EISgawH8VjLY57LYBnKIW1Bmxmm7AhhNmF+K2AhwBuhUa/fdmc4B04DTljt85sbpDjPkN6gHE3YL8ah",
+	"JHZhMhoASBAFpgeT5rrMfomThJSTBlXqFopPq7lws3i69Pab9Wbn0x3b3QdNv/a3l/wYdQDDdy/aHijv",
+	"SJJRFgaK++0IxcY5ODb3bTk3biGxu4tldjdXeABSkz3kXXx+zYoDBKzfv5hgFITbOcTGboc4S8he32ey",
+	"5V1SB65JByJRw5PQJe8t6fkQIqBb5kXhJ/Tdi2ya4LiR3C2OTKpe5+GW0Ts30wi9MzNbLzgJNuQVimk6",
+	"3uwBGR8ZLSnPjH+ERMO4kRsOTIXt9cS1FGGxcQycEyzUNcEKahF7q2GcEUvkeKE0iXTx483kydhZb2bU",
+	"yGauIASfBfl26OxSNv0BvHv+iP41bwyh7NQ6AadjdIIaizRvlPGZ/vam0M9/GVBttG6VLf7FKqJfgsMP",
+	"r/RkEaoqSwAdchcwaBjdDTvpisHo96zbavX+fsGF+tG03U7AuN9nafux3Gi8OnPOqcb9Gi2IQPp5/D0I",
+	"FVYGuiNCGuYSS7MXvQGJhpqPnVo+NrLlQsqPZQ4R+6cAuX/vSWWK3FXNfJA8EdJF/eKcfWw5cqfBc5XK",
+	"gU1XoKoaxtgorsZIiYLEeyMEvRl36ii/t1V0gI0L9Fted0g1bd+4Gb0rUzW4cZwORCJG7l3FIi5c1STj",
+	"tFVNcEsWldfShPmeeYLYSe2YzvnIVF/S0hNEjrfqsU+Yc9jRUBih42bd9o2aN1DbgRd23TyjW33fqkYT",
+	"H1VmK/DIcK5KsCOYO/728I3FQUgYsUHv9pOJ43wKQUUP/d96tv+P9Wwnc96w370yyrK2bk1/u4dwzj2i",
+	"4usT3P1J+8oPlQ3h4LNF7h1bAspR+5oCNlbl6LZfHYOBpMrK80Q31k+2tMhWz31tA7mewrfWZf1GFgh/",
+	"iMv5WK89Y0Nzz8Mr6ZnRKjj1vDxlxOoObbAmxvZpdWNmjq28TN/sePI+ejI0dCwQFzZ1zd4IXZAFwVCr",
+	"DyOnj2xrIUH5+N9uQA8T2FhawhYc/0XBpLOvUumyCF2TObUMgW+q7nt7RFnCcYf6/BPOnHrQXhyJ5Bxc",
+	"3Rmpc7zmxbzmXElwJxgj52FApWZ7mXLBEMZwBZ14oRJuNQmZ5AiXqrW4kRrfqs86ygLERkkxAj40LiMr",
+	"OiqHlnaJ7uqhhlfY/+bN4eHhUc2yc0uIcQWaMAqtbbydVHglK9F7L0Ikk2RNcdE6nTJpxJ/PN8iVHA0/",
+	"daULoMVECwJb0bJUdzoE+CNwnc9PGKwBq8Gp2oSANgTKYH+EMo5TKDqKEdREtWInyJVW+YLKQuZGdl1i",
+	"qspYHDhLgtO+joUHVWLdDfbiqtrlV8VYs97fibEYZPfQseuXwcR1LW0r0LTzpYkXY+jaoUT6pKocVcsX",
+	"24UBXlbZJzx+b5auIJqyxe/h/C9dBl1+Aw+8jJw1WkaemTiqPAUCHmpPe/p6VQefHTfY8DIOhCSXmRDB",
+	"9GbxtExpiIbgs+JYIDQnWYokZQkBq7fJ3KlZBIJiVxnj0oDLJmJxiXIgbO5UIWM3q3z0rM9AXGW+G1fT",
+	"x2hoLBhxPRlgbEMYRavD3tGE6dtpdGze1qSpuqrmhArERUrECB2bTbskDx6LDUmlJsy4GUr09vB7swRI",
+	"1mBGNZo1q5UrnQ9S9Pbwrdf2hhcszDX8YtcMmXGf8g5CGuDw7avO2RMS/lBCroNyK+PnNbnRD7hm6SG7",
+	"p6c72tot/Gse4bMd3A68weG2lW5VVoDYITkMq928hLbdWrfNYrqeoEZw12cYuXSNWhvZWYqHADUvUwWZ",
+	"yGlpmCsi0VCArgByw/A8x/uS6GUp419B7hcZWIBsrc7QEl3eumqFvfIpt+rHN9OYqRXkfbnhIq9OsDE3",
+	"5L+pzV1i47eHUFSV5kVuix7nlJlPlb7Uy44WnmCBZ+SK3xLWdQTfvn4T1L4+NefclUHmGOkle/ki5LOo",
+	"eB5JBPRuygVHiJElkdb1L9IbogyrtRr7srZt5727ghZPSYxd4d0QQdaTj74WYAE4daj6oLRFfL9Ea4Mo",
+	"oR7w0+havQLQzxw+aYocd8ZO/h6ujlkqwnDKoWMtr0cZXdjJrrgjfsIb0smuwOp/J+xKB6SjB6ppXZns",
+	"+oGY+jdPfO1Mie5nts6twwNbHsfHh5dlnHi0gpCBB7hJ4cQFOLuYhCtYkeD9rad/qCeW/OcnjUES/McM",
+	"zhUis1klxwcHr998NzocHY5ej7/77rvvANvs8J9L9s0E1GsGyOM5pf+FTdbmfVO+vt531v3sy6cv/y8A",
+	"AP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -248,6 +248,14 @@ func (h *handlers) GetTurn(ctx context.Context, req GetTurnRequestObject) (GetTu
 	return GetTurn200JSONResponse(turnOf(t)), nil
 }
 
+func (h *handlers) WithdrawTurn(ctx context.Context, req WithdrawTurnRequestObject) (WithdrawTurnResponseObject, error) {
+	t, err := h.cfg.Sessions.Withdraw(ctx, req.Id, req.PromptId)
+	if err != nil {
+		return nil, err
+	}
+	return WithdrawTurn200JSONResponse(turnOf(t)), nil
+}
+
 // transcript reads the session's snapshot in one read transaction, with
 // the event head it is consistent with: rows and events commit together, so
 // streaming from the returned cursor continues exactly where it ends.

@@ -42,6 +42,7 @@ var statusOf = map[errcode.Code]int{
 	errcode.SessionTerminal:      http.StatusConflict,
 	errcode.TurnActive:           http.StatusConflict,
 	errcode.TurnQueued:           http.StatusConflict,
+	errcode.TurnNotQueued:        http.StatusConflict,
 	errcode.PermissionPending:    http.StatusConflict,
 	errcode.SessionClosing:       http.StatusConflict,
 	errcode.NothingToContinue:    http.StatusConflict,

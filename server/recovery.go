@@ -130,5 +130,12 @@ func recoveryOf(s recovery.Summary) RecoverySummary {
 			Title string `json:"title"`
 		}{d.ID, d.Kind, d.Title})
 	}
+	if len(s.Queued) > 0 {
+		queued := append([]string(nil), s.Queued...)
+		out.QueuedPromptIds = &queued
+	}
+	if s.QueueHeld {
+		out.QueueHeld = &s.QueueHeld
+	}
 	return out
 }

@@ -515,6 +515,14 @@ export class SessionClient {
     return this.client.call((signal) => sdk.getTurn({ client: this.#gen, path: { id: this.id, promptId }, signal }), o);
   }
 
+  /**
+   * DELETE /session/{id}/turns/{promptId}: withdraws a queued prompt before it
+   * reaches the agent (409 `turn_not_queued` once it runs or ended).
+   */
+  withdraw(promptId: string, o?: CallOptions): Promise<Turn> {
+    return this.client.call((signal) => sdk.withdrawTurn({ client: this.#gen, path: { id: this.id, promptId }, signal }), o);
+  }
+
   /** GET /session/{id}/history.jsonl as text. */
   history(o?: CallOptions): Promise<string> {
     return this.client.call(

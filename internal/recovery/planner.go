@@ -55,6 +55,10 @@ type Input struct {
 	AgentAvailable bool
 	// ContextLost: the last restore could not give the agent its history.
 	ContextLost bool
+	// QueueHeld: the queued turns were queued when tetherd restarted; they
+	// wait, in order, until the session is continued or prompted, and do not
+	// stop a continuation (which runs before them).
+	QueueHeld bool
 }
 
 // DanglingToolCall is a tool call the interruption cut off.
@@ -76,8 +80,16 @@ type Summary struct {
 	// (Turn.DeliveredAt), so a continuation must not send it again.
 	PromptDelivered   bool               `json:"promptDelivered,omitempty"`
 	DanglingToolCalls []DanglingToolCall `json:"danglingToolCalls"`
-	Notice            string             `json:"notice"`
+	// Queued are the prompt ids of the queued turns, in the order they run.
+	Queued []string `json:"queuedPromptIds,omitempty"`
+	// QueueHeld: the queued turns wait for the user (see Input.QueueHeld).
+	QueueHeld bool   `json:"queueHeld,omitempty"`
+	Notice    string `json:"notice"`
 }
+
+// Withdrawn is the stop reason of a queued turn its client withdrew: it
+// ended cancelled without ever reaching the agent.
+const Withdrawn = "withdrawn"
 
 // Plan is a pure function of its input: the same transcript and live state
 // always give the same summary, so admission and display agree.
@@ -86,23 +98,19 @@ func Plan(in Input) Summary {
 	turns := append([]store.Turn(nil), in.Turns...)
 	sort.SliceStable(turns, func(i, j int) bool { return turns[i].Seq < turns[j].Seq })
 
-	var last *store.Turn
-	active, queued := false, false
+	active := false
 	for i := range turns {
 		switch turns[i].State {
 		case store.TurnRunning:
 			active = true
 		case store.TurnQueued:
-			queued = true
+			s.Queued = append(s.Queued, turns[i].PromptID)
 		}
 	}
-	// The turn a continuation would pick up is the last one that ran.
-	for i := len(turns) - 1; i >= 0; i-- {
-		if turns[i].State != store.TurnQueued {
-			last = &turns[i]
-			break
-		}
-	}
+	queued := len(s.Queued) > 0
+	held := queued && in.QueueHeld && !active
+	s.QueueHeld = held
+	last := lastRun(turns)
 	if last != nil && last.State == store.TurnInterrupted && !last.CancelRequested {
 		s.PromptID = last.PromptID
 		s.InterruptReason = last.InterruptReason
@@ -136,7 +144,7 @@ func Plan(in Input) Summary {
 		s.Reason = ReasonSessionClosing
 	case active:
 		s.Reason = ReasonTurnActive
-	case queued:
+	case queued && !held:
 		s.Reason = ReasonTurnQueued
 	case pending:
 		s.Reason = ReasonPermissionPending
@@ -156,8 +164,50 @@ func Plan(in Input) Summary {
 		} else if s.Kind == Clean && why != "" {
 			s.Notice = why
 		}
+		if held {
+			s.Notice += " " + heldNotice(s)
+		}
 	}
 	return s
+}
+
+// lastRun is the turn a continuation would pick up: the last one that ran,
+// or ended without running at the user's word (a cancelled queued turn, so
+// a cancel leaves the session clean). Queued and withdrawn turns never ran.
+// A continuation runs before the turns held in the queue when it was
+// admitted, so a turn with a lower seq may have started after it: among
+// turns that started, the one that started last wins.
+func lastRun(turns []store.Turn) *store.Turn {
+	var last *store.Turn
+	for i := len(turns) - 1; i >= 0; i-- {
+		if t := &turns[i]; t.State != store.TurnQueued && !withdrawn(*t) {
+			last = t
+			break
+		}
+	}
+	if last == nil || last.StartedAt == nil {
+		return last
+	}
+	for i := range turns {
+		if t := &turns[i]; t.StartedAt != nil && t.StartedAt.After(*last.StartedAt) && t.State != store.TurnQueued {
+			last = t
+		}
+	}
+	return last
+}
+
+func withdrawn(t store.Turn) bool { return t.State == store.TurnCancelled && t.StopReason == Withdrawn }
+
+// heldNotice tells the user what happens to prompts held since a restart.
+func heldNotice(s Summary) string {
+	n, them := "1 prompt queued before tetherd restarted is waiting", "it"
+	if len(s.Queued) > 1 {
+		n, them = fmt.Sprintf("%d prompts queued before tetherd restarted are waiting", len(s.Queued)), "them"
+	}
+	if s.CanContinue {
+		return n + ": Continue runs " + them + " after the continuation, in order; a new prompt instead runs after " + them + ", without continuing. Withdraw any you no longer want."
+	}
+	return n + ": a new prompt runs " + them + " first, in order, then itself. Withdraw any you no longer want."
 }
 
 // blocked explains a non-continuable reason (other than the kind itself).

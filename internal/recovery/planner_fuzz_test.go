@@ -63,7 +63,9 @@ func decodeInput(data []byte) recovery.Input {
 	in.Closing = flags&0x07 == 0x07
 	in.AgentAvailable = flags&0x18 != 0x18
 	in.ContextLost = flags&0xE0 == 0xE0
-	if v := f.next(); v&3 == 3 {
+	v := f.next()
+	in.QueueHeld = v&4 == 4
+	if v&3 == 3 {
 		in.State = pick(f, fuzzSessStates)
 	} else {
 		in.State = pick(f, fuzzLiveStates)
@@ -205,8 +207,8 @@ func FuzzPlan(f *testing.F) {
 				t.Fatalf("canContinue with kind %q", s.Kind)
 			case running:
 				t.Fatalf("canContinue while a turn is running")
-			case queued:
-				t.Fatalf("canContinue while a turn is queued")
+			case queued && !in.QueueHeld:
+				t.Fatalf("canContinue while a turn is queued and not held")
 			case pending:
 				t.Fatalf("canContinue while a permission is pending")
 			case in.State.Terminal():
@@ -218,11 +220,12 @@ func FuzzPlan(f *testing.F) {
 			}
 		}
 
-		// The turn a continuation would pick up: the last non-queued turn by seq.
+		// The turn a continuation would pick up: the last non-queued, not
+		// withdrawn turn by seq (the fuzzer sets no start times).
 		var last *store.Turn
 		for i := range in.Turns {
 			tr := &in.Turns[i]
-			if tr.State == store.TurnQueued {
+			if tr.State == store.TurnQueued || (tr.State == store.TurnCancelled && tr.StopReason == recovery.Withdrawn) {
 				continue
 			}
 			if last == nil || tr.Seq >= last.Seq {

@@ -100,9 +100,9 @@ func newActor(m *Manager, sess store.Session, exec store.Executor, turns []store
 		a.turns[t.PromptID] = t
 		a.lastPromptID = t.PromptID // turns come in seq order
 		if t.State == store.TurnQueued {
-			// Admitted durably but never started (a new session's initial
-			// prompt; start-up reconciliation ends any other): it runs
-			// once the agent is ready.
+			// Admitted durably but never started: a new session's initial
+			// prompt runs once the agent is ready; prompts queued before a
+			// restart are held (sess.QueueHeld) until continue or prompt.
 			a.queue = append(a.queue, t)
 		}
 	}
@@ -149,7 +149,7 @@ func (a *actor) onAgentExit(gen int, conn *acp.Conn) {
 			a.interruptTurn(r.turn, "agent_exited", exit)
 		}
 	}
-	if !a.stopping && !a.sess.State.Terminal() && len(a.queue) > 0 {
+	if !a.stopping && !a.sess.State.Terminal() && len(a.queue) > 0 && !a.sess.QueueHeld {
 		// Queued prompts were accepted; start a fresh agent for them, in
 		// the slot the one that exited held.
 		a.ensureAgent()

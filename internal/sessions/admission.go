@@ -94,6 +94,9 @@ type admission struct {
 	prevLast string
 	// pending is the admitting write.
 	pending *events.Pending
+	// released: this admission released a queue held since a restart,
+	// which is held again should the write fail.
+	released bool
 }
 
 // admissionWrite is the pending write admitting promptID.
@@ -146,6 +149,9 @@ func (a *actor) admitted(promptID string, err error) {
 	a.log.Warn("prompt not admitted: its turn could not be stored", "promptId", promptID, "err", err)
 	delete(a.turns, promptID)
 	a.queue = slices.DeleteFunc(a.queue, func(t store.Turn) bool { return t.PromptID == promptID })
+	if adm.released && len(a.queue) > 0 {
+		a.sess.QueueHeld = true // the write that released it failed whole
+	}
 	if a.lastPromptID == promptID {
 		a.lastPromptID = adm.prevLast
 	}

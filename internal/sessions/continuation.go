@@ -202,7 +202,7 @@ func (a *actor) continued(ctx context.Context, promptID string) (ContinueResult,
 // admitContinue creates the continue turn if the session is unchanged since
 // it was planned; errStale sends the caller back to planning.
 func (a *actor) admitContinue(version uint64, plan recovery.Summary, in recovery.Input, promptID string) (ContinueResult, error) {
-	if a.version != version || a.running != nil || len(a.queue) > 0 || a.stopping || a.sess.State.Terminal() {
+	if a.version != version || a.running != nil || (len(a.queue) > 0 && !a.sess.QueueHeld) || a.stopping || a.sess.State.Terminal() {
 		return ContinueResult{}, errStale
 	}
 	if _, ok := a.turns[promptID]; ok && promptID != "" {
@@ -215,8 +215,9 @@ func (a *actor) admitContinue(version uint64, plan recovery.Summary, in recovery
 	// prompt (what the user saw, what was cut off); never both.
 	prompt := recovery.Continuation(plan, in)
 	of, _ := json.Marshal(plan)
+	// The continuation runs first; prompts held since a restart follow it.
 	t, pending := a.enqueue(store.Turn{SessionID: a.id, PromptID: promptID, Kind: store.TurnContinue,
-		Prompt: prompt, ContinuesPromptID: plan.PromptID, Interruption: of})
+		Prompt: prompt, ContinuesPromptID: plan.PromptID, Interruption: of}, true)
 	return ContinueResult{Turn: t, Interruption: plan, EventEpoch: a.sess.EventEpoch, pending: pending}, nil
 }
 
@@ -249,7 +250,7 @@ func readPlanInput(ctx context.Context, r *store.Store, sessionID string) (recov
 	if err != nil {
 		return in, err
 	}
-	in.State, in.ContextLost = s.State, s.ContextLost
+	in.State, in.ContextLost, in.QueueHeld = s.State, s.ContextLost, s.QueueHeld
 	if in.Turns, err = r.ListTurns(ctx, sessionID); err != nil {
 		return in, err
 	}

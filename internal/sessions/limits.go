@@ -112,7 +112,7 @@ func (a *actor) dropSlot() {
 // queued, no permission pending, no start or load in progress.
 func (a *actor) idle() bool {
 	return a.conn != nil && !a.starting && !a.settling && !a.stopping &&
-		a.running == nil && len(a.queue) == 0 && len(a.perms) == 0
+		a.running == nil && (len(a.queue) == 0 || a.sess.QueueHeld) && len(a.perms) == 0
 }
 
 // armIdle (re)starts the idle clock after the agent became ready or

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -27,11 +28,14 @@ type ReconcileResult struct {
 }
 
 // Reconcile repairs what the previous daemon left behind, before the API
-// serves anything: in every active session, turns left running or queued
-// become interrupted (reason daemon_restart) with synthetic failures for
-// their unfinished tool calls, pending permissions expire, the session
-// waits for input (task in REVIEW) and its executor row is re-derived —
-// an orphaned agent process is stopped. No model request is sent.
+// serves anything: in every active session, a turn left running (or, with
+// none running, the queued turn that was about to start) becomes
+// interrupted (reason daemon_restart) with synthetic failures for its
+// unfinished tool calls; prompts queued behind it stay queued, in order, and
+// are held (sessions.queue_held) until the user continues or prompts; pending
+// permissions expire, the session waits for input (task in REVIEW) and its
+// executor row is re-derived — an orphaned agent process is stopped. No
+// model request is sent.
 func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
 	start := time.Now()
 	// Thousands of short reads: with a cancellable context the sqlite
@@ -67,7 +71,9 @@ func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
 			continue
 		}
 		res.Sessions++
-		res.InterruptedTurns += len(turns)
+		if len(turns) > 0 && (!s.QueueHeld || turns[0].State == store.TurnRunning) {
+			res.InterruptedTurns++ // the running turn, or the queued one about to run
+		}
 		spec, _, _ := m.profiles.Spec(s.AgentProfileID)
 		stopOrphan(ex, spec.Command)
 		pending = append(pending, m.w.Submit(reconcileOp(s, ex, turns, perms, specErr == nil)))
@@ -103,7 +109,25 @@ func reconcileOp(s store.Session, ex store.Executor, turns []store.Turn, perms [
 		ctx := context.Background()
 		a := &actor{id: s.ID, sess: s} // for payload helpers only
 		now := time.Now().UTC()
+		// The turn that was running is the one the restart interrupted; with
+		// none running, the first queued turn was about to start (its agent
+		// never got it), so it is. The turns queued behind it are held. A
+		// queue held since an earlier restart stays whole.
+		interrupted := s.QueueHeld || slices.ContainsFunc(turns, func(t store.Turn) bool { return t.State == store.TurnRunning })
 		for _, t := range turns {
+			if t.State == store.TurnQueued && !interrupted {
+				interrupted = true
+			} else if t.State == store.TurnQueued {
+				// It never reached the agent: it stays queued, in its place,
+				// and waits for the user (never run by itself at start-up).
+				if !s.QueueHeld {
+					s.QueueHeld = true
+					if err := tx.SetSessionQueueHeld(ctx, s.ID, true); err != nil {
+						return err
+					}
+				}
+				continue
+			}
 			dangling, err := failDanglingToolCalls(ctx, tx, emit, a, t.PromptID, "daemon restart")
 			if err != nil {
 				return err

@@ -412,13 +412,17 @@ func (a *actor) startFailed(err error) {
 	}
 	a.saveExecutor()
 	a.dropSlot()
-	for _, t := range a.queue {
-		a.endTurn(t, store.TurnFailed, func(t *store.Turn) {
-			t.ErrorCode = string(errcode.CodeOf(err))
-			t.ErrorMessage = a.exec.ErrorMessage
-		})
+	if !a.sess.QueueHeld {
+		// Prompts held since a restart stay queued: they were not what
+		// started the agent, and the user decides when they run.
+		for _, t := range a.queue {
+			a.endTurn(t, store.TurnFailed, func(t *store.Turn) {
+				t.ErrorCode = string(errcode.CodeOf(err))
+				t.ErrorMessage = a.exec.ErrorMessage
+			})
+		}
+		a.queue = nil
 	}
-	a.queue = nil
 	a.setState(store.SessionWaitingForInput)
 	a.pushRecovery()
 	a.notifyWaiters(err)

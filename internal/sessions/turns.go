@@ -15,6 +15,7 @@ import (
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/recovery"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -113,7 +114,7 @@ func (a *actor) admit(in PromptInput) (PromptResult, error) {
 	if err := a.needAgent(); err != nil {
 		return PromptResult{}, err // refused whole: nothing is stored
 	}
-	t, pending := a.enqueue(store.Turn{SessionID: a.id, PromptID: in.PromptID, Kind: in.kind, Prompt: in.Prompt})
+	t, pending := a.enqueue(store.Turn{SessionID: a.id, PromptID: in.PromptID, Kind: in.kind, Prompt: in.Prompt}, false)
 	return PromptResult{Turn: t, EventEpoch: a.sess.EventEpoch, pending: pending}, nil
 }
 
@@ -121,23 +122,37 @@ func (a *actor) admit(in PromptInput) (PromptResult, error) {
 // that write has committed and the agent is ready and idle. Until then it
 // holds its place in the queue (and answers retries of its prompt id), but
 // nothing about it reaches the agent; if the write fails it is dropped.
-func (a *actor) enqueue(t store.Turn) (store.Turn, *events.Pending) {
+// Every admission releases a queue held since a restart (in the same
+// write): first puts the turn ahead of it (a continuation), else it goes
+// behind it.
+func (a *actor) enqueue(t store.Turn, first bool) (store.Turn, *events.Pending) {
 	if t.PromptID == "" {
 		t.PromptID = uuid.NewString()
 	}
 	t.State = store.TurnQueued
 	t.CreatedAt = time.Now().UTC()
 	a.sess.Prompted = true
+	released := a.sess.QueueHeld
+	a.sess.QueueHeld = false
 	sess := a.sess
 	queued := t // the closure runs on the writer goroutine: give it its own copy
 	pending := a.write(func(tx *store.Store, emit events.Emit) error {
+		if released {
+			if err := tx.SetSessionQueueHeld(a.ctx(), sess.ID, false); err != nil {
+				return err
+			}
+		}
 		_, err := persistQueued(a.ctx(), tx, emit, sess, queued)
 		return err
 	})
-	a.admitting[t.PromptID] = admission{prevLast: a.lastPromptID, pending: pending}
+	a.admitting[t.PromptID] = admission{prevLast: a.lastPromptID, pending: pending, released: released}
 	a.turns[t.PromptID] = t
 	a.lastPromptID = t.PromptID
-	a.queue = append(a.queue, t)
+	if first {
+		a.queue = append([]store.Turn{t}, a.queue...)
+	} else {
+		a.queue = append(a.queue, t)
+	}
 	a.awaitAdmission(t.PromptID, pending)
 	return t, pending
 }
@@ -157,7 +172,8 @@ func (a *actor) startNext() {
 	if a.running != nil || a.conn == nil || a.settling || a.stopping {
 		return
 	}
-	if len(a.queue) == 0 {
+	if len(a.queue) == 0 || a.sess.QueueHeld {
+		// Held since a restart: the queue waits for a continue or a prompt.
 		a.setState(store.SessionWaitingForInput)
 		return
 	}
@@ -318,6 +334,9 @@ func turnEnded(a *actor, t store.Turn, dangling []map[string]any) events.Draft {
 		if t.StopReason != "" {
 			p["stopReason"] = t.StopReason
 		}
+		if t.StopReason == recovery.Withdrawn {
+			p["reason"] = recovery.Withdrawn
+		}
 	case store.TurnInterrupted:
 		typ = events.TurnInterrupted
 		p["reason"] = t.InterruptReason
@@ -406,6 +425,7 @@ func (a *actor) cancel() (CancelResult, error) {
 		res.Dequeued = append(res.Dequeued, t.PromptID)
 	}
 	a.queue = nil
+	a.releaseHeld()
 	res.Cancelled = len(res.Dequeued) > 0
 	r := a.running
 	if r == nil {

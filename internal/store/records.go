@@ -164,9 +164,12 @@ type Session struct {
 	// ConfigChoices is a JSON object of config option id -> chosen value
 	// (string value id or boolean), reapplied like ModeChoice.
 	ConfigChoices json.RawMessage
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
-	ClosedAt      *time.Time
+	// QueueHeld is true while the queued turns wait for the user: they were
+	// queued when tetherd restarted (see migrations/00008_queue_held.sql).
+	QueueHeld bool
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	ClosedAt  *time.Time
 }
 
 // Executor is the executors_running row of a session: one per session,

@@ -53,6 +53,7 @@ type sessionRow struct {
 	InjectContext         bool    `gorm:"column:inject_context"`
 	ModeChoice            string  `gorm:"column:mode_choice"`
 	ConfigChoices         string  `gorm:"column:config_choices"`
+	QueueHeld             bool    `gorm:"column:queue_held"`
 	CreatedAt             dbTime  `gorm:"column:created_at"`
 	UpdatedAt             dbTime  `gorm:"column:updated_at"`
 	ClosedAt              *dbTime `gorm:"column:closed_at"`
@@ -67,7 +68,7 @@ func fromSession(s Session) sessionRow {
 		MCPServers:            string(s.MCPServers),
 		AdditionalDirectories: stringsJSON(s.AdditionalDirectories),
 		Plan:                  jsonText(s.Plan),
-		Prompted:              s.Prompted, ContextLost: s.ContextLost, InjectContext: s.InjectContext,
+		Prompted:              s.Prompted, ContextLost: s.ContextLost, InjectContext: s.InjectContext, QueueHeld: s.QueueHeld,
 		ModeChoice: s.ModeChoice, ConfigChoices: objectText(s.ConfigChoices),
 		CreatedAt: toDBTime(s.CreatedAt), UpdatedAt: toDBTime(s.UpdatedAt),
 		ClosedAt: toDBTimePtr(s.ClosedAt),
@@ -85,7 +86,7 @@ func toSession(r sessionRow) (Session, error) {
 		MCPServers:            json.RawMessage(r.MCPServers),
 		AdditionalDirectories: dirs,
 		Plan:                  fromJSONText(r.Plan),
-		Prompted:              r.Prompted, ContextLost: r.ContextLost, InjectContext: r.InjectContext,
+		Prompted:              r.Prompted, ContextLost: r.ContextLost, InjectContext: r.InjectContext, QueueHeld: r.QueueHeld,
 		ModeChoice: r.ModeChoice, ConfigChoices: json.RawMessage(objectText(json.RawMessage(r.ConfigChoices))),
 		CreatedAt: r.CreatedAt.t, UpdatedAt: r.UpdatedAt.t,
 		ClosedAt: fromDBTimePtr(r.ClosedAt),

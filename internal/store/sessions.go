@@ -252,6 +252,12 @@ func (s *Store) SetSessionInjectContext(ctx context.Context, id string, pending 
 	return s.updateSession(ctx, id, map[string]any{"inject_context": pending})
 }
 
+// SetSessionQueueHeld records whether the session's queued turns wait for
+// the user (set by start-up reconciliation, cleared by continue or prompt).
+func (s *Store) SetSessionQueueHeld(ctx context.Context, id string, held bool) error {
+	return s.updateSession(ctx, id, map[string]any{"queue_held": held})
+}
+
 func (s *Store) updateSession(ctx context.Context, id string, set map[string]any) error {
 	if _, ok := set["updated_at"]; !ok {
 		set["updated_at"] = toDBTime(now())

@@ -211,6 +211,10 @@ export class FakeApi implements SessionApi {
     this.#rec('cancel');
     return Promise.resolve({ cancelled: true });
   }
+  withdraw(promptId: string) {
+    this.#rec('withdraw', promptId);
+    return Promise.resolve({ promptId, state: 'cancelled', stopReason: 'withdrawn' });
+  }
   resume() {
     this.#rec('resume');
     return Promise.resolve(status(this.id));

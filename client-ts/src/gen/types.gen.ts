@@ -304,6 +304,17 @@ export type RecoverySummary = {
         kind: string;
     }>;
     /**
+     * The queued turns, in the order they run.
+     */
+    queuedPromptIds?: Array<string>;
+    /**
+     * The queued turns were queued when tetherd restarted and wait for the
+     * user: continuing runs the continuation, then them in order; a new
+     * prompt runs them in order, then itself. Each can be withdrawn.
+     *
+     */
+    queueHeld?: boolean;
+    /**
      * A sentence for the user.
      */
     notice: string;
@@ -565,6 +576,10 @@ export type TurnCancelledData = EventCommon & {
     state: string;
     endedAt?: string;
     stopReason?: string;
+    /**
+     * withdrawn: a queued prompt its client withdrew (it never reached the agent).
+     */
+    reason?: 'withdrawn';
 };
 
 export type TurnInterruptedData = EventCommon & {
@@ -2161,6 +2176,46 @@ export type ContinueSessionResponses = {
 };
 
 export type ContinueSessionResponse = ContinueSessionResponses[keyof ContinueSessionResponses];
+
+export type WithdrawTurnData = {
+    body?: never;
+    path: {
+        id: string;
+        promptId: PromptId;
+    };
+    query?: never;
+    url: '/session/{id}/turns/{promptId}';
+};
+
+export type WithdrawTurnErrors = {
+    /**
+     * RFC 9457 problem details.
+     */
+    401: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    404: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    409: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    default: Problem;
+};
+
+export type WithdrawTurnError = WithdrawTurnErrors[keyof WithdrawTurnErrors];
+
+export type WithdrawTurnResponses = {
+    /**
+     * The withdrawn turn.
+     */
+    200: Turn;
+};
+
+export type WithdrawTurnResponse = WithdrawTurnResponses[keyof WithdrawTurnResponses];
 
 export type GetTurnData = {
     body?: never;

@@ -118,7 +118,7 @@ export function ChatPane({ controller, shownSessionId, isMain, active, onFocus, 
           </button>
         </div>
       )}
-      {s.phase === 'ready' && <Timeline s={s} onRetryPrompt={(id) => controller.retryPrompt(id)} onDiscardPrompt={(id) => controller.discardPrompt(id)} />}
+      {s.phase === 'ready' && <Timeline s={s} onRetryPrompt={(id) => controller.retryPrompt(id)} onDiscardPrompt={(id) => controller.discardPrompt(id)} onWithdrawTurn={(id) => void controller.withdraw(id)} />}
 
       <div class="pane__foot">
         {s.notice && (

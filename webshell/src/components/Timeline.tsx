@@ -11,6 +11,8 @@ export interface TimelineProps {
   s: SessionViewState;
   onRetryPrompt: (promptId: string) => void;
   onDiscardPrompt: (promptId: string) => void;
+  /** Withdraws a queued prompt; without it queued prompts are not listed. */
+  onWithdrawTurn?: (promptId: string) => void;
 }
 
 function Item({ item, s, onRetryPrompt, onDiscardPrompt }: { item: TimelineItem } & TimelineProps) {
@@ -121,6 +123,29 @@ function ResolvedPermission({ p }: { p: PermissionView }) {
   );
 }
 
+/**
+ * The prompts waiting in the queue, in the order they run (e.g. held since a
+ * restart), each with a button that withdraws it before it reaches the agent.
+ */
+export function QueuedPrompts({ s, onWithdraw }: { s: SessionViewState; onWithdraw: (promptId: string) => void }) {
+  const { t } = useT();
+  const queued = s.turnOrder.map((id) => s.turns[id]).filter((q) => q && q.state === 'queued' && q.kind !== 'continue' && !s.pending[q.promptId]);
+  if (queued.length === 0) return null;
+  return (
+    <ol class="queued" aria-label={t('turn.queuedLabel')}>
+      {queued.map((q) => (
+        <li key={q!.promptId} class="msg msg--user msg--queued" data-prompt-id={q!.promptId}>
+          <div class="msg__meta">{t('turn.queuedLabel')}</div>
+          <div class="msg__body">{q!.text ?? ''}</div>
+          <button type="button" class="btn btn--link" onClick={() => onWithdraw(q!.promptId)}>
+            {t('turn.withdraw')}
+          </button>
+        </li>
+      ))}
+    </ol>
+  );
+}
+
 export function Timeline(props: TimelineProps) {
   const { t } = useT();
   const { s } = props;
@@ -141,6 +166,7 @@ export function Timeline(props: TimelineProps) {
       {s.timeline.map((item) => (
         <Item key={`${item.type}:${item.id}`} item={item} {...props} />
       ))}
+      {props.onWithdrawTurn && <QueuedPrompts s={s} onWithdraw={props.onWithdrawTurn} />}
       {busy && (
         <div class="typing" aria-label={t('composer.working')} role="status">
           <span />

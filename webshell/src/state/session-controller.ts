@@ -336,6 +336,18 @@ export class SessionController {
     void this.refreshContext();
   }
 
+  /** Withdraws a queued prompt; its turn.cancelled event updates the view. */
+  async withdraw(promptId: string): Promise<void> {
+    if (this.#disposed) return;
+    try {
+      await this.#api.withdraw(promptId);
+    } catch (e) {
+      if (this.#failed(e)) return;
+      this.#dispatch({ type: 'notice', sessionId: this.sessionId, notice: { kind: 'error', text: errorText(e) } });
+    }
+    void this.refreshContext();
+  }
+
   async answerPermission(requestId: string, optionId: string | null): Promise<void> {
     if (this.#disposed) return;
     this.#dispatch({ type: 'permission/answering', sessionId: this.sessionId, requestId });

@@ -51,6 +51,15 @@ export interface TurnView {
   interruptReason?: string;
   continuesPromptId?: string;
   danglingToolCalls?: { id: string; title: string; kind: string }[];
+  /** The prompt's text, shown while the turn waits in the queue. */
+  text?: string;
+}
+
+/** The text blocks of a prompt, joined (other blocks are not shown). */
+function promptTextOf(prompt: unknown): string | undefined {
+  if (!Array.isArray(prompt)) return undefined;
+  const parts = prompt.flatMap((b) => (b && typeof b === 'object' && (b as { type?: unknown }).type === 'text' && typeof (b as { text?: unknown }).text === 'string' ? [(b as { text: string }).text] : []));
+  return parts.join('\n');
 }
 
 export interface MessageView {
@@ -315,6 +324,7 @@ function turnViewOf(t: Turn): TurnView {
     error: t.error,
     interruptReason: t.interruptReason,
     continuesPromptId: t.continuesPromptId,
+    text: promptTextOf(t.prompt),
   };
 }
 
@@ -498,6 +508,7 @@ function applyEvent(s: SessionViewState, ev: TetherEvent): SessionViewState {
         kind: d.kind,
         state: ev.type === 'turn.started' ? 'running' : 'queued',
         continuesPromptId: 'continuesPromptId' in d ? d.continuesPromptId : prev?.continuesPromptId,
+        text: ('prompt' in d ? promptTextOf(d.prompt) : undefined) ?? prev?.text,
       });
       n = { ...n, turnSeq: seq };
       if (d.kind === 'continue') n = pushTimeline(n, { type: 'turn-start', id: d.promptId });

@@ -87,6 +87,8 @@ export interface SessionApi {
   prompt(prompt: ContentBlock[] | string, o?: { promptId?: string; multitask?: 'enqueue' | 'reject' }): Promise<PromptAccepted>;
   continue(o?: { promptId?: string }): Promise<ContinueOutcome>;
   cancel(o?: Call): Promise<CancelResult>;
+  /** Withdraws a queued turn (DELETE /session/{id}/turns/{promptId}). */
+  withdraw(promptId: string, o?: Call): Promise<unknown>;
   resume(o?: Call): Promise<SessionStatus>;
   answerPermission(requestId: string, answer: { optionId: string } | { outcome: 'cancelled' }, o?: Call): Promise<PermissionRequest>;
   events(opts?: StreamOptions): EventStreamLike;

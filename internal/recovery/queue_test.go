@@ -1,0 +1,169 @@
+package recovery_test
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/tether/tether/internal/recovery"
+	"github.com/tether/tether/internal/store"
+)
+
+func started(t store.Turn, sec int) store.Turn {
+	s := at(sec)
+	t.StartedAt = &s
+	return t
+}
+
+func withdrawnTurn(seq int64, id string) store.Turn {
+	t := turn(seq, id, store.TurnCancelled)
+	t.StopReason = recovery.Withdrawn
+	return t
+}
+
+func continueTurn(seq int64, id, of string, state store.TurnState) store.Turn {
+	t := turn(seq, id, state)
+	t.Kind, t.ContinuesPromptID = store.TurnContinue, of
+	return t
+}
+
+// heldAfterRestart is a session tetherd restarted under: p1 was running
+// (interrupted after output), q1 and q2 were queued behind it.
+func heldAfterRestart() recovery.Input {
+	in := idle([]store.Turn{started(interrupted(1, "p1", "daemon_restart"), 1),
+		turn(2, "q1", store.TurnQueued), turn(3, "q2", store.TurnQueued)},
+		[]store.Message{msg("p1", store.RoleUser, "a"), msg("p1", store.RoleAgent, "partial")}, nil)
+	in.QueueHeld = true
+	return in
+}
+
+func TestPlanQueuedTurns(t *testing.T) {
+	type queueWant struct {
+		want
+		queued []string
+		held   bool
+	}
+	cases := []struct {
+		name string
+		in   recovery.Input
+		want queueWant
+	}{
+		{
+			name: "held_queue_keeps_the_interrupted_turn_the_target_and_continuable",
+			in:   heldAfterRestart(),
+			want: queueWant{want: want{kind: recovery.InterruptedTurn, canContinue: true, promptID: "p1", interruptReason: "daemon_restart",
+				notice: []string{"2 prompts queued before tetherd restarted", "after the continuation, in order", "Withdraw"}},
+				queued: []string{"q1", "q2"}, held: true},
+		},
+		{
+			name: "queue_not_held_blocks_continue_as_before",
+			in:   func() recovery.Input { in := heldAfterRestart(); in.QueueHeld = false; return in }(),
+			want: queueWant{want: want{kind: recovery.InterruptedTurn, reason: recovery.ReasonTurnQueued, promptID: "p1", interruptReason: "daemon_restart"},
+				queued: []string{"q1", "q2"}},
+		},
+		{
+			name: "held_flag_without_queued_turns_changes_nothing",
+			in: func() recovery.Input {
+				in := heldAfterRestart()
+				in.Turns = in.Turns[:1]
+				return in
+			}(),
+			want: queueWant{want: want{kind: recovery.InterruptedTurn, canContinue: true, promptID: "p1", interruptReason: "daemon_restart"}},
+		},
+		{
+			name: "held_queue_behind_a_finished_turn_waits_for_a_new_prompt",
+			in: func() recovery.Input {
+				in := heldAfterRestart()
+				in.Turns[0] = started(turn(1, "p1", store.TurnCompleted), 1)
+				return in
+			}(),
+			want: queueWant{want: want{kind: recovery.Clean, reason: recovery.ReasonNothingToContinue,
+				notice: []string{"the last turn finished", "a new prompt runs them first"}}, queued: []string{"q1", "q2"}, held: true},
+		},
+		{
+			name: "one_held_prompt_is_named_in_the_singular",
+			in: func() recovery.Input {
+				in := heldAfterRestart()
+				in.Turns = in.Turns[:2]
+				return in
+			}(),
+			want: queueWant{want: want{kind: recovery.InterruptedTurn, canContinue: true, promptID: "p1", interruptReason: "daemon_restart",
+				notice: []string{"1 prompt queued before tetherd restarted is waiting", "Continue runs it"}}, queued: []string{"q1"}, held: true},
+		},
+		{
+			name: "withdrawn_turn_is_not_the_target",
+			in: func() recovery.Input {
+				in := heldAfterRestart()
+				in.Turns[2] = withdrawnTurn(3, "q2")
+				return in
+			}(),
+			want: queueWant{want: want{kind: recovery.InterruptedTurn, canContinue: true, promptID: "p1", interruptReason: "daemon_restart"},
+				queued: []string{"q1"}, held: true},
+		},
+		{
+			name: "every_queued_turn_withdrawn_leaves_the_interrupted_turn",
+			in: func() recovery.Input {
+				in := heldAfterRestart()
+				in.Turns[1], in.Turns[2] = withdrawnTurn(2, "q1"), withdrawnTurn(3, "q2")
+				return in
+			}(),
+			want: queueWant{want: want{kind: recovery.InterruptedTurn, canContinue: true, promptID: "p1", interruptReason: "daemon_restart"}},
+		},
+		{
+			name: "cancelled_queue_is_clean_the_user_stopped_everything",
+			in: func() recovery.Input {
+				in := heldAfterRestart()
+				for i := 1; i < 3; i++ {
+					in.Turns[i].State, in.Turns[i].CancelRequested = store.TurnCancelled, true
+				}
+				return in
+			}(),
+			want: queueWant{want: want{kind: recovery.Clean, reason: recovery.ReasonNothingToContinue}},
+		},
+		{
+			name: "continuation_running_before_the_queue_is_active",
+			in: func() recovery.Input {
+				in := heldAfterRestart()
+				in.QueueHeld = false
+				in.Turns = append(in.Turns, started(continueTurn(4, "c1", "p1", store.TurnRunning), 10))
+				return in
+			}(),
+			want: queueWant{want: want{kind: recovery.Clean, reason: recovery.ReasonTurnActive}, queued: []string{"q1", "q2"}},
+		},
+		{
+			name: "all_ran_after_the_continuation_is_clean",
+			in: func() recovery.Input {
+				in := heldAfterRestart()
+				in.QueueHeld = false
+				in.Turns[1], in.Turns[2] = started(turn(2, "q1", store.TurnCompleted), 20), started(turn(3, "q2", store.TurnCompleted), 30)
+				in.Turns = append(in.Turns, started(continueTurn(4, "c1", "p1", store.TurnCompleted), 10))
+				return in
+			}(),
+			want: queueWant{want: want{kind: recovery.Clean, reason: recovery.ReasonNothingToContinue, notice: []string{"the last turn finished"}}},
+		},
+		{
+			name: "queued_turn_interrupted_after_the_continuation_is_the_target_though_its_seq_is_lower",
+			in: func() recovery.Input {
+				in := heldAfterRestart()
+				q1 := started(interrupted(2, "q1", "daemon_restart"), 20)
+				in.Turns[1] = q1
+				in.Turns = append(in.Turns, started(continueTurn(4, "c1", "p1", store.TurnCompleted), 10))
+				in.Messages = append(in.Messages, msg("q1", store.RoleUser, "b"))
+				return in
+			}(),
+			want: queueWant{want: want{kind: recovery.InterruptedPrompt, canContinue: true, promptID: "q1", interruptReason: "daemon_restart"},
+				queued: []string{"q2"}, held: true},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := recovery.Plan(tc.in)
+			checkSummary(t, tc.in, got, tc.want.want)
+			if !reflect.DeepEqual(got.Queued, tc.want.queued) {
+				t.Errorf("queuedPromptIds = %v, want %v", got.Queued, tc.want.queued)
+			}
+			if got.QueueHeld != tc.want.held {
+				t.Errorf("queueHeld = %v, want %v", got.QueueHeld, tc.want.held)
+			}
+		})
+	}
+}

@@ -1,0 +1,68 @@
+// Prompts waiting in the queue (e.g. held since a restart): listed in the
+// order they run with their text, each with a Withdraw button that sends one
+// DELETE and disappears once the turn's turn.cancelled event arrives.
+import { cleanup, fireEvent, render, screen } from '@testing-library/preact';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ChatPane } from '../src/components/ChatPane';
+import { LangContext } from '../src/i18n';
+import { SessionController } from '../src/state/session-controller';
+import type { Transcript } from '../src/state/types';
+import { ev, FakeApi, flush, interruptedTurn } from './fixtures';
+
+afterEach(cleanup);
+
+const SID = 's1';
+const at = '2026-01-01T00:00:00Z';
+const turn = (promptId: string, state: string, text: string) => ({ promptId, kind: 'prompt', state, createdAt: at, prompt: [{ type: 'text', text }] });
+
+function held(): FakeApi {
+  const turns = [turn('p1', 'interrupted', 'first'), turn('q1', 'queued', 'queued one'), turn('q2', 'queued', 'queued two')] as unknown as Transcript['turns'];
+  return new FakeApi(SID, { recovery: { ...interruptedTurn('p1'), queuedPromptIds: ['q1', 'q2'], queueHeld: true }, transcript: { turns } });
+}
+
+async function mount(api: FakeApi) {
+  const c = new SessionController(api);
+  c.start();
+  await flush();
+  api.stream.setState('catching_up');
+  api.stream.setState('open');
+  await flush();
+  render(
+    <LangContext.Provider value="en">
+      <ChatPane controller={c} shownSessionId={api.id} isMain active onFocus={() => {}} onStartNew={() => {}} onEndSession={() => {}} />
+    </LangContext.Provider>,
+  );
+  await flush();
+  return c;
+}
+
+const listed = () => screen.queryAllByRole('listitem').filter((li) => li.classList.contains('msg--queued')).map((li) => li.getAttribute('data-prompt-id'));
+
+describe('queued prompts', () => {
+  it('are listed in order with their text', async () => {
+    await mount(held());
+    expect(listed()).toEqual(['q1', 'q2']);
+    expect(screen.getByText('queued one')).toBeTruthy();
+    expect(screen.getByText('queued two')).toBeTruthy();
+  });
+
+  it('Withdraw sends one DELETE for that prompt and the turn leaves the list on turn.cancelled', async () => {
+    const api = held();
+    await mount(api);
+    fireEvent.click(screen.getAllByRole('button', { name: 'Withdraw' })[0]!);
+    await flush();
+    expect(api.calls.filter((x) => x.name === 'withdraw').map((x) => x.args)).toEqual([['q1']]);
+    api.stream.push(ev(SID, 11, 'turn.cancelled', { promptId: 'q1', state: 'cancelled', stopReason: 'withdrawn', reason: 'withdrawn' }));
+    await flush();
+    expect(listed()).toEqual(['q2']);
+  });
+
+  it('a prompt queued by a turn.queued event is listed with its text', async () => {
+    const api = held();
+    await mount(api);
+    api.stream.push(ev(SID, 11, 'turn.queued', { promptId: 'q3', kind: 'prompt', seq: 4, prompt: [{ type: 'text', text: 'queued three' }] }));
+    await flush();
+    expect(listed()).toEqual(['q1', 'q2', 'q3']);
+    expect(screen.getByText('queued three')).toBeTruthy();
+  });
+});
