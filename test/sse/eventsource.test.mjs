@@ -6,6 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -20,15 +21,21 @@ const TOKEN = 't';
 const DEADLINE_MS = 60_000;
 
 // Every durable event type and control frame (DESIGN.md section 3):
-// EventSource dispatches by name only, so each is listened to. An event
-// type missing here shows up as a gap in the ids below.
-const TYPES = [
-  'session.created', 'session.state_changed', 'session.executor_status', 'session.resumed',
-  'session.recovery_changed', 'session.closed', 'task.state_changed', 'turn.queued', 'turn.started',
-  'turn.completed', 'turn.failed', 'turn.cancelled', 'turn.interrupted', 'message.added', 'message.chunk',
-  'tool_call.started', 'tool_call.updated', 'plan.updated', 'permission.requested', 'permission.resolved',
-];
+// EventSource dispatches by name only, so each is listened to. The names
+// come from the contract's EventType enum, so a new event type is listened
+// to without editing this test; one missing would show up as a gap in the
+// ids below.
 const CONTROL = ['replay_complete', 'resync_required', 'stream_lagged'];
+const TYPES = eventTypes().filter((t) => !CONTROL.includes(t));
+
+function eventTypes() {
+  const spec = readFileSync(resolve(here, '../../api/openapi.yaml'), 'utf8');
+  const block = spec.slice(spec.indexOf('\n    EventType:'));
+  const m = /enum:\s*\[([^\]]+)\]/.exec(block);
+  assert.ok(m, 'EventType enum in api/openapi.yaml');
+  return m[1].split(',').map((t) => t.trim());
+}
+
 
 function freePort() {
   return new Promise((ok, fail) => {
