@@ -78,6 +78,15 @@ describe('slash commands', () => {
     expect(api.count('prompt')).toBe(1);
   });
 
+  it('Enter on a command typed in full sends it rather than completing it', async () => {
+    const { api } = await mount();
+    type('/echo');
+    expect(items()).toEqual(['/echo']);
+    key('Enter');
+    await flush();
+    expect(api.count('prompt')).toBe(1);
+  });
+
   it('Tab picks, Esc closes the list, and text that is not a command word offers nothing', async () => {
     await mount();
     type('/ec');

@@ -26,7 +26,8 @@ export interface ComposerProps {
 
 /**
  * Enter sends, Shift+Enter inserts a newline, Esc cancels the running turn.
- * "/" opens the agent's commands: arrows move, Enter or Tab picks, Esc closes.
+ * "/" opens the agent's commands: arrows move, Enter or Tab picks, Esc closes;
+ * Enter on a command typed in full sends it.
  */
 export function Composer(props: ComposerProps) {
   const { sessionId, starting, readOnly, busy, cancelling, autoFocus, onSend, onCancel } = props;
@@ -70,7 +71,11 @@ export function Composer(props: ComposerProps) {
         setSelected((at + (e.key === 'ArrowDown' ? 1 : matches.length - 1)) % matches.length);
         return;
       }
-      if ((e.key === 'Enter' && !e.shiftKey) || e.key === 'Tab') {
+      // Enter completes a partial command word; on a word that already is
+      // the selected command ("/hang" typed in full) it sends, as without
+      // the list. Tab always completes.
+      const complete = text === `/${matches[at]!.name}`;
+      if ((e.key === 'Enter' && !e.shiftKey && !complete) || e.key === 'Tab') {
         e.preventDefault();
         pick(matches[at]!);
         return;
