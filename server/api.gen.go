@@ -743,6 +743,21 @@ func (e StreamLaggedEventType) Valid() bool {
 	}
 }
 
+// Defines values for TaskCreatedEventType.
+const (
+	TaskCreatedEventTypeTaskCreated TaskCreatedEventType = "task.created"
+)
+
+// Valid indicates whether the value is a known member of the TaskCreatedEventType enum.
+func (e TaskCreatedEventType) Valid() bool {
+	switch e {
+	case TaskCreatedEventTypeTaskCreated:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for TaskState.
 const (
 	TaskStateCANCELLED  TaskState = "CANCELLED"
@@ -782,6 +797,21 @@ const (
 func (e TaskStateChangedEventType) Valid() bool {
 	switch e {
 	case TaskStateChangedEventTypeTaskStateChanged:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TaskUpdatedEventType.
+const (
+	TaskUpdatedEventTypeTaskUpdated TaskUpdatedEventType = "task.updated"
+)
+
+// Valid indicates whether the value is a known member of the TaskUpdatedEventType enum.
+func (e TaskUpdatedEventType) Valid() bool {
+	switch e {
+	case TaskUpdatedEventTypeTaskUpdated:
 		return true
 	default:
 		return false
@@ -1751,6 +1781,8 @@ type SessionExecutorStatusEventType string
 
 // SessionList defines model for SessionList.
 type SessionList struct {
+	// Cursor The global stream's cursor (`<epoch>:<id>`, as on `GET /events`) this list is consistent with: the list and the log head are read in one read transaction, and rows commit together with the events that describe them. Stream `GET /events` from it and every change after the list arrives once: nothing is missed or repeated.
+	Cursor        string    `json:"cursor"`
 	NextPageToken *string   `json:"nextPageToken,omitempty"`
 	Sessions      []Session `json:"sessions"`
 }
@@ -1948,9 +1980,34 @@ type TaskCreate struct {
 	Workspace *string `json:"workspace,omitempty"`
 }
 
+// TaskCreatedData defines model for TaskCreatedData.
+type TaskCreatedData struct {
+	CreatedAt time.Time `json:"createdAt"`
+	PromptId  *string   `json:"promptId,omitempty"`
+	SessionId *string   `json:"sessionId,omitempty"`
+	State     TaskState `json:"state"`
+	TaskId    string    `json:"taskId"`
+	Title     string    `json:"title"`
+	Workspace *string   `json:"workspace,omitempty"`
+}
+
+// TaskCreatedEvent defines model for TaskCreatedEvent.
+type TaskCreatedEvent struct {
+	Data TaskCreatedData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string              `json:"id,omitempty"`
+	Type TaskCreatedEventType `json:"type"`
+}
+
+// TaskCreatedEventType defines model for TaskCreatedEvent.Type.
+type TaskCreatedEventType string
+
 // TaskList defines model for TaskList.
 type TaskList struct {
-	Tasks []Task `json:"tasks"`
+	// Cursor The global stream's cursor (`<epoch>:<id>`, as on `GET /events`) this list is consistent with: the list and the log head are read in one read transaction, and rows commit together with the events that describe them. Stream `GET /events` from it and every change after the list arrives once: nothing is missed or repeated.
+	Cursor string `json:"cursor"`
+	Tasks  []Task `json:"tasks"`
 }
 
 // TaskPatch defines model for TaskPatch.
@@ -1982,6 +2039,26 @@ type TaskStateChangedEvent struct {
 
 // TaskStateChangedEventType defines model for TaskStateChangedEvent.Type.
 type TaskStateChangedEventType string
+
+// TaskUpdatedData defines model for TaskUpdatedData.
+type TaskUpdatedData struct {
+	PromptId  *string `json:"promptId,omitempty"`
+	SessionId *string `json:"sessionId,omitempty"`
+	TaskId    string  `json:"taskId"`
+	Title     string  `json:"title"`
+}
+
+// TaskUpdatedEvent defines model for TaskUpdatedEvent.
+type TaskUpdatedEvent struct {
+	Data TaskUpdatedData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string              `json:"id,omitempty"`
+	Type TaskUpdatedEventType `json:"type"`
+}
+
+// TaskUpdatedEventType defines model for TaskUpdatedEvent.Type.
+type TaskUpdatedEventType string
 
 // TetherEvent One SSE frame as the SDK surfaces it; `type` is the `event:` name, `data` the parsed `data:` JSON.
 type TetherEvent struct {
@@ -3118,6 +3195,74 @@ func (t *TetherEvent) MergeSessionClosedEvent(v SessionClosedEvent) error {
 	return err
 }
 
+// AsTaskCreatedEvent returns the union data inside the TetherEvent as a TaskCreatedEvent
+func (t TetherEvent) AsTaskCreatedEvent() (TaskCreatedEvent, error) {
+	var body TaskCreatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTaskCreatedEvent overwrites any union data inside the TetherEvent as the provided TaskCreatedEvent
+func (t *TetherEvent) FromTaskCreatedEvent(v TaskCreatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"task.created"}`))
+	t.union = b
+	return err
+}
+
+// MergeTaskCreatedEvent performs a merge with any union data inside the TetherEvent, using the provided TaskCreatedEvent
+func (t *TetherEvent) MergeTaskCreatedEvent(v TaskCreatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"task.created"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTaskUpdatedEvent returns the union data inside the TetherEvent as a TaskUpdatedEvent
+func (t TetherEvent) AsTaskUpdatedEvent() (TaskUpdatedEvent, error) {
+	var body TaskUpdatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTaskUpdatedEvent overwrites any union data inside the TetherEvent as the provided TaskUpdatedEvent
+func (t *TetherEvent) FromTaskUpdatedEvent(v TaskUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"task.updated"}`))
+	t.union = b
+	return err
+}
+
+// MergeTaskUpdatedEvent performs a merge with any union data inside the TetherEvent, using the provided TaskUpdatedEvent
+func (t *TetherEvent) MergeTaskUpdatedEvent(v TaskUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"task.updated"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsTaskStateChangedEvent returns the union data inside the TetherEvent as a TaskStateChangedEvent
 func (t TetherEvent) AsTaskStateChangedEvent() (TaskStateChangedEvent, error) {
 	var body TaskStateChangedEvent
@@ -3774,8 +3919,12 @@ func (t TetherEvent) ValueByDiscriminator() (interface{}, error) {
 		return t.AsSessionStateChangedEvent()
 	case "stream_lagged":
 		return t.AsStreamLaggedEvent()
+	case "task.created":
+		return t.AsTaskCreatedEvent()
 	case "task.state_changed":
 		return t.AsTaskStateChangedEvent()
+	case "task.updated":
+		return t.AsTaskUpdatedEvent()
 	case "tool_call.started":
 		return t.AsToolCallStartedEvent()
 	case "tool_call.updated":
@@ -7910,186 +8059,190 @@ func (sh *strictHandler) UpdateTask(ctx echo.Context, id ID) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H1/c+M2suBXQele1cj3aNkzmWw2cm1teT2Tjd9Nxj7b2VTdak6ESVjCmgQUALSsncx3v0IDIEESlChb",
-	"9ji5lz8yloSfjUajf/fnQcLzBWeEKTkYfx4ssMA5UUTAp5NCSC70XymRiaALRTkbjAcXRBY5QfhGEYHU",
-	"nEqUQEs0jCfF4eE3CVnwZA5/krH5RpJfzed47wjxOyIETYlEH7BU++/vCFP7p+9Gg2hA9fi/FkSsBtGA",
-	"4ZwMxgMz+CAayGROcqzXk+P7D4TN1HwwfnN4GA3UaqFbSiUomw2+fIkGP/As48v22m9wJgkiLJVIzQmS",
-	"ShCcl1shSJBFhldoOMcsXaElVXO9uWyva3E3Zh5/cSm5wUWmBmMlClKu7ZrzjGAGizt9p9vBcAus5tVo",
-	"NB1EA0F+LaggqRsguO0/vY0GOWXu4+sQDDR0AbhmvjogLglT6HqFoMElL0RCUJJRjQmIMyRIwhkjiTpC",
-	"EucE5QQzymYISxSbA4lLkMwJTomodlE71S3P7Yomt0S1l3vsjkpBA3QjeI7i87PLK3RA9FTywPwi4whR",
-	"JhXBKeI3+kwnLD4u1JwL+m+sR4uRWTAaLuc0maMlZRIt54Sha67mCAuCJGFqb4Q+kjsi0KJQE6Zx45pg",
-	"odGE3xKGqJIku0GUIYx+vvgwmrAODDHL2hYMqwWRbSic8DzH+5Loe6pIimDnSHeXSHGUkozqFQ8TzpTg",
-	"GbrR11kinC3xSqKE56QTkWGQNasMLPOLxlW54EyatR6rE7zACVUr/UmvgTA4SrxYZDQB4B8sBL/OSP6f",
-	"/5J6R5+9+f5DkJvBePA/DiqadGB+lQfnppeZtA6TqzlBKSY5Z4hKhBXCKLHLQBnNqTpCjKu5Rt4llgin",
-	"OVUadlygRBANxtGExXhGmJpC+6kgOJmTNB4jqbBQgPYMQQu05EWWogWWEsX7+zm+34fvZYy4MFiyEPyG",
-	"ZuSVRHGO74/tr8MYxo4jFMuEL0g8dov+zfWIEGYpwhMWXxAlVvvHmig5ZN07QvFC8Hyhpr8WpCDTmyLL",
-	"YLR5ofQSpylfshhxNSdiSSUxCGk6w+l4g4aoQcKBJnK0xFSha3LDBUFKrGD3M0zZqIYcFhcoU2RGhD6X",
-	"L9HAndIznv7FDyfo+7fffofsyCglCtNMjuAa2QEAOfVBaPy8phlVNHS7fpljBY+AOWqc3hGhqCSpvuUx",
-	"ZVRRnNF/E6B8C8EX+mczEPT4CDfpc/OeRObXfxAhqdl1u0Gh5j8RNedpYFk/8qW/qiQhCyU17qaE6RVJ",
-	"NDw+OUexN4h+ZfW9RpwRvfgGXlYtY33ic3xHkCIac1KU4CwzLfToCVYkts9jEwJUkVxuOrrjciq9T7tx",
-	"LARe6c8Zx+klkQ24lE8lQDlftI6tAfsipTzcneTXJE1JeqKx8V6FG9Ecz0jopy/+W/xP2y6y87UH/1Tu",
-	"j1//iyTKrl/xhGftwy9vDhDRIu+zAh9cZbcgkEJrgRvwgUoVAOHMcYD9DlU3Pzf41D7WxqLt2J0rcuME",
-	"zrVEndad0ERf/45yaFBir4+30rBvBnkr3EVDs6LRCucZqiaBl7F9M+8wzfB1RsK4kzQwcyPUaqekB9Av",
-	"OuvYIbknSaH07GgIDI8q37pX+jlnN3RWCKCsEWLArEAzjPQBEKnCe0qp1ExuJ7maU6m4WFm8PmX6uDpv",
-	"KE2DYzCs6B2xyHrRieCAvNckPQakvOEix2owHqRYkX1FAbtbQ0tgVnV7wopco9h1QTNF9Z0wMBnoV0KR",
-	"RJHUw7tqhIKVx3pBsAwS5ebl15y5D7hyHT6OhPfdDdHgpaihff1KTHOi4LXEaUr1CDg79xrUBI5qRCxm",
-	"gWdFEZFThrMxwmJW5MD4K45EwarXBrAMEBTuUoQ4S0hkmF7Xv/YUtEDdpPi1NQRxj6mul5mjlOv/F5IY",
-	"sdNc/gilRNA7khrkp0qiW6o5KZYiAFjwEnTibcelMF+0xJKT81d2On7jiNHQsopapMDXRpbQ74XFVvgV",
-	"Pt9N77CWmxwog8h6h0Xg9GznMZzVHRZU4x8coCSq/eQTdrfNOYWQn2GLyiz81B27W3BSkbR1aFrfzxkj",
-	"SGZYzkuEK1lufnNDhGVympPstVmxTRhG2aJQ2y3uXBBZnqgGrFujwrdEohtBNP90r9xboyRwX+21rcdu",
-	"vVRPFeGGaBOmFuwd1rafEP/68kLB2gDO4ZH9U7cH7o8ZOvcTzBKSaVKXBTiLBH7NSBqm/ikBaSbw/v1v",
-	"+B4Z3gZR0NdghZZEEJQKvliQdDvKY0Y6TTfT+mrNwf3CE3MG6zyZY2Z4xzAygbapiQR3OCtCpATBD4gC",
-	"KcFIkowkCvGFed65QBhZyKGb2ifTREODM3J2Mxj/sy68f/unDbqiqH00n5pAMavuAIgW9f6W8eR2Iyga",
-	"e2ZI32orLKJrPUT71jzw1WOMK+CN5NZ9U6xwEKk2EZec5uTKvhT93xZBKp5mq3VK+m9SY5woU396W91s",
-	"T8hw8o+HGK8P4b/Am6OoytY/g+4xg2GjlmzkdjTNKLv1PofZMUE3X0r4tQv9KCvIMQjGJMA1Ye8Xu24N",
-	"z09RiKEvdd6tZYKy7f2CJ/OOd0URIYoSN9aJAhck4XdErC6LPMdiE3mKBlJhVQO7KBjTv0UDSz9Bklhk",
-	"RJm/SwoWDW4wNX+UCwxyxU2pzcHMW1ljjzWIlJBbd0TvSJJRZg4CZ5klVb00P1GPQwUSEzxV0cXl65/M",
-	"UWx9ZN0As7N5Y7eB8skDy4UR1rZ8RnyE2QBC3e5dmHMANb1mpgx46uT5J5Jfa9ZLS5YrlBYCRFGjdF7g",
-	"VcZxihIsBCUSDd16NJckiBYQCgEqWcrueHZHQrzaeqQ3QlTHrwrL267HvL1LEKTNvQ5oPszP5Vx1IHwE",
-	"FTpnThynnKGh/gjKYWtjQHaxr6RhWvfGCKOffz59p+XyJcLKwhD6OFldkEIaLqZNa4Tg4iciZV015TW4",
-	"p+qEpySsUdK/XtKZFilCnTMs1SUhbBupe1ETmFraqyt+S1iHnsZKkvqlt2BCNLxtUTCY36N0UmGW4owz",
-	"w4sqUM3D3cq5Cr8nmloWG9UxDicuTevmfXZLKYf7tAavLssZvWWD5cCQg3Q1sGcK4wH3Glx6fcB3lg3p",
-	"Ryv9qxyglwFED6Nd9y8O4Rq2A6OhSnhK3G3Qb04hiBGYDPw0JYBBIkRGs5HBiiku1HzqwB6+CY9B9G6k",
-	"rRDtadCnE2k04f+R4EzN28RIttCI34Z1Ap22hPAyqh4hLPboTEN4q4w4pZy1FX/alMGswW0bumNOsAeD",
-	"u/YtETyrUZVCgsHaqWK0bDybg5F2JRXJg0BvWBDWKQphusgxx9Wu10D/OE1JussLHzi83ZxIbhZ82vdg",
-	"ng/21crqRxC+hT7gAZTtC+DkwHWn0Dq/EmkD2hjjJ7PRSwYNa8yWZj+yVViZ3xTILAxGWK9nM58Pv1qB",
-	"dw12nswLdrtL7PyDIRHA5/FIVIH5ZSBRotezAyTiKXmQqiznqUURX23x5s+bfZ9qJ2pGCa3MV+N1qTDB",
-	"fyGkotSPnlHAW3HcKqwV57eIKsT48gjBvsZIKi5IGiE7mK/mJffKyAXe0fgaicp2vQ6DrMnJGaNb4qnd",
-	"RDXeOnBwmqx1kNC3DyVzDoYYoa8efH18fhrZnRrbqycZgTlGkPr+PaHI/g6924KitettZ1KAPxBN0b69",
-	"ELBiZvWsQ+wpXD11qn9DKsjkdRa0S3NslhkC7TkROQVInJUqovoebynb0iZlFL99VNply9KOA7OtX+gF",
-	"WWSrLW+sv6Smm9t6HfSAFyrhdeEvpIlfJ+f7ay91Kg1MeigL2gH9/l4TLQzYzkhhlKjZ3ZbGcrAikPRs",
-	"sUbsW69paSkfF4SlRrR1ozdUjuR+AYj3aTvVMufZCc6yPvgMXHa1bLfI6lA2cd0tTNkt8/0UuGF9Orr0",
-	"YTuBazVHBcow4xMA4CP4n67j+Lps0KJc1Ui4ZT2eG/L3ai707jGvk4KsQ6FdXvQ1eGWm2YxVBjY7QioP",
-	"0C8Ip8yqdoBSGWbvmTJWjE41QFs9JigX1l17jRpsI8+jjBC2RlGqF/jzQr9UO0V2wpSwf/YjsyWcNrm8",
-	"uJE70LTazmPwswGUr4yYGWajwixnBxhZuYKv49i7PD4Dwkcc0BjHRvwyflfS95JmjBcs0RIXwRDjoeYI",
-	"ozkFfyK0LP3JduTInKzTjOc4mVNG9gXBqTkbIbgAhXnYPxNc2DuMzFJp+tvvxvrm/40W/V7nbYaJKr0y",
-	"bLwDAfKF6n0za04kWt7C96em32srOriPbeCbqbrt/0lHHJuJb3M2CxtLozGjjBHR36tCsKN6oBhVxtGO",
-	"lA3Cpov1DgP9LP71JTtFAxfIGP6tKxAjS+sqdQTevwvgfVFpkxVkwYWSJhxKL/gVBO0JvWWYKkImGCrH",
-	"K4QzMFmha1I5eUI0ybN5H3guB46x7+trUJq728cN0W37VglgrNPpkQWWBipVYK5OSb7gGhn1oa4NuVtg",
-	"pYjQY//ffx7v/x+8/+/D/e8/VX+OpuP9T//zP0K4YZb5MMt/XmSKKixva9GGA8LgNAZRt/OscUktLfPu",
-	"oO15+k6q1WCCAGhDstyivOObHRCaGN/bZaGNF8Fzd/4ZRpe3Uy5jVy4iG9xBmt1DvpTOZaTDmxKzWUbZ",
-	"7MpKfHXGqD5Yh1KjUwnV9YCEBHP3SnTqmJoUvCQOF92OOm5lpW4Idl0jLFOLH/UvNbbDpZgJnJJ0ap3x",
-	"gxjNuKJJ0DlTEv1AJQQIrtOBBsm+WcQ7E4tJOhg6b4HI0mPr6mqjDz1mZmhnNJ8EAQ3qXoQkR3jCEoMS",
-	"4OmIsLz12SDFEWZyWcY2A7XRdG7Os1T6cbLSiHr6NxPtBwS/KyDrtGNXQFgwqi3JREzar8IMD5CaH0nW",
-	"Map96fTg0jgA22+MP7YN/REE9MjEOP5DFKM9qgnTZzV2a9DbFAWT1pO7WmqkvwEH7xxRhrhIiTgyj+uE",
-	"udOxHasWtpeJBx6h95rdTDDTr6fmOlOBl53QNPuw5C7E9Da3HznXfpha/wXUeztP6MobrvlQrPT5J+A5",
-	"W57YGGae4kTRO4J+M5/smn5DlTg7tdoC9NuEWc3cNMm4hK+cFWDqGAr0m/UA8WJxdE8bqjtVfOoWgH5D",
-	"9spO3R2uwbODEgG9iGpEM0QhyzsfflQWGV6dWN5mp9b5Lj/TpnTdxel8ai3vEZJoYJ9fVxg1aRimjqt8",
-	"vDx6QeSKJRe2x7OcZDQgnbx/dQVLhku3neZU5lh5PO4UzwlOq49baNysEyrZxDN/aoHnUZjUgvPXxiS9",
-	"oFJj8HhM8uKVAx52Npq1Q6rT9HA7+4211n7gsiN6+QH2rGSZPsTBnXhOtH0849aYzkrptodF+xLarvP4",
-	"XafdsAqt/uAJ8rNm5qh5xAaUXTJqeTD+KtZg1Akgxy5J0wPAHPAf7NLV15b9CJLR3v7XpRiWVRmZy7oz",
-	"guHlIAjQjcDXTxx5vlhDqdpid4nx1bJCe8WN+MwOlrYW6RnU25pwz3K4qWs7NVdpT/PlliWPDyDVBcR1",
-	"xoZB54z0V+w241YDHHO5jp94Sjr2lOufurdisUAPsNd7bV6noNa5ctRZN0rdq+eLi5I/q2zU3U77pqkN",
-	"MZQIOzd+e2w5Gro4ReEcaKIybZYgTP0DZ0Vjx49zITbD/hRUuLtzqIvLoPm0yr2wpnYND/fAx/LBOqPe",
-	"3hg7eTqb5N7zqCgfvfob5zwuyw32V806QggP45Y6zzZztU0ytPIYG1qda8mzQhG0wGoOUbcMkXsqQRuc",
-	"UkESLXUeIbnKM8puJeQGc1bbEXp7eIhiyu5wRtNpskxjo5AwmKZFaM7IkWmVLNOpIDeFJGlsVfbGUbWa",
-	"Bg3jgzhC8QFRCfxbSAH/3mH9L7jKmTRWBdOyf3yQkjtosBDc9JArGUdoNBrtoYJlRMpKOaKpIlzLeH8f",
-	"Zxlf7usFNzTcbw+/3xgqPLCZVM6fXPfro2393N67M9INjvxECwjDd/oALP9V6uvcs95W6nezk17Db8OJ",
-	"2lqZbprc4caLkO48ymeDDPIwgvYwutNPabyWrV7PfBoQ7oD79M7ihbCfZkU74z/rAUuPgFggRu1lQMwJ",
-	"qNOWI8rjIBfOmcXIvTrHsyryscutsr97ilMtbHJOKQdes2jHIG2ZHGUrD+TONDFr1mW5zp2Y6QKCRRmG",
-	"63GsoCVnfIkglvQI5TasuWISTTyueUAEsW9JIMtfSLp5QiFjJzJCk9d/EjZ8o2/2py4MeDzpDmDUy6BH",
-	"FgWniVnZzuhRw9T9KG1t22j+MmDnxIsnAJ4s8ieItLxXFyZ4pSPT0Q3Osmuc3K6xcEslsCKzlQ8Pk09u",
-	"WuZ6tJ8zDkYBZxejZUa5aHAjiJxvBlc5WdRa/1qOy8Lv8dfWP4iXgnOwop2h2mXTn/rk4v3x1ft3g2hw",
-	"eXV8cXX68e+DaHDx88eP5q9fjk/1d9Mfzi6mpx/Pf74aRIOTs5/OP7w3nX44Pv0Af5wcfzx5/0H/HfJh",
-	"8Gd/Am+YhSB3lBfy8iECwbNopP2dPx5PW3B8GcgKcNg5dawSWWybJsVuHzwKuUAZlqpKmPJKIpqioSQE",
-	"OemhI91qD/m1bhFrrwKmtpGEKAHvE8YVmtE7Xy9IlXRuBeG4y+0yXsCkZmQTzmhTYNhsF0Hn5Qkbeupi",
-	"eStBV+Eldh6Dj2nsJ4Mx2iPnvyyJ2pswLtz4MPXU+FzGQSeJXqllmklNtsmDsW36WAnGiQvrUdrRBt6K",
-	"blsIIySV65LMGsp+0eH3YmDnXGudY0qZ+919IUhCmMpWU0kIK79l3Os6Ya0vp/Aem9HQ0PgwCWx8jezR",
-	"G2csxstQWYNT+V59QOfeNGTcOFrNsYR0rZCJsiHL8AVhJIU0gjDmGFxrkBtjRRSkFIR0kPo7iQzWRIBy",
-	"dRSACXy02bOeOoYtMa47PT180JKLW0hX7/SeU/AfYrMwtu4oI9AzqtSjgd6iEoT8TWDWoU1zTc6xmj9Q",
-	"LV9TyPvKs8aVqt+f+mVp3IzW3Y+8NEg+3Q2+IOAh/wHPZs/kX7ONp5S/uMewBM09fmVeAJYzzWA9O+AB",
-	"YLiqAksj1go8j+Q2jiaqo5jL2QL/WpAjdEvIAlGFeAFRORmfyeC+C5F12JFhxa+kMeBoMgVVTSJXJUZ/",
-	"c0MzRYRElCVZkQazTDXh5Cq26Hkjb+ObgNbXnb9rIwi7hWvyLY+8N+E0hRI8Rmk1y/g1zmynQLKEjniX",
-	"XyAxn1f2yFJ+bn12mXmoTQyMMfEyPmFxrZ5PjIBpuaFCgoFrb4xERz2oCGE5YfFfzae/xMYVeOSXHHol",
-	"EV961YYkzNua00WngKftkjI5Qh+5QgsvAd81Be9Tw/RsKLDTeBC2syR2GaX+7h8KXOIjA2ucE4uEUD3p",
-	"7+/LkkV/NWP9Je5llAqXBLpqT6H8mxFDvxiVpb1GLfgc9sqtcGUDTp4qnUKvV1gvYqN16QFeX+ZFlguc",
-	"bBvj4J7h/u5eeg8PsoF3miU3YGxta3XseVdanyGSDctbYNA0tUTDvAAZjkq1N0IlnokiI6BWx562PVmm",
-	"kNpmNQ5YxbV84hvAg1bnTSRZdXgcaWiGDTR6N/3V6IDemwwvZsiuZZyD5+6mM80p8799HT3EaS98D7bC",
-	"i6473tJaXZ29OxtEg9OP0/OLs79fvL+8HESDi/f/OH3/y8MUVOUsX1s7VYPitnDfQi/V3PAjONAg7L4u",
-	"F6ovxa7VUVfgt1LCqV0r4vLyvalu5x68y3f/C8lC3OCESETVkXn4YkTNzzFsaxxDVYUIxXrm2BTJwEKS",
-	"1HwzjtF/XZ59HJlaL4mgWpK1Ls85XiysiqKeY69HXkCzkaiRV61HLjjXMZiJpH8uleAwNvlE7+QZ5SB+",
-	"ooDNqQ1ct2ZIR69QlKpz3Yu/V/SB69xw6O3jhtzqap0xejmRNDs3/RLWDxLy04g6bYrbmEabY7VsbJsM",
-	"NgGzY9SynvSy+jQ718lHf4V8OU5NEu4hvbuOAeLVk/KWI3CeTROcZSOrXOscwMacXZpm7f4b7pTr37hX",
-	"kH7AK7PS0bkQ7MQ1qnctI/fXdXWNal1tcP+afj9Ai1onPxHAmp6nVbNad1cvprunqRxT67TpZArBaqfy",
-	"pWTKbJU080J98Sus9Hcqc2NubW7aqmOIbvTsWruUvfsEqEHPvj6N3dQlfO029mrgQZ/2DQzY3KFxKfp0",
-	"8e9DrynqV7ZPl9bF2dSpzaj07OFxKBsXFqJ9fTvVCN6mTi3OY2OHLnZpm44+h9TzEoTe5k1dQ/zN5j5t",
-	"hmrjElsvpZFj7IG85Ezx3XV5ujxzOlNeZDzBO3abW5/fEy9PbXE68+msUOXHdm2AKjsfZdOF4DNBpGyk",
-	"4rEv9HaJOHcTM9nMFBVOAOSJfBa5nj8H/o4xJJRx4YWc7DapQL22W5+mTyxqJP9hOg8fM76yrqPF7D9e",
-	"1RF65f44cNpZRsErgZnZSf8Mb1dlXje7Z7BOSYYXcs4hTCvhTFIJ1QeXVM3LRG+2lOxD8rpZJU9/1bNz",
-	"xgm9F4YSVKzGQ1IKO7NkaPwMs11kz9xYrSuYkaoPMofmAi+a/iMVondIBRC7UDyjm9Q7Xn9XwZMKYrFe",
-	"TEeV1ItKs/e5oxAAZQWR5+uYiAcwTqlLVXUcLE5LymLC+UKhJZZoKahS+mvuZ6myIDwwDfeOXEjeck6z",
-	"muedCY68ZXwJQ8zxHbFXrd96CUu322BZ1moTmryHho+tOhXIZhZyONOjkDSyBd2nNn8VxG+GNtHMf2bj",
-	"MMsCjYMKQzYk63tQQs6tOFn7OG6VqL5pdipTS1bZJh+ZZNKUXutb8d3LQWlTSbVNvV03vBTbd5vseEu0",
-	"78rzVaYlGyPssou5OstKogTyZNrkZWSJhlSVBQsbqelqdc3LYTuL8nWlre1/KGutbG19ycPYqNYBfmVe",
-	"qq7gfTwj5auuviqCPhNO1NV0D8eJGsxeAk6U5HAnOPHevZJNGTol6/jcPhniU1IxTp3zG93obsX/jqVv",
-	"jan5Gn/5LiwOomm0GRqfavB4JNJ6QH0BGNuptHgAunp67l3izO82h+72XPFjeFyxLoxxq/tQJipsQ777",
-	"brSMHA++IE00egG3ZKtU6X2uirGE7VqxulkW3b3IElQ8/BrC4FA22G588m2FD0YlD8wvAIus/LQTBLI6",
-	"3F1i0GNxY2sRczuE2IHWugG3F4ASO9JZw6VLCkHV6lJv1sDkmmBBxHFhApoACqDAgq+rJc6VWgy+fAE1",
-	"yQ0PFNW0GavmXGpZlKeUzfZtYKVNe2IDFBYE35qyk/CrKe+AzgVXPOHZhA2PT873bFnJhItU2nKTEDtn",
-	"ALmCYASxQoIXiqDrQqH4YA7VuWMEgVITFustcUH/DZaeMfobbMgeluK3hJnDsYERZuOgWsaS7FMmCZNU",
-	"0TtiwgHUkk+Y0UkbVbNEOJMcKXxLEEZyzoXaz+gdSVH8VxMN8pcY1NETFp+fXZbBAwfmRxnvjRCw7nLC",
-	"sCDo4ocT9P3bb7/TIv11RvL//JfkzBXAkbWKNCjWzGg8QmfMwgbgMEZ4wuIfuVQxmhNsEo3jUnGHUcb5",
-	"4hont9aZEjN0eo4yqojAGeICcebiYifMaLdeyTLxGEn34WxjNCNKoreH36BYfwExjrZFfAT1ONMV4ndE",
-	"TFi8v68/7Wc0p8p1fP0Nihd4lXGcThXn0wyLGYkjlJIkw4JAVU9wtCSpHu6/Ls8+ThgMCo7t1wSRe5yo",
-	"bAXr1T+7yqBKYJpBDjissPVoz3GmqQxJpxqe8d7RhNklAmxSTix0hKB3JvU7ZcgtXJMkXpRLP/zzhMXW",
-	"kXPqfrPxuoZHtB6wVjmIjs9PvSLu48Hh6PXo0BShJAwv6GA8+GZ0OPpmAEVJ5nAhD+DWwJ8zE4WlSRh2",
-	"AdyDD1SqY9MEHCwXnElzld8cHjasp1C21dg6D/5lGT9D6HrlHgUHfbj09ctuwxZtajobJkozqlZwbzUG",
-	"kxT5qU5HetNvD193TVvu48BVoIJJbY2U3n00iXNlOAaGvizcWofXBc3UPmWRzY5ZQGXflCgokYc4Q+fH",
-	"Vz8auoxnssxwJgef9MD2/naei3G+MOFE7+/s+ZThO7Lz3a2aHJjKRp1uHl7LD1gqmAQy7m1sfgVBSD0a",
-	"/sD1TQ5kaTpj2ap8vm6MQU5heftKlvQdkoXqthDM53JKjb3Q1xLz1gdN9dmQifX78mnjFVDkXpmj2zeE",
-	"u/8d8L3ZA7fgmCH/QTgyJcuMdzuVCCOvv8X/w63wf9v78vbN9895vy6JuCNi/1KD4H2JGX7daAhMAoER",
-	"GS9diXAiuDS+/YZG+tfN3jD/urnnEpi5YO6IH/R7AUyE5TBsIQxJFKozAbEJmTTHFSFZJHMIiJqwa8GX",
-	"kohXEplEPSj2gh1jE0VlQzypRNe80Jvj8ACZ0cb6WaniqoZxaZiM95DNZGnDP3WnIePIaxJNmHEQx1m2",
-	"QrG5MPGezchLVRUOaKIFR+hsYc17gmi+iKQTFhcii9FQkMxswVr5DJT39EYhw+mRqRUiBLVpj13MLcR8",
-	"Os6ltmWIarXcm4WdPl3Nxda+nbCCKZqhuAy9jdEw3rf3bt+Mtq9UpremweAFr2LIAUpzEk2Y5OtjTU1C",
-	"1EZ465KLW2Tmp2rC7BKOyvMuq2bp3TieKCmUnhkar0bo2IbCYhVN2EwDBSq0WTCUpdFNkhS4+jSF4FAj",
-	"CcRoiFEVNzthtujLzxcfbDmdJWXAGrVWz0tOzm1zb4SOFcq5VMBH1WAo93N8H9t1mfS2vFCQYEGzP8O3",
-	"b76fsFgzVzlmq6n1svcYz2MHFMNAmwg/TbKucWqHnTDY79vD12MU10aY2ijBGA0LBubgvajZxNa70Jjd",
-	"+GUpOJvZJWmAMQ4Mk4u/Fch8tuHfe+0BKJsWUrPtJgkGdPOKounj3TM8Wf19Nl7dtWD5srLu33i62hnr",
-	"FAot/1IX1ZQoyJfW0/X6SZYQerqqy/08D9Ph25f8kB3XxDd724GwGcqnSZX/0gMl4IUyAexGrgSJsvMt",
-	"M7JpJ+v4d6J+NC2ekKO3M3RggxVYqETFYvRwmFr9wmD8z08+hD/QO8KIlFasxynVn3xwmbTaFlw5UYIm",
-	"ch28frJN+vF/iwzTBqiaPGcLKnYGRBk6FzzXvFwhkR4OGb0VOhwdjt5+DcmmuR5yv+ASvJtdWoVSfE94",
-	"wSCPhob8DBcz0g12K5SOVjjP1sFeMx9Gst0CWd2gW5yAxks7F0p5UuSm0muJrEssEQh1oGf5GgdxNTe+",
-	"iErgRHXCVXqlhywLG3yabLMnepVqWfyf+z1yGZLbh2yDrY7qnmYui9fLfJ4Ot3uevj38ZnP7Y6j0kmji",
-	"uQPRDNKWlRKJ1dMwC1+rEtGUDbvEXlVBgxoalxmrfUQ++EzTL0YQMyHBLXzOuKyh8xM9aWvQCvTzEK9W",
-	"VRB4BtR45LkB4PyyB0dIKr6QIAPC4Y3Qaa3QceCkok7C/fWP5Hd0FmesVnwiCOjt1Hun74yhqnaPDoyL",
-	"GDwO248Wdb0oMOgznPeJdYGWGtKBQ4cq1vqhLj3h0NAWC7VlV9KM7I1eItl+7F2GDRsljU00aersstRV",
-	"93WlV6v8DhLFJaDinpT4wKizDz4bHdKpoc3bI1P02ahvFxgEEau9dYMOmvxChz739Zs/b8pgo7G2CGjy",
-	"jhdQIhly/nOBTFprlNFbguLzn69Qfde5sYEdM1szwNitzAuXUpM81hXz0ixF/PbwEFmFxdSAbGp6gtnK",
-	"2JBgDDteaRviNzdEQDlny12DDgPpbe2ZYcu8SWZYGCsOKSEuSyJ84iX4fyKWz5/CxKv24/t2Rx38ubtp",
-	"BLzVUOaszIkaKAgBujmq/iAc4Zvn1dQrz7jbVSRuaErEmSsmiapfkj2bEllzIvrqZVtQJ1dAcQNf4kot",
-	"Pj174mbqQkbz8++BS/GSQ1peH9TA0rMduHwxaJHhKuuwdV6hoXC6p+V3nHvQYzmexuOR5lQZO262siXm",
-	"wT7ib17ilXlhXW3xOEJY8ZwmYHnRe3cl4yPLsURGjLCaK1nkZIRsyQW/FI1JrElvqjJyE2af/RE6Tk2i",
-	"6EISgawH8VjLY57LYBnKIW1Bmxmm7AhhNmF+K2AhwBuhUa/fdmc4B04DTljt85sbpDjPkN6gHE3YL8ah",
-	"JHZhMhoASBAFpgeT5rrMfomThJSTBlXqFopPq7lws3i69Pab9Wbn0x3b3QdNv/a3l/wYdQDDdy/aHijv",
-	"SJJRFgaK++0IxcY5ODb3bTk3biGxu4tldjdXeABSkz3kXXx+zYoDBKzfv5hgFITbOcTGboc4S8he32ey",
-	"5V1SB65JByJRw5PQJe8t6fkQIqBb5kXhJ/Tdi2ya4LiR3C2OTKpe5+GW0Ts30wi9MzNbLzgJNuQVimk6",
-	"3uwBGR8ZLSnPjH+ERMO4kRsOTIXt9cS1FGGxcQycEyzUNcEKahF7q2GcEUvkeKE0iXTx483kydhZb2bU",
-	"yGauIASfBfl26OxSNv0BvHv+iP41bwyh7NQ6AadjdIIaizRvlPGZ/vam0M9/GVBttG6VLf7FKqJfgsMP",
-	"r/RkEaoqSwAdchcwaBjdDTvpisHo96zbavX+fsGF+tG03U7AuN9nafux3Gi8OnPOqcb9Gi2IQPp5/D0I",
-	"FVYGuiNCGuYSS7MXvQGJhpqPnVo+NrLlQsqPZQ4R+6cAuX/vSWWK3FXNfJA8EdJF/eKcfWw5cqfBc5XK",
-	"gU1XoKoaxtgorsZIiYLEeyMEvRl36ii/t1V0gI0L9Fted0g1bd+4Gb0rUzW4cZwORCJG7l3FIi5c1STj",
-	"tFVNcEsWldfShPmeeYLYSe2YzvnIVF/S0hNEjrfqsU+Yc9jRUBih42bd9o2aN1DbgRd23TyjW33fqkYT",
-	"H1VmK/DIcK5KsCOYO/728I3FQUgYsUHv9pOJ43wKQUUP/d96tv+P9Wwnc96w370yyrK2bk1/u4dwzj2i",
-	"4usT3P1J+8oPlQ3h4LNF7h1bAspR+5oCNlbl6LZfHYOBpMrK80Q31k+2tMhWz31tA7mewrfWZf1GFgh/",
-	"iMv5WK89Y0Nzz8Mr6ZnRKjj1vDxlxOoObbAmxvZpdWNmjq28TN/sePI+ejI0dCwQFzZ1zd4IXZAFwVCr",
-	"DyOnj2xrIUH5+N9uQA8T2FhawhYc/0XBpLOvUumyCF2TObUMgW+q7nt7RFnCcYf6/BPOnHrQXhyJ5Bxc",
-	"3Rmpc7zmxbzmXElwJxgj52FApWZ7mXLBEMZwBZ14oRJuNQmZ5AiXqrW4kRrfqs86ygLERkkxAj40LiMr",
-	"OiqHlnaJ7uqhhlfY/+bN4eHhUc2yc0uIcQWaMAqtbbydVHglK9F7L0Ikk2RNcdE6nTJpxJ/PN8iVHA0/",
-	"daULoMVECwJb0bJUdzoE+CNwnc9PGKwBq8Gp2oSANgTKYH+EMo5TKDqKEdREtWInyJVW+YLKQuZGdl1i",
-	"qspYHDhLgtO+joUHVWLdDfbiqtrlV8VYs97fibEYZPfQseuXwcR1LW0r0LTzpYkXY+jaoUT6pKocVcsX",
-	"24UBXlbZJzx+b5auIJqyxe/h/C9dBl1+Aw+8jJw1WkaemTiqPAUCHmpPe/p6VQefHTfY8DIOhCSXmRDB",
-	"9GbxtExpiIbgs+JYIDQnWYokZQkBq7fJ3KlZBIJiVxnj0oDLJmJxiXIgbO5UIWM3q3z0rM9AXGW+G1fT",
-	"x2hoLBhxPRlgbEMYRavD3tGE6dtpdGze1qSpuqrmhArERUrECB2bTbskDx6LDUmlJsy4GUr09vB7swRI",
-	"1mBGNZo1q5UrnQ9S9Pbwrdf2hhcszDX8YtcMmXGf8g5CGuDw7avO2RMS/lBCroNyK+PnNbnRD7hm6SG7",
-	"p6c72tot/Gse4bMd3A68weG2lW5VVoDYITkMq928hLbdWrfNYrqeoEZw12cYuXSNWhvZWYqHADUvUwWZ",
-	"yGlpmCsi0VCArgByw/A8x/uS6GUp419B7hcZWIBsrc7QEl3eumqFvfIpt+rHN9OYqRXkfbnhIq9OsDE3",
-	"5L+pzV1i47eHUFSV5kVuix7nlJlPlb7Uy44WnmCBZ+SK3xLWdQTfvn4T1L4+NefclUHmGOkle/ki5LOo",
-	"eB5JBPRuygVHiJElkdb1L9IbogyrtRr7srZt5727ghZPSYxd4d0QQdaTj74WYAE4daj6oLRFfL9Ea4Mo",
-	"oR7w0+havQLQzxw+aYocd8ZO/h6ujlkqwnDKoWMtr0cZXdjJrrgjfsIb0smuwOp/J+xKB6SjB6ppXZns",
-	"+oGY+jdPfO1Mie5nts6twwNbHsfHh5dlnHi0gpCBB7hJ4cQFOLuYhCtYkeD9rad/qCeW/OcnjUES/McM",
-	"zhUis1klxwcHr998NzocHY5ej7/77rvvANvs8J9L9s0E1GsGyOM5pf+FTdbmfVO+vt531v3sy6cv/y8A",
-	"AP//",
+	"7H1/cxu3kuBXQfG2ytItRcmOs9lItbWlJzsv2nNsneRsqu7Jx4FmIBFPMwADYETzJf7uV+gGZjAzGHIo",
+	"UbKSe/kjFkn8bDQa/bt/G6WymEvBhNGjw99Gc6powQxT8OmkVFoq+1fGdKr43HApRoejc6bLghF6bZgi",
+	"ZsY1SaEl2Ukuy4ODb1I2l+kM/mSH+I1mv+LnZPeIyDumFM+YJu+oNntv75gwe6dvJqPxiNvxfy2ZWo7G",
+	"I0ELNjoc4eCj8UinM1ZQu56Cfn7HxI2ZjQ5fHRyMR2Y5ty21UVzcjL58GY9+kHkuF921X9NcM8JEpomZ",
+	"MaKNYrSotsKIYvOcLsnOjIpsSRbczOzm8t2+xV3jPOHiMnZNy9yMDo0qWbW2KylzRgUs7vSNbQfDzamZ",
+	"1aPxbDQeKfZryRXL/ADRbf/b6/Go4MJ/fBmDgYUuABfnawLigglDrpYEGlzIUqWMpDm3mECkIIqlUgiW",
+	"miOiacFIwajg4oZQTRI8kKQCyYzRjKl6F41T3fDcPvL0lpnuco/9URloQK6VLEhy9uHiI9lndiq9j7/o",
+	"ZEy40IbRjMhre6aXIjkuzUwq/g9qR0sILpjsLGY8nZEFF5osZkyQK2lmhCpGNBNmd0LeszumyLw0l8Li",
+	"xhWjyqKJvGWCcKNZfk24IJT8fP5ucil6MASXtSkYlnOmu1A4kUVB9zSz99SwjMDOie2uiZEkYzm3K95J",
+	"pTBK5uTaXmdNaL6gS01SWbBeRIZBVqwysswvFlf1XAqNaz02J3ROU26W9pNdAxNwlHQ+z3kKwN+fK3mV",
+	"s+Jf/67tjn4L5vsXxa5Hh6P/sV/TpH38Ve+fYS+ctAmTjzNGMsoKKQjXhBpCSeqWQXJecHNEhDQzi7wL",
+	"qgnNCm4s7KQiqWIWjJNLkdAbJswU2k8Vo+mMZckh0YYqA2gvCLQgC1nmGZlTrUmyt1fQz3vwvU6IVIgl",
+	"cyWvec5eaJIU9POx+3UngbGTMUl0KucsOfSL/t33GBMqMkIvRXLOjFruHVui5JF194gkcyWLuZn+WrKS",
+	"Ta/LPIfRZqWxS5xmciESIs2MqQXXDBESO8PpBIPGqEEqgSZKsqDckCt2LRUjRi1h9zeUi0kDORwucGHY",
+	"DVP2XL6MR/6UnvD0z384Id+//vY74kYmGTOU53oC18gNAMhpD8Li5xXPueGx2/XLjBp4BPCoaXbHlOGa",
+	"ZfaWJ1xww2nO/8GA8s2VnNufcSDo8R5u0m/tezLGX/+bKc1x190GpZn9xMxMZpFl/SgX4arSlM2Ntrib",
+	"MWFXpMnO8ckZSYJB7Ctr7zWRgtnFt/CybpnYE5/RO0YMs5iTkZTmObawo6fUsMQ9j20IcMMKve7ojqup",
+	"7D7dxqlSdGk/55JmF0y34FI9lQDlYt45thbsy4zLeHdWXLEsY9mJxcbPJt6IF/SGxX76Er7Ff3Ptxm6+",
+	"7uCfqv3Jq7+z1Lj1G5nKvHv41c0BIloWQ1YQgqvqFgVSbC1wA95xbSIgvPEc4LBDtc3PEJ+6x9patBu7",
+	"d0V+nMi5VqjTuROW6NvfSQENKuwN8VYj+4bIW+Mu2cEVTZa0yEk9CbyM3Zt5R3lOr3IWx520hZlrodY4",
+	"JTuAfdFFzw7ZZ5aWxs5OdoDhMdVb98I+5+Ka35QKKOuYCGBWoBkl9gCYNvE9ZVxbJreXXM24NlItHV6f",
+	"CntcvTeUZ9ExBDX8jjlkPe9FcEDeK5YdA1JeS1VQMzocZdSwPcMBuztDa2BWbXsmysKi2FXJc8PtnUCY",
+	"jOwrYVhqWBbgXT1CKapjPWdUR4ly+/JbzjwEXLWOEEfi++6HaPRSNNC+eSWmBTPwWtIs43YEmp8FDRoC",
+	"Rz0iVTeRZ8UwVXBB80NC1U1ZAONvJFGlqF8bwDJAULhLYyJFysbI9Pr+jaegA+o2xW+sIYp7wvS9zJJk",
+	"0v6/1AzFTrz8Y5Ixxe9YhsjPjSa33HJSIiMAsOgl6MXbnkuBX3TEkpOzF246ee2J0Y5jFa1IQa9QlrDv",
+	"hcNW+BU+303vqJWbPCijyHpHVeT0XOdDOKs7qrjFPzhAzUz3yWfibpNziiG/oA6VRfypO/a34KQmaavQ",
+	"tLmfD4IRnVM9qxCuYrnl9TVTjslpT7LbZcXWYRgX89JstrgzxXR1ohawfo2G3jJNrhWz/NNn498ao4H7",
+	"6q5tNXbbpQaqCD9ElzB1YO+xtvuEhNdXlgbWBnCOjxyeujvwcMzYuZ9QkbLckro8wlmk8GvOsjj1zxhI",
+	"M5H373/D9wR5G8JBX0MNWTDFSKbkfM6yzSgPjnSaraf19Zqj+4Un5gOs82RGBfKOcWQCbVMbCe5oXsZI",
+	"CYEfCAdSQolmOUsNkXN83qUilDjIkevGJ2xioSEF+3A9OvxbU3j/9t/W6IrG3aP51AYKrroHIFbU+0su",
+	"09u1oGjtWRB7q52wSK7sEN1bc89XTwhpgDfSG/fNqKFRpFpHXApesI/upRj+tihW8zQbrVPzf7AG48SF",
+	"+bfX9c0OhAwv/wSI8fIA/ou8OYabfPUz6B8zGHbckY38jqY5F7fB5zg7pvj6Swm/9qEfFyU7BsGYRbgm",
+	"Gvzi1m3h+WkcY+grnXdnmaBsezuX6aznXTFMqbLCjVWiwDlL5R1Ty4uyKKhaR57GI22oaYBdlULY38Yj",
+	"Rz9BkpjnzODfFQUbj64pxz+qBUa54rbU5mEWrKy1xwZEKsitOqI3LM25wIOgee5I1SDNz3jAoQKJiZ6q",
+	"6uPy7U94FBsfWT/A3GzB2F2gfArAco7C2obPSIgwa0Bo272Jcw6gprfMFIKnSZ5/YsWVZb2sZLkkWalA",
+	"FEWl85wuc0kzklKlONNkx6/HckmKWQGhVKCS5eJO5ncsxqutRnoUonp+NVTf9j3m3V2CII33OqL5wJ+r",
+	"uZpAeA8qdCm8OM6lIDv2IyiHnY2BuMW+0Mi07h4SSn7++fSNlcsXhBoHQ+jjZXXFSo1cTJfWKCXVT0zr",
+	"pmoqaPCZmxOZsbhGyf56wW+sSBHrnFNtLhgTm0jd84bA1NFefZS3TPToaZwkaV96BybC49tWpYD5A0qn",
+	"DRUZzaVAXtSAah7uViFN/D2x1LJcq47xOHGBrdv32S+lGu7TCry6qGYMlg2WAyQH2XLkzhTGA+41uvTm",
+	"gG8cGzKMVoZXOUIvI4geR7v+XzzCtWwHqKFKZcb8bbBvTqkYCkwIP0sJYJAxYZObCWLFlJZmNvVgj9+E",
+	"hyB6P9LWiPY46NOLNJbw/8hobmZdYqQ7aCRv4zqBXltCfBl1jxgWB3SmJbzVRpxKztqIP23LYM7gtgnd",
+	"wRMcwOCufEuUzBtUpdRgsPaqGCsb38zASLvUhhVRoLcsCKsUhTDd2DPH9a5XQP84y1i2zQsfObztnEiB",
+	"Cz4dejBPB/t6Zc0jiN/CEPAAyu4F8HLgqlPonF+FtBFtDPrJrPWSITsNZsuyH/kyrsxvC2QOBhNq17Oe",
+	"z4dfncC7AjtPZqW43SZ2/smQCODzcCSqwfw8kCi169kCEsmM3UtVVsjMoUiotnj17+t9nxoniqPEVhaq",
+	"8fpUmOC/EFNR2kcPFfBOHHcKayPlLeGGCLk4IrCvQ6KNVCwbEzdYqOZlnw3KBcHRhBqJ2na9CoOcyckb",
+	"ozviqdtEPd4qcEiernSQsLePpDMJhhhlrx58fXx2OnY7RdtrIBmBOUax5v4Docj9Dr27gqKz621mUoA/",
+	"CM/InrsQsGLh9Kw7NFC4BurU8IbUkCmaLGif5hiXGQPtGVMFB0h8qFREzT3ecrGhTQoVv0NU2lXLyo4D",
+	"s61e6Dmb58sNb2y4pLab22od9EiWJpVN4S+miV8l54drr3QqLUy6LwvaA/3hXhMdDNjMSIFK1PxuQ2M5",
+	"WBFY9mG+QuxbrWnpKB/nTGQo2vrRWypH9nkOiPdpM9WylPkJzfMh+Axcdr1sv8j6UNZx3R1M2S7z/Ri4",
+	"4Xw6+vRhW4FrPUcNyjjjEwHgA/ifvuP4umzQvFrVRPllPZwbCveKF3r7mNdLQVah0DYv+gq8wmnWYxXC",
+	"ZktIFQD6GeEUrmoLKJVT8VYYtGL0qgG66jHFpXLu2ivUYGt5HoNC2ApFqV3gz3P7Um0V2Zkwyv05jMxW",
+	"cFrn8uJH7kHTejsPwc8WUL4yYuZUTEpczhYwsnYFX8Wx93l8RoSPJKIxTlD8Qr8rHXpJCyFLkVqJi1GI",
+	"8TAzQsmMgz8RWVT+ZFtyZE5XacYLms64YHuK0QzPRimpQGEe988EF/YeI7M2lv4Ou7Gh+X+tRX/QeeMw",
+	"41qvDBvvQYBibgbfzIYTiZW36OdT7PfSiQ7+Yxf4OFW//T/tiWPD+DZvs3CxNBYzqhgR+70plThqBopx",
+	"g452rGoQN12sdhgYZvFvLtkrGqQiaPh3rkCCLZyr1BF4/86B9yWVTVaxuVRGYziUXfALCNpTdssw1Zhg",
+	"MFRBl4TmYLIiV6x28oRokifzPghcDjxjP9TXoDJ3d48botv2nBIArdPZkQOWBSo3YK7OWDGXFhntoa4M",
+	"uZtTY5iyY//fvx3v/R+694+Dve8/1X9Opod7n/7nv8RwA5d5P8t/UeaGG6pvG9GGIybgNEbjfudZdEmt",
+	"LPP+oN15hk6q9WCKAWhjsty8uuPrHRDaGD/YZaGLF9Fz9/4ZqMvbKpexLReRNe4g7e4xX0rvMtLjTUnF",
+	"Tc7FzUcn8TUZo+ZgPUqNXiVU3wMSE8z9K9GrY2pT8Io4nPc76viVVboh2HWDsEwdfjS/tNgOl+JG0Yxl",
+	"U+eMH8VoIQ1Po86ZmtkHKmVAcL0ONEr2cRFvMBaT9TB0wQKJo8fO1dVFHwbMzI6bET8pBhrU3THRktBL",
+	"kSJKgKcjofo2ZIOMJFToRRXbDNTG0rmZzDMdxslqFPXsbxjtBwS/LyDrtGdXQFgoaSwJIybdV3GGB0jN",
+	"jyzvGdW9dHZwjQ7A7hv0x3ahP4qBHpmh4z9EMbqjuhT2rA79Guw2VSm08+Sulzq234CDd0G4IFJlTB3h",
+	"43op/Om4jnUL1wvjgSfkrWU3Uyrs62m5zkzRRS80cR+O3MWY3vb2x961H6a2fwH13swTuvaGaz8US3v+",
+	"KXjOVid2CDNPaWr4HSO/4ye3pt9JLc5OnbaA/H4pnGZumuZSw1feCjD1DAX53XmABLE4tqcL1Z0aOfUL",
+	"IL8Td2Wn/g434NlDiYBejBtEM0Yhqzsff1TmOV2eON5mq9b5Pj/TtnTdx+l86izvAZJoZJ9fVxjFNAxT",
+	"z1U+XB49Z3op0nPX40lOcjxivbx/fQUrhsu2nRZcF9QEPO6UzhjN6o8baNycEypbxzN/6oDnQZjUgfPX",
+	"xiS7oEpj8HBMCuKVIx52Lpq1R6qz9HAz+42z1r6Tuid6+R72rHSR3cfBnQVOtEM841aYzirpdoBF+wLa",
+	"rvL4XaXdcAqt4eCJ8rM487h9xAjKPhm1OphwFSsw6gSQY5uk6R5gjvgP9unqG8t+AMnobv/rUgzHqkzw",
+	"sm6NYAQ5CCJ0I/L1I0eez1dQqq7YXWF8vazYXmkrPrOHpW1Eekb1thjuWQ039W2neJV2LV/uWPJkH1Jd",
+	"QFxnggy6FGy4YrcdtxrhmKt1/CQz1rOnwv7UvxWHBXaA3cFrCzpFtc61o86qUZpePV98lPyH2kbd77SP",
+	"TV2IoSbUu/G7YyvIjo9TVN6BZlylzVJMmP+medna8cNciHHYn6IKd38OTXEZNJ9OuRfX1K7g4e75WN5b",
+	"ZzTYG2MrT2eb3AceFdWj13zjvMdltcHhqllPCOFh3FDn2WWuNkmGVh1jS6tzpWVeGkbm1Mwg6lYQ9plr",
+	"0AZnXLHUSp1HRC+LnItbDbnBvNV2Ql4fHJCEizua82yaLrIEFRKIaVaEloIdYat0kU0Vuy41yxKnskdH",
+	"1XoaspPsJ2OS7DOTwr+lVvDvHbX/gqscprEqhZX9k/2M3UGDuZLYQy91MiaTyWSXlCJnWtfKEUsV4Vom",
+	"e3s0z+Vizy64peF+ffD92lDhkcukcvbout8QbZvn9tafkW1wFCZaIBS+swfg+K9KX+ef9a5Sv5+dDBp+",
+	"G0/U1sl00+YO116EbOtRPmtkkPsRtPvRnWFK45Vs9WrmE0G4Be4zOItnwn7iirbGfzYDlh4AsUiM2vOA",
+	"mBdQpx1HlIdBLp4zq8+qbDd9k8srmjuj8YsB+VF55tKjji2LJQVJ/vq2ymyZ7GK6m5xreFpSKTTXkDHB",
+	"knT0gYAfISeJ/SBvIG+ge7AoZLCTwv1tFBWapqjyBrdrucBEP2DYvoE3o3bgducBlnHc6hUwWMWEXKBV",
+	"vLFYn4UHRkYH7xRscoHPOy5WKX4HobUpO6xyNHJNCq41Jmj0huwoGgj22ZzRmzr0tM+vdbh/kNftrPMO",
+	"qgYewu94VnXDNDUb+YL3JuxZsS7H/2/FYBoR8aqA6EB2AHuFkAsCUb1HpHAB5jW7jpHR+JQr5l71SL7F",
+	"mJz5iOLeVqS1ttT1KALRWi/5T30Y8PBHNIJRz+NlcCg4RUK0vTe15XTwIL15133hecDOC3qPADxdFo8Q",
+	"8/rZnGMYUU/OqWua51c0vV3ha6CNoobdLEN4YGa/aZV1033OJZhnvIWSV7n9xqNrxfRsPbiqycad9a/k",
+	"fR38Hn5tw4N4LjgHK9oaql20PdtPzt8ef3z7ZjQeXXw8Pv94+v6vo/Ho/Of37/GvX45P7XfTHz6cT0/f",
+	"n/38cTQenXz46ezdW+z0w/HpO/jj5Pj9ydt39u+YN0k4+yP4Jc0Vu+Oy1Bf3Ec2exDYQ7vzheNqB4/NA",
+	"VoDD1qljnVJk04Q1bvvg2ykVyak2deqaF5rwjOxoxoiX43oS3w7QJDRtk91VwNQuppOk4AckpCE3/C7U",
+	"0HKjvYNHPAJ2s9wjMCmOjIGlLhmJyzsSdSO/FDuB4l7fatAaBSm2D8HbNwnT8qAez3uSa2Z2L4VUfnyY",
+	"eorer0nUXWVQkp92eplNMpJsmshXg5no3Pn29rSBt6LfKiUYy/SqdL9I2c97PJAQdt7J2bsIVVn4/ReK",
+	"pUyYfDnVjInqWyGDrpei8+UU3mMcjeygN5mi6PXljh7d4oSsgpYRp4rd5oDe0WxHSHR5m1ENiXO9/B3K",
+	"MnLOBMsgoSOMeQhOTsSPsWQGkjtCYk77nSaINWNAuSYKoEwdoM2u85lCtgSdqAb6WpGFVLdQOMBroKfg",
+	"ySVu4ti6pdxMT2jcGI/sFo1i7C+Kih69pm9yRs3sngaShmkkVGO2rlTz/jQvS+tmdO7+OEhIFdLd6AsC",
+	"Wpl39ObmiTydNvFZCxf3EJagvcevzAvAcqY5rGcLPAAMV9fCaUW9gQ+Y3sTlx/SU1fkwp7+W7IjcMjYn",
+	"3BBZQnxULm90dN+lynss+l7VCaY0S6agvszY1+ux31zz3DClCRdpXmZRrV4bTr52jp13HGx8HdCGBlb0",
+	"bYRQv3BLvvVR8CacZlAMCZVWDUVvJG1Fj474F0iRGBSgcpRfOu9pgQ816lzR2C7kpUgalZUSAkzLNVca",
+	"TI27h0T1VOYaE6ovRfKf+Ok/EnTKnoTFn15oIhdB3ScN83bm9HFC4PO84EJPyHtpyDxIhXjFwQ8YmZ41",
+	"pY5aD8JmNt0+8+Bfw0OBS3yEsKYFc0gIdawCrfV/4lj/kQwyD8aLM33sTmHCm5FAv4RURdYmHfgcDMpy",
+	"8dGF/jxWYotBr7BdxFo73z387/BF1nOabhpt4p/h4Y53dg/38kboNRCvwdjG1prY86byA4CYQqpvgUGz",
+	"1JLsFCXIcFyb3Qmp8EyVOQO1Og207ekigyRDy8OIf4KVT0JXhKj9fx1JNj2+XzU0t25MAHDQ2qa/g4Xf",
+	"7Nc6klb2Hldhmzi/AQJXPGQ/EsfZqADYD+Ci2kf2dZkoC4ztmb3t3v5puX2Wllu4t4PNavDcrbPI4pAr",
+	"zbF2nDMIrlhH7Asuwm9fju/jVx0nFhs9GH2Pf0ed/fHDmw+j8ej0/fTs/MNfz99eXIzGo/O3/3369pf7",
+	"aa6rWb622roBxU3hvoHCur3hBxLVZ6aqBsq6ZT213eZWUrq0I22R96GaKCZoAa/98ceTH91zv/8bz774",
+	"fB6CLQhcrQgTMND3rPUC92PHw/O9tCH2DHBia/lePsLTUwGnW9zp4uItlqP1ctHFm/9FdKmuaco04eYI",
+	"5aPEPiP25wQ2dJhAGaQxSezMCVa1oso+MvDNYUL+6+LD+wkWZ0sVL7igLkapoPO502Q3k+IOSOSLGxm3",
+	"EqEOSN7qO0ZThw1PfhYdxmWLGpztqhokzOyzPheR79aOwRwUO1p3bobdDQoX9J1bEThD4oY6XR0bOcjr",
+	"s9257Ui4epCYY+W41/VkEw+a9lgdV4x1dv2Id8q4Y2Qf5BzQ7tx8TIbbbatxGgrTAUpe37EhJKwXaxrd",
+	"Bi06zgmMm/RyPYWvukmZT1Oa5xNn8ent60LSL7BZt/+6uV3/9vylEpOgCltP51KJE9+o2bVK7LOqq2/U",
+	"6Opy/6zo9wO0aHQK8wSt6HlaN2t09+Xk+ntiYblGp3UnUyrROJUvFa/hiqjie/glLMA23Ofcj7mxD8RG",
+	"HWNUamDXBgkY3CdCewb2DSn6ui6dqz6kQ+OKDOmwOdTbmDakfQvH1ndoXbshXcIbN2iKJlEY0qVzNdd1",
+	"6jJeA3sEHNfahcWo69BOG+FLh5Na26GP/dukY8jxDbxmMV5jXdcYv7a+T5dBXLvEzsuPcpg7kOdcqqa/",
+	"MGCfQ2pvzq1cpnTL3uKrE4zTxamrjoufPpSm+tgtTlSnB+ZiOlfyRjGtW7kAHQ+wWSbw7SRtaKeqjGcg",
+	"DERYh1xPX4RnyxgSS/n0TE52k1zkQduNTzMkFg2Sfz/FTYgZX1lr0xEnHq66ib1yfx44bU/FpajAnWxm",
+	"UsLEsm7PYA7Sgs71TMZMQlWmWWeLuU9iWae0Gm5h8T6osfcCKUHNatynpoH3xomNn1OxjfTda8uFRlNi",
+	"DkHm2FzgPDp8pFINDikEYhdLqOAnDY433FX0pKJYbBfTU6b9vNZU/tZTiYiLkumzVUzEPRinzOfKPI5W",
+	"x3dF9126lwXVZKG4MfZrGabJdCDcx4a7Rz4nwGLG84bDOWZnuBVyAUPM6B1zV23YepnINttgVVdzHZq8",
+	"hYYPLXsZSaca87O2o7BsTDLKCimmLoEmJJCIbaKdgNUlgqgqRI9qDFmTLfheGcE34mTd43gvDxC/vyq3",
+	"dZ3u+oFZrrH2a2/cWX8SbJfLcohzCN7wSmzfbrWFDdG+L9FolRf1kFCf3tTdbm40SSFRt8ueyhZkh5uq",
+	"YnIrN+5umLO6Gra3KnBf3vzhh7LShtzVl9yPjeoc4FfmpZoq5IczUqHq6qsi6BPhRFNNd3+caMDsOeBE",
+	"RQ63ghNv/SvZlqEztorPHVKiJmM149Q7P+pGtyv+9yx9Y0wtVoSJ9WFxFE3H66HxqQGPByJtANRngLG9",
+	"Sot7oGug594mzvxhk/hvzhU/hMdVq6L3N7oPVabkLuT770bHyHHvC9JGo2dwSzaq1TLkqqAlbNuK1fWy",
+	"6PZFlqji4dcYBsfS0ffjU2grvDcqBWB+Bljk5KetIJDT4W4Tgx6KGxuLmJshxBa01i24PQOU2JLOGi5d",
+	"Wipulhd2swiTK0YVU8clxvECFECBBV/XS5wZMx99+QJqkmsZqertUmbOpLayqMy4uNlz+QRc2i8Xlzdn",
+	"9BbrXsOvWF+KnClpZCrzS7FzfHK26+pap1Jl2jnVQ8g4AnIJMXhqSZQsDSNXpSHJ/ozR3MwSAvHBlyKx",
+	"W5KK/wMsPYfkL7Ahd1hG3jLhIhAwHhA3DqplqtkeF5oJzQ2/YxgFZxbyUqBOGlXNmtBcS2LoLSOU6JlU",
+	"Zi/ndywjyX9iEOR/YGjApUgw7gYPfx9/1MnuhADrri8FVYyc/3BCvn/97XdWpL/KWfGvf9dSeI9d3SiJ",
+	"RxLLjCYT8kE42AAcDgm9FMmPUpsEgiEg9oBWijtKcinnVzS9dc6hVJDTM5JzwxTNiVQQMIHRiJcCtVsv",
+	"dJX5lGV7cLYJuWFGk9cH35DEfgGh/a5FcgQFwbMlkXdMXYpkb89+2st5wY3v+PIbkszpMpc0mxoppzlV",
+	"NywZk4ylOVUYBwGOoyyzw/3XxYf3lwIGhXiuK0bYZ5qafAnrtT/70uRGUZ5DElpqqAvkKmhuqQzLphae",
+	"ye7RpXBLxPgOyRx0IDgD4M0F8Qu3JEmW1dIP/v1SJM4xdep/c2kqkEd0Hr1OOUiOz05H49EdU1j7YHQw",
+	"eTk5wCrYTNA5Hx2OvpkcTL4ZQVW0GVzIfbg18OcNBh9bEkZ93pLRO67NMTYBh9G5FBqv8quDg5b1FOrG",
+	"o61z/++O8UNCNyj5OQQCwaVvXnYXre9y47rsCDznZgn31mIwy0iYa31iN/364GXftNU+9n0JTJjUFWkb",
+	"3MeSOF8HbIT0Ze7XunNV8tzscTF26blLBWpcZqBGL5GCnB1//BHpMr3RVYpVPfpkB3b3t/dc0PkCo2jf",
+	"3rnzqaJWde+7WzfZx9KKvW4eQct3VBuYBFL+rm3+EWJvBzT8QdqbHAkw+CDyZfV8XaNBzlB9+0JX9B2y",
+	"ldu2EMPuUykeBhkfKsxbHSs8ZEMY4v7l09orYNhng0e3h4R7+B0IvfMjt+BYkPBBOMKaqeitzzWhJOjv",
+	"8P9gI/zf9L68fvX9U96vC6bumNq7sCB4W2GGzwEDoXlU32KhTBcSpwlNldQYq4A0Mrxu7oaF180/l8DM",
+	"RVMm/WDfC2AiHIfhKnFpZkiTCUgwUwAe15joMp1BHPCluFJyoZl6oQnmpyNJEOOfYPCwy2zANbmSpd2c",
+	"hAcIRzu0z0odTryTVIbJZJe4VNouSNJ22hGSBE3GlwId3mmeL0mCFybZdSUBuKmj4DFIfkI+zJ15TzHL",
+	"F7HsUiSlyhOyo1iOW3BWPoTyrt0opFg/wmJlSnFXd8GnmoBUB55zaWwZkjk47s3Bzp6u5WIb316KUhie",
+	"k6TKOJGQnWTP3bs9HG3PmNxuzYIhyNlAIQk5L9j4Umi5OsUCZmRvZXVYSHVLcH5uLoVbwlF13lXZTrsb",
+	"zxOlpbEzQ+PlhBy7gE1qxpfixgLFxUoBGKoAUcwNBlefZ5ATASWBhOxQUqeLuBSu6tzP5+9cPb8FF8Aa",
+	"dVYvK07Ob3N3Qo4NKaQ2wEc1YKj3Cvo5cevC/PqyNJBXyLI/O69ffX8pEstcFVQspy5qIGA8jz1QkIHG",
+	"wHZLsq5o5oa9FLDf1wcvD0nSGGHqguMTslMKMAfvjttNXMEti9mtXxZKihu3JAswIYFh8mknFMHPLuvJ",
+	"bncALqaltmw75n6CbkFVVnu8u8iTNd9n9Hdu5IipSvv/RWbLrbFOsYwqX5qimlEl+9J5ul4+yhJiT1d9",
+	"uZ/mYTp4/ZwfsuOG+OZuOxA2pHyWVIUvPVACWRrM24JyJUiUvW8Zyqa9rONfmfkRWzwiR+9m6MEGJ7Bw",
+	"Tcr55P4wdfqF0eHfPoUQfsfvmGBaO7GeZtx+CsGFdT0cuApmFE/1Knj95JoM4//mOeUtULV5zg5U3AyE",
+	"C3KmZGF5uVITOxxBvRU5mBxMXn8Nyaa9HvZ5LjV4N/tsQpX4nspSQPooC/kbWt6wfrA7oXSypEW+CvaW",
+	"+UDJdgNk9YNucAIWL91cJJNpWWCp+QpZF1QTEOpAz/I1DuLjDH0RjaKp6YWrDmofOhY2+jS5Zo/0KjXK",
+	"CD31e+QrBHQP2YUhHTU9zXzyyuf5PB1s9jx9e/DN+vbHUGoutcRzC6IZZOusJBKnpxEOvk4lYikb9fks",
+	"64pKDTT2FRsaiAzJBFAQwxDnDj7nUjfQ+ZGetBVoBfp5iIirSxg9AWo88NwAcGHdpSOijZxrkAHh8Cbk",
+	"NGPFXBpX4CFyUuNewv31j+QPdBYfRKP6VRTQm6n3Tt+goapxj/bRRQweh81HG/e9KDDoE5z3iXOB1hbS",
+	"kUP/xbLR9qGuPOHIjk99hHXfMshD8gzJ9kPvMmwYlTQuvzIW+hcZoUIvmCK+9nudr0KTpAJUMpAS76M6",
+	"e/831CGdIm3eHJnGv6H6dk5BEHHaWz/oqM0v9OhzX77693X5mSzWlhFN3rHFQpZBqRupCFZzIDm/ZSQ5",
+	"+/kjae66QBvYsXClctBuhS9cxjFnuq8malmK5PXBAXEKiymCbIo9wWyFNiQYw41X2Ybk9TVTZEcqz12D",
+	"DoPYbe3isFW6QBwWxkpiSoiLigifBHVtHonlC6fAeNVhfN/2qEM4dz+NgLca6qxWCd0idZBAN8fNn4Qj",
+	"fPW0mnoTGHf7qtTuYI1avGKameYl2XWVACwnYq9evgF18hWc1/Alvtbz47MnfqY+ZMSf/whcSpAT2fH6",
+	"oAbWge3A578h85zWyfad8wqPhdM9Lr/j3YMeyvG0Ho+s4AbtuPkSWQu0j4Sb13SJL+yJW0QyJtTIgqdg",
+	"ebF7vxToyDR2HMsYxQinudJlwSbEVRoKK7BhPml+XdexvRTu2Z+Q4wzrI5SaKeI8iA+tPBa4DFahHNrV",
+	"cbuhXBwRKi5F2ApYCPBGgJTXdhNwD3x3QQvgNOCEzZ68viZGypzYDerJpfgFHUoSHyZjAUAUM2B6wOoO",
+	"VdJnmqasmjSqUndQfFzNhZ8l0KV336xXW5/u2O0+avp1vz3nx6gHGKF70eZAecPSnIs4UPxvRyRB5+AE",
+	"79tihm4hib+LVbY6X28HUq3d5118es2KBwSsP7yYYBSE27lD0W4HiV53hz6THe+SJnAxHYgmLU/COsWs",
+	"T7kLEdAd86IK89jvjl12/KSVrC4ZY4Z67+GW8zs/04S8wZmdF5wGG/KSJDw7XO8BmRyhllTm6B+hyU7S",
+	"ynUHpsLuepJGyrMEHQNnjCpzxaiBJL7BaoQUzBE5WRpLIn38eLtmAPXWmxuOspmvgyRvonw7dPZJof4E",
+	"3j1/Rv+aV0goe7VOwOmgTtBikeWNcgkZmK9L+/xXAdWodatt8c9WEf0cHH5krScbk7qgEtAhfwGjhtHt",
+	"sJO+Bpp9z/qtVm8/z6UyP2LbzQSMz3si6z6Wa41XH7xzKrpfkzlTxD6PfwShwslAd0xpZC6pxr3YDWiy",
+	"Y/nYqeNjx65KVvWxyiHi/lQg9+8+qkxR+GLR95InYrqoX7yzD7L3lQZvxkD6RTbdgKpqJ6GouDokRpUs",
+	"2Z0Q6C2kV0eFvZ2iA2xcoN8KukMidffG3fC7KlWDH8frQDQR7LMv1Adp42EsdNqqJ7hl89pr6VKEnnmK",
+	"uUndmN75CIsOWukJIscDADB7gfSl8A47FgoTcozQqNut1byB2g68sJvmGdvq+04RtuSoNluBR4Z3VYId",
+	"wdzJtwevHA5Cwog1erefMI7zMQQVO/Q/9Wz/H+vZTmayZb97gcqyrm7NfrtLaCEDohLqE/z9yYbKD7UN",
+	"Yf83h9xbtgRUow41BawtRtVvvzoGA0mdleeRbmyYbGmeL5/62kZyPcVvrc9iThwQ/hSX86Fee2hD88/D",
+	"Cx2Y0Wo4Dbw8VcTqFm2wGGP7uLoxnGMjL9NXW558iJ6M7HgWSCqXumZ3Qs6h2o39lhKvj+xqIUH5+E83",
+	"oPsJbCKrYAuO/6oU2ttXufZZhK7YjDuGIDRVD709qqpcvEV9/okUXj3oLo4megau7lDXKeB48cW8ktJo",
+	"cCcIiytZtlcYHwyBhivoJEuTSqdJyLUktFKtJa1U/0591lPmIEElxQT40KSKrOgpmF3ZJfqLZiOvsPfN",
+	"q4ODg6OGZeeWMXQFuhQcWrt4O23oUtei9+6YsFyzFTW1m3QKE5U/nW+Qr7Qdf+oqF0CHiQ4ErpBzpe70",
+	"CPBn4DqfnjA4A1aLU3UJAV0IFGL/mOSSZlBrmxIoBe7ETpArnfKFcF8kHWXXBeWmisWBs2Q0G+pYuF8n",
+	"1l1jL66LPH9VjMX1/kGMxSC7x47dvgwY17VwrUDTLhcYLybIlUeJ7FFVOaaRL7YPA4Ksso94/MEsfUE0",
+	"VYs/wvlf+Ay68hoeeD321mg9DszE49pTIOKh9rinb1e1/5vnBltexpGQ5CoTIpjeHJ5WKQ3JDviseBaI",
+	"zFieEc1FysDqjZk7LYvASOJrb1wguFwiFp8oB8LmTg1Bu1nto+d8BpI6891hPX1CdtCCkTSTASYuhFF1",
+	"OuweXQp7O1HHFmxNY7FxM2NcEakypibkGDftkzwELDYklboU6GaoyeuD73EJkKwBR0XNmtPKVc4HGXl9",
+	"8Dpoey1LEecafnFrhsy4j3kHIQ1w/PbV5xwICX8qIddDuZPx84pd2wfcsvSQ3TPQHW3sFv41j/DJDm4L",
+	"3uBw2yq3KidAbJEcxtVuQULbfq3bejHdTtAguKszjFz4Rp2NbC3FQ4SaV6mCMHJaI3PFNNnByriQG0YW",
+	"Bd3TzC7LoH8F+zzPwQLkKtHGlujz1tUrHJRPOSwgFc2fbpaQ9+VaqqI+wdbckP+mMXeFjd8eQC1xXpSF",
+	"q/VfcIGfan1pkB0tPsGc3rCP8paJviP49uWrqPb1sTnnvgwyx8QuOcgXoZ9ExfNAImB3Uy14TARbMO1c",
+	"/8Z2Q1xUxZvjck5Vwrn33n10FZkfjxj7At8xgmwnn3wtwAJwmlANQYmwA8q6IogSyl4/jq61Lpr21OGT",
+	"WMu7N3byj3B1cKmEwinHjrW6HlV0YS+74o/4EW9IL7sCq/+DsCs9kB7fU03ri8A3DwTr3zzytcMC9E9s",
+	"nVuFB648TogPz8s48WAFoQAPcEzhJBU4u2DCFWpY9P420z80E0v+7ZPFIA3+Y4hzpcpdVsnD/f2Xr76b",
+	"HEwOJi8Pv/vuu+8A29zwv1XsGwbUWwYo4Dl1+IVL1hZ8U72+wXfO/ezLpy//LwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

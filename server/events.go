@@ -217,19 +217,9 @@ func (g *globalSource) position(ctx context.Context) (position, error) {
 	}
 	p := position{epoch: epoch}
 	err = g.st.Snapshot(ctx, func(r *store.Store) error {
-		b, err := r.GlobalEventBounds(ctx)
-		if err != nil {
-			return err
-		}
-		// The highest id ever assigned is a valid head for the global
-		// stream (every global event at or below it is committed) and,
-		// unlike the highest retained global id, survives pruning.
-		maxID, err := r.MaxEventID(ctx)
-		if err != nil {
-			return err
-		}
-		p.first, p.head = b.First, max(b.Head, maxID)
-		return nil
+		b, err := globalBounds(ctx, r)
+		p.first, p.head = b.First, b.Head
+		return err
 	})
 	return p, err
 }

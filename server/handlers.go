@@ -34,11 +34,16 @@ func (h *handlers) GetOpenAPI(context.Context, GetOpenAPIRequestObject) (GetOpen
 }
 
 func (h *handlers) ListTasks(ctx context.Context, _ ListTasksRequestObject) (ListTasksResponseObject, error) {
-	tasks, err := h.cfg.Store.ListTasks(ctx)
+	var tasks []store.Task
+	cursor, err := h.listAt(ctx, func(r *store.Store) error {
+		var err error
+		tasks, err = r.ListTasks(ctx)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	out := TaskList{Tasks: make([]Task, 0, len(tasks))}
+	out := TaskList{Tasks: make([]Task, 0, len(tasks)), Cursor: cursor}
 	for _, t := range tasks {
 		out.Tasks = append(out.Tasks, taskOf(t))
 	}
@@ -46,19 +51,7 @@ func (h *handlers) ListTasks(ctx context.Context, _ ListTasksRequestObject) (Lis
 }
 
 func (h *handlers) CreateTask(ctx context.Context, req CreateTaskRequestObject) (CreateTaskResponseObject, error) {
-	t := store.Task{Title: req.Body.Title}
-	if req.Body.Workspace != nil && *req.Body.Workspace != "" {
-		dir, err := h.cfg.Sessions.ResolveCwd(*req.Body.Workspace)
-		if err != nil {
-			return nil, err
-		}
-		t.Workspace = dir
-	}
-	err := h.cfg.Writer.Exec(ctx, func(tx *store.Store) error {
-		var err error
-		t, err = tx.CreateTask(ctx, t)
-		return err
-	})
+	t, err := h.cfg.Sessions.CreateTask(ctx, sessions.TaskInput{Title: req.Body.Title, Workspace: deref(req.Body.Workspace)})
 	if err != nil {
 		return nil, err
 	}
@@ -74,17 +67,12 @@ func (h *handlers) GetTask(ctx context.Context, req GetTaskRequestObject) (GetTa
 }
 
 func (h *handlers) UpdateTask(ctx context.Context, req UpdateTaskRequestObject) (UpdateTaskResponseObject, error) {
-	var state *store.TaskState
+	p := sessions.TaskPatch{Title: req.Body.Title}
 	if req.Body.State != nil {
 		s := store.TaskState(*req.Body.State)
-		state = &s
+		p.State = &s
 	}
-	var t store.Task
-	err := h.cfg.Writer.Exec(ctx, func(tx *store.Store) error {
-		var err error
-		t, err = tx.UpdateTask(ctx, req.Id, req.Body.Title, state)
-		return err
-	})
+	t, err := h.cfg.Sessions.UpdateTask(ctx, req.Id, p)
 	if err != nil {
 		return nil, err
 	}
@@ -135,17 +123,26 @@ func (h *handlers) ListSessions(ctx context.Context, req ListSessionsRequestObje
 			}
 		}
 	}
-	list, next, err := h.cfg.Store.ListSessions(ctx, f)
+	var (
+		list  []store.Session
+		execs map[string]store.Executor
+		next  string
+	)
+	cursor, err := h.listAt(ctx, func(r *store.Store) error {
+		var err error
+		if list, next, err = r.ListSessions(ctx, f); err != nil {
+			return err
+		}
+		// One query for the page's executor rows, not one per session.
+		execs, err = r.ExecutorsOf(ctx, sessionIDs(list))
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	out := SessionList{Sessions: make([]Session, 0, len(list))}
+	out := SessionList{Sessions: make([]Session, 0, len(list)), Cursor: cursor}
 	for _, s := range list {
-		api, err := h.session(ctx, s)
-		if err != nil {
-			return nil, err
-		}
-		out.Sessions = append(out.Sessions, api)
+		out.Sessions = append(out.Sessions, sessionOf(s, execs[s.ID]))
 	}
 	if next != "" {
 		out.NextPageToken = &next

@@ -299,7 +299,10 @@ export class TetherClient {
     return this.call((signal) => sdk.createSession({ client: this.gen, body, signal }), o);
   }
 
-  /** GET /sessions, newest first, paginated. */
+  /**
+   * GET /sessions, newest first, paginated. `cursor` is the global cursor
+   * the page is consistent with: `globalEvents({ cursor })` continues it.
+   */
   listSessions(params?: ListSessionsData['query'], o?: CallOptions): Promise<SessionList> {
     return this.call(
       (signal) => sdk.listSessions({ client: this.gen, ...(params ? { query: params } : {}), signal }),
@@ -312,7 +315,7 @@ export class TetherClient {
     return this.call((signal) => sdk.getSession({ client: this.gen, path: { id }, signal }), o);
   }
 
-  /** GET /tasks. */
+  /** GET /tasks, with the global cursor the list is consistent with (stream `globalEvents({ cursor })` from it). */
   listTasks(o?: CallOptions): Promise<TaskList> {
     return this.call((signal) => sdk.listTasks({ client: this.gen, signal }), o);
   }
@@ -364,7 +367,11 @@ export class TetherClient {
     return new ctor(`${this.baseUrl}${ticket.url}`);
   }
 
-  /** GET /events: the global stream (session and task state changes). */
+  /**
+   * GET /events: the global stream (session and task changes). Pass the
+   * `cursor` of `listTasks()`/`listSessions()` (the earliest, see
+   * `earliestCursor`) to get the changes after the lists, not the whole log.
+   */
   globalEvents(opts: GlobalEventsOptions = {}): EventStream {
     const { taskId, ...rest } = opts;
     const query: NonNullable<StreamGlobalEventsData['query']> = {};

@@ -36,3 +36,27 @@ export function compareCursors(a: string, b: string): number | undefined {
   if (!x || !y || x.epoch !== y.epoch) return undefined;
   return x.seq - y.seq;
 }
+
+/**
+ * The earliest of several cursors of one stream (undefined if there are
+ * none, or if any is malformed or of another epoch). `listTasks()` and
+ * `listSessions()` each return the global cursor they are consistent with;
+ * after reading several lists, stream `globalEvents({ cursor })` from the
+ * earliest: the events between the lists replay over rows that already
+ * hold them, which is harmless because global events carry whole values.
+ */
+export function earliestCursor(...cursors: (string | undefined)[]): string | undefined {
+  let out: string | undefined;
+  for (const c of cursors) {
+    if (c === undefined) return undefined;
+    if (out === undefined) {
+      if (!parseCursor(c)) return undefined;
+      out = c;
+      continue;
+    }
+    const d = compareCursors(c, out);
+    if (d === undefined) return undefined;
+    if (d < 0) out = c;
+  }
+  return out;
+}

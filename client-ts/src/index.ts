@@ -52,7 +52,7 @@ export {
   type ProblemCode,
 } from './errors.js';
 export { SSEParser, SSEParseError, parseSSE, type SSEFrame, type SSEParserOptions } from './sse.js';
-export { parseCursor, formatCursor, compareCursors, type ParsedCursor } from './cursor.js';
+export { parseCursor, formatCursor, compareCursors, earliestCursor, type ParsedCursor } from './cursor.js';
 
 // The contract's schemas and operation types, exactly as generated
 // (plus the runtime objects of its named enums: EventType, SessionState, ...).

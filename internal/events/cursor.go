@@ -20,19 +20,22 @@ const (
 	SessionRecoveryChanged = "session.recovery_changed"
 	SessionClosed          = "session.closed"
 	TaskStateChanged       = "task.state_changed"
-	TurnQueued             = "turn.queued"
-	TurnStarted            = "turn.started"
-	TurnCompleted          = "turn.completed"
-	TurnFailed             = "turn.failed"
-	TurnCancelled          = "turn.cancelled"
-	TurnInterrupted        = "turn.interrupted"
-	MessageAdded           = "message.added"
-	MessageChunk           = "message.chunk"
-	ToolCallStarted        = "tool_call.started"
-	ToolCallUpdated        = "tool_call.updated"
-	PlanUpdated            = "plan.updated"
-	PermissionRequested    = "permission.requested"
-	PermissionResolved     = "permission.resolved"
+	// TaskCreated carries a new task whole; TaskUpdated its new title.
+	TaskCreated         = "task.created"
+	TaskUpdated         = "task.updated"
+	TurnQueued          = "turn.queued"
+	TurnStarted         = "turn.started"
+	TurnCompleted       = "turn.completed"
+	TurnFailed          = "turn.failed"
+	TurnCancelled       = "turn.cancelled"
+	TurnInterrupted     = "turn.interrupted"
+	MessageAdded        = "message.added"
+	MessageChunk        = "message.chunk"
+	ToolCallStarted     = "tool_call.started"
+	ToolCallUpdated     = "tool_call.updated"
+	PlanUpdated         = "plan.updated"
+	PermissionRequested = "permission.requested"
+	PermissionResolved  = "permission.resolved"
 	// SessionOptionsChanged carries the session's modes, current mode,
 	// config options and available commands whenever one of them changes.
 	SessionOptionsChanged = "session.options_changed"
@@ -56,6 +59,7 @@ const (
 var globalTypes = map[string]bool{
 	SessionCreated: true, SessionStateChanged: true, SessionExecutorStatus: true, SessionResumed: true,
 	SessionRecoveryChanged: true, SessionClosed: true, TaskStateChanged: true,
+	TaskCreated: true, TaskUpdated: true,
 }
 
 // IsGlobal reports whether events of type t also go to GET /events.

@@ -207,6 +207,7 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (_ store.Session, 
 				return err
 			}
 			sess.TaskID = t.ID
+			emitTaskCreated(emit, t)
 		}
 		created, err := tx.CreateSession(ctx, sess, store.Executor{Runtime: store.RuntimeStandalone, Status: store.ExecutorStopped})
 		if err != nil {

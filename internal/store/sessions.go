@@ -278,6 +278,24 @@ func (s *Store) GetExecutor(ctx context.Context, sessionID string) (Executor, er
 	return toExecutor(row), nil
 }
 
+// ExecutorsOf returns the executor rows of the given sessions by session
+// id, in one query (a list page's rows without one query per session).
+// Sessions without a row are absent from the map.
+func (s *Store) ExecutorsOf(ctx context.Context, sessionIDs []string) (map[string]Executor, error) {
+	out := make(map[string]Executor, len(sessionIDs))
+	if len(sessionIDs) == 0 {
+		return out, nil
+	}
+	var rows []executorRow
+	if err := s.db.WithContext(ctx).Where("session_id IN ?", sessionIDs).Find(&rows).Error; err != nil {
+		return nil, internal(err, "list executors of sessions")
+	}
+	for _, r := range rows {
+		out[r.SessionID] = toExecutor(r)
+	}
+	return out, nil
+}
+
 // UpdateExecutor replaces every column of the session's executor row with e
 // (read-modify-write is the caller's job, inside its session actor) and
 // stamps UpdatedAt.

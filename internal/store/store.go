@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/pressly/goose/v3"
@@ -39,7 +40,15 @@ type Store struct {
 	// inTx marks a Store bound to a transaction (Tx): multi-statement
 	// operations then run in it directly instead of nesting savepoints.
 	inTx bool
+	// stmts counts the SQL statements both pools have run (shared by the
+	// Stores bound to transactions).
+	stmts *atomic.Int64
 }
+
+// Statements is how many SQL statements the store has run since Open, on
+// both pools and in every transaction. Tests use it to check that a
+// request costs a fixed number of queries, whatever the data's size.
+func (s *Store) Statements() int64 { return s.stmts.Load() }
 
 // Open opens (creating if needed) the SQLite database at path and brings its
 // schema up to date. It refuses, with errcode.DatabaseTooNew, a database
@@ -58,8 +67,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, err
 	}
 
+	stmts := new(atomic.Int64)
+	ql := slowQueryLogger{log: slog.Default(), threshold: slowQueryThreshold, stmts: stmts}
 	gdb, err := gorm.Open(sqlite.Open(dsn(abs)), &gorm.Config{
-		Logger: slowQueryLogger{log: slog.Default(), threshold: slowQueryThreshold},
+		Logger: ql,
 		// The writer runs the same few statements all day (event inserts,
 		// chunk appends): prepare them once per connection.
 		PrepareStmt: true,
@@ -88,7 +99,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, err
 	}
 	rdb, err := gorm.Open(sqlite.Open(readDSN(abs)), &gorm.Config{
-		Logger:                 slowQueryLogger{log: slog.Default(), threshold: slowQueryThreshold},
+		Logger:                 ql,
 		SkipDefaultTransaction: true,
 		NowFunc:                func() time.Time { return time.Now().UTC() },
 	})
@@ -96,7 +107,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		_ = sqlDB.Close()
 		return nil, errcode.Wrap(errcode.Internal, err, "store: open read pool %s", abs)
 	}
-	return &Store{db: gdb, rdb: rdb}, nil
+	return &Store{db: gdb, rdb: rdb, stmts: stmts}, nil
 }
 
 // dsn builds a go-sqlite3 DSN. The pragmas are DSN parameters so that they
@@ -186,7 +197,7 @@ func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
 		return fn(s)
 	}
 	err := s.db.WithContext(ctx).Transaction(func(g *gorm.DB) error {
-		return fn(&Store{db: g, rdb: g, inTx: true})
+		return fn(&Store{db: g, rdb: g, inTx: true, stmts: s.stmts})
 	})
 	if err != nil {
 		return internal(err, "transaction")
@@ -199,7 +210,7 @@ func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
 // committed state. fn must not write.
 func (s *Store) Snapshot(ctx context.Context, fn func(r *Store) error) error {
 	err := s.rdb.WithContext(ctx).Transaction(func(g *gorm.DB) error {
-		return fn(&Store{db: g, rdb: g})
+		return fn(&Store{db: g, rdb: g, stmts: s.stmts})
 	})
 	if err != nil {
 		return internal(err, "snapshot")
@@ -235,6 +246,7 @@ func (s *Store) transaction(ctx context.Context, op string, fn func(tx *gorm.DB)
 type slowQueryLogger struct {
 	log       *slog.Logger
 	threshold time.Duration
+	stmts     *atomic.Int64
 }
 
 var _ logger.Interface = slowQueryLogger{}
@@ -253,8 +265,9 @@ func (l slowQueryLogger) Warn(ctx context.Context, msg string, args ...any) {
 // Error is dropped; see the type comment.
 func (l slowQueryLogger) Error(context.Context, string, ...any) {}
 
-// Trace logs statements slower than the threshold.
+// Trace counts every statement and logs those slower than the threshold.
 func (l slowQueryLogger) Trace(ctx context.Context, begin time.Time, fc func() (string, int64), _ error) {
+	l.stmts.Add(1)
 	elapsed := time.Since(begin)
 	if elapsed <= l.threshold {
 		return

@@ -30,7 +30,7 @@ function source() {
   const streams: FakeStream[] = [];
   const src: GlobalStreamSource = {
     globalEvents: (o) => {
-      const s = new FakeStream({ onStateChange: o.onStateChange as (s: StreamState, p: StreamState) => void });
+      const s = new FakeStream({ ...(o.cursor ? { cursor: o.cursor } : {}), onStateChange: o.onStateChange as (s: StreamState, p: StreamState) => void });
       streams.push(s);
       return s;
     },
@@ -77,10 +77,38 @@ describe('shared global stream', () => {
     tabB.close();
   });
 
-  it('without Web Locks each tab opens its own stream', () => {
+  it('without Web Locks each tab opens its own stream, from its cursor', async () => {
     vi.stubGlobal('navigator', { ...globalThis.navigator, locks: undefined });
     const a = source();
-    sharedGlobalEvents(a.src, 'k', {}).close();
+    const tab = sharedGlobalEvents(a.src, 'k', { cursor: () => Promise.resolve('g:5') });
+    const it = tab[Symbol.asyncIterator]();
+    const first = it.next();
+    await flush();
     expect(a.streams).toHaveLength(1);
+    expect(a.streams[0]!.cursor).toBe('g:5');
+    a.streams[0]!.push(evt(6));
+    expect((await first).value.id).toBe('g:6');
+    tab.close();
+  });
+
+  it('a leader opens the stream from its tab\'s cursor, a new leader from its own', async () => {
+    vi.stubGlobal('navigator', { ...globalThis.navigator, locks: fakeLocks() });
+    const a = source();
+    const b = source();
+    let lists!: (c: string) => void;
+    const tabA = sharedGlobalEvents(a.src, 'k', { cursor: () => new Promise<string>((r) => (lists = r)) });
+    await flush();
+    expect(a.streams).toHaveLength(0); // waits for the lists' cursor
+    lists('g:40');
+    await flush();
+    expect(a.streams[0]!.cursor).toBe('g:40');
+    let atB = 'g:41';
+    const tabB = sharedGlobalEvents(b.src, 'k', { cursor: () => atB });
+    await flush();
+    atB = 'g:42'; // B applied a relayed event
+    tabA.close();
+    await flush(10);
+    expect(b.streams[0]!.cursor).toBe('g:42'); // not the beginning of the log
+    tabB.close();
   });
 });

@@ -96,6 +96,10 @@ export type StreamTicket = {
 
 export type TaskList = {
     tasks: Array<Task>;
+    /**
+     * The global stream's cursor (`<epoch>:<id>`, as on `GET /events`) this list is consistent with: the list and the log head are read in one read transaction, and rows commit together with the events that describe them. Stream `GET /events` from it and every change after the list arrives once: nothing is missed or repeated.
+     */
+    cursor: string;
 };
 
 /**
@@ -464,6 +468,8 @@ export const EventType = {
     SESSION_RESUMED: 'session.resumed',
     SESSION_RECOVERY_CHANGED: 'session.recovery_changed',
     SESSION_CLOSED: 'session.closed',
+    TASK_CREATED: 'task.created',
+    TASK_UPDATED: 'task.updated',
     TASK_STATE_CHANGED: 'task.state_changed',
     TURN_QUEUED: 'turn.queued',
     TURN_STARTED: 'turn.started',
@@ -540,6 +546,17 @@ export type RecoveryChangedData = EventCommon & {
 
 export type SessionClosedData = EventCommon & {
     state: SessionState;
+};
+
+export type TaskCreatedData = EventCommon & {
+    title: string;
+    workspace?: string;
+    state: TaskState;
+    createdAt: string;
+};
+
+export type TaskUpdatedData = EventCommon & {
+    title: string;
 };
 
 export type TaskStateChangedData = EventCommon & {
@@ -704,6 +721,24 @@ export type SessionClosedEvent = {
      */
     id?: string;
     data: SessionClosedData;
+};
+
+export type TaskCreatedEvent = {
+    type: 'task.created';
+    /**
+     * The cursor <epoch>:<seq> (durable events only).
+     */
+    id?: string;
+    data: TaskCreatedData;
+};
+
+export type TaskUpdatedEvent = {
+    type: 'task.updated';
+    /**
+     * The cursor <epoch>:<seq> (durable events only).
+     */
+    id?: string;
+    data: TaskUpdatedData;
 };
 
 export type TaskStateChangedEvent = {
@@ -875,6 +910,10 @@ export type TetherEvent = ({
 } & SessionRecoveryChangedEvent) | ({
     type: 'session.closed';
 } & SessionClosedEvent) | ({
+    type: 'task.created';
+} & TaskCreatedEvent) | ({
+    type: 'task.updated';
+} & TaskUpdatedEvent) | ({
     type: 'task.state_changed';
 } & TaskStateChangedEvent) | ({
     type: 'turn.queued';
@@ -945,6 +984,10 @@ export type Session = {
 export type SessionList = {
     sessions: Array<Session>;
     nextPageToken?: string;
+    /**
+     * The global stream's cursor (`<epoch>:<id>`, as on `GET /events`) this list is consistent with: the list and the log head are read in one read transaction, and rows commit together with the events that describe them. Stream `GET /events` from it and every change after the list arrives once: nothing is missed or repeated.
+     */
+    cursor: string;
 };
 
 export type PromptRequest = {

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   TetherClient,
   TetherProblem,
+  earliestCursor,
   type StreamEvent,
   type StreamState,
   type TetherClient as TC,
@@ -30,6 +31,20 @@ describe('tetherd: sessions, prompts, streams', () => {
     expect((await c.getTask(t.id)).title).toBe('sdk task');
     expect((await c.updateTask(t.id, { title: 'renamed' })).title).toBe('renamed');
     expect((await c.listTasks()).tasks.some((x) => x.id === t.id)).toBe(true);
+  });
+
+  it('lists return the global cursor; the global stream from it has exactly the changes after the list', async () => {
+    const tasks = await c.listTasks();
+    const sessions = await c.listSessions({ limit: 200 });
+    const from = earliestCursor(tasks.cursor, sessions.cursor);
+    expect(from).toBe(tasks.cursor);
+    const t = await c.createTask({ title: 'after the list' });
+    await c.updateTask(t.id, { state: 'COMPLETED' });
+    const seen: StreamEvent[] = [];
+    for await (const e of c.globalEvents({ cursor: from!, follow: false })) if (e.type !== 'replay_complete') seen.push(e);
+    expect(seen.map((e) => e.type)).toEqual(['task.created', 'task.state_changed']);
+    expect(seen.every((e) => (e.data as { taskId?: string }).taskId === t.id)).toBe(true);
+    expect((await c.listTasks()).cursor).toBe(seen.at(-1)!.id);
   });
 
   it('create session, prompt, stream until the turn’s terminal event', async () => {

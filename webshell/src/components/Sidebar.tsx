@@ -22,7 +22,7 @@ function sessionName(s: SessionSummary, agentName: string | undefined): string {
 export function Sidebar({ tasks, shown, activeSessionId, onOpen, onOpenBeside, onNew }: SidebarProps) {
   const { t } = useT();
   const agents = useContext(AgentsContext);
-  const orphanIds = Object.values(tasks.sessions).filter((s) => !tasks.tasks[s.taskId]);
+  const orphanIds = [...tasks.sessions.values()].filter((s) => !tasks.tasks[s.taskId]);
   return (
     <nav class="tasks" aria-label={t('app.sessions')}>
       <div class="tasks__head">

@@ -9,17 +9,37 @@
 // a BroadcastChannel. When the leader's tab closes, its lock is released
 // and another tab takes over. Without locks or BroadcastChannel (an
 // insecure origin), each tab simply opens its own stream.
+//
+// A stream opens from `cursor()`: the position the caller's state is at
+// (the lists' global cursor once they are loaded, then the last event it
+// applied), so neither a page load nor a new leader replays the log from
+// its beginning. Tabs get events relayed from wherever the leader is;
+// each drops what its state already holds (by id).
 import type { StreamState, TetherEvent } from '../state/types';
 
 export interface GlobalStreamSource {
   globalEvents(opts: {
     types?: string[];
+    cursor?: string;
     onStateChange?: (s: StreamState, prev: StreamState) => void;
   }): AsyncIterable<TetherEvent> & { close(): void; resyncFrom?(cursor: string): void; readonly state?: StreamState };
 }
 
+export interface SharedStreamOptions {
+  types?: string[];
+  /**
+   * Where to start when this tab opens the stream: called (and awaited)
+   * each time it does, so a tab that takes over later starts from where
+   * its state is. Undefined: the beginning of the log.
+   */
+  cursor?: () => Promise<string | undefined> | string | undefined;
+  onStateChange?: (s: StreamState, prev: StreamState) => void;
+}
+
 export interface SharedStream extends AsyncIterable<TetherEvent> {
   close(): void;
+  /** Continues this tab's own stream from a cursor (no-op when a leader relays). */
+  resyncFrom?(cursor: string): void;
 }
 
 type Msg = { kind: 'event'; event: TetherEvent } | { kind: 'state'; state: StreamState } | { kind: 'hello' };
@@ -57,13 +77,30 @@ function hash(s: string): string {
   return (h >>> 0).toString(36);
 }
 
-export function sharedGlobalEvents(
-  source: GlobalStreamSource,
-  key: string,
-  opts: { types?: string[]; onStateChange?: (s: StreamState, prev: StreamState) => void },
-): SharedStream {
+/** This tab's own stream, opened once `opts.cursor()` has answered. */
+function ownStream(source: GlobalStreamSource, opts: SharedStreamOptions): SharedStream {
+  let stream: ReturnType<GlobalStreamSource['globalEvents']> | undefined;
+  let closed = false;
+  return {
+    async *[Symbol.asyncIterator]() {
+      const cursor = await opts.cursor?.();
+      if (closed) return;
+      stream = source.globalEvents({ types: opts.types, ...(cursor ? { cursor } : {}), onStateChange: opts.onStateChange });
+      yield* stream;
+    },
+    close() {
+      closed = true;
+      stream?.close();
+    },
+    resyncFrom(cursor: string) {
+      stream?.resyncFrom?.(cursor);
+    },
+  };
+}
+
+export function sharedGlobalEvents(source: GlobalStreamSource, key: string, opts: SharedStreamOptions): SharedStream {
   const locks = (globalThis.navigator as Navigator | undefined)?.locks;
-  if (!locks || typeof BroadcastChannel === 'undefined') return source.globalEvents(opts);
+  if (!locks || typeof BroadcastChannel === 'undefined') return ownStream(source, opts);
 
   const name = `tether-global-${hash(key)}`;
   const channel = new BroadcastChannel(name);
@@ -96,8 +133,11 @@ export function sharedGlobalEvents(
     locks
       .request(name, { signal: abort.signal }, async () => {
         if (closed) return;
+        const cursor = await opts.cursor?.();
+        if (closed) return;
         const stream = source.globalEvents({
           types: opts.types,
+          ...(cursor ? { cursor } : {}),
           onStateChange: (s) => {
             setState(s);
             if (!closed) channel.postMessage({ kind: 'state', state: s } satisfies Msg);

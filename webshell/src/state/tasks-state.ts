@@ -1,6 +1,13 @@
 // Tasks and their sessions for the sidebar, kept live by the global stream
-// (GET /events). Pure reducer plus a small controller.
+// (GET /events). A reducer plus a small controller.
+//
+// Loading: the lists (GET /tasks, GET /sessions pages) each return the
+// global cursor they are consistent with; the state starts at the earliest
+// of them and the stream continues from there, so a page load replays only
+// what changed since the lists, never the whole log. Events at or below
+// the state's cursor are dropped (a leader tab may relay older ones).
 import { errorText, isUnauthorized } from '../lib/errors';
+import { parsePosition } from './cursor';
 import { createStore, type Store } from './store';
 import type { RecoverySummary, Session, SessionState, StreamState, Task, TetherEvent } from './types';
 
@@ -15,17 +22,55 @@ export interface SessionSummary {
   recoveryKind?: RecoverySummary['kind'];
 }
 
+/**
+ * The sessions of the sidebar by id and by task. An event changes one
+ * entry: the index is updated in place (the entry itself is replaced, never
+ * mutated), so the cost of an event does not grow with the number of
+ * sessions, and untouched entries keep their identity. The index belongs
+ * to the reducer; readers only read it.
+ */
+export class SessionIndex {
+  #byId = new Map<string, SessionSummary>();
+  #byTask = new Map<string, Set<string>>();
+
+  get size(): number {
+    return this.#byId.size;
+  }
+  get(id: string): SessionSummary | undefined {
+    return this.#byId.get(id);
+  }
+  values(): IterableIterator<SessionSummary> {
+    return this.#byId.values();
+  }
+  /** The sessions of one task, in no particular order. */
+  ofTask(taskId: string): SessionSummary[] {
+    const ids = this.#byTask.get(taskId);
+    return ids ? [...ids].map((id) => this.#byId.get(id)!) : [];
+  }
+  /** Sets one entry (reducer only). */
+  put(s: SessionSummary): void {
+    const prev = this.#byId.get(s.id);
+    if (prev && prev.taskId !== s.taskId) this.#byTask.get(prev.taskId)?.delete(s.id);
+    this.#byId.set(s.id, s);
+    let ids = this.#byTask.get(s.taskId);
+    if (!ids) this.#byTask.set(s.taskId, (ids = new Set()));
+    ids.add(s.id);
+  }
+}
+
 export interface TasksState {
   tasks: Record<string, Task>;
   taskOrder: string[];
-  sessions: Record<string, SessionSummary>;
+  sessions: SessionIndex;
+  /** The global cursor the state is consistent with (lists, then events). */
+  cursor?: string;
   connection: StreamState | 'idle';
   loaded: boolean;
   error?: string;
 }
 
 export type TasksAction =
-  | { type: 'lists'; tasks: Task[]; sessions: Session[] }
+  | { type: 'lists'; tasks: Task[]; sessions: Session[]; cursor?: string }
   | { type: 'task'; task: Task }
   | { type: 'session'; session: Session }
   | { type: 'event'; event: TetherEvent }
@@ -33,7 +78,7 @@ export type TasksAction =
   | { type: 'error'; error?: string };
 
 export function initialTasksState(): TasksState {
-  return { tasks: {}, taskOrder: [], sessions: {}, connection: 'idle', loaded: false };
+  return { tasks: {}, taskOrder: [], sessions: new SessionIndex(), connection: 'idle', loaded: false };
 }
 
 function summaryOf(s: Session): SessionSummary {
@@ -46,89 +91,136 @@ function sortTasks(tasks: Record<string, Task>): string[] {
     .map((t) => t.id);
 }
 
+/** Has the state already applied the event with this id? */
+function applied(s: TasksState, id: string | undefined): boolean {
+  const at = parsePosition(s.cursor);
+  const ev = parsePosition(id);
+  return !!at && !!ev && at.epoch === ev.epoch && ev.seq <= at.seq;
+}
+
+/** The state with one session entry set: a new state object, the index updated in place. */
+function withSession(s: TasksState, sum: SessionSummary): TasksState {
+  s.sessions.put(sum);
+  return { ...s };
+}
+
 export function tasksReducer(s: TasksState, a: TasksAction): TasksState {
   switch (a.type) {
     case 'lists': {
       const tasks = { ...s.tasks };
       for (const t of a.tasks) tasks[t.id] = t;
-      const sessions = { ...s.sessions };
-      for (const x of a.sessions) sessions[x.id] = { ...sessions[x.id], ...summaryOf(x) };
-      return { ...s, tasks, sessions, taskOrder: sortTasks(tasks), loaded: true, error: undefined };
+      for (const x of a.sessions) s.sessions.put({ ...s.sessions.get(x.id), ...summaryOf(x) });
+      return { ...s, tasks, taskOrder: sortTasks(tasks), cursor: a.cursor, loaded: true, error: undefined };
     }
     case 'task': {
       const tasks = { ...s.tasks, [a.task.id]: a.task };
       return { ...s, tasks, taskOrder: sortTasks(tasks) };
     }
     case 'session':
-      return { ...s, sessions: { ...s.sessions, [a.session.id]: { ...s.sessions[a.session.id], ...summaryOf(a.session) } } };
+      return withSession(s, { ...s.sessions.get(a.session.id), ...summaryOf(a.session) });
     case 'connection':
       return { ...s, connection: a.state };
     case 'error':
       return { ...s, error: a.error };
     case 'event': {
       const ev = a.event;
-      const d = ev.data as { sessionId?: string; taskId?: string };
-      switch (ev.type) {
-        case 'session.created': {
-          const id = d.sessionId;
-          if (!id) return s;
-          const prev = s.sessions[id];
-          const sum: SessionSummary = {
-            id,
-            taskId: ev.data.taskId ?? prev?.taskId ?? '',
-            agentProfileId: ev.data.agentProfileId,
-            cwd: ev.data.cwd,
-            title: ev.data.title || prev?.title,
-            state: prev?.state ?? ev.data.state,
-            createdAt: prev?.createdAt,
-          };
-          return { ...s, sessions: { ...s.sessions, [id]: sum } };
-        }
-        case 'session.state_changed':
-        case 'session.closed': {
-          const id = d.sessionId;
-          const prev = id ? s.sessions[id] : undefined;
-          if (!id || !prev) return s;
-          return { ...s, sessions: { ...s.sessions, [id]: { ...prev, state: ev.data.state } } };
-        }
-        case 'session.recovery_changed': {
-          const id = d.sessionId;
-          const prev = id ? s.sessions[id] : undefined;
-          if (!id || !prev) return s;
-          return { ...s, sessions: { ...s.sessions, [id]: { ...prev, recoveryKind: ev.data.recovery.kind } } };
-        }
-        case 'task.state_changed': {
-          const id = d.taskId;
-          const prev = id ? s.tasks[id] : undefined;
-          if (!id || !prev) return s;
-          return { ...s, tasks: { ...s.tasks, [id]: { ...prev, state: ev.data.state } } };
-        }
-        default:
-          return s;
-      }
+      const id = (ev as { id?: string }).id;
+      if (applied(s, id)) return s;
+      const next = applyEvent(s, ev);
+      return id ? { ...next, cursor: id } : next;
     }
+  }
+}
+
+function applyEvent(s: TasksState, ev: TetherEvent): TasksState {
+  const d = ev.data as { sessionId?: string; taskId?: string };
+  switch (ev.type) {
+    case 'session.created': {
+      const id = d.sessionId;
+      if (!id) return s;
+      const prev = s.sessions.get(id);
+      return withSession(s, {
+        id,
+        taskId: ev.data.taskId ?? prev?.taskId ?? '',
+        agentProfileId: ev.data.agentProfileId,
+        cwd: ev.data.cwd,
+        title: ev.data.title || prev?.title,
+        state: prev?.state ?? ev.data.state,
+        createdAt: prev?.createdAt,
+      });
+    }
+    case 'session.state_changed':
+    case 'session.closed': {
+      const prev = d.sessionId ? s.sessions.get(d.sessionId) : undefined;
+      if (!prev) return s;
+      return withSession(s, { ...prev, state: ev.data.state });
+    }
+    case 'session.recovery_changed': {
+      const prev = d.sessionId ? s.sessions.get(d.sessionId) : undefined;
+      if (!prev) return s;
+      return withSession(s, { ...prev, recoveryKind: ev.data.recovery.kind });
+    }
+    case 'task.created': {
+      const id = d.taskId;
+      if (!id || s.tasks[id]) return s;
+      const t: Task = { id, title: ev.data.title, state: ev.data.state, createdAt: ev.data.createdAt, updatedAt: ev.data.createdAt };
+      if (ev.data.workspace) t.workspace = ev.data.workspace;
+      const tasks = { ...s.tasks, [id]: t };
+      return { ...s, tasks, taskOrder: sortTasks(tasks) };
+    }
+    case 'task.updated':
+    case 'task.state_changed': {
+      const prev = d.taskId ? s.tasks[d.taskId] : undefined;
+      if (!prev) return s;
+      const t = ev.type === 'task.updated' ? { ...prev, title: ev.data.title } : { ...prev, state: ev.data.state };
+      return { ...s, tasks: { ...s.tasks, [prev.id]: t } };
+    }
+    default:
+      return s;
   }
 }
 
 /** Sessions of a task, newest first. */
 export function sessionsOfTask(s: TasksState, taskId: string): SessionSummary[] {
-  return Object.values(s.sessions)
-    .filter((x) => x.taskId === taskId)
+  return s.sessions
+    .ofTask(taskId)
     .sort((a, b) => (b.createdAt ?? '').localeCompare(a.createdAt ?? ''));
 }
 
 export interface TasksApi {
-  listTasks(): Promise<{ tasks: Task[] }>;
-  listSessions(params?: { limit?: number; pageToken?: string }): Promise<{ sessions: Session[]; nextPageToken?: string }>;
+  listTasks(): Promise<{ tasks: Task[]; cursor: string }>;
+  listSessions(params?: { limit?: number; pageToken?: string }): Promise<{ sessions: Session[]; nextPageToken?: string; cursor: string }>;
   getTask(id: string): Promise<Task>;
   getSession(id: string): Promise<Session>;
   globalEvents(opts: {
     types?: string[];
+    /** Where to start, asked (and awaited) whenever a stream opens. */
+    cursor?: () => Promise<string | undefined>;
     onStateChange?: (s: StreamState, prev: StreamState) => void;
-  }): AsyncIterable<TetherEvent> & { close(): void };
+  }): AsyncIterable<TetherEvent> & { close(): void; resyncFrom?(cursor: string): void };
 }
 
-const GLOBAL_TYPES = ['session.created', 'session.state_changed', 'session.closed', 'session.recovery_changed', 'task.state_changed'];
+const GLOBAL_TYPES = [
+  'session.created',
+  'session.state_changed',
+  'session.closed',
+  'session.recovery_changed',
+  'task.created',
+  'task.updated',
+  'task.state_changed',
+];
+
+/** The earliest of a list's cursors (all are of the global stream); undefined if they do not compare. */
+function earliest(cursors: string[]): string | undefined {
+  let out: string | undefined;
+  for (const c of cursors) {
+    const p = parsePosition(c);
+    const o = parsePosition(out);
+    if (!p || (o && o.epoch !== p.epoch)) return undefined;
+    if (!o || p.seq < o.seq) out = c;
+  }
+  return out;
+}
 
 export class TasksController {
   readonly store: Store<TasksState, TasksAction> = createStore(tasksReducer, initialTasksState());
@@ -143,8 +235,12 @@ export class TasksController {
     this.#onUnauthorized = onUnauthorized;
   }
 
+  #loaded: Promise<void> = Promise.resolve();
+
   start(): void {
-    void this.refresh();
+    // The stream opens (or this tab joins the leader's relay) at once; it
+    // starts from the lists' cursor once they are in.
+    this.#loaded = this.refresh();
     this.#follow();
   }
 
@@ -157,23 +253,26 @@ export class TasksController {
     try {
       const [tasks, sessions] = await Promise.all([this.#api.listTasks(), this.#listAllSessions()]);
       if (this.#disposed) return;
-      this.store.dispatch({ type: 'lists', tasks: tasks.tasks, sessions });
+      const cursor = earliest([tasks.cursor, ...sessions.cursors]);
+      this.store.dispatch({ type: 'lists', tasks: tasks.tasks, sessions: sessions.sessions, cursor });
     } catch (e) {
       if (isUnauthorized(e)) this.#onUnauthorized?.();
       else if (!this.#disposed) this.store.dispatch({ type: 'error', error: errorText(e) });
     }
   }
 
-  async #listAllSessions(): Promise<Session[]> {
+  async #listAllSessions(): Promise<{ sessions: Session[]; cursors: string[] }> {
     const out: Session[] = [];
+    const cursors: string[] = [];
     let pageToken: string | undefined;
     for (let i = 0; i < 10; i++) {
       const page = await this.#api.listSessions({ limit: 200, ...(pageToken ? { pageToken } : {}) });
       out.push(...page.sessions);
+      cursors.push(page.cursor);
       if (!page.nextPageToken) break;
       pageToken = page.nextPageToken;
     }
-    return out;
+    return { sessions: out, cursors };
   }
 
   /** Adds a session the user just created, without waiting for the stream. */
@@ -201,24 +300,30 @@ export class TasksController {
   #follow(): void {
     const stream = this.#api.globalEvents({
       types: GLOBAL_TYPES,
+      cursor: async () => {
+        await this.#loaded;
+        return this.store.getState().cursor;
+      },
       onStateChange: (st) => !this.#disposed && this.store.dispatch({ type: 'connection', state: st }),
     });
     this.#stream = stream;
     void (async () => {
       try {
+        await this.#loaded; // events relayed meanwhile wait in the stream
         for await (const ev of stream) {
           if (this.#disposed) return;
           if (ev.type === 'resync_required') {
-            // The global log was reset: reload the lists and follow from its head.
-            (stream as unknown as { resyncFrom?: (c: string) => void }).resyncFrom?.(ev.data.cursor);
-            void this.refresh();
+            // The global log was reset: follow from its head and reload the
+            // lists (their cursor is of the new epoch).
+            stream.resyncFrom?.(ev.data.cursor);
+            this.#loaded = this.refresh();
             continue;
           }
           this.store.dispatch({ type: 'event', event: ev });
           const d = ev.data as { taskId?: string; sessionId?: string };
           this.#ensureTask(d.taskId);
           const st = this.store.getState();
-          if (ev.type === 'session.created' && d.sessionId && st.loaded && !st.sessions[d.sessionId]?.createdAt) {
+          if (ev.type === 'session.created' && d.sessionId && st.loaded && !st.sessions.get(d.sessionId)?.createdAt) {
             this.#api.getSession(d.sessionId).then((s) => !this.#disposed && this.store.dispatch({ type: 'session', session: s })).catch(() => {});
           }
         }
