@@ -96,6 +96,7 @@ func parseOptions(args []string) (options, error) {
 	fs.DurationVar(&o.retention.Age, "event-retention", 7*24*time.Hour, "prune events of sessions closed longer ago than this (0 keeps everything)")
 	fs.IntVar(&o.retention.Keep, "event-retention-keep", 0, "newest events kept per pruned session")
 	fs.DurationVar(&o.retention.Every, "event-retention-every", time.Hour, "how often retention runs")
+	fs.IntVar(&o.retention.Batch, "event-retention-batch", events.DefaultRetentionBatch, "events one retention delete removes at most; each batch is its own write, so a large backlog never holds up other writes for long")
 	o.edge.flags(fs)
 	readLimit := fs.String("fs-read-limit", "4M", "most bytes one agent fs/read_text_file returns; larger whole-file reads are refused with the size (the agent reads ranges with line/limit)")
 	writeLimit := fs.String("fs-write-limit", "4M", "most bytes one agent fs/write_text_file stores")
@@ -139,6 +140,9 @@ func parseOptions(args []string) (options, error) {
 	}
 	if o.dataDir == "" {
 		return o, errors.New("no data directory: set --data-dir, TETHER_DATA_DIR or HOME")
+	}
+	if o.retention.Batch <= 0 {
+		return o, fmt.Errorf("--event-retention-batch must be positive, got %d", o.retention.Batch)
 	}
 	if o.maxPerms <= 0 {
 		return o, fmt.Errorf("--max-pending-permissions must be positive, got %d", o.maxPerms)
