@@ -3,13 +3,10 @@ package sessions
 import (
 	"context"
 	"errors"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
-
-	"go.uber.org/goleak"
 
 	"github.com/tether/tether/internal/agents"
 	"github.com/tether/tether/internal/errcode"
@@ -19,14 +16,8 @@ import (
 )
 
 // TestMain fails the package if any test leaves a goroutine behind: every
-// goroutine the manager starts must be joined by Shutdown. Only what
-// testbin.LongLived names (with its reason) is ignored.
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, append(testbin.LongLived(), goleak.Cleanup(func(code int) {
-		testbin.Cleanup()
-		os.Exit(code)
-	}))...)
-}
+// goroutine the manager starts must be joined by Shutdown.
+func TestMain(m *testing.M) { testbin.RunLeakChecked(m) }
 
 // rig is a manager on a real store and writer in a temp dir, with the
 // demo agent (the real tetherd binary) as its only profile.

@@ -1,6 +1,21 @@
 package testbin
 
-import "go.uber.org/goleak"
+import (
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// RunLeakChecked is a TestMain body: it runs the package's tests, then
+// fails the package if any goroutine outlives them (every goroutine needs
+// an owner that stops it), removes a binary Tetherd built and exits.
+func RunLeakChecked(m *testing.M) {
+	goleak.VerifyTestMain(m, append(LongLived(), goleak.Cleanup(func(code int) {
+		Cleanup()
+		os.Exit(code)
+	}))...)
+}
 
 // LongLived lists the goroutines a leak check ignores, each for a reason
 // outside this project's control; everything else a test leaves running
