@@ -101,3 +101,53 @@ func TestPruneEventBatchDeletesAtMostLimit(t *testing.T) {
 		t.Errorf("got rows per statement %v, want %v", got, want)
 	}
 }
+
+// BenchmarkRetentionWriterHold measures how long one retention write holds
+// the writer while pruning a closed session of 20,000 events: in batches
+// (the daemon's default) against one unbounded delete (the old shape).
+// The metrics are the median and the longest single write.
+func BenchmarkRetentionWriterHold(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		batch int
+	}{{"batch=1000", events.DefaultRetentionBatch}, {"unbounded", -1}} {
+		b.Run(c.name, func(b *testing.B) {
+			var holds []time.Duration
+			for range b.N {
+				b.StopTimer()
+				l := openBenchLog(b, 1)
+				sid := l.sessions[0]
+				for range 20 {
+					if _, err := l.w.Do(context.Background(), func(tx *store.Store, emit events.Emit) error {
+						for range 1000 {
+							emit(events.Draft{SessionID: sid, Type: events.MessageChunk, Payload: map[string]any{"text": chunkText}})
+						}
+						return tx.UpdateSessionState(context.Background(), sid, store.SessionCompleted)
+					}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StartTimer()
+				cutoff := time.Now().Add(time.Hour)
+				for {
+					var n int64
+					start := time.Now()
+					if err := l.w.Exec(context.Background(), func(tx *store.Store) error {
+						var err error
+						n, err = tx.PruneEventBatch(context.Background(), cutoff, 0, c.batch)
+						return err
+					}); err != nil {
+						b.Fatal(err)
+					}
+					holds = append(holds, time.Since(start))
+					if c.batch < 0 || n < int64(c.batch) {
+						break
+					}
+				}
+			}
+			slices.Sort(holds)
+			b.ReportMetric(ms(percentile(holds, 0.5)), "p50-hold-ms")
+			b.ReportMetric(ms(holds[len(holds)-1]), "max-hold-ms")
+		})
+	}
+}
