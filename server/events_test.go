@@ -315,7 +315,7 @@ func TestSessionStreamAfterRetention(t *testing.T) {
 	if err := d.Store.UpdateSessionState(ctx, s.ID, store.SessionCompleted); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Store.PruneEvents(ctx, time.Now().Add(time.Hour), 3); err != nil {
+	if _, err := events.Prune(ctx, d.Writer, time.Now().Add(time.Hour), 3, 4); err != nil {
 		t.Fatalf("prune: %v", err)
 	}
 	path := "/session/" + s.ID + "/events?cursor="

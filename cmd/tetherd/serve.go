@@ -6,12 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/labstack/gommon/bytes"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/agents"
@@ -96,6 +98,7 @@ func parseOptions(args []string) (options, error) {
 	fs.DurationVar(&o.retention.Age, "event-retention", 7*24*time.Hour, "prune events of sessions closed longer ago than this (0 keeps everything)")
 	fs.IntVar(&o.retention.Keep, "event-retention-keep", 0, "newest events kept per pruned session")
 	fs.DurationVar(&o.retention.Every, "event-retention-every", time.Hour, "how often retention runs")
+	fs.IntVar(&o.retention.Batch, "event-retention-batch", events.DefaultRetentionBatch, "events one retention delete removes at most; each batch is its own write, so a large backlog never holds up other writes for long")
 	o.edge.flags(fs)
 	readLimit := fs.String("fs-read-limit", "4M", "most bytes one agent fs/read_text_file returns; larger whole-file reads are refused with the size (the agent reads ranges with line/limit)")
 	writeLimit := fs.String("fs-write-limit", "4M", "most bytes one agent fs/write_text_file stores")
@@ -139,6 +142,9 @@ func parseOptions(args []string) (options, error) {
 	}
 	if o.dataDir == "" {
 		return o, errors.New("no data directory: set --data-dir, TETHER_DATA_DIR or HOME")
+	}
+	if o.retention.Batch <= 0 {
+		return o, fmt.Errorf("--event-retention-batch must be positive, got %d", o.retention.Batch)
 	}
 	if o.maxPerms <= 0 {
 		return o, fmt.Errorf("--max-pending-permissions must be positive, got %d", o.maxPerms)
@@ -243,7 +249,6 @@ func serve(ctx context.Context, args []string) error {
 	if o.cors != "" {
 		origins = strings.Split(o.cors, ",")
 	}
-	go events.RunRetention(ctx, w, o.retention, logger)
 	l, err := listen(o.addr, o.edge, logger)
 	if err != nil {
 		return err
@@ -262,31 +267,36 @@ func serve(ctx context.Context, args []string) error {
 	srv := l.server(e, baseCtx)
 	srv.RegisterOnShutdown(cancelStreams)
 	printBanner(os.Stderr, stderrIsTerminal(), l, o.dataDir, tok)
-	// Probing capabilities starts each agent once; do it in the background
-	// so start-up never waits on a slow agent.
-	// They are stopped and waited for at shutdown, so that no probe's agent
-	// outlives the daemon.
-	probeCtx, stopProbes := context.WithCancel(context.WithoutCancel(ctx))
-	probesDone := make(chan struct{})
-	go func() { defer close(probesDone); reg.ProbeAll(probeCtx, o.probeN) }()
-	defer func() { stopProbes(); <-probesDone }()
 
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(l.ln) }()
+	// The supervisor owns every goroutine the daemon starts besides the
+	// session manager's own (which mgr.Shutdown joins): the HTTP server,
+	// retention, capability probing (each probe starts an agent once; in the
+	// background, so start-up never waits on a slow agent) and eager resume.
+	// Its context ends with the daemon's or when one of them fails.
+	sup, supCtx := errgroup.WithContext(ctx)
+	sup.Go(func() error {
+		if err := srv.Serve(l.ln); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	sup.Go(func() error { events.RunRetention(supCtx, w, o.retention, logger); return nil })
+	sup.Go(func() error { reg.ProbeAll(supCtx, o.probeN); return nil })
 	if o.resumeOn == "eager" {
-		go mgr.ResumeOnStart(ctx, o.resumeN)
+		sup.Go(func() error { mgr.ResumeOnStart(supCtx, o.resumeN); return nil })
 	}
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
+	<-supCtx.Done()
+
+	// Ordered shutdown: stop accepting, stop the actors (and their agents),
+	// join the background work (probes stop their agents, retention its
+	// batches), then the deferred w.Close drains the writer and st.Close
+	// closes the store: nothing can write to either once they close.
 	logger.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(sctx)
 	mgr.Shutdown(sctx)
-	return nil
+	return sup.Wait()
 }
 
 // splitList splits a comma-separated flag value, dropping empty items and

@@ -108,10 +108,10 @@ func (a *actor) admissionWrite(promptID string) *events.Pending {
 // the actor. The goroutine ends when the write does: the writer answers
 // every op it accepted, even while closing.
 func (a *actor) awaitAdmission(promptID string, pending *events.Pending) {
-	go func() {
+	a.m.spawn(func() {
 		_, err := pending.Wait(context.Background())
 		a.mb.post(func() { a.admitted(promptID, err) })
-	}()
+	})
 }
 
 // settled settles t's admission, whose write has succeeded, on the actor

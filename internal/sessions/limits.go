@@ -160,7 +160,7 @@ func (a *actor) stopIdle(d time.Duration) {
 	gen := a.gen
 	why := fmt.Sprintf("agent stopped: idle for %s", d)
 	a.log.Info("stopping idle agent", "idle", d)
-	go func() {
+	a.m.spawn(func() {
 		conn.Stop()
 		sl.release()
 		a.mb.post(func() {
@@ -170,5 +170,6 @@ func (a *actor) stopIdle(d time.Duration) {
 				a.recordStopped(conn, why)
 			}
 		})
-	}()
+	})
+
 }

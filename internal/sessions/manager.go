@@ -126,10 +126,28 @@ type Manager struct {
 	shutdown bool
 
 	// life is cancelled by Shutdown: agent starts in flight abort (and
-	// stop their process); starts counts them so Shutdown can wait.
+	// stop their process).
 	life   context.Context
 	cancel context.CancelFunc
-	starts sync.WaitGroup
+	// work counts every goroutine the manager starts (actor loops, agent
+	// starts and stops, turns, exit watchers); Shutdown waits for it, so
+	// none outlives the manager and touches the writer or store after
+	// they close. Start them with spawn.
+	work sync.WaitGroup
+	// afterLoad, if set, runs in actor between loading a session and
+	// registering its actor (tests: a shutdown in that window).
+	afterLoad func()
+}
+
+// spawn runs f in a goroutine owned by the manager (see work). It is called
+// either under mu before shutdown, or from a goroutine spawn already owns:
+// the count is then never zero while Shutdown waits.
+func (m *Manager) spawn(f func()) {
+	m.work.Add(1)
+	go func() {
+		defer m.work.Done()
+		f()
+	}()
 }
 
 // New returns a Manager. Sessions are brought to life on first use. Every
@@ -278,15 +296,23 @@ func (m *Manager) actor(ctx context.Context, id string) (*actor, error) {
 	if err != nil {
 		return nil, err
 	}
+	if m.afterLoad != nil {
+		m.afterLoad()
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.shutdown {
+		// Shutdown has taken its list of actors: one registered now would
+		// never be stopped.
+		return nil, errcode.New(errcode.ServiceShuttingDown, "tetherd is shutting down")
+	}
 	if a, ok := m.actors[id]; ok {
 		return a, nil
 	}
 	a := newActor(m, sess, exec, turns)
 	a.lastRecovery = recoveryOfPayload(lastRecovery)
 	m.actors[id] = a
-	go a.mb.run()
+	m.spawn(a.mb.run)
 	return a, nil
 }
 
@@ -339,9 +365,19 @@ func (m *Manager) AnswerPermission(ctx context.Context, sessionID, requestID str
 	return m.store.GetPermission(ctx, sessionID, requestID)
 }
 
+// closeWriteGrace bounds how long Close waits, beyond the agent's stop
+// grace, for its writes to commit once the client has gone away.
+const closeWriteGrace = 30 * time.Second
+
 // Close ends the session: the running turn is cancelled, the agent stopped
 // and the session marked COMPLETED. Closing a closed session is a no-op.
+//
+// Once asked, a close runs to its end on a context of its own (bounded by
+// the stop grace and closeWriteGrace), even if the client goes away: a
+// session half closed would keep its agent and its actor until a restart.
 func (m *Manager) Close(ctx context.Context, sessionID string) (store.Session, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.StopGrace+closeWriteGrace)
+	defer cancel()
 	a, err := m.actor(ctx, sessionID)
 	if err != nil {
 		return store.Session{}, err
@@ -350,10 +386,12 @@ func (m *Manager) Close(ctx context.Context, sessionID string) (store.Session, e
 	if err != nil {
 		return store.Session{}, err
 	}
+	// From here the actor is retired whatever happens: it is stopping.
+	defer m.retire(a)
 	if c.conn != nil {
 		c.conn.Stop()
 	}
-	// Record the stop, wait until it is durable, then retire the actor.
+	// Record the stop and wait until it is durable.
 	if c.open {
 		if err := a.do(ctx, func() { a.closed(c.conn) }); err != nil {
 			return store.Session{}, err
@@ -362,7 +400,6 @@ func (m *Manager) Close(ctx context.Context, sessionID string) (store.Session, e
 	if err := a.sync(ctx); err != nil {
 		return store.Session{}, err
 	}
-	m.retire(a)
 	return m.store.GetSession(ctx, sessionID)
 }
 
@@ -375,8 +412,11 @@ func (m *Manager) retire(a *actor) {
 	a.mb.close()
 }
 
-// Shutdown stops every live agent. Running turns are left as they are in
-// the store: the next start-up reconciles them as interrupted.
+// Shutdown stops every live agent and waits (bounded by ctx) for every
+// goroutine the manager started. From its start no new actor is created,
+// so none escapes it. Running turns are left as they are in the store: the
+// next start-up reconciles them as interrupted. The writer must stay open
+// until Shutdown returns.
 func (m *Manager) Shutdown(ctx context.Context) {
 	m.mu.Lock()
 	m.shutdown = true
@@ -403,7 +443,7 @@ func (m *Manager) Shutdown(ctx context.Context) {
 	wg.Wait()
 	m.cancel()
 	done := make(chan struct{})
-	go func() { m.starts.Wait(); close(done) }()
+	go func() { m.work.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-ctx.Done():

@@ -388,14 +388,12 @@ func (a *actor) reapplyChanged(p startPlan) {
 		return
 	}
 	conn, acpID, gen := a.conn, a.acpID, a.gen
-	a.m.starts.Add(1)
-	go func() {
-		defer a.m.starts.Done()
+	a.m.spawn(func() {
 		opts := a.m.reapply(a.m.life, conn, acpID, now)
 		a.mb.post(func() {
 			if a.gen == gen && a.conn == conn {
 				a.adoptOptions(opts)
 			}
 		})
-	}()
+	})
 }

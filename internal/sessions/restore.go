@@ -110,9 +110,7 @@ func (a *actor) ensureAgent() {
 	a.exec.PID = 0
 	a.exec.AgentExecutionID = p.execID
 	a.saveExecutor()
-	a.m.starts.Add(1)
-	go func() {
-		defer a.m.starts.Done()
+	a.m.spawn(func() {
 		out := a.m.start(a.id, p)
 		if !a.mb.post(func() { a.onAgentStarted(p, out) }) {
 			if out.conn != nil {
@@ -120,7 +118,7 @@ func (a *actor) ensureAgent() {
 			}
 			p.slot.release()
 		}
-	}()
+	})
 }
 
 // start launches the agent and opens or restores its ACP session, traced
@@ -291,7 +289,7 @@ func checkDir(dir string) error {
 func (a *actor) onAgentStarted(p startPlan, out startOutcome) {
 	if p.gen != a.gen || a.stopping || a.sess.State.Terminal() {
 		if out.conn != nil {
-			go func() { out.conn.Stop(); p.slot.release() }()
+			a.m.spawn(func() { out.conn.Stop(); p.slot.release() })
 		} else {
 			p.slot.release()
 		}
@@ -324,10 +322,10 @@ func (a *actor) onAgentStarted(p startPlan, out startOutcome) {
 	a.adoptOptions(out.options)
 	a.reapplyChanged(p)
 	gen := p.gen
-	go func() {
+	a.m.spawn(func() {
 		<-conn.Done()
 		a.mb.post(func() { a.onAgentExit(gen, conn) })
-	}()
+	})
 	if out.strategy == StrategyNativeLoad && a.replayed == 0 && p.hadHistory {
 		// Nothing replayed yet. Some agents replay after answering the
 		// load; give them a moment before deciding the context is lost

@@ -221,7 +221,7 @@ func (a *actor) startNext() {
 	a.setState(store.SessionRunning)
 	a.pushRecovery()
 	acpID := a.acpID
-	go func() {
+	a.m.spawn(func() {
 		// The agent hears of the turn only once it is recorded as started.
 		if _, err := started.Wait(context.Background()); err != nil {
 			a.mb.post(func() { a.onTurnDone(r, "", err) })
@@ -240,7 +240,8 @@ func (a *actor) startNext() {
 		sent := func() { a.mb.post(func() { a.markDelivered(r) }) }
 		stop, err := r.conn.PromptNotify(context.Background(), acpID, prompt, sent)
 		a.mb.post(func() { a.onTurnDone(r, stop, err) })
-	}()
+	})
+
 }
 
 func (a *actor) onTurnDone(r *turnRun, stop string, err error) {
@@ -253,7 +254,7 @@ func (a *actor) onTurnDone(r *turnRun, stop string, err error) {
 	if err != nil && acp.Classify(err) == acp.ClassDisconnected {
 		// The agent is gone or going; the exit handler records the outcome
 		// with the exit code. Make sure the process really ends.
-		go r.conn.Stop()
+		a.m.spawn(func() { r.conn.Stop() })
 		return
 	}
 	a.running = nil
@@ -451,16 +452,16 @@ func (a *actor) cancel() (CancelResult, error) {
 	a.write(func(tx *store.Store, emit events.Emit) error { return tx.UpdateTurn(a.ctx(), t) })
 	a.closePermissions(r.turn.PromptID, store.PermissionCancelled)
 	acpID := a.acpID
-	go func() {
+	a.m.spawn(func() {
 		if err := r.conn.Cancel(context.Background(), acpID); err != nil {
 			a.log.Warn("session/cancel failed", "err", err)
 		}
-	}()
+	})
 	r.cancelTimer = time.AfterFunc(a.m.cfg.CancelGrace, func() {
 		a.mb.post(func() {
 			if a.running == r {
 				a.log.Warn("agent ignored cancel; stopping it", "grace", a.m.cfg.CancelGrace)
-				go r.conn.Stop()
+				a.m.spawn(func() { r.conn.Stop() })
 			}
 		})
 	})

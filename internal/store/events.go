@@ -231,35 +231,43 @@ func NewEpoch() string {
 	return hex.EncodeToString(b)
 }
 
-// PruneEvents deletes log entries of sessions closed before cutoff, keeping
-// at most keep events per session (keep < 0 keeps none of them). Heads are
-// recorded first so that cursors keep their meaning after the rows go.
-func (s *Store) PruneEvents(ctx context.Context, closedBefore time.Time, keep int) (int64, error) {
-	var deleted int64
-	err := s.Tx(ctx, func(tx *Store) error {
-		db := tx.db
+// closedBeforeSQL selects the sessions whose log retention may prune.
+const closedBeforeSQL = `SELECT id FROM sessions WHERE closed_at IS NOT NULL AND closed_at < ?`
+
+// MarkPruneHeads records, for every session closed before cutoff, the head
+// of its log (and the log's highest id), so that cursors keep their meaning
+// once PruneEventBatch has deleted the rows. Call it before pruning.
+func (s *Store) MarkPruneHeads(ctx context.Context, closedBefore time.Time) error {
+	return s.Tx(ctx, func(tx *Store) error {
+		db := tx.db.WithContext(ctx)
 		if err := db.Exec(`INSERT INTO meta (key, value)
 			SELECT 'head:' || session_id, MAX(seq) FROM events
-			WHERE session_id IN (SELECT id FROM sessions WHERE closed_at IS NOT NULL AND closed_at < ?)
+			WHERE session_id IN (`+closedBeforeSQL+`)
 			GROUP BY session_id
 			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, formatTime(closedBefore)).Error; err != nil {
 			return err
 		}
-		if err := db.Exec(`INSERT INTO meta (key, value) SELECT 'maxid', COALESCE(MAX(id), 0) FROM events WHERE true
-			ON CONFLICT (key) DO UPDATE SET value = MAX(CAST(meta.value AS INTEGER), excluded.value)`).Error; err != nil {
-			return err
-		}
-		if keep < 0 {
-			keep = 0
-		}
-		res := db.Exec(`DELETE FROM events WHERE session_id IN (
-				SELECT id FROM sessions WHERE closed_at IS NOT NULL AND closed_at < ?)
-			AND seq <= (SELECT MAX(e2.seq) FROM events e2 WHERE e2.session_id = events.session_id) - ?`,
-			formatTime(closedBefore), keep)
-		deleted = res.RowsAffected
-		return res.Error
+		return db.Exec(`INSERT INTO meta (key, value) SELECT 'maxid', COALESCE(MAX(id), 0) FROM events WHERE true
+			ON CONFLICT (key) DO UPDATE SET value = MAX(CAST(meta.value AS INTEGER), excluded.value)`).Error
 	})
-	return deleted, err
+}
+
+// PruneEventBatch deletes at most limit log entries of sessions closed
+// before cutoff, keeping the newest keep events of each (keep < 0 keeps
+// none), and returns how many it deleted: fewer than limit means nothing
+// is left to prune. Bounded batches keep each statement (and the writer
+// transaction it runs in) short however large the backlog.
+func (s *Store) PruneEventBatch(ctx context.Context, closedBefore time.Time, keep, limit int) (int64, error) {
+	if keep < 0 {
+		keep = 0
+	}
+	res := s.db.WithContext(ctx).Exec(`DELETE FROM events WHERE id IN (
+			SELECT e.id FROM events e
+			WHERE e.session_id IN (`+closedBeforeSQL+`)
+			AND e.seq <= (SELECT MAX(e2.seq) FROM events e2 WHERE e2.session_id = e.session_id) - ?
+			LIMIT ?)`,
+		formatTime(closedBefore), keep, limit)
+	return res.RowsAffected, res.Error
 }
 
 func (s *Store) metaInt(ctx context.Context, key string) (int64, error) {
