@@ -79,7 +79,8 @@ type daemonOptions struct {
 	// bounds outstanding stream tickets (0: the default).
 	clock      func() time.Time
 	ticketsMax int
-	// logger receives the server's log (nil: slog's default).
+	// logger receives the server's, the writer's and the sessions' log
+	// (nil: slog's default).
 	logger *slog.Logger
 }
 
@@ -119,9 +120,12 @@ func startDaemon(t *testing.T, opts daemonOptions) *daemon {
 		opts.sessions.CancelGrace = 3 * time.Second
 	}
 	hub := events.NewHub(opts.hub)
-	w, err := events.NewWriter(ctx, st, hub, events.WriterConfig{})
+	w, err := events.NewWriter(ctx, st, hub, events.WriterConfig{Logger: opts.logger})
 	if err != nil {
 		t.Fatalf("event writer: %v", err)
+	}
+	if opts.sessions.Logger == nil {
+		opts.sessions.Logger = opts.logger
 	}
 	sent := newAgentWire()
 	if opts.sessions.Outgoing == nil {

@@ -28,6 +28,11 @@ func (h *handlers) GetMetrics(ctx context.Context, _ GetMetricsRequestObject) (G
 		retries, busy := h.cfg.Writer.RetryStats()
 		x.single("tether_event_writer_retries_total", "counter", "Event batches rolled back and redone one op per transaction.", float64(retries))
 		x.single("tether_event_writer_busy_total", "counter", "Event writer transactions that failed with \"database is locked\".", float64(busy))
+		failures := h.cfg.Writer.FailureStats()
+		x.family("tether_event_writer_failures_total", "counter", "Changes the event writer could not store, by error code (store_write_failed: a store failure; others: refusals such as an unknown task).")
+		for _, code := range slices.Sorted(maps.Keys(failures)) {
+			x.sample("tether_event_writer_failures_total", []label{{"code", code}}, float64(failures[code]))
+		}
 	}
 	x.single("tether_sqlite_busy_total", "counter",
 		"SQLITE_BUSY/SQLITE_LOCKED errors the store returned (each after the 5 s busy timeout).", float64(store.BusyErrors()))

@@ -63,6 +63,7 @@ var statusOf = map[errcode.Code]int{
 	errcode.ResumeFailed:         http.StatusBadGateway,
 	errcode.DatabaseTooNew:       http.StatusInternalServerError,
 	errcode.Internal:             http.StatusInternalServerError,
+	errcode.StoreWriteFailed:     http.StatusInternalServerError,
 
 	// Stream tickets (server/tickets.go).
 	errcode.StreamTicketInvalid:     http.StatusUnauthorized,

@@ -37,12 +37,16 @@ const (
 	// AgentAuthRequired: the agent answered ACP -32000, it needs credentials
 	// (set in its profile's env, or a login command). Never means the
 	// session is gone.
-	AgentAuthRequired    Code = "agent_auth_required"
-	AgentError           Code = "agent_error"
-	PayloadTooLarge      Code = "payload_too_large"
-	MethodNotAllowed     Code = "method_not_allowed"
-	ServiceShuttingDown  Code = "shutting_down"
-	Internal             Code = "internal_error"
+	AgentAuthRequired   Code = "agent_auth_required"
+	AgentError          Code = "agent_error"
+	PayloadTooLarge     Code = "payload_too_large"
+	MethodNotAllowed    Code = "method_not_allowed"
+	ServiceShuttingDown Code = "shutting_down"
+	Internal            Code = "internal_error"
+	// StoreWriteFailed: a change could not be written (the database stayed
+	// locked past its busy timeout, a constraint failed, the disk is full);
+	// nothing of it was recorded.
+	StoreWriteFailed     Code = "store_write_failed"
 	DatabaseTooNew       Code = "database_too_new"
 	ValidationFailed     Code = "validation_failed"
 	UnsupportedMediaType Code = "unsupported_media_type"

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,87 +14,6 @@ import (
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/store"
 )
-
-// Draft is an event before the writer numbers it.
-type Draft struct {
-	SessionID string
-	Type      string
-	PromptID  string
-	// Payload is marshalled to JSON; sessionId/promptId are added to maps.
-	Payload any
-}
-
-// Emit records a draft inside an Apply function.
-type Emit func(Draft)
-
-// Apply changes transcript rows inside the batch transaction and emits the
-// events that describe those changes. It runs on the writer goroutine, after
-// every Apply submitted before it, so it sees their writes.
-type Apply func(tx *store.Store, emit Emit) error
-
-type op struct {
-	apply Apply
-	p     *Pending
-}
-
-// Pending is a submitted op; it completes once the op is committed and its
-// events published (or it failed).
-type Pending struct {
-	done   chan struct{}
-	err    error
-	events []store.Event
-
-	mu       sync.Mutex
-	finished bool
-	then     []func()
-}
-
-func newPending() *Pending { return &Pending{done: make(chan struct{})} }
-
-func (p *Pending) finish(evs []store.Event, err error) {
-	p.events, p.err = evs, err
-	p.mu.Lock()
-	p.finished = true
-	then := p.then
-	p.then = nil
-	p.mu.Unlock()
-	close(p.done)
-	for _, f := range then {
-		f()
-	}
-}
-
-// Then calls f once the op has completed, committed or failed: at once if
-// it has, else on the writer goroutine right after it is published. f must
-// not block (it would stall every session's writes); it is meant for
-// releasing a credit or signalling a channel with room.
-func (p *Pending) Then(f func()) {
-	p.mu.Lock()
-	if !p.finished {
-		p.then = append(p.then, f)
-		p.mu.Unlock()
-		return
-	}
-	p.mu.Unlock()
-	f()
-}
-
-// Done closes when the op has completed.
-func (p *Pending) Done() <-chan struct{} { return p.done }
-
-// Wait blocks until the op completes and returns its events (numbered, in
-// order) or its error. Any number of goroutines may wait.
-func (p *Pending) Wait(ctx context.Context) ([]store.Event, error) {
-	if p == nil {
-		return nil, nil // nothing was submitted
-	}
-	select {
-	case <-p.done:
-		return p.events, p.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
 
 // WriterConfig tunes group commit.
 type WriterConfig struct {
@@ -124,11 +45,22 @@ type Writer struct {
 	// transaction; busy counts transactions that failed because the
 	// database was locked (for /metrics).
 	retries, busy atomic.Int64
+	// failures counts failed ops by error code (for /metrics).
+	failMu   sync.Mutex
+	failures map[string]int64
 
 	// Owned by the writer goroutine.
 	lastID  int64
 	lastSeq map[string]int64
+	// latest holds, per session and event type, the payload of the last
+	// committed event of that type, for the types drafts mark Latest
+	// (latestTypes).
+	latest      map[latestKey]string
+	latestTypes map[string]bool
 }
+
+// latestKey names the last event of one type in one session.
+type latestKey struct{ session, typ string }
 
 // NewWriter starts the writer goroutine.
 func NewWriter(ctx context.Context, st *store.Store, hub *Hub, cfg WriterConfig) (*Writer, error) {
@@ -145,7 +77,7 @@ func NewWriter(ctx context.Context, st *store.Store, hub *Hub, cfg WriterConfig)
 		return nil, err
 	}
 	w := &Writer{st: st, hub: hub, cfg: cfg, signal: make(chan struct{}, 1), done: make(chan struct{}),
-		lastID: last, lastSeq: map[string]int64{}}
+		failures: map[string]int64{}, lastID: last, lastSeq: map[string]int64{}, latest: map[latestKey]string{}, latestTypes: map[string]bool{}}
 	go w.run()
 	return w, nil
 }
@@ -154,15 +86,19 @@ func NewWriter(ctx context.Context, st *store.Store, hub *Hub, cfg WriterConfig)
 var ErrClosed = errcode.New(errcode.ServiceShuttingDown, "event writer is closed")
 
 // Submit queues an op and returns its Pending outcome. It never blocks.
-func (w *Writer) Submit(apply Apply) *Pending {
+func (w *Writer) Submit(apply Apply) *Pending { return w.SubmitChange(Func("", apply)) }
+
+// SubmitChange queues a change and returns its Pending outcome. It never
+// blocks.
+func (w *Writer) SubmitChange(c Change) *Pending {
 	p := newPending()
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
-		p.finish(nil, ErrClosed)
+		p.finish(nil, w.failed(c, ErrClosed))
 		return p
 	}
-	w.queue = append(w.queue, op{apply: apply, p: p})
+	w.queue = append(w.queue, op{change: c, p: p})
 	w.mu.Unlock()
 	select {
 	case w.signal <- struct{}{}:
@@ -199,6 +135,13 @@ func (w *Writer) Stats() (events, batches int64) { return w.committed.Load(), w.
 // RetryStats reports batches retried one op per transaction after a
 // failure, and transactions that failed with "database is locked".
 func (w *Writer) RetryStats() (retries, busy int64) { return w.retries.Load(), w.busy.Load() }
+
+// FailureStats reports failed ops since start by error code (for /metrics).
+func (w *Writer) FailureStats() map[string]int64 {
+	w.failMu.Lock()
+	defer w.failMu.Unlock()
+	return maps.Clone(w.failures)
+}
 
 // Close stops accepting ops, writes everything queued and returns.
 func (w *Writer) Close() {
@@ -250,29 +193,36 @@ func (w *Writer) commit(batch []op) {
 
 var errOpFailed = errors.New("op failed")
 
+// ctx is the context every change runs under: the writer's own, never a
+// request's, so nothing but the change itself can fail its batch.
+var writerCtx = context.Background()
+
 // commitTx runs ops in one transaction. On success it publishes and answers
 // every op; on failure it answers nothing (the caller retries) unless the
 // batch is a single op, which then gets its error.
 func (w *Writer) commitTx(batch []op) error {
-	ctx := context.Background()
+	ctx := writerCtx
 	var evs []store.Event
 	ends := make([]int, len(batch)) // evs[ends[i-1]:ends[i]] belong to op i
 	startID := w.lastID
 	seqs := map[string]int64{}
+	latest := map[latestKey]string{}
 	var opErr error
 	err := w.st.Tx(ctx, func(tx *store.Store) error {
 		for i, o := range batch {
 			var drafts []Draft
-			if err := o.apply(tx, func(d Draft) { drafts = append(drafts, d) }); err != nil {
+			if err := o.change.Apply(ctx, tx, func(d Draft) { drafts = append(drafts, d) }); err != nil {
 				opErr = err
 				return errOpFailed
 			}
 			for _, d := range drafts {
-				e, err := w.number(tx, seqs, d)
+				e, keep, err := w.number(tx, seqs, latest, d)
 				if err != nil {
 					return err
 				}
-				evs = append(evs, e)
+				if keep {
+					evs = append(evs, e)
+				}
 			}
 			ends[i] = len(evs)
 		}
@@ -287,8 +237,10 @@ func (w *Writer) commitTx(batch []op) error {
 			opErr = err
 			w.cfg.Logger.Error("event batch failed", "ops", len(batch), "err", err)
 			clear(w.lastSeq) // reload from the database on next use
+			clear(w.latest)
 		}
 		if len(batch) == 1 {
+			opErr = w.failed(batch[0].change, opErr)
 			batch[0].p.finish(nil, opErr)
 		}
 		return opErr
@@ -296,6 +248,7 @@ func (w *Writer) commitTx(batch []op) error {
 	for sid, seq := range seqs {
 		w.lastSeq[sid] = seq
 	}
+	maps.Copy(w.latest, latest)
 	w.committed.Add(int64(len(evs)))
 	w.batches.Add(1)
 	if len(evs) > 0 {
@@ -309,11 +262,64 @@ func (w *Writer) commitTx(batch []op) error {
 	return nil
 }
 
-// number assigns the global id and, for session events, the next seq.
-func (w *Writer) number(tx *store.Store, seqs map[string]int64, d Draft) (store.Event, error) {
+// failed logs and counts a change that could not be written and returns
+// the error its submitter gets. A store failure (locked past the busy
+// timeout, a constraint, a full disk) becomes errcode.StoreWriteFailed, so
+// a client is told its change was not stored, never a vague internal
+// error; a domain error (an unknown task) passes through unchanged.
+func (w *Writer) failed(c Change, err error) error {
+	code := errcode.CodeOf(err)
+	if code == errcode.Internal {
+		err = errcode.Wrap(errcode.StoreWriteFailed, err, "the change could not be stored; nothing of it was recorded")
+		code = errcode.StoreWriteFailed
+	}
+	w.failMu.Lock()
+	w.failures[string(code)]++
+	w.failMu.Unlock()
+	level := slog.LevelInfo // a refusal the submitter reports to its client
+	if code == errcode.StoreWriteFailed {
+		level = slog.LevelError
+	}
+	w.cfg.Logger.Log(writerCtx, level, "write failed", "session", c.SessionID(), "change", changeName(c), "code", code, "err", err)
+	return err
+}
+
+// changeName names a change's type for the log.
+func changeName(c Change) string {
+	if _, ok := c.(funcChange); ok {
+		return "func"
+	}
+	return fmt.Sprintf("%T", c)
+}
+
+// number assigns the global id and, for session events, the next seq. A
+// Latest draft whose payload equals the session's last event of its type
+// is dropped (keep false): nothing changed.
+func (w *Writer) number(tx *store.Store, seqs map[string]int64, latest map[latestKey]string, d Draft) (store.Event, bool, error) {
 	payload, err := marshalPayload(d)
 	if err != nil {
-		return store.Event{}, err
+		return store.Event{}, false, err
+	}
+	if d.Latest {
+		w.latestTypes[d.Type] = true
+	}
+	if d.SessionID != "" && w.latestTypes[d.Type] {
+		key := latestKey{d.SessionID, d.Type}
+		last, known := latest[key]
+		if !known {
+			last, known = w.latest[key]
+		}
+		if !known {
+			prev, err := tx.LastSessionEvent(writerCtx, d.SessionID, d.Type)
+			if err != nil {
+				return store.Event{}, false, err
+			}
+			last = string(prev)
+		}
+		if d.Latest && last == string(payload) {
+			return store.Event{}, false, nil
+		}
+		latest[key] = string(payload)
 	}
 	w.lastID++
 	e := store.Event{ID: w.lastID, SessionID: d.SessionID, Type: d.Type, PromptID: d.PromptID,
@@ -324,15 +330,15 @@ func (w *Writer) number(tx *store.Store, seqs map[string]int64, d Draft) (store.
 			seq, ok = w.lastSeq[d.SessionID]
 		}
 		if !ok {
-			if seq, err = tx.MaxSessionSeq(context.Background(), d.SessionID); err != nil {
-				return store.Event{}, err
+			if seq, err = tx.MaxSessionSeq(writerCtx, d.SessionID); err != nil {
+				return store.Event{}, false, err
 			}
 		}
 		seq++
 		seqs[d.SessionID] = seq
 		e.Seq = seq
 	}
-	return e, nil
+	return e, true, nil
 }
 
 // marshalPayload encodes the payload, adding sessionId and promptId to map

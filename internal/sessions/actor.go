@@ -65,11 +65,14 @@ type actor struct {
 	// them, so a plan made from a snapshot can tell whether it is current.
 	last    *events.Pending
 	version uint64
+	// tracking, while set, collects the writes submitted (callWrites);
+	// reloading is set while a reload after a failed write is pending, and
+	// repairs holds the repairs a reload has tried (see writefail.go).
+	tracking  *[]*events.Pending
+	reloading bool
+	repairs   map[string]bool
 	// lastPromptID is the most recently admitted turn.
 	lastPromptID string
-	// lastRecovery is the last recovery summary pushed (JSON); only the
-	// writer goroutine touches it.
-	lastRecovery string
 	// Agent-reported session facts that are not transcript: commands and
 	// config options as ACP arrays, modes an ACP SessionModeState, mode
 	// the current mode id as a JSON string (see options.go).
@@ -95,6 +98,7 @@ func newActor(m *Manager, sess store.Session, exec store.Executor, turns []store
 		perms:     map[string]*pendingPermission{},
 		turns:     make(map[string]store.Turn, len(turns)),
 		admitting: map[string]admission{},
+		repairs:   map[string]bool{},
 	}
 	for _, t := range turns {
 		a.turns[t.PromptID] = t

@@ -267,35 +267,10 @@ func readPlanInput(ctx context.Context, r *store.Store, sessionID string) (recov
 // pushRecovery emits session.recovery_changed (session and global streams)
 // when the recovery plan differs from the last one pushed, so clients never
 // poll for it. The plan is computed inside the write, from the transcript as
-// this session's earlier writes left it.
+// this session's earlier writes left it (see recoveryPushed).
 func (a *actor) pushRecovery() {
-	closing := a.stopping
 	_, _, err := a.m.profiles.Spec(a.sess.AgentProfileID)
-	available := err == nil
-	a.write(func(tx *store.Store, emit events.Emit) error {
-		in, err := readPlanInput(context.Background(), tx, a.id)
-		if err != nil {
-			return err
-		}
-		in.Closing, in.AgentAvailable = closing, available
-		return emitRecovery(emit, a, recovery.Plan(in), &a.lastRecovery)
-	})
-}
-
-// emitRecovery emits the plan unless it equals *last (nil last: always).
-func emitRecovery(emit events.Emit, a *actor, plan recovery.Summary, last *string) error {
-	b, err := json.Marshal(plan)
-	if err != nil {
-		return err
-	}
-	if last != nil {
-		if *last == string(b) {
-			return nil
-		}
-		*last = string(b)
-	}
-	emit(events.Draft{SessionID: a.id, Type: events.SessionRecoveryChanged, Payload: a.payload(map[string]any{"recovery": plan})})
-	return nil
+	a.change(recoveryPushed{Session: a.id, TaskID: a.sess.TaskID, Closing: a.stopping, AgentAvailable: err == nil})
 }
 
 // SessionContext is where a session stands, for GET /session/{id}/context.
@@ -352,21 +327,4 @@ func (m *Manager) Context(ctx context.Context, sessionID string) (SessionContext
 	out.Recovery = recovery.Plan(in)
 	out.Cursor = events.Cursor{Epoch: out.Session.EventEpoch, N: head.Head}
 	return out, nil
-}
-
-// recoveryOfPayload extracts the plan JSON from a session.recovery_changed
-// payload, in the form emitRecovery compares.
-func recoveryOfPayload(payload json.RawMessage) string {
-	var p struct {
-		Recovery json.RawMessage `json:"recovery"`
-	}
-	if len(payload) == 0 || json.Unmarshal(payload, &p) != nil || len(p.Recovery) == 0 {
-		return ""
-	}
-	var plan recovery.Summary
-	if json.Unmarshal(p.Recovery, &plan) != nil {
-		return ""
-	}
-	b, _ := json.Marshal(plan)
-	return string(b)
 }

@@ -209,40 +209,30 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (_ store.Session, 
 	// From here a create runs to its end even if the client goes away: a
 	// session committed without its actor would wait for a restart.
 	ctx = context.WithoutCancel(ctx)
-	sess := store.Session{ID: uuid.NewString(), TaskID: in.TaskID, AgentProfileID: in.AgentProfileID, Cwd: cwd,
-		Title: in.Title, State: store.SessionCreated, EventEpoch: store.NewEpoch(),
-		// The profile's MCP servers, kept with the session: every load and
-		// resume resends what the session was created with.
-		MCPServers: profile.MCPServers}
-	_, err = m.w.Do(ctx, func(tx *store.Store, emit events.Emit) error {
-		if sess.TaskID == "" {
-			title := in.Title
-			if title == "" {
-				title = "Session in " + cwd
-			}
-			t, err := tx.CreateTask(ctx, store.Task{Title: title, Workspace: cwd})
-			if err != nil {
-				return err
-			}
-			sess.TaskID = t.ID
-			emitTaskCreated(emit, t)
+	// Every id is chosen here, before the change is submitted: should its
+	// batch be redone, it writes the same rows.
+	change := sessionCreated{
+		Session: store.Session{ID: uuid.NewString(), TaskID: in.TaskID, AgentProfileID: in.AgentProfileID, Cwd: cwd,
+			Title: in.Title, State: store.SessionCreated, EventEpoch: store.NewEpoch(),
+			// The profile's MCP servers, kept with the session: every load
+			// and resume resends what the session was created with.
+			MCPServers: profile.MCPServers},
+		Executor: store.Executor{Runtime: store.RuntimeStandalone, Status: store.ExecutorStopped},
+	}
+	if in.TaskID == "" {
+		title := in.Title
+		if title == "" {
+			title = "Session in " + cwd
 		}
-		created, err := tx.CreateSession(ctx, sess, store.Executor{Runtime: store.RuntimeStandalone, Status: store.ExecutorStopped})
-		if err != nil {
-			return err
-		}
-		sess = created
-		emit(events.Draft{SessionID: sess.ID, Type: events.SessionCreated, Payload: map[string]any{
-			"taskId": sess.TaskID, "agentProfileId": sess.AgentProfileID, "cwd": sess.Cwd, "state": sess.State,
-			"title": sess.Title, "eventEpoch": sess.EventEpoch}})
-		if initial.PromptID == "" {
-			return nil
-		}
-		initial.SessionID = sess.ID
-		_, err = persistQueued(ctx, tx, emit, sess, initial)
-		return err
-	})
-	if err != nil {
+		change.Task = &store.Task{ID: uuid.NewString(), Title: title, Workspace: cwd}
+		change.Session.TaskID = change.Task.ID
+	}
+	if initial.PromptID != "" {
+		initial.SessionID = change.Session.ID
+		change.Initial = &initial
+	}
+	sess := change.Session
+	if _, err = m.w.SubmitChange(change).Wait(ctx); err != nil {
 		return store.Session{}, err
 	}
 	// The actor loads the queued initial turn with the session.
@@ -254,7 +244,7 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (_ store.Session, 
 		return store.Session{}, errcode.New(errcode.ServiceShuttingDown, "tetherd is shutting down")
 	}
 	a = live
-	if err := a.do(ctx, func() { a.ensureAgent() }); err != nil {
+	if _, err := callWrites(ctx, a, func() (struct{}, error) { a.ensureAgent(); return struct{}{}, nil }); err != nil {
 		return store.Session{}, err
 	} else if err := a.sync(ctx); err != nil {
 		// The 201 says the agent is starting: that must be on record.
@@ -292,10 +282,6 @@ func (m *Manager) actor(ctx context.Context, id string) (*actor, error) {
 	if err != nil {
 		return nil, err
 	}
-	lastRecovery, err := m.store.LastSessionEvent(ctx, id, events.SessionRecoveryChanged)
-	if err != nil {
-		return nil, err
-	}
 	if m.afterLoad != nil {
 		m.afterLoad()
 	}
@@ -310,7 +296,6 @@ func (m *Manager) actor(ctx context.Context, id string) (*actor, error) {
 		return a, nil
 	}
 	a := newActor(m, sess, exec, turns)
-	a.lastRecovery = recoveryOfPayload(lastRecovery)
 	m.actors[id] = a
 	m.spawn(a.mb.run)
 	return a, nil
@@ -335,7 +320,7 @@ func (m *Manager) Cancel(ctx context.Context, sessionID string) (CancelResult, e
 	if err != nil {
 		return CancelResult{}, err
 	}
-	res, err := call(ctx, a.mb, a.cancel)
+	res, err := callWrites(ctx, a, a.cancel)
 	if err != nil {
 		return CancelResult{}, err
 	}

@@ -16,7 +16,6 @@ import (
 
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
-	"github.com/tether/tether/internal/recovery"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -66,7 +65,7 @@ func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
 			if specErr != nil {
 				// Consistent, but its agent went away with the old config:
 				// clients must learn it cannot be continued here.
-				pending = append(pending, m.w.Submit(recoveryOp(s, false)))
+				pending = append(pending, m.w.SubmitChange(recoveryPushed{Session: s.ID, TaskID: s.TaskID, Always: true}))
 			}
 			continue
 		}
@@ -106,6 +105,9 @@ func stopOrphan(ex store.Executor, command string) {
 
 func reconcileOp(s store.Session, ex store.Executor, turns []store.Turn, perms []store.Permission, available bool) events.Apply {
 	return func(tx *store.Store, emit events.Emit) error {
+		// Redone alone if its batch fails: work on copies, so a redo
+		// starts from what was submitted.
+		s, ex := s, ex
 		ctx := context.Background()
 		a := &actor{id: s.ID, sess: s} // for payload helpers only
 		now := time.Now().UTC()
@@ -144,7 +146,7 @@ func reconcileOp(s store.Session, ex store.Executor, turns []store.Turn, perms [
 			if err := tx.UpdateTurn(ctx, t); err != nil {
 				return err
 			}
-			emit(turnEnded(a, t, dangling))
+			emit(turnEndedDraft(s.ID, s.TaskID, t, dangling))
 		}
 		for _, p := range perms {
 			if _, err := tx.ResolvePermission(ctx, s.ID, p.ID, store.PermissionExpired, ""); err != nil {
@@ -171,24 +173,7 @@ func reconcileOp(s store.Session, ex store.Executor, turns []store.Turn, perms [
 			return err
 		}
 		// Tell every client where the session now stands.
-		in, err := readPlanInput(ctx, tx, s.ID)
-		if err != nil {
-			return err
-		}
-		in.AgentAvailable = available
-		return emitRecovery(emit, a, recovery.Plan(in), nil)
-	}
-}
-
-// recoveryOp emits a session's recovery plan as it stands in the store.
-func recoveryOp(s store.Session, available bool) events.Apply {
-	return func(tx *store.Store, emit events.Emit) error {
-		in, err := readPlanInput(context.Background(), tx, s.ID)
-		if err != nil {
-			return err
-		}
-		in.AgentAvailable = available
-		return emitRecovery(emit, &actor{id: s.ID, sess: s}, recovery.Plan(in), nil)
+		return recoveryPushed{Session: s.ID, TaskID: s.TaskID, AgentAvailable: available, Always: true}.Apply(ctx, tx, emit)
 	}
 }
 

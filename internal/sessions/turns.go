@@ -309,19 +309,14 @@ func (a *actor) endTurn(t store.Turn, state store.TurnState, set func(*store.Tur
 	if set != nil {
 		set(&t)
 	}
+	t.SessionID = a.id
 	a.turns[t.PromptID] = t
-	a.write(func(tx *store.Store, emit events.Emit) error {
-		if err := tx.UpdateTurn(a.ctx(), t); err != nil {
-			return err
-		}
-		emit(turnEnded(a, t, nil))
-		return nil
-	})
+	a.change(turnEnded{TaskID: a.sess.TaskID, Turn: t})
 	a.pushRecovery()
 }
 
-// turnEnded is the terminal event of a turn.
-func turnEnded(a *actor, t store.Turn, dangling []map[string]any) events.Draft {
+// turnEndedDraft is the terminal event of a turn of a session of taskID.
+func turnEndedDraft(sessionID, taskID string, t store.Turn, dangling []map[string]any) events.Draft {
 	p := map[string]any{"state": t.State, "endedAt": t.EndedAt}
 	typ := events.TurnCompleted
 	switch t.State {
@@ -352,7 +347,8 @@ func turnEnded(a *actor, t store.Turn, dangling []map[string]any) events.Draft {
 			p["exitSignal"] = t.ExitSignal
 		}
 	}
-	return events.Draft{SessionID: a.id, Type: typ, PromptID: t.PromptID, Payload: a.payload(p)}
+	p["taskId"] = taskID
+	return events.Draft{SessionID: sessionID, Type: typ, PromptID: t.PromptID, Payload: p}
 }
 
 // interruptedToolText is the synthetic result recorded for a tool call whose
@@ -385,7 +381,7 @@ func (a *actor) interruptTurn(t store.Turn, reason string, exit acp.Exit) {
 		if err := tx.UpdateTurn(ctx, t); err != nil {
 			return err
 		}
-		emit(turnEnded(a, t, dangling))
+		emit(turnEndedDraft(a.id, a.sess.TaskID, t, dangling))
 		return nil
 	})
 	a.pushRecovery()

@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"fmt"
 	"maps"
 
 	"github.com/tether/tether/internal/events"
@@ -13,11 +14,30 @@ import (
 // next batch, in submission order. The actor keeps its own copy of what it
 // needs, so it never has to read back what it has just written.
 func (a *actor) write(apply events.Apply) *events.Pending {
-	p := a.m.w.Submit(apply)
+	return a.change(events.Func(a.id, apply))
+}
+
+// change hands a typed change (see changes.go) to the event writer, like
+// write. Should it fail, the actor is told (writeFailed, writefail.go),
+// whichever write it is; a request running on the actor (callWrites) also
+// waits for it.
+func (a *actor) change(c events.Change) *events.Pending {
+	p := a.m.w.SubmitChange(c)
 	a.last = p
 	a.version++
+	if a.tracking != nil {
+		*a.tracking = append(*a.tracking, p)
+	}
+	p.Then(func() {
+		if err := p.Err(); err != nil {
+			a.mb.post(func() { a.writeFailed(c, err) })
+		}
+	})
 	return p
 }
+
+// changeKind names a change for the log.
+func changeKind(c events.Change) string { return fmt.Sprintf("%T", c) }
 
 // synced returns the latest submitted write; waiting for it means every
 // earlier change of this session is durable and published too.

@@ -8,6 +8,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -86,6 +87,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "store: open database %s", abs)
 	}
+	if err := pinTransactionContexts(gdb); err != nil {
+		_ = sqlDB.Close()
+		return nil, errcode.Wrap(errcode.Internal, err, "store: open database %s", abs)
+	}
 	if err := sqlDB.PingContext(ctx); err != nil {
 		_ = sqlDB.Close()
 		return nil, errcode.Wrap(errcode.Internal, err, "store: open database %s", abs)
@@ -108,6 +113,30 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, errcode.Wrap(errcode.Internal, err, "store: open read pool %s", abs)
 	}
 	return &Store{db: gdb, rdb: rdb, stmts: stmts}, nil
+}
+
+// pinTransactionContexts makes every statement that runs inside a write
+// transaction ignore its caller's cancellation (keeping its values): the
+// event writer batches many clients' changes in one transaction, and one
+// statement failing because its request went away would roll back all the
+// others with it. A transaction ends whole, by commit or rollback; outside
+// one, a statement still stops when its caller does.
+func pinTransactionContexts(db *gorm.DB) error {
+	pin := func(g *gorm.DB) {
+		if _, inTx := g.Statement.ConnPool.(gorm.TxCommitter); inTx && g.Statement.Context != nil {
+			g.Statement.Context = context.WithoutCancel(g.Statement.Context)
+		}
+	}
+	cb := db.Callback()
+	const name = "tether:pin_tx_context"
+	return errors.Join(
+		cb.Create().Before("gorm:create").Register(name, pin),
+		cb.Query().Before("gorm:query").Register(name, pin),
+		cb.Update().Before("gorm:update").Register(name, pin),
+		cb.Delete().Before("gorm:delete").Register(name, pin),
+		cb.Row().Before("gorm:row").Register(name, pin),
+		cb.Raw().Before("gorm:raw").Register(name, pin),
+	)
 }
 
 // dsn builds a go-sqlite3 DSN. The pragmas are DSN parameters so that they

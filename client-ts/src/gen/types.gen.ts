@@ -10,7 +10,7 @@ export type Problem = {
     status: number;
     detail?: string;
     /**
-     * Stable machine-readable error code.
+     * Stable machine-readable error code. Any request that changes something answers `500` with `store_write_failed` when its change could not be stored (the database stayed locked past its busy timeout, a constraint failed, the disk is full): nothing of it was recorded, and retrying with the same ids is safe.
      */
     code: string;
     instance?: string;

@@ -1,0 +1,140 @@
+package events
+
+import (
+	"context"
+	"sync"
+
+	"github.com/tether/tether/internal/store"
+)
+
+// Draft is an event before the writer numbers it.
+type Draft struct {
+	SessionID string
+	Type      string
+	PromptID  string
+	// Payload is marshalled to JSON; sessionId/promptId are added to maps.
+	Payload any
+	// Latest marks an event that states the current value of something
+	// (the recovery summary): it is dropped when its payload equals the
+	// session's last event of the same type. The writer decides it inside
+	// the transaction, so a batch redone after a failure decides the same.
+	Latest bool
+}
+
+// Emit records a draft inside an Apply function.
+type Emit func(Draft)
+
+// Apply changes transcript rows inside the batch transaction and emits the
+// events that describe those changes. It runs on the writer goroutine, after
+// every Apply submitted before it, so it sees their writes. Like a Change
+// it may run twice (see Change); prefer a Change for new writes.
+type Apply func(tx *store.Store, emit Emit) error
+
+// Change is a typed write: a value the writer applies inside its batch
+// transaction, after every change submitted before it (so it sees their
+// writes). The rules that keep group commit safe:
+//   - Apply may run more than once: when another change of its batch fails,
+//     the batch is rolled back and each change is redone in a transaction of
+//     its own. Apply must therefore read only its own fields and the
+//     transaction, and change nothing outside the transaction (no captured
+//     variables, no actor state): its effects on the owner come back through
+//     the Pending once it has committed.
+//   - Ids are generated before submission, so a redo writes the same rows.
+//   - ctx is the writer's own: a request that goes away stops waiting for
+//     the Pending but cannot fail the batch its change is in.
+type Change interface {
+	// SessionID names the session the change belongs to ("" for none):
+	// a failure is logged and counted under it.
+	SessionID() string
+	// Apply writes the change's rows and emits the events describing them.
+	Apply(ctx context.Context, tx *store.Store, emit Emit) error
+}
+
+// Func adapts an Apply closure of a session to a Change. The closure must
+// follow Change's rules itself; new writes should be typed changes.
+func Func(sessionID string, apply Apply) Change { return funcChange{sessionID, apply} }
+
+type funcChange struct {
+	session string
+	apply   Apply
+}
+
+func (f funcChange) SessionID() string { return f.session }
+func (f funcChange) Apply(_ context.Context, tx *store.Store, emit Emit) error {
+	return f.apply(tx, emit)
+}
+
+type op struct {
+	change Change
+	p      *Pending
+}
+
+// Pending is a submitted op; it completes once the op is committed and its
+// events published (or it failed).
+type Pending struct {
+	done   chan struct{}
+	err    error
+	events []store.Event
+
+	mu       sync.Mutex
+	finished bool
+	then     []func()
+}
+
+func newPending() *Pending { return &Pending{done: make(chan struct{})} }
+
+func (p *Pending) finish(evs []store.Event, err error) {
+	p.events, p.err = evs, err
+	p.mu.Lock()
+	p.finished = true
+	then := p.then
+	p.then = nil
+	p.mu.Unlock()
+	close(p.done)
+	for _, f := range then {
+		f()
+	}
+}
+
+// Then calls f once the op has completed, committed or failed: at once if
+// it has, else on the writer goroutine right after it is published. f must
+// not block (it would stall every session's writes); it is meant for
+// releasing a credit or signalling a channel with room.
+func (p *Pending) Then(f func()) {
+	p.mu.Lock()
+	if !p.finished {
+		p.then = append(p.then, f)
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	f()
+}
+
+// Done closes when the op has completed.
+func (p *Pending) Done() <-chan struct{} { return p.done }
+
+// Err is the op's error once Done has closed (nil before, and on success).
+// A Then callback may read it: it runs after the outcome is set.
+func (p *Pending) Err() error {
+	select {
+	case <-p.done:
+		return p.err
+	default:
+		return nil
+	}
+}
+
+// Wait blocks until the op completes and returns its events (numbered, in
+// order) or its error. Any number of goroutines may wait.
+func (p *Pending) Wait(ctx context.Context) ([]store.Event, error) {
+	if p == nil {
+		return nil, nil // nothing was submitted
+	}
+	select {
+	case <-p.done:
+		return p.events, p.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}

@@ -1,0 +1,96 @@
+package sessions
+
+import (
+	"context"
+
+	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/recovery"
+	"github.com/tether/tether/internal/store"
+)
+
+// Typed changes: the writes a session hands to the event writer as values
+// (events.Change). Each is built on the actor (or by a request) with every
+// id it needs already chosen, holds only copies, and writes the same rows
+// however often the writer runs it: when another change of its batch fails,
+// the batch is rolled back and each change redone alone. None reads or
+// changes the actor, which learns the outcome from the Pending (see
+// write.go). New writes follow this pattern; the Apply closures still in
+// use (events.Func) are to be turned into changes like these.
+
+// sessionCreated creates a session, its task when the request named none,
+// and the queued initial turn, in one change: all of it exists or none.
+type sessionCreated struct {
+	// Task is the task to create with the session (ID chosen), or nil
+	// when Session.TaskID names an existing one.
+	Task     *store.Task
+	Session  store.Session
+	Executor store.Executor
+	// Initial is the initial prompt's turn (PromptID chosen), or nil.
+	Initial *store.Turn
+}
+
+func (c sessionCreated) SessionID() string { return c.Session.ID }
+
+func (c sessionCreated) Apply(ctx context.Context, tx *store.Store, emit events.Emit) error {
+	if c.Task != nil {
+		t, err := tx.CreateTask(ctx, *c.Task)
+		if err != nil {
+			return err
+		}
+		emitTaskCreated(emit, t)
+	}
+	sess, err := tx.CreateSession(ctx, c.Session, c.Executor)
+	if err != nil {
+		return err
+	}
+	emit(events.Draft{SessionID: sess.ID, Type: events.SessionCreated, Payload: map[string]any{
+		"taskId": sess.TaskID, "agentProfileId": sess.AgentProfileID, "cwd": sess.Cwd, "state": sess.State,
+		"title": sess.Title, "eventEpoch": sess.EventEpoch}})
+	if c.Initial == nil {
+		return nil
+	}
+	_, err = persistQueued(ctx, tx, emit, sess, *c.Initial)
+	return err
+}
+
+// recoveryPushed emits session.recovery_changed with the plan the
+// transcript implies as the session's earlier changes left it. The event
+// is marked Latest: the writer drops it when the plan equals the last one
+// committed, deciding inside the transaction, so a redone batch decides the
+// same and no push is lost.
+type recoveryPushed struct {
+	Session, TaskID string
+	// Closing and AgentAvailable are the plan inputs the store lacks.
+	Closing, AgentAvailable bool
+	// Always emits even an unchanged plan (start-up reconciliation).
+	Always bool
+}
+
+func (c recoveryPushed) SessionID() string { return c.Session }
+
+func (c recoveryPushed) Apply(ctx context.Context, tx *store.Store, emit events.Emit) error {
+	in, err := readPlanInput(ctx, tx, c.Session)
+	if err != nil {
+		return err
+	}
+	in.Closing, in.AgentAvailable = c.Closing, c.AgentAvailable
+	emit(events.Draft{SessionID: c.Session, Type: events.SessionRecoveryChanged, Latest: !c.Always,
+		Payload: map[string]any{"taskId": c.TaskID, "recovery": recovery.Plan(in)}})
+	return nil
+}
+
+// turnEnded records a turn's terminal outcome and emits its terminal event.
+type turnEnded struct {
+	TaskID string
+	Turn   store.Turn
+}
+
+func (c turnEnded) SessionID() string { return c.Turn.SessionID }
+
+func (c turnEnded) Apply(ctx context.Context, tx *store.Store, emit events.Emit) error {
+	if err := tx.UpdateTurn(ctx, c.Turn); err != nil {
+		return err
+	}
+	emit(turnEndedDraft(c.Turn.SessionID, c.TaskID, c.Turn, nil))
+	return nil
+}
