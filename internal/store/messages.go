@@ -1,0 +1,213 @@
+package store
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// messages -----------------------------------------------------------------------
+//
+// A message's text is its row's text followed by its chunk rows
+// (message_chunks) in id order. Streamed chunks are appended as rows because
+// SQLite rewrites a whole row on UPDATE: concatenating onto the message row
+// made every chunk cost the length of its message. The chunks of a message
+// are folded into its row once, when the session's next message starts (or
+// by FoldMessageChunks at start-up), so only the session's latest message
+// ever has chunk rows, and every read merges them.
+
+// AppendMessageChunk records a streamed text chunk. If the session's latest
+// message (highest id) belongs to the same prompt and role, the chunk is
+// appended to it; otherwise a new message starts. This keeps the transcript
+// one message per uninterrupted run of a role, as users read it. Either way
+// the cost does not depend on the length of the message: a continuing chunk
+// is one INSERT of a chunk row, whatever the message holds already.
+//
+// It returns the message the chunk went to and whether the chunk started
+// it. A started message is returned whole (its text is the chunk); for a
+// continued one, Text is only this chunk (reading the message back would
+// cost its length) and CreatedAt is zero.
+func (s *Store) AppendMessageChunk(ctx context.Context, sessionID, promptID string, role MessageRole, text string) (Message, bool, error) {
+	var out Message
+	started := false
+	err := s.transaction(ctx, "append message chunk", func(tx *gorm.DB) error {
+		ts := now()
+		// One statement finds the latest message and appends to it if it is
+		// this prompt's and role's; the subquery reads the row's leading
+		// columns only, never its text.
+		var ids []int64
+		if err := tx.Raw(`INSERT INTO message_chunks (message_id, text, created_at)
+			SELECT id, ?, ? FROM (SELECT id, prompt_id, role FROM messages WHERE session_id = ? ORDER BY id DESC LIMIT 1)
+			WHERE prompt_id = ? AND role = ? RETURNING message_id`,
+			text, formatTime(ts), sessionID, promptID, string(role)).Scan(&ids).Error; err != nil {
+			return internal(err, "append message chunk")
+		}
+		if len(ids) == 1 {
+			out = Message{ID: ids[0], SessionID: sessionID, PromptID: promptID, Role: role, Text: text, UpdatedAt: ts}
+			return nil
+		}
+		row, err := insertMessage(tx, Message{
+			SessionID: sessionID, PromptID: promptID, Role: role, Text: text,
+			CreatedAt: ts, UpdatedAt: ts,
+		})
+		out, started = toMessage(row), true
+		return err
+	})
+	if err != nil {
+		return Message{}, false, err
+	}
+	return out, started, nil
+}
+
+// AddMessage always inserts a new message (user prompts, system notices)
+// and returns it with its id. The store sets the timestamps.
+func (s *Store) AddMessage(ctx context.Context, m Message) (Message, error) {
+	ts := now()
+	m.ID, m.CreatedAt, m.UpdatedAt = 0, ts, ts
+	var row messageRow
+	err := s.transaction(ctx, "add message", func(tx *gorm.DB) error {
+		var err error
+		row, err = insertMessage(tx, m)
+		return err
+	})
+	if err != nil {
+		return Message{}, err
+	}
+	return toMessage(row), nil
+}
+
+// insertMessage starts a new message of the session; the message it
+// follows is complete, so its chunks are folded into its row first.
+func insertMessage(db *gorm.DB, m Message) (messageRow, error) {
+	var latest []int64
+	if err := db.Raw(`SELECT id FROM messages WHERE session_id = ? ORDER BY id DESC LIMIT 1`, m.SessionID).
+		Scan(&latest).Error; err != nil {
+		return messageRow{}, internal(err, "add message")
+	}
+	if len(latest) == 1 {
+		if err := foldMessage(db, latest[0]); err != nil {
+			return messageRow{}, err
+		}
+	}
+	row := fromMessage(m)
+	if err := db.Create(&row).Error; err != nil {
+		if isForeignKeyViolation(err) {
+			return messageRow{}, sessionNotFound(m.SessionID)
+		}
+		return messageRow{}, internal(err, "add message")
+	}
+	return row, nil
+}
+
+// chunkRow is one message_chunks row as reads merge it.
+type chunkRow struct {
+	MessageID int64  `gorm:"column:message_id"`
+	Text      string `gorm:"column:text"`
+	CreatedAt dbTime `gorm:"column:created_at"`
+}
+
+// foldMessage moves a message's chunk rows into its text: one rewrite of
+// the row per message, not one per chunk.
+func foldMessage(db *gorm.DB, messageID int64) error {
+	var chunks []chunkRow
+	if err := db.Raw(`SELECT message_id, text, created_at FROM message_chunks WHERE message_id = ? ORDER BY id`, messageID).
+		Scan(&chunks).Error; err != nil {
+		return internal(err, "fold message chunks")
+	}
+	if len(chunks) == 0 {
+		return nil
+	}
+	text, updated := joinChunks(chunks)
+	if err := db.Exec(`UPDATE messages SET text = text || ?, updated_at = ? WHERE id = ?`,
+		text, formatTime(updated), messageID).Error; err != nil {
+		return internal(err, "fold message chunks")
+	}
+	if err := db.Exec(`DELETE FROM message_chunks WHERE message_id = ?`, messageID).Error; err != nil {
+		return internal(err, "fold message chunks")
+	}
+	return nil
+}
+
+// joinChunks concatenates chunks (of one message, in order) and returns
+// the time of the last.
+func joinChunks(chunks []chunkRow) (string, time.Time) {
+	n := 0
+	for _, c := range chunks {
+		n += len(c.Text)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, c := range chunks {
+		b.WriteString(c.Text)
+	}
+	return b.String(), chunks[len(chunks)-1].CreatedAt.t
+}
+
+// FoldMessageChunks folds every message's chunk rows into its text; it
+// returns how many messages it folded. Start-up reconciliation runs it for
+// the messages a crash left open (reads merge chunks anyway, so this only
+// keeps the chunk table small).
+func (s *Store) FoldMessageChunks(ctx context.Context) (int, error) {
+	var ids []int64
+	err := s.transaction(ctx, "fold message chunks", func(tx *gorm.DB) error {
+		if err := tx.Raw(`SELECT DISTINCT message_id FROM message_chunks ORDER BY message_id`).Scan(&ids).Error; err != nil {
+			return internal(err, "fold message chunks")
+		}
+		for _, id := range ids {
+			if err := foldMessage(tx, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return len(ids), err
+}
+
+// ListMessages returns the session's messages in order (by id), each with
+// the text streamed into it so far.
+func (s *Store) ListMessages(ctx context.Context, sessionID string) ([]Message, error) {
+	if !s.inTx && s.db != s.rdb {
+		// Rows and chunks must come from one snapshot: a fold between the
+		// two reads would lose the folded text from this answer.
+		var out []Message
+		err := s.Snapshot(ctx, func(r *Store) error {
+			var err error
+			out, err = r.ListMessages(ctx, sessionID)
+			return err
+		})
+		return out, err
+	}
+	var rows []messageRow
+	db := s.db.WithContext(ctx)
+	if err := db.Where("session_id = ?", sessionID).Order("id").Find(&rows).Error; err != nil {
+		return nil, internal(err, "list messages")
+	}
+	var chunks []chunkRow
+	if err := db.Raw(`SELECT c.message_id, c.text, c.created_at FROM message_chunks c
+		JOIN messages m ON m.id = c.message_id WHERE m.session_id = ? ORDER BY c.message_id, c.id`, sessionID).
+		Scan(&chunks).Error; err != nil {
+		return nil, internal(err, "list messages")
+	}
+	out := make([]Message, 0, len(rows))
+	for _, r := range rows {
+		m := toMessage(r)
+		i := 0
+		for i < len(chunks) && chunks[i].MessageID < m.ID {
+			i++ // a chunk of no listed message: cannot happen (same snapshot)
+		}
+		j := i
+		for j < len(chunks) && chunks[j].MessageID == m.ID {
+			j++
+		}
+		if j > i {
+			text, updated := joinChunks(chunks[i:j])
+			m.Text += text
+			m.UpdatedAt = updated
+		}
+		chunks = chunks[j:]
+		out = append(out, m)
+	}
+	return out, nil
+}
