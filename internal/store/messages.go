@@ -18,6 +18,35 @@ import (
 // by FoldMessageChunks at start-up), so only the session's latest message
 // ever has chunk rows, and every read merges them.
 
+// The statements of the chunk path, prepared once at Open (prepareOnPool).
+// Two plain statements: one INSERT ... SELECT ... RETURNING measured
+// several times slower than both together.
+const (
+	// latestMessageSQL reads the session's latest message without its text.
+	latestMessageSQL = `SELECT id, prompt_id, role FROM messages WHERE session_id = ? ORDER BY id DESC LIMIT 1`
+	appendChunkSQL   = `INSERT INTO message_chunks (message_id, text, created_at) VALUES (?, ?, ?)`
+	messageChunksSQL = `SELECT message_id, text, created_at FROM message_chunks WHERE message_id = ? ORDER BY id`
+)
+
+// latestMessage is the head of a session's latest message.
+type latestMessage struct {
+	ID       int64  `gorm:"column:id"`
+	PromptID string `gorm:"column:prompt_id"`
+	Role     string `gorm:"column:role"`
+}
+
+// latestOf returns the session's latest message, if it has one.
+func latestOf(db *gorm.DB, sessionID string) (latestMessage, bool, error) {
+	var rows []latestMessage
+	if err := db.Raw(latestMessageSQL, sessionID).Scan(&rows).Error; err != nil {
+		return latestMessage{}, false, internal(err, "read latest message")
+	}
+	if len(rows) == 0 {
+		return latestMessage{}, false, nil
+	}
+	return rows[0], true, nil
+}
+
 // AppendMessageChunk records a streamed text chunk. If the session's latest
 // message (highest id) belongs to the same prompt and role, the chunk is
 // appended to it; otherwise a new message starts. This keeps the transcript
@@ -34,18 +63,16 @@ func (s *Store) AppendMessageChunk(ctx context.Context, sessionID, promptID stri
 	started := false
 	err := s.transaction(ctx, "append message chunk", func(tx *gorm.DB) error {
 		ts := now()
-		// One statement finds the latest message and appends to it if it is
-		// this prompt's and role's; the subquery reads the row's leading
-		// columns only, never its text.
-		var ids []int64
-		if err := tx.Raw(`INSERT INTO message_chunks (message_id, text, created_at)
-			SELECT id, ?, ? FROM (SELECT id, prompt_id, role FROM messages WHERE session_id = ? ORDER BY id DESC LIMIT 1)
-			WHERE prompt_id = ? AND role = ? RETURNING message_id`,
-			text, formatTime(ts), sessionID, promptID, string(role)).Scan(&ids).Error; err != nil {
-			return internal(err, "append message chunk")
+		// The latest message's leading columns only, never its text.
+		last, ok, err := latestOf(tx, sessionID)
+		if err != nil {
+			return err
 		}
-		if len(ids) == 1 {
-			out = Message{ID: ids[0], SessionID: sessionID, PromptID: promptID, Role: role, Text: text, UpdatedAt: ts}
+		if ok && last.PromptID == promptID && last.Role == string(role) {
+			if err := tx.Exec(appendChunkSQL, last.ID, text, formatTime(ts)).Error; err != nil {
+				return internal(err, "append message chunk")
+			}
+			out = Message{ID: last.ID, SessionID: sessionID, PromptID: promptID, Role: role, Text: text, UpdatedAt: ts}
 			return nil
 		}
 		row, err := insertMessage(tx, Message{
@@ -81,13 +108,12 @@ func (s *Store) AddMessage(ctx context.Context, m Message) (Message, error) {
 // insertMessage starts a new message of the session; the message it
 // follows is complete, so its chunks are folded into its row first.
 func insertMessage(db *gorm.DB, m Message) (messageRow, error) {
-	var latest []int64
-	if err := db.Raw(`SELECT id FROM messages WHERE session_id = ? ORDER BY id DESC LIMIT 1`, m.SessionID).
-		Scan(&latest).Error; err != nil {
-		return messageRow{}, internal(err, "add message")
+	last, ok, err := latestOf(db, m.SessionID)
+	if err != nil {
+		return messageRow{}, err
 	}
-	if len(latest) == 1 {
-		if err := foldMessage(db, latest[0]); err != nil {
+	if ok {
+		if err := foldMessage(db, last.ID); err != nil {
 			return messageRow{}, err
 		}
 	}
@@ -112,7 +138,7 @@ type chunkRow struct {
 // the row per message, not one per chunk.
 func foldMessage(db *gorm.DB, messageID int64) error {
 	var chunks []chunkRow
-	if err := db.Raw(`SELECT message_id, text, created_at FROM message_chunks WHERE message_id = ? ORDER BY id`, messageID).
+	if err := db.Raw(messageChunksSQL, messageID).
 		Scan(&chunks).Error; err != nil {
 		return internal(err, "fold message chunks")
 	}

@@ -87,6 +87,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		_ = sqlDB.Close()
 		return nil, err
 	}
+	if err := prepareOnPool(ctx, gdb, appendChunkSQL, latestMessageSQL, messageChunksSQL); err != nil {
+		_ = sqlDB.Close()
+		return nil, err
+	}
 	rdb, err := gorm.Open(sqlite.Open(readDSN(abs)), &gorm.Config{
 		Logger:                 slowQueryLogger{log: slog.Default(), threshold: slowQueryThreshold},
 		SkipDefaultTransaction: true,
