@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"strings"
 	"time"
 
@@ -18,33 +20,49 @@ import (
 // by FoldMessageChunks at start-up), so only the session's latest message
 // ever has chunk rows, and every read merges them.
 
-// The statements of the chunk path, prepared once at Open (prepareOnPool).
-// Two plain statements: one INSERT ... SELECT ... RETURNING measured
-// several times slower than both together.
+// The statements of the chunk path, prepared once at Open (prepareOnPool)
+// and run through the connection pool's own Exec/QueryRow, without gorm's
+// callbacks and reflection: on the writer they run once per chunk. Plain
+// statements: one INSERT ... SELECT ... RETURNING measured several times
+// slower than a SELECT and an INSERT.
 const (
 	// latestMessageSQL reads the session's latest message without its text.
 	latestMessageSQL = `SELECT id, prompt_id, role FROM messages WHERE session_id = ? ORDER BY id DESC LIMIT 1`
 	appendChunkSQL   = `INSERT INTO message_chunks (message_id, text, created_at) VALUES (?, ?, ?)`
+	insertMessageSQL = `INSERT INTO messages (session_id, prompt_id, role, text, content, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`
 	messageChunksSQL = `SELECT message_id, text, created_at FROM message_chunks WHERE message_id = ? ORDER BY id`
+	foldMessageSQL   = `UPDATE messages SET text = text || ?, updated_at = ? WHERE id = ?`
+	dropChunksSQL    = `DELETE FROM message_chunks WHERE message_id = ?`
 )
+
+// messageStatements are the statements prepareOnPool prepares at Open.
+var messageStatements = []string{latestMessageSQL, appendChunkSQL, insertMessageSQL, messageChunksSQL, foldMessageSQL, dropChunksSQL}
 
 // latestMessage is the head of a session's latest message.
 type latestMessage struct {
-	ID       int64  `gorm:"column:id"`
-	PromptID string `gorm:"column:prompt_id"`
-	Role     string `gorm:"column:role"`
+	ID       int64
+	PromptID string
+	Role     string
 }
 
 // latestOf returns the session's latest message, if it has one.
 func latestOf(db *gorm.DB, sessionID string) (latestMessage, bool, error) {
-	var rows []latestMessage
-	if err := db.Raw(latestMessageSQL, sessionID).Scan(&rows).Error; err != nil {
+	var m latestMessage
+	err := db.Statement.ConnPool.QueryRowContext(db.Statement.Context, latestMessageSQL, sessionID).Scan(&m.ID, &m.PromptID, &m.Role)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return latestMessage{}, false, nil
+	case err != nil:
 		return latestMessage{}, false, internal(err, "read latest message")
 	}
-	if len(rows) == 0 {
-		return latestMessage{}, false, nil
-	}
-	return rows[0], true, nil
+	return m, true, nil
+}
+
+// execFast runs one of the statements above on db's connection or
+// transaction.
+func execFast(db *gorm.DB, query string, args ...any) (sql.Result, error) {
+	return db.Statement.ConnPool.ExecContext(db.Statement.Context, query, args...)
 }
 
 // AppendMessageChunk records a streamed text chunk. If the session's latest
@@ -69,7 +87,7 @@ func (s *Store) AppendMessageChunk(ctx context.Context, sessionID, promptID stri
 			return err
 		}
 		if ok && last.PromptID == promptID && last.Role == string(role) {
-			if err := tx.Exec(appendChunkSQL, last.ID, text, formatTime(ts)).Error; err != nil {
+			if _, err := execFast(tx, appendChunkSQL, last.ID, text, formatTime(ts)); err != nil {
 				return internal(err, "append message chunk")
 			}
 			out = Message{ID: last.ID, SessionID: sessionID, PromptID: promptID, Role: role, Text: text, UpdatedAt: ts}
@@ -118,7 +136,12 @@ func insertMessage(db *gorm.DB, m Message) (messageRow, error) {
 		}
 	}
 	row := fromMessage(m)
-	if err := db.Create(&row).Error; err != nil {
+	res, err := execFast(db, insertMessageSQL, row.SessionID, row.PromptID, row.Role, row.Text, row.Content,
+		formatTime(m.CreatedAt), formatTime(m.UpdatedAt))
+	if err == nil {
+		row.ID, err = res.LastInsertId()
+	}
+	if err != nil {
 		if isForeignKeyViolation(err) {
 			return messageRow{}, sessionNotFound(m.SessionID)
 		}
@@ -129,28 +152,44 @@ func insertMessage(db *gorm.DB, m Message) (messageRow, error) {
 
 // chunkRow is one message_chunks row as reads merge it.
 type chunkRow struct {
-	MessageID int64  `gorm:"column:message_id"`
-	Text      string `gorm:"column:text"`
-	CreatedAt dbTime `gorm:"column:created_at"`
+	MessageID int64
+	Text      string
+	CreatedAt dbTime
+}
+
+// scanChunks reads chunk rows (message_id, text, created_at) in order.
+func scanChunks(db *gorm.DB, query string, args ...any) ([]chunkRow, error) {
+	rows, err := db.Statement.ConnPool.QueryContext(db.Statement.Context, query, args...)
+	if err != nil {
+		return nil, internal(err, "read message chunks")
+	}
+	defer rows.Close()
+	var out []chunkRow
+	for rows.Next() {
+		var c chunkRow
+		if err := rows.Scan(&c.MessageID, &c.Text, &c.CreatedAt); err != nil {
+			return nil, internal(err, "read message chunks")
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, internal(err, "read message chunks")
+	}
+	return out, nil
 }
 
 // foldMessage moves a message's chunk rows into its text: one rewrite of
 // the row per message, not one per chunk.
 func foldMessage(db *gorm.DB, messageID int64) error {
-	var chunks []chunkRow
-	if err := db.Raw(messageChunksSQL, messageID).
-		Scan(&chunks).Error; err != nil {
-		return internal(err, "fold message chunks")
-	}
-	if len(chunks) == 0 {
-		return nil
+	chunks, err := scanChunks(db, messageChunksSQL, messageID)
+	if err != nil || len(chunks) == 0 {
+		return err
 	}
 	text, updated := joinChunks(chunks)
-	if err := db.Exec(`UPDATE messages SET text = text || ?, updated_at = ? WHERE id = ?`,
-		text, formatTime(updated), messageID).Error; err != nil {
+	if _, err := execFast(db, foldMessageSQL, text, formatTime(updated), messageID); err != nil {
 		return internal(err, "fold message chunks")
 	}
-	if err := db.Exec(`DELETE FROM message_chunks WHERE message_id = ?`, messageID).Error; err != nil {
+	if _, err := execFast(db, dropChunksSQL, messageID); err != nil {
 		return internal(err, "fold message chunks")
 	}
 	return nil
@@ -210,11 +249,10 @@ func (s *Store) ListMessages(ctx context.Context, sessionID string) ([]Message, 
 	if err := db.Where("session_id = ?", sessionID).Order("id").Find(&rows).Error; err != nil {
 		return nil, internal(err, "list messages")
 	}
-	var chunks []chunkRow
-	if err := db.Raw(`SELECT c.message_id, c.text, c.created_at FROM message_chunks c
-		JOIN messages m ON m.id = c.message_id WHERE m.session_id = ? ORDER BY c.message_id, c.id`, sessionID).
-		Scan(&chunks).Error; err != nil {
-		return nil, internal(err, "list messages")
+	chunks, err := scanChunks(db, `SELECT c.message_id, c.text, c.created_at FROM message_chunks c
+		JOIN messages m ON m.id = c.message_id WHERE m.session_id = ? ORDER BY c.message_id, c.id`, sessionID)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]Message, 0, len(rows))
 	for _, r := range rows {

@@ -87,7 +87,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		_ = sqlDB.Close()
 		return nil, err
 	}
-	if err := prepareOnPool(ctx, gdb, appendChunkSQL, latestMessageSQL, messageChunksSQL); err != nil {
+	if err := prepareOnPool(ctx, gdb, messageStatements...); err != nil {
 		_ = sqlDB.Close()
 		return nil, err
 	}
