@@ -28,36 +28,52 @@ const ingestWindow = 1024
 func BenchmarkIngest(b *testing.B) {
 	for _, subs := range []int{0, 10, 100} {
 		b.Run(fmt.Sprintf("subs=%d", subs), func(b *testing.B) {
-			benchIngest(b, subs, chunkOp)
+			benchIngest(b, subs, 100, chunkOp)
 		})
 	}
 }
 
 // BenchmarkIngestTranscript is BenchmarkIngest/subs=10 with the
 // transcript write a real chunk costs: each op appends to the current
-// agent message row (a new message every 100 chunks) in the same
-// transaction as its event, as the session actor does.
+// agent message (store.AppendMessageChunk) in the same transaction as its
+// event, as the session actor does. The sub-benchmarks differ only in how
+// long a message grows before the next one starts (1 kB, 100 kB, 1 MB of
+// text): a chunk must cost the same whatever the length of its message.
 func BenchmarkIngestTranscript(b *testing.B) {
-	benchIngest(b, 10, func(l *benchLog, sid, pid string, _ int64) events.Apply {
-		return func(tx *store.Store, emit events.Emit) error {
-			m, started, err := tx.AppendMessageChunk(context.Background(), sid, pid, store.RoleAgent, chunkText)
-			if err != nil {
-				return err
-			}
-			typ := events.MessageChunk
-			if started {
-				typ = events.MessageAdded
-			}
-			emit(events.Draft{SessionID: sid, Type: typ, PromptID: pid, Payload: map[string]any{
-				"taskId": l.taskID, "messageId": m.ID, "role": "agent", "text": chunkText}})
-			return nil
+	for _, size := range []struct {
+		name  string
+		bytes int
+	}{{"len=1kB", 1 << 10}, {"len=100kB", 100 << 10}, {"len=1MB", 1 << 20}} {
+		b.Run(size.name, func(b *testing.B) {
+			benchIngest(b, 10, max(1, size.bytes/len(chunkText)), transcriptChunkOp)
+		})
+	}
+}
+
+// transcriptChunkOp is the op of an agent message chunk with its
+// transcript row.
+func transcriptChunkOp(l *benchLog, sid, pid string, _ int64) events.Apply {
+	return func(tx *store.Store, emit events.Emit) error {
+		m, started, err := tx.AppendMessageChunk(context.Background(), sid, pid, store.RoleAgent, chunkText)
+		if err != nil {
+			return err
 		}
-	})
+		typ := events.MessageChunk
+		if started {
+			typ = events.MessageAdded
+		}
+		emit(events.Draft{SessionID: sid, Type: typ, PromptID: pid, Payload: map[string]any{
+			"taskId": l.taskID, "messageId": m.ID, "role": "agent", "text": chunkText}})
+		return nil
+	}
 }
 
 type opFunc func(l *benchLog, sid, promptID string, sentAt int64) events.Apply
 
-func benchIngest(b *testing.B, subs int, mkOp opFunc) {
+// benchIngest runs b.N ops over ingestSessions sessions with subs
+// subscribers each; every perPrompt ops of a session start a new prompt
+// (so a new transcript message).
+func benchIngest(b *testing.B, subs, perPrompt int, mkOp opFunc) {
 	l := openBenchLog(b, ingestSessions)
 	per := make([]int, ingestSessions) // events per session
 	for i := range b.N {
@@ -106,7 +122,7 @@ func benchIngest(b *testing.B, subs int, mkOp opFunc) {
 			defer prod.Done()
 			wd := newWindow(ingestWindow)
 			for i := range per[si] {
-				wd.submit(l.w, mkOp(l, sid, promptID(si*1_000_000+i/100), 0))
+				wd.submit(l.w, mkOp(l, sid, promptID(si*1_000_000+i/perPrompt), 0))
 			}
 			errs[si] = wd.drain()
 		}()

@@ -34,13 +34,22 @@ type ReconcileResult struct {
 // are held (sessions.queue_held) until the user continues or prompts; pending
 // permissions expire, the session waits for input (task in REVIEW) and its
 // executor row is re-derived — an orphaned agent process is stopped. No
-// model request is sent.
+// model request is sent. Messages left open get their streamed chunks
+// folded into their text.
 func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
 	start := time.Now()
 	// Thousands of short reads: with a cancellable context the sqlite
 	// driver starts a goroutine per row. Start-up is not cancelled mid-way.
 	ctx = context.WithoutCancel(ctx)
 	var res ReconcileResult
+	// Messages a crash left open keep their streamed text as chunk rows
+	// (committed with their events); fold them into their messages.
+	if err := m.w.Exec(ctx, func(tx *store.Store) error {
+		_, err := tx.FoldMessageChunks(ctx)
+		return err
+	}); err != nil {
+		return res, err
+	}
 	active, err := m.store.ListSessionsByState(ctx, store.SessionStarting, store.SessionRunning, store.SessionWaitingForInput)
 	if err != nil {
 		return res, err

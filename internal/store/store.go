@@ -103,6 +103,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		_ = sqlDB.Close()
 		return nil, err
 	}
+	if err := prepareOnPool(ctx, gdb, messageStatements...); err != nil {
+		_ = sqlDB.Close()
+		return nil, err
+	}
 	rdb, err := gorm.Open(sqlite.Open(readDSN(abs)), &gorm.Config{
 		Logger:                 ql,
 		SkipDefaultTransaction: true,

@@ -26,14 +26,14 @@ func TestAppendMessageChunkAggregates(t *testing.T) {
 		name     string
 		in       chunk
 		wantNew  bool   // a new message was started
-		wantText string // text of the returned message
+		wantText string // text of the returned message: all of a new one, the chunk of a continued one
 	}{
 		{"first chunk starts a message", chunk{"p1", store.RoleAgent, "Hel"}, true, "Hel"},
-		{"same role appends", chunk{"p1", store.RoleAgent, "lo"}, false, "Hello"},
+		{"same role appends", chunk{"p1", store.RoleAgent, "lo"}, false, "lo"},
 		{"role switch starts a message", chunk{"p1", store.RoleThought, "hmm"}, true, "hmm"},
 		{"switching back starts another", chunk{"p1", store.RoleAgent, " again"}, true, " again"},
 		{"new prompt starts a message", chunk{"p2", store.RoleAgent, "next"}, true, "next"},
-		{"empty chunk appends nothing", chunk{"p2", store.RoleAgent, ""}, false, "next"},
+		{"empty chunk appends nothing", chunk{"p2", store.RoleAgent, ""}, false, ""},
 	}
 	var lastID int64
 	for _, st := range steps {

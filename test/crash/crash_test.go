@@ -134,6 +134,19 @@ func TestCrashMatrix(t *testing.T) {
 			t.Errorf("agent text: got %d chars starting %.40q, want it to start with the %d chars the client saw",
 				len(agent), agent, seenText.Len())
 		}
+		// The log is the truth: the transcript holds exactly the chunks
+		// whose events committed, those after the client's last one too
+		// (they sat as chunk rows of the open message at the kill).
+		var logged strings.Builder
+		for _, f := range replay {
+			if (f.Event == "message.added" || f.Event == "message.chunk") && f.JSON(t)["role"] == "agent" {
+				logged.WriteString(f.JSON(t)["text"].(string))
+			}
+		}
+		if agent != logged.String() {
+			t.Errorf("agent text: got %d chars ending %q, want the %d chars of the committed chunk events, ending %q",
+				len(agent), tail(agent), logged.Len(), tail(logged.String()))
+		}
 		if !strings.Contains(system, "Turn interrupted: tetherd restarted") {
 			t.Errorf("system messages: got %q, want the restart notice", system)
 		}

@@ -1,0 +1,277 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// messages -----------------------------------------------------------------------
+//
+// A message's text is its row's text followed by its chunk rows
+// (message_chunks) in id order. Streamed chunks are appended as rows because
+// SQLite rewrites a whole row on UPDATE: concatenating onto the message row
+// made every chunk cost the length of its message. The chunks of a message
+// are folded into its row once, when the session's next message starts (or
+// by FoldMessageChunks at start-up), so only the session's latest message
+// ever has chunk rows, and every read merges them.
+
+// The statements of the chunk path, prepared once at Open (prepareOnPool)
+// and run through the connection pool's own Exec/QueryRow, without gorm's
+// callbacks and reflection: on the writer they run once per chunk. Plain
+// statements: one INSERT ... SELECT ... RETURNING measured several times
+// slower than a SELECT and an INSERT.
+const (
+	// latestMessageSQL reads the session's latest message without its text.
+	latestMessageSQL = `SELECT id, prompt_id, role FROM messages WHERE session_id = ? ORDER BY id DESC LIMIT 1`
+	appendChunkSQL   = `INSERT INTO message_chunks (message_id, text, created_at) VALUES (?, ?, ?)`
+	insertMessageSQL = `INSERT INTO messages (session_id, prompt_id, role, text, content, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`
+	messageChunksSQL = `SELECT message_id, text, created_at FROM message_chunks WHERE message_id = ? ORDER BY id`
+	foldMessageSQL   = `UPDATE messages SET text = text || ?, updated_at = ? WHERE id = ?`
+	dropChunksSQL    = `DELETE FROM message_chunks WHERE message_id = ?`
+)
+
+// messageStatements are the statements prepareOnPool prepares at Open.
+var messageStatements = []string{latestMessageSQL, appendChunkSQL, insertMessageSQL, messageChunksSQL, foldMessageSQL, dropChunksSQL}
+
+// latestMessage is the head of a session's latest message.
+type latestMessage struct {
+	ID       int64
+	PromptID string
+	Role     string
+}
+
+// latestOf returns the session's latest message, if it has one.
+func latestOf(db *gorm.DB, sessionID string) (latestMessage, bool, error) {
+	var m latestMessage
+	err := db.Statement.ConnPool.QueryRowContext(db.Statement.Context, latestMessageSQL, sessionID).Scan(&m.ID, &m.PromptID, &m.Role)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return latestMessage{}, false, nil
+	case err != nil:
+		return latestMessage{}, false, internal(err, "read latest message")
+	}
+	return m, true, nil
+}
+
+// execFast runs one of the statements above on db's connection or
+// transaction.
+func execFast(db *gorm.DB, query string, args ...any) (sql.Result, error) {
+	return db.Statement.ConnPool.ExecContext(db.Statement.Context, query, args...)
+}
+
+// AppendMessageChunk records a streamed text chunk. If the session's latest
+// message (highest id) belongs to the same prompt and role, the chunk is
+// appended to it; otherwise a new message starts. This keeps the transcript
+// one message per uninterrupted run of a role, as users read it. Either way
+// the cost does not depend on the length of the message: a continuing chunk
+// is one INSERT of a chunk row, whatever the message holds already.
+//
+// It returns the message the chunk went to and whether the chunk started
+// it. A started message is returned whole (its text is the chunk); for a
+// continued one, Text is only this chunk (reading the message back would
+// cost its length) and CreatedAt is zero.
+func (s *Store) AppendMessageChunk(ctx context.Context, sessionID, promptID string, role MessageRole, text string) (Message, bool, error) {
+	var out Message
+	started := false
+	err := s.transaction(ctx, "append message chunk", func(tx *gorm.DB) error {
+		ts := now()
+		// The latest message's leading columns only, never its text.
+		last, ok, err := latestOf(tx, sessionID)
+		if err != nil {
+			return err
+		}
+		if ok && last.PromptID == promptID && last.Role == string(role) {
+			if _, err := execFast(tx, appendChunkSQL, last.ID, text, formatTime(ts)); err != nil {
+				return internal(err, "append message chunk")
+			}
+			out = Message{ID: last.ID, SessionID: sessionID, PromptID: promptID, Role: role, Text: text, UpdatedAt: ts}
+			return nil
+		}
+		row, err := insertMessage(tx, Message{
+			SessionID: sessionID, PromptID: promptID, Role: role, Text: text,
+			CreatedAt: ts, UpdatedAt: ts,
+		})
+		out, started = toMessage(row), true
+		return err
+	})
+	if err != nil {
+		return Message{}, false, err
+	}
+	return out, started, nil
+}
+
+// AddMessage always inserts a new message (user prompts, system notices)
+// and returns it with its id. The store sets the timestamps.
+func (s *Store) AddMessage(ctx context.Context, m Message) (Message, error) {
+	ts := now()
+	m.ID, m.CreatedAt, m.UpdatedAt = 0, ts, ts
+	var row messageRow
+	err := s.transaction(ctx, "add message", func(tx *gorm.DB) error {
+		var err error
+		row, err = insertMessage(tx, m)
+		return err
+	})
+	if err != nil {
+		return Message{}, err
+	}
+	return toMessage(row), nil
+}
+
+// insertMessage starts a new message of the session; the message it
+// follows is complete, so its chunks are folded into its row first.
+func insertMessage(db *gorm.DB, m Message) (messageRow, error) {
+	last, ok, err := latestOf(db, m.SessionID)
+	if err != nil {
+		return messageRow{}, err
+	}
+	if ok {
+		if err := foldMessage(db, last.ID); err != nil {
+			return messageRow{}, err
+		}
+	}
+	row := fromMessage(m)
+	res, err := execFast(db, insertMessageSQL, row.SessionID, row.PromptID, row.Role, row.Text, row.Content,
+		formatTime(m.CreatedAt), formatTime(m.UpdatedAt))
+	if err == nil {
+		row.ID, err = res.LastInsertId()
+	}
+	if err != nil {
+		if isForeignKeyViolation(err) {
+			return messageRow{}, sessionNotFound(m.SessionID)
+		}
+		return messageRow{}, internal(err, "add message")
+	}
+	return row, nil
+}
+
+// chunkRow is one message_chunks row as reads merge it.
+type chunkRow struct {
+	MessageID int64
+	Text      string
+	CreatedAt dbTime
+}
+
+// scanChunks reads chunk rows (message_id, text, created_at) in order.
+func scanChunks(db *gorm.DB, query string, args ...any) ([]chunkRow, error) {
+	rows, err := db.Statement.ConnPool.QueryContext(db.Statement.Context, query, args...)
+	if err != nil {
+		return nil, internal(err, "read message chunks")
+	}
+	defer rows.Close()
+	var out []chunkRow
+	for rows.Next() {
+		var c chunkRow
+		if err := rows.Scan(&c.MessageID, &c.Text, &c.CreatedAt); err != nil {
+			return nil, internal(err, "read message chunks")
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, internal(err, "read message chunks")
+	}
+	return out, nil
+}
+
+// foldMessage moves a message's chunk rows into its text: one rewrite of
+// the row per message, not one per chunk.
+func foldMessage(db *gorm.DB, messageID int64) error {
+	chunks, err := scanChunks(db, messageChunksSQL, messageID)
+	if err != nil || len(chunks) == 0 {
+		return err
+	}
+	text, updated := joinChunks(chunks)
+	if _, err := execFast(db, foldMessageSQL, text, formatTime(updated), messageID); err != nil {
+		return internal(err, "fold message chunks")
+	}
+	if _, err := execFast(db, dropChunksSQL, messageID); err != nil {
+		return internal(err, "fold message chunks")
+	}
+	return nil
+}
+
+// joinChunks concatenates chunks (of one message, in order) and returns
+// the time of the last.
+func joinChunks(chunks []chunkRow) (string, time.Time) {
+	n := 0
+	for _, c := range chunks {
+		n += len(c.Text)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, c := range chunks {
+		b.WriteString(c.Text)
+	}
+	return b.String(), chunks[len(chunks)-1].CreatedAt.t
+}
+
+// FoldMessageChunks folds every message's chunk rows into its text; it
+// returns how many messages it folded. Start-up reconciliation runs it for
+// the messages a crash left open (reads merge chunks anyway, so this only
+// keeps the chunk table small).
+func (s *Store) FoldMessageChunks(ctx context.Context) (int, error) {
+	var ids []int64
+	err := s.transaction(ctx, "fold message chunks", func(tx *gorm.DB) error {
+		if err := tx.Raw(`SELECT DISTINCT message_id FROM message_chunks ORDER BY message_id`).Scan(&ids).Error; err != nil {
+			return internal(err, "fold message chunks")
+		}
+		for _, id := range ids {
+			if err := foldMessage(tx, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return len(ids), err
+}
+
+// ListMessages returns the session's messages in order (by id), each with
+// the text streamed into it so far.
+func (s *Store) ListMessages(ctx context.Context, sessionID string) ([]Message, error) {
+	if !s.inTx && s.db != s.rdb {
+		// Rows and chunks must come from one snapshot: a fold between the
+		// two reads would lose the folded text from this answer.
+		var out []Message
+		err := s.Snapshot(ctx, func(r *Store) error {
+			var err error
+			out, err = r.ListMessages(ctx, sessionID)
+			return err
+		})
+		return out, err
+	}
+	var rows []messageRow
+	db := s.db.WithContext(ctx)
+	if err := db.Where("session_id = ?", sessionID).Order("id").Find(&rows).Error; err != nil {
+		return nil, internal(err, "list messages")
+	}
+	chunks, err := scanChunks(db, `SELECT c.message_id, c.text, c.created_at FROM message_chunks c
+		JOIN messages m ON m.id = c.message_id WHERE m.session_id = ? ORDER BY c.message_id, c.id`, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Message, 0, len(rows))
+	for _, r := range rows {
+		m := toMessage(r)
+		i := 0
+		for i < len(chunks) && chunks[i].MessageID < m.ID {
+			i++ // a chunk of no listed message: cannot happen (same snapshot)
+		}
+		j := i
+		for j < len(chunks) && chunks[j].MessageID == m.ID {
+			j++
+		}
+		if j > i {
+			text, updated := joinChunks(chunks[i:j])
+			m.Text += text
+			m.UpdatedAt = updated
+		}
+		chunks = chunks[j:]
+		out = append(out, m)
+	}
+	return out, nil
+}
