@@ -9,7 +9,7 @@
 CREATE INDEX turns_session_started_idx ON turns (session_id, started_at);
 -- One turn's messages and tool calls.
 CREATE INDEX messages_session_prompt_idx ON messages (session_id, prompt_id, id);
-CREATE INDEX tool_calls_session_prompt_idx ON tool_calls (session_id, prompt_id);
+CREATE INDEX tool_calls_session_prompt_idx ON tool_calls (session_id, prompt_id, created_at);
 
 -- +goose Down
 DROP INDEX tool_calls_session_prompt_idx;
