@@ -59,6 +59,14 @@ type Input struct {
 	// wait, in order, until the session is continued or prompted, and do not
 	// stop a continuation (which runs before them).
 	QueueHeld bool
+	// Earlier is how many turns come before Turns. A reader may give only
+	// the recent turns (every turn from seq Earlier+1 on, and the output
+	// of the ones that matter), and checks the rest itself (Gap); zero
+	// when Turns, Messages and ToolCalls are the whole transcript.
+	Earlier int64
+	// Gap is the evidence of a gap (see HistoryGap) the reader found in
+	// what it did not give; empty when none.
+	Gap string
 }
 
 // DanglingToolCall is a tool call the interruption cut off.
@@ -110,7 +118,7 @@ func Plan(in Input) Summary {
 	queued := len(s.Queued) > 0
 	held := queued && in.QueueHeld && !active
 	s.QueueHeld = held
-	last := lastRun(turns)
+	last := LastRun(turns)
 	if last != nil && last.State == store.TurnInterrupted && !last.CancelRequested {
 		s.PromptID = last.PromptID
 		s.InterruptReason = last.InterruptReason
@@ -171,13 +179,14 @@ func Plan(in Input) Summary {
 	return s
 }
 
-// lastRun is the turn a continuation would pick up: the last one that ran,
+// LastRun is the turn a continuation would pick up (turns in seq order;
+// nil when none qualifies): the last one that ran,
 // or ended without running at the user's word (a cancelled queued turn, so
 // a cancel leaves the session clean). Queued and withdrawn turns never ran.
 // A continuation runs before the turns held in the queue when it was
 // admitted, so a turn with a lower seq may have started after it: among
 // turns that started, the one that started last wins.
-func lastRun(turns []store.Turn) *store.Turn {
+func LastRun(turns []store.Turn) *store.Turn {
 	var last *store.Turn
 	for i := len(turns) - 1; i >= 0; i-- {
 		if t := &turns[i]; t.State != store.TurnQueued && !withdrawn(*t) {
@@ -244,17 +253,30 @@ func producedOutput(in Input, promptID string) bool {
 	return false
 }
 
+// HistoryGap is the evidence that a whole transcript (in, with Earlier
+// zero; only Seq and PromptID are looked at) is not the whole story, or
+// empty. A reader that gives Plan only the recent turns runs it over ids
+// of the whole history and passes its answer as Input.Gap.
+func HistoryGap(in Input) string {
+	turns := append([]store.Turn(nil), in.Turns...)
+	sort.SliceStable(turns, func(i, j int) bool { return turns[i].Seq < turns[j].Seq })
+	return historyGap(turns, in)
+}
+
 // historyGap finds evidence that the transcript is not the whole story:
 // missing turn numbers, or output attributed to a turn that does not exist.
 func historyGap(turns []store.Turn, in Input) string {
+	if in.Gap != "" {
+		return in.Gap
+	}
 	known := make(map[string]bool, len(turns))
 	for i, t := range turns {
 		known[t.PromptID] = true
 		switch {
 		case i > 0 && t.Seq == turns[i-1].Seq:
 			return fmt.Sprintf("turn %d appears twice", t.Seq)
-		case t.Seq != int64(i+1):
-			return fmt.Sprintf("turn %d is missing", i+1)
+		case t.Seq != in.Earlier+int64(i+1):
+			return fmt.Sprintf("turn %d is missing", in.Earlier+int64(i+1))
 		}
 	}
 	for _, m := range in.Messages {

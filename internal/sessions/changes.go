@@ -64,12 +64,14 @@ type recoveryPushed struct {
 	Closing, AgentAvailable bool
 	// Always emits even an unchanged plan (start-up reconciliation).
 	Always bool
+	// history keeps each session's whole-history check (nil: check now).
+	history *historyChecks
 }
 
 func (c recoveryPushed) SessionID() string { return c.Session }
 
 func (c recoveryPushed) Apply(ctx context.Context, tx *store.Store, emit events.Emit) error {
-	in, err := readPlanInput(ctx, tx, c.Session)
+	in, err := readPlanInput(ctx, tx, c.Session, c.history)
 	if err != nil {
 		return err
 	}

@@ -233,44 +233,13 @@ func (a *actor) finishContinue(ctx context.Context, res ContinueResult) (Continu
 	return res, nil
 }
 
-// planInput reads what the planner needs in one snapshot.
-func (m *Manager) planInput(ctx context.Context, sessionID string) (recovery.Input, error) {
-	var in recovery.Input
-	err := m.store.Snapshot(ctx, func(r *store.Store) error {
-		var err error
-		in, err = readPlanInput(ctx, r, sessionID)
-		return err
-	})
-	return in, err
-}
-
-func readPlanInput(ctx context.Context, r *store.Store, sessionID string) (recovery.Input, error) {
-	var in recovery.Input
-	s, err := r.GetSession(ctx, sessionID)
-	if err != nil {
-		return in, err
-	}
-	in.State, in.ContextLost, in.QueueHeld = s.State, s.ContextLost, s.QueueHeld
-	if in.Turns, err = r.ListTurns(ctx, sessionID); err != nil {
-		return in, err
-	}
-	if in.Messages, err = r.ListMessages(ctx, sessionID); err != nil {
-		return in, err
-	}
-	if in.ToolCalls, err = r.ListToolCalls(ctx, sessionID); err != nil {
-		return in, err
-	}
-	in.Permissions, err = r.ListPermissions(ctx, sessionID, store.PermissionPending)
-	return in, err
-}
-
 // pushRecovery emits session.recovery_changed (session and global streams)
 // when the recovery plan differs from the last one pushed, so clients never
 // poll for it. The plan is computed inside the write, from the transcript as
 // this session's earlier writes left it (see recoveryPushed).
 func (a *actor) pushRecovery() {
 	_, _, err := a.m.profiles.Spec(a.sess.AgentProfileID)
-	a.change(recoveryPushed{Session: a.id, TaskID: a.sess.TaskID, Closing: a.stopping, AgentAvailable: err == nil})
+	a.change(recoveryPushed{Session: a.id, TaskID: a.sess.TaskID, Closing: a.stopping, AgentAvailable: err == nil, history: a.m.history})
 }
 
 // SessionContext is where a session stands, for GET /session/{id}/context.
@@ -296,7 +265,7 @@ func (m *Manager) Context(ctx context.Context, sessionID string) (SessionContext
 		if out.Session, err = r.GetSession(ctx, sessionID); err != nil {
 			return err
 		}
-		if in, err = readPlanInput(ctx, r, sessionID); err != nil {
+		if in, err = readPlanInput(ctx, r, sessionID, m.history); err != nil {
 			return err
 		}
 		head, err = r.SessionEventBounds(ctx, sessionID)

@@ -134,6 +134,8 @@ type Manager struct {
 	// none outlives the manager and touches the writer or store after
 	// they close. Start them with spawn.
 	work sync.WaitGroup
+	// history keeps each session's whole-history check for planning.
+	history *historyChecks
 	// afterLoad, if set, runs in actor between loading a session and
 	// registering its actor (tests: a shutdown in that window).
 	afterLoad func()
@@ -156,7 +158,7 @@ func New(st *store.Store, w *events.Writer, profiles Profiles, cfg Config) *Mana
 	cfg.defaults()
 	life, cancel := context.WithCancel(context.Background())
 	return &Manager{store: st, w: w, profiles: profiles, cfg: cfg, slots: newAgentSlots(cfg.MaxAgents), actors: map[string]*actor{},
-		life: life, cancel: cancel}
+		history: newHistoryChecks(), life: life, cancel: cancel}
 }
 
 // CreateInput is a request to start a session.

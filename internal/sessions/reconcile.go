@@ -74,7 +74,7 @@ func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
 			if specErr != nil {
 				// Consistent, but its agent went away with the old config:
 				// clients must learn it cannot be continued here.
-				pending = append(pending, m.w.SubmitChange(recoveryPushed{Session: s.ID, TaskID: s.TaskID, Always: true}))
+				pending = append(pending, m.w.SubmitChange(recoveryPushed{Session: s.ID, TaskID: s.TaskID, Always: true, history: m.history}))
 			}
 			continue
 		}
@@ -84,7 +84,7 @@ func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
 		}
 		spec, _, _ := m.profiles.Spec(s.AgentProfileID)
 		stopOrphan(ex, spec.Command)
-		pending = append(pending, m.w.Submit(reconcileOp(s, ex, turns, perms, specErr == nil)))
+		pending = append(pending, m.w.Submit(reconcileOp(s, ex, turns, perms, specErr == nil, m.history)))
 	}
 	for _, p := range pending {
 		if _, err := p.Wait(ctx); err != nil {
@@ -112,7 +112,7 @@ func stopOrphan(ex store.Executor, command string) {
 	time.AfterFunc(3*time.Second, func() { _ = syscall.Kill(-ex.PID, syscall.SIGKILL) })
 }
 
-func reconcileOp(s store.Session, ex store.Executor, turns []store.Turn, perms []store.Permission, available bool) events.Apply {
+func reconcileOp(s store.Session, ex store.Executor, turns []store.Turn, perms []store.Permission, available bool, history *historyChecks) events.Apply {
 	return func(tx *store.Store, emit events.Emit) error {
 		// Redone alone if its batch fails: work on copies, so a redo
 		// starts from what was submitted.
@@ -182,7 +182,7 @@ func reconcileOp(s store.Session, ex store.Executor, turns []store.Turn, perms [
 			return err
 		}
 		// Tell every client where the session now stands.
-		return recoveryPushed{Session: s.ID, TaskID: s.TaskID, AgentAvailable: available, Always: true}.Apply(ctx, tx, emit)
+		return recoveryPushed{Session: s.ID, TaskID: s.TaskID, AgentAvailable: available, Always: true, history: history}.Apply(ctx, tx, emit)
 	}
 }
 

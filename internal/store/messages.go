@@ -230,27 +230,44 @@ func (s *Store) FoldMessageChunks(ctx context.Context) (int, error) {
 	return len(ids), err
 }
 
+// Chunks of a session's messages, and of one turn's, in message order.
+const (
+	sessionChunksSQL = `SELECT c.message_id, c.text, c.created_at FROM message_chunks c
+		JOIN messages m ON m.id = c.message_id WHERE m.session_id = ? ORDER BY c.message_id, c.id`
+	turnChunksSQL = `SELECT c.message_id, c.text, c.created_at FROM message_chunks c
+		JOIN messages m ON m.id = c.message_id WHERE m.session_id = ? AND m.prompt_id = ? ORDER BY c.message_id, c.id`
+)
+
 // ListMessages returns the session's messages in order (by id), each with
 // the text streamed into it so far.
 func (s *Store) ListMessages(ctx context.Context, sessionID string) ([]Message, error) {
+	return s.listMessages(ctx, sessionID, nil)
+}
+
+// listMessages lists the session's messages, only those of the turn
+// *promptID when it is not nil.
+func (s *Store) listMessages(ctx context.Context, sessionID string, promptID *string) ([]Message, error) {
 	if !s.inTx && s.db != s.rdb {
 		// Rows and chunks must come from one snapshot: a fold between the
 		// two reads would lose the folded text from this answer.
 		var out []Message
 		err := s.Snapshot(ctx, func(r *Store) error {
 			var err error
-			out, err = r.ListMessages(ctx, sessionID)
+			out, err = r.listMessages(ctx, sessionID, promptID)
 			return err
 		})
 		return out, err
 	}
 	var rows []messageRow
 	db := s.db.WithContext(ctx)
-	if err := db.Where("session_id = ?", sessionID).Order("id").Find(&rows).Error; err != nil {
+	q, chunksSQL, args := db.Where("session_id = ?", sessionID), sessionChunksSQL, []any{sessionID}
+	if promptID != nil {
+		q, chunksSQL, args = q.Where("prompt_id = ?", *promptID), turnChunksSQL, append(args, *promptID)
+	}
+	if err := q.Order("id").Find(&rows).Error; err != nil {
 		return nil, internal(err, "list messages")
 	}
-	chunks, err := scanChunks(db, `SELECT c.message_id, c.text, c.created_at FROM message_chunks c
-		JOIN messages m ON m.id = c.message_id WHERE m.session_id = ? ORDER BY c.message_id, c.id`, sessionID)
+	chunks, err := scanChunks(db, chunksSQL, args...)
 	if err != nil {
 		return nil, err
 	}

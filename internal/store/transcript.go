@@ -106,10 +106,14 @@ func getToolCall(db *gorm.DB, sessionID, toolCallID string) (toolCallRow, error)
 
 // ListToolCalls returns the session's tool calls in the order they started.
 func (s *Store) ListToolCalls(ctx context.Context, sessionID string) ([]ToolCall, error) {
+	return s.listToolCalls(s.db.WithContext(ctx).Where("session_id = ?", sessionID))
+}
+
+// listToolCalls lists the tool calls q selects in the order they started.
+func (s *Store) listToolCalls(q *gorm.DB) ([]ToolCall, error) {
 	var rows []toolCallRow
 	// rowid breaks ties between calls started within the same nanosecond.
-	if err := s.db.WithContext(ctx).Where("session_id = ?", sessionID).
-		Order("created_at, rowid").Find(&rows).Error; err != nil {
+	if err := q.Order("created_at, rowid").Find(&rows).Error; err != nil {
 		return nil, internal(err, "list tool calls")
 	}
 	out := make([]ToolCall, 0, len(rows))
