@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -204,4 +207,93 @@ func TestEventContractCheck(t *testing.T) {
 			}
 		})
 	}
+}
+
+// payloadTypes are the Go types of the events' data, each named like the
+// *Data schema of the contract it implements.
+var payloadTypes = []any{
+	events.SessionCreatedData{}, events.SessionStateChangedData{}, events.ExecutorStatusData{},
+	events.SessionResumedData{}, events.RecoveryChangedData{}, events.SessionClosedData{},
+	events.SessionOptionsChangedData{}, events.TaskCreatedData{}, events.TaskUpdatedData{},
+	events.TaskStateChangedData{}, events.TurnQueuedData{}, events.TurnStartedData{},
+	events.TurnCompletedData{}, events.TurnFailedData{}, events.TurnCancelledData{},
+	events.TurnInterruptedData{}, events.MessageAddedData{}, events.MessageChunkData{},
+	events.ToolCallData{}, events.PlanUpdatedData{}, events.PermissionRequestedData{},
+	events.PermissionResolvedData{}, events.ResyncRequiredData{}, events.ReplayCompleteData{},
+	events.StreamLaggedData{},
+}
+
+// TestPayloadTypesMatchContract checks each Go payload type against its
+// *Data schema member by member: the same names, required members never
+// omitted, and every event type's data schema has its Go type. The
+// Common members (sessionId, taskId, promptId) are the writer's to fill.
+func TestPayloadTypesMatchContract(t *testing.T) {
+	loadEventContract(t)
+	schemas := contractDoc.Components.Schemas
+	covered := map[string]bool{}
+	for _, v := range payloadTypes {
+		typ := reflect.TypeOf(v)
+		t.Run(typ.Name(), func(t *testing.T) {
+			ref := schemas[typ.Name()]
+			if ref == nil {
+				t.Fatalf("contract has no schema %s", typ.Name())
+			}
+			covered[typ.Name()] = true
+			declared, required := map[string]bool{}, map[string]bool{}
+			declaredMembers(ref.Value, declared)
+			requiredMembers(ref.Value, required)
+			fields := jsonFields(typ)
+			for name, omit := range fields {
+				if !declared[name] {
+					t.Errorf("field %q is not in the contract", name)
+				}
+				if required[name] && omit && !commonMembers[name] {
+					t.Errorf("required member %q is omitempty", name)
+				}
+			}
+			for name := range declared {
+				if _, ok := fields[name]; !ok {
+					t.Errorf("contract member %q has no field", name)
+				}
+			}
+		})
+	}
+	for name, ref := range loadEventContract(t).events {
+		data := ref.Properties["data"]
+		if key := strings.TrimPrefix(data.Ref, "#/components/schemas/"); !covered[key] {
+			t.Errorf("event %s: data schema %s has no Go type in payloadTypes", name, key)
+		}
+	}
+}
+
+// commonMembers are events.Common's members.
+var commonMembers = map[string]bool{"sessionId": true, "taskId": true, "promptId": true}
+
+// requiredMembers collects the required members of a schema through allOf.
+func requiredMembers(s *openapi3.Schema, into map[string]bool) {
+	for _, k := range s.Required {
+		into[k] = true
+	}
+	for _, sub := range s.AllOf {
+		requiredMembers(sub.Value, into)
+	}
+}
+
+// jsonFields maps the JSON member names of a struct (embedded structs
+// flattened, as encoding/json does) to whether they are omitempty.
+func jsonFields(typ reflect.Type) map[string]bool {
+	out := map[string]bool{}
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			maps.Copy(out, jsonFields(f.Type))
+			continue
+		}
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		out[name] = strings.Contains(opts, "omitempty")
+	}
+	return out
 }
