@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -151,7 +152,9 @@ func TestSessionStreamResumesAcrossRandomDisconnects(t *testing.T) {
 	go func() {
 		defer close(writerDone)
 		for b := range batches {
-			d.emit(s.ID, events.MessageChunk, perBatch, func(i int) map[string]any { return map[string]any{"batch": b, "i": i} })
+			d.emit(s.ID, events.MessageChunk, perBatch, func(i int) map[string]any {
+				return map[string]any{"text": "batch " + strconv.Itoa(b) + " chunk " + strconv.Itoa(i)}
+			})
 		}
 	}()
 	defer func() { <-writerDone }()
@@ -516,7 +519,7 @@ func TestGlobalStreamFiltersByTask(t *testing.T) {
 	}
 	a, b := d.storeSession(store.SessionRunning), d.storeSession(store.SessionRunning)
 	state := func(s store.Session) func(int) map[string]any {
-		return func(i int) map[string]any { return map[string]any{"taskId": s.TaskID, "state": "RUNNING", "i": i} }
+		return func(i int) map[string]any { return map[string]any{"taskId": s.TaskID, "state": "RUNNING"} }
 	}
 	var global []store.Event
 	for range 3 {

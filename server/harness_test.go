@@ -173,6 +173,7 @@ func startDaemon(t *testing.T, opts daemonOptions) *daemon {
 		mgr.Shutdown(context.Background())
 		<-eagerDone
 		w.Close()
+		d.checkLog(st)
 		_ = st.Close()
 	}
 	t.Cleanup(d.stop)

@@ -117,8 +117,8 @@ func (s *sseStream) resyncReason() string {
 }
 
 func (s *sseStream) resync(reason string) {
-	s.control(events.ResyncRequired, map[string]any{"reason": reason, "epoch": s.pos.epoch,
-		"cursor": events.Cursor{Epoch: s.pos.epoch, N: s.pos.head}.String()})
+	s.control(events.ResyncRequired, events.ResyncRequiredData{Reason: reason, Epoch: s.pos.epoch,
+		Cursor: events.Cursor{Epoch: s.pos.epoch, N: s.pos.head}.String()})
 }
 
 // catchUp replays the log from the client's cursor to the head read when
@@ -141,13 +141,13 @@ func (s *sseStream) catchUp() error {
 		// An evicted subscriber was displaced by another client: going
 		// back into the hub would displace someone in turn.
 		if attempt == maxResubscribes || s.sub.Evicted() {
-			s.control(events.StreamLagged, map[string]any{"cursor": s.cursor(s.done)})
+			s.control(events.StreamLagged, events.StreamLaggedData{Cursor: s.cursor(s.done)})
 			s.end = true
 			return s.flush()
 		}
 		sub, err := s.src.subscribe()
 		if err != nil {
-			s.control(events.StreamLagged, map[string]any{"cursor": s.cursor(s.done)})
+			s.control(events.StreamLagged, events.StreamLaggedData{Cursor: s.cursor(s.done)})
 			s.end = true
 			return s.flush()
 		}
@@ -164,7 +164,7 @@ func (s *sseStream) catchUp() error {
 		}
 		s.pos = pos
 	}
-	s.control(events.ReplayComplete, map[string]any{"cursor": s.cursor(s.done)})
+	s.control(events.ReplayComplete, events.ReplayCompleteData{Cursor: s.cursor(s.done)})
 	return s.flush()
 }
 
@@ -267,7 +267,7 @@ func (s *sseStream) live() error {
 				return s.flush() // closed for another reason: the client reconnects
 			}
 			if !s.end {
-				s.control(events.StreamLagged, map[string]any{"cursor": s.cursor(s.done)})
+				s.control(events.StreamLagged, events.StreamLaggedData{Cursor: s.cursor(s.done)})
 			}
 			return s.flush()
 		case <-timer.C:

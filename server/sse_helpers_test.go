@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -60,6 +61,8 @@ type sseConn struct {
 	Resp   *http.Response
 	r      *bufio.Reader
 	cancel context.CancelFunc
+	// contract validates every frame read (nil: not checked).
+	contract *eventContract
 }
 
 // stream opens path with the daemon's token and extra headers and returns
@@ -91,7 +94,7 @@ func (d *daemon) streamWith(client *http.Client, path string, headers map[string
 		cancel()
 		d.t.Fatalf("GET %s: %v", path, err)
 	}
-	c := &sseConn{t: d.t, Resp: resp, r: bufio.NewReader(resp.Body), cancel: cancel}
+	c := &sseConn{t: d.t, Resp: resp, r: bufio.NewReader(resp.Body), cancel: cancel, contract: loadEventContract(d.t)}
 	// Registered after startDaemon's cleanup, so it runs first: the test
 	// server's Close waits for open streams.
 	d.t.Cleanup(c.Close)
@@ -118,9 +121,20 @@ func (c *sseConn) Close() {
 	_ = c.Resp.Body.Close()
 }
 
-// Next reads one frame. Per the SSE spec a block that has only comments is
-// a frame too here, so tests can see heartbeats.
+// Next reads one frame and checks it against the contract (a mismatch
+// fails the test but the frame is still returned). Per the SSE spec a block
+// that has only comments is a frame too here, so tests can see heartbeats.
 func (c *sseConn) Next() (sseFrame, error) {
+	f, err := c.next()
+	if err == nil && c.contract != nil {
+		if cerr := c.contract.check(f); cerr != nil {
+			c.t.Errorf("SSE frame %s: %v\ndata: %s", f.ID, cerr, f.Data)
+		}
+	}
+	return f, err
+}
+
+func (c *sseConn) next() (sseFrame, error) {
 	var f sseFrame
 	var data []string
 	seen := false
@@ -232,14 +246,16 @@ func (d *daemon) storeSession(state store.SessionState) store.Session {
 }
 
 // emit appends n events of type typ to a session's log through the
-// daemon's writer and returns them as committed (and published).
+// daemon's writer and returns them as committed (and published). Each
+// payload is samplePayload(typ, i) with payload(i)'s members over it, so
+// the frames the streams carry satisfy the contract.
 func (d *daemon) emit(sid, typ string, n int, payload func(i int) map[string]any) []store.Event {
 	d.t.Helper()
 	evs, err := d.Writer.Do(context.Background(), func(_ *store.Store, emit events.Emit) error {
 		for i := range n {
-			p := map[string]any{"i": i}
+			p := samplePayload(d.t, typ, i)
 			if payload != nil {
-				p = payload(i)
+				maps.Copy(p, payload(i))
 			}
 			emit(events.Draft{SessionID: sid, Type: typ, Payload: p})
 		}
@@ -283,3 +299,26 @@ func checkConsecutive(t *testing.T, frames []sseFrame, epoch string, from int64)
 }
 
 func cursorOf(epoch string, n int64) string { return fmt.Sprintf("%s:%d", epoch, n) }
+
+// samplePayload is a payload of type typ with the members its *Data schema
+// requires; i tells the events of one batch apart.
+func samplePayload(t *testing.T, typ string, i int) map[string]any {
+	t.Helper()
+	n := strconv.Itoa(i)
+	switch typ {
+	case events.SessionCreated:
+		return map[string]any{"agentProfileId": "demo", "cwd": "/tmp", "state": string(store.SessionCreated)}
+	case events.SessionStateChanged, events.SessionClosed:
+		return map[string]any{"state": string(store.SessionRunning)}
+	case events.TurnStarted:
+		return map[string]any{"promptId": "p" + n, "kind": "prompt"}
+	case events.TurnCompleted:
+		return map[string]any{"promptId": "p" + n, "state": string(store.TurnCompleted)}
+	case events.MessageAdded, events.MessageChunk:
+		return map[string]any{"messageId": i + 1, "role": "agent", "text": "text " + n}
+	case events.ToolCallStarted:
+		return map[string]any{"toolCallId": "call" + n, "title": "tool " + n, "status": "pending", "interrupted": false}
+	}
+	t.Fatalf("samplePayload: no sample for %s", typ)
+	return nil
+}

@@ -133,7 +133,8 @@ func TestListCursorStreamsExactlyTheChangesAfterTheList(t *testing.T) {
 			_, err = d.Writer.Do(context.Background(), func(tx *store.Store, emit events.Emit) error {
 				s, err := tx.CreateSession(context.Background(), store.Session{TaskID: task.ID, AgentProfileID: "demo", Cwd: d.Dir}, store.Executor{})
 				if err == nil {
-					emit(events.Draft{SessionID: s.ID, Type: events.SessionCreated, Payload: map[string]any{"taskId": task.ID}})
+					emit(events.Draft{SessionID: s.ID, Type: events.SessionCreated, Payload: map[string]any{
+						"taskId": task.ID, "agentProfileId": s.AgentProfileID, "cwd": s.Cwd, "state": string(s.State)}})
 				}
 				return err
 			})

@@ -10,9 +10,13 @@ import (
 // Draft is an event before the writer numbers it.
 type Draft struct {
 	SessionID string
-	Type      string
-	PromptID  string
-	// Payload is marshalled to JSON; sessionId/promptId are added to maps.
+	// TaskID names the task the event is about ("" for none).
+	TaskID   string
+	Type     string
+	PromptID string
+	// Payload is a Payload (a pointer to one of payloads.go's types) or a
+	// map; the writer adds sessionId, taskId and promptId to either where
+	// it leaves them out.
 	Payload any
 	// Latest marks an event that states the current value of something
 	// (the recovery summary): it is dropped when its payload equals the

@@ -341,28 +341,35 @@ func (w *Writer) number(tx *store.Store, seqs map[string]int64, latest map[lates
 	return e, true, nil
 }
 
-// marshalPayload encodes the payload, adding sessionId and promptId to map
-// payloads so every event names what it is about.
+// marshalPayload encodes the payload, adding the draft's sessionId, taskId
+// and promptId where the payload leaves them out, so every event names what
+// it is about.
 func marshalPayload(d Draft) (json.RawMessage, error) {
 	p := d.Payload
 	if p == nil {
 		p = map[string]any{}
 	}
-	if m, ok := p.(map[string]any); ok {
-		if d.SessionID != "" {
-			if _, set := m["sessionId"]; !set {
-				m["sessionId"] = d.SessionID
-			}
-		}
-		if d.PromptID != "" {
-			if _, set := m["promptId"]; !set {
-				m["promptId"] = d.PromptID
-			}
-		}
+	switch v := p.(type) {
+	case Payload:
+		v.common().fill(d)
+	case map[string]any:
+		setMissing(v, "sessionId", d.SessionID)
+		setMissing(v, "taskId", d.TaskID)
+		setMissing(v, "promptId", d.PromptID)
+	default:
+		// A payload value (not a pointer) would lose its common members.
+		return nil, errcode.New(errcode.Internal, "event %s payload is a %T, want a Payload pointer or a map", d.Type, p)
 	}
 	b, err := json.Marshal(p)
 	if err != nil {
 		return nil, errors.Join(errcode.New(errcode.Internal, "event %s payload cannot be encoded", d.Type), err)
 	}
 	return b, nil
+}
+
+// setMissing sets m[k] to id unless m has k or id is empty.
+func setMissing(m map[string]any, k, id string) {
+	if _, set := m[k]; !set && id != "" {
+		m[k] = id
+	}
 }

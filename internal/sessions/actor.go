@@ -198,7 +198,7 @@ func (a *actor) persistExecutor(announce bool) {
 			return err
 		}
 		if announce {
-			emit(events.Draft{SessionID: a.id, Type: events.SessionExecutorStatus, Payload: a.payload(executorPayload(e))})
+			emit(a.draft(events.SessionExecutorStatus, "", executorPayload(e)))
 		}
 		return nil
 	})

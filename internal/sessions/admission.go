@@ -79,11 +79,8 @@ func persistQueued(ctx context.Context, tx *store.Store, emit events.Emit, sess 
 	if err := tx.MarkSessionPrompted(ctx, sess.ID); err != nil {
 		return store.Turn{}, err
 	}
-	p := map[string]any{"kind": created.Kind, "seq": created.Seq, "prompt": created.Prompt, "taskId": sess.TaskID}
-	if created.ContinuesPromptID != "" {
-		p["continuesPromptId"] = created.ContinuesPromptID
-	}
-	emit(events.Draft{SessionID: sess.ID, Type: events.TurnQueued, PromptID: created.PromptID, Payload: p})
+	emit(sessionDraft(sess.ID, sess.TaskID, events.TurnQueued, created.PromptID, &events.TurnQueuedData{
+		Kind: created.Kind, Seq: created.Seq, Prompt: created.Prompt, ContinuesPromptID: created.ContinuesPromptID}))
 	return created, nil
 }
 

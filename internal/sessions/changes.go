@@ -43,9 +43,8 @@ func (c sessionCreated) Apply(ctx context.Context, tx *store.Store, emit events.
 	if err != nil {
 		return err
 	}
-	emit(events.Draft{SessionID: sess.ID, Type: events.SessionCreated, Payload: map[string]any{
-		"taskId": sess.TaskID, "agentProfileId": sess.AgentProfileID, "cwd": sess.Cwd, "state": sess.State,
-		"title": sess.Title, "eventEpoch": sess.EventEpoch}})
+	emit(sessionDraft(sess.ID, sess.TaskID, events.SessionCreated, "", &events.SessionCreatedData{
+		AgentProfileID: sess.AgentProfileID, Cwd: sess.Cwd, State: sess.State, Title: sess.Title, EventEpoch: sess.EventEpoch}))
 	if c.Initial == nil {
 		return nil
 	}
@@ -76,8 +75,9 @@ func (c recoveryPushed) Apply(ctx context.Context, tx *store.Store, emit events.
 		return err
 	}
 	in.Closing, in.AgentAvailable = c.Closing, c.AgentAvailable
-	emit(events.Draft{SessionID: c.Session, Type: events.SessionRecoveryChanged, Latest: !c.Always,
-		Payload: map[string]any{"taskId": c.TaskID, "recovery": recovery.Plan(in)}})
+	d := sessionDraft(c.Session, c.TaskID, events.SessionRecoveryChanged, "", &events.RecoveryChangedData{Recovery: recovery.Plan(in)})
+	d.Latest = !c.Always
+	emit(d)
 	return nil
 }
 

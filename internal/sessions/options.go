@@ -138,21 +138,10 @@ func (a *actor) adoptOptions(o acp.SessionOptions) {
 // emitOptions announces the session's options as they now stand, so a
 // stream sees modes, config options and commands change without polling.
 func (a *actor) emitOptions() {
-	payload := a.payload(map[string]any{})
-	if m := AvailableModes(a.modes); m != nil {
-		payload["availableModes"] = m
-	}
-	if a.mode != nil {
-		payload["currentMode"] = a.mode
-	}
-	if a.configOptions != nil {
-		payload["configOptions"] = a.configOptions
-	}
-	if a.commands != nil {
-		payload["availableCommands"] = a.commands
-	}
+	changed := a.draft(events.SessionOptionsChanged, "", &events.SessionOptionsChangedData{CurrentMode: a.mode,
+		AvailableModes: AvailableModes(a.modes), ConfigOptions: a.configOptions, AvailableCommands: a.commands})
 	a.write(func(_ *store.Store, emit events.Emit) error {
-		emit(events.Draft{SessionID: a.id, Type: events.SessionOptionsChanged, Payload: payload})
+		emit(changed)
 		return nil
 	})
 }

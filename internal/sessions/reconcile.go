@@ -161,8 +161,7 @@ func reconcileOp(s store.Session, ex store.Executor, turns []store.Turn, perms [
 			if _, err := tx.ResolvePermission(ctx, s.ID, p.ID, store.PermissionExpired, ""); err != nil {
 				return err
 			}
-			emit(events.Draft{SessionID: s.ID, Type: events.PermissionResolved, PromptID: p.PromptID, Payload: a.payload(map[string]any{
-				"requestId": p.ID, "state": store.PermissionExpired})})
+			emit(a.draft(events.PermissionResolved, p.PromptID, &events.PermissionResolvedData{RequestID: p.ID, State: store.PermissionExpired}))
 		}
 		if ex.Status == store.ExecutorReady || ex.Status == store.ExecutorStarting {
 			ex.Status = store.ExecutorStopped
@@ -170,7 +169,7 @@ func reconcileOp(s store.Session, ex store.Executor, turns []store.Turn, perms [
 			if err := tx.UpdateExecutor(ctx, ex); err != nil {
 				return err
 			}
-			emit(events.Draft{SessionID: s.ID, Type: events.SessionExecutorStatus, Payload: a.payload(executorPayload(ex))})
+			emit(a.draft(events.SessionExecutorStatus, "", executorPayload(ex)))
 		}
 		prev := s.State
 		s.State = store.SessionWaitingForInput

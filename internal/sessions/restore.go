@@ -375,10 +375,8 @@ func (a *actor) recordResumed(out startOutcome) {
 	lost := !out.contextRestored && !inject
 	a.sess.InjectContext = inject
 	a.sess.ContextLost = lost
-	payload := a.payload(map[string]any{"strategy": out.strategy, "contextRestored": out.contextRestored})
-	if out.fallback != "" {
-		payload["fallbackReason"] = out.fallback
-	}
+	resumed := a.draft(events.SessionResumed, "", &events.SessionResumedData{Strategy: out.strategy,
+		ContextRestored: out.contextRestored, FallbackReason: out.fallback})
 	a.write(func(tx *store.Store, emit events.Emit) error {
 		ctx := a.ctx()
 		if err := tx.SetSessionInjectContext(ctx, a.id, inject); err != nil {
@@ -387,7 +385,7 @@ func (a *actor) recordResumed(out startOutcome) {
 		if err := tx.SetSessionContextLost(ctx, a.id, lost); err != nil {
 			return err
 		}
-		emit(events.Draft{SessionID: a.id, Type: events.SessionResumed, Payload: payload})
+		emit(resumed)
 		return nil
 	})
 }

@@ -2,7 +2,6 @@ package sessions
 
 import (
 	"context"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -29,34 +28,10 @@ type TaskPatch struct {
 	State *store.TaskState
 }
 
-// taskCreatedData is the payload of task.created: the task whole, so a
-// client following the global stream needs no extra read.
-type taskCreatedData struct {
-	TaskID    string          `json:"taskId"`
-	Title     string          `json:"title"`
-	Workspace string          `json:"workspace,omitempty"`
-	State     store.TaskState `json:"state"`
-	CreatedAt time.Time       `json:"createdAt"`
-}
-
-// taskUpdatedData is the payload of task.updated (a rename).
-type taskUpdatedData struct {
-	TaskID string `json:"taskId"`
-	Title  string `json:"title"`
-}
-
-// taskStateData is the payload of task.state_changed set by a client (a
-// session moving its task adds its sessionId: emitTaskFollow).
-type taskStateData struct {
-	TaskID        string          `json:"taskId"`
-	State         store.TaskState `json:"state"`
-	PreviousState store.TaskState `json:"previousState"`
-}
-
 // emitTaskCreated records task.created for t, inside the op that created it.
 func emitTaskCreated(emit events.Emit, t store.Task) {
-	emit(events.Draft{Type: events.TaskCreated, Payload: taskCreatedData{
-		TaskID: t.ID, Title: t.Title, Workspace: t.Workspace, State: t.State, CreatedAt: t.CreatedAt}})
+	emit(events.Draft{TaskID: t.ID, Type: events.TaskCreated, Payload: &events.TaskCreatedData{
+		Title: t.Title, Workspace: t.Workspace, State: t.State, CreatedAt: t.CreatedAt}})
 }
 
 // CreateTask creates a task and emits task.created on the global stream.
@@ -107,10 +82,10 @@ func (m *Manager) UpdateTask(ctx context.Context, id string, p TaskPatch) (store
 		}
 		out = t
 		if t.Title != prev.Title {
-			emit(events.Draft{Type: events.TaskUpdated, Payload: taskUpdatedData{TaskID: id, Title: t.Title}})
+			emit(events.Draft{TaskID: id, Type: events.TaskUpdated, Payload: &events.TaskUpdatedData{Title: t.Title}})
 		}
 		if t.State != prev.State {
-			emit(events.Draft{Type: events.TaskStateChanged, Payload: taskStateData{TaskID: id, State: t.State, PreviousState: prev.State}})
+			emit(events.Draft{TaskID: id, Type: events.TaskStateChanged, Payload: &events.TaskStateChangedData{State: t.State, PreviousState: prev.State}})
 		}
 		return nil
 	})

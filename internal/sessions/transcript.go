@@ -84,8 +84,7 @@ func (a *actor) onUpdate(gen int, u acp.Update) {
 			if started {
 				emit(messageAdded(a, m))
 			} else {
-				emit(events.Draft{SessionID: a.id, Type: events.MessageChunk, PromptID: promptID, Payload: a.payload(map[string]any{
-					"messageId": m.ID, "role": role, "text": u.Text})})
+				emit(a.draft(events.MessageChunk, promptID, &events.MessageChunkData{MessageID: m.ID, Role: role, Text: u.Text}))
 			}
 			return nil
 		})
@@ -99,7 +98,7 @@ func (a *actor) onUpdate(gen int, u acp.Update) {
 		a.write(func(tx *store.Store, emit events.Emit) error {
 			row, err := tx.UpsertToolCall(a.ctx(), rec)
 			if err == nil {
-				emit(events.Draft{SessionID: a.id, Type: typ, PromptID: promptID, Payload: a.payload(toolCallPayload(row))})
+				emit(a.draft(typ, promptID, toolCallPayload(row)))
 			}
 			return err
 		})
@@ -110,8 +109,7 @@ func (a *actor) onUpdate(gen int, u acp.Update) {
 			if err := tx.SetSessionPlan(a.ctx(), a.id, u.Data); err != nil {
 				return err
 			}
-			emit(events.Draft{SessionID: a.id, Type: events.PlanUpdated, PromptID: promptID, Payload: a.payload(map[string]any{
-				"entries": u.Data})})
+			emit(a.draft(events.PlanUpdated, promptID, &events.PlanUpdatedData{Entries: u.Data}))
 			return nil
 		})
 	case acp.UpdateAvailableCommands:
@@ -156,23 +154,14 @@ func (a *actor) splitMessage() {
 
 // messageAdded is the event for a new transcript message.
 func messageAdded(a *actor, m store.Message) events.Draft {
-	p := map[string]any{"messageId": m.ID, "role": m.Role, "text": m.Text, "createdAt": m.CreatedAt}
-	if len(m.Content) > 0 {
-		p["content"] = m.Content
-	}
-	return events.Draft{SessionID: a.id, Type: events.MessageAdded, PromptID: m.PromptID, Payload: a.payload(p)}
+	return a.draft(events.MessageAdded, m.PromptID, &events.MessageAddedData{MessageID: m.ID, Role: m.Role, Text: m.Text,
+		CreatedAt: m.CreatedAt, Content: m.Content})
 }
 
 // toolCallPayload is the full tool call as events carry it.
-func toolCallPayload(c store.ToolCall) map[string]any {
-	p := map[string]any{"toolCallId": c.ToolCallID, "title": c.Title, "kind": c.Kind, "status": c.Status,
-		"interrupted": c.Interrupted}
-	for k, v := range map[string]json.RawMessage{"content": c.Content, "locations": c.Locations, "rawInput": c.RawInput, "rawOutput": c.RawOutput} {
-		if len(v) > 0 {
-			p[k] = v
-		}
-	}
-	return p
+func toolCallPayload(c store.ToolCall) *events.ToolCallData {
+	return &events.ToolCallData{ToolCallID: c.ToolCallID, Title: c.Title, Kind: c.Kind, Status: c.Status,
+		Interrupted: c.Interrupted, Content: c.Content, Locations: c.Locations, RawInput: c.RawInput, RawOutput: c.RawOutput}
 }
 
 func toolCallRecord(sessionID, promptID string, t *acp.ToolCall) store.ToolCall {
@@ -224,14 +213,14 @@ func (a *actor) onPermissionRequested(gen int, req acp.PermissionRequest, reply 
 			if err != nil {
 				return err
 			}
-			emit(events.Draft{SessionID: a.id, Type: events.ToolCallUpdated, PromptID: promptID, Payload: a.payload(toolCallPayload(row))})
+			emit(a.draft(events.ToolCallUpdated, promptID, toolCallPayload(row)))
 		}
 		row, err := tx.CreatePermission(ctx, p)
 		if err != nil {
 			return err
 		}
-		emit(events.Draft{SessionID: a.id, Type: events.PermissionRequested, PromptID: promptID, Payload: a.payload(map[string]any{
-			"requestId": row.ID, "toolCallId": row.ToolCallID, "title": row.Title, "options": req.Options})})
+		emit(a.draft(events.PermissionRequested, promptID, &events.PermissionRequestedData{
+			RequestID: row.ID, ToolCallID: row.ToolCallID, Title: row.Title, Options: opts}))
 		return nil
 	})
 	a.perms[p.ID] = &pendingPermission{promptID: promptID, options: req.Options, reply: reply}
@@ -280,11 +269,7 @@ func (a *actor) resolve(id string, state store.PermissionState, optionID string)
 		if err != nil {
 			return err
 		}
-		payload := map[string]any{"requestId": id, "state": state}
-		if optionID != "" {
-			payload["optionId"] = optionID
-		}
-		emit(events.Draft{SessionID: a.id, Type: events.PermissionResolved, PromptID: row.PromptID, Payload: a.payload(payload)})
+		emit(a.draft(events.PermissionResolved, row.PromptID, &events.PermissionResolvedData{RequestID: id, State: state, OptionID: optionID}))
 		return nil
 	})
 }

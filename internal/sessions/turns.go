@@ -204,8 +204,7 @@ func (a *actor) startNext() {
 				return err
 			}
 		}
-		emit(events.Draft{SessionID: a.id, Type: events.TurnStarted, PromptID: t.PromptID, Payload: a.payload(map[string]any{
-			"kind": t.Kind, "startedAt": now})})
+		emit(a.draft(events.TurnStarted, t.PromptID, &events.TurnStartedData{Kind: t.Kind, StartedAt: now}))
 		if t.Kind == store.TurnContinue {
 			return nil // continuing adds no user message (DESIGN.md section 6)
 		}
@@ -316,39 +315,25 @@ func (a *actor) endTurn(t store.Turn, state store.TurnState, set func(*store.Tur
 }
 
 // turnEndedDraft is the terminal event of a turn of a session of taskID.
-func turnEndedDraft(sessionID, taskID string, t store.Turn, dangling []map[string]any) events.Draft {
-	p := map[string]any{"state": t.State, "endedAt": t.EndedAt}
-	typ := events.TurnCompleted
+func turnEndedDraft(sessionID, taskID string, t store.Turn, dangling []events.DanglingToolCall) events.Draft {
+	typ, p := events.TurnCompleted, events.Payload(&events.TurnCompletedData{State: t.State, EndedAt: t.EndedAt, StopReason: t.StopReason})
 	switch t.State {
-	case store.TurnCompleted:
-		p["stopReason"] = t.StopReason
 	case store.TurnFailed:
-		typ = events.TurnFailed
-		p["code"], p["message"] = t.ErrorCode, t.ErrorMessage
+		typ, p = events.TurnFailed, &events.TurnFailedData{State: t.State, EndedAt: t.EndedAt, Code: t.ErrorCode, Message: t.ErrorMessage}
 	case store.TurnCancelled:
-		typ = events.TurnCancelled
-		if t.StopReason != "" {
-			p["stopReason"] = t.StopReason
-		}
+		c := &events.TurnCancelledData{State: t.State, EndedAt: t.EndedAt, StopReason: t.StopReason}
 		if t.StopReason == recovery.Withdrawn {
-			p["reason"] = recovery.Withdrawn
+			c.Reason = recovery.Withdrawn
 		}
+		typ, p = events.TurnCancelled, c
 	case store.TurnInterrupted:
-		typ = events.TurnInterrupted
-		p["reason"] = t.InterruptReason
 		if dangling == nil {
-			dangling = []map[string]any{}
+			dangling = []events.DanglingToolCall{}
 		}
-		p["danglingToolCalls"] = dangling
-		if t.ExitCode != nil {
-			p["exitCode"] = *t.ExitCode
-		}
-		if t.ExitSignal != "" {
-			p["exitSignal"] = t.ExitSignal
-		}
+		typ, p = events.TurnInterrupted, &events.TurnInterruptedData{State: t.State, EndedAt: t.EndedAt, Reason: t.InterruptReason,
+			DanglingToolCalls: dangling, ExitCode: t.ExitCode, ExitSignal: t.ExitSignal}
 	}
-	p["taskId"] = taskID
-	return events.Draft{SessionID: sessionID, Type: typ, PromptID: t.PromptID, Payload: p}
+	return sessionDraft(sessionID, taskID, typ, t.PromptID, p)
 }
 
 // interruptedToolText is the synthetic result recorded for a tool call whose
@@ -389,12 +374,12 @@ func (a *actor) interruptTurn(t store.Turn, reason string, exit acp.Exit) {
 
 // failDanglingToolCalls gives every unfinished tool call of a turn the
 // synthetic failed result, as tool_call.updated events flagged interrupted.
-func failDanglingToolCalls(ctx context.Context, tx *store.Store, emit events.Emit, a *actor, promptID, cause string) ([]map[string]any, error) {
+func failDanglingToolCalls(ctx context.Context, tx *store.Store, emit events.Emit, a *actor, promptID, cause string) ([]events.DanglingToolCall, error) {
 	calls, err := tx.ListToolCalls(ctx, a.id)
 	if err != nil {
 		return nil, err
 	}
-	dangling := []map[string]any{}
+	dangling := []events.DanglingToolCall{}
 	for _, c := range calls {
 		if c.PromptID != promptID || (c.Status != store.ToolPending && c.Status != store.ToolInProgress) {
 			continue
@@ -406,8 +391,8 @@ func failDanglingToolCalls(ctx context.Context, tx *store.Store, emit events.Emi
 		if err != nil {
 			return nil, err
 		}
-		emit(events.Draft{SessionID: a.id, Type: events.ToolCallUpdated, PromptID: promptID, Payload: a.payload(toolCallPayload(row))})
-		dangling = append(dangling, map[string]any{"id": c.ToolCallID, "title": c.Title, "kind": c.Kind})
+		emit(a.draft(events.ToolCallUpdated, promptID, toolCallPayload(row)))
+		dangling = append(dangling, events.DanglingToolCall{ID: c.ToolCallID, Title: c.Title, Kind: c.Kind})
 	}
 	return dangling, nil
 }
@@ -535,9 +520,9 @@ type closing struct {
 // session.closed, the last event its streams deliver.
 func (a *actor) closed(conn *acp.Conn) {
 	a.recordStopped(conn, "")
-	payload := a.payload(map[string]any{"state": a.sess.State})
+	closed := a.draft(events.SessionClosed, "", &events.SessionClosedData{State: a.sess.State})
 	a.write(func(tx *store.Store, emit events.Emit) error {
-		emit(events.Draft{SessionID: a.id, Type: events.SessionClosed, Payload: payload})
+		emit(closed)
 		return nil
 	})
 }

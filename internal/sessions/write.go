@@ -3,7 +3,6 @@ package sessions
 import (
 	"context"
 	"fmt"
-	"maps"
 
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/store"
@@ -54,12 +53,16 @@ func (a *actor) afterWrites(f func()) {
 	a.last.Then(f)
 }
 
-// payload builds an event payload naming the session's task.
-func (a *actor) payload(kv map[string]any) map[string]any {
-	out := make(map[string]any, len(kv)+1)
-	maps.Copy(out, kv)
-	out["taskId"] = a.sess.TaskID
-	return out
+// draft is an event of this session (promptID "" when no turn is
+// involved): the writer puts the session's, its task's and the prompt's ids
+// into the payload.
+func (a *actor) draft(typ, promptID string, p events.Payload) events.Draft {
+	return sessionDraft(a.id, a.sess.TaskID, typ, promptID, p)
+}
+
+// sessionDraft is an event of session sessionID of task taskID.
+func sessionDraft(sessionID, taskID, typ, promptID string, p events.Payload) events.Draft {
+	return events.Draft{SessionID: sessionID, TaskID: taskID, Type: typ, PromptID: promptID, Payload: p}
 }
 
 // emitState records a session state change and lets the task follow it:
@@ -70,8 +73,8 @@ func emitState(ctx context.Context, tx *store.Store, emit events.Emit, sess stor
 	if err := tx.UpdateSessionState(ctx, sess.ID, sess.State); err != nil {
 		return err
 	}
-	emit(events.Draft{SessionID: sess.ID, Type: events.SessionStateChanged, Payload: map[string]any{
-		"taskId": sess.TaskID, "state": sess.State, "previousState": prev}})
+	emit(sessionDraft(sess.ID, sess.TaskID, events.SessionStateChanged, "",
+		&events.SessionStateChangedData{State: sess.State, PreviousState: prev}))
 	return emitTaskFollow(ctx, tx, emit, sess)
 }
 
@@ -100,31 +103,17 @@ func emitTaskFollow(ctx context.Context, tx *store.Store, emit events.Emit, sess
 	if err := tx.SetTaskState(ctx, sess.TaskID, want); err != nil {
 		return err
 	}
-	emit(events.Draft{Type: events.TaskStateChanged, Payload: map[string]any{
-		"taskId": sess.TaskID, "state": want, "previousState": task.State, "sessionId": sess.ID}})
+	emit(events.Draft{TaskID: sess.TaskID, Type: events.TaskStateChanged, Payload: &events.TaskStateChangedData{
+		Common: events.Common{SessionID: sess.ID}, State: want, PreviousState: task.State}})
 	return nil
 }
 
 // executorPayload is what session.executor_status carries.
-func executorPayload(e store.Executor) map[string]any {
-	p := map[string]any{"status": e.Status, "runtime": e.Runtime}
-	if e.PID != 0 {
-		p["pid"] = e.PID
-	}
-	if e.ErrorMessage != "" {
-		p["error"] = e.ErrorMessage
-	}
-	if e.ErrorCode != "" && e.Status == store.ExecutorError {
-		p["errorCode"] = e.ErrorCode
-	}
-	if e.ExitCode != nil {
-		p["exitCode"] = *e.ExitCode
-	}
-	if e.ExitSignal != "" {
-		p["exitSignal"] = e.ExitSignal
-	}
-	if e.AgentExecutionID != "" {
-		p["agentExecutionId"] = e.AgentExecutionID
+func executorPayload(e store.Executor) *events.ExecutorStatusData {
+	p := &events.ExecutorStatusData{Status: e.Status, Runtime: e.Runtime, PID: e.PID, Error: e.ErrorMessage,
+		ExitCode: e.ExitCode, ExitSignal: e.ExitSignal, AgentExecutionID: e.AgentExecutionID}
+	if e.Status == store.ExecutorError {
+		p.ErrorCode = e.ErrorCode
 	}
 	return p
 }

@@ -655,17 +655,26 @@ export type PermissionResolvedData = EventCommon & {
     optionId?: string;
 };
 
-export type ResyncRequiredData = EventCommon & {
+/**
+ * A control frame (no id); it belongs to the stream, not to a session, so it carries no EventCommon members.
+ */
+export type ResyncRequiredData = {
     reason: 'epoch_mismatch' | 'cursor_ahead' | 'cursor_expired';
     epoch: string;
     cursor: string;
 };
 
-export type ReplayCompleteData = EventCommon & {
+/**
+ * A control frame (no id); the replay reached cursor and live events follow.
+ */
+export type ReplayCompleteData = {
     cursor: string;
 };
 
-export type StreamLaggedData = EventCommon & {
+/**
+ * A control frame (no id); the client fell behind at cursor and should reconnect from it.
+ */
+export type StreamLaggedData = {
     cursor: string;
 };
 

@@ -1,0 +1,155 @@
+package events
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/tether/tether/internal/recovery"
+	"github.com/tether/tether/internal/store"
+)
+
+// The payload types below are the data of each event type, one per
+// `*Data` schema of api/openapi.yaml (the JSON tags are the contract's
+// member names; server tests check every frame against the contract).
+// Members always present in the contract's examples have no omitempty;
+// optional ones do. Emit a pointer (`&events.TurnStarted{...}`): the writer
+// fills the Common members from the Draft.
+
+// Common holds the members every event payload may carry. The writer sets
+// sessionId, taskId and promptId from the Draft when the payload leaves
+// them empty, so emit sites name them once, on the Draft.
+type Common struct {
+	SessionID string `json:"sessionId,omitempty"`
+	TaskID    string `json:"taskId,omitempty"`
+	PromptID  string `json:"promptId,omitempty"`
+}
+
+func (c *Common) common() *Common { return c }
+
+// Payload is a typed event payload: a pointer to one of this file's types
+// (they embed Common).
+type Payload interface{ common() *Common }
+
+// fill sets the members the payload leaves empty from the draft.
+func (c *Common) fill(d Draft) {
+	if c.SessionID == "" {
+		c.SessionID = d.SessionID
+	}
+	if c.TaskID == "" {
+		c.TaskID = d.TaskID
+	}
+	if c.PromptID == "" {
+		c.PromptID = d.PromptID
+	}
+}
+
+// Session family.
+
+// SessionCreatedData is the payload of session.created.
+type SessionCreatedData struct {
+	Common
+	AgentProfileID string             `json:"agentProfileId"`
+	Cwd            string             `json:"cwd"`
+	State          store.SessionState `json:"state"`
+	Title          string             `json:"title"`
+	EventEpoch     string             `json:"eventEpoch"`
+}
+
+// SessionStateChangedData is the payload of session.state_changed.
+type SessionStateChangedData struct {
+	Common
+	State         store.SessionState `json:"state"`
+	PreviousState store.SessionState `json:"previousState"`
+}
+
+// ExecutorStatusData is the payload of session.executor_status.
+type ExecutorStatusData struct {
+	Common
+	Status           store.ExecutorStatus `json:"status"`
+	Runtime          store.Runtime        `json:"runtime"`
+	PID              int                  `json:"pid,omitempty"`
+	Error            string               `json:"error,omitempty"`
+	ErrorCode        string               `json:"errorCode,omitempty"`
+	ExitCode         *int                 `json:"exitCode,omitempty"`
+	ExitSignal       string               `json:"exitSignal,omitempty"`
+	AgentExecutionID string               `json:"agentExecutionId,omitempty"`
+}
+
+// SessionResumedData is the payload of session.resumed.
+type SessionResumedData struct {
+	Common
+	Strategy        string `json:"strategy"`
+	ContextRestored bool   `json:"contextRestored"`
+	FallbackReason  string `json:"fallbackReason,omitempty"`
+}
+
+// RecoveryChangedData is the payload of session.recovery_changed. Recovery
+// comes first: the writer compares this Latest event's JSON with the last
+// one stored, and payloads stored as maps had their keys sorted.
+type RecoveryChangedData struct {
+	Recovery recovery.Summary `json:"recovery"`
+	Common
+}
+
+// SessionClosedData is the payload of session.closed.
+type SessionClosedData struct {
+	Common
+	State store.SessionState `json:"state"`
+}
+
+// SessionOptionsChangedData is the payload of session.options_changed:
+// the agent's own JSON for each member, absent when the agent never sent it.
+type SessionOptionsChangedData struct {
+	Common
+	CurrentMode       json.RawMessage `json:"currentMode,omitempty"`
+	AvailableModes    json.RawMessage `json:"availableModes,omitempty"`
+	ConfigOptions     json.RawMessage `json:"configOptions,omitempty"`
+	AvailableCommands json.RawMessage `json:"availableCommands,omitempty"`
+}
+
+// Task family (task events belong to no session; Common.TaskID names the
+// task, and a session that moved its task names itself in SessionID).
+
+// TaskCreatedData is the payload of task.created: the task whole.
+type TaskCreatedData struct {
+	Common
+	Title     string          `json:"title"`
+	Workspace string          `json:"workspace,omitempty"`
+	State     store.TaskState `json:"state"`
+	CreatedAt time.Time       `json:"createdAt"`
+}
+
+// TaskUpdatedData is the payload of task.updated (a rename).
+type TaskUpdatedData struct {
+	Common
+	Title string `json:"title"`
+}
+
+// TaskStateChangedData is the payload of task.state_changed.
+type TaskStateChangedData struct {
+	Common
+	State         store.TaskState `json:"state"`
+	PreviousState store.TaskState `json:"previousState"`
+}
+
+// Control frames: stream data, never stored (no Common members).
+
+// ResyncRequiredData is the data of resync_required: the client's cursor
+// cannot be served; epoch and cursor say where the log stands.
+type ResyncRequiredData struct {
+	Reason string `json:"reason"`
+	Epoch  string `json:"epoch"`
+	Cursor string `json:"cursor"`
+}
+
+// ReplayCompleteData is the data of replay_complete: the replay reached
+// cursor, live events follow.
+type ReplayCompleteData struct {
+	Cursor string `json:"cursor"`
+}
+
+// StreamLaggedData is the data of stream_lagged: the client fell behind at
+// cursor and should reconnect from it.
+type StreamLaggedData struct {
+	Cursor string `json:"cursor"`
+}
