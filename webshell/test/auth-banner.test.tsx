@@ -2,13 +2,11 @@
 // shown from the status, the executor event and a refused resume, with the
 // daemon's message, the agent's auth methods and their hints; never for
 // other failures, and gone once the agent runs.
-import { cleanup, fireEvent, render, screen } from '@testing-library/preact';
+import { cleanup, fireEvent, screen } from '@testing-library/preact';
 import { afterEach, describe, expect, it } from 'vitest';
-import { AgentsContext, ChatPane } from '../src/components/ChatPane';
-import { LangContext } from '../src/i18n';
-import { SessionController } from '../src/state/session-controller';
 import type { AgentProfile, SessionStatus } from '../src/state/types';
 import { ev, FakeApi, flush, status } from './fixtures';
+import { mountPane } from './mount-pane';
 
 afterEach(cleanup);
 
@@ -31,23 +29,7 @@ const profile = {
   capabilities: { authMethods: [{ id: 'openai', name: 'OpenAI key', type: 'env_var', vars: ['OPENAI_API_KEY'], hint: HINT }] },
 } as unknown as AgentProfile;
 
-async function mount(api: FakeApi, agents: Record<string, AgentProfile> = {}) {
-  const c = new SessionController(api);
-  c.start();
-  await flush();
-  api.stream.setState('catching_up');
-  api.stream.setState('open');
-  await flush();
-  render(
-    <LangContext.Provider value="en">
-      <AgentsContext.Provider value={agents}>
-        <ChatPane controller={c} shownSessionId={api.id} isMain active onFocus={() => {}} onStartNew={() => {}} onEndSession={() => {}} />
-      </AgentsContext.Provider>
-    </LangContext.Provider>,
-  );
-  await flush();
-  return c;
-}
+const mount = mountPane;
 
 describe('agent_auth_required banner', () => {
   it('from the status: the message, the methods of the agent profile, the hint; no generic resume offer', async () => {

@@ -1,11 +1,9 @@
 // The composer's slash commands ("/" offers the agent's commands; arrows,
 // Enter, Tab, Esc) and the mode and config option pickers next to it.
-import { cleanup, fireEvent, render, screen } from '@testing-library/preact';
+import { cleanup, fireEvent, screen } from '@testing-library/preact';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ChatPane } from '../src/components/ChatPane';
-import { LangContext } from '../src/i18n';
-import { SessionController } from '../src/state/session-controller';
 import { clean, context, ev, FakeApi, flush } from './fixtures';
+import { mountPane } from './mount-pane';
 
 afterEach(cleanup);
 
@@ -34,18 +32,7 @@ async function mount() {
   const api = new FakeApi('S');
   api.contextImpl = () =>
     Promise.resolve(context('S', 10, clean(), { availableCommands: commands, availableModes: modes, currentMode: 'default', configOptions: [model('demo-fast')] }));
-  const c = new SessionController(api);
-  c.start();
-  await flush();
-  api.stream.setState('catching_up');
-  api.stream.setState('open');
-  await flush();
-  render(
-    <LangContext.Provider value="en">
-      <ChatPane controller={c} shownSessionId="S" isMain active onFocus={() => {}} onStartNew={() => {}} onEndSession={() => {}} />
-    </LangContext.Provider>,
-  );
-  await flush();
+  const c = await mountPane(api);
   return { api, c };
 }
 

@@ -1,13 +1,11 @@
 // Prompts waiting in the queue (e.g. held since a restart): listed in the
 // order they run with their text, each with a Withdraw button that sends one
 // DELETE and disappears once the turn's turn.cancelled event arrives.
-import { cleanup, fireEvent, render, screen } from '@testing-library/preact';
+import { cleanup, fireEvent, screen } from '@testing-library/preact';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ChatPane } from '../src/components/ChatPane';
-import { LangContext } from '../src/i18n';
-import { SessionController } from '../src/state/session-controller';
 import type { Transcript } from '../src/state/types';
 import { ev, FakeApi, flush, interruptedTurn } from './fixtures';
+import { mountPane } from './mount-pane';
 
 afterEach(cleanup);
 
@@ -20,21 +18,7 @@ function held(): FakeApi {
   return new FakeApi(SID, { recovery: { ...interruptedTurn('p1'), queuedPromptIds: ['q1', 'q2'], queueHeld: true }, transcript: { turns } });
 }
 
-async function mount(api: FakeApi) {
-  const c = new SessionController(api);
-  c.start();
-  await flush();
-  api.stream.setState('catching_up');
-  api.stream.setState('open');
-  await flush();
-  render(
-    <LangContext.Provider value="en">
-      <ChatPane controller={c} shownSessionId={api.id} isMain active onFocus={() => {}} onStartNew={() => {}} onEndSession={() => {}} />
-    </LangContext.Provider>,
-  );
-  await flush();
-  return c;
-}
+const mount = mountPane;
 
 const listed = () => screen.queryAllByRole('listitem').filter((li) => li.classList.contains('msg--queued')).map((li) => li.getAttribute('data-prompt-id'));
 
