@@ -53,7 +53,8 @@ for await (const ev of session.events(outcome.cursor ? { cursor: outcome.cursor 
   if ((ev.type === 'message.added' || ev.type === 'message.chunk') && ev.data.promptId === outcome.promptId && ev.data.role === 'agent') {
     process.stdout.write(ev.data.text);
   }
-  if (ev.type.startsWith('turn.') && ev.type !== 'turn.queued' && ev.type !== 'turn.started' && ev.data.promptId === outcome.promptId) {
+  const ended = ev.type === 'turn.completed' || ev.type === 'turn.failed' || ev.type === 'turn.cancelled' || ev.type === 'turn.interrupted';
+  if (ended && ev.data.promptId === outcome.promptId) {
     last = ev;
     break;
   }
