@@ -22,11 +22,7 @@ import (
 // machine running -race does not flake.
 const waitTimeout = 30 * time.Second
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 // tetherdBinary is the tetherd executable shared by this package's tests.
 func tetherdBinary(t *testing.T) string { return testbin.Tetherd(t) }

@@ -53,6 +53,14 @@ func Root() string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
+// Main is a TestMain body for packages without a leak check: it runs the
+// tests, removes a binary Tetherd built and exits with their code.
+func Main(m *testing.M) {
+	code := m.Run()
+	Cleanup()
+	os.Exit(code)
+}
+
 // Cleanup removes a binary Tetherd built; call it from TestMain after m.Run.
 func Cleanup() {
 	if dir != "" {

@@ -33,11 +33,7 @@ const token = "crash-test-token"
 // performance assertion.
 const deadline = 60 * time.Second
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 // binary is the tetherd executable shared by this package's tests.
 func binary(t *testing.T) string { return testbin.Tetherd(t) }

@@ -29,11 +29,7 @@ const token = "edge-test-token"
 // performance assertion.
 const deadline = 30 * time.Second
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 // daemon is one running tetherd.
 type daemon struct {

@@ -31,11 +31,7 @@ const token = "real-agents-test-token"
 // can take ~10 s), so this is generous; a safety net, never an assertion.
 const deadline = 3 * time.Minute
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 // agent is one real agent of the suite and how to point it at the model
 // server.
@@ -223,6 +219,20 @@ func (w *world) waitTurn(sid, pid string) map[string]any {
 		return store.TurnState(state).Terminal()
 	})
 	return turn
+}
+
+// continueTurn continues the session as promptID, fails the test unless it
+// is accepted and the continuation completes, and returns the 202 body.
+func (w *world) continueTurn(sid, promptID string) map[string]any {
+	w.t.Helper()
+	code, m := w.do("POST", "/session/"+sid+"/continue", map[string]any{"promptId": promptID})
+	if code != http.StatusAccepted {
+		w.t.Fatalf("continue: got %d %v, want 202", code, m)
+	}
+	if turn := w.waitTurn(sid, promptID); turn["state"] != "completed" {
+		w.t.Fatalf("continuation: got %v, want completed: %v", turn["state"], turn)
+	}
+	return m
 }
 
 // transcript returns the session's transcript.

@@ -241,13 +241,7 @@ func TestKillDaemonMidReplyThenContinue(t *testing.T) {
 		if turn := w.waitTurn(sid, "p1"); turn["state"] != "interrupted" {
 			t.Fatalf("turn after the restart: got %v, want interrupted", turn["state"])
 		}
-		code, m := w.do("POST", "/session/"+sid+"/continue", map[string]any{"promptId": "c1"})
-		if code != http.StatusAccepted {
-			t.Fatalf("continue: got %d %v, want 202", code, m)
-		}
-		if turn := w.waitTurn(sid, "c1"); turn["state"] != "completed" {
-			t.Fatalf("continuation: got %v, want completed: %v", turn["state"], turn)
-		}
+		w.continueTurn(sid, "c1")
 		if got := agentText(w.transcript(sid), "c1"); !strings.Contains(got, rest) {
 			t.Errorf("continuation's agent text: got %q, want %q", got, rest)
 		}
@@ -302,13 +296,7 @@ func TestKillAgentMidTurnThenContinue(t *testing.T) {
 			t.Fatalf("turn after the agent died: got %v, want interrupted", turn["state"])
 		}
 		w.model.SetScript(modelserver.Say(rest))
-		code, m := w.do("POST", "/session/"+sid+"/continue", map[string]any{"promptId": "c1"})
-		if code != http.StatusAccepted {
-			t.Fatalf("continue: got %d %v, want 202", code, m)
-		}
-		if turn := w.waitTurn(sid, "c1"); turn["state"] != "completed" {
-			t.Fatalf("continuation: got %v, want completed: %v", turn["state"], turn)
-		}
+		w.continueTurn(sid, "c1")
 		if got := agentText(w.transcript(sid), "c1"); !strings.Contains(got, rest) {
 			t.Errorf("continuation's agent text: got %q, want %q", got, rest)
 		}
