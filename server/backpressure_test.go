@@ -116,7 +116,14 @@ func TestOverloadedSessionAnswers503(t *testing.T) {
 	d.waitTurn(sid, d.prompt(sid, "/echo ready", "warm-up"))
 	// Far more than can stream before the writer is held: the actor is
 	// still busy with it when its writes stop committing.
+	before, _ := d.Writer.Stats()
 	pid := d.prompt(sid, "/stream 1000000", "flood")
+	// Hold the writer once chunks are being committed: held earlier, it
+	// could keep the prompt itself from reaching the agent.
+	d.waitFor("the flood to stream", func() bool {
+		evs, _ := d.Writer.Stats()
+		return evs > before+100
+	})
 	release := sync.OnceFunc(d.holdWriter())
 	t.Cleanup(release) // a failing test must not leave the writer held
 	d.waitWriterBlocked()
