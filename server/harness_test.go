@@ -60,6 +60,8 @@ type daemon struct {
 
 type daemonOptions struct {
 	sessions sessions.Config
+	// writer tunes the event writer (its Logger is the daemon's).
+	writer events.WriterConfig
 	// agentsYAML is written to <data-dir>/agents.yaml when set.
 	agentsYAML string
 	hub        events.HubConfig
@@ -120,7 +122,9 @@ func startDaemon(t *testing.T, opts daemonOptions) *daemon {
 		opts.sessions.CancelGrace = 3 * time.Second
 	}
 	hub := events.NewHub(opts.hub)
-	w, err := events.NewWriter(ctx, st, hub, events.WriterConfig{Logger: opts.logger})
+	wcfg := opts.writer
+	wcfg.Logger = opts.logger
+	w, err := events.NewWriter(ctx, st, hub, wcfg)
 	if err != nil {
 		t.Fatalf("event writer: %v", err)
 	}

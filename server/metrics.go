@@ -18,6 +18,8 @@ func (h *handlers) GetMetrics(ctx context.Context, _ GetMetricsRequestObject) (G
 	live, agents := h.cfg.Sessions.Live(ctx)
 	x.single("tether_sessions_live", "gauge", "Sessions with a live actor in this daemon.", float64(live))
 	x.single("tether_agents_running", "gauge", "Sessions whose agent is connected.", float64(agents))
+	longest, _ := h.cfg.Sessions.MailboxStats()
+	x.single("tether_session_mailbox_max", "gauge", "Closures queued for the busiest session's actor (bounded by --session-mailbox plus the agent's --agent-update-window).", float64(longest))
 	if h.cfg.Hub != nil {
 		x.single("tether_stream_subscribers", "gauge", "Open SSE subscriptions.", float64(h.cfg.Hub.Count()))
 	}
@@ -28,6 +30,10 @@ func (h *handlers) GetMetrics(ctx context.Context, _ GetMetricsRequestObject) (G
 		retries, busy := h.cfg.Writer.RetryStats()
 		x.single("tether_event_writer_retries_total", "counter", "Event batches rolled back and redone one op per transaction.", float64(retries))
 		x.single("tether_event_writer_busy_total", "counter", "Event writer transactions that failed with \"database is locked\".", float64(busy))
+		limit, _, waiting := h.cfg.Writer.QueueStats()
+		x.single("tether_event_writer_queue", "gauge", "Changes waiting for the event writer.", float64(h.cfg.Writer.Queued()))
+		x.single("tether_event_writer_queue_limit", "gauge", "The event writer's queue bound (--writer-queue).", float64(limit))
+		x.single("tether_event_writer_waiting", "gauge", "Producers waiting for room in the event writer's full queue.", float64(waiting))
 		failures := h.cfg.Writer.FailureStats()
 		x.family("tether_event_writer_failures_total", "counter", "Changes the event writer could not store, by error code (store_write_failed: a store failure; others: refusals such as an unknown task).")
 		for _, code := range slices.Sorted(maps.Keys(failures)) {

@@ -54,6 +54,7 @@ var statusOf = map[errcode.Code]int{
 	errcode.PromptQueueFull:      http.StatusServiceUnavailable,
 	errcode.AgentLimitReached:    http.StatusServiceUnavailable,
 	errcode.ServiceShuttingDown:  http.StatusServiceUnavailable,
+	errcode.SessionOverloaded:    http.StatusServiceUnavailable,
 	errcode.TooManyConnections:   http.StatusServiceUnavailable, // written by internal/connlimit
 	errcode.Timeout:              http.StatusGatewayTimeout,
 	errcode.RequestCancelled:     499,

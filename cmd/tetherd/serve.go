@@ -59,6 +59,10 @@ type options struct {
 	agentEnv string
 	// updateWindow is --agent-update-window.
 	updateWindow int
+	// writerQueue, mailbox and busy are --writer-queue, --session-mailbox
+	// and --session-busy-timeout.
+	writerQueue, mailbox int
+	busy                 time.Duration
 	// ticketTTL and ticketsMax are --stream-ticket-ttl and --stream-tickets-max.
 	ticketTTL  time.Duration
 	ticketsMax int
@@ -77,6 +81,9 @@ func parseOptions(args []string) (options, error) {
 	fs.IntVar(&o.maxPerms, "max-pending-permissions", 16, "open permission requests one agent may have; more are answered cancelled at once")
 	fs.StringVar(&o.agentEnv, "agent-env-passthrough", env("TETHER_AGENT_ENV_PASSTHROUGH", ""), "comma-separated variables of the daemon's environment every agent also gets, e.g. ANTHROPIC_API_KEY or OPENAI_* (TETHER_* never) [TETHER_AGENT_ENV_PASSTHROUGH]")
 	fs.IntVar(&o.updateWindow, "agent-update-window", acp.DefaultUpdateWindow, "session/update notifications of one agent read but not yet committed; a faster agent is slowed down")
+	fs.IntVar(&o.writerQueue, "writer-queue", events.DefaultMaxQueue, "changes that may wait for the event writer; past it their producers wait (a session's agent is read more slowly), so a slow disk slows the agents instead of growing memory")
+	fs.IntVar(&o.mailbox, "session-mailbox", sessions.DefaultMailboxLimit, "requests (API calls, agent permission requests) queued for one session; past it the next one waits")
+	fs.DurationVar(&o.busy, "session-busy-timeout", sessions.DefaultBusyTimeout, "how long an API request waits for a busy session to take it before it gets 503 session_overloaded (nothing done)")
 	fs.IntVar(&o.depth, "prompt-max-depth", sessions.DefaultPromptMaxDepth, fmt.Sprintf("deepest JSON nesting a prompt may have, the block array being level 1 (at most %d); deeper prompts get 400", sessions.MaxPromptDepth))
 	fs.StringVar(&o.resumeOn, "resume-on-start", env("TETHER_RESUME_ON_START", "lazy"), "lazy: restore agents when a session is used; eager: restore resumable sessions at start-up [TETHER_RESUME_ON_START]")
 	fs.IntVar(&o.resumeN, "resume-concurrency", 8, "agents restored at once in eager mode")
@@ -152,6 +159,9 @@ func parseOptions(args []string) (options, error) {
 	if o.updateWindow <= 0 {
 		return o, fmt.Errorf("--agent-update-window must be positive, got %d", o.updateWindow)
 	}
+	if o.writerQueue <= 0 || o.mailbox <= 0 || o.busy <= 0 {
+		return o, errors.New("--writer-queue, --session-mailbox and --session-busy-timeout must be positive")
+	}
 	if o.maxAgents < 0 || o.agentIdle < 0 {
 		return o, errors.New("--max-agents and --agent-idle-timeout must not be negative")
 	}
@@ -226,7 +236,7 @@ func serve(ctx context.Context, args []string) error {
 		return fmt.Errorf("locate tetherd executable: %w", err)
 	}
 	hub := events.NewHub(o.hub)
-	w, err := events.NewWriter(ctx, st, hub, events.WriterConfig{Logger: logger})
+	w, err := events.NewWriter(ctx, st, hub, events.WriterConfig{MaxQueue: o.writerQueue, Logger: logger})
 	if err != nil {
 		return err
 	}
@@ -237,7 +247,8 @@ func serve(ctx context.Context, args []string) error {
 		return err
 	}
 	mgr := sessions.New(st, w, reg, sessions.Config{QueueLimit: o.queue, MaxPendingPermissions: o.maxPerms, PromptMaxDepth: o.depth, RestoreTimeout: o.restoreTO, MaxAgents: o.maxAgents,
-		AgentIdleTimeout: o.agentIdle, Cwd: o.cwd, Files: o.files, UpdateWindow: o.updateWindow, Logger: logger})
+		AgentIdleTimeout: o.agentIdle, Cwd: o.cwd, Files: o.files, UpdateWindow: o.updateWindow,
+		MailboxLimit: o.mailbox, BusyTimeout: o.busy, Logger: logger})
 	// Reconcile before serving: nobody may see the previous daemon's
 	// half-finished state as if it were live.
 	rec, err := mgr.Reconcile(ctx)

@@ -46,7 +46,11 @@ const (
 	// StoreWriteFailed: a change could not be written (the database stayed
 	// locked past its busy timeout, a constraint failed, the disk is full);
 	// nothing of it was recorded.
-	StoreWriteFailed     Code = "store_write_failed"
+	StoreWriteFailed Code = "store_write_failed"
+	// SessionOverloaded: the session's actor did not take the request
+	// within the busy timeout (it waits for a slow disk, or too many
+	// requests are queued ahead); nothing was done.
+	SessionOverloaded    Code = "session_overloaded"
 	DatabaseTooNew       Code = "database_too_new"
 	ValidationFailed     Code = "validation_failed"
 	UnsupportedMediaType Code = "unsupported_media_type"

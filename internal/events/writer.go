@@ -15,15 +15,25 @@ import (
 	"github.com/tether/tether/internal/store"
 )
 
+// DefaultMaxQueue is how many changes may wait for the writer by default.
+const DefaultMaxQueue = 4096
+
 // WriterConfig tunes group commit.
 type WriterConfig struct {
 	// MaxBatch bounds ops per transaction.
 	MaxBatch int
-	Logger   *slog.Logger
+	// MaxQueue bounds the changes waiting for the writer (default
+	// DefaultMaxQueue); a submitter past it waits for room, so producers
+	// are held to the pace of the disk instead of growing memory.
+	MaxQueue int
+	// CommitDelay, for tests and measurements only, sleeps before every
+	// transaction: a throttled disk.
+	CommitDelay time.Duration
+	Logger      *slog.Logger
 }
 
-// Writer is the single goroutine that writes the log. Ops queue without
-// blocking their submitter; the writer takes everything queued, runs it in
+// Writer is the single goroutine that writes the log. Ops queue in a
+// bounded intake (see MaxQueue); the writer takes everything queued, runs it in
 // one transaction (each op in its own savepoint, so one failure does not
 // sink the others), numbers the emitted events, commits, and only then
 // publishes them to the hub — an event anyone has seen always survives a
@@ -38,6 +48,15 @@ type Writer struct {
 	signal chan struct{}
 	closed bool
 	done   chan struct{}
+	// room holds one token per queued op; its capacity is MaxQueue. A
+	// submitter takes a token before queueing and the writer returns it as
+	// it takes the op out of the queue. closing ends the wait of
+	// submitters blocked for a token when Close is called.
+	room    chan struct{}
+	closing chan struct{}
+	// waiting counts submitters blocked for room, and peak is the longest
+	// the queue has been (for /metrics and tests).
+	waiting, peak atomic.Int64
 
 	// committed and batches count what has been written (for /metrics).
 	committed, batches atomic.Int64
@@ -69,6 +88,9 @@ func NewWriter(ctx context.Context, st *store.Store, hub *Hub, cfg WriterConfig)
 		// published back to back must not overflow a healthy subscriber.
 		cfg.MaxBatch = 512
 	}
+	if cfg.MaxQueue <= 0 {
+		cfg.MaxQueue = DefaultMaxQueue
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -77,6 +99,7 @@ func NewWriter(ctx context.Context, st *store.Store, hub *Hub, cfg WriterConfig)
 		return nil, err
 	}
 	w := &Writer{st: st, hub: hub, cfg: cfg, signal: make(chan struct{}, 1), done: make(chan struct{}),
+		room: make(chan struct{}, cfg.MaxQueue), closing: make(chan struct{}),
 		failures: map[string]int64{}, lastID: last, lastSeq: map[string]int64{}, latest: map[latestKey]string{}, latestTypes: map[string]bool{}}
 	go w.run()
 	return w, nil
@@ -85,20 +108,52 @@ func NewWriter(ctx context.Context, st *store.Store, hub *Hub, cfg WriterConfig)
 // ErrClosed is returned for ops submitted after Close.
 var ErrClosed = errcode.New(errcode.ServiceShuttingDown, "event writer is closed")
 
-// Submit queues an op and returns its Pending outcome. It never blocks.
+// Submit queues an op and returns its Pending outcome; it waits while the
+// queue is full (see SubmitChange).
 func (w *Writer) Submit(apply Apply) *Pending { return w.SubmitChange(Func("", apply)) }
 
-// SubmitChange queues a change and returns its Pending outcome. It never
-// blocks.
+// SubmitChange queues a change and returns its Pending outcome. While the
+// queue is full it waits for room: back-pressure on whoever produces
+// changes faster than the disk takes them. It must never be called on the
+// writer goroutine (from a Pending.Then callback), which is the one that
+// makes room.
 func (w *Writer) SubmitChange(c Change) *Pending {
+	return w.SubmitContext(context.Background(), c)
+}
+
+// SubmitContext is SubmitChange for a submitter that can give up: should
+// ctx end while the queue is full, the change is not queued and its
+// Pending fails with ctx's error.
+func (w *Writer) SubmitContext(ctx context.Context, c Change) *Pending {
 	p := newPending()
+	select {
+	case w.room <- struct{}{}:
+	default:
+		w.waiting.Add(1)
+		select {
+		case w.room <- struct{}{}:
+			w.waiting.Add(-1)
+		case <-w.closing:
+			w.waiting.Add(-1)
+			p.finish(nil, w.failed(c, ErrClosed))
+			return p
+		case <-ctx.Done():
+			w.waiting.Add(-1)
+			p.finish(nil, ctx.Err())
+			return p
+		}
+	}
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
+		<-w.room
 		p.finish(nil, w.failed(c, ErrClosed))
 		return p
 	}
 	w.queue = append(w.queue, op{change: c, p: p})
+	if n := int64(len(w.queue)); n > w.peak.Load() {
+		w.peak.Store(n) // under mu: no lost update
+	}
 	w.mu.Unlock()
 	select {
 	case w.signal <- struct{}{}:
@@ -107,9 +162,10 @@ func (w *Writer) SubmitChange(c Change) *Pending {
 	return p
 }
 
-// Do submits an op and waits for it.
+// Do submits an op and waits for it; ctx bounds both the wait for room in
+// the queue and the wait for the commit.
 func (w *Writer) Do(ctx context.Context, apply Apply) ([]store.Event, error) {
-	return w.Submit(apply).Wait(ctx)
+	return w.SubmitContext(ctx, Func("", apply)).Wait(ctx)
 }
 
 // Exec runs fn in the writer's next batch and waits for it: the way for
@@ -129,6 +185,13 @@ func (w *Writer) Queued() int {
 	return len(w.queue)
 }
 
+// QueueStats reports the queue's bound, the longest it has been since
+// start, and how many submitters wait for room in it now (for /metrics
+// and tests).
+func (w *Writer) QueueStats() (limit, peak, waiting int) {
+	return w.cfg.MaxQueue, int(w.peak.Load()), int(w.waiting.Load())
+}
+
 // Stats reports events committed and batches (transactions) since start.
 func (w *Writer) Stats() (events, batches int64) { return w.committed.Load(), w.batches.Load() }
 
@@ -146,6 +209,9 @@ func (w *Writer) FailureStats() map[string]int64 {
 // Close stops accepting ops, writes everything queued and returns.
 func (w *Writer) Close() {
 	w.mu.Lock()
+	if !w.closed {
+		close(w.closing)
+	}
 	w.closed = true
 	w.mu.Unlock()
 	select {
@@ -164,7 +230,13 @@ func (w *Writer) run() {
 		w.queue = w.queue[n:]
 		closed := w.closed
 		w.mu.Unlock()
+		for range n {
+			<-w.room // room for the next submitters while this batch commits
+		}
 		if n > 0 {
+			if w.cfg.CommitDelay > 0 {
+				time.Sleep(w.cfg.CommitDelay)
+			}
 			w.commit(batch)
 			continue
 		}

@@ -93,7 +93,7 @@ type turnRun struct {
 
 func newActor(m *Manager, sess store.Session, exec store.Executor, turns []store.Turn) *actor {
 	a := &actor{
-		m: m, id: sess.ID, mb: newMailbox(), sess: sess, exec: exec,
+		m: m, id: sess.ID, mb: newMailbox(m.cfg.MailboxLimit, m.cfg.BusyTimeout), sess: sess, exec: exec,
 		log:       m.cfg.Logger.With("session", sess.ID),
 		perms:     map[string]*pendingPermission{},
 		turns:     make(map[string]store.Turn, len(turns)),
@@ -242,7 +242,9 @@ func (h *agentHandler) Update(u acp.Update, done func()) {
 func (h *agentHandler) RequestPermission(ctx context.Context, req acp.PermissionRequest) (acp.PermissionOutcome, error) {
 	reply := make(chan acp.PermissionOutcome, 1)
 	idc := make(chan string, 1)
-	if !h.a.mb.post(func() { idc <- h.a.onPermissionRequested(h.gen, req, reply) }) {
+	// A command like an API request: an agent asking faster than the actor
+	// answers waits for room in the mailbox.
+	if h.a.mb.postWait(ctx, func() { idc <- h.a.onPermissionRequested(h.gen, req, reply) }) != nil {
 		return acp.PermissionOutcome{Cancelled: true}, nil
 	}
 	var id string

@@ -69,6 +69,14 @@ type Config struct {
 	// or pending permission for this long (0: never). Its session stays
 	// resumable: the next prompt restores it.
 	AgentIdleTimeout time.Duration
+	// MailboxLimit bounds the commands (API requests, permission requests)
+	// queued for one session's actor (default DefaultMailboxLimit); past it
+	// the next one waits for room.
+	MailboxLimit int
+	// BusyTimeout is how long an API request waits for a busy session's
+	// actor to take it before it is answered session_overloaded (default
+	// DefaultBusyTimeout).
+	BusyTimeout time.Duration
 	// PromptMaxDepth bounds how deeply a prompt's JSON may nest (the block
 	// array is level 1); at most MaxPromptDepth.
 	PromptMaxDepth int
@@ -234,7 +242,7 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (_ store.Session, 
 		change.Initial = &initial
 	}
 	sess := change.Session
-	if _, err = m.w.SubmitChange(change).Wait(ctx); err != nil {
+	if _, err = m.w.SubmitContext(ctx, change).Wait(ctx); err != nil {
 		return store.Session{}, err
 	}
 	// The actor loads the queued initial turn with the session.

@@ -66,6 +66,9 @@ func (m *Manager) Status(ctx context.Context, sessionID string) (Status, error) 
 		l, err := call(ctx, a.mb, func() (live, error) {
 			return live{a.conn != nil && !a.settling, a.starting || a.settling, a.lastErr, a.synced()}, nil
 		})
+		if errcode.Is(err, errcode.SessionOverloaded) {
+			return Status{}, err // the store alone would tell a stale story
+		}
 		if err == nil {
 			running, starting, lastErr = l.running, l.starting, l.lastErr
 			if l.last != nil {
