@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -260,7 +261,12 @@ func (h *agentHandler) RequestPermission(ctx context.Context, req acp.Permission
 	case out := <-reply:
 		return out, nil
 	case <-ctx.Done():
-		h.a.mb.post(func() { h.a.resolvePermission(id, store.PermissionCancelled, "") })
+		if !errors.Is(context.Cause(ctx), acp.ErrAgentGone) {
+			// The agent withdrew the question.
+			h.a.mb.post(func() { h.a.resolvePermission(id, store.PermissionCancelled, "") })
+		}
+		// Else the agent is gone: its exit expires the request (and says so),
+		// which a "cancelled" posted from here would race.
 		return acp.PermissionOutcome{Cancelled: true}, nil
 	}
 }
