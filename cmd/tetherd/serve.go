@@ -248,7 +248,10 @@ func serve(ctx context.Context, args []string) error {
 	}
 	mgr := sessions.New(st, w, reg, sessions.Config{QueueLimit: o.queue, MaxPendingPermissions: o.maxPerms, PromptMaxDepth: o.depth, RestoreTimeout: o.restoreTO, MaxAgents: o.maxAgents,
 		AgentIdleTimeout: o.agentIdle, Cwd: o.cwd, Files: o.files, UpdateWindow: o.updateWindow,
-		MailboxLimit: o.mailbox, BusyTimeout: o.busy, Logger: logger})
+		MailboxLimit: o.mailbox, BusyTimeout: o.busy, Logger: logger,
+		// Agents run as children of this daemon; detached and remote hosts
+		// are other Runtimes.
+		Runtime: sessions.Standalone{}})
 	// Reconcile before serving: nobody may see the previous daemon's
 	// half-finished state as if it were live.
 	rec, err := mgr.Reconcile(ctx)

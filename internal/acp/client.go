@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 
 	sdk "github.com/coder/acp-go-sdk"
 
@@ -30,12 +31,20 @@ type PermissionOutcome struct {
 	OptionID  string
 }
 
+// ErrAgentGone is the cause (context.Cause) of a Handler.RequestPermission
+// context that ended because the connection to the agent did (it exited,
+// or its stream broke), as opposed to the agent withdrawing the request:
+// the caller then learns the outcome from the agent's exit, not from ctx.
+var ErrAgentGone = errors.New("acp: the connection to the agent ended")
+
 // client implements sdk.Client: the methods an agent may call on us.
 type client struct {
 	handler Handler
 	// files serves fs/*; nil when the capability is not offered.
 	files  *workspace.Root
 	logger *slog.Logger
+	// gone is the connection's Done, once the connection exists.
+	gone atomic.Pointer[<-chan struct{}]
 }
 
 var _ sdk.Client = (*client)(nil)
@@ -59,7 +68,9 @@ func (c *client) RequestPermission(ctx context.Context, p sdk.RequestPermissionR
 	for _, o := range p.Options {
 		req.Options = append(req.Options, PermissionOption{ID: string(o.OptionId), Name: o.Name, Kind: string(o.Kind)})
 	}
-	out, err := c.handler.RequestPermission(ctx, req)
+	hctx, cancel := c.handlerContext(ctx)
+	defer cancel()
+	out, err := c.handler.RequestPermission(hctx, req)
 	if err != nil || out.Cancelled {
 		// A turn that ends while the question is open answers "cancelled",
 		// as ACP requires, rather than leaving the agent waiting.
@@ -70,6 +81,28 @@ func (c *client) RequestPermission(ctx context.Context, p sdk.RequestPermissionR
 	return sdk.RequestPermissionResponse{Outcome: sdk.RequestPermissionOutcome{
 		Selected: &sdk.RequestPermissionOutcomeSelected{Outcome: "selected", OptionId: sdk.PermissionOptionId(out.OptionID)},
 	}}, nil
+}
+
+// handlerContext is ctx (the SDK's context of one agent request), whose
+// cause says ErrAgentGone when it ends with the whole connection. The SDK
+// ends a request's context both when the agent withdraws it and when the
+// connection closes; only the first is an answer for the request itself.
+func (c *client) handlerContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	hctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		// The connection's context is the parent of the request's, so it
+		// is already done when the request's ends with it.
+		if g := c.gone.Load(); g != nil {
+			select {
+			case <-*g:
+				cancel(ErrAgentGone)
+				return
+			default:
+			}
+		}
+		cancel(context.Cause(ctx))
+	})
+	return hctx, func() { stop(); cancel(nil) }
 }
 
 // ReadTextFile and WriteTextFile are served by the session's workspace

@@ -60,8 +60,9 @@ type Handler interface {
 	// reading the agent. So nothing that leads to done may wait for the
 	// agent (an ACP response), or the connection deadlocks.
 	Update(u Update, done func())
-	// RequestPermission blocks until the user answers or ctx ends (turn
-	// cancelled, agent gone). A nil error with Cancelled set is a valid answer.
+	// RequestPermission blocks until the user answers or ctx ends: the
+	// agent withdrew the request, or it is gone (context.Cause(ctx) is then
+	// ErrAgentGone). A nil error with Cancelled set is a valid answer.
 	RequestPermission(ctx context.Context, req PermissionRequest) (PermissionOutcome, error)
 }
 
@@ -152,6 +153,8 @@ func Start(ctx context.Context, opts Options) (*Conn, error) {
 	w = outgoing{w: w, promptSent: &c.promptSent}
 	in := newInbound(p.stdout, opts.Handler, opts.UpdateWindow, c.stopping, logger)
 	c.conn = sdk.NewClientSideConnection(cl, w, in)
+	gone := c.conn.Done()
+	cl.gone.Store(&gone)
 	c.conn.SetLogger(logger.With("agent", opts.Spec.Command))
 
 	ictx, cancel := context.WithTimeout(ctx, opts.InitTimeout)

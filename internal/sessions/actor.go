@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -25,7 +26,7 @@ type actor struct {
 	// gen numbers agent incarnations so that late messages from a
 	// previous process (updates, exits) are recognised and dropped.
 	gen      int
-	conn     *acp.Conn
+	conn     Agent
 	acpID    string
 	starting bool
 	// stopping is set by close and shutdown: exits are then expected.
@@ -82,7 +83,7 @@ type actor struct {
 // turnRun is the turn currently executing on the agent.
 type turnRun struct {
 	turn        store.Turn
-	conn        *acp.Conn
+	conn        Agent
 	cancelTimer *time.Timer
 	// msgID is the ACP messageId of the turn's last message chunk, and
 	// split is set when a tool call, plan or permission came after it:
@@ -116,7 +117,7 @@ func newActor(m *Manager, sess store.Session, exec store.Executor, turns []store
 func (a *actor) ctx() context.Context { return context.Background() }
 
 // onAgentExit handles the agent process ending, expected or not.
-func (a *actor) onAgentExit(gen int, conn *acp.Conn) {
+func (a *actor) onAgentExit(gen int, conn Agent) {
 	if gen != a.gen || conn != a.conn {
 		return
 	}
@@ -168,7 +169,7 @@ func (a *actor) onAgentExit(gen int, conn *acp.Conn) {
 
 // recordStopped marks the executor stopped after a deliberate stop; why,
 // when not empty, is kept as the executor's message.
-func (a *actor) recordStopped(conn *acp.Conn, why string) {
+func (a *actor) recordStopped(conn Agent, why string) {
 	a.exec.ErrorMessage = why
 	if conn != nil {
 		if conn == a.conn {
@@ -260,7 +261,12 @@ func (h *agentHandler) RequestPermission(ctx context.Context, req acp.Permission
 	case out := <-reply:
 		return out, nil
 	case <-ctx.Done():
-		h.a.mb.post(func() { h.a.resolvePermission(id, store.PermissionCancelled, "") })
+		if !errors.Is(context.Cause(ctx), acp.ErrAgentGone) {
+			// The agent withdrew the question.
+			h.a.mb.post(func() { h.a.resolvePermission(id, store.PermissionCancelled, "") })
+		}
+		// Else the agent is gone: its exit expires the request (and says so),
+		// which a "cancelled" posted from here would race.
 		return acp.PermissionOutcome{Cancelled: true}, nil
 	}
 }

@@ -48,7 +48,8 @@ type Config struct {
 	// ReplayGrace is how long a load that replayed nothing waits for a
 	// replay sent after the response before the context counts as lost.
 	ReplayGrace time.Duration
-	// StopGrace is the SIGTERM→SIGKILL grace when stopping an agent.
+	// StopGrace is how long stopping an agent lets it end on its own before
+	// it is killed (StartRequest.StopGrace).
 	StopGrace time.Duration
 	// CancelGrace is how long a cancelled turn may take to end before the
 	// agent is stopped.
@@ -59,7 +60,7 @@ type Config struct {
 	// Files bounds each agent's fs/* requests.
 	Files workspace.FileLimits
 	// UpdateWindow bounds one agent's session/update notifications read but
-	// not yet committed; a faster agent is slowed down (acp.Options).
+	// not yet committed; a faster agent is slowed down (StartRequest).
 	UpdateWindow int
 	// MaxAgents caps live agent processes daemon-wide (0: no cap); a
 	// profile's MaxAgents caps its own. Past a cap, whatever would start an
@@ -80,7 +81,10 @@ type Config struct {
 	// PromptMaxDepth bounds how deeply a prompt's JSON may nest (the block
 	// array is level 1); at most MaxPromptDepth.
 	PromptMaxDepth int
-	Logger         *slog.Logger
+	// Runtime starts the agents (default Standalone: child processes of the
+	// daemon).
+	Runtime Runtime
+	Logger  *slog.Logger
 	// Outgoing, if set, receives every line sent to any agent (tests).
 	Outgoing func(sessionID string) interface{ Write([]byte) (int, error) }
 }
@@ -116,6 +120,9 @@ func (c *Config) defaults() {
 	c.PromptMaxDepth = min(c.PromptMaxDepth, MaxPromptDepth)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Runtime == nil {
+		c.Runtime = Standalone{}
 	}
 }
 
@@ -425,7 +432,7 @@ func (m *Manager) Shutdown(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			conn, _ := call(ctx, a.mb, func() (*acp.Conn, error) { a.stopping = true; return a.conn, nil })
+			conn, _ := call(ctx, a.mb, func() (Agent, error) { a.stopping = true; return a.conn, nil })
 			if conn != nil {
 				conn.Stop()
 				// The row says stopped, so the next start has no orphan to

@@ -154,7 +154,7 @@ func (a *actor) ready() bool { return a.conn != nil && !a.starting && a.acpID !=
 // the actor waits for the agent), adopt the agent's answer on it again.
 type optionChange struct {
 	check func(a *actor) error
-	send  func(ctx context.Context, conn *acp.Conn, acpID string) (json.RawMessage, error)
+	send  func(ctx context.Context, conn Agent, acpID string) (json.RawMessage, error)
 	adopt func(a *actor, answer json.RawMessage)
 	store func(a *actor) *events.Pending
 }
@@ -167,7 +167,7 @@ func (m *Manager) changeOption(ctx context.Context, sessionID string, ch optionC
 		return OptionResult{}, err
 	}
 	type step struct {
-		conn    *acp.Conn
+		conn    Agent
 		acpID   string
 		pending *events.Pending
 	}
@@ -218,7 +218,7 @@ func (m *Manager) SetMode(ctx context.Context, sessionID, modeID string) (Option
 			}
 			return nil
 		},
-		send: func(ctx context.Context, conn *acp.Conn, acpID string) (json.RawMessage, error) {
+		send: func(ctx context.Context, conn Agent, acpID string) (json.RawMessage, error) {
 			err := m.traced(ctx, "acp.session.set_mode", func(ctx context.Context) error { return conn.SetMode(ctx, acpID, modeID) })
 			if err != nil {
 				return nil, errcode.Wrap(errcode.AgentError, err, "the agent refused mode %q: %s", modeID, acp.Message(err))
@@ -258,7 +258,7 @@ func (m *Manager) SetConfigOption(ctx context.Context, sessionID, optionID strin
 			}
 			return nil
 		},
-		send: func(ctx context.Context, conn *acp.Conn, acpID string) (json.RawMessage, error) {
+		send: func(ctx context.Context, conn Agent, acpID string) (json.RawMessage, error) {
 			var options json.RawMessage
 			err := m.traced(ctx, "acp.session.set_config_option", func(ctx context.Context) error {
 				var err error
@@ -337,7 +337,7 @@ func (a *actor) startChoices() startChoices {
 // choices where what the agent reports differs, before any prompt runs.
 // A choice the agent no longer offers, or refuses, is logged and left
 // stored: the session still works in the agent's own default.
-func (m *Manager) reapply(ctx context.Context, conn *acp.Conn, acpID string, ch startChoices) acp.SessionOptions {
+func (m *Manager) reapply(ctx context.Context, conn Agent, acpID string, ch startChoices) acp.SessionOptions {
 	opts := conn.SessionOptions()
 	log := m.cfg.Logger.With("acpSession", acpID)
 	if s, ok := parseModes(opts.Modes); ok && ch.mode != "" && ch.mode != s.CurrentModeID {

@@ -43,7 +43,7 @@ type startPlan struct {
 	token      string
 	hadHistory bool
 	inject     bool // the profile supports history injection
-	opts       acp.Options
+	req        StartRequest
 	// choices are the user's mode and config choices, reapplied once the
 	// agent's session is open.
 	choices startChoices
@@ -51,7 +51,7 @@ type startPlan struct {
 
 // startOutcome is what the start goroutine reports back.
 type startOutcome struct {
-	conn            *acp.Conn
+	conn            Agent
 	acpID           string
 	strategy        string // "" for a first start
 	contextRestored bool
@@ -88,13 +88,13 @@ func (a *actor) ensureAgent() {
 		p.spec.Args = append(append([]string(nil), p.spec.Args...), profile.ExpandResumeArgs(p.token)...)
 	}
 	p.spec.Dir = a.sess.Cwd
-	p.opts = acp.Options{Spec: p.spec, Root: a.sess.Cwd, Files: a.m.cfg.Files, Handler: &agentHandler{a: a, gen: p.gen}, StopGrace: a.m.cfg.StopGrace,
+	p.req = StartRequest{Spec: p.spec, Root: a.sess.Cwd, Files: a.m.cfg.Files, Handler: &agentHandler{a: a, gen: p.gen}, StopGrace: a.m.cfg.StopGrace,
 		InitTimeout: a.m.cfg.StartTimeout, UpdateWindow: a.m.cfg.UpdateWindow, Logger: a.log}
 	if a.m.cfg.Outgoing != nil {
-		p.opts.Outgoing = a.m.cfg.Outgoing(a.id)
+		p.req.Outgoing = a.m.cfg.Outgoing(a.id)
 	}
 	gen := p.gen
-	p.opts.OnSpawn = func(pid int) {
+	p.req.OnSpawn = func(pid int) {
 		a.mb.post(func() {
 			if a.gen == gen && a.starting {
 				a.exec.PID = pid
@@ -140,7 +140,7 @@ func (m *Manager) start(sessionID string, p startPlan) (out startOutcome) {
 	}
 	sctx, cancel := context.WithTimeout(ctx, m.cfg.StartTimeout)
 	defer cancel()
-	conn, err := acp.Start(sctx, p.opts)
+	conn, err := m.cfg.Runtime.Start(sctx, p.req)
 	if err != nil {
 		return startOutcome{err: agentFailure(err, nil, p, "agent did not start: %v", err)}
 	}
@@ -149,8 +149,8 @@ func (m *Manager) start(sessionID string, p startPlan) (out startOutcome) {
 	// Recorded as soon as the handshake is done, even if the session then
 	// fails: an agent that wants credentials has just said how to give them
 	// (authMethods), and GET /agents shows it.
-	if err := m.profiles.RecordCapabilities(ctx, p.opts.Spec.Profile, conn.Capabilities()); err != nil {
-		m.cfg.Logger.Warn("record agent capabilities", "agent", p.opts.Spec.Profile, "err", err)
+	if err := m.profiles.RecordCapabilities(ctx, p.req.Spec.Profile, conn.Capabilities()); err != nil {
+		m.cfg.Logger.Warn("record agent capabilities", "agent", p.req.Spec.Profile, "err", err)
 	}
 	out = startOutcome{conn: conn}
 	if p.token != "" {
@@ -188,7 +188,7 @@ func (m *Manager) start(sessionID string, p startPlan) (out startOutcome) {
 
 // restore tries session/resume then session/load. An empty acpID with no
 // error means "fall back to session/new" (reason in fallback).
-func (m *Manager) restore(ctx context.Context, conn *acp.Conn, p startPlan) startOutcome {
+func (m *Manager) restore(ctx context.Context, conn Agent, p startPlan) startOutcome {
 	out := startOutcome{conn: conn}
 	caps := conn.Capabilities()
 	try := func(name string, f func(context.Context) error) (ok bool, fallback bool) {
@@ -250,7 +250,7 @@ func (m *Manager) restore(ctx context.Context, conn *acp.Conn, p startPlan) star
 // (from the auth methods the agent announced) and the error carries those
 // methods, for the problem body. conn is nil when the handshake itself
 // failed (authenticate included).
-func agentFailure(err error, conn *acp.Conn, p startPlan, format string, args ...any) *errcode.Error {
+func agentFailure(err error, conn Agent, p startPlan, format string, args ...any) *errcode.Error {
 	if acp.Classify(err) != acp.ClassAuthRequired {
 		return errcode.Wrap(errcode.AgentStartFailed, err, format, args...)
 	}
@@ -262,7 +262,7 @@ func agentFailure(err error, conn *acp.Conn, p startPlan, format string, args ..
 	case errors.As(err, &ae):
 		methods = ae.Capabilities.AuthMethods
 	}
-	command := p.opts.Spec.Command
+	command := p.req.Spec.Command
 	// Agents end their messages with a period or not; say it once.
 	what := strings.TrimRight(fmt.Sprintf(format, args...), ". ")
 	e := errcode.Wrap(errcode.AgentAuthRequired, err, "%s. The agent needs credentials: %s",

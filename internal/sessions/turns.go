@@ -512,13 +512,13 @@ func promptText(prompt json.RawMessage) string {
 // closing is what close hands to the caller: the agent to stop, and
 // whether this call is the one that closed the session.
 type closing struct {
-	conn *acp.Conn
+	conn Agent
 	open bool
 }
 
 // closed records the stopped agent and ends the session's log with
 // session.closed, the last event its streams deliver.
-func (a *actor) closed(conn *acp.Conn) {
+func (a *actor) closed(conn Agent) {
 	a.recordStopped(conn, "")
 	closed := a.draft(events.SessionClosed, "", &events.SessionClosedData{State: a.sess.State})
 	a.write(func(tx *store.Store, emit events.Emit) error {

@@ -1,0 +1,121 @@
+package sessions
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/tether/tether/internal/acp"
+	"github.com/tether/tether/internal/workspace"
+)
+
+// Runtime starts agents for sessions. It is the seam between the actor and
+// wherever the agent runs: today a child of the daemon (Standalone); later
+// a local host that outlives the daemon (detached) or one reached by URL
+// (remote), which carry the same acp value types over a wire. So nothing
+// the actor does may assume the agent is its own child process: it knows an
+// agent by the Agent interface only.
+type Runtime interface {
+	// Start launches the agent req.Spec describes and performs the ACP
+	// handshake (initialize, and authenticate when the spec names or the
+	// environment implies a method). On failure nothing is left running.
+	// Errors keep the acp classification (acp.Classify); a failed
+	// authenticate is an *acp.AuthenticateError, which carries the
+	// capabilities the agent announced.
+	Start(ctx context.Context, req StartRequest) (Agent, error)
+}
+
+// StartRequest is everything a runtime needs to start one agent for one
+// session. It names the agent by its daemon-side launch spec, never by
+// anything an API request supplied.
+type StartRequest struct {
+	Spec acp.Spec
+	// Root confines the agent's fs/* requests to the session's directory;
+	// empty disables the fs capability.
+	Root string
+	// Files bounds the agent's fs requests.
+	Files workspace.FileLimits
+	// Handler receives what the agent sends on its own initiative: updates
+	// (each holding one credit of UpdateWindow until its done is called)
+	// and permission requests (answered by returning an outcome).
+	Handler acp.Handler
+	// InitTimeout bounds the handshake.
+	InitTimeout time.Duration
+	// StopGrace is how long Agent.Stop lets the agent end on its own before
+	// it is killed.
+	StopGrace time.Duration
+	// UpdateWindow bounds the updates handed to Handler and not yet done.
+	UpdateWindow int
+	Logger       *slog.Logger
+	// Outgoing, if set, receives a copy of every protocol line sent to the
+	// agent (the conformance tests).
+	Outgoing io.Writer
+	// OnSpawn, if set, learns the agent's pid as soon as it is known, before
+	// the handshake. A runtime that cannot name a pid never calls it.
+	OnSpawn func(pid int)
+}
+
+// Agent is one started agent, as the actor uses it. Each ACP call blocks
+// until the agent answers or ctx ends; none is made on the actor goroutine.
+type Agent interface {
+	// Capabilities is what the agent advertised in initialize.
+	Capabilities() acp.Capabilities
+	// NewSession opens a fresh ACP session and returns its id.
+	NewSession(ctx context.Context, p acp.SessionParams) (string, error)
+	// LoadSession reopens a stored session; the agent replays its history
+	// as updates (to Handler) before or after answering.
+	LoadSession(ctx context.Context, id string, p acp.SessionParams) error
+	// ResumeSession reattaches to a stored session without replay.
+	ResumeSession(ctx context.Context, id string, p acp.SessionParams) error
+	// SessionOptions is what the last successful new, load or resume
+	// announced about modes and config options.
+	SessionOptions() acp.SessionOptions
+	// PromptNotify runs one prompt turn (prompt is a JSON array of ACP
+	// content blocks) and returns the agent's stop reason. sent, if not
+	// nil, is called once the prompt has been handed to the agent, before
+	// its answer: from then on the agent may hold it (see delivery.go). An
+	// agent that goes away mid-turn answers an error classified
+	// acp.ClassDisconnected; the turn's outcome then comes from Done.
+	PromptNotify(ctx context.Context, sessionID string, prompt json.RawMessage, sent func()) (string, error)
+	// Cancel asks the agent to end the running turn (session/cancel); the
+	// PromptNotify call then returns with the agent's own stop reason.
+	Cancel(ctx context.Context, sessionID string) error
+	// SetMode sends session/set_mode.
+	SetMode(ctx context.Context, sessionID, modeID string) error
+	// SetConfigOption sends session/set_config_option (value a JSON string
+	// or boolean) and returns the full set of options the agent answered.
+	SetConfigOption(ctx context.Context, sessionID, optionID string, value json.RawMessage) (json.RawMessage, error)
+	// Stop ends the agent, asking first and forcing after the start's
+	// StopGrace, and returns once it is gone. Safe to call more than once.
+	Stop() acp.Exit
+	// Done closes once the agent has ended, whoever ended it.
+	Done() <-chan struct{}
+	// Exit describes how the agent ended; it waits for Done.
+	Exit() acp.Exit
+	// PID is the agent's process id where the daemon can see one, else 0
+	// (an agent on a remote host has none the daemon could use).
+	PID() int
+}
+
+// Standalone is the runtime that runs each agent as a child process of the
+// daemon, speaking ACP over its stdio (internal/acp). It lives here rather
+// than in internal/acp because acp must not import sessions (Start returns
+// an Agent), and rather than in a package of its own because it is the
+// default of Config.Runtime: *acp.Conn already has the Agent method set, so
+// the adapter is only this conversion of the request.
+type Standalone struct{}
+
+var _ Agent = (*acp.Conn)(nil)
+
+// Start launches the agent process and performs the handshake.
+func (Standalone) Start(ctx context.Context, req StartRequest) (Agent, error) {
+	c, err := acp.Start(ctx, acp.Options{Spec: req.Spec, Root: req.Root, Files: req.Files, Handler: req.Handler,
+		InitTimeout: req.InitTimeout, StopGrace: req.StopGrace, UpdateWindow: req.UpdateWindow, Logger: req.Logger,
+		Outgoing: req.Outgoing, OnSpawn: req.OnSpawn})
+	if err != nil {
+		return nil, err // never a typed nil *acp.Conn in the interface
+	}
+	return c, nil
+}
