@@ -391,37 +391,23 @@ func (a *actor) recordResumed(out startOutcome) {
 }
 
 // startFailed leaves the session usable and resumable: the identity is kept,
-// the error is visible on the executor, queued turns fail visibly.
+// the error is visible on the executor, queued turns fail visibly
+// (decideStartFailed).
 func (a *actor) startFailed(err error) {
+	a.perform(decide(a.view(), startFailedInput{Err: err}).Effects...)
+}
+
+// recordStartError records why the agent did not start on the executor.
+func (a *actor) recordStartError(err error) {
 	a.log.Warn("agent failed to start", "err", err)
 	a.lastErr = err
 	a.exec.Status = store.ExecutorError
-	var de *errcode.Error
-	if errors.As(err, &de) {
-		a.exec.ErrorMessage = de.Message
-	} else {
-		a.exec.ErrorMessage = err.Error()
-	}
+	a.exec.ErrorMessage = startErrorMessage(err)
 	a.exec.ErrorCode = string(errcode.CodeOf(err))
 	if _, prof, _ := a.m.profiles.Spec(a.sess.AgentProfileID); prof.ID != "" {
 		a.exec.ErrorProfile = prof.Fingerprint()
 	}
 	a.saveExecutor()
-	a.dropSlot()
-	if !a.sess.QueueHeld {
-		// Prompts held since a restart stay queued: they were not what
-		// started the agent, and the user decides when they run.
-		for _, t := range a.queue {
-			a.endTurn(t, store.TurnFailed, func(t *store.Turn) {
-				t.ErrorCode = string(errcode.CodeOf(err))
-				t.ErrorMessage = a.exec.ErrorMessage
-			})
-		}
-		a.queue = nil
-	}
-	a.setState(store.SessionWaitingForInput)
-	a.pushRecovery()
-	a.notifyWaiters(err)
 }
 
 func (a *actor) notifyWaiters(err error) {

@@ -230,8 +230,16 @@ func (a *actor) onPermissionRequested(gen int, req acp.PermissionRequest, reply 
 
 // answerPermission applies a client's answer to a pending request.
 func (a *actor) answerPermission(id string, out acp.PermissionOutcome) (store.Permission, *events.Pending, error) {
+	v := a.view()
 	p, ok := a.perms[id]
-	if !ok {
+	if ok {
+		v.Permission = &permissionView{Options: make([]string, len(p.options))}
+		for i, o := range p.options {
+			v.Permission.Options[i] = o.ID
+		}
+	}
+	d := decide(v, answerPermissionCmd{RequestID: id, Cancelled: out.Cancelled, OptionID: out.OptionID})
+	if d.Refusal != nil && d.Refusal.Code == errcode.PermissionResolved {
 		// Not live: either unknown, already answered, or asked by an agent
 		// that is gone (recovery expires those).
 		row, err := a.m.store.GetPermission(a.ctx(), a.id, id)
@@ -241,20 +249,20 @@ func (a *actor) answerPermission(id string, out acp.PermissionOutcome) (store.Pe
 		return store.Permission{}, nil, errcode.New(errcode.PermissionResolved, "permission request %s is already %s", id, row.State).
 			With("state", string(row.State))
 	}
-	state := store.PermissionCancelled
-	if !out.Cancelled {
-		valid := false
-		for _, o := range p.options {
-			valid = valid || o.ID == out.OptionID
-		}
-		if !valid {
-			return store.Permission{}, nil, errcode.New(errcode.InvalidPermissionOpt, "optionId %q is not one of the offered options", out.OptionID)
-		}
-		state = store.PermissionSelected
+	if d.Refusal != nil {
+		return store.Permission{}, nil, d.Refusal
 	}
-	pending := a.resolve(id, state, out.OptionID)
-	delete(a.perms, id)
-	p.reply <- out
+	var pending *events.Pending
+	for _, e := range d.Effects {
+		switch e := e.(type) {
+		case effResolvePermission:
+			pending = a.resolve(e.RequestID, e.State, e.OptionID)
+			delete(a.perms, e.RequestID)
+			p.reply <- out
+		default:
+			a.perform(e)
+		}
+	}
 	return store.Permission{ID: id, SessionID: a.id}, pending, nil
 }
 
