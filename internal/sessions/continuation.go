@@ -158,7 +158,7 @@ func (m *Manager) declineOr(ctx context.Context, a *actor, err error) error {
 }
 
 // declined is the 409 answer: the reason is the code, the plan explains.
-func declined(plan recovery.Summary) error {
+func declined(plan recovery.Summary) *errcode.Error {
 	return errcode.New(errcode.Code(plan.Reason), "continuation declined: %s", plan.Reason).
 		With("accepted", false).With("reason", plan.Reason).With("recovery", plan)
 }
@@ -199,7 +199,7 @@ func (a *actor) continued(ctx context.Context, promptID string) (ContinueResult,
 // admitContinue creates the continue turn if the session is unchanged since
 // it was planned; errStale sends the caller back to planning.
 func (a *actor) admitContinue(version uint64, plan recovery.Summary, in recovery.Input, promptID string) (ContinueResult, error) {
-	d := decide(a.viewOf(promptID), continueCmd{PromptID: promptID, Version: version})
+	d := decide(a.viewOf(promptID), continueCmd{PromptID: promptID, Version: version, Plan: plan})
 	if d.Refusal != nil {
 		return ContinueResult{}, d.Refusal
 	}

@@ -13,282 +13,8 @@ import (
 // sends and every input an agent produces, what the session does. decide
 // is pure (no I/O, no clock, no randomness, no actor): it reads a view of
 // the session and returns a decision, which the actor performs (see
-// perform in effects.go). The actor is decide's only caller.
-
-// agentPhase is where the session's agent stands.
-type agentPhase uint8
-
-const (
-	// agentNone: no agent process, none starting.
-	agentNone agentPhase = iota
-	// agentStarting: a start or restore is in progress.
-	agentStarting
-	// agentReady: an agent runs its ACP session and can take calls.
-	agentReady
-)
-
-// view is what a decision needs to know about the session, copied out of
-// the actor. Fields about "the turn" or "the permission" describe the one
-// the input names; they are nil when it names none or none is known.
-type view struct {
-	State    store.SessionState
-	Stopping bool // a close or a daemon shutdown began
-	Agent    agentPhase
-	Settling bool // a load that replayed nothing waits for a late replay
-	HasSlot  bool // an agent-cap slot is reserved for this session
-	// Running is the turn on the agent; nil when idle.
-	Running *runningView
-	// Queue is the admitted turns waiting, in run order.
-	Queue      []queuedView
-	QueueHeld  bool // held since a restart until a continue or a prompt
-	QueueLimit int
-	// Last is the most recently admitted turn (nil when none).
-	Last *turnView
-	// Turn is the turn the input's prompt id names, when known.
-	Turn *turnView
-	// Permission is the open permission request the input names, when live.
-	Permission *permissionView
-	// Version counts the session's writes (optimistic concurrency for
-	// continue admission).
-	Version uint64
-	// Modes and ConfigOptions are what the agent announced (ACP JSON).
-	Modes, ConfigOptions json.RawMessage
-}
-
-// runningView is the turn on the agent.
-type runningView struct {
-	PromptID        string
-	CancelRequested bool
-}
-
-// queuedView is one queued turn; Admitting while its admitting write has
-// not reported (it never reaches the agent before).
-type queuedView struct {
-	PromptID  string
-	Admitting bool
-}
-
-// turnView is a known turn.
-type turnView struct {
-	PromptID        string
-	State           store.TurnState
-	Kind            store.TurnKind
-	CancelRequested bool
-	// SamePrompt: the input's prompt equals the turn's (idempotent retry).
-	SamePrompt bool
-	Admitting  bool
-}
-
-// permissionView is an open permission request: the option ids offered.
-type permissionView struct {
-	Options []string
-}
-
-// input is a command or an agent input to decide on.
-type input interface{ isInput() }
-
-// Commands (from clients).
-type (
-	// promptCmd admits a prompt (POST /session/{id}/prompt).
-	promptCmd struct{ PromptID, Multitask string }
-	// cancelCmd cancels the running turn and drops queued ones.
-	cancelCmd struct{}
-	// closeCmd ends the session.
-	closeCmd struct{}
-	// continueCmd admits a planned continuation made at Version.
-	continueCmd struct {
-		PromptID string
-		Version  uint64
-	}
-	// withdrawCmd takes a queued prompt out of the queue.
-	withdrawCmd struct{ PromptID string }
-	// setModeCmd sets the session's mode.
-	setModeCmd struct{ ModeID string }
-	// setConfigCmd sets one config option.
-	setConfigCmd struct {
-		OptionID string
-		Value    json.RawMessage
-	}
-	// answerPermissionCmd answers an open permission request.
-	answerPermissionCmd struct {
-		RequestID string
-		Cancelled bool
-		OptionID  string
-	}
-)
-
-// Agent inputs.
-type (
-	// turnEndedInput: the agent answered session/prompt for PromptID.
-	// Disconnected means the agent is gone (its exit decides); Failed
-	// that it answered an error, classified as ErrorCode.
-	turnEndedInput struct {
-		PromptID, StopReason    string
-		Failed, Disconnected    bool
-		ErrorCode, ErrorMessage string
-	}
-	// agentExitedInput: the current agent process ended (stale exits are
-	// filtered by the actor, which knows the incarnation).
-	agentExitedInput struct{ Exit exitInfo }
-	// startFailedInput: the agent could not be started or restored.
-	startFailedInput struct{ Err error }
-	// nextInput asks what runs next (after any change that may free the
-	// agent or fill the queue).
-	nextInput struct{}
-)
-
-func (promptCmd) isInput()           {}
-func (cancelCmd) isInput()           {}
-func (closeCmd) isInput()            {}
-func (continueCmd) isInput()         {}
-func (withdrawCmd) isInput()         {}
-func (setModeCmd) isInput()          {}
-func (setConfigCmd) isInput()        {}
-func (answerPermissionCmd) isInput() {}
-func (turnEndedInput) isInput()      {}
-func (agentExitedInput) isInput()    {}
-func (startFailedInput) isInput()    {}
-func (nextInput) isInput()           {}
-
-// decision is decide's answer: refused (Refusal, and no effects) or
-// accepted with the effects to perform, in order. New session and turn
-// states are effects (effSetState, effEndTurn, effInterruptTurn).
-type decision struct {
-	Refusal *errcode.Error
-	Effects []effect
-	// Cancel is what a cancel reports.
-	Cancel CancelResult
-}
-
-// effect is one thing the actor does for a decision.
-type effect interface{ isEffect() }
-
-type (
-	// effReserveSlot reserves an agent-cap slot; it is the only effect
-	// that can fail, and comes first, so a refusal stores nothing.
-	effReserveSlot struct{}
-	// effAnswerExisting answers a repeated prompt id with its turn.
-	effAnswerExisting struct {
-		PromptID  string
-		Admitting bool
-	}
-	// effEnqueue admits the command's turn into the queue (Front: ahead
-	// of the turns held since a restart).
-	effEnqueue struct{ Front bool }
-	// effStartTurn takes the head of the queue to the agent.
-	effStartTurn struct{ PromptID string }
-	// effEndTurn persists a terminal outcome of a turn.
-	effEndTurn struct {
-		PromptID                string
-		State                   store.TurnState
-		CancelRequested         bool
-		StopReason              string
-		ErrorCode, ErrorMessage string
-	}
-	// effInterruptTurn ends a turn that lost its agent.
-	effInterruptTurn struct {
-		PromptID, Reason string
-		Exit             exitInfo
-	}
-	// effMarkCancelRequested records the user's cancel on a turn.
-	effMarkCancelRequested struct{ PromptID string }
-	// effRemoveQueued takes one turn out of the queue; effDropQueue all.
-	effRemoveQueued struct{ PromptID string }
-	effDropQueue    struct{}
-	// effReleaseHeld clears the hold on the queue.
-	effReleaseHeld struct{}
-	// effClosePermissions answers the open requests of a turn ("" = all).
-	effClosePermissions struct {
-		PromptID string
-		State    store.PermissionState
-	}
-	// effResolvePermission answers one request with the client's answer.
-	effResolvePermission struct {
-		RequestID string
-		State     store.PermissionState
-		OptionID  string
-	}
-	// effCancelAgent sends session/cancel and arms the cancel grace.
-	effCancelAgent struct{}
-	// effStopRunningAgent ends the process of the running turn's agent.
-	effStopRunningAgent struct{}
-	// effClearRunning forgets the running turn (and its cancel grace).
-	effClearRunning struct{}
-	// effSetState changes the session state.
-	effSetState struct{ State store.SessionState }
-	// effPushRecovery announces the recovery plan if it changed.
-	effPushRecovery struct{}
-	// effMarkStopping: exits from here on are expected.
-	effMarkStopping struct{}
-	// effBumpGen makes late messages from the current agent stale.
-	effBumpGen struct{}
-	// effClearSettling ends a pending load settle.
-	effClearSettling struct{}
-	// effForgetAgent drops the agent after an expected exit.
-	effForgetAgent struct{}
-	// effRecordExit records an unexpected exit on the executor.
-	effRecordExit struct{ Exit exitInfo }
-	// effRecordStartError records a failed start on the executor.
-	effRecordStartError struct{ Err error }
-	// effNotifyWaiters tells resume callers how the start went.
-	effNotifyWaiters struct{ Err error }
-	// effEnsureAgent starts (or restores) the agent if none runs.
-	effEnsureAgent struct{}
-	// effDropSlot releases the agent-cap slot once no agent needs it.
-	effDropSlot struct{}
-	// effTouchLastSeen notes the agent as seen now.
-	effTouchLastSeen struct{}
-	// effStartNext decides again, on the state the effects before it
-	// left, what runs next (nextInput).
-	effStartNext struct{}
-	// effArmIdle restarts the idle clock.
-	effArmIdle struct{}
-	// effApplyOption sends a mode or config choice to the running agent
-	// (stored once it took it); effStoreOption stores it for the next start.
-	effApplyOption struct{}
-	effStoreOption struct{}
-)
-
-func (effReserveSlot) isEffect()         {}
-func (effAnswerExisting) isEffect()      {}
-func (effEnqueue) isEffect()             {}
-func (effStartTurn) isEffect()           {}
-func (effEndTurn) isEffect()             {}
-func (effInterruptTurn) isEffect()       {}
-func (effMarkCancelRequested) isEffect() {}
-func (effRemoveQueued) isEffect()        {}
-func (effDropQueue) isEffect()           {}
-func (effReleaseHeld) isEffect()         {}
-func (effClosePermissions) isEffect()    {}
-func (effResolvePermission) isEffect()   {}
-func (effCancelAgent) isEffect()         {}
-func (effStopRunningAgent) isEffect()    {}
-func (effClearRunning) isEffect()        {}
-func (effSetState) isEffect()            {}
-func (effPushRecovery) isEffect()        {}
-func (effMarkStopping) isEffect()        {}
-func (effBumpGen) isEffect()             {}
-func (effClearSettling) isEffect()       {}
-func (effForgetAgent) isEffect()         {}
-func (effRecordExit) isEffect()          {}
-func (effRecordStartError) isEffect()    {}
-func (effNotifyWaiters) isEffect()       {}
-func (effEnsureAgent) isEffect()         {}
-func (effDropSlot) isEffect()            {}
-func (effTouchLastSeen) isEffect()       {}
-func (effStartNext) isEffect()           {}
-func (effArmIdle) isEffect()             {}
-func (effApplyOption) isEffect()         {}
-func (effStoreOption) isEffect()         {}
-
-// exitInfo is how an agent process ended (acp.Exit, as a plain value).
-type exitInfo struct {
-	Code           int
-	Signal, Stderr string
-}
-
-// errStale means the session changed between planning and admission.
-var errStale = errcode.New(errcode.Internal, "session changed during admission")
+// perform in effects.go). The actor is decide's only caller. The values
+// it works on (view, inputs, decision, effects) are in decision.go.
 
 // decide is the session's decision for one command or agent input.
 func decide(v view, in input) decision {
@@ -317,6 +43,14 @@ func decide(v view, in input) decision {
 		return decideStartFailed(v, in)
 	case nextInput:
 		return decideNext(v)
+	case resumeCmd:
+		return decideResume(v)
+	case permissionRequestedInput:
+		return decidePermissionRequested(v)
+	case admittedInput:
+		return decideAdmitted(v, in)
+	case idleCheckInput:
+		return decideIdleCheck(v, in)
 	}
 	return refuse(errcode.New(errcode.Internal, "no decision for %T", in))
 }
@@ -437,6 +171,9 @@ func decideClose(v view) decision {
 // it was planned (errStale sends the caller back to planning). It runs
 // first; prompts held since a restart follow it.
 func decideContinue(v view, c continueCmd) decision {
+	if !c.Plan.CanContinue {
+		return decision{Refusal: declined(c.Plan)}
+	}
 	if v.Version != c.Version || v.Running != nil || (len(v.Queue) > 0 && !v.QueueHeld) || v.closed() {
 		return refuse(errStale)
 	}
@@ -636,4 +373,92 @@ func decideNext(v view) decision {
 		return accept() // not durable yet: admitted runs it once it is
 	}
 	return accept(effStartTurn{PromptID: v.Queue[0].PromptID})
+}
+
+// decideResume starts the agent if none runs; concurrent resumes share
+// one start.
+func decideResume(v view) decision {
+	if v.closed() {
+		return refuse(terminalErr(v))
+	}
+	if v.Agent == agentReady {
+		return accept(effAgentReady{})
+	}
+	d := accept(effAwaitStart{}, effEnsureAgent{})
+	if v.needsSlot() {
+		d.Effects = append([]effect{effReserveSlot{}}, d.Effects...)
+	}
+	return d
+}
+
+// decidePermissionRequested puts an agent's question to the user, unless
+// the session is closing, the turn it belongs to was cancelled, or too
+// many are open already (answered cancelled: ACP's answer for a question
+// that will not be put to the user; the agent may ask again).
+func decidePermissionRequested(v view) decision {
+	if v.Stopping {
+		return accept(effDeclinePermission{})
+	}
+	promptID := ""
+	if r := v.Running; r != nil {
+		if r.CancelRequested {
+			return accept(effDeclinePermission{})
+		}
+		promptID = r.PromptID
+	}
+	if v.OpenPermissions >= v.MaxPermissions {
+		return accept(effDeclinePermission{TooMany: true})
+	}
+	return accept(effAskPermission{PromptID: promptID}, effPushRecovery{})
+}
+
+// decideAdmitted settles a turn's admission once its write has reported.
+// On success the turn may now run (an agent is started for it if it is
+// still queued: a failed start or a cancel may have ended it); on failure
+// it is forgotten, as if never asked, and the agent never hears of it.
+// Settling twice does nothing.
+func decideAdmitted(v view, in admittedInput) decision {
+	t := v.Turn
+	if t == nil || !t.Admitting {
+		return accept()
+	}
+	settle := effSettleAdmission{PromptID: in.PromptID}
+	if in.Err == nil {
+		for _, q := range v.Queue {
+			if q.PromptID == in.PromptID {
+				return accept(settle, effEnsureAgent{}, effStartNext{})
+			}
+		}
+		return accept(settle, effStartNext{})
+	}
+	left := 0
+	for _, q := range v.Queue {
+		if q.PromptID != in.PromptID {
+			left++
+		}
+	}
+	// The write that released a held queue failed whole: held again.
+	return accept(settle, effUnadmit{PromptID: in.PromptID, Err: in.Err, Rehold: t.ReleasedHold && left > 0}, effStartNext{})
+}
+
+// idle: the agent has nothing to do: no turn running or queued, no
+// permission open, no start or load in progress.
+func (v view) idle() bool {
+	return v.Agent == agentReady && !v.Settling && !v.Stopping && v.Running == nil &&
+		(len(v.Queue) == 0 || v.QueueHeld) && v.OpenPermissions == 0
+}
+
+// decideIdleCheck stops the agent once it has been idle for the timeout,
+// else looks again when that time would be up.
+func decideIdleCheck(v view, in idleCheckInput) decision {
+	if v.Agent != agentReady || v.Stopping {
+		return accept() // the next start arms the clock again
+	}
+	if !v.idle() {
+		return accept(effIdleBusy{})
+	}
+	if left := in.Timeout - in.Elapsed; left > 0 {
+		return accept(effIdleWait{Left: left})
+	}
+	return accept(effStopIdle{Timeout: in.Timeout})
 }

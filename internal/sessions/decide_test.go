@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/recovery"
@@ -43,10 +44,23 @@ func inState(s store.SessionState) view {
 	return v
 }
 
-// with is v changed by f (views hold pointers: f gets a copy to change).
+// with is v changed by f. f changes a deep copy: views hold pointers and
+// slices, which the cases share.
 func with(v view, f func(*view)) view {
+	v.Queue = append([]queuedView(nil), v.Queue...)
+	v.Running = clone(v.Running)
+	v.Last, v.Turn = clone(v.Last), clone(v.Turn)
+	v.Permission = clone(v.Permission)
 	f(&v)
 	return v
+}
+
+func clone[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	return &c
 }
 
 func queued(ids ...string) []queuedView {
@@ -253,7 +267,8 @@ func TestDecideClose(t *testing.T) {
 }
 
 func TestDecideContinue(t *testing.T) {
-	in := continueCmd{PromptID: "c1", Version: 7}
+	plan := recovery.Summary{Kind: recovery.InterruptedTurn, CanContinue: true, PromptID: "p0"}
+	in := continueCmd{PromptID: "c1", Version: 7, Plan: plan}
 	stale := decision{Refusal: errStale}
 	front := accepted(effEnqueue{Front: true})
 	cases := perState("continue", in, nil, terminalStates(map[store.SessionState]decision{
@@ -266,12 +281,21 @@ func TestDecideContinue(t *testing.T) {
 	cases = append(cases, []decideCase{
 		{"continue ahead of a held queue", with(waiting, func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), in, front},
 		{"continue behind a queue", with(waiting, func(v *view) { v.Queue = queued("q1") }), in, stale},
-		{"continue planned on an older version", waiting, continueCmd{PromptID: "c1", Version: 6}, stale},
+		{"continue planned on an older version", waiting, continueCmd{PromptID: "c1", Version: 6, Plan: plan}, stale},
 		{"continue with a prompt id already admitted", with(waiting, func(v *view) {
 			v.Turn = &turnView{PromptID: "c1", State: store.TurnQueued, Kind: store.TurnContinue}
 		}), in, stale},
 		{"continue while stopping", with(waiting, func(v *view) { v.Stopping = true }), in, stale},
 	}...)
+	// The plan's answer comes first, in every state: nothing to continue
+	// declines before anything about the live session.
+	nothing := recovery.Summary{Kind: recovery.Clean, Reason: recovery.ReasonNothingToContinue}
+	declined := refused(errcode.Code(recovery.ReasonNothingToContinue),
+		map[string]any{"accepted": false, "reason": recovery.ReasonNothingToContinue, "recovery": nothing})
+	cases = append(cases, perState("continue declined", continueCmd{PromptID: "c1", Version: 7, Plan: nothing}, nil,
+		terminalStates(map[store.SessionState]decision{
+			store.SessionCreated: declined, store.SessionStarting: declined, store.SessionRunning: declined, store.SessionWaitingForInput: declined,
+		}, func(store.SessionState) decision { return declined }))...)
 	runDecideCases(t, cases)
 }
 
@@ -499,6 +523,98 @@ func TestDecideNext(t *testing.T) {
 			waitingQ(v)
 			v.Stopping = true
 		}), in, accepted()},
+	}...)
+	runDecideCases(t, cases)
+}
+
+func TestDecideResume(t *testing.T) {
+	in := resumeCmd{}
+	cases := perState("resume", in, nil, terminalStates(map[store.SessionState]decision{
+		store.SessionCreated:         accepted(effReserveSlot{}, effAwaitStart{}, effEnsureAgent{}),
+		store.SessionStarting:        accepted(effAwaitStart{}, effEnsureAgent{}), // shares the start in progress
+		store.SessionRunning:         accepted(effAgentReady{}),
+		store.SessionWaitingForInput: accepted(effAgentReady{}),
+	}, terminalRefusal))
+	waiting := inState(store.SessionWaitingForInput)
+	cases = append(cases, []decideCase{
+		{"resume after an idle stop", with(waiting, func(v *view) { v.Agent, v.HasSlot = agentNone, false }), in,
+			accepted(effReserveSlot{}, effAwaitStart{}, effEnsureAgent{})},
+		{"resume while stopping", with(waiting, func(v *view) { v.Stopping = true }), in, terminalRefusal(store.SessionWaitingForInput)},
+	}...)
+	runDecideCases(t, cases)
+}
+
+func TestDecidePermissionRequested(t *testing.T) {
+	in := permissionRequestedInput{}
+	bound := func(v *view) { v.MaxPermissions = 2 }
+	outside := accepted(effAskPermission{}, effPushRecovery{})
+	cases := perState("permission requested", in, bound, terminalStates(map[store.SessionState]decision{
+		store.SessionCreated:         outside,
+		store.SessionStarting:        outside,
+		store.SessionRunning:         accepted(effAskPermission{PromptID: "p1"}, effPushRecovery{}),
+		store.SessionWaitingForInput: outside,
+	}, func(store.SessionState) decision { return outside }))
+	running := with(inState(store.SessionRunning), bound)
+	cases = append(cases, []decideCase{
+		{"permission requested after a cancel", with(running, func(v *view) { v.Running = &runningView{PromptID: "p1", CancelRequested: true} }), in,
+			accepted(effDeclinePermission{})},
+		{"permission requested while stopping", with(running, func(v *view) { v.Stopping = true }), in, accepted(effDeclinePermission{})},
+		{"permission requested beyond the bound", with(running, func(v *view) { v.OpenPermissions = 2 }), in,
+			accepted(effDeclinePermission{TooMany: true})},
+		{"permission requested below the bound", with(running, func(v *view) { v.OpenPermissions = 1 }), in,
+			accepted(effAskPermission{PromptID: "p1"}, effPushRecovery{})},
+	}...)
+	runDecideCases(t, cases)
+}
+
+func TestDecideAdmitted(t *testing.T) {
+	failure := errors.New("disk full")
+	admitting := func(v *view) {
+		v.Queue = []queuedView{{PromptID: "q1", Admitting: true}}
+		v.Turn = &turnView{PromptID: "q1", State: store.TurnQueued, Admitting: true}
+	}
+	settle := effSettleAdmission{PromptID: "q1"}
+	ok := accepted(settle, effEnsureAgent{}, effStartNext{})
+	cases := perState("admitted", admittedInput{PromptID: "q1"}, admitting, terminalStates(map[store.SessionState]decision{
+		store.SessionCreated: ok, store.SessionStarting: ok, store.SessionRunning: ok, store.SessionWaitingForInput: ok,
+	}, func(store.SessionState) decision { return ok }))
+	unadmit := accepted(settle, effUnadmit{PromptID: "q1", Err: failure}, effStartNext{})
+	cases = append(cases, perState("admission failed", admittedInput{PromptID: "q1", Err: failure}, admitting, terminalStates(map[store.SessionState]decision{
+		store.SessionCreated: unadmit, store.SessionStarting: unadmit, store.SessionRunning: unadmit, store.SessionWaitingForInput: unadmit,
+	}, func(store.SessionState) decision { return unadmit }))...)
+	waiting := with(inState(store.SessionWaitingForInput), admitting)
+	cases = append(cases, []decideCase{
+		{"admitted twice", with(waiting, func(v *view) { v.Turn.Admitting = false }), admittedInput{PromptID: "q1"}, accepted()},
+		{"admitted unknown", inState(store.SessionWaitingForInput), admittedInput{PromptID: "q1"}, accepted()},
+		{"admitted after a cancel ended it", with(waiting, func(v *view) { v.Queue = nil }), admittedInput{PromptID: "q1"},
+			accepted(settle, effStartNext{})},
+		{"admission failed that released a hold", with(waiting, func(v *view) {
+			v.Queue = []queuedView{{PromptID: "q1", Admitting: true}, {PromptID: "h1"}}
+			v.Turn.ReleasedHold = true
+		}), admittedInput{PromptID: "q1", Err: failure}, accepted(settle, effUnadmit{PromptID: "q1", Err: failure, Rehold: true}, effStartNext{})},
+		{"admission failed that released a hold now empty", with(waiting, func(v *view) { v.Turn.ReleasedHold = true }),
+			admittedInput{PromptID: "q1", Err: failure}, unadmit},
+	}...)
+	runDecideCases(t, cases)
+}
+
+func TestDecideIdleCheck(t *testing.T) {
+	due := idleCheckInput{Elapsed: 2 * time.Minute, Timeout: time.Minute}
+	stop := accepted(effStopIdle{Timeout: time.Minute})
+	cases := perState("idle check", due, nil, terminalStates(map[store.SessionState]decision{
+		store.SessionCreated:         accepted(), // no agent: the next start arms the clock
+		store.SessionStarting:        accepted(),
+		store.SessionRunning:         accepted(effIdleBusy{}),
+		store.SessionWaitingForInput: stop,
+	}, func(store.SessionState) decision { return accepted() }))
+	waiting := inState(store.SessionWaitingForInput)
+	cases = append(cases, []decideCase{
+		{"idle check early", waiting, idleCheckInput{Elapsed: 20 * time.Second, Timeout: time.Minute}, accepted(effIdleWait{Left: 40 * time.Second})},
+		{"idle check with a permission open", with(waiting, func(v *view) { v.OpenPermissions = 1 }), due, accepted(effIdleBusy{})},
+		{"idle check with a queue", with(waiting, func(v *view) { v.Queue = queued("q1") }), due, accepted(effIdleBusy{})},
+		{"idle check with a held queue", with(waiting, func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), due, stop},
+		{"idle check while a load settles", with(waiting, func(v *view) { v.Settling = true }), due, accepted(effIdleBusy{})},
+		{"idle check while stopping", with(waiting, func(v *view) { v.Stopping = true }), due, accepted()},
 	}...)
 	runDecideCases(t, cases)
 }

@@ -18,6 +18,7 @@ import (
 func (a *actor) view() view {
 	v := view{State: a.sess.State, Stopping: a.stopping, Settling: a.settling, HasSlot: a.slot != nil,
 		QueueHeld: a.sess.QueueHeld, QueueLimit: a.m.cfg.QueueLimit, Version: a.version,
+		OpenPermissions: len(a.perms), MaxPermissions: a.m.cfg.MaxPendingPermissions,
 		Modes: a.modes, ConfigOptions: a.configOptions}
 	switch {
 	case a.starting:
@@ -53,8 +54,9 @@ func (a *actor) turnView(promptID string) *turnView {
 	if !ok {
 		return nil
 	}
-	_, admitting := a.admitting[promptID]
-	return &turnView{PromptID: t.PromptID, State: t.State, Kind: t.Kind, CancelRequested: t.CancelRequested, Admitting: admitting}
+	adm, admitting := a.admitting[promptID]
+	return &turnView{PromptID: t.PromptID, State: t.State, Kind: t.Kind, CancelRequested: t.CancelRequested,
+		Admitting: admitting, ReleasedHold: adm.released}
 }
 
 // turn is the actor's current record of a turn (the running one's own

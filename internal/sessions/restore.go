@@ -421,19 +421,25 @@ func (a *actor) notifyWaiters(err error) {
 // outcome once it is ready (nil) or failed. Concurrent callers share one
 // start: the actor serialises them and only the first launches a process.
 func (a *actor) resume() (<-chan error, error) {
+	d := decide(a.view(), resumeCmd{})
+	if d.Refusal != nil {
+		return nil, d.Refusal
+	}
 	ch := make(chan error, 1)
-	if a.sess.State.Terminal() || a.stopping {
-		return nil, errcode.New(errcode.SessionTerminal, "session is %s", a.sess.State).With("state", string(a.sess.State))
+	for _, e := range d.Effects {
+		switch e.(type) {
+		case effAgentReady:
+			ch <- nil
+		case effReserveSlot:
+			if err := a.needAgent(); err != nil {
+				return nil, err
+			}
+		case effAwaitStart:
+			a.waiters = append(a.waiters, ch)
+		default:
+			a.perform(e)
+		}
 	}
-	if a.conn != nil {
-		ch <- nil
-		return ch, nil
-	}
-	if err := a.needAgent(); err != nil {
-		return nil, err
-	}
-	a.waiters = append(a.waiters, ch)
-	a.ensureAgent()
 	return ch, nil
 }
 

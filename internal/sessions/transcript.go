@@ -180,24 +180,32 @@ func toolCallRecord(sessionID, promptID string, t *acp.ToolCall) store.ToolCall 
 }
 
 // onPermissionRequested persists the question and returns its id, or ""
-// when the agent is stale (the caller then answers "cancelled").
+// when the agent is stale or the question is declined (the caller then
+// answers "cancelled"; see decidePermissionRequested).
 func (a *actor) onPermissionRequested(gen int, req acp.PermissionRequest, reply chan acp.PermissionOutcome) string {
-	if gen != a.gen || a.stopping {
+	if gen != a.gen {
 		return ""
 	}
-	promptID := ""
-	if a.running != nil {
-		promptID = a.running.turn.PromptID
-		if a.running.turn.CancelRequested {
+	id := ""
+	for _, e := range decide(a.view(), permissionRequestedInput{}).Effects {
+		switch e := e.(type) {
+		case effDeclinePermission:
+			if e.TooMany {
+				a.log.Warn("agent permission request refused: too many open", "open", len(a.perms), "limit", a.m.cfg.MaxPendingPermissions)
+			}
 			return ""
+		case effAskPermission:
+			id = a.askPermission(e.PromptID, req, reply)
+		default:
+			a.perform(e)
 		}
 	}
-	if len(a.perms) >= a.m.cfg.MaxPendingPermissions {
-		// Answered cancelled: ACP's answer for a question that will not be
-		// put to the user. The agent may ask again once one is answered.
-		a.log.Warn("agent permission request refused: too many open", "open", len(a.perms), "limit", a.m.cfg.MaxPendingPermissions)
-		return ""
-	}
+	return id
+}
+
+// askPermission records the agent's question (and its tool call) and
+// keeps the reply channel until the user, a cancel or an exit answers.
+func (a *actor) askPermission(promptID string, req acp.PermissionRequest, reply chan acp.PermissionOutcome) string {
 	title := ""
 	if req.Tool.Title != nil {
 		title = *req.Tool.Title
@@ -224,7 +232,6 @@ func (a *actor) onPermissionRequested(gen int, req acp.PermissionRequest, reply 
 		return nil
 	})
 	a.perms[p.ID] = &pendingPermission{promptID: promptID, options: req.Options, reply: reply}
-	a.pushRecovery()
 	return p.ID
 }
 
