@@ -113,6 +113,11 @@ func decidePrompt(v view, c promptCmd) decision {
 // decideCancel records the user's intent, asks the agent to stop, answers
 // the turn's open permission requests and drops queued prompts.
 func decideCancel(v view) decision {
+	if v.State.Terminal() {
+		// A closed session has nothing to cancel, and its log ends with
+		// session.closed: nothing is written for it any more.
+		return accept()
+	}
 	var d decision
 	for _, q := range v.Queue {
 		d.Effects = append(d.Effects, effEndTurn{PromptID: q.PromptID, State: store.TurnCancelled, CancelRequested: true})

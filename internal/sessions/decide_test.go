@@ -218,11 +218,7 @@ func TestDecideCancel(t *testing.T) {
 				effClosePermissions{PromptID: "p1", State: store.PermissionCancelled}, effCancelAgent{}},
 				Cancel: CancelResult{PromptID: "p1", Cancelled: true, Dequeued: []string{"q1", "q2"}}},
 			store.SessionWaitingForInput: {Effects: []effect{endQueued("q1"), endQueued("q2"), effDropQueue{}}, Cancel: CancelResult{Cancelled: true, Dequeued: []string{"q1", "q2"}}},
-		}, func(store.SessionState) decision {
-			// Unreachable in practice (close drops the queue); the table
-			// still says what a cancel would do.
-			return decision{Effects: []effect{endQueued("q1"), endQueued("q2"), effDropQueue{}}, Cancel: CancelResult{Cancelled: true, Dequeued: []string{"q1", "q2"}}}
-		}))...)
+		}, func(store.SessionState) decision { return none }))...)
 	interrupted := func(v *view) {
 		v.Last = &turnView{PromptID: "p0", State: store.TurnInterrupted, Kind: store.TurnPrompt}
 	}
@@ -231,8 +227,9 @@ func TestDecideCancel(t *testing.T) {
 	running := inState(store.SessionRunning)
 	cases = append(cases, []decideCase{
 		{"cancel idle after an interrupted turn", with(waiting, interrupted), in, markLast},
-		// The intent is recorded even on a closed session: no continue may revive it.
-		{"cancel closed after an interrupted turn", with(inState(store.SessionCompleted), interrupted), in, markLast},
+		// Nothing is recorded on a closed session (it used to mark the
+		// turn and answer cancelled: TestCancelAfterCloseLeavesTheLogClosed).
+		{"cancel closed after an interrupted turn", with(inState(store.SessionCompleted), interrupted), in, none},
 		{"cancel idle after an interrupted turn already cancelled", with(waiting, func(v *view) {
 			interrupted(v)
 			v.Last.CancelRequested = true
