@@ -51,6 +51,10 @@ func decide(v view, in input) decision {
 		return decideAdmitted(v, in)
 	case idleCheckInput:
 		return decideIdleCheck(v, in)
+	case startSucceededInput:
+		return decideStartSucceeded(in)
+	case replaySettledInput:
+		return decideReplaySettled(v, in)
 	}
 	return refuse(errcode.New(errcode.Internal, "no decision for %T", in))
 }
@@ -466,4 +470,45 @@ func decideIdleCheck(v view, in idleCheckInput) decision {
 		return accept(effIdleWait{Left: left})
 	}
 	return accept(effStopIdle{Timeout: in.Timeout})
+}
+
+// decideStartSucceeded finishes a start, unless a load replayed nothing
+// yet: some agents replay after answering the load, so prompts wait a
+// moment before the context is taken as lost (a replay is then never
+// taken for a reply).
+func decideStartSucceeded(in startSucceededInput) decision {
+	if in.Resumed.Strategy == StrategyNativeLoad && in.Replayed == 0 && in.HadHistory {
+		return accept(effAwaitReplay{})
+	}
+	return accept(started(in.Resumed)...)
+}
+
+// decideReplaySettled decides, after the grace period, whether a load
+// restored the conversation: no replay at all means the agent silently
+// created an empty session, so its context is lost.
+func decideReplaySettled(v view, in replaySettledInput) decision {
+	if !in.Current || !v.Settling {
+		return accept()
+	}
+	r := in.Resumed
+	if in.Replayed == 0 {
+		r = resumedInfo{Strategy: StrategyFresh, Fallback: "empty_replay"}
+		if in.Inject {
+			r.Strategy = StrategyHistoryInjection
+		}
+	}
+	return accept(append([]effect{effClearSettling{}}, started(r)...)...)
+}
+
+// started announces the restore outcome, releases resume waiters and runs
+// what was queued.
+func started(r resumedInfo) []effect {
+	var effs []effect
+	if r.Strategy != "" {
+		effs = append(effs, effRecordResumed{Resumed: r})
+	}
+	if r.Strategy == StrategyNativeLoad {
+		effs = append(effs, effReconcileDelivery{})
+	}
+	return append(effs, effNotifyWaiters{}, effStartNext{}, effPushRecovery{}, effArmIdle{})
 }

@@ -615,3 +615,41 @@ func TestDecideIdleCheck(t *testing.T) {
 	}...)
 	runDecideCases(t, cases)
 }
+
+func TestDecideStartSucceeded(t *testing.T) {
+	starting := inState(store.SessionStarting)
+	run := []effect{effNotifyWaiters{}, effStartNext{}, effPushRecovery{}, effArmIdle{}}
+	load := resumedInfo{Strategy: StrategyNativeLoad, ContextRestored: true}
+	resume := resumedInfo{Strategy: StrategyNativeResume, ContextRestored: true}
+	fresh := resumedInfo{Strategy: StrategyFresh, Fallback: "unsupported"}
+	runDecideCases(t, []decideCase{
+		{"started first", starting, startSucceededInput{}, accepted(run...)},
+		{"started by a native resume", starting, startSucceededInput{Resumed: resume, HadHistory: true},
+			accepted(append([]effect{effRecordResumed{Resumed: resume}}, run...)...)},
+		{"started by a load that replayed", starting, startSucceededInput{Resumed: load, HadHistory: true, Replayed: 4},
+			accepted(append([]effect{effRecordResumed{Resumed: load}, effReconcileDelivery{}}, run...)...)},
+		{"started by a load that replayed nothing yet", starting, startSucceededInput{Resumed: load, HadHistory: true}, accepted(effAwaitReplay{})},
+		{"started by a load of a session without history", starting, startSucceededInput{Resumed: load},
+			accepted(append([]effect{effRecordResumed{Resumed: load}, effReconcileDelivery{}}, run...)...)},
+		{"started fresh after a fallback", starting, startSucceededInput{Resumed: fresh, HadHistory: true},
+			accepted(append([]effect{effRecordResumed{Resumed: fresh}}, run...)...)},
+	})
+}
+
+func TestDecideReplaySettled(t *testing.T) {
+	settling := with(inState(store.SessionStarting), func(v *view) { v.Settling = true })
+	run := []effect{effNotifyWaiters{}, effStartNext{}, effPushRecovery{}, effArmIdle{}}
+	load := resumedInfo{Strategy: StrategyNativeLoad, ContextRestored: true}
+	lost := resumedInfo{Strategy: StrategyFresh, Fallback: "empty_replay"}
+	injected := resumedInfo{Strategy: StrategyHistoryInjection, Fallback: "empty_replay"}
+	runDecideCases(t, []decideCase{
+		{"replay settled late", settling, replaySettledInput{Resumed: load, Current: true, Replayed: 3},
+			accepted(append([]effect{effClearSettling{}, effRecordResumed{Resumed: load}, effReconcileDelivery{}}, run...)...)},
+		{"replay settled empty", settling, replaySettledInput{Resumed: load, Current: true},
+			accepted(append([]effect{effClearSettling{}, effRecordResumed{Resumed: lost}}, run...)...)},
+		{"replay settled empty with history injection", settling, replaySettledInput{Resumed: load, Current: true, Inject: true},
+			accepted(append([]effect{effClearSettling{}, effRecordResumed{Resumed: injected}}, run...)...)},
+		{"replay settled for a previous agent", settling, replaySettledInput{Resumed: load}, accepted()},
+		{"replay settled after the settle ended", inState(store.SessionStarting), replaySettledInput{Resumed: load, Current: true}, accepted()},
+	})
+}

@@ -149,6 +149,22 @@ type (
 	// idleCheckInput: the idle clock rang; the agent has been active
 	// Elapsed ago and may idle for Timeout.
 	idleCheckInput struct{ Elapsed, Timeout time.Duration }
+	// startSucceededInput: the agent is up and its ACP session open, as
+	// Resumed says (Strategy "" for a first start); Replayed counts the
+	// history updates a load has replayed so far.
+	startSucceededInput struct {
+		Resumed    resumedInfo
+		HadHistory bool
+		Replayed   int
+	}
+	// replaySettledInput: the grace for a late load replay is over
+	// (Current: for the agent that is still the session's).
+	replaySettledInput struct {
+		Resumed  resumedInfo
+		Current  bool
+		Replayed int
+		Inject   bool
+	}
 	// nextInput asks what runs next (after any change that may free the
 	// agent or fill the queue).
 	nextInput struct{}
@@ -166,6 +182,8 @@ func (turnEndedInput) isInput()           {}
 func (agentExitedInput) isInput()         {}
 func (startFailedInput) isInput()         {}
 func (nextInput) isInput()                {}
+func (startSucceededInput) isInput()      {}
+func (replaySettledInput) isInput()       {}
 func (resumeCmd) isInput()                {}
 func (permissionRequestedInput) isInput() {}
 func (admittedInput) isInput()            {}
@@ -291,7 +309,21 @@ type (
 	effIdleBusy struct{}
 	effIdleWait struct{ Left time.Duration }
 	effStopIdle struct{ Timeout time.Duration }
+	// effAwaitReplay holds prompts back for a grace period: a load that
+	// replayed nothing may still replay after its answer.
+	effAwaitReplay struct{}
+	// effRecordResumed persists and announces how the agent was restored.
+	effRecordResumed struct{ Resumed resumedInfo }
+	// effReconcileDelivery settles the last turn's delivery from a replay.
+	effReconcileDelivery struct{}
 )
+
+// resumedInfo is how a start restored the session (session.resumed).
+type resumedInfo struct {
+	Strategy        string
+	ContextRestored bool
+	Fallback        string
+}
 
 func (effReserveSlot) isEffect()         {}
 func (effAnswerExisting) isEffect()      {}
@@ -333,6 +365,9 @@ func (effUnadmit) isEffect()             {}
 func (effIdleBusy) isEffect()            {}
 func (effIdleWait) isEffect()            {}
 func (effStopIdle) isEffect()            {}
+func (effAwaitReplay) isEffect()         {}
+func (effRecordResumed) isEffect()       {}
+func (effReconcileDelivery) isEffect()   {}
 
 // exitInfo is how an agent process ended (acp.Exit, as a plain value).
 type exitInfo struct {

@@ -165,6 +165,11 @@ func (a *actor) performOne(e effect) {
 		a.startNext()
 	case effArmIdle:
 		a.armIdle()
+	case effRecordResumed:
+		r := e.Resumed
+		a.recordResumed(startOutcome{strategy: r.Strategy, contextRestored: r.ContextRestored, fallback: r.Fallback})
+	case effReconcileDelivery:
+		a.reconcileDelivery()
 	default:
 		// A command-specific effect reached the generic performer: a bug
 		// in the command's own loop, not something to guess at.

@@ -326,47 +326,34 @@ func (a *actor) onAgentStarted(p startPlan, out startOutcome) {
 		<-conn.Done()
 		a.mb.post(func() { a.onAgentExit(gen, conn) })
 	})
-	if out.strategy == StrategyNativeLoad && a.replayed == 0 && p.hadHistory {
-		// Nothing replayed yet. Some agents replay after answering the
-		// load; give them a moment before deciding the context is lost
-		// (prompts wait meanwhile, so a replay is never taken for a reply).
-		a.settling = true
-		time.AfterFunc(a.m.cfg.ReplayGrace, func() { a.mb.post(func() { a.settleLoad(p, out) }) })
-		return
+	a.startSucceeded(p, out)
+}
+
+// startSucceeded finishes a start (decideStartSucceeded), or gives a load
+// that replayed nothing yet ReplayGrace to replay (settleLoad).
+func (a *actor) startSucceeded(p startPlan, out startOutcome) {
+	d := decide(a.view(), startSucceededInput{Resumed: out.resumed(), HadHistory: p.hadHistory, Replayed: a.replayed})
+	for _, e := range d.Effects {
+		switch e.(type) {
+		case effAwaitReplay:
+			a.settling = true
+			time.AfterFunc(a.m.cfg.ReplayGrace, func() { a.mb.post(func() { a.settleLoad(p, out) }) })
+		default:
+			a.perform(e)
+		}
 	}
-	a.finishStart(out)
+}
+
+// resumed is how the start restored the session.
+func (out startOutcome) resumed() resumedInfo {
+	return resumedInfo{Strategy: out.strategy, ContextRestored: out.contextRestored, Fallback: out.fallback}
 }
 
 // settleLoad decides, after the grace period, whether a load restored the
-// conversation: no replay at all means the agent silently created an empty
-// session, so its context is lost.
+// conversation (decideReplaySettled).
 func (a *actor) settleLoad(p startPlan, out startOutcome) {
-	if p.gen != a.gen || !a.settling {
-		return
-	}
-	a.settling = false
-	if a.replayed == 0 {
-		out.strategy, out.contextRestored, out.fallback = StrategyFresh, false, "empty_replay"
-		if p.inject {
-			out.strategy = StrategyHistoryInjection
-		}
-	}
-	a.finishStart(out)
-}
-
-// finishStart announces the restore outcome, releases waiters and runs
-// what was queued.
-func (a *actor) finishStart(out startOutcome) {
-	if out.strategy != "" {
-		a.recordResumed(out)
-	}
-	if out.strategy == StrategyNativeLoad {
-		a.reconcileDelivery()
-	}
-	a.notifyWaiters(nil)
-	a.startNext()
-	a.pushRecovery()
-	a.armIdle()
+	a.perform(decide(a.view(), replaySettledInput{Resumed: out.resumed(), Current: p.gen == a.gen,
+		Replayed: a.replayed, Inject: p.inject}).Effects...)
 }
 
 // recordResumed persists the restore outcome and announces it.
