@@ -15,6 +15,11 @@ import (
 // the session and returns a decision, which the actor performs (see
 // perform in effects.go). The actor is decide's only caller. The values
 // it works on (view, inputs, decision, effects) are in decision.go.
+//
+// Not decided here yet: start-up reconciliation (reconcile.go), the
+// start itself and the adoption of a started agent (restore.go:
+// ensureAgent, onAgentStarted), the transcript updates (transcript.go
+// onUpdate), a failed write's reload (writefail.go) and shutdown.
 
 // decide is the session's decision for one command or agent input.
 func decide(v view, in input) decision {
