@@ -116,55 +116,27 @@ func newActor(m *Manager, sess store.Session, exec store.Executor, turns []store
 
 func (a *actor) ctx() context.Context { return context.Background() }
 
-// onAgentExit handles the agent process ending, expected or not.
+// onAgentExit handles the agent process ending, expected or not
+// (decideAgentExited). Exits of an agent that is no longer the session's
+// are stale.
 func (a *actor) onAgentExit(gen int, conn Agent) {
 	if gen != a.gen || conn != a.conn {
 		return
 	}
-	a.settling = false
-	if a.stopping {
-		// Close or daemon shutdown stopped it on purpose. Close records the
-		// stop itself; after a shutdown, start-up reconciliation marks what
-		// was running as interrupted by the restart.
-		a.conn = nil
-		a.dropSlot()
-		return
-	}
-	exit := conn.Exit()
+	a.perform(decide(a.view(), agentExitedInput{Exit: exitInfo(conn.Exit())}).Effects...)
+}
+
+// recordExit records an unexpected exit of the agent on the executor.
+func (a *actor) recordExit(exit acp.Exit) {
 	a.conn = nil
 	now := time.Now().UTC()
 	a.exec.Status = store.ExecutorStopped
 	a.exec.LastSeenAt = &now
 	code := exit.Code
 	a.exec.ExitCode, a.exec.ExitSignal = &code, exit.Signal
-	if !a.stopping {
-		a.exec.ErrorMessage = "agent " + exit.String()
-		a.log.Warn("agent exited", "exit", exit.String(), "stderr", exit.Stderr)
-	}
+	a.exec.ErrorMessage = "agent " + exit.String()
+	a.log.Warn("agent exited", "exit", exit.String(), "stderr", exit.Stderr)
 	a.saveExecutor()
-	a.closePermissions("", store.PermissionExpired)
-	if r := a.running; r != nil {
-		a.running = nil
-		if r.cancelTimer != nil {
-			r.cancelTimer.Stop()
-		}
-		if r.turn.CancelRequested {
-			a.endTurn(r.turn, store.TurnCancelled, nil)
-		} else {
-			a.interruptTurn(r.turn, "agent_exited", exit)
-		}
-	}
-	if !a.stopping && !a.sess.State.Terminal() && len(a.queue) > 0 && !a.sess.QueueHeld {
-		// Queued prompts were accepted; start a fresh agent for them, in
-		// the slot the one that exited held.
-		a.ensureAgent()
-		return
-	}
-	a.dropSlot()
-	if a.stopping || a.sess.State.Terminal() {
-		return
-	}
-	a.setState(store.SessionWaitingForInput)
 }
 
 // recordStopped marks the executor stopped after a deliberate stop; why,

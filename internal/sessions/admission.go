@@ -125,28 +125,31 @@ func (a *actor) settled(ctx context.Context, t store.Turn) store.Turn {
 	return now
 }
 
-// admitted settles a turn's admission once its write has reported. On
-// success the turn may now run; on failure it is forgotten, as if never
-// asked, and the agent never hears of it. Settling twice is a no-op, so
-// the waiting request may settle it first (and answer with what it did).
+// admitted settles a turn's admission once its write has reported
+// (decideAdmitted). Settling twice is a no-op, so the waiting request may
+// settle it first (and answer with what it did).
 func (a *actor) admitted(promptID string, err error) {
-	adm, ok := a.admitting[promptID]
-	if !ok {
-		return
-	}
-	delete(a.admitting, promptID)
-	if err == nil {
-		if slices.ContainsFunc(a.queue, func(t store.Turn) bool { return t.PromptID == promptID }) {
-			// Still waiting (a failed start or a cancel may have ended it).
-			a.ensureAgent()
+	adm := a.admitting[promptID]
+	for _, e := range decide(a.viewOf(promptID), admittedInput{PromptID: promptID, Err: err}).Effects {
+		switch e := e.(type) {
+		case effSettleAdmission:
+			delete(a.admitting, e.PromptID)
+		case effUnadmit:
+			a.unadmit(e, adm)
+		default:
+			a.perform(e)
 		}
-		a.startNext()
-		return
 	}
-	a.log.Warn("prompt not admitted: its turn could not be stored", "promptId", promptID, "err", err)
+}
+
+// unadmit forgets a turn whose admitting write failed, in memory as on
+// disk: the agent never hears of it.
+func (a *actor) unadmit(e effUnadmit, adm admission) {
+	promptID := e.PromptID
+	a.log.Warn("prompt not admitted: its turn could not be stored", "promptId", promptID, "err", e.Err)
 	delete(a.turns, promptID)
 	a.queue = slices.DeleteFunc(a.queue, func(t store.Turn) bool { return t.PromptID == promptID })
-	if adm.released && len(a.queue) > 0 {
+	if e.Rehold {
 		a.sess.QueueHeld = true // the write that released it failed whole
 	}
 	if a.lastPromptID == promptID {
@@ -160,5 +163,4 @@ func (a *actor) admitted(promptID string, err error) {
 	}
 	// Only admissions mark a session prompted, and turns are never deleted.
 	a.sess.Prompted = len(a.turns) > 0
-	a.startNext()
 }

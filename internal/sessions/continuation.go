@@ -21,9 +21,6 @@ type ContinueResult struct {
 	pending      *events.Pending
 }
 
-// errStale means the session changed between planning and admission.
-var errStale = errcode.New(errcode.Internal, "session changed during admission")
-
 // Continue admits a continuation of the session's interrupted turn. The
 // decision is the recovery plan, and admission happens inside the actor,
 // atomically with prompt, cancel, close and resume: the plan is computed
@@ -161,7 +158,7 @@ func (m *Manager) declineOr(ctx context.Context, a *actor, err error) error {
 }
 
 // declined is the 409 answer: the reason is the code, the plan explains.
-func declined(plan recovery.Summary) error {
+func declined(plan recovery.Summary) *errcode.Error {
 	return errcode.New(errcode.Code(plan.Reason), "continuation declined: %s", plan.Reason).
 		With("accepted", false).With("reason", plan.Reason).With("recovery", plan)
 }
@@ -202,23 +199,31 @@ func (a *actor) continued(ctx context.Context, promptID string) (ContinueResult,
 // admitContinue creates the continue turn if the session is unchanged since
 // it was planned; errStale sends the caller back to planning.
 func (a *actor) admitContinue(version uint64, plan recovery.Summary, in recovery.Input, promptID string) (ContinueResult, error) {
-	if a.version != version || a.running != nil || (len(a.queue) > 0 && !a.sess.QueueHeld) || a.stopping || a.sess.State.Terminal() {
-		return ContinueResult{}, errStale
+	d := decide(a.viewOf(promptID), continueCmd{PromptID: promptID, Version: version, Plan: plan})
+	if d.Refusal != nil {
+		return ContinueResult{}, d.Refusal
 	}
-	if _, ok := a.turns[promptID]; ok && promptID != "" {
-		return ContinueResult{}, errStale // a concurrent request with this id won; answer from it
+	var res ContinueResult
+	for _, e := range d.Effects {
+		switch e := e.(type) {
+		case effReserveSlot:
+			if err := a.needAgent(); err != nil {
+				return ContinueResult{}, err // the agent stopped since the restore and the cap is full
+			}
+		case effEnqueue:
+			// The original prompt if the agent never got it, else the
+			// continuation prompt (what the user saw, what was cut off);
+			// never both.
+			prompt := recovery.Continuation(plan, in)
+			of, _ := json.Marshal(plan)
+			t, pending := a.enqueue(store.Turn{SessionID: a.id, PromptID: promptID, Kind: store.TurnContinue,
+				Prompt: prompt, ContinuesPromptID: plan.PromptID, Interruption: of}, e.Front)
+			res = ContinueResult{Turn: t, Interruption: plan, EventEpoch: a.sess.EventEpoch, pending: pending}
+		default:
+			a.perform(e)
+		}
 	}
-	if err := a.needAgent(); err != nil {
-		return ContinueResult{}, err // the agent stopped since the restore and the cap is full
-	}
-	// The original prompt if the agent never got it, else the continuation
-	// prompt (what the user saw, what was cut off); never both.
-	prompt := recovery.Continuation(plan, in)
-	of, _ := json.Marshal(plan)
-	// The continuation runs first; prompts held since a restart follow it.
-	t, pending := a.enqueue(store.Turn{SessionID: a.id, PromptID: promptID, Kind: store.TurnContinue,
-		Prompt: prompt, ContinuesPromptID: plan.PromptID, Interruption: of}, true)
-	return ContinueResult{Turn: t, Interruption: plan, EventEpoch: a.sess.EventEpoch, pending: pending}, nil
+	return res, nil
 }
 
 // finishContinue answers once the accepted turn is durable, with the cursor

@@ -108,13 +108,6 @@ func (a *actor) dropSlot() {
 	}
 }
 
-// idle reports whether the agent has nothing to do: no turn running or
-// queued, no permission pending, no start or load in progress.
-func (a *actor) idle() bool {
-	return a.conn != nil && !a.starting && !a.settling && !a.stopping &&
-		a.running == nil && (len(a.queue) == 0 || a.sess.QueueHeld) && len(a.perms) == 0
-}
-
 // armIdle (re)starts the idle clock after the agent became ready or
 // finished a turn. The timer only posts a check to the actor; the check
 // decides on the actor's state.
@@ -132,22 +125,22 @@ func (a *actor) armIdle() {
 }
 
 // checkIdle stops the agent once it has been idle for AgentIdleTimeout,
-// else looks again when that time would be up.
+// else looks again when that time would be up (decideIdleCheck).
 func (a *actor) checkIdle() {
-	if a.conn == nil || a.stopping {
-		return // the next start arms the clock again
+	d := decide(a.view(), idleCheckInput{Elapsed: time.Since(a.activeAt), Timeout: a.m.cfg.AgentIdleTimeout})
+	for _, e := range d.Effects {
+		switch e := e.(type) {
+		case effIdleBusy:
+			a.activeAt = time.Now()
+			a.idleTimer.Reset(a.m.cfg.AgentIdleTimeout)
+		case effIdleWait:
+			a.idleTimer.Reset(e.Left)
+		case effStopIdle:
+			a.stopIdle(e.Timeout)
+		default:
+			a.perform(e)
+		}
 	}
-	d := a.m.cfg.AgentIdleTimeout
-	if !a.idle() {
-		a.activeAt = time.Now()
-		a.idleTimer.Reset(d)
-		return
-	}
-	if left := d - time.Since(a.activeAt); left > 0 {
-		a.idleTimer.Reset(left)
-		return
-	}
-	a.stopIdle(d)
 }
 
 // stopIdle stops an idle agent to free its process and slot. The session

@@ -150,10 +150,11 @@ func (a *actor) emitOptions() {
 func (a *actor) ready() bool { return a.conn != nil && !a.starting && a.acpID != "" }
 
 // optionChange is one mode or config option change, in the steps
-// changeOption runs: check and store on the actor, send off it (nothing on
-// the actor waits for the agent), adopt the agent's answer on it again.
+// changeOption runs: decide (check, and apply now or store) on the actor,
+// send off it (nothing on the actor waits for the agent), adopt the
+// agent's answer on it again.
 type optionChange struct {
-	check func(a *actor) error
+	cmd   input
 	send  func(ctx context.Context, conn Agent, acpID string) (json.RawMessage, error)
 	adopt func(a *actor, answer json.RawMessage)
 	store func(a *actor) *events.Pending
@@ -172,16 +173,22 @@ func (m *Manager) changeOption(ctx context.Context, sessionID string, ch optionC
 		pending *events.Pending
 	}
 	c, err := call(ctx, a.mb, func() (step, error) {
-		if a.sess.State.Terminal() || a.stopping {
-			return step{}, errcode.New(errcode.SessionTerminal, "session is %s", a.sess.State).With("state", string(a.sess.State))
+		d := decide(a.view(), ch.cmd)
+		if d.Refusal != nil {
+			return step{}, d.Refusal
 		}
-		if err := ch.check(a); err != nil {
-			return step{}, err
+		var s step
+		for _, e := range d.Effects {
+			switch e.(type) {
+			case effApplyOption:
+				s = step{conn: a.conn, acpID: a.acpID}
+			case effStoreOption:
+				s = step{pending: ch.store(a)}
+			default:
+				a.perform(e)
+			}
 		}
-		if a.ready() {
-			return step{conn: a.conn, acpID: a.acpID}, nil
-		}
-		return step{pending: ch.store(a)}, nil
+		return s, nil
 	})
 	if err != nil {
 		return OptionResult{}, err
@@ -210,14 +217,7 @@ func (m *Manager) changeOption(ctx context.Context, sessionID string, ch optionC
 // no agent has told the daemon its modes yet.
 func (m *Manager) SetMode(ctx context.Context, sessionID, modeID string) (OptionResult, error) {
 	return m.changeOption(ctx, sessionID, optionChange{
-		check: func(a *actor) error {
-			if s, ok := parseModes(a.modes); ok && !s.has(modeID) {
-				return errcode.New(errcode.UnknownMode, "the agent offers no mode %q", modeID).With("modeId", modeID)
-			} else if !ok && a.ready() {
-				return errcode.New(errcode.UnknownMode, "the agent announced no modes").With("modeId", modeID)
-			}
-			return nil
-		},
+		cmd: setModeCmd{ModeID: modeID},
 		send: func(ctx context.Context, conn Agent, acpID string) (json.RawMessage, error) {
 			err := m.traced(ctx, "acp.session.set_mode", func(ctx context.Context) error { return conn.SetMode(ctx, acpID, modeID) })
 			if err != nil {
@@ -245,19 +245,7 @@ func (m *Manager) SetConfigOption(ctx context.Context, sessionID, optionID strin
 		return OptionResult{}, errcode.New(errcode.InvalidConfigValue, "value must be a string or a boolean").With("optionId", optionID)
 	}
 	return m.changeOption(ctx, sessionID, optionChange{
-		check: func(a *actor) error {
-			if a.configOptions == nil && !a.ready() {
-				return nil // no agent has announced its options yet
-			}
-			o, ok := findOption(parseConfig(a.configOptions), optionID)
-			if !ok {
-				return errcode.New(errcode.UnknownConfigOption, "the agent offers no config option %q", optionID).With("optionId", optionID)
-			}
-			if !o.accepts(value) {
-				return errcode.New(errcode.InvalidConfigValue, "config option %q does not accept %s", optionID, value).With("optionId", optionID)
-			}
-			return nil
-		},
+		cmd: setConfigCmd{OptionID: optionID, Value: value},
 		send: func(ctx context.Context, conn Agent, acpID string) (json.RawMessage, error) {
 			var options json.RawMessage
 			err := m.traced(ctx, "acp.session.set_config_option", func(ctx context.Context) error {

@@ -326,47 +326,34 @@ func (a *actor) onAgentStarted(p startPlan, out startOutcome) {
 		<-conn.Done()
 		a.mb.post(func() { a.onAgentExit(gen, conn) })
 	})
-	if out.strategy == StrategyNativeLoad && a.replayed == 0 && p.hadHistory {
-		// Nothing replayed yet. Some agents replay after answering the
-		// load; give them a moment before deciding the context is lost
-		// (prompts wait meanwhile, so a replay is never taken for a reply).
-		a.settling = true
-		time.AfterFunc(a.m.cfg.ReplayGrace, func() { a.mb.post(func() { a.settleLoad(p, out) }) })
-		return
+	a.startSucceeded(p, out)
+}
+
+// startSucceeded finishes a start (decideStartSucceeded), or gives a load
+// that replayed nothing yet ReplayGrace to replay (settleLoad).
+func (a *actor) startSucceeded(p startPlan, out startOutcome) {
+	d := decide(a.view(), startSucceededInput{Resumed: out.resumed(), HadHistory: p.hadHistory, Replayed: a.replayed})
+	for _, e := range d.Effects {
+		switch e.(type) {
+		case effAwaitReplay:
+			a.settling = true
+			time.AfterFunc(a.m.cfg.ReplayGrace, func() { a.mb.post(func() { a.settleLoad(p, out) }) })
+		default:
+			a.perform(e)
+		}
 	}
-	a.finishStart(out)
+}
+
+// resumed is how the start restored the session.
+func (out startOutcome) resumed() resumedInfo {
+	return resumedInfo{Strategy: out.strategy, ContextRestored: out.contextRestored, Fallback: out.fallback}
 }
 
 // settleLoad decides, after the grace period, whether a load restored the
-// conversation: no replay at all means the agent silently created an empty
-// session, so its context is lost.
+// conversation (decideReplaySettled).
 func (a *actor) settleLoad(p startPlan, out startOutcome) {
-	if p.gen != a.gen || !a.settling {
-		return
-	}
-	a.settling = false
-	if a.replayed == 0 {
-		out.strategy, out.contextRestored, out.fallback = StrategyFresh, false, "empty_replay"
-		if p.inject {
-			out.strategy = StrategyHistoryInjection
-		}
-	}
-	a.finishStart(out)
-}
-
-// finishStart announces the restore outcome, releases waiters and runs
-// what was queued.
-func (a *actor) finishStart(out startOutcome) {
-	if out.strategy != "" {
-		a.recordResumed(out)
-	}
-	if out.strategy == StrategyNativeLoad {
-		a.reconcileDelivery()
-	}
-	a.notifyWaiters(nil)
-	a.startNext()
-	a.pushRecovery()
-	a.armIdle()
+	a.perform(decide(a.view(), replaySettledInput{Resumed: out.resumed(), Current: p.gen == a.gen,
+		Replayed: a.replayed, Inject: p.inject}).Effects...)
 }
 
 // recordResumed persists the restore outcome and announces it.
@@ -391,37 +378,23 @@ func (a *actor) recordResumed(out startOutcome) {
 }
 
 // startFailed leaves the session usable and resumable: the identity is kept,
-// the error is visible on the executor, queued turns fail visibly.
+// the error is visible on the executor, queued turns fail visibly
+// (decideStartFailed).
 func (a *actor) startFailed(err error) {
+	a.perform(decide(a.view(), startFailedInput{Err: err}).Effects...)
+}
+
+// recordStartError records why the agent did not start on the executor.
+func (a *actor) recordStartError(err error) {
 	a.log.Warn("agent failed to start", "err", err)
 	a.lastErr = err
 	a.exec.Status = store.ExecutorError
-	var de *errcode.Error
-	if errors.As(err, &de) {
-		a.exec.ErrorMessage = de.Message
-	} else {
-		a.exec.ErrorMessage = err.Error()
-	}
+	a.exec.ErrorMessage = startErrorMessage(err)
 	a.exec.ErrorCode = string(errcode.CodeOf(err))
 	if _, prof, _ := a.m.profiles.Spec(a.sess.AgentProfileID); prof.ID != "" {
 		a.exec.ErrorProfile = prof.Fingerprint()
 	}
 	a.saveExecutor()
-	a.dropSlot()
-	if !a.sess.QueueHeld {
-		// Prompts held since a restart stay queued: they were not what
-		// started the agent, and the user decides when they run.
-		for _, t := range a.queue {
-			a.endTurn(t, store.TurnFailed, func(t *store.Turn) {
-				t.ErrorCode = string(errcode.CodeOf(err))
-				t.ErrorMessage = a.exec.ErrorMessage
-			})
-		}
-		a.queue = nil
-	}
-	a.setState(store.SessionWaitingForInput)
-	a.pushRecovery()
-	a.notifyWaiters(err)
 }
 
 func (a *actor) notifyWaiters(err error) {
@@ -435,19 +408,25 @@ func (a *actor) notifyWaiters(err error) {
 // outcome once it is ready (nil) or failed. Concurrent callers share one
 // start: the actor serialises them and only the first launches a process.
 func (a *actor) resume() (<-chan error, error) {
+	d := decide(a.view(), resumeCmd{})
+	if d.Refusal != nil {
+		return nil, d.Refusal
+	}
 	ch := make(chan error, 1)
-	if a.sess.State.Terminal() || a.stopping {
-		return nil, errcode.New(errcode.SessionTerminal, "session is %s", a.sess.State).With("state", string(a.sess.State))
+	for _, e := range d.Effects {
+		switch e.(type) {
+		case effAgentReady:
+			ch <- nil
+		case effReserveSlot:
+			if err := a.needAgent(); err != nil {
+				return nil, err
+			}
+		case effAwaitStart:
+			a.waiters = append(a.waiters, ch)
+		default:
+			a.perform(e)
+		}
 	}
-	if a.conn != nil {
-		ch <- nil
-		return ch, nil
-	}
-	if err := a.needAgent(); err != nil {
-		return nil, err
-	}
-	a.waiters = append(a.waiters, ch)
-	a.ensureAgent()
 	return ch, nil
 }
 

@@ -180,24 +180,32 @@ func toolCallRecord(sessionID, promptID string, t *acp.ToolCall) store.ToolCall 
 }
 
 // onPermissionRequested persists the question and returns its id, or ""
-// when the agent is stale (the caller then answers "cancelled").
+// when the agent is stale or the question is declined (the caller then
+// answers "cancelled"; see decidePermissionRequested).
 func (a *actor) onPermissionRequested(gen int, req acp.PermissionRequest, reply chan acp.PermissionOutcome) string {
-	if gen != a.gen || a.stopping {
+	if gen != a.gen {
 		return ""
 	}
-	promptID := ""
-	if a.running != nil {
-		promptID = a.running.turn.PromptID
-		if a.running.turn.CancelRequested {
+	id := ""
+	for _, e := range decide(a.view(), permissionRequestedInput{}).Effects {
+		switch e := e.(type) {
+		case effDeclinePermission:
+			if e.TooMany {
+				a.log.Warn("agent permission request refused: too many open", "open", len(a.perms), "limit", a.m.cfg.MaxPendingPermissions)
+			}
 			return ""
+		case effAskPermission:
+			id = a.askPermission(e.PromptID, req, reply)
+		default:
+			a.perform(e)
 		}
 	}
-	if len(a.perms) >= a.m.cfg.MaxPendingPermissions {
-		// Answered cancelled: ACP's answer for a question that will not be
-		// put to the user. The agent may ask again once one is answered.
-		a.log.Warn("agent permission request refused: too many open", "open", len(a.perms), "limit", a.m.cfg.MaxPendingPermissions)
-		return ""
-	}
+	return id
+}
+
+// askPermission records the agent's question (and its tool call) and
+// keeps the reply channel until the user, a cancel or an exit answers.
+func (a *actor) askPermission(promptID string, req acp.PermissionRequest, reply chan acp.PermissionOutcome) string {
 	title := ""
 	if req.Tool.Title != nil {
 		title = *req.Tool.Title
@@ -224,14 +232,21 @@ func (a *actor) onPermissionRequested(gen int, req acp.PermissionRequest, reply 
 		return nil
 	})
 	a.perms[p.ID] = &pendingPermission{promptID: promptID, options: req.Options, reply: reply}
-	a.pushRecovery()
 	return p.ID
 }
 
 // answerPermission applies a client's answer to a pending request.
 func (a *actor) answerPermission(id string, out acp.PermissionOutcome) (store.Permission, *events.Pending, error) {
+	v := a.view()
 	p, ok := a.perms[id]
-	if !ok {
+	if ok {
+		v.Permission = &permissionView{Options: make([]string, len(p.options))}
+		for i, o := range p.options {
+			v.Permission.Options[i] = o.ID
+		}
+	}
+	d := decide(v, answerPermissionCmd{RequestID: id, Cancelled: out.Cancelled, OptionID: out.OptionID})
+	if d.Refusal != nil && d.Refusal.Code == errcode.PermissionResolved {
 		// Not live: either unknown, already answered, or asked by an agent
 		// that is gone (recovery expires those).
 		row, err := a.m.store.GetPermission(a.ctx(), a.id, id)
@@ -241,20 +256,20 @@ func (a *actor) answerPermission(id string, out acp.PermissionOutcome) (store.Pe
 		return store.Permission{}, nil, errcode.New(errcode.PermissionResolved, "permission request %s is already %s", id, row.State).
 			With("state", string(row.State))
 	}
-	state := store.PermissionCancelled
-	if !out.Cancelled {
-		valid := false
-		for _, o := range p.options {
-			valid = valid || o.ID == out.OptionID
-		}
-		if !valid {
-			return store.Permission{}, nil, errcode.New(errcode.InvalidPermissionOpt, "optionId %q is not one of the offered options", out.OptionID)
-		}
-		state = store.PermissionSelected
+	if d.Refusal != nil {
+		return store.Permission{}, nil, d.Refusal
 	}
-	pending := a.resolve(id, state, out.OptionID)
-	delete(a.perms, id)
-	p.reply <- out
+	var pending *events.Pending
+	for _, e := range d.Effects {
+		switch e := e.(type) {
+		case effResolvePermission:
+			pending = a.resolve(e.RequestID, e.State, e.OptionID)
+			delete(a.perms, e.RequestID)
+			p.reply <- out
+		default:
+			a.perform(e)
+		}
+	}
 	return store.Permission{ID: id, SessionID: a.id}, pending, nil
 }
 

@@ -85,37 +85,39 @@ func lastSeq(evs []store.Event, sessionID string) int64 {
 }
 
 // admit decides, atomically with every other command, whether the prompt
-// runs now, waits in the queue, or is refused.
+// runs now, waits in the queue, or is refused (decidePrompt).
 func (a *actor) admit(in PromptInput) (PromptResult, error) {
-	if in.PromptID != "" {
-		if t, ok := a.turns[in.PromptID]; ok {
-			if !sameJSON(t.Prompt, in.Prompt) {
-				return PromptResult{}, errcode.New(errcode.PromptIDConflict,
-					"promptId %q was already used for a different prompt", in.PromptID)
-			}
-			if _, admitting := a.admitting[in.PromptID]; admitting {
+	v := a.viewOf(in.PromptID)
+	if v.Turn != nil {
+		v.Turn.SamePrompt = sameJSON(a.turns[in.PromptID].Prompt, in.Prompt)
+	}
+	d := decide(v, promptCmd{PromptID: in.PromptID, Multitask: in.Multitask})
+	if d.Refusal != nil {
+		return PromptResult{}, d.Refusal
+	}
+	var res PromptResult
+	for _, e := range d.Effects {
+		switch e := e.(type) {
+		case effAnswerExisting:
+			pending := a.synced()
+			if e.Admitting {
 				// Not durable yet: the retry shares the first request's
 				// outcome instead of claiming a turn that may never exist.
-				return PromptResult{Turn: t, EventEpoch: a.sess.EventEpoch, pending: a.admissionWrite(in.PromptID)}, nil
+				pending = a.admissionWrite(e.PromptID)
 			}
-			return PromptResult{Turn: t, EventEpoch: a.sess.EventEpoch, pending: a.synced()}, nil
+			res = PromptResult{Turn: a.turns[e.PromptID], EventEpoch: a.sess.EventEpoch, pending: pending}
+		case effReserveSlot:
+			if err := a.needAgent(); err != nil {
+				return PromptResult{}, err // refused whole: nothing is stored
+			}
+		case effEnqueue:
+			t, pending := a.enqueue(store.Turn{SessionID: a.id, PromptID: in.PromptID, Kind: in.kind, Prompt: in.Prompt}, e.Front)
+			res = PromptResult{Turn: t, EventEpoch: a.sess.EventEpoch, pending: pending}
+		default:
+			a.perform(e)
 		}
 	}
-	if a.sess.State.Terminal() || a.stopping {
-		return PromptResult{}, errcode.New(errcode.SessionTerminal, "session is %s", a.sess.State).With("state", string(a.sess.State))
-	}
-	busy := a.running != nil || len(a.queue) > 0
-	if busy && in.Multitask == MultitaskReject {
-		return PromptResult{}, errcode.New(errcode.TurnActive, "a turn is already running").With("promptId", a.activePromptID())
-	}
-	if len(a.queue) >= a.m.cfg.QueueLimit {
-		return PromptResult{}, errcode.New(errcode.PromptQueueFull, "%d prompts are already queued", len(a.queue)).With("retryAfter", 5)
-	}
-	if err := a.needAgent(); err != nil {
-		return PromptResult{}, err // refused whole: nothing is stored
-	}
-	t, pending := a.enqueue(store.Turn{SessionID: a.id, PromptID: in.PromptID, Kind: in.kind, Prompt: in.Prompt}, false)
-	return PromptResult{Turn: t, EventEpoch: a.sess.EventEpoch, pending: pending}, nil
+	return res, nil
 }
 
 // enqueue admits a turn: it is persisted queued (turn.queued) and runs once
@@ -157,28 +159,16 @@ func (a *actor) enqueue(t store.Turn, first bool) (store.Turn, *events.Pending) 
 	return t, pending
 }
 
-func (a *actor) activePromptID() string {
-	if a.running != nil {
-		return a.running.turn.PromptID
-	}
-	if len(a.queue) > 0 {
-		return a.queue[0].PromptID
-	}
-	return ""
-}
+// startNext runs the next queued turn if the agent is ready and idle
+// (decideNext).
+func (a *actor) startNext() { a.perform(decide(a.view(), nextInput{}).Effects...) }
 
-// startNext runs the next queued turn if the agent is ready and idle.
-func (a *actor) startNext() {
-	if a.running != nil || a.conn == nil || a.settling || a.stopping {
+// startTurn takes the head of the queue, promptID, to the agent: recorded
+// as started first, sent once that is durable.
+func (a *actor) startTurn(promptID string) {
+	if len(a.queue) == 0 || a.queue[0].PromptID != promptID {
+		a.log.Error("turn to start is not the head of the queue", "promptId", promptID)
 		return
-	}
-	if len(a.queue) == 0 || a.sess.QueueHeld {
-		// Held since a restart: the queue waits for a continue or a prompt.
-		a.setState(store.SessionWaitingForInput)
-		return
-	}
-	if _, admitting := a.admitting[a.queue[0].PromptID]; admitting {
-		return // not durable yet: admitted runs it once it is
 	}
 	t := a.queue[0]
 	a.queue = a.queue[1:]
@@ -243,42 +233,18 @@ func (a *actor) startNext() {
 
 }
 
+// onTurnDone takes the agent's answer to r's prompt (decideTurnEnded).
 func (a *actor) onTurnDone(r *turnRun, stop string, err error) {
-	if a.running != r || a.stopping {
-		// After a shutdown began, whatever the dying agent answered is not
-		// the turn's outcome: start-up reconciliation records it as
-		// interrupted by the restart.
-		return
+	if a.running != r {
+		return // a turn that ended already (or another incarnation's)
 	}
-	if err != nil && acp.Classify(err) == acp.ClassDisconnected {
-		// The agent is gone or going; the exit handler records the outcome
-		// with the exit code. Make sure the process really ends.
-		a.m.spawn(func() { r.conn.Stop() })
-		return
+	in := turnEndedInput{PromptID: r.turn.PromptID, StopReason: stop}
+	if err != nil {
+		in.Failed = true
+		in.Disconnected = acp.Classify(err) == acp.ClassDisconnected
+		in.ErrorCode, in.ErrorMessage = errorCode(err), acp.Message(err)
 	}
-	a.running = nil
-	if r.cancelTimer != nil {
-		r.cancelTimer.Stop()
-	}
-	switch {
-	case r.turn.CancelRequested || stop == "cancelled":
-		// The user's intent wins whatever the agent answered.
-		a.endTurn(r.turn, store.TurnCancelled, func(t *store.Turn) { t.StopReason = stop })
-	case err != nil:
-		a.endTurn(r.turn, store.TurnFailed, func(t *store.Turn) {
-			t.ErrorCode = errorCode(err)
-			t.ErrorMessage = acp.Message(err)
-		})
-	default:
-		a.endTurn(r.turn, store.TurnCompleted, func(t *store.Turn) { t.StopReason = stop })
-	}
-	a.closePermissions(r.turn.PromptID, store.PermissionCancelled)
-	if a.conn != nil {
-		now := time.Now().UTC()
-		a.exec.LastSeenAt = &now
-	}
-	a.startNext()
-	a.armIdle()
+	a.perform(decide(a.view(), in).Effects...)
 }
 
 func errorCode(err error) string {
@@ -401,37 +367,13 @@ func failDanglingToolCalls(ctx context.Context, tx *store.Store, emit events.Emi
 // open permission requests "cancelled" and drops queued prompts. If the
 // agent does not end the turn within CancelGrace it is stopped.
 func (a *actor) cancel() (CancelResult, error) {
-	var res CancelResult
-	for _, t := range a.queue {
-		a.endTurn(t, store.TurnCancelled, func(t *store.Turn) { t.CancelRequested = true })
-		res.Dequeued = append(res.Dequeued, t.PromptID)
-	}
-	a.queue = nil
-	a.releaseHeld()
-	res.Cancelled = len(res.Dequeued) > 0
-	r := a.running
-	if r == nil {
-		// Idle: a cancel still records the user's intent for an interrupted
-		// last turn, so it is clean and a racing continue cannot revive it.
-		if t, ok := a.turns[a.lastPromptID]; ok && t.State == store.TurnInterrupted && !t.CancelRequested && len(res.Dequeued) == 0 {
-			t.CancelRequested = true
-			a.turns[t.PromptID] = t
-			a.write(func(tx *store.Store, emit events.Emit) error { return tx.UpdateTurn(a.ctx(), t) })
-			a.pushRecovery()
-			res.PromptID, res.Cancelled = t.PromptID, true
-		}
-		return res, nil
-	}
-	res.PromptID = r.turn.PromptID
-	res.Cancelled = true
-	if r.turn.CancelRequested {
-		return res, nil
-	}
-	r.turn.CancelRequested = true
-	a.turns[r.turn.PromptID] = r.turn
-	t := r.turn
-	a.write(func(tx *store.Store, emit events.Emit) error { return tx.UpdateTurn(a.ctx(), t) })
-	a.closePermissions(r.turn.PromptID, store.PermissionCancelled)
+	d, err := a.decideAndPerform(cancelCmd{})
+	return d.Cancel, err
+}
+
+// cancelAgent asks r's agent to stop the turn (session/cancel) and stops
+// the agent if it has not ended the turn within CancelGrace.
+func (a *actor) cancelAgent(r *turnRun) {
 	acpID := a.acpID
 	a.m.spawn(func() {
 		if err := r.conn.Cancel(context.Background(), acpID); err != nil {
@@ -446,32 +388,16 @@ func (a *actor) cancel() (CancelResult, error) {
 			}
 		})
 	})
-	return res, nil
 }
 
 // close ends the session and returns the agent connection for the caller
 // to stop outside the actor (stopping can take the whole grace period);
 // closed then records the stop and the final session.closed event.
 func (a *actor) close() (closing, error) {
-	if a.sess.State.Terminal() {
-		return closing{}, nil
+	d, err := a.decideAndPerform(closeCmd{})
+	if err != nil || len(d.Effects) == 0 {
+		return closing{}, err // closed already
 	}
-	a.stopping = true
-	for _, t := range a.queue {
-		a.endTurn(t, store.TurnCancelled, func(t *store.Turn) { t.CancelRequested = true })
-	}
-	a.queue = nil
-	if r := a.running; r != nil {
-		a.running = nil
-		if r.cancelTimer != nil {
-			r.cancelTimer.Stop()
-		}
-		a.endTurn(r.turn, store.TurnCancelled, func(t *store.Turn) { t.CancelRequested = true })
-	}
-	a.closePermissions("", store.PermissionCancelled)
-	a.setState(store.SessionCompleted)
-	a.pushRecovery()
-	a.gen++ // late messages from this agent are now stale
 	return closing{conn: a.conn, open: true}, nil
 }
 

@@ -2,11 +2,7 @@ package sessions
 
 import (
 	"context"
-	"slices"
 
-	"github.com/tether/tether/internal/errcode"
-	"github.com/tether/tether/internal/events"
-	"github.com/tether/tether/internal/recovery"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -28,33 +24,10 @@ func (m *Manager) Withdraw(ctx context.Context, sessionID, promptID string) (sto
 }
 
 func (a *actor) withdraw(promptID string) (store.Turn, error) {
-	t, ok := a.turns[promptID]
-	if !ok {
-		return store.Turn{}, errcode.New(errcode.TurnNotFound, "session has no turn %q", promptID).With("promptId", promptID)
+	d := decide(a.viewOf(promptID), withdrawCmd{PromptID: promptID})
+	if d.Refusal != nil {
+		return store.Turn{}, d.Refusal
 	}
-	i := slices.IndexFunc(a.queue, func(q store.Turn) bool { return q.PromptID == promptID })
-	if i < 0 {
-		return store.Turn{}, errcode.New(errcode.TurnNotQueued, "turn %q is %s; only a queued turn can be withdrawn", promptID, t.State).
-			With("promptId", promptID).With("state", string(t.State))
-	}
-	// A turn whose admission is still being written ends after it: writes
-	// apply in submission order, so the end always follows the row.
-	a.queue = slices.Delete(a.queue, i, i+1)
-	a.endTurn(t, store.TurnCancelled, func(t *store.Turn) { t.StopReason = recovery.Withdrawn })
-	if len(a.queue) == 0 {
-		a.releaseHeld()
-	}
-	a.startNext()
+	a.perform(d.Effects...)
 	return a.turns[promptID], nil
-}
-
-// releaseHeld clears a hold whose queue is gone (cancelled or withdrawn),
-// so that a later queue runs as usual.
-func (a *actor) releaseHeld() {
-	if !a.sess.QueueHeld {
-		return
-	}
-	a.sess.QueueHeld = false
-	a.write(func(tx *store.Store, emit events.Emit) error { return tx.SetSessionQueueHeld(a.ctx(), a.id, false) })
-	a.pushRecovery()
 }

@@ -1,0 +1,379 @@
+package sessions
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/recovery"
+	"github.com/tether/tether/internal/store"
+)
+
+// The values decide (decide.go) works on: the view of a session it reads,
+// the commands and agent inputs it decides, and the decision it returns
+// with its effects. All are plain values: no actor, no connection.
+
+// agentPhase is where the session's agent stands.
+type agentPhase uint8
+
+const (
+	// agentNone: no agent process, none starting.
+	agentNone agentPhase = iota
+	// agentStarting: a start or restore is in progress.
+	agentStarting
+	// agentReady: an agent runs its ACP session and can take calls.
+	agentReady
+)
+
+// view is what a decision needs to know about the session, copied out of
+// the actor. Fields about "the turn" or "the permission" describe the one
+// the input names; they are nil when it names none or none is known.
+type view struct {
+	State    store.SessionState
+	Stopping bool // a close or a daemon shutdown began
+	Agent    agentPhase
+	Settling bool // a load that replayed nothing waits for a late replay
+	HasSlot  bool // an agent-cap slot is reserved for this session
+	// Running is the turn on the agent; nil when idle.
+	Running *runningView
+	// Queue is the admitted turns waiting, in run order.
+	Queue      []queuedView
+	QueueHeld  bool // held since a restart until a continue or a prompt
+	QueueLimit int
+	// Last is the most recently admitted turn (nil when none).
+	Last *turnView
+	// Turn is the turn the input's prompt id names, when known.
+	Turn *turnView
+	// Permission is the open permission request the input names, when live.
+	Permission *permissionView
+	// OpenPermissions counts the open permission requests, at most
+	// MaxPermissions.
+	OpenPermissions, MaxPermissions int
+	// Version counts the session's writes (optimistic concurrency for
+	// continue admission).
+	Version uint64
+	// Modes and ConfigOptions are what the agent announced (ACP JSON).
+	Modes, ConfigOptions json.RawMessage
+}
+
+// runningView is the turn on the agent.
+type runningView struct {
+	PromptID        string
+	CancelRequested bool
+}
+
+// queuedView is one queued turn; Admitting while its admitting write has
+// not reported (it never reaches the agent before).
+type queuedView struct {
+	PromptID  string
+	Admitting bool
+}
+
+// turnView is a known turn.
+type turnView struct {
+	PromptID        string
+	State           store.TurnState
+	Kind            store.TurnKind
+	CancelRequested bool
+	// SamePrompt: the input's prompt equals the turn's (idempotent retry).
+	SamePrompt bool
+	Admitting  bool
+	// ReleasedHold: its admission released a queue held since a restart.
+	ReleasedHold bool
+}
+
+// permissionView is an open permission request: the option ids offered.
+type permissionView struct {
+	Options []string
+}
+
+// input is a command or an agent input to decide on.
+type input interface{ isInput() }
+
+// Commands (from clients).
+type (
+	// promptCmd admits a prompt (POST /session/{id}/prompt).
+	promptCmd struct{ PromptID, Multitask string }
+	// cancelCmd cancels the running turn and drops queued ones.
+	cancelCmd struct{}
+	// closeCmd ends the session.
+	closeCmd struct{}
+	// continueCmd admits a continuation planned (Plan, by recovery.Plan)
+	// on the session as it stood at Version.
+	continueCmd struct {
+		PromptID string
+		Version  uint64
+		Plan     recovery.Summary
+	}
+	// resumeCmd starts (or restores) the agent if none runs.
+	resumeCmd struct{}
+	// withdrawCmd takes a queued prompt out of the queue.
+	withdrawCmd struct{ PromptID string }
+	// setModeCmd sets the session's mode.
+	setModeCmd struct{ ModeID string }
+	// setConfigCmd sets one config option.
+	setConfigCmd struct {
+		OptionID string
+		Value    json.RawMessage
+	}
+	// answerPermissionCmd answers an open permission request.
+	answerPermissionCmd struct {
+		RequestID string
+		Cancelled bool
+		OptionID  string
+	}
+)
+
+// Agent inputs.
+type (
+	// turnEndedInput: the agent answered session/prompt for PromptID.
+	// Disconnected means the agent is gone (its exit decides); Failed
+	// that it answered an error, classified as ErrorCode.
+	turnEndedInput struct {
+		PromptID, StopReason    string
+		Failed, Disconnected    bool
+		ErrorCode, ErrorMessage string
+	}
+	// agentExitedInput: the current agent process ended (stale exits are
+	// filtered by the actor, which knows the incarnation).
+	agentExitedInput struct{ Exit exitInfo }
+	// startFailedInput: the agent could not be started or restored.
+	startFailedInput struct{ Err error }
+	// permissionRequestedInput: the agent asks the user for a permission.
+	permissionRequestedInput struct{}
+	// admittedInput: a turn's admitting write reported (Err nil: durable).
+	admittedInput struct {
+		PromptID string
+		Err      error
+	}
+	// idleCheckInput: the idle clock rang; the agent has been active
+	// Elapsed ago and may idle for Timeout.
+	idleCheckInput struct{ Elapsed, Timeout time.Duration }
+	// startSucceededInput: the agent is up and its ACP session open, as
+	// Resumed says (Strategy "" for a first start); Replayed counts the
+	// history updates a load has replayed so far.
+	startSucceededInput struct {
+		Resumed    resumedInfo
+		HadHistory bool
+		Replayed   int
+	}
+	// replaySettledInput: the grace for a late load replay is over
+	// (Current: for the agent that is still the session's).
+	replaySettledInput struct {
+		Resumed  resumedInfo
+		Current  bool
+		Replayed int
+		Inject   bool
+	}
+	// nextInput asks what runs next (after any change that may free the
+	// agent or fill the queue).
+	nextInput struct{}
+)
+
+func (promptCmd) isInput()                {}
+func (cancelCmd) isInput()                {}
+func (closeCmd) isInput()                 {}
+func (continueCmd) isInput()              {}
+func (withdrawCmd) isInput()              {}
+func (setModeCmd) isInput()               {}
+func (setConfigCmd) isInput()             {}
+func (answerPermissionCmd) isInput()      {}
+func (turnEndedInput) isInput()           {}
+func (agentExitedInput) isInput()         {}
+func (startFailedInput) isInput()         {}
+func (nextInput) isInput()                {}
+func (startSucceededInput) isInput()      {}
+func (replaySettledInput) isInput()       {}
+func (resumeCmd) isInput()                {}
+func (permissionRequestedInput) isInput() {}
+func (admittedInput) isInput()            {}
+func (idleCheckInput) isInput()           {}
+
+// decision is decide's answer: refused (Refusal, and no effects) or
+// accepted with the effects to perform, in order. New session and turn
+// states are effects (effSetState, effEndTurn, effInterruptTurn).
+type decision struct {
+	Refusal *errcode.Error
+	Effects []effect
+	// Cancel is what a cancel reports.
+	Cancel CancelResult
+}
+
+// effect is one thing the actor does for a decision.
+type effect interface{ isEffect() }
+
+type (
+	// effReserveSlot reserves an agent-cap slot; it is the only effect
+	// that can fail, and comes first, so a refusal stores nothing.
+	effReserveSlot struct{}
+	// effAnswerExisting answers a repeated prompt id with its turn.
+	effAnswerExisting struct {
+		PromptID  string
+		Admitting bool
+	}
+	// effEnqueue admits the command's turn into the queue (Front: ahead
+	// of the turns held since a restart).
+	effEnqueue struct{ Front bool }
+	// effStartTurn takes the head of the queue to the agent.
+	effStartTurn struct{ PromptID string }
+	// effEndTurn persists a terminal outcome of a turn.
+	effEndTurn struct {
+		PromptID                string
+		State                   store.TurnState
+		CancelRequested         bool
+		StopReason              string
+		ErrorCode, ErrorMessage string
+	}
+	// effInterruptTurn ends a turn that lost its agent.
+	effInterruptTurn struct {
+		PromptID, Reason string
+		Exit             exitInfo
+	}
+	// effMarkCancelRequested records the user's cancel on a turn.
+	effMarkCancelRequested struct{ PromptID string }
+	// effRemoveQueued takes one turn out of the queue; effDropQueue all.
+	effRemoveQueued struct{ PromptID string }
+	effDropQueue    struct{}
+	// effReleaseHeld clears the hold on the queue.
+	effReleaseHeld struct{}
+	// effClosePermissions answers the open requests of a turn ("" = all).
+	effClosePermissions struct {
+		PromptID string
+		State    store.PermissionState
+	}
+	// effResolvePermission answers one request with the client's answer.
+	effResolvePermission struct {
+		RequestID string
+		State     store.PermissionState
+		OptionID  string
+	}
+	// effCancelAgent sends session/cancel and arms the cancel grace.
+	effCancelAgent struct{}
+	// effStopRunningAgent ends the process of the running turn's agent.
+	effStopRunningAgent struct{}
+	// effClearRunning forgets the running turn (and its cancel grace).
+	effClearRunning struct{}
+	// effSetState changes the session state.
+	effSetState struct{ State store.SessionState }
+	// effPushRecovery announces the recovery plan if it changed.
+	effPushRecovery struct{}
+	// effMarkStopping: exits from here on are expected.
+	effMarkStopping struct{}
+	// effBumpGen makes late messages from the current agent stale.
+	effBumpGen struct{}
+	// effClearSettling ends a pending load settle.
+	effClearSettling struct{}
+	// effForgetAgent drops the agent after an expected exit.
+	effForgetAgent struct{}
+	// effRecordExit records an unexpected exit on the executor.
+	effRecordExit struct{ Exit exitInfo }
+	// effRecordStartError records a failed start on the executor.
+	effRecordStartError struct{ Err error }
+	// effNotifyWaiters tells resume callers how the start went.
+	effNotifyWaiters struct{ Err error }
+	// effEnsureAgent starts (or restores) the agent if none runs.
+	effEnsureAgent struct{}
+	// effDropSlot releases the agent-cap slot once no agent needs it.
+	effDropSlot struct{}
+	// effTouchLastSeen notes the agent as seen now.
+	effTouchLastSeen struct{}
+	// effStartNext decides again, on the state the effects before it
+	// left, what runs next (nextInput).
+	effStartNext struct{}
+	// effArmIdle restarts the idle clock.
+	effArmIdle struct{}
+	// effApplyOption sends a mode or config choice to the running agent
+	// (stored once it took it); effStoreOption stores it for the next start.
+	effApplyOption struct{}
+	effStoreOption struct{}
+	// effAgentReady answers a resume at once; effAwaitStart makes it wait
+	// for the start in progress (or about to begin).
+	effAgentReady struct{}
+	effAwaitStart struct{}
+	// effAskPermission records the agent's question for PromptID ("" =
+	// outside a turn) and puts it to the user; effDeclinePermission
+	// answers the agent "cancelled" (TooMany: the open-request bound).
+	effAskPermission     struct{ PromptID string }
+	effDeclinePermission struct{ TooMany bool }
+	// effSettleAdmission forgets that PromptID's admission is pending;
+	// effUnadmit takes back a turn whose admitting write failed, as if
+	// never asked (Rehold: the queue it released is held again).
+	effSettleAdmission struct{ PromptID string }
+	effUnadmit         struct {
+		PromptID string
+		Err      error
+		Rehold   bool
+	}
+	// effIdleBusy restarts the idle clock from now; effIdleWait looks
+	// again after Left; effStopIdle stops the idle agent.
+	effIdleBusy struct{}
+	effIdleWait struct{ Left time.Duration }
+	effStopIdle struct{ Timeout time.Duration }
+	// effAwaitReplay holds prompts back for a grace period: a load that
+	// replayed nothing may still replay after its answer.
+	effAwaitReplay struct{}
+	// effRecordResumed persists and announces how the agent was restored.
+	effRecordResumed struct{ Resumed resumedInfo }
+	// effReconcileDelivery settles the last turn's delivery from a replay.
+	effReconcileDelivery struct{}
+)
+
+// resumedInfo is how a start restored the session (session.resumed).
+type resumedInfo struct {
+	Strategy        string
+	ContextRestored bool
+	Fallback        string
+}
+
+func (effReserveSlot) isEffect()         {}
+func (effAnswerExisting) isEffect()      {}
+func (effEnqueue) isEffect()             {}
+func (effStartTurn) isEffect()           {}
+func (effEndTurn) isEffect()             {}
+func (effInterruptTurn) isEffect()       {}
+func (effMarkCancelRequested) isEffect() {}
+func (effRemoveQueued) isEffect()        {}
+func (effDropQueue) isEffect()           {}
+func (effReleaseHeld) isEffect()         {}
+func (effClosePermissions) isEffect()    {}
+func (effResolvePermission) isEffect()   {}
+func (effCancelAgent) isEffect()         {}
+func (effStopRunningAgent) isEffect()    {}
+func (effClearRunning) isEffect()        {}
+func (effSetState) isEffect()            {}
+func (effPushRecovery) isEffect()        {}
+func (effMarkStopping) isEffect()        {}
+func (effBumpGen) isEffect()             {}
+func (effClearSettling) isEffect()       {}
+func (effForgetAgent) isEffect()         {}
+func (effRecordExit) isEffect()          {}
+func (effRecordStartError) isEffect()    {}
+func (effNotifyWaiters) isEffect()       {}
+func (effEnsureAgent) isEffect()         {}
+func (effDropSlot) isEffect()            {}
+func (effTouchLastSeen) isEffect()       {}
+func (effStartNext) isEffect()           {}
+func (effArmIdle) isEffect()             {}
+func (effApplyOption) isEffect()         {}
+func (effStoreOption) isEffect()         {}
+func (effAgentReady) isEffect()          {}
+func (effAwaitStart) isEffect()          {}
+func (effAskPermission) isEffect()       {}
+func (effDeclinePermission) isEffect()   {}
+func (effSettleAdmission) isEffect()     {}
+func (effUnadmit) isEffect()             {}
+func (effIdleBusy) isEffect()            {}
+func (effIdleWait) isEffect()            {}
+func (effStopIdle) isEffect()            {}
+func (effAwaitReplay) isEffect()         {}
+func (effRecordResumed) isEffect()       {}
+func (effReconcileDelivery) isEffect()   {}
+
+// exitInfo is how an agent process ended (acp.Exit, as a plain value).
+type exitInfo struct {
+	Code           int
+	Signal, Stderr string
+}
+
+// errStale means the session changed between planning and admission.
+var errStale = errcode.New(errcode.Internal, "session changed during admission")

@@ -1,0 +1,178 @@
+package sessions
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/tether/tether/internal/acp"
+	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/store"
+)
+
+// This file is the actor's side of decide (decide.go): it copies the view
+// a decision needs out of the actor, and performs the effects a decision
+// returns, with the writes and agent calls they stand for.
+
+// view is the session as decide sees it now.
+func (a *actor) view() view {
+	v := view{State: a.sess.State, Stopping: a.stopping, Settling: a.settling, HasSlot: a.slot != nil,
+		QueueHeld: a.sess.QueueHeld, QueueLimit: a.m.cfg.QueueLimit, Version: a.version,
+		OpenPermissions: len(a.perms), MaxPermissions: a.m.cfg.MaxPendingPermissions,
+		Modes: a.modes, ConfigOptions: a.configOptions}
+	switch {
+	case a.starting:
+		v.Agent = agentStarting
+	case a.ready():
+		v.Agent = agentReady
+	}
+	if r := a.running; r != nil {
+		v.Running = &runningView{PromptID: r.turn.PromptID, CancelRequested: r.turn.CancelRequested}
+	}
+	v.Queue = make([]queuedView, len(a.queue))
+	for i, t := range a.queue {
+		_, admitting := a.admitting[t.PromptID]
+		v.Queue[i] = queuedView{PromptID: t.PromptID, Admitting: admitting}
+	}
+	v.Last = a.turnView(a.lastPromptID)
+	return v
+}
+
+// viewOf is the view with Turn set to the turn promptID names, if any.
+func (a *actor) viewOf(promptID string) view {
+	v := a.view()
+	v.Turn = a.turnView(promptID)
+	return v
+}
+
+// turnView describes the turn promptID names, or nil when there is none.
+func (a *actor) turnView(promptID string) *turnView {
+	if promptID == "" {
+		return nil
+	}
+	t, ok := a.turns[promptID]
+	if !ok {
+		return nil
+	}
+	adm, admitting := a.admitting[promptID]
+	return &turnView{PromptID: t.PromptID, State: t.State, Kind: t.Kind, CancelRequested: t.CancelRequested,
+		Admitting: admitting, ReleasedHold: adm.released}
+}
+
+// turn is the actor's current record of a turn (the running one's own
+// copy when it runs).
+func (a *actor) turn(promptID string) store.Turn {
+	if r := a.running; r != nil && r.turn.PromptID == promptID {
+		return r.turn
+	}
+	return a.turns[promptID]
+}
+
+// decideAndPerform decides in on the actor's current state and performs
+// what was decided; a refusal is returned.
+func (a *actor) decideAndPerform(in input) (decision, error) {
+	d := decide(a.view(), in)
+	if d.Refusal != nil {
+		return d, d.Refusal
+	}
+	a.perform(d.Effects...)
+	return d, nil
+}
+
+// perform carries out the effects that need nothing but the actor. The
+// command-specific ones (effReserveSlot, effAnswerExisting, effEnqueue,
+// effApplyOption, effStoreOption, effResolvePermission) are performed by
+// the command that asked, which holds what they need.
+func (a *actor) perform(effs ...effect) {
+	for _, e := range effs {
+		a.performOne(e)
+	}
+}
+
+func (a *actor) performOne(e effect) {
+	switch e := e.(type) {
+	case effStartTurn:
+		a.startTurn(e.PromptID)
+	case effEndTurn:
+		a.endTurn(a.turn(e.PromptID), e.State, func(t *store.Turn) {
+			if e.CancelRequested {
+				t.CancelRequested = true
+			}
+			if e.StopReason != "" {
+				t.StopReason = e.StopReason
+			}
+			if e.State == store.TurnFailed {
+				t.ErrorCode, t.ErrorMessage = e.ErrorCode, e.ErrorMessage
+			}
+		})
+	case effInterruptTurn:
+		a.interruptTurn(a.turn(e.PromptID), e.Reason, acp.Exit(e.Exit))
+	case effMarkCancelRequested:
+		t := a.turn(e.PromptID)
+		t.CancelRequested = true
+		if r := a.running; r != nil && r.turn.PromptID == e.PromptID {
+			r.turn = t
+		}
+		a.turns[t.PromptID] = t
+		a.write(func(tx *store.Store, emit events.Emit) error { return tx.UpdateTurn(a.ctx(), t) })
+	case effRemoveQueued:
+		a.queue = slices.DeleteFunc(a.queue, func(q store.Turn) bool { return q.PromptID == e.PromptID })
+	case effDropQueue:
+		a.queue = nil
+	case effReleaseHeld:
+		a.sess.QueueHeld = false
+		a.write(func(tx *store.Store, emit events.Emit) error { return tx.SetSessionQueueHeld(a.ctx(), a.id, false) })
+	case effClosePermissions:
+		a.closePermissions(e.PromptID, e.State)
+	case effCancelAgent:
+		a.cancelAgent(a.running)
+	case effStopRunningAgent:
+		r := a.running
+		a.m.spawn(func() { r.conn.Stop() })
+	case effClearRunning:
+		if r := a.running; r != nil {
+			a.running = nil
+			if r.cancelTimer != nil {
+				r.cancelTimer.Stop()
+			}
+		}
+	case effSetState:
+		a.setState(e.State)
+	case effPushRecovery:
+		a.pushRecovery()
+	case effMarkStopping:
+		a.stopping = true
+	case effBumpGen:
+		a.gen++
+	case effClearSettling:
+		a.settling = false
+	case effForgetAgent:
+		a.conn = nil
+	case effRecordExit:
+		a.recordExit(acp.Exit(e.Exit))
+	case effRecordStartError:
+		a.recordStartError(e.Err)
+	case effNotifyWaiters:
+		a.notifyWaiters(e.Err)
+	case effEnsureAgent:
+		a.ensureAgent()
+	case effDropSlot:
+		a.dropSlot()
+	case effTouchLastSeen:
+		now := time.Now().UTC()
+		a.exec.LastSeenAt = &now
+	case effStartNext:
+		a.startNext()
+	case effArmIdle:
+		a.armIdle()
+	case effRecordResumed:
+		r := e.Resumed
+		a.recordResumed(startOutcome{strategy: r.Strategy, contextRestored: r.ContextRestored, fallback: r.Fallback})
+	case effReconcileDelivery:
+		a.reconcileDelivery()
+	default:
+		// A command-specific effect reached the generic performer: a bug
+		// in the command's own loop, not something to guess at.
+		a.log.Error("effect not performed", "effect", fmt.Sprintf("%T", e))
+	}
+}
