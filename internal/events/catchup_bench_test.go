@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os/exec"
 	"testing"
+	"time"
 
 	"github.com/tether/tether/internal/agents"
 	"github.com/tether/tether/internal/events"
@@ -81,6 +82,7 @@ func BenchmarkCatchUp(b *testing.B) {
 
 	b.Run("http", func(b *testing.B) {
 		url := startServer(b, l) + "/session/" + sid + "/events?follow=false"
+		cpu0 := cpuClock(b)
 		for b.Loop() {
 			n, err := replayHTTP(url)
 			if err != nil {
@@ -90,6 +92,7 @@ func BenchmarkCatchUp(b *testing.B) {
 				b.Fatalf("replayed %d events, want %d", n, catchUpEvents)
 			}
 		}
+		b.ReportMetric(float64(cpuClock(b)-cpu0)/float64(time.Microsecond)/float64(b.N*catchUpEvents), "cpu-µs/event")
 		reportCatchUp(b)
 	})
 }

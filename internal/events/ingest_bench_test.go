@@ -28,9 +28,11 @@ const ingestWindow = 1024
 //
 // baseline=raw-sqlite is the same rows inserted by database/sql alone
 // (benchRawInsert): the ratio of subs=10 to it is what the writer, the
-// hub and the subscribers cost on top of SQLite.
+// hub and the subscribers cost on top of SQLite; raw-sqlite-nockpt is
+// the same without any checkpoint.
 func BenchmarkIngest(b *testing.B) {
-	b.Run("baseline=raw-sqlite", benchRawInsert)
+	b.Run("baseline=raw-sqlite", func(b *testing.B) { benchRawInsert(b, true) })
+	b.Run("baseline=raw-sqlite-nockpt", func(b *testing.B) { benchRawInsert(b, false) })
 	for _, subs := range []int{0, 10, 100} {
 		b.Run(fmt.Sprintf("subs=%d", subs), func(b *testing.B) {
 			benchIngest(b, subs, 100, chunkOp)
@@ -119,6 +121,7 @@ func benchIngest(b *testing.B, subs, perPrompt int, mkOp opFunc) {
 
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := cpuClock(b)
 	var prod sync.WaitGroup
 	errs := make([]error, ingestSessions)
 	for si, sid := range l.sessions {
@@ -135,6 +138,7 @@ func benchIngest(b *testing.B, subs, perPrompt int, mkOp opFunc) {
 	prod.Wait()
 	recv.Wait()
 	b.StopTimer()
+	reportCPU(b, cpu0)
 	for _, err := range errs {
 		if err != nil {
 			b.Fatal(err)

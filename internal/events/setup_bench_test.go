@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -164,6 +165,22 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 	}
 	i := int(q * float64(len(sorted)-1))
 	return sorted[i]
+}
+
+// cpuClock reads the process's CPU time (user and system). On a shared
+// machine events/s depends on how much CPU the run got; CPU time per event
+// is what the code costs.
+func cpuClock(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU reports the CPU time per event since start (a cpuClock reading).
+func reportCPU(b *testing.B, start time.Duration) {
+	b.ReportMetric(float64(cpuClock(b)-start)/float64(time.Microsecond)/float64(b.N), "cpu-µs/event")
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
