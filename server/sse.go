@@ -197,13 +197,16 @@ func (s *sseStream) replay() error {
 		if err != nil {
 			return err
 		}
-		if err := s.flush(); err != nil {
-			return err
-		}
 		// A page cut short by neither limit is the end of the log:
 		// everything up to head was committed before the stream opened.
+		// The last page stays buffered: it goes out with replay_complete
+		// in one write, as a client that drops the connection as soon as
+		// it has the events may expect.
 		if n == 0 || atHead || s.end || (n < replayPage && !full) {
 			break
+		}
+		if err := s.flush(); err != nil {
+			return err
 		}
 	}
 	// Everything up to head has been delivered: on the global stream the

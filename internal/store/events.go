@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -61,7 +62,13 @@ func (s *Store) AppendEvents(ctx context.Context, evs []Event) error {
 			}
 			args = append(args, e.ID, sid, seq, e.Type, pid, boolInt(e.Global), string(e.Payload), formatTime(e.Time))
 		}
+		start := time.Now()
 		_, err := conn.ExecContext(context.WithoutCancel(ctx), appendEventsSQL[n], args...)
+		if d := time.Since(start); d > slowQueryThreshold {
+			// gorm's slow-query logger does not see statements run on the
+			// connection directly.
+			slog.Default().WarnContext(ctx, "store: slow query", "elapsed", d, "rows", n, "sql", "INSERT INTO events")
+		}
 		clear(args) // let the pooled buffer drop the payloads
 		*bufp = args[:0]
 		if err != nil {
