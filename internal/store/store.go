@@ -103,7 +103,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		_ = sqlDB.Close()
 		return nil, err
 	}
-	if err := prepareOnPool(ctx, gdb, messageStatements...); err != nil {
+	if err := prepareOnPool(ctx, gdb, append(messageStatements, recoveryStatements...)...); err != nil {
 		_ = sqlDB.Close()
 		return nil, err
 	}
