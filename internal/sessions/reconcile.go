@@ -50,24 +50,15 @@ func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
 	}); err != nil {
 		return res, err
 	}
-	active, err := m.store.ListSessionsByState(ctx, store.SessionStarting, store.SessionRunning, store.SessionWaitingForInput)
+	// Every active session's executor row, open turns and pending
+	// permissions, in four queries whatever the number of sessions.
+	active, err := m.store.ListActiveSessions(ctx)
 	if err != nil {
 		return res, err
 	}
 	var pending []*events.Pending
-	for _, s := range active {
-		ex, err := m.store.GetExecutor(ctx, s.ID)
-		if err != nil {
-			return res, err
-		}
-		turns, err := m.store.ListTurnsByState(ctx, s.ID, store.TurnRunning, store.TurnQueued)
-		if err != nil {
-			return res, err
-		}
-		perms, err := m.store.ListPermissions(ctx, s.ID, store.PermissionPending)
-		if err != nil {
-			return res, err
-		}
+	for _, as := range active {
+		s, ex, turns, perms := as.Session, as.Executor, as.OpenTurns, as.Permissions
 		_, _, specErr := m.profiles.Spec(s.AgentProfileID)
 		if len(turns) == 0 && len(perms) == 0 && s.State == store.SessionWaitingForInput &&
 			(ex.Status == store.ExecutorStopped || ex.Status == store.ExecutorError) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+
+	"gorm.io/gorm"
 )
 
 // Reads for recovery planning. The planner looks at the end of a session:
@@ -45,7 +47,8 @@ const (
 )
 
 // recoveryStatements are the statements prepareOnPool prepares at Open.
-var recoveryStatements = []string{planSessionSQL, recentTurnsSQL, turnMessagesSQL, turnChunksSQL, turnToolCallsSQL, pendingPermissionsSQL}
+var recoveryStatements = []string{planSessionSQL, recentTurnsSQL, turnMessagesSQL, turnChunksSQL, turnToolCallsSQL,
+	pendingPermissionsSQL, historyTurnsSQL, historyMessageTurnsSQL, historyToolCallTurnsSQL}
 
 // SessionFlags are the columns of a session a recovery plan reads.
 type SessionFlags struct {
@@ -123,22 +126,47 @@ type TurnRef struct {
 	PromptID string
 }
 
+// The whole-history check's reads: ids only, from indexes.
+const (
+	historyTurnsSQL         = `SELECT seq, prompt_id FROM turns WHERE session_id = ? ORDER BY seq`
+	historyMessageTurnsSQL  = `SELECT DISTINCT prompt_id FROM messages WHERE session_id = ? AND prompt_id <> ''`
+	historyToolCallTurnsSQL = `SELECT DISTINCT prompt_id FROM tool_calls WHERE session_id = ? AND prompt_id <> ''`
+)
+
 // HistoryRefs reads the session's turn numbers and the turns its messages
 // and tool calls name, from indexes only (no text, no content).
 func (s *Store) HistoryRefs(ctx context.Context, sessionID string) (HistoryRefs, error) {
 	var h HistoryRefs
 	db := s.db.WithContext(ctx)
-	if err := db.Raw(`SELECT seq, prompt_id FROM turns WHERE session_id = ? ORDER BY seq`, sessionID).
-		Scan(&h.Turns).Error; err != nil {
+	var err error
+	if h.Turns, err = queryRows[TurnRef](db, func(r TurnRef) TurnRef { return r }, nil, historyTurnsSQL, sessionID); err != nil {
 		return h, internal(err, "read history refs")
 	}
-	if err := db.Raw(`SELECT DISTINCT prompt_id FROM messages WHERE session_id = ? AND prompt_id <> ''`, sessionID).
-		Scan(&h.MessageTurns).Error; err != nil {
+	if h.MessageTurns, err = queryStrings(db, historyMessageTurnsSQL, sessionID); err != nil {
 		return h, internal(err, "read history refs")
 	}
-	if err := db.Raw(`SELECT DISTINCT prompt_id FROM tool_calls WHERE session_id = ? AND prompt_id <> ''`, sessionID).
-		Scan(&h.ToolCallTurns).Error; err != nil {
+	if h.ToolCallTurns, err = queryStrings(db, historyToolCallTurnsSQL, sessionID); err != nil {
 		return h, internal(err, "read history refs")
 	}
 	return h, nil
+}
+
+func (r *TurnRef) fields() []any { return []any{&r.Seq, &r.PromptID} }
+
+// queryStrings runs a query of one text column.
+func queryStrings(db *gorm.DB, query string, args ...any) ([]string, error) {
+	rows, err := db.Statement.ConnPool.QueryContext(db.Statement.Context, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
 }
