@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"time"
 
 	"gorm.io/gorm"
 )
@@ -62,6 +63,7 @@ func (s *Store) GetSessionFlags(ctx context.Context, sessionID string) (SessionF
 	db := s.db.WithContext(ctx)
 	var f SessionFlags
 	var state string
+	defer traced(db, time.Now(), planSessionSQL, func() int64 { return 1 })
 	err := db.Statement.ConnPool.QueryRowContext(db.Statement.Context, planSessionSQL, sessionID).
 		Scan(&state, &f.ContextLost, &f.QueueHeld)
 	switch {
@@ -154,13 +156,13 @@ func (s *Store) HistoryRefs(ctx context.Context, sessionID string) (HistoryRefs,
 func (r *TurnRef) fields() []any { return []any{&r.Seq, &r.PromptID} }
 
 // queryStrings runs a query of one text column.
-func queryStrings(db *gorm.DB, query string, args ...any) ([]string, error) {
+func queryStrings(db *gorm.DB, query string, args ...any) (out []string, err error) {
+	defer traced(db, time.Now(), query, func() int64 { return int64(len(out)) })
 	rows, err := db.Statement.ConnPool.QueryContext(db.Statement.Context, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []string
 	for rows.Next() {
 		var v string
 		if err := rows.Scan(&v); err != nil {

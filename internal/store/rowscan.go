@@ -2,6 +2,7 @@ package store
 
 import (
 	"database/sql"
+	"time"
 
 	"gorm.io/gorm"
 )
@@ -66,13 +67,20 @@ type scannedRow[R any] interface {
 // statement when the query is one of the pool's) and scans every row,
 // converted by conv. extra, when not nil, receives the columns after the
 // row's own (the same on every row).
-func queryRows[R any, P scannedRow[R], T any](db *gorm.DB, conv func(R) T, extra []any, query string, args ...any) ([]T, error) {
+func queryRows[R any, P scannedRow[R], T any](db *gorm.DB, conv func(R) T, extra []any, query string, args ...any) (out []T, err error) {
+	defer traced(db, time.Now(), query, func() int64 { return int64(len(out)) })
 	rows, err := db.Statement.ConnPool.QueryContext(db.Statement.Context, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	return scanAll[R, P](rows, conv, extra)
+}
+
+// traced reports a statement run beside gorm to the store's logger, as
+// gorm reports its own: counted (Store.Statements) and logged when slow.
+func traced(db *gorm.DB, begin time.Time, query string, rows func() int64) {
+	db.Logger.Trace(db.Statement.Context, begin, func() (string, int64) { return query, rows() }, nil)
 }
 
 func scanAll[R any, P scannedRow[R], T any](rows *sql.Rows, conv func(R) T, extra []any) ([]T, error) {
