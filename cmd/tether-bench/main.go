@@ -51,6 +51,7 @@ func main() {
 		rsConc     = flag.String("eager-concurrency", "8,2,16", "restart: --resume-concurrency values of the eager runs")
 		rsKeep     = flag.Bool("restart-keep", false, "restart: keep the temp dir (data dirs, daemon logs)")
 		rsProf     = flag.String("restart-cpuprofile", "", "restart: also run start-up reconciliation in this process on copies of the crashed data dir, CPU profiles to FILE and FILE.again")
+		rsBase     = flag.String("restart-baseline-bin", "", "restart: another tetherd binary (e.g. main's) also started after kill -9 in every round, for a same-run ratio")
 	)
 	flag.Parse()
 	// The store logs slow statements with their full SQL; under load that
@@ -117,7 +118,7 @@ func main() {
 	}
 	if want["restart"] {
 		cfg := restartConfig{Sessions: *rsSessions, MidTurn: *rsMidTurn, Wave: *rsWave, Create: *rsCreate, Rounds: *rsRounds,
-			Eager: *rsEager, Keep: *rsKeep, CPUProfile: *rsProf, Logf: logf}
+			Eager: *rsEager, Keep: *rsKeep, CPUProfile: *rsProf, BaselineBin: *rsBase, Logf: logf}
 		for _, c := range strings.Split(*rsConc, ",") {
 			if n, err := strconv.Atoi(strings.TrimSpace(c)); err == nil && n > 0 {
 				cfg.EagerConc = append(cfg.EagerConc, n)

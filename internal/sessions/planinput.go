@@ -34,7 +34,7 @@ func (m *Manager) planInput(ctx context.Context, sessionID string) (recovery.Inp
 // or made now when h is nil). Its cost does not grow with the transcript.
 func readPlanInput(ctx context.Context, r *store.Store, sessionID string, h *historyChecks) (recovery.Input, error) {
 	var in recovery.Input
-	s, err := r.GetSession(ctx, sessionID)
+	s, err := r.GetSessionFlags(ctx, sessionID)
 	if err != nil {
 		return in, err
 	}
@@ -53,7 +53,7 @@ func readPlanInput(ctx context.Context, r *store.Store, sessionID string, h *his
 			return in, err
 		}
 	}
-	in.Permissions, err = r.ListPermissions(ctx, sessionID, store.PermissionPending)
+	in.Permissions, err = r.ListPendingPermissions(ctx, sessionID)
 	return in, err
 }
 

@@ -34,7 +34,8 @@ func seedTranscript(b *testing.B, messages int) *planStore {
 // lengths, before (the whole transcript read) and after (the bounded
 // reads): "push" is the writer's hold for one recovery push (a write
 // transaction planning inside it, as at every turn boundary), "plan" the
-// snapshot read and plan of /context and of each /continue attempt.
+// snapshot read and plan of /context and of each /continue attempt;
+// "push/…/empty" is the floor, a write transaction with nothing in it.
 func BenchmarkRecoveryPlan(b *testing.B) {
 	ctx := context.Background()
 	for _, n := range []int{100, 1000, 6000, 10000} {
@@ -50,6 +51,14 @@ func BenchmarkRecoveryPlan(b *testing.B) {
 				return in
 			},
 		}
+		// The floor: the same write transaction with no plan in it.
+		b.Run(fmt.Sprintf("push/messages=%d/empty", n), func(b *testing.B) {
+			for range b.N {
+				if err := p.st.Tx(ctx, func(*store.Store) error { return nil }); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 		for _, version := range []string{"before", "after"} {
 			read := reads[version]
 			b.Run(fmt.Sprintf("push/messages=%d/%s", n, version), func(b *testing.B) {

@@ -283,3 +283,26 @@ func TestPlanInputIsBounded(t *testing.T) {
 		t.Errorf("got %d messages and %d tool calls, want the last turn's 2 and 1", len(in.Messages), len(in.ToolCalls))
 	}
 }
+
+// TestPlanInsideAWriteCompilesNothing: the plan made in the writer's
+// transaction at every turn boundary runs statements prepared once on the
+// pool; none of them is compiled again in each transaction.
+func TestPlanInsideAWriteCompilesNothing(t *testing.T) {
+	p := openPlanStore(t)
+	p.history(t, 3)
+	p.turn(t, "p", store.TurnInterrupted, 4, interrupted("agent_exited"))
+	p.turn(t, "q", store.TurnQueued, 0, nil)
+	ctx := context.Background()
+	before := p.st.TransactionStatements()
+	for range 2 {
+		if err := p.st.Tx(ctx, func(tx *store.Store) error {
+			_, err := readPlanInput(ctx, tx, p.sid, nil)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := p.st.TransactionStatements() - before; got != 0 {
+		t.Errorf("got %d statements compiled per transaction by the plan, want 0", got)
+	}
+}

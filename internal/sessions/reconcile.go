@@ -50,39 +50,28 @@ func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
 	}); err != nil {
 		return res, err
 	}
-	active, err := m.store.ListSessionsByState(ctx, store.SessionStarting, store.SessionRunning, store.SessionWaitingForInput)
+	// Every active session: those at rest by id, the others with their
+	// executor rows, open turns and pending permissions, in five queries
+	// whatever the number of sessions.
+	active, err := m.store.ListActiveSessions(ctx)
 	if err != nil {
 		return res, err
 	}
 	var pending []*events.Pending
-	for _, s := range active {
-		ex, err := m.store.GetExecutor(ctx, s.ID)
-		if err != nil {
-			return res, err
+	for _, s := range active.AtRest {
+		if _, _, specErr := m.profiles.Spec(s.AgentProfileID); specErr != nil {
+			// Consistent, but its agent went away with the old config:
+			// clients must learn it cannot be continued here.
+			pending = append(pending, m.w.SubmitChange(recoveryPushed{Session: s.ID, TaskID: s.TaskID, Always: true, history: m.history}))
 		}
-		turns, err := m.store.ListTurnsByState(ctx, s.ID, store.TurnRunning, store.TurnQueued)
-		if err != nil {
-			return res, err
-		}
-		perms, err := m.store.ListPermissions(ctx, s.ID, store.PermissionPending)
-		if err != nil {
-			return res, err
-		}
-		_, _, specErr := m.profiles.Spec(s.AgentProfileID)
-		if len(turns) == 0 && len(perms) == 0 && s.State == store.SessionWaitingForInput &&
-			(ex.Status == store.ExecutorStopped || ex.Status == store.ExecutorError) {
-			if specErr != nil {
-				// Consistent, but its agent went away with the old config:
-				// clients must learn it cannot be continued here.
-				pending = append(pending, m.w.SubmitChange(recoveryPushed{Session: s.ID, TaskID: s.TaskID, Always: true, history: m.history}))
-			}
-			continue
-		}
+	}
+	for _, as := range active.ToRepair {
+		s, ex, turns, perms := as.Session, as.Executor, as.OpenTurns, as.Permissions
+		spec, _, specErr := m.profiles.Spec(s.AgentProfileID)
 		res.Sessions++
 		if len(turns) > 0 && (!s.QueueHeld || turns[0].State == store.TurnRunning) {
 			res.InterruptedTurns++ // the running turn, or the queued one about to run
 		}
-		spec, _, _ := m.profiles.Spec(s.AgentProfileID)
 		stopOrphan(ex, spec.Command)
 		pending = append(pending, m.w.Submit(reconcileOp(s, ex, turns, perms, specErr == nil, m.history)))
 	}

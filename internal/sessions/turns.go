@@ -341,7 +341,9 @@ func (a *actor) interruptTurn(t store.Turn, reason string, exit acp.Exit) {
 // failDanglingToolCalls gives every unfinished tool call of a turn the
 // synthetic failed result, as tool_call.updated events flagged interrupted.
 func failDanglingToolCalls(ctx context.Context, tx *store.Store, emit events.Emit, a *actor, promptID, cause string) ([]events.DanglingToolCall, error) {
-	calls, err := tx.ListToolCalls(ctx, a.id)
+	// The turn's calls only, by index: this runs in the writer's
+	// transaction at every turn end.
+	calls, err := tx.ListTurnToolCalls(ctx, a.id, promptID)
 	if err != nil {
 		return nil, err
 	}

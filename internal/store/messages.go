@@ -260,11 +260,16 @@ func (s *Store) listMessages(ctx context.Context, sessionID string, promptID *st
 	}
 	var rows []messageRow
 	db := s.db.WithContext(ctx)
-	q, chunksSQL, args := db.Where("session_id = ?", sessionID), sessionChunksSQL, []any{sessionID}
+	var err error
+	chunksSQL, args := sessionChunksSQL, []any{sessionID}
 	if promptID != nil {
-		q, chunksSQL, args = q.Where("prompt_id = ?", *promptID), turnChunksSQL, append(args, *promptID)
+		// On the plan's path at every turn boundary: a prepared statement.
+		chunksSQL, args = turnChunksSQL, append(args, *promptID)
+		rows, err = queryRows[messageRow](db, func(r messageRow) messageRow { return r }, nil, turnMessagesSQL, args...)
+	} else {
+		err = db.Where("session_id = ?", sessionID).Order("id").Find(&rows).Error
 	}
-	if err := q.Order("id").Find(&rows).Error; err != nil {
+	if err != nil {
 		return nil, internal(err, "list messages")
 	}
 	chunks, err := scanChunks(db, chunksSQL, args...)

@@ -31,3 +31,24 @@ func prepareOnPool(ctx context.Context, gdb *gorm.DB, queries ...string) error {
 	}
 	return nil
 }
+
+// TransactionStatements is how many statements the statement cache holds
+// as some transaction's: each of those is compiled again in every write
+// transaction that runs it. Tests use it to check that the writer's hot
+// paths (the recovery plan at every turn boundary) run only statements
+// prepared once on the pool.
+func (s *Store) TransactionStatements() int {
+	pdb, ok := s.db.ConnPool.(*gorm.PreparedStmtDB)
+	if !ok {
+		return 0 // bound to a transaction, or caching is off
+	}
+	pdb.Mux.RLock()
+	defer pdb.Mux.RUnlock()
+	n := 0
+	for _, q := range pdb.Stmts.Keys() {
+		if st, ok := pdb.Stmts.Get(q); ok && st.Transaction {
+			n++
+		}
+	}
+	return n
+}

@@ -2,6 +2,9 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
+	"time"
 
 	"gorm.io/gorm"
 )
@@ -26,45 +29,63 @@ const recentTurnsFromSQL = `SELECT MIN(seq) FROM (
 	UNION ALL SELECT seq FROM turns WHERE session_id = ?1 AND started_at = (
 		SELECT MAX(started_at) FROM turns WHERE session_id = ?1))`
 
+// The plan's reads, each one statement prepared once on the pool (see
+// prepareOnPool: inside the writer's transactions a statement gorm builds
+// is compiled again in every transaction). recentTurnsSQL returns the
+// recent turns with, on every row, the seq of the turn before the first
+// (0 when none): the count of the earlier turns.
+const (
+	planSessionSQL = `SELECT state, context_lost, queue_held FROM sessions WHERE id = ?`
+	recentTurnsSQL = `WITH f(seq) AS (` + recentTurnsFromSQL + `)
+		SELECT ` + turnColumns + `,
+			(SELECT COALESCE(MAX(p.seq), 0) FROM turns p WHERE p.session_id = ?1 AND p.seq < (SELECT seq FROM f))
+		FROM turns WHERE session_id = ?1 AND seq >= COALESCE((SELECT seq FROM f), 0) ORDER BY seq`
+	turnMessagesSQL  = `SELECT ` + messageColumns + ` FROM messages WHERE session_id = ? AND prompt_id = ? ORDER BY id`
+	turnToolCallsSQL = `SELECT ` + toolCallColumns + ` FROM tool_calls WHERE session_id = ? AND prompt_id = ?
+		ORDER BY created_at, rowid`
+	pendingPermissionsSQL = `SELECT ` + permissionColumns + ` FROM permission_requests
+		WHERE session_id = ? AND state = 'pending' ORDER BY created_at, rowid`
+)
+
+// recoveryStatements are the statements prepareOnPool prepares at Open.
+var recoveryStatements = []string{planSessionSQL, recentTurnsSQL, turnMessagesSQL, turnChunksSQL, turnToolCallsSQL,
+	pendingPermissionsSQL, historyTurnsSQL, historyMessageTurnsSQL, historyToolCallTurnsSQL}
+
+// SessionFlags are the columns of a session a recovery plan reads.
+type SessionFlags struct {
+	State                  SessionState
+	ContextLost, QueueHeld bool
+}
+
+// GetSessionFlags returns the session's state and recovery flags (a
+// session_not_found error when there is no such session).
+func (s *Store) GetSessionFlags(ctx context.Context, sessionID string) (SessionFlags, error) {
+	db := s.db.WithContext(ctx)
+	var f SessionFlags
+	var state string
+	defer traced(db, time.Now(), planSessionSQL, func() int64 { return 1 })
+	err := db.Statement.ConnPool.QueryRowContext(db.Statement.Context, planSessionSQL, sessionID).
+		Scan(&state, &f.ContextLost, &f.QueueHeld)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return f, sessionNotFound(sessionID)
+	case err != nil:
+		return f, internal(err, "get session")
+	}
+	f.State = SessionState(state)
+	return f, nil
+}
+
 // RecentTurns returns the session's turns from the oldest one recovery
 // planning may need on (see recentTurnsFromSQL), in seq order, and how many
 // turns come before them. The earlier turns' seqs are 1..earlier unless
 // HistoryRefs shows a gap.
 func (s *Store) RecentTurns(ctx context.Context, sessionID string) (turns []Turn, earlier int64, err error) {
-	db := s.db.WithContext(ctx)
-	var from *int64
-	if err := db.Raw(recentTurnsFromSQL, sessionID).Scan(&from).Error; err != nil {
+	turns, err = queryRows[turnRow](s.db.WithContext(ctx), toTurn, []any{&earlier}, recentTurnsSQL, sessionID)
+	if err != nil {
 		return nil, 0, internal(err, "list recent turns")
-	}
-	q := db.Where("session_id = ?", sessionID)
-	if from != nil {
-		q = q.Where("seq >= ?", *from)
-		if earlier, err = countTurnsBefore(db, sessionID, *from); err != nil {
-			return nil, 0, err
-		}
-	}
-	var rows []turnRow
-	if err := q.Order("seq").Find(&rows).Error; err != nil {
-		return nil, 0, internal(err, "list recent turns")
-	}
-	turns = make([]Turn, 0, len(rows))
-	for _, r := range rows {
-		turns = append(turns, toTurn(r))
 	}
 	return turns, earlier, nil
-}
-
-// countTurnsBefore is the seq of the turn before from, the count of the
-// earlier turns when none is missing (seqs are unique and start at 1).
-func countTurnsBefore(db *gorm.DB, sessionID string, from int64) (int64, error) {
-	var prev *int64
-	if err := db.Raw(`SELECT MAX(seq) FROM turns WHERE session_id = ? AND seq < ?`, sessionID, from).Scan(&prev).Error; err != nil {
-		return 0, internal(err, "list recent turns")
-	}
-	if prev == nil {
-		return 0, nil
-	}
-	return *prev, nil
 }
 
 // ListTurnMessages returns one turn's messages in order, each with the
@@ -73,9 +94,25 @@ func (s *Store) ListTurnMessages(ctx context.Context, sessionID, promptID string
 	return s.listMessages(ctx, sessionID, &promptID)
 }
 
-// ListTurnToolCalls returns one turn's tool calls in the order they started.
+// ListTurnToolCalls returns one turn's tool calls in the order they
+// started (rowid breaks ties between calls started within the same
+// nanosecond).
 func (s *Store) ListTurnToolCalls(ctx context.Context, sessionID, promptID string) ([]ToolCall, error) {
-	return s.listToolCalls(s.db.WithContext(ctx).Where("session_id = ? AND prompt_id = ?", sessionID, promptID))
+	out, err := queryRows[toolCallRow](s.db.WithContext(ctx), toToolCall, nil, turnToolCallsSQL, sessionID, promptID)
+	if err != nil {
+		return nil, internal(err, "list tool calls")
+	}
+	return out, nil
+}
+
+// ListPendingPermissions returns the session's pending permission
+// requests in the order they were asked.
+func (s *Store) ListPendingPermissions(ctx context.Context, sessionID string) ([]Permission, error) {
+	out, err := queryRows[permissionRow](s.db.WithContext(ctx), toPermission, nil, pendingPermissionsSQL, sessionID)
+	if err != nil {
+		return nil, internal(err, "list permissions")
+	}
+	return out, nil
 }
 
 // HistoryRefs are the ids the whole-history check compares: every turn's
@@ -91,22 +128,47 @@ type TurnRef struct {
 	PromptID string
 }
 
+// The whole-history check's reads: ids only, from indexes.
+const (
+	historyTurnsSQL         = `SELECT seq, prompt_id FROM turns WHERE session_id = ? ORDER BY seq`
+	historyMessageTurnsSQL  = `SELECT DISTINCT prompt_id FROM messages WHERE session_id = ? AND prompt_id <> ''`
+	historyToolCallTurnsSQL = `SELECT DISTINCT prompt_id FROM tool_calls WHERE session_id = ? AND prompt_id <> ''`
+)
+
 // HistoryRefs reads the session's turn numbers and the turns its messages
 // and tool calls name, from indexes only (no text, no content).
 func (s *Store) HistoryRefs(ctx context.Context, sessionID string) (HistoryRefs, error) {
 	var h HistoryRefs
 	db := s.db.WithContext(ctx)
-	if err := db.Raw(`SELECT seq, prompt_id FROM turns WHERE session_id = ? ORDER BY seq`, sessionID).
-		Scan(&h.Turns).Error; err != nil {
+	var err error
+	if h.Turns, err = queryRows[TurnRef](db, func(r TurnRef) TurnRef { return r }, nil, historyTurnsSQL, sessionID); err != nil {
 		return h, internal(err, "read history refs")
 	}
-	if err := db.Raw(`SELECT DISTINCT prompt_id FROM messages WHERE session_id = ? AND prompt_id <> ''`, sessionID).
-		Scan(&h.MessageTurns).Error; err != nil {
+	if h.MessageTurns, err = queryStrings(db, historyMessageTurnsSQL, sessionID); err != nil {
 		return h, internal(err, "read history refs")
 	}
-	if err := db.Raw(`SELECT DISTINCT prompt_id FROM tool_calls WHERE session_id = ? AND prompt_id <> ''`, sessionID).
-		Scan(&h.ToolCallTurns).Error; err != nil {
+	if h.ToolCallTurns, err = queryStrings(db, historyToolCallTurnsSQL, sessionID); err != nil {
 		return h, internal(err, "read history refs")
 	}
 	return h, nil
+}
+
+func (r *TurnRef) fields() []any { return []any{&r.Seq, &r.PromptID} }
+
+// queryStrings runs a query of one text column.
+func queryStrings(db *gorm.DB, query string, args ...any) (out []string, err error) {
+	defer traced(db, time.Now(), query, func() int64 { return int64(len(out)) })
+	rows, err := db.Statement.ConnPool.QueryContext(db.Statement.Context, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
 }

@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -119,7 +120,7 @@ func OpenWith(ctx context.Context, path string, cfg Config) (*Store, error) {
 		_ = sqlDB.Close()
 		return nil, err
 	}
-	if err := prepareOnPool(ctx, gdb, append(messageStatements, eventStatements...)...); err != nil {
+	if err := prepareOnPool(ctx, gdb, slices.Concat(messageStatements, eventStatements, recoveryStatements)...); err != nil {
 		_ = sqlDB.Close()
 		return nil, err
 	}

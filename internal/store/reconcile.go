@@ -1,0 +1,140 @@
+package store
+
+import (
+	"context"
+)
+
+// Reads for start-up reconciliation. Before the API listens, tetherd looks
+// at every active session's executor row, open turns and pending
+// permissions. Read one session at a time that is three queries per
+// session (3,000 for 1,000 sessions, most of them with nothing to repair).
+// These read the sessions left at rest (waiting for input, agent stopped,
+// nothing open) as ids alone, and only the others whole, with their
+// executor rows, open turns and pending permissions: five queries from one
+// snapshot, whatever the number of sessions.
+
+// activeStates are the session states start-up reconciliation looks at.
+const activeStates = `('` + string(SessionStarting) + `', '` + string(SessionRunning) + `', '` + string(SessionWaitingForInput) + `')`
+
+// atRestSQL selects the active sessions with nothing to repair: waiting for
+// input, their agent stopped or failed, no running or queued turn and no
+// pending permission. A session without an executor row is not at rest.
+const atRestSQL = `SELECT s.id FROM sessions s JOIN executors_running e ON e.session_id = s.id
+	WHERE s.state = '` + string(SessionWaitingForInput) + `'
+	AND e.status IN ('` + string(ExecutorStopped) + `', '` + string(ExecutorError) + `')
+	AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.session_id = s.id AND t.state IN ('running', 'queued'))
+	AND NOT EXISTS (SELECT 1 FROM permission_requests p WHERE p.session_id = s.id AND p.state = 'pending')`
+
+// toRepairSQL selects the other active sessions.
+const toRepairSQL = `SELECT id FROM sessions WHERE state IN ` + activeStates + ` AND id NOT IN (` + atRestSQL + `)`
+
+const (
+	atRestSessionsSQL = `SELECT id, task_id, agent_profile_id FROM sessions WHERE id IN (` + atRestSQL + `)
+		ORDER BY created_at, id`
+	repairExecutorsSQL = `SELECT ` + executorColumns + ` FROM executors_running
+		WHERE session_id IN (` + toRepairSQL + `)`
+	// The sessions at rest have no open turn and no pending permission.
+	activeOpenTurnsSQL = `SELECT ` + turnColumns + ` FROM turns
+		WHERE session_id IN (SELECT id FROM sessions WHERE state IN ` + activeStates + `)
+		AND state IN ('running', 'queued') ORDER BY session_id, seq`
+	activePendingPermissionsSQL = `SELECT ` + permissionColumns + ` FROM permission_requests
+		WHERE session_id IN (SELECT id FROM sessions WHERE state IN ` + activeStates + `)
+		AND state = 'pending' ORDER BY session_id, created_at, rowid`
+)
+
+// ActiveSessions are the active sessions (starting, running or waiting
+// for input) as start-up reconciliation reads them.
+type ActiveSessions struct {
+	// AtRest are the sessions with nothing to repair: waiting for input,
+	// their agent stopped or failed, no running or queued turn, no pending
+	// permission. Oldest first.
+	AtRest []SessionRef
+	// ToRepair are the others, oldest first.
+	ToRepair []ActiveSession
+}
+
+// SessionRef names a session, its task and its agent profile.
+type SessionRef struct {
+	ID, TaskID, AgentProfileID string
+}
+
+func (r *SessionRef) fields() []any { return []any{&r.ID, &r.TaskID, &r.AgentProfileID} }
+
+// ActiveSession is an active session with what start-up reconciliation
+// decides on: its executor row, its running and queued turns in seq order
+// and its pending permission requests in the order they were asked.
+type ActiveSession struct {
+	Session     Session
+	Executor    Executor
+	OpenTurns   []Turn
+	Permissions []Permission
+}
+
+// ListActiveSessions returns every active session, read in one snapshot:
+// those at rest by id, the others whole. A session to repair without an
+// executor row is a session_not_found error, as GetExecutor's.
+func (s *Store) ListActiveSessions(ctx context.Context) (ActiveSessions, error) {
+	var out ActiveSessions
+	err := s.Snapshot(ctx, func(r *Store) error {
+		db := r.db.WithContext(ctx)
+		var err error
+		out.AtRest, err = queryRows[SessionRef](db, func(r SessionRef) SessionRef { return r }, nil, atRestSessionsSQL)
+		if err != nil {
+			return internal(err, "list active sessions")
+		}
+		var rows []sessionRow
+		if err := db.Where("id IN (" + toRepairSQL + ")").Order("created_at, id").Find(&rows).Error; err != nil {
+			return internal(err, "list active sessions")
+		}
+		sessions, err := toSessions(rows)
+		if err != nil {
+			return internal(err, "list active sessions")
+		}
+		execs, err := queryRows[executorRow](db, toExecutor, nil, repairExecutorsSQL)
+		if err != nil {
+			return internal(err, "list executors of active sessions")
+		}
+		turns, err := queryRows[turnRow](db, toTurn, nil, activeOpenTurnsSQL)
+		if err != nil {
+			return internal(err, "list open turns of active sessions")
+		}
+		perms, err := queryRows[permissionRow](db, toPermission, nil, activePendingPermissionsSQL)
+		if err != nil {
+			return internal(err, "list pending permissions of active sessions")
+		}
+		byID := make(map[string]*ActiveSession, len(sessions))
+		out.ToRepair = make([]ActiveSession, len(sessions))
+		for i, sess := range sessions {
+			out.ToRepair[i].Session = sess
+			byID[sess.ID] = &out.ToRepair[i]
+		}
+		for _, e := range execs {
+			if a := byID[e.SessionID]; a != nil {
+				a.Executor = e
+			}
+		}
+		// Same snapshot: every open turn and pending permission belongs
+		// to a session to repair; the rows come grouped by session, in
+		// order.
+		for _, t := range turns {
+			if a := byID[t.SessionID]; a != nil {
+				a.OpenTurns = append(a.OpenTurns, t)
+			}
+		}
+		for _, p := range perms {
+			if a := byID[p.SessionID]; a != nil {
+				a.Permissions = append(a.Permissions, p)
+			}
+		}
+		for _, a := range out.ToRepair {
+			if a.Executor.SessionID == "" {
+				return sessionNotFound(a.Session.ID)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return ActiveSessions{}, err
+	}
+	return out, nil
+}
