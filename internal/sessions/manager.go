@@ -1,8 +1,3 @@
-// Package sessions runs live sessions. Each session is owned by one actor
-// goroutine with a mailbox: admission of prompts, queueing, cancellation,
-// permission answers and every state change happen there in order, so two
-// requests can never race on a session's state. Agent I/O happens in other
-// goroutines that post their results back to the actor.
 package sessions
 
 import (

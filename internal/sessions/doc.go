@@ -1,0 +1,41 @@
+// Package sessions runs live sessions. Each session is owned by one actor
+// goroutine with a mailbox: admission of prompts, queueing, cancellation,
+// permission answers and every state change happen there in order, so two
+// requests can never race on a session's state. Agent I/O happens in other
+// goroutines that post their results back to the actor.
+//
+// # Where things are
+//
+//   - decide.go is the decision table: for every command and every agent
+//     input, what the session does. It is pure; decision.go holds its
+//     values (the view it reads, the inputs, the effects it returns).
+//   - actor.go is the state one actor owns, mailbox.go the loop that runs
+//     its closures one at a time, effects.go where the actor performs the
+//     effects decide returned.
+//   - runtime.go is the seam to the agent: the actor talks to an Agent
+//     that a Runtime started. Standalone (a child process speaking ACP on
+//     stdio) is today's only runtime; nothing else in this package assumes
+//     the agent is a child of the daemon.
+//   - write.go and changes.go turn decisions into writes for the event
+//     writer (package events); writefail.go is what happens when one fails.
+//   - restore.go starts or restores an agent (new, load, resume, history
+//     injection), reconcile.go repairs what a crash left at start-up, and
+//     continuation.go, planinput.go answer /context and /continue from the
+//     recovery plan (package recovery).
+//
+// # One prompt, end to end
+//
+// POST /session/{id}/prompt (server/handlers.go) calls Manager.Prompt,
+// which posts to the session's actor and waits (call, mailbox.go). On the
+// actor, admit (turns.go) builds a view and asks decide (decidePrompt);
+// the effects enqueue the turn, which submits its turn.queued write to the
+// events.Writer. The writer commits it in a group commit and only then
+// publishes it to the events.Hub, whose subscribers are the SSE streams
+// (server/sse.go); the request answers 202 once that commit is done. Once
+// the write has reported, decide (decideNext) starts the turn: startTurn
+// records turn.started and hands the prompt to the Agent (PromptNotify).
+// The agent's updates come back through agentHandler.Update (actor.go)
+// to onUpdate (transcript.go), each one a write that commits before it is
+// published; the agent's answer comes back as onTurnDone, which decide
+// (decideTurnEnded) turns into the turn's end.
+package sessions
