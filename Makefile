@@ -97,12 +97,12 @@ check-web: node_modules
 ## screenshot: rewrite docs/images/webshell.png from the e2e suite (commit it)
 screenshot: build node_modules
 	TETHERD_BIN=$(CURDIR)/$(BIN) TETHER_SCREENSHOT=$(CURDIR)/docs/images/webshell.png \
-	  node --test --test-concurrency=1 --test-name-pattern=screenshot webshell/e2e/
+	  node --test webshell/e2e/screenshot.e2e.test.mjs
 
 ## dist: release archives for linux/amd64 and linux/arm64 in dist/ (tetherd,
 ## LICENSE, NOTICE, THIRD_PARTY_LICENSES, README, docs/install.md) + SHA256SUMS
 dist:
-	VERSION=$(VERSION) LDFLAGS='$(LDFLAGS)' GO=$(GO) ./.ci/dist
+	VERSION=$(VERSION) GO_LDFLAGS='$(LDFLAGS)' DATE=$(DATE) GO=$(GO) ./.ci/dist
 
 ## test-dist: build the archives, unpack the linux/amd64 one, run its tetherd
 test-dist: dist
