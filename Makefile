@@ -4,7 +4,17 @@ GO ?= go
 BIN := bin/tetherd
 GOFLAGS_TEST ?= -race -count=1 -timeout 15m
 
-.PHONY: all web build run test test-go test-ts test-web vet generate check-generated node_modules clean
+# Build stamps (internal/buildinfo): a release tag v1.2.3 on HEAD gives 1.2.3,
+# otherwise the contract's info.version with -dev; the date is the commit's,
+# so two builds of one commit are identical.
+API_VERSION := $(shell sed -n 's/^  version: *//p' api/openapi.yaml | head -1)
+VERSION ?= $(or $(shell git describe --tags --exact-match --match 'v*' 2>/dev/null | sed 's/^v//'),$(API_VERSION)-dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
+DATE ?= $(shell git log -1 --format=%cI 2>/dev/null)
+BUILDINFO := github.com/tether/tether/internal/buildinfo
+LDFLAGS := -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).commit=$(COMMIT) -X $(BUILDINFO).date=$(DATE)
+
+.PHONY: all web build run test test-go test-ts test-pack test-web vet generate check-generated check-web screenshot dist test-dist node_modules clean
 
 all: build
 
@@ -13,21 +23,21 @@ node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund
 	@touch $@
 
-## web: build the Web Shell (webshell/, on the SDK in client-ts/) into webshell/dist,
-## which go:embed puts into tetherd
+## web: build the Web Shell (webshell/, on the SDK source in client-ts/src) into
+## webshell/dist, which go:embed puts into tetherd. dist/ is committed (a plain
+## `go build` needs no npm) and the build is deterministic: commit what changed.
 web: node_modules
-	npm run --silent build -w @tether/client
 	npm run --silent build -w @tether/webshell
 
 build: web
-	$(GO) build -o $(BIN) ./cmd/tetherd
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/tetherd
 
 ## run: build and start tetherd with its embedded defaults (prints URL and token)
 run: build
 	./$(BIN) serve $(ARGS)
 
 ## test: everything — vet, generated-code check, Go tests with -race, TS SDK, Web Shell
-test: node_modules vet check-generated test-go test-node test-ts test-web
+test: node_modules vet check-generated check-web test-go test-node test-ts test-pack test-web test-dist
 
 test-go: build
 	@test -x test/agents/node_modules/.bin/claude-agent-acp -a -x test/agents/node_modules/.bin/qwen || \
@@ -41,6 +51,12 @@ test-node: build node_modules
 ## test-ts: the TypeScript SDK (client-ts): tsc build, strict type-check, vitest (unit + against bin/tetherd)
 test-ts: build node_modules
 	cd client-ts && npm run build && npm run typecheck && TETHERD_BIN=$(CURDIR)/$(BIN) npx --no-install vitest run
+
+## test-pack: the SDK as a third party gets it: npm pack, install the tarball into
+## a scratch project (Node 20, TypeScript strict, a Vite browser bundle) and run
+## its example against bin/tetherd (test/pack; needs the npm registry)
+test-pack: build node_modules
+	TETHERD_BIN=$(CURDIR)/$(BIN) node --test test/pack/
 
 ## test-web: the Web Shell: vitest component/state tests, then Playwright (playwright-core
 ## driving /usr/bin/chromium) end-to-end against bin/tetherd and its demo agent
@@ -71,5 +87,26 @@ check-generated: node_modules
 	  if [ ! -e "$$tmp/$$f" ]; then echo "stale: $$f (run make generate)"; fail=1; fi; \
 	done; exit $$fail
 
+## check-web: rebuild the Web Shell into a scratch dir and fail if the committed
+## webshell/dist differs (run `make web` and commit)
+check-web: node_modules
+	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	(cd webshell && node_modules/.bin/vite build --logLevel error --emptyOutDir --outDir $$tmp/dist) || exit 1; \
+	diff -r $$tmp/dist webshell/dist >/dev/null || { diff -rq $$tmp/dist webshell/dist; echo "webshell/dist is out of date (run make web and commit it)"; exit 1; }
+
+## screenshot: rewrite docs/images/webshell.png from the e2e suite (commit it)
+screenshot: build node_modules
+	TETHERD_BIN=$(CURDIR)/$(BIN) TETHER_SCREENSHOT=$(CURDIR)/docs/images/webshell.png \
+	  node --test webshell/e2e/screenshot.e2e.test.mjs
+
+## dist: release archives for linux/amd64 and linux/arm64 in dist/ (tetherd,
+## LICENSE, NOTICE, THIRD_PARTY_LICENSES, README, docs/install.md) + SHA256SUMS
+dist:
+	VERSION=$(VERSION) GO_LDFLAGS='$(LDFLAGS)' DATE=$(DATE) GO=$(GO) ./.ci/dist
+
+## test-dist: build the archives, unpack the linux/amd64 one, run its tetherd
+test-dist: dist
+	TETHER_DIST=$(CURDIR)/dist VERSION=$(VERSION) $(GO) test -count=1 -run TestDistArchive ./test/dist/
+
 clean:
-	rm -rf bin
+	rm -rf bin dist

@@ -2,9 +2,30 @@
 // serve it verbatim at GET /openapi.yaml.
 package api
 
-import _ "embed"
+import (
+	_ "embed"
+
+	"gopkg.in/yaml.v3"
+)
 
 // Spec is api/openapi.yaml as it was when the binary was built.
 //
 //go:embed openapi.yaml
 var Spec []byte
+
+// Version is the contract's info.version: the API version tetherd serves
+// (in /health as apiVersion) and the version of the TypeScript SDK
+// generated from it.
+func Version() string { return specVersion }
+
+var specVersion = func() string {
+	var doc struct {
+		Info struct {
+			Version string `yaml:"version"`
+		} `yaml:"info"`
+	}
+	if err := yaml.Unmarshal(Spec, &doc); err != nil || doc.Info.Version == "" {
+		panic("api/openapi.yaml: no info.version") // the embedded contract is checked by every test
+	}
+	return doc.Info.Version
+}()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tether/tether/api"
 	"github.com/tether/tether/internal/acp"
+	"github.com/tether/tether/internal/buildinfo"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/sessions"
@@ -26,7 +27,12 @@ type handlers struct {
 var _ StrictServerInterface = (*handlers)(nil)
 
 func (h *handlers) GetHealth(context.Context, GetHealthRequestObject) (GetHealthResponseObject, error) {
-	return GetHealth200JSONResponse{Status: HealthStatusOk, Version: Version}, nil
+	b := buildinfo.Get()
+	out := GetHealth200JSONResponse{Status: HealthStatusOk, Version: b.Version, ApiVersion: b.API}
+	if b.Commit != "" {
+		out.Commit = &b.Commit
+	}
+	return out, nil
 }
 
 func (h *handlers) GetOpenAPI(context.Context, GetOpenAPIRequestObject) (GetOpenAPIResponseObject, error) {

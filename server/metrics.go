@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/tether/tether/internal/acp"
+	"github.com/tether/tether/internal/buildinfo"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -14,7 +15,8 @@ import (
 func (h *handlers) GetMetrics(ctx context.Context, _ GetMetricsRequestObject) (GetMetricsResponseObject, error) {
 	var x exposition
 	x.family("tether_build_info", "gauge", "Build information.")
-	x.sample("tether_build_info", []label{{"version", Version}}, 1)
+	b := buildinfo.Get()
+	x.sample("tether_build_info", []label{{"version", b.Version}, {"api_version", b.API}, {"commit", b.Commit}}, 1)
 	live, agents := h.cfg.Sessions.Live(ctx)
 	x.single("tether_sessions_live", "gauge", "Sessions with a live actor in this daemon.", float64(live))
 	x.single("tether_agents_running", "gauge", "Sessions whose agent is connected.", float64(agents))

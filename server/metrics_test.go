@@ -3,6 +3,8 @@ package server_test
 import (
 	"net/http"
 	"testing"
+
+	"github.com/tether/tether/api"
 )
 
 // TestMetrics scrapes /metrics over HTTP after some activity, parses the
@@ -29,7 +31,7 @@ func TestMetrics(t *testing.T) {
 	}
 	const latency = "tether_http_request_duration_seconds"
 	cases := []check{
-		{name: "tether_build_info", labels: map[string]string{"version": "0.1.0"}, min: 1},
+		{name: "tether_build_info", labels: map[string]string{"api_version": api.Version()}, min: 1},
 		{name: "tether_sessions_live", min: 1},
 		{name: "tether_agents_running", min: 1},
 		{name: "tether_events_committed_total", min: 10},

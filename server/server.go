@@ -25,9 +25,6 @@ import (
 	"github.com/tether/tether/internal/store"
 )
 
-// Version is reported by /health.
-var Version = "0.1.0"
-
 // Config wires the HTTP adapter to the core.
 type Config struct {
 	Store    *store.Store

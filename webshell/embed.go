@@ -1,9 +1,11 @@
 // Package webshell embeds the built Web Shell (the browser app in this
 // directory, built by Vite into dist/) so that tetherd serves it at /shell/.
 //
-// dist/ holds only a placeholder (.gitkeep) on a fresh clone; `make build`
-// (or `make run`) runs the web build first. Built reports whether a real
-// build was embedded, so the daemon can explain what to do when it was not.
+// dist/ is committed, built (`make web`, deterministic output), so that a
+// plain `go build ./cmd/tetherd` or `go install` embeds a working shell
+// without an npm step; `make check-web` fails when it is out of date with
+// the sources. Built reports whether a build was embedded (a checkout whose
+// dist/ was emptied), so the daemon can explain what to do when it was not.
 package webshell
 
 import (
@@ -23,8 +25,7 @@ func FS() fs.FS {
 	return sub
 }
 
-// Built reports whether dist/ holds a real build (an index.html) rather
-// than the placeholder committed for fresh clones.
+// Built reports whether dist/ holds a build (an index.html).
 func Built() bool {
 	_, err := fs.Stat(FS(), "index.html")
 	return err == nil

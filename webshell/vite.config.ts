@@ -1,4 +1,5 @@
 /// <reference types="vitest/config" />
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vite';
 
 // The shell is served by tetherd under /shell/; `npm run dev` proxies the
@@ -12,12 +13,20 @@ export default defineConfig({
   // no Babel, no framework plugin needed.
   oxc: { jsx: { runtime: 'automatic', importSource: 'preact' } },
   resolve: {
-    alias: { react: 'preact/compat', 'react-dom': 'preact/compat' },
+    alias: {
+      react: 'preact/compat',
+      'react-dom': 'preact/compat',
+      // The shell is built from the SDK source of the same commit (not
+      // from client-ts/dist, which may be stale or absent): the committed
+      // bundle in dist/ then depends only on files in the repository.
+      '@tether/client': fileURLToPath(new URL('../client-ts/src/index.ts', import.meta.url)),
+    },
   },
   build: {
     outDir: 'dist',
-    // dist/.gitkeep (committed, so go:embed works on a fresh clone) is
-    // written back by the build script.
+    // dist/ is committed (go:embed serves it, so `go build` on a fresh
+    // clone needs no npm step); `make check-web` rebuilds it and fails on
+    // any difference, like generated code.
     emptyOutDir: true,
     assetsDir: 'assets',
     target: 'es2022',

@@ -30,6 +30,7 @@ import type {
   Turn,
 } from './gen/types.gen.js';
 import { TetherError, TetherNetworkError, TetherProblem, TetherTimeoutError } from './errors.js';
+import { API_VERSION, apiCompatible, TetherVersionError } from './version.js';
 import {
   EventStream,
   isTurnTerminalEvent,
@@ -225,6 +226,27 @@ export class TetherClient {
         auth: () => this.#token,
       }),
     );
+  }
+
+  /**
+   * Creates a client and checks that the daemon speaks this SDK's API
+   * version (GET /health `apiVersion` against API_VERSION): resolves with
+   * the client, or rejects with TetherVersionError naming both versions
+   * (TetherNetworkError / TetherTimeoutError when the daemon is not there).
+   * `new TetherClient()` makes no request and checks nothing.
+   */
+  static async connect(opts: TetherClientOptions, o?: CallOptions): Promise<TetherClient> {
+    const c = new TetherClient(opts);
+    await c.checkVersion(o);
+    return c;
+  }
+
+  /** GET /health and throw TetherVersionError unless the daemon's apiVersion is compatible. */
+  async checkVersion(o?: CallOptions): Promise<Health> {
+    const h = await this.health(o);
+    const daemonApi = typeof h.apiVersion === 'string' ? h.apiVersion : '';
+    if (!apiCompatible(API_VERSION, daemonApi)) throw new TetherVersionError(daemonApi, h.version ?? '');
+    return h;
   }
 
   /** A client bound to one session id (no request is made). */

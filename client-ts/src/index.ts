@@ -51,6 +51,7 @@ export {
   type KnownProblemCode,
   type ProblemCode,
 } from './errors.js';
+export { API_VERSION, TetherVersionError, apiCompatible } from './version.js';
 export { SSEParser, SSEParseError, parseSSE, type SSEFrame, type SSEParserOptions } from './sse.js';
 export { parseCursor, formatCursor, compareCursors, earliestCursor, type ParsedCursor } from './cursor.js';
 

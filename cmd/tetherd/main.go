@@ -4,6 +4,7 @@
 //	tetherd [serve] [flags]     run the daemon (default)
 //	tetherd demo-agent [flags]  run the built-in ACP demo agent on stdio
 //	tetherd backup [flags] OUT  write a consistent copy of the database to OUT
+//	tetherd version             print version, commit, build date and API version
 package main
 
 import (
@@ -13,6 +14,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/tether/tether/internal/buildinfo"
 	"github.com/tether/tether/internal/demoagent"
 )
 
@@ -33,7 +35,7 @@ func main() {
 	case "backup":
 		err = backup(ctx, args, os.Stdout)
 	case "version":
-		fmt.Println("tetherd", version)
+		fmt.Println(buildinfo.Get())
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "tetherd:", err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/agents"
+	"github.com/tether/tether/internal/buildinfo"
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/sessions"
 	"github.com/tether/tether/internal/store"
@@ -24,8 +25,6 @@ import (
 	"github.com/tether/tether/internal/workspace"
 	"github.com/tether/tether/server"
 )
-
-const version = "0.1.0"
 
 // options are the daemon's settings: flag, else environment, else default.
 type options struct {
@@ -214,7 +213,7 @@ func serve(ctx context.Context, args []string) error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(logger)
 
-	shutdownTracing, err := telemetry.Setup(ctx, o.traceExp, o.traceURL, version)
+	shutdownTracing, err := telemetry.Setup(ctx, o.traceExp, o.traceURL, buildinfo.Get().Version)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/tether/tether/internal/buildinfo"
 )
 
 // token is the daemon's bearer token and where it came from.
@@ -77,7 +79,7 @@ func readTokenFile(path string, logger *slog.Logger) (string, error) {
 // a log collector gets the token file's path instead.
 func printBanner(w io.Writer, terminal bool, l *edgeListener, dataDir string, tok token) {
 	base := l.url()
-	fmt.Fprintf(w, "tetherd %s listening on %s\n  data dir: %s\n", version, base, dataDir)
+	fmt.Fprintf(w, "tetherd %s listening on %s\n  data dir: %s\n", buildinfo.Get().Version, base, dataDir)
 	switch {
 	case terminal:
 		fmt.Fprintf(w, "  token:    %s\n  try:      curl -H 'Authorization: Bearer %s' %s/agents\n", tok.value, tok.value, base)

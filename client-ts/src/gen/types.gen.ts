@@ -21,9 +21,26 @@ export type Problem = {
     [key: string]: unknown;
 };
 
+/**
+ * Which tetherd answers. `apiVersion` is this contract's `info.version`
+ * (also in `GET /openapi.yaml`); the TypeScript SDK carries the same
+ * version and refuses a daemon whose apiVersion has another major.minor.
+ *
+ */
 export type Health = {
     status: 'ok';
+    /**
+     * The daemon's release version (`tetherd version`), "devel" for an unstamped build.
+     */
     version: string;
+    /**
+     * The API contract version the daemon serves (info.version of its openapi.yaml).
+     */
+    apiVersion: string;
+    /**
+     * The git revision the daemon was built from, when known.
+     */
+    commit?: string;
 };
 
 export const TaskState = {
