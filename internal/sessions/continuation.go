@@ -76,76 +76,61 @@ func (m *Manager) continueOnce(ctx context.Context, a *actor, promptID string) (
 			return ContinueResult{}, err
 		}
 	}
-	var plan recovery.Summary
-	for attempt := 0; attempt < 5; attempt++ {
-		live, err := call(ctx, a.mb, func() (liveState, error) { return a.live(), nil })
-		if err != nil {
-			return ContinueResult{}, m.declineOr(ctx, a, err)
-		}
-		if _, err := live.last.Wait(ctx); err != nil {
-			return ContinueResult{}, err
-		}
-		in, err := m.planInput(ctx, sessionID)
+	// Admission is one actor call: the plan it admits from is the log as
+	// the actor's state stands, so nothing can change in between.
+	res, err := call(ctx, a.mb, func() (ContinueResult, error) {
+		plan, in, err := a.planNow(ctx)
 		if err != nil {
 			return ContinueResult{}, err
 		}
-		in.Closing, in.AgentAvailable = live.closing, live.available
-		plan = recovery.Plan(in)
-		if !plan.CanContinue {
-			// Decline with a plan whose live state and snapshot agree.
-			if p, err := m.plan(ctx, a); err == nil && !p.CanContinue {
-				plan = p
-			}
-			return ContinueResult{}, declined(plan)
+		return a.admitContinue(a.version, plan, in, promptID)
+	})
+	if err == errStale {
+		// Only a concurrent request with the same id, admitted first, can
+		// make the session disagree with a plan made on the actor.
+		if res, ok, err := a.continued(ctx, promptID); ok || err != nil {
+			return res, err
 		}
-		res, err := call(ctx, a.mb, func() (ContinueResult, error) { return a.admitContinue(live.version, plan, in, promptID) })
-		if err == errStale {
-			if promptID != "" {
-				// A concurrent request with the same id may have won.
-				if res, ok, err := a.continued(ctx, promptID); ok || err != nil {
-					return res, err
-				}
-			}
-			continue
-		}
-		if err != nil {
-			return ContinueResult{}, m.declineOr(ctx, a, err)
-		}
-		return a.finishContinue(ctx, res)
+		return ContinueResult{}, m.declineOr(ctx, a, err)
 	}
-	plan.CanContinue, plan.Reason = false, recovery.ReasonTurnActive
-	return ContinueResult{}, declined(plan)
+	if err != nil {
+		return ContinueResult{}, m.declineOr(ctx, a, err)
+	}
+	return a.finishContinue(ctx, res)
 }
 
-// plan computes the session's current recovery plan from live state and a
-// snapshot that agree: if the session changed while the snapshot was read,
-// it plans again, so a reason never mixes two moments.
+// plan is the session's current recovery plan, made on the actor (planNow);
+// a session whose actor is gone (closed and retired) plans from the store.
 func (m *Manager) plan(ctx context.Context, a *actor) (recovery.Summary, error) {
-	var plan recovery.Summary
-	for attempt := 0; attempt < 5; attempt++ {
-		live, err := call(ctx, a.mb, func() (liveState, error) { return a.live(), nil })
-		gone := err != nil
-		if gone {
-			// The actor is gone (closed and retired): plan from the store.
-			live = liveState{closing: true}
-		}
-		if _, err := live.last.Wait(ctx); err != nil {
-			return recovery.Summary{}, err
-		}
-		in, err := m.planInput(ctx, a.id)
-		if err != nil {
-			return recovery.Summary{}, err
-		}
-		in.Closing, in.AgentAvailable = live.closing, live.available
-		plan = recovery.Plan(in)
-		if gone {
-			return plan, nil
-		}
-		if v, err := call(ctx, a.mb, func() (uint64, error) { return a.version, nil }); err != nil || v == live.version {
-			return plan, nil
-		}
+	plan, ok, err := query(ctx, a, func() (recovery.Summary, error) {
+		plan, _, err := a.planNow(ctx)
+		return plan, err
+	})
+	if ok {
+		return plan, err
 	}
-	return plan, nil
+	in, err := m.planInput(ctx, a.id)
+	if err != nil {
+		return recovery.Summary{}, err
+	}
+	_, _, specErr := m.profiles.Spec(a.sess.AgentProfileID)
+	in.Closing, in.AgentAvailable = true, specErr == nil
+	return recovery.Plan(in), nil
+}
+
+// planNow plans on the actor, once every write it submitted has committed:
+// the plan input read then is the log as the actor's state stands, one
+// moment for both. The wait is one commit; the read does not grow with
+// the transcript (readPlanInput).
+func (a *actor) planNow(ctx context.Context) (recovery.Summary, recovery.Input, error) {
+	a.atCommit(ctx)
+	in, err := a.m.planInput(ctx, a.id)
+	if err != nil {
+		return recovery.Summary{}, in, err
+	}
+	_, _, specErr := a.m.profiles.Spec(a.sess.AgentProfileID)
+	in.Closing, in.AgentAvailable = a.stopping, specErr == nil
+	return recovery.Plan(in), in, nil
 }
 
 // declineOr turns an admission failure into a decline when the plan
@@ -161,20 +146,6 @@ func (m *Manager) declineOr(ctx context.Context, a *actor, err error) error {
 func declined(plan recovery.Summary) *errcode.Error {
 	return errcode.New(errcode.Code(plan.Reason), "continuation declined: %s", plan.Reason).
 		With("accepted", false).With("reason", plan.Reason).With("recovery", plan)
-}
-
-// liveState is what planning needs from the actor, with the version it was
-// read at.
-type liveState struct {
-	version   uint64
-	last      *events.Pending
-	closing   bool
-	available bool
-}
-
-func (a *actor) live() liveState {
-	_, _, err := a.m.profiles.Spec(a.sess.AgentProfileID)
-	return liveState{version: a.version, last: a.last, closing: a.stopping, available: err == nil}
 }
 
 // continued answers a repeated continuation promptId with the same turn.
@@ -260,8 +231,40 @@ type SessionContext struct {
 }
 
 // Context computes the session's context and recovery plan from one
-// snapshot, with the event cursor that snapshot is consistent with.
+// snapshot, with the event cursor that snapshot is consistent with. A live
+// session answers on its actor once its writes have committed, so the
+// agent's facts, the plan and the cursor are one moment.
 func (m *Manager) Context(ctx context.Context, sessionID string) (SessionContext, error) {
+	m.mu.Lock()
+	a := m.actors[sessionID]
+	m.mu.Unlock()
+	if a != nil {
+		out, ok, err := query(ctx, a, func() (SessionContext, error) {
+			out, in, err := m.readContext(ctx, sessionID)
+			if err != nil {
+				return out, err
+			}
+			in.Closing = a.stopping
+			out.Commands, out.Modes, out.Mode, out.ConfigOptions = a.commands, a.modes, a.mode, a.configOptions
+			out.Recovery = recovery.Plan(in)
+			return out, nil
+		})
+		if ok {
+			return out, err
+		}
+	}
+	// No live actor (or it was retired meanwhile): the store is the truth.
+	out, in, err := m.readContext(ctx, sessionID)
+	if err != nil {
+		return out, err
+	}
+	out.Recovery = recovery.Plan(in)
+	return out, nil
+}
+
+// readContext reads a session, its plan input and its event head from one
+// snapshot; the caller adds what only a live actor knows.
+func (m *Manager) readContext(ctx context.Context, sessionID string) (SessionContext, recovery.Input, error) {
 	var out SessionContext
 	var in recovery.Input
 	var head store.EventBounds
@@ -277,28 +280,11 @@ func (m *Manager) Context(ctx context.Context, sessionID string) (SessionContext
 		return err
 	})
 	if err != nil {
-		return out, err
+		return out, in, err
 	}
 	_, out.Profile, err = m.profiles.Spec(out.Session.AgentProfileID)
 	out.AgentAvailable = err == nil
 	in.AgentAvailable = out.AgentAvailable
-	m.mu.Lock()
-	a := m.actors[sessionID]
-	m.mu.Unlock()
-	if a != nil {
-		type facts struct {
-			closing                        bool
-			commands, modes, mode, options json.RawMessage
-		}
-		f, err := call(ctx, a.mb, func() (facts, error) {
-			return facts{a.stopping, a.commands, a.modes, a.mode, a.configOptions}, nil
-		})
-		if err == nil {
-			in.Closing = f.closing
-			out.Commands, out.Modes, out.Mode, out.ConfigOptions = f.commands, f.modes, f.mode, f.options
-		}
-	}
-	out.Recovery = recovery.Plan(in)
 	out.Cursor = events.Cursor{Epoch: out.Session.EventEpoch, N: head.Head}
-	return out, nil
+	return out, in, nil
 }

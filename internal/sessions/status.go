@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/errcode"
-	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -46,41 +45,38 @@ type Status struct {
 // Status evaluates a session (reference 000's four cases, plus not
 // resumable, terminal, agent unavailable and a missing directory).
 func (m *Manager) Status(ctx context.Context, sessionID string) (Status, error) {
-	// The live state is read first, with the session's last submitted
-	// write; the rows are read once that write has committed. So status
-	// never says more than the log does (an agent running before its
-	// session.resumed is committed), and never less.
-	running, starting := false, false
-	var lastErr error
 	m.mu.Lock()
 	a := m.actors[sessionID]
 	m.mu.Unlock()
 	if a != nil {
-		type live struct {
-			running, starting bool
-			lastErr           error
-			last              *events.Pending
-		}
-		// A load still settling (waiting for a late replay) has not decided
-		// its outcome yet: the agent is up, its restore is not done.
-		l, err := call(ctx, a.mb, func() (live, error) {
-			return live{a.conn != nil && !a.settling, a.starting || a.settling, a.lastErr, a.synced()}, nil
+		// A live session answers on its actor once its writes have
+		// committed: status never says more than the log does (an agent
+		// running before its session.resumed is committed), and never less.
+		// A load still settling (waiting for a late replay) has not
+		// decided its outcome yet: the agent is up, its restore is not done.
+		st, ok, err := query(ctx, a, func() (Status, error) {
+			return m.status(ctx, sessionID, a.conn != nil && !a.settling, a.starting || a.settling, a.lastErr)
 		})
-		if errcode.Is(err, errcode.SessionOverloaded) {
-			return Status{}, err // the store alone would tell a stale story
-		}
-		if err == nil {
-			running, starting, lastErr = l.running, l.starting, l.lastErr
-			if l.last != nil {
-				_, _ = l.last.Wait(ctx) // a failed write leaves the rows as they are: read them
-			}
+		if ok {
+			return st, err
 		}
 	}
-	sess, err := m.store.GetSession(ctx, sessionID)
-	if err != nil {
-		return Status{}, err
-	}
-	ex, err := m.store.GetExecutor(ctx, sessionID)
+	return m.status(ctx, sessionID, false, false, nil)
+}
+
+// status evaluates the session's rows, read in one snapshot, with what the
+// actor knows live (nothing when no actor holds the session).
+func (m *Manager) status(ctx context.Context, sessionID string, running, starting bool, lastErr error) (Status, error) {
+	var sess store.Session
+	var ex store.Executor
+	err := m.store.Snapshot(ctx, func(r *store.Store) error {
+		var err error
+		if sess, err = r.GetSession(ctx, sessionID); err != nil {
+			return err
+		}
+		ex, err = r.GetExecutor(ctx, sessionID)
+		return err
+	})
 	if err != nil {
 		return Status{}, err
 	}

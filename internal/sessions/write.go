@@ -3,7 +3,9 @@ package sessions
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
+	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/store"
 )
@@ -41,6 +43,35 @@ func changeKind(c events.Change) string { return fmt.Sprintf("%T", c) }
 // synced returns the latest submitted write; waiting for it means every
 // earlier change of this session is durable and published too.
 func (a *actor) synced() *events.Pending { return a.last }
+
+// query answers a read on a's actor once every write the session submitted
+// has completed, so what f reads from the store is the log as the actor's
+// state stands: one moment for both. The wait is one commit, and the actor
+// takes nothing else meanwhile. ok is false when the actor was retired
+// before f ran: the caller answers from the store alone. An overloaded
+// session answers session_overloaded (ok): the store alone would tell a
+// stale story.
+func query[T any](ctx context.Context, a *actor, f func() (T, error)) (_ T, ok bool, _ error) {
+	var ran atomic.Bool
+	v, err := call(ctx, a.mb, func() (T, error) {
+		ran.Store(true)
+		a.atCommit(ctx)
+		return f()
+	})
+	if ran.Load() || errcode.Is(err, errcode.SessionOverloaded) {
+		return v, true, err
+	}
+	return v, false, nil
+}
+
+// atCommit waits, on the actor, until every write the session submitted
+// has completed. A failed write leaves the rows as they are, and a read
+// after it reads those (the reload after a failure is writefail.go's).
+func (a *actor) atCommit(ctx context.Context) {
+	if a.last != nil {
+		_, _ = a.last.Wait(ctx)
+	}
+}
 
 // afterWrites calls f once every write submitted so far has completed
 // (writes complete in submission order, so the latest one stands for all),
