@@ -41,14 +41,6 @@ func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
 	// driver starts a goroutine per row. Start-up is not cancelled mid-way.
 	ctx = context.WithoutCancel(ctx)
 	var res ReconcileResult
-	// Messages a crash left open keep their streamed text as chunk rows
-	// (committed with their events); fold them into their messages.
-	if err := m.w.Exec(ctx, func(tx *store.Store) error {
-		_, err := tx.FoldMessageChunks(ctx)
-		return err
-	}); err != nil {
-		return res, err
-	}
 	// Every active session: those at rest by id, the others with their
 	// executor rows, open turns and pending permissions, in five queries
 	// whatever the number of sessions.
@@ -56,12 +48,13 @@ func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
 	if err != nil {
 		return res, err
 	}
-	var pending []*events.Pending
+	var repairs []events.Apply
 	for _, s := range active.AtRest {
 		_, _, specErr := m.profiles.Spec(s.AgentProfileID)
 		d := decide(view{State: store.SessionWaitingForInput}, restartedInput{AgentAvailable: specErr == nil})
 		if len(d.Effects) > 0 { // effPushRecovery: its agent went away with the old config
-			pending = append(pending, m.w.SubmitChange(recoveryPushed{Session: s.ID, TaskID: s.TaskID, Always: true, history: m.history}))
+			push := recoveryPushed{Session: s.ID, TaskID: s.TaskID, Always: true, history: m.history}
+			repairs = append(repairs, func(tx *store.Store, emit events.Emit) error { return push.Apply(ctx, tx, emit) })
 		}
 	}
 	for _, as := range active.ToRepair {
@@ -77,12 +70,25 @@ func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
 				stopOrphan(as.Executor, spec.Command) // now: the old agent must not run on
 			}
 		}
-		pending = append(pending, m.w.Submit(restartRepair(as, d.Effects, in.AgentAvailable, m.history)))
+		repairs = append(repairs, restartRepair(as, d.Effects, in.AgentAvailable, m.history))
 	}
-	for _, p := range pending {
-		if _, err := p.Wait(ctx); err != nil {
-			return res, err
+	// One transaction for everything (one commit, not one per writer
+	// batch): nothing else writes before the API answers, and a failure
+	// fails start-up whichever session it is in. Messages a crash left
+	// open keep their streamed text as chunk rows (committed with their
+	// events); they are folded into their messages first.
+	if _, err := m.w.Do(ctx, func(tx *store.Store, emit events.Emit) error {
+		if _, err := tx.FoldMessageChunks(ctx); err != nil {
+			return err
 		}
+		for _, apply := range repairs {
+			if err := apply(tx, emit); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return res, err
 	}
 	res.Took = time.Since(start)
 	return res, nil
