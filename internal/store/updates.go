@@ -26,7 +26,7 @@ const (
 	taskStateSQL          = `UPDATE tasks SET state = ?, updated_at = ? WHERE id = ?`
 	// taskFollowSQL is what a task following its session needs: its
 	// state and whether another of its sessions runs a turn.
-	taskFollowSQL = `SELECT state, EXISTS(SELECT 1 FROM sessions WHERE task_id = ?1 AND state = 'running')
+	taskFollowSQL = `SELECT state, EXISTS(SELECT 1 FROM sessions WHERE task_id = ?1 AND state = '` + string(SessionRunning) + `')
 		FROM tasks WHERE id = ?1`
 )
 
