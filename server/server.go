@@ -59,7 +59,11 @@ type Config struct {
 	// Connections, if set, reports the capped listener's counters for
 	// /metrics (the listener lives in cmd/tetherd, outside this adapter).
 	Connections func() connlimit.Stats
-	Logger      *slog.Logger
+	// Spec, if set, is the OpenAPI document New validates requests
+	// against, decoded ahead (LoadSpec); New decodes one itself otherwise.
+	// A document serves one New: the validator changes it.
+	Spec   *SpecLoad
+	Logger *slog.Logger
 }
 
 // New builds the echo instance serving the API.
@@ -74,7 +78,11 @@ func New(cfg Config) (*echo.Echo, error) {
 	if err != nil || limit <= 0 {
 		return nil, fmt.Errorf("body limit %q: want a size such as 2M", cfg.BodyLimit)
 	}
-	spec, err := GetSwagger()
+	load := cfg.Spec
+	if load == nil {
+		load = LoadSpec()
+	}
+	spec, err := load.Wait()
 	if err != nil {
 		return nil, fmt.Errorf("load embedded spec: %w", err)
 	}

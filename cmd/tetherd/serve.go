@@ -231,6 +231,10 @@ func serve(ctx context.Context, args []string) error {
 		logger.Warn("--token is visible to every local user in ps; prefer TETHER_TOKEN or --token-file")
 	}
 	token := tok.value
+	// The API's OpenAPI document decodes while the store opens and
+	// reconciles: it needs neither, and the API is built right after.
+	spec := server.LoadSpec()
+	defer func() { _, _ = spec.Wait() }()
 	ckpt := o.checkpoint
 	ckpt.Logger = logger
 	st, err := store.OpenWith(ctx, filepath.Join(o.dataDir, "tether.db"), store.Config{Checkpoint: ckpt})
@@ -277,7 +281,7 @@ func serve(ctx context.Context, args []string) error {
 	}
 	e, err := server.New(server.Config{Store: st, Sessions: mgr, Agents: reg, Hub: hub, Writer: w, HeartbeatInterval: o.heartbeat, Token: token,
 		BodyLimit: o.bodyLimit, CORSOrigins: origins, StreamTicketTTL: o.ticketTTL, StreamTicketsMax: o.ticketsMax, AllowedHosts: o.edge.allowedHosts(o.addr), Pprof: o.pprof,
-		Connections: l.capped.Stats, Logger: logger})
+		Connections: l.capped.Stats, Spec: spec, Logger: logger})
 	if err != nil {
 		_ = l.ln.Close()
 		return err

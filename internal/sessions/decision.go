@@ -168,7 +168,30 @@ type (
 	// nextInput asks what runs next (after any change that may free the
 	// agent or fill the queue).
 	nextInput struct{}
+	// restartedInput: tetherd started and found the session active, as
+	// the previous daemon left it (the view holds its state and hold).
+	// Repair: the store found something to repair; otherwise it is at
+	// rest (waiting for input, no agent, no open turn or permission).
+	restartedInput struct {
+		Repair bool
+		// Turns are the running and queued turns, in run order.
+		Turns []restartTurn
+		// Permissions counts the pending permission requests.
+		Permissions int
+		// Executor is the executor row's status; Orphan that it names a
+		// standalone process (pid > 0) the old daemon started.
+		Executor store.ExecutorStatus
+		Orphan   bool
+		// AgentAvailable: the session's agent profile still resolves.
+		AgentAvailable bool
+	}
 )
+
+// restartTurn is a turn the previous daemon left open.
+type restartTurn struct {
+	PromptID string
+	State    store.TurnState
+}
 
 func (promptCmd) isInput()                {}
 func (cancelCmd) isInput()                {}
@@ -188,6 +211,7 @@ func (resumeCmd) isInput()                {}
 func (permissionRequestedInput) isInput() {}
 func (admittedInput) isInput()            {}
 func (idleCheckInput) isInput()           {}
+func (restartedInput) isInput()           {}
 
 // decision is decide's answer: refused (Refusal, and no effects) or
 // accepted with the effects to perform, in order. New session and turn
@@ -316,6 +340,24 @@ type (
 	effRecordResumed struct{ Resumed resumedInfo }
 	// effReconcileDelivery settles the last turn's delivery from a replay.
 	effReconcileDelivery struct{}
+
+	// Start-up reconciliation's effects (performed by reconcile.go, not
+	// the actor: no actor runs yet).
+	//
+	// effStopOrphan ends the agent process the previous daemon started.
+	effStopOrphan struct{}
+	// effHoldQueue holds the queued turns until the user continues.
+	effHoldQueue struct{}
+	// effRestartInterrupt ends a turn the restart interrupted (Running:
+	// it was on the agent, and a system message says so).
+	effRestartInterrupt struct {
+		PromptID string
+		Running  bool
+	}
+	// effStopExecutor records the executor as stopped by the restart.
+	effStopExecutor struct{}
+	// effTaskFollow moves the task to the state its session implies.
+	effTaskFollow struct{}
 )
 
 // resumedInfo is how a start restored the session (session.resumed).
@@ -368,6 +410,11 @@ func (effStopIdle) isEffect()            {}
 func (effAwaitReplay) isEffect()         {}
 func (effRecordResumed) isEffect()       {}
 func (effReconcileDelivery) isEffect()   {}
+func (effStopOrphan) isEffect()          {}
+func (effHoldQueue) isEffect()           {}
+func (effRestartInterrupt) isEffect()    {}
+func (effStopExecutor) isEffect()        {}
+func (effTaskFollow) isEffect()          {}
 
 // exitInfo is how an agent process ended (acp.Exit, as a plain value).
 type exitInfo struct {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -42,14 +41,6 @@ func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
 	// driver starts a goroutine per row. Start-up is not cancelled mid-way.
 	ctx = context.WithoutCancel(ctx)
 	var res ReconcileResult
-	// Messages a crash left open keep their streamed text as chunk rows
-	// (committed with their events); fold them into their messages.
-	if err := m.w.Exec(ctx, func(tx *store.Store) error {
-		_, err := tx.FoldMessageChunks(ctx)
-		return err
-	}); err != nil {
-		return res, err
-	}
 	// Every active session: those at rest by id, the others with their
 	// executor rows, open turns and pending permissions, in five queries
 	// whatever the number of sessions.
@@ -57,28 +48,47 @@ func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
 	if err != nil {
 		return res, err
 	}
-	var pending []*events.Pending
+	var repairs []events.Apply
 	for _, s := range active.AtRest {
-		if _, _, specErr := m.profiles.Spec(s.AgentProfileID); specErr != nil {
-			// Consistent, but its agent went away with the old config:
-			// clients must learn it cannot be continued here.
-			pending = append(pending, m.w.SubmitChange(recoveryPushed{Session: s.ID, TaskID: s.TaskID, Always: true, history: m.history}))
+		_, _, specErr := m.profiles.Spec(s.AgentProfileID)
+		d := decide(view{State: store.SessionWaitingForInput}, restartedInput{AgentAvailable: specErr == nil})
+		if len(d.Effects) > 0 { // effPushRecovery: its agent went away with the old config
+			push := recoveryPushed{Session: s.ID, TaskID: s.TaskID, Always: true, history: m.history}
+			repairs = append(repairs, func(tx *store.Store, emit events.Emit) error { return push.Apply(ctx, tx, emit) })
 		}
 	}
 	for _, as := range active.ToRepair {
-		s, ex, turns, perms := as.Session, as.Executor, as.OpenTurns, as.Permissions
-		spec, _, specErr := m.profiles.Spec(s.AgentProfileID)
+		spec, _, specErr := m.profiles.Spec(as.Session.AgentProfileID)
+		in := restartedOf(as, specErr == nil)
+		d := decide(view{State: as.Session.State, QueueHeld: as.Session.QueueHeld}, in)
 		res.Sessions++
-		if len(turns) > 0 && (!s.QueueHeld || turns[0].State == store.TurnRunning) {
-			res.InterruptedTurns++ // the running turn, or the queued one about to run
+		for _, e := range d.Effects {
+			switch e.(type) {
+			case effRestartInterrupt:
+				res.InterruptedTurns++
+			case effStopOrphan:
+				stopOrphan(as.Executor, spec.Command) // now: the old agent must not run on
+			}
 		}
-		stopOrphan(ex, spec.Command)
-		pending = append(pending, m.w.Submit(reconcileOp(s, ex, turns, perms, specErr == nil, m.history)))
+		repairs = append(repairs, restartRepair(as, d.Effects, in.AgentAvailable, m.history))
 	}
-	for _, p := range pending {
-		if _, err := p.Wait(ctx); err != nil {
-			return res, err
+	// One transaction for everything (one commit, not one per writer
+	// batch): nothing else writes before the API answers, and a failure
+	// fails start-up whichever session it is in. Messages a crash left
+	// open keep their streamed text as chunk rows (committed with their
+	// events); they are folded into their messages first.
+	if _, err := m.w.Do(ctx, func(tx *store.Store, emit events.Emit) error {
+		if _, err := tx.FoldMessageChunks(ctx); err != nil {
+			return err
 		}
+		for _, apply := range repairs {
+			if err := apply(tx, emit); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return res, err
 	}
 	res.Took = time.Since(start)
 	return res, nil
@@ -88,10 +98,8 @@ func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
 // started: nobody holds its stdio any more, so it can never be driven. The
 // pid may have been reused since (a reboot, a long downtime), so only a
 // group leader still running the agent's command is touched.
+// Whether there is one to stop is decided (decideRestarted: effStopOrphan).
 func stopOrphan(ex store.Executor, command string) {
-	if ex.PID <= 0 || ex.Runtime != store.RuntimeStandalone || (ex.Status != store.ExecutorReady && ex.Status != store.ExecutorStarting) {
-		return
-	}
 	if !isAgentProcess(ex.PID, command) {
 		return
 	}
@@ -101,77 +109,93 @@ func stopOrphan(ex store.Executor, command string) {
 	time.AfterFunc(3*time.Second, func() { _ = syscall.Kill(-ex.PID, syscall.SIGKILL) })
 }
 
-func reconcileOp(s store.Session, ex store.Executor, turns []store.Turn, perms []store.Permission, available bool, history *historyChecks) events.Apply {
+// restartedOf is what decide needs to know of a session to repair.
+func restartedOf(as store.ActiveSession, available bool) restartedInput {
+	in := restartedInput{Repair: true, Permissions: len(as.Permissions), Executor: as.Executor.Status,
+		Orphan: as.Executor.PID > 0 && as.Executor.Runtime == store.RuntimeStandalone, AgentAvailable: available}
+	for _, t := range as.OpenTurns {
+		in.Turns = append(in.Turns, restartTurn{PromptID: t.PromptID, State: t.State})
+	}
+	return in
+}
+
+// restartRepair performs a restarted session's store effects (decided by
+// decideRestarted) in the writer's transaction.
+func restartRepair(as store.ActiveSession, effs []effect, available bool, history *historyChecks) events.Apply {
 	return func(tx *store.Store, emit events.Emit) error {
 		// Redone alone if its batch fails: work on copies, so a redo
 		// starts from what was submitted.
-		s, ex := s, ex
+		s, ex := as.Session, as.Executor
 		ctx := context.Background()
 		a := &actor{id: s.ID, sess: s} // for payload helpers only
 		now := time.Now().UTC()
-		// The turn that was running is the one the restart interrupted; with
-		// none running, the first queued turn was about to start (its agent
-		// never got it), so it is. The turns queued behind it are held. A
-		// queue held since an earlier restart stays whole.
-		interrupted := s.QueueHeld || slices.ContainsFunc(turns, func(t store.Turn) bool { return t.State == store.TurnRunning })
-		for _, t := range turns {
-			if t.State == store.TurnQueued && !interrupted {
-				interrupted = true
-			} else if t.State == store.TurnQueued {
-				// It never reached the agent: it stays queued, in its place,
-				// and waits for the user (never run by itself at start-up).
-				if !s.QueueHeld {
-					s.QueueHeld = true
-					if err := tx.SetSessionQueueHeld(ctx, s.ID, true); err != nil {
-						return err
+		turns := make(map[string]store.Turn, len(as.OpenTurns))
+		for _, t := range as.OpenTurns {
+			turns[t.PromptID] = t
+		}
+		for _, e := range effs {
+			var err error
+			switch e := e.(type) {
+			case effStopOrphan: // performed before the write
+			case effHoldQueue:
+				s.QueueHeld = true
+				err = tx.SetSessionQueueHeld(ctx, s.ID, true)
+			case effRestartInterrupt:
+				err = restartInterrupt(ctx, tx, emit, a, turns[e.PromptID], e.Running, now)
+			case effClosePermissions:
+				for _, p := range as.Permissions {
+					if _, err = tx.ResolvePermission(ctx, s.ID, p.ID, e.State, ""); err != nil {
+						break
 					}
+					emit(a.draft(events.PermissionResolved, p.PromptID, &events.PermissionResolvedData{RequestID: p.ID, State: e.State}))
 				}
-				continue
+			case effStopExecutor:
+				ex.Status = store.ExecutorStopped
+				ex.ErrorMessage = "agent stopped: tetherd restarted"
+				if err = tx.UpdateExecutor(ctx, ex); err == nil {
+					emit(a.draft(events.SessionExecutorStatus, "", executorPayload(ex)))
+				}
+			case effSetState:
+				prev := s.State
+				s.State = e.State
+				err = emitState(ctx, tx, emit, s, prev)
+			case effTaskFollow:
+				err = emitTaskFollow(ctx, tx, emit, s)
+			case effPushRecovery:
+				// Tell every client where the session now stands.
+				err = recoveryPushed{Session: s.ID, TaskID: s.TaskID, AgentAvailable: available, Always: true, history: history}.Apply(ctx, tx, emit)
+			default:
+				err = fmt.Errorf("restart: effect %T not performed", e)
 			}
-			dangling, err := failDanglingToolCalls(ctx, tx, emit, a, t.PromptID, "daemon restart")
 			if err != nil {
 				return err
 			}
-			if t.State == store.TurnRunning {
-				m, err := tx.AddMessage(ctx, store.Message{SessionID: s.ID, PromptID: t.PromptID, Role: store.RoleSystem,
-					Text: "Turn interrupted: tetherd restarted while it was running."})
-				if err != nil {
-					return err
-				}
-				emit(messageAdded(a, m))
-			}
-			t.State, t.EndedAt, t.InterruptReason = store.TurnInterrupted, &now, "daemon_restart"
-			if err := tx.UpdateTurn(ctx, t); err != nil {
-				return err
-			}
-			emit(turnEndedDraft(s.ID, s.TaskID, t, dangling))
 		}
-		for _, p := range perms {
-			if _, err := tx.ResolvePermission(ctx, s.ID, p.ID, store.PermissionExpired, ""); err != nil {
-				return err
-			}
-			emit(a.draft(events.PermissionResolved, p.PromptID, &events.PermissionResolvedData{RequestID: p.ID, State: store.PermissionExpired}))
-		}
-		if ex.Status == store.ExecutorReady || ex.Status == store.ExecutorStarting {
-			ex.Status = store.ExecutorStopped
-			ex.ErrorMessage = "agent stopped: tetherd restarted"
-			if err := tx.UpdateExecutor(ctx, ex); err != nil {
-				return err
-			}
-			emit(a.draft(events.SessionExecutorStatus, "", executorPayload(ex)))
-		}
-		prev := s.State
-		s.State = store.SessionWaitingForInput
-		if prev != s.State {
-			if err := emitState(ctx, tx, emit, s, prev); err != nil {
-				return err
-			}
-		} else if err := emitTaskFollow(ctx, tx, emit, s); err != nil {
+		return nil
+	}
+}
+
+// restartInterrupt ends turn t as the restart interrupted it: unfinished
+// tool calls fail, and a turn that was running gets a system message.
+func restartInterrupt(ctx context.Context, tx *store.Store, emit events.Emit, a *actor, t store.Turn, running bool, now time.Time) error {
+	dangling, err := failDanglingToolCalls(ctx, tx, emit, a, t.PromptID, "daemon restart")
+	if err != nil {
+		return err
+	}
+	if running {
+		m, err := tx.AddMessage(ctx, store.Message{SessionID: a.id, PromptID: t.PromptID, Role: store.RoleSystem,
+			Text: "Turn interrupted: tetherd restarted while it was running."})
+		if err != nil {
 			return err
 		}
-		// Tell every client where the session now stands.
-		return recoveryPushed{Session: s.ID, TaskID: s.TaskID, AgentAvailable: available, Always: true, history: history}.Apply(ctx, tx, emit)
+		emit(messageAdded(a, m))
 	}
+	t.State, t.EndedAt, t.InterruptReason = store.TurnInterrupted, &now, "daemon_restart"
+	if err := tx.UpdateTurn(ctx, t); err != nil {
+		return err
+	}
+	emit(turnEndedDraft(a.id, a.sess.TaskID, t, dangling))
+	return nil
 }
 
 // ResumeOnStart restores resumable sessions in the background (eager mode),

@@ -111,31 +111,29 @@ func emitState(ctx context.Context, tx *store.Store, emit events.Emit, sess stor
 
 // emitTaskFollow moves the task to the state its session implies.
 func emitTaskFollow(ctx context.Context, tx *store.Store, emit events.Emit, sess store.Session) error {
-	var want store.TaskState
-	switch sess.State {
-	case store.SessionRunning:
-		want = store.TaskInProgress
-	case store.SessionWaitingForInput:
-		busy, _, err := tx.ListSessions(ctx, store.SessionFilter{TaskID: sess.TaskID, States: []store.SessionState{store.SessionRunning}, Limit: 1})
-		if err != nil {
-			return err
-		}
-		if len(busy) > 0 {
+	if sess.State != store.SessionRunning && sess.State != store.SessionWaitingForInput {
+		return nil
+	}
+	// One read: the task's state and whether another session runs.
+	prev, busy, err := tx.TaskFollow(ctx, sess.TaskID)
+	if err != nil {
+		return err
+	}
+	want := store.TaskInProgress
+	if sess.State == store.SessionWaitingForInput {
+		if busy {
 			return nil
 		}
 		want = store.TaskReview
-	default:
-		return nil
 	}
-	task, err := tx.GetTask(ctx, sess.TaskID)
-	if err != nil || task.State == want {
-		return err
+	if prev == want {
+		return nil
 	}
 	if err := tx.SetTaskState(ctx, sess.TaskID, want); err != nil {
 		return err
 	}
 	emit(events.Draft{TaskID: sess.TaskID, Type: events.TaskStateChanged, Payload: &events.TaskStateChangedData{
-		Common: events.Common{SessionID: sess.ID}, State: want, PreviousState: task.State}})
+		Common: events.Common{SessionID: sess.ID}, State: want, PreviousState: prev}})
 	return nil
 }
 

@@ -208,14 +208,12 @@ func sessionStateStrings(states []SessionState) []string {
 // UpdateSessionState moves a session to state. Entering a terminal state
 // records closed_at (keeping the first close time); any other state clears it.
 func (s *Store) UpdateSessionState(ctx context.Context, id string, state SessionState) error {
-	ts := toDBTime(now())
-	set := map[string]any{"state": string(state), "updated_at": ts}
+	q := sessionStateSQL
 	if state.Terminal() {
-		set["closed_at"] = gorm.Expr("COALESCE(closed_at, ?)", ts)
-	} else {
-		set["closed_at"] = nil
+		q = sessionClosedStateSQL
 	}
-	return s.updateSession(ctx, id, set)
+	return updateRow(s.db.WithContext(ctx), "update session", func() error { return sessionNotFound(id) },
+		q, string(state), toDBTime(now()), id)
 }
 
 // SetSessionPlan stores the latest ACP plan; nil clears it.
@@ -255,7 +253,8 @@ func (s *Store) SetSessionInjectContext(ctx context.Context, id string, pending 
 // SetSessionQueueHeld records whether the session's queued turns wait for
 // the user (set by start-up reconciliation, cleared by continue or prompt).
 func (s *Store) SetSessionQueueHeld(ctx context.Context, id string, held bool) error {
-	return s.updateSession(ctx, id, map[string]any{"queue_held": held})
+	return updateRow(s.db.WithContext(ctx), "update session", func() error { return sessionNotFound(id) },
+		sessionQueueHeldSQL, held, toDBTime(now()), id)
 }
 
 func (s *Store) updateSession(ctx context.Context, id string, set map[string]any) error {
@@ -302,34 +301,10 @@ func (s *Store) ExecutorsOf(ctx context.Context, sessionIDs []string) (map[strin
 func (s *Store) UpdateExecutor(ctx context.Context, e Executor) error {
 	e.UpdatedAt = now()
 	r := fromExecutor(e)
-	res := s.db.WithContext(ctx).Table("executors_running").Where("session_id = ?", e.SessionID).
-		Updates(map[string]any{
-			"runtime":                 r.Runtime,
-			"status":                  r.Status,
-			"agent_execution_id":      r.AgentExecutionID,
-			"pid":                     r.PID,
-			"host_url":                r.HostURL,
-			"resume_token":            r.ResumeToken,
-			"supports_session_resume": r.SupportsSessionResume,
-			"supports_load":           r.SupportsLoad,
-			"supports_workspace_only": r.SupportsWorkspaceOnly,
-			"worktree_path":           r.WorktreePath,
-			"worktree_branch":         r.WorktreeBranch,
-			"last_seen_at":            r.LastSeenAt,
-			"error_message":           r.ErrorMessage,
-			"error_code":              r.ErrorCode,
-			"error_profile":           r.ErrorProfile,
-			"exit_code":               r.ExitCode,
-			"exit_signal":             r.ExitSignal,
-			"updated_at":              r.UpdatedAt,
-		})
-	if res.Error != nil {
-		return internal(res.Error, "update executor")
-	}
-	if res.RowsAffected == 0 {
-		return sessionNotFound(e.SessionID)
-	}
-	return nil
+	return updateRow(s.db.WithContext(ctx), "update executor", func() error { return sessionNotFound(e.SessionID) },
+		updateExecutorSQL, r.Runtime, r.Status, r.AgentExecutionID, r.PID, r.HostURL, r.ResumeToken,
+		r.SupportsSessionResume, r.SupportsLoad, r.SupportsWorkspaceOnly, r.WorktreePath, r.WorktreeBranch,
+		r.LastSeenAt, r.ErrorMessage, r.ErrorCode, r.ErrorProfile, r.ExitCode, r.ExitSignal, r.UpdatedAt, e.SessionID)
 }
 
 // ListExecutorsByStatus returns the executor rows in one of statuses (all

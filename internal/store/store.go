@@ -120,7 +120,7 @@ func OpenWith(ctx context.Context, path string, cfg Config) (*Store, error) {
 		_ = sqlDB.Close()
 		return nil, err
 	}
-	if err := prepareOnPool(ctx, gdb, slices.Concat(messageStatements, eventStatements, recoveryStatements)...); err != nil {
+	if err := prepareOnPool(ctx, gdb, slices.Concat(messageStatements, eventStatements, recoveryStatements, updateStatements)...); err != nil {
 		_ = sqlDB.Close()
 		return nil, err
 	}

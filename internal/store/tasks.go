@@ -2,6 +2,9 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
+	"time"
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
@@ -92,10 +95,24 @@ func (s *Store) UpdateTask(ctx context.Context, id string, title *string, state 
 // SetTaskState moves a task to state; the session layer derives task state
 // from its sessions (DESIGN.md section 2).
 func (s *Store) SetTaskState(ctx context.Context, id string, state TaskState) error {
-	return updateByID(s.db.WithContext(ctx), "tasks", id, map[string]any{
-		"state":      string(state),
-		"updated_at": toDBTime(now()),
-	}, errcode.TaskNotFound, "task")
+	return updateRow(s.db.WithContext(ctx), "update task", func() error { return notFound(errcode.TaskNotFound, "task", id) },
+		taskStateSQL, string(state), toDBTime(now()), id)
+}
+
+// TaskFollow returns what a task following its sessions' states needs:
+// its state and whether one of its sessions is running a turn.
+func (s *Store) TaskFollow(ctx context.Context, id string) (state TaskState, running bool, err error) {
+	db := s.db.WithContext(ctx)
+	defer traced(db, time.Now(), taskFollowSQL, func() int64 { return 1 })
+	var st string
+	err = db.Statement.ConnPool.QueryRowContext(db.Statement.Context, taskFollowSQL, id).Scan(&st, &running)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return "", false, notFound(errcode.TaskNotFound, "task", id)
+	case err != nil:
+		return "", false, internal(err, "get task")
+	}
+	return TaskState(st), running, nil
 }
 
 // updateByID updates columns of the row with primary key id in table and

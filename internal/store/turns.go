@@ -98,31 +98,10 @@ func (s *Store) ListTurnsByState(ctx context.Context, sessionID string, states .
 // PromptID) with t. Seq and CreatedAt are fixed at creation and ignored here.
 func (s *Store) UpdateTurn(ctx context.Context, t Turn) error {
 	r := fromTurn(t)
-	res := s.db.WithContext(ctx).Table("turns").
-		Where("session_id = ? AND prompt_id = ?", t.SessionID, t.PromptID).
-		Updates(map[string]any{
-			"kind":                r.Kind,
-			"state":               r.State,
-			"prompt":              r.Prompt,
-			"stop_reason":         r.StopReason,
-			"error_code":          r.ErrorCode,
-			"error_message":       r.ErrorMessage,
-			"interrupt_reason":    r.InterruptReason,
-			"exit_code":           r.ExitCode,
-			"exit_signal":         r.ExitSignal,
-			"continues_prompt_id": r.ContinuesPromptID,
-			"cancel_requested":    r.CancelRequested,
-			"context_injected":    r.ContextInjected,
-			"started_at":          r.StartedAt,
-			"delivered_at":        r.DeliveredAt,
-			"ended_at":            r.EndedAt,
-		})
-	if res.Error != nil {
-		return internal(res.Error, "update turn")
-	}
-	if res.RowsAffected == 0 {
+	return updateRow(s.db.WithContext(ctx), "update turn", func() error {
 		return errcode.New(errcode.TurnNotFound,
 			"turn %q not found in session %q", t.PromptID, t.SessionID).With("promptId", t.PromptID)
-	}
-	return nil
+	}, updateTurnSQL, r.Kind, r.State, r.Prompt, r.StopReason, r.ErrorCode, r.ErrorMessage, r.InterruptReason,
+		r.ExitCode, r.ExitSignal, r.ContinuesPromptID, r.CancelRequested, r.ContextInjected,
+		r.StartedAt, r.DeliveredAt, r.EndedAt, t.SessionID, t.PromptID)
 }
