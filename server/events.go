@@ -21,8 +21,11 @@ const (
 	defaultHeartbeat = 15 * time.Second
 	// retryMillis is the reconnect delay EventSource clients are told once.
 	retryMillis = 2000
-	// replayPage bounds one read of the log during catch-up.
-	replayPage = 1000
+	// replayPage and replayBytes bound one read of the log during
+	// catch-up: it stops at whichever comes first, then the frames read
+	// are written (flushBytes at a time) with no read open.
+	replayPage  = 4000
+	replayBytes = 1 << 20
 	// flushBytes is how much is buffered before a write: frames are
 	// batched so a burst costs one syscall, not one per event.
 	flushBytes = 64 << 10
@@ -143,6 +146,10 @@ type source interface {
 	subscribe() (*events.Subscription, error)
 	position(ctx context.Context) (position, error)
 	list(ctx context.Context, after int64, limit int) ([]store.Event, error)
+	// scan is list for the replay: fn gets each event (its Payload valid
+	// only during the call) until it returns false; it reports how many
+	// events it read.
+	scan(ctx context.Context, after int64, limit int, fn func(store.Event) bool) (int, error)
 	// num is an event's number in this stream (seq or global id).
 	num(e store.Event) int64
 	// dense reports whether numbers have no holes, so a jump is a gap.
@@ -191,6 +198,14 @@ func (s *sessionSource) list(ctx context.Context, after int64, limit int) ([]sto
 	return s.st.ListSessionEvents(ctx, s.id, after, limit)
 }
 
+// scan hands the page to fn without building it: the stored payload goes
+// straight into the frame.
+func (s *sessionSource) scan(ctx context.Context, after int64, limit int, fn func(store.Event) bool) (int, error) {
+	return s.st.ScanSessionEvents(ctx, s.id, after, limit, func(r store.ReplayRow) bool {
+		return fn(store.Event{SessionID: s.id, Seq: r.Seq, Type: r.Type, Payload: r.Payload})
+	})
+}
+
 func (s *sessionSource) num(e store.Event) int64 { return e.Seq }
 func (s *sessionSource) dense() bool             { return true }
 func (s *sessionSource) keep(store.Event) bool   { return true }
@@ -226,6 +241,19 @@ func (g *globalSource) position(ctx context.Context) (position, error) {
 
 func (g *globalSource) list(ctx context.Context, after int64, limit int) ([]store.Event, error) {
 	return g.st.ListGlobalEvents(ctx, after, limit)
+}
+
+func (g *globalSource) scan(ctx context.Context, after int64, limit int, fn func(store.Event) bool) (int, error) {
+	page, err := g.list(ctx, after, limit)
+	if err != nil {
+		return 0, err
+	}
+	for i, e := range page {
+		if !fn(e) {
+			return i + 1, nil
+		}
+	}
+	return len(page), nil
 }
 
 func (g *globalSource) num(e store.Event) int64 { return e.ID }

@@ -178,29 +178,35 @@ func (s *sseStream) cutOff() bool {
 	}
 }
 
-// replay sends the log's events after s.done up to s.pos.head.
+// replay sends the log's events after s.done up to s.pos.head. Each read
+// of the log only buffers frames (up to replayPage events or replayBytes);
+// they are written once the read has ended, so a slow client never holds
+// a read of the database open.
 func (s *sseStream) replay() error {
 	for s.done < s.pos.head && !s.end {
-		page, err := s.src.list(s.ctx, s.done, replayPage)
+		atHead, full := false, false
+		n, err := s.src.scan(s.ctx, s.done, replayPage, func(e store.Event) bool {
+			if s.src.num(e) > s.pos.head || s.end {
+				atHead = true
+				return false
+			}
+			s.emit(e)
+			full = len(s.buf) >= replayBytes
+			return !full
+		})
 		if err != nil {
 			return err
 		}
-		if len(page) == 0 {
+		// A page cut short by neither limit is the end of the log:
+		// everything up to head was committed before the stream opened.
+		// The last page stays buffered: it goes out with replay_complete
+		// in one write, as a client that drops the connection as soon as
+		// it has the events may expect.
+		if n == 0 || atHead || s.end || (n < replayPage && !full) {
 			break
 		}
-		for _, e := range page {
-			if s.src.num(e) > s.pos.head || s.end {
-				break
-			}
-			s.emit(e)
-			if len(s.buf) >= flushBytes {
-				if err := s.flush(); err != nil {
-					return err
-				}
-			}
-		}
-		if s.src.num(page[len(page)-1]) >= s.pos.head {
-			break
+		if err := s.flush(); err != nil {
+			return err
 		}
 	}
 	// Everything up to head has been delivered: on the global stream the
@@ -374,16 +380,19 @@ func (s *sseStream) flush() error {
 	if len(s.buf) == 0 {
 		return nil
 	}
-	_ = s.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-	// The lag watcher may have shortened the deadline just before the
-	// line above; keep its shorter one.
-	if s.lagged.Load() {
-		_ = s.rc.SetWriteDeadline(time.Now().Add(lagGrace))
-	}
 	// The hub reads how long this write is in flight to tell a stalled
-	// client (socket buffers full) from a quiet one.
-	s.sub.WriteStarted()
-	_, err := s.w.Write(s.buf)
+	// client (socket buffers full) from a quiet one. A replay buffers up
+	// to replayBytes; it is written flushBytes at a time, each under its
+	// own deadline, so a client is held to the same pace whatever the
+	// buffer's size.
+	var err error
+	for b := s.buf; len(b) > 0 && err == nil; {
+		n := min(len(b), flushBytes)
+		s.setDeadline()
+		s.sub.WriteStarted()
+		_, err = s.w.Write(b[:n])
+		b = b[n:]
+	}
 	s.buf = s.buf[:0]
 	if err == nil {
 		err = s.rc.Flush()
@@ -394,6 +403,17 @@ func (s *sseStream) flush() error {
 		return errors.Join(errClientGone, err)
 	}
 	return nil
+}
+
+// setDeadline bounds the next write by writeTimeout, or by lagGrace once
+// the hub has cut the subscriber off.
+func (s *sseStream) setDeadline() {
+	_ = s.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	// The lag watcher may have shortened the deadline just before the
+	// line above; keep its shorter one.
+	if s.lagged.Load() {
+		_ = s.rc.SetWriteDeadline(time.Now().Add(lagGrace))
+	}
 }
 
 // watchLag shortens the write deadline as soon as the hub cuts this

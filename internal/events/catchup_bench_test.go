@@ -11,10 +11,12 @@ import (
 	"net/http/httptest"
 	"os/exec"
 	"testing"
+	"time"
 
 	"github.com/tether/tether/internal/agents"
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/sessions"
+	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/server"
 )
 
@@ -27,6 +29,8 @@ const catchUpEvents = 100_000
 //
 //   - store: ListSessionEvents pages of 1000 (what the SSE handler reads),
 //     with a plain context and (store-reqctx) with a cancellable one.
+//   - store-scan: ScanSessionEvents pages of 4000, what the SSE
+//     handler reads now (rows handed over in reused buffers).
 //   - http: GET /session/{id}/events?follow=false through the real server
 //     (auth, request validation, SSE framing, loopback TCP), timed until
 //     the replay_complete frame has been read.
@@ -52,8 +56,33 @@ func BenchmarkCatchUp(b *testing.B) {
 		benchListAll(b, l, rctx)
 	})
 
+	b.Run("store-scan", func(b *testing.B) {
+		for b.Loop() {
+			var after int64
+			n := 0
+			for {
+				got, err := l.st.ScanSessionEvents(ctx, sid, after, 4000, func(r store.ReplayRow) bool {
+					after = r.Seq
+					return true
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if got == 0 {
+					break
+				}
+				n += got
+			}
+			if n != catchUpEvents {
+				b.Fatalf("replayed %d events, want %d", n, catchUpEvents)
+			}
+		}
+		reportCatchUp(b)
+	})
+
 	b.Run("http", func(b *testing.B) {
 		url := startServer(b, l) + "/session/" + sid + "/events?follow=false"
+		cpu0 := cpuClock(b)
 		for b.Loop() {
 			n, err := replayHTTP(url)
 			if err != nil {
@@ -63,6 +92,7 @@ func BenchmarkCatchUp(b *testing.B) {
 				b.Fatalf("replayed %d events, want %d", n, catchUpEvents)
 			}
 		}
+		b.ReportMetric(float64(cpuClock(b)-cpu0)/float64(time.Microsecond)/float64(b.N*catchUpEvents), "cpu-µs/event")
 		reportCatchUp(b)
 	})
 }

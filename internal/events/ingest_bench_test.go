@@ -25,7 +25,14 @@ const ingestWindow = 1024
 // only when every subscriber has received everything, so fan-out is in
 // the figure. A subscriber the hub cuts off for lagging is counted in the
 // "lagged" metric (it would reconnect from the log in the daemon).
+//
+// baseline=raw-sqlite is the same rows inserted by database/sql alone
+// (benchRawInsert): the ratio of subs=10 to it is what the writer, the
+// hub and the subscribers cost on top of SQLite; raw-sqlite-nockpt is
+// the same without any checkpoint.
 func BenchmarkIngest(b *testing.B) {
+	b.Run("baseline=raw-sqlite", func(b *testing.B) { benchRawInsert(b, true) })
+	b.Run("baseline=raw-sqlite-nockpt", func(b *testing.B) { benchRawInsert(b, false) })
 	for _, subs := range []int{0, 10, 100} {
 		b.Run(fmt.Sprintf("subs=%d", subs), func(b *testing.B) {
 			benchIngest(b, subs, 100, chunkOp)
@@ -114,6 +121,7 @@ func benchIngest(b *testing.B, subs, perPrompt int, mkOp opFunc) {
 
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := cpuClock(b)
 	var prod sync.WaitGroup
 	errs := make([]error, ingestSessions)
 	for si, sid := range l.sessions {
@@ -130,6 +138,7 @@ func benchIngest(b *testing.B, subs, perPrompt int, mkOp opFunc) {
 	prod.Wait()
 	recv.Wait()
 	b.StopTimer()
+	reportCPU(b, cpu0)
 	for _, err := range errs {
 		if err != nil {
 			b.Fatal(err)
@@ -139,4 +148,7 @@ func benchIngest(b *testing.B, subs, perPrompt int, mkOp opFunc) {
 	b.ReportMetric(float64(b.N)/sec, "events/s")
 	b.ReportMetric(float64(b.N*subs)/sec, "deliveries/s")
 	b.ReportMetric(float64(lagged.Load()), "lagged")
+	if evs, batches := l.w.Stats(); batches > 0 {
+		b.ReportMetric(float64(evs)/float64(batches), "events/batch")
+	}
 }

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -53,5 +54,35 @@ func TestMarshalPayloadCommonMembers(t *testing.T) {
 				t.Errorf("got %s, want %s", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestFastPayloadJSONMatchesEncodingJSON checks the hand-written chunk
+// encoder against encoding/json, byte for byte, on the strings where
+// JSON encoders differ.
+func TestFastPayloadJSONMatchesEncodingJSON(t *testing.T) {
+	texts := []struct{ name, s string }{
+		{"empty", ""},
+		{"plain", "streamed agent text"},
+		{"quotes and backslashes", `say "hi" \ bye`},
+		{"controls", "a\nb\rc\td\be\ff\x00g\x1fh\x7f"},
+		{"html", "<script>a && b</script>"},
+		{"line separators", "x\u2028y\u2029z"},
+		{"non-ASCII", "héllo wörld 日本 🎉"},
+		{"invalid UTF-8", "bad \xff\xfe byte \xe2\x82"},
+	}
+	for _, tc := range texts {
+		for _, c := range []Common{{}, {SessionID: "s", TaskID: "t", PromptID: "p<&>"}, {TaskID: "t"}} {
+			t.Run(tc.name, func(t *testing.T) {
+				p := &MessageChunkData{Common: c, MessageID: -42, Role: "agent", Text: tc.s}
+				want, err := json.Marshal(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := p.appendJSON(nil); string(got) != string(want) {
+					t.Fatalf("got %s, want %s", got, want)
+				}
+			})
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,6 +23,8 @@ type benchLog struct {
 	w        *events.Writer
 	taskID   string
 	sessions []string
+	// path is the database file (the raw-insert baseline opens it too).
+	path string
 }
 
 // openBenchLog opens a fresh database in tb.TempDir() and creates
@@ -32,7 +35,8 @@ type benchLog struct {
 func openBenchLog(tb testing.TB, nSessions int) *benchLog {
 	tb.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(tb.TempDir(), "tether.db"))
+	path := filepath.Join(tb.TempDir(), "tether.db")
+	st, err := store.Open(ctx, path)
 	if err != nil {
 		tb.Fatalf("open store: %v", err)
 	}
@@ -41,7 +45,7 @@ func openBenchLog(tb testing.TB, nSessions int) *benchLog {
 	if err != nil {
 		tb.Fatalf("writer: %v", err)
 	}
-	l := &benchLog{st: st, hub: hub, w: w}
+	l := &benchLog{st: st, hub: hub, w: w, path: path}
 	tb.Cleanup(func() {
 		w.Close()
 		_ = st.Close()
@@ -73,17 +77,28 @@ func openBenchLog(tb testing.TB, nSessions int) *benchLog {
 var chunkText = strings.Repeat("streamed agent text ", 4)[:72]
 
 // chunkOp is the op an agent's message chunk turns into, minus the
-// transcript row: one message.chunk event. sentAt (unix ns) lets a
-// subscriber measure publish→receive latency.
+// transcript row: one message.chunk event with the typed payload the
+// session actor emits. sentAt (unix ns), when set, lets a subscriber
+// measure publish→receive latency.
 func chunkOp(l *benchLog, sid, promptID string, sentAt int64) events.Apply {
 	return func(tx *store.Store, emit events.Emit) error {
-		p := map[string]any{"taskId": l.taskID, "messageId": 42, "role": "agent", "text": chunkText}
+		d := events.Draft{SessionID: sid, Type: events.MessageChunk, PromptID: promptID}
+		c := events.MessageChunkData{Common: events.Common{TaskID: l.taskID}, MessageID: 42, Role: store.RoleAgent, Text: chunkText}
 		if sentAt != 0 {
-			p["sentAt"] = sentAt
+			d.Payload = &stampedChunk{MessageChunkData: c, SentAt: sentAt}
+		} else {
+			d.Payload = &c
 		}
-		emit(events.Draft{SessionID: sid, Type: events.MessageChunk, PromptID: promptID, Payload: p})
+		emit(d)
 		return nil
 	}
+}
+
+// stampedChunk is a message.chunk payload carrying the time its op was
+// submitted, for BenchmarkLatency.
+type stampedChunk struct {
+	events.MessageChunkData
+	SentAt int64 `json:"sentAt"`
 }
 
 // promptID is a UUID-sized prompt id, as the daemon assigns them.
@@ -150,6 +165,22 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 	}
 	i := int(q * float64(len(sorted)-1))
 	return sorted[i]
+}
+
+// cpuClock reads the process's CPU time (user and system). On a shared
+// machine events/s depends on how much CPU the run got; CPU time per event
+// is what the code costs.
+func cpuClock(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU reports the CPU time per event since start (a cpuClock reading).
+func reportCPU(b *testing.B, start time.Duration) {
+	b.ReportMetric(float64(cpuClock(b)-start)/float64(time.Microsecond)/float64(b.N), "cpu-µs/event")
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

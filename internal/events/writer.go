@@ -422,6 +422,10 @@ func marshalPayload(d Draft) (json.RawMessage, error) {
 		p = map[string]any{}
 	}
 	switch v := p.(type) {
+	case *MessageChunkData:
+		// The exact type only: a type embedding it has members of its own.
+		v.fill(d)
+		return v.appendJSON(make([]byte, 0, 128+len(v.Text))), nil
 	case Payload:
 		v.common().fill(d)
 	case map[string]any:

@@ -7,7 +7,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -30,13 +32,18 @@ type Event struct {
 
 // AppendEvents inserts events whose ID and Seq the caller (the single event
 // writer) has already assigned. Multi-row statements keep group commits of
-// thousands of events cheap.
+// thousands of events cheap. It is the writer's hot path: the statements
+// are prepared on the pool at Open (prepareOnPool, so each connection
+// compiles them once, not every transaction) and run through the
+// connection directly, without gorm's callbacks and reflection.
 func (s *Store) AppendEvents(ctx context.Context, evs []Event) error {
+	bufp := eventArgs.Get().(*[]any)
+	defer eventArgs.Put(bufp)
+	conn := s.db.Statement.ConnPool
 	for len(evs) > 0 {
-		// Only a few statement shapes (256, 64, 16, 4 or 1 rows), so the
-		// prepared-statement cache stays small and always hits.
+		// Only a few statement shapes, so every batch hits a prepared one.
 		n := 1
-		for _, size := range []int{256, 64, 16, 4} {
+		for _, size := range eventInsertSizes {
 			if len(evs) >= size {
 				n = size
 				break
@@ -44,14 +51,8 @@ func (s *Store) AppendEvents(ctx context.Context, evs []Event) error {
 		}
 		batch := evs[:n]
 		evs = evs[n:]
-		var sb strings.Builder
-		sb.WriteString("INSERT INTO events (id, session_id, seq, type, prompt_id, is_global, payload, created_at) VALUES ")
-		args := make([]any, 0, n*8)
-		for i, e := range batch {
-			if i > 0 {
-				sb.WriteByte(',')
-			}
-			sb.WriteString("(?,?,?,?,?,?,?,?)")
+		args := (*bufp)[:0]
+		for _, e := range batch {
 			var sid, seq, pid any
 			if e.SessionID != "" {
 				sid, seq = e.SessionID, e.Seq
@@ -61,12 +62,58 @@ func (s *Store) AppendEvents(ctx context.Context, evs []Event) error {
 			}
 			args = append(args, e.ID, sid, seq, e.Type, pid, boolInt(e.Global), string(e.Payload), formatTime(e.Time))
 		}
-		if err := s.db.WithContext(ctx).Exec(sb.String(), args...).Error; err != nil {
+		start := time.Now()
+		_, err := conn.ExecContext(context.WithoutCancel(ctx), appendEventsSQL[n], args...)
+		if d := time.Since(start); d > slowQueryThreshold {
+			// gorm's slow-query logger does not see statements run on the
+			// connection directly.
+			slog.Default().WarnContext(ctx, "store: slow query", "elapsed", d, "rows", n, "sql", "INSERT INTO events")
+		}
+		clear(args) // let the pooled buffer drop the payloads
+		*bufp = args[:0]
+		if err != nil {
 			return internal(err, "append events")
 		}
+		s.stmts.Add(1)
 	}
 	return nil
 }
+
+// eventInsertSizes are the row counts of the INSERT statements
+// AppendEvents uses, largest first (a batch is cut into these).
+var eventInsertSizes = []int{256, 64, 16, 4, 1}
+
+// appendEventsSQL maps a row count of eventInsertSizes to its statement.
+var appendEventsSQL = func() map[int]string {
+	m := map[int]string{}
+	for _, n := range eventInsertSizes {
+		var sb strings.Builder
+		sb.WriteString("INSERT INTO events (id, session_id, seq, type, prompt_id, is_global, payload, created_at) VALUES ")
+		for i := range n {
+			if i > 0 {
+				sb.WriteByte(',')
+			}
+			sb.WriteString("(?,?,?,?,?,?,?,?)")
+		}
+		m[n] = sb.String()
+	}
+	return m
+}()
+
+// eventStatements are the statements prepareOnPool prepares at Open.
+var eventStatements = func() []string {
+	out := make([]string, 0, len(eventInsertSizes))
+	for _, n := range eventInsertSizes {
+		out = append(out, appendEventsSQL[n])
+	}
+	return out
+}()
+
+// eventArgs recycles AppendEvents' argument slices (8 per row).
+var eventArgs = sync.Pool{New: func() any {
+	b := make([]any, 0, eventInsertSizes[0]*8)
+	return &b
+}}
 
 func boolInt(b bool) int {
 	if b {

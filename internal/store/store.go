@@ -8,6 +8,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -44,6 +45,15 @@ type Store struct {
 	// stmts counts the SQL statements both pools have run (shared by the
 	// Stores bound to transactions).
 	stmts *atomic.Int64
+	// ckpt checkpoints the WAL and replay is replaySQL prepared on the
+	// read pool (both nil in Stores bound to a transaction).
+	ckpt   *checkpointer
+	replay *sql.Stmt
+}
+
+// Config tunes a Store (OpenWith); the zero value is Open's defaults.
+type Config struct {
+	Checkpoint CheckpointConfig
 }
 
 // Statements is how many SQL statements the store has run since Open, on
@@ -56,6 +66,11 @@ func (s *Store) Statements() int64 { return s.stmts.Load() }
 // migrated by a newer tetherd, since this binary cannot know what the newer
 // schema means.
 func Open(ctx context.Context, path string) (*Store, error) {
+	return OpenWith(ctx, path, Config{})
+}
+
+// OpenWith is Open with settings.
+func OpenWith(ctx context.Context, path string, cfg Config) (*Store, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "store: resolve database path %q", path)
@@ -70,7 +85,8 @@ func Open(ctx context.Context, path string) (*Store, error) {
 
 	stmts := new(atomic.Int64)
 	ql := slowQueryLogger{log: slog.Default(), threshold: slowQueryThreshold, stmts: stmts}
-	gdb, err := gorm.Open(sqlite.Open(dsn(abs)), &gorm.Config{
+	registerWriterDriver()
+	gdb, err := gorm.Open(sqlite.New(sqlite.Config{DriverName: writerDriver, DSN: dsn(abs)}), &gorm.Config{
 		Logger: ql,
 		// The writer runs the same few statements all day (event inserts,
 		// chunk appends): prepare them once per connection.
@@ -103,7 +119,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		_ = sqlDB.Close()
 		return nil, err
 	}
-	if err := prepareOnPool(ctx, gdb, messageStatements...); err != nil {
+	if err := prepareOnPool(ctx, gdb, append(messageStatements, eventStatements...)...); err != nil {
 		_ = sqlDB.Close()
 		return nil, err
 	}
@@ -116,7 +132,29 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		_ = sqlDB.Close()
 		return nil, errcode.Wrap(errcode.Internal, err, "store: open read pool %s", abs)
 	}
-	return &Store{db: gdb, rdb: rdb, stmts: stmts}, nil
+	closeAll := func() {
+		_ = sqlDB.Close()
+		if r, err := rdb.DB(); err == nil {
+			_ = r.Close()
+		}
+	}
+	readDB, err := rdb.DB()
+	if err != nil {
+		closeAll()
+		return nil, errcode.Wrap(errcode.Internal, err, "store: open read pool %s", abs)
+	}
+	replay, err := readDB.PrepareContext(ctx, replaySQL)
+	if err != nil {
+		closeAll()
+		return nil, internal(err, "prepare replay")
+	}
+	ckpt, err := newCheckpointer(ctx, sqlDB, cfg.Checkpoint)
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	ckpt.start()
+	return &Store{db: gdb, rdb: rdb, stmts: stmts, ckpt: ckpt, replay: replay}, nil
 }
 
 // pinTransactionContexts makes every statement that runs inside a write
@@ -207,6 +245,12 @@ func migrate(ctx context.Context, gdb *gorm.DB) error {
 
 // Close releases the database. The Store must not be used afterwards.
 func (s *Store) Close() error {
+	if s.ckpt != nil {
+		s.ckpt.close() // before the pools: it runs on the write pool
+	}
+	if s.replay != nil {
+		_ = s.replay.Close()
+	}
 	sqlDB, err := s.db.DB()
 	if err != nil {
 		return errcode.Wrap(errcode.Internal, err, "store: close")

@@ -1,0 +1,129 @@
+package events_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/store"
+)
+
+// rawBatch is the writer's default batch (WriterConfig.MaxBatch) and
+// rawRows the rows of its largest INSERT (store.AppendEvents): the
+// baseline commits the same transactions of the same statements.
+const (
+	rawBatch = 512
+	rawRows  = 256
+)
+
+// benchRawInsert is BenchmarkIngest's baseline: the rows the writer
+// stores for b.N message.chunk events (same columns, same payload JSON,
+// ids and seqs assigned the same way), inserted with database/sql alone —
+// multi-row INSERTs prepared once, rawBatch rows a transaction — into a
+// database the store created, opened with the store's pragmas (WAL,
+// synchronous=NORMAL, immediate transactions). No hub, no subscribers,
+// no op callbacks: what SQLite itself costs for this ingest. With
+// autoCheckpoint (SQLite's default) the commit that takes the WAL past
+// 1,000 pages checkpoints it; without, nothing checkpoints during the run
+// (the pure insert cost; the store's checkpointer is stopped with it).
+func benchRawInsert(b *testing.B, autoCheckpoint bool) {
+	l := openBenchLog(b, ingestSessions)
+	l.w.Close() // the raw connection is the only writer
+	if !autoCheckpoint {
+		if err := l.st.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	db, err := sql.Open("sqlite3", rawDSN(l.path))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	ctx := context.Background()
+	if !autoCheckpoint {
+		if _, err := db.ExecContext(ctx, "PRAGMA wal_autocheckpoint = 0"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	many, err := db.PrepareContext(ctx, rawInsertSQL(rawRows))
+	if err != nil {
+		b.Fatal(err)
+	}
+	one, err := db.PrepareContext(ctx, rawInsertSQL(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	payloads := make([]string, ingestSessions)
+	for si, sid := range l.sessions {
+		p, err := json.Marshal(&events.MessageChunkData{Common: events.Common{SessionID: sid, TaskID: l.taskID, PromptID: promptID(si * 1_000_000)},
+			MessageID: 42, Role: store.RoleAgent, Text: chunkText})
+		if err != nil {
+			b.Fatal(err)
+		}
+		payloads[si] = string(p)
+	}
+	seqs := make([]int64, ingestSessions)
+	args := make([]any, 0, rawRows*8)
+	var id int64
+	if err := db.QueryRowContext(ctx, "SELECT COALESCE(MAX(id), 0) FROM events").Scan(&id); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuClock(b)
+	for done := 0; done < b.N; {
+		n := min(rawBatch, b.N-done)
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for left := n; left > 0; {
+			rows, stmt := 1, one
+			if left >= rawRows {
+				rows, stmt = rawRows, many
+			}
+			args = args[:0]
+			for range rows {
+				si := int(id) % ingestSessions
+				id++
+				seqs[si]++
+				args = append(args, id, l.sessions[si], seqs[si], events.MessageChunk, promptID(si*1_000_000), 0,
+					payloads[si], time.Now().UTC().Format("2006-01-02T15:04:05.000000000Z"))
+			}
+			if _, err := tx.Stmt(stmt).ExecContext(ctx, args...); err != nil {
+				b.Fatal(err)
+			}
+			left -= rows
+		}
+		if err := tx.Commit(); err != nil {
+			b.Fatal(err)
+		}
+		done += n
+	}
+	b.StopTimer()
+	reportCPU(b, cpu0)
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// rawDSN opens path with the pragmas store.Open sets.
+func rawDSN(path string) string {
+	q := url.Values{}
+	q.Set("_journal_mode", "WAL")
+	q.Set("_busy_timeout", "5000")
+	q.Set("_foreign_keys", "on")
+	q.Set("_synchronous", "NORMAL")
+	q.Set("_txlock", "immediate")
+	return (&url.URL{Scheme: "file", Path: path, RawQuery: q.Encode()}).String()
+}
+
+// rawInsertSQL is an n-row INSERT into the events table.
+func rawInsertSQL(n int) string {
+	return "INSERT INTO events (id, session_id, seq, type, prompt_id, is_global, payload, created_at) VALUES " +
+		strings.TrimSuffix(strings.Repeat("(?,?,?,?,?,?,?,?),", n), ",")
+}
