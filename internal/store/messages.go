@@ -29,8 +29,8 @@ const (
 	// latestMessageSQL reads the session's latest message without its text.
 	latestMessageSQL = `SELECT id, prompt_id, role FROM messages WHERE session_id = ? ORDER BY id DESC LIMIT 1`
 	appendChunkSQL   = `INSERT INTO message_chunks (message_id, text, created_at) VALUES (?, ?, ?)`
-	insertMessageSQL = `INSERT INTO messages (session_id, prompt_id, role, text, content, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`
+	insertMessageSQL = `INSERT INTO messages (id, session_id, prompt_id, role, text, content, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
 	messageChunksSQL = `SELECT message_id, text, created_at FROM message_chunks WHERE message_id = ? ORDER BY id`
 	foldMessageSQL   = `UPDATE messages SET text = text || ?, updated_at = ? WHERE id = ?`
 	dropChunksSQL    = `DELETE FROM message_chunks WHERE message_id = ?`
@@ -65,12 +65,35 @@ func execFast(db *gorm.DB, query string, args ...any) (sql.Result, error) {
 	return db.Statement.ConnPool.ExecContext(db.Statement.Context, query, args...)
 }
 
-// AppendMessageChunk records a streamed text chunk. If the session's latest
-// message (highest id) belongs to the same prompt and role, the chunk is
-// appended to it; otherwise a new message starts. This keeps the transcript
-// one message per uninterrupted run of a role, as users read it. Either way
-// the cost does not depend on the length of the message: a continuing chunk
-// is one INSERT of a chunk row, whatever the message holds already.
+// NewMessageID reserves the id of a message about to be added (AddMessage
+// with Message.ID set). The session actor takes it before it submits the
+// message to the writer, so that the chunks that follow can name their
+// message (AppendChunk) without reading it back, and so that a batch the
+// writer redoes writes the same rows. Ids come from one counter per
+// database, seeded at Open from the highest stored id and used by every
+// insert, so a reserved id is never taken by another message; an id whose
+// write failed is simply never used.
+func (s *Store) NewMessageID() int64 { return s.msgIDs.Add(1) }
+
+// AppendChunk appends streamed text to message messageID, which the caller
+// (the actor that holds the session's open message) knows: one prepared
+// INSERT of a chunk row, with no read, so a chunk costs the same whatever
+// its message holds already. An unknown message id fails (foreign key).
+func (s *Store) AppendChunk(ctx context.Context, messageID int64, text string) error {
+	if _, err := s.db.Statement.ConnPool.ExecContext(context.WithoutCancel(ctx), appendChunkSQL, messageID, text, formatTime(now())); err != nil {
+		return internal(err, "append message chunk")
+	}
+	s.stmts.Add(1)
+	return nil
+}
+
+// AppendMessageChunk records a streamed text chunk for a caller that does
+// not track the session's open message. If the session's latest message
+// (highest id) belongs to the same prompt and role, the chunk is appended
+// to it (AppendChunk); otherwise a new message starts. This keeps the
+// transcript one message per uninterrupted run of a role, as users read
+// it. It reads the latest message's head first, so the session actor, which
+// knows its open message, calls AppendChunk instead.
 //
 // It returns the message the chunk went to and whether the chunk started
 // it. A started message is returned whole (its text is the chunk); for a
@@ -93,7 +116,7 @@ func (s *Store) AppendMessageChunk(ctx context.Context, sessionID, promptID stri
 			out = Message{ID: last.ID, SessionID: sessionID, PromptID: promptID, Role: role, Text: text, UpdatedAt: ts}
 			return nil
 		}
-		row, err := insertMessage(tx, Message{
+		row, err := s.insertMessage(tx, Message{
 			SessionID: sessionID, PromptID: promptID, Role: role, Text: text,
 			CreatedAt: ts, UpdatedAt: ts,
 		})
@@ -106,15 +129,17 @@ func (s *Store) AppendMessageChunk(ctx context.Context, sessionID, promptID stri
 	return out, started, nil
 }
 
-// AddMessage always inserts a new message (user prompts, system notices)
-// and returns it with its id. The store sets the timestamps.
+// AddMessage always inserts a new message (user prompts, system notices,
+// the start of an agent message) and returns it with its id: m.ID when the
+// caller reserved one (NewMessageID), a fresh one otherwise. The store sets
+// the timestamps.
 func (s *Store) AddMessage(ctx context.Context, m Message) (Message, error) {
 	ts := now()
-	m.ID, m.CreatedAt, m.UpdatedAt = 0, ts, ts
+	m.CreatedAt, m.UpdatedAt = ts, ts
 	var row messageRow
 	err := s.transaction(ctx, "add message", func(tx *gorm.DB) error {
 		var err error
-		row, err = insertMessage(tx, m)
+		row, err = s.insertMessage(tx, m)
 		return err
 	})
 	if err != nil {
@@ -125,7 +150,10 @@ func (s *Store) AddMessage(ctx context.Context, m Message) (Message, error) {
 
 // insertMessage starts a new message of the session; the message it
 // follows is complete, so its chunks are folded into its row first.
-func insertMessage(db *gorm.DB, m Message) (messageRow, error) {
+func (s *Store) insertMessage(db *gorm.DB, m Message) (messageRow, error) {
+	if m.ID == 0 {
+		m.ID = s.NewMessageID()
+	}
 	last, ok, err := latestOf(db, m.SessionID)
 	if err != nil {
 		return messageRow{}, err
@@ -136,11 +164,8 @@ func insertMessage(db *gorm.DB, m Message) (messageRow, error) {
 		}
 	}
 	row := fromMessage(m)
-	res, err := execFast(db, insertMessageSQL, row.SessionID, row.PromptID, row.Role, row.Text, row.Content,
+	_, err = execFast(db, insertMessageSQL, row.ID, row.SessionID, row.PromptID, row.Role, row.Text, row.Content,
 		formatTime(m.CreatedAt), formatTime(m.UpdatedAt))
-	if err == nil {
-		row.ID, err = res.LastInsertId()
-	}
 	if err != nil {
 		if isForeignKeyViolation(err) {
 			return messageRow{}, sessionNotFound(m.SessionID)

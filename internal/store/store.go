@@ -45,6 +45,9 @@ type Store struct {
 	// stmts counts the SQL statements both pools have run (shared by the
 	// Stores bound to transactions).
 	stmts *atomic.Int64
+	// msgIDs is the last message id handed out (NewMessageID), shared
+	// like stmts.
+	msgIDs *atomic.Int64
 	// ckpt checkpoints the WAL and replay is replaySQL prepared on the
 	// read pool (both nil in Stores bound to a transaction).
 	ckpt   *checkpointer
@@ -123,6 +126,13 @@ func OpenWith(ctx context.Context, path string, cfg Config) (*Store, error) {
 		_ = sqlDB.Close()
 		return nil, err
 	}
+	msgIDs := new(atomic.Int64)
+	var lastMsg int64
+	if err := gdb.WithContext(ctx).Raw(`SELECT COALESCE(MAX(id), 0) FROM messages`).Scan(&lastMsg).Error; err != nil {
+		_ = sqlDB.Close()
+		return nil, internal(err, "read last message id")
+	}
+	msgIDs.Store(lastMsg)
 	rdb, err := gorm.Open(sqlite.Open(readDSN(abs)), &gorm.Config{
 		Logger:                 ql,
 		SkipDefaultTransaction: true,
@@ -154,7 +164,7 @@ func OpenWith(ctx context.Context, path string, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	ckpt.start()
-	return &Store{db: gdb, rdb: rdb, stmts: stmts, ckpt: ckpt, replay: replay}, nil
+	return &Store{db: gdb, rdb: rdb, stmts: stmts, msgIDs: msgIDs, ckpt: ckpt, replay: replay}, nil
 }
 
 // pinTransactionContexts makes every statement that runs inside a write
@@ -274,7 +284,7 @@ func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
 		return fn(s)
 	}
 	err := s.db.WithContext(ctx).Transaction(func(g *gorm.DB) error {
-		return fn(&Store{db: g, rdb: g, inTx: true, stmts: s.stmts})
+		return fn(&Store{db: g, rdb: g, inTx: true, stmts: s.stmts, msgIDs: s.msgIDs})
 	})
 	if err != nil {
 		return internal(err, "transaction")
@@ -287,7 +297,7 @@ func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
 // committed state. fn must not write.
 func (s *Store) Snapshot(ctx context.Context, fn func(r *Store) error) error {
 	err := s.rdb.WithContext(ctx).Transaction(func(g *gorm.DB) error {
-		return fn(&Store{db: g, rdb: g, stmts: s.stmts})
+		return fn(&Store{db: g, rdb: g, stmts: s.stmts, msgIDs: s.msgIDs})
 	})
 	if err != nil {
 		return internal(err, "snapshot")
