@@ -42,9 +42,10 @@ func BenchmarkIngest(b *testing.B) {
 
 // BenchmarkIngestTranscript is BenchmarkIngest/subs=10 with the
 // transcript write a real chunk costs, in the same transaction as its
-// event, as the session actor does: the first chunk of a message adds the
-// message under an id reserved before submission (store.NewMessageID), every
-// further chunk appends a row to it (store.AppendChunk). The
+// event, as the session actor does: the first chunk of a message starts
+// the message under an id reserved before submission (store.NewMessageID,
+// store.StartMessage, which folds the message it closes), every further
+// chunk appends a row to it (store.AppendChunk). The
 // sub-benchmarks differ only in how long a message grows before the next
 // one starts (1 kB, 100 kB, 1 MB of text): a chunk must cost the same
 // whatever the length of its message.
@@ -76,9 +77,10 @@ func transcriptChunkOps(l *benchLog, sid string) func(pid string, k int) events.
 	return func(pid string, k int) events.Apply {
 		if k == 0 {
 			m := store.Message{ID: l.st.NewMessageID(), SessionID: sid, PromptID: pid, Role: store.RoleAgent, Text: chunkText}
+			closes := open
 			open = m.ID
 			return func(tx *store.Store, emit events.Emit) error {
-				m, err := tx.AddMessage(context.Background(), m)
+				m, err := tx.StartMessage(context.Background(), m, closes)
 				if err != nil {
 					return err
 				}

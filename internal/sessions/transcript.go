@@ -67,9 +67,10 @@ func (a *actor) onUpdate(gen int, u acp.Update) {
 			if u.Block != nil {
 				m.Text, m.Content = "", json.RawMessage("["+string(u.Block)+"]")
 			}
+			closes := r.openMsg
 			r.openMsg, r.openRole = m.ID, role
 			a.write(func(tx *store.Store, emit events.Emit) error {
-				m, err := tx.AddMessage(a.ctx(), m)
+				m, err := tx.StartMessage(a.ctx(), m, closes)
 				if err == nil {
 					emit(messageAdded(a, m))
 				}

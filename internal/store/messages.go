@@ -31,13 +31,17 @@ const (
 	appendChunkSQL   = `INSERT INTO message_chunks (message_id, text, created_at) VALUES (?, ?, ?)`
 	insertMessageSQL = `INSERT INTO messages (id, session_id, prompt_id, role, text, content, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
-	messageChunksSQL = `SELECT message_id, text, created_at FROM message_chunks WHERE message_id = ? ORDER BY id`
-	foldMessageSQL   = `UPDATE messages SET text = text || ?, updated_at = ? WHERE id = ?`
-	dropChunksSQL    = `DELETE FROM message_chunks WHERE message_id = ?`
+	// foldMessageSQL folds in SQLite itself: reading the chunks back into
+	// Go cost a round trip per row at every message boundary.
+	foldMessageSQL = `UPDATE messages SET
+		text = text || (SELECT group_concat(text, '' ORDER BY id) FROM message_chunks WHERE message_id = ?1),
+		updated_at = (SELECT created_at FROM message_chunks WHERE message_id = ?1 ORDER BY id DESC LIMIT 1)
+		WHERE id = ?1 AND EXISTS (SELECT 1 FROM message_chunks WHERE message_id = ?1)`
+	dropChunksSQL = `DELETE FROM message_chunks WHERE message_id = ?`
 )
 
 // messageStatements are the statements prepareOnPool prepares at Open.
-var messageStatements = []string{latestMessageSQL, appendChunkSQL, insertMessageSQL, messageChunksSQL, foldMessageSQL, dropChunksSQL}
+var messageStatements = []string{latestMessageSQL, appendChunkSQL, insertMessageSQL, foldMessageSQL, dropChunksSQL}
 
 // latestMessage is the head of a session's latest message.
 type latestMessage struct {
@@ -148,12 +152,34 @@ func (s *Store) AddMessage(ctx context.Context, m Message) (Message, error) {
 	return toMessage(row), nil
 }
 
+// StartMessage is AddMessage for the caller that owns the session's open
+// message (the session actor during a turn): it names the message the new
+// one closes (0 for none), whose chunks are folded into its row, so a
+// message boundary costs no read of the session's latest message. m.ID is
+// reserved by the caller (NewMessageID).
+func (s *Store) StartMessage(ctx context.Context, m Message, closes int64) (Message, error) {
+	ts := now()
+	m.CreatedAt, m.UpdatedAt = ts, ts
+	var row messageRow
+	err := s.transaction(ctx, "start message", func(tx *gorm.DB) error {
+		if closes != 0 {
+			if err := foldMessage(tx, closes); err != nil {
+				return err
+			}
+		}
+		var err error
+		row, err = s.writeMessage(tx, m)
+		return err
+	})
+	if err != nil {
+		return Message{}, err
+	}
+	return toMessage(row), nil
+}
+
 // insertMessage starts a new message of the session; the message it
 // follows is complete, so its chunks are folded into its row first.
 func (s *Store) insertMessage(db *gorm.DB, m Message) (messageRow, error) {
-	if m.ID == 0 {
-		m.ID = s.NewMessageID()
-	}
 	last, ok, err := latestOf(db, m.SessionID)
 	if err != nil {
 		return messageRow{}, err
@@ -163,8 +189,16 @@ func (s *Store) insertMessage(db *gorm.DB, m Message) (messageRow, error) {
 			return messageRow{}, err
 		}
 	}
+	return s.writeMessage(db, m)
+}
+
+// writeMessage inserts m's row, under a fresh id unless m has one.
+func (s *Store) writeMessage(db *gorm.DB, m Message) (messageRow, error) {
+	if m.ID == 0 {
+		m.ID = s.NewMessageID()
+	}
 	row := fromMessage(m)
-	_, err = execFast(db, insertMessageSQL, row.ID, row.SessionID, row.PromptID, row.Role, row.Text, row.Content,
+	_, err := execFast(db, insertMessageSQL, row.ID, row.SessionID, row.PromptID, row.Role, row.Text, row.Content,
 		formatTime(m.CreatedAt), formatTime(m.UpdatedAt))
 	if err != nil {
 		if isForeignKeyViolation(err) {
@@ -206,13 +240,12 @@ func scanChunks(db *gorm.DB, query string, args ...any) ([]chunkRow, error) {
 // foldMessage moves a message's chunk rows into its text: one rewrite of
 // the row per message, not one per chunk.
 func foldMessage(db *gorm.DB, messageID int64) error {
-	chunks, err := scanChunks(db, messageChunksSQL, messageID)
-	if err != nil || len(chunks) == 0 {
-		return err
-	}
-	text, updated := joinChunks(chunks)
-	if _, err := execFast(db, foldMessageSQL, text, formatTime(updated), messageID); err != nil {
+	res, err := execFast(db, foldMessageSQL, messageID)
+	if err != nil {
 		return internal(err, "fold message chunks")
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return err // no chunks: nothing to drop
 	}
 	if _, err := execFast(db, dropChunksSQL, messageID); err != nil {
 		return internal(err, "fold message chunks")
