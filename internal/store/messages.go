@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"strings"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -41,7 +42,13 @@ const (
 )
 
 // messageStatements are the statements prepareOnPool prepares at Open.
-var messageStatements = []string{latestMessageSQL, appendChunkSQL, insertMessageSQL, foldMessageSQL, dropChunksSQL}
+var messageStatements = func() []string {
+	out := []string{latestMessageSQL, insertMessageSQL, foldMessageSQL, dropChunksSQL}
+	for _, n := range chunkInsertSizes {
+		out = append(out, appendChunksSQL[n])
+	}
+	return out
+}()
 
 // latestMessage is the head of a session's latest message.
 type latestMessage struct {
@@ -80,16 +87,82 @@ func execFast(db *gorm.DB, query string, args ...any) (sql.Result, error) {
 func (s *Store) NewMessageID() int64 { return s.msgIDs.Add(1) }
 
 // AppendChunk appends streamed text to message messageID, which the caller
-// (the actor that holds the session's open message) knows: one prepared
-// INSERT of a chunk row, with no read, so a chunk costs the same whatever
-// its message holds already. An unknown message id fails (foreign key).
+// (the actor that holds the session's open message) knows, with no read,
+// so a chunk costs the same whatever its message holds already. Inside a
+// transaction (the writer's batch) the row is only queued: the queue goes
+// to SQLite in multi-row INSERTs (flushChunks) when the transaction ends,
+// or before anything in it reads or folds chunks, so the batch's chunks
+// cost a few statements rather than one each. An unknown message id fails
+// (foreign key), then or at the flush.
 func (s *Store) AppendChunk(ctx context.Context, messageID int64, text string) error {
-	if _, err := s.db.Statement.ConnPool.ExecContext(context.WithoutCancel(ctx), appendChunkSQL, messageID, text, formatTime(now())); err != nil {
-		return internal(err, "append message chunk")
+	c := pendingChunk{messageID: messageID, text: text, at: formatTime(now())}
+	if s.inTx {
+		s.chunks = append(s.chunks, c)
+		return nil
 	}
-	s.stmts.Add(1)
+	return s.insertChunks(ctx, s.db, []pendingChunk{c})
+}
+
+// pendingChunk is a chunk row AppendChunk queued in a transaction.
+type pendingChunk struct {
+	messageID int64
+	text, at  string
+}
+
+// flushChunks writes the chunk rows queued in this transaction.
+func (s *Store) flushChunks(ctx context.Context) error {
+	if len(s.chunks) == 0 {
+		return nil
+	}
+	err := s.insertChunks(ctx, s.db, s.chunks)
+	clear(s.chunks) // drop the texts
+	s.chunks = s.chunks[:0]
+	return err
+}
+
+// insertChunks inserts chunk rows on db's connection or transaction with
+// the prepared statements of chunkInsertSizes.
+func (s *Store) insertChunks(ctx context.Context, db *gorm.DB, cs []pendingChunk) error {
+	bufp := chunkArgs.Get().(*[]any)
+	defer chunkArgs.Put(bufp)
+	conn := db.Statement.ConnPool
+	for len(cs) > 0 {
+		n := statementRows(len(cs), chunkInsertSizes)
+		args := (*bufp)[:0]
+		for _, c := range cs[:n] {
+			args = append(args, c.messageID, c.text, c.at)
+		}
+		cs = cs[n:]
+		_, err := conn.ExecContext(context.WithoutCancel(ctx), appendChunksSQL[n], args...)
+		clear(args)
+		*bufp = args[:0]
+		if err != nil {
+			return internal(err, "append message chunks")
+		}
+		s.stmts.Add(1)
+	}
 	return nil
 }
+
+// chunkInsertSizes are the row counts of insertChunks' statements,
+// largest first (a queue is cut into these).
+var chunkInsertSizes = []int{256, 64, 16, 4, 1}
+
+// appendChunksSQL maps a row count of chunkInsertSizes to its statement.
+var appendChunksSQL = func() map[int]string {
+	m := map[int]string{}
+	for _, n := range chunkInsertSizes {
+		m[n] = "INSERT INTO message_chunks (message_id, text, created_at) VALUES " +
+			strings.TrimSuffix(strings.Repeat("(?,?,?),", n), ",")
+	}
+	return m
+}()
+
+// chunkArgs recycles insertChunks' argument slices (3 per row).
+var chunkArgs = sync.Pool{New: func() any {
+	b := make([]any, 0, chunkInsertSizes[0]*3)
+	return &b
+}}
 
 // AppendMessageChunk records a streamed text chunk for a caller that does
 // not track the session's open message. If the session's latest message
@@ -107,6 +180,9 @@ func (s *Store) AppendMessageChunk(ctx context.Context, sessionID, promptID stri
 	var out Message
 	started := false
 	err := s.transaction(ctx, "append message chunk", func(tx *gorm.DB) error {
+		if err := s.flushChunks(ctx); err != nil {
+			return err
+		}
 		ts := now()
 		// The latest message's leading columns only, never its text.
 		last, ok, err := latestOf(tx, sessionID)
@@ -114,8 +190,8 @@ func (s *Store) AppendMessageChunk(ctx context.Context, sessionID, promptID stri
 			return err
 		}
 		if ok && last.PromptID == promptID && last.Role == string(role) {
-			if _, err := execFast(tx, appendChunkSQL, last.ID, text, formatTime(ts)); err != nil {
-				return internal(err, "append message chunk")
+			if err := s.insertChunks(ctx, tx, []pendingChunk{{messageID: last.ID, text: text, at: formatTime(ts)}}); err != nil {
+				return err
 			}
 			out = Message{ID: last.ID, SessionID: sessionID, PromptID: promptID, Role: role, Text: text, UpdatedAt: ts}
 			return nil
@@ -142,6 +218,9 @@ func (s *Store) AddMessage(ctx context.Context, m Message) (Message, error) {
 	m.CreatedAt, m.UpdatedAt = ts, ts
 	var row messageRow
 	err := s.transaction(ctx, "add message", func(tx *gorm.DB) error {
+		if err := s.flushChunks(ctx); err != nil {
+			return err // the fold must see this transaction's chunks
+		}
 		var err error
 		row, err = s.insertMessage(tx, m)
 		return err
@@ -162,6 +241,9 @@ func (s *Store) StartMessage(ctx context.Context, m Message, closes int64) (Mess
 	m.CreatedAt, m.UpdatedAt = ts, ts
 	var row messageRow
 	err := s.transaction(ctx, "start message", func(tx *gorm.DB) error {
+		if err := s.flushChunks(ctx); err != nil {
+			return err
+		}
 		if closes != 0 {
 			if err := foldMessage(tx, closes); err != nil {
 				return err
@@ -275,6 +357,9 @@ func joinChunks(chunks []chunkRow) (string, time.Time) {
 func (s *Store) FoldMessageChunks(ctx context.Context) (int, error) {
 	var ids []int64
 	err := s.transaction(ctx, "fold message chunks", func(tx *gorm.DB) error {
+		if err := s.flushChunks(ctx); err != nil {
+			return err
+		}
 		if err := tx.Raw(`SELECT DISTINCT message_id FROM message_chunks ORDER BY message_id`).Scan(&ids).Error; err != nil {
 			return internal(err, "fold message chunks")
 		}
@@ -315,6 +400,9 @@ func (s *Store) listMessages(ctx context.Context, sessionID string, promptID *st
 			return err
 		})
 		return out, err
+	}
+	if err := s.flushChunks(ctx); err != nil {
+		return nil, err // this transaction's own chunks are read too
 	}
 	var rows []messageRow
 	db := s.db.WithContext(ctx)

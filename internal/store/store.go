@@ -48,6 +48,9 @@ type Store struct {
 	// msgIDs is the last message id handed out (NewMessageID), shared
 	// like stmts.
 	msgIDs *atomic.Int64
+	// chunks are the chunk rows AppendChunk queued in this transaction
+	// (Stores bound to a transaction only).
+	chunks []pendingChunk
 	// ckpt checkpoints the WAL and replay is replaySQL prepared on the
 	// read pool (both nil in Stores bound to a transaction).
 	ckpt   *checkpointer
@@ -284,7 +287,11 @@ func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
 		return fn(s)
 	}
 	err := s.db.WithContext(ctx).Transaction(func(g *gorm.DB) error {
-		return fn(&Store{db: g, rdb: g, inTx: true, stmts: s.stmts, msgIDs: s.msgIDs})
+		tx := &Store{db: g, rdb: g, inTx: true, stmts: s.stmts, msgIDs: s.msgIDs}
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return tx.flushChunks(ctx) // the chunk rows AppendChunk queued
 	})
 	if err != nil {
 		return internal(err, "transaction")
