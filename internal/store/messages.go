@@ -83,7 +83,8 @@ func execFast(db *gorm.DB, query string, args ...any) (sql.Result, error) {
 // writer redoes writes the same rows. Ids come from one counter per
 // database, seeded at Open from the highest stored id and used by every
 // insert, so a reserved id is never taken by another message; an id whose
-// write failed is simply never used.
+// write failed is simply never used. Like the event writer's ids, this
+// assumes one open Store writes the database.
 func (s *Store) NewMessageID() int64 { return s.msgIDs.Add(1) }
 
 // AppendChunk appends streamed text to message messageID, which the caller
