@@ -126,6 +126,9 @@ type envelope struct {
 
 // route handles line and reports whether it goes on to the SDK.
 func (in *inbound) route(line []byte) (pass bool, err error) {
+	if u, ok := fastTextChunk(line); ok {
+		return false, in.handOver(u)
+	}
 	var m envelope
 	if len(bytes.TrimSpace(line)) == 0 || json.Unmarshal(line, &m) != nil {
 		return true, nil // the SDK skips (and logs) what is not JSON-RPC
@@ -151,13 +154,18 @@ func (in *inbound) route(line []byte) (pass bool, err error) {
 		in.logger.Debug("ignoring unknown session/update kind", "session", n.SessionId)
 		return false, nil
 	}
+	return false, in.handOver(u)
+}
+
+// handOver gives u to the Handler once a window credit is free.
+func (in *inbound) handOver(u Update) error {
 	select {
 	case in.credits <- struct{}{}:
 	case <-in.stop:
-		return false, errStopped
+		return errStopped
 	}
 	in.handler.Update(u, in.releaser())
-	return false, nil
+	return nil
 }
 
 // releaser returns the done func of one handed-over update: it gives the

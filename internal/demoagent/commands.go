@@ -83,17 +83,11 @@ func (t *turn) interrupted() error {
 }
 
 func (t *turn) emit(u acp.SessionUpdate) error { return t.a.emit(t.s, t.sid, u) }
-func (t *turn) say(text string) error          { return t.emit(acp.UpdateAgentMessageText(text)) }
+func (t *turn) say(text string) error          { return t.sayIn("", text) }
 
 // sayIn sends a message chunk that names its ACP message: chunks sharing
 // messageID belong to one assistant message ("" sends none, as older agents do).
-func (t *turn) sayIn(messageID, text string) error {
-	u := acp.UpdateAgentMessageText(text)
-	if messageID != "" {
-		u.AgentMessageChunk.MessageId = acp.Ptr(messageID)
-	}
-	return t.emit(u)
-}
+func (t *turn) sayIn(messageID, text string) error { return t.a.emitText(t.s, t.sid, messageID, text) }
 
 func (t *turn) cwd() string {
 	t.s.mu.Lock()

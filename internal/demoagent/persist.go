@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sync"
 	"time"
 )
 
@@ -46,6 +47,11 @@ type sessionFile struct {
 // stateStore keeps one file per session in a directory.
 type stateStore struct {
 	dir string
+	// appends holds each session's file open for appending once it has
+	// been appended to: opening it per update cost more than the write.
+	// rewrite drops the entry, since it replaces the file.
+	mu      sync.Mutex
+	appends map[string]*os.File
 }
 
 func newStateStore(dir string) (*stateStore, error) {
@@ -55,7 +61,7 @@ func newStateStore(dir string) (*stateStore, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("demoagent: create state dir: %w", err)
 	}
-	return &stateStore{dir: dir}, nil
+	return &stateStore{dir: dir, appends: map[string]*os.File{}}, nil
 }
 
 // defaultStateDir honours TETHER_DEMO_STATE_DIR first so that tests and the
@@ -158,6 +164,11 @@ func (s *stateStore) rewrite(f *sessionFile) error {
 		os.Remove(tmp.Name())
 		return err
 	}
+	// Under s.mu, so no append reopens the old file in between: a cached
+	// handle would append to the replaced file.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dropAppend(f.ID)
 	if err := os.Rename(tmp.Name(), s.fileFor(f.ID)); err != nil {
 		os.Remove(tmp.Name())
 		return err
@@ -173,19 +184,33 @@ func (s *stateStore) appendUpdate(id string, update json.RawMessage) error {
 
 // appendUpdates appends several updates to the history in one write.
 func (s *stateStore) appendUpdates(id string, updates []json.RawMessage) error {
-	fh, err := os.OpenFile(s.fileFor(id), os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		return err
-	}
 	var line []byte
 	for _, u := range updates {
 		line = append(append(line, u...), '\n')
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fh := s.appends[id]
+	if fh == nil {
+		var err error
+		if fh, err = os.OpenFile(s.fileFor(id), os.O_WRONLY|os.O_APPEND, 0); err != nil {
+			return err
+		}
+		s.appends[id] = fh
+	}
 	if _, err := fh.Write(line); err != nil {
-		fh.Close()
+		s.dropAppend(id)
 		return err
 	}
-	return fh.Close()
+	return nil
+}
+
+// dropAppend closes a session's cached append handle; s.mu is held.
+func (s *stateStore) dropAppend(id string) {
+	if fh := s.appends[id]; fh != nil {
+		_ = fh.Close()
+		delete(s.appends, id)
+	}
 }
 
 // updateKind returns the sessionUpdate discriminator of an update payload.

@@ -316,6 +316,63 @@ func (a *agent) emit(s *session, sid acp.SessionId, u acp.SessionUpdate) error {
 	return a.record(s, b)
 }
 
+// emitText sends an agent_message_chunk of text, in ACP message messageID
+// ("" for none), and records it. The update and its line are encoded by
+// hand (textChunk, textChunkLine), the same bytes the SDK writes for the
+// update (tested): /stream N spent most of the agent's time in the SDK's
+// encoder, which marshals every update, decodes it again and re-encodes it,
+// and the daemon's throughput figure is about the daemon.
+func (a *agent) emitText(s *session, sid acp.SessionId, messageID, text string) error {
+	u := textChunk(messageID, text)
+	if _, err := a.wire.Write(textChunkLine(sid, u)); err != nil {
+		return fmt.Errorf("%w: %v", errConnClosed, err)
+	}
+	return a.record(s, u)
+}
+
+// textChunk is json.Marshal(acp.UpdateAgentMessageText(text)) with
+// messageId set when messageID is not "", without reflection.
+func textChunk(messageID, text string) json.RawMessage {
+	b := make([]byte, 0, len(text)+len(messageID)+96)
+	b = append(b, `{"content":{"text":`...)
+	b = appendJSONString(b, text)
+	b = append(b, `,"type":"text"}`...)
+	if messageID != "" {
+		b = append(b, `,"messageId":`...)
+		b = appendJSONString(b, messageID)
+	}
+	return append(b, `,"sessionUpdate":"agent_message_chunk"}`...)
+}
+
+// textChunkLine is the session/update notification line carrying update
+// (compact JSON, as textChunk makes it).
+func textChunkLine(sid acp.SessionId, update json.RawMessage) []byte {
+	b := make([]byte, 0, len(update)+len(sid)+80)
+	b = append(b, `{"jsonrpc":"2.0","method":"`+acp.ClientMethodSessionUpdate+`","params":{"sessionId":`...)
+	b = appendJSONString(b, string(sid))
+	b = append(b, `,"update":`...)
+	b = append(b, update...)
+	return append(b, "}}\n"...)
+}
+
+// appendJSONString appends s as encoding/json encodes a string.
+func appendJSONString(b []byte, s string) []byte {
+	plain := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' || c >= 0x80 {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
+	enc, _ := json.Marshal(s) // a string always encodes
+	return append(b, enc...)
+}
+
 // emitRaw writes a session/update whose payload the SDK cannot represent
 // (an unknown sessionUpdate kind) directly on the wire.
 func (a *agent) emitRaw(s *session, sid acp.SessionId, update json.RawMessage) error {

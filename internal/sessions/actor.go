@@ -90,6 +90,11 @@ type turnRun struct {
 	// either way the next chunk starts a new message (see onUpdate).
 	msgID string
 	split bool
+	// openMsg is the store id of the message the turn's text chunks go to
+	// (0 before the first), and openRole its role: the actor owns the
+	// open message, so a chunk is one row append with no read.
+	openMsg  int64
+	openRole store.MessageRole
 }
 
 func newActor(m *Manager, sess store.Session, exec store.Executor, turns []store.Turn) *actor {

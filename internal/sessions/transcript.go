@@ -59,33 +59,31 @@ func (a *actor) onUpdate(gen int, u acp.Update) {
 		if u.Block == nil && u.Text == "" {
 			return
 		}
-		fresh := a.running.nextChunk(u.MessageID)
-		a.write(func(tx *store.Store, emit events.Emit) error {
-			ctx := a.ctx()
-			if fresh && u.Block == nil {
-				m, err := tx.AddMessage(ctx, store.Message{SessionID: a.id, PromptID: promptID, Role: role, Text: u.Text})
-				if err == nil {
-					emit(messageAdded(a, m))
-				}
-				return err
-			}
+		r := a.running
+		if r.nextChunk(u.MessageID) || u.Block != nil || r.openMsg == 0 || r.openRole != role {
+			// A new message: its id is reserved here, so the chunks that
+			// follow name it without the store reading it back.
+			m := store.Message{ID: a.m.store.NewMessageID(), SessionID: a.id, PromptID: promptID, Role: role, Text: u.Text}
 			if u.Block != nil {
-				m, err := tx.AddMessage(ctx, store.Message{SessionID: a.id, PromptID: promptID, Role: role,
-					Content: json.RawMessage("[" + string(u.Block) + "]")})
+				m.Text, m.Content = "", json.RawMessage("["+string(u.Block)+"]")
+			}
+			closes := r.openMsg
+			r.openMsg, r.openRole = m.ID, role
+			a.write(func(tx *store.Store, emit events.Emit) error {
+				m, err := tx.StartMessage(a.ctx(), m, closes)
 				if err == nil {
 					emit(messageAdded(a, m))
 				}
 				return err
-			}
-			m, started, err := tx.AppendMessageChunk(ctx, a.id, promptID, role, u.Text)
-			if err != nil {
+			})
+			return
+		}
+		id := r.openMsg
+		a.write(func(tx *store.Store, emit events.Emit) error {
+			if err := tx.AppendChunk(a.ctx(), id, u.Text); err != nil {
 				return err
 			}
-			if started {
-				emit(messageAdded(a, m))
-			} else {
-				emit(a.draft(events.MessageChunk, promptID, &events.MessageChunkData{MessageID: m.ID, Role: role, Text: u.Text}))
-			}
+			emit(a.draft(events.MessageChunk, promptID, &events.MessageChunkData{MessageID: id, Role: role, Text: u.Text}))
 			return nil
 		})
 	case acp.UpdateToolCall, acp.UpdateToolCallUpdate:
@@ -134,7 +132,8 @@ func (a *actor) onUpdate(gen int, u acp.Update) {
 // nextChunk reports whether a message chunk with ACP messageID starts a
 // new message rather than continuing the last one: the agent changed
 // messageId (both ids known), or a tool call, plan or permission came
-// between. The store still starts one on a change of prompt or role.
+// between. onUpdate also starts one on a change of role, and for the
+// turn's first message (the prompt's user message precedes it).
 func (r *turnRun) nextChunk(messageID string) bool {
 	fresh := r.split || (messageID != "" && r.msgID != "" && messageID != r.msgID)
 	r.split = false

@@ -84,6 +84,9 @@ func (a *actor) reload() {
 	running := ""
 	if a.running != nil {
 		running = a.running.turn.PromptID
+		// The open message may be the one whose insert failed: the next
+		// chunk starts a new message rather than naming a missing one.
+		a.running.openMsg = 0
 	}
 	kept := map[string]store.Turn{}
 	var queue, lost []store.Turn

@@ -42,13 +42,7 @@ func (s *Store) AppendEvents(ctx context.Context, evs []Event) error {
 	conn := s.db.Statement.ConnPool
 	for len(evs) > 0 {
 		// Only a few statement shapes, so every batch hits a prepared one.
-		n := 1
-		for _, size := range eventInsertSizes {
-			if len(evs) >= size {
-				n = size
-				break
-			}
-		}
+		n := statementRows(len(evs), eventInsertSizes)
 		batch := evs[:n]
 		evs = evs[n:]
 		args := (*bufp)[:0]
@@ -82,6 +76,17 @@ func (s *Store) AppendEvents(ctx context.Context, evs []Event) error {
 // eventInsertSizes are the row counts of the INSERT statements
 // AppendEvents uses, largest first (a batch is cut into these).
 var eventInsertSizes = []int{256, 64, 16, 4, 1}
+
+// statementRows is how many of left rows the next multi-row INSERT takes:
+// the largest of sizes (largest first, ending in 1) that fits.
+func statementRows(left int, sizes []int) int {
+	for _, size := range sizes {
+		if left >= size {
+			return size
+		}
+	}
+	return 1
+}
 
 // appendEventsSQL maps a row count of eventInsertSizes to its statement.
 var appendEventsSQL = func() map[int]string {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"strings"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -29,15 +30,25 @@ const (
 	// latestMessageSQL reads the session's latest message without its text.
 	latestMessageSQL = `SELECT id, prompt_id, role FROM messages WHERE session_id = ? ORDER BY id DESC LIMIT 1`
 	appendChunkSQL   = `INSERT INTO message_chunks (message_id, text, created_at) VALUES (?, ?, ?)`
-	insertMessageSQL = `INSERT INTO messages (session_id, prompt_id, role, text, content, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`
-	messageChunksSQL = `SELECT message_id, text, created_at FROM message_chunks WHERE message_id = ? ORDER BY id`
-	foldMessageSQL   = `UPDATE messages SET text = text || ?, updated_at = ? WHERE id = ?`
-	dropChunksSQL    = `DELETE FROM message_chunks WHERE message_id = ?`
+	insertMessageSQL = `INSERT INTO messages (id, session_id, prompt_id, role, text, content, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	// foldMessageSQL folds in SQLite itself: reading the chunks back into
+	// Go cost a round trip per row at every message boundary.
+	foldMessageSQL = `UPDATE messages SET
+		text = text || (SELECT group_concat(text, '' ORDER BY id) FROM message_chunks WHERE message_id = ?1),
+		updated_at = (SELECT created_at FROM message_chunks WHERE message_id = ?1 ORDER BY id DESC LIMIT 1)
+		WHERE id = ?1 AND EXISTS (SELECT 1 FROM message_chunks WHERE message_id = ?1)`
+	dropChunksSQL = `DELETE FROM message_chunks WHERE message_id = ?`
 )
 
 // messageStatements are the statements prepareOnPool prepares at Open.
-var messageStatements = []string{latestMessageSQL, appendChunkSQL, insertMessageSQL, messageChunksSQL, foldMessageSQL, dropChunksSQL}
+var messageStatements = func() []string {
+	out := []string{latestMessageSQL, insertMessageSQL, foldMessageSQL, dropChunksSQL}
+	for _, n := range chunkInsertSizes {
+		out = append(out, appendChunksSQL[n])
+	}
+	return out
+}()
 
 // latestMessage is the head of a session's latest message.
 type latestMessage struct {
@@ -65,12 +76,102 @@ func execFast(db *gorm.DB, query string, args ...any) (sql.Result, error) {
 	return db.Statement.ConnPool.ExecContext(db.Statement.Context, query, args...)
 }
 
-// AppendMessageChunk records a streamed text chunk. If the session's latest
-// message (highest id) belongs to the same prompt and role, the chunk is
-// appended to it; otherwise a new message starts. This keeps the transcript
-// one message per uninterrupted run of a role, as users read it. Either way
-// the cost does not depend on the length of the message: a continuing chunk
-// is one INSERT of a chunk row, whatever the message holds already.
+// NewMessageID reserves the id of a message about to be added (AddMessage
+// with Message.ID set). The session actor takes it before it submits the
+// message to the writer, so that the chunks that follow can name their
+// message (AppendChunk) without reading it back, and so that a batch the
+// writer redoes writes the same rows. Ids come from one counter per
+// database, seeded at Open from the highest stored id and used by every
+// insert, so a reserved id is never taken by another message; an id whose
+// write failed is simply never used. Like the event writer's ids, this
+// assumes one open Store writes the database.
+func (s *Store) NewMessageID() int64 { return s.msgIDs.Add(1) }
+
+// AppendChunk appends streamed text to message messageID, which the caller
+// (the actor that holds the session's open message) knows, with no read,
+// so a chunk costs the same whatever its message holds already. Inside a
+// transaction (the writer's batch) the row is only queued: the queue goes
+// to SQLite in multi-row INSERTs (flushChunks) when the transaction ends,
+// or before anything in it reads or folds chunks, so the batch's chunks
+// cost a few statements rather than one each. An unknown message id fails
+// (foreign key), then or at the flush.
+func (s *Store) AppendChunk(ctx context.Context, messageID int64, text string) error {
+	c := pendingChunk{messageID: messageID, text: text, at: formatTime(now())}
+	if s.inTx {
+		s.chunks = append(s.chunks, c)
+		return nil
+	}
+	return s.insertChunks(ctx, s.db, []pendingChunk{c})
+}
+
+// pendingChunk is a chunk row AppendChunk queued in a transaction.
+type pendingChunk struct {
+	messageID int64
+	text, at  string
+}
+
+// flushChunks writes the chunk rows queued in this transaction.
+func (s *Store) flushChunks(ctx context.Context) error {
+	if len(s.chunks) == 0 {
+		return nil
+	}
+	err := s.insertChunks(ctx, s.db, s.chunks)
+	clear(s.chunks) // drop the texts
+	s.chunks = s.chunks[:0]
+	return err
+}
+
+// insertChunks inserts chunk rows on db's connection or transaction with
+// the prepared statements of chunkInsertSizes.
+func (s *Store) insertChunks(ctx context.Context, db *gorm.DB, cs []pendingChunk) error {
+	bufp := chunkArgs.Get().(*[]any)
+	defer chunkArgs.Put(bufp)
+	conn := db.Statement.ConnPool
+	for len(cs) > 0 {
+		n := statementRows(len(cs), chunkInsertSizes)
+		args := (*bufp)[:0]
+		for _, c := range cs[:n] {
+			args = append(args, c.messageID, c.text, c.at)
+		}
+		cs = cs[n:]
+		_, err := conn.ExecContext(context.WithoutCancel(ctx), appendChunksSQL[n], args...)
+		clear(args)
+		*bufp = args[:0]
+		if err != nil {
+			return internal(err, "append message chunks")
+		}
+		s.stmts.Add(1)
+	}
+	return nil
+}
+
+// chunkInsertSizes are the row counts of insertChunks' statements,
+// largest first (a queue is cut into these).
+var chunkInsertSizes = []int{256, 64, 16, 4, 1}
+
+// appendChunksSQL maps a row count of chunkInsertSizes to its statement.
+var appendChunksSQL = func() map[int]string {
+	m := map[int]string{}
+	for _, n := range chunkInsertSizes {
+		m[n] = "INSERT INTO message_chunks (message_id, text, created_at) VALUES " +
+			strings.TrimSuffix(strings.Repeat("(?,?,?),", n), ",")
+	}
+	return m
+}()
+
+// chunkArgs recycles insertChunks' argument slices (3 per row).
+var chunkArgs = sync.Pool{New: func() any {
+	b := make([]any, 0, chunkInsertSizes[0]*3)
+	return &b
+}}
+
+// AppendMessageChunk records a streamed text chunk for a caller that does
+// not track the session's open message. If the session's latest message
+// (highest id) belongs to the same prompt and role, the chunk is appended
+// to it (AppendChunk); otherwise a new message starts. This keeps the
+// transcript one message per uninterrupted run of a role, as users read
+// it. It reads the latest message's head first, so the session actor, which
+// knows its open message, calls AppendChunk instead.
 //
 // It returns the message the chunk went to and whether the chunk started
 // it. A started message is returned whole (its text is the chunk); for a
@@ -80,6 +181,9 @@ func (s *Store) AppendMessageChunk(ctx context.Context, sessionID, promptID stri
 	var out Message
 	started := false
 	err := s.transaction(ctx, "append message chunk", func(tx *gorm.DB) error {
+		if err := s.flushChunks(ctx); err != nil {
+			return err
+		}
 		ts := now()
 		// The latest message's leading columns only, never its text.
 		last, ok, err := latestOf(tx, sessionID)
@@ -87,13 +191,13 @@ func (s *Store) AppendMessageChunk(ctx context.Context, sessionID, promptID stri
 			return err
 		}
 		if ok && last.PromptID == promptID && last.Role == string(role) {
-			if _, err := execFast(tx, appendChunkSQL, last.ID, text, formatTime(ts)); err != nil {
-				return internal(err, "append message chunk")
+			if err := s.insertChunks(ctx, tx, []pendingChunk{{messageID: last.ID, text: text, at: formatTime(ts)}}); err != nil {
+				return err
 			}
 			out = Message{ID: last.ID, SessionID: sessionID, PromptID: promptID, Role: role, Text: text, UpdatedAt: ts}
 			return nil
 		}
-		row, err := insertMessage(tx, Message{
+		row, err := s.insertMessage(tx, Message{
 			SessionID: sessionID, PromptID: promptID, Role: role, Text: text,
 			CreatedAt: ts, UpdatedAt: ts,
 		})
@@ -106,15 +210,48 @@ func (s *Store) AppendMessageChunk(ctx context.Context, sessionID, promptID stri
 	return out, started, nil
 }
 
-// AddMessage always inserts a new message (user prompts, system notices)
-// and returns it with its id. The store sets the timestamps.
+// AddMessage always inserts a new message (user prompts, system notices,
+// the start of an agent message) and returns it with its id: m.ID when the
+// caller reserved one (NewMessageID), a fresh one otherwise. The store sets
+// the timestamps.
 func (s *Store) AddMessage(ctx context.Context, m Message) (Message, error) {
 	ts := now()
-	m.ID, m.CreatedAt, m.UpdatedAt = 0, ts, ts
+	m.CreatedAt, m.UpdatedAt = ts, ts
 	var row messageRow
 	err := s.transaction(ctx, "add message", func(tx *gorm.DB) error {
+		if err := s.flushChunks(ctx); err != nil {
+			return err // the fold must see this transaction's chunks
+		}
 		var err error
-		row, err = insertMessage(tx, m)
+		row, err = s.insertMessage(tx, m)
+		return err
+	})
+	if err != nil {
+		return Message{}, err
+	}
+	return toMessage(row), nil
+}
+
+// StartMessage is AddMessage for the caller that owns the session's open
+// message (the session actor during a turn): it names the message the new
+// one closes (0 for none), whose chunks are folded into its row, so a
+// message boundary costs no read of the session's latest message. m.ID is
+// reserved by the caller (NewMessageID).
+func (s *Store) StartMessage(ctx context.Context, m Message, closes int64) (Message, error) {
+	ts := now()
+	m.CreatedAt, m.UpdatedAt = ts, ts
+	var row messageRow
+	err := s.transaction(ctx, "start message", func(tx *gorm.DB) error {
+		if err := s.flushChunks(ctx); err != nil {
+			return err
+		}
+		if closes != 0 {
+			if err := foldMessage(tx, closes); err != nil {
+				return err
+			}
+		}
+		var err error
+		row, err = s.writeMessage(tx, m)
 		return err
 	})
 	if err != nil {
@@ -125,7 +262,7 @@ func (s *Store) AddMessage(ctx context.Context, m Message) (Message, error) {
 
 // insertMessage starts a new message of the session; the message it
 // follows is complete, so its chunks are folded into its row first.
-func insertMessage(db *gorm.DB, m Message) (messageRow, error) {
+func (s *Store) insertMessage(db *gorm.DB, m Message) (messageRow, error) {
 	last, ok, err := latestOf(db, m.SessionID)
 	if err != nil {
 		return messageRow{}, err
@@ -135,12 +272,17 @@ func insertMessage(db *gorm.DB, m Message) (messageRow, error) {
 			return messageRow{}, err
 		}
 	}
-	row := fromMessage(m)
-	res, err := execFast(db, insertMessageSQL, row.SessionID, row.PromptID, row.Role, row.Text, row.Content,
-		formatTime(m.CreatedAt), formatTime(m.UpdatedAt))
-	if err == nil {
-		row.ID, err = res.LastInsertId()
+	return s.writeMessage(db, m)
+}
+
+// writeMessage inserts m's row, under a fresh id unless m has one.
+func (s *Store) writeMessage(db *gorm.DB, m Message) (messageRow, error) {
+	if m.ID == 0 {
+		m.ID = s.NewMessageID()
 	}
+	row := fromMessage(m)
+	_, err := execFast(db, insertMessageSQL, row.ID, row.SessionID, row.PromptID, row.Role, row.Text, row.Content,
+		formatTime(m.CreatedAt), formatTime(m.UpdatedAt))
 	if err != nil {
 		if isForeignKeyViolation(err) {
 			return messageRow{}, sessionNotFound(m.SessionID)
@@ -181,13 +323,12 @@ func scanChunks(db *gorm.DB, query string, args ...any) ([]chunkRow, error) {
 // foldMessage moves a message's chunk rows into its text: one rewrite of
 // the row per message, not one per chunk.
 func foldMessage(db *gorm.DB, messageID int64) error {
-	chunks, err := scanChunks(db, messageChunksSQL, messageID)
-	if err != nil || len(chunks) == 0 {
-		return err
-	}
-	text, updated := joinChunks(chunks)
-	if _, err := execFast(db, foldMessageSQL, text, formatTime(updated), messageID); err != nil {
+	res, err := execFast(db, foldMessageSQL, messageID)
+	if err != nil {
 		return internal(err, "fold message chunks")
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return err // no chunks: nothing to drop
 	}
 	if _, err := execFast(db, dropChunksSQL, messageID); err != nil {
 		return internal(err, "fold message chunks")
@@ -217,6 +358,9 @@ func joinChunks(chunks []chunkRow) (string, time.Time) {
 func (s *Store) FoldMessageChunks(ctx context.Context) (int, error) {
 	var ids []int64
 	err := s.transaction(ctx, "fold message chunks", func(tx *gorm.DB) error {
+		if err := s.flushChunks(ctx); err != nil {
+			return err
+		}
 		if err := tx.Raw(`SELECT DISTINCT message_id FROM message_chunks ORDER BY message_id`).Scan(&ids).Error; err != nil {
 			return internal(err, "fold message chunks")
 		}
@@ -257,6 +401,9 @@ func (s *Store) listMessages(ctx context.Context, sessionID string, promptID *st
 			return err
 		})
 		return out, err
+	}
+	if err := s.flushChunks(ctx); err != nil {
+		return nil, err // this transaction's own chunks are read too
 	}
 	var rows []messageRow
 	db := s.db.WithContext(ctx)

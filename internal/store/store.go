@@ -46,6 +46,12 @@ type Store struct {
 	// stmts counts the SQL statements both pools have run (shared by the
 	// Stores bound to transactions).
 	stmts *atomic.Int64
+	// msgIDs is the last message id handed out (NewMessageID), shared
+	// like stmts.
+	msgIDs *atomic.Int64
+	// chunks are the chunk rows AppendChunk queued in this transaction
+	// (Stores bound to a transaction only).
+	chunks []pendingChunk
 	// ckpt checkpoints the WAL and replay is replaySQL prepared on the
 	// read pool (both nil in Stores bound to a transaction).
 	ckpt   *checkpointer
@@ -124,6 +130,13 @@ func OpenWith(ctx context.Context, path string, cfg Config) (*Store, error) {
 		_ = sqlDB.Close()
 		return nil, err
 	}
+	msgIDs := new(atomic.Int64)
+	var lastMsg int64
+	if err := gdb.WithContext(ctx).Raw(`SELECT COALESCE(MAX(id), 0) FROM messages`).Scan(&lastMsg).Error; err != nil {
+		_ = sqlDB.Close()
+		return nil, internal(err, "read last message id")
+	}
+	msgIDs.Store(lastMsg)
 	rdb, err := gorm.Open(sqlite.Open(readDSN(abs)), &gorm.Config{
 		Logger:                 ql,
 		SkipDefaultTransaction: true,
@@ -155,7 +168,7 @@ func OpenWith(ctx context.Context, path string, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	ckpt.start()
-	return &Store{db: gdb, rdb: rdb, stmts: stmts, ckpt: ckpt, replay: replay}, nil
+	return &Store{db: gdb, rdb: rdb, stmts: stmts, msgIDs: msgIDs, ckpt: ckpt, replay: replay}, nil
 }
 
 // pinTransactionContexts makes every statement that runs inside a write
@@ -275,7 +288,11 @@ func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
 		return fn(s)
 	}
 	err := s.db.WithContext(ctx).Transaction(func(g *gorm.DB) error {
-		return fn(&Store{db: g, rdb: g, inTx: true, stmts: s.stmts})
+		tx := &Store{db: g, rdb: g, inTx: true, stmts: s.stmts, msgIDs: s.msgIDs}
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return tx.flushChunks(ctx) // the chunk rows AppendChunk queued
 	})
 	if err != nil {
 		return internal(err, "transaction")
@@ -288,7 +305,7 @@ func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
 // committed state. fn must not write.
 func (s *Store) Snapshot(ctx context.Context, fn func(r *Store) error) error {
 	err := s.rdb.WithContext(ctx).Transaction(func(g *gorm.DB) error {
-		return fn(&Store{db: g, rdb: g, stmts: s.stmts})
+		return fn(&Store{db: g, rdb: g, stmts: s.stmts, msgIDs: s.msgIDs})
 	})
 	if err != nil {
 		return internal(err, "snapshot")
