@@ -65,8 +65,6 @@ type options struct {
 	// ticketTTL and ticketsMax are --stream-ticket-ttl and --stream-tickets-max.
 	ticketTTL  time.Duration
 	ticketsMax int
-	// checkpoint is --wal-checkpoint-every and --wal-max-size.
-	checkpoint store.CheckpointConfig
 }
 
 func parseOptions(args []string) (options, error) {
@@ -83,8 +81,6 @@ func parseOptions(args []string) (options, error) {
 	fs.StringVar(&o.agentEnv, "agent-env-passthrough", env("TETHER_AGENT_ENV_PASSTHROUGH", ""), "comma-separated variables of the daemon's environment every agent also gets, e.g. ANTHROPIC_API_KEY or OPENAI_* (TETHER_* never) [TETHER_AGENT_ENV_PASSTHROUGH]")
 	fs.IntVar(&o.updateWindow, "agent-update-window", acp.DefaultUpdateWindow, "session/update notifications of one agent read but not yet committed; a faster agent is slowed down")
 	fs.IntVar(&o.writerQueue, "writer-queue", events.DefaultMaxQueue, "changes that may wait for the event writer; past it their producers wait (a session's agent is read more slowly), so a slow disk slows the agents instead of growing memory")
-	fs.DurationVar(&o.checkpoint.Every, "wal-checkpoint-every", store.DefaultCheckpointEvery, "how often the WAL is copied into the database (a passive checkpoint beside the event writer, which never checkpoints itself)")
-	walMax := fs.String("wal-max-size", "64M", "WAL size past which a checkpoint holds writers off until it has emptied the WAL (readers kept passive ones from finishing)")
 	fs.IntVar(&o.mailbox, "session-mailbox", sessions.DefaultMailboxLimit, "requests (API calls, agent permission requests) queued for one session; past it the next one waits")
 	fs.DurationVar(&o.busy, "session-busy-timeout", sessions.DefaultBusyTimeout, "how long an API request waits for a busy session to take it before it gets 503 session_overloaded (nothing done)")
 	fs.IntVar(&o.depth, "prompt-max-depth", sessions.DefaultPromptMaxDepth, fmt.Sprintf("deepest JSON nesting a prompt may have, the block array being level 1 (at most %d); deeper prompts get 400", sessions.MaxPromptDepth))
@@ -127,15 +123,12 @@ func parseOptions(args []string) (options, error) {
 	for _, l := range []struct {
 		flag, value string
 		dst         *int64
-	}{{"--fs-read-limit", *readLimit, &o.files.ReadLimit}, {"--fs-write-limit", *writeLimit, &o.files.WriteLimit}, {"--wal-max-size", *walMax, &o.checkpoint.MaxWAL}} {
+	}{{"--fs-read-limit", *readLimit, &o.files.ReadLimit}, {"--fs-write-limit", *writeLimit, &o.files.WriteLimit}} {
 		n, err := bytes.Parse(l.value)
 		if err != nil || n <= 0 {
 			return o, fmt.Errorf("%s: want a positive size such as 4M, got %q", l.flag, l.value)
 		}
 		*l.dst = n
-	}
-	if o.checkpoint.Every <= 0 {
-		return o, errors.New("--wal-checkpoint-every must be positive")
 	}
 	if o.ticketTTL <= 0 || o.ticketsMax <= 0 {
 		return o, errors.New("--stream-ticket-ttl and --stream-tickets-max must be positive")
@@ -235,9 +228,7 @@ func serve(ctx context.Context, args []string) error {
 	// reconciles: it needs neither, and the API is built right after.
 	spec := server.LoadSpec()
 	defer func() { _, _ = spec.Wait() }()
-	ckpt := o.checkpoint
-	ckpt.Logger = logger
-	st, err := store.OpenWith(ctx, filepath.Join(o.dataDir, "tether.db"), store.Config{Checkpoint: ckpt})
+	st, err := store.Open(ctx, filepath.Join(o.dataDir, "tether.db"))
 	if err != nil {
 		return err
 	}

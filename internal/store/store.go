@@ -52,15 +52,9 @@ type Store struct {
 	// chunks are the chunk rows AppendChunk queued in this transaction
 	// (Stores bound to a transaction only).
 	chunks []pendingChunk
-	// ckpt checkpoints the WAL and replay is replaySQL prepared on the
-	// read pool (both nil in Stores bound to a transaction).
-	ckpt   *checkpointer
+	// replay is replaySQL prepared on the read pool (nil in Stores bound
+	// to a transaction).
 	replay *sql.Stmt
-}
-
-// Config tunes a Store (OpenWith); the zero value is Open's defaults.
-type Config struct {
-	Checkpoint CheckpointConfig
 }
 
 // Statements is how many SQL statements the store has run since Open, on
@@ -73,11 +67,6 @@ func (s *Store) Statements() int64 { return s.stmts.Load() }
 // migrated by a newer tetherd, since this binary cannot know what the newer
 // schema means.
 func Open(ctx context.Context, path string) (*Store, error) {
-	return OpenWith(ctx, path, Config{})
-}
-
-// OpenWith is Open with settings.
-func OpenWith(ctx context.Context, path string, cfg Config) (*Store, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "store: resolve database path %q", path)
@@ -92,8 +81,7 @@ func OpenWith(ctx context.Context, path string, cfg Config) (*Store, error) {
 
 	stmts := new(atomic.Int64)
 	ql := slowQueryLogger{log: slog.Default(), threshold: slowQueryThreshold, stmts: stmts}
-	registerWriterDriver()
-	gdb, err := gorm.Open(sqlite.New(sqlite.Config{DriverName: writerDriver, DSN: dsn(abs)}), &gorm.Config{
+	gdb, err := gorm.Open(sqlite.Open(dsn(abs)), &gorm.Config{
 		Logger: ql,
 		// The writer runs the same few statements all day (event inserts,
 		// chunk appends): prepare them once per connection.
@@ -162,13 +150,7 @@ func OpenWith(ctx context.Context, path string, cfg Config) (*Store, error) {
 		closeAll()
 		return nil, internal(err, "prepare replay")
 	}
-	ckpt, err := newCheckpointer(ctx, sqlDB, cfg.Checkpoint)
-	if err != nil {
-		closeAll()
-		return nil, err
-	}
-	ckpt.start()
-	return &Store{db: gdb, rdb: rdb, stmts: stmts, msgIDs: msgIDs, ckpt: ckpt, replay: replay}, nil
+	return &Store{db: gdb, rdb: rdb, stmts: stmts, msgIDs: msgIDs, replay: replay}, nil
 }
 
 // pinTransactionContexts makes every statement that runs inside a write
@@ -259,9 +241,6 @@ func migrate(ctx context.Context, gdb *gorm.DB) error {
 
 // Close releases the database. The Store must not be used afterwards.
 func (s *Store) Close() error {
-	if s.ckpt != nil {
-		s.ckpt.close() // before the pools: it runs on the write pool
-	}
 	if s.replay != nil {
 		_ = s.replay.Close()
 	}
