@@ -146,10 +146,9 @@ type source interface {
 	subscribe() (*events.Subscription, error)
 	position(ctx context.Context) (position, error)
 	list(ctx context.Context, after int64, limit int) ([]store.Event, error)
-	// scan is list for the replay: fn gets each event (its Payload valid
-	// only during the call) until it returns false; it reports how many
-	// events it read.
-	scan(ctx context.Context, after int64, limit int, fn func(store.Event) bool) (int, error)
+	// page is list for the replay: the events may carry only what a frame
+	// needs (number, type, payload).
+	page(ctx context.Context, after int64, limit int) ([]store.Event, error)
 	// num is an event's number in this stream (seq or global id).
 	num(e store.Event) int64
 	// dense reports whether numbers have no holes, so a jump is a gap.
@@ -198,12 +197,8 @@ func (s *sessionSource) list(ctx context.Context, after int64, limit int) ([]sto
 	return s.st.ListSessionEvents(ctx, s.id, after, limit)
 }
 
-// scan hands the page to fn without building it: the stored payload goes
-// straight into the frame.
-func (s *sessionSource) scan(ctx context.Context, after int64, limit int, fn func(store.Event) bool) (int, error) {
-	return s.st.ScanSessionEvents(ctx, s.id, after, limit, func(r store.ReplayRow) bool {
-		return fn(store.Event{SessionID: s.id, Seq: r.Seq, Type: r.Type, Payload: r.Payload})
-	})
+func (s *sessionSource) page(ctx context.Context, after int64, limit int) ([]store.Event, error) {
+	return s.st.ReplaySessionEvents(ctx, s.id, after, limit)
 }
 
 func (s *sessionSource) num(e store.Event) int64 { return e.Seq }
@@ -243,17 +238,8 @@ func (g *globalSource) list(ctx context.Context, after int64, limit int) ([]stor
 	return g.st.ListGlobalEvents(ctx, after, limit)
 }
 
-func (g *globalSource) scan(ctx context.Context, after int64, limit int, fn func(store.Event) bool) (int, error) {
-	page, err := g.list(ctx, after, limit)
-	if err != nil {
-		return 0, err
-	}
-	for i, e := range page {
-		if !fn(e) {
-			return i + 1, nil
-		}
-	}
-	return len(page), nil
+func (g *globalSource) page(ctx context.Context, after int64, limit int) ([]store.Event, error) {
+	return g.list(ctx, after, limit)
 }
 
 func (g *globalSource) num(e store.Event) int64 { return e.ID }

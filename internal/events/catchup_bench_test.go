@@ -16,7 +16,6 @@ import (
 	"github.com/tether/tether/internal/agents"
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/sessions"
-	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/server"
 )
 
@@ -29,8 +28,8 @@ const catchUpEvents = 100_000
 //
 //   - store: ListSessionEvents pages of 1000 (what the SSE handler reads),
 //     with a plain context and (store-reqctx) with a cancellable one.
-//   - store-scan: ScanSessionEvents pages of 4000, what the SSE
-//     handler reads now (rows handed over in reused buffers).
+//   - store-scan: ReplaySessionEvents pages of 4000, what the SSE
+//     handler reads now (each page read as one blob).
 //   - http: GET /session/{id}/events?follow=false through the real server
 //     (auth, request validation, SSE framing, loopback TCP), timed until
 //     the replay_complete frame has been read.
@@ -61,17 +60,15 @@ func BenchmarkCatchUp(b *testing.B) {
 			var after int64
 			n := 0
 			for {
-				got, err := l.st.ScanSessionEvents(ctx, sid, after, 4000, func(r store.ReplayRow) bool {
-					after = r.Seq
-					return true
-				})
+				page, err := l.st.ReplaySessionEvents(ctx, sid, after, 4000)
 				if err != nil {
 					b.Fatal(err)
 				}
-				if got == 0 {
+				if len(page) == 0 {
 					break
 				}
-				n += got
+				n += len(page)
+				after = page[len(page)-1].Seq
 			}
 			if n != catchUpEvents {
 				b.Fatalf("replayed %d events, want %d", n, catchUpEvents)

@@ -8,7 +8,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -52,9 +51,10 @@ type Store struct {
 	// chunks are the chunk rows AppendChunk queued in this transaction
 	// (Stores bound to a transaction only).
 	chunks []pendingChunk
-	// replay is replaySQL prepared on the read pool (nil in Stores bound
-	// to a transaction).
-	replay *sql.Stmt
+	// replay holds the replay's statements and ckpt checkpoints the WAL
+	// (both nil in Stores bound to a transaction).
+	replay *replayer
+	ckpt   *checkpointer
 }
 
 // Statements is how many SQL statements the store has run since Open, on
@@ -81,7 +81,8 @@ func Open(ctx context.Context, path string) (*Store, error) {
 
 	stmts := new(atomic.Int64)
 	ql := slowQueryLogger{log: slog.Default(), threshold: slowQueryThreshold, stmts: stmts}
-	gdb, err := gorm.Open(sqlite.Open(dsn(abs)), &gorm.Config{
+	registerWriterDriver()
+	gdb, err := gorm.Open(sqlite.New(sqlite.Config{DriverName: writerDriver, DSN: dsn(abs)}), &gorm.Config{
 		Logger: ql,
 		// The writer runs the same few statements all day (event inserts,
 		// chunk appends): prepare them once per connection.
@@ -145,12 +146,18 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		closeAll()
 		return nil, errcode.Wrap(errcode.Internal, err, "store: open read pool %s", abs)
 	}
-	replay, err := readDB.PrepareContext(ctx, replaySQL)
+	replay, err := openReplayer(ctx, abs, readDB)
 	if err != nil {
 		closeAll()
-		return nil, internal(err, "prepare replay")
+		return nil, err
 	}
-	return &Store{db: gdb, rdb: rdb, stmts: stmts, msgIDs: msgIDs, replay: replay}, nil
+	ckpt, err := newCheckpointer(abs)
+	if err != nil {
+		replay.close()
+		closeAll()
+		return nil, err
+	}
+	return &Store{db: gdb, rdb: rdb, stmts: stmts, msgIDs: msgIDs, replay: replay, ckpt: ckpt}, nil
 }
 
 // pinTransactionContexts makes every statement that runs inside a write
@@ -241,8 +248,11 @@ func migrate(ctx context.Context, gdb *gorm.DB) error {
 
 // Close releases the database. The Store must not be used afterwards.
 func (s *Store) Close() error {
+	if s.ckpt != nil {
+		s.ckpt.close() // first: it must not run against a closing database
+	}
 	if s.replay != nil {
-		_ = s.replay.Close()
+		s.replay.close()
 	}
 	sqlDB, err := s.db.DB()
 	if err != nil {

@@ -1,0 +1,76 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tether/tether/internal/store"
+)
+
+// TestReplaySessionEventsMatchesTheLog checks the replay read (replay.go)
+// against ListSessionEvents, the plain read, on logs that exercise the page
+// blob: payloads with spaces, digits, multi-byte text and newlines (the
+// blob is cut by byte lengths), pages cut by limit, and a page past the
+// blob's byte bound, which is read row by row instead.
+func TestReplaySessionEventsMatchesTheLog(t *testing.T) {
+	ctx := context.Background()
+	text := func(s string) json.RawMessage {
+		b, _ := json.Marshal(map[string]string{"text": s})
+		return b
+	}
+	for _, tc := range []struct {
+		name     string
+		payloads []json.RawMessage
+		after    int64
+		limit    int
+	}{
+		{name: "empty log", limit: 10},
+		{name: "one event", payloads: []json.RawMessage{text("hello")}, limit: 10},
+		{name: "spaces and digits", payloads: []json.RawMessage{text("1 2 3 message.chunk 42 "), text(" "), text("")}, limit: 10},
+		{name: "multi-byte text", payloads: []json.RawMessage{text("héllo wörld ✓ 日本語 🙂"), text("ß")}, limit: 10},
+		{name: "escaped newlines", payloads: []json.RawMessage{text("a\nb\r\nc"), json.RawMessage("{\"a\":\n1}")}, limit: 10},
+		{name: "after a seq", payloads: []json.RawMessage{text("a"), text("b"), text("c"), text("d")}, after: 2, limit: 10},
+		{name: "cut by limit", payloads: []json.RawMessage{text("a"), text("b"), text("c"), text("d")}, limit: 3},
+		{name: "page past the blob bound", payloads: []json.RawMessage{
+			text(strings.Repeat("x", 3<<20)), text("small"), text(strings.Repeat("y", 3<<20)), text(strings.Repeat("z", 3<<20))}, limit: 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := openStore(t)
+			sess := mustSession(t, s, mustTask(t, s).ID)
+			evs := make([]store.Event, len(tc.payloads))
+			for i, p := range tc.payloads {
+				typ := "message.chunk"
+				if i%2 == 1 {
+					typ = "tool.call"
+				}
+				evs[i] = store.Event{ID: int64(i + 1), SessionID: sess.ID, Seq: int64(i + 1), Type: typ, Payload: p, Time: time.Now()}
+			}
+			if len(evs) > 0 {
+				if err := s.Tx(ctx, func(tx *store.Store) error { return tx.AppendEvents(ctx, evs) }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := s.ListSessionEvents(ctx, sess.ID, tc.after, tc.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.ReplaySessionEvents(ctx, sess.ID, tc.after, tc.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("got %d rows, want %d", len(got), len(want))
+			}
+			for i, w := range want {
+				g := got[i]
+				if g.SessionID != w.SessionID || g.Seq != w.Seq || g.Type != w.Type || string(g.Payload) != string(w.Payload) {
+					t.Errorf("row %d: got %s seq %d type %q payload %.60q, want %s seq %d type %q payload %.60q",
+						i, g.SessionID, g.Seq, g.Type, g.Payload, w.SessionID, w.Seq, w.Type, w.Payload)
+				}
+			}
+		})
+	}
+}
