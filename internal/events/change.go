@@ -101,9 +101,9 @@ func (p *Pending) finish(evs []store.Event, err error) {
 }
 
 // Then calls f once the op has completed, committed or failed: at once if
-// it has, else on the writer goroutine right after it is published. f must
-// not block (it would stall every session's writes); it is meant for
-// releasing a credit or signalling a channel with room.
+// it has, else on the writer's publisher goroutine right after it is
+// published. f must not block (it would stall every session's writes); it
+// is meant for releasing a credit or signalling a channel with room.
 func (p *Pending) Then(f func()) {
 	p.mu.Lock()
 	if !p.finished {

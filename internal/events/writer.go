@@ -37,7 +37,10 @@ type WriterConfig struct {
 // one transaction (each op in its own savepoint, so one failure does not
 // sink the others), numbers the emitted events, commits, and only then
 // publishes them to the hub — an event anyone has seen always survives a
-// crash with the same cursor.
+// crash with the same cursor. Publishing and answering the ops happen on
+// a second goroutine, the publisher, in commit order, while the writer
+// already runs the next transaction: the fan-out to subscribers and the
+// submitters' callbacks are not on the commit path.
 type Writer struct {
 	st  *store.Store
 	hub *Hub
@@ -48,6 +51,11 @@ type Writer struct {
 	signal chan struct{}
 	closed bool
 	done   chan struct{}
+	// outcomes carries each transaction's outcome, in commit order, from
+	// the writer goroutine to the publisher (publish), which publishes
+	// the events and answers the ops. Its small buffer lets the writer
+	// commit ahead while a batch is being published, no further.
+	outcomes chan outcome
 	// room holds one token per queued op; its capacity is MaxQueue. A
 	// submitter takes a token before queueing and the writer returns it as
 	// it takes the op out of the queue. closing ends the wait of
@@ -78,6 +86,16 @@ type Writer struct {
 	latestTypes map[string]bool
 }
 
+// outcome is one transaction's result for the publisher: the events
+// committed (nil after a failure) and, for each op, its share of them or
+// its error.
+type outcome struct {
+	evs  []store.Event
+	ops  []op
+	ends []int // evs[ends[i-1]:ends[i]] belong to ops[i]
+	err  error // set: ops (one) failed with it, evs is nil
+}
+
 // latestKey names the last event of one type in one session.
 type latestKey struct{ session, typ string }
 
@@ -98,10 +116,11 @@ func NewWriter(ctx context.Context, st *store.Store, hub *Hub, cfg WriterConfig)
 	if err != nil {
 		return nil, err
 	}
-	w := &Writer{st: st, hub: hub, cfg: cfg, signal: make(chan struct{}, 1), done: make(chan struct{}),
+	w := &Writer{st: st, hub: hub, cfg: cfg, signal: make(chan struct{}, 1), done: make(chan struct{}), outcomes: make(chan outcome, 2),
 		room: make(chan struct{}, cfg.MaxQueue), closing: make(chan struct{}),
 		failures: map[string]int64{}, lastID: last, lastSeq: map[string]int64{}, latest: map[latestKey]string{}, latestTypes: map[string]bool{}}
 	go w.run()
+	go w.publish()
 	return w, nil
 }
 
@@ -114,9 +133,9 @@ func (w *Writer) Submit(apply Apply) *Pending { return w.SubmitChange(Func("", a
 
 // SubmitChange queues a change and returns its Pending outcome. While the
 // queue is full it waits for room: back-pressure on whoever produces
-// changes faster than the disk takes them. It must never be called on the
-// writer goroutine (from a Pending.Then callback), which is the one that
-// makes room.
+// changes faster than the disk takes them. It must never be called from a
+// Pending.Then callback: those run on the publisher, and the writer, which
+// makes room, waits for the publisher once it is two batches ahead.
 func (w *Writer) SubmitChange(c Change) *Pending {
 	return w.SubmitContext(context.Background(), c)
 }
@@ -222,7 +241,7 @@ func (w *Writer) Close() {
 }
 
 func (w *Writer) run() {
-	defer close(w.done)
+	defer close(w.outcomes) // the publisher answers what is left, then closes done
 	for {
 		w.mu.Lock()
 		n := min(len(w.queue), w.cfg.MaxBatch)
@@ -238,12 +257,36 @@ func (w *Writer) run() {
 				time.Sleep(w.cfg.CommitDelay)
 			}
 			w.commit(batch)
+			// Between transactions: the store's moment to restart its WAL.
+			if err := w.st.RestartWALIfDue(writerCtx); err != nil {
+				w.cfg.Logger.Warn("WAL restart failed; the checkpointer asks again", "err", err)
+			}
 			continue
 		}
 		if closed {
 			return
 		}
 		<-w.signal
+	}
+}
+
+// publish is the publisher goroutine: it publishes each committed batch
+// and answers its ops, in commit order, until the writer has stopped.
+func (w *Writer) publish() {
+	defer close(w.done)
+	for o := range w.outcomes {
+		if o.err != nil {
+			o.ops[0].p.finish(nil, o.err)
+			continue
+		}
+		if len(o.evs) > 0 {
+			w.hub.Publish(o.evs)
+		}
+		from := 0
+		for i, op := range o.ops {
+			op.p.finish(o.evs[from:o.ends[i]:o.ends[i]], nil)
+			from = o.ends[i]
+		}
 	}
 }
 
@@ -269,9 +312,10 @@ var errOpFailed = errors.New("op failed")
 // request's, so nothing but the change itself can fail its batch.
 var writerCtx = context.Background()
 
-// commitTx runs ops in one transaction. On success it publishes and answers
-// every op; on failure it answers nothing (the caller retries) unless the
-// batch is a single op, which then gets its error.
+// commitTx runs ops in one transaction. On success it hands the events and
+// every op to the publisher; on failure it answers nothing (the caller
+// retries) unless the batch is a single op, which then gets its error
+// (through the publisher too, so every op is answered in commit order).
 func (w *Writer) commitTx(batch []op) error {
 	ctx := writerCtx
 	var evs []store.Event
@@ -313,7 +357,7 @@ func (w *Writer) commitTx(batch []op) error {
 		}
 		if len(batch) == 1 {
 			opErr = w.failed(batch[0].change, opErr)
-			batch[0].p.finish(nil, opErr)
+			w.outcomes <- outcome{ops: batch, err: opErr}
 		}
 		return opErr
 	}
@@ -323,14 +367,7 @@ func (w *Writer) commitTx(batch []op) error {
 	maps.Copy(w.latest, latest)
 	w.committed.Add(int64(len(evs)))
 	w.batches.Add(1)
-	if len(evs) > 0 {
-		w.hub.Publish(evs)
-	}
-	from := 0
-	for i, o := range batch {
-		o.p.finish(evs[from:ends[i]:ends[i]], nil)
-		from = ends[i]
-	}
+	w.outcomes <- outcome{evs: evs, ops: batch, ends: ends}
 	return nil
 }
 

@@ -20,9 +20,11 @@ import (
 // store copies the WAL into the database beside the writer: a goroutine
 // with a connection of its own runs a PASSIVE checkpoint every
 // checkpointEvery. PASSIVE takes no lock a writer needs, so commits go on
-// while it syncs and copies; the writer's only share is the moment it
-// starts the WAL again from the top after a complete checkpoint (SQLite
-// syncs the WAL header then), and that WAL was synced moments before.
+// while it syncs and copies. Once the WAL is walRestartFrames long, the
+// writer, between two transactions, copies the few frames committed since
+// the round and its next commit starts the WAL from the top (SQLite syncs
+// its header then): the writer's whole share (RestartWALIfDue), a
+// millisecond or so every half second of full ingest.
 //
 // Durability is unchanged: a commit is in the WAL when it returns
 // (synchronous=NORMAL, as before), and Open replays whatever WAL a crash
@@ -38,8 +40,12 @@ const (
 	// round copies a few hundred pages at most at full ingest, so its
 	// fsyncs stay short.
 	checkpointEvery = 100 * time.Millisecond
+	// walRestartFrames is the WAL length (16 MiB at 4 KiB pages) past
+	// which the writer restarts the WAL (see RestartWALIfDue).
+	walRestartFrames = 4096
 	// walBackstopPages is the write pool's auto-checkpoint mark (SQLite's
-	// default is 1,000): 32 MiB of WAL at 4 KiB pages.
+	// default is 1,000): 32 MiB of WAL at 4 KiB pages, twice the length
+	// at which the checkpointer restarts it.
 	walBackstopPages = 8192
 	// walSizeLimit is journal_size_limit: a WAL file larger than this is
 	// truncated to it when the WAL restarts.
@@ -61,10 +67,9 @@ var registerWriterDriver = sync.OnceFunc(func() {
 
 // CheckpointStats counts the checkpointer's work since Open.
 type CheckpointStats struct {
-	// Rounds is how many checkpoints ran; Failed how many of them failed.
-	Rounds, Failed int64
-	// Frames is how many WAL frames the rounds copied into the database.
-	Frames int64
+	// Rounds is how many checkpoints ran, Restarts how many of them
+	// restarted the WAL, and Failed how many failed.
+	Rounds, Restarts, Failed int64
 	// WALFrames is the WAL's length, in frames, at the last round.
 	WALFrames int64
 }
@@ -79,13 +84,11 @@ type checkpointer struct {
 	once sync.Once
 
 	// mu serialises rounds (the goroutine's and Store.Checkpoint's).
-	mu                             sync.Mutex
-	rounds, failed, frames, walLen atomic.Int64
-	// copied is the WAL frames already in the database at the previous
-	// round, complete whether that was all of them: a round that finds
-	// the same WAL counts nothing twice.
-	copied   int64
-	complete bool
+	mu                               sync.Mutex
+	rounds, restarts, failed, walLen atomic.Int64
+	// due is set by a round that found the WAL long, and cleared by
+	// RestartWALIfDue.
+	due atomic.Bool
 }
 
 // newCheckpointer opens the checkpointer's connection to the database at
@@ -118,28 +121,57 @@ func (c *checkpointer) run() {
 	}
 }
 
-// round runs one PASSIVE checkpoint.
+// round runs one PASSIVE checkpoint and, once the WAL is long, asks the
+// writer to restart it (RestartWALIfDue).
 func (c *checkpointer) round(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var busy, log, copied int64
-	err := c.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &log, &copied)
+	_, log, _, err := c.checkpoint(ctx, c.db, "PASSIVE")
+	if err == nil && log >= walRestartFrames {
+		c.due.Store(true)
+	}
+	return err
+}
+
+// RestartWALIfDue is the writer's share of checkpointing, run between its
+// transactions: once the checkpointer has found the WAL long, one PASSIVE
+// checkpoint on the write pool copies the few frames committed since that
+// round, and the writer's next commit then starts the WAL from the top.
+// A writer that never pauses otherwise keeps the WAL a step ahead of every
+// round beside it, and SQLite never gets to restart it. Doing it here,
+// rather than with a RESTART beside the writer, keeps the writer from
+// waiting on a lock (SQLite's busy handler sleeps in steps of milliseconds).
+// When nothing is due it costs one atomic load.
+func (s *Store) RestartWALIfDue(ctx context.Context) error {
+	c := s.ckpt
+	if c == nil || !c.due.Load() {
+		return nil
+	}
+	c.due.Store(false)
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return internal(err, "wal checkpoint")
+	}
+	busy, log, copied, err := c.checkpoint(ctx, sqlDB, "PASSIVE")
+	if err == nil && !busy && copied == log {
+		c.restarts.Add(1)
+	}
+	return err
+}
+
+// checkpoint runs one checkpoint on db and reports whether it was kept
+// from finishing, the WAL's length and how much of it is in the database,
+// in frames.
+func (c *checkpointer) checkpoint(ctx context.Context, db *sql.DB, mode string) (busy bool, log, copied int64, err error) {
+	var b int64
+	err = db.QueryRowContext(ctx, "PRAGMA wal_checkpoint("+mode+")").Scan(&b, &log, &copied)
 	c.rounds.Add(1)
 	if err != nil {
 		c.failed.Add(1)
-		return internal(err, "wal checkpoint")
+		return false, 0, 0, internal(err, "wal checkpoint "+mode)
 	}
-	// A complete round lets the next commit start the WAL again from the
-	// top, so after one, a WAL of another length is a new WAL and all of
-	// what this round copied is new.
-	if c.complete && log != c.walLen.Load() {
-		c.copied = 0
-	}
-	c.frames.Add(max(copied-c.copied, 0))
-	c.copied = copied
-	c.complete = copied == log
 	c.walLen.Store(log)
-	return nil
+	return b != 0, log, copied, nil
 }
 
 // close stops the goroutine, waits for it and closes its connection;
@@ -167,5 +199,6 @@ func (s *Store) CheckpointStats() CheckpointStats {
 		return CheckpointStats{}
 	}
 	c := s.ckpt
-	return CheckpointStats{Rounds: c.rounds.Load(), Failed: c.failed.Load(), Frames: c.frames.Load(), WALFrames: c.walLen.Load()}
+	return CheckpointStats{Rounds: c.rounds.Load(), Restarts: c.restarts.Load(), Failed: c.failed.Load(),
+		WALFrames: c.walLen.Load()}
 }

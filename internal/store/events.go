@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"gorm.io/gorm"
 )
@@ -46,15 +47,22 @@ func (s *Store) AppendEvents(ctx context.Context, evs []Event) error {
 		batch := evs[:n]
 		evs = evs[n:]
 		args := (*bufp)[:0]
+		// Text goes in as byte views the statement casts back to TEXT:
+		// go-sqlite3 copies a string argument into a new []byte before
+		// SQLite copies it again, a []byte it passes as it is. The times
+		// share one buffer.
+		times := make([]byte, 0, n*len(timeLayout))
 		for _, e := range batch {
 			var sid, seq, pid any
 			if e.SessionID != "" {
-				sid, seq = e.SessionID, e.Seq
+				sid, seq = textBytes(e.SessionID), e.Seq
 			}
 			if e.PromptID != "" {
-				pid = e.PromptID
+				pid = textBytes(e.PromptID)
 			}
-			args = append(args, e.ID, sid, seq, e.Type, pid, boolInt(e.Global), string(e.Payload), formatTime(e.Time))
+			at := len(times)
+			times = e.Time.UTC().AppendFormat(times, timeLayout)
+			args = append(args, e.ID, sid, seq, textBytes(e.Type), pid, boolInt(e.Global), []byte(e.Payload), times[at:len(times):len(times)])
 		}
 		start := time.Now()
 		_, err := conn.ExecContext(context.WithoutCancel(ctx), appendEventsSQL[n], args...)
@@ -98,7 +106,7 @@ var appendEventsSQL = func() map[int]string {
 			if i > 0 {
 				sb.WriteByte(',')
 			}
-			sb.WriteString("(?,?,?,?,?,?,?,?)")
+			sb.WriteString("(?,CAST(? AS TEXT),?,CAST(? AS TEXT),CAST(? AS TEXT),?,CAST(? AS TEXT),CAST(? AS TEXT))")
 		}
 		m[n] = sb.String()
 	}
@@ -119,6 +127,16 @@ var eventArgs = sync.Pool{New: func() any {
 	b := make([]any, 0, eventInsertSizes[0]*8)
 	return &b
 }}
+
+// textBytes views a string's bytes without copying them, for a statement
+// argument that SQL casts to TEXT. SQLite copies what it binds, and
+// nothing writes through the view.
+func textBytes(s string) []byte {
+	if s == "" {
+		return []byte{}
+	}
+	return unsafe.Slice(unsafe.StringData(s), len(s))
+}
 
 func boolInt(b bool) int {
 	if b {

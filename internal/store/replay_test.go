@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -70,6 +71,42 @@ func TestReplaySessionEventsMatchesTheLog(t *testing.T) {
 					t.Errorf("row %d: got %s seq %d type %q payload %.60q, want %s seq %d type %q payload %.60q",
 						i, g.SessionID, g.Seq, g.Type, g.Payload, w.SessionID, w.Seq, w.Type, w.Payload)
 				}
+			}
+		})
+	}
+}
+
+// TestAppendEventsStoresText checks that the event columns AppendEvents
+// binds as byte views (events.go, textBytes) are stored as TEXT, as every
+// reader and SQLite's JSON functions expect, and read back unchanged.
+func TestAppendEventsStoresText(t *testing.T) {
+	ctx := context.Background()
+	s, path := openStoreAt(t, filepath.Join(t.TempDir(), "tether.db"))
+	sess := mustSession(t, s, mustTask(t, s).ID)
+	at := time.Date(2026, 12, 1, 19, 4, 5, 123456789, time.UTC)
+	evs := []store.Event{
+		{ID: 1, SessionID: sess.ID, Seq: 1, Type: "message.chunk", PromptID: "p-1", Payload: json.RawMessage(`{"text":"ü"}`), Time: at},
+		{ID: 2, Type: "task.created", Global: true, Payload: json.RawMessage(`{}`), Time: at},
+	}
+	if err := s.Tx(ctx, func(tx *store.Store) error { return tx.AppendEvents(ctx, evs) }); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, sql, want string
+	}{
+		{"session event column types", `SELECT typeof(session_id)||typeof(type)||typeof(prompt_id)||typeof(payload)||typeof(created_at) FROM events WHERE id = 1`, "texttexttexttexttext"},
+		{"task event column types", `SELECT typeof(session_id)||typeof(seq)||typeof(prompt_id)||typeof(payload) FROM events WHERE id = 2`, "nullnullnulltext"},
+		{"values", `SELECT session_id||' '||type||' '||prompt_id||' '||payload||' '||created_at FROM events WHERE id = 1`,
+			sess.ID + ` message.chunk p-1 {"text":"ü"} 2026-12-01T19:04:05.123456789Z`},
+		{"JSON functions see text", `SELECT payload->>'text' FROM events WHERE id = 1`, "ü"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got string
+			if err := rawDB(t, path).QueryRowContext(ctx, tc.sql).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
 	}
