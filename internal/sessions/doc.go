@@ -7,8 +7,10 @@
 // # Where things are
 //
 //   - decide.go is the decision table: for every command and every agent
-//     input, what the session does. It is pure; decision.go holds its
-//     values (the view it reads, the inputs, the effects it returns).
+//     input, what the session does. It is pure; decide.go holds the
+//     commands, decide_agent.go the agent inputs, decide_lifecycle.go
+//     start-up reconciliation. decision.go holds its values (the view it
+//     reads, the inputs, the effects it returns).
 //   - actor.go is the state one actor owns, mailbox.go the loop that runs
 //     its closures one at a time, effects.go where the actor performs the
 //     effects decide returned.
