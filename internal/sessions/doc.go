@@ -10,7 +10,8 @@
 //     input, what the session does. It is pure; decide.go holds the
 //     commands, decide_agent.go the agent inputs, decide_lifecycle.go
 //     start-up reconciliation. decision.go holds its values (the view it
-//     reads, the inputs, the effects it returns).
+//     reads, the inputs, the decision it returns), decision_effects.go the
+//     effects a decision lists.
 //   - actor.go is the state one actor owns, mailbox.go the loop that runs
 //     its closures one at a time, effects.go where the actor performs the
 //     effects decide returned.
