@@ -87,7 +87,7 @@ type turnRun struct {
 	cancelTimer *time.Timer
 	// msgID is the ACP messageId of the turn's last message chunk, and
 	// split is set when a tool call, plan or permission came after it:
-	// either way the next chunk starts a new message (see onUpdate).
+	// either way the next chunk starts a new message (see decideUpdate).
 	msgID string
 	split bool
 	// openMsg is the store id of the message the turn's text chunks go to

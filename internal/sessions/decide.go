@@ -19,14 +19,13 @@ import (
 //   - decide.go (here): the dispatch, and the commands clients send.
 //   - decide_agent.go: what the agent (or the actor's own clocks and
 //     writes) report: a turn's end, an exit, a start's outcome, what runs
-//     next.
+//     next, and each session/update (what it changes in the transcript).
 //   - decide_lifecycle.go: start-up reconciliation (restartedInput;
 //     reconcile.go performs its effects in the writer).
 //
 // Not decided here yet: the start itself and the adoption of a started
-// agent (restore.go: ensureAgent, onAgentStarted), the transcript updates
-// (transcript.go onUpdate), a failed write's reload (writefail.go) and
-// shutdown.
+// agent (restore.go: ensureAgent, onAgentStarted), a failed write's reload
+// (writefail.go) and shutdown.
 
 // decide is the session's decision for one command or agent input.
 func decide(v view, in input) decision {
@@ -69,6 +68,8 @@ func decide(v view, in input) decision {
 		return decideReplaySettled(v, in)
 	case restartedInput:
 		return decideRestarted(v, in)
+	case updateInput:
+		return decideUpdate(v, in)
 	}
 	return refuse(errcode.New(errcode.Internal, "no decision for %T", in))
 }

@@ -3,6 +3,7 @@ package sessions
 import (
 	"errors"
 
+	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/store"
 )
@@ -224,4 +225,71 @@ func started(r resumedInfo) []effect {
 		effs = append(effs, effReconcileDelivery{})
 	}
 	return append(effs, effNotifyWaiters{}, effStartNext{}, effPushRecovery{}, effArmIdle{})
+}
+
+// decideUpdate records one session/update in the transcript. Updates
+// outside a turn (available commands, modes, a plan) belong to no prompt.
+// Output after its turn ended (cancelled, interrupted, or an agent that
+// keeps talking after it answered) is dropped: the turn's outcome is
+// final, and it belongs to no turn the user asked for. Storing it would add
+// a message without a promptId, or overwrite an interrupted tool call's
+// recorded failure.
+func decideUpdate(v view, in updateInput) decision {
+	if !in.Current {
+		return accept() // a previous agent's: stale
+	}
+	r := v.Running
+	if v.Replaying && r == nil && replayedKind(in.Kind) {
+		return accept(effSkipReplayed{})
+	}
+	switch in.Kind {
+	case acp.UpdateAgentMessage, acp.UpdateAgentThought:
+		if r == nil {
+			return accept(effDropOutput{})
+		}
+		if in.Empty {
+			return accept()
+		}
+		role := store.RoleAgent
+		if in.Kind == acp.UpdateAgentThought {
+			role = store.RoleThought
+		}
+		// A new message when the agent changed messageId (both ids known),
+		// something came between, the role changed, or the turn has none
+		// open (its first: the prompt's user message precedes it).
+		fresh := r.Split || (in.MessageID != "" && r.MessageID != "" && in.MessageID != r.MessageID)
+		if fresh || in.Block || !r.OpenMessage || r.OpenRole != role {
+			return accept(effStartMessage{PromptID: r.PromptID, MessageID: in.MessageID, Role: role})
+		}
+		return accept(effAppendChunk{PromptID: r.PromptID, MessageID: in.MessageID, Role: role})
+	case acp.UpdateToolCall, acp.UpdateToolCallUpdate:
+		if r == nil {
+			return accept(effDropOutput{})
+		}
+		return accept(effSplitMessage{}, effRecordToolCall{PromptID: r.PromptID, Started: in.Kind == acp.UpdateToolCall})
+	case acp.UpdatePlan:
+		if r == nil {
+			return accept(effRecordPlan{})
+		}
+		return accept(effSplitMessage{}, effRecordPlan{PromptID: r.PromptID})
+	case acp.UpdateAvailableCommands:
+		return accept(effAdoptCommands{}, effEmitOptions{})
+	case acp.UpdateCurrentMode:
+		return accept(effAdoptMode{}, effEmitOptions{})
+	case acp.UpdateConfigOptions:
+		return accept(effAdoptConfigOptions{}, effEmitOptions{})
+	}
+	// user_message_chunk echoes what we already stored; session info and
+	// usage are not transcript.
+	return accept()
+}
+
+// replayedKind: a session/load replays updates of this kind as history.
+func replayedKind(k acp.UpdateKind) bool {
+	switch k {
+	case acp.UpdateAgentMessage, acp.UpdateAgentThought, acp.UpdateUserMessage, acp.UpdateToolCall,
+		acp.UpdateToolCallUpdate, acp.UpdatePlan:
+		return true
+	}
+	return false
 }

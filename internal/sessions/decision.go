@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/recovery"
 	"github.com/tether/tether/internal/store"
@@ -35,6 +36,9 @@ type view struct {
 	Agent    agentPhase
 	Settling bool // a load that replayed nothing waits for a late replay
 	HasSlot  bool // an agent-cap slot is reserved for this session
+	// Replaying: a session/load may still be replaying history (until the
+	// next turn starts: some agents replay after their answer).
+	Replaying bool
 	// Running is the turn on the agent; nil when idle.
 	Running *runningView
 	// Queue is the admitted turns waiting, in run order.
@@ -57,10 +61,17 @@ type view struct {
 	Modes, ConfigOptions json.RawMessage
 }
 
-// runningView is the turn on the agent.
+// runningView is the turn on the agent, and where its transcript stands.
 type runningView struct {
 	PromptID        string
 	CancelRequested bool
+	// MessageID is the ACP messageId of the turn's last message chunk;
+	// Split is set when a tool call, plan or permission came after it.
+	MessageID string
+	Split     bool
+	// OpenMessage: the turn's chunks have a message to go to, of OpenRole.
+	OpenMessage bool
+	OpenRole    store.MessageRole
 }
 
 // queuedView is one queued turn; Admitting while its admitting write has
@@ -166,6 +177,16 @@ type (
 		Replayed int
 		Inject   bool
 	}
+	// updateInput: the agent sent a session/update of Kind (Current: the
+	// agent is still the session's). Of a message or thought chunk:
+	// MessageID is its ACP messageId, Block that it is not plain text,
+	// Empty that it has neither text nor a block.
+	updateInput struct {
+		Kind         acp.UpdateKind
+		MessageID    string
+		Block, Empty bool
+		Current      bool
+	}
 	// nextInput asks what runs next (after any change that may free the
 	// agent or fill the queue).
 	nextInput struct{}
@@ -213,6 +234,7 @@ func (permissionRequestedInput) isInput() {}
 func (admittedInput) isInput()            {}
 func (idleCheckInput) isInput()           {}
 func (restartedInput) isInput()           {}
+func (updateInput) isInput()              {}
 
 // decision is decide's answer: refused (Refusal, and no effects) or
 // accepted with the effects to perform, in order. New session and turn

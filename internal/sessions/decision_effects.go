@@ -127,6 +127,43 @@ type (
 	// effReconcileDelivery settles the last turn's delivery from a replay.
 	effReconcileDelivery struct{}
 
+	// A session/update's effects, performed by onUpdate (transcript.go),
+	// which holds the update's content.
+	//
+	// effSkipReplayed counts an update a session/load replays: history
+	// already stored, neither stored nor streamed again.
+	effSkipReplayed struct{}
+	// effDropOutput drops agent output that came after its turn ended.
+	effDropOutput struct{}
+	// effStartMessage starts a new message of Role in PromptID's turn with
+	// the chunk; effAppendChunk appends it to the open message. Either
+	// notes the chunk's ACP MessageID and ends a split.
+	effStartMessage struct {
+		PromptID, MessageID string
+		Role                store.MessageRole
+	}
+	effAppendChunk struct {
+		PromptID, MessageID string
+		Role                store.MessageRole
+	}
+	// effSplitMessage ends the running turn's current message: text that
+	// follows reads after what came between, not glued before it.
+	effSplitMessage struct{}
+	// effRecordToolCall stores the update's tool call (Started: it is
+	// new, tool_call.started) in PromptID's turn.
+	effRecordToolCall struct {
+		PromptID string
+		Started  bool
+	}
+	// effRecordPlan stores the agent's plan (PromptID "" outside a turn).
+	effRecordPlan struct{ PromptID string }
+	// effAdoptCommands, effAdoptMode and effAdoptConfigOptions keep what
+	// the agent announced; effEmitOptions announces the session's options.
+	effAdoptCommands      struct{}
+	effAdoptMode          struct{}
+	effAdoptConfigOptions struct{}
+	effEmitOptions        struct{}
+
 	// Start-up reconciliation's effects (performed by reconcile.go, not
 	// the actor: no actor runs yet).
 	//
@@ -194,3 +231,14 @@ func (effHoldQueue) isEffect()           {}
 func (effRestartInterrupt) isEffect()    {}
 func (effStopExecutor) isEffect()        {}
 func (effTaskFollow) isEffect()          {}
+func (effSkipReplayed) isEffect()        {}
+func (effDropOutput) isEffect()          {}
+func (effStartMessage) isEffect()        {}
+func (effAppendChunk) isEffect()         {}
+func (effSplitMessage) isEffect()        {}
+func (effRecordToolCall) isEffect()      {}
+func (effRecordPlan) isEffect()          {}
+func (effAdoptCommands) isEffect()       {}
+func (effAdoptMode) isEffect()           {}
+func (effAdoptConfigOptions) isEffect()  {}
+func (effEmitOptions) isEffect()         {}

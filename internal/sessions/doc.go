@@ -38,7 +38,8 @@
 // the write has reported, decide (decideNext) starts the turn: startTurn
 // records turn.started and hands the prompt to the Agent (PromptNotify).
 // The agent's updates come back through agentHandler.Update (actor.go)
-// to onUpdate (transcript.go), each one a write that commits before it is
+// to onUpdate (transcript.go), which asks decide (decideUpdate) what each
+// one changes; each change is a write that commits before it is
 // published; the agent's answer comes back as onTurnDone, which decide
 // (decideTurnEnded) turns into the turn's end.
 package sessions

@@ -16,7 +16,7 @@ import (
 
 // view is the session as decide sees it now.
 func (a *actor) view() view {
-	v := view{State: a.sess.State, Stopping: a.stopping, Settling: a.settling, HasSlot: a.slot != nil,
+	v := view{State: a.sess.State, Stopping: a.stopping, Settling: a.settling, HasSlot: a.slot != nil, Replaying: a.replaying,
 		QueueHeld: a.sess.QueueHeld, QueueLimit: a.m.cfg.QueueLimit, Version: a.version,
 		OpenPermissions: len(a.perms), MaxPermissions: a.m.cfg.MaxPendingPermissions,
 		Modes: a.modes, ConfigOptions: a.configOptions}
@@ -27,7 +27,8 @@ func (a *actor) view() view {
 		v.Agent = agentReady
 	}
 	if r := a.running; r != nil {
-		v.Running = &runningView{PromptID: r.turn.PromptID, CancelRequested: r.turn.CancelRequested}
+		v.Running = &runningView{PromptID: r.turn.PromptID, CancelRequested: r.turn.CancelRequested,
+			MessageID: r.msgID, Split: r.split, OpenMessage: r.openMsg != 0, OpenRole: r.openRole}
 	}
 	v.Queue = make([]queuedView, len(a.queue))
 	for i, t := range a.queue {
@@ -170,6 +171,10 @@ func (a *actor) performOne(e effect) {
 		a.recordResumed(startOutcome{strategy: r.Strategy, contextRestored: r.ContextRestored, fallback: r.Fallback})
 	case effReconcileDelivery:
 		a.reconcileDelivery()
+	case effSplitMessage:
+		a.splitMessage()
+	case effEmitOptions:
+		a.emitOptions()
 	default:
 		// A command-specific effect reached the generic performer: a bug
 		// in the command's own loop, not something to guess at.
