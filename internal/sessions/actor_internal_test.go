@@ -2,9 +2,13 @@ package sessions
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"path/filepath"
 	"slices"
 	"testing"
+
+	_ "github.com/mattn/go-sqlite3"
 
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
@@ -324,5 +328,40 @@ func TestActorCloseStopsAgent(t *testing.T) {
 	}
 	if last := evs[len(evs)-1].Type; last != events.SessionClosed {
 		t.Errorf("got last event %s, want %s", last, events.SessionClosed)
+	}
+}
+
+// TestActorReloadsAfterAFailedTurnEnd: when the write recording a turn's
+// outcome fails, the actor reloads, ends the turn as failed with
+// store_write_failed, waits for input again and runs the next prompt.
+func TestActorReloadsAfterAFailedTurnEnd(t *testing.T) {
+	ctx := context.Background()
+	s := newFakeRig(t).readySession(t)
+	raw, err := sql.Open("sqlite3", filepath.Join(s.r.dir, "tether.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.Exec(`CREATE TRIGGER test_fault BEFORE UPDATE OF state ON turns WHEN NEW.state = 'completed'
+		BEGIN SELECT RAISE(ABORT, 'injected fault'); END`); err != nil {
+		t.Fatalf("inject a write failure: %v", err)
+	}
+	a := s.prompt(t, "hello")
+	s.agent.prompt(t).answer("end_turn")
+	s.waitEvent(t, events.TurnFailed)
+	if tr := s.turn(t, a.Turn.PromptID); tr.State != store.TurnFailed || tr.ErrorCode != string(errcode.StoreWriteFailed) {
+		t.Errorf("got turn %s (code %q), want %s (%s)", tr.State, tr.ErrorCode, store.TurnFailed, errcode.StoreWriteFailed)
+	}
+	if st := s.status(t); st.Session.State != store.SessionWaitingForInput {
+		t.Errorf("got session %s after the reload, want %s", st.Session.State, store.SessionWaitingForInput)
+	}
+	if _, err := raw.Exec(`DROP TRIGGER test_fault`); err != nil {
+		t.Fatal(err)
+	}
+	b := s.prompt(t, "again")
+	s.agent.prompt(t).answer("end_turn")
+	s.waitEvent(t, events.TurnCompleted)
+	if tr, err := s.r.st.GetTurn(ctx, s.sess.ID, b.Turn.PromptID); err != nil || tr.State != store.TurnCompleted {
+		t.Errorf("got next turn %s, %v; want %s", tr.State, err, store.TurnCompleted)
 	}
 }

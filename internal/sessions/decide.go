@@ -21,11 +21,11 @@ import (
 //     writes) report: a turn's end, an exit, a start's outcome, what runs
 //     next, and each session/update (what it changes in the transcript).
 //   - decide_lifecycle.go: start-up reconciliation (restartedInput;
-//     reconcile.go performs its effects in the writer).
+//     reconcile.go performs its effects in the writer), and a failed
+//     write's reload (writeFailedInput, reloadedInput; writefail.go).
 //
 // Not decided here yet: the start itself and the adoption of a started
-// agent (restore.go: ensureAgent, onAgentStarted), a failed write's reload
-// (writefail.go) and shutdown.
+// agent (restore.go: ensureAgent, onAgentStarted) and shutdown.
 
 // decide is the session's decision for one command or agent input.
 func decide(v view, in input) decision {
@@ -70,6 +70,10 @@ func decide(v view, in input) decision {
 		return decideRestarted(v, in)
 	case updateInput:
 		return decideUpdate(v, in)
+	case writeFailedInput:
+		return decideWriteFailed(v, in)
+	case reloadedInput:
+		return decideReloaded(v, in)
 	}
 	return refuse(errcode.New(errcode.Internal, "no decision for %T", in))
 }

@@ -12,8 +12,8 @@ import (
 // TestDecideRestarted: every state a crash can leave an active session in,
 // and what start-up reconciliation repairs.
 func TestDecideRestarted(t *testing.T) {
-	running := func(id string) restartTurn { return restartTurn{PromptID: id, State: store.TurnRunning} }
-	queuedT := func(id string) restartTurn { return restartTurn{PromptID: id, State: store.TurnQueued} }
+	running := func(id string) storedTurn { return storedTurn{PromptID: id, State: store.TurnRunning} }
+	queuedT := func(id string) storedTurn { return storedTurn{PromptID: id, State: store.TurnQueued} }
 	// repair is a session to repair with agent available and, unless
 	// changed, a stopped executor.
 	repair := func(f func(*restartedInput)) restartedInput {
@@ -24,7 +24,7 @@ func TestDecideRestarted(t *testing.T) {
 		return in
 	}
 	midTurn := func(in *restartedInput) {
-		in.Turns, in.Executor, in.Orphan = []restartTurn{running("p1")}, store.ExecutorReady, true
+		in.Turns, in.Executor, in.Orphan = []storedTurn{running("p1")}, store.ExecutorReady, true
 	}
 	inRunning, waiting := view{State: store.SessionRunning}, view{State: store.SessionWaitingForInput}
 	heldWaiting := view{State: store.SessionWaitingForInput, QueueHeld: true}
@@ -51,13 +51,13 @@ func TestDecideRestarted(t *testing.T) {
 		{"restarted mid-turn on an in-process agent", inRunning, repair(func(in *restartedInput) { midTurn(in); in.Orphan = false }),
 			accepted(interruptP1, effStopExecutor{}, toWaiting, effPushRecovery{})},
 		{"restarted mid-turn, its agent already exited", inRunning, repair(func(in *restartedInput) {
-			in.Turns, in.Executor, in.Orphan = []restartTurn{running("p1")}, store.ExecutorError, true
+			in.Turns, in.Executor, in.Orphan = []storedTurn{running("p1")}, store.ExecutorError, true
 		}), accepted(interruptP1, toWaiting, effPushRecovery{})},
-		{"restarted with a turn about to start", waiting, repair(func(in *restartedInput) { in.Turns = []restartTurn{queuedT("q1")} }),
+		{"restarted with a turn about to start", waiting, repair(func(in *restartedInput) { in.Turns = []storedTurn{queuedT("q1")} }),
 			accepted(effRestartInterrupt{PromptID: "q1"}, effTaskFollow{}, effPushRecovery{})},
-		{"restarted with turns about to start", waiting, repair(func(in *restartedInput) { in.Turns = []restartTurn{queuedT("q1"), queuedT("q2")} }),
+		{"restarted with turns about to start", waiting, repair(func(in *restartedInput) { in.Turns = []storedTurn{queuedT("q1"), queuedT("q2")} }),
 			accepted(effRestartInterrupt{PromptID: "q1"}, effHoldQueue{}, effTaskFollow{}, effPushRecovery{})},
-		{"restarted with a queue held by an earlier restart", heldWaiting, repair(func(in *restartedInput) { in.Turns = []restartTurn{queuedT("q1"), queuedT("q2")} }),
+		{"restarted with a queue held by an earlier restart", heldWaiting, repair(func(in *restartedInput) { in.Turns = []storedTurn{queuedT("q1"), queuedT("q2")} }),
 			accepted(effTaskFollow{}, effPushRecovery{})},
 		{"restarted idle with its agent ready", waiting, repair(func(in *restartedInput) { in.Executor, in.Orphan = store.ExecutorReady, true }),
 			accepted(effStopOrphan{}, effStopExecutor{}, effTaskFollow{}, effPushRecovery{})},
@@ -68,7 +68,100 @@ func TestDecideRestarted(t *testing.T) {
 		{"restarted while its agent started, no process yet", view{State: store.SessionStarting}, repair(func(in *restartedInput) { in.Executor = store.ExecutorStarting }),
 			accepted(effStopExecutor{}, toWaiting, effPushRecovery{})},
 		{"restarted while its first prompt started the agent", view{State: store.SessionStarting}, repair(func(in *restartedInput) {
-			in.Turns, in.Executor = []restartTurn{queuedT("q1")}, store.ExecutorStarting
+			in.Turns, in.Executor = []storedTurn{queuedT("q1")}, store.ExecutorStarting
 		}), accepted(effRestartInterrupt{PromptID: "q1"}, effStopExecutor{}, toWaiting, effPushRecovery{})},
 	})
+}
+
+func TestDecideWriteFailed(t *testing.T) {
+	in, closing := writeFailedInput{}, writeFailedInput{ShuttingDown: true}
+	reload := accepted(effReportWriteFailed{}, effReloadWhenQuiet{})
+	reloadEveryState := func(store.SessionState) decision { return reload }
+	cases := perState("write failed", in, nil, terminalStates(map[store.SessionState]decision{
+		store.SessionCreated: reload, store.SessionStarting: reload, store.SessionRunning: reload, store.SessionWaitingForInput: reload,
+	}, reloadEveryState))
+	waiting := inState(store.SessionRunning)
+	reloading := with(waiting, func(v *view) { v.Reloading = true })
+	cases = append(cases, []decideCase{
+		{"write failed while a reload waits", reloading, in, accepted(effReportWriteFailed{})},
+		{"write failed as the writer closed", waiting, closing, accepted()},
+		{"write failed as the writer closed while a reload waits", reloading, closing, accepted()},
+		{"write failed while stopping", with(waiting, func(v *view) { v.Stopping = true }), in, reload},
+	}...)
+	runDecideCases(t, cases)
+}
+
+// TestDecideReloaded: what the actor believes and records once it read the
+// session back after a failed write, for what the store holds against
+// what is live.
+func TestDecideReloaded(t *testing.T) {
+	stored := func(id string, s store.TurnState) storedTurn { return storedTurn{PromptID: id, State: s} }
+	done, p1Running := stored("p0", store.TurnCompleted), stored("p1", store.TurnRunning)
+	reloaded := func(s store.SessionState, turns ...storedTurn) reloadedInput {
+		return reloadedInput{State: s, Turns: turns}
+	}
+	agrees := accepted(effReload{}, effForgetStateRepair{}, effStartNext{})
+	// The store agrees with the typical session of each state.
+	var cases []decideCase
+	for _, s := range allStates {
+		turns := []storedTurn{done}
+		if s == store.SessionRunning {
+			turns = append(turns, p1Running)
+		}
+		cases = append(cases, decideCase{"reloaded, the store agrees/" + string(s), inState(s), reloaded(s, turns...), agrees})
+	}
+	running, idle := inState(store.SessionRunning), inState(store.SessionWaitingForInput)
+	tried := func(keys ...string) func(*view) {
+		return func(v *view) {
+			v.Repairs = map[string]bool{}
+			for _, k := range keys {
+				v.Repairs[k] = true
+			}
+		}
+	}
+	admitting := func(ids ...string) func(*view) {
+		return func(v *view) {
+			for _, id := range ids {
+				v.Queue = append(v.Queue, queuedView{PromptID: id, Admitting: true})
+			}
+		}
+	}
+	lostTurn := accepted(effReload{}, effRecordLost{PromptID: "p1"}, effRepairState{}, effPushRecovery{}, effStartNext{})
+	cases = append(cases, []decideCase{
+		{"reloaded after a turn's end was lost", idle, reloaded(store.SessionRunning, done, p1Running), lostTurn},
+		{"reloaded after a turn's end was lost, the state stored", idle, reloaded(store.SessionWaitingForInput, done, p1Running),
+			accepted(effReload{}, effRecordLost{PromptID: "p1"}, effForgetStateRepair{}, effPushRecovery{}, effStartNext{})},
+		{"reloaded after both repairs were tried", with(idle, tried(lostRepair("p1"), repairState)),
+			reloaded(store.SessionRunning, done, p1Running), accepted(effReload{}, effStartNext{})},
+		{"reloaded after the lost turn's repair was tried", with(idle, tried(lostRepair("p1"))),
+			reloaded(store.SessionRunning, done, p1Running), accepted(effReload{}, effRepairState{}, effPushRecovery{}, effStartNext{})},
+		{"reloaded after two turns' ends were lost", idle,
+			reloaded(store.SessionWaitingForInput, stored("p1", store.TurnRunning), stored("p2", store.TurnRunning)),
+			accepted(effReload{}, effRecordLost{PromptID: "p1"}, effRecordLost{PromptID: "p2"}, effForgetStateRepair{}, effPushRecovery{}, effStartNext{})},
+		{"reloaded with only the session state lost", idle, reloaded(store.SessionRunning, done),
+			accepted(effReload{}, effRepairState{}, effPushRecovery{}, effStartNext{})},
+		{"reloaded mid-turn, the state stored RUNNING", running, reloaded(store.SessionRunning, done, p1Running), agrees},
+		{"reloaded mid-turn, the turn stored queued", running, reloaded(store.SessionWaitingForInput, done, stored("p1", store.TurnQueued)), agrees},
+		{"reloaded mid-turn with an older turn lost", running, reloaded(store.SessionRunning, stored("p0", store.TurnRunning), p1Running),
+			accepted(effReload{}, effRecordLost{PromptID: "p0"}, effForgetStateRepair{}, effPushRecovery{}, effStartNext{})},
+		{"reloaded with turns queued", with(running, func(v *view) { v.Queue = queued("q1", "q2") }),
+			reloaded(store.SessionRunning, done, p1Running, stored("q1", store.TurnQueued), stored("q2", store.TurnQueued)),
+			accepted(effReload{Queue: []string{"q1", "q2"}}, effForgetStateRepair{}, effStartNext{})},
+		{"reloaded with a queued turn the actor had ended", idle,
+			reloaded(store.SessionWaitingForInput, done, stored("q1", store.TurnQueued)),
+			accepted(effReload{Queue: []string{"q1"}}, effForgetStateRepair{}, effStartNext{})},
+		{"reloaded with a queued turn whose end was stored", with(idle, func(v *view) { v.Queue = queued("q1") }),
+			reloaded(store.SessionWaitingForInput, done, stored("q1", store.TurnCancelled)), agrees},
+		{"reloaded with turns being admitted", with(running, func(v *view) { v.Queue = queued("q1"); admitting("q3", "q2")(v) }),
+			reloaded(store.SessionRunning, done, p1Running, stored("q1", store.TurnQueued)),
+			accepted(effReload{Queue: []string{"q1", "q3", "q2"}}, effForgetStateRepair{}, effStartNext{})},
+		{"reloaded with a turn being admitted the store holds", with(running, admitting("q1")),
+			reloaded(store.SessionRunning, done, p1Running, stored("q1", store.TurnQueued), stored("q2", store.TurnQueued)),
+			accepted(effReload{Queue: []string{"q1", "q2"}}, effForgetStateRepair{}, effStartNext{})},
+		{"reloaded with nothing stored but a turn being admitted", with(inState(store.SessionCreated), admitting("q1")),
+			reloaded(store.SessionCreated), accepted(effReload{Queue: []string{"q1"}}, effForgetStateRepair{}, effStartNext{})},
+		{"reloaded after a close", inState(store.SessionCompleted), reloaded(store.SessionCompleted, done, p1Running),
+			accepted(effReload{}, effRecordLost{PromptID: "p1"}, effForgetStateRepair{}, effPushRecovery{}, effStartNext{})},
+	}...)
+	runDecideCases(t, cases)
 }

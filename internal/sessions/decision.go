@@ -36,6 +36,11 @@ type view struct {
 	Agent    agentPhase
 	Settling bool // a load that replayed nothing waits for a late replay
 	HasSlot  bool // an agent-cap slot is reserved for this session
+	// Reloading: a reload after a failed write waits for the writes in
+	// flight; Repairs are the repairs reloads have tried (each is tried
+	// once: keyed by repairState and lostRepair).
+	Reloading bool
+	Repairs   map[string]bool
 	// Replaying: a session/load may still be replaying history (until the
 	// next turn starts: some agents replay after their answer).
 	Replaying bool
@@ -187,6 +192,16 @@ type (
 		Block, Empty bool
 		Current      bool
 	}
+	// writeFailedInput: one of the session's writes failed (ShuttingDown:
+	// because the writer closed).
+	writeFailedInput struct{ ShuttingDown bool }
+	// reloadedInput: since a write failed, every write in flight has
+	// reported, and the store holds the session in State with Turns
+	// (every turn, in run order).
+	reloadedInput struct {
+		State store.SessionState
+		Turns []storedTurn
+	}
 	// nextInput asks what runs next (after any change that may free the
 	// agent or fill the queue).
 	nextInput struct{}
@@ -197,7 +212,7 @@ type (
 	restartedInput struct {
 		Repair bool
 		// Turns are the running and queued turns, in run order.
-		Turns []restartTurn
+		Turns []storedTurn
 		// Permissions counts the pending permission requests.
 		Permissions int
 		// Executor is the executor row's status; Orphan that it names a
@@ -209,8 +224,9 @@ type (
 	}
 )
 
-// restartTurn is a turn the previous daemon left open.
-type restartTurn struct {
+// storedTurn is a turn as the store holds it (one the previous daemon
+// left open, or one a reload read back).
+type storedTurn struct {
 	PromptID string
 	State    store.TurnState
 }
@@ -235,6 +251,8 @@ func (admittedInput) isInput()            {}
 func (idleCheckInput) isInput()           {}
 func (restartedInput) isInput()           {}
 func (updateInput) isInput()              {}
+func (writeFailedInput) isInput()         {}
+func (reloadedInput) isInput()            {}
 
 // decision is decide's answer: refused (Refusal, and no effects) or
 // accepted with the effects to perform, in order. New session and turn

@@ -164,6 +164,26 @@ type (
 	effAdoptConfigOptions struct{}
 	effEmitOptions        struct{}
 
+	// A failed write's effects (writefail.go).
+	//
+	// effReportWriteFailed logs the failed write; effReloadWhenQuiet
+	// reloads the session once every write in flight has reported.
+	effReportWriteFailed struct{}
+	effReloadWhenQuiet   struct{}
+	// effReload believes the store again (performed by reload, which holds
+	// what it read): the session, executor and turns as stored, except
+	// the live facts (the running turn, turns still being admitted), and
+	// Queue as the queue, in order.
+	effReload struct{ Queue []string }
+	// effRecordLost ends PromptID, which the store shows running with no
+	// live run (its outcome was lost), as failed with store_write_failed.
+	effRecordLost struct{ PromptID string }
+	// effRepairState takes a session the store shows RUNNING with no turn
+	// running back to WAITING_FOR_INPUT; effForgetStateRepair lets it be
+	// tried again once the state is right.
+	effRepairState       struct{}
+	effForgetStateRepair struct{}
+
 	// Start-up reconciliation's effects (performed by reconcile.go, not
 	// the actor: no actor runs yet).
 	//
@@ -242,3 +262,9 @@ func (effAdoptCommands) isEffect()       {}
 func (effAdoptMode) isEffect()           {}
 func (effAdoptConfigOptions) isEffect()  {}
 func (effEmitOptions) isEffect()         {}
+func (effReportWriteFailed) isEffect()   {}
+func (effReloadWhenQuiet) isEffect()     {}
+func (effReload) isEffect()              {}
+func (effRecordLost) isEffect()          {}
+func (effRepairState) isEffect()         {}
+func (effForgetStateRepair) isEffect()   {}

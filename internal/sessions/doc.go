@@ -9,7 +9,7 @@
 //   - decide.go is the decision table: for every command and every agent
 //     input, what the session does. It is pure; decide.go holds the
 //     commands, decide_agent.go the agent inputs, decide_lifecycle.go
-//     start-up reconciliation. decision.go holds its values (the view it
+//     start-up reconciliation and the reload after a failed write. decision.go holds its values (the view it
 //     reads, the inputs, the decision it returns), decision_effects.go the
 //     effects a decision lists.
 //   - actor.go is the state one actor owns, mailbox.go the loop that runs

@@ -17,6 +17,7 @@ import (
 // view is the session as decide sees it now.
 func (a *actor) view() view {
 	v := view{State: a.sess.State, Stopping: a.stopping, Settling: a.settling, HasSlot: a.slot != nil, Replaying: a.replaying,
+		Reloading: a.reloading, Repairs: a.repairs,
 		QueueHeld: a.sess.QueueHeld, QueueLimit: a.m.cfg.QueueLimit, Version: a.version,
 		OpenPermissions: len(a.perms), MaxPermissions: a.m.cfg.MaxPendingPermissions,
 		Modes: a.modes, ConfigOptions: a.configOptions}
@@ -175,6 +176,15 @@ func (a *actor) performOne(e effect) {
 		a.splitMessage()
 	case effEmitOptions:
 		a.emitOptions()
+	case effReloadWhenQuiet:
+		a.reloadWhenQuiet()
+	case effRecordLost:
+		a.recordLostOutcome(e.PromptID)
+	case effRepairState:
+		a.repairs[repairState] = true
+		a.setState(store.SessionWaitingForInput)
+	case effForgetStateRepair:
+		delete(a.repairs, repairState)
 	default:
 		// A command-specific effect reached the generic performer: a bug
 		// in the command's own loop, not something to guess at.
