@@ -20,12 +20,15 @@ import (
 //   - decide_agent.go: what the agent (or the actor's own clocks and
 //     writes) report: a turn's end, an exit, a start's outcome, what runs
 //     next, and each session/update (what it changes in the transcript).
-//   - decide_lifecycle.go: start-up reconciliation (restartedInput;
-//     reconcile.go performs its effects in the writer), and a failed
-//     write's reload (writeFailedInput, reloadedInput; writefail.go).
+//   - decide_lifecycle.go: an agent's start (ensureAgentInput, and
+//     decideRestore: which ACP call restores the session, run by the
+//     start itself off the actor), a failed write's reload
+//     (writeFailedInput, reloadedInput; writefail.go), and start-up
+//     reconciliation (restartedInput; reconcile.go performs its effects
+//     in the writer).
 //
-// Not decided here yet: the start itself and the adoption of a started
-// agent (restore.go: ensureAgent, onAgentStarted) and shutdown.
+// Not decided here yet: the adoption of a started agent
+// (restore.go: onAgentStarted) and shutdown.
 
 // decide is the session's decision for one command or agent input.
 func decide(v view, in input) decision {
@@ -74,6 +77,8 @@ func decide(v view, in input) decision {
 		return decideWriteFailed(v, in)
 	case reloadedInput:
 		return decideReloaded(v, in)
+	case ensureAgentInput:
+		return decideEnsureAgent(v)
 	}
 	return refuse(errcode.New(errcode.Internal, "no decision for %T", in))
 }

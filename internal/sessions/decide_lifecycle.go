@@ -123,3 +123,88 @@ func decideReloaded(v view, in reloadedInput) decision {
 	}
 	return accept(append(d.Effects, effStartNext{})...)
 }
+
+// decideEnsureAgent starts an agent if none runs or starts and the session
+// still takes work, reserving its slot first if it has none (admission
+// reserves it before it stores anything, so failing here is for paths that
+// could not ask: the start then fails visibly rather than waits). A stored
+// ACP session is restored; decideRestore chooses how, once the agent has
+// said what it can.
+func decideEnsureAgent(v view) decision {
+	if v.Connected || v.Agent != agentNone || v.closed() {
+		return accept()
+	}
+	start := effStartAgent{Restore: v.StoredSession, HadHistory: v.HasTurns}
+	if !v.HasSlot {
+		return accept(effReserveSlot{}, start)
+	}
+	return accept(start)
+}
+
+// decideRestore is the next ACP call of a start, from the agent's
+// capabilities and the calls made so far: a stored session is resumed when
+// the agent advertises session/resume, else loaded when it advertises
+// session/load, else a new session is opened. It falls back (resume to
+// load, either to new) only when the agent says "unsupported" or "unknown
+// session" (an unknown session is not loaded: load would not know it
+// either); any other failure fails the start and keeps the stored
+// identity, so the session stays resumable. A new session restores no
+// context: it is reported fresh (or history_injection, when the profile
+// can inject the history) if the session had any, with why the stored one
+// could not be restored. It is pure, like decide, but runs off the actor,
+// in the start (Manager.start), on what the start knows.
+func decideRestore(in restoreInput) restoreStep {
+	if len(in.Tried) == 0 {
+		switch {
+		case !in.Restore:
+			return restoreStep{Call: callNew}
+		case in.Resume:
+			return restoreStep{Call: callResume}
+		case in.Load:
+			return restoreStep{Call: callLoad}
+		}
+		return restoreStep{Call: callNew}
+	}
+	fallback := ""
+	for _, t := range in.Tried {
+		switch t.Outcome {
+		case tryUnsupported:
+			fallback = "unsupported"
+		case tryUnknownSession:
+			fallback = "unknown_session"
+		}
+	}
+	last := in.Tried[len(in.Tried)-1]
+	switch last.Outcome {
+	case tryOK:
+		switch last.Call {
+		case callResume:
+			return restoreStep{Resumed: resumedInfo{Strategy: StrategyNativeResume, ContextRestored: true}}
+		case callLoad:
+			return restoreStep{Resumed: resumedInfo{Strategy: StrategyNativeLoad, ContextRestored: true}}
+		}
+		r := resumedInfo{Fallback: fallback}
+		if in.Restore && r.Fallback == "" {
+			r.Fallback = "unsupported" // the agent advertises neither resume nor load
+		}
+		if in.HadHistory {
+			r.Strategy = StrategyFresh
+			if in.Inject {
+				r.Strategy = StrategyHistoryInjection
+			}
+		}
+		return restoreStep{Resumed: r}
+	case tryFailed:
+		if last.Call == callNew {
+			return restoreStep{Failed: true}
+		}
+		return restoreStep{Failed: true, Resumed: resumedInfo{Fallback: fallback}}
+	}
+	if last.Call == callNew {
+		return restoreStep{Failed: true} // nothing left to fall back to
+	}
+	if last.Call == callResume && last.Outcome == tryUnsupported && in.Load {
+		return restoreStep{Call: callLoad}
+	}
+	return restoreStep{Call: callNew}
+}

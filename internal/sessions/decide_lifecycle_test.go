@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/tether/tether/internal/store"
@@ -164,4 +165,114 @@ func TestDecideReloaded(t *testing.T) {
 			accepted(effReload{}, effRecordLost{PromptID: "p1"}, effForgetStateRepair{}, effPushRecovery{}, effStartNext{})},
 	}...)
 	runDecideCases(t, cases)
+}
+
+func TestDecideEnsureAgent(t *testing.T) {
+	in := ensureAgentInput{}
+	first := accepted(effReserveSlot{}, effStartAgent{})
+	cases := perState("ensure agent", in, nil, terminalStates(map[store.SessionState]decision{
+		store.SessionCreated:         first,
+		store.SessionStarting:        accepted(),
+		store.SessionRunning:         accepted(),
+		store.SessionWaitingForInput: accepted(),
+	}, func(store.SessionState) decision { return accepted() }))
+	// stopped: its agent stopped idle (or exited) after turn p0, and the
+	// executor kept the ACP session to restore.
+	stopped := with(inState(store.SessionWaitingForInput), func(v *view) {
+		v.Agent, v.HasSlot, v.StoredSession, v.HasTurns = agentNone, false, true, true
+	})
+	cases = append(cases, []decideCase{
+		{"ensure agent after an idle stop", stopped, in,
+			accepted(effReserveSlot{}, effStartAgent{Restore: true, HadHistory: true})},
+		{"ensure agent with its slot reserved", with(stopped, func(v *view) { v.HasSlot = true }), in,
+			accepted(effStartAgent{Restore: true, HadHistory: true})},
+		{"ensure agent with history but no stored session", with(stopped, func(v *view) { v.StoredSession = false }), in,
+			accepted(effReserveSlot{}, effStartAgent{HadHistory: true})},
+		{"ensure agent with a stored session but no turns", with(stopped, func(v *view) { v.HasTurns = false }), in,
+			accepted(effReserveSlot{}, effStartAgent{Restore: true})},
+		{"ensure agent while its connection opens the session", with(stopped, func(v *view) { v.Connected = true }), in, accepted()},
+		{"ensure agent while stopping", with(stopped, func(v *view) { v.Stopping = true }), in, accepted()},
+		{"ensure agent of a closed session", with(stopped, func(v *view) { v.State = store.SessionCompleted }), in, accepted()},
+	}...)
+	runDecideCases(t, cases)
+}
+
+// TestDecideRestore: how a start opens the agent's ACP session, for every
+// combination of capabilities and every answer to each call.
+func TestDecideRestore(t *testing.T) {
+	did := func(c restoreCall, o tryOutcome) restoreTry { return restoreTry{Call: c, Outcome: o} }
+	next := func(c restoreCall) restoreStep { return restoreStep{Call: c} }
+	done := func(strategy string, restored bool, fallback string) restoreStep {
+		return restoreStep{Resumed: resumedInfo{Strategy: strategy, ContextRestored: restored, Fallback: fallback}}
+	}
+	failed := func(fallback string) restoreStep {
+		return restoreStep{Failed: true, Resumed: resumedInfo{Fallback: fallback}}
+	}
+	first := restoreInput{}
+	both := restoreInput{Restore: true, Resume: true, Load: true, HadHistory: true}
+	loadOnly := restoreInput{Restore: true, Load: true, HadHistory: true}
+	resumeOnly := restoreInput{Restore: true, Resume: true, HadHistory: true}
+	neither := restoreInput{Restore: true, HadHistory: true}
+	after := func(in restoreInput, tried ...restoreTry) restoreInput { in.Tried = tried; return in }
+	cases := []struct {
+		name string
+		in   restoreInput
+		want restoreStep
+	}{
+		{"first start", first, next(callNew)},
+		{"first start opened", after(first, did(callNew, tryOK)), done("", false, "")},
+		{"first start failed", after(first, did(callNew, tryFailed)), failed("")},
+		{"history without a stored session", restoreInput{HadHistory: true}, next(callNew)},
+		{"history without a stored session, opened", after(restoreInput{HadHistory: true}, did(callNew, tryOK)), done(StrategyFresh, false, "")},
+		{"history without a stored session, injected", after(restoreInput{HadHistory: true, Inject: true}, did(callNew, tryOK)),
+			done(StrategyHistoryInjection, false, "")},
+
+		{"resume and load advertised", both, next(callResume)},
+		{"resumed", after(both, did(callResume, tryOK)), done(StrategyNativeResume, true, "")},
+		{"resume unsupported: load", after(both, did(callResume, tryUnsupported)), next(callLoad)},
+		{"resume unsupported, loaded", after(both, did(callResume, tryUnsupported), did(callLoad, tryOK)), done(StrategyNativeLoad, true, "")},
+		{"resume unsupported, load unsupported: new", after(both, did(callResume, tryUnsupported), did(callLoad, tryUnsupported)), next(callNew)},
+		{"resume unsupported, load unsupported, new opened",
+			after(both, did(callResume, tryUnsupported), did(callLoad, tryUnsupported), did(callNew, tryOK)), done(StrategyFresh, false, "unsupported")},
+		{"resume unsupported, load of an unknown session: new", after(both, did(callResume, tryUnsupported), did(callLoad, tryUnknownSession)), next(callNew)},
+		{"resume unsupported, load of an unknown session, new opened",
+			after(both, did(callResume, tryUnsupported), did(callLoad, tryUnknownSession), did(callNew, tryOK)), done(StrategyFresh, false, "unknown_session")},
+		{"resume unsupported, load failed", after(both, did(callResume, tryUnsupported), did(callLoad, tryFailed)), failed("unsupported")},
+		{"resume of an unknown session: new, not load", after(both, did(callResume, tryUnknownSession)), next(callNew)},
+		{"resume of an unknown session, new opened", after(both, did(callResume, tryUnknownSession), did(callNew, tryOK)),
+			done(StrategyFresh, false, "unknown_session")},
+		{"resume of an unknown session, new failed", after(both, did(callResume, tryUnknownSession), did(callNew, tryFailed)), failed("")},
+		{"resume failed: the identity is kept", after(both, did(callResume, tryFailed)), failed("")},
+
+		{"load advertised", loadOnly, next(callLoad)},
+		{"loaded", after(loadOnly, did(callLoad, tryOK)), done(StrategyNativeLoad, true, "")},
+		{"load unsupported: new", after(loadOnly, did(callLoad, tryUnsupported)), next(callNew)},
+		{"load of an unknown session: new", after(loadOnly, did(callLoad, tryUnknownSession)), next(callNew)},
+		{"load failed: the identity is kept", after(loadOnly, did(callLoad, tryFailed)), failed("")},
+
+		{"resume advertised", resumeOnly, next(callResume)},
+		{"resume unsupported without load: new", after(resumeOnly, did(callResume, tryUnsupported)), next(callNew)},
+		{"resume unsupported without load, new opened", after(resumeOnly, did(callResume, tryUnsupported), did(callNew, tryOK)),
+			done(StrategyFresh, false, "unsupported")},
+
+		{"neither advertised: new", neither, next(callNew)},
+		{"neither advertised, new opened", after(neither, did(callNew, tryOK)), done(StrategyFresh, false, "unsupported")},
+		{"neither advertised, new opened with injection", after(restoreInput{Restore: true, HadHistory: true, Inject: true}, did(callNew, tryOK)),
+			done(StrategyHistoryInjection, false, "unsupported")},
+		{"neither advertised, no history, new opened", after(restoreInput{Restore: true}, did(callNew, tryOK)), done("", false, "unsupported")},
+		{"neither advertised, new failed", after(neither, did(callNew, tryFailed)), failed("")},
+		{"new answered unsupported: nothing left", after(neither, did(callNew, tryUnsupported)), failed("")},
+	}
+	seen := map[string]bool{}
+	for _, c := range cases {
+		if seen[c.name] {
+			t.Fatalf("case name %q used twice", c.name)
+		}
+		seen[c.name] = true
+		t.Run(c.name, func(t *testing.T) {
+			if got := decideRestore(c.in); !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("got %+v, want %+v", got, c.want)
+			}
+		})
+	}
 }

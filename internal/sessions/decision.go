@@ -36,6 +36,12 @@ type view struct {
 	Agent    agentPhase
 	Settling bool // a load that replayed nothing waits for a late replay
 	HasSlot  bool // an agent-cap slot is reserved for this session
+	// Connected: the actor holds an agent connection (ready, or still
+	// opening its ACP session).
+	Connected bool
+	// StoredSession: the executor holds the ACP session id of an earlier
+	// start, to restore; HasTurns: the session has turns (history).
+	StoredSession, HasTurns bool
 	// Reloading: a reload after a failed write waits for the writes in
 	// flight; Repairs are the repairs reloads have tried (each is tried
 	// once: keyed by repairState and lostRepair).
@@ -202,6 +208,9 @@ type (
 		State store.SessionState
 		Turns []storedTurn
 	}
+	// ensureAgentInput: the session needs an agent (a prompt, a resume, a
+	// queue left by an exit); one is started unless it runs or starts.
+	ensureAgentInput struct{}
 	// nextInput asks what runs next (after any change that may free the
 	// agent or fill the queue).
 	nextInput struct{}
@@ -253,6 +262,7 @@ func (restartedInput) isInput()           {}
 func (updateInput) isInput()              {}
 func (writeFailedInput) isInput()         {}
 func (reloadedInput) isInput()            {}
+func (ensureAgentInput) isInput()         {}
 
 // decision is decide's answer: refused (Refusal, and no effects) or
 // accepted with the effects to perform, in order. New session and turn
@@ -279,3 +289,49 @@ type exitInfo struct {
 
 // errStale means the session changed between planning and admission.
 var errStale = errcode.New(errcode.Internal, "session changed during admission")
+
+// How a start opens the agent's ACP session, decided off the actor by
+// decideRestore (decide_lifecycle.go) once the agent has said what it can.
+type (
+	// restoreCall is an ACP call that opens the session (restoreDone:
+	// none, the start has its outcome).
+	restoreCall uint8
+	// tryOutcome is how the agent answered one.
+	tryOutcome uint8
+	// restoreTry is one call made and its outcome.
+	restoreTry struct {
+		Call    restoreCall
+		Outcome tryOutcome
+	}
+	// restoreInput is what a start knows: whether there is a stored ACP
+	// session to restore, the agent's capabilities, whether the session
+	// has history and its profile can inject it, and the calls made so far.
+	restoreInput struct {
+		Restore            bool
+		Resume, Load       bool
+		HadHistory, Inject bool
+		Tried              []restoreTry
+	}
+	// restoreStep is the next call, or (Call restoreDone) the outcome:
+	// Failed (the last call's error is the start's), and how the session
+	// was restored.
+	restoreStep struct {
+		Call    restoreCall
+		Failed  bool
+		Resumed resumedInfo
+	}
+)
+
+const (
+	restoreDone restoreCall = iota
+	callResume              // session/resume of the stored session
+	callLoad                // session/load of it
+	callNew                 // session/new
+)
+
+const (
+	tryOK             tryOutcome = iota
+	tryUnsupported               // the agent cannot do this
+	tryUnknownSession            // the agent does not know the stored session
+	tryFailed                    // any other failure: the identity is kept
+)

@@ -184,6 +184,11 @@ type (
 	effRepairState       struct{}
 	effForgetStateRepair struct{}
 
+	// effStartAgent starts an agent: Restore its stored ACP session (whose
+	// replay is then expected), HadHistory to report how the context was
+	// kept when none can be restored.
+	effStartAgent struct{ Restore, HadHistory bool }
+
 	// Start-up reconciliation's effects (performed by reconcile.go, not
 	// the actor: no actor runs yet).
 	//
@@ -268,3 +273,4 @@ func (effReload) isEffect()              {}
 func (effRecordLost) isEffect()          {}
 func (effRepairState) isEffect()         {}
 func (effForgetStateRepair) isEffect()   {}
+func (effStartAgent) isEffect()          {}

@@ -9,7 +9,8 @@
 //   - decide.go is the decision table: for every command and every agent
 //     input, what the session does. It is pure; decide.go holds the
 //     commands, decide_agent.go the agent inputs, decide_lifecycle.go
-//     start-up reconciliation and the reload after a failed write. decision.go holds its values (the view it
+//     an agent's start (new, load, resume or injection), the reload after
+//     a failed write and start-up reconciliation. decision.go holds its values (the view it
 //     reads, the inputs, the decision it returns), decision_effects.go the
 //     effects a decision lists.
 //   - actor.go is the state one actor owns, mailbox.go the loop that runs
@@ -21,8 +22,8 @@
 //     the agent is a child of the daemon.
 //   - write.go and changes.go turn decisions into writes for the event
 //     writer (package events); writefail.go is what happens when one fails.
-//   - restore.go starts or restores an agent (new, load, resume, history
-//     injection), reconcile.go repairs what a crash left at start-up, and
+//   - restore.go starts or restores an agent (the calls decideRestore
+//     chooses), reconcile.go repairs what a crash left at start-up, and
 //     continuation.go, planinput.go answer /context and /continue from the
 //     recovery plan (package recovery).
 //
