@@ -163,6 +163,27 @@ func (a *actor) recordStopped(conn Agent, why string) {
 	a.dropSlot()
 }
 
+// stopping is the agent a shutdown stops off the actor, and why.
+type stopping struct {
+	conn Agent
+	why  string
+}
+
+// shutdown decides, on the actor, what a daemon stop does to the session
+// (decideShutdown) and returns the agent to stop.
+func (a *actor) shutdown() (stopping, error) {
+	var s stopping
+	for _, e := range decide(a.view(), shutdownCmd{}).Effects {
+		switch e := e.(type) {
+		case effStopAgent:
+			s = stopping{conn: a.conn, why: e.Why}
+		default:
+			a.perform(e)
+		}
+	}
+	return s, nil
+}
+
 // saveExecutor persists the executor row and announces its status.
 func (a *actor) saveExecutor() { a.persistExecutor(true) }
 

@@ -365,3 +365,43 @@ func TestActorReloadsAfterAFailedTurnEnd(t *testing.T) {
 		t.Errorf("got next turn %s, %v; want %s", tr.State, err, store.TurnCompleted)
 	}
 }
+
+// TestActorShutdownLeavesTurnsForReconciliation: a daemon stop mid-turn
+// stops the agent and records its executor stopped, and leaves the running
+// turn, the queued one and the open permission as they are in the store,
+// for start-up reconciliation.
+func TestActorShutdownLeavesTurnsForReconciliation(t *testing.T) {
+	ctx := context.Background()
+	r := newFakeRig(t)
+	s := r.readySession(t)
+	a := s.prompt(t, "run")
+	s.agent.prompt(t)
+	s.agent.askPermission(acp.PermissionRequest{SessionID: "fake-acp-session", Tool: acp.ToolCall{ID: "tc1"},
+		Options: []acp.PermissionOption{{ID: "ok", Name: "Allow", Kind: "allow_once"}}})
+	s.waitEvent(t, events.PermissionRequested)
+	b := s.prompt(t, "next")
+	r.restart()
+	if n := s.agent.stopped(); n == 0 {
+		t.Errorf("the agent was not stopped by the shutdown")
+	}
+	// Writes commit in submission order: once this one has, the
+	// shutdown's have too.
+	if _, err := r.w.Do(ctx, func(*store.Store, events.Emit) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]store.TurnState{a.Turn.PromptID: store.TurnRunning, b.Turn.PromptID: store.TurnQueued} {
+		if tr, err := r.st.GetTurn(ctx, s.sess.ID, id); err != nil || tr.State != want {
+			t.Errorf("got turn %s, %v after the shutdown; want %s", tr.State, err, want)
+		}
+	}
+	if open, err := r.st.ListPermissions(ctx, s.sess.ID, store.PermissionPending); err != nil || len(open) != 1 {
+		t.Errorf("got pending permissions %+v, %v after the shutdown; want the one asked", open, err)
+	}
+	ex, err := r.st.GetExecutor(ctx, s.sess.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ex.Status != store.ExecutorStopped || ex.ErrorMessage != restartedWhy {
+		t.Errorf("got executor %s (%q), want %s (%q)", ex.Status, ex.ErrorMessage, store.ExecutorStopped, restartedWhy)
+	}
+}

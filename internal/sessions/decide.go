@@ -23,12 +23,12 @@ import (
 //   - decide_lifecycle.go: an agent's start (ensureAgentInput, and
 //     decideRestore: which ACP call restores the session, run by the
 //     start itself off the actor), a failed write's reload
-//     (writeFailedInput, reloadedInput; writefail.go), and start-up
-//     reconciliation (restartedInput; reconcile.go performs its effects
-//     in the writer).
+//     (writeFailedInput, reloadedInput; writefail.go), a daemon's
+//     shutdown (shutdownCmd), and start-up reconciliation (restartedInput;
+//     reconcile.go performs its effects in the writer).
 //
 // Not decided here yet: the adoption of a started agent
-// (restore.go: onAgentStarted) and shutdown.
+// (restore.go: onAgentStarted).
 
 // decide is the session's decision for one command or agent input.
 func decide(v view, in input) decision {
@@ -79,6 +79,8 @@ func decide(v view, in input) decision {
 		return decideReloaded(v, in)
 	case ensureAgentInput:
 		return decideEnsureAgent(v)
+	case shutdownCmd:
+		return decideShutdown(v)
 	}
 	return refuse(errcode.New(errcode.Internal, "no decision for %T", in))
 }

@@ -39,7 +39,7 @@ func TestDecideTurnEnded(t *testing.T) {
 			accepted(effStopRunningAgent{})},
 		{"turn ended of another turn", running, turnEndedInput{PromptID: "p0", StopReason: "end_turn"}, accepted()},
 		{"turn ended while stopping", with(running, func(v *view) { v.Stopping = true }), in, accepted()},
-		{"turn ended on an agent already gone", with(running, func(v *view) { v.Agent = agentNone }), in,
+		{"turn ended on an agent already gone", with(running, func(v *view) { v.Agent, v.Connected = agentNone, false }), in,
 			accepted(effClearRunning{}, effEndTurn{PromptID: "p1", State: store.TurnCompleted, StopReason: "end_turn"},
 				effClosePermissions{PromptID: "p1", State: store.PermissionCancelled}, effStartNext{}, effArmIdle{})},
 	}...)

@@ -208,3 +208,20 @@ func decideRestore(in restoreInput) restoreStep {
 	}
 	return restoreStep{Call: callNew}
 }
+
+// restartedWhy is what the executor says of an agent a shutdown stopped.
+const restartedWhy = "agent stopped: tetherd restarted"
+
+// decideShutdown: the daemon stops. Only the agent is stopped (off the
+// actor), and its executor recorded stopped, so the next start has no
+// orphan to look for. A running turn, queued turns and open permission
+// requests record nothing: start-up reconciliation records them from the
+// store (interrupted by daemon_restart, held, expired), as it does after a
+// daemon that died without a shutdown, and from here whatever the dying
+// agent answers is not the turn's outcome (Stopping).
+func decideShutdown(v view) decision {
+	if v.Connected {
+		return accept(effMarkStopping{}, effStopAgent{Why: restartedWhy})
+	}
+	return accept(effMarkStopping{})
+}

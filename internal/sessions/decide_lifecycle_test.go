@@ -179,7 +179,7 @@ func TestDecideEnsureAgent(t *testing.T) {
 	// stopped: its agent stopped idle (or exited) after turn p0, and the
 	// executor kept the ACP session to restore.
 	stopped := with(inState(store.SessionWaitingForInput), func(v *view) {
-		v.Agent, v.HasSlot, v.StoredSession, v.HasTurns = agentNone, false, true, true
+		v.Agent, v.HasSlot, v.Connected, v.StoredSession, v.HasTurns = agentNone, false, false, true, true
 	})
 	cases = append(cases, []decideCase{
 		{"ensure agent after an idle stop", stopped, in,
@@ -275,4 +275,36 @@ func TestDecideRestore(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDecideShutdown: a daemon stop stops the agent and records nothing of
+// the session's turns or permissions, whatever it was doing.
+func TestDecideShutdown(t *testing.T) {
+	in := shutdownCmd{}
+	stop := accepted(effMarkStopping{}, effStopAgent{Why: restartedWhy})
+	mark := accepted(effMarkStopping{})
+	cases := perState("shutdown", in, nil, terminalStates(map[store.SessionState]decision{
+		store.SessionCreated:         mark,
+		store.SessionStarting:        mark,
+		store.SessionRunning:         stop,
+		store.SessionWaitingForInput: stop,
+	}, func(store.SessionState) decision { return mark }))
+	running := inState(store.SessionRunning)
+	cases = append(cases, []decideCase{
+		{"shutdown mid-turn with prompts queued and a permission open", with(running, func(v *view) {
+			v.Queue, v.OpenPermissions, v.MaxPermissions = queued("q1", "q2"), 1, 4
+		}), in, stop},
+		{"shutdown mid-turn after a cancel", with(running, func(v *view) { v.Running.CancelRequested = true }), in, stop},
+		{"shutdown with prompts held since a restart", with(inState(store.SessionWaitingForInput), func(v *view) {
+			v.Queue, v.QueueHeld = queued("q1"), true
+		}), in, stop},
+		{"shutdown during a close", with(running, func(v *view) { v.Stopping = true }), in, stop},
+		{"shutdown while a load waits for its replay", with(inState(store.SessionStarting), func(v *view) {
+			v.Agent, v.Connected, v.Settling = agentReady, true, true
+		}), in, stop},
+		{"shutdown after an idle stop", with(inState(store.SessionWaitingForInput), func(v *view) {
+			v.Agent, v.HasSlot, v.Connected = agentNone, false, false
+		}), in, mark},
+	}...)
+	runDecideCases(t, cases)
 }

@@ -30,11 +30,11 @@ func inState(s store.SessionState) view {
 	case store.SessionStarting:
 		v.Agent, v.HasSlot = agentStarting, true
 	case store.SessionRunning:
-		v.Agent, v.HasSlot = agentReady, true
+		v.Agent, v.HasSlot, v.Connected = agentReady, true, true
 		v.Running = &runningView{PromptID: "p1"}
 		v.Last = &turnView{PromptID: "p1", State: store.TurnRunning, Kind: store.TurnPrompt}
 	case store.SessionWaitingForInput:
-		v.Agent, v.HasSlot = agentReady, true
+		v.Agent, v.HasSlot, v.Connected = agentReady, true, true
 		v.Last = ended
 	default:
 		v.Last = ended
@@ -188,7 +188,7 @@ func TestDecidePrompt(t *testing.T) {
 		{"prompt reject behind a queue", with(waiting, func(v *view) { v.Queue = queued("q1") }), reject,
 			refused(errcode.TurnActive, map[string]any{"promptId": "q1"})},
 		{"prompt with a reserved slot", with(inState(store.SessionCreated), func(v *view) { v.HasSlot = true }), in, enqueue},
-		{"prompt after an idle stop", with(waiting, func(v *view) { v.Agent, v.HasSlot = agentNone, false }), in,
+		{"prompt after an idle stop", with(waiting, func(v *view) { v.Agent, v.HasSlot, v.Connected = agentNone, false, false }), in,
 			accepted(effReserveSlot{}, effEnqueue{})},
 	}...)
 	runDecideCases(t, cases)
@@ -360,7 +360,7 @@ func TestDecideSetMode(t *testing.T) {
 		{"set mode on an agent that announced none", waiting, setModeCmd{ModeID: "plan"}, unknown},
 		{"set mode not offered by the stopped agent", with(waiting, func(v *view) {
 			announced(v)
-			v.Agent = agentNone
+			v.Agent, v.Connected = agentNone, false
 		}), setModeCmd{ModeID: "plan"}, unknown},
 		{"set mode while stopping", with(waiting, func(v *view) { v.Stopping = true }), in, terminalRefusal(store.SessionWaitingForInput)},
 	}...)
@@ -424,7 +424,7 @@ func TestDecideResume(t *testing.T) {
 	}, terminalRefusal))
 	waiting := inState(store.SessionWaitingForInput)
 	cases = append(cases, []decideCase{
-		{"resume after an idle stop", with(waiting, func(v *view) { v.Agent, v.HasSlot = agentNone, false }), in,
+		{"resume after an idle stop", with(waiting, func(v *view) { v.Agent, v.HasSlot, v.Connected = agentNone, false, false }), in,
 			accepted(effReserveSlot{}, effAwaitStart{}, effEnsureAgent{})},
 		{"resume while stopping", with(waiting, func(v *view) { v.Stopping = true }), in, terminalRefusal(store.SessionWaitingForInput)},
 	}...)

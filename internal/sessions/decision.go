@@ -139,6 +139,8 @@ type (
 		OptionID string
 		Value    json.RawMessage
 	}
+	// shutdownCmd: the daemon stops (Manager.Shutdown).
+	shutdownCmd struct{}
 	// answerPermissionCmd answers an open permission request.
 	answerPermissionCmd struct {
 		RequestID string
@@ -263,6 +265,7 @@ func (updateInput) isInput()              {}
 func (writeFailedInput) isInput()         {}
 func (reloadedInput) isInput()            {}
 func (ensureAgentInput) isInput()         {}
+func (shutdownCmd) isInput()              {}
 
 // decision is decide's answer: refused (Refusal, and no effects) or
 // accepted with the effects to perform, in order. New session and turn

@@ -188,6 +188,10 @@ type (
 	// replay is then expected), HadHistory to report how the context was
 	// kept when none can be restored.
 	effStartAgent struct{ Restore, HadHistory bool }
+	// effStopAgent hands the agent to the caller to stop off the actor
+	// (stopping can take the whole grace period), which then records the
+	// executor stopped, Why.
+	effStopAgent struct{ Why string }
 
 	// Start-up reconciliation's effects (performed by reconcile.go, not
 	// the actor: no actor runs yet).
@@ -274,3 +278,4 @@ func (effRecordLost) isEffect()          {}
 func (effRepairState) isEffect()         {}
 func (effForgetStateRepair) isEffect()   {}
 func (effStartAgent) isEffect()          {}
+func (effStopAgent) isEffect()           {}

@@ -10,7 +10,7 @@
 //     input, what the session does. It is pure; decide.go holds the
 //     commands, decide_agent.go the agent inputs, decide_lifecycle.go
 //     an agent's start (new, load, resume or injection), the reload after
-//     a failed write and start-up reconciliation. decision.go holds its values (the view it
+//     a failed write, shutdown and start-up reconciliation. decision.go holds its values (the view it
 //     reads, the inputs, the decision it returns), decision_effects.go the
 //     effects a decision lists.
 //   - actor.go is the state one actor owns, mailbox.go the loop that runs
