@@ -14,21 +14,18 @@ import (
 // actor): it reads a view of the session and returns a decision, which the
 // actor performs (see perform in effects.go). The actor is decide's only
 // caller. The values it works on (view, inputs, decision, effects) are in
-// decision.go.
+// decision.go and decision_effects.go.
 //
 //   - decide.go (here): the dispatch, and the commands clients send.
-//   - decide_agent.go: what the agent (or the actor's own clocks and
-//     writes) report: a turn's end, an exit, a start's outcome, what runs
-//     next, and each session/update (what it changes in the transcript).
-//   - decide_lifecycle.go: an agent's start (ensureAgentInput, and
-//     decideRestore: which ACP call restores the session, run by the
-//     start itself off the actor), a failed write's reload
-//     (writeFailedInput, reloadedInput; writefail.go), a daemon's
-//     shutdown (shutdownCmd), and start-up reconciliation (restartedInput;
-//     reconcile.go performs its effects in the writer).
-//
-// Not decided here yet: the adoption of a started agent
-// (restore.go: onAgentStarted).
+//   - decide_agent.go: what the agent reports (a turn's end, an exit, a
+//     permission request, each session/update) and the actor's own inputs
+//     (an admission's write reported, the idle clock, what runs next).
+//   - decide_lifecycle.go: an agent's start and its outcome, a failed
+//     write and the reload after it, a daemon's shutdown, and start-up
+//     reconciliation (whose effects reconcile.go performs in the writer).
+//     decideRestore, the ACP calls that restore a session, is there too:
+//     pure like decide, but followed by the start itself, off the actor,
+//     since only the started agent says what it can.
 
 // decide is the session's decision for one command or agent input.
 func decide(v view, in input) decision {
@@ -81,6 +78,8 @@ func decide(v view, in input) decision {
 		return decideEnsureAgent(v)
 	case shutdownCmd:
 		return decideShutdown(v)
+	case agentStartedInput:
+		return decideAgentStarted(v, in)
 	}
 	return refuse(errcode.New(errcode.Internal, "no decision for %T", in))
 }

@@ -1,14 +1,14 @@
 package sessions
 
 import (
-	"errors"
-
 	"github.com/tether/tether/internal/acp"
-	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/store"
 )
 
-// The decision table, continued: agent inputs (decide.go has the commands).
+// The decision table, continued: what the agent reports (a turn's end, an
+// exit, a permission request, each session/update) and the actor's own
+// inputs (an admission's write reported, the idle clock, what runs next).
+// decide.go has the commands, decide_lifecycle.go the agent's start.
 
 // decideTurnEnded records the agent's answer to a prompt as the turn's
 // outcome and runs what is queued next.
@@ -68,34 +68,6 @@ func decideAgentExited(v view, in agentExitedInput) decision {
 		return d
 	}
 	d.Effects = append(d.Effects, effSetState{State: store.SessionWaitingForInput})
-	return d
-}
-
-// startErrorMessage is what the executor row says of a failed start.
-func startErrorMessage(err error) string {
-	var de *errcode.Error
-	if errors.As(err, &de) {
-		return de.Message
-	}
-	return err.Error()
-}
-
-// decideStartFailed leaves the session usable and resumable: the error is
-// visible on the executor, queued turns fail visibly.
-func decideStartFailed(v view, in startFailedInput) decision {
-	d := accept(effRecordStartError{Err: in.Err}, effDropSlot{})
-	if !v.QueueHeld {
-		// Prompts held since a restart stay queued: they were not what
-		// started the agent, and the user decides when they run.
-		code, msg := string(errcode.CodeOf(in.Err)), startErrorMessage(in.Err)
-		for _, q := range v.Queue {
-			d.Effects = append(d.Effects, effEndTurn{PromptID: q.PromptID, State: store.TurnFailed, ErrorCode: code, ErrorMessage: msg})
-		}
-		if len(v.Queue) > 0 {
-			d.Effects = append(d.Effects, effDropQueue{})
-		}
-	}
-	d.Effects = append(d.Effects, effSetState{State: store.SessionWaitingForInput}, effPushRecovery{}, effNotifyWaiters{Err: in.Err})
 	return d
 }
 
@@ -184,47 +156,6 @@ func decideIdleCheck(v view, in idleCheckInput) decision {
 		return accept(effIdleWait{Left: left})
 	}
 	return accept(effStopIdle{Timeout: in.Timeout})
-}
-
-// decideStartSucceeded finishes a start, unless a load replayed nothing
-// yet: some agents replay after answering the load, so prompts wait a
-// moment before the context is taken as lost (a replay is then never
-// taken for a reply).
-func decideStartSucceeded(in startSucceededInput) decision {
-	if in.Resumed.Strategy == StrategyNativeLoad && in.Replayed == 0 && in.HadHistory {
-		return accept(effAwaitReplay{})
-	}
-	return accept(started(in.Resumed)...)
-}
-
-// decideReplaySettled decides, after the grace period, whether a load
-// restored the conversation: no replay at all means the agent silently
-// created an empty session, so its context is lost.
-func decideReplaySettled(v view, in replaySettledInput) decision {
-	if !in.Current || !v.Settling {
-		return accept()
-	}
-	r := in.Resumed
-	if in.Replayed == 0 {
-		r = resumedInfo{Strategy: StrategyFresh, Fallback: "empty_replay"}
-		if in.Inject {
-			r.Strategy = StrategyHistoryInjection
-		}
-	}
-	return accept(append([]effect{effClearSettling{}}, started(r)...)...)
-}
-
-// started announces the restore outcome, releases resume waiters and runs
-// what was queued.
-func started(r resumedInfo) []effect {
-	var effs []effect
-	if r.Strategy != "" {
-		effs = append(effs, effRecordResumed{Resumed: r})
-	}
-	if r.Strategy == StrategyNativeLoad {
-		effs = append(effs, effReconcileDelivery{})
-	}
-	return append(effs, effNotifyWaiters{}, effStartNext{}, effPushRecovery{}, effArmIdle{})
 }
 
 // decideUpdate records one session/update in the transcript. Updates

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -69,28 +68,6 @@ func TestDecideAgentExited(t *testing.T) {
 		{"agent exited while stopping", with(running, func(v *view) { v.Stopping = true }), in,
 			accepted(effClearSettling{}, effForgetAgent{}, effDropSlot{})},
 	}...)
-	runDecideCases(t, cases)
-}
-
-func TestDecideStartFailed(t *testing.T) {
-	err := errcode.New(errcode.AgentStartFailed, "agent did not start")
-	in := startFailedInput{Err: err}
-	tail := []effect{effSetState{State: store.SessionWaitingForInput}, effPushRecovery{}, effNotifyWaiters{Err: err}}
-	failQ1 := effEndTurn{PromptID: "q1", State: store.TurnFailed, ErrorCode: "agent_start_failed", ErrorMessage: "agent did not start"}
-	// A start fails in CREATED (the first prompt started it) and STARTING
-	// (a resume or a restart after an exit).
-	starting := with(inState(store.SessionStarting), func(v *view) { v.Agent = agentStarting })
-	cases := []decideCase{
-		{"start failed/CREATED", with(inState(store.SessionCreated), func(v *view) { v.Queue = queued("q1") }), in,
-			accepted(append([]effect{effRecordStartError{Err: err}, effDropSlot{}, failQ1, effDropQueue{}}, tail...)...)},
-		{"start failed/STARTING", starting, in, accepted(append([]effect{effRecordStartError{Err: err}, effDropSlot{}}, tail...)...)},
-		{"start failed with a held queue", with(starting, func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), in,
-			accepted(append([]effect{effRecordStartError{Err: err}, effDropSlot{}}, tail...)...)},
-		{"start failed with a plain error", with(starting, func(v *view) { v.Queue = queued("q1") }), startFailedInput{Err: errors.New("exec: no such file")},
-			accepted(effRecordStartError{Err: errors.New("exec: no such file")}, effDropSlot{},
-				effEndTurn{PromptID: "q1", State: store.TurnFailed, ErrorCode: "internal_error", ErrorMessage: "exec: no such file"}, effDropQueue{},
-				effSetState{State: store.SessionWaitingForInput}, effPushRecovery{}, effNotifyWaiters{Err: errors.New("exec: no such file")})},
-	}
 	runDecideCases(t, cases)
 }
 
@@ -194,42 +171,4 @@ func TestDecideIdleCheck(t *testing.T) {
 		{"idle check while stopping", with(waiting, func(v *view) { v.Stopping = true }), due, accepted()},
 	}...)
 	runDecideCases(t, cases)
-}
-
-func TestDecideStartSucceeded(t *testing.T) {
-	starting := inState(store.SessionStarting)
-	run := []effect{effNotifyWaiters{}, effStartNext{}, effPushRecovery{}, effArmIdle{}}
-	load := resumedInfo{Strategy: StrategyNativeLoad, ContextRestored: true}
-	resume := resumedInfo{Strategy: StrategyNativeResume, ContextRestored: true}
-	fresh := resumedInfo{Strategy: StrategyFresh, Fallback: "unsupported"}
-	runDecideCases(t, []decideCase{
-		{"started first", starting, startSucceededInput{}, accepted(run...)},
-		{"started by a native resume", starting, startSucceededInput{Resumed: resume, HadHistory: true},
-			accepted(append([]effect{effRecordResumed{Resumed: resume}}, run...)...)},
-		{"started by a load that replayed", starting, startSucceededInput{Resumed: load, HadHistory: true, Replayed: 4},
-			accepted(append([]effect{effRecordResumed{Resumed: load}, effReconcileDelivery{}}, run...)...)},
-		{"started by a load that replayed nothing yet", starting, startSucceededInput{Resumed: load, HadHistory: true}, accepted(effAwaitReplay{})},
-		{"started by a load of a session without history", starting, startSucceededInput{Resumed: load},
-			accepted(append([]effect{effRecordResumed{Resumed: load}, effReconcileDelivery{}}, run...)...)},
-		{"started fresh after a fallback", starting, startSucceededInput{Resumed: fresh, HadHistory: true},
-			accepted(append([]effect{effRecordResumed{Resumed: fresh}}, run...)...)},
-	})
-}
-
-func TestDecideReplaySettled(t *testing.T) {
-	settling := with(inState(store.SessionStarting), func(v *view) { v.Settling = true })
-	run := []effect{effNotifyWaiters{}, effStartNext{}, effPushRecovery{}, effArmIdle{}}
-	load := resumedInfo{Strategy: StrategyNativeLoad, ContextRestored: true}
-	lost := resumedInfo{Strategy: StrategyFresh, Fallback: "empty_replay"}
-	injected := resumedInfo{Strategy: StrategyHistoryInjection, Fallback: "empty_replay"}
-	runDecideCases(t, []decideCase{
-		{"replay settled late", settling, replaySettledInput{Resumed: load, Current: true, Replayed: 3},
-			accepted(append([]effect{effClearSettling{}, effRecordResumed{Resumed: load}, effReconcileDelivery{}}, run...)...)},
-		{"replay settled empty", settling, replaySettledInput{Resumed: load, Current: true},
-			accepted(append([]effect{effClearSettling{}, effRecordResumed{Resumed: lost}}, run...)...)},
-		{"replay settled empty with history injection", settling, replaySettledInput{Resumed: load, Current: true, Inject: true},
-			accepted(append([]effect{effClearSettling{}, effRecordResumed{Resumed: injected}}, run...)...)},
-		{"replay settled for a previous agent", settling, replaySettledInput{Resumed: load}, accepted()},
-		{"replay settled after the settle ended", inState(store.SessionStarting), replaySettledInput{Resumed: load, Current: true}, accepted()},
-	})
 }

@@ -1,14 +1,18 @@
 package sessions
 
 import (
+	"errors"
 	"reflect"
 	"testing"
 
+	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/store"
 )
 
-// The decision table's lifecycle inputs (decide_lifecycle.go). Helpers are
-// in decide_test.go.
+// The decision table's lifecycle inputs (decide_lifecycle.go): an agent's
+// start and how it restores the session, a failed write and the reload
+// after it, shutdown and start-up reconciliation. Helpers are in
+// decide_test.go.
 
 // TestDecideRestarted: every state a crash can leave an active session in,
 // and what start-up reconciliation repairs.
@@ -195,6 +199,98 @@ func TestDecideEnsureAgent(t *testing.T) {
 		{"ensure agent of a closed session", with(stopped, func(v *view) { v.State = store.SessionCompleted }), in, accepted()},
 	}...)
 	runDecideCases(t, cases)
+}
+
+func TestDecideAgentStarted(t *testing.T) {
+	ok, stale := agentStartedInput{Current: true}, agentStartedInput{}
+	err := errcode.New(errcode.AgentStartFailed, "agent did not start")
+	failed := agentStartedInput{Current: true, Err: err}
+	adopt := accepted(effClearStarting{}, effAdoptAgent{})
+	discard := accepted(effDiscardStart{},
+		effNotifyWaiters{Err: errcode.New(errcode.SessionTerminal, "session closed while its agent was starting")})
+	startFailed := accepted(effClearStarting{}, effRecordStartError{Err: err}, effDropSlot{},
+		effSetState{State: store.SessionWaitingForInput}, effPushRecovery{}, effNotifyWaiters{Err: err})
+	discardClosed := func(store.SessionState) decision { return discard }
+	// A start reports in STARTING; the other states are reached while it
+	// ran (a close, a restart's repair, a turn of the previous agent).
+	cases := perState("agent started", ok, nil, terminalStates(map[store.SessionState]decision{
+		store.SessionCreated: adopt, store.SessionStarting: adopt, store.SessionRunning: adopt, store.SessionWaitingForInput: adopt,
+	}, discardClosed))
+	cases = append(cases, perState("agent start failed", failed, nil, terminalStates(map[store.SessionState]decision{
+		store.SessionCreated: startFailed, store.SessionStarting: startFailed, store.SessionRunning: startFailed, store.SessionWaitingForInput: startFailed,
+	}, discardClosed))...)
+	starting := with(inState(store.SessionStarting), func(v *view) { v.Agent = agentStarting })
+	cases = append(cases, []decideCase{
+		{"agent started for a start since replaced", starting, stale, discard},
+		{"agent start failed for a start since replaced", starting, agentStartedInput{Err: err}, discard},
+		{"agent started while stopping", with(starting, func(v *view) { v.Stopping = true }), ok, discard},
+		{"agent start failed with prompts queued", with(starting, func(v *view) { v.Queue = queued("q1") }), failed,
+			accepted(effClearStarting{}, effRecordStartError{Err: err}, effDropSlot{},
+				effEndTurn{PromptID: "q1", State: store.TurnFailed, ErrorCode: "agent_start_failed", ErrorMessage: "agent did not start"},
+				effDropQueue{}, effSetState{State: store.SessionWaitingForInput}, effPushRecovery{}, effNotifyWaiters{Err: err})},
+		{"agent start failed with a held queue", with(starting, func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), failed, startFailed},
+	}...)
+	runDecideCases(t, cases)
+}
+
+func TestDecideStartFailed(t *testing.T) {
+	err := errcode.New(errcode.AgentStartFailed, "agent did not start")
+	in := startFailedInput{Err: err}
+	tail := []effect{effSetState{State: store.SessionWaitingForInput}, effPushRecovery{}, effNotifyWaiters{Err: err}}
+	failQ1 := effEndTurn{PromptID: "q1", State: store.TurnFailed, ErrorCode: "agent_start_failed", ErrorMessage: "agent did not start"}
+	// A start fails in CREATED (the first prompt started it) and STARTING
+	// (a resume or a restart after an exit).
+	starting := with(inState(store.SessionStarting), func(v *view) { v.Agent = agentStarting })
+	cases := []decideCase{
+		{"start failed/CREATED", with(inState(store.SessionCreated), func(v *view) { v.Queue = queued("q1") }), in,
+			accepted(append([]effect{effRecordStartError{Err: err}, effDropSlot{}, failQ1, effDropQueue{}}, tail...)...)},
+		{"start failed/STARTING", starting, in, accepted(append([]effect{effRecordStartError{Err: err}, effDropSlot{}}, tail...)...)},
+		{"start failed with a held queue", with(starting, func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), in,
+			accepted(append([]effect{effRecordStartError{Err: err}, effDropSlot{}}, tail...)...)},
+		{"start failed with a plain error", with(starting, func(v *view) { v.Queue = queued("q1") }), startFailedInput{Err: errors.New("exec: no such file")},
+			accepted(effRecordStartError{Err: errors.New("exec: no such file")}, effDropSlot{},
+				effEndTurn{PromptID: "q1", State: store.TurnFailed, ErrorCode: "internal_error", ErrorMessage: "exec: no such file"}, effDropQueue{},
+				effSetState{State: store.SessionWaitingForInput}, effPushRecovery{}, effNotifyWaiters{Err: errors.New("exec: no such file")})},
+	}
+	runDecideCases(t, cases)
+}
+
+func TestDecideStartSucceeded(t *testing.T) {
+	starting := inState(store.SessionStarting)
+	run := []effect{effNotifyWaiters{}, effStartNext{}, effPushRecovery{}, effArmIdle{}}
+	load := resumedInfo{Strategy: StrategyNativeLoad, ContextRestored: true}
+	resume := resumedInfo{Strategy: StrategyNativeResume, ContextRestored: true}
+	fresh := resumedInfo{Strategy: StrategyFresh, Fallback: "unsupported"}
+	runDecideCases(t, []decideCase{
+		{"started first", starting, startSucceededInput{}, accepted(run...)},
+		{"started by a native resume", starting, startSucceededInput{Resumed: resume, HadHistory: true},
+			accepted(append([]effect{effRecordResumed{Resumed: resume}}, run...)...)},
+		{"started by a load that replayed", starting, startSucceededInput{Resumed: load, HadHistory: true, Replayed: 4},
+			accepted(append([]effect{effRecordResumed{Resumed: load}, effReconcileDelivery{}}, run...)...)},
+		{"started by a load that replayed nothing yet", starting, startSucceededInput{Resumed: load, HadHistory: true}, accepted(effAwaitReplay{})},
+		{"started by a load of a session without history", starting, startSucceededInput{Resumed: load},
+			accepted(append([]effect{effRecordResumed{Resumed: load}, effReconcileDelivery{}}, run...)...)},
+		{"started fresh after a fallback", starting, startSucceededInput{Resumed: fresh, HadHistory: true},
+			accepted(append([]effect{effRecordResumed{Resumed: fresh}}, run...)...)},
+	})
+}
+
+func TestDecideReplaySettled(t *testing.T) {
+	settling := with(inState(store.SessionStarting), func(v *view) { v.Settling = true })
+	run := []effect{effNotifyWaiters{}, effStartNext{}, effPushRecovery{}, effArmIdle{}}
+	load := resumedInfo{Strategy: StrategyNativeLoad, ContextRestored: true}
+	lost := resumedInfo{Strategy: StrategyFresh, Fallback: "empty_replay"}
+	injected := resumedInfo{Strategy: StrategyHistoryInjection, Fallback: "empty_replay"}
+	runDecideCases(t, []decideCase{
+		{"replay settled late", settling, replaySettledInput{Resumed: load, Current: true, Replayed: 3},
+			accepted(append([]effect{effClearSettling{}, effRecordResumed{Resumed: load}, effReconcileDelivery{}}, run...)...)},
+		{"replay settled empty", settling, replaySettledInput{Resumed: load, Current: true},
+			accepted(append([]effect{effClearSettling{}, effRecordResumed{Resumed: lost}}, run...)...)},
+		{"replay settled empty with history injection", settling, replaySettledInput{Resumed: load, Current: true, Inject: true},
+			accepted(append([]effect{effClearSettling{}, effRecordResumed{Resumed: injected}}, run...)...)},
+		{"replay settled for a previous agent", settling, replaySettledInput{Resumed: load}, accepted()},
+		{"replay settled after the settle ended", inState(store.SessionStarting), replaySettledInput{Resumed: load, Current: true}, accepted()},
+	})
 }
 
 // TestDecideRestore: how a start opens the agent's ACP session, for every

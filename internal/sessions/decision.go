@@ -210,6 +210,12 @@ type (
 		State store.SessionState
 		Turns []storedTurn
 	}
+	// agentStartedInput: a start reported (Current: it is the session's
+	// latest; Err: it failed).
+	agentStartedInput struct {
+		Current bool
+		Err     error
+	}
 	// ensureAgentInput: the session needs an agent (a prompt, a resume, a
 	// queue left by an exit); one is started unless it runs or starts.
 	ensureAgentInput struct{}
@@ -266,6 +272,7 @@ func (writeFailedInput) isInput()         {}
 func (reloadedInput) isInput()            {}
 func (ensureAgentInput) isInput()         {}
 func (shutdownCmd) isInput()              {}
+func (agentStartedInput) isInput()        {}
 
 // decision is decide's answer: refused (Refusal, and no effects) or
 // accepted with the effects to perform, in order. New session and turn

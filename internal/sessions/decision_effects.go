@@ -188,6 +188,13 @@ type (
 	// replay is then expected), HadHistory to report how the context was
 	// kept when none can be restored.
 	effStartAgent struct{ Restore, HadHistory bool }
+	// effDiscardStart stops the agent of a start the session no longer
+	// wants and releases its slot; effClearStarting ends the start in
+	// progress; effAdoptAgent makes a started agent the session's, which
+	// then finishes the start (startSucceededInput).
+	effDiscardStart  struct{}
+	effClearStarting struct{}
+	effAdoptAgent    struct{}
 	// effStopAgent hands the agent to the caller to stop off the actor
 	// (stopping can take the whole grace period), which then records the
 	// executor stopped, Why.
@@ -279,3 +286,6 @@ func (effRepairState) isEffect()         {}
 func (effForgetStateRepair) isEffect()   {}
 func (effStartAgent) isEffect()          {}
 func (effStopAgent) isEffect()           {}
+func (effDiscardStart) isEffect()        {}
+func (effClearStarting) isEffect()       {}
+func (effAdoptAgent) isEffect()          {}

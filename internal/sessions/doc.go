@@ -6,13 +6,14 @@
 //
 // # Where things are
 //
-//   - decide.go is the decision table: for every command and every agent
-//     input, what the session does. It is pure; decide.go holds the
-//     commands, decide_agent.go the agent inputs, decide_lifecycle.go
-//     an agent's start (new, load, resume or injection), the reload after
-//     a failed write, shutdown and start-up reconciliation. decision.go holds its values (the view it
-//     reads, the inputs, the decision it returns), decision_effects.go the
-//     effects a decision lists.
+//   - The decision table: for every command and every agent input, what
+//     the session does, as one pure function, decide. decide.go holds
+//     decide and the commands, decide_agent.go the agent's reports (turn
+//     ends, exits, session/update), decide_lifecycle.go an agent's start
+//     (new, load, resume or injection), the reload after a failed write,
+//     shutdown and start-up reconciliation. decision.go holds its values
+//     (the view it reads, the inputs, the decision it returns),
+//     decision_effects.go the effects a decision lists.
 //   - actor.go is the state one actor owns, mailbox.go the loop that runs
 //     its closures one at a time, effects.go where the actor performs the
 //     effects decide returned.

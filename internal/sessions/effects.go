@@ -184,6 +184,8 @@ func (a *actor) performOne(e effect) {
 	case effRepairState:
 		a.repairs[repairState] = true
 		a.setState(store.SessionWaitingForInput)
+	case effClearStarting:
+		a.starting = false
 	case effForgetStateRepair:
 		delete(a.repairs, repairState)
 	default:

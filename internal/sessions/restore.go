@@ -265,24 +265,30 @@ func checkDir(dir string) error {
 	return nil
 }
 
+// onAgentStarted takes a start's outcome on the actor (decideAgentStarted).
 func (a *actor) onAgentStarted(p startPlan, out startOutcome) {
-	if p.gen != a.gen || a.stopping || a.sess.State.Terminal() {
-		if out.conn != nil {
-			a.m.spawn(func() { out.conn.Stop(); p.slot.release() })
-		} else {
-			p.slot.release()
+	for _, e := range decide(a.view(), agentStartedInput{Current: p.gen == a.gen, Err: out.err}).Effects {
+		switch e.(type) {
+		case effDiscardStart:
+			if out.conn != nil {
+				a.m.spawn(func() { out.conn.Stop(); p.slot.release() })
+			} else {
+				p.slot.release()
+			}
+			if a.slot == p.slot {
+				a.slot = nil
+			}
+		case effAdoptAgent:
+			a.adoptAgent(p, out)
+		default:
+			a.perform(e)
 		}
-		if a.slot == p.slot {
-			a.slot = nil
-		}
-		a.notifyWaiters(errcode.New(errcode.SessionTerminal, "session closed while its agent was starting"))
-		return
 	}
-	a.starting = false
-	if out.err != nil {
-		a.startFailed(out.err)
-		return
-	}
+}
+
+// adoptAgent makes a started agent the session's, watches for its exit,
+// and finishes the start.
+func (a *actor) adoptAgent(p startPlan, out startOutcome) {
 	conn := out.conn
 	a.conn, a.acpID = conn, out.acpID
 	a.lastErr = nil
