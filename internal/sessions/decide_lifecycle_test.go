@@ -310,11 +310,12 @@ func TestDecideRestore(t *testing.T) {
 	resumeOnly := restoreInput{Restore: true, Resume: true, HadHistory: true}
 	neither := restoreInput{Restore: true, HadHistory: true}
 	after := func(in restoreInput, tried ...restoreTry) restoreInput { in.Tried = tried; return in }
-	cases := []struct {
+	type restoreCase struct {
 		name string
 		in   restoreInput
 		want restoreStep
-	}{
+	}
+	cases := []restoreCase{
 		{"first start", first, next(callNew)},
 		{"first start opened", after(first, did(callNew, tryOK)), done("", false, "")},
 		{"first start failed", after(first, did(callNew, tryFailed)), failed("")},
@@ -359,18 +360,11 @@ func TestDecideRestore(t *testing.T) {
 		{"neither advertised, new failed", after(neither, did(callNew, tryFailed)), failed("")},
 		{"new answered unsupported: nothing left", after(neither, did(callNew, tryUnsupported)), failed("")},
 	}
-	seen := map[string]bool{}
-	for _, c := range cases {
-		if seen[c.name] {
-			t.Fatalf("case name %q used twice", c.name)
+	runNamed(t, cases, func(c restoreCase) string { return c.name }, func(t *testing.T, c restoreCase) {
+		if got := decideRestore(c.in); !reflect.DeepEqual(got, c.want) {
+			t.Fatalf("got %+v, want %+v", got, c.want)
 		}
-		seen[c.name] = true
-		t.Run(c.name, func(t *testing.T) {
-			if got := decideRestore(c.in); !reflect.DeepEqual(got, c.want) {
-				t.Fatalf("got %+v, want %+v", got, c.want)
-			}
-		})
-	}
+	})
 }
 
 // TestDecideShutdown: a daemon stop stops the agent and records nothing of

@@ -116,15 +116,23 @@ func terminalStates(want map[store.SessionState]decision, d func(store.SessionSt
 
 func runDecideCases(t *testing.T, cases []decideCase) {
 	t.Helper()
+	runNamed(t, cases, func(c decideCase) string { return c.name }, func(t *testing.T, c decideCase) {
+		checkDecision(t, decide(c.v, c.in), c.want)
+	})
+}
+
+// runNamed runs each case as a subtest of its name; a name used twice is
+// a mistake in the table (the second case would hide behind the first).
+func runNamed[C any](t *testing.T, cases []C, name func(C) string, run func(*testing.T, C)) {
+	t.Helper()
 	seen := map[string]bool{}
 	for _, c := range cases {
-		if seen[c.name] {
-			t.Fatalf("case name %q used twice", c.name)
+		n := name(c)
+		if seen[n] {
+			t.Fatalf("case name %q used twice", n)
 		}
-		seen[c.name] = true
-		t.Run(c.name, func(t *testing.T) {
-			checkDecision(t, decide(c.v, c.in), c.want)
-		})
+		seen[n] = true
+		t.Run(n, func(t *testing.T) { run(t, c) })
 	}
 }
 
