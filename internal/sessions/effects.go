@@ -83,9 +83,13 @@ func (a *actor) decideAndPerform(in input) (decision, error) {
 }
 
 // perform carries out the effects that need nothing but the actor. The
-// command-specific ones (effReserveSlot, effAnswerExisting, effEnqueue,
-// effApplyOption, effStoreOption, effResolvePermission) are performed by
-// the command that asked, which holds what they need.
+// input-specific ones are performed by the code that decided, which holds
+// what they need: a command's (effReserveSlot, effAnswerExisting,
+// effEnqueue, effApplyOption, effStoreOption, effResolvePermission), an
+// update's content (onUpdate: effStartMessage and the other transcript
+// changes), what a reload read (reload: effReload), a start's outcome
+// (onAgentStarted: effDiscardStart, effAdoptAgent), and the agent a
+// shutdown hands over (shutdown: effStopAgent).
 func (a *actor) perform(effs ...effect) {
 	for _, e := range effs {
 		a.performOne(e)
