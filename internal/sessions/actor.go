@@ -87,7 +87,7 @@ type turnRun struct {
 	cancelTimer *time.Timer
 	// msgID is the ACP messageId of the turn's last message chunk, and
 	// split is set when a tool call, plan or permission came after it:
-	// either way the next chunk starts a new message (see onUpdate).
+	// either way the next chunk starts a new message (see decideUpdate).
 	msgID string
 	split bool
 	// openMsg is the store id of the message the turn's text chunks go to
@@ -161,6 +161,27 @@ func (a *actor) recordStopped(conn Agent, why string) {
 	a.exec.LastSeenAt = &now
 	a.saveExecutor()
 	a.dropSlot()
+}
+
+// stopping is the agent a shutdown stops off the actor, and why.
+type stopping struct {
+	conn Agent
+	why  string
+}
+
+// shutdown decides, on the actor, what a daemon stop does to the session
+// (decideShutdown) and returns the agent to stop.
+func (a *actor) shutdown() (stopping, error) {
+	var s stopping
+	for _, e := range decide(a.view(), shutdownCmd{}).Effects {
+		switch e := e.(type) {
+		case effStopAgent:
+			s = stopping{conn: a.conn, why: e.Why}
+		default:
+			a.perform(e)
+		}
+	}
+	return s, nil
 }
 
 // saveExecutor persists the executor row and announces its status.

@@ -2,9 +2,13 @@ package sessions
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"path/filepath"
 	"slices"
 	"testing"
+
+	_ "github.com/mattn/go-sqlite3"
 
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
@@ -324,5 +328,80 @@ func TestActorCloseStopsAgent(t *testing.T) {
 	}
 	if last := evs[len(evs)-1].Type; last != events.SessionClosed {
 		t.Errorf("got last event %s, want %s", last, events.SessionClosed)
+	}
+}
+
+// TestActorReloadsAfterAFailedTurnEnd: when the write recording a turn's
+// outcome fails, the actor reloads, ends the turn as failed with
+// store_write_failed, waits for input again and runs the next prompt.
+func TestActorReloadsAfterAFailedTurnEnd(t *testing.T) {
+	ctx := context.Background()
+	s := newFakeRig(t).readySession(t)
+	raw, err := sql.Open("sqlite3", filepath.Join(s.r.dir, "tether.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.Exec(`CREATE TRIGGER test_fault BEFORE UPDATE OF state ON turns WHEN NEW.state = 'completed'
+		BEGIN SELECT RAISE(ABORT, 'injected fault'); END`); err != nil {
+		t.Fatalf("inject a write failure: %v", err)
+	}
+	a := s.prompt(t, "hello")
+	s.agent.prompt(t).answer("end_turn")
+	s.waitEvent(t, events.TurnFailed)
+	if tr := s.turn(t, a.Turn.PromptID); tr.State != store.TurnFailed || tr.ErrorCode != string(errcode.StoreWriteFailed) {
+		t.Errorf("got turn %s (code %q), want %s (%s)", tr.State, tr.ErrorCode, store.TurnFailed, errcode.StoreWriteFailed)
+	}
+	if st := s.status(t); st.Session.State != store.SessionWaitingForInput {
+		t.Errorf("got session %s after the reload, want %s", st.Session.State, store.SessionWaitingForInput)
+	}
+	if _, err := raw.Exec(`DROP TRIGGER test_fault`); err != nil {
+		t.Fatal(err)
+	}
+	b := s.prompt(t, "again")
+	s.agent.prompt(t).answer("end_turn")
+	s.waitEvent(t, events.TurnCompleted)
+	if tr, err := s.r.st.GetTurn(ctx, s.sess.ID, b.Turn.PromptID); err != nil || tr.State != store.TurnCompleted {
+		t.Errorf("got next turn %s, %v; want %s", tr.State, err, store.TurnCompleted)
+	}
+}
+
+// TestActorShutdownLeavesTurnsForReconciliation: a daemon stop mid-turn
+// stops the agent and records its executor stopped, and leaves the running
+// turn, the queued one and the open permission as they are in the store,
+// for start-up reconciliation.
+func TestActorShutdownLeavesTurnsForReconciliation(t *testing.T) {
+	ctx := context.Background()
+	r := newFakeRig(t)
+	s := r.readySession(t)
+	a := s.prompt(t, "run")
+	s.agent.prompt(t)
+	s.agent.askPermission(acp.PermissionRequest{SessionID: "fake-acp-session", Tool: acp.ToolCall{ID: "tc1"},
+		Options: []acp.PermissionOption{{ID: "ok", Name: "Allow", Kind: "allow_once"}}})
+	s.waitEvent(t, events.PermissionRequested)
+	b := s.prompt(t, "next")
+	r.restart()
+	if n := s.agent.stopped(); n == 0 {
+		t.Errorf("the agent was not stopped by the shutdown")
+	}
+	// Writes commit in submission order: once this one has, the
+	// shutdown's have too.
+	if _, err := r.w.Do(ctx, func(*store.Store, events.Emit) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]store.TurnState{a.Turn.PromptID: store.TurnRunning, b.Turn.PromptID: store.TurnQueued} {
+		if tr, err := r.st.GetTurn(ctx, s.sess.ID, id); err != nil || tr.State != want {
+			t.Errorf("got turn %s, %v after the shutdown; want %s", tr.State, err, want)
+		}
+	}
+	if open, err := r.st.ListPermissions(ctx, s.sess.ID, store.PermissionPending); err != nil || len(open) != 1 {
+		t.Errorf("got pending permissions %+v, %v after the shutdown; want the one asked", open, err)
+	}
+	ex, err := r.st.GetExecutor(ctx, s.sess.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ex.Status != store.ExecutorStopped || ex.ErrorMessage != restartedWhy {
+		t.Errorf("got executor %s (%q), want %s (%q)", ex.Status, ex.ErrorMessage, store.ExecutorStopped, restartedWhy)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -39,7 +38,7 @@ func TestDecideTurnEnded(t *testing.T) {
 			accepted(effStopRunningAgent{})},
 		{"turn ended of another turn", running, turnEndedInput{PromptID: "p0", StopReason: "end_turn"}, accepted()},
 		{"turn ended while stopping", with(running, func(v *view) { v.Stopping = true }), in, accepted()},
-		{"turn ended on an agent already gone", with(running, func(v *view) { v.Agent = agentNone }), in,
+		{"turn ended on an agent already gone", with(running, func(v *view) { v.Agent, v.Connected = agentNone, false }), in,
 			accepted(effClearRunning{}, effEndTurn{PromptID: "p1", State: store.TurnCompleted, StopReason: "end_turn"},
 				effClosePermissions{PromptID: "p1", State: store.PermissionCancelled}, effStartNext{}, effArmIdle{})},
 	}...)
@@ -69,28 +68,6 @@ func TestDecideAgentExited(t *testing.T) {
 		{"agent exited while stopping", with(running, func(v *view) { v.Stopping = true }), in,
 			accepted(effClearSettling{}, effForgetAgent{}, effDropSlot{})},
 	}...)
-	runDecideCases(t, cases)
-}
-
-func TestDecideStartFailed(t *testing.T) {
-	err := errcode.New(errcode.AgentStartFailed, "agent did not start")
-	in := startFailedInput{Err: err}
-	tail := []effect{effSetState{State: store.SessionWaitingForInput}, effPushRecovery{}, effNotifyWaiters{Err: err}}
-	failQ1 := effEndTurn{PromptID: "q1", State: store.TurnFailed, ErrorCode: "agent_start_failed", ErrorMessage: "agent did not start"}
-	// A start fails in CREATED (the first prompt started it) and STARTING
-	// (a resume or a restart after an exit).
-	starting := with(inState(store.SessionStarting), func(v *view) { v.Agent = agentStarting })
-	cases := []decideCase{
-		{"start failed/CREATED", with(inState(store.SessionCreated), func(v *view) { v.Queue = queued("q1") }), in,
-			accepted(append([]effect{effRecordStartError{Err: err}, effDropSlot{}, failQ1, effDropQueue{}}, tail...)...)},
-		{"start failed/STARTING", starting, in, accepted(append([]effect{effRecordStartError{Err: err}, effDropSlot{}}, tail...)...)},
-		{"start failed with a held queue", with(starting, func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), in,
-			accepted(append([]effect{effRecordStartError{Err: err}, effDropSlot{}}, tail...)...)},
-		{"start failed with a plain error", with(starting, func(v *view) { v.Queue = queued("q1") }), startFailedInput{Err: errors.New("exec: no such file")},
-			accepted(effRecordStartError{Err: errors.New("exec: no such file")}, effDropSlot{},
-				effEndTurn{PromptID: "q1", State: store.TurnFailed, ErrorCode: "internal_error", ErrorMessage: "exec: no such file"}, effDropQueue{},
-				effSetState{State: store.SessionWaitingForInput}, effPushRecovery{}, effNotifyWaiters{Err: errors.New("exec: no such file")})},
-	}
 	runDecideCases(t, cases)
 }
 
@@ -194,106 +171,4 @@ func TestDecideIdleCheck(t *testing.T) {
 		{"idle check while stopping", with(waiting, func(v *view) { v.Stopping = true }), due, accepted()},
 	}...)
 	runDecideCases(t, cases)
-}
-
-func TestDecideStartSucceeded(t *testing.T) {
-	starting := inState(store.SessionStarting)
-	run := []effect{effNotifyWaiters{}, effStartNext{}, effPushRecovery{}, effArmIdle{}}
-	load := resumedInfo{Strategy: StrategyNativeLoad, ContextRestored: true}
-	resume := resumedInfo{Strategy: StrategyNativeResume, ContextRestored: true}
-	fresh := resumedInfo{Strategy: StrategyFresh, Fallback: "unsupported"}
-	runDecideCases(t, []decideCase{
-		{"started first", starting, startSucceededInput{}, accepted(run...)},
-		{"started by a native resume", starting, startSucceededInput{Resumed: resume, HadHistory: true},
-			accepted(append([]effect{effRecordResumed{Resumed: resume}}, run...)...)},
-		{"started by a load that replayed", starting, startSucceededInput{Resumed: load, HadHistory: true, Replayed: 4},
-			accepted(append([]effect{effRecordResumed{Resumed: load}, effReconcileDelivery{}}, run...)...)},
-		{"started by a load that replayed nothing yet", starting, startSucceededInput{Resumed: load, HadHistory: true}, accepted(effAwaitReplay{})},
-		{"started by a load of a session without history", starting, startSucceededInput{Resumed: load},
-			accepted(append([]effect{effRecordResumed{Resumed: load}, effReconcileDelivery{}}, run...)...)},
-		{"started fresh after a fallback", starting, startSucceededInput{Resumed: fresh, HadHistory: true},
-			accepted(append([]effect{effRecordResumed{Resumed: fresh}}, run...)...)},
-	})
-}
-
-func TestDecideReplaySettled(t *testing.T) {
-	settling := with(inState(store.SessionStarting), func(v *view) { v.Settling = true })
-	run := []effect{effNotifyWaiters{}, effStartNext{}, effPushRecovery{}, effArmIdle{}}
-	load := resumedInfo{Strategy: StrategyNativeLoad, ContextRestored: true}
-	lost := resumedInfo{Strategy: StrategyFresh, Fallback: "empty_replay"}
-	injected := resumedInfo{Strategy: StrategyHistoryInjection, Fallback: "empty_replay"}
-	runDecideCases(t, []decideCase{
-		{"replay settled late", settling, replaySettledInput{Resumed: load, Current: true, Replayed: 3},
-			accepted(append([]effect{effClearSettling{}, effRecordResumed{Resumed: load}, effReconcileDelivery{}}, run...)...)},
-		{"replay settled empty", settling, replaySettledInput{Resumed: load, Current: true},
-			accepted(append([]effect{effClearSettling{}, effRecordResumed{Resumed: lost}}, run...)...)},
-		{"replay settled empty with history injection", settling, replaySettledInput{Resumed: load, Current: true, Inject: true},
-			accepted(append([]effect{effClearSettling{}, effRecordResumed{Resumed: injected}}, run...)...)},
-		{"replay settled for a previous agent", settling, replaySettledInput{Resumed: load}, accepted()},
-		{"replay settled after the settle ended", inState(store.SessionStarting), replaySettledInput{Resumed: load, Current: true}, accepted()},
-	})
-}
-
-// TestDecideRestarted: every state a crash can leave an active session in,
-// and what start-up reconciliation repairs.
-func TestDecideRestarted(t *testing.T) {
-	running := func(id string) restartTurn { return restartTurn{PromptID: id, State: store.TurnRunning} }
-	queuedT := func(id string) restartTurn { return restartTurn{PromptID: id, State: store.TurnQueued} }
-	// repair is a session to repair with agent available and, unless
-	// changed, a stopped executor.
-	repair := func(f func(*restartedInput)) restartedInput {
-		in := restartedInput{Repair: true, Executor: store.ExecutorStopped, AgentAvailable: true}
-		if f != nil {
-			f(&in)
-		}
-		return in
-	}
-	midTurn := func(in *restartedInput) {
-		in.Turns, in.Executor, in.Orphan = []restartTurn{running("p1")}, store.ExecutorReady, true
-	}
-	inRunning, waiting := view{State: store.SessionRunning}, view{State: store.SessionWaitingForInput}
-	heldWaiting := view{State: store.SessionWaitingForInput, QueueHeld: true}
-	toWaiting := effSetState{State: store.SessionWaitingForInput}
-	interruptP1 := effRestartInterrupt{PromptID: "p1", Running: true}
-	expire := effClosePermissions{State: store.PermissionExpired}
-	runDecideCases(t, []decideCase{
-		{"restarted at rest", waiting, restartedInput{AgentAvailable: true}, accepted()},
-		{"restarted at rest, its agent gone from the config", waiting, restartedInput{}, accepted(effPushRecovery{})},
-		{"restarted mid-turn", inRunning, repair(midTurn),
-			accepted(effStopOrphan{}, interruptP1, effStopExecutor{}, toWaiting, effPushRecovery{})},
-		{"restarted mid-turn, its agent gone from the config", inRunning, repair(func(in *restartedInput) { midTurn(in); in.AgentAvailable = false }),
-			accepted(effStopOrphan{}, interruptP1, effStopExecutor{}, toWaiting, effPushRecovery{})},
-		{"restarted mid-turn with prompts queued", inRunning, repair(func(in *restartedInput) {
-			midTurn(in)
-			in.Turns = append(in.Turns, queuedT("q1"), queuedT("q2"))
-		}), accepted(effStopOrphan{}, interruptP1, effHoldQueue{}, effStopExecutor{}, toWaiting, effPushRecovery{})},
-		{"restarted mid-turn behind a held queue", view{State: store.SessionRunning, QueueHeld: true}, repair(func(in *restartedInput) {
-			midTurn(in)
-			in.Turns = append(in.Turns, queuedT("q1"))
-		}), accepted(effStopOrphan{}, interruptP1, effStopExecutor{}, toWaiting, effPushRecovery{})},
-		{"restarted mid-turn asking a permission", inRunning, repair(func(in *restartedInput) { midTurn(in); in.Permissions = 2 }),
-			accepted(effStopOrphan{}, interruptP1, expire, effStopExecutor{}, toWaiting, effPushRecovery{})},
-		{"restarted mid-turn on an in-process agent", inRunning, repair(func(in *restartedInput) { midTurn(in); in.Orphan = false }),
-			accepted(interruptP1, effStopExecutor{}, toWaiting, effPushRecovery{})},
-		{"restarted mid-turn, its agent already exited", inRunning, repair(func(in *restartedInput) {
-			in.Turns, in.Executor, in.Orphan = []restartTurn{running("p1")}, store.ExecutorError, true
-		}), accepted(interruptP1, toWaiting, effPushRecovery{})},
-		{"restarted with a turn about to start", waiting, repair(func(in *restartedInput) { in.Turns = []restartTurn{queuedT("q1")} }),
-			accepted(effRestartInterrupt{PromptID: "q1"}, effTaskFollow{}, effPushRecovery{})},
-		{"restarted with turns about to start", waiting, repair(func(in *restartedInput) { in.Turns = []restartTurn{queuedT("q1"), queuedT("q2")} }),
-			accepted(effRestartInterrupt{PromptID: "q1"}, effHoldQueue{}, effTaskFollow{}, effPushRecovery{})},
-		{"restarted with a queue held by an earlier restart", heldWaiting, repair(func(in *restartedInput) { in.Turns = []restartTurn{queuedT("q1"), queuedT("q2")} }),
-			accepted(effTaskFollow{}, effPushRecovery{})},
-		{"restarted idle with its agent ready", waiting, repair(func(in *restartedInput) { in.Executor, in.Orphan = store.ExecutorReady, true }),
-			accepted(effStopOrphan{}, effStopExecutor{}, effTaskFollow{}, effPushRecovery{})},
-		{"restarted idle with a permission outside a turn", waiting, repair(func(in *restartedInput) { in.Permissions = 1 }),
-			accepted(expire, effTaskFollow{}, effPushRecovery{})},
-		{"restarted while its agent started", view{State: store.SessionStarting}, repair(func(in *restartedInput) { in.Executor, in.Orphan = store.ExecutorStarting, true }),
-			accepted(effStopOrphan{}, effStopExecutor{}, toWaiting, effPushRecovery{})},
-		{"restarted while its agent started, no process yet", view{State: store.SessionStarting}, repair(func(in *restartedInput) { in.Executor = store.ExecutorStarting }),
-			accepted(effStopExecutor{}, toWaiting, effPushRecovery{})},
-		{"restarted while its first prompt started the agent", view{State: store.SessionStarting}, repair(func(in *restartedInput) {
-			in.Turns, in.Executor = []restartTurn{queuedT("q1")}, store.ExecutorStarting
-		}), accepted(effRestartInterrupt{PromptID: "q1"}, effStopExecutor{}, toWaiting, effPushRecovery{})},
-	})
 }

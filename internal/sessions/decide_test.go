@@ -30,11 +30,11 @@ func inState(s store.SessionState) view {
 	case store.SessionStarting:
 		v.Agent, v.HasSlot = agentStarting, true
 	case store.SessionRunning:
-		v.Agent, v.HasSlot = agentReady, true
+		v.Agent, v.HasSlot, v.Connected = agentReady, true, true
 		v.Running = &runningView{PromptID: "p1"}
 		v.Last = &turnView{PromptID: "p1", State: store.TurnRunning, Kind: store.TurnPrompt}
 	case store.SessionWaitingForInput:
-		v.Agent, v.HasSlot = agentReady, true
+		v.Agent, v.HasSlot, v.Connected = agentReady, true, true
 		v.Last = ended
 	default:
 		v.Last = ended
@@ -116,15 +116,23 @@ func terminalStates(want map[store.SessionState]decision, d func(store.SessionSt
 
 func runDecideCases(t *testing.T, cases []decideCase) {
 	t.Helper()
+	runNamed(t, cases, func(c decideCase) string { return c.name }, func(t *testing.T, c decideCase) {
+		checkDecision(t, decide(c.v, c.in), c.want)
+	})
+}
+
+// runNamed runs each case as a subtest of its name; a name used twice is
+// a mistake in the table (the second case would hide behind the first).
+func runNamed[C any](t *testing.T, cases []C, name func(C) string, run func(*testing.T, C)) {
+	t.Helper()
 	seen := map[string]bool{}
 	for _, c := range cases {
-		if seen[c.name] {
-			t.Fatalf("case name %q used twice", c.name)
+		n := name(c)
+		if seen[n] {
+			t.Fatalf("case name %q used twice", n)
 		}
-		seen[c.name] = true
-		t.Run(c.name, func(t *testing.T) {
-			checkDecision(t, decide(c.v, c.in), c.want)
-		})
+		seen[n] = true
+		t.Run(n, func(t *testing.T) { run(t, c) })
 	}
 }
 
@@ -188,7 +196,7 @@ func TestDecidePrompt(t *testing.T) {
 		{"prompt reject behind a queue", with(waiting, func(v *view) { v.Queue = queued("q1") }), reject,
 			refused(errcode.TurnActive, map[string]any{"promptId": "q1"})},
 		{"prompt with a reserved slot", with(inState(store.SessionCreated), func(v *view) { v.HasSlot = true }), in, enqueue},
-		{"prompt after an idle stop", with(waiting, func(v *view) { v.Agent, v.HasSlot = agentNone, false }), in,
+		{"prompt after an idle stop", with(waiting, func(v *view) { v.Agent, v.HasSlot, v.Connected = agentNone, false, false }), in,
 			accepted(effReserveSlot{}, effEnqueue{})},
 	}...)
 	runDecideCases(t, cases)
@@ -360,7 +368,7 @@ func TestDecideSetMode(t *testing.T) {
 		{"set mode on an agent that announced none", waiting, setModeCmd{ModeID: "plan"}, unknown},
 		{"set mode not offered by the stopped agent", with(waiting, func(v *view) {
 			announced(v)
-			v.Agent = agentNone
+			v.Agent, v.Connected = agentNone, false
 		}), setModeCmd{ModeID: "plan"}, unknown},
 		{"set mode while stopping", with(waiting, func(v *view) { v.Stopping = true }), in, terminalRefusal(store.SessionWaitingForInput)},
 	}...)
@@ -424,7 +432,7 @@ func TestDecideResume(t *testing.T) {
 	}, terminalRefusal))
 	waiting := inState(store.SessionWaitingForInput)
 	cases = append(cases, []decideCase{
-		{"resume after an idle stop", with(waiting, func(v *view) { v.Agent, v.HasSlot = agentNone, false }), in,
+		{"resume after an idle stop", with(waiting, func(v *view) { v.Agent, v.HasSlot, v.Connected = agentNone, false, false }), in,
 			accepted(effReserveSlot{}, effAwaitStart{}, effEnsureAgent{})},
 		{"resume while stopping", with(waiting, func(v *view) { v.Stopping = true }), in, terminalRefusal(store.SessionWaitingForInput)},
 	}...)

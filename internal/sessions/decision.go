@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/recovery"
 	"github.com/tether/tether/internal/store"
@@ -11,7 +12,8 @@ import (
 
 // The values decide (decide.go) works on: the view of a session it reads,
 // the commands and agent inputs it decides, and the decision it returns
-// with its effects. All are plain values: no actor, no connection.
+// with its effects (listed in decision_effects.go). All are plain values:
+// no actor, no connection.
 
 // agentPhase is where the session's agent stands.
 type agentPhase uint8
@@ -34,6 +36,20 @@ type view struct {
 	Agent    agentPhase
 	Settling bool // a load that replayed nothing waits for a late replay
 	HasSlot  bool // an agent-cap slot is reserved for this session
+	// Connected: the actor holds an agent connection (ready, or still
+	// opening its ACP session).
+	Connected bool
+	// StoredSession: the executor holds the ACP session id of an earlier
+	// start, to restore; HasTurns: the session has turns (history).
+	StoredSession, HasTurns bool
+	// Reloading: a reload after a failed write waits for the writes in
+	// flight; Repairs are the repairs reloads have tried (each is tried
+	// once: keyed by repairState and lostRepair).
+	Reloading bool
+	Repairs   map[string]bool
+	// Replaying: a session/load may still be replaying history (until the
+	// next turn starts: some agents replay after their answer).
+	Replaying bool
 	// Running is the turn on the agent; nil when idle.
 	Running *runningView
 	// Queue is the admitted turns waiting, in run order.
@@ -56,10 +72,17 @@ type view struct {
 	Modes, ConfigOptions json.RawMessage
 }
 
-// runningView is the turn on the agent.
+// runningView is the turn on the agent, and where its transcript stands.
 type runningView struct {
 	PromptID        string
 	CancelRequested bool
+	// MessageID is the ACP messageId of the turn's last message chunk;
+	// Split is set when a tool call, plan or permission came after it.
+	MessageID string
+	Split     bool
+	// OpenMessage: the turn's chunks have a message to go to, of OpenRole.
+	OpenMessage bool
+	OpenRole    store.MessageRole
 }
 
 // queuedView is one queued turn; Admitting while its admitting write has
@@ -116,6 +139,8 @@ type (
 		OptionID string
 		Value    json.RawMessage
 	}
+	// shutdownCmd: the daemon stops (Manager.Shutdown).
+	shutdownCmd struct{}
 	// answerPermissionCmd answers an open permission request.
 	answerPermissionCmd struct {
 		RequestID string
@@ -165,6 +190,35 @@ type (
 		Replayed int
 		Inject   bool
 	}
+	// updateInput: the agent sent a session/update of Kind (Current: the
+	// agent is still the session's). Of a message or thought chunk:
+	// MessageID is its ACP messageId, Block that it is not plain text,
+	// Empty that it has neither text nor a block.
+	updateInput struct {
+		Kind         acp.UpdateKind
+		MessageID    string
+		Block, Empty bool
+		Current      bool
+	}
+	// writeFailedInput: one of the session's writes failed (ShuttingDown:
+	// because the writer closed).
+	writeFailedInput struct{ ShuttingDown bool }
+	// reloadedInput: since a write failed, every write in flight has
+	// reported, and the store holds the session in State with Turns
+	// (every turn, in run order).
+	reloadedInput struct {
+		State store.SessionState
+		Turns []storedTurn
+	}
+	// agentStartedInput: a start reported (Current: it is the session's
+	// latest; Err: it failed).
+	agentStartedInput struct {
+		Current bool
+		Err     error
+	}
+	// ensureAgentInput: the session needs an agent (a prompt, a resume, a
+	// queue left by an exit); one is started unless it runs or starts.
+	ensureAgentInput struct{}
 	// nextInput asks what runs next (after any change that may free the
 	// agent or fill the queue).
 	nextInput struct{}
@@ -175,7 +229,7 @@ type (
 	restartedInput struct {
 		Repair bool
 		// Turns are the running and queued turns, in run order.
-		Turns []restartTurn
+		Turns []storedTurn
 		// Permissions counts the pending permission requests.
 		Permissions int
 		// Executor is the executor row's status; Orphan that it names a
@@ -187,8 +241,9 @@ type (
 	}
 )
 
-// restartTurn is a turn the previous daemon left open.
-type restartTurn struct {
+// storedTurn is a turn as the store holds it (one the previous daemon
+// left open, or one a reload read back).
+type storedTurn struct {
 	PromptID string
 	State    store.TurnState
 }
@@ -212,6 +267,12 @@ func (permissionRequestedInput) isInput() {}
 func (admittedInput) isInput()            {}
 func (idleCheckInput) isInput()           {}
 func (restartedInput) isInput()           {}
+func (updateInput) isInput()              {}
+func (writeFailedInput) isInput()         {}
+func (reloadedInput) isInput()            {}
+func (ensureAgentInput) isInput()         {}
+func (shutdownCmd) isInput()              {}
+func (agentStartedInput) isInput()        {}
 
 // decision is decide's answer: refused (Refusal, and no effects) or
 // accepted with the effects to perform, in order. New session and turn
@@ -223,198 +284,12 @@ type decision struct {
 	Cancel CancelResult
 }
 
-// effect is one thing the actor does for a decision.
-type effect interface{ isEffect() }
-
-type (
-	// effReserveSlot reserves an agent-cap slot; it is the only effect
-	// that can fail, and comes first, so a refusal stores nothing.
-	effReserveSlot struct{}
-	// effAnswerExisting answers a repeated prompt id with its turn.
-	effAnswerExisting struct {
-		PromptID  string
-		Admitting bool
-	}
-	// effEnqueue admits the command's turn into the queue (Front: ahead
-	// of the turns held since a restart).
-	effEnqueue struct{ Front bool }
-	// effStartTurn takes the head of the queue to the agent.
-	effStartTurn struct{ PromptID string }
-	// effEndTurn persists a terminal outcome of a turn.
-	effEndTurn struct {
-		PromptID                string
-		State                   store.TurnState
-		CancelRequested         bool
-		StopReason              string
-		ErrorCode, ErrorMessage string
-	}
-	// effInterruptTurn ends a turn that lost its agent.
-	effInterruptTurn struct {
-		PromptID, Reason string
-		Exit             exitInfo
-	}
-	// effMarkCancelRequested records the user's cancel on a turn.
-	effMarkCancelRequested struct{ PromptID string }
-	// effRemoveQueued takes one turn out of the queue; effDropQueue all.
-	effRemoveQueued struct{ PromptID string }
-	effDropQueue    struct{}
-	// effReleaseHeld clears the hold on the queue.
-	effReleaseHeld struct{}
-	// effClosePermissions answers the open requests of a turn ("" = all).
-	effClosePermissions struct {
-		PromptID string
-		State    store.PermissionState
-	}
-	// effResolvePermission answers one request with the client's answer.
-	effResolvePermission struct {
-		RequestID string
-		State     store.PermissionState
-		OptionID  string
-	}
-	// effCancelAgent sends session/cancel and arms the cancel grace.
-	effCancelAgent struct{}
-	// effStopRunningAgent ends the process of the running turn's agent.
-	effStopRunningAgent struct{}
-	// effClearRunning forgets the running turn (and its cancel grace).
-	effClearRunning struct{}
-	// effSetState changes the session state.
-	effSetState struct{ State store.SessionState }
-	// effPushRecovery announces the recovery plan if it changed.
-	effPushRecovery struct{}
-	// effMarkStopping: exits from here on are expected.
-	effMarkStopping struct{}
-	// effBumpGen makes late messages from the current agent stale.
-	effBumpGen struct{}
-	// effClearSettling ends a pending load settle.
-	effClearSettling struct{}
-	// effForgetAgent drops the agent after an expected exit.
-	effForgetAgent struct{}
-	// effRecordExit records an unexpected exit on the executor.
-	effRecordExit struct{ Exit exitInfo }
-	// effRecordStartError records a failed start on the executor.
-	effRecordStartError struct{ Err error }
-	// effNotifyWaiters tells resume callers how the start went.
-	effNotifyWaiters struct{ Err error }
-	// effEnsureAgent starts (or restores) the agent if none runs.
-	effEnsureAgent struct{}
-	// effDropSlot releases the agent-cap slot once no agent needs it.
-	effDropSlot struct{}
-	// effTouchLastSeen notes the agent as seen now.
-	effTouchLastSeen struct{}
-	// effStartNext decides again, on the state the effects before it
-	// left, what runs next (nextInput).
-	effStartNext struct{}
-	// effArmIdle restarts the idle clock.
-	effArmIdle struct{}
-	// effApplyOption sends a mode or config choice to the running agent
-	// (stored once it took it); effStoreOption stores it for the next start.
-	effApplyOption struct{}
-	effStoreOption struct{}
-	// effAgentReady answers a resume at once; effAwaitStart makes it wait
-	// for the start in progress (or about to begin).
-	effAgentReady struct{}
-	effAwaitStart struct{}
-	// effAskPermission records the agent's question for PromptID ("" =
-	// outside a turn) and puts it to the user; effDeclinePermission
-	// answers the agent "cancelled" (TooMany: the open-request bound).
-	effAskPermission     struct{ PromptID string }
-	effDeclinePermission struct{ TooMany bool }
-	// effSettleAdmission forgets that PromptID's admission is pending;
-	// effUnadmit takes back a turn whose admitting write failed, as if
-	// never asked (Rehold: the queue it released is held again).
-	effSettleAdmission struct{ PromptID string }
-	effUnadmit         struct {
-		PromptID string
-		Err      error
-		Rehold   bool
-	}
-	// effIdleBusy restarts the idle clock from now; effIdleWait looks
-	// again after Left; effStopIdle stops the idle agent.
-	effIdleBusy struct{}
-	effIdleWait struct{ Left time.Duration }
-	effStopIdle struct{ Timeout time.Duration }
-	// effAwaitReplay holds prompts back for a grace period: a load that
-	// replayed nothing may still replay after its answer.
-	effAwaitReplay struct{}
-	// effRecordResumed persists and announces how the agent was restored.
-	effRecordResumed struct{ Resumed resumedInfo }
-	// effReconcileDelivery settles the last turn's delivery from a replay.
-	effReconcileDelivery struct{}
-
-	// Start-up reconciliation's effects (performed by reconcile.go, not
-	// the actor: no actor runs yet).
-	//
-	// effStopOrphan ends the agent process the previous daemon started.
-	effStopOrphan struct{}
-	// effHoldQueue holds the queued turns until the user continues.
-	effHoldQueue struct{}
-	// effRestartInterrupt ends a turn the restart interrupted (Running:
-	// it was on the agent, and a system message says so).
-	effRestartInterrupt struct {
-		PromptID string
-		Running  bool
-	}
-	// effStopExecutor records the executor as stopped by the restart.
-	effStopExecutor struct{}
-	// effTaskFollow moves the task to the state its session implies.
-	effTaskFollow struct{}
-)
-
 // resumedInfo is how a start restored the session (session.resumed).
 type resumedInfo struct {
 	Strategy        string
 	ContextRestored bool
 	Fallback        string
 }
-
-func (effReserveSlot) isEffect()         {}
-func (effAnswerExisting) isEffect()      {}
-func (effEnqueue) isEffect()             {}
-func (effStartTurn) isEffect()           {}
-func (effEndTurn) isEffect()             {}
-func (effInterruptTurn) isEffect()       {}
-func (effMarkCancelRequested) isEffect() {}
-func (effRemoveQueued) isEffect()        {}
-func (effDropQueue) isEffect()           {}
-func (effReleaseHeld) isEffect()         {}
-func (effClosePermissions) isEffect()    {}
-func (effResolvePermission) isEffect()   {}
-func (effCancelAgent) isEffect()         {}
-func (effStopRunningAgent) isEffect()    {}
-func (effClearRunning) isEffect()        {}
-func (effSetState) isEffect()            {}
-func (effPushRecovery) isEffect()        {}
-func (effMarkStopping) isEffect()        {}
-func (effBumpGen) isEffect()             {}
-func (effClearSettling) isEffect()       {}
-func (effForgetAgent) isEffect()         {}
-func (effRecordExit) isEffect()          {}
-func (effRecordStartError) isEffect()    {}
-func (effNotifyWaiters) isEffect()       {}
-func (effEnsureAgent) isEffect()         {}
-func (effDropSlot) isEffect()            {}
-func (effTouchLastSeen) isEffect()       {}
-func (effStartNext) isEffect()           {}
-func (effArmIdle) isEffect()             {}
-func (effApplyOption) isEffect()         {}
-func (effStoreOption) isEffect()         {}
-func (effAgentReady) isEffect()          {}
-func (effAwaitStart) isEffect()          {}
-func (effAskPermission) isEffect()       {}
-func (effDeclinePermission) isEffect()   {}
-func (effSettleAdmission) isEffect()     {}
-func (effUnadmit) isEffect()             {}
-func (effIdleBusy) isEffect()            {}
-func (effIdleWait) isEffect()            {}
-func (effStopIdle) isEffect()            {}
-func (effAwaitReplay) isEffect()         {}
-func (effRecordResumed) isEffect()       {}
-func (effReconcileDelivery) isEffect()   {}
-func (effStopOrphan) isEffect()          {}
-func (effHoldQueue) isEffect()           {}
-func (effRestartInterrupt) isEffect()    {}
-func (effStopExecutor) isEffect()        {}
-func (effTaskFollow) isEffect()          {}
 
 // exitInfo is how an agent process ended (acp.Exit, as a plain value).
 type exitInfo struct {
@@ -424,3 +299,49 @@ type exitInfo struct {
 
 // errStale means the session changed between planning and admission.
 var errStale = errcode.New(errcode.Internal, "session changed during admission")
+
+// How a start opens the agent's ACP session, decided off the actor by
+// decideRestore (decide_lifecycle.go) once the agent has said what it can.
+type (
+	// restoreCall is an ACP call that opens the session (restoreDone:
+	// none, the start has its outcome).
+	restoreCall uint8
+	// tryOutcome is how the agent answered one.
+	tryOutcome uint8
+	// restoreTry is one call made and its outcome.
+	restoreTry struct {
+		Call    restoreCall
+		Outcome tryOutcome
+	}
+	// restoreInput is what a start knows: whether there is a stored ACP
+	// session to restore, the agent's capabilities, whether the session
+	// has history and its profile can inject it, and the calls made so far.
+	restoreInput struct {
+		Restore            bool
+		Resume, Load       bool
+		HadHistory, Inject bool
+		Tried              []restoreTry
+	}
+	// restoreStep is the next call, or (Call restoreDone) the outcome:
+	// Failed (the last call's error is the start's), and how the session
+	// was restored.
+	restoreStep struct {
+		Call    restoreCall
+		Failed  bool
+		Resumed resumedInfo
+	}
+)
+
+const (
+	restoreDone restoreCall = iota
+	callResume              // session/resume of the stored session
+	callLoad                // session/load of it
+	callNew                 // session/new
+)
+
+const (
+	tryOK             tryOutcome = iota
+	tryUnsupported               // the agent cannot do this
+	tryUnknownSession            // the agent does not know the stored session
+	tryFailed                    // any other failure: the identity is kept
+)

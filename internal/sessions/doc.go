@@ -6,9 +6,14 @@
 //
 // # Where things are
 //
-//   - decide.go is the decision table: for every command and every agent
-//     input, what the session does. It is pure; decision.go holds its
-//     values (the view it reads, the inputs, the effects it returns).
+//   - The decision table: for every command and every agent input, what
+//     the session does, as one pure function, decide. decide.go holds
+//     decide and the commands, decide_agent.go the agent's reports (turn
+//     ends, exits, session/update), decide_lifecycle.go an agent's start
+//     (new, load, resume or injection), the reload after a failed write,
+//     shutdown and start-up reconciliation. decision.go holds its values
+//     (the view it reads, the inputs, the decision it returns),
+//     decision_effects.go the effects a decision lists.
 //   - actor.go is the state one actor owns, mailbox.go the loop that runs
 //     its closures one at a time, effects.go where the actor performs the
 //     effects decide returned.
@@ -18,8 +23,8 @@
 //     the agent is a child of the daemon.
 //   - write.go and changes.go turn decisions into writes for the event
 //     writer (package events); writefail.go is what happens when one fails.
-//   - restore.go starts or restores an agent (new, load, resume, history
-//     injection), reconcile.go repairs what a crash left at start-up, and
+//   - restore.go starts or restores an agent (the calls decideRestore
+//     chooses), reconcile.go repairs what a crash left at start-up, and
 //     continuation.go, planinput.go answer /context and /continue from the
 //     recovery plan (package recovery).
 //
@@ -35,7 +40,8 @@
 // the write has reported, decide (decideNext) starts the turn: startTurn
 // records turn.started and hands the prompt to the Agent (PromptNotify).
 // The agent's updates come back through agentHandler.Update (actor.go)
-// to onUpdate (transcript.go), each one a write that commits before it is
+// to onUpdate (transcript.go), which asks decide (decideUpdate) what each
+// one changes; each change is a write that commits before it is
 // published; the agent's answer comes back as onTurnDone, which decide
 // (decideTurnEnded) turns into the turn's end.
 package sessions

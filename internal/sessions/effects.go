@@ -16,7 +16,9 @@ import (
 
 // view is the session as decide sees it now.
 func (a *actor) view() view {
-	v := view{State: a.sess.State, Stopping: a.stopping, Settling: a.settling, HasSlot: a.slot != nil,
+	v := view{State: a.sess.State, Stopping: a.stopping, Settling: a.settling, HasSlot: a.slot != nil, Replaying: a.replaying,
+		Reloading: a.reloading, Repairs: a.repairs,
+		Connected: a.conn != nil, StoredSession: a.exec.ResumeToken != "", HasTurns: len(a.turns) > 0,
 		QueueHeld: a.sess.QueueHeld, QueueLimit: a.m.cfg.QueueLimit, Version: a.version,
 		OpenPermissions: len(a.perms), MaxPermissions: a.m.cfg.MaxPendingPermissions,
 		Modes: a.modes, ConfigOptions: a.configOptions}
@@ -27,7 +29,8 @@ func (a *actor) view() view {
 		v.Agent = agentReady
 	}
 	if r := a.running; r != nil {
-		v.Running = &runningView{PromptID: r.turn.PromptID, CancelRequested: r.turn.CancelRequested}
+		v.Running = &runningView{PromptID: r.turn.PromptID, CancelRequested: r.turn.CancelRequested,
+			MessageID: r.msgID, Split: r.split, OpenMessage: r.openMsg != 0, OpenRole: r.openRole}
 	}
 	v.Queue = make([]queuedView, len(a.queue))
 	for i, t := range a.queue {
@@ -80,9 +83,13 @@ func (a *actor) decideAndPerform(in input) (decision, error) {
 }
 
 // perform carries out the effects that need nothing but the actor. The
-// command-specific ones (effReserveSlot, effAnswerExisting, effEnqueue,
-// effApplyOption, effStoreOption, effResolvePermission) are performed by
-// the command that asked, which holds what they need.
+// input-specific ones are performed by the code that decided, which holds
+// what they need: a command's (effReserveSlot, effAnswerExisting,
+// effEnqueue, effApplyOption, effStoreOption, effResolvePermission), an
+// update's content (onUpdate: effStartMessage and the other transcript
+// changes), what a reload read (reload: effReload), a start's outcome
+// (onAgentStarted: effDiscardStart, effAdoptAgent), and the agent a
+// shutdown hands over (shutdown: effStopAgent).
 func (a *actor) perform(effs ...effect) {
 	for _, e := range effs {
 		a.performOne(e)
@@ -170,6 +177,21 @@ func (a *actor) performOne(e effect) {
 		a.recordResumed(startOutcome{strategy: r.Strategy, contextRestored: r.ContextRestored, fallback: r.Fallback})
 	case effReconcileDelivery:
 		a.reconcileDelivery()
+	case effSplitMessage:
+		a.splitMessage()
+	case effEmitOptions:
+		a.emitOptions()
+	case effReloadWhenQuiet:
+		a.reloadWhenQuiet()
+	case effRecordLost:
+		a.recordLostOutcome(e.PromptID)
+	case effRepairState:
+		a.repairs[repairState] = true
+		a.setState(store.SessionWaitingForInput)
+	case effClearStarting:
+		a.starting = false
+	case effForgetStateRepair:
+		delete(a.repairs, repairState)
 	default:
 		// A command-specific effect reached the generic performer: a bug
 		// in the command's own loop, not something to guess at.

@@ -412,8 +412,8 @@ func (m *Manager) retire(a *actor) {
 // Shutdown stops every live agent and waits (bounded by ctx) for every
 // goroutine the manager started. From its start no new actor is created,
 // so none escapes it. Running turns are left as they are in the store: the
-// next start-up reconciles them as interrupted. The writer must stay open
-// until Shutdown returns.
+// next start-up reconciles them as interrupted (decideShutdown). The
+// writer must stay open until Shutdown returns.
 func (m *Manager) Shutdown(ctx context.Context) {
 	m.mu.Lock()
 	m.shutdown = true
@@ -427,12 +427,10 @@ func (m *Manager) Shutdown(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			conn, _ := call(ctx, a.mb, func() (Agent, error) { a.stopping = true; return a.conn, nil })
-			if conn != nil {
-				conn.Stop()
-				// The row says stopped, so the next start has no orphan to
-				// look for; running turns stay for reconciliation.
-				_ = a.do(ctx, func() { a.recordStopped(conn, "agent stopped: tetherd restarted") })
+			s, _ := call(ctx, a.mb, a.shutdown)
+			if s.conn != nil {
+				s.conn.Stop()
+				_ = a.do(ctx, func() { a.recordStopped(s.conn, s.why) })
 			}
 			a.mb.close()
 		}()

@@ -114,7 +114,7 @@ func restartedOf(as store.ActiveSession, available bool) restartedInput {
 	in := restartedInput{Repair: true, Permissions: len(as.Permissions), Executor: as.Executor.Status,
 		Orphan: as.Executor.PID > 0 && as.Executor.Runtime == store.RuntimeStandalone, AgentAvailable: available}
 	for _, t := range as.OpenTurns {
-		in.Turns = append(in.Turns, restartTurn{PromptID: t.PromptID, State: t.State})
+		in.Turns = append(in.Turns, storedTurn{PromptID: t.PromptID, State: t.State})
 	}
 	return in
 }

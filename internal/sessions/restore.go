@@ -63,25 +63,33 @@ type startOutcome struct {
 }
 
 // ensureAgent starts (or restores) the agent if it is neither running nor
-// starting. Restore order for a stored ACP session id: session/resume when
-// advertised, else session/load, else session/new — falling back to new
-// only when the agent says "unsupported" or "unknown session". Any other
-// failure keeps the stored identity and leaves the session resumable.
+// starting (decideEnsureAgent); decideRestore chooses, once the agent has
+// said what it can, how its stored ACP session is restored. A failure
+// keeps the stored identity and leaves the session resumable.
 func (a *actor) ensureAgent() {
-	if a.conn != nil || a.starting || a.stopping || a.sess.State.Terminal() {
-		return
+	for _, e := range decide(a.view(), ensureAgentInput{}).Effects {
+		switch e := e.(type) {
+		case effReserveSlot:
+			if err := a.needAgent(); err != nil {
+				a.startFailed(err)
+				return
+			}
+		case effStartAgent:
+			a.startAgent(e)
+		default:
+			a.perform(e)
+		}
 	}
-	if err := a.needAgent(); err != nil {
-		// Admission reserves the slot first, so this is only reached by a
-		// path that could not ask: fail visibly rather than wait.
-		a.startFailed(err)
-		return
-	}
+}
+
+// startAgent launches the start in a goroutine of its own, which reports
+// back to onAgentStarted.
+func (a *actor) startAgent(e effStartAgent) {
 	a.starting = true
 	a.gen++
 	spec, profile, specErr := a.m.profiles.Spec(a.sess.AgentProfileID)
 	p := startPlan{gen: a.gen, execID: uuid.NewString(), slot: a.slot, spec: spec, specErr: specErr, token: a.exec.ResumeToken,
-		hadHistory: len(a.turns) > 0, inject: profile.HistoryContextInjection,
+		hadHistory: e.HadHistory, inject: profile.HistoryContextInjection,
 		params:  acp.SessionParams{Cwd: a.sess.Cwd, MCPServers: a.sess.MCPServers, AdditionalDirectories: a.sess.AdditionalDirectories},
 		choices: a.startChoices()}
 	if p.token != "" && len(profile.ResumeArgs) > 0 {
@@ -102,7 +110,7 @@ func (a *actor) ensureAgent() {
 			}
 		})
 	}
-	a.replaying = p.token != ""
+	a.replaying = e.Restore
 	a.replayed, a.replayUsers, a.replayLast = 0, nil, ""
 	a.setState(store.SessionStarting)
 	a.exec.Status = store.ExecutorStarting
@@ -121,9 +129,9 @@ func (a *actor) ensureAgent() {
 	})
 }
 
-// start launches the agent and opens or restores its ACP session, traced
-// as acp.session.restore (or acp.session.start for a first start) with the
-// ACP request that decided the outcome as a child span.
+// start launches the agent and opens or restores its ACP session with the
+// calls decideRestore chooses, traced as acp.session.restore (or
+// acp.session.start for a first start) with each ACP call as a child span.
 func (m *Manager) start(sessionID string, p startPlan) (out startOutcome) {
 	name := "acp.session.start"
 	if p.token != "" || p.hadHistory {
@@ -144,104 +152,75 @@ func (m *Manager) start(sessionID string, p startPlan) (out startOutcome) {
 	if err != nil {
 		return startOutcome{err: agentFailure(err, nil, p, "agent did not start: %v", err)}
 	}
-	span.SetAttributes(attribute.Bool("acp.capability.resume", conn.Capabilities().Resume),
-		attribute.Bool("acp.capability.load_session", conn.Capabilities().LoadSession))
+	caps := conn.Capabilities()
+	span.SetAttributes(attribute.Bool("acp.capability.resume", caps.Resume),
+		attribute.Bool("acp.capability.load_session", caps.LoadSession))
 	// Recorded as soon as the handshake is done, even if the session then
 	// fails: an agent that wants credentials has just said how to give them
 	// (authMethods), and GET /agents shows it.
 	if err := m.profiles.RecordCapabilities(ctx, p.req.Spec.Profile, conn.Capabilities()); err != nil {
 		m.cfg.Logger.Warn("record agent capabilities", "agent", p.req.Spec.Profile, "err", err)
 	}
-	out = startOutcome{conn: conn}
-	if p.token != "" {
-		out = m.restore(ctx, conn, p)
-		if out.err != nil {
-			conn.Stop()
-			out.conn = nil
+	in := restoreInput{Restore: p.token != "", Resume: caps.Resume, Load: caps.LoadSession, HadHistory: p.hadHistory, Inject: p.inject}
+	var acpID string
+	var callErr error
+	for {
+		step := decideRestore(in)
+		if step.Call == restoreDone {
+			r := step.Resumed
+			out = startOutcome{strategy: r.Strategy, contextRestored: r.ContextRestored, fallback: r.Fallback}
+			if step.Failed {
+				conn.Stop()
+				out.err = callErr
+				return out
+			}
+			out.conn, out.acpID = conn, acpID
+			out.options = m.reapply(ctx, conn, acpID, p.choices)
 			return out
 		}
-		if out.acpID != "" {
-			out.options = m.reapply(ctx, conn, out.acpID, p.choices)
-			return out
-		}
+		var outcome tryOutcome
+		acpID, outcome, callErr = m.open(ctx, conn, p, step.Call)
+		in.Tried = append(in.Tried, restoreTry{Call: step.Call, Outcome: outcome})
 	}
-	var id string
-	err = m.traced(ctx, "acp.session.new", func(c context.Context) error {
-		var err error
-		id, err = conn.NewSession(c, p.params)
-		return err
-	})
-	if err != nil {
-		conn.Stop()
-		return startOutcome{err: agentFailure(err, conn, p, "session/new failed: %s", acp.Message(err))}
-	}
-	out.acpID = id
-	out.options = m.reapply(ctx, conn, id, p.choices)
-	if p.hadHistory {
-		out.strategy, out.contextRestored = StrategyFresh, false
-		if p.inject {
-			out.strategy = StrategyHistoryInjection
-		}
-	}
-	return out
 }
 
-// restore tries session/resume then session/load. An empty acpID with no
-// error means "fall back to session/new" (reason in fallback).
-func (m *Manager) restore(ctx context.Context, conn Agent, p startPlan) startOutcome {
-	out := startOutcome{conn: conn}
-	caps := conn.Capabilities()
-	try := func(name string, f func(context.Context) error) (ok bool, fallback bool) {
-		timedOut := false
-		err := m.traced(ctx, "acp."+strings.ReplaceAll(name, "/", "."), func(c context.Context) error {
-			err := f(c)
-			timedOut = c.Err() != nil
+// open makes one call that opens the agent's ACP session, and says how it
+// answered; err is the start's error should the start fail on it.
+func (m *Manager) open(ctx context.Context, conn Agent, p startPlan, call restoreCall) (acpID string, _ tryOutcome, err error) {
+	if call == callNew {
+		err := m.traced(ctx, "acp.session.new", func(c context.Context) error {
+			var err error
+			acpID, err = conn.NewSession(c, p.params)
 			return err
 		})
-		if err == nil {
-			return true, false
+		if err != nil {
+			return "", tryFailed, agentFailure(err, conn, p, "session/new failed: %s", acp.Message(err))
 		}
-		switch acp.Classify(err) {
-		case acp.ClassUnsupported:
-			out.fallback = "unsupported"
-			return false, true
-		case acp.ClassUnknownSession:
-			out.fallback = "unknown_session"
-			return false, true
-		}
-		if timedOut {
-			err = fmt.Errorf("%s timed out after %s", name, m.cfg.RestoreTimeout)
-		}
-		out.err = agentFailure(err, conn, p, "%s failed (session identity kept): %s", name, acp.Message(err))
-		return false, false
+		return acpID, tryOK, nil
 	}
-	if caps.Resume {
-		ok, fallback := try("session/resume", func(ctx context.Context) error { return conn.ResumeSession(ctx, p.token, p.params) })
-		if ok {
-			out.acpID, out.strategy, out.contextRestored = p.token, StrategyNativeResume, true
-			return out
-		}
-		if !fallback {
-			return out
-		}
-		if out.fallback == "unknown_session" {
-			return out // the agent does not know the session: load would not either
-		}
+	name, f := "session/load", func(ctx context.Context) error { return conn.LoadSession(ctx, p.token, p.params) }
+	if call == callResume {
+		name, f = "session/resume", func(ctx context.Context) error { return conn.ResumeSession(ctx, p.token, p.params) }
 	}
-	if caps.LoadSession {
-		ok, fallback := try("session/load", func(ctx context.Context) error { return conn.LoadSession(ctx, p.token, p.params) })
-		if ok {
-			out.acpID, out.strategy, out.contextRestored, out.fallback = p.token, StrategyNativeLoad, true, ""
-			return out
-		}
-		if !fallback {
-			return out
-		}
+	timedOut := false
+	err = m.traced(ctx, "acp."+strings.ReplaceAll(name, "/", "."), func(c context.Context) error {
+		err := f(c)
+		timedOut = c.Err() != nil
+		return err
+	})
+	if err == nil {
+		return p.token, tryOK, nil
 	}
-	if out.fallback == "" {
-		out.fallback = "unsupported"
+	switch acp.Classify(err) {
+	case acp.ClassUnsupported:
+		return "", tryUnsupported, nil
+	case acp.ClassUnknownSession:
+		return "", tryUnknownSession, nil
 	}
-	return out
+	if timedOut {
+		err = fmt.Errorf("%s timed out after %s", name, m.cfg.RestoreTimeout)
+	}
+	return "", tryFailed, agentFailure(err, conn, p, "%s failed (session identity kept): %s", name, acp.Message(err))
 }
 
 // agentFailure wraps an error of the agent's start or restore with its
@@ -286,24 +265,30 @@ func checkDir(dir string) error {
 	return nil
 }
 
+// onAgentStarted takes a start's outcome on the actor (decideAgentStarted).
 func (a *actor) onAgentStarted(p startPlan, out startOutcome) {
-	if p.gen != a.gen || a.stopping || a.sess.State.Terminal() {
-		if out.conn != nil {
-			a.m.spawn(func() { out.conn.Stop(); p.slot.release() })
-		} else {
-			p.slot.release()
+	for _, e := range decide(a.view(), agentStartedInput{Current: p.gen == a.gen, Err: out.err}).Effects {
+		switch e.(type) {
+		case effDiscardStart:
+			if out.conn != nil {
+				a.m.spawn(func() { out.conn.Stop(); p.slot.release() })
+			} else {
+				p.slot.release()
+			}
+			if a.slot == p.slot {
+				a.slot = nil
+			}
+		case effAdoptAgent:
+			a.adoptAgent(p, out)
+		default:
+			a.perform(e)
 		}
-		if a.slot == p.slot {
-			a.slot = nil
-		}
-		a.notifyWaiters(errcode.New(errcode.SessionTerminal, "session closed while its agent was starting"))
-		return
 	}
-	a.starting = false
-	if out.err != nil {
-		a.startFailed(out.err)
-		return
-	}
+}
+
+// adoptAgent makes a started agent the session's, watches for its exit,
+// and finishes the start.
+func (a *actor) adoptAgent(p startPlan, out startOutcome) {
 	conn := out.conn
 	a.conn, a.acpID = conn, out.acpID
 	a.lastErr = nil

@@ -19,128 +19,110 @@ type pendingPermission struct {
 	reply    chan acp.PermissionOutcome
 }
 
-// onUpdate records one session/update in the transcript. Updates outside a
-// turn (available commands, modes) are attributed to no prompt.
+// onUpdate records one session/update in the transcript, as decideUpdate
+// decides: the decision says what to write, this does it with the
+// update's content.
 func (a *actor) onUpdate(gen int, u acp.Update) {
-	if gen != a.gen {
-		return
-	}
-	if a.replaying && a.running == nil {
-		switch u.Kind {
-		case acp.UpdateAgentMessage, acp.UpdateAgentThought, acp.UpdateUserMessage, acp.UpdateToolCall,
-			acp.UpdateToolCallUpdate, acp.UpdatePlan:
-			a.replayed++ // history we already hold: neither stored nor streamed again
+	in := updateInput{Kind: u.Kind, MessageID: u.MessageID, Block: u.Block != nil, Empty: u.Block == nil && u.Text == "",
+		Current: gen == a.gen}
+	for _, e := range decide(a.view(), in).Effects {
+		switch e := e.(type) {
+		case effSkipReplayed:
+			a.replayed++
 			a.noteReplay(u)
-			return
-		}
-	}
-	if a.running == nil {
-		switch u.Kind {
-		case acp.UpdateAgentMessage, acp.UpdateAgentThought, acp.UpdateToolCall, acp.UpdateToolCallUpdate:
-			// Output after its turn ended (cancelled, interrupted, or an
-			// agent that keeps talking after it answered): the turn's
-			// outcome is final, and this belongs to no turn the user asked
-			// for. Storing it would add a message without a promptId, or
-			// overwrite an interrupted tool call's recorded failure.
+		case effDropOutput:
 			a.log.Debug("dropping agent output outside a turn", "kind", u.Kind)
-			return
-		}
-	}
-	promptID := ""
-	if a.running != nil {
-		promptID = a.running.turn.PromptID
-	}
-	switch u.Kind {
-	case acp.UpdateAgentMessage, acp.UpdateAgentThought:
-		role := store.RoleAgent
-		if u.Kind == acp.UpdateAgentThought {
-			role = store.RoleThought
-		}
-		if u.Block == nil && u.Text == "" {
-			return
-		}
-		r := a.running
-		if r.nextChunk(u.MessageID) || u.Block != nil || r.openMsg == 0 || r.openRole != role {
-			// A new message: its id is reserved here, so the chunks that
-			// follow name it without the store reading it back.
-			m := store.Message{ID: a.m.store.NewMessageID(), SessionID: a.id, PromptID: promptID, Role: role, Text: u.Text}
-			if u.Block != nil {
-				m.Text, m.Content = "", json.RawMessage("["+string(u.Block)+"]")
-			}
-			closes := r.openMsg
-			r.openMsg, r.openRole = m.ID, role
+		case effStartMessage:
+			a.startMessage(e, u)
+		case effAppendChunk:
+			a.appendChunk(e, u)
+		case effRecordToolCall:
+			a.recordToolCall(e, u)
+		case effRecordPlan:
+			a.sess.Plan = u.Data
 			a.write(func(tx *store.Store, emit events.Emit) error {
-				m, err := tx.StartMessage(a.ctx(), m, closes)
-				if err == nil {
-					emit(messageAdded(a, m))
+				if err := tx.SetSessionPlan(a.ctx(), a.id, u.Data); err != nil {
+					return err
 				}
-				return err
+				emit(a.draft(events.PlanUpdated, e.PromptID, &events.PlanUpdatedData{Entries: u.Data}))
+				return nil
 			})
-			return
-		}
-		id := r.openMsg
-		a.write(func(tx *store.Store, emit events.Emit) error {
-			if err := tx.AppendChunk(a.ctx(), id, u.Text); err != nil {
-				return err
+		case effAdoptCommands:
+			a.commands = u.Data
+		case effAdoptMode:
+			a.mode = u.Data
+			var id string
+			if json.Unmarshal(u.Data, &id) == nil {
+				a.modes = withCurrentMode(a.modes, id)
 			}
-			emit(a.draft(events.MessageChunk, promptID, &events.MessageChunkData{MessageID: id, Role: role, Text: u.Text}))
-			return nil
-		})
-	case acp.UpdateToolCall, acp.UpdateToolCallUpdate:
-		a.splitMessage()
-		rec := toolCallRecord(a.id, promptID, u.Tool)
-		typ := events.ToolCallUpdated
-		if u.Kind == acp.UpdateToolCall {
-			typ = events.ToolCallStarted
+		case effAdoptConfigOptions:
+			a.configOptions = u.Data
+		default:
+			a.perform(e)
 		}
-		a.write(func(tx *store.Store, emit events.Emit) error {
-			row, err := tx.UpsertToolCall(a.ctx(), rec)
-			if err == nil {
-				emit(a.draft(typ, promptID, toolCallPayload(row)))
-			}
-			return err
-		})
-	case acp.UpdatePlan:
-		a.splitMessage()
-		a.sess.Plan = u.Data
-		a.write(func(tx *store.Store, emit events.Emit) error {
-			if err := tx.SetSessionPlan(a.ctx(), a.id, u.Data); err != nil {
-				return err
-			}
-			emit(a.draft(events.PlanUpdated, promptID, &events.PlanUpdatedData{Entries: u.Data}))
-			return nil
-		})
-	case acp.UpdateAvailableCommands:
-		a.commands = u.Data
-		a.emitOptions()
-	case acp.UpdateCurrentMode:
-		a.mode = u.Data
-		var id string
-		if json.Unmarshal(u.Data, &id) == nil {
-			a.modes = withCurrentMode(a.modes, id)
-		}
-		a.emitOptions()
-	case acp.UpdateConfigOptions:
-		a.configOptions = u.Data
-		a.emitOptions()
-	default:
-		// user_message_chunk echoes what we already stored; session info
-		// and usage are not transcript.
 	}
 }
 
-// nextChunk reports whether a message chunk with ACP messageID starts a
-// new message rather than continuing the last one: the agent changed
-// messageId (both ids known), or a tool call, plan or permission came
-// between. onUpdate also starts one on a change of role, and for the
-// turn's first message (the prompt's user message precedes it).
-func (r *turnRun) nextChunk(messageID string) bool {
-	fresh := r.split || (messageID != "" && r.msgID != "" && messageID != r.msgID)
+// startMessage starts a new message of the running turn with chunk u. Its
+// id is reserved here, so the chunks that follow name it without the
+// store reading it back.
+func (a *actor) startMessage(e effStartMessage, u acp.Update) {
+	r := a.running
+	r.noteChunk(e.MessageID)
+	m := store.Message{ID: a.m.store.NewMessageID(), SessionID: a.id, PromptID: e.PromptID, Role: e.Role, Text: u.Text}
+	if u.Block != nil {
+		m.Text, m.Content = "", json.RawMessage("["+string(u.Block)+"]")
+	}
+	closes := r.openMsg
+	r.openMsg, r.openRole = m.ID, e.Role
+	a.write(func(tx *store.Store, emit events.Emit) error {
+		m, err := tx.StartMessage(a.ctx(), m, closes)
+		if err == nil {
+			emit(messageAdded(a, m))
+		}
+		return err
+	})
+}
+
+// appendChunk appends chunk u to the running turn's open message: one row
+// append, no read.
+func (a *actor) appendChunk(e effAppendChunk, u acp.Update) {
+	r := a.running
+	r.noteChunk(e.MessageID)
+	id := r.openMsg
+	a.write(func(tx *store.Store, emit events.Emit) error {
+		if err := tx.AppendChunk(a.ctx(), id, u.Text); err != nil {
+			return err
+		}
+		emit(a.draft(events.MessageChunk, e.PromptID, &events.MessageChunkData{MessageID: id, Role: e.Role, Text: u.Text}))
+		return nil
+	})
+}
+
+// recordToolCall stores the tool call update u carries.
+func (a *actor) recordToolCall(e effRecordToolCall, u acp.Update) {
+	rec := toolCallRecord(a.id, e.PromptID, u.Tool)
+	typ := events.ToolCallUpdated
+	if e.Started {
+		typ = events.ToolCallStarted
+	}
+	a.write(func(tx *store.Store, emit events.Emit) error {
+		row, err := tx.UpsertToolCall(a.ctx(), rec)
+		if err == nil {
+			emit(a.draft(typ, e.PromptID, toolCallPayload(row)))
+		}
+		return err
+	})
+}
+
+// noteChunk notes a message chunk with ACP messageID (decideUpdate has
+// decided from the previous one whether it starts a new message): what
+// came between is behind it now.
+func (r *turnRun) noteChunk(messageID string) {
 	r.split = false
 	if messageID != "" {
 		r.msgID = messageID
 	}
-	return fresh
 }
 
 // splitMessage ends the running turn's current message: text that follows

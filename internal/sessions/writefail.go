@@ -2,7 +2,6 @@ package sessions
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/tether/tether/internal/errcode"
@@ -17,27 +16,30 @@ import (
 // have reported, it reloads the session, executor and turns, and records a
 // turn the store still shows running without a live run (its outcome was
 // lost) as failed with store_write_failed, so clients see the turn end and
-// status and transcript agree. The request that caused a failed write gets
-// it as a 5xx problem (callWrites).
+// status and transcript agree (decideWriteFailed and decideReloaded decide,
+// in decide_lifecycle.go; this file reads the store and performs). The
+// request that caused a failed write gets it as a 5xx problem (callWrites).
 
-// writeFailed is told, on the actor, of one of its writes that failed.
+// writeFailed is told, on the actor, of one of its writes that failed
+// (decideWriteFailed).
 func (a *actor) writeFailed(c events.Change, err error) {
-	if errcode.Is(err, errcode.ServiceShuttingDown) {
-		return // the writer closed: the next start reconciles from the store
+	d := decide(a.view(), writeFailedInput{ShuttingDown: errcode.Is(err, errcode.ServiceShuttingDown)})
+	for _, e := range d.Effects {
+		switch e.(type) {
+		case effReportWriteFailed:
+			a.log.Error("a change of this session was not stored; reloading the session from the store",
+				"change", changeKind(c), "code", errcode.CodeOf(err), "err", err)
+		default:
+			a.perform(e)
+		}
 	}
-	a.log.Error("a change of this session was not stored; reloading the session from the store",
-		"change", changeKind(c), "code", errcode.CodeOf(err), "err", err)
-	if a.reloading {
-		return
-	}
-	a.reloading = true
-	a.reloadWhenQuiet()
 }
 
 // reloadWhenQuiet reloads once every write submitted so far has reported:
 // a reload must not read the store while the actor's own changes are still
 // on their way to it.
 func (a *actor) reloadWhenQuiet() {
+	a.reloading = true
 	last := a.last
 	last.Then(func() {
 		a.mb.post(func() {
@@ -51,9 +53,10 @@ func (a *actor) reloadWhenQuiet() {
 	})
 }
 
-// reload replaces what the actor believes about the session with what the
-// store holds. Live facts (the agent connection, the turn it runs, turns
-// whose admission has not reported) stay.
+// reload reads the session, executor and turns back from the store and
+// believes them, as decideReloaded decides: live facts (the agent
+// connection, the turn it runs, turns whose admission has not reported)
+// stay, and what the store and the live run disagree on is repaired.
 func (a *actor) reload() {
 	ctx := a.ctx()
 	var sess store.Session
@@ -74,13 +77,30 @@ func (a *actor) reload() {
 		a.log.Error("reloading the session from the store failed", "err", err)
 		return
 	}
+	in := reloadedInput{State: sess.State, Turns: make([]storedTurn, len(turns))}
+	for i, t := range turns {
+		in.Turns[i] = storedTurn{PromptID: t.PromptID, State: t.State}
+	}
+	for _, e := range decide(a.view(), in).Effects {
+		switch e := e.(type) {
+		case effReload:
+			a.believe(sess, exec, turns, e.Queue)
+		default:
+			a.perform(e)
+		}
+	}
+}
+
+// believe replaces what the actor believes about the session with what
+// the store holds (effReload), but for the live facts: the running turn
+// and turns being admitted stay as the actor has them.
+func (a *actor) believe(sess store.Session, exec store.Executor, turns []store.Turn, queue []string) {
 	// Field by field: TaskID and the ids never change, and write closures
 	// still read them on the writer goroutine.
 	a.sess.State, a.sess.Prompted, a.sess.QueueHeld = sess.State, sess.Prompted, sess.QueueHeld
 	a.sess.ContextLost, a.sess.InjectContext, a.sess.Plan = sess.ContextLost, sess.InjectContext, sess.Plan
 	a.sess.ModeChoice, a.sess.ConfigChoices = sess.ModeChoice, sess.ConfigChoices
 	a.exec = exec
-
 	running := ""
 	if a.running != nil {
 		running = a.running.turn.PromptID
@@ -88,80 +108,50 @@ func (a *actor) reload() {
 		// chunk starts a new message rather than naming a missing one.
 		a.running.openMsg = 0
 	}
-	kept := map[string]store.Turn{}
-	var queue, lost []store.Turn
+	kept := make(map[string]store.Turn, len(turns))
+	storedQueued := map[string]store.Turn{}
 	for _, t := range turns {
-		switch {
-		case t.PromptID == running:
-			kept[t.PromptID] = a.turns[t.PromptID] // the live run knows best
-		case t.State == store.TurnQueued:
-			kept[t.PromptID] = t
-			queue = append(queue, t)
-		case t.State == store.TurnRunning:
-			kept[t.PromptID] = t
-			lost = append(lost, t)
-		default:
-			kept[t.PromptID] = t
+		kept[t.PromptID] = t
+		if t.State == store.TurnQueued && t.PromptID != running {
+			storedQueued[t.PromptID] = t
 		}
 		if len(a.admitting) == 0 {
 			a.lastPromptID = t.PromptID // turns come in seq order
 		}
 	}
+	if running != "" {
+		if _, ok := kept[running]; ok {
+			kept[running] = a.turns[running] // the live run knows best
+		}
+	}
 	for id := range a.admitting {
 		if t, ok := a.turns[id]; ok {
 			kept[id] = t
-			if _, stored := indexOf(queue, id); !stored && slices.ContainsFunc(a.queue, func(q store.Turn) bool { return q.PromptID == id }) {
-				queue = append(queue, t)
-			}
 		}
 	}
-	a.turns, a.queue = kept, queue
-	// Each repair is tried once: should the store still refuse it (a full
-	// disk), reloading again must not loop on the same writes.
-	repaired := false
-	for _, t := range lost {
-		repaired = a.recordLostOutcome(t) || repaired
+	a.queue = make([]store.Turn, 0, len(queue))
+	for _, id := range queue {
+		if t, ok := storedQueued[id]; ok {
+			a.queue = append(a.queue, t) // as stored
+		} else {
+			a.queue = append(a.queue, kept[id]) // still being admitted: as the actor has it
+		}
 	}
-	switch {
-	case a.running != nil || a.sess.State != store.SessionRunning:
-		delete(a.repairs, repairState)
-	case !a.repairs[repairState]:
-		a.repairs[repairState] = true
-		a.setState(store.SessionWaitingForInput)
-		repaired = true
-	}
-	if repaired {
-		a.pushRecovery()
-	}
-	a.startNext()
+	a.turns = kept
 }
 
-// repairState is the repairs key of a session state the store still shows
-// RUNNING although no turn runs.
-const repairState = "state"
-
 // recordLostOutcome ends a turn whose outcome could not be stored as
-// failed with store_write_failed: the agent is done with it, and clients
-// waiting for it must see it end. It is tried once per turn (false: tried
-// before); should that write fail too, the turn stays for start-up
-// reconciliation.
-func (a *actor) recordLostOutcome(t store.Turn) bool {
-	if a.repairs["turn:"+t.PromptID] {
-		return false
-	}
-	a.repairs["turn:"+t.PromptID] = true
+// failed with store_write_failed (effRecordLost): the agent is done with
+// it, and clients waiting for it must see it end. It is tried once.
+func (a *actor) recordLostOutcome(promptID string) {
+	a.repairs[lostRepair(promptID)] = true
+	t := a.turns[promptID]
 	now := time.Now().UTC()
 	t.State, t.EndedAt = store.TurnFailed, &now
 	t.ErrorCode = string(errcode.StoreWriteFailed)
 	t.ErrorMessage = "the turn's outcome could not be stored; see the daemon log"
 	a.turns[t.PromptID] = t
 	a.change(turnEnded{TaskID: a.sess.TaskID, Turn: t})
-	return true
-}
-
-func indexOf(turns []store.Turn, promptID string) (int, bool) {
-	i := slices.IndexFunc(turns, func(t store.Turn) bool { return t.PromptID == promptID })
-	return i, i >= 0
 }
 
 // callWrites runs f on the actor like call, then waits until every write f

@@ -1,0 +1,226 @@
+package sessions
+
+import (
+	"github.com/tether/tether/internal/acp"
+	"github.com/tether/tether/internal/store"
+)
+
+// The decision table, continued: what the agent reports (a turn's end, an
+// exit, a permission request, each session/update) and the actor's own
+// inputs (an admission's write reported, the idle clock, what runs next).
+// decide.go has the commands, decide_lifecycle.go the agent's start.
+
+// decideTurnEnded records the agent's answer to a prompt as the turn's
+// outcome and runs what is queued next.
+func decideTurnEnded(v view, in turnEndedInput) decision {
+	if v.Running == nil || v.Running.PromptID != in.PromptID || v.Stopping {
+		// After a shutdown began, whatever the dying agent answered is not
+		// the turn's outcome: start-up reconciliation records it as
+		// interrupted by the restart.
+		return accept()
+	}
+	if in.Disconnected {
+		// The agent is gone or going; its exit records the outcome with
+		// the exit code. Make sure the process really ends.
+		return accept(effStopRunningAgent{})
+	}
+	end := effEndTurn{PromptID: in.PromptID, State: store.TurnCompleted, StopReason: in.StopReason}
+	switch {
+	case v.Running.CancelRequested || in.StopReason == "cancelled":
+		end.State = store.TurnCancelled // the user's intent wins whatever the agent answered
+	case in.Failed:
+		end = effEndTurn{PromptID: in.PromptID, State: store.TurnFailed, ErrorCode: in.ErrorCode, ErrorMessage: in.ErrorMessage}
+	}
+	d := accept(effClearRunning{}, end, effClosePermissions{PromptID: in.PromptID, State: store.PermissionCancelled})
+	if v.Agent == agentReady {
+		d.Effects = append(d.Effects, effTouchLastSeen{})
+	}
+	d.Effects = append(d.Effects, effStartNext{}, effArmIdle{})
+	return d
+}
+
+// decideAgentExited handles the agent process ending, expected or not.
+func decideAgentExited(v view, in agentExitedInput) decision {
+	d := accept(effClearSettling{})
+	if v.Stopping {
+		// Close or daemon shutdown stopped it on purpose. Close records the
+		// stop itself; after a shutdown, start-up reconciliation marks what
+		// was running as interrupted by the restart.
+		d.Effects = append(d.Effects, effForgetAgent{}, effDropSlot{})
+		return d
+	}
+	d.Effects = append(d.Effects, effRecordExit{Exit: in.Exit}, effClosePermissions{State: store.PermissionExpired})
+	if r := v.Running; r != nil {
+		d.Effects = append(d.Effects, effClearRunning{})
+		if r.CancelRequested {
+			d.Effects = append(d.Effects, effEndTurn{PromptID: r.PromptID, State: store.TurnCancelled})
+		} else {
+			d.Effects = append(d.Effects, effInterruptTurn{PromptID: r.PromptID, Reason: "agent_exited", Exit: in.Exit})
+		}
+	}
+	if !v.State.Terminal() && len(v.Queue) > 0 && !v.QueueHeld {
+		// Queued prompts were accepted; start a fresh agent for them, in
+		// the slot the one that exited held.
+		return accept(append(d.Effects, effEnsureAgent{})...)
+	}
+	d.Effects = append(d.Effects, effDropSlot{})
+	if v.State.Terminal() {
+		return d
+	}
+	d.Effects = append(d.Effects, effSetState{State: store.SessionWaitingForInput})
+	return d
+}
+
+// decideNext runs the head of the queue if the agent is ready and idle.
+func decideNext(v view) decision {
+	if v.Running != nil || v.Agent != agentReady || v.Settling || v.Stopping {
+		return accept()
+	}
+	if len(v.Queue) == 0 || v.QueueHeld {
+		// Held since a restart: the queue waits for a continue or a prompt.
+		return accept(effSetState{State: store.SessionWaitingForInput})
+	}
+	if v.Queue[0].Admitting {
+		return accept() // not durable yet: admitted runs it once it is
+	}
+	return accept(effStartTurn{PromptID: v.Queue[0].PromptID})
+}
+
+// decidePermissionRequested puts an agent's question to the user, unless
+// the session is closing, the turn it belongs to was cancelled, or too
+// many are open already (answered cancelled: ACP's answer for a question
+// that will not be put to the user; the agent may ask again).
+func decidePermissionRequested(v view) decision {
+	if v.Stopping {
+		return accept(effDeclinePermission{})
+	}
+	promptID := ""
+	if r := v.Running; r != nil {
+		if r.CancelRequested {
+			return accept(effDeclinePermission{})
+		}
+		promptID = r.PromptID
+	}
+	if v.OpenPermissions >= v.MaxPermissions {
+		return accept(effDeclinePermission{TooMany: true})
+	}
+	return accept(effAskPermission{PromptID: promptID}, effPushRecovery{})
+}
+
+// decideAdmitted settles a turn's admission once its write has reported.
+// On success the turn may now run (an agent is started for it if it is
+// still queued: a failed start or a cancel may have ended it); on failure
+// it is forgotten, as if never asked, and the agent never hears of it.
+// Settling twice does nothing.
+func decideAdmitted(v view, in admittedInput) decision {
+	t := v.Turn
+	if t == nil || !t.Admitting {
+		return accept()
+	}
+	settle := effSettleAdmission{PromptID: in.PromptID}
+	if in.Err == nil {
+		for _, q := range v.Queue {
+			if q.PromptID == in.PromptID {
+				return accept(settle, effEnsureAgent{}, effStartNext{})
+			}
+		}
+		return accept(settle, effStartNext{})
+	}
+	left := 0
+	for _, q := range v.Queue {
+		if q.PromptID != in.PromptID {
+			left++
+		}
+	}
+	// The write that released a held queue failed whole: held again.
+	return accept(settle, effUnadmit{PromptID: in.PromptID, Err: in.Err, Rehold: t.ReleasedHold && left > 0}, effStartNext{})
+}
+
+// idle: the agent has nothing to do: no turn running or queued, no
+// permission open, no start or load in progress.
+func (v view) idle() bool {
+	return v.Agent == agentReady && !v.Settling && !v.Stopping && v.Running == nil &&
+		(len(v.Queue) == 0 || v.QueueHeld) && v.OpenPermissions == 0
+}
+
+// decideIdleCheck stops the agent once it has been idle for the timeout,
+// else looks again when that time would be up.
+func decideIdleCheck(v view, in idleCheckInput) decision {
+	if v.Agent != agentReady || v.Stopping {
+		return accept() // the next start arms the clock again
+	}
+	if !v.idle() {
+		return accept(effIdleBusy{})
+	}
+	if left := in.Timeout - in.Elapsed; left > 0 {
+		return accept(effIdleWait{Left: left})
+	}
+	return accept(effStopIdle{Timeout: in.Timeout})
+}
+
+// decideUpdate records one session/update in the transcript. Updates
+// outside a turn (available commands, modes, a plan) belong to no prompt.
+// Output after its turn ended (cancelled, interrupted, or an agent that
+// keeps talking after it answered) is dropped: the turn's outcome is
+// final, and it belongs to no turn the user asked for. Storing it would add
+// a message without a promptId, or overwrite an interrupted tool call's
+// recorded failure.
+func decideUpdate(v view, in updateInput) decision {
+	if !in.Current {
+		return accept() // a previous agent's: stale
+	}
+	r := v.Running
+	if v.Replaying && r == nil && replayedKind(in.Kind) {
+		return accept(effSkipReplayed{})
+	}
+	switch in.Kind {
+	case acp.UpdateAgentMessage, acp.UpdateAgentThought:
+		if r == nil {
+			return accept(effDropOutput{})
+		}
+		if in.Empty {
+			return accept()
+		}
+		role := store.RoleAgent
+		if in.Kind == acp.UpdateAgentThought {
+			role = store.RoleThought
+		}
+		// A new message when the agent changed messageId (both ids known),
+		// something came between, the role changed, or the turn has none
+		// open (its first: the prompt's user message precedes it).
+		fresh := r.Split || (in.MessageID != "" && r.MessageID != "" && in.MessageID != r.MessageID)
+		if fresh || in.Block || !r.OpenMessage || r.OpenRole != role {
+			return accept(effStartMessage{PromptID: r.PromptID, MessageID: in.MessageID, Role: role})
+		}
+		return accept(effAppendChunk{PromptID: r.PromptID, MessageID: in.MessageID, Role: role})
+	case acp.UpdateToolCall, acp.UpdateToolCallUpdate:
+		if r == nil {
+			return accept(effDropOutput{})
+		}
+		return accept(effSplitMessage{}, effRecordToolCall{PromptID: r.PromptID, Started: in.Kind == acp.UpdateToolCall})
+	case acp.UpdatePlan:
+		if r == nil {
+			return accept(effRecordPlan{})
+		}
+		return accept(effSplitMessage{}, effRecordPlan{PromptID: r.PromptID})
+	case acp.UpdateAvailableCommands:
+		return accept(effAdoptCommands{}, effEmitOptions{})
+	case acp.UpdateCurrentMode:
+		return accept(effAdoptMode{}, effEmitOptions{})
+	case acp.UpdateConfigOptions:
+		return accept(effAdoptConfigOptions{}, effEmitOptions{})
+	}
+	// user_message_chunk echoes what we already stored; session info and
+	// usage are not transcript.
+	return accept()
+}
+
+// replayedKind: a session/load replays updates of this kind as history.
+func replayedKind(k acp.UpdateKind) bool {
+	switch k {
+	case acp.UpdateAgentMessage, acp.UpdateAgentThought, acp.UpdateUserMessage, acp.UpdateToolCall,
+		acp.UpdateToolCallUpdate, acp.UpdatePlan:
+		return true
+	}
+	return false
+}

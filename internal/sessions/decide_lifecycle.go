@@ -1,0 +1,320 @@
+package sessions
+
+import (
+	"errors"
+	"slices"
+
+	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/store"
+)
+
+// The decision table, continued: a session's life around its agent and its
+// store. An agent's start (ensureAgentInput; decideRestore, which the start
+// itself follows off the actor, on the capabilities the agent announced;
+// agentStartedInput and what follows it), a failed write and the reload
+// after it, a daemon's shutdown, and start-up reconciliation (restartedInput,
+// whose effects reconcile.go performs in the writer: no actor runs yet).
+
+// decideEnsureAgent starts an agent if none runs or starts and the session
+// still takes work, reserving its slot first if it has none (admission
+// reserves it before it stores anything, so failing here is for paths that
+// could not ask: the start then fails visibly rather than waits). A stored
+// ACP session is restored; decideRestore chooses how, once the agent has
+// said what it can.
+func decideEnsureAgent(v view) decision {
+	if v.Connected || v.Agent != agentNone || v.closed() {
+		return accept()
+	}
+	start := effStartAgent{Restore: v.StoredSession, HadHistory: v.HasTurns}
+	if !v.HasSlot {
+		return accept(effReserveSlot{}, start)
+	}
+	return accept(start)
+}
+
+// decideRestore is the next ACP call of a start, from the agent's
+// capabilities and the calls made so far: a stored session is resumed when
+// the agent advertises session/resume, else loaded when it advertises
+// session/load, else a new session is opened. It falls back (resume to
+// load, either to new) only when the agent says "unsupported" or "unknown
+// session" (an unknown session is not loaded: load would not know it
+// either); any other failure fails the start and keeps the stored
+// identity, so the session stays resumable. A new session restores no
+// context: it is reported fresh (or history_injection, when the profile
+// can inject the history) if the session had any, with why the stored one
+// could not be restored. It is pure, like decide, but runs off the actor,
+// in the start (Manager.start), on what the start knows.
+func decideRestore(in restoreInput) restoreStep {
+	if len(in.Tried) == 0 {
+		switch {
+		case !in.Restore:
+			return restoreStep{Call: callNew}
+		case in.Resume:
+			return restoreStep{Call: callResume}
+		case in.Load:
+			return restoreStep{Call: callLoad}
+		}
+		return restoreStep{Call: callNew}
+	}
+	fallback := ""
+	for _, t := range in.Tried {
+		switch t.Outcome {
+		case tryUnsupported:
+			fallback = "unsupported"
+		case tryUnknownSession:
+			fallback = "unknown_session"
+		}
+	}
+	last := in.Tried[len(in.Tried)-1]
+	switch last.Outcome {
+	case tryOK:
+		switch last.Call {
+		case callResume:
+			return restoreStep{Resumed: resumedInfo{Strategy: StrategyNativeResume, ContextRestored: true}}
+		case callLoad:
+			return restoreStep{Resumed: resumedInfo{Strategy: StrategyNativeLoad, ContextRestored: true}}
+		}
+		r := resumedInfo{Fallback: fallback}
+		if in.Restore && r.Fallback == "" {
+			r.Fallback = "unsupported" // the agent advertises neither resume nor load
+		}
+		if in.HadHistory {
+			r.Strategy = StrategyFresh
+			if in.Inject {
+				r.Strategy = StrategyHistoryInjection
+			}
+		}
+		return restoreStep{Resumed: r}
+	case tryFailed:
+		if last.Call == callNew {
+			return restoreStep{Failed: true}
+		}
+		return restoreStep{Failed: true, Resumed: resumedInfo{Fallback: fallback}}
+	}
+	if last.Call == callNew {
+		return restoreStep{Failed: true} // nothing left to fall back to
+	}
+	if last.Call == callResume && last.Outcome == tryUnsupported && in.Load {
+		return restoreStep{Call: callLoad}
+	}
+	return restoreStep{Call: callNew}
+}
+
+// decideAgentStarted takes a start's report: a start the session no
+// longer wants (a newer one began, or the session is closing) is undone;
+// a failed one leaves the session usable and resumable
+// (decideStartFailed); an agent that started becomes the session's.
+func decideAgentStarted(v view, in agentStartedInput) decision {
+	if !in.Current || v.closed() {
+		return accept(effDiscardStart{},
+			effNotifyWaiters{Err: errcode.New(errcode.SessionTerminal, "session closed while its agent was starting")})
+	}
+	if in.Err != nil {
+		return accept(append([]effect{effClearStarting{}}, decideStartFailed(v, startFailedInput{Err: in.Err}).Effects...)...)
+	}
+	return accept(effClearStarting{}, effAdoptAgent{})
+}
+
+// startErrorMessage is what the executor row says of a failed start.
+func startErrorMessage(err error) string {
+	var de *errcode.Error
+	if errors.As(err, &de) {
+		return de.Message
+	}
+	return err.Error()
+}
+
+// decideStartFailed leaves the session usable and resumable: the error is
+// visible on the executor, queued turns fail visibly.
+func decideStartFailed(v view, in startFailedInput) decision {
+	d := accept(effRecordStartError{Err: in.Err}, effDropSlot{})
+	if !v.QueueHeld {
+		// Prompts held since a restart stay queued: they were not what
+		// started the agent, and the user decides when they run.
+		code, msg := string(errcode.CodeOf(in.Err)), startErrorMessage(in.Err)
+		for _, q := range v.Queue {
+			d.Effects = append(d.Effects, effEndTurn{PromptID: q.PromptID, State: store.TurnFailed, ErrorCode: code, ErrorMessage: msg})
+		}
+		if len(v.Queue) > 0 {
+			d.Effects = append(d.Effects, effDropQueue{})
+		}
+	}
+	d.Effects = append(d.Effects, effSetState{State: store.SessionWaitingForInput}, effPushRecovery{}, effNotifyWaiters{Err: in.Err})
+	return d
+}
+
+// decideStartSucceeded finishes a start, unless a load replayed nothing
+// yet: some agents replay after answering the load, so prompts wait a
+// moment before the context is taken as lost (a replay is then never
+// taken for a reply).
+func decideStartSucceeded(in startSucceededInput) decision {
+	if in.Resumed.Strategy == StrategyNativeLoad && in.Replayed == 0 && in.HadHistory {
+		return accept(effAwaitReplay{})
+	}
+	return accept(started(in.Resumed)...)
+}
+
+// decideReplaySettled decides, after the grace period, whether a load
+// restored the conversation: no replay at all means the agent silently
+// created an empty session, so its context is lost.
+func decideReplaySettled(v view, in replaySettledInput) decision {
+	if !in.Current || !v.Settling {
+		return accept()
+	}
+	r := in.Resumed
+	if in.Replayed == 0 {
+		r = resumedInfo{Strategy: StrategyFresh, Fallback: "empty_replay"}
+		if in.Inject {
+			r.Strategy = StrategyHistoryInjection
+		}
+	}
+	return accept(append([]effect{effClearSettling{}}, started(r)...)...)
+}
+
+// started announces the restore outcome, releases resume waiters and runs
+// what was queued.
+func started(r resumedInfo) []effect {
+	var effs []effect
+	if r.Strategy != "" {
+		effs = append(effs, effRecordResumed{Resumed: r})
+	}
+	if r.Strategy == StrategyNativeLoad {
+		effs = append(effs, effReconcileDelivery{})
+	}
+	return append(effs, effNotifyWaiters{}, effStartNext{}, effPushRecovery{}, effArmIdle{})
+}
+
+// decideWriteFailed: a failed write is never silent, and the actor then
+// believes the store again, once its writes in flight have reported (a
+// reload must not read the store while its own changes are still on their
+// way to it). One reload serves every failure before it.
+func decideWriteFailed(v view, in writeFailedInput) decision {
+	if in.ShuttingDown {
+		return accept() // the writer closed: the next start reconciles from the store
+	}
+	if v.Reloading {
+		return accept(effReportWriteFailed{})
+	}
+	return accept(effReportWriteFailed{}, effReloadWhenQuiet{})
+}
+
+// repairState is the Repairs key of a session state the store still shows
+// RUNNING although no turn runs; lostRepair that of a turn whose outcome
+// was lost.
+const repairState = "state"
+
+func lostRepair(promptID string) string { return "turn:" + promptID }
+
+// decideReloaded decides what the actor believes after a reload, and what
+// it records to make the store agree with what is live. The queue is the
+// turns the store holds queued, then those still being admitted (not
+// stored yet), in the order they were admitted; the running turn is the
+// live run's. A turn the store shows running without a live run lost its
+// outcome: it fails with store_write_failed, so clients see it end. A
+// session the store shows RUNNING with no turn running waits for input
+// again. Each repair is tried once: should the store still refuse it (a
+// full disk), reloading again must not loop on the same writes; the turn
+// then stays for start-up reconciliation.
+func decideReloaded(v view, in reloadedInput) decision {
+	running := ""
+	if v.Running != nil {
+		running = v.Running.PromptID
+	}
+	var queue []string
+	var repairs []effect
+	for _, t := range in.Turns {
+		switch {
+		case t.PromptID == running:
+		case t.State == store.TurnQueued:
+			queue = append(queue, t.PromptID)
+		case t.State == store.TurnRunning && !v.Repairs[lostRepair(t.PromptID)]:
+			repairs = append(repairs, effRecordLost{PromptID: t.PromptID})
+		}
+	}
+	for _, q := range v.Queue {
+		if q.Admitting && !slices.Contains(queue, q.PromptID) {
+			queue = append(queue, q.PromptID)
+		}
+	}
+	d := accept(effReload{Queue: queue})
+	d.Effects = append(d.Effects, repairs...)
+	switch {
+	case v.Running != nil || in.State != store.SessionRunning:
+		d.Effects = append(d.Effects, effForgetStateRepair{})
+	case !v.Repairs[repairState]:
+		repairs = append(repairs, effRepairState{})
+		d.Effects = append(d.Effects, effRepairState{})
+	}
+	if len(repairs) > 0 {
+		d.Effects = append(d.Effects, effPushRecovery{})
+	}
+	return accept(append(d.Effects, effStartNext{})...)
+}
+
+// restartedWhy is what the executor says of an agent a shutdown stopped.
+const restartedWhy = "agent stopped: tetherd restarted"
+
+// decideShutdown: the daemon stops. Only the agent is stopped (off the
+// actor), and its executor recorded stopped, so the next start has no
+// orphan to look for. A running turn, queued turns and open permission
+// requests record nothing: start-up reconciliation records them from the
+// store (interrupted by daemon_restart, held, expired), as it does after a
+// daemon that died without a shutdown, and from here whatever the dying
+// agent answers is not the turn's outcome (Stopping).
+func decideShutdown(v view) decision {
+	if v.Connected {
+		return accept(effMarkStopping{}, effStopAgent{Why: restartedWhy})
+	}
+	return accept(effMarkStopping{})
+}
+
+// decideRestarted repairs what the previous daemon left: the turn that was
+// running is interrupted (daemon_restart); with none running, the first
+// queued turn was about to start (its agent never got it), so it is. The
+// turns queued behind stay queued, in order, held until the user continues
+// or prompts; a queue held since an earlier restart stays whole. Pending
+// permissions expire, a live executor is stopped (its orphaned process
+// too), the session waits for input, and every client is told where it now
+// stands. A session at rest is only announced when its agent went away
+// with the old config (clients must learn it cannot be continued here).
+func decideRestarted(v view, in restartedInput) decision {
+	if !in.Repair {
+		if in.AgentAvailable {
+			return accept()
+		}
+		return accept(effPushRecovery{})
+	}
+	var effs []effect
+	live := in.Executor == store.ExecutorReady || in.Executor == store.ExecutorStarting
+	if live && in.Orphan {
+		effs = append(effs, effStopOrphan{})
+	}
+	interrupted := v.QueueHeld || slices.ContainsFunc(in.Turns, func(t storedTurn) bool { return t.State == store.TurnRunning })
+	held := v.QueueHeld
+	for _, t := range in.Turns {
+		switch {
+		case t.State != store.TurnQueued:
+		case !interrupted:
+			interrupted = true
+		default:
+			if !held {
+				held = true
+				effs = append(effs, effHoldQueue{})
+			}
+			continue
+		}
+		effs = append(effs, effRestartInterrupt{PromptID: t.PromptID, Running: t.State == store.TurnRunning})
+	}
+	if in.Permissions > 0 {
+		effs = append(effs, effClosePermissions{State: store.PermissionExpired})
+	}
+	if live {
+		effs = append(effs, effStopExecutor{})
+	}
+	if v.State != store.SessionWaitingForInput {
+		effs = append(effs, effSetState{State: store.SessionWaitingForInput})
+	} else {
+		effs = append(effs, effTaskFollow{})
+	}
+	return accept(append(effs, effPushRecovery{})...)
+}

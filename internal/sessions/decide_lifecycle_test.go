@@ -1,0 +1,400 @@
+package sessions
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/store"
+)
+
+// The decision table's lifecycle inputs (decide_lifecycle.go): an agent's
+// start and how it restores the session, a failed write and the reload
+// after it, shutdown and start-up reconciliation. Helpers are in
+// decide_test.go.
+
+// TestDecideRestarted: every state a crash can leave an active session in,
+// and what start-up reconciliation repairs.
+func TestDecideRestarted(t *testing.T) {
+	running := func(id string) storedTurn { return storedTurn{PromptID: id, State: store.TurnRunning} }
+	queuedT := func(id string) storedTurn { return storedTurn{PromptID: id, State: store.TurnQueued} }
+	// repair is a session to repair with agent available and, unless
+	// changed, a stopped executor.
+	repair := func(f func(*restartedInput)) restartedInput {
+		in := restartedInput{Repair: true, Executor: store.ExecutorStopped, AgentAvailable: true}
+		if f != nil {
+			f(&in)
+		}
+		return in
+	}
+	midTurn := func(in *restartedInput) {
+		in.Turns, in.Executor, in.Orphan = []storedTurn{running("p1")}, store.ExecutorReady, true
+	}
+	inRunning, waiting := view{State: store.SessionRunning}, view{State: store.SessionWaitingForInput}
+	heldWaiting := view{State: store.SessionWaitingForInput, QueueHeld: true}
+	toWaiting := effSetState{State: store.SessionWaitingForInput}
+	interruptP1 := effRestartInterrupt{PromptID: "p1", Running: true}
+	expire := effClosePermissions{State: store.PermissionExpired}
+	runDecideCases(t, []decideCase{
+		{"restarted at rest", waiting, restartedInput{AgentAvailable: true}, accepted()},
+		{"restarted at rest, its agent gone from the config", waiting, restartedInput{}, accepted(effPushRecovery{})},
+		{"restarted mid-turn", inRunning, repair(midTurn),
+			accepted(effStopOrphan{}, interruptP1, effStopExecutor{}, toWaiting, effPushRecovery{})},
+		{"restarted mid-turn, its agent gone from the config", inRunning, repair(func(in *restartedInput) { midTurn(in); in.AgentAvailable = false }),
+			accepted(effStopOrphan{}, interruptP1, effStopExecutor{}, toWaiting, effPushRecovery{})},
+		{"restarted mid-turn with prompts queued", inRunning, repair(func(in *restartedInput) {
+			midTurn(in)
+			in.Turns = append(in.Turns, queuedT("q1"), queuedT("q2"))
+		}), accepted(effStopOrphan{}, interruptP1, effHoldQueue{}, effStopExecutor{}, toWaiting, effPushRecovery{})},
+		{"restarted mid-turn behind a held queue", view{State: store.SessionRunning, QueueHeld: true}, repair(func(in *restartedInput) {
+			midTurn(in)
+			in.Turns = append(in.Turns, queuedT("q1"))
+		}), accepted(effStopOrphan{}, interruptP1, effStopExecutor{}, toWaiting, effPushRecovery{})},
+		{"restarted mid-turn asking a permission", inRunning, repair(func(in *restartedInput) { midTurn(in); in.Permissions = 2 }),
+			accepted(effStopOrphan{}, interruptP1, expire, effStopExecutor{}, toWaiting, effPushRecovery{})},
+		{"restarted mid-turn on an in-process agent", inRunning, repair(func(in *restartedInput) { midTurn(in); in.Orphan = false }),
+			accepted(interruptP1, effStopExecutor{}, toWaiting, effPushRecovery{})},
+		{"restarted mid-turn, its agent already exited", inRunning, repair(func(in *restartedInput) {
+			in.Turns, in.Executor, in.Orphan = []storedTurn{running("p1")}, store.ExecutorError, true
+		}), accepted(interruptP1, toWaiting, effPushRecovery{})},
+		{"restarted with a turn about to start", waiting, repair(func(in *restartedInput) { in.Turns = []storedTurn{queuedT("q1")} }),
+			accepted(effRestartInterrupt{PromptID: "q1"}, effTaskFollow{}, effPushRecovery{})},
+		{"restarted with turns about to start", waiting, repair(func(in *restartedInput) { in.Turns = []storedTurn{queuedT("q1"), queuedT("q2")} }),
+			accepted(effRestartInterrupt{PromptID: "q1"}, effHoldQueue{}, effTaskFollow{}, effPushRecovery{})},
+		{"restarted with a queue held by an earlier restart", heldWaiting, repair(func(in *restartedInput) { in.Turns = []storedTurn{queuedT("q1"), queuedT("q2")} }),
+			accepted(effTaskFollow{}, effPushRecovery{})},
+		{"restarted idle with its agent ready", waiting, repair(func(in *restartedInput) { in.Executor, in.Orphan = store.ExecutorReady, true }),
+			accepted(effStopOrphan{}, effStopExecutor{}, effTaskFollow{}, effPushRecovery{})},
+		{"restarted idle with a permission outside a turn", waiting, repair(func(in *restartedInput) { in.Permissions = 1 }),
+			accepted(expire, effTaskFollow{}, effPushRecovery{})},
+		{"restarted while its agent started", view{State: store.SessionStarting}, repair(func(in *restartedInput) { in.Executor, in.Orphan = store.ExecutorStarting, true }),
+			accepted(effStopOrphan{}, effStopExecutor{}, toWaiting, effPushRecovery{})},
+		{"restarted while its agent started, no process yet", view{State: store.SessionStarting}, repair(func(in *restartedInput) { in.Executor = store.ExecutorStarting }),
+			accepted(effStopExecutor{}, toWaiting, effPushRecovery{})},
+		{"restarted while its first prompt started the agent", view{State: store.SessionStarting}, repair(func(in *restartedInput) {
+			in.Turns, in.Executor = []storedTurn{queuedT("q1")}, store.ExecutorStarting
+		}), accepted(effRestartInterrupt{PromptID: "q1"}, effStopExecutor{}, toWaiting, effPushRecovery{})},
+	})
+}
+
+func TestDecideWriteFailed(t *testing.T) {
+	in, closing := writeFailedInput{}, writeFailedInput{ShuttingDown: true}
+	reload := accepted(effReportWriteFailed{}, effReloadWhenQuiet{})
+	reloadEveryState := func(store.SessionState) decision { return reload }
+	cases := perState("write failed", in, nil, terminalStates(map[store.SessionState]decision{
+		store.SessionCreated: reload, store.SessionStarting: reload, store.SessionRunning: reload, store.SessionWaitingForInput: reload,
+	}, reloadEveryState))
+	waiting := inState(store.SessionRunning)
+	reloading := with(waiting, func(v *view) { v.Reloading = true })
+	cases = append(cases, []decideCase{
+		{"write failed while a reload waits", reloading, in, accepted(effReportWriteFailed{})},
+		{"write failed as the writer closed", waiting, closing, accepted()},
+		{"write failed as the writer closed while a reload waits", reloading, closing, accepted()},
+		{"write failed while stopping", with(waiting, func(v *view) { v.Stopping = true }), in, reload},
+	}...)
+	runDecideCases(t, cases)
+}
+
+// TestDecideReloaded: what the actor believes and records once it read the
+// session back after a failed write, for what the store holds against
+// what is live.
+func TestDecideReloaded(t *testing.T) {
+	stored := func(id string, s store.TurnState) storedTurn { return storedTurn{PromptID: id, State: s} }
+	done, p1Running := stored("p0", store.TurnCompleted), stored("p1", store.TurnRunning)
+	reloaded := func(s store.SessionState, turns ...storedTurn) reloadedInput {
+		return reloadedInput{State: s, Turns: turns}
+	}
+	agrees := accepted(effReload{}, effForgetStateRepair{}, effStartNext{})
+	// The store agrees with the typical session of each state.
+	var cases []decideCase
+	for _, s := range allStates {
+		turns := []storedTurn{done}
+		if s == store.SessionRunning {
+			turns = append(turns, p1Running)
+		}
+		cases = append(cases, decideCase{"reloaded, the store agrees/" + string(s), inState(s), reloaded(s, turns...), agrees})
+	}
+	running, idle := inState(store.SessionRunning), inState(store.SessionWaitingForInput)
+	tried := func(keys ...string) func(*view) {
+		return func(v *view) {
+			v.Repairs = map[string]bool{}
+			for _, k := range keys {
+				v.Repairs[k] = true
+			}
+		}
+	}
+	admitting := func(ids ...string) func(*view) {
+		return func(v *view) {
+			for _, id := range ids {
+				v.Queue = append(v.Queue, queuedView{PromptID: id, Admitting: true})
+			}
+		}
+	}
+	lostTurn := accepted(effReload{}, effRecordLost{PromptID: "p1"}, effRepairState{}, effPushRecovery{}, effStartNext{})
+	cases = append(cases, []decideCase{
+		{"reloaded after a turn's end was lost", idle, reloaded(store.SessionRunning, done, p1Running), lostTurn},
+		{"reloaded after a turn's end was lost, the state stored", idle, reloaded(store.SessionWaitingForInput, done, p1Running),
+			accepted(effReload{}, effRecordLost{PromptID: "p1"}, effForgetStateRepair{}, effPushRecovery{}, effStartNext{})},
+		{"reloaded after both repairs were tried", with(idle, tried(lostRepair("p1"), repairState)),
+			reloaded(store.SessionRunning, done, p1Running), accepted(effReload{}, effStartNext{})},
+		{"reloaded after the lost turn's repair was tried", with(idle, tried(lostRepair("p1"))),
+			reloaded(store.SessionRunning, done, p1Running), accepted(effReload{}, effRepairState{}, effPushRecovery{}, effStartNext{})},
+		{"reloaded after two turns' ends were lost", idle,
+			reloaded(store.SessionWaitingForInput, stored("p1", store.TurnRunning), stored("p2", store.TurnRunning)),
+			accepted(effReload{}, effRecordLost{PromptID: "p1"}, effRecordLost{PromptID: "p2"}, effForgetStateRepair{}, effPushRecovery{}, effStartNext{})},
+		{"reloaded with only the session state lost", idle, reloaded(store.SessionRunning, done),
+			accepted(effReload{}, effRepairState{}, effPushRecovery{}, effStartNext{})},
+		{"reloaded mid-turn, the state stored RUNNING", running, reloaded(store.SessionRunning, done, p1Running), agrees},
+		{"reloaded mid-turn, the turn stored queued", running, reloaded(store.SessionWaitingForInput, done, stored("p1", store.TurnQueued)), agrees},
+		{"reloaded mid-turn with an older turn lost", running, reloaded(store.SessionRunning, stored("p0", store.TurnRunning), p1Running),
+			accepted(effReload{}, effRecordLost{PromptID: "p0"}, effForgetStateRepair{}, effPushRecovery{}, effStartNext{})},
+		{"reloaded with turns queued", with(running, func(v *view) { v.Queue = queued("q1", "q2") }),
+			reloaded(store.SessionRunning, done, p1Running, stored("q1", store.TurnQueued), stored("q2", store.TurnQueued)),
+			accepted(effReload{Queue: []string{"q1", "q2"}}, effForgetStateRepair{}, effStartNext{})},
+		{"reloaded with a queued turn the actor had ended", idle,
+			reloaded(store.SessionWaitingForInput, done, stored("q1", store.TurnQueued)),
+			accepted(effReload{Queue: []string{"q1"}}, effForgetStateRepair{}, effStartNext{})},
+		{"reloaded with a queued turn whose end was stored", with(idle, func(v *view) { v.Queue = queued("q1") }),
+			reloaded(store.SessionWaitingForInput, done, stored("q1", store.TurnCancelled)), agrees},
+		{"reloaded with turns being admitted", with(running, func(v *view) { v.Queue = queued("q1"); admitting("q3", "q2")(v) }),
+			reloaded(store.SessionRunning, done, p1Running, stored("q1", store.TurnQueued)),
+			accepted(effReload{Queue: []string{"q1", "q3", "q2"}}, effForgetStateRepair{}, effStartNext{})},
+		{"reloaded with a turn being admitted the store holds", with(running, admitting("q1")),
+			reloaded(store.SessionRunning, done, p1Running, stored("q1", store.TurnQueued), stored("q2", store.TurnQueued)),
+			accepted(effReload{Queue: []string{"q1", "q2"}}, effForgetStateRepair{}, effStartNext{})},
+		{"reloaded with nothing stored but a turn being admitted", with(inState(store.SessionCreated), admitting("q1")),
+			reloaded(store.SessionCreated), accepted(effReload{Queue: []string{"q1"}}, effForgetStateRepair{}, effStartNext{})},
+		{"reloaded after a close", inState(store.SessionCompleted), reloaded(store.SessionCompleted, done, p1Running),
+			accepted(effReload{}, effRecordLost{PromptID: "p1"}, effForgetStateRepair{}, effPushRecovery{}, effStartNext{})},
+	}...)
+	runDecideCases(t, cases)
+}
+
+func TestDecideEnsureAgent(t *testing.T) {
+	in := ensureAgentInput{}
+	first := accepted(effReserveSlot{}, effStartAgent{})
+	cases := perState("ensure agent", in, nil, terminalStates(map[store.SessionState]decision{
+		store.SessionCreated:         first,
+		store.SessionStarting:        accepted(),
+		store.SessionRunning:         accepted(),
+		store.SessionWaitingForInput: accepted(),
+	}, func(store.SessionState) decision { return accepted() }))
+	// stopped: its agent stopped idle (or exited) after turn p0, and the
+	// executor kept the ACP session to restore.
+	stopped := with(inState(store.SessionWaitingForInput), func(v *view) {
+		v.Agent, v.HasSlot, v.Connected, v.StoredSession, v.HasTurns = agentNone, false, false, true, true
+	})
+	cases = append(cases, []decideCase{
+		{"ensure agent after an idle stop", stopped, in,
+			accepted(effReserveSlot{}, effStartAgent{Restore: true, HadHistory: true})},
+		{"ensure agent with its slot reserved", with(stopped, func(v *view) { v.HasSlot = true }), in,
+			accepted(effStartAgent{Restore: true, HadHistory: true})},
+		{"ensure agent with history but no stored session", with(stopped, func(v *view) { v.StoredSession = false }), in,
+			accepted(effReserveSlot{}, effStartAgent{HadHistory: true})},
+		{"ensure agent with a stored session but no turns", with(stopped, func(v *view) { v.HasTurns = false }), in,
+			accepted(effReserveSlot{}, effStartAgent{Restore: true})},
+		{"ensure agent while its connection opens the session", with(stopped, func(v *view) { v.Connected = true }), in, accepted()},
+		{"ensure agent while stopping", with(stopped, func(v *view) { v.Stopping = true }), in, accepted()},
+		{"ensure agent of a closed session", with(stopped, func(v *view) { v.State = store.SessionCompleted }), in, accepted()},
+	}...)
+	runDecideCases(t, cases)
+}
+
+func TestDecideAgentStarted(t *testing.T) {
+	ok, stale := agentStartedInput{Current: true}, agentStartedInput{}
+	err := errcode.New(errcode.AgentStartFailed, "agent did not start")
+	failed := agentStartedInput{Current: true, Err: err}
+	adopt := accepted(effClearStarting{}, effAdoptAgent{})
+	discard := accepted(effDiscardStart{},
+		effNotifyWaiters{Err: errcode.New(errcode.SessionTerminal, "session closed while its agent was starting")})
+	startFailed := accepted(effClearStarting{}, effRecordStartError{Err: err}, effDropSlot{},
+		effSetState{State: store.SessionWaitingForInput}, effPushRecovery{}, effNotifyWaiters{Err: err})
+	discardClosed := func(store.SessionState) decision { return discard }
+	// A start reports in STARTING; the other states are reached while it
+	// ran (a close, a restart's repair, a turn of the previous agent).
+	cases := perState("agent started", ok, nil, terminalStates(map[store.SessionState]decision{
+		store.SessionCreated: adopt, store.SessionStarting: adopt, store.SessionRunning: adopt, store.SessionWaitingForInput: adopt,
+	}, discardClosed))
+	cases = append(cases, perState("agent start failed", failed, nil, terminalStates(map[store.SessionState]decision{
+		store.SessionCreated: startFailed, store.SessionStarting: startFailed, store.SessionRunning: startFailed, store.SessionWaitingForInput: startFailed,
+	}, discardClosed))...)
+	starting := with(inState(store.SessionStarting), func(v *view) { v.Agent = agentStarting })
+	cases = append(cases, []decideCase{
+		{"agent started for a start since replaced", starting, stale, discard},
+		{"agent start failed for a start since replaced", starting, agentStartedInput{Err: err}, discard},
+		{"agent started while stopping", with(starting, func(v *view) { v.Stopping = true }), ok, discard},
+		{"agent start failed with prompts queued", with(starting, func(v *view) { v.Queue = queued("q1") }), failed,
+			accepted(effClearStarting{}, effRecordStartError{Err: err}, effDropSlot{},
+				effEndTurn{PromptID: "q1", State: store.TurnFailed, ErrorCode: "agent_start_failed", ErrorMessage: "agent did not start"},
+				effDropQueue{}, effSetState{State: store.SessionWaitingForInput}, effPushRecovery{}, effNotifyWaiters{Err: err})},
+		{"agent start failed with a held queue", with(starting, func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), failed, startFailed},
+	}...)
+	runDecideCases(t, cases)
+}
+
+func TestDecideStartFailed(t *testing.T) {
+	err := errcode.New(errcode.AgentStartFailed, "agent did not start")
+	in := startFailedInput{Err: err}
+	tail := []effect{effSetState{State: store.SessionWaitingForInput}, effPushRecovery{}, effNotifyWaiters{Err: err}}
+	failQ1 := effEndTurn{PromptID: "q1", State: store.TurnFailed, ErrorCode: "agent_start_failed", ErrorMessage: "agent did not start"}
+	// A start fails in CREATED (the first prompt started it) and STARTING
+	// (a resume or a restart after an exit).
+	starting := with(inState(store.SessionStarting), func(v *view) { v.Agent = agentStarting })
+	cases := []decideCase{
+		{"start failed/CREATED", with(inState(store.SessionCreated), func(v *view) { v.Queue = queued("q1") }), in,
+			accepted(append([]effect{effRecordStartError{Err: err}, effDropSlot{}, failQ1, effDropQueue{}}, tail...)...)},
+		{"start failed/STARTING", starting, in, accepted(append([]effect{effRecordStartError{Err: err}, effDropSlot{}}, tail...)...)},
+		{"start failed with a held queue", with(starting, func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), in,
+			accepted(append([]effect{effRecordStartError{Err: err}, effDropSlot{}}, tail...)...)},
+		{"start failed with a plain error", with(starting, func(v *view) { v.Queue = queued("q1") }), startFailedInput{Err: errors.New("exec: no such file")},
+			accepted(effRecordStartError{Err: errors.New("exec: no such file")}, effDropSlot{},
+				effEndTurn{PromptID: "q1", State: store.TurnFailed, ErrorCode: "internal_error", ErrorMessage: "exec: no such file"}, effDropQueue{},
+				effSetState{State: store.SessionWaitingForInput}, effPushRecovery{}, effNotifyWaiters{Err: errors.New("exec: no such file")})},
+	}
+	runDecideCases(t, cases)
+}
+
+func TestDecideStartSucceeded(t *testing.T) {
+	starting := inState(store.SessionStarting)
+	run := []effect{effNotifyWaiters{}, effStartNext{}, effPushRecovery{}, effArmIdle{}}
+	load := resumedInfo{Strategy: StrategyNativeLoad, ContextRestored: true}
+	resume := resumedInfo{Strategy: StrategyNativeResume, ContextRestored: true}
+	fresh := resumedInfo{Strategy: StrategyFresh, Fallback: "unsupported"}
+	runDecideCases(t, []decideCase{
+		{"started first", starting, startSucceededInput{}, accepted(run...)},
+		{"started by a native resume", starting, startSucceededInput{Resumed: resume, HadHistory: true},
+			accepted(append([]effect{effRecordResumed{Resumed: resume}}, run...)...)},
+		{"started by a load that replayed", starting, startSucceededInput{Resumed: load, HadHistory: true, Replayed: 4},
+			accepted(append([]effect{effRecordResumed{Resumed: load}, effReconcileDelivery{}}, run...)...)},
+		{"started by a load that replayed nothing yet", starting, startSucceededInput{Resumed: load, HadHistory: true}, accepted(effAwaitReplay{})},
+		{"started by a load of a session without history", starting, startSucceededInput{Resumed: load},
+			accepted(append([]effect{effRecordResumed{Resumed: load}, effReconcileDelivery{}}, run...)...)},
+		{"started fresh after a fallback", starting, startSucceededInput{Resumed: fresh, HadHistory: true},
+			accepted(append([]effect{effRecordResumed{Resumed: fresh}}, run...)...)},
+	})
+}
+
+func TestDecideReplaySettled(t *testing.T) {
+	settling := with(inState(store.SessionStarting), func(v *view) { v.Settling = true })
+	run := []effect{effNotifyWaiters{}, effStartNext{}, effPushRecovery{}, effArmIdle{}}
+	load := resumedInfo{Strategy: StrategyNativeLoad, ContextRestored: true}
+	lost := resumedInfo{Strategy: StrategyFresh, Fallback: "empty_replay"}
+	injected := resumedInfo{Strategy: StrategyHistoryInjection, Fallback: "empty_replay"}
+	runDecideCases(t, []decideCase{
+		{"replay settled late", settling, replaySettledInput{Resumed: load, Current: true, Replayed: 3},
+			accepted(append([]effect{effClearSettling{}, effRecordResumed{Resumed: load}, effReconcileDelivery{}}, run...)...)},
+		{"replay settled empty", settling, replaySettledInput{Resumed: load, Current: true},
+			accepted(append([]effect{effClearSettling{}, effRecordResumed{Resumed: lost}}, run...)...)},
+		{"replay settled empty with history injection", settling, replaySettledInput{Resumed: load, Current: true, Inject: true},
+			accepted(append([]effect{effClearSettling{}, effRecordResumed{Resumed: injected}}, run...)...)},
+		{"replay settled for a previous agent", settling, replaySettledInput{Resumed: load}, accepted()},
+		{"replay settled after the settle ended", inState(store.SessionStarting), replaySettledInput{Resumed: load, Current: true}, accepted()},
+	})
+}
+
+// TestDecideRestore: how a start opens the agent's ACP session, for every
+// combination of capabilities and every answer to each call.
+func TestDecideRestore(t *testing.T) {
+	did := func(c restoreCall, o tryOutcome) restoreTry { return restoreTry{Call: c, Outcome: o} }
+	next := func(c restoreCall) restoreStep { return restoreStep{Call: c} }
+	done := func(strategy string, restored bool, fallback string) restoreStep {
+		return restoreStep{Resumed: resumedInfo{Strategy: strategy, ContextRestored: restored, Fallback: fallback}}
+	}
+	failed := func(fallback string) restoreStep {
+		return restoreStep{Failed: true, Resumed: resumedInfo{Fallback: fallback}}
+	}
+	first := restoreInput{}
+	both := restoreInput{Restore: true, Resume: true, Load: true, HadHistory: true}
+	loadOnly := restoreInput{Restore: true, Load: true, HadHistory: true}
+	resumeOnly := restoreInput{Restore: true, Resume: true, HadHistory: true}
+	neither := restoreInput{Restore: true, HadHistory: true}
+	after := func(in restoreInput, tried ...restoreTry) restoreInput { in.Tried = tried; return in }
+	type restoreCase struct {
+		name string
+		in   restoreInput
+		want restoreStep
+	}
+	cases := []restoreCase{
+		{"first start", first, next(callNew)},
+		{"first start opened", after(first, did(callNew, tryOK)), done("", false, "")},
+		{"first start failed", after(first, did(callNew, tryFailed)), failed("")},
+		{"history without a stored session", restoreInput{HadHistory: true}, next(callNew)},
+		{"history without a stored session, opened", after(restoreInput{HadHistory: true}, did(callNew, tryOK)), done(StrategyFresh, false, "")},
+		{"history without a stored session, injected", after(restoreInput{HadHistory: true, Inject: true}, did(callNew, tryOK)),
+			done(StrategyHistoryInjection, false, "")},
+
+		{"resume and load advertised", both, next(callResume)},
+		{"resumed", after(both, did(callResume, tryOK)), done(StrategyNativeResume, true, "")},
+		{"resume unsupported: load", after(both, did(callResume, tryUnsupported)), next(callLoad)},
+		{"resume unsupported, loaded", after(both, did(callResume, tryUnsupported), did(callLoad, tryOK)), done(StrategyNativeLoad, true, "")},
+		{"resume unsupported, load unsupported: new", after(both, did(callResume, tryUnsupported), did(callLoad, tryUnsupported)), next(callNew)},
+		{"resume unsupported, load unsupported, new opened",
+			after(both, did(callResume, tryUnsupported), did(callLoad, tryUnsupported), did(callNew, tryOK)), done(StrategyFresh, false, "unsupported")},
+		{"resume unsupported, load of an unknown session: new", after(both, did(callResume, tryUnsupported), did(callLoad, tryUnknownSession)), next(callNew)},
+		{"resume unsupported, load of an unknown session, new opened",
+			after(both, did(callResume, tryUnsupported), did(callLoad, tryUnknownSession), did(callNew, tryOK)), done(StrategyFresh, false, "unknown_session")},
+		{"resume unsupported, load failed", after(both, did(callResume, tryUnsupported), did(callLoad, tryFailed)), failed("unsupported")},
+		{"resume of an unknown session: new, not load", after(both, did(callResume, tryUnknownSession)), next(callNew)},
+		{"resume of an unknown session, new opened", after(both, did(callResume, tryUnknownSession), did(callNew, tryOK)),
+			done(StrategyFresh, false, "unknown_session")},
+		{"resume of an unknown session, new failed", after(both, did(callResume, tryUnknownSession), did(callNew, tryFailed)), failed("")},
+		{"resume failed: the identity is kept", after(both, did(callResume, tryFailed)), failed("")},
+
+		{"load advertised", loadOnly, next(callLoad)},
+		{"loaded", after(loadOnly, did(callLoad, tryOK)), done(StrategyNativeLoad, true, "")},
+		{"load unsupported: new", after(loadOnly, did(callLoad, tryUnsupported)), next(callNew)},
+		{"load of an unknown session: new", after(loadOnly, did(callLoad, tryUnknownSession)), next(callNew)},
+		{"load failed: the identity is kept", after(loadOnly, did(callLoad, tryFailed)), failed("")},
+
+		{"resume advertised", resumeOnly, next(callResume)},
+		{"resume unsupported without load: new", after(resumeOnly, did(callResume, tryUnsupported)), next(callNew)},
+		{"resume unsupported without load, new opened", after(resumeOnly, did(callResume, tryUnsupported), did(callNew, tryOK)),
+			done(StrategyFresh, false, "unsupported")},
+
+		{"neither advertised: new", neither, next(callNew)},
+		{"neither advertised, new opened", after(neither, did(callNew, tryOK)), done(StrategyFresh, false, "unsupported")},
+		{"neither advertised, new opened with injection", after(restoreInput{Restore: true, HadHistory: true, Inject: true}, did(callNew, tryOK)),
+			done(StrategyHistoryInjection, false, "unsupported")},
+		{"neither advertised, no history, new opened", after(restoreInput{Restore: true}, did(callNew, tryOK)), done("", false, "unsupported")},
+		{"neither advertised, new failed", after(neither, did(callNew, tryFailed)), failed("")},
+		{"new answered unsupported: nothing left", after(neither, did(callNew, tryUnsupported)), failed("")},
+	}
+	runNamed(t, cases, func(c restoreCase) string { return c.name }, func(t *testing.T, c restoreCase) {
+		if got := decideRestore(c.in); !reflect.DeepEqual(got, c.want) {
+			t.Fatalf("got %+v, want %+v", got, c.want)
+		}
+	})
+}
+
+// TestDecideShutdown: a daemon stop stops the agent and records nothing of
+// the session's turns or permissions, whatever it was doing.
+func TestDecideShutdown(t *testing.T) {
+	in := shutdownCmd{}
+	stop := accepted(effMarkStopping{}, effStopAgent{Why: restartedWhy})
+	mark := accepted(effMarkStopping{})
+	cases := perState("shutdown", in, nil, terminalStates(map[store.SessionState]decision{
+		store.SessionCreated:         mark,
+		store.SessionStarting:        mark,
+		store.SessionRunning:         stop,
+		store.SessionWaitingForInput: stop,
+	}, func(store.SessionState) decision { return mark }))
+	running := inState(store.SessionRunning)
+	cases = append(cases, []decideCase{
+		{"shutdown mid-turn with prompts queued and a permission open", with(running, func(v *view) {
+			v.Queue, v.OpenPermissions, v.MaxPermissions = queued("q1", "q2"), 1, 4
+		}), in, stop},
+		{"shutdown mid-turn after a cancel", with(running, func(v *view) { v.Running.CancelRequested = true }), in, stop},
+		{"shutdown with prompts held since a restart", with(inState(store.SessionWaitingForInput), func(v *view) {
+			v.Queue, v.QueueHeld = queued("q1"), true
+		}), in, stop},
+		{"shutdown during a close", with(running, func(v *view) { v.Stopping = true }), in, stop},
+		{"shutdown while a load waits for its replay", with(inState(store.SessionStarting), func(v *view) {
+			v.Agent, v.Connected, v.Settling = agentReady, true, true
+		}), in, stop},
+		{"shutdown after an idle stop", with(inState(store.SessionWaitingForInput), func(v *view) {
+			v.Agent, v.HasSlot, v.Connected = agentNone, false, false
+		}), in, mark},
+	}...)
+	runDecideCases(t, cases)
+}

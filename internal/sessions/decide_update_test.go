@@ -1,0 +1,81 @@
+package sessions
+
+import (
+	"testing"
+
+	"github.com/tether/tether/internal/acp"
+	"github.com/tether/tether/internal/store"
+)
+
+// The decision table's session/update input (decideUpdate): every kind of
+// update in every state it can arrive in, and the edge cases of message
+// chunks. Helpers are in decide_test.go.
+
+func TestDecideUpdate(t *testing.T) {
+	// running: turn p1 streams agent message m1; idle: no turn; replaying:
+	// no turn while a session/load may still replay history.
+	running := with(inState(store.SessionRunning), func(v *view) {
+		v.Running.MessageID, v.Running.OpenMessage, v.Running.OpenRole = "m1", true, store.RoleAgent
+	})
+	idle := inState(store.SessionWaitingForInput)
+	replaying := with(idle, func(v *view) { v.Replaying = true })
+	skip, drop, none := accepted(effSkipReplayed{}), accepted(effDropOutput{}), accepted()
+	options := func(adopt effect) decision { return accepted(adopt, effEmitOptions{}) }
+	kinds := []struct {
+		kind                     acp.UpdateKind
+		running, idle, replaying decision
+	}{
+		{acp.UpdateAgentMessage, accepted(effAppendChunk{PromptID: "p1", MessageID: "m1", Role: store.RoleAgent}), drop, skip},
+		{acp.UpdateAgentThought, accepted(effStartMessage{PromptID: "p1", MessageID: "m1", Role: store.RoleThought}), drop, skip},
+		{acp.UpdateUserMessage, none, none, skip},
+		{acp.UpdateToolCall, accepted(effSplitMessage{}, effRecordToolCall{PromptID: "p1", Started: true}), drop, skip},
+		{acp.UpdateToolCallUpdate, accepted(effSplitMessage{}, effRecordToolCall{PromptID: "p1"}), drop, skip},
+		{acp.UpdatePlan, accepted(effSplitMessage{}, effRecordPlan{PromptID: "p1"}), accepted(effRecordPlan{}), skip},
+		{acp.UpdateAvailableCommands, options(effAdoptCommands{}), options(effAdoptCommands{}), options(effAdoptCommands{})},
+		{acp.UpdateCurrentMode, options(effAdoptMode{}), options(effAdoptMode{}), options(effAdoptMode{})},
+		{acp.UpdateConfigOptions, options(effAdoptConfigOptions{}), options(effAdoptConfigOptions{}), options(effAdoptConfigOptions{})},
+		{acp.UpdateSessionInfo, none, none, none},
+		{acp.UpdateUsage, none, none, none},
+		{"some_future_update", none, none, none},
+	}
+	var cases []decideCase
+	for _, k := range kinds {
+		in := updateInput{Kind: k.kind, MessageID: "m1", Current: true}
+		stale := in
+		stale.Current = false
+		name := "update " + string(k.kind)
+		cases = append(cases,
+			decideCase{name + "/in a turn", running, in, k.running},
+			decideCase{name + "/outside a turn", idle, in, k.idle},
+			decideCase{name + "/while a load replays", replaying, in, k.replaying},
+			decideCase{name + "/from a previous agent", running, stale, none},
+		)
+	}
+	chunk := func(messageID string) updateInput {
+		return updateInput{Kind: acp.UpdateAgentMessage, MessageID: messageID, Current: true}
+	}
+	start := func(messageID string) decision {
+		return accepted(effStartMessage{PromptID: "p1", MessageID: messageID, Role: store.RoleAgent})
+	}
+	appendTo := func(messageID string) decision {
+		return accepted(effAppendChunk{PromptID: "p1", MessageID: messageID, Role: store.RoleAgent})
+	}
+	cases = append(cases, []decideCase{
+		{"chunk starts the turn's first message", inState(store.SessionRunning), chunk("m1"), start("m1")},
+		{"chunk after a tool call, plan or permission", with(running, func(v *view) { v.Running.Split = true }), chunk("m1"), start("m1")},
+		{"chunk with a new messageId", running, chunk("m2"), start("m2")},
+		{"chunk without a messageId continues", running, chunk(""), appendTo("")},
+		{"chunk with a messageId after chunks without", with(running, func(v *view) { v.Running.MessageID = "" }), chunk("m2"), appendTo("m2")},
+		{"chunk after its open message was lost to a failed write", with(running, func(v *view) { v.Running.OpenMessage = false }),
+			chunk("m1"), start("m1")},
+		{"chunk that is not plain text", running, updateInput{Kind: acp.UpdateAgentMessage, MessageID: "m1", Block: true, Current: true}, start("m1")},
+		{"empty chunk", running, updateInput{Kind: acp.UpdateAgentMessage, MessageID: "m2", Empty: true, Current: true}, none},
+		{"empty chunk outside a turn", idle, updateInput{Kind: acp.UpdateAgentMessage, Empty: true, Current: true}, drop},
+		{"thought chunk continues a thought", with(running, func(v *view) { v.Running.OpenRole = store.RoleThought }),
+			updateInput{Kind: acp.UpdateAgentThought, MessageID: "m1", Current: true},
+			accepted(effAppendChunk{PromptID: "p1", MessageID: "m1", Role: store.RoleThought})},
+		{"chunk in a turn that started while a load replayed", with(running, func(v *view) { v.Replaying = true }), chunk("m1"), appendTo("m1")},
+		{"chunk in a cancelled turn", with(running, func(v *view) { v.Running.CancelRequested = true }), chunk("m1"), appendTo("m1")},
+	}...)
+	runDecideCases(t, cases)
+}

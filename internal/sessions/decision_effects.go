@@ -1,0 +1,291 @@
+package sessions
+
+import (
+	"time"
+
+	"github.com/tether/tether/internal/store"
+)
+
+// The effects a decision (decision.go) returns, in the order the actor
+// performs them (effects.go).
+
+// effect is one thing the actor does for a decision.
+type effect interface{ isEffect() }
+
+type (
+	// effReserveSlot reserves an agent-cap slot; it is the only effect
+	// that can fail, and comes first, so a refusal stores nothing.
+	effReserveSlot struct{}
+	// effAnswerExisting answers a repeated prompt id with its turn.
+	effAnswerExisting struct {
+		PromptID  string
+		Admitting bool
+	}
+	// effEnqueue admits the command's turn into the queue (Front: ahead
+	// of the turns held since a restart).
+	effEnqueue struct{ Front bool }
+	// effStartTurn takes the head of the queue to the agent.
+	effStartTurn struct{ PromptID string }
+	// effEndTurn persists a terminal outcome of a turn.
+	effEndTurn struct {
+		PromptID                string
+		State                   store.TurnState
+		CancelRequested         bool
+		StopReason              string
+		ErrorCode, ErrorMessage string
+	}
+	// effInterruptTurn ends a turn that lost its agent.
+	effInterruptTurn struct {
+		PromptID, Reason string
+		Exit             exitInfo
+	}
+	// effMarkCancelRequested records the user's cancel on a turn.
+	effMarkCancelRequested struct{ PromptID string }
+	// effRemoveQueued takes one turn out of the queue; effDropQueue all.
+	effRemoveQueued struct{ PromptID string }
+	effDropQueue    struct{}
+	// effReleaseHeld clears the hold on the queue.
+	effReleaseHeld struct{}
+	// effClosePermissions answers the open requests of a turn ("" = all).
+	effClosePermissions struct {
+		PromptID string
+		State    store.PermissionState
+	}
+	// effResolvePermission answers one request with the client's answer.
+	effResolvePermission struct {
+		RequestID string
+		State     store.PermissionState
+		OptionID  string
+	}
+	// effCancelAgent sends session/cancel and arms the cancel grace.
+	effCancelAgent struct{}
+	// effStopRunningAgent ends the process of the running turn's agent.
+	effStopRunningAgent struct{}
+	// effClearRunning forgets the running turn (and its cancel grace).
+	effClearRunning struct{}
+	// effSetState changes the session state.
+	effSetState struct{ State store.SessionState }
+	// effPushRecovery announces the recovery plan if it changed.
+	effPushRecovery struct{}
+	// effMarkStopping: exits from here on are expected.
+	effMarkStopping struct{}
+	// effBumpGen makes late messages from the current agent stale.
+	effBumpGen struct{}
+	// effClearSettling ends a pending load settle.
+	effClearSettling struct{}
+	// effForgetAgent drops the agent after an expected exit.
+	effForgetAgent struct{}
+	// effRecordExit records an unexpected exit on the executor.
+	effRecordExit struct{ Exit exitInfo }
+	// effRecordStartError records a failed start on the executor.
+	effRecordStartError struct{ Err error }
+	// effNotifyWaiters tells resume callers how the start went.
+	effNotifyWaiters struct{ Err error }
+	// effEnsureAgent starts (or restores) the agent if none runs.
+	effEnsureAgent struct{}
+	// effDropSlot releases the agent-cap slot once no agent needs it.
+	effDropSlot struct{}
+	// effTouchLastSeen notes the agent as seen now.
+	effTouchLastSeen struct{}
+	// effStartNext decides again, on the state the effects before it
+	// left, what runs next (nextInput).
+	effStartNext struct{}
+	// effArmIdle restarts the idle clock.
+	effArmIdle struct{}
+	// effApplyOption sends a mode or config choice to the running agent
+	// (stored once it took it); effStoreOption stores it for the next start.
+	effApplyOption struct{}
+	effStoreOption struct{}
+	// effAgentReady answers a resume at once; effAwaitStart makes it wait
+	// for the start in progress (or about to begin).
+	effAgentReady struct{}
+	effAwaitStart struct{}
+	// effAskPermission records the agent's question for PromptID ("" =
+	// outside a turn) and puts it to the user; effDeclinePermission
+	// answers the agent "cancelled" (TooMany: the open-request bound).
+	effAskPermission     struct{ PromptID string }
+	effDeclinePermission struct{ TooMany bool }
+	// effSettleAdmission forgets that PromptID's admission is pending;
+	// effUnadmit takes back a turn whose admitting write failed, as if
+	// never asked (Rehold: the queue it released is held again).
+	effSettleAdmission struct{ PromptID string }
+	effUnadmit         struct {
+		PromptID string
+		Err      error
+		Rehold   bool
+	}
+	// effIdleBusy restarts the idle clock from now; effIdleWait looks
+	// again after Left; effStopIdle stops the idle agent.
+	effIdleBusy struct{}
+	effIdleWait struct{ Left time.Duration }
+	effStopIdle struct{ Timeout time.Duration }
+	// effAwaitReplay holds prompts back for a grace period: a load that
+	// replayed nothing may still replay after its answer.
+	effAwaitReplay struct{}
+	// effRecordResumed persists and announces how the agent was restored.
+	effRecordResumed struct{ Resumed resumedInfo }
+	// effReconcileDelivery settles the last turn's delivery from a replay.
+	effReconcileDelivery struct{}
+
+	// A session/update's effects, performed by onUpdate (transcript.go),
+	// which holds the update's content.
+	//
+	// effSkipReplayed counts an update a session/load replays: history
+	// already stored, neither stored nor streamed again.
+	effSkipReplayed struct{}
+	// effDropOutput drops agent output that came after its turn ended.
+	effDropOutput struct{}
+	// effStartMessage starts a new message of Role in PromptID's turn with
+	// the chunk; effAppendChunk appends it to the open message. Either
+	// notes the chunk's ACP MessageID and ends a split.
+	effStartMessage struct {
+		PromptID, MessageID string
+		Role                store.MessageRole
+	}
+	effAppendChunk struct {
+		PromptID, MessageID string
+		Role                store.MessageRole
+	}
+	// effSplitMessage ends the running turn's current message: text that
+	// follows reads after what came between, not glued before it.
+	effSplitMessage struct{}
+	// effRecordToolCall stores the update's tool call (Started: it is
+	// new, tool_call.started) in PromptID's turn.
+	effRecordToolCall struct {
+		PromptID string
+		Started  bool
+	}
+	// effRecordPlan stores the agent's plan (PromptID "" outside a turn).
+	effRecordPlan struct{ PromptID string }
+	// effAdoptCommands, effAdoptMode and effAdoptConfigOptions keep what
+	// the agent announced; effEmitOptions announces the session's options.
+	effAdoptCommands      struct{}
+	effAdoptMode          struct{}
+	effAdoptConfigOptions struct{}
+	effEmitOptions        struct{}
+
+	// A failed write's effects (writefail.go).
+	//
+	// effReportWriteFailed logs the failed write; effReloadWhenQuiet
+	// reloads the session once every write in flight has reported.
+	effReportWriteFailed struct{}
+	effReloadWhenQuiet   struct{}
+	// effReload believes the store again (performed by reload, which holds
+	// what it read): the session, executor and turns as stored, except
+	// the live facts (the running turn, turns still being admitted), and
+	// Queue as the queue, in order.
+	effReload struct{ Queue []string }
+	// effRecordLost ends PromptID, which the store shows running with no
+	// live run (its outcome was lost), as failed with store_write_failed.
+	effRecordLost struct{ PromptID string }
+	// effRepairState takes a session the store shows RUNNING with no turn
+	// running back to WAITING_FOR_INPUT; effForgetStateRepair lets it be
+	// tried again once the state is right.
+	effRepairState       struct{}
+	effForgetStateRepair struct{}
+
+	// effStartAgent starts an agent: Restore its stored ACP session (whose
+	// replay is then expected), HadHistory to report how the context was
+	// kept when none can be restored.
+	effStartAgent struct{ Restore, HadHistory bool }
+	// effDiscardStart stops the agent of a start the session no longer
+	// wants and releases its slot; effClearStarting ends the start in
+	// progress; effAdoptAgent makes a started agent the session's, which
+	// then finishes the start (startSucceededInput).
+	effDiscardStart  struct{}
+	effClearStarting struct{}
+	effAdoptAgent    struct{}
+	// effStopAgent hands the agent to the caller to stop off the actor
+	// (stopping can take the whole grace period), which then records the
+	// executor stopped, Why.
+	effStopAgent struct{ Why string }
+
+	// Start-up reconciliation's effects (performed by reconcile.go, not
+	// the actor: no actor runs yet).
+	//
+	// effStopOrphan ends the agent process the previous daemon started.
+	effStopOrphan struct{}
+	// effHoldQueue holds the queued turns until the user continues.
+	effHoldQueue struct{}
+	// effRestartInterrupt ends a turn the restart interrupted (Running:
+	// it was on the agent, and a system message says so).
+	effRestartInterrupt struct {
+		PromptID string
+		Running  bool
+	}
+	// effStopExecutor records the executor as stopped by the restart.
+	effStopExecutor struct{}
+	// effTaskFollow moves the task to the state its session implies.
+	effTaskFollow struct{}
+)
+
+func (effReserveSlot) isEffect()         {}
+func (effAnswerExisting) isEffect()      {}
+func (effEnqueue) isEffect()             {}
+func (effStartTurn) isEffect()           {}
+func (effEndTurn) isEffect()             {}
+func (effInterruptTurn) isEffect()       {}
+func (effMarkCancelRequested) isEffect() {}
+func (effRemoveQueued) isEffect()        {}
+func (effDropQueue) isEffect()           {}
+func (effReleaseHeld) isEffect()         {}
+func (effClosePermissions) isEffect()    {}
+func (effResolvePermission) isEffect()   {}
+func (effCancelAgent) isEffect()         {}
+func (effStopRunningAgent) isEffect()    {}
+func (effClearRunning) isEffect()        {}
+func (effSetState) isEffect()            {}
+func (effPushRecovery) isEffect()        {}
+func (effMarkStopping) isEffect()        {}
+func (effBumpGen) isEffect()             {}
+func (effClearSettling) isEffect()       {}
+func (effForgetAgent) isEffect()         {}
+func (effRecordExit) isEffect()          {}
+func (effRecordStartError) isEffect()    {}
+func (effNotifyWaiters) isEffect()       {}
+func (effEnsureAgent) isEffect()         {}
+func (effDropSlot) isEffect()            {}
+func (effTouchLastSeen) isEffect()       {}
+func (effStartNext) isEffect()           {}
+func (effArmIdle) isEffect()             {}
+func (effApplyOption) isEffect()         {}
+func (effStoreOption) isEffect()         {}
+func (effAgentReady) isEffect()          {}
+func (effAwaitStart) isEffect()          {}
+func (effAskPermission) isEffect()       {}
+func (effDeclinePermission) isEffect()   {}
+func (effSettleAdmission) isEffect()     {}
+func (effUnadmit) isEffect()             {}
+func (effIdleBusy) isEffect()            {}
+func (effIdleWait) isEffect()            {}
+func (effStopIdle) isEffect()            {}
+func (effAwaitReplay) isEffect()         {}
+func (effRecordResumed) isEffect()       {}
+func (effReconcileDelivery) isEffect()   {}
+func (effStopOrphan) isEffect()          {}
+func (effHoldQueue) isEffect()           {}
+func (effRestartInterrupt) isEffect()    {}
+func (effStopExecutor) isEffect()        {}
+func (effTaskFollow) isEffect()          {}
+func (effSkipReplayed) isEffect()        {}
+func (effDropOutput) isEffect()          {}
+func (effStartMessage) isEffect()        {}
+func (effAppendChunk) isEffect()         {}
+func (effSplitMessage) isEffect()        {}
+func (effRecordToolCall) isEffect()      {}
+func (effRecordPlan) isEffect()          {}
+func (effAdoptCommands) isEffect()       {}
+func (effAdoptMode) isEffect()           {}
+func (effAdoptConfigOptions) isEffect()  {}
+func (effEmitOptions) isEffect()         {}
+func (effReportWriteFailed) isEffect()   {}
+func (effReloadWhenQuiet) isEffect()     {}
+func (effReload) isEffect()              {}
+func (effRecordLost) isEffect()          {}
+func (effRepairState) isEffect()         {}
+func (effForgetStateRepair) isEffect()   {}
+func (effStartAgent) isEffect()          {}
+func (effStopAgent) isEffect()           {}
+func (effDiscardStart) isEffect()        {}
+func (effClearStarting) isEffect()       {}
+func (effAdoptAgent) isEffect()          {}
