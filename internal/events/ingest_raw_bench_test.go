@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -24,20 +25,21 @@ const (
 // benchRawInsert is BenchmarkIngest's baseline: the rows the writer
 // stores for b.N message.chunk events (same columns, same payload JSON,
 // ids and seqs assigned the same way), inserted with database/sql alone —
-// multi-row INSERTs prepared once, rawBatch rows a transaction — into a
-// database the store created, opened with the store's pragmas (WAL,
-// synchronous=NORMAL, immediate transactions). No hub, no subscribers,
-// no op callbacks: what SQLite itself costs for this ingest. With
+// multi-row INSERTs of the store's shape prepared once, rawBatch rows a
+// transaction — into a database the store created, then closed, opened
+// with the store's pragmas (WAL, synchronous=NORMAL, immediate
+// transactions). No hub, no subscribers, no op callbacks, no
+// checkpointer beside it: what SQLite itself costs for this ingest. With
 // autoCheckpoint (SQLite's default) the commit that takes the WAL past
 // 1,000 pages checkpoints it; without, nothing checkpoints during the run
-// (the pure insert cost; the store's checkpointer is stopped with it).
+// (the pure insert cost).
 func benchRawInsert(b *testing.B, autoCheckpoint bool) {
 	l := openBenchLog(b, ingestSessions)
-	l.w.Close() // the raw connection is the only writer
-	if !autoCheckpoint {
-		if err := l.st.Close(); err != nil {
-			b.Fatal(err)
-		}
+	// The raw connection is the only one: no writer, and no store (whose
+	// checkpointer would work beside it).
+	l.w.Close()
+	if err := l.st.Close(); err != nil {
+		b.Fatal(err)
 	}
 	db, err := sql.Open("sqlite3", rawDSN(l.path))
 	if err != nil {
@@ -59,17 +61,22 @@ func benchRawInsert(b *testing.B, autoCheckpoint bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	payloads := make([]string, ingestSessions)
+	payloads := make([][]byte, ingestSessions)
+	sids, pids := make([][]byte, ingestSessions), make([][]byte, ingestSessions)
+	chunkType := []byte(events.MessageChunk)
+	for si, sid := range l.sessions {
+		sids[si], pids[si] = []byte(sid), []byte(promptID(si*1_000_000))
+	}
 	for si, sid := range l.sessions {
 		p, err := json.Marshal(&events.MessageChunkData{Common: events.Common{SessionID: sid, TaskID: l.taskID, PromptID: promptID(si * 1_000_000)},
 			MessageID: 42, Role: store.RoleAgent, Text: chunkText})
 		if err != nil {
 			b.Fatal(err)
 		}
-		payloads[si] = string(p)
+		payloads[si] = p
 	}
 	seqs := make([]int64, ingestSessions)
-	args := make([]any, 0, rawRows*8)
+	args := make([]any, 0, 1+rawRows*7)
 	var id int64
 	if err := db.QueryRowContext(ctx, "SELECT COALESCE(MAX(id), 0) FROM events").Scan(&id); err != nil {
 		b.Fatal(err)
@@ -88,13 +95,14 @@ func benchRawInsert(b *testing.B, autoCheckpoint bool) {
 			if left >= rawRows {
 				rows, stmt = rawRows, many
 			}
-			args = args[:0]
+			// The writer's binding (store.AppendEvents): one created_at a
+			// statement, text as bytes cast back to TEXT.
+			args = append(args[:0], []byte(time.Now().UTC().Format("2006-01-02T15:04:05.000000000Z")))
 			for range rows {
 				si := int(id) % ingestSessions
 				id++
 				seqs[si]++
-				args = append(args, id, l.sessions[si], seqs[si], events.MessageChunk, promptID(si*1_000_000), 0,
-					payloads[si], time.Now().UTC().Format("2006-01-02T15:04:05.000000000Z"))
+				args = append(args, id, sids[si], seqs[si], chunkType, pids[si], 0, payloads[si])
 			}
 			if _, err := tx.Stmt(stmt).ExecContext(ctx, args...); err != nil {
 				b.Fatal(err)
@@ -122,8 +130,18 @@ func rawDSN(path string) string {
 	return (&url.URL{Scheme: "file", Path: path, RawQuery: q.Encode()}).String()
 }
 
-// rawInsertSQL is an n-row INSERT into the events table.
+// rawInsertSQL is an n-row INSERT into the events table, shaped as
+// store.AppendEvents' (?1 the statement's created_at, 7 more per row).
 func rawInsertSQL(n int) string {
-	return "INSERT INTO events (id, session_id, seq, type, prompt_id, is_global, payload, created_at) VALUES " +
-		strings.TrimSuffix(strings.Repeat("(?,?,?,?,?,?,?,?),", n), ",")
+	var sb strings.Builder
+	sb.WriteString("INSERT INTO events (id, session_id, seq, type, prompt_id, is_global, payload, created_at) VALUES ")
+	for i := range n {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		p := 2 + 7*i
+		fmt.Fprintf(&sb, "(?%d,CAST(?%d AS TEXT),?%d,CAST(?%d AS TEXT),CAST(?%d AS TEXT),?%d,CAST(?%d AS TEXT),CAST(?1 AS TEXT))",
+			p, p+1, p+2, p+3, p+4, p+5, p+6)
+	}
+	return sb.String()
 }

@@ -25,6 +25,14 @@ func (c *MessageChunkData) appendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
+// jsonSize is how much room appendJSON needs unless the text is heavy with
+// escapes: the writer sizes the buffer once instead of growing it (a
+// growth is a second allocation and copy, per chunk).
+func (c *MessageChunkData) jsonSize() int {
+	const members = len(`{"sessionId":"","taskId":"","promptId":"","messageId":,"role":"","text":""}`) + 20
+	return members + len(c.SessionID) + len(c.TaskID) + len(c.PromptID) + len(c.Role) + len(c.Text) + len(c.Text)/8
+}
+
 // appendMembers encodes the Common members that are set, each followed by
 // a comma (they always precede a payload's own members).
 func (c *Common) appendMembers(b []byte) []byte {

@@ -324,6 +324,9 @@ func (w *Writer) commitTx(batch []op) error {
 	seqs := map[string]int64{}
 	latest := map[latestKey]string{}
 	var opErr error
+	// One time for the transaction's events: they commit together (and
+	// the store binds it once per statement).
+	now := time.Now().UTC()
 	err := w.st.Tx(ctx, func(tx *store.Store) error {
 		for i, o := range batch {
 			var drafts []Draft
@@ -332,7 +335,7 @@ func (w *Writer) commitTx(batch []op) error {
 				return errOpFailed
 			}
 			for _, d := range drafts {
-				e, keep, err := w.number(tx, seqs, latest, d)
+				e, keep, err := w.number(tx, seqs, latest, d, now)
 				if err != nil {
 					return err
 				}
@@ -404,7 +407,7 @@ func changeName(c Change) string {
 // number assigns the global id and, for session events, the next seq. A
 // Latest draft whose payload equals the session's last event of its type
 // is dropped (keep false): nothing changed.
-func (w *Writer) number(tx *store.Store, seqs map[string]int64, latest map[latestKey]string, d Draft) (store.Event, bool, error) {
+func (w *Writer) number(tx *store.Store, seqs map[string]int64, latest map[latestKey]string, d Draft, now time.Time) (store.Event, bool, error) {
 	payload, err := marshalPayload(d)
 	if err != nil {
 		return store.Event{}, false, err
@@ -432,7 +435,7 @@ func (w *Writer) number(tx *store.Store, seqs map[string]int64, latest map[lates
 	}
 	w.lastID++
 	e := store.Event{ID: w.lastID, SessionID: d.SessionID, Type: d.Type, PromptID: d.PromptID,
-		Global: IsGlobal(d.Type), Payload: payload, Time: time.Now().UTC()}
+		Global: IsGlobal(d.Type), Payload: payload, Time: now}
 	if d.SessionID != "" {
 		seq, ok := seqs[d.SessionID]
 		if !ok {
@@ -462,7 +465,7 @@ func marshalPayload(d Draft) (json.RawMessage, error) {
 	case *MessageChunkData:
 		// The exact type only: a type embedding it has members of its own.
 		v.fill(d)
-		return v.appendJSON(make([]byte, 0, 128+len(v.Text))), nil
+		return v.appendJSON(make([]byte, 0, v.jsonSize())), nil
 	case Payload:
 		v.common().fill(d)
 	case map[string]any:

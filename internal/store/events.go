@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -43,15 +44,15 @@ func (s *Store) AppendEvents(ctx context.Context, evs []Event) error {
 	conn := s.db.Statement.ConnPool
 	for len(evs) > 0 {
 		// Only a few statement shapes, so every batch hits a prepared one.
-		n := statementRows(len(evs), eventInsertSizes)
+		// A statement's rows share one created_at (the writer gives a
+		// transaction's events one time), bound once.
+		n := statementRows(sameTime(evs), eventInsertSizes)
 		batch := evs[:n]
 		evs = evs[n:]
-		args := (*bufp)[:0]
 		// Text goes in as byte views the statement casts back to TEXT:
 		// go-sqlite3 copies a string argument into a new []byte before
-		// SQLite copies it again, a []byte it passes as it is. The times
-		// share one buffer.
-		times := make([]byte, 0, n*len(timeLayout))
+		// SQLite copies it again, a []byte it passes as it is.
+		args := append((*bufp)[:0], batch[0].Time.UTC().AppendFormat(make([]byte, 0, len(timeLayout)), timeLayout))
 		for _, e := range batch {
 			var sid, seq, pid any
 			if e.SessionID != "" {
@@ -60,9 +61,7 @@ func (s *Store) AppendEvents(ctx context.Context, evs []Event) error {
 			if e.PromptID != "" {
 				pid = textBytes(e.PromptID)
 			}
-			at := len(times)
-			times = e.Time.UTC().AppendFormat(times, timeLayout)
-			args = append(args, e.ID, sid, seq, textBytes(e.Type), pid, boolInt(e.Global), []byte(e.Payload), times[at:len(times):len(times)])
+			args = append(args, e.ID, sid, seq, textBytes(e.Type), pid, boolInt(e.Global), []byte(e.Payload))
 		}
 		start := time.Now()
 		_, err := conn.ExecContext(context.WithoutCancel(ctx), appendEventsSQL[n], args...)
@@ -79,6 +78,16 @@ func (s *Store) AppendEvents(ctx context.Context, evs []Event) error {
 		s.stmts.Add(1)
 	}
 	return nil
+}
+
+// sameTime is how many of evs, from the first, have the first one's time.
+func sameTime(evs []Event) int {
+	for i := 1; i < len(evs); i++ {
+		if !evs[i].Time.Equal(evs[0].Time) {
+			return i
+		}
+	}
+	return len(evs)
 }
 
 // eventInsertSizes are the row counts of the INSERT statements
@@ -102,11 +111,14 @@ var appendEventsSQL = func() map[int]string {
 	for _, n := range eventInsertSizes {
 		var sb strings.Builder
 		sb.WriteString("INSERT INTO events (id, session_id, seq, type, prompt_id, is_global, payload, created_at) VALUES ")
+		// ?1 is the statement's one created_at; each row has 7 more.
 		for i := range n {
 			if i > 0 {
 				sb.WriteByte(',')
 			}
-			sb.WriteString("(?,CAST(? AS TEXT),?,CAST(? AS TEXT),CAST(? AS TEXT),?,CAST(? AS TEXT),CAST(? AS TEXT))")
+			p := 2 + 7*i
+			fmt.Fprintf(&sb, "(?%d,CAST(?%d AS TEXT),?%d,CAST(?%d AS TEXT),CAST(?%d AS TEXT),?%d,CAST(?%d AS TEXT),CAST(?1 AS TEXT))",
+				p, p+1, p+2, p+3, p+4, p+5, p+6)
 		}
 		m[n] = sb.String()
 	}
@@ -122,9 +134,9 @@ var eventStatements = func() []string {
 	return out
 }()
 
-// eventArgs recycles AppendEvents' argument slices (8 per row).
+// eventArgs recycles AppendEvents' argument slices (7 per row and one).
 var eventArgs = sync.Pool{New: func() any {
-	b := make([]any, 0, eventInsertSizes[0]*8)
+	b := make([]any, 0, 1+eventInsertSizes[0]*7)
 	return &b
 }}
 
