@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -39,11 +40,13 @@ const (
 		updated_at = (SELECT created_at FROM message_chunks WHERE message_id = ?1 ORDER BY id DESC LIMIT 1)
 		WHERE id = ?1 AND EXISTS (SELECT 1 FROM message_chunks WHERE message_id = ?1)`
 	dropChunksSQL = `DELETE FROM message_chunks WHERE message_id = ?`
+	// appendTextSQL appends text that never became chunk rows.
+	appendTextSQL = `UPDATE messages SET text = text || ?2, updated_at = ?3 WHERE id = ?1`
 )
 
 // messageStatements are the statements prepareOnPool prepares at Open.
 var messageStatements = func() []string {
-	out := []string{latestMessageSQL, insertMessageSQL, foldMessageSQL, dropChunksSQL}
+	out := []string{latestMessageSQL, insertMessageSQL, foldMessageSQL, dropChunksSQL, appendTextSQL}
 	for _, n := range chunkInsertSizes {
 		out = append(out, appendChunksSQL[n])
 	}
@@ -242,11 +245,8 @@ func (s *Store) StartMessage(ctx context.Context, m Message, closes int64) (Mess
 	m.CreatedAt, m.UpdatedAt = ts, ts
 	var row messageRow
 	err := s.transaction(ctx, "start message", func(tx *gorm.DB) error {
-		if err := s.flushChunks(ctx); err != nil {
-			return err
-		}
 		if closes != 0 {
-			if err := foldMessage(tx, closes); err != nil {
+			if err := s.foldClosed(tx, closes); err != nil {
 				return err
 			}
 		}
@@ -258,6 +258,49 @@ func (s *Store) StartMessage(ctx context.Context, m Message, closes int64) (Mess
 		return Message{}, err
 	}
 	return toMessage(row), nil
+}
+
+// foldClosed folds the chunks of message id, which a new message closes,
+// into its row: first the chunk rows earlier transactions stored (in
+// SQLite, foldMessage), then the chunks this transaction queued, from
+// memory. A message that starts and ends within one writer batch — most
+// of them — so never has chunk rows written only to be deleted again.
+func (s *Store) foldClosed(tx *gorm.DB, id int64) error {
+	text, at := s.takeQueuedChunks(id)
+	if err := foldMessage(tx, id); err != nil {
+		return err
+	}
+	if at == "" {
+		return nil // nothing queued
+	}
+	res, err := execFast(tx, appendTextSQL, id, text, at)
+	if err != nil {
+		return internal(err, "fold message chunks")
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		// AppendChunk's rows would have failed their foreign key.
+		return errors.Join(internal(fmt.Errorf("message %d does not exist", id), "fold message chunks"), err)
+	}
+	return nil
+}
+
+// takeQueuedChunks removes message id's chunks from this transaction's
+// queue (keeping the others in order) and returns their text, joined, and
+// the time of the last ("" when there were none).
+func (s *Store) takeQueuedChunks(id int64) (text, at string) {
+	var b strings.Builder
+	kept := s.chunks[:0]
+	for _, c := range s.chunks {
+		if c.messageID != id {
+			kept = append(kept, c)
+			continue
+		}
+		b.WriteString(c.text)
+		at = c.at
+	}
+	clear(s.chunks[len(kept):]) // drop the moved texts
+	s.chunks = kept
+	return b.String(), at
 }
 
 // insertMessage starts a new message of the session; the message it
