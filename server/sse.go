@@ -179,9 +179,9 @@ func (s *sseStream) cutOff() bool {
 }
 
 // replay sends the log's events after s.done up to s.pos.head. The log is
-// read a page (replayPage events) at a time, one page ahead: the next page
-// is read while this one is framed and written, so the database read and
-// the client's socket overlap. No read of the database is open while a
+// read a page (replayPage events) at a time, ahead of the writing
+// (pageReader): the next pages are read while this one is framed and
+// written, so the database reads and the client's socket overlap. No read of the database is open while a
 // write waits for the client. Frames are written replayBytes at a time;
 // the last ones stay buffered and go out with replay_complete in one
 // write, as a client that drops the connection as soon as it has the
@@ -223,13 +223,32 @@ read:
 	return nil
 }
 
-// pageReader reads a stream's log one page ahead of its reader, in a
-// goroutine it owns: stop waits for the read in flight.
+// pageReader reads a stream's log ahead of its reader, in goroutines it
+// owns (stop waits for those in flight). Where a page's place follows
+// from the one before — a dense stream (a session's: its seqs have no
+// holes), page k+1 starting where page k's numbers end — it keeps
+// readAheadPages reads in flight, which the store runs on as many
+// connections; elsewhere (the global stream) the next read starts once
+// a page is in. A dense page that ends elsewhere than foreseen (a hole
+// after all) drops the reads started from the foresight and goes on
+// from what it read.
 type pageReader struct {
-	ctx   context.Context
-	src   source
-	head  int64
-	ahead chan pageRead // the read in flight, if any
+	ctx      context.Context
+	src      source
+	head     int64
+	inflight []pendingPage // oldest first
+	// from is where the read after the last one in flight starts, or -1
+	// when that is not known until it returns.
+	from int64
+	end  bool // a page ended the log: nothing further to read
+}
+
+// readAheadPages is how many pages a dense stream's replay reads at once.
+const readAheadPages = 2
+
+type pendingPage struct {
+	after int64
+	c     chan pageRead
 }
 
 type pageRead struct {
@@ -237,45 +256,66 @@ type pageRead struct {
 	err  error
 }
 
-// readAhead starts reading the page after after.
+// readAhead starts reading the log after after, up to head.
 func readAhead(ctx context.Context, src source, after, head int64) *pageReader {
-	r := &pageReader{ctx: ctx, src: src, head: head}
-	r.read(after)
+	r := &pageReader{ctx: ctx, src: src, head: head, from: after}
+	r.fill()
 	return r
 }
 
-func (r *pageReader) read(after int64) {
-	r.ahead = make(chan pageRead, 1)
-	go func(c chan<- pageRead) {
-		page, err := r.src.page(r.ctx, after, replayPage)
-		c <- pageRead{page, err}
-	}(r.ahead)
+// fill starts reads until as many are in flight as the stream allows.
+func (r *pageReader) fill() {
+	most := 1
+	if r.src.dense() {
+		most = readAheadPages
+	}
+	for !r.end && r.from >= 0 && r.from < r.head && len(r.inflight) < most && r.ctx.Err() == nil {
+		p := pendingPage{after: r.from, c: make(chan pageRead, 1)}
+		go func() {
+			page, err := r.src.page(r.ctx, p.after, replayPage)
+			p.c <- pageRead{page, err}
+		}()
+		r.inflight = append(r.inflight, p)
+		if r.src.dense() {
+			r.from += replayPage
+		} else {
+			r.from = -1
+		}
+	}
 }
 
-// next returns the page read ahead and starts reading the one after it,
-// unless this one ends the log or reaches head. After the end it returns
-// an empty page.
+// next returns the next page in order (empty after the end) and keeps
+// the reads ahead of it going.
 func (r *pageReader) next() ([]store.Event, error) {
-	if r.ahead == nil {
+	if len(r.inflight) == 0 {
 		return nil, nil
 	}
-	got := <-r.ahead
-	r.ahead = nil
-	if got.err != nil || len(got.page) < replayPage {
-		return got.page, got.err
+	p := r.inflight[0]
+	r.inflight = r.inflight[1:]
+	got := <-p.c
+	if got.err != nil {
+		return nil, got.err
 	}
-	if last := r.src.num(got.page[len(got.page)-1]); last < r.head && r.ctx.Err() == nil {
-		r.read(last)
+	if len(got.page) < replayPage {
+		r.end = true // the end of the log; reads beyond it find nothing
+		return got.page, nil
 	}
+	last := r.src.num(got.page[len(got.page)-1])
+	if r.from < 0 || last != p.after+replayPage {
+		r.stop() // foreseen wrongly (or not at all): read on from here
+		r.from = last
+	}
+	r.fill()
 	return got.page, nil
 }
 
-// stop waits for the read in flight, so no read outlives the stream.
+// stop waits for the reads in flight and drops them, so no read outlives
+// the stream.
 func (r *pageReader) stop() {
-	if r.ahead != nil {
-		<-r.ahead
-		r.ahead = nil
+	for _, p := range r.inflight {
+		<-p.c
 	}
+	r.inflight = nil
 }
 
 // live forwards the hub's events until the client leaves, the stream ends

@@ -18,9 +18,10 @@ import (
 //     Pending.Then callbacks post at most one closure per write (and the
 //     writer's queue is bounded), and the rest (a turn ending, an agent
 //     exiting, a timer) post once per thing they own. Those producers must
-//     not block: the writer goroutine would stall every session behind a
-//     busy actor (which may itself be waiting for room in the writer's
-//     queue: a deadlock), and the ACP reader would kill the connection.
+//     not block: the writer's publisher goroutine would stall every
+//     session behind a busy actor (which may itself be waiting for room in
+//     the writer's queue: a deadlock), and the ACP reader would kill the
+//     connection.
 //   - postWait (and call) is for producers that can wait: API requests and
 //     an agent's permission requests. At most limit of them are queued;
 //     the next one waits, with its context, for one of them to start.

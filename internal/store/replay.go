@@ -19,17 +19,20 @@ import (
 // their payloads pointing into it. The blob is bounded: the page
 // connections refuse a value past replayPageBytes (SQLITE_LIMIT_LENGTH),
 // and a page that large — a few huge payloads — is read row by row
-// instead (rowsSQL). Either way the caller gets the same rows.
+// instead (rowsSQL), as is one that does not cut into its rows. Either
+// way the caller gets the same rows.
 
 // rowsSQL reads a session's events after a seq, in seq order: seq, type
 // and payload only, what a frame needs.
 const rowsSQL = `SELECT seq, type, payload FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`
 
-// pageSQL is rowsSQL as one blob: for every row its seq, a space, its
-// type, a space, its payload's length in bytes, a space and the payload,
-// in seq order (the subquery's; group_concat keeps it), with the row
-// count and the last seq beside it.
-const pageSQL = `SELECT count(*), coalesce(max(seq), 0), CAST(group_concat(seq || ' ' || type || ' ' || octet_length(payload) || ' ' || payload, '') AS BLOB)
+// pageSQL is rowsSQL as one blob: the rows in seq order (the subquery's;
+// group_concat keeps it), each its seq, unit separator (0x1F), type, unit
+// separator and payload, separated by record separators (0x1E), with the
+// row count and the last seq beside it. Neither separator can occur in a
+// type or in valid JSON (the payload column's CHECK), outside a string or
+// in one, where control characters are escaped.
+const pageSQL = `SELECT count(*), coalesce(max(seq), 0), CAST(group_concat(seq || char(31) || type || char(31) || payload, char(30)) AS BLOB)
 FROM (` + rowsSQL + `)`
 
 // replayPageBytes bounds a page's blob (and so the memory one replay page
@@ -109,7 +112,7 @@ func (s *Store) ReplaySessionEvents(ctx context.Context, sessionID string, after
 	}
 	evs, err := s.replayPage(qctx, sessionID, after, limit)
 	var serr sqlite3.Error
-	if errors.As(err, &serr) && serr.Code == sqlite3.ErrTooBig {
+	if errors.Is(err, errPageUnreadable) || errors.As(err, &serr) && serr.Code == sqlite3.ErrTooBig {
 		rows, err := s.replay.rows.QueryContext(qctx, sessionID, after, limit)
 		if err != nil {
 			return nil, internal(err, op)
@@ -121,6 +124,11 @@ func (s *Store) ReplaySessionEvents(ctx context.Context, sessionID string, after
 	}
 	return evs, nil
 }
+
+// errPageUnreadable is a page blob that does not cut into the rows it
+// counts (a payload holding a separator, which valid JSON cannot): the
+// page is read row by row instead.
+var errPageUnreadable = errors.New("replay page does not cut into its rows")
 
 // replayPage is ReplaySessionEvents reading the page as one blob.
 func (s *Store) replayPage(ctx context.Context, sessionID string, after int64, limit int) ([]Event, error) {
@@ -138,14 +146,14 @@ func (s *Store) replayPage(ctx context.Context, sessionID string, after int64, l
 	for len(blob) > 0 {
 		e, rest, ok := cutPageRow(blob, types)
 		if !ok {
-			return nil, errors.New("replay page is malformed")
+			return nil, errPageUnreadable
 		}
 		e.SessionID = sessionID
 		evs = append(evs, e)
 		blob = rest
 	}
 	if len(evs) != count || (count > 0 && evs[count-1].Seq != last) {
-		return nil, errors.New("replay page holds " + strconv.Itoa(len(evs)) + " rows, want " + strconv.Itoa(count))
+		return nil, errPageUnreadable
 	}
 	return evs, nil
 }
@@ -154,15 +162,15 @@ func (s *Store) replayPage(ctx context.Context, sessionID string, after int64, l
 // its type in types.
 func cutPageRow(b []byte, types map[string]string) (Event, []byte, bool) {
 	var e Event
-	seq, b, ok := cutField(b)
+	row, rest := b, []byte(nil)
+	if i := bytes.IndexByte(b, pageRowEnd); i >= 0 {
+		row, rest = b[:i], b[i+1:]
+	}
+	seq, row, ok := bytes.Cut(row, []byte{pageFieldEnd})
 	if !ok {
 		return e, nil, false
 	}
-	typ, b, ok := cutField(b)
-	if !ok {
-		return e, nil, false
-	}
-	size, b, ok := cutField(b)
+	typ, payload, ok := bytes.Cut(row, []byte{pageFieldEnd})
 	if !ok {
 		return e, nil, false
 	}
@@ -170,27 +178,20 @@ func cutPageRow(b []byte, types map[string]string) (Event, []byte, bool) {
 	if e.Seq, err = strconv.ParseInt(string(seq), 10, 64); err != nil {
 		return e, nil, false
 	}
-	n, err := strconv.Atoi(string(size))
-	if err != nil || n < 0 || n > len(b) {
-		return e, nil, false
-	}
 	t, known := types[string(typ)]
 	if !known {
 		t = string(typ)
 		types[t] = t
 	}
-	e.Type, e.Payload = t, b[:n:n]
-	return e, b[n:], true
+	e.Type, e.Payload = t, payload[:len(payload):len(payload)]
+	return e, rest, true
 }
 
-// cutField cuts b at its first space.
-func cutField(b []byte) (field, rest []byte, ok bool) {
-	i := bytes.IndexByte(b, ' ')
-	if i < 0 {
-		return nil, nil, false
-	}
-	return b[:i], b[i+1:], true
-}
+// The page blob's separators (pageSQL).
+const (
+	pageRowEnd   = 0x1e
+	pageFieldEnd = 0x1f
+)
 
 // replayRows is ReplaySessionEvents reading row by row.
 func (s *Store) replayRows(rows *sql.Rows, sessionID string) ([]Event, error) {
