@@ -77,6 +77,7 @@ type Writer struct {
 	failures map[string]int64
 
 	// Owned by the writer goroutine.
+	drafts  []Draft // commitTx's buffer of an op's drafts
 	lastID  int64
 	lastSeq map[string]int64
 	// latest holds, per session and event type, the payload of the last
@@ -318,7 +319,9 @@ var writerCtx = context.Background()
 // (through the publisher too, so every op is answered in commit order).
 func (w *Writer) commitTx(batch []op) error {
 	ctx := writerCtx
-	var evs []store.Event
+	// Most ops emit one event. The slice is the batch's own: the
+	// publisher and the ops' submitters keep it.
+	evs := make([]store.Event, 0, len(batch))
 	ends := make([]int, len(batch)) // evs[ends[i-1]:ends[i]] belong to op i
 	startID := w.lastID
 	seqs := map[string]int64{}
@@ -328,9 +331,13 @@ func (w *Writer) commitTx(batch []op) error {
 	// the store binds it once per statement).
 	now := time.Now().UTC()
 	err := w.st.Tx(ctx, func(tx *store.Store) error {
+		// drafts is reused from op to op (Apply's emit only appends).
+		drafts := w.drafts[:0]
+		emit := func(d Draft) { drafts = append(drafts, d) }
+		defer func() { clear(drafts[:cap(drafts)]); w.drafts = drafts[:0] }()
 		for i, o := range batch {
-			var drafts []Draft
-			if err := o.change.Apply(ctx, tx, func(d Draft) { drafts = append(drafts, d) }); err != nil {
+			drafts = drafts[:0]
+			if err := o.change.Apply(ctx, tx, emit); err != nil {
 				opErr = err
 				return errOpFailed
 			}
