@@ -329,8 +329,8 @@ func (s *sseStream) live() error {
 		select {
 		case <-s.ctx.Done():
 			return nil
-		case e := <-s.sub.C:
-			if err := s.forward(*e); err != nil {
+		case b := <-s.sub.C:
+			if err := s.forwardAll(b); err != nil {
 				return err
 			}
 			// Take whatever else is queued before writing: one write and
@@ -338,8 +338,8 @@ func (s *sseStream) live() error {
 		drain:
 			for len(s.buf) < flushBytes && !s.end {
 				select {
-				case e := <-s.sub.C:
-					if err := s.forward(*e); err != nil {
+				case b := <-s.sub.C:
+					if err := s.forwardAll(b); err != nil {
 						return err
 					}
 				default:
@@ -361,7 +361,7 @@ func (s *sseStream) live() error {
 			// Events queued before the cut are still valid: send them,
 			// then tell the client where to resume.
 			for len(s.sub.C) > 0 && !s.end {
-				if err := s.forward(*<-s.sub.C); err != nil {
+				if err := s.forwardAll(<-s.sub.C); err != nil {
 					return err
 				}
 				if len(s.buf) >= flushBytes {
@@ -393,6 +393,19 @@ func (s *sseStream) live() error {
 
 // forward delivers one live event, skipping what the replay already sent
 // and filling from the log any hole between them.
+// forwardAll forwards a commit's batch, up to the stream's final frame.
+func (s *sseStream) forwardAll(b []*store.Event) error {
+	for _, e := range b {
+		if s.end {
+			return nil
+		}
+		if err := s.forward(*e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (s *sseStream) forward(e store.Event) error {
 	n := s.src.num(e)
 	if n <= s.done || s.end {

@@ -60,7 +60,8 @@ func (h *Hub) stalled(s *Subscription, now time.Time) bool {
 	if w := s.writing.Load(); w != 0 && now.Sub(time.Unix(0, w)) >= h.cfg.StallAfter {
 		return true
 	}
-	return len(s.C) > cap(s.C)/highWater
+	s.take()
+	return s.queued > h.cfg.Buffer/highWater
 }
 
 func (h *Hub) quiet(s *Subscription, now time.Time) bool {

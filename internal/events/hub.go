@@ -12,8 +12,9 @@ import (
 
 // HubConfig bounds the hub's fan-out.
 type HubConfig struct {
-	// Buffer is each subscriber's queue length; overflowing it means the
-	// subscriber is too slow and it is cut off (it reconnects from its cursor).
+	// Buffer is each subscriber's queue length in events; overflowing it
+	// means the subscriber is too slow and it is cut off (it reconnects
+	// from its cursor).
 	Buffer int
 	// MaxPerSession and MaxTotal bound live subscribers. At a full limit a
 	// new subscriber displaces a stalled one, else one that has sat quiet
@@ -39,6 +40,8 @@ type Hub struct {
 	global   map[*Subscription]struct{}
 	total    int
 	seq      uint64 // numbers subscriptions in order: lower is older
+	// batches is Publish's scratch: each subscriber's share of a commit.
+	batches map[*Subscription][]*store.Event
 }
 
 // NewHub returns an empty hub.
@@ -58,17 +61,24 @@ func NewHub(cfg HubConfig) *Hub {
 	if cfg.MinAge <= 0 {
 		cfg.MinAge = 30 * time.Second
 	}
-	return &Hub{cfg: cfg, sessions: map[string]map[*Subscription]struct{}{}, global: map[*Subscription]struct{}{}}
+	return &Hub{cfg: cfg, sessions: map[string]map[*Subscription]struct{}{}, global: map[*Subscription]struct{}{},
+		batches: map[*Subscription][]*store.Event{}}
 }
 
 // Subscription is one live subscriber's queue.
 type Subscription struct {
 	hub       *Hub
 	sessionID string // "" for the global stream
-	// C delivers events in commit order. Pointers keep an idle
-	// subscriber's queue small (8 bytes a slot) and avoid copying each
-	// event per subscriber; receivers must not modify them.
-	C chan *store.Event
+	// C delivers this stream's events of each commit as one batch, in
+	// commit order: one send per subscriber per commit, not per event.
+	// Pointers avoid copying each event per subscriber; receivers must
+	// modify neither the batch nor its events.
+	C chan []*store.Event
+	// sizes are the lengths of the batches sent that may still be in C,
+	// oldest first, and queued their sum: the queue's length in events,
+	// which Buffer bounds (guarded by hub.mu; see take).
+	sizes  []int
+	queued int
 	// done closes when the subscription ends (lagged or closed).
 	done chan struct{}
 	// lagged (cut off: queue full, or evicted) and evicted (displaced by
@@ -98,7 +108,7 @@ func (h *Hub) Subscribe(sessionID string) (*Subscription, error) {
 	if h.total >= h.cfg.MaxTotal && !h.evictOne(h.all(), now) {
 		return nil, errcode.New(errcode.TooManySubscribers, "the daemon already serves %d streams, none of them stalled or quiet", h.total).With("retryAfter", 5)
 	}
-	s := &Subscription{hub: h, sessionID: sessionID, C: make(chan *store.Event, h.cfg.Buffer), done: make(chan struct{}), since: now, seq: h.seq}
+	s := &Subscription{hub: h, sessionID: sessionID, C: make(chan []*store.Event, batchSlots(h.cfg.Buffer)), done: make(chan struct{}), since: now, seq: h.seq}
 	h.seq++
 	if sessionID == "" {
 		h.global[s] = struct{}{}
@@ -164,31 +174,69 @@ func (h *Hub) remove(s *Subscription) {
 	})
 }
 
-// Publish delivers committed events, in order, without blocking.
+// batchSlots is the capacity of a subscriber's channel for a queue of
+// buffer events: a batch holds one event or more, so buffer/8 slots
+// (at least 16) rarely fill before the event bound does, and keep an
+// idle subscriber small.
+func batchSlots(buffer int) int { return max(16, buffer/8) }
+
+// Publish delivers committed events, in order, without blocking: each
+// subscriber gets the events of its stream as one batch.
 func (h *Hub) Publish(evs []store.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	batches := h.batches
 	for i := range evs {
 		e := &evs[i]
 		if e.SessionID != "" {
 			for s := range h.sessions[e.SessionID] {
-				h.deliver(s, e)
+				batches[s] = append(batches[s], e)
 			}
 		}
 		if e.Global {
 			for s := range h.global {
-				h.deliver(s, e)
+				batches[s] = append(batches[s], e)
 			}
 		}
 	}
+	for s, b := range batches {
+		h.deliver(s, b)
+		delete(batches, s)
+	}
 }
 
-func (h *Hub) deliver(s *Subscription, e *store.Event) {
+// deliver queues one batch for s, or cuts s off when its queue would pass
+// Buffer events (or its channel is full). h.mu must be held.
+func (h *Hub) deliver(s *Subscription, b []*store.Event) {
+	if s.lagged {
+		return
+	}
+	s.take()
+	if s.queued+len(b) > h.cfg.Buffer {
+		s.lagged = true
+		h.remove(s)
+		return
+	}
 	select {
-	case s.C <- e:
+	case s.C <- b:
+		s.sizes = append(s.sizes, len(b))
+		s.queued += len(b)
 	default:
 		s.lagged = true
 		h.remove(s)
+	}
+}
+
+// take forgets the batches the receiver has taken out of C since the
+// last look (C holds the newest len(C) of those sent), so queued counts
+// only what waits. h.mu must be held.
+func (s *Subscription) take() {
+	for taken := len(s.sizes) - len(s.C); taken > 0; taken-- {
+		s.queued -= s.sizes[0]
+		s.sizes = s.sizes[1:]
+	}
+	if len(s.sizes) == 0 {
+		s.sizes = s.sizes[:0:0] // let a long queue's array go
 	}
 }
 

@@ -30,7 +30,7 @@ func TestHubCutsOffStalledSubscriberOnly(t *testing.T) {
 	var got []int64
 	for i := int64(1); i <= 10; i++ {
 		h.Publish([]store.Event{ev("s1", i, false)}) // must not block
-		got = append(got, (<-healthy.C).Seq)
+		got = append(got, (<-healthy.C)[0].Seq)
 	}
 	if len(got) != 10 || got[9] != 10 {
 		t.Fatalf("healthy subscriber got %v", got)
@@ -45,8 +45,8 @@ func TestHubCutsOffStalledSubscriberOnly(t *testing.T) {
 	}
 	// What was queued before the cut is still there, in order.
 	for i := int64(1); i <= 4; i++ {
-		if e := <-stalled.C; e.Seq != i {
-			t.Fatalf("stalled queue: got seq %d, want %d", e.Seq, i)
+		if b := <-stalled.C; len(b) != 1 || b[0].Seq != i {
+			t.Fatalf("stalled queue: got %d events from seq %d, want seq %d alone", len(b), b[0].Seq, i)
 		}
 	}
 	if n := h.Count(); n != 1 {
@@ -65,8 +65,8 @@ func TestHubRouting(t *testing.T) {
 	if len(s1.C) != 1 || len(s2.C) != 1 || len(g.C) != 1 {
 		t.Fatalf("queued: s1 %d, s2 %d, global %d; want 1 each", len(s1.C), len(s2.C), len(g.C))
 	}
-	if e := <-g.C; e.SessionID != "s2" {
-		t.Fatalf("global subscriber got %+v", e)
+	if b := <-g.C; len(b) != 1 || b[0].SessionID != "s2" {
+		t.Fatalf("global subscriber got %+v", b)
 	}
 }
 
@@ -132,9 +132,18 @@ func TestWriterNumbersCommitsThenPublishes(t *testing.T) {
 			t.Fatalf("op %d: %v, %d events", i, err, len(evs))
 		}
 	}
+	var queued []*store.Event // the batch being read
 	for want := int64(1); want <= 3; want++ {
-		select {
-		case e := <-sub.C:
+		if len(queued) == 0 {
+			select {
+			case queued = <-sub.C:
+			case <-time.After(5 * time.Second):
+				t.Fatalf("seq %d never published", want)
+			}
+		}
+		e := queued[0]
+		queued = queued[1:]
+		{
 			if e.Seq != want {
 				t.Fatalf("published seq %d, want %d", e.Seq, want)
 			}
@@ -143,8 +152,6 @@ func TestWriterNumbersCommitsThenPublishes(t *testing.T) {
 			if err != nil || len(got) != 1 || got[0].ID != e.ID {
 				t.Fatalf("event %d not in the log when published: %v %v", e.Seq, got, err)
 			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("seq %d never published", want)
 		}
 	}
 	// Session 2 got ops 1 and 5 (op 3 failed): seqs 1 and 2, no hole.

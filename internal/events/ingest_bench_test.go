@@ -159,11 +159,13 @@ func benchIngest(b *testing.B, subs, perPrompt int, mkOps opMaker) {
 				n := 0
 				for n < want {
 					select {
-					case <-sub.C:
-						n++
+					case b := <-sub.C:
+						n += len(b)
 					case <-sub.Done():
 						// Take what was queued before the cut, then give up.
-						n += len(sub.C)
+						for len(sub.C) > 0 {
+							n += len(<-sub.C)
+						}
 						if n < want {
 							lagged.Add(1)
 						}

@@ -54,11 +54,13 @@ func benchLatency(b *testing.B, subs int) {
 				}()
 				for len(lat) < want {
 					select {
-					case e := <-sub.C:
+					case b := <-sub.C:
 						// Read the clock first: the decode is the client's cost.
 						now := time.Now().UnixNano()
-						if t, ok := sentAt(e.Payload); ok {
-							lat = append(lat, time.Duration(now-t))
+						for _, e := range b {
+							if t, ok := sentAt(e.Payload); ok {
+								lat = append(lat, time.Duration(now-t))
+							}
 						}
 					case <-sub.Done():
 						lagged.Add(1)

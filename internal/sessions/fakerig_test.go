@@ -84,6 +84,8 @@ type scene struct {
 	sess  store.Session
 	agent *fakeAgent
 	sub   *events.Subscription
+	// pending is the rest of the last batch sub delivered.
+	pending []*store.Event
 }
 
 // readySession creates a session and waits until its agent is ready.
@@ -134,11 +136,16 @@ func (s *scene) waitEvent(t *testing.T, typ string) *store.Event {
 	t.Helper()
 	deadline := testDeadline(t)
 	for {
-		select {
-		case e := <-s.sub.C:
+		for len(s.pending) > 0 {
+			e := s.pending[0]
+			s.pending = s.pending[1:]
 			if e.Type == typ {
 				return e
 			}
+		}
+		select {
+		case b := <-s.sub.C:
+			s.pending = append(s.pending, b...)
 		case <-s.sub.Done():
 			t.Fatalf("subscription ended waiting for %s", typ)
 		case <-deadline:

@@ -194,6 +194,10 @@ func dsn(abs string) string {
 	q.Set("_busy_timeout", "5000")
 	q.Set("_foreign_keys", "on")
 	q.Set("_synchronous", "NORMAL")
+	// No per-connection mutex in SQLite: database/sql hands a connection
+	// to one goroutine at a time, and every SQLite call paid for a lock
+	// it never needed.
+	q.Set("_mutex", "no")
 	// Take the write lock at BEGIN: read-modify-write transactions (turn
 	// seq, chunk aggregation, permission resolution) then cannot deadlock or
 	// fail with SQLITE_BUSY half-way through.
