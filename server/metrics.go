@@ -44,6 +44,13 @@ func (h *handlers) GetMetrics(ctx context.Context, _ GetMetricsRequestObject) (G
 	}
 	x.single("tether_sqlite_busy_total", "counter",
 		"SQLITE_BUSY/SQLITE_LOCKED errors the store returned (each after the 5 s busy timeout).", float64(store.BusyErrors()))
+	if h.cfg.Store != nil {
+		c := h.cfg.Store.CheckpointStats()
+		x.single("tether_sqlite_checkpoints_total", "counter", "WAL checkpoints run beside the writer and by it.", float64(c.Rounds))
+		x.single("tether_sqlite_wal_restarts_total", "counter", "WAL restarts the writer made after a checkpoint round found the WAL long.", float64(c.Restarts))
+		x.single("tether_sqlite_checkpoint_failures_total", "counter", "WAL checkpoints that failed.", float64(c.Failed))
+		x.single("tether_sqlite_wal_frames", "gauge", "The WAL's length in frames (pages) at the last checkpoint.", float64(c.WALFrames))
+	}
 	writeAgentProcesses(&x)
 	if h.cfg.Connections != nil {
 		c := h.cfg.Connections()
