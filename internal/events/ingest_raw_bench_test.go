@@ -4,9 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"fmt"
 	"net/url"
-	"strings"
 	"testing"
 	"time"
 
@@ -130,18 +128,5 @@ func rawDSN(path string) string {
 	return (&url.URL{Scheme: "file", Path: path, RawQuery: q.Encode()}).String()
 }
 
-// rawInsertSQL is an n-row INSERT into the events table, shaped as
-// store.AppendEvents' (?1 the statement's created_at, 7 more per row).
-func rawInsertSQL(n int) string {
-	var sb strings.Builder
-	sb.WriteString("INSERT INTO events (id, session_id, seq, type, prompt_id, is_global, payload, created_at) VALUES ")
-	for i := range n {
-		if i > 0 {
-			sb.WriteByte(',')
-		}
-		p := 2 + 7*i
-		fmt.Fprintf(&sb, "(?%d,CAST(?%d AS TEXT),?%d,CAST(?%d AS TEXT),CAST(?%d AS TEXT),?%d,CAST(?%d AS TEXT),CAST(?1 AS TEXT))",
-			p, p+1, p+2, p+3, p+4, p+5, p+6)
-	}
-	return sb.String()
-}
+// rawInsertSQL is an n-row INSERT into the events table: the store's own.
+func rawInsertSQL(n int) string { return store.EventInsertSQL(n) }

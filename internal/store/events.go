@@ -109,21 +109,29 @@ func statementRows(left int, sizes []int) int {
 var appendEventsSQL = func() map[int]string {
 	m := map[int]string{}
 	for _, n := range eventInsertSizes {
-		var sb strings.Builder
-		sb.WriteString("INSERT INTO events (id, session_id, seq, type, prompt_id, is_global, payload, created_at) VALUES ")
-		// ?1 is the statement's one created_at; each row has 7 more.
-		for i := range n {
-			if i > 0 {
-				sb.WriteByte(',')
-			}
-			p := 2 + 7*i
-			fmt.Fprintf(&sb, "(?%d,CAST(?%d AS TEXT),?%d,CAST(?%d AS TEXT),CAST(?%d AS TEXT),?%d,CAST(?%d AS TEXT),CAST(?1 AS TEXT))",
-				p, p+1, p+2, p+3, p+4, p+5, p+6)
-		}
-		m[n] = sb.String()
+		m[n] = EventInsertSQL(n)
 	}
 	return m
 }()
+
+// EventInsertSQL is the n-row INSERT AppendEvents runs: ?1 is the
+// statement's one created_at, then 7 arguments a row (id, session_id,
+// seq, type, prompt_id, is_global, payload), the text ones cast to TEXT
+// from the bytes AppendEvents binds. Exported for the raw-SQLite baseline
+// of the ingest benchmark, which must run the same statements.
+func EventInsertSQL(n int) string {
+	var sb strings.Builder
+	sb.WriteString("INSERT INTO events (id, session_id, seq, type, prompt_id, is_global, payload, created_at) VALUES ")
+	for i := range n {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		p := 2 + 7*i
+		fmt.Fprintf(&sb, "(?%d,CAST(?%d AS TEXT),?%d,CAST(?%d AS TEXT),CAST(?%d AS TEXT),?%d,CAST(?%d AS TEXT),CAST(?1 AS TEXT))",
+			p, p+1, p+2, p+3, p+4, p+5, p+6)
+	}
+	return sb.String()
+}
 
 // eventStatements are the statements prepareOnPool prepares at Open.
 var eventStatements = func() []string {
