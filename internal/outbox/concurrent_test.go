@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -80,16 +81,16 @@ func TestConcurrentAppenders(t *testing.T) {
 	}
 }
 
-// failingSync fails the next n syncs, then syncs for real.
-func failingSync(n int) (func(*os.File) error, *atomic.Int32) {
-	var left atomic.Int32
-	left.Store(int32(n))
+// failingSync lets skip syncs through, fails the n after them, then syncs
+// for real.
+func failingSync(skip, n int) func(*os.File) error {
+	var calls atomic.Int32
 	return func(f *os.File) error {
-		if left.Add(-1) >= 0 {
+		if c := int(calls.Add(1)); c > skip && c <= skip+n {
 			return errors.New("injected fsync failure")
 		}
 		return f.Sync()
-	}, &left
+	}
 }
 
 func TestWriteFailure(t *testing.T) {
@@ -108,8 +109,7 @@ func TestWriteFailure(t *testing.T) {
 			dir := t.TempDir()
 			o := open(t, dir, outbox.Config{})
 			appendRecs(t, o, 1, 3, 40)
-			fn, _ := failingSync(tc.fails)
-			outbox.SetSync(o, fn)
+			outbox.SetSync(o, failingSync(0, tc.fails))
 			if _, err := o.Append(context.Background(), rec(4, 40)); !errcode.Is(err, errcode.StoreWriteFailed) {
 				t.Fatalf("Append with a failing disk: got %v, want %s", err, errcode.StoreWriteFailed)
 			}
@@ -146,4 +146,31 @@ func TestAppendContext(t *testing.T) {
 		t.Fatalf("got next %d after a cancelled Append, want 1", st.Next)
 	}
 	appendRecs(t, o, 1, 1, 10)
+}
+
+// TestRollFailure: when a new segment's directory entry cannot be synced,
+// its file may exist; the active segment must then take no more records,
+// even ones that would fit, or the two segments would overlap.
+func TestRollFailure(t *testing.T) {
+	// 100-byte records: 2 frames fill a 300-byte segment; a 30-byte one
+	// would still fit after them.
+	dir := t.TempDir()
+	o := open(t, dir, outbox.Config{SegmentBytes: 300})
+	appendRecs(t, o, 1, 2, 100)
+	outbox.SetSync(o, failingSync(1, 1)) // the new file's sync passes, the directory's fails
+	if _, err := o.Append(context.Background(), rec(3, 100)); !errcode.Is(err, errcode.StoreWriteFailed) {
+		t.Fatalf("Append that rolls onto a failing disk: got %v, want %s", err, errcode.StoreWriteFailed)
+	}
+	appendRecs(t, o, 3, 3, 30)
+	want := outbox.SegName(1) + " " + outbox.SegName(3)
+	if got := strings.Join(segFiles(t, dir), " "); got != want {
+		t.Fatalf("got segments %s, want %s", got, want)
+	}
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	o = open(t, dir, outbox.Config{SegmentBytes: 300})
+	recs := readAll(t, o, 0)
+	checkRecs(t, recs[:2], 1, 2, 100)
+	checkRecs(t, recs[2:], 3, 3, 30)
 }

@@ -103,8 +103,12 @@ type Outbox struct {
 	// Owned by the writer goroutine (active is also read under mu).
 	active *segment
 	broken error // set when a failed write could not be undone
-	buf    []byte
-	sync   func(*os.File) error // (*os.File).Sync; tests inject failures
+	// rollFailed: a new segment's creation failed, perhaps after its file
+	// appeared; the active one takes no more records until one is made,
+	// or the two would overlap.
+	rollFailed bool
+	buf        []byte
+	sync       func(*os.File) error // (*os.File).Sync; tests inject failures
 }
 
 // Open opens the outbox in dir, creating it if needed. It removes segments
@@ -167,7 +171,7 @@ func (o *Outbox) load() error {
 		if acked > 0 {
 			return &CorruptError{Path: o.dir, Offset: acked + 1, Reason: fmt.Sprintf("no segment files, yet records up to %d were acknowledged", acked)}
 		}
-		s, err := createSegment(o.dir, 1)
+		s, err := createSegment(o.dir, 1, o.sync)
 		if err != nil {
 			return err
 		}

@@ -135,7 +135,7 @@ func (o *Outbox) Ack(upTo uint64) error {
 		}
 	}
 	if len(drop) > 0 {
-		return syncDir(o.dir)
+		return syncDir(o.dir, (*os.File).Sync)
 	}
 	return nil
 }
@@ -163,5 +163,5 @@ func writeAcked(dir string, acked uint64) error {
 		_ = os.Remove(tmp)
 		return err
 	}
-	return syncDir(dir)
+	return syncDir(dir, (*os.File).Sync)
 }

@@ -137,8 +137,9 @@ func parseFrame(b []byte, want uint64) (data []byte, n int, st frameStatus) {
 
 // createSegment makes the file of a new, empty segment atomically (written
 // under a temporary name, synced, renamed, the directory synced), so a
-// segment file never exists without its whole header.
-func createSegment(dir string, first uint64) (*segment, error) {
+// segment file never exists without its whole header. sync is the
+// outbox's fsync (tests make it fail).
+func createSegment(dir string, first uint64, sync func(*os.File) error) (*segment, error) {
 	path := filepath.Join(dir, segName(first))
 	tmp := path + tmpSuffix
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
@@ -153,26 +154,27 @@ func createSegment(dir string, first uint64) (*segment, error) {
 	if _, err := f.Write(segHeader(first)); err != nil {
 		return fail(err)
 	}
-	if err := f.Sync(); err != nil {
+	if err := sync(f); err != nil {
 		return fail(err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		return fail(err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := syncDir(dir, sync); err != nil {
 		_ = f.Close()
 		return nil, err
 	}
 	return &segment{first: first, path: path, f: f, size: segHeaderSize}, nil
 }
 
-// syncDir makes a directory's entries (creations, renames, removals) durable.
-func syncDir(dir string) error {
+// syncDir makes a directory's entries (creations, renames, removals)
+// durable, with sync ((*os.File).Sync but in tests).
+func syncDir(dir string, sync func(*os.File) error) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
 	}
-	err = d.Sync()
+	err = sync(d)
 	if cerr := d.Close(); err == nil {
 		err = cerr
 	}

@@ -114,17 +114,20 @@ func (o *Outbox) commit(batch []*appendReq) {
 			r.err = errcode.New(errcode.OutboxFull, "outbox holds %d unacknowledged bytes; a %d-byte record would pass its limit of %d", pending, fl, o.cfg.MaxBytes)
 			continue
 		}
-		if cur.size+int64(len(o.buf))+fl > o.cfg.SegmentBytes && cur.seg.count()+uint64(len(cur.pos)) > 0 {
+		overflow := cur.size+int64(len(o.buf))+fl > o.cfg.SegmentBytes
+		if (overflow || o.rollFailed) && cur.seg.count()+uint64(len(cur.pos)) > 0 {
 			if err := o.flush(cur); err != nil {
 				failFrom(batch[first:], err)
 				break
 			}
-			seg, err := createSegment(o.dir, next)
+			seg, err := createSegment(o.dir, next, o.sync)
 			if err != nil {
 				o.log.Error("outbox: could not start a new segment", "first", next, "err", err)
 				failFrom(batch[i:], errcode.Wrap(errcode.StoreWriteFailed, err, "could not start a new outbox segment"))
+				o.rollFailed = true
 				break
 			}
+			o.rollFailed = false
 			done = append(done, cur)
 			cur, first = &staged{seg: seg, isNew: true, size: seg.size}, i
 		}
