@@ -55,6 +55,7 @@ var statusOf = map[errcode.Code]int{
 	errcode.AgentLimitReached:    http.StatusServiceUnavailable,
 	errcode.ServiceShuttingDown:  http.StatusServiceUnavailable,
 	errcode.SessionOverloaded:    http.StatusServiceUnavailable,
+	errcode.OutboxFull:           http.StatusServiceUnavailable, // raised by an executor host's outbox
 	errcode.TooManyConnections:   http.StatusServiceUnavailable, // written by internal/connlimit
 	errcode.Timeout:              http.StatusGatewayTimeout,
 	errcode.RequestCancelled:     499,

@@ -50,7 +50,11 @@ const (
 	// SessionOverloaded: the session's actor did not take the request
 	// within the busy timeout (it waits for a slow disk, or too many
 	// requests are queued ahead); nothing was done.
-	SessionOverloaded    Code = "session_overloaded"
+	SessionOverloaded Code = "session_overloaded"
+	// OutboxFull: an executor host's outbox (internal/outbox) holds its
+	// limit of bytes the daemon has not acknowledged; the record was not
+	// appended. The caller holds back (back-pressure) until an ack frees room.
+	OutboxFull           Code = "outbox_full"
 	DatabaseTooNew       Code = "database_too_new"
 	ValidationFailed     Code = "validation_failed"
 	UnsupportedMediaType Code = "unsupported_media_type"

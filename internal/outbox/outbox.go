@@ -1,0 +1,338 @@
+package outbox
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/tether/tether/internal/errcode"
+)
+
+// Defaults and bounds of Config.
+const (
+	DefaultSegmentBytes = 16 << 20
+	DefaultMaxBytes     = 1 << 30
+	// MinSegmentBytes keeps room for a header and a few records; tests use
+	// small segments to make them roll.
+	MinSegmentBytes = 256
+	// MaxSegmentBytes keeps frame positions in 32 bits.
+	MaxSegmentBytes = 1 << 30
+)
+
+const (
+	ackedFile = "acked"
+	lockFile  = "LOCK"
+)
+
+// ErrClosed is returned by every method called after Close.
+var ErrClosed = errcode.New(errcode.ServiceShuttingDown, "outbox is closed")
+
+// Config tunes an outbox; the zero value takes the defaults.
+type Config struct {
+	// SegmentBytes is the size at which the outbox starts a new segment
+	// file (DefaultSegmentBytes). Acked records are freed a segment at a
+	// time, so this is also the granularity of the disk space returned.
+	SegmentBytes int64
+	// MaxBytes bounds the bytes (frames included) of records not yet
+	// acknowledged (DefaultMaxBytes); past it Append fails with
+	// errcode.OutboxFull so that the caller applies back-pressure.
+	MaxBytes int64
+	// Logger receives the repairs Open makes and write failures.
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.SegmentBytes == 0 {
+		c.SegmentBytes = DefaultSegmentBytes
+	}
+	if c.MaxBytes == 0 {
+		c.MaxBytes = DefaultMaxBytes
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.SegmentBytes < MinSegmentBytes || c.SegmentBytes > MaxSegmentBytes {
+		return c, fmt.Errorf("outbox: segment size %d is outside [%d, %d]", c.SegmentBytes, MinSegmentBytes, MaxSegmentBytes)
+	}
+	if c.MaxBytes < 0 {
+		return c, fmt.Errorf("outbox: max bytes %d is negative", c.MaxBytes)
+	}
+	return c, nil
+}
+
+// maxRecord is the largest record a segment holds next to its header.
+func (c Config) maxRecord() int { return int(c.SegmentBytes) - segHeaderSize - frameHeaderSize }
+
+// Outbox is a durable, append-only queue of records numbered by offset.
+// All methods are safe for concurrent use.
+type Outbox struct {
+	dir  string
+	cfg  Config
+	log  *slog.Logger
+	lock *os.File
+
+	reqs chan *appendReq
+	quit chan struct{}
+	wg   sync.WaitGroup
+
+	// ackMu serializes Acks, whose file write happens outside mu.
+	ackMu sync.Mutex
+
+	// mu guards the fields below. The writer publishes under it after each
+	// sync; readers hold it (shared) while they read the files, so a
+	// segment is never closed under a Read.
+	mu      sync.RWMutex
+	segs    []*segment // ascending; the last one is the active one
+	next    uint64     // offset the next committed record gets
+	acked   uint64
+	pending int64         // bytes of frames with offset > acked
+	changed chan struct{} // closed and replaced at each commit
+	closed  bool
+
+	// syncs counts group commits; the writer adds, Stats reads.
+	syncs atomic.Uint64
+
+	// Owned by the writer goroutine (active is also read under mu).
+	active *segment
+	broken error // set when a failed write could not be undone
+	// rollFailed: a new segment's creation failed, perhaps after its file
+	// appeared; the active one takes no more records until one is made,
+	// or the two would overlap.
+	rollFailed bool
+	buf        []byte
+	sync       func(*os.File) error // (*os.File).Sync; tests inject failures
+}
+
+// Open opens the outbox in dir, creating it if needed. It removes segments
+// wholly acknowledged, indexes the others, cuts a torn tail off the last
+// one (logged), and fails with a *CorruptError on damage before the tail.
+// Only one Outbox may have a directory open (a lock file enforces it).
+func Open(dir string, cfg Config) (*Outbox, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	o := &Outbox{
+		dir: dir, cfg: cfg, log: cfg.Logger, lock: lock,
+		reqs: make(chan *appendReq), quit: make(chan struct{}),
+		changed: make(chan struct{}), sync: (*os.File).Sync,
+	}
+	if err := o.load(); err != nil {
+		o.closeFiles()
+		return nil, err
+	}
+	o.active = o.segs[len(o.segs)-1]
+	o.wg.Add(1)
+	go o.writer()
+	return o, nil
+}
+
+// lockDir takes an exclusive lock on dir's lock file, so that two hosts
+// sharing a data dir fail instead of interleaving their writes.
+func lockDir(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("outbox: %s is in use by another process: %w", dir, err)
+	}
+	return f, nil
+}
+
+// load reads the directory: acked offset, segment list, every live segment.
+func (o *Outbox) load() error {
+	acked, err := readAcked(o.dir)
+	if err != nil {
+		return err
+	}
+	o.acked = acked
+	firsts, err := listSegments(o.dir)
+	if err != nil {
+		return err
+	}
+	if len(firsts) == 0 {
+		if acked > 0 {
+			return &CorruptError{Path: o.dir, Offset: acked + 1, Reason: fmt.Sprintf("no segment files, yet records up to %d were acknowledged", acked)}
+		}
+		s, err := createSegment(o.dir, 1, o.sync)
+		if err != nil {
+			return err
+		}
+		o.segs, o.next = []*segment{s}, 1
+		return nil
+	}
+	// Segments wholly acknowledged are left only by a crash between the
+	// ack and their removal: remove them now, without reading them.
+	for len(firsts) > 1 && firsts[1] <= acked+1 {
+		if err := os.Remove(filepath.Join(o.dir, segName(firsts[0]))); err != nil {
+			return err
+		}
+		firsts = firsts[1:]
+	}
+	if firsts[0] > acked+1 {
+		return &CorruptError{Path: filepath.Join(o.dir, segName(firsts[0])), Offset: acked + 1, Reason: fmt.Sprintf("records %d to %d are missing: acknowledged up to %d, the first segment starts at %d", acked+1, firsts[0]-1, acked, firsts[0])}
+	}
+	for i, first := range firsts {
+		s := &segment{first: first, path: filepath.Join(o.dir, segName(first))}
+		if s.f, err = os.OpenFile(s.path, os.O_RDWR, 0); err != nil {
+			return err
+		}
+		o.segs = append(o.segs, s)
+		last := i == len(firsts)-1
+		torn, err := scanSegment(s, last)
+		if err != nil {
+			return err
+		}
+		if !last && s.first+s.count() != firsts[i+1] {
+			return &CorruptError{Path: s.path, Pos: s.size, Offset: s.first + s.count(), Reason: fmt.Sprintf("segment ends before record %d, the next one starts at %d", s.first+s.count(), firsts[i+1])}
+		}
+		if torn != nil {
+			if err := s.f.Truncate(torn.pos); err != nil {
+				return err
+			}
+			if err := s.f.Sync(); err != nil {
+				return err
+			}
+			o.log.Warn("outbox: cut a torn tail off the last segment", "segment", s.path, "pos", torn.pos, "droppedBytes", torn.bytes, "nextOffset", s.first+s.count(), "reason", torn.reason)
+		}
+	}
+	last := o.segs[len(o.segs)-1]
+	o.next = last.first + last.count()
+	if acked >= o.next {
+		return &CorruptError{Path: last.path, Pos: last.size, Offset: o.next, Reason: fmt.Sprintf("acknowledged up to %d, but the log ends at %d: synced records were lost", acked, o.next-1)}
+	}
+	o.pending = o.bytesIn(acked+1, o.next-1)
+	return nil
+}
+
+// listSegments returns the first offsets of dir's segment files, ascending,
+// and removes leftovers of interrupted atomic writes.
+func listSegments(dir string) ([]uint64, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var firsts []uint64
+	for _, e := range ents {
+		name := e.Name()
+		if strings.HasSuffix(name, tmpSuffix) {
+			if err := os.Remove(filepath.Join(dir, name)); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if first, ok := parseSegName(name); ok {
+			firsts = append(firsts, first)
+		}
+	}
+	sort.Slice(firsts, func(i, j int) bool { return firsts[i] < firsts[j] })
+	return firsts, nil
+}
+
+// readAcked returns the acknowledged offset stored in dir (0 when none).
+func readAcked(dir string) (uint64, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ackedFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseUint(strings.TrimSuffix(string(b), "\n"), 10, 64)
+	if err != nil {
+		return 0, &CorruptError{Path: filepath.Join(dir, ackedFile), Reason: fmt.Sprintf("not an offset: %q", b)}
+	}
+	return n, nil
+}
+
+// bytesIn is the frame bytes of the committed records in [from, to].
+// Caller holds mu (either way).
+func (o *Outbox) bytesIn(from, to uint64) int64 {
+	var n int64
+	for _, s := range o.segs {
+		if s.count() == 0 || s.last() < from || s.first > to {
+			continue
+		}
+		i := int(max(from, s.first) - s.first)
+		j := int(min(to, s.last()) - s.first)
+		n += s.frameEnd(j) - int64(s.pos[i])
+	}
+	return n
+}
+
+// Stats describes an outbox for listings (`tetherd host ls`).
+type Stats struct {
+	// Acked is the highest acknowledged offset; FirstUnacked is Acked+1.
+	Acked, FirstUnacked uint64
+	// Next is the offset the next appended record gets.
+	Next uint64
+	// PendingRecords and PendingBytes are what is not acknowledged yet.
+	PendingRecords uint64
+	PendingBytes   int64
+	// DiskBytes is the size of the segment files; Segments their number.
+	DiskBytes int64
+	Segments  int
+	// Syncs counts the group commits (one fsync each) since Open.
+	Syncs uint64
+}
+
+// Stats returns the outbox's current figures.
+func (o *Outbox) Stats() Stats {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	st := Stats{Acked: o.acked, FirstUnacked: o.acked + 1, Next: o.next, PendingRecords: o.next - 1 - o.acked, PendingBytes: o.pending, Segments: len(o.segs), Syncs: o.syncs.Load()}
+	for _, s := range o.segs {
+		st.DiskBytes += s.size
+	}
+	return st
+}
+
+// Close stops the writer (after the batch it is committing), wakes waiters
+// and closes the files. Appends still queued fail with ErrClosed.
+func (o *Outbox) Close() error {
+	o.ackMu.Lock() // an Ack in progress finishes its removals first
+	defer o.ackMu.Unlock()
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return nil
+	}
+	o.closed = true
+	close(o.changed)
+	o.mu.Unlock()
+	close(o.quit)
+	o.wg.Wait()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.closeFiles()
+}
+
+// closeFiles closes every segment and releases the directory lock.
+func (o *Outbox) closeFiles() error {
+	var errs []error
+	for _, s := range o.segs {
+		if s.f != nil {
+			errs = append(errs, s.f.Close())
+		}
+	}
+	o.segs = nil
+	errs = append(errs, o.lock.Close())
+	return errors.Join(errs...)
+}

@@ -1,0 +1,167 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+
+	"github.com/tether/tether/internal/errcode"
+)
+
+// readBudget caps the bytes one Read returns (it always returns at least
+// one record when there is one), so a sender's batch stays bounded however
+// large the records are.
+const readBudget = 4 << 20
+
+// Record is one entry of the outbox.
+type Record struct {
+	Offset uint64
+	// Data belongs to the caller.
+	Data []byte
+}
+
+// Read returns up to limit committed records with offsets ≥ from and above
+// the acknowledged offset, in order, stopping early past a few megabytes.
+// Asking beyond the last record returns what there is (possibly nothing).
+// Only durable records are ever returned, so an offset the daemon sees
+// never goes to another record after a host crash. Every frame's checksum
+// is checked again; damage found fails with a *CorruptError.
+func (o *Outbox) Read(from uint64, limit int) ([]Record, error) {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	if o.closed {
+		return nil, ErrClosed
+	}
+	from = max(from, o.acked+1)
+	if limit <= 0 || from >= o.next {
+		return nil, nil
+	}
+	i := sort.Search(len(o.segs), func(i int) bool { return o.segs[i].last() >= from })
+	var out []Record
+	budget := readBudget
+	for ; i < len(o.segs) && len(out) < limit && budget > 0; i++ {
+		s := o.segs[i]
+		a := int(max(from, s.first) - s.first)
+		if a >= len(s.pos) {
+			continue
+		}
+		b := a
+		for used := 0; b < len(s.pos) && len(out)+(b-a) < limit && (b == a || used < budget); b++ {
+			used += int(s.frameEnd(b) - int64(s.pos[b]))
+		}
+		start, end := int64(s.pos[a]), s.frameEnd(b-1)
+		buf := make([]byte, end-start)
+		if _, err := s.f.ReadAt(buf, start); err != nil {
+			return nil, fmt.Errorf("outbox: read %s: %w", s.path, err)
+		}
+		budget -= len(buf)
+		for j := a; j < b; j++ {
+			off := s.first + uint64(j)
+			p := int64(s.pos[j]) - start
+			data, _, st := parseFrame(buf[p:s.frameEnd(j)-start], off)
+			if st != frameOK {
+				return nil, &CorruptError{Path: s.path, Pos: int64(s.pos[j]), Offset: off, Reason: "record changed on disk since it was written (checksum)"}
+			}
+			out = append(out, Record{Offset: off, Data: data})
+		}
+	}
+	return out, nil
+}
+
+// Wait blocks until a record with an offset above after is committed, ctx
+// ends (its error) or the outbox closes (ErrClosed). A sender loops on
+// Wait(ctx, lastSent) then Read(lastSent+1, n).
+func (o *Outbox) Wait(ctx context.Context, after uint64) error {
+	for {
+		o.mu.RLock()
+		ready, closed, ch := o.next-1 > after, o.closed, o.changed
+		o.mu.RUnlock()
+		switch {
+		case closed:
+			return ErrClosed
+		case ready:
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Ack records that the daemon committed every record up to upTo. It is
+// idempotent (an older or equal ack does nothing) and durable before it
+// returns (the acked file is replaced atomically); segments whose records
+// are all acknowledged are then deleted. Acking beyond the last committed
+// record fails with errcode.InvalidRequest: the daemon cannot have it.
+func (o *Outbox) Ack(upTo uint64) error {
+	o.ackMu.Lock()
+	defer o.ackMu.Unlock()
+	o.mu.RLock()
+	acked, next, closed := o.acked, o.next, o.closed
+	o.mu.RUnlock()
+	switch {
+	case closed:
+		return ErrClosed
+	case upTo <= acked:
+		return nil
+	case upTo >= next:
+		return errcode.New(errcode.InvalidRequest, "ack of offset %d, but the outbox's last record is %d", upTo, next-1)
+	}
+	if err := writeAcked(o.dir, upTo); err != nil {
+		return err
+	}
+	o.mu.Lock()
+	o.pending -= o.bytesIn(acked+1, upTo)
+	o.acked = upTo
+	var drop []*segment
+	for len(o.segs) > 1 && o.segs[1].first <= upTo+1 {
+		drop = append(drop, o.segs[0])
+		o.segs = o.segs[1:]
+	}
+	o.mu.Unlock()
+	// The ack is durable, so a crash before these removals only leaves
+	// files that Open removes again.
+	for _, s := range drop {
+		if err := s.f.Close(); err != nil {
+			return err
+		}
+		if err := os.Remove(s.path); err != nil {
+			return err
+		}
+	}
+	if len(drop) > 0 {
+		return syncDir(o.dir, (*os.File).Sync)
+	}
+	return nil
+}
+
+// writeAcked replaces dir's acked file atomically: a temporary file,
+// synced, renamed over it, and the directory synced.
+func writeAcked(dir string, acked uint64) error {
+	path := filepath.Join(dir, ackedFile)
+	tmp := path + tmpSuffix
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(strconv.FormatUint(acked, 10) + "\n")
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return syncDir(dir, (*os.File).Sync)
+}

@@ -1,0 +1,133 @@
+package outbox
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+)
+
+// CorruptError reports damage the outbox will not repair by itself: a bad
+// frame with intact records after it, a bad frame in a sealed segment, or
+// segments that do not continue each other. Repairing it silently could drop
+// records whose Append returned, so Open (or Read) fails instead.
+type CorruptError struct {
+	// Path is the segment file.
+	Path string
+	// Pos is the byte position of the damage in the file.
+	Pos int64
+	// Offset is the record offset expected there.
+	Offset uint64
+	// Reason says what is wrong.
+	Reason string
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("outbox: %s: byte %d (record %d): %s", e.Path, e.Pos, e.Offset, e.Reason)
+}
+
+// tornTail is a damaged end of the last segment that Open cuts off.
+type tornTail struct {
+	pos    int64 // where the damage begins: the segment's new size
+	bytes  int64 // how many bytes are dropped
+	reason string
+}
+
+// zeroBlock is the granularity of the all-zero test for torn writes: the
+// smallest unit a disk writes, so a block the machine lost before writing
+// reads as zeros (on filesystems that expose unwritten extents that way).
+const zeroBlock = 512
+
+// scanSegment reads a segment's file and indexes its frames. In a sealed
+// segment (last == false) any bad frame is a CorruptError. In the last
+// segment a bad frame starts a torn tail — what a crash in the middle of a
+// write leaves — unless intact frames follow it and nothing shows a lost
+// write: then it is corruption before the tail, and an error.
+func scanSegment(s *segment, last bool) (*tornTail, error) {
+	st, err := s.f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() > math.MaxUint32 {
+		return nil, &CorruptError{Path: s.path, Offset: s.first, Reason: fmt.Sprintf("file is %d bytes, more than a segment can index", st.Size())}
+	}
+	b := make([]byte, st.Size())
+	if _, err := io.ReadFull(io.NewSectionReader(s.f, 0, st.Size()), b); err != nil {
+		return nil, err
+	}
+	if why := checkSegHeader(b, s.first); why != "" {
+		return nil, &CorruptError{Path: s.path, Offset: s.first, Reason: why}
+	}
+	p, off := segHeaderSize, s.first
+	s.pos = s.pos[:0]
+	for p < len(b) {
+		_, n, fst := parseFrame(b[p:], off)
+		if fst == frameOK {
+			s.pos = append(s.pos, uint32(p))
+			p += n
+			off++
+			continue
+		}
+		reason := "record runs past the end of the file"
+		if fst == frameBad {
+			reason = "record fails its checksum"
+		}
+		cerr := &CorruptError{Path: s.path, Pos: int64(p), Offset: off, Reason: reason}
+		if !last {
+			return nil, cerr
+		}
+		q := resync(b, p, off)
+		if q < 0 {
+			s.size = int64(p)
+			return &tornTail{pos: int64(p), bytes: int64(len(b) - p), reason: reason}, nil
+		}
+		if hasZeroBlock(b, p, q) {
+			s.size = int64(p)
+			return &tornTail{pos: int64(p), bytes: int64(len(b) - p), reason: reason + ", then a block of zeros (a write lost in a machine crash)"}, nil
+		}
+		cerr.Reason += fmt.Sprintf("; an intact record %d follows at byte %d", binary.LittleEndian.Uint64(b[q+8:]), q)
+		return nil, cerr
+	}
+	s.size = int64(p)
+	return nil, nil
+}
+
+// resync looks past a bad frame at p (which should have held offset want)
+// for any intact frame with an offset ≥ want, and returns its position, or
+// -1. An intact frame there means the damage is not just an unfinished
+// last write. The offset's plausible range is checked before the CRC, so
+// scanning garbage costs little more than reading it.
+func resync(b []byte, p int, want uint64) int {
+	maxOff := want + uint64(len(b)-p)/frameHeaderSize
+	for q := p + 1; q+frameHeaderSize <= len(b); q++ {
+		off := binary.LittleEndian.Uint64(b[q+8:])
+		if off < want || off > maxOff {
+			continue
+		}
+		if _, _, st := parseFrame(b[q:], off); st == frameOK {
+			return q
+		}
+	}
+	return -1
+}
+
+// hasZeroBlock reports whether b[p:q] contains a whole aligned block of
+// zeros: the mark of a page the disk never wrote, inside a write that the
+// machine's crash cut short, which may leave later pages of the same write
+// intact. No record ever holds such a block unless its data does, and a
+// record whose Append returned was synced, so its pages are not lost.
+func hasZeroBlock(b []byte, p, q int) bool {
+	for start := (p + zeroBlock - 1) / zeroBlock * zeroBlock; start+zeroBlock <= q; start += zeroBlock {
+		zero := true
+		for _, c := range b[start : start+zeroBlock] {
+			if c != 0 {
+				zero = false
+				break
+			}
+		}
+		if zero {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,205 @@
+package outbox
+
+import (
+	"context"
+
+	"github.com/tether/tether/internal/errcode"
+)
+
+// Bounds of one group commit: what the writer takes from waiting Appends
+// before it writes and syncs. They bound the writer's buffer, not
+// throughput: the next batch starts as soon as this one is synced.
+const (
+	maxBatchRecords = 4096
+	maxBatchBytes   = 8 << 20
+)
+
+// appendReq is one Append waiting for the writer.
+type appendReq struct {
+	data []byte
+	off  uint64
+	err  error
+	done chan struct{}
+}
+
+// Append writes rec to the outbox and returns its offset once the record is
+// durable (fsynced). Offsets start at 1 and have no gaps: a failed Append
+// takes none. Appends that wait together share one write and one fsync.
+//
+// ctx bounds only the wait for the writer to take the record. Once taken,
+// Append waits for the outcome whatever ctx does: a record that may still
+// become durable must not be reported as failed, or a retry would append it
+// twice. It fails with errcode.OutboxFull past Config.MaxBytes,
+// errcode.PayloadTooLarge for a record larger than a segment can hold,
+// errcode.StoreWriteFailed when the disk refuses it (nothing is recorded
+// then), and ErrClosed after Close. rec is not retained.
+func (o *Outbox) Append(ctx context.Context, rec []byte) (uint64, error) {
+	if len(rec) > o.cfg.maxRecord() {
+		return 0, errcode.New(errcode.PayloadTooLarge, "record of %d bytes is larger than a %d-byte segment holds", len(rec), o.cfg.SegmentBytes)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err // before the select, which would pick at random
+	}
+	r := &appendReq{data: rec, done: make(chan struct{})}
+	select {
+	case o.reqs <- r:
+	case <-o.quit:
+		return 0, ErrClosed
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	<-r.done
+	return r.off, r.err
+}
+
+// writer is the outbox's one goroutine: it owns the active segment and
+// commits the Appends waiting at each turn as one group. Close stops it.
+func (o *Outbox) writer() {
+	defer o.wg.Done()
+	batch := make([]*appendReq, 0, 64)
+	for {
+		select {
+		case <-o.quit:
+			return
+		case r := <-o.reqs:
+			batch = append(batch[:0], r)
+		}
+		size := len(batch[0].data)
+	drain:
+		for len(batch) < maxBatchRecords && size < maxBatchBytes {
+			select {
+			case r := <-o.reqs:
+				batch = append(batch, r)
+				size += len(r.data)
+			default:
+				break drain
+			}
+		}
+		o.commit(batch)
+		for i, r := range batch {
+			close(r.done)
+			batch[i] = nil
+		}
+	}
+}
+
+// staged is what a commit wrote to one segment, published once synced.
+type staged struct {
+	seg   *segment
+	isNew bool
+	pos   []uint32
+	size  int64
+}
+
+// commit writes a batch, syncs it and publishes it, setting each request's
+// offset or error. A segment that would overflow is synced and followed by
+// a new one; records synced before a later failure stay committed, and the
+// failed ones take no offsets.
+func (o *Outbox) commit(batch []*appendReq) {
+	if o.broken != nil {
+		failFrom(batch, errcode.Wrap(errcode.StoreWriteFailed, o.broken, "the outbox could not undo a failed write; it needs reopening"))
+		return
+	}
+	o.mu.RLock()
+	pending := o.pending // Acks only lower it, so a stale value errs on the safe side
+	o.mu.RUnlock()
+	next := o.active.first + o.active.count() // the writer alone moves it
+
+	var done []*staged
+	cur := &staged{seg: o.active, size: o.active.size}
+	first := 0 // the first request written to cur
+	for i, r := range batch {
+		fl := int64(frameHeaderSize + len(r.data))
+		if pending+fl > o.cfg.MaxBytes {
+			r.err = errcode.New(errcode.OutboxFull, "outbox holds %d unacknowledged bytes; a %d-byte record would pass its limit of %d", pending, fl, o.cfg.MaxBytes)
+			continue
+		}
+		overflow := cur.size+int64(len(o.buf))+fl > o.cfg.SegmentBytes
+		if (overflow || o.rollFailed) && cur.seg.count()+uint64(len(cur.pos)) > 0 {
+			if err := o.flush(cur); err != nil {
+				failFrom(batch[first:], err)
+				break
+			}
+			seg, err := createSegment(o.dir, next, o.sync)
+			if err != nil {
+				o.log.Error("outbox: could not start a new segment", "first", next, "err", err)
+				failFrom(batch[i:], errcode.Wrap(errcode.StoreWriteFailed, err, "could not start a new outbox segment"))
+				o.rollFailed = true
+				break
+			}
+			o.rollFailed = false
+			done = append(done, cur)
+			cur, first = &staged{seg: seg, isNew: true, size: seg.size}, i
+		}
+		cur.pos = append(cur.pos, uint32(cur.size+int64(len(o.buf))))
+		o.buf = appendFrame(o.buf, next, r.data)
+		r.off = next
+		next++
+		pending += fl
+	}
+	// After a break the buffer is empty and this is a no-op.
+	if err := o.flush(cur); err != nil {
+		failFrom(batch[first:], err)
+	}
+	// cur is published even when its write failed: a new segment's file
+	// exists, so it must become the active one (it is merely empty).
+	o.publish(append(done, cur))
+}
+
+// flush writes the buffered frames at the end of cur's segment and syncs
+// them. On failure it cuts the file back to its committed size, so nothing
+// of the failed write is recorded; if even that fails the outbox is broken
+// until reopened (Open then cuts whatever is torn).
+func (o *Outbox) flush(cur *staged) error {
+	defer func() { o.buf = o.buf[:0] }()
+	if len(o.buf) == 0 {
+		return nil
+	}
+	_, err := cur.seg.f.WriteAt(o.buf, cur.size)
+	if err == nil {
+		err = o.sync(cur.seg.f)
+	}
+	if err == nil {
+		cur.size += int64(len(o.buf))
+		o.syncs.Add(1)
+		return nil
+	}
+	o.log.Error("outbox: write failed; the records of this commit are refused", "segment", cur.seg.path, "err", err)
+	if terr := cur.seg.f.Truncate(cur.size); terr != nil {
+		o.broken = terr
+	} else if serr := o.sync(cur.seg.f); serr != nil {
+		o.broken = serr
+	}
+	cur.pos = cur.pos[:0]
+	return errcode.Wrap(errcode.StoreWriteFailed, err, "the outbox could not write its segment")
+}
+
+// publish makes synced frames visible to Read, Ack and Stats and wakes
+// waiters.
+func (o *Outbox) publish(done []*staged) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, st := range done {
+		if st.isNew {
+			o.segs = append(o.segs, st.seg)
+			o.active = st.seg
+		}
+		o.pending += st.size - st.seg.size
+		o.next += uint64(len(st.pos))
+		st.seg.pos = append(st.seg.pos, st.pos...)
+		st.seg.size = st.size
+	}
+	if !o.closed {
+		close(o.changed)
+		o.changed = make(chan struct{})
+	}
+}
+
+// failFrom sets err on every request that has no outcome yet.
+func failFrom(reqs []*appendReq, err error) {
+	for _, r := range reqs {
+		if r.err == nil {
+			r.off, r.err = 0, err
+		}
+	}
+}
