@@ -63,6 +63,12 @@ var statusOf = map[errcode.Code]int{
 	errcode.AgentAuthRequired:    http.StatusBadGateway,
 	errcode.AgentError:           http.StatusBadGateway,
 	errcode.ResumeFailed:         http.StatusBadGateway,
+	// Raised by the host protocol (internal/hostproto): the daemon's
+	// upstream, an executor host, refused it or broke the protocol.
+	errcode.HostProtocolMismatch: http.StatusBadGateway,
+	errcode.HostUnauthorized:     http.StatusBadGateway,
+	errcode.HostProtocolError:    http.StatusBadGateway,
+	errcode.HostFrameTooLarge:    http.StatusBadGateway,
 	errcode.DatabaseTooNew:       http.StatusInternalServerError,
 	errcode.Internal:             http.StatusInternalServerError,
 	errcode.StoreWriteFailed:     http.StatusInternalServerError,

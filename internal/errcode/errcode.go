@@ -54,7 +54,23 @@ const (
 	// OutboxFull: an executor host's outbox (internal/outbox) holds its
 	// limit of bytes the daemon has not acknowledged; the record was not
 	// appended. The caller holds back (back-pressure) until an ack frees room.
-	OutboxFull           Code = "outbox_full"
+	OutboxFull Code = "outbox_full"
+	// Host protocol (internal/hostproto): why an executor host refused the
+	// daemon, or why a conversation with it broke. The daemon reports them
+	// as the executor's error; clients see them through it, never as a
+	// fault of their own request.
+	//
+	// HostProtocolMismatch: the daemon and the host speak no common
+	// protocol version (one of them needs an upgrade).
+	HostProtocolMismatch Code = "host_protocol_mismatch"
+	// HostUnauthorized: the host did not accept the daemon's token.
+	HostUnauthorized Code = "host_unauthorized"
+	// HostProtocolError: a peer sent something the protocol does not allow
+	// (a malformed or truncated frame, an unknown or unexpected message).
+	HostProtocolError Code = "host_protocol_error"
+	// HostFrameTooLarge: a frame announced more bytes than the receiver's
+	// limit; the connection cannot continue.
+	HostFrameTooLarge    Code = "host_frame_too_large"
 	DatabaseTooNew       Code = "database_too_new"
 	ValidationFailed     Code = "validation_failed"
 	UnsupportedMediaType Code = "unsupported_media_type"

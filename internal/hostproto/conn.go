@@ -1,0 +1,132 @@
+package hostproto
+
+import (
+	"bufio"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/tether/tether/internal/errcode"
+)
+
+// Options tune a Conn; the zero value takes the defaults.
+type Options struct {
+	// MaxFrame bounds the body of a frame sent or received
+	// (DefaultMaxFrame). Both sides should agree; a receiver refuses a
+	// larger frame and the connection ends.
+	MaxFrame int
+	// WriteTimeout bounds each Send when positive, so that a writer never
+	// hangs on a peer that stopped reading (a cut network link keeps a
+	// TCP write blocked for minutes).
+	WriteTimeout time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxFrame <= 0 {
+		o.MaxFrame = DefaultMaxFrame
+	}
+	return o
+}
+
+// Conn exchanges typed messages over a net.Conn whose handshake is done.
+// One goroutine may Recv while others Send: sends are serialised, so a
+// frame is never interleaved with another. Recv is for one goroutine at a
+// time.
+type Conn struct {
+	nc      net.Conn
+	r       *bufio.Reader
+	opts    Options
+	version int
+
+	wmu  sync.Mutex
+	werr error // sticky: after a failed write the stream is out of step
+
+	rerr error // sticky; only the reading goroutine touches it
+}
+
+func newConn(nc net.Conn, opts Options) *Conn {
+	opts = opts.withDefaults()
+	return &Conn{nc: nc, r: bufio.NewReader(nc), opts: opts}
+}
+
+// Version is the protocol version the handshake chose.
+func (c *Conn) Version() int { return c.version }
+
+// Send writes m as one frame. After a failed Send (the peer went away, the
+// write timed out part way) every later Send fails with the same error:
+// the peer may have received part of a frame, so the stream cannot go on.
+func (c *Conn) Send(m Message) error {
+	body, err := Encode(m)
+	if err != nil {
+		return err
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.werr != nil {
+		return c.werr
+	}
+	if c.opts.WriteTimeout > 0 {
+		if err := c.nc.SetWriteDeadline(time.Now().Add(c.opts.WriteTimeout)); err != nil {
+			c.werr = err
+			return err
+		}
+	}
+	if err := writeFrame(c.nc, body, c.opts.MaxFrame); err != nil {
+		if !errcode.Is(err, errcode.HostFrameTooLarge) { // nothing was written: the stream is intact
+			c.werr = err
+		}
+		return err
+	}
+	return nil
+}
+
+// Recv reads the next message. io.EOF means the peer closed between
+// frames. A framing error (frame too large, connection cut inside a
+// frame, read deadline passed) is returned again by every later Recv, as
+// the stream is out of step; a frame that is whole but not a valid
+// message (unknown type, malformed JSON) fails only that Recv, with
+// errcode.HostProtocolError, and the caller decides whether to go on.
+func (c *Conn) Recv() (Message, error) {
+	return c.recvLimit(c.opts.MaxFrame)
+}
+
+// recvLimit is Recv with a frame limit of its own: the handshake reads an
+// unauthenticated peer's first frame with a small one.
+func (c *Conn) recvLimit(maxFrame int) (Message, error) {
+	if c.rerr != nil {
+		return nil, c.rerr
+	}
+	body, err := readFrame(c.r, maxFrame)
+	if err != nil {
+		c.rerr = err
+		return nil, err
+	}
+	return Decode(body)
+}
+
+// RecvBefore is Recv with a read deadline: if no whole frame arrives
+// before deadline it fails with an error satisfying os.IsTimeout (a
+// net.Error whose Timeout() is true), and the Conn can no longer be read
+// (part of a frame may have been consumed). It is the liveness check: a
+// peer that answers nothing, not even a Pong, within the deadline is
+// gone.
+func (c *Conn) RecvBefore(deadline time.Time) (Message, error) {
+	if c.rerr != nil {
+		return nil, c.rerr
+	}
+	if err := c.nc.SetReadDeadline(deadline); err != nil {
+		return nil, err
+	}
+	m, err := c.Recv()
+	if c.rerr == nil {
+		if derr := c.nc.SetReadDeadline(time.Time{}); derr != nil {
+			c.rerr = derr
+			return nil, derr
+		}
+	}
+	return m, err
+}
+
+// Close closes the underlying connection; a Recv or Send blocked in
+// another goroutine returns.
+func (c *Conn) Close() error { return c.nc.Close() }

@@ -1,0 +1,60 @@
+package hostproto
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/tether/tether/internal/errcode"
+)
+
+// Frame size bounds.
+const (
+	// DefaultMaxFrame bounds a frame's body unless a Config says
+	// otherwise: room for a large tool output or a long prompt, while a
+	// corrupted or hostile length cannot make a peer allocate gigabytes.
+	DefaultMaxFrame = 16 << 20
+	// frameHeader is the 4-byte big-endian body length before each body.
+	frameHeader = 4
+)
+
+// writeFrame writes body as one frame, header and body in a single Write
+// so that a frame is never interleaved with another writer's.
+func writeFrame(w io.Writer, body []byte, maxFrame int) error {
+	if len(body) > maxFrame {
+		return errcode.New(errcode.HostFrameTooLarge, "frame of %d bytes exceeds the limit of %d bytes", len(body), maxFrame)
+	}
+	buf := make([]byte, frameHeader+len(body))
+	binary.BigEndian.PutUint32(buf, uint32(len(body)))
+	copy(buf[frameHeader:], body)
+	_, err := w.Write(buf)
+	return err
+}
+
+// readFrame reads one frame's body. A clean end of stream before a frame
+// starts is io.EOF (the peer closed); an end inside a frame fails with
+// errcode.HostProtocolError, and a length past maxFrame with
+// errcode.HostFrameTooLarge without reading the body. After either the
+// stream is out of step and must be closed.
+func readFrame(r io.Reader, maxFrame int) ([]byte, error) {
+	var hdr [frameHeader]byte
+	if n, err := io.ReadFull(r, hdr[:]); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, errcode.Wrap(errcode.HostProtocolError, err, "connection ended inside a frame header (%d of %d bytes)", n, frameHeader)
+		}
+		return nil, err
+	}
+	size := binary.BigEndian.Uint32(hdr[:])
+	if uint64(size) > uint64(maxFrame) {
+		return nil, errcode.New(errcode.HostFrameTooLarge, "peer announced a frame of %d bytes, past the limit of %d bytes", size, maxFrame)
+	}
+	body := make([]byte, size)
+	if n, err := io.ReadFull(r, body); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, errcode.Wrap(errcode.HostProtocolError, io.ErrUnexpectedEOF, "connection ended inside a frame (%d of %d bytes)", n, size)
+		}
+		return nil, fmt.Errorf("hostproto: read frame body: %w", err)
+	}
+	return body, nil
+}

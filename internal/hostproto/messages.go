@@ -1,0 +1,271 @@
+package hostproto
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+
+	"github.com/tether/tether/internal/errcode"
+)
+
+// Type is a message's discriminator, the `type` member of its frame.
+type Type string
+
+// The message types. Existing values never change meaning; a new message
+// comes with a new protocol version, so a peer never receives a type its
+// negotiated version does not have.
+const (
+	TypeHello         Type = "hello"
+	TypeWelcome       Type = "welcome"
+	TypeRefused       Type = "refused"
+	TypeCommand       Type = "command"
+	TypeCommandResult Type = "command_result"
+	TypeRecord        Type = "record"
+	TypeAck           Type = "ack"
+	TypePing          Type = "ping"
+	TypePong          Type = "pong"
+)
+
+// Message is one protocol message: one Go type per message type.
+type Message interface {
+	// Type names the message on the wire.
+	Type() Type
+}
+
+// newMessage returns a zero message of type t for decoding, or nil if t is
+// not a message type.
+func newMessage(t Type) Message {
+	switch t {
+	case TypeHello:
+		return &Hello{}
+	case TypeWelcome:
+		return &Welcome{}
+	case TypeRefused:
+		return &Refused{}
+	case TypeCommand:
+		return &Command{}
+	case TypeCommandResult:
+		return &CommandResult{}
+	case TypeRecord:
+		return &Record{}
+	case TypeAck:
+		return &Ack{}
+	case TypePing:
+		return &Ping{}
+	case TypePong:
+		return &Pong{}
+	}
+	return nil
+}
+
+// Hello is the client's first frame: who it is, what it speaks, and its
+// credential. Its shape never changes incompatibly, so that any two
+// versions can at least tell each other that they do not match.
+type Hello struct {
+	// MinVersion and MaxVersion bound the protocol versions the client
+	// speaks (inclusive).
+	MinVersion int `json:"minVersion"`
+	MaxVersion int `json:"maxVersion"`
+	// Token is the shared secret the host was configured with.
+	Token         string `json:"token"`
+	DaemonID      string `json:"daemonId"`
+	DaemonVersion string `json:"daemonVersion"`
+}
+
+// LogValue keeps the token out of logs.
+func (h Hello) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.Int("minVersion", h.MinVersion), slog.Int("maxVersion", h.MaxVersion),
+		slog.String("daemonId", h.DaemonID), slog.String("daemonVersion", h.DaemonVersion))
+}
+
+// Welcome accepts a Hello: the version both sides speak from now on and
+// where the host's outbox stands, so the daemon knows what replay to ask.
+type Welcome struct {
+	Version     int    `json:"version"`
+	HostID      string `json:"hostId"`
+	HostVersion string `json:"hostVersion"`
+	// NextOffset is the offset the outbox's next record will get;
+	// FirstUnacked the oldest record the daemon has not acknowledged
+	// (equal to NextOffset when nothing is pending).
+	NextOffset   uint64 `json:"nextOffset"`
+	FirstUnacked uint64 `json:"firstUnacked"`
+}
+
+// Refused rejects a Hello; the host closes the connection after it.
+type Refused struct {
+	Code    errcode.Code `json:"code"`
+	Message string       `json:"message"`
+}
+
+// CommandKind is what a Command asks the host to do.
+type CommandKind string
+
+// The command kinds, one per operation the daemon drives on a host's agent.
+const (
+	CommandNew              CommandKind = "new"
+	CommandLoad             CommandKind = "load"
+	CommandResume           CommandKind = "resume"
+	CommandPrompt           CommandKind = "prompt"
+	CommandCancel           CommandKind = "cancel"
+	CommandPermissionAnswer CommandKind = "permission_answer"
+	CommandStop             CommandKind = "stop"
+	CommandSetMode          CommandKind = "set_mode"
+	CommandSetConfigOption  CommandKind = "set_config_option"
+)
+
+// Known reports whether k is a kind this version defines. The codec keeps
+// unknown kinds so that the host can answer them with an error result
+// instead of dropping the connection.
+func (k CommandKind) Known() bool {
+	switch k {
+	case CommandNew, CommandLoad, CommandResume, CommandPrompt, CommandCancel,
+		CommandPermissionAnswer, CommandStop, CommandSetMode, CommandSetConfigOption:
+		return true
+	}
+	return false
+}
+
+// Command asks the host to act on a session. ID is unique per command and
+// kept across retries, so a command resent after a reconnect is applied
+// once (see Dedup).
+type Command struct {
+	ID        string          `json:"id"`
+	Kind      CommandKind     `json:"kind"`
+	SessionID string          `json:"sessionId"`
+	Payload   json.RawMessage `json:"payload,omitempty"`
+}
+
+// CommandResult answers the Command with the same ID: Error when it
+// failed, else Result (possibly empty).
+type CommandResult struct {
+	ID     string          `json:"id"`
+	Error  *ErrorBody      `json:"error,omitempty"`
+	Result json.RawMessage `json:"result,omitempty"`
+}
+
+// ErrorBody is a domain error on the wire.
+type ErrorBody struct {
+	Code    errcode.Code `json:"code"`
+	Message string       `json:"message"`
+}
+
+// Err returns the result's error as an *errcode.Error, or nil.
+func (r CommandResult) Err() error {
+	if r.Error == nil {
+		return nil
+	}
+	return errcode.New(r.Error.Code, "%s", r.Error.Message)
+}
+
+// RecordKind is what an outbox record carries.
+type RecordKind string
+
+// The record kinds: what the host's agents produce for the daemon.
+const (
+	RecordUpdate  RecordKind = "update"
+	RecordRequest RecordKind = "request"
+	RecordExit    RecordKind = "exit"
+)
+
+// Known reports whether k is a kind this version defines.
+func (k RecordKind) Known() bool {
+	return k == RecordUpdate || k == RecordRequest || k == RecordExit
+}
+
+// Record is one outbox record sent to the daemon, which acknowledges it
+// (Ack) once it has committed it.
+type Record struct {
+	Offset    uint64          `json:"offset"`
+	SessionID string          `json:"sessionId"`
+	Kind      RecordKind      `json:"kind"`
+	Payload   json.RawMessage `json:"payload,omitempty"`
+}
+
+// Ack tells the host that the daemon committed every record up to Offset.
+type Ack struct {
+	Offset uint64 `json:"offset"`
+}
+
+// Ping asks the peer for a Pong with the same Nonce (liveness).
+type Ping struct {
+	Nonce uint64 `json:"nonce"`
+}
+
+// Pong answers the Ping with the same Nonce.
+type Pong struct {
+	Nonce uint64 `json:"nonce"`
+}
+
+// Type implements Message.
+func (*Hello) Type() Type { return TypeHello }
+
+// Type implements Message.
+func (*Welcome) Type() Type { return TypeWelcome }
+
+// Type implements Message.
+func (*Refused) Type() Type { return TypeRefused }
+
+// Type implements Message.
+func (*Command) Type() Type { return TypeCommand }
+
+// Type implements Message.
+func (*CommandResult) Type() Type { return TypeCommandResult }
+
+// Type implements Message.
+func (*Record) Type() Type { return TypeRecord }
+
+// Type implements Message.
+func (*Ack) Type() Type { return TypeAck }
+
+// Type implements Message.
+func (*Ping) Type() Type { return TypePing }
+
+// Type implements Message.
+func (*Pong) Type() Type { return TypePong }
+
+// Encode returns m's frame body: m's JSON object with the `type` member
+// first.
+func Encode(m Message) ([]byte, error) {
+	body, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("hostproto: encode %s: %w", m.Type(), err)
+	}
+	if len(body) < 2 || body[0] != '{' {
+		return nil, fmt.Errorf("hostproto: encode %s: not a JSON object: %s", m.Type(), body)
+	}
+	typ, _ := json.Marshal(m.Type()) // a string always marshals
+	out := make([]byte, 0, len(body)+len(typ)+9)
+	out = append(out, `{"type":`...)
+	out = append(out, typ...)
+	if rest := body[1:]; !bytes.Equal(rest, []byte("}")) {
+		out = append(out, ',')
+		out = append(out, rest...)
+	} else {
+		out = append(out, '}')
+	}
+	return out, nil
+}
+
+// Decode parses a frame body into its typed message. A body that is not a
+// JSON object with a known `type` fails with errcode.HostProtocolError.
+func Decode(body []byte) (Message, error) {
+	var head struct {
+		Type *Type `json:"type"`
+	}
+	if err := json.Unmarshal(body, &head); err != nil {
+		return nil, errcode.Wrap(errcode.HostProtocolError, err, "frame is not a JSON object")
+	}
+	if head.Type == nil {
+		return nil, errcode.New(errcode.HostProtocolError, "frame has no type")
+	}
+	m := newMessage(*head.Type)
+	if m == nil {
+		return nil, errcode.New(errcode.HostProtocolError, "unknown message type %q", *head.Type)
+	}
+	if err := json.Unmarshal(body, m); err != nil {
+		return nil, errcode.Wrap(errcode.HostProtocolError, err, "malformed %s message", *head.Type)
+	}
+	return m, nil
+}
