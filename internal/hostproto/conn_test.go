@@ -166,7 +166,7 @@ func TestRecvBefore(t *testing.T) {
 
 func TestSendErrors(t *testing.T) {
 	t.Run("too large is refused and the stream goes on", func(t *testing.T) {
-		a, b := connPair(t, Options{MaxFrame: 32})
+		a, b := connPair(t, Options{MaxFrame: 48})
 		err := a.Send(&Command{ID: "c", Kind: CommandPrompt, SessionID: strings.Repeat("s", 40)})
 		if !errcode.Is(err, errcode.HostFrameTooLarge) {
 			t.Fatalf("got %v, want %s", err, errcode.HostFrameTooLarge)

@@ -27,9 +27,8 @@
 // the peer yet) and answers with exactly one of
 //
 //   - Welcome: the highest version both speak, which the connection uses
-//     from then on, the host's id and build version, and its outbox's next
-//     and first unacknowledged offsets, from which the daemon decides what
-//     to replay;
+//     from then on, the host's id and build version, and the sessions it
+//     holds (an outbox each), which the daemon then attaches;
 //   - Refused{code, message}, after which the host closes: the token first
 //     (errcode.HostUnauthorized; compared in constant time, lengths
 //     hidden by hashing), then the frame (errcode.HostFrameTooLarge,
@@ -48,20 +47,31 @@
 //
 // # Messages after the handshake (version 1)
 //
-//   - Command (daemon → host): ID, Kind (new, load, resume, prompt, cancel,
-//     permission_answer, stop, set_mode, set_config_option), SessionID
-//     and a Kind-specific Payload. The ID is unique per command and kept
-//     when the daemon resends it after a reconnect; the host passes every
-//     command through Dedup, so a resent command is applied once and gets
-//     the first result.
-//   - CommandResult (host → daemon): the command's ID with an error (code
-//     and message) or a result.
-//   - Record (host → daemon): one outbox record — offset, session id,
-//     kind (update, request, exit) and payload — sent in offset order,
-//     after it is durable on the host (internal/outbox).
-//   - Ack (daemon → host): every record up to the offset is committed to
-//     the daemon's store; the host acknowledges it in its outbox, which
-//     then drops it.
+//   - Command (daemon → host): ID, Kind, SessionID (the daemon's session
+//     id) and the kind's payload (payloads.go). Kinds: start (launch a
+//     profile's agent and run the ACP handshake), attach (take up a
+//     session's record stream after the offset the daemon committed),
+//     status (what the host holds), and the agent's operations new, load,
+//     resume, prompt, cancel, permission_answer, stop, set_mode and
+//     set_config_option. The ID is unique per command and kept when the
+//     daemon resends it after a reconnect or a restart; the host passes
+//     every command through Dedup, so a resent command is applied once and
+//     gets the first result. A prompt's ID is derived from its turn, so
+//     that a daemon that restarted mid-turn resends it and waits for the
+//     turn's end instead of prompting again.
+//   - CommandResult (host → daemon): the command's ID with an error or a
+//     result. An error keeps the agent's JSON-RPC error (ErrorBody.RPC),
+//     so the daemon classifies it as it would a local agent's. A result is
+//     sent after every record its command produced (a prompt's updates, a
+//     load's replay).
+//   - Record (host → daemon): one record of a session's outbox — offset
+//     (from 1 per session), session id, kind (update, request,
+//     request_closed, exit) and payload — sent in offset order once it is
+//     durable on the host (internal/outbox). Exit is a session's last.
+//   - Ack (daemon → host): every record of the session up to the offset
+//     is committed to the daemon's store (the daemon keeps that offset in
+//     the same transaction); the host acknowledges it in the session's
+//     outbox, which then drops it.
 //   - Ping / Pong (either way): liveness; a Pong echoes its Ping's nonce.
 //     A side that hears nothing within its deadline (Conn.RecvBefore)
 //     treats the peer as gone and reconnects (daemon) or waits for the
@@ -70,13 +80,4 @@
 // Unknown command kinds decode (CommandKind.Known tells them apart) so
 // the host can answer them with an error result instead of dropping the
 // connection.
-//
-// # Later steps
-//
-// This package is the codec and handshake only. The host server will run
-// Server on each accepted connection, stream its outbox from the
-// daemon's acknowledged offset as Records, and run Commands through
-// Dedup. The daemon's executor will run Client on connect and reconnect,
-// resend commands without a result, commit Records to its event log
-// before Acking them, and ping the host while idle.
 package hostproto

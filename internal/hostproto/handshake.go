@@ -127,9 +127,9 @@ type ServerConfig struct {
 	HostVersion string
 	// Versions the host speaks; zero means Supported().
 	Versions Versions
-	// Offsets reports the outbox's next and first unacknowledged offsets
-	// when the Welcome is sent; nil reports 1 and 1 (an empty outbox).
-	Offsets func() (next, firstUnacked uint64)
+	// Sessions reports the sessions the host holds when the Welcome is
+	// sent; nil reports none.
+	Sessions func() []string
 	Options
 }
 
@@ -178,11 +178,10 @@ func Server(ctx context.Context, nc net.Conn, cfg ServerConfig) (*Conn, Hello, e
 		if !ok {
 			return refuse(c, errcode.New(errcode.HostProtocolMismatch, "daemon speaks protocol versions %s, host %s", dv, vs))
 		}
-		next, first := uint64(1), uint64(1)
-		if cfg.Offsets != nil {
-			next, first = cfg.Offsets()
+		w := &Welcome{Version: v, HostID: cfg.HostID, HostVersion: cfg.HostVersion}
+		if cfg.Sessions != nil {
+			w.Sessions = cfg.Sessions()
 		}
-		w := &Welcome{Version: v, HostID: cfg.HostID, HostVersion: cfg.HostVersion, NextOffset: next, FirstUnacked: first}
 		if err := c.Send(w); err != nil {
 			return fmt.Errorf("hostproto: send welcome: %w", err)
 		}

@@ -22,7 +22,7 @@ func clientConfig() ClientConfig {
 
 func serverConfig() ServerConfig {
 	return ServerConfig{Token: testToken, HostID: "host-1", HostVersion: "v1.2.4",
-		Offsets: func() (uint64, uint64) { return 120, 100 }}
+		Sessions: func() []string { return []string{"s1", "s2"} }}
 }
 
 // side is what one side's handshake returned.
@@ -102,8 +102,8 @@ func TestHandshakeAccepts(t *testing.T) {
 			if client.err != nil || server.err != nil {
 				t.Fatalf("handshake: client %v, server %v", client.err, server.err)
 			}
-			wantW := Welcome{Version: tc.wantVersion, HostID: "host-1", HostVersion: "v1.2.4", NextOffset: 120, FirstUnacked: 100}
-			if client.welcome != wantW {
+			wantW := Welcome{Version: tc.wantVersion, HostID: "host-1", HostVersion: "v1.2.4", Sessions: []string{"s1", "s2"}}
+			if !reflect.DeepEqual(client.welcome, wantW) {
 				t.Fatalf("welcome: got %+v, want %+v", client.welcome, wantW)
 			}
 			cv := tc.client.orSupported()

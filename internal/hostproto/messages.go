@@ -81,16 +81,14 @@ func (h Hello) LogValue() slog.Value {
 }
 
 // Welcome accepts a Hello: the version both sides speak from now on and
-// where the host's outbox stands, so the daemon knows what replay to ask.
+// the sessions the host holds, so that the daemon knows which it can
+// attach (CommandAttach) and which its host lost.
 type Welcome struct {
 	Version     int    `json:"version"`
 	HostID      string `json:"hostId"`
 	HostVersion string `json:"hostVersion"`
-	// NextOffset is the offset the outbox's next record will get;
-	// FirstUnacked the oldest record the daemon has not acknowledged
-	// (equal to NextOffset when nothing is pending).
-	NextOffset   uint64 `json:"nextOffset"`
-	FirstUnacked uint64 `json:"firstUnacked"`
+	// Sessions are the daemon session ids the host has an outbox for.
+	Sessions []string `json:"sessions,omitempty"`
 }
 
 // Refused rejects a Hello; the host closes the connection after it.
@@ -104,6 +102,9 @@ type CommandKind string
 
 // The command kinds, one per operation the daemon drives on a host's agent.
 const (
+	CommandStart            CommandKind = "start"
+	CommandAttach           CommandKind = "attach"
+	CommandStatus           CommandKind = "status"
 	CommandNew              CommandKind = "new"
 	CommandLoad             CommandKind = "load"
 	CommandResume           CommandKind = "resume"
@@ -120,16 +121,17 @@ const (
 // instead of dropping the connection.
 func (k CommandKind) Known() bool {
 	switch k {
-	case CommandNew, CommandLoad, CommandResume, CommandPrompt, CommandCancel,
+	case CommandStart, CommandAttach, CommandStatus, CommandNew, CommandLoad, CommandResume, CommandPrompt, CommandCancel,
 		CommandPermissionAnswer, CommandStop, CommandSetMode, CommandSetConfigOption:
 		return true
 	}
 	return false
 }
 
-// Command asks the host to act on a session. ID is unique per command and
-// kept across retries, so a command resent after a reconnect is applied
-// once (see Dedup).
+// Command asks the host to act on a session (SessionID, the daemon's
+// session id; empty for CommandStatus). ID is unique per command and kept
+// across retries, so a command resent after a reconnect is applied once
+// (see Dedup). Payload is the kind's payload type (payloads.go).
 type Command struct {
 	ID        string          `json:"id"`
 	Kind      CommandKind     `json:"kind"`
@@ -145,18 +147,23 @@ type CommandResult struct {
 	Result json.RawMessage `json:"result,omitempty"`
 }
 
-// ErrorBody is a domain error on the wire.
+// ErrorBody is a domain error on the wire. RPC, when set, is the agent's
+// own JSON-RPC error the command failed with, and Auth says it failed in
+// the start's authenticate; CommandResult.Err rebuilds both, so that the
+// daemon handles a host's agent's errors as it would a local one's.
 type ErrorBody struct {
 	Code    errcode.Code `json:"code"`
 	Message string       `json:"message"`
+	RPC     *RPCError    `json:"rpc,omitempty"`
+	Auth    *AuthFailure `json:"auth,omitempty"`
 }
 
-// Err returns the result's error as an *errcode.Error, or nil.
+// Err returns the result's error, or nil: see ErrorBody.Error.
 func (r CommandResult) Err() error {
 	if r.Error == nil {
 		return nil
 	}
-	return errcode.New(r.Error.Code, "%s", r.Error.Message)
+	return r.Error.Error()
 }
 
 // RecordKind is what an outbox record carries.
@@ -164,18 +171,20 @@ type RecordKind string
 
 // The record kinds: what the host's agents produce for the daemon.
 const (
-	RecordUpdate  RecordKind = "update"
-	RecordRequest RecordKind = "request"
-	RecordExit    RecordKind = "exit"
+	RecordUpdate        RecordKind = "update"
+	RecordRequest       RecordKind = "request"
+	RecordRequestClosed RecordKind = "request_closed"
+	RecordExit          RecordKind = "exit"
 )
 
 // Known reports whether k is a kind this version defines.
 func (k RecordKind) Known() bool {
-	return k == RecordUpdate || k == RecordRequest || k == RecordExit
+	return k == RecordUpdate || k == RecordRequest || k == RecordRequestClosed || k == RecordExit
 }
 
 // Record is one outbox record sent to the daemon, which acknowledges it
-// (Ack) once it has committed it.
+// (Ack) once it has committed it. Each session has an outbox of its own on
+// the host, so Offset counts from 1 per session.
 type Record struct {
 	Offset    uint64          `json:"offset"`
 	SessionID string          `json:"sessionId"`
@@ -183,9 +192,11 @@ type Record struct {
 	Payload   json.RawMessage `json:"payload,omitempty"`
 }
 
-// Ack tells the host that the daemon committed every record up to Offset.
+// Ack tells the host that the daemon committed every record of the
+// session up to Offset.
 type Ack struct {
-	Offset uint64 `json:"offset"`
+	SessionID string `json:"sessionId"`
+	Offset    uint64 `json:"offset"`
 }
 
 // Ping asks the peer for a Pong with the same Nonce (liveness).

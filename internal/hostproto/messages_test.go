@@ -13,7 +13,7 @@ import (
 func everyMessage() []Message {
 	return []Message{
 		&Hello{MinVersion: 1, MaxVersion: 2, Token: "s3cret", DaemonID: "d-1", DaemonVersion: "v0.9.0"},
-		&Welcome{Version: 1, HostID: "h-1", HostVersion: "v0.9.0", NextOffset: 42, FirstUnacked: 17},
+		&Welcome{Version: 1, HostID: "h-1", HostVersion: "v0.9.0", Sessions: []string{"s-1", "s-2"}},
 		&Refused{Code: errcode.HostUnauthorized, Message: "wrong token"},
 		&Command{ID: "c-1", Kind: CommandPrompt, SessionID: "s-1", Payload: json.RawMessage(`{"text":"hi"}`)},
 		&CommandResult{ID: "c-1", Result: json.RawMessage(`{"stopReason":"end_turn"}`)},
