@@ -23,6 +23,13 @@ type PermissionRequest struct {
 	SessionID string
 	Tool      ToolCall
 	Options   []PermissionOption
+	// ID is the executor host's number for the request, unique on that
+	// host, and Offset its position in the host's outbox; both are empty
+	// for an agent that is the daemon's own child. A request with an ID
+	// may reach the daemon again after a restart (still pending on the
+	// host): the daemon keeps one permission for it, under that id.
+	ID     string
+	Offset uint64
 }
 
 // PermissionOutcome is the user's answer: an option, or cancelled.

@@ -40,6 +40,11 @@ type Update struct {
 	// Data carries the payload of the other kinds: plan entries, the
 	// command list, the mode id, config options, session info, usage.
 	Data json.RawMessage
+	// Offset is the update's position in its executor host's outbox for
+	// the session (internal/hostproto), 0 for an agent that is the
+	// daemon's own child. The daemon stores it with what it commits for
+	// the update, so that a replay after a restart skips what it has.
+	Offset uint64
 }
 
 // ToolCall is a tool call start or update; nil/empty fields were not sent.
