@@ -70,7 +70,19 @@ const (
 	HostProtocolError Code = "host_protocol_error"
 	// HostFrameTooLarge: a frame announced more bytes than the receiver's
 	// limit; the connection cannot continue.
-	HostFrameTooLarge    Code = "host_frame_too_large"
+	HostFrameTooLarge Code = "host_frame_too_large"
+	// HostSessionUnknown: the host holds no such session (it never
+	// started it, or dropped it once its exit was acknowledged).
+	HostSessionUnknown Code = "host_session_unknown"
+	// ExecutorUnavailable: the session's executor host cannot be reached
+	// right now; the daemon is reconnecting (retry later).
+	ExecutorUnavailable Code = "executor_unavailable"
+	// ExecutorLost: the host stayed unreachable past the reconnect
+	// deadline; its sessions took the interruption path.
+	ExecutorLost Code = "executor_lost"
+	// ExecutorNotFound: a session asked for an executor (runtime or remote
+	// host name) that this daemon is not configured with.
+	ExecutorNotFound     Code = "executor_not_found"
 	DatabaseTooNew       Code = "database_too_new"
 	ValidationFailed     Code = "validation_failed"
 	UnsupportedMediaType Code = "unsupported_media_type"
