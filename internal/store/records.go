@@ -111,8 +111,12 @@ type ExecutorStatus string
 const (
 	ExecutorStarting ExecutorStatus = "starting"
 	ExecutorReady    ExecutorStatus = "ready"
-	ExecutorError    ExecutorStatus = "error"
-	ExecutorStopped  ExecutorStatus = "stopped"
+	// ExecutorReconnecting: the agent runs in an executor host the daemon
+	// has lost its connection to (a daemon restart, a network cut); the
+	// daemon is reconnecting, and the turn goes on on the host.
+	ExecutorReconnecting ExecutorStatus = "reconnecting"
+	ExecutorError        ExecutorStatus = "error"
+	ExecutorStopped      ExecutorStatus = "stopped"
 )
 
 // Runtime says where an agent process lives.
@@ -180,7 +184,14 @@ type Executor struct {
 	Status           ExecutorStatus
 	AgentExecutionID string
 	PID              int
-	HostURL          string
+	// Host names the executor host the agent runs in: "local" for the
+	// detached runtime, a configured name for a remote one, "" for
+	// standalone.
+	Host string
+	// HostOffset is the last record of the host's outbox for this session
+	// that the daemon has committed. Only SetExecutorOffset writes it (in
+	// the transaction of what the record caused); UpdateExecutor leaves it.
+	HostOffset uint64
 	// ResumeToken is the agent's ACP session id.
 	ResumeToken           string
 	SupportsSessionResume bool

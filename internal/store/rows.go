@@ -113,7 +113,8 @@ type executorRow struct {
 	Status                string  `gorm:"column:status"`
 	AgentExecutionID      string  `gorm:"column:agent_execution_id"`
 	PID                   int     `gorm:"column:pid"`
-	HostURL               string  `gorm:"column:host_url"`
+	Host                  string  `gorm:"column:host"`
+	HostOffset            uint64  `gorm:"column:host_offset"`
 	ResumeToken           string  `gorm:"column:resume_token"`
 	SupportsSessionResume bool    `gorm:"column:supports_session_resume"`
 	SupportsLoad          bool    `gorm:"column:supports_load"`
@@ -134,7 +135,7 @@ func (executorRow) TableName() string { return "executors_running" }
 func fromExecutor(e Executor) executorRow {
 	return executorRow{
 		SessionID: e.SessionID, Runtime: string(e.Runtime), Status: string(e.Status),
-		AgentExecutionID: e.AgentExecutionID, PID: e.PID, HostURL: e.HostURL,
+		AgentExecutionID: e.AgentExecutionID, PID: e.PID, Host: e.Host, HostOffset: e.HostOffset,
 		ResumeToken:           e.ResumeToken,
 		SupportsSessionResume: e.SupportsSessionResume, SupportsLoad: e.SupportsLoad,
 		SupportsWorkspaceOnly: e.SupportsWorkspaceOnly,
@@ -148,7 +149,7 @@ func fromExecutor(e Executor) executorRow {
 func toExecutor(r executorRow) Executor {
 	return Executor{
 		SessionID: r.SessionID, Runtime: Runtime(r.Runtime), Status: ExecutorStatus(r.Status),
-		AgentExecutionID: r.AgentExecutionID, PID: r.PID, HostURL: r.HostURL,
+		AgentExecutionID: r.AgentExecutionID, PID: r.PID, Host: r.Host, HostOffset: r.HostOffset,
 		ResumeToken:           r.ResumeToken,
 		SupportsSessionResume: r.SupportsSessionResume, SupportsLoad: r.SupportsLoad,
 		SupportsWorkspaceOnly: r.SupportsWorkspaceOnly,

@@ -73,7 +73,7 @@ func seedDistinct(t *testing.T, s *store.Store) store.Session {
 		t.Fatal(err)
 	}
 	if err := s.UpdateExecutor(ctx, store.Executor{SessionID: sess.ID, Runtime: store.RuntimeStandalone, Status: store.ExecutorReady,
-		AgentExecutionID: "ae", PID: 42, HostURL: "hu", ResumeToken: "rt", SupportsSessionResume: true, SupportsLoad: true,
+		AgentExecutionID: "ae", PID: 42, Host: "hu", HostOffset: 7, ResumeToken: "rt", SupportsSessionResume: true, SupportsLoad: true,
 		SupportsWorkspaceOnly: true, WorktreePath: "wp", WorktreeBranch: "wb", LastSeenAt: at(9), ErrorMessage: "em",
 		ErrorCode: "ec", ErrorProfile: "ep", ExitCode: &code, ExitSignal: "sig"}); err != nil {
 		t.Fatal(err)

@@ -295,16 +295,25 @@ func (s *Store) ExecutorsOf(ctx context.Context, sessionIDs []string) (map[strin
 	return out, nil
 }
 
-// UpdateExecutor replaces every column of the session's executor row with e
-// (read-modify-write is the caller's job, inside its session actor) and
-// stamps UpdatedAt.
+// UpdateExecutor replaces every column of the session's executor row but
+// host_offset with e (read-modify-write is the caller's job, inside its
+// session actor) and stamps UpdatedAt.
 func (s *Store) UpdateExecutor(ctx context.Context, e Executor) error {
 	e.UpdatedAt = now()
 	r := fromExecutor(e)
 	return updateRow(s.db.WithContext(ctx), "update executor", func() error { return sessionNotFound(e.SessionID) },
-		updateExecutorSQL, r.Runtime, r.Status, r.AgentExecutionID, r.PID, r.HostURL, r.ResumeToken,
+		updateExecutorSQL, r.Runtime, r.Status, r.AgentExecutionID, r.PID, r.Host, r.ResumeToken,
 		r.SupportsSessionResume, r.SupportsLoad, r.SupportsWorkspaceOnly, r.WorktreePath, r.WorktreeBranch,
 		r.LastSeenAt, r.ErrorMessage, r.ErrorCode, r.ErrorProfile, r.ExitCode, r.ExitSignal, r.UpdatedAt, e.SessionID)
+}
+
+// SetExecutorOffset records that the daemon has committed the records of
+// the session's host outbox up to offset; it runs in the transaction of
+// what the last of them caused (0 resets it for a new agent, whose outbox
+// starts again at 1).
+func (s *Store) SetExecutorOffset(ctx context.Context, sessionID string, offset uint64) error {
+	return updateRow(s.db.WithContext(ctx), "set executor offset", func() error { return sessionNotFound(sessionID) },
+		executorOffsetSQL, offset, sessionID)
 }
 
 // ListExecutorsByStatus returns the executor rows in one of statuses (all

@@ -301,7 +301,7 @@ func TestExecutorRoundTrip(t *testing.T) {
 	code := 0
 	want := store.Executor{
 		SessionID: sess.ID, Runtime: store.RuntimeDetached, Status: store.ExecutorReady,
-		AgentExecutionID: "exec-1", PID: 4242, HostURL: "unix:///run/host.sock",
+		AgentExecutionID: "exec-1", PID: 4242, Host: "gpu-1", HostOffset: 0,
 		ResumeToken: "acp-session-1", SupportsSessionResume: true, SupportsLoad: true,
 		SupportsWorkspaceOnly: true, WorktreePath: "/wt/a", WorktreeBranch: "tether/a",
 		LastSeenAt: &seen, ErrorMessage: "none", ExitCode: &code, ExitSignal: "SIGTERM",
@@ -351,5 +351,43 @@ func TestExecutorRoundTrip(t *testing.T) {
 	}
 	if len(list) != 2 {
 		t.Errorf("ListExecutorsByStatus(): got %d rows, want 2", len(list))
+	}
+}
+
+func TestExecutorOffset(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	sess := mustSession(t, s, mustTask(t, s).ID)
+	offset := func() uint64 {
+		t.Helper()
+		e, err := s.GetExecutor(ctx, sess.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e.HostOffset
+	}
+	if err := s.SetExecutorOffset(ctx, sess.ID, 41); err != nil {
+		t.Fatalf("SetExecutorOffset: %v", err)
+	}
+	if got := offset(); got != 41 {
+		t.Fatalf("got offset %d, want 41", got)
+	}
+	// A full update written from an older copy keeps the offset: only the
+	// record's own transaction moves it.
+	if err := s.UpdateExecutor(ctx, store.Executor{SessionID: sess.ID, Runtime: store.RuntimeDetached,
+		Status: store.ExecutorReconnecting, Host: "local", HostOffset: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if got := offset(); got != 41 {
+		t.Errorf("after UpdateExecutor: got offset %d, want 41", got)
+	}
+	if err := s.SetExecutorOffset(ctx, sess.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := offset(); got != 0 {
+		t.Errorf("after reset: got offset %d, want 0", got)
+	}
+	if err := s.SetExecutorOffset(ctx, "no-such-session", 1); !errcode.Is(err, errcode.SessionNotFound) {
+		t.Errorf("unknown session: got %v, want %s", err, errcode.SessionNotFound)
 	}
 }

@@ -16,10 +16,11 @@ const (
 		cancel_requested = ?, context_injected = ?, started_at = ?, delivered_at = ?, ended_at = ?
 		WHERE session_id = ? AND prompt_id = ?`
 	updateExecutorSQL = `UPDATE executors_running SET runtime = ?, status = ?, agent_execution_id = ?, pid = ?,
-		host_url = ?, resume_token = ?, supports_session_resume = ?, supports_load = ?, supports_workspace_only = ?,
+		host = ?, resume_token = ?, supports_session_resume = ?, supports_load = ?, supports_workspace_only = ?,
 		worktree_path = ?, worktree_branch = ?, last_seen_at = ?, error_message = ?, error_code = ?,
 		error_profile = ?, exit_code = ?, exit_signal = ?, updated_at = ?
 		WHERE session_id = ?`
+	executorOffsetSQL     = `UPDATE executors_running SET host_offset = ? WHERE session_id = ?`
 	sessionStateSQL       = `UPDATE sessions SET state = ?, updated_at = ?, closed_at = NULL WHERE id = ?`
 	sessionClosedStateSQL = `UPDATE sessions SET state = ?, updated_at = ?2, closed_at = COALESCE(closed_at, ?2) WHERE id = ?3`
 	sessionQueueHeldSQL   = `UPDATE sessions SET queue_held = ?, updated_at = ? WHERE id = ?`
@@ -31,7 +32,7 @@ const (
 )
 
 // updateStatements are the statements prepareOnPool prepares at Open.
-var updateStatements = []string{updateTurnSQL, updateExecutorSQL, sessionStateSQL, sessionClosedStateSQL,
+var updateStatements = []string{updateTurnSQL, updateExecutorSQL, executorOffsetSQL, sessionStateSQL, sessionClosedStateSQL,
 	sessionQueueHeldSQL, taskStateSQL, taskFollowSQL}
 
 // updateRow runs one of the statements above, which updates one row, and
