@@ -173,12 +173,55 @@ func (e ExecutorRuntime) Valid() bool {
 	}
 }
 
+// Defines values for ExecutorHostRuntime.
+const (
+	ExecutorHostRuntimeDetached ExecutorHostRuntime = "detached"
+	ExecutorHostRuntimeRemote   ExecutorHostRuntime = "remote"
+)
+
+// Valid indicates whether the value is a known member of the ExecutorHostRuntime enum.
+func (e ExecutorHostRuntime) Valid() bool {
+	switch e {
+	case ExecutorHostRuntimeDetached:
+		return true
+	case ExecutorHostRuntimeRemote:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExecutorHostState.
+const (
+	ExecutorHostStateConnected    ExecutorHostState = "connected"
+	ExecutorHostStateConnecting   ExecutorHostState = "connecting"
+	ExecutorHostStateLost         ExecutorHostState = "lost"
+	ExecutorHostStateReconnecting ExecutorHostState = "reconnecting"
+)
+
+// Valid indicates whether the value is a known member of the ExecutorHostState enum.
+func (e ExecutorHostState) Valid() bool {
+	switch e {
+	case ExecutorHostStateConnected:
+		return true
+	case ExecutorHostStateConnecting:
+		return true
+	case ExecutorHostStateLost:
+		return true
+	case ExecutorHostStateReconnecting:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ExecutorStatus.
 const (
-	ExecutorStatusError    ExecutorStatus = "error"
-	ExecutorStatusReady    ExecutorStatus = "ready"
-	ExecutorStatusStarting ExecutorStatus = "starting"
-	ExecutorStatusStopped  ExecutorStatus = "stopped"
+	ExecutorStatusError        ExecutorStatus = "error"
+	ExecutorStatusReady        ExecutorStatus = "ready"
+	ExecutorStatusReconnecting ExecutorStatus = "reconnecting"
+	ExecutorStatusStarting     ExecutorStatus = "starting"
+	ExecutorStatusStopped      ExecutorStatus = "stopped"
 )
 
 // Valid indicates whether the value is a known member of the ExecutorStatus enum.
@@ -187,6 +230,8 @@ func (e ExecutorStatus) Valid() bool {
 	case ExecutorStatusError:
 		return true
 	case ExecutorStatusReady:
+		return true
+	case ExecutorStatusReconnecting:
 		return true
 	case ExecutorStatusStarting:
 		return true
@@ -1280,23 +1325,88 @@ type EventCommon struct {
 // Executor defines model for Executor.
 type Executor struct {
 	// AgentExecutionId Names one execution (one start of the session's agent): a UUID, new at every start, never reused.
-	AgentExecutionId *string    `json:"agentExecutionId,omitempty"`
-	ErrorMessage     *string    `json:"errorMessage,omitempty"`
-	ExitCode         *int       `json:"exitCode,omitempty"`
-	ExitSignal       *string    `json:"exitSignal,omitempty"`
-	LastSeenAt       *time.Time `json:"lastSeenAt,omitempty"`
-	Pid              *int       `json:"pid,omitempty"`
+	AgentExecutionId *string `json:"agentExecutionId,omitempty"`
+	ErrorMessage     *string `json:"errorMessage,omitempty"`
+	ExitCode         *int    `json:"exitCode,omitempty"`
+	ExitSignal       *string `json:"exitSignal,omitempty"`
+
+	// Host The executor host: local for detached, the configured name for remote; absent for standalone.
+	Host       *string    `json:"host,omitempty"`
+	LastSeenAt *time.Time `json:"lastSeenAt,omitempty"`
+	Pid        *int       `json:"pid,omitempty"`
 
 	// ResumeToken The agent's ACP session id.
 	ResumeToken *string         `json:"resumeToken,omitempty"`
 	Runtime     ExecutorRuntime `json:"runtime"`
-	Status      ExecutorStatus  `json:"status"`
+
+	// Status reconnecting: the agent runs in an executor host the daemon has lost its connection to (a daemon restart, a network cut) and is reconnecting to; the turn goes on on the host.
+	Status ExecutorStatus `json:"status"`
 }
 
 // ExecutorRuntime defines model for Executor.Runtime.
 type ExecutorRuntime string
 
-// ExecutorStatus defines model for ExecutorStatus.
+// ExecutorHost defines model for ExecutorHost.
+type ExecutorHost struct {
+	// Address Where the daemon reaches it: the unix socket or the host:port.
+	Address *string `json:"address,omitempty"`
+
+	// ErrorCode Why the last connection attempt failed (host_unauthorized, host_protocol_mismatch, ...).
+	ErrorCode    *string `json:"errorCode,omitempty"`
+	ErrorMessage *string `json:"errorMessage,omitempty"`
+	HostId       *string `json:"hostId,omitempty"`
+
+	// HostVersion The host's tetherd build version.
+	HostVersion *string `json:"hostVersion,omitempty"`
+
+	// LastContactAt Last frame received from the host.
+	LastContactAt *time.Time `json:"lastContactAt,omitempty"`
+
+	// Name local for the detached runtime's host, else the name in the daemon's hosts config.
+	Name        string `json:"name"`
+	OutboxBytes *int64 `json:"outboxBytes,omitempty"`
+
+	// OutboxRecords Records of all its sessions the daemon has not acknowledged yet.
+	OutboxRecords *int64 `json:"outboxRecords,omitempty"`
+
+	// ProtocolVersion The host protocol version negotiated on the current connection.
+	ProtocolVersion *int                `json:"protocolVersion,omitempty"`
+	Runtime         ExecutorHostRuntime `json:"runtime"`
+
+	// Sessions The sessions the host holds (empty while it is not connected).
+	Sessions  []ExecutorHostSession `json:"sessions"`
+	StartedAt *time.Time            `json:"startedAt,omitempty"`
+
+	// State connecting: not reached yet since tetherd started; reconnecting: the connection broke and is being retried; lost: unreachable past the reconnect deadline (its sessions were interrupted with executor_lost).
+	State ExecutorHostState `json:"state"`
+}
+
+// ExecutorHostRuntime defines model for ExecutorHost.Runtime.
+type ExecutorHostRuntime string
+
+// ExecutorHostState connecting: not reached yet since tetherd started; reconnecting: the connection broke and is being retried; lost: unreachable past the reconnect deadline (its sessions were interrupted with executor_lost).
+type ExecutorHostState string
+
+// ExecutorHostList defines model for ExecutorHostList.
+type ExecutorHostList struct {
+	Hosts []ExecutorHost `json:"hosts"`
+}
+
+// ExecutorHostSession defines model for ExecutorHostSession.
+type ExecutorHostSession struct {
+	// Exited The agent ended; its exit is not acknowledged yet.
+	Exited        bool   `json:"exited"`
+	OutboxBytes   int64  `json:"outboxBytes"`
+	OutboxRecords int64  `json:"outboxRecords"`
+	Pid           *int   `json:"pid,omitempty"`
+	ProfileId     string `json:"profileId"`
+
+	// Running A prompt is in flight.
+	Running   bool   `json:"running"`
+	SessionId string `json:"sessionId"`
+}
+
+// ExecutorStatus reconnecting: the agent runs in an executor host the daemon has lost its connection to (a daemon restart, a network cut) and is reconnecting to; the turn goes on on the host.
 type ExecutorStatus string
 
 // ExecutorStatusData defines model for ExecutorStatusData.
@@ -1305,15 +1415,18 @@ type ExecutorStatusData struct {
 	Error            *string `json:"error,omitempty"`
 
 	// ErrorCode Stable code of the failure when status is error, e.g. agent_auth_required.
-	ErrorCode  *string        `json:"errorCode,omitempty"`
-	ExitCode   *int           `json:"exitCode,omitempty"`
-	ExitSignal *string        `json:"exitSignal,omitempty"`
-	Pid        *int           `json:"pid,omitempty"`
-	PromptId   *string        `json:"promptId,omitempty"`
-	Runtime    *string        `json:"runtime,omitempty"`
-	SessionId  *string        `json:"sessionId,omitempty"`
-	Status     ExecutorStatus `json:"status"`
-	TaskId     *string        `json:"taskId,omitempty"`
+	ErrorCode  *string `json:"errorCode,omitempty"`
+	ExitCode   *int    `json:"exitCode,omitempty"`
+	ExitSignal *string `json:"exitSignal,omitempty"`
+	Host       *string `json:"host,omitempty"`
+	Pid        *int    `json:"pid,omitempty"`
+	PromptId   *string `json:"promptId,omitempty"`
+	Runtime    *string `json:"runtime,omitempty"`
+	SessionId  *string `json:"sessionId,omitempty"`
+
+	// Status reconnecting: the agent runs in an executor host the daemon has lost its connection to (a daemon restart, a network cut) and is reconnecting to; the turn goes on on the host.
+	Status ExecutorStatus `json:"status"`
+	TaskId *string        `json:"taskId,omitempty"`
 }
 
 // Health Which tetherd answers. `apiVersion` is this contract's `info.version`
@@ -1737,7 +1850,10 @@ type SessionCreate struct {
 	AgentProfileId string `json:"agentProfileId"`
 
 	// Cwd Absolute path of an existing directory; symlinks are resolved. 400 `invalid_cwd` when it is not one; 400 `cwd_refused` for a system directory (`/`, `/etc`, `/usr`, `/var`, everything under `/dev`, `/proc`, `/sys`, ...) unless tetherd runs with `--allow-cwd`.
-	Cwd           string  `json:"cwd"`
+	Cwd string `json:"cwd"`
+
+	// Executor Where the agent runs: `standalone` (a child of tetherd; a restart of tetherd interrupts its turns), `detached` (the local executor host, which outlives tetherd) or the name of a remote host in tetherd's hosts config. Default: the agent profile's `executor`, else tetherd's `--executor`. 400 `executor_not_found` for a name tetherd is not configured with.
+	Executor      *string `json:"executor,omitempty"`
 	InitialPrompt *Prompt `json:"initialPrompt,omitempty"`
 
 	// PromptId Client-chosen turn id; repeating it is idempotent.
@@ -1895,8 +2011,10 @@ type SessionStatus struct {
 	// ErrorCode Stable code of the last agent start failure, e.g. `agent_auth_required`
 	// (the agent asks for credentials: see `errorMessage` for what to set)
 	// or `agent_start_failed`.
-	ErrorCode               *string        `json:"errorCode,omitempty"`
-	ErrorMessage            *string        `json:"errorMessage,omitempty"`
+	ErrorCode    *string `json:"errorCode,omitempty"`
+	ErrorMessage *string `json:"errorMessage,omitempty"`
+
+	// ExecutorStatus reconnecting: the agent runs in an executor host the daemon has lost its connection to (a daemon restart, a network cut) and is reconnecting to; the turn goes on on the host.
 	ExecutorStatus          ExecutorStatus `json:"executorStatus"`
 	HistoryContextInjection *bool          `json:"historyContextInjection,omitempty"`
 	IsAgentRunning          bool           `json:"isAgentRunning"`
@@ -3970,6 +4088,9 @@ type ServerInterface interface {
 	// CreateStreamTicket A short-lived ticket that opens one event stream without the bearer token.
 	// (POST /events/tickets)
 	CreateStreamTicket(ctx echo.Context) error
+	// ListExecutors Executor hosts (the local detached host and the configured remote ones) as this daemon sees them.
+	// (GET /executors)
+	ListExecutors(ctx echo.Context) error
 	// GetHealth Liveness and readiness.
 	// (GET /health)
 	GetHealth(ctx echo.Context) error
@@ -4130,6 +4251,15 @@ func (w *ServerInterfaceWrapper) CreateStreamTicket(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.CreateStreamTicket(ctx)
+	return err
+}
+
+// ListExecutors converts echo context to params.
+func (w *ServerInterfaceWrapper) ListExecutors(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListExecutors(ctx)
 	return err
 }
 
@@ -4648,6 +4778,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/tasks/:id", wrapper.GetTask, options.OperationMiddlewares["getTask"]...)
 	router.PATCH(options.BaseURL+"/tasks/:id", wrapper.UpdateTask, options.OperationMiddlewares["updateTask"]...)
 	router.GET(options.BaseURL+"/agents", wrapper.ListAgents, options.OperationMiddlewares["listAgents"]...)
+	router.GET(options.BaseURL+"/executors", wrapper.ListExecutors, options.OperationMiddlewares["listExecutors"]...)
 	router.POST(options.BaseURL+"/session", wrapper.CreateSession, options.OperationMiddlewares["createSession"]...)
 	router.GET(options.BaseURL+"/sessions", wrapper.ListSessions, options.OperationMiddlewares["listSessions"]...)
 	router.DELETE(options.BaseURL+"/session/:id", wrapper.CloseSession, options.OperationMiddlewares["closeSession"]...)
@@ -4934,6 +5065,60 @@ type CreateStreamTicketdefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response CreateStreamTicketdefaultApplicationProblemPlusJSONResponse) VisitCreateStreamTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListExecutorsRequestObject struct {
+}
+
+type ListExecutorsResponseObject interface {
+	VisitListExecutorsResponse(w http.ResponseWriter) error
+}
+
+type ListExecutors200JSONResponse ExecutorHostList
+
+func (response ListExecutors200JSONResponse) VisitListExecutorsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListExecutors401ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ListExecutors401ApplicationProblemPlusJSONResponse) VisitListExecutorsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListExecutorsdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ListExecutorsdefaultApplicationProblemPlusJSONResponse) VisitListExecutorsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -7069,6 +7254,9 @@ type StrictServerInterface interface {
 	// CreateStreamTicket A short-lived ticket that opens one event stream without the bearer token.
 	// (POST /events/tickets)
 	CreateStreamTicket(ctx context.Context, request CreateStreamTicketRequestObject) (CreateStreamTicketResponseObject, error)
+	// ListExecutors Executor hosts (the local detached host and the configured remote ones) as this daemon sees them.
+	// (GET /executors)
+	ListExecutors(ctx context.Context, request ListExecutorsRequestObject) (ListExecutorsResponseObject, error)
 	// GetHealth Liveness and readiness.
 	// (GET /health)
 	GetHealth(ctx context.Context, request GetHealthRequestObject) (GetHealthResponseObject, error)
@@ -7246,6 +7434,29 @@ func (sh *strictHandler) CreateStreamTicket(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(CreateStreamTicketResponseObject); ok {
 		return validResponse.VisitCreateStreamTicketResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListExecutors operation middleware
+func (sh *strictHandler) ListExecutors(ctx echo.Context) error {
+	var request ListExecutorsRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListExecutors(ctx.Request().Context(), request.(ListExecutorsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListExecutors")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListExecutorsResponseObject); ok {
+		return validResponse.VisitListExecutorsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -8062,199 +8273,215 @@ func (sh *strictHandler) UpdateTask(ctx echo.Context, id ID) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L17cxs3sij+VVD8nSpTvzOiZMc52Ui1taWVnY3OcWxdydlU3aUvB5qBRKxmAAbAiOY6/u630A3MYIYY",
-	"PiTKVnI3f8QiiWej0eh3fxpkspxJwYTRg6NPgxlVtGSGKfh0Wiktlf0rZzpTfGa4FIOjwQXTVckIvTZM",
-	"ETPlmmTQkgzTcXV4+E3GZjKbwp/sCL/R7Ff8nO4dE3nHlOI50+QN1Wb/9R0TZv/s1WiQDLgd/9eKqcUg",
-	"GQhassHRAAcfJAOdTVlJ7XpK+vENEzdmOjh6cXiYDMxiZltqo7i4GXz+nAx+kEUh58trv6aFZoSJXBMz",
-	"ZUQbxWhZb4URxWYFXZDhlIp8QebcTO3mir2+xV3jPOHicnZNq8IMjoyqWL22KykLRgUs7uyVbQfDzaiZ",
-	"NqPxfJAMFPu14orlfoDotv/rZTIoufAfn8dgYKELwMX52oC4ZMKQqwWBBpeyUhkjWcEtJhApiGKZFIJl",
-	"5phoWjJSMiq4uCFUkxQPJK1BMmU0Z6rZRetUtzy39zy7ZWZ5uSf+qAw0INdKliQ9f3f5nhwwO5U+wF90",
-	"mhAutGE0J/LanulYpCeVmUrF/0XtaCnBBZPhfMqzKZlzocl8ygS5kmZKqGJEM2H2RuQtu2OKzCozFhY3",
-	"rhhVFk3kLROEG82Ka8IFoeTnizejsejBEFzWtmBYzJhehsKpLEu6r5m9p4blBHZObHdNjCQ5K7hd8TCT",
-	"wihZkGt7nTWhxZwuNMlkyXoRGQZZscrIMj9bXNUzKTSu9cSc0hnNuFnYT3YNTMBR0tms4BkA/2Cm5FXB",
-	"yv/8p7Y7+hTM9x+KXQ+OBv/fQUOTDvBXfXCOvXDSNkzeTxnJKSulIFwTagglmVsGKXjJzTER0kwt8s6p",
-	"JjQvubGwk4pkilkwjsYipTdMmAm0nyhGsynL0yOiDVUG0F4QaEHmsipyMqNak3R/v6Qf9+F7nRKpEEtm",
-	"Sl7zgj3TJC3pxxP36zCFsdOEpDqTM5Ye+UX/5nskhIqc0LFIL5hRi/0TS5Q8su4dk3SmZDkzk18rVrHJ",
-	"dVUUMNq0MnaJk1zORUqkmTI155ohQmJnOJ1g0Bg1yCTQREnmlBtyxa6lYsSoBez+hnIxaiGHwwUuDLth",
-	"yp7L52TgT+kLnv7FD6fk+5fffkfcyCRnhvJCj+AauQEAOe1BWPy84gU3PHa7fplSA48AHjXN75gyXLPc",
-	"3vKUC244Lfi/GFC+mZIz+zMOBD3ewk361L0nCf76d6Y0x10vN6jM9CdmpjKPLOtHOQ9XlWVsZrTF3ZwJ",
-	"uyJNhien5yQNBrGvrL3XRApmF9/By6Zlak98Su8YMcxiTk4yWhTYwo6eUcNS9zx2IcANK/W6ozupp7L7",
-	"dBunStGF/VxIml8y3YFL/VQClMvZ0rF1YF/lXMa7s/KK5TnLTy02fjTxRrykNyz20+fwLf6Ha5e4+ZYH",
-	"/1DvT179k2XGrd/ITBbLh1/fHCCiVbnJCkJw1d2iQIqtBW7AG65NBIQ3ngPc7FBt83PEp+Vj7Szajd27",
-	"Ij9O5Fxr1Fm6E5bo299JCQ1q7A3xViP7hsjb4C4Z4opGC1oWpJkEXsblm3lHeUGvChbHnayDmWuh1jol",
-	"O4B90UXPDtlHllXGzk6GwPCY+q17Zp9zcc1vKgWUNSECmBVoRok9AKZNfE8515bJ7SVXU66NVAuH12fC",
-	"HlfvDeV5dAxBDb9jDlkvehEckPeK5SeAlNdSldQMjgY5NWzfcMDupaE1MKu2PRNVaVHsquKF4fZOIEwG",
-	"9pUwLDMsD/CuGaES9bFeMKqjRLl7+S1nHgKuXkeII/F990M0eilaaN++EpOSGXgtaZ5zOwItzoMGLYGj",
-	"GZGqm8izYpgquaDFEaHqpiqB8TeSqEo0rw1gGSAo3KWESJGxBJle37/1FCyBukvxW2uI4p4wfS+zJLm0",
-	"/680Q7ETL39Ccqb4HcsR+bnR5JZbTkrkBAAWvQS9eNtzKfCLJbHk9PyZm05ee2I0dKyiFSnoFcoS9r1w",
-	"2Aq/wue7yR21cpMHZRRZ76iKnJ7rfARndUcVt/gHB6iZWX7ymbjb5pxiyC+oQ2URf+pO/C04bUjaKjRt",
-	"7+edYEQXVE9rhKtZbnl9zZRjcrqT7C2zYuswjItZZbZb3Lliuj5RC1i/RkNvmSbXiln+6aPxb43RwH0t",
-	"r201dtulBqoIP8QyYVqCvcfa5SckvL6yMrA2gHN85PDU3YGHY8bO/ZSKjBWW1BURziKDXwuWx6l/zkCa",
-	"ibx//wu+J8jbEA76GmrInClGciVnM5ZvR3lwpLN8Pa1v1hzdLzwx72Cdp1MqkHeMIxNom7pIcEeLKkZK",
-	"CPxAOJASSjQrWGaInOHzLhWhxEGOXLc+YRMLDSnYu+vB0T/awvu3/7VGV5QsH82HLlBw1T0AsaLeXwuZ",
-	"3a4FRWfPgthb7YRFcmWHWL4193z1hJAGeCO9dd+cGhpFqnXEpeQle+9eis3fFsUanmardWr+L9ZinLgw",
-	"//WyudmBkOHlnwAxnh/Cf5E3x3BTrH4G/WMGwyZLspHf0aTg4jb4HGfHFF9/KeHXPvTjomInIBizCNdE",
-	"g1/cui08PyQxhr7WeS8tE5Rtr2cym/a8K4YpVdW4sUoUuGCZvGNqcVmVJVXryFMy0IaaFthVJYT9LRk4",
-	"+gmSxKxgBv+uKVgyuKYc/6gXGOWKu1Kbh1mwss4eWxCpIbfqiF6xrOACD4IWhSNVG2l+kg0OFUhM9FRV",
-	"H5dvf8Kj2PrI+gHmZgvGXgbKhwAsFyisbfmMhAizBoS23as45wBqestMIXja5PknVl5Z1stKlguSVwpE",
-	"UVQ6z+iikDQnGVWKM02Gfj2WS1LMCgiVApUsF3eyuGMxXm010qMQ1fOrofq27zFf3iUI0nivI5oP/Lme",
-	"qw2Et6BCl8KL41wKMrQfQTnsbAzELfaZRqZ174hQ8vPPZ6+sXD4n1DgYQh8vqytWaeRilmmNUlL9xLRu",
-	"q6aCBh+5OZU5i2uU7K+X/MaKFLHOBdXmkjGxjdQ9awlMS9qr9/KWiR49jZMk7UvvwER4fNuqEjB/QOm0",
-	"oSKnhRTIixpQzcPdKqWJvyeWWlZr1TEeJy6xdfc++6XUw31YgVeX9YzBssFygOQgXwzcmcJ4wL1Gl94e",
-	"8JVjQzajleFVjtDLCKLH0a7/F49wHdsBaqgymTN/G+ybUymGAhPCz1ICGCQhbHQzQqyY0MpMJx7s8Zvw",
-	"EETvR9oG0R4HfXqRxhL+HxktzDQmCPJs2ugyhZ4zpUckpTPuFMipBSOa3KUwimb2YqVcXMvRnWsxFkNa",
-	"aAk2i7+9fk8O5IwJOuOg70z3juGALI96CTOTy1f/UxNxoGS0ZGPhRgMlimLXlWaaUG+ymk+lZqRZFZlS",
-	"TagA2xMp6T+lGpVcSIU2qA4e1r3i1OLk/KzeG/GraPSeRDN1Z5+bcM8W7axgG+40rvq04jA38ZlvuCGK",
-	"3fHujHOqCWgYQb+UIFLfCjkX0Sn0Ei2Qt3HFziow1FpexQpGNatBMUw9fvgD30vIeJCzO1aMBygZClIJ",
-	"bWg5YzmsPF8v7LtVN6tKwpOK0b7gdeqI/I3pr5bOt5JqupK7M9Nu81rhvd9ALFrJgShZtN6iSoObg1fg",
-	"mamsbqZg2l9ow8roKXfsTqvUyzBd4kWqZtcroH+S5yzf5TMRObzdnEiJCz7b9GC+HOyblbWPIE67Q8AD",
-	"KJcvgNcerDqFpfOrkTaiw0PvqrW+VWTYYtEt01os4nSwK8Y7GIyoXc966RB+dWqSFdh5Oq3E7S6x8w+G",
-	"RACfhyNRA+angUSZXc8OkEjm7F4K1lLmDkVCZdeLP633mGudKI4SW1mo/O1TfIPXS0yxbR89NNs4JY4z",
-	"cxgpbwk3RMj5MYF9HRFtpGJ5QtxgoXGAfTQoTQZHE+qxGo+HVRjkDJXehWFJqeE20Yy3ChySZyvdauzt",
-	"Ixnwjmaq7NWDr0/OzxK3U7TYB/K04z/b+w9Eafc79F5WLzhr8HaGKPiD8JzsuwsBKxZOOz+kgZo+UMKH",
-	"N6SBTNkWXPrsDbjMGGjPmSo5QOJdrVhs7/GWiy0tmWgu2MQQUresrX8w2+qFXrBZsdjyxoZL6jpHrrZc",
-	"DGRlMtlWGcTsN6u0Q+Haa01cB5Puy4L2QH9zX5slDNjOtIWq9+JuSxcLsD2x/N1shbJgtX5uSWU9YyJH",
-	"hYgfvaOoZh9ngHgftjNISFmc0qLYBJ+By26W7RfZHMo6rnsJU3bLfD8GbjhPoD4t6k7g2szRgDLO+EQA",
-	"+AD+p+84vi4bNKtXNVJ+WQ/nhsK94oXePeb1UpBVKLTLi74Cr3Ca9ViFsNkRUgWAfkI4havaAUoVVLwW",
-	"Bm1fvWqAZaWq4lI5J/8V2q+1PI9BIWyFet0u8OeZfal2iuxMGOX+3IzM1nBa5yjlR+5B02Y7D8HPDlC+",
-	"MmIWVIwqXM4OMLIJIFjFsff5CUeEjzRiZ0hR/EJvPR361gshK5FZiYtRiAwyU0LJlIMXGpnXXog7cn/P",
-	"VtlTSppNuWD7itEcz0YpqcDMMiInYuF9fNEvKgNhVBMt7bYwZAXMByT99vAwxa2kICdN5oobNkG/gBTV",
-	"2dxoNwTJIMJFSEOumBfLhqgON/SKajB8LlhOCpndMoiFQbeyq0oviOUoZWUSQkkmhTaKWuDhXAlq1bm+",
-	"JVyT66oo9o7q2BxQ4YOuXbFMqhzEXhDuXBBKIxrSkoFDGNdE0+suNCT4TnnpsYbBNzUM8LeJvGOqkDSv",
-	"YRCKnTlHEBh6y2Bd3K6SpPv7rsW+3e2+221KhhYAzl2xMjOaOWOK3Sz4bhkpSUmbdWqMs7mWinATgMEC",
-	"IJeCJbhxUlDDVNyLGwJdelxRtLHv7WYUOnQSWuv3s9H9xmGSxqgAiN5z4cuZ2ZgSt1zNrHxNP55hv+dO",
-	"VPQfly8bTtXvJZT1RLtiFKy3bLqIO3vl6kgy+72plDhuh5Nyg+64rG4QN3CudivazC+ovWSvWJKKoHuQ",
-	"cxgUbO4cKo8hRmAGsg6pPTcUm0llNAZN2gU/g9BeZbcMUyUEQyZLuiC0AMO2pRK1KzjY+76Yj1LgmOQF",
-	"uU09kmqnmOXjhhjYfaf0QR+W/NgBywKVG3BqyVk5kxYZ7aGuDMydUWOYsmP/n3+c7P9vuv+vw/3vPzR/",
-	"jiZH+x/+//+I4QYu837+QWVVGG6ovm3FJA+YgNMYJP0u9ui4Xvvv+IN25xm6sjeDKQagjcnus/qOr3dT",
-	"6mL8xo5Ny3gRPXfvxYW6251ylbtyJFvjNNbtHvO49o5lPT7XVNwUXNy8dxJ+mxFuD9ajxOpVOvY9IDFF",
-	"jH8lenWKXQpeE4eLfnc+v7JaFwi7bhGWicOP9pcW2+FS3CjLE0xcyE4Uo4U0PIu6cGtmH6iMAcH1Ou8o",
-	"2cdFvMKIbdbDwAcLJI4eO4d4F6McMK9DNyN+Ugw05nsJ0ZLQscgQJcAfmlB9G7K9lmUCRsllQEBGihsy",
-	"lYVls5poeo2ivf0NY4KB4PeFbZ717AoIC/CHzZIwrtp9xaIQA1LzIyt6RnUvnR1cY5iA+waZO+c0oRjY",
-	"DRiGB9U8GLx49qyO/BrsNlUltIv3aJYKXCxwiyXhglhWVR3j4zoW/nRcx6aF64VZA0bktRUvMirs62l5",
-	"y1zReS80cR+O3MWEnO72Ex8ABFPbv4B6bxcv0fjMdh+KhT3/DPzr6xM7gpknNDP8jpHf8JNb02+kUV9M",
-	"nHaI/DYWnhPPCqnhK89+TzxDQX5zfmJBxJ7t6bjliZETvwDyG3FXduLvcAuePZQI6EXSIpoxClnf+fij",
-	"Mivo4tTxNv5N6ZKGVk4GMhSS8Nx5Y7mkI/5OO7HdIqilDl4ox1QjEStXn8t6V+XSzw61d/AA5UQEFF9X",
-	"P4GgnXjG8+EqigumFyK7cD22PGzIrFBIcQORek0CmgSFzUB0BboN1ww984QkAftBSvTM3gIZkgHrlTGa",
-	"q14zdrbtpOS6pCbgpSd0ymjefNxCk+tc4tl63rwN4Qch49JRfW1ktAuq9VAPR8Ygd0LE29dF1vfIjpbq",
-	"bmcVdD4Ab6TuyaRwDytpNs/vE2zDAof+Tbx0Vxhkaxl6Az+JS2i7KvpglQ7FqUk3B0+Ua8aZk+4RIyj7",
-	"JOH6YMJVrMCoU0COXYpH9wBzxEW1zwLUWvYDSMby9r8uxXCvwQgv684IRpAPJUI3Il8/chaM2QpKtSzc",
-	"1xjfLCu2V9qJFe9hnFtR51FrAIae18NNfNsJXqU9y/07xj89gLQ7EGOeohggBdvcXNCNoY/w5fU6fpI5",
-	"69lTaX/q34rDAjvA3sZrCzpFbRmN+9eqUdq+Yp99xo53jedDfwARNnXhzppQH1Lkjq0kQx8zrbxbVlKn",
-	"8FNMmL/Tours+GGO6TjsT1Ezjj+HtlAO+lWnQozrg1dwcPd8LO+tmdrYx2cnT2eX3Ad+OvWj137jvB9v",
-	"vcHNFcCeEMLDuKVmdZm52iYxY32MHZnhSsuiMozMqJlCBgBB2EeuQeecc8UyK9seE70oCy5uNeQp9L4A",
-	"I/Ly8JCkXNzRgueTbN7Y9SymWeFCCnaMrbJ5PsGQnjx1hgF0f26mIcP0IE1IesBMBv9WWsG/d9T+Cw6Y",
-	"aK+qRM4USQ9ydgcNZkpiD73QaUJGo9EeqUTBtG5UMJYqoi1uf59amXbfLrijR395+P3atAUDl9Xp/NE1",
-	"zCHats/ttT8j2+A4TPpCKHxnD8DxX7VW0D/ry6aDfnYyaPhtPGnkUtatLne49iLkO484XCOD3I+g3Y/u",
-	"bKaaXslWr2Y+EYQ74D6Ds3gi7CeuaGf8Zzt48gEQi8TLPg2IeQF1suTe9DDIxfP39dmuIayxkFe0cIqm",
-	"Zxvkaua5S9WcWBZL+jBSBEW6h+GnBdfwtGRSaK4he4sl6ehZAz9CfiT7Qd5ADlP3YFHIpimF+9soKjTN",
-	"ULEO/h5yjknHwHx+A29G4/vhzgPs77jVK2CwyhG5RNt7a7E+IxiMjGEDzsuliaTAxSrF7yDMP2ONMwbX",
-	"pORaY7JYby6PooFgH805vWnC4Pu8pTf3OvO6nXU+Z/XAm/A7nlXdMmXWVhEGvcnDVqzL8f87MctGRLw6",
-	"OUMgO4BVRMg5gQwDx16lGrDrmKUBn3LF3Kseyf0akzMfUdzbibTWlboeRSBaG3vxoQ8DHv6IRjDqabwM",
-	"DgUnSIh296Z2XBsepDdfdpJ4GrDzgt4jAE9X5SNEUn80Fxic1pP/7poWxRXNbld4NGijqGE3ixAemGV0",
-	"UmcAdp8LCcYZbwfldZ7RZHCtmJ6uB1c9WbK0/pW8r4Pfw69teBBPBedgRTtDtctuvMTpxeuT969fDZLB",
-	"5fuTi/dnb/82SAYXP799i3/9cnJmv5v88O5icvb2/Of3g2Rw+u6n8zevsdMPJ2dv4I/Tk7enr9/Yv2M+",
-	"K+Hsj+D9NFPsjstKX95HNPsitoFw5w/H0yU4Pg1kBTjsnDo26Y22TZ7ltg8epFKRgmrTpNF6pgnPyVAz",
-	"Rrwc15OEewNNQts2ubwKmNpFCgc+7jf8LtTQcqO9G0k8rnq7PEgwKY6M4couMZLLgRQNThiLYaC417ca",
-	"tEZBuv8j8ClOwxRhqMfz8Qmamb2xkMqPD1N7f/+oU8xGCce6qa62yY60bVJxDWaiC+dB3NMG3op+q5Rg",
-	"LNerUo8jZb/o8XNC2HlXau+IVFcE8V8oljFhisVEMybqb4UMuo7F0pcTeI9xNDJEnzVF0bfMHT063wlZ",
-	"xyQgTpV77QG9O9tQSHSsm1INSby9/B3KMnLGBMsbL5MjcKUifowFMxCsAEmC7Xe6jtywKNdGAZSpA7TZ",
-	"c55ZyJagq9aGHl1kLtUtFDHxGugJ+IuJmzi27ihP3Bc0biQDu0WjGPuroqJHr+mbnFMzvaeBpGUaCdWY",
-	"nSvVvj/ty9K5GUt3PwmS44V0N/qCgFbmDb252dpZChwvwRufXLOiIFdsCmndTeggp6dAyutyVV7j8yhu",
-	"cuFmHsJCdGHylXkHWM6kgPXsgGeA4Zo6Xp3YS/AY09u4CJmekmDvZvTXih2TW8ZmhEPglaWRhbzR0X1X",
-	"qujxAPCqUTC9WayC2liJrzVmv7nmhWFKEy6yosrZBhnV6rpfdt4k2Pg6oG0a7tG3EUL9wi2518fBG3KW",
-	"QyE3VHK1FMOr7kvX/5cpFhbPcy+FdD7dAh921NGicV7IsUhbVeFSDCm85kqDaXLviKieqoIJoXos0r/g",
-	"pz+n6Co+CgvXPdNEzoOadRrmXZrTRy+BJ/acCz0ib6UhsyCN6xUH72RkktaUaes8INvZgPvMiX8LDwUu",
-	"8XET9IhICDX4Ai33X3CsP6cbmRPjheXeL09hwpuRQr+U1AUiR0vwOdwo18p7F5D0WOlVNnq17SLW2gXv",
-	"4a+HL7ie0WzbGBj/bG/uqGf3cC/vhV6D8hqMbW2tjT2var8BiHSk+hYYOkstybCsQObj2uyNSI1nqioY",
-	"qOFpoJ3P5jmkulocRfwZrDwTui5E/QXWkWTT4yvWQHPnxgcAB218AIZYtNJ+rSMpse9xFXaJ81sgcM1z",
-	"9iNxXCETAPsBXFT3yL4uE2WBsTszud3bvy29T9LSC/d2YzMcPHfrLLg45ErzrR3nHEIx1hH7kovw2+fJ",
-	"ffyw48Riqwej7/FfUn+/f/fq3SAZnL2dnF+8+9vF68vLQTK4eP33s9e/3E/TXc/ytdXcLShuC/ctFNzd",
-	"DT+QqD4x1TZQ1h3rte02d5JYqKvKQN4HkpgIWsJrf/L+9Ef33B984vlnn1VGsDmBqxVhAjb0Veu8wP3Y",
-	"8fCsQ12IPQGc2FnWoffw9NTAWS5Md3n52imnnFx0+ep/iK7UNeR54eYY5SOXnJ+RFDZ0lEIJt4SkduYU",
-	"K/JRZR8Z+OYoJf99+e7tCAtLZoqXXFAX01TS2cxpvtupmTdIJ40bSTrpeDdIIew7RhPYbZ6CLzqMy1m2",
-	"cc61epAwv9T6jFi+Wzfsc6Nw1aZzO0xvo/BC37kTsbNJnNFSV8dGbuQl2u3cdTxcPUjMETPpdVXZxuOm",
-	"O9aS68Y6P4CIN0uyZJTfyJmg27n9mGxu563HaSlMN1Dy+o4tIWG9WNPqttGi45xA0qaX6yl83U3KYpLR",
-	"ohg5C1FvXxcof4nNlvuvm9v1785fKTEKKkj2dK6UOPWN2l3rdEOruvpGra4uI9GKfj9Ai1anMHvRip5n",
-	"TbNWd18Ks78nFsVsdVp3MpUSrVP5XPMargA0voefw+KRm/uo+zG39pnYqmOMSm3YtUUCNu4ToT0b9g0p",
-	"+rouS1d9kw6tK7JJh+2h3sW0Tdp3cGx9h86126RLeOM2mqJNFDbpsnQ113VaZrw27BFwXGsXFqOum3ba",
-	"Cl+WOKm1HfrYv206hhzfhtcsxmus6xrj19b3WWYQ1y5x6eVHOcwdyFMumNRf1LTPgbU3E1ghM7pj7/LV",
-	"ae7p/MxV9sZP7ypTf1yuydUkqeZiMlPyRjGtOxkKHQ+wXT763SR56CbQjOdFDERYh1xfvhTUjjEklojq",
-	"iZzsNhnxg7Zbn2ZILFok/36KmxAzvrLWZkmceLjqJvbK/XHgtDsVl6ICd7KdSQnT3bo9gzlICzrTUxkz",
-	"CdX5bwMfrG1De53SanMLi/dZjb0XSAkaVuM+lTW8N05s/IKKXSSRX1vqOJqocxNkjs0Fzqabj1SpjUMQ",
-	"gdjFEjD4SYPjDXcVPakoFtvFxBKeZqy4aDSVn3rqYXFRMX2+iom4B+OU+wyeJybqK4WJGF16mDnVZK64",
-	"MfZrGSbvdCA8wIZ7xz6HwHzKi5aDOmZzgPKjdogpvWPuqm22Xiby7TZY1wRehyavoeFDS/ZGkrzG/LLt",
-	"KCxPXJ3UiUvrCQknYpvopoV1iSPq6vaDBkPW5DC+V57yrThZ9zjeywPE76/OuN0k4X5g7m2sW90bp9af",
-	"mttl2NzEOQRveC2277bmx5Zo35f+tM7WekSoT7rqbjcUUUCHZWzF5mTITV3tvZOxdy/MpF0P21vRvC+b",
-	"/+aHstKGvKwvuR8btXSAX5mXaquQH85Ihaqrr4qgXwgn2mq6++NEC2ZPASdqcrgTnHjtX8muDJ2zVXzu",
-	"JoWSctYwTr3zo250t+J/z9K3xtRyRVhZHxZH0TRZD40PLXg8EGkDoD4BjO1VWtwDXQM99y5x5ndbWmB7",
-	"rvghPK5aFe2/1X2o8yovQ77/biwZOe59Qbpo9ARuyVYVZDa5KmgJ27Vidb0sunuRJap4+DWGwbEk+f34",
-	"FNoK741KAZifABY5+WknCOR0uLvEoIfixtYi5nYIsQOtdQduTwAldqSzhkuXVYqbxaXdLMLkilHF1EmF",
-	"cb8ABVBgwdfNEqfGzAafP4Oa5FpGasu7FJtTqa0sKnMubvZd/gGXJszF5c0YvcXq6/ArVr0i50oamcli",
-	"LIYnp+d7rgBfJlWunVM9hJgjIBcQg6cWRMnKMHJVGZIeTBktzDQlEE88FqndklT8X2DpOSJ/hQ25wzLy",
-	"lgkXgYDxgLhxUC1Tzfa50Exobvgdwyg4M5djgTppVDVrQgstsUwfJXoqldkv+B3LSfoXDIL8M4YGjEWK",
-	"cTd4+Af4o073RgRYdz0WVDFy8cMp+f7lt99Zkf6qYOV//lNL4T12daswI0ktM5qOyDvhYANwOCJ0LNIf",
-	"pTYpBENA7AGtFXeUFFLOrmh265xDqSBn56TghilaEKkgYAKjEccCtVvPdJ0pleX7cLYpuWFGk5eH35DU",
-	"fgGpAFyL9BjK0ucLIu+YGot0f99+2i94yY3v+Pwbks7oopA0nxgpJwVVNyxNSM6ygiqMgwDHUZbb4f77",
-	"8t3bsYBBIZ7rihH2kWamWMB67c++QL5RlBeQtJYa6gK5SlpYKsPyiYVnunc8Fm6JGN8hmYMOBGcE1RZh",
-	"4XWVRbfnP41F6hxTJ/43l9YCeUTn0euUg+Tk/GyQDO6YwloJg8PR89Eh1mJngs744Gjwzehw9M0AarVN",
-	"4UIewK2BP28w+NiSMOrznAzecG1OsAk4jM6k0HiVXxwedqyndDYrONo6D/7pGD8kdBslS4dAILj07cvu",
-	"ovtdLl2XTYEX3Czg3loMZjkJc7OP7KZfHj7vm7bex4EvxAqTutJxG/exJM5XJxsgfZn5tQ6vKl6YfS4S",
-	"l867UqDGZQYqRRMpyPnJ+x+RLtMbXadk1YMPdmB3f3vPBZ0vMIr29Z07nzpqVfe+u02TAyz42OvmEbR8",
-	"Q7WBSSBF8Nrm7yH2doOGP0Cln0iAwTtRLOrn6xoNcobq22e6pu+Q3dy2hRh2n3rxKMgQUWPe6ljhTTaE",
-	"Ie6fP6y9AoZ9NHh0+0i4N78DoXd+5BacCBI+CMdYuRe99bkmlAT9Hf4fboX/296Xly++/5L365KpO6b2",
-	"Ly0IXteY0RTAzTEmBQTGukowzZTUrkIt0MjwurkbFl43/1wCMxdNsfSDfS+AiXAchqsPppkhbSYgxUwB",
-	"vvCRrrIpxAGPxZWSc83UM00wnx1Jgxj/FIOHXWYDrsmVrOzmJDxAONqRfVaacOJhWhsm0z3iUm+7IEnb",
-	"aSgkCZokY4EO77QoFiTFC5PuuRIC3DRR8BgkPyLvZs68p5jli1g+FmmlipQMFStwC87Kh1DesxuFlOzH",
-	"YW0n0+wLUx14zqW1ZUjm4Lg3Bzt7upaLbX07FpUwvCBpnXEiJcN03927fRxt35jCbs2CIcjZQCFpOS9Z",
-	"MhZark6xgBncO1kd5lLdEpyfm7FwSziuz7suJmp343mirDJ2Zmi8GJETF7BJTTIWNxYoLlYKwFAHiGIu",
-	"Mbj6PIecCCgJpGRISZMuYixcLbyfL964KoNzLoA1Wlq9rDk5v829ETkxpJTaAB/VgqHeL+nH1K0L8/HL",
-	"ykAeIsv+DF+++H4sUstclVQsJi5qIGA8TzxQkIHGwHZLsq5o7oYdC9jvy8PnRyRtjTBxwfEpGVYCzMF7",
-	"SbeJK89lMbvzy1xJceOWZAEmJDBMPu2EIvjZZT3ZWx6Ai0mlmSt87boFtWLt8e4hT9Z+n9HfuZUjBqUn",
-	"ps1fZb7YGesUy6jyuS2qGVWxz0tP1/NHWULs6Wou95d5mA5fPuWH7KQlvrnbDoQNKZ8lVeFLD5RAVgbz",
-	"tqBcCRJl71uGsmkv6/g3Zn7EFo/I0bsZerDBCSxck2o2uj9MnX5hcPSPDyGE3/A7JpjWTqynObefQnBh",
-	"HRAHrpIZxTO9Cl4/uSab8X+zgvIOqLo85xJU3AyEC3KuZGl5uUoTOxxBvRU5HB2OXn4Nyaa7HvZxJjV4",
-	"N/tsQrX4nslKQPooC/kbWt2wfrA7oXS0oGWxCvaW+UDJdgtk9YNucQIWL91cJJdZVWIB/BpZ51QTEOpA",
-	"z/I1DuL9FH0RjaKZ6YWrDmolOhY2+jS5Zo/0KrXKDn3p98hXFFg+ZBeGdNz2NPPJLp/m83S43fP07eE3",
-	"69ufQGm6zBLPHYhmkN2zlkicnkY4+DqViKVs1Oe/bCowtdDYV3hoITIkE0BBDEOcl/C5kLqFzo/0pK1A",
-	"K9DPQ0RcU/LoC6DGA88NABfWaTom2siZBhkQDm9EznJWzqRxBSEiJ5X0Eu6vfyS/o7N4J1rVsqKA3k69",
-	"d/YKDVWte3SALmLwOGw/WtL3osCgX+C8T50LtLaQjhz6L5aNtg917QlHhj71EdaJyyEPyRMk2w+9y7Bh",
-	"VNK4fMxgwrKMGBV6zhTxFembfBWapDWg0g0p8QGqsw8+oQ7pDGnz9siUfEL17YyCIOK0t37QQZdf6NHn",
-	"Pn/xp3X5mSzWVhFN3onFQpZDaRypCFZ/IAW/ZSQ9//k9ae+6RBvYiXClddBuhS9czjHHuq8+almK9OXh",
-	"IXEKiwmCbII9wWyFNiQYw41X24bk9TVTZCiV565Bh0HstvZw2DpdIA4LY6UxJcRlTYRPgzo4j8TyhVNg",
-	"vOpmfN/uqEM4dz+NgLca6rLWCd0idZNAN8fNH4QjfPFlNfUmMO72VbUdYk1bvGKamfYl2XOVAywnYq9e",
-	"sQV18hWf1/Alvjb047MnfqY+ZMSffw9cSpAT2fH6oAbWge3A578hs4I2yfmd8wqPhdM9Lr/j3YMeyvF0",
-	"Ho+85AbtuMUCWQu0j4Sb13SBL+ypW0SaEGpkyTOwvNi9jwU6MiWOY0lQjHCaK12VbERcZaKwYhvmk+bX",
-	"Td3bsXDP/oic5FhPodJMEedBfGTlscBlsA7l0K7u2w3l4phQMRZhK2AhwBsBUl7bTcA98N0FLYHTgBM2",
-	"+/L6mhgpC2I3qEdj8Qs6lKQ+TMYCgChmwPSA1SDqpM80y1g9aVSl7qD4uJoLP0ugS19+s17sfLoTt/uo",
-	"6df99pQfox5ghO5F2wPlFcsKLuJA8b8dkxSdg1O8b/MpuoWk/i7W2ep8fR5ItXafd/HLa1Y8IGD94cUE",
-	"oyDcziFFux0ket3b9Jlc8i5pAxfTgWjS8SRsUsz6lLsQAb1kXlRhHvu9xGXHTzvJ6tIEM9R7D7eC3/mZ",
-	"RuQVzuy84DTYkBck5fnReg/I9LhdakOTYdrJdQemwuX1pK2UZyk6Bk4ZVeaKUQNJfIPVCCmYI3KyMpZE",
-	"+vjxbs0A6q03NxxlM183Sd5E+Xbo7JNC/QG8e/6I/jUvkFD2ap2A00GdoMUiyxsVEjIwX1f2+a8DqlHr",
-	"1tjin6wi+ik4/MhGT5aQpgAT0CF/AaOG0d2wk75mmn3P+q1Wrz/OpDI/YtvtBIyP+yJffizXGq/eeedU",
-	"dL8mM6aIfR5/D0KFk4HumNLIXFKNe7Eb0GRo+diJ42MTV1Wr/ljnEHF/KpD79x5Vpih9cel7yRMxXdQv",
-	"3tkH2ftagzdlIP0im25AVTVMKSqujohRFUv3RgR6C+nVUWFvp+gAGxfot4LukEjdvXE3/K5O1eDH8ToQ",
-	"TQT76Av7Qdp4GAudtpoJbtms8Voai9AzTzE3qRvTOx9hkUIrPUHkeAAAZi+QHgvvsGOhMCInCI2m3VrN",
-	"G6jtwAu7bZ6xrb5fKtqWHjdmK/DI8K5KsCOYO/328IXDQUgYsUbv9hPGcT6GoGKH/ree7f9hPdvpVHbs",
-	"d89QWbasW7Pf7hFayoCohPoEf3/yTeWHxoZw8Mkh944tAfWom5oC1haj6rdfnYCBpMnK80g3Nky2NCsW",
-	"X/raRnI9xW+tz2JOHBD+EJfzoV57aEPzz8MzHZjRGjhteHnqiNUd2mAxxvZxdWM4x1Zepi92PPkmejIy",
-	"9CyQVC51zd6IXEC1G/stJV4fuayFBOXjv92A7iewibyGLTj+q0pob1/l2mcRcvVNu6bqTW+Pqisd71Cf",
-	"fyqFVw+6i6OJnoKrO9R1CjhefDGvpDQa3AnC4kqW7RXGB0Og4Qo6ycpk0mkSCi0JrVVraSfVv1Of9ZQ5",
-	"SFFJMQI+NK0jK3oKbNd2if4i28gr7H/z4vDw8Lhl2bllDF2BxoJDaxdvpw1d6Eb03ksIKzRbUYO7Tacw",
-	"UfmX8w3ylbnjT13tAugw0YHAFX6u1Z0eAf4IXOeXJwzOgNXhVF1CQBcChdifkELSHGpzUwKlw53YCXKl",
-	"U74Q7ouqo+w6p9zUsThwlozmmzoWHjSJddfYi5ui0F8VY3G9vxNjMcjusWO3LwPGdc1dK9C0yznGiwly",
-	"5VEif1RVjmnli+3DgCCr7CMefzBLXxBN3eL3cP6XPoOuvIYHXifeGq2TwEycNJ4CEQ+1xz19u6qDT54b",
-	"7HgZR0KS60yIYHpzeFqnNCRD8FnxLBCZsiInmouMgdUbM3daFoGR1NfeuERwuUQsPlEOhM2dGYJ2s8ZH",
-	"z/kMpE3mu6Nm+pQM0YKRtpMBpi6EUS112DseC3s7UccWbE1jsXEzZVwRqXKmRuQEN+2TPAQsNiSVGgt0",
-	"M9Tk5eH3uARI1oCjombNaeVq54OcvDx8GbS9lpWIcw2/uDVDZtzHvIOQBjh++5pzDoSEP5SQ66G8lPHz",
-	"il3bB9yy9JDdM9Adbe0W/jWP8Isd3A68weG21W5VToDYITmMq92ChLb9Wrf1YrqdoEVwV2cYufSNljay",
-	"sxQPEWpepwrCyGmNzBXTZIiVcSE3jCxLuq+ZXZZB/wr2cVaABchVoo0t0eeta1a4UT7lsIBUNH+6WUDe",
-	"l2upyuYEO3ND/pvW3DU2fnsItcR5WZWu1n/JBX5q9KVBdrT4BDN6w97LWyb6juDb5y+i2tfH5pz7Msic",
-	"ELvkIF+E/iIqngcSAbubesEJEWzOtHP9S+yGuKiLN8flnLqEc++9e+8qMj8eMfYFvmME2U4++lqABeC0",
-	"oRqCEmEHlHVFECWUvX4cXWtTNO1Lh09iLe/e2Mnfw9XBpRIKpxw71vp61NGFveyKP+JHvCG97Aqs/nfC",
-	"rvRAOrmnmtYXgW8fCNa/eeRrhwXov7B1bhUeuPI4IT48LePEgxWEAjzAMYWTVODsgglXqGHR+9tO/9BO",
-	"LPmPDxaDNPiPIc5VqnBZJY8ODp6/+G50ODocPT/67rvvvgNsc8N/qtk3DKi3DFDAc+rwC5esLfimfn2D",
-	"75z72ecPn/9vAAAA//8=",
+	"7L17cxu3kij+VVD8bZWp31KU7DibjVRbWzqyc6Jdx9aVlE3VPfTlQDMgiaMZgAEwonkSf/db6AZmMBwM",
+	"HxJlK7knf8QiiWej0eh3/9ZLZTGXggmjeye/9eZU0YIZpuDTeam0VPavjOlU8bnhUvROeldMlwUjdGKY",
+	"ImbGNUmhJekno/L4+JuUzWU6gz/ZCX6j2a/4OTk4JfKeKcUzpsk7qs3h23smzOHFm2Fv0ON2/F9Lppa9",
+	"QU/QgvVOejh4b9DT6YwV1K6noJ/eMTE1s97Jq+PjQc8s57alNoqLae/z50HvB5nnctFe+4TmmhEmMk3M",
+	"jBFtFKNFtRVGFJvndEn6MyqyJVlwM7Obyw+6FjfBecLFZWxCy9z0TowqWbW2WylzRgUs7uKNbQfDzamZ",
+	"1aPxrDfoKfZryRXL/ADRbf/b60Gv4MJ/fBmDgYUuABfnawLimglDbpcEGlzLUqWMpDm3mECkIIqlUgiW",
+	"mlOiacFIwajgYkqoJgkeSFKBZMZoxlS9i8ap7nhuNzy9Y6a93DN/VAYakImSBUkuP1zfkCNmp9JH+ItO",
+	"BoQLbRjNiJzYMx2J5Kw0M6n4P6gdLSG4YNJfzHg6IwsuNFnMmCC30swIVYxoJszBkLxn90yReWlGwuLG",
+	"LaPKoom8Y4Jwo1k+IVwQSn6+ejcciQ4MwWXtCoblnOk2FM5lUdBDzew9NSwjsHNiu2tiJMlYzu2K+6kU",
+	"RsmcTOx11oTmC7rUJJUF60RkGGTNKiPL/GxxVc+l0LjWM3NO5zTlZmk/2TUwAUdJ5/OcpwD8o7mStzkr",
+	"/vXv2u7ot2C+f1Fs0jvp/X9HNU06wl/10SX2wkmbMLmZMZJRVkhBuCbUEEpStwyS84KbUyKkmVnkXVBN",
+	"aFZwY2EnFUkVs2AcjkRCp0yYMbQfK0bTGcuSE6INVQbQXhBoQRayzDMyp1qT5PCwoJ8O4XudEKkQS+ZK",
+	"TnjOXmiSFPTTmfu1n8DYyYAkOpVzlpz4Rf/uewwIFRmhI5FcMaOWh2eWKHlkPTglyVzJYm7Gv5asZONJ",
+	"mecw2qw0donjTC5EQqSZMbXgmiFCYmc4nWDQGDVIJdBESRaUG3LLJlIxYtQSdj+lXAwbyOFwgQvDpkzZ",
+	"c/k86PlT+oKnf/XDOfn+9bffETcyyZihPNdDuEZuAEBOexAWP295zg2P3a5fZtTAI4BHTbN7pgzXLLO3",
+	"POGCG05z/g8GlG+u5Nz+jANBj/dwk35bvScD/PV/mNIcd91uUJrZT8zMZBZZ1o9yEa4qTdncaIu7GRN2",
+	"RZr0z84vSRIMYl9Ze6+JFMwufgUv65aJPfEZvWfEMIs5GUlpnmMLO3pKDUvc87gKAW5YoTcd3Vk1ld2n",
+	"2zhVii7t51zS7JrpFbhUTyVAuZi3jm0F9mXGZbw7K25ZlrHs3GLjJxNvxAs6ZbGfPodv8d9cu4Gbrz34",
+	"x2p/8vbvLDVu/UamMm8ffnVzgIiWxTYrCMFVdYsCKbYWuAHvuDYREE49B7jdodrml4hP7WNdWbQbu3NF",
+	"fpzIuVao07oTlujb30kBDSrsDfFWI/uGyFvjLunjioZLWuSkngRexvbNvKc8p7c5i+NOuoKZG6HWOCU7",
+	"gH3RRccO2SeWlsbOTvrA8JjqrXthn3Mx4dNSAWUdEAHMCjSjxB4A0ya+p4xry+R2kqsZ10aqpcPrC2GP",
+	"q/OG8iw6hqCG3zOHrFedCA7Ie8uyM0DKiVQFNb2TXkYNOzQcsLs1tAZm1bZnoiwsit2WPDfc3gmESc++",
+	"EoalhmUB3tUjlKI61itGdZQor15+y5mHgKvWEeJIfN/dEI1eigbaN6/EuGAGXkuaZdyOQPPLoEFD4KhH",
+	"pGoaeVYMUwUXND8hVE3LAhh/I4kqRf3aAJYBgsJdGhApUjZAptf3bzwFLVCvUvzGGqK4J0zXyyxJJu3/",
+	"S81Q7MTLPyAZU/yeZYj83Ghyxy0nJTICAItegk687bgU+EVLLDm/fOGmkxNPjPqOVbQiBb1FWcK+Fw5b",
+	"4Vf4fD++p1Zu8qCMIus9VZHTc51P4KzuqeIW/+AANTPtJ5+J+13OKYb8gjpUFvGn7szfgvOapK1D0+Z+",
+	"PghGdE71rEK4iuWWkwlTjslZneSgzYptwjAu5qXZbXGXiunqRC1g/RoNvWOaTBSz/NMn498ao4H7aq9t",
+	"PXbbpQaqCD9EmzC1YO+xtv2EhNdXlgbWBnCOjxyeujvwcMzYuZ9TkbLckro8wlmk8GvOsjj1zxhIM5H3",
+	"73/B9wR5G8JBX0MNWTDFSKbkfM6y3SgPjnSRbab19Zqj+4Un5gOs83xGBfKOcWQCbdMqEtzTvIyREgI/",
+	"EA6khBLNcpYaIuf4vEtFKHGQI5PGJ2xioSEF+zDpnfytKbx/+28bdEWD9tF8XAUKrroDIFbU+0su07uN",
+	"oFjZsyD2VjthkdzaIdq35oGvnhDSAG+kd+6bUUOjSLWJuBS8YDfupdj+bVGs5ml2Wqfm/2ANxokL82+v",
+	"65sdCBle/gkQ4+Ux/Bd5cww3+fpn0D9mMOygJRv5HY1zLu6Cz3F2TPHNlxJ+7UI/Lkp2BoIxi3BNNPjF",
+	"rdvC8+MgxtBXOu/WMkHZ9nYu01nHu2KYUmWFG+tEgSuWynumltdlUVC1iTwNetpQ0wC7KoWwvw16jn6C",
+	"JDHPmcG/Kwo26E0oxz+qBUa54lWpzcMsWNnKHhsQqSC37ojesDTnAg+C5rkjVVtpfgZbHCqQmOipqi4u",
+	"3/6ER7HzkXUDzM0WjN0GyscALFcorO34jIQIswGEtt2bOOcAanrLTCF4muT5J1bcWtbLSpZLkpUKRFFU",
+	"Os/pMpc0IylVijNN+n49lktSzAoIpQKVLBf3Mr9nMV5tPdKjENXxq6H6rusxb+8SBGm81xHNB/5czdUE",
+	"wntQoUvhxXEuBenbj6AcdjYG4hb7QiPTenBCKPn554s3Vi5fEGocDKGPl9UVKzVyMW1ao5RUPzGtm6qp",
+	"oMEnbs5lxuIaJfvrNZ9akSIqZElt1mkcpCK2yQnJZUpz4DYyZkApPnD8L6oeWIZqRttCsUIaduokHvhK",
+	"GyoymkvBopvMqTbXjIldhP95Q25rKdFu5B0THeoiJ9BahsOdFuFx6KtSwPwBwa23gsoFAAZccbvr6LNm",
+	"iXa5USvkUfMaW6+SFb+UariPa9D7RxlV7mWZYjqq77YXtdYpETR8aMINypWl4J+IlmBwkyiUAF7MpTLd",
+	"aOvRcnWyJQxgD50426I9AmoMsxw+PlOkbycYl4I6i53FOPjKa1LHBdcFNelsQIbD4cHDbo8dsYOu2J8C",
+	"bW0bj2yDF7rSON6WPM/IPfboRHNL6mlqziLX7p0FCBjqiGIpqxUZHtx20O0uR1wMrC8xHLXDXeIw64WG",
+	"SQaE5ZpVcqfXIFTKRtvGqxyju5SluZWf/rI0iHRbcKTYw76rKmb2cD+AMJTnKLjitdUhzs6oJkIaQtM7",
+	"IRc5y6YsI0vWhFr3IiIK+viRE9/SnzURbCoNBzusdGqBUilL+2r0HkYnjdCXLUmKA0B8mQ3wwJpnMs80",
+	"6dsLtiSLGc8Z4ca+yRZibpXuYd5K8R8SGm+IiIja8MrtqNT1HG5zWx6SYnoCa3amWXvARHOR1nYrN+dp",
+	"7bkAndxr5anNrZJ3DDSDXJNbxsWUKGYUtx1zePJKAXMApzO3VxO9QtwYJGM0szws6TcQEtQSAYONpgf/",
+	"mo7t0A0dYAV71Fm75TqWMfhoO25m1p2mpvlWwL8eXza9GnGzEFz6ra1CjVdok0oRh960rMA22FyZZXBY",
+	"tuahJ0xk9lDtKdnGHuljZKItL+yBmG1De7p4Gae37XihvOwX0SB5bZlluskk59NZxwbX8dYrJ1U3DRc2",
+	"CERQdxirQGiCcd1RX1ecUnND7auMZ6tKATukosmwrr4L9vYABgQUwEjSpzXD4xhySgQzC6nuSFqaA08g",
+	"wvmJkacwPog1UwkygSf8/pkOuEVVXWiaLdsXG1gUuKmgyoxS+yZ43jid1HaCcyjXRYTniNQT56K6f4mz",
+	"eddorkxlxrxoZDm7UjHUniMXa4ELgwwIG06HeKxjy/ONPerFGbt9SD07yBT1O/003H0nT//x86D3I6O5",
+	"mcU4aZ7Oaou30Aum9JAkdM4dF5NY+KJjphRG0dQyrAkXEzl0zEsyEn2aawmeLX99e0OO5JwJOudgFU8O",
+	"ENVvlnN2DTOT6zf/XYn6IO/Sgo2EZ4XsfVFsUmqmSXW5FjOpGalXBVeSCvBQIgX9u1TDggup0FNpBUGr",
+	"XnEaf3Z5Ue2tYsiC26+Zumea9MM9W3y0xCDcaVx+SGVR8A4JecotF3LPV2dcUA2yALomDhDb7VsTFwpq",
+	"9PE0Q97FzX/rwFCx54rljGpWgaKfePzwB34wIKNexu5ZPuqh/UCQUmhDizlzUsxmk5Bbdb2qQXhSMRIf",
+	"SGErhqHaQaziLnbSfa8ync6ZbxemE+/9dlJCt55KybzBypcanGG9mdfMZDmdgQPoUhtWRE95xTtpnRMC",
+	"TDfwivd612ugf5ZlLNvn+xE5vP2cSIELvtj2YL4c7OuVNY8gTrtDwAMo2xfA25jWnULr/CqkjVh60Qd/",
+	"owc+6TcUuZaNyZdxOrhq7HEwGFK7ns1iCfzqjGlrsPN8Voq7fWLnnwyJAD6PR6IazM8DiVK7nj0gkczY",
+	"g8zwhcwcioQm0Vf/vjmuonGiOEpsZaGLQJd7BPhGxwRZ++ihyOPkLCf6GCnvCDdEyMUpgX2dEG2kYtmA",
+	"uMFCFxL2yaBmJC4GprVf7DoMcmK4d3Rtmb7cJurx1oFD8nSt87W9fSQF3tHMlL168PXZ5cXA7RSVK4HV",
+	"xfGfzf0HBhf3O/RuG6Gcz+Bu7krwB+EZOXQXAlYsnA9HnwbOHIGrRnhDasgUTYmmyysFlxkD7SVTBQdI",
+	"fKjMz8093nGxo78bOpVsoyCoWlY+YjDb+oVesXm+3PHGhktaDaFZ79/Sk6VJZVPjGvPyWWdDDNde2WtX",
+	"MOmhLGgH9LfXvbUwYDcHKHTQyO931NmChxLLPszXaBHWW3Fbjg1zJjLUkPjRV9wZ2Kc5IN7H3dxWpMzP",
+	"aZ5vg8/AZYdaL69N9YeyietuYcp+me+nwA3nL95la98LXOs5alDGGZ8IAB/B/3Qdx9dlg+bVqobKL+vx",
+	"3FC4V7zQ+8e8TgqyDoX2edHX4BVOsxmrEDZ7QqoA0M8Ip3BVe0CpnIq3wqCHVKcaoK1UVVwqFwq6Rvu1",
+	"kecxKISt8X6wC/x5bl+qvSI7E0a5P7cjsxWcNtm+/MgdaFpv5zH4uQKUr4yYORXDEpezB4ysw0zXcexd",
+	"0WQR4SOJGCASFL8wpkOHEZhCyFKkVuJiFOLHzYxQMuMQq0AWVazKnoIk03WGloKmMy7YoWI0w7NRSiqw",
+	"vwzJmVj6SDD0nk9BGNVES7stDGwG8wFJvj0+TnArCchJ44Xiho3RLSdBdTaY0mAIkkIctJCG3DIvlvVR",
+	"HW7oLdXgHrdkGcllescyNKXb/relXhLLUcoS7G6pFNooaoGHc6GHWcb1HeGaTMo8PzipIrhBhQ+6dgVW",
+	"RhB7Qbhzocq1aAheLBmYmjSdrEJDgoe9lx4rGHxTwQB/G8t7pnJJswoGodiZcQSBoXfgWGG7ckGSw0PX",
+	"4tDu9tDtNkGfARfUUpo5TZ0xxW4WPPyNlKSg9To1RmNPpCLcBGCwAMikYAPcOMmpYSoe6wfh0B0Oy9rY",
+	"93Y7Ch26km/0Dt/qfuMwg9qoAIjeceGLudmaEjcCEqx8TT9dYL+XTlT0H9uXDafq9iVPO3KiYK4Ub/J0",
+	"eRnslavyDXjb8Wkz6Qg3GLTFqgZxy+d65/PtvMdXrOtOsSQVQSdyF1Yi2MI5EpxCJOkcZB1S+fcqNpfK",
+	"aEytYRf8QleeTzDVgGBijYIuCc3BAG6pRBUwCPa+L+bJHrive0FuW7/1ynW6fdyQKeXQKX3Q0xl8jyyw",
+	"LFDR44RnrJhLi4z2UNemb5lTY5iyY/+fv50d/m96+I/jw+8/1n8OxyeHH///f4nhBi7zYV7kRZkbbqi+",
+	"a2Su6TEBp9EbdAdiYnhj5eXtD9qdZ+gNUQ+mGIA2JrvPqzu+2Zl9FeO3dn9v40X03L2vP+pu98pV7ivc",
+	"YENowWr3WFyeDz/oiMyjYppzMb1xEn6TEW4O1qHE6lQ6dj0gMUWMfyU6dYqrFLwiDlfdQR9+ZZUuEHbd",
+	"ICxjhx/NLy22w6WYKssTjF1gdxSjhTQ8jQb6aWYfqJRVTrml7ni+cRFvMK9Pl8Nb6Hfo6LFzBPPukjXz",
+	"2nczOkcqBhrzgwHRktCRSBElKHpm67uQ7bUsEzBKziMSGSnunUyDnEsaRXv7G2aOAYLfldzjomNXQFiA",
+	"P6yXhNl33FfxoAIgNT+yvGNU99LZwZ3XpvsGmTvnNOH8whgGkVc8GLx49qxO/BrAgbR0LrfhUoGLBW6x",
+	"IFwQy6qqU3xcR8KfjutYt3C9MLfUkLy14kVKhX09LW+ZKbrohCbuw5G7TG/e/sA7ecPU9i+g3rtF1daR",
+	"VW13f27s4p2rMZzYCcw8pqnh94z8jp/cmn4ntfpi7LRD5PeR8Jx4mksNX3n2e+wZCvK7cyAL8jrYno5b",
+	"Hhs59gsgvxN3Zcf+Djfg2UGJgF4MGkQzRiGrOx9/VOY5XZ473sa/KaukoZG5i/SFJDxz3lguNZ2/005s",
+	"twhqqYMXyjEhXcTK1RXYuKpy6WaHmjt4hHIiAoqvq59A0I494/l4FcUV00uRXrkeOx425N/KpZhCPoc6",
+	"TeEAhc1AdAW6DdcMPfOEJAH7QQqM39sBGQY91ilj1Fe9Yuxs2yogp+Klx3TGaFZ/3EGT6wIn2WbevAnh",
+	"RyFj66i+NjLaBVV6qMcjY6cXPQ3yL3XIjpbq7mYVdD4A75retqHTwe5W0nSRPSQkmwVhn9t46a4xyFYy",
+	"9BZ+EtfQdl2M6jodilOTbg+eKNeMMw9WjxhB2SUJVwcTrmINRp0DcuxTPHoAmCMuql0WoMayH0Ey2tv/",
+	"uhTDvQZDvKx7IxhB1rwI3Yh8/cS50taFxbSF+wrj62XF9kpXMgp1xdaFuYmi1gBMUFQNN/Ztx3iVDiz3",
+	"7xj/5MjFWM5Lk6AY4GKktzMXrGZaivDl1Tp+khnr2FNhf+reisMCO8D2EYJBp6gto3b/WjdK01fss8/r",
+	"9qH2fOiO78amLimOJtRHfLtjK0jfZ9ZR3i1rUCV6VkyY/6F5ubLjxzmm47A/Rc04/hyaQjnoV50KMa4P",
+	"XsPBPfCxfLBmamsfn708nWui06pHr/nGeT/eaoPbK4A9IYSHcUfNapu52iV9d3WMKzLDrZZ5aRiZUzOD",
+	"0GhB2CeuQeecccVSK9ueEr0sci7uNGSz9r4AQ/L6+JgkXNzTnGfjdFHb9Xx4pBTsFFuli2yMIT1Z4gwD",
+	"6P5cT0P6yVEyIMkRMyn8W2oF/95T+y84YKK9qhQZUyQ5ytg9NJgriT30UicYyE9KkTNdx9UDVURb3OEh",
+	"tTLtoV3wih799fH3G5NbNdjArgwIdWDhCUnqZA8J6VOSzniOycRxbWgWqdN/uBVXajgNhk7QsRwMSOJD",
+	"uxM0kGI4fiNu0RtMZGmsKF8B4cBnXcBcvhOYt5DGRXfzSmG1GqBP3qAmPwyaDPL/+skTH/VfjZIcHlY/",
+	"OnSpgpiFNOOJLEWFD7CqavdVULnPDGIPb6PZI2KVhEStl09uDghpTBMr3voLZRuchnkcCYXv7GYds1yp",
+	"cD0P1t5wN+8fNPw2nge+lUh3lZXfSLWyvceNbhAYH/b6POyR2M6OsFYGWi8pIAj3ICoEZ/FMZAVc0d6E",
+	"hWak6yMgFol6fh4QqwhhyxftcZCL517ocjSAGNRc3tLcaQVfbFF+hWeu+srA8sPSx/wiKJIDjBXOuQY+",
+	"IJVCcw0JGS0JxzcEfoSUp/CETaEsgeMuKCTIl8L9bRQVmqZoBQHnHLnAPMLg6zCFB6N21HHnAc4SuNVb",
+	"eJKLIblGR4nGYn2SXxgZYzycS1Id9oKLVQreUilSVnvOcE0KrjXWf/C+DVE0EOyTuaTTOqXU2mwsuwhH",
+	"Gx0Eq4G3YU69XLFjFtydwkE68wGvWZcT1vZiQ+/MdfNCh4IemLCEXGDisVOv/w6YIEy8hk+5Yu5Vj5Rz",
+	"iCkFnlA234tovSoiP4n0ujFQ5mMXBjz+EY1g1PN4GRwKjpEQ7e9NXfFDeZSRo+3R8jxg56XyJwCeLosn",
+	"CHv/ZK4wkrAjpfWE5vktTe/WuJ9oo6hh02UIDywcMK6KerjPuQRLmjda86p0wKA3UUzPNoOrmmzQWv9a",
+	"3tfB7/HXNjyI54JzsKK9odr1anDL+dXbs5u3b3qD3vXN2dXNxfu/9ga9q5/fv8e/fjm7sN+Nf/hwNb54",
+	"f/nzTW/QO//w0+W7t9jph7OLd/DH+dn787fv7N8xB6Nw9idwVZsrds9lqa8fIpp9EUNOuPPH42kLjs8D",
+	"WQEOe6eOdcqtXfPh3gSJDqXCfJ5VZtwXmvCM9DVjxMtxHXV1ttAkNA3J7VXA1C6sOwhImPL7UKfHjfY+",
+	"P/Eg+N2yWcGkODJqAF16K5fJKhpJMhL9wMqi7zRojYIKXifgAJ6EeUtRyeaDSTQzByMhlR8fpvbBGVEP",
+	"pq1yCK+mX9slldWudYI02PSu6uR1sTbwVnSbEAVjmV5XTQgp+1WHUxrCzvu9e6+xqsif/0KxlAmTL8ea",
+	"MVF9K2TQdSRaX47hPcbRSB8dDBVFR0B39OgpKWQVQII4VRw0B/S+h30h0QtyRjXU5fHydyjLyDkTLKtd",
+	"gk7A782nwyRLZiCyBLJV2u90FWZjUa6JAihTB2hz4NzokC1Bv7ot3e/IQqo7qEvozQVjcO4T0zi27inn",
+	"8he0RA16dotGMfYXRUWHXtM3uaRm9kBrVsOOFaoxV65U8/40L8vKzWjd/TB5aEh3oy8IaGXe0el0Z882",
+	"8JKF0AkyYXlObtkMKjWZ0JtRz4CU1zlXncbnSXwaw808hoVYhclX5h1gOeMc1rMHngGGq0vzruZinXPF",
+	"9C7+XKajyu+HOf21ZKfkjrE54RAlZ2lkLqc6uu9S5R3uGl41CnZSi1VQ7nbgywfbbyY8N0xpwkWalxnb",
+	"Iv1dVcrXzjsINr4JaNvG5nRthFC/cEvu9WnwhlxkUJsZlVwNxfC6+9JlBnXTuZdCOgf8Kneq5UbQk0LI",
+	"kUgahZ6deXPClQY78sEJUR2FwgeE6pFI/hM//UeCfv3DsBb1C03kIihDrWHe1pzecgpu8wsu9JC8l4bM",
+	"g8oMtxxcyZFJ2lB5eeUB2c1y2WVO/Gt4KHCJT+sIVURCKKsdaLn/E8f6j2Qrc2K8VvRNewoT3owE+iWk",
+	"qvk+bMHneKvEODcueuypcuFs9WrbRWy0Cz7AuRJfcD2n6a4BS/7Z3t6r0u7hQa4mnQblDRjb2FoTe95U",
+	"Th4Qlkr1HTB0kHa5X5Qg83FtDoakwjNV5gzU8DTQzqeLDPKSLU8izidWngn9TKLOHZtIsulw7KuhuXfj",
+	"A4CD1j4AfaxDb7/WkSo3D7gK+8T5HRC44jm7kTiukAmA/QguavXIvi4TZYGxPzO53ds/Lb3P0tIL93Zr",
+	"Mxw8d5ssuDjkWvOtHecS4mY2EfuCi/Dbl4OHOM3HicVOD0bX499Sf998ePOhN+hdvB9fXn3469Xb6+ve",
+	"oHf19n8u3v7yME13NcvXVnM3oLgr3HdQcK9u+JFE9ZmptoGy7lmvbbe5lyxQq6oM5H0g44ygBbz2Zzfn",
+	"P7rn/ug3nn32KYAEWxC4WhEmYEtftZUXuBs7Hp8iahVizwAn9pYi6gaengo47VrT19dvnXLKyUXXb/6b",
+	"6FJNICkPN6coH7lKCowksKGTBJxeBySxMydYZJsq+8jANycJ+a/rD++HWCs+VbzggjrP44LO507z3cyj",
+	"vUXub9zIYCV38hb5nn3HaLbB7fMlRodxCea2TpBXDRImA9ucvsx3W43R3Sq2uO7cjKncKhbUd14Jr9om",
+	"KKzV1bGRW3mJrnZedTxcP0jMEXPQ6aqyi8fN6lgt141NfgARb5ZByyi/lTPBaufmY7K9nbcap6Ew3ULJ",
+	"6zs2hITNYk2j21aLjnMCgya93Ezhq25S5uOU5vnQWYg6+7qsBtfYrN1/09yu/+r8pRLDoCh8R+dSiXPf",
+	"qNm1yg21rqtv1Ojq0ket6fcDtGh0ClNNrel5UTdrdPfV7bt7Yp37RqdNJ1Mq0TiVzxWvsXwP/pv4Hn4O",
+	"68Fv76Pux9zZZ2KnjjEqtWXXBgnYuk+E9mzZN6Tom7q0rvo2HRpXZJsOu0N9FdO2ab+CY5s7rFy7bbqE",
+	"N26rKZpEYZsurau5qVOb8dqyR8BxbVxYjLpu22knfGlxUhs7dLF/u3QMOb4tr1mM19jUNcavbe7TZhA3",
+	"LrH18qMc5g7kOVe3igTYBS9azIemM21bLlO6Z+/y9TUJ6OJCzEuD1aUUXXwoTfWxXUCtzijOxXiu5BSq",
+	"XjfTSToeYLfiAfvJyLGa7TSexDIQYR1yffm6XXvGkFjWsGdysruULwja7nyaIbFokPyHKW5CzPjKWpuW",
+	"OPF41U3slfvzwGl/Ki5FBe5kN5MS5iZ2ewZzkBZ0rmcyZhKqkhUHPli7hvY6pdX2Fhbvsxp7L5AS1KzG",
+	"Q8qgeG+c2Pg5FfvI+L/JE9FEs6pug8yxucDZdPuRSrV1CCIQu1i2DD9pcLzhrqInFcViu5hYdtqU5Ve1",
+	"pvK3juJlXJRMX65jIh7AOGU+3eqZifpKYdZMl8tnQTVZKG4MEz5bn8u06kB4hA0PTn0OAazDHzioY+YE",
+	"qBVrh5jRe+au2nbrhVLnu2ywquy8CU3eQsPHFl6OZOSN+WVjGfGBK2o7rmpzD4dRqrOaw9cljuhVqaRr",
+	"DNmQcPpBSeV34mTd4/ggDxC/vyo9ep0x/ZGJ0rH6eGecWncedZcOdRvnELzhldi+3wItO6J9V67aKrXu",
+	"CaE+Q66vpG+0d1jGVmxB+tz73rfSKx+Eac+rYTtA7873UYey1obc1pc8jI1qHeBX5qWaKuTHM1Kh6uqr",
+	"IugXwommmu7hONGA2XPAiYoc7gUn3vpXclWGztg6PnebqlYZqxmnzvlRN7pf8b9j6TtjarEmrKwLi6No",
+	"OtgMjY8NeDwSaQOgPgOM7VRaPABdAz33PnHmD1sHYneu+DE8rloX7b/TfaiSYLch3303WkaOB1+QVTR6",
+	"Brdkp3I/21wVtITtW7G6WRbdv8gSVTz8GsPgWEWDbnwKbYUPRqUAzM8Ai5z8tBcEcjrcfWLQY3FjZxFz",
+	"N4TYg9Z6BW7PACX2pLOGS5eWipvltd0swuSWUcXUWYlxvwAFUGDB1/USZ8bMe58/g5pkItvw8Pk1fX7P",
+	"jIvpocs/4NKEubi8OaN3WCoffsUSZeRSSSNTmY9E/+z88sBVS0ylyrRzqocQcwTkEmLw1JIoWRpGbktD",
+	"kqMZo7mZJQTiiUcisVuSiv8DLD0n5C+wIXdYRt4x4SIQMB4QNw6qZarZIReaCc0Nv2cYBWcWciRQJ42q",
+	"Zk1oriXWVKREz6Qyhzm/ZxlJ/hODIP8DQwNGIsG4Gzz8I/xRJwdDAqy7HgmqGLn64Zx8//rb76xIf5uz",
+	"4l//rqXwHru6UUWTJJYZTYbkg3CwATicEDoSyY9SmwSCISD2gFaKO0pyKee3NL1zzqFUkItLknPDFM2J",
+	"VBAwgdGII4HaLUy1CmltWXYIZ5uQKTOavD7+hiT2C0gF4Fokp4SSW5ktibxnaiSSw0P76TDnBTe+48tv",
+	"SDKny1zSbGykHOdUTVkyIBlLc6owDgIcRxlksP2v6w/vRwIGhXiuW0bYJ5qafAnrtT+Te5qXjPSNojyH",
+	"DMPUUBfIVdDcUhmWjS08k4PTkXBLxPgOyRx0IDgjKI0JC69KYro9//tIJM4xdex/c2ktkEd0Hr1OOUjO",
+	"Li96g949U1jYonc8fDk8xsL5TNA57530vhkeD7/pQWG9GVzII7g18OcUg48tCaM+z0nvHdfmDJuAw+hc",
+	"Co1X+dXx8Yr1lM7nOUdb59HfHeOHhG6rzPYQCASXvnnZXXS/S3zssinwnJsl3FuLwSwjYSL9od306+OX",
+	"XdNW+zjyVXNhUlfnb+s+lsT5UnK9szCfsCb925Ln5pCLQZD916KdgbLeRApyeXbzI9JlOtVVSlbd+2gH",
+	"dve381zQ+QKjaN/eu/OpolZ157tbNznC6pydbh5By3dUG5gEUgRvbH4DsbdbNPwByjJFAgw+iHxZPV8T",
+	"NMgZqu9e6Iq+Qyp62xZi2H3qxZMgQ0SFeetjhbfZEIa4f/648QoY9sng0R0i4d7+DoTe+ZFbcCZI+CCc",
+	"Ypll9NbnmlAS9Hf4f7wT/u96X16/+v5L3q9rpu6ZOry2IHhbYUZdrTjDmBQQGKuSzjRVUrtywkAjw+vm",
+	"blh43fxzCcxcNMXSD/a9ACbCcRiumJtmhjSZgAQzBfgqVbpMZxAHPBK3Si40Uy80wXx2JAli/BMMHnaZ",
+	"Dbgmt7K0m5PwAOFoJ/ZZqcOJ+0llmEyq7OguSNJ26gtJgiaDkUCHd5rnS5LghUkOXL0HbuooeAySH5IP",
+	"c2feU8zyRSwbiaRUeUL6iuW4BWflQygf2I1C/vzTsBCXqfeFqQ4859LYMiRzcNybg509XcvFNr4diVIY",
+	"npOkyjiRkH5y6O7dIY52aExut2bBEORsoJC0nBdsMBJark+xgOn2V7I6LKS6Izg/NyPhlnBanXdV+dXu",
+	"pkoDXxo7MzReDsmZC9ikZjASUwsUFysFYKgCRDGXGFx9nkFOBJQEIAt/nS5iJFzhwp+v3rmSkAsugDVq",
+	"rV5WnJzf5sGQnBlSSG2Aj2rAUB8W9FPi1oXFE2RpIA+RZX/6r199PxKJZa4KKpZjFzUQMJ5nHijIQGNg",
+	"uyVZtzRzw44E7Pf18UuoNBCMMHbB8QnplwLMwQeD1SaulprF7JVfFkqKqVuSBZiQwDD5tBOK4GeX9eSg",
+	"PQAX41IzV6XcdQsK+9rjPUCerPk+o79zI0cMSk9Mm7/IbLk31imWUeVzU1QzqmSfW0/XyydZQuzpqi/3",
+	"l3mYjl8/54fsrCG+udsOhA0pnyVV4UsPlECWBvO2oFwJEmX3W+bCCELusR3sx4RRSzJnWG0DeSwnSNhr",
+	"pl3gOxTmgBYudYzPOUZcciyIMIeSt1STW8YEKbVldesA9bA8h5yg+diV5Hhn344JtXS27wSXQcXiDSyd",
+	"uZWfDkgqC4beVnYFWOcDysGGpVocKXP1aS2ZytkE0yU1C7qckiRUIJBcJ2SuOD7pLm9HzjU4m7SlobcV",
+	"dJ9QIPKTWPm6Sy66caDQA3K7BCn7a8g9b8OaLTqs5lIhCgDZJ08IaqE4vJCC6QOMOK1RUDNkGIoGlleg",
+	"R0RHJUynjPRXZn7EFk94Um6GjvNxu+GalPPhw6HtFGm9k799DGFvb49gWjv9Fc24/RRCDKsTOXAVzCie",
+	"6nXw+sk12U7QmeeUr4BqVbhqQcXNQLggl0oW9h6WmtjhCCpoyfHwePj6a6Dy6nrYp7nU4MZf0T6vp0pl",
+	"KSBPmoX8lJZT1g12p30ZLmmRr4O95bJRhbMDsvpBdzgBi5duLpLJtCygkHmNrAtLx0ueY47Br3EQNzMk",
+	"50bR1HTCVQcVXJ2sFuXBXLMnYr8axdC+NOPlS2e0D9nF2502XSp9VtfnyYcd78aHfXv8zeb2Z1AwM7XE",
+	"cw86CEhjW4neTiEpmrXELGWjPtFrXReugca+lEkDkSFrBvJqGMvfwudc6gY6P9GTtgatwBAFoZ91ba8v",
+	"gBqPPDcAXFiQ7JRoI+dYkg4Ob0guMlbMpXGVTyInNegk3F//SP5AZ2FFj6AsXBTQu+mxL96gRbZxj47Q",
+	"FxIeh91HG3S9KDDoFzjvc+frry2kI4f+i5UX7UNduXySvs/xhcJOBgl3niHZfuxdhg2jNtIlHgdbLch8",
+	"Qi+YIi7KgtSJWTRJKkAlW1LiI5RUjn5DZekF0ubdkWnwG9op5hQEEWem8IP2VvmFDsPFy1f/vikRmcXa",
+	"MiLsn1ksZBnUgJKKYJkTkvM7RpLLn29Ic9cFGnvPhKshhQZafOEyjsUEfE1ky1Ikr4+PidPMjRFkY+wJ",
+	"9lk0lsIYbrzKCConE6ZIXyrPXYOyjthtHeCwVV5MHBbGSmLatuuKCJ8HBZ+eiOULp8DA7O34vv1Rh3Du",
+	"bhoBbzVUi66E70iBMFBCc/Mn4QhffVmTlAm8GLpqbfex0jZeMc1M85IcuBIZlhOxVy/fgTr5OvQb+BJf",
+	"sf7p2RM/Uxcy4s9/BC4lSP7teH2wd+jASOYTPZF5TusqFM5Li8fiRp+W3/F+cI/leFYej6zgBh0W8iWy",
+	"FmgIDDev6RJf2HO3iGRAqJEFT8HEaPc+EuixN3AcywDFCKe50mXBhsSV4ApLE2LidD6plbcj4Z79ITnL",
+	"sHBIqZkizlX+xMpjgW9sFbOkXYHDKeXilFAxEmErYCHA7QZyu9tNwD3w3QUtgNOAEzaHcjIhRsqc2A3q",
+	"4Uj8gp5TiY8HswAgihnQfmPZk0q1TNOUVZNGbUcOik+rufCzBEaj9pv1au/TnbndR30c3G/P+THqAEbo",
+	"R7c7UN6wNOciDhT/2ylJ0As+wfu2mKH/U+LvYpWW0ReigpyCD3kXv7xmxQMC1h9eTLB+w+3sUzRQg73p",
+	"YNtnsuVG1QQu5r3RZMVlts6l7HNLg/GpZUdXYcGGg4ErA5GsZGVMBliKwbty5vzezzQkb3Bm5+6pwVli",
+	"SRKenWx29U1OmzVlNOknK0kdwSbeXk/SyO2XoAfsjFFlbhk1kK06WI2QgjkiJ0tjSaRPlLBaHIN6M+WU",
+	"o2zmC4TJaZRvh84++9mfwI3tz+hI9goJZafWCTgd1AlaLLK8US4h1fiktM9/lTkAtW6108mzVUQ/B882",
+	"WevJBqSuNAZ0yF/AqAfAfthJXxzQvmfdVqu3n+ZSmR+x7W4CxqdDkbUfy43Gqw/eCxvjDMB/wT6PfwSh",
+	"wslA90xpZC6pxr3YDWjSt3zs2PGxA1c+rvpYJctxfyqQ+w+eVKYofBX1B8kTMV3UL96rDdn7SoM3YyD9",
+	"IptuQFXVTygqrk6IUSVLDoYEegvp1VFhb6foABsX6LeC7lAxwL1xU35f5STx43gdiCaCffIVLKE+AoyF",
+	"3on1BHdsXrvnjUTogqqYm9SN6f1fsBqnlZ4gRUIAAGYvkB4J75lmoTAkZwiNut1GzRuo7SDcoGmesa2+",
+	"b1UnTE5rsxW4HnmfPNgRzJ18e/zK4SBkRtmgd/sJA5afQlCxQ/9Tz/b/sJ7tfCZX7HcvUFnW1q3Zbw8I",
+	"LWRAVEJ9gr8/2bbyQ21DOPrNIfeeLQHVqNuaAjZWXeu2X52BgaROP/VENzbMKjbPl1/62kaSmsVvrU/X",
+	"TxwQ/hSX87HuqWhD88/DCx2Y0Wo4bXl5qtDsPdpgMZj8aXVjOMdO7tSv9jz5Nnoy0vcskFQuR9PBkFxB",
+	"WSf7LSVeH9nWQoLy8Z9uQA8T2ERWwRYiXFQptLevcu3TZblCvqum6m1vj6pKeu9Rn38uhVcPuoujiZ5B",
+	"TAcUMAs4Xnwxb6U0GtwJwipilu0Vxkf9oOEKOsnSgLM2dxHLtFKtJSs1LZz6rKOeR4JKiiHwoUkVQtRR",
+	"Sb6yS3RXk0de4fCbV8fHx6cNy84dY+gKNBIcWrvAUm3oUtei98GAsFyzNcXmm3QKM/J/Od8gX4I+/tRV",
+	"LoAOEx0IXIXzSt3pEeDPwHV+ecLgDFgrnKrLfOli/RD7BySXNIMi9JRAjXwndoJc6ZQvhIu/Y8Aayq4L",
+	"yk0VdAZnyWi2rWPhUZ1BeoO9uK5+/lUxFtf7BzEWg+weO3b7MmAszMK1Ak27XGBgpCC3HiWyJ1XlmEZi",
+	"5C4MCNInP+HxB7N0RYtVLf4I53/tU0XLCTzweuCt0XoQmIkHtadAxEPtaU/fruroN88NrngZR2Lvq5Sf",
+	"YHpzeFrl7iR98FnxLBCZsTwjmouUgdUbU9RaFoGRxBeZuUZwuYxDPiMUxIdeGIJ2s9pHz/kMJHWKx5N6",
+	"+oT00YKRNLNeJi5WV7U6HJyOhL2dqGMLtqaxqr6ZMa6IVBlTQ3KGm/bZTAIWG7KnjQS6GWry+vh7XAJk",
+	"JcFRUbPmtHKV80FGXh+/DtpOZCniXMMvbs2QAvop7yDku47fvvqcAyHhTyXkeii3Utvesol9wC1LD2ls",
+	"A93Rzm7hX/MIv9jB7cEbHG5b5VblBIg9ksO42i3I3NytddssptsJGgR3fSqda9+otZG95TKJUPMqJxam",
+	"CNDIXDFN+lgCGpIgyaKgh5rZZRn0r2Cf5jlYgFzJ5dgSfYLGeoVbJQ4PK6VFCwWYJSQ4mkhV1Ce4Mjck",
+	"emrMXWHjt8dQNJ8XZdE7eeWKOOOnWl8apAGMTzCnU3Yj75joOoJvX76Kal+fmnPuCgk+I3bJQWIU/UVU",
+	"PI8kAnY3QdC3YAumnevfwG6Ii6pKeVzOqWqVd967G1d6/OmIsa9kHyPIdvLh1wIsAKcJ1RCUCDugrGuC",
+	"KKG++9PoWuvqgF86fBKL1nfGTv4Rrg4ulVA45dixVtejii7sZFf8ET/hDelkV2D1fxB2pQPSgweqaanB",
+	"EkHNA8FCT0987S5h7i9snVuHB64OVIgPz8s48WgFoQAPcMxVJhU4u2BmIWpY9P420z80M6j+7aPFIA3+",
+	"Y4hzpcpd+tSTo6OXr74bHg+Phy9Pvvvuu+8A29zwv1XsGwbUWwYo4Dl1+IXLShh8U6fhCL6snuSwIfqk",
+	"ff74+f8GAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

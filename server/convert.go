@@ -6,6 +6,7 @@ import (
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/agents"
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/sessions"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -99,7 +100,7 @@ func sessionOf(s store.Session, ex store.Executor) Session {
 		Title: ptrIf(s.Title), State: SessionState(s.State), EventEpoch: s.EventEpoch,
 		ContextLost: ptrIf(s.ContextLost), CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, ClosedAt: s.ClosedAt}
 	if ex.SessionID != "" {
-		out.Executor = &Executor{Runtime: ExecutorRuntime(ex.Runtime), Status: ExecutorStatus(ex.Status),
+		out.Executor = &Executor{Runtime: ExecutorRuntime(ex.Runtime), Status: ExecutorStatus(ex.Status), Host: ptrIf(ex.Host),
 			Pid: ptrIf(ex.PID), AgentExecutionId: ptrIf(ex.AgentExecutionID), ResumeToken: ptrIf(ex.ResumeToken),
 			ErrorMessage: ptrIf(ex.ErrorMessage), ExitCode: ex.ExitCode, ExitSignal: ptrIf(ex.ExitSignal),
 			LastSeenAt: ex.LastSeenAt}
@@ -173,4 +174,23 @@ func listOf[T any](raw json.RawMessage) *[]T {
 		return nil
 	}
 	return &out
+}
+
+func executorHostOf(x sessions.ExecutorHost) ExecutorHost {
+	out := ExecutorHost{Name: x.Name, Runtime: ExecutorHostRuntime(x.Runtime), Address: ptrIf(x.Address),
+		State: ExecutorHostState(x.State), ProtocolVersion: ptrIf(x.ProtocolVersion), HostId: ptrIf(x.HostID),
+		HostVersion: ptrIf(x.HostVersion), LastContactAt: x.LastContactAt, ErrorCode: ptrIf(x.ErrorCode),
+		ErrorMessage: ptrIf(x.ErrorMessage), StartedAt: x.StartedAt, Sessions: make([]ExecutorHostSession, 0, len(x.Sessions))}
+	if x.Sessions != nil {
+		var records, bytes int64
+		for _, s := range x.Sessions {
+			out.Sessions = append(out.Sessions, ExecutorHostSession{SessionId: s.SessionID, ProfileId: s.ProfileID,
+				Pid: ptrIf(s.PID), Running: s.Running, Exited: s.Exited,
+				OutboxRecords: int64(s.OutboxRecords), OutboxBytes: s.OutboxBytes})
+			records += int64(s.OutboxRecords)
+			bytes += s.OutboxBytes
+		}
+		out.OutboxRecords, out.OutboxBytes = &records, &bytes
+	}
+	return out
 }

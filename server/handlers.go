@@ -97,7 +97,7 @@ func (h *handlers) ListAgents(context.Context, ListAgentsRequestObject) (ListAge
 func (h *handlers) CreateSession(ctx context.Context, req CreateSessionRequestObject) (CreateSessionResponseObject, error) {
 	b := req.Body
 	in := sessions.CreateInput{AgentProfileID: b.AgentProfileId, Cwd: b.Cwd,
-		TaskID: deref(b.TaskId), Title: deref(b.Title), PromptID: deref(b.PromptId)}
+		TaskID: deref(b.TaskId), Title: deref(b.Title), PromptID: deref(b.PromptId), Executor: deref(b.Executor)}
 	if b.InitialPrompt != nil {
 		raw, err := promptJSON(*b.InitialPrompt)
 		if err != nil {
@@ -324,4 +324,16 @@ func (h *handlers) session(ctx context.Context, s store.Session) (Session, error
 		return Session{}, err
 	}
 	return sessionOf(s, ex), nil
+}
+
+func (h *handlers) ListExecutors(ctx context.Context, _ ListExecutorsRequestObject) (ListExecutorsResponseObject, error) {
+	hosts, err := h.cfg.Sessions.ExecutorHosts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := ExecutorHostList{Hosts: make([]ExecutorHost, 0, len(hosts))}
+	for _, x := range hosts {
+		out.Hosts = append(out.Hosts, executorHostOf(x))
+	}
+	return ListExecutors200JSONResponse(out), nil
 }

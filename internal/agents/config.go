@@ -28,7 +28,7 @@ var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 
 // entryKeys are the keys an agent entry may have; anything else is rejected
 // so a typo ("histroyContextInjection") never silently changes behaviour.
-var entryKeys = []string{"id", "displayName", "command", "args", "env", "envPassthrough", "historyContextInjection", "resumeArgs", "maxAgents", "authMethod", "mcpServers"}
+var entryKeys = []string{"id", "displayName", "command", "args", "env", "envPassthrough", "historyContextInjection", "resumeArgs", "maxAgents", "authMethod", "mcpServers", "executor"}
 
 // fileEntry is one agent as written in the config file.
 type fileEntry struct {
@@ -49,6 +49,9 @@ type fileEntry struct {
 	// AuthMethod names one of the agent's announced auth methods; tetherd
 	// calls ACP authenticate with it after initialize.
 	AuthMethod string `yaml:"authMethod"`
+	// Executor is where the profile's sessions run unless a session asks
+	// otherwise: standalone, detached or a remote host's name.
+	Executor string `yaml:"executor"`
 	// MCPServers is validated from the node (see mcp.go), never decoded
 	// directly; mcp is the ACP JSON array it becomes.
 	MCPServers yaml.Node `yaml:"mcpServers"`
@@ -70,6 +73,7 @@ func (e fileEntry) profile(lookPath func(string) (string, error)) Profile {
 		ResumeArgs:              e.ResumeArgs,
 		MaxAgents:               e.MaxAgents,
 		AuthMethod:              e.AuthMethod,
+		Executor:                e.Executor,
 		MCPServers:              e.mcp,
 	}
 	if p.DisplayName == "" {

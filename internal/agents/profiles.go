@@ -86,6 +86,10 @@ type Profile struct {
 	// MaxAgents caps this profile's live agent processes (0: only the
 	// daemon-wide --max-agents applies).
 	MaxAgents int
+	// Executor is where the profile's sessions run unless a session asks
+	// otherwise (standalone, detached or a remote host's name; "" for the
+	// daemon's --executor).
+	Executor string
 	// AuthMethod, if set, is the auth method tetherd authenticates with
 	// after initialize (agents.yaml authMethod).
 	AuthMethod string

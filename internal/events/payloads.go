@@ -67,6 +67,7 @@ type ExecutorStatusData struct {
 	Common
 	Status           store.ExecutorStatus `json:"status"`
 	Runtime          store.Runtime        `json:"runtime"`
+	Host             string               `json:"host,omitempty"`
 	PID              int                  `json:"pid,omitempty"`
 	Error            string               `json:"error,omitempty"`
 	ErrorCode        string               `json:"errorCode,omitempty"`

@@ -76,10 +76,13 @@ type Config struct {
 	// PromptMaxDepth bounds how deeply a prompt's JSON may nest (the block
 	// array is level 1); at most MaxPromptDepth.
 	PromptMaxDepth int
-	// Runtime starts the agents (default Standalone: child processes of the
-	// daemon).
+	// Runtime starts the agents of standalone sessions (default
+	// Standalone: child processes of the daemon).
 	Runtime Runtime
-	Logger  *slog.Logger
+	// Executors chooses each session's executor and gives its runtime
+	// (default: standalone only, with Runtime).
+	Executors Executors
+	Logger    *slog.Logger
 	// Outgoing, if set, receives every line sent to any agent (tests).
 	Outgoing func(sessionID string) interface{ Write([]byte) (int, error) }
 }
@@ -118,6 +121,9 @@ func (c *Config) defaults() {
 	}
 	if c.Runtime == nil {
 		c.Runtime = Standalone{}
+	}
+	if c.Executors == nil {
+		c.Executors = standaloneOnly{c.Runtime}
 	}
 }
 
@@ -180,6 +186,9 @@ type CreateInput struct {
 	// InitialPrompt is a JSON array of content blocks; empty for none.
 	InitialPrompt json.RawMessage
 	PromptID      string
+	// Executor is where the agent runs (the API's `executor`); "" takes
+	// the profile's default, else the daemon's.
+	Executor string
 }
 
 // Create validates the request, then persists the session, its task when
@@ -192,6 +201,10 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (_ store.Session, 
 		return store.Session{}, err
 	}
 	cwd, err := m.ResolveCwd(in.Cwd)
+	if err != nil {
+		return store.Session{}, err
+	}
+	runtime, host, err := m.cfg.Executors.Choose(in.Executor, profile.Executor)
 	if err != nil {
 		return store.Session{}, err
 	}
@@ -229,7 +242,7 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (_ store.Session, 
 			// The profile's MCP servers, kept with the session: every load
 			// and resume resends what the session was created with.
 			MCPServers: profile.MCPServers},
-		Executor: store.Executor{Runtime: store.RuntimeStandalone, Status: store.ExecutorStopped},
+		Executor: store.Executor{Runtime: runtime, Host: host, Status: store.ExecutorStopped},
 	}
 	if in.TaskID == "" {
 		title := in.Title

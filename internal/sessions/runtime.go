@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/acp"
+	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/workspace"
 )
 
@@ -31,7 +33,14 @@ type Runtime interface {
 // session. It names the agent by its daemon-side launch spec, never by
 // anything an API request supplied.
 type StartRequest struct {
-	Spec acp.Spec
+	// SessionID is the daemon's session the agent is for; ProfileID and
+	// ResumeToken name its agent to a runtime that resolves profiles
+	// itself (an executor host runs only the profiles it is configured
+	// with), and Spec describes it to one that launches it from here.
+	SessionID   string
+	ProfileID   string
+	ResumeToken string
+	Spec        acp.Spec
 	// Root confines the agent's fs/* requests to the session's directory;
 	// empty disables the fs capability.
 	Root string
@@ -98,6 +107,72 @@ type Agent interface {
 	// (an agent on a remote host has none the daemon could use).
 	PID() int
 }
+
+// HostRuntime is a Runtime whose agents run in an executor host and so
+// outlive the daemon: after a restart, or a broken connection, the daemon
+// attaches to them again instead of starting them.
+type HostRuntime interface {
+	Runtime
+	// Attach takes up the agent of req.SessionID on the host, with its
+	// record stream resumed after req.From (the executor row's
+	// HostOffset). An errcode.HostSessionUnknown error means the host
+	// holds no such session; errcode.ExecutorLost that it stayed
+	// unreachable past its deadline.
+	Attach(ctx context.Context, req AttachRequest) (Agent, error)
+}
+
+// AttachRequest is what HostRuntime.Attach needs.
+type AttachRequest struct {
+	SessionID string
+	From      uint64
+	Handler   acp.Handler
+	Logger    *slog.Logger
+}
+
+// turnPrompter is an Agent that names the turn it prompts, so that a
+// daemon that restarted mid-turn sends the same prompt again and is given
+// the turn's end instead of a second turn (an executor host's agent).
+type turnPrompter interface {
+	PromptTurn(ctx context.Context, sessionID, turnID string, prompt json.RawMessage, sent func()) (string, error)
+}
+
+// lostAgent is an Agent that can tell, once it is done, that the daemon
+// lost it rather than it ending: its executor host stayed unreachable, or
+// died under it.
+type lostAgent interface {
+	Lost() bool
+}
+
+// Executors decides where sessions' agents run.
+type Executors interface {
+	// Choose picks a new session's executor: requested (the API's
+	// `executor`; "" for none), else the profile's default, else the
+	// daemon's. An unknown name is errcode.ExecutorNotFound.
+	Choose(requested, profileDefault string) (store.Runtime, string, error)
+	// Runtime returns the runtime of an executor row's runtime and host.
+	Runtime(rt store.Runtime, host string) (Runtime, error)
+	// Hosts lists the executor hosts the daemon knows, by name.
+	Hosts(ctx context.Context) []ExecutorHost
+}
+
+// standaloneOnly is the Executors of a daemon without executor hosts.
+type standaloneOnly struct{ rt Runtime }
+
+func (s standaloneOnly) Choose(requested, _ string) (store.Runtime, string, error) {
+	if requested != "" && requested != string(store.RuntimeStandalone) {
+		return "", "", errcode.New(errcode.ExecutorNotFound, "executor %q is not configured: this daemon runs agents standalone only", requested)
+	}
+	return store.RuntimeStandalone, "", nil
+}
+
+func (s standaloneOnly) Runtime(rt store.Runtime, host string) (Runtime, error) {
+	if rt != store.RuntimeStandalone && rt != "" {
+		return nil, errcode.New(errcode.ExecutorNotFound, "executor %s %q is not configured", rt, host)
+	}
+	return s.rt, nil
+}
+
+func (standaloneOnly) Hosts(context.Context) []ExecutorHost { return []ExecutorHost{} }
 
 // Standalone is the runtime that runs each agent as a child process of the
 // daemon, speaking ACP over its stdio (internal/acp). It lives here rather

@@ -139,7 +139,7 @@ func emitTaskFollow(ctx context.Context, tx *store.Store, emit events.Emit, sess
 
 // executorPayload is what session.executor_status carries.
 func executorPayload(e store.Executor) *events.ExecutorStatusData {
-	p := &events.ExecutorStatusData{Status: e.Status, Runtime: e.Runtime, PID: e.PID, Error: e.ErrorMessage,
+	p := &events.ExecutorStatusData{Status: e.Status, Runtime: e.Runtime, Host: e.Host, PID: e.PID, Error: e.ErrorMessage,
 		ExitCode: e.ExitCode, ExitSignal: e.ExitSignal, AgentExecutionID: e.AgentExecutionID}
 	if e.Status == store.ExecutorError {
 		p.ErrorCode = e.ErrorCode

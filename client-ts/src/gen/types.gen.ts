@@ -231,18 +231,93 @@ export const SessionState = {
 
 export type SessionState = typeof SessionState[keyof typeof SessionState];
 
+/**
+ * reconnecting: the agent runs in an executor host the daemon has lost its connection to (a daemon restart, a network cut) and is reconnecting to; the turn goes on on the host.
+ */
 export const ExecutorStatus = {
     STARTING: 'starting',
     READY: 'ready',
+    RECONNECTING: 'reconnecting',
     ERROR: 'error',
     STOPPED: 'stopped'
 } as const;
 
+/**
+ * reconnecting: the agent runs in an executor host the daemon has lost its connection to (a daemon restart, a network cut) and is reconnecting to; the turn goes on on the host.
+ */
 export type ExecutorStatus = typeof ExecutorStatus[keyof typeof ExecutorStatus];
+
+export type ExecutorHostList = {
+    hosts: Array<ExecutorHost>;
+};
+
+export type ExecutorHost = {
+    /**
+     * local for the detached runtime's host, else the name in the daemon's hosts config.
+     */
+    name: string;
+    runtime: 'detached' | 'remote';
+    /**
+     * Where the daemon reaches it: the unix socket or the host:port.
+     */
+    address?: string;
+    /**
+     * connecting: not reached yet since tetherd started; reconnecting: the connection broke and is being retried; lost: unreachable past the reconnect deadline (its sessions were interrupted with executor_lost).
+     */
+    state: 'connected' | 'connecting' | 'reconnecting' | 'lost';
+    /**
+     * The host protocol version negotiated on the current connection.
+     */
+    protocolVersion?: number;
+    hostId?: string;
+    /**
+     * The host's tetherd build version.
+     */
+    hostVersion?: string;
+    /**
+     * Last frame received from the host.
+     */
+    lastContactAt?: string;
+    /**
+     * Why the last connection attempt failed (host_unauthorized, host_protocol_mismatch, ...).
+     */
+    errorCode?: string;
+    errorMessage?: string;
+    startedAt?: string;
+    /**
+     * The sessions the host holds (empty while it is not connected).
+     */
+    sessions: Array<ExecutorHostSession>;
+    /**
+     * Records of all its sessions the daemon has not acknowledged yet.
+     */
+    outboxRecords?: number;
+    outboxBytes?: number;
+};
+
+export type ExecutorHostSession = {
+    sessionId: string;
+    profileId: string;
+    pid?: number;
+    /**
+     * A prompt is in flight.
+     */
+    running: boolean;
+    /**
+     * The agent ended; its exit is not acknowledged yet.
+     */
+    exited: boolean;
+    outboxRecords: number;
+    outboxBytes: number;
+};
 
 export type Executor = {
     runtime: 'standalone' | 'detached' | 'remote';
     status: ExecutorStatus;
+    /**
+     * The executor host: local for detached, the configured name for remote; absent for standalone.
+     */
+    host?: string;
     pid?: number;
     /**
      * Names one execution (one start of the session's agent): a UUID, new at every start, never reused.
@@ -540,6 +615,7 @@ export type SessionStateChangedData = EventCommon & {
 export type ExecutorStatusData = EventCommon & {
     status: ExecutorStatus;
     runtime?: string;
+    host?: string;
     pid?: number;
     error?: string;
     /**
@@ -990,6 +1066,10 @@ export type SessionCreate = {
     title?: string;
     initialPrompt?: Prompt;
     promptId?: PromptId;
+    /**
+     * Where the agent runs: `standalone` (a child of tetherd; a restart of tetherd interrupts its turns), `detached` (the local executor host, which outlives tetherd) or the name of a remote host in tetherd's hosts config. Default: the agent profile's `executor`, else tetherd's `--executor`. 400 `executor_not_found` for a name tetherd is not configured with.
+     */
+    executor?: string;
 };
 
 export type Session = {
@@ -1429,6 +1509,35 @@ export type ListAgentsResponses = {
 };
 
 export type ListAgentsResponse = ListAgentsResponses[keyof ListAgentsResponses];
+
+export type ListExecutorsData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/executors';
+};
+
+export type ListExecutorsErrors = {
+    /**
+     * RFC 9457 problem details.
+     */
+    401: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    default: Problem;
+};
+
+export type ListExecutorsError = ListExecutorsErrors[keyof ListExecutorsErrors];
+
+export type ListExecutorsResponses = {
+    /**
+     * The hosts, by name.
+     */
+    200: ExecutorHostList;
+};
+
+export type ListExecutorsResponse = ListExecutorsResponses[keyof ListExecutorsResponses];
 
 export type CreateSessionData = {
     body: SessionCreate;
