@@ -74,6 +74,13 @@ type actor struct {
 	repairs   map[string]bool
 	// lastPromptID is the most recently admitted turn.
 	lastPromptID string
+	// recordOffset, while the actor handles a record of the agent's
+	// executor host, is its offset: the writes it makes commit it too
+	// (withRecord). hostPending are the permission requests pending in the
+	// store that the host still holds after an attach, claimed when the
+	// host delivers them again (askPermission).
+	recordOffset uint64
+	hostPending  map[string]store.Permission
 	// Agent-reported session facts that are not transcript: commands and
 	// config options as ACP arrays, modes an ACP SessionModeState, mode
 	// the current mode id as a JSON string (see options.go).
@@ -100,11 +107,12 @@ type turnRun struct {
 func newActor(m *Manager, sess store.Session, exec store.Executor, turns []store.Turn) *actor {
 	a := &actor{
 		m: m, id: sess.ID, mb: newMailbox(m.cfg.MailboxLimit, m.cfg.BusyTimeout), sess: sess, exec: exec,
-		log:       m.cfg.Logger.With("session", sess.ID),
-		perms:     map[string]*pendingPermission{},
-		turns:     make(map[string]store.Turn, len(turns)),
-		admitting: map[string]admission{},
-		repairs:   map[string]bool{},
+		log:         m.cfg.Logger.With("session", sess.ID),
+		perms:       map[string]*pendingPermission{},
+		turns:       make(map[string]store.Turn, len(turns)),
+		admitting:   map[string]admission{},
+		repairs:     map[string]bool{},
+		hostPending: map[string]store.Permission{},
 	}
 	for _, t := range turns {
 		a.turns[t.PromptID] = t
@@ -128,7 +136,11 @@ func (a *actor) onAgentExit(gen int, conn Agent) {
 	if gen != a.gen || conn != a.conn {
 		return
 	}
-	a.perform(decide(a.view(), agentExitedInput{Exit: exitInfo(conn.Exit())}).Effects...)
+	lost := false
+	if l, ok := conn.(lostAgent); ok {
+		lost = l.Lost()
+	}
+	a.perform(decide(a.view(), agentExitedInput{Exit: exitInfo(conn.Exit()), Lost: lost}).Effects...)
 }
 
 // recordExit records an unexpected exit of the agent on the executor.
@@ -231,7 +243,7 @@ type agentHandler struct {
 // window free of deadlocks.
 func (h *agentHandler) Update(u acp.Update, done func()) {
 	if !h.a.mb.post(func() {
-		h.a.onUpdate(h.gen, u)
+		h.a.withRecord(u.Offset, func() { h.a.onUpdate(h.gen, u) })
 		h.a.afterWrites(done)
 	}) {
 		done()

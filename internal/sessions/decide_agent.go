@@ -55,7 +55,11 @@ func decideAgentExited(v view, in agentExitedInput) decision {
 		if r.CancelRequested {
 			d.Effects = append(d.Effects, effEndTurn{PromptID: r.PromptID, State: store.TurnCancelled})
 		} else {
-			d.Effects = append(d.Effects, effInterruptTurn{PromptID: r.PromptID, Reason: "agent_exited", Exit: in.Exit})
+			reason := "agent_exited"
+			if in.Lost {
+				reason = "executor_lost"
+			}
+			d.Effects = append(d.Effects, effInterruptTurn{PromptID: r.PromptID, Reason: reason, Exit: in.Exit})
 		}
 	}
 	if !v.State.Terminal() && len(v.Queue) > 0 && !v.QueueHeld {

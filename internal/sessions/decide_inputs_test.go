@@ -65,6 +65,9 @@ func TestDecideAgentExited(t *testing.T) {
 		{"agent exited with prompts queued", with(running, func(v *view) { v.Queue = queued("q1") }), in,
 			accepted(append(head, effClearRunning{}, effInterruptTurn{PromptID: "p1", Reason: "agent_exited", Exit: exit}, effEnsureAgent{})...)},
 		{"agent exited with a held queue", with(inState(store.SessionWaitingForInput), func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), in, idle},
+		{"agent lost with its executor host", running, agentExitedInput{Exit: exit, Lost: true},
+			accepted(append(head, effClearRunning{}, effInterruptTurn{PromptID: "p1", Reason: "executor_lost", Exit: exit},
+				effDropSlot{}, effSetState{State: store.SessionWaitingForInput})...)},
 		{"agent exited while stopping", with(running, func(v *view) { v.Stopping = true }), in,
 			accepted(effClearSettling{}, effForgetAgent{}, effDropSlot{})},
 	}...)

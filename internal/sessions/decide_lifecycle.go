@@ -260,8 +260,14 @@ const restartedWhy = "agent stopped: tetherd restarted"
 // requests record nothing: start-up reconciliation records them from the
 // store (interrupted by daemon_restart, held, expired), as it does after a
 // daemon that died without a shutdown, and from here whatever the dying
-// agent answers is not the turn's outcome (Stopping).
+// agent answers is not the turn's outcome (Stopping). A hosted agent is
+// not stopped at all: it outlives the daemon, which attaches to it again.
 func decideShutdown(v view) decision {
+	if v.Hosted {
+		// The agent lives in its executor host, which outlives the daemon:
+		// the next daemon attaches to it again, mid-turn or not.
+		return accept(effMarkStopping{})
+	}
 	if v.Connected {
 		return accept(effMarkStopping{}, effStopAgent{Why: restartedWhy})
 	}
@@ -277,12 +283,19 @@ func decideShutdown(v view) decision {
 // too), the session waits for input, and every client is told where it now
 // stands. A session at rest is only announced when its agent went away
 // with the old config (clients must learn it cannot be continued here).
+// A hosted session loses nothing: its executor is reconnecting, and its
+// actor attaches to the agent on the host.
 func decideRestarted(v view, in restartedInput) decision {
 	if !in.Repair {
 		if in.AgentAvailable {
 			return accept()
 		}
 		return accept(effPushRecovery{})
+	}
+	if in.Hosted {
+		// Nothing was lost: the turn, the queue and the permission
+		// requests go on on the host once the daemon has reconnected.
+		return accept(effMarkReconnecting{}, effAttachAgent{}, effPushRecovery{})
 	}
 	var effs []effect
 	live := in.Executor == store.ExecutorReady || in.Executor == store.ExecutorStarting

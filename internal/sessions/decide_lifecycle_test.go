@@ -38,6 +38,14 @@ func TestDecideRestarted(t *testing.T) {
 	expire := effClosePermissions{State: store.PermissionExpired}
 	runDecideCases(t, []decideCase{
 		{"restarted at rest", waiting, restartedInput{AgentAvailable: true}, accepted()},
+		{"restarted mid-turn, hosted", inRunning, repair(func(in *restartedInput) {
+			midTurn(in)
+			in.Orphan, in.Hosted, in.Permissions = false, true, 1
+			in.Turns = append(in.Turns, queuedT("q1"))
+		}), accepted(effMarkReconnecting{}, effAttachAgent{}, effPushRecovery{})},
+		{"restarted waiting for input, hosted", waiting, repair(func(in *restartedInput) {
+			in.Executor, in.Hosted = store.ExecutorReconnecting, true
+		}), accepted(effMarkReconnecting{}, effAttachAgent{}, effPushRecovery{})},
 		{"restarted at rest, its agent gone from the config", waiting, restartedInput{}, accepted(effPushRecovery{})},
 		{"restarted mid-turn", inRunning, repair(midTurn),
 			accepted(effStopOrphan{}, interruptP1, effStopExecutor{}, toWaiting, effPushRecovery{})},
@@ -385,6 +393,8 @@ func TestDecideShutdown(t *testing.T) {
 			v.Queue, v.OpenPermissions, v.MaxPermissions = queued("q1", "q2"), 1, 4
 		}), in, stop},
 		{"shutdown mid-turn after a cancel", with(running, func(v *view) { v.Running.CancelRequested = true }), in, stop},
+		{"shutdown mid-turn of a hosted agent", with(running, func(v *view) { v.Hosted = true }), in, mark},
+		{"shutdown of a hosted agent at rest", with(inState(store.SessionWaitingForInput), func(v *view) { v.Hosted = true }), in, mark},
 		{"shutdown with prompts held since a restart", with(inState(store.SessionWaitingForInput), func(v *view) {
 			v.Queue, v.QueueHeld = queued("q1"), true
 		}), in, stop},

@@ -39,6 +39,9 @@ type view struct {
 	// Connected: the actor holds an agent connection (ready, or still
 	// opening its ACP session).
 	Connected bool
+	// Hosted: the session's agent runs in an executor host, which
+	// outlives the daemon.
+	Hosted bool
 	// StoredSession: the executor holds the ACP session id of an earlier
 	// start, to restore; HasTurns: the session has turns (history).
 	StoredSession, HasTurns bool
@@ -161,7 +164,12 @@ type (
 	}
 	// agentExitedInput: the current agent process ended (stale exits are
 	// filtered by the actor, which knows the incarnation).
-	agentExitedInput struct{ Exit exitInfo }
+	agentExitedInput struct {
+		Exit exitInfo
+		// Lost: the daemon lost the agent with its executor host (the host
+		// stayed unreachable past its deadline, or died under it).
+		Lost bool
+	}
 	// startFailedInput: the agent could not be started or restored.
 	startFailedInput struct{ Err error }
 	// permissionRequestedInput: the agent asks the user for a permission.
@@ -238,6 +246,10 @@ type (
 		Orphan   bool
 		// AgentAvailable: the session's agent profile still resolves.
 		AgentAvailable bool
+		// Hosted: the agent runs in an executor host, which outlives the
+		// daemon, and was ready (or being reconnected to) when the
+		// daemon stopped: it is attached again, not interrupted.
+		Hosted bool
 	}
 )
 

@@ -217,7 +217,15 @@ type (
 	effStopExecutor struct{}
 	// effTaskFollow moves the task to the state its session implies.
 	effTaskFollow struct{}
+	// effMarkReconnecting records the executor of a hosted session as
+	// reconnecting; effAttachAgent attaches its actor to the agent on the
+	// host once start-up reconciliation is done.
+	effMarkReconnecting struct{}
+	effAttachAgent      struct{}
 )
+
+func (effMarkReconnecting) isEffect() {}
+func (effAttachAgent) isEffect()      {}
 
 func (effReserveSlot) isEffect()         {}
 func (effAnswerExisting) isEffect()      {}

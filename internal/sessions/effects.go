@@ -18,7 +18,7 @@ import (
 func (a *actor) view() view {
 	v := view{State: a.sess.State, Stopping: a.stopping, Settling: a.settling, HasSlot: a.slot != nil, Replaying: a.replaying,
 		Reloading: a.reloading, Repairs: a.repairs,
-		Connected: a.conn != nil, StoredSession: a.exec.ResumeToken != "", HasTurns: len(a.turns) > 0,
+		Connected: a.conn != nil, Hosted: a.hosted(), StoredSession: a.exec.ResumeToken != "", HasTurns: len(a.turns) > 0,
 		QueueHeld: a.sess.QueueHeld, QueueLimit: a.m.cfg.QueueLimit, Version: a.version,
 		OpenPermissions: len(a.perms), MaxPermissions: a.m.cfg.MaxPendingPermissions,
 		Modes: a.modes, ConfigOptions: a.configOptions}

@@ -22,6 +22,8 @@ import (
 type ReconcileResult struct {
 	Sessions         int
 	InterruptedTurns int
+	// Reattached counts the hosted sessions being attached again.
+	Reattached int
 	Took             time.Duration
 }
 
@@ -49,6 +51,7 @@ func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
 		return res, err
 	}
 	var repairs []events.Apply
+	var attach []string
 	for _, s := range active.AtRest {
 		_, _, specErr := m.profiles.Spec(s.AgentProfileID)
 		d := decide(view{State: store.SessionWaitingForInput}, restartedInput{AgentAvailable: specErr == nil})
@@ -68,6 +71,8 @@ func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
 				res.InterruptedTurns++
 			case effStopOrphan:
 				stopOrphan(as.Executor, spec.Command) // now: the old agent must not run on
+			case effAttachAgent:
+				attach = append(attach, as.Session.ID)
 			}
 		}
 		repairs = append(repairs, restartRepair(as, d.Effects, in.AgentAvailable, m.history))
@@ -90,6 +95,16 @@ func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
 	}); err != nil {
 		return res, err
 	}
+	// Hosted agents went on without the daemon: their actors attach to
+	// them again in the background (a host may be slow to reach).
+	for _, id := range attach {
+		a, err := m.actor(ctx, id)
+		if err != nil {
+			return res, err
+		}
+		a.mb.post(a.attach)
+	}
+	res.Reattached = len(attach)
 	res.Took = time.Since(start)
 	return res, nil
 }
@@ -111,8 +126,11 @@ func stopOrphan(ex store.Executor, command string) {
 
 // restartedOf is what decide needs to know of a session to repair.
 func restartedOf(as store.ActiveSession, available bool) restartedInput {
-	in := restartedInput{Repair: true, Permissions: len(as.Permissions), Executor: as.Executor.Status,
-		Orphan: as.Executor.PID > 0 && as.Executor.Runtime == store.RuntimeStandalone, AgentAvailable: available}
+	ex := as.Executor
+	in := restartedInput{Repair: true, Permissions: len(as.Permissions), Executor: ex.Status,
+		Orphan: ex.PID > 0 && ex.Runtime == store.RuntimeStandalone, AgentAvailable: available,
+		Hosted: ex.Runtime != store.RuntimeStandalone && ex.Runtime != "" &&
+			(ex.Status == store.ExecutorReady || ex.Status == store.ExecutorReconnecting)}
 	for _, t := range as.OpenTurns {
 		in.Turns = append(in.Turns, storedTurn{PromptID: t.PromptID, State: t.State})
 	}
@@ -136,7 +154,12 @@ func restartRepair(as store.ActiveSession, effs []effect, available bool, histor
 		for _, e := range effs {
 			var err error
 			switch e := e.(type) {
-			case effStopOrphan: // performed before the write
+			case effStopOrphan, effAttachAgent: // performed outside the write
+			case effMarkReconnecting:
+				ex.Status = store.ExecutorReconnecting
+				if err = tx.UpdateExecutor(ctx, ex); err == nil {
+					emit(a.draft(events.SessionExecutorStatus, "", executorPayload(ex)))
+				}
 			case effHoldQueue:
 				s.QueueHeld = true
 				err = tx.SetSessionQueueHeld(ctx, s.ID, true)

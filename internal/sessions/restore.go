@@ -47,6 +47,8 @@ type startPlan struct {
 	// choices are the user's mode and config choices, reapplied once the
 	// agent's session is open.
 	choices startChoices
+	// runtime is where the agent starts (the executor row's runtime).
+	runtime Runtime
 }
 
 // startOutcome is what the start goroutine reports back.
@@ -96,7 +98,12 @@ func (a *actor) startAgent(e effStartAgent) {
 		p.spec.Args = append(append([]string(nil), p.spec.Args...), profile.ExpandResumeArgs(p.token)...)
 	}
 	p.spec.Dir = a.sess.Cwd
-	p.req = StartRequest{Spec: p.spec, Root: a.sess.Cwd, Files: a.m.cfg.Files, Handler: &agentHandler{a: a, gen: p.gen}, StopGrace: a.m.cfg.StopGrace,
+	if rt, err := a.m.cfg.Executors.Runtime(a.exec.Runtime, a.exec.Host); err != nil {
+		p.specErr = err
+	} else {
+		p.runtime = rt
+	}
+	p.req = StartRequest{SessionID: a.id, ProfileID: a.sess.AgentProfileID, ResumeToken: p.token, Spec: p.spec, Root: a.sess.Cwd, Files: a.m.cfg.Files, Handler: &agentHandler{a: a, gen: p.gen}, StopGrace: a.m.cfg.StopGrace,
 		InitTimeout: a.m.cfg.StartTimeout, UpdateWindow: a.m.cfg.UpdateWindow, Logger: a.log}
 	if a.m.cfg.Outgoing != nil {
 		p.req.Outgoing = a.m.cfg.Outgoing(a.id)
@@ -118,6 +125,10 @@ func (a *actor) startAgent(e effStartAgent) {
 	a.exec.PID = 0
 	a.exec.AgentExecutionID = p.execID
 	a.saveExecutor()
+	if a.hosted() {
+		// The new agent's outbox on its host starts again at 1.
+		a.write(func(tx *store.Store, _ events.Emit) error { return tx.SetExecutorOffset(a.ctx(), a.id, 0) })
+	}
 	a.m.spawn(func() {
 		out := a.m.start(a.id, p)
 		if !a.mb.post(func() { a.onAgentStarted(p, out) }) {
@@ -148,7 +159,7 @@ func (m *Manager) start(sessionID string, p startPlan) (out startOutcome) {
 	}
 	sctx, cancel := context.WithTimeout(ctx, m.cfg.StartTimeout)
 	defer cancel()
-	conn, err := m.cfg.Runtime.Start(sctx, p.req)
+	conn, err := p.runtime.Start(sctx, p.req)
 	if err != nil {
 		return startOutcome{err: agentFailure(err, nil, p, "agent did not start: %v", err)}
 	}
@@ -307,10 +318,7 @@ func (a *actor) adoptAgent(p startPlan, out startOutcome) {
 	a.adoptOptions(out.options)
 	a.reapplyChanged(p)
 	gen := p.gen
-	a.m.spawn(func() {
-		<-conn.Done()
-		a.mb.post(func() { a.onAgentExit(gen, conn) })
-	})
+	a.watchExit(gen, conn)
 	a.startSucceeded(p, out)
 }
 

@@ -3,8 +3,6 @@ package sessions
 import (
 	"encoding/json"
 
-	"github.com/google/uuid"
-
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
@@ -167,6 +165,13 @@ func (a *actor) onPermissionRequested(gen int, req acp.PermissionRequest, reply 
 	if gen != a.gen {
 		return ""
 	}
+	if p, ok := a.hostPending[req.ID]; ok && req.ID != "" {
+		// Asked before a daemon restart and still pending on the host: the
+		// same request, already in the store and on every client's screen.
+		delete(a.hostPending, req.ID)
+		a.perms[p.ID] = &pendingPermission{promptID: p.PromptID, options: req.Options, reply: reply}
+		return p.ID
+	}
 	id := ""
 	for _, e := range decide(a.view(), permissionRequestedInput{}).Effects {
 		switch e := e.(type) {
@@ -176,7 +181,7 @@ func (a *actor) onPermissionRequested(gen int, req acp.PermissionRequest, reply 
 			}
 			return ""
 		case effAskPermission:
-			id = a.askPermission(e.PromptID, req, reply)
+			a.withRecord(req.Offset, func() { id = a.askPermission(e.PromptID, req, reply) })
 		default:
 			a.perform(e)
 		}
@@ -193,7 +198,7 @@ func (a *actor) askPermission(promptID string, req acp.PermissionRequest, reply 
 	}
 	a.splitMessage()
 	opts, _ := json.Marshal(req.Options)
-	p := store.Permission{ID: uuid.NewString(), SessionID: a.id, PromptID: promptID, ToolCallID: req.Tool.ID,
+	p := store.Permission{ID: permissionID(req), SessionID: a.id, PromptID: promptID, ToolCallID: req.Tool.ID,
 		Title: title, Options: opts, State: store.PermissionPending}
 	a.write(func(tx *store.Store, emit events.Emit) error {
 		ctx := a.ctx()

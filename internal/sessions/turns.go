@@ -209,7 +209,7 @@ func (a *actor) startTurn(promptID string) {
 	a.running = r
 	a.setState(store.SessionRunning)
 	a.pushRecovery()
-	acpID := a.acpID
+	acpID, pctx := a.acpID, a.promptContext()
 	a.m.spawn(func() {
 		// The agent hears of the turn only once it is recorded as started.
 		if _, err := started.Wait(context.Background()); err != nil {
@@ -227,7 +227,15 @@ func (a *actor) startTurn(promptID string) {
 		// The prompt's context stays alive on cancel so that the agent's
 		// own stop reason is observed; cancellation goes via session/cancel.
 		sent := func() { a.mb.post(func() { a.markDelivered(r) }) }
-		stop, err := r.conn.PromptNotify(context.Background(), acpID, prompt, sent)
+		var stop string
+		var err error
+		if tp, ok := r.conn.(turnPrompter); ok {
+			// Named by the turn, so that a daemon that restarts mid-turn
+			// can send it again (resumeTurn) without a second turn.
+			stop, err = tp.PromptTurn(pctx, acpID, t.PromptID, prompt, sent)
+		} else {
+			stop, err = r.conn.PromptNotify(pctx, acpID, prompt, sent)
+		}
 		a.mb.post(func() { a.onTurnDone(r, stop, err) })
 	})
 

@@ -23,6 +23,9 @@ func (a *actor) write(apply events.Apply) *events.Pending {
 // whichever write it is; a request running on the actor (callWrites) also
 // waits for it.
 func (a *actor) change(c events.Change) *events.Pending {
+	if a.recordOffset > 0 {
+		c = offsetChange{Change: c, offset: a.recordOffset}
+	}
 	p := a.m.w.SubmitChange(c)
 	a.last = p
 	a.version++

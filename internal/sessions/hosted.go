@@ -1,0 +1,269 @@
+package sessions
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tether/tether/internal/acp"
+	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/store"
+)
+
+// Sessions whose agent runs in an executor host (the detached and remote
+// runtimes, DESIGN.md section 9). The host outlives the daemon, so a
+// daemon restart interrupts nothing: start-up reconciliation marks the
+// executor reconnecting, and the session's actor attaches to the agent on
+// the host again (attach), takes up the running turn where it is, and
+// keeps the permission requests pending. What the agent sent meanwhile
+// waits in the host's outbox; every record's offset is committed with
+// what the record caused (offsetChange), so the stream resumes exactly
+// after the last one the daemon has.
+
+// hosted reports whether the session's agent runs in an executor host.
+func (a *actor) hosted() bool {
+	return a.exec.Runtime != store.RuntimeStandalone && a.exec.Runtime != ""
+}
+
+// offsetChange commits a host record's offset with the change the record
+// caused, in one transaction: after a crash the executor row says exactly
+// which records are in the store.
+type offsetChange struct {
+	events.Change
+	offset uint64
+}
+
+func (c offsetChange) Apply(ctx context.Context, tx *store.Store, emit events.Emit) error {
+	if err := c.Change.Apply(ctx, tx, emit); err != nil {
+		return err
+	}
+	return tx.SetExecutorOffset(ctx, c.SessionID(), c.offset)
+}
+
+// withRecord runs f, which handles the host record at offset (0 for a
+// local agent's update), with every write it makes carrying the offset.
+// One record makes at most one write (decideUpdate), so the offset is
+// committed exactly when the record's effect is.
+func (a *actor) withRecord(offset uint64, f func()) {
+	a.recordOffset = offset
+	defer func() { a.recordOffset = 0 }()
+	f()
+}
+
+// attach takes up the agent of a hosted session after a daemon restart
+// (effAttachAgent): like a start, but the agent, its ACP session and its
+// running turn are already there.
+func (a *actor) attach() {
+	if a.conn != nil || a.starting || a.stopping || a.sess.State.Terminal() {
+		return
+	}
+	rt, err := a.m.cfg.Executors.Runtime(a.exec.Runtime, a.exec.Host)
+	hr, ok := rt.(HostRuntime)
+	if err == nil && !ok {
+		err = errcode.New(errcode.ExecutorNotFound, "executor %s %q cannot attach agents", a.exec.Runtime, a.exec.Host)
+	}
+	if err == nil {
+		err = a.needAgent()
+	}
+	if err != nil {
+		a.attachFailed(err)
+		return
+	}
+	a.starting = true
+	a.gen++
+	gen := a.gen
+	req := AttachRequest{SessionID: a.id, From: a.exec.HostOffset, Handler: &agentHandler{a: a, gen: gen}, Logger: a.log}
+	a.m.spawn(func() {
+		ctx, cancel := context.WithCancel(a.m.life)
+		defer cancel()
+		pending, perr := a.m.store.ListPendingPermissions(ctx, a.id)
+		conn, err := hr.Attach(ctx, req)
+		if err == nil && perr != nil {
+			err = perr
+		}
+		// Should the actor be gone (the daemon is stopping), the agent
+		// simply stays on its host for the next daemon.
+		a.mb.post(func() { a.onAttached(gen, conn, pending, err) })
+	})
+}
+
+// onAttached adopts the attached agent: the executor is ready again, the
+// turn that was running goes on (its prompt is sent again under the same
+// turn id, which the host answers with the turn's end instead of a second
+// turn), and the permission requests still pending on the host stay
+// pending here, under their ids.
+func (a *actor) onAttached(gen int, conn Agent, pending []store.Permission, err error) {
+	if gen != a.gen {
+		return
+	}
+	a.starting = false
+	if err != nil {
+		a.attachFailed(err)
+		return
+	}
+	a.conn, a.acpID = conn, a.exec.ResumeToken
+	a.lastErr = nil
+	now := time.Now().UTC()
+	a.exec.Status = store.ExecutorReady
+	a.exec.PID = conn.PID()
+	a.exec.LastSeenAt = &now
+	a.exec.ErrorMessage, a.exec.ErrorCode = "", ""
+	a.saveExecutor()
+	a.adoptOptions(conn.SessionOptions())
+	// Requests the host still holds are claimed when it delivers them
+	// (askPermission); the others were answered or withdrawn meanwhile.
+	held := map[string]bool{}
+	if l, ok := conn.(pendingLister); ok {
+		for _, id := range l.PendingPermissions() {
+			held[id] = true
+		}
+	}
+	for _, p := range pending {
+		if held[p.ID] {
+			a.hostPending[p.ID] = p
+		} else {
+			a.resolve(p.ID, store.PermissionCancelled, "")
+		}
+	}
+	a.watchExit(gen, conn)
+	for _, t := range a.turns {
+		if t.State == store.TurnRunning {
+			a.resumeTurn(t)
+			break
+		}
+	}
+	a.notifyWaiters(nil)
+	a.armIdle()
+	a.startNext()
+}
+
+// watchExit reports the agent's end to the actor. A hosted agent may
+// outlive the daemon, so the watch also ends with the manager.
+func (a *actor) watchExit(gen int, conn Agent) {
+	a.m.spawn(func() {
+		select {
+		case <-conn.Done():
+			a.mb.post(func() { a.onAgentExit(gen, conn) })
+		case <-a.m.life.Done():
+		}
+	})
+}
+
+// promptContext is what a turn's prompt call runs under: a local agent's
+// runs until the agent answers (a cancel goes via session/cancel, and a
+// shutdown stops the agent); a hosted agent's turn goes on on its host
+// when the daemon stops, so only the wait for it ends with the manager.
+func (a *actor) promptContext() context.Context {
+	if a.hosted() {
+		return a.m.life
+	}
+	return context.Background()
+}
+
+// resumeTurn takes up turn t, which was running on the host when the
+// daemon stopped: its updates keep coming (from the outbox first), and
+// the prompt, sent again under the turn's id, answers with its end.
+func (a *actor) resumeTurn(t store.Turn) {
+	r := &turnRun{turn: t, conn: a.conn}
+	a.running = r
+	acpID, prompt := a.acpID, t.Prompt
+	a.m.spawn(func() {
+		var stop string
+		var err error
+		if tp, ok := r.conn.(turnPrompter); ok {
+			stop, err = tp.PromptTurn(a.promptContext(), acpID, t.PromptID, prompt, nil)
+		} else {
+			err = errcode.New(errcode.Internal, "the attached agent cannot take up a turn")
+		}
+		a.mb.post(func() { a.onTurnDone(r, stop, err) })
+	})
+}
+
+// attachFailed takes the interruption path for a hosted session whose
+// agent could not be attached: its host stayed unreachable (executor_lost)
+// or no longer holds the session (it lost the agent). The session stays
+// resumable, as after any agent exit.
+func (a *actor) attachFailed(err error) {
+	a.dropSlot()
+	a.log.Warn("executor host: agent not attached", "err", err)
+	exit := acp.Exit{Code: -1, Stderr: err.Error()}
+	lost := !errcode.Is(err, errcode.HostSessionUnknown)
+	for _, t := range a.turns {
+		if t.State == store.TurnRunning {
+			a.running = &turnRun{turn: t}
+			break
+		}
+	}
+	a.perform(decide(a.view(), agentExitedInput{Exit: exitInfo(exit), Lost: lost}).Effects...)
+	a.closeStorePermissions()
+	a.notifyWaiters(err)
+}
+
+// closeStorePermissions expires the session's permission requests that
+// are pending in the store but held by no agent (after a failed attach:
+// nothing will ever answer them).
+func (a *actor) closeStorePermissions() {
+	a.m.spawn(func() {
+		pending, err := a.m.store.ListPendingPermissions(a.m.life, a.id)
+		if err != nil {
+			return
+		}
+		a.mb.post(func() {
+			for _, p := range pending {
+				if _, live := a.perms[p.ID]; !live {
+					a.resolve(p.ID, store.PermissionExpired, "")
+				}
+			}
+		})
+	})
+}
+
+// pendingLister is an attached agent that says which permission requests
+// its host still holds.
+type pendingLister interface {
+	PendingPermissions() []string
+}
+
+// linkHandler is told when the connection to an executor host breaks and
+// comes back; the agent and its turn go on on the host meanwhile.
+type linkHandler interface {
+	LinkChanged(up bool)
+}
+
+// LinkChanged shows the executor reconnecting while the daemon has lost
+// its host, and ready again once it is back.
+func (h *agentHandler) LinkChanged(up bool) {
+	h.a.mb.post(func() {
+		a := h.a
+		if h.gen != a.gen || a.conn == nil {
+			return
+		}
+		want := store.ExecutorReconnecting
+		if up {
+			want = store.ExecutorReady
+		}
+		if a.exec.Status == want || (a.exec.Status != store.ExecutorReady && a.exec.Status != store.ExecutorReconnecting) {
+			return
+		}
+		a.exec.Status = want
+		if up {
+			now := time.Now().UTC()
+			a.exec.LastSeenAt = &now
+		}
+		a.saveExecutor()
+	})
+}
+
+var _ linkHandler = (*agentHandler)(nil)
+
+// permissionID is the id a new permission request is stored under: the
+// host's own for a hosted agent (so that the request, delivered again
+// after a restart, is the same one), else a fresh one.
+func permissionID(req acp.PermissionRequest) string {
+	if req.ID != "" {
+		return req.ID
+	}
+	return uuid.NewString()
+}
