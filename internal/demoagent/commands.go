@@ -82,6 +82,35 @@ func (t *turn) interrupted() error {
 	return errCancelled
 }
 
+// pause waits d, or until the turn is cancelled or the connection ends.
+func (t *turn) pause(d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-t.ctx.Done():
+		return t.interrupted()
+	}
+}
+
+// streamArgs parses /stream's N [EVERY MS].
+func streamArgs(f []string) (n, every, pause int, err error) {
+	if len(f) != 1 && len(f) != 3 {
+		return 0, 0, 0, errors.New("want N or N EVERY MS")
+	}
+	vals := make([]int, len(f))
+	for i, s := range f {
+		if vals[i], err = strconv.Atoi(s); err != nil || vals[i] < 0 {
+			return 0, 0, 0, fmt.Errorf("bad number %q", s)
+		}
+	}
+	if len(vals) == 3 {
+		return vals[0], vals[1], vals[2], nil
+	}
+	return vals[0], 0, 0, nil
+}
+
 func (t *turn) emit(u acp.SessionUpdate) error { return t.a.emit(t.s, t.sid, u) }
 func (t *turn) say(text string) error          { return t.sayIn("", text) }
 
@@ -129,9 +158,13 @@ func (t *turn) run(prompt []acp.ContentBlock) error {
 	case "/echo":
 		return t.say(arg)
 	case "/stream":
-		n, err := strconv.Atoi(arg)
-		if err != nil || n < 0 {
-			return t.say("usage: /stream N")
+		// /stream N [EVERY MS]: N chunks, pausing MS milliseconds after
+		// every EVERY of them (a model that streams in bursts; the
+		// restart tests kill the daemon between and inside the bursts).
+		f := strings.Fields(arg)
+		n, every, pause, err := streamArgs(f)
+		if err != nil {
+			return t.say("usage: /stream N [EVERY MS]")
 		}
 		for i := 1; i <= n; i++ {
 			if err := t.interrupted(); err != nil {
@@ -139,6 +172,11 @@ func (t *turn) run(prompt []acp.ContentBlock) error {
 			}
 			if err := t.say(fmt.Sprintf("chunk %d\n", i)); err != nil {
 				return err
+			}
+			if every > 0 && i%every == 0 && i < n {
+				if err := t.pause(time.Duration(pause) * time.Millisecond); err != nil {
+					return err
+				}
 			}
 		}
 		return nil

@@ -182,6 +182,8 @@ func TestStreamAndSimpleCommands(t *testing.T) {
 	}{
 		{"/stream 4", []string{"agent_message_chunk:chunk 1\n", "agent_message_chunk:chunk 2\n", "agent_message_chunk:chunk 3\n", "agent_message_chunk:chunk 4\n"}},
 		{"/stream 0", nil},
+		{"/stream 3 2 5", []string{"agent_message_chunk:chunk 1\n", "agent_message_chunk:chunk 2\n", "agent_message_chunk:chunk 3\n"}},
+		{"/stream 3 2", []string{"agent_message_chunk:usage: /stream N [EVERY MS]"}},
 		{"/echo hello   world", []string{"agent_message_chunk:hello   world"}},
 		{"/thought pondering", []string{"agent_thought_chunk:pondering", "agent_message_chunk:Done thinking."}},
 		{"/sleep 10", []string{"agent_message_chunk:sleeping 10 ms\n", "agent_message_chunk:done"}},
@@ -221,6 +223,7 @@ func TestToolCommands(t *testing.T) {
 		{"/tool read " + outside, acp.ToolCallStatusFailed, "escapes"},
 		{"/tool read missing.txt", acp.ToolCallStatusFailed, "missing.txt"},
 		{"/tool fail", acp.ToolCallStatusFailed, "simulated error"},
+		{"/tool sleep 5", acp.ToolCallStatusCompleted, "slept 5 ms"},
 	}
 	h := startAgent(t, t.TempDir())
 	h.initialize(acp.ClientCapabilities{})

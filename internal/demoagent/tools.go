@@ -6,7 +6,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -146,6 +148,22 @@ func (t *turn) tool(arg string) error {
 			return err
 		}
 		return t.interrupted()
+	case sub == "sleep":
+		// A tool that runs for MS milliseconds and succeeds: the restart
+		// tests kill the daemon while it runs.
+		ms, err := strconv.Atoi(path)
+		if err != nil || ms < 0 {
+			return t.say("usage: /tool sleep MS")
+		}
+		id := t.nextToolCallID()
+		if err := t.emit(acp.StartToolCall(id, "Run sleeping tool", acp.WithStartKind(acp.ToolKindExecute),
+			acp.WithStartStatus(acp.ToolCallStatusInProgress))); err != nil {
+			return err
+		}
+		if err := t.pause(time.Duration(ms) * time.Millisecond); err != nil {
+			return err
+		}
+		return t.emit(toolDone(id, acp.ToolCallStatusCompleted, fmt.Sprintf("slept %d ms", ms)))
 	case sub == "fail":
 		id := t.nextToolCallID()
 		if err := t.emit(acp.StartToolCall(id, "Run failing tool", acp.WithStartKind(acp.ToolKindExecute),
@@ -154,6 +172,6 @@ func (t *turn) tool(arg string) error {
 		}
 		return t.emit(toolDone(id, acp.ToolCallStatusFailed, "demo tool failed: simulated error"))
 	default:
-		return t.say("usage: /tool read PATH | /tool fail | /tool hang | " + fsProbeUsage)
+		return t.say("usage: /tool read PATH | /tool sleep MS | /tool fail | /tool hang | " + fsProbeUsage)
 	}
 }
