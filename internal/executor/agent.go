@@ -62,6 +62,9 @@ type Agent struct {
 	exitOffset uint64
 	seen       map[string]bool // request ids handed to the handler
 	reqs       map[string]*openRequest
+	// reqWG counts the handler's RequestPermission calls and what follows
+	// them (the answer queued).
+	reqWG      sync.WaitGroup
 	reqsClosed bool
 	down       bool // a link-down was queued and no link-up since
 	caps       acp.Capabilities

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -44,6 +45,9 @@ type fakeHost struct {
 	handle func(f *fakeHost, cmd hostproto.Command) hostproto.CommandResult
 	// stop answers stop; nil emits an exit record {code 0} and answers it.
 	stop func(f *fakeHost, cmd hostproto.Command) hostproto.CommandResult
+	// started, if set, runs in a start once the session exists, before the
+	// answer (it may block and emit records).
+	started func(f *fakeHost, cmd hostproto.Command)
 
 	mu       sync.Mutex
 	ln       net.Listener
@@ -258,6 +262,9 @@ func (f *fakeHost) apply(fc *fakeConn, cmd hostproto.Command) hostproto.CommandR
 		f.sessions[cmd.SessionID] = &fakeSession{stream: fc}
 		f.notifyLocked()
 		f.mu.Unlock()
+		if f.started != nil {
+			f.started(f, cmd)
+		}
 		return okResult(hostproto.StartResult{Capabilities: fakeCaps, PID: fakePID})
 	case hostproto.CommandAttach:
 		var p hostproto.AttachPayload
@@ -334,6 +341,14 @@ func (f *fakeHost) emit(sessionID string, kind hostproto.RecordKind, payload any
 
 func (f *fakeHost) update(sessionID, text string) uint64 {
 	return f.emit(sessionID, hostproto.RecordUpdate, hostproto.Update{AcpSessionID: "acp-1", Kind: "agent_message_chunk", Text: text})
+}
+
+// chunk emits an update whose text names its offset ("chunk 7").
+func (f *fakeHost) chunk(sessionID string) uint64 {
+	f.mu.Lock()
+	next := f.sessions[sessionID].next + 1
+	f.mu.Unlock()
+	return f.update(sessionID, fmt.Sprintf("chunk %d", next))
 }
 
 func withoutRequest(rs []hostproto.PermissionRequest, id string) []hostproto.PermissionRequest {

@@ -58,10 +58,10 @@ func (r *recHandler) Update(u acp.Update, done func()) {
 	var once sync.Once
 	d := func() {
 		once.Do(func() {
-			done()
 			r.mu.Lock()
-			r.held--
+			r.held-- // before done: its credit lets the next update in
 			r.mu.Unlock()
+			done()
 		})
 	}
 	r.dones = append(r.dones, d)

@@ -149,10 +149,12 @@ func TestLocalHostReportsPID(t *testing.T) {
 func TestAttachReplaysAfterFromBeforeReturning(t *testing.T) {
 	f := newFakeHost(t, nil)
 	h1 := newTestHost(t, f, nil)
-	startAgent(t, h1, "s1", newRecHandler(true))
+	rh1 := newRecHandler(false) // commits nothing: the host keeps all five
+	startAgent(t, h1, "s1", rh1)
 	for i := 1; i <= 5; i++ {
 		f.update("s1", fmt.Sprintf("chunk %d", i))
 	}
+	rh1.waitUpdates(t, 5)
 	h1.Close()
 
 	h2 := newTestHost(t, f, nil)

@@ -265,8 +265,10 @@ func (a *Agent) deliverRequest(p hostproto.PermissionRequest, off uint64) {
 	req := p.ACP()
 	req.ID, req.Offset = p.RequestID, off
 	a.h.wg.Add(1) // the dispatcher, itself counted, is running: Close has not begun waiting
+	a.reqWG.Add(1)
 	go func() {
 		defer a.h.wg.Done()
+		defer a.reqWG.Done()
 		defer cancel(nil)
 		out, err := a.handler.RequestPermission(ctx, req)
 		a.mu.Lock()
