@@ -33,7 +33,9 @@ type fakeHost struct {
 	token    string
 	hostID   string
 	versions hostproto.Versions
-	tls      *tls.Config
+	// tls, if set, serves TLS on a TCP port of 127.0.0.1 (path is then
+	// its address) instead of a unix socket.
+	tls *tls.Config
 	dedup    *hostproto.Dedup
 	ctx      context.Context // ends at close: unblocks scripted handlers
 	cancel   context.CancelFunc
@@ -108,11 +110,16 @@ func (f *fakeHost) start() error {
 
 // listen (again, after shutdown) on the host's path.
 func (f *fakeHost) listen() error {
-	ln, err := net.Listen("unix", f.path)
+	network, addr := "unix", f.path
+	if f.tls != nil {
+		network, addr = "tcp", "127.0.0.1:0"
+	}
+	ln, err := net.Listen(network, addr)
 	if err != nil {
 		return err
 	}
 	if f.tls != nil {
+		f.path = ln.Addr().String()
 		ln = tls.NewListener(ln, f.tls)
 	}
 	f.mu.Lock()
