@@ -83,9 +83,6 @@ func newAgent(h *Host, sessionID string, handler acp.Handler, grace time.Duratio
 	return a
 }
 
-// SessionID is the daemon session the agent belongs to.
-func (a *Agent) SessionID() string { return a.sessionID }
-
 // Capabilities is what the agent advertised in initialize (as the host
 // reported it in the start's or attach's answer).
 func (a *Agent) Capabilities() acp.Capabilities {
@@ -229,6 +226,11 @@ func (a *Agent) call(ctx context.Context, kind hostproto.CommandKind, id string,
 	h.mu.Unlock()
 	h.kick(h.sendKick)
 	raw, err := h.await(ctx, c)
+	if c.sent != nil && c.err == nil && ctx.Err() == nil {
+		// The host answered, so it has the command: sent runs before the
+		// caller learns the answer, even if the writer is slow to call it.
+		c.sentOnce.Do(c.sent)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			h.forget(c)

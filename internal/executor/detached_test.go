@@ -118,7 +118,7 @@ func TestDetachedStartsOnceAndIsFoundAgain(t *testing.T) {
 	if sid := sessionOf(t, pid); sid != pid {
 		t.Fatalf("the host's session: got %d, want its own (%d)", sid, pid)
 	}
-	if log, err := os.ReadFile(d.LogPath()); err != nil || !strings.Contains(string(log), "fake host listening") {
+	if log, err := os.ReadFile(d.LogPath()); err != nil || !strings.Contains(string(log), "fake host starting") {
 		t.Fatalf("host log: got %q, %v", log, err)
 	}
 

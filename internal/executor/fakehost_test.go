@@ -35,11 +35,11 @@ type fakeHost struct {
 	versions hostproto.Versions
 	// tls, if set, serves TLS on a TCP port of 127.0.0.1 (path is then
 	// its address) instead of a unix socket.
-	tls *tls.Config
-	dedup    *hostproto.Dedup
-	ctx      context.Context // ends at close: unblocks scripted handlers
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
+	tls    *tls.Config
+	dedup  *hostproto.Dedup
+	ctx    context.Context // ends at close: unblocks scripted handlers
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 
 	// handle answers new, load, resume, prompt, cancel, set_mode,
 	// set_config_option and permission_answer (after its bookkeeping); nil
@@ -54,6 +54,7 @@ type fakeHost struct {
 	mu       sync.Mutex
 	ln       net.Listener
 	refuse   bool // close connections before the handshake
+	mute     bool // answer no pings
 	conns    map[*fakeConn]bool
 	nconns   int
 	sessions map[string]*fakeSession
@@ -238,7 +239,12 @@ func (f *fakeHost) serveConn(nc net.Conn) {
 		case *hostproto.Ack:
 			f.ack(*m)
 		case *hostproto.Ping:
-			_ = c.Send(&hostproto.Pong{Nonce: m.Nonce})
+			f.mu.Lock()
+			mute := f.mute
+			f.mu.Unlock()
+			if !mute {
+				_ = c.Send(&hostproto.Pong{Nonce: m.Nonce})
+			}
 		}
 	}
 }

@@ -294,7 +294,11 @@ func (h *Host) abandonStartLocked(c *call) {
 	case a.established:
 		a.endLocked(acp.Exit{Code: -1, Stderr: "tetherd: the start was abandoned"}, false, errAbandoned)
 		h.ensureStopLocked(a)
-	case h.calls[c.cmd.ID] == c:
+	case h.calls[c.cmd.ID] != c: // it failed: nothing runs
+	case c.sentGen == 0: // never sent: nothing will run
+		delete(h.calls, c.cmd.ID)
+		h.unregisterLocked(a)
+	default:
 		c.abandoned = true // the answer decides (resultLocked)
 	}
 }
@@ -356,8 +360,8 @@ func (h *Host) declareLost(epoch uint64) {
 	for id, c := range h.calls {
 		switch {
 		case c.cmd.Kind == hostproto.CommandStart:
-			c.abandoned = true
 			c.finish(hostproto.CommandResult{}, err)
+			h.abandonStartLocked(c)
 		case c.cmd.Kind == hostproto.CommandAttach && !c.agent.established:
 			delete(h.calls, id)
 			c.finish(hostproto.CommandResult{}, err)

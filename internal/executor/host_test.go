@@ -1,9 +1,12 @@
 package executor
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -219,5 +222,64 @@ func TestStatus(t *testing.T) {
 	st, err := h.Status(ctxT(t))
 	if err != nil || len(st.Sessions) != 1 || st.Sessions[0].SessionID != "s1" {
 		t.Fatalf("Status: got %+v, %v", st, err)
+	}
+}
+
+// TestAbandonedStartIsStopped: a Start whose caller gave up before the
+// host answered leaves no agent running there.
+func TestAbandonedStartIsStopped(t *testing.T) {
+	release := make(chan struct{})
+	f := newFakeHost(t, func(f *fakeHost) { f.started = func(f *fakeHost, _ hostproto.Command) { f.wait(release) } })
+	h := newTestHost(t, f, nil)
+	ctx, cancel := context.WithCancel(ctxT(t))
+	started := make(chan error, 1)
+	go func() {
+		_, err := h.Start(ctx, "s1", hostproto.StartPayload{ProfileID: "demo"}, newRecHandler(true))
+		started <- err
+	}()
+	f.waitFor(t, "the start", func() bool { return len(f.receivedLocked(hostproto.CommandStart)) == 1 })
+	cancel()
+	if err := await(t, "Start", started); !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want %v", err, context.Canceled)
+	}
+	close(release)
+	f.waitFor(t, "the stop", func() bool { return len(f.receivedLocked(hostproto.CommandStop)) == 1 })
+	waitInfo(t, h, "nothing attached", func(i HostInfo) bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return len(h.agents) == 0
+	})
+}
+
+func TestOneAgentPerSession(t *testing.T) {
+	f := newFakeHost(t, nil)
+	h := newTestHost(t, f, nil)
+	a := startAgent(t, h, "s1", newRecHandler(true))
+	if _, err := h.Start(ctxT(t), "s1", hostproto.StartPayload{}, newRecHandler(true)); !errcode.Is(err, errcode.InvalidState) {
+		t.Fatalf("a second agent for a session: got %v, want %s", err, errcode.InvalidState)
+	}
+	a.Stop()
+	// Once the first is done with the host, the session can start again.
+	if _, err := h.Start(ctxT(t), "s1", hostproto.StartPayload{}, newRecHandler(true)); err != nil {
+		t.Fatalf("a new agent after the stop: %v", err)
+	}
+}
+
+func TestPromptNotifySentBeforeReturn(t *testing.T) {
+	f := newFakeHost(t, func(f *fakeHost) { f.handle = streamingPrompt(1) })
+	h := newTestHost(t, f, nil)
+	a := startAgent(t, h, "s1", newRecHandler(true))
+	var sent atomic.Int32
+	stop, err := a.PromptNotify(ctxT(t), "acp-1", json.RawMessage(`[]`), func() { sent.Add(1) })
+	if err != nil || stop != "end_turn" || sent.Load() != 1 {
+		t.Fatalf("got %q, %v, sent called %d times; want end_turn after one sent", stop, err, sent.Load())
+	}
+	if _, err := a.PromptNotify(ctxT(t), "acp-1", json.RawMessage(`[]`), nil); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if ps := f.receivedLocked(hostproto.CommandPrompt); len(ps) != 2 || ps[0].cmd.ID == ps[1].cmd.ID {
+		t.Fatalf("PromptNotify ids: got %+v, want two fresh ones", ps)
 	}
 }

@@ -125,3 +125,25 @@ func TestRefusedHandshake(t *testing.T) {
 		})
 	}
 }
+
+// TestSilentHostIsReconnected: a connection on which the host answers no
+// ping is taken for broken, and the daemon reconnects.
+func TestSilentHostIsReconnected(t *testing.T) {
+	f := newFakeHost(t, func(f *fakeHost) { f.mute = true })
+	h := newTestHost(t, f, func(c *HostConfig) { c.PingInterval, c.PingTimeout = 5*time.Millisecond, 5*time.Millisecond })
+	info := waitInfo(t, h, "a ping timeout", func(i HostInfo) bool {
+		return i.LastError != nil && strings.Contains(i.LastError.Error(), "timeout")
+	})
+	if info.State == StateConnected {
+		t.Fatalf("state after a ping timeout: got %s", info.State)
+	}
+	f.mu.Lock()
+	f.mute = false
+	n := f.nconns
+	f.mu.Unlock()
+	f.waitFor(t, "a new connection", func() bool { return f.nconns > n })
+	a := startAgent(t, h, "s1", newRecHandler(true))
+	if a.Capabilities().AgentName != "fake-agent" {
+		t.Fatalf("capabilities: got %+v", a.Capabilities())
+	}
+}

@@ -59,12 +59,12 @@ func fakeHostMain(args []string) int {
 	_ = sf.Close()
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	fmt.Println("fake host starting on", *socket) // before the socket exists: the log has it once a dial succeeds
 	f := &fakeHost{path: *socket, token: strings.TrimSpace(string(tok)), hostID: strconv.Itoa(os.Getpid())}
 	if err := f.start(); err != nil {
 		fmt.Fprintln(os.Stderr, "fake host:", err)
 		return 1
 	}
-	fmt.Println("fake host listening on", *socket)
 	<-sig
 	f.close()
 	return 0

@@ -253,7 +253,7 @@ type openRequest struct {
 // permission_answer whose id is derived from the request's.
 func (a *Agent) deliverRequest(p hostproto.PermissionRequest, off uint64) {
 	a.mu.Lock()
-	if a.reqsClosed || a.seen[p.RequestID] {
+	if a.reqsClosed || a.quitting || a.seen[p.RequestID] {
 		a.mu.Unlock()
 		return
 	}
