@@ -1,7 +1,6 @@
 package executor
 
 import (
-	"crypto/tls"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,9 +64,7 @@ func TestPoolConfigErrors(t *testing.T) {
 
 func TestPool(t *testing.T) {
 	cert, pin := newTestCA(t, "ca").leaf(t)
-	f := newFakeHost(t, func(f *fakeHost) {
-		f.tls = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}
-	})
+	f := newTLSFakeHost(t, cert)
 	dataDir := shortTempDir(t)
 	p, err := NewPool(PoolConfig{
 		Local:   newDetached(t, dataDir),

@@ -92,25 +92,18 @@ func (a *Agent) onRecord(r hostproto.Record) {
 	case hostproto.RecordRequest:
 		a.add(r.Offset)
 		var p hostproto.PermissionRequest
-		if err := json.Unmarshal(r.Payload, &p); err != nil {
-			a.h.log.Error("malformed permission request record", "session", a.sessionID, "offset", r.Offset, "err", err)
-			return
+		if a.decode(r, &p) {
+			a.deliverRequest(p, r.Offset)
 		}
-		a.deliverRequest(p, r.Offset)
 	case hostproto.RecordRequestClosed:
 		a.add(r.Offset)
 		var p hostproto.RequestClosed
-		if err := json.Unmarshal(r.Payload, &p); err != nil {
-			a.h.log.Error("malformed request_closed record", "session", a.sessionID, "offset", r.Offset, "err", err)
-			return
+		if a.decode(r, &p) {
+			a.closeRequest(p.RequestID)
 		}
-		a.closeRequest(p.RequestID)
 	case hostproto.RecordExit:
-		var e hostproto.Exit
-		if err := json.Unmarshal(r.Payload, &e); err != nil {
-			a.h.log.Error("malformed exit record", "session", a.sessionID, "offset", r.Offset, "err", err)
-			e = hostproto.Exit{Code: -1}
-		}
+		e := hostproto.Exit{Code: -1}
+		a.decode(r, &e)
 		a.mu.Lock()
 		a.exitOffset = r.Offset
 		a.mu.Unlock()
@@ -124,12 +117,21 @@ func (a *Agent) onRecord(r hostproto.Record) {
 	}
 }
 
+// decode reads a record's payload; a malformed one is logged, and the
+// record is committed without effect.
+func (a *Agent) decode(r hostproto.Record, v any) bool {
+	if err := json.Unmarshal(r.Payload, v); err != nil {
+		a.h.log.Error("malformed record", "session", a.sessionID, "offset", r.Offset, "kind", r.Kind, "err", err)
+		return false
+	}
+	return true
+}
+
 // onUpdate hands an update to the handler once the window has room; its
 // done commits the record. An agent that ended commits it unseen.
 func (a *Agent) onUpdate(r hostproto.Record) {
 	var u hostproto.Update
-	if err := json.Unmarshal(r.Payload, &u); err != nil {
-		a.h.log.Error("malformed update record", "session", a.sessionID, "offset", r.Offset, "err", err)
+	if !a.decode(r, &u) {
 		a.add(r.Offset)
 		return
 	}

@@ -173,17 +173,28 @@ func TestDialTLSConfigErrors(t *testing.T) {
 	}
 }
 
-// TestHostOverTLS runs the protocol over TLS with a pinned certificate.
-func TestHostOverTLS(t *testing.T) {
-	cert, pin := newTestCA(t, "ca").leaf(t)
-	f := newFakeHost(t, func(f *fakeHost) {
+// newTLSFakeHost is a fake host serving TLS with cert on 127.0.0.1.
+func newTLSFakeHost(t *testing.T, cert tls.Certificate) *fakeHost {
+	t.Helper()
+	return newFakeHost(t, func(f *fakeHost) {
 		f.tls = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}
 	})
-	dial, err := DialTLS(f.path, TLSConfig{PinSHA256: pin})
+}
+
+func dialPinned(t *testing.T, addr, pin string) Dialer {
+	t.Helper()
+	dial, err := DialTLS(addr, TLSConfig{PinSHA256: pin})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newTestHost(t, f, func(c *HostConfig) { c.Dial = dial })
+	return dial
+}
+
+// TestHostOverTLS runs the protocol over TLS with a pinned certificate.
+func TestHostOverTLS(t *testing.T) {
+	cert, pin := newTestCA(t, "ca").leaf(t)
+	f := newTLSFakeHost(t, cert)
+	h := newTestHost(t, f, func(c *HostConfig) { c.Dial = dialPinned(t, f.path, pin) })
 	a, err := h.Start(ctxT(t), "s1", hostproto.StartPayload{ProfileID: "demo"}, newRecHandler(true))
 	if err != nil {
 		t.Fatal(err)
@@ -198,14 +209,8 @@ func TestHostOverTLS(t *testing.T) {
 func TestHostWrongCertificate(t *testing.T) {
 	cert, _ := newTestCA(t, "ca").leaf(t)
 	_, otherPin := newTestCA(t, "other").leaf(t)
-	f := newFakeHost(t, func(f *fakeHost) {
-		f.tls = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}
-	})
-	dial, err := DialTLS(f.path, TLSConfig{PinSHA256: otherPin})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := newTestHost(t, f, func(c *HostConfig) { c.Dial = dial })
+	f := newTLSFakeHost(t, cert)
+	h := newTestHost(t, f, func(c *HostConfig) { c.Dial = dialPinned(t, f.path, otherPin) })
 	info := waitInfo(t, h, "the certificate refused", func(i HostInfo) bool {
 		return i.LastError != nil && strings.Contains(i.LastError.Error(), "not the pinned "+otherPin)
 	})
