@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/acp"
+	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/hostproto"
 )
 
@@ -261,8 +262,8 @@ func (a *Agent) Stop() acp.Exit {
 		h.mu.Lock()
 		changed, reachable := h.changed, h.conn != nil
 		if graceOver && !reachable && !a.ended {
-			a.endLocked(acp.Exit{Code: -1, Stderr: "tetherd: executor host " + quote(h.cfg.Name) +
-				" unreachable; the stop is sent when it is back"}, false, errDetached)
+			err := disconnected(errcode.ExecutorUnavailable, "executor host %q unreachable; the stop is sent when it is back", h.cfg.Name)
+			a.endLocked(acp.Exit{Code: -1, Stderr: "tetherd: " + err.Message}, false, err)
 		}
 		h.mu.Unlock()
 		var due <-chan time.Time
@@ -278,8 +279,6 @@ func (a *Agent) Stop() acp.Exit {
 		}
 	}
 }
-
-func quote(s string) string { return `"` + s + `"` }
 
 // endLocked ends the agent on the daemon's side (once): Done closes with
 // exit, its calls fail with err (its stop is kept: the host may still need

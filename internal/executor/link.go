@@ -83,9 +83,11 @@ func (h *Host) failed(err error) {
 	if h.ctx.Err() != nil {
 		return
 	}
-	h.log.Warn("executor host unreachable", "err", err)
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.lastErr == nil || h.lastErr.Error() != err.Error() {
+		h.log.Warn("executor host unreachable", "err", err) // once per reason, not per retry
+	}
 	h.lastErr = err
 	h.notifyLocked()
 }

@@ -196,6 +196,13 @@ func (a *Agent) takeAck() (uint64, bool) {
 	return a.acked, true
 }
 
+// owesAck reports commits not yet acknowledged.
+func (a *Agent) owesAck() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.commits.frontier > a.acked
+}
+
 // attachFrom is an attach's From: the last commit, which the attach also
 // acknowledges.
 func (a *Agent) attachFrom() uint64 {
