@@ -1,0 +1,142 @@
+package executor
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/tether/tether/internal/acp"
+	"github.com/tether/tether/internal/hostproto"
+)
+
+// Dialer opens a transport to an executor host: a unix socket (DialUnix,
+// Detached.Dial) or TLS over TCP (DialTLS). The Host runs the protocol's
+// handshake on what it returns.
+type Dialer func(ctx context.Context) (net.Conn, error)
+
+// HostConfig describes one executor host the daemon talks to.
+type HostConfig struct {
+	// Name is the host's name in the daemon's config ("local" for the
+	// detached host); it appears in logs, errors and Info.
+	Name string
+	// Dial opens a transport to the host. Required.
+	Dial Dialer
+	// Token is the host's shared secret.
+	Token         string
+	DaemonID      string
+	DaemonVersion string
+	// Versions the daemon speaks; zero means hostproto.Supported().
+	Versions hostproto.Versions
+	// Local says the host runs on this machine, so that its agents' pids
+	// mean something to the daemon (Agent.PID); a remote host's agents
+	// report 0.
+	Local bool
+	// LostAfter is how long the host may stay unreachable before its agents
+	// count as lost (default 60s).
+	LostAfter time.Duration
+	// BackoffMin and BackoffMax bound the delay between connection
+	// attempts, doubling from min after each failure (defaults 200ms, 10s).
+	BackoffMin, BackoffMax time.Duration
+	// PingInterval is how often the daemon pings the host; a connection on
+	// which nothing arrives for PingInterval+PingTimeout is taken for
+	// broken (defaults 10s and 10s).
+	PingInterval, PingTimeout time.Duration
+	// ConnectTimeout bounds one dial plus handshake (default 10s).
+	ConnectTimeout time.Duration
+	// WriteTimeout bounds each frame written (default 10s): a cut network
+	// link would otherwise keep a write blocked for minutes.
+	WriteTimeout time.Duration
+	// StopGrace is an attached agent's stop grace (a started one takes its
+	// StartPayload.StopGraceMS): how long Agent.Stop waits for an
+	// unreachable host before it gives up (default 3s).
+	StopGrace time.Duration
+	// UpdateWindow bounds the updates handed to a handler and not yet done
+	// (default acp.DefaultUpdateWindow), as for a local agent.
+	UpdateWindow int
+	// AckEvery and AckDelay coalesce acknowledgements: a session's commits
+	// are acknowledged once AckEvery records are committed and not yet
+	// acknowledged, or AckDelay after the first such commit, whichever
+	// comes first (defaults 64 and 5ms).
+	AckEvery int
+	AckDelay time.Duration
+	Logger   *slog.Logger
+}
+
+func (c HostConfig) withDefaults() HostConfig {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.LostAfter, 60*time.Second)
+	def(&c.BackoffMin, 200*time.Millisecond)
+	def(&c.BackoffMax, 10*time.Second)
+	c.BackoffMax = max(c.BackoffMax, c.BackoffMin)
+	def(&c.PingInterval, 10*time.Second)
+	def(&c.PingTimeout, 10*time.Second)
+	def(&c.ConnectTimeout, 10*time.Second)
+	def(&c.WriteTimeout, 10*time.Second)
+	def(&c.StopGrace, 3*time.Second)
+	def(&c.AckDelay, 5*time.Millisecond)
+	if c.UpdateWindow <= 0 {
+		c.UpdateWindow = acp.DefaultUpdateWindow
+	}
+	if c.AckEvery <= 0 {
+		c.AckEvery = 64
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// LinkHandler is an optional interface of the acp.Handler given to Start
+// or Attach: it learns when the session's link to its host goes down (the
+// connection broke; the agent runs on, and the daemon reconnects) and up
+// again (re-attached; missed records follow). It is called in order with
+// the session's records, on the goroutine that delivers them, so it must
+// not block.
+type LinkHandler interface {
+	LinkChanged(up bool)
+}
+
+// State is the daemon's link to a host.
+type State string
+
+// The link states.
+const (
+	// StateConnected: the handshake succeeded and the connection is live.
+	StateConnected State = "connected"
+	// StateReconnecting: no live connection (yet, or any more); the daemon
+	// retries with backoff, and the host's agents are kept.
+	StateReconnecting State = "reconnecting"
+	// StateLost: unreachable for longer than LostAfter; the host's agents
+	// ended as lost. The daemon still retries, to clean up on the host.
+	StateLost State = "lost"
+	// StateClosed: Host.Close was called.
+	StateClosed State = "closed"
+)
+
+// HostInfo is what the daemon knows of a host without asking it.
+type HostInfo struct {
+	Name  string
+	State State
+	// Version is the protocol version negotiated on the last connection
+	// (0 before the first one).
+	Version     int
+	HostID      string
+	HostVersion string
+	// LastContact is when the last message from the host arrived (zero if
+	// none ever did).
+	LastContact time.Time
+	// LastError is why the last connection attempt failed or the last
+	// connection broke (nil while connected): a refused handshake keeps
+	// its hostproto code (errcode.HostUnauthorized,
+	// errcode.HostProtocolMismatch).
+	LastError error
+	// HostSessions are the sessions the host listed in its last Welcome.
+	HostSessions []string
+	// Attached are the daemon sessions with a live Agent on this host.
+	Attached []string
+}

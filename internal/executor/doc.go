@@ -1,0 +1,45 @@
+// Package executor is the daemon's side of the executor-host protocol
+// (internal/hostproto; DESIGN.md section 9, issue 13): it keeps a
+// connection to each `tetherd host`, reconnecting with backoff, and gives
+// the session core an Agent per session with the method set of
+// sessions.Agent, whose calls are commands to the host.
+//
+// # Records and commits
+//
+// The host keeps one outbox per session; its records (updates, permission
+// requests, request_closed, exit) reach the session's acp.Handler in
+// offset order, with Update.Offset and PermissionRequest.Offset set. An
+// update's done means the daemon committed it; the daemon commits in
+// order, so done(N) commits every record up to N, and the Agent
+// acknowledges N (coalesced: HostConfig.AckEvery, AckDelay), which lets
+// the host drop them. Requests, request_closed and the exit count as
+// committed once handed over: a request still pending is reported again
+// by the next attach (AttachResult.Pending), and the exit ends the
+// session. The handler sees at most UpdateWindow updates not yet done, as
+// for a local agent; records wait in the Agent meanwhile, which the
+// host's outbox bounds (nothing is acknowledged before it is done).
+//
+// A command's result comes after every record it produced, and the caller
+// is answered only after those records have been handed to the handler: a
+// load's replay is delivered before LoadSession returns.
+//
+// # Reconnecting
+//
+// When the connection breaks, commands in flight stay pending; after the
+// next handshake every attached session is attached again with From = its
+// last commit, records the handler already has are dropped from the
+// replay, and only then are the session's pending commands resent, with
+// the same ids (the host applies each id once). Handlers implementing
+// LinkHandler learn of the link going down and up. A host unreachable for
+// HostConfig.LostAfter is lost: its Agents end (Done, Lost() true) and
+// their pending calls fail with errcode.ExecutorLost, classified
+// acp.ClassDisconnected; each lost agent's stop stays queued, so that the
+// host, if it comes back, does not run agents the daemon gave up on.
+//
+// # Hosts
+//
+// DialUnix and DialTLS (a CA or a pinned certificate) reach a host;
+// Detached starts the daemon's own local host when its socket does not
+// answer; Pool holds the local host and the configured remote ones by
+// name.
+package executor

@@ -1,0 +1,417 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tether/tether/internal/acp"
+	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/hostproto"
+)
+
+// Host is the daemon's side of one executor host: a connection kept up in
+// the background (reconnecting with backoff), the commands in flight on
+// it, and the Agents of the sessions the host runs. Every goroutine it
+// starts ends by Close.
+type Host struct {
+	cfg    HostConfig
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	// sendKick wakes the writer to send commands that became sendable;
+	// ackKick to acknowledge commits.
+	sendKick chan struct{}
+	ackKick  chan struct{}
+	// lastContact is when a message last arrived (unix nanoseconds).
+	lastContact atomic.Int64
+
+	mu     sync.Mutex
+	closed bool
+	// conn is the live connection, nil while there is none; gen numbers
+	// connections, so that a command knows whether it was sent on this one.
+	conn    *hostproto.Conn
+	gen     uint64
+	state   State
+	welcome hostproto.Welcome
+	lastErr error
+	// downEpoch counts the times the link went down; a lost timer armed
+	// for an older epoch does nothing.
+	downEpoch uint64
+	lostTimer *time.Timer
+	// changed is closed (and replaced) whenever Info changes.
+	changed chan struct{}
+	calls   map[string]*call
+	seq     uint64
+	agents  map[string]*Agent
+
+	ackMu     sync.Mutex
+	ackDirty  map[*Agent]struct{}
+	ackUrgent bool
+}
+
+// NewHost returns a Host for cfg and starts connecting in the background.
+func NewHost(cfg HostConfig) *Host {
+	cfg = cfg.withDefaults()
+	if cfg.Name == "" {
+		cfg.Name = "host"
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &Host{cfg: cfg, log: cfg.Logger.With("executor_host", cfg.Name), ctx: ctx, cancel: cancel,
+		sendKick: make(chan struct{}, 1), ackKick: make(chan struct{}, 1),
+		state: StateReconnecting, changed: make(chan struct{}),
+		calls: make(map[string]*call), agents: make(map[string]*Agent), ackDirty: make(map[*Agent]struct{})}
+	h.mu.Lock()
+	h.armLostLocked() // a host never reached counts as down since now
+	h.mu.Unlock()
+	h.wg.Add(2)
+	go h.run()
+	go h.writer()
+	return h
+}
+
+// Name is the host's configured name.
+func (h *Host) Name() string { return h.cfg.Name }
+
+// Close stops connecting, closes the connection and ends every Agent of
+// the host on the daemon's side: Done closes with an exit saying the
+// connection was closed (the agents run on, on the host), pending calls
+// fail, and permission requests' contexts end with acp.ErrAgentGone. It
+// waits for every goroutine the Host started, including handlers'
+// RequestPermission calls, which must honour their ctx.
+func (h *Host) Close() {
+	h.mu.Lock()
+	if !h.closed {
+		h.closed = true
+		h.state = StateClosed
+		if h.lostTimer != nil {
+			h.lostTimer.Stop()
+		}
+		if h.conn != nil {
+			_ = h.conn.Close()
+		}
+		err := disconnected(errcode.ServiceShuttingDown, "the connection to executor host %q was closed", h.cfg.Name)
+		for _, a := range h.agents {
+			a.endLocked(acp.Exit{Code: -1, Stderr: "tetherd: " + err.Message + "; the agent may still run there"}, false, err)
+			h.unregisterLocked(a)
+		}
+		for id, c := range h.calls {
+			delete(h.calls, id)
+			c.finish(hostproto.CommandResult{}, err)
+		}
+		h.notifyLocked()
+	}
+	h.mu.Unlock()
+	h.cancel()
+	h.wg.Wait()
+}
+
+// Info reports the host as the daemon last saw it, without I/O.
+func (h *Host) Info() HostInfo {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	info := HostInfo{Name: h.cfg.Name, State: h.state, Version: h.welcome.Version, HostID: h.welcome.HostID,
+		HostVersion: h.welcome.HostVersion, LastError: h.lastErr, HostSessions: slices.Clone(h.welcome.Sessions)}
+	if n := h.lastContact.Load(); n != 0 {
+		info.LastContact = time.Unix(0, n)
+	}
+	for id, a := range h.agents {
+		if !a.ended {
+			info.Attached = append(info.Attached, id)
+		}
+	}
+	slices.Sort(info.Attached)
+	return info
+}
+
+// Changed returns a channel closed at the next change of what Info
+// reports (state, last error, attached sessions); call it again after.
+func (h *Host) Changed() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.changed
+}
+
+func (h *Host) notifyLocked() {
+	close(h.changed)
+	h.changed = make(chan struct{})
+}
+
+// Status asks the host what it holds. It fails at once with
+// errcode.ExecutorUnavailable while the host is not connected.
+func (h *Host) Status(ctx context.Context) (hostproto.StatusResult, error) {
+	h.mu.Lock()
+	if err := h.usableLocked(); err != nil {
+		h.mu.Unlock()
+		return hostproto.StatusResult{}, err
+	}
+	if h.conn == nil {
+		err := h.unavailableLocked()
+		h.mu.Unlock()
+		return hostproto.StatusResult{}, err
+	}
+	c := h.newCallLocked(hostproto.CommandStatus, freshID("", hostproto.CommandStatus), nil, nil, nil)
+	h.mu.Unlock()
+	h.kick(h.sendKick)
+	var out hostproto.StatusResult
+	raw, err := h.await(ctx, c)
+	if err != nil {
+		h.forget(c)
+		return out, err
+	}
+	return out, decodeResult(raw, &out)
+}
+
+// Start launches the agent of p.ProfileID on the host for the daemon's
+// session sessionID and performs its ACP handshake there. h receives the
+// agent's records, from offset 1; it may be called before Start returns.
+// While the host is reconnecting Start waits (bounded by ctx); a lost host
+// fails it with errcode.ExecutorUnavailable. If ctx ends before the host
+// answered, an agent the host starts anyway is stopped.
+func (h *Host) Start(ctx context.Context, sessionID string, p hostproto.StartPayload, handler acp.Handler) (*Agent, error) {
+	grace := h.cfg.StopGrace
+	if p.StopGraceMS > 0 {
+		grace = time.Duration(p.StopGraceMS) * time.Millisecond
+	}
+	a, err := h.register(ctx, sessionID, handler, grace, 0,
+		func() error {
+			return errcode.New(errcode.ExecutorUnavailable, "executor host %q is unreachable", h.cfg.Name)
+		})
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	c := h.newCallLocked(hostproto.CommandStart, freshID(sessionID, hostproto.CommandStart), a, p, nil)
+	a.startCall = c
+	h.mu.Unlock()
+	h.kick(h.sendKick)
+	if _, err := h.await(ctx, c); err != nil {
+		if ctx.Err() != nil {
+			h.mu.Lock()
+			h.abandonStartLocked(c)
+			h.mu.Unlock()
+		}
+		return nil, err
+	}
+	return a, nil
+}
+
+// Attach takes up the session the host already runs for sessionID (after
+// a daemon restart): h receives its records after from, the last offset
+// the daemon committed, then the permission requests still pending
+// (AttachResult.Pending, with Offset 0), each request id once. A host that
+// does not hold the session fails it with errcode.HostSessionUnknown, one
+// unreachable past LostAfter with errcode.ExecutorLost; while the host is
+// reconnecting Attach waits (bounded by ctx). An agent that ended while no
+// daemon listened comes back already Done, its exit record replayed.
+func (h *Host) Attach(ctx context.Context, sessionID string, from uint64, handler acp.Handler) (*Agent, error) {
+	a, err := h.register(ctx, sessionID, handler, h.cfg.StopGrace, from, h.lostErr)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	c := h.newCallLocked(hostproto.CommandAttach, freshID(sessionID, hostproto.CommandAttach), a, hostproto.AttachPayload{From: from}, nil)
+	a.attachCall = c
+	h.mu.Unlock()
+	h.kick(h.sendKick)
+	if _, err := h.await(ctx, c); err != nil {
+		h.mu.Lock()
+		h.unregisterLocked(a) // the agent runs on; a later Attach takes it up
+		h.mu.Unlock()
+		return nil, err
+	}
+	return a, nil
+}
+
+// register makes a the session's Agent on this host, once an earlier one
+// that ended has finished with the host (its stop and last ack).
+func (h *Host) register(ctx context.Context, sessionID string, handler acp.Handler, grace time.Duration, from uint64, whenLost func() error) (*Agent, error) {
+	if handler == nil {
+		return nil, errors.New("executor: a handler is required")
+	}
+	for {
+		h.mu.Lock()
+		if err := h.usableLocked(); err != nil {
+			h.mu.Unlock()
+			return nil, err
+		}
+		if h.state == StateLost {
+			h.mu.Unlock()
+			return nil, whenLost()
+		}
+		old := h.agents[sessionID]
+		if old == nil {
+			a := newAgent(h, sessionID, handler, grace, from)
+			h.agents[sessionID] = a
+			h.wg.Add(1)
+			go a.dispatch()
+			h.notifyLocked()
+			h.mu.Unlock()
+			return a, nil
+		}
+		if !old.ended {
+			h.mu.Unlock()
+			return nil, errcode.New(errcode.InvalidState, "session %s already has an agent on executor host %q", sessionID, h.cfg.Name)
+		}
+		gone := old.quitCh
+		h.mu.Unlock()
+		select {
+		case <-gone:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// unregisterLocked forgets a: its records are no longer routed and its
+// remaining commands are dropped.
+func (h *Host) unregisterLocked(a *Agent) {
+	if h.agents[a.sessionID] == a {
+		delete(h.agents, a.sessionID)
+		h.notifyLocked()
+	}
+	for id, c := range h.calls {
+		if c.agent == a {
+			delete(h.calls, id)
+			c.finish(hostproto.CommandResult{}, a.endErrOr(errDetached))
+		}
+	}
+	a.quit()
+}
+
+// abandonStartLocked handles a Start whose caller left before the answer:
+// an agent the host started (or will start) must not run unwatched.
+func (h *Host) abandonStartLocked(c *call) {
+	a := c.agent
+	switch {
+	case a.established:
+		a.endLocked(acp.Exit{Code: -1, Stderr: "tetherd: the start was abandoned"}, false, errAbandoned)
+		h.ensureStopLocked(a)
+	case h.calls[c.cmd.ID] != c: // it failed: nothing runs
+	case c.sentGen == 0: // never sent: nothing will run
+		delete(h.calls, c.cmd.ID)
+		h.unregisterLocked(a)
+	default:
+		c.abandoned = true // the answer decides (resultLocked)
+	}
+}
+
+// ensureStopLocked queues a's stop once; it is resent after reconnects
+// until the host answers it.
+func (h *Host) ensureStopLocked(a *Agent) {
+	if a.stopCall == nil {
+		a.stopCall = h.newCallLocked(hostproto.CommandStop, a.stopID, a, nil, nil)
+		h.kick(h.sendKick)
+	}
+}
+
+func (h *Host) usableLocked() error {
+	if h.closed {
+		return errcode.New(errcode.ServiceShuttingDown, "the connection to executor host %q was closed", h.cfg.Name)
+	}
+	return nil
+}
+
+func (h *Host) unavailableLocked() error {
+	if h.lastErr != nil {
+		return errcode.Wrap(errcode.ExecutorUnavailable, h.lastErr, "executor host %q is not connected", h.cfg.Name)
+	}
+	return errcode.New(errcode.ExecutorUnavailable, "executor host %q is not connected", h.cfg.Name)
+}
+
+// lostErr is what calls pending on a lost host fail with: an
+// errcode.ExecutorLost whose cause is a JSON-RPC "peer disconnected"
+// error, so that acp.Classify says acp.ClassDisconnected, as for a local
+// agent that went away.
+func (h *Host) lostErr() error { return h.lostError() }
+
+func (h *Host) lostError() *errcode.Error {
+	return disconnected(errcode.ExecutorLost, "executor host %q unreachable for more than %s", h.cfg.Name, h.cfg.LostAfter)
+}
+
+// armLostLocked starts the LostAfter countdown of a link that just went
+// down (or was never up).
+func (h *Host) armLostLocked() {
+	h.downEpoch++
+	epoch := h.downEpoch
+	h.lostTimer = time.AfterFunc(h.cfg.LostAfter, func() { h.declareLost(epoch) })
+}
+
+// declareLost ends every agent of a host that stayed unreachable past
+// LostAfter. Their commands fail; each agent's stop stays queued (and a
+// Start's outcome awaited), so that the host, when it comes back, does not
+// keep running agents the daemon gave up on.
+func (h *Host) declareLost(epoch uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed || h.conn != nil || epoch != h.downEpoch || h.state == StateLost {
+		return
+	}
+	h.state = StateLost
+	err := h.lostError()
+	h.log.Warn("executor host lost", "after", h.cfg.LostAfter, "err", h.lastErr)
+	for id, c := range h.calls {
+		switch {
+		case c.cmd.Kind == hostproto.CommandStart:
+			c.finish(hostproto.CommandResult{}, err)
+			h.abandonStartLocked(c)
+		case c.cmd.Kind == hostproto.CommandAttach && !c.agent.established:
+			delete(h.calls, id)
+			c.finish(hostproto.CommandResult{}, err)
+			h.unregisterLocked(c.agent)
+		case c.cmd.Kind == hostproto.CommandAttach, c.cmd.Kind == hostproto.CommandStop:
+			// kept: the clean-up when the host is back
+		default:
+			delete(h.calls, id)
+			c.finish(hostproto.CommandResult{}, err)
+		}
+	}
+	for _, a := range h.agents {
+		if a.established && !a.ended {
+			a.endLocked(acp.Exit{Code: -1, Stderr: "tetherd: " + err.Message}, true, err)
+			h.ensureStopLocked(a)
+		}
+	}
+	h.notifyLocked()
+}
+
+// await waits for c's answer: its result, the error it failed with, or
+// ctx's error.
+func (h *Host) await(ctx context.Context, c *call) (json.RawMessage, error) {
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if c.err != nil {
+		return nil, c.err
+	}
+	if err := c.res.Err(); err != nil {
+		return nil, err
+	}
+	return c.res.Result, nil
+}
+
+// forget drops a call whose caller left; an answer arriving later is
+// ignored.
+func (h *Host) forget(c *call) {
+	h.mu.Lock()
+	if h.calls[c.cmd.ID] == c {
+		delete(h.calls, c.cmd.ID)
+	}
+	h.mu.Unlock()
+}
+
+func (h *Host) kick(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}

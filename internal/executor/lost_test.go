@@ -1,0 +1,149 @@
+package executor
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tether/tether/internal/acp"
+	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/hostproto"
+)
+
+// TestLostAfterEndsAgents: a host unreachable past LostAfter ends its
+// agents as lost, fails their calls as disconnected, and, when it comes
+// back, is told to stop the agent the daemon gave up on.
+func TestLostAfterEndsAgents(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	f := newFakeHost(t, func(f *fakeHost) { f.handle = heldPrompt(1, 0, release) })
+	h := newTestHost(t, f, func(c *HostConfig) { c.LostAfter = 50 * time.Millisecond })
+	rh := newRecHandler(true)
+	a := startAgent(t, h, "s1", rh)
+	out := promptAsync(t, a, "turn-1")
+	rh.waitUpdates(t, 1)
+	f.shutdown()
+
+	await(t, "the agent to be lost", a.Done())
+	if !a.Lost() || a.Exit().Code != -1 {
+		t.Fatalf("got exit %+v lost %t, want lost", a.Exit(), a.Lost())
+	}
+	o := await(t, "prompt", out)
+	if !errcode.Is(o.err, errcode.ExecutorLost) || acp.Classify(o.err) != acp.ClassDisconnected {
+		t.Fatalf("pending prompt: got %v (class %q), want %s classified %q", o.err, acp.Classify(o.err), errcode.ExecutorLost, acp.ClassDisconnected)
+	}
+	info := waitInfo(t, h, "lost", func(i HostInfo) bool { return i.State == StateLost })
+	if len(info.Attached) != 0 || info.LastError == nil {
+		t.Fatalf("info of a lost host: got %+v", info)
+	}
+	if _, err := h.Start(ctxT(t), "s2", hostproto.StartPayload{}, newRecHandler(true)); !errcode.Is(err, errcode.ExecutorUnavailable) {
+		t.Fatalf("Start on a lost host: got %v, want %s", err, errcode.ExecutorUnavailable)
+	}
+	if _, err := h.Attach(ctxT(t), "s1", 0, newRecHandler(true)); !errcode.Is(err, errcode.ExecutorLost) {
+		t.Fatalf("Attach on a lost host: got %v, want %s", err, errcode.ExecutorLost)
+	}
+
+	if err := f.listen(); err != nil {
+		t.Fatal(err)
+	}
+	f.waitFor(t, "the lost agent stopped", func() bool { return len(f.receivedLocked(hostproto.CommandStop)) == 1 })
+	f.waitFor(t, "its exit acknowledged", func() bool { return f.sessions["s1"] == nil })
+	waitInfo(t, h, "connected", func(i HostInfo) bool { return i.State == StateConnected })
+	if got := rh.snapshot(); len(got) != 1 {
+		t.Fatalf("the handler of a lost agent got %d updates, want only the one before", len(got))
+	}
+}
+
+// TestLostBeforeAttach: a daemon starting up with a host that never
+// answers fails the Attach once LostAfter has passed.
+func TestLostBeforeAttach(t *testing.T) {
+	f := newFakeHost(t, nil)
+	f.shutdown()
+	h := newTestHost(t, f, func(c *HostConfig) { c.LostAfter = 20 * time.Millisecond })
+	if _, err := h.Attach(ctxT(t), "s1", 0, newRecHandler(true)); !errcode.Is(err, errcode.ExecutorLost) {
+		t.Fatalf("got %v, want %s", err, errcode.ExecutorLost)
+	}
+}
+
+// TestStopWhileUnreachable: Stop gives up after the agent's grace with an
+// exit saying so; the stop stays queued and reaches the host once it is
+// back.
+func TestStopWhileUnreachable(t *testing.T) {
+	f := newFakeHost(t, nil)
+	h := newTestHost(t, f, nil)
+	a, err := h.Start(ctxT(t), "s1", hostproto.StartPayload{ProfileID: "demo", StopGraceMS: 10}, newRecHandler(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.setRefuse(true)
+	f.cut()
+	waitInfo(t, h, "reconnecting", func(i HostInfo) bool { return i.State == StateReconnecting })
+	exit := a.Stop()
+	if exit.Code != -1 || !strings.Contains(exit.Stderr, "unreachable") || a.Lost() {
+		t.Fatalf("Stop while unreachable: got %+v (lost %t)", exit, a.Lost())
+	}
+	select {
+	case <-a.Done():
+	default:
+		t.Fatal("Done is open after Stop returned")
+	}
+	f.setRefuse(false)
+	f.waitFor(t, "the queued stop", func() bool { return len(f.receivedLocked(hostproto.CommandStop)) == 1 })
+	waitInfo(t, h, "the session gone", func(i HostInfo) bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return len(h.agents) == 0
+	})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.receivedLocked(hostproto.CommandStop)[0].cmd.ID != a.stopID {
+		t.Fatalf("stop id: got %+v, want %s", f.receivedLocked(hostproto.CommandStop), a.stopID)
+	}
+}
+
+// TestRefusedHandshake: a refused token or protocol version is the host's
+// last error, with its code, and the daemon keeps retrying.
+func TestRefusedHandshake(t *testing.T) {
+	cases := []struct {
+		name  string
+		setup func(*fakeHost)
+		mod   func(*HostConfig)
+		want  errcode.Code
+	}{
+		{"wrong token", nil, func(c *HostConfig) { c.Token = "wrong" }, errcode.HostUnauthorized},
+		{"no common version", func(f *fakeHost) { f.versions = hostproto.Versions{Min: 2, Max: 3} }, nil, errcode.HostProtocolMismatch},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeHost(t, tc.setup)
+			h := newTestHost(t, f, tc.mod)
+			info := waitInfo(t, h, "a refusal", func(i HostInfo) bool { return i.LastError != nil && errcode.Is(i.LastError, tc.want) })
+			if info.State != StateReconnecting {
+				t.Fatalf("state: got %s, want %s", info.State, StateReconnecting)
+			}
+			f.waitFor(t, "a retry", func() bool { return len(f.refusals) >= 2 })
+		})
+	}
+}
+
+// TestSilentHostIsReconnected: a connection on which the host answers no
+// ping is taken for broken, and the daemon reconnects.
+func TestSilentHostIsReconnected(t *testing.T) {
+	f := newFakeHost(t, func(f *fakeHost) { f.mute = true })
+	h := newTestHost(t, f, func(c *HostConfig) { c.PingInterval, c.PingTimeout = 5*time.Millisecond, 5*time.Millisecond })
+	info := waitInfo(t, h, "a ping timeout", func(i HostInfo) bool {
+		return i.LastError != nil && strings.Contains(i.LastError.Error(), "timeout")
+	})
+	if info.State == StateConnected {
+		t.Fatalf("state after a ping timeout: got %s", info.State)
+	}
+	f.mu.Lock()
+	f.mute = false
+	n := f.nconns
+	f.mu.Unlock()
+	f.waitFor(t, "a new connection", func() bool { return f.nconns > n })
+	a := startAgent(t, h, "s1", newRecHandler(true))
+	if a.Capabilities().AgentName != "fake-agent" {
+		t.Fatalf("capabilities: got %+v", a.Capabilities())
+	}
+}

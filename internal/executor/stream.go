@@ -1,0 +1,359 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+	"sync/atomic"
+
+	"github.com/tether/tether/internal/acp"
+	"github.com/tether/tether/internal/hostproto"
+)
+
+// item is one entry of an Agent's delivery queue: a record, or something
+// that must happen in order with the records (a call's completion, the
+// requests an attach reported pending, a link change).
+type item struct {
+	rec *hostproto.Record
+	fn  func()
+}
+
+// enqueue appends it to the delivery queue; false if the dispatcher has
+// quit (the caller then runs a completion itself).
+func (a *Agent) enqueue(it item) bool {
+	a.mu.Lock()
+	if a.quitting {
+		a.mu.Unlock()
+		return false
+	}
+	a.queue = append(a.queue, it)
+	a.mu.Unlock()
+	select {
+	case a.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// accept takes a record from the connection. A record at or below the
+// last one taken is a replay of what the handler already has (the host
+// resends everything after the attach's From, the last commit) and is
+// dropped.
+func (a *Agent) accept(r hostproto.Record) {
+	a.mu.Lock()
+	if r.Offset <= a.lastSeen {
+		a.mu.Unlock()
+		return
+	}
+	if r.Offset != a.lastSeen+1 {
+		a.h.log.Error("executor host skipped records", "session", a.sessionID, "after", a.lastSeen, "got", r.Offset)
+	}
+	a.lastSeen = r.Offset
+	a.mu.Unlock()
+	a.enqueue(item{rec: &r})
+}
+
+// dispatch delivers the queue in order until the agent is forgotten; after
+// that it drops records and runs what else is left.
+func (a *Agent) dispatch() {
+	defer a.h.wg.Done()
+	for {
+		a.mu.Lock()
+		if len(a.queue) == 0 {
+			quitting := a.quitting
+			a.mu.Unlock()
+			if quitting {
+				return
+			}
+			select {
+			case <-a.wake:
+			case <-a.quitCh:
+			}
+			continue
+		}
+		it := a.queue[0]
+		a.queue[0] = item{}
+		a.queue = a.queue[1:]
+		quitting := a.quitting
+		a.mu.Unlock()
+		switch {
+		case it.fn != nil:
+			it.fn()
+		case !quitting:
+			a.onRecord(*it.rec)
+		}
+	}
+}
+
+func (a *Agent) onRecord(r hostproto.Record) {
+	switch r.Kind {
+	case hostproto.RecordUpdate:
+		a.onUpdate(r)
+	case hostproto.RecordRequest:
+		a.add(r.Offset)
+		var p hostproto.PermissionRequest
+		if a.decode(r, &p) {
+			a.deliverRequest(p, r.Offset)
+		}
+	case hostproto.RecordRequestClosed:
+		a.add(r.Offset)
+		var p hostproto.RequestClosed
+		if a.decode(r, &p) {
+			a.closeRequest(p.RequestID)
+		}
+	case hostproto.RecordExit:
+		e := hostproto.Exit{Code: -1}
+		a.decode(r, &e)
+		a.mu.Lock()
+		a.exitOffset = r.Offset
+		a.mu.Unlock()
+		a.add(r.Offset)
+		a.h.mu.Lock()
+		a.endLocked(e.ACP(), e.Lost, errAgentExited)
+		a.h.mu.Unlock()
+	default:
+		a.h.log.Error("record of an unknown kind", "session", a.sessionID, "offset", r.Offset, "kind", r.Kind)
+		a.add(r.Offset)
+	}
+}
+
+// decode reads a record's payload; a malformed one is logged, and the
+// record is committed without effect.
+func (a *Agent) decode(r hostproto.Record, v any) bool {
+	if err := json.Unmarshal(r.Payload, v); err != nil {
+		a.h.log.Error("malformed record", "session", a.sessionID, "offset", r.Offset, "kind", r.Kind, "err", err)
+		return false
+	}
+	return true
+}
+
+// onUpdate hands an update to the handler once the window has room; its
+// done commits the record. An agent that ended commits it unseen.
+func (a *Agent) onUpdate(r hostproto.Record) {
+	var u hostproto.Update
+	if !a.decode(r, &u) {
+		a.add(r.Offset)
+		return
+	}
+	if a.retired.Load() {
+		a.add(r.Offset)
+		return
+	}
+	select {
+	case a.credits <- struct{}{}:
+	case <-a.done:
+		a.add(r.Offset)
+		return
+	case <-a.quitCh:
+		return
+	}
+	a.mu.Lock()
+	a.commits.open = append(a.commits.open, openRecord{off: r.Offset})
+	a.mu.Unlock()
+	au := u.ACP()
+	au.Offset = r.Offset
+	var once atomic.Bool
+	a.handler.Update(au, func() {
+		if once.CompareAndSwap(false, true) {
+			<-a.credits
+			a.settle(r.Offset)
+		}
+	})
+}
+
+// add records a record that is committed as soon as it is handed over:
+// requests and their closing (the host re-reports what is still pending
+// on the next attach), the exit, records nobody reads.
+func (a *Agent) add(off uint64) {
+	a.mu.Lock()
+	a.commits.open = append(a.commits.open, openRecord{off: off})
+	a.mu.Unlock()
+	a.settle(off)
+}
+
+// settle marks off committed and schedules the acknowledgement.
+func (a *Agent) settle(off uint64) {
+	a.mu.Lock()
+	advanced := a.commits.settle(off)
+	f := a.commits.frontier
+	owed := f > a.acked
+	urgent := f-a.acked >= uint64(a.h.cfg.AckEvery) || (a.exitOffset != 0 && f >= a.exitOffset)
+	a.mu.Unlock()
+	if advanced && owed {
+		a.h.markAck(a, urgent)
+	}
+}
+
+// takeAck returns the offset to acknowledge now, if the commits went past
+// the last acknowledgement.
+func (a *Agent) takeAck() (uint64, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.commits.frontier <= a.acked {
+		return 0, false
+	}
+	a.acked = a.commits.frontier
+	return a.acked, true
+}
+
+// owesAck reports commits not yet acknowledged.
+func (a *Agent) owesAck() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.commits.frontier > a.acked
+}
+
+// attachFrom is an attach's From: the last commit, which the attach also
+// acknowledges.
+func (a *Agent) attachFrom() uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.acked = max(a.acked, a.commits.frontier)
+	return a.commits.frontier
+}
+
+// finished reports whether the exit record is committed: the agent is
+// done with the host once that is acknowledged.
+func (a *Agent) finished() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.exitOffset != 0 && a.commits.frontier >= a.exitOffset
+}
+
+func (a *Agent) exitSeen() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.exitOffset != 0
+}
+
+// linkDown and linkUp tell a LinkHandler, in order with the records, once
+// per change.
+func (a *Agent) linkDown() { a.linkChanged(false) }
+func (a *Agent) linkUp()   { a.linkChanged(true) }
+
+func (a *Agent) linkChanged(up bool) {
+	a.mu.Lock()
+	if a.down == !up {
+		a.mu.Unlock()
+		return
+	}
+	a.down = !up
+	a.mu.Unlock()
+	if a.link == nil {
+		return
+	}
+	a.enqueue(item{fn: func() {
+		if !a.retired.Load() {
+			a.link.LinkChanged(up)
+		}
+	}})
+}
+
+// openRequest is a permission request the handler is answering.
+type openRequest struct {
+	cancel context.CancelCauseFunc
+	// closed: the host withdrew it (request_closed); no answer is sent.
+	closed bool
+}
+
+// deliverRequest hands a permission request to the handler, once per
+// request id (it may come both as a record and in an attach's Pending),
+// in a goroutine of its own; the outcome goes to the host as a
+// permission_answer whose id is derived from the request's.
+func (a *Agent) deliverRequest(p hostproto.PermissionRequest, off uint64) {
+	a.mu.Lock()
+	if a.reqsClosed || a.quitting || a.seen[p.RequestID] {
+		a.mu.Unlock()
+		return
+	}
+	a.seen[p.RequestID] = true
+	ctx, cancel := context.WithCancelCause(context.Background())
+	open := &openRequest{cancel: cancel}
+	a.reqs[p.RequestID] = open
+	a.mu.Unlock()
+	req := p.ACP()
+	req.ID, req.Offset = p.RequestID, off
+	a.h.wg.Add(1) // the dispatcher, itself counted, is running: Close has not begun waiting
+	a.reqWG.Add(1)
+	go func() {
+		defer a.h.wg.Done()
+		defer a.reqWG.Done()
+		defer cancel(nil)
+		out, err := a.handler.RequestPermission(ctx, req)
+		a.mu.Lock()
+		if a.reqs != nil {
+			delete(a.reqs, p.RequestID)
+		}
+		skip := open.closed || a.reqsClosed
+		a.mu.Unlock()
+		if skip {
+			return
+		}
+		if err != nil {
+			out = acp.PermissionOutcome{Cancelled: true}
+		}
+		a.answer(p.RequestID, out)
+	}()
+}
+
+// closeRequest ends the handler's call for a request the agent withdrew:
+// a plain cancel (context.Canceled), not acp.ErrAgentGone.
+func (a *Agent) closeRequest(id string) {
+	a.mu.Lock()
+	a.seen[id] = true
+	open := a.reqs[id]
+	if open != nil {
+		open.closed = true
+	}
+	a.mu.Unlock()
+	if open != nil {
+		open.cancel(nil)
+	}
+}
+
+// answer queues the outcome for the host; it is resent until answered.
+func (a *Agent) answer(requestID string, out acp.PermissionOutcome) {
+	h := a.h
+	h.mu.Lock()
+	if h.closed || a.ended {
+		h.mu.Unlock()
+		return
+	}
+	h.newCallLocked(hostproto.CommandPermissionAnswer, answerID(a.sessionID, requestID), a,
+		hostproto.PermissionAnswerPayload{RequestID: requestID, Cancelled: out.Cancelled, OptionID: out.OptionID}, nil)
+	h.mu.Unlock()
+	h.kick(h.sendKick)
+}
+
+// commitTracker follows which of a session's records the daemon has
+// committed: every record up to frontier is. Records are handed over in
+// offset order (open), and may be committed out of order; the frontier
+// moves over each run of committed ones.
+type commitTracker struct {
+	frontier uint64
+	open     []openRecord
+}
+
+type openRecord struct {
+	off  uint64
+	done bool
+}
+
+// settle marks off committed and reports whether the frontier moved.
+func (t *commitTracker) settle(off uint64) bool {
+	i := sort.Search(len(t.open), func(i int) bool { return t.open[i].off >= off })
+	if i == len(t.open) || t.open[i].off != off {
+		return false
+	}
+	t.open[i].done = true
+	n := 0
+	for n < len(t.open) && t.open[n].done {
+		n++
+	}
+	if n == 0 {
+		return false
+	}
+	t.frontier = t.open[n-1].off
+	t.open = t.open[n:]
+	return true
+}
