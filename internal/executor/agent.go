@@ -73,6 +73,8 @@ type Agent struct {
 	options    acp.SessionOptions
 	exit       acp.Exit
 	lost       bool
+	// held are the permission requests the host held at the last attach.
+	held []string
 }
 
 func newAgent(h *Host, sessionID string, handler acp.Handler, grace time.Duration, from uint64) *Agent {
@@ -98,6 +100,16 @@ func (a *Agent) SessionOptions() acp.SessionOptions {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.options
+}
+
+// PendingPermissions are the ids of the permission requests the host
+// still held when the agent was last attached: a daemon that restarted
+// with other requests pending in its store knows those were answered or
+// withdrawn meanwhile.
+func (a *Agent) PendingPermissions() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.held...)
 }
 
 // PID is the agent's process id on a local host, 0 on a remote one.
@@ -329,6 +341,15 @@ func (a *Agent) setStarted(caps acp.Capabilities, pid int, opts hostproto.Sessio
 	a.caps, a.pid = caps, pid
 	if len(opts.Modes) > 0 || len(opts.ConfigOptions) > 0 {
 		a.options = opts.ACP()
+	}
+}
+
+func (a *Agent) setHeld(pending []hostproto.PermissionRequest) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.held = a.held[:0]
+	for _, p := range pending {
+		a.held = append(a.held, p.RequestID)
 	}
 }
 

@@ -213,6 +213,7 @@ func (h *Host) attachResultLocked(c *call, res hostproto.CommandResult) func() {
 		h.log.Error("attach result", "session", a.sessionID, "err", err)
 	}
 	a.setStarted(r.Capabilities.ACP(), r.PID, r.Options)
+	a.setHeld(r.Pending)
 	a.established = true
 	a.linkGen = h.gen
 	if a.finished() {

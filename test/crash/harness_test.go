@@ -544,7 +544,7 @@ func (r *recorder) stop() {
 }
 
 // waitSeen waits until the client has received an event matching cond.
-func (w *world) waitSeen(r *recorder, what string, cond func(frame) bool) frame {
+func (w *world) waitSeen(r interface{ seen() []frame }, what string, cond func(frame) bool) frame {
 	w.t.Helper()
 	var hit frame
 	w.waitFor(what, func() bool {

@@ -1,0 +1,234 @@
+package crash_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The detached runtime (issue 13): the agent runs in a `tetherd host` that
+// outlives the daemon, so killing tetherd interrupts nothing.
+
+// streamPrompt is the burst the restart test streams: 2000 chunks with a
+// pause every 100, so kills land inside bursts and between them.
+const streamPrompt = "/stream 2000 100 15"
+
+// wantStream is what the transcript of one streamPrompt turn must read.
+func wantStream() string {
+	var b strings.Builder
+	for i := 1; i <= 2000; i++ {
+		fmt.Fprintf(&b, "chunk %d\n", i)
+	}
+	return b.String()
+}
+
+// follower is an SSE client of one session that outlives daemons: when
+// the stream breaks (tetherd was killed) it reconnects, again and again,
+// with Last-Event-ID, as a browser tab would.
+type follower struct {
+	mu     sync.Mutex
+	frames []frame
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (w *world) follow(sid string) *follower {
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &follower{cancel: cancel, done: make(chan struct{})}
+	url := "http://" + w.addr + "/session/" + sid + "/events"
+	go func() {
+		defer close(f.done)
+		last := ""
+		for ctx.Err() == nil {
+			req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+			req.Header.Set("Authorization", "Bearer "+token)
+			req.Header.Set("Accept", "text/event-stream")
+			if last != "" {
+				req.Header.Set("Last-Event-ID", last)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				select { // the daemon is down: try again shortly
+				case <-ctx.Done():
+				case <-time.After(20 * time.Millisecond):
+				}
+				continue
+			}
+			if resp.StatusCode == http.StatusOK {
+				_ = readFrames(resp.Body, func(fr frame) bool {
+					if fr.ID == "" {
+						return fr.Event != "stream_lagged"
+					}
+					f.mu.Lock()
+					f.frames = append(f.frames, fr)
+					f.mu.Unlock()
+					last = fr.ID
+					return true
+				})
+			}
+			resp.Body.Close()
+		}
+	}()
+	w.t.Cleanup(f.stop)
+	return f
+}
+
+func (f *follower) seen() []frame {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.frames)
+}
+
+func (f *follower) stop() {
+	f.cancel()
+	<-f.done
+}
+
+// stopHosts ends the world's executor hosts (they outlive every daemon on
+// purpose) before the world checks that nothing of it still runs.
+func (w *world) stopHosts() {
+	for _, p := range w.processes(" host ") {
+		_ = syscall.Kill(p.pid, syscall.SIGTERM)
+	}
+}
+
+// hostedWorld is a world whose sessions run in the detached runtime.
+func hostedWorld(t *testing.T) *world {
+	t.Helper()
+	w := newWorld(t, profile{id: "demo"})
+	t.Cleanup(w.stopHosts) // runs before the world's own cleanup
+	return w
+}
+
+// startHosted starts tetherd with the detached runtime as the default.
+func (w *world) startHosted(extra ...string) { w.start(append([]string{"--executor", "detached"}, extra...)...) }
+
+// TestDetachedRestartInterruptsNothing kills tetherd with SIGKILL at random
+// points of streaming turns, of a tool call and of a pending permission,
+// 20 times and more, restarting it each time on the same data dir: no turn
+// is interrupted, every turn completes, the transcript holds every chunk
+// once and in order, and an SSE client that reconnects with Last-Event-ID
+// after each crash receives the session's log without a gap or a
+// duplicate.
+func TestDetachedRestartInterruptsNothing(t *testing.T) {
+	w := hostedWorld(t)
+	w.startHosted()
+	sid, _ := w.createSession("demo")
+	if ex := w.get("/session/" + sid)["executor"].(map[string]any); ex["runtime"] != "detached" {
+		t.Fatalf("executor: got %v, want runtime detached", ex)
+	}
+	fol := w.follow(sid)
+	rng := rand.New(rand.NewPCG(13, 2026))
+	type turnCase struct{ prompt, kind string }
+	var turns []turnCase
+	kills := 0
+	restart := func() {
+		w.kill9()
+		kills++
+		w.startHosted()
+	}
+	for i := 0; kills < 24; i++ {
+		pid := fmt.Sprintf("turn-%02d", i)
+		switch i % 4 {
+		case 0, 1: // streaming: killed once or twice mid-burst
+			turns = append(turns, turnCase{streamPrompt, "stream"})
+			w.prompt(sid, streamPrompt, pid)
+			for k := 0; k < 1+i%2; k++ {
+				time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond)
+				if w.turnEnded(sid, pid) {
+					break
+				}
+				restart()
+			}
+		case 2: // a tool call in progress when tetherd dies
+			turns = append(turns, turnCase{"/tool sleep 1500", "tool"})
+			w.prompt(sid, "/tool sleep 1500", pid)
+			w.waitSeen(fol, "tool call started", func(f frame) bool {
+				return f.Event == "tool_call.started" && f.JSON(t)["promptId"] == pid
+			})
+			restart()
+		case 3: // a permission pending when tetherd dies, answered after
+			turns = append(turns, turnCase{"/permission", "permission"})
+			w.prompt(sid, "/permission", pid)
+			req := w.waitSeen(fol, "permission requested", func(f frame) bool {
+				return f.Event == "permission.requested" && f.JSON(t)["promptId"] == pid
+			}).JSON(t)["requestId"].(string)
+			restart()
+			pending := list(w.transcript(sid), "pendingPermissions")
+			if len(pending) != 1 || pending[0]["id"] != req {
+				t.Fatalf("after the restart: got pending %v, want request %s still pending", pending, req)
+			}
+			if code, m := w.do("POST", "/session/"+sid+"/permission/"+req, map[string]any{"optionId": "allow_once"}); code != http.StatusOK {
+				t.Fatalf("answer the permission after the restart: got %d, want 200: %v", code, m)
+			}
+		}
+		if got := w.waitTurn(sid, pid); got["state"] != "completed" {
+			t.Fatalf("turn %s (%s): got %v, want completed", pid, turns[i].kind, got)
+		}
+	}
+	if kills < 20 {
+		t.Fatalf("got %d kills, want at least 20", kills)
+	}
+
+	// The durable log: no interruption anywhere.
+	log := w.replay(sid)
+	for _, f := range log {
+		if f.Event == "turn.interrupted" {
+			t.Errorf("got turn.interrupted: %s", f.Data)
+		}
+	}
+	// The transcript: each turn's agent text exactly as the agent sent it.
+	byTurn := map[string]string{}
+	for _, m := range list(w.transcript(sid), "messages") {
+		if m["role"] == "agent" {
+			p, _ := m["promptId"].(string)
+			byTurn[p] += m["text"].(string)
+		}
+	}
+	for i, tc := range turns {
+		pid := fmt.Sprintf("turn-%02d", i)
+		switch tc.kind {
+		case "stream":
+			if got := byTurn[pid]; got != wantStream() {
+				t.Errorf("turn %s: transcript has %d bytes of agent text, want the %d of the 2000 chunks once each, in order",
+					pid, len(got), len(wantStream()))
+			}
+		case "permission":
+			if got := byTurn[pid]; !strings.Contains(got, "allow_once") || strings.Contains(got, "cancel") {
+				t.Errorf("turn %s: agent said %q, want the answer allow_once and never a cancel", pid, got)
+			}
+		}
+	}
+	// The reconnecting client: the whole log, each event once, in order.
+	w.waitFor("the client to catch up", func() bool {
+		s := fol.seen()
+		return len(s) > 0 && s[len(s)-1].ID == log[len(log)-1].ID
+	})
+	fol.stop()
+	got := fol.seen()
+	for i := 1; i < len(got); i++ {
+		if got[i].seq() != got[i-1].seq()+1 {
+			t.Fatalf("client stream: event %d has seq %d after %d, want a gapless, duplicate-free stream", i, got[i].seq(), got[i-1].seq())
+		}
+	}
+	if got[0].seq() != log[0].seq() || len(got) != len(log) {
+		t.Errorf("client stream: got %d events from seq %d, want the log's %d from seq %d", len(got), got[0].seq(), len(log), log[0].seq())
+	}
+}
+
+// turnEnded reports whether the turn is terminal already.
+func (w *world) turnEnded(sid, pid string) bool {
+	w.t.Helper()
+	switch w.turn(sid, pid)["state"] {
+	case "queued", "running":
+		return false
+	}
+	return true
+}
