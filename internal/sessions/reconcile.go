@@ -24,7 +24,7 @@ type ReconcileResult struct {
 	InterruptedTurns int
 	// Reattached counts the hosted sessions being attached again.
 	Reattached int
-	Took             time.Duration
+	Took       time.Duration
 }
 
 // Reconcile repairs what the previous daemon left behind, before the API
