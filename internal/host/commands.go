@@ -13,7 +13,11 @@ import (
 // runCommand answers one command of link l; it runs in a goroutine of its
 // own. Attach and status only read, so they are answered afresh each
 // time; every other command passes through the host's Dedup, and its
-// result waits for the session's records queued before it.
+// result waits for the session's records queued before it. A start's
+// result instead comes before any record of the incarnation it started
+// (which then flow on l from offset 1), and after any of the one it
+// replaced: what the daemon receives between its start and the result is
+// the old incarnation's.
 func (h *Host) runCommand(l *link, cmd *hostproto.Command) {
 	switch {
 	case cmd.Kind == hostproto.CommandAttach:
@@ -26,11 +30,19 @@ func (h *Host) runCommand(l *link, cmd *hostproto.Command) {
 		l.result(fail(cmd.ID, errcode.New(errcode.InvalidRequest, "unknown command kind %q", cmd.Kind)), nil, 0)
 		return
 	}
-	res, _, err := h.dedup.Do(l.ctx, cmd.ID, func() hostproto.CommandResult { return h.apply(l, cmd) })
+	res, _, err := h.dedup.Do(l.ctx, cmd.ID, func() hostproto.CommandResult { return h.apply(cmd) })
 	if err != nil {
 		return // the link ended while a first copy ran; the daemon resends
 	}
 	s := h.lookup(cmd.SessionID)
+	if cmd.Kind == hostproto.CommandStart {
+		if s != nil && res.Error == nil {
+			l.attach(s, 0, res)
+		} else {
+			l.result(res, nil, 0)
+		}
+		return
+	}
 	var need uint64
 	if s != nil {
 		need = s.mark()
@@ -63,9 +75,9 @@ func decodePayload[T any](cmd *hostproto.Command) (T, error) {
 }
 
 // apply performs a command the first time its id is seen.
-func (h *Host) apply(l *link, cmd *hostproto.Command) hostproto.CommandResult {
+func (h *Host) apply(cmd *hostproto.Command) hostproto.CommandResult {
 	if cmd.Kind == hostproto.CommandStart {
-		return h.start(l, cmd)
+		return h.start(cmd)
 	}
 	s := h.lookup(cmd.SessionID)
 	if s == nil {
@@ -207,8 +219,8 @@ func (s *session) stop() (hostproto.StopResult, error) {
 }
 
 // start launches a profile's agent for the session, replacing whatever an
-// earlier incarnation of it left, and makes its records flow on l.
-func (h *Host) start(l *link, cmd *hostproto.Command) hostproto.CommandResult {
+// earlier incarnation of it left.
+func (h *Host) start(cmd *hostproto.Command) hostproto.CommandResult {
 	p, err := decodePayload[hostproto.StartPayload](cmd)
 	if err == nil {
 		err = validSessionID(cmd.SessionID)
@@ -232,7 +244,6 @@ func (h *Host) start(l *link, cmd *hostproto.Command) hostproto.CommandResult {
 		h.trash(s.dir)
 		return fail(cmd.ID, errShuttingDown)
 	}
-	l.startStream(s)
 	conn, err := h.startAgent(s, p)
 	if err != nil {
 		h.discard(s)

@@ -39,7 +39,10 @@
 // one replaces the previous daemon connection. Records of a session flow
 // on a connection only once the daemon attached it (CommandAttach{From}:
 // records after From, the AttachResult first) or started it there
-// (CommandStart: from offset 1). One writer goroutine per connection
+// (CommandStart: from offset 1, the StartResult first; records of the
+// session between the start and its result belong to the incarnation it
+// replaced, and the daemon neither keeps nor acknowledges them). One
+// writer goroutine per connection
 // sends every frame; per session at most Config.SendWindow records are
 // sent and not yet acknowledged. Commands run in goroutines of their own,
 // so a cancel or a permission answer never waits behind a prompt, and pass

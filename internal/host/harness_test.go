@@ -33,7 +33,10 @@ type testHost struct {
 	logs   *testbin.LogBuffer
 	cancel context.CancelFunc
 	served chan error
-	once   sync.Once
+	// serveErr is Serve's error once waitServed saw it return.
+	serveErr  error
+	serveDone bool
+	once      sync.Once
 }
 
 // socketPath is a short path: unix socket paths are limited to 108 bytes,
@@ -77,7 +80,7 @@ func startHost(t *testing.T, dataDir string, mod func(*host.Config)) *testHost {
 func (th *testHost) stop() {
 	th.once.Do(func() {
 		th.cancel()
-		if err := <-th.served; err != nil {
+		if err := th.waitServed(); err != nil {
 			th.t.Errorf("Serve: %v", err)
 		}
 		if err := th.h.Close(); err != nil {
@@ -87,6 +90,14 @@ func (th *testHost) stop() {
 			th.t.Logf("host log:\n%s", th.logs.String())
 		}
 	})
+}
+
+// waitServed waits for Serve to return (by itself, or after stop).
+func (th *testHost) waitServed() error {
+	if !th.serveDone {
+		th.serveErr, th.serveDone = <-th.served, true
+	}
+	return th.serveErr
 }
 
 // daemon plays the daemon's side of a connection: it answers pings,

@@ -1,9 +1,14 @@
 package host_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"io"
+	"net"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/host"
@@ -221,5 +226,45 @@ func TestRefusals(t *testing.T) {
 	}
 	if st := decode[hostproto.StatusResult](t, d.do(hostproto.CommandStatus, "", nil)); len(st.Sessions) != 0 || st.StartedAt == "" {
 		t.Fatalf("status: got %+v, want no sessions and a start time", st)
+	}
+}
+
+// TestSilentDaemonDropped: a connection that answers no ping within the
+// ping timeout is closed, and the host takes the next one.
+func TestSilentDaemonDropped(t *testing.T) {
+	th := startHost(t, t.TempDir(), func(c *host.Config) {
+		c.PingInterval, c.PingTimeout = 20*time.Millisecond, 200*time.Millisecond
+	})
+	nc, err := net.Dial("unix", th.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	conn, _, err := hostproto.Client(context.Background(), nc, hostproto.ClientConfig{Token: testToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for { // pings arrive, unanswered, until the host gives up
+		m, err := conn.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("got %v, want the host to close the connection", err)
+		}
+		if _, ok := m.(*hostproto.Ping); !ok {
+			t.Fatalf("got a %s, want only pings", m.Type())
+		}
+	}
+	d := th.mustDial()
+	decode[hostproto.StatusResult](t, d.do(hostproto.CommandStatus, "", nil))
+}
+
+// TestProtocolVersions: a host told to speak other versions refuses a
+// daemon with none in common, with the code that says so.
+func TestProtocolVersions(t *testing.T) {
+	th := startHost(t, t.TempDir(), func(c *host.Config) { c.Versions = hostproto.Versions{Min: hostproto.MaxVersion + 1, Max: hostproto.MaxVersion + 2} })
+	if _, err := th.dial(testToken); !errcode.Is(err, errcode.HostProtocolMismatch) {
+		t.Fatalf("got %v, want %s", err, errcode.HostProtocolMismatch)
 	}
 }

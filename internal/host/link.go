@@ -156,13 +156,6 @@ func (l *link) attach(s *session, from uint64, res hostproto.CommandResult) {
 	l.wakeUp()
 }
 
-// startStream makes a started session's records flow from offset 1.
-func (l *link) startStream(s *session) {
-	l.mu.Lock()
-	l.streams[s.id] = &stream{s: s}
-	l.mu.Unlock()
-}
-
 // ready reports whether a held result may go; caller holds mu.
 func (l *link) ready(r heldResult) bool {
 	if r.s == nil {
