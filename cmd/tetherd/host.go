@@ -14,10 +14,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/labstack/gommon/bytes"
 
+	"github.com/tether/tether/internal/atomicfile"
 	"github.com/tether/tether/internal/buildinfo"
 	"github.com/tether/tether/internal/host"
 	"github.com/tether/tether/internal/hostproto"
@@ -255,12 +255,7 @@ func hostToken(path string, logger *slog.Logger) (string, error) {
 		return "", err
 	}
 	t = hex.EncodeToString(buf)
-	tmp := fmt.Sprintf("%s.%d.tmp", path, time.Now().UnixNano())
-	if err := os.WriteFile(tmp, []byte(t+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("write token: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		_ = os.Remove(tmp)
+	if err := atomicfile.Write(path, []byte(t+"\n")); err != nil {
 		return "", fmt.Errorf("write token: %w", err)
 	}
 	logger.Info("generated the host's token", "file", path)

@@ -2,16 +2,9 @@ package main_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -23,6 +16,7 @@ import (
 
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/hostproto"
+	"github.com/tether/tether/internal/testbin"
 )
 
 // runHost starts `tetherd host` with args; a clean stop ends it.
@@ -36,17 +30,6 @@ func runHost(t *testing.T, args ...string) (*exec.Cmd, *logBuffer) {
 	}
 	t.Cleanup(func() { stopDaemon(cmd) })
 	return cmd, logs
-}
-
-// hostSocket is a unix socket path short enough for the 108-byte limit.
-func hostSocket(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "hs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	return filepath.Join(dir, "host.sock")
 }
 
 // dialHost retries dial until the host takes the connection.
@@ -73,7 +56,7 @@ func unixDialer(sock string) func() (net.Conn, error) {
 // stops it cleanly.
 func TestHostSubcommand(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "host") // made by the host
-	sock := hostSocket(t)
+	sock := testbin.SocketPath(t)
 	cmd, logs := runHost(t, "--data-dir", dir, "--socket", sock)
 	nc := dialHost(t, logs, unixDialer(sock))
 	for _, p := range []string{dir, sock, filepath.Join(dir, "token")} {
@@ -162,11 +145,11 @@ func TestHostRefusesListenWithoutTLS(t *testing.T) {
 // trust it is refused by TLS.
 func TestHostOverTLS(t *testing.T) {
 	dir := t.TempDir()
-	certFile, keyFile, pool := selfSigned(t, dir)
+	certFile, keyFile, pool := testbin.SelfSigned(t)
 	addr := freeAddr(t)
 	_, logs := runHost(t, "--data-dir", filepath.Join(dir, "host"), "--listen", addr, "--tls-cert", certFile, "--tls-key", keyFile)
 	nc := dialHost(t, logs, func() (net.Conn, error) {
-		return tls.Dial("tcp", addr, &tls.Config{RootCAs: pool, ServerName: "tether-host"})
+		return tls.Dial("tcp", addr, &tls.Config{RootCAs: pool, ServerName: "localhost"})
 	})
 	token, err := os.ReadFile(filepath.Join(dir, "host", "token"))
 	if err != nil {
@@ -194,45 +177,10 @@ func TestHostOverTLS(t *testing.T) {
 			break
 		}
 	}
-	if c, err := tls.Dial("tcp", addr, &tls.Config{ServerName: "tether-host"}); err == nil {
+	if c, err := tls.Dial("tcp", addr, &tls.Config{ServerName: "localhost"}); err == nil {
 		c.Close()
 		t.Fatal("a daemon that does not trust the host's certificate got through")
 	}
-}
-
-// selfSigned writes a self-signed certificate for the name tether-host
-// and returns its files and a pool that trusts it.
-func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "tether-host"}, DNSNames: []string{"tether-host"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool = x509.NewCertPool()
-	pool.AddCert(cert)
-	return certFile, keyFile, pool
 }
 
 // TestHostProtocolVersionsFlag: the hidden --protocol-versions makes the
@@ -248,7 +196,7 @@ func TestHostProtocolVersionsFlag(t *testing.T) {
 			t.Errorf("--protocol-versions %s: got %s, want a refusal", bad, out)
 		}
 	}
-	dir, sock := filepath.Join(t.TempDir(), "host"), hostSocket(t)
+	dir, sock := filepath.Join(t.TempDir(), "host"), testbin.SocketPath(t)
 	_, logs := runHost(t, "--data-dir", dir, "--socket", sock, "--protocol-versions", fmt.Sprintf("%d..%d", hostproto.MaxVersion+1, hostproto.MaxVersion+1))
 	nc := dialHost(t, logs, unixDialer(sock))
 	token, err := os.ReadFile(filepath.Join(dir, "token"))

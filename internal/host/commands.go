@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/hostproto"
 )
@@ -96,65 +97,40 @@ func (h *Host) sessionCommand(s *session, cmd *hostproto.Command) (any, error) {
 	ctx := h.life
 	switch cmd.Kind {
 	case hostproto.CommandNew:
-		p, err := decodePayload[hostproto.NewPayload](cmd)
-		if err != nil {
-			return nil, err
-		}
-		a, err := s.liveAgent()
-		if err != nil {
-			return nil, err
-		}
-		id, err := a.NewSession(ctx, p.Params.ACP())
-		if err != nil {
-			return nil, err
-		}
-		s.updateMeta(func(m *meta) { m.AcpSessionID = id })
-		return hostproto.NewResult{AcpSessionID: id, Options: hostproto.FromSessionOptions(a.SessionOptions())}, nil
+		return onAgent(s, cmd, func(a *acp.Conn, p hostproto.NewPayload) (any, error) {
+			id, err := a.NewSession(ctx, p.Params.ACP())
+			if err != nil {
+				return nil, err
+			}
+			s.updateMeta(func(m *meta) { m.AcpSessionID = id })
+			return hostproto.NewResult{AcpSessionID: id, Options: hostproto.FromSessionOptions(a.SessionOptions())}, nil
+		})
 	case hostproto.CommandLoad, hostproto.CommandResume:
-		p, err := decodePayload[hostproto.RestorePayload](cmd)
-		if err != nil {
-			return nil, err
-		}
-		a, err := s.liveAgent()
-		if err != nil {
-			return nil, err
-		}
-		if cmd.Kind == hostproto.CommandLoad {
-			err = a.LoadSession(ctx, p.AcpSessionID, p.Params.ACP())
-		} else {
-			err = a.ResumeSession(ctx, p.AcpSessionID, p.Params.ACP())
-		}
-		if err != nil {
-			return nil, err
-		}
-		s.updateMeta(func(m *meta) { m.AcpSessionID = p.AcpSessionID })
-		return hostproto.RestoreResult{Options: hostproto.FromSessionOptions(a.SessionOptions())}, nil
+		return onAgent(s, cmd, func(a *acp.Conn, p hostproto.RestorePayload) (any, error) {
+			restore := a.ResumeSession
+			if cmd.Kind == hostproto.CommandLoad {
+				restore = a.LoadSession
+			}
+			if err := restore(ctx, p.AcpSessionID, p.Params.ACP()); err != nil {
+				return nil, err
+			}
+			s.updateMeta(func(m *meta) { m.AcpSessionID = p.AcpSessionID })
+			return hostproto.RestoreResult{Options: hostproto.FromSessionOptions(a.SessionOptions())}, nil
+		})
 	case hostproto.CommandPrompt:
-		p, err := decodePayload[hostproto.PromptPayload](cmd)
-		if err != nil {
-			return nil, err
-		}
-		a, err := s.liveAgent()
-		if err != nil {
-			return nil, err
-		}
-		s.setRunning(+1)
-		defer s.setRunning(-1)
-		reason, err := a.Prompt(ctx, p.AcpSessionID, p.Prompt)
-		if err != nil {
-			return nil, err
-		}
-		return hostproto.PromptResult{StopReason: reason}, nil
+		return onAgent(s, cmd, func(a *acp.Conn, p hostproto.PromptPayload) (any, error) {
+			s.setRunning(+1)
+			defer s.setRunning(-1)
+			reason, err := a.Prompt(ctx, p.AcpSessionID, p.Prompt)
+			if err != nil {
+				return nil, err
+			}
+			return hostproto.PromptResult{StopReason: reason}, nil
+		})
 	case hostproto.CommandCancel:
-		p, err := decodePayload[hostproto.SessionPayload](cmd)
-		if err != nil {
-			return nil, err
-		}
-		a, err := s.liveAgent()
-		if err != nil {
-			return nil, err
-		}
-		return struct{}{}, a.Cancel(ctx, p.AcpSessionID)
+		return onAgent(s, cmd, func(a *acp.Conn, p hostproto.SessionPayload) (any, error) {
+			return struct{}{}, a.Cancel(ctx, p.AcpSessionID)
+		})
 	case hostproto.CommandPermissionAnswer:
 		p, err := decodePayload[hostproto.PermissionAnswerPayload](cmd)
 		if err != nil {
@@ -164,31 +140,33 @@ func (h *Host) sessionCommand(s *session, cmd *hostproto.Command) (any, error) {
 	case hostproto.CommandStop:
 		return s.stop()
 	case hostproto.CommandSetMode:
-		p, err := decodePayload[hostproto.SetModePayload](cmd)
-		if err != nil {
-			return nil, err
-		}
-		a, err := s.liveAgent()
-		if err != nil {
-			return nil, err
-		}
-		return struct{}{}, a.SetMode(ctx, p.AcpSessionID, p.ModeID)
+		return onAgent(s, cmd, func(a *acp.Conn, p hostproto.SetModePayload) (any, error) {
+			return struct{}{}, a.SetMode(ctx, p.AcpSessionID, p.ModeID)
+		})
 	case hostproto.CommandSetConfigOption:
-		p, err := decodePayload[hostproto.SetConfigOptionPayload](cmd)
-		if err != nil {
-			return nil, err
-		}
-		a, err := s.liveAgent()
-		if err != nil {
-			return nil, err
-		}
-		opts, err := a.SetConfigOption(ctx, p.AcpSessionID, p.OptionID, p.Value)
-		if err != nil {
-			return nil, err
-		}
-		return hostproto.SetConfigOptionResult{ConfigOptions: opts}, nil
+		return onAgent(s, cmd, func(a *acp.Conn, p hostproto.SetConfigOptionPayload) (any, error) {
+			opts, err := a.SetConfigOption(ctx, p.AcpSessionID, p.OptionID, p.Value)
+			if err != nil {
+				return nil, err
+			}
+			return hostproto.SetConfigOptionResult{ConfigOptions: opts}, nil
+		})
 	}
 	return nil, errcode.New(errcode.InvalidRequest, "command %q does not apply to a session", cmd.Kind)
+}
+
+// onAgent decodes cmd's payload and runs f on the session's agent, if it
+// runs.
+func onAgent[P any](s *session, cmd *hostproto.Command, f func(a *acp.Conn, p P) (any, error)) (any, error) {
+	p, err := decodePayload[P](cmd)
+	if err != nil {
+		return nil, err
+	}
+	a, err := s.liveAgent()
+	if err != nil {
+		return nil, err
+	}
+	return f(a, p)
 }
 
 func (s *session) setRunning(d int) {
@@ -286,12 +264,7 @@ func (h *Host) attach(l *link, cmd *hostproto.Command) {
 }
 
 func (h *Host) status() hostproto.StatusResult {
-	h.mu.Lock()
-	ss := make([]*session, 0, len(h.sessions))
-	for _, s := range h.sessions {
-		ss = append(ss, s)
-	}
-	h.mu.Unlock()
+	ss := h.all()
 	out := hostproto.StatusResult{StartedAt: h.startedAt.Format(time.RFC3339Nano), Sessions: []hostproto.SessionStatus{}}
 	for _, s := range ss {
 		out.Sessions = append(out.Sessions, s.status())

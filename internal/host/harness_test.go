@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -39,18 +37,6 @@ type testHost struct {
 	once      sync.Once
 }
 
-// socketPath is a short path: unix socket paths are limited to 108 bytes,
-// which a test's TempDir can pass.
-func socketPath(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "hs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	return filepath.Join(dir, "s")
-}
-
 // startHost runs a host on dataDir; mod adjusts its config.
 func startHost(t *testing.T, dataDir string, mod func(*host.Config)) *testHost {
 	t.Helper()
@@ -64,7 +50,7 @@ func startHost(t *testing.T, dataDir string, mod func(*host.Config)) *testHost {
 	if err != nil {
 		t.Fatalf("host.New: %v", err)
 	}
-	th := &testHost{t: t, h: h, sock: socketPath(t), logs: logs, served: make(chan error, 1)}
+	th := &testHost{t: t, h: h, sock: testbin.SocketPath(t), logs: logs, served: make(chan error, 1)}
 	ln, err := net.Listen("unix", th.sock)
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/tether/tether/internal/atomicfile"
 	"github.com/tether/tether/internal/hostproto"
 	"github.com/tether/tether/internal/outbox"
 	"github.com/tether/tether/internal/workspace"
@@ -175,7 +176,7 @@ func (h *Host) init() error {
 		h.id = strings.TrimSpace(string(b))
 	case err == nil || errors.Is(err, os.ErrNotExist):
 		h.id = uuid.NewString()
-		if err := writeFileAtomic(idPath, []byte(h.id+"\n")); err != nil {
+		if err := atomicfile.Write(idPath, []byte(h.id+"\n")); err != nil {
 			return err
 		}
 	default:
@@ -326,13 +327,7 @@ func (h *Host) idle() bool {
 	if h.link.Load() != nil {
 		return false
 	}
-	h.mu.Lock()
-	ss := make([]*session, 0, len(h.sessions))
-	for _, s := range h.sessions {
-		ss = append(ss, s)
-	}
-	h.mu.Unlock()
-	for _, s := range ss {
+	for _, s := range h.all() {
 		if s.busy() {
 			return false
 		}
@@ -366,6 +361,17 @@ func (h *Host) spawn(fn func()) bool {
 	}
 	h.wg.Go(fn)
 	return true
+}
+
+// all is the sessions held now.
+func (h *Host) all() []*session {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ss := make([]*session, 0, len(h.sessions))
+	for _, s := range h.sessions {
+		ss = append(ss, s)
+	}
+	return ss
 }
 
 func (h *Host) sessionIDs() []string {
@@ -472,16 +478,12 @@ func (h *Host) Close() error {
 		return nil
 	}
 	h.closed = true
-	ss := make([]*session, 0, len(h.sessions))
-	for _, s := range h.sessions {
-		ss = append(ss, s)
-	}
 	h.mu.Unlock()
 	if l := h.link.Load(); l != nil {
 		l.close()
 	}
 	var wg sync.WaitGroup
-	for _, s := range ss {
+	for _, s := range h.all() {
 		wg.Go(s.close)
 	}
 	wg.Wait()

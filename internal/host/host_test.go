@@ -263,7 +263,9 @@ func TestSilentDaemonDropped(t *testing.T) {
 // TestProtocolVersions: a host told to speak other versions refuses a
 // daemon with none in common, with the code that says so.
 func TestProtocolVersions(t *testing.T) {
-	th := startHost(t, t.TempDir(), func(c *host.Config) { c.Versions = hostproto.Versions{Min: hostproto.MaxVersion + 1, Max: hostproto.MaxVersion + 2} })
+	th := startHost(t, t.TempDir(), func(c *host.Config) {
+		c.Versions = hostproto.Versions{Min: hostproto.MaxVersion + 1, Max: hostproto.MaxVersion + 2}
+	})
 	if _, err := th.dial(testToken); !errcode.Is(err, errcode.HostProtocolMismatch) {
 		t.Fatalf("got %v, want %s", err, errcode.HostProtocolMismatch)
 	}

@@ -169,7 +169,7 @@ func processGone(pid int) bool {
 // their sessions on restart and ends each with a lost exit, after every
 // record the agent produced before.
 func TestHostKilledReportsLostExit(t *testing.T) {
-	dir, sock := t.TempDir(), socketPath(t)
+	dir, sock := t.TempDir(), testbin.SocketPath(t)
 	if err := os.WriteFile(filepath.Join(dir, "token"), []byte(testToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -277,4 +277,5 @@ func (l *link) drop(st *stream, err error) {
 		delete(l.streams, st.s.id)
 	}
 	l.mu.Unlock()
+	l.wakeUp() // results held for the stream can go now
 }

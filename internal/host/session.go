@@ -2,7 +2,6 @@ package host
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/acp"
+	"github.com/tether/tether/internal/atomicfile"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/hostproto"
 	"github.com/tether/tether/internal/outbox"
@@ -52,6 +52,9 @@ type session struct {
 	// exitQueued closes once the agent's exit record is queued.
 	exitQueued chan struct{}
 
+	// metaMu orders writes of the meta file (commands update it
+	// concurrently).
+	metaMu  sync.Mutex
 	mu      sync.Mutex
 	meta    meta
 	agent   *acp.Conn
@@ -119,11 +122,13 @@ func (s *session) close() {
 
 // writeMeta replaces the meta file atomically.
 func (s *session) writeMeta() {
+	s.metaMu.Lock()
+	defer s.metaMu.Unlock()
 	s.mu.Lock()
 	b, err := json.Marshal(s.meta)
 	s.mu.Unlock()
 	if err == nil {
-		err = writeFileAtomic(filepath.Join(s.dir, metaFile), b)
+		err = atomicfile.Write(filepath.Join(s.dir, metaFile), b)
 	}
 	if err != nil {
 		s.log.Warn("host: write session meta", "err", err)
@@ -204,6 +209,7 @@ func (h *Host) recoverSession(id string) (*session, error) {
 		h.log.Warn("host: session without a readable meta file", "session", id, "err", err)
 		m = meta{SessionID: id}
 	}
+	m.PID = 0 // the agent went with the previous run
 	s, err := h.openSession(id, m)
 	if err != nil {
 		return nil, err
@@ -246,30 +252,6 @@ func (s *session) setExitOffset(off uint64) {
 	s.mu.Unlock()
 }
 
-// writeFileAtomic replaces path with data: a synced temporary file
-// renamed over it.
-func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-	}
-	return err
-}
-
 // validSessionID keeps a daemon's session id a plain directory name.
 func validSessionID(id string) error {
 	if id == "" || len(id) > 128 || id == "." || id == ".." {
@@ -284,6 +266,3 @@ func validSessionID(id string) error {
 }
 
 var errShuttingDown = errcode.New(errcode.ServiceShuttingDown, "the host is shutting down")
-
-// isShutdown reports whether err is the host's own shutdown.
-func isShutdown(err error) bool { return errors.Is(err, errShuttingDown) }
