@@ -127,6 +127,22 @@ func (q *queue) next(quit <-chan struct{}) (item, bool) {
 	}
 }
 
+func (q *queue) isSealed() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.sealed
+}
+
+// isExit reports whether the record at off is the exit record.
+func (s *session) isExit(off uint64) bool {
+	recs, err := s.ob.Read(off, 1)
+	if err != nil || len(recs) == 0 || recs[0].Offset != off {
+		return false
+	}
+	kind, _, err := decodeRecord(recs[0].Data)
+	return err == nil && kind == hostproto.RecordExit
+}
+
 // mark returns the offset of the last record queued before the call once
 // it is durable (or given up on).
 func (s *session) mark() uint64 {
@@ -233,6 +249,11 @@ func (s *session) runAcker() {
 		s.mu.Lock()
 		want, exitOff := s.ackWant, s.exitOff
 		s.mu.Unlock()
+		if exitOff == 0 && s.q.isSealed() && s.isExit(want) {
+			// The exit is durable, and sent, before the appender learns
+			// its offset: the record itself tells.
+			exitOff = want
+		}
 		if exitOff > 0 && want >= exitOff {
 			s.h.retire(s)
 			return

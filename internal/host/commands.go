@@ -2,6 +2,7 @@ package host
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -212,6 +213,11 @@ func (h *Host) start(cmd *hostproto.Command) hostproto.CommandResult {
 		old.log.Info("host: a new start replaces the session's previous agent")
 		h.discard(old)
 	}
+	// Whatever is left of an earlier incarnation goes (its outbox would
+	// carry its offsets on into the new one).
+	if err := h.trash(filepath.Join(h.sessionsDir(), cmd.SessionID)); err != nil {
+		return fail(cmd.ID, err)
+	}
 	s, err := h.openSession(cmd.SessionID, meta{SessionID: cmd.SessionID, ProfileID: p.ProfileID, Cwd: p.Cwd, StartedAt: time.Now().UTC()})
 	if err != nil {
 		return fail(cmd.ID, err)
@@ -219,7 +225,7 @@ func (h *Host) start(cmd *hostproto.Command) hostproto.CommandResult {
 	s.writeMeta()
 	if !h.register(s) {
 		s.close()
-		h.trash(s.dir)
+		_ = h.trash(s.dir)
 		return fail(cmd.ID, errShuttingDown)
 	}
 	conn, err := h.startAgent(s, p)

@@ -409,7 +409,9 @@ func (h *Host) discard(s *session) {
 	}
 	h.mu.Unlock()
 	s.close()
-	h.trash(s.dir)
+	if err := h.trash(s.dir); err != nil {
+		s.log.Warn("host: remove session directory", "err", err)
+	}
 }
 
 // retire removes a session whose exit the daemon committed. The acker
@@ -425,26 +427,28 @@ func (h *Host) retire(s *session) {
 	}
 	h.wg.Go(func() {
 		s.close()
-		h.trash(s.dir)
+		if err := h.trash(s.dir); err != nil {
+			s.log.Warn("host: remove session directory", "err", err)
+		}
 		s.log.Info("host: session ended; its exit is committed by the daemon")
 	})
 }
 
 // trash removes a session directory: renamed first, so that a crash
-// midway never leaves a half-removed session to take up again.
-func (h *Host) trash(dir string) {
+// midway never leaves a half-removed session to take up again. A
+// directory that does not exist is no error.
+func (h *Host) trash(dir string) error {
 	if err := os.MkdirAll(h.trashDir(), 0o700); err != nil {
-		h.log.Warn("host: trash", "err", err)
-		return
+		return err
 	}
 	t := filepath.Join(h.trashDir(), filepath.Base(dir)+"-"+strconv.FormatInt(time.Now().UnixNano(), 36))
 	if err := os.Rename(dir, t); err != nil {
-		h.log.Warn("host: remove session directory", "dir", dir, "err", err)
-		return
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return err
 	}
-	if err := os.RemoveAll(t); err != nil {
-		h.log.Warn("host: remove session directory", "dir", t, "err", err)
-	}
+	return os.RemoveAll(t)
 }
 
 // lockSession serialises starts of one session id.
