@@ -2,6 +2,7 @@
 // speak ACP, records every turn in SQLite and serves the HTTP API.
 //
 //	tetherd [serve] [flags]     run the daemon (default)
+//	tetherd host [flags]        run an executor host (agents that outlive the daemon)
 //	tetherd demo-agent [flags]  run the built-in ACP demo agent on stdio
 //	tetherd backup [flags] OUT  write a consistent copy of the database to OUT
 //	tetherd version             print version, commit, build date and API version
@@ -21,7 +22,7 @@ import (
 func main() {
 	args := os.Args[1:]
 	cmd := "serve"
-	if len(args) > 0 && (args[0] == "serve" || args[0] == "demo-agent" || args[0] == "backup" || args[0] == "version") {
+	if len(args) > 0 && (args[0] == "serve" || args[0] == "host" || args[0] == "demo-agent" || args[0] == "backup" || args[0] == "version") {
 		cmd, args = args[0], args[1:]
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -30,6 +31,8 @@ func main() {
 	switch cmd {
 	case "serve":
 		err = serve(ctx, args)
+	case "host":
+		err = runHost(ctx, args)
 	case "demo-agent":
 		err = demoagent.Run(ctx, args, os.Stdin, os.Stdout, os.Stderr)
 	case "backup":

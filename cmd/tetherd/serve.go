@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/labstack/gommon/bytes"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tether/tether/internal/acp"
@@ -106,11 +105,7 @@ func parseOptions(args []string) (options, error) {
 	fs.DurationVar(&o.retention.Every, "event-retention-every", time.Hour, "how often retention runs")
 	fs.IntVar(&o.retention.Batch, "event-retention-batch", events.DefaultRetentionBatch, "events one retention delete removes at most; each batch is its own write, so a large backlog never holds up other writes for long")
 	o.edge.flags(fs)
-	readLimit := fs.String("fs-read-limit", "4M", "most bytes one agent fs/read_text_file returns; larger whole-file reads are refused with the size (the agent reads ranges with line/limit)")
-	writeLimit := fs.String("fs-write-limit", "4M", "most bytes one agent fs/write_text_file stores")
-	fs.IntVar(&o.files.Concurrency, "fs-concurrency", workspace.DefaultConcurrency, "agent fs requests served at once, per agent")
-	fs.IntVar(&o.files.Queue, "fs-queue", workspace.DefaultQueue, "agent fs requests that may wait for a slot, per agent; more are refused as busy")
-	fs.DurationVar(&o.files.Timeout, "fs-timeout", workspace.DefaultFileTimeout, "timeout of each agent fs request, waiting included")
+	files := addFileFlags(fs)
 	allowCwd := fs.String("allow-cwd", env("TETHER_ALLOW_CWD", ""), "comma-separated directories (with everything under them) allowed as a session cwd although refused as system directories; / allows any [TETHER_ALLOW_CWD]")
 	refuseCwd := fs.String("refuse-cwd", env("TETHER_REFUSE_CWD", ""), "comma-separated directories refused as a session cwd, besides the built-in system directories; DIR/... refuses everything under DIR too [TETHER_REFUSE_CWD]")
 	if err := fs.Parse(args); err != nil {
@@ -120,26 +115,13 @@ func parseOptions(args []string) (options, error) {
 	if err := o.edge.check(); err != nil {
 		return o, err
 	}
-	for _, l := range []struct {
-		flag, value string
-		dst         *int64
-	}{{"--fs-read-limit", *readLimit, &o.files.ReadLimit}, {"--fs-write-limit", *writeLimit, &o.files.WriteLimit}} {
-		n, err := bytes.Parse(l.value)
-		if err != nil || n <= 0 {
-			return o, fmt.Errorf("%s: want a positive size such as 4M, got %q", l.flag, l.value)
-		}
-		*l.dst = n
+	var err error
+	if o.files, err = files.parse(); err != nil {
+		return o, err
 	}
 	if o.ticketTTL <= 0 || o.ticketsMax <= 0 {
 		return o, errors.New("--stream-ticket-ttl and --stream-tickets-max must be positive")
 	}
-	if o.files.Concurrency <= 0 || o.files.Queue < 0 || o.files.Timeout <= 0 {
-		return o, errors.New("--fs-concurrency and --fs-timeout must be positive, --fs-queue not negative")
-	}
-	if o.files.Queue == 0 {
-		o.files.Queue = -1 // FileLimits: negative means no waiting
-	}
-	var err error
 	if o.cwd.Allow, err = workspace.ParseCwdList(*allowCwd); err != nil {
 		return o, fmt.Errorf("--allow-cwd: %w", err)
 	}

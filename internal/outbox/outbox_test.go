@@ -245,6 +245,25 @@ func TestOutboxFull(t *testing.T) {
 	checkRecs(t, readAll(t, o, 0), 4, 13, 84)
 }
 
+// TestRecordPastTheLimitAlone: a record larger than MaxBytes waits until
+// everything before it is acknowledged, then goes in alone: refused even
+// then, it could never be appended.
+func TestRecordPastTheLimitAlone(t *testing.T) {
+	o := open(t, t.TempDir(), outbox.Config{SegmentBytes: 1000, MaxBytes: 100})
+	appendRecs(t, o, 1, 1, 20)
+	if _, err := o.Append(context.Background(), rec(2, 200)); !errcode.Is(err, errcode.OutboxFull) {
+		t.Fatalf("large Append behind a pending record: got %v, want %s", err, errcode.OutboxFull)
+	}
+	if err := o.Ack(1); err != nil {
+		t.Fatal(err)
+	}
+	appendRecs(t, o, 2, 2, 200)
+	if _, err := o.Append(context.Background(), rec(3, 20)); !errcode.Is(err, errcode.OutboxFull) {
+		t.Fatalf("Append behind the large record: got %v, want %s", err, errcode.OutboxFull)
+	}
+	checkRecs(t, readAll(t, o, 0), 2, 2, 200)
+}
+
 func TestRecordTooLarge(t *testing.T) {
 	o := open(t, t.TempDir(), outbox.Config{SegmentBytes: 1024})
 	largest := 1024 - outbox.SegHeaderSize - outbox.FrameHeaderSize

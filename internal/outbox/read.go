@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/tether/tether/internal/atomicfile"
 	"github.com/tether/tether/internal/errcode"
 )
 
@@ -135,33 +136,13 @@ func (o *Outbox) Ack(upTo uint64) error {
 		}
 	}
 	if len(drop) > 0 {
-		return syncDir(o.dir, (*os.File).Sync)
+		return atomicfile.SyncDir(o.dir, nil)
 	}
 	return nil
 }
 
-// writeAcked replaces dir's acked file atomically: a temporary file,
-// synced, renamed over it, and the directory synced.
+// writeAcked replaces dir's acked file atomically (atomicfile.Write:
+// a temporary file, synced, renamed over it, the directory synced).
 func writeAcked(dir string, acked uint64) error {
-	path := filepath.Join(dir, ackedFile)
-	tmp := path + tmpSuffix
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString(strconv.FormatUint(acked, 10) + "\n")
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	return syncDir(dir, (*os.File).Sync)
+	return atomicfile.Write(filepath.Join(dir, ackedFile), []byte(strconv.FormatUint(acked, 10)+"\n"))
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/tether/tether/internal/atomicfile"
 )
 
 const (
@@ -21,7 +23,7 @@ const (
 	// segSuffix names segment files; tmpSuffix names files being written
 	// before their rename, which Open removes.
 	segSuffix = ".seg"
-	tmpSuffix = ".tmp"
+	tmpSuffix = atomicfile.TempSuffix // the acked file's too
 )
 
 // castagnoli is the CRC32C table (hardware-accelerated on amd64 and arm64).
@@ -160,23 +162,9 @@ func createSegment(dir string, first uint64, sync func(*os.File) error) (*segmen
 	if err := os.Rename(tmp, path); err != nil {
 		return fail(err)
 	}
-	if err := syncDir(dir, sync); err != nil {
+	if err := atomicfile.SyncDir(dir, sync); err != nil {
 		_ = f.Close()
 		return nil, err
 	}
 	return &segment{first: first, path: path, f: f, size: segHeaderSize}, nil
-}
-
-// syncDir makes a directory's entries (creations, renames, removals)
-// durable, with sync ((*os.File).Sync but in tests).
-func syncDir(dir string, sync func(*os.File) error) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = sync(d)
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

@@ -29,7 +29,8 @@ type appendReq struct {
 // ctx bounds only the wait for the writer to take the record. Once taken,
 // Append waits for the outcome whatever ctx does: a record that may still
 // become durable must not be reported as failed, or a retry would append it
-// twice. It fails with errcode.OutboxFull past Config.MaxBytes,
+// twice. It fails with errcode.OutboxFull past Config.MaxBytes (unless
+// nothing is pending: a record larger than the limit is taken alone),
 // errcode.PayloadTooLarge for a record larger than a segment can hold,
 // errcode.StoreWriteFailed when the disk refuses it (nothing is recorded
 // then), and ErrClosed after Close. rec is not retained.
@@ -110,7 +111,9 @@ func (o *Outbox) commit(batch []*appendReq) {
 	first := 0 // the first request written to cur
 	for i, r := range batch {
 		fl := int64(frameHeaderSize + len(r.data))
-		if pending+fl > o.cfg.MaxBytes {
+		// An outbox with nothing pending takes a record past the limit:
+		// refused, it could never be appended.
+		if pending > 0 && pending+fl > o.cfg.MaxBytes {
 			r.err = errcode.New(errcode.OutboxFull, "outbox holds %d unacknowledged bytes; a %d-byte record would pass its limit of %d", pending, fl, o.cfg.MaxBytes)
 			continue
 		}

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/gommon/bytes"
+
+	"github.com/tether/tether/internal/atomicfile"
+	"github.com/tether/tether/internal/buildinfo"
+	"github.com/tether/tether/internal/host"
+	"github.com/tether/tether/internal/hostproto"
+	"github.com/tether/tether/internal/outbox"
+)
+
+const hostUsage = `usage: tetherd host [flags]
+
+Run an executor host: it owns agent processes and their ACP connections,
+keeps what they produce in a durable outbox per session, and serves one
+daemon at a time over the host protocol. Agents keep running while no
+daemon is connected; with no daemon and idle agents the host exits after
+--linger.
+
+It listens on a unix socket (--socket, the detached runtime) and/or on TCP
+with TLS (--listen with --tls-cert and --tls-key, the remote runtime). A
+daemon authenticates with the token in --token-file, generated on first
+start. The host runs only the agent profiles of its own agents.yaml.
+
+Flags:
+`
+
+// hostOptions are the settings of `tetherd host`.
+type hostOptions struct {
+	cfg       host.Config
+	socket    string
+	listen    string
+	tlsCert   string
+	tlsKey    string
+	tokenFile string
+	logLevel  string
+}
+
+// hiddenHostFlags are left out of the usage: test knobs.
+var hiddenHostFlags = map[string]bool{"protocol-versions": true}
+
+func parseHostOptions(args []string) (hostOptions, error) {
+	var o hostOptions
+	fs := flag.NewFlagSet("tetherd host", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), hostUsage)
+		fs.VisitAll(func(f *flag.Flag) {
+			if hiddenHostFlags[f.Name] {
+				return
+			}
+			name, usage := flag.UnquoteUsage(f)
+			fmt.Fprintf(fs.Output(), "  --%s %s\n    \t%s", f.Name, name, strings.ReplaceAll(usage, "\n", "\n    \t"))
+			if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" {
+				fmt.Fprintf(fs.Output(), " (default %s)", f.DefValue)
+			}
+			fmt.Fprintln(fs.Output())
+		})
+	}
+	def := ""
+	if d := defaultDataDir(); d != "" {
+		def = filepath.Join(d, "host")
+	}
+	fs.StringVar(&o.cfg.DataDir, "data-dir", env("TETHER_HOST_DATA_DIR", def), "the host's data directory: sessions, token, socket [TETHER_HOST_DATA_DIR]")
+	fs.StringVar(&o.socket, "socket", "", "unix socket to listen on, mode 0600 (default <data-dir>/host.sock unless --listen is set)")
+	fs.StringVar(&o.listen, "listen", "", "TCP address to listen on with TLS, e.g. 0.0.0.0:7778 (needs --tls-cert and --tls-key)")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "TLS certificate (PEM) for --listen")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "TLS private key (PEM) for --listen")
+	fs.StringVar(&o.tokenFile, "token-file", "", "file holding the token a daemon must present (default <data-dir>/token; generated, mode 0600, if missing)")
+	fs.StringVar(&o.cfg.AgentsDir, "agents-dir", "", "directory of the host's agents.yaml (default the data dir)")
+	agentEnv := fs.String("agent-env-passthrough", env("TETHER_AGENT_ENV_PASSTHROUGH", ""), "comma-separated variables of the host's environment every agent also gets (TETHER_* never) [TETHER_AGENT_ENV_PASSTHROUGH]")
+	fs.DurationVar(&o.cfg.Linger, "linger", host.DefaultLinger, "with no daemon connected and no prompt or permission request pending for this long, stop the agents and exit (0: never)")
+	fs.IntVar(&o.cfg.SendWindow, "send-window", host.DefaultSendWindow, "records of one session sent to the daemon and not yet acknowledged, at most")
+	maxOutbox := fs.String("outbox-max-bytes", "1G", "unacknowledged bytes one session's outbox holds; past it the agent is slowed down until the daemon catches up")
+	fs.DurationVar(&o.cfg.PingInterval, "ping-interval", host.DefaultPingInterval, "how often the host pings its daemon")
+	fs.DurationVar(&o.cfg.PingTimeout, "ping-timeout", host.DefaultPingTimeout, "close a daemon connection silent for this long")
+	fs.DurationVar(&o.cfg.InitTimeout, "init-timeout", host.DefaultInitTimeout, "timeout of an agent's initialize handshake, unless the daemon sets one")
+	fs.DurationVar(&o.cfg.StopGrace, "stop-grace", host.DefaultStopGrace, "how long a stopping agent gets before it is killed, unless the daemon sets it")
+	files := addFileFlags(fs)
+	fs.StringVar(&o.logLevel, "log-level", env("TETHER_LOG_LEVEL", "info"), "debug, info, warn or error [TETHER_LOG_LEVEL]")
+	versions := fs.String("protocol-versions", "", "MIN..MAX host protocol versions to speak (tests of upgrades)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	if o.cfg.DataDir == "" {
+		return o, errors.New("no data directory: set --data-dir, TETHER_HOST_DATA_DIR or HOME")
+	}
+	if o.listen != "" && (o.tlsCert == "" || o.tlsKey == "") {
+		return o, errors.New("--listen needs --tls-cert and --tls-key: a remote host speaks TLS only")
+	}
+	if o.listen == "" && (o.tlsCert != "" || o.tlsKey != "") {
+		return o, errors.New("--tls-cert and --tls-key apply to --listen only")
+	}
+	if o.socket == "" && o.listen == "" {
+		o.socket = filepath.Join(o.cfg.DataDir, "host.sock")
+	}
+	if o.tokenFile == "" {
+		o.tokenFile = filepath.Join(o.cfg.DataDir, "token")
+	}
+	var err error
+	if o.cfg.Files, err = files.parse(); err != nil {
+		return o, err
+	}
+	n, err := bytes.Parse(*maxOutbox)
+	if err != nil || n <= 0 {
+		return o, fmt.Errorf("--outbox-max-bytes: want a positive size such as 1G, got %q", *maxOutbox)
+	}
+	o.cfg.Outbox = outbox.Config{MaxBytes: n}
+	switch {
+	case o.cfg.Linger < 0:
+		return o, errors.New("--linger must not be negative")
+	case o.cfg.Linger == 0:
+		o.cfg.Linger = -1 // Config: negative never lingers out
+	}
+	if o.cfg.SendWindow <= 0 || o.cfg.PingInterval <= 0 || o.cfg.PingTimeout <= 0 || o.cfg.InitTimeout <= 0 || o.cfg.StopGrace <= 0 {
+		return o, errors.New("--send-window, --ping-interval, --ping-timeout, --init-timeout and --stop-grace must be positive")
+	}
+	if *versions != "" {
+		if o.cfg.Versions, err = parseVersions(*versions); err != nil {
+			return o, fmt.Errorf("--protocol-versions: %w", err)
+		}
+	}
+	o.cfg.EnvPassthrough = splitList(*agentEnv)
+	return o, nil
+}
+
+// parseVersions reads MIN..MAX.
+func parseVersions(s string) (hostproto.Versions, error) {
+	lo, hi, ok := strings.Cut(s, "..")
+	a, err1 := strconv.Atoi(lo)
+	b, err2 := strconv.Atoi(hi)
+	if !ok || err1 != nil || err2 != nil || a < 1 || a > b {
+		return hostproto.Versions{}, fmt.Errorf("want MIN..MAX such as 1..2, got %q", s)
+	}
+	return hostproto.Versions{Min: a, Max: b}, nil
+}
+
+// runHost is `tetherd host`.
+func runHost(ctx context.Context, args []string) error {
+	o, err := parseHostOptions(args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("component", "host")
+	slog.SetDefault(logger)
+	if err := os.MkdirAll(o.cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	warnLooseDataDir(logger, o.cfg.DataDir)
+	if o.cfg.Token, err = hostToken(o.tokenFile, logger); err != nil {
+		return err
+	}
+	if o.cfg.Self, err = os.Executable(); err != nil {
+		return fmt.Errorf("locate tetherd executable: %w", err)
+	}
+	o.cfg.HostVersion = buildinfo.Get().Version
+	o.cfg.Logger = logger
+	h, err := host.New(o.cfg)
+	if err != nil {
+		return err
+	}
+	// The data dir's lock is held from here, so a socket file left by a
+	// host that died is stale and can go.
+	lns, err := hostListeners(o)
+	if err != nil {
+		_ = h.Close()
+		return err
+	}
+	logger.Info("tetherd host ready", "version", o.cfg.HostVersion, "id", h.ID(), "dataDir", o.cfg.DataDir,
+		"socket", o.socket, "listen", o.listen, "tokenFile", o.tokenFile)
+	serveErr := h.Serve(ctx, lns...)
+	if o.socket != "" {
+		_ = os.Remove(o.socket)
+	}
+	return errors.Join(serveErr, h.Close())
+}
+
+// hostListeners opens the unix socket and the TLS listener asked for.
+func hostListeners(o hostOptions) ([]net.Listener, error) {
+	var lns []net.Listener
+	closeAll := func() {
+		for _, ln := range lns {
+			_ = ln.Close()
+		}
+	}
+	if o.socket != "" {
+		if err := os.Remove(o.socket); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("remove stale socket: %w", err)
+		}
+		ln, err := net.Listen("unix", o.socket)
+		if err != nil {
+			return nil, err
+		}
+		lns = append(lns, ln)
+		if err := os.Chmod(o.socket, 0o600); err != nil {
+			closeAll()
+			return nil, err
+		}
+	}
+	if o.listen != "" {
+		cert, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
+		if err != nil {
+			closeAll()
+			return nil, fmt.Errorf("TLS certificate: %w", err)
+		}
+		ln, err := tls.Listen("tcp", o.listen, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		lns = append(lns, ln)
+	}
+	return lns, nil
+}
+
+// hostToken reads the token file, generating it (32 random bytes in hex,
+// mode 0600, written atomically so a daemon never reads half of it) when
+// it does not exist.
+func hostToken(path string, logger *slog.Logger) (string, error) {
+	t, err := readTokenFile(path, logger)
+	switch {
+	case err == nil && t != "":
+		return t, nil
+	case err == nil:
+		return "", fmt.Errorf("token file %s is empty", path)
+	case !errors.Is(err, os.ErrNotExist):
+		return "", err
+	}
+	buf := make([]byte, 32)
+	if _, err := rand.Read(buf); err != nil {
+		return "", err
+	}
+	t = hex.EncodeToString(buf)
+	if err := atomicfile.Write(path, []byte(t+"\n")); err != nil {
+		return "", fmt.Errorf("write token: %w", err)
+	}
+	logger.Info("generated the host's token", "file", path)
+	return t, nil
+}

@@ -1,0 +1,280 @@
+package host
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tether/tether/internal/acp"
+	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/hostproto"
+)
+
+// runCommand answers one command of link l; it runs in a goroutine of its
+// own. Attach and status only read, so they are answered afresh each
+// time; every other command passes through the host's Dedup, and its
+// result waits for the session's records queued before it. A start's
+// result instead comes before any record of the incarnation it started
+// (which then flow on l from offset 1), and after any of the one it
+// replaced: what the daemon receives between its start and the result is
+// the old incarnation's.
+func (h *Host) runCommand(l *link, cmd *hostproto.Command) {
+	switch {
+	case cmd.Kind == hostproto.CommandAttach:
+		h.attach(l, cmd)
+		return
+	case cmd.Kind == hostproto.CommandStatus:
+		l.result(ok(cmd.ID, h.status()), nil, 0)
+		return
+	case !cmd.Kind.Known():
+		l.result(fail(cmd.ID, errcode.New(errcode.InvalidRequest, "unknown command kind %q", cmd.Kind)), nil, 0)
+		return
+	}
+	res, _, err := h.dedup.Do(l.ctx, cmd.ID, func() hostproto.CommandResult { return h.apply(cmd) })
+	if err != nil {
+		return // the link ended while a first copy ran; the daemon resends
+	}
+	s := h.lookup(cmd.SessionID)
+	if cmd.Kind == hostproto.CommandStart {
+		if s != nil && res.Error == nil {
+			l.attach(s, 0, res)
+		} else {
+			l.result(res, nil, 0)
+		}
+		return
+	}
+	var need uint64
+	if s != nil {
+		need = s.mark()
+	}
+	l.result(res, s, need)
+}
+
+func ok(id string, v any) hostproto.CommandResult {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fail(id, err)
+	}
+	return hostproto.CommandResult{ID: id, Result: b}
+}
+
+func fail(id string, err error) hostproto.CommandResult {
+	return hostproto.CommandResult{ID: id, Error: hostproto.ErrorFrom(err)}
+}
+
+// decodePayload reads a command's payload; none is the zero value.
+func decodePayload[T any](cmd *hostproto.Command) (T, error) {
+	var v T
+	if len(cmd.Payload) == 0 || string(cmd.Payload) == "null" {
+		return v, nil
+	}
+	if err := json.Unmarshal(cmd.Payload, &v); err != nil {
+		return v, errcode.Wrap(errcode.InvalidRequest, err, "malformed %s payload: %v", cmd.Kind, err)
+	}
+	return v, nil
+}
+
+// apply performs a command the first time its id is seen.
+func (h *Host) apply(cmd *hostproto.Command) hostproto.CommandResult {
+	if cmd.Kind == hostproto.CommandStart {
+		return h.start(cmd)
+	}
+	s := h.lookup(cmd.SessionID)
+	if s == nil {
+		return fail(cmd.ID, errcode.New(errcode.HostSessionUnknown, "the host holds no session %q", cmd.SessionID))
+	}
+	v, err := h.sessionCommand(s, cmd)
+	if err != nil {
+		return fail(cmd.ID, err)
+	}
+	return ok(cmd.ID, v)
+}
+
+// sessionCommand runs one of the agent's operations and returns its
+// result payload.
+func (h *Host) sessionCommand(s *session, cmd *hostproto.Command) (any, error) {
+	ctx := h.life
+	switch cmd.Kind {
+	case hostproto.CommandNew:
+		return onAgent(s, cmd, func(a *acp.Conn, p hostproto.NewPayload) (any, error) {
+			id, err := a.NewSession(ctx, p.Params.ACP())
+			if err != nil {
+				return nil, err
+			}
+			s.updateMeta(func(m *meta) { m.AcpSessionID = id })
+			return hostproto.NewResult{AcpSessionID: id, Options: hostproto.FromSessionOptions(a.SessionOptions())}, nil
+		})
+	case hostproto.CommandLoad, hostproto.CommandResume:
+		return onAgent(s, cmd, func(a *acp.Conn, p hostproto.RestorePayload) (any, error) {
+			restore := a.ResumeSession
+			if cmd.Kind == hostproto.CommandLoad {
+				restore = a.LoadSession
+			}
+			if err := restore(ctx, p.AcpSessionID, p.Params.ACP()); err != nil {
+				return nil, err
+			}
+			s.updateMeta(func(m *meta) { m.AcpSessionID = p.AcpSessionID })
+			return hostproto.RestoreResult{Options: hostproto.FromSessionOptions(a.SessionOptions())}, nil
+		})
+	case hostproto.CommandPrompt:
+		return onAgent(s, cmd, func(a *acp.Conn, p hostproto.PromptPayload) (any, error) {
+			s.setRunning(+1)
+			defer s.setRunning(-1)
+			reason, err := a.Prompt(ctx, p.AcpSessionID, p.Prompt)
+			if err != nil {
+				return nil, err
+			}
+			return hostproto.PromptResult{StopReason: reason}, nil
+		})
+	case hostproto.CommandCancel:
+		return onAgent(s, cmd, func(a *acp.Conn, p hostproto.SessionPayload) (any, error) {
+			return struct{}{}, a.Cancel(ctx, p.AcpSessionID)
+		})
+	case hostproto.CommandPermissionAnswer:
+		p, err := decodePayload[hostproto.PermissionAnswerPayload](cmd)
+		if err != nil {
+			return nil, err
+		}
+		return struct{}{}, s.answer(p)
+	case hostproto.CommandStop:
+		return s.stop()
+	case hostproto.CommandSetMode:
+		return onAgent(s, cmd, func(a *acp.Conn, p hostproto.SetModePayload) (any, error) {
+			return struct{}{}, a.SetMode(ctx, p.AcpSessionID, p.ModeID)
+		})
+	case hostproto.CommandSetConfigOption:
+		return onAgent(s, cmd, func(a *acp.Conn, p hostproto.SetConfigOptionPayload) (any, error) {
+			opts, err := a.SetConfigOption(ctx, p.AcpSessionID, p.OptionID, p.Value)
+			if err != nil {
+				return nil, err
+			}
+			return hostproto.SetConfigOptionResult{ConfigOptions: opts}, nil
+		})
+	}
+	return nil, errcode.New(errcode.InvalidRequest, "command %q does not apply to a session", cmd.Kind)
+}
+
+// onAgent decodes cmd's payload and runs f on the session's agent, if it
+// runs.
+func onAgent[P any](s *session, cmd *hostproto.Command, f func(a *acp.Conn, p P) (any, error)) (any, error) {
+	p, err := decodePayload[P](cmd)
+	if err != nil {
+		return nil, err
+	}
+	a, err := s.liveAgent()
+	if err != nil {
+		return nil, err
+	}
+	return f(a, p)
+}
+
+func (s *session) setRunning(d int) {
+	s.mu.Lock()
+	s.running += d
+	s.mu.Unlock()
+	s.h.changed()
+}
+
+// stop ends the agent and answers how it ended, once its exit record is
+// queued (so the result follows it). An agent that had already ended
+// answers its exit again.
+func (s *session) stop() (hostproto.StopResult, error) {
+	s.mu.Lock()
+	a, exited, exit := s.agent, s.exited, s.exit
+	s.mu.Unlock()
+	if a == nil {
+		if exited {
+			return hostproto.StopResult{Exit: exit}, nil
+		}
+		return hostproto.StopResult{}, errcode.New(errcode.InvalidState, "the agent of session %s is still starting", s.id)
+	}
+	a.Stop()
+	<-s.exitQueued
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return hostproto.StopResult{Exit: s.exit}, nil
+}
+
+// start launches a profile's agent for the session, replacing whatever an
+// earlier incarnation of it left.
+func (h *Host) start(cmd *hostproto.Command) hostproto.CommandResult {
+	p, err := decodePayload[hostproto.StartPayload](cmd)
+	if err == nil {
+		err = validSessionID(cmd.SessionID)
+	}
+	if err != nil {
+		return fail(cmd.ID, err)
+	}
+	unlock := h.lockSession(cmd.SessionID)
+	defer unlock()
+	if old := h.lookup(cmd.SessionID); old != nil {
+		old.log.Info("host: a new start replaces the session's previous agent")
+		h.discard(old)
+	}
+	// Whatever is left of an earlier incarnation goes (its outbox would
+	// carry its offsets on into the new one).
+	if err := h.trash(filepath.Join(h.sessionsDir(), cmd.SessionID)); err != nil {
+		return fail(cmd.ID, err)
+	}
+	s, err := h.openSession(cmd.SessionID, meta{SessionID: cmd.SessionID, ProfileID: p.ProfileID, Cwd: p.Cwd, StartedAt: time.Now().UTC()})
+	if err != nil {
+		return fail(cmd.ID, err)
+	}
+	s.writeMeta()
+	if !h.register(s) {
+		s.close()
+		_ = h.trash(s.dir)
+		return fail(cmd.ID, errShuttingDown)
+	}
+	conn, err := h.startAgent(s, p)
+	if err != nil {
+		h.discard(s)
+		return fail(cmd.ID, err)
+	}
+	s.log.Info("host: agent started", "profile", p.ProfileID, "pid", conn.PID())
+	return ok(cmd.ID, hostproto.StartResult{Capabilities: hostproto.FromCapabilities(conn.Capabilities()), PID: conn.PID()})
+}
+
+// attach answers CommandAttach: what the host knows of the session's
+// agent, then its records after From on l.
+func (h *Host) attach(l *link, cmd *hostproto.Command) {
+	s := h.lookup(cmd.SessionID)
+	if s == nil {
+		l.result(fail(cmd.ID, errcode.New(errcode.HostSessionUnknown, "the host holds no session %q", cmd.SessionID)), nil, 0)
+		return
+	}
+	p, err := decodePayload[hostproto.AttachPayload](cmd)
+	if err != nil {
+		l.result(fail(cmd.ID, err), nil, 0)
+		return
+	}
+	next := s.ob.Stats().Next
+	if p.From >= next {
+		l.result(fail(cmd.ID, errcode.New(errcode.InvalidRequest, "attach after offset %d, but session %s has records up to %d only", p.From, s.id, next-1)), nil, 0)
+		return
+	}
+	if p.From > 0 {
+		s.noteAck(p.From)
+	}
+	r := hostproto.AttachResult{Pending: s.pendingList(), NextOffset: next}
+	s.mu.Lock()
+	r.PID = s.meta.PID
+	if s.agent != nil {
+		r.Capabilities = hostproto.FromCapabilities(s.agent.Capabilities())
+		r.Options = hostproto.FromSessionOptions(s.agent.SessionOptions())
+	}
+	s.mu.Unlock()
+	l.attach(s, p.From, ok(cmd.ID, r))
+}
+
+func (h *Host) status() hostproto.StatusResult {
+	ss := h.all()
+	out := hostproto.StatusResult{StartedAt: h.startedAt.Format(time.RFC3339Nano), Sessions: []hostproto.SessionStatus{}}
+	for _, s := range ss {
+		out.Sessions = append(out.Sessions, s.status())
+	}
+	slices.SortFunc(out.Sessions, func(a, b hostproto.SessionStatus) int { return strings.Compare(a.SessionID, b.SessionID) })
+	return out
+}

@@ -1,0 +1,65 @@
+// Package host is the executor host, `tetherd host` (issue 13, DESIGN.md
+// section 9): it owns agent processes and their ACP connections, and
+// serves one daemon at a time over the host protocol (internal/hostproto)
+// on a unix socket or over TLS. The daemon names a profile id; the host
+// launches that profile from its own agents.yaml, answers the agent's fs/*
+// requests on its own machine, and turns everything the agent says into
+// records of a durable per-session outbox (internal/outbox), which the
+// daemon acknowledges once it committed them.
+//
+// # Sessions
+//
+// A session is keyed by the daemon's session id and lives in
+// <data-dir>/sessions/<id>/: its outbox (offsets from 1) and a meta file
+// (profile, cwd, the agent's ACP session id). A start discards whatever an
+// earlier incarnation of the session left there (the daemon starts its
+// offsets over with a new agent) and stops its agent first. A session
+// ends when the daemon acknowledges its exit record, the last one it ever
+// has; its directory is then removed.
+//
+// # Records
+//
+// The agent's Handler never blocks: each update goes to the session's
+// appender, one goroutine per session that appends in arrival order and
+// then releases the update's credit of the ACP window. A full outbox
+// (errcode.OutboxFull) keeps the credit and retries after the next
+// acknowledgement or a backoff, so a daemon that falls behind slows the
+// agent down; nothing is dropped. A permission request gets a host-wide
+// id, a request record, and stays pending until the daemon answers it,
+// however many times the daemon disconnects or restarts in between; if
+// the agent withdraws it first, a request_closed record says so. The
+// agent's end appends an exit record, after which the session takes no
+// more records. A host that was killed finds its session directories on
+// restart, with no agent behind them: each gets an exit record with Lost
+// set, after everything its agent had produced.
+//
+// # Connections
+//
+// Every accepted connection runs the handshake (token, versions); a good
+// one replaces the previous daemon connection. Records of a session flow
+// on a connection only once the daemon attached it (CommandAttach{From}:
+// records after From, the AttachResult first) or started it there
+// (CommandStart: from offset 1, the StartResult first; records of the
+// session between the start and its result belong to the incarnation it
+// replaced, and the daemon neither keeps nor acknowledges them). One
+// writer goroutine per connection
+// sends every frame; per session at most Config.SendWindow records are
+// sent and not yet acknowledged. Commands run in goroutines of their own,
+// so a cancel or a permission answer never waits behind a prompt, and pass
+// through one hostproto.Dedup for the host's lifetime, so a command resent
+// after a reconnect is applied once and gets its first result (attach and
+// status, which only read, are answered afresh). A command's result is
+// sent only after every record of its session that was handed to the
+// appender before the command returned: a marker goes through the
+// session's appender, and the writer holds the result until it has sent
+// the session's records up to the marker's offset, so a prompt's result
+// follows the turn's last update and a load's result its replay.
+//
+// # Lifetime
+//
+// The host pings its daemon and closes a connection silent past
+// Config.PingTimeout. With no daemon connected and no prompt in flight nor
+// permission request pending, it waits Config.Linger, then Serve returns;
+// Close then stops the agents (their exit records are appended) and
+// closes the outboxes.
+package host

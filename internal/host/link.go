@@ -1,0 +1,281 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/hostproto"
+	"github.com/tether/tether/internal/outbox"
+)
+
+// readBatch bounds the records one session sends per writer round, so
+// that a streaming session does not starve the others.
+const readBatch = 64
+
+// link is one daemon connection after its handshake. Its writer goroutine
+// sends every frame: control messages, command results once their session
+// caught up, and the records of the sessions attached on it.
+type link struct {
+	h      *Host
+	conn   *hostproto.Conn
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	wake   chan struct{} // cap 1
+
+	mu      sync.Mutex
+	streams map[string]*stream
+	results []heldResult
+	ctrl    []hostproto.Message
+}
+
+// stream is a session's record stream on a link: sent is the last offset
+// written to the daemon, acked the last it acknowledged on this link.
+type stream struct {
+	s           *session
+	sent, acked uint64
+}
+
+// heldResult waits until s's stream on the link has sent need.
+type heldResult struct {
+	res  hostproto.CommandResult
+	s    *session
+	need uint64
+}
+
+func newLink(h *Host, conn *hostproto.Conn, hello hostproto.Hello) *link {
+	ctx, cancel := context.WithCancel(h.life)
+	return &link{h: h, conn: conn, ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1),
+		log: h.log.With("daemon", hello.DaemonID, "daemonVersion", hello.DaemonVersion), streams: map[string]*stream{}}
+}
+
+// run serves the link until the daemon goes, the link is replaced or the
+// host stops.
+func (l *link) run() {
+	var wg sync.WaitGroup
+	wg.Go(l.writeLoop)
+	stop := context.AfterFunc(l.ctx, func() { _ = l.conn.Close() })
+	l.readLoop()
+	l.cancel()
+	stop()
+	_ = l.conn.Close()
+	wg.Wait()
+}
+
+// close ends the link (a newer daemon connection replaces it).
+func (l *link) close() { l.cancel() }
+
+func (l *link) wakeUp() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (l *link) readLoop() {
+	for {
+		m, err := l.conn.RecvBefore(time.Now().Add(l.h.cfg.PingTimeout))
+		if err != nil {
+			switch {
+			case l.ctx.Err() != nil:
+			case errcode.Is(err, errcode.HostProtocolError) && !errors.Is(err, io.ErrUnexpectedEOF):
+				l.log.Warn("host: ignored a frame the protocol does not allow", "err", err)
+				continue
+			case errors.Is(err, io.EOF):
+				l.log.Info("host: daemon disconnected")
+			case os.IsTimeout(err):
+				l.log.Warn("host: daemon silent past the ping timeout; closing its connection", "timeout", l.h.cfg.PingTimeout)
+			default:
+				l.log.Warn("host: daemon connection failed", "err", err)
+			}
+			return
+		}
+		switch m := m.(type) {
+		case *hostproto.Command:
+			if !l.h.spawn(func() { l.h.runCommand(l, m) }) {
+				return
+			}
+		case *hostproto.Ack:
+			l.ack(m)
+		case *hostproto.Ping:
+			l.control(&hostproto.Pong{Nonce: m.Nonce})
+		case *hostproto.Pong:
+		default:
+			l.log.Warn("host: ignored an unexpected message", "type", m.Type())
+		}
+	}
+}
+
+// ack takes the daemon's acknowledgement: it frees the stream's window at
+// once and reaches the session's outbox through its acker. The session is
+// looked up now, so an ack meant for an incarnation a later start
+// replaced never touches the new one.
+func (l *link) ack(a *hostproto.Ack) {
+	s := l.h.lookup(a.SessionID)
+	if s == nil {
+		return
+	}
+	l.mu.Lock()
+	if st := l.streams[a.SessionID]; st != nil && st.s == s && a.Offset > st.acked {
+		st.acked = a.Offset
+	}
+	l.mu.Unlock()
+	s.noteAck(a.Offset)
+	l.wakeUp()
+}
+
+func (l *link) control(m hostproto.Message) {
+	l.mu.Lock()
+	l.ctrl = append(l.ctrl, m)
+	l.mu.Unlock()
+	l.wakeUp()
+}
+
+// result queues a command's result, held until s's stream on this link
+// has sent need (at once if s is nil or not attached here).
+func (l *link) result(res hostproto.CommandResult, s *session, need uint64) {
+	l.mu.Lock()
+	l.results = append(l.results, heldResult{res: res, s: s, need: need})
+	l.mu.Unlock()
+	l.wakeUp()
+}
+
+// attach makes the session's records after from flow on this link, with
+// res sent before any of them.
+func (l *link) attach(s *session, from uint64, res hostproto.CommandResult) {
+	l.mu.Lock()
+	l.streams[s.id] = &stream{s: s, sent: from, acked: from}
+	l.results = append(l.results, heldResult{res: res})
+	l.mu.Unlock()
+	l.wakeUp()
+}
+
+// ready reports whether a held result may go; caller holds mu.
+func (l *link) ready(r heldResult) bool {
+	if r.s == nil {
+		return true
+	}
+	st := l.streams[r.s.id]
+	return st == nil || st.s != r.s || st.sent >= r.need
+}
+
+func (l *link) writeLoop() {
+	ping := time.NewTicker(l.h.cfg.PingInterval)
+	defer ping.Stop()
+	var nonce uint64
+	for {
+		sent, err := l.flush()
+		if err != nil {
+			if l.ctx.Err() == nil {
+				l.log.Warn("host: send to daemon failed", "err", err)
+			}
+			l.cancel()
+			return
+		}
+		if sent {
+			continue
+		}
+		select {
+		case <-l.wake:
+		case <-ping.C:
+			nonce++
+			l.control(&hostproto.Ping{Nonce: nonce})
+		case <-l.ctx.Done():
+			return
+		}
+	}
+}
+
+// flush sends what is ready: control messages, results whose session
+// caught up, then a batch of each attached session's records within its
+// window. It reports whether it sent anything.
+func (l *link) flush() (bool, error) {
+	l.mu.Lock()
+	msgs := l.ctrl
+	l.ctrl = nil
+	var keep []heldResult
+	for _, r := range l.results {
+		if l.ready(r) {
+			msgs = append(msgs, &r.res)
+		} else {
+			keep = append(keep, r)
+		}
+	}
+	l.results = keep
+	streams := make([]*stream, 0, len(l.streams))
+	for _, st := range l.streams {
+		streams = append(streams, st)
+	}
+	l.mu.Unlock()
+	for _, m := range msgs {
+		if err := l.conn.Send(m); err != nil {
+			return false, err
+		}
+	}
+	sent := len(msgs) > 0
+	for _, st := range streams {
+		n, err := l.sendRecords(st)
+		if err != nil {
+			return false, err
+		}
+		sent = sent || n > 0
+	}
+	return sent, nil
+}
+
+// sendRecords sends the next records of st within its window.
+func (l *link) sendRecords(st *stream) (int, error) {
+	window := uint64(l.h.cfg.SendWindow)
+	l.mu.Lock()
+	if l.streams[st.s.id] != st {
+		l.mu.Unlock()
+		return 0, nil
+	}
+	from, inflight := st.sent+1, st.sent-min(st.acked, st.sent)
+	l.mu.Unlock()
+	if inflight >= window {
+		return 0, nil
+	}
+	recs, err := st.s.ob.Read(from, int(min(window-inflight, readBatch)))
+	if err != nil {
+		l.drop(st, err)
+		return 0, nil
+	}
+	for i, r := range recs {
+		kind, payload, err := decodeRecord(r.Data)
+		if err != nil {
+			recs = recs[:i]
+			l.drop(st, err)
+			break
+		}
+		if err := l.conn.Send(&hostproto.Record{Offset: r.Offset, SessionID: st.s.id, Kind: kind, Payload: payload}); err != nil {
+			return 0, err
+		}
+	}
+	if len(recs) > 0 {
+		l.mu.Lock()
+		st.sent = recs[len(recs)-1].Offset
+		l.mu.Unlock()
+	}
+	return len(recs), nil
+}
+
+// drop ends st's stream on the link: its session closed (err is then
+// outbox.ErrClosed) or its outbox cannot be read.
+func (l *link) drop(st *stream, err error) {
+	if !errors.Is(err, outbox.ErrClosed) {
+		st.s.log.Error("host: outbox unreadable; the session's records stop here", "err", err)
+	}
+	l.mu.Lock()
+	if l.streams[st.s.id] == st {
+		delete(l.streams, st.s.id)
+	}
+	l.mu.Unlock()
+	l.wakeUp() // results held for the stream can go now
+}

@@ -1,0 +1,130 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/tether/tether/internal/hostproto"
+)
+
+// Serve accepts daemon connections on every listener until ctx ends or
+// the host has lingered (no daemon, idle agents) for Config.Linger; it
+// then closes the listeners and the connection and returns nil. The
+// agents keep running: Close stops them.
+func (h *Host) Serve(ctx context.Context, lns ...net.Listener) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, ln := range lns {
+		wg.Go(func() { h.accept(ctx, ln, &wg) })
+	}
+	stop := context.AfterFunc(ctx, func() {
+		for _, ln := range lns {
+			_ = ln.Close()
+		}
+	})
+	defer stop()
+	h.linger(ctx)
+	cancel()
+	for _, ln := range lns {
+		_ = ln.Close()
+	}
+	if l := h.link.Load(); l != nil {
+		l.close()
+	}
+	wg.Wait()
+	return nil
+}
+
+func (h *Host) accept(ctx context.Context, ln net.Listener, wg *sync.WaitGroup) {
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() == nil {
+				h.log.Error("host: accept", "err", err)
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					continue
+				}
+			}
+			return
+		}
+		wg.Go(func() { h.serveConn(ctx, nc) })
+	}
+}
+
+// serveConn runs the handshake and, if the daemon is let in, serves it
+// in place of the previous one.
+func (h *Host) serveConn(ctx context.Context, nc net.Conn) {
+	hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	conn, hello, err := hostproto.Server(hctx, nc, hostproto.ServerConfig{Token: h.cfg.Token, HostID: h.id, HostVersion: h.cfg.HostVersion,
+		Versions: h.cfg.Versions, Sessions: h.sessionIDs, Options: h.cfg.options()})
+	cancel()
+	if err != nil {
+		h.log.Warn("host: refused a connection", "remote", nc.RemoteAddr().String(), "err", err)
+		_ = nc.Close()
+		return
+	}
+	l := newLink(h, conn, hello)
+	stop := context.AfterFunc(ctx, l.close)
+	defer stop()
+	if old := h.link.Swap(l); old != nil {
+		old.log.Info("host: a new daemon connection replaces this one")
+		old.close()
+	}
+	l.log.Info("host: daemon connected", "version", conn.Version(), "remote", nc.RemoteAddr().String())
+	h.changed()
+	l.run()
+	h.link.CompareAndSwap(l, nil)
+	h.changed()
+}
+
+// linger returns when ctx ends or the host stayed idle for Config.Linger.
+func (h *Host) linger(ctx context.Context) {
+	var timer *time.Timer
+	var fire <-chan time.Time
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		idle := h.cfg.Linger >= 0 && h.idle()
+		switch {
+		case idle && timer == nil:
+			timer = time.NewTimer(h.cfg.Linger)
+			fire = timer.C
+		case !idle && timer != nil:
+			timer.Stop()
+			timer, fire = nil, nil
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.changes:
+		case <-fire:
+			if h.idle() {
+				h.log.Info("host: no daemon and idle agents for the linger period; exiting", "linger", h.cfg.Linger)
+				return
+			}
+			timer, fire = nil, nil
+		}
+	}
+}
+
+// idle reports whether nothing keeps the host alive: no daemon connected,
+// no prompt in flight, no permission request pending.
+func (h *Host) idle() bool {
+	if h.link.Load() != nil {
+		return false
+	}
+	for _, s := range h.all() {
+		if s.busy() {
+			return false
+		}
+	}
+	return true
+}

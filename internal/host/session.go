@@ -1,0 +1,268 @@
+package host
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tether/tether/internal/acp"
+	"github.com/tether/tether/internal/atomicfile"
+	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/hostproto"
+	"github.com/tether/tether/internal/outbox"
+)
+
+const metaFile = "meta.json"
+
+// meta is what a session directory says about its session besides the
+// outbox: enough for status after a host restart.
+type meta struct {
+	SessionID    string    `json:"sessionId"`
+	ProfileID    string    `json:"profileId"`
+	Cwd          string    `json:"cwd"`
+	AcpSessionID string    `json:"acpSessionId,omitempty"`
+	PID          int       `json:"pid,omitempty"`
+	StartedAt    time.Time `json:"startedAt"`
+}
+
+// session is one daemon session the host holds: its outbox, appender and
+// acker, and its agent while it runs. A start replaces the whole value,
+// so every goroutine of an incarnation works on its own.
+type session struct {
+	h   *Host
+	id  string
+	dir string
+	ob  *outbox.Outbox
+	log *slog.Logger
+	q   queue
+
+	quit    chan struct{} // closed by close: the appender drains, the acker stops
+	ackSig  chan struct{} // cap 1: an ack to make durable
+	room    chan struct{} // cap 1: an ack freed room in the outbox
+	wg      sync.WaitGroup
+	closing sync.Once
+	// blocked counts appends the outbox refused as full (tests).
+	blocked atomic.Uint64
+	// exitQueued closes once the agent's exit record is queued.
+	exitQueued chan struct{}
+
+	// metaMu orders writes of the meta file (commands update it
+	// concurrently).
+	metaMu  sync.Mutex
+	mu      sync.Mutex
+	meta    meta
+	agent   *acp.Conn
+	stopped bool // close began: an agent that starts now is stopped at once
+	running int  // prompts in flight
+	pending map[string]*pendingRequest
+	exited  bool
+	exit    hostproto.Exit
+	exitOff uint64 // offset of the exit record once appended
+	ackWant uint64
+}
+
+// pendingRequest is a permission request the daemon has not answered.
+type pendingRequest struct {
+	wire hostproto.PermissionRequest
+	// offset is the request record's, 0 until it is durable: only then
+	// does an AttachResult list it.
+	offset uint64
+	answer chan acp.PermissionOutcome // cap 1
+}
+
+// openSession opens (creating) the session directory and its outbox and
+// starts the appender and acker; the caller registers it.
+func (h *Host) openSession(id string, m meta) (*session, error) {
+	dir := filepath.Join(h.sessionsDir(), id)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	ocfg := h.cfg.Outbox
+	ocfg.Logger = h.log.With("session", id)
+	ob, err := outbox.Open(dir, ocfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{h: h, id: id, dir: dir, ob: ob, log: h.log.With("session", id), meta: m,
+		quit: make(chan struct{}), ackSig: make(chan struct{}, 1), room: make(chan struct{}, 1),
+		exitQueued: make(chan struct{}), pending: map[string]*pendingRequest{}}
+	s.q.sig = make(chan struct{}, 1)
+	s.q.last.Store(ob.Stats().Next - 1)
+	s.wg.Add(2)
+	go func() { defer s.wg.Done(); s.runAppender() }()
+	go func() { defer s.wg.Done(); s.runAcker() }()
+	return s, nil
+}
+
+// close stops the agent (its exit record is queued first), lets the
+// appender drain, and closes the outbox. Safe to call more than once.
+func (s *session) close() {
+	s.closing.Do(func() {
+		s.mu.Lock()
+		s.stopped = true
+		a := s.agent
+		s.mu.Unlock()
+		if a != nil {
+			a.Stop()
+			<-s.exitQueued
+		}
+		close(s.quit)
+		s.wg.Wait()
+		if err := s.ob.Close(); err != nil {
+			s.log.Warn("host: close outbox", "err", err)
+		}
+	})
+}
+
+// writeMeta replaces the meta file atomically.
+func (s *session) writeMeta() {
+	s.metaMu.Lock()
+	defer s.metaMu.Unlock()
+	s.mu.Lock()
+	b, err := json.Marshal(s.meta)
+	s.mu.Unlock()
+	if err == nil {
+		err = atomicfile.Write(filepath.Join(s.dir, metaFile), b)
+	}
+	if err != nil {
+		s.log.Warn("host: write session meta", "err", err)
+	}
+}
+
+// updateMeta changes the meta and writes it.
+func (s *session) updateMeta(f func(*meta)) {
+	s.mu.Lock()
+	f(&s.meta)
+	s.mu.Unlock()
+	s.writeMeta()
+}
+
+func readMeta(dir string) (meta, error) {
+	var m meta
+	b, err := os.ReadFile(filepath.Join(dir, metaFile))
+	if err != nil {
+		return m, err
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, fmt.Errorf("%s: %w", filepath.Join(dir, metaFile), err)
+	}
+	return m, nil
+}
+
+// liveAgent is the session's agent, or an error if it has none running.
+func (s *session) liveAgent() (*acp.Conn, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.agent == nil || s.exited {
+		return nil, errcode.New(errcode.InvalidState, "the agent of session %s is not running", s.id)
+	}
+	return s.agent, nil
+}
+
+// pendingList is the durable pending requests, oldest first.
+func (s *session) pendingList() []hostproto.PermissionRequest {
+	s.mu.Lock()
+	ps := make([]*pendingRequest, 0, len(s.pending))
+	for _, p := range s.pending {
+		if p.offset > 0 {
+			ps = append(ps, p)
+		}
+	}
+	s.mu.Unlock()
+	sort.Slice(ps, func(i, j int) bool { return ps[i].offset < ps[j].offset })
+	out := make([]hostproto.PermissionRequest, len(ps))
+	for i, p := range ps {
+		out[i] = p.wire
+	}
+	return out
+}
+
+// busy reports whether the session keeps a lingering host alive: a prompt
+// in flight or a request waiting for the daemon.
+func (s *session) busy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.running > 0 || len(s.pending) > 0
+}
+
+func (s *session) status() hostproto.SessionStatus {
+	st := s.ob.Stats()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return hostproto.SessionStatus{SessionID: s.id, ProfileID: s.meta.ProfileID, PID: s.meta.PID,
+		Running: s.running > 0, Exited: s.exited, OutboxRecords: st.PendingRecords, OutboxBytes: st.PendingBytes}
+}
+
+// recoverSession takes up a session directory a previous run of the host
+// left: its agent is gone with that run, so unless the outbox already
+// ends with an exit record, a lost exit is appended after the rest.
+func (h *Host) recoverSession(id string) (*session, error) {
+	dir := filepath.Join(h.sessionsDir(), id)
+	m, err := readMeta(dir)
+	if err != nil {
+		h.log.Warn("host: session without a readable meta file", "session", id, "err", err)
+		m = meta{SessionID: id}
+	}
+	m.PID = 0 // the agent went with the previous run
+	s, err := h.openSession(id, m)
+	if err != nil {
+		return nil, err
+	}
+	st := s.ob.Stats()
+	if st.Next-1 > st.Acked {
+		recs, err := s.ob.Read(st.Next-1, 1)
+		if err != nil {
+			s.close()
+			return nil, err
+		}
+		kind, payload, err := decodeRecord(recs[0].Data)
+		if err != nil {
+			s.close()
+			return nil, err
+		}
+		if kind == hostproto.RecordExit {
+			var e hostproto.Exit
+			if err := json.Unmarshal(payload, &e); err != nil {
+				s.close()
+				return nil, fmt.Errorf("host: exit record of session %s: %w", id, err)
+			}
+			s.exited, s.exit, s.exitOff = true, e, recs[0].Offset
+			s.q.mu.Lock()
+			s.q.sealed = true
+			s.q.mu.Unlock()
+			return s, nil
+		}
+	}
+	s.exited, s.exit = true, hostproto.Exit{Code: -1, Lost: true}
+	s.q.push(item{kind: hostproto.RecordExit, payload: s.exit, appended: s.setExitOffset})
+	s.log.Info("host: session found without its agent (the host was not stopped cleanly); its exit is reported lost")
+	return s, nil
+}
+
+// setExitOffset is the exit record's appended callback.
+func (s *session) setExitOffset(off uint64) {
+	s.mu.Lock()
+	s.exitOff = off
+	s.mu.Unlock()
+}
+
+// validSessionID keeps a daemon's session id a plain directory name.
+func validSessionID(id string) error {
+	if id == "" || len(id) > 128 || id == "." || id == ".." {
+		return errcode.New(errcode.InvalidRequest, "invalid session id %q", id)
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return errcode.New(errcode.InvalidRequest, "invalid session id %q: only letters, digits, '-', '_' and '.'", id)
+		}
+	}
+	return nil
+}
+
+var errShuttingDown = errcode.New(errcode.ServiceShuttingDown, "the host is shutting down")
