@@ -28,6 +28,14 @@ func addFileFlags(fs *flag.FlagSet) *fileFlags {
 	return f
 }
 
+// args renders the flags as given, for a child that takes the same ones
+// (the detached host the daemon starts).
+func (f *fileFlags) args() []string {
+	l := f.limits
+	return []string{"--fs-read-limit", f.readLimit, "--fs-write-limit", f.writeLimit,
+		"--fs-concurrency", fmt.Sprint(l.Concurrency), "--fs-queue", fmt.Sprint(l.Queue), "--fs-timeout", l.Timeout.String()}
+}
+
 // parse checks the parsed flags and returns the limits they set.
 func (f *fileFlags) parse() (workspace.FileLimits, error) {
 	l := f.limits

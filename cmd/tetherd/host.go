@@ -25,6 +25,7 @@ import (
 )
 
 const hostUsage = `usage: tetherd host [flags]
+       tetherd host ls [--addr ADDR] [--data-dir DIR] [--json]
 
 Run an executor host: it owns agent processes and their ACP connections,
 keeps what they produce in a durable outbox per session, and serves one
@@ -154,6 +155,9 @@ func parseVersions(s string) (hostproto.Versions, error) {
 
 // runHost is `tetherd host`.
 func runHost(ctx context.Context, args []string) error {
+	if len(args) > 0 && args[0] == "ls" {
+		return hostLs(ctx, args[1:], os.Stdout)
+	}
 	o, err := parseHostOptions(args)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil

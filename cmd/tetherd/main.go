@@ -3,6 +3,7 @@
 //
 //	tetherd [serve] [flags]     run the daemon (default)
 //	tetherd host [flags]        run an executor host (agents that outlive the daemon)
+//	tetherd host ls             list the executor hosts a running daemon knows
 //	tetherd demo-agent [flags]  run the built-in ACP demo agent on stdio
 //	tetherd backup [flags] OUT  write a consistent copy of the database to OUT
 //	tetherd version             print version, commit, build date and API version

@@ -64,6 +64,10 @@ type options struct {
 	// ticketTTL and ticketsMax are --stream-ticket-ttl and --stream-tickets-max.
 	ticketTTL  time.Duration
 	ticketsMax int
+	// exec are the executor flags; fileArgs the --fs-* flags as given,
+	// for the detached host.
+	exec     executorOptions
+	fileArgs []string
 }
 
 func parseOptions(args []string) (options, error) {
@@ -105,6 +109,7 @@ func parseOptions(args []string) (options, error) {
 	fs.DurationVar(&o.retention.Every, "event-retention-every", time.Hour, "how often retention runs")
 	fs.IntVar(&o.retention.Batch, "event-retention-batch", events.DefaultRetentionBatch, "events one retention delete removes at most; each batch is its own write, so a large backlog never holds up other writes for long")
 	o.edge.flags(fs)
+	o.exec.flags(fs)
 	files := addFileFlags(fs)
 	allowCwd := fs.String("allow-cwd", env("TETHER_ALLOW_CWD", ""), "comma-separated directories (with everything under them) allowed as a session cwd although refused as system directories; / allows any [TETHER_ALLOW_CWD]")
 	refuseCwd := fs.String("refuse-cwd", env("TETHER_REFUSE_CWD", ""), "comma-separated directories refused as a session cwd, besides the built-in system directories; DIR/... refuses everything under DIR too [TETHER_REFUSE_CWD]")
@@ -119,6 +124,7 @@ func parseOptions(args []string) (options, error) {
 	if o.files, err = files.parse(); err != nil {
 		return o, err
 	}
+	o.fileArgs = files.args()
 	if o.ticketTTL <= 0 || o.ticketsMax <= 0 {
 		return o, errors.New("--stream-ticket-ttl and --stream-tickets-max must be positive")
 	}
@@ -231,19 +237,26 @@ func serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	executors, pool, err := daemonExecutors(o, self, logger)
+	if err != nil {
+		return err
+	}
+	// Closed after the manager: the hosts' agents run on, for the next daemon.
+	defer pool.Close()
 	mgr := sessions.New(st, w, reg, sessions.Config{QueueLimit: o.queue, MaxPendingPermissions: o.maxPerms, PromptMaxDepth: o.depth, RestoreTimeout: o.restoreTO, MaxAgents: o.maxAgents,
 		AgentIdleTimeout: o.agentIdle, Cwd: o.cwd, Files: o.files, UpdateWindow: o.updateWindow,
 		MailboxLimit: o.mailbox, BusyTimeout: o.busy, Logger: logger,
-		// Agents run as children of this daemon; detached and remote hosts
-		// are other Runtimes.
-		Runtime: sessions.Standalone{}})
+		// Standalone agents run as children of this daemon; the others in
+		// executor hosts (the detached one, remote ones).
+		Runtime: sessions.Standalone{}, Executors: executors})
 	// Reconcile before serving: nobody may see the previous daemon's
 	// half-finished state as if it were live.
 	rec, err := mgr.Reconcile(ctx)
 	if err != nil {
 		return fmt.Errorf("start-up reconciliation: %w", err)
 	}
-	logger.Info("reconciled sessions", "sessions", rec.Sessions, "interruptedTurns", rec.InterruptedTurns, "took", rec.Took)
+	logger.Info("reconciled sessions", "sessions", rec.Sessions, "interruptedTurns", rec.InterruptedTurns,
+		"reattaching", rec.Reattached, "took", rec.Took)
 	var origins []string
 	if o.cors != "" {
 		origins = strings.Split(o.cors, ",")

@@ -293,6 +293,12 @@ func decideRestarted(v view, in restartedInput) decision {
 		return accept(effPushRecovery{})
 	}
 	if in.Hosted {
+		if in.Executor == store.ExecutorStarting {
+			// The start was cut short, before the agent had a turn: it
+			// starts again (the host replaces what it had begun), and the
+			// queue runs on it.
+			return accept(effStopExecutor{}, effRestartAgent{}, effPushRecovery{})
+		}
 		// Nothing was lost: the turn, the queue and the permission
 		// requests go on on the host once the daemon has reconnected.
 		return accept(effMarkReconnecting{}, effAttachAgent{}, effPushRecovery{})

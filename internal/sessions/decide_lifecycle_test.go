@@ -43,6 +43,10 @@ func TestDecideRestarted(t *testing.T) {
 			in.Orphan, in.Hosted, in.Permissions = false, true, 1
 			in.Turns = append(in.Turns, queuedT("q1"))
 		}), accepted(effMarkReconnecting{}, effAttachAgent{}, effPushRecovery{})},
+		{"restarted while a hosted agent started, its first prompt queued", view{State: store.SessionStarting}, repair(func(in *restartedInput) {
+			in.Executor, in.Hosted = store.ExecutorStarting, true
+			in.Turns = []storedTurn{queuedT("q1")}
+		}), accepted(effStopExecutor{}, effRestartAgent{}, effPushRecovery{})},
 		{"restarted waiting for input, hosted", waiting, repair(func(in *restartedInput) {
 			in.Executor, in.Hosted = store.ExecutorReconnecting, true
 		}), accepted(effMarkReconnecting{}, effAttachAgent{}, effPushRecovery{})},

@@ -247,8 +247,9 @@ type (
 		// AgentAvailable: the session's agent profile still resolves.
 		AgentAvailable bool
 		// Hosted: the agent runs in an executor host, which outlives the
-		// daemon, and was ready (or being reconnected to) when the
-		// daemon stopped: it is attached again, not interrupted.
+		// daemon, and was ready (or being reconnected to, or starting)
+		// when the daemon stopped: it is attached again (started again),
+		// not interrupted.
 		Hosted bool
 	}
 )

@@ -222,10 +222,14 @@ type (
 	// host once start-up reconciliation is done.
 	effMarkReconnecting struct{}
 	effAttachAgent      struct{}
+	// effRestartAgent starts a hosted session's agent again once
+	// start-up reconciliation is done (its start was cut short).
+	effRestartAgent struct{}
 )
 
 func (effMarkReconnecting) isEffect() {}
 func (effAttachAgent) isEffect()      {}
+func (effRestartAgent) isEffect()     {}
 
 func (effReserveSlot) isEffect()         {}
 func (effAnswerExisting) isEffect()      {}

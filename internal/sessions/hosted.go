@@ -74,6 +74,14 @@ func (a *actor) attach() {
 	a.starting = true
 	a.gen++
 	gen := a.gen
+	// The turn that was running is the turn of whatever the host replays
+	// first: it runs here again before the attach is answered.
+	for _, t := range a.turns {
+		if t.State == store.TurnRunning {
+			a.running = &turnRun{turn: t}
+			break
+		}
+	}
 	req := AttachRequest{SessionID: a.id, From: a.exec.HostOffset, Handler: &agentHandler{a: a, gen: gen}, Logger: a.log}
 	a.m.spawn(func() {
 		ctx, cancel := context.WithCancel(a.m.life)
@@ -128,11 +136,8 @@ func (a *actor) onAttached(gen int, conn Agent, pending []store.Permission, err 
 		}
 	}
 	a.watchExit(gen, conn)
-	for _, t := range a.turns {
-		if t.State == store.TurnRunning {
-			a.resumeTurn(t)
-			break
-		}
+	if a.running != nil {
+		a.resumeTurn(a.running)
 	}
 	a.notifyWaiters(nil)
 	a.armIdle()
@@ -165,9 +170,9 @@ func (a *actor) promptContext() context.Context {
 // resumeTurn takes up turn t, which was running on the host when the
 // daemon stopped: its updates keep coming (from the outbox first), and
 // the prompt, sent again under the turn's id, answers with its end.
-func (a *actor) resumeTurn(t store.Turn) {
-	r := &turnRun{turn: t, conn: a.conn}
-	a.running = r
+func (a *actor) resumeTurn(r *turnRun) {
+	r.conn = a.conn
+	t := r.turn
 	acpID, prompt := a.acpID, t.Prompt
 	a.m.spawn(func() {
 		var stop string
@@ -179,6 +184,11 @@ func (a *actor) resumeTurn(t store.Turn) {
 		}
 		a.mb.post(func() { a.onTurnDone(r, stop, err) })
 	})
+	if t.CancelRequested {
+		// Asked before the restart, or while attaching: the host may
+		// never have heard of it.
+		a.cancelAgent(r)
+	}
 }
 
 // attachFailed takes the interruption path for a hosted session whose
@@ -190,10 +200,12 @@ func (a *actor) attachFailed(err error) {
 	a.log.Warn("executor host: agent not attached", "err", err)
 	exit := acp.Exit{Code: -1, Stderr: err.Error()}
 	lost := !errcode.Is(err, errcode.HostSessionUnknown)
-	for _, t := range a.turns {
-		if t.State == store.TurnRunning {
-			a.running = &turnRun{turn: t}
-			break
+	if a.running == nil {
+		for _, t := range a.turns {
+			if t.State == store.TurnRunning {
+				a.running = &turnRun{turn: t}
+				break
+			}
 		}
 	}
 	a.perform(decide(a.view(), agentExitedInput{Exit: exitInfo(exit), Lost: lost}).Effects...)

@@ -51,7 +51,7 @@ func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
 		return res, err
 	}
 	var repairs []events.Apply
-	var attach []string
+	var attach, restart []string
 	for _, s := range active.AtRest {
 		_, _, specErr := m.profiles.Spec(s.AgentProfileID)
 		d := decide(view{State: store.SessionWaitingForInput}, restartedInput{AgentAvailable: specErr == nil})
@@ -73,6 +73,8 @@ func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
 				stopOrphan(as.Executor, spec.Command) // now: the old agent must not run on
 			case effAttachAgent:
 				attach = append(attach, as.Session.ID)
+			case effRestartAgent:
+				restart = append(restart, as.Session.ID)
 			}
 		}
 		repairs = append(repairs, restartRepair(as, d.Effects, in.AgentAvailable, m.history))
@@ -104,7 +106,14 @@ func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
 		}
 		a.mb.post(a.attach)
 	}
-	res.Reattached = len(attach)
+	for _, id := range restart {
+		a, err := m.actor(ctx, id)
+		if err != nil {
+			return res, err
+		}
+		a.mb.post(a.ensureAgent)
+	}
+	res.Reattached = len(attach) + len(restart)
 	res.Took = time.Since(start)
 	return res, nil
 }
@@ -130,7 +139,7 @@ func restartedOf(as store.ActiveSession, available bool) restartedInput {
 	in := restartedInput{Repair: true, Permissions: len(as.Permissions), Executor: ex.Status,
 		Orphan: ex.PID > 0 && ex.Runtime == store.RuntimeStandalone, AgentAvailable: available,
 		Hosted: ex.Runtime != store.RuntimeStandalone && ex.Runtime != "" &&
-			(ex.Status == store.ExecutorReady || ex.Status == store.ExecutorReconnecting)}
+			(ex.Status == store.ExecutorReady || ex.Status == store.ExecutorReconnecting || ex.Status == store.ExecutorStarting)}
 	for _, t := range as.OpenTurns {
 		in.Turns = append(in.Turns, storedTurn{PromptID: t.PromptID, State: t.State})
 	}
@@ -154,7 +163,7 @@ func restartRepair(as store.ActiveSession, effs []effect, available bool, histor
 		for _, e := range effs {
 			var err error
 			switch e := e.(type) {
-			case effStopOrphan, effAttachAgent: // performed outside the write
+			case effStopOrphan, effAttachAgent, effRestartAgent: // performed outside the write
 			case effMarkReconnecting:
 				ex.Status = store.ExecutorReconnecting
 				if err = tx.UpdateExecutor(ctx, ex); err == nil {

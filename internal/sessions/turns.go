@@ -384,6 +384,9 @@ func (a *actor) cancel() (CancelResult, error) {
 // cancelAgent asks r's agent to stop the turn (session/cancel) and stops
 // the agent if it has not ended the turn within CancelGrace.
 func (a *actor) cancelAgent(r *turnRun) {
+	if r.conn == nil {
+		return // being attached (hosted): resumeTurn sends the cancel
+	}
 	acpID := a.acpID
 	a.m.spawn(func() {
 		if err := r.conn.Cancel(context.Background(), acpID); err != nil {
