@@ -82,14 +82,17 @@ type world struct {
 	cmd   *exec.Cmd
 	done  chan struct{}
 	logs  *testbin.LogBuffer
+	// extra are more `tetherd serve` flags (e.g. the executor).
+	extra []string
 }
 
 // newWorld starts the model server with script and a daemon whose only
 // profile is the agent (so no other agent is spawned to be probed).
-func newWorld(t *testing.T, a agent, script modelserver.Script) *world {
+func newWorld(t *testing.T, a agent, script modelserver.Script, extra ...string) *world {
 	t.Helper()
 	command := a.command(t)
-	w := &world{t: t, agent: a, model: modelserver.Start(t, script), dir: t.TempDir(), addr: testbin.FreeAddr(t), logs: &testbin.LogBuffer{}}
+	w := &world{t: t, agent: a, model: modelserver.Start(t, script), dir: t.TempDir(), addr: testbin.FreeAddr(t), logs: &testbin.LogBuffer{},
+		extra: extra}
 	w.cwd = w.t.TempDir()
 	if r, err := filepath.EvalSymlinks(w.cwd); err == nil {
 		w.cwd = r
@@ -110,7 +113,7 @@ func newWorld(t *testing.T, a agent, script modelserver.Script) *world {
 // start runs `tetherd serve` and waits for /health.
 func (w *world) start() {
 	w.t.Helper()
-	w.cmd = exec.Command(testbin.Tetherd(w.t), "serve", "--data-dir", w.dir, "--addr", w.addr, "--token", token, "--log-level", "debug")
+	w.cmd = exec.Command(testbin.Tetherd(w.t), append([]string{"serve", "--data-dir", w.dir, "--addr", w.addr, "--token", token, "--log-level", "debug"}, w.extra...)...)
 	w.cmd.Stdout, w.cmd.Stderr = w.logs, w.logs
 	if err := w.cmd.Start(); err != nil {
 		w.t.Fatal(err)

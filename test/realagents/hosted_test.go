@@ -1,0 +1,63 @@
+package realagents_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/tether/tether/internal/modelserver"
+)
+
+// TestDetachedKillDaemonMidReplyModelNeverSees (issue 13): with the
+// detached runtime the agent runs in an executor host that outlives
+// tetherd. tetherd is killed while the model is stalled mid-reply and
+// restarted; the model then finishes the reply. The turn completes as if
+// nothing happened: no interruption, the whole reply once in the
+// transcript, and the model was asked exactly once (never told of a
+// cancel, an interruption or a continuation).
+func TestDetachedKillDaemonMidReplyModelNeverSees(t *testing.T) {
+	const reply = "Here is the whole answer, streamed slowly across a restart of tetherd."
+	forEachAgent(t, func(t *testing.T, a agent) {
+		gate := modelserver.NewGate()
+		t.Cleanup(gate.Release)
+		w := newWorld(t, a, modelserver.Stall(reply, 3, gate), "--executor", "detached")
+		t.Cleanup(func() { stopHosts(t, w.dir) })
+		sid := w.createSession()
+		w.prompt(sid, "Explain it slowly.", "p1")
+		waitStalled(t, gate)
+		w.kill9()
+		w.start()
+		gate.Release()
+
+		if turn := w.waitTurn(sid, "p1"); turn["state"] != "completed" {
+			t.Fatalf("turn after the restart: got %v, want completed", turn)
+		}
+		if got := agentText(w.transcript(sid), "p1"); got != reply {
+			t.Errorf("agent text: got %q, want the whole reply once: %q", got, reply)
+		}
+		for _, e := range w.log(sid) {
+			if e.Type == "turn.interrupted" || e.Type == "session.resumed" {
+				t.Errorf("got %s %v: the restart must not reach the session", e.Type, e.Data)
+			}
+		}
+		if reqs := mainRequests(w.model); len(reqs) != 1 {
+			t.Errorf("the model was asked %d times, want once (it must never learn of the restart)", len(reqs))
+		}
+	})
+}
+
+// stopHosts ends the executor hosts of a data dir (they outlive every
+// daemon on purpose), with their agents.
+func stopHosts(t *testing.T, dataDir string) {
+	t.Helper()
+	out, _ := exec.Command("pgrep", "-f", " host --data-dir "+filepath.Join(dataDir, "host")).Output()
+	for _, f := range strings.Fields(string(out)) {
+		if pid, err := strconv.Atoi(f); err == nil && pid != os.Getpid() {
+			_ = syscall.Kill(pid, syscall.SIGTERM)
+		}
+	}
+}
