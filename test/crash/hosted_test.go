@@ -108,7 +108,9 @@ func hostedWorld(t *testing.T) *world {
 }
 
 // startHosted starts tetherd with the detached runtime as the default.
-func (w *world) startHosted(extra ...string) { w.start(append([]string{"--executor", "detached"}, extra...)...) }
+func (w *world) startHosted(extra ...string) {
+	w.start(append([]string{"--executor", "detached"}, extra...)...)
+}
 
 // TestDetachedRestartInterruptsNothing kills tetherd with SIGKILL at random
 // points of streaming turns, of a tool call and of a pending permission,
