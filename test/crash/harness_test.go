@@ -491,7 +491,14 @@ type recorder struct {
 	done   chan struct{}
 }
 
-func (w *world) record(sid string) *recorder {
+func (w *world) record(sid string) *recorder { return w.recordStream(sid, false) }
+
+// follow is record for a client that outlives daemons: when the stream
+// breaks (tetherd was killed) it reconnects, again and again, with
+// Last-Event-ID, as a browser tab would.
+func (w *world) follow(sid string) *recorder { return w.recordStream(sid, true) }
+
+func (w *world) recordStream(sid string, persistent bool) *recorder {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &recorder{cancel: cancel, done: make(chan struct{})}
 	url := "http://" + w.addr + "/session/" + sid + "/events"
@@ -507,11 +514,21 @@ func (w *world) record(sid string) *recorder {
 			}
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
-				return // daemon gone (or stopped): the recording ends
+				if !persistent {
+					return // daemon gone (or stopped): the recording ends
+				}
+				select { // the daemon is down: try again shortly
+				case <-ctx.Done():
+				case <-time.After(20 * time.Millisecond):
+				}
+				continue
 			}
 			if resp.StatusCode != http.StatusOK {
 				resp.Body.Close()
-				return
+				if !persistent {
+					return
+				}
+				continue
 			}
 			_ = readFrames(resp.Body, func(f frame) bool {
 				if f.ID == "" {
@@ -544,7 +561,7 @@ func (r *recorder) stop() {
 }
 
 // waitSeen waits until the client has received an event matching cond.
-func (w *world) waitSeen(r interface{ seen() []frame }, what string, cond func(frame) bool) frame {
+func (w *world) waitSeen(r *recorder, what string, cond func(frame) bool) frame {
 	w.t.Helper()
 	var hit frame
 	w.waitFor(what, func() bool {

@@ -1,13 +1,10 @@
 package crash_test
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,68 +24,6 @@ func wantStream() string {
 		fmt.Fprintf(&b, "chunk %d\n", i)
 	}
 	return b.String()
-}
-
-// follower is an SSE client of one session that outlives daemons: when
-// the stream breaks (tetherd was killed) it reconnects, again and again,
-// with Last-Event-ID, as a browser tab would.
-type follower struct {
-	mu     sync.Mutex
-	frames []frame
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-func (w *world) follow(sid string) *follower {
-	ctx, cancel := context.WithCancel(context.Background())
-	f := &follower{cancel: cancel, done: make(chan struct{})}
-	url := "http://" + w.addr + "/session/" + sid + "/events"
-	go func() {
-		defer close(f.done)
-		last := ""
-		for ctx.Err() == nil {
-			req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
-			req.Header.Set("Authorization", "Bearer "+token)
-			req.Header.Set("Accept", "text/event-stream")
-			if last != "" {
-				req.Header.Set("Last-Event-ID", last)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				select { // the daemon is down: try again shortly
-				case <-ctx.Done():
-				case <-time.After(20 * time.Millisecond):
-				}
-				continue
-			}
-			if resp.StatusCode == http.StatusOK {
-				_ = readFrames(resp.Body, func(fr frame) bool {
-					if fr.ID == "" {
-						return fr.Event != "stream_lagged"
-					}
-					f.mu.Lock()
-					f.frames = append(f.frames, fr)
-					f.mu.Unlock()
-					last = fr.ID
-					return true
-				})
-			}
-			resp.Body.Close()
-		}
-	}()
-	w.t.Cleanup(f.stop)
-	return f
-}
-
-func (f *follower) seen() []frame {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.frames)
-}
-
-func (f *follower) stop() {
-	f.cancel()
-	<-f.done
 }
 
 // stopHosts ends the world's executor hosts (they outlive every daemon on
