@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -157,6 +159,25 @@ func TestDetachedRestartInterruptsNothing(t *testing.T) {
 	}
 	if got[0].seq() != log[0].seq() || len(got) != len(log) {
 		t.Errorf("client stream: got %d events from seq %d, want the log's %d from seq %d", len(got), got[0].seq(), len(log), log[0].seq())
+	}
+
+	// The host as GET /executors and `tetherd host ls` show it: one host
+	// outlived every daemon, and holds the session.
+	hosts := list(w.get("/executors"), "hosts")
+	if len(hosts) != 1 || hosts[0]["name"] != "local" || hosts[0]["runtime"] != "detached" || hosts[0]["state"] != "connected" {
+		t.Fatalf("GET /executors: got %v, want the local detached host, connected", hosts)
+	}
+	if held := list(hosts[0], "sessions"); len(held) != 1 || held[0]["sessionId"] != sid {
+		t.Errorf("GET /executors: the host holds %v, want session %s", held, sid)
+	}
+	if n := len(w.processes(" host ")); n != 1 {
+		t.Errorf("got %d executor host processes, want 1 (found again after every restart)", n)
+	}
+	ls := exec.Command(w.bin, "host", "ls", "--addr", w.addr)
+	ls.Env = append(os.Environ(), "TETHER_TOKEN="+token)
+	out, err := ls.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "local") || !strings.Contains(string(out), "connected") {
+		t.Errorf("tetherd host ls: got %v\n%s\nwant a line for the local host, connected", err, out)
 	}
 }
 
