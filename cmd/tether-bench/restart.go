@@ -345,7 +345,7 @@ func (rb *restartRun) launch(dir, name string, extra ...string) (*tetherdProc, e
 	defer f.Close()
 	// No agent cap: a preparation wave keeps 100 agents alive at once,
 	// more than --max-agents' default.
-	args := append([]string{"serve", "--data-dir", dir, "--addr", addr, "--token", token, "--max-agents", "0"}, extra...)
+	args := append([]string{"serve", "--data-dir", dir, "--addr", addr, "--token", token, "--max-agents", "0", "--executor", "standalone"}, extra...)
 	cmd := exec.Command(rb.bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Dir = rb.root

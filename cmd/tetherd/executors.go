@@ -34,7 +34,7 @@ type executorOptions struct {
 }
 
 func (x *executorOptions) flags(fs *flag.FlagSet) {
-	fs.StringVar(&x.defaultExecutor, "executor", env("TETHER_EXECUTOR", sessions.ExecutorStandalone),
+	fs.StringVar(&x.defaultExecutor, "executor", env("TETHER_EXECUTOR", sessions.ExecutorDetached),
 		"where sessions run unless their profile or request says otherwise: standalone (a child of tetherd; a restart interrupts its turns), detached (a local executor host that outlives tetherd) or a remote host's name from --hosts [TETHER_EXECUTOR]")
 	fs.StringVar(&x.hostsFile, "hosts", env("TETHER_HOSTS", ""), "remote executor hosts config (default <data-dir>/hosts.yaml when it exists) [TETHER_HOSTS]")
 	fs.DurationVar(&x.lostAfter, "host-lost-after", 2*time.Minute, "how long an executor host may stay unreachable before its sessions' turns are interrupted (executor_lost); until then the daemon reconnects and the turns go on on the host")

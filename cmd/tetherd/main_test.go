@@ -41,7 +41,7 @@ func stopDaemon(cmd *exec.Cmd) {
 func start(t *testing.T, bin, dataDir, addr string, extra ...string) (*exec.Cmd, *logBuffer) {
 	t.Helper()
 	logs := &logBuffer{}
-	cmd := exec.Command(bin, append([]string{"serve", "--data-dir", dataDir, "--addr", addr}, extra...)...)
+	cmd := exec.Command(bin, append([]string{"serve", "--data-dir", dataDir, "--addr", addr, "--executor", "standalone"}, extra...)...)
 	cmd.Stdout, cmd.Stderr = logs, logs
 	cmd.Env = append(os.Environ(), "TETHER_TOKEN=")
 	if err := cmd.Start(); err != nil {
@@ -150,7 +150,7 @@ func TestRefusesDatabaseNewerThanBinary(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, "serve", "--data-dir", dir, "--addr", freeAddr(t)).CombinedOutput()
+	out, err := exec.CommandContext(ctx, bin, "serve", "--data-dir", dir, "--addr", freeAddr(t), "--executor", "standalone").CombinedOutput()
 	if err == nil {
 		t.Fatalf("got a running daemon on a newer database, want refusal\n%s", out)
 	}

@@ -91,7 +91,7 @@ func TestRefusedStartOptions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			args := append([]string{"serve", "--data-dir", t.TempDir(), "--addr", freeAddr(t)}, tc.args...)
+			args := append([]string{"serve", "--data-dir", t.TempDir(), "--addr", freeAddr(t), "--executor", "standalone"}, tc.args...)
 			cmd := exec.CommandContext(ctx, bin, args...)
 			cmd.Env = append(os.Environ(), "TETHER_TOKEN=")
 			out, err := cmd.CombinedOutput()

@@ -111,7 +111,9 @@ func (w *world) setProfiles(profiles ...profile) {
 func (w *world) start(extra ...string) {
 	w.t.Helper()
 	logs := &logBuffer{}
-	args := append([]string{"serve", "--data-dir", w.dir, "--addr", w.addr, "--token", token, "--log-level", "debug"}, extra...)
+	// Standalone unless a test asks for a host: these tests are about the
+	// daemon's own children (the hosted ones say --executor detached).
+	args := append([]string{"serve", "--data-dir", w.dir, "--addr", w.addr, "--token", token, "--log-level", "debug", "--executor", "standalone"}, extra...)
 	cmd := exec.Command(w.bin, args...)
 	cmd.Env = append(os.Environ(), w.env...)
 	cmd.Stdout, cmd.Stderr = logs, logs

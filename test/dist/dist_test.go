@@ -92,7 +92,7 @@ func serveAndCheck(t *testing.T, bin, version string) {
 	t.Helper()
 	addr := testbin.FreeAddr(t)
 	logs := &testbin.LogBuffer{}
-	cmd := exec.Command(bin, "serve", "--data-dir", t.TempDir(), "--addr", addr)
+	cmd := exec.Command(bin, "serve", "--data-dir", t.TempDir(), "--addr", addr, "--executor", "standalone")
 	cmd.Stdout, cmd.Stderr = logs, logs
 	cmd.Env = append(os.Environ(), "TETHER_TOKEN=dist-test-token")
 	if err := cmd.Start(); err != nil {

@@ -62,7 +62,7 @@ func startDaemon(t *testing.T, o daemonOptions) *daemon {
 	if o.listen != "" {
 		listen = net.JoinHostPort(o.listen, port)
 	}
-	args := append([]string{"serve", "--data-dir", t.TempDir(), "--addr", listen}, o.args...)
+	args := append([]string{"serve", "--data-dir", t.TempDir(), "--addr", listen, "--executor", "standalone"}, o.args...)
 	name := bin
 	if o.nofile > 0 {
 		args = append([]string{"-c", "ulimit -n " + strconv.Itoa(o.nofile) + ` && exec "$0" "$@"`, bin}, args...)

@@ -113,7 +113,7 @@ func newWorld(t *testing.T, a agent, script modelserver.Script, extra ...string)
 // start runs `tetherd serve` and waits for /health.
 func (w *world) start() {
 	w.t.Helper()
-	w.cmd = exec.Command(testbin.Tetherd(w.t), append([]string{"serve", "--data-dir", w.dir, "--addr", w.addr, "--token", token, "--log-level", "debug"}, w.extra...)...)
+	w.cmd = exec.Command(testbin.Tetherd(w.t), append([]string{"serve", "--data-dir", w.dir, "--addr", w.addr, "--token", token, "--log-level", "debug", "--executor", "standalone"}, w.extra...)...)
 	w.cmd.Stdout, w.cmd.Stderr = w.logs, w.logs
 	if err := w.cmd.Start(); err != nil {
 		w.t.Fatal(err)

@@ -67,7 +67,7 @@ class Daemon {
   }
 
   async start() {
-    this.proc = spawn(BIN, ['serve', '--data-dir', this.dataDir, '--addr', this.addr, '--token', TOKEN],
+    this.proc = spawn(BIN, ['serve', '--data-dir', this.dataDir, '--addr', this.addr, '--token', TOKEN, '--executor', 'standalone'],
       { stdio: ['ignore', 'ignore', 'pipe'] });
     this.proc.stderr.on('data', (b) => { this.log += b; });
     this.exited = new Promise((r) => this.proc.on('exit', r));

@@ -67,7 +67,7 @@ export class Daemon {
   async #spawn() {
     // The token goes in the environment, not on the command line (where
     // every local user would see it in ps).
-    const proc = spawn(TETHERD, ['serve', '--data-dir', this.dataDir, '--addr', `127.0.0.1:${this.port}`, '--log-level', 'warn', ...this.args], {
+    const proc = spawn(TETHERD, ['serve', '--data-dir', this.dataDir, '--addr', `127.0.0.1:${this.port}`, '--log-level', 'warn', '--executor', 'standalone', ...this.args], {
       env: { ...process.env, TETHER_TOKEN: this.token },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -68,7 +68,7 @@ export class Daemon {
   async boot(): Promise<void> {
     const proc = spawn(
       TETHERD_BIN,
-      ['serve', '--data-dir', this.dataDir, '--addr', `127.0.0.1:${this.port}`, '--token', this.token, '--log-level', 'warn'],
+      ['serve', '--data-dir', this.dataDir, '--addr', `127.0.0.1:${this.port}`, '--token', this.token, '--log-level', 'warn', '--executor', 'standalone'],
       { stdio: ['ignore', 'ignore', 'pipe'] },
     );
     this.#proc = proc;
