@@ -66,7 +66,7 @@ func (x fakeExecutors) Choose(string, string) (store.Runtime, string, error) {
 	return store.RuntimeDetached, "local", nil
 }
 func (x fakeExecutors) Runtime(store.Runtime, string) (Runtime, error) { return x.host, nil }
-func (x fakeExecutors) Hosts(context.Context) []ExecutorHost          { return nil }
+func (x fakeExecutors) Hosts(context.Context) []ExecutorHost           { return nil }
 
 // TestHostedRestartResumesTheTurn: a hosted agent's turn survives a daemon
 // restart. Each record's offset is committed with its chunk; the restart
