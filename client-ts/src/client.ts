@@ -6,6 +6,7 @@ import type {
   CancelResult,
   ContentBlock,
   ContinueAccepted,
+  ExecutorHostList,
   Health,
   ListSessionsData,
   OptionChangeResult,
@@ -360,6 +361,14 @@ export class TetherClient {
   /** GET /agents. */
   listAgents(o?: CallOptions): Promise<AgentList> {
     return this.call((signal) => sdk.listAgents({ client: this.gen, signal }), o);
+  }
+
+  /**
+   * GET /executors: the executor hosts this daemon knows (the local
+   * detached host once used, every configured remote host) and their state.
+   */
+  listExecutors(o?: CallOptions): Promise<ExecutorHostList> {
+    return this.call((signal) => sdk.listExecutors({ client: this.gen, signal }), o);
   }
 
   /** POST /events/tickets: a short-lived ticket that opens one event stream without the token. */

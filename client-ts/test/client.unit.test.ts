@@ -53,6 +53,14 @@ describe('TetherClient', () => {
     expect(u.searchParams.get('limit')).toBe('5');
   });
 
+  it('listExecutors() reads GET /executors', async () => {
+    const hosts = [{ name: 'gpu-box', runtime: 'remote', state: 'lost', sessions: [] }];
+    const { c, seen } = client(() => json(200, { hosts }));
+    expect(await c.listExecutors()).toEqual({ hosts });
+    expect(seen[0]!.method).toBe('GET');
+    expect(seen[0]!.url).toBe('http://tether.test/executors');
+  });
+
   it('throws TetherProblem with status, code, detail and body for problem+json', async () => {
     const { c } = client(() =>
       json(404, { type: 'about:blank', title: 'Not Found', status: 404, code: 'session_not_found', detail: 'nope', id: 'x' }, 'application/problem+json'),

@@ -2,7 +2,7 @@
 // on a free port with a temporary data dir, and Debian's Chromium driven by
 // playwright-core (never a downloaded browser).
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -46,17 +46,18 @@ export class Daemon {
 
   /**
    * `args` are extra `tetherd serve` flags; `agentsYaml(daemon)` returns the
-   * data dir's agents.yaml (it may name `TETHERD` and the daemon's dirs).
+   * data dir's agents.yaml (it may name `TETHERD` and the daemon's dirs);
+   * `files(daemon)` returns other files of the data dir by name (a
+   * hosts.yaml and its token file), written with mode 0600.
    */
-  static async start({ args = [], agentsYaml } = {}) {
+  static async start({ args = [], agentsYaml, files } = {}) {
     if (!existsSync(TETHERD)) throw new Error(`${TETHERD} is missing: run make build first`);
     const root = mkdtempSync(join(tmpdir(), 'tether-e2e-'));
     const d = new Daemon({ port: await freePort(), dataDir: join(root, 'data'), token: `e2e-${Math.random().toString(36).slice(2)}`, args });
     d.root = root;
-    if (agentsYaml) {
-      mkdirSync(d.dataDir, { recursive: true, mode: 0o700 });
-      writeFileSync(join(d.dataDir, 'agents.yaml'), agentsYaml(d));
-    }
+    if (agentsYaml || files) mkdirSync(d.dataDir, { recursive: true, mode: 0o700 });
+    if (agentsYaml) writeFileSync(join(d.dataDir, 'agents.yaml'), agentsYaml(d));
+    for (const [name, text] of Object.entries(files ? files(d) : {})) writeFileSync(join(d.dataDir, name), text, { mode: 0o600 });
     d.workspace = join(root, 'ws');
     mkdirSync(d.workspace, { recursive: true });
     writeFileSync(join(d.workspace, 'README.md'), '# Demo workspace\n\nA file for the demo agent to read.\n');
@@ -124,7 +125,70 @@ export class Daemon {
       await Promise.race([done, sleep(5000)]);
       if (!exited(p)) p.kill('SIGKILL');
     }
+    await this.stopHosts();
     if (this.root) rmSync(this.root, { recursive: true, force: true });
+  }
+
+  /**
+   * The pids of the detached executor hosts this daemon started: they
+   * outlive it (their own session, no parent to wait for them), so they
+   * are found by their command line, which names the data dir.
+   */
+  hostPids() {
+    const marker = ` host --data-dir ${join(this.dataDir, 'host')} `;
+    const pids = [];
+    for (const name of readdirSync('/proc')) {
+      if (!/^\d+$/.test(name)) continue;
+      let cmdline;
+      try {
+        cmdline = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0').join(' ');
+      } catch {
+        continue; // gone meanwhile
+      }
+      if (cmdline.includes(marker)) pids.push(Number(name));
+    }
+    return pids;
+  }
+
+  /**
+   * SIGTERM the detached hosts (a clean tetherd shutdown leaves them
+   * running with their sessions, and they would linger for minutes), then
+   * SIGKILL what is left after 5 s. A host stops its agents as it exits.
+   */
+  async stopHosts() {
+    const alive = (pid) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const pids = this.hostPids();
+    for (const pid of pids) process.kill(pid, 'SIGTERM');
+    const deadline = Date.now() + 5000;
+    while (pids.some(alive) && Date.now() < deadline) await sleep(50);
+    for (const pid of pids.filter(alive)) process.kill(pid, 'SIGKILL');
+  }
+
+  /**
+   * The session's durable events of `types` (all when empty), read from
+   * the start of its log with follow=false: [{ id, type, data }].
+   */
+  async events(sessionId, types = []) {
+    const q = new URLSearchParams({ follow: 'false', ...(types.length ? { types: types.join(',') } : {}) });
+    const r = await fetch(`${this.base}/session/${sessionId}/events?${q}`, { headers: { Authorization: `Bearer ${this.token}` } });
+    if (!r.ok) throw new Error(`GET /session/${sessionId}/events: ${r.status} ${await r.text()}`);
+    const out = [];
+    for (const frame of (await r.text()).split('\n\n')) {
+      const f = {};
+      for (const line of frame.split('\n')) {
+        const i = line.indexOf(': ');
+        if (i > 0) f[line.slice(0, i)] = line.slice(i + 2);
+      }
+      if (f.id && f.event && f.data) out.push({ id: f.id, type: f.event, data: JSON.parse(f.data) });
+    }
+    return out;
   }
 
   async api(method, path, body) {

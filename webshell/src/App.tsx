@@ -9,7 +9,7 @@ import { useStore } from './lib/use-store';
 import { PaneManager } from './state/panes';
 import { SessionController } from './state/session-controller';
 import { TasksController } from './state/tasks-state';
-import type { AgentProfile } from './state/types';
+import type { AgentProfile, ExecutorHost } from './state/types';
 import { AgentsContext, ChatPane } from './components/ChatPane';
 import { IconMenu, IconPlus } from './components/Icons';
 import { NewSessionDialog, type NewSessionRequest } from './components/NewSessionDialog';
@@ -93,16 +93,24 @@ function Shell({ token, settings, setSettings, onUnauthorized, onSignOut }: Shel
     [client],
   );
   const [agents, setAgents] = useState<AgentProfile[]>([]);
+  const [hosts, setHosts] = useState<ExecutorHost[]>([]);
   const [dialog, setDialog] = useState<{ taskId?: string; agentProfileId?: string; cwd?: string } | undefined>();
   const [sidebarOpen, setSidebarOpen] = useState(false);
 
-  const loadAgents = () =>
+  const loadAgents = () => {
+    // The hosts the form offers; without them (an older daemon) it still
+    // offers standalone and detached.
     client
+      .listExecutors()
+      .then((r) => setHosts(r.hosts))
+      .catch(() => setHosts([]));
+    return client
       .listAgents()
       .then((r) => setAgents(r.agents))
       .catch((e) => {
         if ((e as { status?: number }).status === 401) onUnauthorized();
       });
+  };
 
   useEffect(() => {
     tasks.start();
@@ -143,6 +151,7 @@ function Shell({ token, settings, setSettings, onUnauthorized, onSignOut }: Shel
       ...(taskId ? { taskId } : {}),
       ...(req.taskTitle ? { title: req.taskTitle } : {}),
       ...(req.prompt ? { initialPrompt: [{ type: 'text' as const, text: req.prompt }] } : {}),
+      ...(req.executor ? { executor: req.executor } : {}),
     });
     save(CWD_KEY, req.cwd);
     tasks.addSession(session);
@@ -245,6 +254,7 @@ function Shell({ token, settings, setSettings, onUnauthorized, onSignOut }: Shel
         {dialog && (
           <NewSessionDialog
             agents={agents}
+            hosts={hosts}
             tasks={tasksState.taskOrder.map((id) => tasksState.tasks[id]!)}
             initial={dialog}
             defaultCwd={load<string>(CWD_KEY, '')}

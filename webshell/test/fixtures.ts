@@ -74,7 +74,10 @@ export function ev(sid: string, seq: number, type: string, data: Record<string, 
 }
 
 /** A state folded from actions, starting at a loaded snapshot that is connected. */
-export function loaded(sid: string, opts: { seq?: number; recovery?: RecoverySummary; transcript?: Partial<Transcript>; st?: Partial<SessionStatus> } = {}): SessionViewState {
+export function loaded(
+  sid: string,
+  opts: { seq?: number; recovery?: RecoverySummary; transcript?: Partial<Transcript>; st?: Partial<SessionStatus>; session?: Partial<Session> } = {},
+): SessionViewState {
   const seq = opts.seq ?? 10;
   let s = initialSessionState(sid);
   s = sessionReducer(s, { type: 'load/start', sessionId: sid, gen: 1 });
@@ -84,7 +87,7 @@ export function loaded(sid: string, opts: { seq?: number; recovery?: RecoverySum
     gen: 1,
     transcript: transcript(sid, seq, opts.transcript),
     status: status(sid, opts.st),
-    session: session(sid),
+    session: session(sid, opts.session),
     context: opts.recovery ? context(sid, seq, opts.recovery) : undefined,
     contextRead: 0,
   });

@@ -1,4 +1,4 @@
-import { useT, type MessageKey } from '../i18n';
+import { useT, type MessageKey, type T } from '../i18n';
 import type { StreamState } from '../state/types';
 
 export function Spinner({ label }: { label?: string }) {
@@ -73,27 +73,64 @@ export function ConnectionBadge({ view, compact }: { view: ConnView; compact?: b
   );
 }
 
+const execStates = new Set(['starting', 'ready', 'reconnecting', 'error', 'stopped']);
+
+const execTone: Record<string, string> = { ready: 'ok', error: 'bad', starting: 'info', reconnecting: 'warn' };
+
+/** The host a reconnecting session waits for, in words. */
+function hostPhrase(t: T, runtime: string | undefined, host: string | undefined): string {
+  if (runtime === 'remote' && host) return t('exec.remoteHost', { host });
+  return t('exec.localHost');
+}
+
+/**
+ * Where the agent runs (runtime, and the host's name for a remote one),
+ * with what that means for a restart of tetherd in the tooltip.
+ */
+export function ExecutorWhere({ runtime, host }: { runtime?: string; host?: string }) {
+  const { t } = useT();
+  if (runtime !== 'standalone' && runtime !== 'detached' && runtime !== 'remote') return null;
+  const label = t(`exec.where.${runtime}` as MessageKey, { host: host ?? '' }).trim();
+  const hint = t(`exec.whereHint.${runtime}` as MessageKey, { host: host ?? '' });
+  return (
+    <span class="badge badge--outline" data-testid="executor-where" data-runtime={runtime} aria-label={t('exec.where', { where: label })} title={hint}>
+      {label}
+    </span>
+  );
+}
+
+/**
+ * The agent's status. `reconnecting` is neither an error nor a stop: the
+ * daemon lost its executor host (its own restart, a network cut) and the
+ * turn goes on there, so it spins in amber and says so in its tooltip.
+ */
 export function ExecutorBadge({
   status,
   error,
   resuming,
+  runtime,
+  host,
   onRetry,
 }: {
   status?: string;
   error?: string;
   resuming?: boolean;
+  runtime?: string;
+  host?: string;
   onRetry?: () => void;
 }) {
   const { t } = useT();
   const s = resuming ? 'starting' : status;
-  const key = (s === 'starting' || s === 'ready' || s === 'error' || s === 'stopped' ? `exec.${s}` : 'exec.unknown') as MessageKey;
-  const tone = s === 'ready' ? 'ok' : s === 'error' ? 'bad' : s === 'starting' ? 'info' : 'neutral';
+  const key = (s && execStates.has(s) ? `exec.${s}` : 'exec.unknown') as MessageKey;
+  const tone = (s && execTone[s]) ?? 'neutral';
+  const title = s === 'error' && error ? error : s === 'reconnecting' ? t('exec.reconnectingHint', { host: hostPhrase(t, runtime, host) }) : undefined;
   return (
-    <span class="exec" data-testid="executor" data-exec={s ?? 'unknown'}>
-      <span class={`badge badge--${tone}`} aria-label={t('exec.label', { state: t(key) })} title={s === 'error' && error ? error : undefined}>
-        {s === 'starting' ? <Spinner /> : <span class={`dot dot--${tone}`} aria-hidden="true" />}
+    <span class="exec" data-testid="executor" data-exec={s ?? 'unknown'} data-runtime={runtime} data-host={host}>
+      <span class={`badge badge--${tone}`} aria-label={t('exec.label', { state: t(key) })} title={title}>
+        {s === 'starting' || s === 'reconnecting' ? <Spinner /> : <span class={`dot dot--${tone}`} aria-hidden="true" />}
         {t(key)}
       </span>
+      <ExecutorWhere runtime={runtime} host={host} />
       {s === 'error' && onRetry && (
         <button type="button" class="btn btn--small" onClick={onRetry} aria-label={`${t('exec.error')}: ${t('exec.retry')}`}>
           {t('exec.retry')}

@@ -52,7 +52,10 @@ export function ChatPane({ controller, shownSessionId, isMain, active, onFocus, 
   const st = s.status;
   const notResumable = !readOnly && st?.resumeReason === 'not_resumable' && !st.isAgentRunning;
   const blocked = !readOnly && (st?.resumeReason === 'agent_unavailable' || st?.resumeReason === 'working_directory_missing');
-  const needsResume = !readOnly && !notResumable && st?.needsResume && st.isResumable && execStatus !== 'starting' && execStatus !== 'ready';
+  // A reconnecting executor comes back by itself (the agent runs on its
+  // host): there is nothing to resume.
+  const live = execStatus === 'starting' || execStatus === 'ready' || execStatus === 'reconnecting';
+  const needsResume = !readOnly && !notResumable && st?.needsResume && st.isResumable && !live;
   const conn = connView(s.connection, s.everOpen, s.closed);
   // The agent needs credentials: its own banner says what to do, instead
   // of the generic resume offer.
@@ -99,7 +102,14 @@ export function ChatPane({ controller, shownSessionId, isMain, active, onFocus, 
         <div class="pane__badges">
           <SessionStateBadge state={s.state} />
           <ConnectionBadge view={conn} />
-          <ExecutorBadge status={execStatus} error={s.executor.error ?? st?.errorMessage} resuming={s.resuming} onRetry={() => void controller.resume()} />
+          <ExecutorBadge
+            status={execStatus}
+            error={s.executor.error ?? st?.errorMessage}
+            resuming={s.resuming}
+            runtime={s.executor.runtime ?? st?.runtime}
+            host={s.executor.host}
+            onRetry={() => void controller.resume()}
+          />
         </div>
       </header>
 

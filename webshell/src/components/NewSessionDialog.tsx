@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { useT } from '../i18n';
+import { useT, type MessageKey } from '../i18n';
 import { errorText } from '../lib/errors';
-import type { AgentProfile, Task } from '../state/types';
+import type { AgentProfile, ExecutorHost, Task } from '../state/types';
 
 export interface NewSessionRequest {
   agentProfileId: string;
@@ -9,10 +9,14 @@ export interface NewSessionRequest {
   taskId?: string;
   taskTitle?: string;
   prompt?: string;
+  /** standalone, detached or a remote host's name; absent: the daemon's default. */
+  executor?: string;
 }
 
 export interface NewSessionDialogProps {
   agents: AgentProfile[];
+  /** The executor hosts of GET /executors (the remote ones are offered). */
+  hosts?: ExecutorHost[];
   tasks: Task[];
   initial?: { taskId?: string; agentProfileId?: string; cwd?: string };
   defaultCwd?: string;
@@ -20,7 +24,7 @@ export interface NewSessionDialogProps {
   onClose: () => void;
 }
 
-export function NewSessionDialog({ agents, tasks, initial, defaultCwd, onCreate, onClose }: NewSessionDialogProps) {
+export function NewSessionDialog({ agents, hosts = [], tasks, initial, defaultCwd, onCreate, onClose }: NewSessionDialogProps) {
   const { t } = useT();
   const firstAvailable = agents.find((a) => a.available)?.id ?? '';
   const [taskId, setTaskId] = useState(initial?.taskId ?? '');
@@ -31,6 +35,9 @@ export function NewSessionDialog({ agents, tasks, initial, defaultCwd, onCreate,
   );
   const [cwd, setCwd] = useState(initial?.cwd || task?.workspace || defaultCwd || '');
   const [prompt, setPrompt] = useState('');
+  // '' sends no executor: the agent profile's, else the daemon's default.
+  const [executor, setExecutor] = useState('');
+  const remotes = hosts.filter((h) => h.runtime === 'remote');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | undefined>();
   const dialogRef = useRef<HTMLDivElement>(null);
@@ -60,6 +67,7 @@ export function NewSessionDialog({ agents, tasks, initial, defaultCwd, onCreate,
         taskId: taskId || undefined,
         taskTitle: taskId ? undefined : taskTitle.trim() || undefined,
         prompt: prompt.trim() || undefined,
+        executor: executor || undefined,
       });
     } catch (err) {
       setError(errorText(err));
@@ -126,6 +134,22 @@ export function NewSessionDialog({ agents, tasks, initial, defaultCwd, onCreate,
               </label>
             ))}
           </fieldset>
+          <label class="field">
+            <span class="field__label">{t('new.executor')}</span>
+            <select name="executor" value={executor} onChange={(e) => setExecutor((e.currentTarget as HTMLSelectElement).value)} aria-describedby="executor-hint">
+              <option value="">{t('new.executorDefault')}</option>
+              <option value="standalone">{t('new.executorStandalone')}</option>
+              <option value="detached">{t('new.executorDetached')}</option>
+              {remotes.map((h) => (
+                <option key={h.name} value={h.name}>
+                  {h.state === 'connected' ? t('new.executorRemote', { name: h.name }) : t('new.executorRemoteState', { name: h.name, state: t(`new.hostState.${h.state}` as MessageKey) })}
+                </option>
+              ))}
+            </select>
+            <span id="executor-hint" class="field__hint">
+              {t('new.executorHint')}
+            </span>
+          </label>
           <label class="field">
             <span class="field__label">{t('new.cwd')}</span>
             <input ref={cwdRef} type="text" name="cwd" class="mono" value={cwd} required spellcheck={false} autoComplete="off" placeholder="/home/you/project" onInput={(e) => setCwd((e.currentTarget as HTMLInputElement).value)} aria-describedby="cwd-hint" />

@@ -149,7 +149,9 @@ export class SessionController {
     // Read after the transcript, so the plan is at least as new as the
     // snapshot; events in between are ordered by cursor in the reducer.
     void this.refreshContext();
-    if (status && status.needsResume && status.isResumable && !this.#autoResumed && this.#opts.autoResume?.()) {
+    // A reconnecting executor is not resumed: its agent runs on its host,
+    // and the daemon attaches to it again by itself.
+    if (status && status.needsResume && status.isResumable && status.executorStatus !== 'reconnecting' && !this.#autoResumed && this.#opts.autoResume?.()) {
       this.#autoResumed = true;
       void this.resume();
     }

@@ -15,13 +15,13 @@
 //   click that moves it to `sending` is the only one that sends.
 import { bannerGate } from './banner';
 import { parsePosition } from './cursor';
+import { placeOf, reportedExecutor, type ExecutorView } from './executor';
 import { activeTurn, TERMINAL_SESSION_STATES, TERMINAL_TURN_STATES } from './selectors';
 import type {
   AuthMethod,
   AvailableCommand,
   ConfigOptionView,
   ContinueOutcome,
-  ExecutorStatus,
   Message,
   PermissionRequest,
   PlanEntry,
@@ -135,13 +135,8 @@ export interface SessionViewState {
   session?: Session;
   state?: SessionState;
   closed: boolean;
-  /**
-   * The agent process: its status and last start failure. `code` is the
-   * failure's stable code (`agent_auth_required`: the agent needs
-   * credentials, see auth.ts); `authMethods` what the daemon's problem said
-   * the agent accepts.
-   */
-  executor: { status?: ExecutorStatus; error?: string; code?: string; authMethods?: AuthMethod[] };
+  /** The agent process (see ExecutorView). */
+  executor: ExecutorView;
   status?: SessionStatus;
   agent?: SessionContext['agent'];
   /** The agent's slash commands (the composer offers them on "/"). */
@@ -385,7 +380,8 @@ function applySnapshot(s: SessionViewState, a: Extract<SessionAction, { type: 'l
     next.state = a.session.state;
     next.contextLost = a.session.contextLost ?? next.contextLost;
     if (a.session.closedAt) next.closed = true;
-    if (a.session.executor) next.executor = { status: a.session.executor.status, error: a.session.executor.errorMessage };
+    const ex = a.session.executor;
+    if (ex) next.executor = { status: ex.status, error: ex.errorMessage, ...placeOf(next.executor, ex.runtime, ex.host) };
   }
   if (a.status) next = applyStatus(next, a.status);
   if (a.context) next = applyContext(next, a.context, a.contextRead ?? next.recoveryReadFloor);
@@ -402,29 +398,14 @@ function applySnapshot(s: SessionViewState, a: Extract<SessionAction, { type: 'l
   return next;
 }
 
-/**
- * The executor after a status report: the failure's code only while the
- * status is error, and the auth methods a problem named kept while the same
- * failure stands (status and events do not carry them).
- */
-function failedExecutor(
-  prev: SessionViewState['executor'],
-  status: ExecutorStatus | undefined,
-  error: string | undefined,
-  code: string | undefined,
-  authMethods?: AuthMethod[],
-): SessionViewState['executor'] {
-  if (status !== 'error') return { status, error };
-  const methods = authMethods ?? (code && code === prev.code ? prev.authMethods : undefined);
-  return { status, error, ...(code ? { code } : {}), ...(methods ? { authMethods: methods } : {}) };
-}
-
 function applyStatus(s: SessionViewState, st: SessionStatus): SessionViewState {
   return {
     ...s,
     status: st,
     state: st.state ?? s.state,
-    executor: failedExecutor(s.executor, st.executorStatus, st.errorMessage ?? (st.executorStatus === 'error' ? s.executor.error : undefined), st.errorCode),
+    executor: reportedExecutor(s.executor, st.executorStatus, st.errorMessage ?? (st.executorStatus === 'error' ? s.executor.error : undefined), st.errorCode, undefined, {
+      runtime: st.runtime,
+    }),
     contextLost: st.contextLost ?? s.contextLost,
     closed: s.closed || TERMINAL_SESSION_STATES.has(st.state),
   };
@@ -488,7 +469,11 @@ function applyEvent(s: SessionViewState, ev: TetherEvent): SessionViewState {
     case 'session.state_changed':
       return { ...n, state: ev.data.state, closed: n.closed || TERMINAL_SESSION_STATES.has(ev.data.state) };
     case 'session.executor_status':
-      return { ...n, executor: failedExecutor(n.executor, ev.data.status, ev.data.error, ev.data.errorCode), resuming: ev.data.status === 'starting' ? n.resuming : false };
+      return {
+        ...n,
+        executor: reportedExecutor(n.executor, ev.data.status, ev.data.error, ev.data.errorCode, undefined, { runtime: ev.data.runtime, host: ev.data.host }),
+        resuming: ev.data.status === 'starting' ? n.resuming : false,
+      };
     case 'session.resumed':
       return { ...n, contextLost: !ev.data.contextRestored };
     case 'session.recovery_changed':
@@ -707,7 +692,7 @@ export function sessionReducer(s: SessionViewState, a: SessionAction): SessionVi
     case 'resume/done': {
       const n = { ...s, resuming: false };
       if (a.error) {
-        const executor = failedExecutor(n.executor, 'error', a.error, a.code, a.authMethods);
+        const executor = reportedExecutor(n.executor, 'error', a.error, a.code, a.authMethods);
         // An auth failure has its own banner; a generic notice would repeat it.
         if (a.code === 'agent_auth_required') return { ...n, executor };
         return { ...n, notice: { kind: 'error', text: a.error }, executor };

@@ -7,6 +7,8 @@ export type {
   AvailableCommand,
   CancelResult,
   ContentBlock,
+  Executor,
+  ExecutorHost,
   ExecutorStatus,
   Message,
   PermissionOption,
