@@ -36,6 +36,12 @@
 // acp.ClassDisconnected; each lost agent's stop stays queued, so that the
 // host, if it comes back, does not run agents the daemon gave up on.
 //
+// A Start waits while the host is reconnecting, except on a host that
+// refused the daemon (a wrong token, a certificate that is not the pinned
+// or CA-issued one, errcode.HostCertificateRejected, no common protocol
+// version), where no retry helps: it fails at once. Either way its error
+// is errcode.ExecutorUnavailable, caused by why the host was not reached.
+//
 // # Hosts
 //
 // DialUnix and DialTLS (a CA or a pinned certificate) reach a host;

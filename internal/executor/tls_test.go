@@ -227,7 +227,7 @@ func TestHostOverTLS(t *testing.T) {
 }
 
 // TestHostWrongCertificate: a host whose certificate is not the pinned
-// one is never spoken to, and Info says why.
+// one is never spoken to, Info says why, and a Start there fails at once.
 func TestHostWrongCertificate(t *testing.T) {
 	cert, _ := newTestCA(t, "ca").leaf(t)
 	_, otherPin := newTestCA(t, "other").leaf(t)
@@ -239,6 +239,7 @@ func TestHostWrongCertificate(t *testing.T) {
 	if info.State != StateReconnecting {
 		t.Fatalf("state: got %s, want %s", info.State, StateReconnecting)
 	}
+	checkStartRefused(t, h, "s1", errcode.HostCertificateRejected)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.nconns != 0 {
