@@ -29,6 +29,9 @@ type executorOptions struct {
 	hostsFile string
 	lostAfter time.Duration
 	linger    time.Duration
+	// pingInterval and pingTimeout say how soon a silent host connection
+	// (a cut network link) counts as broken.
+	pingInterval, pingTimeout time.Duration
 	// versions is the hidden --host-protocol-versions (upgrade tests).
 	versions string
 }
@@ -38,6 +41,8 @@ func (x *executorOptions) flags(fs *flag.FlagSet) {
 		"where sessions run unless their profile or request says otherwise: standalone (a child of tetherd; a restart interrupts its turns), detached (a local executor host that outlives tetherd) or a remote host's name from --hosts [TETHER_EXECUTOR]")
 	fs.StringVar(&x.hostsFile, "hosts", env("TETHER_HOSTS", ""), "remote executor hosts config (default <data-dir>/hosts.yaml when it exists) [TETHER_HOSTS]")
 	fs.DurationVar(&x.lostAfter, "host-lost-after", 2*time.Minute, "how long an executor host may stay unreachable before its sessions' turns are interrupted (executor_lost); until then the daemon reconnects and the turns go on on the host")
+	fs.DurationVar(&x.pingInterval, "host-ping-interval", 10*time.Second, "how often the daemon pings each executor host")
+	fs.DurationVar(&x.pingTimeout, "host-ping-timeout", 10*time.Second, "a host connection on which nothing arrived for --host-ping-interval plus this long is taken for broken (a cut network link), and the host shows reconnecting")
 	fs.DurationVar(&x.linger, "host-linger", 10*time.Minute, "the local detached host exits once no daemon has been connected and its agents have been idle for this long (0: never)")
 	fs.StringVar(&x.versions, "host-protocol-versions", "", "host protocol versions the daemon speaks, MIN..MAX (default: all this build speaks; for upgrade tests)")
 }
@@ -122,7 +127,8 @@ func daemonExecutors(o options, self string, logger *slog.Logger) (*sessions.Hos
 	hostname, _ := os.Hostname()
 	pool, err := executor.NewPool(executor.PoolConfig{Local: local, Remotes: remotes,
 		Host: executor.HostConfig{DaemonID: hostname + ":" + o.dataDir, DaemonVersion: buildinfo.Get().Version,
-			Versions: versions, LostAfter: x.lostAfter, UpdateWindow: o.updateWindow, Logger: logger}})
+			Versions: versions, LostAfter: x.lostAfter, PingInterval: x.pingInterval, PingTimeout: x.pingTimeout,
+			UpdateWindow: o.updateWindow, Logger: logger}})
 	if err != nil {
 		return nil, nil, err
 	}

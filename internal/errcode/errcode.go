@@ -65,6 +65,10 @@ const (
 	HostProtocolMismatch Code = "host_protocol_mismatch"
 	// HostUnauthorized: the host did not accept the daemon's token.
 	HostUnauthorized Code = "host_unauthorized"
+	// HostCertificateRejected: the daemon refused the host's TLS
+	// certificate: it is not the pinned one, not issued by the configured
+	// CA, or made out for another name.
+	HostCertificateRejected Code = "host_certificate_rejected"
 	// HostProtocolError: a peer sent something the protocol does not allow
 	// (a malformed or truncated frame, an unknown or unexpected message).
 	HostProtocolError Code = "host_protocol_error"

@@ -126,11 +126,38 @@ func (h *Host) onResult(res hostproto.CommandResult) {
 		if then != nil {
 			then()
 		}
+		if err := h.failedByExit(c, res); err != nil {
+			c.finish(hostproto.CommandResult{}, err)
+			return
+		}
 		c.finish(res, nil)
 	}
 	if c.agent == nil || !c.agent.enqueue(item{fn: complete}) {
 		complete()
 	}
+}
+
+// failedByExit returns the agent's end error for a session command the
+// host failed after the agent's exit record (results come in order with
+// the records): the host refused it because the agent was gone ("not
+// running", after a host crash), so it fails as any call of an agent that
+// went away does, classified acp.ClassDisconnected, and the turn's outcome
+// comes from the exit. Nil otherwise.
+func (h *Host) failedByExit(c *call, res hostproto.CommandResult) error {
+	a := c.agent
+	if res.Error == nil || a == nil {
+		return nil
+	}
+	switch c.cmd.Kind {
+	case hostproto.CommandStart, hostproto.CommandAttach, hostproto.CommandStop:
+		return nil // their results settle the agent themselves
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !a.ended {
+		return nil
+	}
+	return a.endErr
 }
 
 // resultLocked applies what a result means for the link and the agent; it

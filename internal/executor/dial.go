@@ -12,6 +12,8 @@ import (
 	"net"
 	"os"
 	"strings"
+
+	"github.com/tether/tether/internal/errcode"
 )
 
 // DialUnix reaches a host on a unix socket (a detached host).
@@ -80,7 +82,7 @@ func DialTLS(addr string, t TLSConfig) (Dialer, error) {
 			}
 			got := sha256.Sum256(raw[0])
 			if subtle.ConstantTimeCompare(got[:], pin) != 1 {
-				return fmt.Errorf("executor host certificate has SHA-256 %x, not the pinned %x", got, pin)
+				return pinMismatch{got: got[:], want: pin}
 			}
 			return nil
 		}
@@ -89,8 +91,29 @@ func DialTLS(addr string, t TLSConfig) (Dialer, error) {
 		d := tls.Dialer{Config: cfg}
 		c, err := d.DialContext(ctx, "tcp", addr)
 		if err != nil {
+			if certificateRejected(err) {
+				return nil, errcode.Wrap(errcode.HostCertificateRejected, err, "TLS to %s: host certificate rejected", addr)
+			}
 			return nil, fmt.Errorf("TLS to %s: %w", addr, err)
 		}
 		return c, nil
 	}, nil
+}
+
+// pinMismatch is the error of a host certificate that is not the pinned
+// one.
+type pinMismatch struct{ got, want []byte }
+
+func (e pinMismatch) Error() string {
+	return fmt.Sprintf("executor host certificate has SHA-256 %x, not the pinned %x", e.got, e.want)
+}
+
+// certificateRejected reports whether a TLS dial failed because the
+// daemon refused the host's certificate (not the pinned one, not issued by
+// the CA, or for another name): a configuration error that retrying does
+// not mend, unlike a network error.
+func certificateRejected(err error) bool {
+	var pm pinMismatch
+	var ve *tls.CertificateVerificationError
+	return errors.As(err, &pm) || errors.As(err, &ve)
 }

@@ -34,7 +34,16 @@
 // HostConfig.LostAfter is lost: its Agents end (Done, Lost() true) and
 // their pending calls fail with errcode.ExecutorLost, classified
 // acp.ClassDisconnected; each lost agent's stop stays queued, so that the
-// host, if it comes back, does not run agents the daemon gave up on.
+// host, if it comes back, does not run agents the daemon gave up on. A
+// command the host answers with an error after the agent's exit record
+// (a host restarted after a crash refuses the commands of the agents it
+// lost) fails the same way, so the exit decides the turn.
+//
+// A Start waits while the host is reconnecting, except on a host that
+// refused the daemon (a wrong token, a certificate that is not the pinned
+// or CA-issued one, errcode.HostCertificateRejected, no common protocol
+// version), where no retry helps: it fails at once. Either way its error
+// is errcode.ExecutorUnavailable, caused by why the host was not reached.
 //
 // # Hosts
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -172,18 +173,18 @@ func (h *Host) Status(ctx context.Context) (hostproto.StatusResult, error) {
 // Start launches the agent of p.ProfileID on the host for the daemon's
 // session sessionID and performs its ACP handshake there. h receives the
 // agent's records, from offset 1; it may be called before Start returns.
-// While the host is reconnecting Start waits (bounded by ctx); a lost host
-// fails it with errcode.ExecutorUnavailable. If ctx ends before the host
-// answered, an agent the host starts anyway is stopped.
+// While the host is reconnecting Start waits (bounded by ctx), unless the
+// host refused the daemon (refused): then, and when the host is lost or
+// ctx ends while it is unreachable, Start fails with
+// errcode.ExecutorUnavailable and why the host could not be reached. If
+// ctx ends before the host answered, an agent the host starts anyway is
+// stopped.
 func (h *Host) Start(ctx context.Context, sessionID string, p hostproto.StartPayload, handler acp.Handler) (*Agent, error) {
 	grace := h.cfg.StopGrace
 	if p.StopGraceMS > 0 {
 		grace = time.Duration(p.StopGraceMS) * time.Millisecond
 	}
-	a, err := h.register(ctx, sessionID, handler, grace, 0,
-		func() error {
-			return errcode.New(errcode.ExecutorUnavailable, "executor host %q is unreachable", h.cfg.Name)
-		})
+	a, err := h.register(ctx, sessionID, handler, grace, 0, func() error { return h.unavailableLocked() })
 	if err != nil {
 		return nil, err
 	}
@@ -192,15 +193,52 @@ func (h *Host) Start(ctx context.Context, sessionID string, p hostproto.StartPay
 	a.startCall = c
 	h.mu.Unlock()
 	h.kick(h.sendKick)
-	if _, err := h.await(ctx, c); err != nil {
-		if ctx.Err() != nil {
-			h.mu.Lock()
-			h.abandonStartLocked(c)
-			h.mu.Unlock()
-		}
+	if err := h.awaitStart(ctx, c); err != nil {
 		return nil, err
 	}
 	return a, nil
+}
+
+// awaitStart waits for the answer to the start c. A start not sent yet
+// gives up as soon as the host refuses the daemon: no retry mends a wrong
+// token, certificate or protocol version, so the session says why at once
+// instead of waiting for its start timeout.
+func (h *Host) awaitStart(ctx context.Context, c *call) error {
+	for {
+		h.mu.Lock()
+		changed := h.changed
+		if h.conn == nil && c.sentGen == 0 && refused(h.lastErr) && h.calls[c.cmd.ID] == c {
+			err := h.unavailableLocked()
+			delete(h.calls, c.cmd.ID)
+			h.unregisterLocked(c.agent)
+			h.mu.Unlock()
+			return err
+		}
+		h.mu.Unlock()
+		select {
+		case <-c.done:
+			_, err := h.await(context.Background(), c) // answered (or failed): that outcome
+			return err
+		case <-ctx.Done():
+			h.mu.Lock()
+			h.abandonStartLocked(c)
+			err := ctx.Err()
+			if h.conn == nil {
+				err = h.unavailableLocked() // says why, which the bare deadline does not
+			}
+			h.mu.Unlock()
+			return err
+		case <-changed:
+		}
+	}
+}
+
+// refused reports whether a connection attempt failed because the host
+// and the daemon do not accept each other: a wrong token, a certificate
+// that is not the configured one, no common protocol version.
+func refused(err error) bool {
+	return errcode.Is(err, errcode.HostUnauthorized) || errcode.Is(err, errcode.HostCertificateRejected) ||
+		errcode.Is(err, errcode.HostProtocolMismatch)
 }
 
 // Attach takes up the session the host already runs for sessionID (after
@@ -231,7 +269,8 @@ func (h *Host) Attach(ctx context.Context, sessionID string, from uint64, handle
 }
 
 // register makes a the session's Agent on this host, once an earlier one
-// that ended has finished with the host (its stop and last ack).
+// that ended has finished with the host (its stop and last ack). On a
+// lost host it fails with whenLost's error, made under h.mu.
 func (h *Host) register(ctx context.Context, sessionID string, handler acp.Handler, grace time.Duration, from uint64, whenLost func() error) (*Agent, error) {
 	if handler == nil {
 		return nil, errors.New("executor: a handler is required")
@@ -319,11 +358,18 @@ func (h *Host) usableLocked() error {
 	return nil
 }
 
+// unavailableLocked is the error of a command the host cannot take now
+// (it is not connected, or lost): errcode.ExecutorUnavailable, caused by
+// why the last connection attempt failed.
 func (h *Host) unavailableLocked() error {
-	if h.lastErr != nil {
-		return errcode.Wrap(errcode.ExecutorUnavailable, h.lastErr, "executor host %q is not connected", h.cfg.Name)
+	what := "is not connected"
+	if h.state == StateLost {
+		what = fmt.Sprintf("has been unreachable for more than %s", h.cfg.LostAfter)
 	}
-	return errcode.New(errcode.ExecutorUnavailable, "executor host %q is not connected", h.cfg.Name)
+	if h.lastErr != nil {
+		return errcode.Wrap(errcode.ExecutorUnavailable, h.lastErr, "executor host %q %s", h.cfg.Name, what)
+	}
+	return errcode.New(errcode.ExecutorUnavailable, "executor host %q %s", h.cfg.Name, what)
 }
 
 // lostErr is what calls pending on a lost host fail with: an
@@ -360,7 +406,8 @@ func (h *Host) declareLost(epoch uint64) {
 	for id, c := range h.calls {
 		switch {
 		case c.cmd.Kind == hostproto.CommandStart:
-			c.finish(hostproto.CommandResult{}, err)
+			// As a Start made now would: unavailable, and why.
+			c.finish(hostproto.CommandResult{}, h.unavailableLocked())
 			h.abandonStartLocked(c)
 		case c.cmd.Kind == hostproto.CommandAttach && !c.agent.established:
 			delete(h.calls, id)

@@ -215,6 +215,36 @@ func TestExitRecordLost(t *testing.T) {
 	}
 }
 
+// TestCommandRefusedAfterExit: a host that restarted after a crash holds
+// the session with a lost exit and refuses its commands ("not running");
+// such a refusal, coming after the exit record, fails the call as
+// disconnected, like any call of an agent that went away, so that the
+// turn's outcome is the exit's, never a failure of its own. Several
+// sessions, as the refusal and the exit race to the caller.
+func TestCommandRefusedAfterExit(t *testing.T) {
+	f := newFakeHost(t, func(f *fakeHost) {
+		f.handle = func(f *fakeHost, cmd hostproto.Command) hostproto.CommandResult {
+			if cmd.Kind != hostproto.CommandPrompt {
+				return okResult(nil)
+			}
+			f.emit(cmd.SessionID, hostproto.RecordExit, hostproto.Exit{Code: -1, Lost: true})
+			return errResult(errcode.New(errcode.InvalidState, "the agent of session %s is not running", cmd.SessionID))
+		}
+	})
+	h := newTestHost(t, f, nil)
+	for i := range 10 {
+		a := startAgent(t, h, fmt.Sprintf("s%d", i), newRecHandler(true))
+		got := await(t, "the prompt", promptAsync(t, a, "t1"))
+		if acp.Classify(got.err) != acp.ClassDisconnected {
+			t.Fatalf("session %d: prompt got %v, want a disconnected error", i, got.err)
+		}
+		await(t, "Done", a.Done())
+		if !a.Lost() {
+			t.Fatalf("session %d: got exit %+v, want lost", i, a.Exit())
+		}
+	}
+}
+
 func TestStatus(t *testing.T) {
 	f := newFakeHost(t, nil)
 	h := newTestHost(t, f, nil)

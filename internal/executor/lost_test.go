@@ -1,6 +1,8 @@
 package executor
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -102,7 +104,9 @@ func TestStopWhileUnreachable(t *testing.T) {
 }
 
 // TestRefusedHandshake: a refused token or protocol version is the host's
-// last error, with its code, and the daemon keeps retrying.
+// last error, with its code, and the daemon keeps retrying; a Start on
+// that host fails at once with the refusal, whether it came before the
+// refusal or after, instead of waiting out its ctx.
 func TestRefusedHandshake(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -117,11 +121,16 @@ func TestRefusedHandshake(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeHost(t, tc.setup)
 			h := newTestHost(t, f, tc.mod)
+			checkStartRefused(t, h, "s1", tc.want) // most likely before the first attempt ended
 			info := waitInfo(t, h, "a refusal", func(i HostInfo) bool { return i.LastError != nil && errcode.Is(i.LastError, tc.want) })
 			if info.State != StateReconnecting {
 				t.Fatalf("state: got %s, want %s", info.State, StateReconnecting)
 			}
 			f.waitFor(t, "a retry", func() bool { return len(f.refusals) >= 2 })
+			checkStartRefused(t, h, "s2", tc.want) // after it
+			if info := h.Info(); len(info.Attached) != 0 {
+				t.Fatalf("attached: got %v, want none", info.Attached)
+			}
 		})
 	}
 }
@@ -145,5 +154,60 @@ func TestSilentHostIsReconnected(t *testing.T) {
 	a := startAgent(t, h, "s1", newRecHandler(true))
 	if a.Capabilities().AgentName != "fake-agent" {
 		t.Fatalf("capabilities: got %+v", a.Capabilities())
+	}
+}
+
+// checkStartRefused starts an agent on a host that refuses the daemon: the
+// start fails with errcode.ExecutorUnavailable, caused by the refusal.
+func checkStartRefused(t *testing.T, h *Host, sid string, want errcode.Code) {
+	t.Helper()
+	_, err := h.Start(ctxT(t), sid, hostproto.StartPayload{ProfileID: "demo"}, newRecHandler(true))
+	if !errcode.Is(err, errcode.ExecutorUnavailable) || !errcode.Is(errors.Unwrap(err), want) {
+		t.Fatalf("Start: got %v, want %s caused by %s", err, errcode.ExecutorUnavailable, want)
+	}
+}
+
+// TestStartOnUnreachableHostSaysWhy: a Start waits for a host that cannot
+// be reached (it may come back); when its ctx ends, or the host is
+// declared lost meanwhile, it fails with errcode.ExecutorUnavailable and
+// the connection error, not a bare deadline.
+func TestStartOnUnreachableHostSaysWhy(t *testing.T) {
+	cases := []struct {
+		name string
+		wait time.Duration // the Start's own deadline
+		lose bool          // declare the host lost while the Start waits
+		want string
+	}{
+		{"the start's deadline passes", 50 * time.Millisecond, false, "is not connected"},
+		{"the host is lost", guardTimeout, true, "unreachable for more than"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeHost(t, nil)
+			f.close() // nothing listens any more
+			h := newTestHost(t, f, func(c *HostConfig) { c.LostAfter = time.Hour })
+			waitInfo(t, h, "a failed attempt", func(i HostInfo) bool { return i.LastError != nil })
+			ctx, cancel := context.WithTimeout(ctxT(t), tc.wait)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() {
+				_, err := h.Start(ctx, "s1", hostproto.StartPayload{ProfileID: "demo"}, newRecHandler(true))
+				done <- err
+			}()
+			if tc.lose {
+				waitInfo(t, h, "the start waiting", func(i HostInfo) bool { return len(i.Attached) == 1 })
+				h.mu.Lock()
+				epoch := h.downEpoch
+				h.mu.Unlock()
+				h.declareLost(epoch) // as the LostAfter timer does
+			}
+			err := await(t, "the start", done)
+			if !errcode.Is(err, errcode.ExecutorUnavailable) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "connect") {
+				t.Fatalf("Start: got %v, want %s saying %q and why the connection failed", err, errcode.ExecutorUnavailable, tc.want)
+			}
+			if info := h.Info(); len(info.Attached) != 0 {
+				t.Fatalf("attached: got %v, want none", info.Attached)
+			}
+		})
 	}
 }

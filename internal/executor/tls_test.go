@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/hostproto"
 )
 
@@ -143,7 +144,28 @@ func TestDialTLS(t *testing.T) {
 			if !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), addr) {
 				t.Fatalf("got %v, want an error naming %s and mentioning %q", err, addr, tc.wantErr)
 			}
+			if got := errcode.CodeOf(err); got != errcode.HostCertificateRejected {
+				t.Fatalf("code: got %s, want %s", got, errcode.HostCertificateRejected)
+			}
 		})
+	}
+}
+
+// TestDialTLSNetworkError: a host that cannot be reached is not a
+// rejected certificate (retrying may mend it).
+func TestDialTLSNetworkError(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there any more
+	dial, err := DialTLS(addr, TLSConfig{PinSHA256: strings.Repeat("a", 64)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dial(ctxT(t)); err == nil || errcode.Is(err, errcode.HostCertificateRejected) {
+		t.Fatalf("got %v, want a connection error that is not %s", err, errcode.HostCertificateRejected)
 	}
 }
 
@@ -205,7 +227,7 @@ func TestHostOverTLS(t *testing.T) {
 }
 
 // TestHostWrongCertificate: a host whose certificate is not the pinned
-// one is never spoken to, and Info says why.
+// one is never spoken to, Info says why, and a Start there fails at once.
 func TestHostWrongCertificate(t *testing.T) {
 	cert, _ := newTestCA(t, "ca").leaf(t)
 	_, otherPin := newTestCA(t, "other").leaf(t)
@@ -217,6 +239,7 @@ func TestHostWrongCertificate(t *testing.T) {
 	if info.State != StateReconnecting {
 		t.Fatalf("state: got %s, want %s", info.State, StateReconnecting)
 	}
+	checkStartRefused(t, h, "s1", errcode.HostCertificateRejected)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.nconns != 0 {

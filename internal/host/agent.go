@@ -123,14 +123,16 @@ func (h *Host) startAgent(s *session, p hostproto.StartPayload) (*acp.Conn, erro
 }
 
 // watchExit appends the agent's exit record, the session's last, once the
-// agent has ended.
+// agent has ended. The record is queued before the session says it
+// exited: a command refused as "not running" then marks (mark) after the
+// exit, so its result reaches the daemon after the exit record.
 func (s *session) watchExit(conn *acp.Conn) {
 	<-conn.Done()
 	e := hostproto.FromExit(conn.Exit())
+	s.q.push(item{kind: hostproto.RecordExit, payload: e, appended: s.setExitOffset})
 	s.mu.Lock()
 	s.exited, s.exit = true, e
 	s.mu.Unlock()
-	s.q.push(item{kind: hostproto.RecordExit, payload: e, appended: s.setExitOffset})
 	close(s.exitQueued)
 	s.log.Info("host: agent ended", "exit", e.Code, "signal", e.Signal)
 	s.h.changed()

@@ -256,7 +256,8 @@ func TestActorRestore(t *testing.T) {
 }
 
 // TestActorStartFailure: a start that fails leaves the session waiting,
-// with the classified error in its status and no agent left running.
+// with the classified error in its status (the executor host's when it is
+// to blame) and no agent left running.
 func TestActorStartFailure(t *testing.T) {
 	cases := []struct {
 		name     string
@@ -266,6 +267,8 @@ func TestActorStartFailure(t *testing.T) {
 		{"the handshake fails", fakeScript{startErr: errInternal}, errcode.AgentStartFailed},
 		{"session/new wants credentials", fakeScript{newErr: errAuthRequired}, errcode.AgentAuthRequired},
 		{"session/new fails", fakeScript{newErr: errInternal}, errcode.AgentStartFailed},
+		{"the executor host refuses the daemon", fakeScript{startErr: errcode.Wrap(errcode.ExecutorUnavailable,
+			errcode.New(errcode.HostUnauthorized, "wrong token"), "executor host %q is not connected", "far")}, errcode.ExecutorUnavailable},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

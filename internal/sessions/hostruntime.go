@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/tether/tether/internal/errcode"
@@ -85,7 +86,7 @@ func (x *HostExecutors) Hosts(ctx context.Context) []ExecutorHost {
 			h.LastContactAt = &t
 		}
 		if in.LastError != nil {
-			h.ErrorCode, h.ErrorMessage = string(errcode.CodeOf(in.LastError)), in.LastError.Error()
+			h.ErrorCode, h.ErrorMessage = string(hostErrorCode(in.LastError)), in.LastError.Error()
 		}
 		if in.State == executor.StateConnected {
 			if host, err := x.Pool.Get(in.Name); err == nil {
@@ -103,6 +104,18 @@ func (x *HostExecutors) Hosts(ctx context.Context) []ExecutorHost {
 		out = append(out, h)
 	}
 	return out
+}
+
+// hostErrorCode is the code of why a host could not be reached: the
+// refusal's (host_unauthorized, host_certificate_rejected, ...), else
+// executor_unavailable (a network error carries no code of ours, and is
+// no internal error).
+func hostErrorCode(err error) errcode.Code {
+	var de *errcode.Error
+	if errors.As(err, &de) {
+		return de.Code
+	}
+	return errcode.ExecutorUnavailable
 }
 
 func hostSessions(st hostproto.StatusResult) []ExecutorHostSession {

@@ -235,12 +235,18 @@ func (m *Manager) open(ctx context.Context, conn Agent, p startPlan, call restor
 }
 
 // agentFailure wraps an error of the agent's start or restore with its
-// stable code: agent_start_failed, or agent_auth_required when the agent
+// stable code: executor_unavailable or executor_lost when its executor
+// host is to blame, agent_start_failed, or agent_auth_required when the agent
 // asks for credentials (ACP -32000). Then the message ends with what to do
 // (from the auth methods the agent announced) and the error carries those
 // methods, for the problem body. conn is nil when the handshake itself
 // failed (authenticate included).
 func agentFailure(err error, conn Agent, p startPlan, format string, args ...any) *errcode.Error {
+	if code := errcode.CodeOf(err); code == errcode.ExecutorUnavailable || code == errcode.ExecutorLost {
+		// The executor host failed, not the agent: the session's error
+		// code says so (the message, why the host could not be reached).
+		return errcode.Wrap(code, err, format, args...)
+	}
 	if acp.Classify(err) != acp.ClassAuthRequired {
 		return errcode.Wrap(errcode.AgentStartFailed, err, format, args...)
 	}

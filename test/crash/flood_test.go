@@ -143,7 +143,7 @@ func (w *world) replayLoop(sid string, n int) (stop func()) {
 func (w *world) daemonHWM() int64 {
 	w.t.Helper()
 	w.mu.Lock()
-	pid := w.cmd.Process.Pid
+	pid := w.daemon.pid()
 	w.mu.Unlock()
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {

@@ -39,7 +39,7 @@ func procStatus(t *testing.T, pid int, field string) int64 {
 func (w *world) pid() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.cmd.Process.Pid
+	return w.daemon.pid()
 }
 
 // runTool prompts sid with a /tool command, insists that the turn ends

@@ -64,12 +64,28 @@ type world struct {
 	// env is added to the environment of every daemon the world starts.
 	env []string
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
+	mu sync.Mutex
+	// daemon is the running tetherd, nil between runs.
+	daemon *child
+	// all keeps the output of every daemon of the world, and of the
+	// executor hosts the test runs itself, for failures.
+	all     []namedLog
+	started int // daemons started
+	// profiles are the agent profiles of the daemon's agents.yaml.
+	profiles []profile
+}
+
+// namedLog is one child's output and what the child was.
+type namedLog struct {
+	name string
 	logs *logBuffer
-	// all keeps the output of every daemon of the world, for failures.
-	all []*logBuffer
+}
+
+// keepLog adds a child's output to what a failed test prints.
+func (w *world) keepLog(name string, logs *logBuffer) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.all = append(w.all, namedLog{name, logs})
 }
 
 func newWorld(t *testing.T, profiles ...profile) *world {
@@ -87,6 +103,16 @@ func (w *world) stateDir(id string) string { return filepath.Join(w.states, id) 
 // setProfiles writes agents.yaml; it is read by the next daemon start.
 func (w *world) setProfiles(profiles ...profile) {
 	w.t.Helper()
+	w.writeAgents(w.dir, profiles...)
+	w.mu.Lock()
+	w.profiles = profiles
+	w.mu.Unlock()
+}
+
+// writeAgents writes an agents.yaml of profiles into dir: the daemon's,
+// or an executor host's own.
+func (w *world) writeAgents(dir string, profiles ...profile) {
+	w.t.Helper()
 	var b strings.Builder
 	b.WriteString("agents:\n")
 	for _, p := range profiles {
@@ -102,29 +128,82 @@ func (w *world) setProfiles(profiles ...profile) {
 			fmt.Fprintf(&b, "    envPassthrough: %s\n", pass)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(w.dir, "agents.yaml"), []byte(b.String()), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "agents.yaml"), []byte(b.String()), 0o600); err != nil {
 		w.t.Fatal(err)
+	}
+}
+
+// child is a process a test runs (a daemon, an executor host), reaped by
+// a goroutine of its own.
+type child struct {
+	name string
+	cmd  *exec.Cmd
+	logs *logBuffer
+	done chan struct{} // closed once reaped
+}
+
+// run starts cmd, keeping its output for a failure's report under name.
+func (w *world) run(name string, cmd *exec.Cmd) *child {
+	w.t.Helper()
+	c := &child{name: name, cmd: cmd, logs: &logBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = c.logs, c.logs
+	if err := cmd.Start(); err != nil {
+		w.t.Fatal(err)
+	}
+	go func() { _ = cmd.Wait(); close(c.done) }()
+	w.keepLog(name, c.logs)
+	return c
+}
+
+func (c *child) pid() int { return c.cmd.Process.Pid }
+
+// exited reports whether the child has ended (and was reaped).
+func (c *child) exited() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// kill9 kills the child with SIGKILL and waits until it is reaped.
+func (c *child) kill9(t *testing.T) {
+	t.Helper()
+	if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-c.done
+}
+
+// term stops the child with SIGTERM (a clean stop) and waits for it.
+func (c *child) term(t *testing.T) {
+	t.Helper()
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.done:
+	case <-time.After(deadline):
+		_ = c.cmd.Process.Kill()
+		<-c.done
+		t.Errorf("%s did not stop within %s of SIGTERM", c.name, deadline)
 	}
 }
 
 // start runs `tetherd serve` on the world's data dir and waits for /health.
 func (w *world) start(extra ...string) {
 	w.t.Helper()
-	logs := &logBuffer{}
 	// Standalone unless a test asks for a host: these tests are about the
 	// daemon's own children (the hosted ones say --executor detached).
 	args := append([]string{"serve", "--data-dir", w.dir, "--addr", w.addr, "--token", token, "--log-level", "debug", "--executor", "standalone"}, extra...)
 	cmd := exec.Command(w.bin, args...)
 	cmd.Env = append(os.Environ(), w.env...)
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		w.t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
 	w.mu.Lock()
-	w.cmd, w.done, w.logs = cmd, done, logs
-	w.all = append(w.all, logs)
+	w.started++
+	name := fmt.Sprintf("tetherd run %d", w.started)
+	w.mu.Unlock()
+	d := w.run(name, cmd)
+	w.mu.Lock()
+	w.daemon = d
 	w.mu.Unlock()
 	end := time.Now().Add(deadline)
 	for {
@@ -135,51 +214,40 @@ func (w *world) start(extra ...string) {
 				return
 			}
 		}
-		select {
-		case <-done:
-			w.t.Fatalf("tetherd exited during start-up:\n%s", logs.String())
-		default:
+		if d.exited() {
+			w.t.Fatalf("tetherd exited during start-up:\n%s", d.logs.String())
 		}
 		if time.Now().After(end) {
-			w.t.Fatalf("tetherd did not become healthy: %v\n%s", err, logs.String())
+			w.t.Fatalf("tetherd did not become healthy: %v\n%s", err, d.logs.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 }
 
+// takeDaemon returns the running daemon and forgets it, nil if none.
+func (w *world) takeDaemon() *child {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	d := w.daemon
+	w.daemon = nil
+	return d
+}
+
 // kill9 kills the daemon with SIGKILL and waits until it is reaped.
 func (w *world) kill9() {
 	w.t.Helper()
-	w.mu.Lock()
-	cmd, done := w.cmd, w.done
-	w.cmd = nil
-	w.mu.Unlock()
-	if cmd == nil {
+	d := w.takeDaemon()
+	if d == nil {
 		w.t.Fatal("no daemon to kill")
 	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		w.t.Fatal(err)
-	}
-	<-done
+	d.kill9(w.t)
 }
 
 // term stops the daemon with SIGTERM (a clean stop) and waits for it.
 func (w *world) term() {
 	w.t.Helper()
-	w.mu.Lock()
-	cmd, done := w.cmd, w.done
-	w.cmd = nil
-	w.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(deadline):
-		_ = cmd.Process.Kill()
-		<-done
-		w.t.Errorf("tetherd did not stop within %s of SIGTERM", deadline)
+	if d := w.takeDaemon(); d != nil {
+		d.term(w.t)
 	}
 }
 
@@ -203,8 +271,15 @@ func (w *world) cleanup() {
 		time.Sleep(100 * time.Millisecond)
 	}
 	if w.t.Failed() {
-		for i, l := range w.all {
-			w.t.Logf("--- tetherd run %d output ---\n%s", i+1, l.String())
+		w.mu.Lock()
+		all := slices.Clone(w.all)
+		w.mu.Unlock()
+		for _, l := range all {
+			w.t.Logf("--- %s output ---\n%s", l.name, l.logs.String())
+		}
+		// The detached host's own log, if the daemon started one.
+		if b, err := os.ReadFile(filepath.Join(w.dir, "host", "host.log")); err == nil {
+			w.t.Logf("--- detached host log ---\n%s", b)
 		}
 	}
 }
@@ -326,8 +401,17 @@ func (w *world) get(path string) map[string]any {
 	return m
 }
 
-// createSession starts a session on profile in a fresh directory.
+// createSession starts a session on profile in a fresh directory, on the
+// daemon's default executor.
 func (w *world) createSession(profile string) (sid, cwd string) {
+	w.t.Helper()
+	return w.createSessionOn(profile, "")
+}
+
+// createSessionOn starts a session on profile in a fresh directory, on
+// the executor named (standalone, detached or a remote host's name; ""
+// for the daemon's default).
+func (w *world) createSessionOn(profile, executor string) (sid, cwd string) {
 	w.t.Helper()
 	cwd = w.t.TempDir()
 	if err := os.WriteFile(filepath.Join(cwd, "README.md"), []byte("# Fixture\nhello from the fixture\n"), 0o644); err != nil {
@@ -337,7 +421,11 @@ func (w *world) createSession(profile string) (sid, cwd string) {
 	if r, err := filepath.EvalSymlinks(cwd); err == nil {
 		cwd = r
 	}
-	code, m := w.do("POST", "/session", map[string]any{"agentProfileId": profile, "cwd": cwd})
+	body := map[string]any{"agentProfileId": profile, "cwd": cwd}
+	if executor != "" {
+		body["executor"] = executor
+	}
+	code, m := w.do("POST", "/session", body)
 	if code != http.StatusCreated {
 		w.t.Fatalf("create session: got %d, want 201: %v", code, m)
 	}

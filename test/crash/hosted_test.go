@@ -118,27 +118,14 @@ func TestDetachedRestartInterruptsNothing(t *testing.T) {
 
 	// The durable log: no interruption anywhere.
 	log := w.replay(sid)
-	for _, f := range log {
-		if f.Event == "turn.interrupted" {
-			t.Errorf("got turn.interrupted: %s", f.Data)
-		}
-	}
+	checkNoInterruption(t, log)
 	// The transcript: each turn's agent text exactly as the agent sent it.
-	byTurn := map[string]string{}
-	for _, m := range list(w.transcript(sid), "messages") {
-		if m["role"] == "agent" {
-			p, _ := m["promptId"].(string)
-			byTurn[p] += m["text"].(string)
-		}
-	}
+	byTurn := w.agentText(sid)
 	for i, tc := range turns {
 		pid := fmt.Sprintf("turn-%02d", i)
 		switch tc.kind {
 		case "stream":
-			if got := byTurn[pid]; got != wantStream() {
-				t.Errorf("turn %s: transcript has %d bytes of agent text, want the %d of the 2000 chunks once each, in order",
-					pid, len(got), len(wantStream()))
-			}
+			checkStreamText(t, pid, byTurn[pid])
 		case "permission":
 			if got := byTurn[pid]; !strings.Contains(got, "allow_once") || strings.Contains(got, "cancel") {
 				t.Errorf("turn %s: agent said %q, want the answer allow_once and never a cancel", pid, got)
@@ -146,20 +133,7 @@ func TestDetachedRestartInterruptsNothing(t *testing.T) {
 		}
 	}
 	// The reconnecting client: the whole log, each event once, in order.
-	w.waitFor("the client to catch up", func() bool {
-		s := fol.seen()
-		return len(s) > 0 && s[len(s)-1].ID == log[len(log)-1].ID
-	})
-	fol.stop()
-	got := fol.seen()
-	for i := 1; i < len(got); i++ {
-		if got[i].seq() != got[i-1].seq()+1 {
-			t.Fatalf("client stream: event %d has seq %d after %d, want a gapless, duplicate-free stream", i, got[i].seq(), got[i-1].seq())
-		}
-	}
-	if got[0].seq() != log[0].seq() || len(got) != len(log) {
-		t.Errorf("client stream: got %d events from seq %d, want the log's %d from seq %d", len(got), got[0].seq(), len(log), log[0].seq())
-	}
+	w.checkFollowed(fol, log)
 
 	// The host as GET /executors and `tetherd host ls` show it: one host
 	// outlived every daemon, and holds the session.
@@ -173,11 +147,75 @@ func TestDetachedRestartInterruptsNothing(t *testing.T) {
 	if n := len(w.processes(" host ")); n != 1 {
 		t.Errorf("got %d executor host processes, want 1 (found again after every restart)", n)
 	}
+	if out := w.hostLs(); !strings.Contains(out, "local") || !strings.Contains(out, "connected") {
+		t.Errorf("tetherd host ls: got\n%s\nwant a line for the local host, connected", out)
+	}
+}
+
+// hostLs runs `tetherd host ls` against the world's daemon.
+func (w *world) hostLs() string {
+	w.t.Helper()
 	ls := exec.Command(w.bin, "host", "ls", "--addr", w.addr)
 	ls.Env = append(os.Environ(), "TETHER_TOKEN="+token)
 	out, err := ls.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "local") || !strings.Contains(string(out), "connected") {
-		t.Errorf("tetherd host ls: got %v\n%s\nwant a line for the local host, connected", err, out)
+	if err != nil {
+		w.t.Fatalf("tetherd host ls: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+// checkNoInterruption checks that a session's durable log holds no
+// turn.interrupted.
+func checkNoInterruption(t *testing.T, log []frame) {
+	t.Helper()
+	for _, f := range log {
+		if f.Event == "turn.interrupted" {
+			t.Errorf("got turn.interrupted: %s", f.Data)
+		}
+	}
+}
+
+// agentText is the agent's text in the session's transcript, by turn.
+func (w *world) agentText(sid string) map[string]string {
+	w.t.Helper()
+	byTurn := map[string]string{}
+	for _, m := range list(w.transcript(sid), "messages") {
+		if m["role"] == "agent" {
+			p, _ := m["promptId"].(string)
+			byTurn[p] += m["text"].(string)
+		}
+	}
+	return byTurn
+}
+
+// checkStreamText checks a streamPrompt turn's agent text: the 2000
+// chunks, each once, in order.
+func checkStreamText(t *testing.T, pid, got string) {
+	t.Helper()
+	if got != wantStream() {
+		t.Errorf("turn %s: transcript has %d bytes of agent text, want the %d of the 2000 chunks once each, in order",
+			pid, len(got), len(wantStream()))
+	}
+}
+
+// checkFollowed waits until the follower has caught up with log (the
+// session's whole durable log), stops it, and checks that it received
+// every event once, in order, with no gap.
+func (w *world) checkFollowed(fol *recorder, log []frame) {
+	w.t.Helper()
+	w.waitFor("the client to catch up", func() bool {
+		s := fol.seen()
+		return len(s) > 0 && s[len(s)-1].ID == log[len(log)-1].ID
+	})
+	fol.stop()
+	got := fol.seen()
+	for i := 1; i < len(got); i++ {
+		if got[i].seq() != got[i-1].seq()+1 {
+			w.t.Fatalf("client stream: event %d has seq %d after %d, want a gapless, duplicate-free stream", i, got[i].seq(), got[i-1].seq())
+		}
+	}
+	if got[0].seq() != log[0].seq() || len(got) != len(log) {
+		w.t.Errorf("client stream: got %d events from seq %d, want the log's %d from seq %d", len(got), got[0].seq(), len(log), log[0].seq())
 	}
 }
 

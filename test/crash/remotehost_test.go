@@ -1,0 +1,278 @@
+package crash_test
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	mrand "math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tether/tether/internal/testbin"
+)
+
+// Remote executor hosts (issue 13): `tetherd host --listen` processes the
+// test runs itself, as a remote machine's user would, each with its own
+// data dir, agents.yaml, token and TLS certificate; some inside a network
+// namespace of their own, reached over a veth pair whose link the test
+// cuts.
+
+// remoteHost is one `tetherd host` serving TLS on TCP.
+type remoteHost struct {
+	w    *world
+	name string
+	// dir is its data dir, inside the world's: the world's clean-up finds
+	// it and its agents.
+	dir       string
+	addr      string // host:port it listens on
+	cert, key string
+	tokenFile string
+	// ns, if set, is the network namespace it runs in.
+	ns *netns
+	// extra are more `tetherd host` flags.
+	extra []string
+	proc  *child // under w.mu; nil while not running
+}
+
+// newRemoteHost prepares a host named name listening on addr (inside ns
+// if not nil): a fresh certificate, a token file (mode 0600) and the
+// world's agent profiles. start runs it.
+func (w *world) newRemoteHost(name, addr string, ns *netns, extra ...string) *remoteHost {
+	w.t.Helper()
+	h := &remoteHost{w: w, name: name, dir: filepath.Join(w.dir, "remote-"+name), addr: addr, ns: ns, extra: extra}
+	if err := os.MkdirAll(h.dir, 0o700); err != nil {
+		w.t.Fatal(err)
+	}
+	h.cert, h.key, _ = testbin.SelfSigned(w.t)
+	h.tokenFile = filepath.Join(h.dir, "token")
+	writeToken(w.t, h.tokenFile)
+	w.mu.Lock()
+	profiles := w.profiles
+	w.mu.Unlock()
+	w.writeAgents(h.dir, profiles...)
+	w.t.Cleanup(h.stop) // before the world's own clean-up looks for survivors
+	return h
+}
+
+// writeToken writes a fresh random token to path, mode 0600.
+func writeToken(t *testing.T, path string) {
+	t.Helper()
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	if err := os.WriteFile(path, []byte(hex.EncodeToString(b)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// start runs the host and waits until it accepts TCP connections.
+func (h *remoteHost) start() {
+	h.w.t.Helper()
+	args := append([]string{"host", "--data-dir", h.dir, "--agents-dir", h.dir, "--listen", h.addr,
+		"--tls-cert", h.cert, "--tls-key", h.key, "--token-file", h.tokenFile, "--log-level", "debug"}, h.extra...)
+	cmd := exec.Command(h.w.bin, args...)
+	if h.ns != nil {
+		// ip netns exec execs the host: the pid is the host's.
+		cmd = exec.Command("ip", append([]string{"netns", "exec", h.ns.name, h.w.bin}, args...)...)
+	}
+	p := h.w.run("remote host "+h.name, cmd)
+	h.w.mu.Lock()
+	h.proc = p
+	h.w.mu.Unlock()
+	h.w.waitFor("remote host "+h.name+" to listen on "+h.addr, func() bool {
+		if p.exited() {
+			h.w.t.Fatalf("remote host %s exited during start-up:\n%s", h.name, p.logs.String())
+		}
+		c, err := net.DialTimeout("tcp", h.addr, time.Second)
+		if err != nil {
+			return false
+		}
+		c.Close()
+		return true
+	})
+}
+
+// take returns the host's running process and forgets it, nil if none.
+func (h *remoteHost) take() *child {
+	h.w.mu.Lock()
+	defer h.w.mu.Unlock()
+	p := h.proc
+	h.proc = nil
+	return p
+}
+
+// kill9 kills the host with SIGKILL and waits until it is reaped; its
+// agents lose their host.
+func (h *remoteHost) kill9() {
+	h.w.t.Helper()
+	p := h.take()
+	if p == nil {
+		h.w.t.Fatalf("remote host %s is not running", h.name)
+	}
+	p.kill9(h.w.t)
+}
+
+// stop ends the host with SIGTERM (it stops its agents) and waits for it.
+func (h *remoteHost) stop() {
+	if p := h.take(); p != nil {
+		p.term(h.w.t)
+	}
+}
+
+// url is the host's address as hosts.yaml names it.
+func (h *remoteHost) url() string { return "tls://" + h.addr }
+
+// pin is the SHA-256 of the host's certificate (its DER), in hex.
+func (h *remoteHost) pin() string { return certPin(h.w.t, h.cert) }
+
+func certPin(t *testing.T, certFile string) string {
+	t.Helper()
+	b, err := os.ReadFile(certFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(b)
+	if block == nil {
+		t.Fatalf("%s holds no PEM block", certFile)
+	}
+	sum := sha256.Sum256(block.Bytes)
+	return hex.EncodeToString(sum[:])
+}
+
+// hostEntry is one host of the daemon's hosts.yaml.
+type hostEntry struct {
+	Name       string `json:"name"`
+	URL        string `json:"url"`
+	TokenFile  string `json:"tokenFile"`
+	CAFile     string `json:"caFile,omitempty"`
+	PinSHA256  string `json:"pinSha256,omitempty"`
+	ServerName string `json:"serverName,omitempty"`
+}
+
+// pinned is the entry that reaches h by its token and certificate pin.
+func (h *remoteHost) pinned() hostEntry {
+	return hostEntry{Name: h.name, URL: h.url(), TokenFile: h.tokenFile, PinSHA256: h.pin()}
+}
+
+// setHosts writes the daemon's hosts.yaml (read by the next daemon
+// start); JSON is YAML.
+func (w *world) setHosts(hosts ...hostEntry) {
+	w.t.Helper()
+	b, err := json.Marshal(map[string]any{"hosts": hosts})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(w.dir, "hosts.yaml"), b, 0o600); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// executorHost is the daemon's GET /executors entry for name (nil if it
+// lists none).
+func (w *world) executorHost(name string) map[string]any {
+	w.t.Helper()
+	for _, h := range list(w.get("/executors"), "hosts") {
+		if h["name"] == name {
+			return h
+		}
+	}
+	return nil
+}
+
+// waitHost polls GET /executors until the entry for name satisfies cond,
+// and returns it.
+func (w *world) waitHost(name, what string, cond func(h map[string]any) bool) map[string]any {
+	w.t.Helper()
+	var h map[string]any
+	end := time.Now().Add(deadline)
+	for {
+		h = w.executorHost(name)
+		if h != nil && cond(h) {
+			return h
+		}
+		if time.Now().After(end) {
+			w.t.Fatalf("timed out waiting for executor host %s to be %s; last seen: %v", name, what, h)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// hostState says whether an executor entry is in state.
+func hostState(state string) func(map[string]any) bool {
+	return func(h map[string]any) bool { return h["state"] == state }
+}
+
+// netns is a network namespace with a veth pair to the test's own: the
+// far end, inside, has ip; the near end, outside, has peerIP.
+type netns struct {
+	t          *testing.T
+	name       string
+	near, far  string // interface names
+	ip, peerIP string
+}
+
+// newNetns makes a namespace for the test, removed (with its veth pair) at
+// the end. It skips the test where namespaces cannot be made: not root,
+// or no ip(8).
+func newNetns(t *testing.T) *netns {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make a network namespace (ip netns add); CI runs as root")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("needs iproute2's ip to make a network namespace: " + err.Error())
+	}
+	// Names unique per test (interface names have 15 bytes at most), an
+	// address block unlikely to be routed on the machine already.
+	id := make([]byte, 4)
+	_, _ = rand.Read(id)
+	tag := hex.EncodeToString(id)
+	sub := mrand.IntN(256)
+	quad := mrand.IntN(64) * 4
+	n := &netns{t: t, name: "tether-" + tag, near: "tt" + tag + "n", far: "tt" + tag + "f",
+		ip: fmt.Sprintf("10.213.%d.%d", sub, quad+2), peerIP: fmt.Sprintf("10.213.%d.%d", sub, quad+1)}
+	run := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	run("netns", "add", n.name)
+	t.Cleanup(func() {
+		// Deleting the near end deletes the pair.
+		_ = exec.Command("ip", "link", "del", n.near).Run()
+		if out, err := exec.Command("ip", "netns", "del", n.name).CombinedOutput(); err != nil {
+			t.Errorf("ip netns del %s: %v\n%s", n.name, err, out)
+		}
+	})
+	run("link", "add", n.near, "type", "veth", "peer", "name", n.far)
+	run("link", "set", n.far, "netns", n.name)
+	run("addr", "add", n.peerIP+"/30", "dev", n.near)
+	run("link", "set", n.near, "up")
+	run("netns", "exec", n.name, "ip", "addr", "add", n.ip+"/30", "dev", n.far)
+	run("netns", "exec", n.name, "ip", "link", "set", n.far, "up")
+	run("netns", "exec", n.name, "ip", "link", "set", "lo", "up")
+	return n
+}
+
+// setLink sets the far end of the veth pair (inside the namespace) up or
+// down. Down is a cable cut: the near end loses its carrier and drops
+// what is sent to the namespace, whose routes stay (so nothing else
+// answers for its address), and neither side's sockets hear of it.
+func (n *netns) setLink(up bool) {
+	n.t.Helper()
+	state := "down"
+	if up {
+		state = "up"
+	}
+	if out, err := exec.Command("ip", "netns", "exec", n.name, "ip", "link", "set", n.far, state).CombinedOutput(); err != nil {
+		n.t.Fatalf("ip link set %s %s in %s: %v\n%s", n.far, state, n.name, err, out)
+	}
+}
