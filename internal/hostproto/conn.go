@@ -80,6 +80,61 @@ func (c *Conn) Send(m Message) error {
 	return nil
 }
 
+// sendAllChunk is how many bytes of frames SendAll gathers before it
+// writes them.
+const sendAllChunk = 256 << 10
+
+// SendAll sends ms in order, like Send each, but gathers their frames into
+// as few writes as it can (one unless they pass sendAllChunk bytes): a
+// batch of records costs one system call instead of one each. It stops at
+// the first message it cannot send, after the ones before it, with Send's
+// error. Another goroutine's frame may come between two writes.
+func (c *Conn) SendAll(ms []Message) error {
+	var buf []byte
+	for i, m := range ms {
+		body, err := Encode(m)
+		if err == nil {
+			buf, err = appendFrame(buf, body, c.opts.MaxFrame)
+		}
+		if err != nil {
+			if werr := c.write(buf); werr != nil {
+				return werr
+			}
+			return err
+		}
+		if len(buf) >= sendAllChunk || i == len(ms)-1 {
+			if err := c.write(buf); err != nil {
+				return err
+			}
+			buf = buf[:0]
+		}
+	}
+	return nil
+}
+
+// write writes whole frames under the write lock.
+func (c *Conn) write(frames []byte) error {
+	if len(frames) == 0 {
+		return nil
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.werr != nil {
+		return c.werr
+	}
+	if c.opts.WriteTimeout > 0 {
+		if err := c.nc.SetWriteDeadline(time.Now().Add(c.opts.WriteTimeout)); err != nil {
+			c.werr = err
+			return err
+		}
+	}
+	if _, err := c.nc.Write(frames); err != nil {
+		c.werr = err
+		return err
+	}
+	return nil
+}
+
 // Recv reads the next message. io.EOF means the peer closed between
 // frames. A framing error (frame too large, connection cut inside a
 // frame, read deadline passed) is returned again by every later Recv, as

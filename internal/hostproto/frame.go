@@ -22,14 +22,21 @@ const (
 // writeFrame writes body as one frame, header and body in a single Write
 // so that a frame is never interleaved with another writer's.
 func writeFrame(w io.Writer, body []byte, maxFrame int) error {
-	if len(body) > maxFrame {
-		return errcode.New(errcode.HostFrameTooLarge, "frame of %d bytes exceeds the limit of %d bytes", len(body), maxFrame)
+	buf, err := appendFrame(make([]byte, 0, frameHeader+len(body)), body, maxFrame)
+	if err != nil {
+		return err
 	}
-	buf := make([]byte, frameHeader+len(body))
-	binary.BigEndian.PutUint32(buf, uint32(len(body)))
-	copy(buf[frameHeader:], body)
-	_, err := w.Write(buf)
+	_, err = w.Write(buf)
 	return err
+}
+
+// appendFrame appends body as one frame to buf.
+func appendFrame(buf, body []byte, maxFrame int) ([]byte, error) {
+	if len(body) > maxFrame {
+		return buf, errcode.New(errcode.HostFrameTooLarge, "frame of %d bytes exceeds the limit of %d bytes", len(body), maxFrame)
+	}
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(body)))
+	return append(buf, body...), nil
 }
 
 // readFrame reads one frame's body. A clean end of stream before a frame
