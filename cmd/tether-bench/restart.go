@@ -333,6 +333,12 @@ func (rb *restartRun) launch(dir, name string, extra ...string) (*tetherdProc, e
 	if err != nil {
 		return nil, err
 	}
+	return rb.launchAt(dir, addr, name, extra...)
+}
+
+// launchAt is launch on a given address: a daemon restarted where its
+// clients reconnect.
+func (rb *restartRun) launchAt(dir, addr, name string, extra ...string) (*tetherdProc, error) {
 	rb.n++
 	logPath := filepath.Join(rb.root, "logs", fmt.Sprintf("%02d-%s.log", rb.n, name))
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {

@@ -5,8 +5,6 @@ import (
 	"net"
 	"sync"
 	"time"
-
-	"github.com/tether/tether/internal/errcode"
 )
 
 // Options tune a Conn; the zero value takes the defaults.
@@ -60,24 +58,11 @@ func (c *Conn) Send(m Message) error {
 	if err != nil {
 		return err
 	}
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if c.werr != nil {
-		return c.werr
+	frame, err := appendFrame(make([]byte, 0, frameHeader+len(body)), body, c.opts.MaxFrame)
+	if err != nil {
+		return err // nothing was written: the stream is intact
 	}
-	if c.opts.WriteTimeout > 0 {
-		if err := c.nc.SetWriteDeadline(time.Now().Add(c.opts.WriteTimeout)); err != nil {
-			c.werr = err
-			return err
-		}
-	}
-	if err := writeFrame(c.nc, body, c.opts.MaxFrame); err != nil {
-		if !errcode.Is(err, errcode.HostFrameTooLarge) { // nothing was written: the stream is intact
-			c.werr = err
-		}
-		return err
-	}
-	return nil
+	return c.write(frame)
 }
 
 // sendAllChunk is how many bytes of frames SendAll gathers before it

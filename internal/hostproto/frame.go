@@ -19,18 +19,9 @@ const (
 	frameHeader = 4
 )
 
-// writeFrame writes body as one frame, header and body in a single Write
-// so that a frame is never interleaved with another writer's.
-func writeFrame(w io.Writer, body []byte, maxFrame int) error {
-	buf, err := appendFrame(make([]byte, 0, frameHeader+len(body)), body, maxFrame)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(buf)
-	return err
-}
-
-// appendFrame appends body as one frame to buf.
+// appendFrame appends body as one frame, its length first, to buf; a
+// frame is written with one Write, so it is never interleaved with
+// another writer's.
 func appendFrame(buf, body []byte, maxFrame int) ([]byte, error) {
 	if len(body) > maxFrame {
 		return buf, errcode.New(errcode.HostFrameTooLarge, "frame of %d bytes exceeds the limit of %d bytes", len(body), maxFrame)
