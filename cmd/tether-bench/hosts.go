@@ -116,14 +116,10 @@ func hostsBench(ctx context.Context, cfg hostsConfig) (res hostsResult, err erro
 	}()
 	hb := &hostBench{cfg: cfg, rb: rb, res: &res}
 	hb.load("start")
-	if rb.bin, err = buildTetherd(ctx, root); err != nil {
+	if err := rb.prepare(ctx); err != nil {
 		return res, err
 	}
 	res.Bin = rb.bin
-	if err := os.MkdirAll(filepath.Join(root, "cwd"), 0o755); err != nil {
-		return res, err
-	}
-	rb.cwd, _ = filepath.EvalSymlinks(filepath.Join(root, "cwd"))
 	parts := map[string]bool{}
 	for _, p := range strings.Split(cfg.Parts, ",") {
 		parts[strings.TrimSpace(p)] = true

@@ -162,14 +162,11 @@ func (hb *hostBench) overheadOn(ctx context.Context, x string, round int) ([]loa
 		rb.bin, runtime = cfg.BaselineBin, "detached"
 		defer func() { rb.bin = bin }()
 	}
-	p, err := rb.launch(dir, "overhead-"+x, "--executor", runtime)
+	p, stop, err := hb.start(ctx, dir, "overhead-"+x, runtime)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = p.term(); rb.sweep(dir) }()
-	if _, err := rb.waitHealthy(ctx, p); err != nil {
-		return nil, err
-	}
+	defer stop()
 	ids := make([]string, cfg.Parallel)
 	for i := range ids {
 		if ids[i], err = rb.createFinished(ctx, p, i); err != nil {
@@ -194,6 +191,20 @@ func (hb *hostBench) overheadOn(ctx context.Context, x string, round int) ([]loa
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// start launches a daemon on dir with executor x and waits until it is
+// healthy; stop ends it and every process of dir (its host among them).
+func (hb *hostBench) start(ctx context.Context, dir, name, x string) (p *tetherdProc, stop func(), err error) {
+	if p, err = hb.rb.launch(dir, name, "--executor", x); err != nil {
+		return nil, nil, err
+	}
+	stop = func() { _ = p.term(); hb.rb.sweep(dir) }
+	if _, err := hb.rb.waitHealthy(ctx, p); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return p, stop, nil
 }
 
 // loadClient follows one session during a workload: it counts the chunks
@@ -344,14 +355,11 @@ func (hb *hostBench) rss(ctx context.Context, x string, round int) (rssRun, erro
 	rb, cfg := hb.rb, hb.cfg
 	r := rssRun{Exec: x, LoadBefore: loadavg()}
 	dir := filepath.Join(rb.root, fmt.Sprintf("rss-%d-%s", round+1, x))
-	p, err := rb.launch(dir, "rss-"+x, "--executor", x)
+	p, stop, err := hb.start(ctx, dir, "rss-"+x, x)
 	if err != nil {
 		return r, err
 	}
-	defer func() { _ = p.term(); rb.sweep(dir) }()
-	if _, err := rb.waitHealthy(ctx, p); err != nil {
-		return r, err
-	}
+	defer stop()
 	for i := range cfg.Idle {
 		if _, err := rb.createFinished(ctx, p, i); err != nil {
 			return r, err
