@@ -12,6 +12,12 @@
 // the real tetherd binary ($TETHERD_BIN or a fresh build) and demo agent:
 //
 //	go run ./cmd/tether-bench -only restart [-restart-sessions 1000] [-restart-midturn 100] [-restart-rounds 3] [-eager-sessions 100] [-eager-concurrency 8,2,16]
+//
+// So does the hosts part (hosts.go, issue 13): detached sessions through
+// kill -9 of tetherd, the host protocol's cost per chunk against
+// standalone, and the host's memory:
+//
+//	go run ./cmd/tether-bench -only hosts [-hosts-sessions 100] [-hosts-stream '/stream 1000000 1 100'] [-hosts-rounds 3] [-hosts-chunks 10000] [-hosts-parallel 4] [-hosts-paced '2000 1 2'] [-hosts-idle 10] [-hosts-parts restart,overhead,rss]
 package main
 
 import (
@@ -39,7 +45,7 @@ func main() {
 		catchN  = flag.Int("catchup", 100_000, "events a reconnecting subscriber is behind")
 		hubBuf  = flag.Int("hub-buffer", 0, "tetherd hub queue length per subscriber in the memory run (0: the daemon's default)")
 		heapOut = flag.String("memprofile", "", "memory run: the tetherd child writes heap profiles to FILE.1 (empty), FILE.2 (first wave), FILE.3 (churned)")
-		only    = flag.String("only", "isolation,memory,catchup", "comma-separated parts to run: isolation, memory, catchup, restart (restart only when named)")
+		only    = flag.String("only", "isolation,memory,catchup", "comma-separated parts to run: isolation, memory, catchup, restart, hosts (restart and hosts only when named)")
 		verbose = flag.Bool("v", false, "print progress to stderr")
 
 		rsSessions = flag.Int("restart-sessions", 1000, "restart: sessions in the crashed data dir")
@@ -53,6 +59,7 @@ func main() {
 		rsProf     = flag.String("restart-cpuprofile", "", "restart: also run start-up reconciliation in this process on copies of the crashed data dir, CPU profiles to FILE and FILE.again")
 		rsBase     = flag.String("restart-baseline-bin", "", "restart: another tetherd binary (e.g. main's) also started after kill -9 in every round, for a same-run ratio")
 	)
+	hostsCfg := hostsFlags()
 	flag.Parse()
 	// The store logs slow statements with their full SQL; under load that
 	// floods the table output, and the figures say what it would.
@@ -128,6 +135,15 @@ func main() {
 		check(err)
 		if err == nil {
 			printRestart(r)
+		}
+	}
+	if want["hosts"] {
+		cfg := *hostsCfg
+		cfg.Logf = logf
+		r, err := hostsBench(ctx, cfg)
+		check(err)
+		if err == nil {
+			printHosts(r)
 		}
 	}
 	if failed {

@@ -147,15 +147,10 @@ func restartBench(ctx context.Context, cfg restartConfig) (res restartResult, er
 		cfg.Logf("restart: %s, loadavg %s", what, l)
 	}
 	load("start")
-	if rb.bin, err = buildTetherd(ctx, root); err != nil {
+	if err := rb.prepare(ctx); err != nil {
 		return res, err
 	}
 	res.Bin = rb.bin
-	if err := os.MkdirAll(filepath.Join(root, "cwd"), 0o755); err != nil {
-		return res, err
-	}
-	rb.cwd, _ = filepath.EvalSymlinks(filepath.Join(root, "cwd"))
-	_ = os.WriteFile(filepath.Join(rb.cwd, "README.md"), []byte("# bench fixture\n"), 0o644)
 
 	// 1. The crashed data dir.
 	t0 := time.Now()
@@ -294,6 +289,20 @@ type restartRun struct {
 	procs []*tetherdProc
 }
 
+// prepare finds or builds the tetherd binary and makes the sessions'
+// working directory.
+func (rb *restartRun) prepare(ctx context.Context) error {
+	var err error
+	if rb.bin, err = buildTetherd(ctx, rb.root); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(rb.root, "cwd"), 0o755); err != nil {
+		return err
+	}
+	rb.cwd, _ = filepath.EvalSymlinks(filepath.Join(rb.root, "cwd"))
+	return os.WriteFile(filepath.Join(rb.cwd, "README.md"), []byte("# bench fixture\n"), 0o644)
+}
+
 // buildTetherd returns $TETHERD_BIN or a fresh build of ./cmd/tetherd.
 func buildTetherd(ctx context.Context, root string) (string, error) {
 	if p := os.Getenv("TETHERD_BIN"); p != "" {
@@ -333,6 +342,12 @@ func (rb *restartRun) launch(dir, name string, extra ...string) (*tetherdProc, e
 	if err != nil {
 		return nil, err
 	}
+	return rb.launchAt(dir, addr, name, extra...)
+}
+
+// launchAt is launch on a given address: a daemon restarted where its
+// clients reconnect.
+func (rb *restartRun) launchAt(dir, addr, name string, extra ...string) (*tetherdProc, error) {
 	rb.n++
 	logPath := filepath.Join(rb.root, "logs", fmt.Sprintf("%02d-%s.log", rb.n, name))
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {

@@ -40,6 +40,7 @@ func availableCommands() []acp.AvailableCommand {
 	return []acp.AvailableCommand{
 		cmd("echo", "Reply with TEXT", "TEXT"),
 		cmd("stream", "Stream N message chunks", "N"),
+		cmd("stamped", "Stream N message chunks, each with the time it was sent (Unix ns)", "N [EVERY MS]"),
 		cmd("tool", "Run a tool: 'read PATH', 'fail', 'hang', or a client fs probe", "read PATH | fail | hang | "+fsProbeUsage),
 		cmd("permission", "Ask for permission to edit a file", ""),
 		cmd("hang", "Block until cancelled", ""),
@@ -157,20 +158,27 @@ func (t *turn) run(prompt []acp.ContentBlock) error {
 	switch name {
 	case "/echo":
 		return t.say(arg)
-	case "/stream":
+	case "/stream", "/stamped":
 		// /stream N [EVERY MS]: N chunks, pausing MS milliseconds after
 		// every EVERY of them (a model that streams in bursts; the
 		// restart tests kill the daemon between and inside the bursts).
+		// /stamped adds the time each chunk is sent, in Unix nanoseconds:
+		// a client on the same machine measures agent → client latency
+		// (cmd/tether-bench -only hosts).
 		f := strings.Fields(arg)
 		n, every, pause, err := streamArgs(f)
 		if err != nil {
-			return t.say("usage: /stream N [EVERY MS]")
+			return t.say("usage: " + name + " N [EVERY MS]")
 		}
 		for i := 1; i <= n; i++ {
 			if err := t.interrupted(); err != nil {
 				return err
 			}
-			if err := t.say(fmt.Sprintf("chunk %d\n", i)); err != nil {
+			text := fmt.Sprintf("chunk %d\n", i)
+			if name == "/stamped" {
+				text = fmt.Sprintf("chunk %d %d\n", i, time.Now().UnixNano())
+			}
+			if err := t.say(text); err != nil {
 				return err
 			}
 			if every > 0 && i%every == 0 && i < n {

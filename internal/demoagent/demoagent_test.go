@@ -184,6 +184,8 @@ func TestStreamAndSimpleCommands(t *testing.T) {
 		{"/stream 0", nil},
 		{"/stream 3 2 5", []string{"agent_message_chunk:chunk 1\n", "agent_message_chunk:chunk 2\n", "agent_message_chunk:chunk 3\n"}},
 		{"/stream 3 2", []string{"agent_message_chunk:usage: /stream N [EVERY MS]"}},
+		{"/stamped 3 2", []string{"agent_message_chunk:usage: /stamped N [EVERY MS]"}},
+		{"/stamped 0", nil},
 		{"/echo hello   world", []string{"agent_message_chunk:hello   world"}},
 		{"/thought pondering", []string{"agent_thought_chunk:pondering", "agent_message_chunk:Done thinking."}},
 		{"/sleep 10", []string{"agent_message_chunk:sleeping 10 ms\n", "agent_message_chunk:done"}},
@@ -205,6 +207,38 @@ func TestStreamAndSimpleCommands(t *testing.T) {
 				t.Errorf("updates: got %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestStampedChunks: /stamped streams like /stream, each chunk carrying
+// the time it was sent, taken while the prompt ran and never going back.
+func TestStampedChunks(t *testing.T) {
+	h := startAgent(t, t.TempDir())
+	h.initialize(acp.ClientCapabilities{})
+	sid := h.newSession(t.TempDir())
+	before := time.Now().UnixNano()
+	h.mustPrompt(sid, "/stamped 5 2 1", acp.StopReasonEndTurn)
+	after := time.Now().UnixNano()
+	var got []string
+	for _, u := range conversation(h.client.updatesFor(sid)) {
+		if u.UserMessageChunk == nil {
+			got = append(got, text(u))
+		}
+	}
+	if len(got) != 5 {
+		t.Fatalf("updates: got %q, want 5 stamped chunks", got)
+	}
+	prev := before
+	for i, g := range got {
+		var n int
+		var at int64
+		if _, err := fmt.Sscanf(g, "agent_message_chunk:chunk %d %d\n", &n, &at); err != nil || n != i+1 {
+			t.Fatalf("chunk %d: got %q, want \"chunk %d <unix ns>\\n\" (%v)", i+1, g, i+1, err)
+		}
+		if at < prev || at > after {
+			t.Errorf("chunk %d: got stamp %d, want between %d and %d", n, at, prev, after)
+		}
+		prev = at
 	}
 }
 

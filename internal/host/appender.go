@@ -100,23 +100,29 @@ func (q *queue) push(it item) {
 	}
 }
 
-// next returns the oldest item; once quit is closed and the queue is
-// empty it marks the queue closed and returns false.
-func (q *queue) next(quit <-chan struct{}) (item, bool) {
+// maxAppendBatch bounds the records one outbox commit takes from a
+// session's queue (the ACP update window bounds them already).
+const maxAppendBatch = 1024
+
+// nextBatch moves the oldest items, at most maxAppendBatch, into buf and
+// returns it; once quit is closed and the queue is empty it marks the
+// queue closed and returns false.
+func (q *queue) nextBatch(quit <-chan struct{}, buf []item) ([]item, bool) {
 	for {
 		q.mu.Lock()
 		if len(q.items) > 0 {
-			it := q.items[0]
-			q.items[0] = item{}
-			q.items = q.items[1:]
+			n := min(len(q.items), maxAppendBatch)
+			buf = append(buf[:0], q.items[:n]...)
+			clear(q.items[:n])
+			q.items = q.items[n:]
 			q.mu.Unlock()
-			return it, true
+			return buf, true
 		}
 		select {
 		case <-quit:
 			q.closed = true
 			q.mu.Unlock()
-			return item{}, false
+			return buf[:0], false
 		default:
 		}
 		q.mu.Unlock()
@@ -152,58 +158,96 @@ func (s *session) mark() uint64 {
 }
 
 // runAppender appends the queue's records in order until the session
-// closes; then it drains what is left, one attempt each.
+// closes; then it drains what is left, one attempt each. The records
+// queued together up to a marker go into the outbox as one batch: one
+// write and one fsync for a burst of updates instead of one per update.
 func (s *session) runAppender() {
+	var items, run []item
+	var data [][]byte
 	for {
-		it, ok := s.q.next(s.quit)
-		if !ok {
+		var ok bool
+		if items, ok = s.q.nextBatch(s.quit, items); !ok {
 			return
 		}
-		if it.marker != nil {
-			it.marker <- s.q.last.Load()
-			continue
-		}
-		data, err := encodeRecord(it.kind, it.payload)
-		if err == nil {
-			var off uint64
-			if off, err = s.appendDurable(data); err == nil {
-				s.q.last.Store(off)
-				if it.appended != nil {
-					it.appended(off)
-				}
-				s.h.wakeLink()
+		run, data = run[:0], data[:0]
+		for _, it := range items {
+			if it.marker != nil {
+				s.appendRun(run, data)
+				run, data = run[:0], data[:0]
+				it.marker <- s.q.last.Load()
+				continue
 			}
+			b, err := encodeRecord(it.kind, it.payload)
+			if err != nil {
+				s.log.Error("host: record dropped", "kind", it.kind, "err", err)
+				if it.done != nil {
+					it.done()
+				}
+				continue
+			}
+			run, data = append(run, it), append(data, b)
 		}
-		if err != nil {
-			s.log.Error("host: record dropped", "kind", it.kind, "err", err)
-		}
-		if it.done != nil {
-			it.done()
-		}
+		s.appendRun(run, data)
+		clear(items)
 	}
 }
 
-// appendDurable appends data, retrying while the outbox refuses it (full,
-// or a failed write it undid) until an acknowledgement makes room; it
-// gives up only once the session closes, or on a record larger than an
-// outbox segment holds (an agent's line is bounded well below that).
-func (s *session) appendDurable(data []byte) (uint64, error) {
+// appendRun appends run's records (data, encoded) in order. Each
+// appended record learns its offset and then releases its credit; a
+// record the outbox can never take is dropped (logged), and the rest
+// follow it.
+func (s *session) appendRun(run []item, data [][]byte) {
+	for len(run) > 0 {
+		n, first, err := s.appendDurable(data)
+		for i := range n {
+			s.q.last.Store(first + uint64(i))
+			if run[i].appended != nil {
+				run[i].appended(first + uint64(i))
+			}
+		}
+		if n > 0 {
+			s.h.wakeLink()
+		}
+		if err != nil {
+			s.log.Error("host: record dropped", "kind", run[n].kind, "err", err)
+			n++
+		}
+		for _, it := range run[:n] {
+			if it.done != nil {
+				it.done()
+			}
+		}
+		run, data = run[n:], data[n:]
+	}
+}
+
+// appendDurable appends a prefix of data, retrying while the outbox
+// refuses its first record (full, or a failed write it undid) until an
+// acknowledgement makes room. It returns the records appended and the
+// first one's offset; err says why data[n] cannot be appended: the
+// session closed, or a record larger than an outbox segment holds (an
+// agent's line is bounded well below that).
+func (s *session) appendDurable(data [][]byte) (n int, first uint64, err error) {
 	wait := appendRetryMin
 	for logged := false; ; {
-		off, err := s.ob.Append(context.Background(), data)
-		if err == nil {
-			return off, nil
+		n, first, err := s.ob.AppendBatch(context.Background(), data)
+		if n > 0 || err == nil {
+			return n, first, nil // the rest, if any, is the caller's next call
 		}
 		if errors.Is(err, outbox.ErrClosed) || errcode.Is(err, errcode.PayloadTooLarge) {
-			return 0, err // never appendable
+			return 0, 0, err // never appendable
 		}
 		select {
 		case <-s.quit:
-			return 0, err
+			return 0, 0, err
 		default:
 		}
 		if errcode.Is(err, errcode.OutboxFull) {
 			s.blocked.Add(1)
+			select { // the acker's next ack makes room: no pacing
+			case s.starved <- struct{}{}:
+			default:
+			}
 		}
 		if !logged {
 			s.log.Warn("host: outbox refused a record; holding the agent back until it takes it", "err", err)
@@ -234,11 +278,20 @@ func (s *session) noteAck(off uint64) {
 	}
 }
 
-// runAcker acknowledges in the outbox what the daemon committed. An ack
-// that reaches the exit record ends the session: it is retired (its
-// directory removed) instead, so an exit record is never acknowledged in
-// an outbox and a host restart can tell a session that ended from one
-// whose agent it lost.
+// ackInterval paces a session's durable acks. An ack lets the outbox drop
+// records and nothing more: every attach says where the daemon stands, so
+// a record acknowledged late is never sent again. Yet each costs a file
+// replacement with two fsyncs, and the daemon acknowledges every few
+// milliseconds while a turn streams: unpaced, the acks cost the host more
+// than the records' own fsyncs, and delay them on the same disk.
+const ackInterval = 50 * time.Millisecond
+
+// runAcker acknowledges in the outbox what the daemon committed, at most
+// once per ackInterval while the agent runs (at once for an appender held
+// back by a full outbox). An ack that reaches the exit record ends the
+// session: it is retired (its directory removed) instead, so an exit
+// record is never acknowledged in an outbox and a host restart can tell a
+// session that ended from one whose agent it lost.
 func (s *session) runAcker() {
 	for {
 		select {
@@ -270,5 +323,22 @@ func (s *session) runAcker() {
 		default:
 		}
 		s.h.wakeLink()
+		if !s.q.isSealed() && !s.paceAcks() {
+			return
+		}
 	}
+}
+
+// paceAcks waits ackInterval, or until the appender finds the outbox
+// full; false if the session closes meanwhile.
+func (s *session) paceAcks() bool {
+	t := time.NewTimer(ackInterval)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-s.starved:
+	case <-s.quit:
+		return false
+	}
+	return true
 }

@@ -21,7 +21,10 @@
 //
 // The agent's Handler never blocks: each update goes to the session's
 // appender, one goroutine per session that appends in arrival order and
-// then releases the update's credit of the ACP window. A full outbox
+// then releases the update's credit of the ACP window. What queued up
+// while it committed goes into the outbox as one batch, one fsync for a
+// burst; the daemon's acknowledgements are made durable at most every
+// ackInterval, as they only let the outbox drop records. A full outbox
 // (errcode.OutboxFull) keeps the credit and retries after the next
 // acknowledgement or a backoff, so a daemon that falls behind slows the
 // agent down; nothing is dropped. A permission request gets a host-wide

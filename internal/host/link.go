@@ -213,10 +213,8 @@ func (l *link) flush() (bool, error) {
 		streams = append(streams, st)
 	}
 	l.mu.Unlock()
-	for _, m := range msgs {
-		if err := l.conn.Send(m); err != nil {
-			return false, err
-		}
+	if err := l.conn.SendAll(msgs); err != nil {
+		return false, err
 	}
 	sent := len(msgs) > 0
 	for _, st := range streams {
@@ -247,6 +245,7 @@ func (l *link) sendRecords(st *stream) (int, error) {
 		l.drop(st, err)
 		return 0, nil
 	}
+	msgs := make([]hostproto.Message, 0, len(recs))
 	for i, r := range recs {
 		kind, payload, err := decodeRecord(r.Data)
 		if err != nil {
@@ -254,9 +253,10 @@ func (l *link) sendRecords(st *stream) (int, error) {
 			l.drop(st, err)
 			break
 		}
-		if err := l.conn.Send(&hostproto.Record{Offset: r.Offset, SessionID: st.s.id, Kind: kind, Payload: payload}); err != nil {
-			return 0, err
-		}
+		msgs = append(msgs, &hostproto.Record{Offset: r.Offset, SessionID: st.s.id, Kind: kind, Payload: payload})
+	}
+	if err := l.conn.SendAll(msgs); err != nil { // one write for the batch
+		return 0, err
 	}
 	if len(recs) > 0 {
 		l.mu.Lock()

@@ -45,6 +45,7 @@ type session struct {
 	quit    chan struct{} // closed by close: the appender drains, the acker stops
 	ackSig  chan struct{} // cap 1: an ack to make durable
 	room    chan struct{} // cap 1: an ack freed room in the outbox
+	starved chan struct{} // cap 1: the outbox refused a record as full
 	wg      sync.WaitGroup
 	closing sync.Once
 	// blocked counts appends the outbox refused as full (tests).
@@ -91,7 +92,7 @@ func (h *Host) openSession(id string, m meta) (*session, error) {
 	}
 	s := &session{h: h, id: id, dir: dir, ob: ob, log: h.log.With("session", id), meta: m,
 		quit: make(chan struct{}), ackSig: make(chan struct{}, 1), room: make(chan struct{}, 1),
-		exitQueued: make(chan struct{}), pending: map[string]*pendingRequest{}}
+		starved: make(chan struct{}, 1), exitQueued: make(chan struct{}), pending: map[string]*pendingRequest{}}
 	s.q.sig = make(chan struct{}, 1)
 	s.q.last.Store(ob.Stats().Next - 1)
 	s.wg.Add(2)

@@ -5,8 +5,6 @@ import (
 	"net"
 	"sync"
 	"time"
-
-	"github.com/tether/tether/internal/errcode"
 )
 
 // Options tune a Conn; the zero value takes the defaults.
@@ -60,6 +58,50 @@ func (c *Conn) Send(m Message) error {
 	if err != nil {
 		return err
 	}
+	frame, err := appendFrame(make([]byte, 0, frameHeader+len(body)), body, c.opts.MaxFrame)
+	if err != nil {
+		return err // nothing was written: the stream is intact
+	}
+	return c.write(frame)
+}
+
+// sendAllChunk is how many bytes of frames SendAll gathers before it
+// writes them.
+const sendAllChunk = 256 << 10
+
+// SendAll sends ms in order, like Send each, but gathers their frames into
+// as few writes as it can (one unless they pass sendAllChunk bytes): a
+// batch of records costs one system call instead of one each. It stops at
+// the first message it cannot send, after the ones before it, with Send's
+// error. Another goroutine's frame may come between two writes.
+func (c *Conn) SendAll(ms []Message) error {
+	var buf []byte
+	for i, m := range ms {
+		body, err := Encode(m)
+		if err == nil {
+			buf, err = appendFrame(buf, body, c.opts.MaxFrame)
+		}
+		if err != nil {
+			if werr := c.write(buf); werr != nil {
+				return werr
+			}
+			return err
+		}
+		if len(buf) >= sendAllChunk || i == len(ms)-1 {
+			if err := c.write(buf); err != nil {
+				return err
+			}
+			buf = buf[:0]
+		}
+	}
+	return nil
+}
+
+// write writes whole frames under the write lock.
+func (c *Conn) write(frames []byte) error {
+	if len(frames) == 0 {
+		return nil
+	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	if c.werr != nil {
@@ -71,10 +113,8 @@ func (c *Conn) Send(m Message) error {
 			return err
 		}
 	}
-	if err := writeFrame(c.nc, body, c.opts.MaxFrame); err != nil {
-		if !errcode.Is(err, errcode.HostFrameTooLarge) { // nothing was written: the stream is intact
-			c.werr = err
-		}
+	if _, err := c.nc.Write(frames); err != nil {
+		c.werr = err
 		return err
 	}
 	return nil

@@ -187,3 +187,60 @@ func TestSendErrors(t *testing.T) {
 		}
 	})
 }
+
+// TestSendAll: the messages arrive in order as separate frames, across
+// the chunks SendAll writes; a message too large stops the batch after the
+// ones before it, and the stream goes on.
+func TestSendAll(t *testing.T) {
+	big := strings.Repeat("x", sendAllChunk/3)
+	acks := func(from, n int) []Message {
+		ms := make([]Message, n)
+		for i := range ms {
+			ms[i] = &Ack{SessionID: big, Offset: uint64(from + i)}
+		}
+		return ms
+	}
+	tests := []struct {
+		name     string
+		max      int
+		ms       []Message
+		wantRecv int // acks the reader gets, offsets 1..wantRecv
+		wantErr  errcode.Code
+	}{
+		{name: "none", ms: nil},
+		{name: "one", ms: acks(1, 1), wantRecv: 1},
+		{name: "more than a chunk", ms: acks(1, 8), wantRecv: 8},
+		{name: "too large in the middle", max: 100, ms: []Message{&Ack{Offset: 1}, &Ack{Offset: 2}, &Ack{SessionID: big, Offset: 3}, &Ack{Offset: 4}},
+			wantRecv: 2, wantErr: errcode.HostFrameTooLarge},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			maxFrame := tt.max
+			if maxFrame == 0 {
+				maxFrame = 2 * sendAllChunk
+			}
+			a, b := connPair(t, Options{MaxFrame: maxFrame})
+			sent := make(chan error, 1)
+			go func() {
+				err := a.SendAll(tt.ms)
+				if err == nil || errcode.Is(err, errcode.HostFrameTooLarge) {
+					err = errors.Join(err, a.Send(&Ping{Nonce: 99})) // the stream goes on
+				}
+				sent <- err
+			}()
+			for i := 1; i <= tt.wantRecv; i++ {
+				m, err := b.Recv()
+				if ack, ok := m.(*Ack); err != nil || !ok || ack.Offset != uint64(i) {
+					t.Fatalf("frame %d: got a %T (%v); want ack %d", i, m, err, i)
+				}
+			}
+			if m, err := b.Recv(); err != nil || m.Type() != TypePing {
+				t.Fatalf("after the batch: got a %T (%v); want the ping", m, err)
+			}
+			err := <-sent
+			if tt.wantErr == "" && err != nil || tt.wantErr != "" && !errcode.Is(err, tt.wantErr) {
+				t.Fatalf("SendAll: got %v, want code %q", err, tt.wantErr)
+			}
+		})
+	}
+}

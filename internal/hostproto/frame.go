@@ -19,17 +19,15 @@ const (
 	frameHeader = 4
 )
 
-// writeFrame writes body as one frame, header and body in a single Write
-// so that a frame is never interleaved with another writer's.
-func writeFrame(w io.Writer, body []byte, maxFrame int) error {
+// appendFrame appends body as one frame, its length first, to buf; a
+// frame is written with one Write, so it is never interleaved with
+// another writer's.
+func appendFrame(buf, body []byte, maxFrame int) ([]byte, error) {
 	if len(body) > maxFrame {
-		return errcode.New(errcode.HostFrameTooLarge, "frame of %d bytes exceeds the limit of %d bytes", len(body), maxFrame)
+		return buf, errcode.New(errcode.HostFrameTooLarge, "frame of %d bytes exceeds the limit of %d bytes", len(body), maxFrame)
 	}
-	buf := make([]byte, frameHeader+len(body))
-	binary.BigEndian.PutUint32(buf, uint32(len(body)))
-	copy(buf[frameHeader:], body)
-	_, err := w.Write(buf)
-	return err
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(body)))
+	return append(buf, body...), nil
 }
 
 // readFrame reads one frame's body. A clean end of stream before a frame

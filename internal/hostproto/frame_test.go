@@ -62,20 +62,19 @@ func TestReadFrame(t *testing.T) {
 	}
 }
 
-func TestWriteFrame(t *testing.T) {
-	var buf bytes.Buffer
-	if err := writeFrame(&buf, []byte("hello"), 5); err != nil {
+func TestAppendFrame(t *testing.T) {
+	got, err := appendFrame([]byte("x"), []byte("hello"), 5)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := buf.Bytes(), frameOf(5, "hello"); !bytes.Equal(got, want) {
+	if want := append([]byte("x"), frameOf(5, "hello")...); !bytes.Equal(got, want) {
 		t.Fatalf("got % x, want % x", got, want)
 	}
-	buf.Reset()
-	err := writeFrame(&buf, []byte("hello!"), 5)
+	got, err = appendFrame([]byte("x"), []byte("hello!"), 5)
 	if !errcode.Is(err, errcode.HostFrameTooLarge) {
 		t.Fatalf("6 bytes over a limit of 5: got %v, want %s", err, errcode.HostFrameTooLarge)
 	}
-	if buf.Len() != 0 {
-		t.Fatalf("a refused frame wrote %d bytes, want none", buf.Len())
+	if string(got) != "x" {
+		t.Fatalf("a refused frame left %q, want the buffer as it was", got)
 	}
 }

@@ -100,6 +100,8 @@ func TestDecodeRejects(t *testing.T) {
 		{"unknown type", `{"type":"teleport"}`, `unknown message type "teleport"`},
 		{"type not a string", `{"type":3}`, "not a JSON object"},
 		{"field of the wrong type", `{"type":"ack","offset":"seven"}`, "malformed ack"},
+		{"record field of the wrong type", `{"type":"record","offset":"seven","sessionId":"s"}`, "malformed record"},
+		{"record payload not json", `{"type":"record","offset":1,"payload":{"a":}`, "not a JSON object"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -122,6 +124,35 @@ func TestDecodeIgnoresUnknownFields(t *testing.T) {
 	}
 	if got, want := m, Message(&Ack{Offset: 9}); !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %#v, want %#v", got, want)
+	}
+}
+
+// TestDecodeRecordPath: frames are records by their type alone, the last
+// one given winning as in the general path, and other messages that carry
+// a record's fields stay what their type says.
+func TestDecodeRecordPath(t *testing.T) {
+	cases := []struct {
+		name, body string
+		want       Message
+	}{
+		{"record", `{"type":"record","offset":4,"sessionId":"s","kind":"update","payload":{"a":[1,{"b":null}]}}`,
+			&Record{Offset: 4, SessionID: "s", Kind: RecordUpdate, Payload: json.RawMessage(`{"a":[1,{"b":null}]}`)}},
+		{"record without payload", `{"type":"record","offset":5,"sessionId":"s","kind":"exit"}`, &Record{Offset: 5, SessionID: "s", Kind: RecordExit}},
+		{"ack with a record's fields", `{"type":"ack","sessionId":"s","offset":3,"kind":"update"}`, &Ack{SessionID: "s", Offset: 3}},
+		{"record type given last", `{"type":"ack","offset":2,"type":"record"}`, &Record{Offset: 2}},
+		{"ack type given last", `{"type":"record","offset":2,"type":"ack"}`, &Ack{Offset: 2}},
+		{"ping whose nonce is not a record field", `{"type":"ping","nonce":8,"offset":"x"}`, &Ping{Nonce: 8}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Decode([]byte(tc.body))
+			if err != nil {
+				t.Fatalf("Decode(%s): %v", tc.body, err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %#v, want %#v", got, tc.want)
+			}
+		})
 	}
 }
 

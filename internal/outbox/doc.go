@@ -16,6 +16,9 @@
 //   - Concurrent Appends are group-committed: the one writer goroutine
 //     takes every Append waiting, writes their frames in one write and
 //     syncs once, so throughput grows with the number of appenders.
+//     AppendBatch hands over many records at once, in order, for one
+//     appender to get the same: its records share a commit, and what it
+//     appends is always a prefix of them.
 //   - Ack is durable before it returns; acknowledged records are never
 //     returned again, and segments holding only acknowledged records are
 //     deleted.

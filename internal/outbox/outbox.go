@@ -79,7 +79,7 @@ type Outbox struct {
 	log  *slog.Logger
 	lock *os.File
 
-	reqs chan *appendReq
+	reqs chan *appendGroup
 	quit chan struct{}
 	wg   sync.WaitGroup
 
@@ -129,7 +129,7 @@ func Open(dir string, cfg Config) (*Outbox, error) {
 	}
 	o := &Outbox{
 		dir: dir, cfg: cfg, log: cfg.Logger, lock: lock,
-		reqs: make(chan *appendReq), quit: make(chan struct{}),
+		reqs: make(chan *appendGroup), quit: make(chan struct{}),
 		changed: make(chan struct{}), sync: (*os.File).Sync,
 	}
 	if err := o.load(); err != nil {

@@ -14,12 +14,21 @@ const (
 	maxBatchBytes   = 8 << 20
 )
 
-// appendReq is one Append waiting for the writer.
+// appendReq is one record waiting for the writer.
 type appendReq struct {
-	data []byte
-	off  uint64
-	err  error
-	done chan struct{}
+	data  []byte
+	off   uint64
+	err   error
+	group *appendGroup
+}
+
+// appendGroup is what one Append or AppendBatch hands the writer: its
+// records go into one commit, in order, and once one of them fails the
+// rest fail too, so that what is appended is always a prefix.
+type appendGroup struct {
+	reqs   []appendReq
+	failed error
+	done   chan struct{}
 }
 
 // Append writes rec to the outbox and returns its offset once the record is
@@ -35,52 +44,94 @@ type appendReq struct {
 // errcode.StoreWriteFailed when the disk refuses it (nothing is recorded
 // then), and ErrClosed after Close. rec is not retained.
 func (o *Outbox) Append(ctx context.Context, rec []byte) (uint64, error) {
-	if len(rec) > o.cfg.maxRecord() {
-		return 0, errcode.New(errcode.PayloadTooLarge, "record of %d bytes is larger than a %d-byte segment holds", len(rec), o.cfg.SegmentBytes)
+	n, off, err := o.AppendBatch(ctx, [][]byte{rec})
+	if n == 0 {
+		return 0, err
+	}
+	return off, nil
+}
+
+// AppendBatch appends recs in order within one commit: one write and one
+// fsync, unless a segment fills up on the way. It returns how many were
+// appended, at consecutive offsets from first, and, if not all of them,
+// why recs[n] was not; none after it is appended either, so what is
+// appended is always a prefix of recs. The errors and ctx are Append's.
+func (o *Outbox) AppendBatch(ctx context.Context, recs [][]byte) (n int, first uint64, err error) {
+	take, tooLarge := len(recs), error(nil)
+	for i, rec := range recs {
+		if len(rec) > o.cfg.maxRecord() {
+			take = i
+			tooLarge = errcode.New(errcode.PayloadTooLarge, "record of %d bytes is larger than a %d-byte segment holds", len(rec), o.cfg.SegmentBytes)
+			break
+		}
+	}
+	if take == 0 {
+		return 0, 0, tooLarge
 	}
 	if err := ctx.Err(); err != nil {
-		return 0, err // before the select, which would pick at random
+		return 0, 0, err // before the select, which would pick at random
 	}
-	r := &appendReq{data: rec, done: make(chan struct{})}
+	g := &appendGroup{reqs: make([]appendReq, take), done: make(chan struct{})}
+	for i := range g.reqs {
+		g.reqs[i] = appendReq{data: recs[i], group: g}
+	}
 	select {
-	case o.reqs <- r:
+	case o.reqs <- g:
 	case <-o.quit:
-		return 0, ErrClosed
+		return 0, 0, ErrClosed
 	case <-ctx.Done():
-		return 0, ctx.Err()
+		return 0, 0, ctx.Err()
 	}
-	<-r.done
-	return r.off, r.err
+	<-g.done
+	for n < take && g.reqs[n].err == nil {
+		n++
+	}
+	switch {
+	case n < take:
+		err = g.reqs[n].err
+	case take < len(recs):
+		err = tooLarge
+	}
+	return n, g.reqs[0].off, err
 }
 
 // writer is the outbox's one goroutine: it owns the active segment and
-// commits the Appends waiting at each turn as one group. Close stops it.
+// commits the groups waiting at each turn as one. Close stops it.
 func (o *Outbox) writer() {
 	defer o.wg.Done()
+	var groups []*appendGroup
 	batch := make([]*appendReq, 0, 64)
 	for {
 		select {
 		case <-o.quit:
 			return
-		case r := <-o.reqs:
-			batch = append(batch[:0], r)
+		case g := <-o.reqs:
+			groups = append(groups[:0], g)
 		}
-		size := len(batch[0].data)
+		batch, size := batch[:0], 0
+		take := func(g *appendGroup) {
+			for i := range g.reqs {
+				batch = append(batch, &g.reqs[i])
+				size += len(g.reqs[i].data)
+			}
+		}
+		take(groups[0])
 	drain:
 		for len(batch) < maxBatchRecords && size < maxBatchBytes {
 			select {
-			case r := <-o.reqs:
-				batch = append(batch, r)
-				size += len(r.data)
+			case g := <-o.reqs:
+				groups = append(groups, g)
+				take(g)
 			default:
 				break drain
 			}
 		}
 		o.commit(batch)
-		for i, r := range batch {
-			close(r.done)
-			batch[i] = nil
+		for i, g := range groups {
+			close(g.done)
+			groups[i] = nil
 		}
+		clear(batch)
 	}
 }
 
@@ -110,11 +161,16 @@ func (o *Outbox) commit(batch []*appendReq) {
 	cur := &staged{seg: o.active, size: o.active.size}
 	first := 0 // the first request written to cur
 	for i, r := range batch {
+		if r.group.failed != nil {
+			r.err = r.group.failed // an earlier record of its group was refused
+			continue
+		}
 		fl := int64(frameHeaderSize + len(r.data))
 		// An outbox with nothing pending takes a record past the limit:
 		// refused, it could never be appended.
 		if pending > 0 && pending+fl > o.cfg.MaxBytes {
 			r.err = errcode.New(errcode.OutboxFull, "outbox holds %d unacknowledged bytes; a %d-byte record would pass its limit of %d", pending, fl, o.cfg.MaxBytes)
+			r.group.failed = r.err
 			continue
 		}
 		overflow := cur.size+int64(len(o.buf))+fl > o.cfg.SegmentBytes

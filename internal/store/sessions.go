@@ -267,6 +267,9 @@ func (s *Store) updateSession(ctx context.Context, id string, set map[string]any
 // GetExecutor returns the executor row of a session or
 // errcode.SessionNotFound (every session has one).
 func (s *Store) GetExecutor(ctx context.Context, sessionID string) (Executor, error) {
+	if err := s.flushOffsets(ctx); err != nil {
+		return Executor{}, err
+	}
 	var row executorRow
 	if err := s.db.WithContext(ctx).Where("session_id = ?", sessionID).Take(&row).Error; err != nil {
 		if isNotFound(err) {
@@ -284,6 +287,9 @@ func (s *Store) ExecutorsOf(ctx context.Context, sessionIDs []string) (map[strin
 	out := make(map[string]Executor, len(sessionIDs))
 	if len(sessionIDs) == 0 {
 		return out, nil
+	}
+	if err := s.flushOffsets(ctx); err != nil {
+		return nil, err
 	}
 	var rows []executorRow
 	if err := s.db.WithContext(ctx).Where("session_id IN ?", sessionIDs).Find(&rows).Error; err != nil {
@@ -311,14 +317,54 @@ func (s *Store) UpdateExecutor(ctx context.Context, e Executor) error {
 // the session's host outbox up to offset; it runs in the transaction of
 // what the last of them caused (0 resets it for a new agent, whose outbox
 // starts again at 1).
+//
+// Inside a transaction (the writer's batch) it only notes the offset, and
+// the latest one of each session is written when the transaction ends, or
+// first when something in it reads executor rows: a batch of a session's
+// records costs one UPDATE instead of one each (an unknown session then
+// fails the batch at its end).
 func (s *Store) SetExecutorOffset(ctx context.Context, sessionID string, offset uint64) error {
+	if s.inTx {
+		for i := range s.offsets {
+			if s.offsets[i].sessionID == sessionID {
+				s.offsets[i].offset = offset
+				return nil
+			}
+		}
+		s.offsets = append(s.offsets, pendingOffset{sessionID: sessionID, offset: offset})
+		return nil
+	}
+	return s.writeExecutorOffset(ctx, sessionID, offset)
+}
+
+// pendingOffset is an offset SetExecutorOffset queued in a transaction.
+type pendingOffset struct {
+	sessionID string
+	offset    uint64
+}
+
+func (s *Store) writeExecutorOffset(ctx context.Context, sessionID string, offset uint64) error {
 	return updateRow(s.db.WithContext(ctx), "set executor offset", func() error { return sessionNotFound(sessionID) },
 		executorOffsetSQL, offset, sessionID)
+}
+
+// flushOffsets writes the offsets queued in this transaction.
+func (s *Store) flushOffsets(ctx context.Context) error {
+	defer func() { s.offsets = s.offsets[:0] }()
+	for _, o := range s.offsets {
+		if err := s.writeExecutorOffset(ctx, o.sessionID, o.offset); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ListExecutorsByStatus returns the executor rows in one of statuses (all
 // rows when none are given), by session id.
 func (s *Store) ListExecutorsByStatus(ctx context.Context, statuses ...ExecutorStatus) ([]Executor, error) {
+	if err := s.flushOffsets(ctx); err != nil {
+		return nil, err
+	}
 	q := s.db.WithContext(ctx).Model(&executorRow{})
 	if len(statuses) > 0 {
 		in := make([]string, len(statuses))

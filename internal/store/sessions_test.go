@@ -391,3 +391,67 @@ func TestExecutorOffset(t *testing.T) {
 		t.Errorf("unknown session: got %v, want %s", err, errcode.SessionNotFound)
 	}
 }
+
+// TestExecutorOffsetInTx: in a transaction the offsets are written once
+// per session, the latest winning, when it ends; a read of executor rows
+// in it sees them first; an unknown session fails the transaction, and a
+// failed transaction leaves the offsets as they were.
+func TestExecutorOffsetInTx(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	task := mustTask(t, s).ID
+	a, b := mustSession(t, s, task), mustSession(t, s, task)
+	offsets := func() [2]uint64 {
+		t.Helper()
+		var got [2]uint64
+		for i, id := range []string{a.ID, b.ID} {
+			e, err := s.GetExecutor(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[i] = e.HostOffset
+		}
+		return got
+	}
+	before := s.Statements()
+	err := s.Tx(ctx, func(tx *store.Store) error {
+		for _, o := range []struct {
+			id  string
+			off uint64
+		}{{a.ID, 5}, {b.ID, 2}, {a.ID, 6}, {a.ID, 7}, {b.ID, 3}} {
+			if err := tx.SetExecutorOffset(ctx, o.id, o.off); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Statements() - before; n != 2 { // the store counts its UPDATEs, not BEGIN and COMMIT
+		t.Errorf("five offsets of two sessions: got %d statements, want 2 (one per session)", n)
+	}
+	if got := offsets(); got != [2]uint64{7, 3} {
+		t.Fatalf("after the transaction: got %v, want [7 3]", got)
+	}
+
+	err = s.Tx(ctx, func(tx *store.Store) error {
+		if err := tx.SetExecutorOffset(ctx, a.ID, 9); err != nil {
+			return err
+		}
+		e, err := tx.GetExecutor(ctx, a.ID)
+		if err != nil {
+			return err
+		}
+		if e.HostOffset != 9 {
+			t.Errorf("read in the transaction: got offset %d, want the queued 9", e.HostOffset)
+		}
+		return tx.SetExecutorOffset(ctx, "no-such-session", 1)
+	})
+	if !errcode.Is(err, errcode.SessionNotFound) {
+		t.Fatalf("unknown session in a transaction: got %v, want %s", err, errcode.SessionNotFound)
+	}
+	if got := offsets(); got != [2]uint64{7, 3} {
+		t.Fatalf("after the failed transaction: got %v, want [7 3] still", got)
+	}
+}

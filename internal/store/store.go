@@ -51,6 +51,9 @@ type Store struct {
 	// chunks are the chunk rows AppendChunk queued in this transaction
 	// (Stores bound to a transaction only).
 	chunks []pendingChunk
+	// offsets are the host offsets SetExecutorOffset queued in this
+	// transaction, the latest per session.
+	offsets []pendingOffset
 	// replay holds the replay's statements and ckpt checkpoints the WAL
 	// (both nil in Stores bound to a transaction).
 	replay *replayer
@@ -285,7 +288,10 @@ func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
 		if err := fn(tx); err != nil {
 			return err
 		}
-		return tx.flushChunks(ctx) // the chunk rows AppendChunk queued
+		if err := tx.flushChunks(ctx); err != nil { // the chunk rows AppendChunk queued
+			return err
+		}
+		return tx.flushOffsets(ctx)
 	})
 	if err != nil {
 		return internal(err, "transaction")
