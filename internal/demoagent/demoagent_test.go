@@ -698,6 +698,10 @@ func TestStreamManyChunks(t *testing.T) {
 	h.initialize(acp.ClientCapabilities{})
 	sid := h.newSession(t.TempDir())
 	h.mustPrompt(sid, "/stream 2000", acp.StopReasonEndTurn)
+	// The SDK hands notifications to the client on a goroutine of its own,
+	// so the prompt's answer may overtake the last of them under load:
+	// they must all arrive, not all before the answer.
+	waitFor(t, "2000 chunks", func() bool { return len(conversation(h.client.updatesFor(sid))) >= 2000 })
 	if got := len(conversation(h.client.updatesFor(sid))); got != 2000 {
 		t.Errorf("chunks: got %d, want 2000", got)
 	}
