@@ -693,11 +693,15 @@ func TestStartupDelay(t *testing.T) {
 func TestStreamManyChunks(t *testing.T) {
 	// More chunks than the SDK's 1024-entry notification queue: the fake
 	// must be able to produce them quickly for the daemon's backpressure
-	// tests, so persistence has to stay linear.
+	// tests, so persistence has to stay linear. This test's client is the
+	// SDK's, which closes the connection when its queue overflows (the
+	// daemon reads agents with its own reader for that reason): under
+	// -race on a loaded machine it fell 1024 behind a burst of 2000, so
+	// the agent pauses briefly after every 100.
 	h := startAgent(t, t.TempDir())
 	h.initialize(acp.ClientCapabilities{})
 	sid := h.newSession(t.TempDir())
-	h.mustPrompt(sid, "/stream 2000", acp.StopReasonEndTurn)
+	h.mustPrompt(sid, "/stream 2000 100 10", acp.StopReasonEndTurn)
 	// The SDK hands notifications to the client on a goroutine of its own,
 	// so the prompt's answer may overtake the last of them under load:
 	// they must all arrive, not all before the answer.
