@@ -255,6 +255,9 @@ func (w *world) term() {
 // daemon, its agents, orphans of a killed daemon) survives the test.
 func (w *world) cleanup() {
 	w.term()
+	// Executor hosts outlive every daemon on purpose; only once the last
+	// daemon is gone can none start another.
+	w.stopHosts()
 	end := time.Now().Add(20 * time.Second)
 	for {
 		pids := w.processes("")

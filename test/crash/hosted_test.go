@@ -40,7 +40,6 @@ func (w *world) stopHosts() {
 func hostedWorld(t *testing.T) *world {
 	t.Helper()
 	w := newWorld(t, profile{id: "demo"})
-	t.Cleanup(w.stopHosts) // runs before the world's own cleanup
 	return w
 }
 

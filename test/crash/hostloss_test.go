@@ -61,7 +61,10 @@ func TestHostLoss(t *testing.T) {
 	local, _ := w.createSessionOn("demo", "detached")
 	remote, _ := w.createSessionOn("demo", "far")
 	fl, fr := w.follow(local), w.follow(remote)
-	w.prompt(local, streamPrompt, "local-1")
+	// The turns the host kills must still be running then: /hang never
+	// ends by itself (a 2000-chunk stream could finish first on a fast
+	// machine).
+	w.prompt(local, "/hang", "local-1")
 	w.prompt(remote, streamPrompt, "remote-1")
 	w.waitSeen(fl, "the local turn's first chunk", isChunkOf(t, "local-1"))
 	w.waitSeen(fr, "the remote turn's first chunk", isChunkOf(t, "remote-1"))
@@ -101,7 +104,7 @@ func TestHostLoss(t *testing.T) {
 	}
 
 	// The remote host dies mid-turn and stays down past --host-lost-after.
-	w.prompt(remote, streamPrompt, "remote-2")
+	w.prompt(remote, "/hang", "remote-2")
 	w.waitSeen(fr, "the second remote turn's first chunk", isChunkOf(t, "remote-2"))
 	far.kill9()
 	w.checkLostTurn(remote, "remote-2")
