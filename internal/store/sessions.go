@@ -348,8 +348,13 @@ func (s *Store) writeExecutorOffset(ctx context.Context, sessionID string, offse
 		executorOffsetSQL, offset, sessionID)
 }
 
-// flushOffsets writes the offsets queued in this transaction.
+// flushOffsets writes the offsets queued in this transaction. Outside a
+// transaction there are none, and the Store is shared by every goroutine:
+// it touches nothing then.
 func (s *Store) flushOffsets(ctx context.Context) error {
+	if !s.inTx || len(s.offsets) == 0 {
+		return nil
+	}
 	defer func() { s.offsets = s.offsets[:0] }()
 	for _, o := range s.offsets {
 		if err := s.writeExecutorOffset(ctx, o.sessionID, o.offset); err != nil {

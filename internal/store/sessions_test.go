@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -453,5 +454,30 @@ func TestExecutorOffsetInTx(t *testing.T) {
 	}
 	if got := offsets(); got != [2]uint64{7, 3} {
 		t.Fatalf("after the failed transaction: got %v, want [7 3] still", got)
+	}
+}
+
+// TestExecutorReadsConcurrently: executor reads outside a transaction
+// share the Store (every API request does them), so they must not touch
+// the offsets a transaction queues (go test -race).
+func TestExecutorReadsConcurrently(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	sess := mustSession(t, s, mustTask(t, s).ID)
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := s.GetExecutor(ctx, sess.ID); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("GetExecutor: %v", err)
 	}
 }
