@@ -87,6 +87,7 @@ func parseHostOptions(args []string) (hostOptions, error) {
 	fs.DurationVar(&o.cfg.Linger, "linger", host.DefaultLinger, "with no daemon connected and no prompt or permission request pending for this long, stop the agents and exit (0: never)")
 	fs.IntVar(&o.cfg.SendWindow, "send-window", host.DefaultSendWindow, "records of one session sent to the daemon and not yet acknowledged, at most")
 	maxOutbox := fs.String("outbox-max-bytes", "1G", "unacknowledged bytes one session's outbox holds; past it the agent is slowed down until the daemon catches up")
+	syncDelay := fs.Duration("outbox-sync-delay", host.DefaultOutboxSyncDelay, "fsync a session's outbox within this long of a write instead of before each record is sent (0: before); records survive a crash of the host either way, the last of them not a crash of its machine")
 	fs.DurationVar(&o.cfg.PingInterval, "ping-interval", host.DefaultPingInterval, "how often the host pings its daemon")
 	fs.DurationVar(&o.cfg.PingTimeout, "ping-timeout", host.DefaultPingTimeout, "close a daemon connection silent for this long")
 	fs.DurationVar(&o.cfg.InitTimeout, "init-timeout", host.DefaultInitTimeout, "timeout of an agent's initialize handshake, unless the daemon sets one")
@@ -123,7 +124,10 @@ func parseHostOptions(args []string) (hostOptions, error) {
 	if err != nil || n <= 0 {
 		return o, fmt.Errorf("--outbox-max-bytes: want a positive size such as 1G, got %q", *maxOutbox)
 	}
-	o.cfg.Outbox = outbox.Config{MaxBytes: n}
+	if *syncDelay < 0 {
+		return o, errors.New("--outbox-sync-delay must not be negative")
+	}
+	o.cfg.Outbox = outbox.Config{MaxBytes: n, SyncDelay: *syncDelay}
 	switch {
 	case o.cfg.Linger < 0:
 		return o, errors.New("--linger must not be negative")

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/hostproto"
 	"github.com/tether/tether/internal/testbin"
@@ -80,6 +81,7 @@ func TestHostSubcommand(t *testing.T) {
 		t.Fatalf("handshake: %v\n%s", err, logs.String())
 	}
 	var chunks []string
+	var lines acp.UpdateDecoder
 	call := func(kind hostproto.CommandKind, payload any, result any) {
 		t.Helper()
 		b, _ := json.Marshal(payload)
@@ -95,8 +97,10 @@ func TestHostSubcommand(t *testing.T) {
 			case *hostproto.Ping:
 				_ = conn.Send(&hostproto.Pong{Nonce: m.Nonce})
 			case *hostproto.Record:
-				var u hostproto.Update
-				if m.Kind == hostproto.RecordUpdate && json.Unmarshal(m.Payload, &u) == nil && u.Kind == "agent_message_chunk" {
+				if m.Kind != hostproto.RecordACPUpdate {
+					t.Fatalf("record %d of kind %s, want the agent's lines (acp_update) on version %d", m.Offset, m.Kind, hostproto.MaxVersion)
+				}
+				if u, ok := lines.Decode(m.Payload); ok && u.Kind == acp.UpdateAgentMessage {
 					chunks = append(chunks, u.Text)
 				}
 				_ = conn.Send(&hostproto.Ack{SessionID: m.SessionID, Offset: m.Offset})

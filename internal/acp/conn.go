@@ -66,6 +66,20 @@ type Handler interface {
 	RequestPermission(ctx context.Context, req PermissionRequest) (PermissionOutcome, error)
 }
 
+// LineHandler is a Handler that takes session/update notifications as the
+// agent wrote them: an executor host keeps them in its outbox and sends
+// them on, and only the daemon decodes them (UpdateDecoder), instead of a
+// decode in the host and another of the host's own encoding in the
+// daemon. A line IsUpdateNotification accepts goes to UpdateLine instead
+// of being decoded for Update; Update's rules (order, no blocking, done
+// exactly once) apply to it alike.
+type LineHandler interface {
+	Handler
+	// UpdateLine receives the notification without its line end; line
+	// belongs to the callee.
+	UpdateLine(line []byte, done func())
+}
+
 // Options configure Start.
 type Options struct {
 	Spec Spec
@@ -74,7 +88,9 @@ type Options struct {
 	// once, before the agent starts, and closed when the agent has exited.
 	Root string
 	// Files bounds the agent's fs requests (sizes, concurrency, timeout).
-	Files   workspace.FileLimits
+	Files workspace.FileLimits
+	// Handler receives the agent's updates and requests; a LineHandler
+	// takes its session/update lines undecoded.
 	Handler Handler
 	// InitTimeout bounds the initialize handshake.
 	InitTimeout time.Duration

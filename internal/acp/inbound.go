@@ -37,9 +37,10 @@ var errStopped = errors.New("agent connection stopped")
 // an unbounded hand-off behind the queue would grow without limit instead.
 //
 // inbound reads one line at a time and routes it:
-//   - session/update: decoded here and handed to the Handler in protocol
-//     order, each holding one of window credits until the Handler calls its
-//     done func. With every credit out, inbound stops reading: the pipe
+//   - session/update: decoded here (or, for a LineHandler, handed over as
+//     the agent's bytes) and handed to the Handler in protocol order, each
+//     holding one of window credits until the Handler calls its done
+//     func. With every credit out, inbound stops reading: the pipe
 //     fills and the agent's writes block, which slows it to the daemon's
 //     pace. Nothing that frees a credit waits for the agent, so this cannot
 //     deadlock (see Handler).
@@ -59,21 +60,24 @@ type inbound struct {
 	// credits holds one token per update handed over and not yet done.
 	credits chan struct{}
 	// stop ends a read waiting for a credit (the connection is stopping).
-	stop   <-chan struct{}
-	logger *slog.Logger
+	stop <-chan struct{}
+	// lines is handler as a LineHandler, if it is one.
+	lines LineHandler
+	dec   UpdateDecoder
 
 	line    []byte // the line being assembled
 	pending []byte // the part of a pass-through line Read has yet to return
 	err     error  // the read error to return once pending is drained
-	dropped int    // notifications dropped, for the first-drop log line
 }
 
 func newInbound(r io.Reader, h Handler, window int, stop <-chan struct{}, logger *slog.Logger) *inbound {
 	if window <= 0 {
 		window = DefaultUpdateWindow
 	}
-	return &inbound{src: bufio.NewReaderSize(r, 64<<10), handler: h, credits: make(chan struct{}, window),
-		stop: stop, logger: logger}
+	in := &inbound{src: bufio.NewReaderSize(r, 64<<10), handler: h, credits: make(chan struct{}, window),
+		stop: stop, dec: UpdateDecoder{Logger: logger}}
+	in.lines, _ = h.(LineHandler)
+	return in
 }
 
 // Read returns the lines meant for the SDK, consuming the others.
@@ -126,6 +130,9 @@ type envelope struct {
 
 // route handles line and reports whether it goes on to the SDK.
 func (in *inbound) route(line []byte) (pass bool, err error) {
+	if in.lines != nil && IsUpdateNotification(line) {
+		return false, in.handOverLine(line)
+	}
 	if u, ok := fastTextChunk(line); ok {
 		return false, in.handOver(u)
 	}
@@ -137,24 +144,81 @@ func (in *inbound) route(line []byte) (pass bool, err error) {
 		return true, nil
 	}
 	if m.Method != sdk.ClientMethodSessionUpdate {
-		in.drop("notification the daemon does not implement", "method", m.Method)
+		in.dec.drop("notification the daemon does not implement", "method", m.Method)
 		return false, nil
 	}
-	var n sdk.SessionNotification
-	if err := json.Unmarshal(m.Params, &n); err != nil {
-		in.drop("session/update that does not decode", "err", err)
-		return false, nil
-	}
-	if err := n.Validate(); err != nil {
-		in.drop("invalid session/update", "err", err)
-		return false, nil
-	}
-	u, ok := translate(n)
+	u, ok := in.dec.params(m.Params)
 	if !ok {
-		in.logger.Debug("ignoring unknown session/update kind", "session", n.SessionId)
 		return false, nil
 	}
 	return false, in.handOver(u)
+}
+
+// UpdateDecoder decodes session/update notifications as the daemon reads
+// them from its own agents, for lines an executor host forwarded
+// undecoded (LineHandler). What it cannot use it drops, logging the first
+// drop at warn level and the rest at debug, so an agent cannot flood the
+// log either. One decoder serves one agent, from one goroutine.
+type UpdateDecoder struct {
+	Logger  *slog.Logger
+	dropped int
+}
+
+// Decode returns the Update of a session/update line; ok=false when the
+// line is not one the daemon records (dropped, as the daemon's route
+// would drop it).
+func (d *UpdateDecoder) Decode(line []byte) (Update, bool) {
+	if u, ok := fastTextChunk(line); ok {
+		return u, true
+	}
+	var m envelope
+	if err := json.Unmarshal(line, &m); err != nil {
+		d.drop("session/update line that is not JSON", "err", err)
+		return Update{}, false
+	}
+	if m.ID != nil || m.Method != sdk.ClientMethodSessionUpdate {
+		d.drop("line forwarded as a session/update that is not one", "method", m.Method)
+		return Update{}, false
+	}
+	return d.params(m.Params)
+}
+
+// params decodes a session/update's params into an Update.
+func (d *UpdateDecoder) params(raw json.RawMessage) (Update, bool) {
+	var n sdk.SessionNotification
+	if err := json.Unmarshal(raw, &n); err != nil {
+		d.drop("session/update that does not decode", "err", err)
+		return Update{}, false
+	}
+	if err := n.Validate(); err != nil {
+		d.drop("invalid session/update", "err", err)
+		return Update{}, false
+	}
+	u, ok := translate(n)
+	if !ok {
+		d.logger().Debug("ignoring unknown session/update kind", "session", n.SessionId)
+		return Update{}, false
+	}
+	return u, true
+}
+
+func (d *UpdateDecoder) logger() *slog.Logger {
+	if d.Logger == nil {
+		return slog.Default()
+	}
+	return d.Logger
+}
+
+// drop logs a dropped notification: the first one at warn level, the rest
+// at debug.
+func (d *UpdateDecoder) drop(what string, args ...any) {
+	d.dropped++
+	level := slog.LevelDebug
+	if d.dropped == 1 {
+		level = slog.LevelWarn
+		what += " (further drops are logged at debug level)"
+	}
+	d.logger().Log(context.Background(), level, "dropping agent "+what, args...)
 }
 
 // handOver gives u to the Handler once a window credit is free.
@@ -168,6 +232,18 @@ func (in *inbound) handOver(u Update) error {
 	return nil
 }
 
+// handOverLine gives a copy of line, without its line end, to the
+// LineHandler once a window credit is free.
+func (in *inbound) handOverLine(line []byte) error {
+	select {
+	case in.credits <- struct{}{}:
+	case <-in.stop:
+		return errStopped
+	}
+	in.lines.UpdateLine(bytes.Clone(bytes.TrimRight(line, "\r\n")), in.releaser())
+	return nil
+}
+
 // releaser returns the done func of one handed-over update: it gives the
 // credit back the first time it is called and does nothing after that, so
 // a careless second call can never free a credit another update holds.
@@ -178,16 +254,4 @@ func (in *inbound) releaser() func() {
 			<-in.credits
 		}
 	}
-}
-
-// drop logs a dropped notification: the first one at warn level, the rest
-// at debug, so an agent cannot flood the daemon's log either.
-func (in *inbound) drop(what string, args ...any) {
-	in.dropped++
-	level := slog.LevelDebug
-	if in.dropped == 1 {
-		level = slog.LevelWarn
-		what += " (further drops are logged at debug level)"
-	}
-	in.logger.Log(context.Background(), level, "dropping agent "+what, args...)
 }

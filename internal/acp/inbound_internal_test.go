@@ -67,17 +67,7 @@ const (
 
 func TestInboundWindow(t *testing.T) {
 	long := `{"jsonrpc":"2.0","id":1,"result":"` + strings.Repeat("x", maxLineBytes) + `"}` + "\n"
-	tests := []struct {
-		name    string
-		window  int
-		handler windowHandler
-		input   string
-		// want* are the updates handed over, the bytes passed to the SDK
-		// and the error that ends reading (nil: io.EOF).
-		wantTexts  []string
-		wantPassed string
-		wantErr    error
-	}{
+	tests := []inboundCase{
 		{name: "update consumed, response passed", window: 4, handler: windowHandler{release: true},
 			input: chunkLine("a") + responseLine, wantTexts: []string{"a"}, wantPassed: responseLine},
 		{name: "requests and cancellations pass", window: 4, handler: windowHandler{release: true},
@@ -101,39 +91,87 @@ func TestInboundWindow(t *testing.T) {
 		{name: "an over-long line ends the connection", window: 1,
 			input: responseLine + long, wantPassed: responseLine, wantErr: errLineTooLong},
 	}
-	for i := range tests {
-		tt := &tests[i]
-		t.Run(tt.name, func(t *testing.T) {
-			h := &tt.handler
-			h.stop = make(chan struct{})
-			in := newInbound(strings.NewReader(tt.input), h, tt.window, h.stop, slog.New(slog.NewTextHandler(io.Discard, nil)))
-			var passed bytes.Buffer
-			buf := make([]byte, 17) // small, so lines are returned in pieces
-			var err error
-			for {
-				var n int
-				n, err = in.Read(buf)
-				passed.Write(buf[:n])
-				if err != nil {
-					break
-				}
+	for _, lines := range []bool{false, true} {
+		for i := range tests {
+			tt := &tests[i]
+			name := tt.name
+			if lines {
+				name += " (lines forwarded, decoded by an UpdateDecoder)"
 			}
-			want := tt.wantErr
-			if want == nil {
-				want = io.EOF
-			}
-			if !errors.Is(err, want) {
-				t.Errorf("got error %v, want %v", err, want)
-			}
-			if got := passed.String(); got != tt.wantPassed {
-				t.Errorf("got passed %.200q, want %.200q", got, tt.wantPassed)
-			}
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			if strings.Join(h.texts, ",") != strings.Join(tt.wantTexts, ",") {
-				t.Errorf("got updates %q, want %q", h.texts, tt.wantTexts)
-			}
-		})
+			t.Run(name, func(t *testing.T) { runInboundCase(t, tt, lines) })
+		}
+	}
+}
+
+// lineHandler takes updates as lines, as an executor host does, and
+// decodes them as the daemon then does, so that the outcome can be held
+// against the decoded path's.
+type lineHandler struct {
+	*windowHandler
+	dec UpdateDecoder
+}
+
+func (h *lineHandler) UpdateLine(line []byte, done func()) {
+	if bytes.HasSuffix(line, []byte("\n")) {
+		panic("line handed over with its line end")
+	}
+	u, ok := h.dec.Decode(line)
+	if !ok {
+		done()
+		return
+	}
+	h.Update(u, done)
+}
+
+// inboundCase is one row of TestInboundWindow: want* are the updates
+// handed over, the bytes passed to the SDK and the error that ends
+// reading (nil: io.EOF).
+type inboundCase struct {
+	name       string
+	window     int
+	handler    windowHandler
+	input      string
+	wantTexts  []string
+	wantPassed string
+	wantErr    error
+}
+
+func runInboundCase(t *testing.T, tt *inboundCase, lines bool) {
+	t.Helper()
+	// A fresh handler of the row's settings for each run.
+	h := &windowHandler{release: tt.handler.release, doubleDone: tt.handler.doubleDone,
+		stopAfter: tt.handler.stopAfter, stop: make(chan struct{})}
+	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var handler Handler = h
+	if lines {
+		handler = &lineHandler{windowHandler: h, dec: UpdateDecoder{Logger: discard}}
+	}
+	in := newInbound(strings.NewReader(tt.input), handler, tt.window, h.stop, discard)
+	var passed bytes.Buffer
+	buf := make([]byte, 17) // small, so lines are returned in pieces
+	var err error
+	for {
+		var n int
+		n, err = in.Read(buf)
+		passed.Write(buf[:n])
+		if err != nil {
+			break
+		}
+	}
+	want := tt.wantErr
+	if want == nil {
+		want = io.EOF
+	}
+	if !errors.Is(err, want) {
+		t.Errorf("got error %v, want %v", err, want)
+	}
+	if got := passed.String(); got != tt.wantPassed {
+		t.Errorf("got passed %.200q, want %.200q", got, tt.wantPassed)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if strings.Join(h.texts, ",") != strings.Join(tt.wantTexts, ",") {
+		t.Errorf("got updates %q, want %q", h.texts, tt.wantTexts)
 	}
 }
 

@@ -37,6 +37,9 @@ type Agent struct {
 	quitCh   chan struct{}
 	quitOnce sync.Once
 	wake     chan struct{}
+	// lines decodes the agent's session/update lines (version 2
+	// records); the dispatcher alone uses it.
+	lines acp.UpdateDecoder
 	// retired is set once the agent ended: records still arriving are
 	// committed without the handler.
 	retired atomic.Bool
@@ -83,6 +86,7 @@ func newAgent(h *Host, sessionID string, handler acp.Handler, grace time.Duratio
 		wake: make(chan struct{}, 1), lastSeen: from, commits: commitTracker{frontier: from}, acked: from,
 		seen: make(map[string]bool), reqs: make(map[string]*openRequest)}
 	a.link, _ = handler.(LinkHandler)
+	a.lines.Logger = h.log.With("session", sessionID)
 	return a
 }
 

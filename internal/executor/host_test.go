@@ -313,3 +313,48 @@ func TestPromptNotifySentBeforeReturn(t *testing.T) {
 		t.Fatalf("PromptNotify ids: got %+v, want two fresh ones", ps)
 	}
 }
+
+// TestAgentLinesDecoded: version 2 records carry the agent's own
+// session/update lines; the daemon decodes them as it would a local
+// agent's, drops what such an agent's would be dropped, and still
+// commits (acknowledges) every offset.
+func TestAgentLinesDecoded(t *testing.T) {
+	line := func(text string) json.RawMessage {
+		return json.RawMessage(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"acp-1","update":` +
+			`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"` + text + `"}}}}`)
+	}
+	records := []json.RawMessage{
+		line("chunk 1"),
+		json.RawMessage(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"acp-1","update":{"sessionUpdate":"tether_unknown"}}}`),
+		line("chunk 3"),
+		json.RawMessage(`{"jsonrpc":"2.0","method":"session/update","params":"not an object"}`),
+		// The SDK's path, not the fast one: the chunk has annotations.
+		json.RawMessage(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"acp-1","update":` +
+			`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"chunk 5","annotations":{"priority":1}}}}}`),
+	}
+	f := newFakeHost(t, func(f *fakeHost) {
+		f.handle = func(f *fakeHost, cmd hostproto.Command) hostproto.CommandResult {
+			if cmd.Kind == hostproto.CommandPrompt {
+				for _, r := range records {
+					f.emit(cmd.SessionID, hostproto.RecordACPUpdate, r)
+				}
+				return okResult(hostproto.PromptResult{StopReason: "end_turn"})
+			}
+			return okResult(nil)
+		}
+	})
+	h := newTestHost(t, f, func(c *HostConfig) { c.AckDelay = time.Millisecond })
+	rh := newRecHandler(true)
+	a := startAgent(t, h, "s1", rh)
+	if _, err := a.PromptTurn(ctxT(t), "acp-1", "turn-1", json.RawMessage(`[]`), nil); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, u := range rh.snapshot() {
+		got = append(got, fmt.Sprintf("%d %s", u.Offset, u.Text))
+	}
+	if want := []string{"1 chunk 1", "3 chunk 3", "5 chunk 5"}; !slices.Equal(got, want) {
+		t.Fatalf("got updates %q, want %q", got, want)
+	}
+	f.waitFor(t, "ack of every record", func() bool { return f.lastAckLocked("s1") == uint64(len(records)) })
+}

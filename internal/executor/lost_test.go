@@ -115,7 +115,9 @@ func TestRefusedHandshake(t *testing.T) {
 		want  errcode.Code
 	}{
 		{"wrong token", nil, func(c *HostConfig) { c.Token = "wrong" }, errcode.HostUnauthorized},
-		{"no common version", func(f *fakeHost) { f.versions = hostproto.Versions{Min: 2, Max: 3} }, nil, errcode.HostProtocolMismatch},
+		{"no common version", func(f *fakeHost) {
+			f.versions = hostproto.Versions{Min: hostproto.MaxVersion + 1, Max: hostproto.MaxVersion + 2}
+		}, nil, errcode.HostProtocolMismatch},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

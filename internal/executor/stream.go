@@ -88,7 +88,19 @@ func (a *Agent) dispatch() {
 func (a *Agent) onRecord(r hostproto.Record) {
 	switch r.Kind {
 	case hostproto.RecordUpdate:
-		a.onUpdate(r)
+		var u hostproto.Update
+		if !a.decode(r, &u) {
+			a.add(r.Offset)
+			return
+		}
+		a.onUpdate(r.Offset, u.ACP())
+	case hostproto.RecordACPUpdate:
+		u, ok := a.lines.Decode(r.Payload)
+		if !ok {
+			a.add(r.Offset)
+			return
+		}
+		a.onUpdate(r.Offset, u)
 	case hostproto.RecordRequest:
 		a.add(r.Offset)
 		var p hostproto.PermissionRequest
@@ -127,36 +139,31 @@ func (a *Agent) decode(r hostproto.Record, v any) bool {
 	return true
 }
 
-// onUpdate hands an update to the handler once the window has room; its
-// done commits the record. An agent that ended commits it unseen.
-func (a *Agent) onUpdate(r hostproto.Record) {
-	var u hostproto.Update
-	if !a.decode(r, &u) {
-		a.add(r.Offset)
-		return
-	}
+// onUpdate hands the update of the record at off to the handler once the
+// window has room; its done commits the record. An agent that ended
+// commits it unseen.
+func (a *Agent) onUpdate(off uint64, au acp.Update) {
 	if a.retired.Load() {
-		a.add(r.Offset)
+		a.add(off)
 		return
 	}
 	select {
 	case a.credits <- struct{}{}:
 	case <-a.done:
-		a.add(r.Offset)
+		a.add(off)
 		return
 	case <-a.quitCh:
 		return
 	}
 	a.mu.Lock()
-	a.commits.open = append(a.commits.open, openRecord{off: r.Offset})
+	a.commits.open = append(a.commits.open, openRecord{off: off})
 	a.mu.Unlock()
-	au := u.ACP()
-	au.Offset = r.Offset
+	au.Offset = off
 	var once atomic.Bool
 	a.handler.Update(au, func() {
 		if once.CompareAndSwap(false, true) {
 			<-a.credits
-			a.settle(r.Offset)
+			a.settle(off)
 		}
 	})
 }

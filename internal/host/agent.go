@@ -17,9 +17,17 @@ import (
 // says becomes a record of that session.
 type handler struct{ s *session }
 
-var _ acp.Handler = handler{}
+var _ acp.LineHandler = handler{}
 
-// Update queues the update; its credit is released once it is durable.
+// UpdateLine queues the agent's session/update line as it is: the daemon
+// decodes it (protocol version 2; a version 1 link converts it when it
+// sends it). Its credit is released once it is in the outbox.
+func (h handler) UpdateLine(line []byte, done func()) {
+	h.s.q.push(item{kind: hostproto.RecordACPUpdate, raw: line, done: done})
+}
+
+// Update queues an update the acp package decoded itself (a line a
+// LineHandler gets goes to UpdateLine instead; this is for any other).
 func (h handler) Update(u acp.Update, done func()) {
 	h.s.q.push(item{kind: hostproto.RecordUpdate, payload: hostproto.FromUpdate(u), done: done})
 }

@@ -18,10 +18,15 @@ import (
 // An outbox record is the record's kind, a newline and its payload's JSON:
 // the writer turns it into a hostproto.Record without decoding the payload.
 
-func encodeRecord(kind hostproto.RecordKind, payload any) ([]byte, error) {
-	body, err := json.Marshal(payload)
-	if err != nil {
-		return nil, fmt.Errorf("host: encode %s record: %w", kind, err)
+// encodeRecord encodes it's record: raw as it is when set (an agent's
+// line), else payload as JSON.
+func encodeRecord(it item) ([]byte, error) {
+	kind, body := it.kind, it.raw
+	if body == nil {
+		var err error
+		if body, err = json.Marshal(it.payload); err != nil {
+			return nil, fmt.Errorf("host: encode %s record: %w", kind, err)
+		}
 	}
 	out := make([]byte, 0, len(kind)+1+len(body))
 	out = append(out, kind...)
@@ -50,6 +55,8 @@ const (
 type item struct {
 	kind    hostproto.RecordKind
 	payload any
+	// raw, when set, is the payload's JSON already (an agent's line).
+	raw []byte
 	// done releases the update's credit of the ACP window, once the record
 	// is durable (or given up on).
 	done func()
@@ -177,7 +184,7 @@ func (s *session) runAppender() {
 				it.marker <- s.q.last.Load()
 				continue
 			}
-			b, err := encodeRecord(it.kind, it.payload)
+			b, err := encodeRecord(it)
 			if err != nil {
 				s.log.Error("host: record dropped", "kind", it.kind, "err", err)
 				if it.done != nil {

@@ -252,7 +252,12 @@ func (h *Host) attach(l *link, cmd *hostproto.Command) {
 	}
 	next := s.ob.Stats().Next
 	if p.From >= next {
-		l.result(fail(cmd.ID, errcode.New(errcode.InvalidRequest, "attach after offset %d, but session %s has records up to %d only", p.From, s.id, next-1)), nil, 0)
+		// The daemon committed records this outbox no longer has: the
+		// host's machine crashed before their fsync (outbox SyncDelay),
+		// and the agent went with it. The session is lost as the daemon
+		// knew it; a later record could only reuse an offset it has.
+		l.result(fail(cmd.ID, errcode.New(errcode.HostSessionUnknown,
+			"the host's records of session %s end at offset %d, before offset %d the daemon committed: the host's machine crashed before it synced them", s.id, next-1, p.From)), nil, 0)
 		return
 	}
 	if p.From > 0 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/agents"
 	"github.com/tether/tether/internal/host"
 	"github.com/tether/tether/internal/hostproto"
@@ -108,11 +109,17 @@ func (th *testHost) dial(token string) (*daemon, error) {
 
 func dialSocket(t *testing.T, sock, token string) (*daemon, error) {
 	t.Helper()
+	return dialSocketVersions(t, sock, token, hostproto.Versions{})
+}
+
+// dialSocketVersions plays a daemon that speaks vs (zero: this build's).
+func dialSocketVersions(t *testing.T, sock, token string, vs hostproto.Versions) (*daemon, error) {
+	t.Helper()
 	nc, err := net.Dial("unix", sock)
 	if err != nil {
 		return nil, err
 	}
-	conn, w, err := hostproto.Client(context.Background(), nc, hostproto.ClientConfig{Token: token, DaemonID: "test-daemon", DaemonVersion: "test"})
+	conn, w, err := hostproto.Client(context.Background(), nc, hostproto.ClientConfig{Token: token, DaemonID: "test-daemon", DaemonVersion: "test", Versions: vs})
 	if err != nil {
 		_ = nc.Close()
 		return nil, err
@@ -266,15 +273,25 @@ func prompt(acpID, text string) hostproto.PromptPayload {
 func texts(t *testing.T, recs []hostproto.Record) []string {
 	t.Helper()
 	var out []string
+	var dec acp.UpdateDecoder
 	for _, r := range recs {
-		if r.Kind != hostproto.RecordUpdate {
+		var u acp.Update
+		switch r.Kind {
+		case hostproto.RecordUpdate:
+			var wire hostproto.Update
+			if err := json.Unmarshal(r.Payload, &wire); err != nil {
+				t.Fatalf("update record %d: %v", r.Offset, err)
+			}
+			u = wire.ACP()
+		case hostproto.RecordACPUpdate:
+			var ok bool
+			if u, ok = dec.Decode(r.Payload); !ok {
+				t.Fatalf("acp_update record %d does not decode: %s", r.Offset, r.Payload)
+			}
+		default:
 			continue
 		}
-		var u hostproto.Update
-		if err := json.Unmarshal(r.Payload, &u); err != nil {
-			t.Fatalf("update record %d: %v", r.Offset, err)
-		}
-		if u.Kind == "agent_message_chunk" {
+		if u.Kind == acp.UpdateAgentMessage {
 			out = append(out, u.Text)
 		}
 	}

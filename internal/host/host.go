@@ -30,6 +30,13 @@ const (
 	DefaultPingTimeout  = 30 * time.Second
 	DefaultInitTimeout  = 30 * time.Second
 	DefaultStopGrace    = 3 * time.Second
+	// DefaultOutboxSyncDelay is `tetherd host --outbox-sync-delay`: a
+	// record is written to its outbox before it is sent, and fsynced
+	// within this long (outbox.Config.SyncDelay), so that no fsync waits
+	// on a chunk's way to the daemon. The daemon's own SQLite makes the
+	// same trade (WAL, synchronous=NORMAL). Config.Outbox's zero value
+	// fsyncs before sending.
+	DefaultOutboxSyncDelay = 50 * time.Millisecond
 	// DefaultDedup is how many finished command ids the host remembers:
 	// far more than a daemon sends between a broken connection and its
 	// retries.

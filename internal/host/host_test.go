@@ -33,6 +33,41 @@ func TestPromptRecordsBeforeResult(t *testing.T) {
 	}
 }
 
+// TestRecordKindsPerVersion: a daemon of this version gets the agent's
+// lines as they are (acp_update), one of version 1 the update records it
+// knows, converted by the host; the text is the same either way.
+func TestRecordKindsPerVersion(t *testing.T) {
+	cases := []struct {
+		name     string
+		versions hostproto.Versions
+		want     hostproto.RecordKind
+	}{
+		{"version 2", hostproto.Versions{}, hostproto.RecordACPUpdate},
+		{"version 1", hostproto.Versions{Min: 1, Max: 1}, hostproto.RecordUpdate},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			th := startHost(t, t.TempDir(), nil)
+			d, err := dialSocketVersions(t, th.sock, testToken, tc.versions)
+			if err != nil {
+				t.Fatal(err)
+			}
+			acpID := d.open("s1")
+			before := len(d.recs["s1"])
+			decode[hostproto.PromptResult](t, d.do(hostproto.CommandPrompt, "s1", prompt(acpID, "/stream 20")))
+			recs := d.recs["s1"][before:]
+			for _, r := range recs {
+				if (r.Kind == hostproto.RecordUpdate || r.Kind == hostproto.RecordACPUpdate) && r.Kind != tc.want {
+					t.Fatalf("update record %d: got kind %s, want %s", r.Offset, r.Kind, tc.want)
+				}
+			}
+			if got, want := texts(t, recs), chunks(20); !slices.Equal(got, want) {
+				t.Fatalf("got %q, want %q", got, want)
+			}
+		})
+	}
+}
+
 // TestExactlyOnceAcrossReconnect: a daemon that committed part of a turn
 // and reconnects gets the rest once, and its resent prompt the turn's
 // result, not a second turn.

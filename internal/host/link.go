@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/hostproto"
 	"github.com/tether/tether/internal/outbox"
@@ -40,6 +42,8 @@ type link struct {
 type stream struct {
 	s           *session
 	sent, acked uint64
+	// dec decodes agents' lines for a version 1 daemon (v1Record).
+	dec acp.UpdateDecoder
 }
 
 // heldResult waits until s's stream on the link has sent need.
@@ -253,7 +257,13 @@ func (l *link) sendRecords(st *stream) (int, error) {
 			l.drop(st, err)
 			break
 		}
-		msgs = append(msgs, &hostproto.Record{Offset: r.Offset, SessionID: st.s.id, Kind: kind, Payload: payload})
+		rec := &hostproto.Record{Offset: r.Offset, SessionID: st.s.id, Kind: kind, Payload: payload}
+		if kind.Since() > l.conn.Version() {
+			if rec = l.v1Record(st, rec); rec == nil {
+				continue
+			}
+		}
+		msgs = append(msgs, rec)
 	}
 	if err := l.conn.SendAll(msgs); err != nil { // one write for the batch
 		return 0, err
@@ -264,6 +274,24 @@ func (l *link) sendRecords(st *stream) (int, error) {
 		l.mu.Unlock()
 	}
 	return len(recs), nil
+}
+
+// v1Record converts an agent's line (RecordACPUpdate) into the update
+// record a version 1 daemon reads, decoding it as the daemon of this
+// version would. A line that daemon would drop is not sent (nil): the
+// daemon's acknowledgement of a later offset covers it.
+func (l *link) v1Record(st *stream, r *hostproto.Record) *hostproto.Record {
+	st.dec.Logger = st.s.log
+	u, ok := st.dec.Decode(r.Payload)
+	if !ok {
+		return nil
+	}
+	payload, err := json.Marshal(hostproto.FromUpdate(u))
+	if err != nil {
+		st.s.log.Error("host: update not sent to a version 1 daemon", "offset", r.Offset, "err", err)
+		return nil
+	}
+	return &hostproto.Record{Offset: r.Offset, SessionID: r.SessionID, Kind: hostproto.RecordUpdate, Payload: payload}
 }
 
 // drop ends st's stream on the link: its session closed (err is then

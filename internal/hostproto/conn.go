@@ -54,11 +54,7 @@ func (c *Conn) Version() int { return c.version }
 // write timed out part way) every later Send fails with the same error:
 // the peer may have received part of a frame, so the stream cannot go on.
 func (c *Conn) Send(m Message) error {
-	body, err := Encode(m)
-	if err != nil {
-		return err
-	}
-	frame, err := appendFrame(make([]byte, 0, frameHeader+len(body)), body, c.opts.MaxFrame)
+	frame, err := appendMessageFrame(nil, m, c.opts.MaxFrame)
 	if err != nil {
 		return err // nothing was written: the stream is intact
 	}
@@ -77,11 +73,8 @@ const sendAllChunk = 256 << 10
 func (c *Conn) SendAll(ms []Message) error {
 	var buf []byte
 	for i, m := range ms {
-		body, err := Encode(m)
-		if err == nil {
-			buf, err = appendFrame(buf, body, c.opts.MaxFrame)
-		}
-		if err != nil {
+		var err error
+		if buf, err = appendMessageFrame(buf, m, c.opts.MaxFrame); err != nil {
 			if werr := c.write(buf); werr != nil {
 				return werr
 			}

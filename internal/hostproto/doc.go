@@ -41,7 +41,7 @@
 // error. Hello, Welcome and Refused keep their shape in every version:
 // whatever two builds meet, they can tell each other whether they match.
 // ClientConfig.Versions and ServerConfig.Versions override this build's
-// range (MinVersion..MaxVersion = 1..1) so that a test can play a peer of
+// range (MinVersion..MaxVersion = 1..2) so that a test can play a peer of
 // another version; a newer daemon keeps the previous version in its range
 // so that it reconnects to hosts not yet upgraded.
 //
@@ -66,8 +66,11 @@
 //     load's replay).
 //   - Record (host → daemon): one record of a session's outbox — offset
 //     (from 1 per session), session id, kind (update, request,
-//     request_closed, exit) and payload — sent in offset order once it is
-//     durable on the host (internal/outbox). Exit is a session's last.
+//     request_closed, exit; version 2 adds acp_update) and payload — sent
+//     in offset order once it is written to the host's outbox
+//     (internal/outbox). Exit is a session's last. Records have a
+//     hand-written codec (record.go) for the layout Encode writes; the
+//     payload is not validated by Decode, its consumer decodes it.
 //   - Ack (daemon → host): every record of the session up to the offset
 //     is committed to the daemon's store (the daemon keeps that offset in
 //     the same transaction); the host acknowledges it in the session's
@@ -80,4 +83,15 @@
 // Unknown command kinds decode (CommandKind.Known tells them apart) so
 // the host can answer them with an error result instead of dropping the
 // connection.
+//
+// # Version 2
+//
+// One record kind more, acp_update: an agent's session/update
+// notification exactly as the agent wrote it (acp.LineHandler), which the
+// daemon decodes as it would from its own agent (acp.UpdateDecoder). The
+// host then neither decodes an update nor encodes one, and the daemon
+// decodes it once. On a version 1 connection the host converts such a
+// record into an update record (dropping one that does not decode, which
+// the daemon would drop too), so a new host serves an old daemon; a new
+// daemon reads both kinds, so it serves an old host.
 package hostproto

@@ -17,9 +17,12 @@ import (
 // version cannot read raises MaxVersion; MinVersion rises only when support
 // for old peers is dropped, one release after the change that made it
 // possible (a newer daemon reconnects to hosts of the previous version).
+//
+// Version 2 adds RecordACPUpdate: a host forwards its agents'
+// session/update lines as they are, and only the daemon decodes them.
 const (
 	MinVersion = 1
-	MaxVersion = 1
+	MaxVersion = 2
 )
 
 // helloMaxFrame bounds the first frame the host reads, before it knows who

@@ -171,15 +171,31 @@ type RecordKind string
 
 // The record kinds: what the host's agents produce for the daemon.
 const (
+	// RecordUpdate is an agent's session/update as the host decoded it
+	// (payload Update); version 1 has only this form.
 	RecordUpdate        RecordKind = "update"
 	RecordRequest       RecordKind = "request"
 	RecordRequestClosed RecordKind = "request_closed"
 	RecordExit          RecordKind = "exit"
+	// RecordACPUpdate (version 2) is an agent's session/update
+	// notification as the agent wrote it, the JSON-RPC message itself
+	// (acp.LineHandler): the daemon decodes it as it would read it from
+	// its own agent (acp.UpdateDecoder). On a version 1 connection the
+	// host sends it as a RecordUpdate instead.
+	RecordACPUpdate RecordKind = "acp_update"
 )
 
-// Known reports whether k is a kind this version defines.
+// Known reports whether k is a kind some version defines.
 func (k RecordKind) Known() bool {
-	return k == RecordUpdate || k == RecordRequest || k == RecordRequestClosed || k == RecordExit
+	return k == RecordUpdate || k == RecordRequest || k == RecordRequestClosed || k == RecordExit || k == RecordACPUpdate
+}
+
+// Since is the protocol version that introduced k.
+func (k RecordKind) Since() int {
+	if k == RecordACPUpdate {
+		return 2
+	}
+	return 1
 }
 
 // Record is one outbox record sent to the daemon, which acknowledges it
@@ -259,23 +275,11 @@ func Encode(m Message) ([]byte, error) {
 	return out, nil
 }
 
-// recordFrame reads a frame as a record in one pass: records are nearly
-// every frame a daemon reads, and the general path parses a body twice
-// (its type, then the message).
-type recordFrame struct {
-	Type *Type `json:"type"`
-	Record
-}
-
 // Decode parses a frame body into its typed message. A body that is not a
 // JSON object with a known `type` fails with errcode.HostProtocolError.
 func Decode(body []byte) (Message, error) {
-	// A record is what the general path makes of it too: a Record holds
-	// every member of the frame but its type. Anything else, or anything
-	// that fails here, goes that way for its result or its error.
-	var rf recordFrame
-	if json.Unmarshal(body, &rf) == nil && rf.Type != nil && *rf.Type == TypeRecord {
-		return &rf.Record, nil
+	if r, ok := decodeRecord(body); ok {
+		return r, nil
 	}
 	var head struct {
 		Type *Type `json:"type"`

@@ -25,6 +25,11 @@ import (
 // test's child: it appends to the outbox there until it is killed.
 const crashChildEnv = "OUTBOX_CRASH_CHILD_DIR"
 
+// crashSyncDelayEnv, if set, is the child's Config.SyncDelay: its
+// Appends then return before their fsync, and a kill of the process (not
+// of the machine) must lose none of them either.
+const crashSyncDelayEnv = "OUTBOX_CRASH_CHILD_SYNC_DELAY"
+
 // crashSegment is small so that the child rolls and deletes segments
 // often, and a kill lands in those steps too.
 const crashSegment = 16 << 10
@@ -41,7 +46,8 @@ func childRecord(label string) []byte {
 // the Ack has returned. Each line is one write, so a kill leaves at most
 // one partial line, the last.
 func runCrashChild(dir string) int {
-	o, err := outbox.Open(dir, outbox.Config{SegmentBytes: crashSegment, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+	delay, _ := time.ParseDuration(os.Getenv(crashSyncDelayEnv))
+	o, err := outbox.Open(dir, outbox.Config{SegmentBytes: crashSegment, SyncDelay: delay, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child: open:", err)
 		return 2
@@ -81,6 +87,18 @@ func TestCrashKeepsEveryReturnedAppend(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts child processes")
 	}
+	for _, tc := range []struct {
+		name      string
+		syncDelay string
+	}{
+		{"fsync before each append returns", ""},
+		{"fsync within 5ms", "5ms"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { crashCycles(t, tc.syncDelay) })
+	}
+}
+
+func crashCycles(t *testing.T, syncDelay string) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
@@ -89,7 +107,7 @@ func TestCrashKeepsEveryReturnedAppend(t *testing.T) {
 	var acked uint64
 	for cycle := range 6 {
 		killAfter := 1 + rng.IntN(2000)
-		lines := runChildUntilKilled(t, dir, killAfter)
+		lines := runChildUntilKilled(t, dir, killAfter, syncDelay)
 		for _, l := range lines {
 			f := strings.Fields(l)
 			switch {
@@ -114,10 +132,10 @@ func TestCrashKeepsEveryReturnedAppend(t *testing.T) {
 // runChildUntilKilled starts the child on dir, kills it with SIGKILL once
 // it has printed n lines, and returns its complete lines (those printed
 // before the kill took effect included).
-func runChildUntilKilled(t *testing.T, dir string, n int) []string {
+func runChildUntilKilled(t *testing.T, dir string, n int, syncDelay string) []string {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
+	cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, crashSyncDelayEnv+"="+syncDelay)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()

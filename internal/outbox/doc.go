@@ -12,7 +12,14 @@
 //     Append takes no offset.
 //   - A record is durable (written and fsynced) before Append returns its
 //     offset, and Read returns only durable records: an offset the daemon
-//     has seen never names another record after a crash.
+//     has seen never names another record after a crash. With
+//     Config.SyncDelay, Append returns (and Read sees the record) once it
+//     is written, and the fsync follows within the delay: a crash of the
+//     process loses nothing (the kernel holds the written pages), a crash
+//     of the machine may cut the log back to the last fsync, so the user
+//     must tell a log that ends before an offset its peer saw (the
+//     executor host refuses such an attach, see internal/host). Ack
+//     always fsyncs the records it covers first.
 //   - Concurrent Appends are group-committed: the one writer goroutine
 //     takes every Append waiting, writes their frames in one write and
 //     syncs once, so throughput grows with the number of appenders.
@@ -65,7 +72,7 @@
 // hole, a whole 512-byte block of zeros, and later pages intact; a zero
 // block between the bad frame and the intact one marks such a lost write,
 // and the tail is truncated too (those records were never synced, so no
-// Append of them returned). A bad frame in an earlier segment, segments
+// Append of them returned, unless a SyncDelay let it return before). A bad frame in an earlier segment, segments
 // that do not continue each other, or an acked offset past the log's end
 // are corruption.
 //

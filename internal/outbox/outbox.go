@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/tether/tether/internal/errcode"
 )
@@ -45,6 +46,14 @@ type Config struct {
 	// acknowledged (DefaultMaxBytes); past it Append fails with
 	// errcode.OutboxFull so that the caller applies back-pressure.
 	MaxBytes int64
+	// SyncDelay, when positive, lets an Append return once its records
+	// are written, before they are fsynced: they then survive the
+	// process's crash (they are in the kernel's page cache) but not the
+	// machine's, and the writer fsyncs them within SyncDelay. Zero fsyncs
+	// every commit before its Appends return. An Ack always makes the
+	// records it covers durable first, so the acked file never names a
+	// record the disk may lose.
+	SyncDelay time.Duration
 	// Logger receives the repairs Open makes and write failures.
 	Logger *slog.Logger
 }
@@ -64,6 +73,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxBytes < 0 {
 		return c, fmt.Errorf("outbox: max bytes %d is negative", c.MaxBytes)
+	}
+	if c.SyncDelay < 0 {
+		return c, fmt.Errorf("outbox: sync delay %s is negative", c.SyncDelay)
 	}
 	return c, nil
 }
@@ -97,8 +109,11 @@ type Outbox struct {
 	changed chan struct{} // closed and replaced at each commit
 	closed  bool
 
-	// syncs counts group commits; the writer adds, Stats reads.
+	// syncs counts fsyncs of committed records; the writer and Ack add,
+	// Stats reads.
 	syncs atomic.Uint64
+	// durable is the last offset known fsynced (see Config.SyncDelay).
+	durable atomic.Uint64
 
 	// Owned by the writer goroutine (active is also read under mu).
 	active *segment
@@ -218,6 +233,12 @@ func (o *Outbox) load() error {
 	if acked >= o.next {
 		return &CorruptError{Path: last.path, Pos: last.size, Offset: o.next, Reason: fmt.Sprintf("acknowledged up to %d, but the log ends at %d: synced records were lost", acked, o.next-1)}
 	}
+	// What a crashed process wrote without syncing is still in the page
+	// cache: make it durable before anything relies on it.
+	if err := last.f.Sync(); err != nil {
+		return err
+	}
+	o.durable.Store(o.next - 1)
 	o.pending = o.bytesIn(acked+1, o.next-1)
 	return nil
 }
@@ -289,15 +310,18 @@ type Stats struct {
 	// DiskBytes is the size of the segment files; Segments their number.
 	DiskBytes int64
 	Segments  int
-	// Syncs counts the group commits (one fsync each) since Open.
+	// Syncs counts the fsyncs of committed records since Open.
 	Syncs uint64
+	// Durable is the last offset known fsynced; with Config.SyncDelay it
+	// trails Next-1 by up to the delay.
+	Durable uint64
 }
 
 // Stats returns the outbox's current figures.
 func (o *Outbox) Stats() Stats {
 	o.mu.RLock()
 	defer o.mu.RUnlock()
-	st := Stats{Acked: o.acked, FirstUnacked: o.acked + 1, Next: o.next, PendingRecords: o.next - 1 - o.acked, PendingBytes: o.pending, Segments: len(o.segs), Syncs: o.syncs.Load()}
+	st := Stats{Acked: o.acked, FirstUnacked: o.acked + 1, Next: o.next, PendingRecords: o.next - 1 - o.acked, PendingBytes: o.pending, Segments: len(o.segs), Syncs: o.syncs.Load(), Durable: o.durable.Load()}
 	for _, s := range o.segs {
 		st.DiskBytes += s.size
 	}

@@ -10,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/outbox"
@@ -371,4 +373,63 @@ func TestClosed(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "LOCK")); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestSyncDelay: with a SyncDelay an Append returns before its fsync,
+// which the writer makes within the delay; an Ack of records not yet
+// durable syncs them first, and fails (acknowledging nothing) when it
+// cannot.
+func TestSyncDelay(t *testing.T) {
+	t.Run("the writer syncs after the delay", func(t *testing.T) {
+		o := open(t, t.TempDir(), outbox.Config{SyncDelay: 20 * time.Millisecond})
+		appendRecs(t, o, 1, 10, 40)
+		deadline := time.Now().Add(10 * time.Second)
+		for o.Stats().Durable < 10 {
+			if time.Now().After(deadline) {
+				t.Fatalf("durable: got %d after 10 s, want 10", o.Stats().Durable)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		checkRecs(t, readAll(t, o, 1), 1, 10, 40)
+	})
+	t.Run("an ack syncs what it covers", func(t *testing.T) {
+		o := open(t, t.TempDir(), outbox.Config{SyncDelay: time.Hour})
+		var syncs atomic.Int32
+		outbox.SetSync(o, func(f *os.File) error { syncs.Add(1); return f.Sync() })
+		appendRecs(t, o, 1, 5, 40)
+		if st := o.Stats(); st.Durable != 0 || syncs.Load() != 0 {
+			t.Fatalf("before the ack: got durable %d after %d fsyncs, want 0 and none", st.Durable, syncs.Load())
+		}
+		if err := o.Ack(3); err != nil {
+			t.Fatal(err)
+		}
+		if st := o.Stats(); st.Durable != 5 || st.Acked != 3 || syncs.Load() != 1 {
+			t.Fatalf("after the ack: got durable %d, acked %d, %d fsyncs; want 5, 3, 1", st.Durable, st.Acked, syncs.Load())
+		}
+	})
+	t.Run("an ack that cannot sync fails", func(t *testing.T) {
+		dir := t.TempDir()
+		o := open(t, dir, outbox.Config{SyncDelay: time.Hour})
+		appendRecs(t, o, 1, 5, 40)
+		outbox.SetSync(o, func(*os.File) error { return errors.New("disk gone") })
+		if err := o.Ack(3); !errcode.Is(err, errcode.StoreWriteFailed) {
+			t.Fatalf("got %v, want %s", err, errcode.StoreWriteFailed)
+		}
+		if st := o.Stats(); st.Acked != 0 {
+			t.Fatalf("acked: got %d, want 0", st.Acked)
+		}
+	})
+	t.Run("close syncs", func(t *testing.T) {
+		dir := t.TempDir()
+		o := open(t, dir, outbox.Config{SyncDelay: time.Hour})
+		var syncs atomic.Int32
+		outbox.SetSync(o, func(f *os.File) error { syncs.Add(1); return f.Sync() })
+		appendRecs(t, o, 1, 5, 40)
+		if err := o.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if syncs.Load() != 1 {
+			t.Fatalf("fsyncs at close: got %d, want 1", syncs.Load())
+		}
+	})
 }

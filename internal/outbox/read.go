@@ -27,8 +27,11 @@ type Record struct {
 // Read returns up to limit committed records with offsets ≥ from and above
 // the acknowledged offset, in order, stopping early past a few megabytes.
 // Asking beyond the last record returns what there is (possibly nothing).
-// Only durable records are ever returned, so an offset the daemon sees
-// never goes to another record after a host crash. Every frame's checksum
+// Only committed records are returned: written and, unless
+// Config.SyncDelay is set, fsynced, so an offset the daemon sees never
+// goes to another record after a crash of the host (with a SyncDelay:
+// after a crash of the host's process; after the machine's, the log may
+// end before an offset the daemon saw, which its user must check). Every frame's checksum
 // is checked again; damage found fails with a *CorruptError.
 func (o *Outbox) Read(from uint64, limit int) ([]Record, error) {
 	o.mu.RLock()
@@ -112,6 +115,14 @@ func (o *Outbox) Ack(upTo uint64) error {
 		return nil
 	case upTo >= next:
 		return errcode.New(errcode.InvalidRequest, "ack of offset %d, but the outbox's last record is %d", upTo, next-1)
+	}
+	// The acked file must never name a record the disk may still lose
+	// (Config.SyncDelay): Open would find the log ending before it.
+	if upTo > o.durable.Load() {
+		o.syncActive()
+		if d := o.durable.Load(); upTo > d {
+			return errcode.New(errcode.StoreWriteFailed, "ack of offset %d: the outbox could not make its records durable (durable up to %d)", upTo, d)
+		}
 	}
 	if err := writeAcked(o.dir, upTo); err != nil {
 		return err

@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"time"
 
 	"github.com/tether/tether/internal/errcode"
 )
@@ -101,10 +102,21 @@ func (o *Outbox) writer() {
 	defer o.wg.Done()
 	var groups []*appendGroup
 	batch := make([]*appendReq, 0, 64)
+	// With a SyncDelay, the writer fsyncs what it wrote once the delay
+	// after the first unsynced commit has passed (or when it stops).
+	syncTimer := time.NewTimer(time.Hour)
+	syncTimer.Stop()
+	defer syncTimer.Stop()
+	var syncDue <-chan time.Time
 	for {
 		select {
 		case <-o.quit:
+			o.syncActive()
 			return
+		case <-syncDue:
+			syncDue = nil
+			o.syncActive()
+			continue
 		case g := <-o.reqs:
 			groups = append(groups[:0], g)
 		}
@@ -132,6 +144,40 @@ func (o *Outbox) writer() {
 			groups[i] = nil
 		}
 		clear(batch)
+		if syncDue == nil && o.cfg.SyncDelay > 0 && o.durable.Load() < o.active.first+o.active.count()-1 {
+			syncTimer.Reset(o.cfg.SyncDelay)
+			syncDue = syncTimer.C
+		}
+	}
+}
+
+// syncActive makes every committed record durable: the active segment is
+// the only one that can hold unsynced records (a full one is synced
+// before the next is started). The writer calls it after its SyncDelay,
+// Ack before it acknowledges records not yet durable; either holds the
+// segment open (the writer owns it, Ack holds ackMu, which Close takes).
+func (o *Outbox) syncActive() {
+	o.mu.RLock()
+	seg, last := o.active, o.next-1
+	o.mu.RUnlock()
+	if last <= o.durable.Load() || seg == nil {
+		return
+	}
+	if err := o.sync(seg.f); err != nil {
+		o.log.Error("outbox: fsync of written records failed; they survive a crash of this process, not of the machine", "segment", seg.path, "err", err)
+		return
+	}
+	o.syncs.Add(1)
+	o.markDurable(last)
+}
+
+// markDurable raises the durable offset to off.
+func (o *Outbox) markDurable(off uint64) {
+	for {
+		cur := o.durable.Load()
+		if off <= cur || o.durable.CompareAndSwap(cur, off) {
+			return
+		}
 	}
 }
 
@@ -175,10 +221,14 @@ func (o *Outbox) commit(batch []*appendReq) {
 		}
 		overflow := cur.size+int64(len(o.buf))+fl > o.cfg.SegmentBytes
 		if (overflow || o.rollFailed) && cur.seg.count()+uint64(len(cur.pos)) > 0 {
-			if err := o.flush(cur); err != nil {
+			// A full segment is synced whatever the SyncDelay: only the
+			// last one may hold unsynced records.
+			if err := o.flush(cur, true); err != nil {
 				failFrom(batch[first:], err)
 				break
 			}
+			// Everything before this segment's end is durable now.
+			o.markDurable(next - 1)
 			seg, err := createSegment(o.dir, next, o.sync)
 			if err != nil {
 				o.log.Error("outbox: could not start a new segment", "first", next, "err", err)
@@ -197,30 +247,34 @@ func (o *Outbox) commit(batch []*appendReq) {
 		pending += fl
 	}
 	// After a break the buffer is empty and this is a no-op.
-	if err := o.flush(cur); err != nil {
+	if err := o.flush(cur, o.cfg.SyncDelay == 0); err != nil {
 		failFrom(batch[first:], err)
+	} else if o.cfg.SyncDelay == 0 {
+		o.markDurable(next - 1)
 	}
 	// cur is published even when its write failed: a new segment's file
 	// exists, so it must become the active one (it is merely empty).
 	o.publish(append(done, cur))
 }
 
-// flush writes the buffered frames at the end of cur's segment and syncs
-// them. On failure it cuts the file back to its committed size, so nothing
+// flush writes the buffered frames at the end of cur's segment and, if
+// sync, syncs them. On failure it cuts the file back to its committed size, so nothing
 // of the failed write is recorded; if even that fails the outbox is broken
 // until reopened (Open then cuts whatever is torn).
-func (o *Outbox) flush(cur *staged) error {
+func (o *Outbox) flush(cur *staged, sync bool) error {
 	defer func() { o.buf = o.buf[:0] }()
 	if len(o.buf) == 0 {
 		return nil
 	}
 	_, err := cur.seg.f.WriteAt(o.buf, cur.size)
-	if err == nil {
+	if err == nil && sync {
 		err = o.sync(cur.seg.f)
 	}
 	if err == nil {
 		cur.size += int64(len(o.buf))
-		o.syncs.Add(1)
+		if sync {
+			o.syncs.Add(1)
+		}
 		return nil
 	}
 	o.log.Error("outbox: write failed; the records of this commit are refused", "segment", cur.seg.path, "err", err)

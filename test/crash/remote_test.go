@@ -84,7 +84,7 @@ func TestRemoteRefusals(t *testing.T) {
 	w := newWorld(t, profile{id: "demo"})
 	good := w.newRemoteHost("good", freeAddr(t), nil)
 	good.start()
-	newer := w.newRemoteHost("newer", freeAddr(t), nil, "--protocol-versions", "2..2")
+	newer := w.newRemoteHost("newer", freeAddr(t), nil, "--protocol-versions", "3..3")
 	newer.start()
 	otherCert, _, _ := testbin.SelfSigned(t)
 	wrongToken := good.dir + "/wrong-token"
@@ -106,7 +106,7 @@ func TestRemoteRefusals(t *testing.T) {
 	}{
 		{"badtoken", "host_unauthorized", "wrong token"},
 		{"badcert", "host_certificate_rejected", "not the pinned " + certPin(t, otherCert)},
-		{"newer", "host_protocol_mismatch", "daemon speaks protocol versions 1..1, host 2..2"},
+		{"newer", "host_protocol_mismatch", "daemon speaks protocol versions 1..1, host 3..3"},
 		{"down", "executor_unavailable", "connection refused"},
 	}
 	for _, tc := range cases {

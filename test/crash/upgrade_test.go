@@ -2,18 +2,18 @@ package crash_test
 
 import "testing"
 
-// TestUpgradeSpeaksTheOlderHostsVersion plays an upgrade: a daemon that
-// speaks host protocol versions 1..2 (a newer build) against a host that
-// speaks only 1 (the previous one) negotiates 1, and a turn on that host
-// runs across a kill -9 of the daemon and its restart with nothing
-// interrupted, lost or repeated.
+// TestUpgradeSpeaksTheOlderHostsVersion plays an upgrade: the daemon of
+// this build (host protocol versions 1..2) against a host that speaks
+// only 1, the previous build's version (it sends the agent's updates as
+// decoded update records, not as the agent's lines), negotiates 1, and a
+// turn on that host runs across a kill -9 of the daemon and its restart
+// with nothing interrupted, lost or repeated.
 func TestUpgradeSpeaksTheOlderHostsVersion(t *testing.T) {
 	w := newWorld(t, profile{id: "demo"})
 	old := w.newRemoteHost("old", freeAddr(t), nil, "--protocol-versions", "1..1")
 	old.start()
 	w.setHosts(old.pinned())
-	newer := []string{"--host-protocol-versions", "1..2"}
-	w.start(newer...)
+	w.start()
 	checkVersion := func(when string) {
 		t.Helper()
 		h := w.waitHost("old", "connected", hostState("connected"))
@@ -33,7 +33,7 @@ func TestUpgradeSpeaksTheOlderHostsVersion(t *testing.T) {
 			t.Fatal("the turn completed before the daemon was killed: nothing ran across the restart")
 		}
 	}
-	w.start(newer...)
+	w.start()
 	checkVersion("after the restart")
 	if got := w.waitTurn(sid, "upgrade"); got["state"] != "completed" {
 		t.Fatalf("turn across the restart: got %v, want completed", got)

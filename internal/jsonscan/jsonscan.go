@@ -1,0 +1,79 @@
+// Package jsonscan finds the bounds of JSON values without decoding them:
+// the few hot paths that only need to know where a value ends, or what a
+// top-level member holds, read a line once instead of decoding it
+// (acp.IsUpdateNotification, the host protocol's record frames).
+package jsonscan
+
+// SkipSpace returns the index of the first byte at or after i that is not
+// JSON whitespace.
+func SkipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// String returns the index just past the string starting at b[i] (a
+// '"'), or -1 if it does not end, and whether it has escapes.
+func String(b []byte, i int) (end int, escaped bool) {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '"':
+			return j + 1, escaped
+		case '\\':
+			escaped = true
+			j++
+		}
+	}
+	return -1, escaped
+}
+
+// Value returns the index just past the JSON value at b[i], or -1 if its
+// structure is broken. Strings and nesting are followed; scalars are
+// taken up to the next delimiter without checking their spelling (the
+// decoder that reads the line later does).
+func Value(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		end, _ := String(b, i)
+		return end
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				end, _ := String(b, j)
+				if end < 0 {
+					return -1
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	}
+	j := i
+	for j < len(b) {
+		switch b[j] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r', '{', '[', '"', ':':
+			if j == i {
+				return -1
+			}
+			return j
+		}
+		j++
+	}
+	if j == i {
+		return -1
+	}
+	return j
+}

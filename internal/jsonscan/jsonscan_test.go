@@ -1,0 +1,54 @@
+package jsonscan_test
+
+import (
+	"testing"
+
+	"github.com/tether/tether/internal/jsonscan"
+)
+
+func TestValue(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want int
+	}{
+		{"object", `{"a":[1,{"b":"}"}]} rest`, 19},
+		{"array", `[1,[2],"]"]`, 11},
+		{"string with escapes", `"a\"b\\" x`, 8},
+		{"number", `-12.5e3,`, 7},
+		{"literal at the end", `true`, 4},
+		{"unterminated object", `{"a":1`, -1},
+		{"unterminated string", `"abc`, -1},
+		{"string ending in an escape", `"abc\"`, -1},
+		{"empty", ``, -1},
+		{"delimiter where a value goes", `,1`, -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := jsonscan.Value([]byte(tt.in), 0); got != tt.want {
+				t.Errorf("Value(%q): got %d, want %d", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestString(t *testing.T) {
+	tests := []struct {
+		in      string
+		end     int
+		escaped bool
+	}{
+		{`"plain" x`, 7, false},
+		{`"a\u0041"`, 9, true},
+		{`"open`, -1, false},
+	}
+	for _, tt := range tests {
+		end, esc := jsonscan.String([]byte(tt.in), 0)
+		if end != tt.end || esc != tt.escaped {
+			t.Errorf("String(%q): got %d, %v; want %d, %v", tt.in, end, esc, tt.end, tt.escaped)
+		}
+	}
+	if got := jsonscan.SkipSpace([]byte(" \t\r\nx"), 0); got != 4 {
+		t.Errorf("SkipSpace: got %d, want 4", got)
+	}
+}
