@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -50,6 +51,7 @@ type hostOptions struct {
 	tlsKey    string
 	tokenFile string
 	logLevel  string
+	maxProcs  int
 }
 
 // hiddenHostFlags are left out of the usage: test knobs.
@@ -94,12 +96,16 @@ func parseHostOptions(args []string) (hostOptions, error) {
 	fs.DurationVar(&o.cfg.StopGrace, "stop-grace", host.DefaultStopGrace, "how long a stopping agent gets before it is killed, unless the daemon sets it")
 	files := addFileFlags(fs)
 	fs.StringVar(&o.logLevel, "log-level", env("TETHER_LOG_LEVEL", "info"), "debug, info, warn or error [TETHER_LOG_LEVEL]")
+	fs.IntVar(&o.maxProcs, "max-procs", 1, "CPU cores the host's Go runtime runs on at once (0: all). One by default: the host mostly waits for pipes, sockets and its disk, and one core spares it the cross-core wake-ups that otherwise cost more CPU than its work (docs/benchmarks.md)")
 	versions := fs.String("protocol-versions", "", "MIN..MAX host protocol versions to speak (tests of upgrades)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	if o.maxProcs < 0 {
+		return o, errors.New("--max-procs must not be negative")
 	}
 	if o.cfg.DataDir == "" {
 		return o, errors.New("no data directory: set --data-dir, TETHER_HOST_DATA_DIR or HOME")
@@ -168,6 +174,9 @@ func runHost(ctx context.Context, args []string) error {
 	}
 	if err != nil {
 		return err
+	}
+	if o.maxProcs > 0 {
+		runtime.GOMAXPROCS(o.maxProcs)
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {

@@ -75,9 +75,16 @@ type Handler interface {
 // exactly once) apply to it alike.
 type LineHandler interface {
 	Handler
-	// UpdateLine receives the notification without its line end; line
-	// belongs to the callee.
+	// UpdateLine receives the notification without its line end. line is
+	// the reader's buffer, valid only during the call: copy what is kept.
+	// It may hold lines back for Flush.
 	UpdateLine(line []byte, done func())
+	// Flush is called when the reader has handed over every line the
+	// agent wrote so far and would wait for more, and when it waits for
+	// a window credit: whatever UpdateLine held back should be dealt with
+	// now, so that a burst is handled at once and held credits come back.
+	// It may block (the reader, and so the agent, then waits).
+	Flush()
 }
 
 // Options configure Start.

@@ -108,6 +108,9 @@ func (in *inbound) Read(p []byte) (int, error) {
 // in a buffer reused by the next call.
 func (in *inbound) readLine() ([]byte, error) {
 	in.line = in.line[:0]
+	if in.lines != nil && !in.lineBuffered() {
+		in.lines.Flush() // the next read waits for the agent
+	}
 	for {
 		chunk, err := in.src.ReadSlice('\n')
 		if len(in.line)+len(chunk) > maxLineBytes {
@@ -118,6 +121,12 @@ func (in *inbound) readLine() ([]byte, error) {
 			return in.line, err
 		}
 	}
+}
+
+// lineBuffered reports whether a whole line is buffered already.
+func (in *inbound) lineBuffered() bool {
+	b, _ := in.src.Peek(in.src.Buffered())
+	return bytes.IndexByte(b, '\n') >= 0
 }
 
 // envelope is the part of a JSON-RPC message that decides its route; it
@@ -232,15 +241,20 @@ func (in *inbound) handOver(u Update) error {
 	return nil
 }
 
-// handOverLine gives a copy of line, without its line end, to the
-// LineHandler once a window credit is free.
+// handOverLine gives line, without its line end, to the LineHandler once
+// a window credit is free.
 func (in *inbound) handOverLine(line []byte) error {
 	select {
 	case in.credits <- struct{}{}:
-	case <-in.stop:
-		return errStopped
+	default:
+		in.lines.Flush() // the lines held back hold the credits
+		select {
+		case in.credits <- struct{}{}:
+		case <-in.stop:
+			return errStopped
+		}
 	}
-	in.lines.UpdateLine(bytes.Clone(bytes.TrimRight(line, "\r\n")), in.releaser())
+	in.lines.UpdateLine(bytes.TrimRight(line, "\r\n"), in.releaser())
 	return nil
 }
 

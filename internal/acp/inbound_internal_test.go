@@ -103,24 +103,38 @@ func TestInboundWindow(t *testing.T) {
 	}
 }
 
-// lineHandler takes updates as lines, as an executor host does, and
-// decodes them as the daemon then does, so that the outcome can be held
-// against the decoded path's.
+// lineHandler takes updates as lines, as an executor host does: it holds
+// them back until Flush, then decodes them as the daemon does, so that the
+// outcome can be held against the decoded path's.
 type lineHandler struct {
 	*windowHandler
-	dec UpdateDecoder
+	dec  UpdateDecoder
+	held []heldLine
+}
+
+type heldLine struct {
+	line []byte
+	done func()
 }
 
 func (h *lineHandler) UpdateLine(line []byte, done func()) {
 	if bytes.HasSuffix(line, []byte("\n")) {
 		panic("line handed over with its line end")
 	}
-	u, ok := h.dec.Decode(line)
-	if !ok {
-		done()
-		return
+	h.held = append(h.held, heldLine{bytes.Clone(line), done})
+}
+
+func (h *lineHandler) Flush() {
+	held := h.held
+	h.held = nil
+	for _, l := range held {
+		u, ok := h.dec.Decode(l.line)
+		if !ok {
+			l.done()
+			continue
+		}
+		h.Update(u, l.done)
 	}
-	h.Update(u, done)
 }
 
 // inboundCase is one row of TestInboundWindow: want* are the updates

@@ -57,7 +57,9 @@ type HostConfig struct {
 	// AckEvery and AckDelay coalesce acknowledgements: a session's commits
 	// are acknowledged once AckEvery records are committed and not yet
 	// acknowledged, or AckDelay after the first such commit, whichever
-	// comes first (defaults 64 and 5ms).
+	// comes first (defaults 64 and 100ms). An ack only lets the host drop
+	// records and, for a stream that fills it, frees the host's send
+	// window, which AckEvery does; every ack costs both sides a wake-up.
 	AckEvery int
 	AckDelay time.Duration
 	Logger   *slog.Logger
@@ -78,7 +80,7 @@ func (c HostConfig) withDefaults() HostConfig {
 	def(&c.ConnectTimeout, 10*time.Second)
 	def(&c.WriteTimeout, 10*time.Second)
 	def(&c.StopGrace, 3*time.Second)
-	def(&c.AckDelay, 5*time.Millisecond)
+	def(&c.AckDelay, 100*time.Millisecond)
 	if c.UpdateWindow <= 0 {
 		c.UpdateWindow = acp.DefaultUpdateWindow
 	}

@@ -15,6 +15,9 @@ import (
 // requests an attach reported pending, a link change).
 type item struct {
 	rec *hostproto.Record
+	// upd is rec's update, when an attempt to deliver it inline decoded
+	// it already.
+	upd *acp.Update
 	fn  func()
 }
 
@@ -49,8 +52,52 @@ func (a *Agent) accept(r hostproto.Record) {
 		a.h.log.Error("executor host skipped records", "session", a.sessionID, "after", a.lastSeen, "got", r.Offset)
 	}
 	a.lastSeen = r.Offset
+	// An update that finds nothing queued or being delivered, and a free
+	// credit, is delivered on the connection's reader goroutine itself:
+	// the hand-off to the dispatcher and back cost more CPU than the rest
+	// of a record's way. Anything else (a full window, which would block
+	// the reader of every session on the host) goes to the dispatcher.
+	inline := len(a.queue) == 0 && !a.delivering && !a.quitting &&
+		(r.Kind == hostproto.RecordUpdate || r.Kind == hostproto.RecordACPUpdate)
+	if inline {
+		a.delivering = true
+	}
 	a.mu.Unlock()
-	a.enqueue(item{rec: &r})
+	if !inline {
+		a.enqueue(item{rec: &r})
+		return
+	}
+	held, done := a.deliverInline(r)
+	a.mu.Lock()
+	a.delivering = false
+	if !done {
+		a.queue = append([]item{held}, a.queue...) // first: it came before what was queued meanwhile
+	}
+	more := len(a.queue) > 0
+	a.mu.Unlock()
+	if more {
+		select {
+		case a.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// deliverInline delivers an update record if a window credit is free at
+// once; else it returns the record, decoded, for the dispatcher.
+func (a *Agent) deliverInline(r hostproto.Record) (item, bool) {
+	u, ok := a.decodeUpdate(r)
+	if !ok || a.retired.Load() {
+		a.add(r.Offset)
+		return item{}, true
+	}
+	select {
+	case a.credits <- struct{}{}:
+	default:
+		return item{rec: &r, upd: &u}, false
+	}
+	a.deliver(r.Offset, u)
+	return item{}, true
 }
 
 // dispatch delivers the queue in order until the agent is forgotten; after
@@ -59,8 +106,8 @@ func (a *Agent) dispatch() {
 	defer a.h.wg.Done()
 	for {
 		a.mu.Lock()
-		if len(a.queue) == 0 {
-			quitting := a.quitting
+		if len(a.queue) == 0 || a.delivering {
+			quitting := a.quitting && len(a.queue) == 0
 			a.mu.Unlock()
 			if quitting {
 				return
@@ -79,7 +126,10 @@ func (a *Agent) dispatch() {
 		switch {
 		case it.fn != nil:
 			it.fn()
-		case !quitting:
+		case quitting:
+		case it.upd != nil:
+			a.onUpdate(it.rec.Offset, *it.upd)
+		default:
 			a.onRecord(*it.rec)
 		}
 	}
@@ -87,15 +137,8 @@ func (a *Agent) dispatch() {
 
 func (a *Agent) onRecord(r hostproto.Record) {
 	switch r.Kind {
-	case hostproto.RecordUpdate:
-		var u hostproto.Update
-		if !a.decode(r, &u) {
-			a.add(r.Offset)
-			return
-		}
-		a.onUpdate(r.Offset, u.ACP())
-	case hostproto.RecordACPUpdate:
-		u, ok := a.lines.Decode(r.Payload)
+	case hostproto.RecordUpdate, hostproto.RecordACPUpdate:
+		u, ok := a.decodeUpdate(r)
 		if !ok {
 			a.add(r.Offset)
 			return
@@ -139,6 +182,20 @@ func (a *Agent) decode(r hostproto.Record, v any) bool {
 	return true
 }
 
+// decodeUpdate reads an update record of either form: the host's decoded
+// update (version 1) or the agent's own line (version 2), which is
+// decoded as a local agent's would be; false for one to commit unseen.
+func (a *Agent) decodeUpdate(r hostproto.Record) (acp.Update, bool) {
+	if r.Kind == hostproto.RecordACPUpdate {
+		return a.lines.Decode(r.Payload)
+	}
+	var u hostproto.Update
+	if !a.decode(r, &u) {
+		return acp.Update{}, false
+	}
+	return u.ACP(), true
+}
+
 // onUpdate hands the update of the record at off to the handler once the
 // window has room; its done commits the record. An agent that ended
 // commits it unseen.
@@ -155,6 +212,11 @@ func (a *Agent) onUpdate(off uint64, au acp.Update) {
 	case <-a.quitCh:
 		return
 	}
+	a.deliver(off, au)
+}
+
+// deliver hands the update to the handler; the caller holds its credit.
+func (a *Agent) deliver(off uint64, au acp.Update) {
 	a.mu.Lock()
 	a.commits.open = append(a.commits.open, openRecord{off: off})
 	a.mu.Unlock()

@@ -21,15 +21,19 @@ var _ acp.LineHandler = handler{}
 
 // UpdateLine queues the agent's session/update line as it is: the daemon
 // decodes it (protocol version 2; a version 1 link converts it when it
-// sends it). Its credit is released once it is in the outbox.
+// sends it). Flush appends it; its credit is released then.
 func (h handler) UpdateLine(line []byte, done func()) {
-	h.s.q.push(item{kind: hostproto.RecordACPUpdate, raw: line, done: done})
+	h.s.q.push(item{kind: hostproto.RecordACPUpdate, encoded: appendRecord(nil, hostproto.RecordACPUpdate, line), done: done})
 }
+
+// Flush appends the lines queued: the reader has read all the agent
+// wrote, or needs their credits back.
+func (h handler) Flush() { h.s.flush() }
 
 // Update queues an update the acp package decoded itself (a line a
 // LineHandler gets goes to UpdateLine instead; this is for any other).
 func (h handler) Update(u acp.Update, done func()) {
-	h.s.q.push(item{kind: hostproto.RecordUpdate, payload: hostproto.FromUpdate(u), done: done})
+	h.s.record(item{kind: hostproto.RecordUpdate, payload: hostproto.FromUpdate(u), done: done})
 }
 
 // RequestPermission numbers the request, records it and waits for the
@@ -44,7 +48,7 @@ func (h handler) RequestPermission(ctx context.Context, req acp.PermissionReques
 	s.pending[id] = p
 	s.mu.Unlock()
 	s.h.changed()
-	s.q.push(item{kind: hostproto.RecordRequest, payload: p.wire, appended: func(off uint64) {
+	s.record(item{kind: hostproto.RecordRequest, payload: p.wire, appended: func(off uint64) {
 		s.mu.Lock()
 		p.offset = off
 		s.mu.Unlock()
@@ -63,7 +67,7 @@ func (h handler) RequestPermission(ctx context.Context, req acp.PermissionReques
 		return <-p.answer, nil
 	}
 	if !errors.Is(context.Cause(ctx), acp.ErrAgentGone) {
-		s.q.push(item{kind: hostproto.RecordRequestClosed, payload: hostproto.RequestClosed{RequestID: id}})
+		s.record(item{kind: hostproto.RecordRequestClosed, payload: hostproto.RequestClosed{RequestID: id}})
 	}
 	return acp.PermissionOutcome{}, ctx.Err()
 }
@@ -141,7 +145,8 @@ func (s *session) watchExit(conn *acp.Conn) {
 	s.mu.Lock()
 	s.exited, s.exit = true, e
 	s.mu.Unlock()
-	close(s.exitQueued)
+	close(s.exitQueued) // before the flush, which a full outbox holds up until close
+	s.flush()
 	s.log.Info("host: agent ended", "exit", e.Code, "signal", e.Signal)
 	s.h.changed()
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,20 +19,24 @@ import (
 // An outbox record is the record's kind, a newline and its payload's JSON:
 // the writer turns it into a hostproto.Record without decoding the payload.
 
-// encodeRecord encodes it's record: raw as it is when set (an agent's
-// line), else payload as JSON.
+// encodeRecord encodes it's record, unless it comes encoded.
 func encodeRecord(it item) ([]byte, error) {
-	kind, body := it.kind, it.raw
-	if body == nil {
-		var err error
-		if body, err = json.Marshal(it.payload); err != nil {
-			return nil, fmt.Errorf("host: encode %s record: %w", kind, err)
-		}
+	if it.encoded != nil {
+		return it.encoded, nil
 	}
-	out := make([]byte, 0, len(kind)+1+len(body))
-	out = append(out, kind...)
-	out = append(out, '\n')
-	return append(out, body...), nil
+	body, err := json.Marshal(it.payload)
+	if err != nil {
+		return nil, fmt.Errorf("host: encode %s record: %w", it.kind, err)
+	}
+	return appendRecord(nil, it.kind, body), nil
+}
+
+// appendRecord appends the outbox record of kind and its payload's JSON.
+func appendRecord(buf []byte, kind hostproto.RecordKind, body []byte) []byte {
+	buf = slices.Grow(buf, len(kind)+1+len(body))
+	buf = append(buf, kind...)
+	buf = append(buf, '\n')
+	return append(buf, body...)
 }
 
 func decodeRecord(data []byte) (hostproto.RecordKind, json.RawMessage, error) {
@@ -49,48 +54,44 @@ const (
 	appendRetryMax = time.Second
 )
 
-// item is one entry of a session's appender queue: a record to append, or
-// a marker (marker set) that reports the offset of the last record
-// appended before it.
+// item is one entry of a session's append queue: a record to append.
 type item struct {
 	kind    hostproto.RecordKind
 	payload any
-	// raw, when set, is the payload's JSON already (an agent's line).
-	raw []byte
+	// encoded, when set, is the record as the outbox keeps it already
+	// (an agent's line behind its kind).
+	encoded []byte
 	// done releases the update's credit of the ACP window, once the record
-	// is durable (or given up on).
+	// is in the outbox (or given up on).
 	done func()
 	// appended learns the record's offset.
 	appended func(off uint64)
-	marker   chan uint64
 }
 
-// queue is a session's appender FIFO. push never blocks: the ACP update
-// window bounds the updates in it, and the rest (requests, exits, markers)
-// are few.
+// queue is a session's append FIFO. Whoever queues a record appends the
+// queue (session.flush) on its own goroutine, except the agent's reader,
+// which queues a burst of updates and flushes once it has read all the
+// agent wrote (acp.LineHandler.Flush): a record goes from the agent's
+// pipe into the outbox without a hand-off to another goroutine, and a
+// burst still takes one write.
 type queue struct {
 	mu    sync.Mutex
 	items []item
 	// sealed: the exit record is queued; later records are dropped, so the
 	// exit stays the session's last.
 	sealed bool
-	// closed: the appender is gone; markers are answered at once and
-	// records dropped.
+	// closed: the session closed; records are dropped.
 	closed bool
-	sig    chan struct{}
 	// last is the offset of the last record appended.
 	last atomic.Uint64
 }
 
-// push queues it; a record arriving after the exit or after the appender
-// ended is dropped (its credit released), and such a marker answered.
+// push queues it; a record arriving after the exit or after the session
+// closed is dropped (its credit released).
 func (q *queue) push(it item) {
 	q.mu.Lock()
-	if q.closed || (q.sealed && it.marker == nil) {
+	if q.closed || q.sealed {
 		q.mu.Unlock()
-		if it.marker != nil {
-			it.marker <- q.last.Load()
-		}
 		if it.done != nil {
 			it.done()
 		}
@@ -101,43 +102,21 @@ func (q *queue) push(it item) {
 	}
 	q.items = append(q.items, it)
 	q.mu.Unlock()
-	select {
-	case q.sig <- struct{}{}:
-	default:
-	}
 }
 
 // maxAppendBatch bounds the records one outbox commit takes from a
 // session's queue (the ACP update window bounds them already).
 const maxAppendBatch = 1024
 
-// nextBatch moves the oldest items, at most maxAppendBatch, into buf and
-// returns it; once quit is closed and the queue is empty it marks the
-// queue closed and returns false.
-func (q *queue) nextBatch(quit <-chan struct{}, buf []item) ([]item, bool) {
-	for {
-		q.mu.Lock()
-		if len(q.items) > 0 {
-			n := min(len(q.items), maxAppendBatch)
-			buf = append(buf[:0], q.items[:n]...)
-			clear(q.items[:n])
-			q.items = q.items[n:]
-			q.mu.Unlock()
-			return buf, true
-		}
-		select {
-		case <-quit:
-			q.closed = true
-			q.mu.Unlock()
-			return buf[:0], false
-		default:
-		}
-		q.mu.Unlock()
-		select {
-		case <-q.sig:
-		case <-quit:
-		}
-	}
+// take moves the oldest items, at most maxAppendBatch, into buf.
+func (q *queue) take(buf []item) []item {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := min(len(q.items), maxAppendBatch)
+	buf = append(buf[:0], q.items[:n]...)
+	clear(q.items[:n])
+	q.items = q.items[n:]
+	return buf
 }
 
 func (q *queue) isSealed() bool {
@@ -156,34 +135,34 @@ func (s *session) isExit(off uint64) bool {
 	return err == nil && kind == hostproto.RecordExit
 }
 
-// mark returns the offset of the last record queued before the call once
-// it is durable (or given up on).
-func (s *session) mark() uint64 {
-	ch := make(chan uint64, 1)
-	s.q.push(item{marker: ch})
-	return <-ch
+// record queues it and appends the queue.
+func (s *session) record(it item) {
+	s.q.push(it)
+	s.flush()
 }
 
-// runAppender appends the queue's records in order until the session
-// closes; then it drains what is left, one attempt each. The records
-// queued together up to a marker go into the outbox as one batch: one
-// write and one fsync for a burst of updates instead of one per update.
-func (s *session) runAppender() {
-	var items, run []item
-	var data [][]byte
+// mark returns the offset of the last record queued before the call once
+// it is in the outbox (or given up on).
+func (s *session) mark() uint64 {
+	s.flush()
+	return s.q.last.Load()
+}
+
+// flush appends what is queued, in order: one outbox commit per batch.
+// Callers take turns (appendMu), so the queue's order is the outbox's.
+// It waits while the outbox is full, which holds back whoever queued:
+// the agent's reader (so the agent), a permission request, a command's
+// result. Once the session closes it makes one attempt per record.
+func (s *session) flush() {
+	s.appendMu.Lock()
+	defer s.appendMu.Unlock()
 	for {
-		var ok bool
-		if items, ok = s.q.nextBatch(s.quit, items); !ok {
+		s.appendBuf = s.q.take(s.appendBuf)
+		if len(s.appendBuf) == 0 {
 			return
 		}
-		run, data = run[:0], data[:0]
-		for _, it := range items {
-			if it.marker != nil {
-				s.appendRun(run, data)
-				run, data = run[:0], data[:0]
-				it.marker <- s.q.last.Load()
-				continue
-			}
+		run, data := make([]item, 0, len(s.appendBuf)), make([][]byte, 0, len(s.appendBuf))
+		for _, it := range s.appendBuf {
 			b, err := encodeRecord(it)
 			if err != nil {
 				s.log.Error("host: record dropped", "kind", it.kind, "err", err)
@@ -194,8 +173,8 @@ func (s *session) runAppender() {
 			}
 			run, data = append(run, it), append(data, b)
 		}
+		clear(s.appendBuf)
 		s.appendRun(run, data)
-		clear(items)
 	}
 }
 
@@ -245,7 +224,7 @@ func (s *session) appendDurable(data [][]byte) (n int, first uint64, err error) 
 			return 0, 0, err // never appendable
 		}
 		select {
-		case <-s.quit:
+		case <-s.closingCh:
 			return 0, 0, err
 		default:
 		}
@@ -264,7 +243,7 @@ func (s *session) appendDurable(data [][]byte) (n int, first uint64, err error) 
 		select {
 		case <-s.room:
 		case <-t.C:
-		case <-s.quit:
+		case <-s.closingCh:
 		}
 		t.Stop()
 		wait = min(2*wait, appendRetryMax)
@@ -288,13 +267,14 @@ func (s *session) noteAck(off uint64) {
 // ackInterval paces a session's durable acks. An ack lets the outbox drop
 // records and nothing more: every attach says where the daemon stands, so
 // a record acknowledged late is never sent again. Yet each costs a file
-// replacement with two fsyncs, and the daemon acknowledges every few
-// milliseconds while a turn streams: unpaced, the acks cost the host more
-// than the records' own fsyncs, and delay them on the same disk.
-const ackInterval = 50 * time.Millisecond
+// replacement with two fsyncs (and an fsync of the records it covers),
+// and the daemon acknowledges many times a second while a turn streams:
+// paced at 50 ms the acks were still 8 % of the host's CPU on a streaming
+// session. A full outbox is acknowledged at once.
+const ackInterval = time.Second
 
 // runAcker acknowledges in the outbox what the daemon committed, at most
-// once per ackInterval while the agent runs (at once for an appender held
+// once per ackInterval while the agent runs (at once for an append held
 // back by a full outbox). An ack that reaches the exit record ends the
 // session: it is retired (its directory removed) instead, so an exit
 // record is never acknowledged in an outbox and a host restart can tell a
@@ -310,8 +290,8 @@ func (s *session) runAcker() {
 		want, exitOff := s.ackWant, s.exitOff
 		s.mu.Unlock()
 		if exitOff == 0 && s.q.isSealed() && s.isExit(want) {
-			// The exit is durable, and sent, before the appender learns
-			// its offset: the record itself tells.
+			// The exit is appended, and sent, before its appended callback
+			// runs: the record itself tells.
 			exitOff = want
 		}
 		if exitOff > 0 && want >= exitOff {
@@ -336,7 +316,7 @@ func (s *session) runAcker() {
 	}
 }
 
-// paceAcks waits ackInterval, or until the appender finds the outbox
+// paceAcks waits ackInterval, or until an append finds the outbox
 // full; false if the session closes meanwhile.
 func (s *session) paceAcks() bool {
 	t := time.NewTimer(ackInterval)

@@ -10,19 +10,18 @@ import (
 	"github.com/tether/tether/internal/outbox"
 )
 
-// TestAppenderBatchesQueuedRecords: the records queued together up to a
-// marker are appended in one outbox commit (one fsync), in queue order;
-// each learns its offset before its credit is released, and a marker
-// answers the offset of the last record queued before it.
-func TestAppenderBatchesQueuedRecords(t *testing.T) {
+// TestFlushBatchesQueuedRecords: the records queued before a flush are
+// appended in one outbox commit (one fsync), in queue order; each learns
+// its offset before its credit is released, and mark answers the offset
+// of the last record queued before it.
+func TestFlushBatchesQueuedRecords(t *testing.T) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ob, err := outbox.Open(t.TempDir(), outbox.Config{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ob.Close()
-	s := &session{h: &Host{}, ob: ob, log: quiet, quit: make(chan struct{}), room: make(chan struct{}, 1)}
-	s.q.sig = make(chan struct{}, 1)
+	s := &session{h: &Host{}, ob: ob, log: quiet, quit: make(chan struct{}), closingCh: make(chan struct{}), room: make(chan struct{}, 1)}
 	var offsets []uint64
 	released := 0
 	update := func(i int) item {
@@ -35,23 +34,16 @@ func TestAppenderBatchesQueuedRecords(t *testing.T) {
 				released++
 			}}
 	}
-	markers := []chan uint64{make(chan uint64, 1), make(chan uint64, 1)}
 	for i := 1; i <= 5; i++ {
 		s.q.push(update(i))
 	}
-	s.q.push(item{marker: markers[0]})
+	first := s.mark()
 	for i := 6; i <= 8; i++ {
 		s.q.push(update(i))
 	}
-	s.q.push(item{marker: markers[1]})
-
-	done := make(chan struct{})
-	go func() { defer close(done); s.runAppender() }() // everything is queued before it starts
-	if got := []uint64{<-markers[0], <-markers[1]}; !slices.Equal(got, []uint64{5, 8}) {
-		t.Fatalf("markers: got offsets %v, want [5 8]", got)
+	if got := []uint64{first, s.mark()}; !slices.Equal(got, []uint64{5, 8}) {
+		t.Fatalf("marks: got offsets %v, want [5 8]", got)
 	}
-	close(s.quit)
-	<-done
 	if want := []uint64{1, 2, 3, 4, 5, 6, 7, 8}; !slices.Equal(offsets, want) || released != 8 {
 		t.Fatalf("got offsets %v and %d credits released, want %v and 8", offsets, released, want)
 	}

@@ -19,11 +19,12 @@
 //
 // # Records
 //
-// The agent's Handler never blocks: each update goes to the session's
-// appender, one goroutine per session that appends in arrival order and
-// then releases the update's credit of the ACP window. What queued up
-// while it committed goes into the outbox as one batch, one fsync for a
-// burst; the daemon's acknowledgements are made durable at most every
+// Each update goes to the session's queue; the agent's reader appends
+// the queue to the outbox once it has read all the agent wrote (one write
+// for a burst; the fsync follows within the outbox's SyncDelay), in
+// arrival order, and then releases the updates' credits of the ACP
+// window. Requests, exits and commands' marks append the queue as they
+// come, taking turns with the reader; the daemon's acknowledgements are made durable at most every
 // ackInterval, as they only let the outbox drop records. A full outbox
 // (errcode.OutboxFull) keeps the credit and retries after the next
 // acknowledgement or a backoff, so a daemon that falls behind slows the
@@ -52,11 +53,14 @@
 // through one hostproto.Dedup for the host's lifetime, so a command resent
 // after a reconnect is applied once and gets its first result (attach and
 // status, which only read, are answered afresh). A command's result is
-// sent only after every record of its session that was handed to the
-// appender before the command returned: a marker goes through the
-// session's appender, and the writer holds the result until it has sent
-// the session's records up to the marker's offset, so a prompt's result
-// follows the turn's last update and a load's result its replay.
+// sent only after every record of its session that was queued before the
+// command returned: the command flushes the session's queue into the
+// outbox (mark), and the writer holds the result until it has sent the
+// session's records up to that offset, so a prompt's result follows the
+// turn's last update and a load's result its replay. Records go into the
+// outbox on the goroutine that produced them (the agent's reader flushes
+// a burst of updates once it has read all the agent wrote), with no
+// hand-off to another goroutine on a chunk's way.
 //
 // # Lifetime
 //

@@ -36,7 +36,7 @@ const (
 	// on a chunk's way to the daemon. The daemon's own SQLite makes the
 	// same trade (WAL, synchronous=NORMAL). Config.Outbox's zero value
 	// fsyncs before sending.
-	DefaultOutboxSyncDelay = 50 * time.Millisecond
+	DefaultOutboxSyncDelay = 200 * time.Millisecond
 	// DefaultDedup is how many finished command ids the host remembers:
 	// far more than a daemon sends between a broken connection and its
 	// retries.

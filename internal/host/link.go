@@ -35,6 +35,10 @@ type link struct {
 	streams map[string]*stream
 	results []heldResult
 	ctrl    []hostproto.Message
+
+	// The writer's own, reused by each flush.
+	sendBuf   []byte
+	streamBuf []*stream
 }
 
 // stream is a session's record stream on a link: sent is the last offset
@@ -117,7 +121,8 @@ func (l *link) readLoop() {
 }
 
 // ack takes the daemon's acknowledgement: it frees the stream's window at
-// once and reaches the session's outbox through its acker. The session is
+// once (waking the writer if the window held it back) and reaches the
+// session's outbox through its acker. The session is
 // looked up now, so an ack meant for an incarnation a later start
 // replaced never touches the new one.
 func (l *link) ack(a *hostproto.Ack) {
@@ -125,13 +130,19 @@ func (l *link) ack(a *hostproto.Ack) {
 	if s == nil {
 		return
 	}
+	window := uint64(l.h.cfg.SendWindow)
+	wake := false
 	l.mu.Lock()
 	if st := l.streams[a.SessionID]; st != nil && st.s == s && a.Offset > st.acked {
+		// Only a stream the window held back has more to send now.
+		wake = st.sent-min(st.acked, st.sent) >= window
 		st.acked = a.Offset
 	}
 	l.mu.Unlock()
 	s.noteAck(a.Offset)
-	l.wakeUp()
+	if wake {
+		l.wakeUp()
+	}
 }
 
 func (l *link) control(m hostproto.Message) {
@@ -198,7 +209,8 @@ func (l *link) writeLoop() {
 
 // flush sends what is ready: control messages, results whose session
 // caught up, then a batch of each attached session's records within its
-// window. It reports whether it sent anything.
+// window, framed into one buffer and written at once (in pieces of
+// sendChunk). It reports whether it sent anything.
 func (l *link) flush() (bool, error) {
 	l.mu.Lock()
 	msgs := l.ctrl
@@ -212,68 +224,109 @@ func (l *link) flush() (bool, error) {
 		}
 	}
 	l.results = keep
-	streams := make([]*stream, 0, len(l.streams))
+	l.streamBuf = l.streamBuf[:0]
 	for _, st := range l.streams {
-		streams = append(streams, st)
+		l.streamBuf = append(l.streamBuf, st)
 	}
+	streams := l.streamBuf
 	l.mu.Unlock()
-	if err := l.conn.SendAll(msgs); err != nil {
-		return false, err
-	}
-	sent := len(msgs) > 0
-	for _, st := range streams {
-		n, err := l.sendRecords(st)
-		if err != nil {
+	buf := l.sendBuf[:0]
+	var err error
+	for _, m := range msgs {
+		if buf, err = l.conn.AppendFrame(buf, m); err != nil {
 			return false, err
 		}
-		sent = sent || n > 0
+	}
+	sent := len(msgs) > 0
+	var done []streamSent
+	write := func() error {
+		if err := l.conn.WriteFrames(buf); err != nil {
+			return err
+		}
+		buf = buf[:0]
+		l.mu.Lock()
+		for _, d := range done {
+			d.st.sent = max(d.st.sent, d.last)
+		}
+		l.mu.Unlock()
+		done = done[:0]
+		return nil
+	}
+	for _, st := range streams {
+		var last uint64
+		var n int
+		if buf, last, n, err = l.appendRecords(buf, st); err != nil {
+			return false, err
+		}
+		if n > 0 {
+			sent = true
+			done = append(done, streamSent{st, last})
+		}
+		if len(buf) >= sendChunk {
+			if err := write(); err != nil {
+				return false, err
+			}
+		}
+	}
+	if err := write(); err != nil {
+		return false, err
+	}
+	clear(streams)
+	if cap(buf) <= 4*sendChunk {
+		l.sendBuf = buf // reused; a rare huge one is let go
 	}
 	return sent, nil
 }
 
-// sendRecords sends the next records of st within its window.
-func (l *link) sendRecords(st *stream) (int, error) {
+// sendChunk is how many bytes of frames flush gathers before it writes.
+const sendChunk = 256 << 10
+
+// streamSent is how far a flush's write takes a stream.
+type streamSent struct {
+	st   *stream
+	last uint64
+}
+
+// appendRecords frames st's next records within its window into buf,
+// returning the last offset framed and how many.
+func (l *link) appendRecords(buf []byte, st *stream) ([]byte, uint64, int, error) {
 	window := uint64(l.h.cfg.SendWindow)
 	l.mu.Lock()
 	if l.streams[st.s.id] != st {
 		l.mu.Unlock()
-		return 0, nil
+		return buf, 0, 0, nil
 	}
 	from, inflight := st.sent+1, st.sent-min(st.acked, st.sent)
 	l.mu.Unlock()
 	if inflight >= window {
-		return 0, nil
+		return buf, 0, 0, nil
 	}
 	recs, err := st.s.ob.Read(from, int(min(window-inflight, readBatch)))
 	if err != nil {
 		l.drop(st, err)
-		return 0, nil
+		return buf, 0, 0, nil
 	}
-	msgs := make([]hostproto.Message, 0, len(recs))
-	for i, r := range recs {
+	var last uint64
+	n := 0
+	for _, r := range recs {
 		kind, payload, err := decodeRecord(r.Data)
 		if err != nil {
-			recs = recs[:i]
 			l.drop(st, err)
 			break
 		}
-		rec := &hostproto.Record{Offset: r.Offset, SessionID: st.s.id, Kind: kind, Payload: payload}
+		last, n = r.Offset, n+1
 		if kind.Since() > l.conn.Version() {
-			if rec = l.v1Record(st, rec); rec == nil {
-				continue
+			rec := l.v1Record(st, &hostproto.Record{Offset: r.Offset, SessionID: st.s.id, Kind: kind, Payload: payload})
+			if rec == nil {
+				continue // sent is past it all the same
 			}
+			kind, payload = rec.Kind, rec.Payload
 		}
-		msgs = append(msgs, rec)
+		if buf, err = hostproto.AppendRecordFrame(buf, r.Offset, st.s.id, kind, payload, l.conn.MaxFrame()); err != nil {
+			return buf, 0, 0, err
+		}
 	}
-	if err := l.conn.SendAll(msgs); err != nil { // one write for the batch
-		return 0, err
-	}
-	if len(recs) > 0 {
-		l.mu.Lock()
-		st.sent = recs[len(recs)-1].Offset
-		l.mu.Unlock()
-	}
-	return len(recs), nil
+	return buf, last, n, nil
 }
 
 // v1Record converts an agent's line (RecordACPUpdate) into the update

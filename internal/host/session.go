@@ -31,8 +31,8 @@ type meta struct {
 	StartedAt    time.Time `json:"startedAt"`
 }
 
-// session is one daemon session the host holds: its outbox, appender and
-// acker, and its agent while it runs. A start replaces the whole value,
+// session is one daemon session the host holds: its outbox, append
+// queue and acker, and its agent while it runs. A start replaces the whole value,
 // so every goroutine of an incarnation works on its own.
 type session struct {
 	h   *Host
@@ -42,16 +42,22 @@ type session struct {
 	log *slog.Logger
 	q   queue
 
-	quit    chan struct{} // closed by close: the appender drains, the acker stops
-	ackSig  chan struct{} // cap 1: an ack to make durable
-	room    chan struct{} // cap 1: an ack freed room in the outbox
-	starved chan struct{} // cap 1: the outbox refused a record as full
-	wg      sync.WaitGroup
-	closing sync.Once
+	quit chan struct{} // closed by close once the agent is gone: the acker stops
+	// closingCh closes as close begins: an append the full outbox refuses
+	// is given up instead of retried, so that nothing waits on it.
+	closingCh chan struct{}
+	ackSig    chan struct{} // cap 1: an ack to make durable
+	room      chan struct{} // cap 1: an ack freed room in the outbox
+	starved   chan struct{} // cap 1: the outbox refused a record as full
+	wg        sync.WaitGroup
+	closing   sync.Once
 	// blocked counts appends the outbox refused as full (tests).
 	blocked atomic.Uint64
 	// exitQueued closes once the agent's exit record is queued.
 	exitQueued chan struct{}
+	// appendMu makes flushes take turns; appendBuf is the flush's.
+	appendMu  sync.Mutex
+	appendBuf []item
 
 	// metaMu orders writes of the meta file (commands update it
 	// concurrently).
@@ -78,7 +84,7 @@ type pendingRequest struct {
 }
 
 // openSession opens (creating) the session directory and its outbox and
-// starts the appender and acker; the caller registers it.
+// starts the acker; the caller registers it.
 func (h *Host) openSession(id string, m meta) (*session, error) {
 	dir := filepath.Join(h.sessionsDir(), id)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -91,20 +97,20 @@ func (h *Host) openSession(id string, m meta) (*session, error) {
 		return nil, err
 	}
 	s := &session{h: h, id: id, dir: dir, ob: ob, log: h.log.With("session", id), meta: m,
-		quit: make(chan struct{}), ackSig: make(chan struct{}, 1), room: make(chan struct{}, 1),
+		quit: make(chan struct{}), closingCh: make(chan struct{}), ackSig: make(chan struct{}, 1), room: make(chan struct{}, 1),
 		starved: make(chan struct{}, 1), exitQueued: make(chan struct{}), pending: map[string]*pendingRequest{}}
-	s.q.sig = make(chan struct{}, 1)
 	s.q.last.Store(ob.Stats().Next - 1)
-	s.wg.Add(2)
-	go func() { defer s.wg.Done(); s.runAppender() }()
+	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.runAcker() }()
 	return s, nil
 }
 
 // close stops the agent (its exit record is queued first), lets the
-// appender drain, and closes the outbox. Safe to call more than once.
+// queue drain (one attempt a record), and closes the outbox. Safe to call
+// more than once.
 func (s *session) close() {
 	s.closing.Do(func() {
+		close(s.closingCh)
 		s.mu.Lock()
 		s.stopped = true
 		a := s.agent
@@ -114,6 +120,11 @@ func (s *session) close() {
 			<-s.exitQueued
 		}
 		close(s.quit)
+		s.flush() // one attempt each for what is still queued
+		s.q.mu.Lock()
+		s.q.closed = true
+		s.q.mu.Unlock()
+		s.flush() // what came between the two
 		s.wg.Wait()
 		if err := s.ob.Close(); err != nil {
 			s.log.Warn("host: close outbox", "err", err)
@@ -241,7 +252,7 @@ func (h *Host) recoverSession(id string) (*session, error) {
 		}
 	}
 	s.exited, s.exit = true, hostproto.Exit{Code: -1, Lost: true}
-	s.q.push(item{kind: hostproto.RecordExit, payload: s.exit, appended: s.setExitOffset})
+	s.record(item{kind: hostproto.RecordExit, payload: s.exit, appended: s.setExitOffset})
 	s.log.Info("host: session found without its agent (the host was not stopped cleanly); its exit is reported lost")
 	return s, nil
 }

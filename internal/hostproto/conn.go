@@ -40,6 +40,10 @@ type Conn struct {
 	werr error // sticky: after a failed write the stream is out of step
 
 	rerr error // sticky; only the reading goroutine touches it
+	// rdeadline is the read deadline RecvBefore set (zero: none).
+	rdeadline time.Time
+	// lastSession is the session id of the last record read.
+	lastSession string
 }
 
 func newConn(nc net.Conn, opts Options) *Conn {
@@ -120,6 +124,13 @@ func (c *Conn) write(frames []byte) error {
 // message (unknown type, malformed JSON) fails only that Recv, with
 // errcode.HostProtocolError, and the caller decides whether to go on.
 func (c *Conn) Recv() (Message, error) {
+	if !c.rdeadline.IsZero() && c.rerr == nil {
+		if err := c.nc.SetReadDeadline(time.Time{}); err != nil {
+			c.rerr = err
+			return nil, err
+		}
+		c.rdeadline = time.Time{}
+	}
 	return c.recvLimit(c.opts.MaxFrame)
 }
 
@@ -134,31 +145,34 @@ func (c *Conn) recvLimit(maxFrame int) (Message, error) {
 		c.rerr = err
 		return nil, err
 	}
-	return Decode(body)
+	return decode(body, &c.lastSession)
 }
 
 // RecvBefore is Recv with a read deadline: if no whole frame arrives
-// before deadline it fails with an error satisfying os.IsTimeout (a
-// net.Error whose Timeout() is true), and the Conn can no longer be read
-// (part of a frame may have been consumed). It is the liveness check: a
-// peer that answers nothing, not even a Pong, within the deadline is
-// gone.
+// before deadline (or up to deadlineSlack after it) it fails with an
+// error satisfying os.IsTimeout (a net.Error whose Timeout() is true),
+// and the Conn can no longer be read (part of a frame may have been
+// consumed). It is the liveness check: a peer that answers nothing, not
+// even a Pong, within the deadline is gone. The socket's deadline is
+// moved only when deadline passes the one set (which is then set
+// deadlineSlack later), not for every frame: setting it costs two timer
+// updates, which a stream of records paid per frame.
 func (c *Conn) RecvBefore(deadline time.Time) (Message, error) {
 	if c.rerr != nil {
 		return nil, c.rerr
 	}
-	if err := c.nc.SetReadDeadline(deadline); err != nil {
-		return nil, err
-	}
-	m, err := c.Recv()
-	if c.rerr == nil {
-		if derr := c.nc.SetReadDeadline(time.Time{}); derr != nil {
-			c.rerr = derr
-			return nil, derr
+	if c.rdeadline.IsZero() || deadline.After(c.rdeadline) || deadline.Before(c.rdeadline.Add(-deadlineSlack)) {
+		set := deadline.Add(deadlineSlack)
+		if err := c.nc.SetReadDeadline(set); err != nil {
+			return nil, err
 		}
+		c.rdeadline = set
 	}
-	return m, err
+	return c.recvLimit(c.opts.MaxFrame)
 }
+
+// deadlineSlack is how much later than asked RecvBefore may time out.
+const deadlineSlack = time.Second
 
 // Close closes the underlying connection; a Recv or Send blocked in
 // another goroutine returns.

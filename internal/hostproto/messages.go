@@ -278,7 +278,13 @@ func Encode(m Message) ([]byte, error) {
 // Decode parses a frame body into its typed message. A body that is not a
 // JSON object with a known `type` fails with errcode.HostProtocolError.
 func Decode(body []byte) (Message, error) {
-	if r, ok := decodeRecord(body); ok {
+	return decode(body, nil)
+}
+
+// decode is Decode with the session id of the last record read (see
+// decodeRecord).
+func decode(body []byte, lastSession *string) (Message, error) {
+	if r, ok := decodeRecord(body, lastSession); ok {
 		return r, nil
 	}
 	var head struct {

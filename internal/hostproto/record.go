@@ -55,18 +55,52 @@ func appendRecordBody(buf []byte, r *Record) ([]byte, bool) {
 	return append(buf, '}'), true
 }
 
+// AppendRecordFrame appends the frame of the record (offset, sessionID,
+// kind, payload) to buf without building a Record: the host frames its
+// outbox's records straight into its send buffer. The frame is the one
+// Encode would give; it fails, leaving buf as it was, as Send would.
+func AppendRecordFrame(buf []byte, offset uint64, sessionID string, kind RecordKind, payload []byte, maxFrame int) ([]byte, error) {
+	r := Record{Offset: offset, SessionID: sessionID, Kind: kind, Payload: payload}
+	if out, ok, err := appendHandFrame(buf, &r, maxFrame); ok {
+		return out, err
+	}
+	return appendMessageFrame(buf, &Record{Offset: offset, SessionID: sessionID, Kind: kind, Payload: payload}, maxFrame)
+}
+
+// appendHandFrame appends r's frame with the hand-written codec; ok is
+// false when r does not fit it.
+func appendHandFrame(buf []byte, r *Record, maxFrame int) ([]byte, bool, error) {
+	start := len(buf)
+	out, ok := appendRecordBody(append(buf, 0, 0, 0, 0), r)
+	if !ok {
+		return buf, false, nil
+	}
+	size := len(out) - start - frameHeader
+	if size > maxFrame {
+		_, err := appendFrame(nil, out[start+frameHeader:], maxFrame) // the refusal
+		return buf, true, err
+	}
+	binary.BigEndian.PutUint32(out[start:], uint32(size))
+	return out, true, nil
+}
+
+// AppendFrame appends m's frame to buf, for WriteFrames.
+func (c *Conn) AppendFrame(buf []byte, m Message) ([]byte, error) {
+	return appendMessageFrame(buf, m, c.opts.MaxFrame)
+}
+
+// WriteFrames writes whole frames that AppendFrame or AppendRecordFrame
+// built (with this Conn's MaxFrame), in one write; it fails as Send does.
+func (c *Conn) WriteFrames(frames []byte) error { return c.write(frames) }
+
+// MaxFrame is the frame limit of the Conn.
+func (c *Conn) MaxFrame() int { return c.opts.MaxFrame }
+
 // appendMessageFrame appends m's frame (length and body) to buf.
 func appendMessageFrame(buf []byte, m Message, maxFrame int) ([]byte, error) {
 	if r, ok := m.(*Record); ok && r != nil {
-		start := len(buf)
-		out, ok := appendRecordBody(append(buf, 0, 0, 0, 0), r)
-		if ok {
-			size := len(out) - start - frameHeader
-			if size > maxFrame {
-				return appendFrame(buf, out[start+frameHeader:], maxFrame) // the refusal
-			}
-			binary.BigEndian.PutUint32(out[start:], uint32(size))
-			return out, nil
+		if out, ok, err := appendHandFrame(buf, r, maxFrame); ok {
+			return out, err
 		}
 	}
 	body, err := Encode(m)
@@ -77,8 +111,10 @@ func appendMessageFrame(buf []byte, m Message, maxFrame int) ([]byte, error) {
 }
 
 // decodeRecord reads body as a record if it has exactly the layout
-// appendRecordBody writes; the payload shares body's memory.
-func decodeRecord(body []byte) (*Record, bool) {
+// appendRecordBody writes; the payload shares body's memory. last, if
+// set, is the session id of the previous record read, reused (and
+// updated) so that a stream of one session's records allocates no id.
+func decodeRecord(body []byte, last *string) (*Record, bool) {
 	rest, ok := bytes.CutPrefix(body, []byte(recordPrefix))
 	if !ok {
 		return nil, false
@@ -97,14 +133,14 @@ func decodeRecord(body []byte) (*Record, bool) {
 	if rest, ok = bytes.CutPrefix(rest[n:], []byte(recordSession)); !ok {
 		return nil, false
 	}
-	sid, rest, ok := cutPlain(rest)
+	sidb, rest, ok := cutPlain(rest)
 	if !ok {
 		return nil, false
 	}
 	if rest, ok = bytes.CutPrefix(rest, []byte(recordKind[1:])); !ok {
 		return nil, false
 	}
-	kind, rest, ok := cutPlain(rest)
+	kindb, rest, ok := cutPlain(rest)
 	if !ok {
 		return nil, false
 	}
@@ -120,15 +156,35 @@ func decodeRecord(body []byte) (*Record, bool) {
 	if end < 0 || end != len(rest)-1 || rest[end] != '}' {
 		return nil, false
 	}
-	return &Record{Offset: off, SessionID: sid, Kind: RecordKind(kind), Payload: rest[:end]}, true
+	var sid string
+	if last != nil && *last == string(sidb) { // compared without a copy
+		sid = *last
+	} else {
+		sid = string(sidb)
+		if last != nil {
+			*last = sid
+		}
+	}
+	return &Record{Offset: off, SessionID: sid, Kind: knownKind(kindb), Payload: rest[:end]}, true
+}
+
+// knownKind returns the record kind spelled b, without a copy for the
+// kinds this version defines.
+func knownKind(b []byte) RecordKind {
+	for _, k := range [...]RecordKind{RecordACPUpdate, RecordUpdate, RecordRequest, RecordRequestClosed, RecordExit} {
+		if string(k) == string(b) {
+			return k
+		}
+	}
+	return RecordKind(b)
 }
 
 // cutPlain reads a plain string's characters up to its closing quote,
 // returning them and what follows the quote.
-func cutPlain(b []byte) (string, []byte, bool) {
+func cutPlain(b []byte) ([]byte, []byte, bool) {
 	i := bytes.IndexByte(b, '"')
 	if i < 0 || !plain(string(b[:i])) {
-		return "", nil, false
+		return nil, nil, false
 	}
-	return string(b[:i]), b[i+1:], true
+	return b[:i], b[i+1:], true
 }

@@ -52,7 +52,7 @@ func TestRecordCodec(t *testing.T) {
 			if got := frame[1+frameHeader:]; !bytes.Equal(got, want) {
 				t.Fatalf("frame body:\n got %s\nwant %s", got, want)
 			}
-			if _, ok := decodeRecord(want); ok != tc.hand {
+			if _, ok := decodeRecord(want, nil); ok != tc.hand {
 				t.Errorf("hand-written reader took it: got %v, want %v", ok, tc.hand)
 			}
 			got, err := Decode(want)
@@ -81,7 +81,7 @@ func TestRecordReaderFallsBack(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if r, ok := decodeRecord([]byte(tc.body)); ok {
+			if r, ok := decodeRecord([]byte(tc.body), nil); ok {
 				t.Fatalf("hand-written reader took %s as %#v", tc.body, r)
 			}
 			got, gerr := Decode([]byte(tc.body))
@@ -119,7 +119,7 @@ func FuzzRecordReader(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		r, ok := decodeRecord(body)
+		r, ok := decodeRecord(body, nil)
 		if !ok || !json.Valid(body) {
 			return
 		}

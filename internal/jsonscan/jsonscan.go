@@ -4,6 +4,8 @@
 // (acp.IsUpdateNotification, the host protocol's record frames).
 package jsonscan
 
+import "bytes"
+
 // SkipSpace returns the index of the first byte at or after i that is not
 // JSON whitespace.
 func SkipSpace(b []byte, i int) int {
@@ -14,18 +16,30 @@ func SkipSpace(b []byte, i int) int {
 }
 
 // String returns the index just past the string starting at b[i] (a
-// '"'), or -1 if it does not end, and whether it has escapes.
+// '"'), or -1 if it does not end, and whether it has escapes. It jumps
+// from quote to quote (bytes.IndexByte), as a chunk's text is most of
+// what a hot path scans.
 func String(b []byte, i int) (end int, escaped bool) {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '"':
-			return j + 1, escaped
-		case '\\':
-			escaped = true
-			j++
+	for j := i + 1; ; {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return -1, escaped || bytes.IndexByte(b[j:], '\\') >= 0
 		}
+		q := j + k
+		if bytes.IndexByte(b[j:q], '\\') >= 0 {
+			escaped = true
+		}
+		// The quote closes the string unless an odd run of backslashes
+		// escapes it.
+		n := 0
+		for p := q - 1; p > i && b[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q + 1, escaped
+		}
+		j = q + 1
 	}
-	return -1, escaped
 }
 
 // Value returns the index just past the JSON value at b[i], or -1 if its

@@ -52,3 +52,30 @@ func TestString(t *testing.T) {
 		t.Errorf("SkipSpace: got %d, want 4", got)
 	}
 }
+
+// FuzzString holds String against a byte-at-a-time scan.
+func FuzzString(f *testing.F) {
+	for _, s := range []string{`"a"`, `"a\"b"`, `"a\\"b`, `"\\\\\"x"`, `"open`, `"\`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) == 0 || b[0] != '"' {
+			return
+		}
+		wantEnd, wantEsc := -1, false
+		for j := 1; j < len(b); j++ {
+			if b[j] == '"' {
+				wantEnd = j + 1
+				break
+			}
+			if b[j] == '\\' {
+				wantEsc = true
+				j++
+			}
+		}
+		end, esc := jsonscan.String(b, 0)
+		if end != wantEnd || (end >= 0 && esc != wantEsc) {
+			t.Fatalf("String(%q): got %d, %v; want %d, %v", b, end, esc, wantEnd, wantEsc)
+		}
+	})
+}

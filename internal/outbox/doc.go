@@ -20,9 +20,11 @@
 //     must tell a log that ends before an offset its peer saw (the
 //     executor host refuses such an attach, see internal/host). Ack
 //     always fsyncs the records it covers first.
-//   - Concurrent Appends are group-committed: the one writer goroutine
-//     takes every Append waiting, writes their frames in one write and
-//     syncs once, so throughput grows with the number of appenders.
+//   - Concurrent Appends are group-committed: the Append that finds no
+//     commit under way leads, on its own goroutine; it takes every Append
+//     waiting, writes their frames in one write and syncs once, and goes
+//     on while more queue, so throughput grows with the number of
+//     appenders and a lone appender hands nothing to another goroutine.
 //     AppendBatch hands over many records at once, in order, for one
 //     appender to get the same: its records share a commit, and what it
 //     appends is always a prefix of them.
@@ -57,7 +59,10 @@
 // file holds the highest acknowledged offset in decimal; it is replaced
 // atomically (temporary file, fsync, rename, fsync of the directory).
 // Open keeps each live record's frame position in memory (4 bytes a
-// record), so Read and Ack never scan.
+// record), so Read and Ack never scan. The last records committed (256
+// KiB of them, and none once acknowledged) are also kept in memory, so a
+// sender that keeps up never reads the file; a record damaged on disk
+// while it is there is read as it was written.
 //
 // # Recovery
 //
@@ -76,7 +81,7 @@
 // that do not continue each other, or an acked offset past the log's end
 // are corruption.
 //
-// If a write or fsync fails, the writer cuts the segment back to its
+// If a write or fsync fails, the leader cuts the segment back to its
 // committed size, fails the batch with errcode.StoreWriteFailed and goes
 // on; if even the cut fails, every later Append fails until the outbox is
 // reopened, and the failed batch's records may then reappear: a caller

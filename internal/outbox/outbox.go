@@ -49,7 +49,8 @@ type Config struct {
 	// SyncDelay, when positive, lets an Append return once its records
 	// are written, before they are fsynced: they then survive the
 	// process's crash (they are in the kernel's page cache) but not the
-	// machine's, and the writer fsyncs them within SyncDelay. Zero fsyncs
+	// machine's, and a goroutine of the outbox fsyncs them within
+	// SyncDelay. Zero fsyncs
 	// every commit before its Appends return. An Ack always makes the
 	// records it covers durable first, so the acked file never names a
 	// record the disk may lose.
@@ -91,14 +92,24 @@ type Outbox struct {
 	log  *slog.Logger
 	lock *os.File
 
-	reqs chan *appendGroup
-	quit chan struct{}
-	wg   sync.WaitGroup
+	// qmu guards the Appends queued for the next commit and the leader
+	// flag: the Append that finds no leader commits (lead). stopped, set
+	// by Close, refuses new Appends; leaders counts the running leader.
+	qmu     sync.Mutex
+	queued  []*appendGroup
+	leading bool
+	stopped bool
+	leaders sync.WaitGroup
+	// dirty (cap 1) tells the syncer that a commit left records unsynced;
+	// quit stops it, wg waits for it.
+	dirty chan struct{}
+	quit  chan struct{}
+	wg    sync.WaitGroup
 
 	// ackMu serializes Acks, whose file write happens outside mu.
 	ackMu sync.Mutex
 
-	// mu guards the fields below. The writer publishes under it after each
+	// mu guards the fields below. The leader publishes under it after each
 	// sync; readers hold it (shared) while they read the files, so a
 	// segment is never closed under a Read.
 	mu      sync.RWMutex
@@ -108,14 +119,20 @@ type Outbox struct {
 	pending int64         // bytes of frames with offset > acked
 	changed chan struct{} // closed and replaced at each commit
 	closed  bool
+	// tail holds copies of the last records committed (contiguous, up to
+	// next-1, at most tailBytes of data), so that a sender that keeps up
+	// reads them from memory: no read of the file, no checksum.
+	tail     []Record // from tailHead on
+	tailHead int
+	tailSize int
 
-	// syncs counts fsyncs of committed records; the writer and Ack add,
-	// Stats reads.
+	// syncs counts fsyncs of committed records; leaders, the syncer and
+	// Ack add, Stats reads.
 	syncs atomic.Uint64
 	// durable is the last offset known fsynced (see Config.SyncDelay).
 	durable atomic.Uint64
 
-	// Owned by the writer goroutine (active is also read under mu).
+	// Owned by the leader of the moment (active is also read under mu).
 	active *segment
 	broken error // set when a failed write could not be undone
 	// rollFailed: a new segment's creation failed, perhaps after its file
@@ -144,7 +161,7 @@ func Open(dir string, cfg Config) (*Outbox, error) {
 	}
 	o := &Outbox{
 		dir: dir, cfg: cfg, log: cfg.Logger, lock: lock,
-		reqs: make(chan *appendGroup), quit: make(chan struct{}),
+		dirty: make(chan struct{}, 1), quit: make(chan struct{}),
 		changed: make(chan struct{}), sync: (*os.File).Sync,
 	}
 	if err := o.load(); err != nil {
@@ -152,8 +169,10 @@ func Open(dir string, cfg Config) (*Outbox, error) {
 		return nil, err
 	}
 	o.active = o.segs[len(o.segs)-1]
-	o.wg.Add(1)
-	go o.writer()
+	if cfg.SyncDelay > 0 {
+		o.wg.Add(1)
+		go o.syncer()
+	}
 	return o, nil
 }
 
@@ -328,8 +347,8 @@ func (o *Outbox) Stats() Stats {
 	return st
 }
 
-// Close stops the writer (after the batch it is committing), wakes waiters
-// and closes the files. Appends still queued fail with ErrClosed.
+// Close refuses new Appends, lets the commit under way finish (with the
+// Appends queued for it), syncs, wakes waiters and closes the files.
 func (o *Outbox) Close() error {
 	o.ackMu.Lock() // an Ack in progress finishes its removals first
 	defer o.ackMu.Unlock()
@@ -341,8 +360,13 @@ func (o *Outbox) Close() error {
 	o.closed = true
 	close(o.changed)
 	o.mu.Unlock()
+	o.qmu.Lock()
+	o.stopped = true
+	o.qmu.Unlock()
+	o.leaders.Wait()
 	close(o.quit)
 	o.wg.Wait()
+	o.syncActive() // without a SyncDelay everything is durable already
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.closeFiles()

@@ -433,3 +433,26 @@ func TestSyncDelay(t *testing.T) {
 		}
 	})
 }
+
+// TestReadFromMemoryAndFile: the last records are read from the outbox's
+// memory, older ones from the file; both give the same records, also
+// across a reopen (which starts with nothing in memory).
+func TestReadFromMemoryAndFile(t *testing.T) {
+	dir := t.TempDir()
+	o := open(t, dir, outbox.Config{})
+	appendRecs(t, o, 1, 8, 100<<10) // more than the memory holds
+	for _, from := range []int{1, 4, 7, 8} {
+		checkRecs(t, readAll(t, o, uint64(from)), from, 8, 100<<10)
+	}
+	if err := o.Ack(7); err != nil {
+		t.Fatal(err)
+	}
+	checkRecs(t, readAll(t, o, 1), 8, 8, 100<<10)
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	o = open(t, dir, outbox.Config{})
+	checkRecs(t, readAll(t, o, 1), 8, 8, 100<<10)
+	appendRecs(t, o, 9, 10, 100<<10)
+	checkRecs(t, readAll(t, o, 8), 8, 10, 100<<10)
+}

@@ -20,7 +20,8 @@ const readBudget = 4 << 20
 // Record is one entry of the outbox.
 type Record struct {
 	Offset uint64
-	// Data belongs to the caller.
+	// Data may be shared with the outbox and other Reads: read it, do not
+	// change it.
 	Data []byte
 }
 
@@ -42,6 +43,15 @@ func (o *Outbox) Read(from uint64, limit int) ([]Record, error) {
 	from = max(from, o.acked+1)
 	if limit <= 0 || from >= o.next {
 		return nil, nil
+	}
+	if live := o.live(); len(live) > 0 && from >= live[0].Offset {
+		recs := live[from-live[0].Offset:]
+		budget, n := readBudget, 0
+		for n < len(recs) && n < limit && (n == 0 || budget > 0) {
+			budget -= len(recs[n].Data)
+			n++
+		}
+		return append([]Record(nil), recs[:n]...), nil
 	}
 	i := sort.Search(len(o.segs), func(i int) bool { return o.segs[i].last() >= from })
 	var out []Record
@@ -130,6 +140,9 @@ func (o *Outbox) Ack(upTo uint64) error {
 	o.mu.Lock()
 	o.pending -= o.bytesIn(acked+1, upTo)
 	o.acked = upTo
+	if live := o.live(); len(live) > 0 && live[0].Offset <= upTo {
+		o.dropTail(int(min(upTo-live[0].Offset+1, uint64(len(live)))))
+	}
 	var drop []*segment
 	for len(o.segs) > 1 && o.segs[1].first <= upTo+1 {
 		drop = append(drop, o.segs[0])

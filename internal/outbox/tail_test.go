@@ -274,6 +274,12 @@ func TestReadReportsLaterDamage(t *testing.T) {
 	o := open(t, dir, outbox.Config{})
 	appendRecs(t, o, 1, 3, 50)
 	edit(t, dir, outbox.SegName(1), flip(outbox.SegHeaderSize+outbox.FrameHeaderSize+66+20)) // record 2's data
+	// Still in the outbox's memory, the records read as they were written.
+	if got, err := o.Read(1, 10); err != nil || len(got) != 3 {
+		t.Fatalf("Read of records held in memory: got %d records, %v; want 3", len(got), err)
+	}
+	// Pushed out of memory by later ones, they are read from the file.
+	appendRecs(t, o, 4, 6, 100<<10)
 	got, err := o.Read(1, 10)
 	var ce *outbox.CorruptError
 	if !errors.As(err, &ce) || ce.Offset != 2 {

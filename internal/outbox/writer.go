@@ -7,15 +7,15 @@ import (
 	"github.com/tether/tether/internal/errcode"
 )
 
-// Bounds of one group commit: what the writer takes from waiting Appends
-// before it writes and syncs. They bound the writer's buffer, not
+// Bounds of one group commit: what a leader (see lead) takes from waiting
+// Appends before it writes and syncs. They bound the write buffer, not
 // throughput: the next batch starts as soon as this one is synced.
 const (
 	maxBatchRecords = 4096
 	maxBatchBytes   = 8 << 20
 )
 
-// appendReq is one record waiting for the writer.
+// appendReq is one record waiting for its commit.
 type appendReq struct {
 	data  []byte
 	off   uint64
@@ -23,7 +23,7 @@ type appendReq struct {
 	group *appendGroup
 }
 
-// appendGroup is what one Append or AppendBatch hands the writer: its
+// appendGroup is what one Append or AppendBatch queues: its
 // records go into one commit, in order, and once one of them fails the
 // rest fail too, so that what is appended is always a prefix.
 type appendGroup struct {
@@ -33,17 +33,19 @@ type appendGroup struct {
 }
 
 // Append writes rec to the outbox and returns its offset once the record is
-// durable (fsynced). Offsets start at 1 and have no gaps: a failed Append
-// takes none. Appends that wait together share one write and one fsync.
+// durable (fsynced; written only, with Config.SyncDelay). Offsets start at
+// 1 and have no gaps: a failed Append takes none. Appends that wait
+// together share one write and one fsync.
 //
-// ctx bounds only the wait for the writer to take the record. Once taken,
-// Append waits for the outcome whatever ctx does: a record that may still
-// become durable must not be reported as failed, or a retry would append it
+// ctx is checked once, before the record is queued. Once queued, Append
+// waits for the outcome whatever ctx does: a record that may still become
+// durable must not be reported as failed, or a retry would append it
 // twice. It fails with errcode.OutboxFull past Config.MaxBytes (unless
 // nothing is pending: a record larger than the limit is taken alone),
 // errcode.PayloadTooLarge for a record larger than a segment can hold,
 // errcode.StoreWriteFailed when the disk refuses it (nothing is recorded
-// then), and ErrClosed after Close. rec is not retained.
+// then), and ErrClosed after Close. The outbox keeps rec for a while (its
+// last records are read from memory): do not change it after the call.
 func (o *Outbox) Append(ctx context.Context, rec []byte) (uint64, error) {
 	n, off, err := o.AppendBatch(ctx, [][]byte{rec})
 	if n == 0 {
@@ -70,18 +72,26 @@ func (o *Outbox) AppendBatch(ctx context.Context, recs [][]byte) (n int, first u
 		return 0, 0, tooLarge
 	}
 	if err := ctx.Err(); err != nil {
-		return 0, 0, err // before the select, which would pick at random
+		return 0, 0, err
 	}
 	g := &appendGroup{reqs: make([]appendReq, take), done: make(chan struct{})}
 	for i := range g.reqs {
 		g.reqs[i] = appendReq{data: recs[i], group: g}
 	}
-	select {
-	case o.reqs <- g:
-	case <-o.quit:
+	o.qmu.Lock()
+	if o.stopped {
+		o.qmu.Unlock()
 		return 0, 0, ErrClosed
-	case <-ctx.Done():
-		return 0, 0, ctx.Err()
+	}
+	o.queued = append(o.queued, g)
+	lead := !o.leading
+	if lead {
+		o.leading = true
+		o.leaders.Add(1)
+	}
+	o.qmu.Unlock()
+	if lead {
+		o.lead()
 	}
 	<-g.done
 	for n < take && g.reqs[n].err == nil {
@@ -96,66 +106,85 @@ func (o *Outbox) AppendBatch(ctx context.Context, recs [][]byte) (n int, first u
 	return n, g.reqs[0].off, err
 }
 
-// writer is the outbox's one goroutine: it owns the active segment and
-// commits the groups waiting at each turn as one. Close stops it.
-func (o *Outbox) writer() {
-	defer o.wg.Done()
-	var groups []*appendGroup
+// lead commits the queued groups, and those queued meanwhile, until none
+// is left: the Append that found no commit under way does it on its own
+// goroutine (no hand-off to a writer and back), and the Appends that
+// queue while it writes share its next commit (group commit). One leader
+// at a time owns the active segment and the write buffer.
+func (o *Outbox) lead() {
+	defer o.leaders.Done()
 	batch := make([]*appendReq, 0, 64)
-	// With a SyncDelay, the writer fsyncs what it wrote once the delay
-	// after the first unsynced commit has passed (or when it stops).
-	syncTimer := time.NewTimer(time.Hour)
-	syncTimer.Stop()
-	defer syncTimer.Stop()
-	var syncDue <-chan time.Time
+	var groups []*appendGroup
+	for {
+		o.qmu.Lock()
+		if len(o.queued) == 0 {
+			o.leading = false
+			o.qmu.Unlock()
+			return
+		}
+		// Take groups up to the bounds of one commit (at least one).
+		batch, groups = batch[:0], groups[:0]
+		size, i := 0, 0
+		for ; i < len(o.queued) && (i == 0 || len(batch) < maxBatchRecords && size < maxBatchBytes); i++ {
+			g := o.queued[i]
+			groups = append(groups, g)
+			for j := range g.reqs {
+				batch = append(batch, &g.reqs[j])
+				size += len(g.reqs[j].data)
+			}
+		}
+		rest := copy(o.queued, o.queued[i:])
+		clear(o.queued[rest:])
+		o.queued = o.queued[:rest]
+		o.qmu.Unlock()
+		o.commit(batch)
+		for _, g := range groups {
+			close(g.done)
+		}
+		clear(batch)
+		clear(groups)
+		if o.cfg.SyncDelay > 0 {
+			select {
+			case o.dirty <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// syncer fsyncs what the leaders wrote within Config.SyncDelay of the
+// first unsynced commit, on a goroutine of its own so that no Append
+// waits for the disk. It makes everything durable once more as the
+// outbox closes.
+func (o *Outbox) syncer() {
+	defer o.wg.Done()
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	defer t.Stop()
 	for {
 		select {
 		case <-o.quit:
 			o.syncActive()
 			return
-		case <-syncDue:
-			syncDue = nil
+		case <-o.dirty:
+		}
+		t.Reset(o.cfg.SyncDelay)
+		select {
+		case <-o.quit:
 			o.syncActive()
-			continue
-		case g := <-o.reqs:
-			groups = append(groups[:0], g)
+			return
+		case <-t.C:
 		}
-		batch, size := batch[:0], 0
-		take := func(g *appendGroup) {
-			for i := range g.reqs {
-				batch = append(batch, &g.reqs[i])
-				size += len(g.reqs[i].data)
-			}
-		}
-		take(groups[0])
-	drain:
-		for len(batch) < maxBatchRecords && size < maxBatchBytes {
-			select {
-			case g := <-o.reqs:
-				groups = append(groups, g)
-				take(g)
-			default:
-				break drain
-			}
-		}
-		o.commit(batch)
-		for i, g := range groups {
-			close(g.done)
-			groups[i] = nil
-		}
-		clear(batch)
-		if syncDue == nil && o.cfg.SyncDelay > 0 && o.durable.Load() < o.active.first+o.active.count()-1 {
-			syncTimer.Reset(o.cfg.SyncDelay)
-			syncDue = syncTimer.C
-		}
+		o.syncActive()
 	}
 }
 
 // syncActive makes every committed record durable: the active segment is
 // the only one that can hold unsynced records (a full one is synced
-// before the next is started). The writer calls it after its SyncDelay,
-// Ack before it acknowledges records not yet durable; either holds the
-// segment open (the writer owns it, Ack holds ackMu, which Close takes).
+// before the next is started). The syncer calls it after its delay, Ack
+// before it acknowledges records not yet durable; the segment stays open
+// meanwhile (segments are closed only by Ack, under ackMu, and by Close
+// after the syncer ended).
 func (o *Outbox) syncActive() {
 	o.mu.RLock()
 	seg, last := o.active, o.next-1
@@ -201,7 +230,7 @@ func (o *Outbox) commit(batch []*appendReq) {
 	o.mu.RLock()
 	pending := o.pending // Acks only lower it, so a stale value errs on the safe side
 	o.mu.RUnlock()
-	next := o.active.first + o.active.count() // the writer alone moves it
+	next := o.active.first + o.active.count() // the leader alone moves it
 
 	var done []*staged
 	cur := &staged{seg: o.active, size: o.active.size}
@@ -254,7 +283,7 @@ func (o *Outbox) commit(batch []*appendReq) {
 	}
 	// cur is published even when its write failed: a new segment's file
 	// exists, so it must become the active one (it is merely empty).
-	o.publish(append(done, cur))
+	o.publish(append(done, cur), batch)
 }
 
 // flush writes the buffered frames at the end of cur's segment and, if
@@ -289,9 +318,14 @@ func (o *Outbox) flush(cur *staged, sync bool) error {
 
 // publish makes synced frames visible to Read, Ack and Stats and wakes
 // waiters.
-func (o *Outbox) publish(done []*staged) {
+func (o *Outbox) publish(done []*staged, batch []*appendReq) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	for _, r := range batch {
+		if r.err == nil {
+			o.remember(r.off, r.data)
+		}
+	}
 	for _, st := range done {
 		if st.isNew {
 			o.segs = append(o.segs, st.seg)
@@ -307,6 +341,47 @@ func (o *Outbox) publish(done []*staged) {
 		o.changed = make(chan struct{})
 	}
 }
+
+// tailBytes bounds the copies of recent records the outbox keeps for
+// Read (see Outbox.tail).
+const tailBytes = 256 << 10
+
+// remember keeps the committed record off in the tail, dropping the
+// oldest past tailBytes. Caller holds mu.
+func (o *Outbox) remember(off uint64, data []byte) {
+	o.tail = append(o.tail, Record{Offset: off, Data: data})
+	o.tailSize += len(data)
+	drop, size := 0, o.tailSize
+	for size > tailBytes && o.tailHead+drop < len(o.tail)-1 {
+		size -= len(o.tail[o.tailHead+drop].Data)
+		drop++
+	}
+	o.dropTail(drop)
+}
+
+// dropTail forgets the tail's first n records. The slice is compacted
+// only once most of it is dropped, so a full tail costs no copy per
+// record. Caller holds mu.
+func (o *Outbox) dropTail(n int) {
+	if n == 0 {
+		return
+	}
+	for i := o.tailHead; i < o.tailHead+n; i++ {
+		o.tailSize -= len(o.tail[i].Data)
+		o.tail[i] = Record{}
+	}
+	o.tailHead += n
+	if o.tailHead == len(o.tail) {
+		o.tail, o.tailHead, o.tailSize = o.tail[:0], 0, 0
+	} else if o.tailHead > len(o.tail)/2 {
+		rest := copy(o.tail, o.tail[o.tailHead:])
+		clear(o.tail[rest:])
+		o.tail, o.tailHead = o.tail[:rest], 0
+	}
+}
+
+// live is the tail's records still held. Caller holds mu.
+func (o *Outbox) live() []Record { return o.tail[o.tailHead:] }
 
 // failFrom sets err on every request that has no outcome yet.
 func failFrom(reqs []*appendReq, err error) {
