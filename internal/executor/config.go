@@ -57,7 +57,7 @@ type HostConfig struct {
 	// AckEvery and AckDelay coalesce acknowledgements: a session's commits
 	// are acknowledged once AckEvery records are committed and not yet
 	// acknowledged, or AckDelay after the first such commit, whichever
-	// comes first (defaults 64 and 100ms). An ack only lets the host drop
+	// comes first (defaults 256 and 100ms). An ack only lets the host drop
 	// records and, for a stream that fills it, frees the host's send
 	// window, which AckEvery does; every ack costs both sides a wake-up.
 	AckEvery int
@@ -85,7 +85,7 @@ func (c HostConfig) withDefaults() HostConfig {
 		c.UpdateWindow = acp.DefaultUpdateWindow
 	}
 	if c.AckEvery <= 0 {
-		c.AckEvery = 64
+		c.AckEvery = 256
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

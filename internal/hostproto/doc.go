@@ -17,7 +17,8 @@
 // between frames is io.EOF, a clean close. A whole frame that is not a
 // message of this protocol (not JSON, no or an unknown type, a field of
 // the wrong type) is errcode.HostProtocolError for that frame alone.
-// Unknown members are ignored, so a version may add optional fields.
+// Unknown members are ignored, so a version may add optional fields (in
+// a record before its payload, which stays the frame's last member).
 //
 // # Handshake
 //

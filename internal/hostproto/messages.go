@@ -202,10 +202,13 @@ func (k RecordKind) Since() int {
 // (Ack) once it has committed it. Each session has an outbox of its own on
 // the host, so Offset counts from 1 per session.
 type Record struct {
-	Offset    uint64          `json:"offset"`
-	SessionID string          `json:"sessionId"`
-	Kind      RecordKind      `json:"kind"`
-	Payload   json.RawMessage `json:"payload,omitempty"`
+	Offset    uint64     `json:"offset"`
+	SessionID string     `json:"sessionId"`
+	Kind      RecordKind `json:"kind"`
+	// Payload stays the last field, so the last member of the frame: the
+	// hand-written reader (record.go) takes the rest of the body for it.
+	// A field added later goes before it.
+	Payload json.RawMessage `json:"payload,omitempty"`
 }
 
 // Ack tells the host that the daemon committed every record of the

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"strconv"
-
-	"github.com/tether/tether/internal/jsonscan"
 )
 
 // Records are nearly every frame a host sends, so they have a codec of
@@ -13,9 +11,10 @@ import (
 // and read back by hand when a frame has exactly that layout. Anything
 // else, or anything the hand-written reader is unsure of, goes through
 // encoding/json as every other message does. A record's payload is
-// neither escaped nor validated here, only bounded: it is JSON already
-// (the host's encoding or an agent's own line), and the daemon decodes it
-// anyway, treating one that does not decode as a malformed record.
+// neither escaped nor validated here: it is JSON already (the host's
+// encoding or an agent's own line), it is the frame's last member (so it
+// runs to the body's end), and the daemon decodes it anyway, treating one
+// that does not decode as a malformed record.
 
 const (
 	recordPrefix  = `{"type":"record","offset":`
@@ -133,8 +132,10 @@ func decodeRecord(body []byte, last *string) (*Record, bool) {
 	if rest, ok = bytes.CutPrefix(rest[n:], []byte(recordSession)); !ok {
 		return nil, false
 	}
-	sidb, rest, ok := cutPlain(rest)
-	if !ok {
+	var sidb []byte
+	if last != nil && len(*last) > 0 && bytes.HasPrefix(rest, []byte(*last)) && len(rest) > len(*last) && rest[len(*last)] == '"' {
+		sidb, rest = rest[:len(*last)], rest[len(*last)+1:] // the previous record's id: known plain
+	} else if sidb, rest, ok = cutPlain(rest); !ok {
 		return nil, false
 	}
 	if rest, ok = bytes.CutPrefix(rest, []byte(recordKind[1:])); !ok {
@@ -147,13 +148,12 @@ func decodeRecord(body []byte, last *string) (*Record, bool) {
 	if rest, ok = bytes.CutPrefix(rest, []byte(recordPayload[1:])); !ok {
 		return nil, false
 	}
-	// The payload must be one object, ending where the body's object ends:
-	// a member after it (a later version's) takes the general path.
-	if len(rest) == 0 || rest[0] != '{' {
-		return nil, false
-	}
-	end := jsonscan.Value(rest, 0)
-	if end < 0 || end != len(rest)-1 || rest[end] != '}' {
+	// The payload is the frame's last member (Record keeps it last), so it
+	// runs to the body's closing brace: it is not scanned, as its
+	// consumer decodes it anyway and takes one that does not decode as a
+	// malformed record.
+	end := len(rest) - 1
+	if end < 2 || rest[0] != '{' || rest[end] != '}' || rest[end-1] != '}' {
 		return nil, false
 	}
 	var sid string

@@ -107,9 +107,36 @@ func TestRecordFrameTooLarge(t *testing.T) {
 	}
 }
 
+// TestRecordPayloadRunsToTheEnd: the payload is the frame's last member,
+// so a member after it (which no version writes) ends up inside the
+// payload, which then does not decode: its consumer treats it as a
+// malformed record.
+func TestRecordPayloadRunsToTheEnd(t *testing.T) {
+	body := `{"type":"record","offset":2,"sessionId":"s","kind":"update","payload":{"a":1},"later":{}}`
+	r, ok := decodeRecord([]byte(body), nil)
+	if !ok || string(r.Payload) != `{"a":1},"later":{}` || json.Valid(r.Payload) {
+		t.Fatalf("got %v %#v, want the rest of the body as an invalid payload", ok, r)
+	}
+}
+
+// TestRecordSessionIDReused: a stream of one session's records reuses the
+// previous record's session id, and a record of another session gets its
+// own.
+func TestRecordSessionIDReused(t *testing.T) {
+	var last string
+	for _, sid := range []string{"s-1", "s-1", "s-10", "s", "s-1"} {
+		body := `{"type":"record","offset":1,"sessionId":"` + sid + `","kind":"update","payload":{}}`
+		r, ok := decodeRecord([]byte(body), &last)
+		if !ok || r.SessionID != sid || last != sid {
+			t.Fatalf("%s: got %v %q (last %q)", sid, ok, r.SessionID, last)
+		}
+	}
+}
+
 // FuzzRecordReader: whatever the hand-written reader takes, the general
-// path reads alike when the body is valid JSON (the reader does not
-// validate a payload; its consumer decodes it).
+// path reads alike when the body is valid JSON, unless the reader's
+// payload is not valid JSON (members after the payload, which no version
+// writes: its consumer then finds the record malformed).
 func FuzzRecordReader(f *testing.F) {
 	for _, s := range []string{
 		`{"type":"record","offset":7,"sessionId":"s-1","kind":"update","payload":{"a":[1,{"b":"}"}]}}`,
@@ -120,7 +147,7 @@ func FuzzRecordReader(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, ok := decodeRecord(body, nil)
-		if !ok || !json.Valid(body) {
+		if !ok || !json.Valid(body) || !json.Valid(r.Payload) {
 			return
 		}
 		want, err := generalRecord(body)
