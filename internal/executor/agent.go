@@ -56,8 +56,9 @@ type Agent struct {
 	mu       sync.Mutex
 	queue    []item
 	quitting bool
-	// delivering: the connection's reader is delivering a record inline
-	// (accept); the dispatcher waits for it, so order holds.
+	// delivering: an item is being delivered, by the dispatcher or inline
+	// by the connection's reader (accept); the other waits, so order
+	// holds.
 	delivering bool
 	// lastSeen is the highest offset taken from the host: a replay after a
 	// reconnect resends what the daemon has not committed, and what was

@@ -73,7 +73,7 @@ func (a *Agent) accept(r hostproto.Record) {
 	if !done {
 		a.queue = append([]item{held}, a.queue...) // first: it came before what was queued meanwhile
 	}
-	more := len(a.queue) > 0
+	more := len(a.queue) > 0 || a.quitting
 	a.mu.Unlock()
 	if more {
 		select {
@@ -106,8 +106,15 @@ func (a *Agent) dispatch() {
 	defer a.h.wg.Done()
 	for {
 		a.mu.Lock()
-		if len(a.queue) == 0 || a.delivering {
-			quitting := a.quitting && len(a.queue) == 0
+		if a.delivering {
+			// The reader is delivering inline; it wakes us when it is
+			// done and something is queued or the agent is quitting.
+			a.mu.Unlock()
+			<-a.wake
+			continue
+		}
+		if len(a.queue) == 0 {
+			quitting := a.quitting
 			a.mu.Unlock()
 			if quitting {
 				return
@@ -122,6 +129,7 @@ func (a *Agent) dispatch() {
 		a.queue[0] = item{}
 		a.queue = a.queue[1:]
 		quitting := a.quitting
+		a.delivering = true // no inline delivery overtakes this item
 		a.mu.Unlock()
 		switch {
 		case it.fn != nil:
@@ -132,6 +140,9 @@ func (a *Agent) dispatch() {
 		default:
 			a.onRecord(*it.rec)
 		}
+		a.mu.Lock()
+		a.delivering = false
+		a.mu.Unlock()
 	}
 }
 
