@@ -204,3 +204,20 @@ func await[T any](t *testing.T, what string, ch <-chan T) T {
 		panic("unreachable")
 	}
 }
+
+// waitCount waits until n updates arrived; false if stop closes first.
+func (r *recHandler) waitCount(n int, stop <-chan struct{}) bool {
+	for {
+		r.mu.Lock()
+		got, ch := len(r.updates), r.changed
+		r.mu.Unlock()
+		if got >= n {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-stop:
+			return false
+		}
+	}
+}

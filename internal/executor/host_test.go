@@ -358,3 +358,37 @@ func TestAgentLinesDecoded(t *testing.T) {
 	}
 	f.waitFor(t, "ack of every record", func() bool { return f.lastAckLocked("s1") == uint64(len(records)) })
 }
+
+// TestUpdatesKeepOrderUnderAShortWindow: with a window of one credit,
+// given back from another goroutine as each update arrives, records race
+// between the dispatcher (one waiting for the credit) and inline delivery
+// on the connection's reader; the handler must still see every update once,
+// in order.
+func TestUpdatesKeepOrderUnderAShortWindow(t *testing.T) {
+	const n = 3000
+	f := newFakeHost(t, func(f *fakeHost) { f.handle = streamingPrompt(n) })
+	h := newTestHost(t, f, func(c *HostConfig) { c.UpdateWindow = 1 })
+	rh := newRecHandler(false)
+	stop := make(chan struct{})
+	released := make(chan struct{})
+	go func() { // give each credit back as soon as its update arrived
+		defer close(released)
+		for i := 0; i < n; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if !rh.waitCount(i+1, stop) {
+				return
+			}
+			rh.done(i, i+1)
+		}
+	}()
+	defer func() { close(stop); <-released }()
+	a := startAgent(t, h, "s1", rh)
+	if _, err := a.PromptTurn(ctxT(t), "acp-1", "turn-1", json.RawMessage(`[]`), nil); err != nil {
+		t.Fatal(err)
+	}
+	checkOffsets(t, rh.snapshot(), 1, n)
+}
