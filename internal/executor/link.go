@@ -169,7 +169,7 @@ func (h *Host) serve(c *hostproto.Conn) error {
 		h.lastContact.Store(time.Now().UnixNano())
 		switch m := m.(type) {
 		case *hostproto.Record:
-			h.onRecord(*m)
+			h.onRecord(m)
 		case *hostproto.CommandResult:
 			h.onResult(*m)
 		case *hostproto.Ping:
@@ -200,7 +200,7 @@ func (h *Host) ping(c *hostproto.Conn, stop <-chan struct{}) {
 }
 
 // onRecord hands a record to its session's Agent.
-func (h *Host) onRecord(r hostproto.Record) {
+func (h *Host) onRecord(r *hostproto.Record) {
 	h.mu.Lock()
 	a := h.agents[r.SessionID]
 	h.mu.Unlock()

@@ -41,8 +41,8 @@ func (a *Agent) enqueue(it item) bool {
 // accept takes a record from the connection. A record at or below the
 // last one taken is a replay of what the handler already has (the host
 // resends everything after the attach's From, the last commit) and is
-// dropped.
-func (a *Agent) accept(r hostproto.Record) {
+// dropped. r is the connection's, handed over.
+func (a *Agent) accept(r *hostproto.Record) {
 	a.mu.Lock()
 	if r.Offset <= a.lastSeen {
 		a.mu.Unlock()
@@ -64,7 +64,7 @@ func (a *Agent) accept(r hostproto.Record) {
 	}
 	a.mu.Unlock()
 	if !inline {
-		a.enqueue(item{rec: &r})
+		a.enqueue(item{rec: r})
 		return
 	}
 	held, done := a.deliverInline(r)
@@ -85,8 +85,8 @@ func (a *Agent) accept(r hostproto.Record) {
 
 // deliverInline delivers an update record if a window credit is free at
 // once; else it returns the record, decoded, for the dispatcher.
-func (a *Agent) deliverInline(r hostproto.Record) (item, bool) {
-	u, ok := a.decodeUpdate(r)
+func (a *Agent) deliverInline(r *hostproto.Record) (item, bool) {
+	u, ok := a.decodeUpdate(*r)
 	if !ok || a.retired.Load() {
 		a.add(r.Offset)
 		return item{}, true
@@ -94,7 +94,7 @@ func (a *Agent) deliverInline(r hostproto.Record) (item, bool) {
 	select {
 	case a.credits <- struct{}{}:
 	default:
-		return item{rec: &r, upd: &u}, false
+		return item{rec: r, upd: &u}, false
 	}
 	a.deliver(r.Offset, u)
 	return item{}, true
