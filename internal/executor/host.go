@@ -189,6 +189,12 @@ func (h *Host) Start(ctx context.Context, sessionID string, p hostproto.StartPay
 		return nil, err
 	}
 	h.mu.Lock()
+	if h.state == StateLost { // declared lost since register: no one would answer the call
+		err := h.unavailableLocked()
+		h.unregisterLocked(a)
+		h.mu.Unlock()
+		return nil, err
+	}
 	c := h.newCallLocked(hostproto.CommandStart, freshID(sessionID, hostproto.CommandStart), a, p, nil)
 	a.startCall = c
 	h.mu.Unlock()
@@ -255,6 +261,11 @@ func (h *Host) Attach(ctx context.Context, sessionID string, from uint64, handle
 		return nil, err
 	}
 	h.mu.Lock()
+	if h.state == StateLost { // declared lost since register
+		h.unregisterLocked(a)
+		h.mu.Unlock()
+		return nil, h.lostErr()
+	}
 	c := h.newCallLocked(hostproto.CommandAttach, freshID(sessionID, hostproto.CommandAttach), a, hostproto.AttachPayload{From: from}, nil)
 	a.attachCall = c
 	h.mu.Unlock()
