@@ -71,19 +71,19 @@ type Handler interface {
 // them on, and only the daemon decodes them (UpdateDecoder), instead of a
 // decode in the host and another of the host's own encoding in the
 // daemon. A line IsUpdateNotification accepts goes to UpdateLine instead
-// of being decoded for Update; Update's rules (order, no blocking, done
-// exactly once) apply to it alike.
+// of being decoded for Update, in protocol order with everything else.
 type LineHandler interface {
 	Handler
 	// UpdateLine receives the notification without its line end. line is
 	// the reader's buffer, valid only during the call: copy what is kept.
-	// It may hold lines back for Flush.
-	UpdateLine(line []byte, done func())
+	// It may hold lines back for Flush. It must not block.
+	UpdateLine(line []byte)
 	// Flush is called when the reader has handed over every line the
-	// agent wrote so far and would wait for more, and when it waits for
-	// a window credit: whatever UpdateLine held back should be dealt with
-	// now, so that a burst is handled at once and held credits come back.
-	// It may block (the reader, and so the agent, then waits).
+	// agent wrote so far and would wait for more, and after every window
+	// of lines (Options.UpdateWindow) at the latest: whatever UpdateLine
+	// held back is dealt with now, so that a burst is handled at once and
+	// never more than a window is held. It may block: the reader, and so
+	// the agent, then waits, as it waits for a Handler's window credits.
 	Flush()
 }
 

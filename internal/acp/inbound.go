@@ -37,13 +37,14 @@ var errStopped = errors.New("agent connection stopped")
 // an unbounded hand-off behind the queue would grow without limit instead.
 //
 // inbound reads one line at a time and routes it:
-//   - session/update: decoded here (or, for a LineHandler, handed over as
-//     the agent's bytes) and handed to the Handler in protocol order, each
-//     holding one of window credits until the Handler calls its done
-//     func. With every credit out, inbound stops reading: the pipe
-//     fills and the agent's writes block, which slows it to the daemon's
-//     pace. Nothing that frees a credit waits for the agent, so this cannot
-//     deadlock (see Handler).
+//   - session/update: decoded here and handed to the Handler in protocol
+//     order, each holding one of window credits until the Handler calls
+//     its done func. With every credit out, inbound stops reading: the
+//     pipe fills and the agent's writes block, which slows it to the
+//     daemon's pace. Nothing that frees a credit waits for the agent, so
+//     this cannot deadlock (see Handler). A LineHandler gets the agent's
+//     bytes instead, without credits, and flushes them at least once a
+//     window: its Flush, on this goroutine, is the back-pressure.
 //   - other notifications (extensions such as "_auth/...", methods the
 //     daemon does not implement): dropped. The SDK would ignore them too,
 //     but only after queueing them, so a flood of them would overflow it.
@@ -61,8 +62,10 @@ type inbound struct {
 	credits chan struct{}
 	// stop ends a read waiting for a credit (the connection is stopping).
 	stop <-chan struct{}
-	// lines is handler as a LineHandler, if it is one.
+	// lines is handler as a LineHandler, if it is one; held counts the
+	// lines handed to it since its last Flush.
 	lines LineHandler
+	held  int
 	dec   UpdateDecoder
 
 	line    []byte // the line being assembled
@@ -105,11 +108,20 @@ func (in *inbound) Read(p []byte) (int, error) {
 }
 
 // readLine returns the next line with its '\n' (the last one may lack it),
-// in a buffer reused by the next call.
+// in a buffer reused by the next call (or the reader's own, which the next
+// call reads into).
 func (in *inbound) readLine() ([]byte, error) {
 	in.line = in.line[:0]
-	if in.lines != nil && !in.lineBuffered() {
-		in.lines.Flush() // the next read waits for the agent
+	if in.lines != nil {
+		// A line buffered whole is taken where it lies, with one scan; if
+		// there is none the next read waits for the agent, so what the
+		// LineHandler holds is dealt with first.
+		b, _ := in.src.Peek(in.src.Buffered())
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			_, _ = in.src.Discard(i + 1)
+			return b[:i+1], nil
+		}
+		in.flushLines()
 	}
 	for {
 		chunk, err := in.src.ReadSlice('\n')
@@ -121,12 +133,6 @@ func (in *inbound) readLine() ([]byte, error) {
 			return in.line, err
 		}
 	}
-}
-
-// lineBuffered reports whether a whole line is buffered already.
-func (in *inbound) lineBuffered() bool {
-	b, _ := in.src.Peek(in.src.Buffered())
-	return bytes.IndexByte(b, '\n') >= 0
 }
 
 // envelope is the part of a JSON-RPC message that decides its route; it
@@ -241,21 +247,27 @@ func (in *inbound) handOver(u Update) error {
 	return nil
 }
 
-// handOverLine gives line, without its line end, to the LineHandler once
-// a window credit is free.
+// handOverLine gives line, without its line end, to the LineHandler, and
+// has it flush once it holds a window of lines. Lines take no credit: the
+// LineHandler deals with them in Flush, on this goroutine, so a Flush
+// that blocks holds the agent back as a full window would.
 func (in *inbound) handOverLine(line []byte) error {
-	select {
-	case in.credits <- struct{}{}:
-	default:
-		in.lines.Flush() // the lines held back hold the credits
-		select {
-		case in.credits <- struct{}{}:
-		case <-in.stop:
-			return errStopped
-		}
+	in.lines.UpdateLine(bytes.TrimRight(line, "\r\n"))
+	if in.held++; in.held >= cap(in.credits) {
+		in.flushLines()
 	}
-	in.lines.UpdateLine(bytes.TrimRight(line, "\r\n"), in.releaser())
-	return nil
+	select {
+	case <-in.stop:
+		return errStopped
+	default:
+		return nil
+	}
+}
+
+// flushLines has the LineHandler deal with the lines it holds.
+func (in *inbound) flushLines() {
+	in.held = 0
+	in.lines.Flush()
 }
 
 // releaser returns the done func of one handed-over update: it gives the

@@ -104,36 +104,41 @@ func TestInboundWindow(t *testing.T) {
 }
 
 // lineHandler takes updates as lines, as an executor host does: it holds
-// them back until Flush, then decodes them as the daemon does, so that the
-// outcome can be held against the decoded path's.
+// them back until Flush, then decodes them as the daemon does and hands
+// them on with a window of its own, so that the outcome can be held
+// against the decoded path's. Like the host's, its Flush blocks while its
+// window is full (until stop).
 type lineHandler struct {
 	*windowHandler
-	dec  UpdateDecoder
-	held []heldLine
+	dec     UpdateDecoder
+	held    [][]byte
+	credits chan struct{}
+	maxHeld int // the most lines held at a Flush
 }
 
-type heldLine struct {
-	line []byte
-	done func()
-}
-
-func (h *lineHandler) UpdateLine(line []byte, done func()) {
+func (h *lineHandler) UpdateLine(line []byte) {
 	if bytes.HasSuffix(line, []byte("\n")) {
 		panic("line handed over with its line end")
 	}
-	h.held = append(h.held, heldLine{bytes.Clone(line), done})
+	h.held = append(h.held, bytes.Clone(line))
+	h.maxHeld = max(h.maxHeld, len(h.held))
 }
 
 func (h *lineHandler) Flush() {
 	held := h.held
 	h.held = nil
 	for _, l := range held {
-		u, ok := h.dec.Decode(l.line)
+		u, ok := h.dec.Decode(l)
 		if !ok {
-			l.done()
 			continue
 		}
-		h.Update(u, l.done)
+		select {
+		case h.credits <- struct{}{}:
+		case <-h.stop:
+			return
+		}
+		var once sync.Once
+		h.Update(u, func() { once.Do(func() { <-h.credits }) })
 	}
 }
 
@@ -157,8 +162,10 @@ func runInboundCase(t *testing.T, tt *inboundCase, lines bool) {
 		stopAfter: tt.handler.stopAfter, stop: make(chan struct{})}
 	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var handler Handler = h
+	var lh *lineHandler
 	if lines {
-		handler = &lineHandler{windowHandler: h, dec: UpdateDecoder{Logger: discard}}
+		lh = &lineHandler{windowHandler: h, dec: UpdateDecoder{Logger: discard}, credits: make(chan struct{}, tt.window)}
+		handler = lh
 	}
 	in := newInbound(strings.NewReader(tt.input), handler, tt.window, h.stop, discard)
 	var passed bytes.Buffer
@@ -186,6 +193,9 @@ func runInboundCase(t *testing.T, tt *inboundCase, lines bool) {
 	defer h.mu.Unlock()
 	if strings.Join(h.texts, ",") != strings.Join(tt.wantTexts, ",") {
 		t.Errorf("got updates %q, want %q", h.texts, tt.wantTexts)
+	}
+	if lh != nil && lh.maxHeld > tt.window {
+		t.Errorf("got %d lines held at a Flush, want at most the window, %d", lh.maxHeld, tt.window)
 	}
 }
 

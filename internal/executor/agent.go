@@ -38,7 +38,7 @@ type Agent struct {
 	quitOnce sync.Once
 	wake     chan struct{}
 	// lines decodes the agent's session/update lines (version 2
-	// records); the dispatcher alone uses it.
+	// records); the connection's reader alone uses it.
 	lines acp.UpdateDecoder
 	// retired is set once the agent ended: records still arriving are
 	// committed without the handler.
@@ -66,6 +66,10 @@ type Agent struct {
 	lastSeen uint64
 	commits  commitTracker
 	acked    uint64
+	// ackMark is what the Host was told since it last took an
+	// acknowledgement (takeAck) or an attach carried one: a settle tells
+	// it only something new, not every commit.
+	ackMark int
 	// exitOffset is the exit record's offset, 0 until it arrives.
 	exitOffset uint64
 	seen       map[string]bool // request ids handed to the handler

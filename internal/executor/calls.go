@@ -248,9 +248,7 @@ func (h *Host) attachResultLocked(c *call, res hostproto.CommandResult) func() {
 		return nil
 	}
 	h.kick(h.sendKick) // the session's queued commands
-	if a.owesAck() {
-		h.markAck(a, false) // commits made while the attach was on its way
-	}
+	a.remarkAck()      // commits made while the attach was on its way
 	return func() {
 		for _, p := range r.Pending {
 			a.deliverRequest(p, 0)

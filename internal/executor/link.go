@@ -63,7 +63,7 @@ func (h *Host) connectAndServe() bool {
 		return false
 	}
 	c, w, err := hostproto.Client(cctx, nc, hostproto.ClientConfig{Token: h.cfg.Token, DaemonID: h.cfg.DaemonID,
-		DaemonVersion: h.cfg.DaemonVersion, Versions: h.cfg.Versions, Options: hostproto.Options{WriteTimeout: h.cfg.WriteTimeout}})
+		DaemonVersion: h.cfg.DaemonVersion, Versions: h.cfg.Versions, Options: hostproto.Options{WriteTimeout: h.cfg.WriteTimeout, ReuseRecords: true}})
 	if err != nil {
 		_ = nc.Close()
 		h.failed(fmt.Errorf("handshake: %w", err))
@@ -157,7 +157,9 @@ func (h *Host) serve(c *hostproto.Conn) error {
 		wg.Wait()
 	}()
 	for {
-		m, err := c.RecvBefore(time.Now().Add(h.cfg.PingInterval + h.cfg.PingTimeout))
+		// Records are reused by c: each is done with (decoded or copied)
+		// before the next Recv.
+		m, err := c.RecvWithin(h.cfg.PingInterval + h.cfg.PingTimeout)
 		if err != nil {
 			if errors.Is(err, io.ErrUnexpectedEOF) || !errcode.Is(err, errcode.HostProtocolError) {
 				return err
@@ -166,7 +168,7 @@ func (h *Host) serve(c *hostproto.Conn) error {
 			h.log.Error("executor host sent a malformed message", "err", err)
 			continue
 		}
-		h.lastContact.Store(time.Now().UnixNano())
+		h.lastContact.Store(c.Arrived().UnixNano())
 		switch m := m.(type) {
 		case *hostproto.Record:
 			h.onRecord(m)

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"sort"
@@ -14,10 +15,15 @@ import (
 // that must happen in order with the records (a call's completion, the
 // requests an attach reported pending, a link change).
 type item struct {
+	off uint64
+	// upd is the record's update, decoded as it arrived (isUpd).
+	upd   acp.Update
+	isUpd bool
+	// skip: an update record that does not decode, committed unseen in
+	// its turn.
+	skip bool
+	// rec is any other record, the Agent's own copy.
 	rec *hostproto.Record
-	// upd is rec's update, when an attempt to deliver it inline decoded
-	// it already.
-	upd *acp.Update
 	fn  func()
 }
 
@@ -31,17 +37,23 @@ func (a *Agent) enqueue(it item) bool {
 	}
 	a.queue = append(a.queue, it)
 	a.mu.Unlock()
+	a.wakeDispatcher()
+	return true
+}
+
+func (a *Agent) wakeDispatcher() {
 	select {
 	case a.wake <- struct{}{}:
 	default:
 	}
-	return true
 }
 
-// accept takes a record from the connection. A record at or below the
-// last one taken is a replay of what the handler already has (the host
-// resends everything after the attach's From, the last commit) and is
-// dropped. r is the connection's, handed over.
+// accept takes a record from the connection, on the connection's reader.
+// A record at or below the last one taken is a replay of what the handler
+// already has (the host resends everything after the attach's From, the
+// last commit) and is dropped. r is the connection's and valid only
+// during the call (hostproto.Options.ReuseRecords): an update is decoded
+// here, anything else copied.
 func (a *Agent) accept(r *hostproto.Record) {
 	a.mu.Lock()
 	if r.Offset <= a.lastSeen {
@@ -52,52 +64,60 @@ func (a *Agent) accept(r *hostproto.Record) {
 		a.h.log.Error("executor host skipped records", "session", a.sessionID, "after", a.lastSeen, "got", r.Offset)
 	}
 	a.lastSeen = r.Offset
+	a.mu.Unlock()
+	it := item{off: r.Offset}
+	switch {
+	case r.Kind != hostproto.RecordUpdate && r.Kind != hostproto.RecordACPUpdate:
+		c := *r
+		c.Payload = bytes.Clone(r.Payload)
+		it.rec = &c
+	case a.retired.Load():
+		it.skip = true
+	default:
+		it.upd, it.isUpd = a.decodeUpdate(*r)
+		it.skip = !it.isUpd
+	}
 	// An update that finds nothing queued or being delivered, and a free
 	// credit, is delivered on the connection's reader goroutine itself:
 	// the hand-off to the dispatcher and back cost more CPU than the rest
 	// of a record's way. Anything else (a full window, which would block
 	// the reader of every session on the host) goes to the dispatcher.
-	inline := len(a.queue) == 0 && !a.delivering && !a.quitting &&
-		(r.Kind == hostproto.RecordUpdate || r.Kind == hostproto.RecordACPUpdate)
-	if inline {
-		a.delivering = true
-	}
-	a.mu.Unlock()
+	a.mu.Lock()
+	inline := it.rec == nil && len(a.queue) == 0 && !a.delivering && !a.quitting
 	if !inline {
-		a.enqueue(item{rec: r})
+		a.mu.Unlock()
+		a.enqueue(it)
 		return
 	}
-	held, done := a.deliverInline(r)
+	a.delivering = true
+	a.mu.Unlock()
+	done := a.deliverInline(&it)
 	a.mu.Lock()
 	a.delivering = false
 	if !done {
-		a.queue = append([]item{held}, a.queue...) // first: it came before what was queued meanwhile
+		a.queue = append([]item{it}, a.queue...) // first: it came before what was queued meanwhile
 	}
 	more := len(a.queue) > 0 || a.quitting
 	a.mu.Unlock()
 	if more {
-		select {
-		case a.wake <- struct{}{}:
-		default:
-		}
+		a.wakeDispatcher()
 	}
 }
 
-// deliverInline delivers an update record if a window credit is free at
-// once; else it returns the record, decoded, for the dispatcher.
-func (a *Agent) deliverInline(r *hostproto.Record) (item, bool) {
-	u, ok := a.decodeUpdate(*r)
-	if !ok || a.retired.Load() {
-		a.add(r.Offset)
-		return item{}, true
+// deliverInline delivers an update, or commits one to skip, if that needs
+// no wait for a window credit; false leaves it for the dispatcher.
+func (a *Agent) deliverInline(it *item) bool {
+	if it.skip || a.retired.Load() {
+		a.add(it.off)
+		return true
 	}
 	select {
 	case a.credits <- struct{}{}:
 	default:
-		return item{rec: r, upd: &u}, false
+		return false
 	}
-	a.deliver(r.Offset, u)
-	return item{}, true
+	a.deliver(it.off, it.upd)
+	return true
 }
 
 // dispatch delivers the queue in order until the agent is forgotten; after
@@ -135,8 +155,10 @@ func (a *Agent) dispatch() {
 		case it.fn != nil:
 			it.fn()
 		case quitting:
-		case it.upd != nil:
-			a.onUpdate(it.rec.Offset, *it.upd)
+		case it.skip:
+			a.add(it.off)
+		case it.isUpd:
+			a.onUpdate(it.off, it.upd)
 		default:
 			a.onRecord(*it.rec)
 		}
@@ -146,15 +168,9 @@ func (a *Agent) dispatch() {
 	}
 }
 
+// onRecord delivers a record other than an update.
 func (a *Agent) onRecord(r hostproto.Record) {
 	switch r.Kind {
-	case hostproto.RecordUpdate, hostproto.RecordACPUpdate:
-		u, ok := a.decodeUpdate(r)
-		if !ok {
-			a.add(r.Offset)
-			return
-		}
-		a.onUpdate(r.Offset, u)
 	case hostproto.RecordRequest:
 		a.add(r.Offset)
 		var p hostproto.PermissionRequest
@@ -254,21 +270,48 @@ func (a *Agent) add(off uint64) {
 // settle marks off committed and schedules the acknowledgement.
 func (a *Agent) settle(off uint64) {
 	a.mu.Lock()
-	advanced := a.commits.settle(off)
-	f := a.commits.frontier
-	owed := f > a.acked
-	urgent := f-a.acked >= uint64(a.h.cfg.AckEvery) || (a.exitOffset != 0 && f >= a.exitOffset)
+	mark := ackNone
+	if a.commits.settle(off) {
+		mark = a.ackMarkLocked()
+	}
+	tell := mark > a.ackMark // the Host knows already otherwise
+	if tell {
+		a.ackMark = mark
+	}
 	a.mu.Unlock()
-	if advanced && owed {
-		a.h.markAck(a, urgent)
+	if tell {
+		a.h.markAck(a, mark == ackUrgent)
 	}
 }
+
+// ackMarkLocked is what the commits owe the host: nothing, an
+// acknowledgement within AckDelay, or one now (AckEvery records, or the
+// exit).
+func (a *Agent) ackMarkLocked() int {
+	f := a.commits.frontier
+	switch {
+	case f <= a.acked:
+		return ackNone
+	case f-a.acked >= uint64(a.h.cfg.AckEvery) || (a.exitOffset != 0 && f >= a.exitOffset):
+		return ackUrgent
+	}
+	return ackOwed
+}
+
+// What the Host was told about an Agent's acknowledgement since it last
+// took one (Agent.ackMark).
+const (
+	ackNone = iota
+	ackOwed
+	ackUrgent
+)
 
 // takeAck returns the offset to acknowledge now, if the commits went past
 // the last acknowledgement.
 func (a *Agent) takeAck() (uint64, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.ackMark = ackNone
 	if a.commits.frontier <= a.acked {
 		return 0, false
 	}
@@ -276,11 +319,17 @@ func (a *Agent) takeAck() (uint64, bool) {
 	return a.acked, true
 }
 
-// owesAck reports commits not yet acknowledged.
-func (a *Agent) owesAck() bool {
+// remarkAck tells the Host again what the commits owe, whatever it was
+// told before: after an attach, whose answer the acknowledgements of the
+// commits made meanwhile waited for.
+func (a *Agent) remarkAck() {
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.commits.frontier > a.acked
+	a.ackMark = a.ackMarkLocked()
+	mark := a.ackMark
+	a.mu.Unlock()
+	if mark != ackNone {
+		a.h.markAck(a, mark == ackUrgent)
+	}
 }
 
 // attachFrom is an attach's From: the last commit, which the attach also
@@ -289,6 +338,7 @@ func (a *Agent) attachFrom() uint64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.acked = max(a.acked, a.commits.frontier)
+	a.ackMark = ackNone
 	return a.commits.frontier
 }
 

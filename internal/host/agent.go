@@ -22,8 +22,8 @@ var _ acp.LineHandler = handler{}
 // UpdateLine queues the agent's session/update line as it is: the daemon
 // decodes it (protocol version 2; a version 1 link converts it when it
 // sends it). Flush appends it; its credit is released then.
-func (h handler) UpdateLine(line []byte, done func()) {
-	h.s.q.push(item{kind: hostproto.RecordACPUpdate, encoded: appendRecord(nil, hostproto.RecordACPUpdate, line), done: done})
+func (h handler) UpdateLine(line []byte) {
+	h.s.q.pushLine(hostproto.RecordACPUpdate, line)
 }
 
 // Flush appends the lines queued: the reader has read all the agent

@@ -77,6 +77,8 @@ type item struct {
 type queue struct {
 	mu    sync.Mutex
 	items []item
+	// arena is the chunk pushLine copies lines into.
+	arena []byte
 	// sealed: the exit record is queued; later records are dropped, so the
 	// exit stays the session's last.
 	sealed bool
@@ -104,6 +106,29 @@ func (q *queue) push(it item) {
 	q.mu.Unlock()
 }
 
+// arenaChunk is the size of the chunks pushLine copies lines into: one
+// allocation for a few dozen lines instead of one a line.
+const arenaChunk = 16 << 10
+
+// pushLine queues an agent's line as a record of kind, copied into the
+// queue's arena. The arena's memory is never reused: the outbox keeps the
+// records it is given, and the link reads them from there; a chunk is
+// collected once no record in it is referred to.
+func (q *queue) pushLine(kind hostproto.RecordKind, line []byte) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed || q.sealed {
+		return
+	}
+	n := len(kind) + 1 + len(line)
+	if cap(q.arena)-len(q.arena) < n {
+		q.arena = make([]byte, 0, max(arenaChunk, n))
+	}
+	start := len(q.arena)
+	q.arena = appendRecord(q.arena, kind, line)
+	q.items = append(q.items, item{kind: kind, encoded: q.arena[start:len(q.arena):len(q.arena)]})
+}
+
 // maxAppendBatch bounds the records one outbox commit takes from a
 // session's queue (the ACP update window bounds them already).
 const maxAppendBatch = 1024
@@ -115,7 +140,11 @@ func (q *queue) take(buf []item) []item {
 	n := min(len(q.items), maxAppendBatch)
 	buf = append(buf[:0], q.items[:n]...)
 	clear(q.items[:n])
-	q.items = q.items[n:]
+	if n == len(q.items) {
+		q.items = q.items[:0] // the next burst reuses the array from its start
+	} else {
+		q.items = q.items[n:]
+	}
 	return buf
 }
 
@@ -161,7 +190,7 @@ func (s *session) flush() {
 		if len(s.appendBuf) == 0 {
 			return
 		}
-		run, data := make([]item, 0, len(s.appendBuf)), make([][]byte, 0, len(s.appendBuf))
+		run, data := s.runBuf[:0], s.dataBuf[:0]
 		for _, it := range s.appendBuf {
 			b, err := encodeRecord(it)
 			if err != nil {
@@ -175,6 +204,9 @@ func (s *session) flush() {
 		}
 		clear(s.appendBuf)
 		s.appendRun(run, data)
+		clear(run) // kept for the next flush, without what they refer to
+		clear(data)
+		s.runBuf, s.dataBuf = run[:0], data[:0]
 	}
 }
 

@@ -55,9 +55,12 @@ type session struct {
 	blocked atomic.Uint64
 	// exitQueued closes once the agent's exit record is queued.
 	exitQueued chan struct{}
-	// appendMu makes flushes take turns; appendBuf is the flush's.
+	// appendMu makes flushes take turns; appendBuf, runBuf and dataBuf
+	// are the flush's.
 	appendMu  sync.Mutex
 	appendBuf []item
+	runBuf    []item
+	dataBuf   [][]byte
 
 	// metaMu orders writes of the meta file (commands update it
 	// concurrently).

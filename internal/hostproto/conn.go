@@ -2,6 +2,8 @@ package hostproto
 
 import (
 	"bufio"
+	"encoding/binary"
+	"io"
 	"net"
 	"sync"
 	"time"
@@ -17,6 +19,13 @@ type Options struct {
 	// hangs on a peer that stopped reading (a cut network link keeps a
 	// TCP write blocked for minutes).
 	WriteTimeout time.Duration
+	// ReuseRecords lets Recv return a *Record that the Conn reuses: it
+	// and its Payload (which may point into the read buffer) are valid
+	// only until the next Recv. A reader that is done with each record
+	// before it reads the next spares two allocations and a copy a
+	// record, which on a stream of records is most of the garbage the
+	// link makes.
+	ReuseRecords bool
 }
 
 func (o Options) withDefaults() Options {
@@ -44,11 +53,22 @@ type Conn struct {
 	rdeadline time.Time
 	// lastSession is the session id of the last record read.
 	lastSession string
+	// rec and body are reused for each record when opts.ReuseRecords:
+	// body holds a frame too large for the read buffer.
+	rec  Record
+	body []byte
+	// arrived is when RecvWithin last had to wait for the network.
+	arrived time.Time
 }
+
+// readBuffer is the size of a Conn's read buffer: a stream of records is
+// read a few hundred at a time, and with ReuseRecords a frame that fits
+// is decoded where it lies.
+const readBuffer = 64 << 10
 
 func newConn(nc net.Conn, opts Options) *Conn {
 	opts = opts.withDefaults()
-	return &Conn{nc: nc, r: bufio.NewReader(nc), opts: opts}
+	return &Conn{nc: nc, r: bufio.NewReaderSize(nc, readBuffer), opts: opts}
 }
 
 // Version is the protocol version the handshake chose.
@@ -140,12 +160,58 @@ func (c *Conn) recvLimit(maxFrame int) (Message, error) {
 	if c.rerr != nil {
 		return nil, c.rerr
 	}
-	body, err := readFrame(c.r, maxFrame)
+	if !c.opts.ReuseRecords {
+		body, err := readFrame(c.r, maxFrame)
+		if err != nil {
+			c.rerr = err
+			return nil, err
+		}
+		return decode(body, &c.lastSession, nil)
+	}
+	body, err := c.readBody(maxFrame)
 	if err != nil {
 		c.rerr = err
 		return nil, err
 	}
-	return decode(body, &c.lastSession)
+	return decode(body, &c.lastSession, &c.rec)
+}
+
+// readBody reads one frame's body for ReuseRecords: in place in the read
+// buffer when it fits (valid until the next read), else into c.body. It
+// fails as readFrame does.
+func (c *Conn) readBody(maxFrame int) ([]byte, error) {
+	size, err := peekFrameSize(c.r, maxFrame)
+	if err != nil {
+		return nil, err
+	}
+	if n := frameHeader + size; n <= c.r.Size() {
+		b, err := c.r.Peek(n)
+		if err != nil {
+			return nil, frameBodyError(err, len(b)-frameHeader, size)
+		}
+		_, _ = c.r.Discard(n) // the bytes stay where they are until the next read
+		return b[frameHeader:], nil
+	}
+	_, _ = c.r.Discard(frameHeader)
+	if cap(c.body) < size || cap(c.body) > 4*size+readBuffer {
+		c.body = make([]byte, size) // not kept past a few times what is needed
+	}
+	c.body = c.body[:size]
+	if n, err := io.ReadFull(c.r, c.body); err != nil {
+		return nil, frameBodyError(err, n, size)
+	}
+	return c.body, nil
+}
+
+// frameBuffered reports whether a whole frame is in the read buffer, so
+// that reading it does not wait for the network.
+func (c *Conn) frameBuffered() bool {
+	n := c.r.Buffered()
+	if n < frameHeader {
+		return false
+	}
+	hdr, _ := c.r.Peek(frameHeader)
+	return uint64(n) >= frameHeader+uint64(binary.BigEndian.Uint32(hdr))
 }
 
 // RecvBefore is Recv with a read deadline: if no whole frame arrives
@@ -170,6 +236,24 @@ func (c *Conn) RecvBefore(deadline time.Time) (Message, error) {
 	}
 	return c.recvLimit(c.opts.MaxFrame)
 }
+
+// RecvWithin is RecvBefore(now + d), reading the clock only when the
+// next frame is not whole in the read buffer already: a frame that is
+// cannot time out, and a stream of records then costs no clock read per
+// record. Arrived tells when the data last came in.
+func (c *Conn) RecvWithin(d time.Duration) (Message, error) {
+	if c.rerr == nil && c.frameBuffered() {
+		return c.recvLimit(c.opts.MaxFrame)
+	}
+	m, err := c.RecvBefore(time.Now().Add(d))
+	c.arrived = time.Now()
+	return m, err
+}
+
+// Arrived is when the last RecvWithin that waited for the network
+// returned: the time the frames read since then came in, as near as
+// matters for a liveness display.
+func (c *Conn) Arrived() time.Time { return c.arrived }
 
 // deadlineSlack is how much later than asked RecvBefore may time out.
 const deadlineSlack = time.Second

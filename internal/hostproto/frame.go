@@ -1,6 +1,7 @@
 package hostproto
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -38,21 +39,50 @@ func appendFrame(buf, body []byte, maxFrame int) ([]byte, error) {
 func readFrame(r io.Reader, maxFrame int) ([]byte, error) {
 	var hdr [frameHeader]byte
 	if n, err := io.ReadFull(r, hdr[:]); err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, errcode.Wrap(errcode.HostProtocolError, err, "connection ended inside a frame header (%d of %d bytes)", n, frameHeader)
-		}
-		return nil, err
+		return nil, frameHeaderError(err, n)
 	}
-	size := binary.BigEndian.Uint32(hdr[:])
-	if uint64(size) > uint64(maxFrame) {
-		return nil, errcode.New(errcode.HostFrameTooLarge, "peer announced a frame of %d bytes, past the limit of %d bytes", size, maxFrame)
+	size, err := frameSize(hdr[:], maxFrame)
+	if err != nil {
+		return nil, err
 	}
 	body := make([]byte, size)
 	if n, err := io.ReadFull(r, body); err != nil {
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, errcode.Wrap(errcode.HostProtocolError, io.ErrUnexpectedEOF, "connection ended inside a frame (%d of %d bytes)", n, size)
-		}
-		return nil, fmt.Errorf("hostproto: read frame body: %w", err)
+		return nil, frameBodyError(err, n, size)
 	}
 	return body, nil
+}
+
+// peekFrameSize reads the next frame's length from r without consuming
+// it, failing as readFrame does.
+func peekFrameSize(r *bufio.Reader, maxFrame int) (int, error) {
+	hdr, err := r.Peek(frameHeader)
+	if err != nil {
+		return 0, frameHeaderError(err, len(hdr))
+	}
+	return frameSize(hdr, maxFrame)
+}
+
+// frameSize decodes a frame header, refusing a length past maxFrame.
+func frameSize(hdr []byte, maxFrame int) (int, error) {
+	size := binary.BigEndian.Uint32(hdr)
+	if uint64(size) > uint64(maxFrame) {
+		return 0, errcode.New(errcode.HostFrameTooLarge, "peer announced a frame of %d bytes, past the limit of %d bytes", size, maxFrame)
+	}
+	return int(size), nil
+}
+
+// frameHeaderError is the error of a read that got n bytes of a header.
+func frameHeaderError(err error, n int) error {
+	if n > 0 && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
+		return errcode.Wrap(errcode.HostProtocolError, io.ErrUnexpectedEOF, "connection ended inside a frame header (%d of %d bytes)", n, frameHeader)
+	}
+	return err
+}
+
+// frameBodyError is the error of a read that got n of a body's size bytes.
+func frameBodyError(err error, n, size int) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return errcode.Wrap(errcode.HostProtocolError, io.ErrUnexpectedEOF, "connection ended inside a frame (%d of %d bytes)", max(n, 0), size)
+	}
+	return fmt.Errorf("hostproto: read frame body: %w", err)
 }

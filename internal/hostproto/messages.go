@@ -281,13 +281,13 @@ func Encode(m Message) ([]byte, error) {
 // Decode parses a frame body into its typed message. A body that is not a
 // JSON object with a known `type` fails with errcode.HostProtocolError.
 func Decode(body []byte) (Message, error) {
-	return decode(body, nil)
+	return decode(body, nil, nil)
 }
 
-// decode is Decode with the session id of the last record read (see
-// decodeRecord).
-func decode(body []byte, lastSession *string) (Message, error) {
-	if r, ok := decodeRecord(body, lastSession); ok {
+// decode is Decode with the session id of the last record read and the
+// Record to fill, if any (see decodeRecordInto).
+func decode(body []byte, lastSession *string, rec *Record) (Message, error) {
+	if r, ok := decodeRecordInto(body, lastSession, rec); ok {
 		return r, nil
 	}
 	var head struct {

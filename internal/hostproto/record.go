@@ -114,6 +114,12 @@ func appendMessageFrame(buf []byte, m Message, maxFrame int) ([]byte, error) {
 // set, is the session id of the previous record read, reused (and
 // updated) so that a stream of one session's records allocates no id.
 func decodeRecord(body []byte, last *string) (*Record, bool) {
+	return decodeRecordInto(body, last, nil)
+}
+
+// decodeRecordInto is decodeRecord filling into, when set, instead of a
+// new Record.
+func decodeRecordInto(body []byte, last *string, into *Record) (*Record, bool) {
 	rest, ok := bytes.CutPrefix(body, []byte(recordPrefix))
 	if !ok {
 		return nil, false
@@ -165,7 +171,12 @@ func decodeRecord(body []byte, last *string) (*Record, bool) {
 			*last = sid
 		}
 	}
-	return &Record{Offset: off, SessionID: sid, Kind: knownKind(kindb), Payload: rest[:end]}, true
+	r := into
+	if r == nil {
+		r = new(Record)
+	}
+	*r = Record{Offset: off, SessionID: sid, Kind: knownKind(kindb), Payload: rest[:end]}
+	return r, true
 }
 
 // knownKind returns the record kind spelled b, without a copy for the

@@ -55,15 +55,21 @@ func Value(b []byte, i int) int {
 		end, _ := String(b, i)
 		return end
 	case '{', '[':
+		// One pass, strings skipped inline: nested values are mostly
+		// short strings, for which a call per string cost more than the
+		// scan.
 		depth := 0
 		for j := i; j < len(b); j++ {
 			switch b[j] {
 			case '"':
-				end, _ := String(b, j)
-				if end < 0 {
+				for j++; j < len(b) && b[j] != '"'; j++ {
+					if b[j] == '\\' {
+						j++ // the escaped byte, a quote or another backslash among them
+					}
+				}
+				if j >= len(b) {
 					return -1
 				}
-				j = end - 1
 			case '{', '[':
 				depth++
 			case '}', ']':

@@ -1,6 +1,8 @@
 package jsonscan_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"testing"
 
 	"github.com/tether/tether/internal/jsonscan"
@@ -76,6 +78,25 @@ func FuzzString(f *testing.F) {
 		end, esc := jsonscan.String(b, 0)
 		if end != wantEnd || (end >= 0 && esc != wantEsc) {
 			t.Fatalf("String(%q): got %d, %v; want %d, %v", b, end, esc, wantEnd, wantEsc)
+		}
+	})
+}
+
+// FuzzValue holds Value against encoding/json: a valid JSON value
+// followed by a delimiter ends where the value does.
+func FuzzValue(f *testing.F) {
+	for _, s := range []string{`{"a":[1,{"b":"}"}]}`, `["\\",{"x":"\""}]`, `"s"`, `12`, `{"a":"\u0041"}`, `[[[]]]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !json.Valid(b) || len(b) == 0 || b[0] == ' ' || b[0] == '\t' || b[0] == '\n' || b[0] == '\r' {
+			jsonscan.Value(b, 0) // must not panic
+			return
+		}
+		v := bytes.TrimRight(b, " \t\r\n")
+		in := append(bytes.Clone(v), ',')
+		if got := jsonscan.Value(in, 0); got != len(v) {
+			t.Fatalf("Value(%q): got %d, want %d", in, got, len(v))
 		}
 	})
 }

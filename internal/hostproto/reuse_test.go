@@ -1,0 +1,119 @@
+package hostproto
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tether/tether/internal/errcode"
+)
+
+// cloneMessage copies what a ReuseRecords Conn would reuse.
+func cloneMessage(m Message) Message {
+	if r, ok := m.(*Record); ok {
+		c := *r
+		c.Payload = bytes.Clone(r.Payload)
+		return &c
+	}
+	return m
+}
+
+// TestReuseRecordsReadsWhatWasSent: with ReuseRecords a Conn reads the
+// same messages as without, records in the read buffer and records larger
+// than it alike, and other messages between them.
+func TestReuseRecordsReadsWhatWasSent(t *testing.T) {
+	big := `{"text":"` + strings.Repeat("b", 3*readBuffer) + `"}`
+	var ms []Message
+	for i := range 600 { // several buffers' worth
+		payload := fmt.Sprintf(`{"n":%d,"pad":"%s"}`, i, strings.Repeat("p", i%300))
+		switch {
+		case i%97 == 0:
+			payload = big
+		case i%50 == 0:
+			ms = append(ms, &Ack{SessionID: "s", Offset: uint64(i)})
+		}
+		ms = append(ms, &Record{Offset: uint64(i + 1), SessionID: fmt.Sprintf("s%d", i%3), Kind: RecordACPUpdate, Payload: []byte(payload)})
+	}
+	for _, reuse := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reuse=%v", reuse), func(t *testing.T) {
+			a, b := connPair(t, Options{ReuseRecords: reuse})
+			go func() { _ = a.SendAll(ms) }()
+			var prev *Record
+			for i, want := range ms {
+				m, err := b.RecvWithin(time.Minute)
+				if err != nil {
+					t.Fatalf("message %d: %v", i, err)
+				}
+				if !reflect.DeepEqual(cloneMessage(m), want) {
+					t.Fatalf("message %d: got %#v, want %#v", i, m, want)
+				}
+				if r, ok := m.(*Record); ok {
+					if reuse && prev != nil && r != prev {
+						t.Fatalf("message %d: got a new Record, want the Conn's own reused", i)
+					}
+					prev = r
+				}
+			}
+		})
+	}
+}
+
+// TestReuseRecordsFramingErrors: a frame cut short or too large fails as
+// without ReuseRecords, and stays failed.
+func TestReuseRecordsFramingErrors(t *testing.T) {
+	cases := []struct {
+		name   string
+		chunks [][]byte
+		close  bool
+		want   errcode.Code
+	}{
+		{name: "too large", chunks: [][]byte{frameOf(1<<20, "")}, want: errcode.HostFrameTooLarge},
+		{name: "cut inside a header", chunks: [][]byte{{0, 0}}, close: true, want: errcode.HostProtocolError},
+		{name: "cut inside a small frame", chunks: [][]byte{frameOf(30, `{"type":"ack"`)}, close: true, want: errcode.HostProtocolError},
+		{name: "cut inside a frame larger than the buffer", chunks: [][]byte{frameOf(2*readBuffer, `{"type":"record","payload":"`+strings.Repeat("x", readBuffer))}, close: true, want: errcode.HostProtocolError},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, write := rawPeer(t, Options{MaxFrame: 4 * readBuffer, ReuseRecords: true})
+			write(tc.close, tc.chunks...)
+			_, err := c.Recv()
+			if !errcode.Is(err, tc.want) {
+				t.Fatalf("first Recv: got %v, want %s", err, tc.want)
+			}
+			if _, again := c.Recv(); again != err {
+				t.Fatalf("second Recv: got %v, want the same error %v", again, err)
+			}
+		})
+	}
+}
+
+// TestRecvWithin: a frame already buffered is read even with no time
+// left (it cannot time out); one that is not times out, for good, and
+// Arrived moves only when the network was waited for.
+func TestRecvWithin(t *testing.T) {
+	a, b := connPair(t, Options{})
+	go func() { _ = a.SendAll([]Message{&Pong{Nonce: 1}, &Pong{Nonce: 2}}) }()
+	if m, err := b.RecvWithin(time.Minute); err != nil || !reflect.DeepEqual(m, Message(&Pong{Nonce: 1})) {
+		t.Fatalf("first frame: got %#v, %v", m, err)
+	}
+	arrived := b.Arrived()
+	if arrived.IsZero() {
+		t.Fatal("Arrived after a wait: got the zero time")
+	}
+	if m, err := b.RecvWithin(-time.Second); err != nil || !reflect.DeepEqual(m, Message(&Pong{Nonce: 2})) {
+		t.Fatalf("buffered frame with no time left: got %#v, %v", m, err)
+	}
+	if !b.Arrived().Equal(arrived) {
+		t.Fatalf("Arrived after a buffered frame: got %v, want %v unchanged", b.Arrived(), arrived)
+	}
+	if _, err := b.RecvWithin(-time.Second); !os.IsTimeout(err) {
+		t.Fatalf("nothing buffered, no time left: got %v, want a timeout", err)
+	}
+	if _, err := b.RecvWithin(time.Minute); !os.IsTimeout(err) {
+		t.Fatalf("after a timeout: got %v, want the timeout again", err)
+	}
+}
