@@ -116,21 +116,26 @@ func TestConnFramingErrorsAreSticky(t *testing.T) {
 		close  bool
 		want   errcode.Code
 	}{
-		{name: "too large", chunks: [][]byte{frameOf(1000, "")}, want: errcode.HostFrameTooLarge},
+		{name: "too large", chunks: [][]byte{frameOf(1<<20, "")}, want: errcode.HostFrameTooLarge},
+		{name: "cut inside a header", chunks: [][]byte{{0, 0}}, close: true, want: errcode.HostProtocolError},
 		{name: "cut inside a frame", chunks: [][]byte{frameOf(30, `{"type":"ack"`)}, close: true, want: errcode.HostProtocolError},
+		{name: "cut inside a frame larger than the read buffer", chunks: [][]byte{frameOf(2*readBuffer, `{"type":"record","payload":"`+strings.Repeat("x", readBuffer))},
+			close: true, want: errcode.HostProtocolError},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			c, write := rawPeer(t, Options{MaxFrame: 64})
-			write(tc.close, tc.chunks...)
-			_, err := c.Recv()
-			if !errcode.Is(err, tc.want) {
-				t.Fatalf("first Recv: got %v, want %s", err, tc.want)
-			}
-			if _, again := c.Recv(); again != err {
-				t.Fatalf("second Recv: got %v, want the same error %v", again, err)
-			}
-		})
+	for _, reuse := range []bool{false, true} {
+		for _, tc := range cases {
+			t.Run(fmt.Sprintf("%s (ReuseRecords=%v)", tc.name, reuse), func(t *testing.T) {
+				c, write := rawPeer(t, Options{MaxFrame: 4 * readBuffer, ReuseRecords: reuse})
+				write(tc.close, tc.chunks...)
+				_, err := c.Recv()
+				if !errcode.Is(err, tc.want) {
+					t.Fatalf("first Recv: got %v, want %s", err, tc.want)
+				}
+				if _, again := c.Recv(); again != err {
+					t.Fatalf("second Recv: got %v, want the same error %v", again, err)
+				}
+			})
+		}
 	}
 }
 

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/tether/tether/internal/errcode"
 )
 
 // cloneMessage copies what a ReuseRecords Conn would reuse.
@@ -57,35 +55,6 @@ func TestReuseRecordsReadsWhatWasSent(t *testing.T) {
 					}
 					prev = r
 				}
-			}
-		})
-	}
-}
-
-// TestReuseRecordsFramingErrors: a frame cut short or too large fails as
-// without ReuseRecords, and stays failed.
-func TestReuseRecordsFramingErrors(t *testing.T) {
-	cases := []struct {
-		name   string
-		chunks [][]byte
-		close  bool
-		want   errcode.Code
-	}{
-		{name: "too large", chunks: [][]byte{frameOf(1<<20, "")}, want: errcode.HostFrameTooLarge},
-		{name: "cut inside a header", chunks: [][]byte{{0, 0}}, close: true, want: errcode.HostProtocolError},
-		{name: "cut inside a small frame", chunks: [][]byte{frameOf(30, `{"type":"ack"`)}, close: true, want: errcode.HostProtocolError},
-		{name: "cut inside a frame larger than the buffer", chunks: [][]byte{frameOf(2*readBuffer, `{"type":"record","payload":"`+strings.Repeat("x", readBuffer))}, close: true, want: errcode.HostProtocolError},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			c, write := rawPeer(t, Options{MaxFrame: 4 * readBuffer, ReuseRecords: true})
-			write(tc.close, tc.chunks...)
-			_, err := c.Recv()
-			if !errcode.Is(err, tc.want) {
-				t.Fatalf("first Recv: got %v, want %s", err, tc.want)
-			}
-			if _, again := c.Recv(); again != err {
-				t.Fatalf("second Recv: got %v, want the same error %v", again, err)
 			}
 		})
 	}
