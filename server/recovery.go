@@ -67,8 +67,8 @@ func sessionStatusOf(st sessions.Status) SessionStatus {
 		out.ErrorMessage = &st.LastError
 	}
 	out.ErrorCode = ptrIf(st.LastErrorCode)
-	if ex.Status == store.ExecutorError && ex.ErrorCode != "" {
-		out.ErrorCode = &ex.ErrorCode
+	if c := ex.ShownErrorCode(); c != "" {
+		out.ErrorCode = &c
 	}
 	return out
 }

@@ -26,6 +26,7 @@ type Agent struct {
 	sessionID string
 	handler   acp.Handler
 	link      LinkHandler // nil unless handler implements it
+	wait      WaitHandler // likewise
 	grace     time.Duration
 	stopID    string
 	// credits holds one token per update handed to the handler and not
@@ -79,11 +80,14 @@ type Agent struct {
 	reqWG      sync.WaitGroup
 	reqsClosed bool
 	down       bool // a link-down was queued and no link-up since
-	caps       acp.Capabilities
-	pid        int
-	options    acp.SessionOptions
-	exit       acp.Exit
-	lost       bool
+	// toldWhy is the last reason given to the WaitHandler since the link
+	// was last up ("" if none).
+	toldWhy string
+	caps    acp.Capabilities
+	pid     int
+	options acp.SessionOptions
+	exit    acp.Exit
+	lost    bool
 	// held are the permission requests the host held at the last attach.
 	held []string
 }
@@ -94,6 +98,7 @@ func newAgent(h *Host, sessionID string, handler acp.Handler, grace time.Duratio
 		wake: make(chan struct{}, 1), lastSeen: from, commits: commitTracker{frontier: from}, acked: from,
 		seen: make(map[string]bool), reqs: make(map[string]*openRequest)}
 	a.link, _ = handler.(LinkHandler)
+	a.wait, _ = handler.(WaitHandler)
 	a.lines.Logger = h.log.With("session", sessionID)
 	return a
 }

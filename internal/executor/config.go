@@ -103,6 +103,18 @@ type LinkHandler interface {
 	LinkChanged(up bool)
 }
 
+// WaitHandler is an optional interface of the acp.Handler given to Start
+// or Attach: while the daemon cannot reach the session's host (a start or
+// attach not yet answered, a link that broke) it learns why, each time
+// the reason changes: an unavailable error (errcode.ExecutorUnavailable)
+// wrapping the last connection attempt's, so that the session can show
+// "cannot connect: …" or "refused: wrong token" instead of a bare
+// starting or reconnecting. It is called like LinkChanged, in order with
+// the records, and must not block.
+type WaitHandler interface {
+	HostUnreachable(why error)
+}
+
 // State is the daemon's link to a host.
 type State string
 

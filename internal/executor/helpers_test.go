@@ -27,6 +27,7 @@ type recHandler struct {
 	overflow bool
 	reqs     []*reqCall
 	links    []bool
+	whys     []string // HostUnreachable's reasons
 	changed  chan struct{}
 }
 
@@ -85,6 +86,13 @@ func (r *recHandler) RequestPermission(ctx context.Context, req acp.PermissionRe
 	case <-ctx.Done():
 		return acp.PermissionOutcome{Cancelled: true}, nil
 	}
+}
+
+func (r *recHandler) HostUnreachable(why error) {
+	r.mu.Lock()
+	r.whys = append(r.whys, why.Error())
+	r.notifyLocked()
+	r.mu.Unlock()
 }
 
 func (r *recHandler) LinkChanged(up bool) {

@@ -302,6 +302,9 @@ func (h *Host) register(ctx context.Context, sessionID string, handler acp.Handl
 			h.agents[sessionID] = a
 			h.wg.Add(1)
 			go a.dispatch()
+			if h.conn == nil && h.lastErr != nil {
+				a.unreachable(h.unavailableLocked()) // it waits for the host: say why now
+			}
 			h.notifyLocked()
 			h.mu.Unlock()
 			return a, nil

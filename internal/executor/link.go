@@ -89,7 +89,23 @@ func (h *Host) failed(err error) {
 		h.log.Warn("executor host unreachable", "err", err) // once per reason, not per retry
 	}
 	h.lastErr = err
+	h.tellUnreachableLocked()
 	h.notifyLocked()
+}
+
+// tellUnreachableLocked gives every session waiting for the host (its
+// agent's start or attach unanswered, or its link down) the reason the
+// host is unreachable; each hears a reason once.
+func (h *Host) tellUnreachableLocked() {
+	if h.conn != nil || h.lastErr == nil {
+		return
+	}
+	why := h.unavailableLocked()
+	for _, a := range h.agents {
+		if !a.ended {
+			a.unreachable(why)
+		}
+	}
 }
 
 // online installs a fresh connection: commands in flight are resent on it
@@ -137,6 +153,7 @@ func (h *Host) offline(err error) {
 		a.linkGen = 0
 		a.linkDown()
 	}
+	h.tellUnreachableLocked()
 	h.notifyLocked()
 }
 

@@ -192,10 +192,19 @@ func TestStartOnUnreachableHostSaysWhy(t *testing.T) {
 			ctx, cancel := context.WithTimeout(ctxT(t), tc.wait)
 			defer cancel()
 			done := make(chan error, 1)
+			rh := newRecHandler(true)
 			go func() {
-				_, err := h.Start(ctx, "s1", hostproto.StartPayload{ProfileID: "demo"}, newRecHandler(true))
+				_, err := h.Start(ctx, "s1", hostproto.StartPayload{ProfileID: "demo"}, rh)
 				done <- err
 			}()
+			// While it waits, the session hears why (and once per reason).
+			rh.waitFor(t, "the reason the host is unreachable", func() bool { return len(rh.whys) > 0 })
+			rh.mu.Lock()
+			why := rh.whys[0]
+			rh.mu.Unlock()
+			if !strings.Contains(why, "is not connected") || !strings.Contains(why, "connect") {
+				t.Fatalf("HostUnreachable: got %q, want it to say the host is not connected and why the connection failed", why)
+			}
 			if tc.lose {
 				waitInfo(t, h, "the start waiting", func(i HostInfo) bool { return len(i.Attached) == 1 })
 				h.mu.Lock()

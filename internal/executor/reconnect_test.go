@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tether/tether/internal/acp"
@@ -66,6 +67,14 @@ func TestReconnectMidTurn(t *testing.T) {
 	f.cut()
 	rh.waitFor(t, "link down", func() bool { return slices.Equal(rh.links, []bool{false}) })
 	waitInfo(t, h, "reconnecting", func(i HostInfo) bool { return i.State == StateReconnecting && i.LastError != nil })
+	// The session hears why it waits, never the same reason twice in a row.
+	rh.waitFor(t, "the reason", func() bool { return len(rh.whys) > 0 })
+	rh.mu.Lock()
+	whys := slices.Clone(rh.whys)
+	rh.mu.Unlock()
+	if !strings.Contains(whys[0], "is not connected") || len(slices.Compact(slices.Clone(whys))) != len(whys) {
+		t.Fatalf("HostUnreachable: got %q, want no reason twice in a row, the first saying the host is not connected", whys)
+	}
 	f.chunk("s1") // 6 and 7 while the daemon is away
 	f.chunk("s1")
 	f.setRefuse(false)

@@ -368,6 +368,9 @@ func (a *Agent) linkChanged(up bool) {
 		return
 	}
 	a.down = !up
+	if up {
+		a.toldWhy = ""
+	}
 	a.mu.Unlock()
 	if a.link == nil {
 		return
@@ -375,6 +378,26 @@ func (a *Agent) linkChanged(up bool) {
 	a.enqueue(item{fn: func() {
 		if !a.retired.Load() {
 			a.link.LinkChanged(up)
+		}
+	}})
+}
+
+// unreachable tells a WaitHandler, in order with the records, why the
+// host cannot be reached, unless that is what it was told last.
+func (a *Agent) unreachable(why error) {
+	if a.wait == nil || why == nil {
+		return
+	}
+	a.mu.Lock()
+	if a.toldWhy == why.Error() {
+		a.mu.Unlock()
+		return
+	}
+	a.toldWhy = why.Error()
+	a.mu.Unlock()
+	a.enqueue(item{fn: func() {
+		if !a.retired.Load() {
+			a.wait.HostUnreachable(why)
 		}
 	}})
 }

@@ -19,16 +19,17 @@
 //
 // # Records
 //
-// Each update goes to the session's queue; the agent's reader appends
-// the queue to the outbox once it has read all the agent wrote (one write
+// Each update goes to the session's queue (an agent's line copied into
+// the queue's arena); the agent's reader appends the queue to the outbox
+// once it has read all the agent wrote, or a window of lines (one write
 // for a burst; the fsync follows within the outbox's SyncDelay), in
-// arrival order, and then releases the updates' credits of the ACP
-// window. Requests, exits and commands' marks append the queue as they
-// come, taking turns with the reader; the daemon's acknowledgements are made durable at most every
-// ackInterval, as they only let the outbox drop records. A full outbox
-// (errcode.OutboxFull) keeps the credit and retries after the next
-// acknowledgement or a backoff, so a daemon that falls behind slows the
-// agent down; nothing is dropped. A permission request gets a host-wide
+// arrival order. Requests, exits and commands' marks append the queue as
+// they come, taking turns with the reader; the daemon's acknowledgements
+// are made durable at most every ackInterval, as they only let the
+// outbox drop records. A full outbox (errcode.OutboxFull) holds the
+// reader in its append, retrying after the next acknowledgement or a
+// backoff, so a daemon that falls behind slows the agent down; nothing is
+// dropped. A permission request gets a host-wide
 // id, a request record, and stays pending until the daemon answers it,
 // however many times the daemon disconnects or restarts in between; if
 // the agent withdraws it first, a request_closed record says so. The

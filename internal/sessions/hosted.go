@@ -263,12 +263,42 @@ func (h *agentHandler) LinkChanged(up bool) {
 		if up {
 			now := time.Now().UTC()
 			a.exec.LastSeenAt = &now
+			a.exec.ErrorMessage, a.exec.ErrorCode = "", "" // why it was unreachable
 		}
 		a.saveExecutor()
 	})
 }
 
-var _ linkHandler = (*agentHandler)(nil)
+// waitHandler learns why the daemon cannot reach the executor host while
+// it waits for it (executor.WaitHandler).
+type waitHandler interface {
+	HostUnreachable(why error)
+}
+
+// HostUnreachable shows why the session waits for its executor host (a
+// start or an attach not answered, a broken link) in the executor row's
+// error, while its status stays starting or reconnecting: "cannot
+// connect", "refused the token", instead of a bare spinner until a
+// deadline.
+func (h *agentHandler) HostUnreachable(why error) {
+	h.a.mb.post(func() {
+		a := h.a
+		if h.gen != a.gen || (!a.starting && a.exec.Status != store.ExecutorReconnecting) {
+			return
+		}
+		msg, code := why.Error(), string(errcode.CodeOf(why))
+		if a.exec.ErrorMessage == msg && a.exec.ErrorCode == code {
+			return
+		}
+		a.exec.ErrorMessage, a.exec.ErrorCode = msg, code
+		a.saveExecutor()
+	})
+}
+
+var (
+	_ linkHandler = (*agentHandler)(nil)
+	_ waitHandler = (*agentHandler)(nil)
+)
 
 // permissionID is the id a new permission request is stored under: the
 // host's own for a hosted agent (so that the request, delivered again

@@ -163,4 +163,5 @@ var (
 	_ lostAgent     = (*executor.Agent)(nil)
 	_ pendingLister = (*executor.Agent)(nil)
 	_ linkHandler   = executor.LinkHandler(nil)
+	_ waitHandler   = executor.WaitHandler(nil)
 )

@@ -144,8 +144,6 @@ func emitTaskFollow(ctx context.Context, tx *store.Store, emit events.Emit, sess
 func executorPayload(e store.Executor) *events.ExecutorStatusData {
 	p := &events.ExecutorStatusData{Status: e.Status, Runtime: e.Runtime, Host: e.Host, PID: e.PID, Error: e.ErrorMessage,
 		ExitCode: e.ExitCode, ExitSignal: e.ExitSignal, AgentExecutionID: e.AgentExecutionID}
-	if e.Status == store.ExecutorError {
-		p.ErrorCode = e.ErrorCode
-	}
+	p.ErrorCode = e.ShownErrorCode()
 	return p
 }

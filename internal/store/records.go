@@ -202,7 +202,9 @@ type Executor struct {
 	LastSeenAt            *time.Time
 	ErrorMessage          string
 	// ErrorCode is the stable code of the failure behind status error
-	// (errcode values, e.g. agent_auth_required); empty otherwise.
+	// (errcode values, e.g. agent_auth_required), or, while the status is
+	// starting or reconnecting, of why the executor host cannot be
+	// reached (executor_unavailable); empty otherwise.
 	ErrorCode string
 	// ErrorProfile fingerprints the agent profile the failure happened with
 	// (agents.Profile.Fingerprint), so a changed profile is tried again.
@@ -210,6 +212,18 @@ type Executor struct {
 	ExitCode     *int
 	ExitSignal   string
 	UpdatedAt    time.Time
+}
+
+// ShownErrorCode is the code clients are given with the executor's
+// status: a failure's (status error), or why the host cannot be reached
+// while the executor starts or reconnects; "" for any other status, whose
+// ErrorCode is a leftover.
+func (e Executor) ShownErrorCode() string {
+	switch e.Status {
+	case ExecutorError, ExecutorStarting, ExecutorReconnecting:
+		return e.ErrorCode
+	}
+	return ""
 }
 
 // Turn is one prompt and everything the agent did for it.

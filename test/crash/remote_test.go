@@ -151,3 +151,35 @@ func TestRemoteRefusals(t *testing.T) {
 		t.Fatalf("turn on the CA-verified host: got %v, want completed", got)
 	}
 }
+
+// TestRemoteUnreachableSaysWhy: a session whose remote host cannot be
+// reached yet says why while it waits (still starting, with the
+// connection's error), and starts once the host is up, the reason gone.
+func TestRemoteUnreachableSaysWhy(t *testing.T) {
+	w := newWorld(t, profile{id: "demo"})
+	late := w.newRemoteHost("late", freeAddr(t), nil)
+	w.setHosts(late.pinned())
+	w.start()
+	sid, _ := w.createSessionOn("demo", "late")
+	var st map[string]any
+	w.waitFor("the waiting session to say why", func() bool {
+		st = w.status(sid)
+		msg, _ := st["errorMessage"].(string)
+		return strings.Contains(msg, "connection refused")
+	})
+	if st["executorStatus"] != "starting" || st["errorCode"] != "executor_unavailable" {
+		t.Errorf("while the host is down: got executorStatus %v, errorCode %v; want starting, executor_unavailable", st["executorStatus"], st["errorCode"])
+	}
+	late.start()
+	w.waitFor("the session to start once its host is up", func() bool {
+		st = w.status(sid)
+		return st["executorStatus"] == "ready"
+	})
+	if msg, _ := st["errorMessage"].(string); msg != "" {
+		t.Errorf("once ready: got errorMessage %q, want none", msg)
+	}
+	w.prompt(sid, "/echo hi", "p1")
+	if got := w.waitTurn(sid, "p1"); got["state"] != "completed" {
+		t.Fatalf("turn: got %v, want completed", got)
+	}
+}

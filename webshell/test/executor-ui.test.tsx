@@ -62,6 +62,28 @@ describe('executor badge', () => {
     expect(stateBadge().getAttribute('title')).toBeFalsy();
   });
 
+  it('starting or reconnecting on a host it cannot reach yet: the tooltip says why, as a wait', async () => {
+    const why = 'executor host "gpu-box" is not connected: connect: dial tcp 10.0.0.2:7788: connection refused';
+    const api = hostedApi(
+      { runtime: 'remote', host: 'gpu-box', status: 'starting', errorMessage: why },
+      { errorMessage: why, errorCode: 'executor_unavailable' },
+    );
+    await mountPane(api);
+    expect(badge().dataset.exec).toBe('starting');
+    expect(stateBadge().className).not.toContain('badge--bad');
+    expect(stateBadge().querySelector('.spinner')).not.toBeNull();
+    expect(stateBadge().getAttribute('title')).toBe(`Waiting for the executor host gpu-box, which tetherd cannot reach yet: ${why}`);
+    expect(screen.queryByRole('button', { name: /Retry/ })).toBeNull();
+    // Later the link breaks and the host refuses the token: both said.
+    const refused = 'executor host "gpu-box" is not connected: handshake: host refused the daemon: wrong token';
+    api.stream.push(ev('S', 11, 'session.executor_status', { status: 'reconnecting', runtime: 'remote', host: 'gpu-box', error: refused, errorCode: 'executor_unavailable' }));
+    await flush();
+    expect(stateBadge().getAttribute('title')).toBe(
+      'tetherd lost its connection to the executor host gpu-box and is reconnecting. The agent keeps running there and the turn goes on; nothing is lost.\n' +
+        `Waiting for the executor host gpu-box, which tetherd cannot reach yet: ${refused}`,
+    );
+  });
+
   it('a detached session reconnecting names the local host', async () => {
     const api = hostedApi({ runtime: 'detached', host: 'local', status: 'ready' });
     await mountPane(api);

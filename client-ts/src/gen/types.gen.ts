@@ -362,7 +362,11 @@ export type SessionStatus = {
     /**
      * Stable code of the last agent start failure, e.g. `agent_auth_required`
      * (the agent asks for credentials: see `errorMessage` for what to set)
-     * or `agent_start_failed`.
+     * or `agent_start_failed`. While the executor is `starting` or
+     * `reconnecting`, `executor_unavailable` says that its executor host
+     * cannot be reached yet, and `errorMessage` why (the connection
+     * refused, the token or certificate rejected); the daemon keeps
+     * trying until the start times out or `--host-lost-after` passes.
      *
      */
     errorCode?: string;
@@ -619,7 +623,7 @@ export type ExecutorStatusData = EventCommon & {
     pid?: number;
     error?: string;
     /**
-     * Stable code of the failure when status is error, e.g. agent_auth_required.
+     * Stable code of the failure when status is error, e.g. agent_auth_required; while starting or reconnecting, executor_unavailable when the executor host cannot be reached (error says why, e.g. the connection refused or the token rejected).
      */
     errorCode?: string;
     exitCode?: number;

@@ -123,7 +123,15 @@ export function ExecutorBadge({
   const s = resuming ? 'starting' : status;
   const key = (s && execStates.has(s) ? `exec.${s}` : 'exec.unknown') as MessageKey;
   const tone = (s && execTone[s]) ?? 'neutral';
-  const title = s === 'error' && error ? error : s === 'reconnecting' ? t('exec.reconnectingHint', { host: hostPhrase(t, runtime, host) }) : undefined;
+  // While it starts or reconnects, an error is why its host cannot be
+  // reached yet (the daemon keeps trying): said as a wait, not a failure.
+  const waiting = (s === 'starting' || s === 'reconnecting') && error ? t('exec.waitingHint', { host: hostPhrase(t, runtime, host), error }) : undefined;
+  const title =
+    s === 'error' && error
+      ? error
+      : s === 'reconnecting'
+        ? [t('exec.reconnectingHint', { host: hostPhrase(t, runtime, host) }), waiting].filter(Boolean).join('\n')
+        : waiting;
   return (
     <span class="exec" data-testid="executor" data-exec={s ?? 'unknown'} data-runtime={runtime} data-host={host}>
       <span class={`badge badge--${tone}`} aria-label={t('exec.label', { state: t(key) })} title={title}>
