@@ -130,8 +130,12 @@ func cpuByRole(dir string) map[string]time.Duration {
 	return out
 }
 
-// overhead runs every workload on both executors, in an order that
-// alternates by round.
+// overhead runs every workload on both executors (and the baseline's).
+// Their daemons run side by side, idle but for the one measured, and
+// each workload runs on them back to back, in an order that alternates by
+// workload and by round: the machine's speed drifts over tens of seconds
+// here, and a round that ran all of one executor's workloads, then all of
+// the other's, measured the drift as much as the executors.
 func (hb *hostBench) overhead(ctx context.Context, round int) ([]loadRun, error) {
 	execs := []string{"standalone", "detached"}
 	if hb.cfg.BaselineBin != "" {
@@ -140,40 +144,21 @@ func (hb *hostBench) overhead(ctx context.Context, round int) ([]loadRun, error)
 	if round%2 == 1 {
 		slices.Reverse(execs)
 	}
-	var out []loadRun
+	var targets []*overheadTarget
+	defer func() {
+		for _, t := range targets {
+			t.stop()
+		}
+	}()
 	for _, x := range execs {
-		runs, err := hb.overheadOn(ctx, x, round)
+		t, err := hb.overheadTarget(ctx, x, round)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", x, err)
 		}
-		out = append(out, runs...)
-	}
-	return out, nil
-}
-
-// overheadOn runs the workloads on executor x ("baseline": the baseline
-// binary's detached runtime).
-func (hb *hostBench) overheadOn(ctx context.Context, x string, round int) ([]loadRun, error) {
-	rb, cfg := hb.rb, hb.cfg
-	dir := filepath.Join(rb.root, fmt.Sprintf("overhead-%d-%s", round+1, x))
-	runtime := x
-	if x == "baseline" {
-		bin := rb.bin
-		rb.bin, runtime = cfg.BaselineBin, "detached"
-		defer func() { rb.bin = bin }()
-	}
-	p, stop, err := hb.start(ctx, dir, "overhead-"+x, runtime)
-	if err != nil {
-		return nil, err
-	}
-	defer stop()
-	ids := make([]string, cfg.Parallel)
-	for i := range ids {
-		if ids[i], err = rb.createFinished(ctx, p, i); err != nil {
-			return nil, err
-		}
+		targets = append(targets, t)
 	}
 	time.Sleep(300 * time.Millisecond)
+	cfg := hb.cfg
 	full, paced := fmt.Sprintf("/stream %d", cfg.Chunks), "/stamped "+cfg.Paced
 	work := []struct {
 		name, prompt string
@@ -181,16 +166,57 @@ func (hb *hostBench) overheadOn(ctx context.Context, x string, round int) ([]loa
 	}{{"full speed", full, 1}, {"full speed", full, cfg.Parallel}, {"paced", paced, 1}, {"paced", paced, cfg.Parallel}}
 	var out []loadRun
 	for i, w := range work {
-		r, err := hb.measureLoad(ctx, p, dir, ids[:w.n], w.prompt, fmt.Sprintf("w%d", i))
-		if err != nil {
-			return nil, fmt.Errorf("%s on %d sessions: %w (log %s)", w.name, w.n, err, p.logPath)
+		order := slices.Clone(targets)
+		if i%2 == 1 {
+			slices.Reverse(order)
 		}
-		r.Exec, r.Name = x, w.name
-		cfg.Logf("hosts: overhead round %d %s %s ×%d: %d chunks in %s, CPU daemon %s host %s agents %s", round+1, x, w.name, w.n,
-			r.Chunks, r.Wall.Round(time.Millisecond), r.Daemon, r.Host, r.Agents)
-		out = append(out, r)
+		for _, t := range order {
+			r, err := hb.measureLoad(ctx, t.p, t.dir, t.ids[:w.n], w.prompt, fmt.Sprintf("w%d", i))
+			if err != nil {
+				return nil, fmt.Errorf("%s, %s on %d sessions: %w (log %s)", t.x, w.name, w.n, err, t.p.logPath)
+			}
+			r.Exec, r.Name = t.x, w.name
+			cfg.Logf("hosts: overhead round %d %s %s ×%d: %d chunks in %s, CPU daemon %s host %s agents %s", round+1, t.x, w.name, w.n,
+				r.Chunks, r.Wall.Round(time.Millisecond), r.Daemon, r.Host, r.Agents)
+			out = append(out, r)
+		}
 	}
 	return out, nil
+}
+
+// overheadTarget is one executor's daemon of an overhead round, with its
+// sessions (each has had a turn, so its agent runs).
+type overheadTarget struct {
+	x    string
+	dir  string
+	p    *tetherdProc
+	ids  []string
+	stop func()
+}
+
+// overheadTarget starts executor x's daemon ("baseline": the baseline
+// binary's detached runtime) and its sessions.
+func (hb *hostBench) overheadTarget(ctx context.Context, x string, round int) (*overheadTarget, error) {
+	rb, cfg := hb.rb, hb.cfg
+	t := &overheadTarget{x: x, dir: filepath.Join(rb.root, fmt.Sprintf("overhead-%d-%s", round+1, x))}
+	runtime := x
+	if x == "baseline" {
+		bin := rb.bin
+		rb.bin, runtime = cfg.BaselineBin, "detached"
+		defer func() { rb.bin = bin }()
+	}
+	var err error
+	if t.p, t.stop, err = hb.start(ctx, t.dir, "overhead-"+x, runtime); err != nil {
+		return nil, err
+	}
+	t.ids = make([]string, cfg.Parallel)
+	for i := range t.ids {
+		if t.ids[i], err = rb.createFinished(ctx, t.p, i); err != nil {
+			t.stop()
+			return nil, err
+		}
+	}
+	return t, nil
 }
 
 // start launches a daemon on dir with executor x and waits until it is
@@ -399,7 +425,7 @@ func printOverhead(r hostsResult) {
 		return
 	}
 	c := r.Cfg
-	fmt.Printf("Overhead: the same prompts through --executor standalone and detached in each round (order alternating); full speed = /stream %d per session, paced = /stamped %s per session.\n", c.Chunks, c.Paced)
+	fmt.Printf("Overhead: the same prompts through --executor standalone and detached, their daemons side by side, each workload on one then the other (order alternating by workload and round); full speed = /stream %d per session, paced = /stamped %s per session.\n", c.Chunks, c.Paced)
 	fmt.Println("Wall = first prompt sent → every client saw its turn.completed; CPU = utime+stime of the daemon, the host and the agents from before the prompts to 200 ms after the end; latency = the agent's stamp (just before it writes the chunk) → the SSE client read it.")
 	w := table()
 	fmt.Fprintln(w, "round\tworkload\tsessions\texecutor\tchunks\twall ms\tchunks/s\tdaemon µs/chunk\thost µs/chunk\tagents µs/chunk\ttotal µs/chunk\tp50 ms\tp99 ms\tmax ms\tloadavg\t")

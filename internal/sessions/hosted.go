@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
@@ -83,10 +84,25 @@ func (a *actor) attach() {
 		}
 	}
 	req := AttachRequest{SessionID: a.id, From: a.exec.HostOffset, Handler: &agentHandler{a: a, gen: gen}, Logger: a.log}
+	running := ""
+	if a.running != nil {
+		running = a.running.turn.PromptID
+	}
 	a.m.spawn(func() {
 		ctx, cancel := context.WithCancel(a.m.life)
 		defer cancel()
 		pending, perr := a.m.store.ListPendingPermissions(ctx, a.id)
+		if running != "" && perr == nil {
+			var out turnOutput
+			out.typ, out.payload, perr = a.m.store.LastTurnEvent(ctx, a.id, running, turnOutputTypes)
+			// Posted before the attach, whose replay the handler posts
+			// after it: the first replayed chunk finds the open message.
+			a.mb.post(func() {
+				if gen == a.gen && a.running != nil {
+					a.running.resumeOutput(out)
+				}
+			})
+		}
 		conn, err := hr.Attach(ctx, req)
 		if err == nil && perr != nil {
 			err = perr
@@ -95,6 +111,39 @@ func (a *actor) attach() {
 		// simply stays on its host for the next daemon.
 		a.mb.post(func() { a.onAttached(gen, conn, pending, err) })
 	})
+}
+
+// turnOutputTypes are the events that decide where a turn's next text
+// chunk goes: a message's, or one that ends the message before it (see
+// decideUpdate and splitMessage).
+var turnOutputTypes = []string{events.MessageAdded, events.MessageChunk, events.ToolCallStarted, events.ToolCallUpdated,
+	events.PlanUpdated, events.PermissionRequested}
+
+// turnOutput is the last of a turn's turnOutputTypes events in the log.
+type turnOutput struct {
+	typ     string
+	payload json.RawMessage
+}
+
+// resumeOutput picks up the running turn's text where the log left it,
+// after a restart: the next chunk goes on with the message the turn was
+// writing (an agent's or thought's), unless a tool call, plan or
+// permission request came after it; without this the daemon's memory of
+// the open message was lost, and a reply cut by a restart read as two.
+func (r *turnRun) resumeOutput(out turnOutput) {
+	switch out.typ {
+	case "":
+	case events.MessageAdded, events.MessageChunk:
+		var m struct {
+			MessageID int64             `json:"messageId"`
+			Role      store.MessageRole `json:"role"`
+		}
+		if json.Unmarshal(out.payload, &m) == nil && m.MessageID != 0 && (m.Role == store.RoleAgent || m.Role == store.RoleThought) {
+			r.openMsg, r.openRole = m.MessageID, m.Role
+		}
+	default:
+		r.split = true
+	}
 }
 
 // onAttached adopts the attached agent: the executor is ready again, the

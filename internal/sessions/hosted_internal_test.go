@@ -174,3 +174,37 @@ func syncWriter(t *testing.T, r *fakeRig) {
 		t.Fatal(err)
 	}
 }
+
+// TestResumeOutput: after a restart the running turn's next chunk goes on
+// with the message the log shows it was writing, unless something that
+// ends a message came after it.
+func TestResumeOutput(t *testing.T) {
+	msg := func(typ string, id int64, role store.MessageRole) turnOutput {
+		b, _ := json.Marshal(map[string]any{"messageId": id, "role": role, "text": "x"})
+		return turnOutput{typ: typ, payload: b}
+	}
+	tests := []struct {
+		name      string
+		out       turnOutput
+		wantOpen  int64
+		wantRole  store.MessageRole
+		wantSplit bool
+	}{
+		{name: "no output yet", out: turnOutput{}},
+		{name: "an agent message's chunk", out: msg(events.MessageChunk, 7, store.RoleAgent), wantOpen: 7, wantRole: store.RoleAgent},
+		{name: "a thought started", out: msg(events.MessageAdded, 8, store.RoleThought), wantOpen: 8, wantRole: store.RoleThought},
+		{name: "the user's prompt is not reopened", out: msg(events.MessageAdded, 9, store.RoleUser)},
+		{name: "a tool call after the message", out: turnOutput{typ: events.ToolCallStarted, payload: json.RawMessage(`{}`)}, wantSplit: true},
+		{name: "a permission request after it", out: turnOutput{typ: events.PermissionRequested, payload: json.RawMessage(`{}`)}, wantSplit: true},
+		{name: "a payload that does not decode", out: turnOutput{typ: events.MessageChunk, payload: json.RawMessage(`[`)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &turnRun{}
+			r.resumeOutput(tt.out)
+			if r.openMsg != tt.wantOpen || r.openRole != tt.wantRole || r.split != tt.wantSplit {
+				t.Errorf("got open %d %q, split %v; want %d %q, %v", r.openMsg, r.openRole, r.split, tt.wantOpen, tt.wantRole, tt.wantSplit)
+			}
+		})
+	}
+}

@@ -385,3 +385,22 @@ func (s *Store) LastSessionEvent(ctx context.Context, sessionID, typ string) (js
 	}
 	return json.RawMessage(payload), nil
 }
+
+// LastTurnEvent returns the type and payload of the latest event of a
+// session's turn among types ("" and nil when there is none): what the
+// turn last did of a kind, read from the log's end.
+func (s *Store) LastTurnEvent(ctx context.Context, sessionID, promptID string, types []string) (string, json.RawMessage, error) {
+	if len(types) == 0 {
+		return "", nil, nil
+	}
+	var typ, payload string
+	err := s.rdb.WithContext(ctx).Raw(`SELECT type, payload FROM events WHERE session_id = ? AND prompt_id = ? AND type IN ? ORDER BY seq DESC LIMIT 1`,
+		sessionID, promptID, types).Row().Scan(&typ, &payload)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil, nil
+	}
+	if err != nil {
+		return "", nil, internal(err, "last turn event")
+	}
+	return typ, json.RawMessage(payload), nil
+}

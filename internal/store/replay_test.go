@@ -111,3 +111,49 @@ func TestAppendEventsStoresText(t *testing.T) {
 		})
 	}
 }
+
+// TestLastTurnEvent: the latest event of the turn among the types asked
+// for, whatever other turns and other types came after it.
+func TestLastTurnEvent(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	sess := mustSession(t, s, mustTask(t, s).ID)
+	log := []struct{ prompt, typ, payload string }{
+		{"p1", "message.added", `{"messageId":1}`},
+		{"p1", "message.chunk", `{"messageId":1,"n":2}`},
+		{"p1", "tool_call.started", `{"toolCallId":"t1"}`},
+		{"p1", "turn.usage", `{}`},
+		{"p2", "message.chunk", `{"messageId":5}`},
+		{"", "session.state_changed", `{}`},
+	}
+	evs := make([]store.Event, len(log))
+	for i, e := range log {
+		evs[i] = store.Event{ID: int64(i + 1), SessionID: sess.ID, Seq: int64(i + 1), Type: e.typ, PromptID: e.prompt, Payload: json.RawMessage(e.payload), Time: time.Now()}
+	}
+	if err := s.Tx(ctx, func(tx *store.Store) error { return tx.AppendEvents(ctx, evs) }); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, prompt     string
+		types            []string
+		wantTyp, wantPay string
+	}{
+		{name: "the last of the kinds asked for", prompt: "p1", types: []string{"message.added", "message.chunk", "tool_call.started"}, wantTyp: "tool_call.started", wantPay: `{"toolCallId":"t1"}`},
+		{name: "later kinds not asked for are passed over", prompt: "p1", types: []string{"message.added", "message.chunk"}, wantTyp: "message.chunk", wantPay: `{"messageId":1,"n":2}`},
+		{name: "another turn's", prompt: "p2", types: []string{"message.chunk", "tool_call.started"}, wantTyp: "message.chunk", wantPay: `{"messageId":5}`},
+		{name: "none of those kinds", prompt: "p2", types: []string{"plan.updated"}},
+		{name: "a turn with no events", prompt: "p9", types: []string{"message.chunk"}},
+		{name: "no kinds", prompt: "p1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			typ, payload, err := s.LastTurnEvent(ctx, sess.ID, tt.prompt, tt.types)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if typ != tt.wantTyp || string(payload) != tt.wantPay {
+				t.Errorf("got %q %s, want %q %s", typ, payload, tt.wantTyp, tt.wantPay)
+			}
+		})
+	}
+}

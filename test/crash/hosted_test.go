@@ -120,11 +120,16 @@ func TestDetachedRestartInterruptsNothing(t *testing.T) {
 	checkNoInterruption(t, log)
 	// The transcript: each turn's agent text exactly as the agent sent it.
 	byTurn := w.agentText(sid)
+	msgs := w.agentMessages(sid)
 	for i, tc := range turns {
 		pid := fmt.Sprintf("turn-%02d", i)
 		switch tc.kind {
 		case "stream":
 			checkStreamText(t, pid, byTurn[pid])
+			// One reply, one message: a restart does not cut it in two.
+			if msgs[pid] != 1 {
+				t.Errorf("turn %s: got %d agent messages, want the one the agent wrote", pid, msgs[pid])
+			}
 		case "permission":
 			if got := byTurn[pid]; !strings.Contains(got, "allow_once") || strings.Contains(got, "cancel") {
 				t.Errorf("turn %s: agent said %q, want the answer allow_once and never a cancel", pid, got)
@@ -185,6 +190,20 @@ func (w *world) agentText(sid string) map[string]string {
 		}
 	}
 	return byTurn
+}
+
+// agentMessages counts the agent's messages in the session's transcript,
+// by turn.
+func (w *world) agentMessages(sid string) map[string]int {
+	w.t.Helper()
+	n := map[string]int{}
+	for _, m := range list(w.transcript(sid), "messages") {
+		if m["role"] == "agent" {
+			p, _ := m["promptId"].(string)
+			n[p]++
+		}
+	}
+	return n
 }
 
 // checkStreamText checks a streamPrompt turn's agent text: the 2000

@@ -36,8 +36,18 @@ func TestDetachedKillDaemonMidReplyModelNeverSees(t *testing.T) {
 		if turn := w.waitTurn(sid, "p1"); turn["state"] != "completed" {
 			t.Fatalf("turn after the restart: got %v, want completed", turn)
 		}
-		if got := agentText(w.transcript(sid), "p1"); got != reply {
+		tr := w.transcript(sid)
+		if got := agentText(tr, "p1"); got != reply {
 			t.Errorf("agent text: got %q, want the whole reply once: %q", got, reply)
+		}
+		n := 0
+		for _, m := range list(tr, "messages") {
+			if m["promptId"] == "p1" && m["role"] == "agent" {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("got the reply in %d agent messages, want one: the restart must not cut it in two", n)
 		}
 		for _, e := range w.log(sid) {
 			if e.Type == "turn.interrupted" || e.Type == "session.resumed" {
