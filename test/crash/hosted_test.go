@@ -119,19 +119,18 @@ func TestDetachedRestartInterruptsNothing(t *testing.T) {
 	log := w.replay(sid)
 	checkNoInterruption(t, log)
 	// The transcript: each turn's agent text exactly as the agent sent it.
-	byTurn := w.agentText(sid)
-	msgs := w.agentMessages(sid)
+	byTurn := w.agentReplies(sid)
 	for i, tc := range turns {
 		pid := fmt.Sprintf("turn-%02d", i)
 		switch tc.kind {
 		case "stream":
-			checkStreamText(t, pid, byTurn[pid])
+			checkStreamText(t, pid, byTurn[pid].text)
 			// One reply, one message: a restart does not cut it in two.
-			if msgs[pid] != 1 {
-				t.Errorf("turn %s: got %d agent messages, want the one the agent wrote", pid, msgs[pid])
+			if n := byTurn[pid].messages; n != 1 {
+				t.Errorf("turn %s: got %d agent messages, want the one the agent wrote", pid, n)
 			}
 		case "permission":
-			if got := byTurn[pid]; !strings.Contains(got, "allow_once") || strings.Contains(got, "cancel") {
+			if got := byTurn[pid].text; !strings.Contains(got, "allow_once") || strings.Contains(got, "cancel") {
 				t.Errorf("turn %s: agent said %q, want the answer allow_once and never a cancel", pid, got)
 			}
 		}
@@ -179,31 +178,38 @@ func checkNoInterruption(t *testing.T, log []frame) {
 	}
 }
 
+// agentReply is the agent's part of one turn in the transcript: its
+// text and the messages it is in.
+type agentReply struct {
+	text     string
+	messages int
+}
+
+// agentReplies reads the agent's messages in the session's transcript,
+// by turn.
+func (w *world) agentReplies(sid string) map[string]agentReply {
+	w.t.Helper()
+	out := map[string]agentReply{}
+	for _, m := range list(w.transcript(sid), "messages") {
+		if m["role"] == "agent" {
+			p, _ := m["promptId"].(string)
+			r := out[p]
+			r.text += m["text"].(string)
+			r.messages++
+			out[p] = r
+		}
+	}
+	return out
+}
+
 // agentText is the agent's text in the session's transcript, by turn.
 func (w *world) agentText(sid string) map[string]string {
 	w.t.Helper()
-	byTurn := map[string]string{}
-	for _, m := range list(w.transcript(sid), "messages") {
-		if m["role"] == "agent" {
-			p, _ := m["promptId"].(string)
-			byTurn[p] += m["text"].(string)
-		}
+	out := map[string]string{}
+	for p, r := range w.agentReplies(sid) {
+		out[p] = r.text
 	}
-	return byTurn
-}
-
-// agentMessages counts the agent's messages in the session's transcript,
-// by turn.
-func (w *world) agentMessages(sid string) map[string]int {
-	w.t.Helper()
-	n := map[string]int{}
-	for _, m := range list(w.transcript(sid), "messages") {
-		if m["role"] == "agent" {
-			p, _ := m["promptId"].(string)
-			n[p]++
-		}
-	}
-	return n
+	return out
 }
 
 // checkStreamText checks a streamPrompt turn's agent text: the 2000
