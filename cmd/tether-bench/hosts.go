@@ -434,6 +434,7 @@ func printHosts(r hostsResult) {
 		fmt.Printf("every session streams again: median %s ms; goal ≤ 1 s: %s. %s\n\n", msf(medianDur(every)), metStr(medianDur(every) <= time.Second), r.Checks)
 	}
 	printOverhead(r)
+	printSideBySide(r)
 	printRSS(r)
 	fmt.Println("/proc/loadavg:")
 	for _, l := range r.Loads {

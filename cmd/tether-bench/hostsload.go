@@ -97,11 +97,14 @@ func stampOf(data []byte) (int64, bool) {
 // measured from the first prompt sent until every session's client saw
 // its turn.completed.
 type loadRun struct {
-	Exec, Name            string
-	Sessions, Chunks      int
-	Wall                  time.Duration
-	Daemon, Host, Agents  time.Duration // CPU (utime+stime) during the run
-	Lat                   []time.Duration
+	Exec, Name           string
+	Sessions, Chunks     int
+	Wall                 time.Duration
+	Daemon, Host, Agents time.Duration // CPU (utime+stime) during the run
+	Lat                  []time.Duration
+	// PerSession are the latencies of each session's client, in the
+	// order of the sessions measured.
+	PerSession            [][]time.Duration
 	LoadBefore, LoadAfter string
 }
 
@@ -179,6 +182,15 @@ func (hb *hostBench) overhead(ctx context.Context, round int) ([]loadRun, error)
 			cfg.Logf("hosts: overhead round %d %s %s ×%d: %d chunks in %s, CPU daemon %s host %s agents %s", round+1, t.x, w.name, w.n,
 				r.Chunks, r.Wall.Round(time.Millisecond), r.Daemon, r.Host, r.Agents)
 			out = append(out, r)
+		}
+	}
+	for _, t := range targets {
+		if t.x == "standalone" {
+			ab, err := hb.sideBySide(ctx, t)
+			if err != nil {
+				return nil, fmt.Errorf("side by side: %w", err)
+			}
+			out = append(out, ab)
 		}
 	}
 	return out, nil
@@ -328,6 +340,7 @@ func (hb *hostBench) measureLoad(ctx context.Context, p *tetherdProc, dir string
 		}
 		r.Chunks += c.chunks
 		r.Lat = append(r.Lat, c.lat...)
+		r.PerSession = append(r.PerSession, c.lat)
 	}
 	return r, nil
 }
@@ -438,6 +451,9 @@ func printOverhead(r hostsResult) {
 	for i, runs := range r.Overhead {
 		by := map[key]map[string]loadRun{}
 		for _, x := range runs {
+			if x.Name == sideBySideName {
+				continue // printSideBySide
+			}
 			k := key{x.Name, x.Sessions}
 			if by[k] == nil {
 				by[k] = map[string]loadRun{}

@@ -511,12 +511,21 @@ type benchTurn struct {
 // createFinished creates a demo session with an initial prompt and waits
 // until that first turn has completed (its agent then idles).
 func (rb *restartRun) createFinished(ctx context.Context, p *tetherdProc, i int) (string, error) {
+	return rb.createFinishedOn(ctx, p, i, "")
+}
+
+// createFinishedOn is createFinished on the given executor ("": the
+// daemon's default).
+func (rb *restartRun) createFinishedOn(ctx context.Context, p *tetherdProc, i int, executor string) (string, error) {
 	var s struct {
 		ID string `json:"id"`
 	}
-	_, err := rb.api(ctx, p, http.MethodPost, "/session", map[string]any{
-		"agentProfileId": "demo", "cwd": rb.cwd, "title": fmt.Sprintf("bench %d", i),
-		"initialPrompt": textPrompt(fmt.Sprintf("/echo session %d ready", i)), "promptId": "p1"}, &s)
+	body := map[string]any{"agentProfileId": "demo", "cwd": rb.cwd, "title": fmt.Sprintf("bench %d", i),
+		"initialPrompt": textPrompt(fmt.Sprintf("/echo session %d ready", i)), "promptId": "p1"}
+	if executor != "" {
+		body["executor"] = executor
+	}
+	_, err := rb.api(ctx, p, http.MethodPost, "/session", body, &s)
 	if err != nil {
 		return "", err
 	}
