@@ -243,6 +243,9 @@ func (c *Conn) RecvBefore(deadline time.Time) (Message, error) {
 // record. Arrived tells when the data last came in.
 func (c *Conn) RecvWithin(d time.Duration) (Message, error) {
 	if c.rerr == nil && c.frameBuffered() {
+		if c.arrived.IsZero() {
+			c.arrived = time.Now() // buffered with the handshake: it came in just now
+		}
 		return c.recvLimit(c.opts.MaxFrame)
 	}
 	m, err := c.RecvBefore(time.Now().Add(d))

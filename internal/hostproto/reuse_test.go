@@ -60,6 +60,23 @@ func TestReuseRecordsReadsWhatWasSent(t *testing.T) {
 	}
 }
 
+// TestRecvWithinFirstFrameBuffered: a frame that came in with what was
+// read before (the handshake) has arrived now, not at the zero time.
+func TestRecvWithinFirstFrameBuffered(t *testing.T) {
+	a, b := connPair(t, Options{})
+	go func() { _ = a.SendAll([]Message{&Pong{Nonce: 1}, &Pong{Nonce: 2}}) }()
+	if _, err := b.Recv(); err != nil { // as the handshake reads its frame
+		t.Fatal(err)
+	}
+	before := time.Now()
+	if m, err := b.RecvWithin(time.Minute); err != nil || !reflect.DeepEqual(m, Message(&Pong{Nonce: 2})) {
+		t.Fatalf("buffered frame: got %#v, %v", m, err)
+	}
+	if got := b.Arrived(); got.Before(before) {
+		t.Fatalf("Arrived after a first, buffered frame: got %v, want no earlier than %v", got, before)
+	}
+}
+
 // TestRecvWithin: a frame already buffered is read even with no time
 // left (it cannot time out); one that is not times out, for good, and
 // Arrived moves only when the network was waited for.
