@@ -175,10 +175,16 @@ func Start(ctx context.Context, opts Options) (*Conn, error) {
 	c := &Conn{proc: p, grace: opts.StopGrace, stopping: make(chan struct{})}
 	w = outgoing{w: w, promptSent: &c.promptSent}
 	in := newInbound(p.stdout, opts.Handler, opts.UpdateWindow, c.stopping, logger)
+	// The SDK starts reading in NewClientSideConnection, and its reader
+	// reads the logger when the stream ends: the gate holds reads back
+	// until SetLogger is done (an agent that exits at once raced it).
+	ready := make(chan struct{})
+	in.gate = ready
 	c.conn = sdk.NewClientSideConnection(cl, w, in)
 	gone := c.conn.Done()
 	cl.gone.Store(&gone)
 	c.conn.SetLogger(logger.With("agent", opts.Spec.Command))
+	close(ready)
 
 	ictx, cancel := context.WithTimeout(ctx, opts.InitTimeout)
 	defer cancel()

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tether/tether/internal/rawio"
 	"io"
 	"log/slog"
 	"sync/atomic"
@@ -56,6 +57,8 @@ var errStopped = errors.New("agent connection stopped")
 // An update is handed over before any later line reaches the SDK, so the
 // Handler sees every update an agent sent before, say, its prompt response.
 type inbound struct {
+	// gate, until closed, holds the first Read back (see Start).
+	gate    <-chan struct{}
 	src     *bufio.Reader
 	handler Handler
 	// credits holds one token per update handed over and not yet done.
@@ -77,7 +80,7 @@ func newInbound(r io.Reader, h Handler, window int, stop <-chan struct{}, logger
 	if window <= 0 {
 		window = DefaultUpdateWindow
 	}
-	in := &inbound{src: bufio.NewReaderSize(r, 64<<10), handler: h, credits: make(chan struct{}, window),
+	in := &inbound{src: bufio.NewReaderSize(rawio.NewReader(r), 64<<10), handler: h, credits: make(chan struct{}, window),
 		stop: stop, dec: UpdateDecoder{Logger: logger}}
 	in.lines, _ = h.(LineHandler)
 	return in
@@ -85,6 +88,10 @@ func newInbound(r io.Reader, h Handler, window int, stop <-chan struct{}, logger
 
 // Read returns the lines meant for the SDK, consuming the others.
 func (in *inbound) Read(p []byte) (int, error) {
+	if in.gate != nil {
+		<-in.gate
+		in.gate = nil
+	}
 	for len(in.pending) == 0 {
 		if in.err != nil {
 			return 0, in.err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/hostproto"
+	"github.com/tether/tether/internal/rawio"
 )
 
 // Serve accepts daemon connections on every listener until ctx ends or
@@ -51,6 +52,12 @@ func (h *Host) accept(ctx context.Context, ln net.Listener, wg *sync.WaitGroup) 
 				}
 			}
 			return
+		}
+		// A unix socket is watched for input only, so that the daemon
+		// reading a record does not wake the host (rawio.Conn).
+		if nc, err = rawio.NewConn(nc); err != nil {
+			h.log.Error("host: accept", "err", err)
+			continue
 		}
 		wg.Go(func() { h.serveConn(ctx, nc) })
 	}

@@ -3,6 +3,7 @@ package hostproto
 import (
 	"bufio"
 	"encoding/binary"
+	"github.com/tether/tether/internal/rawio"
 	"io"
 	"net"
 	"sync"
@@ -40,7 +41,10 @@ func (o Options) withDefaults() Options {
 // frame is never interleaved with another. Recv is for one goroutine at a
 // time.
 type Conn struct {
-	nc      net.Conn
+	nc net.Conn
+	// w writes to nc, and r reads it, with raw calls (rawio: they wake no
+	// runtime thread).
+	w       io.Writer
 	r       *bufio.Reader
 	opts    Options
 	version int
@@ -68,7 +72,7 @@ const readBuffer = 64 << 10
 
 func newConn(nc net.Conn, opts Options) *Conn {
 	opts = opts.withDefaults()
-	return &Conn{nc: nc, r: bufio.NewReaderSize(nc, readBuffer), opts: opts}
+	return &Conn{nc: nc, w: rawio.NewWriter(nc), r: bufio.NewReaderSize(rawio.NewReader(nc), readBuffer), opts: opts}
 }
 
 // Version is the protocol version the handshake chose.
@@ -130,7 +134,7 @@ func (c *Conn) write(frames []byte) error {
 			return err
 		}
 	}
-	if _, err := c.nc.Write(frames); err != nil {
+	if _, err := c.w.Write(frames); err != nil {
 		c.werr = err
 		return err
 	}

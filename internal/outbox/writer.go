@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"github.com/tether/tether/internal/rawio"
 	"time"
 
 	"github.com/tether/tether/internal/errcode"
@@ -295,7 +296,7 @@ func (o *Outbox) flush(cur *staged, sync bool) error {
 	if len(o.buf) == 0 {
 		return nil
 	}
-	_, err := cur.seg.f.WriteAt(o.buf, cur.size)
+	_, err := rawio.WriteAt(cur.seg.f, o.buf, cur.size)
 	if err == nil && sync {
 		err = o.sync(cur.seg.f)
 	}
