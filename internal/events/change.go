@@ -23,6 +23,10 @@ type Draft struct {
 	// session's last event of the same type. The writer decides it inside
 	// the transaction, so a batch redone after a failure decides the same.
 	Latest bool
+	// HostOffset, when not 0, commits a hosted session's host record with
+	// the event (store.Event.HostOffset). Never on a Latest draft, which
+	// may be dropped.
+	HostOffset uint64
 }
 
 // Emit records a draft inside an Apply function.

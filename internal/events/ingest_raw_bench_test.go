@@ -100,7 +100,7 @@ func benchRawInsert(b *testing.B, autoCheckpoint bool) {
 				si := int(id) % ingestSessions
 				id++
 				seqs[si]++
-				args = append(args, id, sids[si], seqs[si], chunkType, pids[si], 0, payloads[si])
+				args = append(args, id, sids[si], seqs[si], chunkType, pids[si], 0, payloads[si], nil)
 			}
 			if _, err := tx.Stmt(stmt).ExecContext(ctx, args...); err != nil {
 				b.Fatal(err)

@@ -442,7 +442,7 @@ func (w *Writer) number(tx *store.Store, seqs map[string]int64, latest map[lates
 	}
 	w.lastID++
 	e := store.Event{ID: w.lastID, SessionID: d.SessionID, Type: d.Type, PromptID: d.PromptID,
-		Global: IsGlobal(d.Type), Payload: payload, Time: now}
+		Global: IsGlobal(d.Type), Payload: payload, Time: now, HostOffset: d.HostOffset}
 	if d.SessionID != "" {
 		seq, ok := seqs[d.SessionID]
 		if !ok {

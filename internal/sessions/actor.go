@@ -80,7 +80,10 @@ type actor struct {
 	// store that the host still holds after an attach, claimed when the
 	// host delivers them again (askPermission).
 	recordOffset uint64
-	hostPending  map[string]store.Permission
+	// hostTop is the highest absolute host offset the actor has handled
+	// (or found committed): a new agent's numbering starts above it.
+	hostTop     uint64
+	hostPending map[string]store.Permission
 	// Agent-reported session facts that are not transcript: commands and
 	// config options as ACP arrays, modes an ACP SessionModeState, mode
 	// the current mode id as a JSON string (see options.go).
@@ -106,7 +109,7 @@ type turnRun struct {
 
 func newActor(m *Manager, sess store.Session, exec store.Executor, turns []store.Turn) *actor {
 	a := &actor{
-		m: m, id: sess.ID, mb: newMailbox(m.cfg.MailboxLimit, m.cfg.BusyTimeout), sess: sess, exec: exec,
+		m: m, id: sess.ID, mb: newMailbox(m.cfg.MailboxLimit, m.cfg.BusyTimeout), sess: sess, exec: exec, hostTop: exec.HostOffset,
 		log:         m.cfg.Logger.With("session", sess.ID),
 		perms:       map[string]*pendingPermission{},
 		turns:       make(map[string]store.Turn, len(turns)),

@@ -28,29 +28,52 @@ func (a *actor) hosted() bool {
 	return a.exec.Runtime != store.RuntimeStandalone && a.exec.Runtime != ""
 }
 
-// offsetChange commits a host record's offset with the change the record
-// caused, in one transaction: after a crash the executor row says exactly
-// which records are in the store.
+// offsetChange commits a host record's offset (absolute:
+// store.Executor.HostOffset) with the change the record caused, in one
+// transaction: after a crash the store says exactly which records it
+// has. The offset rides in the first event of the session the change
+// emits, which it writes anyway; only a change that emits none updates
+// the executor row (a statement and a page more per transaction).
 type offsetChange struct {
 	events.Change
 	offset uint64
 }
 
 func (c offsetChange) Apply(ctx context.Context, tx *store.Store, emit events.Emit) error {
-	if err := c.Change.Apply(ctx, tx, emit); err != nil {
+	sid, tagged := c.SessionID(), false
+	err := c.Change.Apply(ctx, tx, func(d events.Draft) {
+		if !tagged && d.SessionID == sid && !d.Latest { // a Latest draft may be dropped
+			d.HostOffset, tagged = c.offset, true
+		}
+		emit(d)
+	})
+	if err != nil || tagged {
 		return err
 	}
-	return tx.SetExecutorOffset(ctx, c.SessionID(), c.offset)
+	return tx.SetExecutorOffset(ctx, sid, c.offset)
 }
 
 // withRecord runs f, which handles the host record at offset (0 for a
 // local agent's update), with every write it makes carrying the offset.
 // One record makes at most one write (decideUpdate), so the offset is
-// committed exactly when the record's effect is.
+// committed exactly when the record's effect is. The record's offset in
+// its agent's outbox becomes absolute here (HostOffsetBase).
 func (a *actor) withRecord(offset uint64, f func()) {
+	if offset > 0 {
+		offset += a.exec.HostOffsetBase
+		a.hostTop = max(a.hostTop, offset)
+	}
 	a.recordOffset = offset
 	defer func() { a.recordOffset = 0 }()
 	f()
+}
+
+// resetHostOffset starts the numbering of a new agent's outbox, which
+// starts again at 1 on its host, above every offset the session has used.
+func (a *actor) resetHostOffset() {
+	base := max(a.hostTop, a.exec.HostOffset)
+	a.exec.HostOffsetBase, a.exec.HostOffset, a.hostTop = base, base, base
+	a.write(func(tx *store.Store, _ events.Emit) error { return tx.ResetExecutorOffset(a.ctx(), a.id, base) })
 }
 
 // attach takes up the agent of a hosted session after a daemon restart
@@ -83,7 +106,11 @@ func (a *actor) attach() {
 			break
 		}
 	}
-	req := AttachRequest{SessionID: a.id, From: a.exec.HostOffset, Handler: &agentHandler{a: a, gen: gen}, Logger: a.log}
+	from := uint64(0)
+	if a.exec.HostOffset > a.exec.HostOffsetBase {
+		from = a.exec.HostOffset - a.exec.HostOffsetBase
+	}
+	req := AttachRequest{SessionID: a.id, From: from, Handler: &agentHandler{a: a, gen: gen}, Logger: a.log}
 	running := ""
 	if a.running != nil {
 		running = a.running.turn.PromptID

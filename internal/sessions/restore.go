@@ -126,8 +126,7 @@ func (a *actor) startAgent(e effStartAgent) {
 	a.exec.AgentExecutionID = p.execID
 	a.saveExecutor()
 	if a.hosted() {
-		// The new agent's outbox on its host starts again at 1.
-		a.write(func(tx *store.Store, _ events.Emit) error { return tx.SetExecutorOffset(a.ctx(), a.id, 0) })
+		a.resetHostOffset()
 	}
 	a.m.spawn(func() {
 		out := a.m.start(a.id, p)

@@ -101,6 +101,7 @@ func (a *actor) believe(sess store.Session, exec store.Executor, turns []store.T
 	a.sess.ContextLost, a.sess.InjectContext, a.sess.Plan = sess.ContextLost, sess.InjectContext, sess.Plan
 	a.sess.ModeChoice, a.sess.ConfigChoices = sess.ModeChoice, sess.ConfigChoices
 	a.exec = exec
+	a.hostTop = max(a.hostTop, exec.HostOffset)
 	running := ""
 	if a.running != nil {
 		running = a.running.turn.PromptID

@@ -30,6 +30,10 @@ type Event struct {
 	Global  bool
 	Payload json.RawMessage
 	Time    time.Time
+	// HostOffset, for an event of a hosted session's host record, is the
+	// record's absolute offset (Executor.HostOffset): the event commits
+	// it. 0 for any other event. Written, never read back into Event.
+	HostOffset uint64
 }
 
 // AppendEvents inserts events whose ID and Seq the caller (the single event
@@ -54,14 +58,17 @@ func (s *Store) AppendEvents(ctx context.Context, evs []Event) error {
 		// SQLite copies it again, a []byte it passes as it is.
 		args := append((*bufp)[:0], batch[0].Time.UTC().AppendFormat(make([]byte, 0, len(timeLayout)), timeLayout))
 		for _, e := range batch {
-			var sid, seq, pid any
+			var sid, seq, pid, off any
 			if e.SessionID != "" {
 				sid, seq = textBytes(e.SessionID), e.Seq
 			}
 			if e.PromptID != "" {
 				pid = textBytes(e.PromptID)
 			}
-			args = append(args, e.ID, sid, seq, textBytes(e.Type), pid, boolInt(e.Global), []byte(e.Payload))
+			if e.HostOffset != 0 {
+				off = int64(e.HostOffset)
+			}
+			args = append(args, e.ID, sid, seq, textBytes(e.Type), pid, boolInt(e.Global), []byte(e.Payload), off)
 		}
 		start := time.Now()
 		_, err := conn.ExecContext(context.WithoutCancel(ctx), appendEventsSQL[n], args...)
@@ -115,20 +122,20 @@ var appendEventsSQL = func() map[int]string {
 }()
 
 // EventInsertSQL is the n-row INSERT AppendEvents runs: ?1 is the
-// statement's one created_at, then 7 arguments a row (id, session_id,
-// seq, type, prompt_id, is_global, payload), the text ones cast to TEXT
+// statement's one created_at, then 8 arguments a row (id, session_id,
+// seq, type, prompt_id, is_global, payload, host_offset), the text ones cast to TEXT
 // from the bytes AppendEvents binds. Exported for the raw-SQLite baseline
 // of the ingest benchmark, which must run the same statements.
 func EventInsertSQL(n int) string {
 	var sb strings.Builder
-	sb.WriteString("INSERT INTO events (id, session_id, seq, type, prompt_id, is_global, payload, created_at) VALUES ")
+	sb.WriteString("INSERT INTO events (id, session_id, seq, type, prompt_id, is_global, payload, host_offset, created_at) VALUES ")
 	for i := range n {
 		if i > 0 {
 			sb.WriteByte(',')
 		}
-		p := 2 + 7*i
-		fmt.Fprintf(&sb, "(?%d,CAST(?%d AS TEXT),?%d,CAST(?%d AS TEXT),CAST(?%d AS TEXT),?%d,CAST(?%d AS TEXT),CAST(?1 AS TEXT))",
-			p, p+1, p+2, p+3, p+4, p+5, p+6)
+		p := 2 + 8*i
+		fmt.Fprintf(&sb, "(?%d,CAST(?%d AS TEXT),?%d,CAST(?%d AS TEXT),CAST(?%d AS TEXT),?%d,CAST(?%d AS TEXT),?%d,CAST(?1 AS TEXT))",
+			p, p+1, p+2, p+3, p+4, p+5, p+6, p+7)
 	}
 	return sb.String()
 }

@@ -189,9 +189,18 @@ type Executor struct {
 	// standalone.
 	Host string
 	// HostOffset is the last record of the host's outbox for this session
-	// that the daemon has committed. Only SetExecutorOffset writes it (in
-	// the transaction of what the record caused); UpdateExecutor leaves it.
+	// that the daemon has committed, counted over the session's life: the
+	// record's own offset in its agent's outbox plus HostOffsetBase. It is
+	// committed with what the record caused: in the event that change
+	// wrote (Event.HostOffset) or, for a record that caused no event, by
+	// SetExecutorOffset; reads return the larger of the two.
+	// UpdateExecutor leaves it.
 	HostOffset uint64
+	// HostOffsetBase is where the current agent's outbox numbering starts
+	// (its record n is HostOffset base+n): a new agent's outbox starts
+	// again at 1 (ResetExecutorOffset). Attaching resumes after
+	// HostOffset-HostOffsetBase.
+	HostOffsetBase uint64
 	// ResumeToken is the agent's ACP session id.
 	ResumeToken           string
 	SupportsSessionResume bool

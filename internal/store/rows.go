@@ -115,6 +115,7 @@ type executorRow struct {
 	PID                   int     `gorm:"column:pid"`
 	Host                  string  `gorm:"column:host"`
 	HostOffset            uint64  `gorm:"column:host_offset"`
+	HostOffsetBase        uint64  `gorm:"column:host_offset_base"`
 	ResumeToken           string  `gorm:"column:resume_token"`
 	SupportsSessionResume bool    `gorm:"column:supports_session_resume"`
 	SupportsLoad          bool    `gorm:"column:supports_load"`
@@ -136,7 +137,7 @@ func fromExecutor(e Executor) executorRow {
 	return executorRow{
 		SessionID: e.SessionID, Runtime: string(e.Runtime), Status: string(e.Status),
 		AgentExecutionID: e.AgentExecutionID, PID: e.PID, Host: e.Host, HostOffset: e.HostOffset,
-		ResumeToken:           e.ResumeToken,
+		HostOffsetBase: e.HostOffsetBase, ResumeToken: e.ResumeToken,
 		SupportsSessionResume: e.SupportsSessionResume, SupportsLoad: e.SupportsLoad,
 		SupportsWorkspaceOnly: e.SupportsWorkspaceOnly,
 		WorktreePath:          e.WorktreePath, WorktreeBranch: e.WorktreeBranch,
@@ -150,7 +151,7 @@ func toExecutor(r executorRow) Executor {
 	return Executor{
 		SessionID: r.SessionID, Runtime: Runtime(r.Runtime), Status: ExecutorStatus(r.Status),
 		AgentExecutionID: r.AgentExecutionID, PID: r.PID, Host: r.Host, HostOffset: r.HostOffset,
-		ResumeToken:           r.ResumeToken,
+		HostOffsetBase: r.HostOffsetBase, ResumeToken: r.ResumeToken,
 		SupportsSessionResume: r.SupportsSessionResume, SupportsLoad: r.SupportsLoad,
 		SupportsWorkspaceOnly: r.SupportsWorkspaceOnly,
 		WorktreePath:          r.WorktreePath, WorktreeBranch: r.WorktreeBranch,

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"strings"
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
@@ -270,14 +271,15 @@ func (s *Store) GetExecutor(ctx context.Context, sessionID string) (Executor, er
 	if err := s.flushOffsets(ctx); err != nil {
 		return Executor{}, err
 	}
-	var row executorRow
-	if err := s.db.WithContext(ctx).Where("session_id = ?", sessionID).Take(&row).Error; err != nil {
-		if isNotFound(err) {
-			return Executor{}, sessionNotFound(sessionID)
-		}
+	rows, err := queryRows[executorRow](s.db.WithContext(ctx), toExecutor, nil,
+		`SELECT `+executorColumns+` FROM executors_running WHERE session_id = ?`, sessionID)
+	if err != nil {
 		return Executor{}, internal(err, "get executor")
 	}
-	return toExecutor(row), nil
+	if len(rows) == 0 {
+		return Executor{}, sessionNotFound(sessionID)
+	}
+	return rows[0], nil
 }
 
 // ExecutorsOf returns the executor rows of the given sessions by session
@@ -291,19 +293,24 @@ func (s *Store) ExecutorsOf(ctx context.Context, sessionIDs []string) (map[strin
 	if err := s.flushOffsets(ctx); err != nil {
 		return nil, err
 	}
-	var rows []executorRow
-	if err := s.db.WithContext(ctx).Where("session_id IN ?", sessionIDs).Find(&rows).Error; err != nil {
+	args := make([]any, len(sessionIDs))
+	for i, id := range sessionIDs {
+		args[i] = id
+	}
+	rows, err := queryRows[executorRow](s.db.WithContext(ctx), toExecutor, nil,
+		`SELECT `+executorColumns+` FROM executors_running WHERE session_id IN (`+placeholders(len(args))+`)`, args...)
+	if err != nil {
 		return nil, internal(err, "list executors of sessions")
 	}
-	for _, r := range rows {
-		out[r.SessionID] = toExecutor(r)
+	for _, e := range rows {
+		out[e.SessionID] = e
 	}
 	return out, nil
 }
 
 // UpdateExecutor replaces every column of the session's executor row but
-// host_offset with e (read-modify-write is the caller's job, inside its
-// session actor) and stamps UpdatedAt.
+// its host offsets with e (read-modify-write is the caller's job, inside
+// its session actor) and stamps UpdatedAt.
 func (s *Store) UpdateExecutor(ctx context.Context, e Executor) error {
 	e.UpdatedAt = now()
 	r := fromExecutor(e)
@@ -314,9 +321,9 @@ func (s *Store) UpdateExecutor(ctx context.Context, e Executor) error {
 }
 
 // SetExecutorOffset records that the daemon has committed the records of
-// the session's host outbox up to offset; it runs in the transaction of
-// what the last of them caused (0 resets it for a new agent, whose outbox
-// starts again at 1).
+// the session's host outbox up to offset (absolute: Executor.HostOffset),
+// for a record whose change wrote no event to carry it (Event.HostOffset);
+// it runs in the transaction of what the record caused.
 //
 // Inside a transaction (the writer's batch) it only notes the offset, and
 // the latest one of each session is written when the transaction ends, or
@@ -324,28 +331,45 @@ func (s *Store) UpdateExecutor(ctx context.Context, e Executor) error {
 // records costs one UPDATE instead of one each (an unknown session then
 // fails the batch at its end).
 func (s *Store) SetExecutorOffset(ctx context.Context, sessionID string, offset uint64) error {
-	if s.inTx {
-		for i := range s.offsets {
-			if s.offsets[i].sessionID == sessionID {
-				s.offsets[i].offset = offset
-				return nil
-			}
-		}
-		s.offsets = append(s.offsets, pendingOffset{sessionID: sessionID, offset: offset})
-		return nil
-	}
-	return s.writeExecutorOffset(ctx, sessionID, offset)
+	return s.noteOffset(ctx, pendingOffset{sessionID: sessionID, offset: offset})
 }
 
-// pendingOffset is an offset SetExecutorOffset queued in a transaction.
+// ResetExecutorOffset starts the numbering of a new agent's outbox (which
+// starts again at 1 on its host) at base: its record n is base+n. base
+// must be at least every offset committed for the session so far (the
+// session's actor keeps the highest), so offsets only grow.
+func (s *Store) ResetExecutorOffset(ctx context.Context, sessionID string, base uint64) error {
+	return s.noteOffset(ctx, pendingOffset{sessionID: sessionID, offset: base, base: base, reset: true})
+}
+
+// pendingOffset is an offset SetExecutorOffset or ResetExecutorOffset
+// noted in a transaction.
 type pendingOffset struct {
-	sessionID string
-	offset    uint64
+	sessionID    string
+	offset, base uint64
+	reset        bool
 }
 
-func (s *Store) writeExecutorOffset(ctx context.Context, sessionID string, offset uint64) error {
-	return updateRow(s.db.WithContext(ctx), "set executor offset", func() error { return sessionNotFound(sessionID) },
-		executorOffsetSQL, offset, sessionID)
+func (s *Store) noteOffset(ctx context.Context, o pendingOffset) error {
+	if !s.inTx {
+		return s.writeExecutorOffset(ctx, o)
+	}
+	for i := range s.offsets {
+		if p := &s.offsets[i]; p.sessionID == o.sessionID {
+			if !o.reset { // a later record keeps the batch's reset, if any
+				o.base, o.reset = p.base, p.reset
+			}
+			*p = o
+			return nil
+		}
+	}
+	s.offsets = append(s.offsets, o)
+	return nil
+}
+
+func (s *Store) writeExecutorOffset(ctx context.Context, o pendingOffset) error {
+	return updateRow(s.db.WithContext(ctx), "set executor offset", func() error { return sessionNotFound(o.sessionID) },
+		executorOffsetSQL, o.offset, o.sessionID, o.reset, o.base)
 }
 
 // flushOffsets writes the offsets queued in this transaction. Outside a
@@ -357,7 +381,7 @@ func (s *Store) flushOffsets(ctx context.Context) error {
 	}
 	defer func() { s.offsets = s.offsets[:0] }()
 	for _, o := range s.offsets {
-		if err := s.writeExecutorOffset(ctx, o.sessionID, o.offset); err != nil {
+		if err := s.writeExecutorOffset(ctx, o); err != nil {
 			return err
 		}
 	}
@@ -370,21 +394,25 @@ func (s *Store) ListExecutorsByStatus(ctx context.Context, statuses ...ExecutorS
 	if err := s.flushOffsets(ctx); err != nil {
 		return nil, err
 	}
-	q := s.db.WithContext(ctx).Model(&executorRow{})
-	if len(statuses) > 0 {
-		in := make([]string, len(statuses))
-		for i, st := range statuses {
-			in[i] = string(st)
-		}
-		q = q.Where("status IN ?", in)
+	query := `SELECT ` + executorColumns + ` FROM executors_running`
+	args := make([]any, len(statuses))
+	for i, st := range statuses {
+		args[i] = string(st)
 	}
-	var rows []executorRow
-	if err := q.Order("session_id").Find(&rows).Error; err != nil {
+	if len(args) > 0 {
+		query += ` WHERE status IN (` + placeholders(len(args)) + `)`
+	}
+	out, err := queryRows[executorRow](s.db.WithContext(ctx), toExecutor, nil, query+` ORDER BY session_id`, args...)
+	if err != nil {
 		return nil, internal(err, "list executors")
 	}
-	out := make([]Executor, 0, len(rows))
-	for _, r := range rows {
-		out = append(out, toExecutor(r))
-	}
 	return out, nil
+}
+
+// placeholders is n comma-separated "?".
+func placeholders(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return strings.Repeat("?,", n-1) + "?"
 }

@@ -382,11 +382,19 @@ func TestExecutorOffset(t *testing.T) {
 	if got := offset(); got != 41 {
 		t.Errorf("after UpdateExecutor: got offset %d, want 41", got)
 	}
-	if err := s.SetExecutorOffset(ctx, sess.ID, 0); err != nil {
+	// Offsets only grow: a late, smaller one changes nothing.
+	if err := s.SetExecutorOffset(ctx, sess.ID, 7); err != nil {
 		t.Fatal(err)
 	}
-	if got := offset(); got != 0 {
-		t.Errorf("after reset: got offset %d, want 0", got)
+	if got := offset(); got != 41 {
+		t.Errorf("after a smaller offset: got %d, want 41", got)
+	}
+	// A new agent's numbering starts at the base.
+	if err := s.ResetExecutorOffset(ctx, sess.ID, 50); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := s.GetExecutor(ctx, sess.ID); err != nil || e.HostOffset != 50 || e.HostOffsetBase != 50 {
+		t.Errorf("after reset to 50: got offset %d base %d (%v), want 50 50", e.HostOffset, e.HostOffsetBase, err)
 	}
 	if err := s.SetExecutorOffset(ctx, "no-such-session", 1); !errcode.Is(err, errcode.SessionNotFound) {
 		t.Errorf("unknown session: got %v, want %s", err, errcode.SessionNotFound)
@@ -479,5 +487,97 @@ func TestExecutorReadsConcurrently(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Errorf("GetExecutor: %v", err)
+	}
+}
+
+// TestCommittedOffsetFromEvents: a hosted session's committed offset is
+// the larger of its executor row's and the one its last event after the
+// row's own write carries; resets start a new agent's numbering above
+// both, in or across transactions; every read of executor rows agrees.
+func TestCommittedOffsetFromEvents(t *testing.T) {
+	ctx := context.Background()
+	type step struct {
+		events []uint64 // events appended in one transaction, with these offsets (0: none)
+		row    uint64   // then SetExecutorOffset in the same transaction, if not 0
+		reset  uint64   // then ResetExecutorOffset in the same transaction, if not 0
+		after  []uint64 // then more events in the same transaction
+	}
+	cases := []struct {
+		name       string
+		steps      []step
+		want, base uint64
+	}{
+		{"events only", []step{{events: []uint64{1, 2, 3}}, {events: []uint64{4, 0}}}, 4, 0},
+		{"events without offsets after them", []step{{events: []uint64{5}}, {events: []uint64{0, 0, 0}}}, 5, 0},
+		{"row offset after events", []step{{events: []uint64{1, 2}, row: 3}}, 3, 0},
+		{"events after a row offset", []step{{row: 3}, {events: []uint64{4, 5}}}, 5, 0},
+		{"row offset older than the batch's events", []step{{events: []uint64{8}, row: 6}}, 8, 0},
+		{"reset above the events", []step{{events: []uint64{1, 2, 9}}, {reset: 9}}, 9, 9},
+		{"reset then the new agent's events, one transaction", []step{{events: []uint64{1, 2}, reset: 2, after: []uint64{3, 4}}}, 4, 2},
+		{"reset then the new agent's events", []step{{events: []uint64{7}}, {reset: 7}, {events: []uint64{8}}}, 8, 7},
+		{"two resets", []step{{events: []uint64{3}, reset: 3}, {events: []uint64{4}, reset: 4}, {events: []uint64{5, 6}}}, 6, 4},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := openStore(t)
+			sess, err := s.CreateSession(ctx, store.Session{TaskID: mustTask(t, s).ID, AgentProfileID: "demo", Cwd: "/tmp/ws"},
+				store.Executor{Runtime: store.RuntimeDetached, Host: "local"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			seq, id := int64(0), int64(0)
+			events := func(offs []uint64) []store.Event {
+				var evs []store.Event
+				for _, off := range offs {
+					seq++
+					id++
+					evs = append(evs, store.Event{ID: id, SessionID: sess.ID, Seq: seq, Type: "message.chunk",
+						Payload: []byte(`{}`), Time: time.Now(), HostOffset: off})
+				}
+				return evs
+			}
+			for _, st := range c.steps {
+				err := s.Tx(ctx, func(tx *store.Store) error {
+					if err := tx.AppendEvents(ctx, events(st.events)); err != nil {
+						return err
+					}
+					if st.row != 0 {
+						if err := tx.SetExecutorOffset(ctx, sess.ID, st.row); err != nil {
+							return err
+						}
+					}
+					if st.reset != 0 {
+						if err := tx.ResetExecutorOffset(ctx, sess.ID, st.reset); err != nil {
+							return err
+						}
+					}
+					return tx.AppendEvents(ctx, events(st.after))
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			check := func(how string, e store.Executor) {
+				t.Helper()
+				if e.HostOffset != c.want || e.HostOffsetBase != c.base {
+					t.Errorf("%s: got offset %d base %d, want %d %d", how, e.HostOffset, e.HostOffsetBase, c.want, c.base)
+				}
+			}
+			e, err := s.GetExecutor(ctx, sess.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check("GetExecutor", e)
+			m, err := s.ExecutorsOf(ctx, []string{sess.ID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			check("ExecutorsOf", m[sess.ID])
+			all, err := s.ListExecutorsByStatus(ctx)
+			if err != nil || len(all) != 1 {
+				t.Fatalf("ListExecutorsByStatus: got %d rows, %v, want 1", len(all), err)
+			}
+			check("ListExecutorsByStatus", all[0])
+		})
 	}
 }

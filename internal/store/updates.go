@@ -20,7 +20,17 @@ const (
 		worktree_path = ?, worktree_branch = ?, last_seen_at = ?, error_message = ?, error_code = ?,
 		error_profile = ?, exit_code = ?, exit_signal = ?, updated_at = ?
 		WHERE session_id = ?`
-	executorOffsetSQL     = `UPDATE executors_running SET host_offset = ? WHERE session_id = ?`
+	// executorOffsetSQL writes a host offset the events do not carry (or
+	// a reset, ?3, to base ?4) into the executor row, with the session's
+	// last event seq: the row's offset then stands for every event up to
+	// it, so it also takes in the largest offset those events carry.
+	executorOffsetSQL = `UPDATE executors_running SET
+		host_offset = MAX(host_offset, ?1, COALESCE((SELECT e.host_offset FROM events e
+			WHERE e.session_id = ?2 AND e.seq > executors_running.host_offset_seq AND e.host_offset IS NOT NULL
+			ORDER BY e.seq DESC LIMIT 1), 0)),
+		host_offset_seq = COALESCE((SELECT MAX(e.seq) FROM events e WHERE e.session_id = ?2), 0),
+		host_offset_base = CASE WHEN ?3 THEN ?4 ELSE host_offset_base END
+		WHERE session_id = ?2`
 	sessionStateSQL       = `UPDATE sessions SET state = ?, updated_at = ?, closed_at = NULL WHERE id = ?`
 	sessionClosedStateSQL = `UPDATE sessions SET state = ?, updated_at = ?2, closed_at = COALESCE(closed_at, ?2) WHERE id = ?3`
 	sessionQueueHeldSQL   = `UPDATE sessions SET queue_held = ?, updated_at = ? WHERE id = ?`
@@ -30,6 +40,16 @@ const (
 	taskFollowSQL = `SELECT state, EXISTS(SELECT 1 FROM sessions WHERE task_id = ?1 AND state = '` + string(SessionRunning) + `')
 		FROM tasks WHERE id = ?1`
 )
+
+// committedOffsetSQL is the executor row's host_offset column as reads
+// see it: the committed offset of a hosted session is the larger of the
+// row's own and the one the session's last event after host_offset_seq
+// carries (Executor.HostOffset). A standalone session has none to look
+// for.
+const committedOffsetSQL = `CASE WHEN runtime = '` + string(RuntimeStandalone) + `' THEN host_offset
+	ELSE MAX(host_offset, COALESCE((SELECT e.host_offset FROM events e
+		WHERE e.session_id = executors_running.session_id AND e.seq > executors_running.host_offset_seq
+		AND e.host_offset IS NOT NULL ORDER BY e.seq DESC LIMIT 1), 0)) END AS host_offset`
 
 // updateStatements are the statements prepareOnPool prepares at Open.
 var updateStatements = []string{updateTurnSQL, updateExecutorSQL, executorOffsetSQL, sessionStateSQL, sessionClosedStateSQL,

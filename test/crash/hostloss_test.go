@@ -51,7 +51,8 @@ func (w *world) checkLostTurn(sid, pid string) {
 // (executor_lost), and continue starts a new agent there and completes;
 // the remote session's turn never notices. Then the remote host is killed
 // mid-turn and stays down past --host-lost-after: its session's turn is
-// interrupted with executor_lost too, and the host shows lost.
+// interrupted with executor_lost too, and the host shows lost. In between,
+// the daemon is killed while the new local agent streams: its turn goes on.
 func TestHostLoss(t *testing.T) {
 	w := hostedWorld(t)
 	far := w.newRemoteHost("far", freeAddr(t), nil)
@@ -102,6 +103,17 @@ func TestHostLoss(t *testing.T) {
 	if !strings.Contains(w.agentText(local)["local-continue"], continuationOpening) {
 		t.Errorf("continuation: agent said %q, want it to have been asked to continue", w.agentText(local)["local-continue"])
 	}
+
+	// The new agent numbers its outbox from 1 again: a daemon killed while
+	// it streams still resumes exactly after the last record it committed.
+	w.prompt(local, streamPrompt, "local-stream")
+	w.waitSeen(fl, "the new agent's first chunk", isChunkOf(t, "local-stream"))
+	w.kill9()
+	w.start("--host-lost-after", "3s")
+	if got := w.waitTurn(local, "local-stream"); got["state"] != "completed" {
+		t.Fatalf("the new agent's turn across a daemon restart: got %v, want completed", got)
+	}
+	checkStreamText(t, "local-stream", w.agentText(local)["local-stream"])
 
 	// The remote host dies mid-turn and stays down past --host-lost-after.
 	w.prompt(remote, "/hang", "remote-2")
