@@ -54,8 +54,13 @@ type Agent struct {
 	attachCall  *call
 	stopCall    *call
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// queue holds the items to deliver from queue[qhead] on (queue.go):
+	// popping moves qhead, so the array is reused, not reallocated as a
+	// slice cut from the front would be at every growth (at full speed
+	// that was 2x an item's 150 bytes of garbage per record).
 	queue    []item
+	qhead    int
 	quitting bool
 	// delivering: an item is being delivered, by the dispatcher or inline
 	// by the connection's reader (accept); the other waits, so order

@@ -35,7 +35,7 @@ func (a *Agent) enqueue(it item) bool {
 		a.mu.Unlock()
 		return false
 	}
-	a.queue = append(a.queue, it)
+	a.pushLocked(it)
 	a.mu.Unlock()
 	a.wakeDispatcher()
 	return true
@@ -83,7 +83,7 @@ func (a *Agent) accept(r *hostproto.Record) {
 	// of a record's way. Anything else (a full window, which would block
 	// the reader of every session on the host) goes to the dispatcher.
 	a.mu.Lock()
-	inline := it.rec == nil && len(a.queue) == 0 && !a.delivering && !a.quitting
+	inline := it.rec == nil && a.queuedLocked() == 0 && !a.delivering && !a.quitting
 	if !inline {
 		a.mu.Unlock()
 		a.enqueue(it)
@@ -95,9 +95,9 @@ func (a *Agent) accept(r *hostproto.Record) {
 	a.mu.Lock()
 	a.delivering = false
 	if !done {
-		a.queue = append([]item{it}, a.queue...) // first: it came before what was queued meanwhile
+		a.pushFrontLocked(it) // first: it came before what was queued meanwhile
 	}
-	more := len(a.queue) > 0 || a.quitting
+	more := a.queuedLocked() > 0 || a.quitting
 	a.mu.Unlock()
 	if more {
 		a.wakeDispatcher()
@@ -133,7 +133,7 @@ func (a *Agent) dispatch() {
 			<-a.wake
 			continue
 		}
-		if len(a.queue) == 0 {
+		if a.queuedLocked() == 0 {
 			quitting := a.quitting
 			a.mu.Unlock()
 			if quitting {
@@ -145,9 +145,7 @@ func (a *Agent) dispatch() {
 			}
 			continue
 		}
-		it := a.queue[0]
-		a.queue[0] = item{}
-		a.queue = a.queue[1:]
+		it := a.popLocked()
 		quitting := a.quitting
 		a.delivering = true // no inline delivery overtakes this item
 		a.mu.Unlock()
