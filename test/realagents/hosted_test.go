@@ -1,6 +1,8 @@
 package realagents_test
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tether/tether/internal/modelserver"
 )
@@ -25,7 +28,10 @@ func TestDetachedKillDaemonMidReplyModelNeverSees(t *testing.T) {
 		gate := modelserver.NewGate()
 		t.Cleanup(gate.Release)
 		w := newWorld(t, a, modelserver.Stall(reply, 3, gate), "--executor", "detached")
-		t.Cleanup(func() { stopHosts(t, w.dir) })
+		// Runs before the world's own cleanup: the daemon goes first (it
+		// could start a host again), then the hosts with their agents,
+		// and only then may the temp dirs (the agent's HOME) go.
+		t.Cleanup(func() { w.stop(); stopHosts(t, w.dir) })
 		sid := w.createSession()
 		w.prompt(sid, "Explain it slowly.", "p1")
 		waitStalled(t, gate)
@@ -61,13 +67,39 @@ func TestDetachedKillDaemonMidReplyModelNeverSees(t *testing.T) {
 }
 
 // stopHosts ends the executor hosts of a data dir (they outlive every
-// daemon on purpose), with their agents.
+// daemon on purpose), with their agents, and waits until they are gone: a
+// host stops its agents before it exits, and an agent still running would
+// write into its HOME while the test removes it.
 func stopHosts(t *testing.T, dataDir string) {
 	t.Helper()
 	out, _ := exec.Command("pgrep", "-f", " host --data-dir "+filepath.Join(dataDir, "host")).Output()
+	var pids []int
 	for _, f := range strings.Fields(string(out)) {
 		if pid, err := strconv.Atoi(f); err == nil && pid != os.Getpid() {
 			_ = syscall.Kill(pid, syscall.SIGTERM)
+			pids = append(pids, pid)
 		}
 	}
+	end := time.Now().Add(deadline)
+	for _, pid := range pids {
+		for running(pid) {
+			if time.Now().After(end) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+				t.Errorf("executor host %d still running %s after SIGTERM (killed now)", pid, deadline)
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// running reports whether pid is a live process. A zombie is not: a host
+// whose daemon was killed belongs to init, which may be slow to reap it.
+func running(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
 }
