@@ -242,6 +242,36 @@ func (e ExecutorStatus) Valid() bool {
 	}
 }
 
+// Defines values for GitDiffFileStatus.
+const (
+	GitDiffFileStatusAdded      GitDiffFileStatus = "added"
+	GitDiffFileStatusCopied     GitDiffFileStatus = "copied"
+	GitDiffFileStatusDeleted    GitDiffFileStatus = "deleted"
+	GitDiffFileStatusModified   GitDiffFileStatus = "modified"
+	GitDiffFileStatusRenamed    GitDiffFileStatus = "renamed"
+	GitDiffFileStatusTypechange GitDiffFileStatus = "typechange"
+)
+
+// Valid indicates whether the value is a known member of the GitDiffFileStatus enum.
+func (e GitDiffFileStatus) Valid() bool {
+	switch e {
+	case GitDiffFileStatusAdded:
+		return true
+	case GitDiffFileStatusCopied:
+		return true
+	case GitDiffFileStatusDeleted:
+		return true
+	case GitDiffFileStatusModified:
+		return true
+	case GitDiffFileStatusRenamed:
+		return true
+	case GitDiffFileStatusTypechange:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HealthStatus.
 const (
 	HealthStatusOk HealthStatus = "ok"
@@ -1139,6 +1169,48 @@ func (e TurnStartedEventType) Valid() bool {
 	}
 }
 
+// Defines values for WorkspaceEntryType.
+const (
+	WorkspaceEntryTypeDir     WorkspaceEntryType = "dir"
+	WorkspaceEntryTypeFile    WorkspaceEntryType = "file"
+	WorkspaceEntryTypeOther   WorkspaceEntryType = "other"
+	WorkspaceEntryTypeSymlink WorkspaceEntryType = "symlink"
+)
+
+// Valid indicates whether the value is a known member of the WorkspaceEntryType enum.
+func (e WorkspaceEntryType) Valid() bool {
+	switch e {
+	case WorkspaceEntryTypeDir:
+		return true
+	case WorkspaceEntryTypeFile:
+		return true
+	case WorkspaceEntryTypeOther:
+		return true
+	case WorkspaceEntryTypeSymlink:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkspaceFileEncoding.
+const (
+	WorkspaceFileEncodingBase64 WorkspaceFileEncoding = "base64"
+	WorkspaceFileEncodingUtf8   WorkspaceFileEncoding = "utf-8"
+)
+
+// Valid indicates whether the value is a known member of the WorkspaceFileEncoding enum.
+func (e WorkspaceFileEncoding) Valid() bool {
+	switch e {
+	case WorkspaceFileEncodingBase64:
+		return true
+	case WorkspaceFileEncodingUtf8:
+		return true
+	default:
+		return false
+	}
+}
+
 // AgentCapabilities What the agent advertised in `initialize`.
 type AgentCapabilities struct {
 	AgentName    *string `json:"agentName,omitempty"`
@@ -1427,6 +1499,82 @@ type ExecutorStatusData struct {
 	// Status reconnecting: the agent runs in an executor host the daemon has lost its connection to (a daemon restart, a network cut) and is reconnecting to; the turn goes on on the host.
 	Status ExecutorStatus `json:"status"`
 	TaskId *string        `json:"taskId,omitempty"`
+}
+
+// GitCommit defines model for GitCommit.
+type GitCommit struct {
+	AuthorEmail string    `json:"authorEmail"`
+	AuthorName  string    `json:"authorName"`
+	AuthoredAt  time.Time `json:"authoredAt"`
+	Hash        string    `json:"hash"`
+	Subject     string    `json:"subject"`
+}
+
+// GitDiff defines model for GitDiff.
+type GitDiff struct {
+	Against string `json:"against"`
+
+	// Base The tree compared against.
+	Base           string        `json:"base"`
+	Files          []GitDiffFile `json:"files"`
+	Patch          *string       `json:"patch,omitempty"`
+	PatchTruncated bool          `json:"patchTruncated"`
+
+	// Tree The working tree's snapshot tree.
+	Tree string `json:"tree"`
+}
+
+// GitDiffFile defines model for GitDiffFile.
+type GitDiffFile struct {
+	Additions int     `json:"additions"`
+	Binary    bool    `json:"binary"`
+	Deletions int     `json:"deletions"`
+	OldPath   *string `json:"oldPath,omitempty"`
+
+	// Path Relative to the repository's top level.
+	Path   string            `json:"path"`
+	Status GitDiffFileStatus `json:"status"`
+}
+
+// GitDiffFileStatus defines model for GitDiffFile.Status.
+type GitDiffFileStatus string
+
+// GitLog defines model for GitLog.
+type GitLog struct {
+	Commits []GitCommit `json:"commits"`
+}
+
+// GitStatus defines model for GitStatus.
+type GitStatus struct {
+	Ahead  int `json:"ahead"`
+	Behind int `json:"behind"`
+
+	// Branch Absent when HEAD is detached.
+	Branch   *string          `json:"branch,omitempty"`
+	Detached bool             `json:"detached"`
+	Entries  []GitStatusEntry `json:"entries"`
+
+	// Head HEAD's commit; absent before the first commit.
+	Head *string `json:"head,omitempty"`
+
+	// Prefix The session's directory relative to the repository's top level.
+	Prefix   string  `json:"prefix"`
+	Upstream *string `json:"upstream,omitempty"`
+}
+
+// GitStatusEntry defines model for GitStatusEntry.
+type GitStatusEntry struct {
+	// Index git's state in the index (porcelain v2: . M A D R C T U, ? untracked).
+	Index string `json:"index"`
+
+	// OrigPath The path it was renamed or copied from.
+	OrigPath *string `json:"origPath,omitempty"`
+
+	// Path Relative to the repository's top level.
+	Path string `json:"path"`
+
+	// Worktree git's state in the working tree, in the same letters.
+	Worktree string `json:"worktree"`
 }
 
 // Health Which tetherd answers. `apiVersion` is this contract's `info.version`
@@ -2452,6 +2600,54 @@ type TurnStartedEvent struct {
 // TurnStartedEventType defines model for TurnStartedEvent.Type.
 type TurnStartedEventType string
 
+// WorkspaceEntry defines model for WorkspaceEntry.
+type WorkspaceEntry struct {
+	// Mode Unix mode as ls shows it (-rw-r--r--).
+	Mode       string    `json:"mode"`
+	ModifiedAt time.Time `json:"modifiedAt"`
+	Name       string    `json:"name"`
+
+	// Path Relative to the session's directory ("." for itself).
+	Path string             `json:"path"`
+	Size int64              `json:"size"`
+	Type WorkspaceEntryType `json:"type"`
+}
+
+// WorkspaceEntryType defines model for WorkspaceEntry.Type.
+type WorkspaceEntryType string
+
+// WorkspaceFile defines model for WorkspaceFile.
+type WorkspaceFile struct {
+	// Binary A NUL byte in the file's first 8000 bytes.
+	Binary   bool                  `json:"binary"`
+	Content  string                `json:"content"`
+	Encoding WorkspaceFileEncoding `json:"encoding"`
+
+	// Length Bytes returned.
+	Length     int64     `json:"length"`
+	ModifiedAt time.Time `json:"modifiedAt"`
+	Offset     int64     `json:"offset"`
+	Path       string    `json:"path"`
+
+	// Size The whole file's size.
+	Size int64 `json:"size"`
+
+	// Truncated The file goes on after this range.
+	Truncated bool `json:"truncated"`
+}
+
+// WorkspaceFileEncoding defines model for WorkspaceFile.Encoding.
+type WorkspaceFileEncoding string
+
+// WorkspaceListing defines model for WorkspaceListing.
+type WorkspaceListing struct {
+	Entries []WorkspaceEntry `json:"entries"`
+	Path    string           `json:"path"`
+
+	// Truncated The directory holds more entries than one listing returns.
+	Truncated bool `json:"truncated"`
+}
+
 // Cursor defines model for Cursor.
 type Cursor = string
 
@@ -2469,6 +2665,9 @@ type Ticket = string
 
 // Types defines model for Types.
 type Types = string
+
+// WorkspacePath defines model for WorkspacePath.
+type WorkspacePath = string
 
 // AtCapacity defines model for AtCapacity.
 type AtCapacity = Problem
@@ -2514,6 +2713,44 @@ type StreamSessionEventsParams struct {
 
 	// LastEventID Sent by EventSource clients on reconnect; same meaning as `cursor`.
 	LastEventID *LastEventID `json:"Last-Event-ID,omitempty"`
+}
+
+// ReadWorkspaceFileParams defines parameters for ReadWorkspaceFile.
+type ReadWorkspaceFileParams struct {
+	// Path Relative to the session's directory, "/"-separated; empty for the directory itself.
+	Path   *WorkspacePath `form:"path,omitempty" json:"path,omitempty"`
+	Offset *int64         `form:"offset,omitempty" json:"offset,omitempty"`
+
+	// Length Bytes to read (default and most 1 MiB).
+	Length *int64 `form:"length,omitempty" json:"length,omitempty"`
+}
+
+// ListWorkspaceFilesParams defines parameters for ListWorkspaceFiles.
+type ListWorkspaceFilesParams struct {
+	// Path Relative to the session's directory, "/"-separated; empty for the directory itself.
+	Path *WorkspacePath `form:"path,omitempty" json:"path,omitempty"`
+}
+
+// GetGitDiffParams defines parameters for GetGitDiff.
+type GetGitDiffParams struct {
+	Against *string `form:"against,omitempty" json:"against,omitempty"`
+
+	// Path Only this file or directory (relative to the session's directory).
+	Path *string `form:"path,omitempty" json:"path,omitempty"`
+
+	// Patch Include the patch text.
+	Patch *bool `form:"patch,omitempty" json:"patch,omitempty"`
+}
+
+// GetGitLogParams defines parameters for GetGitLog.
+type GetGitLogParams struct {
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// StatWorkspacePathParams defines parameters for StatWorkspacePath.
+type StatWorkspacePathParams struct {
+	// Path Relative to the session's directory, "/"-separated; empty for the directory itself.
+	Path *WorkspacePath `form:"path,omitempty" json:"path,omitempty"`
 }
 
 // ListSessionsParams defines parameters for ListSessions.
@@ -4155,6 +4392,24 @@ type ServerInterface interface {
 	// GetTurn One turn with its outcome.
 	// (GET /session/{id}/turns/{promptId})
 	GetTurn(ctx echo.Context, id ID, promptId PromptID) error
+	// ReadWorkspaceFile Read a byte range of a file of the session's workspace.
+	// (GET /session/{id}/workspace/file)
+	ReadWorkspaceFile(ctx echo.Context, id ID, params ReadWorkspaceFileParams) error
+	// ListWorkspaceFiles List a directory of the session's workspace.
+	// (GET /session/{id}/workspace/files)
+	ListWorkspaceFiles(ctx echo.Context, id ID, params ListWorkspaceFilesParams) error
+	// GetGitDiff The working tree against a commit, untracked files included.
+	// (GET /session/{id}/workspace/git/diff)
+	GetGitDiff(ctx echo.Context, id ID, params GetGitDiffParams) error
+	// GetGitLog The newest commits reachable from HEAD.
+	// (GET /session/{id}/workspace/git/log)
+	GetGitLog(ctx echo.Context, id ID, params GetGitLogParams) error
+	// GetGitStatus The branch and changed paths of the repository the session's directory is in.
+	// (GET /session/{id}/workspace/git/status)
+	GetGitStatus(ctx echo.Context, id ID) error
+	// StatWorkspacePath Describe one path of the session's workspace (a final symlink as itself).
+	// (GET /session/{id}/workspace/stat)
+	StatWorkspacePath(ctx echo.Context, id ID, params StatWorkspacePathParams) error
 	// ListSessions List sessions, newest first, paginated.
 	// (GET /sessions)
 	ListSessions(ctx echo.Context, params ListSessionsParams) error
@@ -4638,6 +4893,175 @@ func (w *ServerInterfaceWrapper) GetTurn(ctx echo.Context) error {
 	return err
 }
 
+// ReadWorkspaceFile converts echo context to params.
+func (w *ServerInterfaceWrapper) ReadWorkspaceFile(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ReadWorkspaceFileParams
+	// ------------- Optional query parameter "path" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "path", ctx.QueryParams(), &params.Path, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter path: %s", err))
+	}
+
+	// ------------- Optional query parameter "offset" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "offset", ctx.QueryParams(), &params.Offset, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter offset: %s", err))
+	}
+
+	// ------------- Optional query parameter "length" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "length", ctx.QueryParams(), &params.Length, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter length: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ReadWorkspaceFile(ctx, id, params)
+	return err
+}
+
+// ListWorkspaceFiles converts echo context to params.
+func (w *ServerInterfaceWrapper) ListWorkspaceFiles(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListWorkspaceFilesParams
+	// ------------- Optional query parameter "path" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "path", ctx.QueryParams(), &params.Path, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter path: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListWorkspaceFiles(ctx, id, params)
+	return err
+}
+
+// GetGitDiff converts echo context to params.
+func (w *ServerInterfaceWrapper) GetGitDiff(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetGitDiffParams
+	// ------------- Optional query parameter "against" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "against", ctx.QueryParams(), &params.Against, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter against: %s", err))
+	}
+
+	// ------------- Optional query parameter "path" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "path", ctx.QueryParams(), &params.Path, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter path: %s", err))
+	}
+
+	// ------------- Optional query parameter "patch" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "patch", ctx.QueryParams(), &params.Patch, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter patch: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetGitDiff(ctx, id, params)
+	return err
+}
+
+// GetGitLog converts echo context to params.
+func (w *ServerInterfaceWrapper) GetGitLog(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetGitLogParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetGitLog(ctx, id, params)
+	return err
+}
+
+// GetGitStatus converts echo context to params.
+func (w *ServerInterfaceWrapper) GetGitStatus(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetGitStatus(ctx, id)
+	return err
+}
+
+// StatWorkspacePath converts echo context to params.
+func (w *ServerInterfaceWrapper) StatWorkspacePath(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params StatWorkspacePathParams
+	// ------------- Optional query parameter "path" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "path", ctx.QueryParams(), &params.Path, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter path: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.StatWorkspacePath(ctx, id, params)
+	return err
+}
+
 // ListSessions converts echo context to params.
 func (w *ServerInterfaceWrapper) ListSessions(ctx echo.Context) error {
 	var err error
@@ -4803,6 +5227,12 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/session/:id/continue", wrapper.ContinueSession, options.OperationMiddlewares["continueSession"]...)
 	router.DELETE(options.BaseURL+"/session/:id/turns/:promptId", wrapper.WithdrawTurn, options.OperationMiddlewares["withdrawTurn"]...)
 	router.GET(options.BaseURL+"/session/:id/turns/:promptId", wrapper.GetTurn, options.OperationMiddlewares["getTurn"]...)
+	router.GET(options.BaseURL+"/session/:id/workspace/files", wrapper.ListWorkspaceFiles, options.OperationMiddlewares["listWorkspaceFiles"]...)
+	router.GET(options.BaseURL+"/session/:id/workspace/file", wrapper.ReadWorkspaceFile, options.OperationMiddlewares["readWorkspaceFile"]...)
+	router.GET(options.BaseURL+"/session/:id/workspace/stat", wrapper.StatWorkspacePath, options.OperationMiddlewares["statWorkspacePath"]...)
+	router.GET(options.BaseURL+"/session/:id/workspace/git/status", wrapper.GetGitStatus, options.OperationMiddlewares["getGitStatus"]...)
+	router.GET(options.BaseURL+"/session/:id/workspace/git/diff", wrapper.GetGitDiff, options.OperationMiddlewares["getGitDiff"]...)
+	router.GET(options.BaseURL+"/session/:id/workspace/git/log", wrapper.GetGitLog, options.OperationMiddlewares["getGitLog"]...)
 
 }
 
@@ -6902,6 +7332,649 @@ func (response GetTurndefaultApplicationProblemPlusJSONResponse) VisitGetTurnRes
 	return err
 }
 
+type ReadWorkspaceFileRequestObject struct {
+	Id     ID `json:"id"`
+	Params ReadWorkspaceFileParams
+}
+
+type ReadWorkspaceFileResponseObject interface {
+	VisitReadWorkspaceFileResponse(w http.ResponseWriter) error
+}
+
+type ReadWorkspaceFile200JSONResponse WorkspaceFile
+
+func (response ReadWorkspaceFile200JSONResponse) VisitReadWorkspaceFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReadWorkspaceFile400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ReadWorkspaceFile400ApplicationProblemPlusJSONResponse) VisitReadWorkspaceFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReadWorkspaceFile401ApplicationProblemPlusJSONResponse Problem
+
+func (response ReadWorkspaceFile401ApplicationProblemPlusJSONResponse) VisitReadWorkspaceFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReadWorkspaceFile403ApplicationProblemPlusJSONResponse Problem
+
+func (response ReadWorkspaceFile403ApplicationProblemPlusJSONResponse) VisitReadWorkspaceFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReadWorkspaceFile404ApplicationProblemPlusJSONResponse Problem
+
+func (response ReadWorkspaceFile404ApplicationProblemPlusJSONResponse) VisitReadWorkspaceFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReadWorkspaceFile503ApplicationProblemPlusJSONResponse Problem
+
+func (response ReadWorkspaceFile503ApplicationProblemPlusJSONResponse) VisitReadWorkspaceFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReadWorkspaceFiledefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ReadWorkspaceFiledefaultApplicationProblemPlusJSONResponse) VisitReadWorkspaceFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWorkspaceFilesRequestObject struct {
+	Id     ID `json:"id"`
+	Params ListWorkspaceFilesParams
+}
+
+type ListWorkspaceFilesResponseObject interface {
+	VisitListWorkspaceFilesResponse(w http.ResponseWriter) error
+}
+
+type ListWorkspaceFiles200JSONResponse WorkspaceListing
+
+func (response ListWorkspaceFiles200JSONResponse) VisitListWorkspaceFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWorkspaceFiles400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ListWorkspaceFiles400ApplicationProblemPlusJSONResponse) VisitListWorkspaceFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWorkspaceFiles401ApplicationProblemPlusJSONResponse Problem
+
+func (response ListWorkspaceFiles401ApplicationProblemPlusJSONResponse) VisitListWorkspaceFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWorkspaceFiles403ApplicationProblemPlusJSONResponse Problem
+
+func (response ListWorkspaceFiles403ApplicationProblemPlusJSONResponse) VisitListWorkspaceFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWorkspaceFiles404ApplicationProblemPlusJSONResponse Problem
+
+func (response ListWorkspaceFiles404ApplicationProblemPlusJSONResponse) VisitListWorkspaceFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWorkspaceFiles503ApplicationProblemPlusJSONResponse Problem
+
+func (response ListWorkspaceFiles503ApplicationProblemPlusJSONResponse) VisitListWorkspaceFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWorkspaceFilesdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ListWorkspaceFilesdefaultApplicationProblemPlusJSONResponse) VisitListWorkspaceFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGitDiffRequestObject struct {
+	Id     ID `json:"id"`
+	Params GetGitDiffParams
+}
+
+type GetGitDiffResponseObject interface {
+	VisitGetGitDiffResponse(w http.ResponseWriter) error
+}
+
+type GetGitDiff200JSONResponse GitDiff
+
+func (response GetGitDiff200JSONResponse) VisitGetGitDiffResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGitDiff400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GetGitDiff400ApplicationProblemPlusJSONResponse) VisitGetGitDiffResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGitDiff401ApplicationProblemPlusJSONResponse Problem
+
+func (response GetGitDiff401ApplicationProblemPlusJSONResponse) VisitGetGitDiffResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGitDiff404ApplicationProblemPlusJSONResponse Problem
+
+func (response GetGitDiff404ApplicationProblemPlusJSONResponse) VisitGetGitDiffResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGitDiff409ApplicationProblemPlusJSONResponse Problem
+
+func (response GetGitDiff409ApplicationProblemPlusJSONResponse) VisitGetGitDiffResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGitDiff503ApplicationProblemPlusJSONResponse Problem
+
+func (response GetGitDiff503ApplicationProblemPlusJSONResponse) VisitGetGitDiffResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGitDiffdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response GetGitDiffdefaultApplicationProblemPlusJSONResponse) VisitGetGitDiffResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGitLogRequestObject struct {
+	Id     ID `json:"id"`
+	Params GetGitLogParams
+}
+
+type GetGitLogResponseObject interface {
+	VisitGetGitLogResponse(w http.ResponseWriter) error
+}
+
+type GetGitLog200JSONResponse GitLog
+
+func (response GetGitLog200JSONResponse) VisitGetGitLogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGitLog401ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GetGitLog401ApplicationProblemPlusJSONResponse) VisitGetGitLogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGitLog404ApplicationProblemPlusJSONResponse Problem
+
+func (response GetGitLog404ApplicationProblemPlusJSONResponse) VisitGetGitLogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGitLog409ApplicationProblemPlusJSONResponse Problem
+
+func (response GetGitLog409ApplicationProblemPlusJSONResponse) VisitGetGitLogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGitLog503ApplicationProblemPlusJSONResponse Problem
+
+func (response GetGitLog503ApplicationProblemPlusJSONResponse) VisitGetGitLogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGitLogdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response GetGitLogdefaultApplicationProblemPlusJSONResponse) VisitGetGitLogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGitStatusRequestObject struct {
+	Id ID `json:"id"`
+}
+
+type GetGitStatusResponseObject interface {
+	VisitGetGitStatusResponse(w http.ResponseWriter) error
+}
+
+type GetGitStatus200JSONResponse GitStatus
+
+func (response GetGitStatus200JSONResponse) VisitGetGitStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGitStatus401ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GetGitStatus401ApplicationProblemPlusJSONResponse) VisitGetGitStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGitStatus404ApplicationProblemPlusJSONResponse Problem
+
+func (response GetGitStatus404ApplicationProblemPlusJSONResponse) VisitGetGitStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGitStatus409ApplicationProblemPlusJSONResponse Problem
+
+func (response GetGitStatus409ApplicationProblemPlusJSONResponse) VisitGetGitStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGitStatus503ApplicationProblemPlusJSONResponse Problem
+
+func (response GetGitStatus503ApplicationProblemPlusJSONResponse) VisitGetGitStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGitStatusdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response GetGitStatusdefaultApplicationProblemPlusJSONResponse) VisitGetGitStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StatWorkspacePathRequestObject struct {
+	Id     ID `json:"id"`
+	Params StatWorkspacePathParams
+}
+
+type StatWorkspacePathResponseObject interface {
+	VisitStatWorkspacePathResponse(w http.ResponseWriter) error
+}
+
+type StatWorkspacePath200JSONResponse WorkspaceEntry
+
+func (response StatWorkspacePath200JSONResponse) VisitStatWorkspacePathResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StatWorkspacePath400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response StatWorkspacePath400ApplicationProblemPlusJSONResponse) VisitStatWorkspacePathResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StatWorkspacePath401ApplicationProblemPlusJSONResponse Problem
+
+func (response StatWorkspacePath401ApplicationProblemPlusJSONResponse) VisitStatWorkspacePathResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StatWorkspacePath403ApplicationProblemPlusJSONResponse Problem
+
+func (response StatWorkspacePath403ApplicationProblemPlusJSONResponse) VisitStatWorkspacePathResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StatWorkspacePath404ApplicationProblemPlusJSONResponse Problem
+
+func (response StatWorkspacePath404ApplicationProblemPlusJSONResponse) VisitStatWorkspacePathResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StatWorkspacePath503ApplicationProblemPlusJSONResponse Problem
+
+func (response StatWorkspacePath503ApplicationProblemPlusJSONResponse) VisitStatWorkspacePathResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StatWorkspacePathdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response StatWorkspacePathdefaultApplicationProblemPlusJSONResponse) VisitStatWorkspacePathResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListSessionsRequestObject struct {
 	Params ListSessionsParams
 }
@@ -7321,6 +8394,24 @@ type StrictServerInterface interface {
 	// GetTurn One turn with its outcome.
 	// (GET /session/{id}/turns/{promptId})
 	GetTurn(ctx context.Context, request GetTurnRequestObject) (GetTurnResponseObject, error)
+	// ReadWorkspaceFile Read a byte range of a file of the session's workspace.
+	// (GET /session/{id}/workspace/file)
+	ReadWorkspaceFile(ctx context.Context, request ReadWorkspaceFileRequestObject) (ReadWorkspaceFileResponseObject, error)
+	// ListWorkspaceFiles List a directory of the session's workspace.
+	// (GET /session/{id}/workspace/files)
+	ListWorkspaceFiles(ctx context.Context, request ListWorkspaceFilesRequestObject) (ListWorkspaceFilesResponseObject, error)
+	// GetGitDiff The working tree against a commit, untracked files included.
+	// (GET /session/{id}/workspace/git/diff)
+	GetGitDiff(ctx context.Context, request GetGitDiffRequestObject) (GetGitDiffResponseObject, error)
+	// GetGitLog The newest commits reachable from HEAD.
+	// (GET /session/{id}/workspace/git/log)
+	GetGitLog(ctx context.Context, request GetGitLogRequestObject) (GetGitLogResponseObject, error)
+	// GetGitStatus The branch and changed paths of the repository the session's directory is in.
+	// (GET /session/{id}/workspace/git/status)
+	GetGitStatus(ctx context.Context, request GetGitStatusRequestObject) (GetGitStatusResponseObject, error)
+	// StatWorkspacePath Describe one path of the session's workspace (a final symlink as itself).
+	// (GET /session/{id}/workspace/stat)
+	StatWorkspacePath(ctx context.Context, request StatWorkspacePathRequestObject) (StatWorkspacePathResponseObject, error)
 	// ListSessions List sessions, newest first, paginated.
 	// (GET /sessions)
 	ListSessions(ctx context.Context, request ListSessionsRequestObject) (ListSessionsResponseObject, error)
@@ -8105,6 +9196,161 @@ func (sh *strictHandler) GetTurn(ctx echo.Context, id ID, promptId PromptID) err
 	return nil
 }
 
+// ReadWorkspaceFile operation middleware
+func (sh *strictHandler) ReadWorkspaceFile(ctx echo.Context, id ID, params ReadWorkspaceFileParams) error {
+	var request ReadWorkspaceFileRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ReadWorkspaceFile(ctx.Request().Context(), request.(ReadWorkspaceFileRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ReadWorkspaceFile")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ReadWorkspaceFileResponseObject); ok {
+		return validResponse.VisitReadWorkspaceFileResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListWorkspaceFiles operation middleware
+func (sh *strictHandler) ListWorkspaceFiles(ctx echo.Context, id ID, params ListWorkspaceFilesParams) error {
+	var request ListWorkspaceFilesRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListWorkspaceFiles(ctx.Request().Context(), request.(ListWorkspaceFilesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListWorkspaceFiles")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListWorkspaceFilesResponseObject); ok {
+		return validResponse.VisitListWorkspaceFilesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetGitDiff operation middleware
+func (sh *strictHandler) GetGitDiff(ctx echo.Context, id ID, params GetGitDiffParams) error {
+	var request GetGitDiffRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetGitDiff(ctx.Request().Context(), request.(GetGitDiffRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetGitDiff")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetGitDiffResponseObject); ok {
+		return validResponse.VisitGetGitDiffResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetGitLog operation middleware
+func (sh *strictHandler) GetGitLog(ctx echo.Context, id ID, params GetGitLogParams) error {
+	var request GetGitLogRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetGitLog(ctx.Request().Context(), request.(GetGitLogRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetGitLog")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetGitLogResponseObject); ok {
+		return validResponse.VisitGetGitLogResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetGitStatus operation middleware
+func (sh *strictHandler) GetGitStatus(ctx echo.Context, id ID) error {
+	var request GetGitStatusRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetGitStatus(ctx.Request().Context(), request.(GetGitStatusRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetGitStatus")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetGitStatusResponseObject); ok {
+		return validResponse.VisitGetGitStatusResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// StatWorkspacePath operation middleware
+func (sh *strictHandler) StatWorkspacePath(ctx echo.Context, id ID, params StatWorkspacePathParams) error {
+	var request StatWorkspacePathRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StatWorkspacePath(ctx.Request().Context(), request.(StatWorkspacePathRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StatWorkspacePath")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(StatWorkspacePathResponseObject); ok {
+		return validResponse.VisitStatWorkspacePathResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListSessions operation middleware
 func (sh *strictHandler) ListSessions(ctx echo.Context, params ListSessionsParams) error {
 	var request ListSessionsRequestObject
@@ -8277,217 +9523,252 @@ func (sh *strictHandler) UpdateTask(ctx echo.Context, id ID) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L17cxu3kjj6VVC8W2Xq7oiSHWezkWprS0d2Trzr2FpJ2VTdQ18ONAOKiGYAHgAjmifxd/8VuoEZDAfD",
-	"h0TZTn4nf8QiiWejgX53/zbIZDmXggmjBye/DeZU0ZIZpuDTeaW0VPavnOlM8bnhUgxOBpdMVyUjdGqY",
-	"ImbGNcmgJRmm4+r4+JuMzWU2gz/ZCX6j2d/xc3pwSuQ9U4rnTJO3VJvD1/dMmMM3r0aDZMDt+H+vmFoO",
-	"koGgJRucDHDwQTLQ2YyV1K6npB/fMnFrZoOTF8fHycAs57alNoqL28GnT8ngB1kUctFd+5QWmhEmck3M",
-	"jBFtFKNlvRVGFJsXdEmGMyryJVlwM7ObKw76FjfFecLF5WxKq8IMToyqWL22GykLRgUs7s0r2w6Gm1Mz",
-	"a0bj+SAZKPb3iiuW+wGi2/63l8mg5MJ/fB6DgYUuABfnawPiiglDbpYEGlzJSmWMZAW3mECkIIplUgiW",
-	"mVOiaclIyajg4pZQTVI8kLQGyYzRnKlmF61T3fHcrnl2x0x3uWf+qAw0IFMlS5JevL+6JkfMTqWP8Bed",
-	"JoQLbRjNiZzaMx2L9KwyM6n4P6gdLSW4YDJczHg2IwsuNFnMmCA30swIVYxoJszBiLxj90yReWXGwuLG",
-	"DaPKoom8Y4Jwo1kxJVwQSn6+fDsaix4MwWXtCoblnOkuFM5lWdJDzew9NSwnsHNiu2tiJMlZwe2Kh5kU",
-	"RsmCTO111oQWC7rUJJMl60VkGGTNKiPL/GRxVc+l0LjWM3NO5zTjZmk/2TUwAUdJ5/OCZwD8o7mSNwUr",
-	"//VXbXf0WzDfvyg2HZwM/p+j5k06wl/10QX2wknbMLmeMZJTVkpBuCbUEEoytwxS8JKbUyKkmVnkXVBN",
-	"aF5yY2EnFckUs2AcjUVKb5kwE2g/UYxmM5anJ0QbqgygvSDQgixkVeRkTrUm6eFhST8ewvc6JVIhlsyV",
-	"nPKCPdMkLenHM/frMIWx04SkOpNzlp74Rf/ueySEipzQsUgvmVHLwzP7KHlkPTgl6VzJcm4mf69YxSbT",
-	"qihgtFll7BInuVyIlEgzY2rBNUOExM5wOsGgsdcgk/AmSrKg3JAbNpWKEaOWsPtbysWohRwOF7gw7JYp",
-	"ey6fkoE/pc94+pc/nJPvX377HXEjk5wZygs9gmvkBgDktAdh8fOGF9zw2O36ZUYNEAE8aprfM2W4Zrm9",
-	"5SkX3HBa8H8wePnmSs7tzzgQ9HgHN+m31XuS4K//y5TmuOtug8rMfmJmJvPIsn6Ui3BVWcbmRlvczZmw",
-	"K9JkeHZ+QdJgEEtl7b0mUjC7+BW8bFqm9sRn9J4Rwyzm5CSjRYEt7OgZNSx15HEVAtywUm86urN6KrtP",
-	"t3GqFF3az4Wk+RXTK3CpSSVAuZx3jm0F9lXOZbw7K29YnrP83GLjRxNvxEt6y2I/fQpp8d9cu8TN1x38",
-	"Q70/efMry4xbv5GZLLqHX98ceESrcpsVhOCqu0WBFFsL3IC3XJsICG89B7jdodrmF4hP3WNdWbQbu3dF",
-	"fpzIudao07kT9tG3v5MSGtTYG+KtRvYNkbfBXTLEFY2WtCxIMwlQxu7NvKe8oDcFi+NOtoKZG6HWOiU7",
-	"gKXoomeH7CPLKmNnJ0NgeExN655Zci6m/LZS8LImRACzAs0osQfAtInvKefaMrm9z9WMayPV0uH1G2GP",
-	"q/eG8jw6hqCG3zOHrJe9CA7Ie8PyM0DKqVQlNYOTQU4NOzQcsLsztAZm1bZnoiotit1UvDDc3gmEycBS",
-	"CcMyw/IA75oRKlEf6yWjOvoor15+y5mHgKvXEeJIfN/9EI1eihbat6/EpGQGqCXNc25HoMVF0KAlcDQj",
-	"UnUbISuGqZILWpwQqm6rEhh/I4mqRENtAMsAQeEuJUSKjCXI9Pr+LVLQAfXqi99aQxT3hOmjzJLk0v6/",
-	"0gzFTrz8CcmZ4vcsR+TnRpM7bjkpkRMAWPQS9OJtz6XALzpiyfnFMzednPrHaOhYRStS0BuUJSy9cNgK",
-	"v8Ln+8k9tXKTB2UUWe+pipye63wCZ3VPFbf4BweomemSfCbudzmnGPIL6lBZxEndmb8F582Ttg5N2/t5",
-	"LxjRBdWzGuFqlltOp0w5Jmd1koMuK7YJw7iYV2a3xV0opusTtYD1azT0jmkyVczyTx+NpzVGA/fVXdt6",
-	"7LZLDVQRfojuw9SBvcfaLgkJr6+sDKwN4BwfOTx1d+DhmLFzP6ciY4V96ooIZ5HBrwXL469/zkCaidC/",
-	"/4HvCfI2hIO+hhqyYIqRXMn5nOW7vTw40pt881vfrDm6XyAx72Gd5zMqkHeMIxNom1aR4J4WVewpIfAD",
-	"4fCUUKJZwTJD5BzJu1SEEgc5Mm19wiYWGlKw99PByd/awvu3/7ZBV5R0j+bDKlBw1T0AsaLeXwqZ3W0E",
-	"xcqeBbG32gmL5MYO0b01D6R6QkgDvJHeuW9ODY0i1abHpeQlu3aUYnvaoljD0+y0Ts3/wVqMExfm3142",
-	"NzsQMrz8EyDG82P4L0JzDDfFejLoiRkMm3RkI7+jScHFXfA5zo4pvvlSwq996MdFxc5AMGYRrokGv7h1",
-	"W3h+SGIMfa3z7iwTlG2v5zKb9dAVw5SqatxYJwpcskzeM7W8qsqSqk3PUzLQhpoW2FUlhP0tGbj3EySJ",
-	"ecEM/l2/YMlgSjn+US8wyhWvSm0eZsHKVvbYgkgNuXVH9IplBRd4ELQo3FO1leYn2eJQ4YmJnqrq4/Lt",
-	"T3gUOx9ZP8DcbMHYXaB8CMByicLajmQkRJgNILTtXsU5B1DTW2YKwdN+nn9i5Y1lvaxkuSR5pUAURaXz",
-	"nC4LSXOSUaU402To12O5JMWsgFApUMlycS+Lexbj1dYjPQpRPb8aqu/6iHl3lyBI472OaD7w53quNhDe",
-	"gQpdCi+OcynI0H4E5bCzMRC32GcamdaDE0LJzz+/eWXl8gWhxsEQ+nhZXbFKIxfTfWuUkuonpnVbNRU0",
-	"+MjNucxZXKNkf73it1akiApZUpt1GgepiG1yQgqZ0QK4jZwZUIonjv9F1QPLUc1oWyhWSsNOncQDX2lD",
-	"RU4LKVh0kwXV5ooxsYvwP2/JbR0l2rW8Y6JHXeQEWstwuNMiPA59VQmYP3hwm62gcgGAAVfc7jpK1uyj",
-	"XW3UCnnUvMLWq8+KX0o93Ic16P2jjCr38lwxHdV324va6JQIGj404Qblykrwj0RLMLhJFEoAL+ZSmX60",
-	"9Wi5OtkSBrCHTpxt0R4BNYZZDh/JFBnaCSaVoM5iZzEOvvKa1EnJdUlNNkvIaDQ6eNjtsSP2vCv2p0Bb",
-	"28Uj2+CZrjWONxUvcnKPPXrR3D71NDNnkWv31gIEDHVEsYw1igwPbjvodpcjLgY2lxiO2uEucZj1TMMk",
-	"CWGFZrXc6TUItbLRtvEqx+guZWVu5Me/LA0i3RYcKfawdFXFzB7uBxCGigIFV7y2OsTZGdVESENodifk",
-	"omD5LcvJkrWh1r+IiII+fuTEt/RnTQS7lYaDHVY6tUCllH37GvQeRSeNvC9bPikOAPFltsADa57JItdk",
-	"aC/YkixmvGCEG0uTLcTcKh1h3krxHz403hAREbWByu2o1PUcbntbHpLi9gTW7Eyz9oCJ5iJr7FZuztPG",
-	"cwE6OWrlX5sbJe8YaAa5JjeMi1uimFHcdiyA5FUC5gBOZ26vJnqFuDFIzmhueVgybCEkqCUCBhtND56a",
-	"TuzQLR1gDXvUWbvlOpYx+Gg7bmbWnaamTSvgX48vm6hG3CwEl35rq1CLCm1SKeLQm5YV2AbbK7MMDsvX",
-	"EHrCRG4P1Z6SbeyRPvZMdOWFPTxm27w9fbyM09v2UCgv+0U0SF5bZpluMi347axng+t465WTapqGC0sC",
-	"EdQdxioQ2mBcd9RXNafU3lD3KuPZqkrADqloM6yrdMHeHsCA4AUwkgxpw/A4hpwSwcxCqjuSVebAPxDh",
-	"/MTIUxgfxJpbCTKBf/g9mQ64RVVfaJovuxcbWBS4qaDKjL72bfC8cjqp7QTnUK6LCM8RqSfORfX/Emfz",
-	"rtBcmcmcedHIcnaVYqg9Ry7WAhcGSQgb3Y7wWCeW55t41Dt19Kp2wQERo4Fh0ryugTmvUdG3ESMDbSC5",
-	"YTUFGcL8RNOlJovZ0i1khVwoNrUimmd+0fNLsV8bsvk0gtkOYk/DSjyNANIrdnz4lAx+ZLQwsxizz7NZ",
-	"Y5QXesGUHpGUzrljtFKLAug7KoVRNLM8dcrFVI4cf5WOxZAWWoLzzV9fX5MjOWeCzjkY7tMDvI3Xyzm7",
-	"gpnJ1av/rrURIJLTko2F59bslcbj1KS+/4uZ1Iw0q4JXgwpwoiIl/VWqUcmFVOhMtXKH6l5xMnR28abe",
-	"W80zBg+UZuqeaTIM92yvjH2vwp3G0SyTZcl7hPhbbhmle74644JqEFfQezLBu2LJYVxuadDHP2vyLm6h",
-	"XAeGWoJQrGBUsxoUw9Tjhz/wg4SMBzm7Z8V4gCYOQSqhDS3nzAlam61WbtXNqpLwpGJUKBAUV2xXjQ9b",
-	"zQDtpJ5f5Yudv+EufDHe++0EmX5VmpJFS9qoNPjreku0mcnqdgY+qkttWBk95RUHqnV+EjBd4m0Dza7X",
-	"QP8sz1m+TxIXObz9nEiJC36z7cF8Ptg3K2sfQfztDgEPoOxeAG8GW3cKnfOrkTZijMYwgY1BAmTY0jVb",
-	"TqtYxt/BVXuUg8GI2vVslpzgV2fvW4Od57NK3O0TO/9kSATweTwSNWD+OpAos+vZAxLJnD3IU6CUuUOR",
-	"0Gr74t83h360ThRHia0s9GLo8+AA9+2YrG2JHkplThR00pmR8o5wQ4RcnBLY1wnRRiqWJ8QNFnq5sI8G",
-	"mfy4pJo1rrvrMMhpCrwvbsc65zbRjLcOHJJna/3D7e0jGfCOZqbs1YOvzy7eJG6nqP8JDEOO/2zvP7AJ",
-	"ud+hd9dO5twad/Oogj8Iz8mhuxCwYuHcTIY08DcJvEnCG9JApmxLNH2OM7jMGGgvmCo5QOJ9bSFv7/GO",
-	"ix1d8tDvZRsdRt2ydmOD2dYv9JLNi+WONzZc0mqUz3oXnIGsTCbbSuGYI9I6M2e49tqkvIJJD2VBe6C/",
-	"vXqwgwG7+WihD0lxv6NaGZyoWP5+vkbRsd7Q3PG9mDORoxLHj77iccE+zgHxPuzmWSNlcU6LYht8Bi47",
-	"VMx5ha8/lE1cdwdT9st8PwVuOJf2PneAvcC1maMBZZzxiQDwEfxP33F8WTZoXq9qpPyyHs8NhXvFC71/",
-	"zOt9Qdah0D4v+hq8wmk2YxXCZk9IFQD6K8IpXNUeUKqg4rUw6MTVqwboKlUVl8pFq67Rfm3keQwKYWsc",
-	"NOwCf55bSrVXZGfCKPfnds9sDadN5jk/cg+aNtt5DH6uAOULI2ZBxajC5ewBI5tI2HUce1/AW0T4SCM2",
-	"khTFLww70WGQqBCyEpmVuBiFEHczI5TMOIRTkEUdTrOnOM5snS2opNmMC3aoGM3xbMDyYvuMyJlY+mA1",
-	"dPDPQBjVREu7LYy9BvMBSb89Pk5xKynISZOF4oZN0HMoRXU2WPtgCJJBqLYz+zixbIjqcENvqAbb0pLl",
-	"pJDZHcvR2m/731R6SSxHKSswDWZSaKOoBR7OhU5wOdd3hGsyrYri4KQOMgcVPujaFRhCQewF4c5FUzei",
-	"ITja5GAN03S6Cg0JQQBeeqxh8E0NA/xtIu+ZKiTNaxiEYmfOEQSG3oHvh+3KBUkPD12LQ7vbQ7fbFN0a",
-	"XNxNZeY0c8YUu1kIQjBSkpI269QYMD6VinATgMECIJeCJbhxUlDDVDwcESK2e3yqtbH0drsXOvR23+jA",
-	"vtX9xmGSxqgAiN5z4cu52folbsVMWPmafnyD/Z47UdF/7F42nKrf3T3rSduC6Vy8VdaljrBXrk6J4M3b",
-	"p+28KNxgXBmrG8Qtn+v947dzcF9xAHCKJakI+rm7yBfBFs7X4RSCXecg65DaBVmxuVRGY/YPu+BnunbO",
-	"gqkSgrk/SroktAAbvX0l6phGsPd9Nmf7wMPeC3LbutbX3t3d44ZkLodO6YPO2OAeZYFlgYpOMTxn5Vxa",
-	"ZLSHujbDzJwaw5Qd+///29nh/0cP/3F8+P2H5s/R5OTww//7LzHcwGU+zNG9rArDDdV3reQ6AybgNAZJ",
-	"f6woRmDWjuj+oN15hg4bzWBo3Y/K7vP6jm/2t1/F+K099Lt4ET13H46Autu9cpX7iojYEP2w2j0WOugj",
-	"JHqCB6m4Lbi4vXYSfpsRbg/Wo8TqVTr2EZCYIsZTiV6d4uoLXj8Ol/1xKX5ltS4Qdt16WCYOP9pfWmyH",
-	"S3GrLE8wcbHnUYwW0vAsGouomSVQGav9hivdQ75xEa8w9VCfT17oGuneY+er5v1xGuZ16GZ0vl4MNOYH",
-	"CdGS0LHIECUoOo/ru5DttSwTMErOaRMZKe79YIO0UBpFe/sbJreBB78v/8ibnl3BwwL8YbMkTBDkvorH",
-	"PcBT8yMrekZ1lM4O7hxL3TfI3DmnCee6xjDOvebBgOLZszrxawAf18p5BYdLBS4WuMWScEEsq6pOkbiO",
-	"hT8d17Fp4Xph+qsReW3Fi4wKSz0tb5kruuiFJu7DPXe53rz9xPuhw9T2L3i9dwv8bYK/uhEJvHYN8yd2",
-	"AjNPaGb4PSO/4ye3pt9Jo76YOO0Q+X0sPCeeFVLDV579nniGgvzufNxCX7Xfx8JxyxMjJ34B5HfiruzE",
-	"3+EWPHteIngvktajGXsh6zsfJyrzgi7PHW/jacrq09BKLkaGQhKeO28slz3P32kntlsEta+DF8oxZ17E",
-	"ytUXe7mqculnh9o7eIRyIgKKL6ufQNBOPOP5eBXFJdNLkV26HjseNqQIK6S4hZQTTSbFBIXNQHSFdxuu",
-	"GXrmCUkC9oOUGGK4AzIkA9YrYzRXvWbsbNs6ZqjmpSd0xmjefNxBk+tiO9lm3rwN4UchY+eovjQy2gXV",
-	"eqjHI2Ovoz8NUkT1yI721d3NKuh8AN62vW1Dp4PdraTZIn9I1DgLIlO38dJdY5CtZegt/CSuoO26MNp1",
-	"OhSnJt0ePFGuGWdOVo8YQdknCdcHE65iDUadA3LsUzx6AJgjLqp9FqDWsh/xZHS3/2VfDEcNRnhZ9/Zg",
-	"BIn9Iu9G5OsnTue2LnKnK9zXGN8sK7ZXupL0qC/8L0yfFLUGYA6leriJbzvBq3RguX/H+KdHLgx0XpkU",
-	"xQAXxr2duWA1GVSEL6/X8ZPMWc+eSvtT/1YcFtgBtg9iDDpFbRmN+9e6Udq+Yp986rn3jedDfwg6NnV5",
-	"ezShPijdHVtJhj75j/JuWUmdi1oxYf6XFtXKjh/nmI7D/hQ14/hzaAvloF91KsS4PngNB/dAYvlgzdTW",
-	"Pj57IZ1rAuhqotemcd6Pt97g9gpg/xACYdxRs9plrnbJMF4f44rMcKNlURlG5tTMIHpbEPaRa9A551yx",
-	"zMq2p0Qvy4KLOw0Jt70vwIi8PD4mKRf3tOD5JFs0dj0fwSkFO8VW2SKfuAit1BkG0P25mYYM06M0IekR",
-	"Mxn8W2kF/95T+y84YKK9qhI5UyQ9ytk9NJgriT30UqeYa4BUomC6Cf2HVxFtcYeH1Mq0h3bBK3r0l8ff",
-	"b8y/1WID+5I0NLGPJyRt8lGkZEhJNuMF5jvHtaFZpMlQ4lZcq+E0GDpBx3KQkNRHn6doIMWMAa0IOm8w",
-	"kZWxonwNhAMfG4fphqcwbymNC0DntcJqNYcAeYWa/DCuM0hR7CdPfWKCepT08LD+0aFLHQkopJlMZSVq",
-	"fIBV1buv49598hJ7eBvNHhGrJOSSvXhyc0D4xrSx4rW/ULbBaZhqklD4zm7WMcu1CtfzYN0N9/P+QcNv",
-	"46nqO7l+V1n5ja9WvvfQ1g0C48Ooz8OIxHZ2hLUy0HpJAUG4B1EhOIuvRFbAFe1NWGhHuj4CYpHA7K8D",
-	"YvVD2PFFexzk4ukh+hwNIAa1kDe0cFrBZ1tUiOG5KxCTWH5Y+phfBEV6gLHCBdfAB2RSaK4hZ6R9wpGG",
-	"wI+QlRVI2C1UTnDcBYUc/lK4v42iQtMMrSDgnCMXmOoYfB1ugWA0jjruPMBZArd6AyS5HJErdJRoLdbn",
-	"IYaRMcbDuSQ1YS+4WKWAlkqRscZzhmtScu3Czr1vQxQNBPtoLuhtk/VqbcKYXYSjjQ6C9cDbMKdertgx",
-	"Ue9O4SC9KYvXrMsJa3uxofem43mmQ0EPTFhCLjA32qnXfwdMEOaGQ1KumKPqkYoTMaXAE8rmexGtV0Xk",
-	"J5FeNwbKfOjDgMcT0QhGfR2UwaHgBB+i/dHUFT+URxk5uh4tXwfsvFT+BMDTVfkEYe8fzSVGEvZk3Z7S",
-	"orih2d0a9xNtFDXsdhnCA2sbTOq6I+5zIcGS5o3WvK5ukAymiunZZnDVkyWd9a/lfR38Hn9tw4P4WnAO",
-	"VrQ3VLtaDW45v3x9dv361SAZXF2fXV6/effXQTK4/PndO/zrl7M39rvJD+8vJ2/eXfx8PUgG5+9/unj7",
-	"Gjv9cPbmLfxxfvbu/PVb+3fMwSic/Qlc1eaK3XNZ6auHiGafxZAT7vzxeNqB49eBrACHvb+OTVawXVP2",
-	"Xge5GKXClKN18t5nmvCcDDVjxMtxPaV/ttAktA3J3VXA1C6sOwhIuOX3oU6PG+19fuJB8Lsl3IJJcWTU",
-	"ALoMXC7HVTSSZCyGgZVF32nQGgVFxk7AATwNU6uiks0Hk2hmDsZCKj8+TO2DM0bkF8jm1crMxTXoMSG9",
-	"F9bPS8MMX2kSaPYCv6kUk3aBNIbp/QI95Vh0U30tmUEpb2X1i9kS9Z1Nxq+xcArlJEj4ZQFh0W8KZaWa",
-	"/F+nYXKlO8bmeixcjEclDC+cX4w9AcMhiXQF+JgeHtqlHhb2fxSr/M2p1kxHHb22yga9mkhvl4xfu1Z8",
-	"0mD6vGzSEMbaAEntt7QKxnK9ri4UEsDLHt89RDEfHuCd6+pccf4LxTImTLGcaMZE/a2QQdex6Hw5AbYF",
-	"RyND9MNUFP0l3Q1Bh1Ih6zgbvHrlQXtA76I5FBKdRWdUQ4Ulr6YIRT45Z4LljefUCbgH+sSmiMUSq8vA",
-	"d7qORrI3s40CqHoI0ObAeRsi94buh1t6KZKFVHdQYdJbVSbgAylu49i6p+zZn9FglwzsFo1i7C+Kih71",
-	"r29yQc3sgUa/lrkv1PauXKn2/WlflpWb0bn7YRrYkDxFCS0or97S29udHQDh2YQIEzJlRUFu2AxqbpnQ",
-	"6VPPgOI12XOdYuxJXD/DzTyG01qFyRdmsWA5kwLWswfWCoZriiyvZtWdc8X0Lm5vpqde8/s5/XvFToEs",
-	"Em6Q9E1JIW91dN+VKnq8WrwGGczJFqugcHHiC0Hbb6a8MExpwkVWVDnbIktgXZTZzpsEG98EtG1DmPo2",
-	"QqhfuH3u9WlAQ97kUGUbdYEt/fm6+9JnLXbTOUohXZxCnQXXMk/ocCLkWKStkt3OCjzlSoO5/eCEqJ6S",
-	"7wmheizS/8RP/5Fi+MMorCr+TBO5CAqKa5i3M6c3MEN0wYILPSLvpCHzoMbGDQePe2SSNtTQXiEguxl4",
-	"+6yufw0PBS7xaRPIi0gIBdIDY8B/4lj/kW5ldY1X/b7uTmHCm5FCP8tDuur9ow58jrfKH3TtguyeKmXQ",
-	"VlTbLmKj+fQBPqhIwfWcZrvGdXmyvb3zqd3Dgzxyeu3uGzC2tbU29ryqfWFAoqH6Dhg6SKA9LCsQjbk2",
-	"ByNS45mqCgbWChoYMbJFDunblicRHx0r1YTuOFEfmE1Psunxf2yguXcbDYCDNq4Sw4v3V9fkyH6tI/WK",
-	"HnAV9onzOyBwzXP2I3FcbxUA+xFc1OqRfVkmygJjf94Edm//NIh/lQZxuLdbWyuB3G0ydOOQa63cdpwL",
-	"CC/a9NiXXITfPk8eElsQfyx2Ihh9xL9jJbh+/+r9IBm8eTe5uHz/18vXV1eDZHD5+n/fvP7lYQaBepYv",
-	"bQ1oQXFXuO9gB1jd8CMf1a/MAgAv657V/3abe0mWtarKQN4HEvMIWgK1P7s+/9GR+6PfeP7JZ0oSbEHg",
-	"akWYgC1d+lYocD92PD6T1irEvgKc2FsmrWsgPTVwulXDr65eO+WUk4uuXv030ZWaQu4ibk5RPnIFJxhJ",
-	"YUMnKfgGJyS1M6dYLp0qS2Tgm5OU/NfV+3cjrPqfKV5yQZ2Ddknnc6f5bqcb3yJFOm4kWUkxvUVabN8x",
-	"mpRx+7SS0WFcHr6t8wjWg4Q50zZnefPdVkOZtwrBbjq3Q0+3Cpn1nVei0LaJnet0dWzkVs60q51X/TPX",
-	"DxLzV016PXp2cUxaHavj4bLJXSLi9JN0fBe28rlY7dwmJtubw+txWgrTLZS8vmNLSNgs1rS6bbXoOCeQ",
-	"tN/LzS983U3KYpLRohg5C1FvX5f84Qqbdftvmtv1X52/UmIUlPfv6Vwpce4btbvWKbTWdfWNWl1dlq01",
-	"/X6AFq1OYUauNT3fNM1a3V3qrzU9/wdatDptOplKidapfKp5jeU7cHNFevgprOy/vSu/H3Nn15KdOsZe",
-	"qS27tp6ArftE3p4t+4Yv+qYunau+TYfWFdmmw+5QX8W0bdqv4NjmDivXbpsu4Y3baor2o7BNl87V3NSp",
-	"y3ht2SPguDYuLPa6bttpJ3zpcFIbO/Sxf7t0DDm+La9ZjNfY1DXGr23u02UQNy6xQ/lRDnMH8jUXAYvE",
-	"IQYULeZD05vdrpAZ3bMT/vrSDXTxRswrg0W4FF28r0z9sVtnrkm8zsVkruQt1C9vZ910PMBuNRb2k7hk",
-	"NSlsPNdnIMI65Pr85c32jCGx5GpfycnuUuUhaLvzaYaPRevJf5jiJsSML6y16YgTj1fdxKjcnwdO+1Nx",
-	"KSpwJ7uZlDCFs9szmIO0oHM9kzGTUJ3TOfDB2jUC2imttreweJ/VGL3Al6BhNR5SLcZ748TGL6jYR2GE",
-	"TZ6IJpp8dhtkjs0Fzqbbj1SprSM14bGLJRXxkwbHG+4qelJRLLaLiSXxzVhx2Wgqf+up8cZFxfTFOibi",
-	"AYxT7rPSnpmorxQmF3UpjxZUk4XixjDhkxq6hLQOhEfY8ODUp1pY1D7tzo8fE0xASV07xIzeM3fVtlsv",
-	"FK3fZYN1je5NaPIaGj62PnUkcXHMLxsLwifONX5SV1kfjaKvzmqqY5dfY1Bn3G4wZENe7gfl3t+Jk3XE",
-	"8UEeIH5/dRb5JrH8I/PJYx353nC+/nTzLmvsNs4heMNrsX2/dWx2RPu+lL51BuITQn0iYXe7oTAIOixj",
-	"K7YgQ+597ztZqA/C7PD1sD2gd+f7qENZa0Pu6ksexkZ1DvAL81JtFfLjGalQdfVFEfQz4URbTfdwnGjB",
-	"7GvAifo53AtOvPZUclWGztk6Pneb4l85axin3vlRN7pf8b9n6TtjarkmrKwPi6NommyGxocWPB6JtAFQ",
-	"vwKM7VVaPABdAz33PnHmD1suY3eu+DE8rlqXFGGn+1DnCu9Cvv9udIwcD74gq2j0FdySnaoibXNV0BK2",
-	"b8XqZll0/yJLVPHw9xgGxwo/9ONTaCt8MCoFYP4KsMjJT3tBIKfD3ScGPRY3dhYxd0OIPWitV+D2FaDE",
-	"nnTWcOmySnGzvLKbRZjcMKqYOqsw7hegAAos+LpZ4syY+eDTJ1CTTGUXHj4NqU+DmnNxe+jSNLhsai4u",
-	"b87oHYiiEBVMsJIbuVDSyEwWYzE8O784cEUlM6ly7ZzqIcQcAbmEGDy1JEpWhpGbypD0aMZoYWYpgXji",
-	"sUjtlqTi/wBLzwn5C2zIHRakPnARCBgPiBsH1TLV7JALzYTmht8zjIIzCzkWqJNGVbMmtNASS09SomdS",
-	"mcOC37OcpP+JQZD/gaEBY5Fi3A0e/hH+qNODEQHWXY8FVYxc/nBOvn/57XdWpL8pWPmvv2opvMeubhUb",
-	"JallRtMReS8cbAAOJ4SORfqj1CaFYAiIPaC14o6SQsr5Dc3unHMoFeTNBSm4YYoWRCoImMBoxLFA7RZm",
-	"pIXsvyyHvA46JbfMaPLy+BuS2i8gFYBrkZ4SSm5kviTynqmxSA8P7afDgpfc+I7PvyHpnC4LSfOJkXJS",
-	"UHXL0oTkLCuowjgIcBxlkOj3v67evxsLGBTiuW4YYR9pZoolrNf+TO5pUTEyNIryAhIxU0NdIFdJC/vK",
-	"sHxi4ZkenI6FWyLGd0jmoAPBGUEFUVh4XTnU7fnfIYsHqHsn/jeX1gJ5ROfR6/NmnF28GSSDe6aw/sfg",
-	"ePR8dAweT3Mm6JwPTgbfjI5H3wyg/uAMLuQR3Br48xaDj+0TRn06mMFbrs0ZNgGH0bkUGq/yi+PjFesp",
-	"nc8LjrbOo18d44cP3VYFACAQCC59+7K76H6XH9plU+AFN0u4txaDWU7CegMju+mXx8/7pq33ceSLC8Ok",
-	"rhzi1n3sE+cr7g3OwrTLmgxvKl6YQy6SIEmyRTsDCU+IFOTi7PpHfJfpra4z1+rBBzuwu7+954LOFxhF",
-	"+/renU8dtap76W7T5AiLmPa6eQQt31JtYBLIpLyx+TXE3m7R8AeoXhUJMHgvimVNvqZokDNU3z3T9fsO",
-	"GfttW4hh9xkqT4IMETXmrY8V3mZDGOL+6cPGK2DYR4NHd4gP9/Z3IPTOj9yCM0FCgnCK1ajRW59rQknQ",
-	"3+H/8U74v+t9efni+895v66Yumfq8MqC4HWNGU1R5xxjUkBgrCtf00xJrYPcQuF1czcsvG6eXAIzF81E",
-	"9YOlF8BEOA7D5UjSzJA2E5BipgBfzEtX2QzigMfiRsmFZuqZJpj2j6RBjH+KwcMuswHX5EZWdnMSCBCO",
-	"dmLJShNOPExrw2RaJ5F3QZK201BIEjRJxgId3mlRLEmKFyY9cGUxuGmi4DFIfkTez515TzHLF7F8LNJK",
-	"FSkZKlbgFpyVD6F8YDcKZQZOw3plptkXpjrwnEtry5DMwXFvDnb2dC0X2/p2LDAzVFpnnEjJMD109+4Q",
-	"Rzs0prBbs2AIcjZQyO3OS5aMhZbrUyxgVYKVrA4Lqe5cZipuxsIt4bQ+77pArt1NnS2/MnZmaLwckTMX",
-	"sElNMha3FiguVgrAUAeIYso1uPo8h5wIKAlAsYImXcRYuPqOP1++dZUzF1wAa9RZvaw5Ob/NgxE5M6SE",
-	"rF+rMNSHJf2YunVhjQlZGchDZNmf4csX349FapmrkorlxEUNBIznmQcKMtAY2G6frBuau2HHAvb78vg5",
-	"FGQIRpi44PiUDCsB5uCDZLWJKzlnMXvll4WS4tYtyQJMSGCYfNoJRfCzy3py0B2Ai0mlmSvm7roF9Y/t",
-	"8R4gT9amz+jv3MoRg9IT0+YvMl/ujXWKZVT51BbVjKrYpw7pev4kS4iRruZyfx7CdPzyayZkZy3xzd12",
-	"eNjw5bNPVUjp4SWQlcG8LShXgkTZT8tcGEHIPXaD/ZgwaknmDJP9IY/lE/AJudAu8B3ql0ALlzrG5xwj",
-	"LjkWRJhDZWCqyQ1jgmDSvyZAPaxiIqdoPnaVS95a2jGl9p0dOsElqVm8xL4zN/LjAclkydDbyq4Ay6FA",
-	"1dywoo17ylwZX/tMFWyK6ZLadW9OSRoqEEihUzJXHEm6y9tRcA3OJl1p6HUN3ScUiPwkVr7uk4uuHSh0",
-	"Qm6WIGV/CbnndZgyUodFb2pEASD75AlByRiHF1IwfYARpw0KaoYMQ9nC8hr0iOiohOmVkf7KzI/Y4glP",
-	"ys3Qcz5uN1yTaj56OLSdIm1w8rcPIezt7RFMa6e/ojm3n0KIYREnB66SGcUzvQ5eP7km2wk684LyFVCt",
-	"ClcdqLgZCBfkQsnS3sNKEzscQQUtOR4dj15+CVReXQ/7OJca3Pjrt8/rqTJZCciTZiF/S6tb1g92p30Z",
-	"LWlZrIO95bJRhbMDsvpBdzgBi5duLpLLrCqh3nuDrAv7jle8wByDX+Igrmf4nBtFM9MLVx0UunWyWpQH",
-	"c82eiP1q1Yz73IyXrzDSPWQXb3fadqn0WV2/Tj7seDc+7Nvjbza3P4O6opl9PPegg4A0trXo7RSSol1y",
-	"zb5s1Cd6bcrntdDYV3xpITJkzUBeDWP5O/hcSN1C5yciaWvQCgxREPrZlED7DKjxyHMDwIV1206JNnKO",
-	"lfvg8EbkTc7KuTSuQEzkpJLeh/vLH8kf6Cys6BFUz4sCejc99ptXaJFt3aMj9IUE4rD7aEkfRYFBP8N5",
-	"nztff20hHTn0X6y8aAl17fJJhj7HFwo7OSTc+Qqf7cfeZdgwaiNd4nGw1YLMJ/SCKeKiLEiTmEWTtAZU",
-	"uuVLfISSytFvqCx9g2/z7siU/IZ2ijkFQcSZKfygg1V+ocdw8fzFv29KRGaxtooI+2cWC1kOpbKkIlgN",
-	"hhT8jpH04udr0t51icbeM+FKbaGBFilczrHmgi8dDWUHXh4fE6eZmyDIJtgT7LNoLIUx3Hi1EVROp0yR",
-	"oVSeuwZlHbHbOsBh67yYOCyMlca0bVf1I3we1MV6IpYvnAIDs7fj+/b3OoRz978RQKuhqHYtfEfqqIES",
-	"mps/CUf44vOapEzgxdBXknyIBcnximlm2pfkwFUSsZyIvXrFDq+TL9e/gS/xhf2fnj3xM/UhI/78R+BS",
-	"guTfjtcHe4cOjGQ+0ROZF7SpQuG8tHgsbvRp+R3vB/dYjmeFeOQlN+iwUCyRtUBDYLh5KCJjKey5W0Sa",
-	"EGpkyTMwMdq9jwV67CWOY0lQjHCaK12VbERcpbKwgiMmTufTRnk7Fo7sj8hZjoVDKs0Uca7yJ1YeC3xj",
-	"65gl7epA3lIuTgkVYxG2AhYC3G4gt7vdBNwD313QEjgNOGFzKKdTYqQsiN2gHo3FL+g5lfp4MAsAopgB",
-	"7TeWPalVyzTLWD1p1HbkoPi0mgs/S2A06tKsF3uf7sztPurj4H77molRDzBCP7rdgfKKZQUXcaD4305J",
-	"il7wrmjTYob+T6m/i3VaRl+vC3IKPoQufn7NigcErD+8mGD9hts5pGigBnvTwbZksuNG1QYu5r3RZMVl",
-	"tsml7HNLg/GpY0dXYcGGg8SVgUhXsjKmCZZi8K6cBb/3M43IK5zZuXtqcJZYkpTnJ5tdfdPTdk0ZTYbp",
-	"SlJHsIl315O2cvul6AE7Y1SZG0YNZKsOViOkYO6Rk5WxT6RPlLBaHIN6M+UtR9nM11GTt1G+HTr77Gd/",
-	"Aje2P6Mj2Qt8KHu1TsDpoE7QYpHljQoJqcanlSX/deYA1LqRsDDdPx0C+jzbZKMnS0hTaQzeIX8Box4A",
-	"+2EnfQ1FS8/6rVavP86lMj9i290EjI+HIu8Sy43Gq/feCxvjDMB/wZLHP4JQ4WSge6Y0MpdU417sBjQZ",
-	"Wj524vjYxJWPqz/WyXLcnwrk/oMnlSlKX2z+QfJETBf1i/dqQ/a+1uDNGEi/yKYbUFUNU4qKqxNiVMXS",
-	"gxGB3kJ6dVTY2yk6wMYF+q2gO1QMcDTult/XOUn8OF4HoolgH32hT6iPAGOhd2IzwR2bN+55YxG6oCrm",
-	"JnVjev8XLFpqpSdIkRAAgNkLpMfCe6ZZKIzIGUKjabdR8wZqOwg3aJtnbKvvO9UJ09PGbAWuR94nD3YE",
-	"c6ffHr9wOAiZUTbo3X7CgOWnEFTs0P/Us/1frGc7n8kV+90zVJZ1dWv22wNCSxk8KqE+wd+ffFv5obEh",
-	"HP3mkHvPloB61G1NARurrvXbr87AQNKkn3qiGxtmFZsXy899bSNJzeK31qfrJw4If4rL+Vj3VLShefLw",
-	"TAdmtAZOW16eOjR7jzZYDCZ/Wt0YzrGTO/WLPU++jZ6MDD0LJJXL0XQwIpdQ1sl+S4nXR3a1kKB8/Kcb",
-	"0MMENpHXsIUIF1UJ7e2rXPt0Wa6Q76qpetvbo+qS3nvU559L4dWD7uJoomcQ0wEFzAKOFynmjZRGgztB",
-	"WEXMsr3C+KgfNFxBJ1kZcNbmLmKZ1qq1dKWmhVOf9dTzSFFJMQI+NK1DiHoK7td2if6i+8grHH7z4vj4",
-	"+LRl2YFy85b9HwsOrV1gqTZ0qRvR+yAhrNAsXpM/whtjRv7P5xvkS9DHSV3tAugw8dRX1IcK57W60yPA",
-	"n4Hr/PwPgzNgrXCqLvOli/VD7E9IIWkORegpgRr5TuwEudIpXwgXv2LAGsquC8pNHXQGZ8lovq1j4VGT",
-	"QXqDvbipfv5FMRbX+wcxFoPsHjt2SxkwFmbhWoGmXS4wMFKQG48S+ZOqckwrMXIfBgTpk5/w+INZ+qLF",
-	"6hZ/hPO/8qmi5RQIvE68NVongZk4aTwFIh5qT3v6dlVHv3lucMXLOBJ7X6f8BNObw9M6dycZgs+KZ4HI",
-	"jBU50VxkDKzemKLWsgiMpL7IzBWCy2Uc8hmhID70jSFoN2t89JzPQNqkeDxppk/JEC0YaTvrZepidVWn",
-	"w8HpWNjbiTq2YGsaq+qbGeOKSJUzNSJnuGmfzSRgsSF72ligm6EmL4+/xyVAVhIcFTVrTitXOx/k5OXx",
-	"y6DtVFYizjX84tYMKaCf8g5Cvuv47WvOORAS/lRCrodyJ7XtDZtaAm5ZekhjG+iOdnYL/5JH+NkObg/e",
-	"4HDbarcqJ0Ds8TmMq92CzM39WrfNYrqdoPXgrk+lc+UbdTayt1wmkde8zomFKQI0MldMkyGWgIYkSLIs",
-	"6aFmdlkG/SvYx3kBFiBXcjm2RJ+gsVnhVonDw0pp0UIBZgkJjqZSlc0JrswNiZ5ac9fY+O0xFM3nZVUO",
-	"Tl64Is74qdGXBmkA4xPM6S27lndM9B3Bt89fRLWvT80594UEnxG75CAxiv4sKp5HPgJ2N0HQt2ALpp3r",
-	"X2I3xEVdpTwu59S1ynvv3bUrPf50j7GvZB97kO3koy8FWABOG6ohKBF28LKuCaKE+u5Po2ttqgN+7vBJ",
-	"LFrfGzv5R7g6uFRC4ZRjx1pfjzq6sJdd8Uf8hDekl12B1f9B2JUeSCcPVNNSgyWC2geChZ6e+NpdwNyf",
-	"2Tq3Dg9cHagQH74u48SjFYQCPMAxV5lU4OyCmYWoYdH7207/0M6g+rcPFoM0+I8hzlWqcOlTT46Onr/4",
-	"bnQ8Oh49P/nuu+++A2xzw/9Ws28YUG8ZoIDn1OEXLith8E2ThiP4sibJYUP0Sfv04dP/CQAA//8=",
+	"7L2Pcxs3kj/6r6D4rirUuxElO87uRqqrLa3sJL5zYp2lXKre0o8DzYAkVkNgFsCI5mb9/du/hW5gBjPE",
+	"8IdE2U5ut7ZikZzBj0aj0d3o/vSvg0wuSimYMHpw9uugpIoumGEKPl1WSktl/8qZzhQvDZdicDZ4x3S1",
+	"YIRODVPEzLkmGTxJhum4Oj39OmOlzObwJzvDbzT7O35Oj86JvGdK8Zxp8oZqc/zqnglz/PrlaJAMuG3/",
+	"7xVTq0EyEHTBBmcDbHyQDHQ2Zwtqx7OgH94wMTPzwdnz09NkYFalfVIbxcVs8PFjMvhOFoVcro99SgvN",
+	"CBO5JmbOiDaK0UU9FUYUKwu6IsM5FfmKLLmZ28kVR32Dm2I/4eByNqVVYQZnRlWsHtutlAWjAgb3+qV9",
+	"DporqZk3rfF8kAwU+3vFFct9A9Fp/+FFMlhw4T8+i9HAUheIi/21CXHNhCG3KwIPXMtKZYxkBbecQKQg",
+	"imVSCJaZc6LpgpEFo4KLGaGapLggaU2SOaM5U80sWqu657rd8OyOmfXhXvilMvAAmSq5IOnV2+sbcsJs",
+	"V/oEf9FpQrjQhtGcyKld07FILyozl4r/g9rWUoIDJsPlnGdzsuRCk+WcCXIrzZxQxYhmwhyNyE/snilS",
+	"VmYsLG/cMqosm8g7Jgg3mhVTwgWh5Od3b0Zj0cMhOKx9ybAqmV6nwqVcLOixZnafGpYTmDmxr2tiJMlZ",
+	"we2Ih5kURsmCTO121oQWS7rSJJML1svI0MiGUUaH+YtUd7qkGbuybBwRFAU1/J7ZscFuY1pzKb7SJOeK",
+	"ZUaqVULGg5PxoJnTOWGL0qzIVOKGrJ90FO8bv9tIkW04GCThXF6cfvuH9bl8tPtOl1JopPuFuaQlzbhZ",
+	"2U+WnkwAW9KyLHgGjHRSKnlbsMW//03b6f4adP5vik0HZ4P/56SRryf4qz65wrew0zbBbuyEKVtIQbgm",
+	"1BBKMjcMUvAFN+dESDO3G3FJNaH5ghvLB1KRTDFLvtFYpHTGhJnA8xPFaDZneXpGtKHKwBYWBJ4gS1kV",
+	"OSmp1iQ9Pl7QD8fwvU6JVMjxpZJTXrCvNEkX9MOF+3WYQttpQlKdyZKlZ37Q//RvJISKnNCxSN8xo1bH",
+	"F1bA+o13dE7SUslFaSZ/r1jFJtOqKKC1eWXsECe5XIqUSDNnask1w82FL8PqBI3GJFsmQb5LsqTckFs2",
+	"lYoRo1Yw+xnlYtTiFMcLXBg2Y8quy8dk4FfpE67+u+8uybcvvvkjcS2TnBnKCz2CveYaAOa0C2H585YX",
+	"3PCYpPhlTg3sH1xqmt8zZbhmuZVYKRfccFrwfzCQ4qWSpf0ZG4I3foJd9Wt3nyT46/8wpTnOev2Bysx/",
+	"ZGYu88iwfpDLcFRZxkqjLe/mTNgRaTK8uLwiadCI1RjsHidSMDv4Dl82T6Z2xefUihtmOScnGS0KfMK2",
+	"nlHDUnfUdynADVvobUt3UXdl5+kmTpWiK/u5kDS/RgEX0KU+9oHKi3Jt2Tq0r3Iu46+zxS3Lc5ZfWm78",
+	"YOIP8QWdsdhPH0O94q/uucT1t974+3p+8vZvLDNu/EZmslhf/HrngBCtFruMICRX/VqUSLGxwA54w7WJ",
+	"kHDmtdndFtU+foX8tL6snUG7tntH5NuJrGvNOmt7wgp9+ztZwAM194Z8q1EVReZteJcMcUSjFV0UpOkE",
+	"Tvn1nXlPeUFvCxbnnazDmVup1lol24DVTkTPDNkHllXG9k6GoLyZ+qz7yqomYspnlQLJmhABihc8Rold",
+	"AKZNfE4511Zh7xVXc66t8uD4+rWwy9W7Q3kebUOAEuOY9V0vgwPz3rL8AphyKtWCWu0jp4YdGw7cvda0",
+	"BsXbPs9EtbAsdlvxwnC7J5AmA3tKGJYZlgd817RQiXpZ3zGqo0K5u/mtlRESrh5HyCPxefdTNLopWmzf",
+	"3hKTBTNwWtI857YFWlwFD7SMp6ZFqmaRY8UwteCCFmeEqlm1ACPGSKIq0Zw2wGXAoLCXEiJFxhJU4P37",
+	"raNgjdRdid8aQ5T3hOk7mSXJpf1vpRma0Lj5E5Izxe9ZjszPjSZ33GpSIidAsOgm6OXbnk2BX6yZWJdX",
+	"X7nu5NQLo6FTFa15RG/RLrLnheNW+BU+30/uqbUBPSmjzHpPVWT13MtnsFb3VHHLf7CAmpn1I5+J+33W",
+	"Kcb8gjpWFvGj7sLvgstGpG1i0/Z83gpGdEH1vGa4WuWW0ylTTsnpdnK0ropt4zAuysrsN7grxXS9opaw",
+	"foyG3jFNpopZ/emD8WeN0aB9rY9tM3fboQZuFd/EumBao73n2vUjJNy+sjIwNqBzvOVw1d2Ch23G1v2S",
+	"iowVVtQVEc0ig18Llself87Amomcf/8N3xPUbQgH3xM1ZMkUI7mSZcny/SQPtvQ63y7rmzFH5wtHzFsY",
+	"5+WcCtQd48wEnrMuE9zTooqJEgI/EA6ihBLNCpYZIks83qUilDjKgaHffMJHLDWkYG+ng7O/th0R3/xh",
+	"i98rWV+a912i4Kh7CGJNvb8UMrvbSorOnAWxu9oZi+TWNrG+ax546gkhDehGeu93c2polKm2CZcFX7Ab",
+	"d1LsfrYo1ug0e41T83+wluLEhfnDi2ZnB0aGt38Cxnh2Cv+LnDmGm2LzMegPM2g2WbON/IwmBRd3wee4",
+	"Oqb49k0Jv/axHxcVuwDDmEW0Jhr84sZt6fk+iSn0tf9+bZjgOHxVymzec64YplRV88YmU+Ady+Q9U6vr",
+	"arGgapt4SgbaUNMiu6qEsL8lAyc/wZIoC2bw71qCJYMp5fhHPcCoVty12jzNgpF15tiiSE25TUv0kmUF",
+	"F7gQtCicqNrJ85PssKggYqKrqvq0fPsTLsXeS9ZPMNdb0PY6Ud4HZHmHxtqex0jIMFtIaJ97Gdcc4MrB",
+	"KlNInrZ4/pEtbq3qZS3LFckrBaYoOtBLuiokzUlGleJMk6Efj9WSFLMGQqXAJcvFvSzuWUxX28z0aET1",
+	"/Gqovus7zNdnCYY07uuI5wN/rvtqE+EnuA6QwpvjXAoytB/BOezuSwI3PbR4dEYo+fnn1y+tXb4k1Dga",
+	"wjveVles0qjFrMsapaT6kWnddk0FD3zg5lLmLO5Rsr9e85k1KaJGltRmk8dBKmIfOSOFzGgB2kbODDjF",
+	"E6f/ouuB5ehmtE8otpCGnTuLB77ShoqcFlKw6CQLqs01Y2If479s2W1rTrQbecdEj7vIGbRW4XCrRXic",
+	"+qoS0H8gcJupoHMBiAFb3M46eqxZoV1t9Qp51rzGp7tixQ+lbu79Bvb+QUade3mumI76u+1GbXxKBC8+",
+	"NOEG7cpK8A9ES7g8dFdLwBelVKafbT1bdjtbQQN20Ym7J7VLQI1hVsPHY4oMbQeTSlB3+2g5Dr7yntTJ",
+	"gusFNdk8IaPR6Ohhu8e22CNX7E+Bt3adj+wDX+na43hb8SIn9/hGL5tbUU8zcxHZdm8sQeDSkSiWscaR",
+	"4cltG91tc8TNwGYTw1I73iWOs77S0ElCWKFZbXd6D0LtbLTPeJdjdJayMrfyw19WBpluB40U37Dnqopd",
+	"e7gfwBgqCjRccdvqkGfnVBMhDaHZnZDLguUzlpMVa1OtfxARB318yYl/0q81EWwmDYc7ZencApVSVvY1",
+	"7D2KdhqRLzuKFEeA+DBb5IExz2WRazLE2+HlnBeMcGPPZEsxN0p3MO/k+A8Fjb+IiJjacMrt6dT1Gm57",
+	"Wp6SYnYGY3ZXs3aBieYia+6tXJ/nTRQGvOROKy9tbpW8Y+AZ5JrcMi5mRDGjuH2xgCOvEtAHaDql3ZoY",
+	"4eLaIDmjudVhybDFkOCWCBRsvHrwp+nENt3yAda0R5+1G65TGYOP9sXtyrrz1LTPCvjX88u2UyN+LQSb",
+	"fudbodYptM2liE1vG1ZwN9gemVVwWL7hoCdM5HZR7SrZhz3Tx8TEur1wAGG2i+zp02Wc37bnhPK2X8SD",
+	"5L1lVukm04LP5j0T3KRbd1aqeTQcWBKYoG4xukRok3HTUl/XmlJ7QutbGddWVQJmSEVbYe2eC3b3AAcE",
+	"EsBIMqSNwuMUckoEM0up7khWmSMvIML+iZHn0D6YNTMJNoEX/P6YDrRFVW9omq/WNzaoKLBTwZUZlfZt",
+	"8rx0PqndDOfQrosYzxGrJ65F9f8SV/Ou8boykznzppHV7CrF0HuOWqwlLjSSEDaajXBZJ1bnm3jWO3fn",
+	"VR2CAyZGQ8Okka7BdV7jom8zRgbeQHLL6hNkCP0TTVeaLOcrN5DOcaHY1JpoXvnFKDbF/tYcm09jmO1h",
+	"9jSqxNMYIL1mx/uPyeB7DjzGTfz2XqpXC8qL3pAXqfpDZuDn/XSIOdVx15yucMxbZR200Bpb0ppIa1xN",
+	"uzHZ9j03L/l0GvM4UC56lvmW6p57HKMYXOaU1Brdro0oA1oBvfuh7Yb5XTSSIxmU1tKKc6T95UZVIqOm",
+	"73bHDjo+HStqQagqZi0QLWip59LA5+03U56EjmCuIz/1tbFtWJ7v4pEnzgun43vulguKDsPYhVbBNrwq",
+	"i9yHfcYoukM8qGKl1NxItbJGqCxJwe5ZMRpsdEDUV895Dgf1QuZ8yuFPGLCzO6weiRppiT/aJjO849qq",
+	"hPpgUuw0CYgYUqWmXs+ivJGzyCUiyJi9mNqJpW1qqG+5ZzSNYtJhkDmjPQL5ls256PtNUZFF1vjitrle",
+	"/uHVxUt7PHqDMB7B463FeNSbsBbNXuTCib4SBi8jumLAT7cTmPjq4qWLEOGmdvz50FF78nMFzh77e3Qe",
+	"pWJT/mGjNRsGPhP18M1QlRgMv/0QCExxXOd6UesBNzTeyDhIzzXu4SJnkUnPuLGi0Jpu3v0CT5JhKVXG",
+	"CsoFuX9+RkbkR3JBXpJ35JLckJ8T8mdSCaNodtenk0jFZ/Foc0tou3EJNxAd7WQABEeDEABXVHztDi2u",
+	"7JkQPzEilAkPkMR/CVkXBTOGKb39FHECC1cj6D62pD8wWsSm+wtkQ9TRh0IvbdckpSV3HqXUbmZM+JGw",
+	"SnYqKRdTOXKOpHQshrTQEqKMv391Q05kyQQtOUQopkdodtysSnYNPZPrl/9VX7v4aY+Fd0tZ2wX1Vk1q",
+	"Q2c5l5qRZlRgHlEB0eJkQf8m1WjBhVQYNd4RdvVbcf65uHpdz612jgWWmGbqnmkyDOdsbQNrmIUzjfNu",
+	"VuuX6z3PuCGK3fNuj5aTISYQuDdBwWrtfrHjOSnv4qFYm8hQu0oVKxjVrCbFMPX84Rf8KCHjQW43wniA",
+	"sRyCVEIbuiiZ8yhvZ9/6oPWjSsKVijFx4BHvnq91sH59YOwVh9A9L1xixT7KOxo4u3ls++8MlSxabtVK",
+	"Q5KVD7kzc1nN5qC6r7Rhi+gqdyLFNwWEQneJD4JoZr2B+hdWBTukLR9ZvMOsyAIH/HrXhfl0tG9G1l6C",
+	"uJEaEh5Iub4BfLzPplVYW7+aaSNRd5jbuTWzkwxbl+qaSFGs4nKwG3jjaDBClX6rdg6/usCmDdx5Oa/E",
+	"3SG583fGRECfxzNRQ+Yvg4kyO54DMJHM2YNCIhcydywShqc9/9P2fN3WimIrsZGF4Zp9oaqQpxa7VLCH",
+	"Hrqfnc/buaGNlHdWcRZyeU5gXmdEG6lYnhDXWBjOyz4Y9GbGXfJZk6O0iYPclYhPOlpzjbhJNO1tIofk",
+	"2cZEOLv7SAa6o5kru/Xg64ur14mbKV50BREwTv9szz8IfnG/w9vrAUEuf2O/0HH4g/CcHLsNASMWLp52",
+	"SIPA2iBsNtwhDWUWbddtX4QwDjNG2iumFhwo8bYOBWzP8a7tH9ghPhQDfHe5rKmfrOP1obfNA33HymK1",
+	"544Nh9RNzd4cazyQlclk+/Y7FnG9KZ4rHHsdO9fhpIeqoD3U392dssYB+wWjY7Bscb/n/TlEi7P8bbnh",
+	"RmdzRN1akGnJRI63Vb71Tmgp+1AC473fL4RYyuKSFsUu/AxadngD6W+2/aJs07rXOOWwyvdT8IbL3euL",
+	"ezwIXZs+GlLGFZ8IAR+h//Qtx+dVg8p6VCPlh/V4bSicK27ow3NerwTZxEKH3Ogb+Aq72c5VSJsDMVVA",
+	"6C+Ip3BUB2Cpgooep3LgBoi42blUDpZjg/drq85j0AjbEIlqB/hzaU+qgzL7vjcaDZ22XQD1+/Hft6fz",
+	"GP7sEOUzM2ZBxajC4RyAIxvIj00ae19mf8T4SCPBICmaX5hfq0M0DCFkJTJrcTEKuERmTiiZc8gbJcs6",
+	"b/hAgBXZpqCXBc3mXLBjxWiOawMhJvadEbkQK5+Vj5mMeK+qiZZ2WggyA9cHJP3m9DTFqaRgJ02Wihs2",
+	"wRDpFN3ZENYETZAMMGlcfIszy4boDjf0lmoIolmxnBQyu2M5hjXa928rvSJWo5QVxEBlUmijqCUe9pU4",
+	"OCF9R7gm06oojs5qNB1w4btbo0yqHMxeMO4cbExjGkJEcQ5hP5pOu9SQkO3orceaBl/XNMDfJvKeqULS",
+	"vKZBaHbmHElg6B0EudpXuSDp8bF74tjO9tjNNsX4TZdgXJmSZu4yxU4Wsi2NlGRBm3FqRMaZSkW4Cchg",
+	"CZBLwRKcOCmoYar31rYnGoYLbex5u5uEDtP6tmbq7bS/sZng9h4YvWfDL0qzsyRuJYd+BFCp1/jeM2cq",
+	"+o/rmw276s/ry3qw9hCDz4efObwvu+Vq7Ccfx3feBrPjBhPoWf1APMRrcyLgbpl8nUhH51iSimBCn0vx",
+	"FWzpgjrPAdWjBFuH1LlWipVSGY2QbXbAX+k6Ch26SggCti3oitACghGtlKjBG+C+75NlFQaphN6Q2zWH",
+	"sE5jW19uQOA7dk4fzDqDOHBLLEtUjP7lOVuU0jLjqA1utg4LWFJjmLJt//9/vTj+/+jxP06Pv33f/Dma",
+	"nB2//3//LcYbOMyHZfQtqsJwQ/VdG4qNCViNQdIPioFQE3XGnV9ot55hZGrTGIYxRm33st7j2xMLuxy/",
+	"cyriOl9E193nXaLv9qBa5aFSP7ekeXZfj2Ek+FTQnqAyKmYFF7MbZ+G3FeFOcElc7vQ6HfsOkJgjxp8S",
+	"vT7FrgSvhcO7/gRcP7LaFwizbgmWieOP9peW22FTzJTVCSYOZCfK0UIankVBFzSzB1TG6gSpSvcc3ziI",
+	"l4gX2Zd8EOaAOHnsgvJ94HGjvA5djy6onYHH/CghWhI6FhmyBMUsOX0Xqr1WZQJFycXYoCLFfcJPgOWp",
+	"0bS3vyGKHwj8PqC11z2zAsEC+mEzJERCdF/FEzxB1PzAip5W3UlnG3cZNO4bVO5c0ISL0WcI6FPrYHDi",
+	"2bU682OAZJ7KpT+FQwUtFrTFBeGCWFVVnePhOhZ+ddyLzRPuLYegSV5Z8yKjwp6eVrfMFV32UhPn4cRd",
+	"rrdPvw5hgq7tXyC990M4abLc11MveR0D71fsDHqe0AzCtf6Jn9yY/kka98XEeYfIP8fCa+JZITV85dXv",
+	"iVcoyD9dMH8YlP/PsXDa8sTIiR8A+SdxW3bi93CLnj2S6A4j8UKhGZOQ9Z6PHyplQVeXTrfxZ0pXNLQQ",
+	"YclQSMJzF43lII/9nnZmu2VQKx28UY5Ax5Fbrj6Qia7LpV8das/gEc6JCCk+r38CSTvxiufjXRTvmF6J",
+	"7J17Y8/FBizUQoqZrgF5wWJI0NgMTFeQ27DNMDJPSBKoH2SBWAp7MEMyYL02RrPVa8XOPlsnR9e69MSH",
+	"sLqPe3hyHYgF266btyn8KGZcW6rPzYx2QLUf6vHM2JvRSAMszB7b0Urd/W4FXQzAm3ZaURh0sP8tabbM",
+	"HwKPwwIIjl3SkTZcyNY29A5xEtfw7Ca8kE0+FOcm3Z08Ua0Ze066S4yk7LOE64UJR7GBoy6BOQ5pHj2A",
+	"zJEQ1b4boNawHyEy1qf/eSWGOw1GuFkPJjACBOOI3Ih8/cS4tZtSlNeN+5rjm2HF5ko76I59OAchTmT0",
+	"NgDBIuvmJv7ZCW6lI6v9O8U/PXF4F2VlUjQDHF7NbtcFXdTLiF5ej+NHmbOeOS3sT/1TcVxgG9gdrSF4",
+	"KXqX0YR/bWqlHSv20WPsvm0iH/qxdvBRB1CoCfXoO27ZFmToUQ6VD8tK6gIiignzP7SoOjN+XGA6Nvtj",
+	"9BrHr0PbKAf/qnMhxv3BGzS4Bx6WD/ZM7Rzjc5CjcwNSQH3otc84H8dbT3B3B7AXhHAw7ulZXVeu9ikL",
+	"Uy/jWtaeLCrjEqjkFOEIuAafc52zdk70alFwcaehSoqPBRiRF6enJOXinhY8n2TL5l7PQ1VIwc7xqWyZ",
+	"T1wqeuouBjD8OUiNG6YnaULSE2Yy+LfSCv69p/ZfCMDE+6pK5EyR9CRn9/BAqSS+oVc6RVAlUomC6Qbj",
+	"CKQi3sUdH1Nr0x7bAY9iRUK2UDJUA/vQqBqQhzOSNsBbKRlSks15gUVqcGx4LdJAsbkR1244DRed4GM5",
+	"Skjqc/tSvCBFaKQWVIC/MJGVsaZ8TYQjDwKAdRWm0O9CGoe0w2uHVRcsibxET34IYBHUYvCdpx6BqW4l",
+	"PT6uf3TsUkMeCGkmU1mJmh9gVPXsa4Afj9JmF2/rtUfkVhJA86+e/DoglDFtrnjlN5R94DzE1CYUvrOT",
+	"dcpy7cL1Otj6hPt1/+DBb+KFe9aKGnRV+a1SKz84hscWg/Fhp8/DDond7hE22kCbLQUk4QFMhWAtvhBb",
+	"AUd0MGOhDenxCIpFEGi+DIrVgnAtFu1xlIvjYPUFGkAOaiFvaeG8gl/tUNaP566qX2L1YelzfpEU6RHm",
+	"Chdcgx6QSaG5BnBsK8LxDIEfAX4ejrAZlIhy2gWFYkVSuL+NokLTDG9BIDhHLn3GPjFyBgdGE6jj1gOC",
+	"JXCqt3AkL0bkGgMlWoP1BRegZczxcCFJTdoLDlYpOEulyFgTOcM1WXDt8HV8bEOUDQT7YK7orIH33IiM",
+	"t49xtDVAsG54F+XU2xV7ViTYKx2ktzbDhnE5Y+0gd+ibkBoCQw+usIRcIgjsufd/B0oQguDiUa6YO9Uj",
+	"pbViToEntM0PYlp3TeQnsV63Jsq87+OAxx+iEY76Mk4Gx4ITFESHO1M7cSiPuuRYj2j5MmjnrfInIJ6u",
+	"Fk+Q9v7BvMNMwh4knCktilua3W0IP9FGUcNmq5AeWMRpUhdYc58LCTdp/tKa12WcksFUMT3fTq66s2Rt",
+	"/Bt1X0e/x2/bcCG+FJ6DER2M1a67yS2X715d3Lx6OUgG1zcX725e//T9IBm8+/mnn/CvXy5e2+8m3719",
+	"N3n909XPN4NkcPn2x6s3r/Cl7y5ev4E/Li9+unz1xv4dCzAKe3+CULVSsXsuK339ENPsk1zkhDN/PJ+u",
+	"0fHLYFagw8GlYy/K2NbaBDcB6LRUiK1eVyn4ShOek6FmjHg7rqfG4Q6ehPZF8voooGuX1h0kJMwACqpW",
+	"+bjRPuYnngS/H7IodIotowfQQY06MM9oJslYDINbFn2nwWsUVFM9gwDwNMSQRyebTybRzByNhVS+feja",
+	"J2eMyC8AW9qCIOUa/JiAY4qFgtMQyjRNAs9eEDeVIjopWGOIYxz4KcdiHdN0xQxaeZ3RL+cr9Hc20KZj",
+	"4RzKSYBsaglh2W8K9TMboNPzEFzpjrFSj4XL8aiE4YWLi7ErYDhUy6iAH9PjYzvU48L+h2I545JqzXQ0",
+	"0GunshddxOB9oE33LW2p4erzXYO3HHsGjtT+m1bBWK43FcDEA/BdT+wesphPD/DBdTUorv9CsYwJU6wm",
+	"mjFRfytk8OpYrH05AbUFWyNDjMNUFOMl3Q7BgFIh6zwb3HqLo3aDPkRzKCQGi86phlKS3k0RmnyyZILl",
+	"TeTUGYQHegR35GKJZfTgO11nI9md2WYBdD0EbHPkog1Re8Pwwx2jFD2o3KS+VZlADKSYxbn1QGVCPuGF",
+	"XYNy95cairL3kR6g0l0u/VrXfaG3t7Ol2vunvVk6O2Nt74d49+HxFD1owXn1hs5mewcAgtiEDBMyZUVB",
+	"EAqSUBMGfeo5nHhNmQDnGHuS0M9wMo/RtLo0+cwqFgxnUsB4DqBaQXM3PLtjJlY+oOSK6X3C3kzdVBd9",
+	"hv69YudwLBJu8OibkkLOdByHVBU9US3egwzXyZar/l4xtUoI9gzfTHlhmNKEi6yocrYDSqAbNvabBBPf",
+	"RrRdU5j6JkKoH7gV9/o8OENe52TBqAvUb/nPN+2Xvtti1507KaTLU6jh/q3yhAEnQo5F+oZqcwy75vj1",
+	"S3cLjDC1UrCjM4Iyp/Zfc+/QTwjVY5H+GT/9R4rpDyMM8b2G2oZfaSKXohECGvpd69NfMEN2wZILPSI/",
+	"SUPKoJjYLYeIe1SSuug6mw+Q/S54+25dvw8XBTbxeZPIi0xIqG5dBvwZ2/qPdKdb11XZFwjV6cKEOyOF",
+	"96wOaWW0S7Nt0+d0J/ygG5dk91SQQTud2nYQW69PHxCDiie4Lmm2b16XP7Z3Dz61c3hQRE7vvfsWjm1N",
+	"rc09L+tYGLBoqL4DhQ4qhQwXFZjGXJujEan5TFUFg9sKGlxiZMsc4NtWZ5EYHWvVhOE40RiYbSLZ9MQ/",
+	"NtQ8+B0NkIM2oRLDq7fXN+TEfq0jhRkfsBUOyfN7MHCtc/YzcdxvFRD7EVpUd8k+rxJliXG4aAI7t39d",
+	"iH+RF+Kwb3e+rYTjbttFNza58ZbbtnPlK4JsFPYLLsJvnyUPyS2IC4u9Doy+w3/tluDm7cu3g2Tw+qfJ",
+	"1bu33797dX09SAbvXv3P61e/POxCoO7lc98GtKi4L933uAfoTviRQvULuwEAyXpg97+d5kHAsrquDNR9",
+	"gnIOw6uLm8sf3HF/8ivPP3qkJMGWBLZWRAnYMaSvcwL3c8fjkbS6FPsCeOJgSFo3cPTUxOl4GQQj19ev",
+	"nHPK2UXXL/+L6EpNAbuIm3O0j1zBCUZSmNBZCrHBCUltzyn8UlJlDxn45iwl/3n99ic74ZzbLhdcUBeg",
+	"vaBl6TzfbbjxHSDScSJJB2J6B1hs/2IUlHF3WMloMw6Hb2ccwbqREDNtO8qbf62byrxTCnbzcjv1dKeU",
+	"Wf9yJwttl9y5tVedGrlTMG335W585uZGYvGqSW9Ezz6BSd221iJctoVLRIJ+krXYhZ1iLrovtw+T3a/D",
+	"63ZaDtMdnLz+xZaRsN2sab2206DjmkDSlpfbJXz9mpTFJKNFMXI3RL3vOvCHa3xs/f1tfbv3u/1XSowa",
+	"7Ku+lyslLv1D7VdrCK1Nr/qHWq86lK0N730HT7ReChG5Nrz5unms9bqD/trw5n/DE62Xtq1MpURrVT7W",
+	"usYKS0DiefgxGUjBdtCAYtLHakJ7hpbs9WJMSu34aksE7PxORPbs+G4o0be9srbVd3mhtUV2eWF/qnc5",
+	"bZfnOzy2/YXOttvllXDH7dRFWyjs8sra1tz20rriteMbgca1dWAx6brrS3vxy5omtfWFPvVvnxdDjW/H",
+	"bRbTNba9GtPXtr+zriBuHeLayY92mFuQL7kIWCQPMTjRYjE0veh2hczogYPwN5duoMvXoqwMFuFSdPm2",
+	"MvXH9TpzDfA6F5NSyZliWndQN50OsF+NhcMAl3RBYeNYn4EJ65jr05c3OzCHxMDVvpCV3afKQ/Ds3qsZ",
+	"CouWyH+Y4ybkjM/stVkzJx7vuomdcr8fOh3OxaWowJnsd6WEEM5uznAdVBcMX78SqjGdgxisfTOgndNq",
+	"9xsWH7MaOy9QEjSqxkOqxfhonFj7BRWHKIywLRLRRMFnd2HmWF8QbLp7S5XaOVMThF0MVMR3GixvOKvo",
+	"SkW52A4mBuKbseJd46n8tafGGxcV01eblIgHKE65R6W9MNFYKQQXdZBHS6rJUnFj7NcyBKR1JDzBB4/q",
+	"mt7LOqbdxfEjwASU1LVNzOk9c1ttt/Eyke83QQjx3YVNXsGDECrOzWU7UzLAzbe/XvOZoMVmjXNzXLZt",
+	"heWJC42fOCASAFGJTaILdezwNQY14nbDIVtwuR+Evb+XJusOxwdFgPj51SjyDbD8I/HkbSey7E3n64eb",
+	"d6ixuwSH4A6vzfbD1rHZk+37IH1rBOIzQj2QsNvdUBgEA5bxKbYkQ+5j79dQqI9CdPi62R7Su/V91KJs",
+	"vENe95c8TI1aW8DPrEu1XciPV6RC19VnZdBPxBNtN93DeaJFsy+BJ2pxeBCeeOVPya4NnbNNeu4uxb9y",
+	"1ihOvf2jb/Sw5n/P0Pfm1MWGtLI+Lo6yabKdGu9b9Hgk0wZE/QI4ttdp8QB2Dfzch+SZ32y5jP214sfo",
+	"uGoTKMJe+6HGCl+nfP/eWLvkePAG6bLRF7BL9qqKtMtWwZuwQztWt9uihzdZoo6Hv8c4OFb4oZ+fwrvC",
+	"B7NSQOYvgIuc/XQQBnI+3ENy0GN5Y28Tcz+GOIDXukO3L4AlDuaz/sWnWPTUk11EQRh+FvwDYiRTTQpN",
+	"9FwuAR15eKyWx+rY/j8+m4XM+ZTvd7z1FsQvXWpye3DvWAFAPXWljjqlJ4DJHQ9G44Gr4qhZMY2PVvN/",
+	"sNY4uTB/eNE8GVZg7CzTlMOhn3M1SAYO+3eQDKSZM7VDhTw7s7p4v1tEGE2CS9Ki5MaF/Y4XETC6Wy5c",
+	"EbJu1PBPP78htyvDfCkih1CL2ZF/Oj09hV91HLhjU/lhJjKZuzhST6XKTI//NEgGt1SzP7yIiofCRfV3",
+	"R/oXOwqimN0PmB6xwyo9hP3kdKqZ2ZENyni2fMNK6zJjOZdFTWb72I5zMaoSGTV9Jchsg2QmGSbDNoms",
+	"iooZi61enAUd0zki1MuReA4K1jUJikMHhA5HupFT3yDGbyRPe8+6zx2hFvN59i3TFqI2EgQRMRZSMeKG",
+	"R8ycYopR4cCKkTn17sT2E91MMlCVskpxs7q2M3Y7mlHF1EWFEwNSQI/wdTOCuTHl4ONHcG5P5fosPXi0",
+	"B6+2K3vswHUcBqbLpi4ZvQMJAVgOBOtvkisljcxkMRbDi8urI1cKOJMq1y4VCoBB8PhbQea0WhElK8PI",
+	"bWVIejJntDDzlAAKxFikdkpS8X/A/fwZ+QtMyB2xAFjj8sYwixsnDheCVLNjLjQTmtvzAHOXzVKOBd4k",
+	"4gWhJrTQEgsGU3uSKXNc8HuWk/TPmLr+H5jQNRYpZkvikX2CP+r0aETA4aLHgipG3n13Sb598c0fSYk1",
+	"sf/9b1oKn2ehWyWiSZrJnKUj8lY42gAdzggdi/QHqU0KKWywc2l93UJJIWV5S7M7F9JPBXl9RQpumKIF",
+	"kQp4EHPIxwLvJBBHHDDbWQ5oPDolM2Y0eXH6NUntFwDg4p5IzwkltzJfEXnP1Fikx8f203HBF9z4F599",
+	"TdKSrgpJ84mRclJQNWNpQnKWFVRh9hqE+zOAZ//P67c/jQU0Clm4t4ywDzQzxQrGa38m97SoGBkaRXkB",
+	"8PnUUJd+u6CFlYksn1h6pkfnY+GGiFl5kjnqQEpdUPcZBl7Xe3Zz/hNgL8El3cT/5sCI0LJ3eRge7eji",
+	"6vUgGdwzhVWbBqejZ6NTOBxKJmjJB2eDr0eno68HKFpgQ57AroE/Z3h+WJlGPYjXwIq7C3wEwvxLKTRu",
+	"5eenp52YF1qWBccIlZO/OXMdpd1OZVsgfRM2fXuzO0wWh+rvMHB4wc0K9q3lYJaTsErMyE76xemzvm7r",
+	"eZz4kvDQqStiu/M7VsT5OqmDixAsX5PhbcULc8xFEkDbW7YzAFNlj7uri5sfUKOjM13jjevBe9uw27+9",
+	"64Ihc4h98OrerU+NNaB7raXmkRMsPd0bnBc8+YZqA50A/v3Wx28AMWGHB7+DmoORtLC3oljVRscUVQJD",
+	"9Z3VPZx8hzor9llAHvFq6FmA61Nz3maEh10mhMAkH99v3QKGfTC4dMcouHffA2FOVWQXXAgSHgjnhNFs",
+	"7nKsuCaUBO87/j/di//33S8vnn/7KffXNVP3TB1fWxK8qjmjKcWfYyYhuPlcIrMmNFNS6wARLtxuboeF",
+	"280fl6DdRfEDv7PnBSgRTsNwyHaaGdJWAlLEd/ElGHWVzQG9YSxulVxqpr7SBMFaSRogs6QI+eDwaLgm",
+	"t7Kyk5NwAGFrZ/ZYaSzGYVqHk6R16Q+X2m5fGgpJgkeSscA0JVoUK5LihkmPXDEjbhrsEoQ2GZG3pQvK",
+	"8IbMWKSVKlIyVB0zFql8ZCcKxWHOwyqTppkXAtR4zaU1ZYDgcdqbo51dXWlFQvjtWCCeX1rjBKVkmB67",
+	"fXeMrR0bU9ipWTIESDsUKnLwBUvGQsvNwDhYS6aDxbOU6s7hCXIzFm4I5/V612XN7WzqGieVsT3Dw6sR",
+	"uXDmDjXJWMwsUVyGK5ChTutHoEzY+jwHJBv030CJmQbkZyycKfzzuzeu3vGSC1CN1kYva03OT/NoRC4M",
+	"WQBWY5eG+nhBP6RuXFgZSFYG0OOs+jN88fzbsUitcrWgYjVxuV6B4nnhiYIKNMKRWJF1S3PX7FjAfF+c",
+	"PoMyOkELEwdpkpJhJSCI5yjpPuIKhVrO7vyyVFLM3JAswQS4NmqwIEXws8OqOlpvgItJpa3ajgh/8FpQ",
+	"td4u7xHqZO3zGbNUWsheaEwxbf4i89XBVKcYDtbHtuVmVMU+rh1dz55kCLGjq9ncn+ZgOn3xJR9kFy3z",
+	"ze12EGwo+ayoCk96kASyMoi2hXYlWJT9Z5lL/gq1x/UUbWvGr0jJEKIVdSwPmyrkUju4Eqg6BU84wC+P",
+	"FEkcpCHggkA9d6rJLWOCIFRrAysS1p6SUwz6cfWm3tizY0qtnB06wyWpVbzEyplb+eGIZHLBMEbWjgCL",
+	"WIFHNKxD5kSZK75uxVTBpghy165Wdk7S0IFACp2SUnE80h3aUsE1hAiuW0Ovauo+oUHkO7H2dZ9ddONI",
+	"oRNyuwIr+3PYPa9CoF8dliqrGQWI7CFvgkJfji+kYPoIcQIaFtQMFYZFi8tr0iOjoxOm10b6npkf8Ikn",
+	"XCnXQ8/6uNlwTapy9HBqO0fa4Oyv70Pa290jmNbOf0Vzbj+FFMPSe45cC2YUz/Qmev3oHtnN0CkLyjuk",
+	"6hpXa1RxPRAuyJWSC7sPK01scwTdyeR0dDp68TlYuTse9qGUGpKvatnn/VSZrASgW1rKz2g1Y/1kd96X",
+	"0Youik20t1o2unD2YFbf6B4rYPnS9UVymVULe9YEoNlLK8crXiAy7OdYiJs5inOjaGZ66aqD8uTOVovq",
+	"YO6xJ1K/WpU+P7Xi5etCrS+yy5I+bwfCeyzuL1MPO91PD/vm9Ovtz19ANejMCs8D+CAAfLw2vZ1DUrQL",
+	"ZVrJRj08d3MX02JjX6erxciAdYS6GiKwrPFzIXWLnZ/oSNvAVhA+AAn7TeHKT8Aaj1w3IFx4zX5OtJEl",
+	"1luFxRuR1zlblNK4sl6RlUp6BffnX5Lf0FpY0yOoeRol9H5+7NcvMY6mtY9OMIIdDof9W0v6ThRo9BOs",
+	"96XL0NKW0pFF/8Xai/agrgP1ydAjM6KxkwNM2hcoth+7l2HC6I105SLgrhZsPqGXTBGXG0caOC1N0ppQ",
+	"6Y6S+AQtlZNf0Vn6GmXz/syU/Ir3FGG0zNnANzro6gs9FxfPnv9pG3yk5doqYuxfWC5kORQ4lIpgDS9S",
+	"8DtG0qufb0h71gu87L0QrkAiXtDiCZdzrJTjC/5DsZgXp6fEeeYmSLIJvgn3s3hZCm249upLUDmdMkWG",
+	"UnntGpx1xE7rCJut0YyxWWgrjXnbrmshfBlUM3wilS/sAuE0dtP7Dicdwr77ZQSc1XPJM1Yb35Hql+CE",
+	"5uZ3ohE+/7RXUiaIYkBF4ivv26opPLy4vPKEP9HMtDfJkav/ZDURu/WKPaSTNVI3GZTNloAnn1498T31",
+	"MSP+/FvQUoKSDU7Xh/sOHVySeXg+Uha0qR3kYmt5LNv/afUdH738WI2nc3jkC24wYKFYoWqBF4Hh5KH0",
+	"lz1hL90g0oRQIxc8gytGO/exwDjrxGksCZoRznOlqwUbEVdfMqy7iwGdfNo4b8fCHfsjcpFjuadKM0Vc",
+	"gtOZtceCjIY601S76r0zysU5oWIswqdAhYCwG6jIYScB+8C/LugCNA1YYXMsp1NipCyInaAejcUvGDmV",
+	"+ixeSwCimAHvNxarql3LNMtY3Wn07shR8Wk9F76X4NJo/cx6fvDuLtzsozEO7rcv+TDqIUYYR7c/UV6y",
+	"rOAiThT/2zlJMXfJldpbzjH+KfV7sQbT9VUWAQn2Iefip/eseELA+MONCbffsDuHFC+o4b7paNdjci2M",
+	"qhuGXxaWmJ1EhwYB31cEgMuntXt0FZbZOUpc8Z60g6WbJlhAx4dyFvze9zQiL7FnF+6pIVhiRVKen21P",
+	"0EjP25XANBmmHSheuBNfH0/aQmRNMQJ2zqgyt4waqDEQjEZIwZyQk5WxItLD23RLGlF/TTnjaJv56pdy",
+	"FtXb4WWPWfk7CGP7PQaSPUdB2et1Ak0HfYKWi6xuVEgoEDGt7PFf472g142E5UT/FRDQF9kmGz9ZQpr6",
+	"kCCH/AaMRgAcRp30lW/tedZ/a/XqQymV+QGf3c/A+HAs8vXDcuvl1VsfhY15BhC/YI/H34JR4Wyge6Y0",
+	"KpdU41zsBDQZWj124vTYxBX9rD/WEGfuTwV2/9GT2hQ+r+5h9kTMF/WLj2pD9b724M0ZZuqBmm7AVTVM",
+	"KTquzohRFUuPRgTeFtK7o8K3naMD7rjAvxW8DnVe3Bk34/c1kpRvx/tANBHsgy/PDFVtoC2MTmw6uGNl",
+	"E543FmEIqmKuU9emj3/BUtPWegJgm4AAzG4gPRY+Ms1SYUQukBrNc1s9b+C2g3SD9vWMferbtZqy6Xlz",
+	"bQWhRz4mD2YEfaffnD53PAh4Vlv8bj9ivt9TGCq26X/52f4X+9ku57Jzf/cVOsvWfWv22yNCFzIQKqE/",
+	"we+ffFf7oblDOPnVMfeBbwLqVne9CthaK7P//uoCLkga0MAn2rEhFmRZrD71to1AUcZ3rS+yQhwRfheb",
+	"87HhqXiH5o+Hr3RwjdbQacfNUwNqHPAOFiFAntY3hn3sFU79/MCd7+InI0OvAknlkPWORuQdFOOz31Li",
+	"/ZHrXkhwPv4rDOhhBpvIa9pChouqhPb3q1x7kENXfr17Vb3r7kG3+IH9+ZdSePeg2zia6DnkdEDZyUDj",
+	"xRPzVkqjIZwgrP1o1V6rO8r6lC3wJVkZCNbmLmOZ1q61tFOJyLnPeqowpeikGIEemtYpRClqpLQy88bF",
+	"NRb1vYQ75fWdBtiMTLGcCcNp4e7hjr9+fnp6et662bljDEOBxoLD0y6xVBu60o3pfZQQVmjmhwBWwgQR",
+	"xqK6MdZR+XSxQVjqpe+oq0MAHSc6EsA7gbvTM8DvQev89ILBXWB1NFWHV+xy/ZD7E1JImidWXlAyVUzP",
+	"ndkJdqVzvhAu/oYJa2i7Lik3ddIZrCWj+a6BhScN7v+W++JrD7r/eTkWx/sbuSwG2z227PZkwFyYpXsK",
+	"PO1yiYmRgtx6lsif1JVjWnD2fRwQgN4/4fIHvfRli9VP/BbW/9oD/MspHPA68bfROgmuiZMmUiASofa0",
+	"q29HdfKr1wY7UcaR3PsaqBmu3hyf1ojLZAgxK14FInNW5ERzkTG49UZgcasiMJL60mDXSC6HE+dx/CA/",
+	"9LUheG/WxOi5mIG0AeY9a7pPyRBvMNI2VnHqcnXV2gtH52Nhdyf62IKpaTj97c7likiVMzUiFzhpj2YS",
+	"qNiAeTkWGGaoyYvTb3EIgEqCraJnzXnl6uCDnLw4fRE8O5WViGsNv7gxA3D/U+5BqFIQ333NOgdGwu/K",
+	"yPVUXgMkv2VTe4BblR7AxwPf0d5h4Z9zCT/Zwh0gGhx2Wx1W5QyIA4rDuNstwNvv97ptN9NtBxGBu/Tg",
+	"XidTh2wXDT+AUFLBMK2/4Nq0APE0gC4xUPNqA95HQTwjP/K/jMUwrUG40iY8K4RVO8P37ddwvQHQal6+",
+	"ImIaJunDSw4CKsTXs6vigPWSGlkPbMAU4dXSc4J/EMfXqPBADl2ICQXBvOTnm++O/5RASq8mXIwFwuqR",
+	"Yeox2uxw4BRSbFYVFNLzGQIPwFSGL05PxyKtaYygUBP7VHoUN8Vo3oYa3JeP6revLBPVLNXBnqnx5xoO",
+	"qvfHaQQub8EFX1QL+HEdUDaOJWikI4JrGUjdcMRRHy5ODYnXjK1/PM8i43n/hKKsvTh93lrEBPwkLquv",
+	"n1RofrNn+482S2lOKO5n3P1yas1Ou99dfE5jttS7KpTA9ZcH00jbArI/QAuCI3Jyu+oM07uLMOHcZa5O",
+	"wZyGSF1ahAEUY2GFGAtT1VEXXHLNjmrTTCqQU637aX3WVBTyF8Z4y1yWLE8IeoBwW1ozDgDlEBPIm/qQ",
+	"2+DnOxba8KIgXomkmhRSzHyd/HqMtW2IOfRD8D19c/r1WKS1q6wSDg0NBB+xssmLyR502bFowCGt4Mj8",
+	"AWQk4QaCZ+mtlkVlGLHnZUIoSUejlNRrCy6LsWgOCI3Qd400tu/VqC22AQcsi2dBwWgOpzx5AZPpvCcr",
+	"ozlkoLx0A+VMO/wHewa5UDoHeHDuj8OxeHYKh5OHuWydixAvaSCke2n/s5CKHY3INY4LSWZPX1DuEXZA",
+	"s+Ke6dhh8mbtmH7safJJJKvHLe0DKvBsYfcW0vBfonZ/UWupTGiAwPr55euMm5OcT6e9IvbGiSe4n1AM",
+	"YUnlogR4TKrtBvYODvjZl2PDULSxMGxRSoXqX1nPmIucfUAMmQrBzuCbhCg21d6/ruew76xMpCsnAlew",
+	"R0fk9UxAIE+j/Hk4lxFJIYxfmxQjFjO5WHAzFkOeJ+RWUZHNE2LoLCHpD68uXv6fn9Jz4tUl+AYjcglb",
+	"lGbl5izsVBQDxAe7cB51B9vWRy273p4tIPhetCSYYvcc4mwCGx9uRUpqsjkoxAlprlETl4VMzVi8sMob",
+	"Gabw5E0tuqLq7PfMfM/NS7uma8wSU/0cseJ66cDSw+p+TYDB82/+EEVJjPiJALIFFQkVIper7fDmvZqq",
+	"x3SOxT68OP12l7G9FllRuQCqhvYbOszmcepA6FgEGPkpRbZf215JPZ3+77m4PWz0ZUvMuW1Ry4+EVIA4",
+	"clcLHY5slH9KUV3I2SYP/ffcvJGz3fY9ACHH+fqbU9jxzto7PT39jMafm1Jv0iDI34QItmTaZYSN/sXP",
+	"QBxHE0cjNBaaMHEr2T8l667dMLZXM51xQ/ztPiaW1+ZO0kK58/CkqDKQQmZ3YOeNhVMl7Bk8cymBEFF7",
+	"a5+B6JeLUPlCY4JQsSLN0T4W3Pnuux6k5pm0/9x9+uvRppPPfzX6G9gEqPChOQuhujmYrtprooFS11dp",
+	"hVtZ/6m2il29Dbje1LTNw9+CcelKWMS51S7Gv2zJ/Xn7JVDyFiOzLBE3GJNkSMmUW5HpnS2AwNwUDXoC",
+	"vt5cNODaP7STqvIg1PaIPVJX/0AwZI2ykmlrkZSMgvfKnpb0WDM7LIOZpOxDWUCui9P3Y0P0BQSbEe5U",
+	"5iWIdYmW3NdmBaUcplItei8WdtXknm9V5Ho6KOmM3cg7JvqW4Jtnz6Nx5k8dI9QHfnpB7JADCPhP4646",
+	"hHuogbcNVdrETogLajbmJth9snnf3cATT3ntTPVdLySt7Xz0uQgLxOkaCg0pkXYg9zbARdopPFFUuW36",
+	"8wBFwqT6USJ/C1sHh0oorHJsWevtUeMo9gZm+CV+wh3SG5gBo/+NBGb0UDp5YEA6uNnWFuTnMn/6bXcF",
+	"fX/iPKRNfFDBrPOQH74sb96j75wFYN1gVRapIK0XayhQw6L7tw103a4V99f3loM0ZMojz1WqcIXizk5O",
+	"nj3/4+h0dDp6dvbHP/7xj8Btrvlfa/UNoYOtAhTonDr8wtVfCr5pAMeDL+sjOXzwvvtqo2l/fP/x/wYA",
+	"AP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

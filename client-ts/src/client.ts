@@ -32,6 +32,7 @@ import type {
 } from './gen/types.gen.js';
 import { TetherError, TetherNetworkError, TetherProblem, TetherTimeoutError } from './errors.js';
 import { API_VERSION, apiCompatible, TetherVersionError } from './version.js';
+import { WorkspaceClient } from './workspace.js';
 import {
   EventStream,
   isTurnTerminalEvent,
@@ -425,6 +426,11 @@ export class SessionClient {
 
   get #gen(): Client {
     return this.client.gen;
+  }
+
+  /** The session's workspace: files and git state, with or without the agent. */
+  get workspace(): WorkspaceClient {
+    return new WorkspaceClient(this.client, this.id);
   }
 
   /** GET /session/{id}. */

@@ -20,6 +20,7 @@ export {
   type NativeStreamTarget,
   type NativeEventSourceOptions,
 } from './client.js';
+export { WorkspaceClient, type ReadRange, type DiffOptions } from './workspace.js';
 export {
   EventStream,
   resyncFromSnapshot,

@@ -114,9 +114,27 @@ const (
 	StreamTicketWrongStream Code = "stream_ticket_wrong_stream"
 	StreamTicketInUse       Code = "stream_ticket_in_use"
 	TooManyStreamTickets    Code = "too_many_stream_tickets"
-	UnknownMode             Code = "unknown_mode"
-	UnknownConfigOption     Code = "unknown_config_option"
-	InvalidConfigValue      Code = "invalid_config_value"
+	// Workspace API (internal/workspace): a session's files and git
+	// state, served by its executor.
+	//
+	// WorkspacePathInvalid: the path is absolute, has a .. component, a
+	// NUL byte, or is too long; WorkspacePathOutside: it leads out of the
+	// session's directory through a symlink.
+	WorkspacePathInvalid      Code = "workspace_path_invalid"
+	WorkspacePathOutside      Code = "workspace_path_outside"
+	WorkspacePathNotFound     Code = "workspace_path_not_found"
+	WorkspaceNotDirectory     Code = "workspace_not_a_directory"
+	WorkspaceNotFile          Code = "workspace_not_a_file"
+	WorkspaceNotRepository    Code = "workspace_not_a_repository"
+	WorkspaceRevisionNotFound Code = "workspace_revision_not_found"
+	// WorkspaceGitUnavailable: the executor has no git command.
+	WorkspaceGitUnavailable Code = "workspace_git_unavailable"
+	// WorkspaceUnsupported: the session's executor host speaks a protocol
+	// version without the workspace (upgrade the host).
+	WorkspaceUnsupported Code = "workspace_unsupported"
+	UnknownMode          Code = "unknown_mode"
+	UnknownConfigOption  Code = "unknown_config_option"
+	InvalidConfigValue   Code = "invalid_config_value"
 )
 
 // Error is a domain error: a code, a human message and optional details that

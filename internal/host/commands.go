@@ -10,6 +10,7 @@ import (
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/hostproto"
+	"github.com/tether/tether/internal/workspace"
 )
 
 // runCommand answers one command of link l; it runs in a goroutine of its
@@ -27,6 +28,9 @@ func (h *Host) runCommand(l *link, cmd *hostproto.Command) {
 		return
 	case cmd.Kind == hostproto.CommandStatus:
 		l.result(ok(cmd.ID, h.status()), nil, 0)
+		return
+	case cmd.Kind == hostproto.CommandWorkspace:
+		l.result(h.workspace(l, cmd), nil, 0)
 		return
 	case !cmd.Kind.Known():
 		l.result(fail(cmd.ID, errcode.New(errcode.InvalidRequest, "unknown command kind %q", cmd.Kind)), nil, 0)
@@ -50,6 +54,24 @@ func (h *Host) runCommand(l *link, cmd *hostproto.Command) {
 		need = s.mark()
 	}
 	l.result(res, s, need)
+}
+
+// workspace serves a workspace operation. It only reads (a diff writes
+// git objects, never the user's index or refs), so like status it is
+// answered afresh each time instead of through Dedup. The root is the
+// session's directory as the daemon knows it: the daemon that may start
+// agents in a directory may read it; the host needs no session of its own
+// for it, so the workspace outlives the agent.
+func (h *Host) workspace(l *link, cmd *hostproto.Command) hostproto.CommandResult {
+	req, err := decodePayload[workspace.Request](cmd)
+	if err != nil {
+		return fail(cmd.ID, err)
+	}
+	res, err := workspace.Serve(l.ctx, req, h.cfg.Workspace)
+	if err != nil {
+		return fail(cmd.ID, err)
+	}
+	return ok(cmd.ID, res)
 }
 
 func ok(id string, v any) hostproto.CommandResult {

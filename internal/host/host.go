@@ -66,6 +66,8 @@ type Config struct {
 	Versions hostproto.Versions
 	// Files bounds the agents' fs requests.
 	Files workspace.FileLimits
+	// Workspace bounds the daemon's workspace requests (CommandWorkspace).
+	Workspace workspace.Limits
 	// InitTimeout and StopGrace apply when a start does not set them.
 	InitTimeout time.Duration
 	StopGrace   time.Duration

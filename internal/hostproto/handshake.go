@@ -20,9 +20,11 @@ import (
 //
 // Version 2 adds RecordACPUpdate: a host forwards its agents'
 // session/update lines as they are, and only the daemon decodes them.
+// Version 3 adds CommandWorkspace: the session's files and git state,
+// served by the host whether or not the agent runs.
 const (
 	MinVersion = 1
-	MaxVersion = 2
+	MaxVersion = 3
 )
 
 // helloMaxFrame bounds the first frame the host reads, before it knows who

@@ -114,6 +114,10 @@ const (
 	CommandStop             CommandKind = "stop"
 	CommandSetMode          CommandKind = "set_mode"
 	CommandSetConfigOption  CommandKind = "set_config_option"
+	// CommandWorkspace (version 3) performs a workspace operation
+	// (payload workspace.Request, result workspace.Result) on the host's
+	// file system, for a session whose agent may or may not run.
+	CommandWorkspace CommandKind = "workspace"
 )
 
 // Known reports whether k is a kind this version defines. The codec keeps
@@ -122,10 +126,19 @@ const (
 func (k CommandKind) Known() bool {
 	switch k {
 	case CommandStart, CommandAttach, CommandStatus, CommandNew, CommandLoad, CommandResume, CommandPrompt, CommandCancel,
-		CommandPermissionAnswer, CommandStop, CommandSetMode, CommandSetConfigOption:
+		CommandPermissionAnswer, CommandStop, CommandSetMode, CommandSetConfigOption, CommandWorkspace:
 		return true
 	}
 	return false
+}
+
+// Since is the protocol version that introduced k: a daemon never sends a
+// command to a host whose negotiated version predates it.
+func (k CommandKind) Since() int {
+	if k == CommandWorkspace {
+		return 3
+	}
+	return 1
 }
 
 // Command asks the host to act on a session (SessionID, the daemon's

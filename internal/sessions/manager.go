@@ -54,6 +54,9 @@ type Config struct {
 	Cwd workspace.CwdPolicy
 	// Files bounds each agent's fs/* requests.
 	Files workspace.FileLimits
+	// Workspace bounds the workspace API's requests on standalone
+	// sessions (a host has its own).
+	Workspace workspace.Limits
 	// UpdateWindow bounds one agent's session/update notifications read but
 	// not yet committed; a faster agent is slowed down (StartRequest).
 	UpdateWindow int

@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, Options as Options2, TDataShape } from './client/index.js';
-import type { AnswerPermissionData, AnswerPermissionErrors, AnswerPermissionResponses, CancelSessionData, CancelSessionErrors, CancelSessionResponses, CloseSessionData, CloseSessionErrors, CloseSessionResponses, ContinueSessionData, ContinueSessionErrors, ContinueSessionResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, CreateStreamTicketData, CreateStreamTicketErrors, CreateStreamTicketResponses, CreateTaskData, CreateTaskErrors, CreateTaskResponses, ExportHistoryData, ExportHistoryErrors, ExportHistoryResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetSessionContextData, GetSessionContextErrors, GetSessionContextResponses, GetSessionData, GetSessionErrors, GetSessionResponses, GetSessionStatusData, GetSessionStatusErrors, GetSessionStatusResponses, GetTaskData, GetTaskErrors, GetTaskResponses, GetTranscriptData, GetTranscriptErrors, GetTranscriptResponses, GetTurnData, GetTurnErrors, GetTurnResponses, ListAgentsData, ListAgentsErrors, ListAgentsResponses, ListExecutorsData, ListExecutorsErrors, ListExecutorsResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListTasksData, ListTasksErrors, ListTasksResponses, PromptSessionData, PromptSessionErrors, PromptSessionResponses, ResumeSessionData, ResumeSessionErrors, ResumeSessionResponses, SetSessionConfigOptionData, SetSessionConfigOptionErrors, SetSessionConfigOptionResponses, SetSessionModeData, SetSessionModeErrors, SetSessionModeResponses, StreamGlobalEventsData, StreamGlobalEventsErrors, StreamGlobalEventsResponse, StreamGlobalEventsResponses, StreamSessionEventsData, StreamSessionEventsErrors, StreamSessionEventsResponse, StreamSessionEventsResponses, UpdateTaskData, UpdateTaskErrors, UpdateTaskResponses, WithdrawTurnData, WithdrawTurnErrors, WithdrawTurnResponses } from './types.gen.js';
+import type { AnswerPermissionData, AnswerPermissionErrors, AnswerPermissionResponses, CancelSessionData, CancelSessionErrors, CancelSessionResponses, CloseSessionData, CloseSessionErrors, CloseSessionResponses, ContinueSessionData, ContinueSessionErrors, ContinueSessionResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, CreateStreamTicketData, CreateStreamTicketErrors, CreateStreamTicketResponses, CreateTaskData, CreateTaskErrors, CreateTaskResponses, ExportHistoryData, ExportHistoryErrors, ExportHistoryResponses, GetGitDiffData, GetGitDiffErrors, GetGitDiffResponses, GetGitLogData, GetGitLogErrors, GetGitLogResponses, GetGitStatusData, GetGitStatusErrors, GetGitStatusResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetSessionContextData, GetSessionContextErrors, GetSessionContextResponses, GetSessionData, GetSessionErrors, GetSessionResponses, GetSessionStatusData, GetSessionStatusErrors, GetSessionStatusResponses, GetTaskData, GetTaskErrors, GetTaskResponses, GetTranscriptData, GetTranscriptErrors, GetTranscriptResponses, GetTurnData, GetTurnErrors, GetTurnResponses, ListAgentsData, ListAgentsErrors, ListAgentsResponses, ListExecutorsData, ListExecutorsErrors, ListExecutorsResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListTasksData, ListTasksErrors, ListTasksResponses, ListWorkspaceFilesData, ListWorkspaceFilesErrors, ListWorkspaceFilesResponses, PromptSessionData, PromptSessionErrors, PromptSessionResponses, ReadWorkspaceFileData, ReadWorkspaceFileErrors, ReadWorkspaceFileResponses, ResumeSessionData, ResumeSessionErrors, ResumeSessionResponses, SetSessionConfigOptionData, SetSessionConfigOptionErrors, SetSessionConfigOptionResponses, SetSessionModeData, SetSessionModeErrors, SetSessionModeResponses, StatWorkspacePathData, StatWorkspacePathErrors, StatWorkspacePathResponses, StreamGlobalEventsData, StreamGlobalEventsErrors, StreamGlobalEventsResponse, StreamGlobalEventsResponses, StreamSessionEventsData, StreamSessionEventsErrors, StreamSessionEventsResponse, StreamSessionEventsResponses, UpdateTaskData, UpdateTaskErrors, UpdateTaskResponses, WithdrawTurnData, WithdrawTurnErrors, WithdrawTurnResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -371,5 +371,93 @@ export const withdrawTurn = <ThrowOnError extends boolean = false>(options: Opti
 export const getTurn = <ThrowOnError extends boolean = false>(options: Options<GetTurnData, ThrowOnError>) => (options.client ?? client).get<GetTurnResponses, GetTurnErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/session/{id}/turns/{promptId}',
+    ...options
+});
+
+/**
+ * List a directory of the session's workspace.
+ *
+ * Served by the session's executor (the daemon for a standalone session,
+ * its executor host otherwise) whether or not the agent runs: while the
+ * agent is stopped, failed to resume or cannot resume, the workspace
+ * still answers as long as the executor can be reached (else 503
+ * `executor_unavailable`). Paths are relative to the session's
+ * directory and confined to it: an absolute path, a `..` component or a
+ * NUL byte is 400 `workspace_path_invalid`, a symlink that leads out 403
+ * `workspace_path_outside`. Directories come first, then by name; at most
+ * 10,000 entries (`truncated` says there were more). Symlinks are listed
+ * as themselves.
+ *
+ */
+export const listWorkspaceFiles = <ThrowOnError extends boolean = false>(options: Options<ListWorkspaceFilesData, ThrowOnError>) => (options.client ?? client).get<ListWorkspaceFilesResponses, ListWorkspaceFilesErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/session/{id}/workspace/files',
+    ...options
+});
+
+/**
+ * Read a byte range of a file of the session's workspace.
+ *
+ * Confined as `listWorkspaceFiles`. One read returns at most 1 MiB
+ * (`truncated` when the file goes on: read the next range with
+ * `offset`). A file with a NUL byte in its first 8,000 bytes is
+ * `binary`; binary content, and text that is not valid UTF-8, comes in
+ * base64 (`encoding`). Only regular files are read (400
+ * `workspace_not_a_file`).
+ *
+ */
+export const readWorkspaceFile = <ThrowOnError extends boolean = false>(options: Options<ReadWorkspaceFileData, ThrowOnError>) => (options.client ?? client).get<ReadWorkspaceFileResponses, ReadWorkspaceFileErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/session/{id}/workspace/file',
+    ...options
+});
+
+/**
+ * Describe one path of the session's workspace (a final symlink as itself).
+ */
+export const statWorkspacePath = <ThrowOnError extends boolean = false>(options: Options<StatWorkspacePathData, ThrowOnError>) => (options.client ?? client).get<StatWorkspacePathResponses, StatWorkspacePathErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/session/{id}/workspace/stat',
+    ...options
+});
+
+/**
+ * The branch and changed paths of the repository the session's directory is in.
+ *
+ * `git status` on the executor, without the optional index lock (the
+ * user's own git is never blocked). A directory outside any repository
+ * is 409 `workspace_not_a_repository`.
+ *
+ */
+export const getGitStatus = <ThrowOnError extends boolean = false>(options: Options<GetGitStatusData, ThrowOnError>) => (options.client ?? client).get<GetGitStatusResponses, GetGitStatusErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/session/{id}/workspace/git/status',
+    ...options
+});
+
+/**
+ * The working tree against a commit, untracked files included.
+ *
+ * The working tree is compared as a snapshot tree written from a
+ * temporary copy of the index: the user's index, refs and stash list
+ * stay as they were. Ignored files are left out. `against` is a commit
+ * (id, branch, tag, `HEAD~N`; default `HEAD`, the empty tree in a
+ * repository without commits); an unknown one is 404
+ * `workspace_revision_not_found`. The patch text, on request, stops at
+ * 4 MiB (`patchTruncated`).
+ *
+ */
+export const getGitDiff = <ThrowOnError extends boolean = false>(options: Options<GetGitDiffData, ThrowOnError>) => (options.client ?? client).get<GetGitDiffResponses, GetGitDiffErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/session/{id}/workspace/git/diff',
+    ...options
+});
+
+/**
+ * The newest commits reachable from HEAD.
+ */
+export const getGitLog = <ThrowOnError extends boolean = false>(options: Options<GetGitLogData, ThrowOnError>) => (options.client ?? client).get<GetGitLogResponses, GetGitLogErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/session/{id}/workspace/git/log',
     ...options
 });

@@ -4,6 +4,132 @@ export type ClientOptions = {
     baseUrl: 'http://127.0.0.1:7777' | (string & {});
 };
 
+export type WorkspaceEntry = {
+    /**
+     * Relative to the session's directory ("." for itself).
+     */
+    path: string;
+    name: string;
+    type: 'file' | 'dir' | 'symlink' | 'other';
+    size: number;
+    /**
+     * Unix mode as ls shows it (-rw-r--r--).
+     */
+    mode: string;
+    modifiedAt: string;
+};
+
+export type WorkspaceListing = {
+    path: string;
+    entries: Array<WorkspaceEntry>;
+    /**
+     * The directory holds more entries than one listing returns.
+     */
+    truncated: boolean;
+};
+
+export type WorkspaceFile = {
+    path: string;
+    /**
+     * The whole file's size.
+     */
+    size: number;
+    offset: number;
+    /**
+     * Bytes returned.
+     */
+    length: number;
+    /**
+     * A NUL byte in the file's first 8000 bytes.
+     */
+    binary: boolean;
+    encoding: 'utf-8' | 'base64';
+    content: string;
+    modifiedAt: string;
+    /**
+     * The file goes on after this range.
+     */
+    truncated: boolean;
+};
+
+export type GitStatusEntry = {
+    /**
+     * Relative to the repository's top level.
+     */
+    path: string;
+    /**
+     * The path it was renamed or copied from.
+     */
+    origPath?: string;
+    /**
+     * git's state in the index (porcelain v2: . M A D R C T U, ? untracked).
+     */
+    index: string;
+    /**
+     * git's state in the working tree, in the same letters.
+     */
+    worktree: string;
+};
+
+export type GitStatus = {
+    /**
+     * Absent when HEAD is detached.
+     */
+    branch?: string;
+    /**
+     * HEAD's commit; absent before the first commit.
+     */
+    head?: string;
+    detached: boolean;
+    upstream?: string;
+    ahead: number;
+    behind: number;
+    /**
+     * The session's directory relative to the repository's top level.
+     */
+    prefix: string;
+    entries: Array<GitStatusEntry>;
+};
+
+export type GitDiffFile = {
+    /**
+     * Relative to the repository's top level.
+     */
+    path: string;
+    oldPath?: string;
+    status: 'added' | 'modified' | 'deleted' | 'renamed' | 'copied' | 'typechange';
+    additions: number;
+    deletions: number;
+    binary: boolean;
+};
+
+export type GitDiff = {
+    against: string;
+    /**
+     * The tree compared against.
+     */
+    base: string;
+    /**
+     * The working tree's snapshot tree.
+     */
+    tree: string;
+    files: Array<GitDiffFile>;
+    patch?: string;
+    patchTruncated: boolean;
+};
+
+export type GitCommit = {
+    hash: string;
+    authorName: string;
+    authorEmail: string;
+    authoredAt: string;
+    subject: string;
+};
+
+export type GitLog = {
+    commits: Array<GitCommit>;
+};
+
 export type Problem = {
     type: string;
     title: string;
@@ -1237,6 +1363,11 @@ export type Transcript = {
 };
 
 /**
+ * Relative to the session's directory, "/"-separated; empty for the directory itself.
+ */
+export type WorkspacePath = string;
+
+/**
  * Resume after this cursor (`<epoch>:<seq>`); overrides Last-Event-ID.
  */
 export type Cursor = string;
@@ -2434,3 +2565,309 @@ export type GetTurnResponses = {
 };
 
 export type GetTurnResponse = GetTurnResponses[keyof GetTurnResponses];
+
+export type ListWorkspaceFilesData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: {
+        /**
+         * Relative to the session's directory, "/"-separated; empty for the directory itself.
+         */
+        path?: string;
+    };
+    url: '/session/{id}/workspace/files';
+};
+
+export type ListWorkspaceFilesErrors = {
+    /**
+     * RFC 9457 problem details.
+     */
+    400: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    401: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    403: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    404: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    503: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    default: Problem;
+};
+
+export type ListWorkspaceFilesError = ListWorkspaceFilesErrors[keyof ListWorkspaceFilesErrors];
+
+export type ListWorkspaceFilesResponses = {
+    /**
+     * The directory's entries.
+     */
+    200: WorkspaceListing;
+};
+
+export type ListWorkspaceFilesResponse = ListWorkspaceFilesResponses[keyof ListWorkspaceFilesResponses];
+
+export type ReadWorkspaceFileData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: {
+        /**
+         * Relative to the session's directory, "/"-separated; empty for the directory itself.
+         */
+        path?: string;
+        offset?: number;
+        /**
+         * Bytes to read (default and most 1 MiB).
+         */
+        length?: number;
+    };
+    url: '/session/{id}/workspace/file';
+};
+
+export type ReadWorkspaceFileErrors = {
+    /**
+     * RFC 9457 problem details.
+     */
+    400: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    401: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    403: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    404: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    503: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    default: Problem;
+};
+
+export type ReadWorkspaceFileError = ReadWorkspaceFileErrors[keyof ReadWorkspaceFileErrors];
+
+export type ReadWorkspaceFileResponses = {
+    /**
+     * The range.
+     */
+    200: WorkspaceFile;
+};
+
+export type ReadWorkspaceFileResponse = ReadWorkspaceFileResponses[keyof ReadWorkspaceFileResponses];
+
+export type StatWorkspacePathData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: {
+        /**
+         * Relative to the session's directory, "/"-separated; empty for the directory itself.
+         */
+        path?: string;
+    };
+    url: '/session/{id}/workspace/stat';
+};
+
+export type StatWorkspacePathErrors = {
+    /**
+     * RFC 9457 problem details.
+     */
+    400: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    401: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    403: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    404: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    503: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    default: Problem;
+};
+
+export type StatWorkspacePathError = StatWorkspacePathErrors[keyof StatWorkspacePathErrors];
+
+export type StatWorkspacePathResponses = {
+    /**
+     * The path.
+     */
+    200: WorkspaceEntry;
+};
+
+export type StatWorkspacePathResponse = StatWorkspacePathResponses[keyof StatWorkspacePathResponses];
+
+export type GetGitStatusData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/session/{id}/workspace/git/status';
+};
+
+export type GetGitStatusErrors = {
+    /**
+     * RFC 9457 problem details.
+     */
+    401: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    404: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    409: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    503: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    default: Problem;
+};
+
+export type GetGitStatusError = GetGitStatusErrors[keyof GetGitStatusErrors];
+
+export type GetGitStatusResponses = {
+    /**
+     * The status.
+     */
+    200: GitStatus;
+};
+
+export type GetGitStatusResponse = GetGitStatusResponses[keyof GetGitStatusResponses];
+
+export type GetGitDiffData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: {
+        against?: string;
+        /**
+         * Only this file or directory (relative to the session's directory).
+         */
+        path?: string;
+        /**
+         * Include the patch text.
+         */
+        patch?: boolean;
+    };
+    url: '/session/{id}/workspace/git/diff';
+};
+
+export type GetGitDiffErrors = {
+    /**
+     * RFC 9457 problem details.
+     */
+    400: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    401: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    404: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    409: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    503: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    default: Problem;
+};
+
+export type GetGitDiffError = GetGitDiffErrors[keyof GetGitDiffErrors];
+
+export type GetGitDiffResponses = {
+    /**
+     * The diff.
+     */
+    200: GitDiff;
+};
+
+export type GetGitDiffResponse = GetGitDiffResponses[keyof GetGitDiffResponses];
+
+export type GetGitLogData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: {
+        limit?: number;
+    };
+    url: '/session/{id}/workspace/git/log';
+};
+
+export type GetGitLogErrors = {
+    /**
+     * RFC 9457 problem details.
+     */
+    401: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    404: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    409: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    503: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    default: Problem;
+};
+
+export type GetGitLogError = GetGitLogErrors[keyof GetGitLogErrors];
+
+export type GetGitLogResponses = {
+    /**
+     * The commits, newest first.
+     */
+    200: GitLog;
+};
+
+export type GetGitLogResponse = GetGitLogResponses[keyof GetGitLogResponses];

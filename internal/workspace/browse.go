@@ -1,0 +1,385 @@
+package workspace
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tether/tether/internal/errcode"
+)
+
+// The workspace API: a session's files and git state for its user, served
+// by the session's executor (the daemon for standalone sessions, the
+// executor host otherwise) whether or not the agent runs. Every path is
+// relative to the session's directory, "/"-separated, and confined to it
+// the way the agent's own file requests are (Root): no "..", no absolute
+// path, no symlink that leads out.
+
+// Op is one workspace operation.
+type Op string
+
+// The workspace operations.
+const (
+	OpList      Op = "list"
+	OpRead      Op = "read"
+	OpStat      Op = "stat"
+	OpGitStatus Op = "git_status"
+	OpGitDiff   Op = "git_diff"
+	OpGitLog    Op = "git_log"
+)
+
+// Request is one workspace operation, the same value whether the daemon
+// serves it or sends it to an executor host.
+type Request struct {
+	// Root is the session's working directory (absolute).
+	Root string `json:"root"`
+	Op   Op     `json:"op"`
+	// Path is relative to Root; empty (or ".") is Root itself.
+	Path string `json:"path,omitempty"`
+	// Offset and Length select a read's byte range (Length 0: up to the
+	// read limit).
+	Offset int64 `json:"offset,omitempty"`
+	Length int64 `json:"length,omitempty"`
+	// Against is a diff's base: a commit (default HEAD).
+	Against string `json:"against,omitempty"`
+	// Patch asks a diff for the patch text besides the per-file summary.
+	Patch bool `json:"patch,omitempty"`
+	// Limit bounds a log's commits (0: DefaultLogLimit).
+	Limit int `json:"limit,omitempty"`
+}
+
+// Result is a workspace operation's answer: the member of its Op.
+type Result struct {
+	Listing   *Listing     `json:"listing,omitempty"`
+	File      *FileContent `json:"file,omitempty"`
+	Entry     *Entry       `json:"entry,omitempty"`
+	GitStatus *GitStatus   `json:"gitStatus,omitempty"`
+	GitDiff   *GitDiff     `json:"gitDiff,omitempty"`
+	GitLog    *GitLog      `json:"gitLog,omitempty"`
+}
+
+// Limits bound what one workspace request may cost its executor. The zero
+// value of each field takes its default.
+type Limits struct {
+	// ListLimit is the most entries one listing returns.
+	ListLimit int
+	// ReadLimit is the most bytes one read returns.
+	ReadLimit int64
+	// DiffLimit is the most bytes of patch text one diff returns.
+	DiffLimit int64
+	// Timeout bounds each request (git commands included).
+	Timeout time.Duration
+}
+
+// Default workspace limits.
+const (
+	DefaultListLimit = 10000
+	DefaultAPIRead   = 1 << 20
+	DefaultDiffLimit = 4 << 20
+	DefaultLogLimit  = 50
+	MaxLogLimit      = 1000
+	DefaultTimeout   = 30 * time.Second
+	// maxPath bounds a request's path, as PATH_MAX does.
+	maxPath = 4096
+	// sniffLen is how much of a file decides whether it is binary: a NUL
+	// byte in it makes it so, as git decides.
+	sniffLen = 8000
+)
+
+func (l *Limits) defaults() {
+	if l.ListLimit <= 0 {
+		l.ListLimit = DefaultListLimit
+	}
+	if l.ReadLimit <= 0 {
+		l.ReadLimit = DefaultAPIRead
+	}
+	if l.DiffLimit <= 0 {
+		l.DiffLimit = DefaultDiffLimit
+	}
+	if l.Timeout <= 0 {
+		l.Timeout = DefaultTimeout
+	}
+}
+
+// Entry describes one file system object of the workspace. Type is
+// "file", "dir", "symlink" or "other" (a FIFO, socket or device); a
+// symlink is described as itself, never followed.
+type Entry struct {
+	Path       string    `json:"path"`
+	Name       string    `json:"name"`
+	Type       string    `json:"type"`
+	Size       int64     `json:"size"`
+	Mode       string    `json:"mode"`
+	ModifiedAt time.Time `json:"modifiedAt"`
+}
+
+// Listing is a directory's entries, directories first, then by name.
+type Listing struct {
+	Path    string  `json:"path"`
+	Entries []Entry `json:"entries"`
+	// Truncated: the directory holds more than the listing limit.
+	Truncated bool `json:"truncated"`
+}
+
+// FileContent is a byte range of a regular file. Content is the bytes as
+// UTF-8 text (Encoding "utf-8") or, when they are not valid UTF-8 or the
+// file is binary, in base64 (Encoding "base64").
+type FileContent struct {
+	Path       string    `json:"path"`
+	Size       int64     `json:"size"`
+	Offset     int64     `json:"offset"`
+	Length     int64     `json:"length"`
+	Binary     bool      `json:"binary"`
+	Encoding   string    `json:"encoding"`
+	Content    string    `json:"content"`
+	ModifiedAt time.Time `json:"modifiedAt"`
+	// Truncated: the range ends before the file does.
+	Truncated bool `json:"truncated"`
+}
+
+// Serve performs req on its executor's file system.
+func Serve(ctx context.Context, req Request, lim Limits) (Result, error) {
+	lim.defaults()
+	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
+	defer cancel()
+	rel, err := CleanPath(req.Path)
+	if err != nil {
+		return Result{}, err
+	}
+	if !filepath.IsAbs(req.Root) {
+		return Result{}, errcode.New(errcode.InvalidRequest, "workspace root must be absolute, got %q", req.Root)
+	}
+	switch req.Op {
+	case OpGitStatus:
+		st, err := gitStatus(ctx, req.Root, lim)
+		return Result{GitStatus: st}, err
+	case OpGitDiff:
+		d, err := gitDiff(ctx, req.Root, rel, req.Against, req.Patch, lim)
+		return Result{GitDiff: d}, err
+	case OpGitLog:
+		l, err := gitLog(ctx, req.Root, req.Limit)
+		return Result{GitLog: l}, err
+	}
+	r, err := OpenRoot(req.Root, FileLimits{ReadLimit: lim.ReadLimit})
+	if err != nil {
+		return Result{}, rootError(req.Root, err)
+	}
+	defer r.Close()
+	switch req.Op {
+	case OpList:
+		l, err := r.list(rel, lim.ListLimit)
+		return Result{Listing: l}, apiError(err)
+	case OpRead:
+		f, err := r.readRange(rel, req.Offset, req.Length, lim.ReadLimit)
+		return Result{File: f}, apiError(err)
+	case OpStat:
+		e, err := r.stat(rel)
+		return Result{Entry: e}, apiError(err)
+	}
+	return Result{}, errcode.New(errcode.InvalidRequest, "unknown workspace operation %q", req.Op)
+}
+
+// CleanPath checks a workspace-relative path and returns it cleaned ("."
+// for the root). It refuses what could only be meant to leave the
+// workspace or confuse it: an absolute path, a ".." component, a NUL byte,
+// a path longer than PATH_MAX.
+func CleanPath(p string) (string, error) {
+	bad := func(why string) error {
+		return errcode.New(errcode.WorkspacePathInvalid, "path %q %s", p, why).With("path", p)
+	}
+	switch {
+	case len(p) > maxPath:
+		return "", errcode.New(errcode.WorkspacePathInvalid, "path is %d bytes long, more than %d", len(p), maxPath)
+	case strings.ContainsRune(p, 0):
+		return "", bad("contains a NUL byte")
+	case strings.HasPrefix(p, "/"):
+		return "", bad("is absolute: paths are relative to the session's directory")
+	case !utf8.ValidString(p):
+		return "", bad("is not valid UTF-8")
+	}
+	for _, part := range strings.Split(p, "/") {
+		if part == ".." {
+			return "", bad("has a .. component: paths stay inside the session's directory")
+		}
+	}
+	if c := path.Clean("/" + p); c != "/" {
+		return c[1:], nil
+	}
+	return ".", nil
+}
+
+// list reads a directory's entries, at most limit of them.
+func (r *Root) list(rel string, limit int) (*Listing, error) {
+	f, fi, err := r.openAny(rel)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if !fi.IsDir() {
+		return nil, errcode.New(errcode.WorkspaceNotDirectory, "%s is %s, not a directory", rel, describeMode(fi.Mode())).With("path", rel)
+	}
+	des, err := f.ReadDir(limit + 1)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, fileErr(FileIO, rel, err, "reading directory %s: %v", rel, err)
+	}
+	l := &Listing{Path: rel, Entries: make([]Entry, 0, min(len(des), limit))}
+	if len(des) > limit {
+		des, l.Truncated = des[:limit], true
+	}
+	for _, de := range des {
+		info, err := de.Info()
+		if err != nil {
+			continue // removed meanwhile
+		}
+		l.Entries = append(l.Entries, entryOf(path.Join(rel, de.Name()), info))
+	}
+	slices.SortFunc(l.Entries, func(a, b Entry) int {
+		if (a.Type == "dir") != (b.Type == "dir") {
+			if a.Type == "dir" {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return l, nil
+}
+
+// stat describes one path without following a final symlink.
+func (r *Root) stat(rel string) (*Entry, error) {
+	name := rel
+	if n, ok := r.insideName(path.Dir(rel)); ok {
+		name = filepath.Join(n, path.Base(rel))
+	}
+	fi, err := r.root.Lstat(name)
+	if err != nil {
+		return nil, openError(rel, err)
+	}
+	e := entryOf(rel, fi)
+	return &e, nil
+}
+
+// readRange reads [offset, offset+length) of a regular file, at most max
+// bytes.
+func (r *Root) readRange(rel string, offset, length, max int64) (*FileContent, error) {
+	if offset < 0 || length < 0 {
+		return nil, errcode.New(errcode.InvalidRequest, "offset and length must not be negative")
+	}
+	f, fi, err := r.openAny(rel)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if !fi.Mode().IsRegular() {
+		return nil, errcode.New(errcode.WorkspaceNotFile, "%s is %s, not a regular file", rel, describeMode(fi.Mode())).With("path", rel)
+	}
+	size := fi.Size()
+	if offset > size {
+		return nil, errcode.New(errcode.InvalidRequest, "offset %d is past the end of %s (%d bytes)", offset, rel, size)
+	}
+	n := size - offset
+	if length > 0 {
+		n = min(n, length)
+	}
+	n = min(n, max)
+	buf := make([]byte, n)
+	got, err := f.ReadAt(buf, offset)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, fileErr(FileIO, rel, err, "reading %s: %v", rel, err)
+	}
+	buf = buf[:got]
+	sniff := buf
+	if offset != 0 {
+		sniff = make([]byte, min(size, sniffLen))
+		k, _ := f.ReadAt(sniff, 0)
+		sniff = sniff[:k]
+	}
+	c := &FileContent{Path: rel, Size: size, Offset: offset, Length: int64(got), ModifiedAt: fi.ModTime().UTC(),
+		Binary: isBinary(sniff), Truncated: offset+int64(got) < size}
+	if c.Binary || !utf8.Valid(buf) {
+		c.Encoding, c.Content = "base64", base64.StdEncoding.EncodeToString(buf)
+	} else {
+		c.Encoding, c.Content = "utf-8", string(buf)
+	}
+	return c, nil
+}
+
+// openAny opens rel inside the root, of whatever type, following
+// symlinks only while they stay inside.
+func (r *Root) openAny(rel string) (*os.File, fs.FileInfo, error) {
+	f, err := r.root.OpenFile(rel, os.O_RDONLY|openFlags, 0)
+	if err != nil && isEscape(err) {
+		if name, ok := r.insideName(rel); ok && name != rel {
+			f, err = r.root.OpenFile(name, os.O_RDONLY|openFlags, 0)
+		}
+	}
+	if err != nil {
+		return nil, nil, openError(rel, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, fileErr(FileIO, rel, err, "stat %s: %v", rel, err)
+	}
+	return f, fi, nil
+}
+
+func entryOf(p string, fi fs.FileInfo) Entry {
+	t := "other"
+	switch m := fi.Mode(); {
+	case m.IsRegular():
+		t = "file"
+	case m.IsDir():
+		t = "dir"
+	case m&fs.ModeSymlink != 0:
+		t = "symlink"
+	}
+	return Entry{Path: p, Name: path.Base(p), Type: t, Size: fi.Size(), Mode: fi.Mode().String(), ModifiedAt: fi.ModTime().UTC()}
+}
+
+func isBinary(b []byte) bool {
+	return slices.Contains(b[:min(len(b), sniffLen)], 0)
+}
+
+// apiError turns a file error into the workspace API's codes.
+func apiError(err error) error {
+	var fe *FileError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	code := errcode.Internal
+	switch fe.Kind {
+	case FileInvalidPath:
+		code = errcode.WorkspacePathInvalid
+	case FileOutside:
+		code = errcode.WorkspacePathOutside
+	case FileNotFound:
+		code = errcode.WorkspacePathNotFound
+	case FileNotRegular:
+		code = errcode.WorkspaceNotFile
+	case FileTooLarge:
+		code = errcode.PayloadTooLarge
+	case FileBusy:
+		code = errcode.SessionOverloaded
+	case FileTimeout:
+		code = errcode.Timeout
+	}
+	return errcode.Wrap(code, err, "%s", fe.Message).With("path", fe.Path)
+}
+
+// rootError explains why the session's directory itself cannot be opened.
+func rootError(root string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return errcode.Wrap(errcode.WorkingDirMissing, err, "the session's directory %s no longer exists on its executor", root)
+	}
+	return errcode.Wrap(errcode.Internal, err, "opening the session's directory %s: %v", root, err)
+}
