@@ -65,6 +65,36 @@ func (e AuthMethodType) Valid() bool {
 	}
 }
 
+// Defines values for ChangedFileStatus.
+const (
+	ChangedFileStatusAdded      ChangedFileStatus = "added"
+	ChangedFileStatusCopied     ChangedFileStatus = "copied"
+	ChangedFileStatusDeleted    ChangedFileStatus = "deleted"
+	ChangedFileStatusModified   ChangedFileStatus = "modified"
+	ChangedFileStatusRenamed    ChangedFileStatus = "renamed"
+	ChangedFileStatusTypechange ChangedFileStatus = "typechange"
+)
+
+// Valid indicates whether the value is a known member of the ChangedFileStatus enum.
+func (e ChangedFileStatus) Valid() bool {
+	switch e {
+	case ChangedFileStatusAdded:
+		return true
+	case ChangedFileStatusCopied:
+		return true
+	case ChangedFileStatusDeleted:
+		return true
+	case ChangedFileStatusModified:
+		return true
+	case ChangedFileStatusRenamed:
+		return true
+	case ChangedFileStatusTypechange:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ContentBlockType.
 const (
 	ContentBlockTypeAudio        ContentBlockType = "audio"
@@ -1307,6 +1337,30 @@ type CancelResult struct {
 	PromptId *string   `json:"promptId,omitempty"`
 }
 
+// ChangedFile defines model for ChangedFile.
+type ChangedFile struct {
+	OldPath *string           `json:"oldPath,omitempty"`
+	Path    string            `json:"path"`
+	Status  ChangedFileStatus `json:"status"`
+}
+
+// ChangedFileStatus defines model for ChangedFile.Status.
+type ChangedFileStatus string
+
+// Checkpoint A turn's record of the workspace as the turn began.
+type Checkpoint struct {
+	At time.Time `json:"at"`
+
+	// Head The repository's HEAD commit then (absent outside a repository or before its first commit).
+	Head *string `json:"head,omitempty"`
+
+	// Tree The snapshot tree, in the executor's checkpoint repository.
+	Tree string `json:"tree"`
+
+	// Turn The turn's promptId.
+	Turn string `json:"turn"`
+}
+
 // ConfigOptionChange defines model for ConfigOptionChange.
 type ConfigOptionChange struct {
 	// Value A value id of a select option, or a boolean for a boolean option.
@@ -1515,10 +1569,19 @@ type GitDiff struct {
 	Against string `json:"against"`
 
 	// Base The tree compared against.
-	Base           string        `json:"base"`
-	Files          []GitDiffFile `json:"files"`
-	Patch          *string       `json:"patch,omitempty"`
-	PatchTruncated bool          `json:"patchTruncated"`
+	Base string `json:"base"`
+
+	// Checkpoint A turn's record of the workspace as the turn began.
+	Checkpoint *Checkpoint   `json:"checkpoint,omitempty"`
+	Files      []GitDiffFile `json:"files"`
+
+	// Head With turn: the repository's HEAD commit now (absent outside a repository).
+	Head *string `json:"head,omitempty"`
+
+	// HeadMoved With turn: HEAD is not where it was when the turn began.
+	HeadMoved      *bool   `json:"headMoved,omitempty"`
+	Patch          *string `json:"patch,omitempty"`
+	PatchTruncated bool    `json:"patchTruncated"`
 
 	// Tree The working tree's snapshot tree.
 	Tree string `json:"tree"`
@@ -1845,6 +1908,21 @@ type RecoveryChangedData struct {
 	TaskId    *string         `json:"taskId,omitempty"`
 }
 
+// RecoveryReport What the interrupted turn got done: its tool calls, the commands
+// still running when it was cut off and, once its executor was asked,
+// what changed in the workspace since the turn began (its checkpoint).
+// The continuation prompt carries a short form of it.
+type RecoveryReport struct {
+	// RunningCommands Titles of the command (execute) tool calls still running when the turn was cut off.
+	RunningCommands []string         `json:"runningCommands"`
+	ToolCalls       []ReportToolCall `json:"toolCalls"`
+
+	// Workspace What the executor found changed since the turn's checkpoint when the
+	// turn was interrupted. With `error` it could not tell (no checkpoint,
+	// executor unreachable) and `files` means nothing.
+	Workspace *WorkspaceChanges `json:"workspace,omitempty"`
+}
+
 // RecoverySummary defines model for RecoverySummary.
 type RecoverySummary struct {
 	CanContinue       bool `json:"canContinue"`
@@ -1878,6 +1956,12 @@ type RecoverySummary struct {
 	// session_closing | session_terminal | agent_unavailable |
 	// nothing_to_continue | history_degraded.
 	Reason *string `json:"reason,omitempty"`
+
+	// Report What the interrupted turn got done: its tool calls, the commands
+	// still running when it was cut off and, once its executor was asked,
+	// what changed in the workspace since the turn began (its checkpoint).
+	// The continuation prompt carries a short form of it.
+	Report *RecoveryReport `json:"report,omitempty"`
 }
 
 // RecoverySummaryKind defines model for RecoverySummary.Kind.
@@ -1900,6 +1984,20 @@ type ReplayCompleteEvent struct {
 
 // ReplayCompleteEventType defines model for ReplayCompleteEvent.Type.
 type ReplayCompleteEventType string
+
+// ReportToolCall defines model for ReportToolCall.
+type ReportToolCall struct {
+	Finished bool   `json:"finished"`
+	Id       string `json:"id"`
+	Kind     string `json:"kind"`
+
+	// Output The end of its last known output (at most 500 characters).
+	Output *string `json:"output,omitempty"`
+
+	// Status pending, in_progress, completed, failed, or interrupted (cut off).
+	Status string `json:"status"`
+	Title  string `json:"title"`
+}
 
 // ResyncRequiredData A control frame (no id); it belongs to the stream, not to a session, so it carries no EventCommon members.
 type ResyncRequiredData struct {
@@ -2600,6 +2698,18 @@ type TurnStartedEvent struct {
 // TurnStartedEventType defines model for TurnStartedEvent.Type.
 type TurnStartedEventType string
 
+// WorkspaceChanges What the executor found changed since the turn's checkpoint when the
+// turn was interrupted. With `error` it could not tell (no checkpoint,
+// executor unreachable) and `files` means nothing.
+type WorkspaceChanges struct {
+	Error      *string       `json:"error,omitempty"`
+	ErrorCode  *string       `json:"errorCode,omitempty"`
+	Files      []ChangedFile `json:"files"`
+	HeadAfter  *string       `json:"headAfter,omitempty"`
+	HeadBefore *string       `json:"headBefore,omitempty"`
+	HeadMoved  bool          `json:"headMoved"`
+}
+
 // WorkspaceEntry defines model for WorkspaceEntry.
 type WorkspaceEntry struct {
 	// Mode Unix mode as ls shows it (-rw-r--r--).
@@ -2733,7 +2843,11 @@ type ListWorkspaceFilesParams struct {
 
 // GetGitDiffParams defines parameters for GetGitDiff.
 type GetGitDiffParams struct {
+	// Against The commit to compare with (default HEAD); not with turn.
 	Against *string `form:"against,omitempty" json:"against,omitempty"`
+
+	// Turn Compare with this turn's checkpoint instead of a commit.
+	Turn *PromptID `form:"turn,omitempty" json:"turn,omitempty"`
 
 	// Path Only this file or directory (relative to the session's directory).
 	Path *string `form:"path,omitempty" json:"path,omitempty"`
@@ -4975,6 +5089,13 @@ func (w *ServerInterfaceWrapper) GetGitDiff(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "against", ctx.QueryParams(), &params.Against, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter against: %s", err))
+	}
+
+	// ------------- Optional query parameter "turn" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "turn", ctx.QueryParams(), &params.Turn, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter turn: %s", err))
 	}
 
 	// ------------- Optional query parameter "path" -------------
@@ -9523,252 +9644,264 @@ func (sh *strictHandler) UpdateTask(ctx echo.Context, id ID) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L2Pcxs3kj/6r6D4rirUuxElO87uRqqrLa3sJL5zYp2lXKre0o8DzYAkVkNgFsCI5mb9/du/hW5gBjPE",
-	"8IdE2U5ut7ZikZzBj0aj0d3o/vSvg0wuSimYMHpw9uugpIoumGEKPl1WSktl/8qZzhQvDZdicDZ4x3S1",
-	"YIRODVPEzLkmGTxJhum4Oj39OmOlzObwJzvDbzT7O35Oj86JvGdK8Zxp8oZqc/zqnglz/PrlaJAMuG3/",
-	"7xVTq0EyEHTBBmcDbHyQDHQ2Zwtqx7OgH94wMTPzwdnz09NkYFalfVIbxcVs8PFjMvhOFoVcro99SgvN",
-	"CBO5JmbOiDaK0UU9FUYUKwu6IsM5FfmKLLmZ28kVR32Dm2I/4eByNqVVYQZnRlWsHtutlAWjAgb3+qV9",
-	"DporqZk3rfF8kAwU+3vFFct9A9Fp/+FFMlhw4T8+i9HAUheIi/21CXHNhCG3KwIPXMtKZYxkBbecQKQg",
-	"imVSCJaZc6LpgpEFo4KLGaGapLggaU2SOaM5U80sWqu657rd8OyOmfXhXvilMvAAmSq5IOnV2+sbcsJs",
-	"V/oEf9FpQrjQhtGcyKld07FILyozl4r/g9rWUoIDJsPlnGdzsuRCk+WcCXIrzZxQxYhmwhyNyE/snilS",
-	"VmYsLG/cMqosm8g7Jgg3mhVTwgWh5Od3b0Zj0cMhOKx9ybAqmV6nwqVcLOixZnafGpYTmDmxr2tiJMlZ",
-	"we2Ih5kURsmCTO121oQWS7rSJJML1svI0MiGUUaH+YtUd7qkGbuybBwRFAU1/J7ZscFuY1pzKb7SJOeK",
-	"ZUaqVULGg5PxoJnTOWGL0qzIVOKGrJ90FO8bv9tIkW04GCThXF6cfvuH9bl8tPtOl1JopPuFuaQlzbhZ",
-	"2U+WnkwAW9KyLHgGjHRSKnlbsMW//03b6f4adP5vik0HZ4P/56SRryf4qz65wrew0zbBbuyEKVtIQbgm",
-	"1BBKMjcMUvAFN+dESDO3G3FJNaH5ghvLB1KRTDFLvtFYpHTGhJnA8xPFaDZneXpGtKHKwBYWBJ4gS1kV",
-	"OSmp1iQ9Pl7QD8fwvU6JVMjxpZJTXrCvNEkX9MOF+3WYQttpQlKdyZKlZ37Q//RvJISKnNCxSN8xo1bH",
-	"F1bA+o13dE7SUslFaSZ/r1jFJtOqKKC1eWXsECe5XIqUSDNnask1w82FL8PqBI3GJFsmQb5LsqTckFs2",
-	"lYoRo1Yw+xnlYtTiFMcLXBg2Y8quy8dk4FfpE67+u+8uybcvvvkjcS2TnBnKCz2CveYaAOa0C2H585YX",
-	"3PCYpPhlTg3sH1xqmt8zZbhmuZVYKRfccFrwfzCQ4qWSpf0ZG4I3foJd9Wt3nyT46/8wpTnOev2Bysx/",
-	"ZGYu88iwfpDLcFRZxkqjLe/mTNgRaTK8uLwiadCI1RjsHidSMDv4Dl82T6Z2xefUihtmOScnGS0KfMK2",
-	"nlHDUnfUdynADVvobUt3UXdl5+kmTpWiK/u5kDS/RgEX0KU+9oHKi3Jt2Tq0r3Iu46+zxS3Lc5ZfWm78",
-	"YOIP8QWdsdhPH0O94q/uucT1t974+3p+8vZvLDNu/EZmslhf/HrngBCtFruMICRX/VqUSLGxwA54w7WJ",
-	"kHDmtdndFtU+foX8tL6snUG7tntH5NuJrGvNOmt7wgp9+ztZwAM194Z8q1EVReZteJcMcUSjFV0UpOkE",
-	"Tvn1nXlPeUFvCxbnnazDmVup1lol24DVTkTPDNkHllXG9k6GoLyZ+qz7yqomYspnlQLJmhABihc8Rold",
-	"AKZNfE4511Zh7xVXc66t8uD4+rWwy9W7Q3kebUOAEuOY9V0vgwPz3rL8AphyKtWCWu0jp4YdGw7cvda0",
-	"BsXbPs9EtbAsdlvxwnC7J5AmA3tKGJYZlgd817RQiXpZ3zGqo0K5u/mtlRESrh5HyCPxefdTNLopWmzf",
-	"3hKTBTNwWtI857YFWlwFD7SMp6ZFqmaRY8UwteCCFmeEqlm1ACPGSKIq0Zw2wGXAoLCXEiJFxhJU4P37",
-	"raNgjdRdid8aQ5T3hOk7mSXJpf1vpRma0Lj5E5Izxe9ZjszPjSZ33GpSIidAsOgm6OXbnk2BX6yZWJdX",
-	"X7nu5NQLo6FTFa15RG/RLrLnheNW+BU+30/uqbUBPSmjzHpPVWT13MtnsFb3VHHLf7CAmpn1I5+J+33W",
-	"Kcb8gjpWFvGj7sLvgstGpG1i0/Z83gpGdEH1vGa4WuWW0ylTTsnpdnK0ropt4zAuysrsN7grxXS9opaw",
-	"foyG3jFNpopZ/emD8WeN0aB9rY9tM3fboQZuFd/EumBao73n2vUjJNy+sjIwNqBzvOVw1d2Ch23G1v2S",
-	"iowVVtQVEc0ig18Llself87Amomcf/8N3xPUbQgH3xM1ZMkUI7mSZcny/SQPtvQ63y7rmzFH5wtHzFsY",
-	"5+WcCtQd48wEnrMuE9zTooqJEgI/EA6ihBLNCpYZIks83qUilDjKgaHffMJHLDWkYG+ng7O/th0R3/xh",
-	"i98rWV+a912i4Kh7CGJNvb8UMrvbSorOnAWxu9oZi+TWNrG+ax546gkhDehGeu93c2polKm2CZcFX7Ab",
-	"d1LsfrYo1ug0e41T83+wluLEhfnDi2ZnB0aGt38Cxnh2Cv+LnDmGm2LzMegPM2g2WbON/IwmBRd3wee4",
-	"Oqb49k0Jv/axHxcVuwDDmEW0Jhr84sZt6fk+iSn0tf9+bZjgOHxVymzec64YplRV88YmU+Ady+Q9U6vr",
-	"arGgapt4SgbaUNMiu6qEsL8lAyc/wZIoC2bw71qCJYMp5fhHPcCoVty12jzNgpF15tiiSE25TUv0kmUF",
-	"F7gQtCicqNrJ85PssKggYqKrqvq0fPsTLsXeS9ZPMNdb0PY6Ud4HZHmHxtqex0jIMFtIaJ97Gdcc4MrB",
-	"KlNInrZ4/pEtbq3qZS3LFckrBaYoOtBLuiokzUlGleJMk6Efj9WSFLMGQqXAJcvFvSzuWUxX28z0aET1",
-	"/Gqovus7zNdnCYY07uuI5wN/rvtqE+EnuA6QwpvjXAoytB/BOezuSwI3PbR4dEYo+fnn1y+tXb4k1Dga",
-	"wjveVles0qjFrMsapaT6kWnddk0FD3zg5lLmLO5Rsr9e85k1KaJGltRmk8dBKmIfOSOFzGgB2kbODDjF",
-	"E6f/ouuB5ehmtE8otpCGnTuLB77ShoqcFlKw6CQLqs01Y2If479s2W1rTrQbecdEj7vIGbRW4XCrRXic",
-	"+qoS0H8gcJupoHMBiAFb3M46eqxZoV1t9Qp51rzGp7tixQ+lbu79Bvb+QUade3mumI76u+1GbXxKBC8+",
-	"NOEG7cpK8A9ES7g8dFdLwBelVKafbT1bdjtbQQN20Ym7J7VLQI1hVsPHY4oMbQeTSlB3+2g5Dr7yntTJ",
-	"gusFNdk8IaPR6Ohhu8e22CNX7E+Bt3adj+wDX+na43hb8SIn9/hGL5tbUU8zcxHZdm8sQeDSkSiWscaR",
-	"4cltG91tc8TNwGYTw1I73iWOs77S0ElCWKFZbXd6D0LtbLTPeJdjdJayMrfyw19WBpluB40U37Dnqopd",
-	"e7gfwBgqCjRccdvqkGfnVBMhDaHZnZDLguUzlpMVa1OtfxARB318yYl/0q81EWwmDYc7ZencApVSVvY1",
-	"7D2KdhqRLzuKFEeA+DBb5IExz2WRazLE2+HlnBeMcGPPZEsxN0p3MO/k+A8Fjb+IiJjacMrt6dT1Gm57",
-	"Wp6SYnYGY3ZXs3aBieYia+6tXJ/nTRQGvOROKy9tbpW8Y+AZ5JrcMi5mRDGjuH2xgCOvEtAHaDql3ZoY",
-	"4eLaIDmjudVhybDFkOCWCBRsvHrwp+nENt3yAda0R5+1G65TGYOP9sXtyrrz1LTPCvjX88u2UyN+LQSb",
-	"fudbodYptM2liE1vG1ZwN9gemVVwWL7hoCdM5HZR7SrZhz3Tx8TEur1wAGG2i+zp02Wc37bnhPK2X8SD",
-	"5L1lVukm04LP5j0T3KRbd1aqeTQcWBKYoG4xukRok3HTUl/XmlJ7QutbGddWVQJmSEVbYe2eC3b3AAcE",
-	"EsBIMqSNwuMUckoEM0up7khWmSMvIML+iZHn0D6YNTMJNoEX/P6YDrRFVW9omq/WNzaoKLBTwZUZlfZt",
-	"8rx0PqndDOfQrosYzxGrJ65F9f8SV/Ou8boykznzppHV7CrF0HuOWqwlLjSSEDaajXBZJ1bnm3jWO3fn",
-	"VR2CAyZGQ8Okka7BdV7jom8zRgbeQHLL6hNkCP0TTVeaLOcrN5DOcaHY1JpoXvnFKDbF/tYcm09jmO1h",
-	"9jSqxNMYIL1mx/uPyeB7DjzGTfz2XqpXC8qL3pAXqfpDZuDn/XSIOdVx15yucMxbZR200Bpb0ppIa1xN",
-	"uzHZ9j03L/l0GvM4UC56lvmW6p57HKMYXOaU1Brdro0oA1oBvfuh7Yb5XTSSIxmU1tKKc6T95UZVIqOm",
-	"73bHDjo+HStqQagqZi0QLWip59LA5+03U56EjmCuIz/1tbFtWJ7v4pEnzgun43vulguKDsPYhVbBNrwq",
-	"i9yHfcYoukM8qGKl1NxItbJGqCxJwe5ZMRpsdEDUV895Dgf1QuZ8yuFPGLCzO6weiRppiT/aJjO849qq",
-	"hPpgUuw0CYgYUqWmXs+ivJGzyCUiyJi9mNqJpW1qqG+5ZzSNYtJhkDmjPQL5ls256PtNUZFF1vjitrle",
-	"/uHVxUt7PHqDMB7B463FeNSbsBbNXuTCib4SBi8jumLAT7cTmPjq4qWLEOGmdvz50FF78nMFzh77e3Qe",
-	"pWJT/mGjNRsGPhP18M1QlRgMv/0QCExxXOd6UesBNzTeyDhIzzXu4SJnkUnPuLGi0Jpu3v0CT5JhKVXG",
-	"CsoFuX9+RkbkR3JBXpJ35JLckJ8T8mdSCaNodtenk0jFZ/Foc0tou3EJNxAd7WQABEeDEABXVHztDi2u",
-	"7JkQPzEilAkPkMR/CVkXBTOGKb39FHECC1cj6D62pD8wWsSm+wtkQ9TRh0IvbdckpSV3HqXUbmZM+JGw",
-	"SnYqKRdTOXKOpHQshrTQEqKMv391Q05kyQQtOUQopkdodtysSnYNPZPrl/9VX7v4aY+Fd0tZ2wX1Vk1q",
-	"Q2c5l5qRZlRgHlEB0eJkQf8m1WjBhVQYNd4RdvVbcf65uHpdz612jgWWmGbqnmkyDOdsbQNrmIUzjfNu",
-	"VuuX6z3PuCGK3fNuj5aTISYQuDdBwWrtfrHjOSnv4qFYm8hQu0oVKxjVrCbFMPX84Rf8KCHjQW43wniA",
-	"sRyCVEIbuiiZ8yhvZ9/6oPWjSsKVijFx4BHvnq91sH59YOwVh9A9L1xixT7KOxo4u3ls++8MlSxabtVK",
-	"Q5KVD7kzc1nN5qC6r7Rhi+gqdyLFNwWEQneJD4JoZr2B+hdWBTukLR9ZvMOsyAIH/HrXhfl0tG9G1l6C",
-	"uJEaEh5Iub4BfLzPplVYW7+aaSNRd5jbuTWzkwxbl+qaSFGs4nKwG3jjaDBClX6rdg6/usCmDdx5Oa/E",
-	"3SG583fGRECfxzNRQ+Yvg4kyO54DMJHM2YNCIhcydywShqc9/9P2fN3WimIrsZGF4Zp9oaqQpxa7VLCH",
-	"Hrqfnc/buaGNlHdWcRZyeU5gXmdEG6lYnhDXWBjOyz4Y9GbGXfJZk6O0iYPclYhPOlpzjbhJNO1tIofk",
-	"2cZEOLv7SAa6o5kru/Xg64ur14mbKV50BREwTv9szz8IfnG/w9vrAUEuf2O/0HH4g/CcHLsNASMWLp52",
-	"SIPA2iBsNtwhDWUWbddtX4QwDjNG2iumFhwo8bYOBWzP8a7tH9ghPhQDfHe5rKmfrOP1obfNA33HymK1",
-	"544Nh9RNzd4cazyQlclk+/Y7FnG9KZ4rHHsdO9fhpIeqoD3U392dssYB+wWjY7Bscb/n/TlEi7P8bbnh",
-	"RmdzRN1akGnJRI63Vb71Tmgp+1AC473fL4RYyuKSFsUu/AxadngD6W+2/aJs07rXOOWwyvdT8IbL3euL",
-	"ezwIXZs+GlLGFZ8IAR+h//Qtx+dVg8p6VCPlh/V4bSicK27ow3NerwTZxEKH3Ogb+Aq72c5VSJsDMVVA",
-	"6C+Ip3BUB2Cpgooep3LgBoi42blUDpZjg/drq85j0AjbEIlqB/hzaU+qgzL7vjcaDZ22XQD1+/Hft6fz",
-	"GP7sEOUzM2ZBxajC4RyAIxvIj00ae19mf8T4SCPBICmaX5hfq0M0DCFkJTJrcTEKuERmTiiZc8gbJcs6",
-	"b/hAgBXZpqCXBc3mXLBjxWiOawMhJvadEbkQK5+Vj5mMeK+qiZZ2WggyA9cHJP3m9DTFqaRgJ02Wihs2",
-	"wRDpFN3ZENYETZAMMGlcfIszy4boDjf0lmoIolmxnBQyu2M5hjXa928rvSJWo5QVxEBlUmijqCUe9pU4",
-	"OCF9R7gm06oojs5qNB1w4btbo0yqHMxeMO4cbExjGkJEcQ5hP5pOu9SQkO3orceaBl/XNMDfJvKeqULS",
-	"vKZBaHbmHElg6B0EudpXuSDp8bF74tjO9tjNNsX4TZdgXJmSZu4yxU4Wsi2NlGRBm3FqRMaZSkW4Cchg",
-	"CZBLwRKcOCmoYar31rYnGoYLbex5u5uEDtP6tmbq7bS/sZng9h4YvWfDL0qzsyRuJYd+BFCp1/jeM2cq",
-	"+o/rmw276s/ry3qw9hCDz4efObwvu+Vq7Ccfx3feBrPjBhPoWf1APMRrcyLgbpl8nUhH51iSimBCn0vx",
-	"FWzpgjrPAdWjBFuH1LlWipVSGY2QbXbAX+k6Ch26SggCti3oitACghGtlKjBG+C+75NlFQaphN6Q2zWH",
-	"sE5jW19uQOA7dk4fzDqDOHBLLEtUjP7lOVuU0jLjqA1utg4LWFJjmLJt//9/vTj+/+jxP06Pv33f/Dma",
-	"nB2//3//LcYbOMyHZfQtqsJwQ/VdG4qNCViNQdIPioFQE3XGnV9ot55hZGrTGIYxRm33st7j2xMLuxy/",
-	"cyriOl9E193nXaLv9qBa5aFSP7ekeXZfj2Ek+FTQnqAyKmYFF7MbZ+G3FeFOcElc7vQ6HfsOkJgjxp8S",
-	"vT7FrgSvhcO7/gRcP7LaFwizbgmWieOP9peW22FTzJTVCSYOZCfK0UIankVBFzSzB1TG6gSpSvcc3ziI",
-	"l4gX2Zd8EOaAOHnsgvJ94HGjvA5djy6onYHH/CghWhI6FhmyBMUsOX0Xqr1WZQJFycXYoCLFfcJPgOWp",
-	"0bS3vyGKHwj8PqC11z2zAsEC+mEzJERCdF/FEzxB1PzAip5W3UlnG3cZNO4bVO5c0ISL0WcI6FPrYHDi",
-	"2bU682OAZJ7KpT+FQwUtFrTFBeGCWFVVnePhOhZ+ddyLzRPuLYegSV5Z8yKjwp6eVrfMFV32UhPn4cRd",
-	"rrdPvw5hgq7tXyC990M4abLc11MveR0D71fsDHqe0AzCtf6Jn9yY/kka98XEeYfIP8fCa+JZITV85dXv",
-	"iVcoyD9dMH8YlP/PsXDa8sTIiR8A+SdxW3bi93CLnj2S6A4j8UKhGZOQ9Z6PHyplQVeXTrfxZ0pXNLQQ",
-	"YclQSMJzF43lII/9nnZmu2VQKx28UY5Ax5Fbrj6Qia7LpV8das/gEc6JCCk+r38CSTvxiufjXRTvmF6J",
-	"7J17Y8/FBizUQoqZrgF5wWJI0NgMTFeQ27DNMDJPSBKoH2SBWAp7MEMyYL02RrPVa8XOPlsnR9e69MSH",
-	"sLqPe3hyHYgF266btyn8KGZcW6rPzYx2QLUf6vHM2JvRSAMszB7b0Urd/W4FXQzAm3ZaURh0sP8tabbM",
-	"HwKPwwIIjl3SkTZcyNY29A5xEtfw7Ca8kE0+FOcm3Z08Ua0Ze066S4yk7LOE64UJR7GBoy6BOQ5pHj2A",
-	"zJEQ1b4boNawHyEy1qf/eSWGOw1GuFkPJjACBOOI3Ih8/cS4tZtSlNeN+5rjm2HF5ko76I59OAchTmT0",
-	"NgDBIuvmJv7ZCW6lI6v9O8U/PXF4F2VlUjQDHF7NbtcFXdTLiF5ej+NHmbOeOS3sT/1TcVxgG9gdrSF4",
-	"KXqX0YR/bWqlHSv20WPsvm0iH/qxdvBRB1CoCfXoO27ZFmToUQ6VD8tK6gIiignzP7SoOjN+XGA6Nvtj",
-	"9BrHr0PbKAf/qnMhxv3BGzS4Bx6WD/ZM7Rzjc5CjcwNSQH3otc84H8dbT3B3B7AXhHAw7ulZXVeu9ikL",
-	"Uy/jWtaeLCrjEqjkFOEIuAafc52zdk70alFwcaehSoqPBRiRF6enJOXinhY8n2TL5l7PQ1VIwc7xqWyZ",
-	"T1wqeuouBjD8OUiNG6YnaULSE2Yy+LfSCv69p/ZfCMDE+6pK5EyR9CRn9/BAqSS+oVc6RVAlUomC6Qbj",
-	"CKQi3sUdH1Nr0x7bAY9iRUK2UDJUA/vQqBqQhzOSNsBbKRlSks15gUVqcGx4LdJAsbkR1244DRed4GM5",
-	"Skjqc/tSvCBFaKQWVIC/MJGVsaZ8TYQjDwKAdRWm0O9CGoe0w2uHVRcsibxET34IYBHUYvCdpx6BqW4l",
-	"PT6uf3TsUkMeCGkmU1mJmh9gVPXsa4Afj9JmF2/rtUfkVhJA86+e/DoglDFtrnjlN5R94DzE1CYUvrOT",
-	"dcpy7cL1Otj6hPt1/+DBb+KFe9aKGnRV+a1SKz84hscWg/Fhp8/DDond7hE22kCbLQUk4QFMhWAtvhBb",
-	"AUd0MGOhDenxCIpFEGi+DIrVgnAtFu1xlIvjYPUFGkAOaiFvaeG8gl/tUNaP566qX2L1YelzfpEU6RHm",
-	"Chdcgx6QSaG5BnBsK8LxDIEfAX4ejrAZlIhy2gWFYkVSuL+NokLTDG9BIDhHLn3GPjFyBgdGE6jj1gOC",
-	"JXCqt3AkL0bkGgMlWoP1BRegZczxcCFJTdoLDlYpOEulyFgTOcM1WXDt8HV8bEOUDQT7YK7orIH33IiM",
-	"t49xtDVAsG54F+XU2xV7ViTYKx2ktzbDhnE5Y+0gd+ibkBoCQw+usIRcIgjsufd/B0oQguDiUa6YO9Uj",
-	"pbViToEntM0PYlp3TeQnsV63Jsq87+OAxx+iEY76Mk4Gx4ITFESHO1M7cSiPuuRYj2j5MmjnrfInIJ6u",
-	"Fk+Q9v7BvMNMwh4knCktilua3W0IP9FGUcNmq5AeWMRpUhdYc58LCTdp/tKa12WcksFUMT3fTq66s2Rt",
-	"/Bt1X0e/x2/bcCG+FJ6DER2M1a67yS2X715d3Lx6OUgG1zcX725e//T9IBm8+/mnn/CvXy5e2+8m3719",
-	"N3n909XPN4NkcPn2x6s3r/Cl7y5ev4E/Li9+unz1xv4dCzAKe3+CULVSsXsuK339ENPsk1zkhDN/PJ+u",
-	"0fHLYFagw8GlYy/K2NbaBDcB6LRUiK1eVyn4ShOek6FmjHg7rqfG4Q6ehPZF8voooGuX1h0kJMwACqpW",
-	"+bjRPuYnngS/H7IodIotowfQQY06MM9oJslYDINbFn2nwWsUVFM9gwDwNMSQRyebTybRzByNhVS+feja",
-	"J2eMyC8AW9qCIOUa/JiAY4qFgtMQyjRNAs9eEDeVIjopWGOIYxz4KcdiHdN0xQxaeZ3RL+cr9Hc20KZj",
-	"4RzKSYBsaglh2W8K9TMboNPzEFzpjrFSj4XL8aiE4YWLi7ErYDhUy6iAH9PjYzvU48L+h2I545JqzXQ0",
-	"0GunshddxOB9oE33LW2p4erzXYO3HHsGjtT+m1bBWK43FcDEA/BdT+wesphPD/DBdTUorv9CsYwJU6wm",
-	"mjFRfytk8OpYrH05AbUFWyNDjMNUFOMl3Q7BgFIh6zwb3HqLo3aDPkRzKCQGi86phlKS3k0RmnyyZILl",
-	"TeTUGYQHegR35GKJZfTgO11nI9md2WYBdD0EbHPkog1Re8Pwwx2jFD2o3KS+VZlADKSYxbn1QGVCPuGF",
-	"XYNy95cairL3kR6g0l0u/VrXfaG3t7Ol2vunvVk6O2Nt74d49+HxFD1owXn1hs5mewcAgtiEDBMyZUVB",
-	"EAqSUBMGfeo5nHhNmQDnGHuS0M9wMo/RtLo0+cwqFgxnUsB4DqBaQXM3PLtjJlY+oOSK6X3C3kzdVBd9",
-	"hv69YudwLBJu8OibkkLOdByHVBU9US3egwzXyZar/l4xtUoI9gzfTHlhmNKEi6yocrYDSqAbNvabBBPf",
-	"RrRdU5j6JkKoH7gV9/o8OENe52TBqAvUb/nPN+2Xvtti1507KaTLU6jh/q3yhAEnQo5F+oZqcwy75vj1",
-	"S3cLjDC1UrCjM4Iyp/Zfc+/QTwjVY5H+GT/9R4rpDyMM8b2G2oZfaSKXohECGvpd69NfMEN2wZILPSI/",
-	"SUPKoJjYLYeIe1SSuug6mw+Q/S54+25dvw8XBTbxeZPIi0xIqG5dBvwZ2/qPdKdb11XZFwjV6cKEOyOF",
-	"96wOaWW0S7Nt0+d0J/ygG5dk91SQQTud2nYQW69PHxCDiie4Lmm2b16XP7Z3Dz61c3hQRE7vvfsWjm1N",
-	"rc09L+tYGLBoqL4DhQ4qhQwXFZjGXJujEan5TFUFg9sKGlxiZMsc4NtWZ5EYHWvVhOE40RiYbSLZ9MQ/",
-	"NtQ8+B0NkIM2oRLDq7fXN+TEfq0jhRkfsBUOyfN7MHCtc/YzcdxvFRD7EVpUd8k+rxJliXG4aAI7t39d",
-	"iH+RF+Kwb3e+rYTjbttFNza58ZbbtnPlK4JsFPYLLsJvnyUPyS2IC4u9Doy+w3/tluDm7cu3g2Tw+qfJ",
-	"1bu33797dX09SAbvXv3P61e/POxCoO7lc98GtKi4L933uAfoTviRQvULuwEAyXpg97+d5kHAsrquDNR9",
-	"gnIOw6uLm8sf3HF/8ivPP3qkJMGWBLZWRAnYMaSvcwL3c8fjkbS6FPsCeOJgSFo3cPTUxOl4GQQj19ev",
-	"nHPK2UXXL/+L6EpNAbuIm3O0j1zBCUZSmNBZCrHBCUltzyn8UlJlDxn45iwl/3n99ic74ZzbLhdcUBeg",
-	"vaBl6TzfbbjxHSDScSJJB2J6B1hs/2IUlHF3WMloMw6Hb2ccwbqREDNtO8qbf62byrxTCnbzcjv1dKeU",
-	"Wf9yJwttl9y5tVedGrlTMG335W585uZGYvGqSW9Ezz6BSd221iJctoVLRIJ+krXYhZ1iLrovtw+T3a/D",
-	"63ZaDtMdnLz+xZaRsN2sab2206DjmkDSlpfbJXz9mpTFJKNFMXI3RL3vOvCHa3xs/f1tfbv3u/1XSowa",
-	"7Ku+lyslLv1D7VdrCK1Nr/qHWq86lK0N730HT7ReChG5Nrz5unms9bqD/trw5n/DE62Xtq1MpURrVT7W",
-	"usYKS0DiefgxGUjBdtCAYtLHakJ7hpbs9WJMSu34aksE7PxORPbs+G4o0be9srbVd3mhtUV2eWF/qnc5",
-	"bZfnOzy2/YXOttvllXDH7dRFWyjs8sra1tz20rriteMbgca1dWAx6brrS3vxy5omtfWFPvVvnxdDjW/H",
-	"bRbTNba9GtPXtr+zriBuHeLayY92mFuQL7kIWCQPMTjRYjE0veh2hczogYPwN5duoMvXoqwMFuFSdPm2",
-	"MvXH9TpzDfA6F5NSyZliWndQN50OsF+NhcMAl3RBYeNYn4EJ65jr05c3OzCHxMDVvpCV3afKQ/Ds3qsZ",
-	"CouWyH+Y4ybkjM/stVkzJx7vuomdcr8fOh3OxaWowJnsd6WEEM5uznAdVBcMX78SqjGdgxisfTOgndNq",
-	"9xsWH7MaOy9QEjSqxkOqxfhonFj7BRWHKIywLRLRRMFnd2HmWF8QbLp7S5XaOVMThF0MVMR3GixvOKvo",
-	"SkW52A4mBuKbseJd46n8tafGGxcV01eblIgHKE65R6W9MNFYKQQXdZBHS6rJUnFj7NcyBKR1JDzBB4/q",
-	"mt7LOqbdxfEjwASU1LVNzOk9c1ttt/Eyke83QQjx3YVNXsGDECrOzWU7UzLAzbe/XvOZoMVmjXNzXLZt",
-	"heWJC42fOCASAFGJTaILdezwNQY14nbDIVtwuR+Evb+XJusOxwdFgPj51SjyDbD8I/HkbSey7E3n64eb",
-	"d6ixuwSH4A6vzfbD1rHZk+37IH1rBOIzQj2QsNvdUBgEA5bxKbYkQ+5j79dQqI9CdPi62R7Su/V91KJs",
-	"vENe95c8TI1aW8DPrEu1XciPV6RC19VnZdBPxBNtN93DeaJFsy+BJ2pxeBCeeOVPya4NnbNNeu4uxb9y",
-	"1ihOvf2jb/Sw5n/P0Pfm1MWGtLI+Lo6yabKdGu9b9Hgk0wZE/QI4ttdp8QB2Dfzch+SZ32y5jP214sfo",
-	"uGoTKMJe+6HGCl+nfP/eWLvkePAG6bLRF7BL9qqKtMtWwZuwQztWt9uihzdZoo6Hv8c4OFb4oZ+fwrvC",
-	"B7NSQOYvgIuc/XQQBnI+3ENy0GN5Y28Tcz+GOIDXukO3L4AlDuaz/sWnWPTUk11EQRh+FvwDYiRTTQpN",
-	"9FwuAR15eKyWx+rY/j8+m4XM+ZTvd7z1FsQvXWpye3DvWAFAPXWljjqlJ4DJHQ9G44Gr4qhZMY2PVvN/",
-	"sNY4uTB/eNE8GVZg7CzTlMOhn3M1SAYO+3eQDKSZM7VDhTw7s7p4v1tEGE2CS9Ki5MaF/Y4XETC6Wy5c",
-	"EbJu1PBPP78htyvDfCkih1CL2ZF/Oj09hV91HLhjU/lhJjKZuzhST6XKTI//NEgGt1SzP7yIiofCRfV3",
-	"R/oXOwqimN0PmB6xwyo9hP3kdKqZ2ZENyni2fMNK6zJjOZdFTWb72I5zMaoSGTV9Jchsg2QmGSbDNoms",
-	"iooZi61enAUd0zki1MuReA4K1jUJikMHhA5HupFT3yDGbyRPe8+6zx2hFvN59i3TFqI2EgQRMRZSMeKG",
-	"R8ycYopR4cCKkTn17sT2E91MMlCVskpxs7q2M3Y7mlHF1EWFEwNSQI/wdTOCuTHl4ONHcG5P5fosPXi0",
-	"B6+2K3vswHUcBqbLpi4ZvQMJAVgOBOtvkisljcxkMRbDi8urI1cKOJMq1y4VCoBB8PhbQea0WhElK8PI",
-	"bWVIejJntDDzlAAKxFikdkpS8X/A/fwZ+QtMyB2xAFjj8sYwixsnDheCVLNjLjQTmtvzAHOXzVKOBd4k",
-	"4gWhJrTQEgsGU3uSKXNc8HuWk/TPmLr+H5jQNRYpZkvikX2CP+r0aETA4aLHgipG3n13Sb598c0fSYk1",
-	"sf/9b1oKn2ehWyWiSZrJnKUj8lY42gAdzggdi/QHqU0KKWywc2l93UJJIWV5S7M7F9JPBXl9RQpumKIF",
-	"kQp4EHPIxwLvJBBHHDDbWQ5oPDolM2Y0eXH6NUntFwDg4p5IzwkltzJfEXnP1Fikx8f203HBF9z4F599",
-	"TdKSrgpJ84mRclJQNWNpQnKWFVRh9hqE+zOAZ//P67c/jQU0Clm4t4ywDzQzxQrGa38m97SoGBkaRXkB",
-	"8PnUUJd+u6CFlYksn1h6pkfnY+GGiFl5kjnqQEpdUPcZBl7Xe3Zz/hNgL8El3cT/5sCI0LJ3eRge7eji",
-	"6vUgGdwzhVWbBqejZ6NTOBxKJmjJB2eDr0eno68HKFpgQ57AroE/Z3h+WJlGPYjXwIq7C3wEwvxLKTRu",
-	"5eenp52YF1qWBccIlZO/OXMdpd1OZVsgfRM2fXuzO0wWh+rvMHB4wc0K9q3lYJaTsErMyE76xemzvm7r",
-	"eZz4kvDQqStiu/M7VsT5OqmDixAsX5PhbcULc8xFEkDbW7YzAFNlj7uri5sfUKOjM13jjevBe9uw27+9",
-	"64Ihc4h98OrerU+NNaB7raXmkRMsPd0bnBc8+YZqA50A/v3Wx28AMWGHB7+DmoORtLC3oljVRscUVQJD",
-	"9Z3VPZx8hzor9llAHvFq6FmA61Nz3maEh10mhMAkH99v3QKGfTC4dMcouHffA2FOVWQXXAgSHgjnhNFs",
-	"7nKsuCaUBO87/j/di//33S8vnn/7KffXNVP3TB1fWxK8qjmjKcWfYyYhuPlcIrMmNFNS6wARLtxuboeF",
-	"280fl6DdRfEDv7PnBSgRTsNwyHaaGdJWAlLEd/ElGHWVzQG9YSxulVxqpr7SBMFaSRogs6QI+eDwaLgm",
-	"t7Kyk5NwAGFrZ/ZYaSzGYVqHk6R16Q+X2m5fGgpJgkeSscA0JVoUK5LihkmPXDEjbhrsEoQ2GZG3pQvK",
-	"8IbMWKSVKlIyVB0zFql8ZCcKxWHOwyqTppkXAtR4zaU1ZYDgcdqbo51dXWlFQvjtWCCeX1rjBKVkmB67",
-	"fXeMrR0bU9ipWTIESDsUKnLwBUvGQsvNwDhYS6aDxbOU6s7hCXIzFm4I5/V612XN7WzqGieVsT3Dw6sR",
-	"uXDmDjXJWMwsUVyGK5ChTutHoEzY+jwHJBv030CJmQbkZyycKfzzuzeu3vGSC1CN1kYva03OT/NoRC4M",
-	"WQBWY5eG+nhBP6RuXFgZSFYG0OOs+jN88fzbsUitcrWgYjVxuV6B4nnhiYIKNMKRWJF1S3PX7FjAfF+c",
-	"PoMyOkELEwdpkpJhJSCI5yjpPuIKhVrO7vyyVFLM3JAswQS4NmqwIEXws8OqOlpvgItJpa3ajgh/8FpQ",
-	"td4u7xHqZO3zGbNUWsheaEwxbf4i89XBVKcYDtbHtuVmVMU+rh1dz55kCLGjq9ncn+ZgOn3xJR9kFy3z",
-	"ze12EGwo+ayoCk96kASyMoi2hXYlWJT9Z5lL/gq1x/UUbWvGr0jJEKIVdSwPmyrkUju4Eqg6BU84wC+P",
-	"FEkcpCHggkA9d6rJLWOCIFRrAysS1p6SUwz6cfWm3tizY0qtnB06wyWpVbzEyplb+eGIZHLBMEbWjgCL",
-	"WIFHNKxD5kSZK75uxVTBpghy165Wdk7S0IFACp2SUnE80h3aUsE1hAiuW0Ovauo+oUHkO7H2dZ9ddONI",
-	"oRNyuwIr+3PYPa9CoF8dliqrGQWI7CFvgkJfji+kYPoIcQIaFtQMFYZFi8tr0iOjoxOm10b6npkf8Ikn",
-	"XCnXQ8/6uNlwTapy9HBqO0fa4Oyv70Pa290jmNbOf0Vzbj+FFMPSe45cC2YUz/Qmev3oHtnN0CkLyjuk",
-	"6hpXa1RxPRAuyJWSC7sPK01scwTdyeR0dDp68TlYuTse9qGUGpKvatnn/VSZrASgW1rKz2g1Y/1kd96X",
-	"0Youik20t1o2unD2YFbf6B4rYPnS9UVymVULe9YEoNlLK8crXiAy7OdYiJs5inOjaGZ66aqD8uTOVovq",
-	"YO6xJ1K/WpU+P7Xi5etCrS+yy5I+bwfCeyzuL1MPO91PD/vm9Ovtz19ANejMCs8D+CAAfLw2vZ1DUrQL",
-	"ZVrJRj08d3MX02JjX6erxciAdYS6GiKwrPFzIXWLnZ/oSNvAVhA+AAn7TeHKT8Aaj1w3IFx4zX5OtJEl",
-	"1luFxRuR1zlblNK4sl6RlUp6BffnX5Lf0FpY0yOoeRol9H5+7NcvMY6mtY9OMIIdDof9W0v6ThRo9BOs",
-	"96XL0NKW0pFF/8Xai/agrgP1ydAjM6KxkwNM2hcoth+7l2HC6I105SLgrhZsPqGXTBGXG0caOC1N0ppQ",
-	"6Y6S+AQtlZNf0Vn6GmXz/syU/Ir3FGG0zNnANzro6gs9FxfPnv9pG3yk5doqYuxfWC5kORQ4lIpgDS9S",
-	"8DtG0qufb0h71gu87L0QrkAiXtDiCZdzrJTjC/5DsZgXp6fEeeYmSLIJvgn3s3hZCm249upLUDmdMkWG",
-	"UnntGpx1xE7rCJut0YyxWWgrjXnbrmshfBlUM3wilS/sAuE0dtP7Dicdwr77ZQSc1XPJM1Yb35Hql+CE",
-	"5uZ3ohE+/7RXUiaIYkBF4ivv26opPLy4vPKEP9HMtDfJkav/ZDURu/WKPaSTNVI3GZTNloAnn1498T31",
-	"MSP+/FvQUoKSDU7Xh/sOHVySeXg+Uha0qR3kYmt5LNv/afUdH738WI2nc3jkC24wYKFYoWqBF4Hh5KH0",
-	"lz1hL90g0oRQIxc8gytGO/exwDjrxGksCZoRznOlqwUbEVdfMqy7iwGdfNo4b8fCHfsjcpFjuadKM0Vc",
-	"gtOZtceCjIY601S76r0zysU5oWIswqdAhYCwG6jIYScB+8C/LugCNA1YYXMsp1NipCyInaAejcUvGDmV",
-	"+ixeSwCimAHvNxarql3LNMtY3Wn07shR8Wk9F76X4NJo/cx6fvDuLtzsozEO7rcv+TDqIUYYR7c/UV6y",
-	"rOAiThT/2zlJMXfJldpbzjH+KfV7sQbT9VUWAQn2Iefip/eseELA+MONCbffsDuHFC+o4b7paNdjci2M",
-	"qhuGXxaWmJ1EhwYB31cEgMuntXt0FZbZOUpc8Z60g6WbJlhAx4dyFvze9zQiL7FnF+6pIVhiRVKen21P",
-	"0EjP25XANBmmHSheuBNfH0/aQmRNMQJ2zqgyt4waqDEQjEZIwZyQk5WxItLD23RLGlF/TTnjaJv56pdy",
-	"FtXb4WWPWfk7CGP7PQaSPUdB2et1Ak0HfYKWi6xuVEgoEDGt7PFf472g142E5UT/FRDQF9kmGz9ZQpr6",
-	"kCCH/AaMRgAcRp30lW/tedZ/a/XqQymV+QGf3c/A+HAs8vXDcuvl1VsfhY15BhC/YI/H34JR4Wyge6Y0",
-	"KpdU41zsBDQZWj124vTYxBX9rD/WEGfuTwV2/9GT2hQ+r+5h9kTMF/WLj2pD9b724M0ZZuqBmm7AVTVM",
-	"KTquzohRFUuPRgTeFtK7o8K3naMD7rjAvxW8DnVe3Bk34/c1kpRvx/tANBHsgy/PDFVtoC2MTmw6uGNl",
-	"E543FmEIqmKuU9emj3/BUtPWegJgm4AAzG4gPRY+Ms1SYUQukBrNc1s9b+C2g3SD9vWMferbtZqy6Xlz",
-	"bQWhRz4mD2YEfaffnD53PAh4Vlv8bj9ivt9TGCq26X/52f4X+9ku57Jzf/cVOsvWfWv22yNCFzIQKqE/",
-	"we+ffFf7oblDOPnVMfeBbwLqVne9CthaK7P//uoCLkga0MAn2rEhFmRZrD71to1AUcZ3rS+yQhwRfheb",
-	"87HhqXiH5o+Hr3RwjdbQacfNUwNqHPAOFiFAntY3hn3sFU79/MCd7+InI0OvAknlkPWORuQdFOOz31Li",
-	"/ZHrXkhwPv4rDOhhBpvIa9pChouqhPb3q1x7kENXfr17Vb3r7kG3+IH9+ZdSePeg2zia6DnkdEDZyUDj",
-	"xRPzVkqjIZwgrP1o1V6rO8r6lC3wJVkZCNbmLmOZ1q61tFOJyLnPeqowpeikGIEemtYpRClqpLQy88bF",
-	"NRb1vYQ75fWdBtiMTLGcCcNp4e7hjr9+fnp6et662bljDEOBxoLD0y6xVBu60o3pfZQQVmjmhwBWwgQR",
-	"xqK6MdZR+XSxQVjqpe+oq0MAHSc6EsA7gbvTM8DvQev89ILBXWB1NFWHV+xy/ZD7E1JImidWXlAyVUzP",
-	"ndkJdqVzvhAu/oYJa2i7Lik3ddIZrCWj+a6BhScN7v+W++JrD7r/eTkWx/sbuSwG2z227PZkwFyYpXsK",
-	"PO1yiYmRgtx6lsif1JVjWnD2fRwQgN4/4fIHvfRli9VP/BbW/9oD/MspHPA68bfROgmuiZMmUiASofa0",
-	"q29HdfKr1wY7UcaR3PsaqBmu3hyf1ojLZAgxK14FInNW5ERzkTG49UZgcasiMJL60mDXSC6HE+dx/CA/",
-	"9LUheG/WxOi5mIG0AeY9a7pPyRBvMNI2VnHqcnXV2gtH52Nhdyf62IKpaTj97c7likiVMzUiFzhpj2YS",
-	"qNiAeTkWGGaoyYvTb3EIgEqCraJnzXnl6uCDnLw4fRE8O5WViGsNv7gxA3D/U+5BqFIQ333NOgdGwu/K",
-	"yPVUXgMkv2VTe4BblR7AxwPf0d5h4Z9zCT/Zwh0gGhx2Wx1W5QyIA4rDuNstwNvv97ptN9NtBxGBu/Tg",
-	"XidTh2wXDT+AUFLBMK2/4Nq0APE0gC4xUPNqA95HQTwjP/K/jMUwrUG40iY8K4RVO8P37ddwvQHQal6+",
-	"ImIaJunDSw4CKsTXs6vigPWSGlkPbMAU4dXSc4J/EMfXqPBADl2ICQXBvOTnm++O/5RASq8mXIwFwuqR",
-	"Yeox2uxw4BRSbFYVFNLzGQIPwFSGL05PxyKtaYygUBP7VHoUN8Vo3oYa3JeP6revLBPVLNXBnqnx5xoO",
-	"qvfHaQQub8EFX1QL+HEdUDaOJWikI4JrGUjdcMRRHy5ODYnXjK1/PM8i43n/hKKsvTh93lrEBPwkLquv",
-	"n1RofrNn+482S2lOKO5n3P1yas1Ou99dfE5jttS7KpTA9ZcH00jbArI/QAuCI3Jyu+oM07uLMOHcZa5O",
-	"wZyGSF1ahAEUY2GFGAtT1VEXXHLNjmrTTCqQU637aX3WVBTyF8Z4y1yWLE8IeoBwW1ozDgDlEBPIm/qQ",
-	"2+DnOxba8KIgXomkmhRSzHyd/HqMtW2IOfRD8D19c/r1WKS1q6wSDg0NBB+xssmLyR502bFowCGt4Mj8",
-	"AWQk4QaCZ+mtlkVlGLHnZUIoSUejlNRrCy6LsWgOCI3Qd400tu/VqC22AQcsi2dBwWgOpzx5AZPpvCcr",
-	"ozlkoLx0A+VMO/wHewa5UDoHeHDuj8OxeHYKh5OHuWydixAvaSCke2n/s5CKHY3INY4LSWZPX1DuEXZA",
-	"s+Ke6dhh8mbtmH7safJJJKvHLe0DKvBsYfcW0vBfonZ/UWupTGiAwPr55euMm5OcT6e9IvbGiSe4n1AM",
-	"YUnlogR4TKrtBvYODvjZl2PDULSxMGxRSoXqX1nPmIucfUAMmQrBzuCbhCg21d6/ruew76xMpCsnAlew",
-	"R0fk9UxAIE+j/Hk4lxFJIYxfmxQjFjO5WHAzFkOeJ+RWUZHNE2LoLCHpD68uXv6fn9Jz4tUl+AYjcglb",
-	"lGbl5izsVBQDxAe7cB51B9vWRy273p4tIPhetCSYYvcc4mwCGx9uRUpqsjkoxAlprlETl4VMzVi8sMob",
-	"Gabw5E0tuqLq7PfMfM/NS7uma8wSU/0cseJ66cDSw+p+TYDB82/+EEVJjPiJALIFFQkVIper7fDmvZqq",
-	"x3SOxT68OP12l7G9FllRuQCqhvYbOszmcepA6FgEGPkpRbZf215JPZ3+77m4PWz0ZUvMuW1Ry4+EVIA4",
-	"clcLHY5slH9KUV3I2SYP/ffcvJGz3fY9ACHH+fqbU9jxzto7PT39jMafm1Jv0iDI34QItmTaZYSN/sXP",
-	"QBxHE0cjNBaaMHEr2T8l667dMLZXM51xQ/ztPiaW1+ZO0kK58/CkqDKQQmZ3YOeNhVMl7Bk8cymBEFF7",
-	"a5+B6JeLUPlCY4JQsSLN0T4W3Pnuux6k5pm0/9x9+uvRppPPfzX6G9gEqPChOQuhujmYrtprooFS11dp",
-	"hVtZ/6m2il29Dbje1LTNw9+CcelKWMS51S7Gv2zJ/Xn7JVDyFiOzLBE3GJNkSMmUW5HpnS2AwNwUDXoC",
-	"vt5cNODaP7STqvIg1PaIPVJX/0AwZI2ykmlrkZSMgvfKnpb0WDM7LIOZpOxDWUCui9P3Y0P0BQSbEe5U",
-	"5iWIdYmW3NdmBaUcplItei8WdtXknm9V5Ho6KOmM3cg7JvqW4Jtnz6Nx5k8dI9QHfnpB7JADCPhP4646",
-	"hHuogbcNVdrETogLajbmJth9snnf3cATT3ntTPVdLySt7Xz0uQgLxOkaCg0pkXYg9zbARdopPFFUuW36",
-	"8wBFwqT6USJ/C1sHh0oorHJsWevtUeMo9gZm+CV+wh3SG5gBo/+NBGb0UDp5YEA6uNnWFuTnMn/6bXcF",
-	"fX/iPKRNfFDBrPOQH74sb96j75wFYN1gVRapIK0XayhQw6L7tw103a4V99f3loM0ZMojz1WqcIXizk5O",
-	"nj3/4+h0dDp6dvbHP/7xj8Btrvlfa/UNoYOtAhTonDr8wtVfCr5pAMeDL+sjOXzwvvtqo2l/fP/x/wYA",
-	"AP//",
+	"7L0Lcxs3lj/6VVC8W2XqbouSHWdmItXWlCI7iXedWCspm6o79FVD3SCJURPgAGjRnIz/n/1fOAdAo0k0",
+	"HxJlO9lsbU0sdjceBwfAef7Or71CTmdSMGF07+TX3owqOmWGKfjrvFZaKvuvkulC8ZnhUvROepdM11NG",
+	"6MgwRcyEa1LAm6SfD+vj468KNpPFBP7JTvAXzf6Bf+cHp0TeM6V4yTR5S7U5fH3PhDl882rQy3rctv+P",
+	"mqlFL+sJOmW9kx423st6upiwKbXjmdIPb5kYm0nv5MXxcdYzi5l9UxvFxbj38WPW+05WlZyvjn1EK80I",
+	"E6UmZsKINorRaZgKI4rNKrog/QkV5YLMuZnYyVUHXYMbYT/x4Eo2onVleidG1SyM7VbKilEBg3vzyr4H",
+	"zc2omTSt8bKX9RT7R80VK30DyWn/6WXWm3Lh/3yeooGlLhAX+2sT4ooJQ24XBF64krUqGCkqbjmBSEEU",
+	"K6QQrDCnRNMpI1NGBRdjQjXJcUHyQJIJoyVTzSxaq7rjul3z4o6Z1eGe+aUy8AIZKTkl+cW7q2tyxGxX",
+	"+gif6DwjXGjDaEnkyK7pUORntZlIxf9JbWs5wQGT/nzCiwmZc6HJfMIEuZVmQqhiRDNhDgbkJ3bPFJnV",
+	"Zigsb9wyqiybyDsmCDeaVSPCBaHk58u3g6Ho4BAc1q5kWMyYXqXCuZxO6aFmdp8aVhKYObGfa2IkKVnF",
+	"7Yj7hRRGyYqM7HbWhFZzutCkkFPWycjQyJpRJof5i1R3ekYLdmHZOHFQVNTwe2bHBruNac2leKZJyRUr",
+	"jFSLjAx7R8NeM6dTwqYzsyAjiRsyvOko3jV+t5ES27DXy+K5vDz+5k+rc/lo952eSaGR7mfmnM5owc3C",
+	"/mXpyQSwJZ3NKl4AIx3NlLyt2PTf/67tdH+NOv83xUa9k97/c9Scr0f4VB9d4FfYaZtg13bClE2lIFwT",
+	"agglhRsGqfiUm1MipJnYjTinmtByyo3lA6lIoZgl32AocjpmwtzA+zeK0WLCyvyEaEOVgS0sCLxB5rKu",
+	"SjKjWpP88HBKPxzC7zonUiHHz5Qc8Yo90ySf0g9n7mk/h7bzjOS6kDOWn/hB/8t/kREqSkKHIr9kRi0O",
+	"z+wB6zfewSnJZ0pOZ+bmHzWr2c2oripobVIbO8SbUs5FTqSZMDXnmuHmwo9hdaJGUydbIeF8l2ROuSG3",
+	"bCQVI0YtYPZjysWgxSmOF7gwbMyUXZePWc+v0idc/cvvzsk3L7/+M3Etk5IZyis9gL3mGgDmtAth+fOW",
+	"V9zw1Enxy4Qa2D+41LS8Z8pwzUp7YuVccMNpxf/J4BSfKTmzj7Eh+OIn2FW/Lu+TDJ/+D1Oa46xXX6jN",
+	"5EdmJrJMDOsHOY9HVRRsZrTl3ZIJOyJN+mfnFySPGrESg93jRApmB7/El82buV3xCbXHDbOcU5KCVhW+",
+	"YVsvqGG5u+qXKcANm+pNS3cWurLzdBOnStGF/buStLzCAy6iS7j2gcrT2cqyLdG+LrlMf86mt6wsWXlu",
+	"ufGDSb/Ep3TMUo8+xnLF39x7metvtfH3YX7y9u+sMG78RhayWl38sHPgEK2n24wgJlf4LEmk1FhgB7zl",
+	"2iRIOPbS7HaLal+/QH5aXdalQbu2O0fk20msa2CdlT1hD337nEzhhcC9Md9qFEWReRveJX0c0WBBpxVp",
+	"OoFbfnVn3lNe0duKpXmnWOLMjVRrrZJtwEonomOG7AMramN7J30Q3ky4655Z0USM+LhWcLJmRIDgBa9R",
+	"YheAaZOeU8m1Fdg7j6sJ11Z4cHz9Rtjl6tyhvEy2IUCIccx62cngwLy3rDwDphxJNaVW+iipYYeGA3ev",
+	"NK1B8LbvM1FPLYvd1rwy3O4JpEnP3hKGFYaVEd81LdQiLOslozp5KC9vfqtlxIQL44h5JD3vboomN0WL",
+	"7dtb4mbKDNyWtCy5bYFWF9ELLeWpaZGqceJaMUxNuaDVCaFqXE9BiTGSqFo0tw1wGTAo7KWMSFGwDAV4",
+	"/33rKlgh9fKJ3xpDkveE6bqZJSml/d9aM1ShcfNnpGSK37MSmZ8bTe64laRESYBgyU3QybcdmwJ/WFGx",
+	"zi+eue7kyB9GfScqWvWI3qJeZO8Lx63wFP6+v7mnVgf0pEwy6z1VidVzH5/AWt1TxS3/wQJqZlavfCbu",
+	"d1mnFPML6lhZpK+6M78LzpsjbR2btufzTjCiK6ongeGCyC1HI6ackLPcycGqKLaJw7iY1Wa3wV0opsOK",
+	"WsL6MRp6xzQZKWblpw/G3zVGg/S1Orb13G2HGplVfBOrB9MK7T3Xrl4h8faVtYGxAZ3TLcer7hY8bjO1",
+	"7udUFKyyR12VkCwKeFqxMn36lwy0mcT999/wO0HZhnCwPVFD5kwxUio5m7Fyt5MHW3pTbj7rmzEn5zuh",
+	"YszK75Iyi6xKr9avDGjW9UAbamodX2jUypVWBZclH3H4Z8kqZhjauuzKlHDbzfChbbKAcSWOkKXZeaUf",
+	"O03PkBV3M5nk1TNiamWlD8UKqby5iMy9UYNQNBLat8gtG1ORUJZ2uOytApvmbMVmUnN7rT7T5IfXZ6+A",
+	"1zlocIL08eAlsjaalwxEIv++Vf2dgmu3w4grbdzHaYHJKNaxvbSgMz2RhthXMn/uotwmlb0+Ay2jAaQ7",
+	"qZVId+Io7hl4886FptywM0vu5CqDqPQOOkKe7j4UwQK8vIz3tKpTVyKBB4QDc1CiWcUKQ+QMxVSpCCXu",
+	"BACDVfMXvmKnJwV7N+qd/K1tUPv6Txvst9nqEfN+mTY46g6CGCbMt5Us7jaSYmnOgtjbyRk9yK1tYpXv",
+	"Hyi9CSENyPh6529LamjyyNl0SU75lF07iWd7GUmxRjbfaZya/5O1zgQuzJ9eNnweKctej48Y4/kx/F9q",
+	"T3FTrRfn/IkLzWYrOr6f0U3FxV30d1qtUHzz5QJPu9iPi5qdgYGHJaR/Gj1x47b0fJ+lFNPgh1oZJhjA",
+	"X89kMemQjwxTqg68sU6lvWSFvGdqcVVPp1Rtumbx0mmRXdVC2GdZz8kBoBHP/FXX3MRZb0Q5/iMMMKnd",
+	"LVsfPM2ikS3NsUWRQLl1S/SKFRUXuBC0qtxRtZUFM9tiUeGISa6q6tJW7SNcip2XrJtgrreo7VWivI/I",
+	"colGhx2vkZhhNpDQvvcqLQGD68wqBTJxif7IprdWhWB2EqSsFZhU0BE0o4tK0pIUVCnONOn78VhpX1nB",
+	"AUQZrgkX97K6ZymdYz3TozGg46mh+q5LKF2dpRMsOix4+Dj01SbCT+DWksKLJ1wK0rd/gpPDC3KNuwla",
+	"PDghlPz885tXGRFsTqhxNIRvvM1JsVqzMinUMKWk+pFp3TaxRi984OZclixtGbVPr/jYqsZJY4HUZp3l",
+	"TCpiXzkhlSxoBdJGyQw4dzKnx6EJjZVoLrdvKDaVhp06zR1+0oaKklZSsOQkK6rNFWNiFyPWrGV/WDEG",
+	"X8s71iENesOMFTjcahGepr6qBfQfHbjNVNBIBsSALW5nnbzWGvVk3fb0rHmFby8fK34oaxUP38YPMmmk",
+	"LkvFdNJvYzdqYxsl6MDThBu0j9SCfyBaghPcuUiBL2ZSmW629Wy53NkCGrCLTpy/3y4BNYZZTRWvKdK3",
+	"HdzUgjovuuU4+Ml7BG6mXE+pKSYZGQwGBw/bPbbFjnPFPoq8Dqt8ZF94poPl/LbmVUnu8YtONrdHPS3M",
+	"WWLbvbUEAee51Q1ZY5Dz5LaNbrc50uaMZhPDUjveJY6znmnoJCOs0izYT7xGFozm9h1vOk/OUtbmVn74",
+	"dmGQ6baQSPGLS9CHdcqhDw9AGaoqNMDgttUxz06oJkIaQos7IecVK8esJAvWplr3IBKOpvSSE/+mX2si",
+	"2FgaDrER0pm3aqXs2dew9yDZaeJ82fJIcQToUKpj8sCYJ7IqNeljlMN8wiuruds72VLMjdJdzFs5sOKD",
+	"xjvUEiYjuOV2dE54Cbc9LU9JMT6BMbsQA7vARHNRNP5X1+dpE00EH7nbyp82t0reMbBwc01uGRdjophR",
+	"3H5YwZVXC+gDJJ2Z3ZoYqeXaICWjpZVhSb/FkGBeiwRsdKH52/TGNt2yZQfao+/FDdeJjNGf9sPNwrqz",
+	"OLbvCviv55dNt0bavQmbfmvvZusW2mQax6Y3DSvycbdHZgUcVq656AkTpV1Uu0r2Zc/0qWNiVV/Yw2G2",
+	"zdnTJcs4/0PHDeV1v4QFyVt9rdBNRhUfTzomuE62Xlqp5tV4YFmkgrrFWCZCm4zrlvoqSErtCa1uZVxb",
+	"VQuYIRVtgXX5XrC7BzggOgGMJH3aCDxOIKdEMDOX6o4UtTnwB0TcPzHytLHQjiXoBP7g99d0JC2qsKFp",
+	"uVjd2CCiwE4Fk3zytG+T55WzSW2nOMd6XUJ5Tmg9aSmq+0lazLtCt3shS+ZVIyvZ1YqhFwilWEtcaCQj",
+	"bDAe4LLeWJnvxrPeqbuvQigZqBgNDbPmdI3c0o2rqc0YBVgDyS0LN0gf+ieaLjSZTxZuIEvXhWIjq6J5",
+	"4RejMRX7e3NtPo1itoPa04gST6OAdKod7z9mve858Bg36SgUqV5PKa86Q7ek6g79gse7yRATqjscRTWO",
+	"eeNZBy20xpa1JtIaV9Nu6mz7nptXfDRKWRwoFx3LfEt1h8PEKAZOyRm1SrdrI8mARcsLtW7lI3/Vx6xn",
+	"D/btL3s3ve+SkUxd7qdfrFBkz88TH/+e9kQJOV/riErvPNvnj/Kere8Y+nHCAFqquIEA13BytF1wicgb",
+	"q312eSqLybWqRUFNl+e22ydmrx+4aBSzWlnLRbbZd+XZyjFR8GLhsq6MbQ3Lpj203jKp0+fQLRcUjagp",
+	"Z3XF1ny6je93fax3i5GMnJGK3bNq0Mu+LJ9xFhExpkqgXseivJXjRIAAbJWdNqw7qjeJ5r7ljtE0wtoS",
+	"g/g9n2AONuGi65miokis8dltEzri96xXktPReV6DTke0Cqvl7UQunOhrYdBBs90RZ4fqor+4CcZQHxZu",
+	"paHIa56cx0yxEf+wVsOPkxqIevhmqGeY6LL5YozME7jOYVHDgBsar2UcpOcK93BRssSkx9zYo9Cqs94k",
+	"BW+S/kyqglWUC3L/4oQMyI/kjLwil+ScXJOfM/JXUgujaHHXJadJxcfpTBJLaLtx/cXgzgBIfIBDAMxz",
+	"6bXb93Fl74T0jZGgTHyBhJgKyKiqmDFM6c23iDuwcDWi7lNL+gOjVWq6v0CmU4gsFnpuuyY5nXFnZcvt",
+	"ZsZkPgmrZKeSczGSA2dcy4eiTystIYPg+9fX5EjOmKAzDtHH+QGqYteLGbuCnsnVq/8Krig/7aHwpjqr",
+	"z6Esr0lQ/uYTqRlpRgUqIxWQCUKm9O9SDaZcSIUZIUuHXfgqzT9nF2/C3ILBMNJONVP3TJN+PGerL1ll",
+	"NZ5pmneLIHOv9jzmhih2z5d7tJwM8b7AvRkerHdCzsWW96S8S4dZriNDMB8rVjGqWSBFP/f84Rf8ICPD",
+	"Xmk3wrCH8S2C1EIbOp0xZ2XfzL7hovWjyuKVSjFx5CVYvl9DIk64MHaKzVi+L1zS1C4KDSp921mxu/2o",
+	"SlYtU3OtIYHSh9OaiazHE1BnFtqwaXKVl7JA1gV7Q3eZDwxpZr2G+mdWBNunfSOxePtZkSkO+M22C/Pp",
+	"aN+MrL0EacU9JjyQcnUD+Biodauwsn6BaRMRtZi3vTFrm/RbgQaaSFF1aHzLwUiOBgMU6TdK5/DUBXut",
+	"4c7zSS3u9smdvzMmAvo8nokaMn8ZTFTY8eyBiWTJHhQmOpWlY5E4ZO/FXzbn4rdWFFtJjSwOYe0KQ4cc",
+	"1JRFxV56zoqDfgBnmjdS3hE04ZwSmNcJ0UYqVmbENRaH6rMPBi28aVNL0eQfruMg5ybyCYUrphE3iaa9",
+	"deSQvFib5Gp3HylAdjQTZbce/Hx28SZzM0XnXxQV5OTP9vyjgCD3HL5eDZJyuVm7pYXAPwgvyaHbEDBi",
+	"4WKM+zQKNo5CieMd0lBm2jZnd0X/4zBTpL1gasqBEu9CeGR7jndt+8AWMbMY9LyNAyu8GXJxoLf1A71k",
+	"s2qx446Nh7QMu7A+/rona1PIdkRAKptiXYxbPPYQT7jESQ8VQTuov705ZYUDdks0wQDi6n7HmAKIoGfl",
+	"u9kaL9f6KMOVwNsZEyV68HzrS+G27MMMGO/9bmHVUlbntKq24WeQsmOvrPf2+0XZJHWvcMp+he+n4A2X",
+	"l9sVC7oXujZ9NKRMCz4JAj5C/ulajs8rBs3CqAbKD+vx0lA8V9zQ++e8zhNkHQvtc6Ov4SvsZjNXIW32",
+	"xFQRob8gnsJR7YGlKio6jMqRGSBhZudSOcidNdavjTKPQSVsTXSuHeDPM3tT7ZXZd/VoNHTa5ADqtuO/",
+	"b0/nMfy5RJTPzJgVFYMah7MHjmzgfNZJ7F2oHQnlI08EyOSofmHuvI6RboSQtSisxsUoYI6ZCaFkwiEn",
+	"nMwDJsCewGiKdYFAU1pMuGCHitES1wbCbuw3A3ImFh5xA7OU0a+qiZZ2WgggBe4Dkn99fJzjVHLQk27m",
+	"iht2g2HjOZqzIdQLmiAF4E25mB+nlvXRHG7oLdUQWLRgJalkccdKDPW039/WekGsRClriAsrpNBGUUs8",
+	"7CtzUGH6jnBNRnVVHZwEpCww4TuvUSFVCWovKHcOEqpRDSHKuoRQKE1Hy9SQkAHqtcdAg68CDfDZjbxn",
+	"qpK0DDSI1c6SIwkMvcMwB25HSfLDQ/fGoZ3toZttjjGtDjygNjNaOGeKnSxkoBopyZQ249SIejWSinAT",
+	"kcESoJSCZThxUlHDVKfXtiNCiAtt7H273QkdpzpuzF7can9jM5H3Hhi9Y8NPZ2brk7iVMPsRAOPe4HfP",
+	"naro/1zdbNhVd65j0YGjifiaPiTPYfnZLRdw3Xzoy2kbqJIbBMdg4YV02Nv65MjtshuXoj+dYUkqgkmO",
+	"Lu1ZsLkLdD3FqCDQdUKaN7hXldEIx+hywH1kPnSVEQRjnNIFoRUEaNpTIgCzgL/vk2VaRumVXpHbNq8y",
+	"pPatLjegax46ow9m4kFsvCWWJSpGRPOSTWfSMuOgDVy4Cvk5o8YwZdv+//92dvj/0cN/Hh9+87755+Dm",
+	"5PD9//tvKd7AYT4sy3FaV4Ybqu/aMItMwGr0sm7AG4SRCVmIfqHdesbRuk1jGNqZ1N1nYY9vTrZc5vit",
+	"0zNX+SK57j4X1UFq7FOq3Fc67IbUV//5JezVNdbWOKfCRV4buFpO4La2+j1A7+ksBpjRQ6ENr6pgnHbi",
+	"AVxMRQ3YOPZeRmAmlyTg4oUB7FLfsTIbinkjlJRxlAVCdrgElFbIIN6hTQzmwWAoEE8Gcn0Bj8CH6ft4",
+	"BUr0RCq4RqcoQaRCDtxUHIBPKgXI3lfaH/EewKaPE2MHEa1IgjhhGhGJdgOK8baW7VUSXP1r912qzUDs",
+	"TU0FdFjcE6txzM3oshVSrttjnsFTCD0+gbsj7JGKccXF+DpJl6Xwp/TN2GkW7xJxUqZCL8d0Wr2XiR72",
+	"3GV32rwfWbBWw6xbV9+NO8HaPzqMlZKNlZVabxzEW/LMFdLwIgmVopkVoQoW0hpr3SFg4iBeIVpxV8rQ",
+	"8ikTUGNCukCjXvVdjy4VhYFP5yAjWhI6FK19TvVdrJhZoR5EeRcFhqI+92l6EZK0RuOTfYYYsnAedMF8",
+	"vim78W9Qg2mGhDi87qd0WjZchj+wqqNVJ4vZxl3em/sFjxEX1uMyaxjCyQUtAWQyu1YnfgyQgle7pMV4",
+	"qBkCEpkJm9qj1ypT6hTFv6Hwq+M+bN5wXzn8ZvLaKsAFtYczaD+lovNOauI83IVc6s3TD0F20LX9F8gX",
+	"ux2bDTbFasI0D5krfsVOoOcbWkBA4b/wLzemf5HGwHbj7JfkX0PhdcWikhp+8grijRd5yb9cCk6cSvOv",
+	"oXD63I2RN34A5F/Ebdkbv4db9IwNrv5u30aQcJLA8gl2hzGm8WGbOlnDWZE+ymcVXZw7qd1LS8tHSgvH",
+	"nPSFJLx0cYYOqN+fBc4gZRnbnire3ITw/An/bRekzLIxsVvQb8/gEWa3BCk+r+UNSXvjVarHG9+WZIoV",
+	"Ko244LozTHzXe1jWxqEiJrA0ENzSyoMAegDBlgS/IH1qyFRqQ74+PrYSpqKFYUofbAjGbPfi9rg9huxl",
+	"O1ZM64wE9TQLFiupWldc38l3HUv0UNkiMpUEKqeXSC9Ecena2nE/Ash6JcVYB6R/MFdkaOmK7GZwJfNG",
+	"zBaSRLoPmSK4zQ77NeuxTgNHc4oHrdK+G9AqgiJ/4+Pn3Z87uJEcqhDbbBhoU/hR58XKUn3u88IOKBjB",
+	"H39edKaY0whku8NwZS/U3UISXADS23aeZxzxtHuIRjEvH4JXxiJMpG3yQ9ccj8GAt0WQ1hW8uw7AaZ0B",
+	"1/lotidP8tDCnrPlJUZSdpnhwsLEo1jDUefAHPu0zTyAzIn4+C73c2vYjzgyVqf/eU8MdxsMcLPu7cCI",
+	"SiMkzo3Ez08MiL8OM2LVshg4vhlWaq50CTa6C3gmBqBOuiIRhTo0d+PfvcGtdGAVO6fT5UcOgGhWmxw1",
+	"PAcgtp2vchlOO6FyhXH8KEvWMaepfdQ9FccFtoHt4XOij5KO1Cb2dF0r7UDVjx68/10TdtUNfoavOsRY",
+	"TaiHQ3PLNiV9DzurfExoFiqTKSbM/9CqXprx47JisNkfkz5kvw5tews4d5z/Iu2MWiPBPfCyfLBZfOsA",
+	"w71cnWugW8Kl177jfBJBmOD23id/EMLFuKNbZ1W42qXeXFjGlZRhWdXGZW/KEeLDcA0Or5Awe0r0Ylpx",
+	"caeh/JoPRBqQl8fHJOfinla8vCnmTVCBhwuQgp3iW8W8vHHYILnzSmLuRZSX28+P8ozkR8wU8N9aK/jv",
+	"PbX/hehvdJbXomSK5Eclu4cXZkriF3qhc0S5I7WomG5A5+BUxECAw0NaVXJ+aAc8SFUf20DJWAzsggds",
+	"UHdOSN4gIeakT0kx4RXCmePY0CfbYGO6EQf1U6PfplZCH2Qk94nFOUZnIFZdC7vFe2tlbSp+zwIRDjwq",
+	"CxZsGkG/U2kc9BkPtshl9DryCt2IMaJQVOTJd557SLzQSn54GB46dgkYNEKam5GsReAHGFWYfUBc87CZ",
+	"dvE2+lwTIRFQjefiyX2R8RnT5orXfkPZF07jYh2Ewm92sk5YDtZ5L4OtTrhb9o9e/DpdEXClWtKyKL/x",
+	"1Cr3Dqq0QWF82O3zsEtiOzPOWh1ovaaAJNyDqhCtxReiK+CI9qYstDGWHkGxBCTYl0GxcBCuBMI+jnJp",
+	"YMKuKCdIgK/kLa2cVfDZFvWCeenKBWdWHpYecABJkR8gUEHFNcgBhRSaa6hWYI9wvEPgIdS1gStsDLUn",
+	"nXRBIXBACvdvo6jQtEAHF0QGyrkOFTjkGC6MJkrQrQdEauFUb+FKng7IFUZptQbrKzlBy5hg5uIhm5w7",
+	"HKxScJdKUbAmbI9rMuXaAZ75wKokGwj2wVzQcYO3vBaqdBflaGN0cmh4G+HU6xU7ljraKRets+jTmnE5",
+	"ZW0vATzrYGIiRQ+8k0LOEZX71Nu/IyEIUcnxKlfM3eqJMjQpo8AT6uZ7Ua2XVeQn0V43Zum97+KAx1+i",
+	"CY76Mm4Gx4I3LoxqbzfDUhDco5wcq+F0XwbtvFb+BMTT9fQJMDc+mEtMY+7wr45oVd3S4m5NZJE2iho2",
+	"XsT0wOqQN6Fyq/u7kuBJ8/EIPNSHzHojxfRkM7lCZ9nK+NfKvo5+j9+28UJ8KTwHI9obq10tZ9adX74+",
+	"u379qpf1rq7PLq/f/PR9L+td/vzTT/ivX87e2N9uvnt3efPmp4ufr3tZ7/zdjxdvX+NH3529eQv/OD/7",
+	"6fz1W/vvVOxY3PsTxMnOFLvnstZXD1HNPokjJ5754/l0hY5fBrMCHfZ+OnZCHG4sFnMdVQGQCuM+QtmY",
+	"Z5rwkvQ1Y8TrcR3Fk7ewJLQdyaujgK4dpkSUDTUGHLog8nGjfThXGoFjN6hn6BRbRgugw3526MrJNLah",
+	"6EdeFn2nwWoUlWk/geyTPC7qgUY2n8mmmTkYCql8+9C1zwwbkF8AR7qFCc012DEBWDonUg1FHmNL51lk",
+	"2YtC4nKEiwZtrBUzPpHaDMUqyPSCGdTylkY/nyzQ3tlgTQ+FMyhnEdS0JYRlvxEU5m6Qp09jZLc7xmZ6",
+	"KFyCWS0Mr1xcjF0Bw6F8UQ38mB8e2qEeVvZ/QCXMyYxqzXRHDN8WdYiWIdx3wZretWa2BtfnZQOAn3oH",
+	"rtRuT6tgrNTrKmvjBXjZEZaJLOZD533cZEAp9z8oVjBhqsWNZkyEX4WMPh2KlR9vQGzB1kgfQ2wVxVBY",
+	"t0MwVljIkOSHW2960G7QR9/2hcQ44AnVUKPamylilU/OmGBlEzl1ApGfvqQGcrHE+rzwmw6BZXZntlkA",
+	"TQ8R2xy4QFKU3jCydMsAVI9oeRO8KjcQ3irGHRGn+6nb9Akddg3E5rcBB7fzlQ6U5G2cfi13X2ztXdpS",
+	"7f3T3ixLO2Nl78cFSOLrKXnRgvHqLR2Pdw4AhGMT0tvIiFUVQRxaQk0cl6sncOM1dVucYexJonPjyTxG",
+	"0lqmyWcWsWA4NxWMZw+iFTR3zYs7ZlL1XGZcMb1L2JsJTS1DX9F/1OwUrkXCDV59I1LJsU6DIKuqI6rF",
+	"W5DBnWy56h81U4uMYM/wy4hXhilNuCiqumTb1BjGYWO/WTTxTUTbNn+yayKE+oHb416fRnfIm5JMGXU5",
+	"GC37+br90uUtdt25m0K6FJRQf8UKTxhwIuRQ5G+pNoewaw7fvHJeYMTIloIdnBA8c4L9mnuDfkaoHor8",
+	"r/jXf+SY2TLAEN8rKDb7TBM5F80hoKHflT69gxkSR+Zc6AH5SRoyi6o73nIItEYhaRnaa/0FspuDt8vr",
+	"+n28KLCJTxsUAWRCQnXLGfBXbOs/8q28rotZVyDUUhcm3hk5fGdlSHtGuxz/Nn2OtwIvu3YZvk+FV7bV",
+	"rW0HsdF9+oAY1KU0xh3C6v21vX3wqZ3DgyJyOv3uGzi2NbU297wKsTCg0VB9h8mzhAvSn9agGnNtDgYk",
+	"8JmqKwbeCho5MYp5CdiRi5NEjI7VauJwnGQMzKYj2XTEPzbU3LuPBshBm1CJ/sW7q2tyZH/WiUq5D9gK",
+	"++T5HRg4yJzdTJy2W0XEfoQUtbxkn1eIssTYXzSBndsfDvEv0iEO+3ZrbyVcd5sc3djkWi+3befClyNa",
+	"e9hPuYh/fZ49JLcgfVjsdGF0Xf4rXoLrd6/e9bLem59uLi7ffX/5+uqql/UuX//Pm9e/PMwhEHr53N6A",
+	"FhV3pfsOfoDlCT/yUP3CPABwsu7Z/G+nuRekvmVTBso+US2Z/sXZ9fkP7ro/+pWXHz1Mm2BzAlsrIQRs",
+	"GdK3dAN3c8fjYfyWKfYF8MTeYPyu4eoJxFmyMghGrq5eO+OU04uuXv0X0bUaAXAaN6eoH7lqN4zkMKGT",
+	"HGKDM5LbnnN4MqPKXjLwy0lO/vPq3U92wiW3XU65oC5Ae0pnM2f5btc62KI+A04kW8K33wKT33+YRITd",
+	"HtM22YwDAd0axDQ0EgM2boaY9J8tZ5tvlSXffNxOPd0qZdZ/vJSFtk3u3MqnTozcKph2+ePl+Mz1jaTi",
+	"VbPOiJ5dApOW21qJcNkULpEI+slWYhe2irlY/rh9mWzvDg/ttAymWxh5/YctJWGzWtP6bKtBpyWBrH1e",
+	"bj7hw2dSVjcFraqB8xB1futQGK7wtdXvN/Xtvl/uv1Zi0ADvdX1cK3HuX2p/GvD71n3qX2p96iD+1nz3",
+	"HbzR+iiGA1zz5ZvmtdbnDndwzZf/DW+0Ptq0MrUSrVX5GGSNBdbkxfvwY9aTgm0hAaVOHysJ7RhastOH",
+	"qVNqy09bR8DW3yTOni2/jU/0TZ+sbPVtPmhtkW0+2J3qy5y2zftLPLb5g6Vtt80n8Y7bqov2obDNJytb",
+	"c9NHq4LXll9EEtfGgaVO120/2olfViSpjR90iX+7fBhLfFtus5SssenTlLy2+ZtVAXHjEFduftTDOpGK",
+	"vpwKhIk8xOhGS8XQdAImVbKgew7CX183hs7fCIRowr/eecSmZJHLpupDBKm0BPnrZIDdCrzsB7hkGZE6",
+	"DTQcqbCOuT59bcU9c0gKN+8LWdldSsxE7+68mvFh0TryH2a4iTnjM1ttVtSJx5tuUrfc74dO+zNxKSpw",
+	"Jru5lBA/3s0Z3EFa0JmeyJRLKADKRzFYu2ZAO6PV9h4WH7Oaui/wJGhEjYeUqvLROKn2Kyr2UZVlUyTi",
+	"7njL65CWIdh0+5ZqtXWmJhx2KVAR32m0vFkLpzmxUkkutoNJ4TMXrLpsLJW/dhSY5KJm+mKdEPEAwan0",
+	"gMNnSXRzB7jtII/mVJO54sbYn2WMNexIeIQvHpx6qIV5iGl3cfwIMIEQk0aSCb1nbqttN14myt0mCCG+",
+	"27DJa3gRQsW5OW9nSkZFO+zTKz4WtFovca6Py7atsDJzofE3DogEQFRSk1hGsXb4Gr0A999wyIaiAA8q",
+	"/LGTJOsuxwdFgPj5hRIWTVWLRxazsJ3IWWc6X3etiwgxlG2sWNhS2/dbRGtHtu9Caw7g0ieEeoxot7uh",
+	"IAAGLONbbE763MferwCMH8SlKUKzHaR36/uoRVnrQ161lzxMjFpZwM8sS7VNyI8XpGLT1Wdl0E/EE20z",
+	"3cN5okWzL4EnwnG4F5547W/JZR26ZOvk3G0qD5asEZw6+0fb6H7V/46h78yp0zVpZV1cnGTTbDM13rfo",
+	"8UimjYj6BXBsp9HiAewa2bn3yTO/2Uoou0vFj5Fx1TpQhJ32Q8AKX6V8995YcXI8eIMss9EXsEt2Ksm2",
+	"zVZBT9i+DaubddH9qyxJw8M/Uhycqs3RzU+xr/DBrBSR+QvgIqc/7YWBnA13nxz0WN7YWcXcjSH2YLVe",
+	"otsXwBJ7s1mvVDDrLooXcAcAcTQUqGvXo3sWl6ELNd6wIiZYnKIjcUB+ATBZMOrkUDQjIEYYVlWQfdu0",
+	"lg1FGEItQIO1FDxAqIMRr5jOXUahi6RPFbQLFqS0bem8S9CE9re3uSBxvuNV0hg8YbQ8GxmWHoh9+i0b",
+	"ScU6H/8o79PGxaXlx1HH36xlgo6K5tMkEsfPgn9AoGyqSaWJnsg5QGT3D9X8UB3a/0+z9FSWfMR3k3E6",
+	"YPCgROhkdXCXrAK0plCuJeR1RVjJw95g2HN1hDWrOirTaP5P1honF+ZPL5s34xrAS3vVkh8ialUv6zkA",
+	"6F7Wk2bC1BY1Wu3M3Mwzv5NhNBkuSYuSaxcWGHFlXW+5cEUGl0PHf/r5LbldGOZLjTmYYkyR/cvx8TE8",
+	"1Wn0lnUF8JkoZOmCiT2VajM6/Esv691Szf70MnlHVC61Y3mk39pREMXs8YI5Mlus0kPYT45Gmpkt2WCW",
+	"hkxoWGn14phPZBXIbF/bci5G1aKgpqvEoG2QjCXDjOgmm1nZ4ym1emkWdEzniBCWI/McFK1rs/wtQscj",
+	"XcupbxHoOZGsL4ziOxzBS4dayvDdtUwbiNqcIAiLMpWKETc8YiYU88wqh1iNzKm3J7af6HqSgbxc1Iqb",
+	"xZWdsdvRjCqmzmqcGJACeoSfmxFMjJn1Pn4ED8dIrs7SI4h7BHO7socOYckBobqU+hmjd3BCAKAHwQrQ",
+	"5EJJIwtZDUX/7PziwBWjL6QqtcuHA3kAZaAFpM+rBVGyNozc1obkRxNGKzPJCUCBDEVupyQV/ycEaZyQ",
+	"b2FCTs4C1CKXPIip/Dhx8ApTzQ650Exobu8DTGA3czkU6E5GL7EmtNISS9a7wriHFb9nJcn/ivgF/4FZ",
+	"fUORY8osym1H+FDnBwMCVjc9FFQxcvndOfnm5dd/JjMlbys2/fe/ayl8so1GCKspLSZcMJIXsmT5gLwT",
+	"jjZAhxNChyL/QWqTQx4j7FwafG6UVFLObmlx5/I6qCBvLkjFDVO0IlIBDyKQwFCgYwrB5AG4n5UAyaRz",
+	"MmZGk5fHX5Hc/gAoPu6N/JRQcivLBZH3TA1Ffnho/zqs+JQb/+Hzr0g+o4tK0vLGSHlTUTVmeUZKVlRU",
+	"YQoj5HwwwOj/z6t3Pw0FNAqp2LdWrKSFqRYwXvuY3NOqZqRvFOUV1FCghroc7Cmt7JnIyhtLz/zgdCjc",
+	"EDE1UzJHHcirBHpzQfzA7dku6zD0478AABd4am/8M4dIheYdl4zjIa/OLt70st49U1i6q3c8eD44hsth",
+	"xgSd8d5J76vB8eCrHh4tsCGPYNfAP8d4f9gzjXokt5497s7wFcj1mEmhcSu/OD5eCnyis1nFMUzp6O/O",
+	"ZoOn3Va1eyCHFzZ9e7M7YB5X2sEBIfGKmwXsW8vBrCRxqaCBnfTL4+dd3YZ5HF0g+6Nv2pVR3/obe8T5",
+	"Osi9s7higib925pX5pCLLKpvYNnOAFaZve4uzq5/QImOjnUAnde997Zht3871wXjJhEA4/W9W58AOKE7",
+	"VebmlaNzjDfoitCM3nxLtYFOoAjCxtevATZjixe/g9qgidzAd6JaBM1zhCKBofrOyh7ufIdiO/ZdgJ/x",
+	"YuhJBO4UOG89zMc2E0J0mo/vN24Bwz4YXLpDPLi33wNxYl1iF5wJEl8Ip8Tqly7RjmtCSfS94//jnfh/",
+	"1/3y8sU3n3J/XTF1z9ThlSXB68AZHu4NsuqpviNg63W6vya0UFLrCBYw3m5uh8XbzV+XIN0lQSS/s/cF",
+	"CBFOwnDwhpoZ0hYCcgT58XU4dV1MAMJjKG6VnGumnmmCiL0kj+B5csT9cKBEXJNbsGYYCRcQtnZir5VG",
+	"Y+znIaYoD/VfHL6B/agvJIleyYYCc9VoVS1IjhsmP3AVrbhpAGwQ32ZA3s1cZI5XZIYir1WVk75aUmOR",
+	"ygd2olAh6DQuNWqaeSFKkZdcWlMGHCYnvTna2dWV9kiIfx0KBHXMA1hUTvr5odt3h9jaoTGVnZolQwS3",
+	"RKEsC5+ybCi0XI+OhAWFlgCZ5lLdOVBJbobCDeE0rDehlWLUiiaWdL7QTW1sz/DyYkDOnLpDTTYUY0sU",
+	"l+YMZAjYDoiWCluflwBnhEY8qDPUID0NhVOFf7586+qZz7kA0Whl9DJIcn6aBwNyhqV3QY5q0VAfTumH",
+	"3I0Ly0PJ2gCEoBV/+i9ffDMUuRWuplQsblzCXyR4nnmioACNmDT2yLqlpWt2KGC+L4+fQy2lqIUbh2uT",
+	"k34tIJLrIFt+xVWLtZy99GSupBi7IVmCCTBtBMQoRfBvB1h2sNoAFze1tmI7wjzCZ/a4jZb3AGWy9v2M",
+	"qUoteDdUppg238pysTfRKQWG9rGtuRlVs48rV9fzJxlC6upqNvenuZiOX37JF9lZS31zux0ONjz57FEV",
+	"3/RwEsgabdyoKCMObvdd5qzQsfS4mqdv1fgFmTHE6UUZy2PnCjnXDrMGSo/BGw71zcOFEodrCeAw9pif",
+	"UE1uGRME8XobbJm4AJkr/e2Ljr21d8eI2nO27xSXLIh4mT1nbuWHA1LIKcNAaTsCrGQGFtG4GJ07ylgJ",
+	"XdtjqmIjRDpsl6w7JXlsQCCVzslMcbzSHeRWxTXEia5qQ68DdZ9QIfKdWP26Sy+6dqTQGbldgJb9OfSe",
+	"1zHas47r1QVGASJ73KOo2pvjCymYPkCwiIYFNUOBYdri8kB6ZHQ0wnTqSN8z8wO+8YQr5XroWB83G65J",
+	"PRs8nNrOkNY7+dv7mPZ29wimtbNf0ZLbv2KKYf1FR64pM4oXeh29fnSvbKfozCrKl0i1rFytUMX1QLgg",
+	"F0pO7T6sNbHNETQnk+PB8eDl52Dl5fGwDzOpIQMvnH3eTlXIWgDEqaX8mNZj1k12Z30ZLOi0Wkd7K2Wj",
+	"CWcHZvWN7rACli9dX6SURT21d02EnD6353jNK4QH/hwLcT3B49woWphOuuqoRr3T1ZIymHvticSvVrnX",
+	"Ty14+eJgq4vsUuVP29kQHpD9y5TDjneTw74+/mrz+2dQErywh+cebBCAQB9Ub2eQFO1qqfZkox6jvfHF",
+	"tNjYF2trMTIAXqGshjA8K/xcSd1i5ye60tawFcSQAGpDU730E7DGI9cNCBe72U+JNnKGRXdh8QbkTcmm",
+	"M2lcbbfESmWdB/fnX5Lf0FpY1SMqfJsk9G527DevMJiqtY+OMI0BLofdW8u6bhRo9BOs97lL09OW0olF",
+	"h6Ane1GHbA3S9/CcqOyUgJX3BR7bj93LMGG0RrqaIeCrBZ1P6DlTxCVIkgZTTZM8ECrf8iQ+Qk3l6Fc0",
+	"lr7Bs3l3Zsp+RT9FHC1z0vON9pblhQ7HxfMXf9mEIWq5tk4o+2eWC1kJVS6lIljIjVT8jpH84udr0p71",
+	"FJ29Z8JVyUQHLd5wJcfgNyqErEHr1yR/eXxMnGXuBkl2g1+CfxadpdCGay84QeVoxBTpS+WlazDWETut",
+	"A2w2QFpjs9BWnrK2XYVD+DwqaflEIl/cBcbRbSf37e90iPvuPiPgrp5IXrCgfCdKoIIRmpvfiUT44tO6",
+	"pEwUxYCCxDNv2woU7p+dX3jCH2lm2pvkwBUBs5KI3XrVDqeTVVLXKZTNloA3n1488T11MSM+/i1IKVHd",
+	"Difrg79DR04yj9FIZhVtCki5AGuegnx4WnnHh7A/VuJZujzKKTcYsFAtQrz00uSh/pu9Yc/dIPKMUCOn",
+	"vAAXo537UGCwfeYklgzVCGe50vWUDYgrMhoXX8aATj5qjLdD4a79ATkrseZXrZkiLsvtxOpjUQx3SDfW",
+	"roTzmHJxSqgYivgtECEg7AbKsthJwD7wnws6BUkDVtgcytGIGCkrYieoB0PxC0ZO5T6V2xKAKGbA+o0V",
+	"y4JpmRYFC50mfUeOik9rufC9RE6j1Tvrxd67O3OzT8Y4uGdf8mXUQYw4jm53orxiRcVFmij+2SnJMYHN",
+	"1VucTzD+Kfd7MSAq+1KbAAf8kHvx01tWPCFg/PHGBO837M4+RQc1+JsOtr0mV8KolsPwZ5Ul5lK2S1MG",
+	"wZeFAOfTih9dxbWWDjJXwSlfAlTOM6yi5EM5K37vexqQV9izC/fUECyxIDkvTzZn6eSn7XJwmvTzJTxm",
+	"8ImvjidvwfLmGAE7YVSZW0YNFJqIRiOkYO6Qk7WxR6THOFqua0W9m3LMUTfzJVDlOCm3w8ceuPR3EMb2",
+	"ewwke4EHZafVCSQdtAlaLrKyUSWhSsiottd/AP1BqxuJa8r+ERDQFdkmGztZRpoioXAO+Q2YjADYjzjp",
+	"yx/b+6zba/X6w0wq8wO+u5uC8eFQlKuX5Ubn1TsfhY15BhC/YK/H34JS4XSge6Y0CpdU41zsBDTpWzn2",
+	"xsmxmav8Gv4MOHfunwr0/oMn1Sl8Xt3D9ImULeoXH9WG4n2w4E0YZuqBmG7AVNXPKRquTohRNcsPXDqm",
+	"kN4cFX/tDB3g4wL7VvQ5FPtxd9yY3wc4Md+Ot4FoItgHX6MbShtBWxid2HRwx2ZNeN5QxCGoirlOXZs+",
+	"/gXrjVvtCdCNIgIwu4H0UPjINEuFATlDajTvbbS8gdkO0g3a7hn71jcrhYXz08ZtBaFHPiYPZgR9518f",
+	"v3A8iPmv6+1uP2K+31MoKrbpP+xs/4vtbOcTueS/e4bGslXbmv31gNCpjA6V2J7g90+5rf7Q+BCOfnXM",
+	"vWdPQGh1W1fAxoKp3f6rM3CQNMiRT7RjY0DQWbX41Ns2gUea3rW+0g5xRPhdbM7HhqeiD81fD8905EZr",
+	"6LTl5gmoKnv0wSIOzNPaxrCPncKpX+y5823sZKTvRSCpHLziwYBcQkVG+ysl3h65aoUE4+MfYUAPU9hE",
+	"GWgLGS6qBlAP8K9y7ZEuXQ3+ZVf1trsHzeJ7tuefS+HNg27jaKInkNMBtUcjiRdvzFspjYZwgrgAqBV7",
+	"rewowy1b4UeyNhCszV3GMg2mtXypHJUzn3WU4srRSDEAOTQPKUQ5SqS0NpPGxDUUwS/hbnl9pwE2o1Cs",
+	"ZMJwWjk/3OFXL46Pj09bnp07xjAUaCg4vO0SS7WhC92o3gcZYZVmfgigJdwgzFxSNsZiOp8uNgjr/XRd",
+	"dSEE0HGiIwF8E5k7PQP8HqTOT38wOAfWkqTqQKtdrh9yf0YqScvMnheUjBTTE6d2gl7pjC+Ei79jwhrq",
+	"rnPKTUg6g7VktNw2sPCoKf6wwV985SsvfF6OxfH+RpzFoLunlt3eDJgLM3dvgaVdzjExUpBbzxLlk5py",
+	"TKumQRcHRJUPnnD5o166ssXCG7+F9b/yVR7kCC54nXlvtM4iN3HWRAokItSedvXtqI5+9dLgUpRxIvc+",
+	"oHWD683xaYDdJn2IWfEiEJmwyuOsUeLR5a2IwEju68NdIbkcWKAHc4T80DeGoN+sidFzMQN5g8580nSf",
+	"kz56MPI2YHXucnXVygcHp0Nhdyfa2KKpabj97c7likhVMjUgZzhpj2YSidgAfDoUGGaoycvjb3AIgEqC",
+	"raJlzVnlQvBBSV4ev4zeBYS6pNTwixszVG94yj0IpSrSu69Z50hJ+F0puZ7KK6j0twBrByI9INBHtqOd",
+	"w8I/5xJ+soXbQzQ4Qi/6sCqnQOzxOEyb3aKiC91Wt81quu0gceDOPbjX0cgh2yXDDyCUVDBM66+4Ni1A",
+	"PA2gSwzEvKDA+yiI5+RH/u1Q9PMAwpU34VkxrNoJfm9/BvcGQKv58xUR0zBJHz5yEFAxvp5dFQeslwVk",
+	"PdABc4RXy08J/oM4vkaBB3LoYkwoCOYlP19/d/iXDFJ6NeFiKBBWj/Rzj9FmhwO3kGLjuqKQns8QeACm",
+	"0n95fDwUeaAxgkLd2Lfyg7QqRss21OCufBS+vrBMFFhqCXsm4M81HBT2x3ECLm/KBZ/WU3i4iiqcxhI0",
+	"0hHBtQykbjjioAsXJ0DiNWPrHs/zxHjeP+FR1l6cLmstYgJ+EpPVV096aH69Y/uPVktpSSjuZ9z9cmTV",
+	"TrvfXXxOo7aEXRWfwOHHvUmk7QOyO0ALgiNKcrtYGmZA2u1HmasjUKchUpdWcQDFUNhDjMWp6igLzrlm",
+	"B0E1kwqxfWP/tD5pykp5hzF6mWczVmYELUC4La0aB4ByiAnkVX3IbfDzHQpteFURL0RSTSopxpj/HoEY",
+	"B90Qc+j7YHv6+virociDqawWDg0NDj5izyZ/THagyw5FAw5pD47CX0BGEm4geJbealnVhhF7X2aEknww",
+	"yElYWzBZDEVzQWiEvmtOY/tdQG2xDThgWbwLKkZLuOXJS5jM0neyNppDBsorN1DOtMN/sHeQC6VzgAen",
+	"/jociufHcDl5mMvWvQjxkgZCuuf2f6ZSsYMBucJxIcns7QvCPcIOaFbdM526TN6uXNOPvU0+ycnqcUu7",
+	"gAo8W9i9hTT846jd/ai1VCY0QmD9/OfrmJujko9GnUfstTuewD+hGMKSyukM4DGpthvYGzjgsa/Jh6Fo",
+	"Q2HYdCYVin+zMGMuSvYBMWRqBDuDXzKi2Eh7+7qewL6zZyJduCNwAXt0QN6MBQTyNMKfh3MZkBzC+LXJ",
+	"MWKxkNMpN0PR52VGbhUVxSQjho4zkv/w+uzV//kpPyVeXIJfMCKXsOnMLNychZ2KYoD4YBfOo+5g2/qg",
+	"pdfbuwUOvpetE0yxew5xNpGOD16RGTXFBATijDRu1MxlIVMzFC+t8Eb6Obx5HY4uK8667AKwHgDol1dd",
+	"Doilgb3c5aghSXPfRAs6FGFFXeQSNat4+JkDwU1cuBG2vbupQG1zOP8ZJr1H5HNc4D9CWLWh6Gt7z+Am",
+	"wG+ardKoCmTMTdyYkfLg1F3A6J7GeGoMg8e72y4rmcp7j/gf7Dh+IelQRMj/uHrxtdU83GCi+Z6Z77l5",
+	"ZbfUyl5NJT1Z/rH3q1sBXIAgvttxH5yC3IEr4zyEKRneLXEXuOWLr/+URLdc1jmjYSCy5kpdhIiv/O7q",
+	"xNtEK8fOOnMa8xPGg4KpipHw1Wa4/E7Nx2OEp0j28vibbWj2RhRV7QLymr28psNiktYCIRQxAbT9lCKA",
+	"Z9bOm380+t8TCLDfaN7WKet2Z9gxGakBweYuXGIc2aj8lFd/JcfrPD7fc/NWjlcPsqQJgU95h3Xj6+PM",
+	"bitnPTg+Pv6MxgQ3pc4kVLjPMyLYnGmXYTj4g5+BOI4mjkYk1LBBWc9eVZ+SdVc81u3VzK2U4KNFEKgg",
+	"yBtZCzXRw92iCEoqWdyB3WAonGhqZbqxSzGFCO1b+w5EU53Fwjwqp4SKRSSeDAV3vqBli2TzzhpB4und",
+	"7U0nn9/V/hvYBKhAoHnE1ZACuHwv08aCaUflHm7P+k+1VezqrcGJp6ZtbvgtGCtcSZQ0t9rF+MM2sTtv",
+	"vwJK3mKknyXiGuOEVTNH3B6Z3ngHiN5NEaon4Ov1RSiu/EtbiSoPqgKQ0EdCNRkE19Z4VjJtNZIZo2AN",
+	"tbclPdTMDstgZjL7MKsgd8rJ+6kh+qqkzQi3KhsUxU4lS7dps4DSICOppp2Oqm0luRcbBbmODmZ0zK7l",
+	"HRNdS/D18xfJvIWnjjnrAtM9I3bIUUmBT2P+3Ie5sYFLjkXazE6IC2rW5rrYfbJ+313DG08ZxkD1XSfE",
+	"se188LkIC8RZVhQaUiLt4NxbAz9qp/BEWQq26c8DPAqT6kYd/S1sHRwqobDKqWUN2yPgcnYG+vglfsId",
+	"0hnoA6P/jQT6dFA6e2CCA5jZVhbk51n59NvuAvr+xHlt6/ighlmXMT98Wda8R8cwCMBOwio/UkGaONbk",
+	"oIYl928bOL1de/Bv7y0HaUBeQJ6rVeUKD54cHT1/8efB8eB48Pzkz3/+85+B21zzvwbxDaGorQAUyZw6",
+	"/sHV84p+aQDsox/DlRy/eL/8aSNpf3z/8f8GAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

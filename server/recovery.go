@@ -137,5 +137,26 @@ func recoveryOf(s recovery.Summary) RecoverySummary {
 	if s.QueueHeld {
 		out.QueueHeld = &s.QueueHeld
 	}
+	if s.Report != nil {
+		out.Report = reportOf(*s.Report)
+	}
+	return out
+}
+
+// reportOf is a recovery report in the contract's shape.
+func reportOf(r recovery.Report) *RecoveryReport {
+	out := &RecoveryReport{ToolCalls: make([]ReportToolCall, 0, len(r.ToolCalls)), RunningCommands: append([]string{}, r.RunningCommands...)}
+	for _, c := range r.ToolCalls {
+		out.ToolCalls = append(out.ToolCalls, ReportToolCall{Id: c.ID, Title: c.Title, Kind: c.Kind, Status: c.Status,
+			Finished: c.Finished, Output: ptrIf(c.Output)})
+	}
+	if w := r.Workspace; w != nil {
+		ws := &WorkspaceChanges{Files: make([]ChangedFile, 0, len(w.Files)), HeadMoved: w.HeadMoved,
+			HeadBefore: ptrIf(w.HeadBefore), HeadAfter: ptrIf(w.HeadAfter), ErrorCode: ptrIf(w.ErrorCode), Error: ptrIf(w.Error)}
+		for _, f := range w.Files {
+			ws.Files = append(ws.Files, ChangedFile{Path: f.Path, OldPath: ptrIf(f.OldPath), Status: ChangedFileStatus(f.Status)})
+		}
+		out.Workspace = ws
+	}
 	return out
 }

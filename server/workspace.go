@@ -65,13 +65,17 @@ func (h *handlers) GetGitStatus(ctx context.Context, req GetGitStatusRequestObje
 
 func (h *handlers) GetGitDiff(ctx context.Context, req GetGitDiffRequestObject) (GetGitDiffResponseObject, error) {
 	res, err := h.workspace(ctx, req.Id, workspace.Request{Op: workspace.OpGitDiff, Path: deref(req.Params.Path),
-		Against: deref(req.Params.Against), Patch: deref(req.Params.Patch)})
+		Against: deref(req.Params.Against), Turn: deref(req.Params.Turn), Patch: deref(req.Params.Patch)})
 	if err != nil {
 		return nil, err
 	}
 	d := res.GitDiff
 	out := GitDiff{Against: d.Against, Base: d.Base, Tree: d.Tree, Patch: ptrIf(d.Patch), PatchTruncated: d.PatchTruncated,
-		Files: make([]GitDiffFile, 0, len(d.Files))}
+		Files: make([]GitDiffFile, 0, len(d.Files)), Head: ptrIf(d.Head)}
+	if cp := d.Checkpoint; cp != nil {
+		out.Checkpoint = &Checkpoint{Turn: cp.Turn, Tree: cp.Tree, Head: ptrIf(cp.Head), At: cp.At}
+		out.HeadMoved = &d.HeadMoved
+	}
 	for _, f := range d.Files {
 		out.Files = append(out.Files, GitDiffFile{Path: f.Path, OldPath: ptrIf(f.OldPath), Status: GitDiffFileStatus(f.Status),
 			Additions: f.Additions, Deletions: f.Deletions, Binary: f.Binary})

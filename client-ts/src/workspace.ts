@@ -12,6 +12,11 @@ export interface ReadRange {
 export interface DiffOptions {
   /** The commit to compare the working tree with (default HEAD). */
   against?: string;
+  /**
+   * Compare with this turn's checkpoint (a promptId) instead of a commit:
+   * what the turn changed; the answer says whether HEAD moved since.
+   */
+  turn?: string;
   /** Only this file or directory, relative to the session's directory. */
   path?: string;
   /** Include the patch text. */
@@ -83,7 +88,7 @@ export class WorkspaceClient {
     return this.client.call((signal) => sdk.getGitStatus({ client: this.client.gen, path: { id: this.sessionId }, signal }), o);
   }
 
-  /** GET /session/{id}/workspace/git/diff: the working tree (untracked files included) against a commit. */
+  /** GET /session/{id}/workspace/git/diff: the working tree (untracked files included) against a commit or a turn's checkpoint. */
   diff(opts: DiffOptions = {}, o?: CallOptions): Promise<GitDiff> {
     return this.client.call(
       (signal) => sdk.getGitDiff({ client: this.client.gen, path: { id: this.sessionId }, query: opts, signal }),

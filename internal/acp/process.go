@@ -46,7 +46,7 @@ type Exit struct {
 // String renders the exit for error messages and logs.
 func (e Exit) String() string {
 	if e.Signal != "" {
-		return "killed by signal " + e.Signal
+		return "was stopped by a signal (" + e.Signal + ")"
 	}
 	return fmt.Sprintf("exited with code %d", e.Code)
 }

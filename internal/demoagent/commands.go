@@ -59,6 +59,7 @@ func availableCommands() []acp.AvailableCommand {
 		cmd("message-ids", "Two messages told apart only by their ACP messageId", ""),
 		cmd("options", "Reply with the session's mode and model, as the agent holds them", ""),
 		cmd("mcp", "Reply with the MCP servers the session was given (JSON)", ""),
+		cmd("work", "Write each FILE, run `ls`, then hang in a running command (for the recovery report)", "FILE..."),
 	}
 }
 
@@ -202,6 +203,8 @@ func (t *turn) run(prompt []acp.ContentBlock) error {
 		return t.a.flood(t.s, t.sid, updates)
 	case "/tool":
 		return t.tool(arg)
+	case "/work":
+		return t.work(arg)
 	case "/options":
 		return t.say(describeOptions(t.s.currentOptions()))
 	case "/mcp":

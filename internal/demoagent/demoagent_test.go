@@ -155,7 +155,7 @@ func TestAvailableCommandsAfterNewResponse(t *testing.T) {
 	for _, c := range cmds {
 		names = append(names, c.Name)
 	}
-	for _, want := range []string{"echo", "stream", "tool", "permission", "hang", "sleep", "crash", "crash-in-tool", "error", "thought", "unknown-update"} {
+	for _, want := range []string{"echo", "stream", "tool", "permission", "hang", "sleep", "crash", "crash-in-tool", "error", "thought", "unknown-update", "work"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("available commands: got %v, want %q among them", names, want)
 		}

@@ -127,6 +127,9 @@ const (
 	WorkspaceNotFile          Code = "workspace_not_a_file"
 	WorkspaceNotRepository    Code = "workspace_not_a_repository"
 	WorkspaceRevisionNotFound Code = "workspace_revision_not_found"
+	// WorkspaceCheckpointNotFound: the turn has no checkpoint on the
+	// session's executor (it started before checkpoints, or elsewhere).
+	WorkspaceCheckpointNotFound Code = "workspace_checkpoint_not_found"
 	// WorkspaceGitUnavailable: the executor has no git command.
 	WorkspaceGitUnavailable Code = "workspace_git_unavailable"
 	// WorkspaceUnsupported: the session's executor host speaks a protocol

@@ -66,8 +66,9 @@ type Config struct {
 	Versions hostproto.Versions
 	// Files bounds the agents' fs requests.
 	Files workspace.FileLimits
-	// Workspace bounds the daemon's workspace requests (CommandWorkspace).
-	Workspace workspace.Limits
+	// Workspace bounds the daemon's workspace requests (CommandWorkspace);
+	// its turn checkpoints are kept in DataDir/checkpoints unless it says.
+	Workspace workspace.Config
 	// InitTimeout and StopGrace apply when a start does not set them.
 	InitTimeout time.Duration
 	StopGrace   time.Duration
@@ -91,6 +92,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.AgentsDir == "" {
 		c.AgentsDir = c.DataDir
+	}
+	if c.Workspace.Checkpoints == "" {
+		c.Workspace.Checkpoints = filepath.Join(c.DataDir, "checkpoints")
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

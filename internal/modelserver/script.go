@@ -101,6 +101,20 @@ func WriteFile(path, content, preface, final string) Script {
 	}
 }
 
+// WriteThenStall is WriteFile whose answer, once the tool's result is in
+// the conversation, stalls: the first n words of text, then nothing until
+// gate is released (an agent that wrote a file and was cut off while the
+// model went on).
+func WriteThenStall(path, content, preface, text string, n int, gate *Gate) Script {
+	write := WriteFile(path, content, preface, "")
+	return func(r Request) Reply {
+		if _, ok := r.HasToolResult(WriteCallID); ok {
+			return Reply{Text: text, Stall: gate, StallAfter: n}
+		}
+		return write(r)
+	}
+}
+
 // Stall streams the first n words of text, then holds the reply at gate
 // until it is released, then streams the rest.
 func Stall(text string, n int, gate *Gate) Script {

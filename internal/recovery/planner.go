@@ -93,6 +93,9 @@ type Summary struct {
 	// QueueHeld: the queued turns wait for the user (see Input.QueueHeld).
 	QueueHeld bool   `json:"queueHeld,omitempty"`
 	Notice    string `json:"notice"`
+	// Report is what the interrupted turn got done (nil when the last
+	// turn was not interrupted).
+	Report *Report `json:"report,omitempty"`
 }
 
 // Withdrawn is the stop reason of a queued turn its client withdrew: it
@@ -132,6 +135,7 @@ func Plan(in Input) Summary {
 				s.DanglingToolCalls = append(s.DanglingToolCalls, DanglingToolCall{ID: c.ToolCallID, Title: toolName(c), Kind: c.Kind})
 			}
 		}
+		s.Report = report(in, last)
 	}
 	if gap := historyGap(turns, in); in.ContextLost || gap != "" {
 		s.Kind = DegradedHistory
@@ -391,9 +395,10 @@ func ContinuationPrompt(s Summary, partial string) string {
 	if len(s.DanglingToolCalls) > 0 {
 		b.WriteString("These tool calls did not complete; their results were recorded as failures:\n")
 		for _, d := range s.DanglingToolCalls {
-			fmt.Fprintf(&b, "- %s (%s, id %s): Tool execution result was not recorded: interrupted by %s. Treat as failure.\n", d.Title, d.Kind, d.ID, readable(s.InterruptReason))
+			fmt.Fprintf(&b, "- %s (%s, id %s): %s: interrupted by %s. Treat as failure.\n", d.Title, d.Kind, d.ID, InterruptedToolResult, readable(s.InterruptReason))
 		}
 	}
+	writeReport(&b, s.Report)
 	b.WriteString("Continue the task from where you left off. Do not assume interrupted tool calls succeeded, and do not repeat work that was already completed.")
 	return b.String()
 }

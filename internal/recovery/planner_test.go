@@ -574,10 +574,17 @@ func TestContinuationPrompt(t *testing.T) {
 			}
 		}
 	}
-	for _, line := range strings.Split(p, "\n") {
-		if strings.Contains(line, "Read go.mod") || strings.Contains(line, "tc-c") {
-			t.Errorf("completed tool call named as interrupted: %q", line)
-		}
+	// The completed call is named only among the finished ones (the
+	// report's short form), never as cut off.
+	cut, finished, ok := strings.Cut(p, "finished before the interruption")
+	if !ok || !strings.Contains(finished, "- Read go.mod (read): completed") {
+		t.Errorf("continuation prompt does not list the finished tool call:\n%s", p)
+	}
+	if strings.Contains(cut, "Read go.mod") || strings.Contains(p, "tc-c") {
+		t.Errorf("completed tool call named as interrupted:\n%s", p)
+	}
+	if !strings.Contains(p, "still running when it was cut off and may have had effects: Run make.") {
+		t.Errorf("continuation prompt does not name the command still running:\n%s", p)
 	}
 	for _, want := range []string{"agent exited", "failure", "Continue the task", "do not repeat work that was already completed"} {
 		if !strings.Contains(p, want) {

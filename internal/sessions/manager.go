@@ -55,8 +55,13 @@ type Config struct {
 	// Files bounds each agent's fs/* requests.
 	Files workspace.FileLimits
 	// Workspace bounds the workspace API's requests on standalone
-	// sessions (a host has its own).
-	Workspace workspace.Limits
+	// sessions and says where their checkpoints are kept (a host has its
+	// own).
+	Workspace workspace.Config
+	// TurnCheckpoints has each turn's executor record a checkpoint of the
+	// workspace as the turn starts, so that an interrupted turn's recovery
+	// report lists the files it changed (workspace.OpCheckpoint).
+	TurnCheckpoints bool
 	// UpdateWindow bounds one agent's session/update notifications read but
 	// not yet committed; a faster agent is slowed down (StartRequest).
 	UpdateWindow int

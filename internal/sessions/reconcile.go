@@ -52,6 +52,7 @@ func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
 	}
 	var repairs []events.Apply
 	var attach, restart []string
+	var interrupted [][2]string // session, turn
 	for _, s := range active.AtRest {
 		_, _, specErr := m.profiles.Spec(s.AgentProfileID)
 		d := decide(view{State: store.SessionWaitingForInput}, restartedInput{AgentAvailable: specErr == nil})
@@ -69,6 +70,7 @@ func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
 			switch e.(type) {
 			case effRestartInterrupt:
 				res.InterruptedTurns++
+				interrupted = append(interrupted, [2]string{as.Session.ID, e.(effRestartInterrupt).PromptID})
 			case effStopOrphan:
 				stopOrphan(as.Executor, spec.Command) // now: the old agent must not run on
 			case effAttachAgent:
@@ -112,6 +114,9 @@ func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
 			return res, err
 		}
 		a.mb.post(a.ensureAgent)
+	}
+	for _, it := range interrupted {
+		m.reportChanges(it[0], it[1])
 	}
 	res.Reattached = len(attach) + len(restart)
 	res.Took = time.Since(start)

@@ -216,6 +216,7 @@ func (a *actor) startTurn(promptID string) {
 			a.mb.post(func() { a.onTurnDone(r, "", err) })
 			return
 		}
+		a.m.checkpoint(a.id, t.PromptID)
 		prompt := t.Prompt
 		if inject {
 			var err error
@@ -312,7 +313,7 @@ func turnEndedDraft(sessionID, taskID string, t store.Turn, dangling []events.Da
 
 // interruptedToolText is the synthetic result recorded for a tool call whose
 // outcome was never reported.
-const interruptedToolText = "Tool execution result was not recorded: interrupted by %s. Treat as failure and retry if needed."
+const interruptedToolText = recovery.InterruptedToolResult + ": interrupted by %s. Treat as failure and retry if needed."
 
 // interruptTurn ends a turn that lost its agent: unfinished tool calls get
 // a synthetic failed result and a system message says what happened.
@@ -344,6 +345,7 @@ func (a *actor) interruptTurn(t store.Turn, reason string, exit acp.Exit) {
 		return nil
 	})
 	a.pushRecovery()
+	a.m.reportChanges(a.id, t.PromptID)
 }
 
 // failDanglingToolCalls gives every unfinished tool call of a turn the
@@ -360,10 +362,15 @@ func failDanglingToolCalls(ctx context.Context, tx *store.Store, emit events.Emi
 		if c.PromptID != promptID || (c.Status != store.ToolPending && c.Status != store.ToolInProgress) {
 			continue
 		}
-		content, _ := json.Marshal([]map[string]any{{"type": "content", "content": map[string]any{
-			"type": "text", "text": fmt.Sprintf(interruptedToolText, cause)}}})
+		// What the tool reported stays (the recovery report shows it); the
+		// synthetic result follows it.
+		var content []json.RawMessage
+		_ = json.Unmarshal(c.Content, &content)
+		synthetic, _ := json.Marshal(map[string]any{"type": "content", "content": map[string]any{
+			"type": "text", "text": fmt.Sprintf(interruptedToolText, cause)}})
+		blocks, _ := json.Marshal(append(content, synthetic))
 		row, err := tx.UpsertToolCall(ctx, store.ToolCall{SessionID: a.id, ToolCallID: c.ToolCallID,
-			Status: store.ToolFailed, Interrupted: true, Content: content})
+			Status: store.ToolFailed, Interrupted: true, Content: blocks})
 		if err != nil {
 			return nil, err
 		}

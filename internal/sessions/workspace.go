@@ -2,8 +2,13 @@ package sessions
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"time"
 
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/recovery"
 	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/workspace"
 )
@@ -20,8 +25,9 @@ type WorkspaceRuntime interface {
 // standalone session, on its host otherwise. It never goes through the
 // session's actor and needs no agent: the workspace works while the agent
 // is stopped, failed to resume or cannot resume, as long as the executor
-// can be reached (else errcode.ExecutorUnavailable). req.Root is set here
-// from the session; a closed session's directory is still served.
+// can be reached (else errcode.ExecutorUnavailable). req.Root and
+// req.Session are set here from the session; a closed session's directory
+// is still served.
 func (m *Manager) Workspace(ctx context.Context, sessionID string, req workspace.Request) (workspace.Result, error) {
 	sess, err := m.store.GetSession(ctx, sessionID)
 	if err != nil {
@@ -31,7 +37,8 @@ func (m *Manager) Workspace(ctx context.Context, sessionID string, req workspace
 	if err != nil && !errcode.Is(err, errcode.SessionNotFound) {
 		return workspace.Result{}, err
 	}
-	req.Root = sess.Cwd
+	// A checkpoint is always the session's own, whoever asks.
+	req.Root, req.Session = sess.Cwd, sessionID
 	if ex.Runtime == store.RuntimeStandalone || ex.Runtime == "" {
 		return workspace.Serve(ctx, req, m.cfg.Workspace)
 	}
@@ -49,4 +56,83 @@ func (m *Manager) Workspace(ctx context.Context, sessionID string, req workspace
 // Workspace implements WorkspaceRuntime.
 func (r hostRuntime) Workspace(ctx context.Context, sessionID string, req workspace.Request) (workspace.Result, error) {
 	return r.h.Workspace(ctx, sessionID, req)
+}
+
+// checkpointTimeout bounds a turn's checkpoint: a huge directory delays
+// the start of its turn at most this long, and the turn goes on without
+// one (its recovery report then says the changes are not known).
+const checkpointTimeout = 10 * time.Second
+
+// changesTimeout bounds asking an executor what an interrupted turn
+// changed.
+const changesTimeout = 30 * time.Second
+
+// checkpoint has the session's executor record the workspace as turn
+// promptID begins (Config.TurnCheckpoints). It runs before the agent gets
+// the prompt, so nothing the turn does is missed; a failure only costs the
+// report, never the turn.
+func (m *Manager) checkpoint(sessionID, promptID string) {
+	if !m.cfg.TurnCheckpoints {
+		return
+	}
+	ctx, cancel := context.WithTimeout(m.life, checkpointTimeout)
+	defer cancel()
+	_, err := m.Workspace(ctx, sessionID, workspace.Request{Op: workspace.OpCheckpoint, Session: sessionID, Turn: promptID})
+	if err != nil && !errcode.Is(err, errcode.WorkspaceUnsupported) {
+		m.cfg.Logger.Warn("turn checkpoint failed; its recovery report will not list file changes",
+			"session", sessionID, "promptId", promptID, "code", errcode.CodeOf(err), "err", err)
+	}
+}
+
+// reportChanges asks the session's executor, in the background, what the
+// interrupted turn promptID changed in the workspace since its checkpoint,
+// records the answer on the turn (the recovery report's workspace part)
+// and tells clients (session.recovery_changed). An executor that cannot
+// tell is recorded too, with why.
+func (m *Manager) reportChanges(sessionID, promptID string) {
+	if !m.cfg.TurnCheckpoints {
+		return
+	}
+	m.spawn(func() {
+		ctx, cancel := context.WithTimeout(m.life, changesTimeout)
+		defer cancel()
+		res, err := m.Workspace(ctx, sessionID, workspace.Request{Op: workspace.OpGitDiff, Session: sessionID, Turn: promptID})
+		changes := changesOf(res.GitDiff, err)
+		if m.life.Err() != nil {
+			return // shutting down: the next start looks again
+		}
+		b, _ := json.Marshal(changes)
+		a, err := m.actor(ctx, sessionID)
+		if err != nil {
+			return
+		}
+		a.mb.post(func() {
+			a.write(func(tx *store.Store, _ events.Emit) error {
+				return tx.SetTurnWorkspaceChanges(a.ctx(), sessionID, promptID, b)
+			})
+			a.pushRecovery()
+		})
+	})
+}
+
+// changesOf is the recovery report's workspace part from an executor's
+// diff against a turn's checkpoint.
+func changesOf(d *workspace.GitDiff, err error) recovery.WorkspaceChanges {
+	w := recovery.WorkspaceChanges{Files: []recovery.ChangedFile{}}
+	if err != nil || d == nil {
+		w.ErrorCode, w.Error = string(errcode.CodeOf(err)), "the executor could not compare the workspace"
+		var de *errcode.Error
+		if errors.As(err, &de) {
+			w.Error = de.Message
+		}
+		return w
+	}
+	for _, f := range d.Files {
+		w.Files = append(w.Files, recovery.ChangedFile{Path: f.Path, OldPath: f.OldPath, Status: f.Status})
+	}
+	w.HeadMoved, w.HeadAfter = d.HeadMoved, d.Head
+	if d.Checkpoint != nil {
+		w.HeadBefore = d.Checkpoint.Head
+	}
+	return w
 }

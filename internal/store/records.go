@@ -259,8 +259,12 @@ type Turn struct {
 	// Interruption is, for a continue turn, the recovery summary (JSON) it
 	// was admitted on.
 	Interruption json.RawMessage
-	CreatedAt    time.Time
-	StartedAt    *time.Time
+	// WorkspaceChanges is, for an interrupted turn, what its executor
+	// found changed in the workspace since the turn's checkpoint (JSON,
+	// recovery.WorkspaceChanges); nil until looked at.
+	WorkspaceChanges json.RawMessage
+	CreatedAt        time.Time
+	StartedAt        *time.Time
 	// DeliveredAt is when the prompt was written to the agent (its
 	// session/prompt request), nil while the agent is not known to have
 	// it. A continuation uses it to neither repeat nor drop the request.

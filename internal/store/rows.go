@@ -180,6 +180,7 @@ type turnRow struct {
 	CancelRequested   bool    `gorm:"column:cancel_requested"`
 	ContextInjected   bool    `gorm:"column:context_injected"`
 	Interruption      *string `gorm:"column:interruption"`
+	WorkspaceChanges  *string `gorm:"column:workspace_changes"`
 	CreatedAt         dbTime  `gorm:"column:created_at"`
 	StartedAt         *dbTime `gorm:"column:started_at"`
 	DeliveredAt       *dbTime `gorm:"column:delivered_at"`
@@ -195,8 +196,8 @@ func fromTurn(t Turn) turnRow {
 		StopReason: t.StopReason, ErrorCode: t.ErrorCode, ErrorMessage: t.ErrorMessage,
 		InterruptReason: t.InterruptReason, ExitCode: t.ExitCode, ExitSignal: t.ExitSignal,
 		ContinuesPromptID: t.ContinuesPromptID, CancelRequested: t.CancelRequested, ContextInjected: t.ContextInjected,
-		Interruption: jsonText(t.Interruption),
-		CreatedAt:    toDBTime(t.CreatedAt), StartedAt: toDBTimePtr(t.StartedAt),
+		Interruption: jsonText(t.Interruption), WorkspaceChanges: jsonText(t.WorkspaceChanges),
+		CreatedAt: toDBTime(t.CreatedAt), StartedAt: toDBTimePtr(t.StartedAt),
 		DeliveredAt: toDBTimePtr(t.DeliveredAt), EndedAt: toDBTimePtr(t.EndedAt),
 	}
 }
@@ -208,8 +209,8 @@ func toTurn(r turnRow) Turn {
 		StopReason: r.StopReason, ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage,
 		InterruptReason: r.InterruptReason, ExitCode: r.ExitCode, ExitSignal: r.ExitSignal,
 		ContinuesPromptID: r.ContinuesPromptID, CancelRequested: r.CancelRequested, ContextInjected: r.ContextInjected,
-		Interruption: fromJSONText(r.Interruption),
-		CreatedAt:    r.CreatedAt.t, StartedAt: fromDBTimePtr(r.StartedAt),
+		Interruption: fromJSONText(r.Interruption), WorkspaceChanges: fromJSONText(r.WorkspaceChanges),
+		CreatedAt: r.CreatedAt.t, StartedAt: fromDBTimePtr(r.StartedAt),
 		DeliveredAt: fromDBTimePtr(r.DeliveredAt), EndedAt: fromDBTimePtr(r.EndedAt),
 	}
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
@@ -92,6 +93,14 @@ func (s *Store) ListTurnsByState(ctx context.Context, sessionID string, states .
 		out = append(out, toTurn(r))
 	}
 	return out, nil
+}
+
+// SetTurnWorkspaceChanges records what an interrupted turn changed in its
+// workspace (Turn.WorkspaceChanges). UpdateTurn leaves it as it is.
+func (s *Store) SetTurnWorkspaceChanges(ctx context.Context, sessionID, promptID string, changes json.RawMessage) error {
+	return updateRow(s.db.WithContext(ctx), "set turn workspace changes", func() error {
+		return errcode.New(errcode.TurnNotFound, "turn %q not found in session %q", promptID, sessionID).With("promptId", promptID)
+	}, `UPDATE turns SET workspace_changes = ? WHERE session_id = ? AND prompt_id = ?`, jsonText(changes), sessionID, promptID)
 }
 
 // UpdateTurn replaces the mutable columns of the turn keyed by (SessionID,

@@ -35,6 +35,8 @@ const (
 	OpGitStatus Op = "git_status"
 	OpGitDiff   Op = "git_diff"
 	OpGitLog    Op = "git_log"
+	// OpCheckpoint records a turn's checkpoint (Checkpoint).
+	OpCheckpoint Op = "checkpoint"
 )
 
 // Request is one workspace operation, the same value whether the daemon
@@ -51,6 +53,10 @@ type Request struct {
 	Length int64 `json:"length,omitempty"`
 	// Against is a diff's base: a commit (default HEAD).
 	Against string `json:"against,omitempty"`
+	// Session and Turn name a checkpoint: the one OpCheckpoint records,
+	// or the one a diff is against (instead of Against).
+	Session string `json:"session,omitempty"`
+	Turn    string `json:"turn,omitempty"`
 	// Patch asks a diff for the patch text besides the per-file summary.
 	Patch bool `json:"patch,omitempty"`
 	// Limit bounds a log's commits (0: DefaultLogLimit).
@@ -59,17 +65,22 @@ type Request struct {
 
 // Result is a workspace operation's answer: the member of its Op.
 type Result struct {
-	Listing   *Listing     `json:"listing,omitempty"`
-	File      *FileContent `json:"file,omitempty"`
-	Entry     *Entry       `json:"entry,omitempty"`
-	GitStatus *GitStatus   `json:"gitStatus,omitempty"`
-	GitDiff   *GitDiff     `json:"gitDiff,omitempty"`
-	GitLog    *GitLog      `json:"gitLog,omitempty"`
+	Listing    *Listing     `json:"listing,omitempty"`
+	File       *FileContent `json:"file,omitempty"`
+	Entry      *Entry       `json:"entry,omitempty"`
+	GitStatus  *GitStatus   `json:"gitStatus,omitempty"`
+	GitDiff    *GitDiff     `json:"gitDiff,omitempty"`
+	GitLog     *GitLog      `json:"gitLog,omitempty"`
+	Checkpoint *Checkpoint  `json:"checkpoint,omitempty"`
 }
 
-// Limits bound what one workspace request may cost its executor. The zero
-// value of each field takes its default.
-type Limits struct {
+// Config is how an executor serves workspace requests: what one request
+// may cost it, and where it keeps turn checkpoints. The zero value of each
+// limit takes its default.
+type Config struct {
+	// Checkpoints is the directory of the turn checkpoints, one bare git
+	// repository per session (Checkpoint); empty refuses checkpoints.
+	Checkpoints string
 	// ListLimit is the most entries one listing returns.
 	ListLimit int
 	// ReadLimit is the most bytes one read returns.
@@ -95,7 +106,7 @@ const (
 	sniffLen = 8000
 )
 
-func (l *Limits) defaults() {
+func (l *Config) defaults() {
 	if l.ListLimit <= 0 {
 		l.ListLimit = DefaultListLimit
 	}
@@ -147,7 +158,7 @@ type FileContent struct {
 }
 
 // Serve performs req on its executor's file system.
-func Serve(ctx context.Context, req Request, lim Limits) (Result, error) {
+func Serve(ctx context.Context, req Request, lim Config) (Result, error) {
 	lim.defaults()
 	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
 	defer cancel()
@@ -163,8 +174,15 @@ func Serve(ctx context.Context, req Request, lim Limits) (Result, error) {
 		st, err := gitStatus(ctx, req.Root, lim)
 		return Result{GitStatus: st}, err
 	case OpGitDiff:
+		if req.Turn != "" {
+			d, err := turnDiff(ctx, req, rel, lim)
+			return Result{GitDiff: d}, err
+		}
 		d, err := gitDiff(ctx, req.Root, rel, req.Against, req.Patch, lim)
 		return Result{GitDiff: d}, err
+	case OpCheckpoint:
+		cp, err := checkpoint(ctx, req, lim)
+		return Result{Checkpoint: cp}, err
 	case OpGitLog:
 		l, err := gitLog(ctx, req.Root, req.Limit)
 		return Result{GitLog: l}, err

@@ -45,7 +45,7 @@ func browseTree(t *testing.T) tree {
 
 func TestServeFiles(t *testing.T) {
 	tr := browseTree(t)
-	lim := workspace.Limits{ReadLimit: 40, ListLimit: 100}
+	lim := workspace.Config{ReadLimit: 40, ListLimit: 100}
 	cases := []struct {
 		name string
 		req  workspace.Request
@@ -153,7 +153,7 @@ func TestServeListingLimit(t *testing.T) {
 	for _, n := range []string{"a", "b", "c", "d"} {
 		mustWrite(t, filepath.Join(dir, n), n)
 	}
-	r, err := workspace.Serve(context.Background(), workspace.Request{Root: dir, Op: workspace.OpList}, workspace.Limits{ListLimit: 3})
+	r, err := workspace.Serve(context.Background(), workspace.Request{Root: dir, Op: workspace.OpList}, workspace.Config{ListLimit: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestServeListingLimit(t *testing.T) {
 
 func TestServeMissingRoot(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "gone")
-	_, err := workspace.Serve(context.Background(), workspace.Request{Root: dir, Op: workspace.OpList}, workspace.Limits{})
+	_, err := workspace.Serve(context.Background(), workspace.Request{Root: dir, Op: workspace.OpList}, workspace.Config{})
 	if got := codeOf(err); got != errcode.WorkingDirMissing {
 		t.Errorf("got %v (code %q), want %q", err, got, errcode.WorkingDirMissing)
 	}

@@ -60,6 +60,12 @@ type GitDiff struct {
 	Patch string        `json:"patch,omitempty"`
 	// PatchTruncated: the patch was cut at the diff limit.
 	PatchTruncated bool `json:"patchTruncated"`
+	// Checkpoint, Head and HeadMoved are set on a diff against a turn's
+	// checkpoint (Against "turn:ID"): the checkpoint, HEAD now, and
+	// whether it differs from the checkpoint's.
+	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
+	Head       string      `json:"head,omitempty"`
+	HeadMoved  bool        `json:"headMoved,omitempty"`
 }
 
 // GitDiffFile is one file of a GitDiff. Status is added, modified,
@@ -151,8 +157,8 @@ func gitEnv() []string {
 	return append(env, "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "LC_ALL=C")
 }
 
-func gitStatus(ctx context.Context, dir string, lim Limits) (*GitStatus, error) {
-	prefix, err := gitPrefix(ctx, dir)
+func gitStatus(ctx context.Context, dir string, lim Config) (*GitStatus, error) {
+	prefix, err := gitPrefix(ctx, dir, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -216,8 +222,8 @@ func parseStatus(out []byte) *GitStatus {
 }
 
 // gitPrefix is dir relative to its repository's top level.
-func gitPrefix(ctx context.Context, dir string) (string, error) {
-	out, _, err := runGit(ctx, dir, nil, 1<<16, "rev-parse", "--show-prefix")
+func gitPrefix(ctx context.Context, dir string, env []string) (string, error) {
+	out, _, err := runGit(ctx, dir, env, 1<<16, "rev-parse", "--show-prefix")
 	if err != nil {
 		return "", err
 	}
@@ -297,7 +303,7 @@ func Snapshot(ctx context.Context, dir string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-func gitDiff(ctx context.Context, dir, rel, against string, withPatch bool, lim Limits) (*GitDiff, error) {
+func gitDiff(ctx context.Context, dir, rel, against string, withPatch bool, lim Config) (*GitDiff, error) {
 	if against == "" {
 		against = "HEAD"
 	}
@@ -309,33 +315,33 @@ func gitDiff(ctx context.Context, dir, rel, against string, withPatch bool, lim 
 	if err != nil {
 		return nil, err
 	}
-	return DiffTrees(ctx, dir, against, base, tree, rel, withPatch, lim)
+	return diffTrees(ctx, dir, nil, against, base, tree, rel, withPatch, lim)
 }
 
-// DiffTrees compares two trees of dir's repository, optionally only under
-// rel (relative to dir; "." for all of the repository).
-func DiffTrees(ctx context.Context, dir, against, base, tree, rel string, withPatch bool, lim Limits) (*GitDiff, error) {
+// diffTrees compares two trees of dir's repository (the one env points
+// git at), optionally only under rel (relative to dir; "." for all).
+func diffTrees(ctx context.Context, dir string, env []string, against, base, tree, rel string, withPatch bool, lim Config) (*GitDiff, error) {
 	lim.defaults()
 	var spec []string
 	if rel != "." && rel != "" {
-		prefix, err := gitPrefix(ctx, dir)
+		prefix, err := gitPrefix(ctx, dir, env)
 		if err != nil {
 			return nil, err
 		}
 		spec = []string{"--", ":(top,literal)" + path.Join(prefix, rel)}
 	}
 	d := &GitDiff{Against: against, Base: base, Tree: tree, Files: []GitDiffFile{}}
-	num, _, err := runGit(ctx, dir, nil, gitOutputLimit, append([]string{"diff-tree", "-r", "-M", "--numstat", "-z", base, tree}, spec...)...)
+	num, _, err := runGit(ctx, dir, env, gitOutputLimit, append([]string{"diff-tree", "-r", "-M", "--numstat", "-z", base, tree}, spec...)...)
 	if err != nil {
 		return nil, err
 	}
-	names, _, err := runGit(ctx, dir, nil, gitOutputLimit, append([]string{"diff-tree", "-r", "-M", "--name-status", "-z", base, tree}, spec...)...)
+	names, _, err := runGit(ctx, dir, env, gitOutputLimit, append([]string{"diff-tree", "-r", "-M", "--name-status", "-z", base, tree}, spec...)...)
 	if err != nil {
 		return nil, err
 	}
 	d.Files = parseDiffFiles(names, num)
 	if withPatch {
-		p, cut, err := runGit(ctx, dir, nil, lim.DiffLimit, append([]string{"diff-tree", "-r", "-M", "-p", "--no-color", base, tree}, spec...)...)
+		p, cut, err := runGit(ctx, dir, env, lim.DiffLimit, append([]string{"diff-tree", "-r", "-M", "-p", "--no-color", base, tree}, spec...)...)
 		if err != nil {
 			return nil, err
 		}

@@ -51,7 +51,7 @@ func gitRepo(t *testing.T) string {
 
 func serveGit(t *testing.T, req workspace.Request) (workspace.Result, error) {
 	t.Helper()
-	return workspace.Serve(context.Background(), req, workspace.Limits{})
+	return workspace.Serve(context.Background(), req, workspace.Config{})
 }
 
 func TestGitStatus(t *testing.T) {

@@ -283,6 +283,7 @@ func TestContinueAfterKill9(t *testing.T) {
 			rec.stop()
 			w.start()
 
+			w.waitReportSettled(sid)
 			c := w.sessionContext(sid)
 			rec0, _ := c["recovery"].(map[string]any)
 			checkRecoveryWant(t, "context after the restart", rec0, tc.want)

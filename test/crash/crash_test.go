@@ -326,6 +326,7 @@ func (w *world) checkRestart(sid, cwd, profile string, seen []frame) []frame {
 	if len(seen) == 0 {
 		t.Fatal("the client saw no events before the crash")
 	}
+	w.waitReportSettled(sid)
 	replay := w.replay(sid)
 	if len(replay) < len(seen) {
 		t.Fatalf("log after restart: got %d events, want at least the %d the client saw", len(replay), len(seen))

@@ -269,3 +269,61 @@ describe('banner in a chat pane', () => {
     expect(screen.queryByTestId('recovery-banner')).toBeNull();
   });
 });
+
+describe('banner shows the recovery report', () => {
+  const withReport = (workspace?: NonNullable<ReturnType<typeof interruptedTurn>['report']>['workspace']) =>
+    loaded(SID, {
+      recovery: {
+        ...interruptedTurn('p1'),
+        report: {
+          toolCalls: [
+            { id: 'w', title: 'Write a.txt', kind: 'edit', status: 'completed', finished: true },
+            { id: 'l', title: 'Run `ls`', kind: 'execute', status: 'completed', finished: true, output: 'a.txt' },
+            { id: 's', title: 'Run `sleep 3600`', kind: 'execute', status: 'interrupted', finished: false },
+          ],
+          runningCommands: ['Run `sleep 3600`'],
+          workspace,
+        },
+      },
+    });
+  const cases: { name: string; workspace?: Parameters<typeof withReport>[0]; files?: string; note?: RegExp }[] = [
+    {
+      name: 'files the turn changed, HEAD moved',
+      workspace: { files: [{ path: 'a.txt', status: 'added' }, { path: 'src/main.go', status: 'modified' }], headMoved: true },
+      files: 'Changed since this turn began: a.txt (added), src/main.go (modified)',
+      note: /HEAD moved/,
+    },
+    { name: 'nothing changed', workspace: { files: [], headMoved: false }, files: 'No file changed in the workspace since this turn began.' },
+    { name: 'not looked up yet', note: /Checking what changed/ },
+    {
+      name: 'executor could not tell',
+      workspace: { files: [], headMoved: false, errorCode: 'executor_unavailable', error: 'the host is unreachable' },
+      note: /not known \(the host is unreachable\)/,
+    },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      renderBanner(bannerGate(withReport(c.workspace), SID));
+      const report = screen.getByTestId('banner-report');
+      if (c.files) expect(screen.getByTestId('banner-files').textContent).toBe(c.files);
+      else expect(screen.queryByTestId('banner-files')).toBeNull();
+      if (c.note) expect(report.textContent).toMatch(c.note);
+      expect(screen.getByTestId('banner-finished').textContent).toBe('Finished before the interruption: Write a.txt, Run `ls`.');
+      expect(screen.getByTestId('banner-running').textContent).toContain('Run `sleep 3600`');
+    });
+  }
+
+  it('names at most ten files', () => {
+    const files = Array.from({ length: 13 }, (_, i) => ({ path: `f${i}.txt`, status: 'added' as const }));
+    renderBanner(bannerGate(withReport({ files, headMoved: false }), SID));
+    const text = screen.getByTestId('banner-files').textContent ?? '';
+    expect(text).toContain('f9.txt');
+    expect(text).not.toContain('f10.txt');
+    expect(text).toContain('and 3 more');
+  });
+
+  it('in Chinese', () => {
+    renderBanner(bannerGate(withReport({ files: [{ path: 'a.txt', status: 'added' }], headMoved: false }), SID), 'zh');
+    expect(screen.getByTestId('banner-files').textContent).toBe('自本回合开始以来的更改： a.txt (新增)');
+  });
+});

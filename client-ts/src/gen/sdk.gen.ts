@@ -446,6 +446,13 @@ export const getGitStatus = <ThrowOnError extends boolean = false>(options: Opti
  * `workspace_revision_not_found`. The patch text, on request, stops at
  * 4 MiB (`patchTruncated`).
  *
+ * With `turn` (a promptId) instead of `against`, the working tree is
+ * compared with that turn's checkpoint, recorded by the session's
+ * executor as the turn started, in a repository of the executor's own
+ * (so it works in a directory that is no git repository too); the
+ * answer then says whether HEAD moved since. A turn without a
+ * checkpoint is 404 `workspace_checkpoint_not_found`.
+ *
  */
 export const getGitDiff = <ThrowOnError extends boolean = false>(options: Options<GetGitDiffData, ThrowOnError>) => (options.client ?? client).get<GetGitDiffResponses, GetGitDiffErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

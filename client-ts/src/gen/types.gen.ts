@@ -116,6 +116,34 @@ export type GitDiff = {
     files: Array<GitDiffFile>;
     patch?: string;
     patchTruncated: boolean;
+    checkpoint?: Checkpoint;
+    /**
+     * With turn: the repository's HEAD commit now (absent outside a repository).
+     */
+    head?: string;
+    /**
+     * With turn: HEAD is not where it was when the turn began.
+     */
+    headMoved?: boolean;
+};
+
+/**
+ * A turn's record of the workspace as the turn began.
+ */
+export type Checkpoint = {
+    /**
+     * The turn's promptId.
+     */
+    turn: string;
+    /**
+     * The snapshot tree, in the executor's checkpoint repository.
+     */
+    tree: string;
+    /**
+     * The repository's HEAD commit then (absent outside a repository or before its first commit).
+     */
+    head?: string;
+    at: string;
 };
 
 export type GitCommit = {
@@ -544,6 +572,59 @@ export type RecoverySummary = {
      * A sentence for the user.
      */
     notice: string;
+    report?: RecoveryReport;
+};
+
+/**
+ * What the interrupted turn got done: its tool calls, the commands
+ * still running when it was cut off and, once its executor was asked,
+ * what changed in the workspace since the turn began (its checkpoint).
+ * The continuation prompt carries a short form of it.
+ *
+ */
+export type RecoveryReport = {
+    toolCalls: Array<ReportToolCall>;
+    /**
+     * Titles of the command (execute) tool calls still running when the turn was cut off.
+     */
+    runningCommands: Array<string>;
+    workspace?: WorkspaceChanges;
+};
+
+export type ReportToolCall = {
+    id: string;
+    title: string;
+    kind: string;
+    /**
+     * pending, in_progress, completed, failed, or interrupted (cut off).
+     */
+    status: string;
+    finished: boolean;
+    /**
+     * The end of its last known output (at most 500 characters).
+     */
+    output?: string;
+};
+
+/**
+ * What the executor found changed since the turn's checkpoint when the
+ * turn was interrupted. With `error` it could not tell (no checkpoint,
+ * executor unreachable) and `files` means nothing.
+ *
+ */
+export type WorkspaceChanges = {
+    files: Array<ChangedFile>;
+    headMoved: boolean;
+    headBefore?: string;
+    headAfter?: string;
+    errorCode?: string;
+    error?: string;
+};
+
+export type ChangedFile = {
+    path: string;
+    oldPath?: string;
+    status: 'added' | 'modified' | 'deleted' | 'renamed' | 'copied' | 'typechange';
 };
 
 export type SessionContext = {
@@ -2776,7 +2857,14 @@ export type GetGitDiffData = {
         id: string;
     };
     query?: {
+        /**
+         * The commit to compare with (default HEAD); not with turn.
+         */
         against?: string;
+        /**
+         * Compare with this turn's checkpoint instead of a commit.
+         */
+        turn?: PromptId;
         /**
          * Only this file or directory (relative to the session's directory).
          */

@@ -42,4 +42,22 @@ describe('tetherd: workspace', () => {
       expect((err as TetherProblem).code).toBe(code);
     }
   });
+
+  it('diffs the working tree against a turn checkpoint: what the turn changed', async () => {
+    const dir = join(d.cwd, 'ws-turn');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'before.txt'), 'there before the turn\n');
+    const s = c.session((await c.createSession({ agentProfileId: 'demo', cwd: dir, title: 'checkpoint' })).id);
+    await s.prompt('/tool write made.txt made by the turn', { promptId: 't1' });
+    expect((await s.waitForTurn('t1')).type).toBe('turn.completed');
+    const d1 = await s.workspace.diff({ turn: 't1', patch: true });
+    expect(d1.against).toBe('turn:t1');
+    expect(d1.files.map((f) => `${f.path}:${f.status}`)).toEqual(['made.txt:added']);
+    expect(d1.checkpoint?.turn).toBe('t1');
+    expect(d1.headMoved).toBe(false);
+    expect(d1.patch).toContain('+made by the turn');
+    const err = await s.workspace.diff({ turn: 'never-ran' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TetherProblem);
+    expect((err as TetherProblem).code).toBe('workspace_checkpoint_not_found');
+  });
 });

@@ -1,5 +1,5 @@
-import { reasonText, useT } from '../i18n';
-import type { BannerModel } from '../state/banner';
+import { reasonText, useT, type MessageKey } from '../i18n';
+import type { BannerModel, BannerReport } from '../state/banner';
 import { Spinner } from './Badges';
 import { IconContinue, IconPause, IconWarn } from './Icons';
 
@@ -34,6 +34,7 @@ export function RecoveryBanner({ model, onContinue, onCheckAgain }: RecoveryBann
             {t('banner.tools', { tools: tools.join(lang === 'zh' ? '、' : ', ') })}
           </p>
         )}
+        {model.report && <ReportView report={model.report} />}
         {model.cannotReason && <p class="banner__note">{t('banner.cannot', { reason: reasonText(lang, model.cannotReason) })}</p>}
         {model.declinedReason && <p class="banner__note">{t('banner.declined', { reason: reasonText(lang, model.declinedReason) })}</p>}
         {model.progress === 'unknown' && (
@@ -60,5 +61,48 @@ export function RecoveryBanner({ model, onContinue, onCheckAgain }: RecoveryBann
         )}
       </div>
     </section>
+  );
+}
+
+/**
+ * The recovery report's gist: what changed in the workspace since the
+ * turn began, whether HEAD moved, what finished and what was still
+ * running, so the user sees how far the agent got before continuing.
+ */
+function ReportView({ report }: { report: BannerReport }) {
+  const { t, lang } = useT();
+  const sep = lang === 'zh' ? '、' : ', ';
+  return (
+    <div class="banner__report" data-testid="banner-report">
+      {report.pending ? (
+        <p class="banner__note">{t('banner.report.pending')}</p>
+      ) : report.unknown ? (
+        <p class="banner__note">{t('banner.report.unknown', { error: report.unknown })}</p>
+      ) : report.files.length === 0 ? (
+        <p class="banner__note" data-testid="banner-files">{t('banner.report.noFiles')}</p>
+      ) : (
+        <p class="banner__note" data-testid="banner-files">
+          {t('banner.report.files')}{' '}
+          {report.files.map((f, i) => (
+            <span key={f.path}>
+              {i > 0 && sep}
+              <code class={`banner__file banner__file--${f.status}`}>{f.path}</code> ({t(`banner.report.status.${f.status}` as MessageKey)})
+            </span>
+          ))}
+          {report.moreFiles > 0 && <> {t('banner.report.more', { n: String(report.moreFiles) })}</>}
+        </p>
+      )}
+      {report.headMoved && <p class="banner__note">{t('banner.report.headMoved')}</p>}
+      {report.finished.length > 0 && (
+        <p class="banner__note" data-testid="banner-finished">
+          {t('banner.report.finished', { tools: report.finished.join(sep) })}
+        </p>
+      )}
+      {report.running.length > 0 && (
+        <p class="banner__note banner__note--warn" data-testid="banner-running">
+          {t('banner.report.running', { commands: report.running.join(sep) })}
+        </p>
+      )}
+    </div>
   );
 }

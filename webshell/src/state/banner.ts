@@ -39,6 +39,47 @@ export interface BannerModel {
   toolCalls: { id: string; title: string; kind: string }[];
   /** The daemon's own sentence (English), a fallback for unknown kinds. */
   notice?: string;
+  /** The recovery report's gist: what the interrupted turn got done. */
+  report?: BannerReport;
+}
+
+/** What the banner shows of a recovery report (docs/workspace.md). */
+export interface BannerReport {
+  /** Files changed since the turn began (path and status), at most REPORT_FILES. */
+  files: { path: string; status: string }[];
+  /** How many more changed files there are than `files` shows. */
+  moreFiles: number;
+  headMoved: boolean;
+  /** The workspace part is not in yet (looked up right after the interruption). */
+  pending: boolean;
+  /** Why the executor could not tell what changed. */
+  unknown?: string;
+  /** Titles of the tool calls that finished before the interruption. */
+  finished: string[];
+  /** Titles of the commands still running when it was cut off. */
+  running: string[];
+}
+
+/** The most changed files the banner names. */
+export const REPORT_FILES = 10;
+
+type Summary = NonNullable<SessionViewState['recovery']>['summary'];
+
+/** The banner's gist of a summary's report (undefined when there is none). */
+export function reportOf(sum: Summary): BannerReport | undefined {
+  const r = sum.report;
+  if (!r) return undefined;
+  const ws = r.workspace;
+  const files = ws && !ws.error ? ws.files : [];
+  return {
+    files: files.slice(0, REPORT_FILES).map((f) => ({ path: f.path, status: f.status })),
+    moreFiles: Math.max(0, files.length - REPORT_FILES),
+    headMoved: !!ws?.headMoved,
+    pending: !ws,
+    unknown: ws?.error || undefined,
+    finished: r.toolCalls.filter((c) => c.finished).map((c) => c.title || c.id),
+    running: r.runningCommands,
+  };
 }
 
 const hidden = (reason: BannerHideReason): BannerModel => ({ visible: false, hidden: reason, showContinue: false, toolCalls: [] });
@@ -71,6 +112,7 @@ export function bannerGate(s: SessionViewState, shownSessionId: string): BannerM
     interruptReason: sum.interruptReason,
     toolCalls: sum.danglingToolCalls ?? [],
     notice: sum.notice,
+    report: reportOf(sum),
   };
   if (sum.kind === 'degraded_history') return base; // explanation only
   const c = s.continuation;
