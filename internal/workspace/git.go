@@ -277,8 +277,15 @@ func Snapshot(ctx context.Context, dir string) (string, error) {
 	tmpName := tmp.Name()
 	defer os.Remove(tmpName)
 	// A copy of the index keeps git's stat cache: unchanged files are not
-	// hashed again.
+	// hashed again. It keeps the index's modification time too: git trusts
+	// an entry's stat data only if the file is older than the index
+	// ("racy git"), so a copy dated now would hide a file changed within
+	// the timestamp granularity of its last `git add`.
+	var indexTime time.Time
 	if src, err := os.Open(index); err == nil {
+		if fi, err := src.Stat(); err == nil {
+			indexTime = fi.ModTime()
+		}
 		_, err = io.Copy(tmp, src)
 		src.Close()
 		if err != nil {
@@ -288,6 +295,11 @@ func Snapshot(ctx context.Context, dir string) (string, error) {
 	}
 	if err := tmp.Close(); err != nil {
 		return "", err
+	}
+	if !indexTime.IsZero() {
+		if err := os.Chtimes(tmpName, indexTime, indexTime); err != nil {
+			return "", err
+		}
 	}
 	if fi, err := os.Stat(tmpName); err == nil && fi.Size() == 0 {
 		os.Remove(tmpName) // git refuses an empty index file; none is an empty index

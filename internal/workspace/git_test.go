@@ -13,14 +13,19 @@ import (
 	"github.com/tether/tether/internal/workspace"
 )
 
-// git runs git in dir for a test's set-up.
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
+// gitCmd is git in dir with a fixed identity and no user configuration.
+func gitCmd(dir string, args ...string) *exec.Cmd {
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Ada", "GIT_AUTHOR_EMAIL=ada@example.com",
 		"GIT_COMMITTER_NAME=Ada", "GIT_COMMITTER_EMAIL=ada@example.com", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-	out, err := cmd.CombinedOutput()
+	return cmd
+}
+
+// git runs git in dir for a test's set-up.
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := gitCmd(dir, args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("git %v: %v\n%s", args, err, out)
 	}
