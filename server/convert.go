@@ -104,6 +104,10 @@ func sessionOf(s store.Session, ex store.Executor) Session {
 			Pid: ptrIf(ex.PID), AgentExecutionId: ptrIf(ex.AgentExecutionID), ResumeToken: ptrIf(ex.ResumeToken),
 			ErrorMessage: ptrIf(ex.ErrorMessage), ExitCode: ex.ExitCode, ExitSignal: ptrIf(ex.ExitSignal),
 			LastSeenAt: ex.LastSeenAt}
+		if ex.WorktreeState != "" {
+			out.Executor.Worktree = &SessionWorktree{Repository: ex.WorktreeRepo, Path: ex.WorktreePath, Branch: ex.WorktreeBranch,
+				State: SessionWorktreeState(ex.WorktreeState)}
+		}
 	}
 	return out
 }

@@ -34,6 +34,7 @@ var statusOf = map[errcode.Code]int{
 	errcode.WorkspaceNotRepository:      http.StatusConflict,
 	errcode.WorkspaceRevisionNotFound:   http.StatusNotFound,
 	errcode.WorkspaceCheckpointNotFound: http.StatusNotFound,
+	errcode.WorkspaceWorktreeInvalid:    http.StatusConflict,
 	errcode.WorkspaceGitUnavailable:     http.StatusNotImplemented,
 	errcode.WorkspaceUnsupported:        http.StatusNotImplemented,
 	errcode.Unauthorized:                http.StatusUnauthorized,

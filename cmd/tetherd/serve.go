@@ -55,8 +55,11 @@ type options struct {
 	// checkpoints: each turn's executor records a checkpoint of the
 	// workspace as the turn starts (sessions.Config.TurnCheckpoints).
 	checkpoints bool
-	files       workspace.FileLimits
-	cwd         workspace.CwdPolicy
+	// keepWorktrees: closing a session never removes its worktree, clean
+	// or not (sessions.Config.KeepWorktrees).
+	keepWorktrees bool
+	files         workspace.FileLimits
+	cwd           workspace.CwdPolicy
 	// agentEnv is --agent-env-passthrough, comma-separated.
 	agentEnv string
 	// updateWindow is --agent-update-window.
@@ -101,6 +104,7 @@ func parseOptions(args []string) (options, error) {
 	fs.StringVar(&o.traceExp, "trace-exporter", env("TETHER_TRACE_EXPORTER", ""), "OpenTelemetry spans: none, stdout or otlp (OTLP over HTTP; endpoint from --trace-endpoint or OTEL_EXPORTER_OTLP_*) [TETHER_TRACE_EXPORTER]")
 	fs.StringVar(&o.traceURL, "trace-endpoint", env("TETHER_TRACE_ENDPOINT", ""), "OTLP/HTTP traces URL, e.g. http://127.0.0.1:4318/v1/traces [TETHER_TRACE_ENDPOINT]")
 	fs.BoolVar(&o.checkpoints, "turn-checkpoints", true, "record a checkpoint of the session's directory as each turn starts, so an interrupted turn's recovery report lists the files it changed")
+	fs.BoolVar(&o.keepWorktrees, "keep-worktrees", false, "closing a session keeps its worktree even when nothing in it is uncommitted (a dirty one is always kept, its branch always)")
 	fs.BoolVar(&o.pprof, "pprof", false, "serve the Go profiler under /debug/pprof/ (bearer token required)")
 	fs.IntVar(&o.hub.MaxPerSession, "max-session-streams", 64, "live SSE streams per session; at the limit a new one displaces a stalled or quiet one, else gets 429")
 	fs.IntVar(&o.hub.MaxTotal, "max-streams", 4096, "live SSE streams in all (same displacement rule)")
@@ -252,7 +256,8 @@ func serve(ctx context.Context, args []string) error {
 	mgr := sessions.New(st, w, reg, sessions.Config{QueueLimit: o.queue, MaxPendingPermissions: o.maxPerms, PromptMaxDepth: o.depth, RestoreTimeout: o.restoreTO, MaxAgents: o.maxAgents,
 		AgentIdleTimeout: o.agentIdle, Cwd: o.cwd, Files: o.files, UpdateWindow: o.updateWindow,
 		MailboxLimit: o.mailbox, BusyTimeout: o.busy, Logger: logger,
-		Workspace: workspace.Config{Checkpoints: filepath.Join(o.dataDir, "checkpoints")}, TurnCheckpoints: o.checkpoints,
+		Workspace:       workspace.Config{Checkpoints: filepath.Join(o.dataDir, "checkpoints"), Worktrees: filepath.Join(o.dataDir, "worktrees")},
+		TurnCheckpoints: o.checkpoints, KeepWorktrees: o.keepWorktrees,
 		// Standalone agents run as children of this daemon; the others in
 		// executor hosts (the detached one, remote ones).
 		Runtime: sessions.Standalone{}, Executors: executors})

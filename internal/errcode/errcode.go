@@ -130,6 +130,9 @@ const (
 	// WorkspaceCheckpointNotFound: the turn has no checkpoint on the
 	// session's executor (it started before checkpoints, or elsewhere).
 	WorkspaceCheckpointNotFound Code = "workspace_checkpoint_not_found"
+	// WorkspaceWorktreeInvalid: the session's worktree cannot be made or
+	// what is at its path is not it (never replaced).
+	WorkspaceWorktreeInvalid Code = "workspace_worktree_invalid"
 	// WorkspaceGitUnavailable: the executor has no git command.
 	WorkspaceGitUnavailable Code = "workspace_git_unavailable"
 	// WorkspaceUnsupported: the session's executor host speaks a protocol

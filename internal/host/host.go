@@ -67,7 +67,8 @@ type Config struct {
 	// Files bounds the agents' fs requests.
 	Files workspace.FileLimits
 	// Workspace bounds the daemon's workspace requests (CommandWorkspace);
-	// its turn checkpoints are kept in DataDir/checkpoints unless it says.
+	// its turn checkpoints are kept in DataDir/checkpoints and sessions'
+	// worktrees in DataDir/worktrees unless it says.
 	Workspace workspace.Config
 	// InitTimeout and StopGrace apply when a start does not set them.
 	InitTimeout time.Duration
@@ -95,6 +96,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Workspace.Checkpoints == "" {
 		c.Workspace.Checkpoints = filepath.Join(c.DataDir, "checkpoints")
+	}
+	if c.Workspace.Worktrees == "" {
+		c.Workspace.Worktrees = filepath.Join(c.DataDir, "worktrees")
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

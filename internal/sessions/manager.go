@@ -62,6 +62,9 @@ type Config struct {
 	// workspace as the turn starts, so that an interrupted turn's recovery
 	// report lists the files it changed (workspace.OpCheckpoint).
 	TurnCheckpoints bool
+	// KeepWorktrees: closing a session keeps its worktree even when
+	// nothing in it is uncommitted (a dirty one is always kept).
+	KeepWorktrees bool
 	// UpdateWindow bounds one agent's session/update notifications read but
 	// not yet committed; a faster agent is slowed down (StartRequest).
 	UpdateWindow int
@@ -197,6 +200,10 @@ type CreateInput struct {
 	// Executor is where the agent runs (the API's `executor`); "" takes
 	// the profile's default, else the daemon's.
 	Executor string
+	// Worktree isolates the session in a git worktree of Cwd's repository,
+	// on a branch of its own (worktree.go); the session's directory is
+	// then in the worktree.
+	Worktree bool
 }
 
 // Create validates the request, then persists the session, its task when
@@ -215,6 +222,21 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (_ store.Session, 
 	runtime, host, err := m.cfg.Executors.Choose(in.Executor, profile.Executor)
 	if err != nil {
 		return store.Session{}, err
+	}
+	sessionID := uuid.NewString()
+	repoDir := cwd
+	var wt *workspace.Worktree
+	if in.Worktree {
+		title := in.Title
+		if title == "" && in.TaskID != "" {
+			if t, err := m.store.GetTask(ctx, in.TaskID); err == nil {
+				title = t.Title
+			}
+		}
+		if wt, err = m.makeWorktree(ctx, runtime, host, sessionID, cwd, title); err != nil {
+			return store.Session{}, err
+		}
+		cwd = wt.Cwd
 	}
 	var initial store.Turn
 	if len(in.InitialPrompt) > 0 {
@@ -245,19 +267,23 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (_ store.Session, 
 	// Every id is chosen here, before the change is submitted: should its
 	// batch be redone, it writes the same rows.
 	change := sessionCreated{
-		Session: store.Session{ID: uuid.NewString(), TaskID: in.TaskID, AgentProfileID: in.AgentProfileID, Cwd: cwd,
+		Session: store.Session{ID: sessionID, TaskID: in.TaskID, AgentProfileID: in.AgentProfileID, Cwd: cwd,
 			Title: in.Title, State: store.SessionCreated, EventEpoch: store.NewEpoch(),
 			// The profile's MCP servers, kept with the session: every load
 			// and resume resends what the session was created with.
 			MCPServers: profile.MCPServers},
 		Executor: store.Executor{Runtime: runtime, Host: host, Status: store.ExecutorStopped},
 	}
+	if wt != nil {
+		x := &change.Executor
+		x.WorktreePath, x.WorktreeBranch, x.WorktreeRepo, x.WorktreeState = wt.Path, wt.Branch, wt.Repository, store.WorktreeActive
+	}
 	if in.TaskID == "" {
 		title := in.Title
 		if title == "" {
-			title = "Session in " + cwd
+			title = "Session in " + repoDir
 		}
-		change.Task = &store.Task{ID: uuid.NewString(), Title: title, Workspace: cwd}
+		change.Task = &store.Task{ID: uuid.NewString(), Title: title, Workspace: repoDir}
 		change.Session.TaskID = change.Task.ID
 	}
 	if initial.PromptID != "" {
@@ -418,6 +444,7 @@ func (m *Manager) Close(ctx context.Context, sessionID string) (store.Session, e
 	if err := a.sync(ctx); err != nil {
 		return store.Session{}, err
 	}
+	m.releaseWorktree(ctx, a)
 	return m.store.GetSession(ctx, sessionID)
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/workspace"
 )
 
 // Restore strategies, as session.resumed reports them.
@@ -49,6 +50,11 @@ type startPlan struct {
 	choices startChoices
 	// runtime is where the agent starts (the executor row's runtime).
 	runtime Runtime
+	// worktree is the executor row when the session has a worktree to
+	// check (and make again if missing) before the agent starts;
+	// recreated reports one made again.
+	worktree  *store.Executor
+	recreated func(*workspace.Worktree)
 }
 
 // startOutcome is what the start goroutine reports back.
@@ -98,6 +104,11 @@ func (a *actor) startAgent(e effStartAgent) {
 		p.spec.Args = append(append([]string(nil), p.spec.Args...), profile.ExpandResumeArgs(p.token)...)
 	}
 	p.spec.Dir = a.sess.Cwd
+	if a.exec.WorktreeState == store.WorktreeActive {
+		ex := a.exec
+		p.worktree = &ex
+		p.recreated = func(wt *workspace.Worktree) { a.mb.post(func() { a.worktreeRecreated(wt) }) }
+	}
 	if rt, err := a.m.cfg.Executors.Runtime(a.exec.Runtime, a.exec.Host); err != nil {
 		p.specErr = err
 	} else {
@@ -152,6 +163,15 @@ func (m *Manager) start(sessionID string, p startPlan) (out startOutcome) {
 	defer func() { endRestoreSpan(span, out) }()
 	if p.specErr != nil {
 		return startOutcome{err: p.specErr}
+	}
+	if p.worktree != nil {
+		wt, err := m.ensureWorktree(ctx, sessionID, *p.worktree)
+		if err != nil {
+			return startOutcome{err: err}
+		}
+		if wt.Recreated {
+			p.recreated(wt)
+		}
 	}
 	if err := checkDir(p.params.Cwd); err != nil {
 		return startOutcome{err: err}

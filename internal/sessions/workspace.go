@@ -39,18 +39,24 @@ func (m *Manager) Workspace(ctx context.Context, sessionID string, req workspace
 	}
 	// A checkpoint is always the session's own, whoever asks.
 	req.Root, req.Session = sess.Cwd, sessionID
-	if ex.Runtime == store.RuntimeStandalone || ex.Runtime == "" {
+	return m.serveOn(ctx, ex.Runtime, ex.Host, req)
+}
+
+// serveOn performs a workspace request on an executor (runtime, host),
+// for req.Session: in the daemon for standalone, on the host otherwise.
+func (m *Manager) serveOn(ctx context.Context, runtime store.Runtime, host string, req workspace.Request) (workspace.Result, error) {
+	if runtime == store.RuntimeStandalone || runtime == "" {
 		return workspace.Serve(ctx, req, m.cfg.Workspace)
 	}
-	rt, err := m.cfg.Executors.Runtime(ex.Runtime, ex.Host)
+	rt, err := m.cfg.Executors.Runtime(runtime, host)
 	if err != nil {
 		return workspace.Result{}, err
 	}
 	wr, ok := rt.(WorkspaceRuntime)
 	if !ok {
-		return workspace.Result{}, errcode.New(errcode.WorkspaceUnsupported, "executor %s %q serves no workspace", ex.Runtime, ex.Host)
+		return workspace.Result{}, errcode.New(errcode.WorkspaceUnsupported, "executor %s %q serves no workspace", runtime, host)
 	}
-	return wr.Workspace(ctx, sessionID, req)
+	return wr.Workspace(ctx, req.Session, req)
 }
 
 // Workspace implements WorkspaceRuntime.

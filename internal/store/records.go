@@ -178,6 +178,16 @@ type Session struct {
 
 // Executor is the executors_running row of a session: one per session,
 // repaired, never silently deleted.
+// WorktreeState is where a session's worktree stands.
+type WorktreeState string
+
+// Worktree states.
+const (
+	WorktreeActive  WorktreeState = "active"
+	WorktreeKept    WorktreeState = "kept"
+	WorktreeRemoved WorktreeState = "removed"
+)
+
 type Executor struct {
 	SessionID        string
 	Runtime          Runtime
@@ -208,8 +218,13 @@ type Executor struct {
 	SupportsWorkspaceOnly bool
 	WorktreePath          string
 	WorktreeBranch        string
-	LastSeenAt            *time.Time
-	ErrorMessage          string
+	// WorktreeRepo is the repository the worktree belongs to (its top
+	// level); WorktreeState is WorktreeActive, WorktreeKept or
+	// WorktreeRemoved, "" for a session without a worktree.
+	WorktreeRepo  string
+	WorktreeState WorktreeState
+	LastSeenAt    *time.Time
+	ErrorMessage  string
 	// ErrorCode is the stable code of the failure behind status error
 	// (errcode values, e.g. agent_auth_required), or, while the status is
 	// starting or reconnecting, of why the executor host cannot be

@@ -122,6 +122,8 @@ type executorRow struct {
 	SupportsWorkspaceOnly bool    `gorm:"column:supports_workspace_only"`
 	WorktreePath          string  `gorm:"column:worktree_path"`
 	WorktreeBranch        string  `gorm:"column:worktree_branch"`
+	WorktreeRepo          string  `gorm:"column:worktree_repo"`
+	WorktreeState         string  `gorm:"column:worktree_state"`
 	LastSeenAt            *dbTime `gorm:"column:last_seen_at"`
 	ErrorMessage          string  `gorm:"column:error_message"`
 	ErrorCode             string  `gorm:"column:error_code"`
@@ -141,6 +143,7 @@ func fromExecutor(e Executor) executorRow {
 		SupportsSessionResume: e.SupportsSessionResume, SupportsLoad: e.SupportsLoad,
 		SupportsWorkspaceOnly: e.SupportsWorkspaceOnly,
 		WorktreePath:          e.WorktreePath, WorktreeBranch: e.WorktreeBranch,
+		WorktreeRepo: e.WorktreeRepo, WorktreeState: string(e.WorktreeState),
 		LastSeenAt: toDBTimePtr(e.LastSeenAt), ErrorMessage: e.ErrorMessage,
 		ErrorCode: e.ErrorCode, ErrorProfile: e.ErrorProfile,
 		ExitCode: e.ExitCode, ExitSignal: e.ExitSignal, UpdatedAt: toDBTime(e.UpdatedAt),
@@ -155,6 +158,7 @@ func toExecutor(r executorRow) Executor {
 		SupportsSessionResume: r.SupportsSessionResume, SupportsLoad: r.SupportsLoad,
 		SupportsWorkspaceOnly: r.SupportsWorkspaceOnly,
 		WorktreePath:          r.WorktreePath, WorktreeBranch: r.WorktreeBranch,
+		WorktreeRepo: r.WorktreeRepo, WorktreeState: WorktreeState(r.WorktreeState),
 		LastSeenAt: fromDBTimePtr(r.LastSeenAt), ErrorMessage: r.ErrorMessage,
 		ErrorCode: r.ErrorCode, ErrorProfile: r.ErrorProfile,
 		ExitCode: r.ExitCode, ExitSignal: r.ExitSignal, UpdatedAt: r.UpdatedAt.t,

@@ -317,7 +317,7 @@ func (s *Store) UpdateExecutor(ctx context.Context, e Executor) error {
 	return updateRow(s.db.WithContext(ctx), "update executor", func() error { return sessionNotFound(e.SessionID) },
 		updateExecutorSQL, r.Runtime, r.Status, r.AgentExecutionID, r.PID, r.Host, r.ResumeToken,
 		r.SupportsSessionResume, r.SupportsLoad, r.SupportsWorkspaceOnly, r.WorktreePath, r.WorktreeBranch,
-		r.LastSeenAt, r.ErrorMessage, r.ErrorCode, r.ErrorProfile, r.ExitCode, r.ExitSignal, r.UpdatedAt, e.SessionID)
+		r.WorktreeRepo, r.WorktreeState, r.LastSeenAt, r.ErrorMessage, r.ErrorCode, r.ErrorProfile, r.ExitCode, r.ExitSignal, r.UpdatedAt, e.SessionID)
 }
 
 // SetExecutorOffset records that the daemon has committed the records of

@@ -17,7 +17,7 @@ const (
 		WHERE session_id = ? AND prompt_id = ?`
 	updateExecutorSQL = `UPDATE executors_running SET runtime = ?, status = ?, agent_execution_id = ?, pid = ?,
 		host = ?, resume_token = ?, supports_session_resume = ?, supports_load = ?, supports_workspace_only = ?,
-		worktree_path = ?, worktree_branch = ?, last_seen_at = ?, error_message = ?, error_code = ?,
+		worktree_path = ?, worktree_branch = ?, worktree_repo = ?, worktree_state = ?, last_seen_at = ?, error_message = ?, error_code = ?,
 		error_profile = ?, exit_code = ?, exit_signal = ?, updated_at = ?
 		WHERE session_id = ?`
 	// executorOffsetSQL writes a host offset the events do not carry (or

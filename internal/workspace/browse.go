@@ -57,6 +57,10 @@ type Request struct {
 	// or the one a diff is against (instead of Against).
 	Session string `json:"session,omitempty"`
 	Turn    string `json:"turn,omitempty"`
+	// Branch is a worktree's branch; Keep has a release keep the
+	// worktree even when it is clean.
+	Branch string `json:"branch,omitempty"`
+	Keep   bool   `json:"keep,omitempty"`
 	// Patch asks a diff for the patch text besides the per-file summary.
 	Patch bool `json:"patch,omitempty"`
 	// Limit bounds a log's commits (0: DefaultLogLimit).
@@ -72,6 +76,7 @@ type Result struct {
 	GitDiff    *GitDiff     `json:"gitDiff,omitempty"`
 	GitLog     *GitLog      `json:"gitLog,omitempty"`
 	Checkpoint *Checkpoint  `json:"checkpoint,omitempty"`
+	Worktree   *Worktree    `json:"worktree,omitempty"`
 }
 
 // Config is how an executor serves workspace requests: what one request
@@ -81,6 +86,9 @@ type Config struct {
 	// Checkpoints is the directory of the turn checkpoints, one bare git
 	// repository per session (Checkpoint); empty refuses checkpoints.
 	Checkpoints string
+	// Worktrees is the directory of the sessions' worktrees (Worktree);
+	// empty refuses them.
+	Worktrees string
 	// ListLimit is the most entries one listing returns.
 	ListLimit int
 	// ReadLimit is the most bytes one read returns.
@@ -183,6 +191,12 @@ func Serve(ctx context.Context, req Request, lim Config) (Result, error) {
 	case OpCheckpoint:
 		cp, err := checkpoint(ctx, req, lim)
 		return Result{Checkpoint: cp}, err
+	case OpWorktreeEnsure:
+		wt, err := ensureWorktree(ctx, req, lim)
+		return Result{Worktree: wt}, err
+	case OpWorktreeRelease:
+		wt, err := releaseWorktree(ctx, req, lim)
+		return Result{Worktree: wt}, err
 	case OpGitLog:
 		l, err := gitLog(ctx, req.Root, req.Limit)
 		return Result{GitLog: l}, err

@@ -485,6 +485,23 @@ export type Executor = {
     exitCode?: number;
     exitSignal?: string;
     lastSeenAt?: string;
+    worktree?: SessionWorktree;
+};
+
+/**
+ * The session's git worktree, on its executor.
+ */
+export type SessionWorktree = {
+    /**
+     * The repository's top level.
+     */
+    repository: string;
+    path: string;
+    branch: string;
+    /**
+     * active while the session may use it; once it was closed: removed (it was clean) or kept (uncommitted changes, or --keep-worktrees). The branch always stays.
+     */
+    state: 'active' | 'kept' | 'removed';
 };
 
 export type SessionStatus = {
@@ -1281,6 +1298,10 @@ export type SessionCreate = {
      * Where the agent runs: `standalone` (a child of tetherd; a restart of tetherd interrupts its turns), `detached` (the local executor host, which outlives tetherd) or the name of a remote host in tetherd's hosts config. Default: the agent profile's `executor`, else tetherd's `--executor`. 400 `executor_not_found` for a name tetherd is not configured with.
      */
     executor?: string;
+    /**
+     * Isolate the session in a git worktree of `cwd`'s repository, on a branch of its own (`tether/<task>-<session>`), made by its executor in its data directory; the session's `cwd` is then in the worktree. Every start of the agent checks it and makes it again from its branch if it went missing; closing the session removes it only when nothing in it is uncommitted, and never deletes the branch. 409 `workspace_not_a_repository` outside a repository, 404 `workspace_revision_not_found` in one without a commit.
+     */
+    worktree?: boolean;
 };
 
 export type Session = {
