@@ -650,6 +650,21 @@ func (e ResyncRequiredEventType) Valid() bool {
 	}
 }
 
+// Defines values for SessionAutoContinuedEventType.
+const (
+	SessionAutoContinuedEventTypeSessionAutoContinued SessionAutoContinuedEventType = "session.auto_continued"
+)
+
+// Valid indicates whether the value is a known member of the SessionAutoContinuedEventType enum.
+func (e SessionAutoContinuedEventType) Valid() bool {
+	switch e {
+	case SessionAutoContinuedEventTypeSessionAutoContinued:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SessionClosedEventType.
 const (
 	SessionClosedEventTypeSessionClosed SessionClosedEventType = "session.closed"
@@ -1329,6 +1344,19 @@ type AuthMethod struct {
 
 // AuthMethodType ACP's kind of method (agent when absent).
 type AuthMethodType string
+
+// AutoContinuedData tetherd continued an interrupted turn by itself (the session opted in
+// to automatic continuation): the audit record of it, naming why.
+type AutoContinuedData struct {
+	// ContinuesPromptId The interrupted turn.
+	ContinuesPromptId string `json:"continuesPromptId"`
+	PromptId          string `json:"promptId"`
+
+	// Reason The interruption's reason: agent_exited or executor_lost.
+	Reason    string  `json:"reason"`
+	SessionId *string `json:"sessionId,omitempty"`
+	TaskId    *string `json:"taskId,omitempty"`
+}
 
 // AvailableCommand One slash command an agent offers (ACP AvailableCommand).
 type AvailableCommand struct {
@@ -2048,19 +2076,36 @@ type ResyncRequiredEventType string
 
 // Session defines model for Session.
 type Session struct {
-	AgentProfileId string       `json:"agentProfileId"`
-	ClosedAt       *time.Time   `json:"closedAt,omitempty"`
-	ContextLost    *bool        `json:"contextLost,omitempty"`
-	CreatedAt      time.Time    `json:"createdAt"`
-	Cwd            string       `json:"cwd"`
-	EventEpoch     string       `json:"eventEpoch"`
-	Executor       *Executor    `json:"executor,omitempty"`
-	Id             string       `json:"id"`
-	State          SessionState `json:"state"`
-	TaskId         string       `json:"taskId"`
-	Title          *string      `json:"title,omitempty"`
-	UpdatedAt      time.Time    `json:"updatedAt"`
+	AgentProfileId string `json:"agentProfileId"`
+
+	// AutoContinue The session continues an interrupted turn once by itself after an agent crash or a lost executor.
+	AutoContinue *bool        `json:"autoContinue,omitempty"`
+	ClosedAt     *time.Time   `json:"closedAt,omitempty"`
+	ContextLost  *bool        `json:"contextLost,omitempty"`
+	CreatedAt    time.Time    `json:"createdAt"`
+	Cwd          string       `json:"cwd"`
+	EventEpoch   string       `json:"eventEpoch"`
+	Executor     *Executor    `json:"executor,omitempty"`
+	Id           string       `json:"id"`
+	State        SessionState `json:"state"`
+	TaskId       string       `json:"taskId"`
+	Title        *string      `json:"title,omitempty"`
+	UpdatedAt    time.Time    `json:"updatedAt"`
 }
+
+// SessionAutoContinuedEvent defines model for SessionAutoContinuedEvent.
+type SessionAutoContinuedEvent struct {
+	// Data tetherd continued an interrupted turn by itself (the session opted in
+	// to automatic continuation): the audit record of it, naming why.
+	Data AutoContinuedData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                       `json:"id,omitempty"`
+	Type SessionAutoContinuedEventType `json:"type"`
+}
+
+// SessionAutoContinuedEventType defines model for SessionAutoContinuedEvent.Type.
+type SessionAutoContinuedEventType string
 
 // SessionClosedData defines model for SessionClosedData.
 type SessionClosedData struct {
@@ -2118,6 +2163,9 @@ type SessionContext struct {
 // SessionCreate defines model for SessionCreate.
 type SessionCreate struct {
 	AgentProfileId string `json:"agentProfileId"`
+
+	// AutoContinue After an interruption that was not the user's doing (the agent crashed, its executor was lost) continue the turn once by itself, audited by a `session.auto_continued` event. Default: the agent profile's `autoContinue` (off unless configured).
+	AutoContinue *bool `json:"autoContinue,omitempty"`
 
 	// Cwd Absolute path of an existing directory; symlinks are resolved. 400 `invalid_cwd` when it is not one; 400 `cwd_refused` for a system directory (`/`, `/etc`, `/usr`, `/var`, everything under `/dev`, `/proc`, `/sys`, ...) unless tetherd runs with `--allow-cwd`.
 	Cwd string `json:"cwd"`
@@ -3679,6 +3727,40 @@ func (t *TetherEvent) MergeSessionRecoveryChangedEvent(v SessionRecoveryChangedE
 	return err
 }
 
+// AsSessionAutoContinuedEvent returns the union data inside the TetherEvent as a SessionAutoContinuedEvent
+func (t TetherEvent) AsSessionAutoContinuedEvent() (SessionAutoContinuedEvent, error) {
+	var body SessionAutoContinuedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSessionAutoContinuedEvent overwrites any union data inside the TetherEvent as the provided SessionAutoContinuedEvent
+func (t *TetherEvent) FromSessionAutoContinuedEvent(v SessionAutoContinuedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.auto_continued"}`))
+	t.union = b
+	return err
+}
+
+// MergeSessionAutoContinuedEvent performs a merge with any union data inside the TetherEvent, using the provided SessionAutoContinuedEvent
+func (t *TetherEvent) MergeSessionAutoContinuedEvent(v SessionAutoContinuedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.auto_continued"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsSessionClosedEvent returns the union data inside the TetherEvent as a SessionClosedEvent
 func (t TetherEvent) AsSessionClosedEvent() (SessionClosedEvent, error) {
 	var body SessionClosedEvent
@@ -4421,6 +4503,8 @@ func (t TetherEvent) ValueByDiscriminator() (interface{}, error) {
 		return t.AsReplayCompleteEvent()
 	case "resync_required":
 		return t.AsResyncRequiredEvent()
+	case "session.auto_continued":
+		return t.AsSessionAutoContinuedEvent()
 	case "session.closed":
 		return t.AsSessionClosedEvent()
 	case "session.created":
@@ -9713,243 +9797,247 @@ var swaggerSpec = []string{
 	"7dtb4mbKDNyWtCy5bYFWF9ELLeWpaZGqceJaMUxNuaDVCaFqXE9BiTGSqFo0tw1wGTAo7KWMSFGwDAV4",
 	"/33rKlgh9fKJ3xpDkveE6bqZJSml/d9aM1ShcfNnpGSK37MSmZ8bTe64laRESYBgyU3QybcdmwJ/WFGx",
 	"zi+eue7kyB9GfScqWvWI3qJeZO8Lx63wFP6+v7mnVgf0pEwy6z1VidVzH5/AWt1TxS3/wQJqZlavfCbu",
-	"d1mnFPML6lhZpK+6M78LzpsjbR2btufzTjCiK6ongeGCyC1HI6ackLPcycGqKLaJw7iY1Wa3wV0opsOK",
-	"WsL6MRp6xzQZKWblpw/G3zVGg/S1Orb13G2HGplVfBOrB9MK7T3Xrl4h8faVtYGxAZ3TLcer7hY8bjO1",
-	"7udUFKyyR12VkCwKeFqxMn36lwy0mcT999/wO0HZhnCwPVFD5kwxUio5m7Fyt5MHW3pTbj7rmzEn5zuh",
-	"YszK75Iyi6xKr9avDGjW9UAbamodX2jUypVWBZclH3H4Z8kqZhjauuzKlHDbzfChbbKAcSWOkKXZeaUf",
-	"O03PkBV3M5nk1TNiamWlD8UKqby5iMy9UYNQNBLat8gtG1ORUJZ2uOytApvmbMVmUnN7rT7T5IfXZ6+A",
-	"1zlocIL08eAlsjaalwxEIv++Vf2dgmu3w4grbdzHaYHJKNaxvbSgMz2RhthXMn/uotwmlb0+Ay2jAaQ7",
-	"qZVId+Io7hl4886FptywM0vu5CqDqPQOOkKe7j4UwQK8vIz3tKpTVyKBB4QDc1CiWcUKQ+QMxVSpCCXu",
-	"BACDVfMXvmKnJwV7N+qd/K1tUPv6Txvst9nqEfN+mTY46g6CGCbMt5Us7jaSYmnOgtjbyRk9yK1tYpXv",
-	"Hyi9CSENyPh6529LamjyyNl0SU75lF07iWd7GUmxRjbfaZya/5O1zgQuzJ9eNnweKctej48Y4/kx/F9q",
-	"T3FTrRfn/IkLzWYrOr6f0U3FxV30d1qtUHzz5QJPu9iPi5qdgYGHJaR/Gj1x47b0fJ+lFNPgh1oZJhjA",
-	"X89kMemQjwxTqg68sU6lvWSFvGdqcVVPp1Rtumbx0mmRXdVC2GdZz8kBoBHP/FXX3MRZb0Q5/iMMMKnd",
-	"LVsfPM2ikS3NsUWRQLl1S/SKFRUXuBC0qtxRtZUFM9tiUeGISa6q6tJW7SNcip2XrJtgrreo7VWivI/I",
-	"colGhx2vkZhhNpDQvvcqLQGD68wqBTJxif7IprdWhWB2EqSsFZhU0BE0o4tK0pIUVCnONOn78VhpX1nB",
-	"AUQZrgkX97K6ZymdYz3TozGg46mh+q5LKF2dpRMsOix4+Dj01SbCT+DWksKLJ1wK0rd/gpPDC3KNuwla",
-	"PDghlPz885tXGRFsTqhxNIRvvM1JsVqzMinUMKWk+pFp3TaxRi984OZclixtGbVPr/jYqsZJY4HUZp3l",
-	"TCpiXzkhlSxoBdJGyQw4dzKnx6EJjZVoLrdvKDaVhp06zR1+0oaKklZSsOQkK6rNFWNiFyPWrGV/WDEG",
-	"X8s71iENesOMFTjcahGepr6qBfQfHbjNVNBIBsSALW5nnbzWGvVk3fb0rHmFb3/MelYn8JLzui+dsewX",
-	"//ryieRnsVZn8d3/IJP27bJUTCddPnaPN2ZVgr4/TbhB00ot+AeiJfjPnXcVWGomlenmeM/Ry50toAHL",
-	"L8SFCtjVo8Ywq+TiDUf6toObWlDngLfMCj95Z8LNlOspNcUkI4PB4OBhG8+22HEk2UeRw2KVBe0Lz3Qw",
-	"ut/WvCrJPX7RuUPsLUELc5bYsW8tQcDvbtVK1tjyPLlto9vtq7QlpNn/sNSO7YnjrGcaOskIqzQLphev",
-	"zAV7u33HW92Ts5S1uZUfvl0YZLothFn84hJUaZ2KBYAHoEdVFdpucLPomGcnVBMhDaHFnZDzipVjVpIF",
-	"a1OtexAJH1V6yYl/0681EWwsDYewCuksY7VS9ths2HuQ7DRxNG15GjkCdOjjMXlgzBNZlZr0MUBiPuGV",
-	"VfrtdW4p5kbp7vStfF/xQeN9cQlrE1yQO/o1vHDcnpanpBifwJhddIJdYKK5KBrXrevztAlEgo/cRedP",
-	"m1sl7xgYx7kmt4yLMVHMKG4/rOC2rAX0AULSzG5NDPJybZCS0dKKv6TfYkiwzEWyOXrf/EV8Y5tumcED",
-	"7dFt44brpM3oT/vhZjnfGSvbdwX81/PLplsj7RmFTb+1Y7R1C22yqmPTm4YVucfbI7OyESvXyAiEidIu",
-	"ql0l+7Jn+tQxsapq7OEw2+bs6RKDnOui44byamPC+OQNxlZeJ6OKjycdE1wnli+tVPNqPLAs0l7dYiwT",
-	"oU3GdUt9FYSs9oRWtzKuraoFzJCKtqy7fC/Y3QMcEJ0ARpI+bQQeJ8tTIpixMhspanPgD4i4f2LkaWPc",
-	"HUtQJ/zB76/pSNBUYUPTcrG6sUFEgZ0K1vzkad8mzytnztpO545VwoTenVCY0lJU95O0mHeFHvtClsxr",
-	"VVayqxVDBxJKsZa40EhG2GA8wGW9sTLfjWe9U3dfhSg00E4aGmbN6Rp5tBsvVZsxCjAkklsWbpA+9E80",
-	"XWgynyzcQJauC8VGVrvzwi8Gcir29+bafBqdbgeNqREl9qS7LG//LrXj/ces9z0HHuMmHcAi1esp5VVn",
-	"1JdU3VFj8Hg3GWJCdYePqcYxbzzroIXW2LLWRFrjatpNnW3fc/OKj0YpYwXlomOZb6nu8LVY5ZDY1aNW",
-	"X3dtJBmwaDmw1q185Or6mPXswb79Ze+m910yCKrLc/WLFYrs+XniQ+fTTiwh52t9WOmdZ/v8Ud6z9R1D",
-	"P04YQCMXNxAbG06OtvcuEbRjtc8uJ2cxuVa1KKjpcvp2u9Ps9QMXjWJWK2t51za7vTxbOSYKDjBc1pWx",
-	"rWHZtHPXGzV1+hy65YKi/TXl567Ymk+3cRuvDxNvMZKRM1Kxe1YNetmX5W7OIiLGVAnU61iUt3KciC2A",
-	"rbLThnVH9SbR3LfcMZpGWFtiEL/nE8zBJlx0PVNUFIk1Prttok78nvVKcjqwz2vQ6WBYYbW8nciFE30t",
-	"DPp2tjvi7FBd4Bg3wY7qI8qtNBQ53JPzmCk24h/WavhxPgRRD98M9QxzZDZfjJF5Atc5LGoYcEPjtYyD",
-	"9FzhHi5Klpj0mBt7FFp11puk4E3Sn0lVsIpyQe5fnJAB+ZGckVfkkpyTa/JzRv5KamEULe665DSp+Did",
-	"hGIJbTeuvxjcGQA5E3AIgHkuvXb7Pq5iM/JGysQXSAjHgGSsihnDlN58i7gDC1cj6j61pD8wWqWm+wsk",
-	"SYWgZKHntmuS0xl3VrbcbmbMA5SwSnYqORcjOXDGtXwo+rTSEpIPvn99TY7kjAk64xC4nB+gKna9mLEr",
-	"6Jlcvfqv4MXy0x4Kb6qz+hzK8poE5W8+kZqRZlSgMlIBSSRkSv8u1WDKhVSYTLJ02IWv0vxzdvEmzC0Y",
-	"DCPtVDN1zzTpx3O2+pJVVuOZpnm3CDL3as9jbohi93y5R8vJECoM3JvhwXon5FxseU/Ku3SE5joyBPOx",
-	"YhWjmgVS9HPPH37BDzIy7JV2Iwx7GBojSC20odMZc1b2zewbLlo/qixeqRQTR16C5fs15PCEC2OnsI7l",
-	"+8LlW+2i0KDSt50Vu9sFq2TVMjXXGnIvfSSumch6PAF1ZqENmyZXeSmBZF2cOHSX+ZiSZtZrqH9mRbB9",
-	"2jcSi7efFZnigN9suzCfjvbNyNpLkFbcY8IDKVc3gA+fWrcKK+sXmDYRjIsp3xsTvkm/FaOgiRRVh8a3",
-	"HMfkaDBAkX6jdA5PXZzYGu48n9Tibp/c+TtjIqDP45moIfOXwUSFHc8emEiW7EERplNZOhaJo/1e/GVz",
-	"Gn9rRbGV1Mji6NeuCHZIX01ZVOyl56w46Adwpnkj5R1BE84pgXmdEG2kYmVGXGNxlD/7YNDCmza1FE3q",
-	"4hZBFD4XccU04ibRtLeOHJIXa/Nj7e4jBciOZqLs1oOfzy7eZG6m6PyLAoqc/NmefxRL5J7D16vxVS6t",
-	"a7eMEvgH4SU5dBsCRixceHKfRnHKURRyvEMaykzb5uyuxAEcZoq0F0xNOVDiXYisbM/xrm0f2CLcFuOl",
-	"t3FghTdDGg/0tn6gl2xWLXbcsfGQlhEb1odu92RtCtmOCEglYqwLj4vHHkIRlzjpoSJoB/W3N6escMBu",
-	"OSoYe1zd7xhTAMH3rHw3W+PlWh+guBKzO2OiRA+eb30pUpd9mAHjvd8tIlvK6pxW1Tb8DFJ27JX13n6/",
-	"KJuk7hVO2a/w/RS84VJ6u8JI90LXpo+GlGnBJ0HAR8g/XcvxecWgWRjVQPlhPV4aiueKG3r/nNd5gqxj",
-	"oX1u9DV8hd1s5iqkzZ6YKiL0F8RTOKo9sFRFRYdROTIDJMzsXCqH1rPG+rVR5jGohK2JzrUD/Hlmb6q9",
-	"MvuuHo2GTpscQN12/Pft6TyGP5eI8pkZs6JiUONw9sCRDRLQOom9C/AjoXzkiQCZHNUvTLvXMUiOELIW",
-	"hdW4GAW4MjMhlEw4pJOTeYAT2BOOTbEuEGhKiwkX7FAxWuLaQNiN/WZAzsTCg3VggjP6VTXR0k4LsafA",
-	"fUDyr4+Pc5xKDnrSzVxxw24wbDxHczaEekETpACoKhfz49SyPprDDb2lGgKLFqwklSzuWImhnvb721ov",
-	"iJUoZQ1xYYUU2ihqiYd9ZQ5lTN8RrsmorqqDkwCyBSZ85zUqpCpB7QXlzqFJNaohRFmXEAql6WiZGhKS",
-	"R732GGjwVaABPruR90xVkpaBBrHaWXIkgaF3GObA7ShJfnjo3ji0sz10s80xptXhDtRmRgvnTLGTheRV",
-	"IyWZ0macGgGzRlIRbiIyWAKUUrAMJ04qapjq9Np2RAhxoY29b7c7oeMsyY2Jj1vtb2wm8t4Do3ds+OnM",
-	"bH0St3JtPwLW3Bv87rlTFf2fq5sNu+pOkyw6IDgRmtOH5DkYQLvlAiScD305bWNccoO4Giy8kA57W59X",
-	"uV1i5FL0pzMsSUUwP9JlTAs2d4GupxgVBLpOyBAH96oyGpEcXfq4j8yHrjKCOI5TuiC0ggBNe0oETBfw",
-	"932yJM0oM9MrctumZIaswNXlBmDOQ2f0wSQ+iI23xLJExYhoXrLpTFpmHLQxD1fRQmfUGKZs2///384O",
-	"/z96+M/jw2/eN/8c3Jwcvv9//y3FGzjMhyVITuvKcEP1XRuhkQlYjV7WjZWDCDQhgdEvtFvPOFq3aQxD",
-	"O5O6+yzs8c15msscv3Vm5ypfJNfdp7E6NI59SpX7yqTdkDXrP7+EvbrG2hrnVLjIawNXywnc1la/B9Q+",
-	"ncXYNHootOFVFYzTTjyAi6moAVbH3suI6eSSBFy8MOBk6jtWZkMxb4SSMo6yQLQPl4DSChnEO7SJwTwY",
-	"DAVC0UCaMEAZ+DB9H69AiZ5IBdfoFCWIVMiBm4rD/kmlANn7Svsj3mPf9HFi7CCiFUkQJ0wjItFuGDPe",
-	"1rK9SoKrf+2+S7UZiL2pqQAsi3tiNY65GV22Qsp1e8wzeArcx+d+d4Q9UjGuuBhfJ+myFP6Uvhk7zeJd",
-	"Ik7KVOjlmE6r9zLRw5677M649yML1mqYdevqu3EnWPtHB89SsrGyUuuNQ4dLnrlCGl4kUVY0syJUwUJa",
-	"Y607BEwcxCsEOu5KGVo+ZQLgTEgXaNSrvuvRpaIw8OkcZERLQoeitc+pvosVMyvUgyjvosBQ1Oc+TS8C",
-	"odZofLLPEH4WzoMuhNA3ZTd0DmowzZAQwtf9lM7ohsvwB1Z1tOpkMdu4y3tzv+Ax4sJ6XGYNQyS6oCWA",
-	"TGbX6sSPAVLwape0GA81QywjM2FTe/RaZUqdovg3FH513IfNG+4rB/1MXlsFuKD2cAbtp1R03klNnIe7",
-	"kEu9efohyA66tv8C+WK3Y7OBtVhNmOYhc8Wv2An0fEMLCCj8F/7lxvQv0hjYbpz9kvxrKLyuWFRSw09e",
-	"QbzxIi/5l0vBiVNp/jUUTp+7MfLGD4D8i7gte+P3cIuescHV3+3bCBJOElg+we4wxjQ+bFMnazgr0kf5",
-	"rKKLcye1e2lp+UhpQaCTvpCEly7O0GH8+7PAGaQsY9tTxZubENk/4b/tQqNZNiZ2C/rtGTzC7JYgxee1",
-	"vCFpb7xK9Xjj25JMsUKlERdcd4aJ73oPy9o4QMUEDAfiYlp5EEAPINiS4BekTw2ZSm3I18fHVsJUtDBM",
-	"6YMNwZjtXtwet8eQvWzHimmdkaCeZsFiJVXrius7+a5jiR4qW0SmkkDl9BLphSguXVs77kfAZ6+kGOtQ",
-	"JADMFRlauiK7GVzJvBGzhSSR7kOmiIuzw37NeqzTwNGc4kGrtO8GtIqgyN/4+Hn35w5uJAdIxDYbBtoU",
-	"ftR5sbJUn/u8sAMKRvDHnxedKeY0wufuMFzZC3W3kAQXgPS2necZRzztHqJRzMuHQJ2xCE5pm/zQNcdj",
-	"MOBtEaR1Be+uw35aZ8B1PprtyZM8tLDnbHmJkZRdZriwMPEo1nDUOTDHPm0zDyBzIj6+y/3cGvYjjozV",
-	"6X/eE8PdBgPcrHs7MKKqColzI/HzE2Ppr8OMWLUsBo5vhpWaK11CnO4Cnomxq5OuSASwDs3d+HdvcCsd",
-	"WMXO6XT5kQMgmtUmRw3PYY9t56tcRuJOqFxhHD/KknXMaWofdU/FcYFtYHv4nOijpCO1iT1d10o7UPWj",
-	"x/1/14RddeOm4asObFYT6pHU3LJNSd8j1iofE5qFomaKCfM/tKqXZvy4rBhs9sekD9mvQ9veAs4d579I",
-	"O6PWSHAPvCwfbBbfOsBwL1fnGuiWcOm17zifRBAmuL33yR+EcDHu6NZZFa52KVUXlnElZVhWtXHZm3KE",
-	"+DBcg8MrJMyeEr2YVlzcaajc5gORBuTl8THJubinFS9vinkTVODhAqRgp/hWMS9vHDZI7rySmHsR5eX2",
-	"86M8I/kRMwX8t9YK/ntP7X8h+hud5bUomSL5Ucnu4YWZkviFXugcUe5ILSqmG9A5OBUxEODwkFaVnB/a",
-	"AQ9Shcs2UDIWA7vgARvUnROSNyCKOelTUkx4hUjoODb0yTawmm7EQf3U6LepldAHGcl9YnGO0RmIVdfC",
-	"bvHeWlmbit+zQIQDj8qCtZ5G0O9UGgd9xoMtchm9jrxCN2KMKBTVh/Kd5x4SL7SSHx6Gh45dAgaNkOZm",
-	"JGsR+AFGFWYfENc84qZdvI0+10RIBBTyuXhyX2R8xrS54rXfUPaF07jOB6Hwm52sE5aDdd7LYKsT7pb9",
-	"oxe/TuJbd+dGv9Gyooa1YmGgbMuYG+I/syxjN3IO6ak+Izsj0r6IqAQhI3feZKweoWRqZ4qi6aEXVaEf",
-	"X7Q0I1NaMnK7aDsXOQYpWeEyPpHa4LMwKkyRZiJ2OwISCHkdJY44Zx8yMXgd4WqkoiRTKM/hPQhNeRg3",
-	"NY6RSvY7MBmL8SnxBuKYbnZP3WNDVubGBfdxPtwfj7XAnGTjA54QHBeBNFCMwn7tvvmG5MGvBxuH3jQL",
-	"kCcRXzLy8vhl/JlPcY43HheA8OurfdBVlIWu2mJJRXDjnVfuHZJrg7nhYbLLw0SM7YyAazXo9XomknAP",
-	"ima0Fl+Ipokj2puq2UboegTFEoByXwbFwjW6Ekb9OMqlYS27YuQAPqGSt7RyNuVnWxSq5qU78jOrTUkP",
-	"V4GkyA8Q5qLiGo7JQgrNNZTJsKcUSiDwEAoqgQA0hqKnTjalpT/V4N9GUaFpge5RiCuVcx1Kv8gx3FBN",
-	"jKlbD4jzw6newqU4HZArjPFrDdbfEdAypie6aNomYxMHqxRIYlIUrAn65BpuEkRK8WF5STYQ7IO5oOMG",
-	"6Hst0O0uqvXG2PbQ8DaqjddKd6yxtVMmY2e1sTXjcqr+XsK/1oEMRWYC8G0LOUc4+FPvPYmkD7zxURBU",
-	"zMmEifpHKZPSE1p29mKYWTawPIntY2OO5/suDnj8JZrgqC/jZnAseOOC8PZ2MyyFUD7KRbYajPll0M7b",
-	"dJ6AeLqePgFiywdziUnwHd75Ea2qW1rcrYlL00ZRw8aLmB5YlvQmlAx2f1cS/LA+moWHwqRZb6SYnmwm",
-	"V+gsWxn/WtnX0e/x2zZeiC+F52BEe2O1q+W8zPPL12fXr1/1st7V9dnl9Zufvu9lvcuff/oJ//XL2Rv7",
-	"28137y5v3vx08fN1L+udv/vx4u1r/Oi7szdv4R/nZz+dv35r/52KPIx7f4Io65lVX2Wtrx6imn0SN2A8",
-	"88fz6QodvwxmBTrs/XTsBMjcWKXoOqohIRVGDYV6Rc804SXpa8aI1+M6qnZvYUlohyGsjgK6dogkUS7d",
-	"GFAMg8jHjfbBgGn8lt2AwqFTbBmtWw453GFzJ5Mgh6If+ej0nQabY6FYyYThtNInkLuUxyVh0ETr8yA1",
-	"MwdDIZVvH7r2eYUD8gugkLcQxbkGKzjAkudEqqHIY2TyPIvswlFAZY5g46CNtYyCE6nNUKxClC+YQS1v",
-	"afTzyQKt5Q1S+VA4d0QWAZVbQlj2G0FF+Aa3/DTGBbxjbKaHwqUn1sLwykVV2RUwHOpm1cCP+eGhHeph",
-	"Zf8HVMKczKjWTHdEgG5RAGu5AMBuVZZ2K9auwXF+2ZRPSL0DV2q3n14wVup1Jd3xArzsCOpFFvOJFz7q",
-	"NmDc+x8UK5gw1eJGMybCr0JGnw7Fyo83ILZga6SPAdqKYiC12yEYaS5kMO/i1psetBv0sdt9ITGKfEI1",
-	"FEf3ZopY5ZMzJljZxN2dQNywL8iCXCyxMDT8pkNYot2ZbRZA00PENgcuDBmlN4xL3jJ82eOh3gRD+42z",
-	"dHfEK++nYNgndPc2PpBvA4py5ysdGNvbuIxbzuLY2ru0pdr7p71ZlnbGyt6Py9fE19Oai/aXTgdQ24wR",
-	"e33AvxOfvqsWittuWnZWsW48FVvUa96MUJ6Ykov4n4fryO/gKV2QWjPCzanPZsMcLoh3OnEOnJL0w++M",
-	"CnCe3rGZIf3IdePz72G/Hh7aq+HQE04fDMh1cOMQWs3tZaYNXehWfX8YZi/r2cbdTrnfLrw1UDDzMMRu",
-	"Jbr9CVkP7Zhv6Xi8cyQx3KCQJ0tGrKoIAloTauIAfz0B4acpAOVspE8S5h9P5jFC9zJNPrO0DcO5qWA8",
-	"e5CyoblrXtwxkyoMNeOK6V3iZ01oahlDj/6jZqcgIYH7E4LmSSXHOo2mrqqOk8g7EyAuxXLVP2qmFhnB",
-	"nuGXEa8MU5pwUVR1ybapc47Dxn6zaOKbiLZtInbXRAj1A7c3vz6NxIk3JZky6pK5Wq6UdfulK+zEdeeE",
-	"Buly2UIhJytHY+SakEORv6XaHMKuOXzzyoWTINi+FOzAnoP2+gmuDO59Oxmheijyv+Jf/5FjitwAcwWu",
-	"oOD1MwwBCIeAhn5X+vSRKuC2n3OhB+QnacgsctTfcsjYQHl5GSNwvSyxW6RIV/jG9/GiwCY+beBIkAkJ",
-	"1S2/0F+xrf/ItwrfWMy6IiqXujDxzsjhO6tO2DPagYW06XO8FQritYMKeCrgw60EODuIjZ70BwSzL+VD",
-	"75Cf4yW47aPY7RweFNrXGcCzgWNbU2tzz6sQVAfKLdV3mIVPuCD9aQ1WEq6Nk1CAz1RdMXBc0UgQLOYl",
-	"gNAuThLBflbBjeP6ksF0m45k0xFI3VBz7+46IAdtYq76F++ursmR/VknqnU/YCvsk+d3YOCgfnQzcdqE",
-	"GRH7EVLU8pJ9XiHKEmN/gSV2bn/ERnyRsRGwb7d2XMN1tynmAZtcG/Bg27nwdc3WHvZTLuJfn2cPSVJK",
-	"HxY7XRhdl/+Kw+j63at3vaz35qebi8t331++vrrqZb3L1//z5vUvD/MNhV4+t2OoRcVd6b6DS2h5wo88",
-	"VL8wZxCcrHv2BNlp7gXyc9mUgbJPVJSqf3F2ff6Du+6PfuXlR4/3KNicwNZKCAFbRncu3cDd3PF4PNBl",
-	"in0BPLE3PNBruHoCcZasDIKRq6vXzjjl9KKrV/9FdK1GgMDIzSnqRz4mnOQwoZMckgwyktuec3gyo8pe",
-	"MvDLSU7+8+rdT3bCJbddTrmgLtNjSmcz5wRpF03ZotALTiRbKpSxRXEP/2ESWnp7cOxkMw5NeGs05NBI",
-	"jPy6GavWf7YMW7EV3EbzcTuHfavce//xUjrrNkm4K586MXKruOrlj5dDddc3kgpdzjqDu3aJUVtuayXY",
-	"aVPkTCL+K1sJY9kq/Gb54/Zlsn1kRGinZTDdwsjrP2wpCZvVmtZnWw06LQlk7fNy8wkfPpOyuiloVQ2c",
-	"s7DzWwfncoWvrX6/qW/3/XL/tRKDBsGz6+NaiXP/UvvTAAS67lP/UutThxW65rvv4I3WRzGu6Jov3zSv",
-	"tT53AKZrvvxveKP10aaVqZVorcrHIGsssLg33ocfs54UbAsJKHX6WEloxyijnT5MnVJbfto6Arb+JnH2",
-	"bPltfKJv+mRlq2/zQWuLbPPB7lRf5rRt3l/isc0fLG27bT6Jd9xWXbQPhW0+Wdmamz5aFby2/CKSuDYO",
-	"LHW6bvvRTvyyIklt/KBL/Nvlw1ji23KbpWSNTZ+m5LXN36wKiBuHuHLzox7WCXn25ZQyTSQ0RzdaKpyq",
-	"E3mtkgXdcz7G+gJUdP5GINYb/vXOQ78lq+U25WMibLYl7HAnA+xWKWo/CEjL0PZpxPJIhXXM9emLtO6Z",
-	"Q1IAnF/Iyu5Sqyp6d+fVjA+L1pH/MMNNzBmf2Wqzok483nSTuuV+P3Tan4lLUYEz2c2lhIUo3JzBHaQF",
-	"nemJTLmEQmWKKAZr12R4Z7Ta3sPiw5dT9wWeBI2o8ZCadz4aJ9V+RcU+yjttCkrdHbh9HWQ7xB1v31Kt",
-	"tk7ahcMuhU7kO42WN2sBvidWKsnFdjApoPeCVZeNpfLXjkq1XNRMX6wTIh4gOJUeufwsWSbBIfc77LQ5",
-	"1WSuuDH2ZxmDljsSHuGLB6ces6WJJ3UpHYhUg1i1RpIJvWduq203XibK3SYI0d7bsMlreBGyBrg5byfN",
-	"RtV/7NMrPha0Wi9xrg/Rt62wMnNZEjcO0QjQmFKTWIbDd0A9vVA3pOGQDdVFHlRBaCdJ1l2OD4oA8fML",
-	"tXCa8jiPrIpjO5GzzszO7qI5EfQw21j6tKW277ca345s3wX7HlDqTwj1YPNud0NlEQxYxrfYHKK6MQ1j",
-	"pVLBQRyXHZrtIL1b30ctylof8qq95GFi1MoCfmZZqm1CfrwgFZuuPiuDfiKeaJvpHs4TLZp9CTwRjsO9",
-	"8MRrf0su69AlWyfnblPCtGSN4NTZP9pG96v+dwx9Z06drskw7OLiJJtmm6nxvkWPRzJtRNQvgGM7jRYP",
-	"YNfIzr1PnvnNllTaXSp+jIyr1uFj7LQfQtGBVcp3740VJ8eDN8gyG30Bu2Sn2o7bbBX0hO3bsLpZF92/",
-	"ypI0PPwjxcGpIj/d/BT7Ch/MShGZvwAucvrTXhjI2XD3yUGP5Y2dVczdGGIPVuslun0BLLE3m/VKKcTu",
-	"6poBggIQVEOly3Zhy2dxPctQLBJL64LFKToSB+QXQKUGo04O1XcCeIhhVQXZt01r2VCEIdQCNFhLwQNE",
-	"vRjxiuncZRS6SPpUZcxgQUrbls67BE1of3ubCxLnO14ljcETRsuzkWHpgdin37KRVKzz8Y+QJ50wLi4t",
-	"P446/mYtE6BNeGWTTJOgLD8L/gER96kmlSZ6IucA/ds/VPNDdWj/P83SU1nyEd9NxulARGzS7NuDu2QV",
-	"AHeFuk8hrysCXR/2BsOeK0iuWdVR4krzf7LWOLkwf3rZvBkXE1/aq5b8EFGrelnPIcn3sp40E6a2KPaM",
-	"ie0w88zvZBhNhkvSouTahQVGXFnXWy5oCoTgjPz081tyuzDMA0o7vHNMkf3L8fExPNVpIJ/IV5vQ1wpZ",
-	"umBiT6XajA7/0st6t1SzP71M3hGVS+1YHum3dhREMXu8YI7MFqv0EPaTo5FmZks26ER+8Ky0enHMJ7IK",
-	"ZLavbTkXo2pRUNNVq9Q2SMaSYUZ0k82s7PG0Bda1Y0HHdI4IYTkyz0HRujbL3yJ0PNK1nPoWEeMTyfrC",
-	"KL7DEbx0qKUM313LtIGozQmCCDlTqRhxwyNmQjHPrHLQ98icenti+4muJxnIy0WtuFlc2Rm7Hc2oYuqs",
-	"xokBKaBH+LkZwcSYWe/jR/BwjOTqLH0pAl8Kwa7soQPbcpi4LqV+xugdnBCA7UKwlDy5UNLIQlZD0T87",
-	"v8AbWrFCqlK7fDiQB1AGWniUeiVrw8htbUh+NGG0MpOcACrMUOR2SlLxf0KQxgn5Fibk5CwAsHLJg5jK",
-	"jxMHrzDV7JALzYTm9j7ABHYzl0OB7mT0EmtCKy2JoXfMV9g+rPg9K0n+V8Qv+A/M6huKHFNmUW47woc6",
-	"PxgQsLrpoaCKkcvvzsk3L7/+M5kpeVux6b//XUvhk200oplNaTHhgpG8kCXLB+SdcLQBOpwQOhT5D1Kb",
-	"HPIYYefS4HOjpJJydkuLO5fXQQV5c0EqbpiiFZEKeBCBBIYCHVNYlQIqgLAS0Ll0TsbMaPLy+CuS2x8Q",
-	"YR/fyE8JJbeyXBB5z9RQ5IeH9q/Dik+58R8+/4rkM7qoJC1vjJQ3FVVjlmekZEVFFaYwQs4Hg2If/3n1",
-	"7qehgEYhFfvWipW0MNUCxmsfk3ta1Yz0jaK8gmIs1FCXgz2llT0TWXlj6ZkfnA6FGyKmZkrmqAN5lUBv",
-	"LogfuD3bZR2GfvwXwGIDT+2Nf+bAydC845JxPPrZ2cWbXta7ZwprAPaOB88Hx3A5zJigM9476X01OB58",
-	"5TBpYEMewa6Bf47x/rBnGvWgfj173J3hK5DrMZNC41Z+cXy8FPhEZ7OKY5jS0d+dzQZPu62KgEEOL2z6",
-	"9mZ3GE2uRozDxOIVNwvYt5aDWUnimmMDO+mXx8+7ug3zOLpA9kffNBRS2eEbe8T5guq9s7j0iib925pX",
-	"5pCLLCqUYtnOAGydve4uzq5/QImOjnWoP6B7723Dbv92rgvGTSIAxut7tz4BcEJ3qszNK0fnGG/QFaEZ",
-	"vfmWagOdQDWVja9fA2zGFi9+B0WGE7mB70S1CJrnCEUCQ/WdlT3c+Q5Vu+y7AD/jxdCTCOcrcN56mI9t",
-	"JoToNB/fb9wChn0wuHSHeHBvvwfixLrELjgTJL4QTonVL12iHdeEkuh7x//HO/H/rvvl5YtvPuX+umLq",
-	"nqnDK0uC14EzPG4YZNVTfUfA1uuhvwgtlNQ6QoiMt5vbYfF289clSHdJPNHv7H0BQoSTMBzSpWaGtIWA",
-	"HEF+fEFfXRcTgPAYilsl55qpZ5ogeDPJI3ieHHE/HCgR1+QWrBlGwgWErZ3Ya6XRGPt5iCnKQyEph29g",
-	"P+oLSaJXsqHAXDVaVQuS44bJD1xpPG4aABvEtxmQdzMXmeMVmaHIa1XlpK+W1Fik8oGdKNTSOY1rFptm",
-	"XohS5CWX1pQBh8lJb452dnWhXk/861AgvmcewKJy0s8P3b47xNYOjans1CwZIrglCvWd+JRlQ6HlenQk",
-	"rEy2BMg0l+rO4YtyMxRuCKdhvQmtFKNWNLGk8xWzamN7hpcXA3Lm1B1qsqEYW6K4NGcgQ8B2QOBc2Pq8",
-	"BDgjNOJBwbIG6WkonCr88+VbRH0icy5ANFoZvQySnJ/mwYCcYQ1vkKNaNNSHU/ohd+PCOnOyNoAmacWf",
-	"/ssX3wxFboWrKRWLG5fwFwmeZ54oKEAjJo09sm5p6ZodCpjvy+PnUJQtauHG4drkpF8LiOQ6yJZfcWWn",
-	"LWcvPZkrKcZuSJZgAkwbATFKEfzbAZYdrDbAxU2trdiOiJ/wmT1uo+U9QJmsfT9jqlIL3g2VKabNt7Jc",
-	"7E10SoGhfWxrbkbV7OPK1fX8SYaQurqazf1pLqbjl1/yRXbWUt/cboeDDU8+e1TFN30oAQaQa6hXgkbZ",
-	"fZc5K3QsPa7m6Vs1fkFmDCGbUcbyMMpCzrXDrIEahvCGQ33zyLHEQZwGnM4J1eSWMUEQurnBlokrGboi",
-	"dL564Vt7d4yoPWf7TnHJgoiX2XPmVn44IIWcMgyUtiPAkohgEY2rWrqjjJXQtT2mKjZCpMN27ctTkscG",
-	"BFLpnMwUxyvdQW5VXEOc6Ko29DpQ9wkVIt+J1a+79KJrRwqdkdsFaNmfQ+95HQN/67jwZWAUILLHPYrK",
-	"Rjq+kILpAwSLaFhQMxQYpi0uD6RHRkcjTKeO9D0zP+AbT7hSroeO9XGz4ZrUs8HDqe0Mab2Tv72PaW93",
-	"j2BaO/sVLbn9K6YYFnJ15Joyo3ih19HrR/fKdorOrKJ8iVTLytUKVVwPhAtyoeTU7sNaE9scQXMyOR4c",
-	"D15+DlZeHg/7ACi+DbI4CXaqQtYCIE4t5ce0HrNusjvry2BBp9U62lspG004OzCrb3SHFbB86foipSzq",
-	"qb1rIhD9uT3Ha14hPPDnWIjrCR7nRtHCdNLVXROxrpaUwdxrTyR+tepGf2rBy9eJW11klyp/2s6G8Nj8",
-	"X6YcdrybHPb18Veb3z8z53RGC3t47sEGAcUIgurtDJKiXXYZi/M6uP7GF9NiY1+3r8XIAHiFshrC8Kzw",
-	"cyV1i52f6Epbw1YQQwKoDU0Z5E/AGo9cNyBc7GY/JdrIGVbvhsUbkDclm86kcWX+EiuVdR7cn39JfkNr",
-	"YVWPqIJ2ktC72bHfvMJgqtY+OsI0Brgcdm8t67pRoNFPsN7nLk1PW0onFh2CnqAAgs/WIH0Pz4nKTglY",
-	"eV/gsf3YvQwTRmukKx8DvlrQ+YSeM0VcgiRpMNU0yQOh8i1P4iPUVI5+RWPpGzybd2em7Ff0U8TRMic9",
-	"32hvWV7ocFw8f/GXTRiilmvrhLJ/ZrmQlVDwVCqCNf1Ixe8YyS9+vibtWU/R2XsmXMFUdNDiDVdyDH6j",
-	"QsgatH5N8pfHx8RZ5m6QZDf4Jfhn0VkKbbj2ghNUjkZMkb5UXroGYx2x0zrAZgOkNTYLbeUpa9tVOITP",
-	"o+qmTyTyxV1gHN12ct/+Toe47+4zAu7qieQFC8p3ohouGKG5+Z1IhC8+rUvKRFEMKEg887atQOH+2fmF",
-	"J/yRZqa9SQ5cPTgriditV+1wOlkldZ1C2WwJePPpxRPfUxcz4uPfgpQS1e1wsj74O3TkJPMYjWRW0aaW",
-	"mAuw5inIh6eVd3wI+2MlnqXLo3TVlMD/5uOllyYPpQDtDXvuBpFnhBo55QW4GO3chwKD7TMnsWSoRjjL",
-	"la6nbEBcvdm4DjcGdPJRY7wdCnftD8hZieXfas0UcVluJ1Yfi2K4Q7qxdtW8x5SLU0LFUMRvgQgBYTdQ",
-	"lsVOAvaB/1zQKUgasMLmUI5GxEhZETtBPRiKXzByKvep3JYARDED1m8sXhdMy7QoWOg06TtyVHxay4Xv",
-	"JXIard5ZL/be3ZmbfTLGwT37ki+jDmLEcXS7E+UVKyou0kTxz05JjglsrvTmfILxT7nfiwFR2VddBTjg",
-	"h9yLn96y4gkB4483Jni/YXf2KTqowd90sO01uRJGtRyGP6ssMZeyXZoyCL4sBDifVvzoKq61dJC5Ck75",
-	"EqBynmEVJR/KWfF739OAvMKeXbinhmCJBcl5ebI5Syc/bZeD06SfL+Exg098dTx5C5Y3xwjYCaPK3DJq",
-	"oNBENBohBXOHnKyNPSI9xtFyXSvq3ZRjjrqZr4Yrx0m5HT72wKW/gzC232Mg2Qs8KDutTiDpoE3QcpGV",
-	"jSoJVUJGtb3+A+gPWt1IXF74j4CArsg22djJMtLUi4VzyG/AZATAfsRJXwnb3mfdXqvXH2ZSmR/w3d0U",
-	"jA+Holy9LDc6r975KGzMM4D4BXs9/haUCqcD3TOlUbikGudiJ6BJ38qxN06OzVwR4PBnwLlz/1Sg9x88",
-	"qU7h8+oepk+kbFG/+Kg2FO+DBW/CMFMPxHQDpqp+TtFwdUKMqll+4NIxhfTmqPhrZ+gAHxfYt6LPodiP",
-	"u+PG/D7Aifl2vA1EE8E++HLtUNoI2sLoxKYDqDTrw/OGIg5BVcx16tr08S9Yet5qT4BuFBGA2Q2kh8JH",
-	"plkqDMgZUqN5b6PlDcx2kG7Qds/Yt75ZqTGdnzZuKwg98jF5MCPoO//6+IXjQcx/XW93+xHz/Z5CUbFN",
-	"/2Fn+19sZzufyCX/3TM0lq3a1uyvB4ROZXSoxPYEv3/KbfWHxodw9Ktj7j17AkKr27oCNhZM7fZfnYGD",
-	"pEGOfKIdGwOCzqrFp962CTzS9K71lXaII8LvYnM+NjwVfWj+enimIzdaQ6ctN09AVdmjDxZxYJ7WNoZ9",
-	"7BRO/WLPnW9jJyN9LwJJ5eAVDwbkEioy2l8p8fbIVSskGB//CAN6mMImykBbyHBRNYB6gH+Va4906Wrw",
-	"L7uqt909aBbfsz3/XApvHnQbRxM9gZwOqD0aSbx4Y95KaTSEE8QFQK3Ya2VHGW7ZCj+StYFgbe4ylmkw",
-	"reVL5aic+ayjFFeORooByKF5SCHKUSKltZk0Jq6hCH4Jd8vrOw2wGYViJROG08r54Q6/enF8fHza8uzc",
-	"MYahQEPB4W2XWKoNXehG9T7ICKs080MALeEGYeaSsjEW0/l0sUFY76frqgshgI4THQngm8jc6Rng9yB1",
-	"fvqDwTmwliRVB1rtcv2Q+zNSSVpm9rygZKSYnji1E/RKZ3whXPwdE9ZQd51TbkLSGawlo+W2gYVHTfGH",
-	"Df7iK1954fNyLI73N+IsBt09tez2ZsBcmLl7Cyztco6JkYLcepYon9SUY1o1Dbo4IKp88ITLH/XSlS0W",
-	"3vgtrP+Vr/IgR3DB68x7o3UWuYmzJlIgEaH2tKtvR3X0q5cGl6KME7n3Aa0bXG+OTwPsNulDzIoXgciE",
-	"VR5njRKPLm9FBEZyXx/uCsnlwAI9mCPkh74xBP1mTYyeixnIG3Tmk6b7nPTRg5G3Aatzl6urVj44OB0K",
-	"uzvRxhZNTcPtb3cuV0SqkqkBOcNJezSTSMQG4NOhwDBDTV4ef4NDAFQSbBUta84qF4IPSvLy+GX0LiDU",
-	"JaWGX9yYoXrDU+5BKFWR3n3NOkdKwu9KyfVUXkGlvwVYOxDpAYE+sh3tHBb+OZfwky3cHqLBEXrRh1U5",
-	"BWKPx2Ha7BYVXei2um1W020HiQN37sG9jkYO2S4ZfgChpIJhWn/FtWkB4mkAXWIg5gUF3kdBPCc/8m+H",
-	"op8HEK68Cc+KYdVO8Hv7M7g3AFrNn6+ImIZJ+vCRg4CK8fXsqjhgvSwg64EOmCO8Wn5K8B/E8TUKPJBD",
-	"F2NCQTAv+fn6u8O/ZJDSqwkXQ4GweqSfe4w2Oxy4hRQb1xWF9HyGwAMwlf7L4+OhyAONERTqxr6VH6RV",
-	"MVq2oQZ35aPw9YVlosBSS9gzAX+u4aCwP44TcHlTLvi0nsLDVVThNJagkY4IrmUgdcMRB124OAESrxlb",
-	"93ieJ8bz/gmPsvbidFlrERPwk5isvnrSQ/PrHdt/tFpKS0JxP+PulyOrdtr97uJzGrUl7Kr4BA4/7k0i",
-	"bR+Q3QFaEBxRktvF0jAD0m4/ylwdgToNkbq0igMohsIeYixOVUdZcM41OwiqmVSI7Rv7p/VJU1bKO4zR",
-	"yzybsTIjaAHCbWnVOACUQ0wgr+pDboOf71Bow6uKeCGSalJJMcb89wjEOOiGmEPfB9vT18dfDUUeTGW1",
-	"cGhocPARezb5Y7IDXXYoGnBIe3AU/gIyknADwbP0VsuqNozY+zIjlOSDQU7C2oLJYiiaC0Ij9F1zGtvv",
-	"AmqLbcABy+JdUDFawi1PXsJklr6TtdEcMlBeuYFyph3+g72DXCidAzw49dfhUDw/hsvJw1y27kWIlzQQ",
-	"0j23/zOVih0MyBWOC0lmb18Q7hF2QLPqnunUZfJ25Zp+7G3ySU5Wj1vaBVTg2cLuLaThH0ft7ketpTKh",
-	"EQLr5z9fx9wclXw06jxir93xBP4JxRCWVE5nAI9Jtd3A3sABj31NPgxFGwrDpjOpUPybhRlzUbIPiCFT",
-	"I9gZ/JIRxUba29f1BPadPRPpwh2BC9ijA/JmLCCQpxH+PJzLgOQQxq9NjhGLhZxOuRmKPi8zcquoKCYZ",
-	"MXSckfyH12ev/s9P+Snx4hL8ghG5hE1nZuHmLOxUFAPEB7twHnUH29YHLb3e3i1w8L1snWCK3XOIs4l0",
-	"fPCKzKgpJiAQZ6Rxo2YuC5maoXhphTfSz+HN63B0WXHWZReA9QBAv7zqckAsDezlLkcNSZr7JlrQoQgr",
-	"6iKXqFnFw88cCG7iwo2w7d1NBWqbw/nPMOk9Ip/jAv8RwqoNRV/bewY3AX7TbJVGVSBjbuLGjJQHp+4C",
-	"Rvc0xlNjGDze3XZZyVTee8T/YMfxC0mHIkL+x9WLr63m4QYTzffMfM/NK7ulVvZqKunJ8o+9X90K4AIE",
-	"8d2O++AU5A5cGechTMnwbom7wC1ffP2nJLrlss4ZDQORNVfqIkR85XdXJ94mWjl21pnTmJ8wHhRMVYyE",
-	"rzbD5XdqPh4jPEWyl8ffbEOzN6KoaheQ1+zlNR0Wk7QWCKGICaDtpxQBPLN23vyj0f+eQID9RvO2Tlm3",
-	"O8OOyUgNCDZ34RLjyEblp7z6Kzle5/H5npu3crx6kCVNCHzKO6wbXx9ndls568Hx8fFnNCa4KXUmocJ9",
-	"nhHB5ky7DMPBH/wMxHE0cTQioYYNynr2qvqUrLvisW6vZm6lBB8tgkAFQd7IWqiJHu4WRVBSyeIO7AZD",
-	"4URTK9ONXYopRGjf2ncgmuosFuZROSVULCLxZCi48wUtWySbd9YIEk/vbm86+fyu9t/AJkAFAs0jroYU",
-	"wOV7mTYWTDsq93B71n+qrWJXbw1OPDVtc8NvwVjhSqKkudUuxh+2id15+xVQ8hYj/SwR1xgnrJo54vbI",
-	"9MY7QPRuilA9AV+vL0Jx5V/aSlR5UBWAhD4SqskguLbGs5Jpq5HMGAVrqL0t6aFmdlgGM5PZh1kFuVNO",
-	"3k8N0VclbUa4VdmgKHYqWbpNmwWUBhlJNe10VG0ryb3YKMh1dDCjY3Yt75joWoKvn79I5i08dcxZF5ju",
-	"GbFDjkoKfBrz5z7MjQ1ccizSZnZCXFCzNtfF7pP1++4a3njKMAaq7zohjm3ng89FWCDOsqLQkBJpB+fe",
-	"GvhRO4UnylKwTX8e4FGYVDfq6G9h6+BQCYVVTi1r2B4Bl7Mz0Mcv8RPukM5AHxj9byTQp4PS2QMTHMDM",
-	"trIgP8/Kp992F9D3J85rW8cHNcy6jPnhy7LmPTqGQQB2Elb5kQrSxLEmBzUsuX/bwOnt2oN/e285SAPy",
-	"AvJcrSpXePDk6Oj5iz8PjgfHg+cnf/7zn/8M3Oaa/zWIbwhFbQWgSObU8Q+unlf0SwNgH/0YruT4xfvl",
-	"TxtJ++P7j/83AAD//w==",
+	"d1mnFPML6lhZmC6+lZbBuahZ+Yo6Pq2qd6Peyd/Wn4yg91o9TdojYZnpC9eovoB77k3HYWkvVKXqmZXt",
+	"Ta1EctVV2O5rGkB1C189wY1wwz5wpzTgoSzVTSW1SXSyRLuZH3SWmEgY0CpB32cr+9UJaJ7GVilZnjS5",
+	"9Tof6UfaI5HwBhdDYaS98+SUGl74tuAGOUBestKNAVOGAp7mJrOiJKhPk4XVKuxa+xPvvLm+1h1J7Zm8",
+	"E4zoiupJOFyCeiVHI6acQLvcycGq2L3pNOFiVpvdBnehmA671xLEj9HQO6bJSDErK38wXq4wGiTt1bGt",
+	"P8nsUCMTmm9ilZdW9pk/oVYZOD6qZW1gbEDnzVzqNnfcZmqPn1NRsMpea1VCiizgacXK9E1fMtBcE9v3",
+	"v+F3gluFcLAzUkPmTDFSKjmbsXK3W2YWnRTrJ96MOTnfCRVjVn6XlE9lVXoTzsqAZl0PtKGm1rHwQq0O",
+	"0ct6U1nyEYd/lqxihuHxYFcGD48ZPrRNFjCuxHWxfPg4Aw92mp4hK+5mMsmrZ3CkwFHoTwPLq3NvwCIU",
+	"DcJ48LAxFQnFeAfBbsJox9mu2ExqbkWoZ5r88PrsFfA6B21dkD5eskTWRvOSgfjr37cntjNm2O0w4kob",
+	"93FaODaKdWwvLehMT6Qh9pXM37H+OrCiUqBlNIB0J7XquIQcxT0Db9650JQbdmbJnVxlEIvfQUfI092H",
+	"Ilj7l5fxnlZ1Svwh8IBwYA5KNKtYYextAyqJVIQSdwKAcbL5C1+x05OCOREhNp5+/acNtvps9Yh5v0wb",
+	"HHUHQQwT5ttKFncbSbE0Z0Hs7eQMXOTWNrHK9w+U1IWQBm5jvfO3pRO5VtW9DZfklE/ZtZNut5eHFWv0",
+	"sJ3Gqfk/WetM4ML86WXD55FhxNtsIsZ4fgz/l9pT3FTrRXd/4kKz2Yo9x8/opuLiLvo7rUIqvvlygadd",
+	"7GdluDMw5rGEpkejJ27clp7vs5QRIvgcV4YJzo7XM1lMOuSjRuTdZL64ZIW8Z2pxVU+nVG26ZvHSaZFd",
+	"1ULYZ1nPyQFg/Zj5q665ibPeiHL8RyTfbr7tAs2yWOpuzbFFkUC5dUv0ihUVF7gQ22kzwVqdbbGocMQk",
+	"V1V1WSbsI1yKnZesm2Cut6jthEoSkeUSDUw7XiMxw2wgoX3vVVoCjtXFlSvpRza9tSoEs5MgZa3AfIZO",
+	"vxldVJKWpKBKcaZJ34/HSvvKCg4gynBNuLiX1T1L6RzrmR71rY6nhuq7LqF0dZZOsOiw1uLj0FebCD+B",
+	"C1MKL55YFbBv/wSHlhfkGtcitHhwQij5+ec3rzIi2JxQ42gI33j7omK1ZmVSqGFKSfUj07ptTo9e+MDN",
+	"uSxZ2gpun17xsaBV2jAktVlnJZWK2FdOSCULWoG0UTIDjrzM6XFoLmUlukbsG4pNpWGnzkoDP2lDRUkr",
+	"KVhykhXV5ooxsYvBctayNa0Y/q/lHeuQBr0RzgocXpXnaeqrWkD/0YHbTAUNokAM2OJ21slrrVFP1tpr",
+	"HMWv8O2PWc/qBF5yXvelM4z+4l9fPpH8LNbqLL77H2TSl1GWiumke8/u8caETtDPqwk3aPqoBf9AtIRY",
+	"CedJB5aaSWW6Od5z9HJnC2jA8gtxYSF29agxzCq5eMORvu3gphbUBVtYZoWfvOPoZsr1lJpikpHBYHDw",
+	"sI1nW+w4kuyjyDm1yoL2hWc6OFhua16V5B6/6Nwh9paghTlL7Ni3liAQY2HVStbYbT25baPb7au0JaTZ",
+	"/7DUju2J46xnGjrJCKs0C6YXr8wF34p9x3tYkrOUtbmVH75dGGS6LYRZ/OISVGmdivuAB6BHVRXabnCz",
+	"6JhnJ1QTIQ2hxZ2Q84qVY1aSBWtTrXsQCX9kesmJf9OvNRFsLA2HEBrpLGO1UvbYbNh7kOw0cTRteRo5",
+	"AnTo4zF5YMwTWZWa9DEYZj7hlVX67XVuKeZG6e70rfyc8UHj/a4JaxNckDv6sLxw3J6Wp6QYn8CYXSSK",
+	"XWCiuSgaN73r87QJOoOP3EXnT5tbJe8YOEK4JreMizFRzChuP6zgtqwF9AFC0sxuTQzoc22QktHSir+k",
+	"32JIsMzFtmfwtLYs4y2XR6A9WsHdcJ20Gf1pP9ws5ztjZfuugP96ftl0a6S94LDpt3aCt26hTR4UbHrT",
+	"sKJQiPbI0PuwRkYgTJR2Ue0q2Zc906eOiVVVYw+H2TZnT5cY5NxUHTeUVxsTxidvMLbyOhlVfDzpmOA6",
+	"sXxppZpX44FlkfbqFmOZCG0yrlvqqyBktSe0upVxbVUtYIZUtGXd5XvB7h7ggOgEMJL0aSPwOFmeEsGM",
+	"ldlIUZsDf0DE/RMjTxvj7liCOuEPfn9NR4KmChualovVjQ0iCuxUsOYnT/s2efbpQUwpTGkpqvtJWsy7",
+	"wuiMQpbMa1VWsqsVQwcSSrGWuNBIRthgPHAuRSvz3XjWO3X3VYg4BO2koWHWnK5R9ELjpWozRgGGRHLL",
+	"wg3Sh/6JpgtN5pOFG8jSdaHYyGp3XvjFoF3F/t5cm0+j0+2gMTWixJ50l+Xt36V2vP+Y9b7nwGPcpIOV",
+	"pHo9pbzqjPCTqjtCEB7vJkNMqO7wMdU45o1nHbTQGlvWmkhrXE27qbPte25e8dEoZaygXHQs8y3VHb4W",
+	"qxwSu3rU6uuujSQDFi0H1rqVj1xdH7OePdi3v+zd9L5LBrx1ea5+sUKRPT9PfJpE2okl5HytDyu982yf",
+	"P8p7tr5j6McJA2jk4gbioMPJ0fbeJQK0rPbZ5eQsJteqFgU1XU7fbneavX7golHMamUt79pmt5dnK8dE",
+	"wQGGy7oytjUsm3bueqOmTp9Dt1xQtL+m/NwVW/PpNm7j9SkBLUYyckYqds+qQS/7stzNWUTEmCqBeh2L",
+	"8laOE7EFsFV22rDuqN4kmvuWO0bTCGtLDOL3fII52ISLrmeKiiKxxme3TdSJ37NeSU4HcXoNOh34LKyW",
+	"txO5cKKvhUHfznZHnB2qCxLkJthRffaAlYYih3tyHjPFRvzDWg0/zn0h6uGboZ5hPtTmizEyT+A6h0UN",
+	"A25ovJZxkJ4r3MNFyRKTHnNjj0KrznqTFLxJ+jOpClZRLsj9ixMyID+SM/KKXJJzck1+zshfSS2MosVd",
+	"l5wmFR+nE44soe3G9ReDOwMgPwYOATDPpddu38dVbEbeSJn4AgnhGJB4VzFjmNJbBOfhgYWrEXWfWtIf",
+	"GK1S0/0FEuJCALrQc9s1yemMOytbbjcz5nxKWCU7lZyLkRw441o+FH1aaQmJJt+/viZHcsYEnXEIUs8P",
+	"UBW7XszYFfRMrl79V/Bi+WkPhTfVWX0OZXlNgvI3n0jNSDMqUBmpgIQhMqV/l2ow5UIqTBxaOuzCV2n+",
+	"Obt4E+YWDIaRdqqZumea9OM5Y3ChJvFM07xbBJl7tecxBCve8+UeLSdDWDhwb4YH652Qc7HlPSnv0tG4",
+	"68gQzMeKVYxqFkjRzz1/+AU/yMiwV9qNMOxhaIwgtdCGTmfMWdk3s2+4aP2osnilUkwceQlWg2xdvla4",
+	"MHYK61i+L1xu3S4KDSp921mxu12wSlYtU3OtIc/WR12biazHE1BnFtqwaXKVl5KF1uUEQHeZjylpZr2G",
+	"+mdWBNt3hPTS4u1nRaY44DfbLsyno30zsvYSpBX3mPBAytUN4MOn1q3CyvoFpk0E42J6/8bkftJvxSho",
+	"IkXVofEtxzE5GgxQpN8oncNTFye2hjvPJ7W42yd3/s6YCOjzeCZqyPxlMFFhx7MHJpIle1CE6VSWjkXi",
+	"aL8Xf9kM2dBaUWwlNbI4+rUrgh1SlVMWFXvpOSsO+gGcad5IeUfQhHNKYF4nRBupWJkR11gc5c8+GLTw",
+	"pk0tRZOmukUQhc87XTGNuEk07a0jh+TF2lxou/tIAbKjmSi79eDns4s3mZspOv/ibBOUP9vzj2KJ3HP4",
+	"ejW+yqXw7ZZRAv8gvCSHbkPAiIULT+7TKE45ikKOd0hDmWnbnN2VOIDDTJH2gqkpB0q8C5GV7Tnete0D",
+	"W4TbYrz0Ng6s8GZI2YLe1g/0ks2qxY47Nh7SMjrH+tDtnqxNIdsRAalEjHXhcfHYQyjiEic9VATtoP72",
+	"5pQVDtgtRwVjj6v7HWMKIPiele9ma7xc6wMUV2J2Z0yU6MHzrS9F6rIPM2C897tFZEtZndOq2oafQcqO",
+	"vbLe2+8XZZPUvcIp+xW+n4I3XPp2VxjpXuja9NGQMi34JAj4CPmnazk+rxg0C6MaKD+sx0tD8VxxQ++f",
+	"8zpPkHUstM+NvoavsJvNXIW02RNTRYT+gngKR7UHlqqo6DAqR2aAhJmdS+WQmdZYvzbKPAaVsDXRuXaA",
+	"P8/sTbVXZt/Vo9HQaZMDqNuO/749ncfw5xJRPjNjVlQMahzOHjiyQX1aJ7F3gbsklI88ESCTo/qFEAs6",
+	"BkQSQtaisBoXowBNZyaEkgmHdHIyD9ARe8IsKtYFAk1pMeGCHSpGS1wbCLux3wzImVh4YBZMcEa/qiZa",
+	"2mkhzhi4D0j+9fFxjlPJQU+6mStu2A2GjedozoZQL2iCFABL5mJ+nFrWR3O4obdUQ2DRgpWkksUdKzHU",
+	"035/W+sFsRKlrCEurJBCG0Ut8bCvzCHK6TvCNRnVVXVwEgDVwITvvEaFVCWovaDcOeSwRjWEKOsSQqE0",
+	"HS1TQ0LyqNceAw2+CjTAZzfynqlK0jLQIFY7S44kMPQOwxy4HSXJDw/dG4d2todutjnGtDrcgdrMaOGc",
+	"KXaykLxqpCRT2oxTIzjaSCrCTUQGS4BSCpbhxElFDVOdXtuOCCEutLH37XYndJwluTHxcav9jc1E3ntg",
+	"9I4NP52ZrU/iVq7tR8AVfIPfPXeqov9zdbNhV91pkkUH3CrCsPqQPAf5aLdcgP/zoS+nbTxTbhBDhYUX",
+	"0mFv6/Mqt0uMXIr+dIYlqQjmR7qMacHmLtD1FKOCQNcJGeLgXlVGI2qnSx/3kfnQVUYQs3NKF4RWEKBp",
+	"T4mA3wP+vk+WpBllZnpFbtuUzJAVuLrcAMJ66Iw+mMQHsfGWWJaoGBHNSzadScuMgza+5Soy7Iwaw5Rt",
+	"+///29nh/0cP/3l8+M375p+Dm5PD9//vv6V4A4f5sATJaV0Zbqi+a6NxMgGr0cu6cZEQbSgkMPqFdusZ",
+	"R+s2jWFoZ1J3n4U9vjlPc5njt87sXOWL5Lr7NFaHxrFPqXJfmbQbsmb955ewV9dYW1fwfMbSwNVyAre1",
+	"1e8BoVFnMTaNHgpteFUF47QTD+BiKmqA1bH3MuJ3uSQBFy8MmKj6jpXZUMwboaSMoywQ7cMloLRCBvEO",
+	"bWIwDwZDgVA0DbCQD9P38QqU6IlUcI1OUYJIhRy4qTjsn1QKkL2vtD/iPfZNHyfGDiJakQRxwjQiEu2G",
+	"MeNtLdurJLj61+67VJuB2JuaCiDCuCdW45ib0WUrpFy3xzyDp8B9fO53R9gjFeOKi/F1ki5L4U/pm7HT",
+	"LN4l4qRMhV6O6bR6LxM97LnL7ox7P7JgrYZZt66+G3eCtX908CwlGysrtd44JMDkmSuk4UUSZUUzK0IV",
+	"LKQ11rpDwMRBvEJQa7YlVFoAnAnpAo161Xc9ulQUBj6dg4xoSehQtPY51XexYmaFehDlXRQYivrcp+lF",
+	"gOMajU/2GUINw3nQhQbbBQAH25m2jx6Ea/aQaUmKwWX4A6s6WnWymG3c5b25X/AYcWE9LrOGIepg0BJA",
+	"JrNrdeLHACl4tUtajIeaIZaRmbCpPXqtMqVOUfwbCr867sPmDfeVg/kmr60CXFB7OIP2Uyo676QmzsNj",
+	"0enN0w9BdtC1/RfIF7sdm10IfL9MFnb9XeaKX7ET6PmGFhBQ+C/8y43pX6QxsN04+yX511B4XbGopIaf",
+	"vIJ440Ve8i+XghOn0vxrKJw+d2PkjR8A+RdxW/bG7+EWPWODq7/btxEknCSwfILdYYxpfNimTtZwVqSP",
+	"8llFF+dOavfS0vKR0oK7J30hCS9dnKGr5+DPAmeQsoxtTxVvbsIqDgn/bRcazbIxsVvQb8/gEWa3BCk+",
+	"r+UNSXvjVarHG9+WZIoVKo244LozTHzXe1jWxgEqJmA4ROlDOgH0AIItCX5B+tSQqdSGfH18bCVMRQvD",
+	"lD7YEIzZ7sXtcXsM2ct2rJjWGQnqaRYsVlK1rri+k+86luihskVkKglUTi+RXoji0rW1434ELP5KirEO",
+	"BSHAXJGhpSuym8GVzBsxW0gS6T5kirg4O+zXrMc6DRzNKR60SvtuQKsIivyNj593f+7gRnKARGyzYaBN",
+	"4UedFytL9bnPCzugYAR//HnRmWJOIyz2DsMVjRB+1yZshOtbJzFqQQltgGrR8BYgYAtF9QTDdCCh2Wuq",
+	"HSFTldS7hUm4oKi37dzTuMndw0aKefkQ+DUWQTxtk7O65sgORsUtAseu4N11eFTrjMrOb7Q9eZIHKfac",
+	"LbMdkrLLNBgWJh7FGi5vQVI/4lhYhbb+vKeC22YDuyGDpLq/w+Ec9tQ+zWwP4M5EqkNXJEFr2I9Y5tXp",
+	"fxnLjGfc/pa3iTJNXAGJn5+4BMY6+I9VI3E4KJphpeZKl8DDuzCEYhjypFcZschDczf+3Rs8gQ6sju7U",
+	"8/zIYUnNapOjsu5g5LZzOy+Dqie05zCOH2XJOuY0tY+6p+K4wDawPRJS9FHSJ96EEa9rpR1z/NGX63jX",
+	"RNB1Q+Dhqw43WBPqQfHcsk1J34MPKx/em4VahIoJ8z+0qpdm/LgEJ2z2x2Q4gF+HtukM/HTOFZX2K64R",
+	"xh8oYzzYw7F1rOheJI41KDxBVmiLBj4fJExwe0eiPwhBntjRQ7cqJ+9SYXKTEH3mZeEYtdah4TvkN2/+",
+	"faZJKbkYY5xHJDtbDXjFxQOQXEEub9wfbVk8w/IPrLQ/0RB2sSRo5HiVDcgrdFDGWEXtKmNhpjnpy9GI",
+	"1KJiWkdQnAcdUv28TKbIy6o2LltZjhAPiWtw8IYE8VOiF9OKizsNVSl94N2AvDw+JjkX97Ti5U0xb4Jo",
+	"PDyGFOwU3yrm5Y3DwsmdFx5zjaI89H5+lGckP2KmgP/WWsF/76n9L2Q7YHBILUqmSH5Usnt4YaYkfqEX",
+	"OkdUR0+XYE22VwcGvhwe0qqS80M74EGqKOMGdotVjC44zAZl6oTkDWhoTvqUFBNeIfI/jg1jEBoYWTfi",
+	"wK4a/ZS1EvogI7lPpM+RSxGbsYVV5KMTZG0qfs8CEQ48ChHWsRtBv1NpHNQfD7b3ZbTGDVzpO889BGRo",
+	"JT88DA8duwTMJSHNzUjWIvADjCrMPiAMeoRZu3gbYwwSIUBQpOziyX3v8UHc5orXfkPZF07jGkaEwm92",
+	"sk4RC94of0ysTrhbr4xe/DqJ596NBfBGy4oa1or9gpJUY26I/8yyjN3IOaRjewSCjEj7IqJwhAz0eZOh",
+	"fYTiu50pyu+HXp6HfnxB5oxMaekPzoahOQblWQk8PpHaYMswKoQEYCJ2swPyDXkdJUo557Y73CesuAP5",
+	"gYqSTKEcjfeYNaWv3NQ4RubZ78BFIsanxDtEYrrZPXWPDVnFBBfcx7VxfzzWAnPwjQ/wQzBoBI5BWRP7",
+	"tfvmG5IHPzZsHHrTLECeRDjKyMvjl/FnPqU/3nhcAKK1r25DV1FFuuomJo0MGwWDcu8QdOvNaw8U8B4m",
+	"h21n9F5rnVmvjCMJ96CNR2vxhajjOKK96eNtRLpHUCwBoPhlUCxcoytpA4+jXBrGtSsmFOBCKnlLK+dD",
+	"ebZFEX5euiM/syqn9PAsSIr8AGFdKq7hmCyk0FxDWRh7SqEEAg+hgBgIQGMo6OxkU1r6Uw3+bRQVmhYY",
+	"DgBx1HKuQ6kjOYYbqompdusB2gFO9RYuxemAXGFMa2uw/o6AljEd10WPNxnKOFilQBKzukET5Mw13CSI",
+	"DOTDUJNsINgHc0HHDbD9WmDnXewPG3M5QsPb6H9edd+xptxOmbudlRTXjMvZQ/YS7rgOVCuypUAsh5Bz",
+	"LH9w6r2FkfSBNz4Kgoo5mTBR7ytld3tC89derFfLVqgnMRBtzGl+38UBj79EExz1ZdwMjgVvXNDp3m6G",
+	"pZDhR7mEV4OPvwzaecPXExBP19MnQCj6YC4R9KEjGmVEq+qWFndr4jC1UdSw8SKmB5Zcvgnl0N3flYS4",
+	"Ax+9xUPR5aw3UkxPNpMrdJatjH+t7Ovo9/htGy/El8JzMKK9sdrVch7y+eXrs+vXr3pZ7+r67PL6zU/f",
+	"97Le5c8//YT/+uXsjf3t5rt3lzdvfrr4+bqX9c7f/Xjx9jV+9N3Zm7fwj/Ozn85fv7X/TkXaxr0/QVbB",
+	"zKqvstZXD1HNPomvNJ754/l0hY5fBrMCHfZ+OnYCwm6synUd1UyRCqPkQn2uZ5rwkvQ1Y8TrcenZbmNJ",
+	"aIe4rI4CunYIPFHu6BhQO4PIx432wa9pM/1uwPjQKbaM1i2HlO+w6JNJv0MReTcgvnwkFSkUK5kwnFb6",
+	"BHL18rgEEppofd6vZuZgKKTy7UPXPo92QH4B1P0Wgj7XYAUHGP6cSDUUeYzEn2eRXTgKIM4RXB+0sZZR",
+	"cCK1GYpVSP4FM6jlLY1+PlmgtbxB5h8K547IImB+SwjLfiNeUMManP7TGAfzjrGZHgqXjlsLwysXRWhX",
+	"wHCoE1cDP+aHh3aoh5X9H1AJczKjWjPdEfG8RcG35YIXu1UVc8znAhbehBs8HcuqIbrgsikXknoHrtTu",
+	"YAbBWInvdLyAF+BlRxA7sphPNPJR5qGmg/9BsYIJUy1uNGMi/Cpk9OlQrPx4A2ILtkb6mJCgKCYOuB2C",
+	"mRVCNnXfYetND9oN+lyFvpDoBZxQTVQtgpkiVvnkjAlWNnGmJxAn7wsQIRdLLIQOv+kQhmt3ZpsF0PQQ",
+	"sc2BC7tH6Q3j8LcM1/f4vzfB0H7jLN0d8fn7KZD3CX3ijQ/k24Aa3vlKB6b8Nn71lkc9tvYuban2/mlv",
+	"lqWdsbL343JN8fW05qL9pdMB1DZjxF4f8O/Ep++qheK2m5adVdsbT8UW9ck3I/InpuQyXObhOvI7eEoX",
+	"pNaMcHPqszcxZxGCwk6cA6ck/fA7owKcp3dsZkg/ct14vAnYr4eH9mo49ITTBwNyHdw4hFZze5lpQxc6",
+	"zh3GYfaynm3c7ZT77cK5AwUzD7vtVqLbn5D10I75lo7HO0fOww0KeeFkxKqKIIA7oSZOaNETEH6agmfO",
+	"RvokaS3xZB4jdC/T5DNL2zCcmwrGswcpG5q75sUdM6lCaDOumN4lNtuEppYxI+k/anYKEhK4PyFJhFRy",
+	"rNPVA1TVcRJ5ZwLEpViu+kfN1CIj2DP8MuKVYUoTLoqqLtk2df1x2NhvFk18E9G2BR7omgihfuD25ten",
+	"kTjxpiRTRl3yYsuVsm6/dIWduO6c0CBd7mYoXGblaAzvE3Io8rdUm0PYNYdvXrlwEiwuIQU7sOegvX6C",
+	"K4N7305GqB6K/K/413/kmBI6wNyYKyjw/gxDAMIhoKHflT59pAq47edc6AH5SRoyixz1txwylFBeXsbE",
+	"XC9L7BYp0hW+8X28KLCJTxv4HWRCQnXLL/RXbOs/8q3CNxazrrDTpS5MvDNy+M6qE/aMduA4bfocb4X6",
+	"ee2gMZ4K6HMrAc4OYqMn/QGJEkv5/zvko3kJbvsMCTuHB8U/dgbwbODY1tTa3PMqBNWBckv1HaJOEC5I",
+	"f1qDlYRr4yQU4DNVVwwcVzQSBIt5CaDLi5NEsJ9VcOO4vmQw3aYj2XREmzfU3Lu7DshBm5ir/sW7q2ty",
+	"ZH/Wier0D9gK++T5HRg4qB/dTJw2YUbEfoQUtbxkn1eIssTYX2CJndsfsRFfZGwE7NutHddw3W2KecAm",
+	"1wY82HYufB2/tYf9lIv41+fZQzK50ofFThdG1+W/4jC6fvfqXS/rvfnp5uLy3feXr6+uelnv8vX/vHn9",
+	"y8N8Q6GXz+0YalFxV7rv4BJanvAjD9UvzBkEJ+uePUF2mnuBuF02ZaDsExVh61+cXZ//4K77o195+dHj",
+	"mwo2J7C1EkLAltGdSzdwN3c8Hv92mWJfAE/sDf/2Gq6eQJwlK4Ng5OrqtTNOOb3o6tV/EV2rESCOcnOK",
+	"+pGPCSc5TOgkhySDjOS25xyezKiylwz8cpKT/7x695OdcMltl1MuqMv0mNLZzDlB2kWCtihshBPJlgrD",
+	"bFHMxn+YhFLfHgw+2YxDz94a/Ts0EiMdb8Zm9p8tw7RsBS/TfNzGbNgKa8J/3JHavd6VkMhzz5azh7fJ",
+	"eV751AmkW0VoL3+8HPS7vpFUEHTWGSa2S7TbclsrYVObYnASkWTZSkDMVoE8yx+3r6XtYyxCOy3T6xbm",
+	"Yv9hS93YrCC1Pttq0GmZImufvJvvivCZlNVNQatq4NyOnd86IKQrfG31+019u++X+6+VGDTYt10f10qc",
+	"+5fanwYI3XWf+pdanzqU3TXffQdvtD6KEXnXfPmmea31uYP+XfPlf8MbrY82rUytRGtVPgapZYFl8fFm",
+	"/Zj1pGBbyFKp08fKVDvGK+30YeqU2vLT1hGw9TeJs2fLbxN3wpZfxnfBpk9WDoltPmhtrm0+2H29lnl0",
+	"m/eXuHPzB0sbdptP4r26VRft42SbT1Y29aaPVoW/Lb+IpL6NA0udy9t+tBO/rEhzGz/oEkF3+TCWOrfc",
+	"ZikpZdOnKZlx8zerQurGIa7IDKgLdsIMfjnlgxNJ1dFdmArp6kQ7rGRB95wTsr7oG52/EYiviH+983CL",
+	"yQrVTcmmCA9xCa/fSQ+7VWfbD8LXcjmJdJWASI12zPXpCyPvmUNSoLdfyMruUh8uenfn1YwPi9aR/zDj",
+	"UcwZn9lytKKIPN58lLrlfj902p+ZTVGBM9nNrYXFX9ycwSWlBZ3piUy5pUI1mCgObNeEfGc4297L40Oo",
+	"U/cFngSNqPGQOpM+IijVfkXFPkqqbQqM3b1YwroyCRD7vH1Ltdo6cRgOuxSMlO80Wt6sVWQhsVJJLraD",
+	"SRVXKFh12VhLf+2oDg2gqhfrhIgHCE6lrxZwlixN4qplOJC7OdVkrrgx9mcZFwpwJDzCFw9OPW5ME9Pq",
+	"0koQLQfxoY0kE3rP3FbbbrxMlLtNECLOt2GT1/AiZC5wc95O3I0qbtmnV3wsaLVe4lyfJmBbYWXmMjVu",
+	"HKoSIEKlJrFcgsKBBfVCrZ6GQzZU9HlQ1a6dJFl3OT4oCsXPL9SfakpSPbISle1EzjqzS7sLVUVw32xj",
+	"ueGW2r7fCpg7sn1XqYVQGeKEUF/gwe1uqOaDQdP4FptDZDmmgqxUBzmIY8NDsx2kd+v7qEVZ68detZc8",
+	"TIxaWcDPLEu1jc+PF6Ri09VnZdBPxBNtM93DeaJFsy+BJ8JxuBeeeO1vyWUdumTr5NxtygaXrBGcOvtH",
+	"2+h+1f+Ooe/MqdM1WY5dXJxk02wzNd636PFIpo2I+gVwbKfR4gHsGtm598kzv9kyZrtLxY+RcdU6jI6d",
+	"9kMo9LFK+e69seLkePAGWWajL2CX7FRPdZutgp6wfRtWN+ui+1dZkoaHf6Q4OFVYq5ufYl/hg1kpIvMX",
+	"wEVOf9oLAzkb7j456LG8sbOKuRtD7MFqvUS3L4Al9mazXik/2l3RNsBgAIprqC7bLib7LK4hGwq0Yjlr",
+	"sDhFR+KA/ALI2GDUyaHiVQAwMayqIAO4aS0bijCEWoAGayl4gMgbI14xnbusRhfNn6pGGyxIadvSeZeg",
+	"Ce1vb3NB4nzHq6QxeMJoCQDxya7s02/ZSCrW+fhHyNVOGBeXlh9HHX+zlgnQJryySaZJYJifBf+ApRGo",
+	"JpUmeiLnAD/cP1TzQ3Vo/z/N0lNZ8hHfTcbpQGVsUv3bg7tkFYCHhVprIbcsAn4f9gbDHmDMIGh+RxE7",
+	"/k/WGicX5k8vmzfjAv5Le9WSH6J6VS/rOTT7XtaTZsLUFgXWMbkeZp75nQyjyXBJWpRcu7DAiCvressF",
+	"TQEhnJGffn5LbheGeVBrh7mOabp/OT4+hqe6A/O/8dUm9LVCli6g2VOpNqPDv/Sy3i3V7E8vk3dE5dJL",
+	"lkf6rR0FUcweL5ins8UqPYT95GikmdmSDTrRJzwrrV4c84msApnta1vOxahaFNR01Qe2DZKxZJiV3WRU",
+	"K3s8bYG37VjQMZ0jQliOzHNQtK7N8rcIHY90Lae+RdT6BGCAMIrvcAQvHWopw3fXMm0ganOCIErPVCpG",
+	"3PCImVDMdasc/D4yp96e2H6i60kG8nJRK24WV3bGbkczqpg6q3FiQAroEX5uRjAxZtb7+BE8HCO5Oktf",
+	"DsGXY7Are+gAvxwur0vrnzF6BycE4MuQc7Q4XyhpZCGroeifnV/gDa1YIVWpXU4eyAMoAy08Ur6StWHk",
+	"tjYkP5owWplJTgCZZihyOyWp+D8hSOOEfAsTcnIWgGi5BEaEE8CJg1eYanbIhWZCc3sfYBK9mcuhQHcy",
+	"eok1oZWWxNA75qvaH1b8npUk/ytiKPwHZhYORY5puyi3HeFDnR8MCFjd9FBQxcjld+fkm5df/5nMlLyt",
+	"2PTf/66l8Ak/GhHVprSYcMFIXsiS5QPyTjjaAB1OCB2K/AepTQ65lLBzafC5UVJJObulxZ3LLaGCvLkg",
+	"FTdM0YpIBTyIYAZDgY4prIwBVUhYCQhhOidjZjR5efwVye0PiPKPb+SnhJJbWS6IvGdqKPLDQ/vXYcWn",
+	"3PgPn39F8hldVJKWN0bKm4qqMcszUrKiogrTKCHvhEHBkf+8evfTUECjkA5+a8VKWphqAeO1j8k9rWpG",
+	"+kZRXkFBGGqoywOf0sqeiay8sfTMD06Hwg0R00Mlc9SB3E6gNxfED9ye7bIOQz/+C+DBgaf2xj9zAGlo",
+	"3nEJQR6B7eziTS/r3TOFdTd7x4Png2O4HGZM0BnvnfS+GhwPvnK4OLAhj2DXwD/HeH/YM416YMGePe7O",
+	"8BXIN5lJoXErvzg+Xgp8orNZxTFM6ejvzmaDp91W1dogjxg2fXuzO5woV6fG4XLxipsF7FvLwawkcXG4",
+	"gZ30y+PnXd2GeRxdIPujbxqKuezwjT3iXA2rk95ZXP5Fk/5tzStzyEUWFWuxbGcAOs9edxdn1z+gREfH",
+	"OtRA0L33tmG3fzvXBeMmEYTj9b1bnwB6oTtV5uaVo3OMN+iK0IzefEu1gU6gosvG168BumOLF7+Dwt6J",
+	"/MR3oloEzXOEIoGh+s7KHu58h/Jq9l2AwPFi6EmENRY4bz3UyDYTQoScj+83bgHDPhhcukM8uLffA3Fy",
+	"X2IXnAkSXwinxOqXLtmPa0JJ9L3j/+Od+H/X/fLyxTefcn9dMXXP1OGVJcHrwBkeuwwy+6m+I2Dr9fBj",
+	"hBZKah2hVMbbze2weLv56xKkuySm6Xf2vgAhwkkYDm1TM0PaQkCOQEO+iLauiwnAiAzFrZJzLKuGANIk",
+	"jyCCcsQeccBIXJNbsGYYCRcQtnZir5VGY+znIaYoD8WsHMaC/agvJIleyYYCs9xoVS1IjhsmP3A1DLlp",
+	"QHQQY2dA3s1cZI5XZIYir1WVk75aUmORygd2olDP5zSuE26aeSFSkpdcWlMGLCgnvTna2dWFmkHxr0OB",
+	"GKN5AKzKST8/dPvuEFs7NKayU7NkiCCfKNSY4lOWDYWW6xGasDraEijUXKo7h3HKzVC4IZyG9Sa0Uoxa",
+	"0cSSzlftqo3tGV5eDMiZU3eoyYZibIniUq2BDAFfAsF7YevzEiCV0IgHRdMatKmhcKrwz5dvEXmKzLkA",
+	"0Whl9DJIcn6aBwNyhnXzQY5q0VAfTumH3I0La93J2gCiJRQFfPnim6HIrXA1pWJx41IFI8HzzBMFBWjE",
+	"xbFH1i0tXbNDAfN9efwcCsNFLdw4bJ2c9GsBkVwH2fIrrtS75eylJ3MlxdgNyRJMgGkjoFYpgn870LSD",
+	"1Qa4uKm1FdsRdRQ+s8dttLwHKJO172dMVWpBzKEyxbT5VpaLvYlOKUC2j23NzaiafVy5up4/yRBSV1ez",
+	"uT/NxXT88ku+yM5a6pvb7XCw4clnj6r4pg9lyAD2DfVK0Ci77zJnhY6lx1WsAKvGL8iMIWw0ylgeylnI",
+	"uXa4OVBHEd5wyHMevZY4mNWAFTqhmtwyJgjCRzf4NnE1RVcIz1dQfGvvjhG152zfKS5ZEPEye87cyg8H",
+	"pJBThoHSdgRYlhFL+keVNd1Rxkro2h5TFRsh2mK7/uYpyWMDAql0TmaK45XuYL8qriFOdFUbeh2o+4QK",
+	"ke/E6tddetG1I4XOyO0CtOzPofe8jsHHdVx8MzAKENljL0WlKx1fSMH0AQJWNCyoGQoM0xaXB9Ijo6MR",
+	"plNH+p6ZH/CNJ1wp10PH+rjZcE3q2eDh1HaGtN7J397HtLe7RzCtnf2Kltz+FVMMi8k6ck2ZUbzQ6+j1",
+	"o3tlO0VnVlG+RKpl5WqFKq4HwgW5UHJq92GtiW2OoDmZHA+OBy8/Bysvj4d9ACThBt2cBDtVIWsBMKuW",
+	"8mNaj1k32Z31ZbCg02od7a2UjSacHZjVN7rDCli+dH2RUhb11N41EZD/3J7jNa8QovhzLMT1BI9zo2hh",
+	"OunqrolYV0vKYO61JxK/WgW+P7Xg5WvVrS6yS5U/bWdD+PoAX6YcdrybHPb18Veb3z8z53RGC3t47sEG",
+	"AQURgurtDJKiXfoZCwS7kgGNL6bFxr52YIuRAXQLZTWEAlrh50rqFjs/0ZW2hq0ghgRQG5pSzJ+ANR65",
+	"bkC42M1+SrSRM6wgDos3IG9KNp1J40oNJlYq6zy4P/+S/IbWwqoeURXvJKF3s2O/eYXBVK19dIRpDHA5",
+	"7N5a1nWjQKOfYL3PXZqetpROLDoEPUERBp+tQfoeIhSVnRLw+r7AY/uxexkmjNZIV8IGfLWg8wk9Z4q4",
+	"BEnS4LppkgdC5VuexEeoqRz9isbSN3g2785M2a/op4ijZU56vtHesrzQ4bh4/uIvm3BMLdfWCWX/zHIh",
+	"K6HoqlQE6wqSit8xkl/8fE3as56is/dMuKKt6KDFG67kGPxGhZA1aP2a5C+Pj4mzzN0gyW7wS/DPorMU",
+	"2nDtBSeoHI2YIn2pvHQNxjpip3WAzQZYbWwW2spT1rarcAifRxVWn0jki7vAOLrt5L79nQ5x391nBNzV",
+	"E8kLFpTvREVeMEJz8zuRCF98WpeUiaIYUJB45m1bgcL9s/MLT/gjzUx7kxy4mnRWErFbr9rhdLJK6jqF",
+	"stkS8ObTiye+py5mxMe/BSklqh3iZH3wd+jISebRHcmsok09MxdgzVOQD08r7/gQ9sdKPEuXR+kqOoH/",
+	"zcdLL00eyhHaG9bDwOUZoUZOeQEuRjv3ocBg+8xJLBmqEc5ypespGxBX8zauBY4BnXzUGG+Hwl37A3JW",
+	"Ygm6WjNFXJbbidXHohjukG6sXUXxMeXilFAxFPFbIEJA2A2UhrGTgH3gPxd0CpIGrLA5lKMRMVJWxE5Q",
+	"D4biF4ycyn0qtyUAUcyA9RsL6AXTMi0KFjpN+o4cFZ/WcuF7iZxGq3fWi713d+Zmn4xxcM++5Muogxhx",
+	"HN3uRHnFioqLNFH8s1OSYwKbK/85n2D8U+73YkB19pVfAZL4Iffip7eseELA+OONCd5v2J19ig5q8Dcd",
+	"bHtNroRRLYfhzypLzKVsl6YUgy9NAc6nFT+6ius9HWSuilS+BOqcZ1jJyYdyVvze9zQgr7BnF+6pIVhi",
+	"QXJenmzO0slP2yXpNOnnS5jQ4BNfHU/eAvTNMQJ2wqgyt4waKHYRjUZIwdwhJ2tjj0iPcbRcW4t6N+WY",
+	"o27mK/LKcVJuh4895OnvIIzt9xhI9gIPyk6rE0g6aBO0XGRlo0pCpZJRba//APqDVjcSlzj+IyCgK7JN",
+	"NnayjDQ1a+Ec8hswGQGwH3HSV+O291m31+r1h5lU5gd8dzcF48OhKFcvy43Oq3c+ChvzDCB+wV6PvwWl",
+	"wulA90xpFC6pxrnYCWjSt3LsjZNjM1eIOPwZcO7cPxXo/QdPqlP4vLqH6RMpW9QvPqoNxftgwZswzNQD",
+	"Md2AqaqfUzRcnRCjapYfuHRMIb05Kv7aGTrAxwX2rehzKDjk7rgxvw9wYr4dbwPRRLAPvmQ8lFeCtjA6",
+	"sekAqt368LyhiENQFXOdujZ9/AuWv7faE6AbRQRgdgPpofCRaZYKA3KG1Gje22h5A7MdpBu03TP2rW9W",
+	"6lznp43bCkKPfEwezAj6zr8+fuF4EPNf19vdfsR8v6dQVGzTf9jZ/hfb2c4ncsl/9wyNZau2NfvrAaFT",
+	"GR0qsT3B759yW/2h8SEc/eqYe8+egNDqtq6AjUVbu/1XZ+AgaZAjn2jHxoCgs2rxqbdtAo80vWt9tR/i",
+	"iPC72JyPDU9FH5q/Hp7pyI3W0GnLzRNQVfbog0UcmKe1jWEfO4VTv9hz59vYyUjfi0BSOXjFgwG5hKqQ",
+	"9ldKvD1y1QoJxsc/woAeprCJMtAWMlxUDaAe4F/l2iNd3rIJdwJB7KredvegWXzP9vxzKbx50G0cTfQE",
+	"cjqg/mkk8eKNeSul0RBOEBchtWKvlR1luGUr/EjWBoK1uctYpsG0li8VsnLms44iXjkaKQYgh+YhhShH",
+	"iZTWZtKYuIYi+CXcLa/vNMBmFIqVTBhOK+eHO/zqxfHx8WnLs3PHGIYCDQWHt11iqTZ0oRvV+yAjrNLM",
+	"DwG0hBuEmUvKxliG59PFBmGloK6rLoQAOk50JIBvInOnZ4Dfg9T56Q8G58BaklQdaLXL9UPuz0glaZnZ",
+	"84KSkWJ64tRO0Cud8YVw8XdMWEPddU65CUlnsJaMltsGFh41xR82+IuvfOWFz8uxON7fiLMYdPfUstub",
+	"AXNh5u4tsLTLOSZGCnLrWaJ8UlOOadU06OKAqPLBEy5/1EtXtlh447ew/le+yoMcwQWvM++N1lnkJs6a",
+	"SIFEhNrTrr4d1dGvXhpcijJO5N4HtG5wvTk+DbDbpA8xK14EIhNWeZw1Sjy6vBURGMl9ZbkrJJcDC/Rg",
+	"jpAf+sYQ9Js1MXouZiBv0JlPmu5z0kcPRt4GrM5drq5a+eDgdCjs7kQbWzQ1Dbe/3blcEalKpgbkDCft",
+	"0UwiERuAT4cCwww1eXn8DQ4BUEmwVbSsOatcCD4oycvjl9G7gFCXlBp+cWOG6g1PuQehVEV69zXrHCkJ",
+	"vysl11N5BZX+FmDtQKQHBPrIdrRzWPjnXMJPtnB7iAZH6EUfVuUUiD0eh2mzW1R0odvqtllNtx0kDty5",
+	"B/c6Gjlku2T4AYSSCoZp/RXXpgWIpwF0iYGYFxR4HwXxnPzIvx2Kfh5AuPImPCuGVTvB7+3P4N4AaDV/",
+	"viJiGibpw0cOAirG17Or4oD1soCsBzpgjvBq+SnBfxDH1yjwQA5djAkFwbzk5+vvDv+SQUqvJlwMBcLq",
+	"kX7uMdrscOAWUmxcVxTS8xkCD8BU+i+Pj4ciDzRGUKgb+1Z+kFbFaNmGGtyVj8LXF5aJAkstYc8E/LmG",
+	"g8L+OE7A5U254NN6Cg9XUYXTWIJGOiK4loHUDUccdOHiBEi8Zmzd43meGM/7JzzK2ovTZa1FTMBPYrL6",
+	"6kkPza93bP/RaiktCcX9jLtfjqzaafe7i89p1Jawq+ITOPy4N4m0fUB2B2hBcERJbhdLwwxIu/0oc3UE",
+	"6jRE6tIqDqAYCnuIsThVHWXBOdfsIKhmUiG2b+yf1idNWSnvMEYv82zGyoygBQi3pVXjAFAOMYG8qg+5",
+	"DX6+Q6ENryrihUiqSSXFGPPfIxDjoBtiDn0fbE9fH381FHkwldXCoaHBwUfs2eSPyQ502aFowCHtwVH4",
+	"C8hIwg0Ez9JbLavaMGLvy4xQkg8GOQlrCyaLoWguCI3Qd81pbL8LqC22AQcsi3dBxWgJtzx5CZNZ+k7W",
+	"RnPIQHnlBsqZdvgP9g5yoXQO8ODUX4dD8fwYLicPc9m6FyFe0kBI99z+z1QqdjAgVzguJJm9fUG4R9gB",
+	"zap7plOXyduVa/qxt8knOVk9bmkXUIFnC7u3kIZ/HLW7H7WWyoRGCKyf/3wdc3NU8tGo84i9dscT+CcU",
+	"Q1hSOZ0BPCbVdgN7Awc89jX5MBRtKAybzqRC8W8WZsxFyT4ghkyNYGfwS0YUG2lvX9cT2Hf2TKQLdwQu",
+	"YI8OyJuxgECeRvjzcC4DkkMYvzY5RiwWcjrlZij6vMzIraKimGTE0HFG8h9en736Pz/lp8SLS/ALRuQS",
+	"Np2ZhZuzsFNRDBAf7MJ51B1sWx+09Hp7t8DB97J1gil2zyHOJtLxwSsyo6aYgECckcaNmrksZGqG4qUV",
+	"3kg/hzevw9FlxVmXXQDWAwD98qrLAbE0sJe7HDUkae6baEGHIqyoi1yiZhUPP3MguIkLN8K2dzcVqG0O",
+	"5z/DpPeIfI4L/EcIqzYUfW3vGdwE+E2zVRpVgYy5iRszUh6cugsY3dMYT41h8Hh322UlU3nvEf+DHccv",
+	"JB2KCPkfVy++tpqHG0w03zPzPTev7JZa2auppCfLP/Z+dSuACxDEdzvug1OQO3BlnIcwJcO7Je4Ct3zx",
+	"9Z+S6JbLOmc0DETWXKmLEPGV312deJto5dhZZ05jfsJ4UDBVMRK+2gyX36n5eIzwFMleHn+zDc3eiKKq",
+	"XUBes5fXdFhM0loghCImgLafUgTwzNp5849G/3sCAfYbzds6Zd3uDDsmIzUg2NyFS4wjG5Wf8uqv5Hid",
+	"x+d7bt7K8epBljQh8CnvsG58fZzZbeWsB8fHx5/RmOCm1JmECvd5RgSbM+0yDAd/8DMQx9HE0YiEGjYo",
+	"69mr6lOy7orHur2auZUSfLQIAhUEeSNroSZ6uFsUQUklizuwGwyFE02tTDd2KaYQoX1r34FoqrNYmEfl",
+	"lFCxiMSToeDOF7RskWzeWSNIPL27venk87vafwObABUINI+4GlIAl+9l2lgw7ajcw+1Z/6m2il29NTjx",
+	"1LTNDb8FY4UriZLmVrsYf9gmduftV0DJW4z0s0RcY5ywauaI2yPTG+8A0bspQvUEfL2+CMWVf2krUeVB",
+	"VQAS+kioJoPg2hrPSqatRjJjFKyh9rakh5rZYRnMTGYfZhXkTjl5PzVEX5W0GeFWZYOi2Klk6TZtFlAa",
+	"ZCTVtNNRta0k92KjINfRwYyO2bW8Y6JrCb5+/iKZt/DUMWddYLpnxA45Kinwacyf+zA3NnDJsUib2Qlx",
+	"Qc3aXBe7T9bvu2t44ynDGKi+64Q4tp0PPhdhgTjLikJDSqQdnHtr4EftFJ4oS8E2/XmAR2FS3aijv4Wt",
+	"g0MlFFY5taxhewRczs5AH7/ET7hDOgN9YPS/kUCfDkpnD0xwADPbyoL8PCuffttdQN+fOK9tHR/UMOsy",
+	"5ocvy5r36BgGAdhJWOVHKkgTx5oc1LDk/m0Dp7drD/7tveUgDcgLyHO1qlzhwZOjo+cv/jw4HhwPnp/8",
+	"+c9//jNwm2v+1yC+IRS1FYAimVPHP7h6XtEvDYB99GO4kuMX75c/bSTtj+8//t8AAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

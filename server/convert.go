@@ -98,7 +98,7 @@ func authMethodOf(m acp.AuthMethod, command string) AuthMethod {
 func sessionOf(s store.Session, ex store.Executor) Session {
 	out := Session{Id: s.ID, TaskId: s.TaskID, AgentProfileId: s.AgentProfileID, Cwd: s.Cwd,
 		Title: ptrIf(s.Title), State: SessionState(s.State), EventEpoch: s.EventEpoch,
-		ContextLost: ptrIf(s.ContextLost), CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, ClosedAt: s.ClosedAt}
+		ContextLost: ptrIf(s.ContextLost), AutoContinue: ptrIf(s.AutoContinue), CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, ClosedAt: s.ClosedAt}
 	if ex.SessionID != "" {
 		out.Executor = &Executor{Runtime: ExecutorRuntime(ex.Runtime), Status: ExecutorStatus(ex.Status), Host: ptrIf(ex.Host),
 			Pid: ptrIf(ex.PID), AgentExecutionId: ptrIf(ex.AgentExecutionID), ResumeToken: ptrIf(ex.ResumeToken),

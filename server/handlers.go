@@ -97,7 +97,8 @@ func (h *handlers) ListAgents(context.Context, ListAgentsRequestObject) (ListAge
 func (h *handlers) CreateSession(ctx context.Context, req CreateSessionRequestObject) (CreateSessionResponseObject, error) {
 	b := req.Body
 	in := sessions.CreateInput{AgentProfileID: b.AgentProfileId, Cwd: b.Cwd,
-		TaskID: deref(b.TaskId), Title: deref(b.Title), PromptID: deref(b.PromptId), Executor: deref(b.Executor), Worktree: deref(b.Worktree)}
+		TaskID: deref(b.TaskId), Title: deref(b.Title), PromptID: deref(b.PromptId), Executor: deref(b.Executor), Worktree: deref(b.Worktree),
+		AutoContinue: b.AutoContinue}
 	if b.InitialPrompt != nil {
 		raw, err := promptJSON(*b.InitialPrompt)
 		if err != nil {

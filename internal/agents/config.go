@@ -28,7 +28,7 @@ var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 
 // entryKeys are the keys an agent entry may have; anything else is rejected
 // so a typo ("histroyContextInjection") never silently changes behaviour.
-var entryKeys = []string{"id", "displayName", "command", "args", "env", "envPassthrough", "historyContextInjection", "resumeArgs", "maxAgents", "authMethod", "mcpServers", "executor"}
+var entryKeys = []string{"id", "displayName", "command", "args", "env", "envPassthrough", "historyContextInjection", "resumeArgs", "maxAgents", "authMethod", "mcpServers", "executor", "autoContinue"}
 
 // fileEntry is one agent as written in the config file.
 type fileEntry struct {
@@ -52,6 +52,9 @@ type fileEntry struct {
 	// Executor is where the profile's sessions run unless a session asks
 	// otherwise: standalone, detached or a remote host's name.
 	Executor string `yaml:"executor"`
+	// AutoContinue opts the profile's sessions in to safe automatic
+	// continuation.
+	AutoContinue bool `yaml:"autoContinue"`
 	// MCPServers is validated from the node (see mcp.go), never decoded
 	// directly; mcp is the ACP JSON array it becomes.
 	MCPServers yaml.Node `yaml:"mcpServers"`
@@ -74,6 +77,7 @@ func (e fileEntry) profile(lookPath func(string) (string, error)) Profile {
 		MaxAgents:               e.MaxAgents,
 		AuthMethod:              e.AuthMethod,
 		Executor:                e.Executor,
+		AutoContinue:            e.AutoContinue,
 		MCPServers:              e.mcp,
 	}
 	if p.DisplayName == "" {

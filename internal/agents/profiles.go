@@ -90,6 +90,10 @@ type Profile struct {
 	// otherwise (standalone, detached or a remote host's name; "" for the
 	// daemon's --executor).
 	Executor string
+	// AutoContinue: the profile's sessions continue an interrupted turn
+	// once by themselves after an agent crash or a lost executor
+	// (sessions.CreateInput.AutoContinue overrides it per session).
+	AutoContinue bool
 	// AuthMethod, if set, is the auth method tetherd authenticates with
 	// after initialize (agents.yaml authMethod).
 	AuthMethod string

@@ -18,8 +18,10 @@ const (
 	SessionExecutorStatus  = "session.executor_status"
 	SessionResumed         = "session.resumed"
 	SessionRecoveryChanged = "session.recovery_changed"
-	SessionClosed          = "session.closed"
-	TaskStateChanged       = "task.state_changed"
+	// SessionAutoContinued audits a continuation tetherd made by itself.
+	SessionAutoContinued = "session.auto_continued"
+	SessionClosed        = "session.closed"
+	TaskStateChanged     = "task.state_changed"
 	// TaskCreated carries a new task whole; TaskUpdated its new title.
 	TaskCreated         = "task.created"
 	TaskUpdated         = "task.updated"
@@ -58,7 +60,7 @@ const (
 // globalTypes are the event types the global stream carries.
 var globalTypes = map[string]bool{
 	SessionCreated: true, SessionStateChanged: true, SessionExecutorStatus: true, SessionResumed: true,
-	SessionRecoveryChanged: true, SessionClosed: true, TaskStateChanged: true,
+	SessionRecoveryChanged: true, SessionAutoContinued: true, SessionClosed: true, TaskStateChanged: true,
 	TaskCreated: true, TaskUpdated: true,
 }
 

@@ -84,6 +84,14 @@ type SessionResumedData struct {
 	FallbackReason  string `json:"fallbackReason,omitempty"`
 }
 
+// AutoContinuedData is the payload of session.auto_continued; PromptID
+// (in Common) is the continuation's.
+type AutoContinuedData struct {
+	Common
+	ContinuesPromptID string `json:"continuesPromptId"`
+	Reason            string `json:"reason"`
+}
+
 // RecoveryChangedData is the payload of session.recovery_changed. Recovery
 // comes first: the writer compares this Latest event's JSON with the last
 // one stored, and payloads stored as maps had their keys sorted.

@@ -22,6 +22,9 @@ type actor struct {
 
 	sess store.Session
 	exec store.Executor
+	// autoContinued are the interrupted turns this actor has continued by
+	// itself (maybeAutoContinue): one audit event each.
+	autoContinued map[string]bool
 
 	// gen numbers agent incarnations so that late messages from a
 	// previous process (updates, exits) are recognised and dropped.

@@ -204,6 +204,9 @@ type CreateInput struct {
 	// on a branch of its own (worktree.go); the session's directory is
 	// then in the worktree.
 	Worktree bool
+	// AutoContinue opts the session in to safe automatic continuation;
+	// nil takes the profile's autoContinue.
+	AutoContinue *bool
 }
 
 // Create validates the request, then persists the session, its task when
@@ -271,8 +274,11 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (_ store.Session, 
 			Title: in.Title, State: store.SessionCreated, EventEpoch: store.NewEpoch(),
 			// The profile's MCP servers, kept with the session: every load
 			// and resume resends what the session was created with.
-			MCPServers: profile.MCPServers},
+			MCPServers: profile.MCPServers, AutoContinue: profile.AutoContinue},
 		Executor: store.Executor{Runtime: runtime, Host: host, Status: store.ExecutorStopped},
+	}
+	if in.AutoContinue != nil {
+		change.Session.AutoContinue = *in.AutoContinue
 	}
 	if wt != nil {
 		x := &change.Executor

@@ -94,9 +94,13 @@ func (m *Manager) checkpoint(sessionID, promptID string) {
 // interrupted turn promptID changed in the workspace since its checkpoint,
 // records the answer on the turn (the recovery report's workspace part)
 // and tells clients (session.recovery_changed). An executor that cannot
-// tell is recorded too, with why.
+// tell is recorded too, with why. Then the turn may be continued by itself
+// (maybeAutoContinue), its report in the continuation prompt.
 func (m *Manager) reportChanges(sessionID, promptID string) {
 	if !m.cfg.TurnCheckpoints {
+		if a, err := m.actor(m.life, sessionID); err == nil {
+			a.mb.post(func() { a.maybeAutoContinue(promptID) })
+		}
 		return
 	}
 	m.spawn(func() {
@@ -117,6 +121,7 @@ func (m *Manager) reportChanges(sessionID, promptID string) {
 				return tx.SetTurnWorkspaceChanges(a.ctx(), sessionID, promptID, b)
 			})
 			a.pushRecovery()
+			a.maybeAutoContinue(promptID)
 		})
 	})
 }

@@ -171,9 +171,12 @@ type Session struct {
 	// QueueHeld is true while the queued turns wait for the user: they were
 	// queued when tetherd restarted (see migrations/00008_queue_held.sql).
 	QueueHeld bool
-	CreatedAt time.Time
-	UpdatedAt time.Time
-	ClosedAt  *time.Time
+	// AutoContinue: after an interruption that was not the user's doing,
+	// the turn is continued once by itself (sessions/autocontinue.go).
+	AutoContinue bool
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+	ClosedAt     *time.Time
 }
 
 // Executor is the executors_running row of a session: one per session,

@@ -54,6 +54,7 @@ type sessionRow struct {
 	ModeChoice            string  `gorm:"column:mode_choice"`
 	ConfigChoices         string  `gorm:"column:config_choices"`
 	QueueHeld             bool    `gorm:"column:queue_held"`
+	AutoContinue          bool    `gorm:"column:auto_continue"`
 	CreatedAt             dbTime  `gorm:"column:created_at"`
 	UpdatedAt             dbTime  `gorm:"column:updated_at"`
 	ClosedAt              *dbTime `gorm:"column:closed_at"`
@@ -68,7 +69,7 @@ func fromSession(s Session) sessionRow {
 		MCPServers:            string(s.MCPServers),
 		AdditionalDirectories: stringsJSON(s.AdditionalDirectories),
 		Plan:                  jsonText(s.Plan),
-		Prompted:              s.Prompted, ContextLost: s.ContextLost, InjectContext: s.InjectContext, QueueHeld: s.QueueHeld,
+		Prompted:              s.Prompted, ContextLost: s.ContextLost, InjectContext: s.InjectContext, QueueHeld: s.QueueHeld, AutoContinue: s.AutoContinue,
 		ModeChoice: s.ModeChoice, ConfigChoices: objectText(s.ConfigChoices),
 		CreatedAt: toDBTime(s.CreatedAt), UpdatedAt: toDBTime(s.UpdatedAt),
 		ClosedAt: toDBTimePtr(s.ClosedAt),
@@ -86,7 +87,7 @@ func toSession(r sessionRow) (Session, error) {
 		MCPServers:            json.RawMessage(r.MCPServers),
 		AdditionalDirectories: dirs,
 		Plan:                  fromJSONText(r.Plan),
-		Prompted:              r.Prompted, ContextLost: r.ContextLost, InjectContext: r.InjectContext, QueueHeld: r.QueueHeld,
+		Prompted:              r.Prompted, ContextLost: r.ContextLost, InjectContext: r.InjectContext, QueueHeld: r.QueueHeld, AutoContinue: r.AutoContinue,
 		ModeChoice: r.ModeChoice, ConfigChoices: json.RawMessage(objectText(json.RawMessage(r.ConfigChoices))),
 		CreatedAt: r.CreatedAt.t, UpdatedAt: r.UpdatedAt.t,
 		ClosedAt: fromDBTimePtr(r.ClosedAt),

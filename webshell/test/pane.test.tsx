@@ -157,3 +157,19 @@ describe('permissions and connection', () => {
     expect(screen.queryByTestId('pane')).toBeNull();
   });
 });
+
+describe('continuations in the timeline', () => {
+  it('says which continuation tetherd made by itself (autoContinue)', async () => {
+    const api = new FakeApi('S');
+    await mount(api);
+    api.stream.push(ev('S', 11, 'turn.started', { promptId: 'c1', kind: 'continue', continuesPromptId: 'p0' }));
+    api.stream.push(ev('S', 12, 'session.auto_continued', { promptId: 'auto-continue:p1', continuesPromptId: 'p1', reason: 'agent_exited' }));
+    api.stream.push(ev('S', 13, 'turn.started', { promptId: 'auto-continue:p1', kind: 'continue', continuesPromptId: 'p1' }));
+    await flush();
+    const dividers = screen.getAllByTestId('continued-divider');
+    expect(dividers.map((d) => [d.textContent?.trim(), d.dataset.auto])).toEqual([
+      ['Continued after an interruption', undefined],
+      ['Continued automatically after the interruption (this session continues by itself after a crash)', 'true'],
+    ]);
+  });
+});

@@ -787,6 +787,7 @@ export const EventType = {
     SESSION_EXECUTOR_STATUS: 'session.executor_status',
     SESSION_RESUMED: 'session.resumed',
     SESSION_RECOVERY_CHANGED: 'session.recovery_changed',
+    SESSION_AUTO_CONTINUED: 'session.auto_continued',
     SESSION_CLOSED: 'session.closed',
     TASK_CREATED: 'task.created',
     TASK_UPDATED: 'task.updated',
@@ -859,6 +860,22 @@ export type SessionResumedData = EventCommon & {
     strategy: 'native_resume' | 'native_load' | 'history_injection' | 'fresh';
     contextRestored: boolean;
     fallbackReason?: string;
+};
+
+/**
+ * tetherd continued an interrupted turn by itself (the session opted in
+ * to automatic continuation): the audit record of it, naming why.
+ *
+ */
+export type AutoContinuedData = EventCommon & {
+    /**
+     * The interrupted turn.
+     */
+    continuesPromptId: string;
+    /**
+     * The interruption's reason: agent_exited or executor_lost.
+     */
+    reason: string;
 };
 
 export type RecoveryChangedData = EventCommon & {
@@ -1033,6 +1050,15 @@ export type SessionResumedEvent = {
      */
     id?: string;
     data: SessionResumedData;
+};
+
+export type SessionAutoContinuedEvent = {
+    type: 'session.auto_continued';
+    /**
+     * The cursor <epoch>:<seq> (durable events only).
+     */
+    id?: string;
+    data: AutoContinuedData;
 };
 
 export type SessionRecoveryChangedEvent = {
@@ -1238,6 +1264,8 @@ export type TetherEvent = ({
 } & SessionResumedEvent) | ({
     type: 'session.recovery_changed';
 } & SessionRecoveryChangedEvent) | ({
+    type: 'session.auto_continued';
+} & SessionAutoContinuedEvent) | ({
     type: 'session.closed';
 } & SessionClosedEvent) | ({
     type: 'task.created';
@@ -1299,6 +1327,10 @@ export type SessionCreate = {
      */
     executor?: string;
     /**
+     * After an interruption that was not the user's doing (the agent crashed, its executor was lost) continue the turn once by itself, audited by a `session.auto_continued` event. Default: the agent profile's `autoContinue` (off unless configured).
+     */
+    autoContinue?: boolean;
+    /**
      * Isolate the session in a git worktree of `cwd`'s repository, on a branch of its own (`tether/<task>-<session>`), made by its executor in its data directory; the session's `cwd` is then in the worktree. Every start of the agent checks it and makes it again from its branch if it went missing; closing the session removes it only when nothing in it is uncommitted, and never deletes the branch. 409 `workspace_not_a_repository` outside a repository, 404 `workspace_revision_not_found` in one without a commit.
      */
     worktree?: boolean;
@@ -1313,6 +1345,10 @@ export type Session = {
     state: SessionState;
     eventEpoch: string;
     contextLost?: boolean;
+    /**
+     * The session continues an interrupted turn once by itself after an agent crash or a lost executor.
+     */
+    autoContinue?: boolean;
     executor?: Executor;
     createdAt: string;
     updatedAt: string;

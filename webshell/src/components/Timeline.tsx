@@ -83,9 +83,9 @@ function Item({ item, s, onRetryPrompt, onDiscardPrompt }: { item: TimelineItem 
     }
     case 'turn-start':
       return (
-        <div class="divider" role="separator" data-testid="continued-divider">
+        <div class="divider" role="separator" data-testid="continued-divider" data-auto={isAutoContinuation(item.id) ? 'true' : undefined}>
           <span>
-            <IconContinue /> {t('turn.continued')}
+            <IconContinue /> {t(isAutoContinuation(item.id) ? 'turn.autoContinued' : 'turn.continued')}
           </span>
         </div>
       );
@@ -234,4 +234,12 @@ export function PermissionDock({ s, onAnswer }: { s: SessionViewState; onAnswer:
       ))}
     </div>
   );
+}
+
+/**
+ * tetherd names the turns it continues by itself (autoContinue) with this
+ * prefix: the transcript says which continuations nobody clicked.
+ */
+export function isAutoContinuation(promptId: string): boolean {
+  return promptId.startsWith('auto-continue:');
 }
