@@ -4,6 +4,8 @@ go 1.26.8
 
 require (
 	github.com/coder/acp-go-sdk v0.13.0
+	github.com/coder/websocket v1.8.15
+	github.com/creack/pty v1.1.24
 	github.com/getkin/kin-openapi v0.153.0
 	github.com/google/uuid v1.6.0
 	github.com/labstack/echo/v4 v4.16.0

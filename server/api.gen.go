@@ -2521,6 +2521,59 @@ type TaskUpdatedEvent struct {
 // TaskUpdatedEventType defines model for TaskUpdatedEvent.Type.
 type TaskUpdatedEventType string
 
+// Terminal defines model for Terminal.
+type Terminal struct {
+	Cols     int    `json:"cols"`
+	Cwd      string `json:"cwd"`
+	ExitCode *int   `json:"exitCode,omitempty"`
+	Exited   bool   `json:"exited"`
+	Id       string `json:"id"`
+
+	// Offset Bytes of output the shell has produced so far.
+	Offset    int64     `json:"offset"`
+	Rows      int       `json:"rows"`
+	StartedAt time.Time `json:"startedAt"`
+}
+
+// TerminalInput defines model for TerminalInput.
+type TerminalInput struct {
+	// Text What is typed (\n is Enter, \u0003 Ctrl-C).
+	Text string `json:"text"`
+}
+
+// TerminalList defines model for TerminalList.
+type TerminalList struct {
+	Terminals []Terminal `json:"terminals"`
+}
+
+// TerminalOpen defines model for TerminalOpen.
+type TerminalOpen struct {
+	Cols *int `json:"cols,omitempty"`
+	Rows *int `json:"rows,omitempty"`
+}
+
+// TerminalOutput defines model for TerminalOutput.
+type TerminalOutput struct {
+	// Data The bytes, base64.
+	Data []byte `json:"data"`
+
+	// End Where the next read starts.
+	End      int64 `json:"end"`
+	ExitCode *int  `json:"exitCode,omitempty"`
+
+	// Exited The shell exited and this is the end of its output.
+	Exited bool `json:"exited"`
+
+	// Offset Where data starts.
+	Offset int64 `json:"offset"`
+}
+
+// TerminalSize defines model for TerminalSize.
+type TerminalSize struct {
+	Cols int `json:"cols"`
+	Rows int `json:"rows"`
+}
+
 // TetherEvent One SSE frame as the SDK surfaces it; `type` is the `event:` name, `data` the parsed `data:` JSON.
 type TetherEvent struct {
 	union json.RawMessage
@@ -2860,6 +2913,9 @@ type ID = string
 // LastEventID defines model for LastEventID.
 type LastEventID = string
 
+// TerminalID defines model for TerminalID.
+type TerminalID = string
+
 // Ticket defines model for Ticket.
 type Ticket = string
 
@@ -2913,6 +2969,19 @@ type StreamSessionEventsParams struct {
 
 	// LastEventID Sent by EventSource clients on reconnect; same meaning as `cursor`.
 	LastEventID *LastEventID `json:"Last-Event-ID,omitempty"`
+}
+
+// ReadTerminalParams defines parameters for ReadTerminal.
+type ReadTerminalParams struct {
+	Offset *int64 `form:"offset,omitempty" json:"offset,omitempty"`
+
+	// Wait Milliseconds to wait for output when there is none yet (at most 20,000).
+	Wait *int `form:"wait,omitempty" json:"wait,omitempty"`
+}
+
+// AttachTerminalParams defines parameters for AttachTerminal.
+type AttachTerminalParams struct {
+	Offset *int64 `form:"offset,omitempty" json:"offset,omitempty"`
 }
 
 // ReadWorkspaceFileParams defines parameters for ReadWorkspaceFile.
@@ -2987,6 +3056,15 @@ type AnswerPermissionJSONRequestBody = PermissionReply
 
 // PromptSessionJSONRequestBody defines body for PromptSession for application/json ContentType.
 type PromptSessionJSONRequestBody = PromptRequest
+
+// OpenTerminalJSONRequestBody defines body for OpenTerminal for application/json ContentType.
+type OpenTerminalJSONRequestBody = TerminalOpen
+
+// WriteTerminalJSONRequestBody defines body for WriteTerminal for application/json ContentType.
+type WriteTerminalJSONRequestBody = TerminalInput
+
+// ResizeTerminalJSONRequestBody defines body for ResizeTerminal for application/json ContentType.
+type ResizeTerminalJSONRequestBody = TerminalSize
 
 // CreateTaskJSONRequestBody defines body for CreateTask for application/json ContentType.
 type CreateTaskJSONRequestBody = TaskCreate
@@ -4623,6 +4701,27 @@ type ServerInterface interface {
 	// GetSessionStatus Whether the session's agent runs, and whether and how it can be resumed.
 	// (GET /session/{id}/status)
 	GetSessionStatus(ctx echo.Context, id ID) error
+	// ListTerminals The session's interactive terminals on its executor.
+	// (GET /session/{id}/terminals)
+	ListTerminals(ctx echo.Context, id ID) error
+	// OpenTerminal Start a shell on a PTY in the session's directory, on its executor.
+	// (POST /session/{id}/terminals)
+	OpenTerminal(ctx echo.Context, id ID) error
+	// CloseTerminal End the terminal's shell (SIGHUP to its process group, then SIGKILL) and forget it.
+	// (DELETE /session/{id}/terminals/{terminalId})
+	CloseTerminal(ctx echo.Context, id ID, terminalId TerminalID) error
+	// WriteTerminal Type text into the terminal (the WebSocket does the same, byte for byte).
+	// (POST /session/{id}/terminals/{terminalId}/input)
+	WriteTerminal(ctx echo.Context, id ID, terminalId TerminalID) error
+	// ReadTerminal The terminal's output from a byte offset, waiting up to `wait` ms for some.
+	// (GET /session/{id}/terminals/{terminalId}/output)
+	ReadTerminal(ctx echo.Context, id ID, terminalId TerminalID, params ReadTerminalParams) error
+	// ResizeTerminal Set the terminal's size.
+	// (POST /session/{id}/terminals/{terminalId}/resize)
+	ResizeTerminal(ctx echo.Context, id ID, terminalId TerminalID) error
+	// AttachTerminal The terminal over a WebSocket, from a byte offset.
+	// (GET /session/{id}/terminals/{terminalId}/ws)
+	AttachTerminal(ctx echo.Context, id ID, terminalId TerminalID, params AttachTerminalParams) error
 	// GetTranscript Snapshot of turns, messages, tool calls, plan and pending permissions.
 	// (GET /session/{id}/transcript)
 	GetTranscript(ctx echo.Context, id ID) error
@@ -5069,6 +5168,183 @@ func (w *ServerInterfaceWrapper) GetSessionStatus(ctx echo.Context) error {
 	return err
 }
 
+// ListTerminals converts echo context to params.
+func (w *ServerInterfaceWrapper) ListTerminals(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListTerminals(ctx, id)
+	return err
+}
+
+// OpenTerminal converts echo context to params.
+func (w *ServerInterfaceWrapper) OpenTerminal(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.OpenTerminal(ctx, id)
+	return err
+}
+
+// CloseTerminal converts echo context to params.
+func (w *ServerInterfaceWrapper) CloseTerminal(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// ------------- Path parameter "terminalId" -------------
+	var terminalId TerminalID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "terminalId", ctx.Param("terminalId"), &terminalId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter terminalId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CloseTerminal(ctx, id, terminalId)
+	return err
+}
+
+// WriteTerminal converts echo context to params.
+func (w *ServerInterfaceWrapper) WriteTerminal(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// ------------- Path parameter "terminalId" -------------
+	var terminalId TerminalID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "terminalId", ctx.Param("terminalId"), &terminalId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter terminalId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.WriteTerminal(ctx, id, terminalId)
+	return err
+}
+
+// ReadTerminal converts echo context to params.
+func (w *ServerInterfaceWrapper) ReadTerminal(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// ------------- Path parameter "terminalId" -------------
+	var terminalId TerminalID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "terminalId", ctx.Param("terminalId"), &terminalId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter terminalId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ReadTerminalParams
+	// ------------- Optional query parameter "offset" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "offset", ctx.QueryParams(), &params.Offset, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter offset: %s", err))
+	}
+
+	// ------------- Optional query parameter "wait" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "wait", ctx.QueryParams(), &params.Wait, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter wait: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ReadTerminal(ctx, id, terminalId, params)
+	return err
+}
+
+// ResizeTerminal converts echo context to params.
+func (w *ServerInterfaceWrapper) ResizeTerminal(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// ------------- Path parameter "terminalId" -------------
+	var terminalId TerminalID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "terminalId", ctx.Param("terminalId"), &terminalId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter terminalId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ResizeTerminal(ctx, id, terminalId)
+	return err
+}
+
+// AttachTerminal converts echo context to params.
+func (w *ServerInterfaceWrapper) AttachTerminal(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// ------------- Path parameter "terminalId" -------------
+	var terminalId TerminalID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "terminalId", ctx.Param("terminalId"), &terminalId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter terminalId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params AttachTerminalParams
+	// ------------- Optional query parameter "offset" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "offset", ctx.QueryParams(), &params.Offset, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter offset: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AttachTerminal(ctx, id, terminalId, params)
+	return err
+}
+
 // GetTranscript converts echo context to params.
 func (w *ServerInterfaceWrapper) GetTranscript(ctx echo.Context) error {
 	var err error
@@ -5480,6 +5756,13 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/session/:id/workspace/git/status", wrapper.GetGitStatus, options.OperationMiddlewares["getGitStatus"]...)
 	router.GET(options.BaseURL+"/session/:id/workspace/git/diff", wrapper.GetGitDiff, options.OperationMiddlewares["getGitDiff"]...)
 	router.GET(options.BaseURL+"/session/:id/workspace/git/log", wrapper.GetGitLog, options.OperationMiddlewares["getGitLog"]...)
+	router.GET(options.BaseURL+"/session/:id/terminals", wrapper.ListTerminals, options.OperationMiddlewares["listTerminals"]...)
+	router.POST(options.BaseURL+"/session/:id/terminals", wrapper.OpenTerminal, options.OperationMiddlewares["openTerminal"]...)
+	router.DELETE(options.BaseURL+"/session/:id/terminals/:terminalId", wrapper.CloseTerminal, options.OperationMiddlewares["closeTerminal"]...)
+	router.POST(options.BaseURL+"/session/:id/terminals/:terminalId/input", wrapper.WriteTerminal, options.OperationMiddlewares["writeTerminal"]...)
+	router.GET(options.BaseURL+"/session/:id/terminals/:terminalId/output", wrapper.ReadTerminal, options.OperationMiddlewares["readTerminal"]...)
+	router.POST(options.BaseURL+"/session/:id/terminals/:terminalId/resize", wrapper.ResizeTerminal, options.OperationMiddlewares["resizeTerminal"]...)
+	router.GET(options.BaseURL+"/session/:id/terminals/:terminalId/ws", wrapper.AttachTerminal, options.OperationMiddlewares["attachTerminal"]...)
 
 }
 
@@ -7356,6 +7639,711 @@ func (response GetSessionStatusdefaultApplicationProblemPlusJSONResponse) VisitG
 	return err
 }
 
+type ListTerminalsRequestObject struct {
+	Id ID `json:"id"`
+}
+
+type ListTerminalsResponseObject interface {
+	VisitListTerminalsResponse(w http.ResponseWriter) error
+}
+
+type ListTerminals200JSONResponse TerminalList
+
+func (response ListTerminals200JSONResponse) VisitListTerminalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminals401ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ListTerminals401ApplicationProblemPlusJSONResponse) VisitListTerminalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminals403ApplicationProblemPlusJSONResponse Problem
+
+func (response ListTerminals403ApplicationProblemPlusJSONResponse) VisitListTerminalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminals404ApplicationProblemPlusJSONResponse Problem
+
+func (response ListTerminals404ApplicationProblemPlusJSONResponse) VisitListTerminalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminals503ApplicationProblemPlusJSONResponse Problem
+
+func (response ListTerminals503ApplicationProblemPlusJSONResponse) VisitListTerminalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTerminalsdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ListTerminalsdefaultApplicationProblemPlusJSONResponse) VisitListTerminalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OpenTerminalRequestObject struct {
+	Id   ID `json:"id"`
+	Body *OpenTerminalJSONRequestBody
+}
+
+type OpenTerminalResponseObject interface {
+	VisitOpenTerminalResponse(w http.ResponseWriter) error
+}
+
+type OpenTerminal201JSONResponse Terminal
+
+func (response OpenTerminal201JSONResponse) VisitOpenTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OpenTerminal400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response OpenTerminal400ApplicationProblemPlusJSONResponse) VisitOpenTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OpenTerminal401ApplicationProblemPlusJSONResponse Problem
+
+func (response OpenTerminal401ApplicationProblemPlusJSONResponse) VisitOpenTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OpenTerminal403ApplicationProblemPlusJSONResponse Problem
+
+func (response OpenTerminal403ApplicationProblemPlusJSONResponse) VisitOpenTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OpenTerminal404ApplicationProblemPlusJSONResponse Problem
+
+func (response OpenTerminal404ApplicationProblemPlusJSONResponse) VisitOpenTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OpenTerminal429ApplicationProblemPlusJSONResponse Problem
+
+func (response OpenTerminal429ApplicationProblemPlusJSONResponse) VisitOpenTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OpenTerminal503ApplicationProblemPlusJSONResponse Problem
+
+func (response OpenTerminal503ApplicationProblemPlusJSONResponse) VisitOpenTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OpenTerminaldefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response OpenTerminaldefaultApplicationProblemPlusJSONResponse) VisitOpenTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseTerminalRequestObject struct {
+	Id         ID         `json:"id"`
+	TerminalId TerminalID `json:"terminalId"`
+}
+
+type CloseTerminalResponseObject interface {
+	VisitCloseTerminalResponse(w http.ResponseWriter) error
+}
+
+type CloseTerminal200JSONResponse Terminal
+
+func (response CloseTerminal200JSONResponse) VisitCloseTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseTerminal401ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response CloseTerminal401ApplicationProblemPlusJSONResponse) VisitCloseTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseTerminal404ApplicationProblemPlusJSONResponse Problem
+
+func (response CloseTerminal404ApplicationProblemPlusJSONResponse) VisitCloseTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseTerminal503ApplicationProblemPlusJSONResponse Problem
+
+func (response CloseTerminal503ApplicationProblemPlusJSONResponse) VisitCloseTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseTerminaldefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response CloseTerminaldefaultApplicationProblemPlusJSONResponse) VisitCloseTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WriteTerminalRequestObject struct {
+	Id         ID         `json:"id"`
+	TerminalId TerminalID `json:"terminalId"`
+	Body       *WriteTerminalJSONRequestBody
+}
+
+type WriteTerminalResponseObject interface {
+	VisitWriteTerminalResponse(w http.ResponseWriter) error
+}
+
+type WriteTerminal204Response struct {
+}
+
+func (response WriteTerminal204Response) VisitWriteTerminalResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type WriteTerminal400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response WriteTerminal400ApplicationProblemPlusJSONResponse) VisitWriteTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WriteTerminal401ApplicationProblemPlusJSONResponse Problem
+
+func (response WriteTerminal401ApplicationProblemPlusJSONResponse) VisitWriteTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WriteTerminal404ApplicationProblemPlusJSONResponse Problem
+
+func (response WriteTerminal404ApplicationProblemPlusJSONResponse) VisitWriteTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WriteTerminal409ApplicationProblemPlusJSONResponse Problem
+
+func (response WriteTerminal409ApplicationProblemPlusJSONResponse) VisitWriteTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WriteTerminal503ApplicationProblemPlusJSONResponse Problem
+
+func (response WriteTerminal503ApplicationProblemPlusJSONResponse) VisitWriteTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WriteTerminaldefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response WriteTerminaldefaultApplicationProblemPlusJSONResponse) VisitWriteTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReadTerminalRequestObject struct {
+	Id         ID         `json:"id"`
+	TerminalId TerminalID `json:"terminalId"`
+	Params     ReadTerminalParams
+}
+
+type ReadTerminalResponseObject interface {
+	VisitReadTerminalResponse(w http.ResponseWriter) error
+}
+
+type ReadTerminal200JSONResponse TerminalOutput
+
+func (response ReadTerminal200JSONResponse) VisitReadTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReadTerminal400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ReadTerminal400ApplicationProblemPlusJSONResponse) VisitReadTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReadTerminal401ApplicationProblemPlusJSONResponse Problem
+
+func (response ReadTerminal401ApplicationProblemPlusJSONResponse) VisitReadTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReadTerminal404ApplicationProblemPlusJSONResponse Problem
+
+func (response ReadTerminal404ApplicationProblemPlusJSONResponse) VisitReadTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReadTerminal503ApplicationProblemPlusJSONResponse Problem
+
+func (response ReadTerminal503ApplicationProblemPlusJSONResponse) VisitReadTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReadTerminaldefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ReadTerminaldefaultApplicationProblemPlusJSONResponse) VisitReadTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResizeTerminalRequestObject struct {
+	Id         ID         `json:"id"`
+	TerminalId TerminalID `json:"terminalId"`
+	Body       *ResizeTerminalJSONRequestBody
+}
+
+type ResizeTerminalResponseObject interface {
+	VisitResizeTerminalResponse(w http.ResponseWriter) error
+}
+
+type ResizeTerminal200JSONResponse Terminal
+
+func (response ResizeTerminal200JSONResponse) VisitResizeTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResizeTerminal400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ResizeTerminal400ApplicationProblemPlusJSONResponse) VisitResizeTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResizeTerminal401ApplicationProblemPlusJSONResponse Problem
+
+func (response ResizeTerminal401ApplicationProblemPlusJSONResponse) VisitResizeTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResizeTerminal404ApplicationProblemPlusJSONResponse Problem
+
+func (response ResizeTerminal404ApplicationProblemPlusJSONResponse) VisitResizeTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResizeTerminal503ApplicationProblemPlusJSONResponse Problem
+
+func (response ResizeTerminal503ApplicationProblemPlusJSONResponse) VisitResizeTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResizeTerminaldefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ResizeTerminaldefaultApplicationProblemPlusJSONResponse) VisitResizeTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AttachTerminalRequestObject struct {
+	Id         ID         `json:"id"`
+	TerminalId TerminalID `json:"terminalId"`
+	Params     AttachTerminalParams
+}
+
+type AttachTerminalResponseObject interface {
+	VisitAttachTerminalResponse(w http.ResponseWriter) error
+}
+
+type AttachTerminal101Response struct {
+}
+
+func (response AttachTerminal101Response) VisitAttachTerminalResponse(w http.ResponseWriter) error {
+	w.WriteHeader(101)
+	return nil
+}
+
+type AttachTerminal400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response AttachTerminal400ApplicationProblemPlusJSONResponse) VisitAttachTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AttachTerminal401ApplicationProblemPlusJSONResponse Problem
+
+func (response AttachTerminal401ApplicationProblemPlusJSONResponse) VisitAttachTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AttachTerminal404ApplicationProblemPlusJSONResponse Problem
+
+func (response AttachTerminal404ApplicationProblemPlusJSONResponse) VisitAttachTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AttachTerminal503ApplicationProblemPlusJSONResponse Problem
+
+func (response AttachTerminal503ApplicationProblemPlusJSONResponse) VisitAttachTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AttachTerminaldefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response AttachTerminaldefaultApplicationProblemPlusJSONResponse) VisitAttachTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetTranscriptRequestObject struct {
 	Id ID `json:"id"`
 }
@@ -8632,6 +9620,27 @@ type StrictServerInterface interface {
 	// GetSessionStatus Whether the session's agent runs, and whether and how it can be resumed.
 	// (GET /session/{id}/status)
 	GetSessionStatus(ctx context.Context, request GetSessionStatusRequestObject) (GetSessionStatusResponseObject, error)
+	// ListTerminals The session's interactive terminals on its executor.
+	// (GET /session/{id}/terminals)
+	ListTerminals(ctx context.Context, request ListTerminalsRequestObject) (ListTerminalsResponseObject, error)
+	// OpenTerminal Start a shell on a PTY in the session's directory, on its executor.
+	// (POST /session/{id}/terminals)
+	OpenTerminal(ctx context.Context, request OpenTerminalRequestObject) (OpenTerminalResponseObject, error)
+	// CloseTerminal End the terminal's shell (SIGHUP to its process group, then SIGKILL) and forget it.
+	// (DELETE /session/{id}/terminals/{terminalId})
+	CloseTerminal(ctx context.Context, request CloseTerminalRequestObject) (CloseTerminalResponseObject, error)
+	// WriteTerminal Type text into the terminal (the WebSocket does the same, byte for byte).
+	// (POST /session/{id}/terminals/{terminalId}/input)
+	WriteTerminal(ctx context.Context, request WriteTerminalRequestObject) (WriteTerminalResponseObject, error)
+	// ReadTerminal The terminal's output from a byte offset, waiting up to `wait` ms for some.
+	// (GET /session/{id}/terminals/{terminalId}/output)
+	ReadTerminal(ctx context.Context, request ReadTerminalRequestObject) (ReadTerminalResponseObject, error)
+	// ResizeTerminal Set the terminal's size.
+	// (POST /session/{id}/terminals/{terminalId}/resize)
+	ResizeTerminal(ctx context.Context, request ResizeTerminalRequestObject) (ResizeTerminalResponseObject, error)
+	// AttachTerminal The terminal over a WebSocket, from a byte offset.
+	// (GET /session/{id}/terminals/{terminalId}/ws)
+	AttachTerminal(ctx context.Context, request AttachTerminalRequestObject) (AttachTerminalResponseObject, error)
 	// GetTranscript Snapshot of turns, messages, tool calls, plan and pending permissions.
 	// (GET /session/{id}/transcript)
 	GetTranscript(ctx context.Context, request GetTranscriptRequestObject) (GetTranscriptResponseObject, error)
@@ -9366,6 +10375,260 @@ func (sh *strictHandler) GetSessionStatus(ctx echo.Context, id ID) error {
 	return nil
 }
 
+// ListTerminals operation middleware
+func (sh *strictHandler) ListTerminals(ctx echo.Context, id ID) error {
+	var request ListTerminalsRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListTerminals(ctx.Request().Context(), request.(ListTerminalsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListTerminals")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListTerminalsResponseObject); ok {
+		return validResponse.VisitListTerminalsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// OpenTerminal operation middleware
+func (sh *strictHandler) OpenTerminal(ctx echo.Context, id ID) error {
+	var request OpenTerminalRequestObject
+
+	request.Id = id
+
+	var body OpenTerminalJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.OpenTerminal(ctx.Request().Context(), request.(OpenTerminalRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "OpenTerminal")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(OpenTerminalResponseObject); ok {
+		return validResponse.VisitOpenTerminalResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CloseTerminal operation middleware
+func (sh *strictHandler) CloseTerminal(ctx echo.Context, id ID, terminalId TerminalID) error {
+	var request CloseTerminalRequestObject
+
+	request.Id = id
+	request.TerminalId = terminalId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CloseTerminal(ctx.Request().Context(), request.(CloseTerminalRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CloseTerminal")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CloseTerminalResponseObject); ok {
+		return validResponse.VisitCloseTerminalResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// WriteTerminal operation middleware
+func (sh *strictHandler) WriteTerminal(ctx echo.Context, id ID, terminalId TerminalID) error {
+	var request WriteTerminalRequestObject
+
+	request.Id = id
+	request.TerminalId = terminalId
+
+	var body WriteTerminalJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.WriteTerminal(ctx.Request().Context(), request.(WriteTerminalRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "WriteTerminal")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(WriteTerminalResponseObject); ok {
+		return validResponse.VisitWriteTerminalResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ReadTerminal operation middleware
+func (sh *strictHandler) ReadTerminal(ctx echo.Context, id ID, terminalId TerminalID, params ReadTerminalParams) error {
+	var request ReadTerminalRequestObject
+
+	request.Id = id
+	request.TerminalId = terminalId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ReadTerminal(ctx.Request().Context(), request.(ReadTerminalRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ReadTerminal")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ReadTerminalResponseObject); ok {
+		return validResponse.VisitReadTerminalResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ResizeTerminal operation middleware
+func (sh *strictHandler) ResizeTerminal(ctx echo.Context, id ID, terminalId TerminalID) error {
+	var request ResizeTerminalRequestObject
+
+	request.Id = id
+	request.TerminalId = terminalId
+
+	var body ResizeTerminalJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ResizeTerminal(ctx.Request().Context(), request.(ResizeTerminalRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ResizeTerminal")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ResizeTerminalResponseObject); ok {
+		return validResponse.VisitResizeTerminalResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AttachTerminal operation middleware
+func (sh *strictHandler) AttachTerminal(ctx echo.Context, id ID, terminalId TerminalID, params AttachTerminalParams) error {
+	var request AttachTerminalRequestObject
+
+	request.Id = id
+	request.TerminalId = terminalId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AttachTerminal(ctx.Request().Context(), request.(AttachTerminalRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AttachTerminal")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AttachTerminalResponseObject); ok {
+		return validResponse.VisitAttachTerminalResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetTranscript operation middleware
 func (sh *strictHandler) GetTranscript(ctx echo.Context, id ID) error {
 	var request GetTranscriptRequestObject
@@ -9770,274 +11033,296 @@ func (sh *strictHandler) UpdateTask(ctx echo.Context, id ID) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L0Lcxs3lj/6VVC8W2XqbouSHWdmItXWlCI7iXedWCspm6o79FVD3SCJURPgAGjRnIz/n/1fOAdAo0k0",
-	"HxJlO9lsbU0sdjceBwfAef7Or71CTmdSMGF07+TX3owqOmWGKfjrvFZaKvuvkulC8ZnhUvROepdM11NG",
-	"6MgwRcyEa1LAm6SfD+vj468KNpPFBP7JTvAXzf6Bf+cHp0TeM6V4yTR5S7U5fH3PhDl882rQy3rctv+P",
-	"mqlFL+sJOmW9kx423st6upiwKbXjmdIPb5kYm0nv5MXxcdYzi5l9UxvFxbj38WPW+05WlZyvjn1EK80I",
-	"E6UmZsKINorRaZgKI4rNKrog/QkV5YLMuZnYyVUHXYMbYT/x4Eo2onVleidG1SyM7VbKilEBg3vzyr4H",
-	"zc2omTSt8bKX9RT7R80VK30DyWn/6WXWm3Lh/3yeooGlLhAX+2sT4ooJQ24XBF64krUqGCkqbjmBSEEU",
-	"K6QQrDCnRNMpI1NGBRdjQjXJcUHyQJIJoyVTzSxaq7rjul3z4o6Z1eGe+aUy8AIZKTkl+cW7q2tyxGxX",
-	"+gif6DwjXGjDaEnkyK7pUORntZlIxf9JbWs5wQGT/nzCiwmZc6HJfMIEuZVmQqhiRDNhDgbkJ3bPFJnV",
-	"Zigsb9wyqiybyDsmCDeaVSPCBaHk58u3g6Ho4BAc1q5kWMyYXqXCuZxO6aFmdp8aVhKYObGfa2IkKVnF",
-	"7Yj7hRRGyYqM7HbWhFZzutCkkFPWycjQyJpRJof5i1R3ekYLdmHZOHFQVNTwe2bHBruNac2leKZJyRUr",
-	"jFSLjAx7R8NeM6dTwqYzsyAjiRsyvOko3jV+t5ES27DXy+K5vDz+5k+rc/lo952eSaGR7mfmnM5owc3C",
-	"/mXpyQSwJZ3NKl4AIx3NlLyt2PTf/67tdH+NOv83xUa9k97/c9Scr0f4VB9d4FfYaZtg13bClE2lIFwT",
-	"agglhRsGqfiUm1MipJnYjTinmtByyo3lA6lIoZgl32AocjpmwtzA+zeK0WLCyvyEaEOVgS0sCLxB5rKu",
-	"SjKjWpP88HBKPxzC7zonUiHHz5Qc8Yo90ySf0g9n7mk/h7bzjOS6kDOWn/hB/8t/kREqSkKHIr9kRi0O",
-	"z+wB6zfewSnJZ0pOZ+bmHzWr2c2oripobVIbO8SbUs5FTqSZMDXnmuHmwo9hdaJGUydbIeF8l2ROuSG3",
-	"bCQVI0YtYPZjysWgxSmOF7gwbMyUXZePWc+v0idc/cvvzsk3L7/+M3Etk5IZyis9gL3mGgDmtAth+fOW",
-	"V9zw1Enxy4Qa2D+41LS8Z8pwzUp7YuVccMNpxf/J4BSfKTmzj7Eh+OIn2FW/Lu+TDJ/+D1Oa46xXX6jN",
-	"5EdmJrJMDOsHOY9HVRRsZrTl3ZIJOyJN+mfnFySPGrESg93jRApmB7/El82buV3xCbXHDbOcU5KCVhW+",
-	"YVsvqGG5u+qXKcANm+pNS3cWurLzdBOnStGF/buStLzCAy6iS7j2gcrT2cqyLdG+LrlMf86mt6wsWXlu",
-	"ufGDSb/Ep3TMUo8+xnLF39x7metvtfH3YX7y9u+sMG78RhayWl38sHPgEK2n24wgJlf4LEmk1FhgB7zl",
-	"2iRIOPbS7HaLal+/QH5aXdalQbu2O0fk20msa2CdlT1hD337nEzhhcC9Md9qFEWReRveJX0c0WBBpxVp",
-	"OoFbfnVn3lNe0duKpXmnWOLMjVRrrZJtwEonomOG7AMramN7J30Q3ky4655Z0USM+LhWcLJmRIDgBa9R",
-	"YheAaZOeU8m1Fdg7j6sJ11Z4cHz9Rtjl6tyhvEy2IUCIccx62cngwLy3rDwDphxJNaVW+iipYYeGA3ev",
-	"NK1B8LbvM1FPLYvd1rwy3O4JpEnP3hKGFYaVEd81LdQiLOslozp5KC9vfqtlxIQL44h5JD3vboomN0WL",
-	"7dtb4mbKDNyWtCy5bYFWF9ELLeWpaZGqceJaMUxNuaDVCaFqXE9BiTGSqFo0tw1wGTAo7KWMSFGwDAV4",
-	"/33rKlgh9fKJ3xpDkveE6bqZJSml/d9aM1ShcfNnpGSK37MSmZ8bTe64laRESYBgyU3QybcdmwJ/WFGx",
-	"zi+eue7kyB9GfScqWvWI3qJeZO8Lx63wFP6+v7mnVgf0pEwy6z1VidVzH5/AWt1TxS3/wQJqZlavfCbu",
-	"d1mnFPML6lhZmC6+lZbBuahZ+Yo6Pq2qd6Peyd/Wn4yg91o9TdojYZnpC9eovoB77k3HYWkvVKXqmZXt",
-	"Ta1EctVV2O5rGkB1C189wY1wwz5wpzTgoSzVTSW1SXSyRLuZH3SWmEgY0CpB32cr+9UJaJ7GVilZnjS5",
-	"9Tof6UfaI5HwBhdDYaS98+SUGl74tuAGOUBestKNAVOGAp7mJrOiJKhPk4XVKuxa+xPvvLm+1h1J7Zm8",
-	"E4zoiupJOFyCeiVHI6acQLvcycGq2L3pNOFiVpvdBnehmA671xLEj9HQO6bJSDErK38wXq4wGiTt1bGt",
-	"P8nsUCMTmm9ilZdW9pk/oVYZOD6qZW1gbEDnzVzqNnfcZmqPn1NRsMpea1VCiizgacXK9E1fMtBcE9v3",
-	"v+F3gluFcLAzUkPmTDFSKjmbsXK3W2YWnRTrJ96MOTnfCRVjVn6XlE9lVXoTzsqAZl0PtKGm1rHwQq0O",
-	"0ct6U1nyEYd/lqxihuHxYFcGD48ZPrRNFjCuxHWxfPg4Aw92mp4hK+5mMsmrZ3CkwFHoTwPLq3NvwCIU",
-	"DcJ48LAxFQnFeAfBbsJox9mu2ExqbkWoZ5r88PrsFfA6B21dkD5eskTWRvOSgfjr37cntjNm2O0w4kob",
-	"93FaODaKdWwvLehMT6Qh9pXM37H+OrCiUqBlNIB0J7XquIQcxT0Db9650JQbdmbJnVxlEIvfQUfI092H",
-	"Ilj7l5fxnlZ1Svwh8IBwYA5KNKtYYextAyqJVIQSdwKAcbL5C1+x05OCOREhNp5+/acNtvps9Yh5v0wb",
-	"HHUHQQwT5ttKFncbSbE0Z0Hs7eQMXOTWNrHK9w+U1IWQBm5jvfO3pRO5VtW9DZfklE/ZtZNut5eHFWv0",
-	"sJ3Gqfk/WetM4ML86WXD55FhxNtsIsZ4fgz/l9pT3FTrRXd/4kKz2Yo9x8/opuLiLvo7rUIqvvlygadd",
-	"7GdluDMw5rGEpkejJ27clp7vs5QRIvgcV4YJzo7XM1lMOuSjRuTdZL64ZIW8Z2pxVU+nVG26ZvHSaZFd",
-	"1ULYZ1nPyQFg/Zj5q665ibPeiHL8RyTfbr7tAs2yWOpuzbFFkUC5dUv0ihUVF7gQ22kzwVqdbbGocMQk",
-	"V1V1WSbsI1yKnZesm2Cut6jthEoSkeUSDUw7XiMxw2wgoX3vVVoCjtXFlSvpRza9tSoEs5MgZa3AfIZO",
-	"vxldVJKWpKBKcaZJ34/HSvvKCg4gynBNuLiX1T1L6RzrmR71rY6nhuq7LqF0dZZOsOiw1uLj0FebCD+B",
-	"C1MKL55YFbBv/wSHlhfkGtcitHhwQij5+ec3rzIi2JxQ42gI33j7omK1ZmVSqGFKSfUj07ptTo9e+MDN",
-	"uSxZ2gpun17xsaBV2jAktVlnJZWK2FdOSCULWoG0UTIDjrzM6XFoLmUlukbsG4pNpWGnzkoDP2lDRUkr",
-	"KVhykhXV5ooxsYvBctayNa0Y/q/lHeuQBr0RzgocXpXnaeqrWkD/0YHbTAUNokAM2OJ21slrrVFP1tpr",
-	"HMWv8O2PWc/qBF5yXvelM4z+4l9fPpH8LNbqLL77H2TSl1GWiumke8/u8caETtDPqwk3aPqoBf9AtIRY",
-	"CedJB5aaSWW6Od5z9HJnC2jA8gtxYSF29agxzCq5eMORvu3gphbUBVtYZoWfvOPoZsr1lJpikpHBYHDw",
-	"sI1nW+w4kuyjyDm1yoL2hWc6OFhua16V5B6/6Nwh9paghTlL7Ni3liAQY2HVStbYbT25baPb7au0JaTZ",
-	"/7DUju2J46xnGjrJCKs0C6YXr8wF34p9x3tYkrOUtbmVH75dGGS6LYRZ/OISVGmdivuAB6BHVRXabnCz",
-	"6JhnJ1QTIQ2hxZ2Q84qVY1aSBWtTrXsQCX9kesmJf9OvNRFsLA2HEBrpLGO1UvbYbNh7kOw0cTRteRo5",
-	"AnTo4zF5YMwTWZWa9DEYZj7hlVX67XVuKeZG6e70rfyc8UHj/a4JaxNckDv6sLxw3J6Wp6QYn8CYXSSK",
-	"XWCiuSgaN73r87QJOoOP3EXnT5tbJe8YOEK4JreMizFRzChuP6zgtqwF9AFC0sxuTQzoc22QktHSir+k",
-	"32JIsMzFtmfwtLYs4y2XR6A9WsHdcJ20Gf1pP9ws5ztjZfuugP96ftl0a6S94LDpt3aCt26hTR4UbHrT",
-	"sKJQiPbI0PuwRkYgTJR2Ue0q2Zc906eOiVVVYw+H2TZnT5cY5NxUHTeUVxsTxidvMLbyOhlVfDzpmOA6",
-	"sXxppZpX44FlkfbqFmOZCG0yrlvqqyBktSe0upVxbVUtYIZUtGXd5XvB7h7ggOgEMJL0aSPwOFmeEsGM",
-	"ldlIUZsDf0DE/RMjTxvj7liCOuEPfn9NR4KmChualovVjQ0iCuxUsOYnT/s2efbpQUwpTGkpqvtJWsy7",
-	"wuiMQpbMa1VWsqsVQwcSSrGWuNBIRthgPHAuRSvz3XjWO3X3VYg4BO2koWHWnK5R9ELjpWozRgGGRHLL",
-	"wg3Sh/6JpgtN5pOFG8jSdaHYyGp3XvjFoF3F/t5cm0+j0+2gMTWixJ50l+Xt36V2vP+Y9b7nwGPcpIOV",
-	"pHo9pbzqjPCTqjtCEB7vJkNMqO7wMdU45o1nHbTQGlvWmkhrXE27qbPte25e8dEoZaygXHQs8y3VHb4W",
-	"qxwSu3rU6uuujSQDFi0H1rqVj1xdH7OePdi3v+zd9L5LBrx1ea5+sUKRPT9PfJpE2okl5HytDyu982yf",
-	"P8p7tr5j6McJA2jk4gbioMPJ0fbeJQK0rPbZ5eQsJteqFgU1XU7fbneavX7golHMamUt79pmt5dnK8dE",
-	"wQGGy7oytjUsm3bueqOmTp9Dt1xQtL+m/NwVW/PpNm7j9SkBLUYyckYqds+qQS/7stzNWUTEmCqBeh2L",
-	"8laOE7EFsFV22rDuqN4kmvuWO0bTCGtLDOL3fII52ISLrmeKiiKxxme3TdSJ37NeSU4HcXoNOh34LKyW",
-	"txO5cKKvhUHfznZHnB2qCxLkJthRffaAlYYih3tyHjPFRvzDWg0/zn0h6uGboZ5hPtTmizEyT+A6h0UN",
-	"A25ovJZxkJ4r3MNFyRKTHnNjj0KrznqTFLxJ+jOpClZRLsj9ixMyID+SM/KKXJJzck1+zshfSS2MosVd",
-	"l5wmFR+nE44soe3G9ReDOwMgPwYOATDPpddu38dVbEbeSJn4AgnhGJB4VzFjmNJbBOfhgYWrEXWfWtIf",
-	"GK1S0/0FEuJCALrQc9s1yemMOytbbjcz5nxKWCU7lZyLkRw441o+FH1aaQmJJt+/viZHcsYEnXEIUs8P",
-	"UBW7XszYFfRMrl79V/Bi+WkPhTfVWX0OZXlNgvI3n0jNSDMqUBmpgIQhMqV/l2ow5UIqTBxaOuzCV2n+",
-	"Obt4E+YWDIaRdqqZumea9OM5Y3ChJvFM07xbBJl7tecxBCve8+UeLSdDWDhwb4YH652Qc7HlPSnv0tG4",
-	"68gQzMeKVYxqFkjRzz1/+AU/yMiwV9qNMOxhaIwgtdCGTmfMWdk3s2+4aP2osnilUkwceQlWg2xdvla4",
-	"MHYK61i+L1xu3S4KDSp921mxu12wSlYtU3OtIc/WR12biazHE1BnFtqwaXKVl5KF1uUEQHeZjylpZr2G",
-	"+mdWBNt3hPTS4u1nRaY44DfbLsyno30zsvYSpBX3mPBAytUN4MOn1q3CyvoFpk0E42J6/8bkftJvxSho",
-	"IkXVofEtxzE5GgxQpN8oncNTFye2hjvPJ7W42yd3/s6YCOjzeCZqyPxlMFFhx7MHJpIle1CE6VSWjkXi",
-	"aL8Xf9kM2dBaUWwlNbI4+rUrgh1SlVMWFXvpOSsO+gGcad5IeUfQhHNKYF4nRBupWJkR11gc5c8+GLTw",
-	"pk0tRZOmukUQhc87XTGNuEk07a0jh+TF2lxou/tIAbKjmSi79eDns4s3mZspOv/ibBOUP9vzj2KJ3HP4",
-	"ejW+yqXw7ZZRAv8gvCSHbkPAiIULT+7TKE45ikKOd0hDmWnbnN2VOIDDTJH2gqkpB0q8C5GV7Tnete0D",
-	"W4TbYrz0Ng6s8GZI2YLe1g/0ks2qxY47Nh7SMjrH+tDtnqxNIdsRAalEjHXhcfHYQyjiEic9VATtoP72",
-	"5pQVDtgtRwVjj6v7HWMKIPiele9ma7xc6wMUV2J2Z0yU6MHzrS9F6rIPM2C897tFZEtZndOq2oafQcqO",
-	"vbLe2+8XZZPUvcIp+xW+n4I3XPp2VxjpXuja9NGQMi34JAj4CPmnazk+rxg0C6MaKD+sx0tD8VxxQ++f",
-	"8zpPkHUstM+NvoavsJvNXIW02RNTRYT+gngKR7UHlqqo6DAqR2aAhJmdS+WQmdZYvzbKPAaVsDXRuXaA",
-	"P8/sTbVXZt/Vo9HQaZMDqNuO/749ncfw5xJRPjNjVlQMahzOHjiyQX1aJ7F3gbsklI88ESCTo/qFEAs6",
-	"BkQSQtaisBoXowBNZyaEkgmHdHIyD9ARe8IsKtYFAk1pMeGCHSpGS1wbCLux3wzImVh4YBZMcEa/qiZa",
-	"2mkhzhi4D0j+9fFxjlPJQU+6mStu2A2GjedozoZQL2iCFABL5mJ+nFrWR3O4obdUQ2DRgpWkksUdKzHU",
-	"035/W+sFsRKlrCEurJBCG0Ut8bCvzCHK6TvCNRnVVXVwEgDVwITvvEaFVCWovaDcOeSwRjWEKOsSQqE0",
-	"HS1TQ0LyqNceAw2+CjTAZzfynqlK0jLQIFY7S44kMPQOwxy4HSXJDw/dG4d2todutjnGtDrcgdrMaOGc",
-	"KXaykLxqpCRT2oxTIzjaSCrCTUQGS4BSCpbhxElFDVOdXtuOCCEutLH37XYndJwluTHxcav9jc1E3ntg",
-	"9I4NP52ZrU/iVq7tR8AVfIPfPXeqov9zdbNhV91pkkUH3CrCsPqQPAf5aLdcgP/zoS+nbTxTbhBDhYUX",
-	"0mFv6/Mqt0uMXIr+dIYlqQjmR7qMacHmLtD1FKOCQNcJGeLgXlVGI2qnSx/3kfnQVUYQs3NKF4RWEKBp",
-	"T4mA3wP+vk+WpBllZnpFbtuUzJAVuLrcAMJ66Iw+mMQHsfGWWJaoGBHNSzadScuMgza+5Soy7Iwaw5Rt",
-	"+///29nh/0cP/3l8+M375p+Dm5PD9//vv6V4A4f5sATJaV0Zbqi+a6NxMgGr0cu6cZEQbSgkMPqFdusZ",
-	"R+s2jWFoZ1J3n4U9vjlPc5njt87sXOWL5Lr7NFaHxrFPqXJfmbQbsmb955ewV9dYW1fwfMbSwNVyAre1",
-	"1e8BoVFnMTaNHgpteFUF47QTD+BiKmqA1bH3MuJ3uSQBFy8MmKj6jpXZUMwboaSMoywQ7cMloLRCBvEO",
-	"bWIwDwZDgVA0DbCQD9P38QqU6IlUcI1OUYJIhRy4qTjsn1QKkL2vtD/iPfZNHyfGDiJakQRxwjQiEu2G",
-	"MeNtLdurJLj61+67VJuB2JuaCiDCuCdW45ib0WUrpFy3xzyDp8B9fO53R9gjFeOKi/F1ki5L4U/pm7HT",
-	"LN4l4qRMhV6O6bR6LxM97LnL7ox7P7JgrYZZt66+G3eCtX908CwlGysrtd44JMDkmSuk4UUSZUUzK0IV",
-	"LKQ11rpDwMRBvEJQa7YlVFoAnAnpAo161Xc9ulQUBj6dg4xoSehQtPY51XexYmaFehDlXRQYivrcp+lF",
-	"gOMajU/2GUINw3nQhQbbBQAH25m2jx6Ea/aQaUmKwWX4A6s6WnWymG3c5b25X/AYcWE9LrOGIepg0BJA",
-	"JrNrdeLHACl4tUtajIeaIZaRmbCpPXqtMqVOUfwbCr867sPmDfeVg/kmr60CXFB7OIP2Uyo676QmzsNj",
-	"0enN0w9BdtC1/RfIF7sdm10IfL9MFnb9XeaKX7ET6PmGFhBQ+C/8y43pX6QxsN04+yX511B4XbGopIaf",
-	"vIJ440Ve8i+XghOn0vxrKJw+d2PkjR8A+RdxW/bG7+EWPWODq7/btxEknCSwfILdYYxpfNimTtZwVqSP",
-	"8llFF+dOavfS0vKR0oK7J30hCS9dnKGr5+DPAmeQsoxtTxVvbsIqDgn/bRcazbIxsVvQb8/gEWa3BCk+",
-	"r+UNSXvjVarHG9+WZIoVKo244LozTHzXe1jWxgEqJmA4ROlDOgH0AIItCX5B+tSQqdSGfH18bCVMRQvD",
-	"lD7YEIzZ7sXtcXsM2ct2rJjWGQnqaRYsVlK1rri+k+86luihskVkKglUTi+RXoji0rW1434ELP5KirEO",
-	"BSHAXJGhpSuym8GVzBsxW0gS6T5kirg4O+zXrMc6DRzNKR60SvtuQKsIivyNj593f+7gRnKARGyzYaBN",
-	"4UedFytL9bnPCzugYAR//HnRmWJOIyz2DsMVjRB+1yZshOtbJzFqQQltgGrR8BYgYAtF9QTDdCCh2Wuq",
-	"HSFTldS7hUm4oKi37dzTuMndw0aKefkQ+DUWQTxtk7O65sgORsUtAseu4N11eFTrjMrOb7Q9eZIHKfac",
-	"LbMdkrLLNBgWJh7FGi5vQVI/4lhYhbb+vKeC22YDuyGDpLq/w+Ec9tQ+zWwP4M5EqkNXJEFr2I9Y5tXp",
-	"fxnLjGfc/pa3iTJNXAGJn5+4BMY6+I9VI3E4KJphpeZKl8DDuzCEYhjypFcZschDczf+3Rs8gQ6sju7U",
-	"8/zIYUnNapOjsu5g5LZzOy+Dqie05zCOH2XJOuY0tY+6p+K4wDawPRJS9FHSJ96EEa9rpR1z/NGX63jX",
-	"RNB1Q+Dhqw43WBPqQfHcsk1J34MPKx/em4VahIoJ8z+0qpdm/LgEJ2z2x2Q4gF+HtukM/HTOFZX2K64R",
-	"xh8oYzzYw7F1rOheJI41KDxBVmiLBj4fJExwe0eiPwhBntjRQ7cqJ+9SYXKTEH3mZeEYtdah4TvkN2/+",
-	"faZJKbkYY5xHJDtbDXjFxQOQXEEub9wfbVk8w/IPrLQ/0RB2sSRo5HiVDcgrdFDGWEXtKmNhpjnpy9GI",
-	"1KJiWkdQnAcdUv28TKbIy6o2LltZjhAPiWtw8IYE8VOiF9OKizsNVSl94N2AvDw+JjkX97Ti5U0xb4Jo",
-	"PDyGFOwU3yrm5Y3DwsmdFx5zjaI89H5+lGckP2KmgP/WWsF/76n9L2Q7YHBILUqmSH5Usnt4YaYkfqEX",
-	"OkdUR0+XYE22VwcGvhwe0qqS80M74EGqKOMGdotVjC44zAZl6oTkDWhoTvqUFBNeIfI/jg1jEBoYWTfi",
-	"wK4a/ZS1EvogI7lPpM+RSxGbsYVV5KMTZG0qfs8CEQ48ChHWsRtBv1NpHNQfD7b3ZbTGDVzpO889BGRo",
-	"JT88DA8duwTMJSHNzUjWIvADjCrMPiAMeoRZu3gbYwwSIUBQpOziyX3v8UHc5orXfkPZF07jGkaEwm92",
-	"sk4RC94of0ysTrhbr4xe/DqJ596NBfBGy4oa1or9gpJUY26I/8yyjN3IOaRjewSCjEj7IqJwhAz0eZOh",
-	"fYTiu50pyu+HXp6HfnxB5oxMaekPzoahOQblWQk8PpHaYMswKoQEYCJ2swPyDXkdJUo557Y73CesuAP5",
-	"gYqSTKEcjfeYNaWv3NQ4RubZ78BFIsanxDtEYrrZPXWPDVnFBBfcx7VxfzzWAnPwjQ/wQzBoBI5BWRP7",
-	"tfvmG5IHPzZsHHrTLECeRDjKyMvjl/FnPqU/3nhcAKK1r25DV1FFuuomJo0MGwWDcu8QdOvNaw8U8B4m",
-	"h21n9F5rnVmvjCMJ96CNR2vxhajjOKK96eNtRLpHUCwBoPhlUCxcoytpA4+jXBrGtSsmFOBCKnlLK+dD",
-	"ebZFEX5euiM/syqn9PAsSIr8AGFdKq7hmCyk0FxDWRh7SqEEAg+hgBgIQGMo6OxkU1r6Uw3+bRQVmhYY",
-	"DgBx1HKuQ6kjOYYbqompdusB2gFO9RYuxemAXGFMa2uw/o6AljEd10WPNxnKOFilQBKzukET5Mw13CSI",
-	"DOTDUJNsINgHc0HHDbD9WmDnXewPG3M5QsPb6H9edd+xptxOmbudlRTXjMvZQ/YS7rgOVCuypUAsh5Bz",
-	"LH9w6r2FkfSBNz4Kgoo5mTBR7ytld3tC89derFfLVqgnMRBtzGl+38UBj79EExz1ZdwMjgVvXNDp3m6G",
-	"pZDhR7mEV4OPvwzaecPXExBP19MnQCj6YC4R9KEjGmVEq+qWFndr4jC1UdSw8SKmB5Zcvgnl0N3flYS4",
-	"Ax+9xUPR5aw3UkxPNpMrdJatjH+t7Ovo9/htGy/El8JzMKK9sdrVch7y+eXrs+vXr3pZ7+r67PL6zU/f",
-	"97Le5c8//YT/+uXsjf3t5rt3lzdvfrr4+bqX9c7f/Xjx9jV+9N3Zm7fwj/Ozn85fv7X/TkXaxr0/QVbB",
-	"zKqvstZXD1HNPomvNJ754/l0hY5fBrMCHfZ+OnYCwm6synUd1UyRCqPkQn2uZ5rwkvQ1Y8TrcenZbmNJ",
-	"aIe4rI4CunYIPFHu6BhQO4PIx432wa9pM/1uwPjQKbaM1i2HlO+w6JNJv0MReTcgvnwkFSkUK5kwnFb6",
-	"BHL18rgEEppofd6vZuZgKKTy7UPXPo92QH4B1P0Wgj7XYAUHGP6cSDUUeYzEn2eRXTgKIM4RXB+0sZZR",
-	"cCK1GYpVSP4FM6jlLY1+PlmgtbxB5h8K547IImB+SwjLfiNeUMManP7TGAfzjrGZHgqXjlsLwysXRWhX",
-	"wHCoE1cDP+aHh3aoh5X9H1AJczKjWjPdEfG8RcG35YIXu1UVc8znAhbehBs8HcuqIbrgsikXknoHrtTu",
-	"YAbBWInvdLyAF+BlRxA7sphPNPJR5qGmg/9BsYIJUy1uNGMi/Cpk9OlQrPx4A2ILtkb6mJCgKCYOuB2C",
-	"mRVCNnXfYetND9oN+lyFvpDoBZxQTVQtgpkiVvnkjAlWNnGmJxAn7wsQIRdLLIQOv+kQhmt3ZpsF0PQQ",
-	"sc2BC7tH6Q3j8LcM1/f4vzfB0H7jLN0d8fn7KZD3CX3ijQ/k24Aa3vlKB6b8Nn71lkc9tvYuban2/mlv",
-	"lqWdsbL343JN8fW05qL9pdMB1DZjxF4f8O/Ep++qheK2m5adVdsbT8UW9ck3I/InpuQyXObhOvI7eEoX",
-	"pNaMcHPqszcxZxGCwk6cA6ck/fA7owKcp3dsZkg/ct14vAnYr4eH9mo49ITTBwNyHdw4hFZze5lpQxc6",
-	"zh3GYfaynm3c7ZT77cK5AwUzD7vtVqLbn5D10I75lo7HO0fOww0KeeFkxKqKIIA7oSZOaNETEH6agmfO",
-	"RvokaS3xZB4jdC/T5DNL2zCcmwrGswcpG5q75sUdM6lCaDOumN4lNtuEppYxI+k/anYKEhK4PyFJhFRy",
-	"rNPVA1TVcRJ5ZwLEpViu+kfN1CIj2DP8MuKVYUoTLoqqLtk2df1x2NhvFk18E9G2BR7omgihfuD25ten",
-	"kTjxpiRTRl3yYsuVsm6/dIWduO6c0CBd7mYoXGblaAzvE3Io8rdUm0PYNYdvXrlwEiwuIQU7sOegvX6C",
-	"K4N7305GqB6K/K/413/kmBI6wNyYKyjw/gxDAMIhoKHflT59pAq47edc6AH5SRoyixz1txwylFBeXsbE",
-	"XC9L7BYp0hW+8X28KLCJTxv4HWRCQnXLL/RXbOs/8q3CNxazrrDTpS5MvDNy+M6qE/aMduA4bfocb4X6",
-	"ee2gMZ4K6HMrAc4OYqMn/QGJEkv5/zvko3kJbvsMCTuHB8U/dgbwbODY1tTa3PMqBNWBckv1HaJOEC5I",
-	"f1qDlYRr4yQU4DNVVwwcVzQSBIt5CaDLi5NEsJ9VcOO4vmQw3aYj2XREmzfU3Lu7DshBm5ir/sW7q2ty",
-	"ZH/Wier0D9gK++T5HRg4qB/dTJw2YUbEfoQUtbxkn1eIssTYX2CJndsfsRFfZGwE7NutHddw3W2KecAm",
-	"1wY82HYufB2/tYf9lIv41+fZQzK50ofFThdG1+W/4jC6fvfqXS/rvfnp5uLy3feXr6+uelnv8vX/vHn9",
-	"y8N8Q6GXz+0YalFxV7rv4BJanvAjD9UvzBkEJ+uePUF2mnuBuF02ZaDsExVh61+cXZ//4K77o195+dHj",
-	"mwo2J7C1EkLAltGdSzdwN3c8Hv92mWJfAE/sDf/2Gq6eQJwlK4Ng5OrqtTNOOb3o6tV/EV2rESCOcnOK",
-	"+pGPCSc5TOgkhySDjOS25xyezKiylwz8cpKT/7x695OdcMltl1MuqMv0mNLZzDlB2kWCtihshBPJlgrD",
-	"bFHMxn+YhFLfHgw+2YxDz94a/Ts0EiMdb8Zm9p8tw7RsBS/TfNzGbNgKa8J/3JHavd6VkMhzz5azh7fJ",
-	"eV751AmkW0VoL3+8HPS7vpFUEHTWGSa2S7TbclsrYVObYnASkWTZSkDMVoE8yx+3r6XtYyxCOy3T6xbm",
-	"Yv9hS93YrCC1Pttq0GmZImufvJvvivCZlNVNQatq4NyOnd86IKQrfG31+019u++X+6+VGDTYt10f10qc",
-	"+5fanwYI3XWf+pdanzqU3TXffQdvtD6KEXnXfPmmea31uYP+XfPlf8MbrY82rUytRGtVPgapZYFl8fFm",
-	"/Zj1pGBbyFKp08fKVDvGK+30YeqU2vLT1hGw9TeJs2fLbxN3wpZfxnfBpk9WDoltPmhtrm0+2H29lnl0",
-	"m/eXuHPzB0sbdptP4r26VRft42SbT1Y29aaPVoW/Lb+IpL6NA0udy9t+tBO/rEhzGz/oEkF3+TCWOrfc",
-	"ZikpZdOnKZlx8zerQurGIa7IDKgLdsIMfjnlgxNJ1dFdmArp6kQ7rGRB95wTsr7oG52/EYiviH+983CL",
-	"yQrVTcmmCA9xCa/fSQ+7VWfbD8LXcjmJdJWASI12zPXpCyPvmUNSoLdfyMruUh8uenfn1YwPi9aR/zDj",
-	"UcwZn9lytKKIPN58lLrlfj902p+ZTVGBM9nNrYXFX9ycwSWlBZ3piUy5pUI1mCgObNeEfGc4297L40Oo",
-	"U/cFngSNqPGQOpM+IijVfkXFPkqqbQqM3b1YwroyCRD7vH1Ltdo6cRgOuxSMlO80Wt6sVWQhsVJJLraD",
-	"SRVXKFh12VhLf+2oDg2gqhfrhIgHCE6lrxZwlixN4qplOJC7OdVkrrgx9mcZFwpwJDzCFw9OPW5ME9Pq",
-	"0koQLQfxoY0kE3rP3FbbbrxMlLtNECLOt2GT1/AiZC5wc95O3I0qbtmnV3wsaLVe4lyfJmBbYWXmMjVu",
-	"HKoSIEKlJrFcgsKBBfVCrZ6GQzZU9HlQ1a6dJFl3OT4oCsXPL9SfakpSPbISle1EzjqzS7sLVUVw32xj",
-	"ueGW2r7fCpg7sn1XqYVQGeKEUF/gwe1uqOaDQdP4FptDZDmmgqxUBzmIY8NDsx2kd+v7qEVZ68detZc8",
-	"TIxaWcDPLEu1jc+PF6Ri09VnZdBPxBNtM93DeaJFsy+BJ8JxuBeeeO1vyWUdumTr5NxtygaXrBGcOvtH",
-	"2+h+1f+Ooe/MqdM1WY5dXJxk02wzNd636PFIpo2I+gVwbKfR4gHsGtm598kzv9kyZrtLxY+RcdU6jI6d",
-	"9kMo9LFK+e69seLkePAGWWajL2CX7FRPdZutgp6wfRtWN+ui+1dZkoaHf6Q4OFVYq5ufYl/hg1kpIvMX",
-	"wEVOf9oLAzkb7j456LG8sbOKuRtD7MFqvUS3L4Al9mazXik/2l3RNsBgAIprqC7bLib7LK4hGwq0Yjlr",
-	"sDhFR+KA/ALI2GDUyaHiVQAwMayqIAO4aS0bijCEWoAGayl4gMgbI14xnbusRhfNn6pGGyxIadvSeZeg",
-	"Ce1vb3NB4nzHq6QxeMJoCQDxya7s02/ZSCrW+fhHyNVOGBeXlh9HHX+zlgnQJryySaZJYJifBf+ApRGo",
-	"JpUmeiLnAD/cP1TzQ3Vo/z/N0lNZ8hHfTcbpQGVsUv3bg7tkFYCHhVprIbcsAn4f9gbDHmDMIGh+RxE7",
-	"/k/WGicX5k8vmzfjAv5Le9WSH6J6VS/rOTT7XtaTZsLUFgXWMbkeZp75nQyjyXBJWpRcu7DAiCvressF",
-	"TQEhnJGffn5LbheGeVBrh7mOabp/OT4+hqe6A/O/8dUm9LVCli6g2VOpNqPDv/Sy3i3V7E8vk3dE5dJL",
-	"lkf6rR0FUcweL5ins8UqPYT95GikmdmSDTrRJzwrrV4c84msApnta1vOxahaFNR01Qe2DZKxZJiV3WRU",
-	"K3s8bYG37VjQMZ0jQliOzHNQtK7N8rcIHY90Lae+RdT6BGCAMIrvcAQvHWopw3fXMm0ganOCIErPVCpG",
-	"3PCImVDMdasc/D4yp96e2H6i60kG8nJRK24WV3bGbkczqpg6q3FiQAroEX5uRjAxZtb7+BE8HCO5Oktf",
-	"DsGXY7Are+gAvxwur0vrnzF6BycE4MuQc7Q4XyhpZCGroeifnV/gDa1YIVWpXU4eyAMoAy08Ur6StWHk",
-	"tjYkP5owWplJTgCZZihyOyWp+D8hSOOEfAsTcnIWgGi5BEaEE8CJg1eYanbIhWZCc3sfYBK9mcuhQHcy",
-	"eok1oZWWxNA75qvaH1b8npUk/ytiKPwHZhYORY5puyi3HeFDnR8MCFjd9FBQxcjld+fkm5df/5nMlLyt",
-	"2PTf/66l8Ak/GhHVprSYcMFIXsiS5QPyTjjaAB1OCB2K/AepTQ65lLBzafC5UVJJObulxZ3LLaGCvLkg",
-	"FTdM0YpIBTyIYAZDgY4prIwBVUhYCQhhOidjZjR5efwVye0PiPKPb+SnhJJbWS6IvGdqKPLDQ/vXYcWn",
-	"3PgPn39F8hldVJKWN0bKm4qqMcszUrKiogrTKCHvhEHBkf+8evfTUECjkA5+a8VKWphqAeO1j8k9rWpG",
-	"+kZRXkFBGGqoywOf0sqeiay8sfTMD06Hwg0R00Mlc9SB3E6gNxfED9ye7bIOQz/+C+DBgaf2xj9zAGlo",
-	"3nEJQR6B7eziTS/r3TOFdTd7x4Png2O4HGZM0BnvnfS+GhwPvnK4OLAhj2DXwD/HeH/YM416YMGePe7O",
-	"8BXIN5lJoXErvzg+Xgp8orNZxTFM6ejvzmaDp91W1dogjxg2fXuzO5woV6fG4XLxipsF7FvLwawkcXG4",
-	"gZ30y+PnXd2GeRxdIPujbxqKuezwjT3iXA2rk95ZXP5Fk/5tzStzyEUWFWuxbGcAOs9edxdn1z+gREfH",
-	"OtRA0L33tmG3fzvXBeMmEYTj9b1bnwB6oTtV5uaVo3OMN+iK0IzefEu1gU6gosvG168BumOLF7+Dwt6J",
-	"/MR3oloEzXOEIoGh+s7KHu58h/Jq9l2AwPFi6EmENRY4bz3UyDYTQoScj+83bgHDPhhcukM8uLffA3Fy",
-	"X2IXnAkSXwinxOqXLtmPa0JJ9L3j/+Od+H/X/fLyxTefcn9dMXXP1OGVJcHrwBkeuwwy+6m+I2Dr9fBj",
-	"hBZKah2hVMbbze2weLv56xKkuySm6Xf2vgAhwkkYDm1TM0PaQkCOQEO+iLauiwnAiAzFrZJzLKuGANIk",
-	"jyCCcsQeccBIXJNbsGYYCRcQtnZir5VGY+znIaYoD8WsHMaC/agvJIleyYYCs9xoVS1IjhsmP3A1DLlp",
-	"QHQQY2dA3s1cZI5XZIYir1WVk75aUmORygd2olDP5zSuE26aeSFSkpdcWlMGLCgnvTna2dWFmkHxr0OB",
-	"GKN5AKzKST8/dPvuEFs7NKayU7NkiCCfKNSY4lOWDYWW6xGasDraEijUXKo7h3HKzVC4IZyG9Sa0Uoxa",
-	"0cSSzlftqo3tGV5eDMiZU3eoyYZibIniUq2BDAFfAsF7YevzEiCV0IgHRdMatKmhcKrwz5dvEXmKzLkA",
-	"0Whl9DJIcn6aBwNyhnXzQY5q0VAfTumH3I0La93J2gCiJRQFfPnim6HIrXA1pWJx41IFI8HzzBMFBWjE",
-	"xbFH1i0tXbNDAfN9efwcCsNFLdw4bJ2c9GsBkVwH2fIrrtS75eylJ3MlxdgNyRJMgGkjoFYpgn870LSD",
-	"1Qa4uKm1FdsRdRQ+s8dttLwHKJO172dMVWpBzKEyxbT5VpaLvYlOKUC2j23NzaiafVy5up4/yRBSV1ez",
-	"uT/NxXT88ku+yM5a6pvb7XCw4clnj6r4pg9lyAD2DfVK0Ci77zJnhY6lx1WsAKvGL8iMIWw0ylgeylnI",
-	"uXa4OVBHEd5wyHMevZY4mNWAFTqhmtwyJgjCRzf4NnE1RVcIz1dQfGvvjhG152zfKS5ZEPEye87cyg8H",
-	"pJBThoHSdgRYlhFL+keVNd1Rxkro2h5TFRsh2mK7/uYpyWMDAql0TmaK45XuYL8qriFOdFUbeh2o+4QK",
-	"ke/E6tddetG1I4XOyO0CtOzPofe8jsHHdVx8MzAKENljL0WlKx1fSMH0AQJWNCyoGQoM0xaXB9Ijo6MR",
-	"plNH+p6ZH/CNJ1wp10PH+rjZcE3q2eDh1HaGtN7J397HtLe7RzCtnf2Kltz+FVMMi8k6ck2ZUbzQ6+j1",
-	"o3tlO0VnVlG+RKpl5WqFKq4HwgW5UHJq92GtiW2OoDmZHA+OBy8/Bysvj4d9ACThBt2cBDtVIWsBMKuW",
-	"8mNaj1k32Z31ZbCg02od7a2UjSacHZjVN7rDCli+dH2RUhb11N41EZD/3J7jNa8QovhzLMT1BI9zo2hh",
-	"OunqrolYV0vKYO61JxK/WgW+P7Xg5WvVrS6yS5U/bWdD+PoAX6YcdrybHPb18Veb3z8z53RGC3t47sEG",
-	"AQURgurtDJKiXfoZCwS7kgGNL6bFxr52YIuRAXQLZTWEAlrh50rqFjs/0ZW2hq0ghgRQG5pSzJ+ANR65",
-	"bkC42M1+SrSRM6wgDos3IG9KNp1J40oNJlYq6zy4P/+S/IbWwqoeURXvJKF3s2O/eYXBVK19dIRpDHA5",
-	"7N5a1nWjQKOfYL3PXZqetpROLDoEPUERBp+tQfoeIhSVnRLw+r7AY/uxexkmjNZIV8IGfLWg8wk9Z4q4",
-	"BEnS4LppkgdC5VuexEeoqRz9isbSN3g2785M2a/op4ijZU56vtHesrzQ4bh4/uIvm3BMLdfWCWX/zHIh",
-	"K6HoqlQE6wqSit8xkl/8fE3as56is/dMuKKt6KDFG67kGPxGhZA1aP2a5C+Pj4mzzN0gyW7wS/DPorMU",
-	"2nDtBSeoHI2YIn2pvHQNxjpip3WAzQZYbWwW2spT1rarcAifRxVWn0jki7vAOLrt5L79nQ5x391nBNzV",
-	"E8kLFpTvREVeMEJz8zuRCF98WpeUiaIYUJB45m1bgcL9s/MLT/gjzUx7kxy4mnRWErFbr9rhdLJK6jqF",
-	"stkS8ObTiye+py5mxMe/BSklqh3iZH3wd+jISebRHcmsok09MxdgzVOQD08r7/gQ9sdKPEuXR+kqOoH/",
-	"zcdLL00eyhHaG9bDwOUZoUZOeQEuRjv3ocBg+8xJLBmqEc5ypespGxBX8zauBY4BnXzUGG+Hwl37A3JW",
-	"Ygm6WjNFXJbbidXHohjukG6sXUXxMeXilFAxFPFbIEJA2A2UhrGTgH3gPxd0CpIGrLA5lKMRMVJWxE5Q",
-	"D4biF4ycyn0qtyUAUcyA9RsL6AXTMi0KFjpN+o4cFZ/WcuF7iZxGq3fWi713d+Zmn4xxcM++5Muogxhx",
-	"HN3uRHnFioqLNFH8s1OSYwKbK/85n2D8U+73YkB19pVfAZL4Iffip7eseELA+OONCd5v2J19ig5q8Dcd",
-	"bHtNroRRLYfhzypLzKVsl6YUgy9NAc6nFT+6ius9HWSuilS+BOqcZ1jJyYdyVvze9zQgr7BnF+6pIVhi",
-	"QXJenmzO0slP2yXpNOnnS5jQ4BNfHU/eAvTNMQJ2wqgyt4waKHYRjUZIwdwhJ2tjj0iPcbRcW4t6N+WY",
-	"o27mK/LKcVJuh4895OnvIIzt9xhI9gIPyk6rE0g6aBO0XGRlo0pCpZJRba//APqDVjcSlzj+IyCgK7JN",
-	"NnayjDQ1a+Ec8hswGQGwH3HSV+O291m31+r1h5lU5gd8dzcF48OhKFcvy43Oq3c+ChvzDCB+wV6PvwWl",
-	"wulA90xpFC6pxrnYCWjSt3LsjZNjM1eIOPwZcO7cPxXo/QdPqlP4vLqH6RMpW9QvPqoNxftgwZswzNQD",
-	"Md2AqaqfUzRcnRCjapYfuHRMIb05Kv7aGTrAxwX2rehzKDjk7rgxvw9wYr4dbwPRRLAPvmQ8lFeCtjA6",
-	"sekAqt368LyhiENQFXOdujZ9/AuWv7faE6AbRQRgdgPpofCRaZYKA3KG1Gje22h5A7MdpBu03TP2rW9W",
-	"6lznp43bCkKPfEwezAj6zr8+fuF4EPNf19vdfsR8v6dQVGzTf9jZ/hfb2c4ncsl/9wyNZau2NfvrAaFT",
-	"GR0qsT3B759yW/2h8SEc/eqYe8+egNDqtq6AjUVbu/1XZ+AgaZAjn2jHxoCgs2rxqbdtAo80vWt9tR/i",
-	"iPC72JyPDU9FH5q/Hp7pyI3W0GnLzRNQVfbog0UcmKe1jWEfO4VTv9hz59vYyUjfi0BSOXjFgwG5hKqQ",
-	"9ldKvD1y1QoJxsc/woAeprCJMtAWMlxUDaAe4F/l2iNd3rIJdwJB7KredvegWXzP9vxzKbx50G0cTfQE",
-	"cjqg/mkk8eKNeSul0RBOEBchtWKvlR1luGUr/EjWBoK1uctYpsG0li8VsnLms44iXjkaKQYgh+YhhShH",
-	"iZTWZtKYuIYi+CXcLa/vNMBmFIqVTBhOK+eHO/zqxfHx8WnLs3PHGIYCDQWHt11iqTZ0oRvV+yAjrNLM",
-	"DwG0hBuEmUvKxliG59PFBmGloK6rLoQAOk50JIBvInOnZ4Dfg9T56Q8G58BaklQdaLXL9UPuz0glaZnZ",
-	"84KSkWJ64tRO0Cud8YVw8XdMWEPddU65CUlnsJaMltsGFh41xR82+IuvfOWFz8uxON7fiLMYdPfUstub",
-	"AXNh5u4tsLTLOSZGCnLrWaJ8UlOOadU06OKAqPLBEy5/1EtXtlh447ew/le+yoMcwQWvM++N1lnkJs6a",
-	"SIFEhNrTrr4d1dGvXhpcijJO5N4HtG5wvTk+DbDbpA8xK14EIhNWeZw1Sjy6vBURGMl9ZbkrJJcDC/Rg",
-	"jpAf+sYQ9Js1MXouZiBv0JlPmu5z0kcPRt4GrM5drq5a+eDgdCjs7kQbWzQ1Dbe/3blcEalKpgbkDCft",
-	"0UwiERuAT4cCwww1eXn8DQ4BUEmwVbSsOatcCD4oycvjl9G7gFCXlBp+cWOG6g1PuQehVEV69zXrHCkJ",
-	"vysl11N5BZX+FmDtQKQHBPrIdrRzWPjnXMJPtnB7iAZH6EUfVuUUiD0eh2mzW1R0odvqtllNtx0kDty5",
-	"B/c6Gjlku2T4AYSSCoZp/RXXpgWIpwF0iYGYFxR4HwXxnPzIvx2Kfh5AuPImPCuGVTvB7+3P4N4AaDV/",
-	"viJiGibpw0cOAirG17Or4oD1soCsBzpgjvBq+SnBfxDH1yjwQA5djAkFwbzk5+vvDv+SQUqvJlwMBcLq",
-	"kX7uMdrscOAWUmxcVxTS8xkCD8BU+i+Pj4ciDzRGUKgb+1Z+kFbFaNmGGtyVj8LXF5aJAkstYc8E/LmG",
-	"g8L+OE7A5U254NN6Cg9XUYXTWIJGOiK4loHUDUccdOHiBEi8Zmzd43meGM/7JzzK2ovTZa1FTMBPYrL6",
-	"6kkPza93bP/RaiktCcX9jLtfjqzaafe7i89p1Jawq+ITOPy4N4m0fUB2B2hBcERJbhdLwwxIu/0oc3UE",
-	"6jRE6tIqDqAYCnuIsThVHWXBOdfsIKhmUiG2b+yf1idNWSnvMEYv82zGyoygBQi3pVXjAFAOMYG8qg+5",
-	"DX6+Q6ENryrihUiqSSXFGPPfIxDjoBtiDn0fbE9fH381FHkwldXCoaHBwUfs2eSPyQ502aFowCHtwVH4",
-	"C8hIwg0Ez9JbLavaMGLvy4xQkg8GOQlrCyaLoWguCI3Qd81pbL8LqC22AQcsi3dBxWgJtzx5CZNZ+k7W",
-	"RnPIQHnlBsqZdvgP9g5yoXQO8ODUX4dD8fwYLicPc9m6FyFe0kBI99z+z1QqdjAgVzguJJm9fUG4R9gB",
-	"zap7plOXyduVa/qxt8knOVk9bmkXUIFnC7u3kIZ/HLW7H7WWyoRGCKyf/3wdc3NU8tGo84i9dscT+CcU",
-	"Q1hSOZ0BPCbVdgN7Awc89jX5MBRtKAybzqRC8W8WZsxFyT4ghkyNYGfwS0YUG2lvX9cT2Hf2TKQLdwQu",
-	"YI8OyJuxgECeRvjzcC4DkkMYvzY5RiwWcjrlZij6vMzIraKimGTE0HFG8h9en736Pz/lp8SLS/ALRuQS",
-	"Np2ZhZuzsFNRDBAf7MJ51B1sWx+09Hp7t8DB97J1gil2zyHOJtLxwSsyo6aYgECckcaNmrksZGqG4qUV",
-	"3kg/hzevw9FlxVmXXQDWAwD98qrLAbE0sJe7HDUkae6baEGHIqyoi1yiZhUPP3MguIkLN8K2dzcVqG0O",
-	"5z/DpPeIfI4L/EcIqzYUfW3vGdwE+E2zVRpVgYy5iRszUh6cugsY3dMYT41h8Hh322UlU3nvEf+DHccv",
-	"JB2KCPkfVy++tpqHG0w03zPzPTev7JZa2auppCfLP/Z+dSuACxDEdzvug1OQO3BlnIcwJcO7Je4Ct3zx",
-	"9Z+S6JbLOmc0DETWXKmLEPGV312deJto5dhZZ05jfsJ4UDBVMRK+2gyX36n5eIzwFMleHn+zDc3eiKKq",
-	"XUBes5fXdFhM0loghCImgLafUgTwzNp5849G/3sCAfYbzds6Zd3uDDsmIzUg2NyFS4wjG5Wf8uqv5Hid",
-	"x+d7bt7K8epBljQh8CnvsG58fZzZbeWsB8fHx5/RmOCm1JmECvd5RgSbM+0yDAd/8DMQx9HE0YiEGjYo",
-	"69mr6lOy7orHur2auZUSfLQIAhUEeSNroSZ6uFsUQUklizuwGwyFE02tTDd2KaYQoX1r34FoqrNYmEfl",
-	"lFCxiMSToeDOF7RskWzeWSNIPL27venk87vafwObABUINI+4GlIAl+9l2lgw7ajcw+1Z/6m2il29NTjx",
-	"1LTNDb8FY4UriZLmVrsYf9gmduftV0DJW4z0s0RcY5ywauaI2yPTG+8A0bspQvUEfL2+CMWVf2krUeVB",
-	"VQAS+kioJoPg2hrPSqatRjJjFKyh9rakh5rZYRnMTGYfZhXkTjl5PzVEX5W0GeFWZYOi2Klk6TZtFlAa",
-	"ZCTVtNNRta0k92KjINfRwYyO2bW8Y6JrCb5+/iKZt/DUMWddYLpnxA45Kinwacyf+zA3NnDJsUib2Qlx",
-	"Qc3aXBe7T9bvu2t44ynDGKi+64Q4tp0PPhdhgTjLikJDSqQdnHtr4EftFJ4oS8E2/XmAR2FS3aijv4Wt",
-	"g0MlFFY5taxhewRczs5AH7/ET7hDOgN9YPS/kUCfDkpnD0xwADPbyoL8PCuffttdQN+fOK9tHR/UMOsy",
-	"5ocvy5r36BgGAdhJWOVHKkgTx5oc1LDk/m0Dp7drD/7tveUgDcgLyHO1qlzhwZOjo+cv/jw4HhwPnp/8",
-	"+c9//jNwm2v+1yC+IRS1FYAimVPHP7h6XtEvDYB99GO4kuMX75c/bSTtj+8//t8AAAD//w==",
+	"7L2Ncxs3si/6r6D4bpWpd0eU7Di7G6lObWllJ/E9TqxrKcd139JPA82AJFZDgAtgRHOzfn/7K3QDGAyJ",
+	"4YdEyU5OtrZikZwPoNFo9Oevf+0VcjqTggmjeye/9mZU0SkzTMGn81ppqexfJdOF4jPDpeid9N4zXU8Z",
+	"oSPDFDETrkkBV5J+PqyPj78p2EwWE/iTneA3mv0TP+cHp0TeMaV4yTR5S7U5fH3HhDl882rQy3rcPv+f",
+	"NVOLXtYTdMp6Jz18eC/r6WLCptSOZ0o/vWVibCa9kxfHx1nPLGb2Sm0UF+Pe589Z73tZVXK+OvYRrTQj",
+	"TJSamAkj2ihGp2EqjCg2q+iC9CdUlAsy52ZiJ1cddA1uhO+JB1eyEa0r0zsxqmZhbDdSVowKGNybV/Y6",
+	"eNyMmknzNF72sp5i/6y5YqV/QHLaf3qZ9aZc+I/PUzSw1AXi4vvahLhkwpCbBYELLmWtCkaKiltOIFIQ",
+	"xQopBCvMKdF0ysiUUcHFmFBNclyQPJBkwmjJVDOL1qruuG5XTE25oFUniYy/YK+kuuLFLTOrVDrzHGLg",
+	"AjJSckryi3eXV+SI2RnqI/xF5xnhQhtGSyJHlpWGIj+rzUQq/i9qn5YTpBPpzye8mJA5F5rMJ0yQG2km",
+	"hCpGNBPmYEB+ZndMkVlthsKy5A2jynKnvGWCcKNZNSJcEEp+ef92MBQdjInD2pX6ixnTq1Q4l9MpPdTM",
+	"igfDSgIzJ/Z2TYwkJau4HXG/kMIoWZGRlSKa0GpOF5oUcso69w88ZM0ok8P8INWtntGCXVjWSMinihp+",
+	"x+zYYJMzrbkUzzQpuWKFkWqRkWHvaNhr5nRK2HRmFmQkUQ6EKx3Fu8bvmDOx+3u9LJ7Ly+Pv/rQ6l8+W",
+	"h/VMCo10PzPndEYLbhb2k6UnE8CWdDareAGMdDRT8qZi0//5D22n+2v08v+h2Kh30vu/jhqxfoS/6qML",
+	"vAtf2ibYlZ0wZVMpCNeEGkJJ4YZBKj7l5pQIaSZ2/8+pJrSccmP5QCpSKGbJNxiKnI6ZMNdw/bVitJiw",
+	"Mj8h2lBlQHIIAleQuayrksyo1iQ/PJzST4fwvc6JVMjxMyVHvGLPNMmn9NOZ+7Wfw7PzjOS6kDOWn/hB",
+	"/9vfkREqSkKHIn/PjFocnlm57jfewSnJZ0pOZ+b6nzWr2fWorip42qQ2dojXpZyLnEgzYWrONcPNhTfD",
+	"6kQPTQnUQsKxIsmcckNu2EgqRoxawOzHlItBi1McL3Bh2Jgpuy6fs55fpSdc/fffn5PvXn77Z+KeTEpm",
+	"KK/0APaaewAwp10Iy583vOKGpyTFhwk1sH9wqWl5x5ThmpVWYuVccMNpxf/F4PCYKTmzP+OD4I6fYVf9",
+	"urxPMvz1v5jSHGe9ekFtJj8xM5FlYlg/ynk8qqJgM6Mt75ZM2BFp0j87vyB59BCrqNg9TqRgdvBLfNlc",
+	"mdsVn1ArbpjlnJIUtKrwCvv0ghqWOw1jmQLcsKnetHRn4VV2nm7iVCm6sJ8rSctLFHARXYK2AVSezlaW",
+	"bYn2dcll+nY2vWFlycpzy42fTPoiPqVjlvrpc3xG/91dl7n3rT78Y5ifvPkHK4wbv5GFrFYXP+wcEKL1",
+	"dJsRxOQKtyWJlBoL7IC3XJsECcdeid5uUe3lF8hPq8u6NGj37M4R+eck1jWwzsqesELf/k6mcEHg3phv",
+	"NWrAyLwN75I+jmiwoNOKNC+BU351Z95RXtGbiqV5p1jizI1Ua62SfYDVTkTHDNknVtTGvp30QXkz4ax7",
+	"ZlUTMeLjWoFkzYgAxQsuo8QuANMmPaeSa2sndIqrCddWeXB8/UbY5ercobxMPkOAEuOY9X0ngwPz3rDy",
+	"DJhyJNWUWu2jpIYdGg7cvfJoDfq+vZ6JempZ7KbmleF2TyBNevaUMKwwrIz4rnlCLcKyvmdUJ4Xy8ua3",
+	"GntMuDCOmEfS8+6maHJTtNi+vSWup8zAaUnLktsn0OoiuqBlszVPpGqcOFa8LXJCqBrXU7CdjCSqFs1p",
+	"A1wGDAp7KSNSFCxDBd7f3zoKVki9LPFbY0jynjBdJ7MkpbT/rTVDyx03f0ZKpvgdK5H5udHklltNSpQE",
+	"CJbcBJ1827Ep8IsVE+v84pl7nRx5YdR3qqI1j+gN2kX2vHDcCr/C57vrO2pNT0/KJLPeUZVYPXfzCazV",
+	"HVXc8h8soGZm9chn4m6XdUoxv6COlYXp4ltpGZyLmpWvqOPTqno36p38fb1kBHPb2mnSioRlpi/cQ/UF",
+	"nHNvOoSlPVCVqmdWtze1EslVV2G7r3kAmlt46QluhGv2iTujAYWyVNeV1CbxkiXazfygs8REwoBWCfox",
+	"W9mvTkHzNLZGyfKkyY23+Ug/sh6JhCu4GAoj7Zknp9Twwj8LTpAD5CWr3RjwoCjgaW4yq0qC+TRZWKvC",
+	"rrWXeOfN8bVOJLVn8k4woiuqJ0G4BPNKjkZMOYV2+SUHq2r3JmnCxaw2uw3uQjEddq8liB+jobdMk5Fi",
+	"Vlf+ZLxeYTRo2qtjWy/J7FAjz51/xCovrewzL6FWGTgW1bI2MDag82YudZs7fmZqj59TUbDKHmtVQoss",
+	"4NeKlemTvmRguSa27/+G7wluFcLBvUkNmTPFSKnkbMbK3U6ZWSQp1k+8GXNyvhMqxqz8Pqmfyqr0LpyV",
+	"Ac26ftCGmlrHygu1NkQv601lyUcc/ixZxQxD8WBXBoXHDH+0jyxgXInjYln4OAcPvjQ9Q1bczmSSV89A",
+	"pIAo9NLA8urcO7AIRT80Ch42piJhGO+g2E0Y7ZDtis2k5laFeqbJj6/PXgGvc7DWBenjIUtkbTQvGai/",
+	"/norsZ0zw26HEVfauJvTyrFRrGN7aUFneiINsZdk/oz1x4FVlQItowGkX1KrjkPIUdwz8OadC49yw84s",
+	"uZOrDGrxO3gR8nS3UIQgw/Iy3tGqTqk/BH4gHJiDEs0qVhh72oBJIhWhxEkAcE42n/ASOz0pmFMRYufp",
+	"t3/a4PfOVkXMx2Xa4Kg7CGKYMH+rZHG7kRRLcxbEnk7OwUVu7CNW+f6emroQ0sBprHe+t3Qq16q5t+GQ",
+	"nPIpu3La7fb6sGKNHbbTODX/F2vJBC7Mn142fB45RrzPJmKM58fwv9Se4qZar7p7iQuPzVb8OX5G1xUX",
+	"t9HntAmp+ObDBX7tYj+rw52BM48lLD0a/eLGben5MUs5IUKoc2WYEOx4PZPFpEM/alTeTe6L96yQd0wt",
+	"LuvplKpNxyweOi2yq1oI+1vWc3oAeD9m/qhrTuKsN6Ic/4j0282nXaBZFmvdrTm2KBIot26JXrGi4gIX",
+	"YjtrJnirsy0WFURMclVVl2fC/oRLsfOSdRPMvS16dsIkicjyHh1MOx4jMcNsIKG97lVaA47NxZUj6Sc2",
+	"vbEmBLOTIGWtwH2GQb8ZXVSSlqSgSnGmSd+Px2r7yioOoMpwTbi4k9UdS9kc65ke7a2OXw3Vt11K6eos",
+	"nWLR4a3Fn8O72kT4GUKYUnj1xJqAffsRAlpekWtCi/DEgxNCyS+/vHmVEcHmhBpHQ7jH+xcVqzUrk0oN",
+	"U0qqn5jWbXd6dMEnbs5lydJecPvrJR8LWqUdQ1KbdV5SqYi95IRUsqAVaBslMxDIy5wdh+5SVmJoxF6h",
+	"2FQaduq8NPCVNlSUtJKCJSdZUW0uGRO7OCxnLV/TiuP/St6yDm3QO+GswuFNeZ6mvqoFvD8SuM1U0CEK",
+	"xIAtbmedPNYa82Stv8ZR/BKv/pz1rE3gNed1dzrH6Ad/+bJE8rNYa7P41/8ok7GMslRMJ8N7do83LnSC",
+	"cV5NuEHXRy34J6Il5Eq4SDqw1Ewq083xnqOXX7aAB1h+IS4bxa4eNYZZIxdPONK3L7iuBXXJFpZZ4Ssf",
+	"OLqecj2lpphkZDAYHNxv49kndogk+1MUnFplQXvBMx0CLDc1r0pyh3d07hB7StDCnCV27FtLEMixsGYl",
+	"a/y2ntz2odvtq7QnpNn/sNSO7YnjrGcaXpIRVmkWXC/emAuxFXuNj7AkZylrcyM//W1hkOm2UGbxjvdg",
+	"SutU3gf8AHZUVaHvBjeLjnl2QjUR0hBa3Ao5r1g5ZiVZsDbVugeRiEeml5z4K/1aE8HG0nBIoZHOM1Yr",
+	"ZcVmw96D5EsTomlLaeQI0GGPx+SBMU9kVWrSx2SY+YRX1ui3x7mlmBulO9O3inPGgsbHXRPeJjggd4xh",
+	"eeW4PS1PSTE+gTG7TBS7wERzUTRhevfO0ybXDW5yB52XNjdK3jIIhHBNbhgXY6KYUdzeWMFpWQt4ByhJ",
+	"M7s1MY/QPYOUjJZW/SX9FkOCZy72PUOkteUZb4U8Au3RC+6G67TN6KO9cbOe75yV7bMC/vX8sunUSEfB",
+	"YdNvHQRvnUKbIij46E3DilIh2iPD6MMaHYEwUdpFtatkL/ZMnxITq6bGHoTZNrKnSw1yYaqOE8qbjQnn",
+	"k3cYW32djCo+nnRMcJ1avrRSzaXxwLLIenWLsUyENhnXLfVlULLaE1rdyri2qhYwQyrauu7yuWB3D3BA",
+	"JAGMJH3aKDxOl6dEMGN1NlLU5sALiPj9xMjTxrk7lmBOeMHvj+lI0VRhQ9NysbqxQUWBnQre/KS0b5Nn",
+	"nxHElMGU1qK6f0mreZeYnVHIknmrymp2tWIYQEIt1hIXHpIRNhgPXEjR6nzXnvVO3XkVMg7BOmlomDXS",
+	"NcpeaKJUbcYowJFIblg4QfrwfqLpQpP5ZOEGsnRcKDay1p1XfjFpV7F/NMfm49h0O1hMjSqxJ9tleft3",
+	"mR0fP2e9HzjwGDfpZCWpXk8przoz/KTqzhCEn3fTISZUd8SYahzzRlkHT2iNLWtNpDWu5rkp2fYDN6/4",
+	"aJRyVlAuOpb5huqOWIs1DoldPWrtdfeMJAMWrQDWupWPQl2fs54V7Nsf9m563ycT3roiVx+sUmTl54mv",
+	"zkgHsYScr41hpXeefedP8o6tfzG8xykD6OTiBvKgg+RoR+8SCVrW+uwKchaTK1WLgpquoG93OM0eP3DQ",
+	"KGatslZ0bXPYy7OVY6IQAMNlXRnbGpZNB3e9U1On5dANFxT9r6k4d8XW3LpN2Hh9SUCLkYyckYrdsWrQ",
+	"y76ucHMWETGmSqBex6K8leNEbgFslZ02rBPVm1Rz/+SO0TTK2hKD+D2fYA424aLrN0VFkVjjs5sm68Tv",
+	"WW8kp5M4vQWdTnwW1srbiVw40dfCYGxnOxFnh+qSBLkJflRfPWC1oSjgnpzHTLER/7TWwo9rX4i6/2ao",
+	"Z1gPtflgjNwTuM5hUcOAGxqvZRyk5wr3cFGyxKTH3FhRaM1Z75KCK0l/JlXBKsoFuXtxQgbkJ3JGXpH3",
+	"5JxckV8y8ldSC6Nocdulp0nFx+mCI0tou3H9weBkANTHgBAA91x67fYtrmI38kbKxAdISMeAer+KGcOU",
+	"3iI5DwUWrkb0+tSS/sholZruByiICwnoQs/tq0lOZ9x52XK7mbHUVMIq2ankXIzkwDnX8qHo00pLKDT5",
+	"4fUVOZIzJuiMQ5J6foCm2NVixi7hzeTy1X+GKJaf9lB4V52151CX1yQYf/OJ1Iw0owKTkQooGCJT+g+p",
+	"BlMupMLCoSVhF+5K88/ZxZswt+AwjKxTzdQd06QfzxmTCzWJZ5rm3SLo3KtvHkOy4h1ffqPlZEgLB+7N",
+	"ULDeCjkXW56T8jadjbuODMF9rFjFqGaBFP3c84df8IOMDHul3QjDHqbGCFILbeh0xpyXfTP7hoPWjyqL",
+	"VyrFxFGUYDXJ1tVrhQNjp7SO5fPC1dbtYtCg0bedF7s7BKtk1XI11xrKe33WtZnIejwBc2ahDZsmV3mp",
+	"WGhdTQC8LvM5Jc2s11D/zKpg+86QXlq8/azIFAf8ZtuFeTraNyNrL0HacI8JD6Rc3QA+fWrdKqysX2Da",
+	"RDIuogpsxBQg/VaOgiZSVB0W33Iek6PBAFX6jdo5/OryxNZw5/mkFrf75M7fGRMBfR7ORA2Zvw4mKux4",
+	"9sBEsmT3yjCdytKxSJzt9+Ivm+EPWiuKT0mNLM5+7cpgh1LllEfFHnrOi4NxAOeaN1LeEnThnBKY1wnR",
+	"RipWZsQ9LM7yZ58MenjTrpaiKVPdIonC152uuEbcJJrnrSOH5MXaWmi7+0gBuqOZKLv14OuzizeZmykG",
+	"/+JqE9Q/2/OPconc73D3an6VK+HbraIE/iC8JIduQ8CIhUtP7tMoTznKQo53SEOZadud3VU4gMNMkfaC",
+	"qSkHSrwLmZXtOd62/QNbpNtivvQ2AaxwZSjZgretH+h7NqsWO+7YeEjL6BzrU7d7sjaFbGcEpAox1qXH",
+	"xWMPqYhLnHRfFbSD+tu7U1Y4YLcaFcw9ru52zCmA5HtWvputiXKtT1BcydmdMVFiBM8/fSlTl32aAeN9",
+	"3C0jW8rqnFbVNvwMWnYclfXRfr8om7TuFU7Zr/L9GLzhyre70kj3QtfmHQ0p04pPgoAP0H+6luPLqkGz",
+	"MKqB8sN6uDYUzxU39P45r1OCrGOhfW70NXyFr9nMVUibPTFVROiviKdwVHtgqYqKDqdy5AZIuNm5VA6Z",
+	"aY33a6POY9AIW5Odawf4y8yeVHtl9l0jGg2dNgWAuv34H9vTeQh/LhHlCzNmRcWgxuHsgSMb1Kd1GnsX",
+	"uEvC+MgTCTI5ml8IsaBjQCQhZC0Ka3ExCtB0ZkIomXAoJyfzAB2xJ8yiYl0i0JQWEy7YoWK0xLWBtBt7",
+	"z4CciYUHZsECZ4yraqKlnRbijEH4gOTfHh/nOJUc7KTrueKGXWPaeI7ubEj1gkeQAmDJXM6PM8v66A43",
+	"9IZqSCxasJJUsrhlJaZ62vtvar0gVqOUNeSFFVJoo6glHr4rc4hy+pZwTUZ1VR2cBEA1cOG7qFEhVQlm",
+	"Lxh3DjmsMQ0hy7qEVChNR8vUkFA86q3HQINvAg3wt2t5x1QlaRloEJudJUcSGHqLaQ7cjpLkh4fuikM7",
+	"20M32xxzWh3uQG1mtHDBFDtZKF41UpIpbcapERxtJBXhJiKDJUApBctw4qSihqnOqG1HhhAX2tjzdjsJ",
+	"HVdJbix83Gp/42Oi6D0weseGn87M1pK4VWv7GXAF3+B9z52p6D+ubjZ8VXeZZNGB8ororz4lz0E+2i0X",
+	"4P986stpG0aVG8RQYeGCdNrb+rrK7Qojl7I/nWNJKoL1ka5iWrC5S3Q9xawgsHVChTiEV5XRiNrpysd9",
+	"Zj68KiOI2TmlC0IrSNC0UiLg90C878mKNKPKTG/IbVuSGaoCV5cbsF8PndMHi/ggN94SyxIVM6J5yaYz",
+	"aZlx0Ma3XEVZnVFjmLLP/n//fnb4/9DDfx0ffvex+XNwfXL48f/+HynewGHer0ByWleGG6pv22icTMBq",
+	"9LJuXCREGwoFjH6h3XrG2brNwzC1M2m7z8Ie31ynuczxW1d2rvJFct19GatD49inVrmvStoNVbP+9vew",
+	"V9d4W1fwfMbSwNFyAqe1te8BoVFnMTaNHgpteFUF57RTD+BgKmqA1bHnMuJ3uSIBly8MmKj6lpXZUMwb",
+	"paSMsywQ7cMVoLRSBvEMbXIwDwZDgVA0DbCQT9P3+QqU6IlUcIxOUYNIpRy4qTjsn1QJkD2vtBfxHvum",
+	"jxNjBxGtSII4YRoRiXbDmPG+lu1NElz9K3df6pmB2JseFUCEcU+s5jE3o8tWSLluj3kGT4H7+NrvjrRH",
+	"KsYVF+OrJF2W0p/SJ2OnW7xLxUm5Cr0e0+n1XiZ62HPvuyvu/ciCtxpm3Tr6rp0Ea3/p4FlKNlZWa712",
+	"SIBJmSuk4UUSZUUzq0IVLJQ11rpDwcRBvEJQa7YlVFoAnAnlAo151XdvdKUoDGI6BxnRktChaO1zqm9j",
+	"w8wq9aDKuywwVPW5L9OLAMc1Op/sbwg1DPKgCw22CwAOtjNtix6Ea/aQaUmKwWH4I6s6nup0MftwV/fm",
+	"vkEx4tJ6XGUNQ9TBYCWATmbX6sSPAUrwale0GA81QywjM2FTK3qtMaVOUf0bCr867sbmCneXg/kmr60B",
+	"XFArnMH6KRWdd1IT5+Gx6PTm6YckO3i1/Qv0i93EZhcC34fJwq6/q1zxK3YCb76mBSQU/hs/uTH9mzQO",
+	"tmvnvyT/HgpvKxaV1PCVNxCvvcpL/u1KcOJSmn8PhbPnro289gMg/yZuy177PdyiZ+xw9Wf7NoqE0wSW",
+	"Jdgt5pjGwjYlWYOsSIvyWUUX505r99rSskhpwd2TvpCEly7P0LWR8LLAOaQsY1up4t1N2DwiEb/tQqNZ",
+	"diZ2K/rtGTzA7ZYgxZf1vCFpr71J9XDn25JOsUKlERdcd6aJ73oOy9o4QMUEDIcofUongB5AsiXBO0if",
+	"GjKV2pBvj4+thqloYZjSBxuSMdtvcXvciiF72I4V0zojwTzNgsdKqtYR13f6XccS3Ve3iFwlgcrpJdIL",
+	"Ubx3z9pxPwIWfyXFWIeGEOCuyNDTFfnN4EjmjZotJIlsHzJFXJwd9mvWY50OjkaKB6vSXhvQKoIhf+3z",
+	"593HHcJIDpCIbXYMtCn8IHmxslRfWl7YAQUn+MPlRWeJOY2w2DscVzRC+F1bsBGOb53EqAUjtAGqRcdb",
+	"gIAtFNUTTNOBgmZvqXakTFVS75Ym4ZKi3rZrT+NH7p42UszL+8CvsQjiaZua1TUiOzgVt0gcu4Rr1+FR",
+	"rXMqu7jR9uRJClJ8c7bMdkjKLtdgWJh4FGu4vAVJ/QCxsApt/WWlgttmA7shg6a6P+FwDntqn262e3Bn",
+	"otShK5OgNewHLPPq9L+OZUYZt7/lbbJME0dA4utHboGxDv5j1UkcBEUzrNRc6RJ4eBeGUAxDnowqIxZ5",
+	"eNy1v/YaJdCBtdGdeZ4fOSypWW1yNNYdjNx2YedlUPWE9RzG8ZMsWcecpvan7qk4LrAP2B4JKbopGRNv",
+	"0ojXPaWdc/zZt+t412TQdUPg4aUON1gT6kHx3LJNSd+DDyuf3puFFoiKCfNftKqXZvywAid87E/JdAC/",
+	"Dm3XGcTpXCgqHVdco4zfU8e4d4Rj61zRvWgca1B4gq7QVg18PUiY4PaBRC8IQZ/YMUK3qifv0q1xkxJ9",
+	"5nXhGLXWoeE75Dfv/n2mSSm5GGOeR6Q7Wwt4JcQDkFxBL2/CH21dPMP2D6y0X9GQdrGkaOR4lA3IKwxQ",
+	"xlhF7S5jYaY56cvRiNSiYlpHUJwHHVr9vEyWyMuqNq5aWY4QD4lrCPCGAvFTohfTiotbDV0pfeLdgLw8",
+	"PiY5F3e04uV1MW+SaDw8hhTsFK8q5uW1w8LJXRQea42iOvR+fpRnJD9ipoB/a63g3ztq/4VqB0wOqUXJ",
+	"FMmPSnYHF8yUxDv0QueI6ujpErzJ9ujAxJfDQ1pVcn5oBzxINWXcwG6xidEFh9mgTJ2QvAENzUmfkmLC",
+	"K0T+x7FhDkIDI+tGHNhVY5yyVkIfZCT3hfQ5ciliM7awinx2gqxNxe9YIMKBRyHCPnYjeO9UGgf1x4Pv",
+	"fRmtcQNX+pfnHgIyPCU/PAw/OnYJmEtCmuuRrEXgBxhVmH1AGPQIs3bxNuYYJFKAoEnZxaPH3mNB3OaK",
+	"135D2QtO4x5GhMJ3drLOEAvRKC8mVifcbVdGF36bxHPvxgJ4o2VFDWvlfkFLqjE3xN9mWcZu5BzKsT0C",
+	"QUakvRBROEIF+ryp0D5C9d3OFPX3Q6/Pw3t8H+iMTGnpBWfD0ByT8qwGHkukNtgyjAohAZiIw+yAfENe",
+	"R4VSLrjthPuEFbegP1BRkim0o/ERs6b1lZsax8w8ex+ESMT4lPiASEw3u6fu8EHWMMEF93lt3IvHWmAN",
+	"vvEJfggGjcAxqGvie+2++Y7kIY4NG4deNwuQJxGOMvLy+GV8my/pjzceF4Bo7bvb0FVUka6+iUknw0bF",
+	"oNw7BN1699o9Fbz76WHbOb3XemfWG+NIwj1Y49FafCXmOI5ob/Z4G5HuARRLACh+HRQLx+hK2cDDKJeG",
+	"ce3KCQW4kEre0MrFUJ5t0fufl07kZ9bklB6eBUmRHyCsS8U1iMlCCs01tIWxUgo1EPgRGoiBAjSGhs5O",
+	"N6Wll2rwt1FUaFpgOgDkUcu5Dq2O5BhOqCan2q0HWAc41Rs4FKcDcok5ra3B+jMCnozluC57vKlQxsEq",
+	"BZqYtQ2aJGeu4SRBZCCfhppkA8E+mQs6boDt1wI77+J/2FjLER68jf3nTfcde8rtVLnb2UlxzbicP2Qv",
+	"6Y7rQLUiXwrkcgg5x/YHpz5aGGkfeOKjIqiY0wkT/b5SfrdHdH/txXu17IV6FAfRxprmj10c8PBDNMFR",
+	"X8fJ4Fjw2iWd7u1kWEoZflBIeDX5+OugnXd8PQLxdD19BISiT+Y9gj50ZKOMaFXd0OJ2TR6mNooaNl7E",
+	"9MCWy9ehHbr7XEnIO/DZWzw0Xc56I8X0ZDO5wsuylfGv1X0d/R6+beOF+Fp4Dka0N1a7XK5DPn//+uzq",
+	"9ate1ru8Ont/9ebnH3pZ7/0vP/+Mf304e2O/u/7+3fvrNz9f/HLVy3rn7366ePsab/r+7M1b+OP87Ofz",
+	"12/t36lM2/jtj1BVMLPmq6z15X1MsyeJlcYzfzifrtDx62BWoMPepWMnIOzGrlxXUc8UqTBLLvTneqYJ",
+	"L0lfM0a8HZee7TaehHaKy+oo4NUOgSeqHR0DamdQ+bjRPvk17abfDRgfXopPRu+WQ8p3WPTJot+hiKIb",
+	"kF8+kooUipVMGE4rfQK1enncAgldtL7uVzNzMBRS+efDq30d7YB8ANT9FoI+1+AFBxj+nEg1FHmMxJ9n",
+	"kV84SiDOEVwfrLGWU3AitRmKVUj+BTNo5S2Nfj5ZoLe8QeYfCheOyCJgfksIy34jXlDDGpz+0xgH85ax",
+	"mR4KV45bC8Mrl0VoV8Bw6BNXAz/mh4d2qIeV/Q+YhDmZUa2Z7sh43qLh23LDi926ijnmcwkLb8IJns5l",
+	"1ZBd8L5pF5K6Bo7U7mQGwViJ13RcgAfg+44kdmQxX2jks8xDTwf/hWIFE6ZaXGvGRPhWyOjWoVj58hrU",
+	"Fnwa6WNBgqJYOOB2CFZWCNn0fYetNz1oP9DXKvSFxCjghGqiahHcFLHJJ2dMsLLJMz2BPHnfgAi5WGIj",
+	"dPhOhzRcuzPbLICuh4htDlzaPWpvmIe/Zbq+x/+9Do72a+fp7sjP30+DvCeMiTcxkL8F1PDOSzow5beJ",
+	"q7ci6rG3d2lLtfdPe7Ms7YyVvR+3a4qPpzUH7YfOAFDbjRFHfSC+E0vfVQ/FTTctO7u2N5GKLfqTb0bk",
+	"T0zJVbjMw3Hkd/CULkitGeHm1FdvYs0iJIWduABOSfrhe0YFBE9v2cyQfhS68XgTsF8PD+3RcOgJpw8G",
+	"5CqEcQit5vYw04YudFw7jMPsZT37cLdT7rZL5w4UzDzstluJ7nhC1kM/5ls6Hu+cOQ8nKNSFkxGrKoIA",
+	"7oSauKBFT0D5aRqeOR/po5S1xJN5iNK9TJMvrG3DcK4rGM8etGx43BUvbplJNUKbccX0LrnZJjxqGTOS",
+	"/rNmp6AhQfgTikRIJcc63T1AVR2SyAcTIC/FctU/a6YWGcE3wzcjXhmmNOGiqOqSbdPXH4eN782iiW8i",
+	"2rbAA10TIdQP3J78+jRSJ96UZMqoK15shVLW7ZeutBP3Oqc0SFe7GRqXWT0a0/uEHIr8LdXmEHbN4ZtX",
+	"Lp0Em0tIwQ6sHLTHTwhlcB/byQjVQ5H/FT/9R44loQOsjbmEBu/PMAUgCAEN7115p89UgbD9nAs9ID9L",
+	"Q2ZRoP6GQ4US6svLmJjrdYndMkW60jd+iBcFNvFpA7+DTEiobsWF/orP+o98q/SNxawr7XTpFSbeGTnc",
+	"Z80JK6MdOE6bPsdboX5eOWiMxwL63EqBs4PYGEm/R6HEUv3/DvVoXoPbvkLCzuFe+Y+dCTwbOLY1tTb3",
+	"vApJdWDcUn2LqBOEC9Kf1uAl4do4DQX4TNUVg8AVjRTBYl4C6PLiJJHsZw3cOK8vmUy3SSSbjmzzhpp7",
+	"D9cBOWiTc9W/eHd5RY7s1zrRnf4eW2GfPL8DAwfzo5uJ0y7MiNgP0KKWl+zLKlGWGPtLLLFz+yM34qvM",
+	"jYB9u3XgGo67TTkP+Mi1CQ/2ORe+j99aYT/lIv72eXafSq60sNjpwOg6/FcCRlfvXr3rZb03P19fvH/3",
+	"w/vXl5e9rPf+9X+9ef3hfrGh8JYvHRhqUXFXuu8QElqe8AOF6lcWDALJuudIkJ3mXiBul10ZqPtETdj6",
+	"F2dX5z+64/7oV15+9vimgs0JbK2EErBldufSCdzNHQ/Hv12m2FfAE3vDv71ybuoUIHPVgdnZmeu7sZ3y",
+	"jlAecjTSKe8HdCm3ZqsD6ABzbcKqCmIBMyXLumAl0ZKMKFhrWzXumXdM1wULHlYzjrnHQFP3rjC9qCl7",
+	"86p1a/VGOByTXSwfVzSbgO7jmthXlaQ/HAL84mthmMrI0LLq8Tfk3Kjq8Pxg2cL+9ttv/rRbf5vOdi5+",
+	"Ymm1z0dSdtA8PFNv1D7Co9cN690MM0F3ILffPAEF8y/HQD0+tZv4+bFTIdzHdfwYnvDi5U5P+LxuQgEJ",
+	"Jy0MV+Xajd1xGbmhmv3pZWtH2V+S8VVRrvOfQTch0I3RhbblLt1WxCQ8PCAf8AqntXPtClli+B8UKemU",
+	"gS55hNOCwpkdZrPc+iZIA4DngbUIU1rHnpf8X+ye7HkvjtyNCdsQ/I34S8/I2kHhpF5yeQtGLi9fu0iJ",
+	"c9JdvvpPoms1Avhrbk7RWecLlEgOp+tJDhVvGcktUXP4ZUaVtXjgm5Oc/K/Ldz/bRSu5faUlqys7nNLZ",
+	"zEXk2x3rtuiyhxPJlrqUbdFZzd+Y7OuxfWeS5GNcK4etW1GEh8Sw+5sbBfjbljHDtsI6a25uAwhtBXzk",
+	"b+7AGVkf106ArmTLUBbbAHCs3Oq8I1uVCy3fvFyBsv4hqYqcrDNneZfU6+VnreTwbkoITaQ1ZyvZmVtl",
+	"lS7f3LaRtk/4C89pxQG3iF36G1u+r83eutZtWw06beBmbTNgs+ESbpOyui5oVQ2crtl5r0Plu8TLVu/f",
+	"9G53//L7ayUGDRB71821Euf+ovatAc993a3+otatDvJ9zX3fwxWtm2J4+DV3vmkua93ucOjX3Pm/4YrW",
+	"TZtWplaitSqfw/G++BkKefBktQqLYFsY9inpYw38HZNnd7oxJaW2vLUlAra+JyF7trw3cSZseWd8Fmy6",
+	"ZUVIbHNDa3Ntc8Pu67XMo9tcv8Sdm29Y2rDb3BLv1a1e0RYn29yysqk33bSq/G15R6T1bRxYSi5ve9NO",
+	"/LKizW28oUsF3eXGWOvccpultJRNt6Z0xs33rCqpG4e4ojOgY7IT8/br6WWfQPiIzsKUG68TereSBd1z",
+	"geL6DqR07p1k+Cl4PFoIvav9AyNw3qXmMU572K1V6H7gJpd7G6Vb1kRmtGOup+/Sv2cOSSGwfyUru0uz",
+	"0ujanVczFhYtkX+/SEbMGV84jLFiiDw8lpE65X4/dNpfzEdRgTPZLccCO5G5OYP7VAs60xOZypEIrcmi",
+	"pORd0WGc42x7x7+v50mdFygJGlXjPk2PfXpq6vkVFfvo77mpSmP3zj3revZAIc72T6rV1igWIOxSmIb+",
+	"pdHyZq2OP4mVSnKxHUyq00/BqveNtzSJ+uoRvi/WKRH3UJxK37rmLB0lQLgsh7g6p5rMFTfGfi3jrjWO",
+	"hEd44cGpBzFrCixcjSNCt2GzAiPJhN4xt9W2Gy8T5W4ThPKnbdjkNVy4VcTmko9dALpb41xfs4ZBksyV",
+	"DV47iD+AJ0xNYrkfkkOu64XGcQ2HbGgvd68WkjtpsjsHnxPtsUMzxKY/4gPbItqXyFkn1EF318So9wTb",
+	"2Pu+Zbbvtx3zjmzf1fcntCk6IdR3G3K7G1rLYQUPXsXmUOaEdYkrraoO4kKl8NgO0rv1fdCirE2qWvWX",
+	"3E+NWlnAL6xLtZ3PD1ekYtfVF2XQJ+KJtpvu/jzRotnXwBNBHO6FJ177U3LZhi7ZOj13mx72JWsUp873",
+	"o290v+Z/x9B35tTpmpL7Li5Osmm2mRofW/R4INNGRP0KOLbTaXEPdo383Pvkmd9sT83dteKH6LhqHWDU",
+	"TvshdJ1apXz33lgJctx7gyyz0VewS3Zq7r3NVsFI2L4dq5tt0f2bLEnHwz9THJzq8tjNT3Gs8N6sFJH5",
+	"K+AiZz/thYGcD3efHPRQ3nhofvMGhtiD13qJbl8BS+zNZ73SC7u7vXrAZAJI8dDqvN3Z/Fnc0Dx0Cx+K",
+	"0C48EokD8gHaNIBTJ4f2iwFNy7CqAjiK5mnZUIQh1AIsWEvBA4SBGvGK6dyV2LvSslRr9OBBSvuWzrsU",
+	"TXj+9j4XJM73vEo6gyeMltCtJPkq++vf2Egq1vnzTwAcknAuLi0/jjq+Zy0ToE94ZZNMkyhlvwj+Cfv0",
+	"UE0qTfREzgELv3+o5ofq0P4/zdJTWfIR303H6YAIbnBn2oN7zypAsgyNP0Ohc9SFZNgbDHsAeIYdXDo6",
+	"qrr85i3Sw5f3qiU/ZPWqXtZzrVV6WU+aCVOb965DeoGZZ34nw2gyXJIWJdcuLDDiyrrecEFTqDxn5Odf",
+	"3kLOve+w4BqAIGbEX46PjzEjv6MBTROrTdhrhSxdQrOnUm1Gh3/pZT3M7k+eEZWr8UhX4ihmxQsWjW6x",
+	"Svdhvyb1fosXdEIheVZaPTjmE1kFMtvLtpyLUbUoaGfVgX0gGUuGECENvIey4mmL5g+OBR3ThRIBtxyZ",
+	"56BoXZvlbxE6HulaTn2LLVQS6DXCKL6DCF4SainHd9cybSBqI0EQMm4qFSNueMRMKBZeV64XDDKn3p7Y",
+	"fqLrSQb6clErbhaXdsZuRzOqmDqrcWJACngjfN2MYGLMrPf5M0Q4RnJ1lr43j+8NZFf20KFPOpB4hzEz",
+	"Y/QWJASAnZFz9DhfKGlkIauh6J+dX+AJrVghValdgTjoA6gDLXzbFiVrw8hNbUh+NGG0MpOcAEzaUOR2",
+	"SlLxf0GSxgn5G0zI6VmA6Oiq6RHbBicOUWGq2SEXmgnN7XmAiC5mLocCw8kYJdaEVloSQ28ZofYkU+aw",
+	"4nesJPlfEdDnP7DMfShyxJBAve0If9T5wYCA100PBVWMvP/+nHz38ts/k5mSNxWb/s9/aCl89alGeM8p",
+	"LSZcMJIXsmT5gLwTjjZAhxNChyL/UWqTQ2E/7FwaYm6UVFLObmhx62pLqCBvLkjFDVO0IlIBDyKyzlBg",
+	"YArbNEFLLFYCXKXOyZgZTV4ef0Ny+wW2nMEr8lNCyY0sF0TeMTUU+eGh/XRY8Sk3/sbn35B8RheVpOW1",
+	"kfK6omrM8oyUrKiowpp+qDth0P3qf12++3ko4KGATXJj1UpamGoB47U/kzta1Yz0jaK8gu5k1FAHSjKl",
+	"lZWJrLy29MwPTofCDRGxCiRz1AGgAaA3F8QP3Mp2WYehH/8FwEkhUnvtf3NonejecQVBHg707OJNL+vd",
+	"MYVNoHvHg+eDYzgcZkzQGe+d9L4ZHA++cSBtsCGPYNfAn2M8P6xMox7ltmfF3RleAvUmMyk0buUXx8dL",
+	"iU90Nqs4pikd/cP5bFDabdU6FKobYdO3N7sDLXRN0xxIJK+4WcC+tRzMShJ3Kh3YSb88ft712jCPowtk",
+	"f4xNu0LCre+xIs41VDzpncW9yDTp39S8ModcZFHnMMt2BnBc7XF3cXb1I2p0dKxDQx7d+2gf7PZv57pg",
+	"3iQiQr2+c+sTEJh0p8ncXHJ0jvkGXRma0ZVvqTbwEmgvtvHyK8CR2uLC76XdyYli+XeiWgTLc4QqgaH6",
+	"1uoeTr5Dr097LeCxeTX0JAK+DJy3HvdqmwkhXNvnjxu3gGGfDC7dIQru7fdAXNyX2AVngsQHwimx9qUr",
+	"9uOaUBLd7/j/eCf+33W/vHzx3VPur0um7pg6vLQkeB04wwNpQsEq1bcEfL0eC5PQQkmtI8jkeLu5HRZv",
+	"N39cgnaXBNj+3p4XoEQ4DcNBP2tmSFsJyBH1DpcrI7ouJoBpNRQ3Ss6xxyd2MyB5hFeXIxCWQ+njmtyA",
+	"N8NIOIDwaSf2WGksxn4ecory0FnRAf7Ym/pCkuiSbCiwyo1W1YLkuGHyA9dQl5sG0Q0B3wbk3cxl5nhD",
+	"ZijyWlU56aslMxapfGAnCs3lTsFrYo8710nOwyYCbJ/XXFpTBmBCp7052tnVhQZ28bdDgYDXeUBPzEk/",
+	"P3T77hCfdmhMZadmyRDhD1JoeMinLBsKLdfDBWKrziWEwrlUtw5wm5uhcEM4DetNaKUYtaqJJZ1vIVkb",
+	"+2a4eDEgZ87coSYbirElisP9ADIEsCNEkoetz0vA90MnHnTwbKAPh8KZwr+8f4swiGTOBahGK6OXQZPz",
+	"0zwYkDNDpgBmvkxDfTiln3I3Lmy8KmsD8MrQofbli++GIrfK1ZSKxbUrFYwUzzNPFFSgEaTNiqwbWrrH",
+	"DgXM9+Xxc+hSGj3h2gG95aRfC8jkOsiWL0HyA2cv/TJXUozdkCzBBLg2AoSiIvjZIXgerD6Ai+taW7Ud",
+	"IbDhNituo+U9QJ2sfT5jqVIL7xSNKabN32S52JvqlEIH/dy23Iyq2eeVo+v5owwhdXQ1m/tpDqbjl1/z",
+	"QXbWMt/cbgfBhpLPiqr4pA89MQGDFO1KsCi7zzLnhY61x1WsAGvGL8iMYQ8D1LF8XwEh59qBuEFTX7jC",
+	"waB6KHXiML8DcPWEanLDmCDYy6ABW4tb+zoUCd/O9609O0bUytm+M1yyoOJlVs7cyE8HpJBThonSdgTY",
+	"Ixg8onGbZyfKHHyFFVMVGyH0b7sZ9CnJYwcCqXROZorjke4wKCuuIU901Rp6Haj7iAaRf4m1r7vsoitH",
+	"Cp2RmwVY2V/C7nkdd8LQcSfowChAZA8EGPVRdnwhBdMHCFjRsKBmqDBMW1weSI+Mjk6YThvpB2Z+xCse",
+	"caXcGzrWx82Ga1LPBventnOk9U7+/jGmvd09gmnt/Fe05PZTTDHsbO7INWVG8UKvo9dP7pLtDJ1ZRfkS",
+	"qZaNqxWquDcQLsiFklO7D2tN7OMIupPJ8eB48PJLsPLyeNgngLVvWm2Q4KcqZC0A89tSfkzrMesmu/O+",
+	"DBZ0Wq2jvdWy0YWzA7P6h+6wApYv3btIKYt6as+aqKvM3MrxmleIl/8lFuJqguLcKFqYTrq6YyK21ZI6",
+	"mLvskdSvGBvgyRUv3zh1dZFdqfxpuxrCN6v5OvWw4930sG+Pv9l8/Zk5pzNaWOG5Bx8EdOcJprdzSApH",
+	"X+f7w271rn9NE4tpsbFvZNtiZECARF0NoYBW+LmSusXOj3SkrWEryCEB1AZPhMFTsMYD1w0IF4fZT4k2",
+	"cqZBFYXFG5A3JZvOpHF9bxMrlXUK7i+/JL+htbCmRxhuB6F382O/eYXJVK19dIRlDHA47P60rOtEgYc+",
+	"wXqfuzI9bSmdWHRIeoKOQL5ag/Q9XjUaOyWAx36FYvuhexkmjN5I108NYrVg8wk9Z4q4AknS4LppkgdC",
+	"5VtK4iO0VI5+RWfpG5TNuzNT9ivGKeJsmZOef2hvWV/oCFw8f/GXTWCilmvrhLF/ZrmQldABXCqCTW5J",
+	"xW8ZyS9+uSLtWU8x2HsmXAdxDNDiCVdyTH6jQsgarH5N8pfHx8R55q6RZNd4J8RnMVgKz3DPC0FQORox",
+	"RfpSee0anHWAtXqAjw09HvCx8Kw85W27DEL4PGr3/UgqX/wKzKPbTu/bn3SI390tI+CsnkhesGB8J9rD",
+	"gxOam9+JRvjiaUNSJspiQEXimfdtBQr3z84vPOGPNDPtTXLgGqRaTcRuvWoH6eQxizfoJa7D5hOoJ/5N",
+	"XcyIP/8WtJSokZXT9SHeoaMgmUd3JLOKNs01XYI1T0E+PK6+41PYH6rxLB0epWsvCPE3ny+9NHnojWtP",
+	"WA8Dl2eEGjnlBYQY7dyHApPtM6exZGhGOM+VrqdsQFwDdh3ZrJjQyUeN83Yo3LE/IGcl9kOtNVPEVbmd",
+	"WHssyuEO5cbQ98sQOqZcnBIqhiK+ClQISLuBPmV2ErAP/O2CTkHTgBU2h3I0IkbKitgJ6sFQfMDMqdyX",
+	"clsCEMUMeL+xm2twLdOiYOGlydiRo+Ljei78W6Kg0eqZ9WLvrztzs0/mOLjfvubDqIMYcR7d7kR5xYqK",
+	"izRR/G+nJMcCNteLej7B/Kfc78WA6uzbkAMk8X3Oxaf3rHhCwPjjjQnRb9idfYoBaog3HWx7TK6kUS2n",
+	"4c8qS8ylapemL5DvkwTBp5U4uoqbDx5krqVhvgTqnGfYVtCnclb8zr9pQF7hm126p4ZkiQXJeXmyuUon",
+	"P233R9Wkny9hQkNMfHU8eQvQN8cM2AmjytwwaqDzUjQaIQVzQk7WxopIj3G03OiR+jDlmKNt5tvDy3FS",
+	"b4ebPeTp7yCN7feYSPYCBWWn1wk0HfQJWi6yulEloW3WqLbHfwD9Qa8bifvt/5EQ0JXZJhs/WUaaBuog",
+	"h/wGTGYA7EeddN35B/Y8645avf40k8r8iNfuZmB8OhTl6mG5MXj1zmdhY50B5C/Y4/G3YFQ4G+iOKY3K",
+	"JdU4FzsBTfpWj712emzmuuKHjwHnzv2pwO4/eFSbwtfV3c+eSPmiPvisNlTvgwdvwrBSD9R0A66qfk7R",
+	"cXVCjKpZfuDKMYX07qj4bufogBgX+Lei26HFhzvjxvwuwIn553gfiMauK3CUYa8/eBZmJzYvgNbrPj1v",
+	"KOIUVMXcS90zff4LPAesJ0A3igjA7AbSQ+Ez0ywVBuQMqdFct9HzBm47KDdoh2fsVd/5D9e+n09+2oSt",
+	"IPXI5+TBjODd+bfHLxwPYv3rer/bT1jv9xiGin30H362/8Z+tvOJXIrfPUNn2apvzX57QOhURkIl9if4",
+	"/VNuaz80MYSjXx1z7zkSEJ66bShgYwfx7vjVGQRIGuTIR9qxMSDorFo89bZN4JGmd63v9kMcEX4Xm/Oh",
+	"6akYQ/PHwzMdhdEaOm25eQKqyh5jsIgD87i+MXzHTunUL/b88m38ZKTvVSCpHLziwYC8hxbF9ltKvD9y",
+	"1QsJzsc/0oDuZ7CJMtAWKlxUDaAeEF/l2iNd3rAJdwpBHKredvegW3zP/vxzKbx70G0cTfQEajqgGXek",
+	"8eKJeSOl0ZBOEHfEtmqv1R1lOGUrvEnWBpK1uatYpsG1li81snLus44mXjk6KQagh+ahhChHjZTWZtK4",
+	"uIYixCXcKa9vNcBmFIqVTBhOKxeHO/zmxfHx8WkrsnPLGKYCDQWHq11hqTZ0oRvT+yAjrNLMDwGshGuE",
+	"mUvqxtiG5+lyg7BTUNdRF1IAHSc6EsA9kbvTM8DvQet8esHgAlhLmqoDrXa1fsj9GakkLTMrLygZKaYn",
+	"zuwEu9I5XwgX/8CCNbRd55SbUHQGa8louW1i4VHT/GFDvPjSd174shyL4/2NBIvBdk8tuz0ZsBZm7q4C",
+	"T7ucY2GkIDeeJcpHdeW0mgR3VvpfhasecfVb3Yy7ysX8QDIiq5JpFwm+Jzd886jc8+2Oz9+DF7HhMoiV",
+	"0QJrcD3RiBTgzvJnasxZ/qL7claXYtH0EAZlyPWf9SN4pjFK33eFV8/wfKaYVkErKRpPWhaKvJ5prM+c",
+	"c22PX7+DpEIIttiNqAGfhA5FqDoCB15TeMahEqzid1B56kodHBL+aXogz3REUqvzodMPZzBAUBJ/wXXJ",
+	"tdUSyhzcfEPRQqTTTN1B1ptgpB+Kz+Bbcnjon/Ef6KjEU2Eo4tH7GsC8uZoAwAh5+eK7aBSAfXLt0NPz",
+	"oZhRbcjzP0XzgOx0r3Ql1JZ3MyZCf/DHsa5afcOTaQfP9/6uTYLmiUyhb76qwNUTS65QPgFiAtARLq7+",
+	"j4dwSyDgZVsKsu7T7uhX/+ebLWorWnz/yKffJoZ0EAqAtfwkStATM8NrZxn7+T7Tji/6l29++PGXC2tb",
+	"2qWfKVkwrclYyXrmEiku3/zwn2/evkWteCTVmBnfQWk/p9wWkXzPVuu1rRb/HXHXme3xR9TlPPuguGFP",
+	"JN6xD91WzrNEgsGHduefi6v/89/HW7VHZXExY1jMyoWjZBAwUKr9gd1cSoAggLx87x7MEF3T6mj2j4OH",
+	"Cd4j6ZsQdsARwM8htjqztlRrlJAF9pz8xP92kBFaloppzUpys4DRDQUCP0ZQvyhKHArxCaG+1QwEO+fg",
+	"I5rTBRjQVlseigAukDNRAtYvvHMsDdRC5PiGnAhJKinGTJEJqzCcrMkcge+GAgaLVSjPdHOTy9djCnAS",
+	"MFXqIO0zomW0O5fERAruKkBeNnszsMxxAqFzygWf1lP4cRXIfHlhfuJVxTUrpCi13YnggbBMgQsa8oEV",
+	"w+xcwciCmSZV78Vxdnx8fNCF1WUf1zn0Kf2EI31xfHx8vGHkH5/gxHadNDvObaTIVymjvoCBGp3qjlVc",
+	"4hKIFWTaDNiJizGpZ5a5cvsxJ1M0DbWcsq//RFfMQ+Z+sSP9PQzhic70SzvbJw7nfmUm3Fe99y6ZWdGq",
+	"HVjzA47veXcC9S+zsaKQYyEJjbSJfikLHZ43mJYHGB8Cn4dyidIUVBN7+NIpI/mvQxDsw97JsGfPbzns",
+	"ZUN3wg17Jz9/9onUkLE646yA2isnYBy2HgA+u3TW+URq5kHBEREccIGsXREJItK/4eNDJkpOxcFQ+CQe",
+	"xbTLZrY3ohO3NUb2iRsYou9vg4OMugqgGmJ/1i6LDNUQnH48ViCgfTLmEAEcCnw/FK13osCBtxay0sPe",
+	"yXk27Ck5t3++/5wPyHufXuuQ67wS0ocRMVGGnGyr4DjiKVYwfsfKAzuMKddLLQqWskiMocXkC+opy6f9",
+	"c9zEbc68nHNTQLjSKb4Nc84c/PMfEmPJ5wBogdE2zhLH9td0KLcaNXeFtaJ2zo95SjVv6TqnwhW/haDW",
+	"pW9dbaVFrYTOfImdzqLat6wpf0yU3T9uSMuO6uhXn+Ky5N5LAAqHFqRQT+SCb6GXKOlDIa7P60D7Di1K",
+	"6gMF2VBoxkj+3pVcXSK5XAck36EKQC/fgO+uBTzgCiHzpuXkSfP6nPSxLCNvd+HMnRhXKzccnGKUAROH",
+	"o6lpSGmwMo8rIlXJ1ICc4aQ9RHuUNwQeRnvqWatVk5fH3+EQAGodn4rpwi7VOFRUluTl8cvoWmi7k0yF",
+	"+ODGDC2pH3MPQv/t9O5r1jnKfPpdZe55Kq+02r2BXj2QpwSBoSghdmesmy+5hE+2cHuAuMF+Ur5W3GVF",
+	"7VEcpnOJo07S3anEm3MP7QsSAnfuO5YcjVy7nqRJAPgYgiFWccW1aXX50dBJgoHrLWQlen8RuPiGop+H",
+	"ziKNNt3qFXOC99uvoWYD+sV4+eo0XkAehptcX4u4aZBdFWcYZKFdEPjwclTL81Ovnzu+zhrNPG50AQgl",
+	"5Jer7w//kgFOqSZcDAX2CiL93DeescOBU0ixcV1RwBx25ghMpf/y+Hgo8kBj7HRxba/KO32F7f5Ju/JR",
+	"uPvCMlFgqSf1MGKDJCMdEdyTgdQNR3Q6EEOfn2Zs3eN5/sR+w/bidKWgY6Oj30Hw+YntFsv+3jDB3S9H",
+	"hOJ+dwZuE1EOuyqWwOHLvWmkbQHZ7TSBik8IX7SHGfJF+hEc53KeTKgKHYo4NO7glUO6zPpsmRMyn1hK",
+	"RVVwWDo3m7EyI5jWittS11MGXXKw0YHPXwTAJj/fodCGVxXxSiTVECVZzgJqEt4wRacPCbXfHn8zFHnI",
+	"/62Fa/ECgo9Y2eTFZEfLvKFoOl5ZwVH4AwhCyIAIQm+0rGrDiD0vM0JJPhjkJKyty7hpDgiN/XwaaWzv",
+	"C1D09gGuWx6eBRXGkWpDXsJklu6TtdEcYLVeuYFyph2otT2DnFvLoTif+uNwKJ5D/CT07mqdixBUwtjL",
+	"3P5nKhU7GJBLHBeSzJ6+oNwjlrJm1R3TqcPk7cox/dDT5Ekkq2/G1oW+7NnC7i2k4R+idndRa6lMaNRW",
+	"7svL1zE3RyUfjTpF7JUTT+D/Uwx7rcnpDHp+UW03sHdwwM9zl26A/q6hMGw6kwrVv1mYMRcl+4TA+DV2",
+	"cIFvMqLYSPuiAT2BfWdlIl04EbiAPTogb8YCqpMb5c9j1A9IDthE2uQIw1DI6ZSboejzMiM3iopikhFD",
+	"xxnJf3x99ur/+zk/JV5dgm/QO07YdGYWbs4C8wgBxtounE8jxGfrg5Zdb88WEHwvWxJMsTsOxcORjQ++",
+	"7Bk1xQQUYsjTcmGnzEGrUjMUL63yRvo5XHkVRJdVZx1kEngPoJOJN10OiKWBPdzlqCFJc95ECzoUYUVd",
+	"OTY1q01+M9fZL3HgRg173UkFZptLG8gwVzIin+OCKKlVzsVQ9LU9Z3AT4D3NVmlMBTLmJn6YkfLg1B3A",
+	"WHOHIDEuVwDObrusZCrvfBvj4MfxC0mHImpnjKsXH1vNjxtcND8w8wM3r+yWWtmrKSQ3yz/2fHUrgAsQ",
+	"1Hc77oNT0DtwZVzZU0qHd0vc1bHrxbd/SrbsWrY5o2Fgu7CVZs8RX/nd1dlEDL0cO9vM6UZmMB5UTFXc",
+	"3ldt7gHcafn4xqcpkr08/m4bmr0RRVU7lIFmL695YTFJW4GQtpzoHvqYKoBn1s6TfzT6I1/sftGglpR1",
+	"uzPsmIzUAMt/Gw4xjmxUPuXRX8nxuojPD9y8lePtApOQMZ/m62/jLKTn7SSkp3YmuCl1ImvCeZ4RweYP",
+	"LZb53fGzo4mjEQmN+VHXs0fVU7LuShleezXzMWYIQgksoi8HfSNrtYLyPfxQBSWVLG5djN+pplanGzvc",
+	"TICdubHXQIn4WazMo3FKqFhE6slQcBcLWvZINtesUSQev4awecmXrx/8DWwCNCDQPQJ4NiW4QrTXaWPF",
+	"NK2KWD7i4qm2il29Nc1vqWm7G34LzgrX5z3NrXYx/vBN7M7br4CSNwhfYIm4xjlhzcwR5Ll45x3U2GhW",
+	"jQ4ei6/X19te+ou2UlXu1do4YY+EFvlYeaVRVjJtLZIZo+ANtaclPdTMDsvl/7NPswoA4Zy+nxoiPKg1",
+	"Qm7YVO9QEM4sU7h5UKUo1OVrs4B+5yOppp2Bqm01uRcbFbmOF8zomF3JWya6luDb5y+SYEyPXUjfVUl9",
+	"RuyQoz7JT+P+3Ie7sekBGau0mZ0QF9SsBfCy+2RDnTtc8ZhpDFTfdta325cPvhRhgTjLhkKU0QeUAbm3",
+	"pqeancJjZZpTfftluqnBpLpbqf0Wtg4OlVBY5dSyhu0Rmo11Jvr4JX7EHdKZ6AOj/40k+nRQ+r7gCuBm",
+	"W1mQX2bl42+7C3j3U1d3rOGDGmZdxvzwdXnzHpzDIKAhBEwQejNBIbNGfSy5f9vdYH/tYUPos9qqH3//",
+	"aDkIKyyQ52pV9U56E2NmJ0dHz1/8eXA8OB48P/nzn//8Z+A29/hfg/qG/TWtAhTpnDr+ApIFWt80XXmj",
+	"L8ORHF94t3xro2nHrwz1Ph8///8BAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -120,7 +120,7 @@ func New(cfg Config) (*echo.Echo, error) {
 		ErrorHandler: func(c echo.Context, he *echo.HTTPError) error { return he },
 	}))
 	h := &handlers{cfg: cfg, http: latency, tickets: tickets}
-	RegisterHandlers(e, NewStrictHandler(h, nil))
+	RegisterHandlers(e, NewStrictHandler(h, []StrictMiddlewareFunc{withHTTPRequest}))
 	registerWebShell(e)
 	if cfg.Pprof {
 		registerPprof(e)

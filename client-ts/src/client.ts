@@ -33,6 +33,7 @@ import type {
 import { TetherError, TetherNetworkError, TetherProblem, TetherTimeoutError } from './errors.js';
 import { API_VERSION, apiCompatible, TetherVersionError } from './version.js';
 import { WorkspaceClient } from './workspace.js';
+import { TerminalClient } from './terminal.js';
 import {
   EventStream,
   isTurnTerminalEvent,
@@ -300,6 +301,11 @@ export class TetherClient {
     return r.data as T;
   }
 
+  /** The Authorization header of this client's requests. @internal */
+  authHeaders(): Record<string, string> {
+    return { Authorization: `Bearer ${this.#token}` };
+  }
+
   /** Opens an event stream on a path of this daemon. @internal */
   stream(path: string, query: Record<string, string | boolean | undefined>, kind: 'session' | 'global', opts: EventStreamOptions): EventStream {
     return new EventStream(
@@ -431,6 +437,11 @@ export class SessionClient {
   /** The session's workspace: files and git state, with or without the agent. */
   get workspace(): WorkspaceClient {
     return new WorkspaceClient(this.client, this.id);
+  }
+
+  /** The session's interactive terminals on its executor. */
+  get terminals(): TerminalClient {
+    return new TerminalClient(this.client, this.id);
   }
 
   /** GET /session/{id}. */

@@ -21,6 +21,7 @@ export {
   type NativeEventSourceOptions,
 } from './client.js';
 export { WorkspaceClient, type ReadRange, type DiffOptions } from './workspace.js';
+export { TerminalClient, TerminalConnection, type AttachOptions, type WebSocketFactory, type WebSocketLike } from './terminal.js';
 export {
   EventStream,
   resyncFromSnapshot,

@@ -23,6 +23,7 @@ import (
 	"github.com/tether/tether/internal/host"
 	"github.com/tether/tether/internal/hostproto"
 	"github.com/tether/tether/internal/outbox"
+	"github.com/tether/tether/internal/terminal"
 )
 
 const hostUsage = `usage: tetherd host [flags]
@@ -97,6 +98,7 @@ func parseHostOptions(args []string) (hostOptions, error) {
 	files := addFileFlags(fs)
 	fs.StringVar(&o.logLevel, "log-level", env("TETHER_LOG_LEVEL", "info"), "debug, info, warn or error [TETHER_LOG_LEVEL]")
 	fs.IntVar(&o.maxProcs, "max-procs", 1, "CPU cores the host's Go runtime runs on at once (0: all). One by default: the host mostly waits for pipes, sockets and its disk, and one core spares it the cross-core wake-ups that otherwise cost more CPU than its work (docs/benchmarks.md)")
+	terminals := fs.String("terminal", "auto", "serve interactive terminals (a shell on a PTY in a session's directory, as the host's user): on, off, or auto (on for a local host, off with --listen); see docs/security.md")
 	versions := fs.String("protocol-versions", "", "MIN..MAX host protocol versions to speak (tests of upgrades)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -118,6 +120,12 @@ func parseHostOptions(args []string) (hostOptions, error) {
 	}
 	if o.socket == "" && o.listen == "" {
 		o.socket = filepath.Join(o.cfg.DataDir, "host.sock")
+	}
+	if *terminals != "on" && *terminals != "off" && *terminals != "auto" {
+		return o, fmt.Errorf("--terminal must be on, off or auto, got %q", *terminals)
+	}
+	if *terminals == "on" || (*terminals == "auto" && o.listen == "") {
+		o.cfg.Workspace.Terminals = terminal.New(terminal.Options{})
 	}
 	if o.tokenFile == "" {
 		o.tokenFile = filepath.Join(o.cfg.DataDir, "token")

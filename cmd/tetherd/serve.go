@@ -22,6 +22,7 @@ import (
 	"github.com/tether/tether/internal/sessions"
 	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/telemetry"
+	"github.com/tether/tether/internal/terminal"
 	"github.com/tether/tether/internal/workspace"
 	"github.com/tether/tether/server"
 )
@@ -58,8 +59,10 @@ type options struct {
 	// keepWorktrees: closing a session never removes its worktree, clean
 	// or not (sessions.Config.KeepWorktrees).
 	keepWorktrees bool
-	files         workspace.FileLimits
-	cwd           workspace.CwdPolicy
+	// terminals: standalone sessions get interactive terminals.
+	terminals bool
+	files     workspace.FileLimits
+	cwd       workspace.CwdPolicy
 	// agentEnv is --agent-env-passthrough, comma-separated.
 	agentEnv string
 	// updateWindow is --agent-update-window.
@@ -104,6 +107,7 @@ func parseOptions(args []string) (options, error) {
 	fs.StringVar(&o.traceExp, "trace-exporter", env("TETHER_TRACE_EXPORTER", ""), "OpenTelemetry spans: none, stdout or otlp (OTLP over HTTP; endpoint from --trace-endpoint or OTEL_EXPORTER_OTLP_*) [TETHER_TRACE_EXPORTER]")
 	fs.StringVar(&o.traceURL, "trace-endpoint", env("TETHER_TRACE_ENDPOINT", ""), "OTLP/HTTP traces URL, e.g. http://127.0.0.1:4318/v1/traces [TETHER_TRACE_ENDPOINT]")
 	fs.BoolVar(&o.checkpoints, "turn-checkpoints", true, "record a checkpoint of the session's directory as each turn starts, so an interrupted turn's recovery report lists the files it changed")
+	fs.BoolVar(&o.terminals, "terminal", true, "serve interactive terminals for standalone sessions (a shell on a PTY in the session's directory, as tetherd's user; hosted sessions' terminals are their host's, see tetherd host --terminal and docs/security.md)")
 	fs.BoolVar(&o.keepWorktrees, "keep-worktrees", false, "closing a session keeps its worktree even when nothing in it is uncommitted (a dirty one is always kept, its branch always)")
 	fs.BoolVar(&o.pprof, "pprof", false, "serve the Go profiler under /debug/pprof/ (bearer token required)")
 	fs.IntVar(&o.hub.MaxPerSession, "max-session-streams", 64, "live SSE streams per session; at the limit a new one displaces a stalled or quiet one, else gets 429")
@@ -253,10 +257,18 @@ func serve(ctx context.Context, args []string) error {
 	}
 	// Closed after the manager: the hosts' agents run on, for the next daemon.
 	defer pool.Close()
+	// Standalone sessions' terminals are this daemon's children and end
+	// with it (a hosted session's are its host's).
+	var terms *terminal.Set
+	if o.terminals {
+		terms = terminal.New(terminal.Options{})
+		defer terms.CloseAll()
+	}
 	mgr := sessions.New(st, w, reg, sessions.Config{QueueLimit: o.queue, MaxPendingPermissions: o.maxPerms, PromptMaxDepth: o.depth, RestoreTimeout: o.restoreTO, MaxAgents: o.maxAgents,
 		AgentIdleTimeout: o.agentIdle, Cwd: o.cwd, Files: o.files, UpdateWindow: o.updateWindow,
 		MailboxLimit: o.mailbox, BusyTimeout: o.busy, Logger: logger,
-		Workspace:       workspace.Config{Checkpoints: filepath.Join(o.dataDir, "checkpoints"), Worktrees: filepath.Join(o.dataDir, "worktrees")},
+		Workspace: workspace.Config{Checkpoints: filepath.Join(o.dataDir, "checkpoints"), Worktrees: filepath.Join(o.dataDir, "worktrees"),
+			Terminals: terms},
 		TurnCheckpoints: o.checkpoints, KeepWorktrees: o.keepWorktrees,
 		// Standalone agents run as children of this daemon; the others in
 		// executor hosts (the detached one, remote ones).

@@ -133,6 +133,12 @@ const (
 	// WorkspaceWorktreeInvalid: the session's worktree cannot be made or
 	// what is at its path is not it (never replaced).
 	WorkspaceWorktreeInvalid Code = "workspace_worktree_invalid"
+	// Terminals (internal/terminal): TerminalDisabled, the executor serves
+	// none (switched off, or a remote host that did not enable them).
+	TerminalDisabled     Code = "terminal_disabled"
+	TerminalNotFound     Code = "terminal_not_found"
+	TerminalExited       Code = "terminal_exited"
+	TerminalLimitReached Code = "terminal_limit_reached"
 	// WorkspaceGitUnavailable: the executor has no git command.
 	WorkspaceGitUnavailable Code = "workspace_git_unavailable"
 	// WorkspaceUnsupported: the session's executor host speaks a protocol

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/terminal"
 )
 
 // The workspace API: a session's files and git state for its user, served
@@ -61,6 +62,14 @@ type Request struct {
 	// worktree even when it is clean.
 	Branch string `json:"branch,omitempty"`
 	Keep   bool   `json:"keep,omitempty"`
+	// Terminal names a terminal; Data is what is typed into it; Cols and
+	// Rows size it; WaitMS bounds a read's wait for output (Offset is
+	// where the read starts).
+	Terminal string `json:"terminal,omitempty"`
+	Data     []byte `json:"data,omitempty"`
+	Cols     int    `json:"cols,omitempty"`
+	Rows     int    `json:"rows,omitempty"`
+	WaitMS   int    `json:"waitMs,omitempty"`
 	// Patch asks a diff for the patch text besides the per-file summary.
 	Patch bool `json:"patch,omitempty"`
 	// Limit bounds a log's commits (0: DefaultLogLimit).
@@ -69,14 +78,17 @@ type Request struct {
 
 // Result is a workspace operation's answer: the member of its Op.
 type Result struct {
-	Listing    *Listing     `json:"listing,omitempty"`
-	File       *FileContent `json:"file,omitempty"`
-	Entry      *Entry       `json:"entry,omitempty"`
-	GitStatus  *GitStatus   `json:"gitStatus,omitempty"`
-	GitDiff    *GitDiff     `json:"gitDiff,omitempty"`
-	GitLog     *GitLog      `json:"gitLog,omitempty"`
-	Checkpoint *Checkpoint  `json:"checkpoint,omitempty"`
-	Worktree   *Worktree    `json:"worktree,omitempty"`
+	Listing    *Listing        `json:"listing,omitempty"`
+	File       *FileContent    `json:"file,omitempty"`
+	Entry      *Entry          `json:"entry,omitempty"`
+	GitStatus  *GitStatus      `json:"gitStatus,omitempty"`
+	GitDiff    *GitDiff        `json:"gitDiff,omitempty"`
+	GitLog     *GitLog         `json:"gitLog,omitempty"`
+	Checkpoint *Checkpoint     `json:"checkpoint,omitempty"`
+	Worktree   *Worktree       `json:"worktree,omitempty"`
+	Terminal   *terminal.Info  `json:"terminal,omitempty"`
+	Terminals  []terminal.Info `json:"terminals,omitempty"`
+	Output     *terminal.Chunk `json:"output,omitempty"`
 }
 
 // Config is how an executor serves workspace requests: what one request
@@ -89,6 +101,9 @@ type Config struct {
 	// Worktrees is the directory of the sessions' worktrees (Worktree);
 	// empty refuses them.
 	Worktrees string
+	// Terminals are the executor's interactive terminals; nil switches
+	// them off (errcode.TerminalDisabled).
+	Terminals *terminal.Set
 	// ListLimit is the most entries one listing returns.
 	ListLimit int
 	// ReadLimit is the most bytes one read returns.
@@ -176,6 +191,9 @@ func Serve(ctx context.Context, req Request, lim Config) (Result, error) {
 	}
 	if !filepath.IsAbs(req.Root) {
 		return Result{}, errcode.New(errcode.InvalidRequest, "workspace root must be absolute, got %q", req.Root)
+	}
+	if isTerminalOp(req.Op) {
+		return serveTerminal(ctx, req, lim)
 	}
 	switch req.Op {
 	case OpGitStatus:

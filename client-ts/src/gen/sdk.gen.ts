@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, Options as Options2, TDataShape } from './client/index.js';
-import type { AnswerPermissionData, AnswerPermissionErrors, AnswerPermissionResponses, CancelSessionData, CancelSessionErrors, CancelSessionResponses, CloseSessionData, CloseSessionErrors, CloseSessionResponses, ContinueSessionData, ContinueSessionErrors, ContinueSessionResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, CreateStreamTicketData, CreateStreamTicketErrors, CreateStreamTicketResponses, CreateTaskData, CreateTaskErrors, CreateTaskResponses, ExportHistoryData, ExportHistoryErrors, ExportHistoryResponses, GetGitDiffData, GetGitDiffErrors, GetGitDiffResponses, GetGitLogData, GetGitLogErrors, GetGitLogResponses, GetGitStatusData, GetGitStatusErrors, GetGitStatusResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetSessionContextData, GetSessionContextErrors, GetSessionContextResponses, GetSessionData, GetSessionErrors, GetSessionResponses, GetSessionStatusData, GetSessionStatusErrors, GetSessionStatusResponses, GetTaskData, GetTaskErrors, GetTaskResponses, GetTranscriptData, GetTranscriptErrors, GetTranscriptResponses, GetTurnData, GetTurnErrors, GetTurnResponses, ListAgentsData, ListAgentsErrors, ListAgentsResponses, ListExecutorsData, ListExecutorsErrors, ListExecutorsResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListTasksData, ListTasksErrors, ListTasksResponses, ListWorkspaceFilesData, ListWorkspaceFilesErrors, ListWorkspaceFilesResponses, PromptSessionData, PromptSessionErrors, PromptSessionResponses, ReadWorkspaceFileData, ReadWorkspaceFileErrors, ReadWorkspaceFileResponses, ResumeSessionData, ResumeSessionErrors, ResumeSessionResponses, SetSessionConfigOptionData, SetSessionConfigOptionErrors, SetSessionConfigOptionResponses, SetSessionModeData, SetSessionModeErrors, SetSessionModeResponses, StatWorkspacePathData, StatWorkspacePathErrors, StatWorkspacePathResponses, StreamGlobalEventsData, StreamGlobalEventsErrors, StreamGlobalEventsResponse, StreamGlobalEventsResponses, StreamSessionEventsData, StreamSessionEventsErrors, StreamSessionEventsResponse, StreamSessionEventsResponses, UpdateTaskData, UpdateTaskErrors, UpdateTaskResponses, WithdrawTurnData, WithdrawTurnErrors, WithdrawTurnResponses } from './types.gen.js';
+import type { AnswerPermissionData, AnswerPermissionErrors, AnswerPermissionResponses, AttachTerminalData, AttachTerminalErrors, AttachTerminalResponses, CancelSessionData, CancelSessionErrors, CancelSessionResponses, CloseSessionData, CloseSessionErrors, CloseSessionResponses, CloseTerminalData, CloseTerminalErrors, CloseTerminalResponses, ContinueSessionData, ContinueSessionErrors, ContinueSessionResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, CreateStreamTicketData, CreateStreamTicketErrors, CreateStreamTicketResponses, CreateTaskData, CreateTaskErrors, CreateTaskResponses, ExportHistoryData, ExportHistoryErrors, ExportHistoryResponses, GetGitDiffData, GetGitDiffErrors, GetGitDiffResponses, GetGitLogData, GetGitLogErrors, GetGitLogResponses, GetGitStatusData, GetGitStatusErrors, GetGitStatusResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetSessionContextData, GetSessionContextErrors, GetSessionContextResponses, GetSessionData, GetSessionErrors, GetSessionResponses, GetSessionStatusData, GetSessionStatusErrors, GetSessionStatusResponses, GetTaskData, GetTaskErrors, GetTaskResponses, GetTranscriptData, GetTranscriptErrors, GetTranscriptResponses, GetTurnData, GetTurnErrors, GetTurnResponses, ListAgentsData, ListAgentsErrors, ListAgentsResponses, ListExecutorsData, ListExecutorsErrors, ListExecutorsResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListTasksData, ListTasksErrors, ListTasksResponses, ListTerminalsData, ListTerminalsErrors, ListTerminalsResponses, ListWorkspaceFilesData, ListWorkspaceFilesErrors, ListWorkspaceFilesResponses, OpenTerminalData, OpenTerminalErrors, OpenTerminalResponses, PromptSessionData, PromptSessionErrors, PromptSessionResponses, ReadTerminalData, ReadTerminalErrors, ReadTerminalResponses, ReadWorkspaceFileData, ReadWorkspaceFileErrors, ReadWorkspaceFileResponses, ResizeTerminalData, ResizeTerminalErrors, ResizeTerminalResponses, ResumeSessionData, ResumeSessionErrors, ResumeSessionResponses, SetSessionConfigOptionData, SetSessionConfigOptionErrors, SetSessionConfigOptionResponses, SetSessionModeData, SetSessionModeErrors, SetSessionModeResponses, StatWorkspacePathData, StatWorkspacePathErrors, StatWorkspacePathResponses, StreamGlobalEventsData, StreamGlobalEventsErrors, StreamGlobalEventsResponse, StreamGlobalEventsResponses, StreamSessionEventsData, StreamSessionEventsErrors, StreamSessionEventsResponse, StreamSessionEventsResponses, UpdateTaskData, UpdateTaskErrors, UpdateTaskResponses, WithdrawTurnData, WithdrawTurnErrors, WithdrawTurnResponses, WriteTerminalData, WriteTerminalErrors, WriteTerminalResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -466,5 +466,104 @@ export const getGitDiff = <ThrowOnError extends boolean = false>(options: Option
 export const getGitLog = <ThrowOnError extends boolean = false>(options: Options<GetGitLogData, ThrowOnError>) => (options.client ?? client).get<GetGitLogResponses, GetGitLogErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/session/{id}/workspace/git/log',
+    ...options
+});
+
+/**
+ * The session's interactive terminals on its executor.
+ */
+export const listTerminals = <ThrowOnError extends boolean = false>(options: Options<ListTerminalsData, ThrowOnError>) => (options.client ?? client).get<ListTerminalsResponses, ListTerminalsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/session/{id}/terminals',
+    ...options
+});
+
+/**
+ * Start a shell on a PTY in the session's directory, on its executor.
+ *
+ * The shell runs as the executor's user (tetherd's for a standalone
+ * session, the host's otherwise), whether or not the agent runs. On a
+ * detached or remote host it outlives a daemon restart; a standalone
+ * session's terminals end with tetherd. 403 `terminal_disabled` when
+ * the executor serves none (`tetherd serve --terminal=false`, or a
+ * remote host without `--terminal on`); 429 `terminal_limit_reached`
+ * past 16 terminals in a session.
+ *
+ */
+export const openTerminal = <ThrowOnError extends boolean = false>(options: Options<OpenTerminalData, ThrowOnError>) => (options.client ?? client).post<OpenTerminalResponses, OpenTerminalErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/session/{id}/terminals',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * End the terminal's shell (SIGHUP to its process group, then SIGKILL) and forget it.
+ */
+export const closeTerminal = <ThrowOnError extends boolean = false>(options: Options<CloseTerminalData, ThrowOnError>) => (options.client ?? client).delete<CloseTerminalResponses, CloseTerminalErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/session/{id}/terminals/{terminalId}',
+    ...options
+});
+
+/**
+ * Type text into the terminal (the WebSocket does the same, byte for byte).
+ */
+export const writeTerminal = <ThrowOnError extends boolean = false>(options: Options<WriteTerminalData, ThrowOnError>) => (options.client ?? client).post<WriteTerminalResponses, WriteTerminalErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/session/{id}/terminals/{terminalId}/input',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * The terminal's output from a byte offset, waiting up to `wait` ms for some.
+ *
+ * Output is kept per terminal (the last 1 MiB), addressed by byte
+ * offset since the shell started: a client that went away reads on
+ * from the `end` it last got. An `offset` no longer held gives what is
+ * (the answer's `offset` says where it starts).
+ *
+ */
+export const readTerminal = <ThrowOnError extends boolean = false>(options: Options<ReadTerminalData, ThrowOnError>) => (options.client ?? client).get<ReadTerminalResponses, ReadTerminalErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/session/{id}/terminals/{terminalId}/output',
+    ...options
+});
+
+/**
+ * Set the terminal's size.
+ */
+export const resizeTerminal = <ThrowOnError extends boolean = false>(options: Options<ResizeTerminalData, ThrowOnError>) => (options.client ?? client).post<ResizeTerminalResponses, ResizeTerminalErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/session/{id}/terminals/{terminalId}/resize',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * The terminal over a WebSocket, from a byte offset.
+ *
+ * Upgrades to a WebSocket (docs/terminal.md). The server sends a text
+ * frame `{"type":"hello","offset":N}`, then each piece of output as a
+ * binary frame whose first 8 bytes are its byte offset (big-endian)
+ * and the rest the bytes, and `{"type":"exit","exitCode":N}` when the
+ * shell exits. The client sends binary frames to type and text frames
+ * `{"type":"resize","cols":C,"rows":R}`. Reconnect with `offset` (the
+ * end of the last output received) to miss nothing.
+ *
+ */
+export const attachTerminal = <ThrowOnError extends boolean = false>(options: Options<AttachTerminalData, ThrowOnError>) => (options.client ?? client).get<AttachTerminalResponses, AttachTerminalErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/session/{id}/terminals/{terminalId}/ws',
     ...options
 });

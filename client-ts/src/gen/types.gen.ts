@@ -127,6 +127,61 @@ export type GitDiff = {
     headMoved?: boolean;
 };
 
+export type Terminal = {
+    id: string;
+    cwd: string;
+    cols: number;
+    rows: number;
+    /**
+     * Bytes of output the shell has produced so far.
+     */
+    offset: number;
+    exited: boolean;
+    exitCode?: number;
+    startedAt: string;
+};
+
+export type TerminalList = {
+    terminals: Array<Terminal>;
+};
+
+export type TerminalOpen = {
+    cols?: number;
+    rows?: number;
+};
+
+export type TerminalSize = {
+    cols: number;
+    rows: number;
+};
+
+export type TerminalInput = {
+    /**
+     * What is typed (\n is Enter,  Ctrl-C).
+     */
+    text: string;
+};
+
+export type TerminalOutput = {
+    /**
+     * Where data starts.
+     */
+    offset: number;
+    /**
+     * Where the next read starts.
+     */
+    end: number;
+    /**
+     * The bytes, base64.
+     */
+    data: string;
+    /**
+     * The shell exited and this is the end of its output.
+     */
+    exited: boolean;
+    exitCode?: number;
+};
+
 /**
  * A turn's record of the workspace as the turn began.
  */
@@ -1499,6 +1554,8 @@ export type Transcript = {
     plan?: Array<PlanEntry>;
     pendingPermissions: Array<PermissionRequest>;
 };
+
+export type TerminalId = string;
 
 /**
  * Relative to the session's directory, "/"-separated; empty for the directory itself.
@@ -3016,3 +3073,325 @@ export type GetGitLogResponses = {
 };
 
 export type GetGitLogResponse = GetGitLogResponses[keyof GetGitLogResponses];
+
+export type ListTerminalsData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/session/{id}/terminals';
+};
+
+export type ListTerminalsErrors = {
+    /**
+     * RFC 9457 problem details.
+     */
+    401: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    403: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    404: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    503: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    default: Problem;
+};
+
+export type ListTerminalsError = ListTerminalsErrors[keyof ListTerminalsErrors];
+
+export type ListTerminalsResponses = {
+    /**
+     * The terminals, oldest first.
+     */
+    200: TerminalList;
+};
+
+export type ListTerminalsResponse = ListTerminalsResponses[keyof ListTerminalsResponses];
+
+export type OpenTerminalData = {
+    body?: TerminalOpen;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/session/{id}/terminals';
+};
+
+export type OpenTerminalErrors = {
+    /**
+     * RFC 9457 problem details.
+     */
+    400: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    401: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    403: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    404: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    429: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    503: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    default: Problem;
+};
+
+export type OpenTerminalError = OpenTerminalErrors[keyof OpenTerminalErrors];
+
+export type OpenTerminalResponses = {
+    /**
+     * The terminal.
+     */
+    201: Terminal;
+};
+
+export type OpenTerminalResponse = OpenTerminalResponses[keyof OpenTerminalResponses];
+
+export type CloseTerminalData = {
+    body?: never;
+    path: {
+        id: string;
+        terminalId: string;
+    };
+    query?: never;
+    url: '/session/{id}/terminals/{terminalId}';
+};
+
+export type CloseTerminalErrors = {
+    /**
+     * RFC 9457 problem details.
+     */
+    401: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    404: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    503: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    default: Problem;
+};
+
+export type CloseTerminalError = CloseTerminalErrors[keyof CloseTerminalErrors];
+
+export type CloseTerminalResponses = {
+    /**
+     * The terminal as it ended.
+     */
+    200: Terminal;
+};
+
+export type CloseTerminalResponse = CloseTerminalResponses[keyof CloseTerminalResponses];
+
+export type WriteTerminalData = {
+    body: TerminalInput;
+    path: {
+        id: string;
+        terminalId: string;
+    };
+    query?: never;
+    url: '/session/{id}/terminals/{terminalId}/input';
+};
+
+export type WriteTerminalErrors = {
+    /**
+     * RFC 9457 problem details.
+     */
+    400: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    401: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    404: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    409: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    503: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    default: Problem;
+};
+
+export type WriteTerminalError = WriteTerminalErrors[keyof WriteTerminalErrors];
+
+export type WriteTerminalResponses = {
+    /**
+     * Written to the PTY.
+     */
+    204: void;
+};
+
+export type WriteTerminalResponse = WriteTerminalResponses[keyof WriteTerminalResponses];
+
+export type ReadTerminalData = {
+    body?: never;
+    path: {
+        id: string;
+        terminalId: string;
+    };
+    query?: {
+        offset?: number;
+        /**
+         * Milliseconds to wait for output when there is none yet (at most 20,000).
+         */
+        wait?: number;
+    };
+    url: '/session/{id}/terminals/{terminalId}/output';
+};
+
+export type ReadTerminalErrors = {
+    /**
+     * RFC 9457 problem details.
+     */
+    400: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    401: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    404: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    503: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    default: Problem;
+};
+
+export type ReadTerminalError = ReadTerminalErrors[keyof ReadTerminalErrors];
+
+export type ReadTerminalResponses = {
+    /**
+     * The output.
+     */
+    200: TerminalOutput;
+};
+
+export type ReadTerminalResponse = ReadTerminalResponses[keyof ReadTerminalResponses];
+
+export type ResizeTerminalData = {
+    body: TerminalSize;
+    path: {
+        id: string;
+        terminalId: string;
+    };
+    query?: never;
+    url: '/session/{id}/terminals/{terminalId}/resize';
+};
+
+export type ResizeTerminalErrors = {
+    /**
+     * RFC 9457 problem details.
+     */
+    400: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    401: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    404: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    503: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    default: Problem;
+};
+
+export type ResizeTerminalError = ResizeTerminalErrors[keyof ResizeTerminalErrors];
+
+export type ResizeTerminalResponses = {
+    /**
+     * The terminal.
+     */
+    200: Terminal;
+};
+
+export type ResizeTerminalResponse = ResizeTerminalResponses[keyof ResizeTerminalResponses];
+
+export type AttachTerminalData = {
+    body?: never;
+    path: {
+        id: string;
+        terminalId: string;
+    };
+    query?: {
+        offset?: number;
+    };
+    url: '/session/{id}/terminals/{terminalId}/ws';
+};
+
+export type AttachTerminalErrors = {
+    /**
+     * RFC 9457 problem details.
+     */
+    400: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    401: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    404: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    503: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    default: Problem;
+};
+
+export type AttachTerminalError = AttachTerminalErrors[keyof AttachTerminalErrors];
+
+export type AttachTerminalResponses = {
+    /**
+     * RFC 9457 problem details.
+     */
+    default: Problem;
+};
+
+export type AttachTerminalResponse = AttachTerminalResponses[keyof AttachTerminalResponses];

@@ -1,0 +1,68 @@
+package workspace
+
+import (
+	"context"
+	"time"
+
+	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/terminal"
+)
+
+// Terminal operations: the session's interactive terminals, on its
+// executor (internal/terminal), carried like the other workspace
+// requests: in the daemon for standalone sessions, over the host protocol
+// otherwise. Output is read by offset with a long poll (OpTerminalRead
+// waits up to WaitMS for output), so the same request works over a
+// reconnect and after a daemon restart in front of a host.
+const (
+	OpTerminalOpen   Op = "terminal_open"
+	OpTerminalList   Op = "terminal_list"
+	OpTerminalWrite  Op = "terminal_write"
+	OpTerminalRead   Op = "terminal_read"
+	OpTerminalResize Op = "terminal_resize"
+	OpTerminalClose  Op = "terminal_close"
+)
+
+func isTerminalOp(op Op) bool {
+	switch op {
+	case OpTerminalOpen, OpTerminalList, OpTerminalWrite, OpTerminalRead, OpTerminalResize, OpTerminalClose:
+		return true
+	}
+	return false
+}
+
+// serveTerminal performs a terminal operation for req.Session.
+func serveTerminal(ctx context.Context, req Request, cfg Config) (Result, error) {
+	set := cfg.Terminals
+	if set == nil {
+		return Result{}, errcode.New(errcode.TerminalDisabled, "this executor serves no terminals (switched off by its configuration)")
+	}
+	if req.Session == "" {
+		return Result{}, errcode.New(errcode.InvalidRequest, "a terminal belongs to a session")
+	}
+	info := func(i terminal.Info, err error) (Result, error) {
+		if err != nil {
+			return Result{}, err
+		}
+		return Result{Terminal: &i}, nil
+	}
+	switch req.Op {
+	case OpTerminalOpen:
+		return info(set.Open(req.Session, req.Root, req.Cols, req.Rows))
+	case OpTerminalList:
+		return Result{Terminals: set.List(req.Session)}, nil
+	case OpTerminalWrite:
+		return Result{}, set.Write(req.Session, req.Terminal, req.Data)
+	case OpTerminalRead:
+		c, err := set.Read(ctx, req.Session, req.Terminal, req.Offset, time.Duration(req.WaitMS)*time.Millisecond)
+		if err != nil {
+			return Result{}, err
+		}
+		return Result{Output: &c}, nil
+	case OpTerminalResize:
+		return Result{}, set.Resize(req.Session, req.Terminal, req.Cols, req.Rows)
+	case OpTerminalClose:
+		return info(set.Close(req.Session, req.Terminal))
+	}
+	return Result{}, errcode.New(errcode.InvalidRequest, "unknown terminal operation %q", req.Op)
+}
