@@ -95,6 +95,90 @@ func (e ChangedFileStatus) Valid() bool {
 	}
 }
 
+// Defines values for CommandState.
+const (
+	CommandStateExited  CommandState = "exited"
+	CommandStateLost    CommandState = "lost"
+	CommandStateRunning CommandState = "running"
+)
+
+// Valid indicates whether the value is a known member of the CommandState enum.
+func (e CommandState) Valid() bool {
+	switch e {
+	case CommandStateExited:
+		return true
+	case CommandStateLost:
+		return true
+	case CommandStateRunning:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CommandExitedDataState.
+const (
+	CommandExitedDataStateExited CommandExitedDataState = "exited"
+	CommandExitedDataStateLost   CommandExitedDataState = "lost"
+)
+
+// Valid indicates whether the value is a known member of the CommandExitedDataState enum.
+func (e CommandExitedDataState) Valid() bool {
+	switch e {
+	case CommandExitedDataStateExited:
+		return true
+	case CommandExitedDataStateLost:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CommandExitedEventType.
+const (
+	CommandExitedEventTypeCommandExited CommandExitedEventType = "command.exited"
+)
+
+// Valid indicates whether the value is a known member of the CommandExitedEventType enum.
+func (e CommandExitedEventType) Valid() bool {
+	switch e {
+	case CommandExitedEventTypeCommandExited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CommandOutputEventType.
+const (
+	CommandOutputEventTypeCommandOutput CommandOutputEventType = "command.output"
+)
+
+// Valid indicates whether the value is a known member of the CommandOutputEventType enum.
+func (e CommandOutputEventType) Valid() bool {
+	switch e {
+	case CommandOutputEventTypeCommandOutput:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CommandStartedEventType.
+const (
+	CommandStartedEventTypeCommandStarted CommandStartedEventType = "command.started"
+)
+
+// Valid indicates whether the value is a known member of the CommandStartedEventType enum.
+func (e CommandStartedEventType) Valid() bool {
+	switch e {
+	case CommandStartedEventTypeCommandStarted:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ContentBlockType.
 const (
 	ContentBlockTypeAudio        ContentBlockType = "audio"
@@ -1409,6 +1493,102 @@ type Checkpoint struct {
 	// Turn The turn's promptId.
 	Turn string `json:"turn"`
 }
+
+// Command defines model for Command.
+type Command struct {
+	Command   string       `json:"command"`
+	CreatedAt time.Time    `json:"createdAt"`
+	EndedAt   *time.Time   `json:"endedAt,omitempty"`
+	ExitCode  *int         `json:"exitCode,omitempty"`
+	Id        string       `json:"id"`
+	State     CommandState `json:"state"`
+}
+
+// CommandState defines model for Command.State.
+type CommandState string
+
+// CommandExitedData defines model for CommandExitedData.
+type CommandExitedData struct {
+	CommandId string  `json:"commandId"`
+	ExitCode  *int    `json:"exitCode,omitempty"`
+	PromptId  *string `json:"promptId,omitempty"`
+	SessionId *string `json:"sessionId,omitempty"`
+
+	// State lost: tetherd lost track of it (a standalone command when tetherd restarted, or its host lost it); no exit code.
+	State  CommandExitedDataState `json:"state"`
+	TaskId *string                `json:"taskId,omitempty"`
+}
+
+// CommandExitedDataState lost: tetherd lost track of it (a standalone command when tetherd restarted, or its host lost it); no exit code.
+type CommandExitedDataState string
+
+// CommandExitedEvent defines model for CommandExitedEvent.
+type CommandExitedEvent struct {
+	Data CommandExitedData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                `json:"id,omitempty"`
+	Type CommandExitedEventType `json:"type"`
+}
+
+// CommandExitedEventType defines model for CommandExitedEvent.Type.
+type CommandExitedEventType string
+
+// CommandList defines model for CommandList.
+type CommandList struct {
+	Commands []Command `json:"commands"`
+}
+
+// CommandOutputData A piece of a command's output (stdout and stderr together), from byte `offset` of it.
+type CommandOutputData struct {
+	CommandId string  `json:"commandId"`
+	Offset    int64   `json:"offset"`
+	PromptId  *string `json:"promptId,omitempty"`
+	SessionId *string `json:"sessionId,omitempty"`
+	TaskId    *string `json:"taskId,omitempty"`
+
+	// Text The bytes as UTF-8 (invalid sequences replaced).
+	Text string `json:"text"`
+}
+
+// CommandOutputEvent defines model for CommandOutputEvent.
+type CommandOutputEvent struct {
+	// Data A piece of a command's output (stdout and stderr together), from byte `offset` of it.
+	Data CommandOutputData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                `json:"id,omitempty"`
+	Type CommandOutputEventType `json:"type"`
+}
+
+// CommandOutputEventType defines model for CommandOutputEvent.Type.
+type CommandOutputEventType string
+
+// CommandRun defines model for CommandRun.
+type CommandRun struct {
+	Command string `json:"command"`
+}
+
+// CommandStartedData defines model for CommandStartedData.
+type CommandStartedData struct {
+	Command   string  `json:"command"`
+	CommandId string  `json:"commandId"`
+	PromptId  *string `json:"promptId,omitempty"`
+	SessionId *string `json:"sessionId,omitempty"`
+	TaskId    *string `json:"taskId,omitempty"`
+}
+
+// CommandStartedEvent defines model for CommandStartedEvent.
+type CommandStartedEvent struct {
+	Data CommandStartedData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                 `json:"id,omitempty"`
+	Type CommandStartedEventType `json:"type"`
+}
+
+// CommandStartedEventType defines model for CommandStartedEvent.Type.
+type CommandStartedEventType string
 
 // ConfigOptionChange defines model for ConfigOptionChange.
 type ConfigOptionChange struct {
@@ -3042,6 +3222,9 @@ type CreateStreamTicketJSONRequestBody = StreamTicketRequest
 // CreateSessionJSONRequestBody defines body for CreateSession for application/json ContentType.
 type CreateSessionJSONRequestBody = SessionCreate
 
+// RunCommandJSONRequestBody defines body for RunCommand for application/json ContentType.
+type RunCommandJSONRequestBody = CommandRun
+
 // SetSessionConfigOptionJSONRequestBody defines body for SetSessionConfigOption for application/json ContentType.
 type SetSessionConfigOptionJSONRequestBody = ConfigOptionChange
 
@@ -4451,6 +4634,108 @@ func (t *TetherEvent) MergeSessionOptionsChangedEvent(v SessionOptionsChangedEve
 	return err
 }
 
+// AsCommandStartedEvent returns the union data inside the TetherEvent as a CommandStartedEvent
+func (t TetherEvent) AsCommandStartedEvent() (CommandStartedEvent, error) {
+	var body CommandStartedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCommandStartedEvent overwrites any union data inside the TetherEvent as the provided CommandStartedEvent
+func (t *TetherEvent) FromCommandStartedEvent(v CommandStartedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"command.started"}`))
+	t.union = b
+	return err
+}
+
+// MergeCommandStartedEvent performs a merge with any union data inside the TetherEvent, using the provided CommandStartedEvent
+func (t *TetherEvent) MergeCommandStartedEvent(v CommandStartedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"command.started"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsCommandOutputEvent returns the union data inside the TetherEvent as a CommandOutputEvent
+func (t TetherEvent) AsCommandOutputEvent() (CommandOutputEvent, error) {
+	var body CommandOutputEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCommandOutputEvent overwrites any union data inside the TetherEvent as the provided CommandOutputEvent
+func (t *TetherEvent) FromCommandOutputEvent(v CommandOutputEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"command.output"}`))
+	t.union = b
+	return err
+}
+
+// MergeCommandOutputEvent performs a merge with any union data inside the TetherEvent, using the provided CommandOutputEvent
+func (t *TetherEvent) MergeCommandOutputEvent(v CommandOutputEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"command.output"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsCommandExitedEvent returns the union data inside the TetherEvent as a CommandExitedEvent
+func (t TetherEvent) AsCommandExitedEvent() (CommandExitedEvent, error) {
+	var body CommandExitedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCommandExitedEvent overwrites any union data inside the TetherEvent as the provided CommandExitedEvent
+func (t *TetherEvent) FromCommandExitedEvent(v CommandExitedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"command.exited"}`))
+	t.union = b
+	return err
+}
+
+// MergeCommandExitedEvent performs a merge with any union data inside the TetherEvent, using the provided CommandExitedEvent
+func (t *TetherEvent) MergeCommandExitedEvent(v CommandExitedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"command.exited"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsResyncRequiredEvent returns the union data inside the TetherEvent as a ResyncRequiredEvent
 func (t TetherEvent) AsResyncRequiredEvent() (ResyncRequiredEvent, error) {
 	var body ResyncRequiredEvent
@@ -4567,6 +4852,12 @@ func (t TetherEvent) ValueByDiscriminator() (interface{}, error) {
 		return nil, err
 	}
 	switch discriminator {
+	case "command.exited":
+		return t.AsCommandExitedEvent()
+	case "command.output":
+		return t.AsCommandOutputEvent()
+	case "command.started":
+		return t.AsCommandStartedEvent()
 	case "message.added":
 		return t.AsMessageAddedEvent()
 	case "message.chunk":
@@ -4671,6 +4962,12 @@ type ServerInterface interface {
 	// CancelSession Cancel the running turn and answer pending permissions `cancelled`.
 	// (POST /session/{id}/cancel)
 	CancelSession(ctx echo.Context, id ID) error
+	// ListCommands The session's commands, oldest first, with how each ended.
+	// (GET /session/{id}/commands)
+	ListCommands(ctx echo.Context, id ID) error
+	// RunCommand Run a command (sh -c) in the session's directory on its executor.
+	// (POST /session/{id}/commands)
+	RunCommand(ctx echo.Context, id ID) error
 	// SetSessionConfigOption Set one of the agent's config options (ACP session/set_config_option), e.g. its model.
 	// (PUT /session/{id}/config/{optionId})
 	SetSessionConfigOption(ctx echo.Context, id ID, optionId string) error
@@ -4942,6 +5239,38 @@ func (w *ServerInterfaceWrapper) CancelSession(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.CancelSession(ctx, id)
+	return err
+}
+
+// ListCommands converts echo context to params.
+func (w *ServerInterfaceWrapper) ListCommands(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListCommands(ctx, id)
+	return err
+}
+
+// RunCommand converts echo context to params.
+func (w *ServerInterfaceWrapper) RunCommand(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RunCommand(ctx, id)
 	return err
 }
 
@@ -5756,6 +6085,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/session/:id/workspace/git/status", wrapper.GetGitStatus, options.OperationMiddlewares["getGitStatus"]...)
 	router.GET(options.BaseURL+"/session/:id/workspace/git/diff", wrapper.GetGitDiff, options.OperationMiddlewares["getGitDiff"]...)
 	router.GET(options.BaseURL+"/session/:id/workspace/git/log", wrapper.GetGitLog, options.OperationMiddlewares["getGitLog"]...)
+	router.GET(options.BaseURL+"/session/:id/commands", wrapper.ListCommands, options.OperationMiddlewares["listCommands"]...)
+	router.POST(options.BaseURL+"/session/:id/commands", wrapper.RunCommand, options.OperationMiddlewares["runCommand"]...)
 	router.GET(options.BaseURL+"/session/:id/terminals", wrapper.ListTerminals, options.OperationMiddlewares["listTerminals"]...)
 	router.POST(options.BaseURL+"/session/:id/terminals", wrapper.OpenTerminal, options.OperationMiddlewares["openTerminal"]...)
 	router.DELETE(options.BaseURL+"/session/:id/terminals/:terminalId", wrapper.CloseTerminal, options.OperationMiddlewares["closeTerminal"]...)
@@ -6569,6 +6900,201 @@ type CancelSessiondefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response CancelSessiondefaultApplicationProblemPlusJSONResponse) VisitCancelSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCommandsRequestObject struct {
+	Id ID `json:"id"`
+}
+
+type ListCommandsResponseObject interface {
+	VisitListCommandsResponse(w http.ResponseWriter) error
+}
+
+type ListCommands200JSONResponse CommandList
+
+func (response ListCommands200JSONResponse) VisitListCommandsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCommands401ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ListCommands401ApplicationProblemPlusJSONResponse) VisitListCommandsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCommands404ApplicationProblemPlusJSONResponse Problem
+
+func (response ListCommands404ApplicationProblemPlusJSONResponse) VisitListCommandsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCommandsdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ListCommandsdefaultApplicationProblemPlusJSONResponse) VisitListCommandsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunCommandRequestObject struct {
+	Id   ID `json:"id"`
+	Body *RunCommandJSONRequestBody
+}
+
+type RunCommandResponseObject interface {
+	VisitRunCommandResponse(w http.ResponseWriter) error
+}
+
+type RunCommand202JSONResponse Command
+
+func (response RunCommand202JSONResponse) VisitRunCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunCommand400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response RunCommand400ApplicationProblemPlusJSONResponse) VisitRunCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunCommand401ApplicationProblemPlusJSONResponse Problem
+
+func (response RunCommand401ApplicationProblemPlusJSONResponse) VisitRunCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunCommand403ApplicationProblemPlusJSONResponse Problem
+
+func (response RunCommand403ApplicationProblemPlusJSONResponse) VisitRunCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunCommand404ApplicationProblemPlusJSONResponse Problem
+
+func (response RunCommand404ApplicationProblemPlusJSONResponse) VisitRunCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunCommand429ApplicationProblemPlusJSONResponse Problem
+
+func (response RunCommand429ApplicationProblemPlusJSONResponse) VisitRunCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunCommand503ApplicationProblemPlusJSONResponse Problem
+
+func (response RunCommand503ApplicationProblemPlusJSONResponse) VisitRunCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunCommanddefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response RunCommanddefaultApplicationProblemPlusJSONResponse) VisitRunCommandResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -9590,6 +10116,12 @@ type StrictServerInterface interface {
 	// CancelSession Cancel the running turn and answer pending permissions `cancelled`.
 	// (POST /session/{id}/cancel)
 	CancelSession(ctx context.Context, request CancelSessionRequestObject) (CancelSessionResponseObject, error)
+	// ListCommands The session's commands, oldest first, with how each ended.
+	// (GET /session/{id}/commands)
+	ListCommands(ctx context.Context, request ListCommandsRequestObject) (ListCommandsResponseObject, error)
+	// RunCommand Run a command (sh -c) in the session's directory on its executor.
+	// (POST /session/{id}/commands)
+	RunCommand(ctx context.Context, request RunCommandRequestObject) (RunCommandResponseObject, error)
 	// SetSessionConfigOption Set one of the agent's config options (ACP session/set_config_option), e.g. its model.
 	// (PUT /session/{id}/config/{optionId})
 	SetSessionConfigOption(ctx context.Context, request SetSessionConfigOptionRequestObject) (SetSessionConfigOptionResponseObject, error)
@@ -9998,6 +10530,79 @@ func (sh *strictHandler) CancelSession(ctx echo.Context, id ID) error {
 		return err
 	} else if validResponse, ok := response.(CancelSessionResponseObject); ok {
 		return validResponse.VisitCancelSessionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListCommands operation middleware
+func (sh *strictHandler) ListCommands(ctx echo.Context, id ID) error {
+	var request ListCommandsRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListCommands(ctx.Request().Context(), request.(ListCommandsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListCommands")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListCommandsResponseObject); ok {
+		return validResponse.VisitListCommandsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RunCommand operation middleware
+func (sh *strictHandler) RunCommand(ctx echo.Context, id ID) error {
+	var request RunCommandRequestObject
+
+	request.Id = id
+
+	var body RunCommandJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RunCommand(ctx.Request().Context(), request.(RunCommandRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RunCommand")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RunCommandResponseObject); ok {
+		return validResponse.VisitRunCommandResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -11033,296 +11638,307 @@ func (sh *strictHandler) UpdateTask(ctx echo.Context, id ID) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L2Ncxs3si/6r6D4bpWpd0eU7Di7G6lObWllJ/E9TqxrKcd139JPA82AJFZDgAtgRHOzfn/7K3QDGAyJ",
-	"4YdEyU5OtrZikZwPoNFo9Oevf+0VcjqTggmjeye/9mZU0SkzTMGn81ppqexfJdOF4jPDpeid9N4zXU8Z",
-	"oSPDFDETrkkBV5J+PqyPj78p2EwWE/iTneA3mv0TP+cHp0TeMaV4yTR5S7U5fH3HhDl882rQy3rcPv+f",
-	"NVOLXtYTdMp6Jz18eC/r6WLCptSOZ0o/vWVibCa9kxfHx1nPLGb2Sm0UF+Pe589Z73tZVXK+OvYRrTQj",
-	"TJSamAkj2ihGp2EqjCg2q+iC9CdUlAsy52ZiJ1cddA1uhO+JB1eyEa0r0zsxqmZhbDdSVowKGNybV/Y6",
-	"eNyMmknzNF72sp5i/6y5YqV/QHLaf3qZ9aZc+I/PUzSw1AXi4vvahLhkwpCbBYELLmWtCkaKiltOIFIQ",
-	"xQopBCvMKdF0ysiUUcHFmFBNclyQPJBkwmjJVDOL1qruuG5XTE25oFUniYy/YK+kuuLFLTOrVDrzHGLg",
-	"AjJSckryi3eXV+SI2RnqI/xF5xnhQhtGSyJHlpWGIj+rzUQq/i9qn5YTpBPpzye8mJA5F5rMJ0yQG2km",
-	"hCpGNBPmYEB+ZndMkVlthsKy5A2jynKnvGWCcKNZNSJcEEp+ef92MBQdjInD2pX6ixnTq1Q4l9MpPdTM",
-	"igfDSgIzJ/Z2TYwkJau4HXG/kMIoWZGRlSKa0GpOF5oUcso69w88ZM0ok8P8INWtntGCXVjWSMinihp+",
-	"x+zYYJMzrbkUzzQpuWKFkWqRkWHvaNhr5nRK2HRmFmQkUQ6EKx3Fu8bvmDOx+3u9LJ7Ly+Pv/rQ6l8+W",
-	"h/VMCo10PzPndEYLbhb2k6UnE8CWdDareAGMdDRT8qZi0//5D22n+2v08v+h2Kh30vu/jhqxfoS/6qML",
-	"vAtf2ibYlZ0wZVMpCNeEGkJJ4YZBKj7l5pQIaSZ2/8+pJrSccmP5QCpSKGbJNxiKnI6ZMNdw/bVitJiw",
-	"Mj8h2lBlQHIIAleQuayrksyo1iQ/PJzST4fwvc6JVMjxMyVHvGLPNMmn9NOZ+7Wfw7PzjOS6kDOWn/hB",
-	"/9vfkREqSkKHIn/PjFocnlm57jfewSnJZ0pOZ+b6nzWr2fWorip42qQ2dojXpZyLnEgzYWrONcPNhTfD",
-	"6kQPTQnUQsKxIsmcckNu2EgqRoxawOzHlItBi1McL3Bh2Jgpuy6fs55fpSdc/fffn5PvXn77Z+KeTEpm",
-	"KK/0APaaewAwp10Iy583vOKGpyTFhwk1sH9wqWl5x5ThmpVWYuVccMNpxf/F4PCYKTmzP+OD4I6fYVf9",
-	"urxPMvz1v5jSHGe9ekFtJj8xM5FlYlg/ynk8qqJgM6Mt75ZM2BFp0j87vyB59BCrqNg9TqRgdvBLfNlc",
-	"mdsVn1ArbpjlnJIUtKrwCvv0ghqWOw1jmQLcsKnetHRn4VV2nm7iVCm6sJ8rSctLFHARXYK2AVSezlaW",
-	"bYn2dcll+nY2vWFlycpzy42fTPoiPqVjlvrpc3xG/91dl7n3rT78Y5ifvPkHK4wbv5GFrFYXP+wcEKL1",
-	"dJsRxOQKtyWJlBoL7IC3XJsECcdeid5uUe3lF8hPq8u6NGj37M4R+eck1jWwzsqesELf/k6mcEHg3phv",
-	"NWrAyLwN75I+jmiwoNOKNC+BU351Z95RXtGbiqV5p1jizI1Ua62SfYDVTkTHDNknVtTGvp30QXkz4ax7",
-	"ZlUTMeLjWoFkzYgAxQsuo8QuANMmPaeSa2sndIqrCddWeXB8/UbY5ercobxMPkOAEuOY9X0ngwPz3rDy",
-	"DJhyJNWUWu2jpIYdGg7cvfJoDfq+vZ6JempZ7KbmleF2TyBNevaUMKwwrIz4rnlCLcKyvmdUJ4Xy8ua3",
-	"GntMuDCOmEfS8+6maHJTtNi+vSWup8zAaUnLktsn0OoiuqBlszVPpGqcOFa8LXJCqBrXU7CdjCSqFs1p",
-	"A1wGDAp7KSNSFCxDBd7f3zoKVki9LPFbY0jynjBdJ7MkpbT/rTVDyx03f0ZKpvgdK5H5udHklltNSpQE",
-	"CJbcBJ1827Ep8IsVE+v84pl7nRx5YdR3qqI1j+gN2kX2vHDcCr/C57vrO2pNT0/KJLPeUZVYPXfzCazV",
-	"HVXc8h8soGZm9chn4m6XdUoxv6COlYXp4ltpGZyLmpWvqOPTqno36p38fb1kBHPb2mnSioRlpi/cQ/UF",
-	"nHNvOoSlPVCVqmdWtze1EslVV2G7r3kAmlt46QluhGv2iTujAYWyVNeV1CbxkiXazfygs8REwoBWCfox",
-	"W9mvTkHzNLZGyfKkyY23+Ug/sh6JhCu4GAoj7Zknp9Twwj8LTpAD5CWr3RjwoCjgaW4yq0qC+TRZWKvC",
-	"rrWXeOfN8bVOJLVn8k4woiuqJ0G4BPNKjkZMOYV2+SUHq2r3JmnCxaw2uw3uQjEddq8liB+jobdMk5Fi",
-	"Vlf+ZLxeYTRo2qtjWy/J7FAjz51/xCovrewzL6FWGTgW1bI2MDag82YudZs7fmZqj59TUbDKHmtVQoss",
-	"4NeKlemTvmRguSa27/+G7wluFcLBvUkNmTPFSKnkbMbK3U6ZWSQp1k+8GXNyvhMqxqz8Pqmfyqr0LpyV",
-	"Ac26ftCGmlrHygu1NkQv601lyUcc/ixZxQxD8WBXBoXHDH+0jyxgXInjYln4OAcPvjQ9Q1bczmSSV89A",
-	"pIAo9NLA8urcO7AIRT80Ch42piJhGO+g2E0Y7ZDtis2k5laFeqbJj6/PXgGvc7DWBenjIUtkbTQvGai/",
-	"/norsZ0zw26HEVfauJvTyrFRrGN7aUFneiINsZdk/oz1x4FVlQItowGkX1KrjkPIUdwz8OadC49yw84s",
-	"uZOrDGrxO3gR8nS3UIQgw/Iy3tGqTqk/BH4gHJiDEs0qVhh72oBJIhWhxEkAcE42n/ASOz0pmFMRYufp",
-	"t3/a4PfOVkXMx2Xa4Kg7CGKYMH+rZHG7kRRLcxbEnk7OwUVu7CNW+f6emroQ0sBprHe+t3Qq16q5t+GQ",
-	"nPIpu3La7fb6sGKNHbbTODX/F2vJBC7Mn142fB45RrzPJmKM58fwv9Se4qZar7p7iQuPzVb8OX5G1xUX",
-	"t9HntAmp+ObDBX7tYj+rw52BM48lLD0a/eLGben5MUs5IUKoc2WYEOx4PZPFpEM/alTeTe6L96yQd0wt",
-	"LuvplKpNxyweOi2yq1oI+1vWc3oAeD9m/qhrTuKsN6Ic/4j0282nXaBZFmvdrTm2KBIot26JXrGi4gIX",
-	"YjtrJnirsy0WFURMclVVl2fC/oRLsfOSdRPMvS16dsIkicjyHh1MOx4jMcNsIKG97lVaA47NxZUj6Sc2",
-	"vbEmBLOTIGWtwH2GQb8ZXVSSlqSgSnGmSd+Px2r7yioOoMpwTbi4k9UdS9kc65ke7a2OXw3Vt11K6eos",
-	"nWLR4a3Fn8O72kT4GUKYUnj1xJqAffsRAlpekWtCi/DEgxNCyS+/vHmVEcHmhBpHQ7jH+xcVqzUrk0oN",
-	"U0qqn5jWbXd6dMEnbs5lydJecPvrJR8LWqUdQ1KbdV5SqYi95IRUsqAVaBslMxDIy5wdh+5SVmJoxF6h",
-	"2FQaduq8NPCVNlSUtJKCJSdZUW0uGRO7OCxnLV/TiuP/St6yDm3QO+GswuFNeZ6mvqoFvD8SuM1U0CEK",
-	"xIAtbmedPNYa82Stv8ZR/BKv/pz1rE3gNed1dzrH6Ad/+bJE8rNYa7P41/8ok7GMslRMJ8N7do83LnSC",
-	"cV5NuEHXRy34J6Il5Eq4SDqw1Ewq083xnqOXX7aAB1h+IS4bxa4eNYZZIxdPONK3L7iuBXXJFpZZ4Ssf",
-	"OLqecj2lpphkZDAYHNxv49kndogk+1MUnFplQXvBMx0CLDc1r0pyh3d07hB7StDCnCV27FtLEMixsGYl",
-	"a/y2ntz2odvtq7QnpNn/sNSO7YnjrGcaXpIRVmkWXC/emAuxFXuNj7AkZylrcyM//W1hkOm2UGbxjvdg",
-	"SutU3gf8AHZUVaHvBjeLjnl2QjUR0hBa3Ao5r1g5ZiVZsDbVugeRiEeml5z4K/1aE8HG0nBIoZHOM1Yr",
-	"ZcVmw96D5EsTomlLaeQI0GGPx+SBMU9kVWrSx2SY+YRX1ui3x7mlmBulO9O3inPGgsbHXRPeJjggd4xh",
-	"eeW4PS1PSTE+gTG7TBS7wERzUTRhevfO0ybXDW5yB52XNjdK3jIIhHBNbhgXY6KYUdzeWMFpWQt4ByhJ",
-	"M7s1MY/QPYOUjJZW/SX9FkOCZy72PUOkteUZb4U8Au3RC+6G67TN6KO9cbOe75yV7bMC/vX8sunUSEfB",
-	"YdNvHQRvnUKbIij46E3DilIh2iPD6MMaHYEwUdpFtatkL/ZMnxITq6bGHoTZNrKnSw1yYaqOE8qbjQnn",
-	"k3cYW32djCo+nnRMcJ1avrRSzaXxwLLIenWLsUyENhnXLfVlULLaE1rdyri2qhYwQyrauu7yuWB3D3BA",
-	"JAGMJH3aKDxOl6dEMGN1NlLU5sALiPj9xMjTxrk7lmBOeMHvj+lI0VRhQ9NysbqxQUWBnQre/KS0b5Nn",
-	"nxHElMGU1qK6f0mreZeYnVHIknmrymp2tWIYQEIt1hIXHpIRNhgPXEjR6nzXnvVO3XkVMg7BOmlomDXS",
-	"NcpeaKJUbcYowJFIblg4QfrwfqLpQpP5ZOEGsnRcKDay1p1XfjFpV7F/NMfm49h0O1hMjSqxJ9tleft3",
-	"mR0fP2e9HzjwGDfpZCWpXk8przoz/KTqzhCEn3fTISZUd8SYahzzRlkHT2iNLWtNpDWu5rkp2fYDN6/4",
-	"aJRyVlAuOpb5huqOWIs1DoldPWrtdfeMJAMWrQDWupWPQl2fs54V7Nsf9m563ycT3roiVx+sUmTl54mv",
-	"zkgHsYScr41hpXeefedP8o6tfzG8xykD6OTiBvKgg+RoR+8SCVrW+uwKchaTK1WLgpquoG93OM0eP3DQ",
-	"KGatslZ0bXPYy7OVY6IQAMNlXRnbGpZNB3e9U1On5dANFxT9r6k4d8XW3LpN2Hh9SUCLkYyckYrdsWrQ",
-	"y76ucHMWETGmSqBex6K8leNEbgFslZ02rBPVm1Rz/+SO0TTK2hKD+D2fYA424aLrN0VFkVjjs5sm68Tv",
-	"WW8kp5M4vQWdTnwW1srbiVw40dfCYGxnOxFnh+qSBLkJflRfPWC1oSjgnpzHTLER/7TWwo9rX4i6/2ao",
-	"Z1gPtflgjNwTuM5hUcOAGxqvZRyk5wr3cFGyxKTH3FhRaM1Z75KCK0l/JlXBKsoFuXtxQgbkJ3JGXpH3",
-	"5JxckV8y8ldSC6Nocdulp0nFx+mCI0tou3H9weBkANTHgBAA91x67fYtrmI38kbKxAdISMeAer+KGcOU",
-	"3iI5DwUWrkb0+tSS/sholZruByiICwnoQs/tq0lOZ9x52XK7mbHUVMIq2ankXIzkwDnX8qHo00pLKDT5",
-	"4fUVOZIzJuiMQ5J6foCm2NVixi7hzeTy1X+GKJaf9lB4V52151CX1yQYf/OJ1Iw0owKTkQooGCJT+g+p",
-	"BlMupMLCoSVhF+5K88/ZxZswt+AwjKxTzdQd06QfzxmTCzWJZ5rm3SLo3KtvHkOy4h1ffqPlZEgLB+7N",
-	"ULDeCjkXW56T8jadjbuODMF9rFjFqGaBFP3c84df8IOMDHul3QjDHqbGCFILbeh0xpyXfTP7hoPWjyqL",
-	"VyrFxFGUYDXJ1tVrhQNjp7SO5fPC1dbtYtCg0bedF7s7BKtk1XI11xrKe33WtZnIejwBc2ahDZsmV3mp",
-	"WGhdTQC8LvM5Jc2s11D/zKpg+86QXlq8/azIFAf8ZtuFeTraNyNrL0HacI8JD6Rc3QA+fWrdKqysX2Da",
-	"RDIuogpsxBQg/VaOgiZSVB0W33Iek6PBAFX6jdo5/OryxNZw5/mkFrf75M7fGRMBfR7ORA2Zvw4mKux4",
-	"9sBEsmT3yjCdytKxSJzt9+Ivm+EPWiuKT0mNLM5+7cpgh1LllEfFHnrOi4NxAOeaN1LeEnThnBKY1wnR",
-	"RipWZsQ9LM7yZ58MenjTrpaiKVPdIonC152uuEbcJJrnrSOH5MXaWmi7+0gBuqOZKLv14OuzizeZmykG",
-	"/+JqE9Q/2/OPconc73D3an6VK+HbraIE/iC8JIduQ8CIhUtP7tMoTznKQo53SEOZadud3VU4gMNMkfaC",
-	"qSkHSrwLmZXtOd62/QNbpNtivvQ2AaxwZSjZgretH+h7NqsWO+7YeEjL6BzrU7d7sjaFbGcEpAox1qXH",
-	"xWMPqYhLnHRfFbSD+tu7U1Y4YLcaFcw9ru52zCmA5HtWvputiXKtT1BcydmdMVFiBM8/fSlTl32aAeN9",
-	"3C0jW8rqnFbVNvwMWnYclfXRfr8om7TuFU7Zr/L9GLzhyre70kj3QtfmHQ0p04pPgoAP0H+6luPLqkGz",
-	"MKqB8sN6uDYUzxU39P45r1OCrGOhfW70NXyFr9nMVUibPTFVROiviKdwVHtgqYqKDqdy5AZIuNm5VA6Z",
-	"aY33a6POY9AIW5Odawf4y8yeVHtl9l0jGg2dNgWAuv34H9vTeQh/LhHlCzNmRcWgxuHsgSMb1Kd1GnsX",
-	"uEvC+MgTCTI5ml8IsaBjQCQhZC0Ka3ExCtB0ZkIomXAoJyfzAB2xJ8yiYl0i0JQWEy7YoWK0xLWBtBt7",
-	"z4CciYUHZsECZ4yraqKlnRbijEH4gOTfHh/nOJUc7KTrueKGXWPaeI7ubEj1gkeQAmDJXM6PM8v66A43",
-	"9IZqSCxasJJUsrhlJaZ62vtvar0gVqOUNeSFFVJoo6glHr4rc4hy+pZwTUZ1VR2cBEA1cOG7qFEhVQlm",
-	"Lxh3DjmsMQ0hy7qEVChNR8vUkFA86q3HQINvAg3wt2t5x1QlaRloEJudJUcSGHqLaQ7cjpLkh4fuikM7",
-	"20M32xxzWh3uQG1mtHDBFDtZKF41UpIpbcapERxtJBXhJiKDJUApBctw4qSihqnOqG1HhhAX2tjzdjsJ",
-	"HVdJbix83Gp/42Oi6D0weseGn87M1pK4VWv7GXAF3+B9z52p6D+ubjZ8VXeZZNGB8ororz4lz0E+2i0X",
-	"4P986stpG0aVG8RQYeGCdNrb+rrK7Qojl7I/nWNJKoL1ka5iWrC5S3Q9xawgsHVChTiEV5XRiNrpysd9",
-	"Zj68KiOI2TmlC0IrSNC0UiLg90C878mKNKPKTG/IbVuSGaoCV5cbsF8PndMHi/ggN94SyxIVM6J5yaYz",
-	"aZlx0Ma3XEVZnVFjmLLP/n//fnb4/9DDfx0ffvex+XNwfXL48f/+HynewGHer0ByWleGG6pv22icTMBq",
-	"9LJuXCREGwoFjH6h3XrG2brNwzC1M2m7z8Ie31ynuczxW1d2rvJFct19GatD49inVrmvStoNVbP+9vew",
-	"V9d4W1fwfMbSwNFyAqe1te8BoVFnMTaNHgpteFUF57RTD+BgKmqA1bHnMuJ3uSIBly8MmKj6lpXZUMwb",
-	"paSMsywQ7cMVoLRSBvEMbXIwDwZDgVA0DbCQT9P3+QqU6IlUcIxOUYNIpRy4qTjsn1QJkD2vtBfxHvum",
-	"jxNjBxGtSII4YRoRiXbDmPG+lu1NElz9K3df6pmB2JseFUCEcU+s5jE3o8tWSLluj3kGT4H7+NrvjrRH",
-	"KsYVF+OrJF2W0p/SJ2OnW7xLxUm5Cr0e0+n1XiZ62HPvuyvu/ciCtxpm3Tr6rp0Ea3/p4FlKNlZWa712",
-	"SIBJmSuk4UUSZUUzq0IVLJQ11rpDwcRBvEJQa7YlVFoAnAnlAo151XdvdKUoDGI6BxnRktChaO1zqm9j",
-	"w8wq9aDKuywwVPW5L9OLAMc1Op/sbwg1DPKgCw22CwAOtjNtix6Ea/aQaUmKwWH4I6s6nup0MftwV/fm",
-	"vkEx4tJ6XGUNQ9TBYCWATmbX6sSPAUrwale0GA81QywjM2FTK3qtMaVOUf0bCr867sbmCneXg/kmr60B",
-	"XFArnMH6KRWdd1IT5+Gx6PTm6YckO3i1/Qv0i93EZhcC34fJwq6/q1zxK3YCb76mBSQU/hs/uTH9mzQO",
-	"tmvnvyT/HgpvKxaV1PCVNxCvvcpL/u1KcOJSmn8PhbPnro289gMg/yZuy177PdyiZ+xw9Wf7NoqE0wSW",
-	"Jdgt5pjGwjYlWYOsSIvyWUUX505r99rSskhpwd2TvpCEly7P0LWR8LLAOaQsY1up4t1N2DwiEb/tQqNZ",
-	"diZ2K/rtGTzA7ZYgxZf1vCFpr71J9XDn25JOsUKlERdcd6aJ73oOy9o4QMUEDIcofUongB5AsiXBO0if",
-	"GjKV2pBvj4+thqloYZjSBxuSMdtvcXvciiF72I4V0zojwTzNgsdKqtYR13f6XccS3Ve3iFwlgcrpJdIL",
-	"Ubx3z9pxPwIWfyXFWIeGEOCuyNDTFfnN4EjmjZotJIlsHzJFXJwd9mvWY50OjkaKB6vSXhvQKoIhf+3z",
-	"593HHcJIDpCIbXYMtCn8IHmxslRfWl7YAQUn+MPlRWeJOY2w2DscVzRC+F1bsBGOb53EqAUjtAGqRcdb",
-	"gIAtFNUTTNOBgmZvqXakTFVS75Ym4ZKi3rZrT+NH7p42UszL+8CvsQjiaZua1TUiOzgVt0gcu4Rr1+FR",
-	"rXMqu7jR9uRJClJ8c7bMdkjKLtdgWJh4FGu4vAVJ/QCxsApt/WWlgttmA7shg6a6P+FwDntqn262e3Bn",
-	"otShK5OgNewHLPPq9L+OZUYZt7/lbbJME0dA4utHboGxDv5j1UkcBEUzrNRc6RJ4eBeGUAxDnowqIxZ5",
-	"eNy1v/YaJdCBtdGdeZ4fOSypWW1yNNYdjNx2YedlUPWE9RzG8ZMsWcecpvan7qk4LrAP2B4JKbopGRNv",
-	"0ojXPaWdc/zZt+t412TQdUPg4aUON1gT6kHx3LJNSd+DDyuf3puFFoiKCfNftKqXZvywAid87E/JdAC/",
-	"Dm3XGcTpXCgqHVdco4zfU8e4d4Rj61zRvWgca1B4gq7QVg18PUiY4PaBRC8IQZ/YMUK3qifv0q1xkxJ9",
-	"5nXhGLXWoeE75Dfv/n2mSSm5GGOeR6Q7Wwt4JcQDkFxBL2/CH21dPMP2D6y0X9GQdrGkaOR4lA3IKwxQ",
-	"xlhF7S5jYaY56cvRiNSiYlpHUJwHHVr9vEyWyMuqNq5aWY4QD4lrCPCGAvFTohfTiotbDV0pfeLdgLw8",
-	"PiY5F3e04uV1MW+SaDw8hhTsFK8q5uW1w8LJXRQea42iOvR+fpRnJD9ipoB/a63g3ztq/4VqB0wOqUXJ",
-	"FMmPSnYHF8yUxDv0QueI6ujpErzJ9ujAxJfDQ1pVcn5oBzxINWXcwG6xidEFh9mgTJ2QvAENzUmfkmLC",
-	"K0T+x7FhDkIDI+tGHNhVY5yyVkIfZCT3hfQ5ciliM7awinx2gqxNxe9YIMKBRyHCPnYjeO9UGgf1x4Pv",
-	"fRmtcQNX+pfnHgIyPCU/PAw/OnYJmEtCmuuRrEXgBxhVmH1AGPQIs3bxNuYYJFKAoEnZxaPH3mNB3OaK",
-	"135D2QtO4x5GhMJ3drLOEAvRKC8mVifcbVdGF36bxHPvxgJ4o2VFDWvlfkFLqjE3xN9mWcZu5BzKsT0C",
-	"QUakvRBROEIF+ryp0D5C9d3OFPX3Q6/Pw3t8H+iMTGnpBWfD0ByT8qwGHkukNtgyjAohAZiIw+yAfENe",
-	"R4VSLrjthPuEFbegP1BRkim0o/ERs6b1lZsax8w8ex+ESMT4lPiASEw3u6fu8EHWMMEF93lt3IvHWmAN",
-	"vvEJfggGjcAxqGvie+2++Y7kIY4NG4deNwuQJxGOMvLy+GV8my/pjzceF4Bo7bvb0FVUka6+iUknw0bF",
-	"oNw7BN1699o9Fbz76WHbOb3XemfWG+NIwj1Y49FafCXmOI5ob/Z4G5HuARRLACh+HRQLx+hK2cDDKJeG",
-	"ce3KCQW4kEre0MrFUJ5t0fufl07kZ9bklB6eBUmRHyCsS8U1iMlCCs01tIWxUgo1EPgRGoiBAjSGhs5O",
-	"N6Wll2rwt1FUaFpgOgDkUcu5Dq2O5BhOqCan2q0HWAc41Rs4FKcDcok5ra3B+jMCnozluC57vKlQxsEq",
-	"BZqYtQ2aJGeu4SRBZCCfhppkA8E+mQs6boDt1wI77+J/2FjLER68jf3nTfcde8rtVLnb2UlxzbicP2Qv",
-	"6Y7rQLUiXwrkcgg5x/YHpz5aGGkfeOKjIqiY0wkT/b5SfrdHdH/txXu17IV6FAfRxprmj10c8PBDNMFR",
-	"X8fJ4Fjw2iWd7u1kWEoZflBIeDX5+OugnXd8PQLxdD19BISiT+Y9gj50ZKOMaFXd0OJ2TR6mNooaNl7E",
-	"9MCWy9ehHbr7XEnIO/DZWzw0Xc56I8X0ZDO5wsuylfGv1X0d/R6+beOF+Fp4Dka0N1a7XK5DPn//+uzq",
-	"9ate1ru8Ont/9ebnH3pZ7/0vP/+Mf304e2O/u/7+3fvrNz9f/HLVy3rn7366ePsab/r+7M1b+OP87Ofz",
-	"12/t36lM2/jtj1BVMLPmq6z15X1MsyeJlcYzfzifrtDx62BWoMPepWMnIOzGrlxXUc8UqTBLLvTneqYJ",
-	"L0lfM0a8HZee7TaehHaKy+oo4NUOgSeqHR0DamdQ+bjRPvk17abfDRgfXopPRu+WQ8p3WPTJot+hiKIb",
-	"kF8+kooUipVMGE4rfQK1enncAgldtL7uVzNzMBRS+efDq30d7YB8ANT9FoI+1+AFBxj+nEg1FHmMxJ9n",
-	"kV84SiDOEVwfrLGWU3AitRmKVUj+BTNo5S2Nfj5ZoLe8QeYfCheOyCJgfksIy34jXlDDGpz+0xgH85ax",
-	"mR4KV45bC8Mrl0VoV8Bw6BNXAz/mh4d2qIeV/Q+YhDmZUa2Z7sh43qLh23LDi926ijnmcwkLb8IJns5l",
-	"1ZBd8L5pF5K6Bo7U7mQGwViJ13RcgAfg+44kdmQxX2jks8xDTwf/hWIFE6ZaXGvGRPhWyOjWoVj58hrU",
-	"Fnwa6WNBgqJYOOB2CFZWCNn0fYetNz1oP9DXKvSFxCjghGqiahHcFLHJJ2dMsLLJMz2BPHnfgAi5WGIj",
-	"dPhOhzRcuzPbLICuh4htDlzaPWpvmIe/Zbq+x/+9Do72a+fp7sjP30+DvCeMiTcxkL8F1PDOSzow5beJ",
-	"q7ci6rG3d2lLtfdPe7Ms7YyVvR+3a4qPpzUH7YfOAFDbjRFHfSC+E0vfVQ/FTTctO7u2N5GKLfqTb0bk",
-	"T0zJVbjMw3Hkd/CULkitGeHm1FdvYs0iJIWduABOSfrhe0YFBE9v2cyQfhS68XgTsF8PD+3RcOgJpw8G",
-	"5CqEcQit5vYw04YudFw7jMPsZT37cLdT7rZL5w4UzDzstluJ7nhC1kM/5ls6Hu+cOQ8nKNSFkxGrKoIA",
-	"7oSauKBFT0D5aRqeOR/po5S1xJN5iNK9TJMvrG3DcK4rGM8etGx43BUvbplJNUKbccX0LrnZJjxqGTOS",
-	"/rNmp6AhQfgTikRIJcc63T1AVR2SyAcTIC/FctU/a6YWGcE3wzcjXhmmNOGiqOqSbdPXH4eN782iiW8i",
-	"2rbAA10TIdQP3J78+jRSJ96UZMqoK15shVLW7ZeutBP3Oqc0SFe7GRqXWT0a0/uEHIr8LdXmEHbN4ZtX",
-	"Lp0Em0tIwQ6sHLTHTwhlcB/byQjVQ5H/FT/9R44loQOsjbmEBu/PMAUgCAEN7115p89UgbD9nAs9ID9L",
-	"Q2ZRoP6GQ4US6svLmJjrdYndMkW60jd+iBcFNvFpA7+DTEiobsWF/orP+o98q/SNxawr7XTpFSbeGTnc",
-	"Z80JK6MdOE6bPsdboX5eOWiMxwL63EqBs4PYGEm/R6HEUv3/DvVoXoPbvkLCzuFe+Y+dCTwbOLY1tTb3",
-	"vApJdWDcUn2LqBOEC9Kf1uAl4do4DQX4TNUVg8AVjRTBYl4C6PLiJJHsZw3cOK8vmUy3SSSbjmzzhpp7",
-	"D9cBOWiTc9W/eHd5RY7s1zrRnf4eW2GfPL8DAwfzo5uJ0y7MiNgP0KKWl+zLKlGWGPtLLLFz+yM34qvM",
-	"jYB9u3XgGo67TTkP+Mi1CQ/2ORe+j99aYT/lIv72eXafSq60sNjpwOg6/FcCRlfvXr3rZb03P19fvH/3",
-	"w/vXl5e9rPf+9X+9ef3hfrGh8JYvHRhqUXFXuu8QElqe8AOF6lcWDALJuudIkJ3mXiBul10ZqPtETdj6",
-	"F2dX5z+64/7oV15+9vimgs0JbK2EErBldufSCdzNHQ/Hv12m2FfAE3vDv71ybuoUIHPVgdnZmeu7sZ3y",
-	"jlAecjTSKe8HdCm3ZqsD6ABzbcKqCmIBMyXLumAl0ZKMKFhrWzXumXdM1wULHlYzjrnHQFP3rjC9qCl7",
-	"86p1a/VGOByTXSwfVzSbgO7jmthXlaQ/HAL84mthmMrI0LLq8Tfk3Kjq8Pxg2cL+9ttv/rRbf5vOdi5+",
-	"Ymm1z0dSdtA8PFNv1D7Co9cN690MM0F3ILffPAEF8y/HQD0+tZv4+bFTIdzHdfwYnvDi5U5P+LxuQgEJ",
-	"Jy0MV+Xajd1xGbmhmv3pZWtH2V+S8VVRrvOfQTch0I3RhbblLt1WxCQ8PCAf8AqntXPtClli+B8UKemU",
-	"gS55hNOCwpkdZrPc+iZIA4DngbUIU1rHnpf8X+ye7HkvjtyNCdsQ/I34S8/I2kHhpF5yeQtGLi9fu0iJ",
-	"c9JdvvpPoms1Avhrbk7RWecLlEgOp+tJDhVvGcktUXP4ZUaVtXjgm5Oc/K/Ldz/bRSu5faUlqys7nNLZ",
-	"zEXk2x3rtuiyhxPJlrqUbdFZzd+Y7OuxfWeS5GNcK4etW1GEh8Sw+5sbBfjbljHDtsI6a25uAwhtBXzk",
-	"b+7AGVkf106ArmTLUBbbAHCs3Oq8I1uVCy3fvFyBsv4hqYqcrDNneZfU6+VnreTwbkoITaQ1ZyvZmVtl",
-	"lS7f3LaRtk/4C89pxQG3iF36G1u+r83eutZtWw06beBmbTNgs+ESbpOyui5oVQ2crtl5r0Plu8TLVu/f",
-	"9G53//L7ayUGDRB71821Euf+ovatAc993a3+otatDvJ9zX3fwxWtm2J4+DV3vmkua93ucOjX3Pm/4YrW",
-	"TZtWplaitSqfw/G++BkKefBktQqLYFsY9inpYw38HZNnd7oxJaW2vLUlAra+JyF7trw3cSZseWd8Fmy6",
-	"ZUVIbHNDa3Ntc8Pu67XMo9tcv8Sdm29Y2rDb3BLv1a1e0RYn29yysqk33bSq/G15R6T1bRxYSi5ve9NO",
-	"/LKizW28oUsF3eXGWOvccpultJRNt6Z0xs33rCqpG4e4ojOgY7IT8/br6WWfQPiIzsKUG68TereSBd1z",
-	"geL6DqR07p1k+Cl4PFoIvav9AyNw3qXmMU572K1V6H7gJpd7G6Vb1kRmtGOup+/Sv2cOSSGwfyUru0uz",
-	"0ujanVczFhYtkX+/SEbMGV84jLFiiDw8lpE65X4/dNpfzEdRgTPZLccCO5G5OYP7VAs60xOZypEIrcmi",
-	"pORd0WGc42x7x7+v50mdFygJGlXjPk2PfXpq6vkVFfvo77mpSmP3zj3revZAIc72T6rV1igWIOxSmIb+",
-	"pdHyZq2OP4mVSnKxHUyq00/BqveNtzSJ+uoRvi/WKRH3UJxK37rmLB0lQLgsh7g6p5rMFTfGfi3jrjWO",
-	"hEd44cGpBzFrCixcjSNCt2GzAiPJhN4xt9W2Gy8T5W4ThPKnbdjkNVy4VcTmko9dALpb41xfs4ZBksyV",
-	"DV47iD+AJ0xNYrkfkkOu64XGcQ2HbGgvd68WkjtpsjsHnxPtsUMzxKY/4gPbItqXyFkn1EF318So9wTb",
-	"2Pu+Zbbvtx3zjmzf1fcntCk6IdR3G3K7G1rLYQUPXsXmUOaEdYkrraoO4kKl8NgO0rv1fdCirE2qWvWX",
-	"3E+NWlnAL6xLtZ3PD1ekYtfVF2XQJ+KJtpvu/jzRotnXwBNBHO6FJ177U3LZhi7ZOj13mx72JWsUp873",
-	"o290v+Z/x9B35tTpmpL7Li5Osmm2mRofW/R4INNGRP0KOLbTaXEPdo383Pvkmd9sT83dteKH6LhqHWDU",
-	"TvshdJ1apXz33lgJctx7gyyz0VewS3Zq7r3NVsFI2L4dq5tt0f2bLEnHwz9THJzq8tjNT3Gs8N6sFJH5",
-	"K+AiZz/thYGcD3efHPRQ3nhofvMGhtiD13qJbl8BS+zNZ73SC7u7vXrAZAJI8dDqvN3Z/Fnc0Dx0Cx+K",
-	"0C48EokD8gHaNIBTJ4f2iwFNy7CqAjiK5mnZUIQh1AIsWEvBA4SBGvGK6dyV2LvSslRr9OBBSvuWzrsU",
-	"TXj+9j4XJM73vEo6gyeMltCtJPkq++vf2Egq1vnzTwAcknAuLi0/jjq+Zy0ToE94ZZNMkyhlvwj+Cfv0",
-	"UE0qTfREzgELv3+o5ofq0P4/zdJTWfIR303H6YAIbnBn2oN7zypAsgyNP0Ohc9SFZNgbDHsAeIYdXDo6",
-	"qrr85i3Sw5f3qiU/ZPWqXtZzrVV6WU+aCVOb965DeoGZZ34nw2gyXJIWJdcuLDDiyrrecEFTqDxn5Odf",
-	"3kLOve+w4BqAIGbEX46PjzEjv6MBTROrTdhrhSxdQrOnUm1Gh3/pZT3M7k+eEZWr8UhX4ihmxQsWjW6x",
-	"Svdhvyb1fosXdEIheVZaPTjmE1kFMtvLtpyLUbUoaGfVgX0gGUuGECENvIey4mmL5g+OBR3ThRIBtxyZ",
-	"56BoXZvlbxE6HulaTn2LLVQS6DXCKL6DCF4SainHd9cybSBqI0EQMm4qFSNueMRMKBZeV64XDDKn3p7Y",
-	"fqLrSQb6clErbhaXdsZuRzOqmDqrcWJACngjfN2MYGLMrPf5M0Q4RnJ1lr43j+8NZFf20KFPOpB4hzEz",
-	"Y/QWJASAnZFz9DhfKGlkIauh6J+dX+AJrVghValdgTjoA6gDLXzbFiVrw8hNbUh+NGG0MpOcAEzaUOR2",
-	"SlLxf0GSxgn5G0zI6VmA6Oiq6RHbBicOUWGq2SEXmgnN7XmAiC5mLocCw8kYJdaEVloSQ28ZofYkU+aw",
-	"4nesJPlfEdDnP7DMfShyxJBAve0If9T5wYCA100PBVWMvP/+nHz38ts/k5mSNxWb/s9/aCl89alGeM8p",
-	"LSZcMJIXsmT5gLwTjjZAhxNChyL/UWqTQ2E/7FwaYm6UVFLObmhx62pLqCBvLkjFDVO0IlIBDyKyzlBg",
-	"YArbNEFLLFYCXKXOyZgZTV4ef0Ny+wW2nMEr8lNCyY0sF0TeMTUU+eGh/XRY8Sk3/sbn35B8RheVpOW1",
-	"kfK6omrM8oyUrKiowpp+qDth0P3qf12++3ko4KGATXJj1UpamGoB47U/kzta1Yz0jaK8gu5k1FAHSjKl",
-	"lZWJrLy29MwPTofCDRGxCiRz1AGgAaA3F8QP3Mp2WYehH/8FwEkhUnvtf3NonejecQVBHg707OJNL+vd",
-	"MYVNoHvHg+eDYzgcZkzQGe+d9L4ZHA++cSBtsCGPYNfAn2M8P6xMox7ltmfF3RleAvUmMyk0buUXx8dL",
-	"iU90Nqs4pikd/cP5bFDabdU6FKobYdO3N7sDLXRN0xxIJK+4WcC+tRzMShJ3Kh3YSb88ft712jCPowtk",
-	"f4xNu0LCre+xIs41VDzpncW9yDTp39S8ModcZFHnMMt2BnBc7XF3cXb1I2p0dKxDQx7d+2gf7PZv57pg",
-	"3iQiQr2+c+sTEJh0p8ncXHJ0jvkGXRma0ZVvqTbwEmgvtvHyK8CR2uLC76XdyYli+XeiWgTLc4QqgaH6",
-	"1uoeTr5Dr097LeCxeTX0JAK+DJy3HvdqmwkhXNvnjxu3gGGfDC7dIQru7fdAXNyX2AVngsQHwimx9qUr",
-	"9uOaUBLd7/j/eCf+33W/vHzx3VPur0um7pg6vLQkeB04wwNpQsEq1bcEfL0eC5PQQkmtI8jkeLu5HRZv",
-	"N39cgnaXBNj+3p4XoEQ4DcNBP2tmSFsJyBH1DpcrI7ouJoBpNRQ3Ss6xxyd2MyB5hFeXIxCWQ+njmtyA",
-	"N8NIOIDwaSf2WGksxn4ecory0FnRAf7Ym/pCkuiSbCiwyo1W1YLkuGHyA9dQl5sG0Q0B3wbk3cxl5nhD",
-	"ZijyWlU56aslMxapfGAnCs3lTsFrYo8710nOwyYCbJ/XXFpTBmBCp7052tnVhQZ28bdDgYDXeUBPzEk/",
-	"P3T77hCfdmhMZadmyRDhD1JoeMinLBsKLdfDBWKrziWEwrlUtw5wm5uhcEM4DetNaKUYtaqJJZ1vIVkb",
-	"+2a4eDEgZ87coSYbirElisP9ADIEsCNEkoetz0vA90MnHnTwbKAPh8KZwr+8f4swiGTOBahGK6OXQZPz",
-	"0zwYkDNDpgBmvkxDfTiln3I3Lmy8KmsD8MrQofbli++GIrfK1ZSKxbUrFYwUzzNPFFSgEaTNiqwbWrrH",
-	"DgXM9+Xxc+hSGj3h2gG95aRfC8jkOsiWL0HyA2cv/TJXUozdkCzBBLg2AoSiIvjZIXgerD6Ai+taW7Ud",
-	"IbDhNituo+U9QJ2sfT5jqVIL7xSNKabN32S52JvqlEIH/dy23Iyq2eeVo+v5owwhdXQ1m/tpDqbjl1/z",
-	"QXbWMt/cbgfBhpLPiqr4pA89MQGDFO1KsCi7zzLnhY61x1WsAGvGL8iMYQ8D1LF8XwEh59qBuEFTX7jC",
-	"waB6KHXiML8DcPWEanLDmCDYy6ABW4tb+zoUCd/O9609O0bUytm+M1yyoOJlVs7cyE8HpJBThonSdgTY",
-	"Ixg8onGbZyfKHHyFFVMVGyH0b7sZ9CnJYwcCqXROZorjke4wKCuuIU901Rp6Haj7iAaRf4m1r7vsoitH",
-	"Cp2RmwVY2V/C7nkdd8LQcSfowChAZA8EGPVRdnwhBdMHCFjRsKBmqDBMW1weSI+Mjk6YThvpB2Z+xCse",
-	"caXcGzrWx82Ga1LPBventnOk9U7+/jGmvd09gmnt/Fe05PZTTDHsbO7INWVG8UKvo9dP7pLtDJ1ZRfkS",
-	"qZaNqxWquDcQLsiFklO7D2tN7OMIupPJ8eB48PJLsPLyeNgngLVvWm2Q4KcqZC0A89tSfkzrMesmu/O+",
-	"DBZ0Wq2jvdWy0YWzA7P6h+6wApYv3btIKYt6as+aqKvM3MrxmleIl/8lFuJqguLcKFqYTrq6YyK21ZI6",
-	"mLvskdSvGBvgyRUv3zh1dZFdqfxpuxrCN6v5OvWw4930sG+Pv9l8/Zk5pzNaWOG5Bx8EdOcJprdzSApH",
-	"X+f7w271rn9NE4tpsbFvZNtiZECARF0NoYBW+LmSusXOj3SkrWEryCEB1AZPhMFTsMYD1w0IF4fZT4k2",
-	"cqZBFYXFG5A3JZvOpHF9bxMrlXUK7i+/JL+htbCmRxhuB6F382O/eYXJVK19dIRlDHA47P60rOtEgYc+",
-	"wXqfuzI9bSmdWHRIeoKOQL5ag/Q9XjUaOyWAx36FYvuhexkmjN5I108NYrVg8wk9Z4q4AknS4LppkgdC",
-	"5VtK4iO0VI5+RWfpG5TNuzNT9ivGKeJsmZOef2hvWV/oCFw8f/GXTWCilmvrhLF/ZrmQldABXCqCTW5J",
-	"xW8ZyS9+uSLtWU8x2HsmXAdxDNDiCVdyTH6jQsgarH5N8pfHx8R55q6RZNd4J8RnMVgKz3DPC0FQORox",
-	"RfpSee0anHWAtXqAjw09HvCx8Kw85W27DEL4PGr3/UgqX/wKzKPbTu/bn3SI390tI+CsnkhesGB8J9rD",
-	"gxOam9+JRvjiaUNSJspiQEXimfdtBQr3z84vPOGPNDPtTXLgGqRaTcRuvWoH6eQxizfoJa7D5hOoJ/5N",
-	"XcyIP/8WtJSokZXT9SHeoaMgmUd3JLOKNs01XYI1T0E+PK6+41PYH6rxLB0epWsvCPE3ny+9NHnojWtP",
-	"WA8Dl2eEGjnlBYQY7dyHApPtM6exZGhGOM+VrqdsQFwDdh3ZrJjQyUeN83Yo3LE/IGcl9kOtNVPEVbmd",
-	"WHssyuEO5cbQ98sQOqZcnBIqhiK+ClQISLuBPmV2ErAP/O2CTkHTgBU2h3I0IkbKitgJ6sFQfMDMqdyX",
-	"clsCEMUMeL+xm2twLdOiYOGlydiRo+Ljei78W6Kg0eqZ9WLvrztzs0/mOLjfvubDqIMYcR7d7kR5xYqK",
-	"izRR/G+nJMcCNteLej7B/Kfc78WA6uzbkAMk8X3Oxaf3rHhCwPjjjQnRb9idfYoBaog3HWx7TK6kUS2n",
-	"4c8qS8ylapemL5DvkwTBp5U4uoqbDx5krqVhvgTqnGfYVtCnclb8zr9pQF7hm126p4ZkiQXJeXmyuUon",
-	"P233R9Wkny9hQkNMfHU8eQvQN8cM2AmjytwwaqDzUjQaIQVzQk7WxopIj3G03OiR+jDlmKNt5tvDy3FS",
-	"b4ebPeTp7yCN7feYSPYCBWWn1wk0HfQJWi6yulEloW3WqLbHfwD9Qa8bifvt/5EQ0JXZJhs/WUaaBuog",
-	"h/wGTGYA7EeddN35B/Y8645avf40k8r8iNfuZmB8OhTl6mG5MXj1zmdhY50B5C/Y4/G3YFQ4G+iOKY3K",
-	"JdU4FzsBTfpWj712emzmuuKHjwHnzv2pwO4/eFSbwtfV3c+eSPmiPvisNlTvgwdvwrBSD9R0A66qfk7R",
-	"cXVCjKpZfuDKMYX07qj4bufogBgX+Lei26HFhzvjxvwuwIn553gfiMauK3CUYa8/eBZmJzYvgNbrPj1v",
-	"KOIUVMXcS90zff4LPAesJ0A3igjA7AbSQ+Ez0ywVBuQMqdFct9HzBm47KDdoh2fsVd/5D9e+n09+2oSt",
-	"IPXI5+TBjODd+bfHLxwPYv3rer/bT1jv9xiGin30H362/8Z+tvOJXIrfPUNn2apvzX57QOhURkIl9if4",
-	"/VNuaz80MYSjXx1z7zkSEJ66bShgYwfx7vjVGQRIGuTIR9qxMSDorFo89bZN4JGmd63v9kMcEX4Xm/Oh",
-	"6akYQ/PHwzMdhdEaOm25eQKqyh5jsIgD87i+MXzHTunUL/b88m38ZKTvVSCpHLziwYC8hxbF9ltKvD9y",
-	"1QsJzsc/0oDuZ7CJMtAWKlxUDaAeEF/l2iNd3rAJdwpBHKredvegW3zP/vxzKbx70G0cTfQEajqgGXek",
-	"8eKJeSOl0ZBOEHfEtmqv1R1lOGUrvEnWBpK1uatYpsG1li81snLus44mXjk6KQagh+ahhChHjZTWZtK4",
-	"uIYixCXcKa9vNcBmFIqVTBhOKxeHO/zmxfHx8WkrsnPLGKYCDQWHq11hqTZ0oRvT+yAjrNLMDwGshGuE",
-	"mUvqxtiG5+lyg7BTUNdRF1IAHSc6EsA9kbvTM8DvQet8esHgAlhLmqoDrXa1fsj9GakkLTMrLygZKaYn",
-	"zuwEu9I5XwgX/8CCNbRd55SbUHQGa8louW1i4VHT/GFDvPjSd174shyL4/2NBIvBdk8tuz0ZsBZm7q4C",
-	"T7ucY2GkIDeeJcpHdeW0mgR3VvpfhasecfVb3Yy7ysX8QDIiq5JpFwm+Jzd886jc8+2Oz9+DF7HhMoiV",
-	"0QJrcD3RiBTgzvJnasxZ/qL7claXYtH0EAZlyPWf9SN4pjFK33eFV8/wfKaYVkErKRpPWhaKvJ5prM+c",
-	"c22PX7+DpEIIttiNqAGfhA5FqDoCB15TeMahEqzid1B56kodHBL+aXogz3REUqvzodMPZzBAUBJ/wXXJ",
-	"tdUSyhzcfEPRQqTTTN1B1ptgpB+Kz+Bbcnjon/Ef6KjEU2Eo4tH7GsC8uZoAwAh5+eK7aBSAfXLt0NPz",
-	"oZhRbcjzP0XzgOx0r3Ql1JZ3MyZCf/DHsa5afcOTaQfP9/6uTYLmiUyhb76qwNUTS65QPgFiAtARLq7+",
-	"j4dwSyDgZVsKsu7T7uhX/+ebLWorWnz/yKffJoZ0EAqAtfwkStATM8NrZxn7+T7Tji/6l29++PGXC2tb",
-	"2qWfKVkwrclYyXrmEiku3/zwn2/evkWteCTVmBnfQWk/p9wWkXzPVuu1rRb/HXHXme3xR9TlPPuguGFP",
-	"JN6xD91WzrNEgsGHduefi6v/89/HW7VHZXExY1jMyoWjZBAwUKr9gd1cSoAggLx87x7MEF3T6mj2j4OH",
-	"Cd4j6ZsQdsARwM8htjqztlRrlJAF9pz8xP92kBFaloppzUpys4DRDQUCP0ZQvyhKHArxCaG+1QwEO+fg",
-	"I5rTBRjQVlseigAukDNRAtYvvHMsDdRC5PiGnAhJKinGTJEJqzCcrMkcge+GAgaLVSjPdHOTy9djCnAS",
-	"MFXqIO0zomW0O5fERAruKkBeNnszsMxxAqFzygWf1lP4cRXIfHlhfuJVxTUrpCi13YnggbBMgQsa8oEV",
-	"w+xcwciCmSZV78Vxdnx8fNCF1WUf1zn0Kf2EI31xfHx8vGHkH5/gxHadNDvObaTIVymjvoCBGp3qjlVc",
-	"4hKIFWTaDNiJizGpZ5a5cvsxJ1M0DbWcsq//RFfMQ+Z+sSP9PQzhic70SzvbJw7nfmUm3Fe99y6ZWdGq",
-	"HVjzA47veXcC9S+zsaKQYyEJjbSJfikLHZ43mJYHGB8Cn4dyidIUVBN7+NIpI/mvQxDsw97JsGfPbzns",
-	"ZUN3wg17Jz9/9onUkLE646yA2isnYBy2HgA+u3TW+URq5kHBEREccIGsXREJItK/4eNDJkpOxcFQ+CQe",
-	"xbTLZrY3ohO3NUb2iRsYou9vg4OMugqgGmJ/1i6LDNUQnH48ViCgfTLmEAEcCnw/FK13osCBtxay0sPe",
-	"yXk27Ck5t3++/5wPyHufXuuQ67wS0ocRMVGGnGyr4DjiKVYwfsfKAzuMKddLLQqWskiMocXkC+opy6f9",
-	"c9zEbc68nHNTQLjSKb4Nc84c/PMfEmPJ5wBogdE2zhLH9td0KLcaNXeFtaJ2zo95SjVv6TqnwhW/haDW",
-	"pW9dbaVFrYTOfImdzqLat6wpf0yU3T9uSMuO6uhXn+Ky5N5LAAqHFqRQT+SCb6GXKOlDIa7P60D7Di1K",
-	"6gMF2VBoxkj+3pVcXSK5XAck36EKQC/fgO+uBTzgCiHzpuXkSfP6nPSxLCNvd+HMnRhXKzccnGKUAROH",
-	"o6lpSGmwMo8rIlXJ1ICc4aQ9RHuUNwQeRnvqWatVk5fH3+EQAGodn4rpwi7VOFRUluTl8cvoWmi7k0yF",
-	"+ODGDC2pH3MPQv/t9O5r1jnKfPpdZe55Kq+02r2BXj2QpwSBoSghdmesmy+5hE+2cHuAuMF+Ur5W3GVF",
-	"7VEcpnOJo07S3anEm3MP7QsSAnfuO5YcjVy7nqRJAPgYgiFWccW1aXX50dBJgoHrLWQlen8RuPiGop+H",
-	"ziKNNt3qFXOC99uvoWYD+sV4+eo0XkAehptcX4u4aZBdFWcYZKFdEPjwclTL81Ovnzu+zhrNPG50AQgl",
-	"5Jer7w//kgFOqSZcDAX2CiL93DeescOBU0ixcV1RwBx25ghMpf/y+Hgo8kBj7HRxba/KO32F7f5Ju/JR",
-	"uPvCMlFgqSf1MGKDJCMdEdyTgdQNR3Q6EEOfn2Zs3eN5/sR+w/bidKWgY6Oj30Hw+YntFsv+3jDB3S9H",
-	"hOJ+dwZuE1EOuyqWwOHLvWmkbQHZ7TSBik8IX7SHGfJF+hEc53KeTKgKHYo4NO7glUO6zPpsmRMyn1hK",
-	"RVVwWDo3m7EyI5jWittS11MGXXKw0YHPXwTAJj/fodCGVxXxSiTVECVZzgJqEt4wRacPCbXfHn8zFHnI",
-	"/62Fa/ECgo9Y2eTFZEfLvKFoOl5ZwVH4AwhCyIAIQm+0rGrDiD0vM0JJPhjkJKyty7hpDgiN/XwaaWzv",
-	"C1D09gGuWx6eBRXGkWpDXsJklu6TtdEcYLVeuYFyph2otT2DnFvLoTif+uNwKJ5D/CT07mqdixBUwtjL",
-	"3P5nKhU7GJBLHBeSzJ6+oNwjlrJm1R3TqcPk7cox/dDT5Ekkq2/G1oW+7NnC7i2k4R+idndRa6lMaNRW",
-	"7svL1zE3RyUfjTpF7JUTT+D/Uwx7rcnpDHp+UW03sHdwwM9zl26A/q6hMGw6kwrVv1mYMRcl+4TA+DV2",
-	"cIFvMqLYSPuiAT2BfWdlIl04EbiAPTogb8YCqpMb5c9j1A9IDthE2uQIw1DI6ZSboejzMiM3iopikhFD",
-	"xxnJf3x99ur/+zk/JV5dgm/QO07YdGYWbs4C8wgBxtounE8jxGfrg5Zdb88WEHwvWxJMsTsOxcORjQ++",
-	"7Bk1xQQUYsjTcmGnzEGrUjMUL63yRvo5XHkVRJdVZx1kEngPoJOJN10OiKWBPdzlqCFJc95ECzoUYUVd",
-	"OTY1q01+M9fZL3HgRg173UkFZptLG8gwVzIin+OCKKlVzsVQ9LU9Z3AT4D3NVmlMBTLmJn6YkfLg1B3A",
-	"WHOHIDEuVwDObrusZCrvfBvj4MfxC0mHImpnjKsXH1vNjxtcND8w8wM3r+yWWtmrKSQ3yz/2fHUrgAsQ",
-	"1Hc77oNT0DtwZVzZU0qHd0vc1bHrxbd/SrbsWrY5o2Fgu7CVZs8RX/nd1dlEDL0cO9vM6UZmMB5UTFXc",
-	"3ldt7gHcafn4xqcpkr08/m4bmr0RRVU7lIFmL695YTFJW4GQtpzoHvqYKoBn1s6TfzT6I1/sftGglpR1",
-	"uzPsmIzUAMt/Gw4xjmxUPuXRX8nxuojPD9y8lePtApOQMZ/m62/jLKTn7SSkp3YmuCl1ImvCeZ4RweYP",
-	"LZb53fGzo4mjEQmN+VHXs0fVU7LuShleezXzMWYIQgksoi8HfSNrtYLyPfxQBSWVLG5djN+pplanGzvc",
-	"TICdubHXQIn4WazMo3FKqFhE6slQcBcLWvZINtesUSQev4awecmXrx/8DWwCNCDQPQJ4NiW4QrTXaWPF",
-	"NK2KWD7i4qm2il29Nc1vqWm7G34LzgrX5z3NrXYx/vBN7M7br4CSNwhfYIm4xjlhzcwR5Ll45x3U2GhW",
-	"jQ4ei6/X19te+ou2UlXu1do4YY+EFvlYeaVRVjJtLZIZo+ANtaclPdTMDsvl/7NPswoA4Zy+nxoiPKg1",
-	"Qm7YVO9QEM4sU7h5UKUo1OVrs4B+5yOppp2Bqm01uRcbFbmOF8zomF3JWya6luDb5y+SYEyPXUjfVUl9",
-	"RuyQoz7JT+P+3Ie7sekBGau0mZ0QF9SsBfCy+2RDnTtc8ZhpDFTfdta325cPvhRhgTjLhkKU0QeUAbm3",
-	"pqeancJjZZpTfftluqnBpLpbqf0Wtg4OlVBY5dSyhu0Rmo11Jvr4JX7EHdKZ6AOj/40k+nRQ+r7gCuBm",
-	"W1mQX2bl42+7C3j3U1d3rOGDGmZdxvzwdXnzHpzDIKAhBEwQejNBIbNGfSy5f9vdYH/tYUPos9qqH3//",
-	"aDkIKyyQ52pV9U56E2NmJ0dHz1/8eXA8OB48P/nzn//8Z+A29/hfg/qG/TWtAhTpnDr+ApIFWt80XXmj",
-	"L8ORHF94t3xro2nHrwz1Ph8///8BAAD//w==",
+	"7L0Lcxs30ij6V1C8p8rUPSNKdpzdjVRffaWVncTnOLGOpHypc5e+GmgGJLEaAlwAI5qb9f3tt9ANYDAk",
+	"hg+Jkp2c3dqKRXIGj0Z3o9/9W6+Q05kUTBjdO/mtN6OKTplhCj6d10pLZf8qmS4UnxkuRe+kd8l0PWWE",
+	"jgxTxEy4JgU8Sfr5sD4+/qZgM1lM4E92gt9o9g/8nB+cEnnPlOIl0+Q91ebw7T0T5vDdm0Ev63E7/j9q",
+	"pha9rCfolPVOejh4L+vpYsKm1K5nSj+9Z2JsJr2TV8fHWc8sZvZJbRQX497nz1nve1lVcr669hGtNCNM",
+	"lJqYCSPaKEanYSuMKDar6IL0J1SUCzLnZmI3Vx10LW6E88SLK9mI1pXpnRhVs7C2WykrRgUs7t0b+xwM",
+	"N6Nm0ozGy17WU+wfNVes9AMkt/2n11lvyoX/+DIFAwtdAC7O1wbEFROG3C4IPHAla1UwUlTcYgKRgihW",
+	"SCFYYU6JplNGpowKLsaEapLjgeQBJBNGS6aaXbROdcdzu2ZqygWtOkFk/AN7BdU1L+6YWYXSmccQAw+Q",
+	"kZJTkl98uLomR8zuUB/hLzrPCBfaMFoSObKoNBT5WW0mUvF/UjtaThBOpD+f8GJC5lxoMp8wQW6lmRCq",
+	"GNFMmIMB+ZndM0VmtRkKi5K3jCqLnfKOCcKNZtWIcEEo+eXy/WAoOhATl7Ur9BczplehcC6nU3qomWUP",
+	"hpUEdk7s65oYSUpWcbvifiGFUbIiI8tFNKHVnC40KeSUddIPDLJmlcll/irVnZ7Rgl1Y1Ejwp4oafs/s",
+	"2oDImdZcihealFyxwki1yMiwdzTsNXs6JWw6MwsyksgHwpMO4l3rd8iZoP5eL4v38vr4uz+t7uWzxWE9",
+	"k0Ij3M/MOZ3RgpuF/WThyQSgJZ3NKl4AIh3NlLyt2PS//13b7f4WTf7fFBv1Tnr/11HD1o/wV310gW/h",
+	"pG2AXdsNUzaVgnBNqCGUFG4ZpOJTbk6JkGZi6X9ONaHllBuLB1KRQjELvsFQ5HTMhLmB528Uo8WElfkJ",
+	"0YYqA5xDEHiCzGVdlWRGtSb54eGUfjqE73VOpEKMnyk54hV7oUk+pZ/O3K/9HMbOM5LrQs5YfuIX/S//",
+	"RkaoKAkdivySGbU4PLN83RPewSnJZ0pOZ+bmHzWr2c2orioYbVIbu8SbUs5FTqSZMDXnmiFx4ctwOtGg",
+	"KYZaSLhWJJlTbsgtG0nFiFEL2P2YcjFoYYrDBS4MGzNlz+Vz1vOn9Iynf/n9Ofnu9bd/Jm5kUjJDeaUH",
+	"QGtuAEBOexAWP295xQ1PcYpfJ9QA/eBR0/KeKcM1Ky3HyrnghtOK/5PB5TFTcmZ/xoHgjZ+Bqn5bppMM",
+	"f/0vpjTHXa8+UJvJT8xMZJlY1o9yHq+qKNjMaIu7JRN2RZr0z84vSB4NYgUVS+NECmYXv4SXzZO5PfEJ",
+	"teyGWcwpSUGrCp+woxfUsNxJGMsQ4IZN9aajOwtT2X26jVOl6MJ+riQtr5DBRXAJ0gZAeTpbObYl2Ncl",
+	"l+nX2fSWlSUrzy02fjLph/iUjlnqp8/xHf0391zm5lsd/GPYn7z9OyuMW7+RhaxWDz9QDjDRerrNCmJw",
+	"hdeSQEqtBSjgPdcmAcKxF6K3O1T7+AXi0+qxLi3ajd25Ij9O4lwD6qzQhGX69ncyhQcC9sZ4q1ECRuRt",
+	"cJf0cUWDBZ1WpJkEbvlVyrynvKK3FUvjTrGEmRuh1jolO4CVTkTHDtknVtTGzk76ILyZcNe9sKKJGPFx",
+	"rYCzZkSA4AWPUWIPgGmT3lPJtdUTOtnVhGsrPDi8fifscXVSKC+TYwgQYhyyXnYiOCDvLSvPAClHUk2p",
+	"lT5Katih4YDdK0NrkPft80zUU4titzWvDLc0gTDp2VvCsMKwMsK7ZoRahGO9ZFQnmfIy8VuJPQZcWEeM",
+	"I+l9d0M0SRQttG+TxM2UGbgtaVlyOwKtLqIHWjpbMyJV48S14nWRE0LVuJ6C7mQkUbVobhvAMkBQoKWM",
+	"SFGwDAV4/37rKlgB9TLHb60hiXvCdN3MkpTS/rfWDDV3JP6MlEzxe1Yi8nOjyR23kpQoCQAsSQSdeNtB",
+	"FPjFiop1fvHCTSdHnhn1naho1SN6i3qRvS8ctsKv8Pn+5p5a1dODMoms91QlTs+9fAJndU8Vt/gHB6iZ",
+	"Wb3ymbjf5ZxSyC+oQ2VhuvBWWgTnomblG+rwtKo+jHonf1vPGUHdtnqatCxhGekLN6i+gHvuXQeztBeq",
+	"UvXMyvamViJ56iqQ+5oBUN3CR0+QEG7YJ+6UBmTKUt1UUpvEJEuwm/lFZ4mNhAWtAvRjtkKvTkDzMLZK",
+	"yfKmya3X+Ug/0h6JhCe4GAoj7Z0np9Twwo8FN8gB4pKVbgxYUBTgNDeZFSVBfZosrFZhz9pzvPPm+lrH",
+	"kto7+SAY0RXVk8BcgnolRyOmnEC7PMnBqti9iZtwMavNbou7UEwH6rUA8Ws09I5pMlLMysqfjJcrjAZJ",
+	"e3Vt6zmZXWpkufNDrOLSCp15DrWKwDGrlrWBtQGcN2OpI+54zBSNn1NRsMpea1VCiizg14qV6Zu+ZKC5",
+	"Jsj3f8H3BEmFcDBvUkPmTDFSKjmbsXK3W2YWcYr1G2/WnNzvhIoxK79PyqeyKr0JZ2VBs64ftKGm1rHw",
+	"Qq0O0ct6U1nyEYc/S1Yxw5A92JNB5jHDH+2QBawrcV0sMx9n4MFJ0ztkxd1MJnH1DFgKsELPDSyuzr0B",
+	"i1C0QyPjYWMqEorxDoLdhNEO3q7YTGpuRagXmvz49uwN4DoHbV2QPl6yRNZG85KB+OuftxzbGTMsOYy4",
+	"0sa9nBaOjWId5KUFnemJNMQ+kvk71l8HVlQKsIwWkJ6kVh2XkIO4R+DNlAtDuWVnFtzJU27Y9PLdGn5Y",
+	"WaSzju0imjNR7vjCJ27OZcnSinGHjGbRuSX/q1oI+xuOB1RiL+fN9MGRshAGfuB452uA+Ram2q+gAwO/",
+	"S+96PagCTNooZcFwErRj+4kYRYs7vNlJnxJtqChpJUV0f8DV595RDIygrMwsKVkamthRYChuDk6JkMQu",
+	"jRSyZLGYu+NRNJv3m0nIRMvQB3iuYnXpDmXdUayeYkC4xM2KLsKNDkLSL2sF+jr6V4gU1aKDzzh9woPL",
+	"7X/gwLYRXvBrhltdg6Vpe4+bbHuLj2cgmzSFMPCaJX2ozaw2z0c4cjTSrM2TuDB/et2cSkRH3ky4igO3",
+	"C8O0vfJ+uf7+8C+kz8U9rXhJtBVrRME0ul8LlrQkrcF2tz439xaawBmZcVYwS8PUE+0Lba+/WW1IX5vS",
+	"Sn+WkrUpmVLEyDFQ80GGKrLdCslx3hxZwWDlgB5PW9FBfx20hRDaG21d1qJbtwBffdZ93Ubetb+8/O7V",
+	"Zi9vAn3WLe4KufYTkFlaWFhDgmtwv3sjH1e28niEjGHydWCku1v3gZJixMcfYBuoteyImve0qlMGLgI/",
+	"EF4iu9GsYoUhcoZGZ6kIJU7HA/dz8wkfsdCQgjnci93j3/5pA85nq0rkx2Ww4Ko7AGKYMH+tZHG3ERRL",
+	"exbk7PyCOBcmubVDrGo2D7TFCiEN2Fv0zu96TF816G8wg0z5lF07DNze4qlYY2nfaZ2a/5PteN1GiPHy",
+	"GP6XIiJuqvXGWU9eMGy24rHzO7qpuLiLPqedBIpv5mXwaxf6cVGzM3DXsoTqRaNf3LotPD9mKTdTCGZb",
+	"VQss63lrmVSHBawxam7ikpeskPdMLa7q6ZSqTYaUtXqYs/QAg595Y0Zja8l6I8rxj8iCuZkLBphlsV21",
+	"tccWRALk1h3RG1ZUXOBBbHdNhniEbItDBRaTPFXV5XuyP+FR7Hxk3QBzs0Vjd126CJZLdCHueI3ECLMB",
+	"hPa5N2kbZyyHrFxJP7HpLVPaXrpqQVpXMJnRRSVpSQqqFGea9P16rFKrGKForOKacHEvq3uWsiqvR3q0",
+	"qHf8aqi+65KBVnfpTEcd/nj8OczVBsLPEKRmtXbmHyN9+xEkCm+qa4LHYMSDE0LJL7+8e5MRweaEGgdD",
+	"eMd7kBWrNSuTUgxTSqqfmNbtgIltbRT21ys+FrRKu/6kNuv84FKB6eGEVLKgFUgbJTMQqpU5Sz06xFmJ",
+	"wS/2CcWm0rBT54eDrxqLR3KTFdXmijGxixlr1rJUrYR2XMs71mHv825WK3B4Zw1PQ1/VAuaPGG6zFXR5",
+	"AzCAxO2uk9daY4Beqwg4iF/h05+z3lyqO28bXfemc33/6h9f5kh+F2ut0n76H2UyWqUsFdPJAC5L402Q",
+	"BMFIPk24QedWLfgnoiVEw7pYSUCpmVSmG+M9Ri9PtoABLL4QF29sT48aw6YzQ/CGI307wU0tqAuntcgK",
+	"X/nQoJsp11NqiklGBoPBwcMIz47YwZLsT1H40SoK2gde6GDwu615VZJ7fKOTQuwtQQtzlqDY9xYgEEVL",
+	"FCtY45n34LaDbkdXaV9XQ/9w1A7ticOsF2ihzAirNAvONW+uD9Ez9hkfQ5PcpazNrfz014VBpNtCmMU3",
+	"LsFZolORvfAD6FFVhd45JBYd4+yEaiKkIbS4E3JesXLMSrJgbah1LyIRcZY+cuKf9GdNBBtLwyFIWjrf",
+	"Z62UZZsNeg+SkyZY05bcyAGgw+MSgwfWPJFVqUkfw53nE14xwo29zi3E3Crdnb6VXTNmND6yLuFPdGr6",
+	"TlFKaYO8h6QYn8CaXayxPWCiuSiaQEw352mTzQAvuYvOc5tbJe8Y2Pq4JreMizFRzChuX0Tjfy1gDhCS",
+	"ZpY0MVPEjUFKRksr/pJ+CyHB9xpHF0AsXSv2oRXUEmCPcQ5uuU7ajD5u5wxw7uj2XQH/enzZdGuk7d5A",
+	"9FsbvVu30CbLNw69aVlRsGt7Zc7s3y0jEPCtnQLbAH8L72YTq6rGHpjZNrynSwxygUgdN5RXGxPGJx8S",
+	"YOV1Mqr4eNKxwXVi+dJJNY/GC8tSXsQ2ENpgXHfUV0HIam9olZTxbFUtYIdUtGXd5XvBed10zAGMJH3a",
+	"CDxOlqdEMGNlNlLU5sAziHh+YuRp474fS1AnPOP313QkaKpA0LRcrBI2iChAqRCvkeT2bfDs0zSdUpjS",
+	"UlT3L2kx7wrjbwtZMq9VWcmuVgz9pCjFWuDCIBlhg/HABY1Zme/Go96pu69CTgloJw0Ms4a7RvGpTRxS",
+	"GzEKMCSSWxZukD7MTzRdaDKfLNxClq4LxUZWu/PCL6ZlKfb35tp8Gp1uB42pESX2pLssk3+X2vHxc9b7",
+	"gQOOcZMOR5fq7ZTyqjOHQ6ruHBD4eTcZYkJ1RxRRjWveyOtghNbastZGWutqxk3xth+4ecNHo5SxgnLR",
+	"ccy3VHdE01jlkNjTo1Zfd2MkEbBohSitdfM0T37Oepaxb3/Zu+19n0xp6IpN+tUKRZZ/nvj823SYkpDz",
+	"tVFKacqzc/4k79n6iWEeJwygkYsbyHQLnKMdn5UIwbfaZ1cYWzG5VrUoqOkK6+sOmLLXD1w0ilmtrBU/",
+	"tdlF7tHKIVEIccJjXVnbGpRNh+95o6ZO86FbLijaX1ORjBVb8+o2gYHrkz5biGTkjFTsnlWDXvZ1BRRm",
+	"ERBjqATodRzKezlOx6RwsxPBOla9TVAK7xDOf+CmEdaWEMTTfAI52ISLrt8UFUXijM9um7hiT7NeSU6n",
+	"6XgNOp3aJqyWtxO4cKNvhUHfznYszi7VpYFwE+yoPj/USkNRSGVyHzPFRvzTWg0/zm4m6uHEUM8w433z",
+	"xRiZJ/Ccw6GGBTcwXos4CM8V7OGiZIlNj7mxrNCqs94kBU+S/kyqglWUC3L/6oQMyE/kjLwhl+ScXJNf",
+	"MvKfpBYQutclp0nFx+mUcgtoS7j+YnA8ADKggQmAeS59dvtmV7EZeSNk4gskBNxCRYeKGcOU3iL9AhkW",
+	"nkY0fepIf2S0Sm33Vyh5EFIMhZ7bqUlOZ9xZ2XJLzFhMRMIp2a3kXIzkwBnX8qHo00pLSCX+4e01OZIz",
+	"JuiMQxpifoCq2PVixq5gZnL15n8GL5bf9lB4U53V51CW1yQof/OJ1Iw0qwKVkQpICSdT+nepBlMupMLU",
+	"8CVmF95K48/Zxbuwt2AwjLRTzdQ906Qf7xkjyzSJd5rG3SLI3KszjyEd5Z4vz2gxGRL/AHszZKx3Qs7F",
+	"lvekvEvnW60DQzAfK1YxqlkART/3+OEP/CAjw15pCWHYw9AYQWqhDZ3OmLOyb0bfcNH6VWXxSaWQOPIS",
+	"rKZRuQCqcGHsFNaxfF88ID4clb7trNjdLlglq5apudZQwMXn1ZmJrMcTUGcW2rBp8pSX0sHXxYfDdJmP",
+	"KVkfG+6gf2ZFsH3nwC0d3n5OZIoLfrftwTwf7JuVtY8grbjHgH9EoODK+X3ZMEEHgwGK9I8OEnS7O5/U",
+	"4m6f2PkHQyKAz+ORqAHz14FEhV3PHpBIluxBEaZTWToUiaP9Xv1lt9BnN0pqZXH0a1eOIhSjSVlU7KXn",
+	"rDjoB3CmeSPlHUETzimBfZ0QbaRiZUbcYHEeJ/tk0MKbNrUUTSGSLYIofGWRFdOI20Qz3jpwSF6srXZj",
+	"qY8UIDuaibKkB1+fXbzL3E7R+RfnE6P82d5/FEvkfoe3V+OrXJGG3XKG4Q/CS3LoCAJWLFx4cp9GccpR",
+	"FHJMIQ1kpm1zdmecOiwzBdoLpqYcIPEhRFa293jHxY4FBjBeehsHVngyJOXDbOsXeslm1WJHio2XtFx/",
+	"bX3odk/WppDtiIBUqu268Lh47SEUcQmTHiqCdkB/e3PKCgbsloWMscfV/Y4xBRB8z8oPszVervUBiisx",
+	"uzMmSvTg+dGXInXZpxkg3sfdIrKlrM5pVW2DzyBlx15Z7+33h7JJ6l7BlP0K30+BG65AT1cY6V7g2szR",
+	"gDIt+CQA+Aj5p+s4vqwYNAurGii/rMdLQ/FekaD3j3mdHGQdCu2T0Nfg1bpU3VXY7AmpIkB/RTiFq9oD",
+	"SlVUdBiVIzNAwszOpXK1N9dYvzbKPAaVsDXRuXaBv8zsTbVXZN/Vo9HAaZMDqNuO/7G9ncfg5xJQvjBi",
+	"VlQMalzOHjCyqeu5TmLvKt+XUD7yRIBMjuoXFtHScclLIWQtCqtxMQrFh82EUDLhUDCIzENxsD1VpSzW",
+	"BQJNaTHhgh0qRks8Gwi7geoH5EwsfOk9LGGDflVNtLTbwkqy4D4g+bfHxzluJQc96WauuGE3GDaeozkb",
+	"Qr1gCFJA4VkX8+PUsj6aww29pRoCixasJJUs7liJoZ72/dtaL4iVKGUNcWGFFNooaoGHc2WuZrC+I1yT",
+	"UV1VByehZC7WiUCvUSFVCWovKHeuNmyjGkKUdQmhUJqOlqEhIXnUa48BBt8EGOBvN/KeqUrSMsAgVjtL",
+	"jiAw9A7DHLhdJckPD90Th3a3h263Oca0uspStZnRwjlT7GYhedVISaa0WafG8rcjKHURgcECoJSCZbhx",
+	"UlHDVKfXtiNCiAtt7H27HYeOsyQ3Jj5uRd84TOS9B0TvIPjpzOxQHSLKtf0MlaPf4XsvnaroP64SG07V",
+	"nSZZdNTxx/r+PiTPFfW2JBcKPPvQl9N2oXxusEoeCw+kw97W51Vulxi5FP3pDEtSEcyPdBnTgs1doOsp",
+	"RgWBrhNqAIF7VRmNddldgSAfmQ9TZQSrsk/pgtAKAjQtlwgVGsHf92xJmlFmplfktk3JDFmBq8cN1f0P",
+	"ndEHk/ggNt4CywIVI6J5yaYzaZFx0K5gvlpHf0aNYcqO/f/+7ezw/6GH/zw+/O5j8+fg5uTw4//931K4",
+	"gct8WILktK4MN1TfteutMwGn0cu6K19iPcmQwOgP2p1nq/ROGAxDO5O6+yzQ+OY8zWWM3zqzcxUvkufu",
+	"01hdvbV9SpX7yqTdkDXrX78EWl1jbV2p2DiWBq6WE7itrX4PNbh1Flcf1EOhDa+qYJx24gFcTEUNhRPt",
+	"vYwVWl2SgIsXhqr3+o6V2VDMG6GkjKMssJ6bS0BphQziHdrEYB4MhgKLDTalI32Yvo9XoERPpIJrdOrK",
+	"yyRCDtxWzqNaREuysr2vtGfxvjpVHzfGDiJYkQRwwjYiEO1WRdDbWrZXSfD0r917qTEDsDcNFdpEIE2s",
+	"xjE3q8tWQLmOxjyCp8o3+tzvjrBHKsYVF+PrJFyWwp/SN2OnWbxLxEmZCr0c02n1XgZ6oLnL7ox7v7Jg",
+	"rYZdt66+G8fB2l+6AnwlGysrtd64Ws9Jniuk4UWyyopmVoQqWEhrrHWHgImLeINtS9iWxXBDScGQLtCo",
+	"V303o0tFYeDTOciIloQORYvOqb6LFTMr1IMo76LAUNTnPk0vaimj0fhkf8NmEsAPuur9d5X4BXKmbdaD",
+	"DTl8UdwkxOAy/JFVHaM6WcwO7vLe3DfpOnig/gQtAWQye1Ynfg2Qgle7pMV4qRlWqzQTNrWs1ypT6hTF",
+	"v6Hwp+NebJ5wb7lGLuStVYALapkzaD+lovNOaOI+fLVhvXn7IcgOprZ/gXyxG9vsqrH862Rhz99lrvgT",
+	"O4GZb2gBAYX/wk9uTf8ijYHtxtkvyb+GwuuKRSU1fOUVxBsv8pJ/uRScOJXmX0Ph9LkbI2/8Asi/iCPZ",
+	"G0/DLXjGBld/t28jSDhJYJmD3WGMacxsU5w18Io0K59VdHHupHYvLS2zlFZDI9IXkvDSxRm6RmGeFziD",
+	"lEVsy1W8uQnbgyX8t13VaJaNid2CfnsHjzC7JUDxZS1vCNobr1I93vi2JFOsQGnEBdedYeK73sOuRF66",
+	"DIcofUgnFD2AYMtQdpAaMpXakG+Pj62EqWhhmNIHG4Ix27M4GrdsyF62Y8W0zkhQT7NgsZKqdcX1nXzX",
+	"cUQPlS0iU0mAcvqI9EIUl26sHekRui1VUox1aPkF5ooMLV2R3QyuZN6I2UKSSPchU6yLswO9Zj3WaeBo",
+	"uHjQKu2zoVpFUORvfPy8+7iDG8kVJGKbDQNtCD+KX6wc1ZfmF3ZBwQj+eH7RmWJOo247HYYrGvVwWJuw",
+	"Ea5vnexCAEpo04oADW+hyH+hqJ5gmA4kNHtNtSNkqpJ6tzAJFxT1vp17Gg+5e9hIMS8fUn6NRSWetslZ",
+	"3abq9RaBY1fw7Lp6VOuMys5vtD14kowUZ86W0Q5B2WUaDAcTr2INlreajjyCLaw2L/myXMGR2cASZJBU",
+	"98cczoGm9mlmewB2JlIduiIJWst+xDGvbv/rOGbkcfs73ibKNHEFJL5+4iZn68p/rBqJA6NolpXaK11q",
+	"D9NVQyhuNJP0KmO3mTDcjX/2BjnQgdXRnXqeH7laUrPa5KisuzJy27mdl9vmJLTnsI6fZMk69jS1P3Vv",
+	"xWGBHWD7SkjRS0mfeBNGvG6UdszxZ9+Q7UMTQdddAg8fdXWDodI6FsVzxzYlfV98WPnw3iw0uVZMmP+i",
+	"Vb2048clOOGwPyXDAfw5tE1n4Kdzrqi0X3GNMP5AGePBHo6tY0X3InGsqcITZIW2aODzQcIGt3ckekYI",
+	"8sSOHrpVOXmXftybhOgzLwvHVWtdvyNX+c2bf19oUkouxhjnEcnOVgNecfFASa4glzfuj7YsnmGDL1ba",
+	"r2gIu1gSNHK8ygbkDToo41pF7T6yYac56cvRiNSiYlpHpTgPOqT6eZlMkZdVbVy2shxhPSSuwcEbEsRP",
+	"iV5MKy7uNPQd94F3A/L6+Jjkri3DTTFvgmh8eQwp2Ck+VczLG1cLJ3deeMw1ivLQ+/lRnpH8iJkC/q21",
+	"gn/vqf0Xsh0wOKQWJVMkPyrZPTwwUxLf0AudY1VHD5dgTbZXBwa+HB7SqpLzQ7vgQart9gZ0i1WMrnKY",
+	"TZWpE5I3RUNz0qekmPAKezvh2jAGoSkj61Yc0FWjn7JWQh9kJPeJ9DliKdZmbNUq8tEJsjYVv2cBCAe+",
+	"ChF2Kh7BvFNpXKk/Hmzvy9UaN2Clnzz3JSDDKPnhYfjRoUuouSSkuRnJWgR8gFWF3YcKg77CrD28jTEG",
+	"iRAgaEN78eS+95gRt7HirSco+8Bp3KWSUPjObtYpYsEb5dnE6oa79crowW+T9dy7awG807KihrViv6Dp",
+	"6Jgb4l+zKGMJOYd0bF+BICPSPohVOEIG+rzJ0D5C8d3uFOX3Qy/Pwzz4XX6QkSktPeNsEJpjUJ6VwGOO",
+	"1C62DKvCkgBMxG52qHxD3kaJUs657Zj7hBV3ID9QUZIpNBz0HrOmuanbGsfIPPseuEjE+JR4h0gMN0tT",
+	"9ziQVUzwwH1cG/fssRaYg298gB8Wg8bCMShr4ryWbr4jefBjA+HQm+YA8mSFo4y8Pn4dv+ZT+mPC4wIq",
+	"Wvv+hXS1qkhXZ+ykkWGjYFDuvQTdevPaAwW8h8lh2xm911pn1ivjCMI9aOPRWXwl6jiuaG/6eLsi3SMg",
+	"liig+HVALFyjK2kDj4NcR/uyjphQKBdSyVtaOR8KBkpaIPTzLjDw0rH8zKqc0pdnQVDkB1jWpeIa2GQh",
+	"heYa2sJYLoUSCPwILWJBABqTCaOlk01p6bka/G0UFZoWGA4AcdRyrkMzS9emq4mpducB2gFu9RYuxemA",
+	"XGFMa2ux/o6AkTEd10WPNxnKuFilQBKzukET5Mw13CRYGciHoSbRQLBP5oKOm8L2aws772J/2JjLEQbe",
+	"Rv/zqvuOXYN3ytzt7JW9Zl3OHrKXcMd1RbUiWwrEcgg5x/YHp95bGEkfeOOjIKiYkwkTHV1TdrcnNH/t",
+	"xXq1bIV6EgPRxpzmj10Y8PhLNIFRX8fN4FDwxgWd7u1mWAoZfpRLeDX4+OuAnTd8PQHwdD19ggpFn8wl",
+	"Fn3oiEYZ0aq6pcXdmjhMbRQ1bLyI4SGg2twNNlMB9gqfKwlxBz56i4u/Y5XjXtYbKaYnm8EVJstW1r9W",
+	"9nXwezzZxgfxteAcrGhvqHa1nId8fvn27Prtm17Wu7o+u7x+9/MPvax3+cvPP+Nfv569s9/dfP/h8ubd",
+	"zxe/XPey3vmHny7ev8WXvj979x7+OD/7+fzte/t3KtI2nv0JsgpmVn2Vtb56iGr2LL7SeOePx9MVOH4d",
+	"yApw2Dt37CwIu7Er13XUM0UqjJIL/bleaMJL0teMEa/HpXe7jSWhHeKyugqY2lXgiXJHx1C1M4h80M4b",
+	"2WfaTL9bYXyYFEdG65arlO9q0SeTfoci8m5AfPlIKlIoVjJhOK30CeTq5XELJDTR+rxfzczBUEjlx4ep",
+	"fR7tgPwKVfdbFfS5Bis4lOHPiVRDkceV+PMssgtHAcQ5FtcHbaxlFJxIbYZitST/ghnU8pZWP58s0Fre",
+	"VOYfCueOyKLC/BYQFv1GvKCGNXX6T+M6mHeMzfRQuHTcWhheuShCewKGQ5+4GvAxPzy0Sz2s7H9AJczJ",
+	"jGrNdEfE8xYN35YbXuzWVcwhnwtYeBdu8HQsq4bogsumXUjqGbhSu4MZBGMlPtPxAF6Alx1B7IhiPtHI",
+	"R5mHng7+C8UKJky1uNGMifCtkNGrQ7Hy5Q2ILTga6WNCgqKYOOAoBDMrhAzmXSS96UF7QJ+r0BcSvYAT",
+	"qomqRTBTxCqfnDHByibO9ATi5H0DIsRi1/sfvtMhDNdSZhsF0PQQoc2BC7tH6Q3j8LcM1/f1f2+Cof3G",
+	"Wbo74vP30yDvGX3ijQ/kr6FqeOcjHTXlt/GrtzzqsbV3iaTa9NMmliXKWKH9uF1TfD2tuWh/7XQAtc0Y",
+	"sdcH/Dsx9121UNx2w3LWVZe/8VSkF7NjRf7EllyGyzxcR56Cp3RBas0IN6c+exNzFiEo7MQ5cErSD98z",
+	"KsB5esdmhvQj142vNwH0enhor4ZDDzh9MCDXwY1DaDW3l5k2dKHj3GFcZi/r2cEdpdxvF84dIJj5stvu",
+	"JLr9CVkP7Zjv6Xi8c+Q83KCQF05GrKoIFnAn1MQJLXoCwk/T8MzZSJ8krSXezGOE7mWYfGFpG5ZzU8F6",
+	"9iBlw3DXvLhjJtUIbcYV07vEZpsw1HLNSPqPmp2ChATuT0gSIZUc63T3AFV1cCLvTIC4FItV/6iZWmQE",
+	"Z4ZvRrwyTGnCRVHVJduitrdbNs6bRRvfBLRtCw90bYRQv3B78+vTSJx4V5Ipoy55seVKWUcvXWEnbjon",
+	"NEiXuxkal1k5GsP7hByK/D3V5hCo5vDdGxdOgs0lpGAHlg/a6ye4Mrj37WSE6qHI/xM//UeOKaEDzI25",
+	"ggbvLzAEIDABDfOuzOkjVcBtP+dCD8jP0pBZ5Ki/5ZChhPLyck3M9bLEbpEiXeEbP8SHAkR82pTfQSQk",
+	"VLf8Qv+JY/1HvlX4xmLWFXa6NIWJKSOH96w6YXm0K47Ths/xVlU/r11pjKcq9LmVAGcXsdGT/oBEiaX8",
+	"/x3y0bwEt32GhN3Dg+IfOwN4NmBsa2tt7HkTgupAuaX6DqtOEC5If1qDlYRr4yQUwDNVVwwcVzQSBIt5",
+	"CUWXFyeJYD+r4MZxfclguk0s2XREmzfQ3Lu7DsBBm5ir/sWHq2tyZL/Wie70DyCFfeL8Dggc1I9uJE6b",
+	"MCNgP0KKWj6yLytEWWDsL7DE7u3fsRFfZWwE0O3Wjmu47jbFPOCQawMe7DgXvo/fWmY/5SL+9mX2kEyu",
+	"NLPY6cLouvxXHEbXH9586GW9dz/fXFx++OHy7dVVL+tdvv2vd29/fZhvKMzypR1DLSjuCvcdXELLG34k",
+	"U/3KnEHAWffsCbLb3EuJ22VTBso+URO2/sXZ9fmP7ro/+o2Xn319U8HmBEgrIQRsGd25dAN3Y8fj698u",
+	"Q+wrwIm91b+9dmbqVEHmqqNmZ2es78Z2yjuW8pCjkU5ZP6BLuVVbXYEOUNcmrKrAFzBTsqwLVhItyYiC",
+	"trZV4555x3ads+BxOeMYewwwdXOF7UVN2Zup1p3VO+HqmOyi+bik2UTpPq6Jnaok/eEQyi++FYapjAwt",
+	"qh5/Q86Nqg7PD5Y17G+//eZPu/W36Wzn4jeWFvu8J2UHycMj9UbpIwy9blkfZhgJugO4PfGEKph/OQbo",
+	"8akl4pfHToRwH9fhYxjh1eudRvi8bkOhEk6aGa7ytVtLcRm5pZr96XWLouwvSf+qKNfZz6CbEMjGaELb",
+	"kkq3ZTEJCw/wB3zCSe1cu0SWuPwPspR0yEAXP8JtQeLMDrtZbn0TuAGU54GzCFtah55X/J/sgej5IIzc",
+	"DQnbJfgb9pfekdWDwk29ZPIWjFxdvXWeEmeku3rzP4mu1QjKX3NzisY6n6BEcrhdT3LIeMtIboGawy8z",
+	"qqzGA9+c5OR/XH342R5aye2UFqwu7XBKZzPnkXfJ8wOPZV0Fo+Gpt/AQbiULr/oSVGtfRepcftVdDRve",
+	"vcKn/MvtJntbNAZcfhEbq23RDM6/mGxFsn0zleQwrvvE1t0zwiBxp4DNvQ38a8tlzrYqz9a83K55tFWt",
+	"Jv9yR2mU9a74RJ2YbLn6xjY1Q1ZedQadrTKcll9eTppZP0gqiSjrDLPeJVp8eayVsONNMayJSOxsJaB0",
+	"q0DY5Zfbat32MYphnJbrcgt3q3+xZa7bbGBsvbbVotM6edbWXDbrWuE1KaubglbVJh7oCwkuMcHm/U1z",
+	"u/eX56+VGDS147terpU49w+1Xw0l6Ne96h9qveqq1K9573t4ovVSXNF+zZvvmsdar7vS+Wve/F/wROul",
+	"TSdTK9E6lc9BIln8DLlHKAxYGUuwLWwRKe7zOds53nenF1NcastXWyxg63cSvGfLdxN3wpZvxnfBpldW",
+	"mMQ2L7SIa5sXdj+vZRzd5vkl7Nz8whLBbvNKTKtbTdFmJ9u8skLUm15aFf62fCOS+jYuLMWXt31pJ3xZ",
+	"keY2vtAlgu7yYix1bklmKSll06spEX/Ld2KVYstXYgVm0yspaXbzO6vi80bgrUgzaOXtLCCc6C3/yLTI",
+	"vQVrtG7plE20s45xJQu652zP9e1c6dxbHPFTMB+1yh2vNmOMKh0vdeJxcs1ufVf3U7tzuVFUuv9PZJNw",
+	"yLX3hMI2Wq5r7bAfDEmVs/9KTnaXzq/RszufZswsWmz0YW6hGDO+sE9oRUV6vGModf/+ceC0PweaogJ3",
+	"slvACrZ1c3sGW7QWdKYnMhVwEvq8RRHeu5bacSa97b0oPjkqdV8gJ2iEoId0kPaxvqnxKyr20Sx1U8rL",
+	"7m2Q1jVAgqym7Ueq1dYlQYDZpQpE+kmj481a7ZMSJ5XEYruYVNukglWXjR03WULXl0u/WCdEPEBwKn0f",
+	"oLO0ywVrj7nytXOqyVxxY+zXMm4B5EB4hA8enPqKcE22iksYxTp42PnBSDKh98yR2nbrZaLcbYOQS7YN",
+	"mryFB7dyf13xsfPmd0uc6xMA0b2RuRzMG1cvEWo9pjax3FzKlQHshS58DYZs6NX3oH6cO0myO3vyE73G",
+	"Q2fJptnkI3tM2knkrLNuRHcLyqiRx6bQU6TwYFDYb2/rHdG+q4lS6Pl0Qqhv3eSoG/r0YToUPsXmkDOG",
+	"SZ4rfb8O4qyvMGwH6N35PupQ1kaorVpyHiZGrRzgF5al2mbxxwtSsVHtiyLoM+FE24D4cJxowexrwInA",
+	"DveCE2/9LbmsQ5dsnZy7RbKjHaF5vmt+tNruV/3vWPrOmDpdU7+gC4uTaJpthsbHFjweibQRUL8CjO00",
+	"WjwAXSML/D5x5nfboHR3qfgxMq5aV31rJ3oILbxWId9NGyvulwcTyDIafQVUslOn9G1IBX10+zasbtZF",
+	"96+yJA0P/0hhcKplZjc+xV7MB6NSBOavAIuc/rQXBHI23H1i0GNx47HB4hsQYg9W6yW4fQUosTeb9Upj",
+	"8e5e9aHAFdRnD33j223iX8Td4UPr9aEIvdcjljggv0LPCzDq5NDLMpQmM6yqoLZHM1o2FGEJtQAN1kLw",
+	"AGtqjXjFdO7qFbg8vVSf+WBBStuWzrsETRh/e5sLAud7XiWNwRNGS2j9kpzK/vpXNpKKdf78E1RhSRgX",
+	"l44fVx2/sxYJ0Ca8QiTTZMm3XwT/hE2PqCaVJnoi59BYoH+o5ofq0P4/jdJTWfIR303G6ai33BTxaS/u",
+	"klVQFjR0UQ1Z41FLl2FvMOxB9Thsh9PRntYFi28Ra79Mqxb8ECKtelnP9anpZT1pJkxtpl1XNgd2nnlK",
+	"htVkeCQtSK49WEDElXO95YKmShydkZ9/eQ8JDL5dheumggU4/nJ8fIzpDR3dfBpfbUJfK2TposM9lGoz",
+	"OvxLL+thqkTyjqhcwkw6rUkxy14wA3eLU3oI+jV5DFtM0FlXyqPS6sUxn8gqgNk+tuVejKpFQTtTOOyA",
+	"ZCwZ1ltpaqUoy5626KThUNAhXci3cMeReQyKzrU5/hag45WuxdT32I8mUQpIGMV3YMFLTC1l+O46pg1A",
+	"bTgI1t+bSsWIWx4xE4pZ7JVrrIPIqbcHtt/oepCBvFzUipvFld2xo2hGFVNnNW4MQAEzwtfNCibGzHqf",
+	"P4OHYyRXd+kbHflGS/ZkD10pT1dx3xXsmTF6BxwCKseRc7Q4XyhpZCGroeifnV/gDa1YIVWpXbY9yAMo",
+	"Ay18Dxwla8PIbW1IfjRhtDKTnEDNuaHI7Zak4v+EII0T8lfYkJOzoDymK02AhYJw4+AVppodcqGZ0Nze",
+	"B1gex8zlUKA7Gb3EmtBKS2LoHSPU3mTKHFb8npUk/0+sjvQfWDNgKHIsyIFy2xH+qPODAQGrmx4Kqhi5",
+	"/P6cfPf62z+TmZK3FZv+979rKXwqr8ZaqVNaTLhgJC9kyfIB+SAcbAAOJ4QORf6j1CaHKglAuTT43Cip",
+	"pJzd0uLOJepQQd5dkIobpmhFpAIcxDJFQ4GOKex5Bf3FWAm1P3VOxsxo8vr4G5LbL7B/Dz6RnxJKbmW5",
+	"IPKeqaHIDw/tp8OKT7nxL778huQzuqgkLW+MlDcVVWOWZ6RkRUUVFkiAjBgGrcT+x9WHn4cCBoVCL7dW",
+	"rKSFqRawXvszuadVzUjfKMoraPVGDXUVXqa0sjyRlTcWnvnB6VC4JWLhB8kcdKBqA8CbC+IXbnm7rMPS",
+	"j/8ClV7BU3vjf3OlT9G847KrfG3Vs4t3vax3zxR21O4dD14OjuFymDFBZ7x30vtmcDz4xlW8A4I8AqqB",
+	"P8d4f1ieRn3J4J5ld2f4CGTCzKTQSMqvjo+XAp/obFZxDFM6+ruz2SC326oPK6SKAtG3id1VgHQd6FzF",
+	"TV5xswC6tRjMShK3fR3YTb8+ftk1bdjH0QWiP/qmXVbm1u9YFue6U570zuLGbpr0b2temUMusqgNm0U7",
+	"A0Vx7XV3cXb9I0p0dKxDdyPd+2gHdvTbeS4YN4nltd7eu/MJ5ax0p8rcPHJ0jvEGXRGa0ZPvqcZIU+jV",
+	"tvHxayjKtcWD30tLyYnKAx9EtQia5whFAkP1nZU9HH+Hxqn2WShu58XQk6iKaMC89UXEttkQ1r77/HEj",
+	"CRj2yeDRHSLj3p4G4kzJBBWcCRJfCKfE6pcuc5JrQkn0vsP/453wf1d6ef3qu+ekryum7pk6vLIgeBsw",
+	"w1clhexfqu8I2Hp9YVFCCyW1jupPx+TmKCwmN39dgnSXrFb+vb0vQIhwEoaro62ZIW0hIMcSgnhcGdF1",
+	"MYECYUNxq+QcG6ZiawiSR8X/cqwq5koeck1uwZphJFxAONqJvVYajbGfh5iiPLSpdNWT7Et9IUn0SDYU",
+	"mH9Hq2pBciSY/MB1J+amKY+H1fMG5MPMReZ4RWYo8lpVOemrJTUWoXxgNwqd+k7BamKvO9eWz9eghBqI",
+	"XnJpbRmqPDrpzcHOni50A4y/HQqsHp6HUpQ56eeHju4OcbRDYyq7NQuGqJgjhe6RfMqyodByfe1F7Hu6",
+	"VO5xLtWdq17OzVC4JZyG8ya0Uoxa0cSCzvfjrI2dGR5eDMiZU3eoyYZibIHiiqgAGELlKCzLD6TPSyiW",
+	"iEY8aIfa1JEcCqcK/3L5HmtKkjkXIBqtrF4GSc5v82BAzgyZQmX4ZRjqwyn9lLt1YRdbWRuoVQ3tfl+/",
+	"+m4ocitcTalY3LgkxkjwPPNAQQEaK95ZlnVLSzfsUMB+Xx+/hJav0Qg3rmpeTvq1gEiug2z5EQQ/YPbS",
+	"L3MlxdgtyQJMgGkj1KNUBD+7cqgHqwNwcVNrK7ZjPXF4zbLb6HgPUCZr38+YRNUqHovKFNPmr7Jc7E10",
+	"SpVa/dzW3Iyq2eeVq+vlkywhdXU1xP08F9Px66/5IjtrqW+O2oGxIeezrCq+6UODUSjoinolaJTdd5mz",
+	"QsfS42rhBavGL8iMYUMIlLF8kwYh59pVxIMOyfCEqynr69ITV0A9VAGfUE1uGRMEG0M0leviPsmuJIfv",
+	"jfze3h0javls3ykuWRDxMstnbuWnA1LIKcNAabsCbLgMFtG4Z7ZjZa4WiGVTFRthHeV2Z+1TkscGBFLp",
+	"nMwUxyvdFfSsuIY40VVt6G2A7hMqRH4Sq1936UXXDhQ6I7cL0LK/hN7zNm4rouO22gFRAMi+qmLUlNrh",
+	"hRRMH2D1jwYFNUOBYdrC8gB6RHQ0wnTqSD8w8yM+8YQn5WboOB+3G65JPRs8HNrOkNY7+dvHGPaWegTT",
+	"2tmvaMntpxhi2CbegWvKjOKFXgevn9wj2yk6s4ryJVAtK1crUHEzEC7IhZJTS4e1JnY4guZkcjw4Hrz+",
+	"Eqi8vB72CXoENH1LSLBTFbIWUEDdQn5M6zHrBruzvgwWdFqtg72VstGEswOy+kF3OAGLl24uUsqintq7",
+	"JmrRM7d8vOYVNh/4EgdxPUF2bhQtTCdc3TUR62pJGcw99kTiV1y14NkFL9+FdvWQXRL/aTsbwnf++Trl",
+	"sOPd5LBvj7/Z/PyZOaczWljmuQcbBLQ6Cqq3M0gKB19n+8PW/64ZUOOLaaGx7wrcQmQop4myGhYpWsHn",
+	"SuoWOj/RlbYGrSCGBOpJeCAMngM1HnluALjYzX5KtJEzDaIoHN6AvCvZdCaNayKcOKmsk3F/+SP5HZ2F",
+	"VT3CcjsAvZsd+90bDKZq0dERpjHA5bD7aFnXjQKDPsN5n7s0PW0hnTh0CHqC9ko+W4P0ffFvVHZKqMT7",
+	"FbLtx9IybBitka45HfhqQecTes4UcQmSpKk4p0keAJVvyYmPiqhjeKdvLLQVf0pkwDnW6YF+rb8HDtDu",
+	"luZXnhFZlUwbjOFxxuiJnKOfA0LO44PzZV4fyi+yDvv+ZS10sLhQElr+WfTyX3Mxq81pVFqU9LUp4QVR",
+	"DoU2JVMq9AA4aFz4mvioyrxdPjJvwizRId7Ax9uTRYl95ISzAbcqV+ZRo4FPEKdYsmwoIGYA2q5x3wwh",
+	"ieHo3KeNxg5dA6xyPhTO2GKJDYN00KVCvbbgkklRv3dWlYKaYsKszuva3w2FAxSE+MypKp2t3Pc7XEUI",
+	"Aq2W8goCDPhoKPzgbkI9wKgAf0I3JdcWtBYWWJLWFwJGi/VolDLTXtbCt/d/Gv3AjX5Zi+2Ug1f7njnF",
+	"MVyw8CkZgQN2KQDR1yVwTTR99dxn0Ri++aosvd/uuJ5HMsbLGnuOIf739YQcFgc+wjEVIJroLZngj4mL",
+	"TYz4+Og39AK+Q6Vjdx6a/YYO+DgM9KTnB+0t43qHR/7lq79sKjlumXWd4NVnljZYSYScW46FrfBJxe8Y",
+	"yS9+WWZ2U4xiOhMEl4iMFlW3kmNUNxVC1mDO1iR/fXxMnMvpBkF2g29C4BFGAcEYbrwQ3SNHI6ZIXypv",
+	"NgIvFFRkP8BhQycoHBbGylP86SpoF+fwKBYZezJe1UyBAeLb8az9STrx3N3CLwg8E8kLFqzKDXW40rIu",
+	"mJSbP4ip49XzxlqYKDwPNeQX3mkTINw/O7/wgD/SzLSJ5MC1UbcMypJetb3YLXxngw0Kt+vD/Qx6t5+p",
+	"U/qGn38PwnfU7tIZsUAI01H0hy+oTGYVbVpwu8whnqpl9LSKvM/Neqwqv3R5lK4JMQSW+ESgpc1DB32r",
+	"OvrKq3lGqJFTXkDsjN37UGAWWeZU8QztY84lo+spG5BLBneTjoyxmKnAR41XciicPjsgZyV2Ta81U8Sl",
+	"b58QKuLkpFBHA7qDGkLHlItTQsVQxE+BbgzxpNDN1G4C6MC/LugUVGg4YXMoRyNipKyI3aAeDMWvGBKc",
+	"+xolFgBEMQNuXez5HnymtChYmDQZFOGg+LQmeT9LFA3xtHI2Tnfmdp8M3nO/fc2XUQcw4gDx3YHyhhUV",
+	"F2mg+N9OSY6Z2TnS23yCgb25p8XQ+6GolQJLe0XR1rnrvfj8LgMPCFh/TJgQ1gXU2acYeQWBFAfbXpMr",
+	"8cHL+WWzygJzKY2z6R7ouylCVMVKgJiKWxQfZK7xcb7URyHPsPmwN3BU/N7PNCBvcGaXx6AhCnBBcl6e",
+	"bE4/zU/bXdQ16edLbRgg2Gt1PXmrhn6OqR0TRpW5ZdSAchWtRkjBHJNDe08o3rfcDpr6+JsxR6Ojk40q",
+	"OU7K7fCyrzL+B4jP/iNGSL9CRtnpTgFJB51d3vxWSWiuOart9R+q2aE7qYmm/Go9rF9DyHZk7ctQQgIG",
+	"BXzIE2AytG0/4uSEa3DH2vusOxzj7aeZVOZHfHY3BePToShXL8uNURkffHoRJtBBYJ69Hn8vFv1Cinum",
+	"NAqXVONe7AY06Vs59sbJsRkKwM3HUMDV/alA7z94Up3CJ4w/TJ9I2aJ+9fZ3FO+Da2rCMAUdxHQDpqp+",
+	"TtFwdUKMqll+4OoMCOnNUfHbztABwRtg34peh0Zg7o4b8/tQJ9OP420gGnuzoaEebPswFobdNxOAp8A7",
+	"EoIPwgeXOWMbjukDO2Ec0J6gbF8EAGYJSA+FD7m2UBiQM4RG89xGyxuY7SCPrh13YJ/6zn+48ebO/LSJ",
+	"x4CYWh9sDjuCufNvj185HMTCDuvtbj9hIvtTKCp26H/b2f4PtrOdT+RSYMoLNJat2tbstweETmXEVGJ7",
+	"gqefclv9oXGOH/3mkHvPnoAw6raugD+93sYTkAzMOAPPf1MS+YkoNq50PasWz022iULbaar1DfaIA8If",
+	"gjgfm3eBwSH+eniho/iQBk5bEk8oF7bH4CIscPa0tjGcY6c8oVd7nnwbOxnpexFIKlc3+GBALtmMUahZ",
+	"QYm3R65aIcH4+O/41ocpbKIMsD0NUR/Ov8q1L+F8yybcCQRxDNa21INm8T3b88+l8OZBRzia6AmEfgjW",
+	"lnjxxryV0miIkzvx9bgI11bstbKjDLdshS/J2kAWEnelOGgTy7PUO9KZzzr6ZrpQnwHIoXnIjc1RIqW1",
+	"mTQmrqEIfgl3y+s7DYEZhWIlE4bTyvnhDr95dXx8fNry7NwxhjGuQ8HhaVcxQRu60I3qfZARVmnmlwBa",
+	"wg3WT03Kxtj57vmCXrE5X9dVF2LbHSY6EMA7kbnTI8AfQep8fsbgHFhLkqrrxuCS2BH7M1JJWmaWX1Ay",
+	"UkxPnNqJ8XxoUCFc/B0zsVF3nVNuQjY1nCWj5bYR80dNV6MN/uIr31Loy2Isrvd34iwG3T117PZmwCTP",
+	"uXsKLO1yjhn/gtx6lCif1JTT9PtfF6Z7HZ56wtP3k6wL1A3Lbce7Dr7GcLlnDn9rxwWDr4wWWFwihHJu",
+	"F/G214hgWNaEVRUKQ65LvV/BC41e+r4LT32B93Mc2xosaVnIXn6hsfDAnGt7/XoKkgpri8ZmRI2xuUOx",
+	"GpzrE6GtbFLxe7YalXuaXsgLHYGUuchmH727Nq5WDEWr1Kpm6h6i3gQj/ZBVDd+Sw0M/xn+goRJvhaGI",
+	"V+9jqvPmaQKVs8jrV99Fq4CiXjeuLUg+FDOqDXn5p2gfkHblha6E2PJhxoSn0CfSrvzwdqp02MHLvc+1",
+	"idH8O3D3GRxdPi8Q2ASU/bm4/t9rInezh4buBnQ/+s3/+W6LpMEW3j/x7bcJIV1tIJfR8QxC0DMjw1un",
+	"Gfv9vtAOL/pX73748ZcLq1vao58pWTCtyVjJeuYCKa7e/fA/371/j1LxSKoxM7414H5uuS08+R6t1ktb",
+	"Lfw74q7l6NOvqMt49qvihj0Te8cGq1sZzxIBBr+2W9pdXP/v/3OsVXsUFhczhlUauHCQDAwGapD8ym6v",
+	"JNTWgbh8bx7MsGy0ldHsHwePY7xH0nfX7aizg1lP3rc6s7pUa5UQBfaS/MT/epARWpaKac1KcruA1Q0F",
+	"VjSOatgjK3Hl9U8I9T3UwNk5BxvRnC5AgbbS8lCEqjk5EyUUsYc5x9JALkSOM+RESFJJMWaKTFiF7mRN",
+	"5ljRdShgsZhe+UI3L7l4PaagABCGSh2kbUa0jKhziU2k6jiGWs4NbQaUOU6Unp5ywaf1FH5c7dCxfDA/",
+	"8arimhVSlNpSIlggLFK4PDVvd1MMo3MFIwtmmlC9V8fZ8fHxQVcRSjtc59Kn9BOu9NXx8fHxhpV/fIYb",
+	"27WI7ri3nzX/66tXUKNb3aGKC1wCtoJImwE6cTEm9cwiV24/5mSKqqGWU/b13+iK+VrwX+xKv4QlPNOd",
+	"fmV3+8zu3K9Mhfuqae+KmRWp2nUheMT1Pe8OoP5lNlYUYiwkoZE00S9locN4g2l5gP4hsHkoFyhNQTSx",
+	"ly+dMpL/NgTGPuydDHv2/pbDXjZ0N9ywd/LzZx9IDRGrM84KyL3yOdNYNBY6Gbhw1vlEaua7XWCrC8hy",
+	"tnpFxIhI/5aPD5koORUHQ+GDeBTTLprZvohG3NYa2SduYIm+cRsuMmqXg2KI/Vm7KDIUQ3D78VoBgHZk",
+	"lyH+ybjvh6I1JzIcmLWQlR72Ts6zYU/Juf3z8nM+IJc+vNaVZPVCSB9WxEQZYrKtgOOAp1jB+D0rD+wy",
+	"plwv9d5ZiiIxhhaTLyinLN/2L5GIl7K359wU4K50gm+DnDPX1+DfHGPJ5gBlcCMyzhLX9td0KSsq8MjX",
+	"ubWum6ee8pZqZum6p8ITvwen1pWgMz2RWM+0VkJnPsVOZ1HuW9akPybqyTytS8uu6ug3H+KyZN5LVMoP",
+	"vbUhn8g530KTbNKHRFwf14H6HWqU1DsKsqHQjJH80qVcXSG4XGs/33oRqjm/M640R1NRxyVC5k0v5ZNm",
+	"+pz0MS0jb7eXdjVLXO5X/MLBKXoZMHA42pqGkAbL87giUpVMDcgZbtr3HonihsDCaG89q7Vq8vr4O1wC",
+	"9BDBUTFc2IUah4zKkrw+fh09C/3kkqEQv7o1X9fqSSMhYPwO6mvOOYp8+kNF7nkor/SQv4UmdBCnBI6h",
+	"KCB25yJuX/IIn+3g9lC7DRsl+lxxFxW1R3aYjiX2vHBtKPHm2EM7QYLhzn0rrqOR60OXVAmgPoZgWICp",
+	"4tq02tdhFSUGprcQlejtRWDiG4p+HlpmNdJ0qwnaCb5vv4acDWiE5vmrk3ihpD685Bo2xd3w7Kk4xSAL",
+	"ffDAhpejWJ6fevnc4XXWSOZxByeoUEJ+uf7+8C8ZFODWhIuhwCZ4pJ/7jmp2OXALKTauKwrF9J06Alvp",
+	"vz4+Hoo8wBhbON3Yp/JOW2G7MeCueBTevrBIFFDqWS2M2PnPSAcENzKAusGITgNiaGDXrK17PS+f2W7Y",
+	"PpyuEHTs4PcHcD4/dxUoiy9OMUHqlyNCkd6dgtt4lANVxRw4fLk3ibTNILuNJpDxCe6L9jJDvEg/qjO9",
+	"HCcTskKHInaNu74BIVxmfbTMCZlPLKSiLDhMnZvNWJkRDGtFstT1lEH7N+zg4+MXoWCT3+9QaMOringh",
+	"kmrwkixHATUBbxii04eA2m+PvxmKPMT/1sL1LgPGRyxv8myyoxfsUDS1vizjKPwFBC5kqAhCb7WsasOI",
+	"vS8zQkk+GOQknK2LuGkuCI2N6hpubN8LPVbsAK4NLN4FFfqRakNew2aW3pO10RzKar1xC+VMu24NWMYR",
+	"zFquPcGpvw6H4iX4T0JTyta9CE4l9L3M7X+mUrGDAbnCdSHI7O0Lwj02CdCsumc6dZm8X7mmH3ubPAtn",
+	"9V1Gu9oKeLSwtIUw/Der3Z3VWigTGhfU++L8dczNUclHo04We+3YE9j/FMMmonI6g2aWVFsC9gYO+Hnu",
+	"wg3Q3jUUhk1nUqH4Nws75qJkn7DjS42tyeCbjCg20j5pQE+A7ixPpAvHAhdAowPybiwgO7kR/nzzlQHJ",
+	"oTYR1PHUrsAhN0PR52VGbhUVxSQjho4zkv/49uzN//dzfkq8uATfoHWcsOnMLNyeBcYRQn8Ge3A+jBDH",
+	"1gctvd7eLcD4Xrc4mGL3HJKHIx0fbNkzaooJCMQQp+XcTpmrGU7NULy2whvp5/DkdWBdVpx1JZPAegAt",
+	"urzqckAsDOzlLkcNSJr7JjrQoQgn6tKxqVntXp+5lrWJCzfqRO9uKlDbXNhAhrGSEfgcFkRBrXIuhqKv",
+	"7T2DRIDvNKTSqApkzE08mJHy4NRdwJhzh0ViXKwA3N32WMlU3vv+/MGOE0rvDkXUpx9PL762mh83mGh+",
+	"YOYHbt5Yklqh1XQdZQ7pP+4E8ACC+G7XfXAKcgeejEt7Ssnw7oi7WlG++vZPyV6UyzpntAzsg7mMBzFe",
+	"eerq7I6JVo6ddeZ0h05YDwqmKu5brzY3t+/UfHxH7xTIXh9/tw3M3omiql2VgYaW10xYTNJaIIQtJ9pi",
+	"P6UI4JG18+Yfjf4dL/Ywb1CLyzrqDBSTkRr6zdyFS4wjGpXPefVXcrzO4/MDN+/leDvHJETMp/H62zgK",
+	"6WU7COm5jQluS2vq2nOjMyLY/LHJMn84fHYwcTBC5bOppWSvqudE3ZU0vPZp5mOMEIQUWKy+HOSNrNXj",
+	"0DenRRGUVLK4cz5+J5pamW7s6mZC2Zlb+wykiJ/Fwjwqp4SKRSSeDAV3vqBli2TzzBpB4ulzCJtJvnz+",
+	"4O+ACFCBQPMI1LMpwRSivUwbC6YdZdS55fXPRSr29NZ0daembW74PRgr3gqjFl3Yag/j37aJ3XH7DUDy",
+	"FssXWCCuMU5YNXMEcS7eeAc5NppVo4Onwuv1+bZX/qGtRJUH9exP6CN+aS7zSiOvZNpqJDNGwRoK7RUO",
+	"NbPLcvH/7NOsgoJwTt5PLREGaq2QGzbVOySEM4sUbh9UKQp5+dosKvvFSKppp6NqW0nu1UZBrmOCGR2z",
+	"a3nHRNcRfPvyVbIY01Mn0ndlUp8Ru2RLEf7In4XF7MPc2DQ3jkXazG6IC2rWFvCydLIhzx2eeMowBqrv",
+	"OvPb7eSDLwVYAM6yohBF9AFkgO+taRZqt/BUkeZU332ZNqGwqe4eob8H0sGlEgqnnDrWQB6hi2ZnoI8/",
+	"4iekkM5AH1j97yTQpwPSDy2uAGa2lQP5ZVY+PdldwNzPnd2xBg9q2HUZ48PXZc17dAyDgIYQsEHozQSJ",
+	"zBrlsST9ttuc/9a7ZVQxdVZb8eNvHy0GYYYF4lytqt5Jb2LM7OTo6OWrPw+OB8eDlyd//vOf/wzY5ob/",
+	"LYhv2DjaCkCRzKnjLyBYoPVN024++jJcyfGD98uvNpJ2PGXI9/n4+f8PAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -39,6 +39,7 @@ var statusOf = map[errcode.Code]int{
 	errcode.TerminalNotFound:            http.StatusNotFound,
 	errcode.TerminalExited:              http.StatusConflict,
 	errcode.TerminalLimitReached:        http.StatusTooManyRequests,
+	errcode.CommandNotFound:             http.StatusNotFound,
 	errcode.WorkspaceGitUnavailable:     http.StatusNotImplemented,
 	errcode.WorkspaceUnsupported:        http.StatusNotImplemented,
 	errcode.Unauthorized:                http.StatusUnauthorized,

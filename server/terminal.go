@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/terminal"
 	"github.com/tether/tether/internal/workspace"
 )
@@ -38,7 +39,9 @@ func (h *handlers) ListTerminals(ctx context.Context, req ListTerminalsRequestOb
 	}
 	out := TerminalList{Terminals: make([]Terminal, 0, len(res.Terminals))}
 	for _, t := range res.Terminals {
-		out.Terminals = append(out.Terminals, terminalOf(t))
+		if t.Command == "" { // commands are listed as commands
+			out.Terminals = append(out.Terminals, terminalOf(t))
+		}
 	}
 	return ListTerminals200JSONResponse(out), nil
 }
@@ -227,4 +230,28 @@ func (s *terminalSocket) input(ctx context.Context, c *websocket.Conn) {
 			}
 		}
 	}
+}
+
+func commandOf(c store.Command) Command {
+	return Command{Id: c.ID, Command: c.Command, State: CommandState(c.State), ExitCode: c.ExitCode, CreatedAt: c.CreatedAt, EndedAt: c.EndedAt}
+}
+
+func (h *handlers) RunCommand(ctx context.Context, req RunCommandRequestObject) (RunCommandResponseObject, error) {
+	c, err := h.cfg.Sessions.RunCommand(ctx, req.Id, req.Body.Command)
+	if err != nil {
+		return nil, err
+	}
+	return RunCommand202JSONResponse(commandOf(c)), nil
+}
+
+func (h *handlers) ListCommands(ctx context.Context, req ListCommandsRequestObject) (ListCommandsResponseObject, error) {
+	cs, err := h.cfg.Sessions.ListCommands(ctx, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	out := CommandList{Commands: make([]Command, 0, len(cs))}
+	for _, c := range cs {
+		out.Commands = append(out.Commands, commandOf(c))
+	}
+	return ListCommands200JSONResponse(out), nil
 }

@@ -139,6 +139,7 @@ const (
 	TerminalNotFound     Code = "terminal_not_found"
 	TerminalExited       Code = "terminal_exited"
 	TerminalLimitReached Code = "terminal_limit_reached"
+	CommandNotFound      Code = "command_not_found"
 	// WorkspaceGitUnavailable: the executor has no git command.
 	WorkspaceGitUnavailable Code = "workspace_git_unavailable"
 	// WorkspaceUnsupported: the session's executor host speaks a protocol

@@ -41,6 +41,10 @@ const (
 	// SessionOptionsChanged carries the session's modes, current mode,
 	// config options and available commands whenever one of them changes.
 	SessionOptionsChanged = "session.options_changed"
+	// Commands run in a session's directory (sessions/commands.go).
+	CommandStarted = "command.started"
+	CommandOutput  = "command.output"
+	CommandExited  = "command.exited"
 )
 
 // Control frames: sent on streams, never stored, never carrying an id.

@@ -84,6 +84,29 @@ type SessionResumedData struct {
 	FallbackReason  string `json:"fallbackReason,omitempty"`
 }
 
+// CommandStartedData is the payload of command.started.
+type CommandStartedData struct {
+	Common
+	CommandID string `json:"commandId"`
+	Command   string `json:"command"`
+}
+
+// CommandOutputData is the payload of command.output.
+type CommandOutputData struct {
+	Common
+	CommandID string `json:"commandId"`
+	Offset    int64  `json:"offset"`
+	Text      string `json:"text"`
+}
+
+// CommandExitedData is the payload of command.exited.
+type CommandExitedData struct {
+	Common
+	CommandID string `json:"commandId"`
+	State     string `json:"state"`
+	ExitCode  *int   `json:"exitCode,omitempty"`
+}
+
 // AutoContinuedData is the payload of session.auto_continued; PromptID
 // (in Common) is the continuation's.
 type AutoContinuedData struct {

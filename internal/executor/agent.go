@@ -202,7 +202,7 @@ func (a *Agent) restore(ctx context.Context, kind hostproto.CommandKind, id stri
 // written to the host. Prefer PromptTurn, which a restarted daemon can
 // take up again.
 func (a *Agent) PromptNotify(ctx context.Context, sessionID string, prompt json.RawMessage, sent func()) (string, error) {
-	return a.prompt(ctx, "", sessionID, prompt, sent)
+	return a.prompt(ctx, "", hostproto.PromptPayload{AcpSessionID: sessionID, Prompt: prompt}, sent)
 }
 
 // PromptTurn is PromptNotify under a command id derived from the daemon
@@ -210,12 +210,12 @@ func (a *Agent) PromptNotify(ctx context.Context, sessionID string, prompt json.
 // the same turn (on the Agent Attach returned) and gets the turn's stop
 // reason once the host's turn ends, instead of prompting twice.
 func (a *Agent) PromptTurn(ctx context.Context, acpSessionID, turn string, prompt json.RawMessage, sent func()) (string, error) {
-	return a.prompt(ctx, turnID(a.sessionID, turn), acpSessionID, prompt, sent)
+	return a.prompt(ctx, turnID(a.sessionID, turn), hostproto.PromptPayload{AcpSessionID: acpSessionID, Prompt: prompt, CheckpointTurn: turn}, sent)
 }
 
-func (a *Agent) prompt(ctx context.Context, id, acpSessionID string, prompt json.RawMessage, sent func()) (string, error) {
+func (a *Agent) prompt(ctx context.Context, id string, p hostproto.PromptPayload, sent func()) (string, error) {
 	var r hostproto.PromptResult
-	if err := a.call(ctx, hostproto.CommandPrompt, id, hostproto.PromptPayload{AcpSessionID: acpSessionID, Prompt: prompt}, sent, &r); err != nil {
+	if err := a.call(ctx, hostproto.CommandPrompt, id, p, sent, &r); err != nil {
 		return "", err
 	}
 	return r.StopReason, nil

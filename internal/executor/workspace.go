@@ -2,16 +2,11 @@ package executor
 
 import (
 	"context"
-	"time"
 
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/hostproto"
 	"github.com/tether/tether/internal/workspace"
 )
-
-// workspaceConnectWait is how long a workspace request waits for a host
-// that is not connected: the moment a detached host takes to come up.
-const workspaceConnectWait = 5 * time.Second
 
 // Workspace performs a workspace operation on the host (the session's
 // files and git state there), whether or not the session's agent runs.
@@ -24,13 +19,11 @@ func (h *Host) Workspace(ctx context.Context, sessionID string, req workspace.Re
 		return workspace.Result{}, err
 	}
 	if h.conn == nil {
-		// Not connected (yet, or again): the call is sent on (re)connect,
-		// as a start is, but a workspace request waits only a moment for
-		// it: a host that stays away is executor_unavailable, not a hang.
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, workspaceConnectWait)
-		defer cancel()
-	} else if v := h.welcome.Version; v < hostproto.CommandWorkspace.Since() {
+		err := h.unavailableLocked()
+		h.mu.Unlock()
+		return workspace.Result{}, err
+	}
+	if v := h.welcome.Version; v < hostproto.CommandWorkspace.Since() {
 		h.mu.Unlock()
 		return workspace.Result{}, errcode.New(errcode.WorkspaceUnsupported,
 			"executor host %q speaks protocol version %d, which has no workspace (version %d): upgrade the host", h.cfg.Name, v, hostproto.CommandWorkspace.Since())
@@ -42,11 +35,6 @@ func (h *Host) Workspace(ctx context.Context, sessionID string, req workspace.Re
 	raw, err := h.await(ctx, c)
 	if err != nil {
 		h.forget(c)
-		h.mu.Lock()
-		if h.conn == nil {
-			err = h.unavailableLocked()
-		}
-		h.mu.Unlock()
 		return out, err
 	}
 	return out, decodeResult(raw, &out)

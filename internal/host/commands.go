@@ -1,6 +1,7 @@
 package host
 
 import (
+	"context"
 	"encoding/json"
 	"path/filepath"
 	"slices"
@@ -144,6 +145,9 @@ func (h *Host) sessionCommand(s *session, cmd *hostproto.Command) (any, error) {
 		return onAgent(s, cmd, func(a *acp.Conn, p hostproto.PromptPayload) (any, error) {
 			s.setRunning(+1)
 			defer s.setRunning(-1)
+			if p.CheckpointTurn != "" {
+				h.checkpoint(s, p.CheckpointTurn)
+			}
 			reason, err := a.Prompt(ctx, p.AcpSessionID, p.Prompt)
 			if err != nil {
 				return nil, err
@@ -304,4 +308,21 @@ func (h *Host) status() hostproto.StatusResult {
 	}
 	slices.SortFunc(out.Sessions, func(a, b hostproto.SessionStatus) int { return strings.Compare(a.SessionID, b.SessionID) })
 	return out
+}
+
+// checkpointTimeout bounds a turn's checkpoint: the turn goes on without
+// one rather than wait (its recovery report then says so).
+const checkpointTimeout = 10 * time.Second
+
+// checkpoint records the workspace as turn begins, before the agent gets
+// the prompt (workspace.OpCheckpoint); a failure costs only the report.
+func (h *Host) checkpoint(s *session, turn string) {
+	s.mu.Lock()
+	cwd := s.meta.Cwd
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), checkpointTimeout)
+	defer cancel()
+	if _, err := workspace.Serve(ctx, workspace.Request{Root: cwd, Op: workspace.OpCheckpoint, Session: s.id, Turn: turn}, h.cfg.Workspace); err != nil {
+		s.log.Warn("host: turn checkpoint failed; its recovery report will not list file changes", "turn", turn, "err", err)
+	}
 }

@@ -324,6 +324,15 @@ func (h *Host) retire(s *session) {
 	}
 	h.wg.Go(func() {
 		s.close()
+		// A new start of the same session (a continuation) may have come
+		// meanwhile: its directory is the same path, and it is the new
+		// incarnation's now (its start removed what this one left).
+		unlock := h.lockSession(s.id)
+		defer unlock()
+		if cur := h.lookup(s.id); cur != nil && cur != s {
+			s.log.Info("host: session ended; its exit is committed by the daemon, and a new agent runs in its place")
+			return
+		}
 		if err := h.trash(s.dir); err != nil {
 			s.log.Warn("host: remove session directory", "err", err)
 		}

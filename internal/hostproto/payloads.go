@@ -91,6 +91,11 @@ type RestoreResult struct {
 type PromptPayload struct {
 	AcpSessionID string          `json:"acpSessionId"`
 	Prompt       json.RawMessage `json:"prompt"`
+	// CheckpointTurn asks the host to record the workspace checkpoint of
+	// this turn (workspace.OpCheckpoint) before the agent gets the prompt:
+	// the executor takes it where the files are, in the same step. A host
+	// that predates it ignores it (the report then has no checkpoint).
+	CheckpointTurn string `json:"checkpointTurn,omitempty"`
 }
 
 // PromptResult answers CommandPrompt once the turn ended. The host sends it

@@ -118,6 +118,9 @@ func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
 	for _, it := range interrupted {
 		m.reportChanges(it[0], it[1])
 	}
+	if err := m.resumeCommands(ctx); err != nil {
+		return res, err
+	}
 	res.Reattached = len(attach) + len(restart)
 	res.Took = time.Since(start)
 	return res, nil

@@ -56,8 +56,25 @@ func (m *Manager) serveOn(ctx context.Context, runtime store.Runtime, host strin
 	if !ok {
 		return workspace.Result{}, errcode.New(errcode.WorkspaceUnsupported, "executor %s %q serves no workspace", runtime, host)
 	}
-	return wr.Workspace(ctx, req.Session, req)
+	// A host that is not connected right now (the daemon is starting it,
+	// or reconnecting) is waited for a moment, not refused at once.
+	deadline := time.Now().Add(hostConnectWait)
+	for {
+		res, err := wr.Workspace(ctx, req.Session, req)
+		if !errcode.Is(err, errcode.ExecutorUnavailable) || !time.Now().Before(deadline) {
+			return res, err
+		}
+		select {
+		case <-ctx.Done():
+			return res, err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
+
+// hostConnectWait is how long a workspace request waits for its executor
+// host to be connected.
+const hostConnectWait = 5 * time.Second
 
 // Workspace implements WorkspaceRuntime.
 func (r hostRuntime) Workspace(ctx context.Context, sessionID string, req workspace.Request) (workspace.Result, error) {
@@ -80,6 +97,9 @@ const changesTimeout = 30 * time.Second
 func (m *Manager) checkpoint(sessionID, promptID string) {
 	if !m.cfg.TurnCheckpoints {
 		return
+	}
+	if ex, err := m.store.GetExecutor(m.life, sessionID); err == nil && ex.Runtime != store.RuntimeStandalone && ex.Runtime != "" {
+		return // the host takes it with the prompt (hostproto.PromptPayload.CheckpointTurn)
 	}
 	ctx, cancel := context.WithTimeout(m.life, checkpointTimeout)
 	defer cancel()

@@ -43,6 +43,9 @@ type Info struct {
 	Exited    bool      `json:"exited"`
 	ExitCode  *int      `json:"exitCode,omitempty"`
 	StartedAt time.Time `json:"startedAt"`
+	// Command is set for a command (RunCommand): not interactive, its
+	// output its stdout and stderr together.
+	Command string `json:"command,omitempty"`
 }
 
 // Chunk is output read from a terminal: Data starts at Offset (later than
@@ -95,7 +98,10 @@ func New(o Options) *Set {
 type term struct {
 	info Info
 	cmd  *exec.Cmd
-	pty  *os.File
+	// pty is the shell's PTY; out is what pump reads (the PTY, or a
+	// command's output pipe).
+	pty *os.File
+	out *os.File
 
 	mu sync.Mutex
 	// buf holds output [start, start+len(buf)); changed is closed and
@@ -135,16 +141,8 @@ func (s *Set) Open(session, cwd string, cols, rows int) (Info, error) {
 	if cols > 1000 || rows > 1000 {
 		return Info{}, errcode.New(errcode.InvalidRequest, "a terminal of %dx%d is too large", cols, rows)
 	}
-	s.mu.Lock()
-	n := 0
-	for _, t := range s.terms {
-		if t.info.Session == session {
-			n++
-		}
-	}
-	s.mu.Unlock()
-	if n >= s.max {
-		return Info{}, errcode.New(errcode.TerminalLimitReached, "this session has %d terminals, the most it may have; close one", n)
+	if n := s.count(session); n >= s.max {
+		return Info{}, errcode.New(errcode.TerminalLimitReached, "this session has %d terminals and commands, the most it may have; close one", n)
 	}
 	cmd := exec.Command(s.shell)
 	cmd.Dir, cmd.Env = cwd, env()
@@ -156,11 +154,57 @@ func (s *Set) Open(session, cwd string, cols, rows int) (Info, error) {
 		return Info{}, errcode.Wrap(errcode.Internal, err, "starting a shell: %v", err)
 	}
 	t := &term{info: Info{ID: uuid.NewString(), Session: session, Cwd: cwd, Cols: cols, Rows: rows, StartedAt: time.Now().UTC()},
-		cmd: cmd, pty: f, changed: make(chan struct{}), done: make(chan struct{})}
+		cmd: cmd, pty: f, out: f, changed: make(chan struct{}), done: make(chan struct{})}
+	s.add(t)
+	return t.snapshot(), nil
+}
+
+// count is how many terminals and commands session has.
+func (s *Set) count(session string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, t := range s.terms {
+		if t.info.Session == session {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *Set) add(t *term) {
 	s.mu.Lock()
 	s.terms[t.info.ID] = t
 	s.mu.Unlock()
 	go t.pump(s.scrollback)
+}
+
+// RunCommand runs `sh -c command` in cwd for session: no input, its
+// stdout and stderr together as its output, read like a terminal's; its
+// exit code recorded.
+func (s *Set) RunCommand(session, cwd, command string) (Info, error) {
+	if n := s.count(session); n >= s.max {
+		return Info{}, errcode.New(errcode.TerminalLimitReached, "this session has %d terminals and commands, the most it may have; close one", n)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return Info{}, errcode.Wrap(errcode.Internal, err, "a pipe for the command: %v", err)
+	}
+	cmd := exec.Command("/bin/sh", "-c", command)
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = cwd, env(), w, w
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		r.Close()
+		w.Close()
+		if errors.Is(err, os.ErrNotExist) {
+			return Info{}, errcode.Wrap(errcode.WorkingDirMissing, err, "cannot run a command in %s: %v", cwd, err)
+		}
+		return Info{}, errcode.Wrap(errcode.Internal, err, "starting the command: %v", err)
+	}
+	w.Close() // the command holds its own copy
+	t := &term{info: Info{ID: uuid.NewString(), Session: session, Cwd: cwd, StartedAt: time.Now().UTC(), Command: command},
+		cmd: cmd, out: r, changed: make(chan struct{}), done: make(chan struct{})}
+	s.add(t)
 	return t.snapshot(), nil
 }
 
@@ -169,7 +213,7 @@ func (s *Set) Open(session, cwd string, cols, rows int) (Info, error) {
 func (t *term) pump(scrollback int) {
 	b := make([]byte, 32<<10)
 	for {
-		n, err := t.pty.Read(b)
+		n, err := t.out.Read(b)
 		if n > 0 {
 			t.mu.Lock()
 			t.buf = append(t.buf, b[:n]...)
@@ -194,7 +238,7 @@ func (t *term) pump(scrollback int) {
 			code = 128 + int(ws.Signal())
 		}
 	}
-	t.pty.Close()
+	t.out.Close()
 	t.mu.Lock()
 	t.info.Exited, t.info.ExitCode = true, &code
 	t.wakeLocked()
@@ -228,6 +272,9 @@ func (s *Set) Write(session, id string, data []byte) error {
 	t, err := s.get(session, id)
 	if err != nil {
 		return err
+	}
+	if t.pty == nil {
+		return errcode.New(errcode.InvalidRequest, "%s is a command: it takes no input", id)
 	}
 	if t.snapshot().Exited {
 		return errcode.New(errcode.TerminalExited, "terminal %s has exited", id)
@@ -285,6 +332,9 @@ func (s *Set) Resize(session, id string, cols, rows int) error {
 	}
 	if cols <= 0 || rows <= 0 || cols > 1000 || rows > 1000 {
 		return errcode.New(errcode.InvalidRequest, "a terminal of %dx%d cannot be", cols, rows)
+	}
+	if t.pty == nil {
+		return errcode.New(errcode.InvalidRequest, "%s is a command: it has no size", id)
 	}
 	if err := pty.Setsize(t.pty, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}); err != nil && !t.snapshot().Exited {
 		return errcode.Wrap(errcode.Internal, err, "resizing: %v", err)

@@ -70,6 +70,8 @@ type Request struct {
 	Cols     int    `json:"cols,omitempty"`
 	Rows     int    `json:"rows,omitempty"`
 	WaitMS   int    `json:"waitMs,omitempty"`
+	// Command is what OpCommandRun runs (sh -c).
+	Command string `json:"command,omitempty"`
 	// Patch asks a diff for the patch text besides the per-file summary.
 	Patch bool `json:"patch,omitempty"`
 	// Limit bounds a log's commits (0: DefaultLogLimit).

@@ -21,11 +21,17 @@ const (
 	OpTerminalRead   Op = "terminal_read"
 	OpTerminalResize Op = "terminal_resize"
 	OpTerminalClose  Op = "terminal_close"
+	// OpCommandRun runs Command (sh -c) without a PTY; its output and exit
+	// are read and closed with the terminal operations.
+	OpCommandRun Op = "command_run"
 )
+
+// MaxCommand bounds a command's length.
+const MaxCommand = 8192
 
 func isTerminalOp(op Op) bool {
 	switch op {
-	case OpTerminalOpen, OpTerminalList, OpTerminalWrite, OpTerminalRead, OpTerminalResize, OpTerminalClose:
+	case OpTerminalOpen, OpTerminalList, OpTerminalWrite, OpTerminalRead, OpTerminalResize, OpTerminalClose, OpCommandRun:
 		return true
 	}
 	return false
@@ -49,6 +55,11 @@ func serveTerminal(ctx context.Context, req Request, cfg Config) (Result, error)
 	switch req.Op {
 	case OpTerminalOpen:
 		return info(set.Open(req.Session, req.Root, req.Cols, req.Rows))
+	case OpCommandRun:
+		if req.Command == "" || len(req.Command) > MaxCommand {
+			return Result{}, errcode.New(errcode.InvalidRequest, "a command is 1 to %d bytes", MaxCommand)
+		}
+		return info(set.RunCommand(req.Session, req.Root, req.Command))
 	case OpTerminalList:
 		return Result{Terminals: set.List(req.Session)}, nil
 	case OpTerminalWrite:

@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, Options as Options2, TDataShape } from './client/index.js';
-import type { AnswerPermissionData, AnswerPermissionErrors, AnswerPermissionResponses, AttachTerminalData, AttachTerminalErrors, AttachTerminalResponses, CancelSessionData, CancelSessionErrors, CancelSessionResponses, CloseSessionData, CloseSessionErrors, CloseSessionResponses, CloseTerminalData, CloseTerminalErrors, CloseTerminalResponses, ContinueSessionData, ContinueSessionErrors, ContinueSessionResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, CreateStreamTicketData, CreateStreamTicketErrors, CreateStreamTicketResponses, CreateTaskData, CreateTaskErrors, CreateTaskResponses, ExportHistoryData, ExportHistoryErrors, ExportHistoryResponses, GetGitDiffData, GetGitDiffErrors, GetGitDiffResponses, GetGitLogData, GetGitLogErrors, GetGitLogResponses, GetGitStatusData, GetGitStatusErrors, GetGitStatusResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetSessionContextData, GetSessionContextErrors, GetSessionContextResponses, GetSessionData, GetSessionErrors, GetSessionResponses, GetSessionStatusData, GetSessionStatusErrors, GetSessionStatusResponses, GetTaskData, GetTaskErrors, GetTaskResponses, GetTranscriptData, GetTranscriptErrors, GetTranscriptResponses, GetTurnData, GetTurnErrors, GetTurnResponses, ListAgentsData, ListAgentsErrors, ListAgentsResponses, ListExecutorsData, ListExecutorsErrors, ListExecutorsResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListTasksData, ListTasksErrors, ListTasksResponses, ListTerminalsData, ListTerminalsErrors, ListTerminalsResponses, ListWorkspaceFilesData, ListWorkspaceFilesErrors, ListWorkspaceFilesResponses, OpenTerminalData, OpenTerminalErrors, OpenTerminalResponses, PromptSessionData, PromptSessionErrors, PromptSessionResponses, ReadTerminalData, ReadTerminalErrors, ReadTerminalResponses, ReadWorkspaceFileData, ReadWorkspaceFileErrors, ReadWorkspaceFileResponses, ResizeTerminalData, ResizeTerminalErrors, ResizeTerminalResponses, ResumeSessionData, ResumeSessionErrors, ResumeSessionResponses, SetSessionConfigOptionData, SetSessionConfigOptionErrors, SetSessionConfigOptionResponses, SetSessionModeData, SetSessionModeErrors, SetSessionModeResponses, StatWorkspacePathData, StatWorkspacePathErrors, StatWorkspacePathResponses, StreamGlobalEventsData, StreamGlobalEventsErrors, StreamGlobalEventsResponse, StreamGlobalEventsResponses, StreamSessionEventsData, StreamSessionEventsErrors, StreamSessionEventsResponse, StreamSessionEventsResponses, UpdateTaskData, UpdateTaskErrors, UpdateTaskResponses, WithdrawTurnData, WithdrawTurnErrors, WithdrawTurnResponses, WriteTerminalData, WriteTerminalErrors, WriteTerminalResponses } from './types.gen.js';
+import type { AnswerPermissionData, AnswerPermissionErrors, AnswerPermissionResponses, AttachTerminalData, AttachTerminalErrors, AttachTerminalResponses, CancelSessionData, CancelSessionErrors, CancelSessionResponses, CloseSessionData, CloseSessionErrors, CloseSessionResponses, CloseTerminalData, CloseTerminalErrors, CloseTerminalResponses, ContinueSessionData, ContinueSessionErrors, ContinueSessionResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, CreateStreamTicketData, CreateStreamTicketErrors, CreateStreamTicketResponses, CreateTaskData, CreateTaskErrors, CreateTaskResponses, ExportHistoryData, ExportHistoryErrors, ExportHistoryResponses, GetGitDiffData, GetGitDiffErrors, GetGitDiffResponses, GetGitLogData, GetGitLogErrors, GetGitLogResponses, GetGitStatusData, GetGitStatusErrors, GetGitStatusResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetSessionContextData, GetSessionContextErrors, GetSessionContextResponses, GetSessionData, GetSessionErrors, GetSessionResponses, GetSessionStatusData, GetSessionStatusErrors, GetSessionStatusResponses, GetTaskData, GetTaskErrors, GetTaskResponses, GetTranscriptData, GetTranscriptErrors, GetTranscriptResponses, GetTurnData, GetTurnErrors, GetTurnResponses, ListAgentsData, ListAgentsErrors, ListAgentsResponses, ListCommandsData, ListCommandsErrors, ListCommandsResponses, ListExecutorsData, ListExecutorsErrors, ListExecutorsResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListTasksData, ListTasksErrors, ListTasksResponses, ListTerminalsData, ListTerminalsErrors, ListTerminalsResponses, ListWorkspaceFilesData, ListWorkspaceFilesErrors, ListWorkspaceFilesResponses, OpenTerminalData, OpenTerminalErrors, OpenTerminalResponses, PromptSessionData, PromptSessionErrors, PromptSessionResponses, ReadTerminalData, ReadTerminalErrors, ReadTerminalResponses, ReadWorkspaceFileData, ReadWorkspaceFileErrors, ReadWorkspaceFileResponses, ResizeTerminalData, ResizeTerminalErrors, ResizeTerminalResponses, ResumeSessionData, ResumeSessionErrors, ResumeSessionResponses, RunCommandData, RunCommandErrors, RunCommandResponses, SetSessionConfigOptionData, SetSessionConfigOptionErrors, SetSessionConfigOptionResponses, SetSessionModeData, SetSessionModeErrors, SetSessionModeResponses, StatWorkspacePathData, StatWorkspacePathErrors, StatWorkspacePathResponses, StreamGlobalEventsData, StreamGlobalEventsErrors, StreamGlobalEventsResponse, StreamGlobalEventsResponses, StreamSessionEventsData, StreamSessionEventsErrors, StreamSessionEventsResponse, StreamSessionEventsResponses, UpdateTaskData, UpdateTaskErrors, UpdateTaskResponses, WithdrawTurnData, WithdrawTurnErrors, WithdrawTurnResponses, WriteTerminalData, WriteTerminalErrors, WriteTerminalResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -467,6 +467,37 @@ export const getGitLog = <ThrowOnError extends boolean = false>(options: Options
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/session/{id}/workspace/git/log',
     ...options
+});
+
+/**
+ * The session's commands, oldest first, with how each ended.
+ */
+export const listCommands = <ThrowOnError extends boolean = false>(options: Options<ListCommandsData, ThrowOnError>) => (options.client ?? client).get<ListCommandsResponses, ListCommandsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/session/{id}/commands',
+    ...options
+});
+
+/**
+ * Run a command (sh -c) in the session's directory on its executor.
+ *
+ * Runs without a terminal and without input; its output (stdout and
+ * stderr together) streams as durable `command.output` events on the
+ * session's stream and its end as `command.exited` with the exit code,
+ * also kept in `GET /session/{id}/commands`. On a detached or remote
+ * host it runs on across a daemon restart and tetherd catches up on its
+ * output afterwards; a standalone session's command ends `lost` if
+ * tetherd restarts. 403 `terminal_disabled` where terminals are off.
+ *
+ */
+export const runCommand = <ThrowOnError extends boolean = false>(options: Options<RunCommandData, ThrowOnError>) => (options.client ?? client).post<RunCommandResponses, RunCommandErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/session/{id}/commands',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
 });
 
 /**

@@ -127,6 +127,23 @@ export type GitDiff = {
     headMoved?: boolean;
 };
 
+export type CommandRun = {
+    command: string;
+};
+
+export type Command = {
+    id: string;
+    command: string;
+    state: 'running' | 'exited' | 'lost';
+    exitCode?: number;
+    createdAt: string;
+    endedAt?: string;
+};
+
+export type CommandList = {
+    commands: Array<Command>;
+};
+
 export type Terminal = {
     id: string;
     cwd: string;
@@ -861,6 +878,9 @@ export const EventType = {
     PERMISSION_REQUESTED: 'permission.requested',
     PERMISSION_RESOLVED: 'permission.resolved',
     SESSION_OPTIONS_CHANGED: 'session.options_changed',
+    COMMAND_STARTED: 'command.started',
+    COMMAND_OUTPUT: 'command.output',
+    COMMAND_EXITED: 'command.exited',
     RESYNC_REQUIRED: 'resync_required',
     REPLAY_COMPLETE: 'replay_complete',
     STREAM_LAGGED: 'stream_lagged'
@@ -915,6 +935,32 @@ export type SessionResumedData = EventCommon & {
     strategy: 'native_resume' | 'native_load' | 'history_injection' | 'fresh';
     contextRestored: boolean;
     fallbackReason?: string;
+};
+
+export type CommandStartedData = EventCommon & {
+    commandId: string;
+    command: string;
+};
+
+/**
+ * A piece of a command's output (stdout and stderr together), from byte `offset` of it.
+ */
+export type CommandOutputData = EventCommon & {
+    commandId: string;
+    offset: number;
+    /**
+     * The bytes as UTF-8 (invalid sequences replaced).
+     */
+    text: string;
+};
+
+export type CommandExitedData = EventCommon & {
+    commandId: string;
+    /**
+     * lost: tetherd lost track of it (a standalone command when tetherd restarted, or its host lost it); no exit code.
+     */
+    state: 'exited' | 'lost';
+    exitCode?: number;
 };
 
 /**
@@ -1105,6 +1151,33 @@ export type SessionResumedEvent = {
      */
     id?: string;
     data: SessionResumedData;
+};
+
+export type CommandStartedEvent = {
+    type: 'command.started';
+    /**
+     * The cursor <epoch>:<seq> (durable events only).
+     */
+    id?: string;
+    data: CommandStartedData;
+};
+
+export type CommandOutputEvent = {
+    type: 'command.output';
+    /**
+     * The cursor <epoch>:<seq> (durable events only).
+     */
+    id?: string;
+    data: CommandOutputData;
+};
+
+export type CommandExitedEvent = {
+    type: 'command.exited';
+    /**
+     * The cursor <epoch>:<seq> (durable events only).
+     */
+    id?: string;
+    data: CommandExitedData;
 };
 
 export type SessionAutoContinuedEvent = {
@@ -1357,6 +1430,12 @@ export type TetherEvent = ({
 } & PermissionResolvedEvent) | ({
     type: 'session.options_changed';
 } & SessionOptionsChangedEvent) | ({
+    type: 'command.started';
+} & CommandStartedEvent) | ({
+    type: 'command.output';
+} & CommandOutputEvent) | ({
+    type: 'command.exited';
+} & CommandExitedEvent) | ({
     type: 'resync_required';
 } & ResyncRequiredEvent) | ({
     type: 'replay_complete';
@@ -3073,6 +3152,92 @@ export type GetGitLogResponses = {
 };
 
 export type GetGitLogResponse = GetGitLogResponses[keyof GetGitLogResponses];
+
+export type ListCommandsData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/session/{id}/commands';
+};
+
+export type ListCommandsErrors = {
+    /**
+     * RFC 9457 problem details.
+     */
+    401: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    404: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    default: Problem;
+};
+
+export type ListCommandsError = ListCommandsErrors[keyof ListCommandsErrors];
+
+export type ListCommandsResponses = {
+    /**
+     * The commands.
+     */
+    200: CommandList;
+};
+
+export type ListCommandsResponse = ListCommandsResponses[keyof ListCommandsResponses];
+
+export type RunCommandData = {
+    body: CommandRun;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/session/{id}/commands';
+};
+
+export type RunCommandErrors = {
+    /**
+     * RFC 9457 problem details.
+     */
+    400: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    401: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    403: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    404: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    429: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    503: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    default: Problem;
+};
+
+export type RunCommandError = RunCommandErrors[keyof RunCommandErrors];
+
+export type RunCommandResponses = {
+    /**
+     * Started; follow the session's stream for its output.
+     */
+    202: Command;
+};
+
+export type RunCommandResponse = RunCommandResponses[keyof RunCommandResponses];
 
 export type ListTerminalsData = {
     body?: never;
