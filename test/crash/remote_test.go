@@ -13,10 +13,15 @@ import (
 // within a few seconds rather than the default twenty.
 var pingFlags = []string{"--host-ping-interval", "500ms", "--host-ping-timeout", "1500ms"}
 
-// isChunkOf matches the first agent text of turn pid.
+// isChunkOf matches the first agent text of turn pid (not the user's
+// message, which is recorded before the agent has the prompt).
 func isChunkOf(t *testing.T, pid string) func(frame) bool {
 	return func(f frame) bool {
-		return (f.Event == "message.added" || f.Event == "message.chunk") && f.JSON(t)["promptId"] == pid
+		if f.Event != "message.added" && f.Event != "message.chunk" {
+			return false
+		}
+		p := f.JSON(t)
+		return p["promptId"] == pid && p["role"] == "agent"
 	}
 }
 
