@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
@@ -75,6 +76,9 @@ func (m *Manager) ListCommands(ctx context.Context, sessionID string) ([]store.C
 func (m *Manager) followCommand(a *actor, c store.Command) {
 	m.spawn(func() {
 		off := c.OutputOffset
+		// pending is the start of a character the last read cut in two:
+		// it waits for its other bytes, so that no text is mangled.
+		var pending []byte
 		for m.life.Err() == nil {
 			res, err := m.Workspace(m.life, c.SessionID, workspace.Request{Op: workspace.OpTerminalRead, Terminal: c.ID, Offset: off,
 				WaitMS: int(commandReadWait / time.Millisecond)})
@@ -91,9 +95,19 @@ func (m *Manager) followCommand(a *actor, c store.Command) {
 				continue
 			}
 			out := res.Output
-			if len(out.Data) > 0 {
-				data := events.CommandOutputData{CommandID: c.ID, Offset: out.Offset, Text: strings.ToValidUTF8(string(out.Data), "\uFFFD")}
-				end := out.End
+			if out.Offset != off {
+				pending = nil // output was dropped from the executor's buffer meanwhile
+			}
+			buf := append(pending, out.Data...)
+			start := out.Offset - int64(len(pending))
+			cut := len(buf)
+			if !out.Exited {
+				cut = completeUTF8(buf)
+			}
+			pending = append([]byte(nil), buf[cut:]...)
+			if cut > 0 {
+				data := events.CommandOutputData{CommandID: c.ID, Offset: start, Text: strings.ToValidUTF8(string(buf[:cut]), "\uFFFD")}
+				end := start + int64(cut)
 				if err := a.writeAndWait(m.life, func(tx *store.Store, emit events.Emit) error {
 					if err := tx.SetCommandOutput(a.ctx(), c.SessionID, c.ID, end); err != nil {
 						return err
@@ -149,4 +163,18 @@ func (m *Manager) resumeCommands(ctx context.Context) error {
 		m.followCommand(a, c)
 	}
 	return nil
+}
+
+// completeUTF8 is the length of b without a character its end cuts short
+// (at most 3 bytes of one).
+func completeUTF8(b []byte) int {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax+1; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				return i
+			}
+			break
+		}
+	}
+	return len(b)
 }

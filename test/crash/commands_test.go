@@ -60,6 +60,18 @@ func TestCommands(t *testing.T) {
 				t.Errorf("log: got output %q, exit %v", out, exited)
 			}
 
+			// Multi-byte text over many reads: no character is cut in two.
+			code, c = w.do(http.MethodPost, "/session/"+sid+"/commands", map[string]any{"command": "yes 中文 | head -n 30000"})
+			if code != http.StatusAccepted {
+				t.Fatalf("run: got %d %v", code, c)
+			}
+			wide := c["id"].(string)
+			w.waitFor("the wide command's end", func() bool { _, e := w.commandLog(sid, wide); return e != nil })
+			if out, _ := w.commandLog(sid, wide); out != strings.Repeat("中文\n", 30000) {
+				t.Errorf("wide output: got %d bytes (%d replacement characters), want %d bytes of 中文 lines",
+					len(out), strings.Count(out, "\uFFFD"), 30000*7)
+			}
+
 			code, c = w.do(http.MethodPost, "/session/"+sid+"/commands", map[string]any{"command": "echo before; sleep 2; echo after"})
 			if code != http.StatusAccepted {
 				t.Fatalf("run: got %d %v", code, c)
