@@ -1319,6 +1319,27 @@ func (e TurnStartedEventType) Valid() bool {
 	}
 }
 
+// Defines values for WorkspaceAvailabilityStatus.
+const (
+	WorkspaceAvailabilityStatusReady       WorkspaceAvailabilityStatus = "ready"
+	WorkspaceAvailabilityStatusStarting    WorkspaceAvailabilityStatus = "starting"
+	WorkspaceAvailabilityStatusUnavailable WorkspaceAvailabilityStatus = "unavailable"
+)
+
+// Valid indicates whether the value is a known member of the WorkspaceAvailabilityStatus enum.
+func (e WorkspaceAvailabilityStatus) Valid() bool {
+	switch e {
+	case WorkspaceAvailabilityStatusReady:
+		return true
+	case WorkspaceAvailabilityStatusStarting:
+		return true
+	case WorkspaceAvailabilityStatusUnavailable:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for WorkspaceEntryType.
 const (
 	WorkspaceEntryTypeDir     WorkspaceEntryType = "dir"
@@ -1807,13 +1828,16 @@ type GitDiff struct {
 	Checkpoint *Checkpoint   `json:"checkpoint,omitempty"`
 	Files      []GitDiffFile `json:"files"`
 
-	// Head With turn: the repository's HEAD commit now (absent outside a repository).
+	// Head With turn: the repository's HEAD commit now (with toTurn: at toTurn's checkpoint; absent outside a repository).
 	Head *string `json:"head,omitempty"`
 
 	// HeadMoved With turn: HEAD is not where it was when the turn began.
 	HeadMoved      *bool   `json:"headMoved,omitempty"`
 	Patch          *string `json:"patch,omitempty"`
 	PatchTruncated bool    `json:"patchTruncated"`
+
+	// ToCheckpoint A turn's record of the workspace as the turn began.
+	ToCheckpoint *Checkpoint `json:"toCheckpoint,omitempty"`
 
 	// Tree The working tree's snapshot tree.
 	Tree string `json:"tree"`
@@ -2531,13 +2555,22 @@ type SessionStatus struct {
 	// agent_not_started (no turn has run and the agent never opened a session:
 	// not started yet, or its starts failed, see executorStatus and errorMessage) |
 	// not_resumable | session_terminal | agent_unavailable | working_directory_missing
-	ResumeReason   string               `json:"resumeReason"`
-	Runtime        SessionStatusRuntime `json:"runtime"`
-	SessionId      string               `json:"sessionId"`
-	State          SessionState         `json:"state"`
-	TaskId         string               `json:"taskId"`
-	WorktreeBranch *string              `json:"worktreeBranch,omitempty"`
-	WorktreePath   *string              `json:"worktreePath,omitempty"`
+	ResumeReason string               `json:"resumeReason"`
+	Runtime      SessionStatusRuntime `json:"runtime"`
+	SessionId    string               `json:"sessionId"`
+	State        SessionState         `json:"state"`
+	TaskId       string               `json:"taskId"`
+
+	// Workspace Whether the session's executor serves its workspace (files, git,
+	// terminals, commands) now, with or without the agent: `ready` (the
+	// daemon itself for a standalone session; a connected host
+	// otherwise), `starting` (the daemon is starting or reconnecting to
+	// the session's executor host: ask again shortly), `unavailable`
+	// (the host is lost, unknown, or too old to serve a workspace:
+	// `errorCode` and `errorMessage` say why).
+	Workspace      *WorkspaceAvailability `json:"workspace,omitempty"`
+	WorktreeBranch *string                `json:"worktreeBranch,omitempty"`
+	WorktreePath   *string                `json:"worktreePath,omitempty"`
 }
 
 // SessionStatusRuntime defines model for SessionStatus.Runtime.
@@ -2598,6 +2631,13 @@ type StreamTicketRequest struct {
 
 	// TaskId Global stream only; the same filter as `GET /events?taskId=`.
 	TaskId *string `json:"taskId,omitempty"`
+
+	// TerminalId With `sessionId`: a ticket for that terminal's WebSocket
+	// (`GET /session/{id}/terminals/{terminalId}/ws`) instead of an
+	// event stream, for a browser, whose WebSocket cannot send the
+	// Authorization header. Add `&offset=N` to the returned `url`.
+	// Takes no `taskId`, `types` or `cursor`.
+	TerminalId *string `json:"terminalId,omitempty"`
 
 	// Types The same filter as the stream's `types` parameter.
 	Types *string `json:"types,omitempty"`
@@ -3021,6 +3061,22 @@ type TurnStartedEvent struct {
 // TurnStartedEventType defines model for TurnStartedEvent.Type.
 type TurnStartedEventType string
 
+// WorkspaceAvailability Whether the session's executor serves its workspace (files, git,
+// terminals, commands) now, with or without the agent: `ready` (the
+// daemon itself for a standalone session; a connected host
+// otherwise), `starting` (the daemon is starting or reconnecting to
+// the session's executor host: ask again shortly), `unavailable`
+// (the host is lost, unknown, or too old to serve a workspace:
+// `errorCode` and `errorMessage` say why).
+type WorkspaceAvailability struct {
+	ErrorCode    *string                     `json:"errorCode,omitempty"`
+	ErrorMessage *string                     `json:"errorMessage,omitempty"`
+	Status       WorkspaceAvailabilityStatus `json:"status"`
+}
+
+// WorkspaceAvailabilityStatus defines model for WorkspaceAvailability.Status.
+type WorkspaceAvailabilityStatus string
+
 // WorkspaceChanges What the executor found changed since the turn's checkpoint when the
 // turn was interrupted. With `error` it could not tell (no checkpoint,
 // executor unreachable) and `files` means nothing.
@@ -3162,6 +3218,11 @@ type ReadTerminalParams struct {
 // AttachTerminalParams defines parameters for AttachTerminal.
 type AttachTerminalParams struct {
 	Offset *int64 `form:"offset,omitempty" json:"offset,omitempty"`
+
+	// Ticket A stream ticket from `POST /events/tickets`, instead of the
+	// `Authorization` header (which wins when both are sent). Never put
+	// the bearer token itself in a URL.
+	Ticket *Ticket `form:"ticket,omitempty" json:"ticket,omitempty"`
 }
 
 // ReadWorkspaceFileParams defines parameters for ReadWorkspaceFile.
@@ -3187,6 +3248,9 @@ type GetGitDiffParams struct {
 
 	// Turn Compare with this turn's checkpoint instead of a commit.
 	Turn *PromptID `form:"turn,omitempty" json:"turn,omitempty"`
+
+	// ToTurn With turn, compare with this later turn's checkpoint instead of the working tree.
+	ToTurn *PromptID `form:"toTurn,omitempty" json:"toTurn,omitempty"`
 
 	// Path Only this file or directory (relative to the session's directory).
 	Path *string `form:"path,omitempty" json:"path,omitempty"`
@@ -5669,6 +5733,13 @@ func (w *ServerInterfaceWrapper) AttachTerminal(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter offset: %s", err))
 	}
 
+	// ------------- Optional query parameter "ticket" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "ticket", ctx.QueryParams(), &params.Ticket, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter ticket: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.AttachTerminal(ctx, id, terminalId, params)
 	return err
@@ -5827,6 +5898,13 @@ func (w *ServerInterfaceWrapper) GetGitDiff(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "turn", ctx.QueryParams(), &params.Turn, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter turn: %s", err))
+	}
+
+	// ------------- Optional query parameter "toTurn" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "toTurn", ctx.QueryParams(), &params.ToTurn, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter toTurn: %s", err))
 	}
 
 	// ------------- Optional query parameter "path" -------------
@@ -11638,307 +11716,317 @@ func (sh *strictHandler) UpdateTask(ctx echo.Context, id ID) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L0Lcxs30ij6V1C8p8rUPSNKdpzdjVRffaWVncTnOLGOpHypc5e+GmgGJLEaAlwAI5qb9f3tt9ANYDAk",
-	"hg+Jkp2c3dqKRXIGj0Z3o9/9W6+Q05kUTBjdO/mtN6OKTplhCj6d10pLZf8qmS4UnxkuRe+kd8l0PWWE",
-	"jgxTxEy4JgU8Sfr5sD4+/qZgM1lM4E92gt9o9g/8nB+cEnnPlOIl0+Q91ebw7T0T5vDdm0Ev63E7/j9q",
-	"pha9rCfolPVOejh4L+vpYsKm1K5nSj+9Z2JsJr2TV8fHWc8sZvZJbRQX497nz1nve1lVcr669hGtNCNM",
-	"lJqYCSPaKEanYSuMKDar6IL0J1SUCzLnZmI3Vx10LW6E88SLK9mI1pXpnRhVs7C2WykrRgUs7t0b+xwM",
-	"N6Nm0ozGy17WU+wfNVes9AMkt/2n11lvyoX/+DIFAwtdAC7O1wbEFROG3C4IPHAla1UwUlTcYgKRgihW",
-	"SCFYYU6JplNGpowKLsaEapLjgeQBJBNGS6aaXbROdcdzu2ZqygWtOkFk/AN7BdU1L+6YWYXSmccQAw+Q",
-	"kZJTkl98uLomR8zuUB/hLzrPCBfaMFoSObKoNBT5WW0mUvF/UjtaThBOpD+f8GJC5lxoMp8wQW6lmRCq",
-	"GNFMmIMB+ZndM0VmtRkKi5K3jCqLnfKOCcKNZtWIcEEo+eXy/WAoOhATl7Ur9BczplehcC6nU3qomWUP",
-	"hpUEdk7s65oYSUpWcbvifiGFUbIiI8tFNKHVnC40KeSUddIPDLJmlcll/irVnZ7Rgl1Y1Ejwp4oafs/s",
-	"2oDImdZcihealFyxwki1yMiwdzTsNXs6JWw6MwsyksgHwpMO4l3rd8iZoP5eL4v38vr4uz+t7uWzxWE9",
-	"k0Ij3M/MOZ3RgpuF/WThyQSgJZ3NKl4AIh3NlLyt2PS//13b7f4WTf7fFBv1Tnr/11HD1o/wV310gW/h",
-	"pG2AXdsNUzaVgnBNqCGUFG4ZpOJTbk6JkGZi6X9ONaHllBuLB1KRQjELvsFQ5HTMhLmB528Uo8WElfkJ",
-	"0YYqA5xDEHiCzGVdlWRGtSb54eGUfjqE73VOpEKMnyk54hV7oUk+pZ/O3K/9HMbOM5LrQs5YfuIX/S//",
-	"RkaoKAkdivySGbU4PLN83RPewSnJZ0pOZ+bmHzWr2c2orioYbVIbu8SbUs5FTqSZMDXnmiFx4ctwOtGg",
-	"KYZaSLhWJJlTbsgtG0nFiFEL2P2YcjFoYYrDBS4MGzNlz+Vz1vOn9Iynf/n9Ofnu9bd/Jm5kUjJDeaUH",
-	"QGtuAEBOexAWP295xQ1PcYpfJ9QA/eBR0/KeKcM1Ky3HyrnghtOK/5PB5TFTcmZ/xoHgjZ+Bqn5bppMM",
-	"f/0vpjTHXa8+UJvJT8xMZJlY1o9yHq+qKNjMaIu7JRN2RZr0z84vSB4NYgUVS+NECmYXv4SXzZO5PfEJ",
-	"teyGWcwpSUGrCp+woxfUsNxJGMsQ4IZN9aajOwtT2X26jVOl6MJ+riQtr5DBRXAJ0gZAeTpbObYl2Ncl",
-	"l+nX2fSWlSUrzy02fjLph/iUjlnqp8/xHf0391zm5lsd/GPYn7z9OyuMW7+RhaxWDz9QDjDRerrNCmJw",
-	"hdeSQEqtBSjgPdcmAcKxF6K3O1T7+AXi0+qxLi3ajd25Ij9O4lwD6qzQhGX69ncyhQcC9sZ4q1ECRuRt",
-	"cJf0cUWDBZ1WpJkEbvlVyrynvKK3FUvjTrGEmRuh1jolO4CVTkTHDtknVtTGzk76ILyZcNe9sKKJGPFx",
-	"rYCzZkSA4AWPUWIPgGmT3lPJtdUTOtnVhGsrPDi8fifscXVSKC+TYwgQYhyyXnYiOCDvLSvPAClHUk2p",
-	"lT5Katih4YDdK0NrkPft80zUU4titzWvDLc0gTDp2VvCsMKwMsK7ZoRahGO9ZFQnmfIy8VuJPQZcWEeM",
-	"I+l9d0M0SRQttG+TxM2UGbgtaVlyOwKtLqIHWjpbMyJV48S14nWRE0LVuJ6C7mQkUbVobhvAMkBQoKWM",
-	"SFGwDAV4/37rKlgB9TLHb60hiXvCdN3MkpTS/rfWDDV3JP6MlEzxe1Yi8nOjyR23kpQoCQAsSQSdeNtB",
-	"FPjFiop1fvHCTSdHnhn1naho1SN6i3qRvS8ctsKv8Pn+5p5a1dODMoms91QlTs+9fAJndU8Vt/gHB6iZ",
-	"Wb3ymbjf5ZxSyC+oQ2VhuvBWWgTnomblG+rwtKo+jHonf1vPGUHdtnqatCxhGekLN6i+gHvuXQeztBeq",
-	"UvXMyvamViJ56iqQ+5oBUN3CR0+QEG7YJ+6UBmTKUt1UUpvEJEuwm/lFZ4mNhAWtAvRjtkKvTkDzMLZK",
-	"yfKmya3X+Ug/0h6JhCe4GAoj7Z0np9Twwo8FN8gB4pKVbgxYUBTgNDeZFSVBfZosrFZhz9pzvPPm+lrH",
-	"kto7+SAY0RXVk8BcgnolRyOmnEC7PMnBqti9iZtwMavNbou7UEwH6rUA8Ws09I5pMlLMysqfjJcrjAZJ",
-	"e3Vt6zmZXWpkufNDrOLSCp15DrWKwDGrlrWBtQGcN2OpI+54zBSNn1NRsMpea1VCiizg14qV6Zu+ZKC5",
-	"Jsj3f8H3BEmFcDBvUkPmTDFSKjmbsXK3W2YWcYr1G2/WnNzvhIoxK79PyqeyKr0JZ2VBs64ftKGm1rHw",
-	"Qq0O0ct6U1nyEYc/S1Yxw5A92JNB5jHDH+2QBawrcV0sMx9n4MFJ0ztkxd1MJnH1DFgKsELPDSyuzr0B",
-	"i1C0QyPjYWMqEorxDoLdhNEO3q7YTGpuRagXmvz49uwN4DoHbV2QPl6yRNZG85KB+OuftxzbGTMsOYy4",
-	"0sa9nBaOjWId5KUFnemJNMQ+kvk71l8HVlQKsIwWkJ6kVh2XkIO4R+DNlAtDuWVnFtzJU27Y9PLdGn5Y",
-	"WaSzju0imjNR7vjCJ27OZcnSinGHjGbRuSX/q1oI+xuOB1RiL+fN9MGRshAGfuB452uA+Ram2q+gAwO/",
-	"S+96PagCTNooZcFwErRj+4kYRYs7vNlJnxJtqChpJUV0f8DV595RDIygrMwsKVkamthRYChuDk6JkMQu",
-	"jRSyZLGYu+NRNJv3m0nIRMvQB3iuYnXpDmXdUayeYkC4xM2KLsKNDkLSL2sF+jr6V4gU1aKDzzh9woPL",
-	"7X/gwLYRXvBrhltdg6Vpe4+bbHuLj2cgmzSFMPCaJX2ozaw2z0c4cjTSrM2TuDB/et2cSkRH3ky4igO3",
-	"C8O0vfJ+uf7+8C+kz8U9rXhJtBVrRME0ul8LlrQkrcF2tz439xaawBmZcVYwS8PUE+0Lba+/WW1IX5vS",
-	"Sn+WkrUpmVLEyDFQ80GGKrLdCslx3hxZwWDlgB5PW9FBfx20hRDaG21d1qJbtwBffdZ93Ubetb+8/O7V",
-	"Zi9vAn3WLe4KufYTkFlaWFhDgmtwv3sjH1e28niEjGHydWCku1v3gZJixMcfYBuoteyImve0qlMGLgI/",
-	"EF4iu9GsYoUhcoZGZ6kIJU7HA/dz8wkfsdCQgjnci93j3/5pA85nq0rkx2Ww4Ko7AGKYMH+tZHG3ERRL",
-	"exbk7PyCOBcmubVDrGo2D7TFCiEN2Fv0zu96TF816G8wg0z5lF07DNze4qlYY2nfaZ2a/5PteN1GiPHy",
-	"GP6XIiJuqvXGWU9eMGy24rHzO7qpuLiLPqedBIpv5mXwaxf6cVGzM3DXsoTqRaNf3LotPD9mKTdTCGZb",
-	"VQss63lrmVSHBawxam7ikpeskPdMLa7q6ZSqTYaUtXqYs/QAg595Y0Zja8l6I8rxj8iCuZkLBphlsV21",
-	"tccWRALk1h3RG1ZUXOBBbHdNhniEbItDBRaTPFXV5XuyP+FR7Hxk3QBzs0Vjd126CJZLdCHueI3ECLMB",
-	"hPa5N2kbZyyHrFxJP7HpLVPaXrpqQVpXMJnRRSVpSQqqFGea9P16rFKrGKForOKacHEvq3uWsiqvR3q0",
-	"qHf8aqi+65KBVnfpTEcd/nj8OczVBsLPEKRmtXbmHyN9+xEkCm+qa4LHYMSDE0LJL7+8e5MRweaEGgdD",
-	"eMd7kBWrNSuTUgxTSqqfmNbtgIltbRT21ys+FrRKu/6kNuv84FKB6eGEVLKgFUgbJTMQqpU5Sz06xFmJ",
-	"wS/2CcWm0rBT54eDrxqLR3KTFdXmijGxixlr1rJUrYR2XMs71mHv825WK3B4Zw1PQ1/VAuaPGG6zFXR5",
-	"AzCAxO2uk9daY4Beqwg4iF/h05+z3lyqO28bXfemc33/6h9f5kh+F2ut0n76H2UyWqUsFdPJAC5L402Q",
-	"BMFIPk24QedWLfgnoiVEw7pYSUCpmVSmG+M9Ri9PtoABLL4QF29sT48aw6YzQ/CGI307wU0tqAuntcgK",
-	"X/nQoJsp11NqiklGBoPBwcMIz47YwZLsT1H40SoK2gde6GDwu615VZJ7fKOTQuwtQQtzlqDY9xYgEEVL",
-	"FCtY45n34LaDbkdXaV9XQ/9w1A7ticOsF2ihzAirNAvONW+uD9Ez9hkfQ5PcpazNrfz014VBpNtCmMU3",
-	"LsFZolORvfAD6FFVhd45JBYd4+yEaiKkIbS4E3JesXLMSrJgbah1LyIRcZY+cuKf9GdNBBtLwyFIWjrf",
-	"Z62UZZsNeg+SkyZY05bcyAGgw+MSgwfWPJFVqUkfw53nE14xwo29zi3E3Crdnb6VXTNmND6yLuFPdGr6",
-	"TlFKaYO8h6QYn8CaXayxPWCiuSiaQEw352mTzQAvuYvOc5tbJe8Y2Pq4JreMizFRzChuX0Tjfy1gDhCS",
-	"ZpY0MVPEjUFKRksr/pJ+CyHB9xpHF0AsXSv2oRXUEmCPcQ5uuU7ajD5u5wxw7uj2XQH/enzZdGuk7d5A",
-	"9FsbvVu30CbLNw69aVlRsGt7Zc7s3y0jEPCtnQLbAH8L72YTq6rGHpjZNrynSwxygUgdN5RXGxPGJx8S",
-	"YOV1Mqr4eNKxwXVi+dJJNY/GC8tSXsQ2ENpgXHfUV0HIam9olZTxbFUtYIdUtGXd5XvBed10zAGMJH3a",
-	"CDxOlqdEMGNlNlLU5sAziHh+YuRp474fS1AnPOP313QkaKpA0LRcrBI2iChAqRCvkeT2bfDs0zSdUpjS",
-	"UlT3L2kx7wrjbwtZMq9VWcmuVgz9pCjFWuDCIBlhg/HABY1Zme/Go96pu69CTgloJw0Ms4a7RvGpTRxS",
-	"GzEKMCSSWxZukD7MTzRdaDKfLNxClq4LxUZWu/PCL6ZlKfb35tp8Gp1uB42pESX2pLssk3+X2vHxc9b7",
-	"gQOOcZMOR5fq7ZTyqjOHQ6ruHBD4eTcZYkJ1RxRRjWveyOtghNbastZGWutqxk3xth+4ecNHo5SxgnLR",
-	"ccy3VHdE01jlkNjTo1Zfd2MkEbBohSitdfM0T37Oepaxb3/Zu+19n0xp6IpN+tUKRZZ/nvj823SYkpDz",
-	"tVFKacqzc/4k79n6iWEeJwygkYsbyHQLnKMdn5UIwbfaZ1cYWzG5VrUoqOkK6+sOmLLXD1w0ilmtrBU/",
-	"tdlF7tHKIVEIccJjXVnbGpRNh+95o6ZO86FbLijaX1ORjBVb8+o2gYHrkz5biGTkjFTsnlWDXvZ1BRRm",
-	"ERBjqATodRzKezlOx6RwsxPBOla9TVAK7xDOf+CmEdaWEMTTfAI52ISLrt8UFUXijM9um7hiT7NeSU6n",
-	"6XgNOp3aJqyWtxO4cKNvhUHfznYszi7VpYFwE+yoPj/USkNRSGVyHzPFRvzTWg0/zm4m6uHEUM8w433z",
-	"xRiZJ/Ccw6GGBTcwXos4CM8V7OGiZIlNj7mxrNCqs94kBU+S/kyqglWUC3L/6oQMyE/kjLwhl+ScXJNf",
-	"MvKfpBYQutclp0nFx+mUcgtoS7j+YnA8ADKggQmAeS59dvtmV7EZeSNk4gskBNxCRYeKGcOU3iL9AhkW",
-	"nkY0fepIf2S0Sm33Vyh5EFIMhZ7bqUlOZ9xZ2XJLzFhMRMIp2a3kXIzkwBnX8qHo00pLSCX+4e01OZIz",
-	"JuiMQxpifoCq2PVixq5gZnL15n8GL5bf9lB4U53V51CW1yQof/OJ1Iw0qwKVkQpICSdT+nepBlMupMLU",
-	"8CVmF95K48/Zxbuwt2AwjLRTzdQ906Qf7xkjyzSJd5rG3SLI3KszjyEd5Z4vz2gxGRL/AHszZKx3Qs7F",
-	"lvekvEvnW60DQzAfK1YxqlkART/3+OEP/CAjw15pCWHYw9AYQWqhDZ3OmLOyb0bfcNH6VWXxSaWQOPIS",
-	"rKZRuQCqcGHsFNaxfF88ID4clb7trNjdLlglq5apudZQwMXn1ZmJrMcTUGcW2rBp8pSX0sHXxYfDdJmP",
-	"KVkfG+6gf2ZFsH3nwC0d3n5OZIoLfrftwTwf7JuVtY8grbjHgH9EoODK+X3ZMEEHgwGK9I8OEnS7O5/U",
-	"4m6f2PkHQyKAz+ORqAHz14FEhV3PHpBIluxBEaZTWToUiaP9Xv1lt9BnN0pqZXH0a1eOIhSjSVlU7KXn",
-	"rDjoB3CmeSPlHUETzimBfZ0QbaRiZUbcYHEeJ/tk0MKbNrUUTSGSLYIofGWRFdOI20Qz3jpwSF6srXZj",
-	"qY8UIDuaibKkB1+fXbzL3E7R+RfnE6P82d5/FEvkfoe3V+OrXJGG3XKG4Q/CS3LoCAJWLFx4cp9GccpR",
-	"FHJMIQ1kpm1zdmecOiwzBdoLpqYcIPEhRFa293jHxY4FBjBeehsHVngyJOXDbOsXeslm1WJHio2XtFx/",
-	"bX3odk/WppDtiIBUqu268Lh47SEUcQmTHiqCdkB/e3PKCgbsloWMscfV/Y4xBRB8z8oPszVervUBiisx",
-	"uzMmSvTg+dGXInXZpxkg3sfdIrKlrM5pVW2DzyBlx15Z7+33h7JJ6l7BlP0K30+BG65AT1cY6V7g2szR",
-	"gDIt+CQA+Aj5p+s4vqwYNAurGii/rMdLQ/FekaD3j3mdHGQdCu2T0Nfg1bpU3VXY7AmpIkB/RTiFq9oD",
-	"SlVUdBiVIzNAwszOpXK1N9dYvzbKPAaVsDXRuXaBv8zsTbVXZN/Vo9HAaZMDqNuO/7G9ncfg5xJQvjBi",
-	"VlQMalzOHjCyqeu5TmLvKt+XUD7yRIBMjuoXFtHScclLIWQtCqtxMQrFh82EUDLhUDCIzENxsD1VpSzW",
-	"BQJNaTHhgh0qRks8Gwi7geoH5EwsfOk9LGGDflVNtLTbwkqy4D4g+bfHxzluJQc96WauuGE3GDaeozkb",
-	"Qr1gCFJA4VkX8+PUsj6aww29pRoCixasJJUs7liJoZ72/dtaL4iVKGUNcWGFFNooaoGHc2WuZrC+I1yT",
-	"UV1VByehZC7WiUCvUSFVCWovKHeuNmyjGkKUdQmhUJqOlqEhIXnUa48BBt8EGOBvN/KeqUrSMsAgVjtL",
-	"jiAw9A7DHLhdJckPD90Th3a3h263Oca0uspStZnRwjlT7GYhedVISaa0WafG8rcjKHURgcECoJSCZbhx",
-	"UlHDVKfXtiNCiAtt7H27HYeOsyQ3Jj5uRd84TOS9B0TvIPjpzOxQHSLKtf0MlaPf4XsvnaroP64SG07V",
-	"nSZZdNTxx/r+PiTPFfW2JBcKPPvQl9N2oXxusEoeCw+kw97W51Vulxi5FP3pDEtSEcyPdBnTgs1doOsp",
-	"RgWBrhNqAIF7VRmNddldgSAfmQ9TZQSrsk/pgtAKAjQtlwgVGsHf92xJmlFmplfktk3JDFmBq8cN1f0P",
-	"ndEHk/ggNt4CywIVI6J5yaYzaZFx0K5gvlpHf0aNYcqO/f/+7ezw/6GH/zw+/O5j8+fg5uTw4//931K4",
-	"gct8WILktK4MN1TfteutMwGn0cu6K19iPcmQwOgP2p1nq/ROGAxDO5O6+yzQ+OY8zWWM3zqzcxUvkufu",
-	"01hdvbV9SpX7yqTdkDXrX78EWl1jbV2p2DiWBq6WE7itrX4PNbh1Flcf1EOhDa+qYJx24gFcTEUNhRPt",
-	"vYwVWl2SgIsXhqr3+o6V2VDMG6GkjKMssJ6bS0BphQziHdrEYB4MhgKLDTalI32Yvo9XoERPpIJrdOrK",
-	"yyRCDtxWzqNaREuysr2vtGfxvjpVHzfGDiJYkQRwwjYiEO1WRdDbWrZXSfD0r917qTEDsDcNFdpEIE2s",
-	"xjE3q8tWQLmOxjyCp8o3+tzvjrBHKsYVF+PrJFyWwp/SN2OnWbxLxEmZCr0c02n1XgZ6oLnL7ox7v7Jg",
-	"rYZdt66+G8fB2l+6AnwlGysrtd64Ws9Jniuk4UWyyopmVoQqWEhrrHWHgImLeINtS9iWxXBDScGQLtCo",
-	"V303o0tFYeDTOciIloQORYvOqb6LFTMr1IMo76LAUNTnPk0vaimj0fhkf8NmEsAPuur9d5X4BXKmbdaD",
-	"DTl8UdwkxOAy/JFVHaM6WcwO7vLe3DfpOnig/gQtAWQye1Ynfg2Qgle7pMV4qRlWqzQTNrWs1ypT6hTF",
-	"v6Hwp+NebJ5wb7lGLuStVYALapkzaD+lovNOaOI+fLVhvXn7IcgOprZ/gXyxG9vsqrH862Rhz99lrvgT",
-	"O4GZb2gBAYX/wk9uTf8ijYHtxtkvyb+GwuuKRSU1fOUVxBsv8pJ/uRScOJXmX0Ph9LkbI2/8Asi/iCPZ",
-	"G0/DLXjGBld/t28jSDhJYJmD3WGMacxsU5w18Io0K59VdHHupHYvLS2zlFZDI9IXkvDSxRm6RmGeFziD",
-	"lEVsy1W8uQnbgyX8t13VaJaNid2CfnsHjzC7JUDxZS1vCNobr1I93vi2JFOsQGnEBdedYeK73sOuRF66",
-	"DIcofUgnFD2AYMtQdpAaMpXakG+Pj62EqWhhmNIHG4Ix27M4GrdsyF62Y8W0zkhQT7NgsZKqdcX1nXzX",
-	"cUQPlS0iU0mAcvqI9EIUl26sHekRui1VUox1aPkF5ooMLV2R3QyuZN6I2UKSSPchU6yLswO9Zj3WaeBo",
-	"uHjQKu2zoVpFUORvfPy8+7iDG8kVJGKbDQNtCD+KX6wc1ZfmF3ZBwQj+eH7RmWJOo247HYYrGvVwWJuw",
-	"Ea5vnexCAEpo04oADW+hyH+hqJ5gmA4kNHtNtSNkqpJ6tzAJFxT1vp17Gg+5e9hIMS8fUn6NRSWetslZ",
-	"3abq9RaBY1fw7Lp6VOuMys5vtD14kowUZ86W0Q5B2WUaDAcTr2INlreajjyCLaw2L/myXMGR2cASZJBU",
-	"98cczoGm9mlmewB2JlIduiIJWst+xDGvbv/rOGbkcfs73ibKNHEFJL5+4iZn68p/rBqJA6NolpXaK11q",
-	"D9NVQyhuNJP0KmO3mTDcjX/2BjnQgdXRnXqeH7laUrPa5KisuzJy27mdl9vmJLTnsI6fZMk69jS1P3Vv",
-	"xWGBHWD7SkjRS0mfeBNGvG6UdszxZ9+Q7UMTQdddAg8fdXWDodI6FsVzxzYlfV98WPnw3iw0uVZMmP+i",
-	"Vb2048clOOGwPyXDAfw5tE1n4Kdzrqi0X3GNMP5AGePBHo6tY0X3InGsqcITZIW2aODzQcIGt3ckekYI",
-	"8sSOHrpVOXmXftybhOgzLwvHVWtdvyNX+c2bf19oUkouxhjnEcnOVgNecfFASa4glzfuj7YsnmGDL1ba",
-	"r2gIu1gSNHK8ygbkDToo41pF7T6yYac56cvRiNSiYlpHpTgPOqT6eZlMkZdVbVy2shxhPSSuwcEbEsRP",
-	"iV5MKy7uNPQd94F3A/L6+Jjkri3DTTFvgmh8eQwp2Ck+VczLG1cLJ3deeMw1ivLQ+/lRnpH8iJkC/q21",
-	"gn/vqf0Xsh0wOKQWJVMkPyrZPTwwUxLf0AudY1VHD5dgTbZXBwa+HB7SqpLzQ7vgQart9gZ0i1WMrnKY",
-	"TZWpE5I3RUNz0qekmPAKezvh2jAGoSkj61Yc0FWjn7JWQh9kJPeJ9DliKdZmbNUq8tEJsjYVv2cBCAe+",
-	"ChF2Kh7BvFNpXKk/Hmzvy9UaN2Clnzz3JSDDKPnhYfjRoUuouSSkuRnJWgR8gFWF3YcKg77CrD28jTEG",
-	"iRAgaEN78eS+95gRt7HirSco+8Bp3KWSUPjObtYpYsEb5dnE6oa79crowW+T9dy7awG807KihrViv6Dp",
-	"6Jgb4l+zKGMJOYd0bF+BICPSPohVOEIG+rzJ0D5C8d3uFOX3Qy/Pwzz4XX6QkSktPeNsEJpjUJ6VwGOO",
-	"1C62DKvCkgBMxG52qHxD3kaJUs657Zj7hBV3ID9QUZIpNBz0HrOmuanbGsfIPPseuEjE+JR4h0gMN0tT",
-	"9ziQVUzwwH1cG/fssRaYg298gB8Wg8bCMShr4ryWbr4jefBjA+HQm+YA8mSFo4y8Pn4dv+ZT+mPC4wIq",
-	"Wvv+hXS1qkhXZ+ykkWGjYFDuvQTdevPaAwW8h8lh2xm911pn1ivjCMI9aOPRWXwl6jiuaG/6eLsi3SMg",
-	"liig+HVALFyjK2kDj4NcR/uyjphQKBdSyVtaOR8KBkpaIPTzLjDw0rH8zKqc0pdnQVDkB1jWpeIa2GQh",
-	"heYa2sJYLoUSCPwILWJBABqTCaOlk01p6bka/G0UFZoWGA4AcdRyrkMzS9emq4mpducB2gFu9RYuxemA",
-	"XGFMa2ux/o6AkTEd10WPNxnKuFilQBKzukET5Mw13CRYGciHoSbRQLBP5oKOm8L2aws772J/2JjLEQbe",
-	"Rv/zqvuOXYN3ytzt7JW9Zl3OHrKXcMd1RbUiWwrEcgg5x/YHp95bGEkfeOOjIKiYkwkTHV1TdrcnNH/t",
-	"xXq1bIV6EgPRxpzmj10Y8PhLNIFRX8fN4FDwxgWd7u1mWAoZfpRLeDX4+OuAnTd8PQHwdD19ggpFn8wl",
-	"Fn3oiEYZ0aq6pcXdmjhMbRQ1bLyI4SGg2twNNlMB9gqfKwlxBz56i4u/Y5XjXtYbKaYnm8EVJstW1r9W",
-	"9nXwezzZxgfxteAcrGhvqHa1nId8fvn27Prtm17Wu7o+u7x+9/MPvax3+cvPP+Nfv569s9/dfP/h8ubd",
-	"zxe/XPey3vmHny7ev8WXvj979x7+OD/7+fzte/t3KtI2nv0JsgpmVn2Vtb56iGr2LL7SeOePx9MVOH4d",
-	"yApw2Dt37CwIu7Er13XUM0UqjJIL/bleaMJL0teMEa/HpXe7jSWhHeKyugqY2lXgiXJHx1C1M4h80M4b",
-	"2WfaTL9bYXyYFEdG65arlO9q0SeTfoci8m5AfPlIKlIoVjJhOK30CeTq5XELJDTR+rxfzczBUEjlx4ep",
-	"fR7tgPwKVfdbFfS5Bis4lOHPiVRDkceV+PMssgtHAcQ5FtcHbaxlFJxIbYZitST/ghnU8pZWP58s0Fre",
-	"VOYfCueOyKLC/BYQFv1GvKCGNXX6T+M6mHeMzfRQuHTcWhheuShCewKGQ5+4GvAxPzy0Sz2s7H9AJczJ",
-	"jGrNdEfE8xYN35YbXuzWVcwhnwtYeBdu8HQsq4bogsumXUjqGbhSu4MZBGMlPtPxAF6Alx1B7IhiPtHI",
-	"R5mHng7+C8UKJky1uNGMifCtkNGrQ7Hy5Q2ILTga6WNCgqKYOOAoBDMrhAzmXSS96UF7QJ+r0BcSvYAT",
-	"qomqRTBTxCqfnDHByibO9ATi5H0DIsRi1/sfvtMhDNdSZhsF0PQQoc2BC7tH6Q3j8LcM1/f1f2+Cof3G",
-	"Wbo74vP30yDvGX3ijQ/kr6FqeOcjHTXlt/GrtzzqsbV3iaTa9NMmliXKWKH9uF1TfD2tuWh/7XQAtc0Y",
-	"sdcH/Dsx9121UNx2w3LWVZe/8VSkF7NjRf7EllyGyzxcR56Cp3RBas0IN6c+exNzFiEo7MQ5cErSD98z",
-	"KsB5esdmhvQj142vNwH0enhor4ZDDzh9MCDXwY1DaDW3l5k2dKHj3GFcZi/r2cEdpdxvF84dIJj5stvu",
-	"JLr9CVkP7Zjv6Xi8c+Q83KCQF05GrKoIFnAn1MQJLXoCwk/T8MzZSJ8krSXezGOE7mWYfGFpG5ZzU8F6",
-	"9iBlw3DXvLhjJtUIbcYV07vEZpsw1HLNSPqPmp2ChATuT0gSIZUc63T3AFV1cCLvTIC4FItV/6iZWmQE",
-	"Z4ZvRrwyTGnCRVHVJduitrdbNs6bRRvfBLRtCw90bYRQv3B78+vTSJx4V5Ipoy55seVKWUcvXWEnbjon",
-	"NEiXuxkal1k5GsP7hByK/D3V5hCo5vDdGxdOgs0lpGAHlg/a6ye4Mrj37WSE6qHI/xM//UeOKaEDzI25",
-	"ggbvLzAEIDABDfOuzOkjVcBtP+dCD8jP0pBZ5Ki/5ZChhPLyck3M9bLEbpEiXeEbP8SHAkR82pTfQSQk",
-	"VLf8Qv+JY/1HvlX4xmLWFXa6NIWJKSOH96w6YXm0K47Ths/xVlU/r11pjKcq9LmVAGcXsdGT/oBEiaX8",
-	"/x3y0bwEt32GhN3Dg+IfOwN4NmBsa2tt7HkTgupAuaX6DqtOEC5If1qDlYRr4yQUwDNVVwwcVzQSBIt5",
-	"CUWXFyeJYD+r4MZxfclguk0s2XREmzfQ3Lu7DsBBm5ir/sWHq2tyZL/Wie70DyCFfeL8Dggc1I9uJE6b",
-	"MCNgP0KKWj6yLytEWWDsL7DE7u3fsRFfZWwE0O3Wjmu47jbFPOCQawMe7DgXvo/fWmY/5SL+9mX2kEyu",
-	"NLPY6cLouvxXHEbXH9586GW9dz/fXFx++OHy7dVVL+tdvv2vd29/fZhvKMzypR1DLSjuCvcdXELLG34k",
-	"U/3KnEHAWffsCbLb3EuJ22VTBso+URO2/sXZ9fmP7ro/+o2Xn319U8HmBEgrIQRsGd25dAN3Y8fj698u",
-	"Q+wrwIm91b+9dmbqVEHmqqNmZ2es78Z2yjuW8pCjkU5ZP6BLuVVbXYEOUNcmrKrAFzBTsqwLVhItyYiC",
-	"trZV4555x3ads+BxOeMYewwwdXOF7UVN2Zup1p3VO+HqmOyi+bik2UTpPq6Jnaok/eEQyi++FYapjAwt",
-	"qh5/Q86Nqg7PD5Y17G+//eZPu/W36Wzn4jeWFvu8J2UHycMj9UbpIwy9blkfZhgJugO4PfGEKph/OQbo",
-	"8akl4pfHToRwH9fhYxjh1eudRvi8bkOhEk6aGa7ytVtLcRm5pZr96XWLouwvSf+qKNfZz6CbEMjGaELb",
-	"kkq3ZTEJCw/wB3zCSe1cu0SWuPwPspR0yEAXP8JtQeLMDrtZbn0TuAGU54GzCFtah55X/J/sgej5IIzc",
-	"DQnbJfgb9pfekdWDwk29ZPIWjFxdvXWeEmeku3rzP4mu1QjKX3NzisY6n6BEcrhdT3LIeMtIboGawy8z",
-	"qqzGA9+c5OR/XH342R5aye2UFqwu7XBKZzPnkXfJ8wOPZV0Fo+Gpt/AQbiULr/oSVGtfRepcftVdDRve",
-	"vcKn/MvtJntbNAZcfhEbq23RDM6/mGxFsn0zleQwrvvE1t0zwiBxp4DNvQ38a8tlzrYqz9a83K55tFWt",
-	"Jv9yR2mU9a74RJ2YbLn6xjY1Q1ZedQadrTKcll9eTppZP0gqiSjrDLPeJVp8eayVsONNMayJSOxsJaB0",
-	"q0DY5Zfbat32MYphnJbrcgt3q3+xZa7bbGBsvbbVotM6edbWXDbrWuE1KaubglbVJh7oCwkuMcHm/U1z",
-	"u/eX56+VGDS147terpU49w+1Xw0l6Ne96h9qveqq1K9573t4ovVSXNF+zZvvmsdar7vS+Wve/F/wROul",
-	"TSdTK9E6lc9BIln8DLlHKAxYGUuwLWwRKe7zOds53nenF1NcastXWyxg63cSvGfLdxN3wpZvxnfBpldW",
-	"mMQ2L7SIa5sXdj+vZRzd5vkl7Nz8whLBbvNKTKtbTdFmJ9u8skLUm15aFf62fCOS+jYuLMWXt31pJ3xZ",
-	"keY2vtAlgu7yYix1bklmKSll06spEX/Ld2KVYstXYgVm0yspaXbzO6vi80bgrUgzaOXtLCCc6C3/yLTI",
-	"vQVrtG7plE20s45xJQu652zP9e1c6dxbHPFTMB+1yh2vNmOMKh0vdeJxcs1ufVf3U7tzuVFUuv9PZJNw",
-	"yLX3hMI2Wq5r7bAfDEmVs/9KTnaXzq/RszufZswsWmz0YW6hGDO+sE9oRUV6vGModf/+ceC0PweaogJ3",
-	"slvACrZ1c3sGW7QWdKYnMhVwEvq8RRHeu5bacSa97b0oPjkqdV8gJ2iEoId0kPaxvqnxKyr20Sx1U8rL",
-	"7m2Q1jVAgqym7Ueq1dYlQYDZpQpE+kmj481a7ZMSJ5XEYruYVNukglWXjR03WULXl0u/WCdEPEBwKn0f",
-	"oLO0ywVrj7nytXOqyVxxY+zXMm4B5EB4hA8enPqKcE22iksYxTp42PnBSDKh98yR2nbrZaLcbYOQS7YN",
-	"mryFB7dyf13xsfPmd0uc6xMA0b2RuRzMG1cvEWo9pjax3FzKlQHshS58DYZs6NX3oH6cO0myO3vyE73G",
-	"Q2fJptnkI3tM2knkrLNuRHcLyqiRx6bQU6TwYFDYb2/rHdG+q4lS6Pl0Qqhv3eSoG/r0YToUPsXmkDOG",
-	"SZ4rfb8O4qyvMGwH6N35PupQ1kaorVpyHiZGrRzgF5al2mbxxwtSsVHtiyLoM+FE24D4cJxowexrwInA",
-	"DveCE2/9LbmsQ5dsnZy7RbKjHaF5vmt+tNruV/3vWPrOmDpdU7+gC4uTaJpthsbHFjweibQRUL8CjO00",
-	"WjwAXSML/D5x5nfboHR3qfgxMq5aV31rJ3oILbxWId9NGyvulwcTyDIafQVUslOn9G1IBX10+zasbtZF",
-	"96+yJA0P/0hhcKplZjc+xV7MB6NSBOavAIuc/rQXBHI23H1i0GNx47HB4hsQYg9W6yW4fQUosTeb9Upj",
-	"8e5e9aHAFdRnD33j223iX8Td4UPr9aEIvdcjljggv0LPCzDq5NDLMpQmM6yqoLZHM1o2FGEJtQAN1kLw",
-	"AGtqjXjFdO7qFbg8vVSf+WBBStuWzrsETRh/e5sLAud7XiWNwRNGS2j9kpzK/vpXNpKKdf78E1RhSRgX",
-	"l44fVx2/sxYJ0Ca8QiTTZMm3XwT/hE2PqCaVJnoi59BYoH+o5ofq0P4/jdJTWfIR303G6ai33BTxaS/u",
-	"klVQFjR0UQ1Z41FLl2FvMOxB9Thsh9PRntYFi28Ra79Mqxb8ECKtelnP9anpZT1pJkxtpl1XNgd2nnlK",
-	"htVkeCQtSK49WEDElXO95YKmShydkZ9/eQ8JDL5dheumggU4/nJ8fIzpDR3dfBpfbUJfK2TposM9lGoz",
-	"OvxLL+thqkTyjqhcwkw6rUkxy14wA3eLU3oI+jV5DFtM0FlXyqPS6sUxn8gqgNk+tuVejKpFQTtTOOyA",
-	"ZCwZ1ltpaqUoy5626KThUNAhXci3cMeReQyKzrU5/hag45WuxdT32I8mUQpIGMV3YMFLTC1l+O46pg1A",
-	"bTgI1t+bSsWIWx4xE4pZ7JVrrIPIqbcHtt/oepCBvFzUipvFld2xo2hGFVNnNW4MQAEzwtfNCibGzHqf",
-	"P4OHYyRXd+kbHflGS/ZkD10pT1dx3xXsmTF6BxwCKseRc7Q4XyhpZCGroeifnV/gDa1YIVWpXbY9yAMo",
-	"Ay18Dxwla8PIbW1IfjRhtDKTnEDNuaHI7Zak4v+EII0T8lfYkJOzoDymK02AhYJw4+AVppodcqGZ0Nze",
-	"B1gex8zlUKA7Gb3EmtBKS2LoHSPU3mTKHFb8npUk/0+sjvQfWDNgKHIsyIFy2xH+qPODAQGrmx4Kqhi5",
-	"/P6cfPf62z+TmZK3FZv+979rKXwqr8ZaqVNaTLhgJC9kyfIB+SAcbAAOJ4QORf6j1CaHKglAuTT43Cip",
-	"pJzd0uLOJepQQd5dkIobpmhFpAIcxDJFQ4GOKex5Bf3FWAm1P3VOxsxo8vr4G5LbL7B/Dz6RnxJKbmW5",
-	"IPKeqaHIDw/tp8OKT7nxL778huQzuqgkLW+MlDcVVWOWZ6RkRUUVFkiAjBgGrcT+x9WHn4cCBoVCL7dW",
-	"rKSFqRawXvszuadVzUjfKMoraPVGDXUVXqa0sjyRlTcWnvnB6VC4JWLhB8kcdKBqA8CbC+IXbnm7rMPS",
-	"j/8ClV7BU3vjf3OlT9G847KrfG3Vs4t3vax3zxR21O4dD14OjuFymDFBZ7x30vtmcDz4xlW8A4I8AqqB",
-	"P8d4f1ieRn3J4J5ld2f4CGTCzKTQSMqvjo+XAp/obFZxDFM6+ruz2SC326oPK6SKAtG3id1VgHQd6FzF",
-	"TV5xswC6tRjMShK3fR3YTb8+ftk1bdjH0QWiP/qmXVbm1u9YFue6U570zuLGbpr0b2temUMusqgNm0U7",
-	"A0Vx7XV3cXb9I0p0dKxDdyPd+2gHdvTbeS4YN4nltd7eu/MJ5ax0p8rcPHJ0jvEGXRGa0ZPvqcZIU+jV",
-	"tvHxayjKtcWD30tLyYnKAx9EtQia5whFAkP1nZU9HH+Hxqn2WShu58XQk6iKaMC89UXEttkQ1r77/HEj",
-	"CRj2yeDRHSLj3p4G4kzJBBWcCRJfCKfE6pcuc5JrQkn0vsP/453wf1d6ef3qu+ekryum7pk6vLIgeBsw",
-	"w1clhexfqu8I2Hp9YVFCCyW1jupPx+TmKCwmN39dgnSXrFb+vb0vQIhwEoaro62ZIW0hIMcSgnhcGdF1",
-	"MYECYUNxq+QcG6ZiawiSR8X/cqwq5koeck1uwZphJFxAONqJvVYajbGfh5iiPLSpdNWT7Et9IUn0SDYU",
-	"mH9Hq2pBciSY/MB1J+amKY+H1fMG5MPMReZ4RWYo8lpVOemrJTUWoXxgNwqd+k7BamKvO9eWz9eghBqI",
-	"XnJpbRmqPDrpzcHOni50A4y/HQqsHp6HUpQ56eeHju4OcbRDYyq7NQuGqJgjhe6RfMqyodByfe1F7Hu6",
-	"VO5xLtWdq17OzVC4JZyG8ya0Uoxa0cSCzvfjrI2dGR5eDMiZU3eoyYZibIHiiqgAGELlKCzLD6TPSyiW",
-	"iEY8aIfa1JEcCqcK/3L5HmtKkjkXIBqtrF4GSc5v82BAzgyZQmX4ZRjqwyn9lLt1YRdbWRuoVQ3tfl+/",
-	"+m4ocitcTalY3LgkxkjwPPNAQQEaK95ZlnVLSzfsUMB+Xx+/hJav0Qg3rmpeTvq1gEiug2z5EQQ/YPbS",
-	"L3MlxdgtyQJMgGkj1KNUBD+7cqgHqwNwcVNrK7ZjPXF4zbLb6HgPUCZr38+YRNUqHovKFNPmr7Jc7E10",
-	"SpVa/dzW3Iyq2eeVq+vlkywhdXU1xP08F9Px66/5IjtrqW+O2oGxIeezrCq+6UODUSjoinolaJTdd5mz",
-	"QsfS42rhBavGL8iMYUMIlLF8kwYh59pVxIMOyfCEqynr69ITV0A9VAGfUE1uGRMEG0M0leviPsmuJIfv",
-	"jfze3h0javls3ykuWRDxMstnbuWnA1LIKcNAabsCbLgMFtG4Z7ZjZa4WiGVTFRthHeV2Z+1TkscGBFLp",
-	"nMwUxyvdFfSsuIY40VVt6G2A7hMqRH4Sq1936UXXDhQ6I7cL0LK/hN7zNm4rouO22gFRAMi+qmLUlNrh",
-	"hRRMH2D1jwYFNUOBYdrC8gB6RHQ0wnTqSD8w8yM+8YQn5WboOB+3G65JPRs8HNrOkNY7+dvHGPaWegTT",
-	"2tmvaMntpxhi2CbegWvKjOKFXgevn9wj2yk6s4ryJVAtK1crUHEzEC7IhZJTS4e1JnY4guZkcjw4Hrz+",
-	"Eqi8vB72CXoENH1LSLBTFbIWUEDdQn5M6zHrBruzvgwWdFqtg72VstGEswOy+kF3OAGLl24uUsqintq7",
-	"JmrRM7d8vOYVNh/4EgdxPUF2bhQtTCdc3TUR62pJGcw99kTiV1y14NkFL9+FdvWQXRL/aTsbwnf++Trl",
-	"sOPd5LBvj7/Z/PyZOaczWljmuQcbBLQ6Cqq3M0gKB19n+8PW/64ZUOOLaaGx7wrcQmQop4myGhYpWsHn",
-	"SuoWOj/RlbYGrSCGBOpJeCAMngM1HnluALjYzX5KtJEzDaIoHN6AvCvZdCaNayKcOKmsk3F/+SP5HZ2F",
-	"VT3CcjsAvZsd+90bDKZq0dERpjHA5bD7aFnXjQKDPsN5n7s0PW0hnTh0CHqC9ko+W4P0ffFvVHZKqMT7",
-	"FbLtx9IybBitka45HfhqQecTes4UcQmSpKk4p0keAJVvyYmPiqhjeKdvLLQVf0pkwDnW6YF+rb8HDtDu",
-	"luZXnhFZlUwbjOFxxuiJnKOfA0LO44PzZV4fyi+yDvv+ZS10sLhQElr+WfTyX3Mxq81pVFqU9LUp4QVR",
-	"DoU2JVMq9AA4aFz4mvioyrxdPjJvwizRId7Ax9uTRYl95ISzAbcqV+ZRo4FPEKdYsmwoIGYA2q5x3wwh",
-	"ieHo3KeNxg5dA6xyPhTO2GKJDYN00KVCvbbgkklRv3dWlYKaYsKszuva3w2FAxSE+MypKp2t3Pc7XEUI",
-	"Aq2W8goCDPhoKPzgbkI9wKgAf0I3JdcWtBYWWJLWFwJGi/VolDLTXtbCt/d/Gv3AjX5Zi+2Ug1f7njnF",
-	"MVyw8CkZgQN2KQDR1yVwTTR99dxn0Ri++aosvd/uuJ5HMsbLGnuOIf739YQcFgc+wjEVIJroLZngj4mL",
-	"TYz4+Og39AK+Q6Vjdx6a/YYO+DgM9KTnB+0t43qHR/7lq79sKjlumXWd4NVnljZYSYScW46FrfBJxe8Y",
-	"yS9+WWZ2U4xiOhMEl4iMFlW3kmNUNxVC1mDO1iR/fXxMnMvpBkF2g29C4BFGAcEYbrwQ3SNHI6ZIXypv",
-	"NgIvFFRkP8BhQycoHBbGylP86SpoF+fwKBYZezJe1UyBAeLb8az9STrx3N3CLwg8E8kLFqzKDXW40rIu",
-	"mJSbP4ip49XzxlqYKDwPNeQX3mkTINw/O7/wgD/SzLSJ5MC1UbcMypJetb3YLXxngw0Kt+vD/Qx6t5+p",
-	"U/qGn38PwnfU7tIZsUAI01H0hy+oTGYVbVpwu8whnqpl9LSKvM/Neqwqv3R5lK4JMQSW+ESgpc1DB32r",
-	"OvrKq3lGqJFTXkDsjN37UGAWWeZU8QztY84lo+spG5BLBneTjoyxmKnAR41XciicPjsgZyV2Ta81U8Sl",
-	"b58QKuLkpFBHA7qDGkLHlItTQsVQxE+BbgzxpNDN1G4C6MC/LugUVGg4YXMoRyNipKyI3aAeDMWvGBKc",
-	"+xolFgBEMQNuXez5HnymtChYmDQZFOGg+LQmeT9LFA3xtHI2Tnfmdp8M3nO/fc2XUQcw4gDx3YHyhhUV",
-	"F2mg+N9OSY6Z2TnS23yCgb25p8XQ+6GolQJLe0XR1rnrvfj8LgMPCFh/TJgQ1gXU2acYeQWBFAfbXpMr",
-	"8cHL+WWzygJzKY2z6R7ouylCVMVKgJiKWxQfZK7xcb7URyHPsPmwN3BU/N7PNCBvcGaXx6AhCnBBcl6e",
-	"bE4/zU/bXdQ16edLbRgg2Gt1PXmrhn6OqR0TRpW5ZdSAchWtRkjBHJNDe08o3rfcDpr6+JsxR6Ojk40q",
-	"OU7K7fCyrzL+B4jP/iNGSL9CRtnpTgFJB51d3vxWSWiuOart9R+q2aE7qYmm/Go9rF9DyHZk7ctQQgIG",
-	"BXzIE2AytG0/4uSEa3DH2vusOxzj7aeZVOZHfHY3BePToShXL8uNURkffHoRJtBBYJ69Hn8vFv1Cinum",
-	"NAqXVONe7AY06Vs59sbJsRkKwM3HUMDV/alA7z94Up3CJ4w/TJ9I2aJ+9fZ3FO+Da2rCMAUdxHQDpqp+",
-	"TtFwdUKMqll+4OoMCOnNUfHbztABwRtg34peh0Zg7o4b8/tQJ9OP420gGnuzoaEebPswFobdNxOAp8A7",
-	"EoIPwgeXOWMbjukDO2Ec0J6gbF8EAGYJSA+FD7m2UBiQM4RG89xGyxuY7SCPrh13YJ/6zn+48ebO/LSJ",
-	"x4CYWh9sDjuCufNvj185HMTCDuvtbj9hIvtTKCp26H/b2f4PtrOdT+RSYMoLNJat2tbstweETmXEVGJ7",
-	"gqefclv9oXGOH/3mkHvPnoAw6raugD+93sYTkAzMOAPPf1MS+YkoNq50PasWz022iULbaar1DfaIA8If",
-	"gjgfm3eBwSH+eniho/iQBk5bEk8oF7bH4CIscPa0tjGcY6c8oVd7nnwbOxnpexFIKlc3+GBALtmMUahZ",
-	"QYm3R65aIcH4+O/41ocpbKIMsD0NUR/Ov8q1L+F8yybcCQRxDNa21INm8T3b88+l8OZBRzia6AmEfgjW",
-	"lnjxxryV0miIkzvx9bgI11bstbKjDLdshS/J2kAWEnelOGgTy7PUO9KZzzr6ZrpQnwHIoXnIjc1RIqW1",
-	"mTQmrqEIfgl3y+s7DYEZhWIlE4bTyvnhDr95dXx8fNry7NwxhjGuQ8HhaVcxQRu60I3qfZARVmnmlwBa",
-	"wg3WT03Kxtj57vmCXrE5X9dVF2LbHSY6EMA7kbnTI8AfQep8fsbgHFhLkqrrxuCS2BH7M1JJWmaWX1Ay",
-	"UkxPnNqJ8XxoUCFc/B0zsVF3nVNuQjY1nCWj5bYR80dNV6MN/uIr31Loy2Isrvd34iwG3T117PZmwCTP",
-	"uXsKLO1yjhn/gtx6lCif1JTT9PtfF6Z7HZ56wtP3k6wL1A3Lbce7Dr7GcLlnDn9rxwWDr4wWWFwihHJu",
-	"F/G214hgWNaEVRUKQ65LvV/BC41e+r4LT32B93Mc2xosaVnIXn6hsfDAnGt7/XoKkgpri8ZmRI2xuUOx",
-	"GpzrE6GtbFLxe7YalXuaXsgLHYGUuchmH727Nq5WDEWr1Kpm6h6i3gQj/ZBVDd+Sw0M/xn+goRJvhaGI",
-	"V+9jqvPmaQKVs8jrV99Fq4CiXjeuLUg+FDOqDXn5p2gfkHblha6E2PJhxoSn0CfSrvzwdqp02MHLvc+1",
-	"idH8O3D3GRxdPi8Q2ASU/bm4/t9rInezh4buBnQ/+s3/+W6LpMEW3j/x7bcJIV1tIJfR8QxC0DMjw1un",
-	"Gfv9vtAOL/pX73748ZcLq1vao58pWTCtyVjJeuYCKa7e/fA/371/j1LxSKoxM7414H5uuS08+R6t1ktb",
-	"Lfw74q7l6NOvqMt49qvihj0Te8cGq1sZzxIBBr+2W9pdXP/v/3OsVXsUFhczhlUauHCQDAwGapD8ym6v",
-	"JNTWgbh8bx7MsGy0ldHsHwePY7xH0nfX7aizg1lP3rc6s7pUa5UQBfaS/MT/epARWpaKac1KcruA1Q0F",
-	"VjSOatgjK3Hl9U8I9T3UwNk5BxvRnC5AgbbS8lCEqjk5EyUUsYc5x9JALkSOM+RESFJJMWaKTFiF7mRN",
-	"5ljRdShgsZhe+UI3L7l4PaagABCGSh2kbUa0jKhziU2k6jiGWs4NbQaUOU6Unp5ywaf1FH5c7dCxfDA/",
-	"8arimhVSlNpSIlggLFK4PDVvd1MMo3MFIwtmmlC9V8fZ8fHxQVcRSjtc59Kn9BOu9NXx8fHxhpV/fIYb",
-	"27WI7ri3nzX/66tXUKNb3aGKC1wCtoJImwE6cTEm9cwiV24/5mSKqqGWU/b13+iK+VrwX+xKv4QlPNOd",
-	"fmV3+8zu3K9Mhfuqae+KmRWp2nUheMT1Pe8OoP5lNlYUYiwkoZE00S9locN4g2l5gP4hsHkoFyhNQTSx",
-	"ly+dMpL/NgTGPuydDHv2/pbDXjZ0N9ywd/LzZx9IDRGrM84KyL3yOdNYNBY6Gbhw1vlEaua7XWCrC8hy",
-	"tnpFxIhI/5aPD5koORUHQ+GDeBTTLprZvohG3NYa2SduYIm+cRsuMmqXg2KI/Vm7KDIUQ3D78VoBgHZk",
-	"lyH+ybjvh6I1JzIcmLWQlR72Ts6zYU/Juf3z8nM+IJc+vNaVZPVCSB9WxEQZYrKtgOOAp1jB+D0rD+wy",
-	"plwv9d5ZiiIxhhaTLyinLN/2L5GIl7K359wU4K50gm+DnDPX1+DfHGPJ5gBlcCMyzhLX9td0KSsq8MjX",
-	"ubWum6ee8pZqZum6p8ITvwen1pWgMz2RWM+0VkJnPsVOZ1HuW9akPybqyTytS8uu6ug3H+KyZN5LVMoP",
-	"vbUhn8g530KTbNKHRFwf14H6HWqU1DsKsqHQjJH80qVcXSG4XGs/33oRqjm/M640R1NRxyVC5k0v5ZNm",
-	"+pz0MS0jb7eXdjVLXO5X/MLBKXoZMHA42pqGkAbL87giUpVMDcgZbtr3HonihsDCaG89q7Vq8vr4O1wC",
-	"9BDBUTFc2IUah4zKkrw+fh09C/3kkqEQv7o1X9fqSSMhYPwO6mvOOYp8+kNF7nkor/SQv4UmdBCnBI6h",
-	"KCB25yJuX/IIn+3g9lC7DRsl+lxxFxW1R3aYjiX2vHBtKPHm2EM7QYLhzn0rrqOR60OXVAmgPoZgWICp",
-	"4tq02tdhFSUGprcQlejtRWDiG4p+HlpmNdJ0qwnaCb5vv4acDWiE5vmrk3ihpD685Bo2xd3w7Kk4xSAL",
-	"ffDAhpejWJ6fevnc4XXWSOZxByeoUEJ+uf7+8C8ZFODWhIuhwCZ4pJ/7jmp2OXALKTauKwrF9J06Alvp",
-	"vz4+Hoo8wBhbON3Yp/JOW2G7MeCueBTevrBIFFDqWS2M2PnPSAcENzKAusGITgNiaGDXrK17PS+f2W7Y",
-	"PpyuEHTs4PcHcD4/dxUoiy9OMUHqlyNCkd6dgtt4lANVxRw4fLk3ibTNILuNJpDxCe6L9jJDvEg/qjO9",
-	"HCcTskKHInaNu74BIVxmfbTMCZlPLKSiLDhMnZvNWJkRDGtFstT1lEH7N+zg4+MXoWCT3+9QaMOringh",
-	"kmrwkixHATUBbxii04eA2m+PvxmKPMT/1sL1LgPGRyxv8myyoxfsUDS1vizjKPwFBC5kqAhCb7WsasOI",
-	"vS8zQkk+GOQknK2LuGkuCI2N6hpubN8LPVbsAK4NLN4FFfqRakNew2aW3pO10RzKar1xC+VMu24NWMYR",
-	"zFquPcGpvw6H4iX4T0JTyta9CE4l9L3M7X+mUrGDAbnCdSHI7O0Lwj02CdCsumc6dZm8X7mmH3ubPAtn",
-	"9V1Gu9oKeLSwtIUw/Der3Z3VWigTGhfU++L8dczNUclHo04We+3YE9j/FMMmonI6g2aWVFsC9gYO+Hnu",
-	"wg3Q3jUUhk1nUqH4Nws75qJkn7DjS42tyeCbjCg20j5pQE+A7ixPpAvHAhdAowPybiwgO7kR/nzzlQHJ",
-	"oTYR1PHUrsAhN0PR52VGbhUVxSQjho4zkv/49uzN//dzfkq8uATfoHWcsOnMLNyeBcYRQn8Ge3A+jBDH",
-	"1gctvd7eLcD4Xrc4mGL3HJKHIx0fbNkzaooJCMQQp+XcTpmrGU7NULy2whvp5/DkdWBdVpx1JZPAegAt",
-	"urzqckAsDOzlLkcNSJr7JjrQoQgn6tKxqVntXp+5lrWJCzfqRO9uKlDbXNhAhrGSEfgcFkRBrXIuhqKv",
-	"7T2DRIDvNKTSqApkzE08mJHy4NRdwJhzh0ViXKwA3N32WMlU3vv+/MGOE0rvDkXUpx9PL762mh83mGh+",
-	"YOYHbt5Yklqh1XQdZQ7pP+4E8ACC+G7XfXAKcgeejEt7Ssnw7oi7WlG++vZPyV6UyzpntAzsg7mMBzFe",
-	"eerq7I6JVo6ddeZ0h05YDwqmKu5brzY3t+/UfHxH7xTIXh9/tw3M3omiql2VgYaW10xYTNJaIIQtJ9pi",
-	"P6UI4JG18+Yfjf4dL/Ywb1CLyzrqDBSTkRr6zdyFS4wjGpXPefVXcrzO4/MDN+/leDvHJETMp/H62zgK",
-	"6WU7COm5jQluS2vq2nOjMyLY/LHJMn84fHYwcTBC5bOppWSvqudE3ZU0vPZp5mOMEIQUWKy+HOSNrNXj",
-	"0DenRRGUVLK4cz5+J5pamW7s6mZC2Zlb+wykiJ/Fwjwqp4SKRSSeDAV3vqBli2TzzBpB4ulzCJtJvnz+",
-	"4O+ACFCBQPMI1LMpwRSivUwbC6YdZdS55fXPRSr29NZ0daembW74PRgr3gqjFl3Yag/j37aJ3XH7DUDy",
-	"FssXWCCuMU5YNXMEcS7eeAc5NppVo4Onwuv1+bZX/qGtRJUH9exP6CN+aS7zSiOvZNpqJDNGwRoK7RUO",
-	"NbPLcvH/7NOsgoJwTt5PLREGaq2QGzbVOySEM4sUbh9UKQp5+dosKvvFSKppp6NqW0nu1UZBrmOCGR2z",
-	"a3nHRNcRfPvyVbIY01Mn0ndlUp8Ru2RLEf7In4XF7MPc2DQ3jkXazG6IC2rWFvCydLIhzx2eeMowBqrv",
-	"OvPb7eSDLwVYAM6yohBF9AFkgO+taRZqt/BUkeZU332ZNqGwqe4eob8H0sGlEgqnnDrWQB6hi2ZnoI8/",
-	"4iekkM5AH1j97yTQpwPSDy2uAGa2lQP5ZVY+PdldwNzPnd2xBg9q2HUZ48PXZc17dAyDgIYQsEHozQSJ",
-	"zBrlsST9ttuc/9a7ZVQxdVZb8eNvHy0GYYYF4lytqt5Jb2LM7OTo6OWrPw+OB8eDlyd//vOf/wzY5ob/",
-	"LYhv2DjaCkCRzKnjLyBYoPVN024++jJcyfGD98uvNpJ2PGXI9/n4+f8PAAD//w==",
+	"7L0Pcxs3si/6VVB8t8rkuyNadpzsRqqtU1rZSXyPE/tKykndt8zTQDMgidUQ4AIY0dys32d/hW4AgyEx",
+	"/CNRspOzp05tLM4M/jQaje5G969/6xVyNpeCCaN7J7/15lTRGTNMwV/ntdJS2X+VTBeKzw2XonfSu2C6",
+	"njFCx4YpYqZckwLeJP18VB8ff1WwuSym8E92gr9o9g/8Ox+cEnnHlOIl0+Qd1ebozR0T5ujt62Ev63Hb",
+	"/j9qppa9rCfojPVOeth4L+vpYspm1I5nRj++Y2Jipr2Tl8fHWc8s5/ZNbRQXk96nT1nvO1lVcrE+9jGt",
+	"NCNMlJqYKSPaKEZnYSqMKDav6JL0p1SUS7LgZmonVw26BjfGfuLBlWxM68r0ToyqWRjbjZQVowIG9/a1",
+	"fQ+am1MzbVrjZS/rKfaPmitW+gaS0/7mVdabceH/fJGigaUuEBf7axPikglDbpYEXriUtSoYKSpuOYFI",
+	"QRQrpBCsMKdE0xkjM0YFFxNCNclxQfJAkimjJVPNLFqruue6XTE144JWnSQy/oWDkuqKF7fMrFPpzHOI",
+	"gRfIWMkZyT+8v7wiz5mdoX6OT3SeES60YbQkcmxZaSTys9pMpeL/pLa1nCCdSH8x5cWULLjQZDFlgtxI",
+	"MyVUMaKZMIMh+YndMUXmtRkJy5I3jCrLnfKWCcKNZtWYcEEo+fni3XAkOhgTh7Uv9ZdzptepcC5nM3qk",
+	"mRUPhpUEZk7s55oYSUpWcTvifiGFUbIiYytFNKHVgi41KeSMde4faGTDKJPD/EWqWz2nBftgWSMhnypq",
+	"+B2zY4NNzrTmUjzTpOSKFUaqZUZGveejXjOnU8Jmc7MkY4lyILzpKN41fsecid3f62XxXF4df/vN+lw+",
+	"WR7Wcyk00v3MnNM5LbhZ2r8sPZkAtqTzecULYKTncyVvKjb7n3/Xdrq/RZ3/D8XGvZPe//W8EevP8al+",
+	"/gG/wk7bBLuyE6ZsJgXhmlBDKCncMEjFZ9ycEiHN1O7/BdWEljNuLB9IRQrFLPmGI5HTCRPmGt6/VowW",
+	"U1bmJ0QbqgxIDkHgDbKQdVWSOdWa5EdHM/rxCH7XOZEKOX6u5JhX7Jkm+Yx+PHNP+zm0nWck14Wcs/zE",
+	"D/pf/ouMUFESOhL5BTNqeXRm5brfeINTks+VnM3N9T9qVrPrcV1V0Nq0NnaI16VciJxIM2VqwTXDzYUf",
+	"w+pEjaYEaiHhWJFkQbkhN2wsFSNGLWH2E8rFsMUpjhe4MGzClF2XT1nPr9ITrv7Fd+fk21df/4m4lknJ",
+	"DOWVHsJecw0Ac9qFsPx5wytueEpS/DKlBvYPLjUt75gyXLPSSqycC244rfg/GRwecyXn9jE2BF/8BLvq",
+	"t9V9kuHT/2JKc5z1+gu1mf7IzFSWiWH9IBfxqIqCzY22vFsyYUekSf/s/APJo0asomL3OJGC2cGv8GXz",
+	"Zm5XfEqtuGGWc0pS0KrCN2zrBTUsdxrGKgW4YTO9benOQld2nm7iVCm6tH9XkpaXKOAiugRtA6g8m68t",
+	"2wrt65LL9OdsdsPKkpXnlhs/mvRLfEYnLPXoU3xG/829l7n+1hv/NcxP3vydFcaN38hCVuuLH3YOCNF6",
+	"tssIYnKFz5JESo0FdsA7rk2ChBOvRO+2qPb1D8hP68u6MmjXdueIfDuJdQ2ss7YnrNC3z8kMXgjcG/Ot",
+	"Rg0YmbfhXdLHEQ2XdFaRphM45dd35h3lFb2pWJp3ihXO3Eq11irZBqx2IjpmyD6yoja2d9IH5c2Es+6Z",
+	"VU3EmE9qBZI1IwIUL3iNErsATJv0nEqurZ3QKa6mXFvlwfH1W2GXq3OH8jLZhgAlxjHrRSeDA/PesPIM",
+	"mHIs1Yxa7aOkhh0ZDty91rQGfd++z0Q9syx2U/PKcLsnkCY9e0oYVhhWRnzXtFCLsKwXjOqkUF7d/FZj",
+	"jwkXxhHzSHre3RRNbooW27e3xPWMGTgtaVly2wKtPkQvtGy2pkWqJoljxdsiJ4SqST0D28lIomrRnDbA",
+	"ZcCgsJcyIkXBMlTg/feto2CN1KsSvzWGJO8J03UyS1JK+7+1Zmi54+bPSMkUv2MlMj83mtxyq0mJkgDB",
+	"kpugk287NgX+sGZinX945rqTYy+M+k5VtOYRvUG7yJ4XjlvhKfx9d31HrenpSZlk1juqEqvnPj6Btbqj",
+	"ilv+gwXUzKwf+Uzc7bNOKeYX1LGyMF18Ky2Dc1Gz8jV1fFpV78e9k79tloxgbls7TVqRsMr0hWtUf4Bz",
+	"7m2HsLQHqlL13Or2plYiueoqbPcNDaC5ha+e4Ea4Zh+5MxpQKEt1XUltEp2s0G7uB50lJhIGtE7QX7O1",
+	"/eoUNE9ja5SsTprceJuP9CPrkUh4g4uRMNKeeXJGDS98W3CCDJCXrHZjwIOigKe5yawqCebTdGmtCrvW",
+	"XuKdN8fXJpHUnsl7wYiuqJ4G4RLMKzkeM+UU2tVOButq9zZpwsW8NvsN7oNiOuxeSxA/RkNvmSZjxayu",
+	"/NF4vcJo0LTXx7ZZktmhRp4738Q6L63tMy+h1hk4FtWyNjA2oPN2LnWbO24ztcfPqShYZY+1KqFFFvC0",
+	"YmX6pC8ZWK6J7fu/4XeCW4VwcG9SQxZMMVIqOZ+zcr9TZh5Jis0Tb8acnO+Uigkrv0vqp7IqvQtnbUDz",
+	"rgfaUFPrWHmh1oboZb2ZLPmYwz9LVjHDUDzYlUHhMceHtskCxpU4LlaFj3PwYKfpGbLidi6TvHoGIgVE",
+	"oZcGllcX3oFFKPqhUfCwCRUJw3gPxW7KaIdsV2wuNbcq1DNNfnhz9hp4nYO1LkgfD1kia6N5yUD99e9b",
+	"ie2cGXY7jLnSxn2cVo6NYh3bSws611NpiH0l82esPw6sqhRoGQ0g3UmtOg4hR3HPwNt3LjTlhp1ZcidX",
+	"uRHTq2dreLA2SOcd20c1Z6Lc84OP3JzLkqUN4w4dzbJzS/9XtRD2GbYHu8Qeztv3B8edhTTwDccz30DM",
+	"N9DVYRUdaPhtetabSRVo0mYpS4aTYB3bv4hRtLjFk530KdGGipJWUkTnBxx97hvFwAnKysxuJbuHprYV",
+	"aIqbwSkRktihkUKWLFZz91yKZvJ+MgmdaJX6QM91ri7domxaivVVDAyXOFnxinDrBSHpl7UCex3vV4gU",
+	"1bJDzjh7wpPLzX/oyLaVXvA0w6lu4NK0v8d1trvHxwuQbZZCaHjDkN7XZl6bp9s4cjzWrC2TuDDfvGpW",
+	"JdpH3k24zgM3S8O0PfJ+vvru6M+kz8UdrXhJtFVrRME0Xr8WLOlJ2sDtbnyu7x0sgTMy56xgdg9Tv2mf",
+	"aXv8zWtD+tqUVvuzO1mbkilFjJzAbh5kaCLbqZAc+81RFAzXFujheyta6C9jbyGFDra3LmrRbVvAXX3W",
+	"fdxGt2t/fvHty+23vAn22TS4S5Taj7DN0srChi24gfe7J/Lr2lQezpAxTb4MjnRn6yFYUoz55D1MA62W",
+	"PVnzjlZ1ysFF4AHhJYobzSpWGCLn6HSWilDibDy4fm7+wlcsNaRgjvfi6/Gvv9nC89m6EfnrKllw1B0E",
+	"MUyYv1ayuN1KipU5C3J2/oG4K0xyY5tYt2zu6YsVQhrwt+i9v/Wcvu7Q3+IGmfEZu3IcuLvHU7HG077X",
+	"ODX/J9vzuI0Y48Ux/F9qE3FTbXbO+u0FzWZrN3Z+RtcVF7fR3+lLAsW3yzJ42sV+XNTsDK5rWcL0otET",
+	"N25Lz1+z1DVTCGZbNwus6HljhVSHB6xxam6TkheskHdMLS/r2YyqbY6UjXaY8/SAgJ97Z0bja8l6Y8rx",
+	"H5EHc7sUDDTLYr9qa44tigTKbVqi16youMCF2O2YDPEI2Q6LCiImuaqq6+7JPsKl2HvJugnmeova7jp0",
+	"kSwXeIW45zESM8wWEtr3Xqd9nLEesnYk/chmN0xpe+iqJWkdwWROl5WkJSmoUpxp0vfjsUatYoSis4pr",
+	"wsWdrO5Yyqu8menRo97x1FB926UDrc/SuY467uPxceirTYSfIEjNWu3Mv0b69k/QKLyrrgkegxYHJ4SS",
+	"n39++zojgi0INY6G8I2/QVas1qxMajFMKal+ZFq3AyZ29VHYp5d8ImiVvvqT2my6B5cKXA8npJIFrUDb",
+	"KJmBUK3MeerxQpyVGPxi31BsJg07dfdw8FPj8UhOsqLaXDIm9nFjzVueqrXQjit5yzr8ff6a1Soc/rKG",
+	"p6mvagH9RwK3mQpeeQMxYIvbWSePtcYBvdEQcBS/xLc/Zb2FVLfeN7rpS3f1/Yt/fVUi+Vls9Er77n+Q",
+	"yWiVslRMJwO47B5vgiQIRvJpwg1ebtWCfyRaQjSsi5UElppLZbo53nP0amdLaMDyC3Hxxnb1qDFsNjcE",
+	"TzjStx1c14K6cFrLrPCTDw26nnE9o6aYZmQ4HA7ut/Fsix0iyT6Kwo/WWdC+8EwHh99NzauS3OEXnTvE",
+	"nhK0MGeJHfvOEgSiaIliBWtu5j25baO77av0XVez/2GpHdsTx1nP0EOZEVZpFi7XvLs+RM/Yd3wMTXKW",
+	"sjY38uNflwaZbgdlFr+4gMsSnYrshQdgR1UV3s7hZtExz06pJkIaQotbIRcVKyesJEvWplr3IBIRZ+kl",
+	"J/5Nv9ZEsIk0HIKkpbv7rJWyYrNh72Gy04Ro2lEaOQJ03LjE5IExT2VVatLHcOfFlFeMcGOPc0sxN0p3",
+	"pu/k14wFjY+sS9wnOjN9ryiltEPeU1JMTmDMLtbYLjDRXBRNIKbr87TJZoCP3EHnpc2NkrcMfH1ckxvG",
+	"xYQoZhS3H6LzvxbQByhJc7s1MVPEtUFKRkur/pJ+iyHh7jWOLoBYulbsQyuoJdAe4xzccJ22Gf2522WA",
+	"u45unxXwX88v206NtN8bNv3OTu/WKbTN841NbxtWFOzaHplz+3frCATu1k5BbMB9C+8WE+umxgGE2S6y",
+	"p0sNcoFIHSeUNxsTzicfEmD1dTKu+GTaMcFNavnKSjWvxgPLUreIbSK0ybhpqS+DktWe0PpWxrVVtYAZ",
+	"UtHWdVfPBXfrpmMJYCTp00bhcbo8JYIZq7ORojYDLyDi/omRp831/USCOeEFvz+mI0VThQ1Ny+X6xgYV",
+	"BXYqxGskpX2bPId0TacMprQW1f0kreZdYvxtIUvmrSqr2dWK4T0parGWuNBIRthwMnRBY1bnu/asd+rO",
+	"q5BTAtZJQ8Oska5RfGoTh9RmjAIcieSGhROkD/0TTZeaLKZLN5CV40KxsbXuvPKLaVmK/b05Nh/HptvD",
+	"YmpUiQPZLqvbv8vs+PVT1vueA49xkw5Hl+rNjPKqM4dDqu4cEHi8nw4xpbojiqjGMW+VddBCa2xZayKt",
+	"cTXtpmTb99y85uNxyllBuehY5huqO6JprHFI7OpRa6+7NpIMWLRClDZe8zRvfsp6VrDvfti76X2XTGno",
+	"ik36xSpFVn6e+PzbdJiSkAvSBw3KyCt4HaIArzDYp5lg8FOkQpnS29MO7Ed5xzaPDgbjNAb0hHED6XBB",
+	"vLSDuBJx+tZE7Yp1K6ZXqhYFNV2xf0ae33MVu+Ox7OkG55hi1uhrhWdtv4H3XOt4NERQIdeszWrDjkhH",
+	"B3qfqU6LuRsuKLp3U4GSFdvw6S5xh5tzSlt8auScVOyOVcNe9mXFK2YREWOqBOp1LMo7OUmHvHCzlzxw",
+	"J8EuMS+8Q/f/nptGF1xhEC9SEszBplx0PVNUFIk1Prtpwpb9bvc2eDoLyBvo6cw5YY3IvciFE30jDF4d",
+	"7SZB7VBdlglvxJ9PP7XKVhSxmZzHXLEx/7jRgRAnTxN1/81QzzGhfvu5G3k/cJ3DooYBNzTeyDhIzzXu",
+	"4aJkiUlPuLGi0FrL3uMFb5L+XKqCVZQLcvfyhAzJj+SMvCYX5JxckZ8z8h+kFhAZ2KUGSsUn6Yx1S2i7",
+	"cf2R4mQAJFiDEADvX3rtDi2uYi/1VsrEB0iI5wXAiIoZw5TeIbsDBRauRtR9akl/YLRKTfcXQFQIGYxC",
+	"L2zXJKdz7px4ud3MiFUiYZXsVHIuxnLofHf5SPRppSVkKn//5oo8l3Mm6JxDlmM+QEvvajlnl9AzuXz9",
+	"n+GSzE97JLwn0JqLaCpoEmzLxVRqRppRgUVKBWSckxn9u1TDGRdSYeb5irALX6X55+zD2zC34I+MjF/N",
+	"1B3TpB/PGQPXNIlnmubdIqj06z1PINvljq/2aDkZ8gqBezMUrLdCLsSO56S8TadzbSJD8E4rVjGqWSBF",
+	"P/f84Rd8kJFRr7QbYdTDyBtBaqENnc2Zc+JvZ99w0PpRZfFKpZg4uoRYz9Jy8VnhwNgramT1vLhH+Dna",
+	"lLs5ybtveJWsWp7sWgM+jE/bM1NZT6ZgLS21YbPkKq9km28KP4fuMh+ysjn03FH/zKpgh06xW1m8w6zI",
+	"DAf8dteFeTraNyNrL0HaLxAT/gFxiGvr93mjEB0NhqjSPzgG0c3ufFqL20Ny5x+MiYA+D2eihsxfBhMV",
+	"djwHYCJZsnsFsM5k6VgkDiZ8+ef9IqtdK6mRxcG1XSmQgHWT8sXYQ885ifCawXn+jZS3BD1EpwTmdUK0",
+	"kYqVGXGNxWmi7KNBB3LaSVM0OCc7xGh44JI114ibRNPeJnJIXmwE07G7jxSgO5qpslsPfj778DZzM8W7",
+	"xThdGfXP9vyjUCX3HL5eD99yGBD7pSTDPwgvyZHbEDBi4aKf+zQKg46CnOMd0lBm1vaWd4bBwzBTpP3A",
+	"1IwDJd6HwM32HG+52BO/AMOxd7kfC2+GnH/obfNAL9i8Wu65Y+MhrcK7bY4M78naFLIdcJDK5N0UfReP",
+	"PUQ6rnDSfVXQDurv7k5Z44D9kpwxtLm62zNkAWL7Wfl+vuESbXP841pI8JyJEi8IfesrgcDs4xwY79f9",
+	"Ar6lrM5pVe3Cz6Blx5e+PpjAL8o2rXuNUw6rfD8Gbzj8n64o1YPQtemjIWVa8UkQ8AH6T9dyfF41aB5G",
+	"NVR+WA/XhuK54oY+POd1SpBNLHTIjb6BrzZlAq/T5kBMFRH6C+IpHNUBWKqiosOpHLkBEm52LpWD9tzg",
+	"/dqq8xg0wjYE/9oB/jy3J9VBmX3fG42GTtsugLr9+L+2p/MQ/lwhymdmzIqKYY3DOQBHNrChmzT2LnTA",
+	"hPGRJ+JvcjS/EKNLx4iaQshaFNbiYhSwjc2UUDLlgEdEFgF77ECgl8WmOKMZLaZcsCPFaIlrA1E9AK5A",
+	"zsTSI/shQg7eq2qipZ0WAtXC9QHJvz4+znEqOdhJ1wvFDbvGqPQc3dkQSQZNkAJwbV1IkTPL+ugON/SG",
+	"aohbWrKSVLK4ZSVGktrvb2q9JFajlDWEnRVSaKOoJR72lTlIYn1LuCbjuqoGJwGRF2Eo8NaokKoEsxeM",
+	"Owc925iGEMRdQqSVpuNVakjITfXWY6DBV4EG+Oxa3jFVSVoGGsRmZ8mRBIbeYoAEt6Mk+dGRe+PIzvbI",
+	"zTbHkFkHXFWbOS3cZYqdLOTGGinJjDbj1IiuOwYkjYgMlgClFCzDiZOKGqY6b207ApC40Maet7tJ6DgJ",
+	"c2te5U77G5uJbu+B0Ts2/Gxu9gCfiFJ5PwEw9Vv87oUzFf2f65sNu+rOwiw6ygRg+QAf8ecww+2WC/jR",
+	"PmjmtI3Dzw2C8LHwQjqqbnPa5m55lyvBpc6xJBXB9EuXkC3YwsXRnmI8Edg6AWIIrleV0Qj77vCHfOA/",
+	"dJURBH2f0SWhFcR/WikRACDhvu/JckCjxE9vyO2a8RmSDteXG4oHHDmnD+YIQui9JZYlKgZc85LN5tIy",
+	"47ANkL4O0z+nxjBl2/5//3Z29P/Qo38eH337a/PP4fXJ0a//9/9I8QYO8375l7O6MtxQfduGc2cCVqOX",
+	"dQNrIlxlyI/0C+3Ws4XsExrDyNGk7T4Pe3x7Gugqx++cOLrOF8l191myDs7tkFrloRJ1tyTl+s8vYK9u",
+	"8LauAUJOpIGj5QROa2vfA8S3zmJwQz0S2vCqCs5ppx7AwVTUgMtoz2UEgHU5CC4cGUD19S0rs5FYNEpJ",
+	"GUdZIFycy29pBRviGdpEQA6GI4FYhg0ypc8C8PEKlOipVHCMzhx6TSLkwE3lPII6WtGV7XmlvYj34Fd9",
+	"nBgbRLQiCeKEaUQk2g+k0PtadjdJcPWv3HepNgOxtzUVqlDgnlgPk25Gl62RctMe8wyeQof0qeUdYY9U",
+	"TCouJldJuqyEP6VPxk63eJeKk3IVej2m0+u9SvSw5y66E/r9yIK3GmbdOvqunQRr/+jw/Uo2UVZrvXZQ",
+	"0kmZK6ThRRLERTOrQhUsZE3WukPBxEG8xqoobEes3YBYGLIRGvOq73p0mS4M7nQGGdGS0JFo7XOqb2PD",
+	"zCr1oMq7KDBU9bnPAowq1mh0PtlnWKsC5EFXOYEuBGHYzrQterDeh8fcTVIMDsMfWNXRqtPFbOMurc79",
+	"kobZA/MnWAmgk9m1OvFjgAy/2uVExkPNEAzTTNnMil5rTKlTVP9Gwq+O+7B5w33l6sSQN9YALqgVzmD9",
+	"lIouOqmJ8/Bgxnr79EOQHXRt/wX6xX5iswvC+Zfp0q6/S4zxK3YCPV/TAgIK/4V/uTH9izQOtmvnvyT/",
+	"GglvKxaV1PCTNxCvvcpL/uUyfOJMnX+NhLPnro289gMg/yJuy177PdyiZ+xw9Wf7LoqE0wRWJdgtxpjG",
+	"wjYlWYOsSIvyeUWX505r99rSqkhp1UsifSEJL12coatD5mWBc0hZxrZSxbubsPpY4v62C+xm1ZnYrei3",
+	"Z/AAt1uCFJ/X84akvfYm1cOdbys6xRqVxlxw3Rkmvu857BD40igfovQhnYCpAMGWAdWQGjKT2pCvj4+t",
+	"hqloYZjSgy3BmO1e3B63YsgethPFtM5IME+z4LGSqnXE9Z1+17FE99UtIldJoHJ6ifRSFBeurT33IxRz",
+	"qqSY6FBRDNwVGXq6Ir8ZHMm8UbOFJJHtQ2YIu7PHfs16rNPB0UjxYFXadwMYRjDkr338vPtzj2skh3fE",
+	"tjsG2hR+kLxYW6rPLS/sgIIT/OHyojODnUbFfDocVzQqEbExYSMc3zpZ5ACM0KbSATreQg2BQlE9xTAd",
+	"yJf2lmpHyFQl9X5hEi4o6l07tTVucv+wkWJR3gfdjUUIUrukxO4Cqr1D4NglvLsJ7mqTU9ndG+1OnqQg",
+	"xZ6zVbZDUna5BsPCxKPYwOWtmiYPEAvrtVE+r1Rw22xoN2TQVA8nHM5hTx3SzXYP7kykOnRFErSG/YBl",
+	"Xp/+l7HMKOMOt7xNlGniCEj8/Mg11Dahi6w7iYOgaIaVmitdqT7TBVEU17FJ3ipjMZvQ3LV/9xol0MDa",
+	"6M48z587qKp5bXI01h1K3W7XzqtVeRLWcxjHj7JkHXOa2UfdU3FcYBvYHWgp+ih5J96EEW9qpR1z/MnX",
+	"e3vfRNB1I+zhqw6WGIDcEXPPLduM9D22sfLhvVmooa2YMP9Fq3plxg9LcMJmf0yGA/h1aLvO4J7OXUWl",
+	"7xU3KOP31DHufcOxc6zoQTSODSA/QVdoqwY+HyRMcPeLRC8IQZ/Y84ZuXU/ep9z3NiX6zOvCMSiuK6fk",
+	"gOW8+/eZJqXkYoJxHpHubC3gtSseQPwKenlz/dHWxTOsH8ZK+xMNYRcrikaOR9mQvMYLyhgKqV2mNsw0",
+	"J305HpNaVEzrCOlz0KHVL8pkirysauOyleUY4Za4hgvekCB+SvRyVnFxq6GsuQ+8G5JXx8ckd1UfrotF",
+	"E0TjgTWkYKf4VrEorx3UTu5u4THXKMpD7+fP84zkz5kp4L+1VvDfO2r/C9kOGBxSi5Ipkj8v2R28MFcS",
+	"v9BLnSNopKdL8CbbowMDX46OaFXJxZEd8DBV1XsLu8UmRhfaZgNidULyBpM0J31KiimvsHQUjg1jEBqU",
+	"WjfiwK4a7ylrJfQgI7lPpM+RSxH6sQWF5KMTZG0qfscCEQYe5AgLIY+h35k0DkmQB9/7KhjkFq70nece",
+	"YTK0kh8dhYeOXQKkk5DmeixrEfgBRhVmHwAMPYCtXbytMQaJECCocvvh0e/eY0Hc5oo3fkPZF07jIpiE",
+	"wm92ss4QC7dRXkysT7jbroxe/DoJF9+NBfBWy4oa1or9gpqmE26I/8yyjN3IOaRjewSCjEj7IqJwhAz0",
+	"RZOh/RzVdztT1N+PvD4P/eBv+SAjM1p6wdkwNMegPKuBxxKpjeUMo0JIACbia3ZAviFvokQpd7nthPuU",
+	"FbegP1BRkhnUM/Q3Zk3tVDc1jpF59ju4IhGTU+IvRGK62T11hw1ZwwQX3Me1cS8ea4E5+MYH+CHWNALH",
+	"oK6J/dp98y3Jwz02bBx63SxAnsRGysir41fxZz6lP954XABgti+PSNdRRboKbyedDFsVg/LgCHeb3Wv3",
+	"VPDup4ft5vTe6J3ZbIwjCQ9gjUdr8YWY4ziig9njbcC7B1Asgc/4ZVAsHKNraQMPo1xHdbSOmFCAC6nk",
+	"Da3cHQoGSloi9PMuMvDSifzMmpzSw7MgKfIBwrpUXIOYLKTQXEPVGSulUAOBh1CBFhSgCZkyWjrdlJZe",
+	"qsG/jaJC0wLDASCOWi50qJXpqoA1MdVuPcA6wKnewKE4G5JLjGltDdafEdAypuO66PEmQxkHqxRoYtY2",
+	"aIKcuYaTBJGBfBhqkg0E+2g+0EmDm78RN3of/8PWXI7Q8C72nzfd9yxKvFfmbmcp7g3jcv6Qg4Q7bgLV",
+	"inwpEMsh5AKrK5z628JI+8ATHxVBxZxOmCgYm/K7PaL76yDeq1Uv1KM4iLbmNP/axQEPP0QTHPVlnAyO",
+	"Ba9d0OnBToaVkOEHXQmvBx9/GbTzjq9HIJ6uZ4+AUPTRXCDoQ0c0yphW1Q0tbjfEYWqjqGGTZUwPAWhz",
+	"11irBcQr/F1JiDvw0Vtc/B1BlHtZb6yYnm4nV+gsWxv/Rt3X0e/h2zZeiC+F52BEB2O1y9U85POLN2dX",
+	"b173st7l1dnF1dufvu9lvYuff/oJ//XL2Vv72/V37y+u3/704eerXtY7f//jh3dv8KPvzt6+g3+cn/10",
+	"/uad/Xcq0jbu/RGyCubWfJW1vryPafYkd6XxzB/Op2t0/DKYFehwcOnYCQi7tejXVVSSRSqMkgvlv55p",
+	"wkvS14wRb8elZ7uLJ6Ed4rI+CujaIfBEuaMTQO0MKh9UC0fxmXbT74e7D51iy+jdckD8Duo+mfQ7EtHt",
+	"BsSXj6UihWIlE4bTSp9Arl4eV1hCF63P+9XMDEZCKt8+dO3zaIfkFwD1bwH0cw1ecED5z4lUI5HHQP95",
+	"FvmFowDiHLH7wRprOQWnUpuRWEf8XzKDVt7K6BfTJXrLG+D/kXDXEVmE+28JYdlvzAtqWFMG4DTGwbxl",
+	"bK5HwqXj1sLwykUR2hUwHMrQ1cCP+dGRHepRZf8HTMKczKnWTHdEPO9QT261nsZ+Rcsc87mAhbfhBE/H",
+	"smqILrhoqpGk3oEjtTuYQTBW4jsdL+ABeNERxI4s5hONfJR5KBnhf1CsYMJUy2vNmAi/Chl9OhJrP16D",
+	"2oKtkT4mJCiKiQNuh2BmhZDBvYtbbzZoN+hzFfpC4i3glGqiahHcFLHJJ+dMsLKJMz2BOHlf3wi5GBKi",
+	"Nf6mQxiu3ZltFkDXQ8Q2Axd2j9obxuHvGK7v8X+vg6P92nm6O+LzD1N/7wnvxO+TD+asaF5xs4xvUf4a",
+	"cMc7L1o6UOl3uZlv3cnH/uKVTdnege3ttrK31qRHXE8qPuA2HNW/dF4htR0h8b0R3BDF8nvdx3HTTct5",
+	"F7J/c9eRHsyemP6JKbkcmUU40LwMmNElqTUj3Jz6/E/MeoSwshN3BVSSfvidUQHXr7dsbkg/uvzxiBWw",
+	"44+O7OFy5AmnB0NyFS6CCK0W9jjUhi51nH2Mw+xlPdu422t3uwWEBwpmHrjbrUT3jUTWQ0/oOzqZ7B17",
+	"D2cwZJaTMasqghDwhJo4JUZPQX1qKrI5L+ujJMbEk3mI2r5Kk8+sr8NwrisYzwH0dGjuihe3zKQqtc25",
+	"Ynqf6G4TmlpFnaT/qNkp6FhwgQppJqSSE52uP6CqDknkryMgssVy1T9qppYZwZ7hlzGvDFOacFFUdcl2",
+	"QAd3w8Z+s2ji24i2K3RB10QI9QO3uoM+jRSStyWZMerSH1uXMZv2S1fgiuvOqR3SZX+GympWE8cAQSFH",
+	"In9HtTmCXXP09rULSMHyFFKwgZWD9vgJlyHc3w5lhOqRyP8D//pLjkmlQ8yuuYQK9M8wiCAIAQ39rvXp",
+	"Y13g4n/BhR6Sn6Qh8+iq/4ZDjhNq3Kuompu1kf1iTboCQL6PFwU28WkD4INMSKhu3Sz9B7b1l3ynABCn",
+	"1L3tqniUh0nlJw0nYaiJNenc9880+YXdXEIx4JHo43jcp89/4+Wn5/5N/fy3ptNPzxc6H8TJx1SMBALE",
+	"+MwqjPC5UXKhmcpc4YTQmU9RtSuMCb5nrjYwphxPGS2ZGpKzsiRwrfjyGzkea2b+8lPelMSwajcrSV6r",
+	"Kh+OxBVEcwhJcqSlNTIt6XQOlhmyXr7GFbuss22lQ+y0l9TEksj3Pqf2THRwRm1+PN4Jp/XKgZk8FjTr",
+	"Tiq3HcTW2Id7pLasaOh7ZBB6jXn3nBY7h3tFrHaGXG3hnNbU2tzzOoRBgjuC6lvECSFckP6sBr8W18Zp",
+	"hMBnqq4YXDXSSPEuFiXAZC9PEuGZwPhRJGYy/HHbEWg68gMaah78ghXIQZsouf6H95dX5Ln9GRNeH7wV",
+	"DsnzezBwMPe6mTjtdI6I/QCtdXXJPq/SaolxuFAgO7d/R7N8kdEssG93DjWA425blAo2uTFExbbzwdds",
+	"3CjsZ1zEv77I7pN7lxYWex0YXYf/2hXf1fvX73tZ7+1P1x8u3n9/8ebyspf1Lt7819s3v9zvNi/08rmv",
+	"8lpU3Jfue1zirU74gUL1C7u+A8l64Ls7O82DgBKvuo5Q94nK5vU/nF2d/+COezBEPCKtYAsCWyuhBOwY",
+	"j7tyAndzx8MRi1cp9gXwxMEQi6+cOZiC0K46UFY7o7O31tfeE3wFjcV1SkPZemuwOkgVMNemrKrg9mau",
+	"ZFkXrCRakjEFa22nUkuLjum6652HZfljtDjQ1PUVphdV6W+62rRWb4VDntnH8nFpzgmwRa6J7aok/dEI",
+	"ADPfCGON/ZFl1eOvyLlR1dH5YNWj8fXXX32zX0WizgI8fmJptS84L3bXPDxTb9U+QtObhvV+jrG7e5Db",
+	"b56AW/rnY6Aen9lN/OLYqRDuz038GFp4+WqvFj5tmlDALkoLw3W5dmN3XEZuqGbfvGrtKPskeSMuyk3+",
+	"Sqj/BLoxuix33KW7ipiEhwfkA77htHauXepRDNiEIiUd5NElj3BakOq0x2xWixUFaQCASrAWYUqb2POS",
+	"/5Pdkz3vxZH7MWG7aEIj/tIzsnZQOKlXrhgEI5eXb9zNlHPSXb7+T6JrNQbAcm5O0VnnU8pIDqfrSQ45",
+	"ihnJLVFzeDKnylo88MtJTv7X5fuf7KKV3HZpyeoSRWd0PncxFA7uYOi5rAviG956Ay/hVLLwqQcN2/gp",
+	"7s7VT93RsOXbS3zLf9wui7hDKcfVD7EU3g7l+/yHyeIxu5e/STbj6oXsXO8kNBLXdthejcJ/tgpMtxOg",
+	"XvNxG6VqJ3Qt/3EHmM3m4IkEsk+2ipeyC8rL2qfOobNTTtrqx6tpTpsbSaV9ZZ2B8fvE96+2tRYovi3q",
+	"OBE7n62FAO8Uurz6cdus2z2qNLTTuire4Xrbf9hy1213MLY+22nQaZs8a1su222t8JmU1XVBq2qbDPTQ",
+	"jytCsPl+W9/u+9X+ayWGDdp/18e1Euf+pfanoWjApk/9S61PXV2BDd99B2+0PoprEGz48m3zWutzV+xg",
+	"w5f/G95ofbRtZWolWqvyKWgky58gWwyVAatjCbaDLyIlfT5le0do7/VhSkrt+GlLBOz8TUL27Pht4kzY",
+	"8cv4LNj2yZqQ2OWD1uba5YP912uVR3d5f4U7t3+wsmF3+STeqzt10RYnu3yytqm3fbSu/O34RaT1bR1Y",
+	"Si7v+tFe/LKmzW39oEsF3efDWOvccZultJRtn6ZU/B2/iU2KHT+JDZhtn6S02e3frKvPW4m3ps2gl7cT",
+	"8jkqA3igRNaDBWu0TumUT7QTebqSBT1wfu7mArx04T2O+FdwH7UAqtfLZ0bY1Cu1k5xes1+l3MOgra6W",
+	"9kpXbIp8Eo65Dp4C2mbLTcU4DsMhqQIEX8jK7lOrN3p379WMhUVLjN7vWijmjM98J7RmIj38Yih1/v5x",
+	"6HS4CzRFBc5kv4AVjLN0cwZftBZ0rqcyFXASKvNFEfX7giM5l97utyg+nS11XqAkaJSg+9T89rHVqfYr",
+	"Kg5R3nZbktL+has2layCPLTdW6rVziAuIOxSkJ6+02h5s1bBq8RKJbnYDiZV6Kpg1UXjx02CHnuA+w+b",
+	"lIh7KE6lr9x0lr5yQbQ4Bzi8oJosFDfG/izjok0+EBpfHJx6DL8mO8il+CJyIdbqMJJM6R1zW2238TJR",
+	"7jdByP7bhU3ewIs7XX9d8om7ze/WODenbOL1RuayZq8dwiWgc6YmsVoOzAE39kLdxIZDtlRXvFcF1b00",
+	"2b1v8hPV4UMt0KY86AOrgtpO5LwT6aO7aGhUemVb6Cnu8OBQOGw18j3ZvqvsVajSdUKoL7bldjdUVsT0",
+	"M3yLLSBHD9Ny1yq1DeIsu9BsB+nd+j5oUTZGqK17cu6nRq0t4GfWpdpu8YcrUrFT7bMy6BPxRNuBeH+e",
+	"aNHsS+CJIA4PwhNv/Cm5akOXbJOeu0NyqW2heb+rf/TaHtb87xj63pw624A40cXFSTbNtlPj1xY9Hsi0",
+	"EVG/AI7tdFrcg10jD/wheeZ3W1J2f634ITqu2oSXttd+CEXX1infvTfWrl/uvUFW2egL2CV71bbfZavg",
+	"Hd2hHavbbdHDmyxJx8M/UhycKnLazU/xLea9WSki8xfARc5+OggDOR/uITnoobzx0GDxLQxxAK/1Ct2+",
+	"AJY4mM86Df2T8h1Bvl27FkEAKdNMYRkAHVX87495xXRGJtxkIxHixrNQMGtAhFy4MktSBWj+YJOekFwx",
+	"Wi4RbWEkHCiZK/zoKqsEECY/rtMGx4GVDj5N2sEvuGaDLEZn60dQZ9wBUHExwaS+BrONGDkSHTO37Z8Q",
+	"yNmFSgp6KpWplrafGN3NIdFh8RGsp5ORWoDnDOBwjJREViVizqk7RmhDyZORyANYXp4CfdN0SRbT5QBT",
+	"/FdsuRhmb38UtvU7LVgTn3mB7pxoqrsAo67AuCe4EW/5dUf6RQtwD+o7uOzNkmguiqZA0TONdS/mkoP7",
+	"Eh2gIwGwZQuq4+qiQ4IAEkCRHGrhBmhDw6oKkH2a1rKRCEOoBfhT7PQHuDzA+rlDK3FZo52L070wncsG",
+	"7e/uAUTifMer5NXElNESSkclu7JP/8rGUrHOxz8CBlPC1b2y8jjq+JuNTIA3FGsie5aEjPxZ8I9YNI1q",
+	"Umm7ERdQmKR/pBZH6sj+f1rAzmTJx3w/jbsDr72B8GoP7oJVACscqjAHQRKVhBr1hqMeiDWUcB3lrV3q",
+	"wg6ZH6snhyU/BOwru3uxzlUv64Fw3L5tHWgWzDzz5wqMJsMlaVFy48ICI66t6w0XNAVwdkZ++vkdpNP4",
+	"cjeuGhPC7/z5+PgYk206qoE1kQMJ70EhS5er4KlUm/HRn3tZDxN3khpL5dK30kl2Hp5lx/yc+7Bfk1Wz",
+	"QwedqHKeldbVmMVUVoHM9rUd52JULQramVBkGyQTyRBtqUFKUlY87VCJx7GgY7qQ/eOWI/McFK1rs/wt",
+	"Qscj3cip77CeVQIITBjF9xDBK0ItdQ3TtUxbiNpIEMTvnEnFiBseMVOKmAqVK8yFzKl3J7af6GaSgfVW",
+	"1Iqb5aWdsdvRjCqmzmqcGJACeoSfmxFMjZn3Pn2C+7axXJ+lL5TmC7XZlT1yUMCuYoeD65ozegsSAnAj",
+	"yTnef3xQ0shCViPRPzv/gCe01e9UqR32A+gDqJEvfQ0tJWvDyE1tSP58ymhlpjkBxMmRyFuYTSfkrzAh",
+	"p/UDvK4DykANEycOMQpUsyMuNBOa2/MAwbHMQrZBpDShlZbE0FurB4JKeVTxO1aS/D8Q0eoviGAxEjnC",
+	"w6AV8Rwf6nwwJOAD1iNBFSMX352Tb199/ScyV/KmYrP/+XcthU8s14i1PKPFlAtG8sIqmUPyXjjaAB1O",
+	"CB2J/AepTe4gqhxUMd4AU1JJOb+hxa1LG6OCvP1AKm6YopXVby0PIkiZ1+OxZh7UJ2QlYAfrnEyY0eTV",
+	"8Vcktz9g/S98I7d6/Y0sl0TeMTUS+dGR/euo4jNu/IcvviL5nC4rSctrI+V1RdWE5RkpWVFRhXAdkJ/F",
+	"oBTh/7p8/9NIQKMAO3Rj1UpamGoJ47WPyR2takb6RlFeQalIaqjDG5rRyspEVl5beuaD05FwQ0QYEskc",
+	"dQBDBOjNBfEDt7Jd1mHox38GpGiIG7j2zxx0MjobXa6fN1jOPrztZb07prAif+94+GJ4DIfDnAk6572T",
+	"3lfD4+FXDu8SNuRz2DXwzwmeH1amUQ853rPi7gxfgbysuRQat/LL4+OVMDw6n1ccg+ae/915EFHa7VTH",
+	"GRKXYdO3N7vDf3UVLGlklcK+tRzMShKXjR7aSb86ftHVbZjH8w/I/hgp4XKEd/7GijhX3fakdxYXhtSk",
+	"f1PzyhxxkUVlHC3bGbRCpSAfzq5+QI2OTnSojqZ7v9qG3f7tXBeM4kVwvTd3bn0CuJrudOA0rzw/x+iX",
+	"rnjh6M13VGPcM9R63Pr6FUDE7fDid9Lu5AQOxntRLYMfZIwqgaH61uoeTr5D4WX7LkBbejX0JMIQDpy3",
+	"GUJwlwkh8uWnX7duAcM+Gly6IxTcu++BOG83sQvOBIkPhFNi7UuXx8s1oST63vH/8V78v+9+efXy26fc",
+	"X5dM3TF1dGlJ8CZwhsckhlx0qm8J3Dx4WGFCCyW1jvDr4+3mdli83fxxCdpdstrBd/a8ACXCaRgBvdGQ",
+	"thKQI4CoB4HUdTEFuLqRcEiQzzTB0jIkj6A/c8S4czCVXJMb8GYYCQcQtnZij5XGYuxHEJehzK3D8rIf",
+	"9YWMUTCzkcBsUFpVywAQOXBuN24asEbEchyS93MXJ+YNmZEAoEnSVytmLFJ5YCcKlT5PwWtijztX1tMj",
+	"0AICqtdcWlMGjFenvTna2dWFaqLxryOB1QfyAESbk35+5PbdEbZ2ZExlp2bJEEG5Uqg+y2csGwktNyOv",
+	"Yt3kFbDXhVS3rvoBNyPhhnAa1pvQCpxiMJtQz7c2tmd4eTkkZ87coSYbiYklioP0ATIEHDMs6wFbn5cA",
+	"lerQO0mfkgZFdiScKfzzxTtElCULLkA1Whu9DJqcn+ZgSM4MmYFrdJWG+mhGP+ZuXFgFW9YG3KxQLvzV",
+	"y29HIrfK1YyK5bVLqY0UT/SiNZipecwJzXI3HuEYizVAq/YDhGrrcYSeOhKoiGrCuJWFg8wVyzYt0MhT",
+	"LA7rO4tKwo4EupBDoYAY9jwob1N6x4bkzK80WgUIKmnl8A0t3dxGAhbx1fELqIMdkeXaAVPmpO9cvuiG",
+	"jl9BnoLtuvJkoaSYODpbLkBndoDYVQT/dgjPg/UGuLiutbVFsMgCfGbPkIhnneO4rXRgnmILDxstRKbN",
+	"X2W5PJg+mEKP/tQ2R42q2ae18/jFowwhdR43EutpTtvjV1/y6XzWsknd1gZpjfvbyt9YfWld7aD1j1Vo",
+	"ug9o51qPVeJ1bBMmjFqSOcNrGFQcfeUaIRfagU5C2Xh4w8Fk+2IdxNWECIUNplSTG8YEwWo5DThkXDze",
+	"od74gvHv7IE4pvbw6DtrLAt6a2aF5438OCCFnDHMRWgugvAiC64luM9hcPdWtmsreys2Rmj46C0hAbUl",
+	"8oqQSudkrjjqKU78VVxDKPa6ifcmUPcRrTzfyQ9Sdxp7V44UOiM3S3AdfA5j7k18mafRZ4NMExgFiOyB",
+	"S6NK/Y4vpGB6gAA7DQtqhlrQrMXlgfTI6OhZ6jT8vmfmB3zjEVfK9dCxPs39aD0f3p/azjvYO/nbrzHt",
+	"7e4RTGvnlKMlt3/FFNNLbdjMkWvGjOKF3kSvH90ru1lv84ryFVKtWoxrVHE9EC7IByVndh/WmtjmCPrI",
+	"yfHwePjqc7Dy6njYRyh70hRzIsH5VshaQE0IS/kJrSesm+zOpTRc0lm1ifbWdEC/1B7M6hvdYwUsX7q+",
+	"SCmLembPmugyf2HleM0rrKfyORbiaori3ChamE66umMiNkCTOph77ZHUrxgY5MkVL1+ae32RHU7GaTvh",
+	"yEcdfJl62PF+etjXx19tf//MnNM5LVxJroc6VqD+W/AnOC+rcPR1Dk0r2aivkNZcMLXY2JdKbzEyINai",
+	"roY4YGv8XEndYudHOtI2sBWEaQFkiyfC8ClY44HrBoSLLdRToo2cY8wVLN6QvC3ZbC6Nq6yeWKmsU3B/",
+	"/iX5Ha3FexENt4PQ+znn377GeMV2CRrMFILDYf/Wsq4TBRp9gvU+d5mw2lI6segQyQUV43xCFOl7fH00",
+	"dkoAu/4CxfZD9zJMGF2srmInXECDzSf0ginicpBJA+qoSR4Ile8oiZ/7SMuNF37n/qXHZAbsY5Md6Mf6",
+	"e5AA7QKQfuQZkVXJtMHAJOdhn8oFXt5AVke8cN7veF95kXVcWlzUQgePS+TetOzlf+ZiXpvTCL2X9LUp",
+	"4QNRjoQ2JVMqlNkYNHEJmvjA5byN0Jo3kcx4y9/QxzvJRYmlMYVzbLfAYfOolsdHCL4sWTYSEAgBlSS5",
+	"rzeS5HCMWKCNxQ4xvNY4HwnnbLGbDSOP8J6IemvB5Wujfe+8KgU1xZRZm9dV9BwJRyiIW1pQVboLgNX4",
+	"44YhCFSPyyuImuDjkfCNuw71EEMdgm+65NqS1tICUZ99zDS64cfjlJv2ohZudz2SfeBav6jFbsbBy0P3",
+	"nJIYLh7/lIzhVnklqtJDf7jKwh6g+kkshq++KE/v13uO54GC8aLGMorI/309JUfFwIdtpqJeE+VyE/Ix",
+	"cbCJMZ88/w2vNt+i0bG/DM1+w6iCOLb1pOcb7a3yekeYwYuXf96G6m+FdZ2Q1Wd2b7CSCLmwEgtK6pek",
+	"4reM5B9+XhV2MwzNOhMEh4iCFk23kmOoOhVC1uDO1iR/dXzsswyukWTX+CVEU2FoE7Th2gu3XnI8Zor0",
+	"pfJuI7iFgqIHA2w2FFvDZqGtPCWfLoN1cQ6vIo7fo8mqpguMet9NZh1O04n77lZ+QeGZSl6w4FVudodD",
+	"b3YRstz8QVwdL582gMREMYdoIT/zlzaBwv2z8w+e8M81M+1NMsgIG06GIKDs1qt2V7uFLx6yxeA+d28+",
+	"vt3te+rUvuHx70H5jir4OicWKGE6CmnxmOVkXlHR3Ntgch5PwYU9riHv0x8fasqvHB6lq6sO0TI+u2ll",
+	"8pou0XT04MZ5RqiRM15AQJCd+0hgombmTPEM/WPuSkbXMzYkFwzOJh05YzH9go+bW8mRcPYs1K+FirS1",
+	"Zoo4hIQTQkWccRWgaqDgscEMulMoqRu/BbYxBMlCYp+dBNbKdZ8LOgMTGlbYHMnxmBgpK2InqIcj8QvG",
+	"OeceBsgSgChm4FoXouGbO1NaFCx0mgyKcFR8XJe87yWKhnhcPRu7O3OzT0Ykumdf8mHUQYw46n1/orxm",
+	"RcVFmij+2SlkqmopctxviylGK+d+L4byKkWtFHjaK4q+zn3Pxae/MvCEgPHHGxNi1WB39imGk0EgxWDX",
+	"Y3It6Hk1aW5eWWKuZEo3BTp9wVKIqliLelNx1fVB5mq55yulSvIM66l7B0fF73xPQ/Iae3bJGRpCG5ck",
+	"5+XJ9gzv/BSv/2SFYbua9POVSicQ7LU+nrxVpiLHfJUpo8rcMGrAuIpGI6RgTsihvyfgY65WuKc+/mbC",
+	"0enodKNKTpJ6O3zsgfz/AEHnf8Sw75coKDuvU0DTwcsu736rJNSvHdf2+A+AkXid1Ep7/3ekW1cceuTt",
+	"y1BDAgEFcshvwGRo22HUySnXcB1rz7PucIw3H+dSmR/w3f0MjI9Holw/LLdGZbz3OVOYFQiBefZ4/L14",
+	"9Asp7pjSqFxSjXOxE9Ckb/XYa6fHZqgAN38GjGT3TwV2/+BRbQqfBX8/eyLli/rF+99RvQ9XU1OGefWg",
+	"phtwVfVzio6rE2JUzULYt5DeHRV/7RwdELwB/q3oc6i15864Cb8LULS+He8D0Vj+EB314NuHtjCXoOkA",
+	"bgr8RUK4g/DBZc7Zhm36wE5oB6wnQMaMCMDsBtIj4UOuLRWG5Ayp0by31fMGbjtIDmzHHdi3vvV/XHt3",
+	"Z37axGNATK0PNocZQd/518cvHQ8iWsVmv9uPmJ3/GIaKbfrffrb/xn6286lcCUx5hs6ydd+a/XVA6ExG",
+	"QiX2J/j9U+5qPzSX489/c8x94JuA0OquVwHfvNrlJiAZmHEGN/8N6vgj7dgYTH5eLZ962yaw7NO71tew",
+	"JI4If4jN+dC8CwwO8cfDMx3FhzR02nHzBES+AwYXIYbg4/rGsI+98oReHrjzXfxkpO9VIKkcNPdgSC7Y",
+	"nFEA4qDE+yPXvZDgfPx3fOv9DDZRBtqehqgPd7/KtUdJv2FT7hSCOAZr192DbvED+/PPpfDuQbdxNNFT",
+	"CP0QrK3x4ol5I6XRECd34kHGCNdW7bW6owynbIUfydpAFhJ3+CK0ieVZKc/q3GcdpWldqM8Q9NA8JPzm",
+	"qJHS2kwbF9dIhHsJd8rrWw2BGYViJROG08rdwx199fL4+Pi0dbNzyxjGuI4Eh7cdDIQ2dKkb03uQEVZp",
+	"5ocAVsI1QhQndWMsLvl0Qa9Y/7LrqAux7Y4THQngm8jd6Rngj6B1Pr1gcBdYK5qqK3jiMvOR+zNSSVoC",
+	"KiMlY8X01JmdGM+HDhXCxd8xvRxt1wXlJqSIw1oyWu4aMf+8AVnccl986at2fV6OxfH+Ti6LE8ClwUeh",
+	"Mclz4d4CT7tcIIyBIDeeJcpHdeWEML+NYbpX4a1HXH3fyaZA3QjJNY53HX6J4XJPHP7WjguGuzJaIGJG",
+	"COXcLeLtoBHBMKwpqypUhqhuIag+03hL33fhqc/0GrZu8KRlIXv5mSYxqq7fQVIhYGrsRtQYmzsS68G5",
+	"PhHa6iYVv2PrUbmn6YE80xFJmYts9tG7G+NqBWL5rmIXC8BOCVnVCMJ7dOTb+As6KvFUGIl49D6mOm/e",
+	"JgAHRl69/DYaBSCVXbvKO/lIzKk25MU30Twg7corXQm15f2cCb9DH8m68s3brtJhBy8O3tc2QfPvwN0n",
+	"uOjyeYEgJgDL6MPV/9kQuZvdN3Q3sPvz3xqQmO1Jgy2+f+TTbxtDOsAjl9HxBErQEzPDG2cZRwg9yBf9",
+	"y7ff//DzB2tb2qWfK1kwrclEyXruAiku337/n2/fvUOteCzVhBlfffMwp9wON/merTZrWy3+e85dVd/H",
+	"H1GX8+wXxQ17IvGONYx3cp4lAgx+aVeN/HD1f/77eKsOqCwu5wxRGrhwlAwCBjBIGtgriMv37sEMsbCt",
+	"jmb/MXiY4H0ufQHrDpwdzHryd6tza0u1RglRYC/Ij/yvg4zQslRMa1aSmyWMbiQQpjkC5kdR4ipYnBDq",
+	"yxTCZecCfEQLugQD2mrLIxFQc3ImSkDmhz4n0kAuRI495ERIUkkxYYpMWYXXyZosEKbWFWDA9MpnuvnI",
+	"xesxBQBAGCo1SPuMaBntzhUxkQKnDADVzd4MLHOcwNOeccFn9QwerhfBWV2YH3lVcc0KKUptdyJ4ICxT",
+	"uDw173dTDKNzBSNLZppQvZfH2fHx8aALWdM21zn0Gf2II315fHx8vGXkvz7Bie2qsHec20+a//XFG6jR",
+	"qe5YxQUugVhBps2AnbiYkHpumSu3f+ZkhqahljP25Z/oinmA+892pF/AEJ7oTL+0s33i69wvzIT7ovfe",
+	"JTNrWrUrrfCA43vRHUD983yiKMRYSEIjbaJfykKH9oazcoD3Q+DzUC5QmoJqYg9fOmMk/20Egn3UOxn1",
+	"7PktR71s5E64Ue/kp08+kBoiVuecFZB75XOmEQkXyjO4cNbFVGrmS3hg/Q7IcrZ2RSSISP+GT46YKDkV",
+	"g5HwQTyKaRfNbD9EJ25rjOwjNzBEXxsRBxnVAEI1xD7WLooM1RCcfjxWIKBt2WWIfzTu95Fo9YkCB3ot",
+	"ZKVHvZPzbNRTcmH/efEpH5ILH17rcGa9EoL1rZgoQ0y2VXAc8RQrGL9j5cAOY8Z1U1CInHmQVAe8yD0K",
+	"KfWojP1kgQDyWwAIzkjETflgJDwCqxtJC+XYYf+n1KMzY2gx/bwK0j0jvF+gnFlJMF9wU0yx+hdpa+Nz",
+	"V0/i30JtxS0C8MORpMkSmsWXpDcoKnDJN928XTVvPeZB2vTSdZSGN34P926Xgs71VCLkaq2EznwWoM6i",
+	"9LysydBMQN487q2bHdXz33wUzooHMlGhIFTYh5Qndz8YSuWTPuQK+9ATNEHR6KX+LiMbCc0YyS9cVtgl",
+	"kssV+PQFWAFF+61x6CEN6I/L1cybiuonTfc56WPmSN4uMu9gVVx6WvzB4BQvQjC2OZqahqgLK/O4IlJZ",
+	"eU/OcNK+5ksU2gROUHswW8Nak1fH3+IQAGgbW8WIZhcNHZI+SwfM7d9FUO7U0fKLG/NVrR41WAPa79h9",
+	"zTpHwVl/qOBCT+WGz91K3UDxPwilgrurKGZ3b5y5z7mET7ZwB4CXwwKVPp3dBW4dUBymw529LNwY7bw9",
+	"PNJ2kBC4oZ7p87Gr/5e0WgDCQzDEiKq4Nq2ygQj0xMA7GAInvUsLvJAj0c9DqbJG4W8VnzvB7+3PkFYC",
+	"Bei8fHVK+cBKPfjIadRxFUK7Ks52yUL9QXAz5mg55KfehHB8nTXGQ1w5C0BUyM9X3x39GQrj2lbESGDx",
+	"QdLPfSU7Oxw4hRSb1BUFvH9nMcFU+q+Oj0ciDzTG0lnX9q28053ZLsi4Lx+Frz9YJgos9aROUKy4aKQj",
+	"gmsZSN1wRKePMxQObMbWPZ4XT+zabC9OV5Q8Vk78A9yPPzVQleUXZ5jg7pdjQnG/O8u3ufQOuyqWwOHH",
+	"g2mkbQHZ7deBpFS4YekoSh3Xte4qk52NRHx770obhIiezQE9J2QxtZSKEvUwu28+Z2VGMPIWt6WuZwzK",
+	"7mHlFh9iCZhSfr4joQ2vKuKVSKrhImc1UKmJycMooj7E/H59/NVI5CFEOa66PRgSK5u8mOyowTsSDRyZ",
+	"FRyFP4DglhtAS+iNllVtGLHnZUYoyYfDnIS1dUFBzQGhsUBgI43td6EMjG3Ald/Fs6DCq67akFcwmZXv",
+	"ZG00B+Sv126gnGlXUAKRJsHz5ioonPrjcCRewBVPKAbaOhfh3guvhxb2f2ZSscGQXOK4kGT29AXlHusY",
+	"aFbdMZ06TN6tHdMPPU2eRLL66q5dlQ88W9i9hTT8t6jdX9RaKhMaY/59dvk64eZ5ycfjThF75cQT+P8U",
+	"w+KtcjaHIqJU2w3sHRzweOEiItDfNRKGzeZSofo3DzPmomQfsShNjZWt4JeMKDbWPq9BT2HfWZlIl04E",
+	"LmGPDsnbiYAE6kb58/VhhiQH+CSAGtUOg5GbkejzMiM3iopimhFDJxnJf3hz9vr/+yk/JV5dgl/QgU/Y",
+	"bG6Wbs4CQx2hhIRdOB/piG3rQcuut2cLCL5XLQmm2B2H/ObIxgd3+5yaYgoKMYSSuZuxzMGaUzMSr6zy",
+	"Rvo5vHkVRJdVZx2qE3gPoDSaN10GJPJfB5I05020oCMRVtRljFOEs3mm4zr/rlRw4sAdiXAyuZMKzDYX",
+	"2ZBhOGdEPscFUdytXIiR6Gt7zuAmwG+ardKYCmTCTdyYkXJw6g5gTAtEHBsXzgBnt11WMpNWWQBPVPDj",
+	"BHTgkWhm6lYvPraah20XTZv8cPli5JVfi4pCygpSMixM5msdo5PpWdw18nJYDreEJxi8geUdy6Z4kgMB",
+	"GI+EG4A/0d3vYTCZp1+GLbnXfYMYDBxGzqM19Cnh9syU52GcuQ+IRJJbE1FEXIBVqKQksgLtwU0IJt2a",
+	"rNNzvj5+0dortdD1fC4t9yQdYd8z8z03r63gWpOIaUBtbuJxAJsHI8lyx+AUtDvkf5f/lrKU3EbqKrT6",
+	"8utvkpVWVy37aBhY5XV1t8W718uwztqv6Eva2zORpYEvagXVe1eH2GLm9EBXZUvngOXVoYb8Hutjcu0s",
+	"FhXJjH6nptu81GkS+xL7qVV+dfztLsv8VhRV7RAyGiG/ocNimnYPQMh9ok79Y+qGfn91qoTj8b9jHe93",
+	"Tdg6fp1ACZs8IzXUSroN2g1HNiqfUies5GTTVeD33LyTk93utiHbI83XX8cRdC/aAXRP7WVyU9pQk4Eb",
+	"nRHBFg9N9PrD8bOjiaMReiUaHDB7uj4l666lkLZXM59gdCukbyNyeFBEs1Z9Tl8tGm0TUsni1sWnOJvF",
+	"KvsTh/kKkEk39h2ANziLrTz0WhAqlpHeOhLcXRKuuqqbdzboPo+f/9p08vlzX38HmwAtS/SbObV6Di43",
+	"pxfFFktHCQBuZf1TbRW7ep0i3i582w/1e/BivRFGLbu41S7Gv51W+/P2a6DkDUJvWCJu8FpZm3cMAVDe",
+	"qwv5YZpV48Fj8fXmXPFL/9JOqoqh+hYufTshrbbq/GCP+KE5I1mjrGTaWiRzRsFNDqVBjjSzw3K5K+zj",
+	"vAIwQ6fvp4YIDbVGyA2b6T3ADJhlCjcPqhQFTAltlpX9YSzVrPMGc1dN7uVWRa6jgzmdsCt5y0TXEnz9",
+	"4mUSSOyxQSC6UADOiB2y3RF+yZ9ExBzCD90U5o5V2sxOiAtqNoLP2X2yBaMB3njM+BaqbzuxGWznw89F",
+	"WCDOqqEQhXoCZUDubSh0a6fwWFkSVN9+nhK3MKnu+ra/h62DQyUUVjm1rGF7hAqwnRFgfokfcYd0RoDB",
+	"6H8nEWAdlL4vMAi42dYW5Od5+fjb7gP0/dSZSRv4oIZZlzE/fFnevAcHtwgoZgIThLpikISvUR9L7t92",
+	"if7fejeMKqbOaqt+/O1Xy0GYHYQ8V6uqd9KbGjM/ef78xcs/DY+Hx8MXJ3/605/+BNzmmv8tqG9Y9Nwq",
+	"QJHOqeMfIIqk9Yt3T7R+DEdy/OLd6qeNph13GXLVfv30/wcAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

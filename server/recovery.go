@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 
+	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/recovery"
 	"github.com/tether/tether/internal/sessions"
 	"github.com/tether/tether/internal/store"
@@ -69,6 +71,21 @@ func sessionStatusOf(st sessions.Status) SessionStatus {
 	out.ErrorCode = ptrIf(st.LastErrorCode)
 	if c := ex.ShownErrorCode(); c != "" {
 		out.ErrorCode = &c
+	}
+	out.Workspace = workspaceAvailabilityOf(st.Workspace)
+	return out
+}
+
+func workspaceAvailabilityOf(w sessions.WorkspaceAvailability) *WorkspaceAvailability {
+	out := &WorkspaceAvailability{Status: WorkspaceAvailabilityStatus(w.Status)}
+	if w.Err != nil {
+		c := string(errcode.CodeOf(w.Err))
+		msg := "the executor cannot serve the workspace"
+		var de *errcode.Error
+		if errors.As(w.Err, &de) {
+			msg = de.Message
+		}
+		out.ErrorCode, out.ErrorMessage = &c, &msg
 	}
 	return out
 }

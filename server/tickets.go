@@ -15,6 +15,8 @@ import (
 
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/terminal"
+	"github.com/tether/tether/internal/workspace"
 )
 
 // Stream tickets let a client that cannot set the Authorization header (a
@@ -146,8 +148,15 @@ func normalizeTypes(types string) string {
 	return strings.Join(out, ",")
 }
 
+// terminalKey names one terminal's WebSocket, which a ticket may open
+// like a stream (a browser's WebSocket cannot send headers either).
+func terminalKey(sessionID, terminalID string) string {
+	return "terminal\x00" + sessionID + "\x00" + terminalID
+}
+
 // requestStreamKey is the stream a request opens, or false when the
-// request is not one of the two stream routes.
+// request is not one of the routes a ticket opens (the two event streams
+// and a terminal's WebSocket).
 func requestStreamKey(c echo.Context) (string, bool) {
 	if c.Request().Method != "GET" {
 		return "", false
@@ -162,6 +171,13 @@ func requestStreamKey(c echo.Context) (string, bool) {
 		return streamKey(id, "", q.Get("types")), true
 	case "/events":
 		return streamKey("", q.Get("taskId"), q.Get("types")), true
+	case "/session/:id/terminals/:terminalId/ws":
+		id, err1 := url.PathUnescape(c.Param("id"))
+		tid, err2 := url.PathUnescape(c.Param("terminalId"))
+		if err1 != nil || err2 != nil || id == "" || tid == "" {
+			return "", false
+		}
+		return terminalKey(id, tid), true
 	}
 	return "", false
 }
@@ -170,6 +186,9 @@ func requestStreamKey(c echo.Context) (string, bool) {
 func (h *handlers) CreateStreamTicket(ctx context.Context, req CreateStreamTicketRequestObject) (CreateStreamTicketResponseObject, error) {
 	b := req.Body
 	sid, task, types, cursor := deref(b.SessionId), deref(b.TaskId), deref(b.Types), deref(b.Cursor)
+	if tid := deref(b.TerminalId); tid != "" {
+		return h.terminalTicket(ctx, sid, tid, task != "" || types != "" || cursor != "")
+	}
 	if cursor != "" {
 		if _, err := events.ParseCursor(cursor); err != nil {
 			return nil, err
@@ -197,4 +216,28 @@ func (h *handlers) CreateStreamTicket(ctx context.Context, req CreateStreamTicke
 	}
 	q.Set(ticketQuery, tok)
 	return CreateStreamTicket201JSONResponse{Ticket: tok, Url: path + "?" + q.Encode(), ExpiresAt: exp.UTC()}, nil
+}
+
+// terminalTicket makes a ticket for the WebSocket of the session's
+// terminal tid, once the executor has confirmed the terminal exists.
+func (h *handlers) terminalTicket(ctx context.Context, sid, tid string, filtered bool) (CreateStreamTicketResponseObject, error) {
+	switch {
+	case sid == "":
+		return nil, errcode.New(errcode.ValidationFailed, "a terminal ticket needs the terminal's sessionId")
+	case filtered:
+		return nil, errcode.New(errcode.ValidationFailed, "a terminal ticket takes no taskId, types or cursor (the WebSocket's offset is its own)")
+	}
+	res, err := h.workspace(ctx, sid, workspace.Request{Op: workspace.OpTerminalList})
+	if err != nil {
+		return nil, err
+	}
+	if !slices.ContainsFunc(res.Terminals, func(t terminal.Info) bool { return t.ID == tid && t.Command == "" }) {
+		return nil, errcode.New(errcode.TerminalNotFound, "no terminal %q in this session", tid)
+	}
+	tok, exp, err := h.tickets.issue(terminalKey(sid, tid), "")
+	if err != nil {
+		return nil, err
+	}
+	path := "/session/" + url.PathEscape(sid) + "/terminals/" + url.PathEscape(tid) + "/ws"
+	return CreateStreamTicket201JSONResponse{Ticket: tok, Url: path + "?" + url.Values{ticketQuery: {tok}}.Encode(), ExpiresAt: exp.UTC()}, nil
 }

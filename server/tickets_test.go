@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,8 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/sessions"
 	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/terminal"
+	"github.com/tether/tether/internal/workspace"
 	"github.com/tether/tether/server"
 )
 
@@ -267,4 +273,102 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// TestTerminalTickets: a browser's WebSocket cannot send the token, so a
+// ticket opens one terminal's WebSocket and nothing else; the token never
+// goes into a URL.
+func TestTerminalTickets(t *testing.T) {
+	terms := terminal.New(terminal.Options{})
+	t.Cleanup(terms.CloseAll)
+	d := startDaemon(t, daemonOptions{sessions: sessions.Config{Workspace: workspace.Config{Terminals: terms}}})
+	sid, _ := d.createSession(nil)
+	other, _ := d.createSession(nil)
+	r := d.do("POST", "/session/"+sid+"/terminals", map[string]any{})
+	if r.Status != http.StatusCreated {
+		t.Fatalf("open terminal: got %d %s, want 201", r.Status, r.Body)
+	}
+	tid, _ := r.JSON(t)["id"].(string)
+	wsURL := func(path string) string { return "ws" + strings.TrimPrefix(d.URL, "http") + path }
+	dial := func(t *testing.T, path string) (*websocket.Conn, int) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		c, resp, err := websocket.Dial(ctx, wsURL(path), nil)
+		if err != nil {
+			if resp == nil {
+				t.Fatalf("dial %s: %v", path, err)
+			}
+			return nil, resp.StatusCode
+		}
+		return c, http.StatusSwitchingProtocols
+	}
+
+	t.Run("opens its terminal, one connection at a time", func(t *testing.T) {
+		u := d.ticket(map[string]any{"sessionId": sid, "terminalId": tid})
+		if !strings.HasPrefix(u, "/session/"+sid+"/terminals/"+tid+"/ws?ticket=") {
+			t.Fatalf("got url %q, want the terminal's WebSocket with a ticket", u)
+		}
+		c, status := dial(t, u+"&offset=0")
+		if status != http.StatusSwitchingProtocols {
+			t.Fatalf("got %d, want 101", status)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if typ, b, err := c.Read(ctx); err != nil || typ != websocket.MessageText || !strings.Contains(string(b), `"hello"`) {
+			t.Fatalf("first frame: got %v %q %v, want the hello", typ, b, err)
+		}
+		if _, status := dial(t, u); status != http.StatusUnauthorized {
+			t.Errorf("a second connection with the ticket: got %d, want 401 (in use)", status)
+		}
+		_ = c.Close(websocket.StatusNormalClosure, "")
+	})
+
+	refusals := []struct {
+		name       string
+		body       map[string]any
+		wantStatus int
+		wantCode   string
+	}{
+		{"no session", map[string]any{"terminalId": tid}, http.StatusBadRequest, "validation_failed"},
+		{"with a cursor", map[string]any{"sessionId": sid, "terminalId": tid, "cursor": "x"}, http.StatusBadRequest, "validation_failed"},
+		{"another session's terminal", map[string]any{"sessionId": other, "terminalId": tid}, http.StatusNotFound, "terminal_not_found"},
+		{"unknown session", map[string]any{"sessionId": "nope", "terminalId": tid}, http.StatusNotFound, "session_not_found"},
+	}
+	for _, tc := range refusals {
+		t.Run(tc.name, func(t *testing.T) {
+			r := d.do("POST", "/events/tickets", tc.body)
+			if code, _ := r.JSON(t)["code"].(string); r.Status != tc.wantStatus || code != tc.wantCode {
+				t.Errorf("got %d %s, want %d %s", r.Status, r.Body, tc.wantStatus, tc.wantCode)
+			}
+		})
+	}
+
+	uses := []struct {
+		name string
+		path func(t *testing.T) string
+	}{
+		{"no ticket", func(*testing.T) string { return "/session/" + sid + "/terminals/" + tid + "/ws" }},
+		{"a session stream's ticket", func(t *testing.T) string {
+			return "/session/" + sid + "/terminals/" + tid + "/ws?ticket=" + ticketOf(t, d.ticket(map[string]any{"sessionId": sid}))
+		}},
+		{"the terminal's ticket on the session's stream", func(t *testing.T) string {
+			return "/session/" + sid + "/events?follow=false&ticket=" + ticketOf(t, d.ticket(map[string]any{"sessionId": sid, "terminalId": tid}))
+		}},
+	}
+	for _, tc := range uses {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "the terminal's ticket on the session's stream" {
+				c := d.stream(tc.path(t), tokenless)
+				defer c.Close()
+				if c.Resp.StatusCode != http.StatusUnauthorized {
+					t.Errorf("got %d, want 401", c.Resp.StatusCode)
+				}
+				return
+			}
+			if _, status := dial(t, tc.path(t)); status != http.StatusUnauthorized {
+				t.Errorf("got %d, want 401", status)
+			}
+		})
+	}
 }

@@ -50,9 +50,13 @@ var shellContentTypes = map[string]string{
 	".webmanifest": "application/manifest+json",
 }
 
-// shellCSP allows only the shell's own scripts and styles and API calls to
-// this origin.
-const shellCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+// shellCSP allows only the shell's own scripts and API calls to this
+// origin. Styles may also be inline: the terminal (xterm.js) sizes and
+// colours its screen with <style> elements and style attributes it writes
+// at run time. What an agent sends never gets there (Markdown is sanitized
+// to an allow-list without style), and CSS could not send anything out
+// anyway: images, fonts and connections are limited to this origin.
+const shellCSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; " +
 	"connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; object-src 'none'"
 
 // registerWebShell adds GET / (redirect) and GET /shell/* (the embedded app).

@@ -72,7 +72,9 @@ func TestShellServesBuild(t *testing.T) {
 			t.Errorf("%s: no nosniff", c.path)
 		}
 	}
-	if csp := do(t, e, http.MethodGet, "/shell/", nil).Header().Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") {
+	// Scripts only from the shell itself; styles inline too (the terminal's).
+	if csp := do(t, e, http.MethodGet, "/shell/", nil).Header().Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self';") ||
+		!strings.Contains(csp, "style-src 'self' 'unsafe-inline';") || !strings.Contains(csp, "img-src 'self' data:;") {
 		t.Errorf("index has CSP %q", csp)
 	}
 }

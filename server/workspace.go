@@ -65,7 +65,7 @@ func (h *handlers) GetGitStatus(ctx context.Context, req GetGitStatusRequestObje
 
 func (h *handlers) GetGitDiff(ctx context.Context, req GetGitDiffRequestObject) (GetGitDiffResponseObject, error) {
 	res, err := h.workspace(ctx, req.Id, workspace.Request{Op: workspace.OpGitDiff, Path: deref(req.Params.Path),
-		Against: deref(req.Params.Against), Turn: deref(req.Params.Turn), Patch: deref(req.Params.Patch)})
+		Against: deref(req.Params.Against), Turn: deref(req.Params.Turn), ToTurn: deref(req.Params.ToTurn), Patch: deref(req.Params.Patch)})
 	if err != nil {
 		return nil, err
 	}
@@ -73,8 +73,11 @@ func (h *handlers) GetGitDiff(ctx context.Context, req GetGitDiffRequestObject) 
 	out := GitDiff{Against: d.Against, Base: d.Base, Tree: d.Tree, Patch: ptrIf(d.Patch), PatchTruncated: d.PatchTruncated,
 		Files: make([]GitDiffFile, 0, len(d.Files)), Head: ptrIf(d.Head)}
 	if cp := d.Checkpoint; cp != nil {
-		out.Checkpoint = &Checkpoint{Turn: cp.Turn, Tree: cp.Tree, Head: ptrIf(cp.Head), At: cp.At}
+		out.Checkpoint = checkpointOf(cp)
 		out.HeadMoved = &d.HeadMoved
+	}
+	if cp := d.ToCheckpoint; cp != nil {
+		out.ToCheckpoint = checkpointOf(cp)
 	}
 	for _, f := range d.Files {
 		out.Files = append(out.Files, GitDiffFile{Path: f.Path, OldPath: ptrIf(f.OldPath), Status: GitDiffFileStatus(f.Status),
@@ -94,4 +97,8 @@ func (h *handlers) GetGitLog(ctx context.Context, req GetGitLogRequestObject) (G
 			AuthoredAt: c.AuthoredAt, Subject: c.Subject})
 	}
 	return GetGitLog200JSONResponse(out), nil
+}
+
+func checkpointOf(cp *workspace.Checkpoint) *Checkpoint {
+	return &Checkpoint{Turn: cp.Turn, Tree: cp.Tree, Head: ptrIf(cp.Head), At: cp.At}
 }

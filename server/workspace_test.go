@@ -191,6 +191,11 @@ func TestWorkspaceWithoutAgent(t *testing.T) {
 	if r := d.do("DELETE", "/session/"+sid, nil); r.Status >= 300 {
 		t.Fatalf("close: got %d %s", r.Status, r.Body)
 	}
+	// The status says the workspace is served, though no agent runs.
+	st := d.do("GET", "/session/"+sid+"/status", nil).JSON(t)
+	if ws, _ := st["workspace"].(map[string]any); st["isAgentRunning"] != false || ws["status"] != "ready" {
+		t.Errorf("status after close: got isAgentRunning %v, workspace %v; want false, ready", st["isAgentRunning"], st["workspace"])
+	}
 	r := d.do("GET", "/session/"+sid+"/workspace/file?path=README.md", nil)
 	if m := r.JSON(t); r.Status != http.StatusOK || !strings.Contains(m["content"].(string), "hello from the fixture") {
 		t.Errorf("read after close: got %d %v", r.Status, m)

@@ -21,7 +21,8 @@ export interface WebSocketLike {
  * Makes the WebSocket of a terminal connection. In Node (which has no
  * WebSocket of its own before version 22) pass one from the `ws` package:
  * `(url, headers) => new WebSocket(url, { headers })`. The default uses
- * `globalThis.WebSocket`, which cannot send the Authorization header.
+ * `globalThis.WebSocket` (a browser's), which cannot send the Authorization
+ * header: it opens the WebSocket with a ticket instead (see attach).
  */
 export type WebSocketFactory = (url: string, headers: Record<string, string>) => WebSocketLike;
 
@@ -42,22 +43,49 @@ export interface AttachOptions {
 
 /**
  * One WebSocket connection to a terminal. What is sent before the server's
- * hello waits for it, in order.
+ * hello waits for it, in order. The WebSocket may come later (a browser's
+ * waits for its ticket): until then everything waits the same way.
  */
 export class TerminalConnection {
-  readonly #ws: WebSocketLike;
+  #ws: WebSocketLike | undefined;
   #end: number;
   #queue: (string | Uint8Array)[] | undefined = [];
+  #closed = false;
+  readonly #opts: AttachOptions;
+  #open!: (offset: number) => void;
+  #fail!: (e: Error) => void;
   /** Resolves with the offset output starts at once the connection is open. */
   readonly opened: Promise<number>;
 
-  constructor(ws: WebSocketLike, offset: number, opts: AttachOptions) {
-    this.#ws = ws;
+  constructor(ws: WebSocketLike | Promise<WebSocketLike>, offset: number, opts: AttachOptions) {
     this.#end = offset;
-    let open!: (offset: number) => void;
-    let fail!: (e: Error) => void;
-    this.opened = new Promise<number>((res, rej) => ((open = res), (fail = rej)));
+    this.#opts = opts;
+    this.opened = new Promise<number>((res, rej) => ((this.#open = res), (this.#fail = rej)));
     this.opened.catch(() => {});
+    if (!(ws instanceof Promise)) {
+      this.#wire(ws);
+      return;
+    }
+    ws.then(
+      (w) => {
+        if (this.#closed) w.close(1000, 'closed by the client');
+        else this.#wire(w);
+      },
+      (e: unknown) => {
+        // A refused ticket's problem code (terminal_not_found, ...) is the
+        // reason, so that a caller can tell "gone" from "try again".
+        const code = (e as { code?: unknown } | null)?.code;
+        const reason = typeof code === 'string' ? code : e instanceof Error ? e.message : String(e);
+        this.#closed = true;
+        this.#fail(new Error(`terminal connection failed: ${reason}`));
+        opts.onClose?.(1006, reason);
+      },
+    );
+  }
+
+  #wire(ws: WebSocketLike): void {
+    const opts = this.#opts;
+    this.#ws = ws;
     ws.binaryType = 'arraybuffer';
     ws.onmessage = (ev) => {
       const d = ev.data;
@@ -68,7 +96,7 @@ export class TerminalConnection {
           const queued = this.#queue ?? [];
           this.#queue = undefined;
           for (const q of queued) ws.send(q);
-          open(this.#end);
+          this.#open(this.#end);
           opts.onOpen?.(this.#end);
         } else if (m.type === 'exit') opts.onExit?.(m.exitCode);
         return;
@@ -81,14 +109,15 @@ export class TerminalConnection {
       opts.onData?.(data, at);
     };
     ws.onclose = (ev) => {
-      fail(new Error(`terminal connection closed (${ev.code} ${ev.reason})`));
+      this.#closed = true;
+      this.#fail(new Error(`terminal connection closed (${ev.code} ${ev.reason})`));
       opts.onClose?.(ev.code, ev.reason);
     };
   }
 
   #send(data: string | Uint8Array): void {
     if (this.#queue) this.#queue.push(data);
-    else this.#ws.send(data);
+    else this.#ws?.send(data);
   }
 
   /** Where the output received so far ends: reconnect from here to miss nothing. */
@@ -108,7 +137,8 @@ export class TerminalConnection {
 
   /** Closes the connection; the terminal goes on. */
   close(): void {
-    this.#ws.close(1000, 'closed by the client');
+    this.#closed = true;
+    this.#ws?.close(1000, 'closed by the client');
   }
 }
 
@@ -164,17 +194,25 @@ export class TerminalClient {
     );
   }
 
-  /** Opens the terminal's WebSocket from `opts.offset` (default 0). */
+  /**
+   * Opens the terminal's WebSocket from `opts.offset` (default 0). With
+   * `opts.webSocket` (Node's `ws`) it sends the Authorization header; with
+   * the default, a browser's `WebSocket`, which cannot, it first gets a
+   * one-connection ticket (`POST /events/tickets {sessionId, terminalId}`),
+   * so the bearer token never goes into a URL.
+   */
   attach(terminalId: string, opts: AttachOptions = {}): TerminalConnection {
     const offset = opts.offset ?? 0;
-    const url = `${this.client.baseUrl.replace(/^http/, 'ws')}/session/${encodeURIComponent(this.sessionId)}/terminals/${encodeURIComponent(terminalId)}/ws?offset=${offset}`;
-    const make: WebSocketFactory =
-      opts.webSocket ??
-      ((u) => {
-        const WS = (globalThis as { WebSocket?: new (u: string) => WebSocketLike }).WebSocket;
-        if (!WS) throw new TypeError('no WebSocket: pass opts.webSocket (e.g. from the ws package)');
-        return new WS(u);
-      });
-    return new TerminalConnection(make(url, this.client.authHeaders()), offset, opts);
+    const base = this.client.baseUrl.replace(/^http/, 'ws');
+    if (opts.webSocket) {
+      const url = `${base}/session/${encodeURIComponent(this.sessionId)}/terminals/${encodeURIComponent(terminalId)}/ws?offset=${offset}`;
+      return new TerminalConnection(opts.webSocket(url, this.client.authHeaders()), offset, opts);
+    }
+    const WS = (globalThis as { WebSocket?: new (u: string) => WebSocketLike }).WebSocket;
+    if (!WS) throw new TypeError('no WebSocket: pass opts.webSocket (e.g. from the ws package)');
+    const ws = this.client
+      .createStreamTicket({ sessionId: this.sessionId, terminalId })
+      .then((t) => new WS(`${base}${t.url}&offset=${offset}`));
+    return new TerminalConnection(ws, offset, opts);
   }
 }

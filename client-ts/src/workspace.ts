@@ -17,6 +17,11 @@ export interface DiffOptions {
    * what the turn changed; the answer says whether HEAD moved since.
    */
   turn?: string;
+  /**
+   * With `turn`: compare with this later turn's checkpoint instead of the
+   * working tree, i.e. what `turn` changed when `toTurn` is the next turn.
+   */
+  toTurn?: string;
   /** Only this file or directory, relative to the session's directory. */
   path?: string;
   /** Include the patch text. */

@@ -40,6 +40,9 @@ type Status struct {
 	LastErrorCode    string
 	AgentAvailable   bool
 	HistoryInjection bool
+	// Workspace is whether the session's executor serves its workspace
+	// now, with or without the agent.
+	Workspace WorkspaceAvailability
 }
 
 // Status evaluates a session (reference 000's four cases, plus not
@@ -86,6 +89,7 @@ func (m *Manager) status(ctx context.Context, sessionID string, running, startin
 		st.LastErrorCode = string(errcode.CodeOf(lastErr))
 	}
 	st.IsAgentRunning = running
+	st.Workspace = m.workspaceAvailability(ex)
 	_, profile, specErr := m.profiles.Spec(sess.AgentProfileID)
 	st.AgentAvailable = specErr == nil
 	st.HistoryInjection = profile.HistoryContextInjection

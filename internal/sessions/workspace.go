@@ -8,6 +8,8 @@ import (
 
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/executor"
+	"github.com/tether/tether/internal/hostproto"
 	"github.com/tether/tether/internal/recovery"
 	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/workspace"
@@ -39,7 +41,63 @@ func (m *Manager) Workspace(ctx context.Context, sessionID string, req workspace
 	}
 	// A checkpoint is always the session's own, whoever asks.
 	req.Root, req.Session = sess.Cwd, sessionID
-	return m.serveOn(ctx, ex.Runtime, ex.Host, req)
+	res, err := m.serveOn(ctx, ex.Runtime, ex.Host, req)
+	if err == nil && req.ToTurn != "" && res.GitDiff != nil && res.GitDiff.ToCheckpoint == nil {
+		// A host older than ToTurn ignored it and compared the working tree.
+		return workspace.Result{}, errcode.New(errcode.WorkspaceUnsupported,
+			"executor host %q cannot compare two turns' checkpoints: upgrade the host", ex.Host)
+	}
+	return res, err
+}
+
+// Workspace availabilities (WorkspaceAvailability.Status).
+const (
+	// WorkspaceReady: the executor serves the workspace now.
+	WorkspaceReady = "ready"
+	// WorkspaceStarting: the daemon is starting or reconnecting to the
+	// session's executor host; ask again shortly.
+	WorkspaceStarting = "starting"
+	// WorkspaceUnavailable: the executor cannot serve it (its host is
+	// lost, unknown, or too old); Err says why.
+	WorkspaceUnavailable = "unavailable"
+)
+
+// WorkspaceAvailability is whether a session's executor serves its
+// workspace now (files, git, terminals, commands), which needs the
+// executor and never the agent: a client enables its workspace panel on
+// ready, whatever the agent's state.
+type WorkspaceAvailability struct {
+	Status string
+	// Err says why the workspace is not ready (an *errcode.Error).
+	Err error
+}
+
+// workspaceStater is a Runtime that can tell, without I/O, whether it
+// serves workspaces now (an executor host: whether it is connected).
+type workspaceStater interface {
+	workspaceAvailability() WorkspaceAvailability
+}
+
+// workspaceAvailability says whether the executor of row ex serves its
+// session's workspace now: the daemon itself always does (standalone);
+// a host when it is connected. Asking names the host to the pool, which
+// starts connecting to it (and starts the local one) if nothing had yet.
+func (m *Manager) workspaceAvailability(ex store.Executor) WorkspaceAvailability {
+	if ex.Runtime == store.RuntimeStandalone || ex.Runtime == "" {
+		return WorkspaceAvailability{Status: WorkspaceReady}
+	}
+	rt, err := m.cfg.Executors.Runtime(ex.Runtime, ex.Host)
+	if err != nil {
+		return WorkspaceAvailability{Status: WorkspaceUnavailable, Err: err}
+	}
+	if ws, ok := rt.(workspaceStater); ok {
+		return ws.workspaceAvailability()
+	}
+	if _, ok := rt.(WorkspaceRuntime); ok {
+		return WorkspaceAvailability{Status: WorkspaceReady}
+	}
+	return WorkspaceAvailability{Status: WorkspaceUnavailable,
+		Err: errcode.New(errcode.WorkspaceUnsupported, "executor %s %q serves no workspace", ex.Runtime, ex.Host)}
 }
 
 // serveOn performs a workspace request on an executor (runtime, host),
@@ -75,6 +133,32 @@ func (m *Manager) serveOn(ctx context.Context, runtime store.Runtime, host strin
 // hostConnectWait is how long a workspace request waits for its executor
 // host to be connected.
 const hostConnectWait = 5 * time.Second
+
+// workspaceAvailability implements workspaceStater from what the daemon
+// last saw of the host.
+func (r hostRuntime) workspaceAvailability() WorkspaceAvailability {
+	in := r.h.Info()
+	switch {
+	case in.State == executor.StateConnected && in.Version >= hostproto.CommandWorkspace.Since():
+		return WorkspaceAvailability{Status: WorkspaceReady}
+	case in.State == executor.StateConnected:
+		return WorkspaceAvailability{Status: WorkspaceUnavailable, Err: errcode.New(errcode.WorkspaceUnsupported,
+			"executor host %q speaks protocol version %d, which has no workspace (version %d): upgrade the host", in.Name, in.Version, hostproto.CommandWorkspace.Since())}
+	}
+	what, status := "is not connected yet", WorkspaceStarting
+	if in.State != executor.StateReconnecting {
+		what, status = "cannot be reached", WorkspaceUnavailable
+	}
+	if in.LastError != nil {
+		why := in.LastError.Error()
+		var de *errcode.Error
+		if errors.As(in.LastError, &de) {
+			why = de.Message
+		}
+		return WorkspaceAvailability{Status: status, Err: errcode.Wrap(errcode.ExecutorUnavailable, in.LastError, "executor host %q %s: %s", in.Name, what, why)}
+	}
+	return WorkspaceAvailability{Status: status, Err: errcode.New(errcode.ExecutorUnavailable, "executor host %q %s", in.Name, what)}
+}
 
 // Workspace implements WorkspaceRuntime.
 func (r hostRuntime) Workspace(ctx context.Context, sessionID string, req workspace.Request) (workspace.Result, error) {

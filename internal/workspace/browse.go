@@ -58,6 +58,9 @@ type Request struct {
 	// or the one a diff is against (instead of Against).
 	Session string `json:"session,omitempty"`
 	Turn    string `json:"turn,omitempty"`
+	// ToTurn, with Turn, has a diff compare Turn's checkpoint with this
+	// later turn's instead of the working tree.
+	ToTurn string `json:"toTurn,omitempty"`
 	// Branch is a worktree's branch; Keep has a release keep the
 	// worktree even when it is clean.
 	Branch string `json:"branch,omitempty"`
@@ -205,6 +208,9 @@ func Serve(ctx context.Context, req Request, lim Config) (Result, error) {
 		if req.Turn != "" {
 			d, err := turnDiff(ctx, req, rel, lim)
 			return Result{GitDiff: d}, err
+		}
+		if req.ToTurn != "" {
+			return Result{}, errcode.New(errcode.InvalidRequest, "toTurn compares two turns' checkpoints: it needs turn")
 		}
 		d, err := gitDiff(ctx, req.Root, rel, req.Against, req.Patch, lim)
 		return Result{GitDiff: d}, err

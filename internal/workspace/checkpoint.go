@@ -210,7 +210,9 @@ func unixTime(s string) time.Time {
 }
 
 // turnDiff is the session's directory now against req.Turn's checkpoint:
-// the files changed since the turn began, and whether HEAD moved.
+// the files changed since the turn began, and whether HEAD moved. With
+// req.ToTurn it compares the two turns' checkpoints instead: what changed
+// from the start of one turn to the start of the other.
 func turnDiff(ctx context.Context, req Request, rel string, cfg Config) (*GitDiff, error) {
 	if req.Against != "" {
 		return nil, errcode.New(errcode.InvalidRequest, "a diff is against a commit or a turn's checkpoint, not both")
@@ -224,17 +226,25 @@ func turnDiff(ctx context.Context, req Request, rel string, cfg Config) (*GitDif
 	if err != nil {
 		return nil, err
 	}
-	tree, err := s.snapshot(ctx)
-	if err != nil {
-		return nil, err
+	var to *Checkpoint
+	var tree, head string
+	if req.ToTurn != "" {
+		if to, err = s.read(ctx, req.ToTurn); err != nil {
+			return nil, err
+		}
+		tree, head = to.Tree, to.Head
+	} else {
+		if tree, err = s.snapshot(ctx); err != nil {
+			return nil, err
+		}
+		if head, err = userHead(ctx, req.Root); err != nil {
+			return nil, err
+		}
 	}
 	d, err := diffTrees(ctx, req.Root, s.env(), "turn:"+req.Turn, cp.Tree, tree, rel, req.Patch, cfg)
 	if err != nil {
 		return nil, err
 	}
-	if d.Head, err = userHead(ctx, req.Root); err != nil {
-		return nil, err
-	}
-	d.Checkpoint, d.HeadMoved = cp, d.Head != cp.Head
+	d.Head, d.Checkpoint, d.HeadMoved, d.ToCheckpoint = head, cp, head != cp.Head, to
 	return d, nil
 }

@@ -92,6 +92,55 @@ func TestCheckpointPlainDirectory(t *testing.T) {
 	wantChanged(t, turnDiff(t, cfg, dir, "turn-2", ""), map[string]string{})
 }
 
+// Two turns' checkpoints compared: what one turn changed (up to the start
+// of the next), whatever happened in the directory since.
+func TestCheckpointToTurn(t *testing.T) {
+	cfg := checkpointCfg(t)
+	dir := t.TempDir()
+	mustWrite(t, filepath.Join(dir, "a.txt"), "a\n")
+	takeCheckpoint(t, cfg, dir, "t1")
+	mustWrite(t, filepath.Join(dir, "a.txt"), "a, edited by t1\n")
+	mustWrite(t, filepath.Join(dir, "t1.txt"), "made by t1\n")
+	takeCheckpoint(t, cfg, dir, "t2")
+	mustWrite(t, filepath.Join(dir, "t2.txt"), "made by t2\n")
+	diff := func(req workspace.Request) (*workspace.GitDiff, error) {
+		req.Root, req.Op, req.Session = dir, workspace.OpGitDiff, "s1"
+		r, err := workspace.Serve(context.Background(), req, cfg)
+		return r.GitDiff, err
+	}
+	cases := []struct {
+		name     string
+		req      workspace.Request
+		want     map[string]string
+		wantCode errcode.Code
+	}{
+		{"turn 1 alone", workspace.Request{Turn: "t1", ToTurn: "t2"}, map[string]string{"a.txt": "modified", "t1.txt": "added"}, ""},
+		{"turn 1 until now", workspace.Request{Turn: "t1"}, map[string]string{"a.txt": "modified", "t1.txt": "added", "t2.txt": "added"}, ""},
+		{"turn 2 until now", workspace.Request{Turn: "t2"}, map[string]string{"t2.txt": "added"}, ""},
+		{"backwards", workspace.Request{Turn: "t2", ToTurn: "t1"}, map[string]string{"a.txt": "modified", "t1.txt": "deleted"}, ""},
+		{"unknown later turn", workspace.Request{Turn: "t1", ToTurn: "t9"}, nil, errcode.WorkspaceCheckpointNotFound},
+		{"toTurn without turn", workspace.Request{ToTurn: "t2"}, nil, errcode.InvalidRequest},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := diff(tc.req)
+			if tc.wantCode != "" {
+				if !errcode.Is(err, tc.wantCode) {
+					t.Fatalf("got %v, want %s", err, tc.wantCode)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantChanged(t, d, tc.want)
+			if (d.ToCheckpoint != nil) != (tc.req.ToTurn != "") || (d.ToCheckpoint != nil && d.ToCheckpoint.Turn != tc.req.ToTurn) {
+				t.Errorf("got toCheckpoint %+v, want the checkpoint of %q", d.ToCheckpoint, tc.req.ToTurn)
+			}
+		})
+	}
+}
+
 // In a repository a checkpoint leaves the user's index, refs, stash and
 // objects as they were, honours .gitignore, and sees HEAD move.
 func TestCheckpointRepositoryUntouched(t *testing.T) {

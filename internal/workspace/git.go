@@ -66,6 +66,11 @@ type GitDiff struct {
 	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
 	Head       string      `json:"head,omitempty"`
 	HeadMoved  bool        `json:"headMoved,omitempty"`
+	// ToCheckpoint is the later turn's checkpoint of a diff between two
+	// (Request.ToTurn), compared instead of the working tree; Head is then
+	// HEAD at that checkpoint. A daemon asking for ToTurn checks it came
+	// back: a host that predates it would have compared the working tree.
+	ToCheckpoint *Checkpoint `json:"toCheckpoint,omitempty"`
 }
 
 // GitDiffFile is one file of a GitDiff. Status is added, modified,

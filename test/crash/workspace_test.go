@@ -69,6 +69,9 @@ func TestWorkspaceOnDetachedHost(t *testing.T) {
 		if code != http.StatusConflict || m["code"] != "workspace_not_a_repository" {
 			t.Errorf("%s: git status: got %d %v, want 409 workspace_not_a_repository", when, code, m)
 		}
+		if ws := workspaceOf(w.status(sid)); ws["status"] != "ready" {
+			t.Errorf("%s: status: got workspace %v, want ready", when, ws)
+		}
 	}
 	check("agent running")
 
@@ -82,11 +85,37 @@ func TestWorkspaceOnDetachedHost(t *testing.T) {
 	w.waitFor("the agent's exit to reach the session", func() bool { return w.status(sid)["isAgentRunning"] == false })
 	check("agent killed")
 
+	// tetherd killed, and its host held (SIGSTOP) while the next one
+	// starts: the workspace is "starting" (the daemon is reconnecting),
+	// then ready once the host answers.
 	w.kill9()
+	hosts := w.processes(" host ")
+	if len(hosts) != 1 {
+		t.Fatalf("executor hosts: got %v, want one", hosts)
+	}
+	if err := syscall.Kill(hosts[0].pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := true
+	defer func() {
+		if stopped {
+			_ = syscall.Kill(hosts[0].pid, syscall.SIGCONT)
+		}
+	}()
 	w.startHosted()
-	w.waitFor("the host to be reachable again", func() bool {
-		code, _ := w.do("GET", base+"/stat", nil)
-		return code == http.StatusOK
-	})
+	if ws := workspaceOf(w.status(sid)); ws["status"] != "starting" || ws["errorCode"] != "executor_unavailable" {
+		t.Errorf("host held: status: got workspace %v, want starting with executor_unavailable", ws)
+	}
+	if err := syscall.Kill(hosts[0].pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	stopped = false
+	w.waitFor("the workspace to be ready again", func() bool { return workspaceOf(w.status(sid))["status"] == "ready" })
 	check("after tetherd was killed and restarted")
+}
+
+// workspaceOf is a status's workspace availability.
+func workspaceOf(status map[string]any) map[string]any {
+	ws, _ := status["workspace"].(map[string]any)
+	return ws
 }

@@ -230,7 +230,10 @@ export const streamGlobalEvents = <ThrowOnError extends boolean = false>(options
  * get a new ticket with the last event id as `cursor` (a `?cursor=`
  * in the URL would win over `Last-Event-ID` on every reconnect). At most
  * `--stream-tickets-max` tickets are outstanding (429
- * `too_many_stream_tickets`). A stream route refuses a bad ticket
+ * `too_many_stream_tickets`). With `terminalId` the ticket opens that
+ * terminal's WebSocket instead (a browser's WebSocket cannot send
+ * headers either), under the same rules; 404 `terminal_not_found`
+ * for a terminal the session does not have. A stream route refuses a bad ticket
  * with 401: `stream_ticket_invalid` (unknown), `stream_ticket_expired`,
  * `stream_ticket_wrong_stream` (another stream or other filters),
  * `stream_ticket_in_use` (its stream is already open).
@@ -453,6 +456,13 @@ export const getGitStatus = <ThrowOnError extends boolean = false>(options: Opti
  * answer then says whether HEAD moved since. A turn without a
  * checkpoint is 404 `workspace_checkpoint_not_found`.
  *
+ * With `turn` and `toTurn` (a later turn's promptId), the two turns'
+ * checkpoints are compared instead: what changed from the start of
+ * `turn` to the start of `toTurn`, that is, what `turn` changed when
+ * `toTurn` is the turn after it (`toCheckpoint` in the answer). An
+ * executor host too old to compare two checkpoints answers 501
+ * `workspace_unsupported`.
+ *
  */
 export const getGitDiff = <ThrowOnError extends boolean = false>(options: Options<GetGitDiffData, ThrowOnError>) => (options.client ?? client).get<GetGitDiffResponses, GetGitDiffErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -590,7 +600,9 @@ export const resizeTerminal = <ThrowOnError extends boolean = false>(options: Op
  * and the rest the bytes, and `{"type":"exit","exitCode":N}` when the
  * shell exits. The client sends binary frames to type and text frames
  * `{"type":"resize","cols":C,"rows":R}`. Reconnect with `offset` (the
- * end of the last output received) to miss nothing.
+ * end of the last output received) to miss nothing. A browser opens it
+ * with a ticket (`POST /events/tickets {sessionId, terminalId}`)
+ * instead of the Authorization header.
  *
  */
 export const attachTerminal = <ThrowOnError extends boolean = false>(options: Options<AttachTerminalData, ThrowOnError>) => (options.client ?? client).get<AttachTerminalResponses, AttachTerminalErrors, ThrowOnError>({

@@ -117,8 +117,9 @@ export type GitDiff = {
     patch?: string;
     patchTruncated: boolean;
     checkpoint?: Checkpoint;
+    toCheckpoint?: Checkpoint;
     /**
-     * With turn: the repository's HEAD commit now (absent outside a repository).
+     * With turn: the repository's HEAD commit now (with toTurn: at toTurn's checkpoint; absent outside a repository).
      */
     head?: string;
     /**
@@ -323,6 +324,15 @@ export type StreamTicketRequest = {
      *
      */
     cursor?: string;
+    /**
+     * With `sessionId`: a ticket for that terminal's WebSocket
+     * (`GET /session/{id}/terminals/{terminalId}/ws`) instead of an
+     * event stream, for a browser, whose WebSocket cannot send the
+     * Authorization header. Add `&offset=N` to the returned `url`.
+     * Takes no `taskId`, `types` or `cursor`.
+     *
+     */
+    terminalId?: string;
 };
 
 export type StreamTicket = {
@@ -618,6 +628,23 @@ export type SessionStatus = {
      */
     contextLost: boolean;
     historyContextInjection?: boolean;
+    workspace?: WorkspaceAvailability;
+};
+
+/**
+ * Whether the session's executor serves its workspace (files, git,
+ * terminals, commands) now, with or without the agent: `ready` (the
+ * daemon itself for a standalone session; a connected host
+ * otherwise), `starting` (the daemon is starting or reconnecting to
+ * the session's executor host: ask again shortly), `unavailable`
+ * (the host is lost, unknown, or too old to serve a workspace:
+ * `errorCode` and `errorMessage` say why).
+ *
+ */
+export type WorkspaceAvailability = {
+    status: 'ready' | 'starting' | 'unavailable';
+    errorCode?: string;
+    errorMessage?: string;
 };
 
 export type RecoverySummary = {
@@ -3059,6 +3086,10 @@ export type GetGitDiffData = {
          */
         turn?: PromptId;
         /**
+         * With turn, compare with this later turn's checkpoint instead of the working tree.
+         */
+        toTurn?: PromptId;
+        /**
          * Only this file or directory (relative to the session's directory).
          */
         path?: string;
@@ -3523,6 +3554,13 @@ export type AttachTerminalData = {
     };
     query?: {
         offset?: number;
+        /**
+         * A stream ticket from `POST /events/tickets`, instead of the
+         * `Authorization` header (which wins when both are sent). Never put
+         * the bearer token itself in a URL.
+         *
+         */
+        ticket?: string;
     };
     url: '/session/{id}/terminals/{terminalId}/ws';
 };

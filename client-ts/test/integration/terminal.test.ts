@@ -83,4 +83,47 @@ describe('tetherd: terminals', () => {
     expect((await terms.resize(t.id, 120, 40)).cols).toBe(120);
     await terms.close(t.id);
   });
+
+  it('opens the WebSocket with a ticket where no header can be sent (a browser), never with the token in the URL', async () => {
+    const s = await c.createSession({ agentProfileId: 'demo', cwd: d.cwd });
+    const terms = c.session(s.id).terminals;
+    const t = await terms.open();
+    const urls: string[] = [];
+    // A browser's WebSocket: a URL and nothing else.
+    class BrowserWebSocket extends WebSocket {
+      constructor(url: string) {
+        urls.push(url);
+        super(url);
+      }
+    }
+    const g = globalThis as { WebSocket?: unknown };
+    const saved = g.WebSocket;
+    g.WebSocket = BrowserWebSocket;
+    try {
+      let out = '';
+      const dec = new TextDecoder();
+      const conn = terms.attach(t.id, { onData: (b) => (out += dec.decode(b, { stream: true })) });
+      conn.send('echo "TI""CKET=ok"\n');
+      await until(() => out, 'TICKET=ok');
+      conn.close();
+    } finally {
+      g.WebSocket = saved;
+    }
+    expect(urls).toHaveLength(1);
+    expect(urls[0]).toMatch(/\/terminals\/[^/]+\/ws\?ticket=[\w-]+&offset=0$/);
+    expect(urls[0]).not.toContain(d.token);
+
+    // Without the ticket (and without the header) the WebSocket is refused.
+    const refused = await new Promise<number>((resolve) => {
+      const ws = new WebSocket(`${d.baseUrl.replace(/^http/, 'ws')}/session/${s.id}/terminals/${t.id}/ws`);
+      ws.on('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+      ws.on('open', () => resolve(101));
+    });
+    expect(refused).toBe(401);
+
+    // A ticket for a terminal the session does not have is refused.
+    const err = await c.createStreamTicket({ sessionId: s.id, terminalId: 'nope' }).catch((e: unknown) => e);
+    expect((err as TetherProblem).code).toBe('terminal_not_found');
+    await terms.close(t.id);
+  });
 });

@@ -59,5 +59,14 @@ describe('tetherd: workspace', () => {
     const err = await s.workspace.diff({ turn: 'never-ran' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TetherProblem);
     expect((err as TetherProblem).code).toBe('workspace_checkpoint_not_found');
+
+    // A second turn: t1 alone (to t2's start) keeps what t1 made only.
+    await s.prompt('/tool write second.txt made by the second turn', { promptId: 't2' });
+    expect((await s.waitForTurn('t2')).type).toBe('turn.completed');
+    const since = await s.workspace.diff({ turn: 't1' });
+    expect(since.files.map((f) => f.path).sort()).toEqual(['made.txt', 'second.txt']);
+    const alone = await s.workspace.diff({ turn: 't1', toTurn: 't2' });
+    expect(alone.files.map((f) => `${f.path}:${f.status}`)).toEqual(['made.txt:added']);
+    expect(alone.toCheckpoint?.turn).toBe('t2');
   });
 });
