@@ -68,8 +68,8 @@ export class TerminalConnection {
     }
     ws.then(
       (w) => {
-        if (this.#closed) w.close(1000, 'closed by the client');
-        else this.#wire(w);
+        this.#wire(w);
+        if (this.#closed) this.close();
       },
       (e: unknown) => {
         // A refused ticket's problem code (terminal_not_found, ...) is the
@@ -138,7 +138,15 @@ export class TerminalConnection {
   /** Closes the connection; the terminal goes on. */
   close(): void {
     this.#closed = true;
-    this.#ws?.close(1000, 'closed by the client');
+    const ws = this.#ws;
+    if (ws?.readyState === 0) {
+      // Still connecting: close once open (a browser reports a socket
+      // closed while connecting as an error in its console).
+      ws.onmessage = () => {};
+      ws.onopen = () => ws.close(1000, 'closed by the client');
+      return;
+    }
+    ws?.close(1000, 'closed by the client');
   }
 }
 

@@ -1,6 +1,7 @@
 package crash_test
 
 import (
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -24,7 +25,8 @@ func gitIn(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// TestSessionWorktree, on both runtimes: a session created with worktree
+// TestSessionWorktree, on the standalone and detached runtimes and a remote
+// host in a network namespace: a session created with worktree
 // works in a git worktree of the repository, on a branch of its own; the
 // agent's files land there, not in the repository's own checkout. The
 // worktree removed by hand (agent stopped) is made again from its branch,
@@ -32,10 +34,34 @@ func gitIn(t *testing.T, dir string, args ...string) string {
 // worktree with uncommitted changes and removes a clean one, and keeps
 // every branch.
 func TestSessionWorktree(t *testing.T) {
-	for _, runtime := range []string{"standalone", "detached"} {
-		t.Run(runtime, func(t *testing.T) {
+	// Each case starts the world's daemon and names the executor a
+	// session asks for ("" for the daemon's default).
+	runtimes := []struct {
+		name  string
+		start func(t *testing.T, w *world) string
+	}{
+		{"standalone", func(_ *testing.T, w *world) string { w.start("--executor", "standalone"); return "" }},
+		{"detached", func(_ *testing.T, w *world) string { w.start("--executor", "detached"); return "" }},
+		{"remote host in a network namespace", func(t *testing.T, w *world) string {
+			ns := newNetns(t)
+			far := w.newRemoteHost("far", net.JoinHostPort(ns.ip, "7778"), ns)
+			far.start()
+			w.setHosts(far.pinned())
+			w.start(pingFlags...)
+			w.waitHost("far", "connected", hostState("connected"))
+			return "far"
+		}},
+	}
+	for _, rt := range runtimes {
+		t.Run(rt.name, func(t *testing.T) {
 			w := newWorld(t, profile{id: "demo"})
-			w.start("--executor", runtime)
+			executor := rt.start(t, w)
+			create := func(body map[string]any) (int, map[string]any) {
+				if executor != "" {
+					body["executor"] = executor
+				}
+				return w.do(http.MethodPost, "/session", body)
+			}
 			repo := t.TempDir()
 			if r, err := filepath.EvalSymlinks(repo); err == nil {
 				repo = r
@@ -47,7 +73,7 @@ func TestSessionWorktree(t *testing.T) {
 			gitIn(t, repo, "add", ".")
 			gitIn(t, repo, "commit", "-q", "-m", "first")
 
-			code, s := w.do(http.MethodPost, "/session", map[string]any{"agentProfileId": "demo", "cwd": repo, "worktree": true, "title": "Fix the parser"})
+			code, s := create(map[string]any{"agentProfileId": "demo", "cwd": repo, "worktree": true, "title": "Fix the parser"})
 			if code != http.StatusCreated {
 				t.Fatalf("create: got %d %v", code, s)
 			}
@@ -116,7 +142,7 @@ func TestSessionWorktree(t *testing.T) {
 				t.Errorf("the transcript does not say why the worktree was kept")
 			}
 
-			code, s2 := w.do(http.MethodPost, "/session", map[string]any{"agentProfileId": "demo", "cwd": repo, "worktree": true})
+			code, s2 := create(map[string]any{"agentProfileId": "demo", "cwd": repo, "worktree": true})
 			if code != http.StatusCreated {
 				t.Fatalf("second session: got %d %v", code, s2)
 			}

@@ -270,6 +270,20 @@ export function appProblems(problems) {
   return problems.filter((p) => p.kind === 'pageerror' || !/Failed to load resource|net::ERR_/.test(p.text));
 }
 
+/**
+ * Opens the Web Shell on page, picks session id in the sidebar and waits
+ * until its pane is connected; returns the pane.
+ */
+export async function openSession(page, daemon, id, T = { timeout: 20_000 }) {
+  await page.goto(daemon.shellUrl);
+  const row = page.locator(`[data-testid=session-row][data-session-id="${id}"] .srow__open`);
+  await row.waitFor(T);
+  await row.click();
+  const pane = page.locator(`[data-testid=pane][data-session-id="${id}"]`);
+  await pane.locator('[data-testid=connection][data-conn=open]').waitFor(T);
+  return pane;
+}
+
 export async function shot(page, name) {
   mkdirSync(artifactsDir, { recursive: true });
   await page.screenshot({ path: join(artifactsDir, `${name}.png`) });

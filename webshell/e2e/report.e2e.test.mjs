@@ -1,13 +1,14 @@
 // The recovery report in the Web Shell against the real tetherd: the demo
 // agent's /work writes a file, runs `ls` and is killed with SIGKILL (its
 // process group) in `sleep 3600`; the banner names the file it wrote, the
-// tool calls that finished and the command still running, and Continue
-// completes the turn.
+// tool calls that finished and the command still running, the workspace
+// panel lists the file as the turn's change, and Continue completes the
+// turn.
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { appProblems, Daemon, launchBrowser, shot } from './harness.mjs';
+import { appProblems, Daemon, launchBrowser, openSession, shot } from './harness.mjs';
 
 const T = { timeout: 15_000 };
 
@@ -33,12 +34,7 @@ describe('Web Shell recovery report', { concurrency: false }, () => {
     const problems = [];
     page.on('pageerror', (e) => problems.push({ kind: 'pageerror', text: String(e) }));
     page.on('console', (m) => m.type() === 'error' && problems.push({ kind: 'console', text: m.text() }));
-    await page.goto(daemon.shellUrl);
-    const row = page.locator(`[data-testid=session-row][data-session-id="${s.id}"] .srow__open`);
-    await row.waitFor(T);
-    await row.click();
-    const pane = page.locator(`[data-testid=pane][data-session-id="${s.id}"]`);
-    await pane.locator('[data-testid=connection][data-conn=open]').waitFor(T);
+    const pane = await openSession(page, daemon, s.id, T);
 
     const box = pane.getByRole('textbox', { name: 'Message' });
     await box.fill('/work made-by-agent.txt');
@@ -56,6 +52,14 @@ describe('Web Shell recovery report', { concurrency: false }, () => {
     assert.match(await banner.getByTestId('banner-finished').textContent(), /Write made-by-agent\.txt, Run `ls`/);
     assert.match(await banner.getByTestId('banner-running').textContent(), /Run `sleep 3600`/);
     await shot(page, 'report-01-banner');
+    // The workspace panel says the same: the interrupted turn's changes.
+    await pane.getByTestId('turn-changes').first().click();
+    const changes = pane.getByTestId('ws-changes');
+    await changes.locator('[data-testid=ws-changed-file]').first().waitFor(T);
+    assert.deepEqual(await changes.locator('[data-testid=ws-changed-file]').evaluateAll((els) => els.map((e) => `${e.dataset.path}:${e.dataset.status}`)), [
+      'made-by-agent.txt:added',
+    ]);
+    await shot(page, 'report-01b-changes');
 
     await banner.getByRole('button', { name: 'Continue the interrupted turn' }).click();
     await banner.waitFor({ state: 'detached', ...T });

@@ -1,6 +1,6 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import type { TetherClient } from '@tether/client';
-import { makeClient, sessionApi, tasksApi } from './api';
+import { makeClient, sessionApi, tasksApi, workspaceApi } from './api';
 import { LangContext, detectLang, translate, type Lang } from './i18n';
 import { errorText } from './lib/errors';
 import { load, save } from './lib/storage';
@@ -15,6 +15,7 @@ import { IconMenu, IconPlus } from './components/Icons';
 import { NewSessionDialog, type NewSessionRequest } from './components/NewSessionDialog';
 import { Sidebar } from './components/Sidebar';
 import { TokenGate } from './components/TokenGate';
+import { WorkspaceApiContext } from './components/WorkspacePanel';
 
 interface Settings {
   lang: Lang;
@@ -81,6 +82,7 @@ interface ShellProps {
 function Shell({ token, settings, setSettings, onUnauthorized, onSignOut }: ShellProps) {
   const t = (k: Parameters<typeof translate>[1], p?: Record<string, string | number>) => translate(settings.lang, k, p);
   const client: TetherClient = useMemo(() => makeClient(token), [token]);
+  const workspaceApiFor = useMemo(() => (id: string) => workspaceApi(client, id), [client]);
   const settingsRef = useMemo(() => ({ current: settings }), []);
   settingsRef.current = settings;
   const tasks = useMemo(() => new TasksController(tasksApi(client, token), onUnauthorized), [client]);
@@ -185,6 +187,7 @@ function Shell({ token, settings, setSettings, onUnauthorized, onSignOut }: Shel
 
   return (
     <AgentsContext.Provider value={agentMap}>
+      <WorkspaceApiContext.Provider value={workspaceApiFor}>
       <div class={`app${sidebarOpen ? ' app--sidebar' : ''}`}>
         <header class="topbar">
           <button type="button" class="btn btn--ghost btn--icon" aria-label={t('app.toggleSidebar')} aria-expanded={sidebarOpen} onClick={() => setSidebarOpen(!sidebarOpen)}>
@@ -263,6 +266,7 @@ function Shell({ token, settings, setSettings, onUnauthorized, onSignOut }: Shel
           />
         )}
       </div>
+      </WorkspaceApiContext.Provider>
     </AgentsContext.Provider>
   );
 }

@@ -1,7 +1,7 @@
 // The one place that constructs the SDK client; everything else talks to
 // the narrow interfaces in state/ (so tests can pass fakes).
 import { TetherClient } from '@tether/client';
-import type { SessionApi } from './state/types';
+import type { SessionApi, WorkspaceApi } from './state/types';
 import type { TasksApi } from './state/tasks-state';
 import { sharedGlobalEvents } from './lib/shared-global';
 
@@ -16,6 +16,11 @@ export function makeClient(token: string, baseUrl = window.location.origin): Tet
 }
 
 export function sessionApi(client: TetherClient, id: string): SessionApi {
+  return client.session(id);
+}
+
+/** A session's files, git state and terminals: the SDK's SessionClient has them. */
+export function workspaceApi(client: TetherClient, id: string): WorkspaceApi {
   return client.session(id);
 }
 

@@ -2,6 +2,7 @@
 // placeholders are filled by t().
 import { createContext } from 'preact';
 import { useContext } from 'preact/hooks';
+import { workspaceEn, workspaceZh } from './i18n-workspace';
 
 export type Lang = 'en' | 'zh';
 
@@ -198,6 +199,7 @@ const en = {
   'new.hostState.connecting': 'not reached yet',
   'new.hostState.reconnecting': 'reconnecting',
   'new.hostState.lost': 'unreachable',
+  ...workspaceEn,
 };
 
 export type MessageKey = keyof typeof en;
@@ -395,6 +397,7 @@ const zh: Record<MessageKey, string> = {
   'new.hostState.connecting': '尚未连接',
   'new.hostState.reconnecting': '正在重连',
   'new.hostState.lost': '无法连接',
+  ...workspaceZh,
 };
 
 const dicts: Record<Lang, Record<MessageKey, string>> = { en, zh };

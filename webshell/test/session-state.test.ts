@@ -256,6 +256,7 @@ describe('transcript folding', () => {
       { type: 'turn-end', id: 'p1' },
       { type: 'turn-start', id: 'c1' },
       { type: 'message', id: 2 },
+      { type: 'turn-end', id: 'c1' },
     ]);
   });
 });

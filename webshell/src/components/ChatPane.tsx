@@ -1,4 +1,4 @@
-import { useContext, useEffect, useRef } from 'preact/hooks';
+import { useContext, useEffect, useRef, useState } from 'preact/hooks';
 import { createContext } from 'preact';
 import { useT } from '../i18n';
 import { shortId } from '../lib/ids';
@@ -13,6 +13,9 @@ import { IconClose } from './Icons';
 import { AGENT_AUTH_REQUIRED, AuthBanner } from './AuthBanner';
 import { RecoveryBanner } from './RecoveryBanner';
 import { PermissionDock, PlanView, Timeline } from './Timeline';
+import type { ChangesScope } from './ChangesView';
+import { WorkspacePanel, type WorkspaceTab } from './WorkspacePanel';
+import { load, save } from '../lib/storage';
 
 export const AgentsContext = createContext<Record<string, AgentProfile>>({});
 
@@ -28,10 +31,33 @@ export interface ChatPaneProps {
   onEndSession: () => void;
 }
 
+/** Whether a session's workspace panel is open, and on which tab: kept per session across reloads. */
+interface WorkspacePrefs {
+  open: boolean;
+  tab: WorkspaceTab;
+}
+
+const wsPrefsKey = (sessionId: string) => `tether.workspace.${sessionId}`;
+
+function useWorkspacePrefs(sessionId: string): [WorkspacePrefs, (p: WorkspacePrefs) => void] {
+  const read = () => load<WorkspacePrefs>(wsPrefsKey(sessionId), { open: false, tab: 'files' });
+  const [prefs, setPrefs] = useState<{ id: string; p: WorkspacePrefs }>(() => ({ id: sessionId, p: read() }));
+  const current = prefs.id === sessionId ? prefs.p : read();
+  return [
+    current,
+    (p) => {
+      save(wsPrefsKey(sessionId), p);
+      setPrefs({ id: sessionId, p });
+    },
+  ];
+}
+
 export function ChatPane({ controller, shownSessionId, isMain, active, onFocus, onClose, onStartNew, onEndSession }: ChatPaneProps) {
   const { t } = useT();
   const agents = useContext(AgentsContext);
   const s = useStore(controller.store);
+  const [ws, setWs] = useWorkspacePrefs(shownSessionId);
+  const [scope, setScope] = useState<ChangesScope>({ kind: 'total' });
   const ref = useRef<HTMLElement>(null);
   useEffect(() => {
     // Bring the active pane into view (narrow windows show one at a time).
@@ -60,10 +86,14 @@ export function ChatPane({ controller, shownSessionId, isMain, active, onFocus, 
   // The agent needs credentials: its own banner says what to do, instead
   // of the generic resume offer.
   const authRequired = !readOnly && execStatus === 'error' && s.executor.code === AGENT_AUTH_REQUIRED && !s.resuming;
+  const showTurnChanges = (promptId: string) => {
+    setScope({ kind: 'turn', promptId });
+    setWs({ open: true, tab: 'changes' });
+  };
   return (
     <section
       ref={ref}
-      class={`pane${active ? ' pane--active' : ''}`}
+      class={`pane${active ? ' pane--active' : ''}${ws.open ? ' pane--workspace' : ''}`}
       aria-label={t('pane.sessionLabel', { name: title })}
       data-testid="pane"
       data-session-id={s.sessionId}
@@ -88,6 +118,16 @@ export function ChatPane({ controller, shownSessionId, isMain, active, onFocus, 
           </div>
         </div>
         <div class="pane__tools">
+          <button
+            type="button"
+            class={`btn btn--ghost btn--small${ws.open ? ' btn--on' : ''}`}
+            aria-pressed={ws.open}
+            title={t('ws.toggleHint')}
+            data-testid="workspace-toggle"
+            onClick={() => setWs({ ...ws, open: !ws.open })}
+          >
+            {t('ws.toggle')}
+          </button>
           {!readOnly && (
             <button type="button" class="btn btn--ghost btn--small" onClick={onEndSession} title={t('pane.closeSession')}>
               {t('pane.closeSession')}
@@ -113,79 +153,102 @@ export function ChatPane({ controller, shownSessionId, isMain, active, onFocus, 
         </div>
       </header>
 
-      {s.plan && s.plan.length > 0 && <PlanView plan={s.plan} />}
+      <div class="pane__body">
+        <div class="pane__chat">
+          {s.plan && s.plan.length > 0 && <PlanView plan={s.plan} />}
 
-      {s.phase === 'loading' && (
-        <div class="pane__center" role="status">
-          <Spinner /> {t('pane.loading')}
-        </div>
-      )}
-      {s.phase === 'error' && (
-        <div class="pane__center" role="alert">
-          <p>{t('pane.loadFailed', { error: s.loadError ?? '' })}</p>
-          <button type="button" class="btn" onClick={() => controller.reload()}>
-            {t('pane.retryNow')}
-          </button>
-        </div>
-      )}
-      {s.phase === 'ready' && <Timeline s={s} onRetryPrompt={(id) => controller.retryPrompt(id)} onDiscardPrompt={(id) => controller.discardPrompt(id)} onWithdrawTurn={(id) => void controller.withdraw(id)} />}
+          {s.phase === 'loading' && (
+            <div class="pane__center" role="status">
+              <Spinner /> {t('pane.loading')}
+            </div>
+          )}
+          {s.phase === 'error' && (
+            <div class="pane__center" role="alert">
+              <p>{t('pane.loadFailed', { error: s.loadError ?? '' })}</p>
+              <button type="button" class="btn" onClick={() => controller.reload()}>
+                {t('pane.retryNow')}
+              </button>
+            </div>
+          )}
+          {s.phase === 'ready' && (
+            <Timeline
+              s={s}
+              onRetryPrompt={(id) => controller.retryPrompt(id)}
+              onDiscardPrompt={(id) => controller.discardPrompt(id)}
+              onWithdrawTurn={(id) => void controller.withdraw(id)}
+              onShowTurnChanges={showTurnChanges}
+            />
+          )}
 
-      <div class="pane__foot">
-        {s.notice && (
-          <div class={`notice notice--${s.notice.kind}`} role="alert">
-            <span>{s.notice.text}</span>
-            <button type="button" class="btn btn--link" onClick={() => controller.dismissNotice()}>
-              {t('pane.dismiss')}
-            </button>
+          <div class="pane__foot">
+            {s.notice && (
+              <div class={`notice notice--${s.notice.kind}`} role="alert">
+                <span>{s.notice.text}</span>
+                <button type="button" class="btn btn--link" onClick={() => controller.dismissNotice()}>
+                  {t('pane.dismiss')}
+                </button>
+              </div>
+            )}
+            {(notResumable || blocked) && (
+              <div class="notice notice--warn" data-testid="not-resumable">
+                <span>{notResumable ? t('pane.notResumable') : st?.resumeReason === 'agent_unavailable' ? t('pane.agentUnavailable') : t('pane.cwdMissing')}</span>
+                <button
+                  type="button"
+                  class="btn btn--primary btn--small"
+                  onClick={() => onStartNew({ agentProfileId: agentId, cwd: s.session?.cwd ?? '', taskId: s.session?.taskId ?? st?.taskId ?? '' })}
+                >
+                  {t('pane.startNew')}
+                </button>
+              </div>
+            )}
+            {(authRequired || (s.resuming && s.executor.code === AGENT_AUTH_REQUIRED)) && (
+              <AuthBanner
+                message={s.executor.error ?? st?.errorMessage}
+                methods={s.executor.authMethods ?? agent?.capabilities?.authMethods ?? []}
+                profileId={agentId}
+                retrying={s.resuming}
+                onRetry={() => void controller.resume()}
+              />
+            )}
+            {needsResume && !authRequired && !busy && !banner.visible && (
+              <div class="notice notice--info" data-testid="needs-resume">
+                <span>{t('pane.needsResume')}</span>
+                <button type="button" class="btn btn--small" onClick={() => void controller.resume()} disabled={s.resuming}>
+                  {s.resuming ? t('pane.resuming') : t('pane.resume')}
+                </button>
+              </div>
+            )}
+            {s.contextLost && !readOnly && <div class="notice notice--info">{t('pane.contextLost')}</div>}
+            {readOnly && <div class="notice">{t('pane.readOnly')}</div>}
+            <PermissionDock s={s} onAnswer={(rid, oid) => void controller.answerPermission(rid, oid)} />
+            <RecoveryBanner model={banner} onContinue={() => void controller.continue()} onCheckAgain={() => controller.reload()} />
+            {!readOnly && (
+              <Composer
+                sessionId={s.sessionId}
+                starting={starting}
+                readOnly={readOnly}
+                busy={busy || !!running}
+                cancelling={s.cancelling}
+                autoFocus={active}
+                onSend={(text) => void controller.sendPrompt(text)}
+                onCancel={() => void controller.cancel()}
+                commands={s.availableCommands}
+                options={s.options}
+                onSetMode={(id) => void controller.setMode(id)}
+                onSetConfig={(id, v) => void controller.setConfigOption(id, v)}
+              />
+            )}
           </div>
-        )}
-        {(notResumable || blocked) && (
-          <div class="notice notice--warn" data-testid="not-resumable">
-            <span>{notResumable ? t('pane.notResumable') : st?.resumeReason === 'agent_unavailable' ? t('pane.agentUnavailable') : t('pane.cwdMissing')}</span>
-            <button
-              type="button"
-              class="btn btn--primary btn--small"
-              onClick={() => onStartNew({ agentProfileId: agentId, cwd: s.session?.cwd ?? '', taskId: s.session?.taskId ?? st?.taskId ?? '' })}
-            >
-              {t('pane.startNew')}
-            </button>
-          </div>
-        )}
-        {(authRequired || (s.resuming && s.executor.code === AGENT_AUTH_REQUIRED)) && (
-          <AuthBanner
-            message={s.executor.error ?? st?.errorMessage}
-            methods={s.executor.authMethods ?? agent?.capabilities?.authMethods ?? []}
-            profileId={agentId}
-            retrying={s.resuming}
-            onRetry={() => void controller.resume()}
-          />
-        )}
-        {needsResume && !authRequired && !busy && !banner.visible && (
-          <div class="notice notice--info" data-testid="needs-resume">
-            <span>{t('pane.needsResume')}</span>
-            <button type="button" class="btn btn--small" onClick={() => void controller.resume()} disabled={s.resuming}>
-              {s.resuming ? t('pane.resuming') : t('pane.resume')}
-            </button>
-          </div>
-        )}
-        {s.contextLost && !readOnly && <div class="notice notice--info">{t('pane.contextLost')}</div>}
-        {readOnly && <div class="notice">{t('pane.readOnly')}</div>}
-        <PermissionDock s={s} onAnswer={(rid, oid) => void controller.answerPermission(rid, oid)} />
-        <RecoveryBanner model={banner} onContinue={() => void controller.continue()} onCheckAgain={() => controller.reload()} />
-        {!readOnly && (
-          <Composer
-            sessionId={s.sessionId}
-            starting={starting}
-            readOnly={readOnly}
-            busy={busy || !!running}
-            cancelling={s.cancelling}
-            autoFocus={active}
-            onSend={(text) => void controller.sendPrompt(text)}
-            onCancel={() => void controller.cancel()}
-            commands={s.availableCommands}
-            options={s.options}
-            onSetMode={(id) => void controller.setMode(id)}
-            onSetConfig={(id, v) => void controller.setConfigOption(id, v)}
+        </div>
+        {ws.open && (
+          <WorkspacePanel
+            s={s}
+            tab={ws.tab}
+            onTab={(tab) => setWs({ open: true, tab })}
+            scope={scope}
+            onScope={setScope}
+            onClose={() => setWs({ ...ws, open: false })}
+            onCheckAgain={() => void controller.refreshStatus()}
           />
         )}
       </div>

@@ -13,9 +13,11 @@ export interface TimelineProps {
   onDiscardPrompt: (promptId: string) => void;
   /** Withdraws a queued prompt; without it queued prompts are not listed. */
   onWithdrawTurn?: (promptId: string) => void;
+  /** Shows what a turn changed in the workspace; without it no link is offered. */
+  onShowTurnChanges?: (promptId: string) => void;
 }
 
-function Item({ item, s, onRetryPrompt, onDiscardPrompt }: { item: TimelineItem } & TimelineProps) {
+function Item({ item, s, onRetryPrompt, onDiscardPrompt, onShowTurnChanges }: { item: TimelineItem } & TimelineProps) {
   const { t, lang } = useT();
   switch (item.type) {
     case 'message': {
@@ -100,11 +102,22 @@ function Item({ item, s, onRetryPrompt, onDiscardPrompt }: { item: TimelineItem 
             : turn.state === 'interrupted'
               ? t('turn.interrupted', { reason: reasonText(lang, turn.interruptReason) || '—' })
               : '';
-      if (!text) return null;
-      if (turn.state === 'interrupted' && Object.values(s.messages).some((m) => m.role === 'system' && m.promptId === turn.promptId)) return null;
+      const changes = onShowTurnChanges && (
+        <button type="button" class="btn btn--link turn-end__changes" data-testid="turn-changes" onClick={() => onShowTurnChanges(turn.promptId)}>
+          {t('turn.changes')}
+        </button>
+      );
+      const explained = turn.state === 'interrupted' && Object.values(s.messages).some((m) => m.role === 'system' && m.promptId === turn.promptId);
+      if (!text || explained)
+        return changes ? (
+          <div class="turn-end turn-end--quiet" data-testid="turn-end-changes" data-prompt-id={turn.promptId}>
+            {changes}
+          </div>
+        ) : null;
       return (
-        <div class={`turn-end turn-end--${turn.state}`} data-testid="turn-end" data-turn-state={turn.state}>
+        <div class={`turn-end turn-end--${turn.state}`} data-testid="turn-end" data-turn-state={turn.state} data-prompt-id={turn.promptId}>
           {text}
+          {changes && <> · {changes}</>}
         </div>
       );
     }

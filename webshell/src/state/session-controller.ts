@@ -20,6 +20,9 @@ export interface SessionControllerOptions {
   retryMs?: number;
 }
 
+/** How often the status is read while the session's executor host starts. */
+const WORKSPACE_POLL_MS = 2000;
+
 export class SessionController {
   readonly sessionId: string;
   readonly store: Store<SessionViewState, SessionAction>;
@@ -238,6 +241,9 @@ export class SessionController {
     try {
       const status = await this.#api.status();
       this.#dispatch({ type: 'status', sessionId: this.sessionId, status });
+      // The executor's host is starting or reconnecting: no event says
+      // when its workspace is back, so ask again.
+      if (status.workspace?.status === 'starting' && !this.#disposed) this.#scheduleStatus(WORKSPACE_POLL_MS);
     } catch (e) {
       this.#failed(e);
     }

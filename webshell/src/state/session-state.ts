@@ -298,10 +298,16 @@ function timelineOf(t: Transcript): TimelineItem[] {
   const rows: { at: number; rank: number; n: number; item: TimelineItem }[] = [];
   let n = 0;
   const at = (iso: string | undefined) => (iso ? Date.parse(iso) || 0 : 0);
+  // A turn's end never comes before what the turn said or did (a snapshot
+  // turn without endedAt is placed after its last item).
+  const lastOf: Record<string, number> = {};
+  for (const x of [...t.messages, ...t.toolCalls]) if (x.promptId) lastOf[x.promptId] = Math.max(lastOf[x.promptId] ?? 0, at(x.createdAt));
   for (const turn of t.turns) {
     if (turn.kind === 'continue') rows.push({ at: at(turn.startedAt ?? turn.createdAt), rank: rank['turn-start'], n: n++, item: { type: 'turn-start', id: turn.promptId } });
-    if (turn.state !== 'completed' && TERMINAL_TURN_STATES.has(turn.state))
-      rows.push({ at: at(turn.endedAt ?? turn.createdAt), rank: rank['turn-end'], n: n++, item: { type: 'turn-end', id: turn.promptId } });
+    // Every ended turn has its end in the timeline: an outcome worth a
+    // line, or only the link to what the turn changed.
+    if (TERMINAL_TURN_STATES.has(turn.state))
+      rows.push({ at: Math.max(at(turn.endedAt ?? turn.createdAt), lastOf[turn.promptId] ?? 0), rank: rank['turn-end'], n: n++, item: { type: 'turn-end', id: turn.promptId } });
   }
   for (const m of t.messages) rows.push({ at: at(m.createdAt), rank: rank.message, n: n++, item: { type: 'message', id: m.id } });
   for (const c of t.toolCalls) rows.push({ at: at(c.createdAt), rank: rank.tool, n: n++, item: { type: 'tool', id: c.id } });
@@ -523,7 +529,7 @@ function applyEvent(s: SessionViewState, ev: TetherEvent): SessionViewState {
       }
       n = upsertTurn(n, view);
       n = { ...n, turnSeq: seq };
-      if (view.state !== 'completed') n = pushTimeline(n, { type: 'turn-end', id: promptId });
+      n = pushTimeline(n, { type: 'turn-end', id: promptId });
       n = dropPending(n, promptId);
       if (!activeTurn(n)) n = { ...n, cancelling: false };
       // Permissions of the settled turn can no longer be answered.

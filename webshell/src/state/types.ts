@@ -10,6 +10,8 @@ export type {
   Executor,
   ExecutorHost,
   ExecutorStatus,
+  GitDiff,
+  GitDiffFile,
   Message,
   PermissionOption,
   PermissionRequest,
@@ -26,11 +28,16 @@ export type {
   ToolCall,
   Transcript,
   Turn,
+  WorkspaceAvailability,
+  WorkspaceEntry,
+  WorkspaceFile,
+  WorkspaceListing,
 } from '@tether/client';
 
 import type {
   CancelResult,
   ContentBlock,
+  GitDiff,
   OptionChangeResult,
   PermissionRequest,
   PromptAccepted,
@@ -40,7 +47,10 @@ import type {
   SessionStatus,
   TetherEvent,
   Transcript,
+  WorkspaceFile,
+  WorkspaceListing,
 } from '@tether/client';
+import type { TerminalApi } from './terminal-link';
 
 /** The states of an event stream (the SDK's EventStream.state). */
 export type StreamState = 'connecting' | 'open' | 'catching_up' | 'closed';
@@ -108,4 +118,18 @@ export interface SessionOptionsView {
   modes: { id: string; name: string; description?: string }[];
   currentMode?: string;
   configOptions: ConfigOptionView[];
+}
+
+/**
+ * The part of the SDK's SessionClient the workspace panel uses: the
+ * session's files and git state, and its terminals (`client.session(id)`
+ * fits; tests pass a fake).
+ */
+export interface WorkspaceApi {
+  readonly workspace: {
+    list(path?: string): Promise<WorkspaceListing>;
+    read(path: string, range?: { offset?: number; length?: number }): Promise<WorkspaceFile>;
+    diff(opts?: { against?: string; turn?: string; toTurn?: string; path?: string; patch?: boolean }): Promise<GitDiff>;
+  };
+  readonly terminals: TerminalApi;
 }
