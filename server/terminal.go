@@ -80,7 +80,13 @@ func (h *handlers) ReadTerminal(ctx context.Context, req ReadTerminalRequestObje
 		return nil, err
 	}
 	c := res.Output
-	return ReadTerminal200JSONResponse(TerminalOutput{Offset: c.Offset, End: c.End, Data: c.Data, Exited: c.Exited, ExitCode: c.ExitCode}), nil
+	// No output within the wait is "" in base64, never null: data is a
+	// required string of the contract.
+	data := c.Data
+	if data == nil {
+		data = []byte{}
+	}
+	return ReadTerminal200JSONResponse(TerminalOutput{Offset: c.Offset, End: c.End, Data: data, Exited: c.Exited, ExitCode: c.ExitCode}), nil
 }
 
 func (h *handlers) ResizeTerminal(ctx context.Context, req ResizeTerminalRequestObject) (ResizeTerminalResponseObject, error) {

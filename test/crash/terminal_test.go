@@ -231,12 +231,26 @@ func TestTerminalREST(t *testing.T) {
 	if code, m := w.do(http.MethodPost, "/session/"+sid+"/terminals/"+tid+"/input", map[string]any{"text": "echo rest-$((40+2))\n"}); code != http.StatusNoContent {
 		t.Fatalf("input: got %d %v", code, m)
 	}
+	// A read that waits and gets nothing answers data "" (a string, as the
+	// contract says), never null: read from the end until a read brings
+	// nothing new.
+	for end := float64(0); ; {
+		m := w.get(fmt.Sprintf("/session/%s/terminals/%s/output?offset=%d&wait=50", sid, tid, int64(end)))
+		if m["end"] == end {
+			if d, ok := m["data"].(string); !ok || d != "" {
+				t.Fatalf("a read with no output: got data %#v, want \"\"", m["data"])
+			}
+			break
+		}
+		end = m["end"].(float64)
+	}
 	var out strings.Builder
 	var off float64
 	w.waitFor("the echo over REST", func() bool {
 		m := w.get(fmt.Sprintf("/session/%s/terminals/%s/output?offset=%d&wait=1000", sid, tid, int64(off)))
 		var data []byte
-		_ = json.Unmarshal([]byte(`"`+m["data"].(string)+`"`), &data)
+		s, _ := m["data"].(string)
+		_ = json.Unmarshal([]byte(`"`+s+`"`), &data)
 		out.Write(data)
 		off = m["end"].(float64)
 		return strings.Contains(out.String(), "rest-42")
