@@ -78,7 +78,7 @@ func normalizeHost(h string) string {
 	return strings.TrimSuffix(strings.ToLower(strings.TrimSpace(h)), ".")
 }
 
-// bearerAuth requires the daemon token on every route but /health and the
+// bearerAuth requires the daemon token on every route but /health, /ready and the
 // Web Shell's public static files. The scheme is matched case-insensitively
 // (RFC 9110 §11.1: "Bearer", "bearer" and "BEARER" are one scheme). The two
 // stream routes also open with a stream ticket (?ticket=) when no
@@ -89,7 +89,7 @@ func bearerAuth(token string, tickets *streamTickets) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
-			if r.URL.Path == "/health" || isShellRequest(r) || r.Method == http.MethodOptions {
+			if r.URL.Path == "/health" || r.URL.Path == "/ready" || isShellRequest(r) || r.Method == http.MethodOptions {
 				return next(c)
 			}
 			authz := r.Header.Get(echo.HeaderAuthorization)

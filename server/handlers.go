@@ -27,12 +27,30 @@ type handlers struct {
 var _ StrictServerInterface = (*handlers)(nil)
 
 func (h *handlers) GetHealth(context.Context, GetHealthRequestObject) (GetHealthResponseObject, error) {
+	return GetHealth200JSONResponse(h.health()), nil
+}
+
+func (h *handlers) health() Health {
 	b := buildinfo.Get()
-	out := GetHealth200JSONResponse{Status: HealthStatusOk, Version: b.Version, ApiVersion: b.API}
+	out := Health{Status: HealthStatusOk, Version: b.Version, ApiVersion: b.API}
 	if b.Commit != "" {
 		out.Commit = &b.Commit
 	}
-	return out, nil
+	if r := h.cfg.Router; r != nil {
+		node := r.NodeID()
+		out.Node = &node
+	}
+	return out
+}
+
+// GetReady serves GET /ready: 503 not_ready while cfg.Ready says no.
+func (h *handlers) GetReady(context.Context, GetReadyRequestObject) (GetReadyResponseObject, error) {
+	if h.cfg.Ready != nil {
+		if err := h.cfg.Ready(); err != nil {
+			return nil, errcode.Wrap(errcode.NotReady, err, "this node does not serve requests now: %v", err).With("retryAfter", 1)
+		}
+	}
+	return GetReady200JSONResponse(h.health()), nil
 }
 
 func (h *handlers) GetOpenAPI(context.Context, GetOpenAPIRequestObject) (GetOpenAPIResponseObject, error) {

@@ -72,14 +72,19 @@ var statusOf = map[errcode.Code]int{
 	errcode.AgentLimitReached:           http.StatusServiceUnavailable,
 	errcode.ServiceShuttingDown:         http.StatusServiceUnavailable,
 	errcode.SessionOverloaded:           http.StatusServiceUnavailable,
-	errcode.OutboxFull:                  http.StatusServiceUnavailable, // raised by an executor host's outbox
-	errcode.TooManyConnections:          http.StatusServiceUnavailable, // written by internal/connlimit
-	errcode.Timeout:                     http.StatusGatewayTimeout,
-	errcode.RequestCancelled:            499,
-	errcode.AgentStartFailed:            http.StatusBadGateway,
-	errcode.AgentAuthRequired:           http.StatusBadGateway,
-	errcode.AgentError:                  http.StatusBadGateway,
-	errcode.ResumeFailed:                http.StatusBadGateway,
+	// The session's owner node cannot be reached, or this node just lost
+	// it: retry (the request reaches the owner).
+	errcode.SessionOwnedElsewhere: http.StatusServiceUnavailable,
+	errcode.SessionLeaseLost:      http.StatusServiceUnavailable,
+	errcode.NotReady:              http.StatusServiceUnavailable,
+	errcode.OutboxFull:            http.StatusServiceUnavailable, // raised by an executor host's outbox
+	errcode.TooManyConnections:    http.StatusServiceUnavailable, // written by internal/connlimit
+	errcode.Timeout:               http.StatusGatewayTimeout,
+	errcode.RequestCancelled:      499,
+	errcode.AgentStartFailed:      http.StatusBadGateway,
+	errcode.AgentAuthRequired:     http.StatusBadGateway,
+	errcode.AgentError:            http.StatusBadGateway,
+	errcode.ResumeFailed:          http.StatusBadGateway,
 	// Raised by the host protocol (internal/hostproto): the daemon's
 	// upstream, an executor host, refused it or broke the protocol.
 	errcode.HostProtocolMismatch:    http.StatusBadGateway,
@@ -118,6 +123,12 @@ func writeProblem(c echo.Context, err error, log *slog.Logger) {
 	if c.Response().Committed {
 		return
 	}
+	writeProblemHTTP(c.Response(), c.Request(), err, log)
+}
+
+// writeProblemHTTP is writeProblem on a plain response writer (a reverse
+// proxy's error handler has no echo context).
+func writeProblemHTTP(w http.ResponseWriter, r *http.Request, err error, log *slog.Logger) {
 	e := toDomainError(err)
 	status, ok := statusOf[e.Code]
 	if !ok {
@@ -125,7 +136,7 @@ func writeProblem(c echo.Context, err error, log *slog.Logger) {
 	}
 	detail := e.Message
 	if status >= 500 && e.Code == errcode.Internal {
-		log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+		log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		detail = "internal error; see the daemon log"
 	}
 	body := map[string]any{}
@@ -143,12 +154,12 @@ func writeProblem(c echo.Context, err error, log *slog.Logger) {
 	}
 	if ra, ok := e.Details["retryAfter"]; ok {
 		if n, ok := ra.(int); ok {
-			c.Response().Header().Set("Retry-After", itoa(n))
+			w.Header().Set("Retry-After", itoa(n))
 		}
 	}
-	c.Response().Header().Set(echo.HeaderContentType, "application/problem+json")
-	c.Response().WriteHeader(status)
-	_ = jsonEncode(c.Response(), body)
+	w.Header().Set(echo.HeaderContentType, "application/problem+json")
+	w.WriteHeader(status)
+	_ = jsonEncode(w, body)
 }
 
 // toDomainError classifies errors raised outside the core: echo's own

@@ -59,6 +59,12 @@ type Config struct {
 	// Connections, if set, reports the capped listener's counters for
 	// /metrics (the listener lives in cmd/tetherd, outside this adapter).
 	Connections func() connlimit.Stats
+	// Router, when several nodes share the database, sends a session's
+	// requests to the node that owns it (nil: this daemon serves all).
+	Router Router
+	// Ready, if set, says whether this node serves requests now (GET
+	// /ready): nil error for yes.
+	Ready func() error
 	// Spec, if set, is the OpenAPI document New validates requests
 	// against, decoded ahead (LoadSpec); New decodes one itself otherwise.
 	// A document serves one New: the validator changes it.
@@ -102,9 +108,16 @@ func New(cfg Config) (*echo.Echo, error) {
 			AllowHeaders: []string{echo.HeaderAuthorization, echo.HeaderContentType, "Last-Event-ID"}}))
 	}
 	e.Use(hostCheck(cfg.AllowedHosts))
-	tickets := newStreamTickets(cfg.StreamTicketTTL, cfg.StreamTicketsMax, cfg.Clock)
+	var ticketSigning []byte
+	if cfg.Router != nil {
+		ticketSigning = ticketKey(cfg.Token) // any node redeems a ticket
+	}
+	tickets := newStreamTickets(cfg.StreamTicketTTL, cfg.StreamTicketsMax, cfg.Clock, ticketSigning)
 	e.Use(bearerAuth(cfg.Token, tickets))
 	e.Use(readBody(limit))
+	if cfg.Router != nil {
+		e.Use(forwardToOwner(cfg.Router, cfg.Logger))
+	}
 	e.Use(oapimw.OapiRequestValidatorWithOptions(spec, &oapimw.Options{
 		// The Web Shell's static files are not API operations.
 		Skipper: func(c echo.Context) bool {

@@ -42,6 +42,9 @@ type streamTickets struct {
 	ttl time.Duration
 	max int
 	now func() time.Time
+	// key, in a cluster, signs tickets so that every node redeems them
+	// (tickets_signed.go); nil: tickets are this daemon's alone.
+	key []byte
 
 	mu     sync.Mutex
 	byHash map[[32]byte]*ticketEntry
@@ -54,7 +57,7 @@ type ticketEntry struct {
 	open    bool // a stream opened with it is being served
 }
 
-func newStreamTickets(ttl time.Duration, max int, now func() time.Time) *streamTickets {
+func newStreamTickets(ttl time.Duration, max int, now func() time.Time, key []byte) *streamTickets {
 	if ttl <= 0 {
 		ttl = DefaultStreamTicketTTL
 	}
@@ -64,7 +67,7 @@ func newStreamTickets(ttl time.Duration, max int, now func() time.Time) *streamT
 	if now == nil {
 		now = time.Now
 	}
-	return &streamTickets{ttl: ttl, max: max, now: now, byHash: map[[32]byte]*ticketEntry{}}
+	return &streamTickets{ttl: ttl, max: max, now: now, key: key, byHash: map[[32]byte]*ticketEntry{}}
 }
 
 // issue makes a ticket for stream. Expired tickets are dropped only when
@@ -79,6 +82,9 @@ func (t *streamTickets) issue(stream, cursor string) (string, time.Time, error) 
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
+	if t.key != nil {
+		tok = signTicket(t.key, raw[:ticketNonce], stream, cursor, now.Add(t.ttl))
+	}
 	if len(t.byHash) >= t.max {
 		soonest := time.Time{}
 		for h, e := range t.byHash {
@@ -108,6 +114,15 @@ func (t *streamTickets) redeem(tok, stream string) (cursor string, release func(
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e := t.byHash[h]
+	if e == nil && t.key != nil {
+		// Another node's ticket: it verifies for this stream or not at all.
+		if exp, cursor, ok := verifyTicket(t.key, tok, stream); ok {
+			e = &ticketEntry{stream: stream, cursor: cursor, expires: exp}
+			if t.now().Before(exp) {
+				t.byHash[h] = e
+			}
+		}
+	}
 	switch {
 	case e == nil:
 		return "", nil, errcode.New(errcode.StreamTicketInvalid, "unknown stream ticket; get one from POST /events/tickets")

@@ -148,6 +148,16 @@ const (
 	UnknownMode          Code = "unknown_mode"
 	UnknownConfigOption  Code = "unknown_config_option"
 	InvalidConfigValue   Code = "invalid_config_value"
+	// Several nodes (internal/cluster). SessionOwnedElsewhere: another live
+	// node holds the session's lease (the edge forwards the request there;
+	// a client sees it only when that node cannot be reached).
+	// SessionLeaseLost: this node no longer holds the session's lease (it
+	// expired, or another node took it); nothing of the request was
+	// written: retry, and it reaches the new owner.
+	SessionOwnedElsewhere Code = "session_owned_elsewhere"
+	SessionLeaseLost      Code = "session_lease_lost"
+	// NotReady: this node does not serve requests now (GET /ready).
+	NotReady Code = "not_ready"
 )
 
 // Error is a domain error: a code, a human message and optional details that

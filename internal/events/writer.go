@@ -29,7 +29,30 @@ type WriterConfig struct {
 	// CommitDelay, for tests and measurements only, sleeps before every
 	// transaction: a throttled disk.
 	CommitDelay time.Duration
-	Logger      *slog.Logger
+	// Cluster, when several nodes share the database, fences each
+	// transaction's sessions, gives out global ids in commit order and
+	// takes over publishing (nil: this daemon is the only writer).
+	Cluster Cluster
+	Logger  *slog.Logger
+}
+
+// Cluster is what the writer does differently when several nodes write
+// one database (internal/cluster). Its transaction calls Fence and then
+// ReserveIDs last, just before the commit.
+type Cluster interface {
+	// Fence checks, under a share lock held until the commit, that this
+	// node holds the leases of sessions (errcode.SessionLeaseLost for
+	// one it does not, which fails the ops of that session alone) and
+	// returns their generations, which key the writer's per-session
+	// caches (a session lost and taken back must be read again).
+	Fence(ctx context.Context, tx *store.Store, sessions []string) (map[string]int64, error)
+	// ReserveIDs takes n global event ids, in commit order across the
+	// nodes, and returns the first; it also tells the other nodes that
+	// events up to first+n-1 commit with this transaction.
+	ReserveIDs(ctx context.Context, tx *store.Store, n int) (int64, error)
+	// Committed hears each commit's events in place of the hub, which the
+	// cluster's feed publishes to in global id order.
+	Committed(evs []store.Event)
 }
 
 // Writer is the single goroutine that writes the log. Ops queue in a
@@ -80,6 +103,9 @@ type Writer struct {
 	drafts  []Draft // commitTx's buffer of an op's drafts
 	lastID  int64
 	lastSeq map[string]int64
+	// gens are the lease generations lastSeq and latest were read under
+	// (Cluster only): at another generation they are read again.
+	gens map[string]int64
 	// latest holds, per session and event type, the payload of the last
 	// committed event of that type, for the types drafts mark Latest
 	// (latestTypes).
@@ -119,7 +145,8 @@ func NewWriter(ctx context.Context, st *store.Store, hub *Hub, cfg WriterConfig)
 	}
 	w := &Writer{st: st, hub: hub, cfg: cfg, signal: make(chan struct{}, 1), done: make(chan struct{}), outcomes: make(chan outcome, 2),
 		room: make(chan struct{}, cfg.MaxQueue), closing: make(chan struct{}),
-		failures: map[string]int64{}, lastID: last, lastSeq: map[string]int64{}, latest: map[latestKey]string{}, latestTypes: map[string]bool{}}
+		failures: map[string]int64{}, lastID: last, lastSeq: map[string]int64{}, latest: map[latestKey]string{}, latestTypes: map[string]bool{},
+		gens: map[string]int64{}}
 	go w.run()
 	go w.publish()
 	return w, nil
@@ -281,7 +308,11 @@ func (w *Writer) publish() {
 			continue
 		}
 		if len(o.evs) > 0 {
-			w.hub.Publish(o.evs)
+			if w.cfg.Cluster != nil {
+				w.cfg.Cluster.Committed(o.evs)
+			} else {
+				w.hub.Publish(o.evs)
+			}
 		}
 		from := 0
 		for i, op := range o.ops {
@@ -330,7 +361,25 @@ func (w *Writer) commitTx(batch []op) error {
 	// One time for the transaction's events: they commit together (and
 	// the store binds it once per statement).
 	now := time.Now().UTC()
+	// fenced are the sessions this transaction has checked the leases of
+	// (Cluster only): the ops' sessions first, then any other a draft
+	// names, before the commit.
+	var fenced map[string]bool
 	err := w.st.Tx(ctx, func(tx *store.Store) error {
+		if w.cfg.Cluster != nil {
+			fenced = map[string]bool{}
+			ids := make([]string, 0, len(batch))
+			for _, o := range batch {
+				if id := o.change.SessionID(); id != "" && !fenced[id] {
+					fenced[id] = true
+					ids = append(ids, id)
+				}
+			}
+			if err := w.fence(ctx, tx, ids); err != nil {
+				opErr = err
+				return errOpFailed
+			}
+		}
 		// drafts is reused from op to op (Apply's emit only appends).
 		drafts := w.drafts[:0]
 		emit := func(d Draft) { drafts = append(drafts, d) }
@@ -342,7 +391,7 @@ func (w *Writer) commitTx(batch []op) error {
 				return errOpFailed
 			}
 			for _, d := range drafts {
-				e, keep, err := w.number(tx, seqs, latest, d, now)
+				e, keep, err := w.number(tx, seqs, latest, d, now, fenced)
 				if err != nil {
 					return err
 				}
@@ -351,6 +400,30 @@ func (w *Writer) commitTx(batch []op) error {
 				}
 			}
 			ends[i] = len(evs)
+		}
+		if w.cfg.Cluster != nil {
+			var late []string
+			for id, checked := range fenced {
+				if !checked {
+					late = append(late, id)
+				}
+			}
+			if err := w.fence(ctx, tx, late); err != nil {
+				opErr = err
+				return errOpFailed
+			}
+		}
+		if w.cfg.Cluster != nil && len(evs) > 0 {
+			// Last before the commit: the counter row stays locked from
+			// here to the commit, which orders the nodes' commits.
+			first, err := w.cfg.Cluster.ReserveIDs(ctx, tx, len(evs))
+			if err != nil {
+				return err
+			}
+			for i := range evs {
+				evs[i].ID = first + int64(i)
+			}
+			w.lastID = evs[len(evs)-1].ID
 		}
 		return tx.AppendEvents(ctx, evs)
 	})
@@ -379,6 +452,35 @@ func (w *Writer) commitTx(batch []op) error {
 	w.batches.Add(1)
 	w.outcomes <- outcome{evs: evs, ops: batch, ends: ends}
 	return nil
+}
+
+// fence has the cluster check sessions' leases and drops the writer's
+// caches of any whose lease generation changed since they were read.
+func (w *Writer) fence(ctx context.Context, tx *store.Store, sessions []string) error {
+	if len(sessions) == 0 {
+		return nil
+	}
+	gens, err := w.cfg.Cluster.Fence(ctx, tx, sessions)
+	if err != nil {
+		return err
+	}
+	for id, gen := range gens {
+		if old, ok := w.gens[id]; !ok || old != gen {
+			delete(w.lastSeq, id)
+			w.dropLatest(id)
+			w.gens[id] = gen
+		}
+	}
+	return nil
+}
+
+// dropLatest forgets the session's cached last payloads.
+func (w *Writer) dropLatest(sessionID string) {
+	for k := range w.latest {
+		if k.session == sessionID {
+			delete(w.latest, k)
+		}
+	}
 }
 
 // failed logs and counts a change that could not be written and returns
@@ -414,7 +516,18 @@ func changeName(c Change) string {
 // number assigns the global id and, for session events, the next seq. A
 // Latest draft whose payload equals the session's last event of its type
 // is dropped (keep false): nothing changed.
-func (w *Writer) number(tx *store.Store, seqs map[string]int64, latest map[latestKey]string, d Draft, now time.Time) (store.Event, bool, error) {
+//
+// In a cluster (fenced not nil) a session whose lease this transaction has
+// not checked yet is read from the database, not the caches, and marked
+// for the check before the commit.
+func (w *Writer) number(tx *store.Store, seqs map[string]int64, latest map[latestKey]string, d Draft, now time.Time, fenced map[string]bool) (store.Event, bool, error) {
+	if fenced != nil && d.SessionID != "" {
+		if _, seen := fenced[d.SessionID]; !seen {
+			fenced[d.SessionID] = false
+			delete(w.lastSeq, d.SessionID)
+			w.dropLatest(d.SessionID)
+		}
+	}
 	payload, err := marshalPayload(d)
 	if err != nil {
 		return store.Event{}, false, err

@@ -142,12 +142,15 @@ func (m *Manager) endCommand(a *actor, id string, state store.CommandState, exit
 // resumeCommands follows again, after a restart, the commands still
 // running: a hosted one from the offset recorded; a standalone one died
 // with the previous daemon and ends lost.
-func (m *Manager) resumeCommands(ctx context.Context) error {
+func (m *Manager) resumeCommands(ctx context.Context, keep func(sessionID string) bool) error {
 	running, err := m.store.ListRunningCommands(ctx)
 	if err != nil {
 		return err
 	}
 	for _, c := range running {
+		if keep != nil && !keep(c.SessionID) {
+			continue
+		}
 		a, err := m.actor(ctx, c.SessionID)
 		if err != nil {
 			return err

@@ -93,6 +93,9 @@ type Config struct {
 	// Executors chooses each session's executor and gives its runtime
 	// (default: standalone only, with Runtime).
 	Executors Executors
+	// Ownership, when several nodes share the database, is this node's
+	// lease table: a session comes to life here only under its lease.
+	Ownership Ownership
 	Logger    *slog.Logger
 	// Outgoing, if set, receives every line sent to any agent (tests).
 	Outgoing func(sessionID string) interface{ Write([]byte) (int, error) }
@@ -297,6 +300,11 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (_ store.Session, 
 		change.Initial = &initial
 	}
 	sess := change.Session
+	if own := m.cfg.Ownership; own != nil {
+		if _, err = own.Acquire(ctx, sess.ID); err != nil {
+			return store.Session{}, err
+		}
+	}
 	if _, err = m.w.SubmitContext(ctx, change).Wait(ctx); err != nil {
 		return store.Session{}, err
 	}
@@ -335,6 +343,13 @@ func (m *Manager) actor(ctx context.Context, id string) (*actor, error) {
 		return a, nil
 	}
 	m.mu.Unlock()
+	if own := m.cfg.Ownership; own != nil {
+		// Before it is read: what another node wrote up to its last
+		// commit is then in what this actor loads.
+		if _, err := own.Acquire(ctx, id); err != nil {
+			return nil, err
+		}
+	}
 	sess, err := m.store.GetSession(ctx, id)
 	if err != nil {
 		return nil, err
@@ -456,11 +471,16 @@ func (m *Manager) Close(ctx context.Context, sessionID string) (store.Session, e
 
 func (m *Manager) retire(a *actor) {
 	m.mu.Lock()
-	if m.actors[a.id] == a {
+	own := m.actors[a.id] == a
+	if own {
 		delete(m.actors, a.id)
 	}
 	m.mu.Unlock()
 	a.mb.close()
+	if own && m.cfg.Ownership != nil {
+		// A closed session needs no owner.
+		m.cfg.Ownership.Release(context.WithoutCancel(m.life), a.id)
+	}
 }
 
 // Shutdown stops every live agent and waits (bounded by ctx) for every

@@ -37,7 +37,23 @@ type ReconcileResult struct {
 // executor row is re-derived — an orphaned agent process is stopped. No
 // model request is sent. Messages left open get their streamed chunks
 // folded into their text.
+//
+// With several nodes (Config.Ownership) a node reconciles only the
+// sessions whose leases it can take (none another live node holds).
 func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
+	var keep func(string) bool
+	if own := m.cfg.Ownership; own != nil {
+		keep = func(id string) bool {
+			_, err := own.Acquire(ctx, id)
+			return err == nil
+		}
+	}
+	return m.reconcile(ctx, keep)
+}
+
+// reconcile repairs the active sessions keep accepts (every one when keep
+// is nil); see Reconcile.
+func (m *Manager) reconcile(ctx context.Context, keep func(sessionID string) bool) (ReconcileResult, error) {
 	start := time.Now()
 	// Thousands of short reads: with a cancellable context the sqlite
 	// driver starts a goroutine per row. Start-up is not cancelled mid-way.
@@ -56,12 +72,15 @@ func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
 	for _, s := range active.AtRest {
 		_, _, specErr := m.profiles.Spec(s.AgentProfileID)
 		d := decide(view{State: store.SessionWaitingForInput}, restartedInput{AgentAvailable: specErr == nil})
-		if len(d.Effects) > 0 { // effPushRecovery: its agent went away with the old config
+		if len(d.Effects) > 0 && (keep == nil || keep(s.ID)) { // effPushRecovery: its agent went away with the old config
 			push := recoveryPushed{Session: s.ID, TaskID: s.TaskID, Always: true, history: m.history}
 			repairs = append(repairs, func(tx *store.Store, emit events.Emit) error { return push.Apply(ctx, tx, emit) })
 		}
 	}
 	for _, as := range active.ToRepair {
+		if keep != nil && !keep(as.Session.ID) {
+			continue // another live node owns it
+		}
 		spec, _, specErr := m.profiles.Spec(as.Session.AgentProfileID)
 		in := restartedOf(as, specErr == nil)
 		d := decide(view{State: as.Session.State, QueueHeld: as.Session.QueueHeld}, in)
@@ -118,7 +137,7 @@ func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
 	for _, it := range interrupted {
 		m.reportChanges(it[0], it[1])
 	}
-	if err := m.resumeCommands(ctx); err != nil {
+	if err := m.resumeCommands(ctx, keep); err != nil {
 		return res, err
 	}
 	res.Reattached = len(attach) + len(restart)

@@ -268,6 +268,10 @@ export type Health = {
      * The git revision the daemon was built from, when known.
      */
     commit?: string;
+    /**
+     * This node's id, with several nodes on one database (`--node-id`).
+     */
+    node?: string;
 };
 
 export const TaskState = {
@@ -1722,6 +1726,35 @@ export type GetHealthResponses = {
 };
 
 export type GetHealthResponse = GetHealthResponses[keyof GetHealthResponses];
+
+export type GetReadyData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/ready';
+};
+
+export type GetReadyErrors = {
+    /**
+     * RFC 9457 problem details.
+     */
+    503: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    default: Problem;
+};
+
+export type GetReadyError = GetReadyErrors[keyof GetReadyErrors];
+
+export type GetReadyResponses = {
+    /**
+     * The node serves requests.
+     */
+    200: Health;
+};
+
+export type GetReadyResponse = GetReadyResponses[keyof GetReadyResponses];
 
 export type GetOpenApiData = {
     body?: never;

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/tether/tether/internal/cluster"
+	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/sessions"
+	"github.com/tether/tether/internal/store"
+)
+
+// clusterOptions are the flags of a node of several that share one
+// PostgreSQL database (docs/scale-out.md).
+type clusterOptions struct {
+	nodeID  string
+	nodeURL string
+	ttl     time.Duration
+}
+
+func (c *clusterOptions) flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.nodeID, "node-id", env("TETHER_NODE_ID", ""), "this node's id among the nodes sharing --database (default: the host name and a random suffix; a node restarted with the same id takes its sessions back at once) [TETHER_NODE_ID]")
+	fs.StringVar(&c.nodeURL, "node-url", env("TETHER_NODE_URL", ""), "where the other nodes reach this node's API to forward a session's requests to it (default: http://--addr, when --addr names a host) [TETHER_NODE_URL]")
+	fs.DurationVar(&c.ttl, "lease-ttl", cluster.DefaultTTL, "how long a node's lease of a session lasts without renewal: a dead node's sessions are taken over this long after its last renewal")
+}
+
+// config is the cluster.Config of a node listening on addr.
+func (c clusterOptions) config(addr string) (cluster.Config, error) {
+	u := c.nodeURL
+	if u == "" {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return cluster.Config{}, fmt.Errorf("--addr %q: %w", addr, err)
+		}
+		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+			return cluster.Config{}, errors.New("--node-url is required when --addr listens on every address: the other nodes must know where to reach this one")
+		}
+		u = "http://" + addr
+	}
+	return cluster.Config{NodeID: c.nodeID, URL: u, TTL: c.ttl}.WithDefaults()
+}
+
+// node is this daemon's part in a cluster: its leases, the writer's
+// fencing, the feed of every node's events and the takeover scan.
+type node struct {
+	cfg      cluster.Config
+	leases   *cluster.Leases
+	feed     *cluster.Feed
+	writes   *cluster.Writes
+	takeover *cluster.Takeover
+	dbURL    string
+}
+
+// newNode registers this node (its URL is what the others forward to)
+// before anything acquires a lease; hub receives every node's events.
+func newNode(ctx context.Context, cfg cluster.Config, dbURL string, st *store.Store, hub *events.Hub, logger *slog.Logger) (*node, error) {
+	n := &node{cfg: cfg, dbURL: dbURL, leases: cluster.NewLeases(cfg, st, logger)}
+	if err := st.RegisterNode(ctx, cfg.NodeID, cfg.URL); err != nil {
+		return nil, err
+	}
+	feed, err := cluster.NewFeed(ctx, st, hub.Publish, cluster.FeedConfig{Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	n.feed, n.writes = feed, cluster.NewWrites(n.leases, feed)
+	logger.Info("cluster node", "node", cfg.NodeID, "url", cfg.URL, "leaseTTL", cfg.TTL)
+	return n, nil
+}
+
+// start hands mgr to the cluster (sessions lost are dropped, orphaned ones
+// taken over) and runs the node's loops under sup: lease renewal, the
+// LISTEN connection, the feed and the takeover scan.
+func (n *node) start(sup *errgroup.Group, ctx context.Context, mgr *sessions.Manager, logger *slog.Logger) {
+	n.leases.OnLost(mgr.Drop)
+	n.takeover = cluster.NewTakeover(n.leases, mgr.TakeOver)
+	sup.Go(func() error { return n.leases.Run(ctx) })
+	sup.Go(func() error { cluster.Listen(ctx, n.dbURL, n.feed.Wake, logger); return nil })
+	sup.Go(func() error { n.feed.Run(ctx); return nil })
+	sup.Go(func() error { n.takeover.Run(ctx); return nil })
+}
+
+// ready says whether the node serves requests: its leases are renewed.
+func (n *node) ready() error { return n.leases.Healthy() }

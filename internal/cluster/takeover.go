@@ -1,0 +1,72 @@
+package cluster
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/tether/tether/internal/errcode"
+)
+
+// Takeover takes the sessions with work in flight whose leases expired:
+// a dead node's running turns go on here (their hosts are attached
+// again) or take the interruption path (their agents died with it). Every
+// node scans; the database gives each session to one of them.
+type Takeover struct {
+	leases *Leases
+	// take brings a session this node just acquired to life (the session
+	// core's start-up reconciliation, for one session).
+	take func(ctx context.Context, sessionID string) error
+
+	taken, failed atomic.Int64
+}
+
+// NewTakeover returns the scan of leases' node; take is called for each
+// session it acquires.
+func NewTakeover(leases *Leases, take func(ctx context.Context, sessionID string) error) *Takeover {
+	return &Takeover{leases: leases, take: take}
+}
+
+// Run scans every ScanEvery until ctx ends.
+func (t *Takeover) Run(ctx context.Context) {
+	tick := time.NewTicker(t.leases.cfg.ScanEvery)
+	defer tick.Stop()
+	for {
+		t.Scan(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// Scan takes what is orphaned now.
+func (t *Takeover) Scan(ctx context.Context) {
+	ids, err := t.leases.st.OrphanedSessions(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			t.leases.log.Warn("cluster: looking for orphaned sessions failed", "err", err)
+		}
+		return
+	}
+	for _, id := range ids {
+		if _, err := t.leases.Acquire(ctx, id); err != nil {
+			if !errcode.Is(err, errcode.SessionOwnedElsewhere) && ctx.Err() == nil {
+				t.leases.log.Warn("cluster: taking an orphaned session failed", "session", id, "err", err)
+			}
+			continue // another node was faster
+		}
+		t.leases.log.Info("cluster: took over a session", "session", id)
+		if err := t.take(ctx, id); err != nil {
+			t.failed.Add(1)
+			t.leases.log.Warn("cluster: a session taken over could not be restored; the next request tries again", "session", id, "err", err)
+			continue
+		}
+		t.taken.Add(1)
+	}
+}
+
+// Taken counts the sessions taken over, and failed those whose restore
+// failed after their lease was taken.
+func (t *Takeover) Taken() (taken, failed int64) { return t.taken.Load(), t.failed.Load() }

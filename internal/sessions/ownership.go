@@ -1,0 +1,76 @@
+package sessions
+
+import (
+	"context"
+	"sync"
+)
+
+// Ownership is the cluster's lease table (internal/cluster.Leases) when
+// several tetherd nodes share one database: a node brings a session to
+// life (its actor) only while it holds the session's lease. Nil when this
+// daemon is the database's only writer.
+type Ownership interface {
+	// Acquire takes the session's lease for this node, or fails with
+	// errcode.SessionOwnedElsewhere when another live node holds it.
+	Acquire(ctx context.Context, sessionID string) (int64, error)
+	// Release gives the session's lease up.
+	Release(ctx context.Context, sessionID string)
+}
+
+// Drop unloads sessions whose leases this node lost (another node took
+// them, or this node could not renew them in time). Their actors stop
+// as at a shutdown: a standalone agent is stopped (its next owner could
+// not reach it; its turn is interrupted there), a hosted one is left
+// running on its host for the next owner, which attaches to it. Nothing
+// is written for them: it would be refused anyway (fenced).
+func (m *Manager) Drop(ids []string) {
+	m.mu.Lock()
+	var actors []*actor
+	for _, id := range ids {
+		if a := m.actors[id]; a != nil {
+			delete(m.actors, id)
+			actors = append(actors, a)
+		}
+	}
+	m.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, a := range actors {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(m.life, m.cfg.StopGrace+closeWriteGrace)
+			defer cancel()
+			type dropping struct {
+				stop   stopping
+				hosted detacher
+			}
+			d, _ := call(ctx, a.mb, func() (dropping, error) {
+				s, err := a.shutdown()
+				h, _ := a.conn.(detacher) // read on the actor: it owns conn
+				return dropping{s, h}, err
+			})
+			switch {
+			case d.stop.conn != nil:
+				d.stop.conn.Stop()
+			case d.hosted != nil:
+				d.hosted.Detach()
+			}
+			a.mb.close()
+			m.cfg.Logger.Info("session unloaded: this node lost its lease", "session", a.id)
+		})
+	}
+	wg.Wait()
+}
+
+// detacher is a hosted agent the daemon can stop following without
+// stopping it (executor.Agent): its records are left on the host for the
+// session's next owner.
+type detacher interface{ Detach() }
+
+// TakeOver brings to life a session whose lease this node has just taken
+// from a node that went away (cluster.Takeover): the start-up repair for
+// that one session. A hosted agent is attached again and its turn goes on;
+// a standalone one died with its node, so its turn is interrupted and can
+// be continued.
+func (m *Manager) TakeOver(ctx context.Context, sessionID string) error {
+	_, err := m.reconcile(ctx, func(id string) bool { return id == sessionID })
+	return err
+}

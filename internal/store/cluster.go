@@ -1,0 +1,235 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/tether/tether/internal/errcode"
+)
+
+// The cluster's tables (PostgreSQL only: several nodes share one database;
+// internal/cluster holds the rules, these are its statements):
+// cluster_nodes (each node's id, URL and heartbeat), session_leases (each
+// live session's owner, generation and expiry) and event_ids (the one
+// counter row global event ids are taken from, in commit order).
+
+// Lease is a session's lease: the node that owns the session, at which
+// generation (the fencing token, raised by every change of owner), and
+// whether it is live (not expired) as the database's clock reads it.
+type Lease struct {
+	SessionID  string
+	NodeID     string
+	NodeURL    string
+	Generation int64
+	Live       bool
+}
+
+// clusterOnly refuses the cluster's statements on SQLite, which has one
+// writer by design.
+func (s *Store) clusterOnly(op string) error {
+	if s.Dialect() != DialectPostgres {
+		return errcode.New(errcode.Internal, "store: %s needs PostgreSQL (several nodes share one database only there)", op)
+	}
+	return nil
+}
+
+// interval renders a duration for make_interval(secs => ?).
+func interval(d time.Duration) float64 { return d.Seconds() }
+
+// RegisterNode records this node and its URL, heartbeat now.
+func (s *Store) RegisterNode(ctx context.Context, nodeID, url string) error {
+	if err := s.clusterOnly("register node"); err != nil {
+		return err
+	}
+	err := s.db.WithContext(ctx).Exec(`INSERT INTO cluster_nodes (id, url, started_at, heartbeat_at) VALUES (?, ?, now(), now())
+		ON CONFLICT (id) DO UPDATE SET url = excluded.url, started_at = now(), heartbeat_at = now()`, nodeID, url).Error
+	return wrapErr(err, "register node")
+}
+
+// AcquireLease takes the session's lease for nodeID when nobody holds it,
+// it expired, or nodeID holds it already (a node restarted under its id),
+// raising the generation; it returns the lease as it stands afterwards,
+// which is another node's when that node holds it live.
+func (s *Store) AcquireLease(ctx context.Context, sessionID, nodeID string, ttl time.Duration) (Lease, error) {
+	if err := s.clusterOnly("acquire lease"); err != nil {
+		return Lease{}, err
+	}
+	var gen int64
+	err := s.db.WithContext(ctx).Raw(`INSERT INTO session_leases (session_id, node_id, generation, expires_at)
+		VALUES (?, ?, 1, now() + make_interval(secs => ?))
+		ON CONFLICT (session_id) DO UPDATE SET node_id = excluded.node_id,
+			generation = session_leases.generation + 1, expires_at = excluded.expires_at
+		WHERE session_leases.expires_at <= now() OR session_leases.node_id = excluded.node_id
+		RETURNING generation`, sessionID, nodeID, interval(ttl)).Row().Scan(&gen)
+	switch {
+	case err == nil:
+		return Lease{SessionID: sessionID, NodeID: nodeID, Generation: gen, Live: true}, nil
+	case err != sql.ErrNoRows:
+		return Lease{}, wrapErr(err, "acquire lease")
+	}
+	l, _, err := s.SessionLease(ctx, sessionID)
+	return l, err
+}
+
+// SessionLease reads the session's lease with its owner's URL; ok is
+// false when the session never had one.
+func (s *Store) SessionLease(ctx context.Context, sessionID string) (Lease, bool, error) {
+	if err := s.clusterOnly("read lease"); err != nil {
+		return Lease{}, false, err
+	}
+	l := Lease{SessionID: sessionID}
+	var url sql.NullString
+	err := s.db.WithContext(ctx).Raw(`SELECT l.node_id, n.url, l.generation, l.expires_at > now()
+		FROM session_leases l LEFT JOIN cluster_nodes n ON n.id = l.node_id WHERE l.session_id = ?`, sessionID).
+		Row().Scan(&l.NodeID, &url, &l.Generation, &l.Live)
+	if err == sql.ErrNoRows {
+		return Lease{SessionID: sessionID}, false, nil
+	}
+	if err != nil {
+		return Lease{}, false, wrapErr(err, "read lease")
+	}
+	l.NodeURL = url.String
+	return l, true, nil
+}
+
+// RenewLeases extends, in one transaction, the node's heartbeat and the
+// live leases it holds at the given generations; it returns the sessions
+// renewed. A lease that expired is not revived: the node has counted it
+// lost, and another node may be taking it.
+func (s *Store) RenewLeases(ctx context.Context, nodeID string, held map[string]int64, ttl time.Duration) ([]string, error) {
+	if err := s.clusterOnly("renew leases"); err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(held))
+	gens := make([]int64, 0, len(held))
+	for id, gen := range held {
+		ids, gens = append(ids, id), append(gens, gen)
+	}
+	var renewed []string
+	err := s.Tx(ctx, func(tx *Store) error {
+		if err := tx.db.WithContext(ctx).Exec(`UPDATE cluster_nodes SET heartbeat_at = now() WHERE id = ?`, nodeID).Error; err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		rows, err := tx.db.WithContext(ctx).Raw(`UPDATE session_leases l SET expires_at = now() + make_interval(secs => ?)
+			FROM unnest(?::text[], ?::bigint[]) AS h(sid, gen)
+			WHERE l.session_id = h.sid AND l.generation = h.gen AND l.node_id = ? AND l.expires_at > now()
+			RETURNING l.session_id`, interval(ttl), ids, gens, nodeID).Rows()
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			renewed = append(renewed, id)
+		}
+		return rows.Err()
+	})
+	return renewed, wrapErr(err, "renew leases")
+}
+
+// ReleaseLease ends nodeID's lease of the session at gen at once.
+func (s *Store) ReleaseLease(ctx context.Context, sessionID, nodeID string, gen int64) error {
+	if err := s.clusterOnly("release lease"); err != nil {
+		return err
+	}
+	err := s.db.WithContext(ctx).Exec(`UPDATE session_leases SET expires_at = now()
+		WHERE session_id = ? AND node_id = ? AND generation = ?`, sessionID, nodeID, gen).Error
+	return wrapErr(err, "release lease")
+}
+
+// OrphanedSessions lists (at most 100) sessions with work in flight — a
+// turn running or queued, or an agent that lives on an executor host —
+// whose lease expired or was never taken.
+func (s *Store) OrphanedSessions(ctx context.Context) ([]string, error) {
+	if err := s.clusterOnly("list orphaned sessions"); err != nil {
+		return nil, err
+	}
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT s.id FROM sessions s
+		LEFT JOIN session_leases l ON l.session_id = s.id
+		WHERE (l.session_id IS NULL OR l.expires_at <= now())
+		  AND s.state IN ('STARTING', 'RUNNING', 'WAITING_FOR_INPUT')
+		  AND (EXISTS (SELECT 1 FROM turns t WHERE t.session_id = s.id AND t.state IN ('running', 'queued'))
+		       OR EXISTS (SELECT 1 FROM executors_running e WHERE e.session_id = s.id
+		                  AND e.runtime <> 'standalone' AND e.status IN ('starting', 'ready', 'reconnecting')))
+		ORDER BY s.id LIMIT 100`).Rows()
+	if err != nil {
+		return nil, wrapErr(err, "list orphaned sessions")
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, wrapErr(err, "list orphaned sessions")
+		}
+		ids = append(ids, id)
+	}
+	return ids, wrapErr(rows.Err(), "list orphaned sessions")
+}
+
+// LockLeases reads the leases of sessions under a share lock held until
+// the transaction ends: a change of owner (AcquireLease) waits for this
+// transaction, and this transaction sees any change of owner that
+// committed before it. Sessions without a lease are left out.
+func (s *Store) LockLeases(ctx context.Context, sessions []string) ([]Lease, error) {
+	if err := s.clusterOnly("lock leases"); err != nil {
+		return nil, err
+	}
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT session_id, node_id, generation, expires_at > now() FROM session_leases
+		WHERE session_id = ANY(?::text[]) ORDER BY session_id FOR SHARE`, sessions).Rows()
+	if err != nil {
+		return nil, wrapErr(err, "lock leases")
+	}
+	defer rows.Close()
+	var out []Lease
+	for rows.Next() {
+		var l Lease
+		if err := rows.Scan(&l.SessionID, &l.NodeID, &l.Generation, &l.Live); err != nil {
+			return nil, wrapErr(err, "lock leases")
+		}
+		out = append(out, l)
+	}
+	return out, wrapErr(rows.Err(), "lock leases")
+}
+
+// ReserveEventIDs takes n global event ids from the counter row and
+// returns the first. The row stays locked until the transaction ends, so
+// ids are given out in commit order across every node: call it last
+// before the commit. It also NOTIFYs the other nodes (delivered at the
+// commit) with the last id taken.
+func (s *Store) ReserveEventIDs(ctx context.Context, n int) (int64, error) {
+	if err := s.clusterOnly("reserve event ids"); err != nil {
+		return 0, err
+	}
+	var last int64
+	var note string
+	err := s.db.WithContext(ctx).Raw(`WITH r AS (UPDATE event_ids SET last_id = last_id + ? WHERE id = 1 RETURNING last_id)
+		SELECT last_id, pg_notify('tether_events', last_id::text)::text FROM r`, n).Row().Scan(&last, &note)
+	if err != nil {
+		return 0, wrapErr(err, "reserve event ids")
+	}
+	return last - int64(n) + 1, nil
+}
+
+// ListEventsAfter lists every event, session and global, with an id above
+// after, in id order, at most limit.
+func (s *Store) ListEventsAfter(ctx context.Context, after int64, limit int) ([]Event, error) {
+	return s.scanEvents(ctx, "list events",
+		`SELECT id, session_id, seq, type, prompt_id, is_global, payload, created_at FROM events
+		 WHERE id > ? ORDER BY id LIMIT ?`, after, limit)
+}
+
+// wrapErr is an internal error for op, nil for nil.
+func wrapErr(err error, op string) error {
+	if err == nil {
+		return nil
+	}
+	return internal(err, op)
+}
