@@ -1,5 +1,6 @@
 // Package migrations holds the numbered goose SQL migrations of tetherd's
-// SQLite database. They are embedded in the binary so a tetherd always
+// database: SQLite's at the root, PostgreSQL's in postgres/ (numbered on
+// their own; a change to the schema is a new file in both). They are embedded in the binary so a tetherd always
 // carries exactly the schema it was built for, and internal/store applies
 // them at start-up (and refuses a database newer than the highest file here).
 //
@@ -14,3 +15,9 @@ import "embed"
 //
 //go:embed *.sql
 var FS embed.FS
+
+// Postgres contains PostgreSQL's migration files (postgres/*.sql), for
+// several nodes sharing one database.
+//
+//go:embed postgres/*.sql
+var Postgres embed.FS

@@ -2,17 +2,16 @@ package server_test
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	_ "github.com/mattn/go-sqlite3" // raw SQL to make the store refuse a write
 
 	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/store/storetest"
 )
 
 // deepPromptCases are prompts that nest past the default depth limit in the
@@ -158,20 +157,7 @@ func TestCreateSessionFailedAdmissionLeavesNothing(t *testing.T) {
 // function removes it.
 func refuseTurn(d *daemon, promptID string) func() {
 	d.t.Helper()
-	db, err := sql.Open("sqlite3", "file:"+filepath.Join(d.Dir, "tether.db")+"?_busy_timeout=5000")
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	d.t.Cleanup(func() { _ = db.Close() })
-	if _, err := db.Exec(`CREATE TRIGGER refuse_turn BEFORE INSERT ON turns WHEN NEW.prompt_id = ` + sqlQuote(promptID) +
-		` BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`); err != nil {
-		d.t.Fatal(err)
-	}
-	return func() {
-		if _, err := db.Exec(`DROP TRIGGER refuse_turn`); err != nil {
-			d.t.Fatal(err)
-		}
-	}
+	return storetest.Fault(d.t, d.Dir, "refuse_turn", "INSERT", "turns", "NEW.prompt_id = "+sqlQuote(promptID))
 }
 
 func sqlQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

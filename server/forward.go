@@ -23,6 +23,8 @@ type Router interface {
 	Owner(ctx context.Context, sessionID string) (string, error)
 	// NodeID is this node's id.
 	NodeID() string
+	// Owns reports whether this node holds the session's lease now.
+	Owns(sessionID string) bool
 }
 
 // forwardedHeader marks a request one node forwarded to another: the

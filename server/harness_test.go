@@ -25,6 +25,7 @@ import (
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/sessions"
 	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/store/storetest"
 	"github.com/tether/tether/internal/testbin"
 	"github.com/tether/tether/server"
 )
@@ -103,10 +104,7 @@ func startDaemon(t *testing.T, opts daemonOptions) *daemon {
 		}
 	}
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(dir, "tether.db"))
-	if err != nil {
-		t.Fatalf("open store: %v", err)
-	}
+	st := storetest.Open(t, dir)
 	reg, err := agents.Load(ctx, agents.Config{DataDir: dir, Self: bin, Store: st, LookPath: func(cmd string) (string, error) {
 		// Real agents on PATH are hidden from tests; profiles of agents.yaml
 		// that name an absolute path (the demo agent binary) resolve.

@@ -51,6 +51,9 @@ func (h *handlers) GetMetrics(ctx context.Context, _ GetMetricsRequestObject) (G
 		x.single("tether_sqlite_checkpoint_failures_total", "counter", "WAL checkpoints that failed.", float64(c.Failed))
 		x.single("tether_sqlite_wal_frames", "gauge", "The WAL's length in frames (pages) at the last checkpoint.", float64(c.WALFrames))
 	}
+	if h.cfg.Cluster != nil {
+		clusterMetrics(&x, h.cfg.Cluster())
+	}
 	writeAgentProcesses(&x)
 	if h.cfg.Connections != nil {
 		c := h.cfg.Connections()

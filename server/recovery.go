@@ -17,7 +17,12 @@ func (h *handlers) GetSessionStatus(ctx context.Context, req GetSessionStatusReq
 	if err != nil {
 		return nil, err
 	}
-	return GetSessionStatus200JSONResponse(sessionStatusOf(st)), nil
+	out := sessionStatusOf(st)
+	if r := h.cfg.Router; r != nil && r.Owns(req.Id) {
+		node := r.NodeID()
+		out.Node = &node
+	}
+	return GetSessionStatus200JSONResponse(out), nil
 }
 
 func (h *handlers) ResumeSession(ctx context.Context, req ResumeSessionRequestObject) (ResumeSessionResponseObject, error) {

@@ -65,6 +65,8 @@ type Config struct {
 	// Ready, if set, says whether this node serves requests now (GET
 	// /ready): nil error for yes.
 	Ready func() error
+	// Cluster, if set, reports the node's cluster counters for /metrics.
+	Cluster func() ClusterStats
 	// Spec, if set, is the OpenAPI document New validates requests
 	// against, decoded ahead (LoadSpec); New decodes one itself otherwise.
 	// A document serves one New: the validator changes it.

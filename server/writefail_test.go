@@ -3,13 +3,11 @@ package server_test
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/store/storetest"
 )
 
 // holdWriter makes the event writer's current batch wait until the
@@ -102,21 +101,7 @@ func TestSessionCreatesSurviveAFailedNeighbourInTheirBatch(t *testing.T) {
 // violated constraint would; remove takes the fault away.
 func (d *daemon) injectFailure(table, event, when string) (remove func()) {
 	d.t.Helper()
-	raw, err := sql.Open("sqlite3", filepath.Join(d.Dir, "tether.db"))
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	d.t.Cleanup(func() { _ = raw.Close() })
-	name := "test_fault_" + table
-	if _, err := raw.Exec(fmt.Sprintf(`CREATE TRIGGER %s BEFORE %s ON %s WHEN %s BEGIN SELECT RAISE(ABORT, 'injected fault'); END`,
-		name, event, table, when)); err != nil {
-		d.t.Fatalf("inject a write failure: %v", err)
-	}
-	return func() {
-		if _, err := raw.Exec("DROP TRIGGER " + name); err != nil {
-			d.t.Fatalf("remove the write failure: %v", err)
-		}
-	}
+	return storetest.Fault(d.t, d.Dir, "test_fault_"+table, event, table, when)
 }
 
 // metric returns the value of one sample of GET /metrics ("" if absent).

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -15,6 +16,7 @@ import (
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/sessions"
 	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/server"
 )
 
 // clusterOptions are the flags of a node of several that share one
@@ -26,13 +28,14 @@ type clusterOptions struct {
 }
 
 func (c *clusterOptions) flags(fs *flag.FlagSet) {
-	fs.StringVar(&c.nodeID, "node-id", env("TETHER_NODE_ID", ""), "this node's id among the nodes sharing --database (default: the host name and a random suffix; a node restarted with the same id takes its sessions back at once) [TETHER_NODE_ID]")
+	fs.StringVar(&c.nodeID, "node-id", env("TETHER_NODE_ID", ""), "this node's id among the nodes sharing --database (default: the host name and a hash of --data-dir, the same across restarts; a node restarted with its id takes its sessions back at once) [TETHER_NODE_ID]")
 	fs.StringVar(&c.nodeURL, "node-url", env("TETHER_NODE_URL", ""), "where the other nodes reach this node's API to forward a session's requests to it (default: http://--addr, when --addr names a host) [TETHER_NODE_URL]")
 	fs.DurationVar(&c.ttl, "lease-ttl", cluster.DefaultTTL, "how long a node's lease of a session lasts without renewal: a dead node's sessions are taken over this long after its last renewal")
 }
 
-// config is the cluster.Config of a node listening on addr.
-func (c clusterOptions) config(addr string) (cluster.Config, error) {
+// config is the cluster.Config of a node listening on addr with its data
+// in dataDir.
+func (c clusterOptions) config(addr, dataDir string) (cluster.Config, error) {
 	u := c.nodeURL
 	if u == "" {
 		host, _, err := net.SplitHostPort(addr)
@@ -44,7 +47,11 @@ func (c clusterOptions) config(addr string) (cluster.Config, error) {
 		}
 		u = "http://" + addr
 	}
-	return cluster.Config{NodeID: c.nodeID, URL: u, TTL: c.ttl}.WithDefaults()
+	id := c.nodeID
+	if id == "" {
+		id = cluster.DefaultNodeID(dataDir)
+	}
+	return cluster.Config{NodeID: id, URL: u, TTL: c.ttl}.WithDefaults()
 }
 
 // node is this daemon's part in a cluster: its leases, the writer's
@@ -74,17 +81,69 @@ func newNode(ctx context.Context, cfg cluster.Config, dbURL string, st *store.St
 	return n, nil
 }
 
-// start hands mgr to the cluster (sessions lost are dropped, orphaned ones
-// taken over) and runs the node's loops under sup: lease renewal, the
-// LISTEN connection, the feed and the takeover scan.
-func (n *node) start(sup *errgroup.Group, ctx context.Context, mgr *sessions.Manager, logger *slog.Logger) {
+// startLeases hands lost leases to mgr (their sessions are unloaded) and
+// starts the lease renewal: before the reconciliation, which takes leases.
+func (n *node) startLeases(sup *errgroup.Group, ctx context.Context, mgr *sessions.Manager) {
 	n.leases.OnLost(mgr.Drop)
-	n.takeover = cluster.NewTakeover(n.leases, mgr.TakeOver)
 	sup.Go(func() error { return n.leases.Run(ctx) })
+}
+
+// startFollowing runs the rest of the node's loops under sup: the LISTEN
+// connection and the feed of every node's events, and the takeover of
+// sessions whose owner went away.
+func (n *node) startFollowing(sup *errgroup.Group, ctx context.Context, mgr *sessions.Manager, logger *slog.Logger) {
+	n.takeover = cluster.NewTakeover(n.leases, mgr.TakeOver)
 	sup.Go(func() error { cluster.Listen(ctx, n.dbURL, n.feed.Wake, logger); return nil })
 	sup.Go(func() error { n.feed.Run(ctx); return nil })
 	sup.Go(func() error { n.takeover.Run(ctx); return nil })
 }
 
-// ready says whether the node serves requests: its leases are renewed.
-func (n *node) ready() error { return n.leases.Healthy() }
+// ownership is the sessions' lease table of a node (nil alone).
+func ownership(n *node) sessions.Ownership {
+	if n == nil {
+		return nil
+	}
+	return n.leases
+}
+
+// router is the server's view of a node's leases (nil alone).
+func router(n *node) server.Router {
+	if n == nil {
+		return nil
+	}
+	return n.leases
+}
+
+// ready is /ready's check: a node is ready while its leases are renewed.
+func ready(n *node) func() error {
+	if n == nil {
+		return nil
+	}
+	return n.leases.Healthy
+}
+
+// clusterStats reports a node's counters for /metrics (nil alone).
+func clusterStats(n *node) func() server.ClusterStats {
+	if n == nil {
+		return nil
+	}
+	return func() server.ClusterStats {
+		l, f := n.leases.Stats(), n.feed.Stats()
+		st := server.ClusterStats{NodeID: n.cfg.NodeID, LeasesHeld: l.Held, LeasesAcquired: l.Acquired, LeasesLost: l.Lost,
+			RenewFailures: l.RenewFailures, Fenced: n.writes.Fenced(), FeedDelivered: f.Delivered, FeedGapsSkipped: f.GapsSkipped,
+			FeedLagP50: f.LagP50, FeedLagP99: f.LagP99}
+		if n.takeover != nil {
+			st.TakenOver, st.TakeoverFailed = n.takeover.Taken()
+		}
+		return st
+	}
+}
+
+// openStore opens the daemon's database: SQLite in the data dir, or the
+// PostgreSQL server --database names.
+func openStore(ctx context.Context, o options) (*store.Store, error) {
+	if o.database != "" {
+		return store.OpenPostgres(ctx, o.database)
+	}
+	return store.Open(ctx, filepath.Join(o.dataDir, "tether.db"))
+}

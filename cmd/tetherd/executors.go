@@ -34,6 +34,8 @@ type executorOptions struct {
 	pingInterval, pingTimeout time.Duration
 	// versions is the hidden --host-protocol-versions (upgrade tests).
 	versions string
+	// hostDir is --host-dir, the detached host's directory.
+	hostDir string
 }
 
 func (x *executorOptions) flags(fs *flag.FlagSet) {
@@ -44,6 +46,7 @@ func (x *executorOptions) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&x.pingInterval, "host-ping-interval", 10*time.Second, "how often the daemon pings each executor host")
 	fs.DurationVar(&x.pingTimeout, "host-ping-timeout", 10*time.Second, "a host connection on which nothing arrived for --host-ping-interval plus this long is taken for broken (a cut network link), and the host shows reconnecting")
 	fs.DurationVar(&x.linger, "host-linger", 10*time.Minute, "the local detached host exits once no daemon has been connected and its agents have been idle for this long (0: never)")
+	fs.StringVar(&x.hostDir, "host-dir", env("TETHER_HOST_DIR", ""), "the local detached executor host's directory (default <data-dir>/host); the nodes of a cluster on one machine share one, so that a node takes over another's sessions without interrupting their turns [TETHER_HOST_DIR]")
 	fs.StringVar(&x.versions, "host-protocol-versions", "", "host protocol versions the daemon speaks, MIN..MAX (default: all this build speaks; for upgrade tests)")
 }
 
@@ -123,7 +126,7 @@ func daemonExecutors(o options, self string, logger *slog.Logger) (*sessions.Hos
 		args = append(args, "--agent-env-passthrough", o.agentEnv)
 	}
 	args = append(args, o.fileArgs...)
-	local := &executor.Detached{DataDir: o.dataDir, Exe: self, Args: args, Logger: logger}
+	local := &executor.Detached{DataDir: o.dataDir, Dir: x.hostDir, Exe: self, Args: args, Logger: logger}
 	hostname, _ := os.Hostname()
 	pool, err := executor.NewPool(executor.PoolConfig{Local: local, Remotes: remotes,
 		Host: executor.HostConfig{DaemonID: hostname + ":" + o.dataDir, DaemonVersion: buildinfo.Get().Version,

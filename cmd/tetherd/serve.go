@@ -78,6 +78,10 @@ type options struct {
 	// for the detached host.
 	exec     executorOptions
 	fileArgs []string
+	// database is --database: "" for SQLite in the data dir, or a
+	// postgres:// URL several nodes share (cluster their flags).
+	database string
+	cluster  clusterOptions
 }
 
 func parseOptions(args []string) (options, error) {
@@ -123,6 +127,8 @@ func parseOptions(args []string) (options, error) {
 	fs.IntVar(&o.retention.Batch, "event-retention-batch", events.DefaultRetentionBatch, "events one retention delete removes at most; each batch is its own write, so a large backlog never holds up other writes for long")
 	o.edge.flags(fs)
 	o.exec.flags(fs)
+	fs.StringVar(&o.database, "database", env("TETHER_DATABASE_URL", ""), "the database: empty for SQLite in the data dir (one daemon), or a postgres:// URL that several tetherd nodes share (docs/scale-out.md) [TETHER_DATABASE_URL]")
+	o.cluster.flags(fs)
 	files := addFileFlags(fs)
 	allowCwd := fs.String("allow-cwd", env("TETHER_ALLOW_CWD", ""), "comma-separated directories (with everything under them) allowed as a session cwd although refused as system directories; / allows any [TETHER_ALLOW_CWD]")
 	refuseCwd := fs.String("refuse-cwd", env("TETHER_REFUSE_CWD", ""), "comma-separated directories refused as a session cwd, besides the built-in system directories; DIR/... refuses everything under DIR too [TETHER_REFUSE_CWD]")
@@ -173,6 +179,9 @@ func parseOptions(args []string) (options, error) {
 	}
 	if o.resumeOn != "lazy" && o.resumeOn != "eager" {
 		return o, fmt.Errorf("--resume-on-start must be lazy or eager, got %q", o.resumeOn)
+	}
+	if o.database != "" && !store.IsPostgresURL(o.database) {
+		return o, fmt.Errorf("--database must be a postgres:// URL (SQLite needs none: it lives in the data dir), got %q", o.database)
 	}
 	return o, nil
 }
@@ -230,18 +239,34 @@ func serve(ctx context.Context, args []string) error {
 	// reconciles: it needs neither, and the API is built right after.
 	spec := server.LoadSpec()
 	defer func() { _, _ = spec.Wait() }()
-	st, err := store.Open(ctx, filepath.Join(o.dataDir, "tether.db"))
+	hub := events.NewHub(o.hub)
+	st, err := openStore(ctx, o)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	// With a shared database this daemon is a node of a cluster: it
+	// registers before anything takes a lease.
+	var nd *node
+	if o.database != "" {
+		ccfg, err := o.cluster.config(o.addr, o.dataDir)
+		if err != nil {
+			return err
+		}
+		if nd, err = newNode(ctx, ccfg, o.database, st, hub, logger); err != nil {
+			return err
+		}
+	}
 
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("locate tetherd executable: %w", err)
 	}
-	hub := events.NewHub(o.hub)
-	w, err := events.NewWriter(ctx, st, hub, events.WriterConfig{MaxQueue: o.writerQueue, Logger: logger})
+	wcfg := events.WriterConfig{MaxQueue: o.writerQueue, Logger: logger}
+	if nd != nil {
+		wcfg.Cluster = nd.writes
+	}
+	w, err := events.NewWriter(ctx, st, hub, wcfg)
 	if err != nil {
 		return err
 	}
@@ -272,7 +297,18 @@ func serve(ctx context.Context, args []string) error {
 		TurnCheckpoints: o.checkpoints, KeepWorktrees: o.keepWorktrees,
 		// Standalone agents run as children of this daemon; the others in
 		// executor hosts (the detached one, remote ones).
-		Runtime: sessions.Standalone{}, Executors: executors})
+		Runtime: sessions.Standalone{}, Executors: executors, Ownership: ownership(nd)})
+	// The supervisor owns every goroutine the daemon starts besides the
+	// session manager's own (which mgr.Shutdown joins): the HTTP server,
+	// retention, capability probing (each probe starts an agent once; in the
+	// background, so start-up never waits on a slow agent), eager resume
+	// and a cluster node's loops. Its context ends with the daemon's or
+	// when one of them fails.
+	sup, supCtx := errgroup.WithContext(ctx)
+	if nd != nil {
+		// Leases taken by the reconciliation are renewed from the start.
+		nd.startLeases(sup, supCtx, mgr)
+	}
 	// Reconcile before serving: nobody may see the previous daemon's
 	// half-finished state as if it were live.
 	rec, err := mgr.Reconcile(ctx)
@@ -281,6 +317,11 @@ func serve(ctx context.Context, args []string) error {
 	}
 	logger.Info("reconciled sessions", "sessions", rec.Sessions, "interruptedTurns", rec.InterruptedTurns,
 		"reattaching", rec.Reattached, "took", rec.Took)
+	if nd != nil {
+		// After the reconciliation, which repaired what this node holds:
+		// the feed of every node's events, and the takeover of orphans.
+		nd.startFollowing(sup, supCtx, mgr, logger)
+	}
 	var origins []string
 	if o.cors != "" {
 		origins = strings.Split(o.cors, ",")
@@ -291,7 +332,7 @@ func serve(ctx context.Context, args []string) error {
 	}
 	e, err := server.New(server.Config{Store: st, Sessions: mgr, Agents: reg, Hub: hub, Writer: w, HeartbeatInterval: o.heartbeat, Token: token,
 		BodyLimit: o.bodyLimit, CORSOrigins: origins, StreamTicketTTL: o.ticketTTL, StreamTicketsMax: o.ticketsMax, AllowedHosts: o.edge.allowedHosts(o.addr), Pprof: o.pprof,
-		Connections: l.capped.Stats, Spec: spec, Logger: logger})
+		Connections: l.capped.Stats, Spec: spec, Logger: logger, Router: router(nd), Ready: ready(nd), Cluster: clusterStats(nd)})
 	if err != nil {
 		_ = l.ln.Close()
 		return err
@@ -304,12 +345,6 @@ func serve(ctx context.Context, args []string) error {
 	srv.RegisterOnShutdown(cancelStreams)
 	printBanner(os.Stderr, stderrIsTerminal(), l, o.dataDir, tok)
 
-	// The supervisor owns every goroutine the daemon starts besides the
-	// session manager's own (which mgr.Shutdown joins): the HTTP server,
-	// retention, capability probing (each probe starts an agent once; in the
-	// background, so start-up never waits on a slow agent) and eager resume.
-	// Its context ends with the daemon's or when one of them fails.
-	sup, supCtx := errgroup.WithContext(ctx)
 	sup.Go(func() error {
 		if err := srv.Serve(l.ln); !errors.Is(err, http.ErrServerClosed) {
 			return err

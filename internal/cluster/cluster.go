@@ -21,7 +21,7 @@
 package cluster
 
 import (
-	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"net/url"
@@ -38,9 +38,9 @@ const (
 
 // Config describes this node.
 type Config struct {
-	// NodeID names this node; unique per running tetherd of the cluster
-	// (default: the host name and a random suffix). A node restarted with
-	// the same id takes its own leases back at once.
+	// NodeID names this node; unique per running tetherd of the cluster.
+	// A node restarted with the same id takes its own leases back at once
+	// (the default, DefaultNodeID, is the same across restarts).
 	NodeID string
 	// URL is where the other nodes reach this node's API (forwarded
 	// requests): http(s)://host:port.
@@ -73,10 +73,7 @@ func (c Config) WithDefaults() (Config, error) {
 		c.ScanEvery = min(c.TTL/20, 500*time.Millisecond)
 	}
 	if c.NodeID == "" {
-		host, _ := os.Hostname()
-		var b [4]byte
-		_, _ = rand.Read(b[:])
-		c.NodeID = fmt.Sprintf("%s-%s", host, hex.EncodeToString(b[:]))
+		return c, fmt.Errorf("cluster: the node id is required (DefaultNodeID names one)")
 	}
 	if c.URL == "" {
 		return c, fmt.Errorf("cluster: the node's URL (where the other nodes reach its API) is required")
@@ -86,4 +83,13 @@ func (c Config) WithDefaults() (Config, error) {
 		return c, fmt.Errorf("cluster: the node's URL %q is not an http(s)://host:port address", c.URL)
 	}
 	return c, nil
+}
+
+// DefaultNodeID names a node after its machine and data directory: the
+// same across restarts of one daemon (which then takes its sessions back
+// at once), different for two daemons of a machine.
+func DefaultNodeID(dataDir string) string {
+	host, _ := os.Hostname()
+	sum := sha256.Sum256([]byte(dataDir))
+	return fmt.Sprintf("%s-%s", host, hex.EncodeToString(sum[:4]))
 }

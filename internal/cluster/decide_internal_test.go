@@ -122,11 +122,12 @@ func TestConfigDefaults(t *testing.T) {
 		in      Config
 		wantErr bool
 	}{
-		{"defaults", Config{URL: "http://127.0.0.1:7777"}, false},
-		{"no URL", Config{}, true},
-		{"not http", Config{URL: "ftp://x"}, true},
-		{"TTL too short", Config{URL: "http://x:1", TTL: 500 * time.Millisecond}, true},
-		{"renewal too slow for the TTL", Config{URL: "http://x:1", TTL: 10 * time.Second, RenewEvery: 6 * time.Second}, true},
+		{"defaults", Config{NodeID: "n1", URL: "http://127.0.0.1:7777"}, false},
+		{"no node id", Config{URL: "http://127.0.0.1:7777"}, true},
+		{"no URL", Config{NodeID: "n1"}, true},
+		{"not http", Config{NodeID: "n1", URL: "ftp://x"}, true},
+		{"TTL too short", Config{NodeID: "n1", URL: "http://x:1", TTL: 500 * time.Millisecond}, true},
+		{"renewal too slow for the TTL", Config{NodeID: "n1", URL: "http://x:1", TTL: 10 * time.Second, RenewEvery: 6 * time.Second}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -305,3 +305,9 @@ func (l *Leases) Owner(ctx context.Context, sessionID string) (string, error) {
 	}
 	return lease.NodeURL, nil
 }
+
+// Owns reports whether this node holds the session's lease now.
+func (l *Leases) Owns(sessionID string) bool {
+	_, ok := l.Generation(sessionID)
+	return ok
+}

@@ -76,10 +76,14 @@ func transcriptChunkOps(l *benchLog, sid string) func(pid string, k int) events.
 	var open int64
 	return func(pid string, k int) events.Apply {
 		if k == 0 {
-			m := store.Message{ID: l.st.NewMessageID(), SessionID: sid, PromptID: pid, Role: store.RoleAgent, Text: chunkText}
+			id, idErr := l.st.NewMessageID(context.Background())
+			m := store.Message{ID: id, SessionID: sid, PromptID: pid, Role: store.RoleAgent, Text: chunkText}
 			closes := open
 			open = m.ID
 			return func(tx *store.Store, emit events.Emit) error {
+				if idErr != nil {
+					return idErr
+				}
 				m, err := tx.StartMessage(context.Background(), m, closes)
 				if err != nil {
 					return err

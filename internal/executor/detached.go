@@ -26,6 +26,11 @@ import (
 type Detached struct {
 	// DataDir is the daemon's data directory.
 	DataDir string
+	// Dir, if set, is the host's directory instead of <DataDir>/host:
+	// the nodes of a cluster on one machine share one host this way, so
+	// that a node takes over another's sessions without interrupting
+	// them (docs/scale-out.md).
+	Dir string
 	// Exe is the tetherd binary to run (default: this executable).
 	Exe string
 	// Args are extra `tetherd host` flags.
@@ -50,7 +55,12 @@ type Detached struct {
 }
 
 // HostDir is the host's data directory.
-func (d *Detached) HostDir() string { return filepath.Join(d.DataDir, "host") }
+func (d *Detached) HostDir() string {
+	if d.Dir != "" {
+		return d.Dir
+	}
+	return filepath.Join(d.DataDir, "host")
+}
 
 // SocketPath is the unix socket the host serves.
 func (d *Detached) SocketPath() string { return filepath.Join(d.HostDir(), "host.sock") }

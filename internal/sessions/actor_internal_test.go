@@ -2,9 +2,7 @@ package sessions
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -14,6 +12,7 @@ import (
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/store/storetest"
 )
 
 var turnEvents = []string{events.TurnQueued, events.TurnStarted, events.MessageAdded, events.MessageChunk, events.ToolCallStarted,
@@ -340,15 +339,7 @@ func TestActorCloseStopsAgent(t *testing.T) {
 func TestActorReloadsAfterAFailedTurnEnd(t *testing.T) {
 	ctx := context.Background()
 	s := newFakeRig(t).readySession(t)
-	raw, err := sql.Open("sqlite3", filepath.Join(s.r.dir, "tether.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	if _, err := raw.Exec(`CREATE TRIGGER test_fault BEFORE UPDATE OF state ON turns WHEN NEW.state = 'completed'
-		BEGIN SELECT RAISE(ABORT, 'injected fault'); END`); err != nil {
-		t.Fatalf("inject a write failure: %v", err)
-	}
+	remove := storetest.Fault(t, s.r.dir, "test_fault", "UPDATE OF state", "turns", "NEW.state = 'completed'")
 	a := s.prompt(t, "hello")
 	s.agent.prompt(t).answer("end_turn")
 	s.waitEvent(t, events.TurnFailed)
@@ -358,9 +349,7 @@ func TestActorReloadsAfterAFailedTurnEnd(t *testing.T) {
 	if st := s.status(t); st.Session.State != store.SessionWaitingForInput {
 		t.Errorf("got session %s after the reload, want %s", st.Session.State, store.SessionWaitingForInput)
 	}
-	if _, err := raw.Exec(`DROP TRIGGER test_fault`); err != nil {
-		t.Fatal(err)
-	}
+	remove()
 	b := s.prompt(t, "again")
 	s.agent.prompt(t).answer("end_turn")
 	s.waitEvent(t, events.TurnCompleted)

@@ -3,7 +3,6 @@ package sessions
 import (
 	"context"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/store/storetest"
 )
 
 // guardTimeout bounds every wait of these tests: reached only by a hang.
@@ -46,10 +46,7 @@ func newFakeRig(t *testing.T) *fakeRig {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	st, err := store.Open(ctx, filepath.Join(dir, "tether.db"))
-	if err != nil {
-		t.Fatalf("open store: %v", err)
-	}
+	st := storetest.Open(t, dir)
 	hub := events.NewHub(events.HubConfig{})
 	w, err := events.NewWriter(ctx, st, hub, events.WriterConfig{})
 	if err != nil {

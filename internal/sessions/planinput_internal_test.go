@@ -2,10 +2,8 @@ package sessions
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -14,25 +12,22 @@ import (
 
 	"github.com/tether/tether/internal/recovery"
 	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/store/storetest"
 )
 
 // planStore is a real SQLite store with one session, for plan input tests.
 type planStore struct {
-	st   *store.Store
-	path string
-	sid  string
-	t0   time.Time
+	st  *store.Store
+	dir string
+	sid string
+	t0  time.Time
 }
 
 func openPlanStore(tb testing.TB) *planStore {
 	tb.Helper()
 	ctx := context.Background()
-	path := filepath.Join(tb.TempDir(), "tether.db")
-	st, err := store.Open(ctx, path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = st.Close() })
+	dir := tb.TempDir()
+	st := storetest.Open(tb, dir)
 	task, err := st.CreateTask(ctx, store.Task{Title: "t", Workspace: "/"})
 	if err != nil {
 		tb.Fatal(err)
@@ -42,7 +37,7 @@ func openPlanStore(tb testing.TB) *planStore {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &planStore{st: st, path: path, sid: sess.ID, t0: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
+	return &planStore{st: st, dir: dir, sid: sess.ID, t0: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
 }
 
 // turn records a turn; started is its start in minutes after t0 (0: never
@@ -92,14 +87,7 @@ func (p *planStore) history(tb testing.TB, n int) {
 // while tetherd is stopped would.
 func (p *planStore) exec(tb testing.TB, query string, args ...any) {
 	tb.Helper()
-	db, err := sql.Open("sqlite3", p.path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(query, args...); err != nil {
-		tb.Fatal(err)
-	}
+	storetest.Exec(tb, p.dir, query, args...)
 }
 
 // fullPlanInput is the plan input read from the whole transcript (how

@@ -67,13 +67,19 @@ func (a *actor) onUpdate(gen int, u acp.Update) {
 func (a *actor) startMessage(e effStartMessage, u acp.Update) {
 	r := a.running
 	r.noteChunk(e.MessageID)
-	m := store.Message{ID: a.m.store.NewMessageID(), SessionID: a.id, PromptID: e.PromptID, Role: e.Role, Text: u.Text}
+	// Taking an id fails only when the database cannot be reached: the
+	// write then fails with it, like any other (writefail.go).
+	id, idErr := a.m.store.NewMessageID(a.ctx())
+	m := store.Message{ID: id, SessionID: a.id, PromptID: e.PromptID, Role: e.Role, Text: u.Text}
 	if u.Block != nil {
 		m.Text, m.Content = "", json.RawMessage("["+string(u.Block)+"]")
 	}
 	closes := r.openMsg
 	r.openMsg, r.openRole = m.ID, e.Role
 	a.write(func(tx *store.Store, emit events.Emit) error {
+		if idErr != nil {
+			return idErr
+		}
 		m, err := tx.StartMessage(a.ctx(), m, closes)
 		if err == nil {
 			emit(messageAdded(a, m))

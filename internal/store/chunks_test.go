@@ -18,8 +18,8 @@ func TestChunksNameTheirMessage(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t)
 	sess := mustSession(t, s, mustTask(t, s).ID)
-	first := store.Message{ID: s.NewMessageID(), SessionID: sess.ID, PromptID: "p1", Role: store.RoleAgent, Text: "a"}
-	second := store.Message{ID: s.NewMessageID(), SessionID: sess.ID, PromptID: "p1", Role: store.RoleThought, Text: "x"}
+	first := store.Message{ID: msgID(t, s), SessionID: sess.ID, PromptID: "p1", Role: store.RoleAgent, Text: "a"}
+	second := store.Message{ID: msgID(t, s), SessionID: sess.ID, PromptID: "p1", Role: store.RoleThought, Text: "x"}
 	if second.ID != first.ID+1 {
 		t.Fatalf("reserved ids: got %d then %d, want consecutive", first.ID, second.ID)
 	}
@@ -67,7 +67,7 @@ func TestChunksNameTheirMessage(t *testing.T) {
 	}
 
 	// A chunk of a message that does not exist fails its transaction.
-	err = s.Tx(ctx, func(tx *store.Store) error { return tx.AppendChunk(ctx, s.NewMessageID(), "lost") })
+	err = s.Tx(ctx, func(tx *store.Store) error { return tx.AppendChunk(ctx, msgID(t, s), "lost") })
 	if errcode.CodeOf(err) != errcode.Internal {
 		t.Errorf("chunk of an unknown message: got %v, want an internal error (foreign key)", err)
 	}
@@ -132,7 +132,7 @@ func TestStartMessageFoldsQueuedChunks(t *testing.T) {
 				}
 				return main
 			}
-			ids := map[string]int64{"ghost": s.NewMessageID() + 1000}
+			ids := map[string]int64{"ghost": msgID(t, s) + 1000}
 			var err error
 			for txn := 1; txn <= 2 && err == nil; txn++ {
 				err = s.Tx(ctx, func(tx *store.Store) error {
@@ -142,7 +142,7 @@ func TestStartMessageFoldsQueuedChunks(t *testing.T) {
 						}
 						switch {
 						case st.start != "":
-							ids[st.start] = s.NewMessageID()
+							ids[st.start] = msgID(t, s)
 							m := store.Message{ID: ids[st.start], SessionID: sessionOf(st.start), PromptID: "p", Role: store.RoleAgent, Text: st.start}
 							if _, err := tx.StartMessage(ctx, m, ids[st.closes]); err != nil {
 								return err
@@ -187,4 +187,14 @@ func TestStartMessageFoldsQueuedChunks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// msgID reserves a message id, failing tb when the store cannot.
+func msgID(tb testing.TB, s *store.Store) int64 {
+	tb.Helper()
+	id, err := s.NewMessageID(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return id
 }

@@ -117,7 +117,7 @@ func (s *Store) RenewLeases(ctx context.Context, nodeID string, held map[string]
 		rows, err := tx.db.WithContext(ctx).Raw(`UPDATE session_leases l SET expires_at = now() + make_interval(secs => ?)
 			FROM unnest(?::text[], ?::bigint[]) AS h(sid, gen)
 			WHERE l.session_id = h.sid AND l.generation = h.gen AND l.node_id = ? AND l.expires_at > now()
-			RETURNING l.session_id`, interval(ttl), ids, gens, nodeID).Rows()
+			RETURNING l.session_id`, interval(ttl), textArray(ids), int8Array(gens), nodeID).Rows()
 		if err != nil {
 			return err
 		}
@@ -183,7 +183,7 @@ func (s *Store) LockLeases(ctx context.Context, sessions []string) ([]Lease, err
 		return nil, err
 	}
 	rows, err := s.db.WithContext(ctx).Raw(`SELECT session_id, node_id, generation, expires_at > now() FROM session_leases
-		WHERE session_id = ANY(?::text[]) ORDER BY session_id FOR SHARE`, sessions).Rows()
+		WHERE session_id = ANY(?::text[]) ORDER BY session_id FOR SHARE`, textArray(sessions)).Rows()
 	if err != nil {
 		return nil, wrapErr(err, "lock leases")
 	}

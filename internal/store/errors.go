@@ -35,10 +35,19 @@ var busyErrors atomic.Int64
 // SQLITE_LOCKED) errors the store has returned since start.
 func BusyErrors() int64 { return busyErrors.Load() }
 
-// IsBusy reports whether err is, or wraps, SQLITE_BUSY or SQLITE_LOCKED.
+// IsBusy reports whether err is, or wraps, SQLITE_BUSY or SQLITE_LOCKED,
+// or PostgreSQL's equivalents (a serialization failure, a deadlock, a lock
+// not available): the database was contended, and a retry may succeed.
 func IsBusy(err error) bool {
 	var se sqlite3.Error
-	return errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked)
+	if errors.As(err, &se) {
+		return se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked
+	}
+	switch pgCode(err) {
+	case pgSerialization, pgDeadlock, pgLockNotAvailable:
+		return true
+	}
+	return false
 }
 
 // isNotFound reports gorm's "no row" outcome of First/Take.
@@ -48,7 +57,7 @@ func isNotFound(err error) bool { return errors.Is(err, gorm.ErrRecordNotFound) 
 func isUniqueViolation(err error) bool {
 	var se sqlite3.Error
 	if !errors.As(err, &se) {
-		return false
+		return pgCode(err) == pgUniqueViolation
 	}
 	return se.ExtendedCode == sqlite3.ErrConstraintPrimaryKey ||
 		se.ExtendedCode == sqlite3.ErrConstraintUnique
@@ -58,7 +67,10 @@ func isUniqueViolation(err error) bool {
 // insert means the parent row (task or session) does not exist.
 func isForeignKeyViolation(err error) bool {
 	var se sqlite3.Error
-	return errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintForeignKey
+	if !errors.As(err, &se) {
+		return pgCode(err) == pgForeignKeyViolation
+	}
+	return se.ExtendedCode == sqlite3.ErrConstraintForeignKey
 }
 
 // notFound builds the not-found error of one kind of record; the id is also

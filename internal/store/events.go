@@ -71,7 +71,7 @@ func (s *Store) AppendEvents(ctx context.Context, evs []Event) error {
 			args = append(args, e.ID, sid, seq, textBytes(e.Type), pid, boolInt(e.Global), []byte(e.Payload), off)
 		}
 		start := time.Now()
-		_, err := conn.ExecContext(context.WithoutCancel(ctx), appendEventsSQL[n], args...)
+		_, err := conn.ExecContext(context.WithoutCancel(ctx), bindFor(s.db, appendEventsSQL[n]), args...)
 		if d := time.Since(start); d > slowQueryThreshold {
 			// gorm's slow-query logger does not see statements run on the
 			// connection directly.
@@ -345,7 +345,7 @@ func (s *Store) MarkPruneHeads(ctx context.Context, closedBefore time.Time) erro
 			return err
 		}
 		return db.Exec(`INSERT INTO meta (key, value) SELECT 'maxid', COALESCE(MAX(id), 0) FROM events WHERE true
-			ON CONFLICT (key) DO UPDATE SET value = MAX(CAST(meta.value AS INTEGER), excluded.value)`).Error
+			ON CONFLICT (key) DO UPDATE SET value = MAX(CAST(meta.value AS BIGINT), CAST(excluded.value AS BIGINT))`).Error
 	})
 }
 
@@ -369,7 +369,7 @@ func (s *Store) PruneEventBatch(ctx context.Context, closedBefore time.Time, kee
 
 func (s *Store) metaInt(ctx context.Context, key string) (int64, error) {
 	var v int64
-	err := s.rdb.WithContext(ctx).Raw(`SELECT CAST(value AS INTEGER) FROM meta WHERE key = ?`, key).Row().Scan(&v)
+	err := s.rdb.WithContext(ctx).Raw(`SELECT CAST(value AS BIGINT) FROM meta WHERE key = ?`, key).Row().Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) || errors.Is(err, gorm.ErrRecordNotFound) {
 		return 0, nil
 	}

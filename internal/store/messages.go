@@ -63,7 +63,7 @@ type latestMessage struct {
 // latestOf returns the session's latest message, if it has one.
 func latestOf(db *gorm.DB, sessionID string) (latestMessage, bool, error) {
 	var m latestMessage
-	err := db.Statement.ConnPool.QueryRowContext(db.Statement.Context, latestMessageSQL, sessionID).Scan(&m.ID, &m.PromptID, &m.Role)
+	err := db.Statement.ConnPool.QueryRowContext(db.Statement.Context, bindFor(db, latestMessageSQL), sessionID).Scan(&m.ID, &m.PromptID, &m.Role)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return latestMessage{}, false, nil
@@ -76,7 +76,7 @@ func latestOf(db *gorm.DB, sessionID string) (latestMessage, bool, error) {
 // execFast runs one of the statements above on db's connection or
 // transaction.
 func execFast(db *gorm.DB, query string, args ...any) (sql.Result, error) {
-	return db.Statement.ConnPool.ExecContext(db.Statement.Context, query, args...)
+	return db.Statement.ConnPool.ExecContext(db.Statement.Context, bindFor(db, query), args...)
 }
 
 // NewMessageID reserves the id of a message about to be added (AddMessage
@@ -86,9 +86,20 @@ func execFast(db *gorm.DB, query string, args ...any) (sql.Result, error) {
 // writer redoes writes the same rows. Ids come from one counter per
 // database, seeded at Open from the highest stored id and used by every
 // insert, so a reserved id is never taken by another message; an id whose
-// write failed is simply never used. Like the event writer's ids, this
-// assumes one open Store writes the database.
-func (s *Store) NewMessageID() int64 { return s.msgIDs.Add(1) }
+// write failed is simply never used. On SQLite one open Store writes the
+// database; on PostgreSQL, where several nodes write it, ids come from
+// the database's sequence (message_ids), one round trip each, so that ids
+// of every node grow together.
+func (s *Store) NewMessageID(ctx context.Context) (int64, error) {
+	if s.dialect != DialectPostgres {
+		return s.msgIDs.Add(1), nil
+	}
+	var id int64
+	if err := s.db.WithContext(ctx).Raw(`SELECT nextval('message_ids')`).Row().Scan(&id); err != nil {
+		return 0, internal(err, "new message id")
+	}
+	return id, nil
+}
 
 // AppendChunk appends streamed text to message messageID, which the caller
 // (the actor that holds the session's open message) knows, with no read,
@@ -137,7 +148,7 @@ func (s *Store) insertChunks(ctx context.Context, db *gorm.DB, cs []pendingChunk
 			args = append(args, c.messageID, c.text, c.at)
 		}
 		cs = cs[n:]
-		_, err := conn.ExecContext(context.WithoutCancel(ctx), appendChunksSQL[n], args...)
+		_, err := conn.ExecContext(context.WithoutCancel(ctx), bindFor(db, appendChunksSQL[n]), args...)
 		clear(args)
 		*bufp = args[:0]
 		if err != nil {
@@ -321,7 +332,11 @@ func (s *Store) insertMessage(db *gorm.DB, m Message) (messageRow, error) {
 // writeMessage inserts m's row, under a fresh id unless m has one.
 func (s *Store) writeMessage(db *gorm.DB, m Message) (messageRow, error) {
 	if m.ID == 0 {
-		m.ID = s.NewMessageID()
+		id, err := s.NewMessageID(db.Statement.Context)
+		if err != nil {
+			return messageRow{}, err
+		}
+		m.ID = id
 	}
 	row := fromMessage(m)
 	_, err := execFast(db, insertMessageSQL, row.ID, row.SessionID, row.PromptID, row.Role, row.Text, row.Content,
@@ -344,7 +359,7 @@ type chunkRow struct {
 
 // scanChunks reads chunk rows (message_id, text, created_at) in order.
 func scanChunks(db *gorm.DB, query string, args ...any) ([]chunkRow, error) {
-	rows, err := db.Statement.ConnPool.QueryContext(db.Statement.Context, query, args...)
+	rows, err := db.Statement.ConnPool.QueryContext(db.Statement.Context, bindFor(db, query), args...)
 	if err != nil {
 		return nil, internal(err, "read message chunks")
 	}

@@ -25,9 +25,9 @@ import (
 // transcript. NULL when no turn ever started: every turn is recent then.
 const recentTurnsFromSQL = `SELECT MIN(seq) FROM (
 	SELECT seq FROM turns WHERE session_id = ?1 AND state IN ('running', 'queued')
-	UNION ALL SELECT seq FROM (SELECT seq FROM turns WHERE session_id = ?1 AND started_at IS NOT NULL ORDER BY seq DESC LIMIT 1)
+	UNION ALL SELECT seq FROM (SELECT seq FROM turns WHERE session_id = ?1 AND started_at IS NOT NULL ORDER BY seq DESC LIMIT 1) AS last_started
 	UNION ALL SELECT seq FROM turns WHERE session_id = ?1 AND started_at = (
-		SELECT MAX(started_at) FROM turns WHERE session_id = ?1))`
+		SELECT MAX(started_at) FROM turns WHERE session_id = ?1)) AS recent`
 
 // The plan's reads, each one statement prepared once on the pool (see
 // prepareOnPool: inside the writer's transactions a statement gorm builds
@@ -64,7 +64,7 @@ func (s *Store) GetSessionFlags(ctx context.Context, sessionID string) (SessionF
 	var f SessionFlags
 	var state string
 	defer traced(db, time.Now(), planSessionSQL, func() int64 { return 1 })
-	err := db.Statement.ConnPool.QueryRowContext(db.Statement.Context, planSessionSQL, sessionID).
+	err := db.Statement.ConnPool.QueryRowContext(db.Statement.Context, bindFor(db, planSessionSQL), sessionID).
 		Scan(&state, &f.ContextLost, &f.QueueHeld)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
@@ -158,7 +158,7 @@ func (r *TurnRef) fields() []any { return []any{&r.Seq, &r.PromptID} }
 // queryStrings runs a query of one text column.
 func queryStrings(db *gorm.DB, query string, args ...any) (out []string, err error) {
 	defer traced(db, time.Now(), query, func() int64 { return int64(len(out)) })
-	rows, err := db.Statement.ConnPool.QueryContext(db.Statement.Context, query, args...)
+	rows, err := db.Statement.ConnPool.QueryContext(db.Statement.Context, bindFor(db, query), args...)
 	if err != nil {
 		return nil, err
 	}

@@ -70,7 +70,7 @@ type scannedRow[R any] interface {
 // row's own (the same on every row).
 func queryRows[R any, P scannedRow[R], T any](db *gorm.DB, conv func(R) T, extra []any, query string, args ...any) (out []T, err error) {
 	defer traced(db, time.Now(), query, func() int64 { return int64(len(out)) })
-	rows, err := db.Statement.ConnPool.QueryContext(db.Statement.Context, query, args...)
+	rows, err := db.Statement.ConnPool.QueryContext(db.Statement.Context, bindFor(db, query), args...)
 	if err != nil {
 		return nil, err
 	}

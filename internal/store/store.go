@@ -8,6 +8,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -58,6 +59,11 @@ type Store struct {
 	// (both nil in Stores bound to a transaction).
 	replay *replayer
 	ckpt   *checkpointer
+	// dialect is the database's ("" is SQLite).
+	dialect Dialect
+	// closed makes Close idempotent (nil in Stores bound to a
+	// transaction, which own no pool).
+	closed *atomic.Bool
 }
 
 // Statements is how many SQL statements the store has run since Open, on
@@ -160,7 +166,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		closeAll()
 		return nil, err
 	}
-	return &Store{db: gdb, rdb: rdb, stmts: stmts, msgIDs: msgIDs, replay: replay, ckpt: ckpt}, nil
+	return &Store{db: gdb, rdb: rdb, stmts: stmts, msgIDs: msgIDs, replay: replay, ckpt: ckpt, closed: new(atomic.Bool)}, nil
 }
 
 // pinTransactionContexts makes every statement that runs inside a write
@@ -233,28 +239,14 @@ func migrate(ctx context.Context, gdb *gorm.DB) error {
 	if err != nil {
 		return errcode.Wrap(errcode.Internal, err, "store: load migrations")
 	}
-	sources := provider.ListSources()
-	maxVersion := sources[len(sources)-1].Version // NewProvider fails when there are none.
-
-	current, err := provider.GetDBVersion(ctx)
-	if err != nil {
-		return errcode.Wrap(errcode.Internal, err, "store: read database schema version")
-	}
-	if current > maxVersion {
-		return errcode.New(errcode.DatabaseTooNew,
-			"database schema version %d is newer than this tetherd supports (max %d); upgrade tetherd or use another --data-dir",
-			current, maxVersion).
-			With("databaseVersion", current).
-			With("supportedVersion", maxVersion)
-	}
-	if _, err := provider.Up(ctx); err != nil {
-		return errcode.Wrap(errcode.Internal, err, "store: apply migrations")
-	}
-	return nil
+	return upTo(ctx, provider, "use another --data-dir")
 }
 
 // Close releases the database. The Store must not be used afterwards.
 func (s *Store) Close() error {
+	if s.closed == nil || !s.closed.CompareAndSwap(false, true) {
+		return nil // closed already (or bound to a transaction)
+	}
 	if s.ckpt != nil {
 		s.ckpt.close() // first: it must not run against a closing database
 	}
@@ -268,7 +260,7 @@ func (s *Store) Close() error {
 	if err := sqlDB.Close(); err != nil {
 		return errcode.Wrap(errcode.Internal, err, "store: close")
 	}
-	if s.rdb != nil {
+	if s.rdb != nil && s.rdb != s.db {
 		if r, err := s.rdb.DB(); err == nil {
 			_ = r.Close()
 		}
@@ -284,7 +276,7 @@ func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
 		return fn(s)
 	}
 	err := s.db.WithContext(ctx).Transaction(func(g *gorm.DB) error {
-		tx := &Store{db: g, rdb: g, inTx: true, stmts: s.stmts, msgIDs: s.msgIDs}
+		tx := &Store{db: g, rdb: g, inTx: true, stmts: s.stmts, msgIDs: s.msgIDs, dialect: s.dialect}
 		if err := fn(tx); err != nil {
 			return err
 		}
@@ -303,9 +295,15 @@ func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
 // several reads (a transcript and the event head it matches) see the same
 // committed state. fn must not write.
 func (s *Store) Snapshot(ctx context.Context, fn func(r *Store) error) error {
+	var opts []*sql.TxOptions
+	if s.dialect == DialectPostgres {
+		// One snapshot for the whole transaction (PostgreSQL's default
+		// takes one per statement).
+		opts = append(opts, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	}
 	err := s.rdb.WithContext(ctx).Transaction(func(g *gorm.DB) error {
-		return fn(&Store{db: g, rdb: g, stmts: s.stmts, msgIDs: s.msgIDs})
-	})
+		return fn(&Store{db: g, rdb: g, stmts: s.stmts, msgIDs: s.msgIDs, dialect: s.dialect})
+	}, opts...)
 	if err != nil {
 		return internal(err, "snapshot")
 	}

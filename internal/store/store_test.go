@@ -15,14 +15,16 @@ import (
 
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/store/storetest"
 	"github.com/tether/tether/migrations"
 )
 
-// openStore opens a fresh store in a temp dir and closes it with the test.
+// openStore opens a fresh store on this run's backend (storetest: SQLite
+// in a temp dir, or a fresh PostgreSQL database) and closes it with the
+// test.
 func openStore(t *testing.T) *store.Store {
 	t.Helper()
-	s, _ := openStoreAt(t, filepath.Join(t.TempDir(), "tether.db"))
-	return s
+	return storetest.Open(t, "")
 }
 
 // openStoreAt opens the store at path and closes it with the test.

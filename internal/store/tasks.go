@@ -105,7 +105,7 @@ func (s *Store) TaskFollow(ctx context.Context, id string) (state TaskState, run
 	db := s.db.WithContext(ctx)
 	defer traced(db, time.Now(), taskFollowSQL, func() int64 { return 1 })
 	var st string
-	err = db.Statement.ConnPool.QueryRowContext(db.Statement.Context, taskFollowSQL, id).Scan(&st, &running)
+	err = db.Statement.ConnPool.QueryRowContext(db.Statement.Context, bindFor(db, taskFollowSQL), id).Scan(&st, &running)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return "", false, notFound(errcode.TaskNotFound, "task", id)

@@ -26,6 +26,9 @@ func (s *Store) CreateTurn(ctx context.Context, t Turn) (Turn, error) {
 	t.CreatedAt = now()
 	var row turnRow
 	err := s.transaction(ctx, "create turn", func(tx *gorm.DB) error {
+		if err := s.lockSession(tx, t.SessionID); err != nil {
+			return err
+		}
 		var maxSeq int64
 		if err := tx.Model(&turnRow{}).Where("session_id = ?", t.SessionID).
 			Select("COALESCE(MAX(seq), 0)").Scan(&maxSeq).Error; err != nil {

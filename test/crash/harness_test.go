@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/store/storetest"
 	"github.com/tether/tether/internal/testbin"
 )
 
@@ -73,6 +74,8 @@ type world struct {
 	started int // daemons started
 	// profiles are the agent profiles of the daemon's agents.yaml.
 	profiles []profile
+	// db is the world's PostgreSQL database ("" on SQLite).
+	db string
 }
 
 // namedLog is one child's output and what the child was.
@@ -195,6 +198,11 @@ func (w *world) start(extra ...string) {
 	// Standalone unless a test asks for a host: these tests are about the
 	// daemon's own children (the hosted ones say --executor detached).
 	args := append([]string{"serve", "--data-dir", w.dir, "--addr", w.addr, "--token", token, "--log-level", "debug", "--executor", "standalone"}, extra...)
+	if db := w.database(); db != "" {
+		// On PostgreSQL (TETHER_TEST_DATABASE=postgres) the daemon is a
+		// one-node cluster; every run of the world uses its database.
+		args = append(args, "--database", db)
+	}
 	cmd := exec.Command(w.bin, args...)
 	cmd.Env = append(os.Environ(), w.env...)
 	w.mu.Lock()
@@ -222,6 +230,17 @@ func (w *world) start(extra ...string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// database is the world's PostgreSQL database when the run asks for one
+// (storetest), made on first use; "" on SQLite.
+func (w *world) database() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.db == "" && storetest.Postgres() {
+		w.db = storetest.URL(w.t)
+	}
+	return w.db
 }
 
 // takeDaemon returns the running daemon and forgets it, nil if none.

@@ -633,6 +633,13 @@ export type SessionStatus = {
     contextLost: boolean;
     historyContextInjection?: boolean;
     workspace?: WorkspaceAvailability;
+    /**
+     * With several nodes on one database (docs/scale-out.md): the node
+     * that owns the session (its lease), which answered; absent when no
+     * node owns it now (the next request's node takes it).
+     *
+     */
+    node?: string;
 };
 
 /**

@@ -1,0 +1,163 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// streamTurn is a turn long enough to kill its node in: 3000 chunks with
+// a pause every 100.
+const (
+	streamChunks = 3000
+	streamPrompt = "/stream 3000 100 20"
+)
+
+// TestFailoverBehindBalancer: three nodes behind nginx on one database,
+// the detached runtime. Sessions are created and prompted through the
+// balancer, whichever node it picks. Then the node that owns a session
+// is killed (kill -9) mid-turn: another node takes the session once its
+// lease expires and attaches to its host, the turn goes on and completes
+// without an interruption, and a client that follows the session's
+// stream through the balancer (reconnecting with Last-Event-ID when its
+// node dies) receives every event once, in order: every chunk exactly
+// once. The takeover time is logged (the figure is tether-bench's).
+func TestFailoverBehindBalancer(t *testing.T) {
+	c := newCluster(t, 2*time.Second)
+	n1 := c.start("n1", "--executor", "detached")
+	n2 := c.start("n2", "--executor", "detached")
+	n3 := c.start("n3", "--executor", "detached")
+	lb := c.startBalancer(n1, n2, n3)
+
+	// Through the balancer: each request may land on any node, and a
+	// session's requests reach its owner wherever they land.
+	owners := map[string]bool{}
+	for i := range 6 {
+		sid := createSession(t, lb.URL(), fmt.Sprintf("s%d", i))
+		pid := fmt.Sprintf("p%d", i)
+		prompt(t, lb.URL(), sid, "/echo hello "+pid, pid)
+		if st := waitTurn(t, lb.URL(), sid, pid); st != "completed" {
+			t.Fatalf("session %d: turn %s: got %s, want completed", i, pid, st)
+		}
+		owners[ownerOf(t, lb.URL(), sid)] = true
+	}
+	if len(owners) < 2 {
+		t.Errorf("sessions created through the balancer are owned by %v, want them spread over the nodes", owners)
+	}
+
+	sid := createSession(t, lb.URL(), "failover")
+	owner := ownerOf(t, lb.URL(), sid)
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	evs := make(chan []sseEvent, 1)
+	go func() {
+		evs <- follow(ctx, t, lb.URL(), "/session/"+sid+"/events", func(got []sseEvent) bool {
+			return len(got) > 0 && got[len(got)-1].Type == "turn.completed"
+		})
+	}()
+	prompt(t, lb.URL(), sid, streamPrompt, "long")
+	c.waitFor("the turn to stream", func() bool {
+		_, tr := do(t, lb.URL(), http.MethodGet, "/session/"+sid+"/transcript", nil)
+		return strings.Contains(fmt.Sprint(tr["messages"]), "chunk 500")
+	})
+	c.kill9(owner)
+	killed := time.Now()
+	var took time.Duration
+	c.waitFor("another node to take the session", func() bool {
+		o := ownerOf(t, lb.URL(), sid)
+		if o != "" && o != owner {
+			took = time.Since(killed)
+			return true
+		}
+		return false
+	})
+	t.Logf("takeover after kill -9 of %s: %s (lease TTL %s)", owner, took.Round(time.Millisecond), c.ttl)
+	if st := waitTurn(t, lb.URL(), sid, "long"); st != "completed" {
+		t.Fatalf("the turn after the takeover: got %s, want completed", st)
+	}
+	got := <-evs
+	checkStream(t, got)
+	var text strings.Builder
+	for _, e := range got {
+		if e.Type == "turn.interrupted" {
+			t.Errorf("the turn was interrupted: %v", e.Data)
+		}
+		if e.Type == "message.chunk" {
+			s, _ := e.Data["text"].(string)
+			text.WriteString(s)
+		}
+	}
+	for i := 1; i <= streamChunks; i++ {
+		if n := strings.Count(text.String(), "chunk "+strconv.Itoa(i)+"\n"); n != 1 {
+			t.Fatalf("chunk %d arrived %d times on the stream, want once", i, n)
+		}
+	}
+}
+
+// checkStream fails unless a session stream's durable events have one
+// epoch and seqs 1, 2, 3, ...: nothing lost, nothing twice.
+func checkStream(t *testing.T, evs []sseEvent) {
+	t.Helper()
+	epoch := ""
+	for i, e := range evs {
+		ep, seq, ok := strings.Cut(e.ID, ":")
+		if !ok {
+			t.Fatalf("event %d: id %q is no cursor", i, e.ID)
+		}
+		if epoch == "" {
+			epoch = ep
+		}
+		if n, _ := strconv.Atoi(seq); ep != epoch || n != i+1 {
+			t.Fatalf("event %d: got id %s, want %s:%d (a gap or a repeat)", i, e.ID, epoch, i+1)
+		}
+	}
+}
+
+func createSession(t *testing.T, base, title string) string {
+	t.Helper()
+	code, m := do(t, base, http.MethodPost, "/session", map[string]any{"agentProfileId": "demo", "cwd": t.TempDir(), "title": title})
+	if code != http.StatusCreated {
+		t.Fatalf("create session: got %d %v", code, m)
+	}
+	return m["id"].(string)
+}
+
+func prompt(t *testing.T, base, sid, text, promptID string) {
+	t.Helper()
+	code, m := do(t, base, http.MethodPost, "/session/"+sid+"/prompt",
+		map[string]any{"prompt": []map[string]any{{"type": "text", "text": text}}, "promptId": promptID})
+	if code != http.StatusAccepted {
+		t.Fatalf("prompt %s: got %d %v", promptID, code, m)
+	}
+}
+
+// waitTurn waits until the turn ends and returns its state.
+func waitTurn(t *testing.T, base, sid, promptID string) string {
+	t.Helper()
+	end := time.Now().Add(deadline)
+	for time.Now().Before(end) {
+		code, m := do(t, base, http.MethodGet, "/session/"+sid+"/turns/"+promptID, nil)
+		if st, _ := m["state"].(string); code == http.StatusOK && st != "running" && st != "queued" {
+			return st
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("turn %s of %s did not end", promptID, sid)
+	return ""
+}
+
+// ownerOf is the node that owns the session, as its status says (the
+// status is forwarded to the owner, which names itself).
+func ownerOf(t *testing.T, base, sid string) string {
+	t.Helper()
+	code, m := do(t, base, http.MethodGet, "/session/"+sid+"/status", nil)
+	if code != http.StatusOK {
+		return ""
+	}
+	n, _ := m["node"].(string)
+	return n
+}
