@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -417,10 +418,28 @@ func (m *Manager) AnswerPermission(ctx context.Context, sessionID, requestID str
 		p       store.Permission
 		pending *events.Pending
 	}
-	ans, err := call(ctx, a.mb, func() (answer, error) {
-		p, pending, err := a.answerPermission(requestID, out)
-		return answer{p, pending}, err
-	})
+	var ans answer
+	for {
+		var attaching bool
+		ans, err = call(ctx, a.mb, func() (answer, error) {
+			p, pending, err := a.answerPermission(requestID, out)
+			attaching = a.starting
+			return answer{p, pending}, err
+		})
+		// A request still pending on the executor host while its agent is
+		// being attached again (after a restart or a takeover) becomes
+		// live once the attach has given it back: the answer waits for it
+		// instead of being refused.
+		var de *errcode.Error
+		if !attaching || !errors.As(err, &de) || de.Code != errcode.PermissionResolved || de.Details["state"] != string(store.PermissionPending) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return store.Permission{}, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 	if err != nil {
 		return store.Permission{}, err
 	}

@@ -31,6 +31,12 @@ func TestAutoContinueAfterAgentCrash(t *testing.T) {
 			t.Fatalf("turn p1: got %v, want interrupted by the agent's exit", turn)
 		}
 	}
+	// The continuation is admitted once the interruption's report is
+	// recorded, a moment after the interruption.
+	w.waitFor("the automatic continuation", func() bool {
+		code, _ := w.do(http.MethodGet, "/session/"+auto+"/turns/auto-continue:p1", nil)
+		return code == http.StatusOK
+	})
 	cont := w.waitTurn(auto, "auto-continue:p1")
 	if cont["state"] != "completed" || cont["kind"] != "continue" || cont["continuesPromptId"] != "p1" {
 		t.Errorf("the automatic continuation: got %v, want a completed continue of p1", cont)
