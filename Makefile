@@ -42,7 +42,18 @@ test: node_modules vet check-generated check-web test-go test-node test-ts test-
 test-go: build
 	@test -x test/agents/node_modules/.bin/claude-agent-acp -a -x test/agents/node_modules/.bin/qwen || \
 	  echo "WARNING: real agents not installed, the real-agent suite (test/realagents) is SKIPPED: run (cd test/agents && npm ci --no-audit --no-fund)"
+	@test -n "$$TETHER_TEST_POSTGRES_URL" || \
+	  echo "WARNING: TETHER_TEST_POSTGRES_URL is not set: the PostgreSQL suites (store, events, sessions, server, crash matrix on PostgreSQL; test/cluster) are SKIPPED (docs/scale-out.md, Development)"
 	TETHERD_BIN=$(CURDIR)/$(BIN) $(GO) test $(GOFLAGS_TEST) ./...
+	@if [ -n "$$TETHER_TEST_POSTGRES_URL" ]; then \
+	  echo "== the store-backed suites again, on PostgreSQL"; \
+	  TETHER_TEST_DATABASE=postgres TETHERD_BIN=$(CURDIR)/$(BIN) $(GO) test $(GOFLAGS_TEST) $(PG_PACKAGES); \
+	fi
+
+## PG_PACKAGES are the suites `make test` runs a second time on PostgreSQL
+## (TETHER_TEST_DATABASE=postgres): the store's, the session core's, the
+## HTTP adapter's and the crash matrix.
+PG_PACKAGES := ./internal/store/ ./internal/events/ ./internal/sessions/ ./server/ ./test/crash/
 
 ## test-node: a real EventSource client (npm eventsource) against the built daemon
 test-node: build node_modules

@@ -35,7 +35,7 @@ func isChunkOf(t *testing.T, pid string) func(frame) bool {
 func TestRemoteSurvivesNetworkCut(t *testing.T) {
 	ns := newNetns(t)
 	w := newWorld(t, profile{id: "demo"})
-	far := w.newRemoteHost("far", net.JoinHostPort(ns.ip, "7778"), ns)
+	far := w.newRemoteHost("far", net.JoinHostPort(ns.IP, "7778"), ns)
 	far.start()
 	w.setHosts(far.pinned())
 	w.start(pingFlags...)
@@ -49,7 +49,7 @@ func TestRemoteSurvivesNetworkCut(t *testing.T) {
 	w.prompt(sid, streamPrompt, "cut")
 	w.waitSeen(fol, "the turn's first chunk", isChunkOf(t, "cut"))
 
-	ns.setLink(false)
+	ns.SetLink(false)
 	cutAt := time.Now()
 	// The daemon gives up on the silent connection and retries; the
 	// session's executor says the host is being reconnected to.
@@ -62,7 +62,7 @@ func TestRemoteSurvivesNetworkCut(t *testing.T) {
 	if got := w.turn(sid, "cut")["state"]; got != "running" {
 		t.Fatalf("turn during the cut: got %v, want running (the cut must land mid-turn, and a cut interrupts nothing)", got)
 	}
-	ns.setLink(true)
+	ns.SetLink(true)
 
 	w.waitHost("far", "connected again", hostState("connected"))
 	if got := w.waitTurn(sid, "cut"); got["state"] != "completed" {

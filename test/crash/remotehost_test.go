@@ -6,13 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
-	"fmt"
-	mrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -80,7 +77,7 @@ func (h *remoteHost) start() {
 	cmd := exec.Command(h.w.bin, args...)
 	if h.ns != nil {
 		// ip netns exec execs the host: the pid is the host's.
-		cmd = exec.Command("ip", append([]string{"netns", "exec", h.ns.name, h.w.bin}, args...)...)
+		cmd = exec.Command("ip", append([]string{"netns", "exec", h.ns.Name, h.w.bin}, args...)...)
 	}
 	p := h.w.run("remote host "+h.name, cmd)
 	h.w.mu.Lock()
@@ -209,70 +206,9 @@ func hostState(state string) func(map[string]any) bool {
 	return func(h map[string]any) bool { return h["state"] == state }
 }
 
-// netns is a network namespace with a veth pair to the test's own: the
-// far end, inside, has ip; the near end, outside, has peerIP.
-type netns struct {
-	t          *testing.T
-	name       string
-	near, far  string // interface names
-	ip, peerIP string
-}
+// netns is a network namespace with a veth pair to the test's own
+// (testbin.Netns).
+type netns = testbin.Netns
 
-// newNetns makes a namespace for the test, removed (with its veth pair) at
-// the end. It skips the test where namespaces cannot be made: not root,
-// or no ip(8).
-func newNetns(t *testing.T) *netns {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to make a network namespace (ip netns add); CI runs as root")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("needs iproute2's ip to make a network namespace: " + err.Error())
-	}
-	// Names unique per test (interface names have 15 bytes at most), an
-	// address block unlikely to be routed on the machine already.
-	id := make([]byte, 4)
-	_, _ = rand.Read(id)
-	tag := hex.EncodeToString(id)
-	sub := mrand.IntN(256)
-	quad := mrand.IntN(64) * 4
-	n := &netns{t: t, name: "tether-" + tag, near: "tt" + tag + "n", far: "tt" + tag + "f",
-		ip: fmt.Sprintf("10.213.%d.%d", sub, quad+2), peerIP: fmt.Sprintf("10.213.%d.%d", sub, quad+1)}
-	run := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	run("netns", "add", n.name)
-	t.Cleanup(func() {
-		// Deleting the near end deletes the pair.
-		_ = exec.Command("ip", "link", "del", n.near).Run()
-		if out, err := exec.Command("ip", "netns", "del", n.name).CombinedOutput(); err != nil {
-			t.Errorf("ip netns del %s: %v\n%s", n.name, err, out)
-		}
-	})
-	run("link", "add", n.near, "type", "veth", "peer", "name", n.far)
-	run("link", "set", n.far, "netns", n.name)
-	run("addr", "add", n.peerIP+"/30", "dev", n.near)
-	run("link", "set", n.near, "up")
-	run("netns", "exec", n.name, "ip", "addr", "add", n.ip+"/30", "dev", n.far)
-	run("netns", "exec", n.name, "ip", "link", "set", n.far, "up")
-	run("netns", "exec", n.name, "ip", "link", "set", "lo", "up")
-	return n
-}
-
-// setLink sets the far end of the veth pair (inside the namespace) up or
-// down. Down is a cable cut: the near end loses its carrier and drops
-// what is sent to the namespace, whose routes stay (so nothing else
-// answers for its address), and neither side's sockets hear of it.
-func (n *netns) setLink(up bool) {
-	n.t.Helper()
-	state := "down"
-	if up {
-		state = "up"
-	}
-	if out, err := exec.Command("ip", "netns", "exec", n.name, "ip", "link", "set", n.far, state).CombinedOutput(); err != nil {
-		n.t.Fatalf("ip link set %s %s in %s: %v\n%s", n.far, state, n.name, err, out)
-	}
-}
+// newNetns makes a namespace for the test (testbin.NewNetns).
+func newNetns(t *testing.T) *netns { return testbin.NewNetns(t) }

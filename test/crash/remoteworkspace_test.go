@@ -22,7 +22,7 @@ import (
 func TestRemoteWorkspace(t *testing.T) {
 	ns := newNetns(t)
 	w := newWorld(t, profile{id: "demo"})
-	far := w.newRemoteHost("far", net.JoinHostPort(ns.ip, "7778"), ns, "--terminal", "on")
+	far := w.newRemoteHost("far", net.JoinHostPort(ns.IP, "7778"), ns, "--terminal", "on")
 	far.start()
 	plain := w.newRemoteHost("plain", testbin.FreeAddr(t), nil)
 	plain.start()

@@ -44,7 +44,7 @@ func TestSessionWorktree(t *testing.T) {
 		{"detached", func(_ *testing.T, w *world) string { w.start("--executor", "detached"); return "" }},
 		{"remote host in a network namespace", func(t *testing.T, w *world) string {
 			ns := newNetns(t)
-			far := w.newRemoteHost("far", net.JoinHostPort(ns.ip, "7778"), ns)
+			far := w.newRemoteHost("far", net.JoinHostPort(ns.IP, "7778"), ns)
 			far.start()
 			w.setHosts(far.pinned())
 			w.start(pingFlags...)
