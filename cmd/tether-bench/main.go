@@ -18,6 +18,12 @@
 // standalone, and the host's memory:
 //
 //	go run ./cmd/tether-bench -only hosts [-hosts-sessions 100] [-hosts-stream '/stream 1000000 1 100'] [-hosts-rounds 3] [-hosts-chunks 10000] [-hosts-parallel 4] [-hosts-paced '2000 1 2'] [-hosts-idle 10] [-hosts-parts restart,overhead,rss]
+//
+// And the cluster part (cluster.go, issue 15): nodes on one PostgreSQL
+// server (TETHER_TEST_POSTGRES_URL): takeover after kill -9, commit →
+// client latency across nodes, ingest with three nodes against one:
+//
+//	go run ./cmd/tether-bench -only cluster [-cluster-rounds 3] [-cluster-ttl 10s] [-cluster-sessions 10] [-cluster-parallel 6]
 package main
 
 import (
@@ -45,7 +51,7 @@ func main() {
 		catchN  = flag.Int("catchup", 100_000, "events a reconnecting subscriber is behind")
 		hubBuf  = flag.Int("hub-buffer", 0, "tetherd hub queue length per subscriber in the memory run (0: the daemon's default)")
 		heapOut = flag.String("memprofile", "", "memory run: the tetherd child writes heap profiles to FILE.1 (empty), FILE.2 (first wave), FILE.3 (churned)")
-		only    = flag.String("only", "isolation,memory,catchup", "comma-separated parts to run: isolation, memory, catchup, restart, hosts (restart and hosts only when named)")
+		only    = flag.String("only", "isolation,memory,catchup", "comma-separated parts to run: isolation, memory, catchup, restart, hosts, cluster (restart, hosts and cluster only when named)")
 		verbose = flag.Bool("v", false, "print progress to stderr")
 
 		rsSessions = flag.Int("restart-sessions", 1000, "restart: sessions in the crashed data dir")
@@ -60,6 +66,7 @@ func main() {
 		rsBase     = flag.String("restart-baseline-bin", "", "restart: another tetherd binary (e.g. main's) also started after kill -9 in every round, for a same-run ratio")
 	)
 	hostsCfg := hostsFlags()
+	clusterCfg := clusterFlags()
 	flag.Parse()
 	// The store logs slow statements with their full SQL; under load that
 	// floods the table output, and the figures say what it would.
@@ -144,6 +151,15 @@ func main() {
 		check(err)
 		if err == nil {
 			printHosts(r)
+		}
+	}
+	if want["cluster"] {
+		cfg := *clusterCfg
+		cfg.Logf = logf
+		r, err := clusterBench(ctx, cfg)
+		check(err)
+		if err == nil {
+			printCluster(r)
 		}
 	}
 	if failed {
