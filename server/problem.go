@@ -93,6 +93,7 @@ var statusOf = map[errcode.Code]int{
 	errcode.HostProtocolError:       http.StatusBadGateway,
 	errcode.HostFrameTooLarge:       http.StatusBadGateway,
 	errcode.HostSessionUnknown:      http.StatusBadGateway,
+	errcode.HostSessionFenced:       http.StatusConflict, // another node owns the session now
 	errcode.ExecutorUnavailable:     http.StatusServiceUnavailable,
 	errcode.ExecutorLost:            http.StatusBadGateway,
 	errcode.ExecutorNotFound:        http.StatusBadRequest,

@@ -15,6 +15,10 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 )
 
+// ChunkText is the text of chunk i (from 1) of `/stream` and `/flood`:
+// what a test checks each chunk of a streamed reply against.
+func ChunkText(i int) string { return fmt.Sprintf("chunk %d\n", i) }
+
 // errCancelled ends a turn that session/cancel interrupted.
 var errCancelled = errors.New("demoagent: turn cancelled")
 
@@ -175,7 +179,7 @@ func (t *turn) run(prompt []acp.ContentBlock) error {
 			if err := t.interrupted(); err != nil {
 				return err
 			}
-			text := fmt.Sprintf("chunk %d\n", i)
+			text := ChunkText(i)
 			if name == "/stamped" {
 				text = fmt.Sprintf("chunk %d %d\n", i, time.Now().UnixNano())
 			}
@@ -196,7 +200,7 @@ func (t *turn) run(prompt []acp.ContentBlock) error {
 		}
 		updates := make([]json.RawMessage, n)
 		for i := range updates {
-			if updates[i], err = json.Marshal(acp.UpdateAgentMessageText(fmt.Sprintf("chunk %d\n", i+1))); err != nil {
+			if updates[i], err = json.Marshal(acp.UpdateAgentMessageText(ChunkText(i + 1))); err != nil {
 				return err
 			}
 		}

@@ -78,6 +78,11 @@ const (
 	// HostSessionUnknown: the host holds no such session (it never
 	// started it, or dropped it once its exit was acknowledged).
 	HostSessionUnknown Code = "host_session_unknown"
+	// HostSessionFenced: the host refused a session's command because it
+	// carried an older generation (fencing token) than one it already
+	// accepted for the session: another node owns the session now, and
+	// this one lost it (protocol version 4, several nodes).
+	HostSessionFenced Code = "host_session_fenced"
 	// ExecutorUnavailable: the session's executor host cannot be reached
 	// right now; the daemon is reconnecting (retry later).
 	ExecutorUnavailable Code = "executor_unavailable"

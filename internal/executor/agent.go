@@ -93,6 +93,8 @@ type Agent struct {
 	options acp.SessionOptions
 	exit    acp.Exit
 	lost    bool
+	// fenced: the host refused a command as fenced (fence.go).
+	fenced bool
 	// held are the permission requests the host held at the last attach.
 	held []string
 }

@@ -62,6 +62,7 @@ func (h *Host) newCallLocked(kind hostproto.CommandKind, id string, a *Agent, pa
 	c := &call{cmd: hostproto.Command{ID: id, Kind: kind, Payload: raw}, agent: a, seq: h.seq, sent: sent, done: make(chan struct{})}
 	if a != nil {
 		c.cmd.SessionID = a.sessionID
+		c.cmd.Generation = h.generation(a.sessionID)
 	}
 	h.calls[id] = c
 	return c
@@ -166,6 +167,10 @@ func (h *Host) failedByExit(c *call, res hostproto.CommandResult) error {
 func (h *Host) resultLocked(c *call, res hostproto.CommandResult) func() {
 	a := c.agent
 	err := res.Err()
+	if a != nil && errcode.Is(err, errcode.HostSessionFenced) {
+		h.fencedLocked(c, err)
+		return nil
+	}
 	switch c.cmd.Kind {
 	case hostproto.CommandStart:
 		a.startCall = nil
@@ -273,6 +278,7 @@ func (h *Host) attachLocked(a *Agent) {
 func (h *Host) rekeyAttachLocked(c *call) {
 	delete(h.calls, c.cmd.ID)
 	c.cmd.ID = freshID(c.agent.sessionID, hostproto.CommandAttach)
+	c.cmd.Generation = h.generation(c.agent.sessionID)
 	b, _ := json.Marshal(hostproto.AttachPayload{From: c.agent.attachFrom()})
 	c.cmd.Payload = b
 	h.calls[c.cmd.ID] = c

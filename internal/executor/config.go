@@ -62,7 +62,17 @@ type HostConfig struct {
 	// window, which AckEvery does; every ack costs both sides a wake-up.
 	AckEvery int
 	AckDelay time.Duration
-	Logger   *slog.Logger
+	// Generation, when set, is the fencing token of the daemon's session
+	// (the generation of this node's lease on it, when several nodes
+	// share a database): every command for the session carries it
+	// (protocol version 4), taken when the command is made (an attach's
+	// when it is sent), and a host that accepted a newer one for the
+	// session refuses it with errcode.HostSessionFenced: this node lost
+	// the session. Nil means 0, unfenced, as a daemon of one node is. It
+	// is called under the Host's lock: it must be quick and must not call
+	// the Host.
+	Generation func(sessionID string) uint64
+	Logger     *slog.Logger
 }
 
 func (c HostConfig) withDefaults() HostConfig {

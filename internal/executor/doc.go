@@ -45,6 +45,19 @@
 // version), where no retry helps: it fails at once. Either way its error
 // is errcode.ExecutorUnavailable, caused by why the host was not reached.
 //
+// # Several nodes
+//
+// When several daemons share a database, HostConfig.Generation gives each
+// session's fencing token (the generation of this node's lease on it):
+// every command for the session carries it (protocol version 4), the
+// workspace's included. A host that accepted a newer generation for the
+// session refuses the command with errcode.HostSessionFenced: another
+// node owns the session now. The Agent then ends on this daemon's side
+// (Done, Fenced() true, Lost() false) with that error for its calls, and
+// no stop goes to the host: the agent runs on for its new owner, whose
+// attach took its records. A host older than version 4 ignores the
+// generation.
+//
 // # Hosts
 //
 // DialUnix and DialTLS (a CA or a pinned certificate) reach a host;

@@ -148,7 +148,14 @@ func testLogger() *slog.Logger {
 // newTestHost connects a Host to f, closed when the test ends.
 func newTestHost(t *testing.T, f *fakeHost, mod func(*HostConfig)) *Host {
 	t.Helper()
-	cfg := HostConfig{Name: "test", Dial: DialUnix(f.path), Token: testToken, DaemonID: "daemon-1", DaemonVersion: "v-test",
+	return newTestHostAt(t, f.path, mod)
+}
+
+// newTestHostAt connects a Host to the host serving the unix socket
+// sock, closed when the test ends.
+func newTestHostAt(t *testing.T, sock string, mod func(*HostConfig)) *Host {
+	t.Helper()
+	cfg := HostConfig{Name: "test", Dial: DialUnix(sock), Token: testToken, DaemonID: "daemon-1", DaemonVersion: "v-test",
 		BackoffMin: 2 * time.Millisecond, BackoffMax: 20 * time.Millisecond, AckEvery: 1, Logger: testLogger()}
 	if mod != nil {
 		mod(&cfg)

@@ -29,6 +29,11 @@ func (h *Host) Workspace(ctx context.Context, sessionID string, req workspace.Re
 			"executor host %q speaks protocol version %d, which has no workspace (version %d): upgrade the host", h.cfg.Name, v, hostproto.CommandWorkspace.Since())
 	}
 	c := h.newCallLocked(hostproto.CommandWorkspace, freshID(sessionID, hostproto.CommandWorkspace), nil, req, nil)
+	if sessionID != "" {
+		// Fenced like the session's agent commands (version 4), though
+		// it needs no agent.
+		c.cmd.SessionID, c.cmd.Generation = sessionID, h.generation(sessionID)
+	}
 	h.mu.Unlock()
 	h.kick(h.sendKick)
 	var out workspace.Result

@@ -224,7 +224,7 @@ func (s *session) appendRun(run []item, data [][]byte) {
 			}
 		}
 		if n > 0 {
-			s.h.wakeLink()
+			s.wakeLink()
 		}
 		if err != nil {
 			s.log.Error("host: record dropped", "kind", run[n].kind, "err", err)
@@ -341,7 +341,7 @@ func (s *session) runAcker() {
 		case s.room <- struct{}{}:
 		default:
 		}
-		s.h.wakeLink()
+		s.wakeLink()
 		if !s.q.isSealed() && !s.paceAcks() {
 			return
 		}

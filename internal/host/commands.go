@@ -15,26 +15,35 @@ import (
 )
 
 // runCommand answers one command of link l; it runs in a goroutine of its
-// own. Attach and status only read, so they are answered afresh each
-// time; every other command passes through the host's Dedup, and its
-// result waits for the session's records queued before it. A start's
-// result instead comes before any record of the incarnation it started
-// (which then flow on l from offset 1), and after any of the one it
-// replaced: what the daemon receives between its start and the result is
-// the old incarnation's.
+// own. A command for a session the host holds is first fenced (route.go):
+// one older than the session's generation is refused before anything
+// else, a resent one included, which Dedup would otherwise answer with
+// its first result. Attach and status only read, so they are answered
+// afresh each time; every other command passes through the host's Dedup,
+// and its result waits for the session's records queued before it. A
+// start's result instead comes before any record of the incarnation it
+// started (which then flow on l from offset 1), and after any of the one
+// it replaced: what the daemon receives between its start and the result
+// is the old incarnation's.
 func (h *Host) runCommand(l *link, cmd *hostproto.Command) {
-	switch {
-	case cmd.Kind == hostproto.CommandAttach:
-		h.attach(l, cmd)
-		return
-	case cmd.Kind == hostproto.CommandStatus:
+	if cmd.Kind == hostproto.CommandStatus {
 		l.result(ok(cmd.ID, h.status()), nil, 0)
 		return
-	case cmd.Kind == hostproto.CommandWorkspace:
-		l.result(h.workspace(l, cmd), nil, 0)
-		return
-	case !cmd.Kind.Known():
+	}
+	if !cmd.Kind.Known() {
 		l.result(fail(cmd.ID, errcode.New(errcode.InvalidRequest, "unknown command kind %q", cmd.Kind)), nil, 0)
+		return
+	}
+	if err := h.fence(l, cmd); err != nil {
+		l.result(fail(cmd.ID, err), nil, 0)
+		return
+	}
+	switch cmd.Kind {
+	case hostproto.CommandAttach:
+		h.attach(l, cmd)
+		return
+	case hostproto.CommandWorkspace:
+		l.result(h.workspace(l, cmd), nil, 0)
 		return
 	}
 	res, _, err := h.dedup.Do(l.ctx, cmd.ID, func() hostproto.CommandResult { return h.apply(cmd) })
@@ -43,10 +52,10 @@ func (h *Host) runCommand(l *link, cmd *hostproto.Command) {
 	}
 	s := h.lookup(cmd.SessionID)
 	if cmd.Kind == hostproto.CommandStart {
-		if s != nil && res.Error == nil {
-			l.attach(s, 0, res)
-		} else {
+		if s == nil || res.Error != nil {
 			l.result(res, nil, 0)
+		} else if err := s.routeTo(l, cmd.Generation, 0, res); err != nil {
+			l.result(fail(cmd.ID, err), nil, 0) // a newer owner came while it started
 		}
 		return
 	}
@@ -235,7 +244,16 @@ func (h *Host) start(cmd *hostproto.Command) hostproto.CommandResult {
 	}
 	unlock := h.lockSession(cmd.SessionID)
 	defer unlock()
+	gen := cmd.Generation
 	if old := h.lookup(cmd.SessionID); old != nil {
+		// Fenced again under the start lock: a newer owner may have come
+		// since runCommand's check. The new incarnation keeps the newest
+		// generation, so that the older owner stays refused.
+		cur := old.generation()
+		if gen < cur {
+			return fail(cmd.ID, old.fenced(gen, cur))
+		}
+		gen = max(gen, cur)
 		old.log.Info("host: a new start replaces the session's previous agent")
 		h.discard(old)
 	}
@@ -244,11 +262,16 @@ func (h *Host) start(cmd *hostproto.Command) hostproto.CommandResult {
 	if err := h.trash(filepath.Join(h.sessionsDir(), cmd.SessionID)); err != nil {
 		return fail(cmd.ID, err)
 	}
-	s, err := h.openSession(cmd.SessionID, meta{SessionID: cmd.SessionID, ProfileID: p.ProfileID, Cwd: p.Cwd, StartedAt: time.Now().UTC()})
+	s, err := h.openSession(cmd.SessionID, meta{SessionID: cmd.SessionID, ProfileID: p.ProfileID, Cwd: p.Cwd, StartedAt: time.Now().UTC(), Generation: gen})
 	if err != nil {
 		return fail(cmd.ID, err)
 	}
-	s.writeMeta()
+	if err := s.writeMeta(); err != nil {
+		// Its generation would not outlive a host restart.
+		s.close()
+		_ = h.trash(s.dir)
+		return fail(cmd.ID, errcode.Wrap(errcode.Internal, err, "the host cannot write session %s's meta", cmd.SessionID))
+	}
 	if !h.register(s) {
 		s.close()
 		_ = h.trash(s.dir)
@@ -286,9 +309,6 @@ func (h *Host) attach(l *link, cmd *hostproto.Command) {
 			"the host's records of session %s end at offset %d, before offset %d the daemon committed: the host's machine crashed before it synced them", s.id, next-1, p.From)), nil, 0)
 		return
 	}
-	if p.From > 0 {
-		s.noteAck(p.From)
-	}
 	r := hostproto.AttachResult{Pending: s.pendingList(), NextOffset: next}
 	s.mu.Lock()
 	r.PID = s.meta.PID
@@ -297,7 +317,13 @@ func (h *Host) attach(l *link, cmd *hostproto.Command) {
 		r.Options = hostproto.FromSessionOptions(s.agent.SessionOptions())
 	}
 	s.mu.Unlock()
-	l.attach(s, p.From, ok(cmd.ID, r))
+	if err := s.routeTo(l, cmd.Generation, p.From, ok(cmd.ID, r)); err != nil {
+		l.result(fail(cmd.ID, err), nil, 0) // a newer owner came meanwhile
+		return
+	}
+	if p.From > 0 {
+		s.noteAck(p.From) // the session's owner committed them
+	}
 }
 
 func (h *Host) status() hostproto.StatusResult {

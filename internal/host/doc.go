@@ -1,7 +1,8 @@
 // Package host is the executor host, `tetherd host` (issue 13, DESIGN.md
 // section 9): it owns agent processes and their ACP connections, and
-// serves one daemon at a time over the host protocol (internal/hostproto)
-// on a unix socket or over TLS. The daemon names a profile id; the host
+// serves the daemons connected to it (one, or several nodes sharing a
+// database, each owning some of its sessions) over the host protocol
+// (internal/hostproto) on a unix socket or over TLS. The daemon names a profile id; the host
 // launches that profile from its own agents.yaml, answers the agent's fs/*
 // requests on its own machine, and turns everything the agent says into
 // records of a durable per-session outbox (internal/outbox), which the
@@ -11,11 +12,12 @@
 //
 // A session is keyed by the daemon's session id and lives in
 // <data-dir>/sessions/<id>/: its outbox (offsets from 1) and a meta file
-// (profile, cwd, the agent's ACP session id). A start discards whatever an
-// earlier incarnation of the session left there (the daemon starts its
-// offsets over with a new agent) and stops its agent first. A session
-// ends when the daemon acknowledges its exit record, the last one it ever
-// has; its directory is then removed.
+// (profile, cwd, the agent's ACP session id, the session's generation). A
+// start discards whatever an earlier incarnation of the session left
+// there but its generation (the daemon starts its offsets over with a new
+// agent) and stops its agent first. A session ends when the daemon
+// acknowledges its exit record, the last one it ever has; its directory
+// is then removed.
 //
 // # Records
 //
@@ -40,14 +42,23 @@
 //
 // # Connections
 //
-// Every accepted connection runs the handshake (token, versions); a good
-// one replaces the previous daemon connection. Records of a session flow
-// on a connection only once the daemon attached it (CommandAttach{From}:
+// Every accepted connection runs the handshake (token, versions); every
+// good one is kept beside the others (protocol version 4: several
+// daemons). Records of a session flow on one connection, the session's
+// route (route.go): the one that last attached it (CommandAttach{From}:
 // records after From, the AttachResult first) or started it there
 // (CommandStart: from offset 1, the StartResult first; records of the
 // session between the start and its result belong to the incarnation it
-// replaced, and the daemon neither keeps nor acknowledges them). One
-// writer goroutine per connection
+// replaced, and the daemon neither keeps nor acknowledges them). An
+// attach or start on another connection moves the route: the previous
+// connection sends no record appended after, and its acks for the session
+// are ignored. A command for a session first passes its fence: the
+// session keeps the highest generation (hostproto.Command.Generation) a
+// command carried, in its meta file, and refuses a lower one with
+// errcode.HostSessionFenced, so that a node that lost the session can no
+// longer drive its agent; a higher one that comes on another connection
+// than the route stops the route there. One writer goroutine per
+// connection
 // sends every frame; per session at most Config.SendWindow records are
 // sent and not yet acknowledged. Commands run in goroutines of their own,
 // so a cancel or a permission answer never waits behind a prompt, and pass
@@ -65,9 +76,10 @@
 //
 // # Lifetime
 //
-// The host pings its daemon and closes a connection silent past
-// Config.PingTimeout. With no daemon connected and no prompt in flight nor
-// permission request pending, it waits Config.Linger, then Serve returns;
-// Close then stops the agents (their exit records are appended) and
-// closes the outboxes.
+// The host pings each daemon and closes a connection silent past
+// Config.PingTimeout (a daemon that reconnected leaves its previous
+// connection to that). With no daemon connected and no prompt in flight
+// nor permission request pending, it waits Config.Linger, then Serve
+// returns, closing every connection; Close then stops the agents (their
+// exit records are appended) and closes the outboxes.
 package host

@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/agents"
+	"github.com/tether/tether/internal/demoagent"
 	"github.com/tether/tether/internal/host"
 	"github.com/tether/tether/internal/hostproto"
 	"github.com/tether/tether/internal/testbin"
@@ -99,6 +101,10 @@ type daemon struct {
 	done    chan struct{}
 	once    sync.Once
 	autoAck bool
+	// gen is the generation every command carries (0: unfenced).
+	gen uint64
+	// mute stops answering pings, as a daemon that hangs.
+	mute    atomic.Bool
 	recs    map[string][]hostproto.Record
 	results map[string]hostproto.CommandResult
 }
@@ -150,7 +156,9 @@ func (d *daemon) read() {
 			return
 		}
 		if p, ok := m.(*hostproto.Ping); ok {
-			_ = d.conn.Send(&hostproto.Pong{Nonce: p.Nonce})
+			if !d.mute.Load() {
+				_ = d.conn.Send(&hostproto.Pong{Nonce: p.Nonce})
+			}
 			continue
 		}
 		select {
@@ -203,7 +211,7 @@ func (d *daemon) send(id string, kind hostproto.CommandKind, sid string, payload
 	if id == "" {
 		id = uuid.NewString()
 	}
-	cmd := &hostproto.Command{ID: id, Kind: kind, SessionID: sid}
+	cmd := &hostproto.Command{ID: id, Kind: kind, SessionID: sid, Generation: d.gen}
 	if payload != nil {
 		b, err := json.Marshal(payload)
 		if err != nil {
@@ -302,7 +310,7 @@ func texts(t *testing.T, recs []hostproto.Record) []string {
 func chunks(n int) []string {
 	out := make([]string, n)
 	for i := range out {
-		out[i] = fmt.Sprintf("chunk %d\n", i+1)
+		out[i] = demoagent.ChunkText(i + 1)
 	}
 	return out
 }

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -128,8 +127,9 @@ func (c Config) options() hostproto.Options {
 	return hostproto.Options{WriteTimeout: c.PingTimeout}
 }
 
-// Host serves its sessions to one daemon at a time. Create it with New,
-// run it with Serve, end it with Close.
+// Host serves its sessions to the daemons connected to it, each
+// session's records to the one that last attached it. Create it with
+// New, run it with Serve, end it with Close.
 type Host struct {
 	cfg       Config
 	log       *slog.Logger
@@ -141,11 +141,11 @@ type Host struct {
 	life context.Context
 	end  context.CancelFunc
 	wg   sync.WaitGroup // commands and retirements
-	link atomic.Pointer[link]
 	// changes wakes the linger watch (cap 1).
 	changes chan struct{}
 
 	mu       sync.Mutex
+	links    map[*link]struct{} // the daemon connections
 	sessions map[string]*session
 	starting map[string]chan struct{} // per-session start locks
 	closed   bool
@@ -172,7 +172,7 @@ func New(cfg Config) (*Host, error) {
 		return nil, fmt.Errorf("host: %s is in use by another host: %w", cfg.DataDir, err)
 	}
 	h := &Host{cfg: cfg, log: cfg.Logger, startedAt: time.Now().UTC(), lock: lock, dedup: hostproto.NewDedup(DefaultDedup),
-		changes: make(chan struct{}, 1), sessions: map[string]*session{}, starting: map[string]chan struct{}{}}
+		changes: make(chan struct{}, 1), links: map[*link]struct{}{}, sessions: map[string]*session{}, starting: map[string]chan struct{}{}}
 	h.life, h.end = context.WithCancel(context.Background())
 	if err := h.init(); err != nil {
 		h.end()
@@ -238,13 +238,6 @@ func (h *Host) changed() {
 	select {
 	case h.changes <- struct{}{}:
 	default:
-	}
-}
-
-// wakeLink tells the connection's writer that records may be ready.
-func (h *Host) wakeLink() {
-	if l := h.link.Load(); l != nil {
-		l.wakeUp()
 	}
 }
 
@@ -389,9 +382,7 @@ func (h *Host) Close() error {
 	}
 	h.closed = true
 	h.mu.Unlock()
-	if l := h.link.Load(); l != nil {
-		l.close()
-	}
+	h.closeLinks()
 	var wg sync.WaitGroup
 	for _, s := range h.all() {
 		wg.Go(s.close)

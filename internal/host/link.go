@@ -22,7 +22,7 @@ const readBatch = 64
 
 // link is one daemon connection after its handshake. Its writer goroutine
 // sends every frame: control messages, command results once their session
-// caught up, and the records of the sessions attached on it.
+// caught up, and the records of the sessions routed to it (route.go).
 type link struct {
 	h      *Host
 	conn   *hostproto.Conn
@@ -35,6 +35,8 @@ type link struct {
 	streams map[string]*stream
 	results []heldResult
 	ctrl    []hostproto.Message
+	// released: the link ended and gave its sessions up; it takes no more.
+	released bool
 
 	// The writer's own, reused by each flush.
 	sendBuf   []byte
@@ -63,8 +65,8 @@ func newLink(h *Host, conn *hostproto.Conn, hello hostproto.Hello) *link {
 		log: h.log.With("daemon", hello.DaemonID, "daemonVersion", hello.DaemonVersion), streams: map[string]*stream{}}
 }
 
-// run serves the link until the daemon goes, the link is replaced or the
-// host stops.
+// run serves the link until the daemon goes or the host stops, then
+// gives up the sessions routed to it.
 func (l *link) run() {
 	var wg sync.WaitGroup
 	wg.Go(l.writeLoop)
@@ -74,10 +76,24 @@ func (l *link) run() {
 	stop()
 	_ = l.conn.Close()
 	wg.Wait()
+	l.release()
 }
 
-// close ends the link (a newer daemon connection replaces it).
+// close ends the link (the host stops).
 func (l *link) close() { l.cancel() }
+
+// release gives up the link's sessions once it has ended: none is routed
+// to it any more, and none can be (take refuses).
+func (l *link) release() {
+	l.mu.Lock()
+	l.released = true
+	streams := l.streams
+	l.streams = map[string]*stream{}
+	l.mu.Unlock()
+	for _, st := range streams {
+		st.s.unroute(l)
+	}
+}
 
 func (l *link) wakeUp() {
 	select {
@@ -122,23 +138,31 @@ func (l *link) readLoop() {
 
 // ack takes the daemon's acknowledgement: it frees the stream's window at
 // once (waking the writer if the window held it back) and reaches the
-// session's outbox through its acker. The session is
-// looked up now, so an ack meant for an incarnation a later start
-// replaced never touches the new one.
+// session's outbox through its acker. The session is looked up now, so
+// an ack meant for an incarnation a later start replaced never touches
+// the new one; and only the link the session's records flow on
+// acknowledges them: one whose records moved to another daemon (or were
+// never here) speaks for a node that no longer owns the session.
 func (l *link) ack(a *hostproto.Ack) {
 	s := l.h.lookup(a.SessionID)
 	if s == nil {
 		return
 	}
 	window := uint64(l.h.cfg.SendWindow)
-	wake := false
+	wake, ours := false, false
 	l.mu.Lock()
-	if st := l.streams[a.SessionID]; st != nil && st.s == s && a.Offset > st.acked {
-		// Only a stream the window held back has more to send now.
-		wake = st.sent-min(st.acked, st.sent) >= window
-		st.acked = a.Offset
+	if st := l.streams[a.SessionID]; st != nil && st.s == s {
+		ours = true
+		if a.Offset > st.acked {
+			// Only a stream the window held back has more to send now.
+			wake = st.sent-min(st.acked, st.sent) >= window
+			st.acked = a.Offset
+		}
 	}
 	l.mu.Unlock()
+	if !ours {
+		return
+	}
 	s.noteAck(a.Offset)
 	if wake {
 		l.wakeUp()
@@ -161,14 +185,33 @@ func (l *link) result(res hostproto.CommandResult, s *session, need uint64) {
 	l.wakeUp()
 }
 
-// attach makes the session's records after from flow on this link, with
-// res sent before any of them.
-func (l *link) attach(s *session, from uint64, res hostproto.CommandResult) {
+// take makes the session's records after from flow on this link, with
+// res sent before any of them; false once the link has been released.
+// The caller holds s.mu (session.routeTo).
+func (l *link) take(s *session, from uint64, res hostproto.CommandResult) bool {
 	l.mu.Lock()
+	if l.released {
+		l.mu.Unlock()
+		return false
+	}
 	l.streams[s.id] = &stream{s: s, sent: from, acked: from}
 	l.results = append(l.results, heldResult{res: res})
 	l.mu.Unlock()
 	l.wakeUp()
+	return true
+}
+
+// detach stops the session's records on this link: they flow on another
+// now, or on none until the session's new owner attaches. A record
+// appended before may still go, none appended after (appendRecords). The
+// caller holds s.mu.
+func (l *link) detach(s *session) {
+	l.mu.Lock()
+	if st := l.streams[s.id]; st != nil && st.s == s {
+		delete(l.streams, s.id)
+	}
+	l.mu.Unlock()
+	l.wakeUp() // results held for the stream can go now
 }
 
 // ready reports whether a held result may go; caller holds mu.
@@ -297,11 +340,15 @@ func (l *link) appendRecords(buf []byte, st *stream) ([]byte, uint64, int, error
 		return buf, 0, 0, nil
 	}
 	from, inflight := st.sent+1, st.sent-min(st.acked, st.sent)
+	// Read no further than the records appended while the stream was
+	// still here: one appended after a detach (the session moved to
+	// another daemon) must not go out on this link.
+	upTo := st.s.q.last.Load()
 	l.mu.Unlock()
-	if inflight >= window {
+	if inflight >= window || upTo < from {
 		return buf, 0, 0, nil
 	}
-	recs, err := st.s.ob.Read(from, int(min(window-inflight, readBatch)))
+	recs, err := st.s.ob.Read(from, int(min(window-inflight, readBatch, upTo-from+1)))
 	if err != nil {
 		l.drop(st, err)
 		return buf, 0, 0, nil

@@ -13,7 +13,7 @@ import (
 
 // Serve accepts daemon connections on every listener until ctx ends or
 // the host has lingered (no daemon, idle agents) for Config.Linger; it
-// then closes the listeners and the connection and returns nil. The
+// then closes the listeners and every connection and returns nil. The
 // agents keep running: Close stops them.
 func (h *Host) Serve(ctx context.Context, lns ...net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
@@ -33,9 +33,7 @@ func (h *Host) Serve(ctx context.Context, lns ...net.Listener) error {
 	for _, ln := range lns {
 		_ = ln.Close()
 	}
-	if l := h.link.Load(); l != nil {
-		l.close()
-	}
+	h.closeLinks()
 	wg.Wait()
 	return nil
 }
@@ -64,7 +62,10 @@ func (h *Host) accept(ctx context.Context, ln net.Listener, wg *sync.WaitGroup) 
 }
 
 // serveConn runs the handshake and, if the daemon is let in, serves it
-// in place of the previous one.
+// beside the others: several daemons (the nodes sharing a database) may
+// each own some of the host's sessions, and a daemon that reconnects
+// finds its previous connection dropped by the ping timeout, its
+// sessions moved by its attaches meanwhile.
 func (h *Host) serveConn(ctx context.Context, nc net.Conn) {
 	hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	conn, hello, err := hostproto.Server(hctx, nc, hostproto.ServerConfig{Token: h.cfg.Token, HostID: h.id, HostVersion: h.cfg.HostVersion,
@@ -78,15 +79,39 @@ func (h *Host) serveConn(ctx context.Context, nc net.Conn) {
 	l := newLink(h, conn, hello)
 	stop := context.AfterFunc(ctx, l.close)
 	defer stop()
-	if old := h.link.Swap(l); old != nil {
-		old.log.Info("host: a new daemon connection replaces this one")
-		old.close()
-	}
-	l.log.Info("host: daemon connected", "version", conn.Version(), "remote", nc.RemoteAddr().String())
+	n := h.addLink(l)
+	l.log.Info("host: daemon connected", "version", conn.Version(), "remote", nc.RemoteAddr().String(), "connections", n)
 	h.changed()
 	l.run()
-	h.link.CompareAndSwap(l, nil)
+	h.removeLink(l)
 	h.changed()
+}
+
+// addLink counts l among the host's connections and returns how many
+// there are; a host that is closing closes it at once.
+func (h *Host) addLink(l *link) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		l.close()
+	}
+	h.links[l] = struct{}{}
+	return len(h.links)
+}
+
+func (h *Host) removeLink(l *link) {
+	h.mu.Lock()
+	delete(h.links, l)
+	h.mu.Unlock()
+}
+
+// closeLinks ends every daemon connection.
+func (h *Host) closeLinks() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for l := range h.links {
+		l.close()
+	}
 }
 
 // linger returns when ctx ends or the host stayed idle for Config.Linger.
@@ -125,7 +150,10 @@ func (h *Host) linger(ctx context.Context) {
 // idle reports whether nothing keeps the host alive: no daemon connected,
 // no prompt in flight, no permission request pending.
 func (h *Host) idle() bool {
-	if h.link.Load() != nil {
+	h.mu.Lock()
+	connected := len(h.links) > 0
+	h.mu.Unlock()
+	if connected {
 		return false
 	}
 	for _, s := range h.all() {

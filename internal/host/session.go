@@ -21,7 +21,8 @@ import (
 const metaFile = "meta.json"
 
 // meta is what a session directory says about its session besides the
-// outbox: enough for status after a host restart.
+// outbox: enough for status after a host restart, and the generation
+// that fences older owners.
 type meta struct {
 	SessionID    string    `json:"sessionId"`
 	ProfileID    string    `json:"profileId"`
@@ -29,6 +30,10 @@ type meta struct {
 	AcpSessionID string    `json:"acpSessionId,omitempty"`
 	PID          int       `json:"pid,omitempty"`
 	StartedAt    time.Time `json:"startedAt"`
+	// Generation is the newest fencing token a command for the session
+	// carried (route.go); kept so that a restarted host still refuses
+	// the older ones.
+	Generation uint64 `json:"generation,omitempty"`
 }
 
 // session is one daemon session the host holds: its outbox, append
@@ -75,6 +80,10 @@ type session struct {
 	exit    hostproto.Exit
 	exitOff uint64 // offset of the exit record once appended
 	ackWant uint64
+	// route is the link the session's records flow on, nil if none
+	// (route.go); changed under mu, read without a lock on the record
+	// path.
+	route atomic.Pointer[link]
 }
 
 // pendingRequest is a permission request the daemon has not answered.
@@ -135,27 +144,35 @@ func (s *session) close() {
 	})
 }
 
-// writeMeta replaces the meta file atomically.
-func (s *session) writeMeta() {
+// writeMeta replaces the meta file atomically with the session's meta.
+func (s *session) writeMeta() error {
 	s.metaMu.Lock()
 	defer s.metaMu.Unlock()
 	s.mu.Lock()
-	b, err := json.Marshal(s.meta)
+	m := s.meta
 	s.mu.Unlock()
+	return s.saveMeta(m)
+}
+
+// saveMeta replaces the meta file atomically with m; the caller holds
+// metaMu.
+func (s *session) saveMeta(m meta) error {
+	b, err := json.Marshal(m)
 	if err == nil {
 		err = atomicfile.Write(filepath.Join(s.dir, metaFile), b)
 	}
-	if err != nil {
-		s.log.Warn("host: write session meta", "err", err)
-	}
+	return err
 }
 
-// updateMeta changes the meta and writes it.
+// updateMeta changes the meta and writes it. What it keeps only helps
+// status after a host restart, so a failed write is logged, not fatal.
 func (s *session) updateMeta(f func(*meta)) {
 	s.mu.Lock()
 	f(&s.meta)
 	s.mu.Unlock()
-	s.writeMeta()
+	if err := s.writeMeta(); err != nil {
+		s.log.Warn("host: write session meta", "err", err)
+	}
 }
 
 func readMeta(dir string) (meta, error) {

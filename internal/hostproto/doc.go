@@ -42,7 +42,7 @@
 // error. Hello, Welcome and Refused keep their shape in every version:
 // whatever two builds meet, they can tell each other whether they match.
 // ClientConfig.Versions and ServerConfig.Versions override this build's
-// range (MinVersion..MaxVersion = 1..2) so that a test can play a peer of
+// range (MinVersion..MaxVersion = 1..4) so that a test can play a peer of
 // another version; a newer daemon keeps the previous version in its range
 // so that it reconnects to hosts not yet upgraded.
 //
@@ -95,4 +95,47 @@
 // record into an update record (dropping one that does not decode, which
 // the daemon would drop too), so a new host serves an old daemon; a new
 // daemon reads both kinds, so it serves an old host.
+//
+// # Version 3
+//
+// One command kind more, workspace (CommandWorkspace): the session's
+// files, git state, terminals and commands, served by the host whether or
+// not the agent runs. A daemon never sends it on an older connection.
+//
+// # Version 4: several daemons, fenced by generation
+//
+// Several daemons (tetherd nodes sharing one database) may be connected
+// to a host at once, each owning some of its sessions; a host of version
+// 4 keeps every authenticated connection instead of letting a new one
+// replace the previous. The rules:
+//
+//   - A session's records flow on exactly one connection: the one that
+//     last attached or started it. An attach or a start on another
+//     connection moves the stream there: the previous connection sends
+//     no record appended after the move, and an Ack it sends for the
+//     session is ignored. The Welcome and status still list every
+//     session; the host lingers only with no connection at all.
+//   - Command.Generation is the daemon's fencing token for the session
+//     (its lease's generation, which grows at every change of owner). The
+//     host keeps per session the highest it accepted, on its own disk
+//     with the session, so that a restarted host keeps it. A command
+//     naming a session the host holds (every kind but status: start,
+//     attach, the agent's operations, workspace) with a lower generation
+//     is refused with errcode.HostSessionFenced before anything else,
+//     even a resent command whose first result Dedup holds: it never
+//     reaches the agent. A higher one becomes the session's before the
+//     command acts; if it came on another connection than the session's
+//     stream, that stream stops (the new owner's attach takes it up). An
+//     attach or a start is checked again as it takes the stream, so of
+//     two racing owners the newer wins. A start keeps the replaced
+//     incarnation's generation if it is higher. A session the host does
+//     not hold (never started, or ended and dropped) has no generation.
+//   - Generation 0 (absent) is what a daemon of one node sends and an
+//     older daemon omits: unfenced as long as no command carried more. A
+//     version 3 daemon that reconnects therefore works as before: its
+//     attaches move its sessions to the new connection, and the old one
+//     goes at its ping timeout.
+//
+// A host of version 3 ignores Generation (an unknown member) and serves
+// one daemon at a time: a daemon of this build connects to it, unfenced.
 package hostproto

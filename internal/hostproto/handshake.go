@@ -21,10 +21,12 @@ import (
 // Version 2 adds RecordACPUpdate: a host forwards its agents'
 // session/update lines as they are, and only the daemon decodes them.
 // Version 3 adds CommandWorkspace: the session's files and git state,
-// served by the host whether or not the agent runs.
+// served by the host whether or not the agent runs. Version 4 adds
+// Command.Generation and a host that serves several daemons at once,
+// each session's records on the connection that last attached it.
 const (
 	MinVersion = 1
-	MaxVersion = 3
+	MaxVersion = 4
 )
 
 // helloMaxFrame bounds the first frame the host reads, before it knows who

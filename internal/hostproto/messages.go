@@ -141,15 +141,28 @@ func (k CommandKind) Since() int {
 	return 1
 }
 
+// Fenced reports whether a command of kind k that names a session is
+// checked against the session's generation (version 4): every kind but
+// status, which names none.
+func (k CommandKind) Fenced() bool { return k != CommandStatus }
+
 // Command asks the host to act on a session (SessionID, the daemon's
 // session id; empty for CommandStatus). ID is unique per command and kept
 // across retries, so a command resent after a reconnect is applied once
 // (see Dedup). Payload is the kind's payload type (payloads.go).
 type Command struct {
-	ID        string          `json:"id"`
-	Kind      CommandKind     `json:"kind"`
-	SessionID string          `json:"sessionId"`
-	Payload   json.RawMessage `json:"payload,omitempty"`
+	ID        string      `json:"id"`
+	Kind      CommandKind `json:"kind"`
+	SessionID string      `json:"sessionId"`
+	// Generation (version 4) is the daemon's fencing token for the
+	// session: the generation of its lease, which grows at every change
+	// of the session's owner when several daemons share a database. The
+	// host refuses a command older than the newest it accepted for the
+	// session (errcode.HostSessionFenced); 0, what a daemon of one node
+	// sends and an older daemon omits, is unfenced as long as no command
+	// carried more.
+	Generation uint64          `json:"generation,omitempty"`
+	Payload    json.RawMessage `json:"payload,omitempty"`
 }
 
 // CommandResult answers the Command with the same ID: Error when it

@@ -3,7 +3,7 @@ package crash_test
 import "testing"
 
 // TestUpgradeSpeaksTheOlderHostsVersion plays an upgrade: the daemon of
-// this build (host protocol versions 1..2) against a host that speaks
+// this build (host protocol versions 1..4) against a host that speaks
 // only 1, the previous build's version (it sends the agent's updates as
 // decoded update records, not as the agent's lines), negotiates 1, and a
 // turn on that host runs across a kill -9 of the daemon and its restart

@@ -1,0 +1,58 @@
+package executor
+
+import (
+	"github.com/tether/tether/internal/acp"
+)
+
+// fencingVersion is the host protocol version that fences commands by
+// their generation (hostproto.Command.Generation); an older host ignores
+// it.
+const fencingVersion = 4
+
+// generation is the fencing token a command for sessionID carries now
+// (HostConfig.Generation; 0 without it). The caller holds h.mu.
+func (h *Host) generation(sessionID string) uint64 {
+	if h.cfg.Generation == nil {
+		return 0
+	}
+	return h.cfg.Generation(sessionID)
+}
+
+// fencedLocked handles a session command the host refused as fenced: a
+// node with a newer generation owns the session, so this one lost it. The
+// Agent ends on this daemon's side only — the agent runs on for its new
+// owner, so no stop is sent — with err (errcode.HostSessionFenced) as the
+// error of its calls, and is forgotten: its records, if any still come,
+// are neither handed on nor acknowledged.
+func (h *Host) fencedLocked(c *call, err error) {
+	a := c.agent
+	switch {
+	case c == a.startCall:
+		a.startCall = nil
+	case c == a.attachCall:
+		a.attachCall = nil
+	}
+	if !a.ended {
+		h.log.Warn("executor host refused a command as fenced: another node owns the session now", "session", a.sessionID, "id", c.cmd.ID, "err", err)
+		a.mu.Lock()
+		a.fenced = true
+		a.mu.Unlock()
+		a.endLocked(acp.Exit{Code: -1, Stderr: "tetherd: " + err.Error()}, false, err)
+	}
+	h.unregisterLocked(a)
+}
+
+// Fenced reports, once Done is closed, whether the agent ended on this
+// daemon's side because its host refused a command as fenced
+// (errcode.HostSessionFenced): another node owns the session now, and the
+// agent runs on for it.
+func (a *Agent) Fenced() bool {
+	select {
+	case <-a.done:
+	default:
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.fenced
+}
