@@ -106,6 +106,19 @@ func ownership(n *node) sessions.Ownership {
 	return n.leases
 }
 
+// generation is the fencing token host commands of a session carry: the
+// generation of this node's lease on it, 0 when it holds none (a host
+// that saw a newer one then refuses the command). Nil alone.
+func generation(n *node) func(string) uint64 {
+	if n == nil {
+		return nil
+	}
+	return func(sessionID string) uint64 {
+		gen, _ := n.leases.Generation(sessionID)
+		return uint64(gen)
+	}
+}
+
 // router is the server's view of a node's leases (nil alone).
 func router(n *node) server.Router {
 	if n == nil {

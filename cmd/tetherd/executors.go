@@ -109,7 +109,10 @@ func loadRemoteHosts(dataDir, explicit string) ([]executor.RemoteConfig, string,
 // daemonExecutors builds the executor pool and the sessions' Executors:
 // standalone, the local detached host (started on first use, with this
 // daemon's agent and fs settings) and the configured remote hosts.
-func daemonExecutors(o options, self string, logger *slog.Logger) (*sessions.HostExecutors, *executor.Pool, error) {
+//
+// generation, in a cluster, is each session's fencing token, which every
+// host command carries (nil: a daemon alone).
+func daemonExecutors(o options, self string, generation func(sessionID string) uint64, logger *slog.Logger) (*sessions.HostExecutors, *executor.Pool, error) {
 	x := o.exec
 	remotes, _, err := loadRemoteHosts(o.dataDir, x.hostsFile)
 	if err != nil {
@@ -131,7 +134,7 @@ func daemonExecutors(o options, self string, logger *slog.Logger) (*sessions.Hos
 	pool, err := executor.NewPool(executor.PoolConfig{Local: local, Remotes: remotes,
 		Host: executor.HostConfig{DaemonID: hostname + ":" + o.dataDir, DaemonVersion: buildinfo.Get().Version,
 			Versions: versions, LostAfter: x.lostAfter, PingInterval: x.pingInterval, PingTimeout: x.pingTimeout,
-			UpdateWindow: o.updateWindow, Logger: logger}})
+			UpdateWindow: o.updateWindow, Generation: generation, Logger: logger}})
 	if err != nil {
 		return nil, nil, err
 	}

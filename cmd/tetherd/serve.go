@@ -276,7 +276,7 @@ func serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	executors, pool, err := daemonExecutors(o, self, logger)
+	executors, pool, err := daemonExecutors(o, self, generation(nd), logger)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"github.com/tether/tether/internal/acp"
+	"github.com/tether/tether/internal/errcode"
 )
 
 // fencingVersion is the host protocol version that fences commands by
@@ -55,4 +56,20 @@ func (a *Agent) Fenced() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.fenced
+}
+
+// Detach stops following the session on this daemon without stopping its
+// agent: this node lost the session's lease (another node takes it), so
+// the Agent ends here (Done; its calls fail with errcode.SessionLeaseLost)
+// with no stop sent, is forgotten, and the host keeps the session's
+// records for its next owner's attach.
+func (a *Agent) Detach() {
+	h := a.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !a.ended {
+		err := errcode.New(errcode.SessionLeaseLost, "this node no longer owns session %s", a.sessionID)
+		a.endLocked(acp.Exit{Code: -1, Stderr: "tetherd: " + err.Message}, false, err)
+	}
+	h.unregisterLocked(a)
 }

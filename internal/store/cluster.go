@@ -17,6 +17,9 @@ import (
 // Lease is a session's lease: the node that owns the session, at which
 // generation (the fencing token, raised by every change of owner), and
 // whether it is live (not expired) as the database's clock reads it.
+// Every statement here reads that clock with clock_timestamp(), not
+// now(), which is the transaction's start: a take that waited for another
+// transaction's lock must count its TTL from when it is taken.
 type Lease struct {
 	SessionID  string
 	NodeID     string
@@ -42,8 +45,8 @@ func (s *Store) RegisterNode(ctx context.Context, nodeID, url string) error {
 	if err := s.clusterOnly("register node"); err != nil {
 		return err
 	}
-	err := s.db.WithContext(ctx).Exec(`INSERT INTO cluster_nodes (id, url, started_at, heartbeat_at) VALUES (?, ?, now(), now())
-		ON CONFLICT (id) DO UPDATE SET url = excluded.url, started_at = now(), heartbeat_at = now()`, nodeID, url).Error
+	err := s.db.WithContext(ctx).Exec(`INSERT INTO cluster_nodes (id, url, started_at, heartbeat_at) VALUES (?, ?, clock_timestamp(), clock_timestamp())
+		ON CONFLICT (id) DO UPDATE SET url = excluded.url, started_at = clock_timestamp(), heartbeat_at = clock_timestamp()`, nodeID, url).Error
 	return wrapErr(err, "register node")
 }
 
@@ -57,11 +60,14 @@ func (s *Store) AcquireLease(ctx context.Context, sessionID, nodeID string, ttl 
 	}
 	var gen int64
 	err := s.db.WithContext(ctx).Raw(`INSERT INTO session_leases (session_id, node_id, generation, expires_at)
-		VALUES (?, ?, 1, now() + make_interval(secs => ?))
+		VALUES (?, ?, 1, clock_timestamp() + make_interval(secs => ?))
 		ON CONFLICT (session_id) DO UPDATE SET node_id = excluded.node_id,
-			generation = session_leases.generation + 1, expires_at = excluded.expires_at
-		WHERE session_leases.expires_at <= now() OR session_leases.node_id = excluded.node_id
-		RETURNING generation`, sessionID, nodeID, interval(ttl)).Row().Scan(&gen)
+			generation = session_leases.generation + 1,
+			-- From when the row is taken: the take may have waited for a
+			-- writer's share lock (excluded.expires_at is from before).
+			expires_at = clock_timestamp() + make_interval(secs => ?)
+		WHERE session_leases.expires_at <= clock_timestamp() OR session_leases.node_id = excluded.node_id
+		RETURNING generation`, sessionID, nodeID, interval(ttl), interval(ttl)).Row().Scan(&gen)
 	switch {
 	case err == nil:
 		return Lease{SessionID: sessionID, NodeID: nodeID, Generation: gen, Live: true}, nil
@@ -80,7 +86,7 @@ func (s *Store) SessionLease(ctx context.Context, sessionID string) (Lease, bool
 	}
 	l := Lease{SessionID: sessionID}
 	var url sql.NullString
-	err := s.db.WithContext(ctx).Raw(`SELECT l.node_id, n.url, l.generation, l.expires_at > now()
+	err := s.db.WithContext(ctx).Raw(`SELECT l.node_id, n.url, l.generation, l.expires_at > clock_timestamp()
 		FROM session_leases l LEFT JOIN cluster_nodes n ON n.id = l.node_id WHERE l.session_id = ?`, sessionID).
 		Row().Scan(&l.NodeID, &url, &l.Generation, &l.Live)
 	if err == sql.ErrNoRows {
@@ -108,15 +114,15 @@ func (s *Store) RenewLeases(ctx context.Context, nodeID string, held map[string]
 	}
 	var renewed []string
 	err := s.Tx(ctx, func(tx *Store) error {
-		if err := tx.db.WithContext(ctx).Exec(`UPDATE cluster_nodes SET heartbeat_at = now() WHERE id = ?`, nodeID).Error; err != nil {
+		if err := tx.db.WithContext(ctx).Exec(`UPDATE cluster_nodes SET heartbeat_at = clock_timestamp() WHERE id = ?`, nodeID).Error; err != nil {
 			return err
 		}
 		if len(ids) == 0 {
 			return nil
 		}
-		rows, err := tx.db.WithContext(ctx).Raw(`UPDATE session_leases l SET expires_at = now() + make_interval(secs => ?)
+		rows, err := tx.db.WithContext(ctx).Raw(`UPDATE session_leases l SET expires_at = clock_timestamp() + make_interval(secs => ?)
 			FROM unnest(?::text[], ?::bigint[]) AS h(sid, gen)
-			WHERE l.session_id = h.sid AND l.generation = h.gen AND l.node_id = ? AND l.expires_at > now()
+			WHERE l.session_id = h.sid AND l.generation = h.gen AND l.node_id = ? AND l.expires_at > clock_timestamp()
 			RETURNING l.session_id`, interval(ttl), textArray(ids), int8Array(gens), nodeID).Rows()
 		if err != nil {
 			return err
@@ -139,7 +145,7 @@ func (s *Store) ReleaseLease(ctx context.Context, sessionID, nodeID string, gen 
 	if err := s.clusterOnly("release lease"); err != nil {
 		return err
 	}
-	err := s.db.WithContext(ctx).Exec(`UPDATE session_leases SET expires_at = now()
+	err := s.db.WithContext(ctx).Exec(`UPDATE session_leases SET expires_at = clock_timestamp()
 		WHERE session_id = ? AND node_id = ? AND generation = ?`, sessionID, nodeID, gen).Error
 	return wrapErr(err, "release lease")
 }
@@ -153,7 +159,7 @@ func (s *Store) OrphanedSessions(ctx context.Context) ([]string, error) {
 	}
 	rows, err := s.db.WithContext(ctx).Raw(`SELECT s.id FROM sessions s
 		LEFT JOIN session_leases l ON l.session_id = s.id
-		WHERE (l.session_id IS NULL OR l.expires_at <= now())
+		WHERE (l.session_id IS NULL OR l.expires_at <= clock_timestamp())
 		  AND s.state IN ('STARTING', 'RUNNING', 'WAITING_FOR_INPUT')
 		  AND (EXISTS (SELECT 1 FROM turns t WHERE t.session_id = s.id AND t.state IN ('running', 'queued'))
 		       OR EXISTS (SELECT 1 FROM executors_running e WHERE e.session_id = s.id
@@ -182,7 +188,7 @@ func (s *Store) LockLeases(ctx context.Context, sessions []string) ([]Lease, err
 	if err := s.clusterOnly("lock leases"); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.WithContext(ctx).Raw(`SELECT session_id, node_id, generation, expires_at > now() FROM session_leases
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT session_id, node_id, generation, expires_at > clock_timestamp() FROM session_leases
 		WHERE session_id = ANY(?::text[]) ORDER BY session_id FOR SHARE`, textArray(sessions)).Rows()
 	if err != nil {
 		return nil, wrapErr(err, "lock leases")

@@ -86,7 +86,7 @@ func TestFailoverBehindBalancer(t *testing.T) {
 		if e.Type == "turn.interrupted" {
 			t.Errorf("the turn was interrupted: %v", e.Data)
 		}
-		if e.Type == "message.chunk" {
+		if e.Type == "message.chunk" || (e.Type == "message.added" && e.Data["role"] == "agent") {
 			s, _ := e.Data["text"].(string)
 			text.WriteString(s)
 		}

@@ -28,7 +28,10 @@ import (
 func TestSplitBrain(t *testing.T) {
 	ns := testbin.NewNetns(t)
 	c := newCluster(t, 2*time.Second)
-	b := c.start("b", "--executor", "detached")
+	// b listens on the namespace's peer address, which both the test and
+	// a (inside) reach.
+	b := c.nodeAt(ns.PeerIP, "b")
+	c.start("b", "--executor", "detached", "--insecure-http")
 	a := c.nodeIn(ns, "a")
 	c.start("a", "--executor", "detached", "--database", c.dbVia(ns.PeerIP))
 
@@ -77,7 +80,7 @@ func TestSplitBrain(t *testing.T) {
 	checkStream(t, got)
 	var text strings.Builder
 	for _, e := range got {
-		if e.Type == "message.chunk" {
+		if e.Type == "message.chunk" || (e.Type == "message.added" && e.Data["role"] == "agent") {
 			s, _ := e.Data["text"].(string)
 			text.WriteString(s)
 		}
@@ -101,6 +104,17 @@ func (c *cluster) nodeIn(ns *testbin.Netns, id string) *node {
 	c.t.Helper()
 	_, port, _ := net.SplitHostPort(testbin.FreeAddr(c.t))
 	n := &node{id: id, addr: net.JoinHostPort(ns.IP, port), dir: c.dir + "/" + id, netns: ns.Name, ip: ns.IP}
+	c.mu.Lock()
+	c.nodes[id] = n
+	c.mu.Unlock()
+	return n
+}
+
+// nodeAt places node id (not started yet) on address ip.
+func (c *cluster) nodeAt(ip, id string) *node {
+	c.t.Helper()
+	_, port, _ := net.SplitHostPort(testbin.FreeAddr(c.t))
+	n := &node{id: id, addr: net.JoinHostPort(ip, port), dir: c.dir + "/" + id}
 	c.mu.Lock()
 	c.nodes[id] = n
 	c.mu.Unlock()
