@@ -1,7 +1,10 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httputil"
@@ -71,11 +74,11 @@ func forwardToOwner(r Router, log *slog.Logger) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			req := c.Request()
-			if !forwardable(c) || req.Header.Get(forwardedHeader) != "" {
+			if req.Header.Get(forwardedHeader) != "" {
 				return next(c)
 			}
-			id, err := url.PathUnescape(c.Param("id"))
-			if err != nil || id == "" {
+			id := forwardedSession(c)
+			if id == "" {
 				return next(c)
 			}
 			owner, err := r.Owner(req.Context(), id)
@@ -92,19 +95,50 @@ func forwardToOwner(r Router, log *slog.Logger) echo.MiddlewareFunc {
 	}
 }
 
-// forwardable reports whether a request acts on a session's owner: every
-// per-session route but those served from the log anywhere.
-func forwardable(c echo.Context) bool {
-	path := c.Path()
-	if !strings.HasPrefix(path, "/session/:id") {
-		return false
+// forwardedSession is the session whose owner a request acts on, "" when
+// any node serves it: every per-session route but those served from the
+// log anywhere, and a terminal's ticket (only the owner knows the
+// terminal, on its executor).
+func forwardedSession(c echo.Context) string {
+	path, r := c.Path(), c.Request()
+	if path == "/events/tickets" && r.Method == http.MethodPost {
+		return terminalTicketSession(r)
 	}
-	if c.Request().Method == http.MethodGet {
+	if !strings.HasPrefix(path, "/session/:id") {
+		return ""
+	}
+	if r.Method == http.MethodGet {
 		switch path {
 		case "/session/:id", "/session/:id/events", "/session/:id/transcript", "/session/:id/history.jsonl",
 			"/session/:id/turns", "/session/:id/turns/:promptId":
-			return false
+			return ""
 		}
 	}
-	return true
+	id, err := url.PathUnescape(c.Param("id"))
+	if err != nil {
+		return ""
+	}
+	return id
+}
+
+// terminalTicketSession is the session of a terminal ticket's request
+// body ("" for a stream's ticket, which any node issues). readBody has
+// buffered the body, so reading it here leaves it for the handler.
+func terminalTicketSession(r *http.Request) string {
+	if r.Body == nil {
+		return ""
+	}
+	b, err := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	if err != nil {
+		return ""
+	}
+	var body struct {
+		SessionID  string `json:"sessionId"`
+		TerminalID string `json:"terminalId"`
+	}
+	if json.Unmarshal(b, &body) != nil || body.TerminalID == "" {
+		return ""
+	}
+	return body.SessionID
 }

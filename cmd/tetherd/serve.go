@@ -367,6 +367,10 @@ func serve(ctx context.Context, args []string) error {
 	defer cancel()
 	_ = srv.Shutdown(sctx)
 	mgr.Shutdown(sctx)
+	if nd != nil {
+		// Its sessions need not wait for the TTL to be taken over.
+		nd.leases.ReleaseAll(sctx)
+	}
 	return sup.Wait()
 }
 

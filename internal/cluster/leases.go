@@ -311,3 +311,12 @@ func (l *Leases) Owns(sessionID string) bool {
 	_, ok := l.Generation(sessionID)
 	return ok
 }
+
+// ReleaseAll gives up every lease this node holds, at a clean shutdown
+// (after its actors stopped): another node takes the sessions with work
+// in flight at its next scan instead of after the TTL.
+func (l *Leases) ReleaseAll(ctx context.Context) {
+	for _, id := range l.Held() {
+		l.Release(ctx, id)
+	}
+}

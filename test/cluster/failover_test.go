@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 )
 
 // streamTurn is a turn long enough to kill its node in: 3000 chunks with
@@ -48,6 +50,7 @@ func TestFailoverBehindBalancer(t *testing.T) {
 	if len(owners) < 2 {
 		t.Errorf("sessions created through the balancer are owned by %v, want them spread over the nodes", owners)
 	}
+	terminalThroughBalancer(t, lb.URL(), createSession(t, lb.URL(), "terminal"))
 
 	sid := createSession(t, lb.URL(), "failover")
 	owner := ownerOf(t, lb.URL(), sid)
@@ -160,4 +163,40 @@ func ownerOf(t *testing.T, base, sid string) string {
 	}
 	n, _ := m["node"].(string)
 	return n
+}
+
+// terminalThroughBalancer opens a terminal of the session and its
+// WebSocket through the balancer as a browser does (a ticket from
+// whichever node, the WebSocket forwarded to the session's owner), types
+// into it and reads the answer back.
+func terminalThroughBalancer(t *testing.T, base, sid string) {
+	t.Helper()
+	code, term := do(t, base, http.MethodPost, "/session/"+sid+"/terminals", map[string]any{})
+	if code != http.StatusCreated {
+		t.Fatalf("open a terminal through the balancer: got %d %v", code, term)
+	}
+	code, tk := do(t, base, http.MethodPost, "/events/tickets", map[string]any{"sessionId": sid, "terminalId": term["id"]})
+	if code != http.StatusCreated {
+		t.Fatalf("terminal ticket through the balancer: got %d %v", code, tk)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+tk["url"].(string)+"&offset=0", nil)
+	if err != nil {
+		t.Fatalf("the terminal's WebSocket through the balancer: %v", err)
+	}
+	defer ws.CloseNow()
+	if err := ws.Write(ctx, websocket.MessageBinary, []byte("echo \"via-\"$((40+2))\n")); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	for !strings.Contains(out.String(), "via-42") {
+		typ, b, err := ws.Read(ctx)
+		if err != nil {
+			t.Fatalf("read the terminal: %v (so far %q)", err, out.String())
+		}
+		if typ == websocket.MessageBinary && len(b) > 8 {
+			out.Write(b[8:])
+		}
+	}
 }

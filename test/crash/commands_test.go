@@ -43,7 +43,9 @@ func TestCommands(t *testing.T) {
 			w.start("--executor", runtime)
 			sid, _ := w.createSession("demo")
 			code, c := w.do(http.MethodPost, "/session/"+sid+"/commands", map[string]any{"command": "echo out; echo err >&2; pwd; exit 5"})
-			if code != http.StatusAccepted || c["state"] != "running" {
+			// A command this short may have ended by the time the answer
+			// reads its row back.
+			if code != http.StatusAccepted || (c["state"] != "running" && c["state"] != "exited") {
 				t.Fatalf("run: got %d %v", code, c)
 			}
 			id := c["id"].(string)
