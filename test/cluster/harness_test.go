@@ -93,7 +93,7 @@ func (c *cluster) start(id string, extra ...string) *node {
 		name, argv = "ip", append([]string{"netns", "exec", n.netns, c.bin}, append(args, "--insecure-http")...)
 	}
 	cmd := exec.Command(name, argv...)
-	cmd.Env = append(os.Environ(), "TETHER_TOKEN=")
+	cmd.Env = append(os.Environ(), "TETHER_TOKEN=", "SHELL=/bin/sh") // terminals: see test/crash's harness
 	n.logs = &testbin.LogBuffer{}
 	cmd.Stdout, cmd.Stderr = n.logs, n.logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -204,7 +204,11 @@ func (w *world) start(extra ...string) {
 		args = append(args, "--database", db)
 	}
 	cmd := exec.Command(w.bin, args...)
-	cmd.Env = append(os.Environ(), w.env...)
+	// Terminals run /bin/sh: the tests are about the terminal, not this
+	// machine's shell start-up files (an interactive bash sources
+	// ~/.bashrc, which on some machines waits for a lock a killed shell
+	// left behind).
+	cmd.Env = append(append(os.Environ(), "SHELL=/bin/sh"), w.env...)
 	w.mu.Lock()
 	w.started++
 	name := fmt.Sprintf("tetherd run %d", w.started)

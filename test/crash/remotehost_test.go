@@ -79,6 +79,7 @@ func (h *remoteHost) start() {
 		// ip netns exec execs the host: the pid is the host's.
 		cmd = exec.Command("ip", append([]string{"netns", "exec", h.ns.Name, h.w.bin}, args...)...)
 	}
+	cmd.Env = append(os.Environ(), "SHELL=/bin/sh") // its terminals: see world.start
 	p := h.w.run("remote host "+h.name, cmd)
 	h.w.mu.Lock()
 	h.proc = p

@@ -69,7 +69,11 @@ export class Daemon {
     // The token goes in the environment, not on the command line (where
     // every local user would see it in ps).
     const proc = spawn(TETHERD, ['serve', '--data-dir', this.dataDir, '--addr', `127.0.0.1:${this.port}`, '--log-level', 'warn', '--executor', 'standalone', ...this.args], {
-      env: { ...process.env, TETHER_TOKEN: this.token },
+      // Terminals run /bin/sh: the tests are about the terminal, not this
+      // machine's shell start-up files (an interactive bash sources
+      // ~/.bashrc, which on some machines waits for a lock a killed shell
+      // left behind).
+      env: { ...process.env, TETHER_TOKEN: this.token, SHELL: '/bin/sh' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.proc = proc;

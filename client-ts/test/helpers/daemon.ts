@@ -66,10 +66,13 @@ export class Daemon {
   }
 
   async boot(): Promise<void> {
+    // Terminals run /bin/sh: the tests are about the terminal, not this
+    // machine's shell start-up files (an interactive bash sources ~/.bashrc,
+    // which on some machines waits for a lock a killed shell left behind).
     const proc = spawn(
       TETHERD_BIN,
       ['serve', '--data-dir', this.dataDir, '--addr', `127.0.0.1:${this.port}`, '--token', this.token, '--log-level', 'warn', '--executor', 'standalone'],
-      { stdio: ['ignore', 'ignore', 'pipe'] },
+      { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, SHELL: '/bin/sh' } },
     );
     this.#proc = proc;
     proc.stderr?.on('data', (b: Buffer) => {
