@@ -10,6 +10,7 @@ import (
 
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/hostproto"
+	"github.com/tether/tether/internal/testbin"
 )
 
 // BenchmarkRecordPath measures a record's way through the daemon's side
@@ -37,11 +38,17 @@ func BenchmarkRecordPath(b *testing.B) {
 	bh := &benchHandler{want: int64(b.N), all: make(chan struct{})}
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := testbin.StartCPU()
 	if _, err := h.Start(context.Background(), "s1", hostproto.StartPayload{ProfileID: "demo"}, bh); err != nil {
 		b.Fatal(err)
 	}
-	<-bh.all
+	select {
+	case <-bh.all:
+	case err := <-peerDone: // the connection broke: the daemon would wait for a reconnect for ever
+		b.Fatalf("the host's side ended before the daemon had every record: %v", err)
+	}
 	b.StopTimer()
+	cpu.Report(b) // the daemon's and the scripted peer's
 	h.Close()
 	if err := <-peerDone; err != nil {
 		b.Fatal(err)
@@ -69,7 +76,8 @@ func (bh *benchHandler) RequestPermission(ctx context.Context, _ acp.PermissionR
 
 // benchPeer plays the host: it answers the start, then writes n update
 // records of session s1 in bursts of 64 frames, reading the daemon's
-// acknowledgements meanwhile, until the daemon closes the connection.
+// acknowledgements (and answering pings) meanwhile, until the daemon
+// closes the connection.
 func benchPeer(ln net.Listener, n int) error {
 	nc, err := ln.Accept()
 	if err != nil {
@@ -94,9 +102,16 @@ func benchPeer(ln net.Listener, n int) error {
 	readErr := make(chan error, 1)
 	go func() {
 		for {
-			if _, err := c.Recv(); err != nil {
+			m, err := c.Recv()
+			if err != nil {
 				readErr <- nil // the daemon closed: the run is over
 				return
+			}
+			if p, ok := m.(*hostproto.Ping); ok { // a long run outlasts the ping interval
+				if err := c.Send(&hostproto.Pong{Nonce: p.Nonce}); err != nil {
+					readErr <- err
+					return
+				}
 			}
 		}
 	}()

@@ -5,11 +5,6 @@ import (
 	"github.com/tether/tether/internal/errcode"
 )
 
-// fencingVersion is the host protocol version that fences commands by
-// their generation (hostproto.Command.Generation); an older host ignores
-// it.
-const fencingVersion = 4
-
 // generation is the fencing token a command for sessionID carries now
 // (HostConfig.Generation; 0 without it). The caller holds h.mu.
 func (h *Host) generation(sessionID string) uint64 {

@@ -132,9 +132,9 @@ func (h *Host) online(c *hostproto.Conn, w hostproto.Welcome) bool {
 	h.notifyLocked()
 	h.kick(h.sendKick)
 	h.log.Info("executor host connected", "version", w.Version, "host_id", w.HostID, "host_version", w.HostVersion, "sessions", len(w.Sessions))
-	if h.cfg.Generation != nil && w.Version < fencingVersion {
+	if h.cfg.Generation != nil && w.Version < hostproto.FencingVersion {
 		h.log.Warn("executor host predates fencing: a node that lost a session can still drive its agent there; upgrade the host",
-			"version", w.Version, "fencing_version", fencingVersion)
+			"version", w.Version, "fencing_version", hostproto.FencingVersion)
 	}
 	return true
 }

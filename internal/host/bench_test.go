@@ -12,6 +12,7 @@ import (
 
 	"github.com/tether/tether/internal/hostproto"
 	"github.com/tether/tether/internal/outbox"
+	"github.com/tether/tether/internal/testbin"
 )
 
 // BenchmarkRecordPath measures a record's way through the host, the hot
@@ -78,6 +79,7 @@ func benchRecordPath(b *testing.B, n int) {
 	line := []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"acp-1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"a chunk of an agent's reply, some forty bytes\n"}}}}`)
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := testbin.StartCPU()
 	for i := range b.N {
 		for _, s := range ss {
 			s.q.pushLine(hostproto.RecordACPUpdate, line)
@@ -90,6 +92,7 @@ func benchRecordPath(b *testing.B, n int) {
 		b.Fatal(err)
 	}
 	b.StopTimer()
+	cpu.Report(b) // the host's and the reading daemon's
 }
 
 // hostOutbox is the outbox as `tetherd host` runs it.

@@ -246,14 +246,10 @@ func (h *Host) start(cmd *hostproto.Command) hostproto.CommandResult {
 	defer unlock()
 	gen := cmd.Generation
 	if old := h.lookup(cmd.SessionID); old != nil {
-		// Fenced again under the start lock: a newer owner may have come
-		// since runCommand's check. The new incarnation keeps the newest
-		// generation, so that the older owner stays refused.
-		cur := old.generation()
-		if gen < cur {
-			return fail(cmd.ID, old.fenced(gen, cur))
+		var err error
+		if gen, err = old.handOver(gen); err != nil {
+			return fail(cmd.ID, err)
 		}
-		gen = max(gen, cur)
 		old.log.Info("host: a new start replaces the session's previous agent")
 		h.discard(old)
 	}

@@ -293,14 +293,19 @@ func (h *Host) register(s *session) bool {
 
 // discard removes a session and its directory, stopping its agent.
 func (h *Host) discard(s *session) {
-	h.mu.Lock()
-	if h.sessions[s.id] == s {
-		delete(h.sessions, s.id)
-	}
-	h.mu.Unlock()
+	h.forget(s)
 	s.close()
 	if err := h.trash(s.dir); err != nil {
 		s.log.Warn("host: remove session directory", "err", err)
+	}
+}
+
+// forget removes s from the sessions held, if it is still there.
+func (h *Host) forget(s *session) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sessions[s.id] == s {
+		delete(h.sessions, s.id)
 	}
 }
 

@@ -1,6 +1,8 @@
 package host
 
 import (
+	"errors"
+
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/hostproto"
 )
@@ -11,7 +13,7 @@ import (
 // highest fencing token a command for it carried (meta.Generation, kept
 // on disk). A command with an older one is refused and never reaches the
 // agent: the node that sent it lost the session to another. Lock order:
-// session.metaMu, then session.mu, then link.mu.
+// session.metaMu, then Host.mu or session.mu, then link.mu.
 
 // fence checks a command that names a session the host holds against
 // that session's generation (admit). A command for a session the host
@@ -20,11 +22,37 @@ func (h *Host) fence(l *link, cmd *hostproto.Command) error {
 	if cmd.SessionID == "" || !cmd.Kind.Fenced() {
 		return nil
 	}
-	s := h.lookup(cmd.SessionID)
-	if s == nil {
-		return nil
+	for {
+		s := h.lookup(cmd.SessionID)
+		if s == nil {
+			return nil
+		}
+		if err := s.admit(l, cmd.Generation); err != errReplaced {
+			return err
+		}
 	}
-	return s.admit(l, cmd.Generation)
+}
+
+// errReplaced: a start replaced the session while admit waited to raise
+// its generation; the raise belongs to the new incarnation.
+var errReplaced = errors.New("host: the session was replaced")
+
+// handOver ends the session's hold on its generation for a start of
+// generation gen that replaces it: it returns the generation the new
+// incarnation keeps (the higher of the two), or refuses an older start
+// (errcode.HostSessionFenced). Checked under the start lock and metaMu,
+// with the session forgotten before metaMu is let go, so that no raise
+// slips between the check and the replacement: one that waited for
+// metaMu finds the session gone and raises the new incarnation (admit).
+func (s *session) handOver(gen uint64) (uint64, error) {
+	s.metaMu.Lock()
+	defer s.metaMu.Unlock()
+	cur := s.generation()
+	if gen < cur {
+		return 0, s.fenced(gen, cur)
+	}
+	s.h.forget(s)
+	return max(gen, cur), nil
 }
 
 // admit lets a command of generation gen from link l act on the session,
@@ -46,6 +74,9 @@ func (s *session) admit(l *link, gen uint64) error {
 	}
 	s.metaMu.Lock()
 	defer s.metaMu.Unlock()
+	if s.h.lookup(s.id) != s {
+		return errReplaced
+	}
 	s.mu.Lock()
 	m := s.meta
 	s.mu.Unlock()

@@ -27,6 +27,9 @@ import (
 const (
 	MinVersion = 1
 	MaxVersion = 4
+	// FencingVersion introduced Command.Generation: a host of an older
+	// version ignores it and serves one daemon at a time.
+	FencingVersion = 4
 )
 
 // helloMaxFrame bounds the first frame the host reads, before it knows who
