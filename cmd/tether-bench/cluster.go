@@ -94,7 +94,7 @@ func clusterBench(ctx context.Context, cfg clusterConfig) (res clusterResult, er
 		res.LatP50, res.LatP99 = append(res.LatP50, p50), append(res.LatP99, p99)
 		cfg.Logf("cluster: round %d takeover %s, latency p50 %s p99 %s", round, took, p50, p99)
 		for _, n := range []int{1, 3} {
-			c, err := newBenchCluster(ctx, rb, admin, fmt.Sprintf("i%d-%d", round, n), cfg.TTL, n)
+			c, err := newBenchCluster(ctx, rb, admin, fmt.Sprintf("i%d_%d", round, n), cfg.TTL, n)
 			if err != nil {
 				return res, err
 			}
@@ -375,15 +375,24 @@ func printCluster(r clusterResult) {
 	fmt.Printf("Cluster: nodes on one PostgreSQL, the detached runtime, --lease-ttl %s, %d rounds (median).\n", r.Cfg.TTL, r.Cfg.Rounds)
 	w := table()
 	fmt.Fprintln(w, "figure\tmedian\trounds\tgoal\t")
-	fmt.Fprintf(w, "takeover after kill -9 (%d streaming sessions)\t%s\t%s\t≤ %s\t\n", r.Cfg.Sessions, medianDur(r.Takeover).Round(time.Millisecond), durList(r.Takeover), r.Cfg.TTL+time.Second)
-	fmt.Fprintf(w, "commit → client on another node, p50\t%s\t%s\t\t\n", msf(medianDur(r.LatP50)), durList(r.LatP50))
-	fmt.Fprintf(w, "commit → client on another node, p99\t%s\t%s\t≤ 20 ms\t\n", msf(medianDur(r.LatP99)), durList(r.LatP99))
-	fmt.Fprintf(w, "ingest, 1 node (events/s, %d sessions)\t%.0f\t%v\t\t\n", r.Cfg.Parallel, medianF(r.Ingest1), r.Ingest1)
-	fmt.Fprintf(w, "ingest, 3 nodes (events/s)\t%.0f\t%v\t\t\n", medianF(r.Ingest3), r.Ingest3)
+	fmt.Fprintf(w, "takeover after kill -9 (%d streaming sessions), ms\t%s\t%s\t≤ %s\t\n", r.Cfg.Sessions, msf(medianDur(r.Takeover)), durList(r.Takeover), r.Cfg.TTL+time.Second)
+	fmt.Fprintf(w, "commit → client on another node, p50 ms\t%s\t%s\t\t\n", msf(medianDur(r.LatP50)), durList(r.LatP50))
+	fmt.Fprintf(w, "commit → client on another node, p99 ms\t%s\t%s\t≤ 20 ms\t\n", msf(medianDur(r.LatP99)), durList(r.LatP99))
+	fmt.Fprintf(w, "ingest, 1 node (events/s, %d sessions)\t%.0f\t%s\t\t\n", r.Cfg.Parallel, medianF(r.Ingest1), floats(r.Ingest1))
+	fmt.Fprintf(w, "ingest, 3 nodes (events/s)\t%.0f\t%s\t\t\n", medianF(r.Ingest3), floats(r.Ingest3))
 	w.Flush()
 	fmt.Printf("ingest 3 nodes / 1 node: %s; turns interrupted by the takeovers: %d (want 0)\n", ratio(medianF(r.Ingest3), medianF(r.Ingest1)), r.Interrupted)
 	for _, l := range r.Loads {
 		fmt.Println("loadavg", l)
 	}
 	fmt.Println()
+}
+
+// floats lists rates, rounded.
+func floats(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprintf("%.0f", x)
+	}
+	return strings.Join(parts, ", ")
 }

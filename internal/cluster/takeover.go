@@ -16,14 +16,14 @@ type Takeover struct {
 	leases *Leases
 	// take brings a session this node just acquired to life (the session
 	// core's start-up reconciliation, for one session).
-	take func(ctx context.Context, sessionID string) error
+	take func(ctx context.Context, sessionIDs []string) error
 
 	taken, failed atomic.Int64
 }
 
-// NewTakeover returns the scan of leases' node; take is called for each
-// session it acquires.
-func NewTakeover(leases *Leases, take func(ctx context.Context, sessionID string) error) *Takeover {
+// NewTakeover returns the scan of leases' node; take is called with the
+// sessions each scan acquired.
+func NewTakeover(leases *Leases, take func(ctx context.Context, sessionIDs []string) error) *Takeover {
 	return &Takeover{leases: leases, take: take}
 }
 
@@ -50,6 +50,10 @@ func (t *Takeover) Scan(ctx context.Context) {
 		}
 		return
 	}
+	// Every lease first, then one restore for all of them: a dead node's
+	// sessions are all orphaned at once, and restoring them one after the
+	// other would hold the later ones' leases back.
+	var taken []string
 	for _, id := range ids {
 		if _, err := t.leases.Acquire(ctx, id); err != nil {
 			if !errcode.Is(err, errcode.SessionOwnedElsewhere) && ctx.Err() == nil {
@@ -57,14 +61,18 @@ func (t *Takeover) Scan(ctx context.Context) {
 			}
 			continue // another node was faster
 		}
-		t.leases.log.Info("cluster: took over a session", "session", id)
-		if err := t.take(ctx, id); err != nil {
-			t.failed.Add(1)
-			t.leases.log.Warn("cluster: a session taken over could not be restored; the next request tries again", "session", id, "err", err)
-			continue
-		}
-		t.taken.Add(1)
+		taken = append(taken, id)
 	}
+	if len(taken) == 0 {
+		return
+	}
+	t.leases.log.Info("cluster: took over sessions", "sessions", taken)
+	if err := t.take(ctx, taken); err != nil {
+		t.failed.Add(int64(len(taken)))
+		t.leases.log.Warn("cluster: sessions taken over could not be restored; the next request tries again", "sessions", taken, "err", err)
+		return
+	}
+	t.taken.Add(int64(len(taken)))
 }
 
 // Taken counts the sessions taken over, and failed those whose restore

@@ -65,12 +65,16 @@ func (m *Manager) Drop(ids []string) {
 // session's next owner.
 type detacher interface{ Detach() }
 
-// TakeOver brings to life a session whose lease this node has just taken
+// TakeOver brings to life sessions whose leases this node has just taken
 // from a node that went away (cluster.Takeover): the start-up repair for
-// that one session. A hosted agent is attached again and its turn goes on;
+// those sessions, in one pass. A hosted agent is attached again and its turn goes on;
 // a standalone one died with its node, so its turn is interrupted and can
 // be continued.
-func (m *Manager) TakeOver(ctx context.Context, sessionID string) error {
-	_, err := m.reconcile(ctx, func(id string) bool { return id == sessionID })
+func (m *Manager) TakeOver(ctx context.Context, sessionIDs []string) error {
+	want := make(map[string]bool, len(sessionIDs))
+	for _, id := range sessionIDs {
+		want[id] = true
+	}
+	_, err := m.reconcile(ctx, func(id string) bool { return want[id] })
 	return err
 }
