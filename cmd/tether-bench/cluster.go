@@ -51,8 +51,10 @@ type clusterResult struct {
 	Interrupted int             // turns interrupted by the takeovers (want 0)
 	LatP50      []time.Duration // commit on the owner → a client of another node
 	LatP99      []time.Duration
-	Ingest1     []float64 // events/s, one node
-	Ingest3     []float64 // events/s, three nodes
+	OwnP99      []time.Duration // the same, a client of the owner node (baseline)
+	Extra       []time.Duration // p99 of another node's client's delay behind the owner's
+	Ingest1     []float64       // events/s, one node
+	Ingest3     []float64       // events/s, three nodes
 	Loads       []string
 	Cfg         clusterConfig
 }
@@ -84,14 +86,15 @@ func clusterBench(ctx context.Context, cfg clusterConfig) (res clusterResult, er
 		if err != nil {
 			return res, err
 		}
-		took, interrupted, p50, p99, err := cl.failoverRound(ctx, cfg)
+		took, interrupted, p50, p99, own, err := cl.failoverRound(ctx, cfg)
 		cl.stop()
 		if err != nil {
 			return res, err
 		}
 		res.Takeover = append(res.Takeover, took)
 		res.Interrupted += interrupted
-		res.LatP50, res.LatP99 = append(res.LatP50, p50), append(res.LatP99, p99)
+		res.LatP50, res.LatP99, res.OwnP99 = append(res.LatP50, p50), append(res.LatP99, p99), append(res.OwnP99, own)
+		res.Extra = append(res.Extra, cl.extraP99)
 		cfg.Logf("cluster: round %d takeover %s, latency p50 %s p99 %s", round, took, p50, p99)
 		for _, n := range []int{1, 3} {
 			c, err := newBenchCluster(ctx, rb, admin, fmt.Sprintf("i%d_%d", round, n), cfg.TTL, n)
@@ -118,11 +121,14 @@ func clusterBench(ctx context.Context, cfg clusterConfig) (res clusterResult, er
 // benchCluster is one database and its nodes, sharing a token (the
 // bench's) and a detached host directory.
 type benchCluster struct {
-	rb    *restartRun
-	db    string
-	drop  func()
-	nodes []*tetherdProc
-	ids   []string
+	// extraP99 is the last latency round's p99 of the time a client of
+	// another node got each event after a client of the owner did.
+	extraP99 time.Duration
+	rb       *restartRun
+	db       string
+	drop     func()
+	nodes    []*tetherdProc
+	ids      []string
 }
 
 func newBenchCluster(ctx context.Context, rb *restartRun, admin, name string, ttl time.Duration, n int) (*benchCluster, error) {
@@ -194,63 +200,47 @@ func (c *benchCluster) stop() {
 // every session is owned by another node, the turns interrupted (0 when
 // the takeovers were clean), and the commit → client latency measured on
 // node 2 before the kill.
-func (c *benchCluster) failoverRound(ctx context.Context, cfg clusterConfig) (took time.Duration, interrupted int, p50, p99 time.Duration, err error) {
+func (c *benchCluster) failoverRound(ctx context.Context, cfg clusterConfig) (took time.Duration, interrupted int, p50, p99, ownP99 time.Duration, err error) {
 	owner, other := c.nodes[0], c.nodes[1]
 	var sids []string
 	for i := range cfg.Sessions {
 		sid, err := c.rb.createFinishedOn(ctx, owner, i, "detached")
 		if err != nil {
-			return 0, 0, 0, 0, err
+			return 0, 0, 0, 0, 0, err
 		}
 		sids = append(sids, sid)
 	}
-	// The latency turn, followed from the other node.
+	// The latency turn, followed from the other node, and from the owner
+	// itself for a baseline of the same run.
 	lat := sids[0]
-	arrived := make(map[int64]time.Time)
-	var mu sync.Mutex
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	followed := make(chan error, 1)
-	go func() {
-		req, _ := http.NewRequestWithContext(fctx, http.MethodGet, other.base+"/session/"+lat+"/events", nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			followed <- err
-			return
-		}
-		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
-				if _, seq, ok := strings.Cut(id, ":"); ok {
-					n, _ := strconv.ParseInt(seq, 10, 64)
-					mu.Lock()
-					arrived[n] = time.Now()
-					mu.Unlock()
-				}
-			}
-		}
-		followed <- nil
-	}()
-	time.Sleep(200 * time.Millisecond) // the stream is open before the turn
+	far, farDone := followSeqs(fctx, other.base, lat)
+	near, nearDone := followSeqs(fctx, owner.base, lat)
+	time.Sleep(200 * time.Millisecond) // the streams are open before the turn
 	if _, err := c.rb.api(ctx, owner, http.MethodPost, "/session/"+lat+"/prompt",
 		map[string]any{"prompt": textPrompt(fmt.Sprintf("/stream %d 1 2", cfg.Chunks)), "promptId": "lat"}, nil); err != nil {
-		return 0, 0, 0, 0, err
+		return 0, 0, 0, 0, 0, err
 	}
 	if err := c.rb.waitTurn(ctx, other, lat, "lat", func(s string) (bool, error) { return s == "completed", nil }); err != nil {
-		return 0, 0, 0, 0, err
+		return 0, 0, 0, 0, 0, err
 	}
+	time.Sleep(200 * time.Millisecond) // the last chunks reach both clients
 	cancel()
-	<-followed
-	if p50, p99, err = c.commitLatency(ctx, lat, arrived, &mu); err != nil {
-		return 0, 0, 0, 0, err
+	<-farDone
+	<-nearDone
+	if p50, p99, err = c.commitLatency(ctx, lat, far); err != nil {
+		return 0, 0, 0, 0, 0, err
 	}
+	if _, ownP99, err = c.commitLatency(ctx, lat, near); err != nil {
+		return 0, 0, 0, 0, 0, err
+	}
+	c.extraP99 = extraLatency(near, far)
 	// The failover: every session streams on node 1, which dies.
 	for _, sid := range sids {
 		if _, err := c.rb.api(ctx, owner, http.MethodPost, "/session/"+sid+"/prompt",
 			map[string]any{"prompt": textPrompt("/stream 100000 100 20"), "promptId": "long"}, nil); err != nil {
-			return 0, 0, 0, 0, err
+			return 0, 0, 0, 0, 0, err
 		}
 	}
 	time.Sleep(time.Second)
@@ -265,7 +255,7 @@ func (c *benchCluster) failoverRound(ctx context.Context, cfg clusterConfig) (to
 				break
 			}
 			if time.Since(killed) > 3*cfg.TTL+30*time.Second {
-				return 0, 0, 0, 0, fmt.Errorf("cluster: session %s not taken over within %s", sid, time.Since(killed))
+				return 0, 0, 0, 0, 0, fmt.Errorf("cluster: session %s not taken over within %s", sid, time.Since(killed))
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
@@ -279,12 +269,48 @@ func (c *benchCluster) failoverRound(ctx context.Context, cfg clusterConfig) (to
 			interrupted++
 		}
 	}
-	return took, interrupted, p50, p99, nil
+	return took, interrupted, p50, p99, ownP99, nil
+}
+
+// seqTimes are the arrival times of a session stream's events by seq.
+type seqTimes struct {
+	mu sync.Mutex
+	at map[int64]time.Time
+}
+
+// followSeqs follows a session's stream on base until ctx ends, noting
+// when each event arrives.
+func followSeqs(ctx context.Context, base, sid string) (*seqTimes, <-chan struct{}) {
+	st := &seqTimes{at: map[int64]time.Time{}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/session/"+sid+"/events", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return
+		}
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+				if _, seq, ok := strings.Cut(id, ":"); ok {
+					n, _ := strconv.ParseInt(seq, 10, 64)
+					st.mu.Lock()
+					st.at[n] = time.Now()
+					st.mu.Unlock()
+				}
+			}
+		}
+	}()
+	return st, done
 }
 
 // commitLatency is, over the latency turn's events, the time from each
 // event's commit time in the database to its arrival at the client.
-func (c *benchCluster) commitLatency(ctx context.Context, sid string, arrived map[int64]time.Time, mu *sync.Mutex) (p50, p99 time.Duration, err error) {
+func (c *benchCluster) commitLatency(ctx context.Context, sid string, arrived *seqTimes) (p50, p99 time.Duration, err error) {
 	conn, err := pgx.Connect(ctx, c.db)
 	if err != nil {
 		return 0, 0, err
@@ -295,8 +321,8 @@ func (c *benchCluster) commitLatency(ctx context.Context, sid string, arrived ma
 		return 0, 0, err
 	}
 	defer rows.Close()
-	mu.Lock()
-	defer mu.Unlock()
+	arrived.mu.Lock()
+	defer arrived.mu.Unlock()
 	var lats []time.Duration
 	for rows.Next() {
 		var seq int64
@@ -308,7 +334,7 @@ func (c *benchCluster) commitLatency(ctx context.Context, sid string, arrived ma
 		if err != nil {
 			return 0, 0, err
 		}
-		if t1, ok := arrived[seq]; ok {
+		if t1, ok := arrived.at[seq]; ok {
 			lats = append(lats, t1.Sub(t0))
 		}
 	}
@@ -378,6 +404,8 @@ func printCluster(r clusterResult) {
 	fmt.Fprintf(w, "takeover after kill -9 (%d streaming sessions), ms\t%s\t%s\t≤ %s\t\n", r.Cfg.Sessions, msf(medianDur(r.Takeover)), durList(r.Takeover), r.Cfg.TTL+time.Second)
 	fmt.Fprintf(w, "commit → client on another node, p50 ms\t%s\t%s\t\t\n", msf(medianDur(r.LatP50)), durList(r.LatP50))
 	fmt.Fprintf(w, "commit → client on another node, p99 ms\t%s\t%s\t≤ 20 ms\t\n", msf(medianDur(r.LatP99)), durList(r.LatP99))
+	fmt.Fprintf(w, "commit → client on the owner node, p99 ms (baseline)\t%s\t%s\t\t\n", msf(medianDur(r.OwnP99)), durList(r.OwnP99))
+	fmt.Fprintf(w, "another node's client behind the owner's, p99 ms\t%s\t%s\t\t\n", msf(medianDur(r.Extra)), durList(r.Extra))
 	fmt.Fprintf(w, "ingest, 1 node (events/s, %d sessions)\t%.0f\t%s\t\t\n", r.Cfg.Parallel, medianF(r.Ingest1), floats(r.Ingest1))
 	fmt.Fprintf(w, "ingest, 3 nodes (events/s)\t%.0f\t%s\t\t\n", medianF(r.Ingest3), floats(r.Ingest3))
 	w.Flush()
@@ -395,4 +423,24 @@ func floats(xs []float64) string {
 		parts[i] = fmt.Sprintf("%.0f", x)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// extraLatency is the p99, over the events both clients got, of how much
+// later the client of another node got each than the owner's client.
+func extraLatency(near, far *seqTimes) time.Duration {
+	near.mu.Lock()
+	defer near.mu.Unlock()
+	far.mu.Lock()
+	defer far.mu.Unlock()
+	var d []time.Duration
+	for seq, t := range far.at {
+		if t0, ok := near.at[seq]; ok {
+			d = append(d, t.Sub(t0))
+		}
+	}
+	if len(d) == 0 {
+		return 0
+	}
+	slices.Sort(d)
+	return d[(len(d)*99-1)/100]
 }
