@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -220,5 +221,46 @@ func TestStartOnUnreachableHostSaysWhy(t *testing.T) {
 				t.Fatalf("attached: got %v, want none", info.Attached)
 			}
 		})
+	}
+}
+
+// TestExitFoundOnReconnect: a host that restarted finds its sessions
+// without their agents and reports each exit lost; the daemon learns it
+// from the records its re-attach brings, racing the attach's result. Every
+// pending prompt must fail as its agent's exit (classified disconnected,
+// so that the turn is interrupted), never as a detached session (a turn
+// failed): an agent is ended before its exit record is committed, so the
+// attach result that finds the exit committed cannot forget an agent
+// whose calls are still pending.
+func TestExitFoundOnReconnect(t *testing.T) {
+	const n = 24
+	release := make(chan struct{})
+	defer close(release)
+	f := newFakeHost(t, func(f *fakeHost) { f.handle = heldPrompt(1, 0, release) })
+	h := newTestHost(t, f, nil)
+	agents := make([]*Agent, n)
+	outs := make([]<-chan promptOutcome, n)
+	for i := range agents {
+		rh := newRecHandler(true)
+		agents[i] = startAgent(t, h, fmt.Sprintf("s%d", i), rh)
+		outs[i] = promptAsync(t, agents[i], "turn-1")
+		rh.waitUpdates(t, 1)
+	}
+	f.setRefuse(true)
+	f.cut()
+	waitInfo(t, h, "reconnecting", func(i HostInfo) bool { return i.State == StateReconnecting })
+	for i := range agents {
+		f.emit(fmt.Sprintf("s%d", i), hostproto.RecordExit, hostproto.Exit{Code: -1, Lost: true})
+	}
+	f.setRefuse(false)
+
+	for i, a := range agents {
+		await(t, "the agent's exit", a.Done())
+		if !a.Lost() {
+			t.Errorf("s%d: got exit %+v not lost, want lost", i, a.Exit())
+		}
+		if o := await(t, "prompt", outs[i]); acp.Classify(o.err) != acp.ClassDisconnected {
+			t.Errorf("s%d: pending prompt got %v (class %q), want the exit (class %q)", i, o.err, acp.Classify(o.err), acp.ClassDisconnected)
+		}
 	}
 }

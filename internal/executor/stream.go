@@ -184,13 +184,18 @@ func (a *Agent) onRecord(r hostproto.Record) {
 	case hostproto.RecordExit:
 		e := hostproto.Exit{Code: -1}
 		a.decode(r, &e)
+		// The agent ends before its exit record is committed: once it is,
+		// an attach's result or an acknowledgement may find the agent
+		// finished and forget it, and calls still pending then would fail
+		// as detached instead of with the exit (a turn failed rather than
+		// interrupted).
+		a.h.mu.Lock()
 		a.mu.Lock()
 		a.exitOffset = r.Offset
 		a.mu.Unlock()
-		a.add(r.Offset)
-		a.h.mu.Lock()
 		a.endLocked(e.ACP(), e.Lost, errAgentExited)
 		a.h.mu.Unlock()
+		a.add(r.Offset)
 	default:
 		a.h.log.Error("record of an unknown kind", "session", a.sessionID, "offset", r.Offset, "kind", r.Kind)
 		a.add(r.Offset)

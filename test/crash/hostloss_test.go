@@ -31,7 +31,8 @@ func (w *world) detachedHostPID() int {
 func (w *world) checkLostTurn(sid, pid string) {
 	w.t.Helper()
 	if turn := w.waitTurn(sid, pid); turn["state"] != "interrupted" || turn["interruptReason"] != "executor_lost" {
-		w.t.Errorf("turn %s: got state %v reason %v, want interrupted, executor_lost", pid, turn["state"], turn["interruptReason"])
+		w.t.Errorf("turn %s: got state %v reason %v (error %v), want interrupted, executor_lost",
+			pid, turn["state"], turn["interruptReason"], turn["error"])
 	}
 	var reasons []any
 	for _, f := range w.replay(sid) {
