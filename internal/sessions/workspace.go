@@ -29,8 +29,16 @@ type WorkspaceRuntime interface {
 // is stopped, failed to resume or cannot resume, as long as the executor
 // can be reached (else errcode.ExecutorUnavailable). req.Root and
 // req.Session are set here from the session; a closed session's directory
-// is still served.
+// is still served. With several nodes it is work on the session: the node
+// serving it takes the session's lease first, whose generation the host's
+// fencing wants on every command (a node restarted under its old id would
+// otherwise ask with none, and be refused).
 func (m *Manager) Workspace(ctx context.Context, sessionID string, req workspace.Request) (workspace.Result, error) {
+	if own := m.cfg.Ownership; own != nil {
+		if _, err := own.Acquire(ctx, sessionID); err != nil {
+			return workspace.Result{}, err
+		}
+	}
 	sess, err := m.store.GetSession(ctx, sessionID)
 	if err != nil {
 		return workspace.Result{}, err
