@@ -31,7 +31,7 @@ type clusterConfig struct {
 	Sessions int    // sessions taken over at once
 	Chunks   int    // chunks a latency turn streams
 	Flood    string // the ingest prompt
-	Parallel int    // ingest sessions
+	Levels   []int  // sessions flooding at once, one ingest run each
 	Logf     func(string, ...any)
 }
 
@@ -42,7 +42,12 @@ func clusterFlags() *clusterConfig {
 	flag.IntVar(&c.Sessions, "cluster-sessions", 10, "cluster: streaming sessions on the node killed")
 	flag.IntVar(&c.Chunks, "cluster-chunks", 2000, "cluster: chunks of the latency turn, paced")
 	flag.StringVar(&c.Flood, "cluster-flood", "/flood 20000", "cluster: the ingest turn's prompt")
-	flag.IntVar(&c.Parallel, "cluster-parallel", 6, "cluster: sessions flooding at once in the ingest runs")
+	flag.Func("cluster-levels", "cluster: comma-separated numbers of sessions flooding at once, one ingest run each (default 1,3,6,12)", func(v string) error {
+		levels, err := intList(v)
+		c.Levels = levels
+		return err
+	})
+	c.Levels = []int{1, 3, 6, 12}
 	return c
 }
 
@@ -51,10 +56,9 @@ type clusterResult struct {
 	Interrupted int             // turns interrupted by the takeovers (want 0)
 	LatP50      []time.Duration // commit on the owner → a client of another node
 	LatP99      []time.Duration
-	OwnP99      []time.Duration // the same, a client of the owner node (baseline)
-	Extra       []time.Duration // p99 of another node's client's delay behind the owner's
-	Ingest1     []float64       // events/s, one node
-	Ingest3     []float64       // events/s, three nodes
+	OwnP99      []time.Duration           // the same, a client of the owner node (baseline)
+	Extra       []time.Duration           // p99 of another node's client's delay behind the owner's
+	Ingest      map[ingestKey][]ingestRun // per node count and level, per round
 	Loads       []string
 	Cfg         clusterConfig
 }
@@ -62,6 +66,7 @@ type clusterResult struct {
 // clusterBench runs the cluster part.
 func clusterBench(ctx context.Context, cfg clusterConfig) (res clusterResult, err error) {
 	res.Cfg = cfg
+	res.Ingest = map[ingestKey][]ingestRun{}
 	admin := os.Getenv("TETHER_TEST_POSTGRES_URL")
 	if admin == "" {
 		return res, fmt.Errorf("cluster: set TETHER_TEST_POSTGRES_URL to a PostgreSQL server whose role may create databases")
@@ -97,21 +102,9 @@ func clusterBench(ctx context.Context, cfg clusterConfig) (res clusterResult, er
 		res.Extra = append(res.Extra, cl.extraP99)
 		cfg.Logf("cluster: round %d takeover %s, latency p50 %s p99 %s", round, took, p50, p99)
 		for _, n := range []int{1, 3} {
-			c, err := newBenchCluster(ctx, rb, admin, fmt.Sprintf("i%d_%d", round, n), cfg.TTL, n)
-			if err != nil {
+			if err := ingestRound(ctx, rb, admin, fmt.Sprintf("i%d_%d", round, n), n, cfg, &res); err != nil {
 				return res, err
 			}
-			rate, err := c.ingest(ctx, cfg)
-			c.stop()
-			if err != nil {
-				return res, err
-			}
-			if n == 1 {
-				res.Ingest1 = append(res.Ingest1, rate)
-			} else {
-				res.Ingest3 = append(res.Ingest3, rate)
-			}
-			cfg.Logf("cluster: round %d ingest with %d nodes: %.0f events/s", round, n, rate)
 		}
 		load(fmt.Sprintf("round %d", round))
 	}
@@ -345,58 +338,6 @@ func (c *benchCluster) commitLatency(ctx context.Context, sid string, arrived *s
 	return lats[(len(lats)-1)/2], lats[(len(lats)*99-1)/100], rows.Err()
 }
 
-// ingest floods Parallel sessions spread over the nodes (created on each
-// in turn) and returns the events committed per second until every turn
-// ended.
-func (c *benchCluster) ingest(ctx context.Context, cfg clusterConfig) (float64, error) {
-	type one struct {
-		p   *tetherdProc
-		sid string
-	}
-	var all []one
-	for i := range cfg.Parallel {
-		p := c.nodes[i%len(c.nodes)]
-		sid, err := c.rb.createFinishedOn(ctx, p, i, "standalone")
-		if err != nil {
-			return 0, err
-		}
-		all = append(all, one{p, sid})
-	}
-	before, err := c.eventCount(ctx)
-	if err != nil {
-		return 0, err
-	}
-	start := time.Now()
-	err = parallel(ctx, 0, len(all), len(all), func(ctx context.Context, i int) error {
-		o := all[i]
-		if _, err := c.rb.api(ctx, o.p, http.MethodPost, "/session/"+o.sid+"/prompt",
-			map[string]any{"prompt": textPrompt(cfg.Flood), "promptId": "flood"}, nil); err != nil {
-			return err
-		}
-		return c.rb.waitTurn(ctx, o.p, o.sid, "flood", func(s string) (bool, error) { return s == "completed", nil })
-	})
-	if err != nil {
-		return 0, err
-	}
-	secs := time.Since(start).Seconds()
-	after, err := c.eventCount(ctx)
-	if err != nil {
-		return 0, err
-	}
-	return float64(after-before) / secs, nil
-}
-
-func (c *benchCluster) eventCount(ctx context.Context) (int64, error) {
-	conn, err := pgx.Connect(ctx, c.db)
-	if err != nil {
-		return 0, err
-	}
-	defer conn.Close(ctx)
-	var n int64
-	err = conn.QueryRow(ctx, `SELECT COALESCE(MAX(id), 0) FROM events`).Scan(&n)
-	return n, err
-}
-
 func printCluster(r clusterResult) {
 	fmt.Printf("Cluster: nodes on one PostgreSQL, the detached runtime, --lease-ttl %s, %d rounds (median).\n", r.Cfg.TTL, r.Cfg.Rounds)
 	w := table()
@@ -406,10 +347,9 @@ func printCluster(r clusterResult) {
 	fmt.Fprintf(w, "commit → client on another node, p99 ms\t%s\t%s\t≤ 20 ms\t\n", msf(medianDur(r.LatP99)), durList(r.LatP99))
 	fmt.Fprintf(w, "commit → client on the owner node, p99 ms (baseline)\t%s\t%s\t\t\n", msf(medianDur(r.OwnP99)), durList(r.OwnP99))
 	fmt.Fprintf(w, "another node's client behind the owner's, p99 ms\t%s\t%s\t\t\n", msf(medianDur(r.Extra)), durList(r.Extra))
-	fmt.Fprintf(w, "ingest, 1 node (events/s, %d sessions)\t%.0f\t%s\t\t\n", r.Cfg.Parallel, medianF(r.Ingest1), floats(r.Ingest1))
-	fmt.Fprintf(w, "ingest, 3 nodes (events/s)\t%.0f\t%s\t\t\n", medianF(r.Ingest3), floats(r.Ingest3))
 	w.Flush()
-	fmt.Printf("ingest 3 nodes / 1 node: %s; turns interrupted by the takeovers: %d (want 0)\n", ratio(medianF(r.Ingest3), medianF(r.Ingest1)), r.Interrupted)
+	fmt.Printf("turns interrupted by the takeovers: %d (want 0)\n", r.Interrupted)
+	printIngest(r)
 	for _, l := range r.Loads {
 		fmt.Println("loadavg", l)
 	}

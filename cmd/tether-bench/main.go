@@ -23,7 +23,7 @@
 // server (TETHER_TEST_POSTGRES_URL): takeover after kill -9, commit →
 // client latency across nodes, ingest with three nodes against one:
 //
-//	go run ./cmd/tether-bench -only cluster [-cluster-rounds 3] [-cluster-ttl 10s] [-cluster-sessions 10] [-cluster-parallel 6]
+//	go run ./cmd/tether-bench -only cluster [-cluster-rounds 3] [-cluster-ttl 10s] [-cluster-sessions 10] [-cluster-levels 1,3,6,12]
 package main
 
 import (
