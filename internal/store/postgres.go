@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"io/fs"
 	"log/slog"
@@ -137,8 +138,16 @@ func redactURL(s string) string {
 	return u.Redacted()
 }
 
+// migrationLock is the key of the advisory lock the nodes of one database
+// take in turn to check and apply its migrations.
+const migrationLock int64 = 0x7e7e_0001
+
 // migratePostgres applies migrations/postgres after checking that the
-// database is not from the future.
+// database is not from the future. Nodes starting at once on a fresh
+// database take turns (a session advisory lock, waited for): two
+// applying the same migration together would collide on the objects it
+// creates, and the second must see the first's schema before it checks
+// the version.
 func migratePostgres(ctx context.Context, db *sql.DB) error {
 	sub, err := fs.Sub(migrations.Postgres, "postgres")
 	if err != nil {
@@ -148,6 +157,21 @@ func migratePostgres(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return errcode.Wrap(errcode.Internal, err, "store: load migrations")
 	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return errcode.Wrap(errcode.Internal, err, "store: connect to take the migration lock")
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, migrationLock); err != nil {
+		return errcode.Wrap(errcode.Internal, err, "store: take the migration lock")
+	}
+	defer func() {
+		if _, err := conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, migrationLock); err != nil {
+			// The lock is the session's: a connection that still holds
+			// it must not go back to the pool, so it is closed.
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+	}()
 	return upTo(ctx, provider, "use another database")
 }
 

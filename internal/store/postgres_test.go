@@ -78,3 +78,26 @@ func TestPostgresURLs(t *testing.T) {
 		t.Errorf("the message shows the password: %v", err)
 	}
 }
+
+// TestPostgresNodesStartTogether: nodes starting at once on a fresh
+// database take turns at its migrations; every one opens it (two applying
+// the same migration together collided on the functions it creates).
+func TestPostgresNodesStartTogether(t *testing.T) {
+	url := testbin.FreshPostgres(t)
+	const nodes = 4
+	errs := make(chan error, nodes)
+	for range nodes {
+		go func() {
+			s, err := store.OpenPostgres(context.Background(), url)
+			if err == nil {
+				err = s.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range nodes {
+		if err := <-errs; err != nil {
+			t.Errorf("open on a fresh database with %d nodes starting at once: %v", nodes, err)
+		}
+	}
+}
