@@ -109,8 +109,10 @@ describe('Web Shell workspace panel', { concurrency: false }, () => {
     await ws.getByTestId('ws-terminal-new').click();
     await pane.locator('[data-testid=terminal][data-state=open]').waitFor(T);
     await typeLine(page, pane, 'echo "sum=$((40+2))"; ls');
-    const text = await waitScreen(pane, /sum=42/, 'echo');
-    assert.match(text, /notes\.txt/, 'ls runs in the session directory');
+    // ls prints after the echo: wait for its output too, or the screen
+    // may be read between the two.
+    const text = await waitScreen(pane, /sum=42[\s\S]*notes\.txt/, 'echo, then ls in the session directory');
+    assert.match(text, /later\.txt/, 'ls lists the session directory');
     await shot(page, 'workspace-03-terminal');
     // The agent still cannot resume: nothing of this needed it.
     assert.equal((await daemon.api('GET', `/session/${s.id}/status`)).isAgentRunning, false);
@@ -180,8 +182,8 @@ describe('Web Shell workspace panel on a detached executor', { concurrency: fals
     await ws.getByTestId('ws-tab-terminal').click();
     await ws.getByTestId('ws-terminal-new').click();
     await pane.locator('[data-testid=terminal][data-state=open]').waitFor(T);
-    await typeLine(page, pane, 'echo "host-shell=$$"');
-    const pid = /host-shell=(\d+)/.exec(await waitScreen(pane, /host-shell=\d+/, 'echo'))[1];
+    await typeLine(page, pane, 'echo "host-shell=$$ end"');
+    const pid = /host-shell=(\d+) end/.exec(await waitScreen(pane, /host-shell=\d+ end/, 'echo'))[1];
 
     // tetherd killed; its host held while the next tetherd starts: the
     // panel waits with a spinner, the terminal reconnects.
@@ -200,8 +202,8 @@ describe('Web Shell workspace panel on a detached executor', { concurrency: fals
     await pane.locator('[data-testid=workspace][data-gate=ready]').waitFor(T);
     await ws.getByTestId('ws-tab-terminal').click();
     await pane.locator('[data-testid=terminal][data-state=open]').waitFor(T);
-    await typeLine(page, pane, 'echo "still=$$"');
-    await waitScreen(pane, new RegExp(`still=${pid}`), 'the same shell after kill -9 of tetherd');
+    await typeLine(page, pane, 'echo "still=$$ end"');
+    await waitScreen(pane, new RegExp(`still=${pid} end`), 'the same shell after kill -9 of tetherd');
     await shot(page, 'workspace-06-terminal-after-restart');
     const problems = appProblems(browser.problems).filter((p) => !/WebSocket connection to .* failed/.test(p.text));
     assert.deepEqual(problems, []);
