@@ -184,13 +184,25 @@ func (s *Store) ResolvePermission(ctx context.Context, sessionID, id string, sta
 				"permission request %q is already %s", id, row.State).With("state", row.State)
 		}
 		ts := toDBTime(now())
-		if err := tx.Model(&permissionRow{}).Where("session_id = ? AND id = ?", sessionID, id).
+		// Only a pending request is resolved, in the UPDATE itself: on
+		// PostgreSQL two transactions may both have read it pending, and
+		// the second's UPDATE, once the first committed, finds it resolved.
+		res := tx.Model(&permissionRow{}).Where("session_id = ? AND id = ? AND state = ?", sessionID, id, string(PermissionPending)).
 			Updates(map[string]any{
 				"state":              string(state),
 				"selected_option_id": optionID,
 				"resolved_at":        ts,
-			}).Error; err != nil {
-			return internal(err, "resolve permission")
+			})
+		if res.Error != nil {
+			return internal(res.Error, "resolve permission")
+		}
+		if res.RowsAffected == 0 {
+			cur, err := getPermission(tx, sessionID, id)
+			if err != nil {
+				return err
+			}
+			return errcode.New(errcode.PermissionResolved,
+				"permission request %q is already %s", id, cur.State).With("state", cur.State)
 		}
 		row.State, row.SelectedOptionID, row.ResolvedAt = string(state), optionID, &ts
 		out = row
