@@ -1,6 +1,9 @@
 package server_test
 
 import (
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -25,11 +28,17 @@ func TestContinueDeliveredPrompt(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			yaml := profilesYAML(t, agentProfile{id: "held", stateDir: t.TempDir(), flags: tc.flags})
+			stateDir := t.TempDir()
+			yaml := profilesYAML(t, agentProfile{id: "held", stateDir: stateDir, flags: tc.flags})
 			d := startDaemon(t, daemonOptions{leakCheck: true, agentsYAML: yaml})
 			sid, _ := d.createSession(map[string]any{"agentProfileId": "held"})
 			d.prompt(sid, "/wait", "p1")
 			d.waitFor("the prompt delivered to the agent", func() bool { return d.turn(sid, "p1")["deliveredAt"] != nil })
+			// Delivered is written to the agent's stdin; the case is an
+			// agent that also read and recorded it before the daemon
+			// stopped (one stopped before it read it replays no such
+			// prompt, and the history goes with the continuation).
+			d.waitFor("the agent to record the prompt", func() bool { return dirHolds(t, stateDir, `/wait`) })
 			d = d.restart(daemonOptions{agentsYAML: yaml})
 
 			rec := recoveryOf(t, d.recoveryContext(sid), "recovery")
@@ -56,4 +65,20 @@ func TestContinueDeliveredPrompt(t *testing.T) {
 			}
 		})
 	}
+}
+
+// dirHolds reports whether a file under dir contains s.
+func dirHolds(t *testing.T, dir, s string) bool {
+	t.Helper()
+	found := false
+	_ = filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() || found {
+			return nil
+		}
+		if b, err := os.ReadFile(path); err == nil && strings.Contains(string(b), s) {
+			found = true
+		}
+		return nil
+	})
+	return found
 }
