@@ -24,7 +24,22 @@ const (
 	ClassTimeout        ErrorClass = "timeout"
 	ClassDisconnected   ErrorClass = "disconnected"
 	ClassInternal       ErrorClass = "internal"
+	// ClassSessionLost: the agent process answers, but the session it
+	// served is gone with whatever backed it (claude-agent-acp's own
+	// Claude Code process died: "… exited unexpectedly. Please start a new
+	// session."). For a prompt it means the same as ClassUnknownSession:
+	// this process will not serve the session again, a new one may restore
+	// it. For a restore call it is only an error (the identity is kept).
+	ClassSessionLost ErrorClass = "session_lost"
 )
+
+// sessionLostTexts are how real agents say "the session's backend died"
+// in a -32603 (matched case-insensitively in message and data).
+var sessionLostTexts = []string{
+	"please start a new session",
+	"session has ended",
+	"process exited unexpectedly",
+}
 
 // unknownSessionTexts are how real agents say "that session does not exist"
 // when they do not use -32002 (matched case-insensitively in message and data).
@@ -75,6 +90,13 @@ func Classify(err error) ErrorClass {
 		}
 		if sessionServiceFailure(re) {
 			return ClassUnknownSession
+		}
+	}
+	if re.Code == -32603 {
+		for _, t := range sessionLostTexts {
+			if strings.Contains(text, t) {
+				return ClassSessionLost
+			}
 		}
 	}
 	return ClassInternal

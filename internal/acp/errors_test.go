@@ -69,6 +69,15 @@ func TestClassify(t *testing.T) {
 		{"-32602 unrelated invalid params", func(t *testing.T) error {
 			return wireError(t, `{"code":-32602,"message":"Invalid params","data":{"path":"x","error":"path must be absolute"}}`)
 		}, acp.ClassInternal},
+		{"-32603 the agent's backend process died (claude-agent-acp)", func(t *testing.T) error {
+			return wireError(t, `{"code":-32603,"message":"Internal error: The Claude Agent process exited unexpectedly. Please start a new session."}`)
+		}, acp.ClassSessionLost},
+		{"-32603 the agent's session stream ended (claude-agent-acp)", func(t *testing.T) error {
+			return wireError(t, `{"code":-32603,"message":"Internal error","data":{"details":"The Claude Agent session has ended. Please start a new session."}}`)
+		}, acp.ClassSessionLost},
+		{"-32602 saying start a new session is not a lost session", func(t *testing.T) error {
+			return wireError(t, `{"code":-32602,"message":"Invalid params: please start a new session"}`)
+		}, acp.ClassInternal},
 		{"-32000 auth required", func(t *testing.T) error {
 			return wireError(t, `{"code":-32000,"message":"Authentication required"}`)
 		}, acp.ClassAuthRequired},

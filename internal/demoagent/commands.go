@@ -51,6 +51,7 @@ func availableCommands() []acp.AvailableCommand {
 		cmd("sleep", "Sleep MS milliseconds, then finish", "MS"),
 		cmd("crash", "Exit the agent process (code 3) mid-turn", ""),
 		cmd("crash-in-tool", "Exit the agent process (code 4) during a tool call", ""),
+		cmd("lose-session", "Lose the session mid-tool while the process lives on (as claude-agent-acp when Claude Code dies)", ""),
 		cmd("error", "Fail the prompt with a JSON-RPC error", "CODE MESSAGE"),
 		cmd("thought", "Send a thought chunk, then a message", "TEXT"),
 		cmd("unknown-update", "Send a session/update of an unknown kind", ""),
@@ -254,6 +255,8 @@ func (t *turn) run(prompt []acp.ContentBlock) error {
 			return err
 		}
 		return t.crash(4)
+	case "/lose-session":
+		return t.loseSession()
 	case "/error":
 		codeText, msg, _ := strings.Cut(arg, " ")
 		code, err := strconv.Atoi(codeText)
@@ -337,6 +340,25 @@ func (t *turn) crash(code int) error {
 	t.a.exit(code)
 	// Only reached when a test replaced the exit function.
 	return fmt.Errorf("demoagent: exit(%d)", code)
+}
+
+// loseSession is claude-agent-acp when its Claude Code process dies
+// mid-tool: a chunk and a tool call in progress, then the prompt fails
+// with its -32603 and the session is forgotten by this process (later
+// prompts: unknown session). The state dir still holds it, so a new
+// process resumes or loads it.
+func (t *turn) loseSession() error {
+	if err := t.say("working…"); err != nil {
+		return err
+	}
+	if err := t.emit(acp.StartToolCall(t.nextToolCallID(), "Run a tool that never reports",
+		acp.WithStartKind(acp.ToolKindExecute), acp.WithStartStatus(acp.ToolCallStatusInProgress))); err != nil {
+		return err
+	}
+	t.a.mu.Lock()
+	delete(t.a.sessions, string(t.sid))
+	t.a.mu.Unlock()
+	return &acp.RequestError{Code: -32603, Message: "Internal error: the agent's backend process exited unexpectedly. Please start a new session."}
 }
 
 // plain is the default reply: plan, read a file, report, answer.

@@ -59,7 +59,7 @@ func decideAutoContinue(in autoContinueInput) string {
 		return autoNotOptedIn
 	case t.State != store.TurnInterrupted || t.CancelRequested:
 		return autoNotInterrupted
-	case t.InterruptReason != "agent_exited" && t.InterruptReason != "executor_lost":
+	case t.InterruptReason != "agent_exited" && t.InterruptReason != "executor_lost" && t.InterruptReason != reasonSessionLost:
 		return autoNotACrash
 	case strings.HasPrefix(t.PromptID, autoPromptPrefix):
 		return autoCrashLoop

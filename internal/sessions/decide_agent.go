@@ -24,6 +24,9 @@ func decideTurnEnded(v view, in turnEndedInput) decision {
 		// the exit code. Make sure the process really ends.
 		return accept(effStopRunningAgent{})
 	}
+	if in.SessionLost {
+		return decideSessionLost(v, in)
+	}
 	end := effEndTurn{PromptID: in.PromptID, State: store.TurnCompleted, StopReason: in.StopReason}
 	switch {
 	case v.Running.CancelRequested || in.StopReason == "cancelled":
@@ -50,21 +53,32 @@ func decideAgentExited(v view, in agentExitedInput) decision {
 		return d
 	}
 	d.Effects = append(d.Effects, effRecordExit{Exit: in.Exit}, effClosePermissions{State: store.PermissionExpired})
+	interrupted := false
 	if r := v.Running; r != nil {
 		d.Effects = append(d.Effects, effClearRunning{})
 		if r.CancelRequested {
 			d.Effects = append(d.Effects, effEndTurn{PromptID: r.PromptID, State: store.TurnCancelled})
 		} else {
+			interrupted = true
 			reason := "agent_exited"
 			if in.Lost {
 				reason = "executor_lost"
 			}
+			if len(v.Queue) > 0 && !v.QueueHeld && !v.State.Terminal() {
+				// What was queued behind the cut turn waits for the user,
+				// as after a daemon restart: the interrupted turn stays
+				// the one to continue, and no queued prompt reaches an
+				// agent that was never told its task was cut. Held before
+				// the interruption is written, so the plan it pushes
+				// shows the hold.
+				d.Effects = append(d.Effects, effHoldQueue{})
+			}
 			d.Effects = append(d.Effects, effInterruptTurn{PromptID: r.PromptID, Reason: reason, Exit: in.Exit})
 		}
 	}
-	if !v.State.Terminal() && len(v.Queue) > 0 && !v.QueueHeld {
-		// Queued prompts were accepted; start a fresh agent for them, in
-		// the slot the one that exited held.
+	if !v.State.Terminal() && len(v.Queue) > 0 && !v.QueueHeld && !interrupted {
+		// Queued prompts were accepted and nothing was cut: start a fresh
+		// agent for them, in the slot the one that exited held.
 		return accept(append(d.Effects, effEnsureAgent{})...)
 	}
 	d.Effects = append(d.Effects, effDropSlot{})
@@ -72,6 +86,33 @@ func decideAgentExited(v view, in agentExitedInput) decision {
 		return d
 	}
 	d.Effects = append(d.Effects, effSetState{State: store.SessionWaitingForInput})
+	return d
+}
+
+// reasonSessionLost is the interruption of a turn whose agent lost the
+// session it served while its process lived on.
+const reasonSessionLost = "agent_session_lost"
+
+// decideSessionLost: the agent answered the prompt that it no longer has
+// the session (it died inside the agent: claude-agent-acp's Claude Code
+// process, killed mid-turn), and will answer every later prompt the same.
+// That is an interrupted turn, as if the agent had exited: what is queued
+// is held, and the agent is retired so that the next prompt, continue or
+// resume restores the session in a new one (resume, load or injection).
+func decideSessionLost(v view, in turnEndedInput) decision {
+	r := v.Running
+	d := accept(effClearRunning{})
+	if r.CancelRequested {
+		d.Effects = append(d.Effects, effEndTurn{PromptID: r.PromptID, State: store.TurnCancelled})
+	} else {
+		if len(v.Queue) > 0 && !v.QueueHeld {
+			d.Effects = append(d.Effects, effHoldQueue{})
+		}
+		d.Effects = append(d.Effects, effInterruptTurn{PromptID: r.PromptID, Reason: reasonSessionLost, Detail: in.ErrorMessage})
+	}
+	d.Effects = append(d.Effects, effClosePermissions{State: store.PermissionExpired},
+		effRetireAgent{Why: "agent stopped: it lost the session (" + in.ErrorMessage + ")"},
+		effSetState{State: store.SessionWaitingForInput})
 	return d
 }
 

@@ -28,6 +28,9 @@ func TestDecideTurnEnded(t *testing.T) {
 	running := inState(store.SessionRunning)
 	cancelRequested := with(running, func(v *view) { v.Running = &runningView{PromptID: "p1", CancelRequested: true} })
 	failed := turnEndedInput{PromptID: "p1", Failed: true, ErrorCode: "agent_error_-32603", ErrorMessage: "boom"}
+	lost := turnEndedInput{PromptID: "p1", Failed: true, SessionLost: true, ErrorCode: "agent_session_not_found", ErrorMessage: "gone"}
+	lostTail := []effect{effClosePermissions{State: store.PermissionExpired},
+		effRetireAgent{Why: "agent stopped: it lost the session (gone)"}, effSetState{State: store.SessionWaitingForInput}}
 	cases = append(cases, []decideCase{
 		{"turn ended cancelled by the agent", running, turnEndedInput{PromptID: "p1", StopReason: "cancelled"},
 			ended(effEndTurn{PromptID: "p1", State: store.TurnCancelled, StopReason: "cancelled"})},
@@ -37,6 +40,13 @@ func TestDecideTurnEnded(t *testing.T) {
 		{"turn ended by a disconnect", running, turnEndedInput{PromptID: "p1", Failed: true, Disconnected: true, ErrorCode: "agent_error"},
 			accepted(effStopRunningAgent{})},
 		{"turn ended of another turn", running, turnEndedInput{PromptID: "p0", StopReason: "end_turn"}, accepted()},
+		{"turn failed: the agent lost the session", running, lost,
+			accepted(append([]effect{effClearRunning{}, effInterruptTurn{PromptID: "p1", Reason: reasonSessionLost, Detail: "gone"}}, lostTail...)...)},
+		{"turn failed: the agent lost the session, prompts queued", with(running, func(v *view) { v.Queue = queued("q1") }), lost,
+			accepted(append([]effect{effClearRunning{}, effHoldQueue{}, effInterruptTurn{PromptID: "p1", Reason: reasonSessionLost, Detail: "gone"}}, lostTail...)...)},
+		{"turn failed: the agent lost the session after a cancel", cancelRequested, lost,
+			accepted(append([]effect{effClearRunning{}, effEndTurn{PromptID: "p1", State: store.TurnCancelled}}, lostTail...)...)},
+		{"turn failed: the agent lost the session while stopping", with(running, func(v *view) { v.Stopping = true }), lost, accepted()},
 		{"turn ended while stopping", with(running, func(v *view) { v.Stopping = true }), in, accepted()},
 		{"turn ended on an agent already gone", with(running, func(v *view) { v.Agent, v.Connected = agentNone, false }), in,
 			accepted(effClearRunning{}, effEndTurn{PromptID: "p1", State: store.TurnCompleted, StopReason: "end_turn"},
@@ -63,7 +73,17 @@ func TestDecideAgentExited(t *testing.T) {
 			accepted(append(head, effClearRunning{}, effEndTurn{PromptID: "p1", State: store.TurnCancelled},
 				effDropSlot{}, effSetState{State: store.SessionWaitingForInput})...)},
 		{"agent exited with prompts queued", with(running, func(v *view) { v.Queue = queued("q1") }), in,
-			accepted(append(head, effClearRunning{}, effInterruptTurn{PromptID: "p1", Reason: "agent_exited", Exit: exit}, effEnsureAgent{})...)},
+			accepted(append(head, effClearRunning{}, effHoldQueue{}, effInterruptTurn{PromptID: "p1", Reason: "agent_exited", Exit: exit},
+				effDropSlot{}, effSetState{State: store.SessionWaitingForInput})...)},
+		{"agent lost with prompts queued", with(running, func(v *view) { v.Queue = queued("q1") }), agentExitedInput{Exit: exit, Lost: true},
+			accepted(append(head, effClearRunning{}, effHoldQueue{}, effInterruptTurn{PromptID: "p1", Reason: "executor_lost", Exit: exit},
+				effDropSlot{}, effSetState{State: store.SessionWaitingForInput})...)},
+		{"agent exited between turns with prompts queued", with(inState(store.SessionWaitingForInput), func(v *view) { v.Queue = queued("q1") }), in,
+			accepted(append(head, effEnsureAgent{})...)},
+		{"agent exited after a cancel with prompts queued", with(running, func(v *view) {
+			v.Running = &runningView{PromptID: "p1", CancelRequested: true}
+			v.Queue = queued("q1")
+		}), in, accepted(append(head, effClearRunning{}, effEndTurn{PromptID: "p1", State: store.TurnCancelled}, effEnsureAgent{})...)},
 		{"agent exited with a held queue", with(inState(store.SessionWaitingForInput), func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), in, idle},
 		{"agent lost with its executor host", running, agentExitedInput{Exit: exit, Lost: true},
 			accepted(append(head, effClearRunning{}, effInterruptTurn{PromptID: "p1", Reason: "executor_lost", Exit: exit},

@@ -161,6 +161,10 @@ type (
 		PromptID, StopReason    string
 		Failed, Disconnected    bool
 		ErrorCode, ErrorMessage string
+		// SessionLost: the prompt failed because the agent no longer
+		// serves the session (it says the session is unknown, or that
+		// what backed it died), though its process lives on.
+		SessionLost bool
 	}
 	// agentExitedInput: the current agent process ended (stale exits are
 	// filtered by the actor, which knows the incarnation).

@@ -34,17 +34,20 @@ type (
 		StopReason              string
 		ErrorCode, ErrorMessage string
 	}
-	// effInterruptTurn ends a turn that lost its agent.
+	// effInterruptTurn ends a turn that lost its agent: its process
+	// ended (Exit), or it lost the session it served (Detail: what it
+	// said).
 	effInterruptTurn struct {
 		PromptID, Reason string
 		Exit             exitInfo
+		Detail           string
 	}
 	// effMarkCancelRequested records the user's cancel on a turn.
 	effMarkCancelRequested struct{ PromptID string }
 	// effRemoveQueued takes one turn out of the queue; effDropQueue all.
 	effRemoveQueued struct{ PromptID string }
 	effDropQueue    struct{}
-	// effReleaseHeld clears the hold on the queue.
+	// effReleaseHeld clears the hold on the queue (effHoldQueue sets it).
 	effReleaseHeld struct{}
 	// effClosePermissions answers the open requests of a turn ("" = all).
 	effClosePermissions struct {
@@ -119,6 +122,10 @@ type (
 	effIdleBusy struct{}
 	effIdleWait struct{ Left time.Duration }
 	effStopIdle struct{ Timeout time.Duration }
+	// effRetireAgent stops the agent on purpose, Why: it will not serve
+	// the session again (it lost it). The session keeps its identity;
+	// the next prompt, continue or resume restores it in a new agent.
+	effRetireAgent struct{ Why string }
 	// effAwaitReplay holds prompts back for a grace period: a load that
 	// replayed nothing may still replay after its answer.
 	effAwaitReplay struct{}
@@ -205,7 +212,9 @@ type (
 	//
 	// effStopOrphan ends the agent process the previous daemon started.
 	effStopOrphan struct{}
-	// effHoldQueue holds the queued turns until the user continues.
+	// effHoldQueue holds the queued turns until the user continues or
+	// prompts: after a restart, and when a live agent's crash cut the
+	// turn they were queued behind (the actor performs it then).
 	effHoldQueue struct{}
 	// effRestartInterrupt ends a turn the restart interrupted (Running:
 	// it was on the agent, and a system message says so).
@@ -271,6 +280,7 @@ func (effUnadmit) isEffect()             {}
 func (effIdleBusy) isEffect()            {}
 func (effIdleWait) isEffect()            {}
 func (effStopIdle) isEffect()            {}
+func (effRetireAgent) isEffect()         {}
 func (effAwaitReplay) isEffect()         {}
 func (effRecordResumed) isEffect()       {}
 func (effReconcileDelivery) isEffect()   {}

@@ -113,7 +113,10 @@ func (a *actor) performOne(e effect) {
 			}
 		})
 	case effInterruptTurn:
-		a.interruptTurn(a.turn(e.PromptID), e.Reason, acp.Exit(e.Exit))
+		a.interruptTurn(a.turn(e.PromptID), e.Reason, acp.Exit(e.Exit), e.Detail)
+	case effRetireAgent:
+		a.log.Warn("retiring the agent", "why", e.Why)
+		a.retireAgent(e.Why)
 	case effMarkCancelRequested:
 		t := a.turn(e.PromptID)
 		t.CancelRequested = true
@@ -129,6 +132,9 @@ func (a *actor) performOne(e effect) {
 	case effReleaseHeld:
 		a.sess.QueueHeld = false
 		a.write(func(tx *store.Store, emit events.Emit) error { return tx.SetSessionQueueHeld(a.ctx(), a.id, false) })
+	case effHoldQueue:
+		a.sess.QueueHeld = true
+		a.write(func(tx *store.Store, emit events.Emit) error { return tx.SetSessionQueueHeld(a.ctx(), a.id, true) })
 	case effClosePermissions:
 		a.closePermissions(e.PromptID, e.State)
 	case effCancelAgent:

@@ -136,23 +136,24 @@ func (a *actor) checkIdle() {
 		case effIdleWait:
 			a.idleTimer.Reset(e.Left)
 		case effStopIdle:
-			a.stopIdle(e.Timeout)
+			a.log.Info("stopping idle agent", "idle", e.Timeout)
+			a.retireAgent(fmt.Sprintf("agent stopped: idle for %s", e.Timeout))
 		default:
 			a.perform(e)
 		}
 	}
 }
 
-// stopIdle stops an idle agent to free its process and slot. The session
-// stays as it is, with its ACP session id, so the next prompt, continue or
-// resume restores it through the normal restore path.
-func (a *actor) stopIdle(d time.Duration) {
+// retireAgent stops the agent on purpose, to free its process and slot
+// (idle) or because it will not serve the session again (it lost it); why
+// is kept as the executor's message. The session stays as it is, with its
+// ACP session id, so the next prompt, continue or resume restores it
+// through the normal restore path.
+func (a *actor) retireAgent(why string) {
 	conn, sl := a.conn, a.slot
 	a.conn, a.slot = nil, nil
 	a.gen++ // the exit that follows is expected, not a crash
 	gen := a.gen
-	why := fmt.Sprintf("agent stopped: idle for %s", d)
-	a.log.Info("stopping idle agent", "idle", d)
 	a.m.spawn(func() {
 		conn.Stop()
 		sl.release()
@@ -164,5 +165,4 @@ func (a *actor) stopIdle(d time.Duration) {
 			}
 		})
 	})
-
 }

@@ -249,8 +249,10 @@ func (a *actor) onTurnDone(r *turnRun, stop string, err error) {
 	}
 	in := turnEndedInput{PromptID: r.turn.PromptID, StopReason: stop}
 	if err != nil {
+		class := acp.Classify(err)
 		in.Failed = true
-		in.Disconnected = acp.Classify(err) == acp.ClassDisconnected
+		in.Disconnected = class == acp.ClassDisconnected
+		in.SessionLost = class == acp.ClassUnknownSession || class == acp.ClassSessionLost
 		in.ErrorCode, in.ErrorMessage = errorCode(err), acp.Message(err)
 	}
 	a.perform(decide(a.view(), in).Effects...)
@@ -316,14 +318,21 @@ func turnEndedDraft(sessionID, taskID string, t store.Turn, dangling []events.Da
 const interruptedToolText = recovery.InterruptedToolResult + ": interrupted by %s. Treat as failure and retry if needed."
 
 // interruptTurn ends a turn that lost its agent: unfinished tool calls get
-// a synthetic failed result and a system message says what happened.
-func (a *actor) interruptTurn(t store.Turn, reason string, exit acp.Exit) {
+// a synthetic failed result and a system message says what happened. An
+// agent that lost its session (reason agent_session_lost) did not exit:
+// detail is what it said, and the turn has no exit code.
+func (a *actor) interruptTurn(t store.Turn, reason string, exit acp.Exit, detail string) {
 	now := time.Now().UTC()
 	t.State = store.TurnInterrupted
 	t.EndedAt = &now
 	t.InterruptReason = reason
-	code := exit.Code
-	t.ExitCode, t.ExitSignal = &code, exit.Signal
+	what := fmt.Sprintf("Turn interrupted: the agent %s.", exit)
+	if reason == reasonSessionLost {
+		what = "Turn interrupted: the agent lost its session (" + detail + "); it is restored when the session is used again."
+	} else {
+		code := exit.Code
+		t.ExitCode, t.ExitSignal = &code, exit.Signal
+	}
 	a.turns[t.PromptID] = t
 	cause := strings.ReplaceAll(reason, "_", " ")
 	a.write(func(tx *store.Store, emit events.Emit) error {
@@ -332,8 +341,7 @@ func (a *actor) interruptTurn(t store.Turn, reason string, exit acp.Exit) {
 		if err != nil {
 			return err
 		}
-		m, err := tx.AddMessage(ctx, store.Message{SessionID: a.id, PromptID: t.PromptID, Role: store.RoleSystem,
-			Text: fmt.Sprintf("Turn interrupted: the agent %s.", exit)})
+		m, err := tx.AddMessage(ctx, store.Message{SessionID: a.id, PromptID: t.PromptID, Role: store.RoleSystem, Text: what})
 		if err != nil {
 			return err
 		}

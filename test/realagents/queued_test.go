@@ -49,17 +49,7 @@ func TestQueuedBehindStallSurviveKill9(t *testing.T) {
 
 		// What the model was asked after the restart, by the newest user
 		// message of each main request: the continuation, then one, then two.
-		var asked []string
-		for _, r := range mainRequests(w.model)[before:] {
-			switch last := r.LastUser().Text(); {
-			case strings.Contains(last, one):
-				asked = append(asked, "q1")
-			case strings.Contains(last, two):
-				asked = append(asked, "q2")
-			default:
-				asked = append(asked, "continuation")
-			}
-		}
+		asked := askedSince(w.model, before, map[string]string{one: "q1", two: "q2"})
 		if want := []string{"continuation", "q1", "q2"}; !reflect.DeepEqual(asked, want) {
 			t.Errorf("model requests after the restart: got %v, want %v", asked, want)
 		}
@@ -67,4 +57,21 @@ func TestQueuedBehindStallSurviveKill9(t *testing.T) {
 			t.Errorf("recovery once all ran: got %v, want clean", ctx["recovery"])
 		}
 	})
+}
+
+// askedSince names the main requests the model got after the first before,
+// by the newest user message of each: the name of the marker it holds
+// (marks: marker → name), else "continuation".
+func askedSince(m *modelserver.Server, before int, marks map[string]string) []string {
+	var asked []string
+	for _, r := range mainRequests(m)[before:] {
+		name := "continuation"
+		for mark, n := range marks {
+			if strings.Contains(r.LastUser().Text(), mark) {
+				name = n
+			}
+		}
+		asked = append(asked, name)
+	}
+	return asked
 }

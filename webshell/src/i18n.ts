@@ -172,6 +172,8 @@ const en = {
   'reason.daemon_restart': 'the daemon restarted',
   'reason.agent_exited': 'the agent process exited',
   'reason.agent_crashed': 'the agent process crashed',
+  'reason.executor_lost': 'the executor host was lost',
+  'reason.agent_session_lost': 'the agent lost its session',
 
   'new.title': 'New session',
   'new.task': 'Task',
@@ -370,6 +372,8 @@ const zh: Record<MessageKey, string> = {
   'reason.daemon_restart': '守护进程重启',
   'reason.agent_exited': '代理进程退出',
   'reason.agent_crashed': '代理进程崩溃',
+  'reason.executor_lost': '执行主机丢失',
+  'reason.agent_session_lost': '代理丢失了会话',
 
   'new.title': '新建会话',
   'new.task': '任务',

@@ -1012,7 +1012,7 @@ export type AutoContinuedData = EventCommon & {
      */
     continuesPromptId: string;
     /**
-     * The interruption's reason: agent_exited or executor_lost.
+     * The interruption's reason: agent_exited, executor_lost or agent_session_lost (the agent lives on but no longer serves the session).
      */
     reason: string;
 };
@@ -1606,7 +1606,7 @@ export type Turn = {
     stopReason?: string;
     error?: TurnError;
     /**
-     * agent_exited, daemon_restart, ...
+     * daemon_restart, agent_exited, executor_lost, agent_session_lost
      */
     interruptReason?: string;
     exitCode?: number;
