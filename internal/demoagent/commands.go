@@ -61,7 +61,7 @@ func availableCommands() []acp.AvailableCommand {
 		cmd("env", "Reply with the value of an environment variable, or <unset>", "NAME"),
 		cmd("late", "End the turn, then send N message chunks after it", "N"),
 		cmd("two-messages", "Text, a tool call, text: two ACP messageIds ('noid': none)", "[noid]"),
-		cmd("message-ids", "Two messages told apart only by their ACP messageId", ""),
+		cmd("message-ids", "Two messages told apart only by their ACP messageId, PAUSE_MS apart", "[PAUSE_MS]"),
 		cmd("options", "Reply with the session's mode and model, as the agent holds them", ""),
 		cmd("mcp", "Reply with the MCP servers the session was given (JSON)", ""),
 		cmd("work", "Write each FILE, run `ls`, then hang in a running command (for the recovery report)", "FILE..."),
@@ -308,7 +308,7 @@ func (t *turn) run(prompt []acp.ContentBlock) error {
 	case "/two-messages":
 		return t.twoMessages(arg != "noid")
 	case "/message-ids":
-		return t.messageIDs()
+		return t.messageIDs(arg)
 	default:
 		return t.say("unknown command " + name)
 	}

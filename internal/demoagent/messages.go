@@ -1,6 +1,10 @@
 package demoagent
 
 import (
+	"strconv"
+	"strings"
+	"time"
+
 	acp "github.com/coder/acp-go-sdk"
 	"github.com/google/uuid"
 )
@@ -38,10 +42,21 @@ func (t *turn) twoMessages(withIDs bool) error {
 	return nil
 }
 
-// messageIDs implements /message-ids: "first message" and "second message",
-// two chunks each, with nothing between them but a change of messageId.
-func (t *turn) messageIDs() error {
-	for _, m := range [][]string{{"first ", "message"}, {"second ", "message"}} {
+// messageIDs implements /message-ids [PAUSE_MS]: "first message" and
+// "second message", two chunks each, with nothing between them but a
+// change of messageId, and a pause of PAUSE_MS between the two (a test
+// restarts the daemon there).
+func (t *turn) messageIDs(arg string) error {
+	pause, err := strconv.Atoi(strings.TrimSpace(arg))
+	if arg != "" && (err != nil || pause < 0) {
+		return t.say("usage: /message-ids [PAUSE_MS]")
+	}
+	for i, m := range [][]string{{"first ", "message"}, {"second ", "message"}} {
+		if i > 0 && pause > 0 {
+			if err := t.pause(time.Duration(pause) * time.Millisecond); err != nil {
+				return err
+			}
+		}
 		id := uuid.NewString()
 		for _, c := range m {
 			if err := t.sayIn(id, c); err != nil {

@@ -80,6 +80,11 @@ type MessageAddedData struct {
 	Text      string            `json:"text"`
 	CreatedAt time.Time         `json:"createdAt"`
 	Content   json.RawMessage   `json:"content,omitempty"`
+	// AgentMessageID is the agent's ACP messageId of the message, if it
+	// sent one: the log keeps it so that a daemon that takes a running
+	// turn up again (a detached re-attach) still tells the agent's next
+	// message from the one it was writing.
+	AgentMessageID string `json:"agentMessageId,omitempty"`
 }
 
 // MessageChunkData is the payload of message.chunk: text appended to a message.

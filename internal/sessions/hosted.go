@@ -122,6 +122,9 @@ func (a *actor) attach() {
 		if running != "" && perr == nil {
 			var out turnOutput
 			out.typ, out.payload, perr = a.m.store.LastTurnEvent(ctx, a.id, running, turnOutputTypes)
+			if perr == nil {
+				_, out.added, perr = a.m.store.LastTurnEvent(ctx, a.id, running, []string{events.MessageAdded})
+			}
 			// Posted before the attach, whose replay the handler posts
 			// after it: the first replayed chunk finds the open message.
 			a.mb.post(func() {
@@ -146,10 +149,12 @@ func (a *actor) attach() {
 var turnOutputTypes = []string{events.MessageAdded, events.MessageChunk, events.ToolCallStarted, events.ToolCallUpdated,
 	events.PlanUpdated, events.PermissionRequested}
 
-// turnOutput is the last of a turn's turnOutputTypes events in the log.
+// turnOutput is the last of a turn's turnOutputTypes events in the log,
+// and the last message.added of the turn (the message its chunks go to).
 type turnOutput struct {
 	typ     string
 	payload json.RawMessage
+	added   json.RawMessage
 }
 
 // resumeOutput picks up the running turn's text where the log left it,
@@ -157,16 +162,22 @@ type turnOutput struct {
 // writing (an agent's or thought's), unless a tool call, plan or
 // permission request came after it; without this the daemon's memory of
 // the open message was lost, and a reply cut by a restart read as two.
+// The agent's messageId of that message comes back too, so that its next
+// message (another messageId: a retry, a new reply) is not glued onto it.
 func (r *turnRun) resumeOutput(out turnOutput) {
 	switch out.typ {
 	case "":
 	case events.MessageAdded, events.MessageChunk:
-		var m struct {
-			MessageID int64             `json:"messageId"`
-			Role      store.MessageRole `json:"role"`
+		var m, added struct {
+			MessageID      int64             `json:"messageId"`
+			Role           store.MessageRole `json:"role"`
+			AgentMessageID string            `json:"agentMessageId"`
 		}
 		if json.Unmarshal(out.payload, &m) == nil && m.MessageID != 0 && (m.Role == store.RoleAgent || m.Role == store.RoleThought) {
 			r.openMsg, r.openRole = m.MessageID, m.Role
+			if json.Unmarshal(out.added, &added) == nil && added.MessageID == m.MessageID {
+				r.msgID = added.AgentMessageID
+			}
 		}
 	default:
 		r.split = true

@@ -183,12 +183,17 @@ func TestResumeOutput(t *testing.T) {
 		b, _ := json.Marshal(map[string]any{"messageId": id, "role": role, "text": "x"})
 		return turnOutput{typ: typ, payload: b}
 	}
+	withAdded := func(out turnOutput, id int64, agentID string) turnOutput {
+		out.added, _ = json.Marshal(map[string]any{"messageId": id, "role": store.RoleAgent, "agentMessageId": agentID})
+		return out
+	}
 	tests := []struct {
 		name      string
 		out       turnOutput
 		wantOpen  int64
 		wantRole  store.MessageRole
 		wantSplit bool
+		wantMsgID string
 	}{
 		{name: "no output yet", out: turnOutput{}},
 		{name: "an agent message's chunk", out: msg(events.MessageChunk, 7, store.RoleAgent), wantOpen: 7, wantRole: store.RoleAgent},
@@ -197,13 +202,20 @@ func TestResumeOutput(t *testing.T) {
 		{name: "a tool call after the message", out: turnOutput{typ: events.ToolCallStarted, payload: json.RawMessage(`{}`)}, wantSplit: true},
 		{name: "a permission request after it", out: turnOutput{typ: events.PermissionRequested, payload: json.RawMessage(`{}`)}, wantSplit: true},
 		{name: "a payload that does not decode", out: turnOutput{typ: events.MessageChunk, payload: json.RawMessage(`[`)}},
+		{name: "the agent's messageId of the open message", out: withAdded(msg(events.MessageChunk, 7, store.RoleAgent), 7, "m-1"),
+			wantOpen: 7, wantRole: store.RoleAgent, wantMsgID: "m-1"},
+		{name: "the messageId of another message is not taken", out: withAdded(msg(events.MessageChunk, 7, store.RoleAgent), 6, "m-0"),
+			wantOpen: 7, wantRole: store.RoleAgent},
+		{name: "no messageId of a tool call's turn", out: withAdded(turnOutput{typ: events.ToolCallStarted, payload: json.RawMessage(`{}`)}, 7, "m-1"),
+			wantSplit: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := &turnRun{}
 			r.resumeOutput(tt.out)
-			if r.openMsg != tt.wantOpen || r.openRole != tt.wantRole || r.split != tt.wantSplit {
-				t.Errorf("got open %d %q, split %v; want %d %q, %v", r.openMsg, r.openRole, r.split, tt.wantOpen, tt.wantRole, tt.wantSplit)
+			if r.openMsg != tt.wantOpen || r.openRole != tt.wantRole || r.split != tt.wantSplit || r.msgID != tt.wantMsgID {
+				t.Errorf("got open %d %q, split %v, messageId %q; want %d %q, %v, %q",
+					r.openMsg, r.openRole, r.split, r.msgID, tt.wantOpen, tt.wantRole, tt.wantSplit, tt.wantMsgID)
 			}
 		})
 	}

@@ -82,7 +82,9 @@ func (a *actor) startMessage(e effStartMessage, u acp.Update) {
 		}
 		m, err := tx.StartMessage(a.ctx(), m, closes)
 		if err == nil {
-			emit(messageAdded(a, m))
+			added := messageAdded(a, m)
+			added.Payload.(*events.MessageAddedData).AgentMessageID = e.MessageID
+			emit(added)
 		}
 		return err
 	})

@@ -184,3 +184,42 @@ func TestAgentLosesItsSession(t *testing.T) {
 		})
 	}
 }
+
+// TestReattachKeepsMessagesApart (issue 28, item 4): tetherd is killed
+// between two messages of one turn on the detached host, told apart only
+// by their ACP messageId; the second arrives while tetherd is down. After
+// the re-attach the transcript and the log hold two messages, as without a
+// restart. Before the fix the daemon forgot the first message's messageId
+// and glued the second onto it ("first messagesecond message").
+func TestReattachKeepsMessagesApart(t *testing.T) {
+	w := hostedWorld(t)
+	w.start()
+	sid, _ := w.createSessionOn("demo", "detached")
+	fol := w.follow(sid)
+	w.prompt(sid, "/message-ids 1500", "p1")
+	w.waitSeen(fol, "the first message's last chunk", func(f frame) bool {
+		p := f.JSON(t)
+		return f.Event == "message.chunk" && p["promptId"] == "p1" && p["text"] == "message"
+	})
+	w.kill9()
+	w.start()
+	if turn := w.waitTurn(sid, "p1"); turn["state"] != "completed" {
+		t.Fatalf("p1: got %v, want completed", turn)
+	}
+	r := w.agentReplies(sid)["p1"]
+	if r.messages != 2 || r.text != "first messagesecond message" {
+		t.Errorf("p1's agent messages: got %d reading %q, want 2 (first message, second message)", r.messages, r.text)
+	}
+	var added []string
+	for _, f := range w.replay(sid) {
+		if p := f.JSON(t); f.Event == "message.added" && p["role"] == "agent" {
+			added = append(added, p["text"].(string))
+			if id, _ := p["agentMessageId"].(string); id == "" {
+				t.Errorf("message.added %s carries no agentMessageId", f.Data)
+			}
+		}
+	}
+	if len(added) != 2 || added[0] != "first " || added[1] != "second " {
+		t.Errorf("agent message.added events: got %q, want the first and the second message's first chunks", added)
+	}
+}

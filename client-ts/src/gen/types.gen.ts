@@ -1095,6 +1095,10 @@ export type MessageAddedData = EventCommon & {
     text: string;
     createdAt?: string;
     content?: Array<unknown>;
+    /**
+     * The agent's own ACP messageId of this message, when it sent one (chunks with another id start a new message, also after a daemon restart mid-turn).
+     */
+    agentMessageId?: string;
 };
 
 export type MessageChunkData = EventCommon & {
