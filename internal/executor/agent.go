@@ -44,6 +44,12 @@ type Agent struct {
 	// retired is set once the agent ended: records still arriving are
 	// committed without the handler.
 	retired atomic.Bool
+	// late is set while an agent that ended because its host was lost
+	// may still deliver records: when the host comes back, what the agent
+	// sent meanwhile (its outbox) goes to the handler, as the interrupted
+	// turn's late output, until the agent's exit record (the stop that
+	// follows). Link changes are not told: the session has moved on.
+	late atomic.Bool
 
 	// Under Host.mu.
 	established bool // the host runs it (start or attach answered)

@@ -437,6 +437,7 @@ func (h *Host) declareLost(epoch uint64) {
 	for _, a := range h.agents {
 		if a.established && !a.ended {
 			a.endLocked(acp.Exit{Code: -1, Stderr: "tetherd: " + err.Message}, true, err)
+			a.late.Store(true)
 			h.ensureStopLocked(a)
 		}
 	}

@@ -71,7 +71,7 @@ func (a *Agent) accept(r *hostproto.Record) {
 		c := *r
 		c.Payload = bytes.Clone(r.Payload)
 		it.rec = &c
-	case a.retired.Load():
+	case !a.delivers():
 		it.skip = true
 	default:
 		it.upd, it.isUpd = a.decodeUpdate(*r)
@@ -107,7 +107,7 @@ func (a *Agent) accept(r *hostproto.Record) {
 // deliverInline delivers an update, or commits one to skip, if that needs
 // no wait for a window credit; false leaves it for the dispatcher.
 func (a *Agent) deliverInline(it *item) bool {
-	if it.skip || a.retired.Load() {
+	if it.skip || !a.delivers() {
 		a.add(it.off)
 		return true
 	}
@@ -194,6 +194,7 @@ func (a *Agent) onRecord(r hostproto.Record) {
 		a.exitOffset = r.Offset
 		a.mu.Unlock()
 		a.endLocked(e.ACP(), e.Lost, errAgentExited)
+		a.late.Store(false) // a lost agent's late output ends with its exit
 		a.h.mu.Unlock()
 		a.add(r.Offset)
 	default:
@@ -226,17 +227,25 @@ func (a *Agent) decodeUpdate(r hostproto.Record) (acp.Update, bool) {
 	return u.ACP(), true
 }
 
+// delivers reports whether the agent's updates go to the handler: until it
+// ended, and for a lost agent, until its exit (late).
+func (a *Agent) delivers() bool { return !a.retired.Load() || a.late.Load() }
+
 // onUpdate hands the update of the record at off to the handler once the
 // window has room; its done commits the record. An agent that ended
-// commits it unseen.
+// commits it unseen, unless it is a lost agent's late output.
 func (a *Agent) onUpdate(off uint64, au acp.Update) {
-	if a.retired.Load() {
+	if !a.delivers() {
 		a.add(off)
 		return
 	}
+	done := a.done
+	if a.late.Load() {
+		done = nil // ended already: wait for the window like a live agent
+	}
 	select {
 	case a.credits <- struct{}{}:
-	case <-a.done:
+	case <-done:
 		a.add(off)
 		return
 	case <-a.quitCh:

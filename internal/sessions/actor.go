@@ -42,6 +42,9 @@ type actor struct {
 	activeAt  time.Time
 
 	running *turnRun
+	// late is the turn its executor host's loss interrupted, while what
+	// the lost agent sent meanwhile may still arrive (late.go).
+	late    *lateRun
 	queue   []store.Turn
 	perms   map[string]*pendingPermission
 	// turns indexes every turn of the session by prompt id (idempotency).
@@ -249,7 +252,13 @@ type agentHandler struct {
 // window free of deadlocks.
 func (h *agentHandler) Update(u acp.Update, done func()) {
 	if !h.a.mb.post(func() {
-		h.a.withRecord(u.Offset, func() { h.a.onUpdate(h.gen, u) })
+		off := u.Offset
+		if h.gen != h.a.gen {
+			// A previous agent's (a lost one's late output): its host
+			// offsets are not the session's agent's any more.
+			off = 0
+		}
+		h.a.withRecord(off, func() { h.a.onUpdate(h.gen, u) })
 		h.a.afterWrites(done)
 	}) {
 		done()

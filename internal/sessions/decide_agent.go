@@ -74,6 +74,11 @@ func decideAgentExited(v view, in agentExitedInput) decision {
 				d.Effects = append(d.Effects, effHoldQueue{})
 			}
 			d.Effects = append(d.Effects, effInterruptTurn{PromptID: r.PromptID, Reason: reason, Exit: in.Exit})
+			if in.Lost {
+				// What the agent goes on sending on its host is kept, as
+				// the turn's late output, if the host comes back.
+				d.Effects = append(d.Effects, effAwaitLate{PromptID: r.PromptID})
+			}
 		}
 	}
 	if !v.State.Terminal() && len(v.Queue) > 0 && !v.QueueHeld && !interrupted {

@@ -77,7 +77,7 @@ func TestDecideAgentExited(t *testing.T) {
 				effDropSlot{}, effSetState{State: store.SessionWaitingForInput})...)},
 		{"agent lost with prompts queued", with(running, func(v *view) { v.Queue = queued("q1") }), agentExitedInput{Exit: exit, Lost: true},
 			accepted(append(head, effClearRunning{}, effHoldQueue{}, effInterruptTurn{PromptID: "p1", Reason: "executor_lost", Exit: exit},
-				effDropSlot{}, effSetState{State: store.SessionWaitingForInput})...)},
+				effAwaitLate{PromptID: "p1"}, effDropSlot{}, effSetState{State: store.SessionWaitingForInput})...)},
 		{"agent exited between turns with prompts queued", with(inState(store.SessionWaitingForInput), func(v *view) { v.Queue = queued("q1") }), in,
 			accepted(append(head, effEnsureAgent{})...)},
 		{"agent exited after a cancel with prompts queued", with(running, func(v *view) {
@@ -87,7 +87,7 @@ func TestDecideAgentExited(t *testing.T) {
 		{"agent exited with a held queue", with(inState(store.SessionWaitingForInput), func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), in, idle},
 		{"agent lost with its executor host", running, agentExitedInput{Exit: exit, Lost: true},
 			accepted(append(head, effClearRunning{}, effInterruptTurn{PromptID: "p1", Reason: "executor_lost", Exit: exit},
-				effDropSlot{}, effSetState{State: store.SessionWaitingForInput})...)},
+				effAwaitLate{PromptID: "p1"}, effDropSlot{}, effSetState{State: store.SessionWaitingForInput})...)},
 		{"agent exited while stopping", with(running, func(v *view) { v.Stopping = true }), in,
 			accepted(effClearSettling{}, effForgetAgent{}, effDropSlot{})},
 	}...)

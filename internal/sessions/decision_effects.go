@@ -42,6 +42,10 @@ type (
 		Exit             exitInfo
 		Detail           string
 	}
+	// effAwaitLate keeps PromptID, which its host's loss interrupted, as
+	// the turn the lost agent's late output goes to should the host come
+	// back (late.go).
+	effAwaitLate struct{ PromptID string }
 	// effMarkCancelRequested records the user's cancel on a turn.
 	effMarkCancelRequested struct{ PromptID string }
 	// effRemoveQueued takes one turn out of the queue; effDropQueue all.
@@ -246,6 +250,7 @@ func (effEnqueue) isEffect()             {}
 func (effStartTurn) isEffect()           {}
 func (effEndTurn) isEffect()             {}
 func (effInterruptTurn) isEffect()       {}
+func (effAwaitLate) isEffect()           {}
 func (effMarkCancelRequested) isEffect() {}
 func (effRemoveQueued) isEffect()        {}
 func (effDropQueue) isEffect()           {}

@@ -28,10 +28,7 @@ func (a *actor) view() view {
 	case a.ready():
 		v.Agent = agentReady
 	}
-	if r := a.running; r != nil {
-		v.Running = &runningView{PromptID: r.turn.PromptID, CancelRequested: r.turn.CancelRequested,
-			MessageID: r.msgID, Split: r.split, OpenMessage: r.openMsg != 0, OpenRole: r.openRole}
-	}
+	v.Running = a.running.view()
 	v.Queue = make([]queuedView, len(a.queue))
 	for i, t := range a.queue {
 		_, admitting := a.admitting[t.PromptID]
@@ -39,6 +36,15 @@ func (a *actor) view() view {
 	}
 	v.Last = a.turnView(a.lastPromptID)
 	return v
+}
+
+// view is how decide sees the turn r (nil: none).
+func (r *turnRun) view() *runningView {
+	if r == nil {
+		return nil
+	}
+	return &runningView{PromptID: r.turn.PromptID, CancelRequested: r.turn.CancelRequested,
+		MessageID: r.msgID, Split: r.split, OpenMessage: r.openMsg != 0, OpenRole: r.openRole}
 }
 
 // viewOf is the view with Turn set to the turn promptID names, if any.
@@ -114,6 +120,8 @@ func (a *actor) performOne(e effect) {
 		})
 	case effInterruptTurn:
 		a.interruptTurn(a.turn(e.PromptID), e.Reason, acp.Exit(e.Exit), e.Detail)
+	case effAwaitLate:
+		a.late = &lateRun{gen: a.gen, run: &turnRun{turn: a.turns[e.PromptID], split: true}}
 	case effRetireAgent:
 		a.log.Warn("retiring the agent", "why", e.Why)
 		a.retireAgent(e.Why)

@@ -21,9 +21,18 @@ type pendingPermission struct {
 // decides: the decision says what to write, this does it with the
 // update's content.
 func (a *actor) onUpdate(gen int, u acp.Update) {
+	if a.isLate(gen) {
+		a.onLate(u)
+		return
+	}
 	in := updateInput{Kind: u.Kind, MessageID: u.MessageID, Block: u.Block != nil, Empty: u.Block == nil && u.Text == "",
 		Current: gen == a.gen}
-	for _, e := range decide(a.view(), in).Effects {
+	a.applyUpdate(decide(a.view(), in), u)
+}
+
+// applyUpdate performs what decideUpdate decided of update u.
+func (a *actor) applyUpdate(d decision, u acp.Update) {
+	for _, e := range d.Effects {
 		switch e := e.(type) {
 		case effSkipReplayed:
 			a.replayed++
@@ -170,7 +179,7 @@ func toolCallRecord(sessionID, promptID string, t *acp.ToolCall) store.ToolCall 
 // when the agent is stale or the question is declined (the caller then
 // answers "cancelled"; see decidePermissionRequested).
 func (a *actor) onPermissionRequested(gen int, req acp.PermissionRequest, reply chan acp.PermissionOutcome) string {
-	if gen != a.gen {
+	if gen != a.gen || a.isLate(gen) {
 		return ""
 	}
 	if p, ok := a.hostPending[req.ID]; ok && req.ID != "" {
