@@ -177,8 +177,8 @@ func (d *daemon) assertNothingCreated() {
 	if got := list(d.do("GET", "/tasks", nil).JSON(d.t), "tasks"); len(got) != 0 {
 		d.t.Errorf("tasks after a failed create: got %d, want 0", len(got))
 	}
-	if live, agents := d.Mgr.Live(context.Background()); live != 0 || agents != 0 {
-		d.t.Errorf("after a failed create: got %d live sessions and %d agents, want none", live, agents)
+	if live := d.Mgr.Live(context.Background()); live.Sessions != 0 || live.Agents != 0 {
+		d.t.Errorf("after a failed create: got %d live sessions and %d agents, want none", live.Sessions, live.Agents)
 	}
 	if starts := d.Sent.startOrder(); len(starts) != 0 {
 		d.t.Errorf("agents initialized after a failed create: %v, want none", starts)

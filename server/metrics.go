@@ -7,6 +7,7 @@ import (
 
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/buildinfo"
+	"github.com/tether/tether/internal/sessions"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -17,9 +18,9 @@ func (h *handlers) GetMetrics(ctx context.Context, _ GetMetricsRequestObject) (G
 	x.family("tether_build_info", "gauge", "Build information.")
 	b := buildinfo.Get()
 	x.sample("tether_build_info", []label{{"version", b.Version}, {"api_version", b.API}, {"commit", b.Commit}}, 1)
-	live, agents := h.cfg.Sessions.Live(ctx)
-	x.single("tether_sessions_live", "gauge", "Sessions with a live actor in this daemon.", float64(live))
-	x.single("tether_agents_running", "gauge", "Sessions whose agent is connected.", float64(agents))
+	live := h.cfg.Sessions.Live(ctx)
+	x.single("tether_sessions_live", "gauge", "Sessions with a live actor in this daemon.", float64(live.Sessions))
+	x.single("tether_agents_running", "gauge", "Sessions whose agent is connected.", float64(live.Agents))
 	longest, _ := h.cfg.Sessions.MailboxStats()
 	x.single("tether_session_mailbox_max", "gauge", "Closures queued for the busiest session's actor (bounded by --session-mailbox plus the agent's --agent-update-window).", float64(longest))
 	if h.cfg.Hub != nil {
@@ -54,7 +55,7 @@ func (h *handlers) GetMetrics(ctx context.Context, _ GetMetricsRequestObject) (G
 	if h.cfg.Cluster != nil {
 		clusterMetrics(&x, h.cfg.Cluster())
 	}
-	writeAgentProcesses(&x)
+	writeAgentProcesses(&x, live.Hosted)
 	if h.cfg.Connections != nil {
 		c := h.cfg.Connections()
 		x.single("tether_http_connections_open", "gauge", "Client connections held by the listener.", float64(c.Open))
@@ -67,18 +68,25 @@ func (h *handlers) GetMetrics(ctx context.Context, _ GetMetricsRequestObject) (G
 	return GetMetrics200TextResponse(x.String()), nil
 }
 
-// writeAgentProcesses adds the agent process families, by profile.
-func writeAgentProcesses(x *exposition) {
+// writeAgentProcesses adds the agent process families, by profile. The
+// gauge counts the agent processes of every runtime: the daemon's own
+// children (standalone sessions and capability probes, started and not
+// yet reaped) and the agents its sessions hold on executor hosts
+// (detached and remote), which run there, not here.
+func writeAgentProcesses(x *exposition, hosted []sessions.AgentCount) {
 	counts := acp.ProcessCounts()
-	x.family("tether_agent_processes", "gauge", "Agent processes running (started and not yet reaped), by profile.")
+	x.family("tether_agent_processes", "gauge", "Agent processes this daemon's sessions run, by profile and runtime: standalone ones are its children (capability probes included), detached and remote ones run on executor hosts.")
 	for _, c := range counts {
-		x.sample("tether_agent_processes", []label{{"profile", c.Profile}}, float64(c.Running))
+		x.sample("tether_agent_processes", []label{{"profile", c.Profile}, {"runtime", string(store.RuntimeStandalone)}}, float64(c.Running))
 	}
-	x.family("tether_agent_process_starts_total", "counter", "Agent processes started, by profile.")
+	for _, c := range hosted {
+		x.sample("tether_agent_processes", []label{{"profile", c.Profile}, {"runtime", string(c.Runtime)}}, float64(c.N))
+	}
+	x.family("tether_agent_process_starts_total", "counter", "Agent processes this daemon started itself (standalone, capability probes), by profile.")
 	for _, c := range counts {
 		x.sample("tether_agent_process_starts_total", []label{{"profile", c.Profile}}, float64(c.Starts))
 	}
-	x.family("tether_agent_process_exits_total", "counter", "Agent processes reaped, by profile and outcome (ok, error, signal).")
+	x.family("tether_agent_process_exits_total", "counter", "Agent processes this daemon started itself and reaped, by profile and outcome (ok, error, signal).")
 	for _, c := range counts {
 		for _, outcome := range slices.Sorted(maps.Keys(c.Exits)) {
 			x.sample("tether_agent_process_exits_total", []label{{"profile", c.Profile}, {"outcome", outcome}}, float64(c.Exits[outcome]))

@@ -110,11 +110,9 @@ func New(cfg Config) (*echo.Echo, error) {
 			AllowHeaders: []string{echo.HeaderAuthorization, echo.HeaderContentType, "Last-Event-ID"}}))
 	}
 	e.Use(hostCheck(cfg.AllowedHosts))
-	var ticketSigning []byte
-	if cfg.Router != nil {
-		ticketSigning = ticketKey(cfg.Token) // any node redeems a ticket
-	}
-	tickets := newStreamTickets(cfg.StreamTicketTTL, cfg.StreamTicketsMax, cfg.Clock, ticketSigning)
+	// Signed with the token's key: this daemon after a restart, and any
+	// node of its cluster, redeems a ticket.
+	tickets := newStreamTickets(cfg.StreamTicketTTL, cfg.StreamTicketsMax, cfg.Clock, ticketKey(cfg.Token))
 	e.Use(bearerAuth(cfg.Token, tickets))
 	e.Use(readBody(limit))
 	if cfg.Router != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"net/url"
 	"slices"
 	"strings"
@@ -25,7 +24,10 @@ import (
 // session's or the global one, with its filters), lives a short TTL, and
 // holds at most one open connection at a time; within its TTL it may
 // reopen its own stream, which is what EventSource's automatic reconnect
-// (same URL, Last-Event-ID header) needs.
+// (same URL, Last-Event-ID header) needs. Tickets are signed with a key
+// derived from the daemon token (tickets_signed.go), so a ticket outlives
+// the daemon that issued it: the same daemon restarted, or another node of
+// a cluster, accepts it until it expires.
 
 const (
 	// DefaultStreamTicketTTL is how long a ticket opens its stream.
@@ -42,8 +44,8 @@ type streamTickets struct {
 	ttl time.Duration
 	max int
 	now func() time.Time
-	// key, in a cluster, signs tickets so that every node redeems them
-	// (tickets_signed.go); nil: tickets are this daemon's alone.
+	// key signs tickets so that every daemon holding the same token (this
+	// one after a restart, the other nodes of a cluster) redeems them.
 	key []byte
 
 	mu     sync.Mutex
@@ -74,26 +76,16 @@ func newStreamTickets(ttl time.Duration, max int, now func() time.Time, key []by
 // the table is full, so until then an expired ticket is reported as
 // expired rather than unknown.
 func (t *streamTickets) issue(stream, cursor string) (string, time.Time, error) {
-	var raw [32]byte
-	if _, err := rand.Read(raw[:]); err != nil {
+	var nonce [ticketNonce]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
 		return "", time.Time{}, errcode.Wrap(errcode.Internal, err, "could not make a stream ticket")
 	}
-	tok := base64.RawURLEncoding.EncodeToString(raw[:])
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
-	if t.key != nil {
-		tok = signTicket(t.key, raw[:ticketNonce], stream, cursor, now.Add(t.ttl))
-	}
+	tok := signTicket(t.key, nonce[:], stream, cursor, now.Add(t.ttl))
 	if len(t.byHash) >= t.max {
-		soonest := time.Time{}
-		for h, e := range t.byHash {
-			if !now.Before(e.expires) {
-				delete(t.byHash, h)
-			} else if soonest.IsZero() || e.expires.Before(soonest) {
-				soonest = e.expires
-			}
-		}
+		soonest := t.pruneLocked(now)
 		if len(t.byHash) >= t.max {
 			wait := int(soonest.Sub(now)/time.Second) + 1
 			return "", time.Time{}, errcode.New(errcode.TooManyStreamTickets,
@@ -106,6 +98,19 @@ func (t *streamTickets) issue(stream, cursor string) (string, time.Time, error) 
 	return tok, exp, nil
 }
 
+// pruneLocked drops the expired tickets and returns the soonest expiry of
+// those left (zero when none is left).
+func (t *streamTickets) pruneLocked(now time.Time) (soonest time.Time) {
+	for h, e := range t.byHash {
+		if !now.Before(e.expires) {
+			delete(t.byHash, h)
+		} else if soonest.IsZero() || e.expires.Before(soonest) {
+			soonest = e.expires
+		}
+	}
+	return soonest
+}
+
 // redeem opens stream with ticket tok. The returned release must be
 // called when the stream ends; until then the ticket opens nothing else.
 // cursor is where the ticket's holder asked a first connection to start.
@@ -114,11 +119,15 @@ func (t *streamTickets) redeem(tok, stream string) (cursor string, release func(
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e := t.byHash[h]
-	if e == nil && t.key != nil {
-		// Another node's ticket: it verifies for this stream or not at all.
+	if e == nil {
+		// A ticket this daemon has not seen: issued before a restart, or
+		// by another node. It verifies for this stream or not at all.
 		if exp, cursor, ok := verifyTicket(t.key, tok, stream); ok {
 			e = &ticketEntry{stream: stream, cursor: cursor, expires: exp}
-			if t.now().Before(exp) {
+			if now := t.now(); now.Before(exp) {
+				if len(t.byHash) >= t.max {
+					t.pruneLocked(now)
+				}
 				t.byHash[h] = e
 			}
 		}

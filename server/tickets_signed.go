@@ -8,16 +8,20 @@ import (
 	"time"
 )
 
-// Signed tickets: with several nodes behind one balancer, a ticket asked
-// of one node opens a stream (or a terminal's WebSocket, forwarded to the
-// session's owner) on another. So in a cluster a ticket carries what its
-// redeemer needs — its expiry and start cursor — under an HMAC keyed by a
-// secret every node derives from the daemon token they share; the stream
-// it opens is in the MAC, not in the ticket, so a ticket shown on another
-// stream does not verify. The issuing node still keeps the ticket's hash
-// (its limit of outstanding tickets, and the precise refusals); another
-// node that redeems it records it then, so a ticket holds one connection
-// at a time per node.
+// Signed tickets: a ticket carries what its redeemer needs — its expiry
+// and start cursor — under an HMAC keyed by a secret derived from the
+// daemon token, so any daemon holding that token redeems it: the daemon
+// that issued it after a restart (a browser's EventSource reconnects with
+// the same URL and gives up for good on a 401), and, with several nodes
+// behind one balancer, another node (a terminal's WebSocket is then
+// forwarded to the session's owner). The key is as durable as the token
+// (--token, --token-file or <data-dir>/token), and changing the token
+// revokes every outstanding ticket. The stream a ticket opens is in the
+// MAC, not in the ticket, so a ticket shown on another stream does not
+// verify. The issuing daemon keeps the ticket's hash (its limit of
+// outstanding tickets, and the precise refusals); a daemon that has not
+// seen it records it when it first redeems it, so a ticket holds one
+// connection at a time per daemon.
 
 // ticketKeyLabel separates the ticket key from any other use of the token.
 const ticketKeyLabel = "tether stream tickets v1"
@@ -29,17 +33,11 @@ func ticketKey(token string) []byte {
 	return m.Sum(nil)
 }
 
-// maxSignedCursor bounds the cursor a signed ticket carries, so that the
-// ticket stays within the query parameter's 200 characters.
-const maxSignedCursor = 48
-
 // signTicket makes a ticket for stream: 16 random bytes, the expiry (unix
-// ms), the cursor and the MAC of all of it with the stream key. A cursor
-// too long to carry is left out (the issuing node still knows it).
+// ms), the cursor and the MAC of all of it with the stream key. Any cursor
+// the API takes (events.ParseCursor: at most 200 characters) fits in the
+// ticket parameter's 400.
 func signTicket(key []byte, nonce []byte, stream, cursor string, exp time.Time) string {
-	if len(cursor) > maxSignedCursor {
-		cursor = ""
-	}
 	b := make([]byte, 0, len(nonce)+8+len(cursor)+sha256.Size)
 	b = append(b, nonce...)
 	b = binary.BigEndian.AppendUint64(b, uint64(exp.UnixMilli()))

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -368,6 +370,85 @@ func TestTerminalTickets(t *testing.T) {
 			}
 			if _, status := dial(t, tc.path(t)); status != http.StatusUnauthorized {
 				t.Errorf("got %d, want 401", status)
+			}
+		})
+	}
+}
+
+// TestStreamTicketSurvivesRestart: a ticket issued before the daemon
+// restarts opens its stream on the restarted daemon (same token, same
+// data dir) until it expires, as EventSource's reconnect needs: the stream
+// resumes after the Last-Event-ID with every later event once, a ticket's
+// cursor still stands in for a first connection's Last-Event-ID, and the
+// refusals hold.
+func TestStreamTicketSurvivesRestart(t *testing.T) {
+	clock := newFakeClock()
+	d := startDaemon(t, daemonOptions{clock: clock.Now})
+	s := d.storeSession(store.SessionWaitingForInput)
+	other := d.storeSession(store.SessionWaitingForInput)
+	d.emit(s.ID, events.MessageAdded, 3, nil)
+	plain := d.ticket(map[string]any{"sessionId": s.ID}) + "&follow=false"
+	before := durableFrames(d.openStream(plain, tokenless).All())
+	if len(before) == 0 {
+		t.Fatal("the first connection replayed nothing")
+	}
+	last := before[len(before)-1]
+	withCursor := d.ticket(map[string]any{"sessionId": s.ID, "cursor": last.ID}) + "&follow=false"
+	expiring := d.ticket(map[string]any{"sessionId": s.ID})
+
+	clock.Advance(server.DefaultStreamTicketTTL / 2)
+	d = d.restart(daemonOptions{clock: clock.Now})
+	d.emit(s.ID, events.MessageAdded, 2, nil)
+	var want []string
+	for _, e := range d.sessionLog(s.ID) {
+		if e.Seq > last.seq(t) {
+			want = append(want, s.EventEpoch+":"+strconv.FormatInt(e.Seq, 10))
+		}
+	}
+	if len(want) < 2 {
+		t.Fatalf("events after %s: got %v, want at least the 2 emitted after the restart", last.ID, want)
+	}
+
+	for _, tc := range []struct {
+		name, path, lastEventID string
+	}{
+		{"EventSource's reconnect with Last-Event-ID", plain, last.ID},
+		{"first connection of a ticket with a cursor", withCursor, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := d.stream(tc.path, map[string]string{"Authorization": "", "Last-Event-ID": tc.lastEventID})
+			defer c.Close()
+			if c.Resp.StatusCode != http.StatusOK {
+				t.Fatalf("got %d %s, want 200: a ticket issued before the restart opens its stream", c.Resp.StatusCode, problemCode(t, c))
+			}
+			var got []string
+			for _, f := range durableFrames(c.All()) {
+				got = append(got, f.ID)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("got events %v, want %v (every event after %s, once)", got, want, last.ID)
+			}
+		})
+	}
+
+	for _, tc := range []struct {
+		name, path string
+		// advance moves the clock first.
+		advance  time.Duration
+		wantCode string
+	}{
+		{"on another session's stream", "/session/" + other.ID + "/events?ticket=" + ticketOf(t, plain), 0, "stream_ticket_wrong_stream"},
+		{"past its TTL", expiring, server.DefaultStreamTicketTTL / 2, "stream_ticket_expired"},
+	} {
+		clock.Advance(tc.advance)
+		t.Run(tc.name, func(t *testing.T) {
+			c := d.stream(tc.path, tokenless)
+			defer c.Close()
+			if c.Resp.StatusCode != http.StatusUnauthorized {
+				t.Fatalf("got status %d, want 401 %s", c.Resp.StatusCode, tc.wantCode)
+			}
+			if got := problemCode(t, c); got != tc.wantCode {
+				t.Errorf("got code %q, want %q", got, tc.wantCode)
 			}
 		})
 	}

@@ -32,7 +32,11 @@ func backup(ctx context.Context, args []string, stdout io.Writer) error {
 	if *dataDir == "" {
 		return errors.New("no data directory: set --data-dir, TETHER_DATA_DIR or HOME")
 	}
-	info, err := store.Backup(ctx, filepath.Join(*dataDir, "tether.db"), fs.Arg(0), *force)
+	out := fs.Arg(0)
+	if err := absPaths(dataDir, &out); err != nil {
+		return err
+	}
+	info, err := store.Backup(ctx, filepath.Join(*dataDir, "tether.db"), out, *force)
 	if err != nil {
 		return err
 	}

@@ -106,6 +106,9 @@ func parseHostOptions(args []string) (hostOptions, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
+	if err := absPaths(&o.cfg.DataDir, &o.socket, &o.tlsCert, &o.tlsKey, &o.tokenFile, &o.cfg.AgentsDir); err != nil {
+		return o, err
+	}
 	if o.maxProcs < 0 {
 		return o, errors.New("--max-procs must not be negative")
 	}

@@ -26,6 +26,9 @@ func hostLs(ctx context.Context, args []string, out io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if err := absPaths(dataDir, tokenFile); err != nil {
+		return err
+	}
 	tok := os.Getenv("TETHER_TOKEN")
 	if tok == "" {
 		path := *tokenFile

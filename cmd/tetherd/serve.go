@@ -136,6 +136,9 @@ func parseOptions(args []string) (options, error) {
 		return o, err
 	}
 	fs.Visit(func(f *flag.Flag) { o.edge.tokenOnCommandLine = o.edge.tokenOnCommandLine || f.Name == "token" })
+	if err := absPaths(&o.dataDir, &o.edge.tokenFile, &o.edge.tlsCert, &o.edge.tlsKey, &o.exec.hostsFile, &o.exec.hostDir); err != nil {
+		return o, err
+	}
 	if err := o.edge.check(); err != nil {
 		return o, err
 	}

@@ -553,20 +553,3 @@ func (a *actor) sync(ctx context.Context) error {
 	_, err = p.Wait(ctx)
 	return err
 }
-
-// Live reports how many sessions have an actor and how many of those have
-// a running agent (for /metrics).
-func (m *Manager) Live(ctx context.Context) (sessions, agents int) {
-	m.mu.Lock()
-	actors := make([]*actor, 0, len(m.actors))
-	for _, a := range m.actors {
-		actors = append(actors, a)
-	}
-	m.mu.Unlock()
-	for _, a := range actors {
-		if up, err := call(ctx, a.mb, func() (bool, error) { return a.conn != nil, nil }); err == nil && up {
-			agents++
-		}
-	}
-	return len(actors), agents
-}

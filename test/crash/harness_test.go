@@ -76,6 +76,9 @@ type world struct {
 	profiles []profile
 	// db is the world's PostgreSQL database ("" on SQLite).
 	db string
+	// relative runs each daemon in the data dir's parent, naming the data
+	// dir relative to it (--data-dir as a user in that directory types it).
+	relative bool
 }
 
 // namedLog is one child's output and what the child was.
@@ -197,13 +200,18 @@ func (w *world) start(extra ...string) {
 	w.t.Helper()
 	// Standalone unless a test asks for a host: these tests are about the
 	// daemon's own children (the hosted ones say --executor detached).
-	args := append([]string{"serve", "--data-dir", w.dir, "--addr", w.addr, "--token", token, "--log-level", "debug", "--executor", "standalone"}, extra...)
+	dataDir, cwd := w.dir, ""
+	if w.relative {
+		dataDir, cwd = filepath.Base(w.dir), filepath.Dir(w.dir)
+	}
+	args := append([]string{"serve", "--data-dir", dataDir, "--addr", w.addr, "--token", token, "--log-level", "debug", "--executor", "standalone"}, extra...)
 	if db := w.database(); db != "" {
 		// On PostgreSQL (TETHER_TEST_DATABASE=postgres) the daemon is a
 		// one-node cluster; every run of the world uses its database.
 		args = append(args, "--database", db)
 	}
 	cmd := exec.Command(w.bin, args...)
+	cmd.Dir = cwd
 	// Terminals run /bin/sh: the tests are about the terminal, not this
 	// machine's shell start-up files (an interactive bash sources
 	// ~/.bashrc, which on some machines waits for a lock a killed shell

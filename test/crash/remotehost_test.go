@@ -36,7 +36,10 @@ type remoteHost struct {
 	ns *netns
 	// extra are more `tetherd host` flags.
 	extra []string
-	proc  *child // under w.mu; nil while not running
+	// relative runs the host in the world's data dir, every path flag
+	// relative to it.
+	relative bool
+	proc     *child // under w.mu; nil while not running
 }
 
 // newRemoteHost prepares a host named name listening on addr (inside ns
@@ -72,9 +75,21 @@ func writeToken(t *testing.T, path string) {
 // start runs the host and waits until it accepts TCP connections.
 func (h *remoteHost) start() {
 	h.w.t.Helper()
-	args := append([]string{"host", "--data-dir", h.dir, "--agents-dir", h.dir, "--listen", h.addr,
-		"--tls-cert", h.cert, "--tls-key", h.key, "--token-file", h.tokenFile, "--log-level", "debug"}, h.extra...)
+	dir, cert, key, tokenFile, cwd := h.dir, h.cert, h.key, h.tokenFile, ""
+	if h.relative {
+		cwd = h.w.dir
+		for _, p := range []*string{&dir, &cert, &key, &tokenFile} {
+			rel, err := filepath.Rel(cwd, *p)
+			if err != nil {
+				h.w.t.Fatal(err)
+			}
+			*p = rel
+		}
+	}
+	args := append([]string{"host", "--data-dir", dir, "--agents-dir", dir, "--listen", h.addr,
+		"--tls-cert", cert, "--tls-key", key, "--token-file", tokenFile, "--log-level", "debug"}, h.extra...)
 	cmd := exec.Command(h.w.bin, args...)
+	cmd.Dir = cwd
 	if h.ns != nil {
 		// ip netns exec execs the host: the pid is the host's.
 		cmd = exec.Command("ip", append([]string{"netns", "exec", h.ns.Name, h.w.bin}, args...)...)

@@ -25,6 +25,23 @@ func gitIn(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// newRepo makes a git repository (its resolved path) on branch main with
+// one commit holding README.md ("# repo").
+func newRepo(t *testing.T) string {
+	t.Helper()
+	repo := t.TempDir()
+	if r, err := filepath.EvalSymlinks(repo); err == nil {
+		repo = r
+	}
+	gitIn(t, repo, "init", "-q", "-b", "main")
+	if err := os.WriteFile(filepath.Join(repo, "README.md"), []byte("# repo\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, repo, "add", ".")
+	gitIn(t, repo, "commit", "-q", "-m", "first")
+	return repo
+}
+
 // TestSessionWorktree, on the standalone and detached runtimes and a remote
 // host in a network namespace: a session created with worktree
 // works in a git worktree of the repository, on a branch of its own; the
@@ -62,16 +79,7 @@ func TestSessionWorktree(t *testing.T) {
 				}
 				return w.do(http.MethodPost, "/session", body)
 			}
-			repo := t.TempDir()
-			if r, err := filepath.EvalSymlinks(repo); err == nil {
-				repo = r
-			}
-			gitIn(t, repo, "init", "-q", "-b", "main")
-			if err := os.WriteFile(filepath.Join(repo, "README.md"), []byte("# repo\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			gitIn(t, repo, "add", ".")
-			gitIn(t, repo, "commit", "-q", "-m", "first")
+			repo := newRepo(t)
 
 			code, s := create(map[string]any{"agentProfileId": "demo", "cwd": repo, "worktree": true, "title": "Fix the parser"})
 			if code != http.StatusCreated {

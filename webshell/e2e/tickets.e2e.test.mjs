@@ -18,12 +18,12 @@ window.streams = [];
 // Tether names its events; EventSource delivers only those listened for.
 const TYPES = ['session.created', 'session.state_changed', 'session.executor_status', 'turn.queued', 'turn.started',
   'turn.completed', 'message.added', 'message.chunk', 'replay_complete'];
-window.watch = (url) => {
+window.watch = (url, types = TYPES) => {
   const es = new EventSource(url);
   const rec = { opens: 0, frames: [], errors: 0, readyState: 0 };
-  es.onopen = () => { rec.opens++; };
+  es.onopen = () => { rec.opens++; rec.readyState = es.readyState; };
   es.onerror = () => { rec.errors++; rec.readyState = es.readyState; };
-  for (const t of TYPES) {
+  for (const t of types) {
     es.addEventListener(t, (e) => rec.frames.push({ event: t, id: t === 'replay_complete' ? '' : e.lastEventId, conn: rec.opens }));
   }
   window.streams.push({ es, rec });
@@ -71,6 +71,15 @@ after(async () => {
 
 const rec = (i) => page.evaluate((n) => window.rec(n), i);
 
+// Every event type of the contract (api/openapi.yaml, EventType), for a
+// page that must receive a session's whole log.
+const ALL_TYPES = ['session.created', 'session.state_changed', 'session.executor_status', 'session.resumed',
+  'session.recovery_changed', 'session.auto_continued', 'session.closed', 'task.created', 'task.updated',
+  'task.state_changed', 'turn.queued', 'turn.started', 'turn.completed', 'turn.failed', 'turn.cancelled',
+  'turn.interrupted', 'message.added', 'message.chunk', 'tool_call.started', 'tool_call.updated', 'plan.updated',
+  'permission.requested', 'permission.resolved', 'session.options_changed', 'command.started', 'command.output',
+  'command.exited', 'replay_complete'];
+
 async function newSession() {
   return daemon.api('POST', '/session', { agentProfileId: 'demo', cwd: daemon.workspace });
 }
@@ -112,6 +121,43 @@ describe('Stream tickets from another origin', { concurrency: false }, () => {
     assert.deepEqual(later.filter((f) => seq(f.id) <= lastFirst), [], 'a reconnect resumes after Last-Event-ID: nothing replayed twice');
     const ids = r.frames.filter((f) => f.id).map((f) => f.id);
     assert.equal(new Set(ids).size, ids.length, `no event twice: ${ids}`);
+  });
+
+  test('a ticket outlives a kill -9 of tetherd: EventSource reconnects to the restarted daemon and gets every event once', { timeout: 90_000 }, async () => {
+    const s = await newSession();
+    const t = await page.evaluate(([b, tok, sid]) => window.ticket(b, tok, { sessionId: sid }), [daemon.base, daemon.token, s.id]);
+    const i = await page.evaluate(([url, types]) => window.watch(url, types), [daemon.base + t.url, ALL_TYPES]);
+    const completed = (n) => page.waitForFunction(
+      ([k, want]) => window.rec(k).readyState === 2 || window.rec(k).frames.filter((f) => f.event === 'turn.completed').length >= want,
+      [i, n], T);
+    await daemon.api('POST', `/session/${s.id}/prompt`, { prompt: [{ type: 'text', text: '/stream 20' }] });
+    await completed(1);
+    assert.equal((await rec(i)).opens, 1);
+
+    // No shutdown: the daemon forgets everything it held in memory.
+    await daemon.restart();
+    await daemon.api('POST', `/session/${s.id}/prompt`, { prompt: [{ type: 'text', text: '/stream 20' }] });
+    await completed(2);
+    const r = await rec(i);
+    assert.notEqual(r.readyState, 2, `EventSource gave up after the restart (its reconnect was refused): ${r.errors} errors, ${r.opens} opens`);
+    assert.ok(r.opens >= 2, `reconnected to the restarted daemon: ${r.opens} opens`);
+    assert.ok(r.frames.some((f) => f.conn >= 2 && f.event === 'turn.completed'), 'the second turn came over the reconnected stream');
+
+    // The page holds the session's log exactly: every stored event, once,
+    // in order (read the log, then the page, until the page has its end).
+    let stored;
+    let got;
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      stored = await daemon.events(s.id);
+      got = (await rec(i)).frames.filter((f) => f.id);
+      if (got.at(-1)?.id === stored.at(-1).id || Date.now() > deadline) break;
+      await new Promise((ok) => setTimeout(ok, 100));
+    }
+    const unknown = stored.filter((e) => !ALL_TYPES.includes(e.type)).map((e) => e.type);
+    assert.deepEqual(unknown, [], 'every stored type is one the page listens for');
+    assert.deepEqual(got.map((f) => f.id), stored.map((e) => e.id), 'the page received the stored log, each event once');
+    await page.evaluate((n) => window.streams[n].es.close(), i);
   });
 
   test('the same page without a ticket gets an error, not a stream', { timeout: 60_000 }, async () => {

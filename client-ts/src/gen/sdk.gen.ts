@@ -248,7 +248,11 @@ export const streamGlobalEvents = <ThrowOnError extends boolean = false>(options
  * for a terminal the session does not have. A stream route refuses a bad ticket
  * with 401: `stream_ticket_invalid` (unknown), `stream_ticket_expired`,
  * `stream_ticket_wrong_stream` (another stream or other filters),
- * `stream_ticket_in_use` (its stream is already open).
+ * `stream_ticket_in_use` (its stream is already open). A ticket is
+ * signed with a key derived from the daemon token, so it outlives the
+ * daemon that issued it: after a restart (and on another node of a
+ * cluster) it opens its stream until `expiresAt` all the same, and
+ * EventSource's reconnect goes on; a new token revokes it.
  *
  */
 export const createStreamTicket = <ThrowOnError extends boolean = false>(options: Options<CreateStreamTicketData, ThrowOnError>) => (options.client ?? client).post<CreateStreamTicketResponses, CreateStreamTicketErrors, ThrowOnError>({
