@@ -49,7 +49,7 @@ func decideAgentExited(v view, in agentExitedInput) decision {
 		d.Effects = append(d.Effects, effForgetAgent{}, effDropSlot{})
 		return d
 	}
-	d.Effects = append(d.Effects, effRecordExit{Exit: in.Exit}, effClosePermissions{State: store.PermissionExpired})
+	d.Effects = append(d.Effects, effRecordExit{Exit: in.Exit, Cause: in.Cause}, effClosePermissions{State: store.PermissionExpired})
 	if r := v.Running; r != nil {
 		d.Effects = append(d.Effects, effClearRunning{})
 		if r.CancelRequested {
@@ -59,7 +59,7 @@ func decideAgentExited(v view, in agentExitedInput) decision {
 			if in.Lost {
 				reason = "executor_lost"
 			}
-			d.Effects = append(d.Effects, effInterruptTurn{PromptID: r.PromptID, Reason: reason, Exit: in.Exit})
+			d.Effects = append(d.Effects, effInterruptTurn{PromptID: r.PromptID, Reason: reason, Exit: in.Exit, Cause: in.Cause})
 		}
 	}
 	if !v.State.Terminal() && len(v.Queue) > 0 && !v.QueueHeld {

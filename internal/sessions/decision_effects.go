@@ -38,6 +38,8 @@ type (
 	effInterruptTurn struct {
 		PromptID, Reason string
 		Exit             exitInfo
+		// Cause, when set, is kept as the turn's error (code, message).
+		Cause causeInfo
 	}
 	// effMarkCancelRequested records the user's cancel on a turn.
 	effMarkCancelRequested struct{ PromptID string }
@@ -76,7 +78,11 @@ type (
 	// effForgetAgent drops the agent after an expected exit.
 	effForgetAgent struct{}
 	// effRecordExit records an unexpected exit on the executor.
-	effRecordExit struct{ Exit exitInfo }
+	// With a Cause the executor shows status error and its code.
+	effRecordExit struct {
+		Exit  exitInfo
+		Cause causeInfo
+	}
 	// effRecordStartError records a failed start on the executor.
 	effRecordStartError struct{ Err error }
 	// effNotifyWaiters tells resume callers how the start went.

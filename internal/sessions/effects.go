@@ -113,7 +113,7 @@ func (a *actor) performOne(e effect) {
 			}
 		})
 	case effInterruptTurn:
-		a.interruptTurn(a.turn(e.PromptID), e.Reason, acp.Exit(e.Exit))
+		a.interruptTurn(a.turn(e.PromptID), e.Reason, acp.Exit(e.Exit), e.Cause)
 	case effMarkCancelRequested:
 		t := a.turn(e.PromptID)
 		t.CancelRequested = true
@@ -156,7 +156,7 @@ func (a *actor) performOne(e effect) {
 	case effForgetAgent:
 		a.conn = nil
 	case effRecordExit:
-		a.recordExit(acp.Exit(e.Exit))
+		a.recordExit(acp.Exit(e.Exit), e.Cause)
 	case effRecordStartError:
 		a.recordStartError(e.Err)
 	case effNotifyWaiters:
