@@ -83,7 +83,12 @@ type session struct {
 	// errcode.HostOutboxDamaged error): its outbox was found damaged, and
 	// its exit record says so. Nil for a whole session.
 	damaged error
-	ackWant uint64
+	// settingAside: a read found the outbox damaged, and the damage is
+	// being (or was) set aside (damage.go).
+	settingAside bool
+	// lostFrom is the first offset the damage took, 0 if none.
+	lostFrom uint64
+	ackWant  uint64
 	// route is the link the session's records flow on, nil if none
 	// (route.go); changed under mu, read without a lock on the record
 	// path.
@@ -255,9 +260,10 @@ func (h *Host) recoverSession(id string) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	var damage *hostproto.Exit
+	var damage error
+	var lostFrom uint64
 	if d := s.ob.Damage(); d != nil {
-		damage = &hostproto.Exit{ErrorCode: errcode.HostOutboxDamaged, Error: "the executor host found the session's outbox damaged: " + d.String()}
+		damage, lostFrom = damageCause(d), d.FirstLost
 		s.log.Error("host: the session's outbox was damaged; its intact records are delivered, its agent reported lost", "damage", d.String())
 	}
 	st := s.ob.Stats()
@@ -285,12 +291,12 @@ func (h *Host) recoverSession(id string) (*session, error) {
 			return s, nil
 		}
 	}
-	s.exited, s.exit = true, hostproto.Exit{Code: -1, Lost: true}
-	if damage != nil {
-		s.exit.ErrorCode, s.exit.Error = damage.ErrorCode, damage.Error
-		s.damaged = s.exit.Cause()
-	}
-	s.record(item{kind: hostproto.RecordExit, payload: s.exit, appended: s.setExitOffset})
+	s.mu.Lock()
+	s.damaged, s.lostFrom = damage, lostFrom
+	s.exited, s.exit = true, s.withDamageLocked(hostproto.Exit{Code: -1, Lost: true})
+	e := s.exit
+	s.mu.Unlock()
+	s.record(item{kind: hostproto.RecordExit, payload: e, appended: s.setExitOffset})
 	s.log.Info("host: session found without its agent (the host was not stopped cleanly); its exit is reported lost")
 	return s, nil
 }

@@ -134,6 +134,9 @@ type Outbox struct {
 	durable atomic.Uint64
 	// damage is what Open found damaged and set aside (nil: nothing).
 	damage *Damage
+	// skipFrom..skipTo are damaged records Read passes over (Skip); 0
+	// when none. Under mu.
+	skipFrom, skipTo uint64
 
 	// Owned by the leader of the moment (active is also read under mu).
 	active *segment

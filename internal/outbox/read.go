@@ -42,8 +42,14 @@ func (o *Outbox) Read(from uint64, limit int) ([]Record, error) {
 		return nil, ErrClosed
 	}
 	from = max(from, o.acked+1)
+	if o.skipTo != 0 && from >= o.skipFrom && from <= o.skipTo {
+		from = o.skipTo + 1
+	}
 	if limit <= 0 || from >= o.next {
 		return nil, nil
+	}
+	if o.skipTo != 0 && from < o.skipFrom {
+		limit = int(min(uint64(limit), o.skipFrom-from))
 	}
 	if live := o.live(); len(live) > 0 && from >= live[0].Offset {
 		recs := live[from-live[0].Offset:]

@@ -99,11 +99,17 @@ func (v *salvage) move(path string) error {
 // copyTail copies a segment's bytes from pos on into the quarantine
 // directory and syncs the copy, before the segment is cut there.
 func (v *salvage) copyTail(s *segment, pos int64) error {
+	return v.copyFrom(s, pos, fmt.Sprintf("%s.from-byte-%d", filepath.Base(s.path), pos))
+}
+
+// copyFrom copies a segment's bytes from pos on into the quarantine
+// directory under name, and syncs the copy.
+func (v *salvage) copyFrom(s *segment, pos int64, name string) error {
 	t, err := v.target()
 	if err != nil {
 		return err
 	}
-	dst, err := os.OpenFile(filepath.Join(t, fmt.Sprintf("%s.from-byte-%d", filepath.Base(s.path), pos)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	dst, err := os.OpenFile(filepath.Join(t, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("outbox: quarantine: %w", err)
 	}
@@ -249,8 +255,11 @@ func (o *Outbox) load() error {
 		}
 	}
 	if v.moved {
-		if err := atomicfile.SyncDir(o.dir, o.sync); err != nil {
-			return err
+		// Both ends of the moves, so that a crash keeps the evidence.
+		for _, d := range []string{v.sub, o.dir} {
+			if err := atomicfile.SyncDir(d, o.sync); err != nil {
+				return err
+			}
 		}
 	}
 	if len(v.reasons) > 0 {
@@ -386,4 +395,43 @@ func (o *Outbox) cut(s *segment) error {
 		return err
 	}
 	return o.sync(s.f)
+}
+
+// SetAside deals with damage Read found after Open (a *CorruptError at
+// offset from): it copies the segments holding the records from there
+// on into the quarantine directory and returns the Damage to report. The
+// log itself is left as it is, for the records after the damage may be
+// read still; Skip then hides the damaged ones from Read. The next Open
+// finds the damage again and sets it aside for good.
+func (o *Outbox) SetAside(from uint64, why string) (*Damage, error) {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	if o.closed {
+		return nil, ErrClosed
+	}
+	v := &salvage{dir: o.dir, root: o.cfg.QuarantineDir}
+	v.note("%s", why)
+	for _, s := range o.segs {
+		if s.count() > 0 && s.last() < from {
+			continue
+		}
+		if err := v.copyFrom(s, 0, filepath.Base(s.path)); err != nil {
+			return nil, err
+		}
+	}
+	d := &Damage{Reasons: v.reasons, FirstLost: from, Quarantine: v.sub}
+	o.log.Error("outbox: damage found by a read; the damaged segments were copied aside", "dir", o.dir, "damage", d.String())
+	return d, nil
+}
+
+// Skip makes Read pass over the records from..to, which are damaged
+// (SetAside): a Read that would return one returns the records before
+// it, and one that starts among them starts after them. It holds for the
+// life of this Outbox.
+func (o *Outbox) Skip(from, to uint64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if from > 0 && to >= from {
+		o.skipFrom, o.skipTo = from, to
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -308,5 +310,83 @@ func TestDamageQuarantineDir(t *testing.T) {
 	checkRecs(t, readAll(t, o, 0), 10, 12, recSize)
 	if off, err := o.Append(context.Background(), rec(13, recSize)); err != nil || off != 13 {
 		t.Fatalf("Append: got %d, %v; want 13", off, err)
+	}
+}
+
+// TestSetAsideAndSkip: damage a Read finds after Open is copied aside
+// (SetAside), and Skip makes Read pass over the damaged records to the
+// ones its user appends after them, also when a Read starts before the
+// damage or among the records still in memory.
+func TestSetAsideAndSkip(t *testing.T) {
+	dir := t.TempDir()
+	o := open(t, dir, outbox.Config{SegmentBytes: segSize})
+	appendRecs(t, o, 1, 8, recSize)
+	edit(t, dir, outbox.SegName(5), flip(at(6)+outbox.FrameHeaderSize+2))
+	// Records 1-8 are all still in memory: push them out with big ones.
+	appendRecs(t, o, 9, 9, 200)
+	for i := 10; i < 10+(300<<10)/recSize; i++ {
+		appendRecs(t, o, i, i, recSize)
+	}
+	last := o.Stats().Next - 1
+	got, err := o.Read(1, 100)
+	if err != nil || len(got) != 5 {
+		t.Fatalf("Read before the damage: got %d records, %v; want 1-5", len(got), err)
+	}
+	_, err = o.Read(6, 100)
+	var ce *outbox.CorruptError
+	if !errors.As(err, &ce) || ce.Offset != 6 {
+		t.Fatalf("Read at the damage: got %v, want a *CorruptError at 6", err)
+	}
+	d, err := o.SetAside(ce.Offset, ce.Error())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.FirstLost != 6 || d.Quarantine == "" {
+		t.Fatalf("SetAside: got %+v, want FirstLost 6 and a quarantine directory", d)
+	}
+	for _, seg := range []uint64{5} {
+		if _, err := os.Stat(filepath.Join(d.Quarantine, outbox.SegName(seg))); err != nil {
+			t.Fatalf("the damaged segment's copy: %v", err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(d.Quarantine, outbox.SegName(1))); !os.IsNotExist(err) {
+		t.Fatalf("segment 1, before the damage: got %v, want it not copied", err)
+	}
+	off, err := o.Append(context.Background(), rec(int(last+1), recSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Skip(6, last)
+	cases := []struct {
+		name string
+		from uint64
+		want []uint64
+	}{
+		{name: "from before the damage", from: 1, want: []uint64{1, 2, 3, 4, 5}},
+		{name: "from the damage", from: 6, want: []uint64{off}},
+		{name: "from among the skipped, in memory", from: last, want: []uint64{off}},
+		{name: "from after them", from: off, want: []uint64{off}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := o.Read(tc.from, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var offs []uint64
+			for _, r := range got {
+				offs = append(offs, r.Offset)
+			}
+			if fmt.Sprint(offs) != fmt.Sprint(tc.want) {
+				t.Fatalf("Read(%d): got offsets %v, want %v", tc.from, offs, tc.want)
+			}
+		})
+	}
+	// Acknowledging past the skipped records works as ever.
+	if err := o.Ack(off); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := o.Read(0, 10); err != nil || len(got) != 0 {
+		t.Fatalf("Read after the last ack: got %d records, %v; want none", len(got), err)
 	}
 }

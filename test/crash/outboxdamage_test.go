@@ -175,58 +175,91 @@ var outboxDamages = []outboxDamage{
 func TestDamagedOutboxKeepsIntactRecords(t *testing.T) {
 	w := hostedWorld(t)
 	w.startHosted()
-	sids := make([]string, len(outboxDamages))
-	for i := range outboxDamages {
-		sids[i], _ = w.createSession("demo")
-		w.prompt(sids[i], damageStream, "turn-1")
-	}
-	outboxOf := func(sid string) string { return filepath.Join(w.dir, "host", "sessions", sid) }
-	segOf := func(sid string) string { return filepath.Join(outboxOf(sid), "00000000000000000001.seg") }
-	for _, sid := range sids {
-		w.waitFor("the host to record the first chunks of "+sid, func() bool { return maxChunk(segmentRecords(t, segOf(sid))) >= 3 })
-	}
-	w.kill9()
-	// Nothing the daemon committed goes past what the outboxes hold now.
-	committed := make([]int, len(sids))
-	lastOff := make([]uint64, len(sids))
-	for i, sid := range sids {
-		recs := segmentRecords(t, segOf(sid))
-		committed[i], lastOff[i] = maxChunk(recs), recs[len(recs)-1].off
-	}
-	for _, sid := range sids {
-		w.waitFor("the host to record every chunk of "+sid, func() bool { return maxChunk(segmentRecords(t, segOf(sid))) == damageChunks })
-	}
+	r := w.streamUnacked(len(outboxDamages), damageStream, damageChunks, w.kill9)
 	host := w.detachedHostPID()
 	if err := syscall.Kill(host, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	w.waitFor("the killed host to be gone", func() bool { return !alive(host) })
-
-	damagedAt := make([]outboxRecord, len(sids))
-	for i, sid := range sids {
+	for i, tc := range outboxDamages {
 		// A chunk record halfway between what the daemon can have and the
 		// end of the turn.
-		var after []outboxRecord
-		for _, r := range segmentRecords(t, segOf(sid)) {
-			if r.off > lastOff[i] && r.chunk > 0 {
-				after = append(after, r)
-			}
-		}
-		damagedAt[i] = after[len(after)/2]
-		outboxDamages[i].damage(t, outboxOf(sid), segOf(sid), damagedAt[i])
+		after := r.unacked(i)
+		r.damaged[i] = after[len(after)/2]
+		tc.damage(t, r.outbox(i), r.segment(i), r.damaged[i])
 	}
-
 	w.startHosted()
 	for i, tc := range outboxDamages {
-		t.Run(tc.name, func(t *testing.T) {
-			w.checkDamagedSession(t, sids[i], tc, damagedAt[i].chunk, committed[i])
-		})
+		w.checkDamagedSession(r.sids[i], tc, r.damaged[i].chunk, r.committed[i])
 	}
 }
 
-// checkDamagedSession checks one session of TestDamagedOutboxKeepsIntactRecords.
-func (w *world) checkDamagedSession(t *testing.T, sid string, tc outboxDamage, damagedChunk, committed int) {
-	t.Helper()
+// unackedRun is sessions whose turn streamed into the detached host's
+// outboxes while no daemon ran (streamUnacked).
+type unackedRun struct {
+	w    *world
+	sids []string
+	// committed is the highest chunk the daemon can have committed, and
+	// lastOff the highest offset: what the outbox held as it stopped.
+	committed []int
+	lastOff   []uint64
+	// damaged is the record each session's damage aims at.
+	damaged []outboxRecord
+}
+
+// streamUnacked runs prompt (chunks 1 to n) in n sessions on the
+// detached host, stops the daemon (stop) once each outbox holds the
+// first chunks, and waits until the host has written every chunk.
+func (w *world) streamUnacked(sessions int, prompt string, n int, stop func()) *unackedRun {
+	w.t.Helper()
+	r := &unackedRun{w: w, sids: make([]string, sessions), committed: make([]int, sessions), lastOff: make([]uint64, sessions),
+		damaged: make([]outboxRecord, sessions)}
+	for i := range r.sids {
+		r.sids[i], _ = w.createSession("demo")
+		w.prompt(r.sids[i], prompt, "turn-1")
+	}
+	for i := range r.sids {
+		w.waitFor("the host to record the first chunks of "+r.sids[i], func() bool { return maxChunk(r.records(i)) >= 3 })
+	}
+	stop()
+	// Nothing the daemon committed goes past what the outboxes hold now.
+	for i := range r.sids {
+		recs := r.records(i)
+		r.committed[i], r.lastOff[i] = maxChunk(recs), recs[len(recs)-1].off
+	}
+	for i := range r.sids {
+		w.waitFor("the host to record every chunk of "+r.sids[i], func() bool { return maxChunk(r.records(i)) == n })
+	}
+	return r
+}
+
+func (r *unackedRun) outbox(i int) string {
+	return filepath.Join(r.w.dir, "host", "sessions", r.sids[i])
+}
+
+func (r *unackedRun) segment(i int) string {
+	return filepath.Join(r.outbox(i), "00000000000000000001.seg")
+}
+
+func (r *unackedRun) records(i int) []outboxRecord { return segmentRecords(r.w.t, r.segment(i)) }
+
+// unacked is session i's chunk records past what the daemon can have.
+func (r *unackedRun) unacked(i int) []outboxRecord {
+	var out []outboxRecord
+	for _, rec := range r.records(i) {
+		if rec.off > r.lastOff[i] && rec.chunk > 0 {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// checkDamagedSession checks the session damaged as tc says; its
+// failures name tc. (No subtests: the world's waits fail the test that
+// made it.)
+func (w *world) checkDamagedSession(sid string, tc outboxDamage, damagedChunk, committed int) {
+	w.t.Helper()
+	t := namedT{w.t, tc.name}
 	turn := w.waitTurn(sid, "turn-1")
 	if turn["state"] != "interrupted" || turn["interruptReason"] != "executor_lost" {
 		t.Errorf("turn: got state %v, reason %v; want interrupted, executor_lost", turn["state"], turn["interruptReason"])
@@ -262,7 +295,7 @@ func (w *world) checkDamagedSession(t *testing.T, sid string, tc outboxDamage, d
 
 	var interrupted, executor []map[string]any
 	for _, f := range w.replay(sid) {
-		switch p := f.JSON(t); f.Event {
+		switch p := f.JSON(w.t); f.Event {
 		case "turn.interrupted":
 			interrupted = append(interrupted, p)
 		case "session.executor_status":
@@ -292,11 +325,23 @@ func (w *world) checkDamagedSession(t *testing.T, sid string, tc outboxDamage, d
 	// The session goes on.
 	code, m := w.do("POST", "/session/"+sid+"/continue", map[string]any{"promptId": "continue-1"})
 	if code != http.StatusAccepted {
-		t.Fatalf("continue: got %d %v, want 202", code, m)
+		t.Errorf("continue: got %d %v, want 202", code, m)
+		return
 	}
 	if turn := w.waitTurn(sid, "continue-1"); turn["state"] != "completed" {
 		t.Errorf("continuation: got %v, want completed", turn)
 	}
+}
+
+// namedT reports a table case's failures under its name.
+type namedT struct {
+	*testing.T
+	name string
+}
+
+func (t namedT) Errorf(format string, args ...any) {
+	t.T.Helper()
+	t.T.Errorf(t.name+": "+format, args...)
 }
 
 // nilIfEmpty is s as a decoded JSON member: absent (nil) when empty.
@@ -305,4 +350,56 @@ func nilIfEmpty(s string) any {
 		return nil
 	}
 	return s
+}
+
+// liveStream is the turn of TestDamagedOutboxOnARunningHost: records well
+// past the 256 KiB of recent records a host keeps in memory, so that the
+// first ones the daemon has not committed are read from the file.
+const (
+	liveStream = "/stream 3000 100 20"
+	liveChunks = 3000
+	// hostMemory is what the host reads from memory instead of its
+	// outbox's file (internal/outbox, tailBytes), with room to spare.
+	hostMemory = 320 << 10
+)
+
+// TestDamagedOutboxOnARunningHost damages the outbox of a session under a
+// detached host that keeps running while tetherd is stopped: the host
+// finds the damage when tetherd attaches again and reads the records it
+// has not committed. It delivers every intact record before the damage,
+// stops the agent and reports the damage with host_outbox_damaged,
+// instead of sending nothing more of the session; the session continues.
+func TestDamagedOutboxOnARunningHost(t *testing.T) {
+	damages := []outboxDamage{
+		{name: "garbage in the middle", keep: keepBefore, reported: true, damage: func(t *testing.T, dir, seg string, at outboxRecord) {
+			editFile(t, seg, func(b []byte) []byte { copy(b[at.pos+20:], bytes.Repeat([]byte{0xab}, 64)); return b })
+		}},
+		{name: "segment cut short", keep: keepBefore, reported: true, damage: func(t *testing.T, dir, seg string, at outboxRecord) {
+			if err := os.Truncate(seg, int64(at.pos+10)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "zero-length segment", keep: keepCommitted, reported: true, damage: func(t *testing.T, dir, seg string, at outboxRecord) {
+			if err := os.Truncate(seg, 0); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	w := hostedWorld(t)
+	w.startHosted()
+	r := w.streamUnacked(len(damages), liveStream, liveChunks, w.term)
+	for i, tc := range damages {
+		// The first record past what the daemon can have: the host
+		// reads it from the file, not from memory.
+		after := r.unacked(i)
+		r.damaged[i] = after[0]
+		if len(after)*after[len(after)-1].size < hostMemory {
+			t.Fatalf("%s: the damaged record is among the last %d, which the host may read from memory", tc.name, len(after))
+		}
+		tc.damage(t, r.outbox(i), r.segment(i), r.damaged[i])
+	}
+	w.startHosted()
+	for i, tc := range damages {
+		w.checkDamagedSession(r.sids[i], tc, r.damaged[i].chunk, r.committed[i])
+	}
 }
