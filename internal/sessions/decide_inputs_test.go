@@ -71,6 +71,18 @@ func TestDecideAgentExited(t *testing.T) {
 		{"agent exited while stopping", with(running, func(v *view) { v.Stopping = true }), in,
 			accepted(effClearSettling{}, effForgetAgent{}, effDropSlot{})},
 	}...)
+	// The executor says why the agent's records ended early: the executor
+	// and the interrupted turn keep it.
+	damaged := causeInfo{Code: "host_outbox_damaged", Message: "the executor host found the session's outbox damaged"}
+	withCause := agentExitedInput{Exit: exit, Lost: true, Cause: damaged}
+	causeHead := []effect{effClearSettling{}, effRecordExit{Exit: exit, Cause: damaged}, effClosePermissions{State: store.PermissionExpired}}
+	cases = append(cases, []decideCase{
+		{"agent lost with a damaged outbox mid-turn", running, withCause,
+			accepted(append(causeHead, effClearRunning{}, effInterruptTurn{PromptID: "p1", Reason: "executor_lost", Exit: exit, Cause: damaged},
+				effDropSlot{}, effSetState{State: store.SessionWaitingForInput})...)},
+		{"agent lost with a damaged outbox while idle", inState(store.SessionWaitingForInput), withCause,
+			accepted(append(causeHead, effDropSlot{}, effSetState{State: store.SessionWaitingForInput})...)},
+	}...)
 	runDecideCases(t, cases)
 }
 
