@@ -34,7 +34,7 @@ type Record struct {
 // end before an offset the daemon saw, which its user must check). Every
 // frame's checksum is checked again: a Read returns the intact records
 // before a damaged one, and one that starts at it fails with a
-// *CorruptError.
+// *CorruptError. Records Skip hides are passed over.
 func (o *Outbox) Read(from uint64, limit int) ([]Record, error) {
 	o.mu.RLock()
 	defer o.mu.RUnlock()

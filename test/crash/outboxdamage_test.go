@@ -185,6 +185,9 @@ func TestDamagedOutboxKeepsIntactRecords(t *testing.T) {
 		// A chunk record halfway between what the daemon can have and the
 		// end of the turn.
 		after := r.unacked(i)
+		if len(after) < 2 {
+			t.Fatalf("%s: the daemon can have committed the whole turn (%d chunks left): nothing to damage", tc.name, len(after))
+		}
 		r.damaged[i] = after[len(after)/2]
 		tc.damage(t, r.outbox(i), r.segment(i), r.damaged[i])
 	}
@@ -356,7 +359,7 @@ func nilIfEmpty(s string) any {
 // past the 256 KiB of recent records a host keeps in memory, so that the
 // first ones the daemon has not committed are read from the file.
 const (
-	liveStream = "/stream 3000 100 20"
+	liveStream = "/stream 3000 30 20"
 	liveChunks = 3000
 	// hostMemory is what the host reads from memory instead of its
 	// outbox's file (internal/outbox, tailBytes), with room to spare.
@@ -392,10 +395,10 @@ func TestDamagedOutboxOnARunningHost(t *testing.T) {
 		// The first record past what the daemon can have: the host
 		// reads it from the file, not from memory.
 		after := r.unacked(i)
-		r.damaged[i] = after[0]
-		if len(after)*after[len(after)-1].size < hostMemory {
-			t.Fatalf("%s: the damaged record is among the last %d, which the host may read from memory", tc.name, len(after))
+		if len(after) == 0 || len(after)*after[len(after)-1].size < hostMemory {
+			t.Fatalf("%s: the daemon can have committed all but the last %d chunks, which the host may read from memory", tc.name, len(after))
 		}
+		r.damaged[i] = after[0]
 		tc.damage(t, r.outbox(i), r.segment(i), r.damaged[i])
 	}
 	w.startHosted()
