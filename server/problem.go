@@ -94,6 +94,7 @@ var statusOf = map[errcode.Code]int{
 	errcode.HostFrameTooLarge:       http.StatusBadGateway,
 	errcode.HostSessionUnknown:      http.StatusBadGateway,
 	errcode.HostSessionFenced:       http.StatusConflict, // another node owns the session now
+	errcode.HostOutboxDamaged:       http.StatusBadGateway,
 	errcode.ExecutorUnavailable:     http.StatusServiceUnavailable,
 	errcode.ExecutorLost:            http.StatusBadGateway,
 	errcode.ExecutorNotFound:        http.StatusBadRequest,

@@ -83,6 +83,12 @@ const (
 	// accepted for the session: another node owns the session now, and
 	// this one lost it (protocol version 4, several nodes).
 	HostSessionFenced Code = "host_session_fenced"
+	// HostOutboxDamaged: the host found the session's outbox damaged on
+	// disk (docs/executors.md, "A damaged outbox"): it delivered every
+	// intact record before the damage, moved the rest aside, and reports
+	// the agent lost. The message says what was damaged and where the
+	// damaged files went.
+	HostOutboxDamaged Code = "host_outbox_damaged"
 	// ExecutorUnavailable: the session's executor host cannot be reached
 	// right now; the daemon is reconnecting (retry later).
 	ExecutorUnavailable Code = "executor_unavailable"

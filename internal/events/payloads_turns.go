@@ -61,6 +61,11 @@ type TurnInterruptedData struct {
 	DanglingToolCalls []DanglingToolCall `json:"danglingToolCalls"`
 	ExitCode          *int               `json:"exitCode,omitempty"`
 	ExitSignal        string             `json:"exitSignal,omitempty"`
+	// Code and Message say what else is known of the interruption:
+	// host_outbox_damaged when the executor host found the session's
+	// outbox damaged (some of the turn's output is lost).
+	Code    string `json:"code,omitempty"`
+	Message string `json:"message,omitempty"`
 }
 
 // DanglingToolCall is a tool call an interrupted turn left without outcome.

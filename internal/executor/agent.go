@@ -99,6 +99,9 @@ type Agent struct {
 	options acp.SessionOptions
 	exit    acp.Exit
 	lost    bool
+	// cause is why the agent's records ended early, when the host says
+	// (hostproto.Exit.Cause; errcode.HostOutboxDamaged), nil otherwise.
+	cause error
 	// fenced: the host refused a command as fenced (fence.go).
 	fenced bool
 	// held are the permission requests the host held at the last attach.
@@ -160,6 +163,21 @@ func (a *Agent) Done() <-chan struct{} { return a.done }
 func (a *Agent) Exit() acp.Exit {
 	<-a.done
 	return a.exit
+}
+
+// ExitCause is, once Done is closed, what the host knows of why the
+// agent's records ended where they did, nil if nothing: an error with
+// errcode.HostOutboxDamaged when it found the session's outbox damaged
+// (its message says what was lost).
+func (a *Agent) ExitCause() error {
+	select {
+	case <-a.done:
+	default:
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cause
 }
 
 // Lost reports, once Done is closed, whether the agent was lost rather

@@ -228,8 +228,15 @@ func (h *Host) attachResultLocked(c *call, res hostproto.CommandResult) func() {
 		switch {
 		case !a.established: // the caller's Attach fails with err
 			h.unregisterLocked(a)
-		case errcode.Is(err, errcode.HostSessionUnknown):
+		case errcode.Is(err, errcode.HostSessionUnknown), errcode.Is(err, errcode.HostOutboxDamaged):
 			lost := disconnected(errcode.ExecutorLost, "executor host %q no longer holds the session", h.cfg.Name)
+			if errcode.Is(err, errcode.HostOutboxDamaged) {
+				// The host has no record left to give: the damage took
+				// the ones after what the daemon committed.
+				a.mu.Lock()
+				a.cause = err
+				a.mu.Unlock()
+			}
 			a.endLocked(acp.Exit{Code: -1, Stderr: "tetherd: " + lost.Message}, !a.exitSeen(), lost)
 			h.unregisterLocked(a)
 		default:

@@ -192,6 +192,7 @@ func (a *Agent) onRecord(r hostproto.Record) {
 		a.h.mu.Lock()
 		a.mu.Lock()
 		a.exitOffset = r.Offset
+		a.cause = e.Cause()
 		a.mu.Unlock()
 		a.endLocked(e.ACP(), e.Lost, errAgentExited)
 		a.late.Store(false) // a lost agent's late output ends with its exit

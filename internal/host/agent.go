@@ -140,7 +140,7 @@ func (h *Host) startAgent(s *session, p hostproto.StartPayload) (*acp.Conn, erro
 // exit, so its result reaches the daemon after the exit record.
 func (s *session) watchExit(conn *acp.Conn) {
 	<-conn.Done()
-	e := hostproto.FromExit(conn.Exit())
+	e := s.withDamage(hostproto.FromExit(conn.Exit()))
 	s.q.push(item{kind: hostproto.RecordExit, payload: e, appended: s.setExitOffset})
 	s.mu.Lock()
 	s.exited, s.exit = true, e

@@ -148,6 +148,17 @@ func (q *queue) take(buf []item) []item {
 	return buf
 }
 
+// pushExit queues an exit record even after an exit (but not once the
+// session closed): the first is among records a damaged outbox lost.
+func (q *queue) pushExit(it item) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.closed {
+		q.sealed = true
+		q.items = append(q.items, it)
+	}
+}
+
 func (q *queue) isSealed() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()

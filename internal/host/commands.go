@@ -296,11 +296,25 @@ func (h *Host) attach(l *link, cmd *hostproto.Command) {
 		return
 	}
 	next := s.ob.Stats().Next
+	s.mu.Lock()
+	damaged, exitOff := s.damaged, s.exitOff
+	s.mu.Unlock()
+	if damaged != nil && exitOff != 0 && p.From >= exitOff {
+		// The daemon committed records the damage took (the exit record
+		// that says so took one of their offsets): it has every intact
+		// record, and the session ends as lost, with the damage as cause.
+		l.result(fail(cmd.ID, damaged), nil, 0)
+		return
+	}
 	if p.From >= next {
 		// The daemon committed records this outbox no longer has: the
 		// host's machine crashed before their fsync (outbox SyncDelay),
 		// and the agent went with it. The session is lost as the daemon
 		// knew it; a later record could only reuse an offset it has.
+		if damaged != nil {
+			l.result(fail(cmd.ID, damaged), nil, 0)
+			return
+		}
 		l.result(fail(cmd.ID, errcode.New(errcode.HostSessionUnknown,
 			"the host's records of session %s end at offset %d, before offset %d the daemon committed: the host's machine crashed before it synced them", s.id, next-1, p.From)), nil, 0)
 		return

@@ -38,7 +38,11 @@
 // agent's end appends an exit record, after which the session takes no
 // more records. A host that was killed finds its session directories on
 // restart, with no agent behind them: each gets an exit record with Lost
-// set, after everything its agent had produced.
+// set, after everything its agent had produced. An outbox found damaged
+// (outbox.Damage; or by a read while the host runs, damage.go) delivers
+// its intact records and ends with an exit record that carries
+// errcode.HostOutboxDamaged and what was lost; the damaged files go to
+// <data-dir>/quarantine/<session id>/, which nothing removes.
 //
 // # Connections
 //

@@ -229,6 +229,10 @@ func (h *Host) init() error {
 func (h *Host) sessionsDir() string { return filepath.Join(h.cfg.DataDir, "sessions") }
 func (h *Host) trashDir() string    { return filepath.Join(h.cfg.DataDir, "trash") }
 
+// quarantineDir keeps what sessions' outboxes found damaged, per session
+// id (outbox.Config.QuarantineDir); nothing removes it.
+func (h *Host) quarantineDir() string { return filepath.Join(h.cfg.DataDir, "quarantine") }
+
 // ID is the host's identity, kept in its data directory across restarts.
 func (h *Host) ID() string { return h.id }
 

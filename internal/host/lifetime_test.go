@@ -165,11 +165,15 @@ func processGone(pid int) bool {
 	return i >= 0 && i+2 < len(b) && b[i+2] == 'Z'
 }
 
-// TestHostKilledReportsLostExit: a host killed under its agents finds
-// their sessions on restart and ends each with a lost exit, after every
-// record the agent produced before.
-func TestHostKilledReportsLostExit(t *testing.T) {
-	dir, sock := t.TempDir(), testbin.SocketPath(t)
+// killedHost runs `tetherd host` on a fresh data dir, starts the demo
+// agent for session s1 and prompts it with text; the daemon keeps the
+// records unacknowledged, unless beforeKill acknowledges some. Then it
+// kills the host with SIGKILL and waits until its agent, which reads the
+// end of its stdin, has exited. It returns the data dir, the socket, the
+// session's records and the agent's ACP session id.
+func killedHost(t *testing.T, text string, beforeKill func(a *daemon, recs []hostproto.Record)) (dir, sock string, recs []hostproto.Record, acpID string) {
+	t.Helper()
+	dir, sock = t.TempDir(), testbin.SocketPath(t)
 	if err := os.WriteFile(filepath.Join(dir, "token"), []byte(testToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -178,20 +182,32 @@ func TestHostKilledReportsLostExit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acpID := a.open("s1")
+	acpID = a.open("s1")
 	agentPID := decode[hostproto.StatusResult](t, a.do(hostproto.CommandStatus, "", nil)).Sessions[0].PID
 	a.autoAck = false
-	decode[hostproto.PromptResult](t, a.do(hostproto.CommandPrompt, "s1", prompt(acpID, "/stream 5")))
-	before := a.recs["s1"]
-	committed := before[len(before)-3].Offset
-	a.ack("s1", committed)
+	decode[hostproto.PromptResult](t, a.do(hostproto.CommandPrompt, "s1", prompt(acpID, text)))
+	recs = a.recs["s1"]
+	if beforeKill != nil {
+		beforeKill(a, recs)
+	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	a.close()
 	<-exited
-	// Its agent reads the end of its stdin and exits.
 	waitFor(t, "the killed host's agent to exit", func() bool { return processGone(agentPID) })
+	return dir, sock, recs, acpID
+}
+
+// TestHostKilledReportsLostExit: a host killed under its agents finds
+// their sessions on restart and ends each with a lost exit, after every
+// record the agent produced before.
+func TestHostKilledReportsLostExit(t *testing.T) {
+	var committed uint64
+	dir, sock, before, acpID := killedHost(t, "/stream 5", func(a *daemon, recs []hostproto.Record) {
+		committed = recs[len(recs)-3].Offset
+		a.ack("s1", committed)
+	})
 
 	hostProcess(t, dir, sock)
 	b, err := dialSocket(t, sock, testToken)

@@ -261,6 +261,11 @@ func (l *link) flush() (bool, error) {
 	var keep []heldResult
 	for _, r := range l.results {
 		if l.ready(r) {
+			if r.s != nil && r.res.Error == nil {
+				if err := r.s.lostBefore(r.need); err != nil {
+					r.res = fail(r.res.ID, err)
+				}
+			}
 			msgs = append(msgs, &r.res)
 		} else {
 			keep = append(keep, r)
@@ -349,6 +354,13 @@ func (l *link) appendRecords(buf []byte, st *stream) ([]byte, uint64, int, error
 		return buf, 0, 0, nil
 	}
 	recs, err := st.s.ob.Read(from, int(min(window-inflight, readBatch, upTo-from+1)))
+	var ce *outbox.CorruptError
+	if errors.As(err, &ce) {
+		// Damaged on disk: the session's records resume once the damage
+		// is set aside, with its exit record (damage.go).
+		st.s.readFailed(ce)
+		return buf, 0, 0, nil
+	}
 	if err != nil {
 		l.drop(st, err)
 		return buf, 0, 0, nil

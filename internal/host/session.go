@@ -79,7 +79,16 @@ type session struct {
 	exited  bool
 	exit    hostproto.Exit
 	exitOff uint64 // offset of the exit record once appended
-	ackWant uint64
+	// damaged is why the session's records end early (an
+	// errcode.HostOutboxDamaged error): its outbox was found damaged, and
+	// its exit record says so. Nil for a whole session.
+	damaged error
+	// settingAside: a read found the outbox damaged, and the damage is
+	// being (or was) set aside (damage.go).
+	settingAside bool
+	// lostFrom is the first offset the damage took, 0 if none.
+	lostFrom uint64
+	ackWant  uint64
 	// route is the link the session's records flow on, nil if none
 	// (route.go); changed under mu, read without a lock on the record
 	// path.
@@ -104,6 +113,9 @@ func (h *Host) openSession(id string, m meta) (*session, error) {
 	}
 	ocfg := h.cfg.Outbox
 	ocfg.Logger = h.log.With("session", id)
+	// Outside the session's directory, which goes once the session ends:
+	// the damaged files are kept for a person to look at.
+	ocfg.QuarantineDir = filepath.Join(h.quarantineDir(), id)
 	ob, err := outbox.Open(dir, ocfg)
 	if err != nil {
 		return nil, err
@@ -233,7 +245,9 @@ func (s *session) status() hostproto.SessionStatus {
 
 // recoverSession takes up a session directory a previous run of the host
 // left: its agent is gone with that run, so unless the outbox already
-// ends with an exit record, a lost exit is appended after the rest.
+// ends with an exit record, a lost exit is appended after the rest. An
+// outbox found damaged keeps its intact records (outbox.Damage) and the
+// lost exit says what happened, with errcode.HostOutboxDamaged.
 func (h *Host) recoverSession(id string) (*session, error) {
 	dir := filepath.Join(h.sessionsDir(), id)
 	m, err := readMeta(dir)
@@ -245,6 +259,12 @@ func (h *Host) recoverSession(id string) (*session, error) {
 	s, err := h.openSession(id, m)
 	if err != nil {
 		return nil, err
+	}
+	var damage error
+	var lostFrom uint64
+	if d := s.ob.Damage(); d != nil {
+		damage, lostFrom = damageCause(d), d.FirstLost
+		s.log.Error("host: the session's outbox was damaged; its intact records are delivered, its agent reported lost", "damage", d.String())
 	}
 	st := s.ob.Stats()
 	if st.Next-1 > st.Acked {
@@ -264,15 +284,19 @@ func (h *Host) recoverSession(id string) (*session, error) {
 				s.close()
 				return nil, fmt.Errorf("host: exit record of session %s: %w", id, err)
 			}
-			s.exited, s.exit, s.exitOff = true, e, recs[0].Offset
+			s.exited, s.exit, s.exitOff, s.damaged = true, e, recs[0].Offset, e.Cause()
 			s.q.mu.Lock()
 			s.q.sealed = true
 			s.q.mu.Unlock()
 			return s, nil
 		}
 	}
-	s.exited, s.exit = true, hostproto.Exit{Code: -1, Lost: true}
-	s.record(item{kind: hostproto.RecordExit, payload: s.exit, appended: s.setExitOffset})
+	s.mu.Lock()
+	s.damaged, s.lostFrom = damage, lostFrom
+	s.exited, s.exit = true, s.withDamageLocked(hostproto.Exit{Code: -1, Lost: true})
+	e := s.exit
+	s.mu.Unlock()
+	s.record(item{kind: hostproto.RecordExit, payload: e, appended: s.setExitOffset})
 	s.log.Info("host: session found without its agent (the host was not stopped cleanly); its exit is reported lost")
 	return s, nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/tether/tether/internal/acp"
+	"github.com/tether/tether/internal/errcode"
 )
 
 // The payloads of commands, results and records (version 1). Each command
@@ -262,10 +263,23 @@ type RequestClosed struct {
 // Exit is an exit record's payload, the last record of a session: how its
 // agent ended. Lost is set when the host itself ended under the agent (it
 // crashed or was killed) and found the session again on restart: the
-// agent's own exit is then unknown.
+// agent's own exit is then unknown. ErrorCode and Error, when set, say
+// what else the host knows of the end: errcode.HostOutboxDamaged when
+// it found the session's outbox damaged (Error says what, and which
+// records are lost). A daemon that does not know the fields ignores them.
 type Exit struct {
-	Code   int    `json:"code"`
-	Signal string `json:"signal,omitempty"`
-	Stderr string `json:"stderr,omitempty"`
-	Lost   bool   `json:"lost,omitempty"`
+	Code      int          `json:"code"`
+	Signal    string       `json:"signal,omitempty"`
+	Stderr    string       `json:"stderr,omitempty"`
+	Lost      bool         `json:"lost,omitempty"`
+	ErrorCode errcode.Code `json:"errorCode,omitempty"`
+	Error     string       `json:"error,omitempty"`
+}
+
+// Cause is the error ErrorCode and Error describe, nil if none.
+func (e Exit) Cause() error {
+	if e.ErrorCode == "" {
+		return nil
+	}
+	return errcode.New(e.ErrorCode, "%s", e.Error)
 }

@@ -35,8 +35,12 @@
 //     Append fails with errcode.OutboxFull, the caller's cue for
 //     back-pressure, and succeeds again once an Ack makes room.
 //   - A crash in the middle of a write is repaired on Open (the torn tail
-//     of the last segment is cut off and logged); any other damage is an
-//     error (*CorruptError), never skipped.
+//     of the last segment is cut off and logged). Any other damage is
+//     never skipped over: Open keeps every intact record before it, moves
+//     the damaged bytes and everything after them aside (never deleting
+//     them), numbers the next record after the last one kept, and says so
+//     (Damage); a Read that meets damage made later returns the records
+//     before it, then a *CorruptError.
 //
 // # Format
 //
@@ -72,14 +76,37 @@
 // last segment the first bad frame — cut short, or failing its checksum —
 // starts a torn tail, which is truncated, unless an intact frame with a
 // later offset follows it: then the damage is not an unfinished write but
-// corruption, and Open fails. One exception keeps a machine crash
-// repairable: a write cut short by power loss may reach the disk with a
-// hole, a whole 512-byte block of zeros, and later pages intact; a zero
-// block between the bad frame and the intact one marks such a lost write,
-// and the tail is truncated too (those records were never synced, so no
-// Append of them returned, unless a SyncDelay let it return before). A bad frame in an earlier segment, segments
-// that do not continue each other, or an acked offset past the log's end
-// are corruption.
+// corruption. One exception keeps a machine crash repairable: a write cut
+// short by power loss may reach the disk with a hole, a whole 512-byte
+// block of zeros, and later pages intact; a zero block between the bad
+// frame and the intact one marks such a lost write, and the tail is
+// truncated too (those records were never synced, so no Append of them
+// returned, unless a SyncDelay let it return before).
+//
+// Corruption (salvage.go) is any other damage: a bad frame before the
+// tail or in an earlier segment, a segment that cannot be opened or read,
+// one with a short or wrong header (zero-length included), segments that
+// do not continue each other, an acked offset past the log's end. The log
+// then ends before the first damaged record: the frames before it stay,
+// the damaged segment's bytes from there on are copied into the
+// quarantine directory (Config.QuarantineDir, default <dir>/quarantine,
+// a subdirectory per Open named by the time) before the segment is cut,
+// and every later segment is moved there whole. Offsets go on gapless
+// from the damage (or after the acknowledged offset, when the damage took
+// only acknowledged records) and Damage.FirstLost says where; the outbox's
+// user must tell its reader, which may have seen records at those offsets
+// before. An acked file that cannot be read or parsed, or that names an
+// offset before the first segment (segments are deleted only once it
+// covers them, so the file is the one at fault), is moved aside too and
+// taken as "nothing held is acknowledged": every record held is read
+// again, nothing is lost, and FirstLost is 0. A segment holding only
+// acknowledged records is removed unread, damaged or not.
+//
+// Damage made after Open is met by Read, which returns the intact records
+// before it and fails at the damaged one with a *CorruptError. SetAside
+// then copies the damaged segments aside and Skip makes Read pass over
+// the damaged records, up to what the user appends after them (its end of
+// the story); the next Open sets the damage aside for good.
 //
 // If a write or fsync fails, the leader cuts the segment back to its
 // committed size, fails the batch with errcode.StoreWriteFailed and goes

@@ -6,9 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -57,6 +54,10 @@ type Config struct {
 	SyncDelay time.Duration
 	// Logger receives the repairs Open makes and write failures.
 	Logger *slog.Logger
+	// QuarantineDir is where Open moves what it finds damaged (see
+	// Damage), in a new subdirectory named by the time (default
+	// <dir>/quarantine). Nothing damaged is ever deleted.
+	QuarantineDir string
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -131,6 +132,11 @@ type Outbox struct {
 	syncs atomic.Uint64
 	// durable is the last offset known fsynced (see Config.SyncDelay).
 	durable atomic.Uint64
+	// damage is what Open found damaged and set aside (nil: nothing).
+	damage *Damage
+	// skipFrom..skipTo are damaged records Read passes over (Skip); 0
+	// when none. Under mu.
+	skipFrom, skipTo uint64
 
 	// Owned by the leader of the moment (active is also read under mu).
 	active *segment
@@ -144,9 +150,11 @@ type Outbox struct {
 }
 
 // Open opens the outbox in dir, creating it if needed. It removes segments
-// wholly acknowledged, indexes the others, cuts a torn tail off the last
-// one (logged), and fails with a *CorruptError on damage before the tail.
-// Only one Outbox may have a directory open (a lock file enforces it).
+// wholly acknowledged, indexes the others and cuts a torn tail off the
+// last one (logged). Damage beyond a torn tail does not fail it: the
+// intact records before the damage are kept, the rest is moved to
+// Config.QuarantineDir, and Damage says what happened (salvage.go). Only
+// one Outbox may have a directory open (a lock file enforces it).
 func Open(dir string, cfg Config) (*Outbox, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -188,118 +196,6 @@ func lockDir(dir string) (*os.File, error) {
 		return nil, fmt.Errorf("outbox: %s is in use by another process: %w", dir, err)
 	}
 	return f, nil
-}
-
-// load reads the directory: acked offset, segment list, every live segment.
-func (o *Outbox) load() error {
-	acked, err := readAcked(o.dir)
-	if err != nil {
-		return err
-	}
-	o.acked = acked
-	firsts, err := listSegments(o.dir)
-	if err != nil {
-		return err
-	}
-	if len(firsts) == 0 {
-		if acked > 0 {
-			return &CorruptError{Path: o.dir, Offset: acked + 1, Reason: fmt.Sprintf("no segment files, yet records up to %d were acknowledged", acked)}
-		}
-		s, err := createSegment(o.dir, 1, o.sync)
-		if err != nil {
-			return err
-		}
-		o.segs, o.next = []*segment{s}, 1
-		return nil
-	}
-	// Segments wholly acknowledged are left only by a crash between the
-	// ack and their removal: remove them now, without reading them.
-	for len(firsts) > 1 && firsts[1] <= acked+1 {
-		if err := os.Remove(filepath.Join(o.dir, segName(firsts[0]))); err != nil {
-			return err
-		}
-		firsts = firsts[1:]
-	}
-	if firsts[0] > acked+1 {
-		return &CorruptError{Path: filepath.Join(o.dir, segName(firsts[0])), Offset: acked + 1, Reason: fmt.Sprintf("records %d to %d are missing: acknowledged up to %d, the first segment starts at %d", acked+1, firsts[0]-1, acked, firsts[0])}
-	}
-	for i, first := range firsts {
-		s := &segment{first: first, path: filepath.Join(o.dir, segName(first))}
-		if s.f, err = os.OpenFile(s.path, os.O_RDWR, 0); err != nil {
-			return err
-		}
-		o.segs = append(o.segs, s)
-		last := i == len(firsts)-1
-		torn, err := scanSegment(s, last)
-		if err != nil {
-			return err
-		}
-		if !last && s.first+s.count() != firsts[i+1] {
-			return &CorruptError{Path: s.path, Pos: s.size, Offset: s.first + s.count(), Reason: fmt.Sprintf("segment ends before record %d, the next one starts at %d", s.first+s.count(), firsts[i+1])}
-		}
-		if torn != nil {
-			if err := s.f.Truncate(torn.pos); err != nil {
-				return err
-			}
-			if err := s.f.Sync(); err != nil {
-				return err
-			}
-			o.log.Warn("outbox: cut a torn tail off the last segment", "segment", s.path, "pos", torn.pos, "droppedBytes", torn.bytes, "nextOffset", s.first+s.count(), "reason", torn.reason)
-		}
-	}
-	last := o.segs[len(o.segs)-1]
-	o.next = last.first + last.count()
-	if acked >= o.next {
-		return &CorruptError{Path: last.path, Pos: last.size, Offset: o.next, Reason: fmt.Sprintf("acknowledged up to %d, but the log ends at %d: synced records were lost", acked, o.next-1)}
-	}
-	// What a crashed process wrote without syncing is still in the page
-	// cache: make it durable before anything relies on it.
-	if err := last.f.Sync(); err != nil {
-		return err
-	}
-	o.durable.Store(o.next - 1)
-	o.pending = o.bytesIn(acked+1, o.next-1)
-	return nil
-}
-
-// listSegments returns the first offsets of dir's segment files, ascending,
-// and removes leftovers of interrupted atomic writes.
-func listSegments(dir string) ([]uint64, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	var firsts []uint64
-	for _, e := range ents {
-		name := e.Name()
-		if strings.HasSuffix(name, tmpSuffix) {
-			if err := os.Remove(filepath.Join(dir, name)); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if first, ok := parseSegName(name); ok {
-			firsts = append(firsts, first)
-		}
-	}
-	sort.Slice(firsts, func(i, j int) bool { return firsts[i] < firsts[j] })
-	return firsts, nil
-}
-
-// readAcked returns the acknowledged offset stored in dir (0 when none).
-func readAcked(dir string) (uint64, error) {
-	b, err := os.ReadFile(filepath.Join(dir, ackedFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	n, err := strconv.ParseUint(strings.TrimSuffix(string(b), "\n"), 10, 64)
-	if err != nil {
-		return 0, &CorruptError{Path: filepath.Join(dir, ackedFile), Reason: fmt.Sprintf("not an offset: %q", b)}
-	}
-	return n, nil
 }
 
 // bytesIn is the frame bytes of the committed records in [from, to].

@@ -2,7 +2,6 @@ package outbox
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -32,8 +31,10 @@ type Record struct {
 // Config.SyncDelay is set, fsynced, so an offset the daemon sees never
 // goes to another record after a crash of the host (with a SyncDelay:
 // after a crash of the host's process; after the machine's, the log may
-// end before an offset the daemon saw, which its user must check). Every frame's checksum
-// is checked again; damage found fails with a *CorruptError.
+// end before an offset the daemon saw, which its user must check). Every
+// frame's checksum is checked again: a Read returns the intact records
+// before a damaged one, and one that starts at it fails with a
+// *CorruptError. Records Skip hides are passed over.
 func (o *Outbox) Read(from uint64, limit int) ([]Record, error) {
 	o.mu.RLock()
 	defer o.mu.RUnlock()
@@ -41,8 +42,14 @@ func (o *Outbox) Read(from uint64, limit int) ([]Record, error) {
 		return nil, ErrClosed
 	}
 	from = max(from, o.acked+1)
+	if o.skipTo != 0 && from >= o.skipFrom && from <= o.skipTo {
+		from = o.skipTo + 1
+	}
 	if limit <= 0 || from >= o.next {
 		return nil, nil
+	}
+	if o.skipTo != 0 && from < o.skipFrom {
+		limit = int(min(uint64(limit), o.skipFrom-from))
 	}
 	if live := o.live(); len(live) > 0 && from >= live[0].Offset {
 		recs := live[from-live[0].Offset:]
@@ -68,21 +75,35 @@ func (o *Outbox) Read(from uint64, limit int) ([]Record, error) {
 		}
 		start, end := int64(s.pos[a]), s.frameEnd(b-1)
 		buf := make([]byte, end-start)
-		if _, err := s.f.ReadAt(buf, start); err != nil {
-			return nil, fmt.Errorf("outbox: read %s: %w", s.path, err)
+		if n, err := s.f.ReadAt(buf, start); err != nil {
+			// Cut short (a file truncated under the outbox, a disk
+			// error): what was read is checked, the rest is damage.
+			buf = buf[:n]
 		}
 		budget -= len(buf)
 		for j := a; j < b; j++ {
 			off := s.first + uint64(j)
-			p := int64(s.pos[j]) - start
-			data, _, st := parseFrame(buf[p:s.frameEnd(j)-start], off)
+			p, e := int64(s.pos[j])-start, s.frameEnd(j)-start
+			if e > int64(len(buf)) {
+				return damaged(out, &CorruptError{Path: s.path, Pos: int64(s.pos[j]), Offset: off, Reason: "record cannot be read from the file any more"})
+			}
+			data, _, st := parseFrame(buf[p:e], off)
 			if st != frameOK {
-				return nil, &CorruptError{Path: s.path, Pos: int64(s.pos[j]), Offset: off, Reason: "record changed on disk since it was written (checksum)"}
+				return damaged(out, &CorruptError{Path: s.path, Pos: int64(s.pos[j]), Offset: off, Reason: "record changed on disk since it was written (checksum)"})
 			}
 			out = append(out, Record{Offset: off, Data: data})
 		}
 	}
 	return out, nil
+}
+
+// damaged ends a Read at a damaged record: the intact records before it
+// are returned, and a Read that starts at it gets the error.
+func damaged(out []Record, err *CorruptError) ([]Record, error) {
+	if len(out) > 0 {
+		return out, nil
+	}
+	return nil, err
 }
 
 // Wait blocks until a record with an offset above after is committed, ctx

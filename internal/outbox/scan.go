@@ -7,10 +7,10 @@ import (
 	"math"
 )
 
-// CorruptError reports damage the outbox will not repair by itself: a bad
-// frame with intact records after it, a bad frame in a sealed segment, or
-// segments that do not continue each other. Repairing it silently could drop
-// records whose Append returned, so Open (or Read) fails instead.
+// CorruptError describes damage to a segment that is not a torn tail: a
+// bad header, a bad frame with intact records after it, a bad frame in a
+// sealed segment. Open sets such damage aside (Damage); Read returns it
+// for a record damaged on disk after Open.
 type CorruptError struct {
 	// Path is the segment file.
 	Path string
@@ -42,7 +42,9 @@ const zeroBlock = 512
 // segment (last == false) any bad frame is a CorruptError. In the last
 // segment a bad frame starts a torn tail — what a crash in the middle of a
 // write leaves — unless intact frames follow it and nothing shows a lost
-// write: then it is corruption before the tail, and an error.
+// write: then it is corruption before the tail, and an error. With a
+// CorruptError, s still indexes the intact frames before the damage, and
+// s.size is where the damage begins.
 func scanSegment(s *segment, last bool) (*tornTail, error) {
 	st, err := s.f.Stat()
 	if err != nil {
@@ -73,16 +75,15 @@ func scanSegment(s *segment, last bool) (*tornTail, error) {
 			reason = "record fails its checksum"
 		}
 		cerr := &CorruptError{Path: s.path, Pos: int64(p), Offset: off, Reason: reason}
+		s.size = int64(p)
 		if !last {
 			return nil, cerr
 		}
 		q := resync(b, p, off)
 		if q < 0 {
-			s.size = int64(p)
 			return &tornTail{pos: int64(p), bytes: int64(len(b) - p), reason: reason}, nil
 		}
 		if hasZeroBlock(b, p, q) {
-			s.size = int64(p)
 			return &tornTail{pos: int64(p), bytes: int64(len(b) - p), reason: reason + ", then a block of zeros (a write lost in a machine crash)"}, nil
 		}
 		cerr.Reason += fmt.Sprintf("; an intact record %d follows at byte %d", binary.LittleEndian.Uint64(b[q+8:]), q)

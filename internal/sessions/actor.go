@@ -149,18 +149,31 @@ func (a *actor) onAgentExit(gen int, conn Agent) {
 	if l, ok := conn.(lostAgent); ok {
 		lost = l.Lost()
 	}
-	a.perform(decide(a.view(), agentExitedInput{Exit: exitInfo(conn.Exit()), Lost: lost}).Effects...)
+	var cause causeInfo
+	if c, ok := conn.(exitCauser); ok {
+		cause = causeOf(c.ExitCause())
+	}
+	a.perform(decide(a.view(), agentExitedInput{Exit: exitInfo(conn.Exit()), Lost: lost, Cause: cause}).Effects...)
 }
 
+// exitCauser is an agent whose executor may know why its records ended
+// early (executor.Agent: its host found the session's outbox damaged).
+type exitCauser interface{ ExitCause() error }
+
 // recordExit records an unexpected exit of the agent on the executor.
-func (a *actor) recordExit(exit acp.Exit) {
+// A cause (the executor host found the session's outbox damaged) makes
+// the executor's status error, with the cause's code and message.
+func (a *actor) recordExit(exit acp.Exit, cause causeInfo) {
 	a.conn = nil
 	now := time.Now().UTC()
 	a.exec.Status = store.ExecutorStopped
 	a.exec.LastSeenAt = &now
 	code := exit.Code
 	a.exec.ExitCode, a.exec.ExitSignal = &code, exit.Signal
-	a.exec.ErrorMessage = "agent " + exit.String()
+	a.exec.ErrorMessage, a.exec.ErrorCode = "agent "+exit.String(), ""
+	if cause.Code != "" {
+		a.exec.Status, a.exec.ErrorMessage, a.exec.ErrorCode = store.ExecutorError, cause.Message, cause.Code
+	}
 	a.log.Warn("agent exited", "exit", exit.String(), "stderr", exit.Stderr)
 	a.saveExecutor()
 }

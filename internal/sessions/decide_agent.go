@@ -52,7 +52,7 @@ func decideAgentExited(v view, in agentExitedInput) decision {
 		d.Effects = append(d.Effects, effForgetAgent{}, effDropSlot{})
 		return d
 	}
-	d.Effects = append(d.Effects, effRecordExit{Exit: in.Exit}, effClosePermissions{State: store.PermissionExpired})
+	d.Effects = append(d.Effects, effRecordExit{Exit: in.Exit, Cause: in.Cause}, effClosePermissions{State: store.PermissionExpired})
 	interrupted := false
 	if r := v.Running; r != nil {
 		d.Effects = append(d.Effects, effClearRunning{})
@@ -73,7 +73,7 @@ func decideAgentExited(v view, in agentExitedInput) decision {
 				// shows the hold.
 				d.Effects = append(d.Effects, effHoldQueue{})
 			}
-			d.Effects = append(d.Effects, effInterruptTurn{PromptID: r.PromptID, Reason: reason, Exit: in.Exit})
+			d.Effects = append(d.Effects, effInterruptTurn{PromptID: r.PromptID, Reason: reason, Exit: in.Exit, Cause: in.Cause})
 			if in.Lost {
 				// What the agent goes on sending on its host is kept, as
 				// the turn's late output, if the host comes back.
@@ -113,12 +113,19 @@ func decideSessionLost(v view, in turnEndedInput) decision {
 		if len(v.Queue) > 0 && !v.QueueHeld {
 			d.Effects = append(d.Effects, effHoldQueue{})
 		}
-		d.Effects = append(d.Effects, effInterruptTurn{PromptID: r.PromptID, Reason: reasonSessionLost, Detail: in.ErrorMessage})
+		d.Effects = append(d.Effects, effInterruptTurn{PromptID: r.PromptID, Reason: reasonSessionLost, Cause: sessionLostCause(in)})
 	}
 	d.Effects = append(d.Effects, effClosePermissions{State: store.PermissionExpired},
 		effRetireAgent{Why: "agent stopped: it lost the session (" + in.ErrorMessage + ")"},
 		effSetState{State: store.SessionWaitingForInput})
 	return d
+}
+
+// sessionLostCause is the interrupted turn's error when the agent lost its
+// session: the agent's own code, and what it said.
+func sessionLostCause(in turnEndedInput) causeInfo {
+	return causeInfo{Code: in.ErrorCode,
+		Message: "the agent lost its session (" + in.ErrorMessage + "); it is restored when the session is used again"}
 }
 
 // decideNext runs the head of the queue if the agent is ready and idle.

@@ -41,9 +41,9 @@ func TestDecideTurnEnded(t *testing.T) {
 			accepted(effStopRunningAgent{})},
 		{"turn ended of another turn", running, turnEndedInput{PromptID: "p0", StopReason: "end_turn"}, accepted()},
 		{"turn failed: the agent lost the session", running, lost,
-			accepted(append([]effect{effClearRunning{}, effInterruptTurn{PromptID: "p1", Reason: reasonSessionLost, Detail: "gone"}}, lostTail...)...)},
+			accepted(append([]effect{effClearRunning{}, effInterruptTurn{PromptID: "p1", Reason: reasonSessionLost, Cause: sessionLostCause(lost)}}, lostTail...)...)},
 		{"turn failed: the agent lost the session, prompts queued", with(running, func(v *view) { v.Queue = queued("q1") }), lost,
-			accepted(append([]effect{effClearRunning{}, effHoldQueue{}, effInterruptTurn{PromptID: "p1", Reason: reasonSessionLost, Detail: "gone"}}, lostTail...)...)},
+			accepted(append([]effect{effClearRunning{}, effHoldQueue{}, effInterruptTurn{PromptID: "p1", Reason: reasonSessionLost, Cause: sessionLostCause(lost)}}, lostTail...)...)},
 		{"turn failed: the agent lost the session after a cancel", cancelRequested, lost,
 			accepted(append([]effect{effClearRunning{}, effEndTurn{PromptID: "p1", State: store.TurnCancelled}}, lostTail...)...)},
 		{"turn failed: the agent lost the session while stopping", with(running, func(v *view) { v.Stopping = true }), lost, accepted()},
@@ -90,6 +90,19 @@ func TestDecideAgentExited(t *testing.T) {
 				effAwaitLate{PromptID: "p1"}, effDropSlot{}, effSetState{State: store.SessionWaitingForInput})...)},
 		{"agent exited while stopping", with(running, func(v *view) { v.Stopping = true }), in,
 			accepted(effClearSettling{}, effForgetAgent{}, effDropSlot{})},
+	}...)
+	// The executor says why the agent's records ended early: the executor
+	// and the interrupted turn keep it.
+	damaged := causeInfo{Code: "host_outbox_damaged", Message: "the executor host found the session's outbox damaged"}
+	withCause := agentExitedInput{Exit: exit, Lost: true, Cause: damaged}
+	causeHead := []effect{effClearSettling{}, effRecordExit{Exit: exit, Cause: damaged}, effClosePermissions{State: store.PermissionExpired}}
+	cases = append(cases, []decideCase{
+		{"agent lost with a damaged outbox mid-turn", running, withCause,
+			accepted(append(causeHead, effClearRunning{}, effInterruptTurn{PromptID: "p1", Reason: "executor_lost", Exit: exit, Cause: damaged},
+				effAwaitLate{PromptID: "p1"},
+				effDropSlot{}, effSetState{State: store.SessionWaitingForInput})...)},
+		{"agent lost with a damaged outbox while idle", inState(store.SessionWaitingForInput), withCause,
+			accepted(append(causeHead, effDropSlot{}, effSetState{State: store.SessionWaitingForInput})...)},
 	}...)
 	runDecideCases(t, cases)
 }

@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/tether/tether/internal/acp"
@@ -173,6 +174,9 @@ type (
 		// Lost: the daemon lost the agent with its executor host (the host
 		// stayed unreachable past its deadline, or died under it).
 		Lost bool
+		// Cause is what the executor knows of why the agent's records
+		// ended where they did (errcode.HostOutboxDamaged), if anything.
+		Cause causeInfo
 	}
 	// startFailedInput: the agent could not be started or restored.
 	startFailedInput struct{ Err error }
@@ -312,6 +316,23 @@ type resumedInfo struct {
 type exitInfo struct {
 	Code           int
 	Signal, Stderr string
+}
+
+// causeInfo is an error's stable code and message, as a plain value;
+// empty for none.
+type causeInfo struct{ Code, Message string }
+
+// causeOf is err's code and message (an *errcode.Error's own message).
+func causeOf(err error) causeInfo {
+	if err == nil {
+		return causeInfo{}
+	}
+	msg := err.Error()
+	var e *errcode.Error
+	if errors.As(err, &e) {
+		msg = e.Message
+	}
+	return causeInfo{Code: string(errcode.CodeOf(err)), Message: msg}
 }
 
 // errStale means the session changed between planning and admission.

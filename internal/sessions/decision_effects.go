@@ -35,12 +35,13 @@ type (
 		ErrorCode, ErrorMessage string
 	}
 	// effInterruptTurn ends a turn that lost its agent: its process
-	// ended (Exit), or it lost the session it served (Detail: what it
+	// ended (Exit), or it lost the session it served (Cause: what it
 	// said).
 	effInterruptTurn struct {
 		PromptID, Reason string
 		Exit             exitInfo
-		Detail           string
+		// Cause, when set, is kept as the turn's error (code, message).
+		Cause causeInfo
 	}
 	// effAwaitLate keeps PromptID, which its host's loss interrupted, as
 	// the turn the lost agent's late output goes to should the host come
@@ -83,7 +84,11 @@ type (
 	// effForgetAgent drops the agent after an expected exit.
 	effForgetAgent struct{}
 	// effRecordExit records an unexpected exit on the executor.
-	effRecordExit struct{ Exit exitInfo }
+	// With a Cause the executor shows status error and its code.
+	effRecordExit struct {
+		Exit  exitInfo
+		Cause causeInfo
+	}
 	// effRecordStartError records a failed start on the executor.
 	effRecordStartError struct{ Err error }
 	// effNotifyWaiters tells resume callers how the start went.

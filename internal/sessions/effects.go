@@ -119,7 +119,7 @@ func (a *actor) performOne(e effect) {
 			}
 		})
 	case effInterruptTurn:
-		a.interruptTurn(a.turn(e.PromptID), e.Reason, acp.Exit(e.Exit), e.Detail)
+		a.interruptTurn(a.turn(e.PromptID), e.Reason, acp.Exit(e.Exit), e.Cause)
 	case effAwaitLate:
 		a.late = &lateRun{gen: a.gen, run: &turnRun{turn: a.turns[e.PromptID], split: true}}
 	case effRetireAgent:
@@ -170,7 +170,7 @@ func (a *actor) performOne(e effect) {
 	case effForgetAgent:
 		a.conn = nil
 	case effRecordExit:
-		a.recordExit(acp.Exit(e.Exit))
+		a.recordExit(acp.Exit(e.Exit), e.Cause)
 	case effRecordStartError:
 		a.recordStartError(e.Err)
 	case effNotifyWaiters:

@@ -287,6 +287,10 @@ func (a *actor) attachFailed(err error) {
 	a.log.Warn("executor host: agent not attached", "err", err)
 	exit := acp.Exit{Code: -1, Stderr: err.Error()}
 	lost := !errcode.Is(err, errcode.HostSessionUnknown)
+	var cause causeInfo
+	if errcode.Is(err, errcode.HostOutboxDamaged) {
+		cause = causeOf(err)
+	}
 	if a.running == nil {
 		for _, t := range a.turns {
 			if t.State == store.TurnRunning {
@@ -295,7 +299,7 @@ func (a *actor) attachFailed(err error) {
 			}
 		}
 	}
-	a.perform(decide(a.view(), agentExitedInput{Exit: exitInfo(exit), Lost: lost}).Effects...)
+	a.perform(decide(a.view(), agentExitedInput{Exit: exitInfo(exit), Lost: lost, Cause: cause}).Effects...)
 	a.closeStorePermissions()
 	a.notifyWaiters(err)
 }

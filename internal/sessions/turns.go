@@ -308,7 +308,7 @@ func turnEndedDraft(sessionID, taskID string, t store.Turn, dangling []events.Da
 			dangling = []events.DanglingToolCall{}
 		}
 		typ, p = events.TurnInterrupted, &events.TurnInterruptedData{State: t.State, EndedAt: t.EndedAt, Reason: t.InterruptReason,
-			DanglingToolCalls: dangling, ExitCode: t.ExitCode, ExitSignal: t.ExitSignal}
+			DanglingToolCalls: dangling, ExitCode: t.ExitCode, ExitSignal: t.ExitSignal, Code: t.ErrorCode, Message: t.ErrorMessage}
 	}
 	return sessionDraft(sessionID, taskID, typ, t.PromptID, p)
 }
@@ -318,30 +318,33 @@ func turnEndedDraft(sessionID, taskID string, t store.Turn, dangling []events.Da
 const interruptedToolText = recovery.InterruptedToolResult + ": interrupted by %s. Treat as failure and retry if needed."
 
 // interruptTurn ends a turn that lost its agent: unfinished tool calls get
-// a synthetic failed result and a system message says what happened. An
-// agent that lost its session (reason agent_session_lost) did not exit:
-// detail is what it said, and the turn has no exit code.
-func (a *actor) interruptTurn(t store.Turn, reason string, exit acp.Exit, detail string) {
+// a synthetic failed result and a system message says what happened: why
+// (the cause's message) when there is one, else the exit. An agent that
+// lost its session (reason agent_session_lost) did not exit: the turn has
+// no exit code.
+func (a *actor) interruptTurn(t store.Turn, reason string, exit acp.Exit, why causeInfo) {
 	now := time.Now().UTC()
 	t.State = store.TurnInterrupted
 	t.EndedAt = &now
 	t.InterruptReason = reason
-	what := fmt.Sprintf("Turn interrupted: the agent %s.", exit)
-	if reason == reasonSessionLost {
-		what = "Turn interrupted: the agent lost its session (" + detail + "); it is restored when the session is used again."
-	} else {
+	if reason != reasonSessionLost {
 		code := exit.Code
 		t.ExitCode, t.ExitSignal = &code, exit.Signal
 	}
+	t.ErrorCode, t.ErrorMessage = why.Code, why.Message
 	a.turns[t.PromptID] = t
 	cause := strings.ReplaceAll(reason, "_", " ")
+	text := fmt.Sprintf("Turn interrupted: the agent %s.", exit)
+	if why.Message != "" {
+		text = "Turn interrupted: " + why.Message + "."
+	}
 	a.write(func(tx *store.Store, emit events.Emit) error {
 		ctx := a.ctx()
 		dangling, err := failDanglingToolCalls(ctx, tx, emit, a, t.PromptID, cause)
 		if err != nil {
 			return err
 		}
-		m, err := tx.AddMessage(ctx, store.Message{SessionID: a.id, PromptID: t.PromptID, Role: store.RoleSystem, Text: what})
+		m, err := tx.AddMessage(ctx, store.Message{SessionID: a.id, PromptID: t.PromptID, Role: store.RoleSystem, Text: text})
 		if err != nil {
 			return err
 		}

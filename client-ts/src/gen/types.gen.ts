@@ -619,7 +619,9 @@ export type SessionStatus = {
     /**
      * Stable code of the last agent start failure, e.g. `agent_auth_required`
      * (the agent asks for credentials: see `errorMessage` for what to set)
-     * or `agent_start_failed`. While the executor is `starting` or
+     * or `agent_start_failed`, or of how the agent was lost:
+     * `host_outbox_damaged` (executor status error) when its executor host
+     * found the session's outbox damaged (see `errorMessage`). While the executor is `starting` or
      * `reconnecting`, `executor_unavailable` says that its executor host
      * cannot be reached yet, and `errorMessage` why (the connection
      * refused, the token or certificate rejected); the daemon keeps
@@ -961,7 +963,7 @@ export type ExecutorStatusData = EventCommon & {
     pid?: number;
     error?: string;
     /**
-     * Stable code of the failure when status is error, e.g. agent_auth_required; while starting or reconnecting, executor_unavailable when the executor host cannot be reached (error says why, e.g. the connection refused or the token rejected).
+     * Stable code of the failure when status is error, e.g. agent_auth_required, or host_outbox_damaged when the executor host found the session's outbox damaged and reported the agent lost (error says what was lost; the session goes on with a new agent on the next prompt or continue); while starting or reconnecting, executor_unavailable when the executor host cannot be reached (error says why, e.g. the connection refused or the token rejected).
      */
     errorCode?: string;
     exitCode?: number;
@@ -1087,6 +1089,11 @@ export type TurnInterruptedData = EventCommon & {
     }>;
     exitCode?: number;
     exitSignal?: string;
+    /**
+     * What else is known of the interruption, as a stable code: host_outbox_damaged when the executor host found the session's outbox damaged on disk (every intact record before the damage was delivered; `message` says what was lost and where the damaged files were moved). The turn's `error` carries the same code and message.
+     */
+    code?: string;
+    message?: string;
 };
 
 export type MessageAddedData = EventCommon & {
