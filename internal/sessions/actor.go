@@ -44,9 +44,9 @@ type actor struct {
 	running *turnRun
 	// late is the turn its executor host's loss interrupted, while what
 	// the lost agent sent meanwhile may still arrive (late.go).
-	late    *lateRun
-	queue   []store.Turn
-	perms   map[string]*pendingPermission
+	late  *lateRun
+	queue []store.Turn
+	perms map[string]*pendingPermission
 	// turns indexes every turn of the session by prompt id (idempotency).
 	turns map[string]store.Turn
 	// admitting holds the turns whose admitting write has not reported
