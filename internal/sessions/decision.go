@@ -306,8 +306,8 @@ type resumedInfo struct {
 
 // exitInfo is how an agent process ended (acp.Exit, as a plain value).
 type exitInfo struct {
-	Code           int
-	Signal, Stderr string
+	Code                 int
+	Signal, Stderr, Lost string
 }
 
 // errStale means the session changed between planning and admission.

@@ -315,6 +315,16 @@ func turnEndedDraft(sessionID, taskID string, t store.Turn, dangling []events.Da
 // outcome was never reported.
 const interruptedToolText = recovery.InterruptedToolResult + ": interrupted by %s. Treat as failure and retry if needed."
 
+// exitCode is the exit code to record for an agent's end: none for an
+// agent lost with its executor host, whose exit nobody saw.
+func exitCode(exit acp.Exit) *int {
+	if exit.Lost != "" {
+		return nil
+	}
+	code := exit.Code
+	return &code
+}
+
 // interruptTurn ends a turn that lost its agent: unfinished tool calls get
 // a synthetic failed result and a system message says what happened.
 func (a *actor) interruptTurn(t store.Turn, reason string, exit acp.Exit) {
@@ -322,8 +332,7 @@ func (a *actor) interruptTurn(t store.Turn, reason string, exit acp.Exit) {
 	t.State = store.TurnInterrupted
 	t.EndedAt = &now
 	t.InterruptReason = reason
-	code := exit.Code
-	t.ExitCode, t.ExitSignal = &code, exit.Signal
+	t.ExitCode, t.ExitSignal = exitCode(exit), exit.Signal
 	a.turns[t.PromptID] = t
 	cause := strings.ReplaceAll(reason, "_", " ")
 	a.write(func(tx *store.Store, emit events.Emit) error {
