@@ -18,33 +18,31 @@ import (
 // session; they never stop the others. It respects the agent caps: once the
 // daemon-wide cap is reached the rest stay lazy (restored on first use).
 //
-// A session whose agent start-up reconciliation is attaching again on its
-// executor host is decided once that attach has settled: an agent the host
-// still runs needs nothing, and one the host lost (a reboot took the host
-// and its agents) has its turn interrupted (executor_lost) and is then
-// restored like any other. Each waits on its own, so that a host slow to
-// answer holds up no other session.
+// The sessions start-up reconciliation brought to life (an actor each) are
+// decided on their own, each once the attach of its hosted agent, if any,
+// has settled: an agent the host still runs needs nothing, and one the
+// host lost (a reboot took the host and its agents) has its turn
+// interrupted (executor_lost) and is then restored like any other. A host
+// slow to answer so holds up no other session.
 func (m *Manager) ResumeOnStart(ctx context.Context, concurrency int) {
 	if concurrency <= 0 {
 		concurrency = 4
 	}
 	e := &eagerResume{m: m, sem: make(chan struct{}, concurrency)}
-	attaching := map[string]bool{}
+	live := map[string]bool{}
 	for _, a := range m.actorList() {
-		settled := m.awaitAttach(ctx, a)
-		if settled == nil {
-			continue
-		}
-		attaching[a.id] = true
+		live[a.id] = true
 		e.wg.Add(1)
 		go func() {
 			defer e.wg.Done()
-			select {
-			case <-settled:
-			case <-a.mb.done:
-				return
-			case <-ctx.Done():
-				return
+			if settled := m.awaitAttach(ctx, a); settled != nil {
+				select {
+				case <-settled:
+				case <-a.mb.done:
+					return
+				case <-ctx.Done():
+					return
+				}
 			}
 			e.resume(ctx, a.id)
 		}()
@@ -58,7 +56,7 @@ func (m *Manager) ResumeOnStart(ctx context.Context, concurrency int) {
 		if e.full.Load() {
 			break
 		}
-		if !attaching[s.ID] {
+		if !live[s.ID] {
 			e.resume(ctx, s.ID)
 		}
 	}
@@ -77,14 +75,15 @@ type eagerResume struct {
 	full atomic.Bool
 }
 
-// resume restores the session in a slot of the pass if it needs it.
+// resume restores the session in a slot of the pass if it waits for
+// input and needs its agent.
 func (e *eagerResume) resume(ctx context.Context, id string) {
 	m := e.m
 	if e.full.Load() {
 		return
 	}
 	st, err := m.Status(ctx, id)
-	if err != nil || !st.NeedsResume || !st.IsResumable {
+	if err != nil || st.Session.State != store.SessionWaitingForInput || !st.NeedsResume || !st.IsResumable {
 		return
 	}
 	if m.knownAuthFailure(st.Executor, st.Session.AgentProfileID) {

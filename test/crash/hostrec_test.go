@@ -268,7 +268,7 @@ func (w *world) lastSeq(sid string) int64 {
 // event per reason (link down, "connection broke", "no route to host",
 // ...), and the lost turn read "the agent exited with code -1".
 func TestNetworkCutSaysItOnce(t *testing.T) {
-	w, ns := netnsWorld(t, "--host-lost-after", "20s")
+	w, ns := netnsWorld(t, "--host-lost-after", "40s")
 	sid, _ := w.createSessionOn("demo", "far")
 	fol := w.follow(sid)
 	w.prompt(sid, "/hang", "cut")
@@ -300,8 +300,8 @@ func TestNetworkCutSaysItOnce(t *testing.T) {
 	ns.SetLink(false)
 	w.checkLostTurn(sid, "cut")
 	ns.SetLink(true)
-	w.checkLostWording(sid, "cut", `the agent was lost (executor host "far" unreachable for more than 20s)`)
-	if st := w.status(sid); !strings.Contains(st["errorMessage"].(string), `unreachable for more than 20s`) {
-		t.Errorf("status after the loss: got error %q, want it to say the host was unreachable for more than 20s", st["errorMessage"])
+	w.checkLostWording(sid, "cut", `the agent was lost (executor host "far" unreachable for more than 40s)`)
+	if st := w.status(sid); !strings.Contains(st["errorMessage"].(string), `unreachable for more than 40s`) {
+		t.Errorf("status after the loss: got error %q, want it to say the host was unreachable for more than 40s", st["errorMessage"])
 	}
 }
