@@ -41,10 +41,17 @@ type Exit struct {
 	Signal string
 	// Stderr is the tail of what the agent wrote to stderr.
 	Stderr string
+	// Lost, when the daemon lost the agent with its executor host rather
+	// than saw it exit, says what happened to the host ("executor host
+	// \"far\" unreachable for more than 2m0s"); Code is then -1, unknown.
+	Lost string
 }
 
 // String renders the exit for error messages and logs.
 func (e Exit) String() string {
+	if e.Lost != "" {
+		return "was lost (" + e.Lost + ")"
+	}
 	if e.Signal != "" {
 		return "was stopped by a signal (" + e.Signal + ")"
 	}

@@ -60,6 +60,7 @@ func availableCommands() []acp.AvailableCommand {
 		cmd("approve-self", "Try to answer its own permission request with the daemon's token from the environment", ""),
 		cmd("env", "Reply with the value of an environment variable, or <unset>", "NAME"),
 		cmd("late", "End the turn, then send N message chunks after it", "N"),
+		cmd("usage", "Send N usage_update notifications at the end of the turn ('late': after it)", "N [late]"),
 		cmd("two-messages", "Text, a tool call, text: two ACP messageIds ('noid': none)", "[noid]"),
 		cmd("message-ids", "Two messages told apart only by their ACP messageId, PAUSE_MS apart", "[PAUSE_MS]"),
 		cmd("options", "Reply with the session's mode and model, as the agent holds them", ""),
@@ -305,6 +306,8 @@ func (t *turn) run(prompt []acp.ContentBlock) error {
 		}
 		go t.late(n)
 		return t.say("ending the turn; more follows")
+	case "/usage":
+		return t.usage(arg)
 	case "/two-messages":
 		return t.twoMessages(arg != "noid")
 	case "/message-ids":
@@ -312,25 +315,6 @@ func (t *turn) run(prompt []acp.ContentBlock) error {
 	default:
 		return t.say("unknown command " + name)
 	}
-}
-
-// lateDelay lets the client read a turn's response before /late sends
-// output that belongs to no turn.
-const lateDelay = 100 * time.Millisecond
-
-// late misbehaves as an agent whose output outlives its turn (a cancelled
-// or cut-off turn's leftovers): N chunks after the prompt was answered,
-// then a plan "late output sent" so a client can tell they are all out. It
-// ends once they are sent or the connection is gone.
-func (t *turn) late(n int) {
-	time.Sleep(lateDelay)
-	for i := 1; i <= n; i++ {
-		if t.a.emit(t.s, t.sid, acp.UpdateAgentMessageText(fmt.Sprintf("late %d\n", i))) != nil {
-			return
-		}
-	}
-	_ = t.a.emit(t.s, t.sid, acp.UpdatePlan(acp.PlanEntry{Content: "late output sent",
-		Priority: acp.PlanEntryPriorityLow, Status: acp.PlanEntryStatusCompleted}))
 }
 
 // crash stops the process the way a crashing agent does: what was sent is

@@ -27,6 +27,7 @@ type Agent struct {
 	handler   acp.Handler
 	link      LinkHandler // nil unless handler implements it
 	wait      WaitHandler // likewise
+	records   RecordHandler
 	grace     time.Duration
 	stopID    string
 	// credits holds one token per update handed to the handler and not
@@ -106,6 +107,8 @@ type Agent struct {
 	fenced bool
 	// held are the permission requests the host held at the last attach.
 	held []string
+	// endedOnHost: the last attach's answer said the agent had ended.
+	endedOnHost bool
 }
 
 func newAgent(h *Host, sessionID string, handler acp.Handler, grace time.Duration, from uint64) *Agent {
@@ -115,6 +118,7 @@ func newAgent(h *Host, sessionID string, handler acp.Handler, grace time.Duratio
 		seen: make(map[string]bool), reqs: make(map[string]*openRequest)}
 	a.link, _ = handler.(LinkHandler)
 	a.wait, _ = handler.(WaitHandler)
+	a.records, _ = handler.(RecordHandler)
 	a.lines.Logger = h.log.With("session", sessionID)
 	return a
 }
@@ -390,6 +394,18 @@ func (a *Agent) setStarted(caps acp.Capabilities, pid int, opts hostproto.Sessio
 	if len(opts.Modes) > 0 || len(opts.ConfigOptions) > 0 {
 		a.options = opts.ACP()
 	}
+}
+
+// EndedOnHost reports whether the host said, when the agent was last
+// attached, that the agent had ended already (AttachResult.Exited): Done
+// closes once its exit record, after the records still to deliver, is
+// delivered. A daemon that restarted finds so the agents its host lost
+// (a reboot took them), and restores them at once when asked to restore
+// eagerly.
+func (a *Agent) EndedOnHost() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.endedOnHost
 }
 
 func (a *Agent) setHeld(pending []hostproto.PermissionRequest) {

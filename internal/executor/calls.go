@@ -205,7 +205,7 @@ func (h *Host) resultLocked(c *call, res hostproto.CommandResult) func() {
 			}
 			h.mu.Lock()
 			defer h.mu.Unlock()
-			a.endLocked(r.Exit.ACP(), r.Exit.Lost, errAgentExited)
+			a.endLocked(h.exitOf(r.Exit), r.Exit.Lost, errAgentExited)
 			if !a.exitSeen() {
 				h.unregisterLocked(a) // no exit record will settle it
 			}
@@ -237,7 +237,7 @@ func (h *Host) attachResultLocked(c *call, res hostproto.CommandResult) func() {
 				a.cause = err
 				a.mu.Unlock()
 			}
-			a.endLocked(acp.Exit{Code: -1, Stderr: "tetherd: " + lost.Message}, !a.exitSeen(), lost)
+			a.endLocked(acp.Exit{Code: -1, Stderr: "tetherd: " + lost.Message, Lost: lost.Message}, !a.exitSeen(), lost)
 			h.unregisterLocked(a)
 		default:
 			h.log.Error("re-attach failed; reconnecting", "session", a.sessionID, "err", err)
@@ -253,6 +253,9 @@ func (h *Host) attachResultLocked(c *call, res hostproto.CommandResult) func() {
 	}
 	a.setStarted(r.Capabilities.ACP(), r.PID, r.Options)
 	a.setHeld(r.Pending)
+	a.mu.Lock()
+	a.endedOnHost = r.Exited
+	a.mu.Unlock()
 	a.established = true
 	a.linkGen = h.gen
 	if a.finished() {

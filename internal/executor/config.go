@@ -120,9 +120,26 @@ type LinkHandler interface {
 // wrapping the last connection attempt's, so that the session can show
 // "cannot connect: …" or "refused: wrong token" instead of a bare
 // starting or reconnecting. It is called like LinkChanged, in order with
-// the records, and must not block.
+// the records, and must not block. When a link breaks, the reason comes
+// first, then LinkChanged(false), so that the handler can tell the
+// outage once, with its cause.
 type WaitHandler interface {
 	HostUnreachable(why error)
+}
+
+// RecordHandler is an optional interface of the acp.Handler given to
+// Start or Attach: the records it is handed no update for (a permission
+// request, which goes to RequestPermission; its withdrawal; an update
+// that does not decode; a record of a kind this build does not know) are
+// handed to Record, in order with the updates, so that it commits their
+// offsets as it commits an update's, and calls done once that is durable.
+// Only then is the record acknowledged and dropped by the host: a record
+// acknowledged and not committed would put the host's stream ahead of
+// the offset the next attach starts from (a gap, issue 28). Without it
+// such a record counts as committed once handed over. done holds a
+// credit of the update window, like an update's.
+type RecordHandler interface {
+	Record(offset uint64, done func())
 }
 
 // State is the daemon's link to a host.

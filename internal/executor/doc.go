@@ -30,9 +30,11 @@
 // last commit, records the handler already has are dropped from the
 // replay, and only then are the session's pending commands resent, with
 // the same ids (the host applies each id once). Handlers implementing
-// LinkHandler learn of the link going down and up. A host unreachable for
-// HostConfig.LostAfter is lost: its Agents end (Done, Lost() true) and
-// their pending calls fail with errcode.ExecutorLost, classified
+// LinkHandler learn of the link going down and up; a WaitHandler hears
+// why the link broke just before it goes down. A host unreachable for
+// HostConfig.LostAfter is lost: its Agents end (Done, Lost() true, their
+// Exit's Lost saying so) and their pending calls fail with
+// errcode.ExecutorLost, classified
 // acp.ClassDisconnected; each lost agent's stop stays queued, so that the
 // host, if it comes back, does not run agents the daemon gave up on. A
 // command the host answers with an error after the agent's exit record

@@ -396,6 +396,17 @@ func (h *Host) lostError() *errcode.Error {
 	return disconnected(errcode.ExecutorLost, "executor host %q unreachable for more than %s", h.cfg.Name, h.cfg.LostAfter)
 }
 
+// exitOf is how an agent ended as its host reported it: a host that
+// found the session without its agent after a restart of its own (it
+// crashed, was killed, or its machine restarted) lost the agent with it.
+func (h *Host) exitOf(e hostproto.Exit) acp.Exit {
+	exit := e.ACP()
+	if e.Lost {
+		exit.Lost = fmt.Sprintf("executor host %q stopped while the agent ran: it crashed, was killed or its machine restarted", h.cfg.Name)
+	}
+	return exit
+}
+
 // armLostLocked starts the LostAfter countdown of a link that just went
 // down (or was never up).
 func (h *Host) armLostLocked() {
@@ -436,7 +447,7 @@ func (h *Host) declareLost(epoch uint64) {
 	}
 	for _, a := range h.agents {
 		if a.established && !a.ended {
-			a.endLocked(acp.Exit{Code: -1, Stderr: "tetherd: " + err.Message}, true, err)
+			a.endLocked(acp.Exit{Code: -1, Stderr: "tetherd: " + err.Message, Lost: err.Message}, true, err)
 			a.late.Store(true)
 			h.ensureStopLocked(a)
 		}

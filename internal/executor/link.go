@@ -153,11 +153,12 @@ func (h *Host) offline(err error) {
 	h.lastErr = fmt.Errorf("connection broke: %w", err)
 	h.log.Warn("executor host connection broke", "err", err)
 	h.armLostLocked()
+	// Why first: a handler tells the link's going down once, with why.
+	h.tellUnreachableLocked()
 	for _, a := range h.agents {
 		a.linkGen = 0
 		a.linkDown()
 	}
-	h.tellUnreachableLocked()
 	h.notifyLocked()
 }
 

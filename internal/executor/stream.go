@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"sort"
 	"sync/atomic"
 
 	"github.com/tether/tether/internal/acp"
@@ -107,7 +106,7 @@ func (a *Agent) accept(r *hostproto.Record) {
 // deliverInline delivers an update, or commits one to skip, if that needs
 // no wait for a window credit; false leaves it for the dispatcher.
 func (a *Agent) deliverInline(it *item) bool {
-	if it.skip || !a.delivers() {
+	if !a.delivers() || (it.skip && a.records == nil) {
 		a.add(it.off)
 		return true
 	}
@@ -116,7 +115,11 @@ func (a *Agent) deliverInline(it *item) bool {
 	default:
 		return false
 	}
-	a.deliver(it.off, it.upd)
+	if it.skip {
+		a.deliverOffset(it.off)
+	} else {
+		a.deliver(it.off, it.upd)
+	}
 	return true
 }
 
@@ -154,7 +157,7 @@ func (a *Agent) dispatch() {
 			it.fn()
 		case quitting:
 		case it.skip:
-			a.add(it.off)
+			a.onOffset(it.off)
 		case it.isUpd:
 			a.onUpdate(it.off, it.upd)
 		default:
@@ -170,13 +173,15 @@ func (a *Agent) dispatch() {
 func (a *Agent) onRecord(r hostproto.Record) {
 	switch r.Kind {
 	case hostproto.RecordRequest:
-		a.add(r.Offset)
+		// Committed apart from its answer: a request still pending is
+		// reported again by every attach (AttachResult.Pending).
+		a.onOffset(r.Offset)
 		var p hostproto.PermissionRequest
 		if a.decode(r, &p) {
 			a.deliverRequest(p, r.Offset)
 		}
 	case hostproto.RecordRequestClosed:
-		a.add(r.Offset)
+		a.onOffset(r.Offset)
 		var p hostproto.RequestClosed
 		if a.decode(r, &p) {
 			a.closeRequest(p.RequestID)
@@ -194,13 +199,13 @@ func (a *Agent) onRecord(r hostproto.Record) {
 		a.exitOffset = r.Offset
 		a.cause = e.Cause()
 		a.mu.Unlock()
-		a.endLocked(e.ACP(), e.Lost, errAgentExited)
+		a.endLocked(a.h.exitOf(e), e.Lost, errAgentExited)
 		a.late.Store(false) // a lost agent's late output ends with its exit
 		a.h.mu.Unlock()
 		a.add(r.Offset)
 	default:
 		a.h.log.Error("record of an unknown kind", "session", a.sessionID, "offset", r.Offset, "kind", r.Kind)
-		a.add(r.Offset)
+		a.onOffset(r.Offset)
 	}
 }
 
@@ -240,19 +245,27 @@ func (a *Agent) onUpdate(off uint64, au acp.Update) {
 		a.add(off)
 		return
 	}
+	if a.credit(off) {
+		a.deliver(off, au)
+	}
+}
+
+// credit takes a credit of the window for the record at off, waiting for
+// room; false if the agent ended meanwhile (the record is then committed
+// unseen) or was forgotten.
+func (a *Agent) credit(off uint64) bool {
 	done := a.done
 	if a.late.Load() {
 		done = nil // ended already: wait for the window like a live agent
 	}
 	select {
 	case a.credits <- struct{}{}:
+		return true
 	case <-done:
 		a.add(off)
-		return
 	case <-a.quitCh:
-		return
 	}
-	a.deliver(off, au)
+	return false
 }
 
 // deliver hands the update to the handler; the caller holds its credit.
@@ -271,8 +284,10 @@ func (a *Agent) deliver(off uint64, au acp.Update) {
 }
 
 // add records a record that is committed as soon as it is handed over:
-// requests and their closing (the host re-reports what is still pending
-// on the next attach), the exit, records nobody reads.
+// the exit, records nobody reads (the agent ended), and, for a handler
+// that commits no offsets itself (no RecordHandler), requests and their
+// closing (the host re-reports what is still pending on the next attach)
+// and updates that do not decode.
 func (a *Agent) add(off uint64) {
 	a.mu.Lock()
 	a.commits.open = append(a.commits.open, openRecord{off: off})
@@ -489,37 +504,4 @@ func (a *Agent) answer(requestID string, out acp.PermissionOutcome) {
 		hostproto.PermissionAnswerPayload{RequestID: requestID, Cancelled: out.Cancelled, OptionID: out.OptionID}, nil)
 	h.mu.Unlock()
 	h.kick(h.sendKick)
-}
-
-// commitTracker follows which of a session's records the daemon has
-// committed: every record up to frontier is. Records are handed over in
-// offset order (open), and may be committed out of order; the frontier
-// moves over each run of committed ones.
-type commitTracker struct {
-	frontier uint64
-	open     []openRecord
-}
-
-type openRecord struct {
-	off  uint64
-	done bool
-}
-
-// settle marks off committed and reports whether the frontier moved.
-func (t *commitTracker) settle(off uint64) bool {
-	i := sort.Search(len(t.open), func(i int) bool { return t.open[i].off >= off })
-	if i == len(t.open) || t.open[i].off != off {
-		return false
-	}
-	t.open[i].done = true
-	n := 0
-	for n < len(t.open) && t.open[n].done {
-		n++
-	}
-	if n == 0 {
-		return false
-	}
-	t.frontier = t.open[n-1].off
-	t.open = t.open[n:]
-	return true
 }

@@ -321,7 +321,7 @@ func (h *Host) attach(l *link, cmd *hostproto.Command) {
 	}
 	r := hostproto.AttachResult{Pending: s.pendingList(), NextOffset: next}
 	s.mu.Lock()
-	r.PID = s.meta.PID
+	r.PID, r.Exited = s.meta.PID, s.exited
 	if s.agent != nil {
 		r.Capabilities = hostproto.FromCapabilities(s.agent.Capabilities())
 		r.Options = hostproto.FromSessionOptions(s.agent.SessionOptions())

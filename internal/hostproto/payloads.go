@@ -59,6 +59,11 @@ type AttachResult struct {
 	Pending []PermissionRequest `json:"pending,omitempty"`
 	// NextOffset is the offset the session's next record will get.
 	NextOffset uint64 `json:"nextOffset"`
+	// Exited is set when the agent has ended already (it exited, or a
+	// restarted host found the session without it): its exit record
+	// comes after the records the daemon has not committed. A host
+	// before issue 28 leaves it out.
+	Exited bool `json:"exited,omitempty"`
 }
 
 // NewPayload is CommandNew's payload (session/new).

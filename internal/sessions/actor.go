@@ -90,6 +90,15 @@ type actor struct {
 	// (or found committed): a new agent's numbering starts above it.
 	hostTop     uint64
 	hostPending map[string]store.Permission
+	// attachOpen is set from the attach of a hosted agent until it has
+	// settled (settleAttach): the agent runs on its host, or it ended
+	// (its host lost it, or could not be reached) and its exit is
+	// recorded. attachWaiters are closed then (awaitAttach).
+	attachOpen    bool
+	attachWaiters []chan struct{}
+	// linkWhy is why the link to the executor host is breaking, told
+	// just before it goes down (HostUnreachable, then LinkChanged).
+	linkWhy error
 	// Agent-reported session facts that are not transcript: commands and
 	// config options as ACP arrays, modes an ACP SessionModeState, mode
 	// the current mode id as a JSON string (see options.go).
@@ -142,6 +151,7 @@ func (a *actor) ctx() context.Context { return context.Background() }
 // (decideAgentExited). Exits of an agent that is no longer the session's
 // are stale.
 func (a *actor) onAgentExit(gen int, conn Agent) {
+	defer a.settleAttach() // an attached agent that ended has settled
 	if gen != a.gen || conn != a.conn {
 		return
 	}
@@ -168,8 +178,7 @@ func (a *actor) recordExit(exit acp.Exit, cause causeInfo) {
 	now := time.Now().UTC()
 	a.exec.Status = store.ExecutorStopped
 	a.exec.LastSeenAt = &now
-	code := exit.Code
-	a.exec.ExitCode, a.exec.ExitSignal = &code, exit.Signal
+	a.exec.ExitCode, a.exec.ExitSignal = exitCode(exit), exit.Signal
 	a.exec.ErrorMessage, a.exec.ErrorCode = "agent "+exit.String(), ""
 	if cause.Code != "" {
 		a.exec.Status, a.exec.ErrorMessage, a.exec.ErrorCode = store.ExecutorError, cause.Message, cause.Code
@@ -265,17 +274,34 @@ type agentHandler struct {
 // window free of deadlocks.
 func (h *agentHandler) Update(u acp.Update, done func()) {
 	if !h.a.mb.post(func() {
-		off := u.Offset
-		if h.gen != h.a.gen {
-			// A previous agent's (a lost one's late output): its host
-			// offsets are not the session's agent's any more.
-			off = 0
-		}
-		h.a.withRecord(off, func() { h.a.onUpdate(h.gen, u) })
+		h.a.withRecord(h.offset(u.Offset), func() { h.a.onUpdate(h.gen, u) })
 		h.a.afterWrites(done)
 	}) {
 		done()
 	}
+}
+
+// Record commits the offset of a host record that brings no update (a
+// permission request, its withdrawal, an update that does not decode) in
+// order with the updates (executor.RecordHandler); done, like an
+// update's, once it is durable.
+func (h *agentHandler) Record(offset uint64, done func()) {
+	if !h.a.mb.post(func() {
+		h.a.withRecord(h.offset(offset), func() {})
+		h.a.afterWrites(done)
+	}) {
+		done()
+	}
+}
+
+// offset is a record's offset as the actor commits it: 0 for a previous
+// agent's, whose outbox numbering is not the current agent's (on the
+// actor).
+func (h *agentHandler) offset(off uint64) uint64 {
+	if h.gen != h.a.gen {
+		return 0
+	}
+	return off
 }
 
 func (h *agentHandler) RequestPermission(ctx context.Context, req acp.PermissionRequest) (acp.PermissionOutcome, error) {

@@ -314,8 +314,8 @@ type resumedInfo struct {
 
 // exitInfo is how an agent process ended (acp.Exit, as a plain value).
 type exitInfo struct {
-	Code           int
-	Signal, Stderr string
+	Code                 int
+	Signal, Stderr, Lost string
 }
 
 // causeInfo is an error's stable code and message, as a plain value;

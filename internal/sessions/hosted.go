@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -54,18 +55,30 @@ func (c offsetChange) Apply(ctx context.Context, tx *store.Store, emit events.Em
 }
 
 // withRecord runs f, which handles the host record at offset (0 for a
-// local agent's update), with every write it makes carrying the offset.
-// One record makes at most one write (decideUpdate), so the offset is
-// committed exactly when the record's effect is. The record's offset in
-// its agent's outbox becomes absolute here (HostOffsetBase).
+// local agent's update, or a previous agent's record), with every write
+// it makes carrying the offset. One record makes at most one write
+// (decideUpdate), so the offset is committed exactly when the record's
+// effect is. A record that changes nothing the store holds (usage, an
+// echo of the prompt, output after its turn, a replayed update) has its
+// offset committed alone: its acknowledgement lets the host drop it, and
+// the next attach must start after it, or the host's stream would begin
+// past the offset the store says it has (issue 28: "executor host
+// skipped records" after a clean restart). The record's offset in its
+// agent's outbox becomes absolute here (HostOffsetBase).
 func (a *actor) withRecord(offset uint64, f func()) {
-	if offset > 0 {
-		offset += a.exec.HostOffsetBase
-		a.hostTop = max(a.hostTop, offset)
+	if offset == 0 {
+		f()
+		return
 	}
+	offset += a.exec.HostOffsetBase
+	a.hostTop = max(a.hostTop, offset)
 	a.recordOffset = offset
 	defer func() { a.recordOffset = 0 }()
+	before := a.version
 	f()
+	if a.version == before {
+		a.write(func(*store.Store, events.Emit) error { return nil }) // offsetChange: the offset alone
+	}
 }
 
 // resetHostOffset starts the numbering of a new agent's outbox, which
@@ -96,6 +109,7 @@ func (a *actor) attach() {
 		return
 	}
 	a.starting = true
+	a.attachOpen = true
 	a.gen++
 	gen := a.gen
 	// The turn that was running is the turn of whatever the host replays
@@ -229,6 +243,25 @@ func (a *actor) onAttached(gen int, conn Agent, pending []store.Permission, err 
 	a.notifyWaiters(nil)
 	a.armIdle()
 	a.startNext()
+	if e, ok := conn.(endedAgent); !ok || !e.EndedOnHost() {
+		a.settleAttach() // else once its exit, which the host replays, is recorded
+	}
+}
+
+// endedAgent is an attached agent that says whether its host reported it
+// ended already (executor.Agent.EndedOnHost).
+type endedAgent interface {
+	EndedOnHost() bool
+}
+
+// settleAttach ends the wait of those waiting for the attach to settle
+// (awaitAttach).
+func (a *actor) settleAttach() {
+	a.attachOpen = false
+	for _, ch := range a.attachWaiters {
+		close(ch)
+	}
+	a.attachWaiters = nil
 }
 
 // watchExit reports the agent's end to the actor. A hosted agent may
@@ -279,14 +312,20 @@ func (a *actor) resumeTurn(r *turnRun) {
 }
 
 // attachFailed takes the interruption path for a hosted session whose
-// agent could not be attached: its host stayed unreachable (executor_lost)
-// or no longer holds the session (it lost the agent). The session stays
+// agent could not be attached. Either way the agent was lost with its
+// host (executor_lost), and the exit says how: the host stayed
+// unreachable, or it no longer holds the session (a restart of its
+// machine took records the daemon had committed, or the agent's exit was
+// acknowledged before the daemon recorded it). The session stays
 // resumable, as after any agent exit.
 func (a *actor) attachFailed(err error) {
 	a.dropSlot()
 	a.log.Warn("executor host: agent not attached", "err", err)
-	exit := acp.Exit{Code: -1, Stderr: err.Error()}
-	lost := !errcode.Is(err, errcode.HostSessionUnknown)
+	exit := acp.Exit{Code: -1, Stderr: err.Error(), Lost: err.Error()}
+	var ce *errcode.Error
+	if errors.As(err, &ce) {
+		exit.Lost = ce.Message
+	}
 	var cause causeInfo
 	if errcode.Is(err, errcode.HostOutboxDamaged) {
 		cause = causeOf(err)
@@ -299,9 +338,10 @@ func (a *actor) attachFailed(err error) {
 			}
 		}
 	}
-	a.perform(decide(a.view(), agentExitedInput{Exit: exitInfo(exit), Lost: lost, Cause: cause}).Effects...)
+	a.perform(decide(a.view(), agentExitedInput{Exit: exitInfo(exit), Lost: true, Cause: cause}).Effects...)
 	a.closeStorePermissions()
 	a.notifyWaiters(err)
+	a.settleAttach()
 }
 
 // closeStorePermissions expires the session's permission requests that
@@ -336,10 +376,13 @@ type linkHandler interface {
 }
 
 // LinkChanged shows the executor reconnecting while the daemon has lost
-// its host, and ready again once it is back.
+// its host, and ready again once it is back: one session.executor_status
+// each way per outage, the first saying why the link broke (linkWhy).
 func (h *agentHandler) LinkChanged(up bool) {
 	h.a.mb.post(func() {
 		a := h.a
+		why := a.linkWhy
+		a.linkWhy = nil
 		if h.gen != a.gen || a.conn == nil {
 			return
 		}
@@ -355,6 +398,8 @@ func (h *agentHandler) LinkChanged(up bool) {
 			now := time.Now().UTC()
 			a.exec.LastSeenAt = &now
 			a.exec.ErrorMessage, a.exec.ErrorCode = "", "" // why it was unreachable
+		} else if why != nil {
+			a.exec.ErrorMessage, a.exec.ErrorCode = why.Error(), string(errcode.CodeOf(why))
 		}
 		a.saveExecutor()
 	})
@@ -370,11 +415,23 @@ type waitHandler interface {
 // start or an attach not answered, a broken link) in the executor row's
 // error, while its status stays starting or reconnecting: "cannot
 // connect", "refused the token", instead of a bare spinner until a
-// deadline.
+// deadline. A starting executor announces each new reason
+// (session.executor_status); a reconnecting one announced its outage
+// once, and keeps the latest reason in its row (GET /status) without
+// another event: the executor has not changed, only the last failed
+// attempt. The reason a link broke comes just before the link's going
+// down, and rides in its announcement (LinkChanged).
 func (h *agentHandler) HostUnreachable(why error) {
 	h.a.mb.post(func() {
 		a := h.a
-		if h.gen != a.gen || (!a.starting && a.exec.Status != store.ExecutorReconnecting) {
+		if h.gen != a.gen {
+			return
+		}
+		if !a.starting && a.exec.Status == store.ExecutorReady {
+			a.linkWhy = why
+			return
+		}
+		if !a.starting && a.exec.Status != store.ExecutorReconnecting {
 			return
 		}
 		msg, code := why.Error(), string(errcode.CodeOf(why))
@@ -382,7 +439,7 @@ func (h *agentHandler) HostUnreachable(why error) {
 			return
 		}
 		a.exec.ErrorMessage, a.exec.ErrorCode = msg, code
-		a.saveExecutor()
+		a.persistExecutor(a.exec.Status != store.ExecutorReconnecting)
 	})
 }
 

@@ -220,3 +220,50 @@ func TestResumeOutput(t *testing.T) {
 		})
 	}
 }
+
+// TestHostedRecordsWithoutEffectCommitted: a hosted agent's records that
+// change nothing in the store (usage updates, output after the turn, a
+// record that brings no update at all) have their offsets committed all
+// the same, each before its done: the host drops what done acknowledges,
+// and a restart attaches after the offset the store holds, so a record
+// acknowledged and not committed left a gap ("executor host skipped
+// records", issue 28).
+func TestHostedRecordsWithoutEffectCommitted(t *testing.T) {
+	r := newFakeRig(t)
+	host := &fakeHost{fakeRuntime: r.rt, attaches: make(chan fakeAttach, 4)}
+	r.mgr = New(r.st, r.w, fakeProfiles{}, Config{Runtime: r.rt, Executors: fakeExecutors{host}, Logger: slog.New(slog.DiscardHandler)})
+	s := r.readySession(t)
+	res := s.prompt(t, "usage")
+	p := s.agent.prompt(t)
+	offset := func() uint64 {
+		t.Helper()
+		ex, err := r.st.GetExecutor(context.Background(), s.sess.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ex.HostOffset
+	}
+	u := chunk("reply", "")
+	u.Offset = 1
+	s.agent.update(t, u)
+	for off := uint64(2); off <= 3; off++ {
+		s.agent.update(t, acp.Update{Kind: acp.UpdateUsage, Offset: off, Data: json.RawMessage(`{"used":1,"size":2}`)})
+		if got := offset(); got != off {
+			t.Fatalf("after usage update %d was done: got committed offset %d, want %d", off, got, off)
+		}
+	}
+	p.answer("end_turn")
+	waitTurnState(t, r, s.sess.ID, res.Turn.PromptID, store.TurnCompleted)
+	late := chunk("after the turn", "")
+	late.Offset = 4
+	s.agent.update(t, late)
+	if got := offset(); got != 4 {
+		t.Fatalf("after output past its turn was done: got committed offset %d, want 4", got)
+	}
+	done := make(chan struct{})
+	s.agent.h.(interface{ Record(uint64, func()) }).Record(5, func() { close(done) })
+	recv(t, done, "the record was never done")
+	if got := offset(); got != 5 {
+		t.Fatalf("after a record without an update was done: got committed offset %d, want 5", got)
+	}
+}

@@ -159,9 +159,11 @@ func (r hostRuntime) Attach(ctx context.Context, req AttachRequest) (Agent, erro
 // What the session core relies on of an executor host's agent beyond the
 // Agent interface.
 var (
-	_ turnPrompter  = (*executor.Agent)(nil)
-	_ lostAgent     = (*executor.Agent)(nil)
-	_ pendingLister = (*executor.Agent)(nil)
-	_ linkHandler   = executor.LinkHandler(nil)
-	_ waitHandler   = executor.WaitHandler(nil)
+	_ turnPrompter           = (*executor.Agent)(nil)
+	_ lostAgent              = (*executor.Agent)(nil)
+	_ pendingLister          = (*executor.Agent)(nil)
+	_ endedAgent             = (*executor.Agent)(nil)
+	_ linkHandler            = executor.LinkHandler(nil)
+	_ waitHandler            = executor.WaitHandler(nil)
+	_ executor.RecordHandler = (*agentHandler)(nil)
 )

@@ -2,14 +2,10 @@ package sessions
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -255,57 +251,6 @@ func restartInterrupt(ctx context.Context, tx *store.Store, emit events.Emit, a 
 	}
 	emit(turnEndedDraft(a.id, a.sess.TaskID, t, dangling))
 	return nil
-}
-
-// ResumeOnStart restores resumable sessions in the background (eager mode),
-// newest first, at most concurrency at a time. Failures are visible on each
-// session; they never stop the others. It respects the agent caps: once the
-// daemon-wide cap is reached the rest stay lazy (restored on first use).
-func (m *Manager) ResumeOnStart(ctx context.Context, concurrency int) {
-	if concurrency <= 0 {
-		concurrency = 4
-	}
-	sessions, err := m.store.ListSessionsByState(ctx, store.SessionWaitingForInput)
-	if err != nil {
-		m.cfg.Logger.Error("eager resume: list sessions", "err", err)
-		return
-	}
-	sort.Slice(sessions, func(i, j int) bool { return sessions[i].UpdatedAt.After(sessions[j].UpdatedAt) })
-	sem := make(chan struct{}, concurrency)
-	var wg sync.WaitGroup
-	var full atomic.Bool
-	for _, s := range sessions {
-		if full.Load() {
-			m.cfg.Logger.Info("eager resume stopped at the agent limit; the other sessions restore on first use", "maxAgents", m.cfg.MaxAgents)
-			break
-		}
-		st, err := m.Status(ctx, s.ID)
-		if err != nil || !st.NeedsResume || !st.IsResumable {
-			continue
-		}
-		if m.knownAuthFailure(st.Executor, s.AgentProfileID) {
-			m.cfg.Logger.Info("eager resume skipped: the agent asked for credentials with this profile; change the profile or resume the session",
-				"session", s.ID, "agent", s.AgentProfileID)
-			continue
-		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			_, err := m.Resume(ctx, s.ID)
-			var de *errcode.Error
-			switch {
-			case errors.As(err, &de) && de.Code == errcode.AgentLimitReached:
-				if de.Details["scope"] == "daemon" {
-					full.Store(true)
-				}
-				m.cfg.Logger.Info("eager resume skipped: agent limit", "session", s.ID, "err", err)
-			case err != nil:
-				m.cfg.Logger.Warn("eager resume failed", "session", s.ID, "err", err)
-			}
-		}()
-	}
-	wg.Wait()
 }
 
 // knownAuthFailure reports whether the session's last start failed because

@@ -317,6 +317,16 @@ func turnEndedDraft(sessionID, taskID string, t store.Turn, dangling []events.Da
 // outcome was never reported.
 const interruptedToolText = recovery.InterruptedToolResult + ": interrupted by %s. Treat as failure and retry if needed."
 
+// exitCode is the exit code to record for an agent's end: none for an
+// agent lost with its executor host, whose exit nobody saw.
+func exitCode(exit acp.Exit) *int {
+	if exit.Lost != "" {
+		return nil
+	}
+	code := exit.Code
+	return &code
+}
+
 // interruptTurn ends a turn that lost its agent: unfinished tool calls get
 // a synthetic failed result and a system message says what happened: why
 // (the cause's message) when there is one, else the exit. An agent that
@@ -328,8 +338,7 @@ func (a *actor) interruptTurn(t store.Turn, reason string, exit acp.Exit, why ca
 	t.EndedAt = &now
 	t.InterruptReason = reason
 	if reason != reasonSessionLost {
-		code := exit.Code
-		t.ExitCode, t.ExitSignal = &code, exit.Signal
+		t.ExitCode, t.ExitSignal = exitCode(exit), exit.Signal
 	}
 	t.ErrorCode, t.ErrorMessage = why.Code, why.Message
 	a.turns[t.PromptID] = t

@@ -2,6 +2,7 @@ package crash_test
 
 import (
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,21 @@ func isChunkOf(t *testing.T, pid string) func(frame) bool {
 	}
 }
 
+// netnsWorld is a world whose daemon (started with pingFlags and extra)
+// is connected to a remote host "far" in a network namespace of its own,
+// ns, reached over a veth pair whose link the test cuts.
+func netnsWorld(t *testing.T, extra ...string) (*world, *netns) {
+	t.Helper()
+	ns := newNetns(t)
+	w := newWorld(t, profile{id: "demo"})
+	far := w.newRemoteHost("far", net.JoinHostPort(ns.IP, "7778"), ns)
+	far.start()
+	w.setHosts(far.pinned())
+	w.start(append(slices.Clone(pingFlags), extra...)...)
+	w.waitHost("far", "connected", hostState("connected"))
+	return w, ns
+}
+
 // TestRemoteSurvivesNetworkCut runs a session on a remote host in its own
 // network namespace, reached over a veth pair with TLS (a pinned
 // certificate) and a token, and cuts the link for 10 s in the middle of a
@@ -33,13 +49,7 @@ func isChunkOf(t *testing.T, pid string) func(frame) bool {
 // daemon catches up: the transcript holds every chunk once, in order, and
 // an SSE client sees the log without a gap or a duplicate.
 func TestRemoteSurvivesNetworkCut(t *testing.T) {
-	ns := newNetns(t)
-	w := newWorld(t, profile{id: "demo"})
-	far := w.newRemoteHost("far", net.JoinHostPort(ns.IP, "7778"), ns)
-	far.start()
-	w.setHosts(far.pinned())
-	w.start(pingFlags...)
-	w.waitHost("far", "connected", hostState("connected"))
+	w, ns := netnsWorld(t)
 
 	sid, _ := w.createSessionOn("demo", "far")
 	if ex := w.get("/session/" + sid)["executor"].(map[string]any); ex["runtime"] != "remote" || ex["host"] != "far" {

@@ -472,7 +472,7 @@ export const SessionState = {
 export type SessionState = typeof SessionState[keyof typeof SessionState];
 
 /**
- * reconnecting: the agent runs in an executor host the daemon has lost its connection to (a daemon restart, a network cut) and is reconnecting to; the turn goes on on the host.
+ * reconnecting: the agent runs in an executor host the daemon has lost its connection to (a daemon restart, a network cut) and is reconnecting to; the turn goes on on the host. An outage is announced once (one session.executor_status, saying why the link broke); the error of the latest failed attempt is in the session's status until the host is ready again or lost.
  */
 export const ExecutorStatus = {
     STARTING: 'starting',
@@ -483,7 +483,7 @@ export const ExecutorStatus = {
 } as const;
 
 /**
- * reconnecting: the agent runs in an executor host the daemon has lost its connection to (a daemon restart, a network cut) and is reconnecting to; the turn goes on on the host.
+ * reconnecting: the agent runs in an executor host the daemon has lost its connection to (a daemon restart, a network cut) and is reconnecting to; the turn goes on on the host. An outage is announced once (one session.executor_status, saying why the link broke); the error of the latest failed attempt is in the session's status until the host is ready again or lost.
  */
 export type ExecutorStatus = typeof ExecutorStatus[keyof typeof ExecutorStatus];
 
@@ -568,6 +568,9 @@ export type Executor = {
      */
     resumeToken?: string;
     errorMessage?: string;
+    /**
+     * The agent's exit code; absent for an agent lost with its executor host (errorMessage says how), whose exit nobody saw.
+     */
     exitCode?: number;
     exitSignal?: string;
     lastSeenAt?: string;
@@ -966,6 +969,9 @@ export type ExecutorStatusData = EventCommon & {
      * Stable code of the failure when status is error, e.g. agent_auth_required, or host_outbox_damaged when the executor host found the session's outbox damaged and reported the agent lost (error says what was lost; the session goes on with a new agent on the next prompt or continue); while starting or reconnecting, executor_unavailable when the executor host cannot be reached (error says why, e.g. the connection refused or the token rejected).
      */
     errorCode?: string;
+    /**
+     * The agent's exit code; absent for an agent lost with its executor host (error says how), whose exit nobody saw.
+     */
     exitCode?: number;
     exitSignal?: string;
     agentExecutionId?: string;
@@ -1081,16 +1087,22 @@ export type TurnCancelledData = EventCommon & {
 export type TurnInterruptedData = EventCommon & {
     state: string;
     endedAt?: string;
+    /**
+     * agent_exited, executor_lost (the agent was lost with its executor host: unreachable past --host-lost-after, or the host stopped under it), agent_session_lost (the agent lives on but no longer serves the session; code and message are its error) or daemon_restart.
+     */
     reason: string;
     danglingToolCalls: Array<{
         id: string;
         title: string;
         kind: string;
     }>;
+    /**
+     * The agent's exit code; absent for executor_lost, agent_session_lost and daemon_restart.
+     */
     exitCode?: number;
     exitSignal?: string;
     /**
-     * What else is known of the interruption, as a stable code: host_outbox_damaged when the executor host found the session's outbox damaged on disk (every intact record before the damage was delivered; `message` says what was lost and where the damaged files were moved). The turn's `error` carries the same code and message.
+     * What else is known of the interruption, as a stable code: the agent's error for agent_session_lost; host_outbox_damaged when the executor host found the session's outbox damaged on disk (every intact record before the damage was delivered; `message` says what was lost and where the damaged files were moved). The turn's `error` carries the same code and message.
      */
     code?: string;
     message?: string;
@@ -1620,6 +1632,9 @@ export type Turn = {
      * daemon_restart, agent_exited, executor_lost, agent_session_lost
      */
     interruptReason?: string;
+    /**
+     * The agent's exit code, for agent_exited.
+     */
     exitCode?: number;
     exitSignal?: string;
     cancelRequested?: boolean;

@@ -1,0 +1,74 @@
+package demoagent
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+)
+
+// Output that is not the turn's reply: what comes after the answer
+// (/late) and notifications that change nothing in the transcript
+// (/usage). A client must drop the one and may ignore the other, and
+// neither may upset its bookkeeping.
+
+// lateDelay lets the client read a turn's response before /late sends
+// output that belongs to no turn.
+const lateDelay = 100 * time.Millisecond
+
+// late misbehaves as an agent whose output outlives its turn (a cancelled
+// or cut-off turn's leftovers): N chunks after the prompt was answered,
+// then a plan "late output sent" so a client can tell they are all out. It
+// ends once they are sent or the connection is gone.
+func (t *turn) late(n int) {
+	time.Sleep(lateDelay)
+	for i := 1; i <= n; i++ {
+		if t.a.emit(t.s, t.sid, acp.UpdateAgentMessageText(fmt.Sprintf("late %d\n", i))) != nil {
+			return
+		}
+	}
+	_ = t.a.emit(t.s, t.sid, acp.UpdatePlan(acp.PlanEntry{Content: "late output sent",
+		Priority: acp.PlanEntryPriorityLow, Status: acp.PlanEntryStatusCompleted}))
+}
+
+// usage implements /usage N [late]: one chunk, then N usage_update
+// notifications (context used and size, as claude-agent-acp and qwen send
+// them), the last thing of the turn before its answer or, with late,
+// after it. They change nothing in the transcript, so nothing the daemon
+// writes follows them: a daemon that acknowledged them to an executor
+// host without committing their offsets lost track of where its stream
+// stood (issue 28). Usage is not history: a load does not replay it.
+func (t *turn) usage(arg string) error {
+	f := strings.Fields(arg)
+	n, err := 0, error(nil)
+	if len(f) > 0 {
+		n, err = strconv.Atoi(f[0])
+	}
+	late := len(f) == 2 && f[1] == "late"
+	if len(f) == 0 || len(f) > 2 || (len(f) == 2 && !late) || err != nil || n < 0 {
+		return t.say("usage: /usage N [late]")
+	}
+	if err := t.say(fmt.Sprintf("sending %d usage updates\n", n)); err != nil {
+		return err
+	}
+	send := func() error {
+		for i := 1; i <= n; i++ {
+			raw := fmt.Sprintf(`{"sessionUpdate":"usage_update","used":%d,"size":200000}`, 1000*i)
+			if err := t.a.writeRawUpdate(t.sid, json.RawMessage(raw)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if late {
+		go func() {
+			time.Sleep(lateDelay)
+			_ = send()
+		}()
+		return nil
+	}
+	return send()
+}
