@@ -89,7 +89,12 @@ func (m AuthMethod) Hint(command string) string {
 }
 
 // keyVars are the variables an API-key method reads: a typed env_var
-// method lists them, an untyped one names its provider.
+// method lists them, an untyped one names its provider in _meta or the
+// variable in its description. qwen-code 0.15 announces its `openai`
+// method as a terminal login in _meta (args --auth-type=openai) though what
+// it needs is the variable its description names ("Requires setting the
+// `OPENAI_API_KEY` environment variable"): the variable wins, since setting
+// it is enough and a terminal login is not.
 func (m AuthMethod) keyVars() []string {
 	if m.Type == AuthEnvVar {
 		return m.Vars
@@ -104,8 +109,17 @@ func (m AuthMethod) keyVars() []string {
 			}
 		}
 	}
+	if mm := describedVar.FindStringSubmatch(m.Description); mm != nil {
+		return []string{mm[1] + mm[2]} // one of the two groups matched
+	}
 	return nil
 }
+
+// describedVar finds the variable a description asks for: a backticked
+// upper-case name right before or after the words "environment variable",
+// as qwen-code says "Requires setting the `OPENAI_API_KEY` environment
+// variable". A backticked name alone (a command, a file) is not one.
+var describedVar = regexp.MustCompile("`([A-Z][A-Z0-9_]*)`\\s+(?i:environment variable)|(?i:environment variable)\\s+`([A-Z][A-Z0-9_]*)`")
 
 // providerKeys are the variables agents read for a provider's key where it
 // is not <PROVIDER>_API_KEY (gemini-cli announces provider "google" and
@@ -186,6 +200,13 @@ func metaStrings(v any) []string {
 		}
 	}
 	return out
+}
+
+// AuthRequiredMessage is what tetherd says of an agent that asked for
+// credentials: what failed, then what to do (AuthHint). Agents end their
+// messages with a period or not; it is said once.
+func AuthRequiredMessage(what string, methods []AuthMethod, command string) string {
+	return fmt.Sprintf("%s. The agent needs credentials: %s", strings.TrimRight(what, ". "), AuthHint(methods, command))
 }
 
 // AuthHint is the advice for an agent that asked for credentials: one hint
