@@ -126,3 +126,48 @@ func TestQwenCredentials(t *testing.T) {
 		})
 	})
 }
+
+// TestClaudeCredentialsAtAPrompt: claude-agent-acp announces no auth
+// methods and starts without a key, so nothing is known before a prompt
+// and nothing is refused; its first prompt asks for credentials, after
+// which GET /agents says so (required at prompt) and the next POST
+// /session is created (201) with the same credentials in its answer.
+func TestClaudeCredentialsAtAPrompt(t *testing.T) {
+	var claude agent
+	for _, a := range agents {
+		if a.id == "claude" {
+			claude = a
+		}
+	}
+	env := claude.env
+	claude.env = func(m *modelserver.Server, home string) map[string]string {
+		e := env(m, home)
+		delete(e, "ANTHROPIC_API_KEY")
+		return e
+	}
+	w := newWorld(t, claude, modelserver.Say("never asked"))
+	sid := w.createSession()
+	w.prompt(sid, "hello", "p1")
+	turn := w.waitTurn(sid, "p1")
+	if e, _ := turn["error"].(map[string]any); turn["state"] != "failed" || e["code"] != "agent_auth_required" {
+		t.Fatalf("first prompt without a key: got %v, want failed agent_auth_required", turn)
+	}
+	_, m := w.do("GET", "/agents", nil)
+	var c map[string]any
+	as, _ := m["agents"].([]any)
+	for _, x := range as {
+		if a, _ := x.(map[string]any); a["id"] == "claude" {
+			c, _ = a["credentials"].(map[string]any)
+		}
+	}
+	if c["status"] != "required" || c["stage"] != "prompt" || c["sessionId"] != sid {
+		t.Errorf("GET /agents credentials after the prompt: got %v, want required at prompt in %s", c, sid)
+	}
+	code, s := w.do("POST", "/session", map[string]any{"agentProfileId": "claude", "cwd": w.cwd})
+	if code != http.StatusCreated {
+		t.Fatalf("second create: got %d %v, want 201 (a start cannot tell)", code, s)
+	}
+	if c, _ := s["credentials"].(map[string]any); c["status"] != "required" || c["stage"] != "prompt" {
+		t.Errorf("second create answer: got credentials %v, want required at prompt", s["credentials"])
+	}
+}
