@@ -75,7 +75,11 @@ func (m AuthMethod) Clone() AuthMethod {
 // terminal" in its description, and codex and gemini name the provider whose
 // key an API-key method reads in _meta["api-key"].provider.
 func (m AuthMethod) Hint(command string) string {
-	if vars := m.keyVars(); len(vars) > 0 {
+	vars := m.keyVars()
+	if len(vars) == 0 {
+		vars = m.describedVars()
+	}
+	if len(vars) > 0 {
 		hint := fmt.Sprintf("set %s in the profile's env", strings.Join(vars, ", "))
 		if len(m.Optional) > 0 {
 			hint += fmt.Sprintf(" (optionally %s)", strings.Join(m.Optional, ", "))
@@ -88,13 +92,9 @@ func (m AuthMethod) Hint(command string) string {
 	return fmt.Sprintf("set authMethod: %s in the profile's agents.yaml entry (%s)", m.ID, m.Name)
 }
 
-// keyVars are the variables an API-key method reads: a typed env_var
-// method lists them, an untyped one names its provider in _meta or the
-// variable in its description. qwen-code 0.15 announces its `openai`
-// method as a terminal login in _meta (args --auth-type=openai) though what
-// it needs is the variable its description names ("Requires setting the
-// `OPENAI_API_KEY` environment variable"): the variable wins, since setting
-// it is enough and a terminal login is not.
+// keyVars are the variables an API-key method reads, as the agent
+// declares them: a typed env_var method lists them, an untyped one names
+// its provider in _meta.
 func (m AuthMethod) keyVars() []string {
 	if m.Type == AuthEnvVar {
 		return m.Vars
@@ -108,6 +108,21 @@ func (m AuthMethod) keyVars() []string {
 				return []string{providerKeyVar(p)}
 			}
 		}
+	}
+	return nil
+}
+
+// describedVars is the variable an untyped method's description asks for.
+// qwen-code 0.15 announces its `openai` method as a terminal login in
+// _meta (args --auth-type=openai) though what it needs is the variable its
+// description names ("Requires setting the `OPENAI_API_KEY` environment
+// variable"): the hint names the variable, since setting it is enough. It
+// is prose, not a declaration, so it only makes the hint: tetherd does not
+// authenticate on it (AutoAuthMethod), and qwen needs no authenticate once
+// the key is set (it would record the choice in the user's settings).
+func (m AuthMethod) describedVars() []string {
+	if m.Type != "" && m.Type != AuthAgent {
+		return nil
 	}
 	if mm := describedVar.FindStringSubmatch(m.Description); mm != nil {
 		return []string{mm[1] + mm[2]} // one of the two groups matched

@@ -117,7 +117,7 @@ func TestAutoAuthMethod(t *testing.T) {
 		{"gemini, GEMINI_API_KEY", gemini, []string{"GEMINI_API_KEY=g"}, "gemini-api-key"},
 		{"gemini, GOOGLE_API_KEY is not its key", gemini, []string{"GOOGLE_API_KEY=g"}, ""},
 		{"terminal login never automatic", qwen, []string{"QWEN_OAUTH=x"}, ""},
-		{"qwen 0.15.10, OPENAI_API_KEY set: its openai method", qwen15, []string{"OPENAI_API_KEY=sk-x"}, "openai"},
+		{"qwen 0.15.10, OPENAI_API_KEY set: a variable named in prose is no reason to authenticate", qwen15, []string{"OPENAI_API_KEY=sk-x"}, ""},
 		{"qwen 0.15.10, no key: no method", qwen15, []string{"PATH=/bin"}, ""},
 		{"none announced", `[]`, []string{"ANTHROPIC_API_KEY=a"}, ""},
 	}
