@@ -33,8 +33,8 @@ func TestAuthRequiredIsActionable(t *testing.T) {
 	}
 
 	r := d.do("POST", "/session/"+sid+"/resume", nil)
-	if r.Status != http.StatusBadGateway || r.JSON(t)["code"] != want {
-		t.Fatalf("resume: got %d %s, want 502 %s", r.Status, r.Body, want)
+	if r.Status != http.StatusConflict || r.JSON(t)["code"] != want {
+		t.Fatalf("resume: got %d %s, want 409 %s", r.Status, r.Body, want)
 	}
 	// The problem says what to do, with the methods the agent announced.
 	const hint = "set authMethod: demo-login in the profile's agents.yaml entry (Demo login)"
@@ -147,8 +147,8 @@ func TestEagerResumeSkipsKnownAuthFailure(t *testing.T) {
 	if st := d.status(sid); st["errorCode"] != "agent_auth_required" || st["isResumable"] != true {
 		t.Errorf("status after the restart: got errorCode %v resumable %v, want agent_auth_required, resumable", st["errorCode"], st["isResumable"])
 	}
-	if r := d.do("POST", "/session/"+sid+"/resume", nil); r.Status != http.StatusBadGateway || r.JSON(t)["code"] != "agent_auth_required" {
-		t.Errorf("resume asked by the user: got %d %s, want 502 agent_auth_required", r.Status, r.Body)
+	if r := d.do("POST", "/session/"+sid+"/resume", nil); r.Status != http.StatusConflict || r.JSON(t)["code"] != "agent_auth_required" {
+		t.Errorf("resume asked by the user: got %d %s, want 409 agent_auth_required", r.Status, r.Body)
 	}
 	if n := d.Sent.count(sid, "initialize"); n != 1 {
 		t.Errorf("resume asked by the user: got %d agent starts, want 1", n)

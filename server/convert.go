@@ -63,14 +63,38 @@ func agentOf(p agents.Profile) AgentProfile {
 		caps.PromptCapabilities.Image = c.Image
 		caps.PromptCapabilities.Audio = c.Audio
 		caps.PromptCapabilities.EmbeddedContext = c.EmbeddedContext
-		if len(c.AuthMethods) > 0 {
-			ms := make([]AuthMethod, 0, len(c.AuthMethods))
-			for _, m := range c.AuthMethods {
-				ms = append(ms, authMethodOf(m, p.Command))
-			}
-			caps.AuthMethods = &ms
-		}
+		caps.AuthMethods = authMethodsOf(c.AuthMethods, p.Command)
 		out.Capabilities = &caps
+	}
+	out.Credentials = credentialsOf(p)
+	return out
+}
+
+// authMethodsOf is the announced auth methods with the daemon's hints for
+// the profile's command; nil for none.
+func authMethodsOf(ms []acp.AuthMethod, command string) *[]AuthMethod {
+	if len(ms) == 0 {
+		return nil
+	}
+	out := make([]AuthMethod, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, authMethodOf(m, command))
+	}
+	return &out
+}
+
+// credentialsOf is what was last seen of the profile's credentials, with
+// the methods its agent announced when it asked for them; nil when
+// nothing was seen.
+func credentialsOf(p agents.Profile) *AgentCredentials {
+	c := p.Credentials
+	if c == nil {
+		return nil
+	}
+	out := &AgentCredentials{Status: AgentCredentialsStatus(c.Status), Stage: AgentCredentialsStage(c.Stage),
+		Message: ptrIf(c.Message), SessionId: ptrIf(c.SessionID), ObservedAt: c.ObservedAt}
+	if c.Status == agents.CredentialsRequired && p.Capabilities != nil {
+		out.AuthMethods = authMethodsOf(p.Capabilities.AuthMethods, p.Command)
 	}
 	return out
 }

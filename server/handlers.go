@@ -132,6 +132,12 @@ func (h *handlers) CreateSession(ctx context.Context, req CreateSessionRequestOb
 	if err != nil {
 		return nil, err
 	}
+	// Credentials seen on this machine say nothing of a remote host's.
+	if out.Executor == nil || out.Executor.Runtime != ExecutorRuntimeRemote {
+		if p, err := h.cfg.Agents.Get(s.AgentProfileID); err == nil {
+			out.Credentials = credentialsOf(p)
+		}
+	}
 	return CreateSession201JSONResponse(out), nil
 }
 

@@ -314,7 +314,7 @@ func TestResumeStrategies(t *testing.T) {
 			want: want{status: 200, strategy: "history_injection", fallback: "empty_replay",
 				methods: []string{"initialize", "session/load"}, sameToken: true}},
 		{name: "authentication required keeps identity", restart: []string{"--auth-required"},
-			want: want{status: 502, methods: []string{"initialize", "session/resume"}, sameToken: true,
+			want: want{status: 409, methods: []string{"initialize", "session/resume"}, sameToken: true,
 				errContains: "session/resume", code: "agent_auth_required"}},
 		{name: "agent hangs while restoring keeps identity", restart: []string{"--startup-delay", "30s"},
 			cfg:  sessions.Config{StartTimeout: time.Second},

@@ -324,7 +324,13 @@ export class TetherClient {
     return this.call((signal) => sdk.getHealth({ client: this.gen, signal }), o);
   }
 
-  /** POST /session: start a session with an agent profile in a working directory. */
+  /**
+   * POST /session: start a session with an agent profile in a working
+   * directory. Throws a `TetherProblem` with code `agent_auth_required`
+   * (409; `body.authMethods` carry a `hint` each) when the profile's agent
+   * asked for credentials again, checked just now; the answer's
+   * `credentials` says what is known otherwise (see `AgentProfile.credentials`).
+   */
   createSession(body: SessionCreate, o?: CallOptions): Promise<Session> {
     return this.call((signal) => sdk.createSession({ client: this.gen, body, signal }), o);
   }

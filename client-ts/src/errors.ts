@@ -15,6 +15,7 @@ export type KnownProblemCode =
   | 'permission_not_found'
   | 'agent_profile_not_found'
   | 'agent_unavailable'
+  | 'agent_auth_required'
   | 'invalid_cwd'
   | 'invalid_state'
   | 'session_terminal'

@@ -75,7 +75,11 @@ func (m AuthMethod) Clone() AuthMethod {
 // terminal" in its description, and codex and gemini name the provider whose
 // key an API-key method reads in _meta["api-key"].provider.
 func (m AuthMethod) Hint(command string) string {
-	if vars := m.keyVars(); len(vars) > 0 {
+	vars := m.keyVars()
+	if len(vars) == 0 {
+		vars = m.describedVars()
+	}
+	if len(vars) > 0 {
 		hint := fmt.Sprintf("set %s in the profile's env", strings.Join(vars, ", "))
 		if len(m.Optional) > 0 {
 			hint += fmt.Sprintf(" (optionally %s)", strings.Join(m.Optional, ", "))
@@ -88,8 +92,9 @@ func (m AuthMethod) Hint(command string) string {
 	return fmt.Sprintf("set authMethod: %s in the profile's agents.yaml entry (%s)", m.ID, m.Name)
 }
 
-// keyVars are the variables an API-key method reads: a typed env_var
-// method lists them, an untyped one names its provider.
+// keyVars are the variables an API-key method reads, as the agent
+// declares them: a typed env_var method lists them, an untyped one names
+// its provider in _meta.
 func (m AuthMethod) keyVars() []string {
 	if m.Type == AuthEnvVar {
 		return m.Vars
@@ -106,6 +111,30 @@ func (m AuthMethod) keyVars() []string {
 	}
 	return nil
 }
+
+// describedVars is the variable an untyped method's description asks for.
+// qwen-code 0.15 announces its `openai` method as a terminal login in
+// _meta (args --auth-type=openai) though what it needs is the variable its
+// description names ("Requires setting the `OPENAI_API_KEY` environment
+// variable"): the hint names the variable, since setting it is enough. It
+// is prose, not a declaration, so it only makes the hint: tetherd does not
+// authenticate on it (AutoAuthMethod), and qwen needs no authenticate once
+// the key is set (it would record the choice in the user's settings).
+func (m AuthMethod) describedVars() []string {
+	if m.Type != "" && m.Type != AuthAgent {
+		return nil
+	}
+	if mm := describedVar.FindStringSubmatch(m.Description); mm != nil {
+		return []string{mm[1] + mm[2]} // one of the two groups matched
+	}
+	return nil
+}
+
+// describedVar finds the variable a description asks for: a backticked
+// upper-case name right before or after the words "environment variable",
+// as qwen-code says "Requires setting the `OPENAI_API_KEY` environment
+// variable". A backticked name alone (a command, a file) is not one.
+var describedVar = regexp.MustCompile("`([A-Z][A-Z0-9_]*)`\\s+(?i:environment variable)|(?i:environment variable)\\s+`([A-Z][A-Z0-9_]*)`")
 
 // providerKeys are the variables agents read for a provider's key where it
 // is not <PROVIDER>_API_KEY (gemini-cli announces provider "google" and
@@ -186,6 +215,13 @@ func metaStrings(v any) []string {
 		}
 	}
 	return out
+}
+
+// AuthRequiredMessage is what tetherd says of an agent that asked for
+// credentials: what failed, then what to do (AuthHint). Agents end their
+// messages with a period or not; it is said once.
+func AuthRequiredMessage(what string, methods []AuthMethod, command string) string {
+	return fmt.Sprintf("%s. The agent needs credentials: %s", strings.TrimRight(what, ". "), AuthHint(methods, command))
 }
 
 // AuthHint is the advice for an agent that asked for credentials: one hint

@@ -52,6 +52,16 @@ func TestAuthHints(t *testing.T) {
 			"qwen",
 			[]string{"run `qwen --auth` once in a terminal to log in"},
 			"run `qwen --auth` once in a terminal to log in"},
+		{"qwen-code 0.15.10: openai names its variable in the description, qwen-oauth is a terminal login",
+			`[{"id":"openai","name":"Use OpenAI API key","description":"Requires setting the ` + "`OPENAI_API_KEY`" + ` environment variable","_meta":{"type":"terminal","args":["--auth-type=openai"]}},{"id":"qwen-oauth","name":"Qwen OAuth","description":"Qwen OAuth (free tier discontinued 2026-04-15)","_meta":{"type":"terminal","args":["--auth-type=qwen-oauth"]}}]`,
+			"qwen",
+			[]string{"set OPENAI_API_KEY in the profile's env", "run `qwen --auth-type=qwen-oauth` once in a terminal to log in"},
+			"set OPENAI_API_KEY in the profile's env; or run `qwen --auth-type=qwen-oauth` once in a terminal to log in"},
+		{"a backticked name without the words environment variable is no variable",
+			`[{"id":"login","name":"Login","description":"Run ` + "`LOGIN`" + ` in the terminal"}]`,
+			"agent",
+			[]string{"run `LOGIN` once in a terminal to log in"},
+			"run `LOGIN` once in a terminal to log in"},
 		{"typed env_var method",
 			`[{"type":"env_var","id":"key","name":"Key","vars":[{"name":"GEMINI_API_KEY"},{"name":"GOOGLE_CLOUD_PROJECT","optional":true}]}]`,
 			"gemini",
@@ -94,6 +104,7 @@ func TestAutoAuthMethod(t *testing.T) {
 	codex := `[{"id":"chatgpt","name":"Login with ChatGPT"},{"type":"env_var","id":"codex-api-key","name":"Use CODEX_API_KEY","vars":[{"name":"CODEX_API_KEY"}]},{"type":"env_var","id":"openai-api-key","name":"Use OPENAI_API_KEY","vars":[{"name":"OPENAI_API_KEY"},{"name":"OPENAI_ORG","optional":true}]}]`
 	gemini := `[{"id":"oauth-personal","name":"Log in with Google"},{"id":"gemini-api-key","name":"Gemini API key","_meta":{"api-key":{"provider":"google"}}}]`
 	qwen := `[{"id":"qwen-oauth","name":"Qwen OAuth","_meta":{"type":"terminal","args":["--auth"]}}]`
+	qwen15 := `[{"id":"openai","name":"Use OpenAI API key","description":"Requires setting the ` + "`OPENAI_API_KEY`" + ` environment variable","_meta":{"type":"terminal","args":["--auth-type=openai"]}},{"id":"qwen-oauth","name":"Qwen OAuth","_meta":{"type":"terminal","args":["--auth-type=qwen-oauth"]}}]`
 	tests := []struct {
 		name, methods string
 		env           []string
@@ -106,6 +117,8 @@ func TestAutoAuthMethod(t *testing.T) {
 		{"gemini, GEMINI_API_KEY", gemini, []string{"GEMINI_API_KEY=g"}, "gemini-api-key"},
 		{"gemini, GOOGLE_API_KEY is not its key", gemini, []string{"GOOGLE_API_KEY=g"}, ""},
 		{"terminal login never automatic", qwen, []string{"QWEN_OAUTH=x"}, ""},
+		{"qwen 0.15.10, OPENAI_API_KEY set: a variable named in prose is no reason to authenticate", qwen15, []string{"OPENAI_API_KEY=sk-x"}, ""},
+		{"qwen 0.15.10, no key: no method", qwen15, []string{"PATH=/bin"}, ""},
 		{"none announced", `[]`, []string{"ANTHROPIC_API_KEY=a"}, ""},
 	}
 	for _, tt := range tests {

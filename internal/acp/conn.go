@@ -66,6 +66,20 @@ type Handler interface {
 	RequestPermission(ctx context.Context, req PermissionRequest) (PermissionOutcome, error)
 }
 
+// NoPrompts is the Handler of a connection that opens no session or
+// sends no prompt (a capability probe, a credentials check): nothing
+// should arrive, so whatever does is dropped, and a permission request is
+// refused rather than left hanging.
+type NoPrompts struct{}
+
+// Update drops the update.
+func (NoPrompts) Update(_ Update, done func()) { done() }
+
+// RequestPermission refuses.
+func (NoPrompts) RequestPermission(context.Context, PermissionRequest) (PermissionOutcome, error) {
+	return PermissionOutcome{Cancelled: true}, nil
+}
+
 // LineHandler is a Handler that takes session/update notifications as the
 // agent wrote them: an executor host keeps them in its outbox and sends
 // them on, and only the daemon decodes them (UpdateDecoder), instead of a

@@ -2,6 +2,7 @@ package acp
 
 import (
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 )
@@ -62,6 +63,11 @@ func CheckPassthrough(name string) error {
 	}
 	return nil
 }
+
+// Environ is the environment an agent started from spec gets in this
+// process (see agentEnv), for what depends on it without starting it: a
+// profile's fingerprint (internal/agents).
+func Environ(spec Spec) []string { return agentEnv(os.Environ(), spec) }
 
 // agentEnv builds an agent's environment from the daemon's (KEY=VALUE
 // entries, as os.Environ returns them): the allow-list, then the spec's

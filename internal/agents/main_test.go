@@ -21,8 +21,9 @@ import (
 // environment (set through a profile's env) or run as "<self> demo-agent"
 // (the built-in demo profile with Self = the test binary), it answers
 // initialize and exits when stdin closes. fakeModeEnv picks what it
-// advertises: "load" (default), "resume", "none", or "crash" (exit before
-// answering).
+// advertises: "load" (default), "resume", "none", "crash" (exit before
+// answering), or "auth" (an API-key method reading FAKE_API_KEY; without
+// it, session/new answers -32000).
 const (
 	fakeAgentEnv = "AGENTS_TEST_FAKE_AGENT"
 	fakeModeEnv  = "AGENTS_TEST_FAKE_MODE"
@@ -63,11 +64,17 @@ func (a fakeAgent) Initialize(context.Context, sdk.InitializeRequest) (sdk.Initi
 		resp.AgentCapabilities.LoadSession = true
 	case "resume":
 		resp.AgentCapabilities.SessionCapabilities.Resume = &sdk.SessionResumeCapabilities{}
+	case "auth":
+		resp.AuthMethods = []sdk.AuthMethod{{Agent: &sdk.AuthMethodAgent{Id: "key", Name: "Key",
+			Meta: map[string]any{"api-key": map[string]any{"provider": "fake"}}}}}
 	}
 	return resp, nil
 }
 
-func (fakeAgent) Authenticate(context.Context, sdk.AuthenticateRequest) (sdk.AuthenticateResponse, error) {
+func (a fakeAgent) Authenticate(context.Context, sdk.AuthenticateRequest) (sdk.AuthenticateResponse, error) {
+	if a.mode == "auth" {
+		return sdk.AuthenticateResponse{}, nil
+	}
 	return sdk.AuthenticateResponse{}, sdk.NewMethodNotFound(sdk.AgentMethodAuthenticate)
 }
 
@@ -81,7 +88,13 @@ func (fakeAgent) ListSessions(context.Context, sdk.ListSessionsRequest) (sdk.Lis
 	return sdk.ListSessionsResponse{}, sdk.NewMethodNotFound(sdk.AgentMethodSessionList)
 }
 
-func (fakeAgent) NewSession(context.Context, sdk.NewSessionRequest) (sdk.NewSessionResponse, error) {
+func (a fakeAgent) NewSession(context.Context, sdk.NewSessionRequest) (sdk.NewSessionResponse, error) {
+	if a.mode == "auth" {
+		if os.Getenv("FAKE_API_KEY") == "" {
+			return sdk.NewSessionResponse{}, sdk.NewAuthRequired(map[string]any{"details": "FAKE_API_KEY is not set"})
+		}
+		return sdk.NewSessionResponse{SessionId: "s1"}, nil
+	}
 	return sdk.NewSessionResponse{}, sdk.NewMethodNotFound(sdk.AgentMethodSessionNew)
 }
 
@@ -109,7 +122,7 @@ func (fakeAgent) SetSessionMode(context.Context, sdk.SetSessionModeRequest) (sdk
 var _ agents.Persister = (*store.Store)(nil)
 
 // memStore is an in-memory Persister that mimics the store's rule of
-// keeping stored capabilities when an upsert carries none.
+// keeping stored capabilities and credentials when an upsert carries none.
 type memStore struct {
 	mu      sync.Mutex
 	rows    map[string]store.AgentProfile
@@ -128,6 +141,9 @@ func (m *memStore) UpsertAgentProfile(_ context.Context, p store.AgentProfile) e
 	m.upserts++
 	if old, ok := m.rows[p.ID]; ok && p.Capabilities == nil {
 		p.Capabilities, p.ProbedAt = old.Capabilities, old.ProbedAt
+	}
+	if old, ok := m.rows[p.ID]; ok && p.Credentials == nil {
+		p.Credentials = old.Credentials
 	}
 	m.rows[p.ID] = p
 	return nil

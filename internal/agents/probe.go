@@ -2,6 +2,7 @@ package agents
 
 import (
 	"context"
+	"errors"
 	"os"
 	"sync"
 	"time"
@@ -15,24 +16,19 @@ import (
 // of them at once would make the daemon's start-up a CPU spike.
 const defaultProbeConcurrency = 4
 
-// probeHandler is the acp.Handler of a probe connection. No session is
-// opened, so nothing should arrive; whatever does is ignored, and a
-// permission request is refused rather than left hanging.
-type probeHandler struct{}
-
-func (probeHandler) Update(_ acp.Update, done func()) { done() }
-
-func (probeHandler) RequestPermission(context.Context, acp.PermissionRequest) (acp.PermissionOutcome, error) {
-	return acp.PermissionOutcome{Cancelled: true}, nil
-}
-
 // Probe starts the profile's agent, performs the ACP initialize handshake,
-// stops it and records what it advertised (see RecordCapabilities). cwd is
-// the agent's working directory; empty means the system temp directory, a
-// neutral place for agents that read project files at start-up. The
-// handshake is bounded by ctx's deadline, or Config.ProbeTimeout without one. An
-// unavailable profile fails with errcode.AgentUnavailable, an agent that
-// does not complete the handshake with errcode.AgentStartFailed.
+// stops it and records what it advertised (see RecordCapabilities). An
+// agent that announces auth methods is also asked for a session
+// (session/new, never a prompt: nothing reaches its model), since that is
+// where such agents say they lack credentials (qwen-code, codex-acp,
+// gemini-cli answer -32000 there): the answer is recorded as the profile's
+// Credentials, so GET /agents and POST /session know before any session
+// ran. cwd is the agent's working directory; empty means the system temp
+// directory, a neutral place for agents that read project files at
+// start-up. The probe is bounded by ctx's deadline, or Config.ProbeTimeout
+// without one. An unavailable profile fails with errcode.AgentUnavailable,
+// an agent that does not complete the handshake with
+// errcode.AgentStartFailed.
 func (r *Registry) Probe(ctx context.Context, id, cwd string) (acp.Capabilities, error) {
 	spec, _, err := r.Spec(id)
 	if err != nil {
@@ -51,14 +47,29 @@ func (r *Registry) Probe(ctx context.Context, id, cwd string) (acp.Capabilities,
 	}
 	conn, err := acp.Start(ctx, acp.Options{
 		Spec:        spec,
-		Handler:     probeHandler{},
+		Handler:     acp.NoPrompts{},
 		InitTimeout: timeout,
 		Logger:      r.logger,
 	})
 	if err != nil {
+		var ae *acp.AuthenticateError
+		if errors.As(err, &ae) && acp.Classify(err) == acp.ClassAuthRequired {
+			r.noteProbe(ctx, id, acp.AuthRequiredMessage(err.Error(), ae.Capabilities.AuthMethods, spec.Command))
+		}
 		return acp.Capabilities{}, errcode.Wrap(errcode.AgentStartFailed, err, "agent %q did not complete the ACP handshake: %v", id, err)
 	}
 	caps := conn.Capabilities()
+	if len(caps.AuthMethods) > 0 {
+		sctx, cancel := context.WithTimeout(ctx, timeout)
+		_, err := conn.NewSession(sctx, acp.SessionParams{Cwd: cwd})
+		cancel()
+		switch {
+		case err == nil:
+			r.noteProbe(ctx, id, "")
+		case acp.Classify(err) == acp.ClassAuthRequired:
+			r.noteProbe(ctx, id, acp.AuthRequiredMessage("session/new failed: "+acp.Message(err), caps.AuthMethods, spec.Command))
+		}
+	}
 	exit := conn.Stop()
 	r.logger.Debug("agent probed", "agent", id, "loadSession", caps.LoadSession, "resume", caps.Resume,
 		"agentName", caps.AgentName, "agentVersion", caps.AgentVersion, "exit", exit.String())
@@ -66,6 +77,18 @@ func (r *Registry) Probe(ctx context.Context, id, cwd string) (acp.Capabilities,
 		return caps, err
 	}
 	return caps, nil
+}
+
+// noteProbe records what a probe saw of the agent's credentials: required
+// with what to do (message), or ok when message is "".
+func (r *Registry) noteProbe(ctx context.Context, id, message string) {
+	c := Credentials{Status: CredentialsOK, Stage: StageStart}
+	if message != "" {
+		c.Status, c.Message = CredentialsRequired, message
+	}
+	if err := r.RecordCredentials(ctx, id, c); err != nil {
+		r.logger.Warn("record agent credentials", "agent", id, "err", err)
+	}
 }
 
 // ProbeAll probes every available profile that has no capabilities yet, at

@@ -81,6 +81,44 @@ func TestProbeDemoProfile(t *testing.T) {
 	}
 }
 
+// TestProbeSeesCredentials: an agent that announces auth methods is asked
+// for a session (session/new) by its probe, which records whether it
+// asked for credentials, with the hint; one that announces none is only
+// initialized, and nothing is recorded of its credentials.
+func TestProbeSeesCredentials(t *testing.T) {
+	tests := []struct {
+		name, mode, env string
+		want            string // Credentials.Status; "" for none
+		wantMessage     string
+	}{
+		{"no key: required", "auth", "", agents.CredentialsRequired, "FAKE_API_KEY is not set\"}. The agent needs credentials: set FAKE_API_KEY in the profile's env"},
+		{"key set: ok", "auth", "FAKE_API_KEY: k", agents.CredentialsOK, ""},
+		{"no methods announced: no session asked for", "load", "", "", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := writeConfig(t, "agents.yaml", fmt.Sprintf("agents:\n  - id: x\n    command: %q\n    env: {%s: \"1\", %s: %s, %s}\n",
+				selfPath(t), fakeAgentEnv, fakeModeEnv, tc.mode, tc.env))
+			r := mustLoad(t, agents.Config{DataDir: dir, LookPath: fakeLookPath(), Store: newMemStore()})
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if _, err := r.Probe(ctx, "x", t.TempDir()); err != nil {
+				t.Fatalf("Probe: %v", err)
+			}
+			got := mustGet(t, r, "x").Credentials
+			switch {
+			case tc.want == "" && got != nil:
+				t.Errorf("got credentials %+v, want none", got)
+			case tc.want == "":
+			case got == nil || got.Status != tc.want || got.Stage != agents.StageStart || got.SessionID != "":
+				t.Errorf("got credentials %+v, want %s at start, no session", got, tc.want)
+			case !strings.Contains(got.Message, tc.wantMessage):
+				t.Errorf("got message %q, want it to hold %q", got.Message, tc.wantMessage)
+			}
+		})
+	}
+}
+
 func TestProbeFailures(t *testing.T) {
 	r := mustLoad(t, agents.Config{DataDir: fakeConfig(t, "crash"), LookPath: fakeLookPath()})
 	ctx := context.Background()

@@ -105,6 +105,9 @@ type Profile struct {
 	Capabilities *acp.Capabilities
 	// ProbedAt is when Capabilities were observed.
 	ProbedAt *time.Time
+	// Credentials is what was last seen of the agent's credentials under
+	// the profile's current Fingerprint; nil until seen.
+	Credentials *Credentials
 }
 
 // ExpandResumeArgs returns ResumeArgs with every SessionIDPlaceholder
@@ -134,6 +137,10 @@ func (p Profile) clone() Profile {
 	if p.ProbedAt != nil {
 		t := *p.ProbedAt
 		p.ProbedAt = &t
+	}
+	if p.Credentials != nil {
+		c := *p.Credentials
+		p.Credentials = &c
 	}
 	return p
 }
@@ -203,6 +210,9 @@ type Registry struct {
 	passthrough []string
 	// probeTimeout is Config.ProbeTimeout with its default.
 	probeTimeout time.Duration
+	// configPath and configDigest are the config file and its content
+	// when the profiles were read from it (ConfigEdited).
+	configPath, configDigest string
 }
 
 // Load builds the registry: built-in demo, detected agents, then the config
@@ -237,6 +247,8 @@ func Load(ctx context.Context, cfg Config) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Taken before the file is read: an edit in between shows as one.
+	digest := configDigest(path)
 	entries, found, err := readConfigFile(path)
 	if err != nil {
 		return nil, err
@@ -248,7 +260,7 @@ func Load(ctx context.Context, cfg Config) (*Registry, error) {
 	}
 
 	r := &Registry{profiles: profiles, store: cfg.Store, logger: cfg.Logger, passthrough: slices.Clone(cfg.EnvPassthrough),
-		probeTimeout: cfg.ProbeTimeout}
+		probeTimeout: cfg.ProbeTimeout, configPath: path, configDigest: digest}
 	if r.probeTimeout <= 0 {
 		r.probeTimeout = defaultProbeTimeout
 	}
@@ -298,14 +310,19 @@ func demoProfile(self, stateDir string) Profile {
 	return p
 }
 
-// restoreCapabilities merges capabilities probed by an earlier run. They
-// are only trusted while the profile still launches the same command with
-// the same args: a different binary may advertise something else, so such a
-// profile is simply probed again.
+// restoreCapabilities merges capabilities probed by an earlier run, and the
+// credentials seen by it (restoreCredentials). Capabilities are only
+// trusted while the profile still launches the same command with the same
+// args: a different binary may advertise something else, so such a profile
+// is simply probed again.
 func (r *Registry) restoreCapabilities(ctx context.Context) error {
 	stored, err := r.store.ListAgentProfiles(ctx)
 	if err != nil {
 		return fmt.Errorf("agents: list stored profiles: %w", err)
+	}
+	// Outside the lock below: a fingerprint reads the profile.
+	for _, s := range stored {
+		r.restoreCredentials(s.ID, s.Credentials)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -355,6 +372,7 @@ func toRecord(p Profile) store.AgentProfile {
 		HistoryContextInjection: p.HistoryContextInjection,
 		ResumeArgs:              p.ResumeArgs,
 		ProbedAt:                p.ProbedAt,
+		Credentials:             marshalCredentials(p.Credentials),
 	}
 	if p.Capabilities != nil {
 		rec.Capabilities = MarshalCapabilities(*p.Capabilities)
@@ -427,6 +445,18 @@ func (r *Registry) Spec(id string) (acp.Spec, Profile, error) {
 // upgrades without a separate probe. The in-memory update happens even when
 // persisting fails (the error is returned).
 func (r *Registry) RecordCapabilities(ctx context.Context, id string, caps acp.Capabilities) error {
+	return r.update(ctx, id, "capabilities", func(p *Profile) bool {
+		p.setCapabilities(caps, time.Now().UTC())
+		return true
+	})
+}
+
+// update applies change to one profile in memory, then, when it reports a
+// change, writes the whole profile to the store; both under persistMu, so
+// that the store sees changes in memory's order. A full upsert (rather than
+// one column) keeps derived columns, such as native_session_resume,
+// consistent in one write. what names the change in errors.
+func (r *Registry) update(ctx context.Context, id, what string, change func(p *Profile) bool) error {
 	r.persistMu.Lock()
 	defer r.persistMu.Unlock()
 	r.mu.Lock()
@@ -435,102 +465,17 @@ func (r *Registry) RecordCapabilities(ctx context.Context, id string, caps acp.C
 		r.mu.Unlock()
 		return errcode.New(errcode.AgentProfileNotFound, "agent profile %q does not exist", id).With("agentProfileId", id)
 	}
-	p.setCapabilities(caps, time.Now().UTC())
+	if !change(p) {
+		r.mu.Unlock()
+		return nil
+	}
 	snapshot := p.clone()
 	r.mu.Unlock()
-
 	if r.store == nil {
 		return nil
 	}
-	// A full upsert (rather than capabilities alone) keeps the stored
-	// native_session_resume flag consistent with the capabilities in one write.
 	if err := r.store.UpsertAgentProfile(ctx, toRecord(snapshot)); err != nil {
-		return fmt.Errorf("agents: persist capabilities of %q: %w", id, err)
+		return fmt.Errorf("agents: persist %s of %q: %w", what, id, err)
 	}
 	return nil
-}
-
-// capabilitiesJSON is the stored form of acp.Capabilities (camelCase, as
-// in the API), kept separate so acp stays free of persistence concerns.
-type capabilitiesJSON struct {
-	ProtocolVersion    int                    `json:"protocolVersion"`
-	LoadSession        bool                   `json:"loadSession"`
-	Resume             bool                   `json:"resume"`
-	PromptCapabilities promptCapabilitiesJSON `json:"promptCapabilities"`
-	AgentName          string                 `json:"agentName,omitempty"`
-	AgentVersion       string                 `json:"agentVersion,omitempty"`
-	AuthMethods        []authMethodJSON       `json:"authMethods,omitempty"`
-}
-
-type authMethodJSON struct {
-	ID          string         `json:"id"`
-	Name        string         `json:"name"`
-	Description string         `json:"description,omitempty"`
-	Type        string         `json:"type,omitempty"`
-	Vars        []string       `json:"vars,omitempty"`
-	Optional    []string       `json:"optionalVars,omitempty"`
-	Args        []string       `json:"args,omitempty"`
-	Meta        map[string]any `json:"_meta,omitempty"`
-}
-
-type promptCapabilitiesJSON struct {
-	Image           bool `json:"image"`
-	Audio           bool `json:"audio"`
-	EmbeddedContext bool `json:"embeddedContext"`
-}
-
-// MarshalCapabilities encodes caps in the form stored in
-// store.AgentProfile.Capabilities.
-func MarshalCapabilities(caps acp.Capabilities) json.RawMessage {
-	b, err := json.Marshal(capabilitiesJSON{
-		ProtocolVersion: caps.ProtocolVersion,
-		LoadSession:     caps.LoadSession,
-		Resume:          caps.Resume,
-		PromptCapabilities: promptCapabilitiesJSON{
-			Image: caps.Image, Audio: caps.Audio, EmbeddedContext: caps.EmbeddedContext,
-		},
-		AgentName:    caps.AgentName,
-		AgentVersion: caps.AgentVersion,
-		AuthMethods:  authMethodsJSON(caps.AuthMethods),
-	})
-	if err != nil {
-		// Only plain values are marshalled; this cannot happen.
-		panic(err)
-	}
-	return b
-}
-
-// UnmarshalCapabilities decodes what MarshalCapabilities produced.
-func UnmarshalCapabilities(b json.RawMessage) (acp.Capabilities, error) {
-	var c capabilitiesJSON
-	if err := json.Unmarshal(b, &c); err != nil {
-		return acp.Capabilities{}, fmt.Errorf("agent capabilities: %w", err)
-	}
-	return acp.Capabilities{
-		ProtocolVersion: c.ProtocolVersion,
-		LoadSession:     c.LoadSession,
-		Resume:          c.Resume,
-		Image:           c.PromptCapabilities.Image,
-		Audio:           c.PromptCapabilities.Audio,
-		EmbeddedContext: c.PromptCapabilities.EmbeddedContext,
-		AgentName:       c.AgentName,
-		AgentVersion:    c.AgentVersion,
-		AuthMethods:     authMethodsOfJSON(c.AuthMethods),
-	}, nil
-}
-
-func authMethodsJSON(ms []acp.AuthMethod) []authMethodJSON {
-	var out []authMethodJSON
-	for _, m := range ms {
-		out = append(out, authMethodJSON(m))
-	}
-	return out
-}
-
-func authMethodsOfJSON(ms []authMethodJSON) []acp.AuthMethod {
-	var out []acp.AuthMethod
-	for _, m := range ms {
-		out = append(out, acp.AuthMethod(m))
-	}
-	return out
 }

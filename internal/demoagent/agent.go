@@ -54,7 +54,14 @@ type config struct {
 	authRequired bool
 	// authMethod, when set, is announced in initialize and must be
 	// authenticated with before sessions work (as codex's api-key).
-	authMethod   string
+	authMethod string
+	// authFile, when set, stands for a login the agent keeps in a file
+	// (made in a terminal, out of tetherd's sight): sessions ask for
+	// credentials until the file exists.
+	authFile string
+	// authAtPrompt moves the --auth-required and --auth-file checks to
+	// session/prompt and announces no method for them, as claude-agent-acp.
+	authAtPrompt bool
 	startupDelay time.Duration
 	// startupDelayIn limits startupDelay to processes started in this
 	// directory (a capability probe runs elsewhere than a session).
@@ -78,6 +85,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.replayAfterResponse, "replay-after-response", false, "answer session/load first, then replay the history")
 	fs.BoolVar(&c.authRequired, "auth-required", false, "answer session/new|load|resume|prompt with -32000 Authentication required")
 	fs.StringVar(&c.authMethod, "auth-method", "", "announce this auth method; session/new|load|resume|prompt answer -32000 until the client calls authenticate with it")
+	fs.StringVar(&c.authFile, "auth-file", "", "session/new|load|resume|prompt answer -32000 until this file exists (a login kept in a file; the announced method says to `touch` it)")
+	fs.BoolVar(&c.authAtPrompt, "auth-at-prompt", false, "ask for the credentials of --auth-required and --auth-file only at session/prompt, announcing no auth method (as claude-agent-acp)")
 	fs.DurationVar(&c.startupDelay, "startup-delay", 0, "sleep this long before serving")
 	fs.StringVar(&c.startupDelayIn, "startup-delay-in", "", "apply --startup-delay only when the working directory is this one")
 	if err := fs.Parse(args); err != nil {
@@ -281,13 +290,19 @@ func (a *agent) Initialize(_ context.Context, p acp.InitializeRequest) (acp.Init
 		AgentCapabilities: caps,
 		AgentInfo:         &acp.Implementation{Name: Name, Title: acp.Ptr("Tether demo agent"), Version: Version},
 	}
-	if a.cfg.authRequired {
+	if a.cfg.authRequired && !a.cfg.authAtPrompt {
 		// Real agents that need a login advertise how; this one can never
 		// complete it, which is the "offline, no API key" situation.
 		resp.AuthMethods = []acp.AuthMethod{{Agent: &acp.AuthMethodAgent{
 			Id: "demo-login", Name: "Demo login",
 			Description: acp.Ptr("Always fails: the demo agent was started with --auth-required"),
 		}}}
+	}
+	if f := a.cfg.authFile; f != "" && !a.cfg.authAtPrompt {
+		// Shaped like opencode's login: the command in the description.
+		resp.AuthMethods = append(resp.AuthMethods, acp.AuthMethod{Agent: &acp.AuthMethodAgent{
+			Id: "demo-file-login", Name: "Demo file login", Description: acp.Ptr("Run `touch " + f + "` in the terminal"),
+		}})
 	}
 	if m := a.cfg.authMethod; m != "" {
 		// Shaped like codex's api-key method: the provider in _meta.
@@ -316,11 +331,20 @@ func (a *agent) Authenticate(_ context.Context, p acp.AuthenticateRequest) (acp.
 	return acp.AuthenticateResponse{}, nil
 }
 
-// checkAuth is what session/new, load, resume and prompt answer first:
-// -32000 under --auth-required, or with --auth-method before authenticate.
-func (a *agent) checkAuth() error {
-	if a.cfg.authRequired {
-		return authRequired()
+// checkAuth is what session/new, load, resume and prompt (atPrompt)
+// answer first: -32000 under --auth-required, with --auth-file while the
+// file is missing (both only at a prompt with --auth-at-prompt), or with
+// --auth-method before authenticate.
+func (a *agent) checkAuth(atPrompt bool) error {
+	if !a.cfg.authAtPrompt || atPrompt {
+		if a.cfg.authRequired {
+			return authRequired()
+		}
+		if f := a.cfg.authFile; f != "" {
+			if _, err := os.Stat(f); err != nil {
+				return acp.NewAuthRequired(map[string]any{"details": "not logged in: " + f + " does not exist"})
+			}
+		}
 	}
 	if a.cfg.authMethod == "" {
 		return nil

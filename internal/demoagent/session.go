@@ -117,7 +117,7 @@ func (a *agent) rebind(s *session, cwd string, mcp []acp.McpServer, dirs []strin
 // NewSession creates and persists a session, then announces the commands
 // once the response is on the wire.
 func (a *agent) NewSession(_ context.Context, p acp.NewSessionRequest) (acp.NewSessionResponse, error) {
-	if err := a.checkAuth(); err != nil {
+	if err := a.checkAuth(false); err != nil {
 		return acp.NewSessionResponse{}, err
 	}
 	if err := checkCwd(p.Cwd); err != nil {
@@ -152,7 +152,7 @@ func (l loadingAgent) LoadSession(ctx context.Context, p acp.LoadSessionRequest)
 		<-ctx.Done()
 		return acp.LoadSessionResponse{}, ctx.Err()
 	}
-	if err := a.checkAuth(); err != nil {
+	if err := a.checkAuth(false); err != nil {
 		return acp.LoadSessionResponse{}, err
 	}
 	if err := checkCwd(p.Cwd); err != nil {
@@ -207,7 +207,7 @@ func (a *agent) ResumeSession(_ context.Context, p acp.ResumeSessionRequest) (ac
 	if a.cfg.noResume || a.cfg.resumeUnsupported {
 		return acp.ResumeSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionResume)
 	}
-	if err := a.checkAuth(); err != nil {
+	if err := a.checkAuth(false); err != nil {
 		return acp.ResumeSessionResponse{}, err
 	}
 	if err := checkCwd(p.Cwd); err != nil {
@@ -248,7 +248,7 @@ func (a *agent) Cancel(_ context.Context, p acp.CancelNotification) error {
 // or resume) accept prompts, like a real agent after a restart; one turn at
 // a time per session.
 func (a *agent) Prompt(_ context.Context, p acp.PromptRequest) (acp.PromptResponse, error) {
-	if err := a.checkAuth(); err != nil {
+	if err := a.checkAuth(true); err != nil {
 		return acp.PromptResponse{}, err
 	}
 	a.mu.Lock()

@@ -31,6 +31,12 @@ func (fakeProfiles) Spec(id string) (acp.Spec, agents.Profile, error) {
 
 func (fakeProfiles) RecordCapabilities(context.Context, string, acp.Capabilities) error { return nil }
 
+func (fakeProfiles) Fingerprint(id string) string { return id }
+
+func (fakeProfiles) RecordCredentials(context.Context, string, agents.Credentials) error { return nil }
+
+func (fakeProfiles) ConfigEdited() bool { return false }
+
 // fakeRig is a manager on a real store, event writer and hub in a temp dir
 // whose agents come from a fake runtime.
 type fakeRig struct {

@@ -23,6 +23,15 @@ import (
 type Profiles interface {
 	Spec(id string) (acp.Spec, agents.Profile, error)
 	RecordCapabilities(ctx context.Context, id string, caps acp.Capabilities) error
+	// Fingerprint identifies the profile's launch configuration
+	// (agents.Registry.Fingerprint); "" for an unknown profile.
+	Fingerprint(id string) string
+	// RecordCredentials records what an agent showed of its credentials
+	// (agents.Registry.RecordCredentials).
+	RecordCredentials(ctx context.Context, id string, c agents.Credentials) error
+	// ConfigEdited reports whether the agent config file changed since it
+	// was read (agents.Registry.ConfigEdited).
+	ConfigEdited() bool
 }
 
 // Config tunes the session runtime.
@@ -216,7 +225,9 @@ type CreateInput struct {
 // Create validates the request, then persists the session, its task when
 // none is given, and the initial prompt's turn (queued) in one write: all
 // of it exists or none of it does, and the agent starts only after. The
-// agent's slot is reserved first: at a cap, nothing is created.
+// agent's slot is reserved first: at a cap, nothing is created. A profile
+// whose agent asked for credentials at its last start is checked with it
+// (checkCredentials) before anything is made.
 func (m *Manager) Create(ctx context.Context, in CreateInput) (_ store.Session, err error) {
 	_, profile, err := m.profiles.Spec(in.AgentProfileID)
 	if err != nil {
@@ -229,21 +240,6 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (_ store.Session, 
 	runtime, host, err := m.cfg.Executors.Choose(in.Executor, profile.Executor)
 	if err != nil {
 		return store.Session{}, err
-	}
-	sessionID := uuid.NewString()
-	repoDir := cwd
-	var wt *workspace.Worktree
-	if in.Worktree {
-		title := in.Title
-		if title == "" && in.TaskID != "" {
-			if t, err := m.store.GetTask(ctx, in.TaskID); err == nil {
-				title = t.Title
-			}
-		}
-		if wt, err = m.makeWorktree(ctx, runtime, host, sessionID, cwd, title); err != nil {
-			return store.Session{}, err
-		}
-		cwd = wt.Cwd
 	}
 	var initial store.Turn
 	if len(in.InitialPrompt) > 0 {
@@ -268,6 +264,25 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (_ store.Session, 
 			a.mb.post(a.dropSlot) // unless an agent is starting with it
 		}
 	}()
+	// In the session's slot: a check is one more agent process.
+	if err := m.checkCredentials(ctx, in.AgentProfileID, runtime, cwd); err != nil {
+		return store.Session{}, err
+	}
+	sessionID := uuid.NewString()
+	repoDir := cwd
+	var wt *workspace.Worktree
+	if in.Worktree {
+		title := in.Title
+		if title == "" && in.TaskID != "" {
+			if t, err := m.store.GetTask(ctx, in.TaskID); err == nil {
+				title = t.Title
+			}
+		}
+		if wt, err = m.makeWorktree(ctx, runtime, host, sessionID, cwd, title); err != nil {
+			return store.Session{}, err
+		}
+		cwd = wt.Cwd
+	}
 	// From here a create runs to its end even if the client goes away: a
 	// session committed without its actor would wait for a restart.
 	ctx = context.WithoutCancel(ctx)

@@ -261,8 +261,8 @@ func (m *Manager) knownAuthFailure(ex store.Executor, profileID string) bool {
 	if ex.Status != store.ExecutorError || ex.ErrorCode != string(errcode.AgentAuthRequired) {
 		return false
 	}
-	_, prof, err := m.profiles.Spec(profileID)
-	return err == nil && ex.ErrorProfile == prof.Fingerprint()
+	fp := m.profiles.Fingerprint(profileID)
+	return fp != "" && ex.ErrorProfile == fp
 }
 
 // Resume restores a session's agent and waits, event-driven and bounded by

@@ -139,8 +139,10 @@ func (a *actor) startAgent(e effStartAgent) {
 	if a.hosted() {
 		a.resetHostOffset()
 	}
+	local, profileID := a.exec.Runtime != store.RuntimeRemote, a.sess.AgentProfileID
 	a.m.spawn(func() {
 		out := a.m.start(a.id, p)
+		a.m.noteStart(local, profileID, a.id, out.err)
 		if !a.mb.post(func() { a.onAgentStarted(p, out) }) {
 			if out.conn != nil {
 				out.conn.Stop() // the session is gone (daemon shutting down)
@@ -180,7 +182,7 @@ func (m *Manager) start(sessionID string, p startPlan) (out startOutcome) {
 	defer cancel()
 	conn, err := p.runtime.Start(sctx, p.req)
 	if err != nil {
-		return startOutcome{err: agentFailure(err, nil, p, "agent did not start: %v", err)}
+		return startOutcome{err: agentFailure(err, nil, p.req.Spec.Command, "agent did not start: %v", err)}
 	}
 	caps := conn.Capabilities()
 	span.SetAttributes(attribute.Bool("acp.capability.resume", caps.Resume),
@@ -224,7 +226,7 @@ func (m *Manager) open(ctx context.Context, conn Agent, p startPlan, call restor
 			return err
 		})
 		if err != nil {
-			return "", tryFailed, agentFailure(err, conn, p, "session/new failed: %s", acp.Message(err))
+			return "", tryFailed, agentFailure(err, conn, p.req.Spec.Command, "session/new failed: %s", acp.Message(err))
 		}
 		return acpID, tryOK, nil
 	}
@@ -250,7 +252,7 @@ func (m *Manager) open(ctx context.Context, conn Agent, p startPlan, call restor
 	if timedOut {
 		err = fmt.Errorf("%s timed out after %s", name, m.cfg.RestoreTimeout)
 	}
-	return "", tryFailed, agentFailure(err, conn, p, "%s failed (session identity kept): %s", name, acp.Message(err))
+	return "", tryFailed, agentFailure(err, conn, p.req.Spec.Command, "%s failed (session identity kept): %s", name, acp.Message(err))
 }
 
 // agentFailure wraps an error of the agent's start or restore with its
@@ -259,8 +261,8 @@ func (m *Manager) open(ctx context.Context, conn Agent, p startPlan, call restor
 // asks for credentials (ACP -32000). Then the message ends with what to do
 // (from the auth methods the agent announced) and the error carries those
 // methods, for the problem body. conn is nil when the handshake itself
-// failed (authenticate included).
-func agentFailure(err error, conn Agent, p startPlan, format string, args ...any) *errcode.Error {
+// failed (authenticate included); command is the agent's, for the hints.
+func agentFailure(err error, conn Agent, command string, format string, args ...any) *errcode.Error {
 	if code := errcode.CodeOf(err); code == errcode.ExecutorUnavailable || code == errcode.ExecutorLost {
 		// The executor host failed, not the agent: the session's error
 		// code says so (the message, why the host could not be reached).
@@ -277,11 +279,7 @@ func agentFailure(err error, conn Agent, p startPlan, format string, args ...any
 	case errors.As(err, &ae):
 		methods = ae.Capabilities.AuthMethods
 	}
-	command := p.req.Spec.Command
-	// Agents end their messages with a period or not; say it once.
-	what := strings.TrimRight(fmt.Sprintf(format, args...), ". ")
-	e := errcode.Wrap(errcode.AgentAuthRequired, err, "%s. The agent needs credentials: %s",
-		what, acp.AuthHint(methods, command))
+	e := errcode.Wrap(errcode.AgentAuthRequired, err, "%s", acp.AuthRequiredMessage(fmt.Sprintf(format, args...), methods, command))
 	if len(methods) == 0 {
 		return e
 	}
@@ -409,9 +407,7 @@ func (a *actor) recordStartError(err error) {
 	a.exec.Status = store.ExecutorError
 	a.exec.ErrorMessage = startErrorMessage(err)
 	a.exec.ErrorCode = string(errcode.CodeOf(err))
-	if _, prof, _ := a.m.profiles.Spec(a.sess.AgentProfileID); prof.ID != "" {
-		a.exec.ErrorProfile = prof.Fingerprint()
-	}
+	a.exec.ErrorProfile = a.m.profiles.Fingerprint(a.sess.AgentProfileID)
 	a.saveExecutor()
 }
 

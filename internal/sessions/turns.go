@@ -210,6 +210,7 @@ func (a *actor) startTurn(promptID string) {
 	a.setState(store.SessionRunning)
 	a.pushRecovery()
 	acpID, pctx := a.acpID, a.promptContext()
+	local, profileID := a.exec.Runtime != store.RuntimeRemote, a.sess.AgentProfileID
 	a.m.spawn(func() {
 		// The agent hears of the turn only once it is recorded as started.
 		if _, err := started.Wait(context.Background()); err != nil {
@@ -237,6 +238,7 @@ func (a *actor) startTurn(promptID string) {
 		} else {
 			stop, err = r.conn.PromptNotify(pctx, acpID, prompt, sent)
 		}
+		a.m.notePrompt(local, profileID, a.id, r.conn, stop, err)
 		a.mb.post(func() { a.onTurnDone(r, stop, err) })
 	})
 

@@ -12,8 +12,9 @@ import (
 
 // UpsertAgentProfile inserts or replaces a profile from the daemon's
 // configuration or PATH detection. Capabilities and ProbedAt are only
-// overwritten when p.Capabilities is non-nil, so re-registering profiles at
-// every start-up keeps the last probe result (SetAgentCapabilities owns it).
+// overwritten when p.Capabilities is non-nil, and Credentials when
+// p.Credentials is, so re-registering profiles at every start-up keeps the
+// last probe result and the last credentials seen.
 func (s *Store) UpsertAgentProfile(ctx context.Context, p AgentProfile) error {
 	p.UpdatedAt = now()
 	row := fromAgentProfile(p)
@@ -24,6 +25,9 @@ func (s *Store) UpsertAgentProfile(ctx context.Context, p AgentProfile) error {
 	}
 	if p.Capabilities != nil {
 		cols = append(cols, "capabilities", "probed_at")
+	}
+	if p.Credentials != nil {
+		cols = append(cols, "credentials")
 	}
 	err := s.db.WithContext(ctx).Clauses(clause.OnConflict{
 		Columns:   []clause.Column{{Name: "id"}},

@@ -69,6 +69,25 @@ func TestAgentProfiles(t *testing.T) {
 		t.Errorf("got name %q caps %s probedAt %v, want Demo %s %v", got.DisplayName, got.Capabilities, got.ProbedAt, caps, probed)
 	}
 
+	// Credentials are written when given and kept when not, like the
+	// capabilities.
+	for i, c := range []string{`{"status":"required","stage":"start"}`, "", `{"status":"ok","stage":"start"}`} {
+		p := demo
+		if c != "" {
+			p.Credentials = json.RawMessage(c)
+		}
+		if err := s.UpsertAgentProfile(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		want := c
+		if c == "" {
+			want = `{"status":"required","stage":"start"}`
+		}
+		if got, err := s.GetAgentProfile(ctx, "demo"); err != nil || string(got.Credentials) != want {
+			t.Errorf("upsert %d: got credentials %s (%v), want %s", i, got.Credentials, err, want)
+		}
+	}
+
 	_, err = s.GetAgentProfile(ctx, "missing")
 	wantCode(t, err, errcode.AgentProfileNotFound)
 	wantCode(t, s.SetAgentCapabilities(ctx, "missing", caps, probed), errcode.AgentProfileNotFound)

@@ -353,5 +353,8 @@ type AgentProfile struct {
 	// Capabilities is the probed ACP agentCapabilities JSON, nil until probed.
 	Capabilities json.RawMessage
 	ProbedAt     *time.Time
-	UpdatedAt    time.Time
+	// Credentials is what was last seen of the agent's credentials
+	// (agents.Credentials as JSON), nil until seen.
+	Credentials json.RawMessage
+	UpdatedAt   time.Time
 }

@@ -342,6 +342,7 @@ type agentProfileRow struct {
 	ResumeArgs              string  `gorm:"column:resume_args"`
 	Capabilities            *string `gorm:"column:capabilities"`
 	ProbedAt                *dbTime `gorm:"column:probed_at"`
+	Credentials             *string `gorm:"column:credentials"`
 	UpdatedAt               dbTime  `gorm:"column:updated_at"`
 }
 
@@ -356,7 +357,8 @@ func fromAgentProfile(p AgentProfile) agentProfileRow {
 		HistoryContextInjection: p.HistoryContextInjection,
 		ResumeArgs:              stringsJSON(p.ResumeArgs),
 		Capabilities:            jsonText(p.Capabilities), ProbedAt: toDBTimePtr(p.ProbedAt),
-		UpdatedAt: toDBTime(p.UpdatedAt),
+		Credentials: jsonText(p.Credentials),
+		UpdatedAt:   toDBTime(p.UpdatedAt),
 	}
 }
 
@@ -381,6 +383,7 @@ func toAgentProfile(r agentProfileRow) (AgentProfile, error) {
 		HistoryContextInjection: r.HistoryContextInjection,
 		ResumeArgs:              resumeArgs,
 		Capabilities:            fromJSONText(r.Capabilities), ProbedAt: fromDBTimePtr(r.ProbedAt),
-		UpdatedAt: r.UpdatedAt.t,
+		Credentials: fromJSONText(r.Credentials),
+		UpdatedAt:   r.UpdatedAt.t,
 	}, nil
 }

@@ -2,7 +2,7 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import type { TetherClient } from '@tether/client';
 import { makeClient, sessionApi, tasksApi, workspaceApi } from './api';
 import { LangContext, detectLang, translate, type Lang } from './i18n';
-import { errorText } from './lib/errors';
+import { errorCode, errorText } from './lib/errors';
 import { load, save } from './lib/storage';
 import { adoptTokenFromLocation, forgetToken, storeToken, storedToken } from './lib/token';
 import { useStore } from './lib/use-store';
@@ -10,6 +10,7 @@ import { PaneManager } from './state/panes';
 import { SessionController } from './state/session-controller';
 import { TasksController } from './state/tasks-state';
 import type { AgentProfile, ExecutorHost } from './state/types';
+import { AGENT_AUTH_REQUIRED } from './components/AuthBanner';
 import { AgentsContext, ChatPane } from './components/ChatPane';
 import { IconMenu, IconPlus } from './components/Icons';
 import { NewSessionDialog, type NewSessionRequest } from './components/NewSessionDialog';
@@ -141,20 +142,23 @@ function Shell({ token, settings, setSettings, onUnauthorized, onSignOut }: Shel
   const activePane = panesState.panes.find((p) => p.id === panesState.activeId) ?? panesState.panes[0];
 
   const createSession = async (req: NewSessionRequest) => {
-    let taskId = req.taskId;
-    if (!taskId && req.taskTitle) {
-      const task = await client.createTask({ title: req.taskTitle, workspace: req.cwd });
-      tasks.addTask(task);
-      taskId = task.id;
+    // Without a task the daemon makes one, titled and in the directory, in
+    // the same write as the session: a refused session leaves no empty task.
+    let session;
+    try {
+      session = await client.createSession({
+        agentProfileId: req.agentProfileId,
+        cwd: req.cwd,
+        ...(req.taskId ? { taskId: req.taskId } : {}),
+        ...(req.taskTitle ? { title: req.taskTitle } : {}),
+        ...(req.prompt ? { initialPrompt: [{ type: 'text' as const, text: req.prompt }] } : {}),
+        ...(req.executor ? { executor: req.executor } : {}),
+      });
+    } catch (e) {
+      // The refusal's check updated what the daemon knows of the agent.
+      if (errorCode(e) === AGENT_AUTH_REQUIRED) void loadAgents();
+      throw e;
     }
-    const session = await client.createSession({
-      agentProfileId: req.agentProfileId,
-      cwd: req.cwd,
-      ...(taskId ? { taskId } : {}),
-      ...(req.taskTitle ? { title: req.taskTitle } : {}),
-      ...(req.prompt ? { initialPrompt: [{ type: 'text' as const, text: req.prompt }] } : {}),
-      ...(req.executor ? { executor: req.executor } : {}),
-    });
     save(CWD_KEY, req.cwd);
     tasks.addSession(session);
     panes.show(session.id);

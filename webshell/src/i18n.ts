@@ -191,6 +191,11 @@ const en = {
   'new.noAgents': 'No agent profiles are available.',
   'new.resumes': 'resumes sessions',
   'new.noResume': 'cannot resume sessions',
+  'new.needsCredentials': 'needs credentials',
+  'new.credentialsStart':
+    'This agent asked for credentials the last time it started. Set them first: starting a session runs it once more to check, and refuses the session if it still asks.',
+  'new.credentialsPrompt':
+    'This agent’s last prompt asked for credentials. The session can start, but its first prompt will most likely fail the same way until they are set.',
   'new.executor': 'Runs on',
   'new.executorDefault': 'Daemon default',
   'new.executorStandalone': 'Standalone (child of tetherd)',
@@ -391,6 +396,9 @@ const zh: Record<MessageKey, string> = {
   'new.noAgents': '没有可用的代理配置。',
   'new.resumes': '可恢复会话',
   'new.noResume': '无法恢复会话',
+  'new.needsCredentials': '需要凭据',
+  'new.credentialsStart': '该代理上次启动时要求提供凭据。请先设置：开始会话时会再启动它一次进行检查，若仍要求凭据则拒绝创建会话。',
+  'new.credentialsPrompt': '该代理上一次处理消息时要求提供凭据。会话可以开始，但在设置凭据之前，第一条消息很可能同样失败。',
   'new.executor': '运行于',
   'new.executorDefault': '守护进程默认',
   'new.executorStandalone': '独立（tetherd 的子进程）',

@@ -119,6 +119,22 @@ export const listExecutors = <ThrowOnError extends boolean = false>(options?: Op
 
 /**
  * Start a session with an agent profile in a working directory.
+ *
+ * When the profile's agent asked for credentials the last time it
+ * started under the profile's current configuration (the profile's
+ * `credentials` in `GET /agents`: `status: required`, `stage: start`),
+ * tetherd starts it once more, as the session would (same command,
+ * environment and directory: `initialize`, `authenticate`,
+ * `session/new`, no prompt), before it creates anything. If the agent
+ * still asks, the answer is `409 agent_auth_required` with what to do
+ * (`detail`) and the agent's `authMethods`, each with a `hint`, and
+ * nothing is created (no session, no task, no worktree); if it starts,
+ * the session is created. A refusal is therefore never a guess: an
+ * agent whose credentials were set meanwhile, even where tetherd cannot
+ * see them (a login in a terminal), is not refused. A session on a
+ * remote executor host is never checked (the host has its own
+ * configuration and environment).
+ *
  */
 export const createSession = <ThrowOnError extends boolean = false>(options: Options<CreateSessionData, ThrowOnError>) => (options.client ?? client).post<CreateSessionResponses, CreateSessionErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -279,9 +295,10 @@ export const getSessionStatus = <ThrowOnError extends boolean = false>(options: 
  *
  * Concurrent requests share one restore. The agent boots idle: nothing is
  * sent to the model. The outcome is also a durable `session.resumed` or
- * `session.executor_status` event. `502` carries `agent_auth_required`
- * when the agent asks for credentials (ACP -32000; the session keeps its
- * identity and stays resumable), else `agent_start_failed`.
+ * `session.executor_status` event. `409 agent_auth_required` when the
+ * agent asks for credentials (ACP -32000; the session keeps its identity
+ * and stays resumable; the problem lists the agent's `authMethods` with
+ * a `hint` each), `502 agent_start_failed` when it fails otherwise.
  *
  */
 export const resumeSession = <ThrowOnError extends boolean = false>(options: Options<ResumeSessionData, ThrowOnError>) => (options.client ?? client).post<ResumeSessionResponses, ResumeSessionErrors, ThrowOnError>({

@@ -404,6 +404,40 @@ export type AuthMethod = {
     hint: string;
 };
 
+/**
+ * What tetherd last saw of the profile's credentials on this machine
+ * (sessions on the standalone and detached executors, and capability
+ * probes), under the profile's current configuration: its command,
+ * args, `authMethod` and the environment its agent gets. Any change to
+ * those drops it. Absent: nothing seen yet. It is an observation, not a
+ * prediction: credentials kept where tetherd cannot see them (a login
+ * in a terminal, a file the agent reads) may have changed since.
+ *
+ */
+export type AgentCredentials = {
+    /**
+     * required: the agent asked for credentials (ACP -32000); ok: it worked at that stage.
+     */
+    status: 'required' | 'ok';
+    /**
+     * start: `initialize`, `authenticate` or `session/new` (a probe, a session's start, the check of `POST /session`); prompt: a prompt (agents that check only when they call their model, such as claude-agent-acp, which announces no auth methods). An agent that starts says nothing of a prompt: `required` at `prompt` stays until a prompt works.
+     */
+    stage: 'start' | 'prompt';
+    /**
+     * status required: what the agent said and what to do.
+     */
+    message?: string;
+    /**
+     * status required: the methods the agent announced, each with a hint of what to do.
+     */
+    authMethods?: Array<AuthMethod>;
+    /**
+     * The session it was seen in; absent for a capability probe.
+     */
+    sessionId?: string;
+    observedAt: string;
+};
+
 export type AgentProfile = {
     id: string;
     displayName: string;
@@ -422,6 +456,7 @@ export type AgentProfile = {
     authMethod?: string;
     capabilities?: AgentCapabilities;
     probedAt?: string;
+    credentials?: AgentCredentials;
 };
 
 export type AgentList = {
@@ -1531,6 +1566,9 @@ export type SessionCreate = {
     worktree?: boolean;
 };
 
+/**
+ * A session. `credentials` is only in the answer to `POST /session`: what tetherd knew of the profile's credentials when it created the session (absent when nothing is known, and on a remote executor host).
+ */
 export type Session = {
     id: string;
     taskId: string;
@@ -1545,6 +1583,7 @@ export type Session = {
      */
     autoContinue?: boolean;
     executor?: Executor;
+    credentials?: AgentCredentials;
     createdAt: string;
     updatedAt: string;
     closedAt?: string;
@@ -2083,7 +2122,7 @@ export type CreateSessionError = CreateSessionErrors[keyof CreateSessionErrors];
 
 export type CreateSessionResponses = {
     /**
-     * Created; the agent is starting.
+     * Created; the agent is starting. `credentials` says what tetherd knows of the profile's credentials, e.g. `status: required` at `stage: prompt` when the profile's last prompt asked for them: the session's first prompt will most likely fail the same way.
      */
     201: Session;
 };

@@ -17,6 +17,29 @@ export interface AuthBannerProps {
 }
 
 /**
+ * The auth methods an agent announced, each with the daemon's hint of what
+ * to do; nothing when it announced none.
+ */
+export function AuthMethodList({ methods }: { methods: AuthMethod[] }) {
+  const { t } = useT();
+  if (methods.length === 0) return null;
+  return (
+    <>
+      <p class="banner__note">{t('auth.methods')}</p>
+      <ul class="banner__methods" data-testid="auth-methods">
+        {methods.map((m) => (
+          <li key={m.id} data-method-id={m.id}>
+            <span class="banner__method">{m.name || m.id}</span>
+            {m.description && <span class="muted"> — {m.description}</span>}
+            {m.hint && <div class="banner__hint mono">{m.hint}</div>}
+          </li>
+        ))}
+      </ul>
+    </>
+  );
+}
+
+/**
  * Shown on a session whose agent refused to work without credentials
  * (`agent_auth_required`): not a generic failure but what to do about it,
  * with the agent's auth methods, and a retry once the profile is fixed.
@@ -37,20 +60,7 @@ export function AuthBanner({ message, methods, profileId, retrying, onRetry }: A
             {message}
           </p>
         )}
-        {methods.length > 0 && (
-          <>
-            <p class="banner__note">{t('auth.methods')}</p>
-            <ul class="banner__methods" data-testid="auth-methods">
-              {methods.map((m) => (
-                <li key={m.id} data-method-id={m.id}>
-                  <span class="banner__method">{m.name || m.id}</span>
-                  {m.description && <span class="muted"> — {m.description}</span>}
-                  {m.hint && <div class="banner__hint mono">{m.hint}</div>}
-                </li>
-              ))}
-            </ul>
-          </>
-        )}
+        <AuthMethodList methods={methods} />
         <p class="banner__note">{t('auth.hint', { profile: profileId ?? '' })}</p>
       </div>
       <div class="banner__actions">

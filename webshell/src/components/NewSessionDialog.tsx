@@ -1,7 +1,8 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { useT, type MessageKey } from '../i18n';
-import { errorText } from '../lib/errors';
-import type { AgentProfile, ExecutorHost, Task } from '../state/types';
+import { errorCode, errorText } from '../lib/errors';
+import type { AgentProfile, AuthMethod, ExecutorHost, Task } from '../state/types';
+import { AGENT_AUTH_REQUIRED, AuthMethodList } from './AuthBanner';
 
 export interface NewSessionRequest {
   agentProfileId: string;
@@ -40,6 +41,10 @@ export function NewSessionDialog({ agents, hosts = [], tasks, initial, defaultCw
   const remotes = hosts.filter((h) => h.runtime === 'remote');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | undefined>();
+  // The methods of a refusal for want of credentials (agent_auth_required).
+  const [errorMethods, setErrorMethods] = useState<AuthMethod[]>([]);
+  // What the daemon last saw of the chosen agent's credentials (GET /agents).
+  const credentials = agents.find((a) => a.id === agentId)?.credentials;
   const dialogRef = useRef<HTMLDivElement>(null);
   const cwdRef = useRef<HTMLInputElement>(null);
 
@@ -60,6 +65,7 @@ export function NewSessionDialog({ agents, hosts = [], tasks, initial, defaultCw
     if (!agentId || !cwd.trim() || busy) return;
     setBusy(true);
     setError(undefined);
+    setErrorMethods([]);
     try {
       await onCreate({
         agentProfileId: agentId,
@@ -71,6 +77,8 @@ export function NewSessionDialog({ agents, hosts = [], tasks, initial, defaultCw
       });
     } catch (err) {
       setError(errorText(err));
+      const methods = (err as { body?: { authMethods?: unknown } } | null)?.body?.authMethods;
+      if (errorCode(err) === AGENT_AUTH_REQUIRED && Array.isArray(methods)) setErrorMethods(methods as AuthMethod[]);
       setBusy(false);
     }
   };
@@ -129,11 +137,30 @@ export function NewSessionDialog({ agents, hosts = [], tasks, initial, defaultCw
                   <span class="agent__name">{a.displayName}</span>
                   <span class="agent__meta">
                     {a.available ? (a.nativeSessionResume || a.historyContextInjection ? t('new.resumes') : t('new.noResume')) : t('new.unavailable', { reason: a.unavailableReason ?? '' })}
+                    {a.available && a.credentials?.status === 'required' && (
+                      <span class="agent__creds" data-testid="agent-needs-credentials">
+                        {' · '}
+                        {t('new.needsCredentials')}
+                      </span>
+                    )}
                   </span>
                 </span>
               </label>
             ))}
           </fieldset>
+          {credentials?.status === 'required' && (
+            <div class="notice notice--warn notice--block" role="status" data-testid="agent-credentials">
+              <p>
+                <strong>{t(credentials.stage === 'prompt' ? 'new.credentialsPrompt' : 'new.credentialsStart')}</strong>
+              </p>
+              {credentials.message && (
+                <p class="banner__note" data-testid="agent-credentials-message">
+                  {credentials.message}
+                </p>
+              )}
+              <AuthMethodList methods={credentials.authMethods ?? []} />
+            </div>
+          )}
           <label class="field">
             <span class="field__label">{t('new.executor')}</span>
             <select name="executor" value={executor} onChange={(e) => setExecutor((e.currentTarget as HTMLSelectElement).value)} aria-describedby="executor-hint">
@@ -162,9 +189,10 @@ export function NewSessionDialog({ agents, hosts = [], tasks, initial, defaultCw
             <textarea rows={3} value={prompt} onInput={(e) => setPrompt((e.currentTarget as HTMLTextAreaElement).value)} />
           </label>
           {error && (
-            <p class="notice notice--error" role="alert">
-              {error}
-            </p>
+            <div class="notice notice--error notice--block" role="alert" data-testid="create-error">
+              <p>{error}</p>
+              <AuthMethodList methods={errorMethods} />
+            </div>
           )}
           <div class="modal__actions">
             <button type="button" class="btn" onClick={onClose}>
