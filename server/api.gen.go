@@ -116,6 +116,24 @@ func (e CommandState) Valid() bool {
 	}
 }
 
+// Defines values for CommandTruncated.
+const (
+	CommandTruncatedCommandLimit CommandTruncated = "command_limit"
+	CommandTruncatedSessionLimit CommandTruncated = "session_limit"
+)
+
+// Valid indicates whether the value is a known member of the CommandTruncated enum.
+func (e CommandTruncated) Valid() bool {
+	switch e {
+	case CommandTruncatedCommandLimit:
+		return true
+	case CommandTruncatedSessionLimit:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CommandExitedDataState.
 const (
 	CommandExitedDataStateExited CommandExitedDataState = "exited"
@@ -173,6 +191,42 @@ const (
 func (e CommandStartedEventType) Valid() bool {
 	switch e {
 	case CommandStartedEventTypeCommandStarted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CommandTruncatedDataReason.
+const (
+	CommandTruncatedDataReasonCommandLimit CommandTruncatedDataReason = "command_limit"
+	CommandTruncatedDataReasonOverrun      CommandTruncatedDataReason = "overrun"
+	CommandTruncatedDataReasonSessionLimit CommandTruncatedDataReason = "session_limit"
+)
+
+// Valid indicates whether the value is a known member of the CommandTruncatedDataReason enum.
+func (e CommandTruncatedDataReason) Valid() bool {
+	switch e {
+	case CommandTruncatedDataReasonCommandLimit:
+		return true
+	case CommandTruncatedDataReasonOverrun:
+		return true
+	case CommandTruncatedDataReasonSessionLimit:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CommandTruncatedEventType.
+const (
+	CommandTruncatedEventTypeCommandTruncated CommandTruncatedEventType = "command.truncated"
+)
+
+// Valid indicates whether the value is a known member of the CommandTruncatedEventType enum.
+func (e CommandTruncatedEventType) Valid() bool {
+	switch e {
+	case CommandTruncatedEventTypeCommandTruncated:
 		return true
 	default:
 		return false
@@ -1517,23 +1571,41 @@ type Checkpoint struct {
 
 // Command defines model for Command.
 type Command struct {
-	Command   string       `json:"command"`
-	CreatedAt time.Time    `json:"createdAt"`
-	EndedAt   *time.Time   `json:"endedAt,omitempty"`
-	ExitCode  *int         `json:"exitCode,omitempty"`
-	Id        string       `json:"id"`
-	State     CommandState `json:"state"`
+	Command   string    `json:"command"`
+	CreatedAt time.Time `json:"createdAt"`
+
+	// DroppedBytes Bytes of its output left out: those known so far while it runs, all of them once it has exited.
+	DroppedBytes int64      `json:"droppedBytes"`
+	EndedAt      *time.Time `json:"endedAt,omitempty"`
+	ExitCode     *int       `json:"exitCode,omitempty"`
+	Id           string     `json:"id"`
+
+	// OutputBytes Bytes of its output recorded as command.output events so far.
+	OutputBytes int64        `json:"outputBytes"`
+	State       CommandState `json:"state"`
+
+	// Truncated The limit that stopped the recording of its output (command.truncated), if one did.
+	Truncated *CommandTruncated `json:"truncated,omitempty"`
 }
 
 // CommandState defines model for Command.State.
 type CommandState string
 
+// CommandTruncated The limit that stopped the recording of its output (command.truncated), if one did.
+type CommandTruncated string
+
 // CommandExitedData defines model for CommandExitedData.
 type CommandExitedData struct {
-	CommandId string  `json:"commandId"`
-	ExitCode  *int    `json:"exitCode,omitempty"`
-	PromptId  *string `json:"promptId,omitempty"`
-	SessionId *string `json:"sessionId,omitempty"`
+	CommandId string `json:"commandId"`
+
+	// DroppedBytes Bytes of its output not in the log (command.truncated says where and why); for a lost command, as far as known.
+	DroppedBytes int64 `json:"droppedBytes"`
+	ExitCode     *int  `json:"exitCode,omitempty"`
+
+	// OutputBytes Bytes of the command's output in the log.
+	OutputBytes int64   `json:"outputBytes"`
+	PromptId    *string `json:"promptId,omitempty"`
+	SessionId   *string `json:"sessionId,omitempty"`
 
 	// State lost: tetherd lost track of it (a standalone command when tetherd restarted, or its host lost it); no exit code.
 	State  CommandExitedDataState `json:"state"`
@@ -1587,6 +1659,7 @@ type CommandOutputEventType string
 
 // CommandRun defines model for CommandRun.
 type CommandRun struct {
+	// Command Run by sh -c; a NUL byte is 400 validation_failed (no program's argument can hold one).
 	Command string `json:"command"`
 }
 
@@ -1610,6 +1683,57 @@ type CommandStartedEvent struct {
 
 // CommandStartedEventType defines model for CommandStartedEvent.Type.
 type CommandStartedEventType string
+
+// CommandTruncatedData The command's output from byte `offset` on is not in the log (no
+// `command.output` of this command starts at or after it, but for an
+// `overrun`, which ends at `offset + bytes`). `command_limit`: the
+// command's recorded output reached `limit` (`tetherd serve
+// --command-output-limit`); `session_limit`: the session's commands
+// together reached `limit` (`--session-command-output-limit`); after
+// either the rest is dropped where it is produced and the command runs
+// on to its exit, whose `command.exited` says how much was left out.
+// `overrun`: the executor dropped `bytes` bytes before tetherd read them
+// (an executor host older than this daemon); the record goes on after
+// them.
+type CommandTruncatedData struct {
+	// Bytes overrun: how many bytes are missing.
+	Bytes     *int64 `json:"bytes,omitempty"`
+	CommandId string `json:"commandId"`
+
+	// Limit command_limit, session_limit: the limit, in bytes.
+	Limit     *int64                     `json:"limit,omitempty"`
+	Offset    int64                      `json:"offset"`
+	PromptId  *string                    `json:"promptId,omitempty"`
+	Reason    CommandTruncatedDataReason `json:"reason"`
+	SessionId *string                    `json:"sessionId,omitempty"`
+	TaskId    *string                    `json:"taskId,omitempty"`
+}
+
+// CommandTruncatedDataReason defines model for CommandTruncatedData.Reason.
+type CommandTruncatedDataReason string
+
+// CommandTruncatedEvent defines model for CommandTruncatedEvent.
+type CommandTruncatedEvent struct {
+	// Data The command's output from byte `offset` on is not in the log (no
+	// `command.output` of this command starts at or after it, but for an
+	// `overrun`, which ends at `offset + bytes`). `command_limit`: the
+	// command's recorded output reached `limit` (`tetherd serve
+	// --command-output-limit`); `session_limit`: the session's commands
+	// together reached `limit` (`--session-command-output-limit`); after
+	// either the rest is dropped where it is produced and the command runs
+	// on to its exit, whose `command.exited` says how much was left out.
+	// `overrun`: the executor dropped `bytes` bytes before tetherd read them
+	// (an executor host older than this daemon); the record goes on after
+	// them.
+	Data CommandTruncatedData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                   `json:"id,omitempty"`
+	Type CommandTruncatedEventType `json:"type"`
+}
+
+// CommandTruncatedEventType defines model for CommandTruncatedEvent.Type.
+type CommandTruncatedEventType string
 
 // ConfigOptionChange defines model for ConfigOptionChange.
 type ConfigOptionChange struct {
@@ -4774,6 +4898,40 @@ func (t *TetherEvent) MergeCommandOutputEvent(v CommandOutputEvent) error {
 	return err
 }
 
+// AsCommandTruncatedEvent returns the union data inside the TetherEvent as a CommandTruncatedEvent
+func (t TetherEvent) AsCommandTruncatedEvent() (CommandTruncatedEvent, error) {
+	var body CommandTruncatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCommandTruncatedEvent overwrites any union data inside the TetherEvent as the provided CommandTruncatedEvent
+func (t *TetherEvent) FromCommandTruncatedEvent(v CommandTruncatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"command.truncated"}`))
+	t.union = b
+	return err
+}
+
+// MergeCommandTruncatedEvent performs a merge with any union data inside the TetherEvent, using the provided CommandTruncatedEvent
+func (t *TetherEvent) MergeCommandTruncatedEvent(v CommandTruncatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"command.truncated"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsCommandExitedEvent returns the union data inside the TetherEvent as a CommandExitedEvent
 func (t TetherEvent) AsCommandExitedEvent() (CommandExitedEvent, error) {
 	var body CommandExitedEvent
@@ -4930,6 +5088,8 @@ func (t TetherEvent) ValueByDiscriminator() (interface{}, error) {
 		return t.AsCommandOutputEvent()
 	case "command.started":
 		return t.AsCommandStartedEvent()
+	case "command.truncated":
+		return t.AsCommandTruncatedEvent()
 	case "message.added":
 		return t.AsMessageAddedEvent()
 	case "message.chunk":
@@ -6779,6 +6939,20 @@ func (response CreateSession401ApplicationProblemPlusJSONResponse) VisitCreateSe
 	return err
 }
 
+type CreateSession403ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateSession403ApplicationProblemPlusJSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateSession404ApplicationProblemPlusJSONResponse Problem
 
 func (response CreateSession404ApplicationProblemPlusJSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
@@ -7210,6 +7384,20 @@ func (response RunCommand404ApplicationProblemPlusJSONResponse) VisitRunCommandR
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunCommand409ApplicationProblemPlusJSONResponse Problem
+
+func (response RunCommand409ApplicationProblemPlusJSONResponse) VisitRunCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8496,6 +8684,20 @@ func (response OpenTerminal404ApplicationProblemPlusJSONResponse) VisitOpenTermi
 	return err
 }
 
+type OpenTerminal409ApplicationProblemPlusJSONResponse Problem
+
+func (response OpenTerminal409ApplicationProblemPlusJSONResponse) VisitOpenTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type OpenTerminal429ApplicationProblemPlusJSONResponse Problem
 
 func (response OpenTerminal429ApplicationProblemPlusJSONResponse) VisitOpenTerminalResponse(w http.ResponseWriter) error {
@@ -9327,6 +9529,20 @@ func (response ReadWorkspaceFile404ApplicationProblemPlusJSONResponse) VisitRead
 	return err
 }
 
+type ReadWorkspaceFile409ApplicationProblemPlusJSONResponse Problem
+
+func (response ReadWorkspaceFile409ApplicationProblemPlusJSONResponse) VisitReadWorkspaceFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ReadWorkspaceFile503ApplicationProblemPlusJSONResponse Problem
 
 func (response ReadWorkspaceFile503ApplicationProblemPlusJSONResponse) VisitReadWorkspaceFileResponse(w http.ResponseWriter) error {
@@ -9439,6 +9655,20 @@ func (response ListWorkspaceFiles404ApplicationProblemPlusJSONResponse) VisitLis
 	return err
 }
 
+type ListWorkspaceFiles409ApplicationProblemPlusJSONResponse Problem
+
+func (response ListWorkspaceFiles409ApplicationProblemPlusJSONResponse) VisitListWorkspaceFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWorkspaceFiles503ApplicationProblemPlusJSONResponse Problem
 
 func (response ListWorkspaceFiles503ApplicationProblemPlusJSONResponse) VisitListWorkspaceFilesResponse(w http.ResponseWriter) error {
@@ -9519,6 +9749,20 @@ func (response GetGitDiff401ApplicationProblemPlusJSONResponse) VisitGetGitDiffR
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGitDiff403ApplicationProblemPlusJSONResponse Problem
+
+func (response GetGitDiff403ApplicationProblemPlusJSONResponse) VisitGetGitDiffResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9621,6 +9865,20 @@ func (response GetGitLog401ApplicationProblemPlusJSONResponse) VisitGetGitLogRes
 	return err
 }
 
+type GetGitLog403ApplicationProblemPlusJSONResponse Problem
+
+func (response GetGitLog403ApplicationProblemPlusJSONResponse) VisitGetGitLogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetGitLog404ApplicationProblemPlusJSONResponse Problem
 
 func (response GetGitLog404ApplicationProblemPlusJSONResponse) VisitGetGitLogResponse(w http.ResponseWriter) error {
@@ -9714,6 +9972,20 @@ func (response GetGitStatus401ApplicationProblemPlusJSONResponse) VisitGetGitSta
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGitStatus403ApplicationProblemPlusJSONResponse Problem
+
+func (response GetGitStatus403ApplicationProblemPlusJSONResponse) VisitGetGitStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9854,6 +10126,20 @@ func (response StatWorkspacePath404ApplicationProblemPlusJSONResponse) VisitStat
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StatWorkspacePath409ApplicationProblemPlusJSONResponse Problem
+
+func (response StatWorkspacePath409ApplicationProblemPlusJSONResponse) VisitStatWorkspacePathResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11817,322 +12103,334 @@ func (sh *strictHandler) UpdateTask(ctx echo.Context, id ID) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L0Pcxs3si/6VVB8t8rkuyNadpzsRqqtU1rZSfyOE/tIykndt8zTQDMgidUQ4AIY0dys32e/hW4AgyEx",
-	"/CNRspO7p05tLM4M/jQaje5G969/6xVyNpeCCaN7J7/15lTRGTNMwV/ntdJS2X+VTBeKzw2XonfSu2C6",
-	"njFCx4YpYqZckwLeJP18VB8ff1WwuSym8E92gr9o9g/8Ox+cEnnHlOIl0+Qd1ebozR0T5ujt62Ev63Hb",
-	"/j9qppa9rCfojPVOeth4L+vpYspm1I5nRj++Y2Jipr2Tl8fHWc8s5/ZNbRQXk96nT1nvO1lVcrE+9jGt",
-	"NCNMlJqYKSPaKEZnYSqMKDav6JL0p1SUS7LgZmonVw26BjfGfuLBlWxM68r0ToyqWRjbjZQVowIG9/a1",
-	"fQ+am1MzbVrjZS/rKfaPmitW+gaS0/7mVdabceH/fJGigaUuEBf7axPikglDbpYEXriUtSoYKSpuOYFI",
-	"QRQrpBCsMKdE0xkjM0YFFxNCNclxQfJAkimjJVPNLFqruue6XTE144JWnSQy/oWDkuqKF7fMrFPpzHOI",
-	"gRfIWMkZyT+8v7wiz5mdoX6OT3SeES60YbQkcmxZaSTys9pMpeL/pLa1nCCdSH8x5cWULLjQZDFlgtxI",
-	"MyVUMaKZMIMh+YndMUXmtRkJy5I3jCrLnfKWCcKNZtWYcEEo+fni3XAkOhgTh7Uv9ZdzptepcC5nM3qk",
-	"mRUPhpUEZk7s55oYSUpWcTvifiGFUbIiYytFNKHVgi41KeSMde4faGTDKJPD/EWqWz2nBftgWSMhnypq",
-	"+B2zY4NNzrTmUjzTpOSKFUaqZUZGveejXjOnU8Jmc7MkY4lyILzpKN41fsecid3f62XxXF4df/vN+lw+",
-	"WR7Wcyk00v3MnNM5LbhZ2r8sPZkAtqTzecULYKTncyVvKjb7n3/Xdrq/RZ3/D8XGvZPe//W8EevP8al+",
-	"/gG/wk7bBLuyE6ZsJgXhmlBDKCncMEjFZ9ycEiHN1O7/BdWEljNuLB9IRQrFLPmGI5HTCRPmGt6/VowW",
-	"U1bmJ0QbqgxIDkHgDbKQdVWSOdWa5EdHM/rxCH7XOZEKOX6u5JhX7Jkm+Yx+PHNP+zm0nWck14Wcs/zE",
-	"D/pf/ouMUFESOhL5BTNqeXRm5brfeINTks+VnM3N9T9qVrPrcV1V0Nq0NnaI16VciJxIM2VqwTXDzYUf",
-	"w+pEjaYEaiHhWJFkQbkhN2wsFSNGLWH2E8rFsMUpjhe4MGzClF2XT1nPr9ITrv7Fd+fk21df/4m4lknJ",
-	"DOWVHsJecw0Ac9qFsPx5wytueEpS/DKlBvYPLjUt75gyXLPSSqycC244rfg/GRwecyXn9jE2BF/8BLvq",
-	"t9V9kuHT/2ZKc5z1+gu1mf7IzFSWiWH9IBfxqIqCzY22vFsyYUekSf/s/APJo0asomL3OJGC2cGv8GXz",
-	"Zm5XfEqtuGGWc0pS0KrCN2zrBTUsdxrGKgW4YTO9benOQld2nm7iVCm6tH9XkpaXKOAiugRtA6g8m68t",
-	"2wrt65LL9OdsdsPKkpXnlhs/mvRLfEYnLPXoU3xG/829l7n+1hv/NcxP3vydFcaN38hCVuuLH3YOCNF6",
-	"tssIYnKFz5JESo0FdsA7rk2ChBOvRO+2qPb1D8hP68u6MmjXdueIfDuJdQ2ss7YnrNC3z8kMXgjcG/Ot",
-	"Rg0YmbfhXdLHEQ2XdFaRphM45dd35h3lFb2pWJp3ihXO3Eq11irZBqx2IjpmyD6yoja2d9IH5c2Es+6Z",
-	"VU3EmE9qBZI1IwIUL3iNErsATJv0nEqurZ3QKa6mXFvlwfH1W2GXq3OH8jLZhgAlxjHrRSeDA/PesPIM",
-	"mHIs1Yxa7aOkhh0ZDty91rQGfd++z0Q9syx2U/PKcLsnkCY9e0oYVhhWRnzXtFCLsKwXjOqkUF7d/FZj",
-	"jwkXxhHzSHre3RRNbooW27e3xPWMGTgtaVly2wKtPkQvtGy2pkWqJoljxdsiJ4SqST0D28lIomrRnDbA",
-	"ZcCgsJcyIkXBMlTg/feto2CN1KsSvzWGJO8J03UyS1JK+7+1Zmi54+bPSMkUv2MlMj83mtxyq0mJkgDB",
-	"kpugk287NgX+sGZinX945rqTYy+M+k5VtOYRvUG7yJ4XjlvhKfx9d31HrenpSZlk1juqEqvnPj6Btbqj",
-	"ilv+gwXUzKwf+Uzc7bNOKeYX1LGyMF18Ky2Dc1Gz8jV1fFpV78e9k79tloxgbls7TVqRsMr0hWtUf4Bz",
-	"7m2HsLQHqlL13Or2plYiueoqbPcNDaC5ha+e4Ea4Zh+5MxpQKEt1XUltEp2s0G7uB50lJhIGtE7QX7O1",
-	"/eoUNE9ja5SsTprceJuP9CPrkUh4g4uRMNKeeXJGDS98W3CCDJCXrHZjwIOigKe5yawqCebTdGmtCrvW",
-	"XuKdN8fXJpHUnsl7wYiuqJ4G4RLMKzkeM+UU2tVOButq9zZpwsW8NvsN7oNiOuxeSxA/RkNvmSZjxayu",
-	"/NF4vcJo0LTXx7ZZktmhRp4738Q6L63tMy+h1hk4FtWyNjA2oPN2LnWbO24ztcfPqShYZY+1KqFFFvC0",
-	"YmX6pC8ZWK6J7ftf8DvBrUI4uDepIQumGCmVnM9Zud8pM48kxeaJN2NOzndKxYSV3yX1U1mV3oWzNqB5",
-	"1wNtqKl1rLxQa0P0st5MlnzM4Z8lq5hhKB7syqDwmOND22QB40ocF6vCxzl4sNP0DFlxO5dJXj0DkQKi",
-	"0EsDy6sL78AiFP3QKHjYhIqEYbyHYjdltEO2KzaXmlsV6pkmP7w5ew28zsFaF6SPhyyRtdG8ZKD++vet",
-	"xHbODLsdxlxp4z5OK8dGsY7tpQWd66k0xL6S+TPWHwdWVQq0jAaQ7qRWHYeQo7hn4O07F5pyw84suZOr",
-	"3Ijp1bM1PFgbpPOO7aOaM1Hu+cFHbs5lydKGcYeOZtm5pf+rWgj7DNuDXWIP5+37g+POQhr4huOZbyDm",
-	"G+jqsIoONPw2PevNpAo0abOUJcNJsI7tX8QoWtziyU76lGhDRUkrKaLzA44+941i4ARlZWa3kt1DU9sK",
-	"NMXN4JQISezQSCFLFqu5ey5FM3k/mYROtEp9oOc6V5duUTYtxfoqBoZLnKx4Rbj1gpD0y1qBvY73K0SK",
-	"atkhZ5w94cnl5j90ZNtKL3ia4VQ3cGna3+M6293j4wXINkshNLxhSO9rM6/N020cOR5r1pZJXJhvXjWr",
-	"Eu0j7yZc54GbpWHaHnk/X3139GfS5+KOVrwk2qo1omAar18LlvQkbeB2Nz7X9w6WwBmZc1Ywu4ep37TP",
-	"tD3+5rUhfW1Kq/3ZnaxNyZQiRk5gNw8yNJHtVEiO/eYoCoZrC/TwvRUt9Jext5BCB9tbF7Xoti3grj7r",
-	"Pm6j27U/v/j25fZb3gT7bBrcJUrtR9hmaWVhwxbcwPvdE/l1bSoPZ8iYJl8GR7qz9RAsKcZ88h6mgVbL",
-	"nqx5R6s65eAi8IDwEsWNZhUrDJFzdDpLRShxNh5cPzd/4SuWGlIwx3vx9fjX32zh+WzdiPx1lSw46g6C",
-	"GCbMXytZ3G4lxcqcBTk7/0DcFSa5sU2sWzb39MUKIQ34W/Te33pOX3fob3GDzPiMXTkO3N3jqVjjad9r",
-	"nJr/k+153EaM8eIY/i+1ibipNjtn/faCZrO1Gzs/o+uKi9vo7/QlgeLbZRk87WI/Lmp2Bte1LGF60eiJ",
-	"G7el569Z6popBLOtmwVW9LyxQqrDA9Y4NbdJyQtWyDumlpf1bEbVNkfKRjvMeXpAwM+9M6PxtWS9MeX4",
-	"j8iDuV0KBpplsV+1NccWRQLlNi3Ra1ZUXOBC7HZMhniEbIdFBRGTXFXVdfdkH+FS7L1k3QRzvUVtdx26",
-	"SJYLvELc8xiJGWYLCe17r9M+zlgPWTuSfmSzG6a0PXTVkrSOYDKny0rSkhRUKc406fvxWKNWMULRWcU1",
-	"4eJOVncs5VXezPToUe94aqi+7dKB1mfpXEcd9/H4OPTVJsJPEKRmrXbmXyN9+ydoFN5V1wSPQYuDE0LJ",
-	"zz+/fZ0RwRaEGkdD+MbfICtWa1YmtRimlFQ/Mq3bARO7+ijs00s+EbRKX/1JbTbdg0sFrocTUsmCVqBt",
-	"lMxAqFbmPPV4Ic5KDH6xbyg2k4aduns4+KnxeCQnWVFtLhkT+7ix5i1P1Vpox5W8ZR3+Pn/NahUOf1nD",
-	"09RXtYD+I4HbTAWvvIEYsMXtrJPHWuOA3mgIOIpf4tufst5CqlvvG930pbv6/sW/viqR/Cw2eqV99z/I",
-	"ZLRKWSqmkwFcdo83QRIEI/k04QYvt2rBPxItIRrWxUoCS82lMt0c7zl6tbMlNGD5hbh4Y7t61Bg2mxuC",
-	"Jxzp2w6ua0FdOK1lVvjJhwZdz7ieUVNMMzIcDgf323i2xQ6RZB9F4UfrLGhfeKaDw++m5lVJ7vCLzh1i",
-	"TwlamLPEjn1nCQJRtESxgjU3857cttHd9lX6rqvZ/7DUju2J46xn6KHMCKs0C5dr3l0fomfsOz6GJjlL",
-	"WZsb+fGvS4NMt4Myi19cwGWJTkX2wgOwo6oKb+dws+iYZ6dUEyENocWtkIuKlRNWkiVrU617EImIs/SS",
-	"E/+mX2si2EQaDkHS0t191kpZsdmw9zDZaUI07SiNHAE6blxi8sCYp7IqNeljuPNiyitGuLHHuaWYG6U7",
-	"03fya8aCxkfWJe4TnZm+V5RS2iHvKSkmJzBmF2tsF5hoLoomENP1edpkM8BH7qDz0uZGyVsGvj6uyQ3j",
-	"YkIUM4rbD9H5XwvoA5Skud2amCni2iAlo6VVf0m/xZBw9xpHF0AsXSv2oRXUEmiPcQ5uuE7bjP7c7TLA",
-	"XUe3zwr4r+eXbadG2u8Nm35np3frFNrm+camtw0rCnZtj8y5/bt1BAJ3a6cgNuC+hXeLiXVT4wDCbBfZ",
-	"06UGuUCkjhPKm40J55MPCbD6OhlXfDLtmOAmtXxlpZpX44FlqVvENhHaZNy01JdByWpPaH0r49qqWsAM",
-	"qWjruqvngrt107EEMJL0aaPwOF2eEsGM1dlIUZuBFxBx/8TI0+b6fiLBnPCC3x/TkaKpwoam5XJ9Y4OK",
-	"AjsV4jWS0r5NnkO6plMGU1qL6n6SVvMuMf62kCXzVpXV7GrF8J4UtVhLXGgkI2w4GbqgMavzXXvWO3Xn",
-	"VcgpAeukoWHWSNcoPrWJQ2ozRgGORHLDwgnSh/6JpktNFtOlG8jKcaHY2Fp3XvnFtCzF/t4cm49j0+1h",
-	"MTWqxIFsl9Xt32V2/Pop633Pgce4SYejS/VmRnnVmcMhVXcOCDzeT4eYUt0RRVTjmLfKOmihNbasNZHW",
-	"uJp2U7Lte25e8/E45aygXHQs8w3VHdE01jgkdvWotdddG0kGLFohShuveZo3P2U9K9h3P+zd9L5LpjR0",
-	"xSb9YpUiKz9PfP5tOkxJyAXpgwZl5BW8DlGAVxjs00ww+ClSoUzp7WkH9qO8Y5tHB4NxGgN6wriBdLgg",
-	"XtpBXIk4fWuidsW6FdMrVYuCmq7YPyPP77mK3fFY9nSDc0wxa/S1wrO238B7rnU8GiKokGvWZrVhR6Sj",
-	"A73PVKfF3A0XFN27qUDJim34dJe4w805pS0+NXJOKnbHqmEv+7LiFbOIiDFVAvU6FuWdnKRDXrjZSx64",
-	"k2CXmBfeoft/z02jC64wiBcpCeZgUy66nikqisQan900Yct+t3sbPJ0F5A30dOacsEbkXuTCib4RBq+O",
-	"dpOgdqguy4Q34s+nn1plK4rYTM5jrtiYf9zoQIiTp4m6/2ao55hQv/3cjbwfuM5hUcOAGxpvZByk5xr3",
-	"cFGyxKQn3FhRaK1l7/GCN0l/LlXBKsoFuXt5QobkR3JGXpMLck6uyM8Z+Q9SC4gM7FIDpeKTdMa6JbTd",
-	"uP5IcTIAEqxBCID3L712hxZXsZd6K2XiAyTE8wJgRMWMYUrvkN2BAgtXI+o+taQ/MFqlpvsLICqEDEah",
-	"F7ZrktM5d0683G5mxCqRsEp2KjkXYzl0vrt8JPq00hIylb9/c0WeyzkTdM4hyzEfoKV3tZyzS+iZXL7+",
-	"z3BJ5qc9Et4TaM1FNBU0CbblYio1I82owCKlAjLOyYz+XarhjAupMPN8RdiFr9L8c/bhbZhb8EdGxq9m",
-	"6o5p0o/njIFrmsQzTfNuEVT69Z4nkO1yx1d7tJwMeYXAvRkK1lshF2mfuEgaj1dT0LlKq5/wMkMnmmZ3",
-	"TNEKfnc2t+3VUKuIkH5+dGSfHPEyH+x4JMvbdObYJooHR7hiFbMde6r2c8+KnrcGGRn1SrvnRj0M8hGk",
-	"FtrQ2Zy5+4LtOyWc6X5UWcwUqf0S3XesJ4S5ULBwNu0VoLJ6NN0j0h3N19388d2XyUpWLad5rQGKxmcI",
-	"mqmsJ1MwzJbasFlylVcS2zdFukN3mY+O2Rzl7qh/ZrW9Q2fzrSzeYVZkhgN+u+vCPB3tm5G1lyDtgogJ",
-	"/4CQx7X1+7wBj44GQ7QeHhzu6GZ3Pq3F7SG58w/GRECfhzNRQ+Yvg4kKO54DMJEs2b1iZWeydCwSxy2+",
-	"/PN+QdyuldTI4jjermxLgNVJuX3soef8UXij4S4ZjJS3BJ1RpwTmdUK0kYqVGXGNxRmp7KNBX3XaH1Q0",
-	"kCo7hIN4jJQ1L4ybRNPeJnJIXmzE7bG7jxSgppqpslsPfj778DZzM0UNLM6MRlW3Pf8oKso9h6/XI8Uc",
-	"3MR+2c/wD8JLcuQ2BIxYuEDrPo0irqN46niHNJSZtR3znRH3MMwUaT8wNeNAifchRrQ9x1su9oRKwMjv",
-	"Xa7iwpsBXgB62zzQCzavlnvu2HhIq0hym4PQe7I2hWzHNqSShjcF+sVjD0GVK5x0XxW0g/q7e27WOGC/",
-	"fGqMoq7u9oyOgDQCVr6fb7iv2xxquRZ9PGeixLtI3/pKzDH7OAfG+3W/2HIpq3NaVbvwM2jZ8f2yj1vw",
-	"i7JN617jlMMq34/BGw5qqCsg9iB0bfpoSJlWfBIEfID+07Ucn1cNmodRDZUf1sO1oXiuuKEPz3mdEmQT",
-	"Cx1yo2/gq01Jx+u0ORBTRYT+gngKR3UAlqqo6PBfR26AhEefS+VQRDd4v7bqPAaNsA1xxnaAP8/tSXVQ",
-	"Zt/38qSh07a7pu4rg1/b03kIf64Q5TMzZkXFsMbhHIAjG4TSTRp7FxBhwvjIE6E+OZpfCAemY/BOIWQt",
-	"CmtxMQowymZKKJlygD4iiwBzdiB8zWJTSNOMFlMu2JFitMS1gQAiwHEgZ2LpQQQRjAevcDXR0k4LMXHh",
-	"poLkXx8f5ziVHOyk64Xihl1jAHyOnnMIWoMmSAEQui56yZllffS8Ox+4NnTJSlLJ4paVGLRqv7+p9ZJY",
-	"jVLWEOFWSKGNopZ42Ffm0I/1LeGajOuqGpwE8F9EvMALqkKqEsxeMO4cym1jGkK8eAlBXZqOV6khIQ3W",
-	"W4+BBl8FGuCza3nHVCVpGWgQm50lRxIYeouxGNyOkuRHR+6NIzvbIzfbHKNzHUZWbea0cPc2drKQhmuk",
-	"JDPajFMjkO8YQDsiMlgClFKwDCdOKmqY6rwg7oh14kIbe97uJqHjfM+tKZw77W9sJgoUAEbv2PCzudkD",
-	"5yLKGv4EGNhv8bsXzlT0f65vNuyqO+Gz6KhIgJUKfHChgye3Wy5AVfv4nNM25D83iPfHwgvpAL7NGaK7",
-	"pXiuxLE6x5JUBDM9Xe63YAsXsnuKoUtg6wQ0I7jJVUYjwryDOvI5BtBVRhBffkaXhFYQamqlRMCahKvF",
-	"J0s3jXJMvSG3a3JpyG9cX26oU3DknD6YjghR/pZYlqgY281LNptLy4zDNhb7ekWAOTWGKdv2//e3s6P/",
-	"lx798/jo21+bfw6vT45+/b//R4o3cJj3S/Wc1ZXhhurbNnI8E7AavawbwxORMUMqpl9ot54tEKHQGAap",
-	"Jm33edjj2zNOVzl+5xzVdb5IrrtPyHXIcYfUKg+VE7wl/9d/fgF7dYO3dQ17ciINHC0ncFpb+x7QxHUW",
-	"4yjqkdCGV1VwTjv1AA6mogYISHsuI9asS3dwkc+A369vWZmNxKJRSso4oAOR6VwqTSuuEc/QJthyMBwJ",
-	"hE1sQDB9woEPjaBET6WCY3TmgHIS0Q1uKucRqtKKrmzPK+1FvMfZ6uPE2CCiFUkQJ0wjItF+eIje17K7",
-	"SYKrf+W+S7UZiL2tqVDwAvfEekR2M7psjZSb9phn8BQQpc9i74iwpGJScTG5StJlJdIqfTJ2usW7VJyU",
-	"q9DrMZ1e71Wihz130Y0d4EcWvNUw69bRd+0kWPtHByVYsomyWuu1Q61OylwhDS+SeDGaWRWqYCFBs9Yd",
-	"CiYO4jUWYGE7wvoGcMSQ+NCYV33Xo0uqYXCnM8iIloSORGufU30bG2ZWqQdV3gWcoarPfcJhVBxHo/PJ",
-	"PsOyGCAPuioXdIEVw3ambdGDpUU8vG+SYnAY/sCqjladLmYbdxl87pc0oh+YP8FKAJ3MrtWJHwMkE9Yu",
-	"/TIeaoa4m2bKZlb0WmNKnaL6NxJ+ddyHzRvuK1eShryxBnBBrXAG66dUdNFJTZyHx03W26cf4vmga/sv",
-	"0C/2E5tdaNG/TJd2/V0Ojl+xE+j5mhYQu/gv/MuN6V+kcbBdO/8l+ddIeFuxqKSGn7yBeO1VXvIvl0wU",
-	"JwX9ayScPXdt5LUfAPkXcVv22u/hFj1jh6s/23dRJJwmsCrBbjGcNRa2KckaZEValM8rujx3WrvXllZF",
-	"Sqs0E+kLSXjpQhpdyTMvC5xDyjK2lSre3YSFzhL3t124OqvOxG5Fvz2DB7jdEqT4vJ43JO21N6ke7nxb",
-	"0SnWqDTmguvOiPR9z2EH9pcGFBGljx4F+AaI6wwAitSQmdSGfH18bDVMRQvDlN4WjNnuxe1xK4bsYTtR",
-	"TOuMBPM0Cx4rqVpHXN/pdx1LdF/dInKVBCqnl0gvRXHh2tpzP0LdqEqKiQ7Fy8BdkaGnK/KbwZHMGzVb",
-	"SBLZPmSGCD977NesxzodHI0UD1alfTfgbgRD/tqH6rs/97hGctBKbLtjoE3hB8mLtaX63PLCDig4wR8u",
-	"LzqT5WlUN6jDcUWjahQbc0PC8a2T9RTACG2KKqDjLZQrKBTVUwzTgdRsb6l2hExVUu8XJuGCot61s2jj",
-	"JvcPGykW5X2A5FgEVrVL9u0u+N07BI5dwrubkLU2OZXdvdHu5EkKUuw5W2U7JGWXazAsTDyKDVzeKp/y",
-	"ALGwXobl80oFt82GdkMGTfVwwuEc9tQh3Wz34M5EqkNXJEFr2A9Y5vXpfxnLjDLucMvbRJkmjoDEz49c",
-	"rm0TkMm6kzgIimZYqbnSlUI3XWhIccmc5K0y1s0JzV37d69RAg2sje7M8/y5Q8Wa1yZHY90B4u127bxa",
-	"AChhPYdx/ChL1jGnGeRAdU7FcYFtYHdMp+ij5J14E0a8qZV2zPEnX1rufRNB1w3mh686BGTAjEd4P7ds",
-	"M9L3MMrKh/dmoVy3YsL8N63qlRk/LMEJm/2xI0kN16HtOoN7OncVlb5X3KCM31PHuPcNx86xogfRODbg",
-	"CQVdoa0a+HyQMMHdLxK9IAR9Ys8bunU9eZ/K4tuU6DOvC8f4u65yk8Ow8+7fZ5qUkosJxnlEurO1gNeu",
-	"eABcLOjlzfVHWxfPsFQZK+1PNIRdrCgaOR5lQ/IaLyhj1KV2Rdww05z05XhMalExrSNQ0UGHVr8ok9n4",
-	"sqqNS4yWY0R24houeEMu+inRy1nFxa2GCuo+8G5IXh0fk9wVmLguFk0QjcfwkIKd4lvForx2qD65u4XH",
-	"XKMo5b2fP88zkj9npoD/1lrBf++o/S9kO2BwSC1Kpkj+vGR38MJcSfxCL3WO+JSeLsGbbI8ODHw5OqJV",
-	"JRdHdsDDVAHxLewWmxhdwJ4NXtYJyRv405z0KSmmvMIqVTg2jEFoAHHdiAO7arynrJXQg4zkPmc/Ry5F",
-	"lMkW6pKPTpC1qfgdC0QYeDwlrLk8hn5n0jjQQh5876u4k1u40neeezDL0Ep+dBQeOnYJ6FFCmuuxrEXg",
-	"BxhVmH3ASvRYuXbxtsYYJEKAoKDuh0e/e48FcZsr3vgNZV84jettEgq/2ck6QyzcRnkxsT7hbrsyevHr",
-	"JDJ9N+zAWy0ralgr9gvKp064If4zyzJ2I+eQju3BDjIi7YsI+BGS3RdNhvZzVN/tTFF/P/L6PPSDv+WD",
-	"jMxo6QVnw9Acg/KsBh5LpDZsNIwK0QeYiK/ZAWSHvIkSpdzlthPuU1bcgv5ARUlmUDrR35g1ZVrd1DhG",
-	"5tnv4IpETE6JvxCJ6Wb31B02ZA0TXHAf18a9eKwFpvsbH+CHsNaIUYO6JvZr9823JA/32LBx6HWzAHkS",
-	"hikjr45fxZ959IB443HM6veVGOk6gElXje+kk2GrYlAeHExvs3vtngre/fSw3ZzeG70zm41xJOEBrPFo",
-	"Lb4QcxxHdDB7vI2t9wCKJaAgvwyKhWN0LW3gYZTrKMTWERMKyCSVvKGVu0PBQElLhH7eRQZeOpGfWZNT",
-	"eiQYJEU+QASZimsQk4UUmmsocGOlFGog8BCK3YICNCFTRkunm9LSSzX4t1FUaFpgOADEUcuFDmU5XcGx",
-	"JqbarQdYBzjVGzgUZ0NyiTGtrcH6MwJaxnRcFz3eZCjjYJUCTczaBk2QM9dwkiAIkQ9DTeO2sI/mA500",
-	"EP0bIar38T9szeUIDe9i/3nTfc/6x3tl7nZW/d4wLucPOUi44yb8rsiXArEcQi6wkMOpvy2MtA888VER",
-	"VMzphInatCm/2yO6vw7ivVr1Qj2Kg2hrTvOvXRzw8EM0wVFfxsngWPDaBZ0e7GRYCRl+0JXwevDxl0E7",
-	"7/h6BOLpevYICEUfzQWCPnREo4xpVd3Q4nZDHKY2iho2Wcb0EABsd41lYUC8wt+VhLgDH73Fxd8Rr7mX",
-	"9caK6el2coXOsrXxb9R9Hf0evm3jhfhSeA5GdDBWu1zNQz6/eHN29eZ1L+tdXp1dXL396fte1rv4+aef",
-	"8F+/nL21v11/9/7i+u1PH36+6mW98/c/fnj3Bj/67uztO/jH+dlP52/e2X+nIm3j3h8hq2BuzVdZ68v7",
-	"mGZPclcaz/zhfLpGxy+DWYEOB5eOndizW+uLXUXVX6TCKLlQaQzQDElfM0a8HZee7S6ehHaIy/oooGuH",
-	"wBPljk4AIDSofFCYHMVn2k2/H8Q/dIoto3fLYf47VP1k0u9IRLcbEF8+looUipVMGE4rfQK5enlczAld",
-	"tD7vVzMzGAmpfPvQtc+jHZJfoH5AqxYA1+AFh4ICOZFqJPK4pkCeRX7hKIA4xzIBYI21nIJTqc1IrBcX",
-	"WDKDVt7K6BfTJXrLmxoDI+GuI7KoxIAlhGW/MS+oYU3FgdMYcvOWsbkeCZeOWwvDKxdFaFfAcKh4VwM/",
-	"5kdHdqhHlf0fMAlzMqdaM90R8bxD6brV0h371UdzzOcCFt6GEzwdy6ohuuCiKXySegeO1O5gBsFYie90",
-	"vZCuW7YDBmkpCztXWrEjWZvhrBygf8C+PhLANnLhEgO8dxayqwBKdODvSTClgpUB19l5bEdCwF6zTXh0",
-	"/IA55pIvniFwKiRI27cGnaHslgAXHZH6uI98NpUPpQ8lOPwPihVMmGp5rRkT4Vcho09HYu3Ha9DNsDXS",
-	"x6wLRTE7wokBTB8RMlAJ5cts0G7QJ2T0hcSrzinVRNUi+GJiu1bOmWBlE0x7AskAvl4UblXI+tb4mw6x",
-	"xlb8tPkc/SvR3hi43AJUUTHZYMecBI+nfB1uE66dO79j5Q5Tz/AJL/7vk/TmXAW84mYZXxX9NeC4d94m",
-	"daD87xJ+0Ao8iJ3iK5KnLWbaMmVlb62JyLg+V3yKb9BHfum8J2t7e+LLMbgGiw+pdUfOTTct512VEpoL",
-	"nfRg9qyRkJiSSwRahFPby4AZXZJaM8LNqU9yxdROiJ07cfdcpZWo7ndGBdwx37K5If3ohsvDcsCOPzqy",
-	"J+iRJ5weDMlVuO0itFrYM18butRxijUOs5f1bONur93tFvUeKJh5IHS3Et3XLlkP3b3v6GSyd4IBKBqQ",
-	"Pk/GrKoIQuoTauK8Hz0FHbGpcOdcyY+S/RNP5iG2ySpNPrNRAsO5rmA8BzBGoLkrXtwyk6p8N+eK6X1C",
-	"2E1oahVak/6jZqegSMItMeTSkEpOdLqeg6o6JJG/c4HwHctV/6iZWmYEe4ZfxrwyTGnCRVHVJdsBAt0N",
-	"G/vNoolvI9qu+AxdEyHUD9zqDvo0UkjelmTGqFPlWjdOm/ZLV3SO686pHdKluIZKdVZvxChIqwPm76g2",
-	"R7Brjt6+dlE3WO5DCjawctAeP+HGh/srsIxQPRL5f+Bff8kxc3aIKUSXUNH/GUZKBCGgod+1Pr2iCtEN",
-	"Cy70kPwkDZlH8Qw3HBK5UPtchQ7drI3sF1DTFeXyfbwosIlPG5QiZEJCdev67D+wrb/kO0W5OKXubVcF",
-	"qTxMKj9pOAnjaazd6r5/pskv7OYSiiuPRB/H4z59/hsvPz33b+rnvzWdfnq+0PkgzrCmYiQQBcenj2EY",
-	"042SC81U5gpRhM58Hq5dYcxiPnO1ljGvespoydSQnJUlgbvTl9/I8Vgz85ef8qbEiFW7WUnyWlX5cCSu",
-	"wOwQkuRIS2tJW9LpHMxPZL18jSt2WWfbSofYaS+piSWR731O7ZnoMJva/Hi8ExjtlUNseSz82Z1UbjuI",
-	"rQEe98jfWdHQ90iT9Brz7ok7dg73CsvtjCvbwjmtqbW553WI9QSfC9W3CIZCuCD9WQ3OO66N0wiBz1Rd",
-	"MbhPpZHiXSxKwAJfniRiUIHxo3DTZIzntiPQdCRBNNQ8+C0ykIM2oYD9D+8vr8hz+zNm9T54KxyS5/dg",
-	"4GDudTNx2rMeEfsBWuvqkn1epdUS43DxTnZu/w7Z+SJDdmDf7hxPAcfdtlAcbHJjHI5t54OvgblR2M+4",
-	"iH99kd0nwTAtLPY6MLoO/7V7zKv3r9/3st7bn64/XLz//uLN5WUv6128+e+3b36535Vl6OVz31e2qLgv",
-	"3fe4qVyd8AOF6hd2RwmS9cAXlHaaB0FeXnUdoe4TlSHsfzi7Ov/BHfdgiHjYXcEWBLZWQgnYMeh45QTu",
-	"5o6HwzKvUuwL4ImDwTJfOXMwhRNedUDJdoagb61XvifCDBqL65T+69Igpp/DjQFzbcqqCm5v5kqWdcFK",
-	"oiUZU7DWdqonteiYrrveeRiUAYbEA01dX2F6gTRxV5vW6q1w8Dr7WD4ulzuBKMk1sV2VpD8aASroG2Gs",
-	"sT+yrHr8FTk3qjo6H6x6NL7++qtv9iu71FllyE8srfYF58Xumodn6q3aR2h607DezzFAeQ9y+80TwFn/",
-	"fAzU4zO7iV8cOxXC/bmJH0MLL1/t1cKnTRMKAE1pYbgu127sjsvIDdXsm1etHWWfJK/9RbnJX+kunGnp",
-	"XJY77tJdRUzCwwPyAd9wWjvXLr8qRqVCkZKOZOmSRzgtyOfaYzarFZmCNADUKFiLMKVN7HnJ/8nuyZ73",
-	"4sj9mLBdGaIRf+kZWTsonNQrVwyCkcvLN+5myjnpLl//J9G1GgMqOzen6KzzeXMkh9P1JIdEzIzklqg5",
-	"PJlTZS0e+OUkJ//P5fuf7KKV3HZpyeqyYWd0PneBIg7TYei5rAvHHN56Ay/hVLLwqUdG2/gp7s7VT93R",
-	"sOXbS3zLf9yu/bhDvcrVD7He3w41Cv2HyQo5u9f4STbjiqLsXNQlNBIXsNhecsN/toq+txNqYPNxG4pr",
-	"Jwgx/3EHYs/m4IkEfFG2CgqzC5TN2qfOobNT4t3qx6u5XJsbSeW2ZZ3R//skMay2tRYNvy20OpEgkK3F",
-	"Oe8Un736cdus2z10NrTTuire4Xrbf9hy1213MLY+22nQaZs8a1su222t8JmU1XVBq2qbDPT4litCsPl+",
-	"W9/u+9X+ayWGTUmDro9rJc79S+1PQ2WETZ/6l1qfuuIJG777Dt5ofRQXWtjw5dvmtdbnrqLDhi//C95o",
-	"fbRtZWolWqvyKWgky58gJQ6VAatjCbaDLyIlfT5le4eh7/VhSkrt+GlLBOz8TUL27Pht4kzY8cv4LNj2",
-	"yZqQ2OWD1uba5YP912uVR3d5f4U7t3+wsmF3+STeqzt10RYnu3yytqm3fbSu/O34RaT1bR1YSi7v+tFe",
-	"/LKmzW39oEsF3efDWOvccZultJRtn6ZU/B2/iU2KHT+JDZhtn6S02e3frKvPW4m3ps2gl7cT1zqqdXig",
-	"bN2DBWu0TumUT7QTXruSBT1wEvLmKsN04T2O+FdwH7VQuNdrhEYA3CsFopxes1854MNAyq7WL0uXpYp8",
-	"Eo65Dp7n2mbLTRVHDsMhqSoLX8jK7lOQOHp379WMhUVLjN7vWijmjM98J7RmIj38Yih1/v5x6HS4CzRF",
-	"Bc5kv4AVjLN0cwZftBZ0rqcyFXASyg9GEfX7IkA5l97utyg+Zy91XqAkaJSg+xQ297HVqfYrKg5Rw3db",
-	"ktL+1bk21eWCPLTdW6rVzkg1IOxSuKW+02h5s1ZVr8RKJbnYDiZVzatg1UXjx00iO3sU/w+blIh7KE6l",
-	"L091lr5yQUg8h6q8oJosFDfG/izjylQ+EBpfHEQZkT47yOUxIzwjFiQxkkzpHXNbbbfxMlHuN0HI/tuF",
-	"Td7Aiztdf13yibvN79Y4N6ds4vVG5lKDrx2MJ0CQpiaxWvPMoVP2QnHIhkO2lJC8V5nYvTTZvW/yEyXw",
-	"Q8HTpgbqA0uf2k7kvBPOpLsyalRfZlvoKe7w4FA4bMn1Pdm+q7ZXKEV2QqivKOZ2N5SPxPQzfIstIEcP",
-	"03LXytEN4iy70GwH6d36PmhRNkaorXty7qdGrS3gZ9al2m7xhytSsVPtszLoE/FE24F4f55o0exL4Ikg",
-	"Dg/CE2/8KblqQ5dsk567Q3KpbaF5v6t/9Noe1vzvGPrenDrbAKvRxcVJNs22U+PXFj0eyLQRUb8Aju10",
-	"WtyDXSMP/CF55ndbN3d/rfghOq7aBAq3134IleXWKd+9N9auX+69QVbZ6AvYJXsV8N9lq+Ad3aEdq9tt",
-	"0cObLEnHwz9SHJyq5NrNT/Et5r1ZKSLzF8BFzn46CAM5H+4hOeihvPHQYPEtDHEAr/UK3b4AljiYzzoN",
-	"/ZPyHUG+XbvgQkBi00xhrQNNQkYo6Y95xXRGJtxkIxHixrNQFWxAhFy4WlJShfoDwSY9IblitFwi2sJI",
-	"OOQ1V93SlY8JIEx+XKcNjgMrHUactINfcED7iiDo+hGeG3cAVFxMMKmvAaYjRo5Ex8xt+ycEcnahXISe",
-	"SmWqpe0nhrBzcHtYYQWLBmWkFuA5AzgcIyWRVYnAeuqOEdpQ8mQk8oAImKeQ7TRdksV06WDHVmy5GEtw",
-	"f6i59TstWBOfeYHunGiqu6C/rmDVJ7gRb/l1R/pFC1UQili47M2SaC6KpgrTM43FPeaSe0A34CSALVtQ",
-	"HZdQHRIEkACK5FDwN+A3GlZVgOzTtJaNRBhCLcCfYqc/wOUB1s8dWonLGu1cnO6F6Vw2aH93DyAS5zte",
-	"Ja8mpoyWUB8r2ZV9+lc2lop1Pv4RMJgSru6VlcdRx99sZAK8oVgT2bMkUuDPgn/EynBUk0rbjbgAwL7+",
-	"kVocqSP7/2kBO5MlH/P9NO4OUPoGwqs9uAtWAXZyKDUdBElU92rUG456INZQwnXU8HapCztkfqyeHJb8",
-	"ELCv7O7FYl69rAfCcfu2daBZMPPMnyswmgyXpEXJjQsLjLi2rjdc0BTA2Rn56ed3kE7ja/q4klMIv/Pn",
-	"4+NjTLbpKHnWRA4kvAeFLF2ugqdSbcZHf+5lPUzcSWoslUvfSifZeXiWHfNz7sN+TVbNDh10osp5VlpX",
-	"YxZTWQUy29d2nItRtShoZ0KRbZBMJIJ4RkhJyoqnHcoNORZ0TBeyf9xyZJ6DonVtlr9F6HikGzn1HRbt",
-	"SgCBCaP4HiJ4RailrmG6lmkLURsJgvidM6kYccMjZkoRU6Fy1ceQOfXuxPYT3UwysN6KWnGzvLQzdjua",
-	"UcXUWY0TA1JAj/BzM4KpMfPep09w3zaW67P01eB8NTq7skcO79iVJXFwXXNGb0FCAG4kOcf7jw9KGlnI",
-	"aiT6Z+cf8IS2+p0qtcN+AH0ANfKlLxSmZG0YuakNyZ9PGa3MNCeAODkSeQuz6YT8FSbktH7AEHZAGahh",
-	"4sQhRoFqdsSFZkJzex4gOJZZyDaIlCa00hLQZK2Ka1XKo4rfsZLk/4GIVn9BBIuRyBEeBq2I5/hQ54Mh",
-	"AR+wHgmqGLn47px8++rrP5G5kjcVm/3Pv2spfGK5RkDpGS2mXDCSF1bJHJL3wtEG6HBC6EjkP0htcgdR",
-	"5fCY8QaYkkrK+Q0tbl3aGBXk7QdScQPAvVIBDyJImdfjsTAgFGFkJQAk65xMmNHk1fFXJLc/YJEzfCO3",
-	"ev2NLJdE3jE1EvnRkf3rqOIzbvyHL74i+ZwuK0nLayPldUXVhOUZKVlRUYVwHZCfBTC/kMI2EtAowA7d",
-	"WLWSFqZawnjtY3JHq5qRvlGUV1APkxrq8IZmtLIykZXXlp754HQk3BARhkQyRx3AEAF6c0H8wK1sl3UY",
-	"+vGfAQ4b4gau/TMHI4zORpfr5w2Wsw9ve1nvjimNu+R4+GJ4DIfDnAk6572T3lfD4+FXDu8SNuRz2DXw",
-	"zwmeH1amUY+r3rPi7gxfgbysuRQat/LL4+OVMDw6n1ccg+ae/915EFHa7VSsGhKXYdO3N7vDf3VlOmlk",
-	"lcK+tRzMShLXxh7aSb86ftHVbZjH8w/I/hgp4XKEd/7GijhXwvekdxZXv9Skf1PzyhxxkUW1Ki3bGbRC",
-	"pSAfzq5+QI2OTnQoAad7v9qG3f7tXBeM4kVwvTd3bn0CuJrudOA0rzw/x+iXrnjh6M13VGPcMxS03Pr6",
-	"FUDE7fDid9Lu5AQOxntRLYMfZIwqgaH61uoeTr5DdWn7LkBbejX0JMIQDpy3GUJwlwkh8uWnX7duAcM+",
-	"Gly6IxTcu++BOG83sQvOBIkPhFNi7UuXx8s1oST63vH/8V78v+9+efXy26fcX5dM3TF1dGlJ8CZwhsck",
-	"hlx0qm8J3Dx4WGFCCyW1jkD64+3mdli83fxxCdpdsqTDd/a8ACXCaRgBvdGQthKQI4CoB4HUdTEFuLqR",
-	"cEiQzzTB+jkkj6A/c8S4czCVXJMb8GYYCQcQtnZij5XGYuxHEJehlq/D8rIf9YWMUTCzkcBsUFpVywAQ",
-	"OXBuN24asEbEchyS93MXJ+YNmZEAoEnSVytmLFJ5YCcK5UxPwWtijztXu9Qj0AICqtdcWlMGjFenvTna",
-	"2dWFkqnxryOBJRbyAESbk35+5PbdEbZ2ZExlp2bJEEG5Uiixy2csGwktNyOvYnHoFbDXhVS3rsQDNyPh",
-	"hnAa1pvQCpxiMJtQtLg2tmd4eTkkZ87coSYbiYklioP0ATIEHDOsXQJbn5cAlerQO0mfkgZFdiScKfzz",
-	"xTtElCULLkA1Whu9DJqcn+ZgSM4MmYFrdJWG+mhGP+ZuXFjqW9YG3KxQE/3Vy29HIrfK1YyK5bVLqY0U",
-	"T/SiNZipecwJzXI3HuEYizVAq/YDhGrrcYSeOhKoiGrCuJWFg8xVBDct0MhTrIDrO4vq3o4EupBDoYAY",
-	"9jwob1N6x4bkzK80WgUIKmnl8A0t3dxGAhbx1fELKPYdkeXaAVPmpO9cvuiGjl9BnoLtuvJkoaSYODpb",
-	"LkBndoDYVQT/dgjPg/UGuLiutbVFsMgCfGbPkIhnneO4rXRgnmILDxstRKbNX2W5PJg+mEKP/tQ2R42q",
-	"2ae18/jFowwhdR43EutpTtvjV1/y6XzWsknd1sZCK7C/rfyN1ZfW1Q5a/1hqp/uAdq71WCVexzZhwqgl",
-	"mTO8hkHF0ZfnEXKhHegk1MaHNxxMti/WQVxNiFDYYEo1uWFMECwJ1IBDxhXyHeqNr4r/zh6IY2oPj76z",
-	"xrKgt2ZWeN7IjwNSyBnDXITmIggvsuBagvscBndvZbu2srdiY4SGj94SElBbIq8IqXRO5oqjnuLEX8U1",
-	"hGKvm3hvAnUf0crznfwgdaexd+VIoTNyswTXwecw5t7El3kafTbINIFRgMgeuLQx8TxfSMH0AAF2GhbU",
-	"DLWgWYvLA+mR0dGz1Gn4fc/MD/jGI66U66FjfZr70Xo+vD+1nXewd/K3X2Pa290jmNbOKUdLbv+KKaaX",
-	"2rCZI9eMGcULvYleP7pXdrPe5hXlK6RatRjXqOJ6IFyQD0rO7D6sNbHNEfSRk+Ph8fDV52Dl1fGwj1D2",
-	"pCnmRILzrZC1gJoQlvITWk9YN9mdS2m4pLNqE+2t6YB+qT2Y1Te6xwpYvnR9kVIW9cyeNdFl/sLK8ZpX",
-	"WE/lcyzE1RTFuVG0MJ10xav0riPu5fExnkxw035Uz1GDL3jFsViAlTX2rKWidPbcaqm0kfggtZkodvlf",
-	"71KV0rKQ08NdCTPMDNDeU4tF1k7gxAPbBIqmEcUEW9DKjmApazFB0wZNEnzj6urdkHx9/NVI5FihCwI5",
-	"QiAGKPi0oqLA4teldiYnqH/WwHSKLpZfGwwjLzyUA2wsRJfSVFgpglIqocx+b1VLjFv4THIUqOsCZdw0",
-	"0XX59fFXT8CZHfK3CezxDLAyRCx4h5ZSJWkZVm3QydVO+YndKknLwr32SEZFDHfz5OaEr6q/zgoO/eW0",
-	"nUbnY2m+TOvieD/rYieGPjPndE4LV2juoe5CqGoYvGTu7kA4+jo3vT2vqa/711ybttiY+YTPmJEBhxnF",
-	"M6LbrfFzJXWLnR9JwGxgKwg+BCAiT4ThU7DGA9cNCBf7XU6JNnKOkYSweEPytmSzuTTg6E6uVNapjnz+",
-	"JfkdrcV7EQ23g9D7XTm9fY1RuO3CSpj/BofD/q1lXScKNPoE633u8ru1pXRi0SE+Eeog+jQ/0vdVI9CE",
-	"LwHC/QsU2w/dyzBh1OJcHVoIqwBPBtTWJS6znjRQpZrkgVD5jpL4uY8f3niNfe5fekxmwD42eTf8WH8P",
-	"EqBd1tSPPCOyKq1ODuF2zs6YygVeSUKuUrxw3pt+X3mRdVzFXdRCBz9i5LS37OV/5mJem9MIk5r0tSnh",
-	"A1GOhDYlUyoUjxk00Taa+HD8vI07nDfx+WgRNfTxVz+ixIKvwl3XtCCP86hCzUcIKS5ZNhIQ3gP1Ubmv",
-	"opPkcIzDoY0fCiLTZ9KwkXAuRLvZMJ4Obz+pt4EdCgF6rZyvsKAGjLt67urUjoQjFETjLagq3bXWalR9",
-	"wxAEjLW8glggPh4J37jrUA8xgCfcuJRcW9JaWiCWuc8EwMul8Thlr13Uwu2uR7IPXOsXtdjNOHh56J5T",
-	"EsNlmZySMcRKrMQKe0AbVy/bw64/icXw1Rd1f/E0JnMQjBc1FgdF/u/rKTkqBj4YORXLnSgCnZCPiYNN",
-	"jPnk+W94Yf8WjY79ZWj2G8bKxBHbJz3faG+V1zuCZ168/PO2WhVWWNcJWX1m9wYrwXUglVXpFStJxW8Z",
-	"yT/8vCrsZhhweCYIDhEFLZpuJccEDCqErOGSRpP81fGxz525RpJd45cQI4gBe9CGay/c5crxmCnSl8o7",
-	"Q+FuFUp5DLDZUEIQm4W28pR8ugzWxTm8iuiUjyarmi4wl2M3mXU4TSfuu1v5BYVnKnnBwl1JszscJrmL",
-	"++bmD+LqePm0YVEmiqRFC/mZv4oMFO6fnX/whH+umWlvkkFG2HAyBAFlt161u9otfEmcLQb3uXvz8e1u",
-	"31On9g2Pfw/Kd1SX2jmxQAnTUaCWR+In84qK5jYSU055CgTvcQ15n9T7UFN+5fAoZ9xg0Gy1DDl7K5OH",
-	"KwBrOnrI7jwj1MgZLyDMzc59JDD9OHOmeIb+MXfRqOsZG5ILBmeTjpyxmFTEx81d+0g4exaqMkOd5Voz",
-	"RRzuxwmhIs4jDABMUMbbYF7oKRSKjt8C2xhCvyFd1U4CL3Xc54LOwISGFTZHcjwmRsqK2Anq4Uj8gtH7",
-	"uQe3sgQgihkIVoAcjyYSgBYFC50mQ30cFR/XJe97iWJ8HlfPxu7O3OyTcbbu2Zd8GHUQI87l2J8or1lR",
-	"cZEmin92CvnXWgp35baYYgx+7vdiKBpU1EqBp72iYnifc/Hprww8IWD88caEW07YnX2KQZJwCTvY9Zhc",
-	"C+VfTQWdV5aYK/n/TdlZX4YXYoXWYjnVSDRRoIPMXZ3mKwV48sw2JYKDo+J3vqcheY09u5QjDQG7S5Lz",
-	"8mQ7bkF+ipfassJgdE36+Ur9HghhXB9P3iq+kmMW1pRRZW4YNWBcRaMRUjAn5NDfE1BffVS0KxtGqI8q",
-	"m3B0OjrdqJKTpN4OH/vyFH+AVIo/YjLDSxSUndcpoOngZZd3v1USqjKPa3v8BxhUvE5qgTn8O36zK7si",
-	"8vZlqCGBgAI55DdgMmDzMOrklGu4jrXnWXeQ0ZuPc6nMD/jufgbGxyNRrh+WW2ON3vtMQMx1hXBTezz+",
-	"Xjz6hRR3TGlULqnGudgJaNK3euy102MzVICbPwPyt/unArt/8Kg2hcd2uJ89kfJF/eL976jeh6upKUO0",
-	"CFDTDUa55BQdVyfEqJqFZAYhvTsq/to5OiB4A/xb0edQQdKdcRN+FwCWfTveB6KxqCc66sG3D21hhkzT",
-	"AdwU+IuEcAfhQyadsw3b9OHK0A5YT4D3GhGA2Q2kR8InElgqDMkZUqN5b6vnDdx2kPLajjuwb33r/7j2",
-	"7s78tInHgKgtn0IBM4K+86+PXzoeRAyWzX63HxFz4jEMFdv0v/1s/wf72c6nciUw5Rk6y9Z9a/bXAaEz",
-	"GQmV2J/g90+5q/3QXI4//80x94FvAkKru14FfPNql5uAZGDGGdz8N1j6j7Rj4xIJ82r51Ns2UaEhvWt9",
-	"ZVYfXvmH2JwPzSbC4BB/PDzTUXxIQ6cdN0/AmTxgcBEiYz6ubwz72Cv77eWBO9/FT0b6XgWSygHOD4bk",
-	"gs0ZBXgZSrw/ct0LCc7Hf8e33s9gE2Wg7WmI+nD3q1x77P8bNuVOIYhjsHbdPegWP7A//1wK7x4MMeV6",
-	"CqEfgrU1Xjwxb6Q0GuLkTjx0HuHaqr3C+MxzvLiCj2RtILeOO9Qc2sTyrBQddu6zjoLLLtRnCHpoHtLY",
-	"c9RIaW2mjYtrJMK9hDvl9a2GwIxCsZIJw2nl7uGOvnp5fHx82rrZuWUMY1xHgsPbDtxEG7rUjek9yAir",
-	"NPNDACvhGoG3k7oxlkx9uqBXrOraddSF2HbHiY4E8E3k7vQM8EfQOp9eMLgLrBVN1ZXxcXgTyP0ZZG8A",
-	"1iglY8X01JmdGM+HDhXCxd8RNAFt1wXlJgAfwFoyWu4aMf+8gQ7dcl986WvRfV6OxfH+Ti6LE3C8wUeh",
-	"MXV54d4CT7tcIDiHIDeeJcpHdeWEML+NYbpX4a1HXH3fyaZA3QifOI53HX6J4XJPHP7WjguGuzJaIA5M",
-	"COXcLeLtoBHBMKwpqypUhqhu4QI/03hL33fhqc/0GmJ08KRlISf/mSYxVrTfQVIhDHDsRtQYmzsS68G5",
-	"Pr3f6iYVv2PrUbmn6YE80xFJmYts9tG7G+NqBSJUryJyC0AEClgBCC19dOTb+As6KvFUGIl49D6mOm/e",
-	"JgByR169/DYaBeDvXbt6UvlIzKk25MU30Twg7corXQm15f2cCb9DH8m68s3brtJhBy8O3tc2QfPvwN0n",
-	"uOjyeYEgJgCh68PV/9oQuZvdN3Q3sPvz3xroo+1Jgy2+f+TTbxtDOhgvl9HxBErQEzPDG2cZR7hTyBf9",
-	"y7ff//DzB2tb2qX3ueQTJeu5C6S4fPv9f7599w614rFUE2Z8TdnDnHI73OR7ttqsbbX47zl3taoff0Rd",
-	"zrNfFDfsicQ7VubeyXmWCDD4pV0L9cPV//o/x1t1QGVxOWeIPcKFo2QQMICs04C5QVy+dw9miPBudTT7",
-	"j8HDBO9z6cuyd6BHYdaTv1udW1uqNUqIAntBfuR/HWSElqViWrOS3CxhdCOB4ONRuQkUJa4uywmhvvgm",
-	"XHYuwEe0oEswoBGYI2BB5UyUUG8C+pxIA7kQOfaQEyFJJQFhY8oqvE7WZIHgy66sCKZXPtPNRy5ejymA",
-	"tcJQqUHaZ0TLaHeuiIkU5GqAXW/2ZmCZ4wRK/IwLPqtn8HC9tNPqwvzIq4prVkhABJHogbBM4fLUvN9N",
-	"MYzOFYwsmWlC9V4eZ8fHx4MuvFjbXOfQZ/QjjvTl8fHx8ZaR//oEJzZyade5/aT5X1+8gRqd6o5VXOAS",
-	"iBVk2gzYiYsJqeeWuXL7Z05maBpqOWNf/omumC/b8NmO9AsYwhOd6Zd2tk98nfuFmXBf9N67ZGZNq3YF",
-	"Qx5wfC+6A6h/nk8UhRgLSWikTSC6VViaWTnA+yHweXiMKQqqiT186YyR/LcRCPZR72TUs+e3HPWykTvh",
-	"Rr2Tnz75QGqIWJ1zVkDulc+ZRnxnKDriwlkXU6mZL0yDVWkgy9naFZEgIv0bPjliouRUDEbCB/EogL6a",
-	"MvwQnbitMbKP3MAQfcVPHGRU2QrVEPtYuygyVENw+vFYgYC2ZZch/tG430ei1ScKHOi1kJUe9U7Os1FP",
-	"yYX958WnfEgufHitQ0/2SghWbWOiDDHZVsFxxFOsYPyOlQM7jBnXTZkscuahfx2cKPfYutRjjfaTZS/I",
-	"bwH2OiMRN+WDkfC4wm4kLexuV9EipR6dGUOL6edVkO4Z4f0C5cxKgvmCm2KKNe1IWxufuyop/xZqK24R",
-	"ANWOJE2W0Cy+JL1BUYFLvunm7ap56zEP0qaXrqM0vPF7uHe7FHSupxKBhGsldOazAHUWpedlTYZmAvLm",
-	"cW/d7Kie/+ajcFY8kIm6G9THjkDKk7sftNK2VHQhSB9yhX3oCZqgaPRSf5eRjYRmjOQXLivsEsnlytb6",
-	"ssKADf/WOPSQBvTH5Wrm2sj5BWSbnTTd56SPmSM5lslvf+XT0+IPBqd4EYKxzdHUNERdWJnHFZHKynty",
-	"hpP2lYyi0CZwgtqD2RrWmrw6/haHAPDx2CpGNLto6JD0WTq4ef8uQs2njpZf3JivavWowRrQfsfua9Y5",
-	"Cs76QwUXeio3fO5W6gZKWkIoVYN46jDn9sWZ+5xL+GQLdwB4OSy76tPZXeDWAcVhOtzZy8KN0c7bwyNt",
-	"BwmBG6r0Ph+7qpZJqwUgPARDjKiKa9MqholATwC+2wROepcWeCFHop+HAnyNwt8qqXiC39ufIa0Eyip6",
-	"+eqU8oGVevCR06jj2pp2VZztkoWqmuBmzNFyyE+9CeH4OmuMh7geHICokJ+vvjv6M5R7tq2IkcCSmqSf",
-	"+/qMdjhwCik2qSsKVSycxQRT6b86Ph6JPNAYC8Jd27fyTndmu8zovnwUvv5gmSiw1JM6QbGOqJGOCK5l",
-	"IHXDEZ0+zlAOsxlb93hePLFrs704XVHyWA/0D3A//tRAVZZfnGGCu1+OCcX97izf5tI77KpYAocfD6aR",
-	"tgVkt18HklLhhqWj1Hpcrb2r+Hs2EvHtvSvYESJ6Ngf0nAQw9JCoh9l98zkrM4KRt7gtdT1jUEwS6xH5",
-	"EEvAlPLzHQlteFURr0RSDRc5q4FKTUweRhH1IeYXkdNDiHJcS34wJFY2eTHZUVl6JBo4Mis4Cn8AwS03",
-	"gJbQGy2r2jBiz8uMUJIPhzkJa+uCgpoDQmPZy0Ya2+9CcSPbgCsqjWdBhVddtSGvYDIr38naaA7IX6/d",
-	"QDnTrkwKIk2C583VBTn1x+FIvIArnlDitnUuwr0XXg8t7P/MpGKDIbnEcSHJ7OkLyj1W59CsumM6dZi8",
-	"WzumH3qaPIlk9TWLu+p5eLawewtp+G9Ru7+otVQmNMb8++zydcLN85KPx50i9sqJJ/D/KYYlieVsDqVx",
-	"qbYb2Ds44PHCRUSgv2skDJvNpUL1bx5mzEXJPmKppRrrtcEvGVFsrH1eg57CvrMykS6dCFzCHh2StxMB",
-	"CdSN8uerHg1JDvBJADWqHQYjNyPR52VGbhQVxTQjhk4ykv/w5uz1//9Tfkq8ugS/oAOfsNncLN2cBYY6",
-	"QmEUu3A+0hHb1oOWXW/PFhB8r1oSTLE7DvnNkY0P7vY5NcUUFGIIJXM3Y5mDNadmJF5Z5Y30c3jzKogu",
-	"q846VCfwHkDBP2+6DEjkvw4kac6baEFHIqyoyxinCGfzTJNiyorbueRWb8cC2IkDdyTCyeROKjDbXGRD",
-	"huGcEfkcF0Rxt3IhRqKv7TmDmwC/abZKYyqQCTdxY0bKwak7gDEtEHFsXDgDnN12WclMWmUBPFHBjxPQ",
-	"gUeimalbvfjYah62XTRt8sPli5FXfi0qCikrSMmwMJmv4I1Opmdx18jLYTncEp5g8AYWLS2bkmAOBGA8",
-	"Em4A/kR3v4fBZJ5+GbbkXvcNYjBwGDmP1tCnhNszU56HceY+IBJJbk1EEXEB1laTksgKtAc3IZh0a7JO",
-	"z/n6+EVrr9RC1/O5tNyTd5Rm+Z6b11ZwrUnENKA2N/E4gM2DkWS5Y3AK2h3yv8t/S1lKbiN1lQ9++fU3",
-	"yfrBq5Z9NAysXby62+Ld62VYZ0Vj9CXt7ZnI0sAXtYKa1KtDbDFzeqCrsqVzwPLqUEN+jzV9uHYWi4pk",
-	"Rr9T021e6jSJnUMoucqvjr/dZZnfiqKqHUJGI+Q3dFhM0+4BCLkPHd5IWTEqHtnq9vurUyUcj/8d63i/",
-	"a8LW8esEStjkGamhAtht0G44slH5lDphJSebrgK/5+adnOx2tw3ZHmm+/jqOoHvRDqB7ai+Tm9KGmgzc",
-	"6IwItnhootcfjp8dTRyN0CvR4IDZ0/UpWXcthbS9mvkEo1shfRuRw4MimrWqzvoa6GibkEoWty4+xdks",
-	"VtmfOMxXgEy6se8AvMFZbOWh14JQsYz01pHg7pJw1VXdvLNB93n8/Nemk8+f+/o72ARoWaLfzKnVc3C5",
-	"Ob0otlg6SgBwK+ufaqvY1esU8Xbh236o34MX640watnFrXYx/u202p+3XwMlbxB6wxJxg9fK2rxjCIDy",
-	"Xl3ID9OsGg8ei68354pf+pd2UlUM1bdw6dsJabVV5wd7xA/NGckaZSXT1iKZMwpucigNcqSZHZbLXWEf",
-	"5xWAGTp9PzVEaKg1Qm7YTO8BZsAsU7h5UKUoYEpos6zsD2OpZp03mLtqci+3KnIdHczphF3JWya6luDr",
-	"Fy+TQGKPDQLRhQJwRuyQ7Y7wS/4kIuYQfuim3Hys0mZ2QlxQsxF8zu6TLRgN8MZjxrdQfduJzWA7H34u",
-	"wgJxVg2FKNQTKANyb0OhWzuFx8qSoPr285S4hUl117f9PWwdHCqhsMqpZQ3bI1SA7YwA80v8iDukMwIM",
-	"Rv87iQDroPR9gUHAzba2ID/Py8ffdh+g76fOTNrABzXMuoz54cvy5j04uEVAMROYINQVgyR8jfpYcv+2",
-	"C5//1rthVDF1Vlv142+/Wg7C7CDkuVpVvZPe1Jj5yfPnL17+aXg8PB6+OPnTn/70J+A21/xvQX3DoudW",
-	"AYp0Th3/AFEkrV+8e6L1YziS4xfvVj9tNO24y5Cr9uun/x0AAP//",
+	"7L0Pcxs3li/6VVB8t8rk2xYlO04mkWprS5GdxG+dWCspm7pv6KeGukESoybAaaBFczJ+n/0WzgHQ6Caa",
+	"fyRKVmZz69ZOLHajgYODg/P3d37vZXI2l4IJrXrHv/fmtKQzplkJ/zqrSiVL8185U1nJ55pL0TvuXTBV",
+	"zRihY81KoqdckQyeJP10VB0dfZWxucym8J/sGP+i2N/x3+nghMg7VpY8Z4q8p0ofvL1jQh+8ezPsJT1u",
+	"xv97xcplL+kJOmO94x4O3kt6KpuyGTXzmdFP75mY6Gnv+NXRUdLTy7l5UumSi0nv8+ek94MsCrlYnfuY",
+	"FooRJnJF9JQRpUtGZ34pjJRsXtAl6U+pyJdkwfXULK4YdE1ujN8JJ5ezMa0K3TvWZcX83G6kLBgVMLl3",
+	"b8xzMNyc6mk9Gs97Sa9kf694yXI3QHTZ37xOejMu3D9fxmhgqAvExe81CXHJhCY3SwIPXMqqzBjJCm44",
+	"gUhBSpZJIVimT4iiM0ZmjAouJoQqkuKGpJ4kU0ZzVtaraOzqjvt2xcoZF7ToJJF2D+yVVFc8u2V6lUqn",
+	"jkM0PEDGpZyR9PzD5RU5ZGaF6hB/UWlCuFCa0ZzIsWGlkUhPKz2VJf8HNaOlBOlE+ospz6ZkwYUiiykT",
+	"5EbqKaElI4oJPRiSX9gdK8m80iNhWPKG0dJwp7xlgnCtWDEmXBBKfr14PxyJDsbEae1K/eWcqVUqnMnZ",
+	"jB4oZsSDZjmBlRPzuiJakpwV3My4n0mhS1mQsZEiitBiQZeKZHLGOs8PDLJmltFp/ibLWzWnGTs3rBGR",
+	"TwXV/I6ZucEhZ0pxKV4okvOSZVqWy4SMeoejXr2mE8Jmc70kY4lywD9pKd41f8uckdPf6yXhWl4ffffN",
+	"6lo+Gx5WcykU0v1Un9E5zbhemn8ZejIBbEnn84JnwEiH81LeFGz2b39TZrm/Bx//XyUb9457/9dhLdYP",
+	"8Vd1eI5v4UebBLsyC6ZsJgXhilBNKMnsNEjBZ1yfECH11Jz/BVWE5jOuDR/IkmQlM+QbjkRKJ0zoa3j+",
+	"umQ0m7I8PSZK01KD5BAEniALWRU5mVOlSHpwMKOfDuDvKiWyRI6fl3LMC/ZCkXRGP53aX/spjJ0mJFWZ",
+	"nLP02E36n+6NhFCREzoS6QXT5fLg1Mh1d/AGJySdl3I219d/r1jFrsdVUcBo00qbKV7nciFSIvWUlQuu",
+	"GB4ufBl2Jxg0JlAzCdeKJAvKNblhY1kyosslrH5CuRg2OMXyAheaTVhp9uVz0nO79IS7f/HDGfnu9dd/",
+	"IXZkkjNNeaGGcNbsAMCcZiMMf97wgmsekxS/TamG84NbTfM7VmquWG4kVsoF15wW/B8MLo95KefmZxwI",
+	"3vgFTtXv7XOS4K//zUrFcdWrD1R6+jPTU5lHpvWTXISzyjI218rwbs6EmZEi/dOzc5IGgxhFxZxxIgUz",
+	"k2/xZf1kanZ8So24YYZzcpLRosAnzOgZ1Sy1GkabAlyzmdq0daf+U2adduG0LOnS/LuQNL9EARfQxWsb",
+	"QOXZfGXbWrSvci7jr7PZDctzlp8Zbvyk4w/xGZ2w2E+fwzv6r/a5xH5vdfCPfn3y5m8s03b+WmayWN18",
+	"f3JAiFazbWYQksu/FiVSbC5wAt5zpSMknDglertNNY+fIz+tbmtr0nbszhm5cSL76lln5UwYoW9+JzN4",
+	"wHNvyLcKNWBk3pp3SR9nNFzSWUHqj8Atv3oy7ygv6E3B4ryTtThzI9Uau2QGMNqJ6Fgh+8SySpuvkz4o",
+	"b9rfdS+MaiLGfFKVIFkTIkDxgscoMRvAlI6vKefK2Amd4mrKlVEeLF+/E2a7Ok8oz6NjCFBiLLNedDI4",
+	"MO8Ny0+BKceynFGjfeRUswPNgbtXhlag75vnmahmhsVuKl5obs4E0qRnbgnNMs3ygO/qESrht/WCURUV",
+	"yu3DbzT2kHB+HiGPxNfdTdHooWiwffNIXM+YhtuS5jk3I9DiPHigYbPVI9JyErlWnC1yTGg5qWZgO2lJ",
+	"ykrUtw1wGTAonKWESJGxBBV4937jKlghdVviN+YQ5T2hu25mSXJp/m+lGFruePgTkrOS37EcmZ9rRW65",
+	"0aREToBg0UPQybcdhwL/sGJinZ2/sJ+TYyeM+lZVNOYRvUG7yNwXllvhV/j33fUdNaanI2WUWe9oGdk9",
+	"+/Ix7NUdLbnhP9hAxfTqlc/E3S77FGN+QS0rC93Ft9IwOBcVy99Qy6dF8WHcO/7reskI5rax06QRCW2m",
+	"z+yg6hzuuXcdwtJcqGVZzY1ur6tSRHe99Md9zQBobuGjx3gQrtknbo0GFMqyvC6k0pGPtGg3d5NOIgvx",
+	"E1ol6Mdk5bxaBc3R2Bgl7UWTG2fzkX5gPRIJT3AxElqaO0/OqOaZGwtukAHyktFuNHhQSuBprhOjSoL5",
+	"NF0aq8LstZN4Z/X1tU4kNVfyQTCiCqqmXrh480qOx6y0Cm37I4NVtXuTNOFiXundJndeMuVPryGIm6Om",
+	"t0yRccmMrvxJO71CK9C0V+e2XpKZqQaeOzfEKi+tnDMnoVYZOBTVstIwN6DzZi61hzscM3bGz6jIWGGu",
+	"tSKiRWbwa8Hy+E2fM7BcI8f3v+DvBI8K4eDepJosWMlIXsr5nOW73TLzQFKsX3g95+h6p1RMWP5DVD+V",
+	"Re5cOCsTmnf9oDTVlQqVF2psiF7Sm8mcjzn8Z84KphmKB7MzKDzm+KMZMoN5Ra6LtvCxDh78aHyFLLud",
+	"yyivnoJIAVHopIHh1YVzYBGKfmgUPGxCRcQw3kGxmzLaIdtLNpeKGxXqhSI/vT19A7zOwVoXpI+XLJGV",
+	"VjxnoP66543Ets4McxzGvFTavhxXjnXJOo6XEnSuplIT80ji7lh3HRhVydMymED8I1XZcQlZijsG3nxy",
+	"YSg77cSQO7rLtZhu363+h5VJWu/YLqq5PazfL3XMvwJ/xjtFmc2aV5oUbAwbZy4fqRi5FXIhiJJkTEuy",
+	"mPLC7JtRSlVCaFFYHpyBImp+mVJF8G42pPKz5EJ/87qeYWBsM5HvtiYz+pnMWdx271AjcXU70AGPmLnU",
+	"vco9tD+hq97SZMtVmhPfMJHKSggzN1wPCBKjv0Q1Tl1WwhjQHYcRHJkooZWG/bbBJ7MCoyc0V9Z3y/HD",
+	"DhLCx+Caynkeasb2SXTDGrmF2ov990Zpx1FOIkc7GoR83NyXFruuOTdvgWT71Wlh4Hdx7tn9GAnplf5C",
+	"TiI0J4ouIWJTMjCMFtPl4AQCBpQYRnBMlxgGNGePKjyL2x6rtadku+MQaFsv/MrqVe3K+s2vmEUeez8R",
+	"LFmXNLtFQpI+JUpTkdPC8KXXpEAJtO+UDMIBLE/MpWKIPzWjwFBcD06IkCCKSCZzFrL1phPXVkk8b9Q8",
+	"vBPffmxzLvDiqvDPLUOvY+PVE+CFXkQBxUj6xjg66edVCW4tK9ukKJYd17E1u1siYmhpupGY8GuCS11z",
+	"wuNuUfux7R2j7p7dZFD7gddM6QNs+dMJHTkeK9a8F7sPmfOmr/LADZxmqsivVz8cfEv6XNzRgudEGe1f",
+	"ZExhlkLGog7XNUfBzs9+ewuD+ZTMOcuYOeB0Va70lc6NkWSOudI5K0ui5QSO+iBBT5JZCknxuynKieHK",
+	"Bj38bAUb/TzOFlJob2frohLdJjiktCTdWmkr2leBh0NNyUF2Qij55df3uEtckddHRwRYDbwZ12PKC5aT",
+	"vpBGmZ6UdPZCeU8nyaggU1nkRgsB4gTB7m9ffvdqc9JFhE3XEeESr45HOM5x3X3NUV9zxroX8nFlKQ9n",
+	"/JAmz4Pz7QW/N9a/curXPvf9Jq5GQWJaJY7JVC7IjIqlE8UlIzOuFBfbalDr7wlUxlc+39DdE9JQ3dGz",
+	"aH/hAie25WR2upZq9+52JkXiqLabVuavou29t1cx3TZ2y0AWS1udF3Ik0qZ4TlFj5nWEBpgXMmCMVm+9",
+	"kwm5MR8yfxEjkdrlpgnBPC7IJaTafZ/8G+5NOhiStEG69BjTwuo1eIvVW7CQNUNsogvpp05xVqy8YyNx",
+	"cGBfPsA3DvDBwQlJG7uCnwoSn5y2NBLuho587ODAvtD5FSDJSDAOI6DJalR35XyM1jzi8Ld5KfMqYxhG",
+	"Cv3AZSXUSEhBtAQjwGiihpxSMU8zq56maHXBgayyKeQfOYfHMNiN44YnyU8nxb2w59il5HhrhMK8ZiPR",
+	"p6J+GWwSWeSwRCqQRTBmPDgJDHUykQySJS1ZzFDWu98WXg+X9E05+Dxkfe3l2IO0F2M++QALQZfxjgrP",
+	"HS2qWHSRwA+E56jEKlawTBM5x4g/GO/WwW5NefcvfMTQQwpmb5wwN/HrbzZoOMmqB/9jmyw46w6CaCb0",
+	"94XMbjeSorVmQU7PzonNHyM3ZohVt/I9A+FCSA3qodr5Xcftq86aDTGoGZ+xK8uD24ebS1anOew0T8X/",
+	"wXY04gLGeHkE/y92jLgu1kfG3QGDYZOVdCm3ouuCi9vg3/EMjZJv1lzh1y7246Jip5ArxyJ+bxr8Yudt",
+	"6PkxieX4+EqCVd+wET5vjZjqCD/WEeVNkvKCZeY6WF5WsxktN0Wx1np4bZgNFLm5iyTVga6kh7ZRL5jg",
+	"NlLQ0ywJg9qNNTYo4im3bovesKzgAjdiO+XYJ4MmW2wqiJjorpZdiT/mJ9yKnbesm2D2a8HYXSYWkuUC",
+	"87d2vEZChtlAQvPcm3iAObQ+Vq6kn9nshpXKXLvlkjQuYTKny0LSnGS0LDlTpO/m4/zOGCnkinBxJ4s7",
+	"Fgvpr2d6VPE6ftVU3XZZvKurtApTRzIk/uy/1STCL1AhIIXT2bgUpG/+CSq4c2XXCiyMODgmlPz667s3",
+	"CRFsYZRupCG849L3SlYplkf1GFaWsvyZKdXMVt02UGV+veQTQYt43pVUel0SotUsj0khM1qAtpEzDUp4",
+	"YtVjzEZkOWYemydKNpOandgkKPhT7WSPLrKgSl8yJnYJ0M0bMbiVvNorecs6gq0ux80oHC5ThsepX1YC",
+	"vh8I3HopmG8IxIAjblYdvdbq6P9a899S/BKf/pz0FrK8dYHpdW/avMPf3ONtieRWsTYlwH3+JxlNFc7z",
+	"kqlo9rw543WGqrXRFHH2fyX4J6IklCLZQhVgqbksdTfHO45uf2yJ1jGF0BUUe5ndo1qz2VwT5/0zH7iu",
+	"BLW1TIZZ4U8uL/t6xtWM6myakOFwOLjfwTMjdogk81OQ+73KguaBF8pbdTcVL3Jyh290nhBzS9BMn0ZO",
+	"7HtDEChhMnYeq9MiHbkbbpe15yqeaFSff9hqy/bEctYLDIolhBWK+cwm58vwqcvmGZfAHF2lrPSN/OQD",
+	"htv4ieCNC7BtVaysCn4AO6ooMDUKD4sKeXZK0flCs1shFwXLJywnS6a3dFZF0v3jW07ck26viWATqTmE",
+	"aqVNPKvKEnzVnr2HcafXqmjaUhpZAnSku4TkgTlPZZEr0sdaM5+bYd1Vdpb2Tt8qWhYKGlfWEEnmsk7Z",
+	"nVLE4zFgR0kxOYY5Oy/SkmmiuMhq74r95kldSgov2YvOSZubUt5iOJ0rcsO4mJCS6ZKbFzHeXAn4BihJ",
+	"c3M0nQMGxiA5o7lRf0m/wZCQ+BamdkIhQyPxdNDMm7C0xyRTO12rbQb/3C7+bHMBm3cF6wX8sunWiEdT",
+	"4dBvHUpt3EKb4qk49KZpBZVGzZnZYHK3jkAga+jE+/sc08fExKqpsQdhto3s6VKDbBZ4xw3lzMaI88nl",
+	"Yxp9nYwLPpl2LHCdWt7aqfrRcGJJLD+pSYQmGddt9aVXspoLWj3KuLdlJWCFK17U1r1gEz1UKAG0JH1a",
+	"KzxWl6dEMG10NpJVeuAERPh9ouVJnTvpXLFW8LtrOlA0S3+gab5cPdigosBJBc9xVNo3ybPPgFTMYIpr",
+	"Ud2/xNW8Syx+ymTOnFVlNLuqZJiag1qsIS4MkhA2nAxtxr7R+a4d653Y+8oX9IJ1UtMwqaVrUBxUJ4E3",
+	"GSMDRyK5Yf4G6cP3XZLV0k6kdV2UbGysO6f8Yk18yf5WX5uPY9PtYDHVqsSebJf28e8yOz5+Tno/cuAx",
+	"ruO1gLJ8O6O86CyglWV3AS78vJsOMaWqI4W7wjlvlHUwQmNuSWMhjXnV48Zk249cv+HjccxZQbno2OYb",
+	"qjpSmY1xSMzuUWOv2zGiDJg18sPXhnrqJz8nPSPYt7/s7fJ+iNaTdiWG/2aUIiM/jx34STxHXMgF6YMG",
+	"peUVPA4lGFeYaV0v0PspYnnk8eNpJvazvGPrZweTsRqDDzEuqKrFSzODPlIkaUzUrkKDbHoVJuyuvq3l",
+	"2T13sTsZ3txucI+VzBh9jdz4zXldjmstj/r0deSalVWtORHx0gznM1VxMXfDBUX3bqxKpWBrXt2m6GM9",
+	"oEeDT7Wck4LdsWLYS55XsUgSEDGkiqdex6a8l5N4IiXXO8kDexNsk0nJO3T/H7mudcEWgziREmEONuWi",
+	"67eSiiyyx6c3dc2YO+3OBo+XYDsDPQ5bIIwRuRO5cKFvhcbQ0XYS1EzV5lfwWvy5RAOjbAXlMtF1zEs2",
+	"5p/WOhBC5BpS3v8wVHNEM9p87wbeD9xnv6l+wjWN1zIO0nOFe7jIWWTRE66NKDTWsvN4wZOkP5dlxgrK",
+	"Bbl7dUyG5GdySt6QC3JGrsivCfkPUglIRu9SA2XJJ3G4IENoc3DdlWJlAKDbgBAA71987/YtrkIv9UbK",
+	"hBeIL6YCtK6Cac1KtUVpLQos3I3g87Et/YnRIrbc3yANysNHCLUwnyYpnXPrxEvNYbaJVrBLZikpF2M5",
+	"tL67dCT6tFASYGJ+fHtFDuWcCTrnADGR2rSbq+WcXcKXyeWb//RBMrfskXCeQEgyAlNBEW9bYn5RPSuw",
+	"SKkAuB8yo3+T5XDGhSwR9qcl7Pxbcf45PX/n1+b9kYHxC/lbivTDNfv6k2Clcd7NvEq/+uUJlBrf8fYX",
+	"DScDqANwb4KC1ZejrHqqo8bj1RR0rtzoJzxP0Imm2B0raQF/tza3+aqmRhGBNDLzywHP08GWV7K8jZft",
+	"r6O4d4SXrGDmw46qddKc461BQka93Jy5Uc/m8ZFKKE1nc2bjBZtPir/T3aySkCli5yWId6xW49t0MH83",
+	"7ZSg0r6a7lFmiObrdv747mByKYuG07xSgAPo4Bn0VFaTKRhmS6XZLF4q10QVWleYBp9LXHZMveo11D81",
+	"2t6+oRRam7efHZnhhN9tuzFPR/t6Zs0tiLsgQsI/IO1xZf++bMqjpcEQrYcHpzva1Z1NK3G7T+78F2Mi",
+	"oM/Dmagm8/NgoszMZw9MJHN2r1zZmcwti4R5i6++3a1kx44Sm1mYx9sFdQGYhjG3j7n0rD8KIxo2yKCl",
+	"vCXojDohsK5jorQsWZ4QO1gIB8I+afRVx/1BWY1nt0U6iAOoW/HC2EXU460jh+TZWtBEc/pIBmqqnpbm",
+	"6MGfT8/fJXalqIGFsDSo6jbXH2RF2d/h7dVMMYv1tRv0DPwH4Tk5sAcCZixsonWfBhnXQT51eEJqysya",
+	"jvnOwhGYZoy056yEyhwpPvgc0eYab7nYEacKM7+3CcX5Jz22E3xt/UQv2LxY7nhiwym1YXzXJ6H3ZKUz",
+	"2cxtiCG2rEv0C+fukypbnHRfFbSD+tt7blY4YDcwG8yiLu52zI6AMgKWf5ividetT7VcyT6eM5FjLNKN",
+	"3so5Zp/mwHgfd8stl7I4o0WxDT+Dlh3Gl33x/Ny5Ltdr3Sucsl/l+zF4w+I8diXE7oWu9TdqUsYVnwgB",
+	"H6D/dG3Hl1WD5n5Ww9JN6+HaULhWPND757xOCbKOhfZ50NfwFX5mM1chbfbEVAGhnxFP4az2wFIFFR3+",
+	"68ANEPHoc1laCPc13q+NOo9GI2xNnrGZ4K/zfN/l0bsGT2o6bYo1dYcMPjaX8xD+bBHlCzNmQcWwwuns",
+	"gSNrePh1GnsXCnTE+EgjqT62mhaxWFWInC6ErERmLC5GoYeFnhJKphxwJ8nCY8zuCdw8W5fSNKPZlAt2",
+	"UDKa495AAhFAB5FTsXQIzoizhSFcRZQ0y8KGBBCpIOnXR0cpLiUFO+l6UXLNLPxFip5zSFqDIUgG/Qts",
+	"9pI1y/roebc+cKXpkuWkkNktyzFp1bx/U6klMRqlrCDDLZNC6ZIa4uG3Ett6Qt0Srsi4KorBse+8gCBL",
+	"GKDCsvHEGne2xUBtGkK+eA5JXYqO29SQUAbrrEdPg688DWwlubxjZSFp7mkQmp05RxJoeou5GNzMkgQ1",
+	"5Ga1B3a1KWbnWoDSSs9pZuM2ZrFQhqulRMgFO0+FXRTGgBMVkMEQIJeCJbhwUlDNys4AcUeuExdKm/t2",
+	"Owkd1ntuLOHc6nzjMEGiADB6x4GfzfUO6ElB1fBnwGR5h++9tKai++fqYcNPdRd8Zh3toLBNlEsutL1h",
+	"zJHzfUJcfs5Js98S1wi2zPwD8QS+9RWi25V4tvJYrWNJlgQrPW3tt2ALm7J7gqlLYOt4KEmI5JZaIY6D",
+	"xZl0NQbwKQcKMaNLQgtINTVSwgN9Q2jxycpNgxpTZ8htW1zq6xtXtxuaRB1Ypw+WI0KWvyGWISrmdvOc",
+	"zebSMGMLG2i1HdOcas1KM/b/99fTg/+XHvzj6OC7j/V/Dq+PDz7+3/8rxhs4zfuVes6qQnNN1W2zbQ8T",
+	"sBu9pBtAHWHJfSmm22i7nw3cOj8YJqlGbfe5P+ObK07bHL91jeoqX0T33RXkWtjefWqV+6oJ3lD/616/",
+	"gLO6xtu6Avw9kRqulmO4rY19D61cVBKCl6iRUJoXhXdOW/UALqasAvxtAiiQFl9V1ZnP0DxJ3bI8GYlF",
+	"rZTkYUIHwgLbUppGXiPeoXWy5WA4EoiJUyOQu4IDlxpBiZrKEq7RmYVfi2Q32KWcBVh9LV3Z3FdtgEnS",
+	"x4WxQUArEiGOX0ZAot3AqJ2vZXuTBHf/yr4XG9MTe9NQvtsYnonVjOx6dskKKdedMcfgMRRwV8XekWFJ",
+	"xaTgYnIVpUsr0yp+M3a6xbtUnJir0OkxnV7vNtH9mbvoxg5wM/Pealh14+q7thKs+UeL45yzSWm01mvb",
+	"MiQqc4XUPIvixShmVKiM+QLNSnUomDiJN9j9jm3ZU8EjU/vCh9q86tsv2qIaBjGdQUKUJHQkGuecqtvQ",
+	"MDNKPajyNuEMVX3uCg6DzoQKnU/mN+xJBvKgq21UV6cIOM60KXqwr5vrrRClGFyGP7GiY1Sri5nBbQWf",
+	"/UscRBZReJ2VADqZ2atjNwcoJqxs+WU41QRBzwEFmwtijKnyBNW/kXC7Y1+sn7Bv2X6A5K0xgDNqhDNY",
+	"P3lJF53UxHW4phVq8/J9Ph982vwX6Be7ic2uVh2/TZdm/20NjtuxY/jyNc0gd/Gf+C87p3+S2sF2bf2X",
+	"5J8j4WzFrJAK/uRR65zKS/5pi4nCoqB/joS15661vHYTIP8k9sheuzPcoGfocHV3+zaKhNUE2hLsFtNZ",
+	"Q2Ebk6xeVsRF+bygyzOrtTttqS1SGn0xAU+T5x5JDPrNOllgHVKGsY1Uce4m7DIbid924eq0nYndin5z",
+	"BQ9wu0VI8WU9b0jaa2dSPdz51tIpVqg05oKrzoz0Xe9hCyEbBxQRucseBfgGhPx3sLxUk5lUmnx9dGQ0",
+	"zJJmmpVqUzJm8yv2jBsxdA3gr0yphHjzNPEeK1k2rri+1e86tui+ukXgKvFUjm+RWorswo6143mEpp2F",
+	"FBPlO8eCuyJBT1fgN4MrmddqtpAksH3IDBF+djivSY91OjhWETnhWY+74Q35a5eqb/+5QxjJQiuxzY6B",
+	"JoUfJC9WtupLywszIe8Ef7i86CyWp0HTxg7HFQ1aga2tDfHXt4o2swIjtO5ohY433ysqK6makrqDgbNU",
+	"O1KmCql2S5OwSVHvm1W04ZC7p41ki/w+QHIsAKvapvp2jcj2TsUtEscu4dl1yFrrnMo2brQ9eaKCFL+c",
+	"tNkOSdnlGgw6ftSzWMPljd51DxALqz3wvqxUsMdsaA6k11T3JxzO4Ezt0812D+6MlDp0ZRI0pv2AbV5d",
+	"/vPYZpRx+9veOss0cgVE/vzIvXLXAZmsOom9oKinFVsrbXUZ7EJDCvsVRqPK2LTQD3ftnr1GCTQwNro1",
+	"z9NDi4oFON5grFtAvO3Czu3uixHr2c/jZ5mzjjXNoAaqcymWC8wA22M6BS9FY+J1GvG6UZo5x59dX98P",
+	"dQZdN5gfPmoRkKETCcL72W2bkb6DUS5deq+tDbPBsP+mRdVa8cMKnHDYnzuK1HAfmq4ziNPZUFQ8rrhG",
+	"Gb+njnHvCMfWuaJ70TjW4Al5XaGpGrh6EL/A7QOJThCCPrFjhG5VT14bR9xRiT51unCIv2vbZloMO+f+",
+	"faFILrmYYJ5HoDsbC3glxAPgYl4vr8MfTV08wT6xLDd/oj7toqVopHiVDckbDFCGqEt1b+I0XGlK+nI8",
+	"JpUomFIBqOigQ6tf5NFqfFlU2hZGyzEiO3EFAV5fi35C1HJWcHGLLTJc4t0QGsmktm3Rdbaok2gchocU",
+	"7ASfyhb5tUX1SW0UHmuNgpL3fnqYJiQ9ZDqD/61UCf97R83/QrUDJodUImclSQ9zdgcPzEuJb6ilShGf",
+	"0tHFe5PN1YGJLwcHtCjk4sBMuBW0fn303Ua494aJ0QXsWeNlHZO0hj9NSZ+SbMoLbBGKc8MchBoQ187Y",
+	"s6vCOGVVCjVISOpq9lPkUkSZbKAuuewEWemC3zFPhIHDU4I7FXDyEfMQsZq49723cSc3cKX7eOrALP0o",
+	"6cGB/9Gyi0ePElJfj2UlPD/ArPzqPVaiw8o1m7cxxyCSAsQ1Bxn0yLH3UBA3ueKtO1DmgZOw2Tmh8Dez",
+	"WGuI+WiUExOrC+62K4MHv44i03fDDrxTsqCaNXK/oHf9hGviXjMsYw5yCuXYDuwggdYYBAE/fLH7oq7Q",
+	"PkT13awU9fcDp8/Dd/Bv6SAhM5o7wVkzNMekPKOBhxKpCRsNs0L0ASbCMDuA7JC3QaGUDW5b4T5l2S3o",
+	"D1TkZAZ9q13ErO6Rb5fGMTPPvGe7BJ0QFxAJ6WbO1B0OZAwT3HCX18adeKwElvtrl+CHsNaIUYO6Jn7X",
+	"nJvvSOrj2HBw6HW9AWkUhikhr49eh6859IDw4HGs6ndtsOkqgIm/QVZwiSJOho2KQb53ML317rV7Knj3",
+	"08O2c3qv9c6sN8aRhHuwxoO9eCbmOM5ob/Z4E1vvARSLQEE+D4r5a3SlbOBhlOto79mREwrIJIW8oYWN",
+	"oWCipCFCP+0iA8+tyIcOutIhwSAp0gEiyBQcG05lUiiuoMGNkVKuP5rSvttUISdkymhudVOaO6mGfZ9K",
+	"KhTNMB0A8qjlQvme6K5Jls+ptvsB1gEu9QYuxdmQXGJOa2Oy7o6AkbEc12aP1xXKONmyBE3M2AZ1kjNX",
+	"cJMgCJFLQ43jtrBP+pxOaoj+tRDVu/gfNtZy+IG3sf+c6d46aRsa//CdKndjzm94dM28rD9kL+mO6/C7",
+	"Al8K5HIIucBGDicuWhhoH3jjoyJYMqsTrkYTo363R3R/7cV71fZCPYqDaGNN88cuDnj4JRrhqOdxM1gW",
+	"vLZJp3u7GVopww8KCa8mHz8P2jnH1yMQT1WzR0Ao+qQvEPShIxtlTIvihma3a/IwlS6pZpNlSA8BwHbX",
+	"2BYGxCv8u5CQd+Cyt7j4G+I195LeuGRquplc/mPJyvzX6r6Wfg8/tuFGPBeegxntjdUu23XIZxdvT6/e",
+	"vuklvcur04urd7/82Et6F7/+8gv+12+n78zfrn/4cHH97pfzX696Se/sw8/n79/iSz+cvnsP/3F2+svZ",
+	"2/fmv2OZtuHXH6GqYG7MV1mpy/uYZk8SKw1X/nA+XaHj82BWoMPepWMn9uzG/mJXQfcXWWKWnO80BmiG",
+	"pK8YI86Oi692G09CM8VldRbwaYvAE9SOTgAg1Kt8XCuX/Bp30+8G8Q8fxZHRu2Ux/y2qfrTodySC6Abk",
+	"l49lSbKS5UxoTgt1DLV6adjMCV20ru5XMT0YCVm68eHTro52SH6D/gGNXgBcgRccGgqkRJYjkYY9BdIk",
+	"8AsHCcS2KzBYYw2n4FQqPRKrzQWWTKOV15r9YrpEb3ndY2AkbDgiCVoMGEIY9hvzjGpWdxw4CSE3bxmb",
+	"q5Gw5biV0LywWYRmBzSHjncV8GN6cGCmelCY/wMmYUrmVCmmOjKet2hd127dsVt/NMt8NmHhnb/B47ms",
+	"CrILLurGJ7Fn4ErtTmYQjOX4TNcD8b5lW2CQ5jIza6UFO5CVHs7yAfoHzOMjAWwjF7YwwHlnoboKoEQH",
+	"Lk6CJRUs97jO1mM7EgLOmhnCoeN7zDFbfPECgVOhQNo8NehMZTcEuOjI1Mdz5KqpXCq9b8Hh/lCyjAld",
+	"LK8VY8L/Vcjg1ZFY+eM16GY4Gulj1UVJsTrCigEsHxHSUwnly2zQHNAVZPSFxFDnlCpSVsL7YkK7Vs6Z",
+	"YHmdTHsMxQCuXxQeVaj6Vq4fu8s1NuKnyefoXwnOxsDWFqCKisUGW9YkODzlax9NuLbu/I6d208/wycM",
+	"/N+n6M26CnjB9TIMFX3vcdw7o0kdKP/bpB80Eg9Cp3hL8jTFTFOmtM7WiogM+3OFt/gafeS3zjhZ09sT",
+	"BscgDBZeUquOnJtuWs67OiXUAZ34ZHbskRBZki0EWvhb28mAGV2SSjHC9YkrcsXSTsidO7ZxrtxIVPt3",
+	"RgXEmG/ZXJN+EOFysBxw4g8OzA164AinBkNy5aNdhBYLc+crTZcqLLHGafaSnhncnrW77bLePQUTB4Ru",
+	"d6I77JL00N37nk4mOxcYgKIB5fNkzIqCIKQ+oTqs+1FT0BHrDnfWlfwo1T/hYh5im7Rp8oWNEpjOdQHz",
+	"2YMxAsNd8eyW6VjnuzkvmdolhV37odrQmvTvFTsBRRKixFBLQwo5UfF+DmXRIYlczAXSdwxX/b1i5TIh",
+	"+GX4y5gXmpWKcJEVVc62gEC308bvJsHCNxFtW3yGroUQ6iZudAd1Eigk73IyY9Sqco2I07rz0pWdYz9n",
+	"1Q5pS1x9pzqjN2IWpNEB0/dU6QM4NQfv3tisG2z3IQUbGDlorh8f8eEuBJYQqkYi/Q/817+nWDk7xBKi",
+	"S+jo/wIzJbwQUPDdlW86RRWyGxZcqCH5RWoyD/IZbjgUcqH22YYOXa+N7JZQ05Xl8mO4KXCIT2qUImRC",
+	"QlUjfPYfONa/p1tluVil7l1XB6nULyo9rjkJ82mM3Wrff6HIb+zmEporj0Qf52NfPfyd558P3ZPq8Pf6",
+	"o58PFyodhBXWVIwEouC48jFMY7op5UKxMrGNKPzHXB2u2WGsYj61vZaxrnrKaM7KITnNcwKx01ffyPFY",
+	"Mf3vv6R1ixGjdrOcpFVZpMORuAKzQ0iSIi2NJW1Ip1IwP5H10hWu2GafzSgdYqe5pTqURO7rc2ruRIvZ",
+	"1OTHo63AaK8sYstj4c9upXKbSWxM8LhH/U5LQ9+hTNJpzNsX7pg13CsttzOvbAPnNJbW5J43PtcTfC5U",
+	"3SIYCuGC9GcVOO+40lYjBD4rq4JBPJUGine2yAELfHkcyUEFxg/STaM5npuuQN1RBFFTc+9RZCAHrVMB",
+	"++cfLq/IofkzVvU++Cjsk+d3YGBv7nUzcdyzHhD7AVpre8u+rNJqiLG/fCeztj9Tdp5lyg6c263zKeC6",
+	"25SKg0OuzcMx45y7Hphrhf2Mi/CvL5P7FBjGhcVOF0bX5b8Sx7z68OZDL+m9++X6/OLDjxdvLy97Se/i",
+	"7X+/e/vb/UKW/itfOl7ZoOKudN8hUtle8AOF6jOLUYJk3XOA0ixzL8jLbdcR6j5BG8L++enV2U/2ugdD",
+	"xMHuCrYgcLQiSsCWScetG7ibOx4Oy9ym2DPgib3BMl9ZczCGE150QMl2pqBv7Fe+I8IMGourlP5+qRHT",
+	"z+LGgLk2ZUUB0Zt5KfMqYzlRkowpWGtb9ZNadCzXhnceBmWAKfFAU/stvzxPmvBT6/bqnbDwOrtYPraW",
+	"O4IoyRUxn8pJfzQCVNC3Qhtjf2RY9egrcqbL4uBs0PZofP31V9/s1naps8uQW1hc7fPOi+01D8fUG7UP",
+	"P/S6aX2YY4LyDuR2h8eDs357BNTjM3OIXx5ZFcL+cx0/+hFevd5phM/rFuQBmuLCcFWu3ZgTl5Abqtg3",
+	"rxsnyvwSDfuLfJ2/0gacaW5dllue0m1FTMTDA/IBn7BaO1e2vipEpUKREs9k6ZJHuCyo59phNe2OTF4a",
+	"AGoU7IVf0jr2vOT/YPdkz3tx5G5M2OwMUYu/+IqMHeRv6laIQTByefnWRqask+7yzX8SVZVjQGXn+gSd",
+	"da5ujqRwux6nUIiZkNQQNYVf5rQ0Fg/85Tgl/8/lh1/MpuXcfNKQ1VbDzuh8bhNFLKbD0HFZF445PPUW",
+	"HsKlJP5Vh4y29lU8ne1X7dWw4d1LfKr9svbd9Ne/7rvuuwGazSO3aHjZfhEbBm7R5NC9GG2xs32ToOgw",
+	"tqvK1l1h/CBhB4zNPTvca234vq1gB+uXm1heW2GQuZc7IH/WZ19E8I+SNqrMNlg4K69aj9BWlXvtl9vF",
+	"YOsHiRXHJZ3lA7tUQbTHWkmn35SbHakwSFYSpbdK8G6/3LQLt8+99eM0Ys1bxMfdiw1/32YPZeO1rSYd",
+	"N+qTpumz2Vjzr0lZXGe0KDYJUQeQ2ZKi9fubvm3fb3+/KsWw7onQ9XJVijP3UPNV31ph3avuocartvvC",
+	"mvd+gCcaL4WdGta8+a5+rPG6bQmx5s3/gicaL23amaoUjV357FWa5S9QU4fahFHSBNvCmRGTPp+TnfPY",
+	"d3oxJqW2fLUhArZ+JyJ7tnw3cids+WZ4F2x6ZUVIbPNC43Bt88Lu+9Xm0W2eb3Hn5hdaB3abV8KzutUn",
+	"muJkm1dWDvWml1aVvy3fCLS+jROLyeVtX9qJX1a0uY0vdKmgu7wYap1bHrOYlrLp1ZiNsOU7oU2y5Sst",
+	"W2LLt0K7adMrMR148zurSvdGkq/oQOhc7oTTDlos7qlIeG85Io27PeaK7UT1LmRG91z7vL65MV04Ryf+",
+	"y3utGuDfq61JA9zvVl8qqw3t1oV4P0i27bZp8W5YgSvEMtfey2ubbLmu0cl+OCTW3OGZ7OwufZCDZ3fe",
+	"zVBYNITv/aJRIWd84VDUimH18HhU7Nb+16HT/uJ2JRW4kt3yZDC9064ZXOBK0Lmayliei+96GCTy7wo8",
+	"ZR2B2wdvXKlg7L5ASVCrTvfpp+5SumPjF1Tso3Xwptqo3ZuCrWsHBuVv249UlVsD5ICwi8Gluo8G25s0",
+	"molFdirKxWYysSZiGSsuau9vFFDaNQ84X6dE3ENxyl1XrNN4pAeR+CyY84Iqsii51ubPMmyI5fKv8cFB",
+	"UIjpipJs+TSiQmIfFC3JlN4xe9S2my8T+W4LhKLDbdjkLTy4VdTtkk9sEkG3xrm+UhSjKomtSL626KGA",
+	"fBpbRLvVmgXF7PmelDWHbOhcea/utDtpsjsnEEQ67/s+q3Xr1Qd2XDUfkfNOFJXuhqxBW5tNGa94wr0b",
+	"Yr+d3ndk+66WYr4D2jGhrpGZPd3QtRKr3vAptoDSQKwGXumCNwiL+/ywHaS3+/ugTVmbGLfq/7mfGrWy",
+	"gV9Yl2o60x+uSIWuuC/KoE/EE0234/15okGz58ATXhzuhSfeuluybUPnbJ2eu0VNqxmhfr7r++jr3a/5",
+	"3zH1nTl1tgbNo4uLo2yabKbGxwY9Hsi0AVGfAcd2Oi3uwa6B336fPPOHbde7u1b8EB23XIdFt9N58A3t",
+	"VinffTZWgjb3PiBtNnoGp2S9FnuPo4KRvX07Vjfbovs3WaKOh7/HODjWQLabn8LY571ZKSDzM+Aiaz/t",
+	"hYGsD3efHPRQ3nhojvoGhtiD17pFt2fAEnvzWccRh2K+Iyjza/Z58ABwipXYYkERX4hK+mNeMJWQCdfJ",
+	"SPh09cQ3IxsQIRe2hZUsfdsDb5Mek7RkNF8iyMNIWMA321TTdq3x2E9uXic1fATLLTSdNJNfcAAZC5Dv",
+	"+gGMHLe4V1xMsJawxsMjWo5Ex8rN+McESoWhS4WaylIXS/OdEDnPovxhYxfsVZSQSoDnDFB4tJREFjni",
+	"+ZV3jNCakscjkXogwjQGqKfokiymS4t21rLlQgjD3RHuVmNasCeu4APdOcFStwGdbUHkR7gRcwNUR9VH",
+	"A8wQemfYotGcKC6yuvnTC4U9ReaSOxw54CRAS1tQFXZuHRLErQCKpNBn2MNGalYUAChUj5aMhJ9CJcCf",
+	"YpY/wO0B1k8tSIotVu3cnO6N6dw2GH97DyAS5wdeREMTU0ZzaMsV/ZT59Xs2liXr/PlngH6KuLpbO4+z",
+	"Dt9ZywQYoVgR2bMoQOGvgn/ChnRUkUKZg7gAnMD+Qbk4KA/M/48L2JnM+ZjvpnF3YOHXyGHNyV2wAiCb",
+	"fYdrL0iCdluj3nDUA7GGEq6jdbitmNii4KR9cxjyQ51AaU4v9hDrJT0QjpuPrcXqgpUn7l6B2SS4JQ1K",
+	"rt1YYMSVfb3hgsZw1U7JL7++hyoe10rIdrpC1J9vj46OsMano9NanTkQ8R5kMrclEo5KlR4ffNtLelgv",
+	"FNVYCls1Fq/tc6gwW5YF3Yf96mKeLT7QCWbnWGlVjVlMZeHJbB7bci1BrUZsWDMgmUjEDg0Amkojnrbo",
+	"cmRZ0DKdLzqy25E4Dgr2td7+BqHDma7l1PfYKyyCPyZ0yXcQwS2hFgvDdG3TBqLWEgRhQ2eyZMROj+gp",
+	"RSiHwjY9Q+ZU2xPbLXQ9ycB6y6qS6+WlWbE90YyWrDytcGFACvgi/LmewVTree/zZ4i3jeXqKl0TOtcE",
+	"z+zsgYVZtt1QLErYnNFbkBAAV0nOMP5xXkotM1mMRP/07BxvaKPflbmykBOgD6BGvnT9yUpZaUZuKk3S",
+	"wymjhZ6mBIAuRyJtQEUdk+9hQVbrB+hii8+BGiYuHHIUqGIHXCgmFDf3AWJy6YVsYlcpQgslAcTWqLhG",
+	"pTwo+B3LSfofCKT17wicMRIpotKgFXGIP6p0MCTgA1YjQUtGLn44I9+9/vovZF7Km4LN/u1vSgpXz64Q",
+	"x3pGsykXjKSZUTKH5IOwtAE6HBM6EulPUunUImNZGGiMAFNSSDm/odmtrVajgrw7JwXXgBcsS+BBxEZz",
+	"ejz2I4TejywHXGaVkgnTirw++oqk5g/YWw2fSI1efyPzJZF3rByJ9ODA/Oug4DOu3YsvvyLpnC4LSfNr",
+	"LeV1QcsJSxOSs6ygJaKEQFUXoAtD5dxIwKCAdnRj1Eqa6WIJ8zU/kztaVIz0dUl5AW04qaYW5mhGCyMT",
+	"WX5t6JkOTkbCThHRTySz1AHoEqA3F8RN3Mh2WfmpH30LKNyQN3DtfrPoxehstCWGzmA5PX/XS3p3rFR4",
+	"So6GL4dHcDnMmaBz3jvufTU8Gn5lYTbhQB7CqYH/nOD9YWQadXDuPSPuTvERqOaaS6HwKL86Omql4dH5",
+	"vOCYNHf4N+tBRGm3VY9sqJeGQ9887BZ21nYHpYFVCufWcDDLSdiSe2gW/froZddn/ToOz5H9MVPCliZv",
+	"/Y4RcbZz8HHvNGy6qUj/puKFPuAiCVpkGrbTaIVKQc5Pr35CjY5OlO88p3ofzcD2/HbuC2bxIqbf2zu7",
+	"Px7TTXU6cOpHDs8w+6UrXzh48j1VmC0NfTQ3Pn4FyHRbPPiDNCc5Ar/xQRRL7wcZo0qgqbo1uoeV79DU",
+	"2jwLiJpODT0OoIs9561HLtxmQQi4+fnjxiOg2SeNW3eAgnv7MxCWC0dOwakg4YVwQox9acuHuSKUBO9b",
+	"/j/aif93PS+vX333lOfrkpV3rDy4NCR46znDQSFDCTxVtwQiDw7NmNCslEoFvQHC42ZPWHjc3HUJ2l20",
+	"k8QP5r4AJcJqGB40UpOmEpAibqnDnlRVNgWUvJGwAJQvFMG2PSQNEEdThNaz6JhckRvwZmgJFxCOdmyu",
+	"ldpi7AfImr6FsIUQMy/1hQzBN5ORwBpSWhRLj0s5sG43rmuMSISQHJIPc5sn5gyZkQB8S9IvW2YsUnlg",
+	"FgpdVE/Aa2KuO9sy1QHfAvCq01waSwZoWau9WdqZ3YVOreFfRwI7O6Qe/zYl/fTAnrsDHO1A68IszZAh",
+	"QJCl0NmXz1gyEkquB3zFntQtjNmFLG9tZwmuR8JO4cTvN6EFOMVgNb5XcqXNl+Hh5ZCcWnOH6mQkJoYo",
+	"FkkIyODh07BlChx9ngNCqwUNJX1KavDakbCm8K8X7xHIliy4ANVoZfbSa3JumYMhOdVkBq7RNg3VwYx+",
+	"Su28sMO4rDS4WaEV++tX341EapSrGRXLa1uIGyie6EWroVrTkBPq7a49wiEErEd07Xvk1sbPAWjrSKAi",
+	"qgjjRhYOEtuIXDewKk+w8a77WNBudyTQhez7E4Ro6155m9I7NiSnbqfRKkAsSyOHb2hu1zYSsImvj15C",
+	"j/GALNcWDzMlfevyRTd0+AjyFBzX1i+LUoqJpbPhAnRme2TfkuC/LbD0YHUALq4rZWwR7O0Ar5k7JOBZ",
+	"6zhuKh1Y3diA4UYLkSn9vcyXe9MHY6DVn5vmqC4r9nnlPn75KFOI3ce1xHqa2/bo9XO+nU8bNqk92tjf",
+	"Bc63kb+h+tII7aD1jx1+ui9o61oPVeJVSBUmdLkkc4ZhGFQcXVcgIRfKYl1CS354wqJzux4hxLai8P0U",
+	"plSRG8YEwU5ENSZl2Jjfgu24ZvzvzYU4puby6FtrLPF6a2KE5438NCCZnDGsRagDQRjIgrAEdzUMNm5l",
+	"Pm1kb8HGiEgfPCUkgMUEXhFSqJTMS456ihV/BVeQir1q4r311H1EK8995CepOo29K0sKlZCbJbgOvoQx",
+	"9zYM5in02SDTeEYBIju81NrEc3whBVMDxPWpWVAx1IJmDS73pEdGR89Sp+H3I9M/4ROPuFP2Cx37U8dH",
+	"q/nw/tS23sHe8V8/hrQ3p0cwpaxTjubc/CukmFoqzWaWXDOmS56pdfT62T6ynfU2LyhvkaptMa5QxX6B",
+	"cEHOSzkz57BSxAxH0EdOjoZHw9dfgpXb82GfoNtK3UOKeOdbJisBrSgM5Se0mrBusluX0nBJZ8U62hvT",
+	"Af1SOzCrG3SHHTB8ab9FcplVM3PXBMH8hZHjFS+wjcuX2IirKYpzXdJMd9IVQ+ldV9yroyO8mSDSflDN",
+	"UYPPeMGxR4GRNeaupSK39ly7Q9tInEulJyW7/K/3sQZtia/p4bZzGlYGKOepxd5ux3DjgW0CvdpIyQRb",
+	"0MLMYCkrMUHTBk0SfOLq6v2QfH301Uik2BgMEjl8IgYo+LSgIsOe27myJieof8bAtIoudn0bDAMvPHQh",
+	"rC1EW9KUGSmCUiqizP5oVEvMW/hCchSoaxNl7DLRdfn10VdPwJkd8rdO7HEM0Joi9tlDS6mQNPe7Nujk",
+	"aqv8hG6VqGVhH3skoyIEyXlyc8I1819lBYsZc9Iso3O5NE9kXXz1uNbI0W7WyFYH4FSf0TnNbD+8h7oX",
+	"ofmi96rZWIOw+2Hd+uZ+p649YR1mbbA9cwWiIeMDXDSKc8TQW+H/QqoG+z+SQFrDhpCsCHBHjgjDpzBU",
+	"H7hvQLjQT3NClJZzzDyEzRuSdzmbzaUGx3h0p5JO9eXLb8kfaC8+iGC6HYTeLUT17g1m7Tb7P2G9HFwm",
+	"u4+WdN1AMOgT7PeZrQdXhtKRTYd8RmjX6MoCSd81t0CTPwek+adwIh09qRMJKYNan22XC2kY4PmAFsDE",
+	"VuKTGhBVkdQTKt1SEh+6fOO1Ye8z99BjMgN+Y503xM31jyABmt1X3cwTIovc6PCQnmftkqlcYAgTapvC",
+	"jXPe9/vKi6QjdHdRCeX9joGT37CX+zMX80qfBNDZpK90Di+IfCSUzllZ+h43gzo7RxGXvp824ZHTOp8f",
+	"LaiaPi5UJHLsSytseKeBzJwGjXQ+QQpyzpKRgHQgaOPKXbOfKIdj3g6t/VaQyT6Tmo2EdTmaw4b5dxgt",
+	"pc5mtqgF6OWyvsWMajAGq7ltpzsSllCQvbegZW7DYO0s/JohCBh3aQG5Q3w8Em5w+0GF8UA7LuZlsdzH",
+	"QlkODl43WP/lN+Rn/v1I3CyJZV9M6JqDHWmbir/6Gp6CvoBFYd21tujgmMyhTf9IQOoQofUe+Ay31Lmv",
+	"jaW58MDvODlUORLcXzcvS9Wk3l+3fWYlZuuGmNfkA1E5V4aD8nQk7BdchQQG3cbjE/L66DuS+jqA61JK",
+	"7fBn0yCdPZZOjM1M5gXNWE5ulmaTMOPX7FcrobZeBleY2gTxKhBx11jpmcaM6otKWJH2SEacHf2iEttZ",
+	"cK/2/eWYmLalQCdkDAktrYRuhzpke6k7SP7/gWbdrkGpp/GD+NvrosJGs1auqCk5yAYuwzx2oiINxSOX",
+	"WET7EGM+OfwdszDeoWW4+0WX/I4JUGEa/nHPDdprn42OjKiXr77d1PfE3KhV5EI9NWeJ5eAPkqURgiXL",
+	"ScFvGUnPf23fSDPMIj0VBKeIYgbt65xjVQ0VQlYQeVMkNWLHRsevkWTX+CYkfmIWJoxhx/MBejkes5L0",
+	"Zek83BAwh7YwAxzWt6PEYWGsqDy79CbgGTyKQKWPJtvqT2CBznYybn/qaPjtbgsFtNKp5BnzAbD6dFh4",
+	"epvMz59pdHxnf9Srp81100F6NLoxXrj4sqdw//Ts3BH+UDHdPCSDhLDhZAgCyhy9YnvbSLj2Shu8Imf2",
+	"ycd3jrgvdZpI8PMfwUIKepxb1RQ0ZRVk37mmDGReUFGHmLGOmMeQDR/X2+IqtR/qb2ldHvmMa8yELpZe",
+	"c20tHrRtY9879PY0IVTLGc8gd9GsfSSwpjyx/pIEnZg2eqyqGRuSCwZ3kwo87Fgpxsd1AsVIWKcDdPiG",
+	"nt2VYiWxYC7HhIqwONSjakFLeI3FvifQdDx8ChwYkM8PNchmERips68LOgM/B+ywPpDjMdFSFsQsUA1H",
+	"4jcsyUgdYpkhACmZhgwUKNyp0ztoljH/0Wj+lqXi48ZZ3FeCxK3H1cvxc6d29dHkafvbc76MOogRFujs",
+	"TpQ3LCu4iBPF/XYCRfVKitRZt1hYkbqz6BtQZVVZQjikoGJ4n3vx6eM6jhAw//BgQugaTmefYuYrRNYH",
+	"216TK/UZ7freeWGI2QJ1qFsYu5bOkAC2kqBbjkSd2jtIbDw8bfViSsHlILwXquB37ktD8ga/bOvIFGRh",
+	"L0nK8+PNYBTpCWYqyAIrDBTpp61WTpCXujqftNGHJ0VPzJTRUt8wqsG4CmYjpGBWyKFTzkP5ulR324KO",
+	"UJcqOOHoGba6USEnUb0dXnadSv4F6mP+FStUXqGg7Ix5gaaDEUnnQyskdPgeV+b699i2GPNrIHT8mZTb",
+	"VTITuGQT1JBAQIEccgcwmoW7H3VyyhXEzM191p059vbTXJb6J3x2NwPj04HIVy/LjQlkH1x5JxYwg/fY",
+	"XI9/lLBLJsUdKxUql1ThWswCFOkbPfba6rEJKsD1Pz2cu/3PEuz+waPaFA6w4372RMwX9ZsLkqB67+OH",
+	"U4YQIKCma0xdSik6ro6JLivmK1SEdO6o8G3r6ICMHPBvBa9DN1J7x034nUfNduM4H4jCBrEYTYEADIyF",
+	"YY76AxDOcdEe78N3ebDW2YZjuhx0GAesJwDxDQjAzAFSI+GqQwwVhuQUqVE/t9HzBm47qGNuJoeYp75z",
+	"/7h27s70pE6agVQ8VxcDK4Jvp18fvbI8iMA66/1uPyOQyGMYKmboP/1s/4P9bGdT2coeeoHOslXfmvnr",
+	"gNCZDIRK6E9w5yff1n6oMxgOf7fMvedIgB9121DAN6+3iQREs2dOIT2jbpDwSCc27HsxL5ZPfWwjbTfi",
+	"p9Y16XU5s/8Sh/OhJWKYweOuhxcqSOKp6bTl4fHgoXvMAEO408f1jeE3dippfLXnj2/jJyN9pwLJ0nYR",
+	"GAzJBZszCphBlDh/5KoXEpyP/xqX0ZMnIUMKkKXtiU/NsfFVrlxDhxs25VYhCBPltj096Bbfsz//TArn",
+	"HvSFAmoKeSuCNTVevDFvpNQKkhmPHR4i4cqovUI7OAEMXLlsICiY5BYKidYJV63+09Z91tF72ybyDEEP",
+	"TT02QYoaKa30tHZxQR6OCG95dasgkSMrWc6E5rSwcbiDr14dHR2dNCI7t4xhIvJIcHjaItYoTZeqNr0H",
+	"CWGFYm4KYCWszbGBZT5dZjI2+O266nzBguVESwJ4J3B3Ogb4V9A6n14w2ABWS1O1vZksiAhyfwIlOQAg",
+	"S8m4ZGpqzU5MukSHCuHib4iEgbbrgnLt0SxgLxnNty1rOKzxYDfEiy9dg8Evy7E43z9IsDiCsex9FApz",
+	"Cxf2KfC0ywUirghy41gif1RXjs9RXJtLfeWfesTddx9Zl00dgE6HScnD55he98Tpb83kbYiV0QzBfXwe",
+	"6nYZb3tN24ZpTVlRoDJEVQPs+YXCKH3f5hC/UCsw4N6TlnighReKhADg7gTJErGdQzeiwgTqkVjNoHaY",
+	"DUY3KfgdW02dPolP5IUKSMps+rlLse7MCgY3H8KOt2HWBcA8eQAIxAs/OHBj/Ds6KvFWGIlw9i7xPa2f",
+	"JoBcSF6/+i6YBWRGX9smYelIQMb0y2+CdUBtnFO6ImrLhzkT7oQ+knXlhjefiqcdvNz7tzYJmj8TfZ+f",
+	"pPPFniBWAKbt/Op/r8n0Te6b6uuPx+HvNf7V5krQxjl55NtyEwNbLDdbpvMEStMTM8Nba0kH4GPIF/3L",
+	"dz/+9Ou5sUXN1jtAgUkpq7lNvLh89+N/vnv/HrXosSwnTLvGwvu5FbeI/Du2Wq+dNfjvkNuG5Y8/oy5n",
+	"228l1+yJrgNsz76Vsy2SkPBbsyHu+dX//p/j3dqjcrmcMwSg4cJS0gsYgFeqEf0gj9+5ExOsSjI6nfmP",
+	"wcME76F0vfk7IMSw5MzFYufG9mrMErLGXpKf+feDhNA8L5lSWE1lZjcSiEAf9BxBUWKb8xwT6jqwQnB0",
+	"AT6lBV2CwY3oLB4QLGUih6Yj8M2J1FA7keIXUiIkKSTArExZgeFnRRaIwG17y2DN7AtVvxRUr3Ebj1aD",
+	"uI+J5sHpbImJGO6ux96vz6ZnmaNIq4AZF3xWzeDH1f5e7Y35mRcFVyyTAAsj0WNhmMIWCTo/Xckwm1cw",
+	"smS6Tu17dZQcHR0NukCDzXCdU5/RTzjTV0dHR0cbZv7xCW5s5NKue/tJ68uevUEb3OqWVWyiE4gVZNoE",
+	"2ImLCanmhrlS88+UzNCUVHLGnv+NXjLXu+OLXekXMIUnutMvzWqfOPz7zEy+Z332Lple0apt15gHXN+L",
+	"7oTrX+eTkkJOhiQ00CYQ4sxvzSwfYDwJfCQOaIyCamIuXzpjJP19BIJ91Dse9cz9LUe9ZGRvuFHv+JfP",
+	"LvEaMlznnGVQq+UK4RHkGzrP2PTXxVQq5roTYWsiKOk2dkUgiEj/hk8OmMg5FYORcEk/JeCfTRm+iE7f",
+	"xhzZJ65hiq7tK04yrAcHNcT8bIvrrRqCyw/nCgQ0I9uy/0/a/n0kGt9EgQNfzWShRr3js2TUK+XC/OfF",
+	"53RILlw6roXQdkoItu5jIvc53EbBqav9Gb9j+cBMY8ZV3SuNnDr8Z4spyx3AMnWAs/1o7xPyu8c+T0jA",
+	"TelgJBy4tJ1JA8DdtjWJqUenWtNs+mUVpHtmhL9EOdMqYF9wnU2xsSFpauNz2yrnT6HWcosAsnogaZKI",
+	"ZvGc9IaSCtzydZG6q/qpx7xI6690XaX+iT9CnO5S0LmaSkSTrkqhElc1qJKgnC+pKzojOEaPG6Uzszr8",
+	"3WXttDyQkeYr1OWaQImUjScaaZuXdCFIH2qLXaoKmqBo9FIX+0hGQjFG0gtbRXaJ5LK9i11vaWgQ8E5b",
+	"SJgaycnWdqZKy/kFVKcd159PSR8rTVJIe2m95crZwhcGJxg4wVzoYGkKsjSMzOMlkaWR9+QUF+3aWQWp",
+	"UOAENRezMawVgrGYZ6GHAI6KGdA2e9oXiea254B7FvsNxK6W3+ycr6ryUZM7YPyO01fvc5DM9S+VjOio",
+	"XPO53akb6GsKqVc17K0FEtwVPPBLbuGTbdweMAOx964rf7eJXnsUh/H0aCcL12ZHb06nNB+ICFwP0XQ4",
+	"tq1No1YLQH4IhsBfBVe60REV0bsAgblOtHQurZeIetVPA4wqn64W9tU8xvfNn6EMBXprOvlqlfKBkXrw",
+	"ktWoQzwosyvWdkl8a1VwM6ZoOaQnzoSwfJ3UxkPYFBBAV8ivVz8cfAs9v80oYiSwryrpp65Jp5kO3EIl",
+	"m1QFhVYm1mKCpfRfHx2NRACDBV0Br81Taac7s9lrdlc+8m+fGybyLPWkTlBsJqulJYIdGUhdc0Snj9P3",
+	"RK3n1j2fl0/s2mxuTldWPTaF/RMP+dGBsAx/WUMGpYUcE4rywVrKdZDcn8JQYvs/7k2DbQrUbj8QFL1C",
+	"RKajP3/Y4r+dKuQLY0cijPbbLi8+Y2h9wtCxR9D3hYBYPTifszwhmNmLx1hVMwYdSLGJlUvhBMwqt96R",
+	"UJoXBXFKJ1UQ+GknQtU5f5il1IecYoTb9ynQQVd+I2ONLHNitaMd+UjUcGdG0GTuwoKoOICi0Bsli0oz",
+	"Yu7XhFCSDocp8Xtrk47qC8UCCtbS27znO2IlNS4h3h0FhsYqTV7DYlrvyUorDshib+xEOVO2tw7CjYKn",
+	"zjaTOXHX50i8hJCQ74vcuEchTobhpIX5PzNZssGQXOK8kGTmtgZjAFu6KFbcMRW7fN6vXOsPvX2eRBK7",
+	"RtddTWAcW5izhTT8UzQ/vmg2u0JoiEH4xeXxhOvDnI/HnSL5yooz8C+WDPtey9kc+i9TZQ68c6DAzwub",
+	"cYH+tJHQbDaXJaqXc79iLnL2Cft5VdgUEP6SkJKNlauzUFM4p0aG0qUVmUs400PybiKgoLtWLl1rrSFJ",
+	"Ac4J8GmVxYTkeiT6PE/ITUlFNk2IppOEpD+9PX3z//+SnjjsWfwLBggIm8310q5ZYOoldN8BOFabeYlj",
+	"q0HDb2DuIhCUrxsSr2R3HOqtAx8CuPPnVGdTULghVc1G3hKLhU/1SLwG+Nt+Ck9eeVFn1GWLMgXeCegq",
+	"6UyjAQn8454k9f0UbCgAxuKO2gp2ivA6LxTJpiy7nUtu7AKP5tu+oEfC32T2ZgOz0GZOJJheGpDPckGQ",
+	"BywXYiT6ytxLeAjwnfqo1KYImXAdDqalHJzYCxvLFBFXx6ZLwF1vtpXMpFEuwNPl/UQeUnok6pXa3Quv",
+	"ufrHpguoSX4I7mh55faioFBCg5T0G5O4NvHoxHoRfhp52W+H3cJjTA6xWMF13zkLSjAeCTsBpwHYv/vJ",
+	"JI5+CY5kH3cDYnKynzkP9tCVqJs7Vp75eaYu4RJJbkxQEXABNvCTksgCtA27IFh0Y7FWL/r66GXjrFRC",
+	"VfO5NNyTdvT/+ZHrN0ZwrUjEOAo71+E8gM29EWa4Y3AC2iDyv63Hi1li9iB19ah+9fU30SbVbc9BMA1s",
+	"kN0+beHpdTKss202+qp29nwkcSCOqoTG5+0pNpg5PtG2bOmcsLza15Q/YOMorqyFUwYyo9+pGdcPdZrc",
+	"1uEU3eXXR99ts83vRFZUFrGjFvJrPphN4+4HKAHwH7yRsmBUPLJV785Xpwo5Hv+pMz5N2LJxXVsB5IVC",
+	"QipoS3frtSGObJc/pQ5ZyMm60OSPXL+Xk+1i7VCtEj8HX4cZfS+bCX1P7fWyS1rT+INrlRDBFs+7UO0P",
+	"wP+Whpam6CWpcc/M7f2UrL5SMtvc/XSC2blQro5I6V7RTRqtk10jf7R9SCGzW5tfY20iY0xMLMYtQETd",
+	"mGcAzuE0tCLRi0KoWAZ68Uhw1e44ga72+pk1utXj1/vWH3mMWt//8YcGLV30+1k1fw4uQ6unhRZUR4sE",
+	"bu6SpzpaZrc7rxDDKE0/2h/BC/dW6HLZxd1mM/5UoB7/LLwByt8glIkh+hqvm7HZx5Ag5rzYUD+nWDEe",
+	"PNY5WF97f+ke2kp10lTdQlC8EyJso80C9pSbmjXyFcpipoxFNWcUwgLQauVAMTMtW9vDPs0LAIe09kps",
+	"ijBQY4Zcs5naARyCGaaw66BlSQGjQ+llYf4wluWsM8K7rWb5aqNi2fGBOZ2wK3nLRNcWfP3yVRSY7bFB",
+	"NbpQFU6JmbI5EW7Ln0Qk7cOP7ibcVLETsyAuqF4L5mfOyQbMC3jiMfN/qLrtxLowHx9+KcICcdqGS5AK",
+	"C5QBubemG7RZwmNVkVB1+2X6QMOiuptA/xGODk6VUNjl2Lb64+HbHndmyLktfsQT0pkhB7P/g2TIdVD6",
+	"vkAr4CZc2ZBf5/njH7tz+PZTV26t4YMKVp2H/PC8ihwenMwjoDkMLBD6tAFIgUJ9LHp+zfssq0qul8BV",
+	"N4yWrDytjPrx14+Gg7B6CnmuKovecW+q9fz48PDlq78Mj4ZHw5fHf/nLX/4C3GaH/92rb0ulGWpYgc6p",
+	"wj9A1kzjL8790fijv5LDB+/ar9aadvhJX8v38fP/CQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -509,7 +509,13 @@ export const listCommands = <ThrowOnError extends boolean = false>(options: Opti
  * also kept in `GET /session/{id}/commands`. On a detached or remote
  * host it runs on across a daemon restart and tetherd catches up on its
  * output afterwards; a standalone session's command ends `lost` if
- * tetherd restarts. 403 `terminal_disabled` where terminals are off.
+ * tetherd restarts. The output recorded is bounded per command (16 MiB
+ * by default) and per session (256 MiB of all its commands): past a
+ * limit a `command.truncated` event says where the record stops, the
+ * command runs on, and its exit code is kept. 403 `terminal_disabled`
+ * where terminals are off; 409 `workspace_root_changed` when the
+ * session's directory was replaced by a symlink; a NUL byte in the
+ * command is 400 `validation_failed`.
  *
  */
 export const runCommand = <ThrowOnError extends boolean = false>(options: Options<RunCommandData, ThrowOnError>) => (options.client ?? client).post<RunCommandResponses, RunCommandErrors, ThrowOnError>({
