@@ -30,10 +30,11 @@ func (m *Manager) followCommand(a *actor, c store.Command) {
 	m.spawn(func() {
 		// pending is the start of a character the last read cut in two,
 		// read after c.OutputOffset: it waits for its other bytes, so
-		// that no text is mangled.
+		// that no text is mangled. next is where the next read starts.
 		var pending []byte
+		next := c.OutputOffset
 		for m.life.Err() == nil {
-			req := workspace.Request{Op: workspace.OpTerminalRead, Terminal: c.ID, Offset: c.OutputOffset + int64(len(pending)),
+			req := workspace.Request{Op: workspace.OpTerminalRead, Terminal: c.ID, Offset: next,
 				Ack: c.OutputOffset, Discard: c.Truncated != "", WaitMS: int(commandReadWait / time.Millisecond)}
 			res, err := m.Workspace(m.life, c.SessionID, req)
 			switch {
@@ -52,7 +53,7 @@ func (m *Manager) followCommand(a *actor, c store.Command) {
 			if c.Truncated == "" {
 				start := c.OutputOffset
 				var gap *events.CommandTruncatedData
-				if next := start + int64(len(pending)); out.Offset > next {
+				if out.Offset > next {
 					// Dropped by the executor before it was read: the
 					// partial character before it is lost with it.
 					gap = &events.CommandTruncatedData{CommandID: c.ID, Offset: start, Reason: events.TruncatedOverrun, Bytes: out.Offset - start}
@@ -75,6 +76,10 @@ func (m *Manager) followCommand(a *actor, c store.Command) {
 					pending = nil
 				}
 			}
+			// Recorded up to c.OutputOffset, the rest pending or, past a
+			// limit, dropped: an executor that predates discarding sends
+			// it anyway, and is asked on from where its output is now.
+			next = out.End
 			if out.Exited {
 				m.endCommand(a, c, store.CommandExited, &commandEnd{exitCode: out.ExitCode, total: out.End})
 				_, _ = m.Workspace(m.life, c.SessionID, workspace.Request{Op: workspace.OpTerminalClose, Terminal: c.ID})
