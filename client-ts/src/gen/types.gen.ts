@@ -933,6 +933,7 @@ export const EventType = {
     SESSION_OPTIONS_CHANGED: 'session.options_changed',
     COMMAND_STARTED: 'command.started',
     COMMAND_OUTPUT: 'command.output',
+    COMMAND_TRUNCATED: 'command.truncated',
     COMMAND_EXITED: 'command.exited',
     RESYNC_REQUIRED: 'resync_required',
     REPLAY_COMPLETE: 'replay_complete',
