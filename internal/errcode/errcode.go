@@ -144,8 +144,8 @@ const (
 	WorkspaceRootChanged Code = "workspace_root_changed"
 	// WorkspaceRepositoryRefused: the repository git would read for the
 	// session's directory is reached through a .git that leads outside it
-	// (a symlink, a gitfile that is no worktree or submodule recorded
-	// there, a work tree moved by configuration), or its configuration
+	// (a symlink, a gitfile whose git dir does not record this checkout,
+	// a work tree moved by configuration), or its configuration
 	// names a filter tetherd cannot switch off (docs/workspace.md).
 	WorkspaceRepositoryRefused Code = "workspace_repository_refused"
 	// Terminals (internal/terminal): TerminalDisabled, the executor serves

@@ -26,8 +26,9 @@ import (
 //     - a gitfile whose repository links back to it as git records it: a
 //       linked worktree (`git worktree add`, tetherd's own session
 //       worktrees included), whose `<git dir>/gitdir` names this very
-//       `.git`, or a submodule, whose git dir lies in the `.git/modules`
-//       of the superproject that has it.
+//       `.git`, or a git dir whose own core.worktree names this top level
+//       (a submodule's, which git writes so; a --separate-git-dir
+//       checkout once told `git config core.worktree`).
 //
 // Anything else is refused with errcode.WorkspaceRepositoryRefused, before
 // git reads or writes anything of it.
@@ -66,10 +67,10 @@ func repoOf(ctx context.Context, d *sessionDir) (*repository, error) {
 		}
 		return r, nil
 	case fi.Mode().IsRegular():
-		if linkedWorktree(r, dotgit) || submoduleOf(ctx, d, r) {
+		if linkedWorktree(r, dotgit) || namesWorkTree(ctx, d, r) {
 			return r, nil
 		}
-		return nil, refused(d.path, "the gitfile %s leads to %s, which is neither a worktree nor a submodule recorded there", dotgit, r.gitDir)
+		return nil, refused(d.path, "the gitfile %s leads to %s, which does not record %s as its worktree", dotgit, r.gitDir, r.top)
 	}
 	return nil, refused(d.path, "%s is neither a directory nor a gitfile", dotgit)
 }
@@ -93,19 +94,23 @@ func linkedWorktree(r *repository, dotgit string) bool {
 	return sameFile(back, dotgit)
 }
 
-// submoduleOf reports whether r is a submodule of the repository above
-// it, its git dir in that superproject's own .git/modules.
-func submoduleOf(ctx context.Context, d *sessionDir, r *repository) bool {
-	out, _, err := runGit(ctx, d.execDir(), nil, 1<<12, "rev-parse", "--show-superproject-working-tree")
-	super := strings.TrimSpace(string(out))
-	if err != nil || super == "" || !filepath.IsAbs(super) {
+// namesWorkTree reports whether r's git dir, a whole repository (no
+// commondir leading to another), names r's top level as its work tree in
+// its own configuration (core.worktree, relative to the git dir), as a
+// submodule's git dir does.
+func namesWorkTree(ctx context.Context, d *sessionDir, r *repository) bool {
+	if r.commonDir != r.gitDir {
+		return false // its objects and refs would be another's
+	}
+	out, _, err := runGit(ctx, d.execDir(), nil, 1<<12, "config", "--file", filepath.Join(r.gitDir, "config"), "--get", "core.worktree")
+	wt := strings.TrimSpace(string(out))
+	if err != nil || wt == "" {
 		return false
 	}
-	modules := filepath.Join(filepath.Clean(super), ".git")
-	if fi, err := os.Lstat(modules); err != nil || !fi.IsDir() {
-		return false
+	if !filepath.IsAbs(wt) {
+		wt = filepath.Join(r.gitDir, wt)
 	}
-	return within(filepath.Join(modules, "modules"), r.gitDir) && r.gitDir == r.commonDir
+	return sameFile(wt, r.top)
 }
 
 func sameFile(a, b string) bool {
@@ -119,6 +124,6 @@ func sameFile(a, b string) bool {
 
 func refused(root, format string, args ...any) error {
 	return errcode.New(errcode.WorkspaceRepositoryRefused,
-		"tetherd does not run git on the repository of %s: %s (a repository's .git must be a directory at the top of its work tree, or a worktree or submodule that git records there)",
+		"tetherd does not run git on the repository of %s: %s (a repository's .git must be a directory at the top of its work tree, or a gitfile whose git dir records that work tree: a linked worktree, a submodule, or one given core.worktree)",
 		root, fmt.Sprintf(format, args...)).With("root", root)
 }

@@ -62,6 +62,13 @@ func TestRepositoryRule(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustWrite(t, filepath.Join(gitfile, ".git"), "gitdir: "+filepath.Join(repo, ".git")+"\n")
+	// Checkouts of a separate git dir: one that records the checkout as
+	// its work tree, one that does not.
+	for _, name := range []string{"separate", "separate-unrecorded"} {
+		git(t, root, "init", "-q", "-b", "main", "--separate-git-dir", filepath.Join(root, name+".git"), name)
+		commit(filepath.Join(root, name), name+".txt")
+	}
+	git(t, root, "--git-dir", filepath.Join(root, "separate.git"), "config", "core.worktree", filepath.Join(root, "separate"))
 	// A repository of its own whose configuration moves its work tree to
 	// the directory above it.
 	git(t, moved, "init", "-q", "-b", "main")
@@ -75,7 +82,9 @@ func TestRepositoryRule(t *testing.T) {
 		{"a subdirectory", filepath.Join(repo, "sub"), false},
 		{"a linked worktree", filepath.Join(root, "linked"), false},
 		{"a submodule", filepath.Join(super, "mod"), false},
+		{"a separate git dir that records the checkout", filepath.Join(root, "separate"), false},
 		{"a .git symlink", symlinked, true},
+		{"a separate git dir that does not record the checkout", filepath.Join(root, "separate-unrecorded"), true},
 		{"a gitfile naming another repository", gitfile, true},
 		{"a work tree moved by configuration", moved, true},
 	} {
