@@ -216,6 +216,15 @@ func Serve(ctx context.Context, req Request, lim Config) (Result, error) {
 		return Result{}, err
 	}
 	defer d.Close()
+	res, err := serveIn(ctx, d, req, rel, lim)
+	if err = d.after(err); err != nil {
+		return Result{}, err
+	}
+	return res, nil
+}
+
+// serveIn performs req in the session's directory d.
+func serveIn(ctx context.Context, d *sessionDir, req Request, rel string, lim Config) (Result, error) {
 	switch req.Op {
 	case OpGitStatus:
 		st, err := gitStatus(ctx, d)

@@ -146,8 +146,15 @@ func runGit(ctx context.Context, dir string, env []string, limit int64, args ...
 	}
 	if err != nil {
 		msg := strings.TrimSpace(stderr.String())
-		if strings.Contains(msg, "not a git repository") || strings.Contains(msg, "must be run in a work tree") {
+		switch {
+		case strings.Contains(msg, "not a git repository") || strings.Contains(msg, "must be run in a work tree"):
 			return nil, false, errcode.New(errcode.WorkspaceNotRepository, "the session's directory is not in a git repository")
+		case strings.Contains(msg, "detected dubious ownership"):
+			return nil, false, errcode.New(errcode.WorkspaceRepositoryRefused,
+				"git refuses the repository of the session's directory: it belongs to another user than the executor's (git's safe.directory)")
+		case strings.Contains(msg, "failed to stat") || strings.Contains(msg, "Unable to read current working directory"):
+			// git names its directories by path: one moved away while it ran.
+			return nil, false, errcode.New(errcode.WorkspaceRootChanged, "the session's directory was moved or replaced while git ran (%s)", msg)
 		}
 		return nil, false, fmt.Errorf("git %s: %w: %s", args[0], err, msg)
 	}

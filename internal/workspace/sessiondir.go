@@ -114,6 +114,25 @@ func rootChanged(root, why string) error {
 		With("root", root)
 }
 
+// after is the answer to a request that ran in d, err its own: errors
+// of the workspace stand; otherwise, if the directory is no longer the one
+// at its path (moved or replaced while the request ran: git, which names
+// directories by path, may have been misled or failed on its own terms),
+// errcode.WorkspaceRootChanged, whatever the request found.
+func (d *sessionDir) after(err error) error {
+	var coded *errcode.Error
+	if errors.As(err, &coded) {
+		return err
+	}
+	fi, ferr := d.f.Stat()
+	here, lerr := os.Lstat(d.path)
+	real, rerr := filepath.EvalSymlinks(d.path)
+	if ferr != nil || lerr != nil || rerr != nil || real != d.path || !os.SameFile(fi, here) {
+		return rootChanged(d.path, "it was moved or replaced while the request ran")
+	}
+	return err
+}
+
 // Close releases the directory.
 func (d *sessionDir) Close() error { return d.f.Close() }
 

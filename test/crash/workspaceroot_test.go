@@ -1,9 +1,12 @@
 package crash_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -122,5 +125,73 @@ func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestWorkspaceRootSwappedWhileReading, on every runtime: while another
+// process swaps the session's directory with a symlink to another
+// directory, over and over, reads, listings and stats of the workspace
+// answer with the session's own files or with a problem that says the
+// directory changed, never with the other directory's files and never
+// with a 500.
+func TestWorkspaceRootSwappedWhileReading(t *testing.T) {
+	for _, rt := range allRuntimes() {
+		t.Run(rt.name, func(t *testing.T) {
+			w := newWorld(t, profile{id: "demo"})
+			executor, _ := rt.start(t, w)
+			cwd := filepath.Join(realTempDir(t), "project")
+			outside := realTempDir(t)
+			if err := os.MkdirAll(cwd, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, filepath.Join(cwd, "notes.txt"), "mine\n")
+			writeFile(t, filepath.Join(outside, "notes.txt"), "the outside secret\n")
+			sid := w.createSessionIn("demo", executor, cwd)
+
+			stop := make(chan struct{})
+			swapped := make(chan error, 1)
+			go func() {
+				var err error
+				defer func() { swapped <- err }()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					for _, step := range []func() error{
+						func() error { return os.Rename(cwd, cwd+".moved") },
+						func() error { return os.Symlink(outside, cwd) },
+						func() error { return os.Remove(cwd) },
+						func() error { return os.Rename(cwd+".moved", cwd) },
+					} {
+						if err = step(); err != nil {
+							return
+						}
+					}
+				}
+			}()
+			base := "/session/" + sid + "/workspace"
+			answers := map[string]int{}
+			for i := 0; i < 100; i++ {
+				for _, path := range []string{base + "/file?path=notes.txt", base + "/files", base + "/stat?path=notes.txt"} {
+					code, m := w.do(http.MethodGet, path, nil)
+					b, _ := json.Marshal(m)
+					switch {
+					// The other notes.txt is 19 bytes, the session's 5.
+					case strings.Contains(string(b), "outside secret") || strings.Contains(string(b), `"size":19`):
+						t.Fatalf("%s served the other directory: %d %s", path, code, b)
+					case code >= 500:
+						t.Fatalf("%s: got %d %s, want the file or a problem of the client's", path, code, b)
+					}
+					answers[strconv.Itoa(code)+" "+fmt.Sprint(m["code"])]++
+				}
+			}
+			close(stop)
+			if err := <-swapped; err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("answers while the directory was swapped: %v", answers)
+		})
 	}
 }
