@@ -91,13 +91,13 @@ func serveTerminal(ctx context.Context, req Request, cfg Config) (Result, error)
 		return Result{}, set.Write(req.Session, req.Terminal, req.Data)
 	case OpTerminalRead:
 		wait := time.Duration(req.WaitMS) * time.Millisecond
-		read := set.Read
-		if req.Ack > 0 || req.Discard {
-			read = func(ctx context.Context, session, id string, offset int64, wait time.Duration) (terminal.Chunk, error) {
-				return set.Follow(ctx, session, id, offset, req.Ack, wait, req.Discard)
-			}
+		var c terminal.Chunk
+		var err error
+		if req.Ack > 0 || req.Discard { // a held command's follower
+			c, err = set.Follow(ctx, req.Session, req.Terminal, req.Offset, req.Ack, wait, req.Discard)
+		} else {
+			c, err = set.Read(ctx, req.Session, req.Terminal, req.Offset, wait)
 		}
-		c, err := read(ctx, req.Session, req.Terminal, req.Offset, wait)
 		if err != nil {
 			return Result{}, err
 		}
