@@ -152,6 +152,24 @@ func (e CommandState) Valid() bool {
 	}
 }
 
+// Defines values for CommandTruncated.
+const (
+	CommandTruncatedCommandLimit CommandTruncated = "command_limit"
+	CommandTruncatedSessionLimit CommandTruncated = "session_limit"
+)
+
+// Valid indicates whether the value is a known member of the CommandTruncated enum.
+func (e CommandTruncated) Valid() bool {
+	switch e {
+	case CommandTruncatedCommandLimit:
+		return true
+	case CommandTruncatedSessionLimit:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CommandExitedDataState.
 const (
 	CommandExitedDataStateExited CommandExitedDataState = "exited"
@@ -209,6 +227,42 @@ const (
 func (e CommandStartedEventType) Valid() bool {
 	switch e {
 	case CommandStartedEventTypeCommandStarted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CommandTruncatedDataReason.
+const (
+	CommandTruncatedDataReasonCommandLimit CommandTruncatedDataReason = "command_limit"
+	CommandTruncatedDataReasonOverrun      CommandTruncatedDataReason = "overrun"
+	CommandTruncatedDataReasonSessionLimit CommandTruncatedDataReason = "session_limit"
+)
+
+// Valid indicates whether the value is a known member of the CommandTruncatedDataReason enum.
+func (e CommandTruncatedDataReason) Valid() bool {
+	switch e {
+	case CommandTruncatedDataReasonCommandLimit:
+		return true
+	case CommandTruncatedDataReasonOverrun:
+		return true
+	case CommandTruncatedDataReasonSessionLimit:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CommandTruncatedEventType.
+const (
+	CommandTruncatedEventTypeCommandTruncated CommandTruncatedEventType = "command.truncated"
+)
+
+// Valid indicates whether the value is a known member of the CommandTruncatedEventType enum.
+func (e CommandTruncatedEventType) Valid() bool {
+	switch e {
+	case CommandTruncatedEventTypeCommandTruncated:
 		return true
 	default:
 		return false
@@ -1593,23 +1647,41 @@ type Checkpoint struct {
 
 // Command defines model for Command.
 type Command struct {
-	Command   string       `json:"command"`
-	CreatedAt time.Time    `json:"createdAt"`
-	EndedAt   *time.Time   `json:"endedAt,omitempty"`
-	ExitCode  *int         `json:"exitCode,omitempty"`
-	Id        string       `json:"id"`
-	State     CommandState `json:"state"`
+	Command   string    `json:"command"`
+	CreatedAt time.Time `json:"createdAt"`
+
+	// DroppedBytes Bytes of its output left out: those known so far while it runs, all of them once it has exited.
+	DroppedBytes int64      `json:"droppedBytes"`
+	EndedAt      *time.Time `json:"endedAt,omitempty"`
+	ExitCode     *int       `json:"exitCode,omitempty"`
+	Id           string     `json:"id"`
+
+	// OutputBytes Bytes of its output recorded as command.output events so far.
+	OutputBytes int64        `json:"outputBytes"`
+	State       CommandState `json:"state"`
+
+	// Truncated The limit that stopped the recording of its output (command.truncated), if one did.
+	Truncated *CommandTruncated `json:"truncated,omitempty"`
 }
 
 // CommandState defines model for Command.State.
 type CommandState string
 
+// CommandTruncated The limit that stopped the recording of its output (command.truncated), if one did.
+type CommandTruncated string
+
 // CommandExitedData defines model for CommandExitedData.
 type CommandExitedData struct {
-	CommandId string  `json:"commandId"`
-	ExitCode  *int    `json:"exitCode,omitempty"`
-	PromptId  *string `json:"promptId,omitempty"`
-	SessionId *string `json:"sessionId,omitempty"`
+	CommandId string `json:"commandId"`
+
+	// DroppedBytes Bytes of its output not in the log (command.truncated says where and why); for a lost command, as far as known.
+	DroppedBytes int64 `json:"droppedBytes"`
+	ExitCode     *int  `json:"exitCode,omitempty"`
+
+	// OutputBytes Bytes of the command's output in the log.
+	OutputBytes int64   `json:"outputBytes"`
+	PromptId    *string `json:"promptId,omitempty"`
+	SessionId   *string `json:"sessionId,omitempty"`
 
 	// State lost: tetherd lost track of it (a standalone command when tetherd restarted, or its host lost it); no exit code.
 	State  CommandExitedDataState `json:"state"`
@@ -1663,6 +1735,7 @@ type CommandOutputEventType string
 
 // CommandRun defines model for CommandRun.
 type CommandRun struct {
+	// Command Run by sh -c; a NUL byte is 400 validation_failed (no program's argument can hold one).
 	Command string `json:"command"`
 }
 
@@ -1686,6 +1759,57 @@ type CommandStartedEvent struct {
 
 // CommandStartedEventType defines model for CommandStartedEvent.Type.
 type CommandStartedEventType string
+
+// CommandTruncatedData The command's output from byte `offset` on is not in the log (no
+// `command.output` of this command starts at or after it, but for an
+// `overrun`, which ends at `offset + bytes`). `command_limit`: the
+// command's recorded output reached `limit` (`tetherd serve
+// --command-output-limit`); `session_limit`: the session's commands
+// together reached `limit` (`--session-command-output-limit`); after
+// either the rest is dropped where it is produced and the command runs
+// on to its exit, whose `command.exited` says how much was left out.
+// `overrun`: the executor dropped `bytes` bytes before tetherd read them
+// (an executor host older than this daemon); the record goes on after
+// them.
+type CommandTruncatedData struct {
+	// Bytes overrun: how many bytes are missing.
+	Bytes     *int64 `json:"bytes,omitempty"`
+	CommandId string `json:"commandId"`
+
+	// Limit command_limit, session_limit: the limit, in bytes.
+	Limit     *int64                     `json:"limit,omitempty"`
+	Offset    int64                      `json:"offset"`
+	PromptId  *string                    `json:"promptId,omitempty"`
+	Reason    CommandTruncatedDataReason `json:"reason"`
+	SessionId *string                    `json:"sessionId,omitempty"`
+	TaskId    *string                    `json:"taskId,omitempty"`
+}
+
+// CommandTruncatedDataReason defines model for CommandTruncatedData.Reason.
+type CommandTruncatedDataReason string
+
+// CommandTruncatedEvent defines model for CommandTruncatedEvent.
+type CommandTruncatedEvent struct {
+	// Data The command's output from byte `offset` on is not in the log (no
+	// `command.output` of this command starts at or after it, but for an
+	// `overrun`, which ends at `offset + bytes`). `command_limit`: the
+	// command's recorded output reached `limit` (`tetherd serve
+	// --command-output-limit`); `session_limit`: the session's commands
+	// together reached `limit` (`--session-command-output-limit`); after
+	// either the rest is dropped where it is produced and the command runs
+	// on to its exit, whose `command.exited` says how much was left out.
+	// `overrun`: the executor dropped `bytes` bytes before tetherd read them
+	// (an executor host older than this daemon); the record goes on after
+	// them.
+	Data CommandTruncatedData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                   `json:"id,omitempty"`
+	Type CommandTruncatedEventType `json:"type"`
+}
+
+// CommandTruncatedEventType defines model for CommandTruncatedEvent.Type.
+type CommandTruncatedEventType string
 
 // ConfigOptionChange defines model for ConfigOptionChange.
 type ConfigOptionChange struct {
@@ -4876,6 +5000,40 @@ func (t *TetherEvent) MergeCommandOutputEvent(v CommandOutputEvent) error {
 	return err
 }
 
+// AsCommandTruncatedEvent returns the union data inside the TetherEvent as a CommandTruncatedEvent
+func (t TetherEvent) AsCommandTruncatedEvent() (CommandTruncatedEvent, error) {
+	var body CommandTruncatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCommandTruncatedEvent overwrites any union data inside the TetherEvent as the provided CommandTruncatedEvent
+func (t *TetherEvent) FromCommandTruncatedEvent(v CommandTruncatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"command.truncated"}`))
+	t.union = b
+	return err
+}
+
+// MergeCommandTruncatedEvent performs a merge with any union data inside the TetherEvent, using the provided CommandTruncatedEvent
+func (t *TetherEvent) MergeCommandTruncatedEvent(v CommandTruncatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"command.truncated"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsCommandExitedEvent returns the union data inside the TetherEvent as a CommandExitedEvent
 func (t TetherEvent) AsCommandExitedEvent() (CommandExitedEvent, error) {
 	var body CommandExitedEvent
@@ -5032,6 +5190,8 @@ func (t TetherEvent) ValueByDiscriminator() (interface{}, error) {
 		return t.AsCommandOutputEvent()
 	case "command.started":
 		return t.AsCommandStartedEvent()
+	case "command.truncated":
+		return t.AsCommandTruncatedEvent()
 	case "message.added":
 		return t.AsMessageAddedEvent()
 	case "message.chunk":
@@ -6881,6 +7041,20 @@ func (response CreateSession401ApplicationProblemPlusJSONResponse) VisitCreateSe
 	return err
 }
 
+type CreateSession403ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateSession403ApplicationProblemPlusJSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateSession404ApplicationProblemPlusJSONResponse Problem
 
 func (response CreateSession404ApplicationProblemPlusJSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
@@ -7312,6 +7486,20 @@ func (response RunCommand404ApplicationProblemPlusJSONResponse) VisitRunCommandR
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunCommand409ApplicationProblemPlusJSONResponse Problem
+
+func (response RunCommand409ApplicationProblemPlusJSONResponse) VisitRunCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8598,6 +8786,20 @@ func (response OpenTerminal404ApplicationProblemPlusJSONResponse) VisitOpenTermi
 	return err
 }
 
+type OpenTerminal409ApplicationProblemPlusJSONResponse Problem
+
+func (response OpenTerminal409ApplicationProblemPlusJSONResponse) VisitOpenTerminalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type OpenTerminal429ApplicationProblemPlusJSONResponse Problem
 
 func (response OpenTerminal429ApplicationProblemPlusJSONResponse) VisitOpenTerminalResponse(w http.ResponseWriter) error {
@@ -9429,6 +9631,20 @@ func (response ReadWorkspaceFile404ApplicationProblemPlusJSONResponse) VisitRead
 	return err
 }
 
+type ReadWorkspaceFile409ApplicationProblemPlusJSONResponse Problem
+
+func (response ReadWorkspaceFile409ApplicationProblemPlusJSONResponse) VisitReadWorkspaceFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ReadWorkspaceFile503ApplicationProblemPlusJSONResponse Problem
 
 func (response ReadWorkspaceFile503ApplicationProblemPlusJSONResponse) VisitReadWorkspaceFileResponse(w http.ResponseWriter) error {
@@ -9541,6 +9757,20 @@ func (response ListWorkspaceFiles404ApplicationProblemPlusJSONResponse) VisitLis
 	return err
 }
 
+type ListWorkspaceFiles409ApplicationProblemPlusJSONResponse Problem
+
+func (response ListWorkspaceFiles409ApplicationProblemPlusJSONResponse) VisitListWorkspaceFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWorkspaceFiles503ApplicationProblemPlusJSONResponse Problem
 
 func (response ListWorkspaceFiles503ApplicationProblemPlusJSONResponse) VisitListWorkspaceFilesResponse(w http.ResponseWriter) error {
@@ -9621,6 +9851,20 @@ func (response GetGitDiff401ApplicationProblemPlusJSONResponse) VisitGetGitDiffR
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGitDiff403ApplicationProblemPlusJSONResponse Problem
+
+func (response GetGitDiff403ApplicationProblemPlusJSONResponse) VisitGetGitDiffResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9723,6 +9967,20 @@ func (response GetGitLog401ApplicationProblemPlusJSONResponse) VisitGetGitLogRes
 	return err
 }
 
+type GetGitLog403ApplicationProblemPlusJSONResponse Problem
+
+func (response GetGitLog403ApplicationProblemPlusJSONResponse) VisitGetGitLogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetGitLog404ApplicationProblemPlusJSONResponse Problem
 
 func (response GetGitLog404ApplicationProblemPlusJSONResponse) VisitGetGitLogResponse(w http.ResponseWriter) error {
@@ -9816,6 +10074,20 @@ func (response GetGitStatus401ApplicationProblemPlusJSONResponse) VisitGetGitSta
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGitStatus403ApplicationProblemPlusJSONResponse Problem
+
+func (response GetGitStatus403ApplicationProblemPlusJSONResponse) VisitGetGitStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9956,6 +10228,20 @@ func (response StatWorkspacePath404ApplicationProblemPlusJSONResponse) VisitStat
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StatWorkspacePath409ApplicationProblemPlusJSONResponse Problem
+
+func (response StatWorkspacePath409ApplicationProblemPlusJSONResponse) VisitStatWorkspacePathResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11919,349 +12205,363 @@ func (sh *strictHandler) UpdateTask(ctx echo.Context, id ID) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L0Pcxs3si/6VVB8t8rkuyNadpzsRqqtU1rZSfyOE/tIykndt8zTQDMgidUQ4A4worlZv89+C90NDIac",
-	"4R+Jkp3cPXVqY0kzGKDRaPTfX//Wy/RsrpVQ1vROfuvNeclnwooSfjqvSqNL969cmKyUcyu16p30LoSp",
-	"ZoLxsRUls1NpWAZPsn46qo6Pv8rEXGdT+Kc4wd8Y8Q/8OR2cMn0nylLmwrB33NijN3dC2aO3r4e9pCfd",
-	"+P+oRLnsJT3FZ6J30sPBe0nPZFMx424+M/7xnVATO+2dvDw+Tnp2OXdPGltKNel9+pT0vtNFoRfrcx/z",
-	"wggmVG6YnQpmbCn4LCxFsFLMC75k/SlX+ZItpJ26xRWDrsmN8Tvx5HIx5lVheye2rESY243WheAKJvf2",
-	"tXsOhptzO61Hk3kv6ZXiH5UsRe4HaF32N6+S3kwq/+OLNho46gJx8XtNQlwKZdnNksEDl7oqM8GyQjpO",
-	"YFqxUmRaKZHZU2b4TLCZ4EqqCeOGpbghaSDJVPBclPUqGru6575diXImFS86SWT9Awcl1ZXMboVdp9KZ",
-	"5xALD7BxqWcs/fD+8oo9F26F5jn+xaQJk8pYwXOmx46VRio9q+xUl/Kf3I2WMqQT6y+mMpuyhVSGLaZC",
-	"sRttp4yXghmh7GDIfhJ3omTzyo6UY8kbwUvHnfpWKCatEcWYScU4+/ni3XCkOhgTp9VF/Vcd1F/OhVmn",
-	"wrmezfiREU48WJEzWDlzrxtmNctFId2M+5lWttQFGzspYhgvFnxpWKZnovP8wCAbeKR1mr/o8tbMeSY+",
-	"ONZokU8Ft/JOuLnBIRfGSK2eGZbLUmRWl8uEjXrPR716TadMzOZ2ycYa5UB4kijeNX9izpbT3+slTYp/",
-	"+836Wj45HjZzrQzS/cye8znPpF26nxw9hQK25PN5ITNgpOfzUt8UYvY//27ccn+LPv4/SjHunfT+r+e1",
-	"WH+OfzXPP+Bb+NEmwa7cgrmYacWkYdwyzjKaBivkTNpTprSduvO/4IbxfCat4wNdsqwUjnzDkUr5RCh7",
-	"Dc9fl4JnU5GnJ8xYXlqQHIrBE2yhqyJnc24MS4+OZvzjEfzepEyXyPHzUo9lIZ4Zls74xzP6az+FsdOE",
-	"pSbTc5Ge+En/y7+RMK5yxkcqvRC2XB6dObnuD97glKXzUs/m9voflajE9bgqChhtWlk3xetcL1TKtJ2K",
-	"ciGNwMOFL8PuRIO2CdRMw7Wi2YJLy27EWJeC2XIJq59wqYYNTiFekMqKiSjdvnxKen6XnnD3L747Z9++",
-	"+vpPjEZmubBcFmYIZ40GAOZ0G+H480YW0so2SfHLlFs4P7jVPL8TpZVG5E5ipVJJK3kh/yng8piXeu7+",
-	"jAPBGz/Bqfpt9Zwk+Nf/FqWRuOr1Byo7/VHYqc5bpvWDXsSzyjIxt8bxbi6Um5Fh/bPzDyyNBnGKijvj",
-	"TCvhJr/Cl/WTqdvxKXfiRjjOyVnGiwKfcKNn3IqUNIxVCkgrZmbb1p2FT7l10sJ5WfKl+7nQPL9EARfR",
-	"JWgbQOXZfG3bVmhf5VK3vy5mNyLPRX7uuPGjbX9IzvhEtP3pU3xH/42eS+h764P/Gtanb/4uMkvztzrT",
-	"xfrmh5MDQrSa7TKDmFzhtVYitc0FT0DNNl0HgBih4MYywxekEUT8E7OeVqhEz3g2lUqMVJ8uLPqT01K5",
-	"ynnhONHJN3c+nXRl4qPIKqtLg3Iv89NfjpQ7y8IMElapnFTb6OtVWbqDkGk1lpOqBMFy4m46d1nPuMqT",
-	"keLlxCRNRncfcSMJdSdLrWZuDPcSHquJsGbIztSSZVOuJu76deJcG8HyUs8Nk3bIzm6cknMS7hMjhGJL",
-	"YYfsrYXLRzF9Y0R5B3NK3HNOns9LkcsMpxnT7lbMrVOiyvj0KfeSEcLNdcb6nBV6ItVIgdLk9ceEcebI",
-	"EcmFUvDcDNiML/E84zJyZqTK6DJYPTYbZI6x3FaGeeY7gQ/N8OlYGCmlK5WJPGHuzkSTg7OpVNaxzQL4",
-	"SbNcH0hezIQxdFi3zHfRlOWGyxw4oDmlNUGM2yfyM5AVY13OuNOGcm7FkZVw2tbeIYZ/m69P66pW4Ji0",
-	"oH8Az0h1yjgwE+hsPOJ+uMhE6+SM7Vp7aU8a4jlZleC6ZClN5LkSi9QxFnzIcVKtYsJQCdAtm4rs1m0i",
-	"GQz0kLtZUN6cME7/Yn3UgZh1xKUXVbFEA8FOxRJvFTsVsmQznYsiYabKps4gywpe5QK1qCOezROGFoZn",
-	"LcOUZm4xnv0G7pjStsIHYdKGGaeu+5Opx2F2Jyz1bJE69ZDUqNS9tzSsUlYW9VIWTjt31BeqmjmZC6MH",
-	"IRsJ1sa+2KrlEDVPD50Ycyty2PS1C/zoK2cyDE6Zvj0BbtGle5bXy5yIeGbhZkh6+rZlYiuXB83Ss1GD",
-	"1zuvi3fS2JYbd+J9Lrudaff4BxTg66d6ZZo0dueM/DgtakCQHK3nMOKhIG7jQ2JIeoGuU58lz9zDJZ8V",
-	"rP7IoPWI8jsuC35TiHZVI1tRZLZSrXGpuwHwhmtfId6o7uusD7a+DaaRuzfj+zJhCux0eIyD3BTGtq8p",
-	"a6oM2+ccPe/0dWnmBV92KsdTaZypSlrUW+V2u1MflHnrGApMZlKNLjrVKTjFN3tKd/Auuef9ubupZGGl",
-	"u1CRpD1nk1iRWZG3iodKBa64ENy0mgCrqqY71DHhwjxiFmtfdzdFW89U49Q0T9T1TFiwzXieSzcCLz5E",
-	"DzQ8hPWITvVa50+vuZwwXk6qGV4XmpWVqoXjs6DBwVFMmFaZSFhD82koEmukXtUXGnNo5T1lu9RgpyO4",
-	"/62MIBUXyJSwXJTyzglxd3acBnkrFSoXQLDWM9TJtx2HAn+x5tA7//CMPqfHXpb1yTHh7lrUKQbxLQF/",
-	"hZ/vru946SZHpGxl1jtetuwevYwX2R0vpeM/2EAj7LqBKdTdPvvUxvyKEysr28W32jG4VJXIX3Pi06J4",
-	"P+6d/G2zkALn7rmezbQTCatMn9Gg5gNc+F1anTPfyrKaW5EzW5WqddfLcNw3DICaFz56ggfhWnyUFpRq",
-	"spGuC22sU+Lwz6SL4W/7tXJRyDsBdtdNZZ3aVGg1ESWDa97E3sQ2Qb+yC3O//KSFJGFp61vza7J28sm0",
-	"8bvlzKRV8rEb76vE9XilWcMTzv6xoAXqGbcy82PBVTYg9arKpQXPfwmnQ9qEKT4Dt9906QwgxzVedp7X",
-	"9+gm4dZcyXslmCm4mQYxFdyCejwWJelxqx8ZrLuLtsklqeaV3W9yH0phghwABZ7maPmtMGxcOpNSfLRe",
-	"wbEGPETrc9ssE91Uo4iTH2Kdl9ZOrJd160chFvq6Qqsc6LydS0lMxGO2SYtzrjJRuAuyaFFnM/hrIfJ2",
-	"nSEX4HFtEQT/Bb/3poPMyQJaOIs+L/V8LvL97qt5JHM2L7yec+t60fj/rlVR1kXuQw9rE5p3/aG2ccLF",
-	"kudge8x0LscS/pmLQliB4sHtDAqPOf7RDYlOie22ig9M4EfbVyiy27lu5dUzECkgVL00cLy68IEXZ3a6",
-	"X6DgEROuWhy6e6iIU8E7bolSzLWRThl7ZtgPb85eA69L8Ewo1icXgK6skbkAPdw/74Q9OeHdcRjL0lh6",
-	"uV1Lt6XoOF5G8bmZasvcI4m/rf3V4pSuQMtoAu0fqcqO64wo7hl4+8mFoWjaiSN36y7XYnr1lg5/aLNX",
-	"uN1PyRcq3/OFj9Ke61y0O3Q7tD3Hzg1LoqyUcn/D8eCUuCt9+/mQeLKQBn7geOUbiPkGPnVYlQkGftu+",
-	"6s2kCjRpspQjw0ntinZ6ji05OqSkZX0eu5XD/QFXH71TCvDcOC1K43U3daPAUNIOTp1+5KbGMp033Cp7",
-	"bkW9eL+YFp1olfpAz3WuzmlTNm3F+i4Ghmu5WTG1ZWtiC+vnVQmOA8wLAPddh5why8STi9Y/JLJtpRf8",
-	"NcGlbuDSdscTfWx315MXINtsjjDwhim9r+y8sk93cPR4bERTJkllv3lV70p0jnx4a50HbpZWGHfl/Xz1",
-	"3dGfWV+qO17InBmn1oCDFdKGMpHvYBXE3E7zo2/vYAmcsbkUmUDnLI30zLjrb15Z1jc2d9qfO8nG5qIs",
-	"mdUTOM2DBI1ttxSW4ndTFAXDtQ16+NmKNvrLOFtIoYOdrYtKddsWkGOWdF+3UVbIn198+3J7dlIL+2ya",
-	"3CVK7Uc4Zu3KwoYjuIH3uxfy69pSHs6QMU2+DI6ku/UQLKnGcvIeloFWy56seceLqs1VxuAPTOYobowo",
-	"RGaZnqP3G4JuZONRCM7/hI84amgliPfitK6vv9nC88m6EfnrKllw1h0EsULZvxY6u91KipU1K3Z2/oFR",
-	"6g27cUOsWzb39OoqpS34W8ze73pOX+OubW6QmZyJK+LA3X2npah99nvN08h/ij2v24gxXhzD/7UdImmL",
-	"zW5ef7xg2GQt08Sv6LqQ6jb6uT3cUMrtsgz+2sV+UlXiDNKMRIvpxaO/0LwdPX9N2uJdIQl73SxwoueN",
-	"E1IdHrDaPbpNSl6ITN+JcnlZzWa83OZI2WiHkacHBPzcOzNqX0vSG3OJ/4g8mNulYKBZEvtVG2tsUCRQ",
-	"btMWvRZZIRVuxG7XZMijS3bYVBAxrbtadkWx3J9wK/besm6C0deisbsuXSTLBcYy97xGYobZQkL33Ot2",
-	"H2esh6xdST+K2Y0ojbt0yyVrXMFszpeF5jnLeFlKYVjfz4fygzg6q6RhUt3p4k60eZU3M32cpbIuiLi5",
-	"7dKB1ldJrqOOxAD8c0dGzE+QXO2sduEfY333I2gU3lVXZ6TAiIMTxtnPP799nTAlFoxboiGlq2AouxSV",
-	"EXmrFiPKUpc/1rlDG30ULZkDFJwM7oJm8o6PAYBrAXIIpDXBv4Zuh348BUxVmerFIGELSDGDkZW+0fmS",
-	"Gb4Ytt457qFLOVG8aI9lamM35QXQVE5YoTNewNR9Lh5l/FCCgMgxd9Q9UYqZts311o6XVloX3NhLIdQ+",
-	"3rR5w2G2lhl5pW+F2rw1Tu8JiVbtTFBWCr4fyf16KRjDB2KApHGr3pLrs9EeIYpf4tOfkt5Cl7feRbvp",
-	"TYrl/+IfXxWMfhUbneP+8z/o1uydPC+FaU3/hFTEOp8eE+ENkxZjbJWSH5nRUExCpQbAUnNd2u6D136w",
-	"fpkuYQBIM6VyHbd73Foxm1uGFy3ruw9cV4pTNYpjVviVz6y9nkkz4zabJmw4HA7ud/7diB2S0f0pyt5d",
-	"Z0H3wDMT/I43lSxydodvdJ4Qd1nxzJ61nNh3jiBQhMJKkYk61cCT2w2627lqD7nV5x+22ufjEmc9Q0dp",
-	"wkRhRIjx+ahByCZyz/icovZMysre6I9/XVpkuh10anzjAmI2pq0wBv4A5lxRYJDQpxpHPDvlBvNus1ul",
-	"F4XIJyKHHN2Yat2TaEnYbt9y5p/0e82UmGgrocaIUp+jVGVi73bJ3iKadpRGRICNmacmcA6b6iI3rI/V",
-	"QoupLASTkLnsKEazJNViJ/dqLGh8YnpLWJO8BXulXbXHBTwl1QSysElCwQZjpnM4h/TN07oYEF6ii85L",
-	"m5tS32JeujTsRkg1YaWwpXQvYgyiUvAN0NXm7mhioSWNwXLBc6eFs36DISEEHCc5gF7QSOdoZOkE2mO6",
-	"BU2XlN7ox91iEhQVb94V8F/PL9tujXb3Oxz6nX3vjVtomwMeh942rahWpDkzij506wgMQnynpJrVTN8m",
-	"JtYtngMIs11kT5caRJlVHTeUt15bfGA+M8GZDWxcyMm0Y4GbrIPVPOLwaDyxpC2Y2SRCk4ybtvqyM6F6",
-	"9ShT7UOlYIVcrajdK/cCBf9MLAGsZn1eKzxkUnCmhHU6G8sqO/ACIv4+s/q0ziKYaEy8IsEP1zQ7U0xX",
-	"1in8UBtCpRKQ1Ug2D5JyGOQC6nSJMxAocQl1JKluUVQN8Jug0HhjqeBWmKAwef0J97xpTFGVBKa8h0sB",
-	"FsbzJZb5OcWuIC2jkQPv5RHPl+tyCSYEggayXlovq+buHtLB32Z2tiuB3X9p11IvMZ3aGX2e3I7OVSkw",
-	"2kwUlQa3JGFiOBlSlp5TWa/9yQGXMyiueAiucz7jTuaEfK0m5451RfVK9fbhm8y/6ZiyFE73Fnl0GIra",
-	"3kRDE0peFsT+p/GYgW2pbgeMa8xnwzkp8dF6IaLLkMI3OCXlIdTHgqlYc0SUuRhlP3etlYqebkS4zpvT",
-	"XxJZV+7uUoydxe8tESwxL8Xfax3mc9n5j2vg72E+13rlgQzZ9pqSdofc9xJOrLTttRq6fDPjsuish9Vl",
-	"dz0t/Hk/hXLKTUdmW4Vz3nrxwQiNuSWNhTTmVY/bdtF9L+1rOR63OdC4VB3bfMNNB+PaUkAWzJyXTi7g",
-	"GO21HI20uY2hx/rJT0nP3fK7a360vO9a63268uV+cSfKXaYnHsukPXVO6QXrw/Gz+goeh8zUK0xAqxcY",
-	"Dm9bel27eHAT+1Hfic2zg8mQ+ojeWSrtC+KtmVjYUoXCbdaZf5lNr8pKZdx25aNafX7PXezOEXSqDig1",
-	"pRBOUYhTBrdnhXiuJR4NWX3INWur2nAi2jNWvR/ftIu5G6k4hhzakncLseHVXXJhN+NzNPjU6jkrxJ0o",
-	"uuo3P1sObRIRMaZKoF7HprzTk/Y0LGn3kgd0E+yShyU7DMHvpa0NgxUG8SKlhTnEVKquv5VcZS17jHXe",
-	"eJ79afcOmdadDd6adhQCZUu5n/jEhb5RFsOZu0lQN1WqoZK1+PNQHk51jbKIW9cxL8VYftzoTYqBaFh5",
-	"/8NQzRGcaPu9G7nCcJ/DpoYJ1zTeyDhIzzXukSoXLYueSEs2U3B/wpOsP9dlJgpnLN29PGFD9iM7Y6/Z",
-	"BTtnV+znhP2Hs7BKnt12qaG6lJN29B9HaHdw/ZVCMgCVbycEwBXcvneHFldxyGIrZeILJOSYA/hWIawV",
-	"pdmh4ggFFu5G9Pm2Lf1B8KJtub9A7Xgo71Vm4T7NUj6X5NFN3WFG3DcNu+SWkko11kNy5KYj1eeF0YD6",
-	"8v2bK/Zcz4XicwklwCmZ4FfLubiEL7PL1/8ZArd+2SPl3cJopjlTxbDgaECroJ4VuCe4AvQeNuN/1+Vw",
-	"JpUuW4Ebwlvt/HP24W1YW3BOR54QKgfrx2vGZErD4pV2VAMHlX79yxOowLqTq190nAxVs8C9CQrWW6UX",
-	"7QES1WGhgc6VO/1E5glaYEbciZIX8HtywLivWu4UEdZPj47cX45kng52vJJbS+mT3t0mioeoSCkK4T7s",
-	"qdpPPSt63hokbNTL3Zkb9bxZWSlj+WwuKHi0/aSEO93PKomZou28RMGv9XJHSk8Md9NeSVOrV9M9qi/Q",
-	"fN0tONOd4FDqohFBqQzA+vn6VzvV1WQKhtnSWDFr3eUVkKBN1RfwucRnbG2uvCDqnzlt7+B+Lxr8bb7Z",
-	"qaEXmB0484+jPwvqmuE3dCylZWg1KcH62bRStx4YgaSTpNgK+YvC2yAysTJw1Z/KZjI/ckZRl0hZ48HD",
-	"MNYsJs0O/PV0LFTPrMlJ7Z6UmH8ekE28xoafN5eYaDBEI+jBmcS0unPHsoc8ZH8wJgL6PJyJajJ/GUwE",
-	"kuoATKRzca809JnOiUXilOCXf96vPoJGaZtZnCLfVcgMSItt3it3d5NbDaN0Hj9J61uGPrVTBus6YcZq",
-	"iFfQYHGxt/hIaEvtbq2sRtnbIcXJw+atOZNoEfV4m8ihZbYRytGdPpaBtm2npTt68OuzD28TWinebnFU",
-	"BDX25vqjhEP6O7y9noRJmDD7AQvAP9zNekQHAmasqIahz6NihqhUIT4hNWVmzVrLzmIWmGYbaT+IciaB",
-	"Eu9D+nVzjbdS7YlngkUVu4SXw5MBAwS+tnmiF2JeLPc8sfGUVqGdN9d39HRlM93M12mrx9+UQxvPPeQr",
-	"r3DSfTXpDurv7oBa44D9oAqwQKHYG0avgMjd+/mGIO7mLOa1xP65UDkGqP3oK+n84uMcGO/X/co2tC7O",
-	"eVHsws9gLMQ5Ez4Xx2/KNuNhjVMOa0M8Bm8QnFhXrvlB6Fp/oyZlu+LTQsAH6D9d2/F51aB5mNWw9NN6",
-	"uDYUrxUP9OE5r1OCbGKhQx70DXy1qZ5/nTYHYqqI0F8QT+GsDsBSBVcdbvjIDdASmJC6JGD5DU68rTqP",
-	"RSNsQ+68m+DPc3dTHZTZ940B1XTaFjLrjnz82lzOQ/hzhSifmTELroYVTucAHFmD1m/S2PcAT05b8r/S",
-	"LwVCOduU50Yo3kel4DnuDaQzAUQKgGOTdPRIv84YNcxotyxskwABF5Z+fXyc4lJSsJOuF6W04hpzFFPv",
-	"aTQebDuDrgqUBEZmWR8DCOTKN5YvRc4Knd2KHBOx3fs3lVkyp1HqCrI2M62MLbkjHn4roYYY5pZJw8ZV",
-	"UQxOYpTgEGfLdJmD2QvGHTU+qE1DqIHIIdPP8PEqNXSNohzT4KtAAwLs03eiLDTPAw1iszOXSALLbzGl",
-	"RLpZsvToiJ44cqs9otWmmHFO6XqVnfOMwk9usZBuaLVmM17P02BvhzHg4URkcATItRIJLhwSSsvOOHdH",
-	"ypZUxrr7djcJHZdSb62O3ul84zBRvgMweseBn83tHhAyUUH+J2iL8hbfe0Gmov9x/bDhp7prqbOOJlXY",
-	"vMpnnFLHGnfkQvcSn2Z02uwCJS2CcorwQHse5Obi692qp1dys8mxpEuGRdQEq6DEgjJITzEDC2ydABRG",
-	"GawGmw4Ripivm4FPeUDwGV8yXmCm8o2oAWEhQvpkldxR+bY35Hat2w6lw+vbDa2rjsjpg5W+ULniiOWI",
-	"ivUKMhezuXbMOGy251lvEjXn1orSjf3//e3s6P/lR/88Pvr21/qfw+uTo1//7//Rxhs4zftVUc+qwkrL",
-	"zW2zmZBQsBu9pBtoF+FrQ5Wz32jazwY+VxgMc31bbfd5OOPbi7lXOX7n8u91vmjdd1/rTqCMh9QqD1Vu",
-	"v6W03r9+AWd1g7d1DdZ1oi1cLdifw9n30ArAJDFEqRkpY2VRBOe0D0S6iymrAF3V3csICN3MuoaWTuZW",
-	"5MlILWqlJI/zUhD0kcrDGumZeIfWOaOD4UghImmNL+vz332GB2dmqku4RmeEQdWSpEFLOY8Ay1Z0ZXdf",
-	"GS/iPYRdHxcmBhGtWAtxwjIiEu0HNep9LbubJLj7V/Re25iB2NuGCj3Q8EysJ5bXs0vWSLnpjHkGb8N4",
-	"9QARHYmiXE0KqSZXrXRZSRhrvxk73eJdKk6bq9DrMZ1e71WihzN30Q3L4WcWvNWw6sbVd00SrPlLQunM",
-	"xaR0Wus1Qcu3ylylrcxaoZiMcCpUJkLRcWU6FEycxGvsySd2xN4OuKOhfqQ2r/r0Rd8kB2I6g4QZzfhI",
-	"Nc45N7exYeaUelDlKW8OVX3pi2ijfokGnU/ub9gpDeRBVzOrrkQNOM68KXqw25wvu2mlGFyGP4iiY1TS",
-	"xdzgVJVKv2kHy8QeOd5KAJ3M7dWJnwMUyFZUUhxPNUFIW2haBEVkuShPUf2Dfk6wO/Ri/QS9RV0K2Rtn",
-	"AGfcCWewfvKSLzqpievwkORm+/JDWiJ8GvvSlJXaT2x2Qbr/Ml26/adSJr9jJ/Dla55BCua/8Cea079Y",
-	"7WC7Jv8l+9dIeVsxK7SBX3kD8dqrvOxfVGEW11b9a6TInru2+tpPgP2L0ZG99me4Qc/Y4erv9l0UCdIE",
-	"ViXYLWblxsK2TbIGWdEuyucFX56T1u61pVWR0ujWyfpKM5lTZiZ1wfWygBxSjrGdVPHuJux92xK/7YKs",
-	"WnUmdiv6zRU8wO3WQorP63lD0l57k+rhzrcVnWKNSmOppOlMrN/3HiYczXaQHJX7JFiAJIH01IBNyi2b",
-	"aWPZ18fHTsMseWZFabbllDa/QmfciSF32U5KYUzCgnmaBI+VLhtXXJ/0u44tuq9uEblKApXbt8gsVXZB",
-	"Y+15HqGVaKHVxIR+tuCuwN54sd8MrmRZq9lKs8j2YTMEz9rjvCY90engqKV4sCrdswFLJhjy177igH7c",
-	"I4xEqGViu2OgSeEHyYu1rfrc8sJNKDjBHy4vIgCIdSUTY1UsjRpWQbY/9KKju9+rdHq1r51vGUga0a0S",
-	"WzpfeiOVovcNV65H9odnvJtVGhQq6GN2CifBazVriAcd3WU/bASB4FE/nM19CEM3l9Y+LGBh181YKJ/X",
-	"lz5nJTdTzEGCKmg/8Y58sEKb/XJAKOPrXbPSOR5y/5yYB7Yvyxb5ffArRYSRt0uB9S5tA3ZIqruEZzcB",
-	"+m1yuFNMbXfqtl4y+OVklWuRlF1u07Cv8Sw2SIBG/6cHiMz1PlKfV2J6KebOc9DiDyc4z+FIHtIFeQ/u",
-	"bKlm6cqyaEz7Adu8vvwvY5tRRB5ue+sM3JYbpOXXj9yuchNw0boDPQiKelpta+Ur/bW60M/iTl2tEXds",
-	"1xWGu/bPXqMEGpzWbWHT54SCN69sio4MAsDcLSS/2nesxbMQ5vGjzkXHmmZQ5ta5FOICN8DuGG7RS635",
-	"AnWK9aZRmvnYn3xvzPd1dmF3aRI+SsDr0KoC4Txp22as79HbS5/6TOV/FCj8b15UKyt+WA0bDvtjJ1KM",
-	"24emWxFimBSma4+5bjBU7qlj3Dv6s3Me7UE0jg34YUFXaKoGvlYmLHD3IKsXhKBP7Bm9XFezN8ZY99TB",
-	"z7wqHcN+U8M4wqz0rvFnhuXamQxRb0dQvUWerIe/AEwwqPV1aKipyifYIVHk7lc8pKSsKBopXmVD9hqD",
-	"tzHKWm0GpfFKU9bX4zGrVCGMiUCEBx1GwSJvBVzQRWWp9l2PEclNGgh+B7iBU2aWs0KqW8N4KZhPShyy",
-	"V8fHLKW+NtfZok4w8jAtWolTfCpb5NcEHJVShgLWYUWoBv30eZqw9LmwGfy3MiX89467/0IlCFp0lcpF",
-	"ydLnubiDB+alxjfM0qSIR+vpEjzt7urApKCjI14UenHkJrwS0H91/O3WLhMNE6MLyLfGxzthaQ13DP3f",
-	"s6kssAoU54b5GTUON804sKvBGG5VKjNIWOphGVLkUkSVbViyPnNDVxY7k9KQAw/ZBXcqtOcgQxjx6EJc",
-	"YhVndgtX+o+nHrw2jJIeHYU/ErsEgDKl7TWgrXl+gFmF1QdsVI+N7TZva/5FS3oUNBT/8Oh5CbEgbnLF",
-	"G3+g3AOnccNgxuF3brHem+EjdV5MrC+4266MHvy6tSFGN7LEW6MLbkXDmQL9nyfUEB+grvQYDnIKFfce",
-	"zyJBlwpiugQ8g0VdhP8c1Xe3UtTfj7w+D9/B36WDhM147gVnzdASExadBh5LpCZCH8wKASaEilMQAEeJ",
-	"vYmKyMi3RMJ9KrJb0B+4ytkMOrb6aGLdZ5qWJjFr0b0H4SM1OWU+WBTTzZ2pOxwIPGBNZ5QXj5VCRAfr",
-	"kx8RTR9hiFDXxO+6c/MtS0OMHw4Ov643IG1F2krYq+NX8WseICI+eBKBG3wDWL6OURNukDXoqRYnw1bF",
-	"4PBV+Ju9c/dU8O6nh+0WENjondlsjCMJD2CNR3vxhZjjOKOD2eNN+MQHUKwFO/XLoNgKdO3BKNfR/7Ej",
-	"XxbAZwp9wwuKL2ESqSNCP+0ig8xJ5CfO5NQe7AdJkQ4QHKOQiJCbaWWkgb5aTkqdEC6vQYmNCtCETQXP",
-	"STfluZdq8G9bcmV4hqkSkGOuFyZ0A6Y+h3W+Oe0HWAe41Bu4FGdDdon5vo3J+jsCRsZSZcqsr6u3cbJl",
-	"ST3iM3ESRybcTYI4Uz5Ftx2aR3y0H/ikbsmxEZJ+H//D1jqXMPAu9p833fdsu75XVXOb8xse3TAv8occ",
-	"JBV0E0Rb5EuBPBelF9i45dRHUiPtA298VARLQTphSxSqze/2iO6vg3ivVr1Qj+Ig2lrv/WsXBzz8Em3h",
-	"qC/jZiAWvKaE3IPdDCvp1A8Kl68nZn8ZtPOOr0cgnqlmh+6uCjGHCwTE6MjUGfOiuOHZ7YYcVWNLbsVk",
-	"GdNDAXbhNbaBAvEKPxcacjJ8ZptUf0dI8F7SG5fCTLeTK3wsWZv/Rt2X6PfwYxtvxJfCczCjg7Ha5WqN",
-	"9vnFm7OrN697Se/y6uzi6u1P3/eS3sXPP/2E//rl7K373fV37y+u3/704eerXtI7f//jh3dv8KXvzt6+",
-	"g3+cn/10/uad+3dbFnL89UeouJg781VX5vI+ptmTxErjlT+cT9fo+GUwK9Dh4NKxE154a1vDq6jbky4x",
-	"gzA0OATAStY3QjBvx7WvdhdPQjNDZn0W8GlCJ4rqaieAARtUPmmNTwxud9Pv1xMDPoojo3eLmmRQ44bW",
-	"guiRiqIbkHs/1mWcYXUCdYxp3LwNXbS+JtoIOxgpXfrx4dO+xhjSKPWYTfUiWrePl5yMVNrSjSP1BTjY",
-	"59BW1NdjUFcsNzzcI7VDn47++jIGQ/YLNNBoNMOQBnz00FEjZbocqTRuqpEmkdc6Sv1Osd0E2IotM1zv",
-	"rrEUFm3QFdoupkv05ddNNkaKgiVJ1GPDbZM7HGOZcSvqlhunMebrrRBzM1JUSF23nEH+sBLagFZwWtKj",
-	"IzfVI7cxR2CwpmzOjRGmI1d9h36eq42E9uvWSEeD0ineBv2iPQvZQO7DRd2Gqe0ZuPC7Uy2UEDk+0/VA",
-	"exfFHUBwc525tfJCHOnKDmf5AL0X7vGRArbRCyrpCAmMkActuBEDH8XBzEmRB2Bx8iePlAJJ4Ibw7RkC",
-	"WhyVzTxD5F4obXdPDTqLEBwBLjpqLPCU+zo4XwQRetD4X5QiE8oWy2sjhAq/VTp6daTWfnkNmiOOxvpY",
-	"L1NyrGsh4YGFP0oHKqH0mw2aA/pSmr7SGIidcsPKSgVPUWx167lQIq/ToE+gjMN3r8OjCvX6Bn9nQpa4",
-	"kypNPkfvT3Q2BlQVggo0lonsWE3iAb2vQ6zjmoINHTt3mO6qT5iWcJ9yRXJkyELaZRzI+mtoJNAZ6+po",
-	"M7FLckQjLSJ22a9InqaYacqUlbO1JiLjboGxjrFBW/qlM4rX9EXFoTsI0sWX1Lqb6aablvOuVh11uKl9",
-	"Mns26WhZEpVwLcKt7WXAjC9ZZQST9tSXJ2NRLmT2nVAULncSlX4vuIII+K2YW9aP4m8eUAVO/NGRu0GP",
-	"POHMYMiuQiyO8WLh7nxj+dLExfE4zV7Sc4PTWbvbrV4hUDDxSPy0E91BoaSHzuh3fDLZuzQEFA0APmBj",
-	"URQMezowbuOKLTMFDbbut0mO7kep24oX8xDLaZUmn9lkgulcFzCfA5hKMNyVzG6FbevDOZelMPvk59sw",
-	"1CooKv9HJU5BkYQYNlRBsUJPTHtDkbLokEQ+IgTJRY6r/lGJcpkw/DL8ZiwLK0rDpMqKKhc7YPDTtPG7",
-	"SbTwbUTbFVmjayGM+4k73cGcRgrJ25zNBCdVrhEP23ReunKH6HOkdmgqTg59M53eiDmaTgdM33Fjj+DU",
-	"HL19TTlB2G9GKzFwctBdPyEeJX2ALmHcjFT6H/jTX1KseR5i8delrspMEHp9EAIGvrv2Ta+oQu7FQioz",
-	"ZD9py+ZRtsWNhBI81D5XQV83ayP7pft05eB8H28KHOLTGl8KmZBx0wju/QeO9Zd0pxwcUuredrUwS8Oi",
-	"0pOakzDbB8qf8P1nhv0ibi6h1ftI9XE+9Orz32T+6bl/0jz/rf7op+cLkw7i2niuRgrxi3zhHyZZ3ZR6",
-	"YUTp+yOGj/kKarfDWH9+Rp3fsSJ+KnguyiE7y3MGkd2X3+jx2Aj7l5/SuseNU7tFztKqLNLhSF2B2aE0",
-	"S5GWzpJ2pDMpmJ/IeukaV+yyz26UDrHT3FIbSyL/9Tl3dyKhbTX58XgnGOErwtp5LOTgnVRuN4mt6Sf3",
-	"qC5a0dD3KHD1GvPuZUVuDfdKGu7MetvCOY2lNbnndchEBZ8LN7cIY8OkYv1ZBa5FaSxphMBnZVUIiPby",
-	"SPHOFjmguC9PWjJkgfGjZNjWDNRtV6DtKNGoqXnwGDeQg9eJin0s43S/Ni2lk/c4Cofk+T0YOJh73Uzc",
-	"7vePiP0ArXV1yz6v0uqIcbhsLLe2fycUfZEJRXBud872gOtuW6IQDrkxS8iN88E3Yd0o7GdSxb99kdyn",
-	"/LFdWOx1YXRd/mtR1qv3r9/3kt7bn64/XLz//uLN5WUv6V28+e+3b365X0A1fOVzR1MbVNyX7nvEUVcX",
-	"/ECh+oVFUEGyHjh86pZ5EMzsVdcR6j5RH8z+h7Or8x/ougdDJO5dD0erRQnYMSV65Qbu5o6HA2qvUuwL",
-	"4ImDAWpfkTnYhvBedIAAdybIRw372xvm74kNhMbiOqX/urSIxkiIP2CuTUVRQPRmXuq8ykTOjGZjDtba",
-	"Tp3AFh3LpfDOw4AWMGEfaErfCssLpIk/tWmv3ioCRtrH8qFK8xYsUGmY+1TO+qMR4Lm+UdYZ+yPHqsdf",
-	"sXNbFkfng1WPxtdff/XNfg2zOvtD+YW1q33BebG75uGZeqv2EYbeNK33c0yf3oPc/vAEWN0/HwP15Mwd",
-	"4hfHpELQj5v4MYzw8tVeI3zatKAArdUuDNfl2o07cQm74UZ886pxotxfWsP+Kt/kr6SAM6f+lGbHU7qr",
-	"iGnx8IB8wCdIa5eGqr9iPDEUKe15Nl3yCJcF1WZ7rGa1l1aQBoD3BXsRlrSJPS/lP8U92fNeHLkfEzZ7",
-	"etTir31Fzg4KN/VKiEEJdnn5hiJT5KS7fP2fzFTlGPD0pT1FZ52v6mMp3K4nKZSJJix1RE0RJoqXzuKB",
-	"35yk7P+5fP+T27Rcuk86slKt7ozP55QoQogTQ89lXQj08NQbeAiXkoRXPabdxlfxdK6+SlfDlncv8Sn/",
-	"crNr5w6dRldfxE6NO3SX9C+29jbavTtT6zDUzmbndjxhkLj1yPZmKf61VdzEnfAe65ebIGo7gb/5lzvw",
-	"hDYnT7SAKyWrkDW7AO2svUoOnZ3KAldfXq002zxIW+Vd0lmbsE+JxepYa7n62xK/W8oXkrUs7J2yx1df",
-	"bpp1uyf2hnEaoeIdwtv+xYa7bruDsfHaTpNut8mTpuWy3dYKr2ldXGe8KLbJQI9MuiIE6/e3fZveX/1+",
-	"Vaph3Yyi6+WqVOf+oearoafFplf9Q41Xqe3Fhve+gycaL8UtMja8+bZ+rPE69eLY8OZ/wRONl7btTFWq",
-	"xq58ChrJ8ico2ENlwOlYSuzgi2iTPp+SvZPk93qxTUrt+GpDBOz8Tovs2fHdljthxzfju2DbK2tCYpcX",
-	"Godrlxf2369VHt3l+RXu3P7CyoHd5ZX4rO70iaY42eWVtUO97aV15W/HNyKtb+vE2uTyri/txS9r2tzW",
-	"F7pU0H1ejLXOHY9Zm5ay7dU2FX/Hd2KTYsdXYgNm2ytt2uz2d9bV563EW9Nm0MvbiUgedak8UC3xwZI1",
-	"Grd0m0+0Exi90Bk/cIn05v7QfOE9jvhTcB818NPXu7tG0Okrrb1Ir9mvkfNhAG9XO8+1NxSLfBLEXAev",
-	"wm2y5aZeMYfhkLb+GF/Izu7TSjp6du/djIVFQ4zeLywUc8ZnjgmtmUgPDwy13b9/HDodLoBWcoUr2S9h",
-	"BfMsac3gizaKz81UtyWchMaRUUb9vvhU5NLbPYria/ba7guUBLUSdJ+W9D63um38gqtDdF/eVqS0f1+1",
-	"TR3VoA5t95GqcmccHRB2baiq/qPR9iaNfmwtO9XKxW4ybX3YMlFc1H7cVtxp36LgwyYl4h6KU+4bi521",
-	"h1yU7/cwm2O1zqKU1rpf67inmE+ExgcHUUWkrw6iKmsEj8RWMlazKb8TdNR2m69Q+X4LhOq/XdjkDTy4",
-	"Ev7qhmh2T0HFN+VvQ8EgRi2GnVG1SzmhNIBuVbWr1hOriK8JjzRpfDEJ1WPXBcCMUiEoFTa637XRZrUJ",
-	"HkFy9kK30JrxtvQUvVff4L0U5L0TBKKMKL++0AG3bor7wF647iN63onh0t0qN2o4tC2jFQVH8FMctgf/",
-	"nqepq9lb6E13wrhvMUdCA/qJYlUbPiUWUPqH1b5r/QkHcfFeGLaD9LS/D9qUjYlv6w6i+2lnaxv4mVW0",
-	"prf94fpZ7Kv7rAz6RDzR9EvenycaNPsSeCKIw4PwxBt/+a6a5rnYpD7vULPqRqif7/o+OoMP61XomPre",
-	"nDrbgNbRxcWtbJpsp8avDXo8kGkjon4BHNvpC7kHu0aO/cfgmZa0QEBl923QfE1m3A4hoRKmGmEognp/",
-	"RmA8kQYaq3ynrAXQp+6W3UDFYTvA9mjFcmluWR/LH6SyPLNQhFrm7EaMNaWd4fNgLQTz4pSlM4+qA+A8",
-	"C9/mAdqmQZPdkLfmPziWhaAevVC0T/Vd1OEYsXrS0B8xVI0CDhPAhlOCTavh83vtbr2/BbSfPRNsN8dU",
-	"W80KoHPTNLmX+bNJGpYb0W9aLaC4T0hgMsiLX8ODOmGVAi0UTticG8vW0JcS358BjorTJOYip2YX0g5a",
-	"CRPNoKCCIHZTWaY0K7SaAL5seScaKEOna7wLpU4wZ0Td0mU3te99f4TWnOuHovsuWYuC3vtCWRW7X8Ct",
-	"stnqu8fVgqHyQ8c3truEDm/it/r//tGWK9zWCrubn+JkgnuzUkTmL4CLyN9wEAaiUMohOeihvPHQmo0t",
-	"DHGA4NEK3b4AljhY6KgdgavNhQtlr03FroZ0xCvIXTChMJv1Qe9K2ETaZKRC+UYSWgcOmNILajiny9Ck",
-	"JFx4JywtBc+XCHoyUgSASB10qcdUwEKrL78ApyJygmrUbvILCaB7ERJkP4JVlIQDJ9UEa2trfEhm9Uh1",
-	"rByvfiidh54yZqpLWyzdd2IkScLkxDZMqEckrFLUtthpBVozXeSIvlneCcZrSp6MVBpgQ9M2gEnDl2wx",
-	"XRL634rvIwYc3R/xcT20DHviC6DQ/RktdReI6JWGFi3ciMk2psPcaZgdaHFQmiszUmV1q7ZnBjsAzbX0",
-	"uIrASYAe6BS66IIeMsRxIXMA1FgP8mpFUQDAVj1aMlJhCpHmN8DtAdZPCTSIirc7N6d7Yzq3Dcbf3WOO",
-	"xPlOFq0RwqngOTTRa/2U++tfwSrr/POPAIXWEnFa2XmcdfzORibAQOGayJ61GiE/K/kR20c6Pd24g7gA",
-	"3Mz+Ubk4Ko/c/7cL2JnO5VjuZwx1dK6okfSak7sQBQCsh179QZBEzfFGveGoB2INJVz7bA1VEO1QgLV6",
-	"czjyQ91M6U4vdvzrJT0QjtuPLWHXwcoTf6/AbBLckgYlN24sMOLavt5IxdtwBs/YTz+/g6o23/iL+tIh",
-	"Ctafj4+Pseatoy9incDT4m3LdE4lQ55KlR0f/bmX9LB+rlVjKaiKsr3W1aMk7Vgmdx/2q4vbdvhAJ7ij",
-	"Z6V1NWYx1UUgs3tsx7XYslIZ76zrcwOyiUYjNgIsK5142qEnGbEgMV0owqPtSDwHRftab3+D0PFMN3Lq",
-	"O+zs14LHp2wp9xDBK0KtLWzZtU1biFpLEITRnelSMJoes1OO0CYFtShE5jS7E9svdDPJwHrLqlLa5aVb",
-	"MZ1owUtRnlW4MCAFfBF+Xc9gau289+kTRK/Hen2VvmWkb1npdvaIQNGpdxGh5s0FvwUJAfCt7BzjhR9K",
-	"bXWmi5Hqn51/wBsa3Y2GIFhAH0CNfOm7CZa6sgJcLenzqeCFnaYMgF9HKm1Ap52wv8KCSOsHKG/Cq0EN",
-	"ExcOqULciCOpjFBGuvsAMersQjex3AzjhdEA6uxUXKdSHhXyTuQs/Q8ElvsLAsmMVIooTWhFPMc/mnQw",
-	"ZBAzMSPFS8Euvjtn3776+k9sXuqbQsz+59+NVh7fgXzCM55NpRIszZySOWTvFdEG6HDC+EilP2hjU0KK",
-	"I1h0TMTgrNB6fsOzW6re5Iq9/cAKaQE/W5fAg+iX9no8dg+FTq0iB0+ZSdlEWMNeHX/FEEQeOiHiE6nT",
-	"6290vmT6TpQjlR4duZ+OCjmT1r/44iuWzvmy0Dy/tlpfF7yciDRhucgKXiJqDpRJAto2VJKOFAwK6F83",
-	"Tq3kmS2WMF/3Z3bHi0qwvi25LKBpLrecYL9mvHAyUeTXjp7p4HSkaIqIBqQFUQegfIDeUjE/cSfbdRWm",
-	"fvxnQKWH9J1r/zdC80Y/MJXceoPl7MPbXtK7E6XBU3I8fDE8hsthLhSfy95J76vh8fArgp2FA/kcTg38",
-	"c4L3h5Np3Ddf6Dlxd4aPQHnkXCuDR/nl8fFKNiyfzwuJuavP/06OVZR2O3W0B/wAOPTNw04wzNTLl0dW",
-	"KZxbx8EiZ3ED/aFb9KvjF12fDet4/gHZHxOWqFR/53eciKM+3ye9s7hFrmH9m0oW9kiqJGpo69jOohWq",
-	"FftwdvUDanR8YkKfSNP71Q1M57dzXzCZHjEu39zR/gSMQ9PpwKkfeX6OSWhdafvRk++4wfID6Hq79fEr",
-	"QGrc4cHvtDvJLXA071WxDH6QMaoElptbp3uQfIcW9O5ZQJj1auhJBOUdOG8zkucuC0IA2k+/bj0CVny0",
-	"uHVHKLh3PwNx+XzLKThTLL4QTpmzL6mcXhrGWfQ+8f/xXvy/73l59fLbpzxfl6K8E+XRpSPBm8AZHhoc",
-	"ICG4uYVWIsKjezOeldqYqFdGfNzohMXHzV+XoN219n35zt0XoESQhhFAVC1rKgEp4vh6LFZTZVMIuY4U",
-	"AbI+MwybbLE0QuBNKRSJaLHSsBuMn2q4gHC0E3et1BZjP0KaDQ2/CVLPvdRXOgajTUYKi7J5USwDTusg",
-	"qcNYHjMVIVWH7P2cIrvekBkpwHtl/XLFjEUqD9xCoefxKXhNojiqB4IGIGKvuTSWDFDLpL0R7dzuQl/l",
-	"+LcjhZ1O0oAHnbJ+ekTn7ghHO7K2cEtzZIgQlTn04ZYzkYyU0ZsBkLGD/Arm8kKXt9RpRdqRoimchv1m",
-	"vACnGKwmdDavrPsyPLwcsjMyd7hNRmriiELIWkCGACeIDY7g6MscEIsJRJf1OavBnEeKTOGfL94hsDNb",
-	"SAWq0drsddDk/DIHQ3Zm2Qxco6s0NEcz/jGleRmIG+rKgpvVqT/9Vy+/HanUKVczrpbXVNkeKZ7oRauh",
-	"i9OYE+rtrj3CMSRyQDjuByTjxp8jEOORQkXUMCGdLBwkFEm1DezWU2yT7T8WNcceKXQhh34dcfeBoLxN",
-	"+Z0YsjO/02gVILark8M3PKe1jRRs4qvjFycsbZDlmvBhU9Ynly+6oeNHkKfguK78ZVFqNSE6Oy5AZ3ZA",
-	"ui4Z/kxA64P1AaS6royzRbDXCbzm7pCIZx1D1EJopIycKOrIzzi7FUuWixIMEChqiNzmYO0kzGhCkscY",
-	"deyuJzvBVCJn0p6Q3c8ZBZ7dikBB8gtT1P6Kj1RWVMaKcgBjA+dES1iXB7wowuaDGBmp5lmvux2QE+LU",
-	"n0Jov1SKO41tdFDvbupgWD3dQOlHg1kY+1edLw+mHrdh2n9qWue2rMSnNfXkxaNMoU09qQX40ygfx6++",
-	"ZGXlrGGi0zHC9k/AtO46irW5RqQLnSHIgd36CkUaYgthHXFJKFsu2VxQKhbo0b5pmNILQ1C4OuMFPkGJ",
-	"Yr6FEKNONaHdypQbdiOEYtiorIasxU5DYRDIzQa7Z8jeOf1gzN1d2ifjNAlqfEK5YAOW6ZmohQnGxTCu",
-	"Rw3hqLKKwnju0+4qKsQYG1ZETykNWFKRk4gVJmXzUqLaRrdBIQ1kuaxbvG8CdR/R6PUf+UGbTtv3ikhh",
-	"EnazBE/K57Bt38SxTYMuLGSawChTHcEp1xav5wuthBkg7FfNgkbgxTBrcHkgPTI6Oto67eDvhf0Bn3jE",
-	"naIvdOxPHS6u5sP7U5ucpb2Tv/0a096dHiWMIR8lz6X7KaaYWRorZkSumbClzMwmev1Ij+xmzM4LLldI",
-	"tWpAr1GFvsCkYh9KPXPnsDLMDccwZMCOh8fDV5+DlVfnIz5CM6a6xRwLvshMVwo61TjKT3g1Ed1kJw/b",
-	"cMlnxSbaO0sK3XR7MKsfdI8dcHxJ32K5zqqZu2siJW3h5HglC+zy9Dk24mqK4tyWPLOddMXMgq4r7uXx",
-	"Md5MoDceVXPU5zJZSGxh4mSNu2u5ysm8XW3gOFIftLGTUlz+17u2/o1JqDSU1FgRC4uCRoutH0/gxgNT",
-	"DVo5slIoseCFm8FSV5CVCZEXEJ3wxNXVuyH7+virkUqxbyDktYS8FLB3eMFVBgmdKjdkgYP65+xtUo+x",
-	"KeRgGAUlIA+6Npip0DJzUgSlVIsy+71TLTGN4zPJUaAu5Q3RMtGT+/XxV0/AmR3yt85z8gywMkVsw4mG",
-	"Y6F5HnZt0MnVpPx0e5ni+liKuYbmvc7kanbvrd0EoKtJO1K+qWVt/9Yj+ebJ/pbGo9JvPDRSafSB1Ely",
-	"bFqAPuoUDFpuK3PCQpdhTKSaiBM8jukAcrxQB6POVs5qc+d1pkuRhFY9ZGCj06JPmfaQEJaMlFB3stQK",
-	"BBikhPvg5glLKa9Q/lO4j/PKTt2EM24FWs1UO6zEIk2Y0lQ4OEh8TYG01NvEyfglpuSwt+M638wRUhYF",
-	"9Eym9qTQmhX6B786/pa1dVtGQeM7J+d6pPqp05NkkQ6ajUmfGZz1j8JOdW7SBJ26ZGSnU6lsSmZr1O4h",
-	"tGOpu5HB6iw3t/AP38hwcMqkU8WJ+kkjZS0ayZn64L9AeeV2DOmDlZScTSphzAk0mKLMd+gkFbMg1FIY",
-	"YSHBCURmAhaOL74gPkBvzUgZgS0xnJQr9EQqx2G142WQeJ8Z9cwBf4tvBasYHylSLJu1Ju4lmDNkZTka",
-	"BVtiytFXoBdqpJqsD1ZMzWaDDbY+HdxHMvNjWLwnN/BpaS3CmVDiTpvl9j7Zb8iaoqIuwvGbDqamV68i",
-	"OVS/5ZuXr8kUxm2QKnh607rOqB4KhB+VBdci0jHYyUp2FWYIedgBd7ZnYB7KW1EsoeFvbR8u+PLLdGYc",
-	"7+fM2On+PLPnfM4z6rb70GAN+PF4LdpBoiliHto3PPLU/LiW641bU3jUi/jehGYUeGkixO+qog0wiPFZ",
-	"fSR9ZsOZgdRvQGP0RBg+BWs8cN+AcM26IWP1HCUnbN6Qvc3FbK4thBlbdyrptH4+/5b8jvbivYqm20Ho",
-	"/QL+b19jDUSzuyRW64Muuv9oSVBgV04gDPoE+31OIDfGUbpl03/x1aABlMDpTahLoccwhz42X6DYfuhZ",
-	"hgWj0UjN+CGpDRynqMUSvBCr8doNSwOh0h0l8XNfvbExiejcP/SYzIDf2ORM9XP9PUiAZm93P/OE6SIX",
-	"xqIqQ26NqV6g7QBFvPHGeZX6vvIi6TBRLyplQtgiCplCwTX9Wqp5ZU+jxhysb2wOLzibxthclGXooDeo",
-	"cx0N88VQabP5QlpXR6EDpqaPD7yrHMtaFQXLG30f0qhNX8BZGilIroQm8cHQbeVwzILktdsb6oKcITJS",
-	"FLFwhw2zmTH3hHuXm49uggUYzCELvqRqTs36R4oIBTHRBS9zSipYrWmqGYKBbygtIBNTjmubmz5ohpg+",
-	"GeLduTSOtHkabDOqw8LQ/njcZv9cVIpO1yMZPzT6RaV2s3xeHvrLbRKDavxO2Rgy1VZsCY/qh/UZoffM",
-	"k1gMX31R4dKn8dAFwXhRYYd05P++mbKjbOBLQdoqafBwBWdBh3xsudjUWE6e/4bpUm/R6Nhfhia/YaZi",
-	"XC9z0vOD9lZ5vSN18cXLP29r2OWEddUiq8/c2RA5eCp16VT6UuRg87L0w8+rwm6G6d5niuEUUdCi6ZZL",
-	"LH/jSukKYsLgCDv2lYvXSLJrfBMytDFdGsag8UImjR6PRcn6uvTOAchsgX5mAxw29FHGYWGstE0+XQbr",
-	"4hweRYjuR5NV9Sewkm43mXU4TSf+drfyCwrPVMtMBL9jhMGCIOaUfSPtH8TV8fJpk1JtVMcQnLrIrYHC",
-	"/bPzD57wz42wzUMyIOeXE1Du6BW7q93K9wXcYnCf05OPb3f7L3Vq3/Dn34PyXTe7804sUMJMlCbr2xGx",
-	"ecFVnfyABf+yDQn4cQ15D6nwUFN+5fLIZ9JiyUKxrJ2vzcWD09eZjr5vSZowbvVMZpBk7NY+Uuh1TcgU",
-	"T9A/RnkNppqJIbsQcDeZyNOMDluMY2BMYKTInh2yszx3v2KVEaUHtjlhXMVV3AEu0jBAH4Kq/FMIZsRP",
-	"gW0MhTcAFuAWgdEBel3xGZjQsMP2SI/HzGpdMLdAMxypXyho46E4HQFYKSzkRkGFXe1Y5lkmwkdbow1E",
-	"xceNN/ivRCmFj6tn4+fOaPWtVQ70ty/5MuogRlxJtz9RXouskKqdKP5vp4B+YbQKQRasgEr9WQydE32I",
-	"F3ro3edefPqQgSdEE6jOqakQ2Hans88xRR1iyINdr8m1QqrVQvx54Yi5gr5S994ned6H1MS1TPpypOoc",
-	"/EFCmRrpShfCFILHKjg4CnnnvzRkr/HLVPBpoFxiyVKZn2xHjUlPMYdGF1gKZFg/XWliCKHw9fmkjQ50",
-	"FJmeCl7aG8EtGFfRbJRWgoQc+nsC9L2vSfEhfu6TWCcSnY6kGxV60qq3w8u+R9cfoJDtj1hK9hIFZWc4",
-	"BTQdDHZ591uhIVdhXLnrPwJrNFbPG1A6/04X76pti7x9CWpIIKBADvkD2Joffhh1cioNhGPdfdad0/jm",
-	"41yX9gd8dj8D4+ORytcvy62pje99HTYiDUB2u7sefy8e/UyrO1EaSj0xuBa3AMP6To+9Jj3WYz+GH0P7",
-	"E/pnCXb/4FFtCo+scz97os0X9Yv3v6N6H0JTU4FYPaCmW0yqSzk6rk6YLSsRSsmU9u6o+G1ydEBmCvi3",
-	"otehjTbdcRN5F7pM+HG8D8RgZ3N01INvH8bC+sT6AxAp8IGEEIPwGdrkbMMxfXUEjAPWE+QnRQQQ7gCZ",
-	"kfLVTo4KQ3aG1Kif2+p5A7cdAA408w4wUc0jiHp3Z3pa52NAkqgvYIMVwbfTr49f+mYQgIC12e/2IyL+",
-	"PIah4ob+t5/t/2A/2/lUrySmPENn2bpvzf12wPhMR0Il9if485Pvaj/UwfHnvxFzHzgSEEbdNRTwzatd",
-	"IgGtiRlnEPmvGwo90omN+0TNi+VTH9uWNlXtp9a3p/fZ3H+Iw/nQ4kVMDvHXwzMT5YfUdNrx8ASU3wMm",
-	"FyEu8eP6xvAbexXbvjzwx3fxk7G+V4F0Se1xBkN2IeaCA7gXZ94fue6FBOfjv/Nb72ewqTzQ9jRkfVB8",
-	"VRrfqehGTCUpBHEO1q6nB93iB/bnn2vl3YOhhMVMIfVDiabGizfmjdbWQJ7cCavLEJzaq6zH/cDAFbyk",
-	"KwulvJIwy3idy+PTGXFdObnP/G8Dzj5mgVOqz3BToUWAbw3VMWatOAY0hKOvXh4fH5824jm3QlBmq4SH",
-	"7dIp4VCrsjS1wX3qc80dH0DNsOmu4KBIhy/eAM/KIIlVabAtrrG5SBqKlt3Ppi7+as3AAaI9XQotNsrv",
-	"ujhDGQDxNZEW3omcp56d/gg67NOLGQqHrei91BmRsIPwLCVQega40ZyNS2GmZMRidiC6Z5hUf0cAHLSE",
-	"F1zaAGIDeyl4vmv+/fMaBnpL9PnSt/f9vByL8/2dhJ5boNWDx8MkvqsNPAV+e71AoCXFbjxL5I/qGApJ",
-	"gxuTfq/CU4+4+/4jm9J+I6z5OHt2+CUm3z1xMl0zyxgibzxDTK+QGLpb/txB84thWlNRFKhaUa2on8Ez",
-	"gzH/PiW7PjNr6P/BL5cEQJFn0RULld14gnSJkO6xU9Jgpu9Iraf6emySGtxoNcf3tH0iz0xEUkF50j4X",
-	"eGOWrsLSzdXuCgrQ3QLQCbYJODryY/wF3Z54K4SKyanvWKQry9L6aQaApezVy2+jWQCW6jX10kxHCroY",
-	"vfgmWgcUcXkVrkVteT8Xyp/QR7LV/PDuU+1JDC8O/q1tgubfacBPEDbzVYYgJgBt8cPV/9qQB5zcNxE4",
-	"sPvz32oYu+0liA2+f+TbbxtDEiQj1Yc8gRL0xMzwhuzsCEMQ+aJ/+fb7H37+4CxVt/UeCGNS6mpOaRmX",
-	"b7//z7fv3qFWPNblRFjfpv8wt9wOeQGerTZrWw3+ew71Nff2RO8zoy5X3C+ltOKJxPtbWO1OrriWdIVf",
-	"mu3lP1z9r/9zfF8HVBaXc4HASVIRJYOAAayFGpgTsvxr8EXo1uF0NPePwcME73MstemGvsMaKh+pnTtb",
-	"qjFLyCl7wX6Ufx0kjOd5KYwRObtZwuxGChtJRK2DUJQQqsoJ477xOIROF+B7WvAlGNCIKhSA7FKhcugd",
-	"BN+caAuVFSl+IY2aNk5FgcFpQk+QhlpEYbHmM1O/RNl/AiFMMPFq0O4z4nl0OlfERBt8dmihUZ/NwDLH",
-	"LR0/ZlLJWTWDP6636VvdmB9lUUgjMg1wRho9EI4pqOrNO/RKgbm+SrClsHXi38vj5Pj4eNCF/e2G65z6",
-	"jH/Emb48Pj4+3jLzX5/gxkYu7bq3n7Sa7Is3UKNbnViF0qBArCDTJsBOUk1YNXfMlbofUzZD09Domfjy",
-	"b/RS+BY8n+1Kv4ApPNGdfulW+8TB4S/MhPuiz96lsGtaNTV/esD1vehOx/55Pik5ZGxoxiNtAqH5wtbM",
-	"fMtu8Hl4gDwOqom7fPlMsPS3EQj2Ue9k1HP3tx71khHdcKPeyU+ffFo25L/OpcigkstXYCNWPzSQouRY",
-	"hL2iJmPYYSy0UY4EEevfyMmRULnkaoAxJR8Lwdxo9yI6cRtzFB+lhSn6xto4ySjMhWqI+7OhnDRUQ3D5",
-	"8VyBgG5kqjf/aOn3I9X4Jgoc+GqmCzPqnZwno16pF+6fF5/SIbsIENmIhO+VEOzAKVQeMrydgkPEK0Um",
-	"5J3IB24aM2nqlofszMO4BwBvwknnHii539rCiP0WWhgkLOKmdDBSHiOeZtLow0DdidrUozNreTb9vArS",
-	"PfPFX6CcWSlXX0ibTbE/KWtq43PqePVvobbiFtEIcRcolbRoFl+S3lByhVu+KfJ2VT/1mBdp/ZWuqzQ8",
-	"8XuIu10qPjdTjSjoValM4msKTRIV+yV1vWcLgM7jRt3crJ7/5nN6VjyQLT2UuM9EgQIqig86aZuXfKFY",
-	"HyqPfSILmqBo9IZuDAmCNaYXVGN2ieSiFuS+RTz0+XhrCYukhhCifIjUWD2/gNq1k/rzKetjHUoKSTEr",
-	"b/lit/iFwSkGQjBTOlqagWwOJ/NkyXTp5D07w0X7rnRRohQ4Qd3F7Axrw14df4tTgFYgOCrmR1NudSgh",
-	"zal1iH8W24a0XS2/0JyvqvJRkzVg/I7TV+9zlOr1h0pV9FSu+Zx2qgZ4jeCaCcFuX9S6z7mFT7ZxBwCr",
-	"wxbavjie0sAOKA7bk6e9LNyYO7092dJ9oEXgho7rz8fUobjVagFAECUQcaqQxjYaGyNsFCCH12mY3qUF",
-	"XsiR6qehmWqEcBq3xz3B992voUgFWuR6+UpKOXTtgZdIo477JLtdIdslCR2Swc2YouWQnnoTgvg6qY2H",
-	"uLcnQLKwn6++O/oztO53o6iRwvbIrJ/6XrtuOnALlWJSFRw6EpHFBEvpvzo+Hqk00Bibe167p9JOd2az",
-	"ZfS+fBTe/uCYKLDUkzpBsSe01UQEGhlIXXNEp48ztDau59Y9nxdP7Npsbk5Xzj32dv4DxMefGvbK8QsZ",
-	"Jnj69ZhxPO9k+dZB73CqYgkcfnkwjbQpILv9OlDiChGW5jRDSks/6k6xmsoTymBHKo7eU7ehkNGzOaHn",
-	"JHRyCPnCWCs4n4s8YZiRi8fSVDMBjYGxt5xPsQSEKr/eAA1PSiQ3EMhZTVSqc/Iwi6gvCiOo7UNIeK4U",
-	"dbUFwcecbPJistleMdBtpGpwMyc4Mn8BQZQbIFD4jdFFZQVz92XCOEuHw5SFvaWkoPqCMNjCuJbG7r3Q",
-	"qM4NYJazQqpbvAsKDHVVlr2Cxay8pytrJOCIvaaJSmGoxxPiVoLnjZoanfrrcKReQIgntCtv3IsQ98Lw",
-	"EODNz3QpBkN2ifNCkrnbF5R7bC1kRHEnTNtl8m7tmn7obfIkktX3n+9qRuTZwp0tpOG/Re3+otZRmfEY",
-	"QfCzy9eJtM9zOR53itgrEk/g/ysFtpfXszm0OefGHWDv4IA/LygjAv1dI2XFbK5LVP/mYcVS5eIjouhX",
-	"2HsTfpOwUoyxNZKx3Ezh3EHfkSWJwCWc0SF7O1FQjl0rf75l25ClAMYEwKWGEB2lHam+zBN2U3KVTRNm",
-	"+SRh6Q9vzl7//z+lp8yrS/AbdOAzMZvbJa2ZmkNAVye3cT7TEcc2g4Zd7+4WEHyvGhKsFHcSqqUjGx/c",
-	"7XNusykoxJBKRpGxhEDSuR2pV055Y/0UnrwKosups4QRBd4DaN7qTZcBi/zXgST1fRNt6EiFHaX6c47g",
-	"OM8M9ryYa+n09lJkusxbLtyRCjcT3VRgtlFmQ4LpnBH5iAuivFtooNHH9p5AMnynPiq1qcAm0saDWa0H",
-	"p3QBY5EhouJQOgPc3W5b2Uw7ZQE8UcGPE7CGR6peKe1efG3Vf2y6aJrkh+CL1Vd+LwoOJStIybAxuAd2",
-	"odHJ9Cz+NPJy2A7awhNM3sAG1FFzVIIUGI8UTcDf6PT7MJnE0y/BkehxPyAmA4eZy2gPfYG5uzP1eZhn",
-	"6hMikeTORFQRF2BjSK2ZLkB7oAXBohuLJT3n6+MXjbNSKVPN59pxT9rRV+p7aV87wbUmEdvhuaWN5wFs",
-	"Howkxx2DU9DukP+pmq7NUqKD1NUK/uXX37T2gl+17KNpYB/61dMWn14vwzq706MvaW/PRNIOo1GVKmlS",
-	"CqbYYOb2ia7Kls4J66tDTfk9NiSThiyWMpIZ/U5Nt36o0yQmh1DrLr86/naXbX6rsqIivI1ayG/4YDZt",
-	"dw9Ayn344I3WheDqka1uf746VcLx+N+5jvcLEzauXxIo4ZAnrIL2hbdBu5HIRvlT6oSFnmwKBX4v7Ts9",
-	"2S22DdUe7Xz9dZxB96KZQPfUXiZa0oYOD9KahCmxeGih1x+On4kmRCP0StSoYu52fUrWXSshbe5mOsHs",
-	"VigGRxzyoIgmjZbZiLHDC7RNWKGzW8pPIZvFKfsTGTWIu3HPAFjCWWzlodeCcbWM9NaRkhQkXHVV189s",
-	"0H0ev/61/sjnr339HRwCtCzRb0Zq9RxcbqQXxRZLR0MB6WT9Ux0Vt3udIt5tfNMP9XvwYr1Rtlx2cavb",
-	"jH87rfbn7ddAyRsE8nBE3OC1cjbvGBKgvFcX+2OKYjx4LL7eXCt+6R/aSVWx3NxC0LcTIGurzg/2iJ8a",
-	"GckGZaUwziKZCw5ucmg0cmSEmxbVroiP8wKgEUnfb5siDNSYobRiZvYAMxCOKWgdvCw5YEoYuyzcL8a6",
-	"nHVGMHfV5F5uVeQ6PjDnE3Glb4Xq2oKvX7xshSV7bBCILhSAM+am7E6E3/InETGH8EP7CTdV2sQtSCpo",
-	"4NsN2eHOyRaMBnjiMfNbuLntxGZwHx9+LsJa7OvcNBSiVE+gDMi99iaH0BfXLeGxqiS4uf083YBhUd2t",
-	"gH8PRwenyjjsctu2huMR+sl2ZoD5LX7EE9KZAQaz/51kgHVQ+r7AIOBmW9uQn+f54x+7D/Dtp65M2sAH",
-	"Faw6j/nhy/LmPTi5RUFrFFggdCmDInyD+ljr+XXvi6wqpV0CV90IXoryrHLqx99+dRyE1UHIc1VZ9E56",
-	"U2vnJ8+fv3j5p+Hx8Hj44uRPf/rTn4DbaPjfgvq2NFaghhXpnCb+BWSRNH7j3RONX4YrOX7wbvXVWtOO",
-	"Pxlq1X799L8DAAD//w==",
+	"7L2Ncxs5ki/4ryB4L8LkvRItu90z01JsbGhkd7dv3W2vpd6Ou2WfCmKBJEZFgFNAieb0+P72C2QmUCgS",
+	"xQ992TM7L17stMUqFJBIJPLzl7/3xnq+0Eooa3onv/cWvOJzYUUF/zqvK6Mr91+FMONKLqzUqnfS+yhM",
+	"PReMT6yomJ1Jw8bwJOvno/r4+JuxWOjxDP5TnOBfjPgr/jsfnDJ9K6pKFsKwd9zYoze3Qtmjt6+Hvawn",
+	"3fh/rUW16mU9xeeid9LDwXtZz4xnYs7dfOb80zuhpnbWO3l5fJz17GrhnjS2kmra+/w5632vy1IvN+c+",
+	"4aURTKjCMDsTzNhK8HlYimCVWJR8xfozrooVW0o7c4srB12Tm+B34skVYsLr0vZObFWLMLdrrUvBFUzu",
+	"7Wv3HAy34HbWjCaLXtarxF9rWYnCD5Bc9h9eZb25VP6fL1I0cNQF4uL32oS4EMqy6xWDBy50XY0FG5fS",
+	"cQLTilVirJUSY3vKDJ8LNhdcSTVl3LAcNyQPJJkJXoiqWUVrVw/ct0tRzaXiZSeJrH/gQUl1Kcc3wm5S",
+	"6cxziIUH2KTSc5Z/eH9xyZ4Lt0LzHH8xecakMlbwgumJY6WRys9qO9OV/Bt3o+UM6cT6y5kcz9hSKsOW",
+	"M6HYtbYzxivBjFB2MGQ/i1tRsUVtR8qx5LXgleNOfSMUk9aIcsKkYpz98vHdcKQ6GBOn1UX9Vx3UXy2E",
+	"2aTCuZ7P+ZERTjxYUTBYOXOvG2Y1K0Qp3Yz7Y61spUs2cVLEMF4u+cqwsZ6LzvMDg2zhkeQ0f9XVjVnw",
+	"sfjgWCMhn0pu5a1wc4NDLoyRWj0zrJCVGFtdrTI26j0f9Zo1nTIxX9gVm2iUA+FJonjX/Ik5E6e/18va",
+	"FP/uD5tr+ex42Cy0Mkj3M3vOF3ws7cr9y9FTKGBLvliUcgyM9HxR6etSzP/3X4xb7u/Rx/9XJSa9k97/",
+	"8bwR68/xV/P8A76FH20T7NItmIu5Vkwaxi3jbEzTYKWcS3vKlLYzd/6X3DBezKV1fKArNq6EI99wpHI+",
+	"FcpewfNXleDjmSjyE2YsryxIDsXgCbbUdVmwBTeG5UdHc/7pCP5ucqYr5PhFpSeyFM8My+f80xn92s9h",
+	"7DxjuRnrhchP/KT/7t/IGFcF4yOVfxS2Wh2dObnuD97glOWLSs8X9uqvtajF1aQuSxhtVls3xatCL1XO",
+	"tJ2JaimNwMOFL8PuRIOmBOpYw7Wi2ZJLy67FRFeC2WoFq59yqYYtTiFekMqKqajcvnzOen6XnnD3P35/",
+	"zr579e0fGY3MCmG5LM0QzhoNAMzpNsLx57UspZUpSfHrjFs4P7jVvLgVlZVGFE5i5VJJK3kp/ybg8lhU",
+	"euF+xoHgjZ/hVP2+fk4y/PW/RGUkrnrzgdrOfhJ2povEtH7Uy3hW47FYWON4txDKzciw/tn5B5ZHgzhF",
+	"xZ1xppVwk1/jy+bJ3O34jDtxIxznFGzMyxKfcKOPuRU5aRjrFJBWzM2urTsLn3LrpIXzquIr9+9S8+IC",
+	"BVxEl6BtAJXni41tW6N9XUidfl3Mr0VRiOLcceMnm35IzvlUpH76HN/R/03PZfS9zcF/C+vT138RY0vz",
+	"t3qsy83NDycHhGg932cGMbnCa0kipeaCJ6Bhm64DQIxQcmOZ4UvSCCL+iVlPK1Si53w8k0qMVJ8uLPrJ",
+	"aalcFbx0nOjkmzufTroy8UmMa6srg3Jv7Ke/Gil3loUZZKxWBam20dfrqnIHYazVRE7rCgTLibvp3GU9",
+	"56rIRopXU5O1Gd19xI0k1K2stJq7MdxLeKymwpohO1MrNp5xNXXXrxPn2ghWVHphmLRDdnbtlJyTcJ8Y",
+	"IRRbCTtkby1cPorpayOqW5hT5p5z8nxRiUKOcZox7W7EwjolqopPn3IvGSHcXOesz1mpp1KNFChNXn/M",
+	"GGeOHJFcqAQvzIDN+QrPMy6jYEaqMV0G68dmi8wxltvaMM98J/ChOT4dCyOldK3GosiYuzPR5OBsJpV1",
+	"bLMEftKs0A8kL+bCGDqsO+a7bMtyw2UBHNCe0oYgxu0TxRnIiomu5txpQwW34shKOG0b7xDDvy02p3XZ",
+	"KHBMWtA/gGekOmUcmAl0Nh5xP1xkIjk5Y7vWXtmTlnjO1iW4rlhOE3muxDJ3jAUfcpzUqJgwVAZ0G8/E",
+	"+MZtIhkM9JC7WVDenDBO/8X6qAMx64hLL6pyhQaCnYkV3ip2JmTF5roQZcZMPZ45g2xc8roQqEUd8fEi",
+	"Y2hheNYyTGnmFuPZb+COKW0rfBAmbZhx6ro/mXoSZnfCcs8WuVMPSY3K3Xsrw2plZdksZem0c0d9oeq5",
+	"k7kwehCykWBt7YutE4eofXroxJgbUcCmb1zgR984k2FwyvTNCXCLrtyzvFnmVMQzCzdD1tM3iYmtXR40",
+	"S89GLV7vvC7eSWMTN+7U+1z2O9Pu8Q8owDdP9do0aezOGflxEmpAkBzJcxjxUBC38SExJL1A12nOkmfu",
+	"4YrPS9Z8ZJA8ovyWy5JflyKtaozXFJmdVGtd6m4AvOHSK8Qb1X2d9cHWt8E0cvdmfF9mTIGdDo9xkJvC",
+	"2PSaxm2VYfeco+edvi7NouSrTuV4Jo0zVUmLeqvcbnfqg7JIjqHAZCbV6GOnOgWn+PpA6Q7eJfe8P3fX",
+	"tSytdBcqkrTnbBIrxlYUSfFQq8AVHwU3SRNgXdV0hzomXJhHzGLpdXdTNHmmWqemfaKu5sKCbcaLQroR",
+	"ePkheqDlIWxGdKrXJn96zeWE8Wpaz/G60KyqVSMcnwUNDo5ixrQai4y1NJ+WIrFB6nV9oTWHJO8p26UG",
+	"Ox3B/d/aCFJxgUwZK0Qlb50Qd2fHaZA3UqFyAQRLnqFOvu04FPiHDYfe+Ydn9Dk98bKsT44Jd9eiTjGI",
+	"bwn4Ff59e3XLKzc5ImWSWW95ldg9ehkvslteScd/sIFG2E0DU6jbQ/YpxfyKEysr28W32jG4VLUoXnPi",
+	"07J8P+md/Pd2IQXO3XM9n2snEtaZfkyDmg9w4Xdpdc58q6p6YUXBbF2p5K5X4bhvGQA1L3z0BA/Clfgk",
+	"LSjVZCNdldpYp8Thz6SL4V/7jXJRylsBdtd1bZ3aVGo1FRWDa97E3sSUoF/bhYVffpYgSVja5tb8lm2c",
+	"fDJt/G45M2mdfOza+ypxPV5p1vCEs38saIF6zq0c+7HgKhuQelUX0oLnv4LTIW3GFJ+D22+2cgaQ4xov",
+	"O8+be3SbcGuv5L0SzJTczIKYCm5BPZmIivS49Y8MNt1Fu+SSVIvaHja5D5UwQQ6AAk9ztPxGGDapnEkp",
+	"Plmv4FgDHqLNuW2XiW6qUcTJD7HJSxsn1su6zaMQC31do1UOdN7NpSQm4jFT0uKcq7Eo3QVZJtTZMfxa",
+	"iiKtMxQCPK4JQfCf8HdvOsiCLKCls+iLSi8WojjsvlpEMmf7wps5J9eLxv/3SUVZl4UPPWxMaNH1Q2Pj",
+	"hIulKMD2mOtCTiT8ZyFKYQWKB7czKDwW+KMbEp0Su20VH5jAj6ZXKMY3C53k1TMQKSBUvTRwvLr0gRdn",
+	"dro/oOARU64SDt0DVMSZ4B23RCUW2kinjD0z7Mc3Z6+B1yV4JhTrkwtA19bIQoAe7p93wp6c8O44TGRl",
+	"LL2c1tJtJTqOl1F8YWbaMvdI5m9rf7U4pSvQMppA+iN11XGdEcU9A+8+uTAUTTtz5E7uciOm12/p8EPK",
+	"XuH2MCWfDuufVzYVF4A/451i3GYtastKMYGNc5ePNoLdKL1UzGg24RVbzmTp9s2ptyZjvCyJB+eg0rpf",
+	"ZtwwvOUdqcIspbJ/eNXMMHISC1UctiY3+rkuRNrn3KGQ4uoOoAMeMXepB+V9SD9hiJlosucq3YlvGVtV",
+	"rZSbG64HBInTepK6q61q5Sz5jsMIATjvS4H9pqQJtwJyGkUr6/vlhGEHGZMTCKkUsoh1bHoSw4e94BGk",
+	"f++UdhLlJHK0p0HMx+19WWPXLefmDZDsYbVjGPhtmnsOP0ZKB/Oh1NMEzdGth05y9N+uBqfkNAX11/v8",
+	"HQO6s8cNnsV9j9XWU7LfcYi0rWdhZc2qDmX99lfcIk+aoIxbsq04umalZX0eB1iCJgVKIL1TCfBhOntC",
+	"o+I3c6PAUNIOTp2l4MjAxrpoORh3nbh1lSTwRsPDB/Htb+ucC7y4KfwLYuhtbLx5AoLQSyigmAG2M/+L",
+	"9Yu6Av8ayTatylXHdUwG/JqIGBJNdxITfs1wqVtOeNo/Sx/b30Pr79ldpnkYeMuU3sOWP53Q0ZOJEe17",
+	"sfuQ+SjwJg9cw2nmhv1y+f3Rn1hfqlteyoIZp/1DHAKy68ai2MN4jo8CzY++vYfBfMYWUowFxjA25Erf",
+	"2MIZSe6YG1uIqmJWT+GoDzL0SbmlsBy/m6OcGG5s0P3PVrTRX8fZQgo92Nn6WKtuExxSMbNurXQtS6UG",
+	"D4eZsaPxKePs51/e4S5Jw14dHzNgNfBmXE24LEXB+ko7ZXpa8fkzE3ymbMwVm+mycFoIECdK0vrTi+9e",
+	"7k4WTLDpNiJc4NXxCMc5rbtvOepbzlj3Qn7bWMr9GT+mydfB+XTBPxjrX3r16yH3/TqtRkFCda1O2Ewv",
+	"2ZyrlRfFlWBzaYxU+2pQ2+8JVMY3Pt/S3TPWUt3Rs0i/SIUT23MyB11LjaN4P5Mi81Q7TCsLV9H+3tvL",
+	"lG6bumUg+3JdnVd6pPK2eM5RY5ZNrIfi9xwd3OSdzMCHDXq+Gqmclpv77ADIgefWf5/9b9ybfDBkeYt0",
+	"+QmmMzdrCBZrsGAxH4kSNFk/94oz+M1H6uiIXj7CN47wwcFpSKmIPxVlU3htaaT8DZ342NERvdD5FSDJ",
+	"SAkJI6DJaiDfiPRpMo8k/G1R6aIeiyLkO3kyV7UyI6UVsxqMAKeJOnJqIwLNSD3N0eqCA1mPZ5C34h0e",
+	"w2g3TlqepDCdHPeCzrFPJQ3WCId5zUeqz1XzMtgkusR8L05ZZRi8HpxGhjqbaoxxEFncUOTdXxde95f0",
+	"bTn4dcj6xsvxANJeTeT0PSwEXcYHKjy3vKxTcUoGPzBZoBJrRCnGlukFph6A8U4OdjLl/b/wEUcPrQTd",
+	"OHFO/bd/2KHhZJse/N/WyYKz7iCIFcr+udTjm52kWFuzYmfnHxjlPbNrN8SmW/mOIXWltAX10Bz8ruf2",
+	"TWfNjhjUXM7FJfHg/oHrSjQJEwfN08i/iQONuIgxXhzD/0sdI2nL7TF2f8Bg2Gwjzdev6KqU6ib6dzrX",
+	"o5K7NVf4tYv9pKrFGeR4i4Tfm0e/0LwdPX/LUslGoQJu0zfshM8bJ6Y6wo9NbHqXpPwoxu46WF3U8zmv",
+	"dkWxtnp4KcwGitzCR5KaQFfWQ9uoF01wHykYaJbFQe3WGlsUCZTbtkWvxbiUCjdiP+U4FDFke2wqiJjk",
+	"rlZdKUTuJ9yKg7esm2D0tWjsLhMLyfIRE8kOvEZihtlBQvfc63SAObY+Nq6kn8T8WlTGXbvVirUuYbbg",
+	"q1Lzgo15VUlhWN/Px/udMVIoDZPqVpe3IhXS3870cYrwpiDi5qbL4t1cJSlMHVmZ+HNHOvLPUNmmldfZ",
+	"pFas7/4JKrh3ZTcKLIw4OGGc/fLL29cZU2LplG6kIeUKYx5hJWojiqQeI6pKVz81idtbA1WJtE3KDAse",
+	"6nbmtE/AAG82JHCibhtrlf14CkG1HXjlF0ZW+loXK2b4ctgZJ7iQU8XLdCKZNnZbUiZN5YSVesxLmLov",
+	"hKB0a8rOFAUW7rgnKjHXtr3extefpHXJjb0QQh0SJ1y0QoEbZSmX+kao7Vvj9J6Q5Z5mgqpW8P1I7jdL",
+	"wQRKIAZIGrfqHYnWW70QRPELfPpz1lvq6sbHx7e9SYmUv/rH1wWjX8XWzAT/+R91MnW6KCphkrU3UAfS",
+	"FDOiqWiYd0PUSn5iRkMlL9V5AkstdGW7D176YP06W6GRziGCBrXSbve4tWK+sMw7Id0HrmrFqRTYMSv8",
+	"yZc1Xc2lmXM7nmVsOBwO7nb+3YgdktH9FJVObbKge+CZCcbldS3Lgt3iG50nxF1WfGzPEif2nSMIVAA7",
+	"c1M0eZ6e3C3vz9Zzlc53as4/bLUvhiLOeoaxuYyJ0oiQYOVdKiGV2z3jE7rTZSy1vdafQtxyH3cVvPER",
+	"TGyTqkqGH8CcK0vM0PJ1XhHPzjj6gPj4RullKYqpKKBAaj+fWaJaLr3lzD/p95opMdVWQsSY6s6iOjFi",
+	"77RkT4imPaUREWBr2Y8JnAN+e8P6WKodUkTIa0azJNVir6BdLGh8VWAip4x8wwflvKdD0Z6SagolcMGZ",
+	"tRIWy8zCOaRvnjZIDPASXXRe2lxX+gaj+tKwayHVlFXCVtK9iGHvWsE3QFdbuKPp/UAwBisEL5wWzvot",
+	"hoT8uzjDFPSCVi7toJ2+QbTHXFeaLim90T/3C4NTSmL7rhC9iF923RrpoC4c+r0juq1baFdYF4feNa2o",
+	"ULc9M4ppd+sIDJKXToPb0TN9SkxsWjwPIMz2kT1dahCltXfcUN56TfjAfFqoMxvYpJTTWccCt1kH60Vc",
+	"4dF4YlkqTapNhDYZt231RWc12/pRpsLTWsEKN5y5a/cC5ZuYWAJYzfq8UXjIpOBMCet0Njau7cALiPj7",
+	"zOrTJoXTe4RJ8MM1zc4U07V1Cj8U5lKdKubfoc2DpBwGuYA6XeYMBMoap/CPukFRRX5oUGi8sVRyK0xQ",
+	"mLz+hHveNqaoRBXrDcOlAAvjxQoxFpxiV5KW0SpA9PKIF6tNuQQTAkED/vfkZdXe3YcM66XMzrQS2P1L",
+	"Wku9wFo2Z/R5cjs615XABCeiqDS4JRkTw+mQSiScynrlTw64nEFxxUNwVfA5n4qiSZZvc+5E1xQ8abYP",
+	"32T+TYioCKd7UxphZIaivekz1zjW/bpfTuMxA9tS0TQY11hMgHNS4pP1QkRXoX5icErKQwAnAVOx4Yio",
+	"bCQqPetaK1WcX4twnbenvyKyrt3dlZg4i99bIojvU4m/NDrMl7LzH9fAP8B8bvTKBzJk0wW9aYfcDxJO",
+	"rLTpQlldvZlzWXaCkeiqG8wEfj5MoZxx01FWUOOcd158MEJrbllrIa15NeOmLrofpH0tJ5OUA41L1bHN",
+	"19x0MK6tBARZF7xycgHHSBfStmoWtoYfmyc/Zz13y++v+dHyvk8WW3cVK/zqTpS7TE88kFy6bkHpJevD",
+	"8bP6Eh6HsqBLzP5vFhgOb6q2IS0e3MR+0rdi++xgMqQ+hrC3k69BvLWrOhIlwNyOO4tfxrPLOIl8822r",
+	"z++4i90FGk7VAaWmEsIpCnG9xu5cQ8+1xKOhpAK5ZmNVW05EulzI+/FNWsxdS8Ux5JCqnCrFllf3KUTa",
+	"Do7W4lOrF6wUt6LsAs/4YgVMWUTEmCqBeh2b8k5P08m90h4kD+gm2Ce7V3YYgj9I2xgGawziRUqCOcRM",
+	"qq7fKq7GiT1GkB08z/60e4dMcmeDtyYNAaVsJQ8Tn7jQN8piOHM/CeqmSjk/shF/PvnFqa5RCVdyHYtK",
+	"TOSnrd6kGAWQVXc/DPUCkSF337uRKwz3OWxqmHBD462Mg/Tc4B6pCpFY9FRaspmC+xOeZP2FrsaidMbS",
+	"7csTNmQ/sTP2mn1k5+yS/ZKxf3cWVsXHN11qqK7kNA296AjtDq6/UkgGoPLthAC4gtN799DiKg5Z7KRM",
+	"fIGEAj9APi2FtaIye5R7o8DC3Yg+n9rSHwUvU8v9FVLzAraKMkv3aZbzhSSPbu4OMyX/wS65peRSTfSQ",
+	"HLn5SPV5aTRA7v3w5pI91wuh+EIC/kpOJvjlaiEu4Mvs4vV/hMCtX/ZIebcwmmnOVDEsOBrQKmhmBe4J",
+	"rgA6kc35X3Q1nEulqyRqVngrzT9nH96GtQXndOQJoVr8frzmUBMVrbQDiiWo9JtfnkL5+61c/6LjZIAs",
+	"Ae7NULCGEqnNsEWHhQY6V+H0E1lkaIEZcSsqXsLfyQHjvmq5U0QgtdH9ciSLfLDnlZzEMcp6t9soHqIi",
+	"lSiF+7CnapPI6XlrkLFRr3BnbtTzZmWtjOXzhaDg0e6TEu50P6ssZorUeYmCX5tYE5SiGO6mg5Km1q+m",
+	"O5S+ovm6X3CmO8Gh0mUrglIbwFT24CN2puvpDAyzlbFini7fbCM0biuWhM9lPmOrWfUW6p85be/B/V40",
+	"+Ntiu1NDLzE7cO4fD0nQ9Bc6ltIytJqUYP3xrFY3HpWKpJOk2Ar5i8LbIDIxd3rdn8rmsjhyRlGXSNng",
+	"wYdhrHlMmn1y4J+MhZqZtTkp7UmJ+eceGcUbbPhls4mJBkM0gu6dSUyrO3cs+5CH7J+MiYA+92eihsxf",
+	"BxOBpHoAJtKFuFMa+lwXxCJxSvDLPx1WDUejpGYWp8h3ocgAzHXKe+XubnKrYZTOg1dqfcPQp3bKYF0n",
+	"zFgN8QoaLEbaEZ8I6jLt1ho3EMd7pDh5zOINZxItohlvGzm0HG/F0Xanj41B27azyh09+PPZh7cZrRRv",
+	"tzgqghp7e/1RwiH9Dm9vJmESIN9hqE7wH+5mPaIDATNWVMPQ51ExQ1SqEJ+QhjLzNpRAZ00WTDNF2g+i",
+	"gqI3rd6H9Ov2Gm+kOhBMDosq9gkvhycDABt8bftEP4pFuTrwxMZTWu+rsb2+o6drO9btfJ0UGNK2HNp4",
+	"7iFfeY2T7qpJd1B/fwfUBgcchhOFBQrlwRjGJUTu3i+2BHG3ZzFvJPYvhCowQO1HX0vnF58WwHi/HVa2",
+	"oXV5zstyH34GYyHOmQi4FAvvgd1uPGxwysPaEI/BG4Tl2pVr/iB0bb7RkDKt+CQIeA/9p2s7vqwatAiz",
+	"GlZ+WvfXhuK14oF+eM7rlCDbWOghD/oWvsLP7OYqpM0DMVVE6K+Ip3BWD8BSJVcdbvjIDZAITEhdUVef",
+	"LU68nTqPRSNsS+68m+Avi+KhkQcOjQE1dNoVMuuOfPzWXs59+HONKF+YMUuuhjVO5wE4sukYtE1jP6Bz",
+	"RZ7I/8q/lv4V4215btRC5agSvMC9gXQmQOWCziQkHX2bBWeMGma0Wxb2qIKAC8u/PT7OcSk52ElXy0pa",
+	"Qcgyufc0Gt/pZAwtrSgJjMyyPgYQyJVvLF+JgpV6fCMKTMR271/XZsWcRqlryNoca2VsxR3x8FsZdSMz",
+	"N0waNqnLcnASt2gIcTZEZMjIuKOuU41pCDUQBWT6GT5Zp4ZuWljENPgm0IBAGvStqErNi0CD2OwsJJLA",
+	"8htMKZFuliyCZ3CrPaLV5phxTul6tV3wMYWf3GIh3dBqjWgmNE+DjbUmAMEWkcERoNBKZLhwSCitOuPc",
+	"HSlbUhnr7tv9JHRcSr2zOnqv843DRPkOwOgdB36+sAcAk0UF+Z8B7ugtvveCTEX/z83Dhp/qrqUed3QI",
+	"xc6hPuOU2gW6Ixdax/k0o9N2C05pERFdhAfSeZDbi6/3q55ey80mx5KuGBZRE6yCEkvKID3FDCywdQJK",
+	"K2WwGoRIIQhXXzcDn/J4K3O+YrzETOVr0aDxQ4T0ySq5o/Jtb8jtW7cdSoc3txv6hh6R0wcrfaFyxRHL",
+	"ERXrFWQh5gvtmHENdmuzQ+eCWysqN/b/+99nR/8PP/rb8dF3vzX/Obw6Ofrt//xfKd7Aad6tinpel1Za",
+	"bm7anRyFgt3oZd1dDrB3QKhy9htN+9mChAyDYa5v0nZfhDO+u5h7neP3Lv/e5Ivkvvtad0LEfkit8qHK",
+	"7XeU1vvXP8JZ3eJt3cDUn2oLVws2R3P2PfRhMlmMC2RGylhZlsE57QOR7mIa1wBtzwBglaCLo6xr6Kdp",
+	"bkSRjdSyUUqKOC8FEbepPKyVnol3aJMzOhiOFMJNNeD+Pv/dZ3hwZma6gmt0TsiGiSQNWsp5BIO5piu7",
+	"+2odu5X1cWFiENGKJYgTlhGR6DCcd+9r2d8kwd2/pPdSYwZi7xoqNKDFM7GZWN7MLtsg5bYz5hk8BbDv",
+	"ASI6EkW5mpZSTS+TdFlLGEvfjJ1u8S4VJ+Uq9HpMp9d7nejhzH3shuXwMwvealh16+q7IgnW/iNBpBdi",
+	"Wjmt9Yr6+iRlrtJWjpNQTEY4FWosQtFxbToUTJzEa2yILPZsfBJA30P9SGNe9emLvkMhxHQGGTOa8ZFq",
+	"nXNubmLDzCn1oMpT3hyq+tIX0UbNqg06n9xv2KYW5EFXJ9GuRA04zrwterDVry+7SVIMLsMfRdkxKuli",
+	"bnCqSqW/pPGZEeDaWwmgk7m9OvFzgALZmkqK46lm2E8AAOahiKwQ1Smqf9BME3aHXmyeoLeoRTR74wzg",
+	"MXfCGayfouLLTmriOnw/GLN7+SEtET6NTQGrWh0mNrv66fw6W7n9p1Imv2Mn8OUrPoYUzL/jv2hOf2eN",
+	"g+2K/Jfs7yPlbcVxqQ38KQBCepWX/Z0qzOLaqr+PFNlzV1Zf+QmwvzM6slf+DLfoGTtc/d2+jyJBmsC6",
+	"BLvBrNxY2KYka5AVaVG+KPnqnLR2ry2ti5RWq3SAqpVFAOlzAwRZQA4px9hOqnh300SXpV4m4rddkFXr",
+	"zsRuRb+9gnu43RKk+LKeNyTtlTep7u98W9MpNqg0kUqazsT6Q+9hQmdOg+SowifBAiQJdtPwiNfcsrk2",
+	"ln17fOw0zIqPrajMrpzS9lfojDsxdAW4ysKYjAXzNAseK121rrg+6XcdW3RX3SJylQQqp7fIrNT4I411",
+	"4HmEPu6lVlPjE9DRXYGNiWO/GVzJslGzlWaR7cPmCJ51wHnNeqLTwbEJdgvPBiyZYMhf+YoD+ucBYSRC",
+	"LRO7HQNtCt9LXmxs1ZeWF25CwQl+f3kRAUBsKpkYq2J51C0Usv2hETDd/V6l0+tNhX2/ZtKIbpTY0Xbc",
+	"G6kUvW+5cn1bJXjGu1kltQVBH7NTOAleq11DPOho7f9hKwgEj5oRbm8CHVrpJZvggYXddMKjfF5f+jyu",
+	"uJmxpvOJn3hHPlipzWE5IJTx9a5d6RwPeXhOzD17x46XxV3wK0WEkbdPgfWW6yw4XPdIqruAZ7cB+m1z",
+	"uFNMbX/qJi8Z/HK2zrVIyi63adRoqJnFFgnQar55D5G52cTzy0pML8XceQ5a/MMJznM4kg/pgrwDdyaq",
+	"WbqyLFrTvsc2by7/69hmFJEPt71NBm7iBkn8+ZF7hW8DLtp0oAdB0UwrtVa+1ty0C/0sbpOajLhjr9Qw",
+	"3JV/9gol0OC06cmfPycUPGgfAI4MAsDcLyS/3vQ14VkI8/hJF6JjTXMoc+tcCnGBG2B/DLfopWS+QJNi",
+	"vW2Udj72Z9+Y/H2TXdhdmoSPEvA6NEBCOE/atjnre/T2yqc+U/kfBQr/i5f12orvV8OGw/7UiRTj9qHt",
+	"VoQYJoXp0jHXLYbKHXWMO0d/9s6jfRCNYwt+WNAV2qqBr5UJC9w/yOoFIegTB0YvN9XsrTHWA3XwM69K",
+	"x7Df1K2XMCu9a/yZYYV2JkPUWBtUb1Fkm+EvABMMan0TGmqr8hm2pxaF+xMPKSlrikaOV9mQvcbgbYyy",
+	"1phBebzSnPX1ZMJqVQpjIhDhQYdRsCySgAu6rC3VvusJIrlJA8HvADdwysxqXkp1g515fFLiEPpX5dQt",
+	"7Wq8bBKMPEyLVuIUnxoviysCjsopQwHrsCJUg37+PM9Y/lzYMfxvbSr431vu/hcqQdCiq1UhKpY/L8Qt",
+	"PLCoNL5hViZHPFpPl+Bpd1cHJgUdHfGy1MsjN+G1gP6r4+92dplomRhdQL4NPt4Jyxu445z1ORvPZIlV",
+	"oDg3zM9ocLhpxoFdDcZw60qZQcZyD8uQI5ciqmzLkvWZG7q22Baehhx4yC64U6E9BxnCiEcX4hLrOLM7",
+	"uNJ/PPfgtWGU/Ogo/EjsEgDKlLZXgLbm+QFmFVYfsFE9NrbbvJ35F4n0KOlMyg+PnpcQC+I2V7zxB8o9",
+	"cEoZF+in4PA3t1jvzfCROi8mNhfcbVdGD36bbIjRjSzx1uiSW9FypkjFOEAL+Nccy7iDnEPFvcezyNCl",
+	"gpguAc9g2RThP0f13a0U9fcjr8/Dd/Bv+SBjc154wdkwtMSERaeBxxKpjdAHs0KACaHiFATAUWJvoiIy",
+	"8i2RcJ+J8Q3oD1wVbA7t8n00EcGfIdkRlyYxa9G9R83JTpkPFsV0c2fqFgcCD1jbGeXFY60Q0cH65EdE",
+	"00cYItQ18bvu3HzH8hDjh4PDr5oNyJNIWxl7dfwqfs0DRMQHTyJwg+++zzcxasINsgE9lXAy7FQMHr4K",
+	"f7t37o4K3t30sP0CAlu9M9uNcSThA1jj0V58JeY4zujB7PE2fOI9KJbATv06KLYGXftglOvoKtyRLwvg",
+	"M6W+5iXFlzCJ1BGhn3eRQRYk8qFxt/ZgP0iKfIDgGKVEhNyxVkYa6KvlpJRvy2hsaHJX6imbCV6QbsoL",
+	"L9Ww3VzFleFjTJWAHHO99FBdoXtuk29O+wHWAS71Gi7F+ZBdYL5va7L+joCRsVSZMuub6m2cbFWBJuZs",
+	"g5M4MuFuEsSZ8im6aWge8cl+4NOmJcdWSPpD/A8761zCwPvYf950XztpO/qNyYOqmlPOb3h0y7zIH/Ig",
+	"qaDbINoiXwrkuSi9xMYtpz6SGmkfeOOjIlgJ0gkTUaiU3+0R3V8P4r1a90I9ioNoZ733b10ccP9LNMFR",
+	"X8fNQCx4RQm5D3YzrKVT3ytcvpmY/XXQzju+HoF4pp4/dC9tiDl8RECMjkydCS/Laz6+2ZKjamzFrZiu",
+	"YnoowC68wjZQIF7h36WGnAyf2SbVXxASvJf1JpUws93kCh/LNua/Vfcl+t3/2MYb8bXwHMzowVjtYr1G",
+	"+/zjm7PLN697We/i8uzj5duff+hlvY+//Pwz/tevZ2/d366+f//x6u3PH3657GW98/c/fXj3Bl/6/uzt",
+	"O/iP87Ofz9+8c/+dykKOv/4IFRcLZ77q2lzcxTR7klhpvPL78+kGHb8OZgU6PLh07IQX3tnW8DLq9qQr",
+	"zCAMDQ4BsJL1jRDM23Hp1e7jSWhnyGzOAj5N6ERRXe0UMGCDyiet8YnBaTf9YT0x4KM4Mnq3qEkGNW5I",
+	"FkSPVBTdgNz7ia7iDKsTqGPM4+Zt6KL1NdFG2MFI6cqPD5/2NcaQRqkn0EG8+Y6Pl5yMVJ7oxpH7Ahzs",
+	"c2hr6usxaCqWWx7ukdqjT0d/cxmDIfsVGmi0mmFIAz566KiRM12NVB431cizyGsdpX5Tq3SwFRMz3Oyu",
+	"sRIWbdA12i5nK/TlN002RoqCJVnUY8NtkzscEznmVjQtN05jzNcbIRZmpKiQumk5g/xhJbQBreG05EdH",
+	"bqpHbmOOwGDN2YIbI0xHrvoe/TzXGwkd1q2RjgalU7wN+kU6C9lA7sPHpg1T6hm48LtTLZQQBT7T9UC6",
+	"i+IeILiFHru18lIc6doO58UAvRfu8ZECttFLKukICYyQBy24EQMfxcHMSVEEYHHyJ4+UAknghvDtGQJa",
+	"HJXNPEPkXihtd08NOosQHAE+dtRY4Cn3dXC+CCL0oPF/qMRYKFuurowQKvxV6ejVkdr44xVojjga62O9",
+	"TMWxroWEBxb+KB2ohNJvPmgP6Etp+kpjIHbGDatqFTxFsdWtF0KJokmDPoEyDt+9Do8q1Osb/JsJWeJO",
+	"qrT5HL0/0dkYUFUIKtBYJrJnNYkH9L4KsY4rCjZ07NzDdFd9wrSEu5QrkiNDltKu4kDWn0Mjgc5YV0eb",
+	"iX2SI1ppEbHLfk3ytMVMW6asna0NERl3C4x1jC3a0q+dUby2LyoO3UGQLr6kNt1M1920XHS16mjCTenJ",
+	"HNikI7EkKuFahlvby4A5X7HaCCbtqS9PxqJcyOw7oShc4SQq/V1wBRHwG7GwrB/F3zygCpz4oyN3gx55",
+	"wpnBkF2GWBzj5dLd+cbylYmL43GavaznBqezdrtfvUKgYOaR+GknuoNCWQ+d0e/4dHpwaQgoGgB8wCai",
+	"LBn2dGDcxhVbZgYabNNvkxzdj1K3FS/mPpbTOk2+sMkE07kqYT4PYCrBcJdyfCNsqg/nQlbCHJKfb8NQ",
+	"66Co/K+1OAVFEmLYUAXFSj016YYiVdkhiXxECJKLHFf9tRbVKmP4ZfjLRJZWVIZJNS7rQuyBwU/Txu9m",
+	"0cJ3EW1fZI2uhTDuJ+50B3MaKSRvCzYXnFS5Vjxs23npyh2iz5Haoak4OfTNdHoj5mg6HTB/x409glNz",
+	"9PY15QRhvxmtxMDJQXf9hHiU9AG6jHEzUvm/47/+Lcea5yEWf13ouhoLQq8PQsDAdze+6RVVyL1YSmWG",
+	"7Gdt2SLKtriWUIKH2uc66Ot2beSwdJ+uHJwf4k2BQ3za4EshEzJuWsG9f8ex/i3fKweHlLq3XS3M8rCo",
+	"/KThJMz2gfInfP+ZYb+K6wto9T5SfZwPvfr8d1l8fu6fNM9/bz76+fnS5IO4Np6rkUL8Il/4h0lW15Ve",
+	"GlH5/ojhY76C2u0w1p+fUed3rIifCV6IasjOioJBZPflH/RkYoT9t5/zpseNU7tFwfK6KvPhSF2C2aE0",
+	"y5GWzpJ2pDM5mJ/IevkGV+yzz26UDrHT3lIbSyL/9QV3dyKhbbX58XgvGOFLwtp5LOTgvVRuN4md6Sd3",
+	"qC5a09APKHD1GvP+ZUVuDXdKGu7MetvBOa2ltbnndchEBZ8LNzcIY8OkYv15Da5FaSxphMBnVV0KiPby",
+	"SPEeLwtAcV+dJDJkgfGjZNhkBuquK9B2lGg01HzwGDeQgzeJin0s43R/NonSyTschYfk+QMYOJh73Uyc",
+	"9vtHxL6H1rq+ZV9WaXXEeLhsLLe2fyUUfZUJRXBu9872gOtuV6IQDrk1S8iN88E3Yd0q7OdSxX99kd2l",
+	"/DEtLA66MLou/40o6+X71+97We/tz1cfPr7/4eObi4te1vv45r/evvn1bgHV8JUvHU1tUfFQuh8QR11f",
+	"8D2F6lcWQQXJ+sDhU7fMB8HMXncdoe4T9cHsfzi7PP+RrnswROLe9XC0EkrAninRazdwN3fcH1B7nWJf",
+	"AU88GKD2JZmDKYT3sgMEuDNBPmrYn26YfyA2EBqLm5T+88oiGiMh/oC5NhNlCdGbRaWLeiwKZjSbcLDW",
+	"9uoEtuxYLoV37ge0gAn7QFP6VlheIE38qW179VYRMNIhlg9VmiewQKVh7lMF649GgOf6Rlln7I8cqx5/",
+	"w85tVR6dD9Y9Gt9++80fDmuY1dkfyi8srfYF58X+modn6p3aRxh627TeLzB9+gBy+8MTYHX/dAzUk3N3",
+	"iF8ckwpB/9zGj2GEl68OGuHztgUFaK20MNyUa9fuxGXsmhvxh1etE+V+SYb9VbHNX0kBZ079Kc2ep3Rf",
+	"EZPw8IB8wCdIa5eGqr9iPDEUKek8my55hMuCarMDVrPeSytIA8D7gr0IS9rGnhfyb+KO7HknjjyMCds9",
+	"PRrxl16Rs4PCTb0WYlCCXVy8ocgUOekuXv8HM3U1ATx9aU/RWeer+lgOt+tJDmWiGcsdUXOEieKVs3jg",
+	"Lyc5+78u3v/sNq2Q7pOOrFSrO+eLBSWKEOLE0HNZFwI9PPUGHsKlZOFVj2m39VU8neuv0tWw490LfGr9",
+	"ZVvVasx3v37pn/MDtNt+7tGqdP1FbPW4R3tK/2KyOdL+7Z2Sw1A/nL37+YRB4t4lu7ut+NfWgRf3Aoxs",
+	"Xm6jsO2FHudf7gAk2p59kUBnytYxb/ZB6tl4lTxCe9UVrr+8Xqq2fZBU6V7WWdxwSI3G+lgbyf67MscT",
+	"9Q/ZRhr3Xunn6y+37cL9M4PDOK1Y8x7xcf9iy9+320PZem2vSaeN+qxt+uw21sJrWpdXY16Wu4SohzZd",
+	"k6LN+7u+Te+vf7+u1LDpZtH1cl2pc/9Q+9XQFGPbq/6h1qvUN2PLe9/DE62X4h4bW9582zzWep2aeWx5",
+	"8z/hidZLu3amrlRrVz4HlWb1M1T8oTbhlDQl9nBmpKTP5+zgLPuDXkxJqT1fbYmAvd9JyJ49303cCXu+",
+	"Gd8Fu17ZEBL7vNA6XPu8cPh+rfPoPs+vcefuF9YO7D6vxGd1r0+0xck+r2wc6l0vbSp/e74RaX07J5aS",
+	"y/u+dBC/bGhzO1/oUkEPeTHWOvc8ZiktZderKRthz3dim2TPV9ZsiT3fiu2mXa+kdODd72wq3TtJvqED",
+	"oXO5Ewg9ao75QCXMD5Yj0rrbU67YTjz2Uo/5A1dmb29LzZfe0Yn/Cl6rFmz7ZlPZCLF9raMYaUOH9Y9+",
+	"GJzd9YZ36T5mkSuEmOvBi3/bbLmtRc3DcEiqLcdXsrOHdLCOnj14N2Nh0RK+d4tGxZzxhUNRG4bV/eNR",
+	"qVv7n4dODxe3q7jClRyWJ4PpnbRmcIEbxRdmplN5LqFfZZTIfygsFjkC9w/e+FLB1H2BkqBRne7SCd+n",
+	"dKfGL7l6iKbPu2qjDm/ntq2RG5S/7T9SXe0N3wPCLgXm6j8abW/WagOX2KkkF7vJpNq/jUX5sfH+JuGu",
+	"fWeED9uUiDsoToXvZ3aWjvQo32ZivsAioWUlrXV/1nErM59/jQ8OokJMX5RExd2IWYkdbKxmM34r6Kjt",
+	"N1+hisMWCEWH+7DJG3hwLerWjQztnoJCc0obhzpFDJYMO4N5F3JK2QfdqmpXiSkWL18RDGrW+mIWitau",
+	"SkA3pfpTqqd0f0vRZr33HiGB9kKT0obxdrQyvVO74oMU5IPzEqJELL++0Hi36cV7zxa87iN60Qkd092h",
+	"N+pztCuRFgVH8G48bOv/A09TV4+50BLvhHHf2Y6EBrQxxWI6fEosoeIQi4w32iIO4prBMGwH6Wl/77Up",
+	"W/PtNt1Kd9PONjbwC6tobR/9/fWz2MP3RRn0iXii7c28O0+0aPY18EQQhw/CE2/85btumhdim/q8R6ms",
+	"G6F5vuv76EJ+WK9Cx9QP5tT5FpCQLi5Osmm2mxq/tehxT6aNiPoVcGynL+QO7BqFAx6DZxLZiAAG77uv",
+	"+VLQuAtDRpVTDbBRhDD/jDCAIg00VvlOWQJHqGnS3QLjYXugBWnFCmluWB+rLqSyfGyh9rUq2LWYaMp2",
+	"w+fBWgjmxSnL5x7MBzCBlr67BHRrg96+IV3Of3AiS0GtgQErgMrKqLEyQgTloS1jKFYF+CdAK6e0nKTh",
+	"84/aVPtwC+gweybYbo6pdpoVQOe2aXIn82ebNKy2gu4kLaC4PUlgMkjH34ChOmG1Ai0UTtiCG8s2QJ8y",
+	"3xYCjorTJBaioB4b0g6ShIlmUFIdEruuLVOalVpNAda2uhUtcKPTDd6FCiuYM4J96aqb2ne+P0JH0M1D",
+	"0X2XbMRO73yhrIvdr+BW2W713eFqwQD7Q8c3druEHt7ET/r//ppKUU514O7mpzgF4c6sFJH5K+Ai8jc8",
+	"CANRKOUhOei+vHHfUpEdDPEAwaM1un0FLPFgoaM08FfKhQvVtm3FrkGSxCvIXTChHpz1Qe/K2FTabKRC",
+	"1UgWOhYOmNJL6nOnq9AbJVx4JyyvBC9WiLUyUoS7SI17qbVVgGBrLr+A4iIKQojUbvJLCVh/EQBlP0Jz",
+	"lAQ/J9UUS3obWEpm9Uh1rByvfqjYh1Y2ZqYrW67cd2IAS4ICxe5PqEdkrFbULdlpBVozXRYI+lndCsYb",
+	"Sp6MVB7QSvMUrqXhK7acrQh0cM33EeOcHg40uRlahj3xdVfo/oyWug8y9VofjQQ3YoqO6TB3WmYHWhyU",
+	"HMuMVOOmQ9wzg42HFlp6OEfgJAAtdApddEEPGcLHkDkAaqzHlrWiLAHXqxktG6kwhUjzG+D2AOvnhFVE",
+	"NeOdm9O9MZ3bBuPv7zFH4nwvy2SEcCZ4Ab37kp9yv/4ZrLLOn38CBLZExGlt53HW8TtbmQADhRsie540",
+	"Qn5R8hN2rXR6unEHcQlwnf2janlUHbn/nxawc13IiTzMGOpomNEA+LUn91GUgOvuw12NIIl68o16w1EP",
+	"xBpKuPRsDRUu7VH3tX5zOPJDuU7lTi82GuxlPRCOu48tQebByjN/r8BsMtySFiW3biww4sa+XkvFU/CG",
+	"Z+znX95BMZ3vN0bt8BB860/Hx8dYatfRjrFJ4El428a6oEolT6XaTo7+1Mt6WLaX1FhKKt5Ml9h6cKY9",
+	"q/Puwn5NTd0eH+jElPSstKnGLGe6DGR2j+25lqhkKjWsG5BNNRqxEU5a5cTTHq3QiAWJ6ULtH21H5jko",
+	"2tdm+1uEjme6lVPfYUPBBAygspU8QASvCbVU2LJrm3YQtZEgiN4715VgND1mZxwRVUrqjIjMafYntl/o",
+	"dpKB9TauK2lXF27FdKIFr0R1VuPCgBTwRfhzM4OZtYve588QvZ7ozVX6TpW+U6bb2SPCYqeWSQTWtxD8",
+	"BiQEoMayc4wXfqi01WNdjlT/7PwD3tDobjSE/AL6AGrkK9/EsNK1FeBqyZ/PBC/tLGeANztSeQux7YT9",
+	"GRZEWj8giBNMDmqYuHBIFeJGHEllhDLS3QcIjWeXug0hZxgvjQYsaafiOpXyqJS3omD5vyOe3b8hfs1I",
+	"5QgOhVbEc/zR5IMhg5iJGSleCfbx+3P23atv/8gWlb4uxfx//8Vo5WElyCc85+OZVILlY6dkDtl7RbQB",
+	"OpwwPlL5j9rYnADqCI0dEzE4K7VeXPPxDRWNcsXefmCltADbrSvgQfRLez0em5ZCg1hRgKfM5GwqrGGv",
+	"jr9hiF0PDRjxidzp9de6WDF9K6qRyo+O3L+OSjmX1r/44huWL/iq1Ly4slpflbyaijxjhRiXvEKwHiiu",
+	"BJBvKGAdKRgUQMeunVrJx7ZcwXzdz+yWl7VgfVtxWUKvXm45oY3NeelkoiiuHD3zwelI0RQRhEgLog4g",
+	"CAG9pWJ+4k626zpM/fhPAIYP6TtX/jcCEUc/MFX6eoPl7MPbXta7FZXBU3I8fDE8hsthIRRfyN5J75vh",
+	"8fAbQruFA/kcTg385xTvDyfTuO/50HPi7gwfgaLKhVYGj/LL4+O1bFi+WJQSc1ef/4Ucqyjt9mqkD7AF",
+	"cOjbh53Qn6mFMI+sUji3joNFweK+/UO36FfHL7o+G9bx/AOyPyYsEULA3u84EUftxU96Z3FnXsP617Us",
+	"7ZFUWdRH17GdRStUK/bh7PJH1Oj41IT2lKb3mxuYzm/nvmAyPUJrvrml/QnQiqbTgdM88vwck9C60vaj",
+	"J99xg0UL0Gx35+OXABC5x4Pfa3eSEyg471W5Cn6QCaoElpsbp3uQfIfO9+5ZALb1auhJhCAeOG87gOg+",
+	"C0Lc28+/7TwCVnyyuHVHKLj3PwNx1X7iFJwpFl8Ip8zZl1TFLw3jLHqf+P/4IP4/9Ly8evndU56vC1Hd",
+	"iurowpHgTeAMj0gOSBTc3EAHE+FBxRkfV9qYqEVHfNzohMXHzV+XoN0l28187+4LUCJIwwjYrZa1lYAc",
+	"4YM9BKypxzMIuY4U4cA+Mwx7e7E8Av7NKRSJILXSsGuMn2q4gHC0E3etNBZjPwK4DX3GCcnPvdRXOsbA",
+	"zUYKS7l5Wa4CPOwga8JYHqoVkVyH7P2CIrvekBkpgJll/WrNjEUqD9xCodXyKXhNojiqx58G/GOvubSW",
+	"DAjPpL0R7dzuQjvn+K8jhQ1W8gBDnbN+fkTn7ghHO7K2dEtzZIiAnDm0/5ZzkY2U0dtxl7Fx/RrU81JX",
+	"N9TgRdqRoimchv1mvASnGKwmNFSvrfsyPLwasjMyd7jNRmrqiEKAXkCGgGKIfZXg6MsCgJIJu5f1OWsw",
+	"pEeKTOFfPr5DPGm2lApUo43Z66DJ+WUOhuzMsjm4RtdpaI7m/FNO8zIQN9S1BTerU3/6r15+N1K5U67m",
+	"XK2uqB4+UjzRi9YgJucxJzTb3XiEYyTmAKzcDwDKrZ8j7OSRQkXUMCGdLBxkFEm1LcjYU+zO7T8W9eQe",
+	"KXQhhzYhcdODoLzN+K0YsjO/02gVIKSsk8PXvKC1jRRs4qvjFycsb5HlimBpc9Ynly+6oeNHkKfguK79",
+	"sqy0mhKdHRegMzsAbFcM/0347oPNAaS6qo2zRbDFCrzm7pCIZx1DNEJopIycKlF4C+FGrFghKjBAoKgh",
+	"cpuDtZMxownAHmPUsbue7ARTi4JJe0J2P2cUeHYrAgXJL0xR1y0+UuOyNlZUAxgbOCdawqY84GUZNh/E",
+	"yEi1z3rTZIGcEKf+FELXp0rcauzeg3p3WwfDmutWcwA0mIWxf9bF6sHU4xSU/ue2dW6rWnzeUE9ePMoU",
+	"UupJI8CfRvk4fvU1KytnLROdjhF2nQKmdddRrM21Il3oDEEO7NZXKNIQWwibQE9C2WrFFoJSsUCP9r3K",
+	"lF4aQuDVY17iE5Qo5jsXMWqQE7q8zLhh10Iohv3RGqRcbHAUBoHcbLB7huyd0w8m3N2lfTJOs6DGZ5QL",
+	"NmBjPReNMMG4GMb1qA8dVVZRGM992l1FpZhgn4zoKaUBwipyErHS5GxRSVTb6DYopYEsl02L902g7iMa",
+	"vf4jP2rTafteEilMxq5X4En5Erbtmzi2adCFhUwTGGWmIxTnxuL1fKGVMANEG2tY0Ai8GOYtLg+kR0ZH",
+	"R1unHfyDsD/iE4+4U/SFjv1pwsX1Ynh3apOztHfy37/FtHenRwljyEfJC+n+FVPMrIwVcyLXXNhKjs02",
+	"ev1Ej+xnzC5KLtdItW5Ab1CFvsCkYh8qPXfnsDbMDccwZMCOh8fDV1+CldfnIz5BD6imsx0LvsixrhU0",
+	"yHGUn/J6KrrJTh624YrPy220d5YUuukOYFY/6AE74PiSvsUKPa7n7q6JlLSlk+O1LLG51JfYiMsZinNb",
+	"8bHtpCtmFnRdcS+Pj/FmAr3xqF6gPjeWpcTOKU7WuLuWq4LM2/W+kSP1QRs7rcTFf75LtY3MQqWhpH6O",
+	"WFgUNFrsOHkCNx6YatBBklVCiSUv3QxWuoasTIi8gOiEJy4v3w3Zt8ffjFSO7QohryXkpYC9w0uuxpDQ",
+	"qQpDFjiof87eJvUYe1EOhlFQAvKgG4OZCi3HToqglEoosz841RLTOL6QHAXqUt4QLRM9ud8ef/MEnNkh",
+	"f5s8J88Aa1PE7p9oOJaaF2HXBp1cTcpPt5cpro+lmGvoGexMrnbT4MZNALqatCPle2k29m8zku/Z7G9p",
+	"PCr91kMjlUcfyJ0kx14J6KPOwaDltjYnLDQ3xkSqqTjB45gPIMcLdTBqqOWsNnde57oSWegQRAY2Oi36",
+	"lGkPCWHZSAl1KyutQIBBSrgPbp6wnPIK5d+E+ziv7cxNeMytQKuZaoeVWOYZU5oKBweZrymQllqqOBm/",
+	"wpQc9nbS5Js5QsqyhFbN1BUVOsJC2+JXx9+xVJNnFDS+YXOhR6qfOz1Jlvmg3Q/1mcFZ/yTsTBcmz9Cp",
+	"S0Z2PpPK5mS2Rl0mQheYpgkarM5ycwP/4fsnDk6ZdKo4UT9rpaxFIzlTH/wXKK/cjiF9sJKSs2ktjDmB",
+	"vlaU+Q4NrGIWhFoKIywkOIHIzMDC8cUXxAforRkpI7ATh5NypZ5K5TiscbwMMu8zo1Y94G/xHWgV4yNF",
+	"imW71sS9BHOGrCxHo2BLzDj6CvRSjVSb9cGKadhssMXWp4P7SGZ+DKb35AY+LS0hnAlb7rRdbu+T/Yas",
+	"LSqaIhy/6WBqevUqkkPNW75n+oZMYdwGqYKnN2/qjJqhQPhRWXAjIh2DnaxlV2GGkIcdcGd7DuahvBHl",
+	"CvoMN/bhkq+eyJnxzeM6P44Pc37sdd+e2XO+4GNqCnzf4A74/XhzFYAEVMRstM8oIqhHc3MPtG5Z4VEy",
+	"4nsWembgJYtAwuuKOYAtxmf7kfSfLWcMUsUB89ETYfgUfrF77hsQrl1nZKxeoKSFzRuyt4WYL7SFsGRy",
+	"p7JOa+nLb8k/0F68V9F0Owh9WILA29dYM9FugonV/aC7Hj5aFhTetRMIgz7Bfp8TKI5xlE5s+q++ejSA",
+	"GDg9C3Uv9DAW0G7nKXzWx0/qs0bKoJGJKCaYBAeOVtR6CY6INajwhuWBUPmekvi5r/bYmnR07h96TGbA",
+	"b2xzvvq5/iNIgHYLej/zjOmyEMai6kNukJleoq0BRb/xxnkV/K7yIuswaT/WyoQwRxRihQJt+rNUi9qe",
+	"Rv1DWN/YAl5wNpCxhaiq0Ohv0ORGGuaLp/J2j4i8qaZCh01DHx+oVwWWwSoKrrfaU+RRN8GAyzRSkIwJ",
+	"veyDYZzkcMya5I2bHOqInOEyUhThcIcNs58xV4V7F52PhoLFGMwnC76nesGw7GmkiFAQQ13yqqAkhPUa",
+	"qIYhGPiS8hIyN+WksdHpgwazMWhczIoVRchEEQXEk/xg/Rd/YD/JP4/U9YoR+6KRuwC3Fapz/ZffwlMQ",
+	"xC1Lig5RydcJlkbzkYLETWf4bvTbyH20DG0LX85PCAGgcmS4v35eRNWs2V+/fYCKIBZ2iFmlIQ2gkMZx",
+	"UJGPlLdZqT4NUx4mk1PmTP48VGFdVVpbD8KfR8VEqWIO7Oi2KPlYFOx65TYJ6y3cfq2VMzTLkAYTSyFb",
+	"AETcFeJS5Ckj9WOtSKQ9koVKo3+s1X7m6cuH/nJKTFMh5imbQDrhmsHnoRexiCb0JfofaNYdGgN/Grdr",
+	"uL0+1thtn+SKmbGj8cDX96ROFErA4AHquMQS2oeayOnz3zEH7i1ahodfdNnvmH4aF0Gd9PygvfWz0ZGP",
+	"+uLln3Y1f3M3ap24UM/cWRIFuJ915YRgJQpwZLD8wy/rN9Icc/jPFMMpophB+7qQWNPIldI1BPrBu3ns",
+	"y1GvkGRX+Cak3WMOPIxB44X0KD2ZiIr1deU9PpCuBL3xBjhs6MmNw8JYSXl2EUzAc3gU0dofTbY1n8Dy",
+	"yP1k3MOpo/G3uy0U0EpnWo5FcCZHwDqIZ08pVfIrTcY52B/18mkzjW1UnBI89citgcL9s/MPnvDPjbDt",
+	"QzIgj6YTUO7olfvbRsr3mNzhFTmnJx/fOeK/1Gkiwc//CBZS0zjRq6agKZso99l3pmKLkqsmowVRHGQK",
+	"3vlxvS0eJ+O+/pa1y6OYS4t1KOWq8ai3Fw/atrPvfQubPGPc6rkcQ+a4W/tIoSs9I39Jhk5MSlYx9VwM",
+	"2UcBd5OJwgfohcfgFAZ6RoqcDkN2VhTuT6w2ovJoRSeMq7g0P2CAGgaQUgC1cAoRqvgpcGBANRUgQLhF",
+	"YMiHXld8Dn4O2GF7pCcTZrUumVugGY7UrxSJ8/iqjgCsEhYS3qBssokW8PFYhI8mQ0hExccNIvmvRHmi",
+	"j6uX4+fOaPXJ0hX67Wu+jDqIEZdHHk6U12JcSpUmiv/tFCBNjFYhcoZlbbk/i6ELp4/bQzvFu9yLTx/X",
+	"8YRoow86NRWyFdzp7HOsO4DEgMG+1+RGddw6usKidMRcg9TxBeZBnvch33SjPKIaqaawYpBR+k2+1pAy",
+	"B5eDCl6oUt76Lw3Za/wyVfEaqIFZsVwWJ7uhgPJTTIzSJdZ3GdbP1/pZQn7D5nzyVjNCSjeYCV7Za8Et",
+	"GFfRbJRWgoQcOuVCPwNfaOTzNrjPTJ5K9AyTblTqaVJvh5d9u7Z/gurEf8b6wJcoKDtjXqDpYETS+9BK",
+	"DQkok9pd/xECp7F60cJH+lcNQFfBYuSSzVBDAgEFcsgfwGTS/8OokzNpIGbu7rPuRNU3nxa6sj/is4cZ",
+	"GJ+OVLF5We7MV33vi+sRPgK8x+56/EcJu4y1uhWVoXwig2txCzCs7/TYK9JjPaBn+GfoaUP/WYHdP3hU",
+	"m8LDJd3Nnkj5on71QRJU70P8cCYQgAnUdIuZkjlHx9UJs1UtQn2g0t4dFb9Njg5INwL/VvQ6tGSnO24q",
+	"b0PrED+O94EY7JKP0RQIwMBYGOZoPgDhHB/tCT58n3ZPzjYc05e8wDhgPUHSWUQA4Q6QGSlfwuaoMGRn",
+	"SI3muZ2eN3DbAYpEOzkEsw89LKx3d+anTdIMZP76qkRYEXw7//b4pe/wAbBm2/1uPyGM02MYKm7of/nZ",
+	"/gf72c5nei176Bk6yzZ9a+6vA8bnOhIqsT/Bn59iX/uhyWB4/jsx9wNHAsKo+4YC/vBqn0hAMnvmDNIz",
+	"mi5Rj3Ri4+Zfi3L11Mc20XssfWor6gTrU/T/KQ7nfStSMYPHXw/PTJTE09Bpz8MToJsfMAMMwaYf1zeG",
+	"3ziogvrlA398Hz8Z63sVSFfU82gwZB/FQnBAbOPM+yM3vZDgfPznuIyePAkZUoCItqchNYfiq9L49lPX",
+	"YiZJIYgT5fY9PegWf2B//rlW3j0Y6pLMDPJWlGhrvHhjXmttDSQznrCmtsSpvcp6MBcMXPlsIKjPlgRE",
+	"x5uEK59ziusqyH3m/xqaJ2BqPyXyDLdVz4Q0mlDyZDYqnkBDOPrm5fHx8WkrnnMjBKUfS3jYrpwSDgVI",
+	"K9MY3Ke+gMDxARSCm+6yHIp0+Ioc8KwMsliVBtvCZ+aESnT3b9NU9CUzdoBoT5fnfIFIyx0XZ6jtIL4m",
+	"0sI7kfPUs9M/gw779GKGwmFrei+1uyRAKDxLGdQTAhg4Z5NKmBkZsZjCie4ZJtVfENUILeEllzYgE8Fe",
+	"Cl7sWyTxvMH23hF9vvA9m78sx+J8/0FCzwm8/ODxMJlvVQRPgd9eLxE9S7FrzxLFozqGQsbj1szsy/DU",
+	"I+6+/8i23OyogUCc4jz8GpP1njiZrp0KDpE3PkagtpDVul/+3IMmgcO0ZqIsUbWiAmA/g2cGY/59ykh+",
+	"ZjZaOgS/XBZQYp5FVyyU6+MJ0hXi9MdOSYPp2CO1mY/tAWcaxKr1ROzT9ESemYikgpLZfcJ2Z44x6AhY",
+	"j7veMkMBZF9Ar8HeD0dHfox/Q7cn3gqhDHbm21Dp2rK8eZoBCi179fK7aBaQZ31FDVLzkYL86xd/iNYB",
+	"lXZehUuoLe8XQvkT+ki2mh/efSqdxPDiwb+1S9D8K23465N0oXQUxApAbn64/L+35A1nd00cDsfj+e8N",
+	"luHuutLWOXnk23IXAxMuJxX9PIHS9MTM8Ibs8ghIEvmif/H2hx9/+eAsW7f1Hg1lWul6QWkcF29/+I+3",
+	"796hFj3R1VRYaiD/QLfiHnkEnq22a2ct/nsORVN39lwfMqMu192vlbTiia6Dt7DavVx3ifQGN1MbAoVO",
+	"UPzP8ZU9oHK5WghEz5KKKBkEDABuNOisUBXQIHBCjZPT6dx/DO4neJ9jKU83/iEWsPnI7sLZXq1ZQg7a",
+	"C/aT/PMgY7woKmEM1ma52Y0UdhOJ+kehKCFonRPGffd5CLUuwVe15CswuBFaKqAZ5kIV0EAKvjnVFiox",
+	"cvxCHnXunIkSg9kEoSEN9QnDCtxnpnkpqoULEC+DtI+JF9HpXBMTKQz10EelOZuBZY4TbV/mUsl5PYcf",
+	"N3s1rm/MT7IspRFjDZhWGj0Wjimo5NA7ACuBucFKsJWwTaLgy+Ps+Ph40AUA74brnPqcf8KZvjw+Pj7e",
+	"MfPfnuDGRi7tureftFrtqzdoo1udWIXSpkCsINNmwE5STVm9cMyVu3/mbI6mpNFz8fXf6JXwfZi+2JX+",
+	"EabwRHf6hVvtEweTvzKT76s+exfCbmjV1AHsHtf3sjt9+5fFtOKQ4aEZj7QJxGcMWzP3fdvBR+JREjmo",
+	"Ju7y5XPB8t9HINhHvZNRz93fetTLRnTDjXonP3/2adyQL7uQYgyVX76sHhs2QBcxSqZF7DPqNIdt5kIv",
+	"7UgQsf61nB4JVUiuBhiD8rETzKV2L6LTtzVH8UlamKLvro6TjKvLQQ1xP1OpPqkhuPx4rkBANzKBCHyy",
+	"9PeRan0TBQ58daxLM+qdnGejXqWX7j8/fs6H7GPAScd2CF4JwTasQhUhI9wpOA12gJC3ohi4acylafpe",
+	"sjOP5R9Q3Aksn3u07H6yjxX7PfSxyFjETflgpHyjAJpJqxkHtahKqUdn1vLx7MsqSHfML3+BcmatHH4p",
+	"7XiGTWpZWxtfUNuzfwm1NbeIRpzDQKksoVl8TXpDxRVu+bZI3WXz1GNepM1Xuq7S8MQ/QpzuQvGFmWmE",
+	"wq8rZTJfg2iyqDgwa+pDE6hIjxulc7N6/rvPAVrzQCYaaXGfuQIFVxRPdNK2qPhSsT5UKvvEFzRB0egN",
+	"LTkyROzMP1JN2gWSi/rQf6CZQLOXt5YAZhpcKMqfyI3Vi49Q63bSfD5nfaxbySGJZu0tXxwXvzA4xcAJ",
+	"ZlZHSzOQ/eFknqyYrpy8Z2e4aN+aMEqsAieou5idYW0Q2sU9C/1gcFTMp6Zc7FByWlD/GP8s9o5JXS2/",
+	"0pwv6+pRkztg/I7T1+xzlBr2T5Xa6Knc8DntVIPyG2F2EyzhoVCEX3ILn2zjHgCBEPuo+2J6Sht7QHGY",
+	"Trb2snBrrvXu5Ez3gYTADYBPzyfUpjpptQCAiBIII1ZKY1vdrRELDODjm7RN79J6gRha/TxCvApF+XGP",
+	"5BN83/0ZilqgT7KXr6SUQ+smeIk06hhdyu0K2S5ZaJMNbsYcLYf81JsQxNdZYzzEDV4BwoX9cvn90Z8y",
+	"6N1imFQjhT2yWT/3DZfddOAWqsS0Ljm0pSKLCZbSf3V8PFIRqBZ0eL1yT+Wd7sx23/BD+Si8/cExUWCp",
+	"J3WCYmNwq4kINDKQuuGITh9n6G/dzK17Pi+e2LXZ3pyuHH1s8P0vdOVHh9Vy/EWGDEoLPWEc5QNZyk2Q",
+	"PJzCWGKHPz6YBtsWqN1+ICihhYhMe5ohZaYftTRZTxUKZbYjFUf7qUVVyBjanjB0Etp/hHxkrEVcLESR",
+	"Mcz4xWNs6rmAbtLYkNCncAICll9v6CdASic3EPhZT4Rqcv4wS6kvSiOoV0hIqK4VtUIGQcmcLPNitd2T",
+	"M9BtpBrwNCdoxv7Cgqg4QKzwa6PL2grm7teMcZYPhzkLe0tJR82FQvCEjfR274XuhlmDcoh3R4mhsdqy",
+	"V7CYtfd0bY0sfAvUFOYbdQRrASmOlP9GX1fU8YJH7xgdnh/gjL9rfbqN4hh6Y4YHsMNjRp0FEGRQFMOR",
+	"ek2fkMJQ9zJEWAV3IrXrOm3ueAhb+T78a5c9BPMw5gWdFOa6EoMhu8CF4b46lQK0CzB/5kaUt8Kkbsh3",
+	"G7rHfa/IJ7ku3LS3tDMKG+oEABLxX/fH498fbldax+nLXxpTaZ8XcjLpvDcuSeaCE7QSAkG75gto+M+N",
+	"k0reywM/LyktBJ1+I2XFfKEr1IEXYcVSFeIT9pOosQst/CVjlZhgkzBjuZnBOYUOPCuS6ys400P2dqqg",
+	"hr3RgH3zwiHLAcEKIHkNwWBKO1J9WWTsuuJqPMuY5dOM5T++OXv9//2cn3q4XfwLRjGYmC/sitZMbVKg",
+	"vxkg0FJ6KI5tBi3nhrswQTa+astGcSuhxDxydIBwXnA7noFVAPl0FB7MCP6f25F6BYi//RyevAyizun0",
+	"BKwFLhRoY+zttwGLnPiBJM0lGm0oYOTijlLRPkdEoWcGu78stHTGSwAwXtciRipct3T9gu1K6R0Z5sBG",
+	"5CMuiJKVoZVMHxvdAsnwneaoNPYSm0obD2a1HpySVoGVmQglRDkdoJC4bWVz7TQgcMcFZ1ZA0R6pZqW0",
+	"e/Fd3PzY9lO1yQ8RKKsv/V6UHOp8kJJhY3AP7FKjp+1Z/Gnk5bAdtIUnmMFCF2vT2ZNwGCYjRRPwagr9",
+	"PUwm8/TLcCR63A+IGdRh5jLaQ1+Vz/q51edhnrnPCkWSOztZRVyALVK1ZroElYgWBItuLZaUt2+PX7TO",
+	"Sq1MvVhoxz15R4e1H6R97QTXhkRMA89LG88D2DxYio47BqegsiL/Uwliylykg9TrqDx/+e0fNovNs033",
+	"RjQN6Ia2cdri0+tlWNecLDrUDnbPZGnskbpSWZtSMMUWM6cnui5bOiesLx9qyu+xNZ80ZIZVkczod6rv",
+	"zUOdfgHyiiV3+dXxd/ts81s1LmsCKWmE/JYPjmdpHwnUKYQPXmtdCq4e2fXgz1enCjmZ/EtnfJrYauu6",
+	"JgEUhELGamj8eRO0IYlsVzylDlnq6bb46Q/SvtPT/RICoKQmfQ6+jdMOX7SzDp/aNUdL2tLrRFrjLN3l",
+	"111N9w/A/0RDoim6chqoN3d7PyWrb9T1tnc/n2IKMVToIzh8UHSzVnN6BD7iJdo+rNTjG0oCIpvIGRNT",
+	"GbVivHbPAILFWWxFoquHcbWK9OKRkma9yQbGA5pnAH8+UqW9k8zOKl1PZ04rzodTafM1lxN8zsaOBKft",
+	"kusoY9zNGqMmM23ESLlFFLJqgO2p2wjc26BK6NqSQ+mbNaPJT+6K2lfm0Ow0uJbAGNC1Faf4nwgzAVjK",
+	"04rPKVHMDxKwx32/SoWYoJAM1xjf82LQrXU+frl285HHKNX+Hy9O0AeAblsygBbg8SUNNrYtu3yn7pZ9",
+	"KqHjdrvzcnWM0vYw/iP4J98oW626uNttxr9Uy8c/C6+B8teIa+OIvsUf6eT7BPL7fIAAewCLcjJ4rHOw",
+	"HTrhwj+0l1JpubmBnIZOvLid1hxYmn5q5P4wKIvdFVIBphRErfR8zo+McNOi0izxaVECUihZcqkpwkCt",
+	"GUor5uYAbA/hmILWwauKA8SKsavS/WGiq3lngH5fnfvlTpW74wMLPhWX+kaori349sXLJErfY2OidIFi",
+	"nDE3ZXci/JY/iUh6iAiDn3Db+MjcgqSCJuXdCDbunOyALIEnHjN9i5ubTqgS9/HhlyKsxd71bZMuymQG",
+	"yoDcSzdmhd7fbgmPVQTEzc2X6XgOi+pud/6PcHRwqozDLqe2NRyP0AO7M8HRb/EjnpDOBEeY/T9IgmMH",
+	"pe+KkwMO1I0N+WVRPP6x+wDffurCuy18UMOqi5gfvq4alXvnYinoFAQLhKZ9gDFhUB9Lnl/3vhjXlbQr",
+	"4KprwStRndVO/fjv3xwHYfEb8lxdlb2T3szaxcnz5y9e/nF4PDwevjj54x//+EfgNhr+96C+rYwVqGFF",
+	"OqeJ/wBJT62/eMdQ64/hSo4fvF1/tdG040+GUszfPv//AQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -35,6 +35,8 @@ var statusOf = map[errcode.Code]int{
 	errcode.WorkspaceRevisionNotFound:   http.StatusNotFound,
 	errcode.WorkspaceCheckpointNotFound: http.StatusNotFound,
 	errcode.WorkspaceWorktreeInvalid:    http.StatusConflict,
+	errcode.WorkspaceRootChanged:        http.StatusConflict,
+	errcode.WorkspaceRepositoryRefused:  http.StatusForbidden,
 	errcode.TerminalDisabled:            http.StatusForbidden,
 	errcode.TerminalNotFound:            http.StatusNotFound,
 	errcode.TerminalExited:              http.StatusConflict,

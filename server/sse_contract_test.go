@@ -213,7 +213,7 @@ func TestEventContractCheck(t *testing.T) {
 // *Data schema of the contract it implements.
 var payloadTypes = []any{
 	events.SessionCreatedData{}, events.SessionStateChangedData{}, events.ExecutorStatusData{},
-	events.SessionResumedData{}, events.RecoveryChangedData{}, events.AutoContinuedData{}, events.CommandStartedData{}, events.CommandOutputData{}, events.CommandExitedData{}, events.SessionClosedData{},
+	events.SessionResumedData{}, events.RecoveryChangedData{}, events.AutoContinuedData{}, events.CommandStartedData{}, events.CommandOutputData{}, events.CommandTruncatedData{}, events.CommandExitedData{}, events.SessionClosedData{},
 	events.SessionOptionsChangedData{}, events.TaskCreatedData{}, events.TaskUpdatedData{},
 	events.TaskStateChangedData{}, events.TurnQueuedData{}, events.TurnStartedData{},
 	events.TurnCompletedData{}, events.TurnFailedData{}, events.TurnCancelledData{},

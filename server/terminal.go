@@ -239,7 +239,13 @@ func (s *terminalSocket) input(ctx context.Context, c *websocket.Conn) {
 }
 
 func commandOf(c store.Command) Command {
-	return Command{Id: c.ID, Command: c.Command, State: CommandState(c.State), ExitCode: c.ExitCode, CreatedAt: c.CreatedAt, EndedAt: c.EndedAt}
+	out := Command{Id: c.ID, Command: c.Command, State: CommandState(c.State), ExitCode: c.ExitCode, CreatedAt: c.CreatedAt, EndedAt: c.EndedAt,
+		OutputBytes: c.OutputBytes, DroppedBytes: c.DroppedBytes}
+	if c.Truncated != "" {
+		t := CommandTruncated(c.Truncated)
+		out.Truncated = &t
+	}
+	return out
 }
 
 func (h *handlers) RunCommand(ctx context.Context, req RunCommandRequestObject) (RunCommandResponseObject, error) {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/labstack/gommon/bytes"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tether/tether/internal/acp"
@@ -63,6 +64,9 @@ type options struct {
 	terminals bool
 	files     workspace.FileLimits
 	cwd       workspace.CwdPolicy
+	// commandOutput and sessionCommandOutput are --command-output-limit and
+	// --session-command-output-limit, parsed.
+	commandOutput, sessionCommandOutput int64
 	// agentEnv is --agent-env-passthrough, comma-separated.
 	agentEnv string
 	// updateWindow is --agent-update-window.
@@ -130,6 +134,8 @@ func parseOptions(args []string) (options, error) {
 	fs.StringVar(&o.database, "database", env("TETHER_DATABASE_URL", ""), "the database: empty for SQLite in the data dir (one daemon), or a postgres:// URL that several tetherd nodes share (docs/scale-out.md) [TETHER_DATABASE_URL]")
 	o.cluster.flags(fs)
 	files := addFileFlags(fs)
+	commandOutput := fs.String("command-output-limit", "16MiB", "most bytes of one command's output (POST /session/{id}/commands) recorded in the event log; past it command.truncated says so, the rest is dropped and the command runs on to its exit code")
+	sessionCommandOutput := fs.String("session-command-output-limit", "256MiB", "most bytes of command output recorded for one session, all its commands together (the same truncation past it)")
 	allowCwd := fs.String("allow-cwd", env("TETHER_ALLOW_CWD", ""), "comma-separated directories (with everything under them) allowed as a session cwd although refused as system directories; / allows any [TETHER_ALLOW_CWD]")
 	refuseCwd := fs.String("refuse-cwd", env("TETHER_REFUSE_CWD", ""), "comma-separated directories refused as a session cwd, besides the built-in system directories; DIR/... refuses everything under DIR too [TETHER_REFUSE_CWD]")
 	if err := fs.Parse(args); err != nil {
@@ -147,6 +153,14 @@ func parseOptions(args []string) (options, error) {
 		return o, err
 	}
 	o.fileArgs = files.args()
+	for _, f := range []struct {
+		flag, value string
+		dst         *int64
+	}{{"--command-output-limit", *commandOutput, &o.commandOutput}, {"--session-command-output-limit", *sessionCommandOutput, &o.sessionCommandOutput}} {
+		if *f.dst, err = bytes.Parse(f.value); err != nil || *f.dst <= 0 {
+			return o, fmt.Errorf("%s: want a positive size such as 16MiB, got %q", f.flag, f.value)
+		}
+	}
 	if o.ticketTTL <= 0 || o.ticketsMax <= 0 {
 		return o, errors.New("--stream-ticket-ttl and --stream-tickets-max must be positive")
 	}
@@ -298,6 +312,7 @@ func serve(ctx context.Context, args []string) error {
 		Workspace: workspace.Config{Checkpoints: filepath.Join(o.dataDir, "checkpoints"), Worktrees: filepath.Join(o.dataDir, "worktrees"),
 			Terminals: terms},
 		TurnCheckpoints: o.checkpoints, KeepWorktrees: o.keepWorktrees,
+		CommandOutputLimit: o.commandOutput, SessionCommandOutputLimit: o.sessionCommandOutput,
 		// Standalone agents run as children of this daemon; the others in
 		// executor hosts (the detached one, remote ones).
 		Runtime: sessions.Standalone{}, Executors: executors, Ownership: ownership(nd)})

@@ -144,6 +144,16 @@ const (
 	// WorkspaceWorktreeInvalid: the session's worktree cannot be made or
 	// what is at its path is not it (never replaced).
 	WorkspaceWorktreeInvalid Code = "workspace_worktree_invalid"
+	// WorkspaceRootChanged: the session's directory is no longer the one
+	// at its path (it, or a directory above it, was replaced with a
+	// symlink): tetherd does not follow it elsewhere.
+	WorkspaceRootChanged Code = "workspace_root_changed"
+	// WorkspaceRepositoryRefused: the repository git would read for the
+	// session's directory is reached through a .git that leads outside it
+	// (a symlink, a gitfile whose git dir does not record this checkout,
+	// a work tree moved by configuration), or its configuration
+	// names a filter tetherd cannot switch off (docs/workspace.md).
+	WorkspaceRepositoryRefused Code = "workspace_repository_refused"
 	// Terminals (internal/terminal): TerminalDisabled, the executor serves
 	// none (switched off, or a remote host that did not enable them).
 	TerminalDisabled     Code = "terminal_disabled"

@@ -44,7 +44,9 @@ const (
 	// Commands run in a session's directory (sessions/commands.go).
 	CommandStarted = "command.started"
 	CommandOutput  = "command.output"
-	CommandExited  = "command.exited"
+	// CommandTruncated: output from an offset on is not in the log.
+	CommandTruncated = "command.truncated"
+	CommandExited    = "command.exited"
 )
 
 // Control frames: sent on streams, never stored, never carrying an id.

@@ -99,12 +99,40 @@ type CommandOutputData struct {
 	Text      string `json:"text"`
 }
 
-// CommandExitedData is the payload of command.exited.
-type CommandExitedData struct {
+// CommandTruncatedData is the payload of command.truncated: the
+// command's output from Offset on is not recorded, for Reason. Bytes is
+// how much is missing when that is known now (an executor's overrun);
+// a limit's Limit is the limit, and command.exited says how much was
+// left out in all.
+type CommandTruncatedData struct {
 	Common
 	CommandID string `json:"commandId"`
-	State     string `json:"state"`
-	ExitCode  *int   `json:"exitCode,omitempty"`
+	Offset    int64  `json:"offset"`
+	Reason    string `json:"reason"`
+	Bytes     int64  `json:"bytes,omitempty"`
+	Limit     int64  `json:"limit,omitempty"`
+}
+
+// Reasons of command.truncated: the daemon's limits (the command's own
+// output, the session's commands together), and output its executor
+// dropped before the daemon could read it (a host that predates held
+// commands).
+const (
+	TruncatedCommandLimit = "command_limit"
+	TruncatedSessionLimit = "session_limit"
+	TruncatedOverrun      = "overrun"
+)
+
+// CommandExitedData is the payload of command.exited: how the command
+// ended and how much of its output the log holds (OutputBytes) and left
+// out (DroppedBytes; for a lost command, as far as known).
+type CommandExitedData struct {
+	Common
+	CommandID    string `json:"commandId"`
+	State        string `json:"state"`
+	ExitCode     *int   `json:"exitCode,omitempty"`
+	OutputBytes  int64  `json:"outputBytes"`
+	DroppedBytes int64  `json:"droppedBytes"`
 }
 
 // AutoContinuedData is the payload of session.auto_continued; PromptID

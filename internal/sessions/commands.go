@@ -2,11 +2,8 @@ package sessions
 
 import (
 	"context"
-	"strings"
 	"time"
-	"unicode/utf8"
 
-	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/workspace"
@@ -14,13 +11,24 @@ import (
 
 // Commands (POST /session/{id}/commands): `sh -c` in the session's
 // directory on its executor, without a terminal. The executor keeps the
-// output by offset (internal/terminal); the daemon follows it, one
-// long-poll read after another, and records it as durable command.output
-// events, each with the command's offset in the same transaction, then
+// output by offset (internal/terminal), held until the daemon has
+// recorded it; the daemon follows it, one long-poll read after another
+// (commandfollow.go), and records it as durable command.output events,
+// each with the command's offset in the same transaction, then
 // command.exited with the exit code. After a daemon restart a hosted
 // command is followed again from the offset recorded, so nothing is
 // missed or repeated; a standalone one (a child of the dead daemon) ends
-// lost.
+// lost. What is recorded is bounded, per command and per session
+// (Config.CommandOutputLimit, SessionCommandOutputLimit): past a limit
+// command.truncated says where the record stops, the rest of the output
+// is dropped where it is produced, and the command runs on to its exit
+// code.
+
+// Default output limits of commands (Config).
+const (
+	DefaultCommandOutputLimit        = 16 << 20
+	DefaultSessionCommandOutputLimit = 256 << 20
+)
 
 // commandReadWait is how long each read of a command's output waits.
 const commandReadWait = 15 * time.Second
@@ -36,7 +44,10 @@ func (m *Manager) RunCommand(ctx context.Context, sessionID, command string) (st
 	if err != nil {
 		return store.Command{}, err
 	}
-	res, err := m.Workspace(ctx, sessionID, workspace.Request{Op: workspace.OpCommandRun, Command: command})
+	if err := workspace.CheckCommand(command); err != nil {
+		return store.Command{}, err
+	}
+	res, err := m.Workspace(ctx, sessionID, workspace.Request{Op: workspace.OpCommandRun, Command: command, Held: true})
 	if err != nil {
 		return store.Command{}, err
 	}
@@ -72,73 +83,6 @@ func (m *Manager) ListCommands(ctx context.Context, sessionID string) ([]store.C
 	return m.store.ListCommands(ctx, sessionID)
 }
 
-// followCommand records c's output from c.OutputOffset on, and its end.
-func (m *Manager) followCommand(a *actor, c store.Command) {
-	m.spawn(func() {
-		off := c.OutputOffset
-		// pending is the start of a character the last read cut in two:
-		// it waits for its other bytes, so that no text is mangled.
-		var pending []byte
-		for m.life.Err() == nil {
-			res, err := m.Workspace(m.life, c.SessionID, workspace.Request{Op: workspace.OpTerminalRead, Terminal: c.ID, Offset: off,
-				WaitMS: int(commandReadWait / time.Millisecond)})
-			switch {
-			case errcode.Is(err, errcode.TerminalNotFound), errcode.Is(err, errcode.SessionNotFound):
-				m.endCommand(a, c.ID, store.CommandLost, nil)
-				return
-			case err != nil:
-				select { // the executor is away: ask again
-				case <-m.life.Done():
-					return
-				case <-time.After(commandRetry):
-				}
-				continue
-			}
-			out := res.Output
-			if out.Offset != off {
-				pending = nil // output was dropped from the executor's buffer meanwhile
-			}
-			buf := append(pending, out.Data...)
-			start := out.Offset - int64(len(pending))
-			cut := len(buf)
-			if !out.Exited {
-				cut = completeUTF8(buf)
-			}
-			pending = append([]byte(nil), buf[cut:]...)
-			if cut > 0 {
-				data := events.CommandOutputData{CommandID: c.ID, Offset: start, Text: strings.ToValidUTF8(string(buf[:cut]), "\uFFFD")}
-				end := start + int64(cut)
-				if err := a.writeAndWait(m.life, func(tx *store.Store, emit events.Emit) error {
-					if err := tx.SetCommandOutput(a.ctx(), c.SessionID, c.ID, end); err != nil {
-						return err
-					}
-					emit(a.draft(events.CommandOutput, "", &data))
-					return nil
-				}); err != nil {
-					return // shutting down: the next start follows from the offset recorded
-				}
-			}
-			off = out.End
-			if out.Exited {
-				m.endCommand(a, c.ID, store.CommandExited, out.ExitCode)
-				_, _ = m.Workspace(m.life, c.SessionID, workspace.Request{Op: workspace.OpTerminalClose, Terminal: c.ID})
-				return
-			}
-		}
-	})
-}
-
-// endCommand records how command id ended.
-func (m *Manager) endCommand(a *actor, id string, state store.CommandState, exitCode *int) {
-	_ = a.writeAndWait(m.life, func(tx *store.Store, emit events.Emit) error {
-		if _, err := tx.EndCommand(a.ctx(), a.id, id, state, exitCode); err != nil {
-			return err
-		}
-		emit(a.draft(events.CommandExited, "", &events.CommandExitedData{CommandID: id, State: string(state), ExitCode: exitCode}))
-		return nil
-	})
-}
-
 // resumeCommands follows again, after a restart, the commands still
 // running: a hosted one from the offset recorded; a standalone one died
 // with the previous daemon and ends lost.
@@ -160,24 +104,10 @@ func (m *Manager) resumeCommands(ctx context.Context, keep func(sessionID string
 			return err
 		}
 		if ex.Runtime == store.RuntimeStandalone || ex.Runtime == "" {
-			m.endCommand(a, c.ID, store.CommandLost, nil)
+			m.endCommand(a, c, store.CommandLost, nil)
 			continue
 		}
 		m.followCommand(a, c)
 	}
 	return nil
-}
-
-// completeUTF8 is the length of b without a character its end cuts short
-// (at most 3 bytes of one).
-func completeUTF8(b []byte) int {
-	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax+1; i-- {
-		if utf8.RuneStart(b[i]) {
-			if !utf8.FullRune(b[i:]) {
-				return i
-			}
-			break
-		}
-	}
-	return len(b)
 }

@@ -75,6 +75,13 @@ type Config struct {
 	// KeepWorktrees: closing a session keeps its worktree even when
 	// nothing in it is uncommitted (a dirty one is always kept).
 	KeepWorktrees bool
+	// CommandOutputLimit bounds the output of one command recorded in the
+	// event log, SessionCommandOutputLimit that of all the session's
+	// commands together (defaults DefaultCommandOutputLimit and
+	// DefaultSessionCommandOutputLimit): past either, the rest of a
+	// command's output is left out, which a command.truncated event says,
+	// and the command runs on to its exit code (commands.go).
+	CommandOutputLimit, SessionCommandOutputLimit int64
 	// UpdateWindow bounds one agent's session/update notifications read but
 	// not yet committed; a faster agent is slowed down (StartRequest).
 	UpdateWindow int
@@ -138,6 +145,12 @@ func (c *Config) defaults() {
 	}
 	if c.PromptMaxDepth <= 0 {
 		c.PromptMaxDepth = DefaultPromptMaxDepth
+	}
+	if c.CommandOutputLimit <= 0 {
+		c.CommandOutputLimit = DefaultCommandOutputLimit
+	}
+	if c.SessionCommandOutputLimit <= 0 {
+		c.SessionCommandOutputLimit = DefaultSessionCommandOutputLimit
 	}
 	c.PromptMaxDepth = min(c.PromptMaxDepth, MaxPromptDepth)
 	if c.Logger == nil {

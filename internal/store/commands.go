@@ -24,11 +24,25 @@ type Command struct {
 	ID        string
 	Command   string
 	State     CommandState
+	// Output is how much of its output the event log holds.
+	CommandOutput
+	ExitCode  *int
+	CreatedAt time.Time
+	EndedAt   *time.Time
+}
+
+// CommandOutput is how much of a command's output the event log holds.
+type CommandOutput struct {
 	// OutputOffset is where the output not yet in the event log starts.
 	OutputOffset int64
-	ExitCode     *int
-	CreatedAt    time.Time
-	EndedAt      *time.Time
+	// OutputBytes are in the log; DroppedBytes are not (known so far,
+	// all once the command has exited).
+	OutputBytes, DroppedBytes int64
+	// Truncated names the limit that stopped the recording, "" while
+	// none has: the reason of its command.truncated event
+	// (events.TruncatedCommandLimit or TruncatedSessionLimit; the
+	// column's CHECK in migrations/00018 allows no other).
+	Truncated string
 }
 
 type commandRow struct {
@@ -37,6 +51,9 @@ type commandRow struct {
 	Command      string  `gorm:"column:command"`
 	State        string  `gorm:"column:state"`
 	OutputOffset int64   `gorm:"column:output_offset"`
+	OutputBytes  int64   `gorm:"column:output_bytes"`
+	DroppedBytes int64   `gorm:"column:dropped_bytes"`
+	Truncated    string  `gorm:"column:truncated"`
 	ExitCode     *int    `gorm:"column:exit_code"`
 	CreatedAt    dbTime  `gorm:"column:created_at"`
 	EndedAt      *dbTime `gorm:"column:ended_at"`
@@ -45,8 +62,9 @@ type commandRow struct {
 func (commandRow) TableName() string { return "commands" }
 
 func toCommand(r commandRow) Command {
-	return Command{SessionID: r.SessionID, ID: r.ID, Command: r.Command, State: CommandState(r.State), OutputOffset: r.OutputOffset,
-		ExitCode: r.ExitCode, CreatedAt: r.CreatedAt.t, EndedAt: fromDBTimePtr(r.EndedAt)}
+	return Command{SessionID: r.SessionID, ID: r.ID, Command: r.Command, State: CommandState(r.State),
+		CommandOutput: CommandOutput{OutputOffset: r.OutputOffset, OutputBytes: r.OutputBytes, DroppedBytes: r.DroppedBytes, Truncated: r.Truncated},
+		ExitCode:      r.ExitCode, CreatedAt: r.CreatedAt.t, EndedAt: fromDBTimePtr(r.EndedAt)}
 }
 
 // CreateCommand records a command that started.
@@ -59,11 +77,22 @@ func (s *Store) CreateCommand(ctx context.Context, c Command) (Command, error) {
 	return c, nil
 }
 
-// SetCommandOutput records that the event log holds the command's output
-// up to offset.
-func (s *Store) SetCommandOutput(ctx context.Context, sessionID, id string, offset int64) error {
+// SetCommandOutput records how much of the command's output the event log
+// holds now (never an offset before the one recorded).
+func (s *Store) SetCommandOutput(ctx context.Context, sessionID, id string, o CommandOutput) error {
 	return updateRow(s.db.WithContext(ctx), "set command output", func() error { return commandNotFound(id) },
-		`UPDATE commands SET output_offset = ? WHERE session_id = ? AND id = ? AND output_offset <= ?`, offset, sessionID, id, offset)
+		`UPDATE commands SET output_offset = ?, output_bytes = ?, dropped_bytes = ?, truncated = ? WHERE session_id = ? AND id = ? AND output_offset <= ?`,
+		o.OutputOffset, o.OutputBytes, o.DroppedBytes, o.Truncated, sessionID, id, o.OutputOffset)
+}
+
+// SessionCommandOutput is how many bytes of command output the event log
+// holds for the session, all its commands together.
+func (s *Store) SessionCommandOutput(ctx context.Context, sessionID string) (int64, error) {
+	var n int64
+	if err := s.db.WithContext(ctx).Raw(`SELECT CAST(COALESCE(SUM(output_bytes), 0) AS BIGINT) FROM commands WHERE session_id = ?`, sessionID).Scan(&n).Error; err != nil {
+		return 0, internal(err, "session command output")
+	}
+	return n, nil
 }
 
 // EndCommand records how a command ended (exit code nil when lost).

@@ -110,6 +110,15 @@ type term struct {
 	start   int64
 	changed chan struct{}
 	done    chan struct{}
+	// held is a command whose follower acknowledges its output (hold.go):
+	// output not yet acknowledged (before acked) is kept, the command
+	// waiting while the buffer is full of it, until discard, once set,
+	// has every later byte counted and dropped. room is closed and
+	// replaced whenever acked moves or discard is set.
+	held    bool
+	acked   int64
+	discard bool
+	room    chan struct{}
 }
 
 func notFound(id string) error {
@@ -130,8 +139,10 @@ func env() []string {
 	return append(out, "TERM=xterm-256color")
 }
 
-// Open starts a shell in cwd for session.
-func (s *Set) Open(session, cwd string, cols, rows int) (Info, error) {
+// Open starts a shell in cwd for session. dir is where it starts: cwd,
+// or a name of that very directory its caller holds open (the workspace's
+// checked session directory); Info.Cwd says cwd.
+func (s *Set) Open(session, cwd, dir string, cols, rows int) (Info, error) {
 	if cols <= 0 {
 		cols = 80
 	}
@@ -145,7 +156,7 @@ func (s *Set) Open(session, cwd string, cols, rows int) (Info, error) {
 		return Info{}, errcode.New(errcode.TerminalLimitReached, "this session has %d terminals and commands, the most it may have; close one", n)
 	}
 	cmd := exec.Command(s.shell)
-	cmd.Dir, cmd.Env = cwd, env()
+	cmd.Dir, cmd.Env = dir, env()
 	f, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)})
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -179,35 +190,6 @@ func (s *Set) add(t *term) {
 	go t.pump(s.scrollback)
 }
 
-// RunCommand runs `sh -c command` in cwd for session: no input, its
-// stdout and stderr together as its output, read like a terminal's; its
-// exit code recorded.
-func (s *Set) RunCommand(session, cwd, command string) (Info, error) {
-	if n := s.count(session); n >= s.max {
-		return Info{}, errcode.New(errcode.TerminalLimitReached, "this session has %d terminals and commands, the most it may have; close one", n)
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		return Info{}, errcode.Wrap(errcode.Internal, err, "a pipe for the command: %v", err)
-	}
-	cmd := exec.Command("/bin/sh", "-c", command)
-	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = cwd, env(), w, w
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		r.Close()
-		w.Close()
-		if errors.Is(err, os.ErrNotExist) {
-			return Info{}, errcode.Wrap(errcode.WorkingDirMissing, err, "cannot run a command in %s: %v", cwd, err)
-		}
-		return Info{}, errcode.Wrap(errcode.Internal, err, "starting the command: %v", err)
-	}
-	w.Close() // the command holds its own copy
-	t := &term{info: Info{ID: uuid.NewString(), Session: session, Cwd: cwd, StartedAt: time.Now().UTC(), Command: command},
-		cmd: cmd, out: r, changed: make(chan struct{}), done: make(chan struct{})}
-	s.add(t)
-	return t.snapshot(), nil
-}
-
 // pump copies the shell's output into the buffer until the PTY closes,
 // then records the exit.
 func (t *term) pump(scrollback int) {
@@ -216,8 +198,14 @@ func (t *term) pump(scrollback int) {
 		n, err := t.out.Read(b)
 		if n > 0 {
 			t.mu.Lock()
-			t.buf = append(t.buf, b[:n]...)
-			if over := len(t.buf) - scrollback; over > 0 {
+			t.waitRoomLocked(scrollback)
+			if t.discard {
+				t.start += int64(len(t.buf) + n)
+				t.buf = nil
+			} else {
+				t.buf = append(t.buf, b[:n]...)
+			}
+			if over := t.dropLocked(len(t.buf) - scrollback); over > 0 {
 				t.buf = append(t.buf[:0:0], t.buf[over:]...)
 				t.start += int64(over)
 			}
@@ -295,22 +283,35 @@ func (s *Set) Read(ctx context.Context, session, id string, offset int64, wait t
 	if offset < 0 {
 		return Chunk{}, errcode.New(errcode.InvalidRequest, "offset must not be negative")
 	}
+	past := false
+	if err := t.awaitLocked(ctx, wait, func() bool {
+		end := t.start + int64(len(t.buf))
+		past = offset > end
+		return past || offset < end || t.info.Exited
+	}); err != nil {
+		return Chunk{}, err
+	}
+	defer t.mu.Unlock()
+	end := t.start + int64(len(t.buf))
+	if past {
+		return Chunk{}, errcode.New(errcode.InvalidRequest, "offset %d is past the terminal's output (%d bytes)", offset, end)
+	}
+	from := max(offset, t.start)
+	to := min(end, from+maxChunk)
+	return Chunk{Offset: from, End: to, Data: append([]byte(nil), t.buf[from-t.start:to-t.start]...),
+		Exited: t.info.Exited && to == end, ExitCode: t.info.ExitCode}, nil
+}
+
+// awaitLocked waits up to wait (at most MaxWait) until ready, called with
+// t.mu held, says so, and returns with t.mu held; or it returns an error,
+// without it, when ctx ends first.
+func (t *term) awaitLocked(ctx context.Context, wait time.Duration, ready func() bool) error {
 	timer := time.NewTimer(min(wait, MaxWait))
 	defer timer.Stop()
 	for {
 		t.mu.Lock()
-		end := t.start + int64(len(t.buf))
-		if offset > end {
-			t.mu.Unlock()
-			return Chunk{}, errcode.New(errcode.InvalidRequest, "offset %d is past the terminal's output (%d bytes)", offset, end)
-		}
-		if offset < end || t.info.Exited || wait <= 0 {
-			from := max(offset, t.start)
-			to := min(end, from+maxChunk)
-			c := Chunk{Offset: from, End: to, Data: append([]byte(nil), t.buf[from-t.start:to-t.start]...),
-				Exited: t.info.Exited && to == end, ExitCode: t.info.ExitCode}
-			t.mu.Unlock()
-			return c, nil
+		if ready() || wait <= 0 {
+			return nil
 		}
 		changed := t.changed
 		t.mu.Unlock()
@@ -319,7 +320,7 @@ func (s *Set) Read(ctx context.Context, session, id string, offset int64, wait t
 		case <-timer.C:
 			wait = 0
 		case <-ctx.Done():
-			return Chunk{}, errcode.Wrap(errcode.Timeout, ctx.Err(), "terminal read ended")
+			return errcode.Wrap(errcode.Timeout, ctx.Err(), "terminal read ended")
 		}
 	}
 }
@@ -378,6 +379,7 @@ func (s *Set) Close(session, id string) (Info, error) {
 }
 
 func (t *term) stop() {
+	t.release()
 	if p := t.cmd.Process; p != nil {
 		_ = syscall.Kill(-p.Pid, syscall.SIGHUP)
 		select {

@@ -75,6 +75,17 @@ type Request struct {
 	WaitMS   int    `json:"waitMs,omitempty"`
 	// Command is what OpCommandRun runs (sh -c).
 	Command string `json:"command,omitempty"`
+	// Held (OpCommandRun) keeps the command's output for its follower
+	// until acknowledged, the command waiting while its buffer is full,
+	// instead of dropping the oldest (terminal.Set.Follow).
+	Held bool `json:"held,omitempty"`
+	// Ack (OpTerminalRead of a held command): the follower has recorded
+	// the output before this offset. Discard: it records no more; the
+	// output is dropped from now on and the read waits for the exit.
+	// An executor that predates them ignores them: the output is then
+	// kept as a terminal's, the newest only.
+	Ack     int64 `json:"ack,omitempty"`
+	Discard bool  `json:"discard,omitempty"`
 	// Patch asks a diff for the patch text besides the per-file summary.
 	Patch bool `json:"patch,omitempty"`
 	// Limit bounds a log's commits (0: DefaultLogLimit).
@@ -200,36 +211,50 @@ func Serve(ctx context.Context, req Request, lim Config) (Result, error) {
 	if isTerminalOp(req.Op) {
 		return serveTerminal(ctx, req, lim)
 	}
+	d, err := openSessionDir(req.Root, lim)
+	if err != nil {
+		return Result{}, err
+	}
+	defer d.Close()
+	res, err := serveIn(ctx, d, req, rel, lim)
+	if err = d.after(err); err != nil {
+		return Result{}, err
+	}
+	return res, nil
+}
+
+// serveIn performs req in the session's directory d.
+func serveIn(ctx context.Context, d *sessionDir, req Request, rel string, lim Config) (Result, error) {
 	switch req.Op {
 	case OpGitStatus:
-		st, err := gitStatus(ctx, req.Root, lim)
+		st, err := gitStatus(ctx, d)
 		return Result{GitStatus: st}, err
 	case OpGitDiff:
 		if req.Turn != "" {
-			d, err := turnDiff(ctx, req, rel, lim)
-			return Result{GitDiff: d}, err
+			dif, err := turnDiff(ctx, d, req, rel, lim)
+			return Result{GitDiff: dif}, err
 		}
 		if req.ToTurn != "" {
 			return Result{}, errcode.New(errcode.InvalidRequest, "toTurn compares two turns' checkpoints: it needs turn")
 		}
-		d, err := gitDiff(ctx, req.Root, rel, req.Against, req.Patch, lim)
-		return Result{GitDiff: d}, err
+		dif, err := gitDiff(ctx, d, rel, req.Against, req.Patch, lim)
+		return Result{GitDiff: dif}, err
 	case OpCheckpoint:
-		cp, err := checkpoint(ctx, req, lim)
+		cp, err := checkpoint(ctx, d, req, lim)
 		return Result{Checkpoint: cp}, err
 	case OpWorktreeEnsure:
-		wt, err := ensureWorktree(ctx, req, lim)
+		wt, err := ensureWorktree(ctx, d, req, lim)
 		return Result{Worktree: wt}, err
 	case OpWorktreeRelease:
-		wt, err := releaseWorktree(ctx, req, lim)
+		wt, err := releaseWorktree(ctx, d, req, lim)
 		return Result{Worktree: wt}, err
 	case OpGitLog:
-		l, err := gitLog(ctx, req.Root, req.Limit)
+		l, err := gitLog(ctx, d, req.Limit)
 		return Result{GitLog: l}, err
 	}
-	r, err := OpenRoot(req.Root, FileLimits{ReadLimit: lim.ReadLimit})
+	r, err := d.openRoot(FileLimits{ReadLimit: lim.ReadLimit})
 	if err != nil {
-		return Result{}, rootError(req.Root, err)
+		return Result{}, err
 	}
 	defer r.Close()
 	switch req.Op {
@@ -432,12 +457,4 @@ func apiError(err error) error {
 		code = errcode.Timeout
 	}
 	return errcode.Wrap(code, err, "%s", fe.Message).With("path", fe.Path)
-}
-
-// rootError explains why the session's directory itself cannot be opened.
-func rootError(root string, err error) error {
-	if errors.Is(err, fs.ErrNotExist) {
-		return errcode.Wrap(errcode.WorkingDirMissing, err, "the session's directory %s no longer exists on its executor", root)
-	}
-	return errcode.Wrap(errcode.Internal, err, "opening the session's directory %s: %v", root, err)
 }

@@ -59,20 +59,24 @@ var shadowLocks sync.Map // path -> *sync.Mutex
 // shadow is one session's checkpoint repository over its directory.
 type shadow struct {
 	gitDir string
-	root   string
+	// root is where its git commands run: the session's directory
+	// (sessionDir.execDir).
+	root string
 }
 
 // env points git at the shadow repository, with the session's directory
-// as its work tree.
+// as its work tree: the directory the command runs in, named relative to
+// it so that git works in the directory checked, whatever is at its path
+// by then.
 func (s shadow) env() []string {
-	return []string{"GIT_DIR=" + s.gitDir, "GIT_WORK_TREE=" + s.root, "GIT_INDEX_FILE=" + filepath.Join(s.gitDir, "index")}
+	return []string{"GIT_DIR=" + s.gitDir, "GIT_WORK_TREE=.", "GIT_INDEX_FILE=" + filepath.Join(s.gitDir, "index")}
 }
 
 func turnRef(turn string) string { return "refs/tether/turns/" + hex.EncodeToString([]byte(turn)) }
 
 // openShadow validates a checkpoint request and returns its repository
 // (created when create is set), locked until the returned unlock.
-func openShadow(ctx context.Context, req Request, cfg Config, create bool) (shadow, func(), error) {
+func openShadow(ctx context.Context, d *sessionDir, req Request, cfg Config, create bool) (shadow, func(), error) {
 	if cfg.Checkpoints == "" {
 		return shadow{}, nil, errcode.New(errcode.WorkspaceUnsupported, "this executor keeps no turn checkpoints")
 	}
@@ -81,7 +85,7 @@ func openShadow(ctx context.Context, req Request, cfg Config, create bool) (shad
 			return shadow{}, nil, errcode.New(errcode.InvalidRequest, "%s %q cannot name a checkpoint", what, v).With(what, v)
 		}
 	}
-	s := shadow{gitDir: filepath.Join(cfg.Checkpoints, req.Session+".git"), root: req.Root}
+	s := shadow{gitDir: filepath.Join(cfg.Checkpoints, req.Session+".git"), root: d.execDir()}
 	mu, _ := shadowLocks.LoadOrStore(s.gitDir, new(sync.Mutex))
 	mu.(*sync.Mutex).Lock()
 	unlock := mu.(*sync.Mutex).Unlock
@@ -98,13 +102,13 @@ func openShadow(ctx context.Context, req Request, cfg Config, create bool) (shad
 	// Private like the rest of the executor's data (what the user's files
 	// held is in it): directories 0700, files 0600 (git's objects 0400);
 	// no template, so no sample hooks.
-	if _, _, err := runGit(ctx, req.Root, nil, 1<<12, "init", "--bare", "--quiet", "--shared=0600", "--template=", s.gitDir); err != nil {
+	if _, _, err := runGit(ctx, s.root, nil, 1<<12, "init", "--bare", "--quiet", "--shared=0600", "--template=", s.gitDir); err != nil {
 		unlock()
 		return shadow{}, nil, err
 	}
 	// Objects written here are only ever reached through the turn refs;
 	// no automatic gc needs to run in the middle of a turn's start.
-	if _, _, err := runGit(ctx, req.Root, []string{"GIT_DIR=" + s.gitDir}, 1<<12, "config", "gc.auto", "0"); err != nil {
+	if _, _, err := runGit(ctx, s.root, []string{"GIT_DIR=" + s.gitDir}, 1<<12, "config", "gc.auto", "0"); err != nil {
 		unlock()
 		return shadow{}, nil, err
 	}
@@ -122,9 +126,16 @@ func (s shadow) snapshot(ctx context.Context) (string, error) {
 }
 
 // userHead is the session directory's repository HEAD commit, empty
-// outside a repository or before its first commit.
-func userHead(ctx context.Context, root string) (string, error) {
-	out, _, err := runGit(ctx, root, nil, 1<<10, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+// outside a repository, before its first commit, or in a repository
+// tetherd does not read (repoOf): a checkpoint is of the files, whatever
+// their repository.
+func userHead(ctx context.Context, d *sessionDir) (string, error) {
+	if _, err := repoOf(ctx, d); errcode.Is(err, errcode.WorkspaceRepositoryRefused) || errcode.Is(err, errcode.WorkspaceNotRepository) {
+		return "", nil
+	} else if err != nil {
+		return "", err
+	}
+	out, _, err := runGit(ctx, d.execDir(), nil, 1<<10, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
 	switch {
 	case err == nil:
 		return strings.TrimSpace(string(out)), nil
@@ -138,8 +149,8 @@ func userHead(ctx context.Context, root string) (string, error) {
 
 // checkpoint records req.Turn's checkpoint, once: a turn whose checkpoint
 // exists (its start was retried after a daemon restart) keeps the first.
-func checkpoint(ctx context.Context, req Request, cfg Config) (*Checkpoint, error) {
-	s, unlock, err := openShadow(ctx, req, cfg, true)
+func checkpoint(ctx context.Context, d *sessionDir, req Request, cfg Config) (*Checkpoint, error) {
+	s, unlock, err := openShadow(ctx, d, req, cfg, true)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +162,7 @@ func checkpoint(ctx context.Context, req Request, cfg Config) (*Checkpoint, erro
 	if err != nil {
 		return nil, err
 	}
-	head, err := userHead(ctx, req.Root)
+	head, err := userHead(ctx, d)
 	if err != nil {
 		return nil, err
 	}
@@ -213,11 +224,11 @@ func unixTime(s string) time.Time {
 // the files changed since the turn began, and whether HEAD moved. With
 // req.ToTurn it compares the two turns' checkpoints instead: what changed
 // from the start of one turn to the start of the other.
-func turnDiff(ctx context.Context, req Request, rel string, cfg Config) (*GitDiff, error) {
+func turnDiff(ctx context.Context, d *sessionDir, req Request, rel string, cfg Config) (*GitDiff, error) {
 	if req.Against != "" {
 		return nil, errcode.New(errcode.InvalidRequest, "a diff is against a commit or a turn's checkpoint, not both")
 	}
-	s, unlock, err := openShadow(ctx, req, cfg, false)
+	s, unlock, err := openShadow(ctx, d, req, cfg, false)
 	if err != nil {
 		return nil, err
 	}
@@ -237,14 +248,14 @@ func turnDiff(ctx context.Context, req Request, rel string, cfg Config) (*GitDif
 		if tree, err = s.snapshot(ctx); err != nil {
 			return nil, err
 		}
-		if head, err = userHead(ctx, req.Root); err != nil {
+		if head, err = userHead(ctx, d); err != nil {
 			return nil, err
 		}
 	}
-	d, err := diffTrees(ctx, req.Root, s.env(), "turn:"+req.Turn, cp.Tree, tree, rel, req.Patch, cfg)
+	dif, err := diffTrees(ctx, s.root, s.env(), "turn:"+req.Turn, cp.Tree, tree, rel, req.Patch, cfg)
 	if err != nil {
 		return nil, err
 	}
-	d.Head, d.Checkpoint, d.HeadMoved, d.ToCheckpoint = head, cp, head != cp.Head, to
-	return d, nil
+	dif.Head, dif.Checkpoint, dif.HeadMoved, dif.ToCheckpoint = head, cp, head != cp.Head, to
+	return dif, nil
 }

@@ -111,7 +111,15 @@ const gitOutputLimit = 64 << 20
 // bytes (truncated reports a cut). A directory outside any repository is
 // errcode.WorkspaceNotRepository.
 func runGit(ctx context.Context, dir string, env []string, limit int64, args ...string) (out []byte, truncated bool, err error) {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-c", "core.quotepath=off", "-c", "color.ui=never"}, args...)...)
+	pre := append([]string{"-c", "core.quotepath=off", "-c", "color.ui=never"}, safeConfig...)
+	if !runsNoFilter[args[0]] {
+		off, err := localFiltersOff(ctx, dir, env)
+		if err != nil {
+			return nil, false, err
+		}
+		pre = append(pre, off...)
+	}
+	cmd := exec.CommandContext(ctx, "git", append(pre, args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(gitEnv(), env...)
 	cmd.WaitDelay = time.Second
@@ -138,8 +146,15 @@ func runGit(ctx context.Context, dir string, env []string, limit int64, args ...
 	}
 	if err != nil {
 		msg := strings.TrimSpace(stderr.String())
-		if strings.Contains(msg, "not a git repository") {
+		switch {
+		case strings.Contains(msg, "not a git repository") || strings.Contains(msg, "must be run in a work tree"):
 			return nil, false, errcode.New(errcode.WorkspaceNotRepository, "the session's directory is not in a git repository")
+		case strings.Contains(msg, "detected dubious ownership"):
+			return nil, false, errcode.New(errcode.WorkspaceRepositoryRefused,
+				"git refuses the repository of the session's directory: it belongs to another user than the executor's (git's safe.directory)")
+		case strings.Contains(msg, "failed to stat") || strings.Contains(msg, "Unable to read current working directory"):
+			// git names its directories by path: one moved away while it ran.
+			return nil, false, errcode.New(errcode.WorkspaceRootChanged, "the session's directory was moved or replaced while git ran (%s)", msg)
 		}
 		return nil, false, fmt.Errorf("git %s: %w: %s", args[0], err, msg)
 	}
@@ -162,12 +177,16 @@ func gitEnv() []string {
 	return append(env, "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "LC_ALL=C")
 }
 
-func gitStatus(ctx context.Context, dir string, lim Config) (*GitStatus, error) {
+func gitStatus(ctx context.Context, d *sessionDir) (*GitStatus, error) {
+	if _, err := repoOf(ctx, d); err != nil {
+		return nil, err
+	}
+	dir := d.execDir()
 	prefix, err := gitPrefix(ctx, dir, nil)
 	if err != nil {
 		return nil, err
 	}
-	out, _, err := runGit(ctx, dir, nil, gitOutputLimit, "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all")
+	out, _, err := runGit(ctx, dir, nil, gitOutputLimit, "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all", "--ignore-submodules=dirty")
 	if err != nil {
 		return nil, err
 	}
@@ -320,10 +339,14 @@ func Snapshot(ctx context.Context, dir string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-func gitDiff(ctx context.Context, dir, rel, against string, withPatch bool, lim Config) (*GitDiff, error) {
+func gitDiff(ctx context.Context, d *sessionDir, rel, against string, withPatch bool, lim Config) (*GitDiff, error) {
 	if against == "" {
 		against = "HEAD"
 	}
+	if _, err := repoOf(ctx, d); err != nil {
+		return nil, err
+	}
+	dir := d.execDir()
 	base, err := resolveTree(ctx, dir, against)
 	if err != nil {
 		return nil, err
@@ -348,17 +371,17 @@ func diffTrees(ctx context.Context, dir string, env []string, against, base, tre
 		spec = []string{"--", ":(top,literal)" + path.Join(prefix, rel)}
 	}
 	d := &GitDiff{Against: against, Base: base, Tree: tree, Files: []GitDiffFile{}}
-	num, _, err := runGit(ctx, dir, env, gitOutputLimit, append([]string{"diff-tree", "-r", "-M", "--numstat", "-z", base, tree}, spec...)...)
+	num, _, err := runGit(ctx, dir, env, gitOutputLimit, append([]string{"diff-tree", "-r", "-M", "--no-ext-diff", "--no-textconv", "--numstat", "-z", base, tree}, spec...)...)
 	if err != nil {
 		return nil, err
 	}
-	names, _, err := runGit(ctx, dir, env, gitOutputLimit, append([]string{"diff-tree", "-r", "-M", "--name-status", "-z", base, tree}, spec...)...)
+	names, _, err := runGit(ctx, dir, env, gitOutputLimit, append([]string{"diff-tree", "-r", "-M", "--no-ext-diff", "--no-textconv", "--name-status", "-z", base, tree}, spec...)...)
 	if err != nil {
 		return nil, err
 	}
 	d.Files = parseDiffFiles(names, num)
 	if withPatch {
-		p, cut, err := runGit(ctx, dir, env, lim.DiffLimit, append([]string{"diff-tree", "-r", "-M", "-p", "--no-color", base, tree}, spec...)...)
+		p, cut, err := runGit(ctx, dir, env, lim.DiffLimit, append([]string{"diff-tree", "-r", "-M", "--no-ext-diff", "--no-textconv", "-p", "--no-color", base, tree}, spec...)...)
 		if err != nil {
 			return nil, err
 		}
@@ -428,13 +451,17 @@ func diffStatus(c byte) string {
 	return "modified"
 }
 
-func gitLog(ctx context.Context, dir string, limit int) (*GitLog, error) {
+func gitLog(ctx context.Context, d *sessionDir, limit int) (*GitLog, error) {
 	switch {
 	case limit <= 0:
 		limit = DefaultLogLimit
 	case limit > MaxLogLimit:
 		limit = MaxLogLimit
 	}
+	if _, err := repoOf(ctx, d); err != nil {
+		return nil, err
+	}
+	dir := d.execDir()
 	l := &GitLog{Commits: []GitCommit{}}
 	if _, _, err := runGit(ctx, dir, nil, 1<<10, "rev-parse", "--verify", "--quiet", "HEAD"); err != nil {
 		if errcode.Is(err, errcode.WorkspaceNotRepository) || errcode.Is(err, errcode.Timeout) {

@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/tether/tether/internal/errcode"
@@ -29,6 +30,20 @@ const (
 // MaxCommand bounds a command's length.
 const MaxCommand = 8192
 
+// CheckCommand refuses what cannot be a command: empty, longer than
+// MaxCommand, or holding a NUL byte, which no program's argument can
+// (errcode.ValidationFailed). The daemon checks before it asks an
+// executor, and the executor again.
+func CheckCommand(command string) error {
+	switch {
+	case command == "" || len(command) > MaxCommand:
+		return errcode.New(errcode.ValidationFailed, "a command is 1 to %d bytes, got %d", MaxCommand, len(command))
+	case strings.ContainsRune(command, 0):
+		return errcode.New(errcode.ValidationFailed, "a command cannot hold a NUL byte (at byte %d)", strings.IndexByte(command, 0))
+	}
+	return nil
+}
+
 func isTerminalOp(op Op) bool {
 	switch op {
 	case OpTerminalOpen, OpTerminalList, OpTerminalWrite, OpTerminalRead, OpTerminalResize, OpTerminalClose, OpCommandRun:
@@ -53,19 +68,36 @@ func serveTerminal(ctx context.Context, req Request, cfg Config) (Result, error)
 		return Result{Terminal: &i}, nil
 	}
 	switch req.Op {
-	case OpTerminalOpen:
-		return info(set.Open(req.Session, req.Root, req.Cols, req.Rows))
-	case OpCommandRun:
-		if req.Command == "" || len(req.Command) > MaxCommand {
-			return Result{}, errcode.New(errcode.InvalidRequest, "a command is 1 to %d bytes", MaxCommand)
+	case OpTerminalOpen, OpCommandRun:
+		if req.Op == OpCommandRun {
+			if err := CheckCommand(req.Command); err != nil {
+				return Result{}, err
+			}
 		}
-		return info(set.RunCommand(req.Session, req.Root, req.Command))
+		// The shell or command starts in the session's directory as
+		// checked, never wherever its path leads by then.
+		d, err := openSessionDir(req.Root, cfg)
+		if err != nil {
+			return Result{}, err
+		}
+		defer d.Close()
+		if req.Op == OpTerminalOpen {
+			return info(set.Open(req.Session, d.path, d.execDir(), req.Cols, req.Rows))
+		}
+		return info(set.RunCommand(req.Session, d.path, d.execDir(), req.Command, req.Held))
 	case OpTerminalList:
 		return Result{Terminals: set.List(req.Session)}, nil
 	case OpTerminalWrite:
 		return Result{}, set.Write(req.Session, req.Terminal, req.Data)
 	case OpTerminalRead:
-		c, err := set.Read(ctx, req.Session, req.Terminal, req.Offset, time.Duration(req.WaitMS)*time.Millisecond)
+		wait := time.Duration(req.WaitMS) * time.Millisecond
+		var c terminal.Chunk
+		var err error
+		if req.Ack > 0 || req.Discard { // a held command's follower
+			c, err = set.Follow(ctx, req.Session, req.Terminal, req.Offset, req.Ack, wait, req.Discard)
+		} else {
+			c, err = set.Read(ctx, req.Session, req.Terminal, req.Offset, wait)
+		}
 		if err != nil {
 			return Result{}, err
 		}

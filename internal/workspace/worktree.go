@@ -70,17 +70,17 @@ func checkBranch(ctx context.Context, dir, branch string) error {
 }
 
 // ensureWorktree makes or checks the session's worktree.
-func ensureWorktree(ctx context.Context, req Request, cfg Config) (*Worktree, error) {
+func ensureWorktree(ctx context.Context, d *sessionDir, req Request, cfg Config) (*Worktree, error) {
 	path, err := worktreePath(req, cfg)
 	if err != nil {
 		return nil, err
 	}
-	out, _, err := runGit(ctx, req.Root, nil, 1<<12, "rev-parse", "--show-toplevel")
+	repo, err := repoOf(ctx, d)
 	if err != nil {
 		return nil, err
 	}
-	top := strings.TrimSpace(string(out))
-	prefix, err := gitPrefix(ctx, req.Root, nil)
+	top := repo.top
+	prefix, err := gitPrefix(ctx, d.execDir(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -142,15 +142,18 @@ func checkWorktree(ctx context.Context, top, path, branch string) error {
 
 // releaseWorktree removes the session's worktree if nothing in it is
 // uncommitted; its branch always stays.
-func releaseWorktree(ctx context.Context, req Request, cfg Config) (*Worktree, error) {
+func releaseWorktree(ctx context.Context, d *sessionDir, req Request, cfg Config) (*Worktree, error) {
 	path, err := worktreePath(req, cfg)
 	if err != nil {
+		return nil, err
+	}
+	if _, err := repoOf(ctx, d); err != nil {
 		return nil, err
 	}
 	wt := &Worktree{Repository: req.Root, Path: path, Branch: req.Branch}
 	if _, err := os.Lstat(path); err != nil {
 		wt.Removed = true // gone already
-		_, _, _ = runGit(ctx, req.Root, nil, 1<<12, "worktree", "prune")
+		_, _, _ = runGit(ctx, d.execDir(), nil, 1<<12, "worktree", "prune")
 		return wt, nil
 	}
 	out, _, err := runGit(ctx, path, nil, gitOutputLimit, "status", "--porcelain=v1", "-z", "--untracked-files=all")
@@ -165,7 +168,7 @@ func releaseWorktree(ctx context.Context, req Request, cfg Config) (*Worktree, e
 	if wt.Changed > 0 || req.Keep {
 		return wt, nil
 	}
-	if _, _, err := runGit(ctx, req.Root, nil, 1<<12, "worktree", "remove", path); err != nil {
+	if _, _, err := runGit(ctx, d.execDir(), nil, 1<<12, "worktree", "remove", path); err != nil {
 		return nil, worktreeError(err)
 	}
 	wt.Removed = true

@@ -6,10 +6,22 @@ import (
 	"testing"
 )
 
-// commandLog is what a session's durable log says of command id: its
-// output in order (offsets contiguous) and how it ended.
-func (w *world) commandLog(sid, id string) (out string, exited map[string]any) {
+// commandRecord is what a session's durable log says of one command.
+type commandRecord struct {
+	// out is its output in order; the offsets of its command.output
+	// events are contiguous (the record checks), a truncation aside.
+	out string
+	// truncated are its command.truncated events' payloads, exited its
+	// command.exited's (nil while it runs).
+	truncated []map[string]any
+	exited    map[string]any
+}
+
+// commandRecordOf reads command id's record from the session's durable
+// log (GET events?follow=false).
+func (w *world) commandRecordOf(sid, id string) commandRecord {
 	w.t.Helper()
+	var r commandRecord
 	var next float64
 	for _, f := range w.replay(sid) {
 		p := f.JSON(w.t)
@@ -21,13 +33,26 @@ func (w *world) commandLog(sid, id string) (out string, exited map[string]any) {
 			if p["offset"] != next {
 				w.t.Errorf("command.output at offset %v, want %v (a gap or a repeat)", p["offset"], next)
 			}
-			out += p["text"].(string)
+			r.out += p["text"].(string)
 			next = p["offset"].(float64) + float64(len(p["text"].(string)))
+		case "command.truncated":
+			r.truncated = append(r.truncated, p)
+			if p["reason"] == "overrun" {
+				next = p["offset"].(float64) + p["bytes"].(float64)
+			}
 		case "command.exited":
-			exited = p
+			r.exited = p
 		}
 	}
-	return out, exited
+	return r
+}
+
+// commandLog is what a session's durable log says of command id: its
+// output in order (offsets contiguous) and how it ended.
+func (w *world) commandLog(sid, id string) (out string, exited map[string]any) {
+	w.t.Helper()
+	r := w.commandRecordOf(sid, id)
+	return r.out, r.exited
 }
 
 // TestCommands, on both runtimes: a command's output (stdout and stderr)

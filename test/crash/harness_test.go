@@ -455,15 +455,7 @@ func (w *world) createSessionOn(profile, executor string) (sid, cwd string) {
 	if r, err := filepath.EvalSymlinks(cwd); err == nil {
 		cwd = r
 	}
-	body := map[string]any{"agentProfileId": profile, "cwd": cwd}
-	if executor != "" {
-		body["executor"] = executor
-	}
-	code, m := w.do("POST", "/session", body)
-	if code != http.StatusCreated {
-		w.t.Fatalf("create session: got %d, want 201: %v", code, m)
-	}
-	return m["id"].(string), cwd
+	return w.createSessionIn(profile, executor, cwd), cwd
 }
 
 func text(s string) []map[string]any { return []map[string]any{{"type": "text", "text": s}} }

@@ -1,7 +1,6 @@
 package crash_test
 
 import (
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -51,28 +50,10 @@ func newRepo(t *testing.T) string {
 // worktree with uncommitted changes and removes a clean one, and keeps
 // every branch.
 func TestSessionWorktree(t *testing.T) {
-	// Each case starts the world's daemon and names the executor a
-	// session asks for ("" for the daemon's default).
-	runtimes := []struct {
-		name  string
-		start func(t *testing.T, w *world) string
-	}{
-		{"standalone", func(_ *testing.T, w *world) string { w.start("--executor", "standalone"); return "" }},
-		{"detached", func(_ *testing.T, w *world) string { w.start("--executor", "detached"); return "" }},
-		{"remote host in a network namespace", func(t *testing.T, w *world) string {
-			ns := newNetns(t)
-			far := w.newRemoteHost("far", net.JoinHostPort(ns.IP, "7778"), ns)
-			far.start()
-			w.setHosts(far.pinned())
-			w.start(pingFlags...)
-			w.waitHost("far", "connected", hostState("connected"))
-			return "far"
-		}},
-	}
-	for _, rt := range runtimes {
+	for _, rt := range allRuntimes() {
 		t.Run(rt.name, func(t *testing.T) {
 			w := newWorld(t, profile{id: "demo"})
-			executor := rt.start(t, w)
+			executor, _ := rt.start(t, w)
 			create := func(body map[string]any) (int, map[string]any) {
 				if executor != "" {
 					body["executor"] = executor

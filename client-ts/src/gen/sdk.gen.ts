@@ -420,9 +420,12 @@ export const getTurn = <ThrowOnError extends boolean = false>(options: Options<G
  * `executor_unavailable`). Paths are relative to the session's
  * directory and confined to it: an absolute path, a `..` component or a
  * NUL byte is 400 `workspace_path_invalid`, a symlink that leads out 403
- * `workspace_path_outside`. Directories come first, then by name; at most
- * 10,000 entries (`truncated` says there were more). Symlinks are listed
- * as themselves.
+ * `workspace_path_outside`. The session's directory itself replaced by a
+ * symlink (or under a directory so replaced) is 409
+ * `workspace_root_changed` on every workspace route, never followed.
+ * Directories come first, then by name; at most 10,000 entries
+ * (`truncated` says there were more). Symlinks are listed as
+ * themselves.
  *
  */
 export const listWorkspaceFiles = <ThrowOnError extends boolean = false>(options: Options<ListWorkspaceFilesData, ThrowOnError>) => (options.client ?? client).get<ListWorkspaceFilesResponses, ListWorkspaceFilesErrors, ThrowOnError>({
@@ -462,7 +465,11 @@ export const statWorkspacePath = <ThrowOnError extends boolean = false>(options:
  *
  * `git status` on the executor, without the optional index lock (the
  * user's own git is never blocked). A directory outside any repository
- * is 409 `workspace_not_a_repository`.
+ * is 409 `workspace_not_a_repository`; a repository reached through a
+ * `.git` that leads outside the directory (a symlink, a gitfile whose
+ * git dir does not record this checkout) is 403
+ * `workspace_repository_refused`, as on every git route; git runs no
+ * program the repository's configuration names (docs/workspace.md).
  *
  */
 export const getGitStatus = <ThrowOnError extends boolean = false>(options: Options<GetGitStatusData, ThrowOnError>) => (options.client ?? client).get<GetGitStatusResponses, GetGitStatusErrors, ThrowOnError>({
@@ -530,7 +537,13 @@ export const listCommands = <ThrowOnError extends boolean = false>(options: Opti
  * also kept in `GET /session/{id}/commands`. On a detached or remote
  * host it runs on across a daemon restart and tetherd catches up on its
  * output afterwards; a standalone session's command ends `lost` if
- * tetherd restarts. 403 `terminal_disabled` where terminals are off.
+ * tetherd restarts. The output recorded is bounded per command (16 MiB
+ * by default) and per session (256 MiB of all its commands): past a
+ * limit a `command.truncated` event says where the record stops, the
+ * command runs on, and its exit code is kept. 403 `terminal_disabled`
+ * where terminals are off; 409 `workspace_root_changed` when the
+ * session's directory was replaced by a symlink; a NUL byte in the
+ * command is 400 `validation_failed`.
  *
  */
 export const runCommand = <ThrowOnError extends boolean = false>(options: Options<RunCommandData, ThrowOnError>) => (options.client ?? client).post<RunCommandResponses, RunCommandErrors, ThrowOnError>({

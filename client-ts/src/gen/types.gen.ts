@@ -129,6 +129,9 @@ export type GitDiff = {
 };
 
 export type CommandRun = {
+    /**
+     * Run by sh -c; a NUL byte is 400 validation_failed (no program's argument can hold one).
+     */
     command: string;
 };
 
@@ -137,6 +140,18 @@ export type Command = {
     command: string;
     state: 'running' | 'exited' | 'lost';
     exitCode?: number;
+    /**
+     * Bytes of its output recorded as command.output events so far.
+     */
+    outputBytes: number;
+    /**
+     * Bytes of its output left out: those known so far while it runs, all of them once it has exited.
+     */
+    droppedBytes: number;
+    /**
+     * The limit that stopped the recording of its output (command.truncated), if one did.
+     */
+    truncated?: 'command_limit' | 'session_limit';
     createdAt: string;
     endedAt?: string;
 };
@@ -958,6 +973,7 @@ export const EventType = {
     SESSION_OPTIONS_CHANGED: 'session.options_changed',
     COMMAND_STARTED: 'command.started',
     COMMAND_OUTPUT: 'command.output',
+    COMMAND_TRUNCATED: 'command.truncated',
     COMMAND_EXITED: 'command.exited',
     RESYNC_REQUIRED: 'resync_required',
     REPLAY_COMPLETE: 'replay_complete',
@@ -1035,6 +1051,34 @@ export type CommandOutputData = EventCommon & {
     text: string;
 };
 
+/**
+ * The command's output from byte `offset` on is not in the log (no
+ * `command.output` of this command starts at or after it, but for an
+ * `overrun`, which ends at `offset + bytes`). `command_limit`: the
+ * command's recorded output reached `limit` (`tetherd serve
+ * --command-output-limit`); `session_limit`: the session's commands
+ * together reached `limit` (`--session-command-output-limit`); after
+ * either the rest is dropped where it is produced and the command runs
+ * on to its exit, whose `command.exited` says how much was left out.
+ * `overrun`: the executor dropped `bytes` bytes before tetherd read them
+ * (an executor host older than this daemon); the record goes on after
+ * them.
+ *
+ */
+export type CommandTruncatedData = EventCommon & {
+    commandId: string;
+    offset: number;
+    reason: 'command_limit' | 'session_limit' | 'overrun';
+    /**
+     * overrun: how many bytes are missing.
+     */
+    bytes?: number;
+    /**
+     * command_limit, session_limit: the limit, in bytes.
+     */
+    limit?: number;
+};
+
 export type CommandExitedData = EventCommon & {
     commandId: string;
     /**
@@ -1042,6 +1086,14 @@ export type CommandExitedData = EventCommon & {
      */
     state: 'exited' | 'lost';
     exitCode?: number;
+    /**
+     * Bytes of the command's output in the log.
+     */
+    outputBytes: number;
+    /**
+     * Bytes of its output not in the log (command.truncated says where and why); for a lost command, as far as known.
+     */
+    droppedBytes: number;
 };
 
 /**
@@ -1265,6 +1317,15 @@ export type CommandOutputEvent = {
      */
     id?: string;
     data: CommandOutputData;
+};
+
+export type CommandTruncatedEvent = {
+    type: 'command.truncated';
+    /**
+     * The cursor <epoch>:<seq> (durable events only).
+     */
+    id?: string;
+    data: CommandTruncatedData;
 };
 
 export type CommandExitedEvent = {
@@ -1530,6 +1591,8 @@ export type TetherEvent = ({
 } & CommandStartedEvent) | ({
     type: 'command.output';
 } & CommandOutputEvent) | ({
+    type: 'command.truncated';
+} & CommandTruncatedEvent) | ({
     type: 'command.exited';
 } & CommandExitedEvent) | ({
     type: 'resync_required';
@@ -2096,6 +2159,10 @@ export type CreateSessionErrors = {
      * RFC 9457 problem details.
      */
     401: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    403: Problem;
     /**
      * RFC 9457 problem details.
      */
@@ -3006,6 +3073,10 @@ export type ListWorkspaceFilesErrors = {
     /**
      * RFC 9457 problem details.
      */
+    409: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
     503: Problem;
     /**
      * RFC 9457 problem details.
@@ -3063,6 +3134,10 @@ export type ReadWorkspaceFileErrors = {
     /**
      * RFC 9457 problem details.
      */
+    409: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
     503: Problem;
     /**
      * RFC 9457 problem details.
@@ -3115,6 +3190,10 @@ export type StatWorkspacePathErrors = {
     /**
      * RFC 9457 problem details.
      */
+    409: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
     503: Problem;
     /**
      * RFC 9457 problem details.
@@ -3147,6 +3226,10 @@ export type GetGitStatusErrors = {
      * RFC 9457 problem details.
      */
     401: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    403: Problem;
     /**
      * RFC 9457 problem details.
      */
@@ -3218,6 +3301,10 @@ export type GetGitDiffErrors = {
     /**
      * RFC 9457 problem details.
      */
+    403: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
     404: Problem;
     /**
      * RFC 9457 problem details.
@@ -3260,6 +3347,10 @@ export type GetGitLogErrors = {
      * RFC 9457 problem details.
      */
     401: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    403: Problem;
     /**
      * RFC 9457 problem details.
      */
@@ -3350,6 +3441,10 @@ export type RunCommandErrors = {
      * RFC 9457 problem details.
      */
     404: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    409: Problem;
     /**
      * RFC 9457 problem details.
      */
@@ -3444,6 +3539,10 @@ export type OpenTerminalErrors = {
      * RFC 9457 problem details.
      */
     404: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    409: Problem;
     /**
      * RFC 9457 problem details.
      */
