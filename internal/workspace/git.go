@@ -174,7 +174,14 @@ func gitEnv() []string {
 		}
 		env = append(env, kv)
 	}
-	return append(env, "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "LC_ALL=C")
+	// GIT_ALLOW_PROTOCOL empty allows no transport whatever the
+	// configuration says: -c protocol.allow=never (safeConfig) yields to a
+	// repository's own protocol.<name>.allow=always, and a promisor
+	// repository's lazy fetch of a missing object would then run its
+	// remote's ext:: command or uploadpack. GIT_NO_LAZY_FETCH says the same
+	// to a git that knows it (2.44 and later).
+	return append(env, "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "LC_ALL=C",
+		"GIT_ALLOW_PROTOCOL=", "GIT_NO_LAZY_FETCH=1")
 }
 
 func gitStatus(ctx context.Context, d *sessionDir) (*GitStatus, error) {

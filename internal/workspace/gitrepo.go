@@ -55,6 +55,9 @@ func repoOf(ctx context.Context, d *sessionDir) (*repository, error) {
 		return nil, refused(d.path, "its work tree is %s, which does not hold the session's directory", r.top)
 	}
 	dotgit := filepath.Join(r.top, ".git")
+	if err := linkedOut(d.path, r); err != nil {
+		return nil, err
+	}
 	fi, err := os.Lstat(dotgit)
 	switch {
 	case err != nil:
@@ -73,6 +76,34 @@ func repoOf(ctx context.Context, d *sessionDir) (*repository, error) {
 		return nil, refused(d.path, "the gitfile %s leads to %s, which does not record %s as its worktree", dotgit, r.gitDir, r.top)
 	}
 	return nil, refused(d.path, "%s is neither a directory nor a gitfile", dotgit)
+}
+
+// linkedOut refuses a repository whose git directories lead elsewhere
+// through symlinks inside them: a real .git directory whose objects, refs,
+// config or HEAD are symlinks into another repository (as git-new-workdir
+// makes them, or an unpacked archive could) is that other repository for
+// git, which reads it and adds a worktree's branch to it. The hooks
+// directory may be a link (tetherd runs no hook); below the top level the
+// directories git writes refs and packs into are checked too.
+func linkedOut(root string, r *repository) error {
+	for _, dir := range []string{r.gitDir, r.commonDir} {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return refused(root, "its git directory %s cannot be read: %v", dir, err)
+		}
+		for _, e := range entries {
+			if e.Type()&fs.ModeSymlink != 0 && e.Name() != "hooks" {
+				return refused(root, "%s is a symlink", filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	for _, sub := range []string{"objects/info", "objects/pack", "refs/heads", "refs/tags", "refs/remotes"} {
+		p := filepath.Join(r.commonDir, sub)
+		if fi, err := os.Lstat(p); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return refused(root, "%s is a symlink", p)
+		}
+	}
+	return nil
 }
 
 // linkedWorktree reports whether r is a linked worktree whose repository

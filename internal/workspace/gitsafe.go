@@ -20,8 +20,10 @@ import (
 //
 //   - core.fsmonitor off and hooks pointed at /dev/null (a worktree's
 //     checkout runs post-checkout);
-//   - no transport at all (protocol.allow=never: a partial clone's lazy
-//     fetch would otherwise run ssh and credential helpers);
+//   - no transport at all (protocol.allow=never, and GIT_ALLOW_PROTOCOL
+//     empty in gitEnv, since a repository's own protocol.<name>.allow
+//     overrides the former: a partial clone's lazy fetch would otherwise
+//     run an ext:: command, an uploadpack, ssh and credential helpers);
 //   - no signature checks in logs, no submodule recursion or summaries,
 //     no automatic gc or maintenance;
 //   - diffs with --no-ext-diff --no-textconv, and status ignoring what is

@@ -23,8 +23,9 @@ func gitRepo(t *testing.T, dir, file, content string) string {
 }
 
 // TestWorkspaceGitConfined, on every runtime: git reads for a session only
-// the repository its directory is in. A .git that is a symlink, or a
-// gitfile, leading to a repository elsewhere is refused on every git route
+// the repository its directory is in. A .git that is a symlink, a gitfile,
+// or a directory whose objects, refs and config are symlinks, leading to
+// a repository elsewhere is refused on every git route
 // with 403 workspace_repository_refused, nothing of that repository in the
 // answer, and a worktree session asked there is refused without a branch
 // added to it. What git itself records stays readable: a session in a
@@ -54,7 +55,22 @@ func TestWorkspaceGitConfined(t *testing.T) {
 			writeFile(t, filepath.Join(gitfile, "mine.txt"), "mine\n")
 			writeFile(t, filepath.Join(gitfile, ".git"), "gitdir: "+filepath.Join(outside, ".git")+"\n")
 
-			for _, c := range []struct{ name, cwd string }{{"a .git symlink", linked}, {"a gitfile", gitfile}} {
+			// A .git directory of its own whose insides are symlinks into
+			// the other repository (git-new-workdir makes them so; an
+			// unpacked archive may): git reads and writes that repository.
+			insides := filepath.Join(root, "insides")
+			if err := os.MkdirAll(filepath.Join(insides, ".git"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, filepath.Join(insides, "mine.txt"), "mine\n")
+			writeFile(t, filepath.Join(insides, ".git", "HEAD"), "ref: refs/heads/main\n")
+			for _, name := range []string{"objects", "refs", "config"} {
+				if err := os.Symlink(filepath.Join(outside, ".git", name), filepath.Join(insides, ".git", name)); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			for _, c := range []struct{ name, cwd string }{{"a .git symlink", linked}, {"a gitfile", gitfile}, {"a .git of symlinks", insides}} {
 				sid := w.createSessionIn("demo", executor, c.cwd)
 				for _, r := range workspaceRoutes(sid) {
 					if !strings.Contains(r.path, "/git/") {
@@ -185,6 +201,46 @@ func TestWorkspaceGitRunsNoRepositoryProgram(t *testing.T) {
 			for _, e := range entries {
 				b, _ := os.ReadFile(filepath.Join(marks, e.Name()))
 				t.Errorf("the repository's %s ran, from %s", e.Name(), b)
+			}
+		})
+	}
+}
+
+// TestWorkspaceGitRunsNoTransport, on every runtime: a repository that
+// allows a transport in its own configuration (protocol.ext.allow, which
+// wins over the command line's protocol.allow=never) and is a promisor of
+// an ext:: remote never has that remote's command run: a diff against a
+// commit it lacks, which git would fetch lazily, is 404
+// workspace_revision_not_found, and status still works.
+func TestWorkspaceGitRunsNoTransport(t *testing.T) {
+	for _, rt := range allRuntimes() {
+		t.Run(rt.name, func(t *testing.T) {
+			w := newWorld(t, profile{id: "demo"})
+			executor, _ := rt.start(t, w)
+			root := realTempDir(t)
+			mark := filepath.Join(root, "fetched")
+			repo := filepath.Join(root, "repo")
+			head := gitRepo(t, repo, "README.md", "# repo\n")
+			for _, kv := range [][2]string{
+				{"core.repositoryformatversion", "1"},
+				{"extensions.partialClone", "origin"},
+				{"remote.origin.promisor", "true"},
+				// ext:: runs the rest as a command; "% " is a space.
+				{"remote.origin.url", "ext::sh -c touch% " + mark},
+				{"protocol.ext.allow", "always"},
+			} {
+				gitIn(t, repo, "config", kv[0], kv[1])
+			}
+			sid := w.createSessionIn("demo", executor, repo)
+			missing := strings.Repeat("12", 20)
+			if code, m := w.do(http.MethodGet, "/session/"+sid+"/workspace/git/diff?against="+missing, nil); code != http.StatusNotFound || m["code"] != "workspace_revision_not_found" {
+				t.Errorf("diff against a commit the promisor lacks: got %d %v, want 404 workspace_revision_not_found", code, m)
+			}
+			if st := w.get("/session/" + sid + "/workspace/git/status"); st["head"] != head {
+				t.Errorf("git status: got %v, want head %s", st, head)
+			}
+			if _, err := os.Stat(mark); err == nil {
+				t.Errorf("the repository's remote command ran (%s exists): git fetched through a transport its configuration allowed", mark)
 			}
 		})
 	}
