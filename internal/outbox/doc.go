@@ -86,21 +86,23 @@
 // Corruption (salvage.go) is any other damage: a bad frame before the
 // tail or in an earlier segment, a segment that cannot be opened or read,
 // one with a short or wrong header (zero-length included), segments that
-// do not continue each other, an acked offset past the log's end. The log
-// then ends before the first damaged record: the frames before it stay,
-// the damaged segment's bytes from there on are copied into the
-// quarantine directory (Config.QuarantineDir, default <dir>/quarantine,
-// a subdirectory per Open named by the time) before the segment is cut,
-// and every later segment is moved there whole. Offsets go on gapless
-// from the damage (or after the acknowledged offset, when the damage took
-// only acknowledged records) and Damage.FirstLost says where; the outbox's
-// user must tell its reader, which may have seen records at those offsets
-// before. An acked file that cannot be read or parsed, or that names an
-// offset before the first segment (segments are deleted only once it
-// covers them, so the file is the one at fault), is moved aside too and
+// do not continue each other. The log then ends before the first damaged
+// record: the frames before it stay, the damaged segment's bytes from
+// there on are copied into the quarantine directory (Config.QuarantineDir,
+// default <dir>/quarantine, a subdirectory per Open named by the time)
+// before the segment is cut, and every later segment is moved there
+// whole. Offsets go on gapless from the damage and Damage.FirstLost says
+// where; the outbox's user must tell its reader, which may have seen
+// records at those offsets before. An acked file that cannot be read or
+// parsed, that names an offset before the first segment (segments are
+// deleted only once it covers them, so the file is the one at fault), or
+// one past the log's end (an Ack syncs its records before it writes the
+// file, so either the file changed or the log lost its end, which the
+// reader, holding more, learns from the offsets), is moved aside too and
 // taken as "nothing held is acknowledged": every record held is read
-// again, nothing is lost, and FirstLost is 0. A segment holding only
-// acknowledged records is removed unread, damaged or not.
+// again, nothing held is lost, and FirstLost is 0 unless a segment was
+// damaged too. A segment holding only acknowledged records is removed
+// unread, damaged or not, unless the acked file proves wrong.
 //
 // Damage made after Open is met by Read, which returns the intact records
 // before it and fails at the damaged one with a *CorruptError. SetAside

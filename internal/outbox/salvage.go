@@ -194,11 +194,12 @@ func (o *Outbox) load() error {
 	// Segments wholly acknowledged are left only by a crash between the
 	// ack and their removal: they are removed without being read (below,
 	// once the log is known to reach the acknowledged offset).
+	all := firsts
 	var done []uint64
 	for len(firsts) > 1 && firsts[1] <= acked+1 {
 		done, firsts = append(done, firsts[0]), firsts[1:]
 	}
-	lost, err := o.loadSegments(v, firsts)
+	lost, err := o.loadSegments(v, firsts, true)
 	if err != nil {
 		return err
 	}
@@ -212,22 +213,24 @@ func (o *Outbox) load() error {
 			v.note("no segment files, yet records up to %d were acknowledged", acked)
 		}
 	}
-	if acked >= next {
-		// Everything kept is acknowledged, and the log ends before the
-		// acknowledged offset: cut at a frame's end (or the acked file
-		// names records no segment holds). Numbering goes on after the
-		// acknowledged records, which the reader has.
-		if lost == 0 {
-			v.note("acknowledged up to %d, but the log ends at %d", acked, next-1)
+	if acked >= next && len(all) > 0 {
+		// The acked file names records the log does not hold. An Ack
+		// syncs its records before it writes the file, so either the file
+		// is damaged (a digit changed) or the log lost its end: trusting
+		// the file would drop every unacknowledged record it holds. Every
+		// record held is read again instead; the reader drops those it
+		// has, and one that has more than the log learns it at attach.
+		if lost, err = o.distrustAcked(v, done, acked, next, lost); err != nil {
+			return err
 		}
-		for _, s := range o.segs {
-			_ = s.f.Close()
-			s.f = nil
-			if err := v.move(s.path); err != nil {
-				return err
-			}
+		acked, rewrite, done = all[0]-1, true, nil
+		next = max(lost, all[0])
+		if n := len(o.segs); n > 0 {
+			next = o.segs[n-1].first + o.segs[n-1].count()
 		}
-		o.segs, next, lost = nil, acked+1, acked+1
+		if lost != 0 {
+			lost = next
+		}
 	}
 	for _, first := range done {
 		// Evidence if the acked file proved wrong, else just acknowledged.
@@ -308,14 +311,49 @@ func (o *Outbox) loadAcked(v *salvage, firsts []uint64) (acked uint64, rewrite b
 	return held - 1, true, nil
 }
 
+// distrustAcked sets aside an acked file that names acked, past the
+// log's end (next), and loads the segments it had made look acknowledged
+// (done) in front of those loaded already. It returns the offset the log
+// now ends before if damage was found (lost, or earlier), else 0.
+func (o *Outbox) distrustAcked(v *salvage, done []uint64, acked, next, lost uint64) (uint64, error) {
+	v.note("%s says %d, yet the log ends at %d; every record held is read again", ackedFile, acked, next-1)
+	if err := v.move(filepath.Join(o.dir, ackedFile)); err != nil {
+		return 0, err
+	}
+	kept := o.segs
+	o.segs = nil
+	dlost, err := o.loadSegments(v, done, false) // kept, or the damage, follows
+	if err != nil {
+		return 0, err
+	}
+	if n := len(o.segs); dlost == 0 && n > 0 && len(kept) > 0 {
+		if want := o.segs[n-1].first + o.segs[n-1].count(); kept[0].first != want {
+			v.note("%s: the segment before it ends before record %d", segName(kept[0].first), want)
+			dlost = want
+		}
+	}
+	if dlost == 0 {
+		o.segs = append(o.segs, kept...)
+		return lost, nil
+	}
+	for _, s := range kept {
+		_ = s.f.Close()
+		if err := v.move(s.path); err != nil {
+			return 0, err
+		}
+	}
+	return dlost, nil
+}
+
 // loadSegments opens and checks the segments in order, keeping each
 // intact one in o.segs. The first damage found — a file that cannot be
 // read, a bad header, a bad frame (other than a torn tail of the last
 // segment, which is cut off), a segment that does not continue the one
 // before — ends the log there: the damaged bytes and every later segment
 // are moved aside, and lost is the offset the log now ends before (0 if
-// nothing was damaged).
-func (o *Outbox) loadSegments(v *salvage, firsts []uint64) (lost uint64, err error) {
+// nothing was damaged). tail says the last of firsts ends the log (its
+// torn tail is cut off, not damage).
+func (o *Outbox) loadSegments(v *salvage, firsts []uint64, tail bool) (lost uint64, err error) {
 	for i, first := range firsts {
 		path := filepath.Join(o.dir, segName(first))
 		if lost != 0 {
@@ -334,7 +372,7 @@ func (o *Outbox) loadSegments(v *salvage, firsts []uint64) (lost uint64, err err
 				continue
 			}
 		}
-		s, cut, err := o.loadSegment(v, path, first, i == len(firsts)-1)
+		s, cut, err := o.loadSegment(v, path, first, tail && i == len(firsts)-1)
 		if err != nil {
 			return 0, err
 		}

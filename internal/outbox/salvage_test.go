@@ -144,8 +144,17 @@ func TestDamageSalvaged(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
-		{name: "acked past the end of the log", from: 1, to: 0, lost: 13, next: 13, damage: func(t *testing.T, dir string) {
+		// An Ack syncs its records first, so a file past the end is
+		// damaged (or the log lost its end): every record is read again.
+		{name: "acked past the end of the log", from: 1, to: 8, next: 9, damage: func(t *testing.T, dir string) {
 			writeFile(t, dir, "acked", "12\n")
+		}},
+		{name: "acked past the end of the log after acknowledgements", ack: 6, from: 5, to: 8, next: 9, damage: func(t *testing.T, dir string) {
+			writeFile(t, dir, "acked", "96\n") // 6 with a digit changed
+		}},
+		{name: "acked past the end of the log, a record damaged", ack: 6, from: 5, to: 6, lost: 7, next: 7, damage: func(t *testing.T, dir string) {
+			writeFile(t, dir, "acked", "96\n")
+			edit(t, dir, outbox.SegName(5), flip(at(7)+outbox.FrameHeaderSize+3))
 		}},
 		{name: "every segment missing", ack: 6, from: 1, to: 0, lost: 7, next: 7, damage: func(t *testing.T, dir string) {
 			for _, f := range []uint64{1, 5} {
@@ -154,7 +163,9 @@ func TestDamageSalvaged(t *testing.T) {
 				}
 			}
 		}},
-		{name: "an acknowledged record damaged, unacknowledged ones after it", ack: 6, from: 1, to: 0, lost: 7, next: 7, damage: func(t *testing.T, dir string) {
+		// The acked file then names a record the log does not hold: it is
+		// not trusted (the reader learns at attach that it has more).
+		{name: "an acknowledged record damaged, unacknowledged ones after it", ack: 6, from: 5, to: 5, lost: 6, next: 6, damage: func(t *testing.T, dir string) {
 			edit(t, dir, outbox.SegName(5), flip(at(6)+outbox.FrameHeaderSize+3))
 		}},
 		// Controls: what Open repairs or ignores is no damage.

@@ -149,6 +149,18 @@ var outboxDamages = []outboxDamage{
 			t.Fatal(err)
 		}
 	}},
+	{name: "acked file past the log's end", keep: keepAll, reported: true, damage: func(t *testing.T, dir, seg string, at outboxRecord) {
+		// A digit changed: 1xx read as 9xxxx.
+		if err := os.WriteFile(filepath.Join(dir, "acked"), []byte("99999\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}},
+	{name: "acked file past the log's end and a record's length garbled", keep: keepBefore, reported: true, damage: func(t *testing.T, dir, seg string, at outboxRecord) {
+		editFile(t, seg, func(b []byte) []byte { le.LittleEndian.PutUint32(b[at.pos:], 0xffffffff); return b })
+		if err := os.WriteFile(filepath.Join(dir, "acked"), []byte("99999\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}},
 	// Controls, which the host took in its stride before: a missing acked
 	// file (everything is sent again, the daemon keeps each record once)
 	// and a torn tail.
