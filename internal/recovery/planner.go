@@ -131,7 +131,7 @@ func Plan(in Input) Summary {
 			s.Kind, s.PromptDelivered = InterruptedTurn, true
 		}
 		for _, c := range in.ToolCalls {
-			if c.PromptID == last.PromptID && (c.Interrupted || c.Status == store.ToolPending || c.Status == store.ToolInProgress) {
+			if c.PromptID == last.PromptID && dangling(c) {
 				s.DanglingToolCalls = append(s.DanglingToolCalls, DanglingToolCall{ID: c.ToolCallID, Title: toolName(c), Kind: c.Kind})
 			}
 		}
