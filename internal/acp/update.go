@@ -24,6 +24,13 @@ const (
 	UpdateUsage             UpdateKind = "usage_update"
 )
 
+// UpdateLateEnd is no ACP kind: an executor host's lost agent is handed
+// no more updates after it (internal/executor delivers it at the agent's
+// exit record, in order after what the agent sent while its host was
+// unreachable), so its session can close that late output: what the
+// agent left unfinished then never finishes.
+const UpdateLateEnd UpdateKind = "tether_late_end"
+
 // Update is one session/update notification in the daemon's terms.
 type Update struct {
 	SessionID string

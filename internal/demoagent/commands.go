@@ -65,6 +65,7 @@ func availableCommands() []acp.AvailableCommand {
 		cmd("message-ids", "Two messages told apart only by their ACP messageId, PAUSE_MS apart", "[PAUSE_MS]"),
 		cmd("options", "Reply with the session's mode and model, as the agent holds them", ""),
 		cmd("mcp", "Reply with the MCP servers the session was given (JSON)", ""),
+		cmd("steps", "N steps MS ms apart, each a completed tool call and a chunk; 'hang': then a tool call left running", "N MS [hang]"),
 		cmd("work", "Write each FILE, run `ls`, then hang in a running command (for the recovery report)", "FILE..."),
 	}
 }
@@ -211,6 +212,8 @@ func (t *turn) run(prompt []acp.ContentBlock) error {
 		return t.tool(arg)
 	case "/work":
 		return t.work(arg)
+	case "/steps":
+		return t.steps(arg)
 	case "/options":
 		return t.say(describeOptions(t.s.currentOptions()))
 	case "/mcp":

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 )
@@ -72,4 +73,48 @@ func (t *turn) command(ctx context.Context, line string, wait bool) error {
 		status, out = acp.ToolCallStatusFailed, append(out, []byte(err.Error())...)
 	}
 	return t.emit(toolDone(id, status, string(out)))
+}
+
+// steps is /steps N MS [hang]: N steps, each an execute tool call that
+// completes after MS milliseconds, then a chunk "step i"; with hang, a
+// last tool call is left in progress until the turn is cancelled or the
+// agent is stopped. A turn that goes on doing tools, for the tests that
+// cut an executor host off mid-turn (its late output holds tool calls).
+func (t *turn) steps(arg string) error {
+	f := strings.Fields(arg)
+	var n, ms int
+	if len(f) < 2 || len(f) > 3 || (len(f) == 3 && f[2] != "hang") {
+		return t.say("usage: /steps N MS [hang]")
+	}
+	if _, err := fmt.Sscan(f[0], &n); err != nil || n < 0 {
+		return t.say("usage: /steps N MS [hang]")
+	}
+	if _, err := fmt.Sscan(f[1], &ms); err != nil || ms < 0 {
+		return t.say("usage: /steps N MS [hang]")
+	}
+	for i := 1; i <= n; i++ {
+		id := t.nextToolCallID()
+		if err := t.emit(acp.StartToolCall(id, fmt.Sprintf("Step %d", i), acp.WithStartKind(acp.ToolKindExecute),
+			acp.WithStartStatus(acp.ToolCallStatusInProgress))); err != nil {
+			return err
+		}
+		if err := t.pause(time.Duration(ms) * time.Millisecond); err != nil {
+			return err
+		}
+		if err := t.emit(toolDone(id, acp.ToolCallStatusCompleted, fmt.Sprintf("step %d done", i))); err != nil {
+			return err
+		}
+		if err := t.say(fmt.Sprintf("step %d\n", i)); err != nil {
+			return err
+		}
+	}
+	if len(f) < 3 {
+		return nil
+	}
+	if err := t.emit(acp.StartToolCall(t.nextToolCallID(), "Last step", acp.WithStartKind(acp.ToolKindExecute),
+		acp.WithStartStatus(acp.ToolCallStatusInProgress))); err != nil {
+		return err
+	}
+	<-t.ctx.Done()
+	return t.interrupted()
 }

@@ -15,7 +15,8 @@ import (
 
 // TestLostAfterEndsAgents: a host unreachable past LostAfter ends its
 // agents as lost, fails their calls as disconnected, and, when it comes
-// back, is told to stop the agent the daemon gave up on.
+// back, is told to stop the agent the daemon gave up on; its exit ends the
+// late output.
 func TestLostAfterEndsAgents(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
@@ -52,8 +53,11 @@ func TestLostAfterEndsAgents(t *testing.T) {
 	f.waitFor(t, "the lost agent stopped", func() bool { return len(f.receivedLocked(hostproto.CommandStop)) == 1 })
 	f.waitFor(t, "its exit acknowledged", func() bool { return f.sessions["s1"] == nil })
 	waitInfo(t, h, "connected", func(i HostInfo) bool { return i.State == StateConnected })
-	if got := rh.snapshot(); len(got) != 1 {
-		t.Fatalf("the handler of a lost agent got %d updates, want only the one before", len(got))
+	// Nothing came late (the fake host's agent sent nothing during the
+	// cut): the handler has the update before, then the late output's end.
+	f.waitFor(t, "the late output's end", func() bool { return len(rh.snapshot()) >= 2 })
+	if got := rh.snapshot(); len(got) != 2 || got[1].Kind != acp.UpdateLateEnd {
+		t.Fatalf("the handler of a lost agent got %+v, want the update before, then %s", got, acp.UpdateLateEnd)
 	}
 }
 

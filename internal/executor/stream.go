@@ -200,8 +200,15 @@ func (a *Agent) onRecord(r hostproto.Record) {
 		a.cause = e.Cause()
 		a.mu.Unlock()
 		a.endLocked(a.h.exitOf(e), e.Lost, errAgentExited)
-		a.late.Store(false) // a lost agent's late output ends with its exit
 		a.h.mu.Unlock()
+		if a.late.Load() {
+			// A lost agent's late output ends with its exit: the handler
+			// hears so after the last of it, and the exit record is
+			// committed with that.
+			a.onUpdate(r.Offset, acp.Update{Kind: acp.UpdateLateEnd})
+			a.late.Store(false)
+			return
+		}
 		a.add(r.Offset)
 	default:
 		a.h.log.Error("record of an unknown kind", "session", a.sessionID, "offset", r.Offset, "kind", r.Kind)

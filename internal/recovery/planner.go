@@ -131,7 +131,7 @@ func Plan(in Input) Summary {
 			s.Kind, s.PromptDelivered = InterruptedTurn, true
 		}
 		for _, c := range in.ToolCalls {
-			if c.PromptID == last.PromptID && (c.Interrupted || c.Status == store.ToolPending || c.Status == store.ToolInProgress) {
+			if c.PromptID == last.PromptID && dangling(c) {
 				s.DanglingToolCalls = append(s.DanglingToolCalls, DanglingToolCall{ID: c.ToolCallID, Title: toolName(c), Kind: c.Kind})
 			}
 		}
@@ -211,11 +211,13 @@ func LastRun(turns []store.Turn) *store.Turn {
 
 func withdrawn(t store.Turn) bool { return t.State == store.TurnCancelled && t.StopReason == Withdrawn }
 
-// heldNotice tells the user what happens to prompts held since a restart.
+// heldNotice tells the user what happens to prompts held since an
+// interruption: a restart of tetherd, or a crash or loss of the agent or
+// its executor host, so it names none of them.
 func heldNotice(s Summary) string {
-	n, them := "1 prompt queued before tetherd restarted is waiting", "it"
+	n, them := "1 prompt queued behind the interrupted turn is waiting", "it"
 	if len(s.Queued) > 1 {
-		n, them = fmt.Sprintf("%d prompts queued before tetherd restarted are waiting", len(s.Queued)), "them"
+		n, them = fmt.Sprintf("%d prompts queued behind the interrupted turn are waiting", len(s.Queued)), "them"
 	}
 	if s.CanContinue {
 		return n + ": Continue runs " + them + " after the continuation, in order; a new prompt instead runs after " + them + ", without continuing. Withdraw any you no longer want."

@@ -264,11 +264,13 @@ func FuzzPlan(f *testing.F) {
 			t.Fatalf("dangling tool calls without a turn: %+v", s)
 		}
 
-		// Dangling calls are exactly the unfinished or interrupted calls of the turn, in order.
+		// Dangling calls are exactly the unfinished or interrupted calls of
+		// the turn, in order; an interrupted call completed later (late
+		// output) finished.
 		if s.PromptID != "" {
 			var want []string
 			for _, c := range in.ToolCalls {
-				if c.PromptID == s.PromptID && (c.Interrupted || c.Status == store.ToolPending || c.Status == store.ToolInProgress) {
+				if c.PromptID == s.PromptID && ((c.Interrupted && c.Status != store.ToolCompleted) || c.Status == store.ToolPending || c.Status == store.ToolInProgress) {
 					want = append(want, c.ToolCallID)
 				}
 			}

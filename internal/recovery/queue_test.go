@@ -51,7 +51,7 @@ func TestPlanQueuedTurns(t *testing.T) {
 			name: "held_queue_keeps_the_interrupted_turn_the_target_and_continuable",
 			in:   heldAfterRestart(),
 			want: queueWant{want: want{kind: recovery.InterruptedTurn, canContinue: true, promptID: "p1", interruptReason: "daemon_restart",
-				notice: []string{"2 prompts queued before tetherd restarted", "after the continuation, in order", "Withdraw"}},
+				notice: []string{"2 prompts queued behind the interrupted turn", "after the continuation, in order", "Withdraw"}},
 				queued: []string{"q1", "q2"}, held: true},
 		},
 		{
@@ -87,7 +87,7 @@ func TestPlanQueuedTurns(t *testing.T) {
 				return in
 			}(),
 			want: queueWant{want: want{kind: recovery.InterruptedTurn, canContinue: true, promptID: "p1", interruptReason: "daemon_restart",
-				notice: []string{"1 prompt queued before tetherd restarted is waiting", "Continue runs it"}}, queued: []string{"q1"}, held: true},
+				notice: []string{"1 prompt queued behind the interrupted turn is waiting", "Continue runs it"}}, queued: []string{"q1"}, held: true},
 		},
 		{
 			name: "withdrawn_turn_is_not_the_target",

@@ -76,6 +76,17 @@ const maxPromptFiles = 50
 // had reported, and left out of its output in a report.
 const InterruptedToolResult = "Tool execution result was not recorded"
 
+// dangling reports whether tool call c never finished: still pending or in
+// progress, or given the synthetic failed result by an interruption. One
+// whose late output (a lost executor host's agent went on) completed it
+// afterwards did finish, and is not named to the agent as failed.
+func dangling(c store.ToolCall) bool {
+	if c.Interrupted {
+		return c.Status != store.ToolCompleted
+	}
+	return c.Status == store.ToolPending || c.Status == store.ToolInProgress
+}
+
 // report is the recovery report of the interrupted turn t.
 func report(in Input, t *store.Turn) *Report {
 	r := &Report{ToolCalls: []ToolCallReport{}, RunningCommands: []string{}}
@@ -85,7 +96,7 @@ func report(in Input, t *store.Turn) *Report {
 		}
 		tc := ToolCallReport{ID: c.ToolCallID, Title: toolName(c), Kind: c.Kind, Status: string(c.Status), Output: toolOutput(c)}
 		switch {
-		case c.Interrupted || c.Status == store.ToolPending || c.Status == store.ToolInProgress:
+		case dangling(c):
 			if c.Interrupted {
 				tc.Status = "interrupted"
 			}

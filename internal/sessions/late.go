@@ -1,6 +1,8 @@
 package sessions
 
 import (
+	"strings"
+
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/store"
@@ -42,6 +44,10 @@ func (a *actor) isLate(gen int) bool {
 // options of an agent that is gone) is dropped.
 func (a *actor) onLate(u acp.Update) {
 	l := a.late
+	if u.Kind == acp.UpdateLateEnd {
+		a.endLate()
+		return
+	}
 	v := a.view()
 	v.Running, v.Replaying = l.run.view(), false
 	in := updateInput{Kind: u.Kind, MessageID: u.MessageID, Block: u.Block != nil, Empty: u.Block == nil && u.Text == "", Current: true}
@@ -67,10 +73,35 @@ func (a *actor) onLate(u acp.Update) {
 	a.running = running
 }
 
-// addSystemMessage adds a system message to turn promptID's transcript.
-func (a *actor) addSystemMessage(promptID, text string) {
+// endLate closes the late output: the lost agent sent its last (its host
+// stopped it). A tool call it left unfinished then never finishes, so it
+// gets the synthetic failed result the interruption gave the others, and
+// the plan no longer sees it running.
+func (a *actor) endLate() {
+	l := a.late
+	a.late = nil
+	if !l.announced {
+		return // nothing came late: the interruption failed what was open
+	}
+	promptID, cause := l.run.turn.PromptID, strings.ReplaceAll(l.run.turn.InterruptReason, "_", " ")
 	a.write(func(tx *store.Store, emit events.Emit) error {
-		m, err := tx.AddMessage(a.ctx(), store.Message{SessionID: a.id, PromptID: promptID, Role: store.RoleSystem, Text: text})
+		_, err := failDanglingToolCalls(a.ctx(), tx, emit, a, promptID, cause)
+		return err
+	})
+	a.pushRecovery()
+}
+
+// addSystemMessage adds a system message to turn promptID's transcript.
+// Its id is taken now, as startMessage takes a message's, so that the
+// transcript (in id order) shows it before the messages that follow it,
+// as the log does, however the writer batches the two.
+func (a *actor) addSystemMessage(promptID, text string) {
+	id, idErr := a.m.store.NewMessageID(a.ctx())
+	a.write(func(tx *store.Store, emit events.Emit) error {
+		if idErr != nil {
+			return idErr
+		}
+		m, err := tx.AddMessage(a.ctx(), store.Message{ID: id, SessionID: a.id, PromptID: promptID, Role: store.RoleSystem, Text: text})
 		if err == nil {
 			emit(messageAdded(a, m))
 		}

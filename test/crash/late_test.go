@@ -2,12 +2,18 @@ package crash_test
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 )
+
+// lostAfterWorld is a world with the remote host "far" in a network
+// namespace, which the daemon gives up on after a 2 s cut.
+func lostAfterWorld(t *testing.T) (*world, *netns) {
+	t.Helper()
+	return netnsWorld(t, "--host-lost-after", "2s")
+}
 
 // TestRemoteLongCutKeepsLateOutput (issue 28, item 5): a remote host's
 // link is cut mid-turn for longer than --host-lost-after. The turn is
@@ -20,14 +26,7 @@ import (
 // kept only what arrived before the cut.
 func TestRemoteLongCutKeepsLateOutput(t *testing.T) {
 	const chunks = 120
-	ns := newNetns(t)
-	w := newWorld(t, profile{id: "demo"})
-	far := w.newRemoteHost("far", net.JoinHostPort(ns.IP, "7778"), ns)
-	far.start()
-	w.setHosts(far.pinned())
-	w.start(append([]string{"--host-lost-after", "2s"}, pingFlags...)...)
-	w.waitHost("far", "connected", hostState("connected"))
-
+	w, ns := lostAfterWorld(t)
 	sid, _ := w.createSessionOn("demo", "far")
 	fol := w.follow(sid)
 	// 120 chunks, 10 at a time, 250 ms apart: about 3 s, most of it
@@ -81,5 +80,111 @@ func TestRemoteLongCutKeepsLateOutput(t *testing.T) {
 	}
 	if got := w.agentText(sid)["p1"]; got != want.String() {
 		t.Errorf("p1's text changed after the continuation: %q", tail(got))
+	}
+}
+
+// TestRemoteLateOutputWithToolCalls (issue 28, item 5, tried from
+// outside): the agent cut off on a remote host goes on running tools
+// (/steps: each an execute tool call that takes a while, then a chunk),
+// and is stopped in its last tool once the link is back. What it did is
+// kept as the turn's late output, and the record agrees with itself:
+//   - the transcript opens the late output with its system message, as
+//     the log does, before the first late message;
+//   - a late tool call the agent never finished (its last one, cut by the
+//     stop) gets the synthetic failed result, as the interruption gives
+//     the others, and is not left in progress in an ended turn;
+//   - a tool call the interruption marked failed that the late output
+//     shows completed is no longer named to the agent as failed: the
+//     recovery plan's dangling calls are the last step alone.
+//
+// Before the fix the transcript put the late messages before the notice,
+// the last step stayed in_progress for good while the plan said it was
+// recorded as failed, and the step cut in flight stayed dangling though
+// it had completed.
+func TestRemoteLateOutputWithToolCalls(t *testing.T) {
+	const steps = 6
+	w, ns := lostAfterWorld(t)
+	sid, _ := w.createSessionOn("demo", "far")
+	fol := w.follow(sid)
+	w.prompt(sid, fmt.Sprintf("/steps %d 400 hang", steps), "p1")
+	w.waitSeen(fol, "step 1's chunk", func(f frame) bool {
+		p := f.JSON(t)
+		return (f.Event == "message.added" || f.Event == "message.chunk") && p["promptId"] == "p1" && p["text"] == "step 1\n"
+	})
+	// Step 2's tool call is in flight: the cut lands inside it.
+	ns.SetLink(false)
+	w.waitHost("far", "lost", hostState("lost"))
+	if turn := w.waitTurn(sid, "p1"); turn["state"] != "interrupted" || turn["interruptReason"] != "executor_lost" {
+		t.Fatalf("p1 during the cut: got %v (%v), want interrupted by executor_lost", turn["state"], turn["interruptReason"])
+	}
+	// Every step finishes on the host meanwhile (about 2.4 s).
+	time.Sleep(4 * time.Second)
+	ns.SetLink(true)
+	w.waitHost("far", "connected again", hostState("connected"))
+
+	tool := func(title string) map[string]any {
+		for _, c := range list(w.transcript(sid), "toolCalls") {
+			if c["title"] == title {
+				return c
+			}
+		}
+		return nil
+	}
+	w.waitFor("the last step to be recorded as failed", func() bool {
+		c := tool("Last step")
+		return c != nil && c["status"] != "in_progress" && c["status"] != "pending"
+	})
+	if c := tool("Last step"); c["status"] != "failed" || c["interrupted"] != true {
+		t.Errorf("the late tool call the stop cut: got status %v interrupted %v, want failed, interrupted", c["status"], c["interrupted"])
+	}
+	for i := 1; i <= steps; i++ {
+		if c := tool(fmt.Sprintf("Step %d", i)); c == nil || c["status"] != "completed" {
+			t.Errorf("step %d: got %v, want completed", i, c)
+		}
+	}
+
+	// The transcript: the late output follows its notice, as in the log.
+	var order []string
+	for _, m := range list(w.transcript(sid), "messages") {
+		switch text := m["text"].(string); {
+		case m["role"] == "system" && strings.HasPrefix(text, "Late output"):
+			order = append(order, "late notice")
+		case m["role"] == "system":
+			order = append(order, "interrupted")
+		case m["role"] == "agent":
+			order = append(order, strings.TrimSpace(text))
+		}
+	}
+	want := []string{"step 1", "interrupted", "late notice"}
+	for i := 2; i <= steps; i++ {
+		want = append(want, fmt.Sprintf("step %d", i))
+	}
+	if got := strings.Join(order, ", "); got != strings.Join(want, ", ") {
+		t.Errorf("p1's messages in the transcript: got %s, want %s", got, strings.Join(want, ", "))
+	}
+	var logged []string
+	for _, f := range w.replay(sid) {
+		if p := f.JSON(t); f.Event == "message.added" && p["promptId"] == "p1" && p["role"] == "system" {
+			logged = append(logged, strings.SplitN(p["text"].(string), ":", 2)[0])
+		}
+	}
+	if got := strings.Join(logged, "|"); got != "Turn interrupted|Late output" {
+		t.Errorf("p1's system messages in the log: got %s", got)
+	}
+
+	rec := w.sessionContext(sid)["recovery"].(map[string]any)
+	var dangling []string
+	for _, d := range rec["danglingToolCalls"].([]any) {
+		dangling = append(dangling, d.(map[string]any)["title"].(string))
+	}
+	if got := strings.Join(dangling, ", "); got != "Last step" {
+		t.Errorf("the plan's dangling tool calls: got %q, want only the last step (the others completed, late)", got)
+	}
+	code, m := w.do(http.MethodPost, "/session/"+sid+"/continue", map[string]any{"promptId": "c1"})
+	if code != http.StatusAccepted {
+		t.Fatalf("continue: got %d %v, want 202", code, m)
+	}
+	if turn := w.waitTurn(sid, "c1"); turn["state"] != "completed" {
+		t.Fatalf("continuation: got %v, want completed", turn)
 	}
 }

@@ -58,6 +58,10 @@ func TestCrashHoldsTheQueue(t *testing.T) {
 				rec["promptId"] != "p1" || rec["queueHeld"] != true {
 				t.Fatalf("recovery after the crash: got %v, want p1 interrupted, continuable, with the queue held", rec)
 			}
+			// tetherd did not restart: the notice must not say it did.
+			if notice := rec["notice"].(string); !strings.Contains(notice, "2 prompts queued behind the interrupted turn are waiting") {
+				t.Errorf("recovery notice after the crash: got %q, want it to say 2 prompts queued behind the interrupted turn are waiting", notice)
+			}
 			for _, q := range []string{"q1", "q2"} {
 				if st := w.turn(sid, q)["state"]; st != "queued" {
 					t.Errorf("turn %s after the crash: got %v, want still queued (held)", q, st)
