@@ -1,15 +1,18 @@
 package crash_test
 
 import (
+	"context"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/tether/tether/internal/executor"
 	"github.com/tether/tether/internal/testbin"
 )
 
@@ -134,6 +137,48 @@ func TestTildePathFlags(t *testing.T) {
 			}
 			if _, err := os.Stat(filepath.Join(home, "tether.backup")); err != nil {
 				t.Errorf("backup under the home directory: %v", err)
+			}
+		})
+	}
+}
+
+// TestSocketPathTooLong: a data directory so deep that the unix socket
+// under it cannot exist (the system limits its path to 107 bytes) is
+// refused at start-up with a message that names the length and the way
+// out, by serve when its default runtime is the detached host and by
+// tetherd host. Before, serve started and every detached session stayed
+// STARTING for a minute, then failed with "connect: invalid argument";
+// the host failed with "bind: invalid argument".
+func TestSocketPathTooLong(t *testing.T) {
+	deep := filepath.Join(t.TempDir(), strings.Repeat("d", executor.MaxSocketPath))
+	if err := os.MkdirAll(deep, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{name: "serve", args: []string{"serve", "--data-dir", deep, "--addr", testbin.FreeAddr(t), "--token", token},
+			want: []string{"detached executor host's socket", "longer than", "--host-dir"}},
+		{name: "host", args: []string{"host", "--data-dir", deep},
+			want: []string{"--socket", "longer than", "--data-dir"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), deadline)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, testbin.Tetherd(t), tc.args...).CombinedOutput()
+			if ctx.Err() != nil {
+				t.Fatalf("tetherd %s ran for %s, want it to refuse to start:\n%s", tc.name, deadline, out)
+			}
+			if err == nil {
+				t.Fatalf("tetherd %s: got exit 0, want a refusal:\n%s", tc.name, out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(string(out), w) {
+					t.Errorf("tetherd %s's output: got %q, want it to say %q", tc.name, out, w)
+				}
 			}
 		})
 	}
