@@ -130,6 +130,15 @@ func daemonExecutors(o options, self string, generation func(sessionID string) u
 	}
 	args = append(args, o.fileArgs...)
 	local := &executor.Detached{DataDir: o.dataDir, Dir: x.hostDir, Exe: self, Args: args, Logger: logger}
+	if err := executor.CheckSocketPath(local.SocketPath()); err != nil {
+		// The detached host could never be reached: refuse to start when
+		// it is the default, say so when only a profile or a request may
+		// ask for it.
+		if x.defaultExecutor == sessions.ExecutorDetached || x.defaultExecutor == executor.LocalName {
+			return nil, nil, fmt.Errorf("the detached executor host's socket: %w: choose a shorter --data-dir or --host-dir", err)
+		}
+		logger.Warn("the detached executor host cannot run: its socket path is too long; choose a shorter --data-dir or --host-dir", "err", err)
+	}
 	hostname, _ := os.Hostname()
 	pool, err := executor.NewPool(executor.PoolConfig{Local: local, Remotes: remotes,
 		Host: executor.HostConfig{DaemonID: hostname + ":" + o.dataDir, DaemonVersion: buildinfo.Get().Version,

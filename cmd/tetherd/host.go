@@ -20,6 +20,7 @@ import (
 
 	"github.com/tether/tether/internal/atomicfile"
 	"github.com/tether/tether/internal/buildinfo"
+	"github.com/tether/tether/internal/executor"
 	"github.com/tether/tether/internal/host"
 	"github.com/tether/tether/internal/hostproto"
 	"github.com/tether/tether/internal/outbox"
@@ -123,6 +124,11 @@ func parseHostOptions(args []string) (hostOptions, error) {
 	}
 	if o.socket == "" && o.listen == "" {
 		o.socket = filepath.Join(o.cfg.DataDir, "host.sock")
+	}
+	if o.socket != "" {
+		if err := executor.CheckSocketPath(o.socket); err != nil {
+			return o, fmt.Errorf("--socket: %w: choose a shorter --socket or --data-dir", err)
+		}
 	}
 	if *terminals != "on" && *terminals != "off" && *terminals != "auto" {
 		return o, fmt.Errorf("--terminal must be on, off or auto, got %q", *terminals)

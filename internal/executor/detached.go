@@ -177,6 +177,9 @@ func (d *Detached) Dial(ctx context.Context) (net.Conn, error) {
 }
 
 func (d *Detached) dialSocket(ctx context.Context) (net.Conn, error) {
+	if err := CheckSocketPath(d.SocketPath()); err != nil {
+		return nil, fmt.Errorf("%w: choose a shorter --data-dir or --host-dir", err)
+	}
 	var nd net.Dialer
 	return nd.DialContext(ctx, "unix", d.SocketPath())
 }

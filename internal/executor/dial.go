@@ -12,9 +12,26 @@ import (
 	"net"
 	"os"
 	"strings"
+	"syscall"
 
 	"github.com/tether/tether/internal/errcode"
 )
+
+// MaxSocketPath is the longest path a unix socket may have on this system
+// (sun_path less its terminating NUL: 107 bytes on Linux, 103 on macOS).
+var MaxSocketPath = len(syscall.RawSockaddrUnix{}.Path) - 1
+
+// CheckSocketPath refuses a unix socket path longer than MaxSocketPath:
+// the system refuses to bind or connect to it with a bare EINVAL
+// ("invalid argument"), which says nothing of the path's length. A
+// relative path made absolute (a --data-dir given from a deep directory)
+// grows past it easily.
+func CheckSocketPath(path string) error {
+	if len(path) > MaxSocketPath {
+		return fmt.Errorf("unix socket path %s is %d bytes, longer than the %d this system allows", path, len(path), MaxSocketPath)
+	}
+	return nil
+}
 
 // DialUnix reaches a host on a unix socket (a detached host).
 func DialUnix(path string) Dialer {
