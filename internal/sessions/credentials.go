@@ -3,6 +3,8 @@ package sessions
 import (
 	"context"
 
+	"github.com/google/uuid"
+
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/agents"
 	"github.com/tether/tether/internal/errcode"
@@ -61,7 +63,10 @@ func (m *Manager) noteCredentials(profileID string, c agents.Credentials) {
 // last time (agents.Credentials.NeedsCheck), it is started once more as
 // the session would start it (the profile's spec, in the session's
 // directory: initialize, authenticate, session/new; never a prompt) and
-// stopped. Asking again: errcode.AgentAuthRequired with the agent's
+// stopped, on the runtime the session would run on: as the daemon's child
+// (standalone) or on the local executor host (detached), whose agents get
+// the environment of the tetherd that started the host, not this one's.
+// Asking again: errcode.AgentAuthRequired with the agent's
 // methods, and nothing is created. Starting: the session is created (the
 // credentials were set meanwhile, perhaps where tetherd cannot see them,
 // such as a login in a terminal). Any other failure is no evidence either
@@ -69,9 +74,18 @@ func (m *Manager) noteCredentials(profileID string, c agents.Credentials) {
 // thus never a guess from the past. Not for a remote executor host, and
 // not while agents.yaml was edited since the daemon read it (the detached
 // executor host reads it again at every start: the daemon's view is stale).
-func (m *Manager) checkCredentials(ctx context.Context, profileID string, rt store.Runtime, cwd string) error {
+func (m *Manager) checkCredentials(ctx context.Context, profileID string, rt store.Runtime, host, cwd string) error {
 	if rt == store.RuntimeRemote {
 		return nil
+	}
+	var runtime Runtime = Standalone{}
+	sessionID := ""
+	if rt != store.RuntimeStandalone {
+		r, err := m.cfg.Executors.Runtime(rt, host)
+		if err != nil {
+			return nil // the session's start says so
+		}
+		runtime, sessionID = r, "credentials-check-"+uuid.NewString()
 	}
 	spec, prof, err := m.profiles.Spec(profileID)
 	if err != nil || !prof.Credentials.NeedsCheck() || m.profiles.ConfigEdited() {
@@ -83,7 +97,7 @@ func (m *Manager) checkCredentials(ctx context.Context, profileID string, rt sto
 	spec.Dir = cwd
 	sctx, cancel := context.WithTimeout(ctx, m.cfg.StartTimeout)
 	defer cancel()
-	conn, err := Standalone{}.Start(sctx, StartRequest{SessionID: "", ProfileID: profileID, Spec: spec, Root: cwd, Files: m.cfg.Files,
+	conn, err := runtime.Start(sctx, StartRequest{SessionID: sessionID, ProfileID: profileID, Spec: spec, Root: cwd, Files: m.cfg.Files,
 		Handler: acp.NoPrompts{}, InitTimeout: m.cfg.StartTimeout, StopGrace: m.cfg.StopGrace, UpdateWindow: m.cfg.UpdateWindow,
 		Logger: m.cfg.Logger})
 	var fail *errcode.Error

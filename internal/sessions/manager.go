@@ -278,7 +278,7 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (_ store.Session, 
 		}
 	}()
 	// In the session's slot: a check is one more agent process.
-	if err := m.checkCredentials(ctx, in.AgentProfileID, runtime, cwd); err != nil {
+	if err := m.checkCredentials(ctx, in.AgentProfileID, runtime, host, cwd); err != nil {
 		return store.Session{}, err
 	}
 	sessionID := uuid.NewString()

@@ -84,3 +84,56 @@ func TestProbeKnowsCredentialsBeforeTheFirstSession(t *testing.T) {
 		})
 	}
 }
+
+// TestDetachedCredentialsCheckedOnTheHost: the detached executor host's
+// agents get the environment of the tetherd that started the host. A
+// tetherd restarted with the key in its own environment (passed through)
+// while the old host runs on: the host's agent still lacks it. The check
+// at create runs where the session would run, on that host, so once the
+// agent asked there, the next create is refused (409) rather than created
+// to fail a moment later; a host started by this tetherd (the old one
+// stopped) gets the key, and the session is created and works. Before,
+// the check ran as tetherd's own child with tetherd's environment, said
+// ok, and every create answered 201 and failed with agent_auth_required.
+func TestDetachedCredentialsCheckedOnTheHost(t *testing.T) {
+	keyless := profile{id: "keyless", flags: []string{"--auth-method", "demo-key"}, passthrough: []string{"DEMO_API_KEY"}}
+	w := newWorld(t, profile{id: "demo"}, keyless)
+	w.start("--executor", "detached")
+	// The host starts with tetherd's environment, without the key.
+	demo, _ := w.createSession("demo")
+	w.prompt(demo, "/echo host up", "p1")
+	w.waitTurn(demo, "p1")
+	w.waitFor("the probe", func() bool { c, _ := w.profileCredentials("keyless"); return c["status"] == "required" })
+	code, m := w.do("POST", "/session", map[string]any{"agentProfileId": "keyless", "cwd": t.TempDir()})
+	if code != http.StatusConflict || m["code"] != "agent_auth_required" {
+		t.Fatalf("create without the key: got %d %v, want 409 agent_auth_required", code, m)
+	}
+	w.term() // the host runs on, with the environment it was started with
+	w.env = append(w.env, "DEMO_API_KEY=k")
+	w.start("--executor", "detached")
+
+	// With the key in tetherd's environment the profile's fingerprint
+	// changed: nothing is known of its credentials, the first create is
+	// let through, and its agent, on the old host, asks for them.
+	w.waitFor("the profile to be probed", func() bool { _, probed := w.profileCredentials("keyless"); return probed })
+	if c, _ := w.profileCredentials("keyless"); c["status"] == "required" {
+		t.Fatalf("credentials after the restart with the key: got %v, want none seen yet or ok", c)
+	}
+	sid, _ := w.createSession("keyless")
+	w.waitFor("the session's agent to ask for credentials on the host", func() bool {
+		return w.status(sid)["errorCode"] == "agent_auth_required"
+	})
+	code, m = w.do("POST", "/session", map[string]any{"agentProfileId": "keyless", "cwd": t.TempDir()})
+	if code != http.StatusConflict || m["code"] != "agent_auth_required" {
+		t.Fatalf("create while the host lacks the key: got %d %v, want 409 agent_auth_required", code, m)
+	}
+
+	// A host this tetherd starts has the key.
+	w.stopHosts()
+	w.waitFor("the old host to end", func() bool { return len(w.processes(" host ")) == 0 })
+	sid, _ = w.createSession("keyless")
+	w.prompt(sid, "/echo with the key", "p1")
+	if turn := w.waitTurn(sid, "p1"); turn["state"] != "completed" {
+		t.Fatalf("a turn on a host started with the key: got %v, want completed", turn)
+	}
+}
