@@ -96,6 +96,20 @@ func (v *salvage) move(path string) error {
 	return nil
 }
 
+// link keeps a damaged file in the quarantine directory under its own
+// name, a hard link, while the outbox replaces it (keepIntact).
+func (v *salvage) link(path string) error {
+	t, err := v.target()
+	if err != nil {
+		return err
+	}
+	if err := os.Link(path, filepath.Join(t, filepath.Base(path))); err != nil {
+		return fmt.Errorf("outbox: quarantine %s: %w", path, err)
+	}
+	v.moved = true
+	return nil
+}
+
 // copyTail copies a segment's bytes from pos on into the quarantine
 // directory and syncs the copy, before the segment is cut there.
 func (v *salvage) copyTail(s *segment, pos int64) error {
@@ -394,7 +408,7 @@ func (o *Outbox) loadSegment(v *salvage, path string, first uint64, last bool) (
 		v.note("%s: cannot be opened: %v", filepath.Base(path), err)
 		return nil, first, v.move(path)
 	}
-	torn, err := scanSegment(s, last)
+	torn, err := scanSegment(s, last, o.cfg.readLimit())
 	var ce *CorruptError
 	switch {
 	case errors.As(err, &ce):
@@ -402,6 +416,13 @@ func (o *Outbox) loadSegment(v *salvage, path string, first uint64, last bool) (
 		if len(s.pos) == 0 {
 			_ = s.f.Close()
 			return nil, first, v.move(path)
+		}
+		if ce.oversized {
+			if err := o.keepIntact(v, s); err != nil {
+				_ = s.f.Close()
+				return nil, 0, err
+			}
+			return s, s.first + s.count(), nil
 		}
 		if err := v.copyTail(s, s.size); err != nil {
 			_ = s.f.Close()

@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"math"
+	"os"
+
+	"github.com/tether/tether/internal/atomicfile"
 )
 
 // CorruptError describes damage to a segment that is not a torn tail: a
@@ -20,6 +22,9 @@ type CorruptError struct {
 	Offset uint64
 	// Reason says what is wrong.
 	Reason string
+	// oversized: the file is larger than any segment this outbox writes
+	// (readLimit); only its first readLimit bytes were read.
+	oversized bool
 }
 
 func (e *CorruptError) Error() string {
@@ -38,23 +43,33 @@ type tornTail struct {
 // reads as zeros (on filesystems that expose unwritten extents that way).
 const zeroBlock = 512
 
+// readLimit is the most of a segment's file Open reads into memory. The
+// writer starts a new segment before one would pass SegmentBytes, so a
+// larger file is damage (a file grown, or put there, by something else: a
+// sparse file of gigabytes would otherwise be read whole); the frame
+// header's worth on top is slack. Segments written at the default size
+// stay readable by an outbox opened with a smaller Config.SegmentBytes.
+func (c Config) readLimit() int64 {
+	return max(c.SegmentBytes, DefaultSegmentBytes) + frameHeaderSize
+}
+
 // scanSegment reads a segment's file and indexes its frames. In a sealed
 // segment (last == false) any bad frame is a CorruptError. In the last
 // segment a bad frame starts a torn tail — what a crash in the middle of a
 // write leaves — unless intact frames follow it and nothing shows a lost
 // write: then it is corruption before the tail, and an error. With a
 // CorruptError, s still indexes the intact frames before the damage, and
-// s.size is where the damage begins.
-func scanSegment(s *segment, last bool) (*tornTail, error) {
+// s.size is where the damage begins. A file longer than limit is read up
+// to limit only, and is damage from the first frame that is not intact
+// within that (an oversized CorruptError).
+func scanSegment(s *segment, last bool, limit int64) (*tornTail, error) {
 	st, err := s.f.Stat()
 	if err != nil {
 		return nil, err
 	}
-	if st.Size() > math.MaxUint32 {
-		return nil, &CorruptError{Path: s.path, Offset: s.first, Reason: fmt.Sprintf("file is %d bytes, more than a segment can index", st.Size())}
-	}
-	b := make([]byte, st.Size())
-	if _, err := io.ReadFull(io.NewSectionReader(s.f, 0, st.Size()), b); err != nil {
+	size := min(st.Size(), limit)
+	b := make([]byte, size)
+	if _, err := io.ReadFull(io.NewSectionReader(s.f, 0, size), b); err != nil {
 		return nil, err
 	}
 	if why := checkSegHeader(b, s.first); why != "" {
@@ -62,7 +77,7 @@ func scanSegment(s *segment, last bool) (*tornTail, error) {
 	}
 	p, off := segHeaderSize, s.first
 	s.pos = s.pos[:0]
-	for p < len(b) {
+	for p < len(b) || st.Size() > limit {
 		_, n, fst := parseFrame(b[p:], off)
 		if fst == frameOK {
 			s.pos = append(s.pos, uint32(p))
@@ -70,12 +85,16 @@ func scanSegment(s *segment, last bool) (*tornTail, error) {
 			off++
 			continue
 		}
+		s.size = int64(p)
+		if st.Size() > limit {
+			return nil, &CorruptError{Path: s.path, Pos: int64(p), Offset: off, oversized: true,
+				Reason: fmt.Sprintf("file is %d bytes, more than the %d a segment of this outbox holds", st.Size(), limit)}
+		}
 		reason := "record runs past the end of the file"
 		if fst == frameBad {
 			reason = "record fails its checksum"
 		}
 		cerr := &CorruptError{Path: s.path, Pos: int64(p), Offset: off, Reason: reason}
-		s.size = int64(p)
 		if !last {
 			return nil, cerr
 		}
@@ -131,4 +150,37 @@ func hasZeroBlock(b []byte, p, q int) bool {
 		}
 	}
 	return false
+}
+
+// keepIntact replaces an oversized segment's file (see readLimit) by a
+// copy of its intact frames, the s.size bytes before the damage, keeping
+// the whole file in the quarantine directory. Cutting it in place, as
+// other damage is cut, would first copy its tail aside: gigabytes, of a
+// sparse file. The original is linked into quarantine before the copy
+// replaces it, so a crash at any point leaves the records either in the
+// outbox or in quarantine.
+func (o *Outbox) keepIntact(v *salvage, s *segment) error {
+	tmp := s.path + tmpSuffix
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, io.NewSectionReader(s.f, 0, s.size))
+	if err == nil {
+		err = o.sync(f)
+	}
+	if err == nil {
+		err = v.link(s.path)
+	}
+	if err == nil {
+		err = os.Rename(tmp, s.path)
+	}
+	if err != nil {
+		_ = f.Close()
+		_ = os.Remove(tmp)
+		return fmt.Errorf("outbox: set aside the oversized %s: %w", s.path, err)
+	}
+	_ = s.f.Close()
+	s.f = f
+	return atomicfile.SyncDir(o.dir, o.sync)
 }

@@ -169,7 +169,8 @@ func gitEnv() []string {
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE", "GIT_PREFIX", "LANG", "LC_ALL":
+		case "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR",
+			"GIT_NAMESPACE", "GIT_PREFIX", "LANG", "LC_ALL":
 			continue
 		}
 		env = append(env, kv)
@@ -180,8 +181,10 @@ func gitEnv() []string {
 	// repository's lazy fetch of a missing object would then run its
 	// remote's ext:: command or uploadpack. GIT_NO_LAZY_FETCH says the same
 	// to a git that knows it (2.44 and later).
+	// GIT_ALTERNATE_OBJECT_DIRECTORIES empty: no object directory beyond
+	// the ones repoOf checked (gitobjects.go).
 	return append(env, "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "LC_ALL=C",
-		"GIT_ALLOW_PROTOCOL=", "GIT_NO_LAZY_FETCH=1")
+		"GIT_ALLOW_PROTOCOL=", "GIT_NO_LAZY_FETCH=1", "GIT_ALTERNATE_OBJECT_DIRECTORIES=")
 }
 
 func gitStatus(ctx context.Context, d *sessionDir) (*GitStatus, error) {

@@ -28,7 +28,8 @@ import (
 //       worktrees included), whose `<git dir>/gitdir` names this very
 //       `.git`, or a git dir whose own core.worktree names this top level
 //       (a submodule's, which git writes so; a --separate-git-dir
-//       checkout once told `git config core.worktree`).
+//       checkout once told `git config core.worktree`),
+//   - and its objects come from nowhere else (gitobjects.go).
 //
 // Anything else is refused with errcode.WorkspaceRepositoryRefused, before
 // git reads or writes anything of it.
@@ -56,6 +57,9 @@ func repoOf(ctx context.Context, d *sessionDir) (*repository, error) {
 	}
 	dotgit := filepath.Join(r.top, ".git")
 	if err := linkedOut(d.path, r); err != nil {
+		return nil, err
+	}
+	if err := objectsConfined(d.path, r); err != nil {
 		return nil, err
 	}
 	fi, err := os.Lstat(dotgit)

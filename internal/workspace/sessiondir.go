@@ -33,6 +33,9 @@ type sessionDir struct {
 	// no symlink on the way when it was opened.
 	path string
 	f    *os.File
+	// watch learns of moves of the directory, or one above it, while the
+	// request runs (nil where there is no such watch).
+	watch *dirWatch
 }
 
 // procFD reports whether a program can be started in a directory by the
@@ -56,9 +59,15 @@ func openSessionDir(root string, cfg Config) (*sessionDir, error) {
 	want := expectedDir(root, cfg)
 	f, err := os.Open(root)
 	if err != nil {
+		if fi, lerr := os.Lstat(root); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return nil, rootChanged(root, "a symlink that leads nowhere is at its path")
+		}
 		return nil, rootError(root, err)
 	}
 	d := &sessionDir{path: want, f: f}
+	// Watched before it is checked: a move after the checks below is
+	// then seen by the watch, one before by the checks.
+	d.watch = watchDir(d.execDir(), want)
 	fi, err := f.Stat()
 	if err != nil {
 		d.Close()
@@ -114,15 +123,20 @@ func rootChanged(root, why string) error {
 		With("root", root)
 }
 
-// after is the answer to a request that ran in d, err its own: errors
-// of the workspace stand; otherwise, if the directory is no longer the one
-// at its path (moved or replaced while the request ran: git, which names
-// directories by path, may have been misled or failed on its own terms),
-// errcode.WorkspaceRootChanged, whatever the request found.
+// after is the answer to a request that ran in d, err its own: if the
+// directory was moved or replaced while the request ran (it, or one above
+// it, moved even if put back since: the watch; or it is no longer the one
+// at its path), errcode.WorkspaceRootChanged, whatever the request found
+// or failed with. git names directories by path: in a directory swapped
+// under it, it finds another repository (refused), none (not a
+// repository) or one without the commit asked for (revision not found),
+// and any of those would misstate what happened to the session's own.
 func (d *sessionDir) after(err error) error {
-	var coded *errcode.Error
-	if errors.As(err, &coded) {
+	if errcode.Is(err, errcode.WorkspaceRootChanged) {
 		return err
+	}
+	if d.watch.moved() {
+		return rootChanged(d.path, "it, or a directory above it, was moved or removed while the request ran")
 	}
 	fi, ferr := d.f.Stat()
 	here, lerr := os.Lstat(d.path)
@@ -134,7 +148,10 @@ func (d *sessionDir) after(err error) error {
 }
 
 // Close releases the directory.
-func (d *sessionDir) Close() error { return d.f.Close() }
+func (d *sessionDir) Close() error {
+	d.watch.close()
+	return d.f.Close()
+}
 
 // execDir is where a program the request starts should start: the open
 // directory itself where the system can name it by its descriptor, else

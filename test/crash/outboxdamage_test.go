@@ -161,6 +161,21 @@ var outboxDamages = []outboxDamage{
 			t.Fatal(err)
 		}
 	}},
+	// A segment file far larger than a segment grows (16 MiB): sparse,
+	// its records followed by gigabytes of zeros. The host reads no more
+	// of it than a segment holds (the test checks its peak memory), keeps
+	// every record and reports the rest. Past 4 GiB the host refused
+	// the whole file; below it read it all into memory.
+	{name: "an 8 GiB sparse segment", keep: keepAll, reported: true, damage: func(t *testing.T, dir, seg string, at outboxRecord) {
+		if err := os.Truncate(seg, 8<<30); err != nil {
+			t.Fatal(err)
+		}
+	}},
+	{name: "a 1 GiB sparse segment", keep: keepAll, reported: true, damage: func(t *testing.T, dir, seg string, at outboxRecord) {
+		if err := os.Truncate(seg, 1<<30); err != nil {
+			t.Fatal(err)
+		}
+	}},
 	// Controls, which the host took in its stride before: a missing acked
 	// file (everything is sent again, the daemon keeps each record once)
 	// and a torn tail.
@@ -183,7 +198,8 @@ var outboxDamages = []outboxDamage{
 // the damage is reported with host_outbox_damaged on the interrupted
 // turn, its turn.interrupted event and the executor's status; the
 // damaged files are kept in the host's quarantine directory; and the
-// session continues.
+// session continues. The host's peak memory stays far below the
+// oversized segments' sizes.
 func TestDamagedOutboxKeepsIntactRecords(t *testing.T) {
 	w := hostedWorld(t)
 	w.startHosted()
@@ -206,6 +222,13 @@ func TestDamagedOutboxKeepsIntactRecords(t *testing.T) {
 	w.startHosted()
 	for i, tc := range outboxDamages {
 		w.checkDamagedSession(r.sids[i], tc, r.damaged[i].chunk, r.committed[i])
+	}
+	// Every outbox was opened by the new host: its peak is what reading
+	// them cost.
+	if hwm := procStatus(t, w.detachedHostPID(), "VmHWM") << 10; hwm > 200<<20 {
+		t.Errorf("host peak memory (VmHWM): got %d MiB, want under 200 MiB: an oversized segment was read into memory", hwm>>20)
+	} else {
+		t.Logf("host peak memory: %d MiB", hwm>>20)
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // workspaceRoutes are a request on every route of the workspace that uses
@@ -130,10 +132,17 @@ func writeFile(t *testing.T, path, content string) {
 
 // TestWorkspaceRootSwappedWhileReading, on every runtime: while another
 // process swaps the session's directory with a symlink to another
-// directory, over and over, reads, listings and stats of the workspace
-// answer with the session's own files or with a problem that says the
-// directory changed, never with the other directory's files and never
-// with a 500.
+// directory, over and over, reads, listings, stats and git's status, diff
+// and log answer with the session's own files or with 409
+// workspace_root_changed, the problem that says the directory changed:
+// never with the other directory's files, never with another problem (a
+// repository refused, no repository, no such commit: what git found in a
+// directory swapped under it), never with a 500. Swapped by moves (mv
+// away, ln -s, rm, mv back) the path holds nothing for moments, and a
+// request that starts then is 409 working_directory_missing, which is
+// true; exchanged with the symlink in one step (renameat2
+// RENAME_EXCHANGE), the path always holds something, and every answer
+// that is not the session's files is 409 workspace_root_changed.
 func TestWorkspaceRootSwappedWhileReading(t *testing.T) {
 	for _, rt := range allRuntimes() {
 		t.Run(rt.name, func(t *testing.T) {
@@ -146,52 +155,90 @@ func TestWorkspaceRootSwappedWhileReading(t *testing.T) {
 			}
 			writeFile(t, filepath.Join(cwd, "notes.txt"), "mine\n")
 			writeFile(t, filepath.Join(outside, "notes.txt"), "the outside secret\n")
-			sid := w.createSessionIn("demo", executor, cwd)
-
-			stop := make(chan struct{})
-			swapped := make(chan error, 1)
-			go func() {
-				var err error
-				defer func() { swapped <- err }()
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					for _, step := range []func() error{
-						func() error { return os.Rename(cwd, cwd+".moved") },
-						func() error { return os.Symlink(outside, cwd) },
-						func() error { return os.Remove(cwd) },
-						func() error { return os.Rename(cwd+".moved", cwd) },
-					} {
-						if err = step(); err != nil {
-							return
-						}
-					}
-				}
-			}()
-			base := "/session/" + sid + "/workspace"
-			answers := map[string]int{}
-			for i := 0; i < 100; i++ {
-				for _, path := range []string{base + "/file?path=notes.txt", base + "/files", base + "/stat?path=notes.txt"} {
-					code, m := w.do(http.MethodGet, path, nil)
-					b, _ := json.Marshal(m)
-					switch {
-					// The other notes.txt is 19 bytes, the session's 5.
-					case strings.Contains(string(b), "outside secret") || strings.Contains(string(b), `"size":19`):
-						t.Fatalf("%s served the other directory: %d %s", path, code, b)
-					case code >= 500:
-						t.Fatalf("%s: got %d %s, want the file or a problem of the client's", path, code, b)
-					}
-					answers[strconv.Itoa(code)+" "+fmt.Sprint(m["code"])]++
-				}
+			// Both are repositories: git finds one or the other.
+			for _, dir := range []string{cwd, outside} {
+				gitIn(t, dir, "init", "-q", "-b", "main")
+				gitIn(t, dir, "add", ".")
+				gitIn(t, dir, "commit", "-q", "-m", "commit of "+filepath.Base(dir))
 			}
-			close(stop)
-			if err := <-swapped; err != nil {
+			head := gitIn(t, cwd, "rev-parse", "HEAD")
+			sid := w.createSessionIn("demo", executor, cwd)
+			link := cwd + ".link"
+			if err := os.Symlink(outside, link); err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("answers while the directory was swapped: %v", answers)
+			exchange := func() error { return unix.Renameat2(unix.AT_FDCWD, cwd, unix.AT_FDCWD, link, unix.RENAME_EXCHANGE) }
+
+			for _, c := range []struct {
+				name  string
+				steps []func() error
+				// missing: the path holds nothing for moments.
+				missing bool
+			}{
+				{"moved and replaced", []func() error{
+					func() error { return os.Rename(cwd, cwd+".moved") },
+					func() error { return os.Symlink(outside, cwd) },
+					func() error { return os.Remove(cwd) },
+					func() error { return os.Rename(cwd+".moved", cwd) },
+				}, true},
+				{"exchanged with a symlink", []func() error{exchange, exchange}, false},
+			} {
+				answers := swapWhileReading(t, w, sid, head, c.steps, c.missing)
+				t.Logf("%s: answers while the directory was swapped: %v", c.name, answers)
+			}
 		})
 	}
+}
+
+// swapWhileReading runs steps over and over (each round leaves the
+// session's directory in place) while it reads the workspace of sid, and
+// checks every answer; it returns how many of each it got.
+func swapWhileReading(t *testing.T, w *world, sid, head string, steps []func() error, missing bool) map[string]int {
+	t.Helper()
+	stop := make(chan struct{})
+	swapped := make(chan error, 1)
+	go func() {
+		var err error
+		defer func() { swapped <- err }()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for _, step := range steps {
+				if err = step(); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	base := "/session/" + sid + "/workspace"
+	answers := map[string]int{}
+	paths := []string{base + "/file?path=notes.txt", base + "/files", base + "/stat?path=notes.txt",
+		base + "/git/status", base + "/git/diff?patch=true&against=" + head, base + "/git/log"}
+	for i := 0; i < 50; i++ {
+		for _, path := range paths {
+			code, m := w.do(http.MethodGet, path, nil)
+			b, _ := json.Marshal(m)
+			switch {
+			// The other notes.txt is 19 bytes, the session's 5.
+			case strings.Contains(string(b), "outside secret") || strings.Contains(string(b), `"size":19`):
+				close(stop)
+				<-swapped
+				t.Fatalf("%s served the other directory: %d %s", path, code, b)
+			case code == http.StatusOK,
+				code == http.StatusConflict && m["code"] == "workspace_root_changed",
+				code == http.StatusConflict && m["code"] == "working_directory_missing" && missing:
+			default:
+				t.Errorf("%s: got %d %s, want 200 or 409 workspace_root_changed", path, code, b)
+			}
+			answers[strconv.Itoa(code)+" "+fmt.Sprint(m["code"])]++
+		}
+	}
+	close(stop)
+	if err := <-swapped; err != nil {
+		t.Fatal(err)
+	}
+	return answers
 }
