@@ -257,7 +257,9 @@ describe('Web Shell', { concurrency: false }, () => {
     // Switch the same pane to B while A is still answering.
     await page.locator(`[data-testid=session-row][data-session-id="${b.id}"] .srow__open`).click();
     const pane = page.locator('[data-testid=pane]').first();
-    assert.equal(await pane.getAttribute('data-session-id'), b.id);
+    // The click switches the pane on the next render, not within click().
+    await page.waitForFunction((id) => document.querySelector('[data-testid=pane]')?.getAttribute('data-session-id') === id, b.id, T);
+    await pane.locator('[data-testid=agent-message]', { hasText: 'I am B' }).waitFor(T);
     const before = await pane.locator('.timeline').innerText();
     await daemon.waitTurn(a.id, (t) => t.turns.at(-1).state === 'completed');
     await new Promise((res) => setTimeout(res, 400));
