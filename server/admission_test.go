@@ -10,7 +10,7 @@ import (
 
 	_ "github.com/mattn/go-sqlite3" // raw SQL to make the store refuse a write
 
-	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store/storetest"
 )
 
@@ -98,8 +98,8 @@ func TestFailedAdmissionDispatchesNothing(t *testing.T) {
 	}{
 		{"store refuses the row", func(d *daemon, _, promptID string) func() { return refuseTurn(d, promptID) }, http.StatusInternalServerError},
 		{"prompt id already stored behind the actor's back", func(d *daemon, sid, promptID string) func() {
-			if _, err := d.Store.CreateTurn(context.Background(), store.Turn{SessionID: sid, PromptID: promptID,
-				Kind: store.TurnPrompt, Prompt: json.RawMessage(`[{"type":"text","text":"other"}]`), State: store.TurnCompleted}); err != nil {
+			if _, err := d.Store.CreateTurn(context.Background(), session.Turn{SessionID: sid, PromptID: promptID,
+				Kind: session.TurnPrompt, Prompt: json.RawMessage(`[{"type":"text","text":"other"}]`), State: session.TurnCompleted}); err != nil {
 				t.Fatal(err)
 			}
 			return nil

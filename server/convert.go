@@ -6,8 +6,8 @@ import (
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/agents"
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/sessions"
-	"github.com/tether/tether/internal/store"
 )
 
 // Conversions between core records and generated API types. Generated
@@ -29,10 +29,10 @@ func ptrIf[T comparable](v T) *T {
 	return &v
 }
 
-func validSessionState(s store.SessionState) bool {
+func validSessionState(s session.SessionState) bool {
 	switch s {
-	case store.SessionCreated, store.SessionStarting, store.SessionRunning, store.SessionWaitingForInput,
-		store.SessionCompleted, store.SessionFailed, store.SessionCancelled:
+	case session.SessionCreated, session.SessionStarting, session.SessionRunning, session.SessionWaitingForInput,
+		session.SessionCompleted, session.SessionFailed, session.SessionCancelled:
 		return true
 	}
 	return false
@@ -47,7 +47,7 @@ func promptJSON(p Prompt) (json.RawMessage, error) {
 	return b, nil
 }
 
-func taskOf(t store.Task) Task {
+func taskOf(t session.Task) Task {
 	return Task{Id: t.ID, Title: t.Title, Workspace: ptrIf(t.Workspace), State: TaskState(t.State),
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
 }
@@ -119,7 +119,7 @@ func authMethodOf(m acp.AuthMethod, command string) AuthMethod {
 	return out
 }
 
-func sessionOf(s store.Session, ex store.Executor) Session {
+func sessionOf(s session.Session, ex session.Executor) Session {
 	out := Session{Id: s.ID, TaskId: s.TaskID, AgentProfileId: s.AgentProfileID, Cwd: s.Cwd,
 		Title: ptrIf(s.Title), State: SessionState(s.State), EventEpoch: s.EventEpoch,
 		ContextLost: ptrIf(s.ContextLost), AutoContinue: ptrIf(s.AutoContinue), CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, ClosedAt: s.ClosedAt}
@@ -136,7 +136,7 @@ func sessionOf(s store.Session, ex store.Executor) Session {
 	return out
 }
 
-func turnOf(t store.Turn) Turn {
+func turnOf(t session.Turn) Turn {
 	out := Turn{PromptId: t.PromptID, Kind: TurnKind(t.Kind), State: TurnState(t.State),
 		StopReason: ptrIf(t.StopReason), InterruptReason: ptrIf(t.InterruptReason), ExitCode: t.ExitCode,
 		ExitSignal: ptrIf(t.ExitSignal), CancelRequested: ptrIf(t.CancelRequested),
@@ -151,13 +151,13 @@ func turnOf(t store.Turn) Turn {
 	return out
 }
 
-func messageOf(m store.Message) Message {
+func messageOf(m session.Message) Message {
 	out := Message{Id: m.ID, PromptId: ptrIf(m.PromptID), Role: MessageRole(m.Role), Text: m.Text, CreatedAt: m.CreatedAt}
 	out.Content = objects(m.Content)
 	return out
 }
 
-func toolCallOf(c store.ToolCall) ToolCall {
+func toolCallOf(c session.ToolCall) ToolCall {
 	out := ToolCall{Id: c.ToolCallID, PromptId: ptrIf(c.PromptID), Title: c.Title, Kind: ptrIf(c.Kind),
 		Status: ToolCallStatus(c.Status), Interrupted: c.Interrupted,
 		Content: objects(c.Content), Locations: objects(c.Locations)}
@@ -174,12 +174,12 @@ func toolCallOf(c store.ToolCall) ToolCall {
 		out.RawOutput = json.RawMessage(c.RawOutput)
 	}
 	if out.Status == "" {
-		out.Status = ToolCallStatus(store.ToolPending)
+		out.Status = ToolCallStatus(session.ToolPending)
 	}
 	return out
 }
 
-func permissionOf(p store.Permission) PermissionRequest {
+func permissionOf(p session.Permission) PermissionRequest {
 	out := PermissionRequest{Id: p.ID, SessionId: p.SessionID, PromptId: ptrIf(p.PromptID), ToolCallId: ptrIf(p.ToolCallID),
 		Title: ptrIf(p.Title), State: PermissionRequestState(p.State), SelectedOptionId: ptrIf(p.SelectedOptionID),
 		CreatedAt: p.CreatedAt, ResolvedAt: p.ResolvedAt, Options: []PermissionOption{}}

@@ -16,6 +16,7 @@ import (
 	"gopkg.in/cenkalti/backoff.v1"
 
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -23,7 +24,7 @@ import (
 // naming where to start, and the frames around the replay.
 func TestSessionStreamReplay(t *testing.T) {
 	d := startDaemon(t, daemonOptions{})
-	s := d.storeSession(store.SessionRunning)
+	s := d.storeSession(session.SessionRunning)
 	types := []string{events.TurnStarted, events.MessageChunk, events.ToolCallStarted, events.MessageChunk, events.TurnCompleted}
 	for _, typ := range types {
 		d.emit(s.ID, typ, 1, nil)
@@ -83,7 +84,7 @@ func TestSessionStreamReplay(t *testing.T) {
 // hub: events written after the stream opened follow the replay at once.
 func TestSessionStreamReplayThenLive(t *testing.T) {
 	d := startDaemon(t, daemonOptions{})
-	s := d.storeSession(store.SessionRunning)
+	s := d.storeSession(session.SessionRunning)
 	d.emit(s.ID, events.MessageChunk, 3, nil)
 	c := d.openStream("/session/"+s.ID+"/events", nil)
 	replayed := durableFrames(c.Until(isEvent(events.ReplayComplete)))
@@ -141,7 +142,7 @@ func TestSessionStreamOfRealTurns(t *testing.T) {
 // the last id seen: the concatenation must be the log, in order, once.
 func TestSessionStreamResumesAcrossRandomDisconnects(t *testing.T) {
 	d := startDaemon(t, daemonOptions{})
-	s := d.storeSession(store.SessionRunning)
+	s := d.storeSession(session.SessionRunning)
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
@@ -205,16 +206,16 @@ func TestSessionStreamResumesAcrossRandomDisconnects(t *testing.T) {
 func TestSessionStreamRefusals(t *testing.T) {
 	d := startDaemon(t, daemonOptions{hub: events.HubConfig{MaxPerSession: 1}})
 	ctx := context.Background()
-	open := d.storeSession(store.SessionRunning)
+	open := d.storeSession(session.SessionRunning)
 	d.emit(open.ID, events.MessageChunk, 5, nil)
-	closed := d.storeSession(store.SessionRunning)
+	closed := d.storeSession(session.SessionRunning)
 	d.emit(closed.ID, events.MessageChunk, 3, nil)
 	d.emit(closed.ID, events.SessionClosed, 1, nil)
-	if err := d.Store.UpdateSessionState(ctx, closed.ID, store.SessionCompleted); err != nil {
+	if err := d.Store.UpdateSessionState(ctx, closed.ID, session.SessionCompleted); err != nil {
 		t.Fatal(err)
 	}
-	empty := d.storeSession(store.SessionCompleted)
-	full := d.storeSession(store.SessionRunning) // its one stream slot gets taken below
+	empty := d.storeSession(session.SessionCompleted)
+	full := d.storeSession(session.SessionRunning) // its one stream slot gets taken below
 
 	problems := []struct {
 		name    string
@@ -313,9 +314,9 @@ func checkResync(t *testing.T, d *daemon, path, reason, cursor string) {
 func TestSessionStreamAfterRetention(t *testing.T) {
 	d := startDaemon(t, daemonOptions{})
 	ctx := context.Background()
-	s := d.storeSession(store.SessionRunning)
+	s := d.storeSession(session.SessionRunning)
 	d.emit(s.ID, events.MessageChunk, 10, nil)
-	if err := d.Store.UpdateSessionState(ctx, s.ID, store.SessionCompleted); err != nil {
+	if err := d.Store.UpdateSessionState(ctx, s.ID, session.SessionCompleted); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := events.Prune(ctx, d.Writer, time.Now().Add(time.Hour), 3, 4); err != nil {
@@ -361,7 +362,7 @@ func readResponse(t *testing.T, c *sseConn) response {
 // an EventSource's cursor, and events between them keep their own ids.
 func TestHeartbeatsAreCommentsWithoutIDs(t *testing.T) {
 	d := startDaemon(t, daemonOptions{heartbeat: 50 * time.Millisecond})
-	s := d.storeSession(store.SessionRunning)
+	s := d.storeSession(session.SessionRunning)
 	d.emit(s.ID, events.MessageChunk, 2, nil)
 	c := d.openStream("/session/"+s.ID+"/events", nil)
 	c.Until(isEvent(events.ReplayComplete))
@@ -397,7 +398,7 @@ func TestHeartbeatsAreCommentsWithoutIDs(t *testing.T) {
 // hub (and its connection closed) while the reader receives every event.
 func TestStalledSubscriberIsCutOffWhileOthersKeepUp(t *testing.T) {
 	d := startDaemon(t, daemonOptions{hub: events.HubConfig{Buffer: 64}})
-	s := d.storeSession(store.SessionRunning)
+	s := d.storeSession(session.SessionRunning)
 	// A tiny receive window makes the stall reach the server after a few
 	// megabytes instead of tens.
 	stalledClient := &http.Client{Transport: &http.Transport{DialContext: (&net.Dialer{Control: smallReceiveBuffer}).DialContext}}
@@ -471,7 +472,7 @@ func TestStalledSubscriberIsCutOffWhileOthersKeepUp(t *testing.T) {
 // subscription is renewed and the rest comes from the log.
 func TestReplayThatOutrunsTheHubQueueResumesFromTheLog(t *testing.T) {
 	d := startDaemon(t, daemonOptions{hub: events.HubConfig{Buffer: 8}})
-	s := d.storeSession(store.SessionRunning)
+	s := d.storeSession(session.SessionRunning)
 	big := strings.Repeat("y", 2048)
 	payload := func(int) map[string]any { return map[string]any{"text": big} }
 	const backlog, during = 3000, 200
@@ -517,8 +518,8 @@ func TestGlobalStreamFiltersByTask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, b := d.storeSession(store.SessionRunning), d.storeSession(store.SessionRunning)
-	state := func(s store.Session) func(int) map[string]any {
+	a, b := d.storeSession(session.SessionRunning), d.storeSession(session.SessionRunning)
+	state := func(s session.Session) func(int) map[string]any {
 		return func(i int) map[string]any { return map[string]any{"taskId": s.TaskID, "state": "RUNNING"} }
 	}
 	var global []store.Event
@@ -596,7 +597,7 @@ func TestGlobalStreamFiltersByTask(t *testing.T) {
 // reconnects on its own with Last-Event-ID, and each event arrives once.
 func TestR3labsClientResumesAfterServerDropsConnections(t *testing.T) {
 	d := startDaemon(t, daemonOptions{})
-	s := d.storeSession(store.SessionRunning)
+	s := d.storeSession(session.SessionRunning)
 	d.emit(s.ID, events.MessageChunk, 20, nil)
 
 	var (

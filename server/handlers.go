@@ -10,6 +10,7 @@ import (
 	"github.com/tether/tether/internal/buildinfo"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/sessions"
 	"github.com/tether/tether/internal/store"
 )
@@ -58,7 +59,7 @@ func (h *handlers) GetOpenAPI(context.Context, GetOpenAPIRequestObject) (GetOpen
 }
 
 func (h *handlers) ListTasks(ctx context.Context, _ ListTasksRequestObject) (ListTasksResponseObject, error) {
-	var tasks []store.Task
+	var tasks []session.Task
 	cursor, err := h.listAt(ctx, func(r *store.Store) error {
 		var err error
 		tasks, err = r.ListTasks(ctx)
@@ -93,7 +94,7 @@ func (h *handlers) GetTask(ctx context.Context, req GetTaskRequestObject) (GetTa
 func (h *handlers) UpdateTask(ctx context.Context, req UpdateTaskRequestObject) (UpdateTaskResponseObject, error) {
 	p := sessions.TaskPatch{Title: req.Body.Title}
 	if req.Body.State != nil {
-		s := store.TaskState(*req.Body.State)
+		s := session.TaskState(*req.Body.State)
 		p.State = &s
 	}
 	t, err := h.cfg.Sessions.UpdateTask(ctx, req.Id, p)
@@ -155,8 +156,8 @@ func (h *handlers) ListSessions(ctx context.Context, req ListSessionsRequestObje
 		}
 	}
 	var (
-		list  []store.Session
-		execs map[string]store.Executor
+		list  []session.Session
+		execs map[string]session.Executor
 		next  string
 	)
 	cursor, err := h.listAt(ctx, func(r *store.Store) error {
@@ -289,11 +290,11 @@ func (h *handlers) WithdrawTurn(ctx context.Context, req WithdrawTurnRequestObje
 // streaming from the returned cursor continues exactly where it ends.
 func (h *handlers) transcript(ctx context.Context, id string) (Transcript, error) {
 	var (
-		s     store.Session
-		turns []store.Turn
-		msgs  []store.Message
-		calls []store.ToolCall
-		perms []store.Permission
+		s     session.Session
+		turns []session.Turn
+		msgs  []session.Message
+		calls []session.ToolCall
+		perms []session.Permission
 		head  store.EventBounds
 	)
 	err := h.cfg.Store.Snapshot(ctx, func(r *store.Store) error {
@@ -310,7 +311,7 @@ func (h *handlers) transcript(ctx context.Context, id string) (Transcript, error
 		if calls, err = r.ListToolCalls(ctx, id); err != nil {
 			return err
 		}
-		if perms, err = r.ListPermissions(ctx, id, store.PermissionPending); err != nil {
+		if perms, err = r.ListPermissions(ctx, id, session.PermissionPending); err != nil {
 			return err
 		}
 		head, err = r.SessionEventBounds(ctx, id)
@@ -343,7 +344,7 @@ func (h *handlers) transcript(ctx context.Context, id string) (Transcript, error
 	return out, nil
 }
 
-func (h *handlers) session(ctx context.Context, s store.Session) (Session, error) {
+func (h *handlers) session(ctx context.Context, s session.Session) (Session, error) {
 	ex, err := h.cfg.Store.GetExecutor(ctx, s.ID)
 	if err != nil && !errcode.Is(err, errcode.SessionNotFound) {
 		return Session{}, err

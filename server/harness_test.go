@@ -23,6 +23,7 @@ import (
 
 	"github.com/tether/tether/internal/agents"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/sessions"
 	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/store/storetest"
@@ -465,7 +466,7 @@ func (d *daemon) waitTurn(sid, pid string) map[string]any {
 	d.waitFor("turn "+pid+" to end", func() bool {
 		turn = d.turn(sid, pid)
 		state, _ := turn["state"].(string)
-		return store.TurnState(state).Terminal()
+		return session.TurnState(state).Terminal()
 	})
 	return turn
 }

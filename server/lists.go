@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -52,7 +53,7 @@ func globalBounds(ctx context.Context, r *store.Store) (store.EventBounds, error
 	return b, nil
 }
 
-func sessionIDs(list []store.Session) []string {
+func sessionIDs(list []session.Session) []string {
 	ids := make([]string, len(list))
 	for i, s := range list {
 		ids[i] = s.ID

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/buildinfo"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/sessions"
 	"github.com/tether/tether/internal/store"
 )
@@ -77,7 +78,7 @@ func writeAgentProcesses(x *exposition, hosted []sessions.AgentCount) {
 	counts := acp.ProcessCounts()
 	x.family("tether_agent_processes", "gauge", "Agent processes this daemon's sessions run, by profile and runtime: standalone ones are its children (capability probes included), detached and remote ones run on executor hosts.")
 	for _, c := range counts {
-		x.sample("tether_agent_processes", []label{{"profile", c.Profile}, {"runtime", string(store.RuntimeStandalone)}}, float64(c.Running))
+		x.sample("tether_agent_processes", []label{{"profile", c.Profile}, {"runtime", string(session.RuntimeStandalone)}}, float64(c.Running))
 	}
 	for _, c := range hosted {
 		x.sample("tether_agent_processes", []label{{"profile", c.Profile}, {"runtime", string(c.Runtime)}}, float64(c.N))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/recovery"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/sessions"
 	"github.com/tether/tether/internal/store"
 )
@@ -35,8 +36,8 @@ func (h *handlers) ResumeSession(ctx context.Context, req ResumeSessionRequestOb
 
 func (h *handlers) ExportHistory(ctx context.Context, req ExportHistoryRequestObject) (ExportHistoryResponseObject, error) {
 	var (
-		msgs  []store.Message
-		calls []store.ToolCall
+		msgs  []session.Message
+		calls []session.ToolCall
 	)
 	err := h.cfg.Store.Snapshot(ctx, func(r *store.Store) error {
 		if _, err := r.GetSession(ctx, req.Id); err != nil {

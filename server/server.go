@@ -21,6 +21,7 @@ import (
 	"github.com/tether/tether/internal/agents"
 	"github.com/tether/tether/internal/connlimit"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/sessions"
 	"github.com/tether/tether/internal/store"
 )
@@ -150,12 +151,12 @@ func jsonEncode(w io.Writer, v any) error {
 func itoa(n int) string { return strconv.Itoa(n) }
 
 // splitStates accepts both repeated and comma-separated ?state= values.
-func splitStates(in []SessionState) []store.SessionState {
-	var out []store.SessionState
+func splitStates(in []SessionState) []session.SessionState {
+	var out []session.SessionState
 	for _, s := range in {
 		for _, p := range strings.Split(string(s), ",") {
 			if p != "" {
-				out = append(out, store.SessionState(p))
+				out = append(out, session.SessionState(p))
 			}
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -230,15 +231,15 @@ func durableFrames(fs []sseFrame) []sseFrame {
 
 // storeSession creates a task and a session straight in the store: no
 // agent starts, so the test alone writes the session's log.
-func (d *daemon) storeSession(state store.SessionState) store.Session {
+func (d *daemon) storeSession(state session.SessionState) session.Session {
 	d.t.Helper()
 	ctx := context.Background()
-	task, err := d.Store.CreateTask(ctx, store.Task{Title: "stream test"})
+	task, err := d.Store.CreateTask(ctx, session.Task{Title: "stream test"})
 	if err != nil {
 		d.t.Fatal(err)
 	}
-	s, err := d.Store.CreateSession(ctx, store.Session{TaskID: task.ID, AgentProfileID: "demo", Cwd: d.Dir, State: state},
-		store.Executor{})
+	s, err := d.Store.CreateSession(ctx, session.Session{TaskID: task.ID, AgentProfileID: "demo", Cwd: d.Dir, State: state},
+		session.Executor{})
 	if err != nil {
 		d.t.Fatal(err)
 	}
@@ -307,13 +308,13 @@ func samplePayload(t *testing.T, typ string, i int) map[string]any {
 	n := strconv.Itoa(i)
 	switch typ {
 	case events.SessionCreated:
-		return map[string]any{"agentProfileId": "demo", "cwd": "/tmp", "state": string(store.SessionCreated)}
+		return map[string]any{"agentProfileId": "demo", "cwd": "/tmp", "state": string(session.SessionCreated)}
 	case events.SessionStateChanged, events.SessionClosed:
-		return map[string]any{"state": string(store.SessionRunning)}
+		return map[string]any{"state": string(session.SessionRunning)}
 	case events.TurnStarted:
 		return map[string]any{"promptId": "p" + n, "kind": "prompt"}
 	case events.TurnCompleted:
-		return map[string]any{"promptId": "p" + n, "state": string(store.TurnCompleted)}
+		return map[string]any{"promptId": "p" + n, "state": string(session.TurnCompleted)}
 	case events.MessageAdded, events.MessageChunk:
 		return map[string]any{"messageId": i + 1, "role": "agent", "text": "text " + n}
 	case events.ToolCallStarted:

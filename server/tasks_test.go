@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -126,12 +127,12 @@ func TestListCursorStreamsExactlyTheChangesAfterTheList(t *testing.T) {
 		{"sessions", "/sessions?limit=200", "sessions", events.SessionCreated, "sessionId", func(int) error {
 			// As Manager.Create commits a session: its rows and its
 			// session.created event in one op (without an agent).
-			task, err := d.Store.CreateTask(context.Background(), store.Task{Title: "race"})
+			task, err := d.Store.CreateTask(context.Background(), session.Task{Title: "race"})
 			if err != nil {
 				return err
 			}
 			_, err = d.Writer.Do(context.Background(), func(tx *store.Store, emit events.Emit) error {
-				s, err := tx.CreateSession(context.Background(), store.Session{TaskID: task.ID, AgentProfileID: "demo", Cwd: d.Dir}, store.Executor{})
+				s, err := tx.CreateSession(context.Background(), session.Session{TaskID: task.ID, AgentProfileID: "demo", Cwd: d.Dir}, session.Executor{})
 				if err == nil {
 					emit(events.Draft{SessionID: s.ID, Type: events.SessionCreated, Payload: map[string]any{
 						"taskId": task.ID, "agentProfileId": s.AgentProfileID, "cwd": s.Cwd, "state": string(s.State)}})
@@ -235,7 +236,7 @@ func TestListSessionsCostsFixedQueries(t *testing.T) {
 	var costs []int64
 	for _, total := range []int{1, 5, 25} {
 		for len(listIDs(t, d, "/sessions?limit=200", "sessions")) < total {
-			d.storeSession(store.SessionCreated)
+			d.storeSession(session.SessionCreated)
 		}
 		costs = append(costs, statements())
 	}

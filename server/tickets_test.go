@@ -17,8 +17,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/sessions"
-	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/terminal"
 	"github.com/tether/tether/internal/workspace"
 	"github.com/tether/tether/server"
@@ -83,7 +83,7 @@ func problemCode(t *testing.T, c *sseConn) string {
 func TestStreamTickets(t *testing.T) {
 	clock := newFakeClock()
 	d := startDaemon(t, daemonOptions{clock: clock.Now})
-	a, b := d.storeSession(store.SessionRunning), d.storeSession(store.SessionRunning)
+	a, b := d.storeSession(session.SessionRunning), d.storeSession(session.SessionRunning)
 	d.emit(a.ID, events.MessageAdded, 2, nil)
 	d.emit(b.ID, events.MessageAdded, 1, nil)
 
@@ -157,7 +157,7 @@ func TestStreamTickets(t *testing.T) {
 // expires) and the stream resumes after that event.
 func TestStreamTicketReconnect(t *testing.T) {
 	d := startDaemon(t, daemonOptions{})
-	s := d.storeSession(store.SessionRunning)
+	s := d.storeSession(session.SessionRunning)
 	evs := d.emit(s.ID, events.MessageAdded, 3, nil)
 	u := d.ticket(map[string]any{"sessionId": s.ID}) + "&follow=false"
 
@@ -193,7 +193,7 @@ func TestStreamTicketReconnect(t *testing.T) {
 func TestStreamTicketRequests(t *testing.T) {
 	clock := newFakeClock()
 	d := startDaemon(t, daemonOptions{clock: clock.Now, ticketsMax: 2})
-	s := d.storeSession(store.SessionRunning)
+	s := d.storeSession(session.SessionRunning)
 
 	cases := []struct {
 		name       string
@@ -245,7 +245,7 @@ func TestStreamTicketNotLogged(t *testing.T) {
 	)
 	logger := slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	d := startDaemon(t, daemonOptions{logger: logger})
-	s := d.storeSession(store.SessionRunning)
+	s := d.storeSession(session.SessionRunning)
 	u := d.ticket(map[string]any{"sessionId": s.ID})
 	tk := ticketOf(t, u)
 	d.openStream(u+"&follow=false", tokenless).All()
@@ -384,8 +384,8 @@ func TestTerminalTickets(t *testing.T) {
 func TestStreamTicketSurvivesRestart(t *testing.T) {
 	clock := newFakeClock()
 	d := startDaemon(t, daemonOptions{clock: clock.Now})
-	s := d.storeSession(store.SessionWaitingForInput)
-	other := d.storeSession(store.SessionWaitingForInput)
+	s := d.storeSession(session.SessionWaitingForInput)
+	other := d.storeSession(session.SessionWaitingForInput)
 	d.emit(s.ID, events.MessageAdded, 3, nil)
 	plain := d.ticket(map[string]any{"sessionId": s.ID}) + "&follow=false"
 	before := durableFrames(d.openStream(plain, tokenless).All())

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tether/tether/internal/agents"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/sessions"
 	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/server"
@@ -58,13 +59,13 @@ func startDaemon(ctx context.Context, dir string, nSessions int, hubCfg events.H
 	d := &daemon{st: st, hub: hub, w: w}
 	d.mgr = sessions.New(st, w, reg, sessions.Config{Logger: quiet})
 	_, err = w.Do(ctx, func(tx *store.Store, emit events.Emit) error {
-		task, err := tx.CreateTask(ctx, store.Task{Title: "bench", Workspace: dir})
+		task, err := tx.CreateTask(ctx, session.Task{Title: "bench", Workspace: dir})
 		if err != nil {
 			return err
 		}
 		d.taskID = task.ID
 		for range nSessions {
-			s, err := tx.CreateSession(ctx, store.Session{TaskID: task.ID, AgentProfileID: "bench", Cwd: dir}, store.Executor{})
+			s, err := tx.CreateSession(ctx, session.Session{TaskID: task.ID, AgentProfileID: "bench", Cwd: dir}, session.Executor{})
 			if err != nil {
 				return err
 			}

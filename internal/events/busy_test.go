@@ -8,6 +8,7 @@ import (
 
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -37,7 +38,7 @@ func TestWriterCountsBusy(t *testing.T) {
 	ctx := context.Background()
 	_, w, path := openWriter(t)
 	createTask := func(tx *store.Store, _ events.Emit) error {
-		_, err := tx.CreateTask(ctx, store.Task{Title: "t", Workspace: "/"})
+		_, err := tx.CreateTask(ctx, session.Task{Title: "t", Workspace: "/"})
 		return err
 	}
 

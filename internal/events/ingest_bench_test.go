@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -77,7 +78,7 @@ func transcriptChunkOps(l *benchLog, sid string) func(pid string, k int) events.
 	return func(pid string, k int) events.Apply {
 		if k == 0 {
 			id, idErr := l.st.NewMessageID(context.Background())
-			m := store.Message{ID: id, SessionID: sid, PromptID: pid, Role: store.RoleAgent, Text: chunkText}
+			m := session.Message{ID: id, SessionID: sid, PromptID: pid, Role: session.RoleAgent, Text: chunkText}
 			closes := open
 			open = m.ID
 			return func(tx *store.Store, emit events.Emit) error {
@@ -99,7 +100,7 @@ func transcriptChunkOps(l *benchLog, sid string) func(pid string, k int) events.
 				return err
 			}
 			emit(events.Draft{SessionID: sid, Type: events.MessageChunk, PromptID: pid, Payload: &events.MessageChunkData{
-				Common: events.Common{TaskID: l.taskID}, MessageID: id, Role: store.RoleAgent, Text: chunkText}})
+				Common: events.Common{TaskID: l.taskID}, MessageID: id, Role: session.RoleAgent, Text: chunkText}})
 			return nil
 		}
 	}
@@ -109,7 +110,7 @@ func transcriptChunkOps(l *benchLog, sid string) func(pid string, k int) events.
 // open message: the store looks up the session's latest message per chunk.
 func latestReadChunkOp(l *benchLog, sid, pid string, _ int64) events.Apply {
 	return func(tx *store.Store, emit events.Emit) error {
-		m, started, err := tx.AppendMessageChunk(context.Background(), sid, pid, store.RoleAgent, chunkText)
+		m, started, err := tx.AppendMessageChunk(context.Background(), sid, pid, session.RoleAgent, chunkText)
 		if err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -67,7 +68,7 @@ func benchRawInsert(b *testing.B, autoCheckpoint bool) {
 	}
 	for si, sid := range l.sessions {
 		p, err := json.Marshal(&events.MessageChunkData{Common: events.Common{SessionID: sid, TaskID: l.taskID, PromptID: promptID(si * 1_000_000)},
-			MessageID: 42, Role: store.RoleAgent, Text: chunkText})
+			MessageID: 42, Role: session.RoleAgent, Text: chunkText})
 		if err != nil {
 			b.Fatal(err)
 		}

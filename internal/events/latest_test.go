@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -17,12 +18,12 @@ import (
 func TestLatestDraftsSurviveARedoneBatch(t *testing.T) {
 	ctx := context.Background()
 	st, w, _ := openWriter(t)
-	task, err := st.CreateTask(ctx, store.Task{Title: "t", Workspace: t.TempDir()})
+	task, err := st.CreateTask(ctx, session.Task{Title: "t", Workspace: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sess, err := st.CreateSession(ctx, store.Session{TaskID: task.ID, AgentProfileID: "demo", Cwd: t.TempDir(), State: store.SessionCreated,
-		EventEpoch: store.NewEpoch()}, store.Executor{Runtime: store.RuntimeStandalone, Status: store.ExecutorStopped})
+	sess, err := st.CreateSession(ctx, session.Session{TaskID: task.ID, AgentProfileID: "demo", Cwd: t.TempDir(), State: session.SessionCreated,
+		EventEpoch: store.NewEpoch()}, session.Executor{Runtime: session.RuntimeStandalone, Status: session.ExecutorStopped})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/recovery"
-	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/session"
 )
 
 // The payload types below are the data of each event type, one per
@@ -48,32 +48,32 @@ func (c *Common) fill(d Draft) {
 // SessionCreatedData is the payload of session.created.
 type SessionCreatedData struct {
 	Common
-	AgentProfileID string             `json:"agentProfileId"`
-	Cwd            string             `json:"cwd"`
-	State          store.SessionState `json:"state"`
-	Title          string             `json:"title"`
-	EventEpoch     string             `json:"eventEpoch"`
+	AgentProfileID string               `json:"agentProfileId"`
+	Cwd            string               `json:"cwd"`
+	State          session.SessionState `json:"state"`
+	Title          string               `json:"title"`
+	EventEpoch     string               `json:"eventEpoch"`
 }
 
 // SessionStateChangedData is the payload of session.state_changed.
 type SessionStateChangedData struct {
 	Common
-	State         store.SessionState `json:"state"`
-	PreviousState store.SessionState `json:"previousState"`
+	State         session.SessionState `json:"state"`
+	PreviousState session.SessionState `json:"previousState"`
 }
 
 // ExecutorStatusData is the payload of session.executor_status.
 type ExecutorStatusData struct {
 	Common
-	Status           store.ExecutorStatus `json:"status"`
-	Runtime          store.Runtime        `json:"runtime"`
-	Host             string               `json:"host,omitempty"`
-	PID              int                  `json:"pid,omitempty"`
-	Error            string               `json:"error,omitempty"`
-	ErrorCode        string               `json:"errorCode,omitempty"`
-	ExitCode         *int                 `json:"exitCode,omitempty"`
-	ExitSignal       string               `json:"exitSignal,omitempty"`
-	AgentExecutionID string               `json:"agentExecutionId,omitempty"`
+	Status           session.ExecutorStatus `json:"status"`
+	Runtime          session.Runtime        `json:"runtime"`
+	Host             string                 `json:"host,omitempty"`
+	PID              int                    `json:"pid,omitempty"`
+	Error            string                 `json:"error,omitempty"`
+	ErrorCode        string                 `json:"errorCode,omitempty"`
+	ExitCode         *int                   `json:"exitCode,omitempty"`
+	ExitSignal       string                 `json:"exitSignal,omitempty"`
+	AgentExecutionID string                 `json:"agentExecutionId,omitempty"`
 }
 
 // SessionResumedData is the payload of session.resumed.
@@ -154,7 +154,7 @@ type RecoveryChangedData struct {
 // SessionClosedData is the payload of session.closed.
 type SessionClosedData struct {
 	Common
-	State store.SessionState `json:"state"`
+	State session.SessionState `json:"state"`
 }
 
 // SessionOptionsChangedData is the payload of session.options_changed:
@@ -173,10 +173,10 @@ type SessionOptionsChangedData struct {
 // TaskCreatedData is the payload of task.created: the task whole.
 type TaskCreatedData struct {
 	Common
-	Title     string          `json:"title"`
-	Workspace string          `json:"workspace,omitempty"`
-	State     store.TaskState `json:"state"`
-	CreatedAt time.Time       `json:"createdAt"`
+	Title     string            `json:"title"`
+	Workspace string            `json:"workspace,omitempty"`
+	State     session.TaskState `json:"state"`
+	CreatedAt time.Time         `json:"createdAt"`
 }
 
 // TaskUpdatedData is the payload of task.updated (a rename).
@@ -188,8 +188,8 @@ type TaskUpdatedData struct {
 // TaskStateChangedData is the payload of task.state_changed.
 type TaskStateChangedData struct {
 	Common
-	State         store.TaskState `json:"state"`
-	PreviousState store.TaskState `json:"previousState"`
+	State         session.TaskState `json:"state"`
+	PreviousState session.TaskState `json:"previousState"`
 }
 
 // Control frames: stream data, never stored (no Common members).

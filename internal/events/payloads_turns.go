@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/session"
 )
 
 // Turn family: a turn's promptId is the Draft's PromptID.
@@ -12,50 +12,50 @@ import (
 // TurnQueuedData is the payload of turn.queued.
 type TurnQueuedData struct {
 	Common
-	Kind              store.TurnKind  `json:"kind"`
-	Seq               int64           `json:"seq"`
-	Prompt            json.RawMessage `json:"prompt"`
-	ContinuesPromptID string          `json:"continuesPromptId,omitempty"`
+	Kind              session.TurnKind `json:"kind"`
+	Seq               int64            `json:"seq"`
+	Prompt            json.RawMessage  `json:"prompt"`
+	ContinuesPromptID string           `json:"continuesPromptId,omitempty"`
 }
 
 // TurnStartedData is the payload of turn.started.
 type TurnStartedData struct {
 	Common
-	Kind      store.TurnKind `json:"kind"`
-	StartedAt time.Time      `json:"startedAt"`
+	Kind      session.TurnKind `json:"kind"`
+	StartedAt time.Time        `json:"startedAt"`
 }
 
 // TurnCompletedData is the payload of turn.completed.
 type TurnCompletedData struct {
 	Common
-	State      store.TurnState `json:"state"`
-	EndedAt    *time.Time      `json:"endedAt"`
-	StopReason string          `json:"stopReason"`
+	State      session.TurnState `json:"state"`
+	EndedAt    *time.Time        `json:"endedAt"`
+	StopReason string            `json:"stopReason"`
 }
 
 // TurnFailedData is the payload of turn.failed.
 type TurnFailedData struct {
 	Common
-	State   store.TurnState `json:"state"`
-	EndedAt *time.Time      `json:"endedAt"`
-	Code    string          `json:"code"`
-	Message string          `json:"message"`
+	State   session.TurnState `json:"state"`
+	EndedAt *time.Time        `json:"endedAt"`
+	Code    string            `json:"code"`
+	Message string            `json:"message"`
 }
 
 // TurnCancelledData is the payload of turn.cancelled. Reason "withdrawn"
 // marks a queued prompt its client withdrew.
 type TurnCancelledData struct {
 	Common
-	State      store.TurnState `json:"state"`
-	EndedAt    *time.Time      `json:"endedAt"`
-	StopReason string          `json:"stopReason,omitempty"`
-	Reason     string          `json:"reason,omitempty"`
+	State      session.TurnState `json:"state"`
+	EndedAt    *time.Time        `json:"endedAt"`
+	StopReason string            `json:"stopReason,omitempty"`
+	Reason     string            `json:"reason,omitempty"`
 }
 
 // TurnInterruptedData is the payload of turn.interrupted.
 type TurnInterruptedData struct {
 	Common
-	State             store.TurnState    `json:"state"`
+	State             session.TurnState  `json:"state"`
 	EndedAt           *time.Time         `json:"endedAt"`
 	Reason            string             `json:"reason"`
 	DanglingToolCalls []DanglingToolCall `json:"danglingToolCalls"`
@@ -80,11 +80,11 @@ type DanglingToolCall struct {
 // MessageAddedData is the payload of message.added: a new transcript message.
 type MessageAddedData struct {
 	Common
-	MessageID int64             `json:"messageId"`
-	Role      store.MessageRole `json:"role"`
-	Text      string            `json:"text"`
-	CreatedAt time.Time         `json:"createdAt"`
-	Content   json.RawMessage   `json:"content,omitempty"`
+	MessageID int64               `json:"messageId"`
+	Role      session.MessageRole `json:"role"`
+	Text      string              `json:"text"`
+	CreatedAt time.Time           `json:"createdAt"`
+	Content   json.RawMessage     `json:"content,omitempty"`
 	// AgentMessageID is the agent's ACP messageId of the message, if it
 	// sent one: the log keeps it so that a daemon that takes a running
 	// turn up again (a detached re-attach) still tells the agent's next
@@ -95,9 +95,9 @@ type MessageAddedData struct {
 // MessageChunkData is the payload of message.chunk: text appended to a message.
 type MessageChunkData struct {
 	Common
-	MessageID int64             `json:"messageId"`
-	Role      store.MessageRole `json:"role"`
-	Text      string            `json:"text"`
+	MessageID int64               `json:"messageId"`
+	Role      session.MessageRole `json:"role"`
+	Text      string              `json:"text"`
 }
 
 // Tool call and plan family.
@@ -106,15 +106,15 @@ type MessageChunkData struct {
 // the tool call whole, its ACP members as the agent sent them.
 type ToolCallData struct {
 	Common
-	ToolCallID  string               `json:"toolCallId"`
-	Title       string               `json:"title"`
-	Kind        string               `json:"kind"`
-	Status      store.ToolCallStatus `json:"status"`
-	Interrupted bool                 `json:"interrupted"`
-	Content     json.RawMessage      `json:"content,omitempty"`
-	Locations   json.RawMessage      `json:"locations,omitempty"`
-	RawInput    json.RawMessage      `json:"rawInput,omitempty"`
-	RawOutput   json.RawMessage      `json:"rawOutput,omitempty"`
+	ToolCallID  string                 `json:"toolCallId"`
+	Title       string                 `json:"title"`
+	Kind        string                 `json:"kind"`
+	Status      session.ToolCallStatus `json:"status"`
+	Interrupted bool                   `json:"interrupted"`
+	Content     json.RawMessage        `json:"content,omitempty"`
+	Locations   json.RawMessage        `json:"locations,omitempty"`
+	RawInput    json.RawMessage        `json:"rawInput,omitempty"`
+	RawOutput   json.RawMessage        `json:"rawOutput,omitempty"`
 }
 
 // PlanUpdatedData is the payload of plan.updated: the agent's plan entries.
@@ -137,7 +137,7 @@ type PermissionRequestedData struct {
 // PermissionResolvedData is the payload of permission.resolved.
 type PermissionResolvedData struct {
 	Common
-	RequestID string                `json:"requestId"`
-	State     store.PermissionState `json:"state"`
-	OptionID  string                `json:"optionId,omitempty"`
+	RequestID string                  `json:"requestId"`
+	State     session.PermissionState `json:"state"`
+	OptionID  string                  `json:"optionId,omitempty"`
 }

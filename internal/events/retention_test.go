@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -36,7 +37,7 @@ func TestPruneInBoundedBatches(t *testing.T) {
 	emitN(t, l, open, 50)
 	for _, sid := range closed {
 		if err := l.w.Exec(ctx, func(tx *store.Store) error {
-			return tx.UpdateSessionState(ctx, sid, store.SessionCompleted)
+			return tx.UpdateSessionState(ctx, sid, session.SessionCompleted)
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +78,7 @@ func TestPruneEventBatchDeletesAtMostLimit(t *testing.T) {
 	l := openBenchLog(t, 1)
 	emitN(t, l, l.sessions[0], 250)
 	if err := l.w.Exec(ctx, func(tx *store.Store) error {
-		return tx.UpdateSessionState(ctx, l.sessions[0], store.SessionCompleted)
+		return tx.UpdateSessionState(ctx, l.sessions[0], session.SessionCompleted)
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func BenchmarkRetentionWriterHold(b *testing.B) {
 						for range 1000 {
 							emit(events.Draft{SessionID: sid, Type: events.MessageChunk, Payload: map[string]any{"text": chunkText}})
 						}
-						return tx.UpdateSessionState(context.Background(), sid, store.SessionCompleted)
+						return tx.UpdateSessionState(context.Background(), sid, session.SessionCompleted)
 					}); err != nil {
 						b.Fatal(err)
 					}

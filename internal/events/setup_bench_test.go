@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -51,13 +52,13 @@ func openBenchLog(tb testing.TB, nSessions int) *benchLog {
 		_ = st.Close()
 	})
 	_, err = w.Do(ctx, func(tx *store.Store, emit events.Emit) error {
-		task, err := tx.CreateTask(ctx, store.Task{Title: "bench", Workspace: "/"})
+		task, err := tx.CreateTask(ctx, session.Task{Title: "bench", Workspace: "/"})
 		if err != nil {
 			return err
 		}
 		l.taskID = task.ID
 		for range nSessions {
-			s, err := tx.CreateSession(ctx, store.Session{TaskID: task.ID, AgentProfileID: "bench", Cwd: "/"}, store.Executor{})
+			s, err := tx.CreateSession(ctx, session.Session{TaskID: task.ID, AgentProfileID: "bench", Cwd: "/"}, session.Executor{})
 			if err != nil {
 				return err
 			}
@@ -83,7 +84,7 @@ var chunkText = strings.Repeat("streamed agent text ", 4)[:72]
 func chunkOp(l *benchLog, sid, promptID string, sentAt int64) events.Apply {
 	return func(tx *store.Store, emit events.Emit) error {
 		d := events.Draft{SessionID: sid, Type: events.MessageChunk, PromptID: promptID}
-		c := events.MessageChunkData{Common: events.Common{TaskID: l.taskID}, MessageID: 42, Role: store.RoleAgent, Text: chunkText}
+		c := events.MessageChunkData{Common: events.Common{TaskID: l.taskID}, MessageID: 42, Role: session.RoleAgent, Text: chunkText}
 		if sentAt != 0 {
 			d.Payload = &stampedChunk{MessageChunkData: c, SentAt: sentAt}
 		} else {

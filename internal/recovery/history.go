@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/session"
 )
 
 // Truncation limits of the resume context (DESIGN.md section 4).
@@ -45,19 +45,19 @@ type Entry struct {
 // History orders a transcript into entries: user and agent messages, each
 // tool call followed by its result. Thoughts and system notices are not
 // conversation and are left out.
-func History(msgs []store.Message, calls []store.ToolCall) []Entry {
+func History(msgs []session.Message, calls []session.ToolCall) []Entry {
 	var out []Entry
 	for _, m := range msgs {
 		switch m.Role {
-		case store.RoleUser:
+		case session.RoleUser:
 			out = append(out, Entry{Type: UserMessage, PromptID: m.PromptID, Text: m.Text, Time: m.CreatedAt})
-		case store.RoleAgent:
+		case session.RoleAgent:
 			out = append(out, Entry{Type: AgentMessage, PromptID: m.PromptID, Text: m.Text, Time: m.CreatedAt})
 		}
 	}
 	for _, c := range calls {
 		out = append(out, Entry{Type: ToolCall, PromptID: c.PromptID, ToolCallID: c.ToolCallID, Name: toolName(c), Time: c.CreatedAt})
-		if c.Status == store.ToolCompleted || c.Status == store.ToolFailed {
+		if c.Status == session.ToolCompleted || c.Status == session.ToolFailed {
 			out = append(out, Entry{Type: ToolResult, PromptID: c.PromptID, ToolCallID: c.ToolCallID, Name: toolName(c),
 				Status: string(c.Status), Text: toolText(c.Content), Time: c.UpdatedAt})
 		}
@@ -66,7 +66,7 @@ func History(msgs []store.Message, calls []store.ToolCall) []Entry {
 	return out
 }
 
-func toolName(c store.ToolCall) string {
+func toolName(c session.ToolCall) string {
 	if c.Title != "" {
 		return c.Title
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/tether/tether/internal/recovery"
-	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/session"
 )
 
 const truncMarker = "… [truncated]"
@@ -18,20 +18,20 @@ func textContent(s string) json.RawMessage {
 }
 
 func TestHistoryOrderAndFiltering(t *testing.T) {
-	msgs := []store.Message{
-		{PromptID: "p1", Role: store.RoleUser, Text: "build it", CreatedAt: at(0)},
-		{PromptID: "p1", Role: store.RoleThought, Text: "thinking", CreatedAt: at(1)},
-		{PromptID: "p1", Role: store.RoleAgent, Text: "done", CreatedAt: at(9)},
-		{PromptID: "p1", Role: store.RoleSystem, Text: "Turn interrupted", CreatedAt: at(10)},
-		{PromptID: "p2", Role: store.RoleUser, Text: "again", CreatedAt: at(11)},
+	msgs := []session.Message{
+		{PromptID: "p1", Role: session.RoleUser, Text: "build it", CreatedAt: at(0)},
+		{PromptID: "p1", Role: session.RoleThought, Text: "thinking", CreatedAt: at(1)},
+		{PromptID: "p1", Role: session.RoleAgent, Text: "done", CreatedAt: at(9)},
+		{PromptID: "p1", Role: session.RoleSystem, Text: "Turn interrupted", CreatedAt: at(10)},
+		{PromptID: "p2", Role: session.RoleUser, Text: "again", CreatedAt: at(11)},
 	}
-	calls := []store.ToolCall{
-		{ToolCallID: "tc2", PromptID: "p1", Title: "Edit main.go", Kind: "edit", Status: store.ToolInProgress, CreatedAt: at(6), UpdatedAt: at(7)},
-		{ToolCallID: "tc1", PromptID: "p1", Title: "Run make", Kind: "execute", Status: store.ToolCompleted,
+	calls := []session.ToolCall{
+		{ToolCallID: "tc2", PromptID: "p1", Title: "Edit main.go", Kind: "edit", Status: session.ToolInProgress, CreatedAt: at(6), UpdatedAt: at(7)},
+		{ToolCallID: "tc1", PromptID: "p1", Title: "Run make", Kind: "execute", Status: session.ToolCompleted,
 			Content: textContent("ok"), CreatedAt: at(2), UpdatedAt: at(5)},
-		{ToolCallID: "tc3", PromptID: "p1", Kind: "fetch", Status: store.ToolFailed, Interrupted: true,
+		{ToolCallID: "tc3", PromptID: "p1", Kind: "fetch", Status: session.ToolFailed, Interrupted: true,
 			Content: textContent("Tool execution result was not recorded"), CreatedAt: at(3), UpdatedAt: at(8)},
-		{ToolCallID: "tc4", PromptID: "p1", Status: store.ToolPending, CreatedAt: at(4), UpdatedAt: at(4)},
+		{ToolCallID: "tc4", PromptID: "p1", Status: session.ToolPending, CreatedAt: at(4), UpdatedAt: at(4)},
 	}
 	got := recovery.History(msgs, calls)
 	want := []recovery.Entry{
@@ -57,11 +57,11 @@ func TestHistoryOrderAndFiltering(t *testing.T) {
 }
 
 func TestHistoryEqualTimesKeepMessagesBeforeToolCalls(t *testing.T) {
-	msgs := []store.Message{
-		{PromptID: "p1", Role: store.RoleUser, Text: "u", CreatedAt: at(1)},
-		{PromptID: "p1", Role: store.RoleAgent, Text: "a", CreatedAt: at(1)},
+	msgs := []session.Message{
+		{PromptID: "p1", Role: session.RoleUser, Text: "u", CreatedAt: at(1)},
+		{PromptID: "p1", Role: session.RoleAgent, Text: "a", CreatedAt: at(1)},
 	}
-	calls := []store.ToolCall{{ToolCallID: "tc", PromptID: "p1", Title: "T", Status: store.ToolCompleted, CreatedAt: at(1), UpdatedAt: at(1)}}
+	calls := []session.ToolCall{{ToolCallID: "tc", PromptID: "p1", Title: "T", Status: session.ToolCompleted, CreatedAt: at(1), UpdatedAt: at(1)}}
 	got := recovery.History(msgs, calls)
 	var types []recovery.EntryType
 	for _, e := range got {
@@ -80,14 +80,14 @@ func TestHistoryToolText(t *testing.T) {
 		{"type":"diff","path":"/w/main.go","oldText":"a","newText":"b"},
 		{"type":"terminal","terminalId":"t1"}
 	]`)
-	got := recovery.History(nil, []store.ToolCall{{ToolCallID: "tc", Title: "T", Status: store.ToolCompleted, Content: content, UpdatedAt: at(1)}})
+	got := recovery.History(nil, []session.ToolCall{{ToolCallID: "tc", Title: "T", Status: session.ToolCompleted, Content: content, UpdatedAt: at(1)}})
 	if len(got) != 2 || got[1].Type != recovery.ToolResult {
 		t.Fatalf("entries = %+v", got)
 	}
 	if want := "line one\ndiff of /w/main.go:\nb"; got[1].Text != want {
 		t.Errorf("tool result text = %q, want %q", got[1].Text, want)
 	}
-	bad := recovery.History(nil, []store.ToolCall{{ToolCallID: "tc", Status: store.ToolFailed, Content: json.RawMessage(`{"not":"array"}`)}})
+	bad := recovery.History(nil, []session.ToolCall{{ToolCallID: "tc", Status: session.ToolFailed, Content: json.RawMessage(`{"not":"array"}`)}})
 	if len(bad) != 2 || bad[1].Text != "" {
 		t.Errorf("malformed content should give an empty result text: %+v", bad)
 	}
@@ -95,11 +95,11 @@ func TestHistoryToolText(t *testing.T) {
 
 func TestResumeContextTemplate(t *testing.T) {
 	h := recovery.History(
-		[]store.Message{
-			{PromptID: "p1", Role: store.RoleUser, Text: "build it", CreatedAt: at(0)},
-			{PromptID: "p1", Role: store.RoleAgent, Text: "built", CreatedAt: at(5)},
+		[]session.Message{
+			{PromptID: "p1", Role: session.RoleUser, Text: "build it", CreatedAt: at(0)},
+			{PromptID: "p1", Role: session.RoleAgent, Text: "built", CreatedAt: at(5)},
 		},
-		[]store.ToolCall{{ToolCallID: "tc1", PromptID: "p1", Title: "Run make", Status: store.ToolCompleted,
+		[]session.ToolCall{{ToolCallID: "tc1", PromptID: "p1", Title: "Run make", Status: session.ToolCompleted,
 			Content: textContent("ok"), CreatedAt: at(1), UpdatedAt: at(2)}})
 	out := recovery.ResumeContext(h, "now test it")
 

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/session"
 )
 
 // Kind classifies where a session stands after its last turn (DESIGN.md
@@ -44,11 +44,11 @@ const (
 // Input is everything the planner looks at: the transcript and the live
 // state the session actor holds.
 type Input struct {
-	Turns       []store.Turn
-	Messages    []store.Message
-	ToolCalls   []store.ToolCall
-	Permissions []store.Permission
-	State       store.SessionState
+	Turns       []session.Turn
+	Messages    []session.Message
+	ToolCalls   []session.ToolCall
+	Permissions []session.Permission
+	State       session.SessionState
 	// Closing: a close has been admitted and is in progress.
 	Closing bool
 	// AgentAvailable: the session's agent profile exists and can start.
@@ -106,15 +106,15 @@ const Withdrawn = "withdrawn"
 // always give the same summary, so admission and display agree.
 func Plan(in Input) Summary {
 	s := Summary{Kind: Clean, DanglingToolCalls: []DanglingToolCall{}}
-	turns := append([]store.Turn(nil), in.Turns...)
+	turns := append([]session.Turn(nil), in.Turns...)
 	sort.SliceStable(turns, func(i, j int) bool { return turns[i].Seq < turns[j].Seq })
 
 	active := false
 	for i := range turns {
 		switch turns[i].State {
-		case store.TurnRunning:
+		case session.TurnRunning:
 			active = true
-		case store.TurnQueued:
+		case session.TurnQueued:
 			s.Queued = append(s.Queued, turns[i].PromptID)
 		}
 	}
@@ -122,7 +122,7 @@ func Plan(in Input) Summary {
 	held := queued && in.QueueHeld && !active
 	s.QueueHeld = held
 	last := LastRun(turns)
-	if last != nil && last.State == store.TurnInterrupted && !last.CancelRequested {
+	if last != nil && last.State == session.TurnInterrupted && !last.CancelRequested {
 		s.PromptID = last.PromptID
 		s.InterruptReason = last.InterruptReason
 		s.Kind = InterruptedPrompt
@@ -147,7 +147,7 @@ func Plan(in Input) Summary {
 
 	pending := false
 	for _, p := range in.Permissions {
-		pending = pending || p.State == store.PermissionPending
+		pending = pending || p.State == session.PermissionPending
 	}
 	switch {
 	case in.State.Terminal():
@@ -190,10 +190,10 @@ func Plan(in Input) Summary {
 // A continuation runs before the turns held in the queue when it was
 // admitted, so a turn with a lower seq may have started after it: among
 // turns that started, the one that started last wins.
-func LastRun(turns []store.Turn) *store.Turn {
-	var last *store.Turn
+func LastRun(turns []session.Turn) *session.Turn {
+	var last *session.Turn
 	for i := len(turns) - 1; i >= 0; i-- {
-		if t := &turns[i]; t.State != store.TurnQueued && !withdrawn(*t) {
+		if t := &turns[i]; t.State != session.TurnQueued && !withdrawn(*t) {
 			last = t
 			break
 		}
@@ -202,14 +202,16 @@ func LastRun(turns []store.Turn) *store.Turn {
 		return last
 	}
 	for i := range turns {
-		if t := &turns[i]; t.StartedAt != nil && t.StartedAt.After(*last.StartedAt) && t.State != store.TurnQueued {
+		if t := &turns[i]; t.StartedAt != nil && t.StartedAt.After(*last.StartedAt) && t.State != session.TurnQueued {
 			last = t
 		}
 	}
 	return last
 }
 
-func withdrawn(t store.Turn) bool { return t.State == store.TurnCancelled && t.StopReason == Withdrawn }
+func withdrawn(t session.Turn) bool {
+	return t.State == session.TurnCancelled && t.StopReason == Withdrawn
+}
 
 // heldNotice tells the user what happens to prompts held since an
 // interruption: a restart of tetherd, or a crash or loss of the agent or
@@ -247,7 +249,7 @@ func blocked(reason string) string {
 // producedOutput reports whether the agent said or did anything for a turn.
 func producedOutput(in Input, promptID string) bool {
 	for _, m := range in.Messages {
-		if m.PromptID == promptID && (m.Role == store.RoleAgent || m.Role == store.RoleThought) {
+		if m.PromptID == promptID && (m.Role == session.RoleAgent || m.Role == session.RoleThought) {
 			return true
 		}
 	}
@@ -264,14 +266,14 @@ func producedOutput(in Input, promptID string) bool {
 // empty. A reader that gives Plan only the recent turns runs it over ids
 // of the whole history and passes its answer as Input.Gap.
 func HistoryGap(in Input) string {
-	turns := append([]store.Turn(nil), in.Turns...)
+	turns := append([]session.Turn(nil), in.Turns...)
 	sort.SliceStable(turns, func(i, j int) bool { return turns[i].Seq < turns[j].Seq })
 	return historyGap(turns, in)
 }
 
 // historyGap finds evidence that the transcript is not the whole story:
 // missing turn numbers, or output attributed to a turn that does not exist.
-func historyGap(turns []store.Turn, in Input) string {
+func historyGap(turns []session.Turn, in Input) string {
 	if in.Gap != "" {
 		return in.Gap
 	}
@@ -363,7 +365,7 @@ func Continuation(s Summary, in Input) json.RawMessage {
 func PartialReply(in Input, promptID string) string {
 	var parts []string
 	for _, m := range in.Messages {
-		if m.PromptID == promptID && m.Role == store.RoleAgent && strings.TrimSpace(m.Text) != "" {
+		if m.PromptID == promptID && m.Role == session.RoleAgent && strings.TrimSpace(m.Text) != "" {
 			parts = append(parts, m.Text)
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/tether/tether/internal/recovery"
-	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/session"
 )
 
 // fuzzBytes hands out the fuzzer's bytes; once they run out it yields
@@ -31,19 +31,19 @@ func pick[T any](f *fuzzBytes, from []T) T { return from[int(f.next())%len(from)
 var (
 	// Weighted towards turns with an outcome, interrupted ones above all, so
 	// continuable transcripts are common enough to exercise.
-	fuzzTurnStates = []store.TurnState{store.TurnQueued, store.TurnRunning, store.TurnCompleted, store.TurnCompleted,
-		store.TurnCancelled, store.TurnFailed, store.TurnInterrupted, store.TurnInterrupted, store.TurnInterrupted,
-		store.TurnInterrupted, store.TurnCompleted}
-	fuzzTurnKinds  = []store.TurnKind{store.TurnInitial, store.TurnPrompt, store.TurnContinue}
+	fuzzTurnStates = []session.TurnState{session.TurnQueued, session.TurnRunning, session.TurnCompleted, session.TurnCompleted,
+		session.TurnCancelled, session.TurnFailed, session.TurnInterrupted, session.TurnInterrupted, session.TurnInterrupted,
+		session.TurnInterrupted, session.TurnCompleted}
+	fuzzTurnKinds  = []session.TurnKind{session.TurnInitial, session.TurnPrompt, session.TurnContinue}
 	fuzzReasons    = []string{"", "agent_exited", "daemon_restart", "agent_crashed"}
-	fuzzRoles      = []store.MessageRole{store.RoleUser, store.RoleAgent, store.RoleThought, store.RoleSystem}
-	fuzzToolStatus = []store.ToolCallStatus{store.ToolPending, store.ToolInProgress, store.ToolCompleted, store.ToolFailed}
-	fuzzPermStates = []store.PermissionState{store.PermissionPending, store.PermissionSelected,
-		store.PermissionCancelled, store.PermissionExpired}
-	fuzzLiveStates = []store.SessionState{store.SessionCreated, store.SessionStarting, store.SessionRunning,
-		store.SessionWaitingForInput}
-	fuzzSessStates = append(append([]store.SessionState(nil), fuzzLiveStates...),
-		store.SessionCompleted, store.SessionFailed, store.SessionCancelled)
+	fuzzRoles      = []session.MessageRole{session.RoleUser, session.RoleAgent, session.RoleThought, session.RoleSystem}
+	fuzzToolStatus = []session.ToolCallStatus{session.ToolPending, session.ToolInProgress, session.ToolCompleted, session.ToolFailed}
+	fuzzPermStates = []session.PermissionState{session.PermissionPending, session.PermissionSelected,
+		session.PermissionCancelled, session.PermissionExpired}
+	fuzzLiveStates = []session.SessionState{session.SessionCreated, session.SessionStarting, session.SessionRunning,
+		session.SessionWaitingForInput}
+	fuzzSessStates = append(append([]session.SessionState(nil), fuzzLiveStates...),
+		session.SessionCompleted, session.SessionFailed, session.SessionCancelled)
 	fuzzTitles = []string{"Run make", "Edit main.go", "Read go.mod", "", "Fetch"}
 	fuzzKinds  = []string{"execute", "edit", "read", "", "fetch"}
 	// Turn prompt ids are never empty (the store assigns them).
@@ -73,7 +73,7 @@ func decodeInput(data []byte) recovery.Input {
 
 	nTurns := int(f.next() % 7)
 	for i := 0; i < nTurns; i++ {
-		t := store.Turn{
+		t := session.Turn{
 			SessionID: "s1",
 			PromptID:  fuzzTurnIDs[i%len(fuzzTurnIDs)],
 			Seq:       int64(i + 1),
@@ -105,23 +105,23 @@ func decodeInput(data []byte) recovery.Input {
 	}
 	nMsgs := int(f.next() % 10)
 	for i := 0; i < nMsgs; i++ {
-		in.Messages = append(in.Messages, store.Message{ID: int64(i + 1), SessionID: "s1",
+		in.Messages = append(in.Messages, session.Message{ID: int64(i + 1), SessionID: "s1",
 			PromptID: outputID(), Role: pick(f, fuzzRoles), Text: "m", CreatedAt: at(i)})
 	}
 	nCalls := int(f.next() % 8)
 	for i := 0; i < nCalls; i++ {
-		in.ToolCalls = append(in.ToolCalls, store.ToolCall{SessionID: "s1",
+		in.ToolCalls = append(in.ToolCalls, session.ToolCall{SessionID: "s1",
 			ToolCallID: "tc" + string(rune('a'+i)), PromptID: outputID(),
 			Title: pick(f, fuzzTitles), Kind: pick(f, fuzzKinds), Status: pick(f, fuzzToolStatus),
 			Interrupted: f.bit(), CreatedAt: at(i), UpdatedAt: at(i + 1)})
 	}
 	nPerms := int(f.next() % 3)
 	for i := 0; i < nPerms; i++ {
-		st := store.PermissionSelected
+		st := session.PermissionSelected
 		if v := f.next(); v&3 == 3 {
 			st = pick(f, fuzzPermStates)
 		}
-		in.Permissions = append(in.Permissions, store.Permission{ID: "perm" + string(rune('a'+i)), SessionID: "s1",
+		in.Permissions = append(in.Permissions, session.Permission{ID: "perm" + string(rune('a'+i)), SessionID: "s1",
 			PromptID: outputID(), State: st})
 	}
 	return in
@@ -129,10 +129,10 @@ func decodeInput(data []byte) recovery.Input {
 
 func cloneInput(in recovery.Input) recovery.Input {
 	out := in
-	out.Turns = append([]store.Turn(nil), in.Turns...)
-	out.Messages = append([]store.Message(nil), in.Messages...)
-	out.ToolCalls = append([]store.ToolCall(nil), in.ToolCalls...)
-	out.Permissions = append([]store.Permission(nil), in.Permissions...)
+	out.Turns = append([]session.Turn(nil), in.Turns...)
+	out.Messages = append([]session.Message(nil), in.Messages...)
+	out.ToolCalls = append([]session.ToolCall(nil), in.ToolCalls...)
+	out.Permissions = append([]session.Permission(nil), in.Permissions...)
 	return out
 }
 
@@ -195,11 +195,11 @@ func FuzzPlan(f *testing.F) {
 
 		running, queued, pending := false, false, false
 		for _, tr := range in.Turns {
-			running = running || tr.State == store.TurnRunning
-			queued = queued || tr.State == store.TurnQueued
+			running = running || tr.State == session.TurnRunning
+			queued = queued || tr.State == session.TurnQueued
 		}
 		for _, p := range in.Permissions {
-			pending = pending || p.State == store.PermissionPending
+			pending = pending || p.State == session.PermissionPending
 		}
 		if s.CanContinue {
 			switch {
@@ -222,10 +222,10 @@ func FuzzPlan(f *testing.F) {
 
 		// The turn a continuation would pick up: the last non-queued, not
 		// withdrawn turn by seq (the fuzzer sets no start times).
-		var last *store.Turn
+		var last *session.Turn
 		for i := range in.Turns {
 			tr := &in.Turns[i]
-			if tr.State == store.TurnQueued || (tr.State == store.TurnCancelled && tr.StopReason == recovery.Withdrawn) {
+			if tr.State == session.TurnQueued || (tr.State == session.TurnCancelled && tr.StopReason == recovery.Withdrawn) {
 				continue
 			}
 			if last == nil || tr.Seq >= last.Seq {
@@ -236,7 +236,7 @@ func FuzzPlan(f *testing.F) {
 			if s.PromptID == "" {
 				t.Fatalf("kind %q without promptId", s.Kind)
 			}
-			if last == nil || last.PromptID != s.PromptID || last.State != store.TurnInterrupted || last.CancelRequested {
+			if last == nil || last.PromptID != s.PromptID || last.State != session.TurnInterrupted || last.CancelRequested {
 				t.Fatalf("promptId %q does not name the last turn, an uncancelled interrupted one (last %+v)", s.PromptID, last)
 			}
 			if s.InterruptReason != last.InterruptReason {
@@ -245,7 +245,7 @@ func FuzzPlan(f *testing.F) {
 			// interrupted_turn exactly when the agent said, thought or did anything for the turn.
 			produced := false
 			for _, m := range in.Messages {
-				produced = produced || (m.PromptID == s.PromptID && (m.Role == store.RoleAgent || m.Role == store.RoleThought))
+				produced = produced || (m.PromptID == s.PromptID && (m.Role == session.RoleAgent || m.Role == session.RoleThought))
 			}
 			for _, c := range in.ToolCalls {
 				produced = produced || c.PromptID == s.PromptID
@@ -270,7 +270,7 @@ func FuzzPlan(f *testing.F) {
 		if s.PromptID != "" {
 			var want []string
 			for _, c := range in.ToolCalls {
-				if c.PromptID == s.PromptID && ((c.Interrupted && c.Status != store.ToolCompleted) || c.Status == store.ToolPending || c.Status == store.ToolInProgress) {
+				if c.PromptID == s.PromptID && ((c.Interrupted && c.Status != session.ToolCompleted) || c.Status == session.ToolPending || c.Status == session.ToolInProgress) {
 					want = append(want, c.ToolCallID)
 				}
 			}

@@ -8,30 +8,30 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/recovery"
-	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/session"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 func at(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
 
-func turn(seq int64, id string, state store.TurnState) store.Turn {
-	return store.Turn{SessionID: "s1", PromptID: id, Seq: seq, Kind: store.TurnPrompt, State: state,
+func turn(seq int64, id string, state session.TurnState) session.Turn {
+	return session.Turn{SessionID: "s1", PromptID: id, Seq: seq, Kind: session.TurnPrompt, State: state,
 		Prompt: json.RawMessage(`[{"type":"text","text":"do it"}]`), CreatedAt: at(int(seq) * 100)}
 }
 
-func interrupted(seq int64, id, reason string) store.Turn {
-	t := turn(seq, id, store.TurnInterrupted)
+func interrupted(seq int64, id, reason string) session.Turn {
+	t := turn(seq, id, session.TurnInterrupted)
 	t.InterruptReason = reason
 	return t
 }
 
-func msg(id string, role store.MessageRole, text string) store.Message {
-	return store.Message{SessionID: "s1", PromptID: id, Role: role, Text: text}
+func msg(id string, role session.MessageRole, text string) session.Message {
+	return session.Message{SessionID: "s1", PromptID: id, Role: role, Text: text}
 }
 
-func call(id, promptID, title, kind string, status store.ToolCallStatus, wasInterrupted bool) store.ToolCall {
-	return store.ToolCall{SessionID: "s1", ToolCallID: id, PromptID: promptID, Title: title, Kind: kind,
+func call(id, promptID, title, kind string, status session.ToolCallStatus, wasInterrupted bool) session.ToolCall {
+	return session.ToolCall{SessionID: "s1", ToolCallID: id, PromptID: promptID, Title: title, Kind: kind,
 		Status: status, Interrupted: wasInterrupted}
 }
 
@@ -40,18 +40,18 @@ func call(id, promptID, title, kind string, status store.ToolCallStatus, wasInte
 // Each non-continuable reason below changes exactly one thing about it.
 func continuable() recovery.Input {
 	return recovery.Input{
-		Turns: []store.Turn{turn(1, "p1", store.TurnCompleted), interrupted(2, "p2", "agent_exited")},
-		Messages: []store.Message{
-			msg("p1", store.RoleUser, "first"), msg("p1", store.RoleAgent, "done"),
-			msg("p2", store.RoleUser, "second"), msg("p2", store.RoleAgent, "working on"),
-			msg("p2", store.RoleSystem, "Turn interrupted: the agent exited."),
+		Turns: []session.Turn{turn(1, "p1", session.TurnCompleted), interrupted(2, "p2", "agent_exited")},
+		Messages: []session.Message{
+			msg("p1", session.RoleUser, "first"), msg("p1", session.RoleAgent, "done"),
+			msg("p2", session.RoleUser, "second"), msg("p2", session.RoleAgent, "working on"),
+			msg("p2", session.RoleSystem, "Turn interrupted: the agent exited."),
 		},
-		ToolCalls: []store.ToolCall{
-			call("tc-done", "p1", "Read go.mod", "read", store.ToolCompleted, false),
-			call("tc-cut", "p2", "Run make", "execute", store.ToolFailed, true),
+		ToolCalls: []session.ToolCall{
+			call("tc-done", "p1", "Read go.mod", "read", session.ToolCompleted, false),
+			call("tc-cut", "p2", "Run make", "execute", session.ToolFailed, true),
 		},
-		Permissions:    []store.Permission{{ID: "perm1", SessionID: "s1", PromptID: "p1", State: store.PermissionSelected}},
-		State:          store.SessionWaitingForInput,
+		Permissions:    []session.Permission{{ID: "perm1", SessionID: "s1", PromptID: "p1", State: session.PermissionSelected}},
+		State:          session.SessionWaitingForInput,
 		AgentAvailable: true,
 	}
 }
@@ -64,9 +64,9 @@ func with(mut func(*recovery.Input)) recovery.Input {
 
 // idle is a session with no live blockers, for rule cases that build their
 // own transcript.
-func idle(turns []store.Turn, msgs []store.Message, calls []store.ToolCall) recovery.Input {
+func idle(turns []session.Turn, msgs []session.Message, calls []session.ToolCall) recovery.Input {
 	return recovery.Input{Turns: turns, Messages: msgs, ToolCalls: calls,
-		State: store.SessionWaitingForInput, AgentAvailable: true}
+		State: session.SessionWaitingForInput, AgentAvailable: true}
 }
 
 type want struct {
@@ -151,82 +151,82 @@ func TestPlanRules(t *testing.T) {
 		},
 		{
 			name: "last_turn_completed_is_clean",
-			in: idle([]store.Turn{turn(1, "p1", store.TurnCompleted)},
-				[]store.Message{msg("p1", store.RoleUser, "hi"), msg("p1", store.RoleAgent, "hello")}, nil),
+			in: idle([]session.Turn{turn(1, "p1", session.TurnCompleted)},
+				[]session.Message{msg("p1", session.RoleUser, "hi"), msg("p1", session.RoleAgent, "hello")}, nil),
 			want: want{kind: recovery.Clean, reason: recovery.ReasonNothingToContinue, notice: []string{"the last turn finished"}},
 		},
 		{
 			name: "last_turn_failed_is_clean",
-			in: idle([]store.Turn{turn(1, "p1", store.TurnFailed)},
-				[]store.Message{msg("p1", store.RoleUser, "hi")}, nil),
+			in: idle([]session.Turn{turn(1, "p1", session.TurnFailed)},
+				[]session.Message{msg("p1", session.RoleUser, "hi")}, nil),
 			want: want{kind: recovery.Clean, reason: recovery.ReasonNothingToContinue},
 		},
 		{
 			name: "last_turn_cancelled_by_user_is_clean",
-			in: idle([]store.Turn{func() store.Turn {
-				t := turn(1, "p1", store.TurnCancelled)
+			in: idle([]session.Turn{func() session.Turn {
+				t := turn(1, "p1", session.TurnCancelled)
 				t.CancelRequested = true
 				t.StopReason = "cancelled"
 				return t
-			}()}, []store.Message{msg("p1", store.RoleUser, "hi"), msg("p1", store.RoleAgent, "par")},
-				[]store.ToolCall{call("tc1", "p1", "Run make", "execute", store.ToolFailed, true)}),
+			}()}, []session.Message{msg("p1", session.RoleUser, "hi"), msg("p1", session.RoleAgent, "par")},
+				[]session.ToolCall{call("tc1", "p1", "Run make", "execute", session.ToolFailed, true)}),
 			want: want{kind: recovery.Clean, reason: recovery.ReasonNothingToContinue},
 		},
 		{
 			name: "interrupted_with_cancel_requested_is_clean_user_intent_wins",
-			in: idle([]store.Turn{func() store.Turn {
+			in: idle([]session.Turn{func() session.Turn {
 				t := interrupted(1, "p1", "agent_exited")
 				t.CancelRequested = true
 				return t
-			}()}, []store.Message{msg("p1", store.RoleUser, "hi"), msg("p1", store.RoleAgent, "par")},
-				[]store.ToolCall{call("tc1", "p1", "Run make", "execute", store.ToolFailed, true)}),
+			}()}, []session.Message{msg("p1", session.RoleUser, "hi"), msg("p1", session.RoleAgent, "par")},
+				[]session.ToolCall{call("tc1", "p1", "Run make", "execute", session.ToolFailed, true)}),
 			want: want{kind: recovery.Clean, reason: recovery.ReasonNothingToContinue},
 		},
 		{
 			name: "earlier_interrupted_turn_followed_by_completed_turn_is_clean",
-			in: idle([]store.Turn{interrupted(1, "p1", "agent_exited"), turn(2, "p2", store.TurnCompleted)},
-				[]store.Message{msg("p1", store.RoleUser, "a"), msg("p1", store.RoleAgent, "b"),
-					msg("p2", store.RoleUser, "c"), msg("p2", store.RoleAgent, "d")},
-				[]store.ToolCall{call("tc1", "p1", "Run make", "execute", store.ToolFailed, true)}),
+			in: idle([]session.Turn{interrupted(1, "p1", "agent_exited"), turn(2, "p2", session.TurnCompleted)},
+				[]session.Message{msg("p1", session.RoleUser, "a"), msg("p1", session.RoleAgent, "b"),
+					msg("p2", session.RoleUser, "c"), msg("p2", session.RoleAgent, "d")},
+				[]session.ToolCall{call("tc1", "p1", "Run make", "execute", session.ToolFailed, true)}),
 			want: want{kind: recovery.Clean, reason: recovery.ReasonNothingToContinue},
 		},
 		{
 			name: "interrupted_before_any_output_is_interrupted_prompt",
-			in: idle([]store.Turn{turn(1, "p1", store.TurnCompleted), interrupted(2, "p2", "daemon_restart")},
-				[]store.Message{msg("p1", store.RoleUser, "a"), msg("p1", store.RoleAgent, "b"),
-					msg("p2", store.RoleUser, "c"),
+			in: idle([]session.Turn{turn(1, "p1", session.TurnCompleted), interrupted(2, "p2", "daemon_restart")},
+				[]session.Message{msg("p1", session.RoleUser, "a"), msg("p1", session.RoleAgent, "b"),
+					msg("p2", session.RoleUser, "c"),
 					// a system notice is not agent output
-					msg("p2", store.RoleSystem, "Turn interrupted: the daemon restarted.")},
-				[]store.ToolCall{call("tc1", "p1", "Read", "read", store.ToolCompleted, false)}),
+					msg("p2", session.RoleSystem, "Turn interrupted: the daemon restarted.")},
+				[]session.ToolCall{call("tc1", "p1", "Read", "read", session.ToolCompleted, false)}),
 			want: want{kind: recovery.InterruptedPrompt, canContinue: true, promptID: "p2",
 				interruptReason: "daemon_restart", notice: []string{"daemon restart"}},
 		},
 		{
 			name: "interrupted_after_agent_text_is_interrupted_turn",
-			in: idle([]store.Turn{interrupted(1, "p1", "agent_exited")},
-				[]store.Message{msg("p1", store.RoleUser, "a"), msg("p1", store.RoleAgent, "I will start by")}, nil),
+			in: idle([]session.Turn{interrupted(1, "p1", "agent_exited")},
+				[]session.Message{msg("p1", session.RoleUser, "a"), msg("p1", session.RoleAgent, "I will start by")}, nil),
 			want: want{kind: recovery.InterruptedTurn, canContinue: true, promptID: "p1",
 				interruptReason: "agent_exited", notice: []string{"agent exited"}},
 		},
 		{
 			name: "interrupted_after_thought_only_is_interrupted_turn",
-			in: idle([]store.Turn{interrupted(1, "p1", "agent_exited")},
-				[]store.Message{msg("p1", store.RoleUser, "a"), msg("p1", store.RoleThought, "hmm")}, nil),
+			in: idle([]session.Turn{interrupted(1, "p1", "agent_exited")},
+				[]session.Message{msg("p1", session.RoleUser, "a"), msg("p1", session.RoleThought, "hmm")}, nil),
 			want: want{kind: recovery.InterruptedTurn, canContinue: true, promptID: "p1",
 				interruptReason: "agent_exited"},
 		},
 		{
 			name: "interrupted_after_tool_call_lists_only_that_turns_unfinished_calls",
-			in: idle([]store.Turn{interrupted(1, "p0", "agent_exited"), turn(2, "p1", store.TurnCompleted), interrupted(3, "p2", "agent_exited")},
-				[]store.Message{msg("p0", store.RoleUser, "z"), msg("p1", store.RoleUser, "a"), msg("p2", store.RoleUser, "b")},
-				[]store.ToolCall{
-					call("old-cut", "p0", "Old cut", "execute", store.ToolFailed, true),
-					call("old-run", "p1", "Old running", "execute", store.ToolInProgress, false),
-					call("tc-int", "p2", "Run make", "execute", store.ToolFailed, true),
-					call("tc-done", "p2", "Read go.mod", "read", store.ToolCompleted, false),
-					call("tc-prog", "p2", "Edit main.go", "edit", store.ToolInProgress, false),
-					call("tc-fail", "p2", "Fetch url", "fetch", store.ToolFailed, false),
-					call("tc-pend", "p2", "Delete tmp", "delete", store.ToolPending, false),
+			in: idle([]session.Turn{interrupted(1, "p0", "agent_exited"), turn(2, "p1", session.TurnCompleted), interrupted(3, "p2", "agent_exited")},
+				[]session.Message{msg("p0", session.RoleUser, "z"), msg("p1", session.RoleUser, "a"), msg("p2", session.RoleUser, "b")},
+				[]session.ToolCall{
+					call("old-cut", "p0", "Old cut", "execute", session.ToolFailed, true),
+					call("old-run", "p1", "Old running", "execute", session.ToolInProgress, false),
+					call("tc-int", "p2", "Run make", "execute", session.ToolFailed, true),
+					call("tc-done", "p2", "Read go.mod", "read", session.ToolCompleted, false),
+					call("tc-prog", "p2", "Edit main.go", "edit", session.ToolInProgress, false),
+					call("tc-fail", "p2", "Fetch url", "fetch", session.ToolFailed, false),
+					call("tc-pend", "p2", "Delete tmp", "delete", session.ToolPending, false),
 				}),
 			want: want{kind: recovery.InterruptedTurn, canContinue: true, promptID: "p2", interruptReason: "agent_exited",
 				dangling: []recovery.DanglingToolCall{
@@ -238,31 +238,31 @@ func TestPlanRules(t *testing.T) {
 		},
 		{
 			name: "reply_cut_off_mid_stream_is_interrupted_turn",
-			in: idle([]store.Turn{turn(1, "p1", store.TurnCompleted), interrupted(2, "p2", "agent_exited")},
-				[]store.Message{msg("p1", store.RoleUser, "a"), msg("p1", store.RoleAgent, "b"),
-					msg("p2", store.RoleUser, "explain"), msg("p2", store.RoleAgent, "The reason this happens is th")}, nil),
+			in: idle([]session.Turn{turn(1, "p1", session.TurnCompleted), interrupted(2, "p2", "agent_exited")},
+				[]session.Message{msg("p1", session.RoleUser, "a"), msg("p1", session.RoleAgent, "b"),
+					msg("p2", session.RoleUser, "explain"), msg("p2", session.RoleAgent, "The reason this happens is th")}, nil),
 			want: want{kind: recovery.InterruptedTurn, canContinue: true, promptID: "p2", interruptReason: "agent_exited"},
 		},
 		{
 			name: "interrupted_without_recorded_reason_still_continues",
-			in: idle([]store.Turn{interrupted(1, "p1", "")},
-				[]store.Message{msg("p1", store.RoleUser, "a")}, nil),
+			in: idle([]session.Turn{interrupted(1, "p1", "")},
+				[]session.Message{msg("p1", session.RoleUser, "a")}, nil),
 			want: want{kind: recovery.InterruptedPrompt, canContinue: true, promptID: "p1",
 				notice: []string{"unknown cause"}},
 		},
 		{
 			name: "turns_out_of_order_are_ordered_by_seq",
-			in: idle([]store.Turn{interrupted(2, "p2", "agent_exited"), turn(1, "p1", store.TurnCompleted)},
-				[]store.Message{msg("p1", store.RoleUser, "a"), msg("p2", store.RoleUser, "b")}, nil),
+			in: idle([]session.Turn{interrupted(2, "p2", "agent_exited"), turn(1, "p1", session.TurnCompleted)},
+				[]session.Message{msg("p1", session.RoleUser, "a"), msg("p2", session.RoleUser, "b")}, nil),
 			want: want{kind: recovery.InterruptedPrompt, canContinue: true, promptID: "p2", interruptReason: "agent_exited"},
 		},
 		{
 			name: "queued_turns_after_interrupted_one_block_with_turn_queued",
-			in: idle([]store.Turn{turn(1, "p1", store.TurnCompleted), interrupted(2, "p2", "agent_exited"),
-				turn(3, "p3", store.TurnQueued), turn(4, "p4", store.TurnQueued)},
-				[]store.Message{msg("p1", store.RoleUser, "a"), msg("p2", store.RoleUser, "b"),
-					msg("p2", store.RoleAgent, "c"), msg("p3", store.RoleUser, "d"), msg("p4", store.RoleUser, "e")},
-				[]store.ToolCall{call("tc1", "p2", "Run make", "execute", store.ToolFailed, true)}),
+			in: idle([]session.Turn{turn(1, "p1", session.TurnCompleted), interrupted(2, "p2", "agent_exited"),
+				turn(3, "p3", session.TurnQueued), turn(4, "p4", session.TurnQueued)},
+				[]session.Message{msg("p1", session.RoleUser, "a"), msg("p2", session.RoleUser, "b"),
+					msg("p2", session.RoleAgent, "c"), msg("p3", session.RoleUser, "d"), msg("p4", session.RoleUser, "e")},
+				[]session.ToolCall{call("tc1", "p2", "Run make", "execute", session.ToolFailed, true)}),
 			want: want{kind: recovery.InterruptedTurn, reason: recovery.ReasonTurnQueued, promptID: "p2",
 				interruptReason: "agent_exited",
 				dangling:        []recovery.DanglingToolCall{{ID: "tc1", Title: "Run make", Kind: "execute"}},
@@ -279,7 +279,7 @@ func TestPlanRules(t *testing.T) {
 		{
 			name: "context_lost_after_clean_turn_is_degraded",
 			in: func() recovery.Input {
-				in := idle([]store.Turn{turn(1, "p1", store.TurnCompleted)}, []store.Message{msg("p1", store.RoleUser, "a")}, nil)
+				in := idle([]session.Turn{turn(1, "p1", session.TurnCompleted)}, []session.Message{msg("p1", session.RoleUser, "a")}, nil)
 				in.ContextLost = true
 				return in
 			}(),
@@ -287,22 +287,22 @@ func TestPlanRules(t *testing.T) {
 		},
 		{
 			name: "gap_missing_seq_is_degraded",
-			in: idle([]store.Turn{turn(1, "p1", store.TurnCompleted), interrupted(3, "p3", "agent_exited")},
-				[]store.Message{msg("p1", store.RoleUser, "a"), msg("p3", store.RoleUser, "b"), msg("p3", store.RoleAgent, "c")}, nil),
+			in: idle([]session.Turn{turn(1, "p1", session.TurnCompleted), interrupted(3, "p3", "agent_exited")},
+				[]session.Message{msg("p1", session.RoleUser, "a"), msg("p3", session.RoleUser, "b"), msg("p3", session.RoleAgent, "c")}, nil),
 			want: want{kind: recovery.DegradedHistory, reason: recovery.ReasonHistoryDegraded, promptID: "p3",
 				interruptReason: "agent_exited", notice: []string{"gap", "turn 2 is missing"}},
 		},
 		{
 			name: "gap_first_seq_missing_is_degraded",
-			in: idle([]store.Turn{interrupted(2, "p2", "agent_exited")},
-				[]store.Message{msg("p2", store.RoleUser, "b")}, nil),
+			in: idle([]session.Turn{interrupted(2, "p2", "agent_exited")},
+				[]session.Message{msg("p2", session.RoleUser, "b")}, nil),
 			want: want{kind: recovery.DegradedHistory, reason: recovery.ReasonHistoryDegraded, promptID: "p2",
 				interruptReason: "agent_exited", notice: []string{"turn 1 is missing"}},
 		},
 		{
 			name: "gap_message_with_unknown_prompt_id_is_degraded",
 			in: with(func(in *recovery.Input) {
-				in.Messages = append(in.Messages, msg("ghost", store.RoleAgent, "from nowhere"))
+				in.Messages = append(in.Messages, msg("ghost", session.RoleAgent, "from nowhere"))
 			}),
 			want: want{kind: recovery.DegradedHistory, reason: recovery.ReasonHistoryDegraded, promptID: "p2",
 				interruptReason: "agent_exited",
@@ -312,7 +312,7 @@ func TestPlanRules(t *testing.T) {
 		{
 			name: "gap_tool_call_with_unknown_prompt_id_is_degraded",
 			in: with(func(in *recovery.Input) {
-				in.ToolCalls = append(in.ToolCalls, call("tc-ghost", "ghost", "Phantom", "other", store.ToolCompleted, false))
+				in.ToolCalls = append(in.ToolCalls, call("tc-ghost", "ghost", "Phantom", "other", session.ToolCompleted, false))
 			}),
 			want: want{kind: recovery.DegradedHistory, reason: recovery.ReasonHistoryDegraded, promptID: "p2",
 				interruptReason: "agent_exited",
@@ -322,7 +322,7 @@ func TestPlanRules(t *testing.T) {
 		{
 			name: "message_without_prompt_id_is_not_a_gap",
 			in: with(func(in *recovery.Input) {
-				in.Messages = append(in.Messages, msg("", store.RoleSystem, "session restored"))
+				in.Messages = append(in.Messages, msg("", session.RoleSystem, "session restored"))
 			}),
 			want: want{kind: recovery.InterruptedTurn, canContinue: true, promptID: "p2", interruptReason: "agent_exited",
 				dangling: []recovery.DanglingToolCall{{ID: "tc-cut", Title: "Run make", Kind: "execute"}},
@@ -331,10 +331,10 @@ func TestPlanRules(t *testing.T) {
 		{
 			name: "resolved_permissions_do_not_block",
 			in: with(func(in *recovery.Input) {
-				in.Permissions = []store.Permission{
-					{ID: "a", PromptID: "p2", State: store.PermissionSelected},
-					{ID: "b", PromptID: "p2", State: store.PermissionCancelled},
-					{ID: "c", PromptID: "p2", State: store.PermissionExpired},
+				in.Permissions = []session.Permission{
+					{ID: "a", PromptID: "p2", State: session.PermissionSelected},
+					{ID: "b", PromptID: "p2", State: session.PermissionCancelled},
+					{ID: "c", PromptID: "p2", State: session.PermissionExpired},
 				}
 			}),
 			want: want{kind: recovery.InterruptedTurn, canContinue: true, promptID: "p2", interruptReason: "agent_exited",
@@ -371,21 +371,21 @@ func TestPlanNonContinuableReasons(t *testing.T) {
 		{
 			name: "turn_active",
 			in: with(func(in *recovery.Input) {
-				in.Turns = append(in.Turns, turn(3, "p3", store.TurnRunning))
-				in.State = store.SessionRunning
+				in.Turns = append(in.Turns, turn(3, "p3", session.TurnRunning))
+				in.State = session.SessionRunning
 			}),
 			// the running turn is the last one that ran; it has no outcome yet
 			want: want{kind: recovery.Clean, reason: recovery.ReasonTurnActive},
 		},
 		{
 			name: "turn_queued",
-			in:   with(func(in *recovery.Input) { in.Turns = append(in.Turns, turn(3, "p3", store.TurnQueued)) }),
+			in:   with(func(in *recovery.Input) { in.Turns = append(in.Turns, turn(3, "p3", session.TurnQueued)) }),
 			want: blocked(recovery.ReasonTurnQueued),
 		},
 		{
 			name: "permission_pending",
 			in: with(func(in *recovery.Input) {
-				in.Permissions = append(in.Permissions, store.Permission{ID: "perm2", PromptID: "p2", ToolCallID: "tc-cut", State: store.PermissionPending})
+				in.Permissions = append(in.Permissions, session.Permission{ID: "perm2", PromptID: "p2", ToolCallID: "tc-cut", State: session.PermissionPending})
 			}),
 			want: blocked(recovery.ReasonPermissionPending),
 		},
@@ -396,17 +396,17 @@ func TestPlanNonContinuableReasons(t *testing.T) {
 		},
 		{
 			name: "session_terminal_completed",
-			in:   with(func(in *recovery.Input) { in.State = store.SessionCompleted }),
+			in:   with(func(in *recovery.Input) { in.State = session.SessionCompleted }),
 			want: blocked(recovery.ReasonSessionTerminal),
 		},
 		{
 			name: "session_terminal_failed",
-			in:   with(func(in *recovery.Input) { in.State = store.SessionFailed }),
+			in:   with(func(in *recovery.Input) { in.State = session.SessionFailed }),
 			want: blocked(recovery.ReasonSessionTerminal),
 		},
 		{
 			name: "session_terminal_cancelled",
-			in:   with(func(in *recovery.Input) { in.State = store.SessionCancelled }),
+			in:   with(func(in *recovery.Input) { in.State = session.SessionCancelled }),
 			want: blocked(recovery.ReasonSessionTerminal),
 		},
 		{
@@ -417,7 +417,7 @@ func TestPlanNonContinuableReasons(t *testing.T) {
 		{
 			name: "nothing_to_continue",
 			in: with(func(in *recovery.Input) {
-				in.Turns = append(in.Turns, turn(3, "p3", store.TurnCompleted))
+				in.Turns = append(in.Turns, turn(3, "p3", session.TurnCompleted))
 			}),
 			want: want{kind: recovery.Clean, reason: recovery.ReasonNothingToContinue},
 		},
@@ -434,7 +434,7 @@ func TestPlanNonContinuableReasons(t *testing.T) {
 		})
 	}
 	// Every live session state that is not terminal lets it continue.
-	for _, st := range []store.SessionState{store.SessionCreated, store.SessionStarting, store.SessionRunning, store.SessionWaitingForInput} {
+	for _, st := range []session.SessionState{session.SessionCreated, session.SessionStarting, session.SessionRunning, session.SessionWaitingForInput} {
 		t.Run("non_terminal_state_"+string(st)+"_continues", func(t *testing.T) {
 			s := recovery.Plan(with(func(in *recovery.Input) { in.State = st }))
 			if !s.CanContinue {
@@ -454,20 +454,20 @@ func TestPlanReasonPriority(t *testing.T) {
 	build := func(b blockers) recovery.Input {
 		in := continuable()
 		if b.terminal {
-			in.State = store.SessionFailed
+			in.State = session.SessionFailed
 		}
 		in.Closing = b.closing
 		if b.clean {
-			in.Turns = append(in.Turns, turn(int64(len(in.Turns)+1), "p-done", store.TurnCompleted))
+			in.Turns = append(in.Turns, turn(int64(len(in.Turns)+1), "p-done", session.TurnCompleted))
 		}
 		if b.active {
-			in.Turns = append(in.Turns, turn(int64(len(in.Turns)+1), "p-run", store.TurnRunning))
+			in.Turns = append(in.Turns, turn(int64(len(in.Turns)+1), "p-run", session.TurnRunning))
 		}
 		if b.queued {
-			in.Turns = append(in.Turns, turn(int64(len(in.Turns)+1), "p-queued", store.TurnQueued))
+			in.Turns = append(in.Turns, turn(int64(len(in.Turns)+1), "p-queued", session.TurnQueued))
 		}
 		if b.pending {
-			in.Permissions = append(in.Permissions, store.Permission{ID: "perm-p", PromptID: "p2", State: store.PermissionPending})
+			in.Permissions = append(in.Permissions, session.Permission{ID: "perm-p", PromptID: "p2", State: session.PermissionPending})
 		}
 		in.ContextLost = b.degraded
 		in.AgentAvailable = !b.unavailable
@@ -500,10 +500,10 @@ func TestPlanReasonPriority(t *testing.T) {
 }
 
 func TestPlanDoesNotMutateInput(t *testing.T) {
-	in := idle([]store.Turn{interrupted(3, "p3", "agent_exited"), turn(1, "p1", store.TurnCompleted), turn(2, "p2", store.TurnFailed)},
-		[]store.Message{msg("p3", store.RoleAgent, "x")},
-		[]store.ToolCall{call("tc", "p3", "Run", "execute", store.ToolInProgress, false)})
-	before := []store.Turn{in.Turns[0], in.Turns[1], in.Turns[2]}
+	in := idle([]session.Turn{interrupted(3, "p3", "agent_exited"), turn(1, "p1", session.TurnCompleted), turn(2, "p2", session.TurnFailed)},
+		[]session.Message{msg("p3", session.RoleAgent, "x")},
+		[]session.ToolCall{call("tc", "p3", "Run", "execute", session.ToolInProgress, false)})
+	before := []session.Turn{in.Turns[0], in.Turns[1], in.Turns[2]}
 	s := recovery.Plan(in)
 	if !reflect.DeepEqual(in.Turns, before) {
 		t.Errorf("Plan reordered the caller's turns: %+v", in.Turns)
@@ -555,12 +555,12 @@ func TestSummaryJSON(t *testing.T) {
 var replayWords = []string{"replay", "re-run", "rerun", "run them again", "execute them again", "re-execute", "repeat the tool"}
 
 func TestContinuationPrompt(t *testing.T) {
-	in := idle([]store.Turn{interrupted(1, "p1", "agent_exited")},
-		[]store.Message{msg("p1", store.RoleUser, "build it"), msg("p1", store.RoleAgent, "ok")},
-		[]store.ToolCall{
-			call("tc-a", "p1", "Run make", "execute", store.ToolFailed, true),
-			call("tc-b", "p1", "Edit main.go", "edit", store.ToolInProgress, false),
-			call("tc-c", "p1", "Read go.mod", "read", store.ToolCompleted, false),
+	in := idle([]session.Turn{interrupted(1, "p1", "agent_exited")},
+		[]session.Message{msg("p1", session.RoleUser, "build it"), msg("p1", session.RoleAgent, "ok")},
+		[]session.ToolCall{
+			call("tc-a", "p1", "Run make", "execute", session.ToolFailed, true),
+			call("tc-b", "p1", "Edit main.go", "edit", session.ToolInProgress, false),
+			call("tc-c", "p1", "Read go.mod", "read", session.ToolCompleted, false),
 		})
 	s := recovery.Plan(in)
 	if s.Kind != recovery.InterruptedTurn || len(s.DanglingToolCalls) != 2 {
@@ -599,8 +599,8 @@ func TestContinuationPrompt(t *testing.T) {
 	}
 
 	t.Run("without_dangling_tool_calls", func(t *testing.T) {
-		in := idle([]store.Turn{interrupted(1, "p1", "")},
-			[]store.Message{msg("p1", store.RoleAgent, "cut off mid")}, nil)
+		in := idle([]session.Turn{interrupted(1, "p1", "")},
+			[]session.Message{msg("p1", session.RoleAgent, "cut off mid")}, nil)
 		s := recovery.Plan(in)
 		p := recovery.ContinuationPrompt(s, recovery.PartialReply(in, "p1"))
 		if strings.Contains(p, "did not complete") {
@@ -618,7 +618,7 @@ func TestContinuationPrompt(t *testing.T) {
 	})
 }
 
-func delivered(t store.Turn) store.Turn {
+func delivered(t session.Turn) session.Turn {
 	d := at(int(t.Seq)*100 + 1)
 	t.DeliveredAt = &d
 	return t
@@ -653,13 +653,13 @@ func TestContinuation(t *testing.T) {
 	}{
 		{
 			name:     "not_delivered_sends_the_original_prompt",
-			in:       idle([]store.Turn{interrupted(1, "p1", "daemon_restart")}, []store.Message{msg("p1", store.RoleUser, "do it")}, nil),
+			in:       idle([]session.Turn{interrupted(1, "p1", "daemon_restart")}, []session.Message{msg("p1", session.RoleUser, "do it")}, nil),
 			kind:     recovery.InterruptedPrompt,
 			original: true,
 		},
 		{
 			name:      "delivered_without_output_asks_for_the_answer_without_repeating_the_request",
-			in:        idle([]store.Turn{delivered(interrupted(1, "p1", "daemon_restart"))}, []store.Message{msg("p1", store.RoleUser, "do it")}, nil),
+			in:        idle([]session.Turn{delivered(interrupted(1, "p1", "daemon_restart"))}, []session.Message{msg("p1", session.RoleUser, "do it")}, nil),
 			kind:      recovery.InterruptedPrompt,
 			delivered: true,
 			contains:  []string{"daemon restart", "before you answered", "not repeated here", "Answer it now"},
@@ -667,12 +667,12 @@ func TestContinuation(t *testing.T) {
 		},
 		{
 			name: "partial_reply_is_quoted_with_the_cut_tool_calls",
-			in: idle([]store.Turn{turn(1, "p0", store.TurnCompleted), delivered(interrupted(2, "p1", "daemon_restart"))},
-				[]store.Message{msg("p0", store.RoleUser, "earlier"), msg("p0", store.RoleAgent, "an earlier answer"),
-					msg("p1", store.RoleUser, "do it"), msg("p1", store.RoleAgent, "Let me read that file."),
-					msg("p1", store.RoleThought, "private thinking"), msg("p1", store.RoleAgent, "The file says"),
-					msg("p1", store.RoleSystem, "Turn interrupted: the agent was killed.")},
-				[]store.ToolCall{call("tc-1", "p1", "Read notes.txt", "read", store.ToolFailed, true)}),
+			in: idle([]session.Turn{turn(1, "p0", session.TurnCompleted), delivered(interrupted(2, "p1", "daemon_restart"))},
+				[]session.Message{msg("p0", session.RoleUser, "earlier"), msg("p0", session.RoleAgent, "an earlier answer"),
+					msg("p1", session.RoleUser, "do it"), msg("p1", session.RoleAgent, "Let me read that file."),
+					msg("p1", session.RoleThought, "private thinking"), msg("p1", session.RoleAgent, "The file says"),
+					msg("p1", session.RoleSystem, "Turn interrupted: the agent was killed.")},
+				[]session.ToolCall{call("tc-1", "p1", "Read notes.txt", "read", session.ToolFailed, true)}),
 			kind:      recovery.InterruptedTurn,
 			delivered: true,
 			contains: []string{"<partial-reply>\nLet me read that file.\nThe file says\n</partial-reply>",
@@ -681,7 +681,7 @@ func TestContinuation(t *testing.T) {
 		},
 		{
 			name:      "tool_calls_without_text_quote_no_reply",
-			in:        idle([]store.Turn{interrupted(1, "p1", "agent_exited")}, nil, []store.ToolCall{call("tc-1", "p1", "Run make", "execute", store.ToolInProgress, false)}),
+			in:        idle([]session.Turn{interrupted(1, "p1", "agent_exited")}, nil, []session.ToolCall{call("tc-1", "p1", "Run make", "execute", session.ToolInProgress, false)}),
 			kind:      recovery.InterruptedTurn,
 			delivered: true,
 			contains:  []string{"Run make (execute, id tc-1)"},
@@ -689,7 +689,7 @@ func TestContinuation(t *testing.T) {
 		},
 		{
 			name:      "a_long_reply_keeps_its_end",
-			in:        idle([]store.Turn{interrupted(1, "p1", "agent_exited")}, []store.Message{msg("p1", store.RoleAgent, long)}, nil),
+			in:        idle([]session.Turn{interrupted(1, "p1", "agent_exited")}, []session.Message{msg("p1", session.RoleAgent, long)}, nil),
 			kind:      recovery.InterruptedTurn,
 			delivered: true,
 			contains:  []string{"<partial-reply>\n[… earlier part of the reply omitted] " + strings.Repeat("b", recovery.MaxPartialReplyChars) + "\n</partial-reply>"},
@@ -729,7 +729,7 @@ func TestContinuation(t *testing.T) {
 func TestPlanNoticeSaysWhetherThePromptWasDelivered(t *testing.T) {
 	cases := []struct {
 		name string
-		turn store.Turn
+		turn session.Turn
 		want string
 	}{
 		{"not_delivered", interrupted(1, "p1", "daemon_restart"), "before the agent received it. Continue sends it again."},
@@ -737,7 +737,7 @@ func TestPlanNoticeSaysWhetherThePromptWasDelivered(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := recovery.Plan(idle([]store.Turn{tc.turn}, []store.Message{msg("p1", store.RoleUser, "do it")}, nil))
+			s := recovery.Plan(idle([]session.Turn{tc.turn}, []session.Message{msg("p1", session.RoleUser, "do it")}, nil))
 			if !strings.Contains(s.Notice, tc.want) {
 				t.Errorf("notice: got %q, want it to contain %q", s.Notice, tc.want)
 			}

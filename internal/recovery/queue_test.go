@@ -5,33 +5,33 @@ import (
 	"testing"
 
 	"github.com/tether/tether/internal/recovery"
-	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/session"
 )
 
-func started(t store.Turn, sec int) store.Turn {
+func started(t session.Turn, sec int) session.Turn {
 	s := at(sec)
 	t.StartedAt = &s
 	return t
 }
 
-func withdrawnTurn(seq int64, id string) store.Turn {
-	t := turn(seq, id, store.TurnCancelled)
+func withdrawnTurn(seq int64, id string) session.Turn {
+	t := turn(seq, id, session.TurnCancelled)
 	t.StopReason = recovery.Withdrawn
 	return t
 }
 
-func continueTurn(seq int64, id, of string, state store.TurnState) store.Turn {
+func continueTurn(seq int64, id, of string, state session.TurnState) session.Turn {
 	t := turn(seq, id, state)
-	t.Kind, t.ContinuesPromptID = store.TurnContinue, of
+	t.Kind, t.ContinuesPromptID = session.TurnContinue, of
 	return t
 }
 
 // heldAfterRestart is a session tetherd restarted under: p1 was running
 // (interrupted after output), q1 and q2 were queued behind it.
 func heldAfterRestart() recovery.Input {
-	in := idle([]store.Turn{started(interrupted(1, "p1", "daemon_restart"), 1),
-		turn(2, "q1", store.TurnQueued), turn(3, "q2", store.TurnQueued)},
-		[]store.Message{msg("p1", store.RoleUser, "a"), msg("p1", store.RoleAgent, "partial")}, nil)
+	in := idle([]session.Turn{started(interrupted(1, "p1", "daemon_restart"), 1),
+		turn(2, "q1", session.TurnQueued), turn(3, "q2", session.TurnQueued)},
+		[]session.Message{msg("p1", session.RoleUser, "a"), msg("p1", session.RoleAgent, "partial")}, nil)
 	in.QueueHeld = true
 	return in
 }
@@ -73,7 +73,7 @@ func TestPlanQueuedTurns(t *testing.T) {
 			name: "held_queue_behind_a_finished_turn_waits_for_a_new_prompt",
 			in: func() recovery.Input {
 				in := heldAfterRestart()
-				in.Turns[0] = started(turn(1, "p1", store.TurnCompleted), 1)
+				in.Turns[0] = started(turn(1, "p1", session.TurnCompleted), 1)
 				return in
 			}(),
 			want: queueWant{want: want{kind: recovery.Clean, reason: recovery.ReasonNothingToContinue,
@@ -113,7 +113,7 @@ func TestPlanQueuedTurns(t *testing.T) {
 			in: func() recovery.Input {
 				in := heldAfterRestart()
 				for i := 1; i < 3; i++ {
-					in.Turns[i].State, in.Turns[i].CancelRequested = store.TurnCancelled, true
+					in.Turns[i].State, in.Turns[i].CancelRequested = session.TurnCancelled, true
 				}
 				return in
 			}(),
@@ -124,7 +124,7 @@ func TestPlanQueuedTurns(t *testing.T) {
 			in: func() recovery.Input {
 				in := heldAfterRestart()
 				in.QueueHeld = false
-				in.Turns = append(in.Turns, started(continueTurn(4, "c1", "p1", store.TurnRunning), 10))
+				in.Turns = append(in.Turns, started(continueTurn(4, "c1", "p1", session.TurnRunning), 10))
 				return in
 			}(),
 			want: queueWant{want: want{kind: recovery.Clean, reason: recovery.ReasonTurnActive}, queued: []string{"q1", "q2"}},
@@ -134,8 +134,8 @@ func TestPlanQueuedTurns(t *testing.T) {
 			in: func() recovery.Input {
 				in := heldAfterRestart()
 				in.QueueHeld = false
-				in.Turns[1], in.Turns[2] = started(turn(2, "q1", store.TurnCompleted), 20), started(turn(3, "q2", store.TurnCompleted), 30)
-				in.Turns = append(in.Turns, started(continueTurn(4, "c1", "p1", store.TurnCompleted), 10))
+				in.Turns[1], in.Turns[2] = started(turn(2, "q1", session.TurnCompleted), 20), started(turn(3, "q2", session.TurnCompleted), 30)
+				in.Turns = append(in.Turns, started(continueTurn(4, "c1", "p1", session.TurnCompleted), 10))
 				return in
 			}(),
 			want: queueWant{want: want{kind: recovery.Clean, reason: recovery.ReasonNothingToContinue, notice: []string{"the last turn finished"}}},
@@ -146,8 +146,8 @@ func TestPlanQueuedTurns(t *testing.T) {
 				in := heldAfterRestart()
 				q1 := started(interrupted(2, "q1", "daemon_restart"), 20)
 				in.Turns[1] = q1
-				in.Turns = append(in.Turns, started(continueTurn(4, "c1", "p1", store.TurnCompleted), 10))
-				in.Messages = append(in.Messages, msg("q1", store.RoleUser, "b"))
+				in.Turns = append(in.Turns, started(continueTurn(4, "c1", "p1", session.TurnCompleted), 10))
+				in.Messages = append(in.Messages, msg("q1", session.RoleUser, "b"))
 				return in
 			}(),
 			want: queueWant{want: want{kind: recovery.InterruptedPrompt, canContinue: true, promptID: "q1", interruptReason: "daemon_restart"},

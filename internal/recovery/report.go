@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/session"
 )
 
 // The recovery report: what an interrupted turn got done, so that neither
@@ -80,15 +80,15 @@ const InterruptedToolResult = "Tool execution result was not recorded"
 // progress, or given the synthetic failed result by an interruption. One
 // whose late output (a lost executor host's agent went on) completed it
 // afterwards did finish, and is not named to the agent as failed.
-func dangling(c store.ToolCall) bool {
+func dangling(c session.ToolCall) bool {
 	if c.Interrupted {
-		return c.Status != store.ToolCompleted
+		return c.Status != session.ToolCompleted
 	}
-	return c.Status == store.ToolPending || c.Status == store.ToolInProgress
+	return c.Status == session.ToolPending || c.Status == session.ToolInProgress
 }
 
 // report is the recovery report of the interrupted turn t.
-func report(in Input, t *store.Turn) *Report {
+func report(in Input, t *session.Turn) *Report {
 	r := &Report{ToolCalls: []ToolCallReport{}, RunningCommands: []string{}}
 	for _, c := range in.ToolCalls {
 		if c.PromptID != t.PromptID {
@@ -122,7 +122,7 @@ func report(in Input, t *store.Turn) *Report {
 
 // toolOutput is the end of a tool call's last known output: its content's
 // text without the synthetic interruption result, else its raw output.
-func toolOutput(c store.ToolCall) string {
+func toolOutput(c session.ToolCall) string {
 	text := toolText(c.Content)
 	if i := strings.Index(text, InterruptedToolResult); i >= 0 {
 		text = text[:i]

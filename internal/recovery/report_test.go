@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/tether/tether/internal/recovery"
-	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/session"
 )
 
 // textBlocks is ACP tool call content of text blocks.
@@ -20,23 +20,23 @@ func textBlocks(texts ...string) json.RawMessage {
 }
 
 func TestReport(t *testing.T) {
-	ls := call("tc-ls", "p2", "Run `ls`", "execute", store.ToolCompleted, false)
+	ls := call("tc-ls", "p2", "Run `ls`", "execute", session.ToolCompleted, false)
 	ls.Content = textBlocks("a.txt\nb.txt")
-	write := call("tc-w", "p2", "Write a.txt", "edit", store.ToolCompleted, false)
-	sleep := call("tc-sleep", "p2", "Run `sleep 3600`", "execute", store.ToolFailed, true)
+	write := call("tc-w", "p2", "Write a.txt", "edit", session.ToolCompleted, false)
+	sleep := call("tc-sleep", "p2", "Run `sleep 3600`", "execute", session.ToolFailed, true)
 	sleep.Content = textBlocks("started", recovery.InterruptedToolResult+": interrupted by agent exited.")
-	pending := call("tc-p", "p2", "Run `make`", "execute", store.ToolPending, false)
-	failed := call("tc-f", "p2", "Read x", "read", store.ToolFailed, false)
+	pending := call("tc-p", "p2", "Run `make`", "execute", session.ToolPending, false)
+	failed := call("tc-f", "p2", "Read x", "read", session.ToolFailed, false)
 	failed.RawOutput = json.RawMessage(`"no such file"`)
-	earlier := call("tc-old", "p1", "Old", "execute", store.ToolInProgress, false)
-	long := call("tc-long", "p2", "Cat", "read", store.ToolCompleted, false)
+	earlier := call("tc-old", "p1", "Old", "execute", session.ToolInProgress, false)
+	long := call("tc-long", "p2", "Cat", "read", session.ToolCompleted, false)
 	long.Content = textBlocks(strings.Repeat("x", recovery.MaxReportOutputChars) + "END")
 
 	withChanges := func(js string) recovery.Input {
 		tr := interrupted(2, "p2", "agent_exited")
 		tr.WorkspaceChanges = json.RawMessage(js)
-		return idle([]store.Turn{turn(1, "p1", store.TurnCompleted), tr}, []store.Message{msg("p2", store.RoleAgent, "working")},
-			[]store.ToolCall{earlier, write, ls, sleep, pending, failed, long})
+		return idle([]session.Turn{turn(1, "p1", session.TurnCompleted), tr}, []session.Message{msg("p2", session.RoleAgent, "working")},
+			[]session.ToolCall{earlier, write, ls, sleep, pending, failed, long})
 	}
 	cases := []struct {
 		name       string
@@ -137,7 +137,7 @@ func TestReport(t *testing.T) {
 		})
 	}
 	t.Run("clean session has no report", func(t *testing.T) {
-		s := recovery.Plan(idle([]store.Turn{turn(1, "p1", store.TurnCompleted)}, nil, []store.ToolCall{earlier}))
+		s := recovery.Plan(idle([]session.Turn{turn(1, "p1", session.TurnCompleted)}, nil, []session.ToolCall{earlier}))
 		if s.Report != nil {
 			t.Errorf("got report %+v, want none", s.Report)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -20,8 +21,8 @@ type actor struct {
 	mb  *mailbox
 	log *slog.Logger
 
-	sess store.Session
-	exec store.Executor
+	sess session.Session
+	exec session.Executor
 	// autoContinued are the interrupted turns this actor has continued by
 	// itself (maybeAutoContinue): one audit event each.
 	autoContinued map[string]bool
@@ -45,10 +46,10 @@ type actor struct {
 	// late is the turn its executor host's loss interrupted, while what
 	// the lost agent sent meanwhile may still arrive (late.go).
 	late  *lateRun
-	queue []store.Turn
+	queue []session.Turn
 	perms map[string]*pendingPermission
 	// turns indexes every turn of the session by prompt id (idempotency).
-	turns map[string]store.Turn
+	turns map[string]session.Turn
 	// admitting holds the turns whose admitting write has not reported
 	// yet: they never reach the agent before it has (see admitted).
 	admitting map[string]admission
@@ -89,7 +90,7 @@ type actor struct {
 	// hostTop is the highest absolute host offset the actor has handled
 	// (or found committed): a new agent's numbering starts above it.
 	hostTop     uint64
-	hostPending map[string]store.Permission
+	hostPending map[string]session.Permission
 	// attachOpen is set from the attach of a hosted agent until it has
 	// settled (settleAttach): the agent runs on its host, or it ended
 	// (its host lost it, or could not be reached) and its exit is
@@ -107,7 +108,7 @@ type actor struct {
 
 // turnRun is the turn currently executing on the agent.
 type turnRun struct {
-	turn        store.Turn
+	turn        session.Turn
 	conn        Agent
 	cancelTimer *time.Timer
 	// msgID is the ACP messageId of the turn's last message chunk, and
@@ -119,23 +120,23 @@ type turnRun struct {
 	// (0 before the first), and openRole its role: the actor owns the
 	// open message, so a chunk is one row append with no read.
 	openMsg  int64
-	openRole store.MessageRole
+	openRole session.MessageRole
 }
 
-func newActor(m *Manager, sess store.Session, exec store.Executor, turns []store.Turn) *actor {
+func newActor(m *Manager, sess session.Session, exec session.Executor, turns []session.Turn) *actor {
 	a := &actor{
 		m: m, id: sess.ID, mb: newMailbox(m.cfg.MailboxLimit, m.cfg.BusyTimeout), sess: sess, exec: exec, hostTop: exec.HostOffset,
 		log:         m.cfg.Logger.With("session", sess.ID),
 		perms:       map[string]*pendingPermission{},
-		turns:       make(map[string]store.Turn, len(turns)),
+		turns:       make(map[string]session.Turn, len(turns)),
 		admitting:   map[string]admission{},
 		repairs:     map[string]bool{},
-		hostPending: map[string]store.Permission{},
+		hostPending: map[string]session.Permission{},
 	}
 	for _, t := range turns {
 		a.turns[t.PromptID] = t
 		a.lastPromptID = t.PromptID // turns come in seq order
-		if t.State == store.TurnQueued {
+		if t.State == session.TurnQueued {
 			// Admitted durably but never started: a new session's initial
 			// prompt runs once the agent is ready; prompts queued before a
 			// restart are held (sess.QueueHeld) until continue or prompt.
@@ -176,12 +177,12 @@ type exitCauser interface{ ExitCause() error }
 func (a *actor) recordExit(exit acp.Exit, cause causeInfo) {
 	a.conn = nil
 	now := time.Now().UTC()
-	a.exec.Status = store.ExecutorStopped
+	a.exec.Status = session.ExecutorStopped
 	a.exec.LastSeenAt = &now
 	a.exec.ExitCode, a.exec.ExitSignal = exitCode(exit), exit.Signal
 	a.exec.ErrorMessage, a.exec.ErrorCode = "agent "+exit.String(), ""
 	if cause.Code != "" {
-		a.exec.Status, a.exec.ErrorMessage, a.exec.ErrorCode = store.ExecutorError, cause.Message, cause.Code
+		a.exec.Status, a.exec.ErrorMessage, a.exec.ErrorCode = session.ExecutorError, cause.Message, cause.Code
 	}
 	a.log.Warn("agent exited", "exit", exit.String(), "stderr", exit.Stderr)
 	a.saveExecutor()
@@ -200,7 +201,7 @@ func (a *actor) recordStopped(conn Agent, why string) {
 		a.exec.ExitCode, a.exec.ExitSignal = &code, exit.Signal
 	}
 	now := time.Now().UTC()
-	a.exec.Status = store.ExecutorStopped
+	a.exec.Status = session.ExecutorStopped
 	a.exec.LastSeenAt = &now
 	a.saveExecutor()
 	a.dropSlot()
@@ -249,7 +250,7 @@ func (a *actor) persistExecutor(announce bool) {
 // setState changes the session state; the task follows (see emitState).
 // A terminal state is final: whatever still runs after a close (an
 // admission committing, a turn ending) cannot reopen the session.
-func (a *actor) setState(s store.SessionState) {
+func (a *actor) setState(s session.SessionState) {
 	if a.sess.State == s || a.sess.State.Terminal() {
 		return
 	}
@@ -327,7 +328,7 @@ func (h *agentHandler) RequestPermission(ctx context.Context, req acp.Permission
 	case <-ctx.Done():
 		if !errors.Is(context.Cause(ctx), acp.ErrAgentGone) {
 			// The agent withdrew the question.
-			h.a.mb.post(func() { h.a.resolvePermission(id, store.PermissionCancelled, "") })
+			h.a.mb.post(func() { h.a.resolvePermission(id, session.PermissionCancelled, "") })
 		}
 		// Else the agent is gone: its exit expires the request (and says so),
 		// which a "cancelled" posted from here would race.

@@ -11,6 +11,7 @@ import (
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/store/storetest"
 )
@@ -36,14 +37,14 @@ func TestActorTurns(t *testing.T) {
 				s.agent.update(t, chunk("lo", "m1"))
 				p.answer("end_turn")
 				s.waitEvent(t, events.TurnCompleted)
-				if tr := s.turn(t, a.Turn.PromptID); tr.State != store.TurnCompleted || tr.StopReason != "end_turn" {
-					t.Errorf("got turn %s (stop %q), want %s (end_turn)", tr.State, tr.StopReason, store.TurnCompleted)
+				if tr := s.turn(t, a.Turn.PromptID); tr.State != session.TurnCompleted || tr.StopReason != "end_turn" {
+					t.Errorf("got turn %s (stop %q), want %s (end_turn)", tr.State, tr.StopReason, session.TurnCompleted)
 				}
 				msgs, err := s.r.st.ListMessages(context.Background(), s.sess.ID)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if len(msgs) != 2 || msgs[0].Text != "hello" || msgs[1].Role != store.RoleAgent || msgs[1].Text != "Hello" {
+				if len(msgs) != 2 || msgs[0].Text != "hello" || msgs[1].Role != session.RoleAgent || msgs[1].Text != "Hello" {
 					t.Errorf("got messages %+v, want the user's hello and the agent's Hello", msgs)
 				}
 				return []string{a.Turn.PromptID}
@@ -56,8 +57,8 @@ func TestActorTurns(t *testing.T) {
 				a := s.prompt(t, "first")
 				pa := s.agent.prompt(t)
 				b := s.prompt(t, "second")
-				if b.Turn.State != store.TurnQueued {
-					t.Errorf("got second turn %s while the first runs, want %s", b.Turn.State, store.TurnQueued)
+				if b.Turn.State != session.TurnQueued {
+					t.Errorf("got second turn %s while the first runs, want %s", b.Turn.State, session.TurnQueued)
 				}
 				pa.answer("end_turn")
 				pb := s.agent.prompt(t)
@@ -85,8 +86,8 @@ func TestActorTurns(t *testing.T) {
 				s.agent.cancelled(t)
 				p.answer("cancelled")
 				s.waitEvent(t, events.TurnCancelled)
-				if tr := s.turn(t, a.Turn.PromptID); tr.State != store.TurnCancelled || !tr.CancelRequested {
-					t.Errorf("got turn %s (cancel requested %t), want %s (true)", tr.State, tr.CancelRequested, store.TurnCancelled)
+				if tr := s.turn(t, a.Turn.PromptID); tr.State != session.TurnCancelled || !tr.CancelRequested {
+					t.Errorf("got turn %s (cancel requested %t), want %s (true)", tr.State, tr.CancelRequested, session.TurnCancelled)
 				}
 				return []string{a.Turn.PromptID}
 			},
@@ -98,8 +99,8 @@ func TestActorTurns(t *testing.T) {
 				a := s.prompt(t, "hello")
 				s.agent.prompt(t).fail(errInternal)
 				s.waitEvent(t, events.TurnFailed)
-				if tr := s.turn(t, a.Turn.PromptID); tr.State != store.TurnFailed || tr.ErrorCode != "agent_error_-32603" {
-					t.Errorf("got turn %s (code %q), want %s (agent_error_-32603)", tr.State, tr.ErrorCode, store.TurnFailed)
+				if tr := s.turn(t, a.Turn.PromptID); tr.State != session.TurnFailed || tr.ErrorCode != "agent_error_-32603" {
+					t.Errorf("got turn %s (code %q), want %s (agent_error_-32603)", tr.State, tr.ErrorCode, session.TurnFailed)
 				}
 				return []string{a.Turn.PromptID}
 			},
@@ -115,15 +116,15 @@ func TestActorTurns(t *testing.T) {
 				s.agent.end(acp.Exit{Code: 1, Stderr: "boom"})
 				s.waitEvent(t, events.TurnInterrupted)
 				tr := s.turn(t, a.Turn.PromptID)
-				if tr.State != store.TurnInterrupted || tr.InterruptReason != "agent_exited" || tr.ExitCode == nil || *tr.ExitCode != 1 {
-					t.Errorf("got turn %s (reason %q, exit %v), want %s (agent_exited, 1)", tr.State, tr.InterruptReason, tr.ExitCode, store.TurnInterrupted)
+				if tr.State != session.TurnInterrupted || tr.InterruptReason != "agent_exited" || tr.ExitCode == nil || *tr.ExitCode != 1 {
+					t.Errorf("got turn %s (reason %q, exit %v), want %s (agent_exited, 1)", tr.State, tr.InterruptReason, tr.ExitCode, session.TurnInterrupted)
 				}
 				st := s.status(t)
-				if st.Session.State != store.SessionWaitingForInput || st.IsAgentRunning {
-					t.Errorf("got session %s (agent running %t), want %s without agent", st.Session.State, st.IsAgentRunning, store.SessionWaitingForInput)
+				if st.Session.State != session.SessionWaitingForInput || st.IsAgentRunning {
+					t.Errorf("got session %s (agent running %t), want %s without agent", st.Session.State, st.IsAgentRunning, session.SessionWaitingForInput)
 				}
-				if st.Executor.Status != store.ExecutorStopped || st.Executor.ExitCode == nil || *st.Executor.ExitCode != 1 {
-					t.Errorf("got executor %s (exit %v), want %s (1)", st.Executor.Status, st.Executor.ExitCode, store.ExecutorStopped)
+				if st.Executor.Status != session.ExecutorStopped || st.Executor.ExitCode == nil || *st.Executor.ExitCode != 1 {
+					t.Errorf("got executor %s (exit %v), want %s (1)", st.Executor.Status, st.Executor.ExitCode, session.ExecutorStopped)
 				}
 				return []string{a.Turn.PromptID}
 			},
@@ -152,11 +153,11 @@ func TestActorPermissions(t *testing.T) {
 		// answer resolves the open request; "" lets the agent exit instead.
 		answer    string
 		wantAgent acp.PermissionOutcome
-		wantState store.PermissionState
+		wantState session.PermissionState
 	}{
-		{"allowed", "ok", acp.PermissionOutcome{OptionID: "ok"}, store.PermissionSelected},
-		{"rejected", "no", acp.PermissionOutcome{OptionID: "no"}, store.PermissionSelected},
-		{"expired when the agent exits", "", acp.PermissionOutcome{Cancelled: true}, store.PermissionExpired},
+		{"allowed", "ok", acp.PermissionOutcome{OptionID: "ok"}, session.PermissionSelected},
+		{"rejected", "no", acp.PermissionOutcome{OptionID: "no"}, session.PermissionSelected},
+		{"expired when the agent exits", "", acp.PermissionOutcome{Cancelled: true}, session.PermissionExpired},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -166,7 +167,7 @@ func TestActorPermissions(t *testing.T) {
 			p := s.agent.prompt(t)
 			got := s.agent.askPermission(req)
 			s.waitEvent(t, events.PermissionRequested)
-			open, err := s.r.st.ListPermissions(ctx, s.sess.ID, store.PermissionPending)
+			open, err := s.r.st.ListPermissions(ctx, s.sess.ID, session.PermissionPending)
 			if err != nil || len(open) != 1 {
 				t.Fatalf("got pending permissions %+v, %v; want one", open, err)
 			}
@@ -290,11 +291,11 @@ func TestActorStartFailure(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if st.LastErrorCode != string(tc.wantCode) || st.Executor.Status != store.ExecutorError || st.Executor.ErrorCode != string(tc.wantCode) {
-				t.Errorf("got status error %q, executor %s (%q); want %s, %s", st.LastErrorCode, st.Executor.Status, st.Executor.ErrorCode, tc.wantCode, store.ExecutorError)
+			if st.LastErrorCode != string(tc.wantCode) || st.Executor.Status != session.ExecutorError || st.Executor.ErrorCode != string(tc.wantCode) {
+				t.Errorf("got status error %q, executor %s (%q); want %s, %s", st.LastErrorCode, st.Executor.Status, st.Executor.ErrorCode, tc.wantCode, session.ExecutorError)
 			}
-			if st.Session.State != store.SessionWaitingForInput || st.IsAgentRunning || !st.IsResumable {
-				t.Errorf("got session %s (running %t, resumable %t), want %s, resumable", st.Session.State, st.IsAgentRunning, st.IsResumable, store.SessionWaitingForInput)
+			if st.Session.State != session.SessionWaitingForInput || st.IsAgentRunning || !st.IsResumable {
+				t.Errorf("got session %s (running %t, resumable %t), want %s, resumable", st.Session.State, st.IsAgentRunning, st.IsResumable, session.SessionWaitingForInput)
 			}
 		})
 	}
@@ -311,8 +312,8 @@ func TestActorCloseStopsAgent(t *testing.T) {
 	if err != nil {
 		t.Fatalf("close: %v", err)
 	}
-	if sess.State != store.SessionCompleted {
-		t.Errorf("got session %s after close, want %s", sess.State, store.SessionCompleted)
+	if sess.State != session.SessionCompleted {
+		t.Errorf("got session %s after close, want %s", sess.State, session.SessionCompleted)
 	}
 	if n := s.agent.stopped(); n == 0 {
 		t.Errorf("the agent was not stopped")
@@ -321,8 +322,8 @@ func TestActorCloseStopsAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tr.State != store.TurnCancelled {
-		t.Errorf("got turn %s after close, want %s", tr.State, store.TurnCancelled)
+	if tr.State != session.TurnCancelled {
+		t.Errorf("got turn %s after close, want %s", tr.State, session.TurnCancelled)
 	}
 	evs, err := s.r.st.ListSessionEvents(ctx, s.sess.ID, 0, 10000)
 	if err != nil {
@@ -343,18 +344,18 @@ func TestActorReloadsAfterAFailedTurnEnd(t *testing.T) {
 	a := s.prompt(t, "hello")
 	s.agent.prompt(t).answer("end_turn")
 	s.waitEvent(t, events.TurnFailed)
-	if tr := s.turn(t, a.Turn.PromptID); tr.State != store.TurnFailed || tr.ErrorCode != string(errcode.StoreWriteFailed) {
-		t.Errorf("got turn %s (code %q), want %s (%s)", tr.State, tr.ErrorCode, store.TurnFailed, errcode.StoreWriteFailed)
+	if tr := s.turn(t, a.Turn.PromptID); tr.State != session.TurnFailed || tr.ErrorCode != string(errcode.StoreWriteFailed) {
+		t.Errorf("got turn %s (code %q), want %s (%s)", tr.State, tr.ErrorCode, session.TurnFailed, errcode.StoreWriteFailed)
 	}
-	if st := s.status(t); st.Session.State != store.SessionWaitingForInput {
-		t.Errorf("got session %s after the reload, want %s", st.Session.State, store.SessionWaitingForInput)
+	if st := s.status(t); st.Session.State != session.SessionWaitingForInput {
+		t.Errorf("got session %s after the reload, want %s", st.Session.State, session.SessionWaitingForInput)
 	}
 	remove()
 	b := s.prompt(t, "again")
 	s.agent.prompt(t).answer("end_turn")
 	s.waitEvent(t, events.TurnCompleted)
-	if tr, err := s.r.st.GetTurn(ctx, s.sess.ID, b.Turn.PromptID); err != nil || tr.State != store.TurnCompleted {
-		t.Errorf("got next turn %s, %v; want %s", tr.State, err, store.TurnCompleted)
+	if tr, err := s.r.st.GetTurn(ctx, s.sess.ID, b.Turn.PromptID); err != nil || tr.State != session.TurnCompleted {
+		t.Errorf("got next turn %s, %v; want %s", tr.State, err, session.TurnCompleted)
 	}
 }
 
@@ -381,19 +382,19 @@ func TestActorShutdownLeavesTurnsForReconciliation(t *testing.T) {
 	if _, err := r.w.Do(ctx, func(*store.Store, events.Emit) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	for id, want := range map[string]store.TurnState{a.Turn.PromptID: store.TurnRunning, b.Turn.PromptID: store.TurnQueued} {
+	for id, want := range map[string]session.TurnState{a.Turn.PromptID: session.TurnRunning, b.Turn.PromptID: session.TurnQueued} {
 		if tr, err := r.st.GetTurn(ctx, s.sess.ID, id); err != nil || tr.State != want {
 			t.Errorf("got turn %s, %v after the shutdown; want %s", tr.State, err, want)
 		}
 	}
-	if open, err := r.st.ListPermissions(ctx, s.sess.ID, store.PermissionPending); err != nil || len(open) != 1 {
+	if open, err := r.st.ListPermissions(ctx, s.sess.ID, session.PermissionPending); err != nil || len(open) != 1 {
 		t.Errorf("got pending permissions %+v, %v after the shutdown; want the one asked", open, err)
 	}
 	ex, err := r.st.GetExecutor(ctx, s.sess.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ex.Status != store.ExecutorStopped || ex.ErrorMessage != restartedWhy {
-		t.Errorf("got executor %s (%q), want %s (%q)", ex.Status, ex.ErrorMessage, store.ExecutorStopped, restartedWhy)
+	if ex.Status != session.ExecutorStopped || ex.ErrorMessage != restartedWhy {
+		t.Errorf("got executor %s (%q), want %s (%q)", ex.Status, ex.ErrorMessage, session.ExecutorStopped, restartedWhy)
 	}
 }

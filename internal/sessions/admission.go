@@ -7,6 +7,7 @@ import (
 
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -71,13 +72,13 @@ func jsonDepth(b []byte) int {
 // turn.queued event, in one op, so both exist or neither does. Every
 // admission marks the session prompted: whichever admission commits first
 // is then the one that records it, whatever failed before.
-func persistQueued(ctx context.Context, tx *store.Store, emit events.Emit, sess store.Session, t store.Turn) (store.Turn, error) {
+func persistQueued(ctx context.Context, tx *store.Store, emit events.Emit, sess session.Session, t session.Turn) (session.Turn, error) {
 	created, err := tx.CreateTurn(ctx, t)
 	if err != nil {
-		return store.Turn{}, err
+		return session.Turn{}, err
 	}
 	if err := tx.MarkSessionPrompted(ctx, sess.ID); err != nil {
-		return store.Turn{}, err
+		return session.Turn{}, err
 	}
 	emit(sessionDraft(sess.ID, sess.TaskID, events.TurnQueued, created.PromptID, &events.TurnQueuedData{
 		Kind: created.Kind, Seq: created.Seq, Prompt: created.Prompt, ContinuesPromptID: created.ContinuesPromptID}))
@@ -114,8 +115,8 @@ func (a *actor) awaitAdmission(promptID string, pending *events.Pending) {
 // settled settles t's admission, whose write has succeeded, on the actor
 // (which may already have done so) and returns the turn as it now stands,
 // so the answer says whether it started at once.
-func (a *actor) settled(ctx context.Context, t store.Turn) store.Turn {
-	now, err := call(ctx, a.mb, func() (store.Turn, error) {
+func (a *actor) settled(ctx context.Context, t session.Turn) session.Turn {
+	now, err := call(ctx, a.mb, func() (session.Turn, error) {
 		a.admitted(t.PromptID, nil)
 		return a.turns[t.PromptID], nil
 	})
@@ -148,7 +149,7 @@ func (a *actor) unadmit(e effUnadmit, adm admission) {
 	promptID := e.PromptID
 	a.log.Warn("prompt not admitted: its turn could not be stored", "promptId", promptID, "err", e.Err)
 	delete(a.turns, promptID)
-	a.queue = slices.DeleteFunc(a.queue, func(t store.Turn) bool { return t.PromptID == promptID })
+	a.queue = slices.DeleteFunc(a.queue, func(t session.Turn) bool { return t.PromptID == promptID })
 	if e.Rehold {
 		a.sess.QueueHeld = true // the write that released it failed whole
 	}

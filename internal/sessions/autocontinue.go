@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -36,7 +37,7 @@ const AutoContinueWindow = 5 * time.Minute
 type autoContinueInput struct {
 	OptedIn bool
 	// Turn is the interrupted turn, as recorded.
-	Turn store.Turn
+	Turn session.Turn
 	Now  time.Time
 }
 
@@ -57,7 +58,7 @@ func decideAutoContinue(in autoContinueInput) string {
 	switch {
 	case !in.OptedIn:
 		return autoNotOptedIn
-	case t.State != store.TurnInterrupted || t.CancelRequested:
+	case t.State != session.TurnInterrupted || t.CancelRequested:
 		return autoNotInterrupted
 	case t.InterruptReason != "agent_exited" && t.InterruptReason != "executor_lost" && t.InterruptReason != reasonSessionLost:
 		return autoNotACrash

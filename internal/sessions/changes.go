@@ -5,6 +5,7 @@ import (
 
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/recovery"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -22,11 +23,11 @@ import (
 type sessionCreated struct {
 	// Task is the task to create with the session (ID chosen), or nil
 	// when Session.TaskID names an existing one.
-	Task     *store.Task
-	Session  store.Session
-	Executor store.Executor
+	Task     *session.Task
+	Session  session.Session
+	Executor session.Executor
 	// Initial is the initial prompt's turn (PromptID chosen), or nil.
-	Initial *store.Turn
+	Initial *session.Turn
 }
 
 func (c sessionCreated) SessionID() string { return c.Session.ID }
@@ -84,7 +85,7 @@ func (c recoveryPushed) Apply(ctx context.Context, tx *store.Store, emit events.
 // turnEnded records a turn's terminal outcome and emits its terminal event.
 type turnEnded struct {
 	TaskID string
-	Turn   store.Turn
+	Turn   session.Turn
 }
 
 func (c turnEnded) SessionID() string { return c.Turn.SessionID }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/terminal"
 	"github.com/tether/tether/internal/workspace"
@@ -36,11 +37,11 @@ func (h oldHost) Workspace(_ context.Context, _ string, req workspace.Request) (
 
 type oldHostExecutors struct{ host oldHost }
 
-func (x oldHostExecutors) Choose(string, string) (store.Runtime, string, error) {
-	return store.RuntimeDetached, "old", nil
+func (x oldHostExecutors) Choose(string, string) (session.Runtime, string, error) {
+	return session.RuntimeDetached, "old", nil
 }
-func (x oldHostExecutors) Runtime(store.Runtime, string) (Runtime, error) { return x.host, nil }
-func (x oldHostExecutors) Hosts(context.Context) []ExecutorHost           { return nil }
+func (x oldHostExecutors) Runtime(session.Runtime, string) (Runtime, error) { return x.host, nil }
+func (x oldHostExecutors) Hosts(context.Context) []ExecutorHost             { return nil }
 
 // TestCommandOverrunIsMarked: output an executor dropped before the
 // follower read it is recorded as command.truncated, reason overrun, with

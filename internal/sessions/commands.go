@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/workspace"
 )
@@ -103,7 +104,7 @@ func (m *Manager) resumeCommands(ctx context.Context, keep func(sessionID string
 		if err != nil {
 			return err
 		}
-		if ex.Runtime == store.RuntimeStandalone || ex.Runtime == "" {
+		if ex.Runtime == session.RuntimeStandalone || ex.Runtime == "" {
 			m.endCommand(a, c, store.CommandLost, nil)
 			continue
 		}

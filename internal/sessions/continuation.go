@@ -9,12 +9,13 @@ import (
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/recovery"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
 // ContinueResult is an accepted continuation.
 type ContinueResult struct {
-	Turn         store.Turn
+	Turn         session.Turn
 	Interruption recovery.Summary
 	EventEpoch   string
 	Cursor       string
@@ -150,11 +151,11 @@ func declined(plan recovery.Summary) *errcode.Error {
 
 // continued answers a repeated continuation promptId with the same turn.
 func (a *actor) continued(ctx context.Context, promptID string) (ContinueResult, bool, error) {
-	t, err := call(ctx, a.mb, func() (store.Turn, error) { return a.turns[promptID], nil })
+	t, err := call(ctx, a.mb, func() (session.Turn, error) { return a.turns[promptID], nil })
 	if err != nil || t.PromptID == "" {
 		return ContinueResult{}, false, err
 	}
-	if t.Kind != store.TurnContinue {
+	if t.Kind != session.TurnContinue {
 		return ContinueResult{}, true, errcode.New(errcode.PromptIDConflict, "promptId %q belongs to a turn that is not a continuation", promptID)
 	}
 	res := ContinueResult{Turn: t, EventEpoch: a.sess.EventEpoch}
@@ -187,7 +188,7 @@ func (a *actor) admitContinue(version uint64, plan recovery.Summary, in recovery
 			// never both.
 			prompt := recovery.Continuation(plan, in)
 			of, _ := json.Marshal(plan)
-			t, pending := a.enqueue(store.Turn{SessionID: a.id, PromptID: promptID, Kind: store.TurnContinue,
+			t, pending := a.enqueue(session.Turn{SessionID: a.id, PromptID: promptID, Kind: session.TurnContinue,
 				Prompt: prompt, ContinuesPromptID: plan.PromptID, Interruption: of}, e.Front)
 			res = ContinueResult{Turn: t, Interruption: plan, EventEpoch: a.sess.EventEpoch, pending: pending}
 		default:
@@ -220,7 +221,7 @@ func (a *actor) pushRecovery() {
 
 // SessionContext is where a session stands, for GET /session/{id}/context.
 type SessionContext struct {
-	Session        store.Session
+	Session        session.Session
 	Profile        agents.Profile
 	AgentAvailable bool
 	Recovery       recovery.Summary

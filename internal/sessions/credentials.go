@@ -8,7 +8,7 @@ import (
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/agents"
 	"github.com/tether/tether/internal/errcode"
-	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/session"
 )
 
 // What tetherd learns of an agent's credentials, and what it does with it
@@ -74,13 +74,13 @@ func (m *Manager) noteCredentials(profileID string, c agents.Credentials) {
 // thus never a guess from the past. Not for a remote executor host, and
 // not while agents.yaml was edited since the daemon read it (the detached
 // executor host reads it again at every start: the daemon's view is stale).
-func (m *Manager) checkCredentials(ctx context.Context, profileID string, rt store.Runtime, host, cwd string) error {
-	if rt == store.RuntimeRemote {
+func (m *Manager) checkCredentials(ctx context.Context, profileID string, rt session.Runtime, host, cwd string) error {
+	if rt == session.RuntimeRemote {
 		return nil
 	}
 	var runtime Runtime = Standalone{}
 	sessionID := ""
-	if rt != store.RuntimeStandalone {
+	if rt != session.RuntimeStandalone {
 		r, err := m.cfg.Executors.Runtime(rt, host)
 		if err != nil {
 			return nil // the session's start says so

@@ -5,7 +5,7 @@ import (
 
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/recovery"
-	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/session"
 )
 
 // This file and its two siblings are a session's decision table: for
@@ -149,7 +149,7 @@ func decideCancel(v view) decision {
 	}
 	var d decision
 	for _, q := range v.Queue {
-		d.Effects = append(d.Effects, effEndTurn{PromptID: q.PromptID, State: store.TurnCancelled, CancelRequested: true})
+		d.Effects = append(d.Effects, effEndTurn{PromptID: q.PromptID, State: session.TurnCancelled, CancelRequested: true})
 		d.Cancel.Dequeued = append(d.Cancel.Dequeued, q.PromptID)
 	}
 	if len(v.Queue) > 0 {
@@ -164,7 +164,7 @@ func decideCancel(v view) decision {
 		// Idle: a cancel still records the user's intent for an
 		// interrupted last turn, so it is clean and a racing continue
 		// cannot revive it.
-		if t := v.Last; t != nil && t.State == store.TurnInterrupted && !t.CancelRequested && len(d.Cancel.Dequeued) == 0 {
+		if t := v.Last; t != nil && t.State == session.TurnInterrupted && !t.CancelRequested && len(d.Cancel.Dequeued) == 0 {
 			d.Effects = append(d.Effects, effMarkCancelRequested{PromptID: t.PromptID}, effPushRecovery{})
 			d.Cancel.PromptID, d.Cancel.Cancelled = t.PromptID, true
 		}
@@ -175,7 +175,7 @@ func decideCancel(v view) decision {
 		return d
 	}
 	d.Effects = append(d.Effects, effMarkCancelRequested{PromptID: r.PromptID},
-		effClosePermissions{PromptID: r.PromptID, State: store.PermissionCancelled}, effCancelAgent{})
+		effClosePermissions{PromptID: r.PromptID, State: session.PermissionCancelled}, effCancelAgent{})
 	return d
 }
 
@@ -187,17 +187,17 @@ func decideClose(v view) decision {
 	}
 	d := accept(effMarkStopping{})
 	for _, q := range v.Queue {
-		d.Effects = append(d.Effects, effEndTurn{PromptID: q.PromptID, State: store.TurnCancelled, CancelRequested: true})
+		d.Effects = append(d.Effects, effEndTurn{PromptID: q.PromptID, State: session.TurnCancelled, CancelRequested: true})
 	}
 	if len(v.Queue) > 0 {
 		d.Effects = append(d.Effects, effDropQueue{})
 	}
 	if r := v.Running; r != nil {
 		d.Effects = append(d.Effects, effClearRunning{},
-			effEndTurn{PromptID: r.PromptID, State: store.TurnCancelled, CancelRequested: true})
+			effEndTurn{PromptID: r.PromptID, State: session.TurnCancelled, CancelRequested: true})
 	}
-	d.Effects = append(d.Effects, effClosePermissions{State: store.PermissionCancelled},
-		effSetState{State: store.SessionCompleted}, effPushRecovery{}, effBumpGen{})
+	d.Effects = append(d.Effects, effClosePermissions{State: session.PermissionCancelled},
+		effSetState{State: session.SessionCompleted}, effPushRecovery{}, effBumpGen{})
 	return d
 }
 
@@ -234,7 +234,7 @@ func decideWithdraw(v view, c withdrawCmd) decision {
 	// A turn whose admission is still being written ends after it: writes
 	// apply in submission order, so the end always follows the row.
 	d := accept(effRemoveQueued{PromptID: c.PromptID},
-		effEndTurn{PromptID: c.PromptID, State: store.TurnCancelled, StopReason: recovery.Withdrawn})
+		effEndTurn{PromptID: c.PromptID, State: session.TurnCancelled, StopReason: recovery.Withdrawn})
 	if len(v.Queue) == 1 && v.QueueHeld {
 		d.Effects = append(d.Effects, effReleaseHeld{}, effPushRecovery{})
 	}
@@ -291,7 +291,7 @@ func decideAnswer(v view, c answerPermissionCmd) decision {
 	if p == nil {
 		return refuse(errcode.New(errcode.PermissionResolved, "permission request %s is not open", c.RequestID))
 	}
-	state := store.PermissionCancelled
+	state := session.PermissionCancelled
 	if !c.Cancelled {
 		valid := false
 		for _, o := range p.Options {
@@ -300,7 +300,7 @@ func decideAnswer(v view, c answerPermissionCmd) decision {
 		if !valid {
 			return refuse(errcode.New(errcode.InvalidPermissionOpt, "optionId %q is not one of the offered options", c.OptionID))
 		}
-		state = store.PermissionSelected
+		state = session.PermissionSelected
 	}
 	return accept(effResolvePermission{RequestID: c.RequestID, State: state, OptionID: c.OptionID})
 }

@@ -2,7 +2,7 @@ package sessions
 
 import (
 	"github.com/tether/tether/internal/acp"
-	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/session"
 )
 
 // The decision table, continued: what the agent reports (a turn's end, an
@@ -27,14 +27,14 @@ func decideTurnEnded(v view, in turnEndedInput) decision {
 	if in.SessionLost {
 		return decideSessionLost(v, in)
 	}
-	end := effEndTurn{PromptID: in.PromptID, State: store.TurnCompleted, StopReason: in.StopReason}
+	end := effEndTurn{PromptID: in.PromptID, State: session.TurnCompleted, StopReason: in.StopReason}
 	switch {
 	case v.Running.CancelRequested || in.StopReason == "cancelled":
-		end.State = store.TurnCancelled // the user's intent wins whatever the agent answered
+		end.State = session.TurnCancelled // the user's intent wins whatever the agent answered
 	case in.Failed:
-		end = effEndTurn{PromptID: in.PromptID, State: store.TurnFailed, ErrorCode: in.ErrorCode, ErrorMessage: in.ErrorMessage}
+		end = effEndTurn{PromptID: in.PromptID, State: session.TurnFailed, ErrorCode: in.ErrorCode, ErrorMessage: in.ErrorMessage}
 	}
-	d := accept(effClearRunning{}, end, effClosePermissions{PromptID: in.PromptID, State: store.PermissionCancelled})
+	d := accept(effClearRunning{}, end, effClosePermissions{PromptID: in.PromptID, State: session.PermissionCancelled})
 	if v.Agent == agentReady {
 		d.Effects = append(d.Effects, effTouchLastSeen{})
 	}
@@ -52,12 +52,12 @@ func decideAgentExited(v view, in agentExitedInput) decision {
 		d.Effects = append(d.Effects, effForgetAgent{}, effDropSlot{})
 		return d
 	}
-	d.Effects = append(d.Effects, effRecordExit{Exit: in.Exit, Cause: in.Cause}, effClosePermissions{State: store.PermissionExpired})
+	d.Effects = append(d.Effects, effRecordExit{Exit: in.Exit, Cause: in.Cause}, effClosePermissions{State: session.PermissionExpired})
 	interrupted := false
 	if r := v.Running; r != nil {
 		d.Effects = append(d.Effects, effClearRunning{})
 		if r.CancelRequested {
-			d.Effects = append(d.Effects, effEndTurn{PromptID: r.PromptID, State: store.TurnCancelled})
+			d.Effects = append(d.Effects, effEndTurn{PromptID: r.PromptID, State: session.TurnCancelled})
 		} else {
 			interrupted = true
 			reason := "agent_exited"
@@ -90,7 +90,7 @@ func decideAgentExited(v view, in agentExitedInput) decision {
 	if v.State.Terminal() {
 		return d
 	}
-	d.Effects = append(d.Effects, effSetState{State: store.SessionWaitingForInput})
+	d.Effects = append(d.Effects, effSetState{State: session.SessionWaitingForInput})
 	return d
 }
 
@@ -108,16 +108,16 @@ func decideSessionLost(v view, in turnEndedInput) decision {
 	r := v.Running
 	d := accept(effClearRunning{})
 	if r.CancelRequested {
-		d.Effects = append(d.Effects, effEndTurn{PromptID: r.PromptID, State: store.TurnCancelled})
+		d.Effects = append(d.Effects, effEndTurn{PromptID: r.PromptID, State: session.TurnCancelled})
 	} else {
 		if len(v.Queue) > 0 && !v.QueueHeld {
 			d.Effects = append(d.Effects, effHoldQueue{})
 		}
 		d.Effects = append(d.Effects, effInterruptTurn{PromptID: r.PromptID, Reason: reasonSessionLost, Cause: sessionLostCause(in)})
 	}
-	d.Effects = append(d.Effects, effClosePermissions{State: store.PermissionExpired},
+	d.Effects = append(d.Effects, effClosePermissions{State: session.PermissionExpired},
 		effRetireAgent{Why: "agent stopped: it lost the session (" + in.ErrorMessage + ")"},
-		effSetState{State: store.SessionWaitingForInput})
+		effSetState{State: session.SessionWaitingForInput})
 	return d
 }
 
@@ -135,7 +135,7 @@ func decideNext(v view) decision {
 	}
 	if len(v.Queue) == 0 || v.QueueHeld {
 		// Held since a restart: the queue waits for a continue or a prompt.
-		return accept(effSetState{State: store.SessionWaitingForInput})
+		return accept(effSetState{State: session.SessionWaitingForInput})
 	}
 	if v.Queue[0].Admitting {
 		return accept() // not durable yet: admitted runs it once it is
@@ -238,9 +238,9 @@ func decideUpdate(v view, in updateInput) decision {
 		if in.Empty {
 			return accept()
 		}
-		role := store.RoleAgent
+		role := session.RoleAgent
 		if in.Kind == acp.UpdateAgentThought {
-			role = store.RoleThought
+			role = session.RoleThought
 		}
 		// A new message when the agent changed messageId (both ids known),
 		// something came between, the role changed, or the turn has none

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/session"
 )
 
 // The decision table's agent inputs (and the actor's own: admission
@@ -15,28 +15,28 @@ import (
 func TestDecideTurnEnded(t *testing.T) {
 	in := turnEndedInput{PromptID: "p1", StopReason: "end_turn"}
 	ended := func(end effEndTurn) decision {
-		return accepted(effClearRunning{}, end, effClosePermissions{PromptID: "p1", State: store.PermissionCancelled},
+		return accepted(effClearRunning{}, end, effClosePermissions{PromptID: "p1", State: session.PermissionCancelled},
 			effTouchLastSeen{}, effStartNext{}, effArmIdle{})
 	}
 	// Only a running turn ends; anywhere else the answer is stale.
-	cases := perState("turn ended", in, nil, terminalStates(map[store.SessionState]decision{
-		store.SessionCreated:         accepted(),
-		store.SessionStarting:        accepted(),
-		store.SessionRunning:         ended(effEndTurn{PromptID: "p1", State: store.TurnCompleted, StopReason: "end_turn"}),
-		store.SessionWaitingForInput: accepted(),
-	}, func(store.SessionState) decision { return accepted() }))
-	running := inState(store.SessionRunning)
+	cases := perState("turn ended", in, nil, terminalStates(map[session.SessionState]decision{
+		session.SessionCreated:         accepted(),
+		session.SessionStarting:        accepted(),
+		session.SessionRunning:         ended(effEndTurn{PromptID: "p1", State: session.TurnCompleted, StopReason: "end_turn"}),
+		session.SessionWaitingForInput: accepted(),
+	}, func(session.SessionState) decision { return accepted() }))
+	running := inState(session.SessionRunning)
 	cancelRequested := with(running, func(v *view) { v.Running = &runningView{PromptID: "p1", CancelRequested: true} })
 	failed := turnEndedInput{PromptID: "p1", Failed: true, ErrorCode: "agent_error_-32603", ErrorMessage: "boom"}
 	lost := turnEndedInput{PromptID: "p1", Failed: true, SessionLost: true, ErrorCode: "agent_session_not_found", ErrorMessage: "gone"}
-	lostTail := []effect{effClosePermissions{State: store.PermissionExpired},
-		effRetireAgent{Why: "agent stopped: it lost the session (gone)"}, effSetState{State: store.SessionWaitingForInput}}
+	lostTail := []effect{effClosePermissions{State: session.PermissionExpired},
+		effRetireAgent{Why: "agent stopped: it lost the session (gone)"}, effSetState{State: session.SessionWaitingForInput}}
 	cases = append(cases, []decideCase{
 		{"turn ended cancelled by the agent", running, turnEndedInput{PromptID: "p1", StopReason: "cancelled"},
-			ended(effEndTurn{PromptID: "p1", State: store.TurnCancelled, StopReason: "cancelled"})},
-		{"turn ended after a cancel", cancelRequested, in, ended(effEndTurn{PromptID: "p1", State: store.TurnCancelled, StopReason: "end_turn"})},
-		{"turn failed after a cancel", cancelRequested, failed, ended(effEndTurn{PromptID: "p1", State: store.TurnCancelled})},
-		{"turn failed", running, failed, ended(effEndTurn{PromptID: "p1", State: store.TurnFailed, ErrorCode: "agent_error_-32603", ErrorMessage: "boom"})},
+			ended(effEndTurn{PromptID: "p1", State: session.TurnCancelled, StopReason: "cancelled"})},
+		{"turn ended after a cancel", cancelRequested, in, ended(effEndTurn{PromptID: "p1", State: session.TurnCancelled, StopReason: "end_turn"})},
+		{"turn failed after a cancel", cancelRequested, failed, ended(effEndTurn{PromptID: "p1", State: session.TurnCancelled})},
+		{"turn failed", running, failed, ended(effEndTurn{PromptID: "p1", State: session.TurnFailed, ErrorCode: "agent_error_-32603", ErrorMessage: "boom"})},
 		{"turn ended by a disconnect", running, turnEndedInput{PromptID: "p1", Failed: true, Disconnected: true, ErrorCode: "agent_error"},
 			accepted(effStopRunningAgent{})},
 		{"turn ended of another turn", running, turnEndedInput{PromptID: "p0", StopReason: "end_turn"}, accepted()},
@@ -45,12 +45,12 @@ func TestDecideTurnEnded(t *testing.T) {
 		{"turn failed: the agent lost the session, prompts queued", with(running, func(v *view) { v.Queue = queued("q1") }), lost,
 			accepted(append([]effect{effClearRunning{}, effHoldQueue{}, effInterruptTurn{PromptID: "p1", Reason: reasonSessionLost, Cause: sessionLostCause(lost)}}, lostTail...)...)},
 		{"turn failed: the agent lost the session after a cancel", cancelRequested, lost,
-			accepted(append([]effect{effClearRunning{}, effEndTurn{PromptID: "p1", State: store.TurnCancelled}}, lostTail...)...)},
+			accepted(append([]effect{effClearRunning{}, effEndTurn{PromptID: "p1", State: session.TurnCancelled}}, lostTail...)...)},
 		{"turn failed: the agent lost the session while stopping", with(running, func(v *view) { v.Stopping = true }), lost, accepted()},
 		{"turn ended while stopping", with(running, func(v *view) { v.Stopping = true }), in, accepted()},
 		{"turn ended on an agent already gone", with(running, func(v *view) { v.Agent, v.Connected = agentNone, false }), in,
-			accepted(effClearRunning{}, effEndTurn{PromptID: "p1", State: store.TurnCompleted, StopReason: "end_turn"},
-				effClosePermissions{PromptID: "p1", State: store.PermissionCancelled}, effStartNext{}, effArmIdle{})},
+			accepted(effClearRunning{}, effEndTurn{PromptID: "p1", State: session.TurnCompleted, StopReason: "end_turn"},
+				effClosePermissions{PromptID: "p1", State: session.PermissionCancelled}, effStartNext{}, effArmIdle{})},
 	}...)
 	runDecideCases(t, cases)
 }
@@ -58,36 +58,36 @@ func TestDecideTurnEnded(t *testing.T) {
 func TestDecideAgentExited(t *testing.T) {
 	exit := exitInfo{Code: -1, Signal: "killed"}
 	in := agentExitedInput{Exit: exit}
-	head := []effect{effClearSettling{}, effRecordExit{Exit: exit}, effClosePermissions{State: store.PermissionExpired}}
-	idle := accepted(append(head, effDropSlot{}, effSetState{State: store.SessionWaitingForInput})...)
-	cases := perState("agent exited", in, nil, terminalStates(map[store.SessionState]decision{
-		store.SessionCreated:  idle,
-		store.SessionStarting: idle,
-		store.SessionRunning: accepted(append(head, effClearRunning{}, effInterruptTurn{PromptID: "p1", Reason: "agent_exited", Exit: exit},
-			effDropSlot{}, effSetState{State: store.SessionWaitingForInput})...),
-		store.SessionWaitingForInput: idle,
-	}, func(store.SessionState) decision { return accepted(append(head, effDropSlot{})...) }))
-	running := inState(store.SessionRunning)
+	head := []effect{effClearSettling{}, effRecordExit{Exit: exit}, effClosePermissions{State: session.PermissionExpired}}
+	idle := accepted(append(head, effDropSlot{}, effSetState{State: session.SessionWaitingForInput})...)
+	cases := perState("agent exited", in, nil, terminalStates(map[session.SessionState]decision{
+		session.SessionCreated:  idle,
+		session.SessionStarting: idle,
+		session.SessionRunning: accepted(append(head, effClearRunning{}, effInterruptTurn{PromptID: "p1", Reason: "agent_exited", Exit: exit},
+			effDropSlot{}, effSetState{State: session.SessionWaitingForInput})...),
+		session.SessionWaitingForInput: idle,
+	}, func(session.SessionState) decision { return accepted(append(head, effDropSlot{})...) }))
+	running := inState(session.SessionRunning)
 	cases = append(cases, []decideCase{
 		{"agent exited after a cancel", with(running, func(v *view) { v.Running = &runningView{PromptID: "p1", CancelRequested: true} }), in,
-			accepted(append(head, effClearRunning{}, effEndTurn{PromptID: "p1", State: store.TurnCancelled},
-				effDropSlot{}, effSetState{State: store.SessionWaitingForInput})...)},
+			accepted(append(head, effClearRunning{}, effEndTurn{PromptID: "p1", State: session.TurnCancelled},
+				effDropSlot{}, effSetState{State: session.SessionWaitingForInput})...)},
 		{"agent exited with prompts queued", with(running, func(v *view) { v.Queue = queued("q1") }), in,
 			accepted(append(head, effClearRunning{}, effHoldQueue{}, effInterruptTurn{PromptID: "p1", Reason: "agent_exited", Exit: exit},
-				effDropSlot{}, effSetState{State: store.SessionWaitingForInput})...)},
+				effDropSlot{}, effSetState{State: session.SessionWaitingForInput})...)},
 		{"agent lost with prompts queued", with(running, func(v *view) { v.Queue = queued("q1") }), agentExitedInput{Exit: exit, Lost: true},
 			accepted(append(head, effClearRunning{}, effHoldQueue{}, effInterruptTurn{PromptID: "p1", Reason: "executor_lost", Exit: exit},
-				effAwaitLate{PromptID: "p1"}, effDropSlot{}, effSetState{State: store.SessionWaitingForInput})...)},
-		{"agent exited between turns with prompts queued", with(inState(store.SessionWaitingForInput), func(v *view) { v.Queue = queued("q1") }), in,
+				effAwaitLate{PromptID: "p1"}, effDropSlot{}, effSetState{State: session.SessionWaitingForInput})...)},
+		{"agent exited between turns with prompts queued", with(inState(session.SessionWaitingForInput), func(v *view) { v.Queue = queued("q1") }), in,
 			accepted(append(head, effEnsureAgent{})...)},
 		{"agent exited after a cancel with prompts queued", with(running, func(v *view) {
 			v.Running = &runningView{PromptID: "p1", CancelRequested: true}
 			v.Queue = queued("q1")
-		}), in, accepted(append(head, effClearRunning{}, effEndTurn{PromptID: "p1", State: store.TurnCancelled}, effEnsureAgent{})...)},
-		{"agent exited with a held queue", with(inState(store.SessionWaitingForInput), func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), in, idle},
+		}), in, accepted(append(head, effClearRunning{}, effEndTurn{PromptID: "p1", State: session.TurnCancelled}, effEnsureAgent{})...)},
+		{"agent exited with a held queue", with(inState(session.SessionWaitingForInput), func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), in, idle},
 		{"agent lost with its executor host", running, agentExitedInput{Exit: exit, Lost: true},
 			accepted(append(head, effClearRunning{}, effInterruptTurn{PromptID: "p1", Reason: "executor_lost", Exit: exit},
-				effAwaitLate{PromptID: "p1"}, effDropSlot{}, effSetState{State: store.SessionWaitingForInput})...)},
+				effAwaitLate{PromptID: "p1"}, effDropSlot{}, effSetState{State: session.SessionWaitingForInput})...)},
 		{"agent exited while stopping", with(running, func(v *view) { v.Stopping = true }), in,
 			accepted(effClearSettling{}, effForgetAgent{}, effDropSlot{})},
 	}...)
@@ -95,14 +95,14 @@ func TestDecideAgentExited(t *testing.T) {
 	// and the interrupted turn keep it.
 	damaged := causeInfo{Code: "host_outbox_damaged", Message: "the executor host found the session's outbox damaged"}
 	withCause := agentExitedInput{Exit: exit, Lost: true, Cause: damaged}
-	causeHead := []effect{effClearSettling{}, effRecordExit{Exit: exit, Cause: damaged}, effClosePermissions{State: store.PermissionExpired}}
+	causeHead := []effect{effClearSettling{}, effRecordExit{Exit: exit, Cause: damaged}, effClosePermissions{State: session.PermissionExpired}}
 	cases = append(cases, []decideCase{
 		{"agent lost with a damaged outbox mid-turn", running, withCause,
 			accepted(append(causeHead, effClearRunning{}, effInterruptTurn{PromptID: "p1", Reason: "executor_lost", Exit: exit, Cause: damaged},
 				effAwaitLate{PromptID: "p1"},
-				effDropSlot{}, effSetState{State: store.SessionWaitingForInput})...)},
-		{"agent lost with a damaged outbox while idle", inState(store.SessionWaitingForInput), withCause,
-			accepted(append(causeHead, effDropSlot{}, effSetState{State: store.SessionWaitingForInput})...)},
+				effDropSlot{}, effSetState{State: session.SessionWaitingForInput})...)},
+		{"agent lost with a damaged outbox while idle", inState(session.SessionWaitingForInput), withCause,
+			accepted(append(causeHead, effDropSlot{}, effSetState{State: session.SessionWaitingForInput})...)},
 	}...)
 	runDecideCases(t, cases)
 }
@@ -110,14 +110,14 @@ func TestDecideAgentExited(t *testing.T) {
 func TestDecideNext(t *testing.T) {
 	in := nextInput{}
 	waitingQ := func(v *view) { v.Queue = queued("q1", "q2") }
-	cases := perState("next", in, waitingQ, terminalStates(map[store.SessionState]decision{
-		store.SessionCreated:         accepted(), // no agent yet
-		store.SessionStarting:        accepted(),
-		store.SessionRunning:         accepted(),
-		store.SessionWaitingForInput: accepted(effStartTurn{PromptID: "q1"}),
-	}, func(store.SessionState) decision { return accepted() }))
-	waiting := inState(store.SessionWaitingForInput)
-	idle := accepted(effSetState{State: store.SessionWaitingForInput})
+	cases := perState("next", in, waitingQ, terminalStates(map[session.SessionState]decision{
+		session.SessionCreated:         accepted(), // no agent yet
+		session.SessionStarting:        accepted(),
+		session.SessionRunning:         accepted(),
+		session.SessionWaitingForInput: accepted(effStartTurn{PromptID: "q1"}),
+	}, func(session.SessionState) decision { return accepted() }))
+	waiting := inState(session.SessionWaitingForInput)
+	idle := accepted(effSetState{State: session.SessionWaitingForInput})
 	cases = append(cases, []decideCase{
 		{"next with nothing queued", waiting, in, idle},
 		{"next with a held queue", with(waiting, func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), in, idle},
@@ -138,13 +138,13 @@ func TestDecidePermissionRequested(t *testing.T) {
 	in := permissionRequestedInput{}
 	bound := func(v *view) { v.MaxPermissions = 2 }
 	outside := accepted(effAskPermission{}, effPushRecovery{})
-	cases := perState("permission requested", in, bound, terminalStates(map[store.SessionState]decision{
-		store.SessionCreated:         outside,
-		store.SessionStarting:        outside,
-		store.SessionRunning:         accepted(effAskPermission{PromptID: "p1"}, effPushRecovery{}),
-		store.SessionWaitingForInput: outside,
-	}, func(store.SessionState) decision { return outside }))
-	running := with(inState(store.SessionRunning), bound)
+	cases := perState("permission requested", in, bound, terminalStates(map[session.SessionState]decision{
+		session.SessionCreated:         outside,
+		session.SessionStarting:        outside,
+		session.SessionRunning:         accepted(effAskPermission{PromptID: "p1"}, effPushRecovery{}),
+		session.SessionWaitingForInput: outside,
+	}, func(session.SessionState) decision { return outside }))
+	running := with(inState(session.SessionRunning), bound)
 	cases = append(cases, []decideCase{
 		{"permission requested after a cancel", with(running, func(v *view) { v.Running = &runningView{PromptID: "p1", CancelRequested: true} }), in,
 			accepted(effDeclinePermission{})},
@@ -161,21 +161,21 @@ func TestDecideAdmitted(t *testing.T) {
 	failure := errors.New("disk full")
 	admitting := func(v *view) {
 		v.Queue = []queuedView{{PromptID: "q1", Admitting: true}}
-		v.Turn = &turnView{PromptID: "q1", State: store.TurnQueued, Admitting: true}
+		v.Turn = &turnView{PromptID: "q1", State: session.TurnQueued, Admitting: true}
 	}
 	settle := effSettleAdmission{PromptID: "q1"}
 	ok := accepted(settle, effEnsureAgent{}, effStartNext{})
-	cases := perState("admitted", admittedInput{PromptID: "q1"}, admitting, terminalStates(map[store.SessionState]decision{
-		store.SessionCreated: ok, store.SessionStarting: ok, store.SessionRunning: ok, store.SessionWaitingForInput: ok,
-	}, func(store.SessionState) decision { return ok }))
+	cases := perState("admitted", admittedInput{PromptID: "q1"}, admitting, terminalStates(map[session.SessionState]decision{
+		session.SessionCreated: ok, session.SessionStarting: ok, session.SessionRunning: ok, session.SessionWaitingForInput: ok,
+	}, func(session.SessionState) decision { return ok }))
 	unadmit := accepted(settle, effUnadmit{PromptID: "q1", Err: failure}, effStartNext{})
-	cases = append(cases, perState("admission failed", admittedInput{PromptID: "q1", Err: failure}, admitting, terminalStates(map[store.SessionState]decision{
-		store.SessionCreated: unadmit, store.SessionStarting: unadmit, store.SessionRunning: unadmit, store.SessionWaitingForInput: unadmit,
-	}, func(store.SessionState) decision { return unadmit }))...)
-	waiting := with(inState(store.SessionWaitingForInput), admitting)
+	cases = append(cases, perState("admission failed", admittedInput{PromptID: "q1", Err: failure}, admitting, terminalStates(map[session.SessionState]decision{
+		session.SessionCreated: unadmit, session.SessionStarting: unadmit, session.SessionRunning: unadmit, session.SessionWaitingForInput: unadmit,
+	}, func(session.SessionState) decision { return unadmit }))...)
+	waiting := with(inState(session.SessionWaitingForInput), admitting)
 	cases = append(cases, []decideCase{
 		{"admitted twice", with(waiting, func(v *view) { v.Turn.Admitting = false }), admittedInput{PromptID: "q1"}, accepted()},
-		{"admitted unknown", inState(store.SessionWaitingForInput), admittedInput{PromptID: "q1"}, accepted()},
+		{"admitted unknown", inState(session.SessionWaitingForInput), admittedInput{PromptID: "q1"}, accepted()},
 		{"admitted after a cancel ended it", with(waiting, func(v *view) { v.Queue = nil }), admittedInput{PromptID: "q1"},
 			accepted(settle, effStartNext{})},
 		{"admission failed that released a hold", with(waiting, func(v *view) {
@@ -191,13 +191,13 @@ func TestDecideAdmitted(t *testing.T) {
 func TestDecideIdleCheck(t *testing.T) {
 	due := idleCheckInput{Elapsed: 2 * time.Minute, Timeout: time.Minute}
 	stop := accepted(effStopIdle{Timeout: time.Minute})
-	cases := perState("idle check", due, nil, terminalStates(map[store.SessionState]decision{
-		store.SessionCreated:         accepted(), // no agent: the next start arms the clock
-		store.SessionStarting:        accepted(),
-		store.SessionRunning:         accepted(effIdleBusy{}),
-		store.SessionWaitingForInput: stop,
-	}, func(store.SessionState) decision { return accepted() }))
-	waiting := inState(store.SessionWaitingForInput)
+	cases := perState("idle check", due, nil, terminalStates(map[session.SessionState]decision{
+		session.SessionCreated:         accepted(), // no agent: the next start arms the clock
+		session.SessionStarting:        accepted(),
+		session.SessionRunning:         accepted(effIdleBusy{}),
+		session.SessionWaitingForInput: stop,
+	}, func(session.SessionState) decision { return accepted() }))
+	waiting := inState(session.SessionWaitingForInput)
 	cases = append(cases, []decideCase{
 		{"idle check early", waiting, idleCheckInput{Elapsed: 20 * time.Second, Timeout: time.Minute}, accepted(effIdleWait{Left: 40 * time.Second})},
 		{"idle check with a permission open", with(waiting, func(v *view) { v.OpenPermissions = 1 }), due, accepted(effIdleBusy{})},

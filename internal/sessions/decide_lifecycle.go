@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/tether/tether/internal/errcode"
-	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/session"
 )
 
 // The decision table, continued: a session's life around its agent and its
@@ -133,13 +133,13 @@ func decideStartFailed(v view, in startFailedInput) decision {
 		// started the agent, and the user decides when they run.
 		code, msg := string(errcode.CodeOf(in.Err)), startErrorMessage(in.Err)
 		for _, q := range v.Queue {
-			d.Effects = append(d.Effects, effEndTurn{PromptID: q.PromptID, State: store.TurnFailed, ErrorCode: code, ErrorMessage: msg})
+			d.Effects = append(d.Effects, effEndTurn{PromptID: q.PromptID, State: session.TurnFailed, ErrorCode: code, ErrorMessage: msg})
 		}
 		if len(v.Queue) > 0 {
 			d.Effects = append(d.Effects, effDropQueue{})
 		}
 	}
-	d.Effects = append(d.Effects, effSetState{State: store.SessionWaitingForInput}, effPushRecovery{}, effNotifyWaiters{Err: in.Err})
+	d.Effects = append(d.Effects, effSetState{State: session.SessionWaitingForInput}, effPushRecovery{}, effNotifyWaiters{Err: in.Err})
 	return d
 }
 
@@ -225,9 +225,9 @@ func decideReloaded(v view, in reloadedInput) decision {
 	for _, t := range in.Turns {
 		switch {
 		case t.PromptID == running:
-		case t.State == store.TurnQueued:
+		case t.State == session.TurnQueued:
 			queue = append(queue, t.PromptID)
-		case t.State == store.TurnRunning && !v.Repairs[lostRepair(t.PromptID)]:
+		case t.State == session.TurnRunning && !v.Repairs[lostRepair(t.PromptID)]:
 			repairs = append(repairs, effRecordLost{PromptID: t.PromptID})
 		}
 	}
@@ -239,7 +239,7 @@ func decideReloaded(v view, in reloadedInput) decision {
 	d := accept(effReload{Queue: queue})
 	d.Effects = append(d.Effects, repairs...)
 	switch {
-	case v.Running != nil || in.State != store.SessionRunning:
+	case v.Running != nil || in.State != session.SessionRunning:
 		d.Effects = append(d.Effects, effForgetStateRepair{})
 	case !v.Repairs[repairState]:
 		repairs = append(repairs, effRepairState{})
@@ -293,7 +293,7 @@ func decideRestarted(v view, in restartedInput) decision {
 		return accept(effPushRecovery{})
 	}
 	if in.Hosted {
-		if in.Executor == store.ExecutorStarting {
+		if in.Executor == session.ExecutorStarting {
 			// The start was cut short, before the agent had a turn: it
 			// starts again (the host replaces what it had begun), and the
 			// queue runs on it.
@@ -304,15 +304,15 @@ func decideRestarted(v view, in restartedInput) decision {
 		return accept(effMarkReconnecting{}, effAttachAgent{}, effPushRecovery{})
 	}
 	var effs []effect
-	live := in.Executor == store.ExecutorReady || in.Executor == store.ExecutorStarting
+	live := in.Executor == session.ExecutorReady || in.Executor == session.ExecutorStarting
 	if live && in.Orphan {
 		effs = append(effs, effStopOrphan{})
 	}
-	interrupted := v.QueueHeld || slices.ContainsFunc(in.Turns, func(t storedTurn) bool { return t.State == store.TurnRunning })
+	interrupted := v.QueueHeld || slices.ContainsFunc(in.Turns, func(t storedTurn) bool { return t.State == session.TurnRunning })
 	held := v.QueueHeld
 	for _, t := range in.Turns {
 		switch {
-		case t.State != store.TurnQueued:
+		case t.State != session.TurnQueued:
 		case !interrupted:
 			interrupted = true
 		default:
@@ -322,16 +322,16 @@ func decideRestarted(v view, in restartedInput) decision {
 			}
 			continue
 		}
-		effs = append(effs, effRestartInterrupt{PromptID: t.PromptID, Running: t.State == store.TurnRunning})
+		effs = append(effs, effRestartInterrupt{PromptID: t.PromptID, Running: t.State == session.TurnRunning})
 	}
 	if in.Permissions > 0 {
-		effs = append(effs, effClosePermissions{State: store.PermissionExpired})
+		effs = append(effs, effClosePermissions{State: session.PermissionExpired})
 	}
 	if live {
 		effs = append(effs, effStopExecutor{})
 	}
-	if v.State != store.SessionWaitingForInput {
-		effs = append(effs, effSetState{State: store.SessionWaitingForInput})
+	if v.State != session.SessionWaitingForInput {
+		effs = append(effs, effSetState{State: session.SessionWaitingForInput})
 	} else {
 		effs = append(effs, effTaskFollow{})
 	}

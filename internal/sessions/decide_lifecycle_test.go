@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/tether/tether/internal/errcode"
-	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/session"
 )
 
 // The decision table's lifecycle inputs (decide_lifecycle.go): an agent's
@@ -17,25 +17,25 @@ import (
 // TestDecideRestarted: every state a crash can leave an active session in,
 // and what start-up reconciliation repairs.
 func TestDecideRestarted(t *testing.T) {
-	running := func(id string) storedTurn { return storedTurn{PromptID: id, State: store.TurnRunning} }
-	queuedT := func(id string) storedTurn { return storedTurn{PromptID: id, State: store.TurnQueued} }
+	running := func(id string) storedTurn { return storedTurn{PromptID: id, State: session.TurnRunning} }
+	queuedT := func(id string) storedTurn { return storedTurn{PromptID: id, State: session.TurnQueued} }
 	// repair is a session to repair with agent available and, unless
 	// changed, a stopped executor.
 	repair := func(f func(*restartedInput)) restartedInput {
-		in := restartedInput{Repair: true, Executor: store.ExecutorStopped, AgentAvailable: true}
+		in := restartedInput{Repair: true, Executor: session.ExecutorStopped, AgentAvailable: true}
 		if f != nil {
 			f(&in)
 		}
 		return in
 	}
 	midTurn := func(in *restartedInput) {
-		in.Turns, in.Executor, in.Orphan = []storedTurn{running("p1")}, store.ExecutorReady, true
+		in.Turns, in.Executor, in.Orphan = []storedTurn{running("p1")}, session.ExecutorReady, true
 	}
-	inRunning, waiting := view{State: store.SessionRunning}, view{State: store.SessionWaitingForInput}
-	heldWaiting := view{State: store.SessionWaitingForInput, QueueHeld: true}
-	toWaiting := effSetState{State: store.SessionWaitingForInput}
+	inRunning, waiting := view{State: session.SessionRunning}, view{State: session.SessionWaitingForInput}
+	heldWaiting := view{State: session.SessionWaitingForInput, QueueHeld: true}
+	toWaiting := effSetState{State: session.SessionWaitingForInput}
 	interruptP1 := effRestartInterrupt{PromptID: "p1", Running: true}
-	expire := effClosePermissions{State: store.PermissionExpired}
+	expire := effClosePermissions{State: session.PermissionExpired}
 	runDecideCases(t, []decideCase{
 		{"restarted at rest", waiting, restartedInput{AgentAvailable: true}, accepted()},
 		{"restarted mid-turn, hosted", inRunning, repair(func(in *restartedInput) {
@@ -43,12 +43,12 @@ func TestDecideRestarted(t *testing.T) {
 			in.Orphan, in.Hosted, in.Permissions = false, true, 1
 			in.Turns = append(in.Turns, queuedT("q1"))
 		}), accepted(effMarkReconnecting{}, effAttachAgent{}, effPushRecovery{})},
-		{"restarted while a hosted agent started, its first prompt queued", view{State: store.SessionStarting}, repair(func(in *restartedInput) {
-			in.Executor, in.Hosted = store.ExecutorStarting, true
+		{"restarted while a hosted agent started, its first prompt queued", view{State: session.SessionStarting}, repair(func(in *restartedInput) {
+			in.Executor, in.Hosted = session.ExecutorStarting, true
 			in.Turns = []storedTurn{queuedT("q1")}
 		}), accepted(effStopExecutor{}, effRestartAgent{}, effPushRecovery{})},
 		{"restarted waiting for input, hosted", waiting, repair(func(in *restartedInput) {
-			in.Executor, in.Hosted = store.ExecutorReconnecting, true
+			in.Executor, in.Hosted = session.ExecutorReconnecting, true
 		}), accepted(effMarkReconnecting{}, effAttachAgent{}, effPushRecovery{})},
 		{"restarted at rest, its agent gone from the config", waiting, restartedInput{}, accepted(effPushRecovery{})},
 		{"restarted mid-turn", inRunning, repair(midTurn),
@@ -59,7 +59,7 @@ func TestDecideRestarted(t *testing.T) {
 			midTurn(in)
 			in.Turns = append(in.Turns, queuedT("q1"), queuedT("q2"))
 		}), accepted(effStopOrphan{}, interruptP1, effHoldQueue{}, effStopExecutor{}, toWaiting, effPushRecovery{})},
-		{"restarted mid-turn behind a held queue", view{State: store.SessionRunning, QueueHeld: true}, repair(func(in *restartedInput) {
+		{"restarted mid-turn behind a held queue", view{State: session.SessionRunning, QueueHeld: true}, repair(func(in *restartedInput) {
 			midTurn(in)
 			in.Turns = append(in.Turns, queuedT("q1"))
 		}), accepted(effStopOrphan{}, interruptP1, effStopExecutor{}, toWaiting, effPushRecovery{})},
@@ -68,7 +68,7 @@ func TestDecideRestarted(t *testing.T) {
 		{"restarted mid-turn on an in-process agent", inRunning, repair(func(in *restartedInput) { midTurn(in); in.Orphan = false }),
 			accepted(interruptP1, effStopExecutor{}, toWaiting, effPushRecovery{})},
 		{"restarted mid-turn, its agent already exited", inRunning, repair(func(in *restartedInput) {
-			in.Turns, in.Executor, in.Orphan = []storedTurn{running("p1")}, store.ExecutorError, true
+			in.Turns, in.Executor, in.Orphan = []storedTurn{running("p1")}, session.ExecutorError, true
 		}), accepted(interruptP1, toWaiting, effPushRecovery{})},
 		{"restarted with a turn about to start", waiting, repair(func(in *restartedInput) { in.Turns = []storedTurn{queuedT("q1")} }),
 			accepted(effRestartInterrupt{PromptID: "q1"}, effTaskFollow{}, effPushRecovery{})},
@@ -76,16 +76,16 @@ func TestDecideRestarted(t *testing.T) {
 			accepted(effRestartInterrupt{PromptID: "q1"}, effHoldQueue{}, effTaskFollow{}, effPushRecovery{})},
 		{"restarted with a queue held by an earlier restart", heldWaiting, repair(func(in *restartedInput) { in.Turns = []storedTurn{queuedT("q1"), queuedT("q2")} }),
 			accepted(effTaskFollow{}, effPushRecovery{})},
-		{"restarted idle with its agent ready", waiting, repair(func(in *restartedInput) { in.Executor, in.Orphan = store.ExecutorReady, true }),
+		{"restarted idle with its agent ready", waiting, repair(func(in *restartedInput) { in.Executor, in.Orphan = session.ExecutorReady, true }),
 			accepted(effStopOrphan{}, effStopExecutor{}, effTaskFollow{}, effPushRecovery{})},
 		{"restarted idle with a permission outside a turn", waiting, repair(func(in *restartedInput) { in.Permissions = 1 }),
 			accepted(expire, effTaskFollow{}, effPushRecovery{})},
-		{"restarted while its agent started", view{State: store.SessionStarting}, repair(func(in *restartedInput) { in.Executor, in.Orphan = store.ExecutorStarting, true }),
+		{"restarted while its agent started", view{State: session.SessionStarting}, repair(func(in *restartedInput) { in.Executor, in.Orphan = session.ExecutorStarting, true }),
 			accepted(effStopOrphan{}, effStopExecutor{}, toWaiting, effPushRecovery{})},
-		{"restarted while its agent started, no process yet", view{State: store.SessionStarting}, repair(func(in *restartedInput) { in.Executor = store.ExecutorStarting }),
+		{"restarted while its agent started, no process yet", view{State: session.SessionStarting}, repair(func(in *restartedInput) { in.Executor = session.ExecutorStarting }),
 			accepted(effStopExecutor{}, toWaiting, effPushRecovery{})},
-		{"restarted while its first prompt started the agent", view{State: store.SessionStarting}, repair(func(in *restartedInput) {
-			in.Turns, in.Executor = []storedTurn{queuedT("q1")}, store.ExecutorStarting
+		{"restarted while its first prompt started the agent", view{State: session.SessionStarting}, repair(func(in *restartedInput) {
+			in.Turns, in.Executor = []storedTurn{queuedT("q1")}, session.ExecutorStarting
 		}), accepted(effRestartInterrupt{PromptID: "q1"}, effStopExecutor{}, toWaiting, effPushRecovery{})},
 	})
 }
@@ -93,11 +93,11 @@ func TestDecideRestarted(t *testing.T) {
 func TestDecideWriteFailed(t *testing.T) {
 	in, closing := writeFailedInput{}, writeFailedInput{ShuttingDown: true}
 	reload := accepted(effReportWriteFailed{}, effReloadWhenQuiet{})
-	reloadEveryState := func(store.SessionState) decision { return reload }
-	cases := perState("write failed", in, nil, terminalStates(map[store.SessionState]decision{
-		store.SessionCreated: reload, store.SessionStarting: reload, store.SessionRunning: reload, store.SessionWaitingForInput: reload,
+	reloadEveryState := func(session.SessionState) decision { return reload }
+	cases := perState("write failed", in, nil, terminalStates(map[session.SessionState]decision{
+		session.SessionCreated: reload, session.SessionStarting: reload, session.SessionRunning: reload, session.SessionWaitingForInput: reload,
 	}, reloadEveryState))
-	waiting := inState(store.SessionRunning)
+	waiting := inState(session.SessionRunning)
 	reloading := with(waiting, func(v *view) { v.Reloading = true })
 	cases = append(cases, []decideCase{
 		{"write failed while a reload waits", reloading, in, accepted(effReportWriteFailed{})},
@@ -112,9 +112,9 @@ func TestDecideWriteFailed(t *testing.T) {
 // session back after a failed write, for what the store holds against
 // what is live.
 func TestDecideReloaded(t *testing.T) {
-	stored := func(id string, s store.TurnState) storedTurn { return storedTurn{PromptID: id, State: s} }
-	done, p1Running := stored("p0", store.TurnCompleted), stored("p1", store.TurnRunning)
-	reloaded := func(s store.SessionState, turns ...storedTurn) reloadedInput {
+	stored := func(id string, s session.TurnState) storedTurn { return storedTurn{PromptID: id, State: s} }
+	done, p1Running := stored("p0", session.TurnCompleted), stored("p1", session.TurnRunning)
+	reloaded := func(s session.SessionState, turns ...storedTurn) reloadedInput {
 		return reloadedInput{State: s, Turns: turns}
 	}
 	agrees := accepted(effReload{}, effForgetStateRepair{}, effStartNext{})
@@ -122,12 +122,12 @@ func TestDecideReloaded(t *testing.T) {
 	var cases []decideCase
 	for _, s := range allStates {
 		turns := []storedTurn{done}
-		if s == store.SessionRunning {
+		if s == session.SessionRunning {
 			turns = append(turns, p1Running)
 		}
 		cases = append(cases, decideCase{"reloaded, the store agrees/" + string(s), inState(s), reloaded(s, turns...), agrees})
 	}
-	running, idle := inState(store.SessionRunning), inState(store.SessionWaitingForInput)
+	running, idle := inState(session.SessionRunning), inState(session.SessionWaitingForInput)
 	tried := func(keys ...string) func(*view) {
 		return func(v *view) {
 			v.Repairs = map[string]bool{}
@@ -145,39 +145,39 @@ func TestDecideReloaded(t *testing.T) {
 	}
 	lostTurn := accepted(effReload{}, effRecordLost{PromptID: "p1"}, effRepairState{}, effPushRecovery{}, effStartNext{})
 	cases = append(cases, []decideCase{
-		{"reloaded after a turn's end was lost", idle, reloaded(store.SessionRunning, done, p1Running), lostTurn},
-		{"reloaded after a turn's end was lost, the state stored", idle, reloaded(store.SessionWaitingForInput, done, p1Running),
+		{"reloaded after a turn's end was lost", idle, reloaded(session.SessionRunning, done, p1Running), lostTurn},
+		{"reloaded after a turn's end was lost, the state stored", idle, reloaded(session.SessionWaitingForInput, done, p1Running),
 			accepted(effReload{}, effRecordLost{PromptID: "p1"}, effForgetStateRepair{}, effPushRecovery{}, effStartNext{})},
 		{"reloaded after both repairs were tried", with(idle, tried(lostRepair("p1"), repairState)),
-			reloaded(store.SessionRunning, done, p1Running), accepted(effReload{}, effStartNext{})},
+			reloaded(session.SessionRunning, done, p1Running), accepted(effReload{}, effStartNext{})},
 		{"reloaded after the lost turn's repair was tried", with(idle, tried(lostRepair("p1"))),
-			reloaded(store.SessionRunning, done, p1Running), accepted(effReload{}, effRepairState{}, effPushRecovery{}, effStartNext{})},
+			reloaded(session.SessionRunning, done, p1Running), accepted(effReload{}, effRepairState{}, effPushRecovery{}, effStartNext{})},
 		{"reloaded after two turns' ends were lost", idle,
-			reloaded(store.SessionWaitingForInput, stored("p1", store.TurnRunning), stored("p2", store.TurnRunning)),
+			reloaded(session.SessionWaitingForInput, stored("p1", session.TurnRunning), stored("p2", session.TurnRunning)),
 			accepted(effReload{}, effRecordLost{PromptID: "p1"}, effRecordLost{PromptID: "p2"}, effForgetStateRepair{}, effPushRecovery{}, effStartNext{})},
-		{"reloaded with only the session state lost", idle, reloaded(store.SessionRunning, done),
+		{"reloaded with only the session state lost", idle, reloaded(session.SessionRunning, done),
 			accepted(effReload{}, effRepairState{}, effPushRecovery{}, effStartNext{})},
-		{"reloaded mid-turn, the state stored RUNNING", running, reloaded(store.SessionRunning, done, p1Running), agrees},
-		{"reloaded mid-turn, the turn stored queued", running, reloaded(store.SessionWaitingForInput, done, stored("p1", store.TurnQueued)), agrees},
-		{"reloaded mid-turn with an older turn lost", running, reloaded(store.SessionRunning, stored("p0", store.TurnRunning), p1Running),
+		{"reloaded mid-turn, the state stored RUNNING", running, reloaded(session.SessionRunning, done, p1Running), agrees},
+		{"reloaded mid-turn, the turn stored queued", running, reloaded(session.SessionWaitingForInput, done, stored("p1", session.TurnQueued)), agrees},
+		{"reloaded mid-turn with an older turn lost", running, reloaded(session.SessionRunning, stored("p0", session.TurnRunning), p1Running),
 			accepted(effReload{}, effRecordLost{PromptID: "p0"}, effForgetStateRepair{}, effPushRecovery{}, effStartNext{})},
 		{"reloaded with turns queued", with(running, func(v *view) { v.Queue = queued("q1", "q2") }),
-			reloaded(store.SessionRunning, done, p1Running, stored("q1", store.TurnQueued), stored("q2", store.TurnQueued)),
+			reloaded(session.SessionRunning, done, p1Running, stored("q1", session.TurnQueued), stored("q2", session.TurnQueued)),
 			accepted(effReload{Queue: []string{"q1", "q2"}}, effForgetStateRepair{}, effStartNext{})},
 		{"reloaded with a queued turn the actor had ended", idle,
-			reloaded(store.SessionWaitingForInput, done, stored("q1", store.TurnQueued)),
+			reloaded(session.SessionWaitingForInput, done, stored("q1", session.TurnQueued)),
 			accepted(effReload{Queue: []string{"q1"}}, effForgetStateRepair{}, effStartNext{})},
 		{"reloaded with a queued turn whose end was stored", with(idle, func(v *view) { v.Queue = queued("q1") }),
-			reloaded(store.SessionWaitingForInput, done, stored("q1", store.TurnCancelled)), agrees},
+			reloaded(session.SessionWaitingForInput, done, stored("q1", session.TurnCancelled)), agrees},
 		{"reloaded with turns being admitted", with(running, func(v *view) { v.Queue = queued("q1"); admitting("q3", "q2")(v) }),
-			reloaded(store.SessionRunning, done, p1Running, stored("q1", store.TurnQueued)),
+			reloaded(session.SessionRunning, done, p1Running, stored("q1", session.TurnQueued)),
 			accepted(effReload{Queue: []string{"q1", "q3", "q2"}}, effForgetStateRepair{}, effStartNext{})},
 		{"reloaded with a turn being admitted the store holds", with(running, admitting("q1")),
-			reloaded(store.SessionRunning, done, p1Running, stored("q1", store.TurnQueued), stored("q2", store.TurnQueued)),
+			reloaded(session.SessionRunning, done, p1Running, stored("q1", session.TurnQueued), stored("q2", session.TurnQueued)),
 			accepted(effReload{Queue: []string{"q1", "q2"}}, effForgetStateRepair{}, effStartNext{})},
-		{"reloaded with nothing stored but a turn being admitted", with(inState(store.SessionCreated), admitting("q1")),
-			reloaded(store.SessionCreated), accepted(effReload{Queue: []string{"q1"}}, effForgetStateRepair{}, effStartNext{})},
-		{"reloaded after a close", inState(store.SessionCompleted), reloaded(store.SessionCompleted, done, p1Running),
+		{"reloaded with nothing stored but a turn being admitted", with(inState(session.SessionCreated), admitting("q1")),
+			reloaded(session.SessionCreated), accepted(effReload{Queue: []string{"q1"}}, effForgetStateRepair{}, effStartNext{})},
+		{"reloaded after a close", inState(session.SessionCompleted), reloaded(session.SessionCompleted, done, p1Running),
 			accepted(effReload{}, effRecordLost{PromptID: "p1"}, effForgetStateRepair{}, effPushRecovery{}, effStartNext{})},
 	}...)
 	runDecideCases(t, cases)
@@ -186,15 +186,15 @@ func TestDecideReloaded(t *testing.T) {
 func TestDecideEnsureAgent(t *testing.T) {
 	in := ensureAgentInput{}
 	first := accepted(effReserveSlot{}, effStartAgent{})
-	cases := perState("ensure agent", in, nil, terminalStates(map[store.SessionState]decision{
-		store.SessionCreated:         first,
-		store.SessionStarting:        accepted(),
-		store.SessionRunning:         accepted(),
-		store.SessionWaitingForInput: accepted(),
-	}, func(store.SessionState) decision { return accepted() }))
+	cases := perState("ensure agent", in, nil, terminalStates(map[session.SessionState]decision{
+		session.SessionCreated:         first,
+		session.SessionStarting:        accepted(),
+		session.SessionRunning:         accepted(),
+		session.SessionWaitingForInput: accepted(),
+	}, func(session.SessionState) decision { return accepted() }))
 	// stopped: its agent stopped idle (or exited) after turn p0, and the
 	// executor kept the ACP session to restore.
-	stopped := with(inState(store.SessionWaitingForInput), func(v *view) {
+	stopped := with(inState(session.SessionWaitingForInput), func(v *view) {
 		v.Agent, v.HasSlot, v.Connected, v.StoredSession, v.HasTurns = agentNone, false, false, true, true
 	})
 	cases = append(cases, []decideCase{
@@ -208,7 +208,7 @@ func TestDecideEnsureAgent(t *testing.T) {
 			accepted(effReserveSlot{}, effStartAgent{Restore: true})},
 		{"ensure agent while its connection opens the session", with(stopped, func(v *view) { v.Connected = true }), in, accepted()},
 		{"ensure agent while stopping", with(stopped, func(v *view) { v.Stopping = true }), in, accepted()},
-		{"ensure agent of a closed session", with(stopped, func(v *view) { v.State = store.SessionCompleted }), in, accepted()},
+		{"ensure agent of a closed session", with(stopped, func(v *view) { v.State = session.SessionCompleted }), in, accepted()},
 	}...)
 	runDecideCases(t, cases)
 }
@@ -221,25 +221,25 @@ func TestDecideAgentStarted(t *testing.T) {
 	discard := accepted(effDiscardStart{},
 		effNotifyWaiters{Err: errcode.New(errcode.SessionTerminal, "session closed while its agent was starting")})
 	startFailed := accepted(effClearStarting{}, effRecordStartError{Err: err}, effDropSlot{},
-		effSetState{State: store.SessionWaitingForInput}, effPushRecovery{}, effNotifyWaiters{Err: err})
-	discardClosed := func(store.SessionState) decision { return discard }
+		effSetState{State: session.SessionWaitingForInput}, effPushRecovery{}, effNotifyWaiters{Err: err})
+	discardClosed := func(session.SessionState) decision { return discard }
 	// A start reports in STARTING; the other states are reached while it
 	// ran (a close, a restart's repair, a turn of the previous agent).
-	cases := perState("agent started", ok, nil, terminalStates(map[store.SessionState]decision{
-		store.SessionCreated: adopt, store.SessionStarting: adopt, store.SessionRunning: adopt, store.SessionWaitingForInput: adopt,
+	cases := perState("agent started", ok, nil, terminalStates(map[session.SessionState]decision{
+		session.SessionCreated: adopt, session.SessionStarting: adopt, session.SessionRunning: adopt, session.SessionWaitingForInput: adopt,
 	}, discardClosed))
-	cases = append(cases, perState("agent start failed", failed, nil, terminalStates(map[store.SessionState]decision{
-		store.SessionCreated: startFailed, store.SessionStarting: startFailed, store.SessionRunning: startFailed, store.SessionWaitingForInput: startFailed,
+	cases = append(cases, perState("agent start failed", failed, nil, terminalStates(map[session.SessionState]decision{
+		session.SessionCreated: startFailed, session.SessionStarting: startFailed, session.SessionRunning: startFailed, session.SessionWaitingForInput: startFailed,
 	}, discardClosed))...)
-	starting := with(inState(store.SessionStarting), func(v *view) { v.Agent = agentStarting })
+	starting := with(inState(session.SessionStarting), func(v *view) { v.Agent = agentStarting })
 	cases = append(cases, []decideCase{
 		{"agent started for a start since replaced", starting, stale, discard},
 		{"agent start failed for a start since replaced", starting, agentStartedInput{Err: err}, discard},
 		{"agent started while stopping", with(starting, func(v *view) { v.Stopping = true }), ok, discard},
 		{"agent start failed with prompts queued", with(starting, func(v *view) { v.Queue = queued("q1") }), failed,
 			accepted(effClearStarting{}, effRecordStartError{Err: err}, effDropSlot{},
-				effEndTurn{PromptID: "q1", State: store.TurnFailed, ErrorCode: "agent_start_failed", ErrorMessage: "agent did not start"},
-				effDropQueue{}, effSetState{State: store.SessionWaitingForInput}, effPushRecovery{}, effNotifyWaiters{Err: err})},
+				effEndTurn{PromptID: "q1", State: session.TurnFailed, ErrorCode: "agent_start_failed", ErrorMessage: "agent did not start"},
+				effDropQueue{}, effSetState{State: session.SessionWaitingForInput}, effPushRecovery{}, effNotifyWaiters{Err: err})},
 		{"agent start failed with a held queue", with(starting, func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), failed, startFailed},
 	}...)
 	runDecideCases(t, cases)
@@ -248,27 +248,27 @@ func TestDecideAgentStarted(t *testing.T) {
 func TestDecideStartFailed(t *testing.T) {
 	err := errcode.New(errcode.AgentStartFailed, "agent did not start")
 	in := startFailedInput{Err: err}
-	tail := []effect{effSetState{State: store.SessionWaitingForInput}, effPushRecovery{}, effNotifyWaiters{Err: err}}
-	failQ1 := effEndTurn{PromptID: "q1", State: store.TurnFailed, ErrorCode: "agent_start_failed", ErrorMessage: "agent did not start"}
+	tail := []effect{effSetState{State: session.SessionWaitingForInput}, effPushRecovery{}, effNotifyWaiters{Err: err}}
+	failQ1 := effEndTurn{PromptID: "q1", State: session.TurnFailed, ErrorCode: "agent_start_failed", ErrorMessage: "agent did not start"}
 	// A start fails in CREATED (the first prompt started it) and STARTING
 	// (a resume or a restart after an exit).
-	starting := with(inState(store.SessionStarting), func(v *view) { v.Agent = agentStarting })
+	starting := with(inState(session.SessionStarting), func(v *view) { v.Agent = agentStarting })
 	cases := []decideCase{
-		{"start failed/CREATED", with(inState(store.SessionCreated), func(v *view) { v.Queue = queued("q1") }), in,
+		{"start failed/CREATED", with(inState(session.SessionCreated), func(v *view) { v.Queue = queued("q1") }), in,
 			accepted(append([]effect{effRecordStartError{Err: err}, effDropSlot{}, failQ1, effDropQueue{}}, tail...)...)},
 		{"start failed/STARTING", starting, in, accepted(append([]effect{effRecordStartError{Err: err}, effDropSlot{}}, tail...)...)},
 		{"start failed with a held queue", with(starting, func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), in,
 			accepted(append([]effect{effRecordStartError{Err: err}, effDropSlot{}}, tail...)...)},
 		{"start failed with a plain error", with(starting, func(v *view) { v.Queue = queued("q1") }), startFailedInput{Err: errors.New("exec: no such file")},
 			accepted(effRecordStartError{Err: errors.New("exec: no such file")}, effDropSlot{},
-				effEndTurn{PromptID: "q1", State: store.TurnFailed, ErrorCode: "internal_error", ErrorMessage: "exec: no such file"}, effDropQueue{},
-				effSetState{State: store.SessionWaitingForInput}, effPushRecovery{}, effNotifyWaiters{Err: errors.New("exec: no such file")})},
+				effEndTurn{PromptID: "q1", State: session.TurnFailed, ErrorCode: "internal_error", ErrorMessage: "exec: no such file"}, effDropQueue{},
+				effSetState{State: session.SessionWaitingForInput}, effPushRecovery{}, effNotifyWaiters{Err: errors.New("exec: no such file")})},
 	}
 	runDecideCases(t, cases)
 }
 
 func TestDecideStartSucceeded(t *testing.T) {
-	starting := inState(store.SessionStarting)
+	starting := inState(session.SessionStarting)
 	run := []effect{effNotifyWaiters{}, effStartNext{}, effPushRecovery{}, effArmIdle{}}
 	load := resumedInfo{Strategy: StrategyNativeLoad, ContextRestored: true}
 	resume := resumedInfo{Strategy: StrategyNativeResume, ContextRestored: true}
@@ -288,7 +288,7 @@ func TestDecideStartSucceeded(t *testing.T) {
 }
 
 func TestDecideReplaySettled(t *testing.T) {
-	settling := with(inState(store.SessionStarting), func(v *view) { v.Settling = true })
+	settling := with(inState(session.SessionStarting), func(v *view) { v.Settling = true })
 	run := []effect{effNotifyWaiters{}, effStartNext{}, effPushRecovery{}, effArmIdle{}}
 	load := resumedInfo{Strategy: StrategyNativeLoad, ContextRestored: true}
 	lost := resumedInfo{Strategy: StrategyFresh, Fallback: "empty_replay"}
@@ -301,7 +301,7 @@ func TestDecideReplaySettled(t *testing.T) {
 		{"replay settled empty with history injection", settling, replaySettledInput{Resumed: load, Current: true, Inject: true},
 			accepted(append([]effect{effClearSettling{}, effRecordResumed{Resumed: injected}}, run...)...)},
 		{"replay settled for a previous agent", settling, replaySettledInput{Resumed: load}, accepted()},
-		{"replay settled after the settle ended", inState(store.SessionStarting), replaySettledInput{Resumed: load, Current: true}, accepted()},
+		{"replay settled after the settle ended", inState(session.SessionStarting), replaySettledInput{Resumed: load, Current: true}, accepted()},
 	})
 }
 
@@ -385,28 +385,28 @@ func TestDecideShutdown(t *testing.T) {
 	in := shutdownCmd{}
 	stop := accepted(effMarkStopping{}, effStopAgent{Why: restartedWhy})
 	mark := accepted(effMarkStopping{})
-	cases := perState("shutdown", in, nil, terminalStates(map[store.SessionState]decision{
-		store.SessionCreated:         mark,
-		store.SessionStarting:        mark,
-		store.SessionRunning:         stop,
-		store.SessionWaitingForInput: stop,
-	}, func(store.SessionState) decision { return mark }))
-	running := inState(store.SessionRunning)
+	cases := perState("shutdown", in, nil, terminalStates(map[session.SessionState]decision{
+		session.SessionCreated:         mark,
+		session.SessionStarting:        mark,
+		session.SessionRunning:         stop,
+		session.SessionWaitingForInput: stop,
+	}, func(session.SessionState) decision { return mark }))
+	running := inState(session.SessionRunning)
 	cases = append(cases, []decideCase{
 		{"shutdown mid-turn with prompts queued and a permission open", with(running, func(v *view) {
 			v.Queue, v.OpenPermissions, v.MaxPermissions = queued("q1", "q2"), 1, 4
 		}), in, stop},
 		{"shutdown mid-turn after a cancel", with(running, func(v *view) { v.Running.CancelRequested = true }), in, stop},
 		{"shutdown mid-turn of a hosted agent", with(running, func(v *view) { v.Hosted = true }), in, mark},
-		{"shutdown of a hosted agent at rest", with(inState(store.SessionWaitingForInput), func(v *view) { v.Hosted = true }), in, mark},
-		{"shutdown with prompts held since a restart", with(inState(store.SessionWaitingForInput), func(v *view) {
+		{"shutdown of a hosted agent at rest", with(inState(session.SessionWaitingForInput), func(v *view) { v.Hosted = true }), in, mark},
+		{"shutdown with prompts held since a restart", with(inState(session.SessionWaitingForInput), func(v *view) {
 			v.Queue, v.QueueHeld = queued("q1"), true
 		}), in, stop},
 		{"shutdown during a close", with(running, func(v *view) { v.Stopping = true }), in, stop},
-		{"shutdown while a load waits for its replay", with(inState(store.SessionStarting), func(v *view) {
+		{"shutdown while a load waits for its replay", with(inState(session.SessionStarting), func(v *view) {
 			v.Agent, v.Connected, v.Settling = agentReady, true, true
 		}), in, stop},
-		{"shutdown after an idle stop", with(inState(store.SessionWaitingForInput), func(v *view) {
+		{"shutdown after an idle stop", with(inState(session.SessionWaitingForInput), func(v *view) {
 			v.Agent, v.HasSlot, v.Connected = agentNone, false, false
 		}), in, mark},
 	}...)

@@ -8,32 +8,32 @@ import (
 
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/recovery"
-	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/session"
 )
 
 // The decision table's tests: every command in every session state, every
 // agent input in the states it can arrive in, and the edge cases of each.
 // decide is pure, so these need no store, no agent and no clock.
 
-var allStates = []store.SessionState{store.SessionCreated, store.SessionStarting, store.SessionRunning,
-	store.SessionWaitingForInput, store.SessionCompleted, store.SessionFailed, store.SessionCancelled}
+var allStates = []session.SessionState{session.SessionCreated, session.SessionStarting, session.SessionRunning,
+	session.SessionWaitingForInput, session.SessionCompleted, session.SessionFailed, session.SessionCancelled}
 
 // inState is a typical session in state s: CREATED has no agent yet,
 // STARTING an agent starting, RUNNING turn p1 on a ready agent,
 // WAITING_FOR_INPUT a ready idle agent after p0; terminal sessions have no
 // agent and ended p0.
-func inState(s store.SessionState) view {
+func inState(s session.SessionState) view {
 	v := view{State: s, QueueLimit: 3, Version: 7}
-	ended := &turnView{PromptID: "p0", State: store.TurnCompleted, Kind: store.TurnPrompt}
+	ended := &turnView{PromptID: "p0", State: session.TurnCompleted, Kind: session.TurnPrompt}
 	switch s {
-	case store.SessionCreated:
-	case store.SessionStarting:
+	case session.SessionCreated:
+	case session.SessionStarting:
 		v.Agent, v.HasSlot = agentStarting, true
-	case store.SessionRunning:
+	case session.SessionRunning:
 		v.Agent, v.HasSlot, v.Connected = agentReady, true, true
 		v.Running = &runningView{PromptID: "p1"}
-		v.Last = &turnView{PromptID: "p1", State: store.TurnRunning, Kind: store.TurnPrompt}
-	case store.SessionWaitingForInput:
+		v.Last = &turnView{PromptID: "p1", State: session.TurnRunning, Kind: session.TurnPrompt}
+	case session.SessionWaitingForInput:
 		v.Agent, v.HasSlot, v.Connected = agentReady, true, true
 		v.Last = ended
 	default:
@@ -75,7 +75,7 @@ func refused(code errcode.Code, details map[string]any) decision {
 
 func accepted(effs ...effect) decision { return decision{Effects: effs} }
 
-func terminalRefusal(s store.SessionState) decision {
+func terminalRefusal(s session.SessionState) decision {
 	return refused(errcode.SessionTerminal, map[string]any{"state": string(s)})
 }
 
@@ -90,7 +90,7 @@ type decideCase struct {
 // perState makes one case per session state, named cmd/STATE, from the
 // typical view of each state (changed by prep, if set) and the wanted
 // decision for each.
-func perState(cmd string, in input, prep func(*view), want map[store.SessionState]decision) []decideCase {
+func perState(cmd string, in input, prep func(*view), want map[session.SessionState]decision) []decideCase {
 	var out []decideCase
 	for _, s := range allStates {
 		w, ok := want[s]
@@ -107,8 +107,8 @@ func perState(cmd string, in input, prep func(*view), want map[store.SessionStat
 }
 
 // terminalStates adds the same wanted decision for the three terminal states.
-func terminalStates(want map[store.SessionState]decision, d func(store.SessionState) decision) map[store.SessionState]decision {
-	for _, s := range []store.SessionState{store.SessionCompleted, store.SessionFailed, store.SessionCancelled} {
+func terminalStates(want map[session.SessionState]decision, d func(session.SessionState) decision) map[session.SessionState]decision {
+	for _, s := range []session.SessionState{session.SessionCompleted, session.SessionFailed, session.SessionCancelled} {
 		want[s] = d(s)
 	}
 	return want
@@ -158,44 +158,44 @@ func TestDecidePrompt(t *testing.T) {
 	in := promptCmd{PromptID: "p9", Multitask: MultitaskEnqueue}
 	reject := promptCmd{PromptID: "p9", Multitask: MultitaskReject}
 	enqueue := accepted(effEnqueue{})
-	cases := perState("prompt", in, nil, terminalStates(map[store.SessionState]decision{
-		store.SessionCreated:         accepted(effReserveSlot{}, effEnqueue{}),
-		store.SessionStarting:        enqueue,
-		store.SessionRunning:         enqueue,
-		store.SessionWaitingForInput: enqueue,
+	cases := perState("prompt", in, nil, terminalStates(map[session.SessionState]decision{
+		session.SessionCreated:         accepted(effReserveSlot{}, effEnqueue{}),
+		session.SessionStarting:        enqueue,
+		session.SessionRunning:         enqueue,
+		session.SessionWaitingForInput: enqueue,
 	}, terminalRefusal))
-	cases = append(cases, perState("prompt reject", reject, nil, terminalStates(map[store.SessionState]decision{
-		store.SessionCreated:         accepted(effReserveSlot{}, effEnqueue{}),
-		store.SessionStarting:        enqueue,
-		store.SessionRunning:         refused(errcode.TurnActive, map[string]any{"promptId": "p1"}),
-		store.SessionWaitingForInput: enqueue,
+	cases = append(cases, perState("prompt reject", reject, nil, terminalStates(map[session.SessionState]decision{
+		session.SessionCreated:         accepted(effReserveSlot{}, effEnqueue{}),
+		session.SessionStarting:        enqueue,
+		session.SessionRunning:         refused(errcode.TurnActive, map[string]any{"promptId": "p1"}),
+		session.SessionWaitingForInput: enqueue,
 	}, terminalRefusal))...)
 	repeat := func(samePrompt, admitting bool) func(*view) {
 		return func(v *view) {
-			v.Turn = &turnView{PromptID: "p9", State: store.TurnQueued, SamePrompt: samePrompt, Admitting: admitting}
+			v.Turn = &turnView{PromptID: "p9", State: session.TurnQueued, SamePrompt: samePrompt, Admitting: admitting}
 		}
 	}
 	// A repeated prompt id answers with its turn in every state, closed or not.
-	cases = append(cases, perState("prompt repeated", in, repeat(true, false), terminalStates(map[store.SessionState]decision{
-		store.SessionCreated:         accepted(effAnswerExisting{PromptID: "p9"}),
-		store.SessionStarting:        accepted(effAnswerExisting{PromptID: "p9"}),
-		store.SessionRunning:         accepted(effAnswerExisting{PromptID: "p9"}),
-		store.SessionWaitingForInput: accepted(effAnswerExisting{PromptID: "p9"}),
-	}, func(store.SessionState) decision { return accepted(effAnswerExisting{PromptID: "p9"}) }))...)
+	cases = append(cases, perState("prompt repeated", in, repeat(true, false), terminalStates(map[session.SessionState]decision{
+		session.SessionCreated:         accepted(effAnswerExisting{PromptID: "p9"}),
+		session.SessionStarting:        accepted(effAnswerExisting{PromptID: "p9"}),
+		session.SessionRunning:         accepted(effAnswerExisting{PromptID: "p9"}),
+		session.SessionWaitingForInput: accepted(effAnswerExisting{PromptID: "p9"}),
+	}, func(session.SessionState) decision { return accepted(effAnswerExisting{PromptID: "p9"}) }))...)
 	conflict := refused(errcode.PromptIDConflict, nil)
-	cases = append(cases, perState("prompt id conflict", in, repeat(false, false), terminalStates(map[store.SessionState]decision{
-		store.SessionCreated: conflict, store.SessionStarting: conflict, store.SessionRunning: conflict, store.SessionWaitingForInput: conflict,
-	}, func(store.SessionState) decision { return conflict }))...)
-	waiting := inState(store.SessionWaitingForInput)
+	cases = append(cases, perState("prompt id conflict", in, repeat(false, false), terminalStates(map[session.SessionState]decision{
+		session.SessionCreated: conflict, session.SessionStarting: conflict, session.SessionRunning: conflict, session.SessionWaitingForInput: conflict,
+	}, func(session.SessionState) decision { return conflict }))...)
+	waiting := inState(session.SessionWaitingForInput)
 	cases = append(cases, []decideCase{
 		{"prompt repeated while admitting", with(waiting, repeat(true, true)), in, accepted(effAnswerExisting{PromptID: "p9", Admitting: true})},
-		{"prompt while stopping", with(waiting, func(v *view) { v.Stopping = true }), in, terminalRefusal(store.SessionWaitingForInput)},
-		{"prompt queue full", with(inState(store.SessionRunning), func(v *view) { v.Queue = queued("q1", "q2", "q3") }), in,
+		{"prompt while stopping", with(waiting, func(v *view) { v.Stopping = true }), in, terminalRefusal(session.SessionWaitingForInput)},
+		{"prompt queue full", with(inState(session.SessionRunning), func(v *view) { v.Queue = queued("q1", "q2", "q3") }), in,
 			refused(errcode.PromptQueueFull, map[string]any{"retryAfter": 5})},
-		{"prompt queue below limit", with(inState(store.SessionRunning), func(v *view) { v.Queue = queued("q1", "q2") }), in, enqueue},
+		{"prompt queue below limit", with(inState(session.SessionRunning), func(v *view) { v.Queue = queued("q1", "q2") }), in, enqueue},
 		{"prompt reject behind a queue", with(waiting, func(v *view) { v.Queue = queued("q1") }), reject,
 			refused(errcode.TurnActive, map[string]any{"promptId": "q1"})},
-		{"prompt with a reserved slot", with(inState(store.SessionCreated), func(v *view) { v.HasSlot = true }), in, enqueue},
+		{"prompt with a reserved slot", with(inState(session.SessionCreated), func(v *view) { v.HasSlot = true }), in, enqueue},
 		{"prompt after an idle stop", with(waiting, func(v *view) { v.Agent, v.HasSlot, v.Connected = agentNone, false, false }), in,
 			accepted(effReserveSlot{}, effEnqueue{})},
 	}...)
@@ -205,37 +205,37 @@ func TestDecidePrompt(t *testing.T) {
 func TestDecideCancel(t *testing.T) {
 	in := cancelCmd{}
 	none := accepted()
-	cases := perState("cancel", in, nil, terminalStates(map[store.SessionState]decision{
-		store.SessionCreated:  none,
-		store.SessionStarting: none,
-		store.SessionRunning: {Effects: []effect{effMarkCancelRequested{PromptID: "p1"},
-			effClosePermissions{PromptID: "p1", State: store.PermissionCancelled}, effCancelAgent{}},
+	cases := perState("cancel", in, nil, terminalStates(map[session.SessionState]decision{
+		session.SessionCreated:  none,
+		session.SessionStarting: none,
+		session.SessionRunning: {Effects: []effect{effMarkCancelRequested{PromptID: "p1"},
+			effClosePermissions{PromptID: "p1", State: session.PermissionCancelled}, effCancelAgent{}},
 			Cancel: CancelResult{PromptID: "p1", Cancelled: true}},
-		store.SessionWaitingForInput: none,
-	}, func(store.SessionState) decision { return none }))
+		session.SessionWaitingForInput: none,
+	}, func(session.SessionState) decision { return none }))
 	endQueued := func(id string) effect {
-		return effEndTurn{PromptID: id, State: store.TurnCancelled, CancelRequested: true}
+		return effEndTurn{PromptID: id, State: session.TurnCancelled, CancelRequested: true}
 	}
 	cases = append(cases, perState("cancel with a queue", in, func(v *view) { v.Queue = queued("q1", "q2") },
-		terminalStates(map[store.SessionState]decision{
-			store.SessionCreated:  {Effects: []effect{endQueued("q1"), endQueued("q2"), effDropQueue{}}, Cancel: CancelResult{Cancelled: true, Dequeued: []string{"q1", "q2"}}},
-			store.SessionStarting: {Effects: []effect{endQueued("q1"), endQueued("q2"), effDropQueue{}}, Cancel: CancelResult{Cancelled: true, Dequeued: []string{"q1", "q2"}}},
-			store.SessionRunning: {Effects: []effect{endQueued("q1"), endQueued("q2"), effDropQueue{}, effMarkCancelRequested{PromptID: "p1"},
-				effClosePermissions{PromptID: "p1", State: store.PermissionCancelled}, effCancelAgent{}},
+		terminalStates(map[session.SessionState]decision{
+			session.SessionCreated:  {Effects: []effect{endQueued("q1"), endQueued("q2"), effDropQueue{}}, Cancel: CancelResult{Cancelled: true, Dequeued: []string{"q1", "q2"}}},
+			session.SessionStarting: {Effects: []effect{endQueued("q1"), endQueued("q2"), effDropQueue{}}, Cancel: CancelResult{Cancelled: true, Dequeued: []string{"q1", "q2"}}},
+			session.SessionRunning: {Effects: []effect{endQueued("q1"), endQueued("q2"), effDropQueue{}, effMarkCancelRequested{PromptID: "p1"},
+				effClosePermissions{PromptID: "p1", State: session.PermissionCancelled}, effCancelAgent{}},
 				Cancel: CancelResult{PromptID: "p1", Cancelled: true, Dequeued: []string{"q1", "q2"}}},
-			store.SessionWaitingForInput: {Effects: []effect{endQueued("q1"), endQueued("q2"), effDropQueue{}}, Cancel: CancelResult{Cancelled: true, Dequeued: []string{"q1", "q2"}}},
-		}, func(store.SessionState) decision { return none }))...)
+			session.SessionWaitingForInput: {Effects: []effect{endQueued("q1"), endQueued("q2"), effDropQueue{}}, Cancel: CancelResult{Cancelled: true, Dequeued: []string{"q1", "q2"}}},
+		}, func(session.SessionState) decision { return none }))...)
 	interrupted := func(v *view) {
-		v.Last = &turnView{PromptID: "p0", State: store.TurnInterrupted, Kind: store.TurnPrompt}
+		v.Last = &turnView{PromptID: "p0", State: session.TurnInterrupted, Kind: session.TurnPrompt}
 	}
 	markLast := decision{Effects: []effect{effMarkCancelRequested{PromptID: "p0"}, effPushRecovery{}}, Cancel: CancelResult{PromptID: "p0", Cancelled: true}}
-	waiting := inState(store.SessionWaitingForInput)
-	running := inState(store.SessionRunning)
+	waiting := inState(session.SessionWaitingForInput)
+	running := inState(session.SessionRunning)
 	cases = append(cases, []decideCase{
 		{"cancel idle after an interrupted turn", with(waiting, interrupted), in, markLast},
 		// Nothing is recorded on a closed session (it used to mark the
 		// turn and answer cancelled: TestCancelAfterCloseLeavesTheLogClosed).
-		{"cancel closed after an interrupted turn", with(inState(store.SessionCompleted), interrupted), in, none},
+		{"cancel closed after an interrupted turn", with(inState(session.SessionCompleted), interrupted), in, none},
 		{"cancel idle after an interrupted turn already cancelled", with(waiting, func(v *view) {
 			interrupted(v)
 			v.Last.CancelRequested = true
@@ -253,19 +253,19 @@ func TestDecideCancel(t *testing.T) {
 
 func TestDecideClose(t *testing.T) {
 	in := closeCmd{}
-	tail := []effect{effClosePermissions{State: store.PermissionCancelled}, effSetState{State: store.SessionCompleted}, effPushRecovery{}, effBumpGen{}}
+	tail := []effect{effClosePermissions{State: session.PermissionCancelled}, effSetState{State: session.SessionCompleted}, effPushRecovery{}, effBumpGen{}}
 	idle := accepted(append([]effect{effMarkStopping{}}, tail...)...)
-	cases := perState("close", in, nil, terminalStates(map[store.SessionState]decision{
-		store.SessionCreated:  idle,
-		store.SessionStarting: idle,
-		store.SessionRunning: accepted(append([]effect{effMarkStopping{}, effClearRunning{},
-			effEndTurn{PromptID: "p1", State: store.TurnCancelled, CancelRequested: true}}, tail...)...),
-		store.SessionWaitingForInput: idle,
-	}, func(store.SessionState) decision { return accepted() }))
-	cases = append(cases, decideCase{"close running with a queue", with(inState(store.SessionRunning), func(v *view) { v.Queue = queued("q1") }), in,
-		accepted(append([]effect{effMarkStopping{}, effEndTurn{PromptID: "q1", State: store.TurnCancelled, CancelRequested: true}, effDropQueue{},
-			effClearRunning{}, effEndTurn{PromptID: "p1", State: store.TurnCancelled, CancelRequested: true}}, tail...)...)})
-	cases = append(cases, decideCase{"close while a shutdown stops", with(inState(store.SessionWaitingForInput), func(v *view) { v.Stopping = true }), in, idle})
+	cases := perState("close", in, nil, terminalStates(map[session.SessionState]decision{
+		session.SessionCreated:  idle,
+		session.SessionStarting: idle,
+		session.SessionRunning: accepted(append([]effect{effMarkStopping{}, effClearRunning{},
+			effEndTurn{PromptID: "p1", State: session.TurnCancelled, CancelRequested: true}}, tail...)...),
+		session.SessionWaitingForInput: idle,
+	}, func(session.SessionState) decision { return accepted() }))
+	cases = append(cases, decideCase{"close running with a queue", with(inState(session.SessionRunning), func(v *view) { v.Queue = queued("q1") }), in,
+		accepted(append([]effect{effMarkStopping{}, effEndTurn{PromptID: "q1", State: session.TurnCancelled, CancelRequested: true}, effDropQueue{},
+			effClearRunning{}, effEndTurn{PromptID: "p1", State: session.TurnCancelled, CancelRequested: true}}, tail...)...)})
+	cases = append(cases, decideCase{"close while a shutdown stops", with(inState(session.SessionWaitingForInput), func(v *view) { v.Stopping = true }), in, idle})
 	runDecideCases(t, cases)
 }
 
@@ -274,19 +274,19 @@ func TestDecideContinue(t *testing.T) {
 	in := continueCmd{PromptID: "c1", Version: 7, Plan: plan}
 	stale := decision{Refusal: errStale}
 	front := accepted(effEnqueue{Front: true})
-	cases := perState("continue", in, nil, terminalStates(map[store.SessionState]decision{
-		store.SessionCreated:         accepted(effReserveSlot{}, effEnqueue{Front: true}),
-		store.SessionStarting:        front,
-		store.SessionRunning:         stale,
-		store.SessionWaitingForInput: front,
-	}, func(store.SessionState) decision { return stale }))
-	waiting := inState(store.SessionWaitingForInput)
+	cases := perState("continue", in, nil, terminalStates(map[session.SessionState]decision{
+		session.SessionCreated:         accepted(effReserveSlot{}, effEnqueue{Front: true}),
+		session.SessionStarting:        front,
+		session.SessionRunning:         stale,
+		session.SessionWaitingForInput: front,
+	}, func(session.SessionState) decision { return stale }))
+	waiting := inState(session.SessionWaitingForInput)
 	cases = append(cases, []decideCase{
 		{"continue ahead of a held queue", with(waiting, func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), in, front},
 		{"continue behind a queue", with(waiting, func(v *view) { v.Queue = queued("q1") }), in, stale},
 		{"continue planned on an older version", waiting, continueCmd{PromptID: "c1", Version: 6, Plan: plan}, stale},
 		{"continue with a prompt id already admitted", with(waiting, func(v *view) {
-			v.Turn = &turnView{PromptID: "c1", State: store.TurnQueued, Kind: store.TurnContinue}
+			v.Turn = &turnView{PromptID: "c1", State: session.TurnQueued, Kind: session.TurnContinue}
 		}), in, stale},
 		{"continue while stopping", with(waiting, func(v *view) { v.Stopping = true }), in, stale},
 	}...)
@@ -296,44 +296,44 @@ func TestDecideContinue(t *testing.T) {
 	declined := refused(errcode.Code(recovery.ReasonNothingToContinue),
 		map[string]any{"accepted": false, "reason": recovery.ReasonNothingToContinue, "recovery": nothing})
 	cases = append(cases, perState("continue declined", continueCmd{PromptID: "c1", Version: 7, Plan: nothing}, nil,
-		terminalStates(map[store.SessionState]decision{
-			store.SessionCreated: declined, store.SessionStarting: declined, store.SessionRunning: declined, store.SessionWaitingForInput: declined,
-		}, func(store.SessionState) decision { return declined }))...)
+		terminalStates(map[session.SessionState]decision{
+			session.SessionCreated: declined, session.SessionStarting: declined, session.SessionRunning: declined, session.SessionWaitingForInput: declined,
+		}, func(session.SessionState) decision { return declined }))...)
 	runDecideCases(t, cases)
 }
 
 func TestDecideWithdraw(t *testing.T) {
 	in := withdrawCmd{PromptID: "q2"}
-	withdrawn := effEndTurn{PromptID: "q2", State: store.TurnCancelled, StopReason: recovery.Withdrawn}
+	withdrawn := effEndTurn{PromptID: "q2", State: session.TurnCancelled, StopReason: recovery.Withdrawn}
 	ok := accepted(effRemoveQueued{PromptID: "q2"}, withdrawn, effStartNext{})
 	queuedQ2 := func(v *view) {
 		if !v.State.Terminal() {
 			v.Queue = queued("q1", "q2")
-			v.Turn = &turnView{PromptID: "q2", State: store.TurnQueued, Kind: store.TurnPrompt}
+			v.Turn = &turnView{PromptID: "q2", State: session.TurnQueued, Kind: session.TurnPrompt}
 			return
 		}
 		// A close cancelled it.
-		v.Turn = &turnView{PromptID: "q2", State: store.TurnCancelled, Kind: store.TurnPrompt, CancelRequested: true}
+		v.Turn = &turnView{PromptID: "q2", State: session.TurnCancelled, Kind: session.TurnPrompt, CancelRequested: true}
 	}
-	cases := perState("withdraw", in, queuedQ2, terminalStates(map[store.SessionState]decision{
-		store.SessionCreated: ok, store.SessionStarting: ok, store.SessionRunning: ok, store.SessionWaitingForInput: ok,
-	}, func(store.SessionState) decision {
+	cases := perState("withdraw", in, queuedQ2, terminalStates(map[session.SessionState]decision{
+		session.SessionCreated: ok, session.SessionStarting: ok, session.SessionRunning: ok, session.SessionWaitingForInput: ok,
+	}, func(session.SessionState) decision {
 		return refused(errcode.TurnNotQueued, map[string]any{"promptId": "q2", "state": "cancelled"})
 	}))
 	notFound := refused(errcode.TurnNotFound, map[string]any{"promptId": "q2"})
-	cases = append(cases, perState("withdraw unknown", in, nil, terminalStates(map[store.SessionState]decision{
-		store.SessionCreated: notFound, store.SessionStarting: notFound, store.SessionRunning: notFound, store.SessionWaitingForInput: notFound,
-	}, func(store.SessionState) decision { return notFound }))...)
-	running := inState(store.SessionRunning)
-	waiting := inState(store.SessionWaitingForInput)
+	cases = append(cases, perState("withdraw unknown", in, nil, terminalStates(map[session.SessionState]decision{
+		session.SessionCreated: notFound, session.SessionStarting: notFound, session.SessionRunning: notFound, session.SessionWaitingForInput: notFound,
+	}, func(session.SessionState) decision { return notFound }))...)
+	running := inState(session.SessionRunning)
+	waiting := inState(session.SessionWaitingForInput)
 	cases = append(cases, []decideCase{
-		{"withdraw the running turn", with(running, func(v *view) { v.Turn = &turnView{PromptID: "p1", State: store.TurnRunning} }),
+		{"withdraw the running turn", with(running, func(v *view) { v.Turn = &turnView{PromptID: "p1", State: session.TurnRunning} }),
 			withdrawCmd{PromptID: "p1"}, refused(errcode.TurnNotQueued, map[string]any{"promptId": "p1", "state": "running"})},
 		{"withdraw an ended turn", with(waiting, func(v *view) { v.Turn = v.Last }),
 			withdrawCmd{PromptID: "p0"}, refused(errcode.TurnNotQueued, map[string]any{"promptId": "p0", "state": "completed"})},
 		{"withdraw the last of a held queue", with(waiting, func(v *view) {
 			v.Queue, v.QueueHeld = queued("q2"), true
-			v.Turn = &turnView{PromptID: "q2", State: store.TurnQueued}
+			v.Turn = &turnView{PromptID: "q2", State: session.TurnQueued}
 		}), in, accepted(effRemoveQueued{PromptID: "q2"}, withdrawn, effReleaseHeld{}, effPushRecovery{}, effStartNext{})},
 		{"withdraw one of a held queue", with(waiting, func(v *view) {
 			queuedQ2(v)
@@ -355,14 +355,14 @@ func announced(v *view) {
 
 func TestDecideSetMode(t *testing.T) {
 	in := setModeCmd{ModeID: "code"}
-	cases := perState("set mode", in, announced, terminalStates(map[store.SessionState]decision{
-		store.SessionCreated:         accepted(effStoreOption{}),
-		store.SessionStarting:        accepted(effStoreOption{}),
-		store.SessionRunning:         accepted(effApplyOption{}),
-		store.SessionWaitingForInput: accepted(effApplyOption{}),
+	cases := perState("set mode", in, announced, terminalStates(map[session.SessionState]decision{
+		session.SessionCreated:         accepted(effStoreOption{}),
+		session.SessionStarting:        accepted(effStoreOption{}),
+		session.SessionRunning:         accepted(effApplyOption{}),
+		session.SessionWaitingForInput: accepted(effApplyOption{}),
 	}, terminalRefusal))
 	unknown := refused(errcode.UnknownMode, map[string]any{"modeId": "plan"})
-	waiting := inState(store.SessionWaitingForInput)
+	waiting := inState(session.SessionWaitingForInput)
 	cases = append(cases, []decideCase{
 		{"set mode not offered", with(waiting, announced), setModeCmd{ModeID: "plan"}, unknown},
 		{"set mode on an agent that announced none", waiting, setModeCmd{ModeID: "plan"}, unknown},
@@ -370,20 +370,20 @@ func TestDecideSetMode(t *testing.T) {
 			announced(v)
 			v.Agent, v.Connected = agentNone, false
 		}), setModeCmd{ModeID: "plan"}, unknown},
-		{"set mode while stopping", with(waiting, func(v *view) { v.Stopping = true }), in, terminalRefusal(store.SessionWaitingForInput)},
+		{"set mode while stopping", with(waiting, func(v *view) { v.Stopping = true }), in, terminalRefusal(session.SessionWaitingForInput)},
 	}...)
 	runDecideCases(t, cases)
 }
 
 func TestDecideSetConfigOption(t *testing.T) {
 	in := setConfigCmd{OptionID: "model", Value: json.RawMessage(`"smart"`)}
-	cases := perState("set config", in, announced, terminalStates(map[store.SessionState]decision{
-		store.SessionCreated:         accepted(effStoreOption{}),
-		store.SessionStarting:        accepted(effStoreOption{}),
-		store.SessionRunning:         accepted(effApplyOption{}),
-		store.SessionWaitingForInput: accepted(effApplyOption{}),
+	cases := perState("set config", in, announced, terminalStates(map[session.SessionState]decision{
+		session.SessionCreated:         accepted(effStoreOption{}),
+		session.SessionStarting:        accepted(effStoreOption{}),
+		session.SessionRunning:         accepted(effApplyOption{}),
+		session.SessionWaitingForInput: accepted(effApplyOption{}),
 	}, terminalRefusal))
-	waiting := with(inState(store.SessionWaitingForInput), announced)
+	waiting := with(inState(session.SessionWaitingForInput), announced)
 	cases = append(cases, []decideCase{
 		{"set config boolean", waiting, setConfigCmd{OptionID: "yolo", Value: json.RawMessage(`true`)}, accepted(effApplyOption{})},
 		{"set config value not offered", waiting, setConfigCmd{OptionID: "model", Value: json.RawMessage(`"huge"`)},
@@ -392,7 +392,7 @@ func TestDecideSetConfigOption(t *testing.T) {
 			refused(errcode.InvalidConfigValue, map[string]any{"optionId": "yolo"})},
 		{"set config unknown option", waiting, setConfigCmd{OptionID: "speed", Value: json.RawMessage(`"x"`)},
 			refused(errcode.UnknownConfigOption, map[string]any{"optionId": "speed"})},
-		{"set config on an agent that announced none", inState(store.SessionWaitingForInput), in,
+		{"set config on an agent that announced none", inState(session.SessionWaitingForInput), in,
 			refused(errcode.UnknownConfigOption, map[string]any{"optionId": "model"})},
 	}...)
 	runDecideCases(t, cases)
@@ -406,16 +406,16 @@ func TestDecideAnswerPermission(t *testing.T) {
 		}
 	}
 	notOpen := refused(errcode.PermissionResolved, nil)
-	cases := perState("answer permission", in, open, terminalStates(map[store.SessionState]decision{
-		store.SessionCreated:         notOpen,
-		store.SessionStarting:        notOpen,
-		store.SessionRunning:         accepted(effResolvePermission{RequestID: "r1", State: store.PermissionSelected, OptionID: "allow"}),
-		store.SessionWaitingForInput: notOpen,
-	}, func(store.SessionState) decision { return notOpen }))
-	running := with(inState(store.SessionRunning), open)
+	cases := perState("answer permission", in, open, terminalStates(map[session.SessionState]decision{
+		session.SessionCreated:         notOpen,
+		session.SessionStarting:        notOpen,
+		session.SessionRunning:         accepted(effResolvePermission{RequestID: "r1", State: session.PermissionSelected, OptionID: "allow"}),
+		session.SessionWaitingForInput: notOpen,
+	}, func(session.SessionState) decision { return notOpen }))
+	running := with(inState(session.SessionRunning), open)
 	cases = append(cases, []decideCase{
 		{"answer permission cancelled", running, answerPermissionCmd{RequestID: "r1", Cancelled: true},
-			accepted(effResolvePermission{RequestID: "r1", State: store.PermissionCancelled})},
+			accepted(effResolvePermission{RequestID: "r1", State: session.PermissionCancelled})},
 		{"answer permission with an option not offered", running, answerPermissionCmd{RequestID: "r1", OptionID: "always"},
 			refused(errcode.InvalidPermissionOpt, nil)},
 	}...)
@@ -424,17 +424,17 @@ func TestDecideAnswerPermission(t *testing.T) {
 
 func TestDecideResume(t *testing.T) {
 	in := resumeCmd{}
-	cases := perState("resume", in, nil, terminalStates(map[store.SessionState]decision{
-		store.SessionCreated:         accepted(effReserveSlot{}, effAwaitStart{}, effEnsureAgent{}),
-		store.SessionStarting:        accepted(effAwaitStart{}, effEnsureAgent{}), // shares the start in progress
-		store.SessionRunning:         accepted(effAgentReady{}),
-		store.SessionWaitingForInput: accepted(effAgentReady{}),
+	cases := perState("resume", in, nil, terminalStates(map[session.SessionState]decision{
+		session.SessionCreated:         accepted(effReserveSlot{}, effAwaitStart{}, effEnsureAgent{}),
+		session.SessionStarting:        accepted(effAwaitStart{}, effEnsureAgent{}), // shares the start in progress
+		session.SessionRunning:         accepted(effAgentReady{}),
+		session.SessionWaitingForInput: accepted(effAgentReady{}),
 	}, terminalRefusal))
-	waiting := inState(store.SessionWaitingForInput)
+	waiting := inState(session.SessionWaitingForInput)
 	cases = append(cases, []decideCase{
 		{"resume after an idle stop", with(waiting, func(v *view) { v.Agent, v.HasSlot, v.Connected = agentNone, false, false }), in,
 			accepted(effReserveSlot{}, effAwaitStart{}, effEnsureAgent{})},
-		{"resume while stopping", with(waiting, func(v *view) { v.Stopping = true }), in, terminalRefusal(store.SessionWaitingForInput)},
+		{"resume while stopping", with(waiting, func(v *view) { v.Stopping = true }), in, terminalRefusal(session.SessionWaitingForInput)},
 	}...)
 	runDecideCases(t, cases)
 }

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/tether/tether/internal/acp"
-	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/session"
 )
 
 // The decision table's session/update input (decideUpdate): every kind of
@@ -14,10 +14,10 @@ import (
 func TestDecideUpdate(t *testing.T) {
 	// running: turn p1 streams agent message m1; idle: no turn; replaying:
 	// no turn while a session/load may still replay history.
-	running := with(inState(store.SessionRunning), func(v *view) {
-		v.Running.MessageID, v.Running.OpenMessage, v.Running.OpenRole = "m1", true, store.RoleAgent
+	running := with(inState(session.SessionRunning), func(v *view) {
+		v.Running.MessageID, v.Running.OpenMessage, v.Running.OpenRole = "m1", true, session.RoleAgent
 	})
-	idle := inState(store.SessionWaitingForInput)
+	idle := inState(session.SessionWaitingForInput)
 	replaying := with(idle, func(v *view) { v.Replaying = true })
 	skip, drop, none := accepted(effSkipReplayed{}), accepted(effDropOutput{}), accepted()
 	options := func(adopt effect) decision { return accepted(adopt, effEmitOptions{}) }
@@ -25,8 +25,8 @@ func TestDecideUpdate(t *testing.T) {
 		kind                     acp.UpdateKind
 		running, idle, replaying decision
 	}{
-		{acp.UpdateAgentMessage, accepted(effAppendChunk{PromptID: "p1", MessageID: "m1", Role: store.RoleAgent}), drop, skip},
-		{acp.UpdateAgentThought, accepted(effStartMessage{PromptID: "p1", MessageID: "m1", Role: store.RoleThought}), drop, skip},
+		{acp.UpdateAgentMessage, accepted(effAppendChunk{PromptID: "p1", MessageID: "m1", Role: session.RoleAgent}), drop, skip},
+		{acp.UpdateAgentThought, accepted(effStartMessage{PromptID: "p1", MessageID: "m1", Role: session.RoleThought}), drop, skip},
 		{acp.UpdateUserMessage, none, none, skip},
 		{acp.UpdateToolCall, accepted(effSplitMessage{}, effRecordToolCall{PromptID: "p1", Started: true}), drop, skip},
 		{acp.UpdateToolCallUpdate, accepted(effSplitMessage{}, effRecordToolCall{PromptID: "p1"}), drop, skip},
@@ -55,13 +55,13 @@ func TestDecideUpdate(t *testing.T) {
 		return updateInput{Kind: acp.UpdateAgentMessage, MessageID: messageID, Current: true}
 	}
 	start := func(messageID string) decision {
-		return accepted(effStartMessage{PromptID: "p1", MessageID: messageID, Role: store.RoleAgent})
+		return accepted(effStartMessage{PromptID: "p1", MessageID: messageID, Role: session.RoleAgent})
 	}
 	appendTo := func(messageID string) decision {
-		return accepted(effAppendChunk{PromptID: "p1", MessageID: messageID, Role: store.RoleAgent})
+		return accepted(effAppendChunk{PromptID: "p1", MessageID: messageID, Role: session.RoleAgent})
 	}
 	cases = append(cases, []decideCase{
-		{"chunk starts the turn's first message", inState(store.SessionRunning), chunk("m1"), start("m1")},
+		{"chunk starts the turn's first message", inState(session.SessionRunning), chunk("m1"), start("m1")},
 		{"chunk after a tool call, plan or permission", with(running, func(v *view) { v.Running.Split = true }), chunk("m1"), start("m1")},
 		{"chunk with a new messageId", running, chunk("m2"), start("m2")},
 		{"chunk without a messageId continues", running, chunk(""), appendTo("")},
@@ -71,9 +71,9 @@ func TestDecideUpdate(t *testing.T) {
 		{"chunk that is not plain text", running, updateInput{Kind: acp.UpdateAgentMessage, MessageID: "m1", Block: true, Current: true}, start("m1")},
 		{"empty chunk", running, updateInput{Kind: acp.UpdateAgentMessage, MessageID: "m2", Empty: true, Current: true}, none},
 		{"empty chunk outside a turn", idle, updateInput{Kind: acp.UpdateAgentMessage, Empty: true, Current: true}, drop},
-		{"thought chunk continues a thought", with(running, func(v *view) { v.Running.OpenRole = store.RoleThought }),
+		{"thought chunk continues a thought", with(running, func(v *view) { v.Running.OpenRole = session.RoleThought }),
 			updateInput{Kind: acp.UpdateAgentThought, MessageID: "m1", Current: true},
-			accepted(effAppendChunk{PromptID: "p1", MessageID: "m1", Role: store.RoleThought})},
+			accepted(effAppendChunk{PromptID: "p1", MessageID: "m1", Role: session.RoleThought})},
 		{"chunk in a turn that started while a load replayed", with(running, func(v *view) { v.Replaying = true }), chunk("m1"), appendTo("m1")},
 		{"chunk in a cancelled turn", with(running, func(v *view) { v.Running.CancelRequested = true }), chunk("m1"), appendTo("m1")},
 	}...)

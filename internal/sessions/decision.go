@@ -8,7 +8,7 @@ import (
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/recovery"
-	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/session"
 )
 
 // The values decide (decide.go) works on: the view of a session it reads,
@@ -32,7 +32,7 @@ const (
 // the actor. Fields about "the turn" or "the permission" describe the one
 // the input names; they are nil when it names none or none is known.
 type view struct {
-	State    store.SessionState
+	State    session.SessionState
 	Stopping bool // a close or a daemon shutdown began
 	Agent    agentPhase
 	Settling bool // a load that replayed nothing waits for a late replay
@@ -86,7 +86,7 @@ type runningView struct {
 	Split     bool
 	// OpenMessage: the turn's chunks have a message to go to, of OpenRole.
 	OpenMessage bool
-	OpenRole    store.MessageRole
+	OpenRole    session.MessageRole
 }
 
 // queuedView is one queued turn; Admitting while its admitting write has
@@ -99,8 +99,8 @@ type queuedView struct {
 // turnView is a known turn.
 type turnView struct {
 	PromptID        string
-	State           store.TurnState
-	Kind            store.TurnKind
+	State           session.TurnState
+	Kind            session.TurnKind
 	CancelRequested bool
 	// SamePrompt: the input's prompt equals the turn's (idempotent retry).
 	SamePrompt bool
@@ -223,7 +223,7 @@ type (
 	// reported, and the store holds the session in State with Turns
 	// (every turn, in run order).
 	reloadedInput struct {
-		State store.SessionState
+		State session.SessionState
 		Turns []storedTurn
 	}
 	// agentStartedInput: a start reported (Current: it is the session's
@@ -250,7 +250,7 @@ type (
 		Permissions int
 		// Executor is the executor row's status; Orphan that it names a
 		// standalone process (pid > 0) the old daemon started.
-		Executor store.ExecutorStatus
+		Executor session.ExecutorStatus
 		Orphan   bool
 		// AgentAvailable: the session's agent profile still resolves.
 		AgentAvailable bool
@@ -266,7 +266,7 @@ type (
 // left open, or one a reload read back).
 type storedTurn struct {
 	PromptID string
-	State    store.TurnState
+	State    session.TurnState
 }
 
 func (promptCmd) isInput()                {}

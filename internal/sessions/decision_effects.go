@@ -3,7 +3,7 @@ package sessions
 import (
 	"time"
 
-	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/session"
 )
 
 // The effects a decision (decision.go) returns, in the order the actor
@@ -29,7 +29,7 @@ type (
 	// effEndTurn persists a terminal outcome of a turn.
 	effEndTurn struct {
 		PromptID                string
-		State                   store.TurnState
+		State                   session.TurnState
 		CancelRequested         bool
 		StopReason              string
 		ErrorCode, ErrorMessage string
@@ -57,12 +57,12 @@ type (
 	// effClosePermissions answers the open requests of a turn ("" = all).
 	effClosePermissions struct {
 		PromptID string
-		State    store.PermissionState
+		State    session.PermissionState
 	}
 	// effResolvePermission answers one request with the client's answer.
 	effResolvePermission struct {
 		RequestID string
-		State     store.PermissionState
+		State     session.PermissionState
 		OptionID  string
 	}
 	// effCancelAgent sends session/cancel and arms the cancel grace.
@@ -72,7 +72,7 @@ type (
 	// effClearRunning forgets the running turn (and its cancel grace).
 	effClearRunning struct{}
 	// effSetState changes the session state.
-	effSetState struct{ State store.SessionState }
+	effSetState struct{ State session.SessionState }
 	// effPushRecovery announces the recovery plan if it changed.
 	effPushRecovery struct{}
 	// effMarkStopping: exits from here on are expected.
@@ -156,11 +156,11 @@ type (
 	// notes the chunk's ACP MessageID and ends a split.
 	effStartMessage struct {
 		PromptID, MessageID string
-		Role                store.MessageRole
+		Role                session.MessageRole
 	}
 	effAppendChunk struct {
 		PromptID, MessageID string
-		Role                store.MessageRole
+		Role                session.MessageRole
 	}
 	// effSplitMessage ends the running turn's current message: text that
 	// follows reads after what came between, not glued before it.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -60,17 +61,17 @@ func (a *actor) reconcileDelivery() {
 	if a.replayed == 0 {
 		return
 	}
-	var last *store.Turn
+	var last *session.Turn
 	texts := []string{}
 	for _, t := range a.turnsBySeq() {
-		if t.State == store.TurnQueued {
+		if t.State == session.TurnQueued {
 			continue
 		}
 		t := t
 		last = &t
 		texts = append(texts, promptText(t.Prompt))
 	}
-	if last == nil || last.State != store.TurnInterrupted {
+	if last == nil || last.State != session.TurnInterrupted {
 		return
 	}
 	held := heldInReplay(texts, a.replayUsers)
@@ -116,8 +117,8 @@ func heldInReplay(texts []string, replayed []string) bool {
 }
 
 // turnsBySeq is the session's turns in admission order.
-func (a *actor) turnsBySeq() []store.Turn {
-	out := make([]store.Turn, 0, len(a.turns))
+func (a *actor) turnsBySeq() []session.Turn {
+	out := make([]session.Turn, 0, len(a.turns))
 	for _, t := range a.turns {
 		out = append(out, t)
 	}

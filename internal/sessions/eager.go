@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tether/tether/internal/errcode"
-	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/session"
 )
 
 // ResumeOnStart restores resumable sessions in the background (eager mode),
@@ -47,7 +47,7 @@ func (m *Manager) ResumeOnStart(ctx context.Context, concurrency int) {
 			e.resume(ctx, a.id)
 		}()
 	}
-	sessions, err := m.store.ListSessionsByState(ctx, store.SessionWaitingForInput)
+	sessions, err := m.store.ListSessionsByState(ctx, session.SessionWaitingForInput)
 	if err != nil {
 		m.cfg.Logger.Error("eager resume: list sessions", "err", err)
 	}
@@ -83,7 +83,7 @@ func (e *eagerResume) resume(ctx context.Context, id string) {
 		return
 	}
 	st, err := m.Status(ctx, id)
-	if err != nil || st.Session.State != store.SessionWaitingForInput || !st.NeedsResume || !st.IsResumable {
+	if err != nil || st.Session.State != session.SessionWaitingForInput || !st.NeedsResume || !st.IsResumable {
 		return
 	}
 	if m.knownAuthFailure(st.Executor, st.Session.AgentProfileID) {

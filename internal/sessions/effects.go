@@ -7,6 +7,7 @@ import (
 
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -70,7 +71,7 @@ func (a *actor) turnView(promptID string) *turnView {
 
 // turn is the actor's current record of a turn (the running one's own
 // copy when it runs).
-func (a *actor) turn(promptID string) store.Turn {
+func (a *actor) turn(promptID string) session.Turn {
 	if r := a.running; r != nil && r.turn.PromptID == promptID {
 		return r.turn
 	}
@@ -107,14 +108,14 @@ func (a *actor) performOne(e effect) {
 	case effStartTurn:
 		a.startTurn(e.PromptID)
 	case effEndTurn:
-		a.endTurn(a.turn(e.PromptID), e.State, func(t *store.Turn) {
+		a.endTurn(a.turn(e.PromptID), e.State, func(t *session.Turn) {
 			if e.CancelRequested {
 				t.CancelRequested = true
 			}
 			if e.StopReason != "" {
 				t.StopReason = e.StopReason
 			}
-			if e.State == store.TurnFailed {
+			if e.State == session.TurnFailed {
 				t.ErrorCode, t.ErrorMessage = e.ErrorCode, e.ErrorMessage
 			}
 		})
@@ -134,7 +135,7 @@ func (a *actor) performOne(e effect) {
 		a.turns[t.PromptID] = t
 		a.write(func(tx *store.Store, emit events.Emit) error { return tx.UpdateTurn(a.ctx(), t) })
 	case effRemoveQueued:
-		a.queue = slices.DeleteFunc(a.queue, func(q store.Turn) bool { return q.PromptID == e.PromptID })
+		a.queue = slices.DeleteFunc(a.queue, func(q session.Turn) bool { return q.PromptID == e.PromptID })
 	case effDropQueue:
 		a.queue = nil
 	case effReleaseHeld:
@@ -201,7 +202,7 @@ func (a *actor) performOne(e effect) {
 		a.recordLostOutcome(e.PromptID)
 	case effRepairState:
 		a.repairs[repairState] = true
-		a.setState(store.SessionWaitingForInput)
+		a.setState(session.SessionWaitingForInput)
 	case effClearStarting:
 		a.starting = false
 	case effForgetStateRepair:

@@ -11,6 +11,7 @@ import (
 	"github.com/tether/tether/internal/agents"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/store/storetest"
 )
@@ -84,7 +85,7 @@ func (r *fakeRig) restart() {
 // subscription to its events.
 type scene struct {
 	r     *fakeRig
-	sess  store.Session
+	sess  session.Session
 	agent *fakeAgent
 	sub   *events.Subscription
 	// pending is the rest of the last batch sub delivered.
@@ -181,7 +182,7 @@ func (s *scene) types(t *testing.T, prompts []string, only ...string) []string {
 }
 
 // turn reads a turn from the store once the actor's writes are durable.
-func (s *scene) turn(t *testing.T, promptID string) store.Turn {
+func (s *scene) turn(t *testing.T, promptID string) session.Turn {
 	t.Helper()
 	s.status(t)
 	tr, err := s.r.st.GetTurn(context.Background(), s.sess.ID, promptID)

@@ -11,6 +11,7 @@ import (
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -26,7 +27,7 @@ import (
 
 // hosted reports whether the session's agent runs in an executor host.
 func (a *actor) hosted() bool {
-	return a.exec.Runtime != store.RuntimeStandalone && a.exec.Runtime != ""
+	return a.exec.Runtime != session.RuntimeStandalone && a.exec.Runtime != ""
 }
 
 // offsetChange commits a host record's offset (absolute:
@@ -115,7 +116,7 @@ func (a *actor) attach() {
 	// The turn that was running is the turn of whatever the host replays
 	// first: it runs here again before the attach is answered.
 	for _, t := range a.turns {
-		if t.State == store.TurnRunning {
+		if t.State == session.TurnRunning {
 			a.running = &turnRun{turn: t}
 			break
 		}
@@ -183,11 +184,11 @@ func (r *turnRun) resumeOutput(out turnOutput) {
 	case "":
 	case events.MessageAdded, events.MessageChunk:
 		var m, added struct {
-			MessageID      int64             `json:"messageId"`
-			Role           store.MessageRole `json:"role"`
-			AgentMessageID string            `json:"agentMessageId"`
+			MessageID      int64               `json:"messageId"`
+			Role           session.MessageRole `json:"role"`
+			AgentMessageID string              `json:"agentMessageId"`
 		}
-		if json.Unmarshal(out.payload, &m) == nil && m.MessageID != 0 && (m.Role == store.RoleAgent || m.Role == store.RoleThought) {
+		if json.Unmarshal(out.payload, &m) == nil && m.MessageID != 0 && (m.Role == session.RoleAgent || m.Role == session.RoleThought) {
 			r.openMsg, r.openRole = m.MessageID, m.Role
 			if json.Unmarshal(out.added, &added) == nil && added.MessageID == m.MessageID {
 				r.msgID = added.AgentMessageID
@@ -203,7 +204,7 @@ func (r *turnRun) resumeOutput(out turnOutput) {
 // turn id, which the host answers with the turn's end instead of a second
 // turn), and the permission requests still pending on the host stay
 // pending here, under their ids.
-func (a *actor) onAttached(gen int, conn Agent, pending []store.Permission, err error) {
+func (a *actor) onAttached(gen int, conn Agent, pending []session.Permission, err error) {
 	if gen != a.gen {
 		return
 	}
@@ -215,7 +216,7 @@ func (a *actor) onAttached(gen int, conn Agent, pending []store.Permission, err 
 	a.conn, a.acpID = conn, a.exec.ResumeToken
 	a.lastErr = nil
 	now := time.Now().UTC()
-	a.exec.Status = store.ExecutorReady
+	a.exec.Status = session.ExecutorReady
 	a.exec.PID = conn.PID()
 	a.exec.LastSeenAt = &now
 	a.exec.ErrorMessage, a.exec.ErrorCode = "", ""
@@ -233,7 +234,7 @@ func (a *actor) onAttached(gen int, conn Agent, pending []store.Permission, err 
 		if held[p.ID] {
 			a.hostPending[p.ID] = p
 		} else {
-			a.resolve(p.ID, store.PermissionCancelled, "")
+			a.resolve(p.ID, session.PermissionCancelled, "")
 		}
 	}
 	a.watchExit(gen, conn)
@@ -332,7 +333,7 @@ func (a *actor) attachFailed(err error) {
 	}
 	if a.running == nil {
 		for _, t := range a.turns {
-			if t.State == store.TurnRunning {
+			if t.State == session.TurnRunning {
 				a.running = &turnRun{turn: t}
 				break
 			}
@@ -356,7 +357,7 @@ func (a *actor) closeStorePermissions() {
 		a.mb.post(func() {
 			for _, p := range pending {
 				if _, live := a.perms[p.ID]; !live {
-					a.resolve(p.ID, store.PermissionExpired, "")
+					a.resolve(p.ID, session.PermissionExpired, "")
 				}
 			}
 		})
@@ -386,11 +387,11 @@ func (h *agentHandler) LinkChanged(up bool) {
 		if h.gen != a.gen || a.conn == nil {
 			return
 		}
-		want := store.ExecutorReconnecting
+		want := session.ExecutorReconnecting
 		if up {
-			want = store.ExecutorReady
+			want = session.ExecutorReady
 		}
-		if a.exec.Status == want || (a.exec.Status != store.ExecutorReady && a.exec.Status != store.ExecutorReconnecting) {
+		if a.exec.Status == want || (a.exec.Status != session.ExecutorReady && a.exec.Status != session.ExecutorReconnecting) {
 			return
 		}
 		a.exec.Status = want
@@ -427,11 +428,11 @@ func (h *agentHandler) HostUnreachable(why error) {
 		if h.gen != a.gen {
 			return
 		}
-		if !a.starting && a.exec.Status == store.ExecutorReady {
+		if !a.starting && a.exec.Status == session.ExecutorReady {
 			a.linkWhy = why
 			return
 		}
-		if !a.starting && a.exec.Status != store.ExecutorReconnecting {
+		if !a.starting && a.exec.Status != session.ExecutorReconnecting {
 			return
 		}
 		msg, code := why.Error(), string(errcode.CodeOf(why))
@@ -439,7 +440,7 @@ func (h *agentHandler) HostUnreachable(why error) {
 			return
 		}
 		a.exec.ErrorMessage, a.exec.ErrorCode = msg, code
-		a.persistExecutor(a.exec.Status != store.ExecutorReconnecting)
+		a.persistExecutor(a.exec.Status != session.ExecutorReconnecting)
 	})
 }
 

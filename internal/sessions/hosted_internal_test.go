@@ -9,6 +9,7 @@ import (
 
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -62,11 +63,11 @@ func (a *turnAgent) PromptTurn(ctx context.Context, sessionID, turnID string, pr
 // fakeExecutors runs every session on the fake host.
 type fakeExecutors struct{ host *fakeHost }
 
-func (x fakeExecutors) Choose(string, string) (store.Runtime, string, error) {
-	return store.RuntimeDetached, "local", nil
+func (x fakeExecutors) Choose(string, string) (session.Runtime, string, error) {
+	return session.RuntimeDetached, "local", nil
 }
-func (x fakeExecutors) Runtime(store.Runtime, string) (Runtime, error) { return x.host, nil }
-func (x fakeExecutors) Hosts(context.Context) []ExecutorHost           { return nil }
+func (x fakeExecutors) Runtime(session.Runtime, string) (Runtime, error) { return x.host, nil }
+func (x fakeExecutors) Hosts(context.Context) []ExecutorHost             { return nil }
 
 // TestHostedRestartResumesTheTurn: a hosted agent's turn survives a daemon
 // restart. Each record's offset is committed with its chunk; the restart
@@ -90,7 +91,7 @@ func TestHostedRestartResumesTheTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ex.HostOffset != 2 || ex.Runtime != store.RuntimeDetached {
+	if ex.HostOffset != 2 || ex.Runtime != session.RuntimeDetached {
 		t.Fatalf("executor after two records: got offset %d runtime %s, want 2 detached", ex.HostOffset, ex.Runtime)
 	}
 
@@ -121,7 +122,7 @@ func TestHostedRestartResumesTheTurn(t *testing.T) {
 	again := s.agent.prompt(t)
 	again.answer("end_turn")
 	s.subscribe(t)
-	waitTurnState(t, r, s.sess.ID, res.Turn.PromptID, store.TurnCompleted)
+	waitTurnState(t, r, s.sess.ID, res.Turn.PromptID, session.TurnCompleted)
 
 	if calls := strings.Join(s.agent.called(), ","); strings.Count(calls, "prompt "+res.Turn.PromptID) != 2 {
 		t.Errorf("calls: got %s, want the turn prompted twice under its id (once per daemon)", calls)
@@ -132,7 +133,7 @@ func TestHostedRestartResumesTheTurn(t *testing.T) {
 	}
 	var text strings.Builder
 	for _, m := range msgs {
-		if m.Role == store.RoleAgent {
+		if m.Role == session.RoleAgent {
 			text.WriteString(m.Text)
 		}
 	}
@@ -151,7 +152,7 @@ func TestHostedRestartResumesTheTurn(t *testing.T) {
 }
 
 // waitTurnState waits until the turn is in state want.
-func waitTurnState(t *testing.T, r *fakeRig, sessionID, promptID string, want store.TurnState) {
+func waitTurnState(t *testing.T, r *fakeRig, sessionID, promptID string, want session.TurnState) {
 	t.Helper()
 	for {
 		got, err := r.st.GetTurn(context.Background(), sessionID, promptID)
@@ -179,33 +180,33 @@ func syncWriter(t *testing.T, r *fakeRig) {
 // with the message the log shows it was writing, unless something that
 // ends a message came after it.
 func TestResumeOutput(t *testing.T) {
-	msg := func(typ string, id int64, role store.MessageRole) turnOutput {
+	msg := func(typ string, id int64, role session.MessageRole) turnOutput {
 		b, _ := json.Marshal(map[string]any{"messageId": id, "role": role, "text": "x"})
 		return turnOutput{typ: typ, payload: b}
 	}
 	withAdded := func(out turnOutput, id int64, agentID string) turnOutput {
-		out.added, _ = json.Marshal(map[string]any{"messageId": id, "role": store.RoleAgent, "agentMessageId": agentID})
+		out.added, _ = json.Marshal(map[string]any{"messageId": id, "role": session.RoleAgent, "agentMessageId": agentID})
 		return out
 	}
 	tests := []struct {
 		name      string
 		out       turnOutput
 		wantOpen  int64
-		wantRole  store.MessageRole
+		wantRole  session.MessageRole
 		wantSplit bool
 		wantMsgID string
 	}{
 		{name: "no output yet", out: turnOutput{}},
-		{name: "an agent message's chunk", out: msg(events.MessageChunk, 7, store.RoleAgent), wantOpen: 7, wantRole: store.RoleAgent},
-		{name: "a thought started", out: msg(events.MessageAdded, 8, store.RoleThought), wantOpen: 8, wantRole: store.RoleThought},
-		{name: "the user's prompt is not reopened", out: msg(events.MessageAdded, 9, store.RoleUser)},
+		{name: "an agent message's chunk", out: msg(events.MessageChunk, 7, session.RoleAgent), wantOpen: 7, wantRole: session.RoleAgent},
+		{name: "a thought started", out: msg(events.MessageAdded, 8, session.RoleThought), wantOpen: 8, wantRole: session.RoleThought},
+		{name: "the user's prompt is not reopened", out: msg(events.MessageAdded, 9, session.RoleUser)},
 		{name: "a tool call after the message", out: turnOutput{typ: events.ToolCallStarted, payload: json.RawMessage(`{}`)}, wantSplit: true},
 		{name: "a permission request after it", out: turnOutput{typ: events.PermissionRequested, payload: json.RawMessage(`{}`)}, wantSplit: true},
 		{name: "a payload that does not decode", out: turnOutput{typ: events.MessageChunk, payload: json.RawMessage(`[`)}},
-		{name: "the agent's messageId of the open message", out: withAdded(msg(events.MessageChunk, 7, store.RoleAgent), 7, "m-1"),
-			wantOpen: 7, wantRole: store.RoleAgent, wantMsgID: "m-1"},
-		{name: "the messageId of another message is not taken", out: withAdded(msg(events.MessageChunk, 7, store.RoleAgent), 6, "m-0"),
-			wantOpen: 7, wantRole: store.RoleAgent},
+		{name: "the agent's messageId of the open message", out: withAdded(msg(events.MessageChunk, 7, session.RoleAgent), 7, "m-1"),
+			wantOpen: 7, wantRole: session.RoleAgent, wantMsgID: "m-1"},
+		{name: "the messageId of another message is not taken", out: withAdded(msg(events.MessageChunk, 7, session.RoleAgent), 6, "m-0"),
+			wantOpen: 7, wantRole: session.RoleAgent},
 		{name: "no messageId of a tool call's turn", out: withAdded(turnOutput{typ: events.ToolCallStarted, payload: json.RawMessage(`{}`)}, 7, "m-1"),
 			wantSplit: true},
 	}
@@ -253,7 +254,7 @@ func TestHostedRecordsWithoutEffectCommitted(t *testing.T) {
 		}
 	}
 	p.answer("end_turn")
-	waitTurnState(t, r, s.sess.ID, res.Turn.PromptID, store.TurnCompleted)
+	waitTurnState(t, r, s.sess.ID, res.Turn.PromptID, session.TurnCompleted)
 	late := chunk("after the turn", "")
 	late.Offset = 4
 	s.agent.update(t, late)

@@ -8,7 +8,7 @@ import (
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/executor"
 	"github.com/tether/tether/internal/hostproto"
-	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/session"
 )
 
 // HostExecutors is the Executors of a daemon with executor hosts: the
@@ -34,7 +34,7 @@ const (
 
 // Choose resolves requested, else the profile's default, else the
 // daemon's, to a runtime and host.
-func (x *HostExecutors) Choose(requested, profileDefault string) (store.Runtime, string, error) {
+func (x *HostExecutors) Choose(requested, profileDefault string) (session.Runtime, string, error) {
 	name := requested
 	if name == "" {
 		name = profileDefault
@@ -44,21 +44,21 @@ func (x *HostExecutors) Choose(requested, profileDefault string) (store.Runtime,
 	}
 	switch name {
 	case "", ExecutorStandalone:
-		return store.RuntimeStandalone, "", nil
+		return session.RuntimeStandalone, "", nil
 	case ExecutorDetached, executor.LocalName:
-		return store.RuntimeDetached, executor.LocalName, nil
+		return session.RuntimeDetached, executor.LocalName, nil
 	}
 	if _, ok := x.Remotes[name]; !ok {
 		return "", "", errcode.New(errcode.ExecutorNotFound,
 			"executor %q is not configured: use standalone, detached or the name of a remote host in the hosts config", name).
 			With("executor", name)
 	}
-	return store.RuntimeRemote, name, nil
+	return session.RuntimeRemote, name, nil
 }
 
 // Runtime returns the runtime of an executor row.
-func (x *HostExecutors) Runtime(rt store.Runtime, host string) (Runtime, error) {
-	if rt == store.RuntimeStandalone || rt == "" {
+func (x *HostExecutors) Runtime(rt session.Runtime, host string) (Runtime, error) {
+	if rt == session.RuntimeStandalone || rt == "" {
 		return x.Standalone, nil
 	}
 	h, err := x.Pool.Get(host)
@@ -73,10 +73,10 @@ func (x *HostExecutors) Hosts(ctx context.Context) []ExecutorHost {
 	infos := x.Pool.List()
 	out := make([]ExecutorHost, 0, len(infos))
 	for _, in := range infos {
-		h := ExecutorHost{Name: in.Name, Runtime: string(store.RuntimeRemote), Address: x.Remotes[in.Name],
+		h := ExecutorHost{Name: in.Name, Runtime: string(session.RuntimeRemote), Address: x.Remotes[in.Name],
 			State: string(in.State), ProtocolVersion: in.Version, HostID: in.HostID, HostVersion: in.HostVersion}
 		if in.Name == executor.LocalName {
-			h.Runtime, h.Address = string(store.RuntimeDetached), x.LocalAddress
+			h.Runtime, h.Address = string(session.RuntimeDetached), x.LocalAddress
 		}
 		if in.State == executor.StateReconnecting && in.LastContact.IsZero() {
 			h.State = "connecting"

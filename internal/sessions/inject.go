@@ -5,16 +5,17 @@ import (
 	"encoding/json"
 
 	"github.com/tether/tether/internal/recovery"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
 // withResumeContext builds the prompt for a turn that owes the resume
 // context: the transcript before this turn, then the request itself. It
 // runs off the actor, after the turn start is durable.
-func (m *Manager) withResumeContext(sessionID string, t store.Turn) (json.RawMessage, error) {
+func (m *Manager) withResumeContext(sessionID string, t session.Turn) (json.RawMessage, error) {
 	ctx := context.Background()
-	var msgs []store.Message
-	var calls []store.ToolCall
+	var msgs []session.Message
+	var calls []session.ToolCall
 	err := m.store.Snapshot(ctx, func(r *store.Store) error {
 		var err error
 		if msgs, err = r.ListMessages(ctx, sessionID); err != nil {
@@ -26,8 +27,8 @@ func (m *Manager) withResumeContext(sessionID string, t store.Turn) (json.RawMes
 	if err != nil {
 		return nil, err
 	}
-	msgs = exceptPrompt(msgs, t.PromptID, func(m store.Message) string { return m.PromptID })
-	calls = exceptPrompt(calls, t.PromptID, func(c store.ToolCall) string { return c.PromptID })
+	msgs = exceptPrompt(msgs, t.PromptID, func(m session.Message) string { return m.PromptID })
+	calls = exceptPrompt(calls, t.PromptID, func(c session.ToolCall) string { return c.PromptID })
 	history := recovery.History(msgs, calls)
 	if len(history) == 0 {
 		return t.Prompt, nil // nothing happened before: nothing to restore

@@ -5,6 +5,7 @@ import (
 
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -101,7 +102,7 @@ func (a *actor) addSystemMessage(promptID, text string) {
 		if idErr != nil {
 			return idErr
 		}
-		m, err := tx.AddMessage(a.ctx(), store.Message{ID: id, SessionID: a.id, PromptID: promptID, Role: store.RoleSystem, Text: text})
+		m, err := tx.AddMessage(a.ctx(), session.Message{ID: id, SessionID: a.id, PromptID: promptID, Role: session.RoleSystem, Text: text})
 		if err == nil {
 			emit(messageAdded(a, m))
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/testbin"
 )
@@ -16,16 +17,16 @@ func TestMain(m *testing.M) { testbin.RunLeakChecked(m) }
 
 // storedSession writes a session row (and its task) straight to the store,
 // as a previous daemon would have left it.
-func (r *fakeRig) storedSession(t *testing.T) store.Session {
+func (r *fakeRig) storedSession(t *testing.T) session.Session {
 	t.Helper()
 	ctx := context.Background()
-	task, err := r.st.CreateTask(ctx, store.Task{Title: "t", Workspace: r.dir})
+	task, err := r.st.CreateTask(ctx, session.Task{Title: "t", Workspace: r.dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sess, err := r.st.CreateSession(ctx, store.Session{TaskID: task.ID, AgentProfileID: "fake", Cwd: r.dir,
-		State: store.SessionWaitingForInput, EventEpoch: store.NewEpoch()},
-		store.Executor{Runtime: store.RuntimeStandalone, Status: store.ExecutorStopped})
+	sess, err := r.st.CreateSession(ctx, session.Session{TaskID: task.ID, AgentProfileID: "fake", Cwd: r.dir,
+		State: session.SessionWaitingForInput, EventEpoch: store.NewEpoch()},
+		session.Executor{Runtime: session.RuntimeStandalone, Status: session.ExecutorStopped})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestCloseWithCancelledRequestRetiresActor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.State != store.SessionCompleted {
-		t.Errorf("got session state %s after close, want %s", got.State, store.SessionCompleted)
+	if got.State != session.SessionCompleted {
+		t.Errorf("got session state %s after close, want %s", got.State, session.SessionCompleted)
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"context"
 	"slices"
 
-	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/session"
 )
 
 // LiveStats is what the daemon's session actors hold now (for /metrics).
@@ -20,7 +20,7 @@ type LiveStats struct {
 
 // AgentCount is how many agents of one profile run on one runtime.
 type AgentCount struct {
-	Runtime store.Runtime
+	Runtime session.Runtime
 	Profile string
 	N       int
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/tether/tether/internal/agents"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/workspace"
 )
@@ -241,32 +242,32 @@ type CreateInput struct {
 // agent's slot is reserved first: at a cap, nothing is created. A profile
 // whose agent asked for credentials at its last start is checked with it
 // (checkCredentials) before anything is made.
-func (m *Manager) Create(ctx context.Context, in CreateInput) (_ store.Session, err error) {
+func (m *Manager) Create(ctx context.Context, in CreateInput) (_ session.Session, err error) {
 	_, profile, err := m.profiles.Spec(in.AgentProfileID)
 	if err != nil {
-		return store.Session{}, err
+		return session.Session{}, err
 	}
 	cwd, err := m.ResolveCwd(in.Cwd)
 	if err != nil {
-		return store.Session{}, err
+		return session.Session{}, err
 	}
 	runtime, host, err := m.cfg.Executors.Choose(in.Executor, profile.Executor)
 	if err != nil {
-		return store.Session{}, err
+		return session.Session{}, err
 	}
-	var initial store.Turn
+	var initial session.Turn
 	if len(in.InitialPrompt) > 0 {
 		if err := m.checkPrompt(in.InitialPrompt); err != nil {
-			return store.Session{}, err
+			return session.Session{}, err
 		}
-		initial = store.Turn{PromptID: in.PromptID, Kind: store.TurnInitial, Prompt: in.InitialPrompt, State: store.TurnQueued}
+		initial = session.Turn{PromptID: in.PromptID, Kind: session.TurnInitial, Prompt: in.InitialPrompt, State: session.TurnQueued}
 		if initial.PromptID == "" {
 			initial.PromptID = uuid.NewString()
 		}
 	}
 	slot, err := m.slots.acquire(in.AgentProfileID, profile.MaxAgents)
 	if err != nil {
-		return store.Session{}, err
+		return session.Session{}, err
 	}
 	var a *actor // once set, the actor owns the slot
 	defer func() {
@@ -279,7 +280,7 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (_ store.Session, 
 	}()
 	// In the session's slot: a check is one more agent process.
 	if err := m.checkCredentials(ctx, in.AgentProfileID, runtime, host, cwd); err != nil {
-		return store.Session{}, err
+		return session.Session{}, err
 	}
 	sessionID := uuid.NewString()
 	repoDir := cwd
@@ -292,7 +293,7 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (_ store.Session, 
 			}
 		}
 		if wt, err = m.makeWorktree(ctx, runtime, host, sessionID, cwd, title); err != nil {
-			return store.Session{}, err
+			return session.Session{}, err
 		}
 		cwd = wt.Cwd
 	}
@@ -302,26 +303,26 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (_ store.Session, 
 	// Every id is chosen here, before the change is submitted: should its
 	// batch be redone, it writes the same rows.
 	change := sessionCreated{
-		Session: store.Session{ID: sessionID, TaskID: in.TaskID, AgentProfileID: in.AgentProfileID, Cwd: cwd,
-			Title: in.Title, State: store.SessionCreated, EventEpoch: store.NewEpoch(),
+		Session: session.Session{ID: sessionID, TaskID: in.TaskID, AgentProfileID: in.AgentProfileID, Cwd: cwd,
+			Title: in.Title, State: session.SessionCreated, EventEpoch: store.NewEpoch(),
 			// The profile's MCP servers, kept with the session: every load
 			// and resume resends what the session was created with.
 			MCPServers: profile.MCPServers, AutoContinue: profile.AutoContinue},
-		Executor: store.Executor{Runtime: runtime, Host: host, Status: store.ExecutorStopped},
+		Executor: session.Executor{Runtime: runtime, Host: host, Status: session.ExecutorStopped},
 	}
 	if in.AutoContinue != nil {
 		change.Session.AutoContinue = *in.AutoContinue
 	}
 	if wt != nil {
 		x := &change.Executor
-		x.WorktreePath, x.WorktreeBranch, x.WorktreeRepo, x.WorktreeState = wt.Path, wt.Branch, wt.Repository, store.WorktreeActive
+		x.WorktreePath, x.WorktreeBranch, x.WorktreeRepo, x.WorktreeState = wt.Path, wt.Branch, wt.Repository, session.WorktreeActive
 	}
 	if in.TaskID == "" {
 		title := in.Title
 		if title == "" {
 			title = "Session in " + repoDir
 		}
-		change.Task = &store.Task{ID: uuid.NewString(), Title: title, Workspace: repoDir}
+		change.Task = &session.Task{ID: uuid.NewString(), Title: title, Workspace: repoDir}
 		change.Session.TaskID = change.Task.ID
 	}
 	if initial.PromptID != "" {
@@ -331,26 +332,26 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (_ store.Session, 
 	sess := change.Session
 	if own := m.cfg.Ownership; own != nil {
 		if _, err = own.Acquire(ctx, sess.ID); err != nil {
-			return store.Session{}, err
+			return session.Session{}, err
 		}
 	}
 	if _, err = m.w.SubmitContext(ctx, change).Wait(ctx); err != nil {
-		return store.Session{}, err
+		return session.Session{}, err
 	}
 	// The actor loads the queued initial turn with the session.
 	live, err := m.actor(ctx, sess.ID)
 	if err != nil {
-		return store.Session{}, err
+		return session.Session{}, err
 	}
 	if !live.mb.post(func() { live.slot = slot }) {
-		return store.Session{}, errcode.New(errcode.ServiceShuttingDown, "tetherd is shutting down")
+		return session.Session{}, errcode.New(errcode.ServiceShuttingDown, "tetherd is shutting down")
 	}
 	a = live
 	if _, err := callWrites(ctx, a, func() (struct{}, error) { a.ensureAgent(); return struct{}{}, nil }); err != nil {
-		return store.Session{}, err
+		return session.Session{}, err
 	} else if err := a.sync(ctx); err != nil {
 		// The 201 says the agent is starting: that must be on record.
-		return store.Session{}, err
+		return session.Session{}, err
 	}
 	return m.store.GetSession(ctx, sess.ID)
 }
@@ -419,7 +420,7 @@ func (m *Manager) Prompt(ctx context.Context, sessionID string, in PromptInput) 
 	if err != nil {
 		return PromptResult{}, err
 	}
-	in.kind = store.TurnPrompt
+	in.kind = session.TurnPrompt
 	return a.prompt(ctx, in)
 }
 
@@ -437,13 +438,13 @@ func (m *Manager) Cancel(ctx context.Context, sessionID string) (CancelResult, e
 }
 
 // AnswerPermission resolves a pending permission request.
-func (m *Manager) AnswerPermission(ctx context.Context, sessionID, requestID string, out acp.PermissionOutcome) (store.Permission, error) {
+func (m *Manager) AnswerPermission(ctx context.Context, sessionID, requestID string, out acp.PermissionOutcome) (session.Permission, error) {
 	a, err := m.actor(ctx, sessionID)
 	if err != nil {
-		return store.Permission{}, err
+		return session.Permission{}, err
 	}
 	type answer struct {
-		p       store.Permission
+		p       session.Permission
 		pending *events.Pending
 	}
 	var ans answer
@@ -459,20 +460,20 @@ func (m *Manager) AnswerPermission(ctx context.Context, sessionID, requestID str
 		// live once the attach has given it back: the answer waits for it
 		// instead of being refused.
 		var de *errcode.Error
-		if !attaching || !errors.As(err, &de) || de.Code != errcode.PermissionResolved || de.Details["state"] != string(store.PermissionPending) {
+		if !attaching || !errors.As(err, &de) || de.Code != errcode.PermissionResolved || de.Details["state"] != string(session.PermissionPending) {
 			break
 		}
 		select {
 		case <-ctx.Done():
-			return store.Permission{}, ctx.Err()
+			return session.Permission{}, ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
 	if err != nil {
-		return store.Permission{}, err
+		return session.Permission{}, err
 	}
 	if _, err := ans.pending.Wait(ctx); err != nil {
-		return store.Permission{}, err
+		return session.Permission{}, err
 	}
 	return m.store.GetPermission(ctx, sessionID, requestID)
 }
@@ -487,16 +488,16 @@ const closeWriteGrace = 30 * time.Second
 // Once asked, a close runs to its end on a context of its own (bounded by
 // the stop grace and closeWriteGrace), even if the client goes away: a
 // session half closed would keep its agent and its actor until a restart.
-func (m *Manager) Close(ctx context.Context, sessionID string) (store.Session, error) {
+func (m *Manager) Close(ctx context.Context, sessionID string) (session.Session, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.StopGrace+closeWriteGrace)
 	defer cancel()
 	a, err := m.actor(ctx, sessionID)
 	if err != nil {
-		return store.Session{}, err
+		return session.Session{}, err
 	}
 	c, err := call(ctx, a.mb, a.close)
 	if err != nil {
-		return store.Session{}, err
+		return session.Session{}, err
 	}
 	// From here the actor is retired whatever happens: it is stopping.
 	defer m.retire(a)
@@ -506,11 +507,11 @@ func (m *Manager) Close(ctx context.Context, sessionID string) (store.Session, e
 	// Record the stop and wait until it is durable.
 	if c.open {
 		if err := a.do(ctx, func() { a.closed(c.conn) }); err != nil {
-			return store.Session{}, err
+			return session.Session{}, err
 		}
 	}
 	if err := a.sync(ctx); err != nil {
-		return store.Session{}, err
+		return session.Session{}, err
 	}
 	m.releaseWorktree(ctx, a)
 	return m.store.GetSession(ctx, sessionID)

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/tether/tether/internal/recovery"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -87,15 +88,15 @@ func (h *historyChecks) check(ctx context.Context, r *store.Store, sessionID str
 	if err != nil {
 		return "", err
 	}
-	in := recovery.Input{Turns: make([]store.Turn, 0, len(refs.Turns))}
+	in := recovery.Input{Turns: make([]session.Turn, 0, len(refs.Turns))}
 	for _, t := range refs.Turns {
-		in.Turns = append(in.Turns, store.Turn{Seq: t.Seq, PromptID: t.PromptID})
+		in.Turns = append(in.Turns, session.Turn{Seq: t.Seq, PromptID: t.PromptID})
 	}
 	for _, p := range refs.MessageTurns {
-		in.Messages = append(in.Messages, store.Message{PromptID: p})
+		in.Messages = append(in.Messages, session.Message{PromptID: p})
 	}
 	for _, p := range refs.ToolCallTurns {
-		in.ToolCalls = append(in.ToolCalls, store.ToolCall{PromptID: p})
+		in.ToolCalls = append(in.ToolCalls, session.ToolCall{PromptID: p})
 	}
 	gap := recovery.HistoryGap(in)
 	if h != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/recovery"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -20,9 +21,9 @@ func seedTranscript(b *testing.B, messages int) *planStore {
 	if err := p.st.Tx(ctx, func(tx *store.Store) error {
 		q := &planStore{st: tx, sid: p.sid, t0: p.t0}
 		for i := 1; i < messages/2; i++ {
-			q.turn(b, fmt.Sprintf("h%d", i), store.TurnCompleted, i, nil)
+			q.turn(b, fmt.Sprintf("h%d", i), session.TurnCompleted, i, nil)
 		}
-		q.turn(b, "last", store.TurnInterrupted, messages, interrupted("agent_exited"))
+		q.turn(b, "last", session.TurnInterrupted, messages, interrupted("agent_exited"))
 		return nil
 	}); err != nil {
 		b.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 
 	"github.com/tether/tether/internal/recovery"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/store/storetest"
 )
@@ -28,12 +29,12 @@ func openPlanStore(tb testing.TB) *planStore {
 	ctx := context.Background()
 	dir := tb.TempDir()
 	st := storetest.Open(tb, dir)
-	task, err := st.CreateTask(ctx, store.Task{Title: "t", Workspace: "/"})
+	task, err := st.CreateTask(ctx, session.Task{Title: "t", Workspace: "/"})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	sess, err := st.CreateSession(ctx, store.Session{TaskID: task.ID, AgentProfileID: "demo", Cwd: "/",
-		State: store.SessionWaitingForInput}, store.Executor{})
+	sess, err := st.CreateSession(ctx, session.Session{TaskID: task.ID, AgentProfileID: "demo", Cwd: "/",
+		State: session.SessionWaitingForInput}, session.Executor{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -42,11 +43,11 @@ func openPlanStore(tb testing.TB) *planStore {
 
 // turn records a turn; started is its start in minutes after t0 (0: never
 // started). Ran turns get a user message, an agent reply and a tool call.
-func (p *planStore) turn(tb testing.TB, id string, state store.TurnState, started int, edit func(*store.Turn)) {
+func (p *planStore) turn(tb testing.TB, id string, state session.TurnState, started int, edit func(*session.Turn)) {
 	tb.Helper()
 	ctx := context.Background()
 	prompt, _ := json.Marshal([]map[string]any{{"type": "text", "text": "do " + id}})
-	t := store.Turn{SessionID: p.sid, PromptID: id, Kind: store.TurnPrompt, State: state, Prompt: prompt}
+	t := session.Turn{SessionID: p.sid, PromptID: id, Kind: session.TurnPrompt, State: state, Prompt: prompt}
 	if started > 0 {
 		at := p.t0.Add(time.Duration(started) * time.Minute)
 		t.StartedAt = &at
@@ -60,17 +61,17 @@ func (p *planStore) turn(tb testing.TB, id string, state store.TurnState, starte
 	if started == 0 {
 		return
 	}
-	p.message(tb, id, store.RoleUser, "do "+id)
-	p.message(tb, id, store.RoleAgent, "working on "+id)
-	if _, err := p.st.UpsertToolCall(ctx, store.ToolCall{SessionID: p.sid, PromptID: id, ToolCallID: "tc-" + id,
-		Title: "read " + id, Kind: "read", Status: store.ToolCompleted}); err != nil {
+	p.message(tb, id, session.RoleUser, "do "+id)
+	p.message(tb, id, session.RoleAgent, "working on "+id)
+	if _, err := p.st.UpsertToolCall(ctx, session.ToolCall{SessionID: p.sid, PromptID: id, ToolCallID: "tc-" + id,
+		Title: "read " + id, Kind: "read", Status: session.ToolCompleted}); err != nil {
 		tb.Fatal(err)
 	}
 }
 
-func (p *planStore) message(tb testing.TB, promptID string, role store.MessageRole, text string) {
+func (p *planStore) message(tb testing.TB, promptID string, role session.MessageRole, text string) {
 	tb.Helper()
-	if _, err := p.st.AddMessage(context.Background(), store.Message{SessionID: p.sid, PromptID: promptID, Role: role, Text: text}); err != nil {
+	if _, err := p.st.AddMessage(context.Background(), session.Message{SessionID: p.sid, PromptID: promptID, Role: role, Text: text}); err != nil {
 		tb.Fatal(err)
 	}
 }
@@ -79,7 +80,7 @@ func (p *planStore) message(tb testing.TB, promptID string, role store.MessageRo
 func (p *planStore) history(tb testing.TB, n int) {
 	tb.Helper()
 	for i := 1; i <= n; i++ {
-		p.turn(tb, fmt.Sprintf("h%d", i), store.TurnCompleted, i, nil)
+		p.turn(tb, fmt.Sprintf("h%d", i), session.TurnCompleted, i, nil)
 	}
 }
 
@@ -110,14 +111,14 @@ func fullPlanInput(tb testing.TB, r *store.Store, sessionID string) recovery.Inp
 	if in.ToolCalls, err = r.ListToolCalls(ctx, sessionID); err != nil {
 		tb.Fatal(err)
 	}
-	if in.Permissions, err = r.ListPermissions(ctx, sessionID, store.PermissionPending); err != nil {
+	if in.Permissions, err = r.ListPermissions(ctx, sessionID, session.PermissionPending); err != nil {
 		tb.Fatal(err)
 	}
 	return in
 }
 
-func interrupted(reason string) func(*store.Turn) {
-	return func(t *store.Turn) { t.InterruptReason = reason }
+func interrupted(reason string) func(*session.Turn) {
+	return func(t *session.Turn) { t.InterruptReason = reason }
 }
 
 // TestPlanInputPlansAsTheWholeTranscript: the bounded plan input gives the
@@ -130,32 +131,32 @@ func TestPlanInputPlansAsTheWholeTranscript(t *testing.T) {
 	}{
 		{"empty", func(t *testing.T, p *planStore) {}},
 		{"only_queued", func(t *testing.T, p *planStore) {
-			p.turn(t, "q1", store.TurnQueued, 0, nil)
-			p.turn(t, "q2", store.TurnQueued, 0, nil)
+			p.turn(t, "q1", session.TurnQueued, 0, nil)
+			p.turn(t, "q2", session.TurnQueued, 0, nil)
 		}},
 		{"clean_after_history", func(t *testing.T, p *planStore) { p.history(t, 30) }},
 		{"interrupted_turn_with_dangling_tools", func(t *testing.T, p *planStore) {
 			p.history(t, 20)
-			p.turn(t, "p", store.TurnInterrupted, 21, interrupted("agent_exited"))
-			p.message(t, "p", store.RoleAgent, "second part")
+			p.turn(t, "p", session.TurnInterrupted, 21, interrupted("agent_exited"))
+			p.message(t, "p", session.RoleAgent, "second part")
 			ctx := context.Background()
-			for _, st := range []store.ToolCallStatus{store.ToolPending, store.ToolInProgress} {
-				if _, err := p.st.UpsertToolCall(ctx, store.ToolCall{SessionID: p.sid, PromptID: "p",
+			for _, st := range []session.ToolCallStatus{session.ToolPending, session.ToolInProgress} {
+				if _, err := p.st.UpsertToolCall(ctx, session.ToolCall{SessionID: p.sid, PromptID: "p",
 					ToolCallID: "d-" + string(st), Title: "edit", Kind: "edit", Status: st}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if _, _, err := p.st.AppendMessageChunk(ctx, p.sid, "p", store.RoleAgent, " and a streamed tail"); err != nil {
+			if _, _, err := p.st.AppendMessageChunk(ctx, p.sid, "p", session.RoleAgent, " and a streamed tail"); err != nil {
 				t.Fatal(err)
 			}
 		}},
 		{"interrupted_prompt_not_delivered", func(t *testing.T, p *planStore) {
 			p.history(t, 5)
-			p.turn(t, "p", store.TurnInterrupted, 0, interrupted("daemon_restart"))
+			p.turn(t, "p", session.TurnInterrupted, 0, interrupted("daemon_restart"))
 		}},
 		{"interrupted_prompt_delivered", func(t *testing.T, p *planStore) {
 			p.history(t, 5)
-			p.turn(t, "p", store.TurnInterrupted, 0, func(tr *store.Turn) {
+			p.turn(t, "p", session.TurnInterrupted, 0, func(tr *session.Turn) {
 				tr.InterruptReason = "agent_exited"
 				at := p.t0.Add(time.Hour)
 				tr.DeliveredAt, tr.StartedAt = &at, &at
@@ -163,63 +164,63 @@ func TestPlanInputPlansAsTheWholeTranscript(t *testing.T) {
 		}},
 		{"cancel_requested_is_clean", func(t *testing.T, p *planStore) {
 			p.history(t, 5)
-			p.turn(t, "p", store.TurnInterrupted, 6, func(tr *store.Turn) { tr.CancelRequested = true })
+			p.turn(t, "p", session.TurnInterrupted, 6, func(tr *session.Turn) { tr.CancelRequested = true })
 		}},
 		{"running_with_queue", func(t *testing.T, p *planStore) {
 			p.history(t, 10)
-			p.turn(t, "r", store.TurnRunning, 11, nil)
-			p.turn(t, "q1", store.TurnQueued, 0, nil)
-			p.turn(t, "q2", store.TurnQueued, 0, nil)
+			p.turn(t, "r", session.TurnRunning, 11, nil)
+			p.turn(t, "q1", session.TurnQueued, 0, nil)
+			p.turn(t, "q2", session.TurnQueued, 0, nil)
 		}},
 		{"withdrawn_and_cancelled_after_interrupted", func(t *testing.T, p *planStore) {
 			p.history(t, 10)
-			p.turn(t, "p", store.TurnInterrupted, 11, interrupted("agent_exited"))
-			p.turn(t, "w1", store.TurnCancelled, 0, func(tr *store.Turn) { tr.StopReason = recovery.Withdrawn })
-			p.turn(t, "w2", store.TurnCancelled, 0, func(tr *store.Turn) { tr.StopReason = recovery.Withdrawn })
+			p.turn(t, "p", session.TurnInterrupted, 11, interrupted("agent_exited"))
+			p.turn(t, "w1", session.TurnCancelled, 0, func(tr *session.Turn) { tr.StopReason = recovery.Withdrawn })
+			p.turn(t, "w2", session.TurnCancelled, 0, func(tr *session.Turn) { tr.StopReason = recovery.Withdrawn })
 		}},
 		{"cancelled_queued_turn_is_last", func(t *testing.T, p *planStore) {
 			p.history(t, 10)
-			p.turn(t, "p", store.TurnInterrupted, 11, interrupted("agent_exited"))
-			p.turn(t, "c", store.TurnCancelled, 0, nil)
+			p.turn(t, "p", session.TurnInterrupted, 11, interrupted("agent_exited"))
+			p.turn(t, "c", session.TurnCancelled, 0, nil)
 		}},
 		{"held_queue_ran_after_continuation", func(t *testing.T, p *planStore) {
 			// A continuation (seq 13) ran before the turns held since a
 			// restart (11, 12), which started after it: 12 started last.
 			p.history(t, 10)
-			p.turn(t, "h-a", store.TurnCompleted, 30, nil)
-			p.turn(t, "h-b", store.TurnInterrupted, 40, interrupted("agent_exited"))
-			p.turn(t, "cont", store.TurnCompleted, 20, func(tr *store.Turn) { tr.Kind = store.TurnContinue })
+			p.turn(t, "h-a", session.TurnCompleted, 30, nil)
+			p.turn(t, "h-b", session.TurnInterrupted, 40, interrupted("agent_exited"))
+			p.turn(t, "cont", session.TurnCompleted, 20, func(tr *session.Turn) { tr.Kind = session.TurnContinue })
 		}},
 		{"held_queue_waiting", func(t *testing.T, p *planStore) {
 			p.history(t, 10)
-			p.turn(t, "p", store.TurnInterrupted, 11, interrupted("daemon_restart"))
-			p.turn(t, "q1", store.TurnQueued, 0, nil)
+			p.turn(t, "p", session.TurnInterrupted, 11, interrupted("daemon_restart"))
+			p.turn(t, "q1", session.TurnQueued, 0, nil)
 			p.exec(t, `UPDATE sessions SET queue_held = 1 WHERE id = ?`, p.sid)
 		}},
 		{"context_lost", func(t *testing.T, p *planStore) {
 			p.history(t, 3)
-			p.turn(t, "p", store.TurnInterrupted, 4, interrupted("agent_exited"))
+			p.turn(t, "p", session.TurnInterrupted, 4, interrupted("agent_exited"))
 			p.exec(t, `UPDATE sessions SET context_lost = 1 WHERE id = ?`, p.sid)
 		}},
 		{"gap_missing_early_turn", func(t *testing.T, p *planStore) {
 			p.history(t, 10)
-			p.turn(t, "p", store.TurnInterrupted, 11, interrupted("agent_exited"))
+			p.turn(t, "p", session.TurnInterrupted, 11, interrupted("agent_exited"))
 			p.exec(t, `DELETE FROM turns WHERE session_id = ? AND seq = 2`, p.sid)
 		}},
 		{"gap_missing_turn_before_window", func(t *testing.T, p *planStore) {
 			p.history(t, 10)
-			p.turn(t, "p", store.TurnInterrupted, 11, interrupted("agent_exited"))
+			p.turn(t, "p", session.TurnInterrupted, 11, interrupted("agent_exited"))
 			p.exec(t, `DELETE FROM turns WHERE session_id = ? AND seq = 10`, p.sid)
 		}},
 		{"gap_message_of_unknown_turn", func(t *testing.T, p *planStore) {
 			p.history(t, 10)
-			p.message(t, "ghost", store.RoleAgent, "from nowhere")
-			p.turn(t, "p", store.TurnInterrupted, 11, interrupted("agent_exited"))
+			p.message(t, "ghost", session.RoleAgent, "from nowhere")
+			p.turn(t, "p", session.TurnInterrupted, 11, interrupted("agent_exited"))
 		}},
 		{"gap_tool_call_of_unknown_turn", func(t *testing.T, p *planStore) {
 			p.history(t, 10)
-			if _, err := p.st.UpsertToolCall(context.Background(), store.ToolCall{SessionID: p.sid, PromptID: "ghost",
-				ToolCallID: "g", Title: "x", Status: store.ToolCompleted}); err != nil {
+			if _, err := p.st.UpsertToolCall(context.Background(), session.ToolCall{SessionID: p.sid, PromptID: "ghost",
+				ToolCallID: "g", Title: "x", Status: session.ToolCompleted}); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -253,8 +254,8 @@ func TestPlanInputPlansAsTheWholeTranscript(t *testing.T) {
 func TestPlanInputIsBounded(t *testing.T) {
 	p := openPlanStore(t)
 	p.history(t, 200)
-	p.turn(t, "p", store.TurnInterrupted, 201, interrupted("agent_exited"))
-	p.turn(t, "q", store.TurnQueued, 0, nil)
+	p.turn(t, "p", session.TurnInterrupted, 201, interrupted("agent_exited"))
+	p.turn(t, "q", session.TurnQueued, 0, nil)
 	in, err := readPlanInput(context.Background(), p.st, p.sid, newHistoryChecks())
 	if err != nil {
 		t.Fatal(err)
@@ -278,8 +279,8 @@ func TestPlanInputIsBounded(t *testing.T) {
 func TestPlanInsideAWriteCompilesNothing(t *testing.T) {
 	p := openPlanStore(t)
 	p.history(t, 3)
-	p.turn(t, "p", store.TurnInterrupted, 4, interrupted("agent_exited"))
-	p.turn(t, "q", store.TurnQueued, 0, nil)
+	p.turn(t, "p", session.TurnInterrupted, 4, interrupted("agent_exited"))
+	p.turn(t, "q", session.TurnQueued, 0, nil)
 	ctx := context.Background()
 	before := p.st.TransactionStatements()
 	for range 2 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -67,7 +68,7 @@ func (m *Manager) reconcile(ctx context.Context, keep func(sessionID string) boo
 	var interrupted [][2]string // session, turn
 	for _, s := range active.AtRest {
 		_, _, specErr := m.profiles.Spec(s.AgentProfileID)
-		d := decide(view{State: store.SessionWaitingForInput}, restartedInput{AgentAvailable: specErr == nil})
+		d := decide(view{State: session.SessionWaitingForInput}, restartedInput{AgentAvailable: specErr == nil})
 		if len(d.Effects) > 0 && (keep == nil || keep(s.ID)) { // effPushRecovery: its agent went away with the old config
 			push := recoveryPushed{Session: s.ID, TaskID: s.TaskID, Always: true, history: m.history}
 			repairs = append(repairs, func(tx *store.Store, emit events.Emit) error { return push.Apply(ctx, tx, emit) })
@@ -146,7 +147,7 @@ func (m *Manager) reconcile(ctx context.Context, keep func(sessionID string) boo
 // pid may have been reused since (a reboot, a long downtime), so only a
 // group leader still running the agent's command is touched.
 // Whether there is one to stop is decided (decideRestarted: effStopOrphan).
-func stopOrphan(ex store.Executor, command string) {
+func stopOrphan(ex session.Executor, command string) {
 	if !isAgentProcess(ex.PID, command) {
 		return
 	}
@@ -160,9 +161,9 @@ func stopOrphan(ex store.Executor, command string) {
 func restartedOf(as store.ActiveSession, available bool) restartedInput {
 	ex := as.Executor
 	in := restartedInput{Repair: true, Permissions: len(as.Permissions), Executor: ex.Status,
-		Orphan: ex.PID > 0 && ex.Runtime == store.RuntimeStandalone, AgentAvailable: available,
-		Hosted: ex.Runtime != store.RuntimeStandalone && ex.Runtime != "" &&
-			(ex.Status == store.ExecutorReady || ex.Status == store.ExecutorReconnecting || ex.Status == store.ExecutorStarting)}
+		Orphan: ex.PID > 0 && ex.Runtime == session.RuntimeStandalone, AgentAvailable: available,
+		Hosted: ex.Runtime != session.RuntimeStandalone && ex.Runtime != "" &&
+			(ex.Status == session.ExecutorReady || ex.Status == session.ExecutorReconnecting || ex.Status == session.ExecutorStarting)}
 	for _, t := range as.OpenTurns {
 		in.Turns = append(in.Turns, storedTurn{PromptID: t.PromptID, State: t.State})
 	}
@@ -179,7 +180,7 @@ func restartRepair(as store.ActiveSession, effs []effect, available bool, histor
 		ctx := context.Background()
 		a := &actor{id: s.ID, sess: s} // for payload helpers only
 		now := time.Now().UTC()
-		turns := make(map[string]store.Turn, len(as.OpenTurns))
+		turns := make(map[string]session.Turn, len(as.OpenTurns))
 		for _, t := range as.OpenTurns {
 			turns[t.PromptID] = t
 		}
@@ -188,7 +189,7 @@ func restartRepair(as store.ActiveSession, effs []effect, available bool, histor
 			switch e := e.(type) {
 			case effStopOrphan, effAttachAgent, effRestartAgent: // performed outside the write
 			case effMarkReconnecting:
-				ex.Status = store.ExecutorReconnecting
+				ex.Status = session.ExecutorReconnecting
 				if err = tx.UpdateExecutor(ctx, ex); err == nil {
 					emit(a.draft(events.SessionExecutorStatus, "", executorPayload(ex)))
 				}
@@ -205,7 +206,7 @@ func restartRepair(as store.ActiveSession, effs []effect, available bool, histor
 					emit(a.draft(events.PermissionResolved, p.PromptID, &events.PermissionResolvedData{RequestID: p.ID, State: e.State}))
 				}
 			case effStopExecutor:
-				ex.Status = store.ExecutorStopped
+				ex.Status = session.ExecutorStopped
 				ex.ErrorMessage = "agent stopped: tetherd restarted"
 				if err = tx.UpdateExecutor(ctx, ex); err == nil {
 					emit(a.draft(events.SessionExecutorStatus, "", executorPayload(ex)))
@@ -232,20 +233,20 @@ func restartRepair(as store.ActiveSession, effs []effect, available bool, histor
 
 // restartInterrupt ends turn t as the restart interrupted it: unfinished
 // tool calls fail, and a turn that was running gets a system message.
-func restartInterrupt(ctx context.Context, tx *store.Store, emit events.Emit, a *actor, t store.Turn, running bool, now time.Time) error {
+func restartInterrupt(ctx context.Context, tx *store.Store, emit events.Emit, a *actor, t session.Turn, running bool, now time.Time) error {
 	dangling, err := failDanglingToolCalls(ctx, tx, emit, a, t.PromptID, "daemon restart")
 	if err != nil {
 		return err
 	}
 	if running {
-		m, err := tx.AddMessage(ctx, store.Message{SessionID: a.id, PromptID: t.PromptID, Role: store.RoleSystem,
+		m, err := tx.AddMessage(ctx, session.Message{SessionID: a.id, PromptID: t.PromptID, Role: session.RoleSystem,
 			Text: "Turn interrupted: tetherd restarted while it was running."})
 		if err != nil {
 			return err
 		}
 		emit(messageAdded(a, m))
 	}
-	t.State, t.EndedAt, t.InterruptReason = store.TurnInterrupted, &now, "daemon_restart"
+	t.State, t.EndedAt, t.InterruptReason = session.TurnInterrupted, &now, "daemon_restart"
 	if err := tx.UpdateTurn(ctx, t); err != nil {
 		return err
 	}
@@ -257,8 +258,8 @@ func restartInterrupt(ctx context.Context, tx *store.Store, emit events.Emit, a 
 // the agent wants credentials and its profile is unchanged since: starting
 // it again at every start-up would fail the same way (and, for agents that
 // open a browser or a terminal login, bother the user).
-func (m *Manager) knownAuthFailure(ex store.Executor, profileID string) bool {
-	if ex.Status != store.ExecutorError || ex.ErrorCode != string(errcode.AgentAuthRequired) {
+func (m *Manager) knownAuthFailure(ex session.Executor, profileID string) bool {
+	if ex.Status != session.ExecutorError || ex.ErrorCode != string(errcode.AgentAuthRequired) {
 		return false
 	}
 	fp := m.profiles.Fingerprint(profileID)

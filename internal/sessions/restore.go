@@ -17,6 +17,7 @@ import (
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/workspace"
 )
@@ -53,7 +54,7 @@ type startPlan struct {
 	// worktree is the executor row when the session has a worktree to
 	// check (and make again if missing) before the agent starts;
 	// recreated reports one made again.
-	worktree  *store.Executor
+	worktree  *session.Executor
 	recreated func(*workspace.Worktree)
 }
 
@@ -104,7 +105,7 @@ func (a *actor) startAgent(e effStartAgent) {
 		p.spec.Args = append(append([]string(nil), p.spec.Args...), profile.ExpandResumeArgs(p.token)...)
 	}
 	p.spec.Dir = a.sess.Cwd
-	if a.exec.WorktreeState == store.WorktreeActive {
+	if a.exec.WorktreeState == session.WorktreeActive {
 		ex := a.exec
 		p.worktree = &ex
 		p.recreated = func(wt *workspace.Worktree) { a.mb.post(func() { a.worktreeRecreated(wt) }) }
@@ -130,8 +131,8 @@ func (a *actor) startAgent(e effStartAgent) {
 	}
 	a.replaying = e.Restore
 	a.replayed, a.replayUsers, a.replayLast = 0, nil, ""
-	a.setState(store.SessionStarting)
-	a.exec.Status = store.ExecutorStarting
+	a.setState(session.SessionStarting)
+	a.exec.Status = session.ExecutorStarting
 	a.exec.ErrorMessage, a.exec.ErrorCode, a.exec.ErrorProfile = "", "", ""
 	a.exec.PID = 0
 	a.exec.AgentExecutionID = p.execID
@@ -139,7 +140,7 @@ func (a *actor) startAgent(e effStartAgent) {
 	if a.hosted() {
 		a.resetHostOffset()
 	}
-	local, profileID := a.exec.Runtime != store.RuntimeRemote, a.sess.AgentProfileID
+	local, profileID := a.exec.Runtime != session.RuntimeRemote, a.sess.AgentProfileID
 	a.m.spawn(func() {
 		out := a.m.start(a.id, p)
 		a.m.noteStart(local, profileID, a.id, out.err)
@@ -328,7 +329,7 @@ func (a *actor) adoptAgent(p startPlan, out startOutcome) {
 	a.lastErr = nil
 	caps := conn.Capabilities()
 	now := time.Now().UTC()
-	a.exec.Status = store.ExecutorReady
+	a.exec.Status = session.ExecutorReady
 	a.exec.PID = conn.PID()
 	a.exec.AgentExecutionID = p.execID
 	a.exec.ResumeToken = out.acpID
@@ -404,7 +405,7 @@ func (a *actor) startFailed(err error) {
 func (a *actor) recordStartError(err error) {
 	a.log.Warn("agent failed to start", "err", err)
 	a.lastErr = err
-	a.exec.Status = store.ExecutorError
+	a.exec.Status = session.ExecutorError
 	a.exec.ErrorMessage = startErrorMessage(err)
 	a.exec.ErrorCode = string(errcode.CodeOf(err))
 	a.exec.ErrorProfile = a.m.profiles.Fingerprint(a.sess.AgentProfileID)

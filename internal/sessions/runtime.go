@@ -9,7 +9,7 @@ import (
 
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
-	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/workspace"
 )
 
@@ -148,9 +148,9 @@ type Executors interface {
 	// Choose picks a new session's executor: requested (the API's
 	// `executor`; "" for none), else the profile's default, else the
 	// daemon's. An unknown name is errcode.ExecutorNotFound.
-	Choose(requested, profileDefault string) (store.Runtime, string, error)
+	Choose(requested, profileDefault string) (session.Runtime, string, error)
 	// Runtime returns the runtime of an executor row's runtime and host.
-	Runtime(rt store.Runtime, host string) (Runtime, error)
+	Runtime(rt session.Runtime, host string) (Runtime, error)
 	// Hosts lists the executor hosts the daemon knows, by name.
 	Hosts(ctx context.Context) []ExecutorHost
 }
@@ -158,15 +158,15 @@ type Executors interface {
 // standaloneOnly is the Executors of a daemon without executor hosts.
 type standaloneOnly struct{ rt Runtime }
 
-func (s standaloneOnly) Choose(requested, _ string) (store.Runtime, string, error) {
-	if requested != "" && requested != string(store.RuntimeStandalone) {
+func (s standaloneOnly) Choose(requested, _ string) (session.Runtime, string, error) {
+	if requested != "" && requested != string(session.RuntimeStandalone) {
 		return "", "", errcode.New(errcode.ExecutorNotFound, "executor %q is not configured: this daemon runs agents standalone only", requested)
 	}
-	return store.RuntimeStandalone, "", nil
+	return session.RuntimeStandalone, "", nil
 }
 
-func (s standaloneOnly) Runtime(rt store.Runtime, host string) (Runtime, error) {
-	if rt != store.RuntimeStandalone && rt != "" {
+func (s standaloneOnly) Runtime(rt session.Runtime, host string) (Runtime, error) {
+	if rt != session.RuntimeStandalone && rt != "" {
 		return nil, errcode.New(errcode.ExecutorNotFound, "executor %s %q is not configured", rt, host)
 	}
 	return s.rt, nil

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -29,8 +30,8 @@ const (
 
 // Status is what a client needs to decide whether to resume a session.
 type Status struct {
-	Session        store.Session
-	Executor       store.Executor
+	Session        session.Session
+	Executor       session.Executor
 	IsAgentRunning bool
 	IsResumable    bool
 	NeedsResume    bool
@@ -70,8 +71,8 @@ func (m *Manager) Status(ctx context.Context, sessionID string) (Status, error) 
 // status evaluates the session's rows, read in one snapshot, with what the
 // actor knows live (nothing when no actor holds the session).
 func (m *Manager) status(ctx context.Context, sessionID string, running, starting bool, lastErr error) (Status, error) {
-	var sess store.Session
-	var ex store.Executor
+	var sess session.Session
+	var ex session.Executor
 	err := m.store.Snapshot(ctx, func(r *store.Store) error {
 		var err error
 		if sess, err = r.GetSession(ctx, sessionID); err != nil {
@@ -131,8 +132,8 @@ func (m *Manager) status(ctx context.Context, sessionID string, running, startin
 // recentlySeenWindow is how long a live-looking executor row is trusted.
 const recentlySeenWindow = 30 * time.Second
 
-func recentlySeen(ex store.Executor) bool {
-	if ex.Status != store.ExecutorReady && ex.Status != store.ExecutorStarting {
+func recentlySeen(ex session.Executor) bool {
+	if ex.Status != session.ExecutorReady && ex.Status != session.ExecutorStarting {
 		return false
 	}
 	if ex.LastSeenAt == nil || time.Since(*ex.LastSeenAt) > recentlySeenWindow || ex.PID <= 0 {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tether/tether/internal/agents"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/sessions"
 	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/testbin"
@@ -104,9 +105,9 @@ func waitTurnDone(b *testing.B, st *store.Store, sid, pid string) {
 			b.Fatal(err)
 		}
 		switch t.State {
-		case store.TurnCompleted:
+		case session.TurnCompleted:
 			return
-		case store.TurnFailed, store.TurnCancelled, store.TurnInterrupted:
+		case session.TurnFailed, session.TurnCancelled, session.TurnInterrupted:
 			b.Fatalf("turn %s: got %s, want completed", pid, t.State)
 		}
 		// Coarse enough not to show in the profile; a turn takes seconds.

@@ -6,6 +6,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -25,11 +26,11 @@ type TaskInput struct {
 // TaskPatch names the fields of a task to change; nil leaves one as is.
 type TaskPatch struct {
 	Title *string
-	State *store.TaskState
+	State *session.TaskState
 }
 
 // emitTaskCreated records task.created for t, inside the op that created it.
-func emitTaskCreated(emit events.Emit, t store.Task) {
+func emitTaskCreated(emit events.Emit, t session.Task) {
 	emit(events.Draft{TaskID: t.ID, Type: events.TaskCreated, Payload: &events.TaskCreatedData{
 		Title: t.Title, Workspace: t.Workspace, State: t.State, CreatedAt: t.CreatedAt}})
 }
@@ -37,19 +38,19 @@ func emitTaskCreated(emit events.Emit, t store.Task) {
 // CreateTask creates a task and emits task.created on the global stream.
 // The id is chosen before the write, so the op is a value: re-running it
 // after a rolled-back batch writes the same task.
-func (m *Manager) CreateTask(ctx context.Context, in TaskInput) (store.Task, error) {
-	t := store.Task{ID: uuid.NewString(), Title: in.Title}
+func (m *Manager) CreateTask(ctx context.Context, in TaskInput) (session.Task, error) {
+	t := session.Task{ID: uuid.NewString(), Title: in.Title}
 	if in.Workspace != "" {
 		dir, err := m.ResolveCwd(in.Workspace)
 		if err != nil {
-			return store.Task{}, err
+			return session.Task{}, err
 		}
 		t.Workspace = dir
 	}
 	// The transaction is shared with other ops of the batch: a client
 	// going away must not cancel it.
 	wctx := context.WithoutCancel(ctx)
-	var out store.Task
+	var out session.Task
 	_, err := m.w.Do(ctx, func(tx *store.Store, emit events.Emit) error {
 		created, err := tx.CreateTask(wctx, t)
 		if err != nil {
@@ -60,7 +61,7 @@ func (m *Manager) CreateTask(ctx context.Context, in TaskInput) (store.Task, err
 		return nil
 	})
 	if err != nil {
-		return store.Task{}, err
+		return session.Task{}, err
 	}
 	return out, nil
 }
@@ -68,9 +69,9 @@ func (m *Manager) CreateTask(ctx context.Context, in TaskInput) (store.Task, err
 // UpdateTask renames a task or sets its state and emits what changed:
 // task.updated for a new title, task.state_changed for a new state. A
 // patch that changes nothing emits nothing.
-func (m *Manager) UpdateTask(ctx context.Context, id string, p TaskPatch) (store.Task, error) {
+func (m *Manager) UpdateTask(ctx context.Context, id string, p TaskPatch) (session.Task, error) {
 	wctx := context.WithoutCancel(ctx)
-	var out store.Task
+	var out session.Task
 	_, err := m.w.Do(ctx, func(tx *store.Store, emit events.Emit) error {
 		prev, err := tx.GetTask(wctx, id)
 		if err != nil {
@@ -90,7 +91,7 @@ func (m *Manager) UpdateTask(ctx context.Context, id string, p TaskPatch) (store
 		return nil
 	})
 	if err != nil {
-		return store.Task{}, err
+		return session.Task{}, err
 	}
 	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -79,7 +80,7 @@ func (a *actor) startMessage(e effStartMessage, u acp.Update) {
 	// Taking an id fails only when the database cannot be reached: the
 	// write then fails with it, like any other (writefail.go).
 	id, idErr := a.m.store.NewMessageID(a.ctx())
-	m := store.Message{ID: id, SessionID: a.id, PromptID: e.PromptID, Role: e.Role, Text: u.Text}
+	m := session.Message{ID: id, SessionID: a.id, PromptID: e.PromptID, Role: e.Role, Text: u.Text}
 	if u.Block != nil {
 		m.Text, m.Content = "", json.RawMessage("["+string(u.Block)+"]")
 	}
@@ -149,19 +150,19 @@ func (a *actor) splitMessage() {
 }
 
 // messageAdded is the event for a new transcript message.
-func messageAdded(a *actor, m store.Message) events.Draft {
+func messageAdded(a *actor, m session.Message) events.Draft {
 	return a.draft(events.MessageAdded, m.PromptID, &events.MessageAddedData{MessageID: m.ID, Role: m.Role, Text: m.Text,
 		CreatedAt: m.CreatedAt, Content: m.Content})
 }
 
 // toolCallPayload is the full tool call as events carry it.
-func toolCallPayload(c store.ToolCall) *events.ToolCallData {
+func toolCallPayload(c session.ToolCall) *events.ToolCallData {
 	return &events.ToolCallData{ToolCallID: c.ToolCallID, Title: c.Title, Kind: c.Kind, Status: c.Status,
 		Interrupted: c.Interrupted, Content: c.Content, Locations: c.Locations, RawInput: c.RawInput, RawOutput: c.RawOutput}
 }
 
-func toolCallRecord(sessionID, promptID string, t *acp.ToolCall) store.ToolCall {
-	r := store.ToolCall{SessionID: sessionID, ToolCallID: t.ID, PromptID: promptID,
+func toolCallRecord(sessionID, promptID string, t *acp.ToolCall) session.ToolCall {
+	r := session.ToolCall{SessionID: sessionID, ToolCallID: t.ID, PromptID: promptID,
 		Content: t.Content, Locations: t.Locations, RawInput: t.RawInput, RawOutput: t.RawOutput}
 	if t.Title != nil {
 		r.Title = *t.Title
@@ -170,7 +171,7 @@ func toolCallRecord(sessionID, promptID string, t *acp.ToolCall) store.ToolCall 
 		r.Kind = *t.Kind
 	}
 	if t.Status != nil {
-		r.Status = store.ToolCallStatus(*t.Status)
+		r.Status = session.ToolCallStatus(*t.Status)
 	}
 	return r
 }
@@ -215,8 +216,8 @@ func (a *actor) askPermission(promptID string, req acp.PermissionRequest, reply 
 	}
 	a.splitMessage()
 	opts, _ := json.Marshal(req.Options)
-	p := store.Permission{ID: permissionID(req), SessionID: a.id, PromptID: promptID, ToolCallID: req.Tool.ID,
-		Title: title, Options: opts, State: store.PermissionPending}
+	p := session.Permission{ID: permissionID(req), SessionID: a.id, PromptID: promptID, ToolCallID: req.Tool.ID,
+		Title: title, Options: opts, State: session.PermissionPending}
 	a.write(func(tx *store.Store, emit events.Emit) error {
 		ctx := a.ctx()
 		if req.Tool.ID != "" {
@@ -239,7 +240,7 @@ func (a *actor) askPermission(promptID string, req acp.PermissionRequest, reply 
 }
 
 // answerPermission applies a client's answer to a pending request.
-func (a *actor) answerPermission(id string, out acp.PermissionOutcome) (store.Permission, *events.Pending, error) {
+func (a *actor) answerPermission(id string, out acp.PermissionOutcome) (session.Permission, *events.Pending, error) {
 	v := a.view()
 	p, ok := a.perms[id]
 	if ok {
@@ -254,13 +255,13 @@ func (a *actor) answerPermission(id string, out acp.PermissionOutcome) (store.Pe
 		// that is gone (recovery expires those).
 		row, err := a.m.store.GetPermission(a.ctx(), a.id, id)
 		if err != nil {
-			return store.Permission{}, nil, err
+			return session.Permission{}, nil, err
 		}
-		return store.Permission{}, nil, errcode.New(errcode.PermissionResolved, "permission request %s is already %s", id, row.State).
+		return session.Permission{}, nil, errcode.New(errcode.PermissionResolved, "permission request %s is already %s", id, row.State).
 			With("state", string(row.State))
 	}
 	if d.Refusal != nil {
-		return store.Permission{}, nil, d.Refusal
+		return session.Permission{}, nil, d.Refusal
 	}
 	var pending *events.Pending
 	for _, e := range d.Effects {
@@ -273,11 +274,11 @@ func (a *actor) answerPermission(id string, out acp.PermissionOutcome) (store.Pe
 			a.perform(e)
 		}
 	}
-	return store.Permission{ID: id, SessionID: a.id}, pending, nil
+	return session.Permission{ID: id, SessionID: a.id}, pending, nil
 }
 
 // resolve persists a permission outcome and emits permission.resolved.
-func (a *actor) resolve(id string, state store.PermissionState, optionID string) *events.Pending {
+func (a *actor) resolve(id string, state session.PermissionState, optionID string) *events.Pending {
 	defer a.pushRecovery()
 	return a.write(func(tx *store.Store, emit events.Emit) error {
 		row, err := tx.ResolvePermission(a.ctx(), a.id, id, state, optionID)
@@ -294,7 +295,7 @@ func (a *actor) resolve(id string, state store.PermissionState, optionID string)
 
 // resolvePermission closes a pending request without a client answer
 // (turn ended, agent gone, request withdrawn).
-func (a *actor) resolvePermission(id string, state store.PermissionState, optionID string) {
+func (a *actor) resolvePermission(id string, state session.PermissionState, optionID string) {
 	p, ok := a.perms[id]
 	if !ok {
 		return
@@ -307,7 +308,7 @@ func (a *actor) resolvePermission(id string, state store.PermissionState, option
 // closePermissions answers every open request of a turn ("" = all)
 // "cancelled" to the agent, as ACP requires when a turn ends, and records
 // state: cancelled when the turn was cancelled, expired when the agent went.
-func (a *actor) closePermissions(promptID string, state store.PermissionState) {
+func (a *actor) closePermissions(promptID string, state session.PermissionState) {
 	for id, p := range a.perms {
 		if promptID == "" || p.promptID == promptID {
 			a.resolvePermission(id, state, "")

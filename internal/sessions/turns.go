@@ -16,6 +16,7 @@ import (
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/recovery"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -31,12 +32,12 @@ type PromptInput struct {
 	Prompt    json.RawMessage
 	PromptID  string
 	Multitask string
-	kind      store.TurnKind
+	kind      session.TurnKind
 }
 
 // PromptResult is the admitted turn.
 type PromptResult struct {
-	Turn       store.Turn
+	Turn       session.Turn
 	EventEpoch string
 	// Cursor is where to stream from to see the turn: the event that
 	// admitted it (or the head, for a repeated prompt id).
@@ -111,7 +112,7 @@ func (a *actor) admit(in PromptInput) (PromptResult, error) {
 				return PromptResult{}, err // refused whole: nothing is stored
 			}
 		case effEnqueue:
-			t, pending := a.enqueue(store.Turn{SessionID: a.id, PromptID: in.PromptID, Kind: in.kind, Prompt: in.Prompt}, e.Front)
+			t, pending := a.enqueue(session.Turn{SessionID: a.id, PromptID: in.PromptID, Kind: in.kind, Prompt: in.Prompt}, e.Front)
 			res = PromptResult{Turn: t, EventEpoch: a.sess.EventEpoch, pending: pending}
 		default:
 			a.perform(e)
@@ -127,11 +128,11 @@ func (a *actor) admit(in PromptInput) (PromptResult, error) {
 // Every admission releases a queue held since a restart (in the same
 // write): first puts the turn ahead of it (a continuation), else it goes
 // behind it.
-func (a *actor) enqueue(t store.Turn, first bool) (store.Turn, *events.Pending) {
+func (a *actor) enqueue(t session.Turn, first bool) (session.Turn, *events.Pending) {
 	if t.PromptID == "" {
 		t.PromptID = uuid.NewString()
 	}
-	t.State = store.TurnQueued
+	t.State = session.TurnQueued
 	t.CreatedAt = time.Now().UTC()
 	a.sess.Prompted = true
 	released := a.sess.QueueHeld
@@ -151,7 +152,7 @@ func (a *actor) enqueue(t store.Turn, first bool) (store.Turn, *events.Pending) 
 	a.turns[t.PromptID] = t
 	a.lastPromptID = t.PromptID
 	if first {
-		a.queue = append([]store.Turn{t}, a.queue...)
+		a.queue = append([]session.Turn{t}, a.queue...)
 	} else {
 		a.queue = append(a.queue, t)
 	}
@@ -174,7 +175,7 @@ func (a *actor) startTurn(promptID string) {
 	a.queue = a.queue[1:]
 	a.replaying = false
 	now := time.Now().UTC()
-	t.State = store.TurnRunning
+	t.State = session.TurnRunning
 	t.StartedAt = &now
 	inject := a.sess.InjectContext
 	if inject {
@@ -195,10 +196,10 @@ func (a *actor) startTurn(promptID string) {
 			}
 		}
 		emit(a.draft(events.TurnStarted, t.PromptID, &events.TurnStartedData{Kind: t.Kind, StartedAt: now}))
-		if t.Kind == store.TurnContinue {
+		if t.Kind == session.TurnContinue {
 			return nil // continuing adds no user message (DESIGN.md section 6)
 		}
-		m, err := tx.AddMessage(ctx, store.Message{SessionID: a.id, PromptID: t.PromptID, Role: store.RoleUser, Text: promptText(t.Prompt)})
+		m, err := tx.AddMessage(ctx, session.Message{SessionID: a.id, PromptID: t.PromptID, Role: session.RoleUser, Text: promptText(t.Prompt)})
 		if err != nil {
 			return err
 		}
@@ -207,10 +208,10 @@ func (a *actor) startTurn(promptID string) {
 	})
 	r := &turnRun{turn: t, conn: a.conn}
 	a.running = r
-	a.setState(store.SessionRunning)
+	a.setState(session.SessionRunning)
 	a.pushRecovery()
 	acpID, pctx := a.acpID, a.promptContext()
-	local, profileID := a.exec.Runtime != store.RuntimeRemote, a.sess.AgentProfileID
+	local, profileID := a.exec.Runtime != session.RuntimeRemote, a.sess.AgentProfileID
 	a.m.spawn(func() {
 		// The agent hears of the turn only once it is recorded as started.
 		if _, err := started.Wait(context.Background()); err != nil {
@@ -280,7 +281,7 @@ func errorCode(err error) string {
 }
 
 // endTurn persists a terminal outcome for t and emits its terminal event.
-func (a *actor) endTurn(t store.Turn, state store.TurnState, set func(*store.Turn)) {
+func (a *actor) endTurn(t session.Turn, state session.TurnState, set func(*session.Turn)) {
 	now := time.Now().UTC()
 	t.State = state
 	t.EndedAt = &now
@@ -294,18 +295,18 @@ func (a *actor) endTurn(t store.Turn, state store.TurnState, set func(*store.Tur
 }
 
 // turnEndedDraft is the terminal event of a turn of a session of taskID.
-func turnEndedDraft(sessionID, taskID string, t store.Turn, dangling []events.DanglingToolCall) events.Draft {
+func turnEndedDraft(sessionID, taskID string, t session.Turn, dangling []events.DanglingToolCall) events.Draft {
 	typ, p := events.TurnCompleted, events.Payload(&events.TurnCompletedData{State: t.State, EndedAt: t.EndedAt, StopReason: t.StopReason})
 	switch t.State {
-	case store.TurnFailed:
+	case session.TurnFailed:
 		typ, p = events.TurnFailed, &events.TurnFailedData{State: t.State, EndedAt: t.EndedAt, Code: t.ErrorCode, Message: t.ErrorMessage}
-	case store.TurnCancelled:
+	case session.TurnCancelled:
 		c := &events.TurnCancelledData{State: t.State, EndedAt: t.EndedAt, StopReason: t.StopReason}
 		if t.StopReason == recovery.Withdrawn {
 			c.Reason = recovery.Withdrawn
 		}
 		typ, p = events.TurnCancelled, c
-	case store.TurnInterrupted:
+	case session.TurnInterrupted:
 		if dangling == nil {
 			dangling = []events.DanglingToolCall{}
 		}
@@ -334,9 +335,9 @@ func exitCode(exit acp.Exit) *int {
 // (the cause's message) when there is one, else the exit. An agent that
 // lost its session (reason agent_session_lost) did not exit: the turn has
 // no exit code.
-func (a *actor) interruptTurn(t store.Turn, reason string, exit acp.Exit, why causeInfo) {
+func (a *actor) interruptTurn(t session.Turn, reason string, exit acp.Exit, why causeInfo) {
 	now := time.Now().UTC()
-	t.State = store.TurnInterrupted
+	t.State = session.TurnInterrupted
 	t.EndedAt = &now
 	t.InterruptReason = reason
 	if reason != reasonSessionLost {
@@ -355,7 +356,7 @@ func (a *actor) interruptTurn(t store.Turn, reason string, exit acp.Exit, why ca
 		if err != nil {
 			return err
 		}
-		m, err := tx.AddMessage(ctx, store.Message{SessionID: a.id, PromptID: t.PromptID, Role: store.RoleSystem, Text: text})
+		m, err := tx.AddMessage(ctx, session.Message{SessionID: a.id, PromptID: t.PromptID, Role: session.RoleSystem, Text: text})
 		if err != nil {
 			return err
 		}
@@ -381,7 +382,7 @@ func failDanglingToolCalls(ctx context.Context, tx *store.Store, emit events.Emi
 	}
 	dangling := []events.DanglingToolCall{}
 	for _, c := range calls {
-		if c.PromptID != promptID || (c.Status != store.ToolPending && c.Status != store.ToolInProgress) {
+		if c.PromptID != promptID || (c.Status != session.ToolPending && c.Status != session.ToolInProgress) {
 			continue
 		}
 		// What the tool reported stays (the recovery report shows it); the
@@ -391,8 +392,8 @@ func failDanglingToolCalls(ctx context.Context, tx *store.Store, emit events.Emi
 		synthetic, _ := json.Marshal(map[string]any{"type": "content", "content": map[string]any{
 			"type": "text", "text": fmt.Sprintf(interruptedToolText, cause)}})
 		blocks, _ := json.Marshal(append(content, synthetic))
-		row, err := tx.UpsertToolCall(ctx, store.ToolCall{SessionID: a.id, ToolCallID: c.ToolCallID,
-			Status: store.ToolFailed, Interrupted: true, Content: blocks})
+		row, err := tx.UpsertToolCall(ctx, session.ToolCall{SessionID: a.id, ToolCallID: c.ToolCallID,
+			Status: session.ToolFailed, Interrupted: true, Content: blocks})
 		if err != nil {
 			return nil, err
 		}

@@ -3,7 +3,7 @@ package sessions
 import (
 	"context"
 
-	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/session"
 )
 
 // Withdraw takes a queued prompt out of the queue before it reaches the
@@ -11,22 +11,22 @@ import (
 // turn.cancelled{reason: withdrawn}) and the others keep their order. Only
 // a queued turn can be withdrawn: one that runs or ended answers
 // turn_not_queued, an unknown prompt id turn_not_found.
-func (m *Manager) Withdraw(ctx context.Context, sessionID, promptID string) (store.Turn, error) {
+func (m *Manager) Withdraw(ctx context.Context, sessionID, promptID string) (session.Turn, error) {
 	a, err := m.actor(ctx, sessionID)
 	if err != nil {
-		return store.Turn{}, err
+		return session.Turn{}, err
 	}
-	t, err := call(ctx, a.mb, func() (store.Turn, error) { return a.withdraw(promptID) })
+	t, err := call(ctx, a.mb, func() (session.Turn, error) { return a.withdraw(promptID) })
 	if err != nil {
-		return store.Turn{}, err
+		return session.Turn{}, err
 	}
 	return t, a.sync(ctx)
 }
 
-func (a *actor) withdraw(promptID string) (store.Turn, error) {
+func (a *actor) withdraw(promptID string) (session.Turn, error) {
 	d := decide(a.viewOf(promptID), withdrawCmd{PromptID: promptID})
 	if d.Refusal != nil {
-		return store.Turn{}, d.Refusal
+		return session.Turn{}, d.Refusal
 	}
 	a.perform(d.Effects...)
 	return a.turns[promptID], nil

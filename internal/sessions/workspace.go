@@ -11,6 +11,7 @@ import (
 	"github.com/tether/tether/internal/executor"
 	"github.com/tether/tether/internal/hostproto"
 	"github.com/tether/tether/internal/recovery"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/workspace"
 )
@@ -90,8 +91,8 @@ type workspaceStater interface {
 // session's workspace now: the daemon itself always does (standalone);
 // a host when it is connected. Asking names the host to the pool, which
 // starts connecting to it (and starts the local one) if nothing had yet.
-func (m *Manager) workspaceAvailability(ex store.Executor) WorkspaceAvailability {
-	if ex.Runtime == store.RuntimeStandalone || ex.Runtime == "" {
+func (m *Manager) workspaceAvailability(ex session.Executor) WorkspaceAvailability {
+	if ex.Runtime == session.RuntimeStandalone || ex.Runtime == "" {
 		return WorkspaceAvailability{Status: WorkspaceReady}
 	}
 	rt, err := m.cfg.Executors.Runtime(ex.Runtime, ex.Host)
@@ -110,8 +111,8 @@ func (m *Manager) workspaceAvailability(ex store.Executor) WorkspaceAvailability
 
 // serveOn performs a workspace request on an executor (runtime, host),
 // for req.Session: in the daemon for standalone, on the host otherwise.
-func (m *Manager) serveOn(ctx context.Context, runtime store.Runtime, host string, req workspace.Request) (workspace.Result, error) {
-	if runtime == store.RuntimeStandalone || runtime == "" {
+func (m *Manager) serveOn(ctx context.Context, runtime session.Runtime, host string, req workspace.Request) (workspace.Result, error) {
+	if runtime == session.RuntimeStandalone || runtime == "" {
 		return workspace.Serve(ctx, req, m.cfg.Workspace)
 	}
 	rt, err := m.cfg.Executors.Runtime(runtime, host)
@@ -190,7 +191,7 @@ func (m *Manager) checkpoint(sessionID, promptID string) {
 	if !m.cfg.TurnCheckpoints {
 		return
 	}
-	if ex, err := m.store.GetExecutor(m.life, sessionID); err == nil && ex.Runtime != store.RuntimeStandalone && ex.Runtime != "" {
+	if ex, err := m.store.GetExecutor(m.life, sessionID); err == nil && ex.Runtime != session.RuntimeStandalone && ex.Runtime != "" {
 		return // the host takes it with the prompt (hostproto.PromptPayload.CheckpointTurn)
 	}
 	ctx, cancel := context.WithTimeout(m.life, checkpointTimeout)

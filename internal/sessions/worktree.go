@@ -7,6 +7,7 @@ import (
 	"unicode"
 
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/workspace"
 )
@@ -51,7 +52,7 @@ func worktreeBranch(title, sessionID string) string {
 // makeWorktree has the executor (runtime, host) make the new session's
 // worktree in the repository of dir, and returns it with the executor row
 // fields to record.
-func (m *Manager) makeWorktree(ctx context.Context, runtime store.Runtime, host, sessionID, dir, title string) (*workspace.Worktree, error) {
+func (m *Manager) makeWorktree(ctx context.Context, runtime session.Runtime, host, sessionID, dir, title string) (*workspace.Worktree, error) {
 	res, err := m.serveOn(ctx, runtime, host, workspace.Request{Op: workspace.OpWorktreeEnsure, Root: dir, Session: sessionID,
 		Branch: worktreeBranch(title, sessionID)})
 	if err != nil {
@@ -62,7 +63,7 @@ func (m *Manager) makeWorktree(ctx context.Context, runtime store.Runtime, host,
 
 // ensureWorktree is the check before an agent starts: the session's
 // worktree is there, on its branch, or made again from it.
-func (m *Manager) ensureWorktree(ctx context.Context, sessionID string, ex store.Executor) (*workspace.Worktree, error) {
+func (m *Manager) ensureWorktree(ctx context.Context, sessionID string, ex session.Executor) (*workspace.Worktree, error) {
 	res, err := m.serveOn(ctx, ex.Runtime, ex.Host, workspace.Request{Op: workspace.OpWorktreeEnsure, Root: ex.WorktreeRepo,
 		Session: sessionID, Branch: ex.WorktreeBranch})
 	if err != nil {
@@ -83,19 +84,19 @@ func (a *actor) worktreeRecreated(wt *workspace.Worktree) {
 // did is recorded on the executor row and said in the transcript.
 func (m *Manager) releaseWorktree(ctx context.Context, a *actor) {
 	ex, err := m.store.GetExecutor(ctx, a.id)
-	if err != nil || ex.WorktreeState != store.WorktreeActive {
+	if err != nil || ex.WorktreeState != session.WorktreeActive {
 		return
 	}
 	res, err := m.serveOn(ctx, ex.Runtime, ex.Host, workspace.Request{Op: workspace.OpWorktreeRelease, Root: ex.WorktreeRepo,
 		Session: a.id, Branch: ex.WorktreeBranch, Keep: m.cfg.KeepWorktrees})
 	var text string
-	state := store.WorktreeKept
+	state := session.WorktreeKept
 	switch {
 	case err != nil:
 		a.log.Warn("closing the worktree failed; it is kept", "path", ex.WorktreePath, "err", err)
 		text = fmt.Sprintf("Kept the worktree %s and branch %s: its executor could not check it (%v).", ex.WorktreePath, ex.WorktreeBranch, err)
 	case res.Worktree.Removed:
-		state = store.WorktreeRemoved
+		state = session.WorktreeRemoved
 		text = fmt.Sprintf("Removed the worktree %s (nothing in it was uncommitted); branch %s keeps its commits.", ex.WorktreePath, ex.WorktreeBranch)
 	case res.Worktree.Changed > 0:
 		text = fmt.Sprintf("Kept the worktree %s and branch %s: %d paths in it have uncommitted changes.", ex.WorktreePath, ex.WorktreeBranch, res.Worktree.Changed)
@@ -113,7 +114,7 @@ func (m *Manager) releaseWorktree(ctx context.Context, a *actor) {
 // systemMessage adds a system message outside any turn.
 func (a *actor) systemMessage(text string) {
 	a.write(func(tx *store.Store, emit events.Emit) error {
-		msg, err := tx.AddMessage(a.ctx(), store.Message{SessionID: a.id, Role: store.RoleSystem, Text: text})
+		msg, err := tx.AddMessage(a.ctx(), session.Message{SessionID: a.id, Role: session.RoleSystem, Text: text})
 		if err != nil {
 			return err
 		}

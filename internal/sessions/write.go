@@ -7,6 +7,7 @@ import (
 
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -103,7 +104,7 @@ func sessionDraft(sessionID, taskID, typ, promptID string, p events.Payload) eve
 // a running turn makes the task IN_PROGRESS; a session waiting for input
 // puts it in REVIEW unless another of its sessions is running. Other task
 // states are only set by users.
-func emitState(ctx context.Context, tx *store.Store, emit events.Emit, sess store.Session, prev store.SessionState) error {
+func emitState(ctx context.Context, tx *store.Store, emit events.Emit, sess session.Session, prev session.SessionState) error {
 	if err := tx.UpdateSessionState(ctx, sess.ID, sess.State); err != nil {
 		return err
 	}
@@ -113,8 +114,8 @@ func emitState(ctx context.Context, tx *store.Store, emit events.Emit, sess stor
 }
 
 // emitTaskFollow moves the task to the state its session implies.
-func emitTaskFollow(ctx context.Context, tx *store.Store, emit events.Emit, sess store.Session) error {
-	if sess.State != store.SessionRunning && sess.State != store.SessionWaitingForInput {
+func emitTaskFollow(ctx context.Context, tx *store.Store, emit events.Emit, sess session.Session) error {
+	if sess.State != session.SessionRunning && sess.State != session.SessionWaitingForInput {
 		return nil
 	}
 	// One read: the task's state and whether another session runs.
@@ -122,12 +123,12 @@ func emitTaskFollow(ctx context.Context, tx *store.Store, emit events.Emit, sess
 	if err != nil {
 		return err
 	}
-	want := store.TaskInProgress
-	if sess.State == store.SessionWaitingForInput {
+	want := session.TaskInProgress
+	if sess.State == session.SessionWaitingForInput {
 		if busy {
 			return nil
 		}
-		want = store.TaskReview
+		want = session.TaskReview
 	}
 	if prev == want {
 		return nil
@@ -141,7 +142,7 @@ func emitTaskFollow(ctx context.Context, tx *store.Store, emit events.Emit, sess
 }
 
 // executorPayload is what session.executor_status carries.
-func executorPayload(e store.Executor) *events.ExecutorStatusData {
+func executorPayload(e session.Executor) *events.ExecutorStatusData {
 	p := &events.ExecutorStatusData{Status: e.Status, Runtime: e.Runtime, Host: e.Host, PID: e.PID, Error: e.ErrorMessage,
 		ExitCode: e.ExitCode, ExitSignal: e.ExitSignal, AgentExecutionID: e.AgentExecutionID}
 	p.ErrorCode = e.ShownErrorCode()

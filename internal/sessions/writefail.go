@@ -6,6 +6,7 @@ import (
 
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -59,9 +60,9 @@ func (a *actor) reloadWhenQuiet() {
 // stay, and what the store and the live run disagree on is repaired.
 func (a *actor) reload() {
 	ctx := a.ctx()
-	var sess store.Session
-	var exec store.Executor
-	var turns []store.Turn
+	var sess session.Session
+	var exec session.Executor
+	var turns []session.Turn
 	err := a.m.store.Snapshot(ctx, func(r *store.Store) error {
 		var err error
 		if sess, err = r.GetSession(ctx, a.id); err != nil {
@@ -94,7 +95,7 @@ func (a *actor) reload() {
 // believe replaces what the actor believes about the session with what
 // the store holds (effReload), but for the live facts: the running turn
 // and turns being admitted stay as the actor has them.
-func (a *actor) believe(sess store.Session, exec store.Executor, turns []store.Turn, queue []string) {
+func (a *actor) believe(sess session.Session, exec session.Executor, turns []session.Turn, queue []string) {
 	// Field by field: TaskID and the ids never change, and write closures
 	// still read them on the writer goroutine.
 	a.sess.State, a.sess.Prompted, a.sess.QueueHeld = sess.State, sess.Prompted, sess.QueueHeld
@@ -109,11 +110,11 @@ func (a *actor) believe(sess store.Session, exec store.Executor, turns []store.T
 		// chunk starts a new message rather than naming a missing one.
 		a.running.openMsg = 0
 	}
-	kept := make(map[string]store.Turn, len(turns))
-	storedQueued := map[string]store.Turn{}
+	kept := make(map[string]session.Turn, len(turns))
+	storedQueued := map[string]session.Turn{}
 	for _, t := range turns {
 		kept[t.PromptID] = t
-		if t.State == store.TurnQueued && t.PromptID != running {
+		if t.State == session.TurnQueued && t.PromptID != running {
 			storedQueued[t.PromptID] = t
 		}
 		if len(a.admitting) == 0 {
@@ -130,7 +131,7 @@ func (a *actor) believe(sess store.Session, exec store.Executor, turns []store.T
 			kept[id] = t
 		}
 	}
-	a.queue = make([]store.Turn, 0, len(queue))
+	a.queue = make([]session.Turn, 0, len(queue))
 	for _, id := range queue {
 		if t, ok := storedQueued[id]; ok {
 			a.queue = append(a.queue, t) // as stored
@@ -148,7 +149,7 @@ func (a *actor) recordLostOutcome(promptID string) {
 	a.repairs[lostRepair(promptID)] = true
 	t := a.turns[promptID]
 	now := time.Now().UTC()
-	t.State, t.EndedAt = store.TurnFailed, &now
+	t.State, t.EndedAt = session.TurnFailed, &now
 	t.ErrorCode = string(errcode.StoreWriteFailed)
 	t.ErrorMessage = "the turn's outcome could not be stored; see the daemon log"
 	a.turns[t.PromptID] = t

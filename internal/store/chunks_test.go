@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -18,8 +19,8 @@ func TestChunksNameTheirMessage(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t)
 	sess := mustSession(t, s, mustTask(t, s).ID)
-	first := store.Message{ID: msgID(t, s), SessionID: sess.ID, PromptID: "p1", Role: store.RoleAgent, Text: "a"}
-	second := store.Message{ID: msgID(t, s), SessionID: sess.ID, PromptID: "p1", Role: store.RoleThought, Text: "x"}
+	first := session.Message{ID: msgID(t, s), SessionID: sess.ID, PromptID: "p1", Role: session.RoleAgent, Text: "a"}
+	second := session.Message{ID: msgID(t, s), SessionID: sess.ID, PromptID: "p1", Role: session.RoleThought, Text: "x"}
 	if second.ID != first.ID+1 {
 		t.Fatalf("reserved ids: got %d then %d, want consecutive", first.ID, second.ID)
 	}
@@ -143,7 +144,7 @@ func TestStartMessageFoldsQueuedChunks(t *testing.T) {
 						switch {
 						case st.start != "":
 							ids[st.start] = msgID(t, s)
-							m := store.Message{ID: ids[st.start], SessionID: sessionOf(st.start), PromptID: "p", Role: store.RoleAgent, Text: st.start}
+							m := session.Message{ID: ids[st.start], SessionID: sessionOf(st.start), PromptID: "p", Role: session.RoleAgent, Text: st.start}
 							if _, err := tx.StartMessage(ctx, m, ids[st.closes]); err != nil {
 								return err
 							}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tether/tether/internal/session"
 	"gorm.io/gorm"
 )
 
@@ -191,8 +192,8 @@ var chunkArgs = sync.Pool{New: func() any {
 // it. A started message is returned whole (its text is the chunk); for a
 // continued one, Text is only this chunk (reading the message back would
 // cost its length) and CreatedAt is zero.
-func (s *Store) AppendMessageChunk(ctx context.Context, sessionID, promptID string, role MessageRole, text string) (Message, bool, error) {
-	var out Message
+func (s *Store) AppendMessageChunk(ctx context.Context, sessionID, promptID string, role session.MessageRole, text string) (session.Message, bool, error) {
+	var out session.Message
 	started := false
 	err := s.transaction(ctx, "append message chunk", func(tx *gorm.DB) error {
 		if err := s.flushChunks(ctx); err != nil {
@@ -208,10 +209,10 @@ func (s *Store) AppendMessageChunk(ctx context.Context, sessionID, promptID stri
 			if err := s.insertChunks(ctx, tx, []pendingChunk{{messageID: last.ID, text: text, at: formatTime(ts)}}); err != nil {
 				return err
 			}
-			out = Message{ID: last.ID, SessionID: sessionID, PromptID: promptID, Role: role, Text: text, UpdatedAt: ts}
+			out = session.Message{ID: last.ID, SessionID: sessionID, PromptID: promptID, Role: role, Text: text, UpdatedAt: ts}
 			return nil
 		}
-		row, err := s.insertMessage(tx, Message{
+		row, err := s.insertMessage(tx, session.Message{
 			SessionID: sessionID, PromptID: promptID, Role: role, Text: text,
 			CreatedAt: ts, UpdatedAt: ts,
 		})
@@ -219,7 +220,7 @@ func (s *Store) AppendMessageChunk(ctx context.Context, sessionID, promptID stri
 		return err
 	})
 	if err != nil {
-		return Message{}, false, err
+		return session.Message{}, false, err
 	}
 	return out, started, nil
 }
@@ -228,7 +229,7 @@ func (s *Store) AppendMessageChunk(ctx context.Context, sessionID, promptID stri
 // the start of an agent message) and returns it with its id: m.ID when the
 // caller reserved one (NewMessageID), a fresh one otherwise. The store sets
 // the timestamps.
-func (s *Store) AddMessage(ctx context.Context, m Message) (Message, error) {
+func (s *Store) AddMessage(ctx context.Context, m session.Message) (session.Message, error) {
 	ts := now()
 	m.CreatedAt, m.UpdatedAt = ts, ts
 	var row messageRow
@@ -241,7 +242,7 @@ func (s *Store) AddMessage(ctx context.Context, m Message) (Message, error) {
 		return err
 	})
 	if err != nil {
-		return Message{}, err
+		return session.Message{}, err
 	}
 	return toMessage(row), nil
 }
@@ -251,7 +252,7 @@ func (s *Store) AddMessage(ctx context.Context, m Message) (Message, error) {
 // one closes (0 for none), whose chunks are folded into its row, so a
 // message boundary costs no read of the session's latest message. m.ID is
 // reserved by the caller (NewMessageID).
-func (s *Store) StartMessage(ctx context.Context, m Message, closes int64) (Message, error) {
+func (s *Store) StartMessage(ctx context.Context, m session.Message, closes int64) (session.Message, error) {
 	ts := now()
 	m.CreatedAt, m.UpdatedAt = ts, ts
 	var row messageRow
@@ -266,7 +267,7 @@ func (s *Store) StartMessage(ctx context.Context, m Message, closes int64) (Mess
 		return err
 	})
 	if err != nil {
-		return Message{}, err
+		return session.Message{}, err
 	}
 	return toMessage(row), nil
 }
@@ -316,7 +317,7 @@ func (s *Store) takeQueuedChunks(id int64) (text, at string) {
 
 // insertMessage starts a new message of the session; the message it
 // follows is complete, so its chunks are folded into its row first.
-func (s *Store) insertMessage(db *gorm.DB, m Message) (messageRow, error) {
+func (s *Store) insertMessage(db *gorm.DB, m session.Message) (messageRow, error) {
 	last, ok, err := latestOf(db, m.SessionID)
 	if err != nil {
 		return messageRow{}, err
@@ -330,7 +331,7 @@ func (s *Store) insertMessage(db *gorm.DB, m Message) (messageRow, error) {
 }
 
 // writeMessage inserts m's row, under a fresh id unless m has one.
-func (s *Store) writeMessage(db *gorm.DB, m Message) (messageRow, error) {
+func (s *Store) writeMessage(db *gorm.DB, m session.Message) (messageRow, error) {
 	if m.ID == 0 {
 		id, err := s.NewMessageID(db.Statement.Context)
 		if err != nil {
@@ -442,17 +443,17 @@ const (
 
 // ListMessages returns the session's messages in order (by id), each with
 // the text streamed into it so far.
-func (s *Store) ListMessages(ctx context.Context, sessionID string) ([]Message, error) {
+func (s *Store) ListMessages(ctx context.Context, sessionID string) ([]session.Message, error) {
 	return s.listMessages(ctx, sessionID, nil)
 }
 
 // listMessages lists the session's messages, only those of the turn
 // *promptID when it is not nil.
-func (s *Store) listMessages(ctx context.Context, sessionID string, promptID *string) ([]Message, error) {
+func (s *Store) listMessages(ctx context.Context, sessionID string, promptID *string) ([]session.Message, error) {
 	if !s.inTx && s.db != s.rdb {
 		// Rows and chunks must come from one snapshot: a fold between the
 		// two reads would lose the folded text from this answer.
-		var out []Message
+		var out []session.Message
 		err := s.Snapshot(ctx, func(r *Store) error {
 			var err error
 			out, err = r.listMessages(ctx, sessionID, promptID)
@@ -481,7 +482,7 @@ func (s *Store) listMessages(ctx context.Context, sessionID string, promptID *st
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Message, 0, len(rows))
+	out := make([]session.Message, 0, len(rows))
 	for _, r := range rows {
 		m := toMessage(r)
 		i := 0

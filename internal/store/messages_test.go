@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/session"
 )
 
 // walFrames empties the WAL (TRUNCATE checkpoint), runs write and returns
@@ -38,7 +38,7 @@ func TestAppendMessageChunkCostDoesNotGrow(t *testing.T) {
 	sess := mustSession(t, s, mustTask(t, s).ID)
 	appendChunk := func(text string) {
 		t.Helper()
-		if _, _, err := s.AppendMessageChunk(ctx, sess.ID, "p1", store.RoleAgent, text); err != nil {
+		if _, _, err := s.AppendMessageChunk(ctx, sess.ID, "p1", session.RoleAgent, text); err != nil {
 			t.Fatalf("AppendMessageChunk: %v", err)
 		}
 	}
@@ -67,7 +67,7 @@ func TestAppendMessageChunkCostDoesNotGrow(t *testing.T) {
 	}
 }
 
-func firstText(msgs []store.Message) string {
+func firstText(msgs []session.Message) string {
 	if len(msgs) == 0 {
 		return ""
 	}
@@ -105,7 +105,7 @@ func TestMessageChunksFold(t *testing.T) {
 		return out
 	}
 	for _, c := range []struct{ sid, text string }{{sess.ID, "a"}, {sess.ID, "b"}, {other.ID, "x"}, {sess.ID, "c"}, {other.ID, "y"}} {
-		if _, _, err := s.AppendMessageChunk(ctx, c.sid, "p1", store.RoleAgent, c.text); err != nil {
+		if _, _, err := s.AppendMessageChunk(ctx, c.sid, "p1", session.RoleAgent, c.text); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -118,7 +118,7 @@ func TestMessageChunksFold(t *testing.T) {
 	}{
 		{"open message read whole", func() error { return nil }, []string{"abc"}, 3},
 		{"next message folds it", func() error {
-			_, err := s.AddMessage(ctx, store.Message{SessionID: sess.ID, PromptID: "p2", Role: store.RoleUser, Text: "next"})
+			_, err := s.AddMessage(ctx, session.Message{SessionID: sess.ID, PromptID: "p2", Role: session.RoleUser, Text: "next"})
 			return err
 		}, []string{"abc", "next"}, 1},
 		{"start-up fold", func() error { _, err := s.FoldMessageChunks(ctx); return err }, []string{"abc", "next"}, 0},

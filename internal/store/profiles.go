@@ -10,6 +10,29 @@ import (
 	"github.com/tether/tether/internal/errcode"
 )
 
+// AgentProfile is a launchable agent: command, args and env come only from
+// the daemon's configuration.
+type AgentProfile struct {
+	ID                      string
+	DisplayName             string
+	Command                 string
+	Args                    []string
+	Env                     map[string]string
+	Source                  string // builtin | config | detected
+	Available               bool
+	UnavailableReason       string
+	NativeSessionResume     bool
+	HistoryContextInjection bool
+	ResumeArgs              []string
+	// Capabilities is the probed ACP agentCapabilities JSON, nil until probed.
+	Capabilities json.RawMessage
+	ProbedAt     *time.Time
+	// Credentials is what was last seen of the agent's credentials
+	// (agents.Credentials as JSON), nil until seen.
+	Credentials json.RawMessage
+	UpdatedAt   time.Time
+}
+
 // UpsertAgentProfile inserts or replaces a profile from the daemon's
 // configuration or PATH detection. Capabilities and ProbedAt are only
 // overwritten when p.Capabilities is non-nil, and Credentials when

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+
+	"github.com/tether/tether/internal/session"
 )
 
 // Reads for start-up reconciliation. Before the API listens, tetherd looks
@@ -14,14 +16,14 @@ import (
 // snapshot, whatever the number of sessions.
 
 // activeStates are the session states start-up reconciliation looks at.
-const activeStates = `('` + string(SessionStarting) + `', '` + string(SessionRunning) + `', '` + string(SessionWaitingForInput) + `')`
+const activeStates = `('` + string(session.SessionStarting) + `', '` + string(session.SessionRunning) + `', '` + string(session.SessionWaitingForInput) + `')`
 
 // atRestSQL selects the active sessions with nothing to repair: waiting for
 // input, their agent stopped or failed, no running or queued turn and no
 // pending permission. A session without an executor row is not at rest.
 const atRestSQL = `SELECT s.id FROM sessions s JOIN executors_running e ON e.session_id = s.id
-	WHERE s.state = '` + string(SessionWaitingForInput) + `'
-	AND e.status IN ('` + string(ExecutorStopped) + `', '` + string(ExecutorError) + `')
+	WHERE s.state = '` + string(session.SessionWaitingForInput) + `'
+	AND e.status IN ('` + string(session.ExecutorStopped) + `', '` + string(session.ExecutorError) + `')
 	AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.session_id = s.id AND t.state IN ('running', 'queued'))
 	AND NOT EXISTS (SELECT 1 FROM permission_requests p WHERE p.session_id = s.id AND p.state = 'pending')`
 
@@ -64,10 +66,10 @@ func (r *SessionRef) fields() []any { return []any{&r.ID, &r.TaskID, &r.AgentPro
 // decides on: its executor row, its running and queued turns in seq order
 // and its pending permission requests in the order they were asked.
 type ActiveSession struct {
-	Session     Session
-	Executor    Executor
-	OpenTurns   []Turn
-	Permissions []Permission
+	Session     session.Session
+	Executor    session.Executor
+	OpenTurns   []session.Turn
+	Permissions []session.Permission
 }
 
 // ListActiveSessions returns every active session, read in one snapshot:

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/tether/tether/internal/session"
 	"gorm.io/gorm"
 )
 
@@ -53,7 +54,7 @@ var recoveryStatements = []string{planSessionSQL, recentTurnsSQL, turnMessagesSQ
 
 // SessionFlags are the columns of a session a recovery plan reads.
 type SessionFlags struct {
-	State                  SessionState
+	State                  session.SessionState
 	ContextLost, QueueHeld bool
 }
 
@@ -72,7 +73,7 @@ func (s *Store) GetSessionFlags(ctx context.Context, sessionID string) (SessionF
 	case err != nil:
 		return f, internal(err, "get session")
 	}
-	f.State = SessionState(state)
+	f.State = session.SessionState(state)
 	return f, nil
 }
 
@@ -80,7 +81,7 @@ func (s *Store) GetSessionFlags(ctx context.Context, sessionID string) (SessionF
 // planning may need on (see recentTurnsFromSQL), in seq order, and how many
 // turns come before them. The earlier turns' seqs are 1..earlier unless
 // HistoryRefs shows a gap.
-func (s *Store) RecentTurns(ctx context.Context, sessionID string) (turns []Turn, earlier int64, err error) {
+func (s *Store) RecentTurns(ctx context.Context, sessionID string) (turns []session.Turn, earlier int64, err error) {
 	turns, err = queryRows[turnRow](s.db.WithContext(ctx), toTurn, []any{&earlier}, recentTurnsSQL, sessionID)
 	if err != nil {
 		return nil, 0, internal(err, "list recent turns")
@@ -90,14 +91,14 @@ func (s *Store) RecentTurns(ctx context.Context, sessionID string) (turns []Turn
 
 // ListTurnMessages returns one turn's messages in order, each with the
 // text streamed into it so far.
-func (s *Store) ListTurnMessages(ctx context.Context, sessionID, promptID string) ([]Message, error) {
+func (s *Store) ListTurnMessages(ctx context.Context, sessionID, promptID string) ([]session.Message, error) {
 	return s.listMessages(ctx, sessionID, &promptID)
 }
 
 // ListTurnToolCalls returns one turn's tool calls in the order they
 // started (rowid breaks ties between calls started within the same
 // nanosecond).
-func (s *Store) ListTurnToolCalls(ctx context.Context, sessionID, promptID string) ([]ToolCall, error) {
+func (s *Store) ListTurnToolCalls(ctx context.Context, sessionID, promptID string) ([]session.ToolCall, error) {
 	out, err := queryRows[toolCallRow](s.db.WithContext(ctx), toToolCall, nil, turnToolCallsSQL, sessionID, promptID)
 	if err != nil {
 		return nil, internal(err, "list tool calls")
@@ -107,7 +108,7 @@ func (s *Store) ListTurnToolCalls(ctx context.Context, sessionID, promptID strin
 
 // ListPendingPermissions returns the session's pending permission
 // requests in the order they were asked.
-func (s *Store) ListPendingPermissions(ctx context.Context, sessionID string) ([]Permission, error) {
+func (s *Store) ListPendingPermissions(ctx context.Context, sessionID string) ([]session.Permission, error) {
 	out, err := queryRows[permissionRow](s.db.WithContext(ctx), toPermission, nil, pendingPermissionsSQL, sessionID)
 	if err != nil {
 		return nil, internal(err, "list permissions")

@@ -2,6 +2,8 @@ package store
 
 import (
 	"encoding/json"
+
+	"github.com/tether/tether/internal/session"
 )
 
 // This file holds the gorm row structs (the only types gorm ever sees) and the
@@ -21,16 +23,16 @@ type taskRow struct {
 
 func (taskRow) TableName() string { return "tasks" }
 
-func fromTask(t Task) taskRow {
+func fromTask(t session.Task) taskRow {
 	return taskRow{
 		ID: t.ID, Title: t.Title, Workspace: t.Workspace, State: string(t.State),
 		CreatedAt: toDBTime(t.CreatedAt), UpdatedAt: toDBTime(t.UpdatedAt),
 	}
 }
 
-func toTask(r taskRow) Task {
-	return Task{
-		ID: r.ID, Title: r.Title, Workspace: r.Workspace, State: TaskState(r.State),
+func toTask(r taskRow) session.Task {
+	return session.Task{
+		ID: r.ID, Title: r.Title, Workspace: r.Workspace, State: session.TaskState(r.State),
 		CreatedAt: r.CreatedAt.t, UpdatedAt: r.UpdatedAt.t,
 	}
 }
@@ -62,7 +64,7 @@ type sessionRow struct {
 
 func (sessionRow) TableName() string { return "sessions" }
 
-func fromSession(s Session) sessionRow {
+func fromSession(s session.Session) sessionRow {
 	return sessionRow{
 		ID: s.ID, TaskID: s.TaskID, AgentProfileID: s.AgentProfileID, Cwd: s.Cwd,
 		Title: s.Title, State: string(s.State), EventEpoch: s.EventEpoch,
@@ -76,14 +78,14 @@ func fromSession(s Session) sessionRow {
 	}
 }
 
-func toSession(r sessionRow) (Session, error) {
+func toSession(r sessionRow) (session.Session, error) {
 	dirs, err := fromStringsJSON(r.AdditionalDirectories, "sessions.additional_directories")
 	if err != nil {
-		return Session{}, err
+		return session.Session{}, err
 	}
-	return Session{
+	return session.Session{
 		ID: r.ID, TaskID: r.TaskID, AgentProfileID: r.AgentProfileID, Cwd: r.Cwd,
-		Title: r.Title, State: SessionState(r.State), EventEpoch: r.EventEpoch,
+		Title: r.Title, State: session.SessionState(r.State), EventEpoch: r.EventEpoch,
 		MCPServers:            json.RawMessage(r.MCPServers),
 		AdditionalDirectories: dirs,
 		Plan:                  fromJSONText(r.Plan),
@@ -94,8 +96,8 @@ func toSession(r sessionRow) (Session, error) {
 	}, nil
 }
 
-func toSessions(rows []sessionRow) ([]Session, error) {
-	out := make([]Session, 0, len(rows))
+func toSessions(rows []sessionRow) ([]session.Session, error) {
+	out := make([]session.Session, 0, len(rows))
 	for _, r := range rows {
 		s, err := toSession(r)
 		if err != nil {
@@ -136,7 +138,7 @@ type executorRow struct {
 
 func (executorRow) TableName() string { return "executors_running" }
 
-func fromExecutor(e Executor) executorRow {
+func fromExecutor(e session.Executor) executorRow {
 	return executorRow{
 		SessionID: e.SessionID, Runtime: string(e.Runtime), Status: string(e.Status),
 		AgentExecutionID: e.AgentExecutionID, PID: e.PID, Host: e.Host, HostOffset: e.HostOffset,
@@ -151,15 +153,15 @@ func fromExecutor(e Executor) executorRow {
 	}
 }
 
-func toExecutor(r executorRow) Executor {
-	return Executor{
-		SessionID: r.SessionID, Runtime: Runtime(r.Runtime), Status: ExecutorStatus(r.Status),
+func toExecutor(r executorRow) session.Executor {
+	return session.Executor{
+		SessionID: r.SessionID, Runtime: session.Runtime(r.Runtime), Status: session.ExecutorStatus(r.Status),
 		AgentExecutionID: r.AgentExecutionID, PID: r.PID, Host: r.Host, HostOffset: r.HostOffset,
 		HostOffsetBase: r.HostOffsetBase, ResumeToken: r.ResumeToken,
 		SupportsSessionResume: r.SupportsSessionResume, SupportsLoad: r.SupportsLoad,
 		SupportsWorkspaceOnly: r.SupportsWorkspaceOnly,
 		WorktreePath:          r.WorktreePath, WorktreeBranch: r.WorktreeBranch,
-		WorktreeRepo: r.WorktreeRepo, WorktreeState: WorktreeState(r.WorktreeState),
+		WorktreeRepo: r.WorktreeRepo, WorktreeState: session.WorktreeState(r.WorktreeState),
 		LastSeenAt: fromDBTimePtr(r.LastSeenAt), ErrorMessage: r.ErrorMessage,
 		ErrorCode: r.ErrorCode, ErrorProfile: r.ErrorProfile,
 		ExitCode: r.ExitCode, ExitSignal: r.ExitSignal, UpdatedAt: r.UpdatedAt.t,
@@ -194,7 +196,7 @@ type turnRow struct {
 
 func (turnRow) TableName() string { return "turns" }
 
-func fromTurn(t Turn) turnRow {
+func fromTurn(t session.Turn) turnRow {
 	return turnRow{
 		SessionID: t.SessionID, PromptID: t.PromptID, Seq: t.Seq,
 		Kind: string(t.Kind), State: string(t.State), Prompt: jsonText(t.Prompt),
@@ -207,10 +209,10 @@ func fromTurn(t Turn) turnRow {
 	}
 }
 
-func toTurn(r turnRow) Turn {
-	return Turn{
+func toTurn(r turnRow) session.Turn {
+	return session.Turn{
 		SessionID: r.SessionID, PromptID: r.PromptID, Seq: r.Seq,
-		Kind: TurnKind(r.Kind), State: TurnState(r.State), Prompt: fromJSONText(r.Prompt),
+		Kind: session.TurnKind(r.Kind), State: session.TurnState(r.State), Prompt: fromJSONText(r.Prompt),
 		StopReason: r.StopReason, ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage,
 		InterruptReason: r.InterruptReason, ExitCode: r.ExitCode, ExitSignal: r.ExitSignal,
 		ContinuesPromptID: r.ContinuesPromptID, CancelRequested: r.CancelRequested, ContextInjected: r.ContextInjected,
@@ -235,7 +237,7 @@ type messageRow struct {
 
 func (messageRow) TableName() string { return "messages" }
 
-func fromMessage(m Message) messageRow {
+func fromMessage(m session.Message) messageRow {
 	return messageRow{
 		ID: m.ID, SessionID: m.SessionID, PromptID: m.PromptID, Role: string(m.Role),
 		Text: m.Text, Content: jsonText(m.Content),
@@ -243,9 +245,9 @@ func fromMessage(m Message) messageRow {
 	}
 }
 
-func toMessage(r messageRow) Message {
-	return Message{
-		ID: r.ID, SessionID: r.SessionID, PromptID: r.PromptID, Role: MessageRole(r.Role),
+func toMessage(r messageRow) session.Message {
+	return session.Message{
+		ID: r.ID, SessionID: r.SessionID, PromptID: r.PromptID, Role: session.MessageRole(r.Role),
 		Text: r.Text, Content: fromJSONText(r.Content),
 		CreatedAt: r.CreatedAt.t, UpdatedAt: r.UpdatedAt.t,
 	}
@@ -271,7 +273,7 @@ type toolCallRow struct {
 
 func (toolCallRow) TableName() string { return "tool_calls" }
 
-func fromToolCall(c ToolCall) toolCallRow {
+func fromToolCall(c session.ToolCall) toolCallRow {
 	return toolCallRow{
 		SessionID: c.SessionID, ToolCallID: c.ToolCallID, PromptID: c.PromptID,
 		Title: c.Title, Kind: c.Kind, Status: string(c.Status), Interrupted: c.Interrupted,
@@ -281,10 +283,10 @@ func fromToolCall(c ToolCall) toolCallRow {
 	}
 }
 
-func toToolCall(r toolCallRow) ToolCall {
-	return ToolCall{
+func toToolCall(r toolCallRow) session.ToolCall {
+	return session.ToolCall{
 		SessionID: r.SessionID, ToolCallID: r.ToolCallID, PromptID: r.PromptID,
-		Title: r.Title, Kind: r.Kind, Status: ToolCallStatus(r.Status), Interrupted: r.Interrupted,
+		Title: r.Title, Kind: r.Kind, Status: session.ToolCallStatus(r.Status), Interrupted: r.Interrupted,
 		Content: fromJSONText(r.Content), Locations: fromJSONText(r.Locations),
 		RawInput: fromJSONText(r.RawInput), RawOutput: fromJSONText(r.RawOutput),
 		CreatedAt: r.CreatedAt.t, UpdatedAt: r.UpdatedAt.t,
@@ -308,7 +310,7 @@ type permissionRow struct {
 
 func (permissionRow) TableName() string { return "permission_requests" }
 
-func fromPermission(p Permission) permissionRow {
+func fromPermission(p session.Permission) permissionRow {
 	return permissionRow{
 		ID: p.ID, SessionID: p.SessionID, PromptID: p.PromptID, ToolCallID: p.ToolCallID,
 		Title: p.Title, Options: jsonText(p.Options), State: string(p.State),
@@ -317,10 +319,10 @@ func fromPermission(p Permission) permissionRow {
 	}
 }
 
-func toPermission(r permissionRow) Permission {
-	return Permission{
+func toPermission(r permissionRow) session.Permission {
+	return session.Permission{
 		ID: r.ID, SessionID: r.SessionID, PromptID: r.PromptID, ToolCallID: r.ToolCallID,
-		Title: r.Title, Options: fromJSONText(r.Options), State: PermissionState(r.State),
+		Title: r.Title, Options: fromJSONText(r.Options), State: session.PermissionState(r.State),
 		SelectedOptionID: r.SelectedOptionID,
 		CreatedAt:        r.CreatedAt.t, ResolvedAt: fromDBTimePtr(r.ResolvedAt),
 	}

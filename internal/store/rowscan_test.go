@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -15,7 +16,7 @@ import (
 // a completed turn, a running one with messages (one streamed into chunk
 // rows), tool calls and permissions, and a queued turn; an executor row with
 // every field set.
-func seedDistinct(t *testing.T, s *store.Store) store.Session {
+func seedDistinct(t *testing.T, s *store.Store) session.Session {
 	t.Helper()
 	ctx := context.Background()
 	sess := mustSession(t, s, mustTask(t, s).ID)
@@ -24,21 +25,21 @@ func seedDistinct(t *testing.T, s *store.Store) store.Session {
 		return &v
 	}
 	code := 3
-	for i, tr := range []store.Turn{
-		{PromptID: "done", State: store.TurnCompleted, StartedAt: at(1), DeliveredAt: at(2), EndedAt: at(3), StopReason: "end_turn"},
-		{PromptID: "run", State: store.TurnRunning, StartedAt: at(4), DeliveredAt: at(5), EndedAt: at(6),
+	for i, tr := range []session.Turn{
+		{PromptID: "done", State: session.TurnCompleted, StartedAt: at(1), DeliveredAt: at(2), EndedAt: at(3), StopReason: "end_turn"},
+		{PromptID: "run", State: session.TurnRunning, StartedAt: at(4), DeliveredAt: at(5), EndedAt: at(6),
 			StopReason: "sr", ErrorCode: "ec", ErrorMessage: "em", InterruptReason: "ir", ExitCode: &code, ExitSignal: "sig",
 			ContinuesPromptID: "done", CancelRequested: true, ContextInjected: true, Interruption: json.RawMessage(`{"a":1}`)},
-		{PromptID: "queued", State: store.TurnQueued},
+		{PromptID: "queued", State: session.TurnQueued},
 	} {
-		tr.SessionID, tr.Kind, tr.Prompt = sess.ID, store.TurnPrompt, json.RawMessage(`[{"type":"text","text":"p`+string(rune('0'+i))+`"}]`)
+		tr.SessionID, tr.Kind, tr.Prompt = sess.ID, session.TurnPrompt, json.RawMessage(`[{"type":"text","text":"p`+string(rune('0'+i))+`"}]`)
 		if _, err := s.CreateTurn(ctx, tr); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, m := range []store.Message{
-		{PromptID: "done", Role: store.RoleUser, Text: "u0"},
-		{PromptID: "run", Role: store.RoleUser, Text: "u1", Content: json.RawMessage(`[{"type":"text","text":"u1"}]`)},
+	for _, m := range []session.Message{
+		{PromptID: "done", Role: session.RoleUser, Text: "u0"},
+		{PromptID: "run", Role: session.RoleUser, Text: "u1", Content: json.RawMessage(`[{"type":"text","text":"u1"}]`)},
 	} {
 		m.SessionID = sess.ID
 		if _, err := s.AddMessage(ctx, m); err != nil {
@@ -46,13 +47,13 @@ func seedDistinct(t *testing.T, s *store.Store) store.Session {
 		}
 	}
 	for _, chunk := range []string{"a", "b"} {
-		if _, _, err := s.AppendMessageChunk(ctx, sess.ID, "run", store.RoleAgent, chunk); err != nil {
+		if _, _, err := s.AppendMessageChunk(ctx, sess.ID, "run", session.RoleAgent, chunk); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, c := range []store.ToolCall{
-		{PromptID: "done", ToolCallID: "t0", Title: "t0", Status: store.ToolCompleted},
-		{PromptID: "run", ToolCallID: "t1", Title: "title", Kind: "kind", Status: store.ToolInProgress, Interrupted: true,
+	for _, c := range []session.ToolCall{
+		{PromptID: "done", ToolCallID: "t0", Title: "t0", Status: session.ToolCompleted},
+		{PromptID: "run", ToolCallID: "t1", Title: "title", Kind: "kind", Status: session.ToolInProgress, Interrupted: true,
 			Content: json.RawMessage(`["c"]`), Locations: json.RawMessage(`["l"]`), RawInput: json.RawMessage(`{"i":1}`), RawOutput: json.RawMessage(`{"o":1}`)},
 	} {
 		c.SessionID = sess.ID
@@ -60,7 +61,7 @@ func seedDistinct(t *testing.T, s *store.Store) store.Session {
 			t.Fatal(err)
 		}
 	}
-	for _, p := range []store.Permission{
+	for _, p := range []session.Permission{
 		{ID: "old", PromptID: "done", ToolCallID: "t0", Title: "x"},
 		{ID: "asked", PromptID: "run", ToolCallID: "t1", Title: "title", Options: json.RawMessage(`[{"optionId":"o"}]`)},
 	} {
@@ -69,16 +70,16 @@ func seedDistinct(t *testing.T, s *store.Store) store.Session {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.ResolvePermission(ctx, sess.ID, "old", store.PermissionSelected, "o"); err != nil {
+	if _, err := s.ResolvePermission(ctx, sess.ID, "old", session.PermissionSelected, "o"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.UpdateExecutor(ctx, store.Executor{SessionID: sess.ID, Runtime: store.RuntimeStandalone, Status: store.ExecutorReady,
+	if err := s.UpdateExecutor(ctx, session.Executor{SessionID: sess.ID, Runtime: session.RuntimeStandalone, Status: session.ExecutorReady,
 		AgentExecutionID: "ae", PID: 42, Host: "hu", HostOffset: 7, ResumeToken: "rt", SupportsSessionResume: true, SupportsLoad: true,
 		SupportsWorkspaceOnly: true, WorktreePath: "wp", WorktreeBranch: "wb", LastSeenAt: at(9), ErrorMessage: "em",
 		ErrorCode: "ec", ErrorProfile: "ep", ExitCode: &code, ExitSignal: "sig"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.UpdateSessionState(ctx, sess.ID, store.SessionRunning); err != nil {
+	if err := s.UpdateSessionState(ctx, sess.ID, session.SessionRunning); err != nil {
 		t.Fatal(err)
 	}
 	return sess
@@ -91,28 +92,28 @@ func TestRowScansMatchGorm(t *testing.T) {
 	s := openStore(t)
 	sess := seedDistinct(t, s)
 	closed := seedDistinct(t, s)
-	if err := s.UpdateSessionState(ctx, closed.ID, store.SessionCompleted); err != nil {
+	if err := s.UpdateSessionState(ctx, closed.ID, session.SessionCompleted); err != nil {
 		t.Fatal(err)
 	}
 	// At rest: waiting for input, agent stopped, only a completed turn
 	// and an answered permission.
 	rest := mustSession(t, s, mustTask(t, s).ID)
 	for _, err := range []error{
-		s.UpdateSessionState(ctx, rest.ID, store.SessionWaitingForInput),
-		s.UpdateExecutor(ctx, store.Executor{SessionID: rest.ID, Runtime: store.RuntimeStandalone, Status: store.ExecutorStopped}),
+		s.UpdateSessionState(ctx, rest.ID, session.SessionWaitingForInput),
+		s.UpdateExecutor(ctx, session.Executor{SessionID: rest.ID, Runtime: session.RuntimeStandalone, Status: session.ExecutorStopped}),
 	} {
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.CreateTurn(ctx, store.Turn{SessionID: rest.ID, PromptID: "p", Kind: store.TurnPrompt, State: store.TurnCompleted}); err != nil {
+	if _, err := s.CreateTurn(ctx, session.Turn{SessionID: rest.ID, PromptID: "p", Kind: session.TurnPrompt, State: session.TurnCompleted}); err != nil {
 		t.Fatal(err)
 	}
 	allTurns, err := s.ListTurns(ctx, sess.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	openTurns, err := s.ListTurnsByState(ctx, sess.ID, store.TurnRunning, store.TurnQueued)
+	openTurns, err := s.ListTurnsByState(ctx, sess.ID, session.TurnRunning, session.TurnQueued)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +125,7 @@ func TestRowScansMatchGorm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pending, err := s.ListPermissions(ctx, sess.ID, store.PermissionPending)
+	pending, err := s.ListPermissions(ctx, sess.ID, session.PermissionPending)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/session"
 )
 
 // Page sizes of ListSessions: a default that suits a sidebar, and a cap that
@@ -25,7 +26,7 @@ const (
 // mean "no filter".
 type SessionFilter struct {
 	TaskID string
-	States []SessionState
+	States []session.SessionState
 	// Limit is the page size: DefaultSessionPageSize when <= 0, capped at
 	// MaxSessionPageSize.
 	Limit int
@@ -38,7 +39,7 @@ type SessionFilter struct {
 // UUID, a random EventEpoch, MCPServers [] (ACP rejects null), state CREATED;
 // the executor gets the session id, runtime standalone and status stopped
 // (no process yet). A missing task gives errcode.TaskNotFound.
-func (s *Store) CreateSession(ctx context.Context, sess Session, exec Executor) (Session, error) {
+func (s *Store) CreateSession(ctx context.Context, sess session.Session, exec session.Executor) (session.Session, error) {
 	if sess.ID == "" {
 		sess.ID = uuid.NewString()
 	}
@@ -49,7 +50,7 @@ func (s *Store) CreateSession(ctx context.Context, sess Session, exec Executor) 
 		sess.MCPServers = json.RawMessage("[]")
 	}
 	if sess.State == "" {
-		sess.State = SessionCreated
+		sess.State = session.SessionCreated
 	}
 	ts := now()
 	sess.CreatedAt, sess.UpdatedAt = ts, ts
@@ -58,10 +59,10 @@ func (s *Store) CreateSession(ctx context.Context, sess Session, exec Executor) 
 	}
 	exec.SessionID = sess.ID
 	if exec.Runtime == "" {
-		exec.Runtime = RuntimeStandalone
+		exec.Runtime = session.RuntimeStandalone
 	}
 	if exec.Status == "" {
-		exec.Status = ExecutorStopped
+		exec.Status = session.ExecutorStopped
 	}
 	exec.UpdatedAt = ts
 
@@ -79,11 +80,11 @@ func (s *Store) CreateSession(ctx context.Context, sess Session, exec Executor) 
 		return nil
 	})
 	if err != nil {
-		return Session{}, err
+		return session.Session{}, err
 	}
 	out, err := toSession(row)
 	if err != nil {
-		return Session{}, internal(err, "create session")
+		return session.Session{}, internal(err, "create session")
 	}
 	return out, nil
 }
@@ -97,17 +98,17 @@ func newEpoch() string {
 }
 
 // GetSession returns one session or errcode.SessionNotFound.
-func (s *Store) GetSession(ctx context.Context, id string) (Session, error) {
+func (s *Store) GetSession(ctx context.Context, id string) (session.Session, error) {
 	var row sessionRow
 	if err := s.db.WithContext(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
 		if isNotFound(err) {
-			return Session{}, sessionNotFound(id)
+			return session.Session{}, sessionNotFound(id)
 		}
-		return Session{}, internal(err, "get session")
+		return session.Session{}, internal(err, "get session")
 	}
 	out, err := toSession(row)
 	if err != nil {
-		return Session{}, internal(err, "get session")
+		return session.Session{}, internal(err, "get session")
 	}
 	return out, nil
 }
@@ -141,7 +142,7 @@ func decodePageToken(s string) (pageToken, error) {
 // ListSessions returns one page of sessions, newest first (created_at desc,
 // id desc), and the token of the next page ("" on the last page). A
 // malformed After gives errcode.InvalidRequest.
-func (s *Store) ListSessions(ctx context.Context, f SessionFilter) ([]Session, string, error) {
+func (s *Store) ListSessions(ctx context.Context, f SessionFilter) ([]session.Session, string, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = DefaultSessionPageSize
@@ -182,7 +183,7 @@ func (s *Store) ListSessions(ctx context.Context, f SessionFilter) ([]Session, s
 // ListSessionsByState returns every session in one of states (all sessions
 // when none are given), oldest first: start-up recovery walks them in the
 // order they were created.
-func (s *Store) ListSessionsByState(ctx context.Context, states ...SessionState) ([]Session, error) {
+func (s *Store) ListSessionsByState(ctx context.Context, states ...session.SessionState) ([]session.Session, error) {
 	q := s.db.WithContext(ctx).Model(&sessionRow{})
 	if len(states) > 0 {
 		q = q.Where("state IN ?", sessionStateStrings(states))
@@ -198,7 +199,7 @@ func (s *Store) ListSessionsByState(ctx context.Context, states ...SessionState)
 	return out, nil
 }
 
-func sessionStateStrings(states []SessionState) []string {
+func sessionStateStrings(states []session.SessionState) []string {
 	out := make([]string, len(states))
 	for i, st := range states {
 		out[i] = string(st)
@@ -208,7 +209,7 @@ func sessionStateStrings(states []SessionState) []string {
 
 // UpdateSessionState moves a session to state. Entering a terminal state
 // records closed_at (keeping the first close time); any other state clears it.
-func (s *Store) UpdateSessionState(ctx context.Context, id string, state SessionState) error {
+func (s *Store) UpdateSessionState(ctx context.Context, id string, state session.SessionState) error {
 	q := sessionStateSQL
 	if state.Terminal() {
 		q = sessionClosedStateSQL
@@ -267,17 +268,17 @@ func (s *Store) updateSession(ctx context.Context, id string, set map[string]any
 
 // GetExecutor returns the executor row of a session or
 // errcode.SessionNotFound (every session has one).
-func (s *Store) GetExecutor(ctx context.Context, sessionID string) (Executor, error) {
+func (s *Store) GetExecutor(ctx context.Context, sessionID string) (session.Executor, error) {
 	if err := s.flushOffsets(ctx); err != nil {
-		return Executor{}, err
+		return session.Executor{}, err
 	}
 	rows, err := queryRows[executorRow](s.db.WithContext(ctx), toExecutor, nil,
 		`SELECT `+executorColumns+` FROM executors_running WHERE session_id = ?`, sessionID)
 	if err != nil {
-		return Executor{}, internal(err, "get executor")
+		return session.Executor{}, internal(err, "get executor")
 	}
 	if len(rows) == 0 {
-		return Executor{}, sessionNotFound(sessionID)
+		return session.Executor{}, sessionNotFound(sessionID)
 	}
 	return rows[0], nil
 }
@@ -285,8 +286,8 @@ func (s *Store) GetExecutor(ctx context.Context, sessionID string) (Executor, er
 // ExecutorsOf returns the executor rows of the given sessions by session
 // id, in one query (a list page's rows without one query per session).
 // Sessions without a row are absent from the map.
-func (s *Store) ExecutorsOf(ctx context.Context, sessionIDs []string) (map[string]Executor, error) {
-	out := make(map[string]Executor, len(sessionIDs))
+func (s *Store) ExecutorsOf(ctx context.Context, sessionIDs []string) (map[string]session.Executor, error) {
+	out := make(map[string]session.Executor, len(sessionIDs))
 	if len(sessionIDs) == 0 {
 		return out, nil
 	}
@@ -311,7 +312,7 @@ func (s *Store) ExecutorsOf(ctx context.Context, sessionIDs []string) (map[strin
 // UpdateExecutor replaces every column of the session's executor row but
 // its host offsets with e (read-modify-write is the caller's job, inside
 // its session actor) and stamps UpdatedAt.
-func (s *Store) UpdateExecutor(ctx context.Context, e Executor) error {
+func (s *Store) UpdateExecutor(ctx context.Context, e session.Executor) error {
 	e.UpdatedAt = now()
 	r := fromExecutor(e)
 	return updateRow(s.db.WithContext(ctx), "update executor", func() error { return sessionNotFound(e.SessionID) },
@@ -390,7 +391,7 @@ func (s *Store) flushOffsets(ctx context.Context) error {
 
 // ListExecutorsByStatus returns the executor rows in one of statuses (all
 // rows when none are given), by session id.
-func (s *Store) ListExecutorsByStatus(ctx context.Context, statuses ...ExecutorStatus) ([]Executor, error) {
+func (s *Store) ListExecutorsByStatus(ctx context.Context, statuses ...session.ExecutorStatus) ([]session.Executor, error) {
 	if err := s.flushOffsets(ctx); err != nil {
 		return nil, err
 	}

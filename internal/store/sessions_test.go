@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -19,18 +20,18 @@ func TestCreateSessionDefaultsAndRoundTrip(t *testing.T) {
 	s := openStore(t)
 	task := mustTask(t, s)
 
-	created, err := s.CreateSession(ctx, store.Session{
+	created, err := s.CreateSession(ctx, session.Session{
 		TaskID: task.ID, AgentProfileID: "demo", Cwd: "/src/repo", Title: "first",
 		AdditionalDirectories: []string{"/src/lib"},
-	}, store.Executor{})
+	}, session.Executor{})
 	if err != nil {
 		t.Fatalf("CreateSession: %v", err)
 	}
 	if created.ID == "" || len(created.EventEpoch) != 32 {
 		t.Errorf("got ID %q epoch %q, want generated id and 32-hex-digit epoch", created.ID, created.EventEpoch)
 	}
-	if created.State != store.SessionCreated {
-		t.Errorf("got state %q, want %q", created.State, store.SessionCreated)
+	if created.State != session.SessionCreated {
+		t.Errorf("got state %q, want %q", created.State, session.SessionCreated)
 	}
 	if string(created.MCPServers) != "[]" {
 		t.Errorf("got MCPServers %s, want []", created.MCPServers)
@@ -51,8 +52,8 @@ func TestCreateSessionDefaultsAndRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatalf("GetExecutor: %v", err)
 	}
-	want := store.Executor{SessionID: created.ID, Runtime: store.RuntimeStandalone,
-		Status: store.ExecutorStopped, UpdatedAt: created.CreatedAt}
+	want := session.Executor{SessionID: created.ID, Runtime: session.RuntimeStandalone,
+		Status: session.ExecutorStopped, UpdatedAt: created.CreatedAt}
 	if !reflect.DeepEqual(exec, want) {
 		t.Errorf("executor:\n got %+v\nwant %+v", exec, want)
 	}
@@ -61,7 +62,7 @@ func TestCreateSessionDefaultsAndRoundTrip(t *testing.T) {
 func TestCreateSessionMissingTask(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t)
-	_, err := s.CreateSession(ctx, store.Session{TaskID: "nope", AgentProfileID: "demo", Cwd: "/"}, store.Executor{})
+	_, err := s.CreateSession(ctx, session.Session{TaskID: "nope", AgentProfileID: "demo", Cwd: "/"}, session.Executor{})
 	wantCode(t, err, errcode.TaskNotFound)
 
 	// The transaction must not leave a half-created session behind.
@@ -81,9 +82,9 @@ func TestGetSessionNotFound(t *testing.T) {
 	wantCode(t, err, errcode.SessionNotFound)
 	_, err = s.GetExecutor(ctx, "missing")
 	wantCode(t, err, errcode.SessionNotFound)
-	wantCode(t, s.UpdateSessionState(ctx, "missing", store.SessionRunning), errcode.SessionNotFound)
-	wantCode(t, s.UpdateExecutor(ctx, store.Executor{SessionID: "missing",
-		Runtime: store.RuntimeStandalone, Status: store.ExecutorReady}), errcode.SessionNotFound)
+	wantCode(t, s.UpdateSessionState(ctx, "missing", session.SessionRunning), errcode.SessionNotFound)
+	wantCode(t, s.UpdateExecutor(ctx, session.Executor{SessionID: "missing",
+		Runtime: session.RuntimeStandalone, Status: session.ExecutorReady}), errcode.SessionNotFound)
 }
 
 func TestUpdateSessionStateClosedAt(t *testing.T) {
@@ -93,13 +94,13 @@ func TestUpdateSessionStateClosedAt(t *testing.T) {
 
 	var firstClose *time.Time
 	steps := []struct {
-		state      store.SessionState
+		state      session.SessionState
 		wantClosed bool
 	}{
-		{store.SessionRunning, false},
-		{store.SessionWaitingForInput, false},
-		{store.SessionCompleted, true},
-		{store.SessionCancelled, true}, // keeps the first close time
+		{session.SessionRunning, false},
+		{session.SessionWaitingForInput, false},
+		{session.SessionCompleted, true},
+		{session.SessionCancelled, true}, // keeps the first close time
 	}
 	for _, st := range steps {
 		if err := s.UpdateSessionState(ctx, sess.ID, st.state); err != nil {
@@ -169,7 +170,7 @@ func TestListSessionsFiltersAndPagination(t *testing.T) {
 	s := openStore(t)
 	taskA, taskB := mustTask(t, s), mustTask(t, s)
 
-	var all []store.Session // creation order
+	var all []session.Session // creation order
 	for i := range 7 {
 		task := taskA
 		if i%2 == 1 {
@@ -177,14 +178,14 @@ func TestListSessionsFiltersAndPagination(t *testing.T) {
 		}
 		sess := mustSession(t, s, task.ID)
 		if i%3 == 0 {
-			if err := s.UpdateSessionState(ctx, sess.ID, store.SessionRunning); err != nil {
+			if err := s.UpdateSessionState(ctx, sess.ID, session.SessionRunning); err != nil {
 				t.Fatal(err)
 			}
-			sess.State = store.SessionRunning
+			sess.State = session.SessionRunning
 		}
 		all = append(all, sess)
 	}
-	newestFirst := func(keep func(store.Session) bool) []string {
+	newestFirst := func(keep func(session.Session) bool) []string {
 		var ids []string
 		for i := len(all) - 1; i >= 0; i-- {
 			if keep(all[i]) {
@@ -200,14 +201,14 @@ func TestListSessionsFiltersAndPagination(t *testing.T) {
 		want   []string
 	}{
 		{"all", store.SessionFilter{Limit: 3},
-			newestFirst(func(store.Session) bool { return true })},
+			newestFirst(func(session.Session) bool { return true })},
 		{"by task", store.SessionFilter{TaskID: taskB.ID, Limit: 2},
-			newestFirst(func(x store.Session) bool { return x.TaskID == taskB.ID })},
-		{"by state", store.SessionFilter{States: []store.SessionState{store.SessionRunning}, Limit: 1},
-			newestFirst(func(x store.Session) bool { return x.State == store.SessionRunning })},
+			newestFirst(func(x session.Session) bool { return x.TaskID == taskB.ID })},
+		{"by state", store.SessionFilter{States: []session.SessionState{session.SessionRunning}, Limit: 1},
+			newestFirst(func(x session.Session) bool { return x.State == session.SessionRunning })},
 		{"by task and states", store.SessionFilter{TaskID: taskA.ID,
-			States: []store.SessionState{store.SessionCreated, store.SessionFailed}},
-			newestFirst(func(x store.Session) bool { return x.TaskID == taskA.ID && x.State == store.SessionCreated })},
+			States: []session.SessionState{session.SessionCreated, session.SessionFailed}},
+			newestFirst(func(x session.Session) bool { return x.TaskID == taskA.ID && x.State == session.SessionCreated })},
 		{"no match", store.SessionFilter{TaskID: "other"}, nil},
 	}
 	for _, tc := range tests {
@@ -273,12 +274,12 @@ func TestListSessionsByState(t *testing.T) {
 	s := openStore(t)
 	task := mustTask(t, s)
 	a, b, c := mustSession(t, s, task.ID), mustSession(t, s, task.ID), mustSession(t, s, task.ID)
-	for id, st := range map[string]store.SessionState{a.ID: store.SessionRunning, c.ID: store.SessionWaitingForInput, b.ID: store.SessionFailed} {
+	for id, st := range map[string]session.SessionState{a.ID: session.SessionRunning, c.ID: session.SessionWaitingForInput, b.ID: session.SessionFailed} {
 		if err := s.UpdateSessionState(ctx, id, st); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got, err := s.ListSessionsByState(ctx, store.SessionRunning, store.SessionWaitingForInput)
+	got, err := s.ListSessionsByState(ctx, session.SessionRunning, session.SessionWaitingForInput)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,8 +301,8 @@ func TestExecutorRoundTrip(t *testing.T) {
 
 	seen := time.Date(2026, 11, 3, 10, 4, 5, 123000000, time.UTC)
 	code := 0
-	want := store.Executor{
-		SessionID: sess.ID, Runtime: store.RuntimeDetached, Status: store.ExecutorReady,
+	want := session.Executor{
+		SessionID: sess.ID, Runtime: session.RuntimeDetached, Status: session.ExecutorReady,
 		AgentExecutionID: "exec-1", PID: 4242, Host: "gpu-1", HostOffset: 0,
 		ResumeToken: "acp-session-1", SupportsSessionResume: true, SupportsLoad: true,
 		SupportsWorkspaceOnly: true, WorktreePath: "/wt/a", WorktreeBranch: "tether/a",
@@ -323,7 +324,7 @@ func TestExecutorRoundTrip(t *testing.T) {
 	}
 
 	// A full update clears what the new value leaves empty.
-	cleared := store.Executor{SessionID: sess.ID, Runtime: store.RuntimeStandalone, Status: store.ExecutorStopped}
+	cleared := session.Executor{SessionID: sess.ID, Runtime: session.RuntimeStandalone, Status: session.ExecutorStopped}
 	if err := s.UpdateExecutor(ctx, cleared); err != nil {
 		t.Fatal(err)
 	}
@@ -335,11 +336,11 @@ func TestExecutorRoundTrip(t *testing.T) {
 		t.Errorf("got %+v, want optional fields cleared", got)
 	}
 
-	if err := s.UpdateExecutor(ctx, store.Executor{SessionID: other.ID,
-		Runtime: store.RuntimeStandalone, Status: store.ExecutorError}); err != nil {
+	if err := s.UpdateExecutor(ctx, session.Executor{SessionID: other.ID,
+		Runtime: session.RuntimeStandalone, Status: session.ExecutorError}); err != nil {
 		t.Fatal(err)
 	}
-	list, err := s.ListExecutorsByStatus(ctx, store.ExecutorError, store.ExecutorReady)
+	list, err := s.ListExecutorsByStatus(ctx, session.ExecutorError, session.ExecutorReady)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,8 +376,8 @@ func TestExecutorOffset(t *testing.T) {
 	}
 	// A full update written from an older copy keeps the offset: only the
 	// record's own transaction moves it.
-	if err := s.UpdateExecutor(ctx, store.Executor{SessionID: sess.ID, Runtime: store.RuntimeDetached,
-		Status: store.ExecutorReconnecting, Host: "local", HostOffset: 3}); err != nil {
+	if err := s.UpdateExecutor(ctx, session.Executor{SessionID: sess.ID, Runtime: session.RuntimeDetached,
+		Status: session.ExecutorReconnecting, Host: "local", HostOffset: 3}); err != nil {
 		t.Fatal(err)
 	}
 	if got := offset(); got != 41 {
@@ -520,8 +521,8 @@ func TestCommittedOffsetFromEvents(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := openStore(t)
-			sess, err := s.CreateSession(ctx, store.Session{TaskID: mustTask(t, s).ID, AgentProfileID: "demo", Cwd: "/tmp/ws"},
-				store.Executor{Runtime: store.RuntimeDetached, Host: "local"})
+			sess, err := s.CreateSession(ctx, session.Session{TaskID: mustTask(t, s).ID, AgentProfileID: "demo", Cwd: "/tmp/ws"},
+				session.Executor{Runtime: session.RuntimeDetached, Host: "local"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -557,7 +558,7 @@ func TestCommittedOffsetFromEvents(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			check := func(how string, e store.Executor) {
+			check := func(how string, e session.Executor) {
 				t.Helper()
 				if e.HostOffset != c.want || e.HostOffsetBase != c.base {
 					t.Errorf("%s: got offset %d base %d, want %d %d", how, e.HostOffset, e.HostOffsetBase, c.want, c.base)

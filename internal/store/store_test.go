@@ -14,6 +14,7 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/store/storetest"
 	"github.com/tether/tether/migrations"
@@ -63,9 +64,9 @@ func wantCode(t *testing.T, err error, want errcode.Code) {
 }
 
 // mustTask creates a task.
-func mustTask(t *testing.T, s *store.Store) store.Task {
+func mustTask(t *testing.T, s *store.Store) session.Task {
 	t.Helper()
-	task, err := s.CreateTask(context.Background(), store.Task{Title: "task", Workspace: "/tmp/ws"})
+	task, err := s.CreateTask(context.Background(), session.Task{Title: "task", Workspace: "/tmp/ws"})
 	if err != nil {
 		t.Fatalf("CreateTask: %v", err)
 	}
@@ -73,10 +74,10 @@ func mustTask(t *testing.T, s *store.Store) store.Task {
 }
 
 // mustSession creates a session (and its executor row) under taskID.
-func mustSession(t *testing.T, s *store.Store, taskID string) store.Session {
+func mustSession(t *testing.T, s *store.Store, taskID string) session.Session {
 	t.Helper()
 	sess, err := s.CreateSession(context.Background(),
-		store.Session{TaskID: taskID, AgentProfileID: "demo", Cwd: "/tmp/ws"}, store.Executor{})
+		session.Session{TaskID: taskID, AgentProfileID: "demo", Cwd: "/tmp/ws"}, session.Executor{})
 	if err != nil {
 		t.Fatalf("CreateSession: %v", err)
 	}
@@ -101,7 +102,7 @@ func TestOpenMigratesAndReopenIsIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
-	task, err := s.CreateTask(ctx, store.Task{Title: "survives reopen"})
+	task, err := s.CreateTask(ctx, session.Task{Title: "survives reopen"})
 	if err != nil {
 		t.Fatalf("CreateTask: %v", err)
 	}

@@ -10,32 +10,33 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/session"
 )
 
 // CreateTask inserts a task. An empty ID gets a fresh UUID and an empty State
 // becomes TODO; CreatedAt and UpdatedAt are always set by the store so that
 // ordering reflects commit order, not caller clocks.
-func (s *Store) CreateTask(ctx context.Context, t Task) (Task, error) {
+func (s *Store) CreateTask(ctx context.Context, t session.Task) (session.Task, error) {
 	if t.ID == "" {
 		t.ID = uuid.NewString()
 	}
 	if t.State == "" {
-		t.State = TaskTodo
+		t.State = session.TaskTodo
 	}
 	ts := now()
 	t.CreatedAt, t.UpdatedAt = ts, ts
 	row := fromTask(t)
 	if err := s.db.WithContext(ctx).Create(&row).Error; err != nil {
-		return Task{}, internal(err, "create task")
+		return session.Task{}, internal(err, "create task")
 	}
 	return toTask(row), nil
 }
 
 // GetTask returns one task or errcode.TaskNotFound.
-func (s *Store) GetTask(ctx context.Context, id string) (Task, error) {
+func (s *Store) GetTask(ctx context.Context, id string) (session.Task, error) {
 	row, err := getTask(s.db.WithContext(ctx), id)
 	if err != nil {
-		return Task{}, err
+		return session.Task{}, err
 	}
 	return toTask(row), nil
 }
@@ -52,12 +53,12 @@ func getTask(db *gorm.DB, id string) (taskRow, error) {
 }
 
 // ListTasks returns every task, newest first.
-func (s *Store) ListTasks(ctx context.Context) ([]Task, error) {
+func (s *Store) ListTasks(ctx context.Context) ([]session.Task, error) {
 	var rows []taskRow
 	if err := s.db.WithContext(ctx).Order("created_at DESC, id DESC").Find(&rows).Error; err != nil {
 		return nil, internal(err, "list tasks")
 	}
-	out := make([]Task, 0, len(rows))
+	out := make([]session.Task, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, toTask(r))
 	}
@@ -66,7 +67,7 @@ func (s *Store) ListTasks(ctx context.Context) ([]Task, error) {
 
 // UpdateTask changes the fields given (nil means "leave as is") and returns
 // the task as stored afterwards, read in the same transaction.
-func (s *Store) UpdateTask(ctx context.Context, id string, title *string, state *TaskState) (Task, error) {
+func (s *Store) UpdateTask(ctx context.Context, id string, title *string, state *session.TaskState) (session.Task, error) {
 	var out taskRow
 	err := s.transaction(ctx, "update task", func(tx *gorm.DB) error {
 		set := map[string]any{}
@@ -87,21 +88,21 @@ func (s *Store) UpdateTask(ctx context.Context, id string, title *string, state 
 		return err
 	})
 	if err != nil {
-		return Task{}, err
+		return session.Task{}, err
 	}
 	return toTask(out), nil
 }
 
 // SetTaskState moves a task to state; the session layer derives task state
 // from its sessions (DESIGN.md section 2).
-func (s *Store) SetTaskState(ctx context.Context, id string, state TaskState) error {
+func (s *Store) SetTaskState(ctx context.Context, id string, state session.TaskState) error {
 	return updateRow(s.db.WithContext(ctx), "update task", func() error { return notFound(errcode.TaskNotFound, "task", id) },
 		taskStateSQL, string(state), toDBTime(now()), id)
 }
 
 // TaskFollow returns what a task following its sessions' states needs:
 // its state and whether one of its sessions is running a turn.
-func (s *Store) TaskFollow(ctx context.Context, id string) (state TaskState, running bool, err error) {
+func (s *Store) TaskFollow(ctx context.Context, id string) (state session.TaskState, running bool, err error) {
 	db := s.db.WithContext(ctx)
 	defer traced(db, time.Now(), taskFollowSQL, func() int64 { return 1 })
 	var st string
@@ -112,7 +113,7 @@ func (s *Store) TaskFollow(ctx context.Context, id string) (state TaskState, run
 	case err != nil:
 		return "", false, internal(err, "get task")
 	}
-	return TaskState(st), running, nil
+	return session.TaskState(st), running, nil
 }
 
 // updateByID updates columns of the row with primary key id in table and

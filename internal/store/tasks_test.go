@@ -5,22 +5,22 @@ import (
 	"testing"
 
 	"github.com/tether/tether/internal/errcode"
-	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/session"
 )
 
 func TestCreateTaskDefaultsAndRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t)
 
-	created, err := s.CreateTask(ctx, store.Task{Title: "fix bug", Workspace: "/src/repo"})
+	created, err := s.CreateTask(ctx, session.Task{Title: "fix bug", Workspace: "/src/repo"})
 	if err != nil {
 		t.Fatalf("CreateTask: %v", err)
 	}
 	if created.ID == "" {
 		t.Error("got empty ID, want a generated one")
 	}
-	if created.State != store.TaskTodo {
-		t.Errorf("got state %q, want %q", created.State, store.TaskTodo)
+	if created.State != session.TaskTodo {
+		t.Errorf("got state %q, want %q", created.State, session.TaskTodo)
 	}
 	if created.CreatedAt.IsZero() || !created.UpdatedAt.Equal(created.CreatedAt) {
 		t.Errorf("got CreatedAt %v UpdatedAt %v, want both set and equal", created.CreatedAt, created.UpdatedAt)
@@ -34,11 +34,11 @@ func TestCreateTaskDefaultsAndRoundTrip(t *testing.T) {
 		t.Errorf("GetTask: got %+v, want %+v", got, created)
 	}
 
-	explicit, err := s.CreateTask(ctx, store.Task{ID: "t-1", State: store.TaskReview})
+	explicit, err := s.CreateTask(ctx, session.Task{ID: "t-1", State: session.TaskReview})
 	if err != nil {
 		t.Fatalf("CreateTask with ID: %v", err)
 	}
-	if explicit.ID != "t-1" || explicit.State != store.TaskReview {
+	if explicit.ID != "t-1" || explicit.State != session.TaskReview {
 		t.Errorf("got %q/%q, want t-1/REVIEW", explicit.ID, explicit.State)
 	}
 }
@@ -74,18 +74,18 @@ func TestUpdateTask(t *testing.T) {
 	s := openStore(t)
 	task := mustTask(t, s)
 	title := "renamed"
-	state := store.TaskInProgress
+	state := session.TaskInProgress
 
 	tests := []struct {
 		name      string
 		title     *string
-		state     *store.TaskState
+		state     *session.TaskState
 		wantTitle string
-		wantState store.TaskState
+		wantState session.TaskState
 	}{
-		{"nothing", nil, nil, task.Title, store.TaskTodo},
-		{"title only", &title, nil, "renamed", store.TaskTodo},
-		{"state only", nil, &state, "renamed", store.TaskInProgress},
+		{"nothing", nil, nil, task.Title, session.TaskTodo},
+		{"title only", &title, nil, "renamed", session.TaskTodo},
+		{"state only", nil, &state, "renamed", session.TaskInProgress},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -110,15 +110,15 @@ func TestSetTaskState(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t)
 	task := mustTask(t, s)
-	if err := s.SetTaskState(ctx, task.ID, store.TaskReview); err != nil {
+	if err := s.SetTaskState(ctx, task.ID, session.TaskReview); err != nil {
 		t.Fatalf("SetTaskState: %v", err)
 	}
 	got, err := s.GetTask(ctx, task.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.State != store.TaskReview {
-		t.Errorf("got state %q, want %q", got.State, store.TaskReview)
+	if got.State != session.TaskReview {
+		t.Errorf("got state %q, want %q", got.State, session.TaskReview)
 	}
-	wantCode(t, s.SetTaskState(ctx, "missing", store.TaskReview), errcode.TaskNotFound)
+	wantCode(t, s.SetTaskState(ctx, "missing", session.TaskReview), errcode.TaskNotFound)
 }

@@ -7,6 +7,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/session"
 )
 
 // tool calls ---------------------------------------------------------------------
@@ -16,14 +17,14 @@ import (
 // as in ACP: only the fields given (non-empty strings, non-nil JSON,
 // Interrupted when true) overwrite; PromptID and CreatedAt stay as first
 // recorded. It returns the merged call.
-func (s *Store) UpsertToolCall(ctx context.Context, c ToolCall) (ToolCall, error) {
+func (s *Store) UpsertToolCall(ctx context.Context, c session.ToolCall) (session.ToolCall, error) {
 	var out toolCallRow
 	err := s.transaction(ctx, "upsert tool call", func(tx *gorm.DB) error {
 		ts := now()
 		_, err := getToolCall(tx, c.SessionID, c.ToolCallID)
 		if errcode.Is(err, errcode.NotFound) {
 			if c.Status == "" {
-				c.Status = ToolPending
+				c.Status = session.ToolPending
 			}
 			c.CreatedAt, c.UpdatedAt = ts, ts
 			row := fromToolCall(c)
@@ -50,13 +51,13 @@ func (s *Store) UpsertToolCall(ctx context.Context, c ToolCall) (ToolCall, error
 		return err
 	})
 	if err != nil {
-		return ToolCall{}, err
+		return session.ToolCall{}, err
 	}
 	return toToolCall(out), nil
 }
 
 // toolCallChanges lists the columns a partial tool call update sets.
-func toolCallChanges(c ToolCall) map[string]any {
+func toolCallChanges(c session.ToolCall) map[string]any {
 	set := map[string]any{}
 	if c.Title != "" {
 		set["title"] = c.Title
@@ -83,10 +84,10 @@ func toolCallChanges(c ToolCall) map[string]any {
 
 // GetToolCall returns one tool call or errcode.NotFound (there is no more
 // specific code; tool calls are only addressed internally).
-func (s *Store) GetToolCall(ctx context.Context, sessionID, toolCallID string) (ToolCall, error) {
+func (s *Store) GetToolCall(ctx context.Context, sessionID, toolCallID string) (session.ToolCall, error) {
 	row, err := getToolCall(s.db.WithContext(ctx), sessionID, toolCallID)
 	if err != nil {
-		return ToolCall{}, err
+		return session.ToolCall{}, err
 	}
 	return toToolCall(row), nil
 }
@@ -105,18 +106,18 @@ func getToolCall(db *gorm.DB, sessionID, toolCallID string) (toolCallRow, error)
 }
 
 // ListToolCalls returns the session's tool calls in the order they started.
-func (s *Store) ListToolCalls(ctx context.Context, sessionID string) ([]ToolCall, error) {
+func (s *Store) ListToolCalls(ctx context.Context, sessionID string) ([]session.ToolCall, error) {
 	return s.listToolCalls(s.db.WithContext(ctx).Where("session_id = ?", sessionID))
 }
 
 // listToolCalls lists the tool calls q selects in the order they started.
-func (s *Store) listToolCalls(q *gorm.DB) ([]ToolCall, error) {
+func (s *Store) listToolCalls(q *gorm.DB) ([]session.ToolCall, error) {
 	var rows []toolCallRow
 	// rowid breaks ties between calls started within the same nanosecond.
 	if err := q.Order("created_at, rowid").Find(&rows).Error; err != nil {
 		return nil, internal(err, "list tool calls")
 	}
-	out := make([]ToolCall, 0, len(rows))
+	out := make([]session.ToolCall, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, toToolCall(r))
 	}
@@ -127,29 +128,29 @@ func (s *Store) listToolCalls(q *gorm.DB) ([]ToolCall, error) {
 
 // CreatePermission records a permission request from the agent. Defaults: a
 // fresh UUID and state pending; CreatedAt is set by the store.
-func (s *Store) CreatePermission(ctx context.Context, p Permission) (Permission, error) {
+func (s *Store) CreatePermission(ctx context.Context, p session.Permission) (session.Permission, error) {
 	if p.ID == "" {
 		p.ID = uuid.NewString()
 	}
 	if p.State == "" {
-		p.State = PermissionPending
+		p.State = session.PermissionPending
 	}
 	p.CreatedAt = now()
 	row := fromPermission(p)
 	if err := s.db.WithContext(ctx).Create(&row).Error; err != nil {
 		if isForeignKeyViolation(err) {
-			return Permission{}, sessionNotFound(p.SessionID)
+			return session.Permission{}, sessionNotFound(p.SessionID)
 		}
-		return Permission{}, internal(err, "create permission")
+		return session.Permission{}, internal(err, "create permission")
 	}
 	return toPermission(row), nil
 }
 
 // GetPermission returns one permission request or errcode.PermissionNotFound.
-func (s *Store) GetPermission(ctx context.Context, sessionID, id string) (Permission, error) {
+func (s *Store) GetPermission(ctx context.Context, sessionID, id string) (session.Permission, error) {
 	row, err := getPermission(s.db.WithContext(ctx), sessionID, id)
 	if err != nil {
-		return Permission{}, err
+		return session.Permission{}, err
 	}
 	return toPermission(row), nil
 }
@@ -169,9 +170,9 @@ func getPermission(db *gorm.DB, sessionID, id string) (permissionRow, error) {
 // optionID), cancelled or expired. Only a pending request can be resolved, so
 // two racing answers (two tabs, user vs. cancel) resolve it once; the loser
 // gets errcode.PermissionResolved with the current state in Details["state"].
-func (s *Store) ResolvePermission(ctx context.Context, sessionID, id string, state PermissionState, optionID string) (Permission, error) {
-	if state == PermissionPending {
-		return Permission{}, errcode.New(errcode.InvalidRequest, "a permission request cannot be resolved to pending")
+func (s *Store) ResolvePermission(ctx context.Context, sessionID, id string, state session.PermissionState, optionID string) (session.Permission, error) {
+	if state == session.PermissionPending {
+		return session.Permission{}, errcode.New(errcode.InvalidRequest, "a permission request cannot be resolved to pending")
 	}
 	var out permissionRow
 	err := s.transaction(ctx, "resolve permission", func(tx *gorm.DB) error {
@@ -179,7 +180,7 @@ func (s *Store) ResolvePermission(ctx context.Context, sessionID, id string, sta
 		if err != nil {
 			return err
 		}
-		if row.State != string(PermissionPending) {
+		if row.State != string(session.PermissionPending) {
 			return errcode.New(errcode.PermissionResolved,
 				"permission request %q is already %s", id, row.State).With("state", row.State)
 		}
@@ -187,7 +188,7 @@ func (s *Store) ResolvePermission(ctx context.Context, sessionID, id string, sta
 		// Only a pending request is resolved, in the UPDATE itself: on
 		// PostgreSQL two transactions may both have read it pending, and
 		// the second's UPDATE, once the first committed, finds it resolved.
-		res := tx.Model(&permissionRow{}).Where("session_id = ? AND id = ? AND state = ?", sessionID, id, string(PermissionPending)).
+		res := tx.Model(&permissionRow{}).Where("session_id = ? AND id = ? AND state = ?", sessionID, id, string(session.PermissionPending)).
 			Updates(map[string]any{
 				"state":              string(state),
 				"selected_option_id": optionID,
@@ -209,14 +210,14 @@ func (s *Store) ResolvePermission(ctx context.Context, sessionID, id string, sta
 		return nil
 	})
 	if err != nil {
-		return Permission{}, err
+		return session.Permission{}, err
 	}
 	return toPermission(out), nil
 }
 
 // ListPermissions returns the session's permission requests in one of states
 // (all when none are given), oldest first.
-func (s *Store) ListPermissions(ctx context.Context, sessionID string, states ...PermissionState) ([]Permission, error) {
+func (s *Store) ListPermissions(ctx context.Context, sessionID string, states ...session.PermissionState) ([]session.Permission, error) {
 	q := s.db.WithContext(ctx).Where("session_id = ?", sessionID)
 	if len(states) > 0 {
 		in := make([]string, len(states))
@@ -229,7 +230,7 @@ func (s *Store) ListPermissions(ctx context.Context, sessionID string, states ..
 	if err := q.Order("created_at, rowid").Find(&rows).Error; err != nil {
 		return nil, internal(err, "list permissions")
 	}
-	out := make([]Permission, 0, len(rows))
+	out := make([]session.Permission, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, toPermission(r))
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/tether/tether/internal/errcode"
-	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/session"
 )
 
 func TestAppendMessageChunkAggregates(t *testing.T) {
@@ -19,7 +19,7 @@ func TestAppendMessageChunkAggregates(t *testing.T) {
 
 	type chunk struct {
 		prompt string
-		role   store.MessageRole
+		role   session.MessageRole
 		text   string
 	}
 	steps := []struct {
@@ -28,12 +28,12 @@ func TestAppendMessageChunkAggregates(t *testing.T) {
 		wantNew  bool   // a new message was started
 		wantText string // text of the returned message: all of a new one, the chunk of a continued one
 	}{
-		{"first chunk starts a message", chunk{"p1", store.RoleAgent, "Hel"}, true, "Hel"},
-		{"same role appends", chunk{"p1", store.RoleAgent, "lo"}, false, "lo"},
-		{"role switch starts a message", chunk{"p1", store.RoleThought, "hmm"}, true, "hmm"},
-		{"switching back starts another", chunk{"p1", store.RoleAgent, " again"}, true, " again"},
-		{"new prompt starts a message", chunk{"p2", store.RoleAgent, "next"}, true, "next"},
-		{"empty chunk appends nothing", chunk{"p2", store.RoleAgent, ""}, false, ""},
+		{"first chunk starts a message", chunk{"p1", session.RoleAgent, "Hel"}, true, "Hel"},
+		{"same role appends", chunk{"p1", session.RoleAgent, "lo"}, false, "lo"},
+		{"role switch starts a message", chunk{"p1", session.RoleThought, "hmm"}, true, "hmm"},
+		{"switching back starts another", chunk{"p1", session.RoleAgent, " again"}, true, " again"},
+		{"new prompt starts a message", chunk{"p2", session.RoleAgent, "next"}, true, "next"},
+		{"empty chunk appends nothing", chunk{"p2", session.RoleAgent, ""}, false, ""},
 	}
 	var lastID int64
 	for _, st := range steps {
@@ -52,11 +52,11 @@ func TestAppendMessageChunkAggregates(t *testing.T) {
 	}
 
 	// A whole message added in between breaks the run, too.
-	if _, err := s.AddMessage(ctx, store.Message{SessionID: sess.ID, PromptID: "p2", Role: store.RoleSystem,
+	if _, err := s.AddMessage(ctx, session.Message{SessionID: sess.ID, PromptID: "p2", Role: session.RoleSystem,
 		Text: "notice", Content: json.RawMessage(`[{"type":"image"}]`)}); err != nil {
 		t.Fatalf("AddMessage: %v", err)
 	}
-	if got, _, err := s.AppendMessageChunk(ctx, sess.ID, "p2", store.RoleAgent, "more"); err != nil || got.Text != "more" {
+	if got, _, err := s.AppendMessageChunk(ctx, sess.ID, "p2", session.RoleAgent, "more"); err != nil || got.Text != "more" {
 		t.Errorf("after AddMessage: got %q, %v; want a new message \"more\"", got.Text, err)
 	}
 
@@ -83,7 +83,7 @@ func TestAppendMessageChunkAggregates(t *testing.T) {
 		t.Errorf("aggregated message: got UpdatedAt %v, want after CreatedAt %v", msgs[0].UpdatedAt, msgs[0].CreatedAt)
 	}
 
-	_, _, err = s.AppendMessageChunk(ctx, "missing", "p1", store.RoleAgent, "x")
+	_, _, err = s.AppendMessageChunk(ctx, "missing", "p1", session.RoleAgent, "x")
 	wantCode(t, err, errcode.SessionNotFound)
 }
 
@@ -91,7 +91,7 @@ func TestUpsertToolCallMerges(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t)
 	sess := mustSession(t, s, mustTask(t, s).ID)
-	key := store.ToolCall{SessionID: sess.ID, ToolCallID: "call-1"}
+	key := session.ToolCall{SessionID: sess.ID, ToolCallID: "call-1"}
 
 	start := key
 	start.PromptID, start.Title, start.Kind = "p1", "Read file", "read"
@@ -100,41 +100,41 @@ func TestUpsertToolCallMerges(t *testing.T) {
 	if err != nil {
 		t.Fatalf("insert: %v", err)
 	}
-	if created.Status != store.ToolPending || created.CreatedAt.IsZero() {
+	if created.Status != session.ToolPending || created.CreatedAt.IsZero() {
 		t.Errorf("insert: got status %q createdAt %v, want pending and set", created.Status, created.CreatedAt)
 	}
 
 	steps := []struct {
 		name   string
-		update func(*store.ToolCall)
-		check  func(t *testing.T, got store.ToolCall)
+		update func(*session.ToolCall)
+		check  func(t *testing.T, got session.ToolCall)
 	}{
-		{"status only keeps the rest", func(c *store.ToolCall) { c.Status = store.ToolInProgress },
-			func(t *testing.T, got store.ToolCall) {
-				if got.Status != store.ToolInProgress || got.Title != "Read file" || got.Kind != "read" ||
+		{"status only keeps the rest", func(c *session.ToolCall) { c.Status = session.ToolInProgress },
+			func(t *testing.T, got session.ToolCall) {
+				if got.Status != session.ToolInProgress || got.Title != "Read file" || got.Kind != "read" ||
 					string(got.RawInput) != `{"path":"a.go"}` || got.PromptID != "p1" {
 					t.Errorf("got %+v, want in_progress with original fields", got)
 				}
 			}},
-		{"content and output", func(c *store.ToolCall) {
-			c.Status, c.Content = store.ToolCompleted, json.RawMessage(`[{"type":"content"}]`)
+		{"content and output", func(c *session.ToolCall) {
+			c.Status, c.Content = session.ToolCompleted, json.RawMessage(`[{"type":"content"}]`)
 			c.RawOutput, c.Locations = json.RawMessage(`"ok"`), json.RawMessage(`[{"path":"a.go"}]`)
 			c.PromptID = "ignored"
-		}, func(t *testing.T, got store.ToolCall) {
-			if got.Status != store.ToolCompleted || string(got.Content) != `[{"type":"content"}]` ||
+		}, func(t *testing.T, got session.ToolCall) {
+			if got.Status != session.ToolCompleted || string(got.Content) != `[{"type":"content"}]` ||
 				string(got.RawOutput) != `"ok"` || string(got.Locations) != `[{"path":"a.go"}]` || got.PromptID != "p1" {
 				t.Errorf("got %+v, want completed with content, output, locations and prompt p1", got)
 			}
 		}},
-		{"interrupted false does not clear", func(c *store.ToolCall) { c.Title = "Read a.go" },
-			func(t *testing.T, got store.ToolCall) {
+		{"interrupted false does not clear", func(c *session.ToolCall) { c.Title = "Read a.go" },
+			func(t *testing.T, got session.ToolCall) {
 				if got.Title != "Read a.go" || got.Interrupted {
 					t.Errorf("got title %q interrupted %v, want \"Read a.go\" false", got.Title, got.Interrupted)
 				}
 			}},
-		{"interrupted true sets", func(c *store.ToolCall) { c.Interrupted = true },
-			func(t *testing.T, got store.ToolCall) {
-				if !got.Interrupted || got.Status != store.ToolCompleted {
+		{"interrupted true sets", func(c *session.ToolCall) { c.Interrupted = true },
+			func(t *testing.T, got session.ToolCall) {
+				if !got.Interrupted || got.Status != session.ToolCompleted {
 					t.Errorf("got interrupted %v status %q, want true completed", got.Interrupted, got.Status)
 				}
 			}},
@@ -173,7 +173,7 @@ func TestUpsertToolCallMerges(t *testing.T) {
 	}
 	_, err = s.GetToolCall(ctx, sess.ID, "nope")
 	wantCode(t, err, errcode.NotFound)
-	_, err = s.UpsertToolCall(ctx, store.ToolCall{SessionID: "missing", ToolCallID: "x"})
+	_, err = s.UpsertToolCall(ctx, session.ToolCall{SessionID: "missing", ToolCallID: "x"})
 	wantCode(t, err, errcode.SessionNotFound)
 }
 
@@ -183,46 +183,46 @@ func TestPermissions(t *testing.T) {
 	sess := mustSession(t, s, mustTask(t, s).ID)
 	opts := json.RawMessage(`[{"optionId":"allow","name":"Allow","kind":"allow_once"}]`)
 
-	p, err := s.CreatePermission(ctx, store.Permission{SessionID: sess.ID, PromptID: "p1",
+	p, err := s.CreatePermission(ctx, session.Permission{SessionID: sess.ID, PromptID: "p1",
 		ToolCallID: "call-1", Title: "Run rm?", Options: opts})
 	if err != nil {
 		t.Fatalf("CreatePermission: %v", err)
 	}
-	if p.ID == "" || p.State != store.PermissionPending || p.ResolvedAt != nil {
+	if p.ID == "" || p.State != session.PermissionPending || p.ResolvedAt != nil {
 		t.Errorf("got %+v, want generated id, pending, unresolved", p)
 	}
-	other, err := s.CreatePermission(ctx, store.Permission{ID: "req-2", SessionID: sess.ID, Options: opts})
+	other, err := s.CreatePermission(ctx, session.Permission{ID: "req-2", SessionID: sess.ID, Options: opts})
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	resolved, err := s.ResolvePermission(ctx, sess.ID, p.ID, store.PermissionSelected, "allow")
+	resolved, err := s.ResolvePermission(ctx, sess.ID, p.ID, session.PermissionSelected, "allow")
 	if err != nil {
 		t.Fatalf("ResolvePermission: %v", err)
 	}
-	if resolved.State != store.PermissionSelected || resolved.SelectedOptionID != "allow" || resolved.ResolvedAt == nil {
+	if resolved.State != session.PermissionSelected || resolved.SelectedOptionID != "allow" || resolved.ResolvedAt == nil {
 		t.Errorf("got %+v, want selected/allow/resolvedAt", resolved)
 	}
-	if stored, err := s.GetPermission(ctx, sess.ID, p.ID); err != nil || stored.State != store.PermissionSelected ||
+	if stored, err := s.GetPermission(ctx, sess.ID, p.ID); err != nil || stored.State != session.PermissionSelected ||
 		string(stored.Options) != string(opts) || !stored.ResolvedAt.Equal(*resolved.ResolvedAt) {
 		t.Errorf("GetPermission: got %+v, %v; want the resolved request", stored, err)
 	}
 
-	_, err = s.ResolvePermission(ctx, sess.ID, p.ID, store.PermissionCancelled, "")
+	_, err = s.ResolvePermission(ctx, sess.ID, p.ID, session.PermissionCancelled, "")
 	wantCode(t, err, errcode.PermissionResolved)
 	var e *errcode.Error
-	if errors.As(err, &e) && e.Details["state"] != string(store.PermissionSelected) {
-		t.Errorf("got Details[state] %v, want %q", e.Details["state"], store.PermissionSelected)
+	if errors.As(err, &e) && e.Details["state"] != string(session.PermissionSelected) {
+		t.Errorf("got Details[state] %v, want %q", e.Details["state"], session.PermissionSelected)
 	}
 
 	tests := []struct {
 		name   string
-		states []store.PermissionState
+		states []session.PermissionState
 		want   []string
 	}{
 		{"all", nil, []string{p.ID, other.ID}},
-		{"pending", []store.PermissionState{store.PermissionPending}, []string{other.ID}},
-		{"resolved", []store.PermissionState{store.PermissionSelected, store.PermissionExpired}, []string{p.ID}},
+		{"pending", []session.PermissionState{session.PermissionPending}, []string{other.ID}},
+		{"resolved", []session.PermissionState{session.PermissionSelected, session.PermissionExpired}, []string{p.ID}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -240,13 +240,13 @@ func TestPermissions(t *testing.T) {
 		})
 	}
 
-	_, err = s.ResolvePermission(ctx, sess.ID, "nope", store.PermissionCancelled, "")
+	_, err = s.ResolvePermission(ctx, sess.ID, "nope", session.PermissionCancelled, "")
 	wantCode(t, err, errcode.PermissionNotFound)
-	_, err = s.ResolvePermission(ctx, sess.ID, other.ID, store.PermissionPending, "")
+	_, err = s.ResolvePermission(ctx, sess.ID, other.ID, session.PermissionPending, "")
 	wantCode(t, err, errcode.InvalidRequest)
 	_, err = s.GetPermission(ctx, "missing", p.ID)
 	wantCode(t, err, errcode.PermissionNotFound)
-	_, err = s.CreatePermission(ctx, store.Permission{SessionID: "missing"})
+	_, err = s.CreatePermission(ctx, session.Permission{SessionID: "missing"})
 	wantCode(t, err, errcode.SessionNotFound)
 }
 
@@ -256,7 +256,7 @@ func TestResolvePermissionRace(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t)
 	sess := mustSession(t, s, mustTask(t, s).ID)
-	p, err := s.CreatePermission(ctx, store.Permission{SessionID: sess.ID})
+	p, err := s.CreatePermission(ctx, session.Permission{SessionID: sess.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestResolvePermissionRace(t *testing.T) {
 	errs := make(chan error, n)
 	for range n {
 		wg.Go(func() {
-			_, err := s.ResolvePermission(ctx, sess.ID, p.ID, store.PermissionCancelled, "")
+			_, err := s.ResolvePermission(ctx, sess.ID, p.ID, session.PermissionCancelled, "")
 			errs <- err
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/session"
 )
 
 // CreateTurn inserts a turn and assigns its Seq (one more than the session's
@@ -16,12 +17,12 @@ import (
 // already used in the session gives errcode.PromptIDConflict (the session
 // layer then returns the existing turn for idempotent retries); a missing
 // session gives errcode.SessionNotFound.
-func (s *Store) CreateTurn(ctx context.Context, t Turn) (Turn, error) {
+func (s *Store) CreateTurn(ctx context.Context, t session.Turn) (session.Turn, error) {
 	if t.PromptID == "" {
 		t.PromptID = uuid.NewString()
 	}
 	if t.State == "" {
-		t.State = TurnQueued
+		t.State = session.TurnQueued
 	}
 	t.CreatedAt = now()
 	var row turnRow
@@ -50,35 +51,35 @@ func (s *Store) CreateTurn(ctx context.Context, t Turn) (Turn, error) {
 		return nil
 	})
 	if err != nil {
-		return Turn{}, err
+		return session.Turn{}, err
 	}
 	return toTurn(row), nil
 }
 
 // GetTurn returns one turn or errcode.TurnNotFound.
-func (s *Store) GetTurn(ctx context.Context, sessionID, promptID string) (Turn, error) {
+func (s *Store) GetTurn(ctx context.Context, sessionID, promptID string) (session.Turn, error) {
 	var row turnRow
 	err := s.db.WithContext(ctx).
 		Where("session_id = ? AND prompt_id = ?", sessionID, promptID).Take(&row).Error
 	if err != nil {
 		if isNotFound(err) {
-			return Turn{}, errcode.New(errcode.TurnNotFound,
+			return session.Turn{}, errcode.New(errcode.TurnNotFound,
 				"turn %q not found in session %q", promptID, sessionID).With("promptId", promptID)
 		}
-		return Turn{}, internal(err, "get turn")
+		return session.Turn{}, internal(err, "get turn")
 	}
 	return toTurn(row), nil
 }
 
 // ListTurns returns the session's turns in admission order (seq).
-func (s *Store) ListTurns(ctx context.Context, sessionID string) ([]Turn, error) {
+func (s *Store) ListTurns(ctx context.Context, sessionID string) ([]session.Turn, error) {
 	return s.ListTurnsByState(ctx, sessionID)
 }
 
 // ListTurnsByState returns the session's turns in one of states (all turns
 // when none are given), by seq. Recovery uses it to find running/queued
 // turns to interrupt.
-func (s *Store) ListTurnsByState(ctx context.Context, sessionID string, states ...TurnState) ([]Turn, error) {
+func (s *Store) ListTurnsByState(ctx context.Context, sessionID string, states ...session.TurnState) ([]session.Turn, error) {
 	q := s.db.WithContext(ctx).Where("session_id = ?", sessionID)
 	if len(states) > 0 {
 		in := make([]string, len(states))
@@ -91,7 +92,7 @@ func (s *Store) ListTurnsByState(ctx context.Context, sessionID string, states .
 	if err := q.Order("seq").Find(&rows).Error; err != nil {
 		return nil, internal(err, "list turns")
 	}
-	out := make([]Turn, 0, len(rows))
+	out := make([]session.Turn, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, toTurn(r))
 	}
@@ -108,7 +109,7 @@ func (s *Store) SetTurnWorkspaceChanges(ctx context.Context, sessionID, promptID
 
 // UpdateTurn replaces the mutable columns of the turn keyed by (SessionID,
 // PromptID) with t. Seq and CreatedAt are fixed at creation and ignored here.
-func (s *Store) UpdateTurn(ctx context.Context, t Turn) error {
+func (s *Store) UpdateTurn(ctx context.Context, t session.Turn) error {
 	r := fromTurn(t)
 	return updateRow(s.db.WithContext(ctx), "update turn", func() error {
 		return errcode.New(errcode.TurnNotFound,

@@ -11,14 +11,15 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
 // mustTurn creates a prompt turn with the given id.
-func mustTurn(t *testing.T, s *store.Store, sessionID, promptID string) store.Turn {
+func mustTurn(t *testing.T, s *store.Store, sessionID, promptID string) session.Turn {
 	t.Helper()
-	turn, err := s.CreateTurn(context.Background(), store.Turn{
-		SessionID: sessionID, PromptID: promptID, Kind: store.TurnPrompt,
+	turn, err := s.CreateTurn(context.Background(), session.Turn{
+		SessionID: sessionID, PromptID: promptID, Kind: session.TurnPrompt,
 		Prompt: json.RawMessage(`[{"type":"text","text":"hi"}]`),
 	})
 	if err != nil {
@@ -47,12 +48,12 @@ func TestCreateTurnAssignsSeqPerSession(t *testing.T) {
 		if got.Seq != tc.wantSeq {
 			t.Errorf("%s/%s: got seq %d, want %d", tc.session, tc.prompt, got.Seq, tc.wantSeq)
 		}
-		if got.State != store.TurnQueued || got.CreatedAt.IsZero() {
+		if got.State != session.TurnQueued || got.CreatedAt.IsZero() {
 			t.Errorf("%s/%s: got state %q createdAt %v, want queued and set", tc.session, tc.prompt, got.State, got.CreatedAt)
 		}
 	}
 
-	generated, err := s.CreateTurn(ctx, store.Turn{SessionID: b.ID, Kind: store.TurnContinue})
+	generated, err := s.CreateTurn(ctx, session.Turn{SessionID: b.ID, Kind: session.TurnContinue})
 	if err != nil {
 		t.Fatalf("CreateTurn without prompt id: %v", err)
 	}
@@ -67,7 +68,7 @@ func TestCreateTurnConflictsAndMissingSession(t *testing.T) {
 	sess := mustSession(t, s, mustTask(t, s).ID)
 	first := mustTurn(t, s, sess.ID, "p1")
 
-	_, err := s.CreateTurn(ctx, store.Turn{SessionID: sess.ID, PromptID: "p1", Kind: store.TurnPrompt})
+	_, err := s.CreateTurn(ctx, session.Turn{SessionID: sess.ID, PromptID: "p1", Kind: session.TurnPrompt})
 	wantCode(t, err, errcode.PromptIDConflict)
 
 	got, err := s.GetTurn(ctx, sess.ID, "p1")
@@ -81,12 +82,12 @@ func TestCreateTurnConflictsAndMissingSession(t *testing.T) {
 		t.Errorf("after conflict: got seq %d, want 2 (no gap)", next.Seq)
 	}
 
-	_, err = s.CreateTurn(ctx, store.Turn{SessionID: "missing", PromptID: "p1", Kind: store.TurnPrompt})
+	_, err = s.CreateTurn(ctx, session.Turn{SessionID: "missing", PromptID: "p1", Kind: session.TurnPrompt})
 	wantCode(t, err, errcode.SessionNotFound)
 	_, err = s.GetTurn(ctx, sess.ID, "nope")
 	wantCode(t, err, errcode.TurnNotFound)
-	wantCode(t, s.UpdateTurn(ctx, store.Turn{SessionID: sess.ID, PromptID: "nope",
-		Kind: store.TurnPrompt, State: store.TurnFailed}), errcode.TurnNotFound)
+	wantCode(t, s.UpdateTurn(ctx, session.Turn{SessionID: sess.ID, PromptID: "nope",
+		Kind: session.TurnPrompt, State: session.TurnFailed}), errcode.TurnNotFound)
 }
 
 func TestCreateTurnConcurrentSeqsAreUnique(t *testing.T) {
@@ -99,7 +100,7 @@ func TestCreateTurnConcurrentSeqsAreUnique(t *testing.T) {
 	errs := make(chan error, n)
 	for i := range n {
 		wg.Go(func() {
-			_, err := s.CreateTurn(ctx, store.Turn{SessionID: sess.ID, PromptID: fmt.Sprintf("p%d", i), Kind: store.TurnPrompt})
+			_, err := s.CreateTurn(ctx, session.Turn{SessionID: sess.ID, PromptID: fmt.Sprintf("p%d", i), Kind: session.TurnPrompt})
 			errs <- err
 		})
 	}
@@ -137,12 +138,12 @@ func TestUpdateTurnAndListByState(t *testing.T) {
 	ended := started.Add(time.Second)
 	code := 137
 	delivered := started.Add(time.Millisecond)
-	p1.State, p1.StopReason, p1.StartedAt, p1.DeliveredAt, p1.EndedAt = store.TurnCompleted, "end_turn", &started, &delivered, &ended
-	p2.State, p2.StartedAt, p2.DeliveredAt, p2.CancelRequested = store.TurnRunning, &started, &delivered, true
-	p3.Kind, p3.State, p3.ContinuesPromptID = store.TurnContinue, store.TurnInterrupted, "p2"
+	p1.State, p1.StopReason, p1.StartedAt, p1.DeliveredAt, p1.EndedAt = session.TurnCompleted, "end_turn", &started, &delivered, &ended
+	p2.State, p2.StartedAt, p2.DeliveredAt, p2.CancelRequested = session.TurnRunning, &started, &delivered, true
+	p3.Kind, p3.State, p3.ContinuesPromptID = session.TurnContinue, session.TurnInterrupted, "p2"
 	p3.InterruptReason, p3.ErrorCode, p3.ErrorMessage, p3.ExitCode, p3.ExitSignal =
 		"daemon_restart", "agent_error", "boom", &code, "SIGKILL"
-	for _, turn := range []store.Turn{p1, p2, p3} {
+	for _, turn := range []session.Turn{p1, p2, p3} {
 		changed := turn
 		changed.Seq, changed.CreatedAt = 99, time.Time{} // immutable: ignored
 		if err := s.UpdateTurn(ctx, changed); err != nil {
@@ -159,12 +160,12 @@ func TestUpdateTurnAndListByState(t *testing.T) {
 
 	tests := []struct {
 		name   string
-		states []store.TurnState
+		states []session.TurnState
 		want   []string
 	}{
 		{"all", nil, []string{"p1", "p2", "p3"}},
-		{"unfinished", []store.TurnState{store.TurnRunning, store.TurnQueued}, []string{"p2"}},
-		{"terminal", []store.TurnState{store.TurnCompleted, store.TurnInterrupted}, []string{"p1", "p3"}},
+		{"unfinished", []session.TurnState{session.TurnRunning, session.TurnQueued}, []string{"p2"}},
+		{"terminal", []session.TurnState{session.TurnCompleted, session.TurnInterrupted}, []string{"p1", "p3"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

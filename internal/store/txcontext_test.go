@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -17,10 +18,10 @@ func TestTransactionIgnoresCallerCancellation(t *testing.T) {
 	gone, cancel := context.WithCancel(context.Background())
 	cancel()
 	err := s.Tx(context.Background(), func(tx *store.Store) error {
-		if _, err := tx.CreateTask(gone, store.Task{Title: "in a batch", Workspace: t.TempDir()}); err != nil {
+		if _, err := tx.CreateTask(gone, session.Task{Title: "in a batch", Workspace: t.TempDir()}); err != nil {
 			return err
 		}
-		_, err := tx.CreateTask(context.Background(), store.Task{Title: "its neighbour", Workspace: t.TempDir()})
+		_, err := tx.CreateTask(context.Background(), session.Task{Title: "its neighbour", Workspace: t.TempDir()})
 		return err
 	})
 	if err != nil {
@@ -33,7 +34,7 @@ func TestTransactionIgnoresCallerCancellation(t *testing.T) {
 	if len(tasks) != 2 {
 		t.Fatalf("tasks after the transaction: got %d, want 2", len(tasks))
 	}
-	if _, err := s.CreateTask(gone, store.Task{Title: "alone", Workspace: t.TempDir()}); err == nil {
+	if _, err := s.CreateTask(gone, session.Task{Title: "alone", Workspace: t.TempDir()}); err == nil {
 		t.Fatal("CreateTask outside a transaction with a cancelled context: got nil error, want it stopped")
 	}
 }

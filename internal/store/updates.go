@@ -3,6 +3,7 @@ package store
 import (
 	"time"
 
+	"github.com/tether/tether/internal/session"
 	"gorm.io/gorm"
 )
 
@@ -37,7 +38,7 @@ const (
 	taskStateSQL          = `UPDATE tasks SET state = ?, updated_at = ? WHERE id = ?`
 	// taskFollowSQL is what a task following its session needs: its
 	// state and whether another of its sessions runs a turn.
-	taskFollowSQL = `SELECT state, EXISTS(SELECT 1 FROM sessions WHERE task_id = ?1 AND state = '` + string(SessionRunning) + `')
+	taskFollowSQL = `SELECT state, EXISTS(SELECT 1 FROM sessions WHERE task_id = ?1 AND state = '` + string(session.SessionRunning) + `')
 		FROM tasks WHERE id = ?1`
 )
 
@@ -46,7 +47,7 @@ const (
 // row's own and the one the session's last event after host_offset_seq
 // carries (Executor.HostOffset). A standalone session has none to look
 // for.
-const committedOffsetSQL = `CASE WHEN runtime = '` + string(RuntimeStandalone) + `' THEN host_offset
+const committedOffsetSQL = `CASE WHEN runtime = '` + string(session.RuntimeStandalone) + `' THEN host_offset
 	ELSE MAX(host_offset, COALESCE((SELECT e.host_offset FROM events e
 		WHERE e.session_id = executors_running.session_id AND e.seq > executors_running.host_offset_seq
 		AND e.host_offset IS NOT NULL ORDER BY e.seq DESC LIMIT 1), 0)) END AS host_offset`

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -17,7 +18,7 @@ func TestHotUpdatesCompileNothing(t *testing.T) {
 	s := openStore(t)
 	task := mustTask(t, s)
 	sess := mustSession(t, s, task.ID)
-	turn, err := s.CreateTurn(ctx, store.Turn{SessionID: sess.ID, PromptID: "p1", Kind: store.TurnPrompt, State: store.TurnRunning})
+	turn, err := s.CreateTurn(ctx, session.Turn{SessionID: sess.ID, PromptID: "p1", Kind: session.TurnPrompt, State: session.TurnRunning})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,19 +26,19 @@ func TestHotUpdatesCompileNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ex.Status, ex.ErrorMessage = store.ExecutorStopped, "agent stopped: tetherd restarted"
+	ex.Status, ex.ErrorMessage = session.ExecutorStopped, "agent stopped: tetherd restarted"
 	before := s.TransactionStatements()
 	for i := range 2 {
 		if err := s.Tx(ctx, func(tx *store.Store) error {
 			now := time.Now().UTC()
-			turn.State, turn.EndedAt, turn.InterruptReason = store.TurnInterrupted, &now, "daemon_restart"
+			turn.State, turn.EndedAt, turn.InterruptReason = session.TurnInterrupted, &now, "daemon_restart"
 			if err := tx.UpdateTurn(ctx, turn); err != nil {
 				return err
 			}
 			if err := tx.UpdateExecutor(ctx, ex); err != nil {
 				return err
 			}
-			if err := tx.UpdateSessionState(ctx, sess.ID, store.SessionWaitingForInput); err != nil {
+			if err := tx.UpdateSessionState(ctx, sess.ID, session.SessionWaitingForInput); err != nil {
 				return err
 			}
 			if err := tx.SetSessionQueueHeld(ctx, sess.ID, i == 0); err != nil {
@@ -46,7 +47,7 @@ func TestHotUpdatesCompileNothing(t *testing.T) {
 			if _, _, err := tx.TaskFollow(ctx, task.ID); err != nil {
 				return err
 			}
-			return tx.SetTaskState(ctx, task.ID, store.TaskReview)
+			return tx.SetTaskState(ctx, task.ID, session.TaskReview)
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +59,7 @@ func TestHotUpdatesCompileNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.State != store.TurnInterrupted || got.InterruptReason != "daemon_restart" || got.EndedAt == nil {
+	if got.State != session.TurnInterrupted || got.InterruptReason != "daemon_restart" || got.EndedAt == nil {
 		t.Errorf("got turn %+v, want interrupted (daemon_restart) with an end", got)
 	}
 }
@@ -72,11 +73,11 @@ func TestTaskFollow(t *testing.T) {
 	mustSession(t, s, task.ID)
 	for _, c := range []struct {
 		name    string
-		state   store.SessionState
+		state   session.SessionState
 		running bool
 	}{
-		{"no session running", store.SessionWaitingForInput, false},
-		{"one session running", store.SessionRunning, true},
+		{"no session running", session.SessionWaitingForInput, false},
+		{"one session running", session.SessionRunning, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if err := s.UpdateSessionState(ctx, sess.ID, c.state); err != nil {
@@ -99,8 +100,8 @@ func TestTaskFollow(t *testing.T) {
 func TestHotUpdatesOfMissingRows(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t)
-	wantCode(t, s.UpdateExecutor(ctx, store.Executor{SessionID: "nope", Status: store.ExecutorStopped}), errcode.SessionNotFound)
-	wantCode(t, s.UpdateSessionState(ctx, "nope", store.SessionCompleted), errcode.SessionNotFound)
+	wantCode(t, s.UpdateExecutor(ctx, session.Executor{SessionID: "nope", Status: session.ExecutorStopped}), errcode.SessionNotFound)
+	wantCode(t, s.UpdateSessionState(ctx, "nope", session.SessionCompleted), errcode.SessionNotFound)
 	wantCode(t, s.SetSessionQueueHeld(ctx, "nope", true), errcode.SessionNotFound)
-	wantCode(t, s.SetTaskState(ctx, "nope", store.TaskReview), errcode.TaskNotFound)
+	wantCode(t, s.SetTaskState(ctx, "nope", session.TaskReview), errcode.TaskNotFound)
 }

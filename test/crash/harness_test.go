@@ -23,7 +23,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store/storetest"
 	"github.com/tether/tether/internal/testbin"
 )
@@ -481,7 +481,7 @@ func (w *world) waitTurn(sid, pid string) map[string]any {
 	w.waitFor("turn "+pid+" to end", func() bool {
 		turn = w.turn(sid, pid)
 		state, _ := turn["state"].(string)
-		return store.TurnState(state).Terminal()
+		return session.TurnState(state).Terminal()
 	})
 	return turn
 }

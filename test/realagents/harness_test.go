@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/modelserver"
-	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/testbin"
 )
 
@@ -219,7 +219,7 @@ func (w *world) waitTurn(sid, pid string) map[string]any {
 	w.waitFor("turn "+pid+" to end", func() bool {
 		_, turn = w.do("GET", "/session/"+sid+"/turns/"+pid, nil)
 		state, _ := turn["state"].(string)
-		return store.TurnState(state).Terminal()
+		return session.TurnState(state).Terminal()
 	})
 	return turn
 }

@@ -1,4 +1,4 @@
-package store
+package session
 
 import (
 	"encoding/json"
@@ -334,27 +334,4 @@ type Permission struct {
 	SelectedOptionID string
 	CreatedAt        time.Time
 	ResolvedAt       *time.Time
-}
-
-// AgentProfile is a launchable agent: command, args and env come only from
-// the daemon's configuration.
-type AgentProfile struct {
-	ID                      string
-	DisplayName             string
-	Command                 string
-	Args                    []string
-	Env                     map[string]string
-	Source                  string // builtin | config | detected
-	Available               bool
-	UnavailableReason       string
-	NativeSessionResume     bool
-	HistoryContextInjection bool
-	ResumeArgs              []string
-	// Capabilities is the probed ACP agentCapabilities JSON, nil until probed.
-	Capabilities json.RawMessage
-	ProbedAt     *time.Time
-	// Credentials is what was last seen of the agent's credentials
-	// (agents.Credentials as JSON), nil until seen.
-	Credentials json.RawMessage
-	UpdatedAt   time.Time
 }
