@@ -37,9 +37,15 @@ func TestFailoverBehindBalancer(t *testing.T) {
 
 	// Through the balancer: each request may land on any node, and a
 	// session's requests reach its owner wherever they land.
+	// The creates go out back to back, so that nginx's round robin deals
+	// them to every node (between them, a turn's polling would take a
+	// varying number of turns of the robin).
 	owners := map[string]bool{}
-	for i := range 6 {
-		sid := createSession(t, lb.URL(), fmt.Sprintf("s%d", i))
+	sids := make([]string, 6)
+	for i := range sids {
+		sids[i] = createSession(t, lb.URL(), fmt.Sprintf("s%d", i))
+	}
+	for i, sid := range sids {
 		pid := fmt.Sprintf("p%d", i)
 		prompt(t, lb.URL(), sid, "/echo hello "+pid, pid)
 		if st := waitTurn(t, lb.URL(), sid, pid); st != "completed" {
@@ -99,6 +105,42 @@ func TestFailoverBehindBalancer(t *testing.T) {
 			t.Fatalf("chunk %d arrived %d times on the stream, want once", i, n)
 		}
 	}
+	// The stored transcript, not only the stream: every chunk once, in
+	// order, whichever node stored it.
+	_, tr := do(t, lb.URL(), http.MethodGet, "/session/"+sid+"/transcript", nil)
+	var stored strings.Builder
+	for _, m := range asList(tr["messages"]) {
+		if m["promptId"] == "long" && m["role"] == "agent" {
+			s, _ := m["text"].(string)
+			stored.WriteString(s)
+		}
+	}
+	var want strings.Builder
+	for i := 1; i <= streamChunks; i++ {
+		fmt.Fprintf(&want, "chunk %d\n", i)
+	}
+	if stored.String() != want.String() {
+		missing := []int{}
+		for i := 1; i <= streamChunks; i++ {
+			if !strings.Contains(stored.String(), "chunk "+strconv.Itoa(i)+"\n") {
+				missing = append(missing, i)
+			}
+		}
+		t.Errorf("the stored transcript of the turn: %d bytes, want the %d chunks once each, in order (missing: %v)",
+			stored.Len(), streamChunks, missing)
+	}
+}
+
+// asList reads a JSON array of objects.
+func asList(v any) []map[string]any {
+	raw, _ := v.([]any)
+	out := make([]map[string]any, 0, len(raw))
+	for _, x := range raw {
+		if o, ok := x.(map[string]any); ok {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // checkStream fails unless a session stream's durable events have one
