@@ -170,6 +170,23 @@ func (h *Host) Status(ctx context.Context) (hostproto.StatusResult, error) {
 	return out, decodeResult(raw, &out)
 }
 
+// Unavailable is the error a Start would fail with at once, without
+// waiting: the Host is closed, the host is lost, or it refused the daemon
+// (no retry mends that); nil while it is connected or being reconnected
+// to, when a Start waits. Asking it writes nothing and sends nothing: a
+// client retrying against a lost host must not grow the session's log.
+func (h *Host) Unavailable() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.usableLocked(); err != nil {
+		return err
+	}
+	if h.state == StateLost || (h.conn == nil && refused(h.lastErr)) {
+		return h.unavailableLocked()
+	}
+	return nil
+}
+
 // Start launches the agent of p.ProfileID on the host for the daemon's
 // session sessionID and performs its ACP handshake there. h receives the
 // agent's records, from offset 1; it may be called before Start returns.

@@ -41,6 +41,9 @@ func (h *fakeHost) Attach(_ context.Context, req AttachRequest) (Agent, error) {
 	return &turnAgent{a}, nil
 }
 
+// Unavailable: the fake host is always there.
+func (h *fakeHost) Unavailable() error { return nil }
+
 // Start wraps the started agent so that it prompts by turn, as a host's
 // agent does.
 func (h *fakeHost) Start(ctx context.Context, req StartRequest) (Agent, error) {

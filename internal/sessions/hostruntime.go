@@ -147,6 +147,9 @@ func (r hostRuntime) Start(ctx context.Context, req StartRequest) (Agent, error)
 	return a, nil
 }
 
+// Unavailable says, without trying, that a start would fail now.
+func (r hostRuntime) Unavailable() error { return r.h.Unavailable() }
+
 // Attach takes up the session's agent on the host.
 func (r hostRuntime) Attach(ctx context.Context, req AttachRequest) (Agent, error) {
 	a, err := r.h.Attach(ctx, req.SessionID, req.From, req.Handler)

@@ -115,6 +115,16 @@ func (a *actor) startAgent(e effStartAgent) {
 	} else {
 		p.runtime = rt
 	}
+	if hr, ok := p.runtime.(HostRuntime); ok {
+		if err := hr.Unavailable(); err != nil {
+			// Known to fail: say so without recording a start that never
+			// was (a client retrying against a lost host would otherwise
+			// add a start and its failure to the log at every try).
+			a.starting = false
+			a.startFailed(agentFailure(err, nil, p.spec.Command, "agent did not start: %v", err))
+			return
+		}
+	}
 	p.req = StartRequest{SessionID: a.id, ProfileID: a.sess.AgentProfileID, ResumeToken: p.token, Spec: p.spec, Root: a.sess.Cwd, Files: a.m.cfg.Files, Handler: &agentHandler{a: a, gen: p.gen}, StopGrace: a.m.cfg.StopGrace,
 		InitTimeout: a.m.cfg.StartTimeout, UpdateWindow: a.m.cfg.UpdateWindow, Logger: a.log}
 	if a.m.cfg.Outgoing != nil {
@@ -405,6 +415,10 @@ func (a *actor) startFailed(err error) {
 func (a *actor) recordStartError(err error) {
 	a.log.Warn("agent failed to start", "err", err)
 	a.lastErr = err
+	if a.exec.Status == session.ExecutorError && a.exec.ErrorMessage == startErrorMessage(err) &&
+		a.exec.ErrorCode == string(errcode.CodeOf(err)) {
+		return // the same failure again: already recorded and announced
+	}
 	a.exec.Status = session.ExecutorError
 	a.exec.ErrorMessage = startErrorMessage(err)
 	a.exec.ErrorCode = string(errcode.CodeOf(err))

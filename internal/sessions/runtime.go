@@ -119,6 +119,10 @@ type HostRuntime interface {
 	// holds no such session; errcode.ExecutorLost that it stayed
 	// unreachable past its deadline.
 	Attach(ctx context.Context, req AttachRequest) (Agent, error)
+	// Unavailable is the error a Start would fail with at once (the host
+	// is lost, or refused the daemon), nil when a Start may succeed or
+	// waits for the host; it writes and sends nothing.
+	Unavailable() error
 }
 
 // AttachRequest is what HostRuntime.Attach needs.

@@ -188,3 +188,51 @@ func TestRemoteLateOutputWithToolCalls(t *testing.T) {
 		t.Fatalf("continuation: got %v, want completed", turn)
 	}
 }
+
+// TestRetriesAgainstALostHostWriteNothing: a client that retries continue
+// against a remote host lost past --host-lost-after is refused (503
+// executor_unavailable) every time, and the session's log does not grow
+// with the retries: at most the first refusal records the executor's
+// error. Before, each refused continue recorded a start and its failure
+// (executor starting and error, the session STARTING and back: 4 events),
+// so a client retrying every 10 ms wrote about 80 events in 0.2 s.
+func TestRetriesAgainstALostHostWriteNothing(t *testing.T) {
+	w, ns := lostAfterWorld(t)
+	sid, _ := w.createSessionOn("demo", "far")
+	fol := w.follow(sid)
+	w.prompt(sid, "/hang", "p1")
+	w.waitSeen(fol, "the turn's first chunk", isChunkOf(t, "p1"))
+	ns.SetLink(false)
+	w.waitHost("far", "lost", hostState("lost"))
+	if turn := w.waitTurn(sid, "p1"); turn["state"] != "interrupted" {
+		t.Fatalf("p1: got %v, want interrupted", turn["state"])
+	}
+	// The first refusal may record the executor's error; the retries add
+	// nothing.
+	if code, m := w.do(http.MethodPost, "/session/"+sid+"/continue", nil); code != http.StatusServiceUnavailable {
+		t.Fatalf("continue on a lost host: got %d %v, want 503", code, m)
+	}
+	before := len(w.replay(sid))
+	for i := range 20 {
+		code, m := w.do(http.MethodPost, "/session/"+sid+"/continue", nil)
+		if code != http.StatusServiceUnavailable || m["code"] != "executor_unavailable" {
+			t.Fatalf("retry %d: got %d %v, want 503 executor_unavailable", i, code, m)
+		}
+	}
+	if after := len(w.replay(sid)); after != before {
+		t.Errorf("the session's log grew by %d events over 20 refused retries, want 0", after-before)
+	}
+	if rec := w.sessionContext(sid)["recovery"].(map[string]any); rec["canContinue"] != true {
+		t.Errorf("recovery after the retries: got %v, want still continuable", rec)
+	}
+	// Back: continue works.
+	ns.SetLink(true)
+	w.waitHost("far", "connected again", hostState("connected"))
+	code, m := w.do(http.MethodPost, "/session/"+sid+"/continue", map[string]any{"promptId": "c1"})
+	if code != http.StatusAccepted {
+		t.Fatalf("continue once the host is back: got %d %v, want 202", code, m)
+	}
+	if turn := w.waitTurn(sid, "c1"); turn["state"] != "completed" {
+		t.Fatalf("c1: got %v, want completed", turn)
+	}
+}
