@@ -79,6 +79,9 @@ type world struct {
 	// relative runs each daemon in the data dir's parent, naming the data
 	// dir relative to it (--data-dir as a user in that directory types it).
 	relative bool
+	// sessions are those createSessionOn made: cleanup checks each one's
+	// transcript against its log (checkOneTruth) while the daemon runs.
+	sessions []string
 }
 
 // namedLog is one child's output and what the child was.
@@ -285,6 +288,14 @@ func (w *world) term() {
 // cleanup stops the daemon and makes sure no process of this world (the
 // daemon, its agents, orphans of a killed daemon) survives the test.
 func (w *world) cleanup() {
+	w.mu.Lock()
+	running := w.daemon != nil
+	w.mu.Unlock()
+	if running && !w.t.Failed() {
+		for _, sid := range w.sessions {
+			w.checkOneTruth(sid)
+		}
+	}
 	w.term()
 	// Executor hosts outlive every daemon on purpose; only once the last
 	// daemon is gone can none start another.

@@ -100,6 +100,7 @@ func TestCrashHoldsTheQueue(t *testing.T) {
 			if rec := w.sessionContext(sid)["recovery"].(map[string]any); rec["kind"] != "clean" || rec["queueHeld"] == true {
 				t.Errorf("recovery at the end: got %v, want clean", rec)
 			}
+			w.checkOneTruth(sid)
 		})
 	}
 }
@@ -185,6 +186,7 @@ func TestAgentLosesItsSession(t *testing.T) {
 			if said := w.agentText(sid)["q1"]; said != "queued" {
 				t.Errorf("q1: agent said %q, want %q", said, "queued")
 			}
+			w.checkOneTruth(sid)
 		})
 	}
 }
@@ -226,4 +228,5 @@ func TestReattachKeepsMessagesApart(t *testing.T) {
 	if len(added) != 2 || added[0] != "first " || added[1] != "second " {
 		t.Errorf("agent message.added events: got %q, want the first and the second message's first chunks", added)
 	}
+	w.checkOneTruth(sid)
 }

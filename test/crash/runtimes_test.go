@@ -60,6 +60,7 @@ func (w *world) createSessionIn(profile, executor, cwd string) string {
 	if code != http.StatusCreated {
 		w.t.Fatalf("create session in %s: got %d, want 201: %v", cwd, code, m)
 	}
+	w.sessions = append(w.sessions, m["id"].(string))
 	return m["id"].(string)
 }
 
