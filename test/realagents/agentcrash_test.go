@@ -15,12 +15,25 @@ import (
 // Issue 28, items 1 and 2: what a live agent's crash does to the session,
 // with real agents.
 
-// agentPID is the pid of the session's agent process (the executor's).
+// agentPID is the pid of the session's agent process: the executor's, or
+// on a remote host (whose pids the session does not give, as they are
+// another machine's) the one its host lists in GET /executors; the test's
+// remote host runs on this machine.
 func (w *world) agentPID(sid string) int {
 	w.t.Helper()
 	_, sess := w.do("GET", "/session/"+sid, nil)
 	exec, _ := sess["executor"].(map[string]any)
 	pid, _ := exec["pid"].(float64)
+	if exec["runtime"] == "remote" {
+		_, m := w.do("GET", "/executors", nil)
+		for _, h := range list(m, "hosts") {
+			for _, s := range list(h, "sessions") {
+				if s["sessionId"] == sid {
+					pid, _ = s["pid"].(float64)
+				}
+			}
+		}
+	}
 	if pid <= 1 {
 		w.t.Fatalf("no agent pid in %v", exec)
 	}
@@ -63,10 +76,10 @@ func childrenOf(t *testing.T, pid int) []int {
 // 409 nothing_to_continue.
 func TestKillAgentWithQueuedPrompts(t *testing.T) {
 	const one, two = "QUEUED-ONE: please say one.", "QUEUED-TWO: please say two."
-	forEachAgent(t, func(t *testing.T, a agent) {
+	forEachAgentOn(t, []string{standalone, detached, remote}, func(t *testing.T, a agent, rt string) {
 		gate := modelserver.NewGate()
 		t.Cleanup(gate.Release)
-		w := newWorld(t, a, modelserver.Stall("Working on it, one word at a time, slowly.", 3, gate))
+		w := newWorldOn(t, a, rt, modelserver.Stall("Working on it, one word at a time, slowly.", 3, gate))
 		sid := w.createSession()
 		w.prompt(sid, "Do the slow thing.", "p1")
 		waitStalled(t, gate)
@@ -118,7 +131,16 @@ func TestClaudeCLIDiesMidTool(t *testing.T) {
 		t.Fatalf("agents[0] is %s, want claude", a.id)
 	}
 	const final = "FINAL: continued after Claude Code died."
-	w := newWorld(t, a, nil)
+	for _, rt := range []string{standalone} {
+		t.Run(rt, func(t *testing.T) {
+			t.Parallel()
+			claudeCLIDiesMidTool(t, a, rt, final)
+		})
+	}
+}
+
+func claudeCLIDiesMidTool(t *testing.T, a agent, rt, final string) {
+	w := newWorldOn(t, a, rt, nil)
 	path := filepath.Join(w.cwd, "out.txt")
 	w.model.SetScript(modelserver.WriteFile(path, "content\n", "I will write the file.", final))
 	sid := w.createSession()
