@@ -297,8 +297,9 @@ func (h *Host) Attach(ctx context.Context, sessionID string, from uint64, handle
 }
 
 // register makes a the session's Agent on this host, once an earlier one
-// that ended has finished with the host (its stop and last ack). On a
-// lost host it fails with whenLost's error, made under h.mu.
+// that ended, or is being stopped, has finished with the host (its stop
+// and last ack). On a lost host it fails with whenLost's error, made under
+// h.mu.
 func (h *Host) register(ctx context.Context, sessionID string, handler acp.Handler, grace time.Duration, from uint64, whenLost func() error) (*Agent, error) {
 	if handler == nil {
 		return nil, errors.New("executor: a handler is required")
@@ -326,11 +327,17 @@ func (h *Host) register(ctx context.Context, sessionID string, handler acp.Handl
 			h.mu.Unlock()
 			return a, nil
 		}
-		if !old.ended {
-			h.mu.Unlock()
-			return nil, errcode.New(errcode.InvalidState, "session %s already has an agent on executor host %q", sessionID, h.cfg.Name)
-		}
 		gone := old.quitCh
+		if !old.ended {
+			if old.stopCall == nil {
+				h.mu.Unlock()
+				return nil, errcode.New(errcode.InvalidState, "session %s already has an agent on executor host %q", sessionID, h.cfg.Name)
+			}
+			// Being stopped: an agent the session retired (it lost its
+			// session, or idled) whose stop is still on its way. The
+			// new one waits for its end, then for it to finish.
+			gone = old.done
+		}
 		h.mu.Unlock()
 		select {
 		case <-gone:

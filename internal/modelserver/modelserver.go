@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -153,8 +154,22 @@ type Server struct {
 // the test ends.
 func Start(tb testing.TB, script Script) *Server {
 	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("modelserver: %v", err)
+	}
+	return StartOn(tb, ln, script)
+}
+
+// StartOn is Start on a listener of the test's (e.g. one inside a network
+// namespace, where agents on a remote host reach it).
+func StartOn(tb testing.TB, ln net.Listener, script Script) *Server {
+	tb.Helper()
 	s := &Server{script: script, done: make(chan struct{})}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	_ = s.srv.Listener.Close()
+	s.srv.Listener = ln
+	s.srv.Start()
 	tb.Cleanup(s.Close)
 	return s
 }
@@ -227,14 +242,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	req.API, req.Method, req.Path, req.Body = api, r.Method, r.URL.RequestURI(), body
 	s.mu.Lock()
 	s.log = append(s.log, req)
-	script := s.script
+	script, n := s.script, len(s.log)
 	s.mu.Unlock()
 	reply := script(req)
 	if reply.Status != 0 {
 		writeError(w, api, reply)
 		return
 	}
-	stream := &replyStream{w: w, done: s.done, cancelled: r.Context().Done(), reply: reply, model: req.Model}
+	stream := &replyStream{w: w, done: s.done, cancelled: r.Context().Done(), reply: reply, model: req.Model, n: n}
 	if api == Anthropic {
 		stream.anthropic(req.Stream)
 	} else {

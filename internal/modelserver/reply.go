@@ -71,7 +71,14 @@ type replyStream struct {
 	cancelled <-chan struct{}
 	reply     Reply
 	model     string
+	// n numbers the request (1 for the first): each reply has an id of
+	// its own, as a real model's, which agents pass on as the ACP
+	// messageId of its text.
+	n int
 }
+
+// id is the reply's message id in the API's format.
+func (s *replyStream) id(prefix string) string { return fmt.Sprintf("%s_scripted_%d", prefix, s.n) }
 
 // stall waits at the reply's gate before delta i; false: give up the reply.
 func (s *replyStream) stall(i int) bool {
@@ -128,12 +135,12 @@ func (s *replyStream) anthropic(stream bool) {
 			content = append(content, map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": c.Input})
 		}
 		s.w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(s.w).Encode(map[string]any{"id": "msg_scripted", "type": "message", "role": "assistant",
+		_ = json.NewEncoder(s.w).Encode(map[string]any{"id": s.id("msg"), "type": "message", "role": "assistant",
 			"model": s.model, "content": content, "stop_reason": stop, "stop_sequence": nil, "usage": usage})
 		return
 	}
 	s.sseHeaders()
-	s.event("message_start", map[string]any{"type": "message_start", "message": map[string]any{"id": "msg_scripted",
+	s.event("message_start", map[string]any{"type": "message_start", "message": map[string]any{"id": s.id("msg"),
 		"type": "message", "role": "assistant", "model": s.model, "content": []any{}, "stop_reason": nil,
 		"stop_sequence": nil, "usage": map[string]any{"input_tokens": 10, "output_tokens": 1}}})
 	index := 0
@@ -182,13 +189,13 @@ func (s *replyStream) openAI(stream bool) {
 				"function": map[string]any{"name": c.Name, "arguments": s.inputJSON()}}}
 		}
 		s.w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(s.w).Encode(map[string]any{"id": "chatcmpl-scripted", "object": "chat.completion",
+		_ = json.NewEncoder(s.w).Encode(map[string]any{"id": s.id("chatcmpl"), "object": "chat.completion",
 			"created": 0, "model": s.model, "usage": openAIUsage,
 			"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}}})
 		return
 	}
 	chunk := func(delta map[string]any, finish any) map[string]any {
-		return map[string]any{"id": "chatcmpl-scripted", "object": "chat.completion.chunk", "created": 0,
+		return map[string]any{"id": s.id("chatcmpl"), "object": "chat.completion.chunk", "created": 0,
 			"model": s.model, "choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
 	}
 	s.sseHeaders()

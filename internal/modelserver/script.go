@@ -138,3 +138,19 @@ func (r Request) Contains(s string) bool {
 	}
 	return false
 }
+
+// StallThenReadFile streams the first n words of preface, holds the reply
+// at gate until it is released, then finishes preface and asks the
+// agent's read tool for path; once the tool's result is in the
+// conversation it answers final (two messages of the model, each with an
+// id of its own). A request that offers no read tool gets final.
+func StallThenReadFile(path, preface string, n int, gate *Gate, final string) Script {
+	read := ReadFile(path, preface, final)
+	return func(r Request) Reply {
+		reply := read(r)
+		if reply.ToolCall != nil {
+			reply.Stall, reply.StallAfter = gate, n
+		}
+		return reply
+	}
+}

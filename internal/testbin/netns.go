@@ -5,10 +5,14 @@ import (
 	"encoding/hex"
 	"fmt"
 	mrand "math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // Netns is a network namespace with a veth pair to the test's own: the
@@ -78,4 +82,39 @@ func (n *Netns) SetLink(up bool) {
 	if out, err := exec.Command("ip", "netns", "exec", n.Name, "ip", "link", "set", n.far, state).CombinedOutput(); err != nil {
 		n.t.Fatalf("ip link set %s %s in %s: %v\n%s", n.far, state, n.Name, err, out)
 	}
+}
+
+// Listen opens a TCP listener on addr inside the namespace (e.g.
+// "127.0.0.1:0", its own loopback): what runs in the namespace reaches it
+// whether or not the veth link is up. The socket is made on a thread that
+// enters the namespace and is never used again (a goroutine that ends
+// locked to its thread takes the thread with it), so no other goroutine
+// of the test runs in the namespace.
+func (n *Netns) Listen(addr string) net.Listener {
+	n.t.Helper()
+	type result struct {
+		ln  net.Listener
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		f, err := os.Open("/run/netns/" + n.Name)
+		if err != nil {
+			ch <- result{err: err}
+			return
+		}
+		defer f.Close()
+		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+			ch <- result{err: fmt.Errorf("setns %s: %w", n.Name, err)}
+			return
+		}
+		ln, err := net.Listen("tcp", addr)
+		ch <- result{ln, err}
+	}()
+	r := <-ch
+	if r.err != nil {
+		n.t.Fatalf("listen on %s in %s: %v", addr, n.Name, r.err)
+	}
+	return r.ln
 }

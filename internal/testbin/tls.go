@@ -4,13 +4,17 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/hex"
 	"encoding/pem"
 	"math/big"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -70,4 +74,35 @@ func SocketPath(tb testing.TB) string {
 	}
 	tb.Cleanup(func() { _ = os.RemoveAll(dir) })
 	return filepath.Join(dir, "s")
+}
+
+// CertPin is the SHA-256 of a PEM certificate file's DER, in hex: what
+// hosts.yaml's pinSha256 names.
+func CertPin(tb testing.TB, certFile string) string {
+	tb.Helper()
+	b, err := os.ReadFile(certFile)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	block, _ := pem.Decode(b)
+	if block == nil {
+		tb.Fatalf("%s holds no PEM block", certFile)
+	}
+	sum := sha256.Sum256(block.Bytes)
+	return hex.EncodeToString(sum[:])
+}
+
+// Terminate ends cmd with SIGTERM and waits until done closes (cmd's Wait
+// returned); past deadline it kills cmd and fails tb, saying what did not
+// stop.
+func Terminate(tb testing.TB, cmd *exec.Cmd, done <-chan struct{}, what string, deadline time.Duration) {
+	tb.Helper()
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(deadline):
+		_ = cmd.Process.Kill()
+		<-done
+		tb.Errorf("%s did not stop within %s of SIGTERM", what, deadline)
+	}
 }

@@ -2,10 +2,8 @@ package crash_test
 
 import (
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"encoding/pem"
 	"net"
 	"os"
 	"os/exec"
@@ -145,19 +143,7 @@ func (h *remoteHost) url() string { return "tls://" + h.addr }
 // pin is the SHA-256 of the host's certificate (its DER), in hex.
 func (h *remoteHost) pin() string { return certPin(h.w.t, h.cert) }
 
-func certPin(t *testing.T, certFile string) string {
-	t.Helper()
-	b, err := os.ReadFile(certFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	block, _ := pem.Decode(b)
-	if block == nil {
-		t.Fatalf("%s holds no PEM block", certFile)
-	}
-	sum := sha256.Sum256(block.Bytes)
-	return hex.EncodeToString(sum[:])
-}
+func certPin(t *testing.T, certFile string) string { return testbin.CertPin(t, certFile) }
 
 // hostEntry is one host of the daemon's hosts.yaml.
 type hostEntry struct {

@@ -1,6 +1,7 @@
 package realagents_test
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,12 +16,25 @@ import (
 // Issue 28, items 1 and 2: what a live agent's crash does to the session,
 // with real agents.
 
-// agentPID is the pid of the session's agent process (the executor's).
+// agentPID is the pid of the session's agent process: the executor's, or
+// on a remote host (whose pids the session does not give, as they are
+// another machine's) the one its host lists in GET /executors; the test's
+// remote host runs on this machine.
 func (w *world) agentPID(sid string) int {
 	w.t.Helper()
 	_, sess := w.do("GET", "/session/"+sid, nil)
 	exec, _ := sess["executor"].(map[string]any)
 	pid, _ := exec["pid"].(float64)
+	if exec["runtime"] == "remote" {
+		_, m := w.do("GET", "/executors", nil)
+		for _, h := range list(m, "hosts") {
+			for _, s := range list(h, "sessions") {
+				if s["sessionId"] == sid {
+					pid, _ = s["pid"].(float64)
+				}
+			}
+		}
+	}
 	if pid <= 1 {
 		w.t.Fatalf("no agent pid in %v", exec)
 	}
@@ -63,10 +77,10 @@ func childrenOf(t *testing.T, pid int) []int {
 // 409 nothing_to_continue.
 func TestKillAgentWithQueuedPrompts(t *testing.T) {
 	const one, two = "QUEUED-ONE: please say one.", "QUEUED-TWO: please say two."
-	forEachAgent(t, func(t *testing.T, a agent) {
+	forEachAgentOn(t, []string{standalone, detached, remote}, func(t *testing.T, a agent, rt string) {
 		gate := modelserver.NewGate()
 		t.Cleanup(gate.Release)
-		w := newWorld(t, a, modelserver.Stall("Working on it, one word at a time, slowly.", 3, gate))
+		w := newWorldOn(t, a, rt, modelserver.Stall("Working on it, one word at a time, slowly.", 3, gate))
 		sid := w.createSession()
 		w.prompt(sid, "Do the slow thing.", "p1")
 		waitStalled(t, gate)
@@ -108,8 +122,13 @@ func TestKillAgentWithQueuedPrompts(t *testing.T) {
 // turn is interrupted (agent_session_lost), its tool call gets the
 // synthetic failed result, the permission expires, a recovery report is
 // recorded, and continue restores the session in a new agent and
-// completes (resumed natively, or by history injection when Claude Code
-// had not saved the session yet); a later prompt works too. Before the fix the turn ended
+// completes, on every runtime; a later prompt works too. The restore is
+// native_resume when Claude Code had written its session file
+// (~/.claude/projects/<cwd>/<id>.jsonl, a line at a time) before it died,
+// else history_injection: killed before its first write it leaves no
+// file, and claude-agent-acp answers session/resume, and session/load,
+// which opens the session the same way, with resourceNotFound ("No
+// conversation found with session ID"). Before the fix the turn ended
 // failed, the tool call stayed pending and every later prompt failed with
 // agent_session_not_found.
 func TestClaudeCLIDiesMidTool(t *testing.T) {
@@ -118,7 +137,16 @@ func TestClaudeCLIDiesMidTool(t *testing.T) {
 		t.Fatalf("agents[0] is %s, want claude", a.id)
 	}
 	const final = "FINAL: continued after Claude Code died."
-	w := newWorld(t, a, nil)
+	for _, rt := range []string{standalone, detached, remote} {
+		t.Run(rt, func(t *testing.T) {
+			t.Parallel()
+			claudeCLIDiesMidTool(t, a, rt, final)
+		})
+	}
+}
+
+func claudeCLIDiesMidTool(t *testing.T, a agent, rt, final string) {
+	w := newWorldOn(t, a, rt, nil)
 	path := filepath.Join(w.cwd, "out.txt")
 	w.model.SetScript(modelserver.WriteFile(path, "content\n", "I will write the file.", final))
 	sid := w.createSession()
@@ -192,5 +220,51 @@ func TestClaudeCLIDiesMidTool(t *testing.T) {
 	}
 	if n := fol.count("turn.interrupted"); n != 1 {
 		t.Errorf("turn.interrupted events streamed: got %d, want 1", n)
+	}
+}
+
+// TestContinueAtOnceAfterClaudeCLIDies: claude-agent-acp's Claude Code
+// child is killed while the agent waits on a permission, and the user
+// continues the moment the turn is interrupted, while the agent that lost
+// the session is still being stopped. The continue is accepted and
+// restores the session in a new agent on every runtime. Before, on an
+// executor host (detached, remote) the new agent's start failed with
+// 502 agent_start_failed: "session … already has an agent on executor
+// host", as the retired one had not ended yet.
+func TestContinueAtOnceAfterClaudeCLIDies(t *testing.T) {
+	a := agents[0]
+	if a.id != "claude" {
+		t.Fatalf("agents[0] is %s, want claude", a.id)
+	}
+	const final = "FINAL: continued at once."
+	for _, rt := range []string{standalone, detached, remote} {
+		t.Run(rt, func(t *testing.T) {
+			t.Parallel()
+			w := newWorldOn(t, a, rt, nil)
+			w.model.SetScript(modelserver.WriteFile(filepath.Join(w.cwd, "out.txt"), "content\n", "I will write the file.", final))
+			sid := w.createSession()
+			w.prompt(sid, "Write out.txt please.", "p1")
+			w.waitFor("the agent's permission request", func() bool { return len(list(w.transcript(sid), "pendingPermissions")) == 1 })
+			for _, k := range childrenOf(t, w.agentPID(sid)) {
+				_ = syscall.Kill(k, syscall.SIGKILL)
+			}
+			w.model.SetScript(modelserver.Say(final))
+			var code int
+			var m map[string]any
+			w.waitFor("continue to be possible", func() bool {
+				code, m = w.do("POST", "/session/"+sid+"/continue", map[string]any{"promptId": "c1"})
+				// Until the turn is interrupted: turn_active.
+				return code != http.StatusConflict || m["code"] != "turn_active"
+			})
+			if code != http.StatusAccepted {
+				t.Fatalf("continue right after the interruption: got %d %v, want 202", code, m)
+			}
+			if turn := w.waitTurn(sid, "c1"); turn["state"] != "completed" {
+				t.Fatalf("continuation: got %v (%v), want completed", turn["state"], turn["error"])
+			}
+			if got := agentText(w.transcript(sid), "c1"); !strings.Contains(got, final) {
+				t.Errorf("continuation's agent text: got %q, want %q", got, final)
+			}
+		})
 	}
 }

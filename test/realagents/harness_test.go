@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -84,14 +83,26 @@ type world struct {
 	logs  *testbin.LogBuffer
 	// extra are more `tetherd serve` flags (e.g. the executor).
 	extra []string
+	// far is the remote executor host of a remote world, else nil.
+	far *farHost
 }
 
 // newWorld starts the model server with script and a daemon whose only
 // profile is the agent (so no other agent is spawned to be probed).
 func newWorld(t *testing.T, a agent, script modelserver.Script, extra ...string) *world {
 	t.Helper()
+	w := prepareWorld(t, a, modelserver.Start(t, script), extra...)
+	w.start()
+	t.Cleanup(w.stop)
+	return w
+}
+
+// prepareWorld is newWorld with the model server given and the daemon
+// not started yet.
+func prepareWorld(t *testing.T, a agent, model *modelserver.Server, extra ...string) *world {
+	t.Helper()
 	command := a.command(t)
-	w := &world{t: t, agent: a, model: modelserver.Start(t, script), dir: t.TempDir(), addr: testbin.FreeAddr(t), logs: &testbin.LogBuffer{},
+	w := &world{t: t, agent: a, model: model, dir: t.TempDir(), addr: testbin.FreeAddr(t), logs: &testbin.LogBuffer{},
 		extra: extra}
 	w.cwd = w.t.TempDir()
 	if r, err := filepath.EvalSymlinks(w.cwd); err == nil {
@@ -105,8 +116,6 @@ func newWorld(t *testing.T, a agent, script modelserver.Script, extra ...string)
 	if err := os.WriteFile(filepath.Join(w.dir, "agents.yaml"), []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	w.start()
-	t.Cleanup(w.stop)
 	return w
 }
 
@@ -138,14 +147,7 @@ func (w *world) start() {
 // stop stops the daemon with SIGTERM (which stops its agents) and shows
 // its log and the model's requests if the test failed.
 func (w *world) stop() {
-	_ = w.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-w.done:
-	case <-time.After(deadline):
-		_ = w.cmd.Process.Kill()
-		<-w.done
-		w.t.Errorf("tetherd did not stop within %s of SIGTERM", deadline)
-	}
+	testbin.Terminate(w.t, w.cmd, w.done, "tetherd", deadline)
 	if w.t.Failed() {
 		w.t.Logf("--- tetherd output ---\n%s", w.logs.String())
 		for i, r := range w.model.Requests() {

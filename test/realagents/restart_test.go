@@ -40,8 +40,14 @@ func (w *world) waitAcked(sid string) {
 // done and acknowledged to the host: the session rests, idle.
 func idleOnDetached(t *testing.T, a agent) (*world, string) {
 	t.Helper()
-	w := newWorld(t, a, modelserver.Say("First answer."), "--executor", "detached")
-	t.Cleanup(func() { w.stop(); stopHosts(t, w.dir) })
+	return idleOn(t, a, detached)
+}
+
+// idleOn is idleOnDetached on the executor host of runtime rt (detached
+// or remote).
+func idleOn(t *testing.T, a agent, rt string, extra ...string) (*world, string) {
+	t.Helper()
+	w := newWorldOn(t, a, rt, modelserver.Say("First answer."), extra...)
 	sid := w.createSession()
 	w.prompt(sid, "Answer once.", "p1")
 	if turn := w.waitTurn(sid, "p1"); turn["state"] != "completed" {
@@ -60,8 +66,8 @@ func idleOnDetached(t *testing.T, a agent) (*world, string) {
 // committing their offsets, and the restarted daemon logged "executor host
 // skipped records" at the next turn's first record.
 func TestDetachedCleanRestartSkipsNothing(t *testing.T) {
-	forEachAgent(t, func(t *testing.T, a agent) {
-		w, sid := idleOnDetached(t, a)
+	forEachAgentOn(t, []string{detached, remote}, func(t *testing.T, a agent, rt string) {
+		w, sid := idleOn(t, a, rt)
 		w.stop()
 		restartedAt := len(w.logs.String())
 		w.model.SetScript(modelserver.Say("Second answer."))
