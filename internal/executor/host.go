@@ -297,7 +297,8 @@ func (h *Host) Attach(ctx context.Context, sessionID string, from uint64, handle
 }
 
 // register makes a the session's Agent on this host, once an earlier one
-// that ended has finished with the host (its stop and last ack). On a
+// that ended, or is being stopped, has finished with the host (its stop
+// and last ack). On a
 // lost host it fails with whenLost's error, made under h.mu.
 func (h *Host) register(ctx context.Context, sessionID string, handler acp.Handler, grace time.Duration, from uint64, whenLost func() error) (*Agent, error) {
 	if handler == nil {
@@ -326,11 +327,17 @@ func (h *Host) register(ctx context.Context, sessionID string, handler acp.Handl
 			h.mu.Unlock()
 			return a, nil
 		}
-		if !old.ended {
-			h.mu.Unlock()
-			return nil, errcode.New(errcode.InvalidState, "session %s already has an agent on executor host %q", sessionID, h.cfg.Name)
-		}
+		// One being stopped is waited for too: a session that retired its
+		// agent (it lost its session) starts the next one at once, while
+		// the old one may take its whole stop grace to exit.
 		gone := old.quitCh
+		if !old.ended {
+			if old.stopCall == nil {
+				h.mu.Unlock()
+				return nil, errcode.New(errcode.InvalidState, "session %s already has an agent on executor host %q", sessionID, h.cfg.Name)
+			}
+			gone = old.done
+		}
 		h.mu.Unlock()
 		select {
 		case <-gone:
