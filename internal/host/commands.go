@@ -218,6 +218,9 @@ func (s *session) setRunning(d int) {
 func (s *session) stop() (hostproto.StopResult, error) {
 	s.mu.Lock()
 	a, exited, exit := s.agent, s.exited, s.exit
+	if a != nil {
+		s.stopAsked = true
+	}
 	s.mu.Unlock()
 	if a == nil {
 		if exited {
@@ -294,6 +297,21 @@ func (h *Host) attach(l *link, cmd *hostproto.Command) {
 	if err != nil {
 		l.result(fail(cmd.ID, err), nil, 0)
 		return
+	}
+	s.mu.Lock()
+	stopping := s.stopAsked && !s.exited
+	s.mu.Unlock()
+	if stopping {
+		// An agent being stopped (the daemon that asked died before its
+		// end) serves no one any more: the attach answers once it has
+		// ended (its stop grace bounds the wait), as an agent that ended,
+		// its exit record replayed. Answered at once, it would take the
+		// next prompts and fail them.
+		select {
+		case <-s.exitQueued:
+		case <-l.ctx.Done():
+			return
+		}
 	}
 	next := s.ob.Stats().Next
 	s.mu.Lock()

@@ -76,9 +76,12 @@ type session struct {
 	stopped bool // close began: an agent that starts now is stopped at once
 	running int  // prompts in flight
 	pending map[string]*pendingRequest
-	exited  bool
-	exit    hostproto.Exit
-	exitOff uint64 // offset of the exit record once appended
+	// stopAsked: the daemon asked for the agent's end (stop); it may
+	// take its grace to come. An attach meanwhile waits for it.
+	stopAsked bool
+	exited    bool
+	exit      hostproto.Exit
+	exitOff   uint64 // offset of the exit record once appended
 	// damaged is why the session's records end early (an
 	// errcode.HostOutboxDamaged error): its outbox was found damaged, and
 	// its exit record says so. Nil for a whole session.

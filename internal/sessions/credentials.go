@@ -85,7 +85,9 @@ func (m *Manager) checkCredentials(ctx context.Context, profileID string, rt ses
 		if err != nil {
 			return nil // the session's start says so
 		}
-		runtime, sessionID = r, "credentials-check-"+uuid.NewString()
+		runtime, sessionID = r, credentialsCheckPrefix+uuid.NewString()
+		m.checks.add(sessionID)
+		defer m.checks.remove(sessionID)
 	}
 	spec, prof, err := m.profiles.Spec(profileID)
 	if err != nil || !prof.Credentials.NeedsCheck() || m.profiles.ConfigEdited() {

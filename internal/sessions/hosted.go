@@ -244,7 +244,7 @@ func (a *actor) onAttached(gen int, conn Agent, pending []session.Permission, er
 	a.notifyWaiters(nil)
 	a.armIdle()
 	a.startNext()
-	if e, ok := conn.(endedAgent); !ok || !e.EndedOnHost() {
+	if !endedOnHost(conn) {
 		a.settleAttach() // else once its exit, which the host replays, is recorded
 	}
 }
@@ -253,6 +253,15 @@ func (a *actor) onAttached(gen int, conn Agent, pending []session.Permission, er
 // ended already (executor.Agent.EndedOnHost).
 type endedAgent interface {
 	EndedOnHost() bool
+}
+
+// endedOnHost reports whether conn is an attached agent its host reported
+// ended: it takes no prompt (one sent would fail, or be cut as the exit
+// record the host replays arrives); what is queued waits for that exit,
+// which starts a fresh agent.
+func endedOnHost(conn Agent) bool {
+	e, ok := conn.(endedAgent)
+	return ok && e.EndedOnHost()
 }
 
 // settleAttach ends the wait of those waiting for the attach to settle

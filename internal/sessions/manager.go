@@ -188,6 +188,9 @@ type Manager struct {
 	// none outlives the manager and touches the writer or store after
 	// they close. Start them with spawn.
 	work sync.WaitGroup
+	// checks are the credentials checks running on an executor host,
+	// which the sweep of those an earlier daemon left spares.
+	checks checksRunning
 	// history keeps each session's whole-history check for planning.
 	history *historyChecks
 	// afterLoad, if set, runs in actor between loading a session and

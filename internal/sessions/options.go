@@ -147,7 +147,9 @@ func (a *actor) emitOptions() {
 }
 
 // ready reports whether the agent can take an ACP call now.
-func (a *actor) ready() bool { return a.conn != nil && !a.starting && a.acpID != "" }
+func (a *actor) ready() bool {
+	return a.conn != nil && !a.starting && a.acpID != "" && !endedOnHost(a.conn)
+}
 
 // optionChange is one mode or config option change, in the steps
 // changeOption runs: decide (check, and apply now or store) on the actor,

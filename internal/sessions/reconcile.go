@@ -137,6 +137,7 @@ func (m *Manager) reconcile(ctx context.Context, keep func(sessionID string) boo
 	if err := m.resumeCommands(ctx, keep); err != nil {
 		return res, err
 	}
+	m.spawn(m.sweepCredentialChecks)
 	res.Reattached = len(attach) + len(restart)
 	res.Took = time.Since(start)
 	return res, nil
