@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"net/url"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // PostgresEnv names the variable that gives tests a PostgreSQL server: a
@@ -60,8 +62,20 @@ func FreshPostgres(tb testing.TB) string {
 			return
 		}
 		defer c.Close(ctx)
-		if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-			tb.Errorf("drop database %s: %v", name, err)
+		// FORCE may meet an autovacuum worker on the database, which a
+		// role without pg_signal_backend may not terminate (42501); the
+		// worker ends within moments, so the drop is tried again.
+		for attempt := 0; ; attempt++ {
+			_, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+			if err == nil {
+				return
+			}
+			var pgErr *pgconn.PgError
+			if !errors.As(err, &pgErr) || pgErr.Code != "42501" || attempt >= 50 {
+				tb.Errorf("drop database %s: %v", name, err)
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
 		}
 	})
 	u, err := url.Parse(admin)
