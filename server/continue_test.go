@@ -22,7 +22,7 @@ import (
 // session.recovery_changed events, over real HTTP with the real demo agent.
 
 // continuationOpening opens the text an agent receives to continue an
-// interrupted turn (recovery.ContinuationPrompt).
+// interrupted turn (session.ContinuationPrompt).
 const continuationOpening = "Your previous turn was interrupted"
 
 // wantRecovery is the recovery summary a test expects.

@@ -7,7 +7,6 @@ import (
 	"errors"
 
 	"github.com/tether/tether/internal/errcode"
-	"github.com/tether/tether/internal/recovery"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/sessions"
 	"github.com/tether/tether/internal/store"
@@ -56,7 +55,7 @@ func (h *handlers) ExportHistory(ctx context.Context, req ExportHistoryRequestOb
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	for _, e := range recovery.History(msgs, calls) {
+	for _, e := range session.History(msgs, calls) {
 		if err := enc.Encode(e); err != nil {
 			return nil, err
 		}
@@ -138,7 +137,7 @@ func (h *handlers) ContinueSession(ctx context.Context, req ContinueSessionReque
 		Interruption: recoveryOf(res.Interruption), EventEpoch: res.EventEpoch, Cursor: res.Cursor}, nil
 }
 
-func recoveryOf(s recovery.Summary) RecoverySummary {
+func recoveryOf(s session.Recovery) RecoverySummary {
 	out := RecoverySummary{Kind: RecoverySummaryKind(s.Kind), CanContinue: s.CanContinue, Reason: ptrIf(s.Reason),
 		PromptId: ptrIf(s.PromptID), InterruptReason: ptrIf(s.InterruptReason), PromptDelivered: ptrIf(s.PromptDelivered), Notice: s.Notice}
 	out.DanglingToolCalls = make([]struct {
@@ -167,7 +166,7 @@ func recoveryOf(s recovery.Summary) RecoverySummary {
 }
 
 // reportOf is a recovery report in the contract's shape.
-func reportOf(r recovery.Report) *RecoveryReport {
+func reportOf(r session.TurnReport) *RecoveryReport {
 	out := &RecoveryReport{ToolCalls: make([]ReportToolCall, 0, len(r.ToolCalls)), RunningCommands: append([]string{}, r.RunningCommands...)}
 	for _, c := range r.ToolCalls {
 		out.ToolCalls = append(out.ToolCalls, ReportToolCall{Id: c.ID, Title: c.Title, Kind: c.Kind, Status: c.Status,

@@ -14,6 +14,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -212,14 +213,14 @@ func TestEventContractCheck(t *testing.T) {
 // payloadTypes are the Go types of the events' data, each named like the
 // *Data schema of the contract it implements.
 var payloadTypes = []any{
-	events.SessionCreatedData{}, events.SessionStateChangedData{}, events.ExecutorStatusData{},
-	events.SessionResumedData{}, events.RecoveryChangedData{}, events.AutoContinuedData{}, events.CommandStartedData{}, events.CommandOutputData{}, events.CommandTruncatedData{}, events.CommandExitedData{}, events.SessionClosedData{},
-	events.SessionOptionsChangedData{}, events.TaskCreatedData{}, events.TaskUpdatedData{},
-	events.TaskStateChangedData{}, events.TurnQueuedData{}, events.TurnStartedData{},
-	events.TurnCompletedData{}, events.TurnFailedData{}, events.TurnCancelledData{},
-	events.TurnInterruptedData{}, events.MessageAddedData{}, events.MessageChunkData{},
-	events.ToolCallData{}, events.PlanUpdatedData{}, events.PermissionRequestedData{},
-	events.PermissionResolvedData{}, events.ResyncRequiredData{}, events.ReplayCompleteData{},
+	session.SessionCreatedData{}, session.SessionStateChangedData{}, session.ExecutorStatusData{},
+	session.SessionResumedData{}, session.RecoveryChangedData{}, session.AutoContinuedData{}, session.CommandStartedData{}, session.CommandOutputData{}, session.CommandTruncatedData{}, session.CommandExitedData{}, session.SessionClosedData{},
+	session.SessionOptionsChangedData{}, session.TaskCreatedData{}, session.TaskUpdatedData{},
+	session.TaskStateChangedData{}, session.TurnQueuedData{}, session.TurnStartedData{},
+	session.TurnCompletedData{}, session.TurnFailedData{}, session.TurnCancelledData{},
+	session.TurnInterruptedData{}, session.MessageAddedData{}, session.MessageChunkData{},
+	session.ToolCallData{}, session.PlanUpdatedData{}, session.PermissionRequestedData{},
+	session.PermissionResolvedData{}, events.ResyncRequiredData{}, events.ReplayCompleteData{},
 	events.StreamLaggedData{},
 }
 
@@ -266,7 +267,7 @@ func TestPayloadTypesMatchContract(t *testing.T) {
 	}
 }
 
-// commonMembers are events.Common's members.
+// commonMembers are session.EventCommon's members.
 var commonMembers = map[string]bool{"sessionId": true, "taskId": true, "promptId": true}
 
 // requiredMembers collects the required members of a schema through allOf.

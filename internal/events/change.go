@@ -14,7 +14,8 @@ type Draft struct {
 	TaskID   string
 	Type     string
 	PromptID string
-	// Payload is a Payload (a pointer to one of payloads.go's types) or a
+	// Payload is a session.EventPayload (a pointer to one of the domain
+	// events of internal/session, events.go) or a
 	// map; the writer adds sessionId, taskId and promptId to either where
 	// it leaves them out.
 	Payload any

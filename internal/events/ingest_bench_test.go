@@ -89,8 +89,8 @@ func transcriptChunkOps(l *benchLog, sid string) func(pid string, k int) events.
 				if err != nil {
 					return err
 				}
-				emit(events.Draft{SessionID: sid, Type: events.MessageAdded, PromptID: pid, Payload: &events.MessageAddedData{
-					Common: events.Common{TaskID: l.taskID}, MessageID: m.ID, Role: m.Role, Text: m.Text, CreatedAt: m.CreatedAt}})
+				emit(events.Draft{SessionID: sid, Type: events.MessageAdded, PromptID: pid, Payload: &session.MessageAddedData{
+					EventCommon: session.EventCommon{TaskID: l.taskID}, MessageID: m.ID, Role: m.Role, Text: m.Text, CreatedAt: m.CreatedAt}})
 				return nil
 			}
 		}
@@ -99,8 +99,8 @@ func transcriptChunkOps(l *benchLog, sid string) func(pid string, k int) events.
 			if err := tx.AppendChunk(context.Background(), id, chunkText); err != nil {
 				return err
 			}
-			emit(events.Draft{SessionID: sid, Type: events.MessageChunk, PromptID: pid, Payload: &events.MessageChunkData{
-				Common: events.Common{TaskID: l.taskID}, MessageID: id, Role: session.RoleAgent, Text: chunkText}})
+			emit(events.Draft{SessionID: sid, Type: events.MessageChunk, PromptID: pid, Payload: &session.MessageChunkData{
+				EventCommon: session.EventCommon{TaskID: l.taskID}, MessageID: id, Role: session.RoleAgent, Text: chunkText}})
 			return nil
 		}
 	}

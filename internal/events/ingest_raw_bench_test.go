@@ -67,7 +67,7 @@ func benchRawInsert(b *testing.B, autoCheckpoint bool) {
 		sids[si], pids[si] = []byte(sid), []byte(promptID(si*1_000_000))
 	}
 	for si, sid := range l.sessions {
-		p, err := json.Marshal(&events.MessageChunkData{Common: events.Common{SessionID: sid, TaskID: l.taskID, PromptID: promptID(si * 1_000_000)},
+		p, err := json.Marshal(&session.MessageChunkData{EventCommon: session.EventCommon{SessionID: sid, TaskID: l.taskID, PromptID: promptID(si * 1_000_000)},
 			MessageID: 42, Role: session.RoleAgent, Text: chunkText})
 		if err != nil {
 			b.Fatal(err)

@@ -3,6 +3,8 @@ package events
 import (
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/tether/tether/internal/session"
 )
 
 // Hand-written encoders for the payloads the writer encodes most (one
@@ -12,10 +14,10 @@ import (
 // TestFastPayloadJSONMatchesEncodingJSON checks; the writer compares
 // stored payloads as bytes (Latest drafts), so it must never differ.
 
-// appendJSON encodes the chunk as json.Marshal would.
-func (c *MessageChunkData) appendJSON(b []byte) []byte {
+// appendChunkJSON encodes the chunk as json.Marshal would.
+func appendChunkJSON(b []byte, c *session.MessageChunkData) []byte {
 	b = append(b, '{')
-	b = c.Common.appendMembers(b)
+	b = appendCommonMembers(b, &c.EventCommon)
 	b = append(b, `"messageId":`...)
 	b = strconv.AppendInt(b, c.MessageID, 10)
 	b = append(b, `,"role":`...)
@@ -25,17 +27,17 @@ func (c *MessageChunkData) appendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
-// jsonSize is how much room appendJSON needs unless the text is heavy with
+// chunkJSONSize is how much room appendChunkJSON needs unless the text is heavy with
 // escapes: the writer sizes the buffer once instead of growing it (a
 // growth is a second allocation and copy, per chunk).
-func (c *MessageChunkData) jsonSize() int {
+func chunkJSONSize(c *session.MessageChunkData) int {
 	const members = len(`{"sessionId":"","taskId":"","promptId":"","messageId":,"role":"","text":""}`) + 20
 	return members + len(c.SessionID) + len(c.TaskID) + len(c.PromptID) + len(c.Role) + len(c.Text) + len(c.Text)/8
 }
 
-// appendMembers encodes the Common members that are set, each followed by
+// appendCommonMembers encodes the EventCommon members that are set, each followed by
 // a comma (they always precede a payload's own members).
-func (c *Common) appendMembers(b []byte) []byte {
+func appendCommonMembers(b []byte, c *session.EventCommon) []byte {
 	for _, m := range [...]struct{ key, v string }{{`"sessionId":`, c.SessionID}, {`"taskId":`, c.TaskID}, {`"promptId":`, c.PromptID}} {
 		if m.v != "" {
 			b = append(b, m.key...)

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/tether/tether/internal/errcode"
-	"github.com/tether/tether/internal/recovery"
+	"github.com/tether/tether/internal/session"
 )
 
 // TestMarshalPayloadCommonMembers checks the one place the ids get into a
@@ -21,22 +21,22 @@ func TestMarshalPayloadCommonMembers(t *testing.T) {
 		wantErr bool
 	}{
 		{"typed payload gets the draft's ids",
-			Draft{SessionID: "s", TaskID: "t", PromptID: "p", Type: MessageChunk, Payload: &MessageChunkData{MessageID: 7, Role: "agent", Text: "hi"}},
+			Draft{SessionID: "s", TaskID: "t", PromptID: "p", Type: MessageChunk, Payload: &session.MessageChunkData{MessageID: 7, Role: "agent", Text: "hi"}},
 			`{"sessionId":"s","taskId":"t","promptId":"p","messageId":7,"role":"agent","text":"hi"}`, false},
 		{"ids the payload sets win",
-			Draft{TaskID: "t", Type: TaskStateChanged, Payload: &TaskStateChangedData{Common: Common{SessionID: "moved-by"}, State: "REVIEW", PreviousState: "TODO"}},
+			Draft{TaskID: "t", Type: TaskStateChanged, Payload: &session.TaskStateChangedData{EventCommon: session.EventCommon{SessionID: "moved-by"}, State: "REVIEW", PreviousState: "TODO"}},
 			`{"sessionId":"moved-by","taskId":"t","state":"REVIEW","previousState":"TODO"}`, false},
 		{"no prompt: no promptId",
-			Draft{SessionID: "s", TaskID: "t", Type: SessionClosed, Payload: &SessionClosedData{State: "COMPLETED"}},
+			Draft{SessionID: "s", TaskID: "t", Type: SessionClosed, Payload: &session.SessionClosedData{State: "COMPLETED"}},
 			`{"sessionId":"s","taskId":"t","state":"COMPLETED"}`, false},
 		{"recovery keeps the sorted member order of stored maps",
-			Draft{SessionID: "s", TaskID: "t", Type: SessionRecoveryChanged, Payload: &RecoveryChangedData{Recovery: recovery.Summary{Kind: "none"}}},
+			Draft{SessionID: "s", TaskID: "t", Type: SessionRecoveryChanged, Payload: &session.RecoveryChangedData{Recovery: session.Recovery{Kind: "none"}}},
 			`{"recovery":{"kind":"none","canContinue":false`, false},
 		{"map gets the draft's ids",
 			Draft{SessionID: "s", TaskID: "t", PromptID: "p", Type: MessageChunk, Payload: map[string]any{"text": "x"}},
 			`{"promptId":"p","sessionId":"s","taskId":"t","text":"x"}`, false},
 		{"payload value refused",
-			Draft{SessionID: "s", Type: SessionClosed, Payload: SessionClosedData{State: "COMPLETED"}}, "", true},
+			Draft{SessionID: "s", Type: SessionClosed, Payload: session.SessionClosedData{State: "COMPLETED"}}, "", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -72,14 +72,14 @@ func TestFastPayloadJSONMatchesEncodingJSON(t *testing.T) {
 		{"invalid UTF-8", "bad \xff\xfe byte \xe2\x82"},
 	}
 	for _, tc := range texts {
-		for _, c := range []Common{{}, {SessionID: "s", TaskID: "t", PromptID: "p<&>"}, {TaskID: "t"}} {
+		for _, c := range []session.EventCommon{{}, {SessionID: "s", TaskID: "t", PromptID: "p<&>"}, {TaskID: "t"}} {
 			t.Run(tc.name, func(t *testing.T) {
-				p := &MessageChunkData{Common: c, MessageID: -42, Role: "agent", Text: tc.s}
+				p := &session.MessageChunkData{EventCommon: c, MessageID: -42, Role: "agent", Text: tc.s}
 				want, err := json.Marshal(p)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got := p.appendJSON(nil); string(got) != string(want) {
+				if got := appendChunkJSON(nil, p); string(got) != string(want) {
 					t.Fatalf("got %s, want %s", got, want)
 				}
 			})

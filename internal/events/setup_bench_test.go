@@ -84,7 +84,7 @@ var chunkText = strings.Repeat("streamed agent text ", 4)[:72]
 func chunkOp(l *benchLog, sid, promptID string, sentAt int64) events.Apply {
 	return func(tx *store.Store, emit events.Emit) error {
 		d := events.Draft{SessionID: sid, Type: events.MessageChunk, PromptID: promptID}
-		c := events.MessageChunkData{Common: events.Common{TaskID: l.taskID}, MessageID: 42, Role: session.RoleAgent, Text: chunkText}
+		c := session.MessageChunkData{EventCommon: session.EventCommon{TaskID: l.taskID}, MessageID: 42, Role: session.RoleAgent, Text: chunkText}
 		if sentAt != 0 {
 			d.Payload = &stampedChunk{MessageChunkData: c, SentAt: sentAt}
 		} else {
@@ -98,7 +98,7 @@ func chunkOp(l *benchLog, sid, promptID string, sentAt int64) events.Apply {
 // stampedChunk is a message.chunk payload carrying the time its op was
 // submitted, for BenchmarkLatency.
 type stampedChunk struct {
-	events.MessageChunkData
+	session.MessageChunkData
 	SentAt int64 `json:"sentAt"`
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -582,12 +583,12 @@ func marshalPayload(d Draft) (json.RawMessage, error) {
 		p = map[string]any{}
 	}
 	switch v := p.(type) {
-	case *MessageChunkData:
+	case *session.MessageChunkData:
 		// The exact type only: a type embedding it has members of its own.
-		v.fill(d)
-		return v.appendJSON(make([]byte, 0, v.jsonSize())), nil
-	case Payload:
-		v.common().fill(d)
+		fillCommon(&v.EventCommon, d)
+		return appendChunkJSON(make([]byte, 0, chunkJSONSize(v)), v), nil
+	case session.EventPayload:
+		fillCommon(v.Base(), d)
 	case map[string]any:
 		setMissing(v, "sessionId", d.SessionID)
 		setMissing(v, "taskId", d.TaskID)
@@ -601,6 +602,19 @@ func marshalPayload(d Draft) (json.RawMessage, error) {
 		return nil, errors.Join(errcode.New(errcode.Internal, "event %s payload cannot be encoded", d.Type), err)
 	}
 	return b, nil
+}
+
+// fillCommon sets the members the payload leaves empty from the draft.
+func fillCommon(c *session.EventCommon, d Draft) {
+	if c.SessionID == "" {
+		c.SessionID = d.SessionID
+	}
+	if c.TaskID == "" {
+		c.TaskID = d.TaskID
+	}
+	if c.PromptID == "" {
+		c.PromptID = d.PromptID
+	}
 }
 
 // setMissing sets m[k] to id unless m has k or id is empty.

@@ -244,7 +244,7 @@ func TestActorRestore(t *testing.T) {
 				t.Errorf("got ACP calls %s, want %s", fmtCalls(got), fmtCalls(tc.wantCalls))
 			}
 			e := s.waitEvent(t, events.SessionResumed)
-			var d events.SessionResumedData
+			var d session.SessionResumedData
 			if err := json.Unmarshal(e.Payload, &d); err != nil {
 				t.Fatal(err)
 			}

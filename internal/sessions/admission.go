@@ -80,7 +80,7 @@ func persistQueued(ctx context.Context, tx *store.Store, emit events.Emit, sess 
 	if err := tx.MarkSessionPrompted(ctx, sess.ID); err != nil {
 		return session.Turn{}, err
 	}
-	emit(sessionDraft(sess.ID, sess.TaskID, events.TurnQueued, created.PromptID, &events.TurnQueuedData{
+	emit(sessionDraft(sess.ID, sess.TaskID, events.TurnQueued, created.PromptID, &session.TurnQueuedData{
 		Kind: created.Kind, Seq: created.Seq, Prompt: created.Prompt, ContinuesPromptID: created.ContinuesPromptID}))
 	return created, nil
 }

@@ -113,7 +113,7 @@ func (a *actor) maybeAutoContinue(promptID string) {
 		a.mb.post(func() {
 			a.write(func(tx *store.Store, emit events.Emit) error {
 				emit(a.draft(events.SessionAutoContinued, res.Turn.PromptID,
-					&events.AutoContinuedData{ContinuesPromptID: promptID, Reason: reason}))
+					&session.AutoContinuedData{ContinuesPromptID: promptID, Reason: reason}))
 				return nil
 			})
 		})

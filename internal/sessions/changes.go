@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/tether/tether/internal/events"
-	"github.com/tether/tether/internal/recovery"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
@@ -44,7 +43,7 @@ func (c sessionCreated) Apply(ctx context.Context, tx *store.Store, emit events.
 	if err != nil {
 		return err
 	}
-	emit(sessionDraft(sess.ID, sess.TaskID, events.SessionCreated, "", &events.SessionCreatedData{
+	emit(sessionDraft(sess.ID, sess.TaskID, events.SessionCreated, "", &session.SessionCreatedData{
 		AgentProfileID: sess.AgentProfileID, Cwd: sess.Cwd, State: sess.State, Title: sess.Title, EventEpoch: sess.EventEpoch}))
 	if c.Initial == nil {
 		return nil
@@ -76,7 +75,7 @@ func (c recoveryPushed) Apply(ctx context.Context, tx *store.Store, emit events.
 		return err
 	}
 	in.Closing, in.AgentAvailable = c.Closing, c.AgentAvailable
-	d := sessionDraft(c.Session, c.TaskID, events.SessionRecoveryChanged, "", &events.RecoveryChangedData{Recovery: recovery.Plan(in)})
+	d := sessionDraft(c.Session, c.TaskID, events.SessionRecoveryChanged, "", &session.RecoveryChangedData{Recovery: session.Plan(in)})
 	d.Latest = !c.Always
 	emit(d)
 	return nil

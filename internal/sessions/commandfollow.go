@@ -7,6 +7,7 @@ import (
 
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/workspace"
 )
@@ -52,11 +53,11 @@ func (m *Manager) followCommand(a *actor, c store.Command) {
 			out := res.Output
 			if c.Truncated == "" {
 				start := c.OutputOffset
-				var gap *events.CommandTruncatedData
+				var gap *session.CommandTruncatedData
 				if out.Offset > next {
 					// Dropped by the executor before it was read: the
 					// partial character before it is lost with it.
-					gap = &events.CommandTruncatedData{CommandID: c.ID, Offset: start, Reason: events.TruncatedOverrun, Bytes: out.Offset - start}
+					gap = &session.CommandTruncatedData{CommandID: c.ID, Offset: start, Reason: session.TruncatedOverrun, Bytes: out.Offset - start}
 					pending, start = nil, out.Offset
 				}
 				buf := append(pending, out.Data...)
@@ -93,7 +94,7 @@ func (m *Manager) followCommand(a *actor, c store.Command) {
 // before it the executor's gap, if any), as far as the limits allow, and
 // returns the command as recorded. Past a limit it records where and why
 // the record stops.
-func (m *Manager) recordOutput(a *actor, c store.Command, gap *events.CommandTruncatedData, start int64, data []byte) (store.Command, error) {
+func (m *Manager) recordOutput(a *actor, c store.Command, gap *session.CommandTruncatedData, start int64, data []byte) (store.Command, error) {
 	var rec store.Command
 	err := a.writeAndWait(m.life, func(tx *store.Store, emit events.Emit) error {
 		rec = c
@@ -103,30 +104,30 @@ func (m *Manager) recordOutput(a *actor, c store.Command, gap *events.CommandTru
 			rec.OutputOffset = start
 		}
 		// The session's total counts this command's recorded bytes too.
-		session, err := tx.SessionCommandOutput(a.ctx(), c.SessionID)
+		sessionBytes, err := tx.SessionCommandOutput(a.ctx(), c.SessionID)
 		if err != nil {
 			return err
 		}
 		allow, reason, limit := int64(len(data)), "", int64(0)
 		if room := m.cfg.CommandOutputLimit - rec.OutputBytes; allow > room {
-			allow, reason, limit = max(room, 0), events.TruncatedCommandLimit, m.cfg.CommandOutputLimit
+			allow, reason, limit = max(room, 0), session.TruncatedCommandLimit, m.cfg.CommandOutputLimit
 		}
-		if room := m.cfg.SessionCommandOutputLimit - session; allow > room {
-			allow, reason, limit = max(room, 0), events.TruncatedSessionLimit, m.cfg.SessionCommandOutputLimit
+		if room := m.cfg.SessionCommandOutputLimit - sessionBytes; allow > room {
+			allow, reason, limit = max(room, 0), session.TruncatedSessionLimit, m.cfg.SessionCommandOutputLimit
 		}
 		n := int(allow)
 		if reason != "" {
 			n = completeUTF8(data[:n]) // the record stops between characters
 		}
 		if n > 0 {
-			emit(a.draft(events.CommandOutput, "", &events.CommandOutputData{CommandID: c.ID, Offset: start,
+			emit(a.draft(events.CommandOutput, "", &session.CommandOutputData{CommandID: c.ID, Offset: start,
 				Text: strings.ToValidUTF8(string(data[:n]), "\uFFFD")}))
 			rec.OutputBytes += int64(n)
 		}
 		rec.OutputOffset = start + int64(n)
 		if reason != "" {
 			rec.Truncated = reason
-			emit(a.draft(events.CommandTruncated, "", &events.CommandTruncatedData{CommandID: c.ID, Offset: rec.OutputOffset,
+			emit(a.draft(events.CommandTruncated, "", &session.CommandTruncatedData{CommandID: c.ID, Offset: rec.OutputOffset,
 				Reason: reason, Limit: limit}))
 		}
 		return tx.SetCommandOutput(a.ctx(), c.SessionID, c.ID, rec.CommandOutput)
@@ -157,7 +158,7 @@ func (m *Manager) endCommand(a *actor, c store.Command, state store.CommandState
 		if _, err := tx.EndCommand(a.ctx(), a.id, c.ID, state, exitCode); err != nil {
 			return err
 		}
-		emit(a.draft(events.CommandExited, "", &events.CommandExitedData{CommandID: c.ID, State: string(state), ExitCode: exitCode,
+		emit(a.draft(events.CommandExited, "", &session.CommandExitedData{CommandID: c.ID, State: string(state), ExitCode: exitCode,
 			OutputBytes: c.OutputBytes, DroppedBytes: c.DroppedBytes}))
 		return nil
 	})

@@ -8,7 +8,6 @@ import (
 	"github.com/tether/tether/internal/agents"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
-	"github.com/tether/tether/internal/recovery"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
@@ -16,7 +15,7 @@ import (
 // ContinueResult is an accepted continuation.
 type ContinueResult struct {
 	Turn         session.Turn
-	Interruption recovery.Summary
+	Interruption session.Recovery
 	EventEpoch   string
 	Cursor       string
 	pending      *events.Pending
@@ -102,8 +101,8 @@ func (m *Manager) continueOnce(ctx context.Context, a *actor, promptID string) (
 
 // plan is the session's current recovery plan, made on the actor (planNow);
 // a session whose actor is gone (closed and retired) plans from the store.
-func (m *Manager) plan(ctx context.Context, a *actor) (recovery.Summary, error) {
-	plan, ok, err := query(ctx, a, func() (recovery.Summary, error) {
+func (m *Manager) plan(ctx context.Context, a *actor) (session.Recovery, error) {
+	plan, ok, err := query(ctx, a, func() (session.Recovery, error) {
 		plan, _, err := a.planNow(ctx)
 		return plan, err
 	})
@@ -112,26 +111,26 @@ func (m *Manager) plan(ctx context.Context, a *actor) (recovery.Summary, error) 
 	}
 	in, err := m.planInput(ctx, a.id)
 	if err != nil {
-		return recovery.Summary{}, err
+		return session.Recovery{}, err
 	}
 	_, _, specErr := m.profiles.Spec(a.sess.AgentProfileID)
 	in.Closing, in.AgentAvailable = true, specErr == nil
-	return recovery.Plan(in), nil
+	return session.Plan(in), nil
 }
 
 // planNow plans on the actor, once every write it submitted has committed:
 // the plan input read then is the log as the actor's state stands, one
 // moment for both. The wait is one commit; the read does not grow with
 // the transcript (readPlanInput).
-func (a *actor) planNow(ctx context.Context) (recovery.Summary, recovery.Input, error) {
+func (a *actor) planNow(ctx context.Context) (session.Recovery, session.PlanInput, error) {
 	a.atCommit(ctx)
 	in, err := a.m.planInput(ctx, a.id)
 	if err != nil {
-		return recovery.Summary{}, in, err
+		return session.Recovery{}, in, err
 	}
 	_, _, specErr := a.m.profiles.Spec(a.sess.AgentProfileID)
 	in.Closing, in.AgentAvailable = a.stopping, specErr == nil
-	return recovery.Plan(in), in, nil
+	return session.Plan(in), in, nil
 }
 
 // declineOr turns an admission failure into a decline when the plan
@@ -144,7 +143,7 @@ func (m *Manager) declineOr(ctx context.Context, a *actor, err error) error {
 }
 
 // declined is the 409 answer: the reason is the code, the plan explains.
-func declined(plan recovery.Summary) *errcode.Error {
+func declined(plan session.Recovery) *errcode.Error {
 	return errcode.New(errcode.Code(plan.Reason), "continuation declined: %s", plan.Reason).
 		With("accepted", false).With("reason", plan.Reason).With("recovery", plan)
 }
@@ -170,7 +169,7 @@ func (a *actor) continued(ctx context.Context, promptID string) (ContinueResult,
 
 // admitContinue creates the continue turn if the session is unchanged since
 // it was planned; errStale sends the caller back to planning.
-func (a *actor) admitContinue(version uint64, plan recovery.Summary, in recovery.Input, promptID string) (ContinueResult, error) {
+func (a *actor) admitContinue(version uint64, plan session.Recovery, in session.PlanInput, promptID string) (ContinueResult, error) {
 	d := decide(a.viewOf(promptID), continueCmd{PromptID: promptID, Version: version, Plan: plan})
 	if d.Refusal != nil {
 		return ContinueResult{}, d.Refusal
@@ -186,7 +185,7 @@ func (a *actor) admitContinue(version uint64, plan recovery.Summary, in recovery
 			// The original prompt if the agent never got it, else the
 			// continuation prompt (what the user saw, what was cut off);
 			// never both.
-			prompt := recovery.Continuation(plan, in)
+			prompt := session.Continuation(plan, in)
 			of, _ := json.Marshal(plan)
 			t, pending := a.enqueue(session.Turn{SessionID: a.id, PromptID: promptID, Kind: session.TurnContinue,
 				Prompt: prompt, ContinuesPromptID: plan.PromptID, Interruption: of}, e.Front)
@@ -224,7 +223,7 @@ type SessionContext struct {
 	Session        session.Session
 	Profile        agents.Profile
 	AgentAvailable bool
-	Recovery       recovery.Summary
+	Recovery       session.Recovery
 	Cursor         events.Cursor
 	// Agent-reported facts (nil until the agent sent them). Modes is an
 	// ACP SessionModeState; Mode the current mode id as a JSON string.
@@ -247,7 +246,7 @@ func (m *Manager) Context(ctx context.Context, sessionID string) (SessionContext
 			}
 			in.Closing = a.stopping
 			out.Commands, out.Modes, out.Mode, out.ConfigOptions = a.commands, a.modes, a.mode, a.configOptions
-			out.Recovery = recovery.Plan(in)
+			out.Recovery = session.Plan(in)
 			return out, nil
 		})
 		if ok {
@@ -259,15 +258,15 @@ func (m *Manager) Context(ctx context.Context, sessionID string) (SessionContext
 	if err != nil {
 		return out, err
 	}
-	out.Recovery = recovery.Plan(in)
+	out.Recovery = session.Plan(in)
 	return out, nil
 }
 
 // readContext reads a session, its plan input and its event head from one
 // snapshot; the caller adds what only a live actor knows.
-func (m *Manager) readContext(ctx context.Context, sessionID string) (SessionContext, recovery.Input, error) {
+func (m *Manager) readContext(ctx context.Context, sessionID string) (SessionContext, session.PlanInput, error) {
 	var out SessionContext
-	var in recovery.Input
+	var in session.PlanInput
 	var head store.EventBounds
 	err := m.store.Snapshot(ctx, func(r *store.Store) error {
 		var err error

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 
 	"github.com/tether/tether/internal/errcode"
-	"github.com/tether/tether/internal/recovery"
 	"github.com/tether/tether/internal/session"
 )
 
@@ -234,7 +233,7 @@ func decideWithdraw(v view, c withdrawCmd) decision {
 	// A turn whose admission is still being written ends after it: writes
 	// apply in submission order, so the end always follows the row.
 	d := accept(effRemoveQueued{PromptID: c.PromptID},
-		effEndTurn{PromptID: c.PromptID, State: session.TurnCancelled, StopReason: recovery.Withdrawn})
+		effEndTurn{PromptID: c.PromptID, State: session.TurnCancelled, StopReason: session.Withdrawn})
 	if len(v.Queue) == 1 && v.QueueHeld {
 		d.Effects = append(d.Effects, effReleaseHeld{}, effPushRecovery{})
 	}

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/tether/tether/internal/errcode"
-	"github.com/tether/tether/internal/recovery"
 	"github.com/tether/tether/internal/session"
 )
 
@@ -270,7 +269,7 @@ func TestDecideClose(t *testing.T) {
 }
 
 func TestDecideContinue(t *testing.T) {
-	plan := recovery.Summary{Kind: recovery.InterruptedTurn, CanContinue: true, PromptID: "p0"}
+	plan := session.Recovery{Kind: session.RecoveryInterruptedTurn, CanContinue: true, PromptID: "p0"}
 	in := continueCmd{PromptID: "c1", Version: 7, Plan: plan}
 	stale := decision{Refusal: errStale}
 	front := accepted(effEnqueue{Front: true})
@@ -292,9 +291,9 @@ func TestDecideContinue(t *testing.T) {
 	}...)
 	// The plan's answer comes first, in every state: nothing to continue
 	// declines before anything about the live session.
-	nothing := recovery.Summary{Kind: recovery.Clean, Reason: recovery.ReasonNothingToContinue}
-	declined := refused(errcode.Code(recovery.ReasonNothingToContinue),
-		map[string]any{"accepted": false, "reason": recovery.ReasonNothingToContinue, "recovery": nothing})
+	nothing := session.Recovery{Kind: session.RecoveryClean, Reason: session.ReasonNothingToContinue}
+	declined := refused(errcode.Code(session.ReasonNothingToContinue),
+		map[string]any{"accepted": false, "reason": session.ReasonNothingToContinue, "recovery": nothing})
 	cases = append(cases, perState("continue declined", continueCmd{PromptID: "c1", Version: 7, Plan: nothing}, nil,
 		terminalStates(map[session.SessionState]decision{
 			session.SessionCreated: declined, session.SessionStarting: declined, session.SessionRunning: declined, session.SessionWaitingForInput: declined,
@@ -304,7 +303,7 @@ func TestDecideContinue(t *testing.T) {
 
 func TestDecideWithdraw(t *testing.T) {
 	in := withdrawCmd{PromptID: "q2"}
-	withdrawn := effEndTurn{PromptID: "q2", State: session.TurnCancelled, StopReason: recovery.Withdrawn}
+	withdrawn := effEndTurn{PromptID: "q2", State: session.TurnCancelled, StopReason: session.Withdrawn}
 	ok := accepted(effRemoveQueued{PromptID: "q2"}, withdrawn, effStartNext{})
 	queuedQ2 := func(v *view) {
 		if !v.State.Terminal() {

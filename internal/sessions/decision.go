@@ -7,7 +7,6 @@ import (
 
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
-	"github.com/tether/tether/internal/recovery"
 	"github.com/tether/tether/internal/session"
 )
 
@@ -125,12 +124,12 @@ type (
 	cancelCmd struct{}
 	// closeCmd ends the session.
 	closeCmd struct{}
-	// continueCmd admits a continuation planned (Plan, by recovery.Plan)
+	// continueCmd admits a continuation planned (Plan, by session.Plan)
 	// on the session as it stood at Version.
 	continueCmd struct {
 		PromptID string
 		Version  uint64
-		Plan     recovery.Summary
+		Plan     session.Recovery
 	}
 	// resumeCmd starts (or restores) the agent if none runs.
 	resumeCmd struct{}

@@ -26,7 +26,7 @@
 //   - restore.go starts or restores an agent (the calls decideRestore
 //     chooses), reconcile.go repairs what a crash left at start-up, and
 //     continuation.go, planinput.go answer /context and /continue from the
-//     recovery plan (package recovery).
+//     recovery plan (session.Plan).
 //
 // # One prompt, end to end
 //

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/tether/tether/internal/recovery"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
@@ -29,11 +28,11 @@ func (m *Manager) withResumeContext(sessionID string, t session.Turn) (json.RawM
 	}
 	msgs = exceptPrompt(msgs, t.PromptID, func(m session.Message) string { return m.PromptID })
 	calls = exceptPrompt(calls, t.PromptID, func(c session.ToolCall) string { return c.PromptID })
-	history := recovery.History(msgs, calls)
+	history := session.History(msgs, calls)
 	if len(history) == 0 {
 		return t.Prompt, nil // nothing happened before: nothing to restore
 	}
-	text := recovery.ResumeContext(history, promptText(t.Prompt))
+	text := session.ResumeContext(history, promptText(t.Prompt))
 	var blocks []map[string]any
 	if err := json.Unmarshal(t.Prompt, &blocks); err != nil {
 		return nil, err

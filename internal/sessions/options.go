@@ -9,6 +9,7 @@ import (
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -138,7 +139,7 @@ func (a *actor) adoptOptions(o acp.SessionOptions) {
 // emitOptions announces the session's options as they now stand, so a
 // stream sees modes, config options and commands change without polling.
 func (a *actor) emitOptions() {
-	changed := a.draft(events.SessionOptionsChanged, "", &events.SessionOptionsChangedData{CurrentMode: a.mode,
+	changed := a.draft(events.SessionOptionsChanged, "", &session.SessionOptionsChangedData{CurrentMode: a.mode,
 		AvailableModes: AvailableModes(a.modes), ConfigOptions: a.configOptions, AvailableCommands: a.commands})
 	a.write(func(_ *store.Store, emit events.Emit) error {
 		emit(changed)

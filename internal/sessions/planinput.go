@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 
-	"github.com/tether/tether/internal/recovery"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
@@ -19,8 +18,8 @@ import (
 // earlier writes left, and a redone batch plans the same.
 
 // planInput reads what the planner needs in one snapshot.
-func (m *Manager) planInput(ctx context.Context, sessionID string) (recovery.Input, error) {
-	var in recovery.Input
+func (m *Manager) planInput(ctx context.Context, sessionID string) (session.PlanInput, error) {
+	var in session.PlanInput
 	err := m.store.Snapshot(ctx, func(r *store.Store) error {
 		var err error
 		in, err = readPlanInput(ctx, r, sessionID, m.history)
@@ -33,8 +32,8 @@ func (m *Manager) planInput(ctx context.Context, sessionID string) (recovery.Inp
 // recent turns, the messages and tool calls of the turn a continuation
 // would pick up, the pending permissions and the history check (from h,
 // or made now when h is nil). Its cost does not grow with the transcript.
-func readPlanInput(ctx context.Context, r *store.Store, sessionID string, h *historyChecks) (recovery.Input, error) {
-	var in recovery.Input
+func readPlanInput(ctx context.Context, r *store.Store, sessionID string, h *historyChecks) (session.PlanInput, error) {
+	var in session.PlanInput
 	s, err := r.GetSessionFlags(ctx, sessionID)
 	if err != nil {
 		return in, err
@@ -46,7 +45,7 @@ func readPlanInput(ctx context.Context, r *store.Store, sessionID string, h *his
 	if in.Gap, err = h.check(ctx, r, sessionID); err != nil {
 		return in, err
 	}
-	if last := recovery.LastRun(in.Turns); last != nil {
+	if last := session.LastRun(in.Turns); last != nil {
 		if in.Messages, err = r.ListTurnMessages(ctx, sessionID, last.PromptID); err != nil {
 			return in, err
 		}
@@ -59,7 +58,7 @@ func readPlanInput(ctx context.Context, r *store.Store, sessionID string, h *his
 }
 
 // historyChecks keeps, per session, the answer of the planner's
-// whole-history check (recovery.HistoryGap: no missing turn number, no
+// whole-history check (session.HistoryGap: no missing turn number, no
 // output of an unknown turn). tetherd's own writes never make a gap: a
 // turn's seq is one more than the highest (store.CreateTurn), turns are
 // never deleted, and output is recorded for turns the actor created before
@@ -88,7 +87,7 @@ func (h *historyChecks) check(ctx context.Context, r *store.Store, sessionID str
 	if err != nil {
 		return "", err
 	}
-	in := recovery.Input{Turns: make([]session.Turn, 0, len(refs.Turns))}
+	in := session.PlanInput{Turns: make([]session.Turn, 0, len(refs.Turns))}
 	for _, t := range refs.Turns {
 		in.Turns = append(in.Turns, session.Turn{Seq: t.Seq, PromptID: t.PromptID})
 	}
@@ -98,7 +97,7 @@ func (h *historyChecks) check(ctx context.Context, r *store.Store, sessionID str
 	for _, p := range refs.ToolCallTurns {
 		in.ToolCalls = append(in.ToolCalls, session.ToolCall{PromptID: p})
 	}
-	gap := recovery.HistoryGap(in)
+	gap := session.HistoryGap(in)
 	if h != nil {
 		h.mu.Lock()
 		h.gap[sessionID] = gap

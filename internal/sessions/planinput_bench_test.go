@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/tether/tether/internal/events"
-	"github.com/tether/tether/internal/recovery"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
@@ -42,9 +41,9 @@ func BenchmarkRecoveryPlan(b *testing.B) {
 	for _, n := range []int{100, 1000, 6000, 10000} {
 		p := seedTranscript(b, n)
 		h := newHistoryChecks()
-		reads := map[string]func(r *store.Store) recovery.Input{
-			"before": func(r *store.Store) recovery.Input { return fullPlanInput(b, r, p.sid) },
-			"after": func(r *store.Store) recovery.Input {
+		reads := map[string]func(r *store.Store) session.PlanInput{
+			"before": func(r *store.Store) session.PlanInput { return fullPlanInput(b, r, p.sid) },
+			"after": func(r *store.Store) session.PlanInput {
 				in, err := readPlanInput(ctx, r, p.sid, h)
 				if err != nil {
 					b.Fatal(err)
@@ -67,7 +66,7 @@ func BenchmarkRecoveryPlan(b *testing.B) {
 					if err := p.st.Tx(ctx, func(tx *store.Store) error {
 						var emitted []events.Draft
 						emitted = append(emitted, events.Draft{SessionID: p.sid, Type: events.SessionRecoveryChanged,
-							Payload: map[string]any{"recovery": recovery.Plan(read(tx))}})
+							Payload: map[string]any{"recovery": session.Plan(read(tx))}})
 						_ = emitted
 						return nil
 					}); err != nil {
@@ -78,7 +77,7 @@ func BenchmarkRecoveryPlan(b *testing.B) {
 			b.Run(fmt.Sprintf("plan/messages=%d/%s", n, version), func(b *testing.B) {
 				for range b.N {
 					if err := p.st.Snapshot(ctx, func(r *store.Store) error {
-						_ = recovery.Plan(read(r))
+						_ = session.Plan(read(r))
 						return nil
 					}); err != nil {
 						b.Fatal(err)

@@ -10,7 +10,6 @@ import (
 
 	_ "github.com/mattn/go-sqlite3"
 
-	"github.com/tether/tether/internal/recovery"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/store/storetest"
@@ -93,10 +92,10 @@ func (p *planStore) exec(tb testing.TB, query string, args ...any) {
 
 // fullPlanInput is the plan input read from the whole transcript (how
 // every plan was read before the bounded reads): the oracle.
-func fullPlanInput(tb testing.TB, r *store.Store, sessionID string) recovery.Input {
+func fullPlanInput(tb testing.TB, r *store.Store, sessionID string) session.PlanInput {
 	tb.Helper()
 	ctx := context.Background()
-	var in recovery.Input
+	var in session.PlanInput
 	s, err := r.GetSession(ctx, sessionID)
 	if err != nil {
 		tb.Fatal(err)
@@ -175,8 +174,8 @@ func TestPlanInputPlansAsTheWholeTranscript(t *testing.T) {
 		{"withdrawn_and_cancelled_after_interrupted", func(t *testing.T, p *planStore) {
 			p.history(t, 10)
 			p.turn(t, "p", session.TurnInterrupted, 11, interrupted("agent_exited"))
-			p.turn(t, "w1", session.TurnCancelled, 0, func(tr *session.Turn) { tr.StopReason = recovery.Withdrawn })
-			p.turn(t, "w2", session.TurnCancelled, 0, func(tr *session.Turn) { tr.StopReason = recovery.Withdrawn })
+			p.turn(t, "w1", session.TurnCancelled, 0, func(tr *session.Turn) { tr.StopReason = session.Withdrawn })
+			p.turn(t, "w2", session.TurnCancelled, 0, func(tr *session.Turn) { tr.StopReason = session.Withdrawn })
 		}},
 		{"cancelled_queued_turn_is_last", func(t *testing.T, p *planStore) {
 			p.history(t, 10)
@@ -235,14 +234,14 @@ func TestPlanInputPlansAsTheWholeTranscript(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, in := range []*recovery.Input{&full, &bounded} {
+			for _, in := range []*session.PlanInput{&full, &bounded} {
 				in.AgentAvailable = true
 			}
-			want, got := recovery.Plan(full), recovery.Plan(bounded)
+			want, got := session.Plan(full), session.Plan(bounded)
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("plan from the bounded input:\n got %+v\nwant %+v", got, want)
 			}
-			if g, w := string(recovery.Continuation(got, bounded)), string(recovery.Continuation(want, full)); g != w {
+			if g, w := string(session.Continuation(got, bounded)), string(session.Continuation(want, full)); g != w {
 				t.Errorf("continuation from the bounded input:\n got %s\nwant %s", g, w)
 			}
 		})

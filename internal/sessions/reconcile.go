@@ -204,7 +204,7 @@ func restartRepair(as store.ActiveSession, effs []effect, available bool, histor
 					if _, err = tx.ResolvePermission(ctx, s.ID, p.ID, e.State, ""); err != nil {
 						break
 					}
-					emit(a.draft(events.PermissionResolved, p.PromptID, &events.PermissionResolvedData{RequestID: p.ID, State: e.State}))
+					emit(a.draft(events.PermissionResolved, p.PromptID, &session.PermissionResolvedData{RequestID: p.ID, State: e.State}))
 				}
 			case effStopExecutor:
 				ex.Status = session.ExecutorStopped

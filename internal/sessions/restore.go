@@ -389,7 +389,7 @@ func (a *actor) recordResumed(out startOutcome) {
 	lost := !out.contextRestored && !inject
 	a.sess.InjectContext = inject
 	a.sess.ContextLost = lost
-	resumed := a.draft(events.SessionResumed, "", &events.SessionResumedData{Strategy: out.strategy,
+	resumed := a.draft(events.SessionResumed, "", &session.SessionResumedData{Strategy: out.strategy,
 		ContextRestored: out.contextRestored, FallbackReason: out.fallback})
 	a.write(func(tx *store.Store, emit events.Emit) error {
 		ctx := a.ctx()

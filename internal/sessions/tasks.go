@@ -31,7 +31,7 @@ type TaskPatch struct {
 
 // emitTaskCreated records task.created for t, inside the op that created it.
 func emitTaskCreated(emit events.Emit, t session.Task) {
-	emit(events.Draft{TaskID: t.ID, Type: events.TaskCreated, Payload: &events.TaskCreatedData{
+	emit(events.Draft{TaskID: t.ID, Type: events.TaskCreated, Payload: &session.TaskCreatedData{
 		Title: t.Title, Workspace: t.Workspace, State: t.State, CreatedAt: t.CreatedAt}})
 }
 
@@ -83,10 +83,10 @@ func (m *Manager) UpdateTask(ctx context.Context, id string, p TaskPatch) (sessi
 		}
 		out = t
 		if t.Title != prev.Title {
-			emit(events.Draft{TaskID: id, Type: events.TaskUpdated, Payload: &events.TaskUpdatedData{Title: t.Title}})
+			emit(events.Draft{TaskID: id, Type: events.TaskUpdated, Payload: &session.TaskUpdatedData{Title: t.Title}})
 		}
 		if t.State != prev.State {
-			emit(events.Draft{TaskID: id, Type: events.TaskStateChanged, Payload: &events.TaskStateChangedData{State: t.State, PreviousState: prev.State}})
+			emit(events.Draft{TaskID: id, Type: events.TaskStateChanged, Payload: &session.TaskStateChangedData{State: t.State, PreviousState: prev.State}})
 		}
 		return nil
 	})

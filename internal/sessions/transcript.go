@@ -52,7 +52,7 @@ func (a *actor) applyUpdate(d decision, u acp.Update) {
 				if err := tx.SetSessionPlan(a.ctx(), a.id, u.Data); err != nil {
 					return err
 				}
-				emit(a.draft(events.PlanUpdated, e.PromptID, &events.PlanUpdatedData{Entries: u.Data}))
+				emit(a.draft(events.PlanUpdated, e.PromptID, &session.PlanUpdatedData{Entries: u.Data}))
 				return nil
 			})
 		case effAdoptCommands:
@@ -93,7 +93,7 @@ func (a *actor) startMessage(e effStartMessage, u acp.Update) {
 		m, err := tx.StartMessage(a.ctx(), m, closes)
 		if err == nil {
 			added := messageAdded(a, m)
-			added.Payload.(*events.MessageAddedData).AgentMessageID = e.MessageID
+			added.Payload.(*session.MessageAddedData).AgentMessageID = e.MessageID
 			emit(added)
 		}
 		return err
@@ -110,7 +110,7 @@ func (a *actor) appendChunk(e effAppendChunk, u acp.Update) {
 		if err := tx.AppendChunk(a.ctx(), id, u.Text); err != nil {
 			return err
 		}
-		emit(a.draft(events.MessageChunk, e.PromptID, &events.MessageChunkData{MessageID: id, Role: e.Role, Text: u.Text}))
+		emit(a.draft(events.MessageChunk, e.PromptID, &session.MessageChunkData{MessageID: id, Role: e.Role, Text: u.Text}))
 		return nil
 	})
 }
@@ -151,13 +151,13 @@ func (a *actor) splitMessage() {
 
 // messageAdded is the event for a new transcript message.
 func messageAdded(a *actor, m session.Message) events.Draft {
-	return a.draft(events.MessageAdded, m.PromptID, &events.MessageAddedData{MessageID: m.ID, Role: m.Role, Text: m.Text,
+	return a.draft(events.MessageAdded, m.PromptID, &session.MessageAddedData{MessageID: m.ID, Role: m.Role, Text: m.Text,
 		CreatedAt: m.CreatedAt, Content: m.Content})
 }
 
 // toolCallPayload is the full tool call as events carry it.
-func toolCallPayload(c session.ToolCall) *events.ToolCallData {
-	return &events.ToolCallData{ToolCallID: c.ToolCallID, Title: c.Title, Kind: c.Kind, Status: c.Status,
+func toolCallPayload(c session.ToolCall) *session.ToolCallData {
+	return &session.ToolCallData{ToolCallID: c.ToolCallID, Title: c.Title, Kind: c.Kind, Status: c.Status,
 		Interrupted: c.Interrupted, Content: c.Content, Locations: c.Locations, RawInput: c.RawInput, RawOutput: c.RawOutput}
 }
 
@@ -231,7 +231,7 @@ func (a *actor) askPermission(promptID string, req acp.PermissionRequest, reply 
 		if err != nil {
 			return err
 		}
-		emit(a.draft(events.PermissionRequested, promptID, &events.PermissionRequestedData{
+		emit(a.draft(events.PermissionRequested, promptID, &session.PermissionRequestedData{
 			RequestID: row.ID, ToolCallID: row.ToolCallID, Title: row.Title, Options: opts}))
 		return nil
 	})
@@ -288,7 +288,7 @@ func (a *actor) resolve(id string, state session.PermissionState, optionID strin
 		if err != nil {
 			return err
 		}
-		emit(a.draft(events.PermissionResolved, row.PromptID, &events.PermissionResolvedData{RequestID: id, State: state, OptionID: optionID}))
+		emit(a.draft(events.PermissionResolved, row.PromptID, &session.PermissionResolvedData{RequestID: id, State: state, OptionID: optionID}))
 		return nil
 	})
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
-	"github.com/tether/tether/internal/recovery"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
@@ -195,7 +194,7 @@ func (a *actor) startTurn(promptID string) {
 				return err
 			}
 		}
-		emit(a.draft(events.TurnStarted, t.PromptID, &events.TurnStartedData{Kind: t.Kind, StartedAt: now}))
+		emit(a.draft(events.TurnStarted, t.PromptID, &session.TurnStartedData{Kind: t.Kind, StartedAt: now}))
 		if t.Kind == session.TurnContinue {
 			return nil // continuing adds no user message (DESIGN.md section 6)
 		}
@@ -295,22 +294,22 @@ func (a *actor) endTurn(t session.Turn, state session.TurnState, set func(*sessi
 }
 
 // turnEndedDraft is the terminal event of a turn of a session of taskID.
-func turnEndedDraft(sessionID, taskID string, t session.Turn, dangling []events.DanglingToolCall) events.Draft {
-	typ, p := events.TurnCompleted, events.Payload(&events.TurnCompletedData{State: t.State, EndedAt: t.EndedAt, StopReason: t.StopReason})
+func turnEndedDraft(sessionID, taskID string, t session.Turn, dangling []session.DanglingToolCall) events.Draft {
+	typ, p := events.TurnCompleted, session.EventPayload(&session.TurnCompletedData{State: t.State, EndedAt: t.EndedAt, StopReason: t.StopReason})
 	switch t.State {
 	case session.TurnFailed:
-		typ, p = events.TurnFailed, &events.TurnFailedData{State: t.State, EndedAt: t.EndedAt, Code: t.ErrorCode, Message: t.ErrorMessage}
+		typ, p = events.TurnFailed, &session.TurnFailedData{State: t.State, EndedAt: t.EndedAt, Code: t.ErrorCode, Message: t.ErrorMessage}
 	case session.TurnCancelled:
-		c := &events.TurnCancelledData{State: t.State, EndedAt: t.EndedAt, StopReason: t.StopReason}
-		if t.StopReason == recovery.Withdrawn {
-			c.Reason = recovery.Withdrawn
+		c := &session.TurnCancelledData{State: t.State, EndedAt: t.EndedAt, StopReason: t.StopReason}
+		if t.StopReason == session.Withdrawn {
+			c.Reason = session.Withdrawn
 		}
 		typ, p = events.TurnCancelled, c
 	case session.TurnInterrupted:
 		if dangling == nil {
-			dangling = []events.DanglingToolCall{}
+			dangling = []session.DanglingToolCall{}
 		}
-		typ, p = events.TurnInterrupted, &events.TurnInterruptedData{State: t.State, EndedAt: t.EndedAt, Reason: t.InterruptReason,
+		typ, p = events.TurnInterrupted, &session.TurnInterruptedData{State: t.State, EndedAt: t.EndedAt, Reason: t.InterruptReason,
 			DanglingToolCalls: dangling, ExitCode: t.ExitCode, ExitSignal: t.ExitSignal, Code: t.ErrorCode, Message: t.ErrorMessage}
 	}
 	return sessionDraft(sessionID, taskID, typ, t.PromptID, p)
@@ -318,7 +317,7 @@ func turnEndedDraft(sessionID, taskID string, t session.Turn, dangling []events.
 
 // interruptedToolText is the synthetic result recorded for a tool call whose
 // outcome was never reported.
-const interruptedToolText = recovery.InterruptedToolResult + ": interrupted by %s. Treat as failure and retry if needed."
+const interruptedToolText = session.InterruptedToolResult + ": interrupted by %s. Treat as failure and retry if needed."
 
 // exitCode is the exit code to record for an agent's end: none for an
 // agent lost with its executor host, whose exit nobody saw.
@@ -373,14 +372,14 @@ func (a *actor) interruptTurn(t session.Turn, reason string, exit acp.Exit, why 
 
 // failDanglingToolCalls gives every unfinished tool call of a turn the
 // synthetic failed result, as tool_call.updated events flagged interrupted.
-func failDanglingToolCalls(ctx context.Context, tx *store.Store, emit events.Emit, a *actor, promptID, cause string) ([]events.DanglingToolCall, error) {
+func failDanglingToolCalls(ctx context.Context, tx *store.Store, emit events.Emit, a *actor, promptID, cause string) ([]session.DanglingToolCall, error) {
 	// The turn's calls only, by index: this runs in the writer's
 	// transaction at every turn end.
 	calls, err := tx.ListTurnToolCalls(ctx, a.id, promptID)
 	if err != nil {
 		return nil, err
 	}
-	dangling := []events.DanglingToolCall{}
+	dangling := []session.DanglingToolCall{}
 	for _, c := range calls {
 		if c.PromptID != promptID || (c.Status != session.ToolPending && c.Status != session.ToolInProgress) {
 			continue
@@ -398,7 +397,7 @@ func failDanglingToolCalls(ctx context.Context, tx *store.Store, emit events.Emi
 			return nil, err
 		}
 		emit(a.draft(events.ToolCallUpdated, promptID, toolCallPayload(row)))
-		dangling = append(dangling, events.DanglingToolCall{ID: c.ToolCallID, Title: c.Title, Kind: c.Kind})
+		dangling = append(dangling, session.DanglingToolCall{ID: c.ToolCallID, Title: c.Title, Kind: c.Kind})
 	}
 	return dangling, nil
 }
@@ -489,7 +488,7 @@ type closing struct {
 // session.closed, the last event its streams deliver.
 func (a *actor) closed(conn Agent) {
 	a.recordStopped(conn, "")
-	closed := a.draft(events.SessionClosed, "", &events.SessionClosedData{State: a.sess.State})
+	closed := a.draft(events.SessionClosed, "", &session.SessionClosedData{State: a.sess.State})
 	a.write(func(tx *store.Store, emit events.Emit) error {
 		emit(closed)
 		return nil

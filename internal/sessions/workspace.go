@@ -10,7 +10,6 @@ import (
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/executor"
 	"github.com/tether/tether/internal/hostproto"
-	"github.com/tether/tether/internal/recovery"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/workspace"
@@ -241,8 +240,8 @@ func (m *Manager) reportChanges(sessionID, promptID string) {
 
 // changesOf is the recovery report's workspace part from an executor's
 // diff against a turn's checkpoint.
-func changesOf(d *workspace.GitDiff, err error) recovery.WorkspaceChanges {
-	w := recovery.WorkspaceChanges{Files: []recovery.ChangedFile{}}
+func changesOf(d *workspace.GitDiff, err error) session.WorkspaceChanges {
+	w := session.WorkspaceChanges{Files: []session.ChangedFile{}}
 	if err != nil || d == nil {
 		w.ErrorCode, w.Error = string(errcode.CodeOf(err)), "the executor could not compare the workspace"
 		var de *errcode.Error
@@ -252,7 +251,7 @@ func changesOf(d *workspace.GitDiff, err error) recovery.WorkspaceChanges {
 		return w
 	}
 	for _, f := range d.Files {
-		w.Files = append(w.Files, recovery.ChangedFile{Path: f.Path, OldPath: f.OldPath, Status: f.Status})
+		w.Files = append(w.Files, session.ChangedFile{Path: f.Path, OldPath: f.OldPath, Status: f.Status})
 	}
 	w.HeadMoved, w.HeadAfter = d.HeadMoved, d.Head
 	if d.Checkpoint != nil {

@@ -91,12 +91,12 @@ func (a *actor) afterWrites(f func()) {
 // draft is an event of this session (promptID "" when no turn is
 // involved): the writer puts the session's, its task's and the prompt's ids
 // into the payload.
-func (a *actor) draft(typ, promptID string, p events.Payload) events.Draft {
+func (a *actor) draft(typ, promptID string, p session.EventPayload) events.Draft {
 	return sessionDraft(a.id, a.sess.TaskID, typ, promptID, p)
 }
 
 // sessionDraft is an event of session sessionID of task taskID.
-func sessionDraft(sessionID, taskID, typ, promptID string, p events.Payload) events.Draft {
+func sessionDraft(sessionID, taskID, typ, promptID string, p session.EventPayload) events.Draft {
 	return events.Draft{SessionID: sessionID, TaskID: taskID, Type: typ, PromptID: promptID, Payload: p}
 }
 
@@ -109,7 +109,7 @@ func emitState(ctx context.Context, tx *store.Store, emit events.Emit, sess sess
 		return err
 	}
 	emit(sessionDraft(sess.ID, sess.TaskID, events.SessionStateChanged, "",
-		&events.SessionStateChangedData{State: sess.State, PreviousState: prev}))
+		&session.SessionStateChangedData{State: sess.State, PreviousState: prev}))
 	return emitTaskFollow(ctx, tx, emit, sess)
 }
 
@@ -136,14 +136,14 @@ func emitTaskFollow(ctx context.Context, tx *store.Store, emit events.Emit, sess
 	if err := tx.SetTaskState(ctx, sess.TaskID, want); err != nil {
 		return err
 	}
-	emit(events.Draft{TaskID: sess.TaskID, Type: events.TaskStateChanged, Payload: &events.TaskStateChangedData{
-		Common: events.Common{SessionID: sess.ID}, State: want, PreviousState: prev}})
+	emit(events.Draft{TaskID: sess.TaskID, Type: events.TaskStateChanged, Payload: &session.TaskStateChangedData{
+		EventCommon: session.EventCommon{SessionID: sess.ID}, State: want, PreviousState: prev}})
 	return nil
 }
 
 // executorPayload is what session.executor_status carries.
-func executorPayload(e session.Executor) *events.ExecutorStatusData {
-	p := &events.ExecutorStatusData{Status: e.Status, Runtime: e.Runtime, Host: e.Host, PID: e.PID, Error: e.ErrorMessage,
+func executorPayload(e session.Executor) *session.ExecutorStatusData {
+	p := &session.ExecutorStatusData{Status: e.Status, Runtime: e.Runtime, Host: e.Host, PID: e.PID, Error: e.ErrorMessage,
 		ExitCode: e.ExitCode, ExitSignal: e.ExitSignal, AgentExecutionID: e.AgentExecutionID}
 	p.ErrorCode = e.ShownErrorCode()
 	return p

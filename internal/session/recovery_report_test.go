@@ -1,11 +1,10 @@
-package recovery_test
+package session_test
 
 import (
 	"encoding/json"
 	"strings"
 	"testing"
 
-	"github.com/tether/tether/internal/recovery"
 	"github.com/tether/tether/internal/session"
 )
 
@@ -24,15 +23,15 @@ func TestReport(t *testing.T) {
 	ls.Content = textBlocks("a.txt\nb.txt")
 	write := call("tc-w", "p2", "Write a.txt", "edit", session.ToolCompleted, false)
 	sleep := call("tc-sleep", "p2", "Run `sleep 3600`", "execute", session.ToolFailed, true)
-	sleep.Content = textBlocks("started", recovery.InterruptedToolResult+": interrupted by agent exited.")
+	sleep.Content = textBlocks("started", session.InterruptedToolResult+": interrupted by agent exited.")
 	pending := call("tc-p", "p2", "Run `make`", "execute", session.ToolPending, false)
 	failed := call("tc-f", "p2", "Read x", "read", session.ToolFailed, false)
 	failed.RawOutput = json.RawMessage(`"no such file"`)
 	earlier := call("tc-old", "p1", "Old", "execute", session.ToolInProgress, false)
 	long := call("tc-long", "p2", "Cat", "read", session.ToolCompleted, false)
-	long.Content = textBlocks(strings.Repeat("x", recovery.MaxReportOutputChars) + "END")
+	long.Content = textBlocks(strings.Repeat("x", session.MaxReportOutputChars) + "END")
 
-	withChanges := func(js string) recovery.Input {
+	withChanges := func(js string) session.PlanInput {
 		tr := interrupted(2, "p2", "agent_exited")
 		tr.WorkspaceChanges = json.RawMessage(js)
 		return idle([]session.Turn{turn(1, "p1", session.TurnCompleted), tr}, []session.Message{msg("p2", session.RoleAgent, "working")},
@@ -40,7 +39,7 @@ func TestReport(t *testing.T) {
 	}
 	cases := []struct {
 		name       string
-		in         recovery.Input
+		in         session.PlanInput
 		wantFiles  []string
 		wantPrompt []string
 		noPrompt   []string
@@ -73,7 +72,7 @@ func TestReport(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := recovery.Plan(c.in)
+			s := session.Plan(c.in)
 			r := s.Report
 			if r == nil {
 				t.Fatalf("got no report in %+v", s)
@@ -85,7 +84,7 @@ func TestReport(t *testing.T) {
 			if got, want := strings.Join(ids, ","), "tc-w,tc-ls,tc-sleep,tc-p,tc-f,tc-long"; got != want {
 				t.Errorf("got tool calls %s, want %s (the turn's, in order)", got, want)
 			}
-			byID := map[string]recovery.ToolCallReport{}
+			byID := map[string]session.ToolCallReport{}
 			for _, tc := range r.ToolCalls {
 				byID[tc.ID] = tc
 			}
@@ -104,8 +103,8 @@ func TestReport(t *testing.T) {
 					t.Errorf("%s: got status %q output %q finished %v, want %q %q %v", w.id, g.Status, g.Output, g.Finished, w.status, w.output, w.finished)
 				}
 			}
-			if o := byID["tc-long"].Output; len([]rune(o)) != recovery.MaxReportOutputChars+1 || !strings.HasSuffix(o, "END") {
-				t.Errorf("long output: got %d runes ending %q, want its last %d", len([]rune(o)), o[max(0, len(o)-5):], recovery.MaxReportOutputChars)
+			if o := byID["tc-long"].Output; len([]rune(o)) != session.MaxReportOutputChars+1 || !strings.HasSuffix(o, "END") {
+				t.Errorf("long output: got %d runes ending %q, want its last %d", len([]rune(o)), o[max(0, len(o)-5):], session.MaxReportOutputChars)
 			}
 			if got := strings.Join(r.RunningCommands, ";"); got != "Run `sleep 3600`;Run `make`" {
 				t.Errorf("got running commands %q, want the two cut-off execute calls", got)
@@ -123,7 +122,7 @@ func TestReport(t *testing.T) {
 					t.Errorf("got files %v, want %v", files, c.wantFiles)
 				}
 			}
-			p := recovery.ContinuationPrompt(s, recovery.PartialReply(c.in, "p2"))
+			p := session.ContinuationPrompt(s, session.PartialReply(c.in, "p2"))
 			for _, w := range append(c.wantPrompt, "Run `sleep 3600`; Run `make`", "- Run `ls` (execute): completed") {
 				if !strings.Contains(p, w) {
 					t.Errorf("continuation prompt lacks %q:\n%s", w, p)
@@ -137,7 +136,7 @@ func TestReport(t *testing.T) {
 		})
 	}
 	t.Run("clean session has no report", func(t *testing.T) {
-		s := recovery.Plan(idle([]session.Turn{turn(1, "p1", session.TurnCompleted)}, nil, []session.ToolCall{earlier}))
+		s := session.Plan(idle([]session.Turn{turn(1, "p1", session.TurnCompleted)}, nil, []session.ToolCall{earlier}))
 		if s.Report != nil {
 			t.Errorf("got report %+v, want none", s.Report)
 		}

@@ -1,4 +1,4 @@
-package recovery_test
+package session_test
 
 import (
 	"encoding/json"
@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tether/tether/internal/recovery"
 	"github.com/tether/tether/internal/session"
 )
 
@@ -33,18 +32,18 @@ func TestHistoryOrderAndFiltering(t *testing.T) {
 			Content: textContent("Tool execution result was not recorded"), CreatedAt: at(3), UpdatedAt: at(8)},
 		{ToolCallID: "tc4", PromptID: "p1", Status: session.ToolPending, CreatedAt: at(4), UpdatedAt: at(4)},
 	}
-	got := recovery.History(msgs, calls)
-	want := []recovery.Entry{
-		{Type: recovery.UserMessage, PromptID: "p1", Text: "build it", Time: at(0)},
-		{Type: recovery.ToolCall, PromptID: "p1", ToolCallID: "tc1", Name: "Run make", Time: at(2)},
-		{Type: recovery.ToolCall, PromptID: "p1", ToolCallID: "tc3", Name: "fetch", Time: at(3)},
-		{Type: recovery.ToolCall, PromptID: "p1", ToolCallID: "tc4", Name: "tc4", Time: at(4)},
-		{Type: recovery.ToolResult, PromptID: "p1", ToolCallID: "tc1", Name: "Run make", Status: "completed", Text: "ok", Time: at(5)},
-		{Type: recovery.ToolCall, PromptID: "p1", ToolCallID: "tc2", Name: "Edit main.go", Time: at(6)},
-		{Type: recovery.ToolResult, PromptID: "p1", ToolCallID: "tc3", Name: "fetch", Status: "failed",
+	got := session.History(msgs, calls)
+	want := []session.HistoryEntry{
+		{Type: session.EntryUserMessage, PromptID: "p1", Text: "build it", Time: at(0)},
+		{Type: session.EntryToolCall, PromptID: "p1", ToolCallID: "tc1", Name: "Run make", Time: at(2)},
+		{Type: session.EntryToolCall, PromptID: "p1", ToolCallID: "tc3", Name: "fetch", Time: at(3)},
+		{Type: session.EntryToolCall, PromptID: "p1", ToolCallID: "tc4", Name: "tc4", Time: at(4)},
+		{Type: session.EntryToolResult, PromptID: "p1", ToolCallID: "tc1", Name: "Run make", Status: "completed", Text: "ok", Time: at(5)},
+		{Type: session.EntryToolCall, PromptID: "p1", ToolCallID: "tc2", Name: "Edit main.go", Time: at(6)},
+		{Type: session.EntryToolResult, PromptID: "p1", ToolCallID: "tc3", Name: "fetch", Status: "failed",
 			Text: "Tool execution result was not recorded", Time: at(8)},
-		{Type: recovery.AgentMessage, PromptID: "p1", Text: "done", Time: at(9)},
-		{Type: recovery.UserMessage, PromptID: "p2", Text: "again", Time: at(11)},
+		{Type: session.EntryAgentMessage, PromptID: "p1", Text: "done", Time: at(9)},
+		{Type: session.EntryUserMessage, PromptID: "p2", Text: "again", Time: at(11)},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("History:\n got %+v\nwant %+v", got, want)
@@ -62,12 +61,12 @@ func TestHistoryEqualTimesKeepMessagesBeforeToolCalls(t *testing.T) {
 		{PromptID: "p1", Role: session.RoleAgent, Text: "a", CreatedAt: at(1)},
 	}
 	calls := []session.ToolCall{{ToolCallID: "tc", PromptID: "p1", Title: "T", Status: session.ToolCompleted, CreatedAt: at(1), UpdatedAt: at(1)}}
-	got := recovery.History(msgs, calls)
-	var types []recovery.EntryType
+	got := session.History(msgs, calls)
+	var types []session.HistoryEntryType
 	for _, e := range got {
 		types = append(types, e.Type)
 	}
-	want := []recovery.EntryType{recovery.UserMessage, recovery.AgentMessage, recovery.ToolCall, recovery.ToolResult}
+	want := []session.HistoryEntryType{session.EntryUserMessage, session.EntryAgentMessage, session.EntryToolCall, session.EntryToolResult}
 	if !reflect.DeepEqual(types, want) {
 		t.Errorf("order with equal times = %v, want %v (stable)", types, want)
 	}
@@ -80,28 +79,28 @@ func TestHistoryToolText(t *testing.T) {
 		{"type":"diff","path":"/w/main.go","oldText":"a","newText":"b"},
 		{"type":"terminal","terminalId":"t1"}
 	]`)
-	got := recovery.History(nil, []session.ToolCall{{ToolCallID: "tc", Title: "T", Status: session.ToolCompleted, Content: content, UpdatedAt: at(1)}})
-	if len(got) != 2 || got[1].Type != recovery.ToolResult {
+	got := session.History(nil, []session.ToolCall{{ToolCallID: "tc", Title: "T", Status: session.ToolCompleted, Content: content, UpdatedAt: at(1)}})
+	if len(got) != 2 || got[1].Type != session.EntryToolResult {
 		t.Fatalf("entries = %+v", got)
 	}
 	if want := "line one\ndiff of /w/main.go:\nb"; got[1].Text != want {
 		t.Errorf("tool result text = %q, want %q", got[1].Text, want)
 	}
-	bad := recovery.History(nil, []session.ToolCall{{ToolCallID: "tc", Status: session.ToolFailed, Content: json.RawMessage(`{"not":"array"}`)}})
+	bad := session.History(nil, []session.ToolCall{{ToolCallID: "tc", Status: session.ToolFailed, Content: json.RawMessage(`{"not":"array"}`)}})
 	if len(bad) != 2 || bad[1].Text != "" {
 		t.Errorf("malformed content should give an empty result text: %+v", bad)
 	}
 }
 
 func TestResumeContextTemplate(t *testing.T) {
-	h := recovery.History(
+	h := session.History(
 		[]session.Message{
 			{PromptID: "p1", Role: session.RoleUser, Text: "build it", CreatedAt: at(0)},
 			{PromptID: "p1", Role: session.RoleAgent, Text: "built", CreatedAt: at(5)},
 		},
 		[]session.ToolCall{{ToolCallID: "tc1", PromptID: "p1", Title: "Run make", Status: session.ToolCompleted,
 			Content: textContent("ok"), CreatedAt: at(1), UpdatedAt: at(2)}})
-	out := recovery.ResumeContext(h, "now test it")
+	out := session.ResumeContext(h, "now test it")
 
 	if !strings.HasPrefix(out, "RESUME CONTEXT FOR CONTINUING TASK\n") {
 		t.Errorf("does not start with the title line:\n%s", out)
@@ -145,7 +144,7 @@ func TestResumeContextTemplate(t *testing.T) {
 		}
 	}
 
-	empty := recovery.ResumeContext(nil, "hello")
+	empty := session.ResumeContext(nil, "hello")
 	for _, l := range []string{"=== EXECUTION HISTORY ===", "=== CURRENT REQUEST ===", "hello", "=== INSTRUCTIONS ==="} {
 		if !strings.Contains(empty, l) {
 			t.Errorf("empty history: %q missing:\n%s", l, empty)
@@ -158,22 +157,22 @@ func TestResumeContextTruncation(t *testing.T) {
 	long := func(keep, extra int) string { return strings.Repeat("é", keep) + strings.Repeat("Ω", extra) }
 	cases := []struct {
 		name   string
-		entry  recovery.Entry
+		entry  session.HistoryEntry
 		prefix string
 		limit  int
 	}{
-		{"user_message", recovery.Entry{Type: recovery.UserMessage}, "[USER]: ", recovery.MaxMessageChars},
-		{"agent_message", recovery.Entry{Type: recovery.AgentMessage}, "[ASSISTANT]: ", recovery.MaxMessageChars},
-		{"tool_result", recovery.Entry{Type: recovery.ToolResult, Name: "Run"}, "[TOOL RESULT: Run] ", recovery.MaxToolResultChars},
+		{"user_message", session.HistoryEntry{Type: session.EntryUserMessage}, "[USER]: ", session.MaxMessageChars},
+		{"agent_message", session.HistoryEntry{Type: session.EntryAgentMessage}, "[ASSISTANT]: ", session.MaxMessageChars},
+		{"tool_result", session.HistoryEntry{Type: session.EntryToolResult, Name: "Run"}, "[TOOL RESULT: Run] ", session.MaxToolResultChars},
 	}
-	if recovery.MaxMessageChars != 2000 || recovery.MaxToolResultChars != 500 {
-		t.Fatalf("limits = %d/%d, want 2000/500", recovery.MaxMessageChars, recovery.MaxToolResultChars)
+	if session.MaxMessageChars != 2000 || session.MaxToolResultChars != 500 {
+		t.Fatalf("limits = %d/%d, want 2000/500", session.MaxMessageChars, session.MaxToolResultChars)
 	}
 	for _, tc := range cases {
 		t.Run(tc.name+"_over_limit", func(t *testing.T) {
 			e := tc.entry
 			e.Text = long(tc.limit, 10)
-			out := recovery.ResumeContext([]recovery.Entry{e}, "cur")
+			out := session.ResumeContext([]session.HistoryEntry{e}, "cur")
 			wantLine := tc.prefix + strings.Repeat("é", tc.limit) + truncMarker + "\n"
 			if !strings.Contains(out, wantLine) {
 				t.Errorf("want the first %d characters followed by %q", tc.limit, truncMarker)
@@ -185,7 +184,7 @@ func TestResumeContextTruncation(t *testing.T) {
 		t.Run(tc.name+"_at_limit", func(t *testing.T) {
 			e := tc.entry
 			e.Text = long(tc.limit, 0)
-			out := recovery.ResumeContext([]recovery.Entry{e}, "cur")
+			out := session.ResumeContext([]session.HistoryEntry{e}, "cur")
 			if !strings.Contains(out, tc.prefix+e.Text+"\n") || strings.Contains(out, truncMarker) {
 				t.Errorf("text of exactly %d characters must be kept whole and unmarked", tc.limit)
 			}
@@ -193,13 +192,13 @@ func TestResumeContextTruncation(t *testing.T) {
 	}
 	t.Run("current_request_is_not_truncated", func(t *testing.T) {
 		cur := long(5000, 0)
-		out := recovery.ResumeContext(nil, cur)
+		out := session.ResumeContext(nil, cur)
 		if !strings.Contains(out, cur) || strings.Contains(out, truncMarker) {
 			t.Errorf("the current request must be sent whole")
 		}
 	})
 	t.Run("tool_call_names_only", func(t *testing.T) {
-		out := recovery.ResumeContext([]recovery.Entry{{Type: recovery.ToolCall, Name: "Run make"}}, "cur")
+		out := session.ResumeContext([]session.HistoryEntry{{Type: session.EntryToolCall, Name: "Run make"}}, "cur")
 		if !strings.Contains(out, "[TOOL CALL: Run make]\n") {
 			t.Errorf("tool call line missing:\n%s", out)
 		}

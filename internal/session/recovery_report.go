@@ -1,11 +1,9 @@
-package recovery
+package session
 
 import (
 	"encoding/json"
 	"fmt"
 	"strings"
-
-	"github.com/tether/tether/internal/session"
 )
 
 // The recovery report: what an interrupted turn got done, so that neither
@@ -15,8 +13,8 @@ import (
 // executor, which compares the session's directory with the checkpoint it
 // recorded when the turn began (store.Turn.WorkspaceChanges).
 
-// Report is the recovery report of an interrupted turn.
-type Report struct {
+// TurnReport is the recovery report of an interrupted turn.
+type TurnReport struct {
 	// ToolCalls are the turn's tool calls in the order they started.
 	ToolCalls []ToolCallReport `json:"toolCalls"`
 	// RunningCommands are the titles of the command (execute) tool calls
@@ -80,16 +78,16 @@ const InterruptedToolResult = "Tool execution result was not recorded"
 // progress, or given the synthetic failed result by an interruption. One
 // whose late output (a lost executor host's agent went on) completed it
 // afterwards did finish, and is not named to the agent as failed.
-func dangling(c session.ToolCall) bool {
+func dangling(c ToolCall) bool {
 	if c.Interrupted {
-		return c.Status != session.ToolCompleted
+		return c.Status != ToolCompleted
 	}
-	return c.Status == session.ToolPending || c.Status == session.ToolInProgress
+	return c.Status == ToolPending || c.Status == ToolInProgress
 }
 
 // report is the recovery report of the interrupted turn t.
-func report(in Input, t *session.Turn) *Report {
-	r := &Report{ToolCalls: []ToolCallReport{}, RunningCommands: []string{}}
+func report(in PlanInput, t *Turn) *TurnReport {
+	r := &TurnReport{ToolCalls: []ToolCallReport{}, RunningCommands: []string{}}
 	for _, c := range in.ToolCalls {
 		if c.PromptID != t.PromptID {
 			continue
@@ -122,7 +120,7 @@ func report(in Input, t *session.Turn) *Report {
 
 // toolOutput is the end of a tool call's last known output: its content's
 // text without the synthetic interruption result, else its raw output.
-func toolOutput(c session.ToolCall) string {
+func toolOutput(c ToolCall) string {
 	text := toolText(c.Content)
 	if i := strings.Index(text, InterruptedToolResult); i >= 0 {
 		text = text[:i]
@@ -145,7 +143,7 @@ func toolOutput(c session.ToolCall) string {
 
 // writeReport adds the short form of r to a continuation prompt: what
 // finished, what was still running, what changed in the workspace.
-func writeReport(b *strings.Builder, r *Report) {
+func writeReport(b *strings.Builder, r *TurnReport) {
 	if r == nil {
 		return
 	}

@@ -1,7 +1,8 @@
-// Package recovery decides what a session needs after its agent was lost:
-// the resume context that gives a fresh agent the conversation so far
-// (history injection), the history export, and the recovery planner.
-package recovery
+package session
+
+// What a session needs after its agent was lost: the resume context that
+// gives a fresh agent the conversation so far (history injection) and the
+// history export; the recovery planner is recovery.go.
 
 import (
 	"encoding/json"
@@ -9,8 +10,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/tether/tether/internal/session"
 )
 
 // Truncation limits of the resume context (DESIGN.md section 4).
@@ -19,22 +18,22 @@ const (
 	MaxToolResultChars = 500
 )
 
-// EntryType names one line of the exported history.
-type EntryType string
+// HistoryEntryType names one line of the exported history.
+type HistoryEntryType string
 
 // History entry types, as exported in JSONL.
 const (
-	UserMessage  EntryType = "user_message"
-	AgentMessage EntryType = "agent_message"
-	ToolCall     EntryType = "tool_call"
-	ToolResult   EntryType = "tool_result"
+	EntryUserMessage  HistoryEntryType = "user_message"
+	EntryAgentMessage HistoryEntryType = "agent_message"
+	EntryToolCall     HistoryEntryType = "tool_call"
+	EntryToolResult   HistoryEntryType = "tool_result"
 )
 
-// Entry is one step of a session's history in conversation order.
-type Entry struct {
-	Type     EntryType `json:"type"`
-	PromptID string    `json:"promptId,omitempty"`
-	Text     string    `json:"text,omitempty"`
+// HistoryEntry is one step of a session's history in conversation order.
+type HistoryEntry struct {
+	Type     HistoryEntryType `json:"type"`
+	PromptID string           `json:"promptId,omitempty"`
+	Text     string           `json:"text,omitempty"`
 	// ToolCallID, Name and Status describe tool entries.
 	ToolCallID string    `json:"toolCallId,omitempty"`
 	Name       string    `json:"name,omitempty"`
@@ -45,20 +44,20 @@ type Entry struct {
 // History orders a transcript into entries: user and agent messages, each
 // tool call followed by its result. Thoughts and system notices are not
 // conversation and are left out.
-func History(msgs []session.Message, calls []session.ToolCall) []Entry {
-	var out []Entry
+func History(msgs []Message, calls []ToolCall) []HistoryEntry {
+	var out []HistoryEntry
 	for _, m := range msgs {
 		switch m.Role {
-		case session.RoleUser:
-			out = append(out, Entry{Type: UserMessage, PromptID: m.PromptID, Text: m.Text, Time: m.CreatedAt})
-		case session.RoleAgent:
-			out = append(out, Entry{Type: AgentMessage, PromptID: m.PromptID, Text: m.Text, Time: m.CreatedAt})
+		case RoleUser:
+			out = append(out, HistoryEntry{Type: EntryUserMessage, PromptID: m.PromptID, Text: m.Text, Time: m.CreatedAt})
+		case RoleAgent:
+			out = append(out, HistoryEntry{Type: EntryAgentMessage, PromptID: m.PromptID, Text: m.Text, Time: m.CreatedAt})
 		}
 	}
 	for _, c := range calls {
-		out = append(out, Entry{Type: ToolCall, PromptID: c.PromptID, ToolCallID: c.ToolCallID, Name: toolName(c), Time: c.CreatedAt})
-		if c.Status == session.ToolCompleted || c.Status == session.ToolFailed {
-			out = append(out, Entry{Type: ToolResult, PromptID: c.PromptID, ToolCallID: c.ToolCallID, Name: toolName(c),
+		out = append(out, HistoryEntry{Type: EntryToolCall, PromptID: c.PromptID, ToolCallID: c.ToolCallID, Name: toolName(c), Time: c.CreatedAt})
+		if c.Status == ToolCompleted || c.Status == ToolFailed {
+			out = append(out, HistoryEntry{Type: EntryToolResult, PromptID: c.PromptID, ToolCallID: c.ToolCallID, Name: toolName(c),
 				Status: string(c.Status), Text: toolText(c.Content), Time: c.UpdatedAt})
 		}
 	}
@@ -66,7 +65,7 @@ func History(msgs []session.Message, calls []session.ToolCall) []Entry {
 	return out
 }
 
-func toolName(c session.ToolCall) string {
+func toolName(c ToolCall) string {
 	if c.Title != "" {
 		return c.Title
 	}
@@ -104,18 +103,18 @@ func toolText(raw json.RawMessage) string {
 
 // ResumeContext wraps the prompt being sent with the conversation so far,
 // so an agent that lost its session can continue it. It is injected once.
-func ResumeContext(history []Entry, current string) string {
+func ResumeContext(history []HistoryEntry, current string) string {
 	var b strings.Builder
 	b.WriteString("RESUME CONTEXT FOR CONTINUING TASK\n\n=== EXECUTION HISTORY ===\n")
 	for _, e := range history {
 		switch e.Type {
-		case UserMessage:
+		case EntryUserMessage:
 			fmt.Fprintf(&b, "[USER]: %s\n", truncate(e.Text, MaxMessageChars))
-		case AgentMessage:
+		case EntryAgentMessage:
 			fmt.Fprintf(&b, "[ASSISTANT]: %s\n", truncate(e.Text, MaxMessageChars))
-		case ToolCall:
+		case EntryToolCall:
 			fmt.Fprintf(&b, "[TOOL CALL: %s]\n", e.Name)
-		case ToolResult:
+		case EntryToolResult:
 			fmt.Fprintf(&b, "[TOOL RESULT: %s] %s\n", e.Name, truncate(e.Text, MaxToolResultChars))
 		}
 	}

@@ -1,11 +1,10 @@
-package recovery_test
+package session_test
 
 import (
 	"reflect"
 	"strings"
 	"testing"
 
-	"github.com/tether/tether/internal/recovery"
 	"github.com/tether/tether/internal/session"
 )
 
@@ -56,9 +55,9 @@ var (
 // belongs to existing turns but may carry no prompt id or an unknown one.
 // Blockers (closing, terminal, no agent, lost context) are each rare, so
 // continuable transcripts come up often.
-func decodeInput(data []byte) recovery.Input {
+func decodeInput(data []byte) session.PlanInput {
 	f := &fuzzBytes{b: data}
-	var in recovery.Input
+	var in session.PlanInput
 	flags := f.next()
 	in.Closing = flags&0x07 == 0x07
 	in.AgentAvailable = flags&0x18 != 0x18
@@ -127,7 +126,7 @@ func decodeInput(data []byte) recovery.Input {
 	return in
 }
 
-func cloneInput(in recovery.Input) recovery.Input {
+func cloneInput(in session.PlanInput) session.PlanInput {
 	out := in
 	out.Turns = append([]session.Turn(nil), in.Turns...)
 	out.Messages = append([]session.Message(nil), in.Messages...)
@@ -153,22 +152,22 @@ func FuzzPlan(f *testing.F) {
 	// every byte maxed: closing, no agent, context lost, terminal
 	f.Add([]byte{255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255})
 
-	continuable := map[recovery.Kind]bool{recovery.InterruptedPrompt: true, recovery.InterruptedTurn: true}
-	knownKinds := map[recovery.Kind]bool{recovery.Clean: true, recovery.InterruptedPrompt: true,
-		recovery.InterruptedTurn: true, recovery.DegradedHistory: true}
-	knownReasons := map[string]bool{"": true, recovery.ReasonTurnActive: true, recovery.ReasonTurnQueued: true,
-		recovery.ReasonPermissionPending: true, recovery.ReasonSessionClosing: true, recovery.ReasonSessionTerminal: true,
-		recovery.ReasonAgentUnavailable: true, recovery.ReasonNothingToContinue: true, recovery.ReasonHistoryDegraded: true}
+	continuable := map[session.RecoveryKind]bool{session.RecoveryInterruptedPrompt: true, session.RecoveryInterruptedTurn: true}
+	knownKinds := map[session.RecoveryKind]bool{session.RecoveryClean: true, session.RecoveryInterruptedPrompt: true,
+		session.RecoveryInterruptedTurn: true, session.RecoveryDegradedHistory: true}
+	knownReasons := map[string]bool{"": true, session.ReasonTurnActive: true, session.ReasonTurnQueued: true,
+		session.ReasonPermissionPending: true, session.ReasonSessionClosing: true, session.ReasonSessionTerminal: true,
+		session.ReasonAgentUnavailable: true, session.ReasonNothingToContinue: true, session.ReasonHistoryDegraded: true}
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in := decodeInput(data)
 		orig := cloneInput(in)
-		s := recovery.Plan(in) // must not panic
+		s := session.Plan(in) // must not panic
 
 		if !reflect.DeepEqual(in, orig) {
 			t.Fatalf("Plan mutated its input")
 		}
-		if again := recovery.Plan(cloneInput(orig)); !reflect.DeepEqual(s, again) {
+		if again := session.Plan(cloneInput(orig)); !reflect.DeepEqual(s, again) {
 			t.Fatalf("Plan is not deterministic:\n%+v\n%+v", s, again)
 		}
 		if s.DanglingToolCalls == nil {
@@ -186,10 +185,10 @@ func FuzzPlan(f *testing.F) {
 		if s.CanContinue != (s.Reason == "") {
 			t.Fatalf("canContinue = %v with reason %q", s.CanContinue, s.Reason)
 		}
-		if s.Kind == recovery.DegradedHistory && s.CanContinue {
+		if s.Kind == session.RecoveryDegradedHistory && s.CanContinue {
 			t.Fatalf("degraded_history can continue: %+v", s)
 		}
-		if in.ContextLost && s.Kind != recovery.DegradedHistory {
+		if in.ContextLost && s.Kind != session.RecoveryDegradedHistory {
 			t.Fatalf("context lost but kind %q", s.Kind)
 		}
 
@@ -225,7 +224,7 @@ func FuzzPlan(f *testing.F) {
 		var last *session.Turn
 		for i := range in.Turns {
 			tr := &in.Turns[i]
-			if tr.State == session.TurnQueued || (tr.State == session.TurnCancelled && tr.StopReason == recovery.Withdrawn) {
+			if tr.State == session.TurnQueued || (tr.State == session.TurnCancelled && tr.StopReason == session.Withdrawn) {
 				continue
 			}
 			if last == nil || tr.Seq >= last.Seq {
@@ -250,14 +249,14 @@ func FuzzPlan(f *testing.F) {
 			for _, c := range in.ToolCalls {
 				produced = produced || c.PromptID == s.PromptID
 			}
-			if produced != (s.Kind == recovery.InterruptedTurn) {
+			if produced != (s.Kind == session.RecoveryInterruptedTurn) {
 				t.Fatalf("kind %q but agent output for %s: %v", s.Kind, s.PromptID, produced)
 			}
 		}
-		if s.Kind == recovery.Clean && (s.PromptID != "" || len(s.DanglingToolCalls) != 0) {
+		if s.Kind == session.RecoveryClean && (s.PromptID != "" || len(s.DanglingToolCalls) != 0) {
 			t.Fatalf("clean summary names a turn or dangling calls: %+v", s)
 		}
-		if s.Kind == recovery.InterruptedPrompt && len(s.DanglingToolCalls) != 0 {
+		if s.Kind == session.RecoveryInterruptedPrompt && len(s.DanglingToolCalls) != 0 {
 			t.Fatalf("interrupted_prompt with dangling tool calls: %+v", s)
 		}
 		if s.PromptID == "" && len(s.DanglingToolCalls) != 0 {
@@ -282,7 +281,7 @@ func FuzzPlan(f *testing.F) {
 				t.Fatalf("dangling %v, want %v", got, want)
 			}
 		}
-		if s.Kind == recovery.InterruptedTurn {
+		if s.Kind == session.RecoveryInterruptedTurn {
 			for _, d := range s.DanglingToolCalls {
 				if !strings.Contains(s.Notice, d.Title) {
 					t.Fatalf("notice %q does not name %q", s.Notice, d.Title)
@@ -302,12 +301,12 @@ func FuzzPlan(f *testing.F) {
 			for i, j := 0, len(rev.Turns)-1; i < j; i, j = i+1, j-1 {
 				rev.Turns[i], rev.Turns[j] = rev.Turns[j], rev.Turns[i]
 			}
-			if r := recovery.Plan(rev); !reflect.DeepEqual(r, s) {
+			if r := session.Plan(rev); !reflect.DeepEqual(r, s) {
 				t.Fatalf("turn order changed the plan:\n%+v\n%+v", s, r)
 			}
 		}
 
-		p := recovery.ContinuationPrompt(s, recovery.PartialReply(in, s.PromptID))
+		p := session.ContinuationPrompt(s, session.PartialReply(in, s.PromptID))
 		for _, d := range s.DanglingToolCalls {
 			if !strings.Contains(p, d.ID) {
 				t.Fatalf("continuation prompt does not name %s", d.ID)

@@ -1,32 +1,30 @@
-package recovery
+package session
 
 import (
 	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
-
-	"github.com/tether/tether/internal/session"
 )
 
-// Kind classifies where a session stands after its last turn (DESIGN.md
+// RecoveryKind classifies where a session stands after its last turn (DESIGN.md
 // section 6).
-type Kind string
+type RecoveryKind string
 
 // Recovery kinds.
 const (
 	// Clean: the last turn has a terminal outcome (a user cancel included).
-	Clean Kind = "clean"
+	RecoveryClean RecoveryKind = "clean"
 	// InterruptedPrompt: the last turn was interrupted before the agent
 	// produced anything; continuing sends the original prompt again if the
 	// agent never received it, else asks it to answer the one it holds.
-	InterruptedPrompt Kind = "interrupted_prompt"
+	RecoveryInterruptedPrompt RecoveryKind = "interrupted_prompt"
 	// InterruptedTurn: interrupted after output or tool calls began;
 	// continuing tells the agent what was cut off.
-	InterruptedTurn Kind = "interrupted_turn"
+	RecoveryInterruptedTurn RecoveryKind = "interrupted_turn"
 	// DegradedHistory: the agent's context was lost or the transcript has a
 	// gap; explanation only, never continuation.
-	DegradedHistory Kind = "degraded_history"
+	RecoveryDegradedHistory RecoveryKind = "degraded_history"
 )
 
 // Reasons a session cannot be continued.
@@ -41,14 +39,14 @@ const (
 	ReasonHistoryDegraded   = "history_degraded"
 )
 
-// Input is everything the planner looks at: the transcript and the live
+// PlanInput is everything the planner looks at: the transcript and the live
 // state the session actor holds.
-type Input struct {
-	Turns       []session.Turn
-	Messages    []session.Message
-	ToolCalls   []session.ToolCall
-	Permissions []session.Permission
-	State       session.SessionState
+type PlanInput struct {
+	Turns       []Turn
+	Messages    []Message
+	ToolCalls   []ToolCall
+	Permissions []Permission
+	State       SessionState
 	// Closing: a close has been admitted and is in progress.
 	Closing bool
 	// AgentAvailable: the session's agent profile exists and can start.
@@ -76,11 +74,11 @@ type DanglingToolCall struct {
 	Kind  string `json:"kind"`
 }
 
-// Summary is the recovery plan of a session.
-type Summary struct {
-	Kind        Kind   `json:"kind"`
-	CanContinue bool   `json:"canContinue"`
-	Reason      string `json:"reason,omitempty"`
+// Recovery is the recovery plan of a
+type Recovery struct {
+	Kind        RecoveryKind `json:"kind"`
+	CanContinue bool         `json:"canContinue"`
+	Reason      string       `json:"reason,omitempty"`
 	// PromptID is the turn a continuation would continue.
 	PromptID        string `json:"promptId,omitempty"`
 	InterruptReason string `json:"interruptReason,omitempty"`
@@ -95,7 +93,7 @@ type Summary struct {
 	Notice    string `json:"notice"`
 	// Report is what the interrupted turn got done (nil when the last
 	// turn was not interrupted).
-	Report *Report `json:"report,omitempty"`
+	Report *TurnReport `json:"report,omitempty"`
 }
 
 // Withdrawn is the stop reason of a queued turn its client withdrew: it
@@ -104,17 +102,17 @@ const Withdrawn = "withdrawn"
 
 // Plan is a pure function of its input: the same transcript and live state
 // always give the same summary, so admission and display agree.
-func Plan(in Input) Summary {
-	s := Summary{Kind: Clean, DanglingToolCalls: []DanglingToolCall{}}
-	turns := append([]session.Turn(nil), in.Turns...)
+func Plan(in PlanInput) Recovery {
+	s := Recovery{Kind: RecoveryClean, DanglingToolCalls: []DanglingToolCall{}}
+	turns := append([]Turn(nil), in.Turns...)
 	sort.SliceStable(turns, func(i, j int) bool { return turns[i].Seq < turns[j].Seq })
 
 	active := false
 	for i := range turns {
 		switch turns[i].State {
-		case session.TurnRunning:
+		case TurnRunning:
 			active = true
-		case session.TurnQueued:
+		case TurnQueued:
 			s.Queued = append(s.Queued, turns[i].PromptID)
 		}
 	}
@@ -122,13 +120,13 @@ func Plan(in Input) Summary {
 	held := queued && in.QueueHeld && !active
 	s.QueueHeld = held
 	last := LastRun(turns)
-	if last != nil && last.State == session.TurnInterrupted && !last.CancelRequested {
+	if last != nil && last.State == TurnInterrupted && !last.CancelRequested {
 		s.PromptID = last.PromptID
 		s.InterruptReason = last.InterruptReason
-		s.Kind = InterruptedPrompt
+		s.Kind = RecoveryInterruptedPrompt
 		s.PromptDelivered = last.DeliveredAt != nil
 		if producedOutput(in, last.PromptID) {
-			s.Kind, s.PromptDelivered = InterruptedTurn, true
+			s.Kind, s.PromptDelivered = RecoveryInterruptedTurn, true
 		}
 		for _, c := range in.ToolCalls {
 			if c.PromptID == last.PromptID && dangling(c) {
@@ -138,16 +136,16 @@ func Plan(in Input) Summary {
 		s.Report = report(in, last)
 	}
 	if gap := historyGap(turns, in); in.ContextLost || gap != "" {
-		s.Kind = DegradedHistory
-		s.Notice = "The agent lost this conversation's context when it was restored, so it cannot pick up where it left off. Start a new turn with the context it needs, or a new session."
+		s.Kind = RecoveryDegradedHistory
+		s.Notice = "The agent lost this conversation's context when it was restored, so it cannot pick up where it left off. Start a new turn with the context it needs, or a new "
 		if gap != "" {
-			s.Notice = "The transcript has a gap (" + gap + "), so the interrupted work cannot be continued safely. Start a new turn or a new session."
+			s.Notice = "The transcript has a gap (" + gap + "), so the interrupted work cannot be continued safely. Start a new turn or a new "
 		}
 	}
 
 	pending := false
 	for _, p := range in.Permissions {
-		pending = pending || p.State == session.PermissionPending
+		pending = pending || p.State == PermissionPending
 	}
 	switch {
 	case in.State.Terminal():
@@ -160,9 +158,9 @@ func Plan(in Input) Summary {
 		s.Reason = ReasonTurnQueued
 	case pending:
 		s.Reason = ReasonPermissionPending
-	case s.Kind == DegradedHistory:
+	case s.Kind == RecoveryDegradedHistory:
 		s.Reason = ReasonHistoryDegraded
-	case s.Kind == Clean:
+	case s.Kind == RecoveryClean:
 		s.Reason = ReasonNothingToContinue
 	case !in.AgentAvailable:
 		s.Reason = ReasonAgentUnavailable
@@ -171,9 +169,9 @@ func Plan(in Input) Summary {
 	}
 	if s.Notice == "" {
 		s.Notice = notice(s, last != nil)
-		if why := blocked(s.Reason); why != "" && s.Kind != Clean {
+		if why := blocked(s.Reason); why != "" && s.Kind != RecoveryClean {
 			s.Notice += " " + why
-		} else if s.Kind == Clean && why != "" {
+		} else if s.Kind == RecoveryClean && why != "" {
 			s.Notice = why
 		}
 		if held {
@@ -190,10 +188,10 @@ func Plan(in Input) Summary {
 // A continuation runs before the turns held in the queue when it was
 // admitted, so a turn with a lower seq may have started after it: among
 // turns that started, the one that started last wins.
-func LastRun(turns []session.Turn) *session.Turn {
-	var last *session.Turn
+func LastRun(turns []Turn) *Turn {
+	var last *Turn
 	for i := len(turns) - 1; i >= 0; i-- {
-		if t := &turns[i]; t.State != session.TurnQueued && !withdrawn(*t) {
+		if t := &turns[i]; t.State != TurnQueued && !withdrawn(*t) {
 			last = t
 			break
 		}
@@ -202,21 +200,21 @@ func LastRun(turns []session.Turn) *session.Turn {
 		return last
 	}
 	for i := range turns {
-		if t := &turns[i]; t.StartedAt != nil && t.StartedAt.After(*last.StartedAt) && t.State != session.TurnQueued {
+		if t := &turns[i]; t.StartedAt != nil && t.StartedAt.After(*last.StartedAt) && t.State != TurnQueued {
 			last = t
 		}
 	}
 	return last
 }
 
-func withdrawn(t session.Turn) bool {
-	return t.State == session.TurnCancelled && t.StopReason == Withdrawn
+func withdrawn(t Turn) bool {
+	return t.State == TurnCancelled && t.StopReason == Withdrawn
 }
 
 // heldNotice tells the user what happens to prompts held since an
 // interruption: a restart of tetherd, or a crash or loss of the agent or
 // its executor host, so it names none of them.
-func heldNotice(s Summary) string {
+func heldNotice(s Recovery) string {
 	n, them := "1 prompt queued behind the interrupted turn is waiting", "it"
 	if len(s.Queued) > 1 {
 		n, them = fmt.Sprintf("%d prompts queued behind the interrupted turn are waiting", len(s.Queued)), "them"
@@ -247,9 +245,9 @@ func blocked(reason string) string {
 }
 
 // producedOutput reports whether the agent said or did anything for a turn.
-func producedOutput(in Input, promptID string) bool {
+func producedOutput(in PlanInput, promptID string) bool {
 	for _, m := range in.Messages {
-		if m.PromptID == promptID && (m.Role == session.RoleAgent || m.Role == session.RoleThought) {
+		if m.PromptID == promptID && (m.Role == RoleAgent || m.Role == RoleThought) {
 			return true
 		}
 	}
@@ -265,15 +263,15 @@ func producedOutput(in Input, promptID string) bool {
 // zero; only Seq and PromptID are looked at) is not the whole story, or
 // empty. A reader that gives Plan only the recent turns runs it over ids
 // of the whole history and passes its answer as Input.Gap.
-func HistoryGap(in Input) string {
-	turns := append([]session.Turn(nil), in.Turns...)
+func HistoryGap(in PlanInput) string {
+	turns := append([]Turn(nil), in.Turns...)
 	sort.SliceStable(turns, func(i, j int) bool { return turns[i].Seq < turns[j].Seq })
 	return historyGap(turns, in)
 }
 
 // historyGap finds evidence that the transcript is not the whole story:
 // missing turn numbers, or output attributed to a turn that does not exist.
-func historyGap(turns []session.Turn, in Input) string {
+func historyGap(turns []Turn, in PlanInput) string {
 	if in.Gap != "" {
 		return in.Gap
 	}
@@ -302,14 +300,14 @@ func historyGap(turns []session.Turn, in Input) string {
 
 // notice is the sentence for the user; ran tells whether any turn has run
 // (a session whose only turns are queued, or that has none, has not).
-func notice(s Summary, ran bool) string {
+func notice(s Recovery, ran bool) string {
 	switch s.Kind {
-	case InterruptedPrompt:
+	case RecoveryInterruptedPrompt:
 		if s.PromptDelivered {
 			return "The last prompt was interrupted (" + readable(s.InterruptReason) + ") after the agent received it, before it answered. Continue asks the agent to answer it."
 		}
 		return "The last prompt was interrupted (" + readable(s.InterruptReason) + ") before the agent received it. Continue sends it again."
-	case InterruptedTurn:
+	case RecoveryInterruptedTurn:
 		n := "The last turn was interrupted (" + readable(s.InterruptReason) + ") while the agent was working."
 		if len(s.DanglingToolCalls) > 0 {
 			names := make([]string, 0, len(s.DanglingToolCalls))
@@ -348,8 +346,8 @@ const partialCut = "[… earlier part of the reply omitted] "
 // continues the turn s names: the original prompt when the agent never
 // received it, else the continuation prompt, which never repeats the
 // user's request. Tools are never replayed by the daemon.
-func Continuation(s Summary, in Input) json.RawMessage {
-	if s.Kind == InterruptedPrompt && !s.PromptDelivered {
+func Continuation(s Recovery, in PlanInput) json.RawMessage {
+	if s.Kind == RecoveryInterruptedPrompt && !s.PromptDelivered {
 		for _, t := range in.Turns {
 			if t.PromptID == s.PromptID && len(t.Prompt) > 0 {
 				return t.Prompt
@@ -362,10 +360,10 @@ func Continuation(s Summary, in Input) json.RawMessage {
 
 // PartialReply is the text the user saw of a turn's reply: its agent
 // messages in order, the last MaxPartialReplyChars of them.
-func PartialReply(in Input, promptID string) string {
+func PartialReply(in PlanInput, promptID string) string {
 	var parts []string
 	for _, m := range in.Messages {
-		if m.PromptID == promptID && m.Role == session.RoleAgent && strings.TrimSpace(m.Text) != "" {
+		if m.PromptID == promptID && m.Role == RoleAgent && strings.TrimSpace(m.Text) != "" {
 			parts = append(parts, m.Text)
 		}
 	}
@@ -383,9 +381,9 @@ func PartialReply(in Input, promptID string) string {
 // an interrupted reply (Claude Code replaces it with "No response
 // requested."), so the prompt says it. A prompt the agent received but did
 // not answer is not repeated: it is asked to answer the one it holds.
-func ContinuationPrompt(s Summary, partial string) string {
+func ContinuationPrompt(s Recovery, partial string) string {
 	var b strings.Builder
-	if s.Kind == InterruptedPrompt {
+	if s.Kind == RecoveryInterruptedPrompt {
 		fmt.Fprintf(&b, "Your previous turn was interrupted (%s) before you answered. ", readable(s.InterruptReason))
 		b.WriteString("The request you were answering is already in this conversation and is not repeated here. Answer it now.")
 		return b.String()

@@ -1,4 +1,4 @@
-package recovery_test
+package session_test
 
 import (
 	"encoding/json"
@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tether/tether/internal/recovery"
 	"github.com/tether/tether/internal/session"
 )
 
@@ -38,8 +37,8 @@ func call(id, promptID, title, kind string, status session.ToolCallStatus, wasIn
 // continuable is an otherwise continuable transcript: turn p1 completed,
 // turn p2 interrupted by the agent exiting after it started a tool call.
 // Each non-continuable reason below changes exactly one thing about it.
-func continuable() recovery.Input {
-	return recovery.Input{
+func continuable() session.PlanInput {
+	return session.PlanInput{
 		Turns: []session.Turn{turn(1, "p1", session.TurnCompleted), interrupted(2, "p2", "agent_exited")},
 		Messages: []session.Message{
 			msg("p1", session.RoleUser, "first"), msg("p1", session.RoleAgent, "done"),
@@ -56,7 +55,7 @@ func continuable() recovery.Input {
 	}
 }
 
-func with(mut func(*recovery.Input)) recovery.Input {
+func with(mut func(*session.PlanInput)) session.PlanInput {
 	in := continuable()
 	mut(&in)
 	return in
@@ -64,22 +63,22 @@ func with(mut func(*recovery.Input)) recovery.Input {
 
 // idle is a session with no live blockers, for rule cases that build their
 // own transcript.
-func idle(turns []session.Turn, msgs []session.Message, calls []session.ToolCall) recovery.Input {
-	return recovery.Input{Turns: turns, Messages: msgs, ToolCalls: calls,
+func idle(turns []session.Turn, msgs []session.Message, calls []session.ToolCall) session.PlanInput {
+	return session.PlanInput{Turns: turns, Messages: msgs, ToolCalls: calls,
 		State: session.SessionWaitingForInput, AgentAvailable: true}
 }
 
 type want struct {
-	kind            recovery.Kind
+	kind            session.RecoveryKind
 	canContinue     bool
 	reason          string
 	promptID        string
 	interruptReason string
-	dangling        []recovery.DanglingToolCall // nil: expect none
-	notice          []string                    // substrings the notice must contain
+	dangling        []session.DanglingToolCall // nil: expect none
+	notice          []string                   // substrings the notice must contain
 }
 
-func checkSummary(t *testing.T, in recovery.Input, got recovery.Summary, w want) {
+func checkSummary(t *testing.T, in session.PlanInput, got session.Recovery, w want) {
 	t.Helper()
 	if got.Kind != w.kind {
 		t.Errorf("kind = %q, want %q", got.Kind, w.kind)
@@ -101,7 +100,7 @@ func checkSummary(t *testing.T, in recovery.Input, got recovery.Summary, w want)
 	}
 	wantDangling := w.dangling
 	if wantDangling == nil {
-		wantDangling = []recovery.DanglingToolCall{}
+		wantDangling = []session.DanglingToolCall{}
 	}
 	if !reflect.DeepEqual(got.DanglingToolCalls, wantDangling) {
 		t.Errorf("danglingToolCalls = %+v, want %+v", got.DanglingToolCalls, wantDangling)
@@ -112,13 +111,13 @@ func checkSummary(t *testing.T, in recovery.Input, got recovery.Summary, w want)
 			t.Errorf("notice %q does not contain %q", got.Notice, sub)
 		}
 	}
-	if again := recovery.Plan(in); !reflect.DeepEqual(again, got) {
+	if again := session.Plan(in); !reflect.DeepEqual(again, got) {
 		t.Errorf("Plan is not deterministic:\n first %+v\nsecond %+v", got, again)
 	}
 }
 
 // checkCommon asserts what holds for every summary.
-func checkCommon(t *testing.T, got recovery.Summary) {
+func checkCommon(t *testing.T, got session.Recovery) {
 	t.Helper()
 	if strings.TrimSpace(got.Notice) == "" {
 		t.Errorf("notice is empty")
@@ -126,10 +125,10 @@ func checkCommon(t *testing.T, got recovery.Summary) {
 	if got.CanContinue != (got.Reason == "") {
 		t.Errorf("canContinue = %v but reason = %q", got.CanContinue, got.Reason)
 	}
-	if got.Kind == recovery.DegradedHistory && got.CanContinue {
+	if got.Kind == session.RecoveryDegradedHistory && got.CanContinue {
 		t.Errorf("degraded_history can continue")
 	}
-	if got.Kind == recovery.InterruptedTurn {
+	if got.Kind == session.RecoveryInterruptedTurn {
 		for _, d := range got.DanglingToolCalls {
 			if !strings.Contains(got.Notice, d.Title) {
 				t.Errorf("notice %q does not name dangling tool call %q", got.Notice, d.Title)
@@ -141,25 +140,25 @@ func checkCommon(t *testing.T, got recovery.Summary) {
 func TestPlanRules(t *testing.T) {
 	cases := []struct {
 		name string
-		in   recovery.Input
+		in   session.PlanInput
 		want want
 	}{
 		{
 			name: "no_turns_is_clean_with_nothing_to_continue",
 			in:   idle(nil, nil, nil),
-			want: want{kind: recovery.Clean, reason: recovery.ReasonNothingToContinue, notice: []string{"No turn has run yet"}},
+			want: want{kind: session.RecoveryClean, reason: session.ReasonNothingToContinue, notice: []string{"No turn has run yet"}},
 		},
 		{
 			name: "last_turn_completed_is_clean",
 			in: idle([]session.Turn{turn(1, "p1", session.TurnCompleted)},
 				[]session.Message{msg("p1", session.RoleUser, "hi"), msg("p1", session.RoleAgent, "hello")}, nil),
-			want: want{kind: recovery.Clean, reason: recovery.ReasonNothingToContinue, notice: []string{"the last turn finished"}},
+			want: want{kind: session.RecoveryClean, reason: session.ReasonNothingToContinue, notice: []string{"the last turn finished"}},
 		},
 		{
 			name: "last_turn_failed_is_clean",
 			in: idle([]session.Turn{turn(1, "p1", session.TurnFailed)},
 				[]session.Message{msg("p1", session.RoleUser, "hi")}, nil),
-			want: want{kind: recovery.Clean, reason: recovery.ReasonNothingToContinue},
+			want: want{kind: session.RecoveryClean, reason: session.ReasonNothingToContinue},
 		},
 		{
 			name: "last_turn_cancelled_by_user_is_clean",
@@ -170,7 +169,7 @@ func TestPlanRules(t *testing.T) {
 				return t
 			}()}, []session.Message{msg("p1", session.RoleUser, "hi"), msg("p1", session.RoleAgent, "par")},
 				[]session.ToolCall{call("tc1", "p1", "Run make", "execute", session.ToolFailed, true)}),
-			want: want{kind: recovery.Clean, reason: recovery.ReasonNothingToContinue},
+			want: want{kind: session.RecoveryClean, reason: session.ReasonNothingToContinue},
 		},
 		{
 			name: "interrupted_with_cancel_requested_is_clean_user_intent_wins",
@@ -180,7 +179,7 @@ func TestPlanRules(t *testing.T) {
 				return t
 			}()}, []session.Message{msg("p1", session.RoleUser, "hi"), msg("p1", session.RoleAgent, "par")},
 				[]session.ToolCall{call("tc1", "p1", "Run make", "execute", session.ToolFailed, true)}),
-			want: want{kind: recovery.Clean, reason: recovery.ReasonNothingToContinue},
+			want: want{kind: session.RecoveryClean, reason: session.ReasonNothingToContinue},
 		},
 		{
 			name: "earlier_interrupted_turn_followed_by_completed_turn_is_clean",
@@ -188,7 +187,7 @@ func TestPlanRules(t *testing.T) {
 				[]session.Message{msg("p1", session.RoleUser, "a"), msg("p1", session.RoleAgent, "b"),
 					msg("p2", session.RoleUser, "c"), msg("p2", session.RoleAgent, "d")},
 				[]session.ToolCall{call("tc1", "p1", "Run make", "execute", session.ToolFailed, true)}),
-			want: want{kind: recovery.Clean, reason: recovery.ReasonNothingToContinue},
+			want: want{kind: session.RecoveryClean, reason: session.ReasonNothingToContinue},
 		},
 		{
 			name: "interrupted_before_any_output_is_interrupted_prompt",
@@ -198,21 +197,21 @@ func TestPlanRules(t *testing.T) {
 					// a system notice is not agent output
 					msg("p2", session.RoleSystem, "Turn interrupted: the daemon restarted.")},
 				[]session.ToolCall{call("tc1", "p1", "Read", "read", session.ToolCompleted, false)}),
-			want: want{kind: recovery.InterruptedPrompt, canContinue: true, promptID: "p2",
+			want: want{kind: session.RecoveryInterruptedPrompt, canContinue: true, promptID: "p2",
 				interruptReason: "daemon_restart", notice: []string{"daemon restart"}},
 		},
 		{
 			name: "interrupted_after_agent_text_is_interrupted_turn",
 			in: idle([]session.Turn{interrupted(1, "p1", "agent_exited")},
 				[]session.Message{msg("p1", session.RoleUser, "a"), msg("p1", session.RoleAgent, "I will start by")}, nil),
-			want: want{kind: recovery.InterruptedTurn, canContinue: true, promptID: "p1",
+			want: want{kind: session.RecoveryInterruptedTurn, canContinue: true, promptID: "p1",
 				interruptReason: "agent_exited", notice: []string{"agent exited"}},
 		},
 		{
 			name: "interrupted_after_thought_only_is_interrupted_turn",
 			in: idle([]session.Turn{interrupted(1, "p1", "agent_exited")},
 				[]session.Message{msg("p1", session.RoleUser, "a"), msg("p1", session.RoleThought, "hmm")}, nil),
-			want: want{kind: recovery.InterruptedTurn, canContinue: true, promptID: "p1",
+			want: want{kind: session.RecoveryInterruptedTurn, canContinue: true, promptID: "p1",
 				interruptReason: "agent_exited"},
 		},
 		{
@@ -228,8 +227,8 @@ func TestPlanRules(t *testing.T) {
 					call("tc-fail", "p2", "Fetch url", "fetch", session.ToolFailed, false),
 					call("tc-pend", "p2", "Delete tmp", "delete", session.ToolPending, false),
 				}),
-			want: want{kind: recovery.InterruptedTurn, canContinue: true, promptID: "p2", interruptReason: "agent_exited",
-				dangling: []recovery.DanglingToolCall{
+			want: want{kind: session.RecoveryInterruptedTurn, canContinue: true, promptID: "p2", interruptReason: "agent_exited",
+				dangling: []session.DanglingToolCall{
 					{ID: "tc-int", Title: "Run make", Kind: "execute"},
 					{ID: "tc-prog", Title: "Edit main.go", Kind: "edit"},
 					{ID: "tc-pend", Title: "Delete tmp", Kind: "delete"},
@@ -241,20 +240,20 @@ func TestPlanRules(t *testing.T) {
 			in: idle([]session.Turn{turn(1, "p1", session.TurnCompleted), interrupted(2, "p2", "agent_exited")},
 				[]session.Message{msg("p1", session.RoleUser, "a"), msg("p1", session.RoleAgent, "b"),
 					msg("p2", session.RoleUser, "explain"), msg("p2", session.RoleAgent, "The reason this happens is th")}, nil),
-			want: want{kind: recovery.InterruptedTurn, canContinue: true, promptID: "p2", interruptReason: "agent_exited"},
+			want: want{kind: session.RecoveryInterruptedTurn, canContinue: true, promptID: "p2", interruptReason: "agent_exited"},
 		},
 		{
 			name: "interrupted_without_recorded_reason_still_continues",
 			in: idle([]session.Turn{interrupted(1, "p1", "")},
 				[]session.Message{msg("p1", session.RoleUser, "a")}, nil),
-			want: want{kind: recovery.InterruptedPrompt, canContinue: true, promptID: "p1",
+			want: want{kind: session.RecoveryInterruptedPrompt, canContinue: true, promptID: "p1",
 				notice: []string{"unknown cause"}},
 		},
 		{
 			name: "turns_out_of_order_are_ordered_by_seq",
 			in: idle([]session.Turn{interrupted(2, "p2", "agent_exited"), turn(1, "p1", session.TurnCompleted)},
 				[]session.Message{msg("p1", session.RoleUser, "a"), msg("p2", session.RoleUser, "b")}, nil),
-			want: want{kind: recovery.InterruptedPrompt, canContinue: true, promptID: "p2", interruptReason: "agent_exited"},
+			want: want{kind: session.RecoveryInterruptedPrompt, canContinue: true, promptID: "p2", interruptReason: "agent_exited"},
 		},
 		{
 			name: "queued_turns_after_interrupted_one_block_with_turn_queued",
@@ -263,87 +262,87 @@ func TestPlanRules(t *testing.T) {
 				[]session.Message{msg("p1", session.RoleUser, "a"), msg("p2", session.RoleUser, "b"),
 					msg("p2", session.RoleAgent, "c"), msg("p3", session.RoleUser, "d"), msg("p4", session.RoleUser, "e")},
 				[]session.ToolCall{call("tc1", "p2", "Run make", "execute", session.ToolFailed, true)}),
-			want: want{kind: recovery.InterruptedTurn, reason: recovery.ReasonTurnQueued, promptID: "p2",
+			want: want{kind: session.RecoveryInterruptedTurn, reason: session.ReasonTurnQueued, promptID: "p2",
 				interruptReason: "agent_exited",
-				dangling:        []recovery.DanglingToolCall{{ID: "tc1", Title: "Run make", Kind: "execute"}},
+				dangling:        []session.DanglingToolCall{{ID: "tc1", Title: "Run make", Kind: "execute"}},
 				notice:          []string{"Run make"}},
 		},
 		{
 			name: "context_lost_is_degraded_and_never_continues",
-			in:   with(func(in *recovery.Input) { in.ContextLost = true }),
-			want: want{kind: recovery.DegradedHistory, reason: recovery.ReasonHistoryDegraded, promptID: "p2",
+			in:   with(func(in *session.PlanInput) { in.ContextLost = true }),
+			want: want{kind: session.RecoveryDegradedHistory, reason: session.ReasonHistoryDegraded, promptID: "p2",
 				interruptReason: "agent_exited",
-				dangling:        []recovery.DanglingToolCall{{ID: "tc-cut", Title: "Run make", Kind: "execute"}},
+				dangling:        []session.DanglingToolCall{{ID: "tc-cut", Title: "Run make", Kind: "execute"}},
 				notice:          []string{"lost", "context"}},
 		},
 		{
 			name: "context_lost_after_clean_turn_is_degraded",
-			in: func() recovery.Input {
+			in: func() session.PlanInput {
 				in := idle([]session.Turn{turn(1, "p1", session.TurnCompleted)}, []session.Message{msg("p1", session.RoleUser, "a")}, nil)
 				in.ContextLost = true
 				return in
 			}(),
-			want: want{kind: recovery.DegradedHistory, reason: recovery.ReasonHistoryDegraded, notice: []string{"context"}},
+			want: want{kind: session.RecoveryDegradedHistory, reason: session.ReasonHistoryDegraded, notice: []string{"context"}},
 		},
 		{
 			name: "gap_missing_seq_is_degraded",
 			in: idle([]session.Turn{turn(1, "p1", session.TurnCompleted), interrupted(3, "p3", "agent_exited")},
 				[]session.Message{msg("p1", session.RoleUser, "a"), msg("p3", session.RoleUser, "b"), msg("p3", session.RoleAgent, "c")}, nil),
-			want: want{kind: recovery.DegradedHistory, reason: recovery.ReasonHistoryDegraded, promptID: "p3",
+			want: want{kind: session.RecoveryDegradedHistory, reason: session.ReasonHistoryDegraded, promptID: "p3",
 				interruptReason: "agent_exited", notice: []string{"gap", "turn 2 is missing"}},
 		},
 		{
 			name: "gap_first_seq_missing_is_degraded",
 			in: idle([]session.Turn{interrupted(2, "p2", "agent_exited")},
 				[]session.Message{msg("p2", session.RoleUser, "b")}, nil),
-			want: want{kind: recovery.DegradedHistory, reason: recovery.ReasonHistoryDegraded, promptID: "p2",
+			want: want{kind: session.RecoveryDegradedHistory, reason: session.ReasonHistoryDegraded, promptID: "p2",
 				interruptReason: "agent_exited", notice: []string{"turn 1 is missing"}},
 		},
 		{
 			name: "gap_message_with_unknown_prompt_id_is_degraded",
-			in: with(func(in *recovery.Input) {
+			in: with(func(in *session.PlanInput) {
 				in.Messages = append(in.Messages, msg("ghost", session.RoleAgent, "from nowhere"))
 			}),
-			want: want{kind: recovery.DegradedHistory, reason: recovery.ReasonHistoryDegraded, promptID: "p2",
+			want: want{kind: session.RecoveryDegradedHistory, reason: session.ReasonHistoryDegraded, promptID: "p2",
 				interruptReason: "agent_exited",
-				dangling:        []recovery.DanglingToolCall{{ID: "tc-cut", Title: "Run make", Kind: "execute"}},
+				dangling:        []session.DanglingToolCall{{ID: "tc-cut", Title: "Run make", Kind: "execute"}},
 				notice:          []string{"gap", "ghost"}},
 		},
 		{
 			name: "gap_tool_call_with_unknown_prompt_id_is_degraded",
-			in: with(func(in *recovery.Input) {
+			in: with(func(in *session.PlanInput) {
 				in.ToolCalls = append(in.ToolCalls, call("tc-ghost", "ghost", "Phantom", "other", session.ToolCompleted, false))
 			}),
-			want: want{kind: recovery.DegradedHistory, reason: recovery.ReasonHistoryDegraded, promptID: "p2",
+			want: want{kind: session.RecoveryDegradedHistory, reason: session.ReasonHistoryDegraded, promptID: "p2",
 				interruptReason: "agent_exited",
-				dangling:        []recovery.DanglingToolCall{{ID: "tc-cut", Title: "Run make", Kind: "execute"}},
+				dangling:        []session.DanglingToolCall{{ID: "tc-cut", Title: "Run make", Kind: "execute"}},
 				notice:          []string{"gap", "ghost"}},
 		},
 		{
 			name: "message_without_prompt_id_is_not_a_gap",
-			in: with(func(in *recovery.Input) {
+			in: with(func(in *session.PlanInput) {
 				in.Messages = append(in.Messages, msg("", session.RoleSystem, "session restored"))
 			}),
-			want: want{kind: recovery.InterruptedTurn, canContinue: true, promptID: "p2", interruptReason: "agent_exited",
-				dangling: []recovery.DanglingToolCall{{ID: "tc-cut", Title: "Run make", Kind: "execute"}},
+			want: want{kind: session.RecoveryInterruptedTurn, canContinue: true, promptID: "p2", interruptReason: "agent_exited",
+				dangling: []session.DanglingToolCall{{ID: "tc-cut", Title: "Run make", Kind: "execute"}},
 				notice:   []string{"Run make"}},
 		},
 		{
 			name: "resolved_permissions_do_not_block",
-			in: with(func(in *recovery.Input) {
+			in: with(func(in *session.PlanInput) {
 				in.Permissions = []session.Permission{
 					{ID: "a", PromptID: "p2", State: session.PermissionSelected},
 					{ID: "b", PromptID: "p2", State: session.PermissionCancelled},
 					{ID: "c", PromptID: "p2", State: session.PermissionExpired},
 				}
 			}),
-			want: want{kind: recovery.InterruptedTurn, canContinue: true, promptID: "p2", interruptReason: "agent_exited",
-				dangling: []recovery.DanglingToolCall{{ID: "tc-cut", Title: "Run make", Kind: "execute"}}},
+			want: want{kind: session.RecoveryInterruptedTurn, canContinue: true, promptID: "p2", interruptReason: "agent_exited",
+				dangling: []session.DanglingToolCall{{ID: "tc-cut", Title: "Run make", Kind: "execute"}}},
 		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			checkSummary(t, tc.in, recovery.Plan(tc.in), tc.want)
+			checkSummary(t, tc.in, session.Plan(tc.in), tc.want)
 		})
 	}
 }
@@ -351,92 +350,92 @@ func TestPlanRules(t *testing.T) {
 // TestPlanNonContinuableReasons changes one thing about a continuable
 // transcript per case.
 func TestPlanNonContinuableReasons(t *testing.T) {
-	base := recovery.Plan(continuable())
-	checkSummary(t, continuable(), base, want{kind: recovery.InterruptedTurn, canContinue: true, promptID: "p2",
+	base := session.Plan(continuable())
+	checkSummary(t, continuable(), base, want{kind: session.RecoveryInterruptedTurn, canContinue: true, promptID: "p2",
 		interruptReason: "agent_exited",
-		dangling:        []recovery.DanglingToolCall{{ID: "tc-cut", Title: "Run make", Kind: "execute"}},
+		dangling:        []session.DanglingToolCall{{ID: "tc-cut", Title: "Run make", Kind: "execute"}},
 		notice:          []string{"Run make", "agent exited"}})
 	if t.Failed() {
 		t.Fatal("the base transcript must be continuable")
 	}
-	dangling := []recovery.DanglingToolCall{{ID: "tc-cut", Title: "Run make", Kind: "execute"}}
+	dangling := []session.DanglingToolCall{{ID: "tc-cut", Title: "Run make", Kind: "execute"}}
 	blocked := func(reason string) want {
-		return want{kind: recovery.InterruptedTurn, reason: reason, promptID: "p2", interruptReason: "agent_exited", dangling: dangling}
+		return want{kind: session.RecoveryInterruptedTurn, reason: reason, promptID: "p2", interruptReason: "agent_exited", dangling: dangling}
 	}
 	cases := []struct {
 		name string
-		in   recovery.Input
+		in   session.PlanInput
 		want want
 	}{
 		{
 			name: "turn_active",
-			in: with(func(in *recovery.Input) {
+			in: with(func(in *session.PlanInput) {
 				in.Turns = append(in.Turns, turn(3, "p3", session.TurnRunning))
 				in.State = session.SessionRunning
 			}),
 			// the running turn is the last one that ran; it has no outcome yet
-			want: want{kind: recovery.Clean, reason: recovery.ReasonTurnActive},
+			want: want{kind: session.RecoveryClean, reason: session.ReasonTurnActive},
 		},
 		{
 			name: "turn_queued",
-			in:   with(func(in *recovery.Input) { in.Turns = append(in.Turns, turn(3, "p3", session.TurnQueued)) }),
-			want: blocked(recovery.ReasonTurnQueued),
+			in:   with(func(in *session.PlanInput) { in.Turns = append(in.Turns, turn(3, "p3", session.TurnQueued)) }),
+			want: blocked(session.ReasonTurnQueued),
 		},
 		{
 			name: "permission_pending",
-			in: with(func(in *recovery.Input) {
+			in: with(func(in *session.PlanInput) {
 				in.Permissions = append(in.Permissions, session.Permission{ID: "perm2", PromptID: "p2", ToolCallID: "tc-cut", State: session.PermissionPending})
 			}),
-			want: blocked(recovery.ReasonPermissionPending),
+			want: blocked(session.ReasonPermissionPending),
 		},
 		{
 			name: "session_closing",
-			in:   with(func(in *recovery.Input) { in.Closing = true }),
-			want: blocked(recovery.ReasonSessionClosing),
+			in:   with(func(in *session.PlanInput) { in.Closing = true }),
+			want: blocked(session.ReasonSessionClosing),
 		},
 		{
 			name: "session_terminal_completed",
-			in:   with(func(in *recovery.Input) { in.State = session.SessionCompleted }),
-			want: blocked(recovery.ReasonSessionTerminal),
+			in:   with(func(in *session.PlanInput) { in.State = session.SessionCompleted }),
+			want: blocked(session.ReasonSessionTerminal),
 		},
 		{
 			name: "session_terminal_failed",
-			in:   with(func(in *recovery.Input) { in.State = session.SessionFailed }),
-			want: blocked(recovery.ReasonSessionTerminal),
+			in:   with(func(in *session.PlanInput) { in.State = session.SessionFailed }),
+			want: blocked(session.ReasonSessionTerminal),
 		},
 		{
 			name: "session_terminal_cancelled",
-			in:   with(func(in *recovery.Input) { in.State = session.SessionCancelled }),
-			want: blocked(recovery.ReasonSessionTerminal),
+			in:   with(func(in *session.PlanInput) { in.State = session.SessionCancelled }),
+			want: blocked(session.ReasonSessionTerminal),
 		},
 		{
 			name: "agent_unavailable",
-			in:   with(func(in *recovery.Input) { in.AgentAvailable = false }),
-			want: blocked(recovery.ReasonAgentUnavailable),
+			in:   with(func(in *session.PlanInput) { in.AgentAvailable = false }),
+			want: blocked(session.ReasonAgentUnavailable),
 		},
 		{
 			name: "nothing_to_continue",
-			in: with(func(in *recovery.Input) {
+			in: with(func(in *session.PlanInput) {
 				in.Turns = append(in.Turns, turn(3, "p3", session.TurnCompleted))
 			}),
-			want: want{kind: recovery.Clean, reason: recovery.ReasonNothingToContinue},
+			want: want{kind: session.RecoveryClean, reason: session.ReasonNothingToContinue},
 		},
 		{
 			name: "history_degraded",
-			in:   with(func(in *recovery.Input) { in.ContextLost = true }),
-			want: want{kind: recovery.DegradedHistory, reason: recovery.ReasonHistoryDegraded, promptID: "p2",
+			in:   with(func(in *session.PlanInput) { in.ContextLost = true }),
+			want: want{kind: session.RecoveryDegradedHistory, reason: session.ReasonHistoryDegraded, promptID: "p2",
 				interruptReason: "agent_exited", dangling: dangling},
 		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			checkSummary(t, tc.in, recovery.Plan(tc.in), tc.want)
+			checkSummary(t, tc.in, session.Plan(tc.in), tc.want)
 		})
 	}
 	// Every live session state that is not terminal lets it continue.
 	for _, st := range []session.SessionState{session.SessionCreated, session.SessionStarting, session.SessionRunning, session.SessionWaitingForInput} {
 		t.Run("non_terminal_state_"+string(st)+"_continues", func(t *testing.T) {
-			s := recovery.Plan(with(func(in *recovery.Input) { in.State = st }))
+			s := session.Plan(with(func(in *session.PlanInput) { in.State = st }))
 			if !s.CanContinue {
 				t.Errorf("state %s: canContinue = false, reason %q", st, s.Reason)
 			}
@@ -451,7 +450,7 @@ func TestPlanNonContinuableReasons(t *testing.T) {
 // the lower ones.
 func TestPlanReasonPriority(t *testing.T) {
 	type blockers struct{ terminal, closing, active, queued, pending, degraded, clean, unavailable bool }
-	build := func(b blockers) recovery.Input {
+	build := func(b blockers) session.PlanInput {
 		in := continuable()
 		if b.terminal {
 			in.State = session.SessionFailed
@@ -478,19 +477,19 @@ func TestPlanReasonPriority(t *testing.T) {
 		b    blockers
 		want string
 	}{
-		{"terminal_beats_everything", blockers{true, true, true, true, true, true, true, true}, recovery.ReasonSessionTerminal},
-		{"closing_beats_active_and_below", blockers{false, true, true, true, true, true, true, true}, recovery.ReasonSessionClosing},
-		{"active_beats_queued_and_below", blockers{false, false, true, true, true, true, true, true}, recovery.ReasonTurnActive},
-		{"queued_beats_pending_and_below", blockers{false, false, false, true, true, true, true, true}, recovery.ReasonTurnQueued},
-		{"pending_beats_degraded_and_below", blockers{false, false, false, false, true, true, true, true}, recovery.ReasonPermissionPending},
-		{"degraded_beats_nothing_to_continue_and_unavailable", blockers{false, false, false, false, false, true, true, true}, recovery.ReasonHistoryDegraded},
-		{"nothing_to_continue_beats_unavailable", blockers{false, false, false, false, false, false, true, true}, recovery.ReasonNothingToContinue},
-		{"unavailable_alone", blockers{false, false, false, false, false, false, false, true}, recovery.ReasonAgentUnavailable},
+		{"terminal_beats_everything", blockers{true, true, true, true, true, true, true, true}, session.ReasonSessionTerminal},
+		{"closing_beats_active_and_below", blockers{false, true, true, true, true, true, true, true}, session.ReasonSessionClosing},
+		{"active_beats_queued_and_below", blockers{false, false, true, true, true, true, true, true}, session.ReasonTurnActive},
+		{"queued_beats_pending_and_below", blockers{false, false, false, true, true, true, true, true}, session.ReasonTurnQueued},
+		{"pending_beats_degraded_and_below", blockers{false, false, false, false, true, true, true, true}, session.ReasonPermissionPending},
+		{"degraded_beats_nothing_to_continue_and_unavailable", blockers{false, false, false, false, false, true, true, true}, session.ReasonHistoryDegraded},
+		{"nothing_to_continue_beats_unavailable", blockers{false, false, false, false, false, false, true, true}, session.ReasonNothingToContinue},
+		{"unavailable_alone", blockers{false, false, false, false, false, false, false, true}, session.ReasonAgentUnavailable},
 		{"no_blockers_continues", blockers{}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := recovery.Plan(build(tc.b))
+			s := session.Plan(build(tc.b))
 			if s.Reason != tc.want {
 				t.Errorf("reason = %q, want %q (summary %+v)", s.Reason, tc.want, s)
 			}
@@ -504,22 +503,22 @@ func TestPlanDoesNotMutateInput(t *testing.T) {
 		[]session.Message{msg("p3", session.RoleAgent, "x")},
 		[]session.ToolCall{call("tc", "p3", "Run", "execute", session.ToolInProgress, false)})
 	before := []session.Turn{in.Turns[0], in.Turns[1], in.Turns[2]}
-	s := recovery.Plan(in)
+	s := session.Plan(in)
 	if !reflect.DeepEqual(in.Turns, before) {
 		t.Errorf("Plan reordered the caller's turns: %+v", in.Turns)
 	}
-	if s.Kind != recovery.InterruptedTurn || s.PromptID != "p3" {
+	if s.Kind != session.RecoveryInterruptedTurn || s.PromptID != "p3" {
 		t.Errorf("summary = %+v, want interrupted_turn of p3", s)
 	}
 }
 
 func TestSummaryJSON(t *testing.T) {
-	for name, in := range map[string]recovery.Input{
+	for name, in := range map[string]session.PlanInput{
 		"clean":       idle(nil, nil, nil),
 		"interrupted": continuable(),
 	} {
 		t.Run(name, func(t *testing.T) {
-			raw, err := json.Marshal(recovery.Plan(in))
+			raw, err := json.Marshal(session.Plan(in))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -544,7 +543,7 @@ func TestSummaryJSON(t *testing.T) {
 			}
 		})
 	}
-	raw, _ := json.Marshal(recovery.Plan(continuable()))
+	raw, _ := json.Marshal(session.Plan(continuable()))
 	if !strings.Contains(string(raw), `"danglingToolCalls":[{"id":"tc-cut","title":"Run make","kind":"execute"}]`) {
 		t.Errorf("dangling tool call JSON shape: %s", raw)
 	}
@@ -562,11 +561,11 @@ func TestContinuationPrompt(t *testing.T) {
 			call("tc-b", "p1", "Edit main.go", "edit", session.ToolInProgress, false),
 			call("tc-c", "p1", "Read go.mod", "read", session.ToolCompleted, false),
 		})
-	s := recovery.Plan(in)
-	if s.Kind != recovery.InterruptedTurn || len(s.DanglingToolCalls) != 2 {
+	s := session.Plan(in)
+	if s.Kind != session.RecoveryInterruptedTurn || len(s.DanglingToolCalls) != 2 {
 		t.Fatalf("summary = %+v, want interrupted_turn with 2 dangling calls", s)
 	}
-	p := recovery.ContinuationPrompt(s, recovery.PartialReply(in, "p1"))
+	p := session.ContinuationPrompt(s, session.PartialReply(in, "p1"))
 	for _, d := range s.DanglingToolCalls {
 		for _, part := range []string{d.Title, d.Kind, d.ID} {
 			if !strings.Contains(p, part) {
@@ -601,8 +600,8 @@ func TestContinuationPrompt(t *testing.T) {
 	t.Run("without_dangling_tool_calls", func(t *testing.T) {
 		in := idle([]session.Turn{interrupted(1, "p1", "")},
 			[]session.Message{msg("p1", session.RoleAgent, "cut off mid")}, nil)
-		s := recovery.Plan(in)
-		p := recovery.ContinuationPrompt(s, recovery.PartialReply(in, "p1"))
+		s := session.Plan(in)
+		p := session.ContinuationPrompt(s, session.PartialReply(in, "p1"))
 		if strings.Contains(p, "did not complete") {
 			t.Errorf("prompt lists tool calls that do not exist:\n%s", p)
 		}
@@ -640,11 +639,11 @@ func promptTextOf(t *testing.T, raw json.RawMessage) string {
 // it began is quoted back as the user saw it, cut to its last
 // MaxPartialReplyChars, with the tool calls that were cut off.
 func TestContinuation(t *testing.T) {
-	long := strings.Repeat("a", 500) + strings.Repeat("b", recovery.MaxPartialReplyChars)
+	long := strings.Repeat("a", 500) + strings.Repeat("b", session.MaxPartialReplyChars)
 	cases := []struct {
 		name      string
-		in        recovery.Input
-		kind      recovery.Kind
+		in        session.PlanInput
+		kind      session.RecoveryKind
 		delivered bool
 		// original: the original prompt is sent as it was.
 		original bool
@@ -654,13 +653,13 @@ func TestContinuation(t *testing.T) {
 		{
 			name:     "not_delivered_sends_the_original_prompt",
 			in:       idle([]session.Turn{interrupted(1, "p1", "daemon_restart")}, []session.Message{msg("p1", session.RoleUser, "do it")}, nil),
-			kind:     recovery.InterruptedPrompt,
+			kind:     session.RecoveryInterruptedPrompt,
 			original: true,
 		},
 		{
 			name:      "delivered_without_output_asks_for_the_answer_without_repeating_the_request",
 			in:        idle([]session.Turn{delivered(interrupted(1, "p1", "daemon_restart"))}, []session.Message{msg("p1", session.RoleUser, "do it")}, nil),
-			kind:      recovery.InterruptedPrompt,
+			kind:      session.RecoveryInterruptedPrompt,
 			delivered: true,
 			contains:  []string{"daemon restart", "before you answered", "not repeated here", "Answer it now"},
 			absent:    []string{"do it", "<partial-reply>"},
@@ -673,7 +672,7 @@ func TestContinuation(t *testing.T) {
 					msg("p1", session.RoleThought, "private thinking"), msg("p1", session.RoleAgent, "The file says"),
 					msg("p1", session.RoleSystem, "Turn interrupted: the agent was killed.")},
 				[]session.ToolCall{call("tc-1", "p1", "Read notes.txt", "read", session.ToolFailed, true)}),
-			kind:      recovery.InterruptedTurn,
+			kind:      session.RecoveryInterruptedTurn,
 			delivered: true,
 			contains: []string{"<partial-reply>\nLet me read that file.\nThe file says\n</partial-reply>",
 				"Read notes.txt (read, id tc-1)", "Continue the task"},
@@ -682,7 +681,7 @@ func TestContinuation(t *testing.T) {
 		{
 			name:      "tool_calls_without_text_quote_no_reply",
 			in:        idle([]session.Turn{interrupted(1, "p1", "agent_exited")}, nil, []session.ToolCall{call("tc-1", "p1", "Run make", "execute", session.ToolInProgress, false)}),
-			kind:      recovery.InterruptedTurn,
+			kind:      session.RecoveryInterruptedTurn,
 			delivered: true,
 			contains:  []string{"Run make (execute, id tc-1)"},
 			absent:    []string{"<partial-reply>"},
@@ -690,19 +689,19 @@ func TestContinuation(t *testing.T) {
 		{
 			name:      "a_long_reply_keeps_its_end",
 			in:        idle([]session.Turn{interrupted(1, "p1", "agent_exited")}, []session.Message{msg("p1", session.RoleAgent, long)}, nil),
-			kind:      recovery.InterruptedTurn,
+			kind:      session.RecoveryInterruptedTurn,
 			delivered: true,
-			contains:  []string{"<partial-reply>\n[… earlier part of the reply omitted] " + strings.Repeat("b", recovery.MaxPartialReplyChars) + "\n</partial-reply>"},
+			contains:  []string{"<partial-reply>\n[… earlier part of the reply omitted] " + strings.Repeat("b", session.MaxPartialReplyChars) + "\n</partial-reply>"},
 			absent:    []string{"ab"},
 		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := recovery.Plan(tc.in)
+			s := session.Plan(tc.in)
 			if s.Kind != tc.kind || s.PromptDelivered != tc.delivered || !s.CanContinue {
 				t.Fatalf("plan: got kind %s delivered %v canContinue %v, want %s %v true", s.Kind, s.PromptDelivered, s.CanContinue, tc.kind, tc.delivered)
 			}
-			got := recovery.Continuation(s, tc.in)
+			got := session.Continuation(s, tc.in)
 			if tc.original {
 				if string(got) != string(tc.in.Turns[0].Prompt) {
 					t.Errorf("continuation: got %s, want the original prompt %s", got, tc.in.Turns[0].Prompt)
@@ -737,7 +736,7 @@ func TestPlanNoticeSaysWhetherThePromptWasDelivered(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := recovery.Plan(idle([]session.Turn{tc.turn}, []session.Message{msg("p1", session.RoleUser, "do it")}, nil))
+			s := session.Plan(idle([]session.Turn{tc.turn}, []session.Message{msg("p1", session.RoleUser, "do it")}, nil))
 			if !strings.Contains(s.Notice, tc.want) {
 				t.Errorf("notice: got %q, want it to contain %q", s.Notice, tc.want)
 			}

@@ -1,0 +1,84 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/tether/tether/internal/session"
+	"github.com/tether/tether/internal/store"
+)
+
+// payloadOf makes an empty payload of each stored event type: the one
+// place that maps a type name of the log to its domain event.
+var payloadOf = map[string]func() session.EventPayload{
+	SessionCreated:         func() session.EventPayload { return &session.SessionCreatedData{} },
+	SessionStateChanged:    func() session.EventPayload { return &session.SessionStateChangedData{} },
+	SessionExecutorStatus:  func() session.EventPayload { return &session.ExecutorStatusData{} },
+	SessionResumed:         func() session.EventPayload { return &session.SessionResumedData{} },
+	SessionRecoveryChanged: func() session.EventPayload { return &session.RecoveryChangedData{} },
+	SessionAutoContinued:   func() session.EventPayload { return &session.AutoContinuedData{} },
+	SessionClosed:          func() session.EventPayload { return &session.SessionClosedData{} },
+	SessionOptionsChanged:  func() session.EventPayload { return &session.SessionOptionsChangedData{} },
+	TaskCreated:            func() session.EventPayload { return &session.TaskCreatedData{} },
+	TaskUpdated:            func() session.EventPayload { return &session.TaskUpdatedData{} },
+	TaskStateChanged:       func() session.EventPayload { return &session.TaskStateChangedData{} },
+	TurnQueued:             func() session.EventPayload { return &session.TurnQueuedData{} },
+	TurnStarted:            func() session.EventPayload { return &session.TurnStartedData{} },
+	TurnCompleted:          func() session.EventPayload { return &session.TurnCompletedData{} },
+	TurnFailed:             func() session.EventPayload { return &session.TurnFailedData{} },
+	TurnCancelled:          func() session.EventPayload { return &session.TurnCancelledData{} },
+	TurnInterrupted:        func() session.EventPayload { return &session.TurnInterruptedData{} },
+	MessageAdded:           func() session.EventPayload { return &session.MessageAddedData{} },
+	MessageChunk:           func() session.EventPayload { return &session.MessageChunkData{} },
+	ToolCallStarted:        func() session.EventPayload { return &session.ToolCallData{} },
+	ToolCallUpdated:        func() session.EventPayload { return &session.ToolCallData{} },
+	PlanUpdated:            func() session.EventPayload { return &session.PlanUpdatedData{} },
+	PermissionRequested:    func() session.EventPayload { return &session.PermissionRequestedData{} },
+	PermissionResolved:     func() session.EventPayload { return &session.PermissionResolvedData{} },
+	CommandStarted:         func() session.EventPayload { return &session.CommandStartedData{} },
+	CommandOutput:          func() session.EventPayload { return &session.CommandOutputData{} },
+	CommandTruncated:       func() session.EventPayload { return &session.CommandTruncatedData{} },
+	CommandExited:          func() session.EventPayload { return &session.CommandExitedData{} },
+}
+
+// Decode turns a stored event back into the domain event it was made
+// from. An unknown type or a payload that does not decode is an error: the
+// log holds only what the writer wrote.
+func Decode(e store.Event) (session.Event, error) {
+	mk, ok := payloadOf[e.Type]
+	if !ok {
+		return session.Event{}, fmt.Errorf("event %d: unknown type %q", e.Seq, e.Type)
+	}
+	p := mk()
+	if err := json.Unmarshal(e.Payload, p); err != nil {
+		return session.Event{}, fmt.Errorf("event %d (%s): %w", e.Seq, e.Type, err)
+	}
+	return session.Event{Seq: e.Seq, At: e.Time, Payload: p}, nil
+}
+
+// FoldSession reads session sessionID's whole stored log and folds it:
+// the state the log alone implies (see session.State).
+func FoldSession(ctx context.Context, st *store.Store, sessionID string) (*session.State, error) {
+	s := &session.State{}
+	const page = 5000
+	for after := int64(0); ; {
+		evs, err := st.ListSessionEvents(ctx, sessionID, after, page)
+		if err != nil {
+			return s, err
+		}
+		for _, se := range evs {
+			e, err := Decode(se)
+			if err != nil {
+				return s, err
+			}
+			if err := s.Evolve(e); err != nil {
+				return s, err
+			}
+			after = se.Seq
+		}
+		if len(evs) < page {
+			return s, nil
+		}
+	}
+}

@@ -1,0 +1,201 @@
+package session
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Event is one committed event of a session's log: its sequence number in
+// the session, when it was committed, and its domain payload (events.go).
+// The payload's EventCommon names the session, task and turn it belongs to.
+type Event struct {
+	Seq     int64
+	At      time.Time
+	Payload EventPayload
+}
+
+// State is a session as its log tells it: the fold of its events, in
+// order, by Evolve. It is what every view of the session (rows,
+// transcript, status, recovery plan) must agree with; nothing in it is
+// read from anywhere but the events. Its records keep the order the log
+// gave them: turns by turn.queued, messages by message.added, tool calls
+// by their first event.
+type State struct {
+	Session     Session
+	Turns       []Turn
+	Messages    []Message
+	ToolCalls   []ToolCall
+	Permissions []Permission
+	// Plan is the agent's latest plan entries (JSON), nil before any.
+	Plan json.RawMessage
+	// AgentMessageIDs maps a message to the ACP messageId its agent gave
+	// it (message.added's agentMessageId), where it gave one.
+	AgentMessageIDs map[int64]string
+	// Seq is the sequence number of the last event folded (0: none).
+	Seq int64
+
+	turn map[string]int
+	msg  map[int64]int
+	tool map[string]int
+	perm map[string]int
+}
+
+// Fold returns the state events imply, folded in order from the empty one.
+func Fold(events []Event) (*State, error) {
+	s := &State{}
+	for _, e := range events {
+		if err := s.Evolve(e); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+// Turn returns the turn promptID, or nil when the log has none.
+func (s *State) Turn(promptID string) *Turn {
+	if i, ok := s.turn[promptID]; ok {
+		return &s.Turns[i]
+	}
+	return nil
+}
+
+// PendingPermissions are the permission requests the log leaves open, in
+// the order they were asked.
+func (s *State) PendingPermissions() []Permission {
+	var out []Permission
+	for _, p := range s.Permissions {
+		if p.State == PermissionPending {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Evolve folds one event into s. Events must come in log order, each once:
+// an event at or below s.Seq is an error (a log that repeats or reorders
+// itself is not a log), as is an event about a turn or message the log
+// never introduced. Event types with no part in a session's state (task
+// events, commands, executor status, recovery pushes) only advance Seq.
+func (s *State) Evolve(e Event) error {
+	if e.Seq <= s.Seq {
+		return fmt.Errorf("event %d folded after event %d", e.Seq, s.Seq)
+	}
+	if s.turn == nil {
+		s.turn, s.msg, s.tool, s.perm = map[string]int{}, map[int64]int{}, map[string]int{}, map[string]int{}
+		s.AgentMessageIDs = map[int64]string{}
+	}
+	if err := s.evolve(e); err != nil {
+		return fmt.Errorf("event %d (%T): %w", e.Seq, e.Payload, err)
+	}
+	s.Seq = e.Seq
+	return nil
+}
+
+func (s *State) evolve(e Event) error {
+	switch p := e.Payload.(type) {
+	case *SessionCreatedData:
+		s.Session = Session{ID: p.SessionID, TaskID: p.TaskID, AgentProfileID: p.AgentProfileID, Cwd: p.Cwd,
+			State: p.State, Title: p.Title, EventEpoch: p.EventEpoch, CreatedAt: e.At, UpdatedAt: e.At}
+	case *SessionStateChangedData:
+		s.Session.State, s.Session.UpdatedAt = p.State, e.At
+	case *SessionClosedData:
+		s.Session.State, s.Session.UpdatedAt = p.State, e.At
+	case *TurnQueuedData:
+		if _, dup := s.turn[p.PromptID]; dup {
+			return fmt.Errorf("turn %s queued twice", p.PromptID)
+		}
+		s.turn[p.PromptID] = len(s.Turns)
+		s.Turns = append(s.Turns, Turn{SessionID: p.SessionID, PromptID: p.PromptID, Seq: p.Seq, Kind: p.Kind,
+			State: TurnQueued, Prompt: p.Prompt, ContinuesPromptID: p.ContinuesPromptID, CreatedAt: e.At})
+	case *TurnStartedData:
+		t, err := s.knownTurn(p.PromptID)
+		if err != nil {
+			return err
+		}
+		started := p.StartedAt
+		t.State, t.StartedAt = TurnRunning, &started
+	case *TurnCompletedData:
+		t, err := s.knownTurn(p.PromptID)
+		if err != nil {
+			return err
+		}
+		t.State, t.EndedAt, t.StopReason = p.State, p.EndedAt, p.StopReason
+	case *TurnFailedData:
+		t, err := s.knownTurn(p.PromptID)
+		if err != nil {
+			return err
+		}
+		t.State, t.EndedAt, t.ErrorCode, t.ErrorMessage = p.State, p.EndedAt, p.Code, p.Message
+	case *TurnCancelledData:
+		t, err := s.knownTurn(p.PromptID)
+		if err != nil {
+			return err
+		}
+		t.State, t.EndedAt, t.StopReason = p.State, p.EndedAt, p.StopReason
+	case *TurnInterruptedData:
+		t, err := s.knownTurn(p.PromptID)
+		if err != nil {
+			return err
+		}
+		t.State, t.EndedAt, t.InterruptReason = p.State, p.EndedAt, p.Reason
+		t.ExitCode, t.ExitSignal, t.ErrorCode, t.ErrorMessage = p.ExitCode, p.ExitSignal, p.Code, p.Message
+	case *MessageAddedData:
+		if _, dup := s.msg[p.MessageID]; dup {
+			return fmt.Errorf("message %d added twice", p.MessageID)
+		}
+		s.msg[p.MessageID] = len(s.Messages)
+		s.Messages = append(s.Messages, Message{ID: p.MessageID, SessionID: p.SessionID, PromptID: p.PromptID,
+			Role: p.Role, Text: p.Text, Content: p.Content, CreatedAt: p.CreatedAt, UpdatedAt: p.CreatedAt})
+		if p.AgentMessageID != "" {
+			s.AgentMessageIDs[p.MessageID] = p.AgentMessageID
+		}
+	case *MessageChunkData:
+		i, ok := s.msg[p.MessageID]
+		if !ok {
+			return fmt.Errorf("chunk of message %d, which no message.added started", p.MessageID)
+		}
+		m := &s.Messages[i]
+		m.Text += p.Text
+		m.UpdatedAt = e.At
+	case *ToolCallData:
+		c := ToolCall{SessionID: p.SessionID, ToolCallID: p.ToolCallID, PromptID: p.PromptID, Title: p.Title,
+			Kind: p.Kind, Status: p.Status, Interrupted: p.Interrupted, Content: p.Content, Locations: p.Locations,
+			RawInput: p.RawInput, RawOutput: p.RawOutput, CreatedAt: e.At, UpdatedAt: e.At}
+		if i, ok := s.tool[p.ToolCallID]; ok {
+			// The payload is the tool call whole; it stays the turn's
+			// that started it.
+			c.PromptID, c.CreatedAt = s.ToolCalls[i].PromptID, s.ToolCalls[i].CreatedAt
+			s.ToolCalls[i] = c
+			break
+		}
+		s.tool[p.ToolCallID] = len(s.ToolCalls)
+		s.ToolCalls = append(s.ToolCalls, c)
+	case *PlanUpdatedData:
+		s.Plan = p.Entries
+	case *PermissionRequestedData:
+		if _, dup := s.perm[p.RequestID]; dup {
+			return fmt.Errorf("permission %s requested twice", p.RequestID)
+		}
+		s.perm[p.RequestID] = len(s.Permissions)
+		s.Permissions = append(s.Permissions, Permission{ID: p.RequestID, SessionID: p.SessionID, PromptID: p.PromptID,
+			ToolCallID: p.ToolCallID, Title: p.Title, Options: p.Options, State: PermissionPending, CreatedAt: e.At})
+	case *PermissionResolvedData:
+		i, ok := s.perm[p.RequestID]
+		if !ok {
+			return fmt.Errorf("permission %s resolved, never requested", p.RequestID)
+		}
+		at := e.At
+		pm := &s.Permissions[i]
+		pm.State, pm.SelectedOptionID, pm.ResolvedAt = p.State, p.OptionID, &at
+	}
+	return nil
+}
+
+// knownTurn is the turn promptID, which an earlier turn.queued introduced.
+func (s *State) knownTurn(promptID string) (*Turn, error) {
+	if t := s.Turn(promptID); t != nil {
+		return t, nil
+	}
+	return nil, fmt.Errorf("turn %s was never queued", promptID)
+}

@@ -1,0 +1,98 @@
+package session_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tether/tether/internal/session"
+)
+
+// ev numbers payloads as a log would, from 1.
+func ev(ps ...session.EventPayload) []session.Event {
+	out := make([]session.Event, len(ps))
+	for i, p := range ps {
+		out[i] = session.Event{Seq: int64(i + 1), At: time.Unix(int64(i), 0), Payload: p}
+	}
+	return out
+}
+
+func common(promptID string) session.EventCommon {
+	return session.EventCommon{SessionID: "s", TaskID: "t", PromptID: promptID}
+}
+
+func TestFoldATurn(t *testing.T) {
+	end := time.Unix(100, 0)
+	st, err := session.Fold(ev(
+		&session.SessionCreatedData{EventCommon: common(""), AgentProfileID: "demo", Cwd: "/w", State: session.SessionCreated},
+		&session.TurnQueuedData{EventCommon: common("p1"), Kind: session.TurnPrompt, Seq: 1, Prompt: json.RawMessage(`[]`)},
+		&session.TurnQueuedData{EventCommon: common("p2"), Kind: session.TurnPrompt, Seq: 2, Prompt: json.RawMessage(`[]`)},
+		&session.SessionStateChangedData{EventCommon: common(""), State: session.SessionRunning},
+		&session.TurnStartedData{EventCommon: common("p1"), Kind: session.TurnPrompt},
+		&session.MessageAddedData{EventCommon: common("p1"), MessageID: 7, Role: session.RoleAgent, Text: "Hel", AgentMessageID: "m1"},
+		&session.MessageChunkData{EventCommon: common("p1"), MessageID: 7, Role: session.RoleAgent, Text: "lo"},
+		&session.ToolCallData{EventCommon: common("p1"), ToolCallID: "c1", Title: "read", Status: session.ToolPending},
+		&session.PermissionRequestedData{EventCommon: common("p1"), RequestID: "r1", ToolCallID: "c1"},
+		&session.PermissionRequestedData{EventCommon: common("p1"), RequestID: "r2", ToolCallID: "c1"},
+		&session.PermissionResolvedData{EventCommon: common("p1"), RequestID: "r1", State: session.PermissionSelected, OptionID: "allow"},
+		&session.ToolCallData{EventCommon: common("p2"), ToolCallID: "c1", Title: "read", Status: session.ToolCompleted},
+		&session.PlanUpdatedData{EventCommon: common("p1"), Entries: json.RawMessage(`[{"content":"x"}]`)},
+		&session.TurnInterruptedData{EventCommon: common("p1"), State: session.TurnInterrupted, EndedAt: &end, Reason: "agent_exited", Code: "c", Message: "m"},
+		&session.TurnCancelledData{EventCommon: common("p2"), State: session.TurnCancelled, EndedAt: &end, StopReason: session.Withdrawn, Reason: session.Withdrawn},
+	))
+	if err != nil {
+		t.Fatalf("fold: %v", err)
+	}
+	if got, want := st.Seq, int64(15); got != want {
+		t.Errorf("seq: got %d, want %d", got, want)
+	}
+	if got, want := st.Session.State, session.SessionRunning; got != want {
+		t.Errorf("session state: got %s, want %s", got, want)
+	}
+	if len(st.Turns) != 2 || st.Turns[0].PromptID != "p1" || st.Turns[1].PromptID != "p2" {
+		t.Fatalf("turns: got %+v, want p1 then p2", st.Turns)
+	}
+	p1 := st.Turn("p1")
+	if p1.State != session.TurnInterrupted || p1.InterruptReason != "agent_exited" || p1.ErrorCode != "c" || p1.StartedAt == nil {
+		t.Errorf("p1: got %+v, want interrupted by agent_exited with code c, started", *p1)
+	}
+	if p2 := st.Turn("p2"); p2.State != session.TurnCancelled || p2.StopReason != session.Withdrawn || p2.StartedAt != nil {
+		t.Errorf("p2: got %+v, want withdrawn, never started", *p2)
+	}
+	if len(st.Messages) != 1 || st.Messages[0].Text != "Hello" || st.AgentMessageIDs[7] != "m1" {
+		t.Errorf("messages: got %+v (agent ids %v), want one Hello with agent id m1", st.Messages, st.AgentMessageIDs)
+	}
+	if len(st.ToolCalls) != 1 || st.ToolCalls[0].Status != session.ToolCompleted || st.ToolCalls[0].PromptID != "p1" {
+		t.Errorf("tool calls: got %+v, want c1 completed, still p1's", st.ToolCalls)
+	}
+	if pend := st.PendingPermissions(); len(pend) != 1 || pend[0].ID != "r2" {
+		t.Errorf("pending permissions: got %+v, want r2", pend)
+	}
+	if got, want := string(st.Plan), `[{"content":"x"}]`; got != want {
+		t.Errorf("plan: got %s, want %s", got, want)
+	}
+}
+
+func TestFoldRefusesWhatNoLogHolds(t *testing.T) {
+	cases := []struct {
+		name   string
+		events []session.Event
+		want   string
+	}{
+		{"turn never queued", ev(&session.TurnStartedData{EventCommon: common("p")}), "never queued"},
+		{"turn queued twice", ev(&session.TurnQueuedData{EventCommon: common("p")}, &session.TurnQueuedData{EventCommon: common("p")}), "queued twice"},
+		{"chunk without message", ev(&session.MessageChunkData{EventCommon: common("p"), MessageID: 3}), "no message.added"},
+		{"message added twice", ev(&session.MessageAddedData{MessageID: 3}, &session.MessageAddedData{MessageID: 3}), "added twice"},
+		{"permission resolved, never asked", ev(&session.PermissionResolvedData{RequestID: "r"}), "never requested"},
+		{"event repeated", []session.Event{{Seq: 1, Payload: &session.PlanUpdatedData{}}, {Seq: 1, Payload: &session.PlanUpdatedData{}}}, "folded after"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := session.Fold(tc.events)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want an error saying %q", err, tc.want)
+			}
+		})
+	}
+}
