@@ -899,6 +899,21 @@ func (e SessionOptionsChangedEventType) Valid() bool {
 	}
 }
 
+// Defines values for SessionQueueHeldEventType.
+const (
+	SessionQueueHeldEventTypeSessionQueueHeld SessionQueueHeldEventType = "session.queue_held"
+)
+
+// Valid indicates whether the value is a known member of the SessionQueueHeldEventType enum.
+func (e SessionQueueHeldEventType) Valid() bool {
+	switch e {
+	case SessionQueueHeldEventTypeSessionQueueHeld:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SessionRecoveryChangedEventType.
 const (
 	SessionRecoveryChangedEventTypeSessionRecoveryChanged SessionRecoveryChangedEventType = "session.recovery_changed"
@@ -1262,6 +1277,21 @@ func (e TurnState) Valid() bool {
 	}
 }
 
+// Defines values for TurnCancelRequestedEventType.
+const (
+	TurnCancelRequestedEventTypeTurnCancelRequested TurnCancelRequestedEventType = "turn.cancel_requested"
+)
+
+// Valid indicates whether the value is a known member of the TurnCancelRequestedEventType enum.
+func (e TurnCancelRequestedEventType) Valid() bool {
+	switch e {
+	case TurnCancelRequestedEventTypeTurnCancelRequested:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for TurnCancelledDataReason.
 const (
 	TurnCancelledDataReasonWithdrawn TurnCancelledDataReason = "withdrawn"
@@ -1301,6 +1331,21 @@ const (
 func (e TurnCompletedEventType) Valid() bool {
 	switch e {
 	case TurnCompletedEventTypeTurnCompleted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TurnDeliveredEventType.
+const (
+	TurnDeliveredEventTypeTurnDelivered TurnDeliveredEventType = "turn.delivered"
+)
+
+// Valid indicates whether the value is a known member of the TurnDeliveredEventType enum.
+func (e TurnDeliveredEventType) Valid() bool {
+	switch e {
+	case TurnDeliveredEventTypeTurnDelivered:
 		return true
 	default:
 		return false
@@ -1403,6 +1448,21 @@ const (
 func (e TurnStartedEventType) Valid() bool {
 	switch e {
 	case TurnStartedEventTypeTurnStarted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TurnWorkspaceChangesEventType.
+const (
+	TurnWorkspaceChangesEventTypeTurnWorkspaceChanges TurnWorkspaceChangesEventType = "turn.workspace_changes"
+)
+
+// Valid indicates whether the value is a known member of the TurnWorkspaceChangesEventType enum.
+func (e TurnWorkspaceChangesEventType) Valid() bool {
+	switch e {
+	case TurnWorkspaceChangesEventTypeTurnWorkspaceChanges:
 		return true
 	default:
 		return false
@@ -2681,6 +2741,26 @@ type SessionOptionsChangedEvent struct {
 // SessionOptionsChangedEventType defines model for SessionOptionsChangedEvent.Type.
 type SessionOptionsChangedEventType string
 
+// SessionQueueHeldData defines model for SessionQueueHeldData.
+type SessionQueueHeldData struct {
+	Held      bool    `json:"held"`
+	PromptId  *string `json:"promptId,omitempty"`
+	SessionId *string `json:"sessionId,omitempty"`
+	TaskId    *string `json:"taskId,omitempty"`
+}
+
+// SessionQueueHeldEvent defines model for SessionQueueHeldEvent.
+type SessionQueueHeldEvent struct {
+	Data SessionQueueHeldData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                   `json:"id,omitempty"`
+	Type SessionQueueHeldEventType `json:"type"`
+}
+
+// SessionQueueHeldEventType defines model for SessionQueueHeldEvent.Type.
+type SessionQueueHeldEventType string
+
 // SessionRecoveryChangedEvent defines model for SessionRecoveryChangedEvent.
 type SessionRecoveryChangedEvent struct {
 	Data RecoveryChangedData `json:"data"`
@@ -3130,10 +3210,31 @@ type TurnKind string
 // TurnState defines model for Turn.State.
 type TurnState string
 
+// TurnCancelRequestedData defines model for TurnCancelRequestedData.
+type TurnCancelRequestedData struct {
+	PromptId  *string `json:"promptId,omitempty"`
+	SessionId *string `json:"sessionId,omitempty"`
+	TaskId    *string `json:"taskId,omitempty"`
+}
+
+// TurnCancelRequestedEvent defines model for TurnCancelRequestedEvent.
+type TurnCancelRequestedEvent struct {
+	Data TurnCancelRequestedData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                      `json:"id,omitempty"`
+	Type TurnCancelRequestedEventType `json:"type"`
+}
+
+// TurnCancelRequestedEventType defines model for TurnCancelRequestedEvent.Type.
+type TurnCancelRequestedEventType string
+
 // TurnCancelledData defines model for TurnCancelledData.
 type TurnCancelledData struct {
-	EndedAt  *time.Time `json:"endedAt,omitempty"`
-	PromptId *string    `json:"promptId,omitempty"`
+	// CancelRequested The user's cancel ended the turn (a queued turn the cancel dropped).
+	CancelRequested *bool      `json:"cancelRequested,omitempty"`
+	EndedAt         *time.Time `json:"endedAt,omitempty"`
+	PromptId        *string    `json:"promptId,omitempty"`
 
 	// Reason withdrawn: a queued prompt its client withdrew (it never reached the agent).
 	Reason     *TurnCancelledDataReason `json:"reason,omitempty"`
@@ -3179,6 +3280,26 @@ type TurnCompletedEvent struct {
 
 // TurnCompletedEventType defines model for TurnCompletedEvent.Type.
 type TurnCompletedEventType string
+
+// TurnDeliveredData defines model for TurnDeliveredData.
+type TurnDeliveredData struct {
+	DeliveredAt *time.Time `json:"deliveredAt"`
+	PromptId    *string    `json:"promptId,omitempty"`
+	SessionId   *string    `json:"sessionId,omitempty"`
+	TaskId      *string    `json:"taskId,omitempty"`
+}
+
+// TurnDeliveredEvent defines model for TurnDeliveredEvent.
+type TurnDeliveredEvent struct {
+	Data TurnDeliveredData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                `json:"id,omitempty"`
+	Type TurnDeliveredEventType `json:"type"`
+}
+
+// TurnDeliveredEventType defines model for TurnDeliveredEvent.Type.
+type TurnDeliveredEventType string
 
 // TurnError defines model for TurnError.
 type TurnError struct {
@@ -3294,6 +3415,29 @@ type TurnStartedEvent struct {
 
 // TurnStartedEventType defines model for TurnStartedEvent.Type.
 type TurnStartedEventType string
+
+// TurnWorkspaceChangesData defines model for TurnWorkspaceChangesData.
+type TurnWorkspaceChangesData struct {
+	// Changes What the executor found changed since the turn's checkpoint when the
+	// turn was interrupted. With `error` it could not tell (no checkpoint,
+	// executor unreachable) and `files` means nothing.
+	Changes   WorkspaceChanges `json:"changes"`
+	PromptId  *string          `json:"promptId,omitempty"`
+	SessionId *string          `json:"sessionId,omitempty"`
+	TaskId    *string          `json:"taskId,omitempty"`
+}
+
+// TurnWorkspaceChangesEvent defines model for TurnWorkspaceChangesEvent.
+type TurnWorkspaceChangesEvent struct {
+	Data TurnWorkspaceChangesData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                       `json:"id,omitempty"`
+	Type TurnWorkspaceChangesEventType `json:"type"`
+}
+
+// TurnWorkspaceChangesEventType defines model for TurnWorkspaceChangesEvent.Type.
+type TurnWorkspaceChangesEventType string
 
 // WorkspaceAvailability Whether the session's executor serves its workspace (files, git,
 // terminals, commands) now, with or without the agent: `ready` (the
@@ -4830,6 +4974,142 @@ func (t *TetherEvent) MergePlanUpdatedEvent(v PlanUpdatedEvent) error {
 	return err
 }
 
+// AsTurnDeliveredEvent returns the union data inside the TetherEvent as a TurnDeliveredEvent
+func (t TetherEvent) AsTurnDeliveredEvent() (TurnDeliveredEvent, error) {
+	var body TurnDeliveredEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTurnDeliveredEvent overwrites any union data inside the TetherEvent as the provided TurnDeliveredEvent
+func (t *TetherEvent) FromTurnDeliveredEvent(v TurnDeliveredEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"turn.delivered"}`))
+	t.union = b
+	return err
+}
+
+// MergeTurnDeliveredEvent performs a merge with any union data inside the TetherEvent, using the provided TurnDeliveredEvent
+func (t *TetherEvent) MergeTurnDeliveredEvent(v TurnDeliveredEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"turn.delivered"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTurnCancelRequestedEvent returns the union data inside the TetherEvent as a TurnCancelRequestedEvent
+func (t TetherEvent) AsTurnCancelRequestedEvent() (TurnCancelRequestedEvent, error) {
+	var body TurnCancelRequestedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTurnCancelRequestedEvent overwrites any union data inside the TetherEvent as the provided TurnCancelRequestedEvent
+func (t *TetherEvent) FromTurnCancelRequestedEvent(v TurnCancelRequestedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"turn.cancel_requested"}`))
+	t.union = b
+	return err
+}
+
+// MergeTurnCancelRequestedEvent performs a merge with any union data inside the TetherEvent, using the provided TurnCancelRequestedEvent
+func (t *TetherEvent) MergeTurnCancelRequestedEvent(v TurnCancelRequestedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"turn.cancel_requested"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTurnWorkspaceChangesEvent returns the union data inside the TetherEvent as a TurnWorkspaceChangesEvent
+func (t TetherEvent) AsTurnWorkspaceChangesEvent() (TurnWorkspaceChangesEvent, error) {
+	var body TurnWorkspaceChangesEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTurnWorkspaceChangesEvent overwrites any union data inside the TetherEvent as the provided TurnWorkspaceChangesEvent
+func (t *TetherEvent) FromTurnWorkspaceChangesEvent(v TurnWorkspaceChangesEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"turn.workspace_changes"}`))
+	t.union = b
+	return err
+}
+
+// MergeTurnWorkspaceChangesEvent performs a merge with any union data inside the TetherEvent, using the provided TurnWorkspaceChangesEvent
+func (t *TetherEvent) MergeTurnWorkspaceChangesEvent(v TurnWorkspaceChangesEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"turn.workspace_changes"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSessionQueueHeldEvent returns the union data inside the TetherEvent as a SessionQueueHeldEvent
+func (t TetherEvent) AsSessionQueueHeldEvent() (SessionQueueHeldEvent, error) {
+	var body SessionQueueHeldEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSessionQueueHeldEvent overwrites any union data inside the TetherEvent as the provided SessionQueueHeldEvent
+func (t *TetherEvent) FromSessionQueueHeldEvent(v SessionQueueHeldEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.queue_held"}`))
+	t.union = b
+	return err
+}
+
+// MergeSessionQueueHeldEvent performs a merge with any union data inside the TetherEvent, using the provided SessionQueueHeldEvent
+func (t *TetherEvent) MergeSessionQueueHeldEvent(v SessionQueueHeldEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.queue_held"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsPermissionRequestedEvent returns the union data inside the TetherEvent as a PermissionRequestedEvent
 func (t TetherEvent) AsPermissionRequestedEvent() (PermissionRequestedEvent, error) {
 	var body PermissionRequestedEvent
@@ -5216,6 +5496,8 @@ func (t TetherEvent) ValueByDiscriminator() (interface{}, error) {
 		return t.AsSessionExecutorStatusEvent()
 	case "session.options_changed":
 		return t.AsSessionOptionsChangedEvent()
+	case "session.queue_held":
+		return t.AsSessionQueueHeldEvent()
 	case "session.recovery_changed":
 		return t.AsSessionRecoveryChangedEvent()
 	case "session.resumed":
@@ -5234,10 +5516,14 @@ func (t TetherEvent) ValueByDiscriminator() (interface{}, error) {
 		return t.AsToolCallStartedEvent()
 	case "tool_call.updated":
 		return t.AsToolCallUpdatedEvent()
+	case "turn.cancel_requested":
+		return t.AsTurnCancelRequestedEvent()
 	case "turn.cancelled":
 		return t.AsTurnCancelledEvent()
 	case "turn.completed":
 		return t.AsTurnCompletedEvent()
+	case "turn.delivered":
+		return t.AsTurnDeliveredEvent()
 	case "turn.failed":
 		return t.AsTurnFailedEvent()
 	case "turn.interrupted":
@@ -5246,6 +5532,8 @@ func (t TetherEvent) ValueByDiscriminator() (interface{}, error) {
 		return t.AsTurnQueuedEvent()
 	case "turn.started":
 		return t.AsTurnStartedEvent()
+	case "turn.workspace_changes":
+		return t.AsTurnWorkspaceChangesEvent()
 	default:
 		return nil, errors.New("unknown discriminator value: " + discriminator)
 	}
@@ -12205,363 +12493,372 @@ func (sh *strictHandler) UpdateTask(ctx echo.Context, id ID) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L2Ncxs5ki/4ryB4L8LkvRItu90z01JsbGhkd7dv3W2vpd6Ou2WfCmKBJEZFgFNAieb0+P72C2QmUCgS",
-	"xQ992TM7L17stMUqFJBIJPLzl7/3xnq+0Eooa3onv/cWvOJzYUUF/zqvK6Mr91+FMONKLqzUqnfS+yhM",
-	"PReMT6yomJ1Jw8bwJOvno/r4+JuxWOjxDP5TnOBfjPgr/jsfnDJ9K6pKFsKwd9zYoze3Qtmjt6+Hvawn",
-	"3fh/rUW16mU9xeeid9LDwXtZz4xnYs7dfOb80zuhpnbWO3l5fJz17GrhnjS2kmra+/w5632vy1IvN+c+",
-	"4aURTKjCMDsTzNhK8HlYimCVWJR8xfozrooVW0o7c4srB12Tm+B34skVYsLr0vZObFWLMLdrrUvBFUzu",
-	"7Wv3HAy34HbWjCaLXtarxF9rWYnCD5Bc9h9eZb25VP6fL1I0cNQF4uL32oS4EMqy6xWDBy50XY0FG5fS",
-	"cQLTilVirJUSY3vKDJ8LNhdcSTVl3LAcNyQPJJkJXoiqWUVrVw/ct0tRzaXiZSeJrH/gQUl1Kcc3wm5S",
-	"6cxziIUH2KTSc5Z/eH9xyZ4Lt0LzHH8xecakMlbwgumJY6WRys9qO9OV/Bt3o+UM6cT6y5kcz9hSKsOW",
-	"M6HYtbYzxivBjFB2MGQ/i1tRsUVtR8qx5LXgleNOfSMUk9aIcsKkYpz98vHdcKQ6GBOn1UX9Vx3UXy2E",
-	"2aTCuZ7P+ZERTjxYUTBYOXOvG2Y1K0Qp3Yz7Y61spUs2cVLEMF4u+cqwsZ6LzvMDg2zhkeQ0f9XVjVnw",
-	"sfjgWCMhn0pu5a1wc4NDLoyRWj0zrJCVGFtdrTI26j0f9Zo1nTIxX9gVm2iUA+FJonjX/Ik5E6e/18va",
-	"FP/uD5tr+ex42Cy0Mkj3M3vOF3ws7cr9y9FTKGBLvliUcgyM9HxR6etSzP/3X4xb7u/Rx/9XJSa9k97/",
-	"8bwR68/xV/P8A76FH20T7NItmIu5Vkwaxi3jbEzTYKWcS3vKlLYzd/6X3DBezKV1fKArNq6EI99wpHI+",
-	"FcpewfNXleDjmSjyE2YsryxIDsXgCbbUdVmwBTeG5UdHc/7pCP5ucqYr5PhFpSeyFM8My+f80xn92s9h",
-	"7DxjuRnrhchP/KT/7t/IGFcF4yOVfxS2Wh2dObnuD97glOWLSs8X9uqvtajF1aQuSxhtVls3xatCL1XO",
-	"tJ2JaimNwMOFL8PuRIOmBOpYw7Wi2ZJLy67FRFeC2WoFq59yqYYtTiFekMqKqajcvnzOen6XnnD3P35/",
-	"zr579e0fGY3MCmG5LM0QzhoNAMzpNsLx57UspZUpSfHrjFs4P7jVvLgVlZVGFE5i5VJJK3kp/ybg8lhU",
-	"euF+xoHgjZ/hVP2+fk4y/PW/RGUkrnrzgdrOfhJ2povEtH7Uy3hW47FYWON4txDKzciw/tn5B5ZHgzhF",
-	"xZ1xppVwk1/jy+bJ3O34jDtxIxznFGzMyxKfcKOPuRU5aRjrFJBWzM2urTsLn3LrpIXzquIr9+9S8+IC",
-	"BVxEl6BtAJXni41tW6N9XUidfl3Mr0VRiOLcceMnm35IzvlUpH76HN/R/03PZfS9zcF/C+vT138RY0vz",
-	"t3qsy83NDycHhGg932cGMbnCa0kipeaCJ6Bhm64DQIxQcmOZ4UvSCCL+iVlPK1Si53w8k0qMVJ8uLPrJ",
-	"aalcFbx0nOjkmzufTroy8UmMa6srg3Jv7Ke/Gil3loUZZKxWBam20dfrqnIHYazVRE7rCgTLibvp3GU9",
-	"56rIRopXU5O1Gd19xI0k1K2stJq7MdxLeKymwpohO1MrNp5xNXXXrxPn2ghWVHphmLRDdnbtlJyTcJ8Y",
-	"IRRbCTtkby1cPorpayOqW5hT5p5z8nxRiUKOcZox7W7EwjolqopPn3IvGSHcXOesz1mpp1KNFChNXn/M",
-	"GGeOHJFcqAQvzIDN+QrPMy6jYEaqMV0G68dmi8wxltvaMM98J/ChOT4dCyOldK3GosiYuzPR5OBsJpV1",
-	"bLMEftKs0A8kL+bCGDqsO+a7bMtyw2UBHNCe0oYgxu0TxRnIiomu5txpQwW34shKOG0b7xDDvy02p3XZ",
-	"KHBMWtA/gGekOmUcmAl0Nh5xP1xkIjk5Y7vWXtmTlnjO1iW4rlhOE3muxDJ3jAUfcpzUqJgwVAZ0G8/E",
-	"+MZtIhkM9JC7WVDenDBO/8X6qAMx64hLL6pyhQaCnYkV3ip2JmTF5roQZcZMPZ45g2xc8roQqEUd8fEi",
-	"Y2hheNYyTGnmFuPZb+COKW0rfBAmbZhx6ro/mXoSZnfCcs8WuVMPSY3K3Xsrw2plZdksZem0c0d9oeq5",
-	"k7kwehCykWBt7YutE4eofXroxJgbUcCmb1zgR984k2FwyvTNCXCLrtyzvFnmVMQzCzdD1tM3iYmtXR40",
-	"S89GLV7vvC7eSWMTN+7U+1z2O9Pu8Q8owDdP9do0aezOGflxEmpAkBzJcxjxUBC38SExJL1A12nOkmfu",
-	"4YrPS9Z8ZJA8ovyWy5JflyKtaozXFJmdVGtd6m4AvOHSK8Qb1X2d9cHWt8E0cvdmfF9mTIGdDo9xkJvC",
-	"2PSaxm2VYfeco+edvi7NouSrTuV4Jo0zVUmLeqvcbnfqg7JIjqHAZCbV6GOnOgWn+PpA6Q7eJfe8P3fX",
-	"tSytdBcqkrTnbBIrxlYUSfFQq8AVHwU3SRNgXdV0hzomXJhHzGLpdXdTNHmmWqemfaKu5sKCbcaLQroR",
-	"ePkheqDlIWxGdKrXJn96zeWE8Wpaz/G60KyqVSMcnwUNDo5ixrQai4y1NJ+WIrFB6nV9oTWHJO8p26UG",
-	"Ox3B/d/aCFJxgUwZK0Qlb50Qd2fHaZA3UqFyAQRLnqFOvu04FPiHDYfe+Ydn9Dk98bKsT44Jd9eiTjGI",
-	"bwn4Ff59e3XLKzc5ImWSWW95ldg9ehkvslteScd/sIFG2E0DU6jbQ/YpxfyKEysr28W32jG4VLUoXnPi",
-	"07J8P+md/Pd2IQXO3XM9n2snEtaZfkyDmg9w4Xdpdc58q6p6YUXBbF2p5K5X4bhvGQA1L3z0BA/Clfgk",
-	"LSjVZCNdldpYp8Thz6SL4V/7jXJRylsBdtd1bZ3aVGo1FRWDa97E3sSUoF/bhYVffpYgSVja5tb8lm2c",
-	"fDJt/G45M2mdfOza+ypxPV5p1vCEs38saIF6zq0c+7HgKhuQelUX0oLnv4LTIW3GFJ+D22+2cgaQ4xov",
-	"O8+be3SbcGuv5L0SzJTczIKYCm5BPZmIivS49Y8MNt1Fu+SSVIvaHja5D5UwQQ6AAk9ztPxGGDapnEkp",
-	"Plmv4FgDHqLNuW2XiW6qUcTJD7HJSxsn1su6zaMQC31do1UOdN7NpSQm4jFT0uKcq7Eo3QVZJtTZMfxa",
-	"iiKtMxQCPK4JQfCf8HdvOsiCLKCls+iLSi8WojjsvlpEMmf7wps5J9eLxv/3SUVZl4UPPWxMaNH1Q2Pj",
-	"hIulKMD2mOtCTiT8ZyFKYQWKB7czKDwW+KMbEp0Su20VH5jAj6ZXKMY3C53k1TMQKSBUvTRwvLr0gRdn",
-	"dro/oOARU64SDt0DVMSZ4B23RCUW2kinjD0z7Mc3Z6+B1yV4JhTrkwtA19bIQoAe7p93wp6c8O44TGRl",
-	"LL2c1tJtJTqOl1F8YWbaMvdI5m9rf7U4pSvQMppA+iN11XGdEcU9A+8+uTAUTTtz5E7uciOm12/p8EPK",
-	"XuH2MCWfDuufVzYVF4A/451i3GYtastKMYGNc5ePNoLdKL1UzGg24RVbzmTp9s2ptyZjvCyJB+eg0rpf",
-	"ZtwwvOUdqcIspbJ/eNXMMHISC1UctiY3+rkuRNrn3KGQ4uoOoAMeMXepB+V9SD9hiJlosucq3YlvGVtV",
-	"rZSbG64HBInTepK6q61q5Sz5jsMIATjvS4H9pqQJtwJyGkUr6/vlhGEHGZMTCKkUsoh1bHoSw4e94BGk",
-	"f++UdhLlJHK0p0HMx+19WWPXLefmDZDsYbVjGPhtmnsOP0ZKB/Oh1NMEzdGth05y9N+uBqfkNAX11/v8",
-	"HQO6s8cNnsV9j9XWU7LfcYi0rWdhZc2qDmX99lfcIk+aoIxbsq04umalZX0eB1iCJgVKIL1TCfBhOntC",
-	"o+I3c6PAUNIOTp2l4MjAxrpoORh3nbh1lSTwRsPDB/Htb+ucC7y4KfwLYuhtbLx5AoLQSyigmAG2M/+L",
-	"9Yu6Av8ayTatylXHdUwG/JqIGBJNdxITfs1wqVtOeNo/Sx/b30Pr79ldpnkYeMuU3sOWP53Q0ZOJEe17",
-	"sfuQ+SjwJg9cw2nmhv1y+f3Rn1hfqlteyoIZp/1DHAKy68ai2MN4jo8CzY++vYfBfMYWUowFxjA25Erf",
-	"2MIZSe6YG1uIqmJWT+GoDzL0SbmlsBy/m6OcGG5s0P3PVrTRX8fZQgo92Nn6WKtuExxSMbNurXQtS6UG",
-	"D4eZsaPxKePs51/e4S5Jw14dHzNgNfBmXE24LEXB+ko7ZXpa8fkzE3ymbMwVm+mycFoIECdK0vrTi+9e",
-	"7k4WTLDpNiJc4NXxCMc5rbtvOepbzlj3Qn7bWMr9GT+mydfB+XTBPxjrX3r16yH3/TqtRkFCda1O2Ewv",
-	"2ZyrlRfFlWBzaYxU+2pQ2+8JVMY3Pt/S3TPWUt3Rs0i/SIUT23MyB11LjaN4P5Mi81Q7TCsLV9H+3tvL",
-	"lG6bumUg+3JdnVd6pPK2eM5RY5ZNrIfi9xwd3OSdzMCHDXq+Gqmclpv77ADIgefWf5/9b9ybfDBkeYt0",
-	"+QmmMzdrCBZrsGAxH4kSNFk/94oz+M1H6uiIXj7CN47wwcFpSKmIPxVlU3htaaT8DZ342NERvdD5FSDJ",
-	"SAkJI6DJaiDfiPRpMo8k/G1R6aIeiyLkO3kyV7UyI6UVsxqMAKeJOnJqIwLNSD3N0eqCA1mPZ5C34h0e",
-	"w2g3TlqepDCdHPeCzrFPJQ3WCId5zUeqz1XzMtgkusR8L05ZZRi8HpxGhjqbaoxxEFncUOTdXxde95f0",
-	"bTn4dcj6xsvxANJeTeT0PSwEXcYHKjy3vKxTcUoGPzBZoBJrRCnGlukFph6A8U4OdjLl/b/wEUcPrQTd",
-	"OHFO/bd/2KHhZJse/N/WyYKz7iCIFcr+udTjm52kWFuzYmfnHxjlPbNrN8SmW/mOIXWltAX10Bz8ruf2",
-	"TWfNjhjUXM7FJfHg/oHrSjQJEwfN08i/iQONuIgxXhzD/0sdI2nL7TF2f8Bg2Gwjzdev6KqU6ib6dzrX",
-	"o5K7NVf4tYv9pKrFGeR4i4Tfm0e/0LwdPX/LUslGoQJu0zfshM8bJ6Y6wo9NbHqXpPwoxu46WF3U8zmv",
-	"dkWxtnp4KcwGitzCR5KaQFfWQ9uoF01wHykYaJbFQe3WGlsUCZTbtkWvxbiUCjdiP+U4FDFke2wqiJjk",
-	"rlZdKUTuJ9yKg7esm2D0tWjsLhMLyfIRE8kOvEZihtlBQvfc63SAObY+Nq6kn8T8WlTGXbvVirUuYbbg",
-	"q1Lzgo15VUlhWN/Px/udMVIoDZPqVpe3IhXS3870cYrwpiDi5qbL4t1cJSlMHVmZ+HNHOvLPUNmmldfZ",
-	"pFas7/4JKrh3ZTcKLIw4OGGc/fLL29cZU2LplG6kIeUKYx5hJWojiqQeI6pKVz81idtbA1WJtE3KDAse",
-	"6nbmtE/AAG82JHCibhtrlf14CkG1HXjlF0ZW+loXK2b4ctgZJ7iQU8XLdCKZNnZbUiZN5YSVesxLmLov",
-	"hKB0a8rOFAUW7rgnKjHXtr3extefpHXJjb0QQh0SJ1y0QoEbZSmX+kao7Vvj9J6Q5Z5mgqpW8P1I7jdL",
-	"wQRKIAZIGrfqHYnWW70QRPELfPpz1lvq6sbHx7e9SYmUv/rH1wWjX8XWzAT/+R91MnW6KCphkrU3UAfS",
-	"FDOiqWiYd0PUSn5iRkMlL9V5AkstdGW7D176YP06W6GRziGCBrXSbve4tWK+sMw7Id0HrmrFqRTYMSv8",
-	"yZc1Xc2lmXM7nmVsOBwO7nb+3YgdktH9FJVObbKge+CZCcbldS3Lgt3iG50nxF1WfGzPEif2nSMIVAA7",
-	"c1M0eZ6e3C3vz9Zzlc53as4/bLUvhiLOeoaxuYyJ0oiQYOVdKiGV2z3jE7rTZSy1vdafQtxyH3cVvPER",
-	"TGyTqkqGH8CcK0vM0PJ1XhHPzjj6gPj4RullKYqpKKBAaj+fWaJaLr3lzD/p95opMdVWQsSY6s6iOjFi",
-	"77RkT4imPaUREWBr2Y8JnAN+e8P6WKodUkTIa0azJNVir6BdLGh8VWAip4x8wwflvKdD0Z6SagolcMGZ",
-	"tRIWy8zCOaRvnjZIDPASXXRe2lxX+gaj+tKwayHVlFXCVtK9iGHvWsE3QFdbuKPp/UAwBisEL5wWzvot",
-	"hoT8uzjDFPSCVi7toJ2+QbTHXFeaLim90T/3C4NTSmL7rhC9iF923RrpoC4c+r0juq1baFdYF4feNa2o",
-	"ULc9M4ppd+sIDJKXToPb0TN9SkxsWjwPIMz2kT1dahCltXfcUN56TfjAfFqoMxvYpJTTWccCt1kH60Vc",
-	"4dF4YlkqTapNhDYZt231RWc12/pRpsLTWsEKN5y5a/cC5ZuYWAJYzfq8UXjIpOBMCet0Njau7cALiPj7",
-	"zOrTJoXTe4RJ8MM1zc4U07V1Cj8U5lKdKubfoc2DpBwGuYA6XeYMBMoap/CPukFRRX5oUGi8sVRyK0xQ",
-	"mLz+hHveNqaoRBXrDcOlAAvjxQoxFpxiV5KW0SpA9PKIF6tNuQQTAkED/vfkZdXe3YcM66XMzrQS2P1L",
-	"Wku9wFo2Z/R5cjs615XABCeiqDS4JRkTw+mQSiScynrlTw64nEFxxUNwVfA5n4qiSZZvc+5E1xQ8abYP",
-	"32T+TYioCKd7UxphZIaivekz1zjW/bpfTuMxA9tS0TQY11hMgHNS4pP1QkRXoX5icErKQwAnAVOx4Yio",
-	"bCQqPetaK1WcX4twnbenvyKyrt3dlZg4i99bIojvU4m/NDrMl7LzH9fAP8B8bvTKBzJk0wW9aYfcDxJO",
-	"rLTpQlldvZlzWXaCkeiqG8wEfj5MoZxx01FWUOOcd158MEJrbllrIa15NeOmLrofpH0tJ5OUA41L1bHN",
-	"19x0MK6tBARZF7xycgHHSBfStmoWtoYfmyc/Zz13y++v+dHyvk8WW3cVK/zqTpS7TE88kFy6bkHpJevD",
-	"8bP6Eh6HsqBLzP5vFhgOb6q2IS0e3MR+0rdi++xgMqQ+hrC3k69BvLWrOhIlwNyOO4tfxrPLOIl8822r",
-	"z++4i90FGk7VAaWmEsIpCnG9xu5cQ8+1xKOhpAK5ZmNVW05EulzI+/FNWsxdS8Ux5JCqnCrFllf3KUTa",
-	"Do7W4lOrF6wUt6LsAs/4YgVMWUTEmCqBeh2b8k5P08m90h4kD+gm2Ce7V3YYgj9I2xgGawziRUqCOcRM",
-	"qq7fKq7GiT1GkB08z/60e4dMcmeDtyYNAaVsJQ8Tn7jQN8piOHM/CeqmSjk/shF/PvnFqa5RCVdyHYtK",
-	"TOSnrd6kGAWQVXc/DPUCkSF337uRKwz3OWxqmHBD462Mg/Tc4B6pCpFY9FRaspmC+xOeZP2FrsaidMbS",
-	"7csTNmQ/sTP2mn1k5+yS/ZKxf3cWVsXHN11qqK7kNA296AjtDq6/UkgGoPLthAC4gtN799DiKg5Z7KRM",
-	"fIGEAj9APi2FtaIye5R7o8DC3Yg+n9rSHwUvU8v9FVLzAraKMkv3aZbzhSSPbu4OMyX/wS65peRSTfSQ",
-	"HLn5SPV5aTRA7v3w5pI91wuh+EIC/kpOJvjlaiEu4Mvs4vV/hMCtX/ZIebcwmmnOVDEsOBrQKmhmBe4J",
-	"rgA6kc35X3Q1nEulqyRqVngrzT9nH96GtQXndOQJoVr8frzmUBMVrbQDiiWo9JtfnkL5+61c/6LjZIAs",
-	"Ae7NULCGEqnNsEWHhQY6V+H0E1lkaIEZcSsqXsLfyQHjvmq5U0QgtdH9ciSLfLDnlZzEMcp6t9soHqIi",
-	"lSiF+7CnapPI6XlrkLFRr3BnbtTzZmWtjOXzhaDg0e6TEu50P6ssZorUeYmCX5tYE5SiGO6mg5Km1q+m",
-	"O5S+ovm6X3CmO8Gh0mUrglIbwFT24CN2puvpDAyzlbFini7fbCM0biuWhM9lPmOrWfUW6p85be/B/V40",
-	"+Ntiu1NDLzE7cO4fD0nQ9Bc6ltIytJqUYP3xrFY3HpWKpJOk2Ar5i8LbIDIxd3rdn8rmsjhyRlGXSNng",
-	"wYdhrHlMmn1y4J+MhZqZtTkp7UmJ+eceGcUbbPhls4mJBkM0gu6dSUyrO3cs+5CH7J+MiYA+92eihsxf",
-	"BxOBpHoAJtKFuFMa+lwXxCJxSvDLPx1WDUejpGYWp8h3ocgAzHXKe+XubnKrYZTOg1dqfcPQp3bKYF0n",
-	"zFgN8QoaLEbaEZ8I6jLt1ho3EMd7pDh5zOINZxItohlvGzm0HG/F0Xanj41B27azyh09+PPZh7cZrRRv",
-	"tzgqghp7e/1RwiH9Dm9vJmESIN9hqE7wH+5mPaIDATNWVMPQ51ExQ1SqEJ+QhjLzNpRAZ00WTDNF2g+i",
-	"gqI3rd6H9Ov2Gm+kOhBMDosq9gkvhycDABt8bftEP4pFuTrwxMZTWu+rsb2+o6drO9btfJ0UGNK2HNp4",
-	"7iFfeY2T7qpJd1B/fwfUBgcchhOFBQrlwRjGJUTu3i+2BHG3ZzFvJPYvhCowQO1HX0vnF58WwHi/HVa2",
-	"oXV5zstyH34GYyHOmQi4FAvvgd1uPGxwysPaEI/BG4Tl2pVr/iB0bb7RkDKt+CQIeA/9p2s7vqwatAiz",
-	"GlZ+WvfXhuK14oF+eM7rlCDbWOghD/oWvsLP7OYqpM0DMVVE6K+Ip3BWD8BSJVcdbvjIDZAITEhdUVef",
-	"LU68nTqPRSNsS+68m+Avi+KhkQcOjQE1dNoVMuuOfPzWXs59+HONKF+YMUuuhjVO5wE4sukYtE1jP6Bz",
-	"RZ7I/8q/lv4V4215btRC5agSvMC9gXQmQOWCziQkHX2bBWeMGma0Wxb2qIKAC8u/PT7OcSk52ElXy0pa",
-	"Qcgyufc0Gt/pZAwtrSgJjMyyPgYQyJVvLF+JgpV6fCMKTMR271/XZsWcRqlryNoca2VsxR3x8FsZdSMz",
-	"N0waNqnLcnASt2gIcTZEZMjIuKOuU41pCDUQBWT6GT5Zp4ZuWljENPgm0IBAGvStqErNi0CD2OwsJJLA",
-	"8htMKZFuliyCZ3CrPaLV5phxTul6tV3wMYWf3GIh3dBqjWgmNE+DjbUmAMEWkcERoNBKZLhwSCitOuPc",
-	"HSlbUhnr7tv9JHRcSr2zOnqv843DRPkOwOgdB36+sAcAk0UF+Z8B7ugtvveCTEX/z83Dhp/qrqUed3QI",
-	"xc6hPuOU2gW6Ixdax/k0o9N2C05pERFdhAfSeZDbi6/3q55ey80mx5KuGBZRE6yCEkvKID3FDCywdQJK",
-	"K2WwGoRIIQhXXzcDn/J4K3O+YrzETOVr0aDxQ4T0ySq5o/Jtb8jtW7cdSoc3txv6hh6R0wcrfaFyxRHL",
-	"ERXrFWQh5gvtmHENdmuzQ+eCWysqN/b/+99nR/8PP/rb8dF3vzX/Obw6Ofrt//xfKd7Aad6tinpel1Za",
-	"bm7anRyFgt3oZd1dDrB3QKhy9htN+9mChAyDYa5v0nZfhDO+u5h7neP3Lv/e5Ivkvvtad0LEfkit8qHK",
-	"7XeU1vvXP8JZ3eJt3cDUn2oLVws2R3P2PfRhMlmMC2RGylhZlsE57QOR7mIa1wBtzwBglaCLo6xr6Kdp",
-	"bkSRjdSyUUqKOC8FEbepPKyVnol3aJMzOhiOFMJNNeD+Pv/dZ3hwZma6gmt0TsiGiSQNWsp5BIO5piu7",
-	"+2odu5X1cWFiENGKJYgTlhGR6DCcd+9r2d8kwd2/pPdSYwZi7xoqNKDFM7GZWN7MLtsg5bYz5hk8BbDv",
-	"ASI6EkW5mpZSTS+TdFlLGEvfjJ1u8S4VJ+Uq9HpMp9d7nejhzH3shuXwMwvealh16+q7IgnW/iNBpBdi",
-	"Wjmt9Yr6+iRlrtJWjpNQTEY4FWosQtFxbToUTJzEa2yILPZsfBJA30P9SGNe9emLvkMhxHQGGTOa8ZFq",
-	"nXNubmLDzCn1oMpT3hyq+tIX0UbNqg06n9xv2KYW5EFXJ9GuRA04zrwterDVry+7SVIMLsMfRdkxKuli",
-	"bnCqSqW/pPGZEeDaWwmgk7m9OvFzgALZmkqK46lm2E8AAOahiKwQ1Smqf9BME3aHXmyeoLeoRTR74wzg",
-	"MXfCGayfouLLTmriOnw/GLN7+SEtET6NTQGrWh0mNrv66fw6W7n9p1Imv2Mn8OUrPoYUzL/jv2hOf2eN",
-	"g+2K/Jfs7yPlbcVxqQ38KQBCepWX/Z0qzOLaqr+PFNlzV1Zf+QmwvzM6slf+DLfoGTtc/d2+jyJBmsC6",
-	"BLvBrNxY2KYka5AVaVG+KPnqnLR2ry2ti5RWq3SAqpVFAOlzAwRZQA4px9hOqnh300SXpV4m4rddkFXr",
-	"zsRuRb+9gnu43RKk+LKeNyTtlTep7u98W9MpNqg0kUqazsT6Q+9hQmdOg+SowifBAiQJdtPwiNfcsrk2",
-	"ln17fOw0zIqPrajMrpzS9lfojDsxdAW4ysKYjAXzNAseK121rrg+6XcdW3RX3SJylQQqp7fIrNT4I411",
-	"4HmEPu6lVlPjE9DRXYGNiWO/GVzJslGzlWaR7cPmCJ51wHnNeqLTwbEJdgvPBiyZYMhf+YoD+ucBYSRC",
-	"LRO7HQNtCt9LXmxs1ZeWF25CwQl+f3kRAUBsKpkYq2J51C0Usv2hETDd/V6l0+tNhX2/ZtKIbpTY0Xbc",
-	"G6kUvW+5cn1bJXjGu1kltQVBH7NTOAleq11DPOho7f9hKwgEj5oRbm8CHVrpJZvggYXddMKjfF5f+jyu",
-	"uJmxpvOJn3hHPlipzWE5IJTx9a5d6RwPeXhOzD17x46XxV3wK0WEkbdPgfWW6yw4XPdIqruAZ7cB+m1z",
-	"uFNMbX/qJi8Z/HK2zrVIyi63adRoqJnFFgnQar55D5G52cTzy0pML8XceQ5a/MMJznM4kg/pgrwDdyaq",
-	"WbqyLFrTvsc2by7/69hmFJEPt71NBm7iBkn8+ZF7hW8DLtp0oAdB0UwrtVa+1ty0C/0sbpOajLhjr9Qw",
-	"3JV/9gol0OC06cmfPycUPGgfAI4MAsDcLyS/3vQ14VkI8/hJF6JjTXMoc+tcCnGBG2B/DLfopWS+QJNi",
-	"vW2Udj72Z9+Y/H2TXdhdmoSPEvA6NEBCOE/atjnre/T2yqc+U/kfBQr/i5f12orvV8OGw/7UiRTj9qHt",
-	"VoQYJoXp0jHXLYbKHXWMO0d/9s6jfRCNYwt+WNAV2qqBr5UJC9w/yOoFIegTB0YvN9XsrTHWA3XwM69K",
-	"x7Df1K2XMCu9a/yZYYV2JkPUWBtUb1Fkm+EvABMMan0TGmqr8hm2pxaF+xMPKSlrikaOV9mQvcbgbYyy",
-	"1phBebzSnPX1ZMJqVQpjIhDhQYdRsCySgAu6rC3VvusJIrlJA8HvADdwysxqXkp1g515fFLiEPpX5dQt",
-	"7Wq8bBKMPEyLVuIUnxoviysCjsopQwHrsCJUg37+PM9Y/lzYMfxvbSr431vu/hcqQdCiq1UhKpY/L8Qt",
-	"PLCoNL5hViZHPFpPl+Bpd1cHJgUdHfGy1MsjN+G1gP6r4+92dplomRhdQL4NPt4Jyxu445z1ORvPZIlV",
-	"oDg3zM9ocLhpxoFdDcZw60qZQcZyD8uQI5ciqmzLkvWZG7q22Baehhx4yC64U6E9BxnCiEcX4hLrOLM7",
-	"uNJ/PPfgtWGU/Ogo/EjsEgDKlLZXgLbm+QFmFVYfsFE9NrbbvJ35F4n0KOlMyg+PnpcQC+I2V7zxB8o9",
-	"cEoZF+in4PA3t1jvzfCROi8mNhfcbVdGD36bbIjRjSzx1uiSW9FypkjFOEAL+Nccy7iDnEPFvcezyNCl",
-	"gpguAc9g2RThP0f13a0U9fcjr8/Dd/Bv+SBjc154wdkwtMSERaeBxxKpjdAHs0KACaHiFATAUWJvoiIy",
-	"8i2RcJ+J8Q3oD1wVbA7t8n00EcGfIdkRlyYxa9G9R83JTpkPFsV0c2fqFgcCD1jbGeXFY60Q0cH65EdE",
-	"00cYItQ18bvu3HzH8hDjh4PDr5oNyJNIWxl7dfwqfs0DRMQHTyJwg+++zzcxasINsgE9lXAy7FQMHr4K",
-	"f7t37o4K3t30sP0CAlu9M9uNcSThA1jj0V58JeY4zujB7PE2fOI9KJbATv06KLYGXftglOvoKtyRLwvg",
-	"M6W+5iXFlzCJ1BGhn3eRQRYk8qFxt/ZgP0iKfIDgGKVEhNyxVkYa6KvlpJRvy2hsaHJX6imbCV6QbsoL",
-	"L9Ww3VzFleFjTJWAHHO99FBdoXtuk29O+wHWAS71Gi7F+ZBdYL5va7L+joCRsVSZMuub6m2cbFWBJuZs",
-	"g5M4MuFuEsSZ8im6aWge8cl+4NOmJcdWSPpD/A8761zCwPvYf950XztpO/qNyYOqmlPOb3h0y7zIH/Ig",
-	"qaDbINoiXwrkuSi9xMYtpz6SGmkfeOOjIlgJ0gkTUaiU3+0R3V8P4r1a90I9ioNoZ733b10ccP9LNMFR",
-	"X8fNQCx4RQm5D3YzrKVT3ytcvpmY/XXQzju+HoF4pp4/dC9tiDl8RECMjkydCS/Laz6+2ZKjamzFrZiu",
-	"YnoowC68wjZQIF7h36WGnAyf2SbVXxASvJf1JpUws93kCh/LNua/Vfcl+t3/2MYb8bXwHMzowVjtYr1G",
-	"+/zjm7PLN697We/i8uzj5duff+hlvY+//Pwz/tevZ2/d366+f//x6u3PH3657GW98/c/fXj3Bl/6/uzt",
-	"O/iP87Ofz9+8c/+dykKOv/4IFRcLZ77q2lzcxTR7klhpvPL78+kGHb8OZgU6PLh07IQX3tnW8DLq9qQr",
-	"zCAMDQ4BsJL1jRDM23Hp1e7jSWhnyGzOAj5N6ERRXe0UMGCDyiet8YnBaTf9YT0x4KM4Mnq3qEkGNW5I",
-	"FkSPVBTdgNz7ia7iDKsTqGPM4+Zt6KL1NdFG2MFI6cqPD5/2NcaQRqkn0EG8+Y6Pl5yMVJ7oxpH7Ahzs",
-	"c2hr6usxaCqWWx7ukdqjT0d/cxmDIfsVGmi0mmFIAz566KiRM12NVB431cizyGsdpX5Tq3SwFRMz3Oyu",
-	"sRIWbdA12i5nK/TlN002RoqCJVnUY8NtkzscEznmVjQtN05jzNcbIRZmpKiQumk5g/xhJbQBreG05EdH",
-	"bqpHbmOOwGDN2YIbI0xHrvoe/TzXGwkd1q2RjgalU7wN+kU6C9lA7sPHpg1T6hm48LtTLZQQBT7T9UC6",
-	"i+IeILiFHru18lIc6doO58UAvRfu8ZECttFLKukICYyQBy24EQMfxcHMSVEEYHHyJ4+UAknghvDtGQJa",
-	"HJXNPEPkXihtd08NOosQHAE+dtRY4Cn3dXC+CCL0oPF/qMRYKFuurowQKvxV6ejVkdr44xVojjga62O9",
-	"TMWxroWEBxb+KB2ohNJvPmgP6Etp+kpjIHbGDatqFTxFsdWtF0KJokmDPoEyDt+9Do8q1Osb/JsJWeJO",
-	"qrT5HL0/0dkYUFUIKtBYJrJnNYkH9L4KsY4rCjZ07NzDdFd9wrSEu5QrkiNDltKu4kDWn0Mjgc5YV0eb",
-	"iX2SI1ppEbHLfk3ytMVMW6asna0NERl3C4x1jC3a0q+dUby2LyoO3UGQLr6kNt1M1920XHS16mjCTenJ",
-	"HNikI7EkKuFahlvby4A5X7HaCCbtqS9PxqJcyOw7oShc4SQq/V1wBRHwG7GwrB/F3zygCpz4oyN3gx55",
-	"wpnBkF2GWBzj5dLd+cbylYmL43GavaznBqezdrtfvUKgYOaR+GknuoNCWQ+d0e/4dHpwaQgoGgB8wCai",
-	"LBn2dGDcxhVbZgYabNNvkxzdj1K3FS/mPpbTOk2+sMkE07kqYT4PYCrBcJdyfCNsqg/nQlbCHJKfb8NQ",
-	"66Co/K+1OAVFEmLYUAXFSj016YYiVdkhiXxECJKLHFf9tRbVKmP4ZfjLRJZWVIZJNS7rQuyBwU/Txu9m",
-	"0cJ3EW1fZI2uhTDuJ+50B3MaKSRvCzYXnFS5Vjxs23npyh2iz5Haoak4OfTNdHoj5mg6HTB/x409glNz",
-	"9PY15QRhvxmtxMDJQXf9hHiU9AG6jHEzUvm/47/+Lcea5yEWf13ouhoLQq8PQsDAdze+6RVVyL1YSmWG",
-	"7Gdt2SLKtriWUIKH2uc66Ot2beSwdJ+uHJwf4k2BQ3za4EshEzJuWsG9f8ex/i3fKweHlLq3XS3M8rCo",
-	"/KThJMz2gfInfP+ZYb+K6wto9T5SfZwPvfr8d1l8fu6fNM9/bz76+fnS5IO4Np6rkUL8Il/4h0lW15Ve",
-	"GlH5/ojhY76C2u0w1p+fUed3rIifCV6IasjOioJBZPflH/RkYoT9t5/zpseNU7tFwfK6KvPhSF2C2aE0",
-	"y5GWzpJ2pDM5mJ/IevkGV+yzz26UDrHT3lIbSyL/9QV3dyKhbbX58XgvGOFLwtp5LOTgvVRuN4md6Sd3",
-	"qC5a09APKHD1GvP+ZUVuDXdKGu7MetvBOa2ltbnndchEBZ8LNzcIY8OkYv15Da5FaSxphMBnVV0KiPby",
-	"SPEeLwtAcV+dJDJkgfGjZNhkBuquK9B2lGg01HzwGDeQgzeJin0s43R/NonSyTschYfk+QMYOJh73Uyc",
-	"9vtHxL6H1rq+ZV9WaXXEeLhsLLe2fyUUfZUJRXBu9872gOtuV6IQDrk1S8iN88E3Yd0q7OdSxX99kd2l",
-	"/DEtLA66MLou/40o6+X71+97We/tz1cfPr7/4eObi4te1vv45r/evvn1bgHV8JUvHU1tUfFQuh8QR11f",
-	"8D2F6lcWQQXJ+sDhU7fMB8HMXncdoe4T9cHsfzi7PP+RrnswROLe9XC0EkrAninRazdwN3fcH1B7nWJf",
-	"AU88GKD2JZmDKYT3sgMEuDNBPmrYn26YfyA2EBqLm5T+88oiGiMh/oC5NhNlCdGbRaWLeiwKZjSbcLDW",
-	"9uoEtuxYLoV37ge0gAn7QFP6VlheIE38qW179VYRMNIhlg9VmiewQKVh7lMF649GgOf6Rlln7I8cqx5/",
-	"w85tVR6dD9Y9Gt9++80fDmuY1dkfyi8srfYF58X+modn6p3aRxh627TeLzB9+gBy+8MTYHX/dAzUk3N3",
-	"iF8ckwpB/9zGj2GEl68OGuHztgUFaK20MNyUa9fuxGXsmhvxh1etE+V+SYb9VbHNX0kBZ079Kc2ep3Rf",
-	"EZPw8IB8wCdIa5eGqr9iPDEUKek8my55hMuCarMDVrPeSytIA8D7gr0IS9rGnhfyb+KO7HknjjyMCds9",
-	"PRrxl16Rs4PCTb0WYlCCXVy8ocgUOekuXv8HM3U1ATx9aU/RWeer+lgOt+tJDmWiGcsdUXOEieKVs3jg",
-	"Lyc5+78u3v/sNq2Q7pOOrFSrO+eLBSWKEOLE0HNZFwI9PPUGHsKlZOFVj2m39VU8neuv0tWw490LfGr9",
-	"ZVvVasx3v37pn/MDtNt+7tGqdP1FbPW4R3tK/2KyOdL+7Z2Sw1A/nL37+YRB4t4lu7ut+NfWgRf3Aoxs",
-	"Xm6jsO2FHudf7gAk2p59kUBnytYxb/ZB6tl4lTxCe9UVrr+8Xqq2fZBU6V7WWdxwSI3G+lgbyf67MscT",
-	"9Q/ZRhr3Xunn6y+37cL9M4PDOK1Y8x7xcf9iy9+320PZem2vSaeN+qxt+uw21sJrWpdXY16Wu4SohzZd",
-	"k6LN+7u+Te+vf7+u1LDpZtH1cl2pc/9Q+9XQFGPbq/6h1qvUN2PLe9/DE62X4h4bW9582zzWep2aeWx5",
-	"8z/hidZLu3amrlRrVz4HlWb1M1T8oTbhlDQl9nBmpKTP5+zgLPuDXkxJqT1fbYmAvd9JyJ49303cCXu+",
-	"Gd8Fu17ZEBL7vNA6XPu8cPh+rfPoPs+vcefuF9YO7D6vxGd1r0+0xck+r2wc6l0vbSp/e74RaX07J5aS",
-	"y/u+dBC/bGhzO1/oUkEPeTHWOvc8ZiktZderKRthz3dim2TPV9ZsiT3fiu2mXa+kdODd72wq3TtJvqED",
-	"oXO5Ewg9ao75QCXMD5Yj0rrbU67YTjz2Uo/5A1dmb29LzZfe0Yn/Cl6rFmz7ZlPZCLF9raMYaUOH9Y9+",
-	"GJzd9YZ36T5mkSuEmOvBi3/bbLmtRc3DcEiqLcdXsrOHdLCOnj14N2Nh0RK+d4tGxZzxhUNRG4bV/eNR",
-	"qVv7n4dODxe3q7jClRyWJ4PpnbRmcIEbxRdmplN5LqFfZZTIfygsFjkC9w/e+FLB1H2BkqBRne7SCd+n",
-	"dKfGL7l6iKbPu2qjDm/ntq2RG5S/7T9SXe0N3wPCLgXm6j8abW/WagOX2KkkF7vJpNq/jUX5sfH+JuGu",
-	"fWeED9uUiDsoToXvZ3aWjvQo32ZivsAioWUlrXV/1nErM59/jQ8OokJMX5RExd2IWYkdbKxmM34r6Kjt",
-	"N1+hisMWCEWH+7DJG3hwLerWjQztnoJCc0obhzpFDJYMO4N5F3JK2QfdqmpXiSkWL18RDGrW+mIWitau",
-	"SkA3pfpTqqd0f0vRZr33HiGB9kKT0obxdrQyvVO74oMU5IPzEqJELL++0Hi36cV7zxa87iN60Qkd092h",
-	"N+pztCuRFgVH8G48bOv/A09TV4+50BLvhHHf2Y6EBrQxxWI6fEosoeIQi4w32iIO4prBMGwH6Wl/77Up",
-	"W/PtNt1Kd9PONjbwC6tobR/9/fWz2MP3RRn0iXii7c28O0+0aPY18EQQhw/CE2/85btumhdim/q8R6ms",
-	"G6F5vuv76EJ+WK9Cx9QP5tT5FpCQLi5Osmm2mxq/tehxT6aNiPoVcGynL+QO7BqFAx6DZxLZiAAG77uv",
-	"+VLQuAtDRpVTDbBRhDD/jDCAIg00VvlOWQJHqGnS3QLjYXugBWnFCmluWB+rLqSyfGyh9rUq2LWYaMp2",
-	"w+fBWgjmxSnL5x7MBzCBlr67BHRrg96+IV3Of3AiS0GtgQErgMrKqLEyQgTloS1jKFYF+CdAK6e0nKTh",
-	"84/aVPtwC+gweybYbo6pdpoVQOe2aXIn82ebNKy2gu4kLaC4PUlgMkjH34ChOmG1Ai0UTtiCG8s2QJ8y",
-	"3xYCjorTJBaioB4b0g6ShIlmUFIdEruuLVOalVpNAda2uhUtcKPTDd6FCiuYM4J96aqb2ne+P0JH0M1D",
-	"0X2XbMRO73yhrIvdr+BW2W713eFqwQD7Q8c3druEHt7ET/r//ppKUU514O7mpzgF4c6sFJH5K+Ai8jc8",
-	"CANRKOUhOei+vHHfUpEdDPEAwaM1un0FLPFgoaM08FfKhQvVtm3FrkGSxCvIXTChHpz1Qe/K2FTabKRC",
-	"1UgWOhYOmNJL6nOnq9AbJVx4JyyvBC9WiLUyUoS7SI17qbVVgGBrLr+A4iIKQojUbvJLCVh/EQBlP0Jz",
-	"lAQ/J9UUS3obWEpm9Uh1rByvfqjYh1Y2ZqYrW67cd2IAS4ICxe5PqEdkrFbULdlpBVozXRYI+lndCsYb",
-	"Sp6MVB7QSvMUrqXhK7acrQh0cM33EeOcHg40uRlahj3xdVfo/oyWug8y9VofjQQ3YoqO6TB3WmYHWhyU",
-	"HMuMVOOmQ9wzg42HFlp6OEfgJAAtdApddEEPGcLHkDkAaqzHlrWiLAHXqxktG6kwhUjzG+D2AOvnhFVE",
-	"NeOdm9O9MZ3bBuPv7zFH4nwvy2SEcCZ4Ab37kp9yv/4ZrLLOn38CBLZExGlt53HW8TtbmQADhRsie540",
-	"Qn5R8hN2rXR6unEHcQlwnf2janlUHbn/nxawc13IiTzMGOpomNEA+LUn91GUgOvuw12NIIl68o16w1EP",
-	"xBpKuPRsDRUu7VH3tX5zOPJDuU7lTi82GuxlPRCOu48tQebByjN/r8BsMtySFiW3biww4sa+XkvFU/CG",
-	"Z+znX95BMZ3vN0bt8BB860/Hx8dYatfRjrFJ4El428a6oEolT6XaTo7+1Mt6WLaX1FhKKt5Ml9h6cKY9",
-	"q/Puwn5NTd0eH+jElPSstKnGLGe6DGR2j+25lqhkKjWsG5BNNRqxEU5a5cTTHq3QiAWJ6ULtH21H5jko",
-	"2tdm+1uEjme6lVPfYUPBBAygspU8QASvCbVU2LJrm3YQtZEgiN4715VgND1mZxwRVUrqjIjMafYntl/o",
-	"dpKB9TauK2lXF27FdKIFr0R1VuPCgBTwRfhzM4OZtYve588QvZ7ozVX6TpW+U6bb2SPCYqeWSQTWtxD8",
-	"BiQEoMayc4wXfqi01WNdjlT/7PwD3tDobjSE/AL6AGrkK9/EsNK1FeBqyZ/PBC/tLGeANztSeQux7YT9",
-	"GRZEWj8giBNMDmqYuHBIFeJGHEllhDLS3QcIjWeXug0hZxgvjQYsaafiOpXyqJS3omD5vyOe3b8hfs1I",
-	"5QgOhVbEc/zR5IMhg5iJGSleCfbx+3P23atv/8gWlb4uxfx//8Vo5WElyCc85+OZVILlY6dkDtl7RbQB",
-	"OpwwPlL5j9rYnADqCI0dEzE4K7VeXPPxDRWNcsXefmCltADbrSvgQfRLez0em5ZCg1hRgKfM5GwqrGGv",
-	"jr9hiF0PDRjxidzp9de6WDF9K6qRyo+O3L+OSjmX1r/44huWL/iq1Ly4slpflbyaijxjhRiXvEKwHiiu",
-	"BJBvKGAdKRgUQMeunVrJx7ZcwXzdz+yWl7VgfVtxWUKvXm45oY3NeelkoiiuHD3zwelI0RQRhEgLog4g",
-	"CAG9pWJ+4k626zpM/fhPAIYP6TtX/jcCEUc/MFX6eoPl7MPbXta7FZXBU3I8fDE8hsthIRRfyN5J75vh",
-	"8fAbQruFA/kcTg385xTvDyfTuO/50HPi7gwfgaLKhVYGj/LL4+O1bFi+WJQSc1ef/4Ucqyjt9mqkD7AF",
-	"cOjbh53Qn6mFMI+sUji3joNFweK+/UO36FfHL7o+G9bx/AOyPyYsEULA3u84EUftxU96Z3FnXsP617Us",
-	"7ZFUWdRH17GdRStUK/bh7PJH1Oj41IT2lKb3mxuYzm/nvmAyPUJrvrml/QnQiqbTgdM88vwck9C60vaj",
-	"J99xg0UL0Gx35+OXABC5x4Pfa3eSEyg471W5Cn6QCaoElpsbp3uQfIfO9+5ZALb1auhJhCAeOG87gOg+",
-	"C0Lc28+/7TwCVnyyuHVHKLj3PwNx1X7iFJwpFl8Ip8zZl1TFLw3jLHqf+P/4IP4/9Ly8evndU56vC1Hd",
-	"iurowpHgTeAMj0gOSBTc3EAHE+FBxRkfV9qYqEVHfNzohMXHzV+XoN0l28187+4LUCJIwwjYrZa1lYAc",
-	"4YM9BKypxzMIuY4U4cA+Mwx7e7E8Av7NKRSJILXSsGuMn2q4gHC0E3etNBZjPwK4DX3GCcnPvdRXOsbA",
-	"zUYKS7l5Wa4CPOwga8JYHqoVkVyH7P2CIrvekBkpgJll/WrNjEUqD9xCodXyKXhNojiqx58G/GOvubSW",
-	"DAjPpL0R7dzuQjvn+K8jhQ1W8gBDnbN+fkTn7ghHO7K2dEtzZIiAnDm0/5ZzkY2U0dtxl7Fx/RrU81JX",
-	"N9TgRdqRoimchv1mvASnGKwmNFSvrfsyPLwasjMyd7jNRmrqiEKAXkCGgGKIfZXg6MsCgJIJu5f1OWsw",
-	"pEeKTOFfPr5DPGm2lApUo43Z66DJ+WUOhuzMsjm4RtdpaI7m/FNO8zIQN9S1BTerU3/6r15+N1K5U67m",
-	"XK2uqB4+UjzRi9YgJucxJzTb3XiEYyTmAKzcDwDKrZ8j7OSRQkXUMCGdLBxkFEm1LcjYU+zO7T8W9eQe",
-	"KXQhhzYhcdODoLzN+K0YsjO/02gVIKSsk8PXvKC1jRRs4qvjFycsb5HlimBpc9Ynly+6oeNHkKfguK79",
-	"sqy0mhKdHRegMzsAbFcM/0347oPNAaS6qo2zRbDFCrzm7pCIZx1DNEJopIycKlF4C+FGrFghKjBAoKgh",
-	"cpuDtZMxownAHmPUsbue7ARTi4JJe0J2P2cUeHYrAgXJL0xR1y0+UuOyNlZUAxgbOCdawqY84GUZNh/E",
-	"yEi1z3rTZIGcEKf+FELXp0rcauzeg3p3WwfDmutWcwA0mIWxf9bF6sHU4xSU/ue2dW6rWnzeUE9ePMoU",
-	"UupJI8CfRvk4fvU1KytnLROdjhF2nQKmdddRrM21Il3oDEEO7NZXKNIQWwibQE9C2WrFFoJSsUCP9r3K",
-	"lF4aQuDVY17iE5Qo5jsXMWqQE7q8zLhh10Iohv3RGqRcbHAUBoHcbLB7huyd0w8m3N2lfTJOs6DGZ5QL",
-	"NmBjPReNMMG4GMb1qA8dVVZRGM992l1FpZhgn4zoKaUBwipyErHS5GxRSVTb6DYopYEsl02L902g7iMa",
-	"vf4jP2rTafteEilMxq5X4En5Erbtmzi2adCFhUwTGGWmIxTnxuL1fKGVMANEG2tY0Ai8GOYtLg+kR0ZH",
-	"R1unHfyDsD/iE4+4U/SFjv1pwsX1Ynh3apOztHfy37/FtHenRwljyEfJC+n+FVPMrIwVcyLXXNhKjs02",
-	"ev1Ej+xnzC5KLtdItW5Ab1CFvsCkYh8qPXfnsDbMDccwZMCOh8fDV1+CldfnIz5BD6imsx0LvsixrhU0",
-	"yHGUn/J6KrrJTh624YrPy220d5YUuukOYFY/6AE74PiSvsUKPa7n7q6JlLSlk+O1LLG51JfYiMsZinNb",
-	"8bHtpCtmFnRdcS+Pj/FmAr3xqF6gPjeWpcTOKU7WuLuWq4LM2/W+kSP1QRs7rcTFf75LtY3MQqWhpH6O",
-	"WFgUNFrsOHkCNx6YatBBklVCiSUv3QxWuoasTIi8gOiEJy4v3w3Zt8ffjFSO7QohryXkpYC9w0uuxpDQ",
-	"qQpDFjiof87eJvUYe1EOhlFQAvKgG4OZCi3HToqglEoosz841RLTOL6QHAXqUt4QLRM9ud8ef/MEnNkh",
-	"f5s8J88Aa1PE7p9oOJaaF2HXBp1cTcpPt5cpro+lmGvoGexMrnbT4MZNALqatCPle2k29m8zku/Z7G9p",
-	"PCr91kMjlUcfyJ0kx14J6KPOwaDltjYnLDQ3xkSqqTjB45gPIMcLdTBqqOWsNnde57oSWegQRAY2Oi36",
-	"lGkPCWHZSAl1KyutQIBBSrgPbp6wnPIK5d+E+ziv7cxNeMytQKuZaoeVWOYZU5oKBweZrymQllqqOBm/",
-	"wpQc9nbS5Js5QsqyhFbN1BUVOsJC2+JXx9+xVJNnFDS+YXOhR6qfOz1Jlvmg3Q/1mcFZ/yTsTBcmz9Cp",
-	"S0Z2PpPK5mS2Rl0mQheYpgkarM5ycwP/4fsnDk6ZdKo4UT9rpaxFIzlTH/wXKK/cjiF9sJKSs2ktjDmB",
-	"vlaU+Q4NrGIWhFoKIywkOIHIzMDC8cUXxAforRkpI7ATh5NypZ5K5TiscbwMMu8zo1Y94G/xHWgV4yNF",
-	"imW71sS9BHOGrCxHo2BLzDj6CvRSjVSb9cGKadhssMXWp4P7SGZ+DKb35AY+LS0hnAlb7rRdbu+T/Yas",
-	"LSqaIhy/6WBqevUqkkPNW75n+oZMYdwGqYKnN2/qjJqhQPhRWXAjIh2DnaxlV2GGkIcdcGd7DuahvBHl",
-	"CvoMN/bhkq+eyJnxzeM6P44Pc37sdd+e2XO+4GNqCnzf4A74/XhzFYAEVMRstM8oIqhHc3MPtG5Z4VEy",
-	"4nsWembgJYtAwuuKOYAtxmf7kfSfLWcMUsUB89ETYfgUfrF77hsQrl1nZKxeoKSFzRuyt4WYL7SFsGRy",
-	"p7JOa+nLb8k/0F68V9F0Owh9WILA29dYM9FugonV/aC7Hj5aFhTetRMIgz7Bfp8TKI5xlE5s+q++ejSA",
-	"GDg9C3Uv9DAW0G7nKXzWx0/qs0bKoJGJKCaYBAeOVtR6CY6INajwhuWBUPmekvi5r/bYmnR07h96TGbA",
-	"b2xzvvq5/iNIgHYLej/zjOmyEMai6kNukJleoq0BRb/xxnkV/K7yIuswaT/WyoQwRxRihQJt+rNUi9qe",
-	"Rv1DWN/YAl5wNpCxhaiq0Ohv0ORGGuaLp/J2j4i8qaZCh01DHx+oVwWWwSoKrrfaU+RRN8GAyzRSkIwJ",
-	"veyDYZzkcMya5I2bHOqInOEyUhThcIcNs58xV4V7F52PhoLFGMwnC76nesGw7GmkiFAQQ13yqqAkhPUa",
-	"qIYhGPiS8hIyN+WksdHpgwazMWhczIoVRchEEQXEk/xg/Rd/YD/JP4/U9YoR+6KRuwC3Fapz/ZffwlMQ",
-	"xC1Lig5RydcJlkbzkYLETWf4bvTbyH20DG0LX85PCAGgcmS4v35eRNWs2V+/fYCKIBZ2iFmlIQ2gkMZx",
-	"UJGPlLdZqT4NUx4mk1PmTP48VGFdVVpbD8KfR8VEqWIO7Oi2KPlYFOx65TYJ6y3cfq2VMzTLkAYTSyFb",
-	"AETcFeJS5Ckj9WOtSKQ9koVKo3+s1X7m6cuH/nJKTFMh5imbQDrhmsHnoRexiCb0JfofaNYdGgN/Grdr",
-	"uL0+1thtn+SKmbGj8cDX96ROFErA4AHquMQS2oeayOnz3zEH7i1ahodfdNnvmH4aF0Gd9PygvfWz0ZGP",
-	"+uLln3Y1f3M3ap24UM/cWRIFuJ915YRgJQpwZLD8wy/rN9Icc/jPFMMpophB+7qQWNPIldI1BPrBu3ns",
-	"y1GvkGRX+Cak3WMOPIxB44X0KD2ZiIr1deU9PpCuBL3xBjhs6MmNw8JYSXl2EUzAc3gU0dofTbY1n8Dy",
-	"yP1k3MOpo/G3uy0U0EpnWo5FcCZHwDqIZ08pVfIrTcY52B/18mkzjW1UnBI89citgcL9s/MPnvDPjbDt",
-	"QzIgj6YTUO7olfvbRsr3mNzhFTmnJx/fOeK/1Gkiwc//CBZS0zjRq6agKZso99l3pmKLkqsmowVRHGQK",
-	"3vlxvS0eJ+O+/pa1y6OYS4t1KOWq8ai3Fw/atrPvfQubPGPc6rkcQ+a4W/tIoSs9I39Jhk5MSlYx9VwM",
-	"2UcBd5OJwgfohcfgFAZ6RoqcDkN2VhTuT6w2ovJoRSeMq7g0P2CAGgaQUgC1cAoRqvgpcGBANRUgQLhF",
-	"YMiHXld8Dn4O2GF7pCcTZrUumVugGY7UrxSJ8/iqjgCsEhYS3qBssokW8PFYhI8mQ0hExccNIvmvRHmi",
-	"j6uX4+fOaPXJ0hX67Wu+jDqIEZdHHk6U12JcSpUmiv/tFCBNjFYhcoZlbbk/i6ELp4/bQzvFu9yLTx/X",
-	"8YRoow86NRWyFdzp7HOsO4DEgMG+1+RGddw6usKidMRcg9TxBeZBnvch33SjPKIaqaawYpBR+k2+1pAy",
-	"B5eDCl6oUt76Lw3Za/wyVfEaqIFZsVwWJ7uhgPJTTIzSJdZ3GdbP1/pZQn7D5nzyVjNCSjeYCV7Za8Et",
-	"GFfRbJRWgoQcOuVCPwNfaOTzNrjPTJ5K9AyTblTqaVJvh5d9u7Z/gurEf8b6wJcoKDtjXqDpYETS+9BK",
-	"DQkok9pd/xECp7F60cJH+lcNQFfBYuSSzVBDAgEFcsgfwGTS/8OokzNpIGbu7rPuRNU3nxa6sj/is4cZ",
-	"GJ+OVLF5We7MV33vi+sRPgK8x+56/EcJu4y1uhWVoXwig2txCzCs7/TYK9JjPaBn+GfoaUP/WYHdP3hU",
-	"m8LDJd3Nnkj5on71QRJU70P8cCYQgAnUdIuZkjlHx9UJs1UtQn2g0t4dFb9Njg5INwL/VvQ6tGSnO24q",
-	"b0PrED+O94EY7JKP0RQIwMBYGOZoPgDhHB/tCT58n3ZPzjYc05e8wDhgPUHSWUQA4Q6QGSlfwuaoMGRn",
-	"SI3muZ2eN3DbAYpEOzkEsw89LKx3d+anTdIMZP76qkRYEXw7//b4pe/wAbBm2/1uPyGM02MYKm7of/nZ",
-	"/gf72c5nei176Bk6yzZ9a+6vA8bnOhIqsT/Bn59iX/uhyWB4/jsx9wNHAsKo+4YC/vBqn0hAMnvmDNIz",
-	"mi5Rj3Ri4+Zfi3L11Mc20XssfWor6gTrU/T/KQ7nfStSMYPHXw/PTJTE09Bpz8MToJsfMAMMwaYf1zeG",
-	"3ziogvrlA398Hz8Z63sVSFfU82gwZB/FQnBAbOPM+yM3vZDgfPznuIyePAkZUoCItqchNYfiq9L49lPX",
-	"YiZJIYgT5fY9PegWf2B//rlW3j0Y6pLMDPJWlGhrvHhjXmttDSQznrCmtsSpvcp6MBcMXPlsIKjPlgRE",
-	"x5uEK59ziusqyH3m/xqaJ2BqPyXyDLdVz4Q0mlDyZDYqnkBDOPrm5fHx8WkrnnMjBKUfS3jYrpwSDgVI",
-	"K9MY3Ke+gMDxARSCm+6yHIp0+Ioc8KwMsliVBtvCZ+aESnT3b9NU9CUzdoBoT5fnfIFIyx0XZ6jtIL4m",
-	"0sI7kfPUs9M/gw779GKGwmFrei+1uyRAKDxLGdQTAhg4Z5NKmBkZsZjCie4ZJtVfENUILeEllzYgE8Fe",
-	"Cl7sWyTxvMH23hF9vvA9m78sx+J8/0FCzwm8/ODxMJlvVQRPgd9eLxE9S7FrzxLFozqGQsbj1szsy/DU",
-	"I+6+/8i23OyogUCc4jz8GpP1njiZrp0KDpE3PkagtpDVul/+3IMmgcO0ZqIsUbWiAmA/g2cGY/59ykh+",
-	"ZjZaOgS/XBZQYp5FVyyU6+MJ0hXi9MdOSYPp2CO1mY/tAWcaxKr1ROzT9ESemYikgpLZfcJ2Z44x6AhY",
-	"j7veMkMBZF9Ar8HeD0dHfox/Q7cn3gqhDHbm21Dp2rK8eZoBCi179fK7aBaQZ31FDVLzkYL86xd/iNYB",
-	"lXZehUuoLe8XQvkT+ki2mh/efSqdxPDiwb+1S9D8K23465N0oXQUxApAbn64/L+35A1nd00cDsfj+e8N",
-	"luHuutLWOXnk23IXAxMuJxX9PIHS9MTM8Ibs8ghIEvmif/H2hx9/+eAsW7f1Hg1lWul6QWkcF29/+I+3",
-	"796hFj3R1VRYaiD/QLfiHnkEnq22a2ct/nsORVN39lwfMqMu192vlbTiia6Dt7DavVx3ifQGN1MbAoVO",
-	"UPzP8ZU9oHK5WghEz5KKKBkEDABuNOisUBXQIHBCjZPT6dx/DO4neJ9jKU83/iEWsPnI7sLZXq1ZQg7a",
-	"C/aT/PMgY7woKmEM1ma52Y0UdhOJ+kehKCFonRPGffd5CLUuwVe15CswuBFaKqAZ5kIV0EAKvjnVFiox",
-	"cvxCHnXunIkSg9kEoSEN9QnDCtxnpnkpqoULEC+DtI+JF9HpXBMTKQz10EelOZuBZY4TbV/mUsl5PYcf",
-	"N3s1rm/MT7IspRFjDZhWGj0Wjimo5NA7ACuBucFKsJWwTaLgy+Ps+Ph40AUA74brnPqcf8KZvjw+Pj7e",
-	"MfPfnuDGRi7tureftFrtqzdoo1udWIXSpkCsINNmwE5STVm9cMyVu3/mbI6mpNFz8fXf6JXwfZi+2JX+",
-	"EabwRHf6hVvtEweTvzKT76s+exfCbmjV1AHsHtf3sjt9+5fFtOKQ4aEZj7QJxGcMWzP3fdvBR+JREjmo",
-	"Ju7y5XPB8t9HINhHvZNRz93fetTLRnTDjXonP3/2adyQL7uQYgyVX76sHhs2QBcxSqZF7DPqNIdt5kIv",
-	"7UgQsf61nB4JVUiuBhiD8rETzKV2L6LTtzVH8UlamKLvro6TjKvLQQ1xP1OpPqkhuPx4rkBANzKBCHyy",
-	"9PeRan0TBQ58daxLM+qdnGejXqWX7j8/fs6H7GPAScd2CF4JwTasQhUhI9wpOA12gJC3ohi4acylafpe",
-	"sjOP5R9Q3Aksn3u07H6yjxX7PfSxyFjETflgpHyjAJpJqxkHtahKqUdn1vLx7MsqSHfML3+BcmatHH4p",
-	"7XiGTWpZWxtfUNuzfwm1NbeIRpzDQKksoVl8TXpDxRVu+bZI3WXz1GNepM1Xuq7S8MQ/QpzuQvGFmWmE",
-	"wq8rZTJfg2iyqDgwa+pDE6hIjxulc7N6/rvPAVrzQCYaaXGfuQIFVxRPdNK2qPhSsT5UKvvEFzRB0egN",
-	"LTkyROzMP1JN2gWSi/rQf6CZQLOXt5YAZhpcKMqfyI3Vi49Q63bSfD5nfaxbySGJZu0tXxwXvzA4xcAJ",
-	"ZlZHSzOQ/eFknqyYrpy8Z2e4aN+aMEqsAieou5idYW0Q2sU9C/1gcFTMp6Zc7FByWlD/GP8s9o5JXS2/",
-	"0pwv6+pRkztg/I7T1+xzlBr2T5Xa6Knc8DntVIPyG2F2EyzhoVCEX3ILn2zjHgCBEPuo+2J6Sht7QHGY",
-	"Trb2snBrrvXu5Ez3gYTADYBPzyfUpjpptQCAiBIII1ZKY1vdrRELDODjm7RN79J6gRha/TxCvApF+XGP",
-	"5BN83/0ZilqgT7KXr6SUQ+smeIk06hhdyu0K2S5ZaJMNbsYcLYf81JsQxNdZYzzEDV4BwoX9cvn90Z8y",
-	"6N1imFQjhT2yWT/3DZfddOAWqsS0Ljm0pSKLCZbSf3V8PFIRqBZ0eL1yT+Wd7sx23/BD+Si8/cExUWCp",
-	"J3WCYmNwq4kINDKQuuGITh9n6G/dzK17Pi+e2LXZ3pyuHH1s8P0vdOVHh9Vy/EWGDEoLPWEc5QNZyk2Q",
-	"PJzCWGKHPz6YBtsWqN1+ICihhYhMe5ohZaYftTRZTxUKZbYjFUf7qUVVyBjanjB0Etp/hHxkrEVcLESR",
-	"Mcz4xWNs6rmAbtLYkNCncAICll9v6CdASic3EPhZT4Rqcv4wS6kvSiOoV0hIqK4VtUIGQcmcLPNitd2T",
-	"M9BtpBrwNCdoxv7Cgqg4QKzwa6PL2grm7teMcZYPhzkLe0tJR82FQvCEjfR274XuhlmDcoh3R4mhsdqy",
-	"V7CYtfd0bY0sfAvUFOYbdQRrASmOlP9GX1fU8YJH7xgdnh/gjL9rfbqN4hh6Y4YHsMNjRp0FEGRQFMOR",
-	"ek2fkMJQ9zJEWAV3IrXrOm3ueAhb+T78a5c9BPMw5gWdFOa6EoMhu8CF4b46lQK0CzB/5kaUt8Kkbsh3",
-	"G7rHfa/IJ7ku3LS3tDMKG+oEABLxX/fH498fbldax+nLXxpTaZ8XcjLpvDcuSeaCE7QSAkG75gto+M+N",
-	"k0reywM/LyktBJ1+I2XFfKEr1IEXYcVSFeIT9pOosQst/CVjlZhgkzBjuZnBOYUOPCuS6ys400P2dqqg",
-	"hr3RgH3zwiHLAcEKIHkNwWBKO1J9WWTsuuJqPMuY5dOM5T++OXv9//2cn3q4XfwLRjGYmC/sitZMbVKg",
-	"vxkg0FJ6KI5tBi3nhrswQTa+astGcSuhxDxydIBwXnA7noFVAPl0FB7MCP6f25F6BYi//RyevAyizun0",
-	"BKwFLhRoY+zttwGLnPiBJM0lGm0oYOTijlLRPkdEoWcGu78stHTGSwAwXtciRipct3T9gu1K6R0Z5sBG",
-	"5CMuiJKVoZVMHxvdAsnwneaoNPYSm0obD2a1HpySVoGVmQglRDkdoJC4bWVz7TQgcMcFZ1ZA0R6pZqW0",
-	"e/Fd3PzY9lO1yQ8RKKsv/V6UHOp8kJJhY3AP7FKjp+1Z/Gnk5bAdtIUnmMFCF2vT2ZNwGCYjRRPwagr9",
-	"PUwm8/TLcCR63A+IGdRh5jLaQ1+Vz/q51edhnrnPCkWSOztZRVyALVK1ZroElYgWBItuLZaUt2+PX7TO",
-	"Sq1MvVhoxz15R4e1H6R97QTXhkRMA89LG88D2DxYio47BqegsiL/Uwliylykg9TrqDx/+e0fNovNs033",
-	"RjQN6Ia2cdri0+tlWNecLDrUDnbPZGnskbpSWZtSMMUWM6cnui5bOiesLx9qyu+xNZ80ZIZVkczod6rv",
-	"zUOdfgHyiiV3+dXxd/ts81s1LmsCKWmE/JYPjmdpHwnUKYQPXmtdCq4e2fXgz1enCjmZ/EtnfJrYauu6",
-	"JgEUhELGamj8eRO0IYlsVzylDlnq6bb46Q/SvtPT/RICoKQmfQ6+jdMOX7SzDp/aNUdL2tLrRFrjLN3l",
-	"111N9w/A/0RDoim6chqoN3d7PyWrb9T1tnc/n2IKMVToIzh8UHSzVnN6BD7iJdo+rNTjG0oCIpvIGRNT",
-	"GbVivHbPAILFWWxFoquHcbWK9OKRkma9yQbGA5pnAH8+UqW9k8zOKl1PZ04rzodTafM1lxN8zsaOBKft",
-	"kusoY9zNGqMmM23ESLlFFLJqgO2p2wjc26BK6NqSQ+mbNaPJT+6K2lfm0Ow0uJbAGNC1Faf4nwgzAVjK",
-	"04rPKVHMDxKwx32/SoWYoJAM1xjf82LQrXU+frl285HHKNX+Hy9O0AeAblsygBbg8SUNNrYtu3yn7pZ9",
-	"KqHjdrvzcnWM0vYw/iP4J98oW626uNttxr9Uy8c/C6+B8teIa+OIvsUf6eT7BPL7fIAAewCLcjJ4rHOw",
-	"HTrhwj+0l1JpubmBnIZOvLid1hxYmn5q5P4wKIvdFVIBphRErfR8zo+McNOi0izxaVECUihZcqkpwkCt",
-	"GUor5uYAbA/hmILWwauKA8SKsavS/WGiq3lngH5fnfvlTpW74wMLPhWX+kaori349sXLJErfY2OidIFi",
-	"nDE3ZXci/JY/iUh6iAiDn3Db+MjcgqSCJuXdCDbunOyALIEnHjN9i5ubTqgS9/HhlyKsxd71bZMuymQG",
-	"yoDcSzdmhd7fbgmPVQTEzc2X6XgOi+pud/6PcHRwqozDLqe2NRyP0AO7M8HRb/EjnpDOBEeY/T9IgmMH",
-	"pe+KkwMO1I0N+WVRPP6x+wDffurCuy18UMOqi5gfvq4alXvnYinoFAQLhKZ9gDFhUB9Lnl/3vhjXlbQr",
-	"4KprwStRndVO/fjv3xwHYfEb8lxdlb2T3szaxcnz5y9e/nF4PDwevjj54x//+EfgNhr+96C+rYwVqGFF",
-	"OqeJ/wBJT62/eMdQ64/hSo4fvF1/tdG040+GUszfPv//AQAA//8=",
+	"7L2Nc9s4kjj6r6D0flWR3tGKk8nM7th1deV1MjN5l5nkbM9N/d4qz4RJSMKaArQEaEU7m/e3/wrdDRCU",
+	"SH3YspPd26urnZgi8dHobvR3/97L9GyulVDW9E5+7815yWfCihL+Oq9Ko0v3r1yYrJRzK7XqnfQuhKlm",
+	"gvGxFSWzU2lYBm+yfjqqjo+/ycRcZ1P4pzjBJ0b8Ff9OB6dM34mylLkw7B039ujNnVD26O3rYS/pSTf+",
+	"XytRLntJT/GZ6J30cPBe0jPZVMy4W8+Mf3on1MROeycvj4+Tnl3O3ZvGllJNep8/J70fdFHoxfrax7ww",
+	"ggmVG2anghlbCj4LWxGsFPOCL1l/ylW+ZAtpp25zxaBrcWOcJ15cLsa8KmzvxJaVCGu70boQXMHi3r52",
+	"78Fwc26n9Wgy7yW9Uvy1kqXI/QCt2/7uVdKbSeX/fNEGAwddAC7O1wTEpVCW3SwZvHCpqzITLCukwwSm",
+	"FStFppUSmT1lhs8EmwmupJowbliKB5IGkEwFz0VZ76Jxqnue25UoZ1LxohNE1r9wUFBdyexW2HUonXkM",
+	"sfACG5d6xtIP7y+v2HPhdmie4y8mTZhUxgqeMz12qDRS6Vllp7qUf+NutJQhnFh/MZXZlC2kMmwxFYrd",
+	"aDtlvBTMCGUHQ/aLuBMlm1d2pBxK3gheOuzUt0IxaY0oxkwqxtmvF++GI9WBmLisLui/6oD+ci7MOhTO",
+	"9WzGj4xw7MGKnMHOmfvcMKtZLgrpVtzPtLKlLtjYcRHDeLHgS8MyPROd9AODbMCR1mX+pstbM+eZ+OBQ",
+	"o4U/FdzKO+HWBkQujJFaPTMsl6XIrC6XCRv1no969Z5OmZjN7ZKNNfKB8CZBvGv9hJwt1N/rJU2If//d",
+	"+l4+Oxw2c60Mwv3MnvM5z6Rdur8cPIUCtOTzeSEzQKTn81LfFGL2b38xbru/R5P/r1KMeye9/+t5zdaf",
+	"46/m+Qf8CidtAuzKbZiLmVZMGsYt4yyjZbBCzqQ9ZUrbqaP/BTeM5zNpHR7okmWlcOAbjlTKJ0LZa3j/",
+	"uhQ8m4o8PWHG8tIC51AM3mALXRU5m3NjWHp0NOOfjuC5SZkuEePnpR7LQjwzLJ3xT2f0az+FsdOEpSbT",
+	"c5Ge+EX/3X+RMK5yxkcqvRC2XB6dOb7uCW9wytJ5qWdze/3XSlTielwVBYw2raxb4nWuFypl2k5FuZBG",
+	"IHHhx3A60aBtDDXTcK1otuDSshsx1qVgtlzC7idcqmEDUwgXpLJiIkp3Lp+Tnj+lJzz9ix/O2fevvv0D",
+	"o5FZLiyXhRkCrdEAgJzuIBx+3shCWtnGKX6bcgv0g0fN8ztRWmlE7jhWKpW0khfybwIuj3mp5+5nHAi+",
+	"+AWo6vdVOknw1/8WpZG46/UXKjv9WdipzluW9ZNexKvKMjG3xuFuLpRbkWH9s/MPLI0GcYKKo3GmlXCL",
+	"X8HL+s3UnfiUO3YjHObkLONFgW+40TNuRUoSxioEpBUzs+3ozsJUbp+0cV6WfOn+LjTPL5HBRXAJ0gZA",
+	"eTZfO7YV2Fe51O2fi9mNyHORnzts/GTbX5IzPhFtP32O7+g/03sJzbc++MewP33zF5FZWr/VmS7WDz9Q",
+	"DjDRarbLCmJwhc9agdS2FqSAGm26CIAQoeDGMsMXJBFE+BOjnlYoRM94NpVKjFSfLiz6yUmpXOW8cJjo",
+	"+JujT8ddmfgkssrq0iDfy/zylyPlaFmYQcIqlZNoG81elaUjhEyrsZxUJTCWE3fTuct6xlWejBQvJyZp",
+	"IrqbxI0k1J0stZq5MdxHSFYTYc2Qnakly6ZcTdz169i5NoLlpZ4bJu2Qnd04Ieck3CdGCMWWwg7ZWwuX",
+	"j2L6xojyDtaUuPccP5+XIpcZLjOG3a2YWydElTH1KfeREcKtdcb6nBV6ItVIgdDk5ceEcebAEfGFUvDc",
+	"DNiML5GecRs5M1JldBmsks0GnmMst5VhHvlOYKIZvh0zI6V0pTKRJ8zdmahycDaVyjq0WQA+aZbrA/GL",
+	"mTCGiHXLehdNXm64zAEDmktaY8R4fCI/A14x1uWMO2ko51YcWQnUtvYNIfzbfH1ZV7UAx6QF+QNwRqpT",
+	"xgGZQGbjEfbDRSZaF2ds195Le9Jgz8kqB9clS2khz5VYpA6xYCKHSbWICUMlALdsKrJbd4ikMNBL7mZB",
+	"fnPCOP2L9VEGYtYBlz5UxRIVBDsVS7xV7FTIks10LoqEmSqbOoUsK3iVC5Sijng2TxhqGB61DFOauc14",
+	"9Bs4MqVjhQlh0YYZJ657ytTjsLoTlnq0SJ14SGJU6r5bGlYpK4t6KwsnnTvoC1XNHM+F0QOTjRhr41xs",
+	"1UJETeohijG3IodDX7vAj75xKsPglOnbE8AWXbp3eb3NiYhXFm6GpKdvWxa2cnnQKj0aNXC987p4J41t",
+	"uXEn3uayG0271z8gA1+n6pVl0tidK/LjtIgBgXO00mGEQ4HdxkRiiHuBrFPTkkfu4ZLPClZPMmglUX7H",
+	"ZcFvCtEuamQrgsxWqDUudTcA3nDtO8Qb1c3O+qDr26AauXszvi8TpkBPh9c48E1hbPuesqbIsH3N0ftO",
+	"XpdmXvBlp3A8lcapqiRFvVXutDvlQZm3jqFAZSbR6KJTnAIqvtmTu4N1yb3v6e6mkoWV7kJFkPacTmJF",
+	"ZkXeyh4qFbDiQnDTqgKsipqOqGPAhXXEKNa+726IttJUg2qaFHU9ExZ0M57n0o3Aiw/RCw0LYT2iE73W",
+	"8dNLLieMl5NqhteFZmWlaub4LEhwQIoJ0yoTCWtIPg1BYg3Uq/JCYw2tuKdslxjsZAT3v5URJOICmBKW",
+	"i1LeOSbuaMdJkLdSoXABAGuloU687SAKfLBm0Dv/8Iym02PPy/pkmHB3LcoUg/iWgF/h77vrO166xREo",
+	"W5H1jpctp0cf40V2x0vp8A8O0Ai7rmAKdbfPObUhv+KEysp24a12CC5VJfLXnPC0KN6Peyd/3sykwLh7",
+	"rmcz7VjCKtJnNKj5ABd+l1Tn1LeyrOZW5MxWpWo99TKQ+4YBUPLCV0+QEK7FJ2lBqCYd6brQxjohDn8m",
+	"WQyf9mvhopB3AvSum8o6sanQaiJKBte8ia2JbYx+5RTmfvtJC0jC1taP5mOyRvmk2vjTcmrSKvjYjbdV",
+	"4n680KzhDaf/WJAC9Yxbmfmx4CobkHhV5dKC5b8E6pA2YYrPwOw3XToFyGGN553n9T26ibk1d/JeCWYK",
+	"bqaBTQWzoB6PRUly3Ookg3Vz0Ta+JNW8svst7kMpTOADIMDTGi2/FYaNS6dSik/WCzjWgIVofW2beaJb",
+	"auRx8kOs49IaxXpet04KMdPXFWrlAOftWEpsIh6zjVucc5WJwl2QRYs4m8GvhcjbZYZcgMW1hRH8Fzz3",
+	"qoPMSQNaOI0+L/V8LvL97qt5xHM2b7xec+t+Ufn/oVVQ1kXuXQ9rC5p3/VDrOOFiyXPQPWY6l2MJ/8xF",
+	"IaxA9uBOBpnHHH90Q6JRYruu4h0TOGn7DkV2O9etuHoGLAWYqucGDlcX3vHi1E73ABmPmHDVYtDdQ0Sc",
+	"Ct5xS5Riro10wtgzw356c/YacF2CZUKxPpkAdGWNzAXI4f59x+zJCO/IYSxLY+njdindlqKDvIziczPV",
+	"lrlXEn9b+6vFCV0BltEC2iepyo7rjCDuEXg75cJQtOzEgbv1lGs2vXpLhx/a9BVu9xPyiVj/tLRtfgF4",
+	"jHeKcYc1rywrxBgOzl0+2gh2q/RCMaPZmJdsMZWFOzcn3pqE8aIgHJyBSOt+mXLD8JZ3oAqrlMp+96pe",
+	"YWQkFirfb09u9HOdi3abc4dAirvbAw5IYu5SD8L7kH5CFzPBZMddOopvKFtlpZRbG+4HGImTelplV1tW",
+	"ymnyHcQIDjhvS4HzpqAJtwMyGkU76/vthGEHCZNjcKnkMo9lbHoT3Ye9YBGkv7dyO4l8EjHawyDG4+a5",
+	"rKDrBrp5AyA7rHQMA79tx579yUjpoD4UetICczTroZEc7bfLwSkZTUH89TZ/h4CO9rhBWtyVrDZSyW7k",
+	"EElbz8LO6l3ti/rNWdwmT2qnjNuyLTmaZqVlfR47WIIkBUIgfVMKsGE6fUKj4Dd1o8BQ0g5OnabgwMAy",
+	"nTcMjNsoblUkCbhR4/BeePtxFXMBF9eZf04IvQmN1ykgML0WARQjwLbGf7F+XpVgXyPeplWx7LiOSYFf",
+	"YRFDgulWYMKvCW51A4W322dpst0ttP6e3aaah4E3LOk9HPnTMR09HhvRvBe7icx7gddx4AaomRv269UP",
+	"R39kfanueCFzZpz0D34IiK7LRL6D8hyTAq2P5t5BYT5jcykygT6MNb7SNzZ3SpIjc2NzUZbM6gmQ+iBB",
+	"m5TbCktx3hT5xHDtgB5OW9FBfx20hRA6GG1dVKpbBYdQzKRbKl2JUqnAwmGm7Cg7ZZz98us7PCVp2Kvj",
+	"YwaoBtaM6zGXhchZX2knTE9KPntmgs2UZVyxqS5yJ4UAcKIgrT+++P7l9mDBFjTdBIRLvDoegZzbZfcN",
+	"pL6Bxro38nFtKw9H/BgmXwfm0wV/MNS/8uLXIc/9pl2MgoDqSp2wqV6wGVdLz4pLwWbSGKl2laA23xMo",
+	"jK9N35DdE9YQ3dGySL9IhQvbcTF7XUu1oXg3lSLxUNtPKgtX0e7W26s22bbtloHoy1VxXumRSpvsOUWJ",
+	"Wda+HvLfczRwk3UyARs2yPlqpFLabuqjAyAGnls/P/s3PJt0MGRpA3TpCYYz13sIGmvQYDEeiQI0WT/1",
+	"gjPYzUfq6Ig+PsIvjvDFwWkIqYiniqIpvLQ0Uv6Gbpns6Ig+6JwFQDJSQsIIqLIaiDcieZrUIwnP5qXO",
+	"q0zkId7Jg7mslBkprZjVoAQ4SdSBUxsRYEbiaYpaFxBklU0hbsUbPIbRaZw0LElhOSmeBdGxDyUN2giH",
+	"dc1Gqs9V/THoJLrAeC9OUWXovB6cRoo6m2j0cRBY3FBk3V9lXg/n9E0++HXw+trKcQBur8Zy8h42gibj",
+	"PQWeO15UbX5KBj8wmaMQa0QhMsv0HEMPQHknAzup8v4vfMXBQytBN04cU//td1sknGTdgv9xFSy46g6A",
+	"WKHsnwqd3W4FxcqeFTs7/8Ao7pnduCHWzcr3dKkrpS2Ih2bvbz22rxtrtvigZnImrggHd3dcl6IOmNhr",
+	"nUb+TeypxEWI8eIY/q+NjKQtNvvYPYHBsMlamK/f0XUh1W30d3usRym3S67waxf6SVWJM4jxFi12bx79",
+	"Qut28PyYtAUbhQy4dduwYz5vHJvqcD/WvultnPJCZO46WF5Wsxkvt3mxNlp4yc0Ggtzce5JqR1fSQ92o",
+	"Fy1wFy4YYJbETu3GHhsQCZDbdESvRVZIhQexm3AckhiSHQ4VWEzrqZZdIUTuJzyKvY+sG2A0WzR2l4qF",
+	"YLnAQLI9r5EYYbaA0L33ut3BHGsfa1fSz2J2I0rjrt1yyRqXMJvzZaF5zjJellIY1vfr8XZn9BRKw6S6",
+	"08WdaHPpb0b6OER4nRFxc9ul8a7vkgSmjqhM/LkjHPkXyGzTystsUivWd3+CCO5N2bUACyMOThhnv/76",
+	"9nXClFg4oRthSLHCGEdYisqIvFWOEWWpy5/rwO2NjqqWsE2KDAsW6mbktA/AAGs2BHCibBtLlf14CUG0",
+	"HXjhF0ZW+kbnS2b4YtjpJ7iUE8WL9kAybeymoExaygkrdMYLWLpPhKBwa4rOFDkm7rg3SjHTtrnf2tbf",
+	"CuuCG3sphNrHTzhvuALX0lKu9K1Qm4/GyT0hyr0dCcpKwfwR36+3ggGUAAzgNG7XWwKtN1ohCOKX+Pbn",
+	"pLfQ5a33j2/6kgIpf/OvrzJGv4uNkQl++p90a+h0npfCtObeQB5IncyIqqJh3gxRKfmJGQ2ZvJTnCSg1",
+	"16XtJrx2wvptukQlnYMHDXKl3elxa8Vsbpk3QroJrivFKRXYISs88mlN1zNpZtxm04QNh8PB/ejfjdjB",
+	"Gd1PUerUOgq6F56ZoFzeVLLI2R1+0Ukh7rLimT1rodh3DiCQAezUTVHHeXpwN6w/G+mqPd6ppn84ap8M",
+	"RZj1DH1zCROFESHAyptUQii3e8cHdLensVT2Rn8KfstdzFXwxQWo2KYtKxl+AHWuKDBCy+d5RTg75WgD",
+	"4tmt0otC5BORQ4LUbjazlmy59iNn/k1/1kyJibYSPMaUdxbliRF6t3P2Fta0IzciAGxM+zEBc8Bub1gf",
+	"U7VDiAhZzWiVJFrs5LSLGY3PCmyJKSPb8F4x7+2uaA9JNYEUuGDMWgqLaWaBDmnO07oSA3xEF53nNjel",
+	"vkWvvjTsRkg1YaWwpXQfotu7UjAHyGpzR5reDgRjsFzw3EnhrN9ASIi/iyNMQS5oxNIOmuEbBHuMdaXl",
+	"ktAb/bmbG5xCEpt3hehF+LLt1mh36gLR7+zRbdxC29y6OPS2ZUWJus2VkU+7W0ZgELx0GsyOHunb2MS6",
+	"xnMAZrYL7+kSgyisveOG8tpriw3Mh4U6tYGNCzmZdmxwk3awmsQVXo0XlrSFSTWB0ATjpqO+7MxmWyVl",
+	"SjytFOxwzZi7ci9QvImJOYDVrM9rgYdUCs6UsE5mY1llB55BxPMzq0/rEE5vESbGD9c0O1NMV9YJ/JCY",
+	"S3mqGH+HOg+Cchj4Asp0iVMQKGqc3D/qFlkV2aFBoPHKUsGtMEFg8vITnnlTmaIUVcw3DJcCbIznS6yx",
+	"4AS7gqSMRgKi50c8X67zJVgQMBqwv7deVs3TPaRbr03tbBcCu39pl1IvMZfNKX0e3A7OVSkwwIkgKg0e",
+	"ScLEcDKkFAknsl57ygGTMwiuSATXOZ/xicjrYPkm5o51Rc6T+vjwS+a/BI+KcLI3hRFGaijqmz5yjWPe",
+	"r/vlNB4zoC0lTYNyjckEuCYlPlnPRHQZ8icGpyQ8hOIkoCrWGBGljUSpZ117pYzzGxGu8+bylwTWlbu7",
+	"FGOn8XtNBOv7lOIvtQzzpfT8x1Xw91Cfa7nyQIpse0Jvu0HuRwkUK217oqwu38y4LDqLkeiyu5gJ/Lyf",
+	"QDnlpiOtoMI1b734YITG2pLGRhrrqsdtu+h+lPa1HI/bDGhcqo5jvuGmA3FtKcDJOuel4ws4RnsibSNn",
+	"YaP7sX7zc9Jzt/zukh9t74fWZOuuZIXfHEW5y/TEF5Jrz1tQesH6QH5WX8HrkBZ0hdH/9QYD8bblNrSz",
+	"B7ewn/Wd2Lw6WAyJj8Ht7fhrYG/NrI6WFGBus87kl2x6FQeRr39t9fk9T7E7QcOJOiDUlEI4QSHO19ge",
+	"a+ixlnA0pFQg1qztagNFtKcLeTu+aWdzN1JxdDm0ZU4VYsOnuyQibS6O1sBTq+esEHei6Cqe8cUSmJII",
+	"iDFUAvQ6DuWdnrQH90q7Fz+gm2CX6F7ZoQj+KG2tGKwgiGcpLcghplJ1/VZylbWcMRbZQXr21O4NMq0n",
+	"G6w17SWglC3lfuwTN/pGWXRn7sZB3VIp5kfW7M8HvzjRNUrhat3HvBRj+WmjNSmuAsjK+xNDNcfKkNvv",
+	"3cgUhuccDjUsuIbxRsRBeK5hj1S5aNn0RFrSmYL5E95k/bkuM1E4Zenu5Qkbsp/ZGXvNLtg5u2K/Juw/",
+	"nIZV8uy2SwzVpZy0l150gHaE668U4gEofDsmAKbg9rM7NLuKXRZbIRNfICHBDyqfFsJaUZod0r2RYeFp",
+	"RNO3HelPghdt2/0NQvNCbRVlFm5qlvK5JItu6oiZgv/glNxWUqnGekiG3HSk+rwwGkru/fjmij3Xc6H4",
+	"XEL9lZRU8KvlXFzCzOzy9X8Gx63f9kh5szCqaU5VMSwYGlArqFcF5gmuoHQim/G/6HI4k0qXrVWzwlft",
+	"+HP24W3YWzBOR5YQysXvx3sOOVHRTjtKsQSRfn3mCaS/38nVGR0mQ8kSwN4EGWtIkVp3W3RoaCBz5U4+",
+	"kXmCGpgRd6LkBTwnA4yb1XIniEBoo/vlSObpYMcrubWOUdK72wTx4BUpRSHcxB6qdSCnx61Bwka93NHc",
+	"qOfVykoZy2dzQc6j7ZQS7nS/qiRGijZ6iZxf67UmKEQx3E17BU2tXk33SH1F9XU350x3gEOpi4YHpTJQ",
+	"U9kXH7FTXU2moJgtjRWz9vTNZoXGTcmSMF3iI7bqXW+A/pmT9g5u96LB3+abjRp6gdGBM/96CIKmJ0SW",
+	"0jLUmpRg/WxaqVtflYq4kyTfCtmLwtfAMjF2etWeymYyP3JKURdLWcPBwyDWLAbNLjHwT4ZC9cqamNRu",
+	"SYnx5wERxWto+GWjiQkGQ1SCHhxJTLs7dyh7SCL7J0MigM/DkagG89eBRMCpDoBEOhf3CkOf6ZxQJA4J",
+	"fvnH/bLhaJS2lcUh8l1VZKDMdZv1yt3dZFZDL50vXqn1LUOb2imDfZ0wYzX4K2iwuNKO+ESlLtvNWlld",
+	"4niHECdfs3jNmESbqMfbBA4ts411tB31sQykbTstHenB47MPbxPaKd5usVcEJfbm/qOAQ/odvl4PwqSC",
+	"fPtVdYJ/uJv1iAgCVqwoh6HPo2SGKFUhppAaMrNmKYHOnCxYZhtoP4gSkt60eh/Cr5t7vJVqz2JymFSx",
+	"i3s5vBkKsMFsmxd6IebFck+KjZe02ldjc35HT1c20814nbZiSJtiaOO1h3jlFUy6ryTdAf3dDVBrGLBf",
+	"nShMUCj2rmFcgOfu/XyDE3dzFPNaYP9cqBwd1H70lXB+8WkOiPdxv7QNrYtzXhS74DMoC3HMRKhLMfcW",
+	"2M3KwxqmHFaHeAzcoFquXbHmB4FrPUcNynbBpwWAD5B/uo7jy4pB87CqYemX9XBpKN4rEvThMa+Tg2xC",
+	"oUMS+ga8wmm2YxXC5kBIFQH6K8IpXNUBUKrgqsMMH5kBWhwTUpfU1WeDEW+rzGNRCdsQO+8W+Os8P3Tl",
+	"gX19QDWctrnMuj0fH5vbeQh+rgDlCyNmwdWwwuUcACPrjkGbJPY9OlekLfFf6dfSvyLbFOdGLVSOSsFz",
+	"PBsIZ4KqXNCZhLijb7PglFHDjHbbwh5V4HBh6bfHxyluJQU96XpRSiuoskzqLY3GdzrJoKUVBYGRWtZH",
+	"BwKZ8o3lS5GzQme3IsdAbPf9TWWWzEmUuoKozUwrY0vugIdzJdSNzNwyadi4KorBSdyiIfjZsCJDQsod",
+	"dZ2qVUPIgcgh0s/w8So0dN3CIobBNwEGVKRB34my0DwPMIjVzlwiCCy/xZAS6VbJovIMbrdHtNsUI84p",
+	"XK+yc56R+8ltFsINrdZYzYTWabCx1hhKsEVgcADItRIJbhwCSstOP3dHyJZUxrr7djcOHadSb82O3om+",
+	"cZgo3gEQvYPgZ3O7R2GyKCH/M5Q7eovfvSBV0f+5Tmw4VXcuddbRIRQ7h/qIU2oX6EgutI7zYUanzRac",
+	"0mJFdBFeaI+D3Jx8vVv29EpsNhmWdMkwiZrKKiixoAjSU4zAAl0nVGmlCFaDJVKohKvPm4GpfL2VGV8y",
+	"XmCk8o2oq/GDh/TJMrmj9G2vyO2atx1Sh9ePG/qGHpHRBzN9IXPFAcsBFfMVZC5mc+2QcaXs1nqHzjm3",
+	"VpRu7P/vz2dH/y8/+tvx0fcf638Or0+OPv7f/6sNN3CZ98uinlWFlZab22YnR6HgNHpJd5cD7B0Qspz9",
+	"QdN5NkpChsEw1rdVd58HGt+ezL2K8Tunf6/jReu5+1x3qoh9SKnyUOn2W1Lr/ecXQKsbrK1rNfUn2sLV",
+	"gs3RnH4PfZhMEtcFMiNlrCyKYJz2jkh3MWUVlLZnUGCVShdHUdfQT9PcijwZqUUtlORxXApW3Kb0sEZ4",
+	"Jt6hdczoYDhSWG6qLu7v4999hAdnZqpLuEZnVNmwJUiDtnIelcFckZXdfbVau5X1cWNiEMGKtQAnbCMC",
+	"0X513r2tZXeVBE//ir5rGzMAe9tQoQEt0sR6YHm9umQNlJtozCN4W4F9XyCiI1CUq0kh1eSqFS4rAWPt",
+	"N2OnWbxLxGkzFXo5ptPqvQr0QHMX3WU5/MqCtRp23bj6romDNR9SifRcTEontV5TX59Wnqu0lVlrKSYj",
+	"nAiViZB0XJkOARMX8RobIosdG5+Eou8hf6RWr/o0o+9QCD6dQcKMZnykGnTOzW2smDmhHkR5iptDUV/6",
+	"JNqoWbVB45P7DdvUAj/o6iTaFagB5MybrAdb/fq0m1aIwWX4kyg6RiVZzA1OWan0pL0+Mxa49loCyGTu",
+	"rE78GiBBtqKU4nipCfYTgALzkESWi/IUxT9opgmnQx/Wb9BX1CKavXEKcMYdcwbtJy/5ohOauA/fD8Zs",
+	"334IS4SpsSlgWan92GZXP53fpkt3/pTK5E/sBGa+5hmEYP4d/6I1/Z3VBrZrsl+yv4+U1xWzQht4FApC",
+	"epGX/Z0yzOLcqr+PFOlz11Zf+wWwvzMi2WtPww14xgZXf7fvIkiQJLDKwW4xKjdmtm2cNfCKdlY+L/jy",
+	"nKR2Ly2tspRGq3QoVSvzUKTPDRB4ARmkHGI7ruLNTWNdFHrR4r/tKlm1akzsFvSbO3iA2a0FFF/W8oag",
+	"vfYq1cONbysyxRqUxlJJ0xlYv+89TNWZ24vkqNwHwUJJEuym4Stec8tm2lj27fGxkzBLnllRmm0xpc1Z",
+	"iMYdG7qGusrCmIQF9TQJFitdNq64Psl3HUd0X9kiMpUEKLcfkVmq7ILG2pMeoY97odXE+AB0NFdgY+LY",
+	"bgZXsqzFbKVZpPuwGRbP2oNek57oNHCsF7uFd0MtmaDIX/uMA/pzDzcSVS0T2w0DTQg/iF+sHdWX5hdu",
+	"QcEI/nB+ERWAWBcy0VfF0qhbKET7QyNguvu9SKdXmwr7fs0kEd0qsaXtuFdSyXvfMOX6tkrwjjezSmoL",
+	"gjZmJ3BSea1mDvGgo7X/h41FIHjUjHBzE+jQSq+1CR5o2HUnPIrn9anPWcnNlNWdT/zCO+LBCm32iwGh",
+	"iK93zUzneMj9Y2Ie2Ds2W+T3qV8pohp5uyRYb7jOgsF1h6C6S3h3U0G/TQZ38qntDt3WSwZnTlaxFkHZ",
+	"ZTaNGg3Vq9jAARrNNx/AMtebeH5Zjum5mKPnIMUfjnGeA0ke0gR5D+xsyWbpirJoLPsBx7y+/a/jmJFF",
+	"Hu546wjclhuk5fEj9wrfVLho3YAeGEW9rLa98pXmpl3Vz+I2qa0ed+yVGoa79u9eIwcanNY9+dPnVAUP",
+	"2geAIYMKYO7mkl9t+tpiWQjr+FnnomNPM0hz69wKYYEbYPcabtFHrfECdYj1plGa8diffWPy93V0YXdq",
+	"Er5KhdehARKW86Rjm7G+r95e+tBnSv8jR+F/86Ja2fHDcthw2J87K8W4c2iaFcGHSW66dp/rBkXlnjLG",
+	"vb0/O8fRHkTi2FA/LMgKTdHA58qEDe7uZPWMEOSJPb2X62L2Rh/rnjL4mRel47Lf1K2XalZ60/gzw3Lt",
+	"VIaosTaI3iJP1t1fUEwwiPW1a6gpyifYnlrk7hEPISkrgkaKV9mQvUbnbVxlrVaD0ninKevr8ZhVqhDG",
+	"REWEBx1KwSJvLbigi8pS7rseYyU3acD5HcoNnDKznBVS3WJnHh+UOIT+VSl1S7vOFnWAkS/TopU4xbey",
+	"RX5NhaNSilDAPKyoqkE/fZ4mLH0ubAb/rUwJ/73j7r+QCYIaXaVyUbL0eS7u4IV5qfELszQp1qP1cAmW",
+	"dnd1YFDQ0REvCr04cgtecei/Ov5+a5eJhorRVci3ro93wtK63HHK+pxlU1lgFiiuDeMz6jrctOKArgZ9",
+	"uFWpzCBhqS/LkCKWYlXZhibrIzd0ZbEtPA058CW74E6F9hykCGM9uuCXWK0zuwUr/eSpL14bRkmPjsKP",
+	"hC6hQJnS9hqqrXl8gFWF3YfaqL42tju8rfEXLeFR0qmUHx49LiFmxE2seOMJyr1wShEXaKfg8Mxt1lsz",
+	"vKfOs4n1DXfrldGL37Y2xOiuLPHW6IJb0TCmSMU4lBbwnzmUcYScQsa9r2eRoEkFa7qEegaLOgn/OYrv",
+	"bqcovx95eR7mwWfpIGEznnvGWSO0xIBFJ4HHHKlZoQ9WhQUmhIpDEKCOEnsTJZGRbYmY+1RktyA/cJWz",
+	"GbTL995ELP4MwY64NYlRi+47ak52yryzKIabo6k7HAgsYE1jlGePlcKKDtYHP2I1fSxDhLImzuvo5nuW",
+	"Bh8/EA6/rg8gba20lbBXx6/iz3yBiJjwJBZu8N33+XqNmnCDrJWeajEybBUMDp+Fv9k6d08B735y2G4O",
+	"gY3Wmc3KOILwANp4dBZfiTqOKzqYPt4sn/gAiLXUTv06ILZSuvZgkOvoKtwRLwvFZwp9wwvyL2EQqQNC",
+	"P+0Cg8yJ5UPjbu2L/SAo0gEWxygkVsjNtDLSQF8tx6V8W0ZjQ5O7Qk/YVPCcZFOee66G7eZKrgzPMFQC",
+	"Ysz1wpfqCt1z63hzOg/QDnCrN3ApzobsEuN9G4v1dwSMjKnKFFlfZ2/jYssSJDGnG5zEngl3k2CdKR+i",
+	"216aR3yyH/ikbsmxsST9PvaHrXkuYeBd9D+vuq9Q2pZ+Y3KvrOY24ze8umFdZA85SCjophJtkS0F4lyU",
+	"XmDjllPvSY2kD7zxURAsBcmELV6oNrvbI5q/DmK9WrVCPYqBaGu+98cuDHj4JdqCUV/HzUAoeE0BuQe7",
+	"Gf7LB7wdknp+m4rQ2rSmokbwnCONqSjyE/8YixBCc9hVN2qCVAeBdHW19aDQmGCtcRzXx8dBzlNZiQFE",
+	"gJSVCmFypAj0wWo1aAs3nlIA4BZpGV7bKNwF6D4cM5sH9XUgJRzd9QoYHoaPK+H9DwrfWE8U+DrA5g2x",
+	"ByfmC2jwdeDe7uADu8ACLR2RY2NeFDc8u90QM21sya2YLGN4KKileY1tyeC6h78LDTFCPtJSqr9gifpe",
+	"0huXwky3gytMlqytfyO5EvweTqzxQXwtOAcrOhiqXa7WDDi/eHN29eZ1L+ldXp1dXL395cde0rv49Zdf",
+	"8F+/nb11z65/eH9x/faXD79e9ZLe+fufP7x7gx/9cPb2Hfzj/OyX8zfv3L/bouLj2R8hA2heijupK3N5",
+	"H1PBk/ju450/HE/X4Ph1ICvA4eDcsbPc9dY2m1dR9zFdYkRraLgJBVRZ3wjBvF2hfbe7WLaaEVvrq4Cp",
+	"qVpWlOc9gZrEQQWR1vhA9Xa30X49WmBSHBmtrdS0hRqJtCboj1TkbYNckLEu44i/E8irTeNmgugy8Dn6",
+	"RtjBSOnSjw9T+5x3EOr0GDra1/N4/93JSKUt3WFSnxCGfTdtRX1mBnUGfcPjMlI79I3pr29jMGS/QUOX",
+	"RnMWacBnBB1eUhBU07jJS5pEXpQoFYFa94PtomWF691elsKiTWQFtovpEn1LddOXkSLnXRL1fHHH5Ihj",
+	"LDNuRd0C5jSuQXwrxNyMFCX2R0I54IeV0Ja2AmpJj47cUo/cwRyBASVlc26MMB25Ezv0l11tbLVf91Ai",
+	"DQrveRvki/aoeAOxOBd1W7C2d+DC7w79UULk+E7XC+1dPXcoypzrzO2VF+JIV3Y4ywdoTXOvjxSgjV5Q",
+	"ilEIqIW4fMGNGHivIkbyijwUuif/xkgp4ARuCN8uJFQvpDSuZ1hJGkotuLcGnUkxDgAXHTk/SOU+L9Mn",
+	"5YSeSP5BKTKhbLG8NkKo8FTp6NORWnt4DZIjjsb6qIKWHDVLYh6YiKZ0gBJyv9mgOaBP7eorjYEBU25A",
+	"vfSWy9gKpOdCibwOyz+BtCLfTRFJFepHGHxmQtaC4ypNPEdrZEQbA8pSQgEa05Z2zG7yBeavg+/tmpxf",
+	"HSd3mG6/Txgmc5/0WTKsyULaZexY/VNobNHpe+1oe7JLsE4jTCd2Ia1wniabafKUFdpaY5Fx98pYxtgg",
+	"Lf3W6VVu2kZjVzI4jeNLat3sedMNy3lX65ja/dm+mD2bxrRsiVIKF+HW9jxgxpesMoJJe+rT5TFJHCJN",
+	"T8grnDuOSs8FVxCRcSvmlvUjf7Av8AMUf3TkbtAjDzgzGLKr4BtmvFi4O99YvjRxsQZcZi/pucGJ1u52",
+	"y58JEEx8Zwg6iW4nZdJD58g7PpnsnaoEggYU4mBjURTBvGfjDEIzBQm27v9KjpdHySOMN/MQzWkVJl9Y",
+	"ZYLlXBewngOoSjDclcxuhW3rCzuXpTD75IvYMNRqkV7+10qcgiAJMRWQlccKPTHtDW7KooMTeQ8lBLs5",
+	"rPprJcplwnBmeDKWhRWlYVJlRZWLHXpC0LJx3iTa+Dag7VrppWsjjPuFO9nBnEYCyduczQQnUa7hn91E",
+	"L12xbDQdiR2akuVDH1cnN2LMsJMB03fc2COgmqO3rylGDfsfaSUGjg+66yf4R6V3GCeMm5FK/wP/+vcU",
+	"c/CHmIx4qasyE9RNITABA/OuzekFVYgFWkhlhuwXbdk8iv65kZASitLnahHizdLIfuFnXTFhP8aHAkR8",
+	"Wtc7QyRk3DSczf+BY/17ulNMGAl1b7ta6qVhU+lJjUkYfQbpePj9M8N+EzeX2v06Un1cD336/HeZf37u",
+	"3zTPf68n/fx8YdJBXKuBq5HCelo+ERWD/m5KvTCi9P06w2Q+o9+dMNZDOIMmj/JvWKFhKnguyiE7y3MG",
+	"kQYvv9PjsRH2339J655LTuwWOUurskiHI3UFaofSLEVYOk3agc6koH4i6qVrWLHLObtROthO80htzIn8",
+	"7HPu7kSq/tbEx+OdylpfUe2nx6pkvZPI7RaxNRzqHtluKxL6HgnXXmLePc3N7eFeQeydUZhbMKextSb2",
+	"vA6R0WBz4eYWyyoxqVh/VoFpURpLEiHgWVkVAqIPeCR4Z4scugosT1oitgHxo+Ds1ojobVeg7UgZqqF5",
+	"8JgLAAevA2f7mFbsHpuWVN57kMIhcX4PBA7qXjcSt9v9I2A/QGpdPbIvK7Q6YBwuOtDt7V8Bbl9lgBvQ",
+	"7c7RR3DdbQtcwyE3Rq25cT74psAbmf1Mqvjpi+Q+6bjtzGKvC6Pr8l/zsl69f/2+l/Te/nL94eL9jxdv",
+	"Li97Se/izX+/ffPb/RyqYZYv7U1tQHFfuO/hR13d8AOZ6lfmQQXOemD3qdvmQWq4r5qOUPaJ+rL2P5xd",
+	"nf9E1z0oIr6AtxILBqTVIgTsGKK/cgN3Y8fDC7yvQuwrwImDFXi/InWwreNA0VGUujNh45O0582oz+gr",
+	"9+uetapQWVyH9J+WFquDUgUqUNemoijAezMvdV5lImdGszEHbW2nznSLju2Se+dhhT8wgQRgSnOF7QXQ",
+	"xFNtOqu3igp17aP5UOWDltq00jA3Vc76oxHEX75R1in7I4eqx9+wc1sWR+eDVYvGt99+891+Ddw6+5X5",
+	"jbWLfcF4sbvk4ZF6q/QRht60rPdzDOffA9yeeEKZ5z8eA/TkzBHxi2MSIejPTfgYRnj5aq8RPm/aUCj1",
+	"1s4M1/najaO4hN1wI7571aAo90ur21/lm+yV5HDm1C/V7Eilu7KYFgsP8Ad8g6R2aSgbMa5vhyylPc6m",
+	"ix/htiD7cY/drPZ2C9wA6s/BWYQtbULPS/k3cU/0vBdG7oeEzR4zNftr35HTg8JNveJiUIJdXr4hzxQZ",
+	"6S5f/yczVTmG/g7SnqKxzmeZshRu15MU0pYTljqgpli2jJdO44EnJyn7fy7f/+IOLZduSgdWyh2f8fmc",
+	"AkWoAsrQY1lXRwR46w28hFtJwqe+xuLGT5E6Vz+lq2HLt5f41urHtqxUxrd/fuXf8wM029Du0Dp39UNs",
+	"PbpDu1T/YWuzrt3bjbUOQ/2Zdu4vFQaJe+ls7/7jP1stBLpTAdP642ZVwJ2qGfqPOwpkbY6+aKkWlqzW",
+	"YNqlctTap2QR2inPdfXj1dTJzYO0pZImnck2++QMrY4V5UjsmOCxOsJausC22POWDIpkLRB8pwD21Y+b",
+	"muXuscVhnIa3egcPu/+wYTHcbuNsfLbTotvNAklTedqu7oXPtC6uM14U29iwL9a7wofr77fNTd+vzl+V",
+	"aoj9Wa63csWrqlTn8O4aV4zGKXYZoFj9NLSL2fSpf6nxaV6Xre/+NNS2b3xKzWg2fPcDvNH4KG5cs+HL",
+	"t/Vrjc+pQ86GL4HAmx9tQ46qVKuI4T6ryz9QTNGmAVa7Q+BIn4OEt/wFEnJRuHIyqxI72HbamPHnZO+k",
+	"g70+bGPaO37a4Gc7f9PCSHf8tuWK3PHL+Grc9skax9vlgwan2OWD/c9rFdt3eb+B57t8sMI1dvkkpvqd",
+	"pmjytF0+WWMP2z5al4V3/CISgrcurO2S2fWjvfBlTbjdBWYrTHz3k1m5rnb5sIsb7peDuyMwurSNfT6M",
+	"FYwdl9kmkG77tE0d3PGbWP3c8ZMVtXHHr2IVedsnberO9m/W9autIF8TVtGP0NmDIerLe6DqCQcLB2pI",
+	"QG1W985WEIXO+IGLQmzuiM8X3qaNfwUDZaNjxHo/66hZxEozQ5IZ92tdf5gS36u9NttbKEZWL0Kug+d5",
+	"N9FyU3esw2BIW0egr+Rk92meH72792nGzKLBfO/neIwx4wt7Hdc04Ie7Htskkn8eOB3ORVtyhTvZLyQK",
+	"I3lpz+DtMIrPzVS3hTSFVrlRzsa+FfnI5ru7n85nhbbdF8gJatFpj+7wq3Ja6/gFV4foN78tDW7/TpKb",
+	"ekhCpuPuI1XlzpXDgNm11ZH2k0bHmzQ6ULacVCsWu8W0dZ6MBf+OSvu+KcuHTULEPQSnYJM6a3fqKd/h",
+	"ZjbHfLBFKa11j3XcRdGH2uOLgyjn1uefUR4/lsvF5llWsym/E0Rqu61XqHy/DUJ+6S5o8gZeXHGwdhel",
+	"d29BTQHKEICUVPSLDTv9tpdyQoEm3aJqVzYx5qlfUwXmpDFjEvITrwsorEypxpQ66561wWa17ScVIe6F",
+	"/sg14m3ponyvTul7Cch7h6BEMXd+f6Hnd90G/IHdv90ket5ZJai7OXjUYm1bzDQyjhX7wKHD1CsDaR+3",
+	"IndkiZDA5BTKQQczLQuNSCGRilNbdt9swixEaU4bTaMotSaJi62Px47hOLJpdlhtJNk3xMku+8j9RKUO",
+	"aH5hqanVv/FwySk2+h1UvVq/ttqx6pnx6AS8u+4/0OdxAT3Mr8UX81LP550dAva+Arp6soYWsicsLIVu",
+	"Omj7jcm++JZYQEY0FkFYayM8iHOaw7Ad/IKY0oM4ycZ44HU77wPppPjaKKQ4GGl49n9I0tgbQZ8IJ5ru",
+	"hfvjRANmXwNOhDv8IDgRjPePVUB0a09yqJ7SkKhHyjcYj2TwwZCdNfuBl4LnUNXGaqaEhBkxnWWklC6B",
+	"sUYC/ZBF4j9TVVGwTJclpCxzxQQvCylKN3emy/wEel9AWYlCc6h1sBDrFWKmPI+naClGuqJztNKIWwxW",
+	"H2pYVzuONR6xmwBWvDL3JoAmgnwFBFAHFhyEAN54lWnVoJqLTUaPHWpZuBHq97vmR6fmYW3BHUvfm1XP",
+	"NlTx6mLjrXw62Q6Njw14PBBpI6B+BRjbacG+B7pGDurHwJmWdAHoHuTb9fpaDXHbroRSm+vKg1FLomdU",
+	"pC+yG8SK+ilrKfSHxcsa1fegF9IO5fy0Yrk0t6yPaZFSWZ5Zhiyd3YixpnB0fB/ul8BPTlk689X2oGjf",
+	"wrcjg/a+XMHCGgNAbRJh2MI9hmI+g1pthC5Mbu9p6OMdqklAfUZob0Nxs63mKq4mhVSTq1abYvMA9+3+",
+	"fu9O6R93cP7tb7fazwoVLG4OqbYagwDOTYPSvYxWm7hhubEqXqvdKu5nF5AM8uXW6kSesEqB5AQUNufG",
+	"srWqjInvIwak4kTpucipKZu0g1bARCsoKFGY3VSWKc0KrSbQB6G8E43qg6druAsp0LBmrMbpRK8uaN/7",
+	"/ggt5NeJovsuWYvmufeFssp2v4JbZbOt7h5XC4Z8Hdorvd2Qf3jDbKvX5q9tOUQrYOrgcB8bEHogKkVg",
+	"/gqwiKzEB0EgcoAfEoMeihsPzeXcghAHcPmvwO0rQInDOfxbAvYOa2bgtikmooRIuQJxy0FYAjNSZQKt",
+	"+KtNSp4Z7Ds411LRxegTN6ij8TNTjzRSc17a1uYjIaR7x6qlBJd19ZGedyNfeyzkvbGw9aS+AnRcj5Z/",
+	"MGK2l4w92a0PTl2DHGUjJ/nUKNYHhSBhE2mTkQr5xknovT5gSi+oY7cuQ5fHIImdsLQUPF9ilb6Roord",
+	"2LfYN+kNxXtrqSzU/xM51RbXbvELCVWio9Ll/agOuKTCxVJNsBhMXdCcWT1SHTtHmRRqPUEvHjPVpS2W",
+	"bp649DkVkcc+tijgJqxSoEiiuKo100WO5eLLO8F4DcmTkUpDnfu0rSK64Uu2mC5bqbBRIX//EuXrkWpw",
+	"Jj5jH72p0VZ36Wmy0hGwBRvPa9axH6MLfK2FlXldeqTA8eQ0jYj3DRkWHiQ9FfQr35XAiqKAirD1aMlI",
+	"hSVEKskAjwdQP6Uql1RtqPNwug+m89hg/N0d8AicH2TRGnA0FTyHLuStU7lf/wTmgs6ff4bavdvbTOGq",
+	"4282IgHGHa1x8Vmrdvyrkp+w/75TIA1YqcEk3j8qF0flkfv/dlY707kcy/209I7Wf3Xp5+biLkSBBnSK",
+	"nqkZSdRdfNQbjnrA1pDDta/WUMr7DhUDVu8QB35I9C4d9WLL9F7SA+a4nWyp2DLsPPH3CqwmwSNpQHLj",
+	"wQIirp3rjVS8rTD2Gfvl13dQhsGLMdTYG8u2/vH4+BiLNHQ0lq/jgVvMwJnOKcfdQ6my46M/9pIeFnxo",
+	"FaULKvvRXpzFl/Xcsa7DfdCvrsawwwSd1cg9Kq0LNIupLgKY3Ws77iVKtm8b1g3IJhqtK1GF3dKxpx2a",
+	"OhMKEtKFqhF0HInHoOhc6+NvADpe6UZMfYet0VsKSCtbyj1Y8ApTa4uC6jqmLUCtOQj2fZjpUjBaHrNT",
+	"jrX4Curxjshpdge23+hmkIFZIatKaZeXbsdE0YKXojyrcGMACpgRHtcrmFo7733+DMFwY72+S99z3/f8",
+	"dyd7RF18qPkrlXmeC34LHAL6DbBzjOT4UGqrM12MVP/s/APe0GgHN1QzEOQBlM2Xvh17qSsrwAaYPp8K",
+	"XthpyqBTwUiljVq/J+xPsCGS/6H3DBVYRAkTNw6Rx9yII6mMUEa6+wCLKtuFbhYfNowXRkMXEifiOpHy",
+	"qJB3Imfpf2Al5H/HyocjlWJZUdQnnuOPJh0MGTjzzEjxUrCLH87Z96++/QObl/qmELN/+4vRyhckI2fF",
+	"jGdTqQRLMydkDtl7RbABOJwwPlLpT9rYlEobUx8fDO3irNB6fsOzWyo3whV7+4EV0kLDF10CDqLDxMvx",
+	"zwxLj454UeiFyMGEa1I2EdawV8ffMOx6BK3k8Y3UyfU3Ol8yp4mOVHp05P46KuRMWv/hi29YOufLQvP8",
+	"2mp9XfByItKE5SIreIllHqEsB7SHgdInIwWDQrnaGydW8swWS1iv+5nd8aISrG9LLgtHQFA1BevUznjh",
+	"eKLIrx0808HpSNESsXylFgQdqD0J8JaK+YU73q6rsPTjP0IbJXD2X/vfKDIOHRRUI8YrLGcf3vaS3p0o",
+	"DVLJ8fDF8Bguh7lQfC57J71vhsfDb6hPAhDkc6Aa+OcE7w/H07jvFtZz7O4MX4FyHHOtDJLyy+PjleQa",
+	"Pp8XElNhnv+FLP7I7ba2/XUzQMErIPomsVPfEEPoGWmlQLcOg0XOMj7Hp9Jd+5+T3qvjF13Thn08/4Do",
+	"j/HPVFtq528ci6tmMxBReshf5n6t/ZtKFvZIKqfcqrGcVKXIHdpZ1EK1Yh/Orn5CiY5PTGi0b3of3cBE",
+	"v53ngrl5WJT9zR2dTyjKbTqNR/Urz88xpr0rCzB68x03mAP59vUur19BafEdXvxBO0puMV69V8UyWETG",
+	"KBJYbm6fhWgYuK+kexdaIngx9CTqPRMwb3Pp+V02hB0TPn/cSgJWfLJ4dEfIuHengbjeUwsVnCkWXwin",
+	"zOmXVP9JGsZZ9D3h//Fe+L8vvbx6+f1T0telKO9EeXTpQPAmYIbvZQM1zLi5hd53wrejYTwrtTFRc7eY",
+	"3IjCYnLz1yVId62NCn9w9wUIESRhhKr/ljWFgBQbT/jmAabKphALMFLUQeCZ8UFUadQyIiUfObY3kIbd",
+	"oGNfwwWEo524a6XWGPtRa4SB93RSDWj3UV/puHtCMlJYBIgXxTI0FhgktX/VF/nHHgBD9n5OIQdekRkp",
+	"aFDA+uWKGotQHriNQpj3KVhNIge/71wCnTO85NLYMvQGIemNYOdOVzuWED8dKWzNl4YGJinrp0dEd0c4",
+	"2pG1hduaA0PUAoRb6CAxE8lIGb25YwdAZbVJyEKXt9QaUNqRoiWchvNmvACjGOzGy0RZZd3M8PJyyM5I",
+	"3eE2GamJAwqVggUwhPrX2JETSF/m0GKDuj6wPmd195GRIlX414t32ImELaQC0Wht9TpIcn6bgyE7s2wG",
+	"ptFVGJqjGf+U0rqwu7muLJhZnfjTf/Xy+5FKnXA142p5TXWQIsETrWh1r400xoT6uGuLcNzDI7Tk6IfW",
+	"G42fo64bI4WCqGEY8DhIyMVvG80GTtmr41f1ekCkBJNhOlJoQg4N5uJ2WUF4m/I7MWRn/qRRK8BmBI4P",
+	"3/Cc9jZScIivjl+csLQBlmtqaJCyPpl80Qwdv4I4BeS68sui1GpCcHZYgMbs0JqlZPg3dQYarA8g1XVl",
+	"nC6CzfngM3eHRDgLEaWBCY2UkRMlcq8h3Ioly0UJCgjkSEZmc9B2EmY0tT7C4InYXE96gqlEzqQ9Ib2f",
+	"M4qIcDsCAclvTFG/Vj5SWVEZK8oBjA2YE21hnR/wogiHD2xkpJq0XrfnIiPEqadC6BdaijuNfR9R7m7K",
+	"YFieptFWChVmYeyfdL48mHjc1oTpc1M7t2UlPq+JJy8eZQlt4knNwJ9G+Dh+9TULK2cNFZ3ICPuVAtK6",
+	"6yiW5hqeLjSGIAZ2yyvkaYg1hPUSoULZcsnmgmIEQY72XW6VXhjq3aAzXuAbFMHoe14yaq0Y+gNOuWE3",
+	"QiiGnXXrHgvYGjMMAlkzoPcM2TsnH4y5u0v7pJwmQYxPKEhxwDI9EzUzQb8Y+vWogzElapMbz03trqJC",
+	"jLHDWvSW0lD8NDISscKkbF5KFNvoNiikgfCrdY33TYDuIyq9fpKftOnUfa8IFCZhN0uwpHwJ3fZN7Ns0",
+	"aMJCpAmIMtVR/49a4/V4oZUwA8wSrFHQCLwYZg0sD6BHREdDW6ce/KOwP+Ebj3hSNEPH+dTu4mo+vD+0",
+	"yVjaO/nzxxj2jnqUMIZslDyX7q8YYmZprJgRuGbCljIzm+D1M72ymzI7L7hcAdWqAr0GFZqBScU+lHrm",
+	"6LAyzA3H0GXAjofHw1dfApVX1yM+QffQuicyC7bITFcKWis6yE94NRHdYCcL23DJZ8Um2DtNCs10eyCr",
+	"H3SPE3B4SXOxXGfVzN01kZC2cHy8kgW2Jf0SB3E1RXZuS57ZTrhiZEHXFffy+BhvJpAbj6o5ynOZLCRm",
+	"QTle4+5arnJSb1c7jo/UB23spBSX//WureF4EgoXSOoEjllaQaLFXuUncOOBqga9x1kplFjwwq1gqSsI",
+	"FwbPC7BOeOPq6t2QfXv8zUil2Oga4lpCXAroO7zgKoNIY5Ub0sAx+ctqLx5jF/PBMHJKQIB+rTBTDlbm",
+	"uAhyqRZh9kcnWmIYxxfiowBdihuibaIl99vjb54AMzv4bx3n5BFgZYnYNx4VR8iG86c26MRqEn66rUxx",
+	"uQ3yuVJmPeTlu8myUuRCWckLU5sJQFaTdqR8F/Za/61HyqqyhGI4dEsjqfQbL41UGk2QOk6OXbbQRp2C",
+	"QsttZU6Y10FSDKSaiBMkx3QAMV4og1ErVqe1OXqd6VIkobckKdhotOhTCggEhCUjJdSdLLWaYV2BvHZu",
+	"nrCUAl7l34SbnFd26haccStQa6bESSUWacKUpkTEQeKTXaSlZnyOxy8xJIe9HdfxZg6Qsigc2A3104fS",
+	"Bo6M0lfH31PegJs5FClPkdFAfozVLNcj1U+dnCSLdNDspP/M4Kp/Fnaqc5MmaNQlJTudSmVTUluj/mSh",
+	"f2DdPhd2Z7m5hX/4ztuDUyadKE7QTxoha9FITtUH+wXyK3diCB9M4+RsUgljTqAjKqVkQOvTGAUhyccI",
+	"CwFOwDIT0HB8VhDhAVprRsoI7OHmuFyhJ1I5DKsNL4PE28yoySPYW2jhWjE+UiRYNpOg3EewZojKcjAK",
+	"usSUo61ALxTUmohQH7SYGs0GG3R9ItxHUvPjusNPruDT1lqYM5XhPW1W7/HBfkPWZBV1dpg/dFA1vXgV",
+	"8aH6q4SJoRtojacwbgNXQepN6wS4eihgfpRFXbNIh2AnK9FVGCHkqxg52p6BeihvRbFkYy5rgxFb8OUT",
+	"GTO+eVzjx/F+xo+d7tsze87nPHM35gGcO2D34/VVABxQEbLROSOLcMwNvO7+HmjcssIX3YrvWei2Runm",
+	"AvOqVoi70KZB248k/2ygMQgah/LYHgjDp7CLPfDcAHDNBDhj9Rw5LRzekL3NxWyuLbglW08q6dSWvvyR",
+	"/AOdxXsVLbcD0PsFCLx9jfkUzfbpWHcFZNf9R0uCwLtCgTDoE5y3L/dkHKRbDv03n9Ycyss4OQtlL7Qw",
+	"5tCo8Sls1sdParM+b6/0hYZWlHqpuiGr+wkZlgZApTty4uc+22Nj0NG5f+kxkQHn2GR89Wv9R+AAVw1J",
+	"x688YbrIhbEo+pAZZKoXqGtANnp8cF4Evy+/SDpU2otKmeDmiFysUDmAHks1r+xp1HmO9Y3N4QOnAxmb",
+	"i7IMLaIHdWykYT6NKm12F0vrvCo02NTw8Y56lWN+tiLneqOxWRr1oQ5lHkcKgjFvxdzWinErhmPUJK/N",
+	"5JBH5BSXkSIPhyM2jH7GWBXuTXTeGwoaY1CfLNieqjnDtKeRIkCBD3XBy5yCEFZzoGqEwIJ9aQGRm3Jc",
+	"6+g0ocFoDBoXo2JFHiJRRA7+JD9Y/8V37Gf5p5G6WTJCX1Ry52C2QnGu//JbeAucuEVB3iFK+TrBnH0+",
+	"UhC46RTftU5tqfeWoW7h60xQ6QoQORI8X78ugmpSn68/PijXIeZ2iFGlIQwgl8ZhUJ6OlNdZKT8NQx7G",
+	"41PmVP60zrkrtba++VIaJRO1JXNgL+B5wTORs5ulOyTMt3DntZLOUG9DGgwshWgBYHHXWDAlbVNSLypF",
+	"LO2RNFQa/aJSu6mnLw89cxubpgzhUzaGcMIVhc9XcsYkmtDR8n+gWrevD/xpzK7h9rqoFORpEl8xU3aU",
+	"DXx+TxtFIQcMFqCOS6xF+lBjOXn+O8bAvUXNcP+LLvkdw0/jJKiTnh+0t0obHfGoL17+cVvbYHejVi0X",
+	"6pmjJZGD+VmXjgmWIgdDBks//Lp6I80whv9MMVxiXK41l5jTyJXSFTj6wbp57NNRrxFk1/glhN1jDDyM",
+	"QeOF8Cgo6sr6uvQWHwhXgq7KAxyWgp/8sDBWKz+7DCrgObyKzV8ejbfVU2B65G487nDiaDx3t4YCUulU",
+	"y0wEY3JU8Qnb41BIlfxKg3H2tke9fNpIYxslpwRLPWJrgHD/7PxDKM1ohG0SyYAsmo5BOdIrdteNlO9O",
+	"vsUqck5vPr5xxM/UqSLBz/8IGlLdctuLpiApmyj2ORS2mBdc1REtWM9BtnWLeFxriy/g8lB7y8rlkc+k",
+	"xTyUYllb1JubB2nb6fe+21+aMG71TGYQOe72PlJoSk/IXpKgEZOCVUw1E0N2IeBuMpH7AK3w6JxCR89I",
+	"kdFhyM7y3D3CQuRURuuEcdWoJu6rMxsGtc6g1MIpeKhWi5dgNhVvlkelzxWfgZ0DTtge6fGYWa0L5jZo",
+	"hiP1G3nifLl2BwBWCgsBb5A2WXsLeJaJMGmrC4mg+LhOJD9LFCf6uHI5TndGu29NXaHfvubLqAMYcXrk",
+	"/kB5LbJCqnag+N9OoaSJ0Sp4zjCtLfW0GPq3e789NOK+z7349H4dD4hmWUwnpkK0AtZ+x7wDCAwY7HpN",
+	"rmXHrVZXmBcOmCvFdXyCeeDnfYg3XUuPKEeqTqwYJBR+k660Mk/B5KCCFaqQd36mIXuNM1MWr4EcmCVL",
+	"ZX6yvShQeoqBUbrA/C7D+ulKJ3SIb1hfT9poQk3hBlPBS3sjuAXlKlqN0koQk0OjXGiP5BONfNwG95HJ",
+	"E4mWYZKNCj1pldvhY9/Z9p8gO/GfMT/wJTLKTp8XSDrokfQ2tEJDAMq4ctd/VBrWWD1v1Ef6Vw5AV8Ji",
+	"ZJJNUEICBgV8yBNga9D/YcTJqTTgM3f3WXeg6ptPc13an/Dd/RSMT0cqX78st8arvvfJ9Vg+AqzH7nr8",
+	"R3G7ZFrdidJQPJHBvbgNGNZ3cuw1ybG+0mz4M7TIo3+WoPcPHlWn8OWS7qdPtNmifvNOEhTvg/9wKrAA",
+	"E4jpFiMlU46GqxNmy0qE/EClvTkq/poMHRBuBPat6PMxL4ygO24i70InstCFiGwghinxiYLg0AEDY6Gb",
+	"o54A3Dne2xNs+D7snoxtOKZPeYFxQHuCoLMIAFAU0YyUT2FzUBiyM4RG/d5WyxuY7aCKRDM4BKMPfb1i",
+	"b+5MT+ugGYj89VmJsCOYO/32+KVvGAZlzTbb3X7GMk6Poai4of9lZ/sfbGc7n+qV6KFnaCxbt625pwPG",
+	"ZzpiKrE9wdNPvqv+UEcwPP+dkPvAnoAw6q6ugO9e7eIJaI2eOYPwjLrp5CNRbNxLdF4sn5psW1qZtlNt",
+	"SY3lfYj+PwVxPjQjFSN4/PXwzERBPDWcdiSeUFP8gBFgWAX9cW1jOMdeGdQvDzz5LnYy1vcikC6pG91g",
+	"yC6ge5N7ypm3R65bIcH4+M9xGT15EDKEABFsT0NoDvlXpfGNAW/EVJJA0GiJuSP1oFn8wPb8c628eTDk",
+	"JZkpxK0o0ZR48ca80doaCGY8YXVuiRN7lfXFXNBx5aOBID9bUiE6Xgdc+ZhT3FdO5jP/NHT1wNB+CuQZ",
+	"bsqeCWE0IeXJrGU8gYRw9M3L4+Pj04Y/51YICj+W8LJdOiEcEpCWpla4T30CgcMDSAQ33Wk55OnwGTlg",
+	"WRkksSgNuoWPzAmZ6O5vU2f0tUbsANCeLs75Eistd1ycIbeD8JpAC99ExlOPTv8MMuzTsxlyh63IvdTv",
+	"jwpCIS0lkE8IxcA5G5fCTEmJxRBONM8wqf6CVY1QE15waUNlIjhLwfNdkySe17W9t3ifCZG+NMbiev9B",
+	"XM8t9fKDxcMkvocWvAV2e73A6lmK3XiUyB/VMBQiHjdGZl+Ftx7x9P0km2KzowYCcYjz8GsM1nviYLpm",
+	"KDh43niGhdpCVOtu8XMHDQKHZU1FUaBoRQnAfgXPDPr8+xSR/MystXQIdrkkVIl5Fl2xkK6PFKRLrNMf",
+	"GyUNhmOP1Ho8ti84U1esWg3EPm1fyDMTgVRQMLsP2O6MMQYZAfNxV1tmKCjZF6rXYO+HoyM/xr+j2RNv",
+	"hZAGO/X90XRlWVq/zaAKLXv18vtoFRBnfU3dZtORgvjrF99F+4BMOy/CtYgt7+dCeQp9JF3ND++mag9i",
+	"eHHwubYxmn+FDX99nC6kjgJbgZKbH67+94a44eS+gcOBPJ7/Xtcy3J5X2qCTR74ttyEw1eWkpJ8nEJqe",
+	"GBnekF4eFZJEvOhfvv3xp18/OM3WHb2vhjIpdTWnMI7Ltz/+59t371CKHutyIiwY9g92K+4QR+DRarN0",
+	"1sC/55A0dW/L9T4r6jLd/VZKK57oOngLu93JdNcS3vAbtkv3Bo4PV//7f46t7IDC5XIusHqWVATJwGCg",
+	"4EZdnRWyAuoKnJDj5GQ694/Bwxjvc0zl6a5/iAls3rM7d7pXY5UQg/aC/Sz/NEgYz/NSGIO5WW51I4Xd",
+	"RKL+UchKqLTOCeNUCBpdrQuwVS34klrvazVSoZphKlQODaRgzom2kImR4gxp1FJ2Kgp0ZlMJDWmoTxhm",
+	"4D4z9UdRLlwo8TJotzHxPKLOFTbRVkM99FGpaTOgzHFL25eZVHJWzeDH9SaiqwfzsywKaUSmoaaVRouF",
+	"QwpKOfQGwFJgbLASbClsHSj48jg5Pj4edBWAd8N1Ln3GP+FKXx4fHx9vWfnHJ7ixEUu77u0nzVb76hXa",
+	"6FYnVKGwKWAriLQJoJNUE1bNHXKl7s+UzVCVNHomvv4bvRS+D9MXu9IvYAlPdKdfut0+sTP5K1P5vmra",
+	"uxR2TaqmDmAPuL4X3eHbv84nJYcID814JE1gfcZwNLN8gN4psJH4KokcRBN3+fKZYOnvI2Dso97JqOfu",
+	"bz3qJSO64Ua9k18++zBuiJedS5FB5pdPq8eGDdBFjIJpsfYZdZrDNnOhyXvEiFj/Rk6OhMolVwP0QXnf",
+	"CcZSuw/R6NtYo/gkLSzRt/3HRcbZ5SCGuJ8pVZ/EENx+vFYAoBuZigh8svR8pBpzIsOBWTNdmFHv5DwZ",
+	"9Uq9cP+8+JwO2UWok47tELwQgm1YhcpDRLgTcOraAULeiXzgljGTpu57yc58Lf9QxZ2K5XNfLbvf2seK",
+	"/R76WCQswqZ0MFK+UQCtpNGMg1pUtYlHZ9bybPplBaR7xpe/QD6zkg6/kDabYpNa1pTG59T27F9MbcUs",
+	"orHOYYBU0iJZfE1yQ8kVHvkmT91V/dZjXqT1LF1XaXjjH8FPd6n43Ew1lsKvSmUSn4Nokig5MKnzQ1uq",
+	"Ij2ul86t6vnvPgZoxQLZ0kiL+8gVSLgif6LjtnnJF4r1IVPZB76gCopKb2jJkWDFzvSCctIuEVxDHPcD",
+	"rQSavby1VGCmrgtF8ROpsXp+AbluJ/X0Ketj3koKQTQrX/nkuPiDwSk6TjCyOtqagegPx/NkyXTp+D07",
+	"w0371oRRYBUYQd3F7BRrg6Vd3LvQDwZHxXhqisUOKac59Y/x72LvmLar5Tda81VVPmpwB4zfQX31OUeh",
+	"Yf9UoY0eyjWe00nVVX6jmt1UlnDfUoRf8gif7OAOUIEQ+6j7ZHoKGzsgO2wPtva8cGOs9fbgTDdBC8MN",
+	"BZ+ej6lNdavWAgVElMAyYoU0ttHdGmuBQfn4OmzTm7ReYA2tfhpVvApJ+XGP5BP83j2GpBbok+z5Kwnl",
+	"0LoJPiKJOq4u5U6FdJcktMkGM2OKmkN66lUIwuukVh7iBq9QwoX9evXD0R8T6N1imFQjhT2yWT/1DZfd",
+	"cuAWKsWkKji0pSKNCbbSf3V8PFJRUS3o8Hrt3ko7zZnNvuH74lH4+oNDooBST2oExcbgVhMQaGQAdY0R",
+	"nTbO0N+6Xlv3el48sWmzeThdMfrY4Ptf1ZUfvayWwy9SZJBb6DHjyB9IU66d5IEKY44dHh5Mgm0y1G47",
+	"EKTQgkemucwQMtOPWpqshgqFNNuRir391KIqRAxtDhg6Ce0/Qjwy5iLO5yJPGEb8IhmbaiagmzQ2JPQh",
+	"nFABy+839BMgoZMbcPysBkLVMX8YpdQXhRHUKyQEVFeKWiEDo2SOl3m22uzJGeA2UnXxNMdoMn9hgVcc",
+	"SqzwG6OLygrm7teEcZYOhykLZ0tBR/WFQuUJa+7tvgvdDZO6yiHeHQW6xirLXsFmVr7TlTUy9y1Q22q+",
+	"UUewRiHFkfJz9HVJHS949I3R4f0Brvj7xtTNKo6hN2Z4ATs8JtRZAIsMinw4Uq9pCikMdS/DCqtgTqR2",
+	"Xaf1HQ9uK9+Hf+WyB2ce+rygk8JMl2IwZJe4MTxXJ1KAdAHqz8yI4k6Ythvy3Zrs8dAr8kmuC7fsDe2M",
+	"woE6BoBA/Nf98fj3hzuVBjl9+UtjIu3zXI7HnffGFfFcMIKWQmDRrtkcGv5z47iSt/LAzwsKC0Gj30hZ",
+	"MZvrEmXgedixVLn4hP0kKuxCC08SVooxNgkzlpsp0Cl04FkSX18CTQ/Z24mCHPZaAvbNC4cshQpWUJLX",
+	"UBlMaUeqL/OE3ZRcZdOEWT5JWPrTm7PX//8v6akvt4tP0IvBxGxul7RnapMC/c2gAi2Fh+LYZtAwbrgL",
+	"E3jjqyZvFHcSUswjQwcw5zm32RS0AoinI/dgQuX/uR2pV1Dxt5/Cm1eB1TmZngprgQkF2hh7/W3AIiN+",
+	"AEl9iUYHCjVy8UQpaZ9jRaFnBru/zLV0yksoYLwqRYxUuG7p+gXdlcI7EoyBjcBHWBAFK0MrmT42ugWQ",
+	"4Tc1qdT6EptIGw9mtR6cklSBmZlYSohiOkAgccfKZtpJQGCOC8asUEV7pOqd0unFd3H9Y9NO1QQ/eKCs",
+	"vvJnUXDI80FIhoPBM7ALjZa2Z/HUiMvhOOgITzCChS7WurMn1WEYjxQtwIsp9DwsJvHwS3Aket0PiBHU",
+	"YeUyOkOflc/6qdXnYZ2pjwpFkDs9WUVYgC1StWa6AJGINgSbbmyWhLdvj180aKVSpprPtcOetKPD2o/S",
+	"vnaMa40jtheelzZeB6B50BQddgxOQWRF/KcUxDZ1kQip15F5/vLb79aTzZN180a0DOiGtkZtMfV6Hta1",
+	"JosGtb3NM0l77ZGqVEkTUrDEBjK3L3SVt3QuWF8dasnvsTWfNKSGlRHP6HeK7/VLnXYBsoq1nvKr4+93",
+	"Oea3KisqKlJSM/kNE2bTdhsJ5CmECW+0LgRXj2x68PTVKUKOx/+SGZ/Gt9q4rokBBaaQsAoaf94GaUgi",
+	"2uVPKUMWerLJf/qjtO/0ZLeAAEipaaeDb+OwwxfNqMOnNs3Rljb0OpHWOE138XVn0/0D4D/BkGCKppy6",
+	"1Ju7vZ8S1dfyepunn04whBgy9LE4fBB0k0Zzeix8xAvUfVihs1sKAiKdyCkTExm1Yrxx70AFi7NYi0RT",
+	"D+NqGcnFIyXNapMN9AfU70D9+UiU9kYyOy11NZk6qTgdTqRNV0xOMJ2NDQlO2iXTUcK4WzV6TabaiJFy",
+	"m8hlWRe2p24jcG+DKKErSwalb1aUJr+4a2pfmUKz02BaAmVAV1ac4j+xzATUUp6UfEaBYn6QUHvc96tU",
+	"WBMUguFq5XuWD7qlzsdP164neYxU7f/x7ARtAGi2JQVoDhZfkmBj3bLLdupu2adiOu60Oy9XhyhNC+M/",
+	"gn3yjbLlsgu73WH8S7R8fFp4DZC/wbo2Dugb7JGOv48hvs87CLAHsCjGg8eig82lEy79SzsJlZabW4hp",
+	"6KwXt1WbA03TL43MHwZ5sbtCSqgpBV4rPZvxIyPcsig1S3yaF1AplDS5tiXCQI0VSitmZo/aHsIhBe2D",
+	"lyWHEivGLgv3YKzLWaeDfleZ++VWkbtjgjmfiCt9K1TXEXz74mVrlb7HronSVRTjjLklO4rwR/4kLOkQ",
+	"Hga/4KbykbgNSQVNyrsr2Dg62VKyBN54zPAtbm47S5W4yYdfCrAWe9c3VbookhkgA3yvvTEr9P52W3is",
+	"JCBubr9Mx3PYVHe7838E0sGlMg6n3HasgTxCD+zOAEd/xI9IIZ0BjrD6f5AAxw5I37dODhhQ1w7k13n+",
+	"+GT3AeZ+6sS7DXhQwa7zGB++rhyVB8diKegUBBuEpn1QY8KgPNZKv+57kVWltEvAqhvBS1GeVU78+PNH",
+	"h0GY/IY4V5VF76Q3tXZ+8vz5i5d/GB4Pj4cvTv7whz/8AbCNhv89iG9LYwVKWJHMaeIHEPTUeOINQ42H",
+	"4UqOX7xb/bSWtOMpQyrmx8//JwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

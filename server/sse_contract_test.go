@@ -14,7 +14,6 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/tether/tether/internal/events"
-	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -211,17 +210,20 @@ func TestEventContractCheck(t *testing.T) {
 }
 
 // payloadTypes are the Go types of the events' data, each named like the
-// *Data schema of the contract it implements.
-var payloadTypes = []any{
-	session.SessionCreatedData{}, session.SessionStateChangedData{}, session.ExecutorStatusData{},
-	session.SessionResumedData{}, session.RecoveryChangedData{}, session.AutoContinuedData{}, session.CommandStartedData{}, session.CommandOutputData{}, session.CommandTruncatedData{}, session.CommandExitedData{}, session.SessionClosedData{},
-	session.SessionOptionsChangedData{}, session.TaskCreatedData{}, session.TaskUpdatedData{},
-	session.TaskStateChangedData{}, session.TurnQueuedData{}, session.TurnStartedData{},
-	session.TurnCompletedData{}, session.TurnFailedData{}, session.TurnCancelledData{},
-	session.TurnInterruptedData{}, session.MessageAddedData{}, session.MessageChunkData{},
-	session.ToolCallData{}, session.PlanUpdatedData{}, session.PermissionRequestedData{},
-	session.PermissionResolvedData{}, events.ResyncRequiredData{}, events.ReplayCompleteData{},
-	events.StreamLaggedData{},
+// *Data schema of the contract it implements: one per stored event type
+// (events.Types) and the control frames.
+func payloadTypes() []reflect.Type {
+	out := []reflect.Type{reflect.TypeOf(events.ResyncRequiredData{}), reflect.TypeOf(events.ReplayCompleteData{}),
+		reflect.TypeOf(events.StreamLaggedData{})}
+	seen := map[reflect.Type]bool{}
+	for _, typ := range events.Types() {
+		p, _ := events.NewPayload(typ)
+		if t := reflect.TypeOf(p).Elem(); !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // TestPayloadTypesMatchContract checks each Go payload type against its
@@ -232,8 +234,7 @@ func TestPayloadTypesMatchContract(t *testing.T) {
 	loadEventContract(t)
 	schemas := contractDoc.Components.Schemas
 	covered := map[string]bool{}
-	for _, v := range payloadTypes {
-		typ := reflect.TypeOf(v)
+	for _, typ := range payloadTypes() {
 		t.Run(typ.Name(), func(t *testing.T) {
 			ref := schemas[typ.Name()]
 			if ref == nil {

@@ -139,7 +139,7 @@ func TestFailedTurnEndIsNotSilent(t *testing.T) {
 	d.waitIdle(sid) // the transcript's turns agree
 	var ends []string
 	for _, e := range d.sessionLog(sid) {
-		if e.PromptID == pid && strings.HasPrefix(e.Type, "turn.") && e.Type != events.TurnQueued && e.Type != events.TurnStarted {
+		if e.PromptID == pid && strings.HasPrefix(e.Type, "turn.") && e.Type != events.TurnQueued && e.Type != events.TurnStarted && e.Type != events.TurnDelivered {
 			var p map[string]any
 			_ = json.Unmarshal(e.Payload, &p)
 			ends = append(ends, fmt.Sprintf("%s %v", e.Type, p["code"]))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -73,6 +74,23 @@ func (f funcChange) Apply(_ context.Context, tx *store.Store, emit Emit) error {
 	return f.apply(tx, emit)
 }
 
+// Emitted is a change that only emits events: the rows they change are
+// their projections (project.go), written with them.
+func Emitted(sessionID string, ds ...Draft) Change { return emitted{sessionID, ds} }
+
+type emitted struct {
+	session string
+	drafts  []Draft
+}
+
+func (e emitted) SessionID() string { return e.session }
+func (e emitted) Apply(_ context.Context, _ *store.Store, emit Emit) error {
+	for _, d := range e.drafts {
+		emit(d)
+	}
+	return nil
+}
+
 type op struct {
 	change Change
 	p      *Pending
@@ -84,6 +102,9 @@ type Pending struct {
 	done   chan struct{}
 	err    error
 	events []store.Event
+	// doms are events' domain payloads, index for index (nil for a map
+	// payload): what a session actor folds (Committed) without decoding.
+	doms []session.EventPayload
 
 	mu       sync.Mutex
 	finished bool
@@ -91,6 +112,13 @@ type Pending struct {
 }
 
 func newPending() *Pending { return &Pending{done: make(chan struct{})} }
+
+// finishWith completes a committed op with its events and their domain
+// payloads.
+func (p *Pending) finishWith(evs []store.Event, doms []session.EventPayload) {
+	p.doms = doms
+	p.finish(evs, nil)
+}
 
 func (p *Pending) finish(evs []store.Event, err error) {
 	p.events, p.err = evs, err
@@ -118,6 +146,20 @@ func (p *Pending) Then(f func()) {
 	}
 	p.mu.Unlock()
 	f()
+}
+
+// Committed returns, once Done has closed, the op's committed events of
+// session sessionID as domain events, in log order (none if it failed).
+// The payloads are the ones the writer encoded: read them, never change
+// them.
+func (p *Pending) Committed(sessionID string) []session.Event {
+	var out []session.Event
+	for i, e := range p.events {
+		if e.SessionID == sessionID && e.Seq > 0 && p.doms[i] != nil {
+			out = append(out, session.Event{Seq: e.Seq, At: e.Time, Payload: p.doms[i]})
+		}
+	}
+	return out
 }
 
 // Done closes when the op has completed.

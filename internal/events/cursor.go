@@ -23,14 +23,22 @@ const (
 	SessionClosed        = "session.closed"
 	TaskStateChanged     = "task.state_changed"
 	// TaskCreated carries a new task whole; TaskUpdated its new title.
-	TaskCreated         = "task.created"
-	TaskUpdated         = "task.updated"
-	TurnQueued          = "turn.queued"
-	TurnStarted         = "turn.started"
-	TurnCompleted       = "turn.completed"
-	TurnFailed          = "turn.failed"
-	TurnCancelled       = "turn.cancelled"
-	TurnInterrupted     = "turn.interrupted"
+	TaskCreated     = "task.created"
+	TaskUpdated     = "task.updated"
+	TurnQueued      = "turn.queued"
+	TurnStarted     = "turn.started"
+	TurnCompleted   = "turn.completed"
+	TurnFailed      = "turn.failed"
+	TurnCancelled   = "turn.cancelled"
+	TurnInterrupted = "turn.interrupted"
+	// TurnDelivered records whether a turn's prompt reached the agent.
+	TurnDelivered = "turn.delivered"
+	// TurnCancelRequested records the user's cancel of a running turn.
+	TurnCancelRequested = "turn.cancel_requested"
+	// TurnWorkspaceChanges records what an interrupted turn changed.
+	TurnWorkspaceChanges = "turn.workspace_changes"
+	// SessionQueueHeld records whether the queued turns wait for the user.
+	SessionQueueHeld    = "session.queue_held"
 	MessageAdded        = "message.added"
 	MessageChunk        = "message.chunk"
 	ToolCallStarted     = "tool_call.started"

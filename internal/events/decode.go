@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
@@ -29,6 +30,10 @@ var payloadOf = map[string]func() session.EventPayload{
 	TurnFailed:             func() session.EventPayload { return &session.TurnFailedData{} },
 	TurnCancelled:          func() session.EventPayload { return &session.TurnCancelledData{} },
 	TurnInterrupted:        func() session.EventPayload { return &session.TurnInterruptedData{} },
+	TurnDelivered:          func() session.EventPayload { return &session.TurnDeliveredData{} },
+	TurnCancelRequested:    func() session.EventPayload { return &session.TurnCancelRequestedData{} },
+	TurnWorkspaceChanges:   func() session.EventPayload { return &session.TurnWorkspaceChangesData{} },
+	SessionQueueHeld:       func() session.EventPayload { return &session.SessionQueueHeldData{} },
 	MessageAdded:           func() session.EventPayload { return &session.MessageAddedData{} },
 	MessageChunk:           func() session.EventPayload { return &session.MessageChunkData{} },
 	ToolCallStarted:        func() session.EventPayload { return &session.ToolCallData{} },
@@ -42,15 +47,33 @@ var payloadOf = map[string]func() session.EventPayload{
 	CommandExited:          func() session.EventPayload { return &session.CommandExitedData{} },
 }
 
+// Types are the event types the log stores, sorted.
+func Types() []string {
+	out := make([]string, 0, len(payloadOf))
+	for t := range payloadOf {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// NewPayload returns an empty payload of stored event type typ.
+func NewPayload(typ string) (session.EventPayload, bool) {
+	mk, ok := payloadOf[typ]
+	if !ok {
+		return nil, false
+	}
+	return mk(), true
+}
+
 // Decode turns a stored event back into the domain event it was made
 // from. An unknown type or a payload that does not decode is an error: the
 // log holds only what the writer wrote.
 func Decode(e store.Event) (session.Event, error) {
-	mk, ok := payloadOf[e.Type]
+	p, ok := NewPayload(e.Type)
 	if !ok {
 		return session.Event{}, fmt.Errorf("event %d: unknown type %q", e.Seq, e.Type)
 	}
-	p := mk()
 	if err := json.Unmarshal(e.Payload, p); err != nil {
 		return session.Event{}, fmt.Errorf("event %d (%s): %w", e.Seq, e.Type, err)
 	}

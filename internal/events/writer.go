@@ -118,7 +118,9 @@ type Writer struct {
 // committed (nil after a failure) and, for each op, its share of them or
 // its error.
 type outcome struct {
-	evs  []store.Event
+	evs []store.Event
+	// doms are evs' domain payloads (nil for a map payload), index for index.
+	doms []session.EventPayload
 	ops  []op
 	ends []int // evs[ends[i-1]:ends[i]] belong to ops[i]
 	err  error // set: ops (one) failed with it, evs is nil
@@ -317,7 +319,7 @@ func (w *Writer) publish() {
 		}
 		from := 0
 		for i, op := range o.ops {
-			op.p.finish(o.evs[from:o.ends[i]:o.ends[i]], nil)
+			op.p.finishWith(o.evs[from:o.ends[i]:o.ends[i]], o.doms[from:o.ends[i]:o.ends[i]])
 			from = o.ends[i]
 		}
 	}
@@ -354,6 +356,7 @@ func (w *Writer) commitTx(batch []op) error {
 	// Most ops emit one event. The slice is the batch's own: the
 	// publisher and the ops' submitters keep it.
 	evs := make([]store.Event, 0, len(batch))
+	doms := make([]session.EventPayload, 0, len(batch))
 	ends := make([]int, len(batch)) // evs[ends[i-1]:ends[i]] belong to op i
 	startID := w.lastID
 	seqs := map[string]int64{}
@@ -396,9 +399,16 @@ func (w *Writer) commitTx(batch []op) error {
 				if err != nil {
 					return err
 				}
-				if keep {
-					evs = append(evs, e)
+				if !keep {
+					continue
 				}
+				if err := project(ctx, tx, d); err != nil {
+					opErr = err
+					return errOpFailed
+				}
+				evs = append(evs, e)
+				dom, _ := d.Payload.(session.EventPayload)
+				doms = append(doms, dom)
 			}
 			ends[i] = len(evs)
 		}
@@ -451,7 +461,7 @@ func (w *Writer) commitTx(batch []op) error {
 	maps.Copy(w.latest, latest)
 	w.committed.Add(int64(len(evs)))
 	w.batches.Add(1)
-	w.outcomes <- outcome{evs: evs, ops: batch, ends: ends}
+	w.outcomes <- outcome{evs: evs, doms: doms, ops: batch, ends: ends}
 	return nil
 }
 

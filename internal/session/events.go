@@ -70,6 +70,14 @@ type SessionResumedData struct {
 	FallbackReason  string `json:"fallbackReason,omitempty"`
 }
 
+// Restore strategies, as session.resumed reports them.
+const (
+	StrategyNativeResume     = "native_resume"
+	StrategyNativeLoad       = "native_load"
+	StrategyHistoryInjection = "history_injection"
+	StrategyFresh            = "fresh"
+)
+
 // CommandStartedData is the payload of command.started.
 type CommandStartedData struct {
 	EventCommon
@@ -221,6 +229,9 @@ type TurnCancelledData struct {
 	EndedAt    *time.Time `json:"endedAt"`
 	StopReason string     `json:"stopReason,omitempty"`
 	Reason     string     `json:"reason,omitempty"`
+	// CancelRequested: the user's cancel ended it (a queued turn the
+	// cancel dropped).
+	CancelRequested bool `json:"cancelRequested,omitempty"`
 }
 
 // TurnInterruptedData is the payload of turn.interrupted.
@@ -237,6 +248,34 @@ type TurnInterruptedData struct {
 	// outbox damaged (some of the turn's output is lost).
 	Code    string `json:"code,omitempty"`
 	Message string `json:"message,omitempty"`
+}
+
+// TurnDeliveredData is the payload of turn.delivered: whether the turn's
+// prompt reached the agent (DeliveredAt nil: a native load showed it did
+// not, correcting an earlier record).
+type TurnDeliveredData struct {
+	EventCommon
+	DeliveredAt *time.Time `json:"deliveredAt"`
+}
+
+// TurnCancelRequestedData is the payload of turn.cancel_requested: the
+// user asked to cancel the running turn.
+type TurnCancelRequestedData struct {
+	EventCommon
+}
+
+// TurnWorkspaceChangesData is the payload of turn.workspace_changes: what
+// the executor found changed since the interrupted turn's checkpoint.
+type TurnWorkspaceChangesData struct {
+	EventCommon
+	Changes WorkspaceChanges `json:"changes"`
+}
+
+// SessionQueueHeldData is the payload of session.queue_held: whether the
+// queued turns wait for the user (see PlanInput.QueueHeld).
+type SessionQueueHeldData struct {
+	EventCommon
+	Held bool `json:"held"`
 }
 
 // Message family.

@@ -39,6 +39,10 @@ type State struct {
 	msg  map[int64]int
 	tool map[string]int
 	perm map[string]int
+	// recent: keep only what PlanInput reads (see Recent); lastStarted
+	// is the turn that started last, whose output a Recent state keeps.
+	recent      bool
+	lastStarted string
 }
 
 // Fold returns the state events imply, folded in order from the empty one.
@@ -115,6 +119,8 @@ func (s *State) evolve(e Event) error {
 		}
 		started := p.StartedAt
 		t.State, t.StartedAt = TurnRunning, &started
+		s.lastStarted = p.PromptID
+		s.trimOutput()
 	case *TurnCompletedData:
 		t, err := s.knownTurn(p.PromptID)
 		if err != nil {
@@ -133,6 +139,7 @@ func (s *State) evolve(e Event) error {
 			return err
 		}
 		t.State, t.EndedAt, t.StopReason = p.State, p.EndedAt, p.StopReason
+		t.CancelRequested = t.CancelRequested || p.CancelRequested
 	case *TurnInterruptedData:
 		t, err := s.knownTurn(p.PromptID)
 		if err != nil {
@@ -140,7 +147,40 @@ func (s *State) evolve(e Event) error {
 		}
 		t.State, t.EndedAt, t.InterruptReason = p.State, p.EndedAt, p.Reason
 		t.ExitCode, t.ExitSignal, t.ErrorCode, t.ErrorMessage = p.ExitCode, p.ExitSignal, p.Code, p.Message
+	case *TurnDeliveredData:
+		t, err := s.knownTurn(p.PromptID)
+		if err != nil {
+			return err
+		}
+		t.DeliveredAt = p.DeliveredAt
+	case *TurnCancelRequestedData:
+		t, err := s.knownTurn(p.PromptID)
+		if err != nil {
+			return err
+		}
+		t.CancelRequested = true
+	case *TurnWorkspaceChangesData:
+		t, err := s.knownTurn(p.PromptID)
+		if err != nil {
+			return err
+		}
+		b, err := json.Marshal(p.Changes)
+		if err != nil {
+			return err
+		}
+		t.WorkspaceChanges = b
+	case *SessionQueueHeldData:
+		s.Session.QueueHeld = p.Held
+	case *SessionResumedData:
+		// How the agent got its context back (recordResumed): history
+		// injection owes it the history once; neither native nor injected,
+		// it has none.
+		s.Session.InjectContext = p.Strategy == StrategyHistoryInjection
+		s.Session.ContextLost = !p.ContextRestored && !s.Session.InjectContext
 	case *MessageAddedData:
+		if s.recent && p.PromptID != s.lastStarted {
+			break
+		}
 		if _, dup := s.msg[p.MessageID]; dup {
 			return fmt.Errorf("message %d added twice", p.MessageID)
 		}
@@ -152,6 +192,9 @@ func (s *State) evolve(e Event) error {
 		}
 	case *MessageChunkData:
 		i, ok := s.msg[p.MessageID]
+		if !ok && s.recent {
+			break // output of an earlier turn
+		}
 		if !ok {
 			return fmt.Errorf("chunk of message %d, which no message.added started", p.MessageID)
 		}
@@ -169,6 +212,9 @@ func (s *State) evolve(e Event) error {
 			s.ToolCalls[i] = c
 			break
 		}
+		if s.recent && p.PromptID != s.lastStarted {
+			break
+		}
 		s.tool[p.ToolCallID] = len(s.ToolCalls)
 		s.ToolCalls = append(s.ToolCalls, c)
 	case *PlanUpdatedData:
@@ -182,12 +228,16 @@ func (s *State) evolve(e Event) error {
 			ToolCallID: p.ToolCallID, Title: p.Title, Options: p.Options, State: PermissionPending, CreatedAt: e.At})
 	case *PermissionResolvedData:
 		i, ok := s.perm[p.RequestID]
+		if !ok && s.recent {
+			break // answered before the seed, or never pending here
+		}
 		if !ok {
 			return fmt.Errorf("permission %s resolved, never requested", p.RequestID)
 		}
 		at := e.At
 		pm := &s.Permissions[i]
 		pm.State, pm.SelectedOptionID, pm.ResolvedAt = p.State, p.OptionID, &at
+		s.trimOutput()
 	}
 	return nil
 }
@@ -198,4 +248,138 @@ func (s *State) knownTurn(promptID string) (*Turn, error) {
 		return t, nil
 	}
 	return nil, fmt.Errorf("turn %s was never queued", promptID)
+}
+
+// Recent keeps a State to what the recovery plan reads (PlanInput), so a
+// session actor can hold its state for the whole life of a long session:
+// every turn, the session's flags and pending permissions, and the output
+// (messages, tool calls) of the latest turn that started only. Output of
+// other turns arriving later (late output of an older turn) is left out:
+// no plan looks at it.
+func (s *State) Recent() *State {
+	s.recent = true
+	s.trimOutput()
+	return s
+}
+
+// Seed is the state a session's rows imply, the start of a Recent fold:
+// sess and its turns in seq order, the output of the latest turn that ran,
+// its pending permissions, and seq the last event the rows include.
+func Seed(sess Session, turns []Turn, msgs []Message, calls []ToolCall, pending []Permission, seq int64) *State {
+	s := &State{Session: sess, Seq: seq, recent: true, AgentMessageIDs: map[int64]string{},
+		turn: map[string]int{}, msg: map[int64]int{}, tool: map[string]int{}, perm: map[string]int{}}
+	for _, t := range turns {
+		s.turn[t.PromptID] = len(s.Turns)
+		s.Turns = append(s.Turns, t)
+		if t.StartedAt != nil && (s.lastStarted == "" || t.StartedAt.After(*s.Turn(s.lastStarted).StartedAt)) {
+			s.lastStarted = t.PromptID
+		}
+	}
+	for _, m := range msgs {
+		s.msg[m.ID] = len(s.Messages)
+		s.Messages = append(s.Messages, m)
+	}
+	for _, c := range calls {
+		s.tool[c.ToolCallID] = len(s.ToolCalls)
+		s.ToolCalls = append(s.ToolCalls, c)
+	}
+	for _, p := range pending {
+		s.perm[p.ID] = len(s.Permissions)
+		s.Permissions = append(s.Permissions, p)
+	}
+	return s
+}
+
+// trimOutput drops, in a Recent state, the output of every turn but the
+// latest that started, and the answered permissions.
+func (s *State) trimOutput() {
+	if !s.recent {
+		return
+	}
+	keepMsgs := s.Messages[:0]
+	clear(s.msg)
+	for _, m := range s.Messages {
+		if m.PromptID == s.lastStarted {
+			s.msg[m.ID] = len(keepMsgs)
+			keepMsgs = append(keepMsgs, m)
+		} else {
+			delete(s.AgentMessageIDs, m.ID)
+		}
+	}
+	clear(s.Messages[len(keepMsgs):])
+	s.Messages = keepMsgs
+	keepCalls := s.ToolCalls[:0]
+	clear(s.tool)
+	for _, c := range s.ToolCalls {
+		if c.PromptID == s.lastStarted {
+			s.tool[c.ToolCallID] = len(keepCalls)
+			keepCalls = append(keepCalls, c)
+		}
+	}
+	clear(s.ToolCalls[len(keepCalls):])
+	s.ToolCalls = keepCalls
+	keepPerms := s.Permissions[:0]
+	clear(s.perm)
+	for _, p := range s.Permissions {
+		if p.State == PermissionPending {
+			s.perm[p.ID] = len(keepPerms)
+			keepPerms = append(keepPerms, p)
+		}
+	}
+	clear(s.Permissions[len(keepPerms):])
+	s.Permissions = keepPerms
+}
+
+// PlanInput is what the recovery planner reads of s: the recent turns
+// (from the oldest running or queued one, the last started by seq and the
+// one started last; Earlier counts the ones before), the output of the
+// latest turn that ran, the pending permissions and the session's flags.
+// The caller adds what only a live session knows (Closing,
+// AgentAvailable) and the history check (Gap).
+func (s *State) PlanInput() PlanInput {
+	in := PlanInput{State: s.Session.State, ContextLost: s.Session.ContextLost, QueueHeld: s.Session.QueueHeld,
+		Permissions: s.PendingPermissions()}
+	from := -1
+	lastBySeq, lastStarted := -1, -1
+	for i, t := range s.Turns {
+		if t.State == TurnRunning || t.State == TurnQueued {
+			if from < 0 || t.Seq < s.Turns[from].Seq {
+				from = i
+			}
+		}
+		if t.StartedAt != nil {
+			if lastBySeq < 0 || t.Seq > s.Turns[lastBySeq].Seq {
+				lastBySeq = i
+			}
+			if lastStarted < 0 || t.StartedAt.After(*s.Turns[lastStarted].StartedAt) {
+				lastStarted = i
+			}
+		}
+	}
+	start := int64(-1) // every turn, when none runs, waits or started
+	for _, i := range []int{from, lastBySeq, lastStarted} {
+		if i >= 0 && (start < 0 || s.Turns[i].Seq < start) {
+			start = s.Turns[i].Seq
+		}
+	}
+	for _, t := range s.Turns {
+		if t.Seq >= start {
+			in.Turns = append(in.Turns, t)
+		} else {
+			in.Earlier++
+		}
+	}
+	if last := LastRun(in.Turns); last != nil {
+		for _, m := range s.Messages {
+			if m.PromptID == last.PromptID {
+				in.Messages = append(in.Messages, m)
+			}
+		}
+		for _, c := range s.ToolCalls {
+			if c.PromptID == last.PromptID {
+				in.ToolCalls = append(in.ToolCalls, c)
+			}
+		}
+	}
+	return in
 }

@@ -30,6 +30,7 @@ func TestFoldATurn(t *testing.T) {
 		&session.TurnQueuedData{EventCommon: common("p2"), Kind: session.TurnPrompt, Seq: 2, Prompt: json.RawMessage(`[]`)},
 		&session.SessionStateChangedData{EventCommon: common(""), State: session.SessionRunning},
 		&session.TurnStartedData{EventCommon: common("p1"), Kind: session.TurnPrompt},
+		&session.TurnDeliveredData{EventCommon: common("p1"), DeliveredAt: &end},
 		&session.MessageAddedData{EventCommon: common("p1"), MessageID: 7, Role: session.RoleAgent, Text: "Hel", AgentMessageID: "m1"},
 		&session.MessageChunkData{EventCommon: common("p1"), MessageID: 7, Role: session.RoleAgent, Text: "lo"},
 		&session.ToolCallData{EventCommon: common("p1"), ToolCallID: "c1", Title: "read", Status: session.ToolPending},
@@ -38,13 +39,17 @@ func TestFoldATurn(t *testing.T) {
 		&session.PermissionResolvedData{EventCommon: common("p1"), RequestID: "r1", State: session.PermissionSelected, OptionID: "allow"},
 		&session.ToolCallData{EventCommon: common("p2"), ToolCallID: "c1", Title: "read", Status: session.ToolCompleted},
 		&session.PlanUpdatedData{EventCommon: common("p1"), Entries: json.RawMessage(`[{"content":"x"}]`)},
+		&session.TurnCancelRequestedData{EventCommon: common("p1")},
 		&session.TurnInterruptedData{EventCommon: common("p1"), State: session.TurnInterrupted, EndedAt: &end, Reason: "agent_exited", Code: "c", Message: "m"},
 		&session.TurnCancelledData{EventCommon: common("p2"), State: session.TurnCancelled, EndedAt: &end, StopReason: session.Withdrawn, Reason: session.Withdrawn},
+		&session.SessionQueueHeldData{EventCommon: common(""), Held: true},
+		&session.TurnWorkspaceChangesData{EventCommon: common("p1"), Changes: session.WorkspaceChanges{Files: []session.ChangedFile{{Path: "a.go", Status: "modified"}}}},
+		&session.SessionResumedData{EventCommon: common(""), Strategy: session.StrategyFresh},
 	))
 	if err != nil {
 		t.Fatalf("fold: %v", err)
 	}
-	if got, want := st.Seq, int64(15); got != want {
+	if got, want := st.Seq, int64(20); got != want {
 		t.Errorf("seq: got %d, want %d", got, want)
 	}
 	if got, want := st.Session.State, session.SessionRunning; got != want {
@@ -56,6 +61,16 @@ func TestFoldATurn(t *testing.T) {
 	p1 := st.Turn("p1")
 	if p1.State != session.TurnInterrupted || p1.InterruptReason != "agent_exited" || p1.ErrorCode != "c" || p1.StartedAt == nil {
 		t.Errorf("p1: got %+v, want interrupted by agent_exited with code c, started", *p1)
+	}
+	if !p1.CancelRequested || !strings.Contains(string(p1.WorkspaceChanges), `"a.go"`) {
+		t.Errorf("p1: got cancel requested %v, workspace changes %s; want the cancel and a.go", p1.CancelRequested, p1.WorkspaceChanges)
+	}
+	if p1.DeliveredAt == nil || !p1.DeliveredAt.Equal(end) {
+		t.Errorf("p1 delivered at: got %v, want %v", p1.DeliveredAt, end)
+	}
+	if !st.Session.QueueHeld || !st.Session.ContextLost || st.Session.InjectContext {
+		t.Errorf("session flags: got held %v, context lost %v, inject %v; want held, lost, no injection",
+			st.Session.QueueHeld, st.Session.ContextLost, st.Session.InjectContext)
 	}
 	if p2 := st.Turn("p2"); p2.State != session.TurnCancelled || p2.StopReason != session.Withdrawn || p2.StartedAt != nil {
 		t.Errorf("p2: got %+v, want withdrawn, never started", *p2)

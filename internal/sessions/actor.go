@@ -104,6 +104,12 @@ type actor struct {
 	// config options as ACP arrays, modes an ACP SessionModeState, mode
 	// the current mode id as a JSON string (see options.go).
 	commands, modes, mode, configOptions json.RawMessage
+	// state is the session as its log says, for the recovery plan
+	// (folded.go); unfolded are the writes not folded into it yet, and
+	// gap the history check made when it was seeded.
+	state    *session.State
+	unfolded []*events.Pending
+	gap      string
 }
 
 // turnRun is the turn currently executing on the agent.
@@ -123,8 +129,8 @@ type turnRun struct {
 	openRole session.MessageRole
 }
 
-func newActor(m *Manager, sess session.Session, exec session.Executor, turns []session.Turn) *actor {
-	a := &actor{
+func newActor(m *Manager, sess session.Session, exec session.Executor, turns []session.Turn, state *session.State, gap string) *actor {
+	a := &actor{state: state, gap: gap,
 		m: m, id: sess.ID, mb: newMailbox(m.cfg.MailboxLimit, m.cfg.BusyTimeout), sess: sess, exec: exec, hostTop: exec.HostOffset,
 		log:         m.cfg.Logger.With("session", sess.ID),
 		perms:       map[string]*pendingPermission{},

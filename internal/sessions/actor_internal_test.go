@@ -213,15 +213,15 @@ func TestActorRestore(t *testing.T) {
 		wantFallback string
 	}{
 		{"resume advertised", fakeScript{caps: acp.Capabilities{Resume: true, LoadSession: true}},
-			[]string{"session/resume fake-acp-session"}, StrategyNativeResume, ""},
+			[]string{"session/resume fake-acp-session"}, session.StrategyNativeResume, ""},
 		{"load only", fakeScript{caps: acp.Capabilities{LoadSession: true}, replay: replay},
-			[]string{"session/load fake-acp-session"}, StrategyNativeLoad, ""},
+			[]string{"session/load fake-acp-session"}, session.StrategyNativeLoad, ""},
 		{"neither: a fresh session", fakeScript{},
-			[]string{"session/new"}, StrategyFresh, "unsupported"},
+			[]string{"session/new"}, session.StrategyFresh, "unsupported"},
 		{"resume of an unknown session: new, not load", fakeScript{caps: acp.Capabilities{Resume: true, LoadSession: true}, resumeErr: errUnknownSession},
-			[]string{"session/resume fake-acp-session", "session/new"}, StrategyFresh, "unknown_session"},
+			[]string{"session/resume fake-acp-session", "session/new"}, session.StrategyFresh, "unknown_session"},
 		{"load unsupported: new", fakeScript{caps: acp.Capabilities{LoadSession: true}, loadErr: errUnsupported},
-			[]string{"session/load fake-acp-session", "session/new"}, StrategyFresh, "unsupported"},
+			[]string{"session/load fake-acp-session", "session/new"}, session.StrategyFresh, "unsupported"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

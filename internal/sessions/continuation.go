@@ -118,18 +118,11 @@ func (m *Manager) plan(ctx context.Context, a *actor) (session.Recovery, error) 
 	return session.Plan(in), nil
 }
 
-// planNow plans on the actor, once every write it submitted has committed:
-// the plan input read then is the log as the actor's state stands, one
-// moment for both. The wait is one commit; the read does not grow with
-// the transcript (readPlanInput).
+// planNow plans on the actor from its folded state (folded.go), once every
+// write it submitted has committed: the log as the actor's state stands,
+// with no read of the store.
 func (a *actor) planNow(ctx context.Context) (session.Recovery, session.PlanInput, error) {
-	a.atCommit(ctx)
-	in, err := a.m.planInput(ctx, a.id)
-	if err != nil {
-		return session.Recovery{}, in, err
-	}
-	_, _, specErr := a.m.profiles.Spec(a.sess.AgentProfileID)
-	in.Closing, in.AgentAvailable = a.stopping, specErr == nil
+	in := a.planInput(ctx)
 	return session.Plan(in), in, nil
 }
 
@@ -230,23 +223,23 @@ type SessionContext struct {
 	Commands, Modes, Mode, ConfigOptions json.RawMessage
 }
 
-// Context computes the session's context and recovery plan from one
-// snapshot, with the event cursor that snapshot is consistent with. A live
-// session answers on its actor once its writes have committed, so the
-// agent's facts, the plan and the cursor are one moment.
+// Context computes the session's context and recovery plan, with the
+// event cursor they are consistent with. A live session answers on its
+// actor once its writes have committed, from its own state and folded log
+// (no read of the store), so the agent's facts, the plan and the cursor
+// are one moment; a session without a live actor answers from one
+// snapshot of the store.
 func (m *Manager) Context(ctx context.Context, sessionID string) (SessionContext, error) {
 	m.mu.Lock()
 	a := m.actors[sessionID]
 	m.mu.Unlock()
 	if a != nil {
 		out, ok, err := query(ctx, a, func() (SessionContext, error) {
-			out, in, err := m.readContext(ctx, sessionID)
-			if err != nil {
-				return out, err
-			}
-			in.Closing = a.stopping
+			in := a.planInput(ctx)
+			out := SessionContext{Session: a.sess, AgentAvailable: in.AgentAvailable, Recovery: session.Plan(in),
+				Cursor: events.Cursor{Epoch: a.sess.EventEpoch, N: a.state.Seq}}
+			_, out.Profile, _ = m.profiles.Spec(a.sess.AgentProfileID)
 			out.Commands, out.Modes, out.Mode, out.ConfigOptions = a.commands, a.modes, a.mode, a.configOptions
-			out.Recovery = session.Plan(in)
 			return out, nil
 		})
 		if ok {

@@ -70,18 +70,18 @@ func decideRestore(in restoreInput) restoreStep {
 	case tryOK:
 		switch last.Call {
 		case callResume:
-			return restoreStep{Resumed: resumedInfo{Strategy: StrategyNativeResume, ContextRestored: true}}
+			return restoreStep{Resumed: resumedInfo{Strategy: session.StrategyNativeResume, ContextRestored: true}}
 		case callLoad:
-			return restoreStep{Resumed: resumedInfo{Strategy: StrategyNativeLoad, ContextRestored: true}}
+			return restoreStep{Resumed: resumedInfo{Strategy: session.StrategyNativeLoad, ContextRestored: true}}
 		}
 		r := resumedInfo{Fallback: fallback}
 		if in.Restore && r.Fallback == "" {
 			r.Fallback = "unsupported" // the agent advertises neither resume nor load
 		}
 		if in.HadHistory {
-			r.Strategy = StrategyFresh
+			r.Strategy = session.StrategyFresh
 			if in.Inject {
-				r.Strategy = StrategyHistoryInjection
+				r.Strategy = session.StrategyHistoryInjection
 			}
 		}
 		return restoreStep{Resumed: r}
@@ -148,7 +148,7 @@ func decideStartFailed(v view, in startFailedInput) decision {
 // moment before the context is taken as lost (a replay is then never
 // taken for a reply).
 func decideStartSucceeded(in startSucceededInput) decision {
-	if in.Resumed.Strategy == StrategyNativeLoad && in.Replayed == 0 && in.HadHistory {
+	if in.Resumed.Strategy == session.StrategyNativeLoad && in.Replayed == 0 && in.HadHistory {
 		return accept(effAwaitReplay{})
 	}
 	return accept(started(in.Resumed)...)
@@ -163,9 +163,9 @@ func decideReplaySettled(v view, in replaySettledInput) decision {
 	}
 	r := in.Resumed
 	if in.Replayed == 0 {
-		r = resumedInfo{Strategy: StrategyFresh, Fallback: "empty_replay"}
+		r = resumedInfo{Strategy: session.StrategyFresh, Fallback: "empty_replay"}
 		if in.Inject {
-			r.Strategy = StrategyHistoryInjection
+			r.Strategy = session.StrategyHistoryInjection
 		}
 	}
 	return accept(append([]effect{effClearSettling{}}, started(r)...)...)
@@ -178,7 +178,7 @@ func started(r resumedInfo) []effect {
 	if r.Strategy != "" {
 		effs = append(effs, effRecordResumed{Resumed: r})
 	}
-	if r.Strategy == StrategyNativeLoad {
+	if r.Strategy == session.StrategyNativeLoad {
 		effs = append(effs, effReconcileDelivery{})
 	}
 	return append(effs, effNotifyWaiters{}, effStartNext{}, effPushRecovery{}, effArmIdle{})

@@ -270,9 +270,9 @@ func TestDecideStartFailed(t *testing.T) {
 func TestDecideStartSucceeded(t *testing.T) {
 	starting := inState(session.SessionStarting)
 	run := []effect{effNotifyWaiters{}, effStartNext{}, effPushRecovery{}, effArmIdle{}}
-	load := resumedInfo{Strategy: StrategyNativeLoad, ContextRestored: true}
-	resume := resumedInfo{Strategy: StrategyNativeResume, ContextRestored: true}
-	fresh := resumedInfo{Strategy: StrategyFresh, Fallback: "unsupported"}
+	load := resumedInfo{Strategy: session.StrategyNativeLoad, ContextRestored: true}
+	resume := resumedInfo{Strategy: session.StrategyNativeResume, ContextRestored: true}
+	fresh := resumedInfo{Strategy: session.StrategyFresh, Fallback: "unsupported"}
 	runDecideCases(t, []decideCase{
 		{"started first", starting, startSucceededInput{}, accepted(run...)},
 		{"started by a native resume", starting, startSucceededInput{Resumed: resume, HadHistory: true},
@@ -290,9 +290,9 @@ func TestDecideStartSucceeded(t *testing.T) {
 func TestDecideReplaySettled(t *testing.T) {
 	settling := with(inState(session.SessionStarting), func(v *view) { v.Settling = true })
 	run := []effect{effNotifyWaiters{}, effStartNext{}, effPushRecovery{}, effArmIdle{}}
-	load := resumedInfo{Strategy: StrategyNativeLoad, ContextRestored: true}
-	lost := resumedInfo{Strategy: StrategyFresh, Fallback: "empty_replay"}
-	injected := resumedInfo{Strategy: StrategyHistoryInjection, Fallback: "empty_replay"}
+	load := resumedInfo{Strategy: session.StrategyNativeLoad, ContextRestored: true}
+	lost := resumedInfo{Strategy: session.StrategyFresh, Fallback: "empty_replay"}
+	injected := resumedInfo{Strategy: session.StrategyHistoryInjection, Fallback: "empty_replay"}
 	runDecideCases(t, []decideCase{
 		{"replay settled late", settling, replaySettledInput{Resumed: load, Current: true, Replayed: 3},
 			accepted(append([]effect{effClearSettling{}, effRecordResumed{Resumed: load}, effReconcileDelivery{}}, run...)...)},
@@ -332,29 +332,29 @@ func TestDecideRestore(t *testing.T) {
 		{"first start opened", after(first, did(callNew, tryOK)), done("", false, "")},
 		{"first start failed", after(first, did(callNew, tryFailed)), failed("")},
 		{"history without a stored session", restoreInput{HadHistory: true}, next(callNew)},
-		{"history without a stored session, opened", after(restoreInput{HadHistory: true}, did(callNew, tryOK)), done(StrategyFresh, false, "")},
+		{"history without a stored session, opened", after(restoreInput{HadHistory: true}, did(callNew, tryOK)), done(session.StrategyFresh, false, "")},
 		{"history without a stored session, injected", after(restoreInput{HadHistory: true, Inject: true}, did(callNew, tryOK)),
-			done(StrategyHistoryInjection, false, "")},
+			done(session.StrategyHistoryInjection, false, "")},
 
 		{"resume and load advertised", both, next(callResume)},
-		{"resumed", after(both, did(callResume, tryOK)), done(StrategyNativeResume, true, "")},
+		{"resumed", after(both, did(callResume, tryOK)), done(session.StrategyNativeResume, true, "")},
 		{"resume unsupported: load", after(both, did(callResume, tryUnsupported)), next(callLoad)},
-		{"resume unsupported, loaded", after(both, did(callResume, tryUnsupported), did(callLoad, tryOK)), done(StrategyNativeLoad, true, "")},
+		{"resume unsupported, loaded", after(both, did(callResume, tryUnsupported), did(callLoad, tryOK)), done(session.StrategyNativeLoad, true, "")},
 		{"resume unsupported, load unsupported: new", after(both, did(callResume, tryUnsupported), did(callLoad, tryUnsupported)), next(callNew)},
 		{"resume unsupported, load unsupported, new opened",
-			after(both, did(callResume, tryUnsupported), did(callLoad, tryUnsupported), did(callNew, tryOK)), done(StrategyFresh, false, "unsupported")},
+			after(both, did(callResume, tryUnsupported), did(callLoad, tryUnsupported), did(callNew, tryOK)), done(session.StrategyFresh, false, "unsupported")},
 		{"resume unsupported, load of an unknown session: new", after(both, did(callResume, tryUnsupported), did(callLoad, tryUnknownSession)), next(callNew)},
 		{"resume unsupported, load of an unknown session, new opened",
-			after(both, did(callResume, tryUnsupported), did(callLoad, tryUnknownSession), did(callNew, tryOK)), done(StrategyFresh, false, "unknown_session")},
+			after(both, did(callResume, tryUnsupported), did(callLoad, tryUnknownSession), did(callNew, tryOK)), done(session.StrategyFresh, false, "unknown_session")},
 		{"resume unsupported, load failed", after(both, did(callResume, tryUnsupported), did(callLoad, tryFailed)), failed("unsupported")},
 		{"resume of an unknown session: new, not load", after(both, did(callResume, tryUnknownSession)), next(callNew)},
 		{"resume of an unknown session, new opened", after(both, did(callResume, tryUnknownSession), did(callNew, tryOK)),
-			done(StrategyFresh, false, "unknown_session")},
+			done(session.StrategyFresh, false, "unknown_session")},
 		{"resume of an unknown session, new failed", after(both, did(callResume, tryUnknownSession), did(callNew, tryFailed)), failed("")},
 		{"resume failed: the identity is kept", after(both, did(callResume, tryFailed)), failed("")},
 
 		{"load advertised", loadOnly, next(callLoad)},
-		{"loaded", after(loadOnly, did(callLoad, tryOK)), done(StrategyNativeLoad, true, "")},
+		{"loaded", after(loadOnly, did(callLoad, tryOK)), done(session.StrategyNativeLoad, true, "")},
 		{"load unsupported: new", after(loadOnly, did(callLoad, tryUnsupported)), next(callNew)},
 		{"load of an unknown session: new", after(loadOnly, did(callLoad, tryUnknownSession)), next(callNew)},
 		{"load failed: the identity is kept", after(loadOnly, did(callLoad, tryFailed)), failed("")},
@@ -362,12 +362,12 @@ func TestDecideRestore(t *testing.T) {
 		{"resume advertised", resumeOnly, next(callResume)},
 		{"resume unsupported without load: new", after(resumeOnly, did(callResume, tryUnsupported)), next(callNew)},
 		{"resume unsupported without load, new opened", after(resumeOnly, did(callResume, tryUnsupported), did(callNew, tryOK)),
-			done(StrategyFresh, false, "unsupported")},
+			done(session.StrategyFresh, false, "unsupported")},
 
 		{"neither advertised: new", neither, next(callNew)},
-		{"neither advertised, new opened", after(neither, did(callNew, tryOK)), done(StrategyFresh, false, "unsupported")},
+		{"neither advertised, new opened", after(neither, did(callNew, tryOK)), done(session.StrategyFresh, false, "unsupported")},
 		{"neither advertised, new opened with injection", after(restoreInput{Restore: true, HadHistory: true, Inject: true}, did(callNew, tryOK)),
-			done(StrategyHistoryInjection, false, "unsupported")},
+			done(session.StrategyHistoryInjection, false, "unsupported")},
 		{"neither advertised, no history, new opened", after(restoreInput{Restore: true}, did(callNew, tryOK)), done("", false, "unsupported")},
 		{"neither advertised, new failed", after(neither, did(callNew, tryFailed)), failed("")},
 		{"new answered unsupported: nothing left", after(neither, did(callNew, tryUnsupported)), failed("")},

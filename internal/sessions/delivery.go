@@ -6,9 +6,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/acp"
-	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/session"
-	"github.com/tether/tether/internal/store"
 )
 
 // Delivery: whether the agent holds a turn's prompt. Some agents
@@ -39,8 +37,7 @@ func (a *actor) markDelivered(r *turnRun) {
 	now := time.Now().UTC()
 	r.turn.DeliveredAt = &now
 	a.turns[r.turn.PromptID] = r.turn
-	t := r.turn
-	a.write(func(tx *store.Store, emit events.Emit) error { return tx.UpdateTurn(a.ctx(), t) })
+	a.emit(a.deliveredDraft(r.turn))
 }
 
 // noteReplay keeps the user messages of a session/load replay, consecutive
@@ -86,7 +83,7 @@ func (a *actor) reconcileDelivery() {
 	}
 	a.log.Info("delivery record corrected from the agent's replayed history", "promptId", t.PromptID, "delivered", held)
 	a.turns[t.PromptID] = t
-	a.write(func(tx *store.Store, emit events.Emit) error { return tx.UpdateTurn(a.ctx(), t) })
+	a.emit(a.deliveredDraft(t))
 }
 
 // heldInReplay reports whether the agent's replayed user messages hold the

@@ -8,7 +8,6 @@ import (
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/session"
-	"github.com/tether/tether/internal/store"
 )
 
 // This file is the actor's side of decide (decide.go): it copies the view
@@ -133,17 +132,17 @@ func (a *actor) performOne(e effect) {
 			r.turn = t
 		}
 		a.turns[t.PromptID] = t
-		a.write(func(tx *store.Store, emit events.Emit) error { return tx.UpdateTurn(a.ctx(), t) })
+		a.emit(a.draft(events.TurnCancelRequested, t.PromptID, &session.TurnCancelRequestedData{}))
 	case effRemoveQueued:
 		a.queue = slices.DeleteFunc(a.queue, func(q session.Turn) bool { return q.PromptID == e.PromptID })
 	case effDropQueue:
 		a.queue = nil
 	case effReleaseHeld:
 		a.sess.QueueHeld = false
-		a.write(func(tx *store.Store, emit events.Emit) error { return tx.SetSessionQueueHeld(a.ctx(), a.id, false) })
+		a.emit(a.queueHeldDraft(false))
 	case effHoldQueue:
 		a.sess.QueueHeld = true
-		a.write(func(tx *store.Store, emit events.Emit) error { return tx.SetSessionQueueHeld(a.ctx(), a.id, true) })
+		a.emit(a.queueHeldDraft(true))
 	case effClosePermissions:
 		a.closePermissions(e.PromptID, e.State)
 	case effCancelAgent:

@@ -395,6 +395,10 @@ func (m *Manager) actor(ctx context.Context, id string) (*actor, error) {
 	if err != nil {
 		return nil, err
 	}
+	state, gap, err := seedState(ctx, m.store, m.history, sess, turns)
+	if err != nil {
+		return nil, err
+	}
 	if m.afterLoad != nil {
 		m.afterLoad()
 	}
@@ -408,7 +412,7 @@ func (m *Manager) actor(ctx context.Context, id string) (*actor, error) {
 	if a, ok := m.actors[id]; ok {
 		return a, nil
 	}
-	a := newActor(m, sess, exec, turns)
+	a := newActor(m, sess, exec, turns, state, gap)
 	m.actors[id] = a
 	m.spawn(a.mb.run)
 	return a, nil

@@ -196,7 +196,7 @@ func restartRepair(as store.ActiveSession, effs []effect, available bool, histor
 				}
 			case effHoldQueue:
 				s.QueueHeld = true
-				err = tx.SetSessionQueueHeld(ctx, s.ID, true)
+				emit(a.queueHeldDraft(true))
 			case effRestartInterrupt:
 				err = restartInterrupt(ctx, tx, emit, a, turns[e.PromptID], e.Running, now)
 			case effClosePermissions:

@@ -22,14 +22,6 @@ import (
 	"github.com/tether/tether/internal/workspace"
 )
 
-// Restore strategies, as session.resumed reports them.
-const (
-	StrategyNativeResume     = "native_resume"
-	StrategyNativeLoad       = "native_load"
-	StrategyHistoryInjection = "history_injection"
-	StrategyFresh            = "fresh"
-)
-
 // startPlan is what the actor knows when it starts an agent; the start
 // goroutine must not touch actor state.
 type startPlan struct {
@@ -385,7 +377,7 @@ func (a *actor) settleLoad(p startPlan, out startOutcome) {
 
 // recordResumed persists the restore outcome and announces it.
 func (a *actor) recordResumed(out startOutcome) {
-	inject := out.strategy == StrategyHistoryInjection
+	inject := out.strategy == session.StrategyHistoryInjection
 	lost := !out.contextRestored && !inject
 	a.sess.InjectContext = inject
 	a.sess.ContextLost = lost

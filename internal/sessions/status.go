@@ -58,8 +58,10 @@ func (m *Manager) Status(ctx context.Context, sessionID string) (Status, error) 
 		// running before its session.resumed is committed), and never less.
 		// A load still settling (waiting for a late replay) has not
 		// decided its outcome yet: the agent is up, its restore is not done.
+		// The session and executor are the actor's own copies, which it
+		// writes: no read of the store.
 		st, ok, err := query(ctx, a, func() (Status, error) {
-			return m.status(ctx, sessionID, a.conn != nil && !a.settling, a.starting || a.settling, a.lastErr)
+			return m.statusOf(a.sess, a.exec, a.conn != nil && !a.settling, a.starting || a.settling, a.lastErr), nil
 		})
 		if ok {
 			return st, err
@@ -84,6 +86,12 @@ func (m *Manager) status(ctx context.Context, sessionID string, running, startin
 	if err != nil {
 		return Status{}, err
 	}
+	return m.statusOf(sess, ex, running, starting, lastErr), nil
+}
+
+// statusOf evaluates a session and its executor with what the actor knows
+// live: the actor's own copies, which it writes, or the rows.
+func (m *Manager) statusOf(sess session.Session, ex session.Executor, running, starting bool, lastErr error) Status {
 	st := Status{Session: sess, Executor: ex}
 	if lastErr != nil {
 		st.LastError = lastErr.Error()
@@ -126,7 +134,7 @@ func (m *Manager) status(ctx context.Context, sessionID string, running, startin
 	default:
 		st.IsResumable, st.NeedsResume, st.ResumeReason = true, true, ReasonFreshStart
 	}
-	return st, nil
+	return st
 }
 
 // recentlySeenWindow is how long a live-looking executor row is trusted.

@@ -138,11 +138,14 @@ func (a *actor) enqueue(t session.Turn, first bool) (session.Turn, *events.Pendi
 	a.sess.QueueHeld = false
 	sess := a.sess
 	queued := t // the closure runs on the writer goroutine: give it its own copy
+	var release *events.Draft
+	if released {
+		d := a.queueHeldDraft(false)
+		release = &d
+	}
 	pending := a.write(func(tx *store.Store, emit events.Emit) error {
-		if released {
-			if err := tx.SetSessionQueueHeld(a.ctx(), sess.ID, false); err != nil {
-				return err
-			}
+		if release != nil {
+			emit(*release)
 		}
 		_, err := persistQueued(a.ctx(), tx, emit, sess, queued)
 		return err
@@ -300,7 +303,7 @@ func turnEndedDraft(sessionID, taskID string, t session.Turn, dangling []session
 	case session.TurnFailed:
 		typ, p = events.TurnFailed, &session.TurnFailedData{State: t.State, EndedAt: t.EndedAt, Code: t.ErrorCode, Message: t.ErrorMessage}
 	case session.TurnCancelled:
-		c := &session.TurnCancelledData{State: t.State, EndedAt: t.EndedAt, StopReason: t.StopReason}
+		c := &session.TurnCancelledData{State: t.State, EndedAt: t.EndedAt, StopReason: t.StopReason, CancelRequested: t.CancelRequested}
 		if t.StopReason == session.Withdrawn {
 			c.Reason = session.Withdrawn
 		}

@@ -2,7 +2,6 @@ package sessions
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 	"github.com/tether/tether/internal/executor"
 	"github.com/tether/tether/internal/hostproto"
 	"github.com/tether/tether/internal/session"
-	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/workspace"
 )
 
@@ -223,15 +221,12 @@ func (m *Manager) reportChanges(sessionID, promptID string) {
 		if m.life.Err() != nil {
 			return // shutting down: the next start looks again
 		}
-		b, _ := json.Marshal(changes)
 		a, err := m.actor(ctx, sessionID)
 		if err != nil {
 			return
 		}
 		a.mb.post(func() {
-			a.write(func(tx *store.Store, _ events.Emit) error {
-				return tx.SetTurnWorkspaceChanges(a.ctx(), sessionID, promptID, b)
-			})
+			a.emit(a.draft(events.TurnWorkspaceChanges, promptID, &session.TurnWorkspaceChangesData{Changes: changes}))
 			a.pushRecovery()
 			a.maybeAutoContinue(promptID)
 		})

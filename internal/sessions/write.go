@@ -19,6 +19,22 @@ func (a *actor) write(apply events.Apply) *events.Pending {
 	return a.change(events.Func(a.id, apply))
 }
 
+// emit hands events whose rows are their projections (events/project.go)
+// to the event writer, like write.
+func (a *actor) emit(ds ...events.Draft) *events.Pending {
+	return a.change(events.Emitted(a.id, ds...))
+}
+
+// queueHeldDraft is session.queue_held.
+func (a *actor) queueHeldDraft(held bool) events.Draft {
+	return a.draft(events.SessionQueueHeld, "", &session.SessionQueueHeldData{Held: held})
+}
+
+// deliveredDraft is turn.delivered of turn t as it stands.
+func (a *actor) deliveredDraft(t session.Turn) events.Draft {
+	return a.draft(events.TurnDelivered, t.PromptID, &session.TurnDeliveredData{DeliveredAt: t.DeliveredAt})
+}
+
 // change hands a typed change (see changes.go) to the event writer, like
 // write. Should it fail, the actor is told (writeFailed, writefail.go),
 // whichever write it is; a request running on the actor (callWrites) also
@@ -28,6 +44,7 @@ func (a *actor) change(c events.Change) *events.Pending {
 		c = offsetChange{Change: c, offset: a.recordOffset}
 	}
 	p := a.m.w.SubmitChange(c)
+	a.noteWrite(p)
 	a.last = p
 	a.version++
 	if a.tracking != nil {

@@ -63,6 +63,8 @@ func (a *actor) reload() {
 	var sess session.Session
 	var exec session.Executor
 	var turns []session.Turn
+	var state *session.State
+	var gap string
 	err := a.m.store.Snapshot(ctx, func(r *store.Store) error {
 		var err error
 		if sess, err = r.GetSession(ctx, a.id); err != nil {
@@ -71,7 +73,12 @@ func (a *actor) reload() {
 		if exec, err = r.GetExecutor(ctx, a.id); err != nil {
 			return err
 		}
-		turns, err = r.ListTurns(ctx, a.id)
+		if turns, err = r.ListTurns(ctx, a.id); err != nil {
+			return err
+		}
+		// The log's state again, from the rows the failed write left;
+		// the writes still in flight fold on top of it.
+		state, gap, err = seedState(ctx, r, a.m.history, sess, turns)
 		return err
 	})
 	if err != nil {
@@ -86,6 +93,8 @@ func (a *actor) reload() {
 		switch e := e.(type) {
 		case effReload:
 			a.believe(sess, exec, turns, e.Queue)
+			a.foldCommitted()
+			a.state, a.gap = state, gap
 		default:
 			a.perform(e)
 		}

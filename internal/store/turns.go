@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
@@ -117,4 +118,22 @@ func (s *Store) UpdateTurn(ctx context.Context, t session.Turn) error {
 	}, updateTurnSQL, r.Kind, r.State, r.Prompt, r.StopReason, r.ErrorCode, r.ErrorMessage, r.InterruptReason,
 		r.ExitCode, r.ExitSignal, r.ContinuesPromptID, r.CancelRequested, r.ContextInjected,
 		r.StartedAt, r.DeliveredAt, r.EndedAt, t.SessionID, t.PromptID)
+}
+
+// SetTurnDelivered records when the turn's prompt reached the agent (nil:
+// it did not), the projection of turn.delivered.
+func (s *Store) SetTurnDelivered(ctx context.Context, sessionID, promptID string, at *time.Time) error {
+	return updateRow(s.db.WithContext(ctx), "update turn", func() error {
+		return errcode.New(errcode.TurnNotFound,
+			"turn %q not found in session %q", promptID, sessionID).With("promptId", promptID)
+	}, turnDeliveredSQL, toDBTimePtr(at), sessionID, promptID)
+}
+
+// SetTurnCancelRequested records the user's cancel of the turn, the
+// projection of turn.cancel_requested.
+func (s *Store) SetTurnCancelRequested(ctx context.Context, sessionID, promptID string) error {
+	return updateRow(s.db.WithContext(ctx), "update turn", func() error {
+		return errcode.New(errcode.TurnNotFound,
+			"turn %q not found in session %q", promptID, sessionID).With("promptId", promptID)
+	}, turnCancelRequestedSQL, true, sessionID, promptID)
 }

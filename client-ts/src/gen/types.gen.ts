@@ -963,6 +963,10 @@ export const EventType = {
     TURN_FAILED: 'turn.failed',
     TURN_CANCELLED: 'turn.cancelled',
     TURN_INTERRUPTED: 'turn.interrupted',
+    TURN_DELIVERED: 'turn.delivered',
+    TURN_CANCEL_REQUESTED: 'turn.cancel_requested',
+    TURN_WORKSPACE_CHANGES: 'turn.workspace_changes',
+    SESSION_QUEUE_HELD: 'session.queue_held',
     MESSAGE_ADDED: 'message.added',
     MESSAGE_CHUNK: 'message.chunk',
     TOOL_CALL_STARTED: 'tool_call.started',
@@ -1148,6 +1152,22 @@ export type TurnStartedData = EventCommon & {
     startedAt?: string;
 };
 
+export type TurnDeliveredData = EventCommon & {
+    deliveredAt: string | null;
+};
+
+export type TurnCancelRequestedData = EventCommon & {
+    [key: string]: unknown;
+};
+
+export type TurnWorkspaceChangesData = EventCommon & {
+    changes: WorkspaceChanges;
+};
+
+export type SessionQueueHeldData = EventCommon & {
+    held: boolean;
+};
+
 export type TurnCompletedData = EventCommon & {
     state: string;
     endedAt?: string;
@@ -1169,6 +1189,10 @@ export type TurnCancelledData = EventCommon & {
      * withdrawn: a queued prompt its client withdrew (it never reached the agent).
      */
     reason?: 'withdrawn';
+    /**
+     * The user's cancel ended the turn (a queued turn the cancel dropped).
+     */
+    cancelRequested?: boolean;
 };
 
 export type TurnInterruptedData = EventCommon & {
@@ -1409,6 +1433,42 @@ export type TurnStartedEvent = {
     data: TurnStartedData;
 };
 
+export type TurnDeliveredEvent = {
+    type: 'turn.delivered';
+    /**
+     * The cursor <epoch>:<seq> (durable events only).
+     */
+    id?: string;
+    data: TurnDeliveredData;
+};
+
+export type TurnCancelRequestedEvent = {
+    type: 'turn.cancel_requested';
+    /**
+     * The cursor <epoch>:<seq> (durable events only).
+     */
+    id?: string;
+    data: TurnCancelRequestedData;
+};
+
+export type TurnWorkspaceChangesEvent = {
+    type: 'turn.workspace_changes';
+    /**
+     * The cursor <epoch>:<seq> (durable events only).
+     */
+    id?: string;
+    data: TurnWorkspaceChangesData;
+};
+
+export type SessionQueueHeldEvent = {
+    type: 'session.queue_held';
+    /**
+     * The cursor <epoch>:<seq> (durable events only).
+     */
+    id?: string;
+    data: SessionQueueHeldData;
+};
+
 export type TurnCompletedEvent = {
     type: 'turn.completed';
     /**
@@ -1581,6 +1641,14 @@ export type TetherEvent = ({
 } & ToolCallUpdatedEvent) | ({
     type: 'plan.updated';
 } & PlanUpdatedEvent) | ({
+    type: 'turn.delivered';
+} & TurnDeliveredEvent) | ({
+    type: 'turn.cancel_requested';
+} & TurnCancelRequestedEvent) | ({
+    type: 'turn.workspace_changes';
+} & TurnWorkspaceChangesEvent) | ({
+    type: 'session.queue_held';
+} & SessionQueueHeldEvent) | ({
     type: 'permission.requested';
 } & PermissionRequestedEvent) | ({
     type: 'permission.resolved';
