@@ -25,6 +25,9 @@ type lateRun struct {
 	run *turnRun
 	// announced: the system message that opens the late output is written.
 	announced bool
+	// takeUp: the agent was attached to for its late output after a
+	// daemon restart (latetakeup.go); thenStart: a start waits for it.
+	takeUp, thenStart bool
 }
 
 // lateNotice opens a turn's late output in the transcript.
@@ -81,6 +84,12 @@ func (a *actor) onLate(u acp.Update) {
 func (a *actor) endLate() {
 	l := a.late
 	a.late = nil
+	a.lateCandidate = ""
+	if l.thenStart {
+		// Outside the exit record's write (withRecord): the start writes
+		// offsets of its own.
+		a.mb.post(a.ensureAgent)
+	}
 	if !l.announced {
 		return // nothing came late: the interruption failed what was open
 	}

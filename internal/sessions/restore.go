@@ -76,6 +76,9 @@ type startOutcome struct {
 // said what it can, how its stored ACP session is restored. A failure
 // keeps the stored identity and leaves the session resumable.
 func (a *actor) ensureAgent() {
+	if a.takeUpLate(true) {
+		return // the late output first; then this runs again
+	}
 	for _, e := range decide(a.view(), ensureAgentInput{}).Effects {
 		switch e := e.(type) {
 		case effReserveSlot:
@@ -95,6 +98,7 @@ func (a *actor) ensureAgent() {
 // back to onAgentStarted.
 func (a *actor) startAgent(e effStartAgent) {
 	a.starting = true
+	a.lateCandidate = "" // the host replaces what it held of the session
 	a.gen++
 	spec, profile, specErr := a.m.profiles.Spec(a.sess.AgentProfileID)
 	p := startPlan{gen: a.gen, execID: uuid.NewString(), slot: a.slot, spec: spec, specErr: specErr, token: a.exec.ResumeToken,
