@@ -48,7 +48,7 @@ type actor struct {
 	late *lateRun
 	// lateCandidate is the turn whose late output the lost agent may
 	// still hold on its host after a daemon restart (lostTurnOf), until
-	// it is taken up or known gone (latetakeup.go).
+	// it is taken up or known gone (late.go: takeUpLate).
 	lateCandidate string
 	queue         []session.Turn
 	perms         map[string]*pendingPermission

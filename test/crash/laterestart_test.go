@@ -21,7 +21,12 @@ import (
 // or stopped (SIGTERM) while the host is lost; killed while the late
 // output is being delivered; and a continue sent while the restarted
 // daemon has not reached the host yet, which must wait for the late
-// output instead of replacing the agent.
+// output instead of replacing the agent; and a continue while the
+// restarted daemon has given the host up again, which is refused as on
+// any lost host (503 executor_unavailable) and leaves the late output to
+// be taken up once the host is back. In that case the continue, as
+// first written, got no answer: the failed take-up started the take-up
+// again at once, for as long as the host stayed lost.
 //
 // Before the fix the daemon kept what it awaited in memory only: after
 // the restart p1 kept the 10 chunks it had before the cut, with no
@@ -40,11 +45,15 @@ func TestLateOutputSurvivesRestart(t *testing.T) {
 		// continueEarly: the daemon restarts while the link is still down
 		// and is asked to continue before it reaches the host.
 		continueEarly bool
+		// lostOnRestart: the restarted daemon gives the host up too
+		// before the link is back, and is asked to continue meanwhile.
+		lostOnRestart bool
 	}{
 		{name: "kill -9 while lost", chunks: 120, every: 10, ms: 250, stop: (*world).kill9},
 		{name: "SIGTERM while lost", chunks: 120, every: 10, ms: 250, stop: (*world).term},
 		{name: "kill -9 during delivery", chunks: 3000, every: 100, ms: 50, stop: (*world).kill9, duringDelivery: true},
 		{name: "continue before the host is back", chunks: 120, every: 10, ms: 250, stop: (*world).kill9, continueEarly: true},
+		{name: "continue while the host is lost again", chunks: 120, every: 10, ms: 250, stop: (*world).kill9, lostOnRestart: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -85,12 +94,27 @@ func TestLateOutputSurvivesRestart(t *testing.T) {
 
 			restart := append(slices.Clone(pingFlags), "--host-lost-after", "30s")
 			early := make(chan string, 1)
-			if tc.continueEarly {
+			switch {
+			case tc.lostOnRestart:
+				w.start(append(slices.Clone(pingFlags), "--host-lost-after", "2s")...)
+				w.waitHost("far", "lost after the restart", hostState("lost"))
+				// Refused as on any lost host; the late output stays on it.
+				go func() { early <- w.continueAsync(sid, "") }()
+				select {
+				case got := <-early:
+					if !strings.HasPrefix(got, "503 ") || !strings.Contains(got, "executor_unavailable") {
+						t.Fatalf("continue while the host is lost: got %s, want 503 executor_unavailable", got)
+					}
+				case <-time.After(deadline):
+					t.Fatalf("continue while the host is lost: no answer in %s", deadline)
+				}
+				ns.SetLink(true)
+			case tc.continueEarly:
 				w.start(restart...)
 				go func() { early <- w.continueAsync(sid, "c1") }()
 				time.Sleep(500 * time.Millisecond) // the continue reaches the daemon first
 				ns.SetLink(true)
-			} else {
+			default:
 				ns.SetLink(true)
 				w.start(restart...)
 			}
@@ -205,8 +229,11 @@ func checkAfterLate(t *testing.T, w *world, sid string) {
 // (w.do may fail the test, which only the test's goroutine may do), and
 // returns the answer's status, or the error and body.
 func (w *world) continueAsync(sid, promptID string) string {
-	req, err := http.NewRequest(http.MethodPost, "http://"+w.addr+"/session/"+sid+"/continue",
-		strings.NewReader(fmt.Sprintf(`{"promptId":%q}`, promptID)))
+	body := "{}"
+	if promptID != "" {
+		body = fmt.Sprintf(`{"promptId":%q}`, promptID)
+	}
+	req, err := http.NewRequest(http.MethodPost, "http://"+w.addr+"/session/"+sid+"/continue", strings.NewReader(body))
 	if err != nil {
 		return err.Error()
 	}
