@@ -159,6 +159,12 @@ func (a *Agent) PID() int {
 	return a.pid
 }
 
+// Gone closes when the Host forgets the agent: it is done with the host
+// (its exit record committed, which its handler had with the records
+// before it), the host no longer holds its session, or the Host was
+// closed.
+func (a *Agent) Gone() <-chan struct{} { return a.quitCh }
+
 // Done closes once the agent has ended: its exit record arrived, Stop gave
 // up on an unreachable host, the host was lost, or the Host was closed.
 func (a *Agent) Done() <-chan struct{} { return a.done }

@@ -273,9 +273,29 @@ func refused(err error) bool {
 // reconnecting Attach waits (bounded by ctx). An agent that ended while no
 // daemon listened comes back already Done, its exit record replayed.
 func (h *Host) Attach(ctx context.Context, sessionID string, from uint64, handler acp.Handler) (*Agent, error) {
+	return h.attach(ctx, sessionID, from, handler, false)
+}
+
+// AttachLate takes up, after a daemon restart, the agent of a session
+// whose turn this host's loss interrupted: the agent a lost Host keeps
+// delivering as late output until its stop (declareLost), which the
+// restart forgot. Like Attach, but as that lost agent's: every record
+// after from goes to h as late output, the exit record included
+// (acp.UpdateLateEnd), and once attached the agent is stopped, unless the
+// host says it has ended. Gone closes when the host is done with it: its
+// exit committed, or the host no longer holding the session.
+func (h *Host) AttachLate(ctx context.Context, sessionID string, from uint64, handler acp.Handler) (*Agent, error) {
+	return h.attach(ctx, sessionID, from, handler, true)
+}
+
+func (h *Host) attach(ctx context.Context, sessionID string, from uint64, handler acp.Handler, late bool) (*Agent, error) {
 	a, err := h.register(ctx, sessionID, handler, h.cfg.StopGrace, from, h.lostErr)
 	if err != nil {
 		return nil, err
+	}
+	if late {
+		// Before the attach is sent: its first record is late output.
+		a.late.Store(true)
 	}
 	h.mu.Lock()
 	if h.state == StateLost { // declared lost since register
@@ -292,6 +312,13 @@ func (h *Host) Attach(ctx context.Context, sessionID string, from uint64, handle
 		h.unregisterLocked(a) // the agent runs on; a later Attach takes it up
 		h.mu.Unlock()
 		return nil, err
+	}
+	if late {
+		h.mu.Lock()
+		if !a.ended && !a.EndedOnHost() && h.agents[sessionID] == a {
+			h.ensureStopLocked(a)
+		}
+		h.mu.Unlock()
 	}
 	return a, nil
 }

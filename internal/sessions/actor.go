@@ -45,9 +45,13 @@ type actor struct {
 	running *turnRun
 	// late is the turn its executor host's loss interrupted, while what
 	// the lost agent sent meanwhile may still arrive (late.go).
-	late  *lateRun
-	queue []session.Turn
-	perms map[string]*pendingPermission
+	late *lateRun
+	// lateCandidate is the turn whose late output the lost agent may
+	// still hold on its host after a daemon restart (lostTurnOf), until
+	// it is taken up or known gone (late.go: takeUpLate).
+	lateCandidate string
+	queue         []session.Turn
+	perms         map[string]*pendingPermission
 	// turns indexes every turn of the session by prompt id (idempotency).
 	turns map[string]session.Turn
 	// admitting holds the turns whose admitting write has not reported
@@ -139,6 +143,7 @@ func newActor(m *Manager, sess session.Session, exec session.Executor, turns []s
 		repairs:     map[string]bool{},
 		hostPending: map[string]session.Permission{},
 	}
+	a.lateCandidate = lostTurnOf(exec, turns)
 	for _, t := range turns {
 		a.turns[t.PromptID] = t
 		a.lastPromptID = t.PromptID // turns come in seq order

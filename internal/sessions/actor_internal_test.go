@@ -398,3 +398,44 @@ func TestActorShutdownLeavesTurnsForReconciliation(t *testing.T) {
 		t.Errorf("got executor %s (%q), want %s (%q)", ex.Status, ex.ErrorMessage, session.ExecutorStopped, restartedWhy)
 	}
 }
+
+// TestLateNoticeLeavesTheOffsetToItsRecord: the notice that opens a
+// turn's late output is written for the record that brought the first of
+// it, but not with that record's host offset. The writer may commit the
+// notice alone; with the offset, a daemon killed then attached again past
+// the record, and the first late chunk was never recorded.
+func TestLateNoticeLeavesTheOffsetToItsRecord(t *testing.T) {
+	ctx := context.Background()
+	r := newFakeRig(t)
+	s := r.readySession(t)
+	res := s.prompt(t, "hello")
+	s.agent.prompt(t).answer("end_turn")
+	s.waitEvent(t, events.TurnCompleted)
+	turn := s.turn(t, res.Turn.PromptID)
+	a, err := r.mgr.actor(ctx, s.sess.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const offset = 7
+	err = a.do(ctx, func() {
+		a.late = &lateRun{gen: a.gen, run: &turnRun{turn: turn, split: true}}
+		a.withRecord(offset, func() { a.onLate(chunk("late", "m9")) })
+		a.late = nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []struct {
+		role   string
+		offset uint64
+	}{{"system", 0}, {"agent", offset}} {
+		e := s.waitEvent(t, events.MessageAdded)
+		var m struct{ Role, Text string }
+		if err := json.Unmarshal(e.Payload, &m); err != nil {
+			t.Fatal(err)
+		}
+		if m.Role != want.role || e.HostOffset != want.offset {
+			t.Errorf("message.added %q: got role %s, host offset %d; want %s, %d", m.Text, m.Role, e.HostOffset, want.role, want.offset)
+		}
+	}
+}

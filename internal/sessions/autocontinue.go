@@ -60,7 +60,7 @@ func decideAutoContinue(in autoContinueInput) string {
 		return autoNotOptedIn
 	case t.State != session.TurnInterrupted || t.CancelRequested:
 		return autoNotInterrupted
-	case t.InterruptReason != "agent_exited" && t.InterruptReason != "executor_lost" && t.InterruptReason != reasonSessionLost:
+	case t.InterruptReason != "agent_exited" && t.InterruptReason != reasonExecutorLost && t.InterruptReason != reasonSessionLost:
 		return autoNotACrash
 	case strings.HasPrefix(t.PromptID, autoPromptPrefix):
 		return autoCrashLoop

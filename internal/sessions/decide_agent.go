@@ -62,7 +62,7 @@ func decideAgentExited(v view, in agentExitedInput) decision {
 			interrupted = true
 			reason := "agent_exited"
 			if in.Lost {
-				reason = "executor_lost"
+				reason = reasonExecutorLost
 			}
 			if len(v.Queue) > 0 && !v.QueueHeld && !v.State.Terminal() {
 				// What was queued behind the cut turn waits for the user,
@@ -93,6 +93,10 @@ func decideAgentExited(v view, in agentExitedInput) decision {
 	d.Effects = append(d.Effects, effSetState{State: session.SessionWaitingForInput})
 	return d
 }
+
+// reasonExecutorLost is the interruption of a turn whose executor host
+// stayed unreachable past its deadline (--host-lost-after).
+const reasonExecutorLost = "executor_lost"
 
 // reasonSessionLost is the interruption of a turn whose agent lost the
 // session it served while its process lived on.

@@ -136,10 +136,7 @@ func (a *actor) attach() {
 		pending, perr := a.m.store.ListPendingPermissions(ctx, a.id)
 		if running != "" && perr == nil {
 			var out turnOutput
-			out.typ, out.payload, perr = a.m.store.LastTurnEvent(ctx, a.id, running, turnOutputTypes)
-			if perr == nil {
-				_, out.added, perr = a.m.store.LastTurnEvent(ctx, a.id, running, []string{events.MessageAdded})
-			}
+			out, perr = a.m.turnOutputOf(ctx, a.id, running)
 			// Posted before the attach, whose replay the handler posts
 			// after it: the first replayed chunk finds the open message.
 			a.mb.post(func() {
@@ -170,6 +167,15 @@ type turnOutput struct {
 	typ     string
 	payload json.RawMessage
 	added   json.RawMessage
+}
+
+// turnOutputOf reads where turn promptID's output stands in the log.
+func (m *Manager) turnOutputOf(ctx context.Context, sessionID, promptID string) (out turnOutput, err error) {
+	out.typ, out.payload, err = m.store.LastTurnEvent(ctx, sessionID, promptID, turnOutputTypes)
+	if err == nil {
+		_, out.added, err = m.store.LastTurnEvent(ctx, sessionID, promptID, []string{events.MessageAdded})
+	}
+	return out, err
 }
 
 // resumeOutput picks up the running turn's text where the log left it,

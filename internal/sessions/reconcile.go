@@ -138,6 +138,7 @@ func (m *Manager) reconcile(ctx context.Context, keep func(sessionID string) boo
 		return res, err
 	}
 	m.spawn(m.sweepCredentialChecks)
+	m.spawn(m.takeUpLateOutput)
 	res.Reattached = len(attach) + len(restart)
 	res.Took = time.Since(start)
 	return res, nil

@@ -68,6 +68,15 @@ type startOutcome struct {
 // said what it can, how its stored ACP session is restored. A failure
 // keeps the stored identity and leaves the session resumable.
 func (a *actor) ensureAgent() {
+	if a.takeUpLate(true) {
+		return // the late output first; then this runs again
+	}
+	a.ensureAgentNow()
+}
+
+// ensureAgentNow is ensureAgent once no late output is to be taken up
+// first (or it could not be: the start then fails, or replaces it).
+func (a *actor) ensureAgentNow() {
 	for _, e := range decide(a.view(), ensureAgentInput{}).Effects {
 		switch e := e.(type) {
 		case effReserveSlot:
@@ -114,9 +123,10 @@ func (a *actor) startAgent(e effStartAgent) {
 			// add a start and its failure to the log at every try).
 			a.starting = false
 			a.startFailed(agentFailure(err, nil, p.spec.Command, "agent did not start: %v", err))
-			return
+			return // the lost agent's late output may still be taken up
 		}
 	}
+	a.lateCandidate = "" // the host replaces what it held of the session
 	p.req = StartRequest{SessionID: a.id, ProfileID: a.sess.AgentProfileID, ResumeToken: p.token, Spec: p.spec, Root: a.sess.Cwd, Files: a.m.cfg.Files, Handler: &agentHandler{a: a, gen: p.gen}, StopGrace: a.m.cfg.StopGrace,
 		InitTimeout: a.m.cfg.StartTimeout, UpdateWindow: a.m.cfg.UpdateWindow, Logger: a.log}
 	if a.m.cfg.Outgoing != nil {
