@@ -107,17 +107,17 @@ func (a *actor) admissionWrite(promptID string) *events.Pending {
 // every op it accepted, even while closing.
 func (a *actor) awaitAdmission(promptID string, pending *events.Pending) {
 	a.m.spawn(func() {
-		_, err := pending.Wait(context.Background())
-		a.mb.post(func() { a.admitted(promptID, err) })
+		evs, err := pending.Wait(context.Background())
+		a.mb.post(func() { a.admitted(promptID, evs, err) })
 	})
 }
 
-// settled settles t's admission, whose write has succeeded, on the actor
-// (which may already have done so) and returns the turn as it now stands,
-// so the answer says whether it started at once.
-func (a *actor) settled(ctx context.Context, t session.Turn) session.Turn {
+// settled settles t's admission, whose write has succeeded with events
+// evs, on the actor (which may already have done so) and returns the turn
+// as it now stands, so the answer says whether it started at once.
+func (a *actor) settled(ctx context.Context, t session.Turn, evs []store.Event) session.Turn {
 	now, err := call(ctx, a.mb, func() (session.Turn, error) {
-		a.admitted(t.PromptID, nil)
+		a.admitted(t.PromptID, evs, nil)
 		return a.turns[t.PromptID], nil
 	})
 	if err != nil || now.PromptID == "" {
@@ -126,19 +126,47 @@ func (a *actor) settled(ctx context.Context, t session.Turn) session.Turn {
 	return now
 }
 
-// admitted settles a turn's admission once its write has reported
-// (decideAdmitted). Settling twice is a no-op, so the waiting request may
-// settle it first (and answer with what it did).
-func (a *actor) admitted(promptID string, err error) {
+// admitted settles a turn's admission once its write has reported, with
+// the events it committed (decideAdmitted). Settling twice is a no-op, so
+// the waiting request may settle it first (and answer with what it did).
+func (a *actor) admitted(promptID string, evs []store.Event, err error) {
 	adm := a.admitting[promptID]
 	for _, e := range decide(a.viewOf(promptID), admittedInput{PromptID: promptID, Err: err}).Effects {
 		switch e := e.(type) {
 		case effSettleAdmission:
 			delete(a.admitting, e.PromptID)
+			if err == nil {
+				a.learnSeq(e.PromptID, evs)
+			}
 		case effUnadmit:
 			a.unadmit(e, adm)
 		default:
 			a.perform(e)
+		}
+	}
+}
+
+// learnSeq gives turn promptID, admitted durably by evs, the seq the
+// store numbered it with (turn.queued carries it): the actor's turns keep
+// the log's order (turnsBySeq) without reading the store back.
+func (a *actor) learnSeq(promptID string, evs []store.Event) {
+	var seq int64
+	for _, e := range evs {
+		var d session.TurnQueuedData
+		if e.Type == events.TurnQueued && e.PromptID == promptID && json.Unmarshal(e.Payload, &d) == nil {
+			seq = d.Seq
+		}
+	}
+	if seq == 0 {
+		return
+	}
+	if t, ok := a.turns[promptID]; ok {
+		t.Seq = seq
+		a.turns[promptID] = t
+	}
+	for i := range a.queue {
+		if a.queue[i].PromptID == promptID {
+			a.queue[i].Seq = seq
 		}
 	}
 }

@@ -197,7 +197,7 @@ func (a *actor) finishContinue(ctx context.Context, res ContinueResult) (Continu
 	if err != nil {
 		return ContinueResult{}, err
 	}
-	res.Turn = a.settled(ctx, res.Turn)
+	res.Turn = a.settled(ctx, res.Turn, evs)
 	res.Cursor = events.Cursor{Epoch: res.EventEpoch, N: lastSeq(evs, a.id)}.String()
 	return res, nil
 }

@@ -238,17 +238,27 @@ func decideReloaded(v view, in reloadedInput) decision {
 	}
 	d := accept(effReload{Queue: queue})
 	d.Effects = append(d.Effects, repairs...)
+	next := true
 	switch {
 	case v.Running != nil || in.State != session.SessionRunning:
 		d.Effects = append(d.Effects, effForgetStateRepair{})
 	case !v.Repairs[repairState]:
 		repairs = append(repairs, effRepairState{})
 		d.Effects = append(d.Effects, effRepairState{})
+	default:
+		// The store refused the state repair already. Starting the next
+		// turn now would try it again (decideNext sets a session with
+		// nothing to run waiting), fail, reload and loop as fast as the
+		// store refuses; the queue waits for the next command instead.
+		next = false
 	}
 	if len(repairs) > 0 {
 		d.Effects = append(d.Effects, effPushRecovery{})
 	}
-	return accept(append(d.Effects, effStartNext{})...)
+	if next {
+		d.Effects = append(d.Effects, effStartNext{})
+	}
+	return d
 }
 
 // restartedWhy is what the executor says of an agent a shutdown stopped.

@@ -41,6 +41,7 @@ func (fakeProfiles) ConfigEdited() bool { return false }
 // fakeRig is a manager on a real store, event writer and hub in a temp dir
 // whose agents come from a fake runtime.
 type fakeRig struct {
+	t   *testing.T
 	st  *store.Store
 	hub *events.Hub
 	w   *events.Writer
@@ -59,13 +60,14 @@ func newFakeRig(t *testing.T) *fakeRig {
 	if err != nil {
 		t.Fatalf("writer: %v", err)
 	}
-	r := &fakeRig{st: st, hub: hub, w: w, rt: newFakeRuntime(), dir: dir}
+	r := &fakeRig{t: t, st: st, hub: hub, w: w, rt: newFakeRuntime(), dir: dir}
 	r.mgr = r.newManager()
-	// The daemon's order: stop actors, drain the writer, close the store.
+	// The daemon's order: stop actors, drain the writer, close the store
+	// (the rig's own: a crash replaces them, see crash).
 	t.Cleanup(func() {
 		r.mgr.Shutdown(context.Background())
-		w.Close()
-		_ = st.Close()
+		r.w.Close()
+		_ = r.st.Close()
 	})
 	return r
 }

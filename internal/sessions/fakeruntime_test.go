@@ -54,7 +54,7 @@ func (rt *fakeRuntime) Start(_ context.Context, req StartRequest) (Agent, error)
 		return nil, s.startErr
 	}
 	life, cancel := context.WithCancelCause(context.Background())
-	a := &fakeAgent{script: s, h: req.Handler, prompts: make(chan *fakePrompt, 16), cancels: make(chan string, 16),
+	a := &fakeAgent{session: req.SessionID, script: s, h: req.Handler, prompts: make(chan *fakePrompt, 16), cancels: make(chan string, 16),
 		done: make(chan struct{}), life: life, cancelLife: cancel}
 	rt.started <- a
 	return a, nil
@@ -68,8 +68,10 @@ func (rt *fakeRuntime) next(t *testing.T) *fakeAgent {
 
 // fakeAgent is one scripted agent.
 type fakeAgent struct {
-	script fakeScript
-	h      acp.Handler
+	// session is the daemon's session the agent was started for.
+	session string
+	script  fakeScript
+	h       acp.Handler
 	// prompts receives each prompt once it has been "sent" to the agent;
 	// cancels each session/cancel.
 	prompts chan *fakePrompt

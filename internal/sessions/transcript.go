@@ -218,7 +218,7 @@ func (a *actor) askPermission(promptID string, req acp.PermissionRequest, reply 
 	opts, _ := json.Marshal(req.Options)
 	p := session.Permission{ID: permissionID(req), SessionID: a.id, PromptID: promptID, ToolCallID: req.Tool.ID,
 		Title: title, Options: opts, State: session.PermissionPending}
-	a.write(func(tx *store.Store, emit events.Emit) error {
+	asked := a.write(func(tx *store.Store, emit events.Emit) error {
 		ctx := a.ctx()
 		if req.Tool.ID != "" {
 			row, err := tx.UpsertToolCall(ctx, toolCallRecord(a.id, promptID, &req.Tool))
@@ -236,7 +236,22 @@ func (a *actor) askPermission(promptID string, req acp.PermissionRequest, reply 
 		return nil
 	})
 	a.perms[p.ID] = &pendingPermission{promptID: promptID, options: req.Options, reply: reply}
+	asked.Then(func() {
+		if asked.Err() != nil {
+			a.mb.post(func() { a.dropUnrecorded(p.ID) })
+		}
+	})
 	return p.ID
+}
+
+// dropUnrecorded answers "cancelled" to a request whose write failed: no
+// client can see or answer a question the log does not hold, so the
+// agent must not wait for one, nor the actor count it open.
+func (a *actor) dropUnrecorded(id string) {
+	if p, ok := a.perms[id]; ok {
+		delete(a.perms, id)
+		p.reply <- acp.PermissionOutcome{Cancelled: true}
+	}
 }
 
 // answerPermission applies a client's answer to a pending request.

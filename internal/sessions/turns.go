@@ -61,7 +61,7 @@ func (a *actor) prompt(ctx context.Context, in PromptInput) (PromptResult, error
 	if err != nil {
 		return PromptResult{}, err
 	}
-	res.Turn = a.settled(ctx, res.Turn)
+	res.Turn = a.settled(ctx, res.Turn, evs)
 	res.Cursor = res.EventEpoch + ":" + strconv.FormatInt(lastSeq(evs, a.id), 10)
 	if res.Cursor == res.EventEpoch+":0" {
 		// A repeated prompt id admits nothing new: report the head.

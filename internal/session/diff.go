@@ -1,0 +1,153 @@
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+)
+
+// Diff compares a state folded from a session's log with a state built
+// from what some view serves (the store's rows, the API's transcript, the
+// actor's memory) and describes each difference, "" free: nil when they
+// agree on everything the log carries. Records are matched by their ids,
+// and their order (turns, messages, tool calls, permissions) is compared
+// too.
+//
+// Left out, because the log does not carry them (or carries them in a
+// form no view keeps):
+//   - every time but whether a turn started or ended and a permission was
+//     resolved (their presence is compared): the backends keep times at
+//     different precisions, and some rows take theirs from the clock of the
+//     write, not from the event;
+//   - the session's rows-only fields (MCPServers, AdditionalDirectories,
+//     Prompted, ContextLost, InjectContext, ModeChoice, ConfigChoices,
+//     QueueHeld, AutoContinue, ClosedAt) and the turn's (CancelRequested,
+//     ContextInjected, Interruption, WorkspaceChanges, DeliveredAt): no
+//     event sets them;
+//   - AgentMessageIDs (no row keeps them) and Seq.
+//
+// JSON members (prompt, content, plan, options, tool call members) are
+// compared as JSON values: absent, empty and null are the same, and key
+// order and spacing do not matter.
+func Diff(log, served *State) []string {
+	var d differ
+	d.record("session", fieldsOfSession(log.Session), fieldsOfSession(served.Session))
+	d.field("plan", jsonValue(log.Plan), jsonValue(served.Plan))
+	diffRecords(&d, "turn", log.Turns, served.Turns, func(t Turn) string { return t.PromptID }, fieldsOfTurn)
+	diffRecords(&d, "message", log.Messages, served.Messages, func(m Message) string { return fmt.Sprint(m.ID) }, fieldsOfMessage)
+	diffRecords(&d, "tool call", log.ToolCalls, served.ToolCalls, func(c ToolCall) string { return c.ToolCallID }, fieldsOfToolCall)
+	diffRecords(&d, "permission", log.Permissions, served.Permissions, func(p Permission) string { return p.ID }, fieldsOfPermission)
+	return d.out
+}
+
+// differ collects the differences Diff finds.
+type differ struct{ out []string }
+
+func (d *differ) field(what string, log, served any) {
+	if fmt.Sprint(log) != fmt.Sprint(served) {
+		d.out = append(d.out, fmt.Sprintf("%s: log %v, served %v", what, log, served))
+	}
+}
+
+// record compares the named fields of one record.
+func (d *differ) record(what string, log, served []namedField) {
+	for i := range log {
+		d.field(what+" "+log[i].name, log[i].value, served[i].value)
+	}
+}
+
+// namedField is one compared field of a record, as a printable value.
+type namedField struct {
+	name  string
+	value any
+}
+
+// diffRecords matches log's and served's records by key and compares
+// them field by field, then their order.
+func diffRecords[T any](d *differ, kind string, log, served []T, key func(T) string, fields func(T) []namedField) {
+	byKey := make(map[string]T, len(served))
+	var servedKeys, logKeys []string
+	for _, r := range served {
+		byKey[key(r)] = r
+		servedKeys = append(servedKeys, key(r))
+	}
+	inLog := make(map[string]bool, len(log))
+	for _, r := range log {
+		k := key(r)
+		inLog[k], logKeys = true, append(logKeys, k)
+		s, ok := byKey[k]
+		if !ok {
+			d.out = append(d.out, fmt.Sprintf("%s %s: in the log, not served", kind, k))
+			continue
+		}
+		d.record(kind+" "+k, fields(r), fields(s))
+	}
+	for _, k := range servedKeys {
+		if !inLog[k] {
+			d.out = append(d.out, fmt.Sprintf("%s %s: served, not in the log", kind, k))
+		}
+	}
+	common := func(keys []string, other map[string]bool) []string {
+		return slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return !other[k] })
+	}
+	inServed := make(map[string]bool, len(servedKeys))
+	for _, k := range servedKeys {
+		inServed[k] = true
+	}
+	if l, s := common(logKeys, inServed), common(servedKeys, inLog); !slices.Equal(l, s) {
+		d.out = append(d.out, fmt.Sprintf("%s order: log %v, served %v", kind, l, s))
+	}
+}
+
+func fieldsOfSession(s Session) []namedField {
+	return []namedField{{"id", s.ID}, {"taskId", s.TaskID}, {"agentProfileId", s.AgentProfileID}, {"cwd", s.Cwd},
+		{"title", s.Title}, {"state", s.State}, {"eventEpoch", s.EventEpoch}}
+}
+
+func fieldsOfTurn(t Turn) []namedField {
+	return []namedField{{"sessionId", t.SessionID}, {"seq", t.Seq}, {"kind", t.Kind}, {"state", t.State},
+		{"prompt", jsonValue(t.Prompt)}, {"stopReason", t.StopReason}, {"errorCode", t.ErrorCode},
+		{"errorMessage", t.ErrorMessage}, {"interruptReason", t.InterruptReason}, {"exitCode", intValue(t.ExitCode)},
+		{"exitSignal", t.ExitSignal}, {"continuesPromptId", t.ContinuesPromptID},
+		{"started", t.StartedAt != nil}, {"ended", t.EndedAt != nil}}
+}
+
+func fieldsOfMessage(m Message) []namedField {
+	return []namedField{{"sessionId", m.SessionID}, {"promptId", m.PromptID}, {"role", m.Role},
+		{"text", fmt.Sprintf("%q", m.Text)}, {"content", jsonValue(m.Content)}}
+}
+
+func fieldsOfToolCall(c ToolCall) []namedField {
+	return []namedField{{"sessionId", c.SessionID}, {"promptId", c.PromptID}, {"title", c.Title}, {"kind", c.Kind},
+		{"status", c.Status}, {"interrupted", c.Interrupted}, {"content", jsonValue(c.Content)},
+		{"locations", jsonValue(c.Locations)}, {"rawInput", jsonValue(c.RawInput)}, {"rawOutput", jsonValue(c.RawOutput)}}
+}
+
+func fieldsOfPermission(p Permission) []namedField {
+	return []namedField{{"sessionId", p.SessionID}, {"promptId", p.PromptID}, {"toolCallId", p.ToolCallID},
+		{"title", p.Title}, {"options", jsonValue(p.Options)}, {"state", p.State},
+		{"selectedOptionId", p.SelectedOptionID}, {"resolved", p.ResolvedAt != nil}}
+}
+
+// jsonValue is raw as a canonical JSON text ("" when absent or null), so
+// that two encodings of one value compare equal.
+func jsonValue(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return "invalid JSON " + string(raw)
+	}
+	out, _ := json.Marshal(v)
+	return string(out)
+}
+
+func intValue(p *int) string {
+	if p == nil {
+		return "none"
+	}
+	return fmt.Sprint(*p)
+}
