@@ -21,10 +21,9 @@ import (
 //     different precisions, and some rows take theirs from the clock of the
 //     write, not from the event;
 //   - the session's rows-only fields (MCPServers, AdditionalDirectories,
-//     Prompted, ContextLost, InjectContext, ModeChoice, ConfigChoices,
-//     QueueHeld, AutoContinue, ClosedAt) and the turn's (CancelRequested,
-//     ContextInjected, Interruption, WorkspaceChanges, DeliveredAt): no
-//     event sets them;
+//     Prompted, ModeChoice, ConfigChoices, AutoContinue, ClosedAt) and the
+//     turn's (ContextInjected, Interruption): no event sets them (a
+//     delivery is compared by its presence, like the other times);
 //   - AgentMessageIDs (no row keeps them) and Seq.
 //
 // JSON members (prompt, content, plan, options, tool call members) are
@@ -102,7 +101,8 @@ func diffRecords[T any](d *differ, kind string, log, served []T, key func(T) str
 
 func fieldsOfSession(s Session) []namedField {
 	return []namedField{{"id", s.ID}, {"taskId", s.TaskID}, {"agentProfileId", s.AgentProfileID}, {"cwd", s.Cwd},
-		{"title", s.Title}, {"state", s.State}, {"eventEpoch", s.EventEpoch}}
+		{"title", s.Title}, {"state", s.State}, {"eventEpoch", s.EventEpoch}, {"queueHeld", s.QueueHeld},
+		{"contextLost", s.ContextLost}, {"injectContext", s.InjectContext}}
 }
 
 func fieldsOfTurn(t Turn) []namedField {
@@ -110,7 +110,8 @@ func fieldsOfTurn(t Turn) []namedField {
 		{"prompt", jsonValue(t.Prompt)}, {"stopReason", t.StopReason}, {"errorCode", t.ErrorCode},
 		{"errorMessage", t.ErrorMessage}, {"interruptReason", t.InterruptReason}, {"exitCode", intValue(t.ExitCode)},
 		{"exitSignal", t.ExitSignal}, {"continuesPromptId", t.ContinuesPromptID},
-		{"started", t.StartedAt != nil}, {"ended", t.EndedAt != nil}}
+		{"started", t.StartedAt != nil}, {"ended", t.EndedAt != nil}, {"delivered", t.DeliveredAt != nil},
+		{"cancelRequested", t.CancelRequested}, {"workspaceChanges", jsonValue(t.WorkspaceChanges)}}
 }
 
 func fieldsOfMessage(m Message) []namedField {

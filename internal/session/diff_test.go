@@ -15,7 +15,7 @@ func diffBase() *session.State {
 	return &session.State{
 		Session: session.Session{ID: "s", TaskID: "t", State: session.SessionWaitingForInput, CreatedAt: at},
 		Turns: []session.Turn{
-			{SessionID: "s", PromptID: "p1", Seq: 1, State: session.TurnCompleted, Prompt: json.RawMessage(`[{"type":"text","text":"hi"}]`), StartedAt: &at, EndedAt: &at},
+			{SessionID: "s", PromptID: "p1", Seq: 1, State: session.TurnCompleted, Prompt: json.RawMessage(`[{"type":"text","text":"hi"}]`), StartedAt: &at, EndedAt: &at, DeliveredAt: &at},
 			{SessionID: "s", PromptID: "p2", Seq: 2, State: session.TurnQueued},
 		},
 		Messages:    []session.Message{{ID: 1, SessionID: "s", PromptID: "p1", Role: session.RoleAgent, Text: "hello"}},
@@ -34,9 +34,14 @@ func TestDiff(t *testing.T) {
 		{"the same state", func(*session.State) {}, nil},
 		{"times and rows-only fields are left out", func(s *session.State) {
 			later := time.Unix(99, 0)
-			s.Turns[0].StartedAt, s.Turns[0].EndedAt, s.Turns[0].DeliveredAt = &later, &later, &later
-			s.Session.CreatedAt, s.Session.QueueHeld, s.Turns[0].CancelRequested = later, true, true
+			s.Turns[0].StartedAt, s.Turns[0].EndedAt = &later, &later
+			s.Session.CreatedAt, s.Session.Prompted, s.Turns[0].ContextInjected = later, true, true
 		}, nil},
+		{"the log's flags", func(s *session.State) {
+			s.Session.QueueHeld, s.Turns[0].CancelRequested = true, true
+			s.Turns[0].DeliveredAt = nil
+		}, []string{"session queueHeld: log false, served true", "turn p1 delivered: log true, served false",
+			"turn p1 cancelRequested: log false, served true"}},
 		{"JSON compares as values", func(s *session.State) {
 			s.Turns[0].Prompt = json.RawMessage(`[ {"text":"hi", "type":"text"} ]`)
 			s.Messages[0].Content = json.RawMessage(`null`)

@@ -43,6 +43,9 @@ type State struct {
 	// is the turn that started last, whose output a Recent state keeps.
 	recent      bool
 	lastStarted string
+	// toolTurn, in a Recent state, is the turn of every tool call whose
+	// record it left out: an update of one stays its first turn's.
+	toolTurn map[string]string
 }
 
 // Fold returns the state events imply, folded in order from the empty one.
@@ -212,8 +215,16 @@ func (s *State) evolve(e Event) error {
 			s.ToolCalls[i] = c
 			break
 		}
-		if s.recent && p.PromptID != s.lastStarted {
-			break
+		if s.recent {
+			owner, known := s.toolTurn[p.ToolCallID]
+			if !known {
+				owner = p.PromptID
+			}
+			if owner != s.lastStarted {
+				s.toolTurn[p.ToolCallID] = owner
+				break
+			}
+			delete(s.toolTurn, p.ToolCallID)
 		}
 		s.tool[p.ToolCallID] = len(s.ToolCalls)
 		s.ToolCalls = append(s.ToolCalls, c)
@@ -258,6 +269,9 @@ func (s *State) knownTurn(promptID string) (*Turn, error) {
 // no plan looks at it.
 func (s *State) Recent() *State {
 	s.recent = true
+	if s.toolTurn == nil {
+		s.toolTurn = map[string]string{}
+	}
 	s.trimOutput()
 	return s
 }
@@ -265,9 +279,16 @@ func (s *State) Recent() *State {
 // Seed is the state a session's rows imply, the start of a Recent fold:
 // sess and its turns in seq order, the output of the latest turn that ran,
 // its pending permissions, and seq the last event the rows include.
-func Seed(sess Session, turns []Turn, msgs []Message, calls []ToolCall, pending []Permission, seq int64) *State {
+//
+// toolTurns is the turn of every tool call of the session (id to prompt
+// id), so that a later update of an earlier turn's tool call stays there.
+func Seed(sess Session, turns []Turn, msgs []Message, calls []ToolCall, toolTurns map[string]string, pending []Permission, seq int64) *State {
 	s := &State{Session: sess, Seq: seq, recent: true, AgentMessageIDs: map[int64]string{},
-		turn: map[string]int{}, msg: map[int64]int{}, tool: map[string]int{}, perm: map[string]int{}}
+		turn: map[string]int{}, msg: map[int64]int{}, tool: map[string]int{}, perm: map[string]int{},
+		toolTurn: toolTurns}
+	if s.toolTurn == nil {
+		s.toolTurn = map[string]string{}
+	}
 	for _, t := range turns {
 		s.turn[t.PromptID] = len(s.Turns)
 		s.Turns = append(s.Turns, t)
@@ -314,6 +335,8 @@ func (s *State) trimOutput() {
 		if c.PromptID == s.lastStarted {
 			s.tool[c.ToolCallID] = len(keepCalls)
 			keepCalls = append(keepCalls, c)
+		} else {
+			s.toolTurn[c.ToolCallID] = c.PromptID
 		}
 	}
 	clear(s.ToolCalls[len(keepCalls):])

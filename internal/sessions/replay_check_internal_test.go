@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/session"
@@ -130,39 +131,29 @@ func (p *replay) checkServed(s *replaySession) {
 	want, _ := json.Marshal(session.Plan(in))
 	got, _ := json.Marshal(served.Recovery)
 	if string(got) != string(want) {
-		p.fail("session %s: Context's recovery plan differs from the log's:\n  served %s\n  log    %s", s.id, got, want)
+		var evs []string
+		all, _ := p.r.st.ListSessionEvents(ctx, s.id, 0, 100000)
+		for _, e := range all {
+			if strings.HasPrefix(e.Type, "tool_call") || strings.HasPrefix(e.Type, "turn.") || strings.HasPrefix(e.Type, "permission") {
+				evs = append(evs, fmt.Sprintf("%d %s %s %s", e.Seq, e.Type, e.PromptID, e.Payload))
+			}
+		}
+		p.fail("session %s: Context's recovery plan differs from the log's:\n  served %s\n  log    %s\n  the log's turn, tool call and permission events:\n%s", s.id, got, want, strings.Join(evs, "\n"))
 	}
 }
 
 // planInput is the recovery planner's input as the log implies it (in
-// r's snapshot), with what the log does not carry taken from the rows or
-// the actor: the session's ContextLost and QueueHeld, the turns'
-// CancelRequested, DeliveredAt, ContextInjected, Interruption and
-// WorkspaceChanges (rows only), Closing (the actor's), AgentAvailable
-// (the profile's; the fake one always is). The whole transcript is given
-// (Earlier 0), so the planner checks it for a gap itself.
+// r's snapshot): the whole fold (Earlier 0, so the planner checks it for
+// a gap itself), with Closing (the actor's) and AgentAvailable (the
+// profile's; the fake one always is).
 func planInput(ctx context.Context, r *store.Store, id string, closing bool) (session.PlanInput, error) {
 	fold, err := events.FoldSession(ctx, r, id)
 	if err != nil {
 		return session.PlanInput{}, err
 	}
-	rows, err := rowsState(ctx, r, id)
-	if err != nil {
-		return session.PlanInput{}, err
-	}
-	in := session.PlanInput{State: fold.Session.State, ContextLost: rows.Session.ContextLost, QueueHeld: rows.Session.QueueHeld,
-		Closing: closing, AgentAvailable: true, Messages: fold.Messages, ToolCalls: fold.ToolCalls,
-		Permissions: fold.PendingPermissions()}
-	for _, t := range fold.Turns {
-		for _, rt := range rows.Turns {
-			if rt.PromptID == t.PromptID {
-				t.CancelRequested, t.DeliveredAt, t.ContextInjected = rt.CancelRequested, rt.DeliveredAt, rt.ContextInjected
-				t.Interruption, t.WorkspaceChanges = rt.Interruption, rt.WorkspaceChanges
-			}
-		}
-		in.Turns = append(in.Turns, t)
-	}
-	return in, nil
+	return session.PlanInput{State: fold.Session.State, ContextLost: fold.Session.ContextLost, QueueHeld: fold.Session.QueueHeld,
+		Closing: closing, AgentAvailable: true, Turns: fold.Turns, Messages: fold.Messages, ToolCalls: fold.ToolCalls,
+		Permissions: fold.PendingPermissions()}, nil
 }
 
 // withSession is log with its session as sess: for a view that serves

@@ -330,9 +330,9 @@ func (w *world) cleanup() {
 }
 
 type procInfo struct {
-	pid int
-	cwd string
-	cmd string
+	pid, ppid int
+	cwd       string
+	cmd       string
 }
 
 func (p procInfo) String() string { return fmt.Sprintf("%d %q (cwd %s)", p.pid, p.cmd, p.cwd) }
@@ -367,15 +367,29 @@ func (w *world) processes(match string) []procInfo {
 		}
 		// A zombie has no cwd link; it is not running anything.
 		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err == nil {
-			if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+		ppid := 0
+		if i := bytes.LastIndexByte(stat, ')'); err == nil && i > 0 && i+2 < len(stat) {
+			if stat[i+2] == 'Z' {
 				continue
+			}
+			if f := strings.Fields(string(stat[i+2:])); len(f) > 1 {
+				ppid, _ = strconv.Atoi(f[1])
 			}
 		}
 		cwd, _ := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
-		ps = append(ps, procInfo{pid: pid, cwd: cwd, cmd: cmd})
+		ps = append(ps, procInfo{pid: pid, ppid: ppid, cwd: cwd, cmd: cmd})
 	}
-	return ps
+	// A child forked but not yet exec'd (a host starting an agent) carries
+	// its parent's command line for a moment: it is not another process
+	// of that kind.
+	byPID := make(map[int]procInfo, len(ps))
+	for _, p := range ps {
+		byPID[p.pid] = p
+	}
+	return slices.DeleteFunc(ps, func(p procInfo) bool {
+		parent, ok := byPID[p.ppid]
+		return ok && parent.cmd == p.cmd
+	})
 }
 
 // agentsIn lists demo-agent processes running in the session's cwd (a
