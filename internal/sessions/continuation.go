@@ -22,11 +22,11 @@ type ContinueResult struct {
 }
 
 // Continue admits a continuation of the session's interrupted turn. The
-// decision is the recovery plan, and admission happens inside the actor,
-// atomically with prompt, cancel, close and resume: the plan is computed
-// off the actor from a snapshot taken after all of the session's writes,
-// and admitted only if nothing changed since (optimistic concurrency), so
-// double clicks, two tabs and a racing cancel admit at most one.
+// decision is the recovery plan, made and admitted in one visit to the
+// actor (continueStep), atomically with prompt, cancel, close and resume,
+// from the actor's folded log with no read of the store: double clicks,
+// two tabs and a racing cancel admit at most one. A session whose agent
+// must be restored first takes a second visit, after the restore.
 func (m *Manager) Continue(ctx context.Context, sessionID, promptID string) (ContinueResult, error) {
 	a, err := m.actor(ctx, sessionID)
 	if err != nil {
@@ -54,37 +54,17 @@ func (m *Manager) Continue(ctx context.Context, sessionID, promptID string) (Con
 }
 
 func (m *Manager) continueOnce(ctx context.Context, a *actor, promptID string) (ContinueResult, error) {
-	sessionID := a.id
-	if promptID != "" {
-		if res, ok, err := a.continued(ctx, promptID); ok || err != nil {
-			return res, err
+	res, restore, err := a.continueStep(ctx, promptID, false)
+	if err == nil && restore {
+		// The agent must be running to take the continuation: restore it
+		// first (shared with any concurrent resume), then admit. A failed
+		// restore admits nothing; if by then the plan itself says no
+		// (closed, cancelled, profile gone), that is the answer.
+		if _, err := m.Resume(ctx, a.id); err != nil {
+			return ContinueResult{}, m.declineOr(ctx, a, err)
 		}
+		res, _, err = a.continueStep(ctx, promptID, true)
 	}
-	// The agent must be running to take the continuation: restore it first
-	// (shared with any concurrent resume). A failed restore admits nothing;
-	// if by then the plan itself says no (closed, cancelled, profile gone),
-	// that is the answer.
-	// Nothing to continue means nothing to start: decline before restoring.
-	if plan, err := m.plan(ctx, a); err == nil && !plan.CanContinue {
-		return ContinueResult{}, declined(plan)
-	}
-	if st, err := m.Status(ctx, sessionID); err == nil && !st.IsAgentRunning && st.AgentAvailable && !st.Session.State.Terminal() {
-		if _, err := m.Resume(ctx, sessionID); err != nil {
-			if plan, perr := m.plan(ctx, a); perr == nil && !plan.CanContinue {
-				return ContinueResult{}, declined(plan)
-			}
-			return ContinueResult{}, err
-		}
-	}
-	// Admission is one actor call: the plan it admits from is the log as
-	// the actor's state stands, so nothing can change in between.
-	res, err := call(ctx, a.mb, func() (ContinueResult, error) {
-		plan, in, err := a.planNow(ctx)
-		if err != nil {
-			return ContinueResult{}, err
-		}
-		return a.admitContinue(a.version, plan, in, promptID)
-	})
 	if err == errStale {
 		// Only a concurrent request with the same id, admitted first, can
 		// make the session disagree with a plan made on the actor.
@@ -94,9 +74,48 @@ func (m *Manager) continueOnce(ctx context.Context, a *actor, promptID string) (
 		return ContinueResult{}, m.declineOr(ctx, a, err)
 	}
 	if err != nil {
-		return ContinueResult{}, m.declineOr(ctx, a, err)
+		// Declined by the plan, a promptId of another turn, or an
+		// admission the plan allowed that failed: final either way.
+		return ContinueResult{}, err
 	}
-	return a.finishContinue(ctx, res)
+	if res.pending == nil {
+		return res, nil // the continuation promptId names was admitted before
+	}
+	return finishContinue(ctx, a.id, res)
+}
+
+// continueStep is a continuation's one visit to the actor: a promptId
+// already admitted answers with its turn; else the plan, made from the
+// actor's folded log as it stands, declines, asks for the agent to be
+// restored first (restore, unless restored says that was done), or admits
+// the continuation. Nothing can change between the plan and the
+// admission, and nothing is read from the store.
+func (a *actor) continueStep(ctx context.Context, promptID string, restored bool) (res ContinueResult, restore bool, err error) {
+	type out struct {
+		res     ContinueResult
+		restore bool
+	}
+	o, err := call(ctx, a.mb, func() (out, error) {
+		if promptID != "" {
+			if res, ok, err := a.continuedNow(ctx, promptID); ok || err != nil {
+				return out{res: res}, err
+			}
+		}
+		plan, in, err := a.planNow(ctx)
+		if err != nil {
+			return out{}, err
+		}
+		if !plan.CanContinue {
+			return out{}, declined(plan)
+		}
+		st := a.m.statusOf(a.sess, a.exec, a.conn != nil && !a.settling, a.starting || a.settling, a.lastErr)
+		if !restored && !st.IsAgentRunning && st.AgentAvailable && !st.Session.State.Terminal() {
+			return out{restore: true}, nil
+		}
+		res, err := a.admitContinue(a.version, plan, in, promptID)
+		return out{res: res}, err
+	})
+	return o.res, o.restore, err
 }
 
 // plan is the session's current recovery plan, made on the actor (planNow);
@@ -143,20 +162,30 @@ func declined(plan session.Recovery) *errcode.Error {
 
 // continued answers a repeated continuation promptId with the same turn.
 func (a *actor) continued(ctx context.Context, promptID string) (ContinueResult, bool, error) {
-	t, err := call(ctx, a.mb, func() (session.Turn, error) { return a.turns[promptID], nil })
-	if err != nil || t.PromptID == "" {
-		return ContinueResult{}, false, err
+	type out struct {
+		res ContinueResult
+		ok  bool
+	}
+	o, err := call(ctx, a.mb, func() (out, error) {
+		res, ok, err := a.continuedNow(ctx, promptID)
+		return out{res, ok}, err
+	})
+	return o.res, o.ok, err
+}
+
+// continuedNow is continued on the actor: the turn as the actor holds it,
+// and the cursor of the log as folded once the actor's writes committed.
+func (a *actor) continuedNow(ctx context.Context, promptID string) (ContinueResult, bool, error) {
+	t := a.turns[promptID]
+	if t.PromptID == "" {
+		return ContinueResult{}, false, nil
 	}
 	if t.Kind != session.TurnContinue {
 		return ContinueResult{}, true, errcode.New(errcode.PromptIDConflict, "promptId %q belongs to a turn that is not a continuation", promptID)
 	}
 	res := ContinueResult{Turn: t, EventEpoch: a.sess.EventEpoch}
 	_ = json.Unmarshal(t.Interruption, &res.Interruption)
-	b, err := a.m.store.SessionEventBounds(ctx, a.id)
-	if err != nil {
-		return ContinueResult{}, true, err
-	}
-	res.Cursor = events.Cursor{Epoch: res.EventEpoch, N: b.Head}.String()
+	res.Cursor = events.Cursor{Epoch: res.EventEpoch, N: a.folded(ctx).Seq}.String()
 	return res, true, nil
 }
 
@@ -191,14 +220,19 @@ func (a *actor) admitContinue(version uint64, plan session.Recovery, in session.
 }
 
 // finishContinue answers once the accepted turn is durable, with the cursor
-// of the event that admitted it.
-func (a *actor) finishContinue(ctx context.Context, res ContinueResult) (ContinueResult, error) {
+// of the event that admitted it and the turn's number from it; the actor
+// settles the admission itself when the write reports (awaitAdmission).
+func finishContinue(ctx context.Context, sessionID string, res ContinueResult) (ContinueResult, error) {
 	evs, err := res.pending.Wait(ctx)
 	if err != nil {
 		return ContinueResult{}, err
 	}
-	res.Turn = a.settled(ctx, res.Turn, evs)
-	res.Cursor = events.Cursor{Epoch: res.EventEpoch, N: lastSeq(evs, a.id)}.String()
+	for _, e := range res.pending.Committed(sessionID) {
+		if q, ok := e.Payload.(*session.TurnQueuedData); ok && q.PromptID == res.Turn.PromptID {
+			res.Turn.Seq = q.Seq
+		}
+	}
+	res.Cursor = events.Cursor{Epoch: res.EventEpoch, N: lastSeq(evs, sessionID)}.String()
 	return res, nil
 }
 

@@ -10,6 +10,53 @@ import (
 	"github.com/tether/tether/internal/store"
 )
 
+// Event types (DESIGN.md section 3). Payloads carry sessionId, taskId and,
+// where a turn is involved, promptId.
+const (
+	SessionCreated         = "session.created"
+	SessionStateChanged    = "session.state_changed"
+	SessionExecutorStatus  = "session.executor_status"
+	SessionResumed         = "session.resumed"
+	SessionRecoveryChanged = "session.recovery_changed"
+	// SessionAutoContinued audits a continuation tetherd made by itself.
+	SessionAutoContinued = "session.auto_continued"
+	SessionClosed        = "session.closed"
+	TaskStateChanged     = "task.state_changed"
+	// TaskCreated carries a new task whole; TaskUpdated its new title.
+	TaskCreated     = "task.created"
+	TaskUpdated     = "task.updated"
+	TurnQueued      = "turn.queued"
+	TurnStarted     = "turn.started"
+	TurnCompleted   = "turn.completed"
+	TurnFailed      = "turn.failed"
+	TurnCancelled   = "turn.cancelled"
+	TurnInterrupted = "turn.interrupted"
+	// TurnDelivered records whether a turn's prompt reached the agent.
+	TurnDelivered = "turn.delivered"
+	// TurnCancelRequested records the user's cancel of a running turn.
+	TurnCancelRequested = "turn.cancel_requested"
+	// TurnWorkspaceChanges records what an interrupted turn changed.
+	TurnWorkspaceChanges = "turn.workspace_changes"
+	// SessionQueueHeld records whether the queued turns wait for the user.
+	SessionQueueHeld    = "session.queue_held"
+	MessageAdded        = "message.added"
+	MessageChunk        = "message.chunk"
+	ToolCallStarted     = "tool_call.started"
+	ToolCallUpdated     = "tool_call.updated"
+	PlanUpdated         = "plan.updated"
+	PermissionRequested = "permission.requested"
+	PermissionResolved  = "permission.resolved"
+	// SessionOptionsChanged carries the session's modes, current mode,
+	// config options and available commands whenever one of them changes.
+	SessionOptionsChanged = "session.options_changed"
+	// Commands run in a session's directory (sessions/commands.go).
+	CommandStarted = "command.started"
+	CommandOutput  = "command.output"
+	// CommandTruncated: output from an offset on is not in the log.
+	CommandTruncated = "command.truncated"
+	CommandExited    = "command.exited"
+)
+
 // payloadOf makes an empty payload of each stored event type: the one
 // place that maps a type name of the log to its domain event.
 var payloadOf = map[string]func() session.EventPayload{
