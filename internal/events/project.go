@@ -26,6 +26,12 @@ func project(ctx context.Context, tx *store.Store, d Draft) error {
 			return err
 		}
 		return tx.SetTurnWorkspaceChanges(ctx, p.SessionID, p.PromptID, b)
+	case *session.SessionResumedData:
+		inject, lost := p.Context()
+		if err := tx.SetSessionInjectContext(ctx, p.SessionID, inject); err != nil {
+			return err
+		}
+		return tx.SetSessionContextLost(ctx, p.SessionID, lost)
 	case *session.SessionQueueHeldData:
 		return tx.SetSessionQueueHeld(ctx, p.SessionID, p.Held)
 	}

@@ -22,8 +22,8 @@ import (
 //     write, not from the event;
 //   - the session's rows-only fields (MCPServers, AdditionalDirectories,
 //     Prompted, ModeChoice, ConfigChoices, AutoContinue, ClosedAt) and the
-//     turn's (ContextInjected, Interruption): no event sets them (a
-//     delivery is compared by its presence, like the other times);
+//     turn's Interruption: no event sets them (a delivery is compared by
+//     its presence, like the other times);
 //   - AgentMessageIDs (no row keeps them) and Seq.
 //
 // JSON members (prompt, content, plan, options, tool call members) are
@@ -111,7 +111,8 @@ func fieldsOfTurn(t Turn) []namedField {
 		{"errorMessage", t.ErrorMessage}, {"interruptReason", t.InterruptReason}, {"exitCode", intValue(t.ExitCode)},
 		{"exitSignal", t.ExitSignal}, {"continuesPromptId", t.ContinuesPromptID},
 		{"started", t.StartedAt != nil}, {"ended", t.EndedAt != nil}, {"delivered", t.DeliveredAt != nil},
-		{"cancelRequested", t.CancelRequested}, {"workspaceChanges", jsonValue(t.WorkspaceChanges)}}
+		{"cancelRequested", t.CancelRequested}, {"workspaceChanges", jsonValue(t.WorkspaceChanges)},
+		{"contextInjected", t.ContextInjected}}
 }
 
 func fieldsOfMessage(m Message) []namedField {

@@ -35,7 +35,7 @@ func TestDiff(t *testing.T) {
 		{"times and rows-only fields are left out", func(s *session.State) {
 			later := time.Unix(99, 0)
 			s.Turns[0].StartedAt, s.Turns[0].EndedAt = &later, &later
-			s.Session.CreatedAt, s.Session.Prompted, s.Turns[0].ContextInjected = later, true, true
+			s.Session.CreatedAt, s.Session.Prompted, s.Turns[0].Interruption = later, true, json.RawMessage(`{}`)
 		}, nil},
 		{"the log's flags", func(s *session.State) {
 			s.Session.QueueHeld, s.Turns[0].CancelRequested = true, true

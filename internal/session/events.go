@@ -70,6 +70,14 @@ type SessionResumedData struct {
 	FallbackReason  string `json:"fallbackReason,omitempty"`
 }
 
+// Context is what a restore left the session owing its agent: the
+// resume context once (inject: history injection) or nothing it can give
+// (lost: neither native nor injected, the agent has no history).
+func (d *SessionResumedData) Context() (inject, lost bool) {
+	inject = d.Strategy == StrategyHistoryInjection
+	return inject, !d.ContextRestored && !inject
+}
+
 // Restore strategies, as session.resumed reports them.
 const (
 	StrategyNativeResume     = "native_resume"
@@ -202,6 +210,9 @@ type TurnStartedData struct {
 	EventCommon
 	Kind      TurnKind  `json:"kind"`
 	StartedAt time.Time `json:"startedAt"`
+	// ContextInjected: the prompt carries the resume context (history
+	// injection), which the session owed its agent once.
+	ContextInjected bool `json:"contextInjected,omitempty"`
 }
 
 // TurnCompletedData is the payload of turn.completed.

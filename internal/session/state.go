@@ -122,6 +122,9 @@ func (s *State) evolve(e Event) error {
 		}
 		started := p.StartedAt
 		t.State, t.StartedAt = TurnRunning, &started
+		if p.ContextInjected {
+			t.ContextInjected, s.Session.InjectContext = true, false
+		}
 		s.lastStarted = p.PromptID
 		s.trimOutput()
 	case *TurnCompletedData:
@@ -175,11 +178,7 @@ func (s *State) evolve(e Event) error {
 	case *SessionQueueHeldData:
 		s.Session.QueueHeld = p.Held
 	case *SessionResumedData:
-		// How the agent got its context back (recordResumed): history
-		// injection owes it the history once; neither native nor injected,
-		// it has none.
-		s.Session.InjectContext = p.Strategy == StrategyHistoryInjection
-		s.Session.ContextLost = !p.ContextRestored && !s.Session.InjectContext
+		s.Session.InjectContext, s.Session.ContextLost = p.Context()
 	case *MessageAddedData:
 		if s.recent && p.PromptID != s.lastStarted {
 			break

@@ -111,3 +111,33 @@ func TestFoldRefusesWhatNoLogHolds(t *testing.T) {
 		})
 	}
 }
+
+func TestFoldSessionContext(t *testing.T) {
+	cases := []struct {
+		name                 string
+		events               []session.Event
+		wantInject, wantLost bool
+		wantInjected         bool
+	}{
+		{"native resume restores the context", ev(&session.SessionResumedData{Strategy: session.StrategyNativeResume, ContextRestored: true}), false, false, false},
+		{"a fresh session lost it", ev(&session.SessionResumedData{Strategy: session.StrategyFresh}), false, true, false},
+		{"history injection owes it once", ev(&session.SessionResumedData{Strategy: session.StrategyHistoryInjection}), true, false, false},
+		{"the next prompt carries it", ev(&session.SessionResumedData{Strategy: session.StrategyHistoryInjection},
+			&session.TurnQueuedData{EventCommon: common("p")},
+			&session.TurnStartedData{EventCommon: common("p"), ContextInjected: true}), false, false, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := session.Fold(tc.events)
+			if err != nil {
+				t.Fatalf("fold: %v", err)
+			}
+			if st.Session.InjectContext != tc.wantInject || st.Session.ContextLost != tc.wantLost {
+				t.Errorf("got inject %v lost %v, want inject %v lost %v", st.Session.InjectContext, st.Session.ContextLost, tc.wantInject, tc.wantLost)
+			}
+			if got := st.Turn("p") != nil && st.Turn("p").ContextInjected; got != tc.wantInjected {
+				t.Errorf("turn context injected: got %v, want %v", got, tc.wantInjected)
+			}
+		})
+	}
+}

@@ -141,10 +141,7 @@ func (a *actor) adoptOptions(o acp.SessionOptions) {
 func (a *actor) emitOptions() {
 	changed := a.draft(events.SessionOptionsChanged, "", &session.SessionOptionsChangedData{CurrentMode: a.mode,
 		AvailableModes: AvailableModes(a.modes), ConfigOptions: a.configOptions, AvailableCommands: a.commands})
-	a.write(func(_ *store.Store, emit events.Emit) error {
-		emit(changed)
-		return nil
-	})
+	a.emit(changed)
 }
 
 // ready reports whether the agent can take an ACP call now.

@@ -18,7 +18,6 @@ import (
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/session"
-	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/workspace"
 )
 
@@ -387,23 +386,9 @@ func (a *actor) settleLoad(p startPlan, out startOutcome) {
 
 // recordResumed persists the restore outcome and announces it.
 func (a *actor) recordResumed(out startOutcome) {
-	inject := out.strategy == session.StrategyHistoryInjection
-	lost := !out.contextRestored && !inject
-	a.sess.InjectContext = inject
-	a.sess.ContextLost = lost
-	resumed := a.draft(events.SessionResumed, "", &session.SessionResumedData{Strategy: out.strategy,
-		ContextRestored: out.contextRestored, FallbackReason: out.fallback})
-	a.write(func(tx *store.Store, emit events.Emit) error {
-		ctx := a.ctx()
-		if err := tx.SetSessionInjectContext(ctx, a.id, inject); err != nil {
-			return err
-		}
-		if err := tx.SetSessionContextLost(ctx, a.id, lost); err != nil {
-			return err
-		}
-		emit(resumed)
-		return nil
-	})
+	resumed := &session.SessionResumedData{Strategy: out.strategy, ContextRestored: out.contextRestored, FallbackReason: out.fallback}
+	a.sess.InjectContext, a.sess.ContextLost = resumed.Context()
+	a.emit(a.draft(events.SessionResumed, "", resumed))
 }
 
 // startFailed leaves the session usable and resumable: the identity is kept,

@@ -197,7 +197,7 @@ func (a *actor) startTurn(promptID string) {
 				return err
 			}
 		}
-		emit(a.draft(events.TurnStarted, t.PromptID, &session.TurnStartedData{Kind: t.Kind, StartedAt: now}))
+		emit(a.draft(events.TurnStarted, t.PromptID, &session.TurnStartedData{Kind: t.Kind, StartedAt: now, ContextInjected: inject}))
 		if t.Kind == session.TurnContinue {
 			return nil // continuing adds no user message (DESIGN.md section 6)
 		}

@@ -1150,6 +1150,10 @@ export type TurnQueuedData = EventCommon & {
 export type TurnStartedData = EventCommon & {
     kind: 'initial' | 'prompt' | 'continue';
     startedAt?: string;
+    /**
+     * The prompt carries the resume context (history injection), once, after the agent lost its session.
+     */
+    contextInjected?: boolean;
 };
 
 export type TurnDeliveredData = EventCommon & {
