@@ -3,6 +3,7 @@ package session
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -41,6 +42,8 @@ type State struct {
 	perm map[string]int
 	// recent: keep only what PlanInput reads (see Recent); lastStarted
 	// is the turn that started last, whose output a Recent state keeps.
+	// text holds the streamed text of the messages chunks went to.
+	text        map[int64]*strings.Builder
 	recent      bool
 	lastStarted string
 	// toolTurn, in a Recent state, is the turn of every tool call whose
@@ -90,6 +93,7 @@ func (s *State) Evolve(e Event) error {
 	}
 	if s.turn == nil {
 		s.turn, s.msg, s.tool, s.perm = map[string]int{}, map[int64]int{}, map[string]int{}, map[string]int{}
+		s.text = map[int64]*strings.Builder{}
 		s.AgentMessageIDs = map[int64]string{}
 	}
 	if err := s.evolve(e); err != nil {
@@ -201,8 +205,17 @@ func (s *State) evolve(e Event) error {
 			return fmt.Errorf("chunk of message %d, which no message.added started", p.MessageID)
 		}
 		m := &s.Messages[i]
-		m.Text += p.Text
-		m.UpdatedAt = e.At
+		// A message streams in thousands of chunks: appending to a
+		// string would copy it whole each time. The builder grows in
+		// place, and its String shares the bytes.
+		b := s.text[m.ID]
+		if b == nil {
+			b = &strings.Builder{}
+			b.WriteString(m.Text)
+			s.text[m.ID] = b
+		}
+		b.WriteString(p.Text)
+		m.Text, m.UpdatedAt = b.String(), e.At
 	case *ToolCallData:
 		c := ToolCall{SessionID: p.SessionID, ToolCallID: p.ToolCallID, PromptID: p.PromptID, Title: p.Title,
 			Kind: p.Kind, Status: p.Status, Interrupted: p.Interrupted, Content: p.Content, Locations: p.Locations,
@@ -284,7 +297,7 @@ func (s *State) Recent() *State {
 func Seed(sess Session, turns []Turn, msgs []Message, calls []ToolCall, toolTurns map[string]string, pending []Permission, seq int64) *State {
 	s := &State{Session: sess, Seq: seq, recent: true, AgentMessageIDs: map[int64]string{},
 		turn: map[string]int{}, msg: map[int64]int{}, tool: map[string]int{}, perm: map[string]int{},
-		toolTurn: toolTurns}
+		toolTurn: toolTurns, text: map[int64]*strings.Builder{}}
 	if s.toolTurn == nil {
 		s.toolTurn = map[string]string{}
 	}
@@ -324,6 +337,7 @@ func (s *State) trimOutput() {
 			keepMsgs = append(keepMsgs, m)
 		} else {
 			delete(s.AgentMessageIDs, m.ID)
+			delete(s.text, m.ID)
 		}
 	}
 	clear(s.Messages[len(keepMsgs):])

@@ -141,3 +141,30 @@ func TestFoldSessionContext(t *testing.T) {
 		})
 	}
 }
+
+// A message streams in thousands of chunks: folding one must not copy the
+// message so far (a string append would, making a fold quadratic in the
+// message's length). Counted in allocations, which do not depend on the
+// machine's speed: a copy per chunk is an allocation per chunk.
+func TestFoldAppendsChunksInPlace(t *testing.T) {
+	const chunks = 10000
+	ps := []session.EventPayload{&session.TurnQueuedData{EventCommon: common("p")}, &session.TurnStartedData{EventCommon: common("p")},
+		&session.MessageAddedData{EventCommon: common("p"), MessageID: 1, Role: session.RoleAgent}}
+	for range chunks {
+		ps = append(ps, &session.MessageChunkData{EventCommon: common("p"), MessageID: 1, Text: "0123456789"})
+	}
+	evs := ev(ps...)
+	var st *session.State
+	allocs := testing.AllocsPerRun(1, func() {
+		var err error
+		if st, err = session.Fold(evs); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if got := len(st.Messages[0].Text); got != chunks*10 {
+		t.Fatalf("text: got %d bytes, want %d", got, chunks*10)
+	}
+	if allocs > chunks/10 {
+		t.Errorf("folding %d chunks of one message: got %.0f allocations, want far fewer than one per chunk", chunks, allocs)
+	}
+}
