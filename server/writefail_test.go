@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -200,4 +201,77 @@ func TestFailedWritesAnswer5xx(t *testing.T) {
 	if n := len(list(d.transcript(sid), "turns")); n != 0 {
 		t.Fatalf("turns after a prompt that could not be stored: got %d, want 0", n)
 	}
+}
+
+// failuresAtLeast waits until the event writer has counted n failed
+// writes: the refused write and the repairs the session tried after it.
+func (d *daemon) failuresAtLeast(n int) {
+	d.t.Helper()
+	d.waitFor(fmt.Sprintf("%d failed writes", n), func() bool {
+		v, _ := strconv.Atoi(d.metric(`tether_event_writer_failures_total{code="store_write_failed"}`))
+		return v >= n
+	})
+}
+
+// TestRefusedChangesAreRecordedOnceTheStoreAcceptsWrites: what a session
+// lived through while the store refused its writes, and refused the
+// repairs tried after them too, is in its log once the store takes writes
+// again: a turn's end (failed with store_write_failed) and a user's answer
+// to a permission request (selected). The repairs used to be tried once:
+// the turn stayed running and the request pending for good.
+func TestRefusedChangesAreRecordedOnceTheStoreAcceptsWrites(t *testing.T) {
+	t.Run("a turn's end", func(t *testing.T) {
+		d := startDaemon(t, daemonOptions{})
+		sid, _ := d.createSession(nil)
+		remove := d.injectFailure("turns", "UPDATE OF state", "NEW.state IN ('completed', 'failed')")
+		pid := d.prompt(sid, "hello", "")
+		d.failuresAtLeast(2) // the end, and the repair recording it failed
+		remove()
+		turn := d.waitTurn(sid, pid)
+		if e, _ := turn["error"].(map[string]any); turn["state"] != "failed" || e["code"] != "store_write_failed" {
+			t.Fatalf("turn whose end the store refused: got %v (error %v), want failed with store_write_failed", turn["state"], turn["error"])
+		}
+		var ends []string
+		for _, e := range d.sessionLog(sid) {
+			if e.PromptID == pid && (e.Type == events.TurnFailed || e.Type == events.TurnCompleted) {
+				ends = append(ends, e.Type)
+			}
+		}
+		if want := []string{events.TurnFailed}; !slices.Equal(ends, want) {
+			t.Fatalf("terminal events of the turn: got %q, want %q", ends, want)
+		}
+		if st := d.status(sid); st["state"] != "WAITING_FOR_INPUT" {
+			t.Fatalf("status: got %v, want WAITING_FOR_INPUT", st["state"])
+		}
+	})
+	t.Run("a permission's answer", func(t *testing.T) {
+		d := startDaemon(t, daemonOptions{})
+		sid, _ := d.createSession(nil)
+		d.prompt(sid, "/permission", "p1")
+		var pending []map[string]any
+		d.waitFor("a pending permission", func() bool {
+			pending = list(d.transcript(sid), "pendingPermissions")
+			return len(pending) == 1
+		})
+		id, _ := pending[0]["id"].(string)
+		remove := d.injectFailure("permission_requests", "UPDATE", "1 = 1")
+		r := d.do("POST", "/session/"+sid+"/permission/"+id, map[string]any{"optionId": "allow_once"})
+		if r.Status != http.StatusInternalServerError || r.JSON(t)["code"] != "store_write_failed" {
+			t.Fatalf("answer that cannot be stored: got %d %s, want 500 store_write_failed", r.Status, r.Body)
+		}
+		d.failuresAtLeast(2) // the answer, and the repair recording it failed
+		remove()
+		d.waitFor("the answer to be recorded", func() bool { return len(list(d.transcript(sid), "pendingPermissions")) == 0 })
+		var resolved []string
+		for _, e := range d.sessionLog(sid) {
+			if e.Type == events.PermissionResolved {
+				var p map[string]any
+				_ = json.Unmarshal(e.Payload, &p)
+				resolved = append(resolved, fmt.Sprintf("%v %v", p["state"], p["optionId"]))
+			}
+		}
+		if want := []string{"selected allow_once"}; !slices.Equal(resolved, want) {
+			t.Fatalf("permission.resolved events: got %q, want %q", resolved, want)
+		}
+	})
 }

@@ -77,12 +77,19 @@ type actor struct {
 	// them, so a plan made from a snapshot can tell whether it is current.
 	last    *events.Pending
 	version uint64
-	// tracking, while set, collects the writes submitted (callWrites);
-	// reloading is set while a reload after a failed write is pending, and
-	// repairs holds the repairs a reload has tried (see writefail.go).
-	tracking  *[]*events.Pending
-	reloading bool
-	repairs   map[string]bool
+	// tracking, while set, collects the writes submitted (callWrites).
+	tracking *[]*events.Pending
+	// reloading is set while a reload after a failed write is pending;
+	// retry, while its backoff runs, stops the backoff's timer; backoff
+	// is how long the reload after the next failed write waits, failures
+	// counts the failed writes, and unresolved holds the permission
+	// outcomes whose writes failed, until a reload records them again
+	// (see writefail.go).
+	reloading  bool
+	retry      func() bool
+	backoff    time.Duration
+	failures   uint64
+	unresolved map[string]permissionEnd
 	// lastPromptID is the most recently admitted turn.
 	lastPromptID string
 	// recordOffset, while the actor handles a record of the agent's
@@ -140,7 +147,7 @@ func newActor(m *Manager, sess session.Session, exec session.Executor, turns []s
 		perms:       map[string]*pendingPermission{},
 		turns:       make(map[string]session.Turn, len(turns)),
 		admitting:   map[string]admission{},
-		repairs:     map[string]bool{},
+		unresolved:  map[string]permissionEnd{},
 		hostPending: map[string]session.Permission{},
 	}
 	a.lateCandidate = lostTurnOf(exec, turns)

@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 
+	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
@@ -90,9 +91,32 @@ type turnEnded struct {
 func (c turnEnded) SessionID() string { return c.Turn.SessionID }
 
 func (c turnEnded) Apply(ctx context.Context, tx *store.Store, emit events.Emit) error {
-	if err := tx.UpdateTurn(ctx, c.Turn); err != nil {
+	if err := tx.EndTurn(ctx, c.Turn); err != nil {
 		return err
 	}
 	emit(turnEndedDraft(c.Turn.SessionID, c.TaskID, c.Turn, nil))
+	return nil
+}
+
+// permissionResolved records a permission request's outcome and emits
+// permission.resolved; a request closed already stays as it is (a repair
+// after a reload may find its first write stored after all).
+type permissionResolved struct {
+	Session, TaskID, RequestID string
+	End                        permissionEnd
+}
+
+func (c permissionResolved) SessionID() string { return c.Session }
+
+func (c permissionResolved) Apply(ctx context.Context, tx *store.Store, emit events.Emit) error {
+	row, err := tx.ResolvePermission(ctx, c.Session, c.RequestID, c.End.State, c.End.OptionID)
+	if errcode.Is(err, errcode.PermissionResolved) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	emit(sessionDraft(c.Session, c.TaskID, events.PermissionResolved, row.PromptID,
+		&session.PermissionResolvedData{RequestID: c.RequestID, State: c.End.State, OptionID: c.End.OptionID}))
 	return nil
 }

@@ -3,6 +3,7 @@ package sessions
 import (
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/session"
@@ -187,7 +188,13 @@ func started(r resumedInfo) []effect {
 // decideWriteFailed: a failed write is never silent, and the actor then
 // believes the store again, once its writes in flight have reported (a
 // reload must not read the store while its own changes are still on their
-// way to it). One reload serves every failure before it.
+// way to it). One reload serves every failure before it. The reload
+// repairs what the store lacks, with writes of its own; should one of
+// those fail too (the store still refuses), the next reload waits a
+// backoff first, doubled at each failure up to reloadBackoffMax, so that
+// a store that refuses for a while is asked again and again, never in a
+// loop as fast as it refuses. The backoff is reset once a reload's writes
+// are all stored (writefail.go).
 func decideWriteFailed(v view, in writeFailedInput) decision {
 	if in.ShuttingDown {
 		return accept() // the writer closed: the next start reconciles from the store
@@ -195,26 +202,38 @@ func decideWriteFailed(v view, in writeFailedInput) decision {
 	if v.Reloading {
 		return accept(effReportWriteFailed{})
 	}
-	return accept(effReportWriteFailed{}, effReloadWhenQuiet{})
+	return accept(effReportWriteFailed{}, effReloadWhenQuiet{After: v.Backoff, Next: nextBackoff(v.Backoff)})
 }
 
-// repairState is the Repairs key of a session state the store still shows
-// RUNNING although no turn runs; lostRepair that of a turn whose outcome
-// was lost.
-const repairState = "state"
+// The backoff of a reload after a failed write that follows a reload
+// (decideWriteFailed): the first waits reloadBackoffMin, each next one
+// twice as long, up to reloadBackoffMax.
+const (
+	reloadBackoffMin = 50 * time.Millisecond
+	reloadBackoffMax = 5 * time.Second
+)
 
-func lostRepair(promptID string) string { return "turn:" + promptID }
+// nextBackoff is the backoff that follows d.
+func nextBackoff(d time.Duration) time.Duration {
+	if d <= 0 {
+		return reloadBackoffMin
+	}
+	return min(2*d, reloadBackoffMax)
+}
 
 // decideReloaded decides what the actor believes after a reload, and what
-// it records to make the store agree with what is live. The queue is the
-// turns the store holds queued, then those still being admitted (not
-// stored yet), in the order they were admitted; the running turn is the
-// live run's. A turn the store shows running without a live run lost its
-// outcome: it fails with store_write_failed, so clients see it end. A
-// session the store shows RUNNING with no turn running waits for input
-// again. Each repair is tried once: should the store still refuse it (a
-// full disk), reloading again must not loop on the same writes; the turn
-// then stays for start-up reconciliation.
+// it records to make the store agree with what is live: the log is the
+// truth, and a fact the live session lived through that the log lacks is
+// recorded as a new event. The queue is the turns the store holds queued,
+// then those still being admitted (not stored yet), in the order they
+// were admitted; the running turn is the live run's. A turn the store
+// shows running without a live run lost its outcome: it fails with
+// store_write_failed, so clients see it end. A permission request the
+// store shows pending that no agent waits on any more is closed as the
+// actor closed it (else expired). A session the store shows RUNNING with
+// no turn running waits for input again. Every reload tries every repair
+// again: one the store refuses fails the write, and the next reload,
+// after its backoff (decideWriteFailed), tries it again.
 func decideReloaded(v view, in reloadedInput) decision {
 	running := ""
 	if v.Running != nil {
@@ -227,38 +246,34 @@ func decideReloaded(v view, in reloadedInput) decision {
 		case t.PromptID == running:
 		case t.State == session.TurnQueued:
 			queue = append(queue, t.PromptID)
-		case t.State == session.TurnRunning && !v.Repairs[lostRepair(t.PromptID)]:
+		case t.State == session.TurnRunning:
 			repairs = append(repairs, effRecordLost{PromptID: t.PromptID})
 		}
+	}
+	for _, p := range in.Pending {
+		if p.Live {
+			continue
+		}
+		end := permissionEnd{State: session.PermissionExpired}
+		if p.End != nil {
+			end = *p.End
+		}
+		repairs = append(repairs, effRecordResolved{RequestID: p.ID, End: end})
 	}
 	for _, q := range v.Queue {
 		if q.Admitting && !slices.Contains(queue, q.PromptID) {
 			queue = append(queue, q.PromptID)
 		}
 	}
+	if v.Running == nil && in.State == session.SessionRunning {
+		repairs = append(repairs, effRepairState{})
+	}
 	d := accept(effReload{Queue: queue})
 	d.Effects = append(d.Effects, repairs...)
-	next := true
-	switch {
-	case v.Running != nil || in.State != session.SessionRunning:
-		d.Effects = append(d.Effects, effForgetStateRepair{})
-	case !v.Repairs[repairState]:
-		repairs = append(repairs, effRepairState{})
-		d.Effects = append(d.Effects, effRepairState{})
-	default:
-		// The store refused the state repair already. Starting the next
-		// turn now would try it again (decideNext sets a session with
-		// nothing to run waiting), fail, reload and loop as fast as the
-		// store refuses; the queue waits for the next command instead.
-		next = false
-	}
 	if len(repairs) > 0 {
 		d.Effects = append(d.Effects, effPushRecovery{})
 	}
-	if next {
-		d.Effects = append(d.Effects, effStartNext{})
-	}
-	return d
+	return accept(append(d.Effects, effStartNext{})...)
 }
 
 // restartedWhy is what the executor says of an agent a shutdown stopped.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/session"
@@ -92,7 +93,7 @@ func TestDecideRestarted(t *testing.T) {
 
 func TestDecideWriteFailed(t *testing.T) {
 	in, closing := writeFailedInput{}, writeFailedInput{ShuttingDown: true}
-	reload := accepted(effReportWriteFailed{}, effReloadWhenQuiet{})
+	reload := accepted(effReportWriteFailed{}, effReloadWhenQuiet{Next: reloadBackoffMin})
 	reloadEveryState := func(session.SessionState) decision { return reload }
 	cases := perState("write failed", in, nil, terminalStates(map[session.SessionState]decision{
 		session.SessionCreated: reload, session.SessionStarting: reload, session.SessionRunning: reload, session.SessionWaitingForInput: reload,
@@ -104,8 +105,22 @@ func TestDecideWriteFailed(t *testing.T) {
 		{"write failed as the writer closed", waiting, closing, accepted()},
 		{"write failed as the writer closed while a reload waits", reloading, closing, accepted()},
 		{"write failed while stopping", with(waiting, func(v *view) { v.Stopping = true }), in, reload},
+		{"write failed after a reload's write failed", backedOff(waiting, reloadBackoffMin), in,
+			accepted(effReportWriteFailed{}, effReloadWhenQuiet{After: reloadBackoffMin, Next: 2 * reloadBackoffMin})},
+		{"write failed as the backoff nears its cap", backedOff(waiting, reloadBackoffMax-time.Second), in,
+			accepted(effReportWriteFailed{}, effReloadWhenQuiet{After: reloadBackoffMax - time.Second, Next: reloadBackoffMax})},
+		{"write failed at the backoff's cap", backedOff(waiting, reloadBackoffMax), in,
+			accepted(effReportWriteFailed{}, effReloadWhenQuiet{After: reloadBackoffMax, Next: reloadBackoffMax})},
+		{"write failed while a backed-off reload waits", with(backedOff(waiting, time.Second), func(v *view) { v.Reloading = true }), in,
+			accepted(effReportWriteFailed{})},
 	}...)
 	runDecideCases(t, cases)
+}
+
+// backedOff is v with the reload after the next failed write waiting d.
+func backedOff(v view, d time.Duration) view {
+	v.Backoff = d
+	return v
 }
 
 // TestDecideReloaded: what the actor believes and records once it read the
@@ -117,7 +132,7 @@ func TestDecideReloaded(t *testing.T) {
 	reloaded := func(s session.SessionState, turns ...storedTurn) reloadedInput {
 		return reloadedInput{State: s, Turns: turns}
 	}
-	agrees := accepted(effReload{}, effForgetStateRepair{}, effStartNext{})
+	agrees := accepted(effReload{}, effStartNext{})
 	// The store agrees with the typical session of each state.
 	var cases []decideCase
 	for _, s := range allStates {
@@ -128,14 +143,6 @@ func TestDecideReloaded(t *testing.T) {
 		cases = append(cases, decideCase{"reloaded, the store agrees/" + string(s), inState(s), reloaded(s, turns...), agrees})
 	}
 	running, idle := inState(session.SessionRunning), inState(session.SessionWaitingForInput)
-	tried := func(keys ...string) func(*view) {
-		return func(v *view) {
-			v.Repairs = map[string]bool{}
-			for _, k := range keys {
-				v.Repairs[k] = true
-			}
-		}
-	}
 	admitting := func(ids ...string) func(*view) {
 		return func(v *view) {
 			for _, id := range ids {
@@ -143,44 +150,61 @@ func TestDecideReloaded(t *testing.T) {
 			}
 		}
 	}
+	pending := func(in reloadedInput, ps ...storedPermission) reloadedInput {
+		in.Pending = ps
+		return in
+	}
+	allowed := &permissionEnd{State: session.PermissionSelected, OptionID: "ok"}
+	expired := permissionEnd{State: session.PermissionExpired}
 	lostTurn := accepted(effReload{}, effRecordLost{PromptID: "p1"}, effRepairState{}, effPushRecovery{}, effStartNext{})
 	cases = append(cases, []decideCase{
 		{"reloaded after a turn's end was lost", idle, reloaded(session.SessionRunning, done, p1Running), lostTurn},
 		{"reloaded after a turn's end was lost, the state stored", idle, reloaded(session.SessionWaitingForInput, done, p1Running),
-			accepted(effReload{}, effRecordLost{PromptID: "p1"}, effForgetStateRepair{}, effPushRecovery{}, effStartNext{})},
-		{"reloaded after both repairs were tried", with(idle, tried(lostRepair("p1"), repairState)),
-			reloaded(session.SessionRunning, done, p1Running), accepted(effReload{})},
-		{"reloaded after the state repair was tried, with turns queued", with(idle, tried(repairState)),
-			reloaded(session.SessionRunning, done, stored("q1", session.TurnQueued)), accepted(effReload{Queue: []string{"q1"}})},
-		{"reloaded after the lost turn's repair was tried", with(idle, tried(lostRepair("p1"))),
-			reloaded(session.SessionRunning, done, p1Running), accepted(effReload{}, effRepairState{}, effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, effRecordLost{PromptID: "p1"}, effPushRecovery{}, effStartNext{})},
+		// Every reload tries every repair again: the backoff between
+		// reloads (decideWriteFailed) is what keeps it from looping.
+		{"reloaded after the repairs' writes failed", backedOff(idle, time.Second), reloaded(session.SessionRunning, done, p1Running), lostTurn},
 		{"reloaded after two turns' ends were lost", idle,
 			reloaded(session.SessionWaitingForInput, stored("p1", session.TurnRunning), stored("p2", session.TurnRunning)),
-			accepted(effReload{}, effRecordLost{PromptID: "p1"}, effRecordLost{PromptID: "p2"}, effForgetStateRepair{}, effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, effRecordLost{PromptID: "p1"}, effRecordLost{PromptID: "p2"}, effPushRecovery{}, effStartNext{})},
 		{"reloaded with only the session state lost", idle, reloaded(session.SessionRunning, done),
 			accepted(effReload{}, effRepairState{}, effPushRecovery{}, effStartNext{})},
+		{"reloaded with only the session state lost, turns queued", idle, reloaded(session.SessionRunning, done, stored("q1", session.TurnQueued)),
+			accepted(effReload{Queue: []string{"q1"}}, effRepairState{}, effPushRecovery{}, effStartNext{})},
 		{"reloaded mid-turn, the state stored RUNNING", running, reloaded(session.SessionRunning, done, p1Running), agrees},
 		{"reloaded mid-turn, the turn stored queued", running, reloaded(session.SessionWaitingForInput, done, stored("p1", session.TurnQueued)), agrees},
 		{"reloaded mid-turn with an older turn lost", running, reloaded(session.SessionRunning, stored("p0", session.TurnRunning), p1Running),
-			accepted(effReload{}, effRecordLost{PromptID: "p0"}, effForgetStateRepair{}, effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, effRecordLost{PromptID: "p0"}, effPushRecovery{}, effStartNext{})},
 		{"reloaded with turns queued", with(running, func(v *view) { v.Queue = queued("q1", "q2") }),
 			reloaded(session.SessionRunning, done, p1Running, stored("q1", session.TurnQueued), stored("q2", session.TurnQueued)),
-			accepted(effReload{Queue: []string{"q1", "q2"}}, effForgetStateRepair{}, effStartNext{})},
+			accepted(effReload{Queue: []string{"q1", "q2"}}, effStartNext{})},
 		{"reloaded with a queued turn the actor had ended", idle,
 			reloaded(session.SessionWaitingForInput, done, stored("q1", session.TurnQueued)),
-			accepted(effReload{Queue: []string{"q1"}}, effForgetStateRepair{}, effStartNext{})},
+			accepted(effReload{Queue: []string{"q1"}}, effStartNext{})},
 		{"reloaded with a queued turn whose end was stored", with(idle, func(v *view) { v.Queue = queued("q1") }),
 			reloaded(session.SessionWaitingForInput, done, stored("q1", session.TurnCancelled)), agrees},
 		{"reloaded with turns being admitted", with(running, func(v *view) { v.Queue = queued("q1"); admitting("q3", "q2")(v) }),
 			reloaded(session.SessionRunning, done, p1Running, stored("q1", session.TurnQueued)),
-			accepted(effReload{Queue: []string{"q1", "q3", "q2"}}, effForgetStateRepair{}, effStartNext{})},
+			accepted(effReload{Queue: []string{"q1", "q3", "q2"}}, effStartNext{})},
 		{"reloaded with a turn being admitted the store holds", with(running, admitting("q1")),
 			reloaded(session.SessionRunning, done, p1Running, stored("q1", session.TurnQueued), stored("q2", session.TurnQueued)),
-			accepted(effReload{Queue: []string{"q1", "q2"}}, effForgetStateRepair{}, effStartNext{})},
+			accepted(effReload{Queue: []string{"q1", "q2"}}, effStartNext{})},
 		{"reloaded with nothing stored but a turn being admitted", with(inState(session.SessionCreated), admitting("q1")),
-			reloaded(session.SessionCreated), accepted(effReload{Queue: []string{"q1"}}, effForgetStateRepair{}, effStartNext{})},
+			reloaded(session.SessionCreated), accepted(effReload{Queue: []string{"q1"}}, effStartNext{})},
 		{"reloaded after a close", inState(session.SessionCompleted), reloaded(session.SessionCompleted, done, p1Running),
-			accepted(effReload{}, effRecordLost{PromptID: "p1"}, effForgetStateRepair{}, effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, effRecordLost{PromptID: "p1"}, effPushRecovery{}, effStartNext{})},
+		{"reloaded with a permission the agent waits on", running,
+			pending(reloaded(session.SessionRunning, done, p1Running), storedPermission{ID: "perm1", Live: true}), agrees},
+		{"reloaded after a permission's expiry was lost", idle,
+			pending(reloaded(session.SessionWaitingForInput, done), storedPermission{ID: "perm1"}),
+			accepted(effReload{}, effRecordResolved{RequestID: "perm1", End: expired}, effPushRecovery{}, effStartNext{})},
+		{"reloaded after a permission's answer was lost", running,
+			pending(reloaded(session.SessionRunning, done, p1Running), storedPermission{ID: "perm1", End: allowed}, storedPermission{ID: "perm2", Live: true}),
+			accepted(effReload{}, effRecordResolved{RequestID: "perm1", End: *allowed}, effPushRecovery{}, effStartNext{})},
+		{"reloaded after a turn's end and its permissions' were lost", idle,
+			pending(reloaded(session.SessionRunning, done, p1Running), storedPermission{ID: "perm1", End: &permissionEnd{State: session.PermissionCancelled}}),
+			accepted(effReload{}, effRecordLost{PromptID: "p1"}, effRecordResolved{RequestID: "perm1", End: permissionEnd{State: session.PermissionCancelled}},
+				effRepairState{}, effPushRecovery{}, effStartNext{})},
 	}...)
 	runDecideCases(t, cases)
 }

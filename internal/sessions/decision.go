@@ -45,11 +45,11 @@ type view struct {
 	// StoredSession: the executor holds the ACP session id of an earlier
 	// start, to restore; HasTurns: the session has turns (history).
 	StoredSession, HasTurns bool
-	// Reloading: a reload after a failed write waits for the writes in
-	// flight; Repairs are the repairs reloads have tried (each is tried
-	// once: keyed by repairState and lostRepair).
+	// Reloading: a reload after a failed write is pending (waiting for
+	// its backoff, or for the writes in flight); Backoff is how long the
+	// reload after the next failed write waits first (0: not at all).
 	Reloading bool
-	Repairs   map[string]bool
+	Backoff   time.Duration
 	// Replaying: a session/load may still be replaying history (until the
 	// next turn starts: some agents replay after their answer).
 	Replaying bool
@@ -220,10 +220,11 @@ type (
 	writeFailedInput struct{ ShuttingDown bool }
 	// reloadedInput: since a write failed, every write in flight has
 	// reported, and the store holds the session in State with Turns
-	// (every turn, in run order).
+	// (every turn, in run order) and the Pending permission requests.
 	reloadedInput struct {
-		State session.SessionState
-		Turns []storedTurn
+		State   session.SessionState
+		Turns   []storedTurn
+		Pending []storedPermission
 	}
 	// agentStartedInput: a start reported (Current: it is the session's
 	// latest; Err: it failed).
@@ -260,6 +261,22 @@ type (
 		Hosted bool
 	}
 )
+
+// storedPermission is a permission request the store holds pending, as
+// the actor knows it after a reload: Live while an agent waits for its
+// answer (the actor or the executor host holds it), and End the outcome
+// the actor gave it whose write the store refused, if it did.
+type storedPermission struct {
+	ID   string
+	Live bool
+	End  *permissionEnd
+}
+
+// permissionEnd is how a permission request was closed.
+type permissionEnd struct {
+	State    session.PermissionState
+	OptionID string
+}
 
 // storedTurn is a turn as the store holds it (one the previous daemon
 // left open, or one a reload read back).

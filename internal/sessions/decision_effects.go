@@ -183,9 +183,11 @@ type (
 	// A failed write's effects (writefail.go).
 	//
 	// effReportWriteFailed logs the failed write; effReloadWhenQuiet
-	// reloads the session once every write in flight has reported.
+	// reloads the session after After (0: at once) once every write in
+	// flight has reported, and has the reload after the next failure wait
+	// Next.
 	effReportWriteFailed struct{}
-	effReloadWhenQuiet   struct{}
+	effReloadWhenQuiet   struct{ After, Next time.Duration }
 	// effReload believes the store again (performed by reload, which holds
 	// what it read): the session, executor and turns as stored, except
 	// the live facts (the running turn, turns still being admitted), and
@@ -194,11 +196,16 @@ type (
 	// effRecordLost ends PromptID, which the store shows running with no
 	// live run (its outcome was lost), as failed with store_write_failed.
 	effRecordLost struct{ PromptID string }
+	// effRecordResolved closes a permission request the store shows
+	// pending although no agent waits for its answer any more: as End
+	// says (the outcome whose write was refused), else expired.
+	effRecordResolved struct {
+		RequestID string
+		End       permissionEnd
+	}
 	// effRepairState takes a session the store shows RUNNING with no turn
-	// running back to WAITING_FOR_INPUT; effForgetStateRepair lets it be
-	// tried again once the state is right.
-	effRepairState       struct{}
-	effForgetStateRepair struct{}
+	// running back to WAITING_FOR_INPUT.
+	effRepairState struct{}
 
 	// effStartAgent starts an agent: Restore its stored ACP session (whose
 	// replay is then expected), HadHistory to report how the context was
@@ -315,7 +322,7 @@ func (effReloadWhenQuiet) isEffect()     {}
 func (effReload) isEffect()              {}
 func (effRecordLost) isEffect()          {}
 func (effRepairState) isEffect()         {}
-func (effForgetStateRepair) isEffect()   {}
+func (effRecordResolved) isEffect()      {}
 func (effStartAgent) isEffect()          {}
 func (effStopAgent) isEffect()           {}
 func (effDiscardStart) isEffect()        {}

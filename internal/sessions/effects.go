@@ -17,7 +17,7 @@ import (
 // view is the session as decide sees it now.
 func (a *actor) view() view {
 	v := view{State: a.sess.State, Stopping: a.stopping, Settling: a.settling, HasSlot: a.slot != nil, Replaying: a.replaying,
-		Reloading: a.reloading, Repairs: a.repairs,
+		Reloading: a.reloading, Backoff: a.backoff,
 		Connected: a.conn != nil, Hosted: a.hosted(), StoredSession: a.exec.ResumeToken != "", HasTurns: len(a.turns) > 0,
 		QueueHeld: a.sess.QueueHeld, QueueLimit: a.m.cfg.QueueLimit, Version: a.version,
 		OpenPermissions: len(a.perms), MaxPermissions: a.m.cfg.MaxPendingPermissions,
@@ -196,16 +196,15 @@ func (a *actor) performOne(e effect) {
 	case effEmitOptions:
 		a.emitOptions()
 	case effReloadWhenQuiet:
-		a.reloadWhenQuiet()
+		a.reloadAfter(e.After, e.Next)
 	case effRecordLost:
 		a.recordLostOutcome(e.PromptID)
+	case effRecordResolved:
+		a.resolve(e.RequestID, e.End.State, e.End.OptionID)
 	case effRepairState:
-		a.repairs[repairState] = true
 		a.setState(session.SessionWaitingForInput)
 	case effClearStarting:
 		a.starting = false
-	case effForgetStateRepair:
-		delete(a.repairs, repairState)
 	default:
 		// A command-specific effect reached the generic performer: a bug
 		// in the command's own loop, not something to guess at.

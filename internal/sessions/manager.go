@@ -196,7 +196,14 @@ type Manager struct {
 	// afterLoad, if set, runs in actor between loading a session and
 	// registering its actor (tests: a shutdown in that window).
 	afterLoad func()
+	// after runs f once d has passed, unless the stop it returns is
+	// called first: the backoff of a reload after a failed write
+	// (time.AfterFunc; tests count and fire them instead).
+	after func(d time.Duration, f func()) (stop func() bool)
 }
+
+// afterFunc is Manager.after outside tests.
+func afterFunc(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
 
 // spawn runs f in a goroutine owned by the manager (see work). It is called
 // either under mu before shutdown, or from a goroutine spawn already owns:
@@ -215,7 +222,7 @@ func New(st *store.Store, w *events.Writer, profiles Profiles, cfg Config) *Mana
 	cfg.defaults()
 	life, cancel := context.WithCancel(context.Background())
 	return &Manager{store: st, w: w, profiles: profiles, cfg: cfg, slots: newAgentSlots(cfg.MaxAgents), actors: map[string]*actor{},
-		history: newHistoryChecks(), life: life, cancel: cancel}
+		history: newHistoryChecks(), life: life, cancel: cancel, after: afterFunc}
 }
 
 // CreateInput is a request to start a session.
@@ -414,7 +421,10 @@ func (m *Manager) actor(ctx context.Context, id string) (*actor, error) {
 	}
 	a := newActor(m, sess, exec, turns, state, gap)
 	m.actors[id] = a
-	m.spawn(a.mb.run)
+	m.spawn(func() {
+		a.mb.run()
+		a.stopRetry() // on the actor's goroutine: its mailbox is closed and drained
+	})
 	return a, nil
 }
 

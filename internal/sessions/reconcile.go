@@ -249,7 +249,7 @@ func restartInterrupt(ctx context.Context, tx *store.Store, emit events.Emit, a 
 		emit(messageAdded(a, m))
 	}
 	t.State, t.EndedAt, t.InterruptReason = session.TurnInterrupted, &now, "daemon_restart"
-	if err := tx.UpdateTurn(ctx, t); err != nil {
+	if err := tx.EndTurn(ctx, t); err != nil {
 		return err
 	}
 	emit(turnEndedDraft(a.id, a.sess.TaskID, t, dangling))

@@ -295,17 +295,8 @@ func (a *actor) answerPermission(id string, out acp.PermissionOutcome) (session.
 // resolve persists a permission outcome and emits permission.resolved.
 func (a *actor) resolve(id string, state session.PermissionState, optionID string) *events.Pending {
 	defer a.pushRecovery()
-	return a.write(func(tx *store.Store, emit events.Emit) error {
-		row, err := tx.ResolvePermission(a.ctx(), a.id, id, state, optionID)
-		if errcode.Is(err, errcode.PermissionResolved) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		emit(a.draft(events.PermissionResolved, row.PromptID, &session.PermissionResolvedData{RequestID: id, State: state, OptionID: optionID}))
-		return nil
-	})
+	return a.change(permissionResolved{Session: a.id, TaskID: a.sess.TaskID, RequestID: id,
+		End: permissionEnd{State: state, OptionID: optionID}})
 }
 
 // resolvePermission closes a pending request without a client answer

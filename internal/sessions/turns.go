@@ -217,7 +217,15 @@ func (a *actor) startTurn(promptID string) {
 	a.m.spawn(func() {
 		// The agent hears of the turn only once it is recorded as started.
 		if _, err := started.Wait(context.Background()); err != nil {
-			a.mb.post(func() { a.onTurnDone(r, "", err) })
+			a.mb.post(func() {
+				// Not started, as far as the log knows: the turn's end
+				// must not write a start the log never recorded.
+				r.turn.StartedAt, r.turn.ContextInjected = nil, false
+				if a.running == r {
+					a.turns[r.turn.PromptID] = r.turn
+				}
+				a.onTurnDone(r, "", err)
+			})
 			return
 		}
 		a.m.checkpoint(a.id, t.PromptID)
@@ -363,7 +371,7 @@ func (a *actor) interruptTurn(t session.Turn, reason string, exit acp.Exit, why 
 			return err
 		}
 		emit(messageAdded(a, m))
-		if err := tx.UpdateTurn(ctx, t); err != nil {
+		if err := tx.EndTurn(ctx, t); err != nil {
 			return err
 		}
 		emit(turnEndedDraft(a.id, a.sess.TaskID, t, dangling))
@@ -488,11 +496,18 @@ type closing struct {
 }
 
 // closed records the stopped agent and ends the session's log with
-// session.closed, the last event its streams deliver.
+// session.closed, the last event its streams deliver. The event carries
+// the session's final state and its write stores it too: should the
+// state change before it have been refused, the actor, retired now, never
+// reloads, and the row must still follow the log.
 func (a *actor) closed(conn Agent) {
 	a.recordStopped(conn, "")
-	closed := a.draft(events.SessionClosed, "", &session.SessionClosedData{State: a.sess.State})
+	state := a.sess.State
+	closed := a.draft(events.SessionClosed, "", &session.SessionClosedData{State: state})
 	a.write(func(tx *store.Store, emit events.Emit) error {
+		if err := tx.UpdateSessionState(a.ctx(), a.id, state); err != nil {
+			return err
+		}
 		emit(closed)
 		return nil
 	})

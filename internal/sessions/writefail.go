@@ -14,25 +14,75 @@ import (
 // its session and code) and answers its Pending with the error; the actor
 // hears of every failed write of its session (write.go), not only of the
 // latest, and then believes the store again: once its writes in flight
-// have reported, it reloads the session, executor and turns, and records a
-// turn the store still shows running without a live run (its outcome was
-// lost) as failed with store_write_failed, so clients see the turn end and
-// status and transcript agree (decideWriteFailed and decideReloaded decide,
-// in decide_lifecycle.go; this file reads the store and performs). The
-// request that caused a failed write gets it as a 5xx problem (callWrites).
+// have reported, it reloads the session, executor and turns, and records
+// what the live session lived through that the store lacks: a turn the
+// store still shows running without a live run (its outcome was lost)
+// fails with store_write_failed, so clients see the turn end and status
+// and transcript agree; a permission request no agent waits on any more
+// is closed as the actor closed it (decideWriteFailed and decideReloaded
+// decide, in decide_lifecycle.go; this file reads the store and
+// performs). Should the store refuse those writes too, the next reload
+// waits a backoff, which doubles up to a cap and is reset once a reload's
+// writes are stored: the repairs are tried again until the store takes
+// them, one reload pending at a time, never faster than the backoff. The
+// request that caused a failed write gets it as a 5xx problem
+// (callWrites).
 
 // writeFailed is told, on the actor, of one of its writes that failed
-// (decideWriteFailed).
+// (decideWriteFailed). A permission outcome it carried is kept for the
+// reload to record again.
 func (a *actor) writeFailed(c events.Change, err error) {
-	d := decide(a.view(), writeFailedInput{ShuttingDown: errcode.Is(err, errcode.ServiceShuttingDown)})
-	for _, e := range d.Effects {
-		switch e.(type) {
-		case effReportWriteFailed:
-			a.log.Error("a change of this session was not stored; reloading the session from the store",
-				"change", changeKind(c), "code", errcode.CodeOf(err), "err", err)
-		default:
-			a.perform(e)
+	if o, ok := c.(offsetChange); ok {
+		c = o.Change
+	}
+	if r, ok := c.(permissionResolved); ok {
+		a.unresolved[r.RequestID] = r.End
+	}
+	a.failed(writeFailedInput{ShuttingDown: errcode.Is(err, errcode.ServiceShuttingDown)}, func() {
+		a.log.Error("a change of this session was not stored; reloading the session from the store",
+			"change", changeKind(c), "code", errcode.CodeOf(err), "err", err)
+	})
+}
+
+// failed counts a failure that a reload must follow (a write's, or a
+// reload's own read) and performs what decideWriteFailed decides; report
+// says what failed.
+func (a *actor) failed(in writeFailedInput, report func()) {
+	a.failures++
+	for _, e := range decide(a.view(), in).Effects {
+		if _, ok := e.(effReportWriteFailed); ok {
+			report()
+			continue
 		}
+		a.perform(e)
+	}
+}
+
+// reloadAfter schedules the reload decideWriteFailed decided: after the
+// backoff after (none: at once), once the writes in flight have reported;
+// the reload after the next failure waits next. One reload is pending at
+// a time (reloading), and the backoff's timer stops with the actor
+// (stopRetry).
+func (a *actor) reloadAfter(after, next time.Duration) {
+	a.reloading, a.backoff = true, next
+	if after <= 0 {
+		a.reloadWhenQuiet()
+		return
+	}
+	a.retry = a.m.after(after, func() {
+		a.mb.post(func() {
+			a.retry = nil
+			a.reloadWhenQuiet()
+		})
+	})
+}
+
+// stopRetry stops the timer of a pending reload's backoff: the actor's
+// mailbox has closed, and nothing will reload it.
+func (a *actor) stopRetry() {
+	if a.retry != nil {
+		a.retry()
+		a.retry = nil
 	}
 }
 
@@ -56,8 +106,9 @@ func (a *actor) reloadWhenQuiet() {
 
 // reload reads the session, executor and turns back from the store and
 // believes them, as decideReloaded decides: live facts (the agent
-// connection, the turn it runs, turns whose admission has not reported)
-// stay, and what the store and the live run disagree on is repaired.
+// connection, the turn it runs, turns whose admission has not reported,
+// the permission requests an agent waits on) stay, and what the store
+// lacks of them is recorded.
 func (a *actor) reload() {
 	ctx := a.ctx()
 	var sess session.Session
@@ -82,12 +133,25 @@ func (a *actor) reload() {
 		return err
 	})
 	if err != nil {
-		a.log.Error("reloading the session from the store failed", "err", err)
+		a.failed(writeFailedInput{}, func() {
+			a.log.Error("reloading the session from the store failed; trying again", "err", err)
+		})
 		return
 	}
 	in := reloadedInput{State: sess.State, Turns: make([]storedTurn, len(turns))}
 	for i, t := range turns {
 		in.Turns[i] = storedTurn{PromptID: t.PromptID, State: t.State}
+	}
+	unresolved := a.unresolved
+	a.unresolved = map[string]permissionEnd{} // what the store no longer holds pending is forgotten
+	for _, p := range state.PendingPermissions() {
+		_, live := a.perms[p.ID]
+		_, held := a.hostPending[p.ID]
+		sp := storedPermission{ID: p.ID, Live: live || held}
+		if end, ok := unresolved[p.ID]; ok {
+			sp.End = &end
+		}
+		in.Pending = append(in.Pending, sp)
 	}
 	for _, e := range decide(a.view(), in).Effects {
 		switch e := e.(type) {
@@ -99,6 +163,27 @@ func (a *actor) reload() {
 			a.perform(e)
 		}
 	}
+	a.watchRepairs()
+}
+
+// watchRepairs resets the backoff once every write the session has
+// submitted (the reload's repairs last) is stored with no write failing
+// meanwhile: the store takes the session's writes again. A failure is
+// told (writeFailed) before this check runs: writes report in order, and
+// each write's own callback comes first.
+func (a *actor) watchRepairs() {
+	last, failures := a.last, a.failures
+	if last == nil {
+		a.backoff = 0
+		return
+	}
+	last.Then(func() {
+		a.mb.post(func() {
+			if a.failures == failures && !a.reloading {
+				a.backoff = 0
+			}
+		})
+	})
 }
 
 // believe replaces what the actor believes about the session with what
@@ -153,9 +238,9 @@ func (a *actor) believe(sess session.Session, exec session.Executor, turns []ses
 
 // recordLostOutcome ends a turn whose outcome could not be stored as
 // failed with store_write_failed (effRecordLost): the agent is done with
-// it, and clients waiting for it must see it end. It is tried once.
+// it, and clients waiting for it must see it end. Every reload tries it
+// again until the store has it.
 func (a *actor) recordLostOutcome(promptID string) {
-	a.repairs[lostRepair(promptID)] = true
 	t := a.turns[promptID]
 	now := time.Now().UTC()
 	t.State, t.EndedAt = session.TurnFailed, &now

@@ -120,6 +120,25 @@ func (s *Store) UpdateTurn(ctx context.Context, t session.Turn) error {
 		r.StartedAt, r.DeliveredAt, r.EndedAt, t.SessionID, t.PromptID)
 }
 
+// EndTurn records t's end, the projection of its terminal event
+// (turn.completed, failed, cancelled or interrupted): its state, outcome
+// and end time, and the cancel request a cancelled turn's event carries.
+// Nothing else of the row changes: its start and delivery are their own
+// events' to write, and an end must not record one whose event the store
+// refused.
+func (s *Store) EndTurn(ctx context.Context, t session.Turn) error {
+	r := fromTurn(t)
+	err := updateRow(s.db.WithContext(ctx), "end turn", func() error {
+		return errcode.New(errcode.TurnNotFound,
+			"turn %q not found in session %q", t.PromptID, t.SessionID).With("promptId", t.PromptID)
+	}, endTurnSQL, r.State, r.StopReason, r.ErrorCode, r.ErrorMessage, r.InterruptReason,
+		r.ExitCode, r.ExitSignal, r.EndedAt, t.SessionID, t.PromptID)
+	if err != nil || t.State != session.TurnCancelled || !t.CancelRequested {
+		return err
+	}
+	return s.SetTurnCancelRequested(ctx, t.SessionID, t.PromptID)
+}
+
 // SetTurnDelivered records when the turn's prompt reached the agent (nil:
 // it did not), the projection of turn.delivered.
 func (s *Store) SetTurnDelivered(ctx context.Context, sessionID, promptID string, at *time.Time) error {

@@ -32,9 +32,11 @@ const (
 		host_offset_seq = COALESCE((SELECT MAX(e.seq) FROM events e WHERE e.session_id = ?2), 0),
 		host_offset_base = CASE WHEN ?3 THEN ?4 ELSE host_offset_base END
 		WHERE session_id = ?2`
-	sessionStateSQL        = `UPDATE sessions SET state = ?, updated_at = ?, closed_at = NULL WHERE id = ?`
-	sessionClosedStateSQL  = `UPDATE sessions SET state = ?, updated_at = ?2, closed_at = COALESCE(closed_at, ?2) WHERE id = ?3`
-	sessionQueueHeldSQL    = `UPDATE sessions SET queue_held = ?, updated_at = ? WHERE id = ?`
+	sessionStateSQL       = `UPDATE sessions SET state = ?, updated_at = ?, closed_at = NULL WHERE id = ?`
+	sessionClosedStateSQL = `UPDATE sessions SET state = ?, updated_at = ?2, closed_at = COALESCE(closed_at, ?2) WHERE id = ?3`
+	sessionQueueHeldSQL   = `UPDATE sessions SET queue_held = ?, updated_at = ? WHERE id = ?`
+	endTurnSQL            = `UPDATE turns SET state = ?, stop_reason = ?, error_code = ?, error_message = ?, interrupt_reason = ?,
+		exit_code = ?, exit_signal = ?, ended_at = ? WHERE session_id = ? AND prompt_id = ?`
 	turnDeliveredSQL       = `UPDATE turns SET delivered_at = ? WHERE session_id = ? AND prompt_id = ?`
 	turnCancelRequestedSQL = `UPDATE turns SET cancel_requested = ? WHERE session_id = ? AND prompt_id = ?`
 	taskStateSQL           = `UPDATE tasks SET state = ?, updated_at = ? WHERE id = ?`
@@ -55,7 +57,7 @@ const committedOffsetSQL = `CASE WHEN runtime = '` + string(session.RuntimeStand
 		AND e.host_offset IS NOT NULL ORDER BY e.seq DESC LIMIT 1), 0)) END AS host_offset`
 
 // updateStatements are the statements prepareOnPool prepares at Open.
-var updateStatements = []string{updateTurnSQL, turnDeliveredSQL, turnCancelRequestedSQL, updateExecutorSQL, executorOffsetSQL, sessionStateSQL, sessionClosedStateSQL,
+var updateStatements = []string{updateTurnSQL, endTurnSQL, turnDeliveredSQL, turnCancelRequestedSQL, updateExecutorSQL, executorOffsetSQL, sessionStateSQL, sessionClosedStateSQL,
 	sessionQueueHeldSQL, taskStateSQL, taskFollowSQL}
 
 // updateRow runs one of the statements above, which updates one row, and
