@@ -32,6 +32,8 @@ func project(ctx context.Context, tx *store.Store, d Draft) error {
 			return err
 		}
 		return tx.SetSessionContextLost(ctx, p.SessionID, lost)
+	case *session.PlanUpdatedData:
+		return tx.SetSessionPlan(ctx, p.SessionID, p.Entries)
 	case *session.SessionQueueHeldData:
 		return tx.SetSessionQueueHeld(ctx, p.SessionID, p.Held)
 	}

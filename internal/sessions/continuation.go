@@ -227,11 +227,11 @@ func finishContinue(ctx context.Context, sessionID string, res ContinueResult) (
 	if err != nil {
 		return ContinueResult{}, err
 	}
-	for _, e := range res.pending.Committed(sessionID) {
+	res.pending.Committed(sessionID, func(e session.Event) {
 		if q, ok := e.Payload.(*session.TurnQueuedData); ok && q.PromptID == res.Turn.PromptID {
 			res.Turn.Seq = q.Seq
 		}
-	}
+	})
 	res.Cursor = events.Cursor{Epoch: res.EventEpoch, N: lastSeq(evs, sessionID)}.String()
 	return res, nil
 }

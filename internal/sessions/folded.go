@@ -73,7 +73,7 @@ func (a *actor) noteWrite(p *events.Pending) {
 // submission order (the writer completes them in that order). A failed
 // write committed nothing; an event the seed already holds is skipped.
 func (a *actor) foldCommitted() {
-	n := 0
+	n, fold := 0, a.fold
 	for _, p := range a.unfolded {
 		select {
 		case <-p.Done():
@@ -83,19 +83,23 @@ func (a *actor) foldCommitted() {
 			return
 		}
 		n++
-		for _, e := range p.Committed(a.id) {
-			if e.Seq <= a.state.Seq {
-				continue
-			}
-			if err := a.state.Evolve(e); err != nil {
-				// The log and what the actor folded disagree: a bug.
-				// Say it, and skip the event rather than stop.
-				a.log.Error("the session's log does not fold", "err", err)
-			}
-		}
+		p.Committed(a.id, fold)
 	}
 	clear(a.unfolded)
 	a.unfolded = a.unfolded[:0]
+}
+
+// fold evolves the actor's state by one committed event; one the seed
+// already holds is skipped.
+func (a *actor) fold(e session.Event) {
+	if e.Seq <= a.state.Seq {
+		return
+	}
+	if err := a.state.Evolve(e); err != nil {
+		// The log and what the actor folded disagree: a bug. Say it,
+		// and skip the event rather than stop.
+		a.log.Error("the session's log does not fold", "err", err)
+	}
 }
 
 // folded is the session's state once every write submitted so far has

@@ -48,13 +48,7 @@ func (a *actor) applyUpdate(d decision, u acp.Update) {
 			a.recordToolCall(e, u)
 		case effRecordPlan:
 			a.sess.Plan = u.Data
-			a.write(func(tx *store.Store, emit events.Emit) error {
-				if err := tx.SetSessionPlan(a.ctx(), a.id, u.Data); err != nil {
-					return err
-				}
-				emit(a.draft(events.PlanUpdated, e.PromptID, &session.PlanUpdatedData{Entries: u.Data}))
-				return nil
-			})
+			a.emit(a.draft(events.PlanUpdated, e.PromptID, &session.PlanUpdatedData{Entries: u.Data}))
 		case effAdoptCommands:
 			a.commands = u.Data
 		case effAdoptMode:
