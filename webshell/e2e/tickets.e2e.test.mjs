@@ -3,6 +3,7 @@
 // native EventSource, authenticated by a stream ticket: fetch with the
 // bearer token gets the ticket, the token never goes in a URL.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { appProblems, Daemon, freePort, launchBrowser } from './harness.mjs';
@@ -71,14 +72,16 @@ after(async () => {
 
 const rec = (i) => page.evaluate((n) => window.rec(n), i);
 
-// Every event type of the contract (api/openapi.yaml, EventType), for a
-// page that must receive a session's whole log.
-const ALL_TYPES = ['session.created', 'session.state_changed', 'session.executor_status', 'session.resumed',
-  'session.recovery_changed', 'session.auto_continued', 'session.closed', 'task.created', 'task.updated',
-  'task.state_changed', 'turn.queued', 'turn.started', 'turn.completed', 'turn.failed', 'turn.cancelled',
-  'turn.interrupted', 'message.added', 'message.chunk', 'tool_call.started', 'tool_call.updated', 'plan.updated',
-  'permission.requested', 'permission.resolved', 'session.options_changed', 'command.started', 'command.output',
-  'command.exited', 'replay_complete'];
+// Every event type of the contract (api/openapi.yaml, EventType, read from
+// the contract itself so that a new type needs no edit here), for a page
+// that must receive a session's whole log: the durable types and
+// replay_complete.
+const ALL_TYPES = (() => {
+  const contract = readFileSync(new URL('../../api/openapi.yaml', import.meta.url), 'utf8');
+  const m = contract.match(/^ {4}EventType:\n(?:.*\n)*? {6}enum: \[([^\]]*)\]/m);
+  assert.ok(m, 'the contract declares EventType as a one-line enum');
+  return m[1].split(',').map((t) => t.trim()).filter((t) => t !== 'resync_required' && t !== 'stream_lagged');
+})();
 
 async function newSession() {
   return daemon.api('POST', '/session', { agentProfileId: 'demo', cwd: daemon.workspace });
