@@ -75,8 +75,12 @@ test-web: build node_modules
 	npm run --silent test -w @tether/webshell
 	TETHERD_BIN=$(CURDIR)/$(BIN) npm run --silent test:e2e -w @tether/webshell
 
+## vet: go vet, and go-check-sumtype (pinned in go.mod's tool directives):
+## a type switch over a declared sum type (//sumtype:decl, e.g. the session
+## actor's effects) without a default must name every kind
 vet:
 	$(GO) vet ./...
+	$(GO) tool go-check-sumtype ./...
 
 ## generate: regenerate all code derived from api/openapi.yaml (Go server, client-ts/src/gen)
 generate: node_modules

@@ -31,6 +31,7 @@ require (
 )
 
 require (
+	github.com/alecthomas/go-check-sumtype v0.4.0 // indirect
 	github.com/apapsch/go-jsonmerge/v2 v2.0.0 // indirect
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
@@ -77,4 +78,7 @@ require (
 	gorm.io/driver/postgres v1.6.0 // indirect
 )
 
-tool github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen
+tool (
+	github.com/alecthomas/go-check-sumtype/cmd/go-check-sumtype
+	github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen
+)

@@ -205,9 +205,18 @@ func (a *actor) performOne(e effect) {
 		a.setState(session.SessionWaitingForInput)
 	case effClearStarting:
 		a.starting = false
-	default:
-		// A command-specific effect reached the generic performer: a bug
-		// in the command's own loop, not something to guess at.
+	case effAdoptAgent, effAdoptCommands, effAdoptConfigOptions, effAdoptMode, effAgentReady,
+		effAnswerExisting, effAppendChunk, effApplyOption, effAskPermission, effAttachAgent, effAwaitReplay,
+		effAwaitStart, effDeclinePermission, effDiscardStart, effDropOutput, effEnqueue, effIdleBusy,
+		effIdleWait, effMarkReconnecting, effRecordPlan, effRecordToolCall, effReload, effReportWriteFailed,
+		effReserveSlot, effResolvePermission, effRestartAgent, effRestartInterrupt, effSettleAdmission,
+		effSkipReplayed, effStartAgent, effStartMessage, effStopAgent, effStopExecutor, effStopIdle,
+		effStopOrphan, effStoreOption, effTaskFollow, effUnadmit:
+		// Command-specific: performed by the loop of the command or input
+		// that decided it (admission, restore, options, permissions, the
+		// agent's updates, start-up repair). Reaching here is a bug in
+		// that loop, not something to guess at. A new effect kind must be
+		// named in this switch (go-check-sumtype, make vet).
 		a.log.Error("effect not performed", "effect", fmt.Sprintf("%T", e))
 	}
 }

@@ -64,6 +64,7 @@ func (a *actor) onLate(u acp.Update) {
 		switch e.(type) {
 		case effStartMessage, effAppendChunk, effRecordToolCall, effRecordPlan, effSplitMessage:
 			keep = append(keep, e)
+		default: // a late update records output only
 		}
 	}
 	if len(keep) == 0 {

@@ -93,6 +93,7 @@ func (m *Manager) reconcile(ctx context.Context, keep func(sessionID string) boo
 				attach = append(attach, as.Session.ID)
 			case effRestartAgent:
 				restart = append(restart, as.Session.ID)
+			default: // written by restartRepair, in the one transaction below
 			}
 		}
 		repairs = append(repairs, restartRepair(as, d.Effects, in.AgentAvailable, m.history))
