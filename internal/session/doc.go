@@ -20,7 +20,8 @@
 //     from a whole log; a Recent state keeps what the recovery plan reads
 //     (every turn, the flags, the pending permissions, the output of the
 //     latest turn) and is what a live session actor holds, seeded from the
-//     rows (Seed) and evolved by the events its writes commit.
+//     rows when first read (Seed) and evolved by the events its writes
+//     commit.
 //   - A rule that reads a state is a pure function here: the recovery plan
 //     (Plan over PlanInput, recovery.go; State.PlanInput makes its input),
 //     the report of an interrupted turn (recovery_report.go), the resume

@@ -116,8 +116,9 @@ type actor struct {
 	// the current mode id as a JSON string (see options.go).
 	commands, modes, mode, configOptions json.RawMessage
 	// state is the session as its log says, for the recovery plan
-	// (folded.go); unfolded are the writes not folded into it yet, and
-	// gap the history check made when it was seeded.
+	// (folded.go), nil until something reads it; unfolded are the writes
+	// not folded into it yet, and gap the history check made when it was
+	// seeded.
 	state    *session.State
 	unfolded []*events.Pending
 	gap      string
@@ -140,8 +141,8 @@ type turnRun struct {
 	openRole session.MessageRole
 }
 
-func newActor(m *Manager, sess session.Session, exec session.Executor, turns []session.Turn, state *session.State, gap string) *actor {
-	a := &actor{state: state, gap: gap,
+func newActor(m *Manager, sess session.Session, exec session.Executor, turns []session.Turn) *actor {
+	a := &actor{
 		m: m, id: sess.ID, mb: newMailbox(m.cfg.MailboxLimit, m.cfg.BusyTimeout), sess: sess, exec: exec, hostTop: exec.HostOffset,
 		log:         m.cfg.Logger.With("session", sess.ID),
 		perms:       map[string]*pendingPermission{},

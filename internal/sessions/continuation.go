@@ -141,7 +141,10 @@ func (m *Manager) plan(ctx context.Context, a *actor) (session.Recovery, error) 
 // write it submitted has committed: the log as the actor's state stands,
 // with no read of the store.
 func (a *actor) planNow(ctx context.Context) (session.Recovery, session.PlanInput, error) {
-	in := a.planInput(ctx)
+	in, err := a.planInput(ctx)
+	if err != nil {
+		return session.Recovery{}, in, err
+	}
 	return session.Plan(in), in, nil
 }
 
@@ -185,7 +188,11 @@ func (a *actor) continuedNow(ctx context.Context, promptID string) (ContinueResu
 	}
 	res := ContinueResult{Turn: t, EventEpoch: a.sess.EventEpoch}
 	_ = json.Unmarshal(t.Interruption, &res.Interruption)
-	res.Cursor = events.Cursor{Epoch: res.EventEpoch, N: a.folded(ctx).Seq}.String()
+	st, err := a.folded(ctx)
+	if err != nil {
+		return ContinueResult{}, true, err
+	}
+	res.Cursor = events.Cursor{Epoch: res.EventEpoch, N: st.Seq}.String()
 	return res, true, nil
 }
 
@@ -269,7 +276,10 @@ func (m *Manager) Context(ctx context.Context, sessionID string) (SessionContext
 	m.mu.Unlock()
 	if a != nil {
 		out, ok, err := query(ctx, a, func() (SessionContext, error) {
-			in := a.planInput(ctx)
+			in, err := a.planInput(ctx)
+			if err != nil {
+				return SessionContext{}, err
+			}
 			out := SessionContext{Session: a.sess, AgentAvailable: in.AgentAvailable, Recovery: session.Plan(in),
 				Cursor: events.Cursor{Epoch: a.sess.EventEpoch, N: a.state.Seq}}
 			_, out.Profile, _ = m.profiles.Spec(a.sess.AgentProfileID)

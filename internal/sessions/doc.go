@@ -24,11 +24,11 @@
 //   - write.go and changes.go turn decisions into writes for the event
 //     writer (package events); writefail.go is what happens when one fails.
 //   - folded.go is the actor's folded log: a Recent session.State seeded
-//     from the rows at load and evolved by the events its writes commit
-//     (docs/session.md). /context, /status and /continue of a live
-//     session answer from it and the actor's own copies, reading no
-//     store; continuation.go plans and admits a continuation in one visit
-//     to the actor (continueStep).
+//     from the rows when first read and evolved by the events its writes
+//     commit (docs/session.md). /context, /status and /continue of a live
+//     session answer from it and the actor's own copies, reading no store
+//     once it is seeded; continuation.go plans and admits a continuation
+//     in one visit to the actor (continueStep).
 //   - restore.go starts or restores an agent (the calls decideRestore
 //     chooses), reconcile.go repairs what a crash left at start-up, and
 //     planinput.go reads the recovery plan's input from the store where no

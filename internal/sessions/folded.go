@@ -10,7 +10,7 @@ import (
 
 // The actor's folded state: what the session's log says, as far as its
 // recovery plan reads it (session.State, Recent). It is seeded from the
-// rows when the actor loads (the rows are the log's projection up to the
+// rows when it is first read (the rows are the log's projection up to the
 // head seq read with them) and then evolves by the events the actor's own
 // writes committed, folded in log order when a read needs them, so
 // /context, /status and /continue plan without reading the store. Folding
@@ -63,6 +63,9 @@ func seedState(ctx context.Context, r *store.Store, h *historyChecks, sess sessi
 // noteWrite keeps a submitted write for the fold; it folds what has
 // committed once too many are kept.
 func (a *actor) noteWrite(p *events.Pending) {
+	if a.state == nil {
+		return // not seeded yet: the seed will read what p writes
+	}
 	a.unfolded = append(a.unfolded, p)
 	if len(a.unfolded) > maxUnfolded {
 		a.foldCommitted()
@@ -104,17 +107,46 @@ func (a *actor) fold(e session.Event) {
 
 // folded is the session's state once every write submitted so far has
 // committed: the log as the actor's state stands.
-func (a *actor) folded(ctx context.Context) *session.State {
+//
+// The first read seeds it from the rows, once every write submitted has
+// committed, so the rows hold all of them: an actor loaded only to carry
+// an agent's output (a re-attach after a restart) never pays for the seed.
+func (a *actor) folded(ctx context.Context) (*session.State, error) {
 	a.atCommit(ctx)
-	a.foldCommitted()
-	return a.state
+	if a.state != nil {
+		a.foldCommitted()
+		return a.state, nil
+	}
+	err := a.m.store.Snapshot(ctx, func(r *store.Store) error {
+		sess, err := r.GetSession(ctx, a.id)
+		if err != nil {
+			return err
+		}
+		turns, err := r.ListTurns(ctx, a.id)
+		if err != nil {
+			return err
+		}
+		a.state, a.gap, err = seedState(ctx, r, a.m.history, sess, turns)
+		return err
+	})
+	if err != nil {
+		a.state = nil
+		return nil, err
+	}
+	clear(a.unfolded)
+	a.unfolded = a.unfolded[:0]
+	return a.state, nil
 }
 
 // planInput is the recovery plan's input from the folded state, with what
 // only the live actor knows.
-func (a *actor) planInput(ctx context.Context) session.PlanInput {
-	in := a.folded(ctx).PlanInput()
+func (a *actor) planInput(ctx context.Context) (session.PlanInput, error) {
+	st, err := a.folded(ctx)
+	if err != nil {
+		return session.PlanInput{}, err
+	}
+	in := st.PlanInput()
 	_, _, specErr := a.m.profiles.Spec(a.sess.AgentProfileID)
 	in.Closing, in.AgentAvailable, in.Gap = a.stopping, specErr == nil, a.gap
-	return in
+	return in, nil
 }

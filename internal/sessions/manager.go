@@ -402,10 +402,6 @@ func (m *Manager) actor(ctx context.Context, id string) (*actor, error) {
 	if err != nil {
 		return nil, err
 	}
-	state, gap, err := seedState(ctx, m.store, m.history, sess, turns)
-	if err != nil {
-		return nil, err
-	}
 	if m.afterLoad != nil {
 		m.afterLoad()
 	}
@@ -419,7 +415,7 @@ func (m *Manager) actor(ctx context.Context, id string) (*actor, error) {
 	if a, ok := m.actors[id]; ok {
 		return a, nil
 	}
-	a := newActor(m, sess, exec, turns, state, gap)
+	a := newActor(m, sess, exec, turns)
 	m.actors[id] = a
 	m.spawn(func() {
 		a.mb.run()

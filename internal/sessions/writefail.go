@@ -127,8 +127,7 @@ func (a *actor) reload() {
 		if turns, err = r.ListTurns(ctx, a.id); err != nil {
 			return err
 		}
-		// The log's state again, from the rows the failed write left;
-		// the writes still in flight fold on top of it.
+		// The log's state again, from the rows the failed write left.
 		state, gap, err = seedState(ctx, r, a.m.history, sess, turns)
 		return err
 	})
@@ -157,8 +156,13 @@ func (a *actor) reload() {
 		switch e := e.(type) {
 		case effReload:
 			a.believe(sess, exec, turns, e.Queue)
-			a.foldCommitted()
-			a.state, a.gap = state, gap
+			if a.state != nil {
+				// Seeded already: the writes in flight fold on top of
+				// the rows this reload read. Not seeded yet: it stays
+				// so, and the first read seeds it.
+				a.foldCommitted()
+				a.state, a.gap = state, gap
+			}
 		default:
 			a.perform(e)
 		}
