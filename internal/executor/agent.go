@@ -13,7 +13,8 @@ import (
 )
 
 // Agent is one session's agent on an executor host, as the daemon drives
-// it: the method set of sessions.Agent, plus PromptTurn and Lost. Its calls
+// it: the method set of sessions.Agent (PromptTurn, Lost and what else only
+// a hosted agent knows included). Its calls
 // are commands to the host; they survive a broken connection (resent with
 // their ids once the daemon has reconnected and re-attached the session)
 // and fail only when the agent ends: it exited (the error the ACP SDK

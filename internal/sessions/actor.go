@@ -175,20 +175,8 @@ func (a *actor) onAgentExit(gen int, conn Agent) {
 	if gen != a.gen || conn != a.conn {
 		return
 	}
-	lost := false
-	if l, ok := conn.(lostAgent); ok {
-		lost = l.Lost()
-	}
-	var cause causeInfo
-	if c, ok := conn.(exitCauser); ok {
-		cause = causeOf(c.ExitCause())
-	}
-	a.perform(decide(a.view(), agentExitedInput{Exit: exitInfo(conn.Exit()), Lost: lost, Cause: cause}).Effects...)
+	a.perform(decide(a.view(), agentExitedInput{Exit: exitInfo(conn.Exit()), Lost: conn.Lost(), Cause: causeOf(conn.ExitCause())}).Effects...)
 }
-
-// exitCauser is an agent whose executor may know why its records ended
-// early (executor.Agent: its host found the session's outbox damaged).
-type exitCauser interface{ ExitCause() error }
 
 // recordExit records an unexpected exit of the agent on the executor.
 // A cause (the executor host found the session's outbox damaged) makes

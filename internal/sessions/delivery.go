@@ -16,7 +16,7 @@ import (
 // user turns), and must send it when the agent never got it.
 //
 // The record is Turn.DeliveredAt, set once the session/prompt request has
-// been handed to the agent (Agent.PromptNotify's sent). Crash windows:
+// been handed to the agent (Agent.PromptTurn's sent). Crash windows:
 //   - before the write: not delivered, and the agent does not have it;
 //     continue sends the prompt.
 //   - after the write, before DeliveredAt commits (one pipe write and one

@@ -18,9 +18,12 @@
 //     its closures one at a time, effects.go where the actor performs the
 //     effects decide returned.
 //   - runtime.go is the seam to the agent: the actor talks to an Agent
-//     that a Runtime started. Standalone (a child process speaking ACP on
-//     stdio) is today's only runtime; nothing else in this package assumes
-//     the agent is a child of the daemon.
+//     that a Runtime started, a child process speaking ACP on stdio
+//     (Standalone, childAgent) or an agent on an executor host
+//     (hostruntime.go, executor.Agent). What only a hosted agent knows
+//     (PromptTurn's turn name, Lost, ExitCause, PendingPermissions,
+//     EndedOnHost, Gone) is part of Agent, a child answering the zero
+//     value, so the actor asserts no agent's type.
 //   - write.go and changes.go turn decisions into writes for the event
 //     writer (package events); writefail.go is what happens when one fails.
 //   - folded.go is the actor's folded log: a Recent session.State seeded
@@ -44,7 +47,7 @@
 // publishes it to the events.Hub, whose subscribers are the SSE streams
 // (server/sse.go); the request answers 202 once that commit is done. Once
 // the write has reported, decide (decideNext) starts the turn: startTurn
-// records turn.started and hands the prompt to the Agent (PromptNotify).
+// records turn.started and hands the prompt to the Agent (PromptTurn).
 // The agent's updates come back through agentHandler.Update (actor.go)
 // to onUpdate (transcript.go), which asks decide (decideUpdate) what each
 // one changes; each change is a write that commits before it is

@@ -152,6 +152,19 @@ func (a *fakeAgent) ResumeSession(_ context.Context, id string, _ acp.SessionPar
 
 func (a *fakeAgent) SessionOptions() acp.SessionOptions { return acp.SessionOptions{} }
 
+// PromptTurn prompts as an agent the daemon runs itself does: the turn's
+// name goes unused (turnAgent records it).
+func (a *fakeAgent) PromptTurn(ctx context.Context, sessionID, _ string, prompt json.RawMessage, sent func()) (string, error) {
+	return a.PromptNotify(ctx, sessionID, prompt, sent)
+}
+
+// A fake agent runs on no executor host: the zero value of what one knows.
+func (a *fakeAgent) Lost() bool                   { return false }
+func (a *fakeAgent) ExitCause() error             { return nil }
+func (a *fakeAgent) PendingPermissions() []string { return nil }
+func (a *fakeAgent) EndedOnHost() bool            { return false }
+func (a *fakeAgent) Gone() <-chan struct{}        { return nil }
+
 // PromptNotify hands the prompt to the test and waits for its answer; an
 // agent that ends first answers as a dead connection does.
 func (a *fakeAgent) PromptNotify(ctx context.Context, sessionID string, prompt json.RawMessage, sent func()) (string, error) {

@@ -231,10 +231,8 @@ func (a *actor) onAttached(gen int, conn Agent, pending []session.Permission, er
 	// Requests the host still holds are claimed when it delivers them
 	// (askPermission); the others were answered or withdrawn meanwhile.
 	held := map[string]bool{}
-	if l, ok := conn.(pendingLister); ok {
-		for _, id := range l.PendingPermissions() {
-			held[id] = true
-		}
+	for _, id := range conn.PendingPermissions() {
+		held[id] = true
 	}
 	for _, p := range pending {
 		if held[p.ID] {
@@ -255,20 +253,11 @@ func (a *actor) onAttached(gen int, conn Agent, pending []session.Permission, er
 	}
 }
 
-// endedAgent is an attached agent that says whether its host reported it
-// ended already (executor.Agent.EndedOnHost).
-type endedAgent interface {
-	EndedOnHost() bool
-}
-
 // endedOnHost reports whether conn is an attached agent its host reported
 // ended: it takes no prompt (one sent would fail, or be cut as the exit
 // record the host replays arrives); what is queued waits for that exit,
 // which starts a fresh agent.
-func endedOnHost(conn Agent) bool {
-	e, ok := conn.(endedAgent)
-	return ok && e.EndedOnHost()
-}
+func endedOnHost(conn Agent) bool { return conn.EndedOnHost() }
 
 // settleAttach ends the wait of those waiting for the attach to settle
 // (awaitAttach).
@@ -311,13 +300,7 @@ func (a *actor) resumeTurn(r *turnRun) {
 	t := r.turn
 	acpID, prompt := a.acpID, t.Prompt
 	a.m.spawn(func() {
-		var stop string
-		var err error
-		if tp, ok := r.conn.(turnPrompter); ok {
-			stop, err = tp.PromptTurn(a.promptContext(), acpID, t.PromptID, prompt, nil)
-		} else {
-			err = errcode.New(errcode.Internal, "the attached agent cannot take up a turn")
-		}
+		stop, err := r.conn.PromptTurn(a.promptContext(), acpID, t.PromptID, prompt, nil)
 		a.mb.post(func() { a.onTurnDone(r, stop, err) })
 	})
 	if t.CancelRequested {
@@ -377,12 +360,6 @@ func (a *actor) closeStorePermissions() {
 			}
 		})
 	})
-}
-
-// pendingLister is an attached agent that says which permission requests
-// its host still holds.
-type pendingLister interface {
-	PendingPermissions() []string
 }
 
 // linkHandler is told when the connection to an executor host breaks and

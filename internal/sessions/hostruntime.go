@@ -159,13 +159,10 @@ func (r hostRuntime) Attach(ctx context.Context, req AttachRequest) (Agent, erro
 	return a, nil
 }
 
-// What the session core relies on of an executor host's agent beyond the
-// Agent interface.
+// An executor host's agent is an Agent, and the handlers the session core
+// gives it take what it reports.
 var (
-	_ turnPrompter           = (*executor.Agent)(nil)
-	_ lostAgent              = (*executor.Agent)(nil)
-	_ pendingLister          = (*executor.Agent)(nil)
-	_ endedAgent             = (*executor.Agent)(nil)
+	_ Agent                  = (*executor.Agent)(nil)
 	_ linkHandler            = executor.LinkHandler(nil)
 	_ waitHandler            = executor.WaitHandler(nil)
 	_ executor.RecordHandler = (*agentHandler)(nil)

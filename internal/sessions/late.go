@@ -155,12 +155,6 @@ type lateAttacher interface {
 	AttachLate(ctx context.Context, req AttachRequest) (Agent, error)
 }
 
-// goneAgent is an agent that says when its host is done with it
-// (executor.Agent.Gone).
-type goneAgent interface {
-	Gone() <-chan struct{}
-}
-
 // AttachLate takes up a lost agent's late output on the host.
 func (r hostRuntime) AttachLate(ctx context.Context, req AttachRequest) (Agent, error) {
 	a, err := r.h.AttachLate(ctx, req.SessionID, req.From, req.Handler)
@@ -363,10 +357,10 @@ func (a *actor) lateAttached(l *lateRun, conn Agent, err error) {
 		}
 		return
 	}
-	if g, ok := conn.(goneAgent); ok {
+	if gone := conn.Gone(); gone != nil {
 		a.m.spawn(func() {
 			select {
-			case <-g.Gone():
+			case <-gone:
 				a.mb.post(func() { a.lateGone(l) })
 			case <-a.m.life.Done():
 			}

@@ -81,15 +81,18 @@ type Agent interface {
 	// SessionOptions is what the last successful new, load or resume
 	// announced about modes and config options.
 	SessionOptions() acp.SessionOptions
-	// PromptNotify runs one prompt turn (prompt is a JSON array of ACP
+	// PromptTurn runs one prompt turn (prompt is a JSON array of ACP
 	// content blocks) and returns the agent's stop reason. sent, if not
 	// nil, is called once the prompt has been handed to the agent, before
 	// its answer: from then on the agent may hold it (see delivery.go). An
 	// agent that goes away mid-turn answers an error classified
-	// acp.ClassDisconnected; the turn's outcome then comes from Done.
-	PromptNotify(ctx context.Context, sessionID string, prompt json.RawMessage, sent func()) (string, error)
+	// acp.ClassDisconnected; the turn's outcome then comes from Done. The
+	// turn is named (turnID) so that an agent on an executor host takes up
+	// the same turn again when a restarted daemon asks (resumeTurn); an
+	// agent the daemon runs itself has no use for the name.
+	PromptTurn(ctx context.Context, sessionID, turnID string, prompt json.RawMessage, sent func()) (string, error)
 	// Cancel asks the agent to end the running turn (session/cancel); the
-	// PromptNotify call then returns with the agent's own stop reason.
+	// PromptTurn call then returns with the agent's own stop reason.
 	Cancel(ctx context.Context, sessionID string) error
 	// SetMode sends session/set_mode.
 	SetMode(ctx context.Context, sessionID, modeID string) error
@@ -106,6 +109,26 @@ type Agent interface {
 	// PID is the agent's process id where the daemon can see one, else 0
 	// (an agent on a remote host has none the daemon could use).
 	PID() int
+
+	// What only an agent on an executor host knows; an agent the daemon
+	// runs itself answers the zero value (Standalone's adapter).
+
+	// Lost tells, once the agent is done, that the daemon lost it rather
+	// than it ending: its executor host stayed unreachable, or died under
+	// it.
+	Lost() bool
+	// ExitCause is why the agent's records ended early, if its executor
+	// knows (its host found the session's outbox damaged), else nil.
+	ExitCause() error
+	// PendingPermissions are the permission requests an attached agent's
+	// host still holds unanswered.
+	PendingPermissions() []string
+	// EndedOnHost reports an attached agent its host reported ended: it
+	// takes no prompt, and what is queued waits for its exit.
+	EndedOnHost() bool
+	// Gone closes when a lost agent's host has let it go (its late output
+	// is over); nil for an agent that is never lost.
+	Gone() <-chan struct{}
 }
 
 // HostRuntime is a Runtime whose agents run in an executor host and so
@@ -131,20 +154,6 @@ type AttachRequest struct {
 	From      uint64
 	Handler   acp.Handler
 	Logger    *slog.Logger
-}
-
-// turnPrompter is an Agent that names the turn it prompts, so that a
-// daemon that restarted mid-turn sends the same prompt again and is given
-// the turn's end instead of a second turn (an executor host's agent).
-type turnPrompter interface {
-	PromptTurn(ctx context.Context, sessionID, turnID string, prompt json.RawMessage, sent func()) (string, error)
-}
-
-// lostAgent is an Agent that can tell, once it is done, that the daemon
-// lost it rather than it ending: its executor host stayed unreachable, or
-// died under it.
-type lostAgent interface {
-	Lost() bool
 }
 
 // Executors decides where sessions' agents run.
@@ -182,11 +191,9 @@ func (standaloneOnly) Hosts(context.Context) []ExecutorHost { return []ExecutorH
 // daemon, speaking ACP over its stdio (internal/acp). It lives here rather
 // than in internal/acp because acp must not import sessions (Start returns
 // an Agent), and rather than in a package of its own because it is the
-// default of Config.Runtime: *acp.Conn already has the Agent method set, so
-// the adapter is only this conversion of the request.
+// default of Config.Runtime: the adapter converts the request and wraps the
+// ACP connection (childAgent).
 type Standalone struct{}
-
-var _ Agent = (*acp.Conn)(nil)
 
 // Start launches the agent process and performs the handshake.
 func (Standalone) Start(ctx context.Context, req StartRequest) (Agent, error) {
@@ -196,5 +203,23 @@ func (Standalone) Start(ctx context.Context, req StartRequest) (Agent, error) {
 	if err != nil {
 		return nil, err // never a typed nil *acp.Conn in the interface
 	}
-	return c, nil
+	return childAgent{c}, nil
 }
+
+// childAgent is an agent the daemon runs itself as a child process: the
+// ACP connection, and the zero value of what only a hosted agent knows.
+type childAgent struct{ *acp.Conn }
+
+var _ Agent = childAgent{}
+
+// PromptTurn prompts; a child that ends with the daemon is never asked to
+// take a turn up again, so the turn's name goes unused.
+func (c childAgent) PromptTurn(ctx context.Context, sessionID, _ string, prompt json.RawMessage, sent func()) (string, error) {
+	return c.PromptNotify(ctx, sessionID, prompt, sent)
+}
+
+func (childAgent) Lost() bool                   { return false }
+func (childAgent) ExitCause() error             { return nil }
+func (childAgent) PendingPermissions() []string { return nil }
+func (childAgent) EndedOnHost() bool            { return false }
+func (childAgent) Gone() <-chan struct{}        { return nil }

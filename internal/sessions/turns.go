@@ -242,13 +242,9 @@ func (a *actor) startTurn(promptID string) {
 		sent := func() { a.mb.post(func() { a.markDelivered(r) }) }
 		var stop string
 		var err error
-		if tp, ok := r.conn.(turnPrompter); ok {
-			// Named by the turn, so that a daemon that restarts mid-turn
-			// can send it again (resumeTurn) without a second turn.
-			stop, err = tp.PromptTurn(pctx, acpID, t.PromptID, prompt, sent)
-		} else {
-			stop, err = r.conn.PromptNotify(pctx, acpID, prompt, sent)
-		}
+		// Named by the turn, so that a daemon that restarts mid-turn can
+		// send it again (resumeTurn) without a second turn.
+		stop, err = r.conn.PromptTurn(pctx, acpID, t.PromptID, prompt, sent)
 		a.m.notePrompt(local, profileID, a.id, r.conn, stop, err)
 		a.mb.post(func() { a.onTurnDone(r, stop, err) })
 	})
