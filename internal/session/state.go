@@ -260,7 +260,9 @@ func (s *State) evolve(e Event) error {
 		at := e.At
 		pm := &s.Permissions[i]
 		pm.State, pm.SelectedOptionID, pm.ResolvedAt = p.State, p.OptionID, &at
-		s.trimOutput()
+		if s.recent {
+			s.trimPermissions()
+		}
 	}
 	return nil
 }
@@ -329,41 +331,36 @@ func (s *State) trimOutput() {
 	if !s.recent {
 		return
 	}
-	keepMsgs := s.Messages[:0]
-	clear(s.msg)
-	for _, m := range s.Messages {
-		if m.PromptID == s.lastStarted {
-			s.msg[m.ID] = len(keepMsgs)
-			keepMsgs = append(keepMsgs, m)
+	s.Messages = keep(s.Messages, s.msg, func(m Message) int64 { return m.ID },
+		func(m Message) bool { return m.PromptID == s.lastStarted },
+		func(m Message) { delete(s.AgentMessageIDs, m.ID); delete(s.text, m.ID) })
+	s.ToolCalls = keep(s.ToolCalls, s.tool, func(c ToolCall) string { return c.ToolCallID },
+		func(c ToolCall) bool { return c.PromptID == s.lastStarted },
+		func(c ToolCall) { s.toolTurn[c.ToolCallID] = c.PromptID })
+	s.trimPermissions()
+}
+
+// trimPermissions drops, in a Recent state, the answered permissions.
+func (s *State) trimPermissions() {
+	s.Permissions = keep(s.Permissions, s.perm, func(p Permission) string { return p.ID },
+		func(p Permission) bool { return p.State == PermissionPending }, func(Permission) {})
+}
+
+// keep filters list in place to the records wanted says to keep, indexes
+// them by key in index (rebuilt), and tells dropped of each other one.
+func keep[T any, K comparable](list []T, index map[K]int, key func(T) K, wanted func(T) bool, dropped func(T)) []T {
+	out := list[:0]
+	clear(index)
+	for _, r := range list {
+		if wanted(r) {
+			index[key(r)] = len(out)
+			out = append(out, r)
 		} else {
-			delete(s.AgentMessageIDs, m.ID)
-			delete(s.text, m.ID)
+			dropped(r)
 		}
 	}
-	clear(s.Messages[len(keepMsgs):])
-	s.Messages = keepMsgs
-	keepCalls := s.ToolCalls[:0]
-	clear(s.tool)
-	for _, c := range s.ToolCalls {
-		if c.PromptID == s.lastStarted {
-			s.tool[c.ToolCallID] = len(keepCalls)
-			keepCalls = append(keepCalls, c)
-		} else {
-			s.toolTurn[c.ToolCallID] = c.PromptID
-		}
-	}
-	clear(s.ToolCalls[len(keepCalls):])
-	s.ToolCalls = keepCalls
-	keepPerms := s.Permissions[:0]
-	clear(s.perm)
-	for _, p := range s.Permissions {
-		if p.State == PermissionPending {
-			s.perm[p.ID] = len(keepPerms)
-			keepPerms = append(keepPerms, p)
-		}
-	}
-	clear(s.Permissions[len(keepPerms):])
-	s.Permissions = keepPerms
+	clear(list[len(out):])
+	return out
 }
 
 // PlanInput is what the recovery planner reads of s: the recent turns
