@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/session"
@@ -72,33 +73,27 @@ func BenchmarkIngestTranscript(b *testing.B) {
 
 // transcriptChunkOps makes one session's chunk ops as its actor does: the
 // actor owns the open message, so only a message's first chunk inserts a
-// row of messages; the others name it.
+// row of messages (message.added naming the message it closes); the others
+// name it. The rows are the events' projections.
 func transcriptChunkOps(l *benchLog, sid string) func(pid string, k int) events.Apply {
 	var open int64
 	return func(pid string, k int) events.Apply {
 		if k == 0 {
 			id, idErr := l.st.NewMessageID(context.Background())
-			m := session.Message{ID: id, SessionID: sid, PromptID: pid, Role: session.RoleAgent, Text: chunkText}
 			closes := open
-			open = m.ID
-			return func(tx *store.Store, emit events.Emit) error {
+			open = id
+			return func(_ *store.Store, emit events.Emit) error {
 				if idErr != nil {
 					return idErr
 				}
-				m, err := tx.StartMessage(context.Background(), m, closes)
-				if err != nil {
-					return err
-				}
 				emit(events.Draft{SessionID: sid, Type: events.MessageAdded, PromptID: pid, Payload: &session.MessageAddedData{
-					EventCommon: session.EventCommon{TaskID: l.taskID}, MessageID: m.ID, Role: m.Role, Text: m.Text, CreatedAt: m.CreatedAt}})
+					EventCommon: session.EventCommon{TaskID: l.taskID}, MessageID: id, Role: session.RoleAgent, Text: chunkText,
+					CreatedAt: time.Now().UTC(), Closes: closes}})
 				return nil
 			}
 		}
 		id := open
-		return func(tx *store.Store, emit events.Emit) error {
-			if err := tx.AppendChunk(context.Background(), id, chunkText); err != nil {
-				return err
-			}
+		return func(_ *store.Store, emit events.Emit) error {
 			emit(events.Draft{SessionID: sid, Type: events.MessageChunk, PromptID: pid, Payload: &session.MessageChunkData{
 				EventCommon: session.EventCommon{TaskID: l.taskID}, MessageID: id, Role: session.RoleAgent, Text: chunkText}})
 			return nil

@@ -9,13 +9,67 @@ import (
 )
 
 // project writes the rows a committed event implies, in the transaction
-// that stores the event, right after the writer has numbered it: the
+// that stores the event, before the writer numbers and encodes it: the
 // event is the change, the rows are its projection, so neither exists
 // without the other. A change that emits the event writes nothing of its
 // own. Event types listed here are projected only here (issue 29: every
 // type moves here from the write closures of package sessions).
-func project(ctx context.Context, tx *store.Store, d Draft) error {
+//
+// A projection may complete its event's payload with what only the rows
+// know, before the event is encoded: a new message's id when its emitter
+// left it 0, and a tool call update merged into the whole tool call (ACP
+// updates name only what changed; the event carries the call whole).
+//
+// A projection may also emit what the event implies elsewhere (a policy):
+// a session's state change moves its task (FollowTask). Those events are
+// numbered and projected after it, in the same transaction.
+func project(ctx context.Context, tx *store.Store, d Draft, emit Emit) error {
 	switch p := d.Payload.(type) {
+	case *session.MessageAddedData:
+		return projectMessage(ctx, tx, p)
+	case *session.MessageChunkData:
+		return tx.AppendChunk(ctx, p.MessageID, p.Text)
+	case *session.ToolCallData:
+		return projectToolCall(ctx, tx, p)
+	case *session.PermissionRequestedData:
+		_, err := tx.CreatePermission(ctx, session.Permission{ID: p.RequestID, SessionID: p.SessionID, PromptID: p.PromptID,
+			ToolCallID: p.ToolCallID, Title: p.Title, Options: p.Options, State: session.PermissionPending})
+		return err
+	case *session.PermissionResolvedData:
+		_, err := tx.ResolvePermission(ctx, p.SessionID, p.RequestID, p.State, p.OptionID)
+		return err
+	case *session.TurnQueuedData:
+		t, err := tx.CreateTurn(ctx, session.Turn{SessionID: p.SessionID, PromptID: p.PromptID, Kind: p.Kind, State: session.TurnQueued,
+			Prompt: p.Prompt, ContinuesPromptID: p.ContinuesPromptID, Interruption: p.Interruption})
+		if err != nil {
+			return err
+		}
+		p.Seq = t.Seq // numbered by the session's turns
+		// Every admission marks the session prompted: whichever commits
+		// first records it, whatever failed before.
+		return tx.MarkSessionPrompted(ctx, p.SessionID)
+	case *session.TurnStartedData:
+		if err := tx.StartTurn(ctx, p.SessionID, p.PromptID, p.StartedAt, p.ContextInjected); err != nil {
+			return err
+		}
+		if p.ContextInjected {
+			return tx.SetSessionInjectContext(ctx, p.SessionID, false)
+		}
+		return nil
+	case *session.TurnCompletedData, *session.TurnFailedData, *session.TurnCancelledData, *session.TurnInterruptedData:
+		c := p.(session.EventPayload).Base()
+		t := session.Turn{SessionID: c.SessionID, PromptID: c.PromptID}
+		session.EndTurn(&t, p.(session.EventPayload))
+		return tx.EndTurn(ctx, t)
+	case *session.SessionStateChangedData:
+		if err := tx.UpdateSessionState(ctx, p.SessionID, p.State); err != nil {
+			return err
+		}
+		return FollowTask(ctx, tx, emit, p.SessionID, p.TaskID, p.State)
+	case *session.TaskStateChangedData:
+		return tx.SetTaskState(ctx, p.TaskID, p.State)
+	case *session.SessionClosedData:
+		return tx.UpdateSessionState(ctx, p.SessionID, p.State)
 	case *session.TurnDeliveredData:
 		return tx.SetTurnDelivered(ctx, p.SessionID, p.PromptID, p.DeliveredAt)
 	case *session.TurnCancelRequestedData:
@@ -37,5 +91,73 @@ func project(ctx context.Context, tx *store.Store, d Draft) error {
 	case *session.SessionQueueHeldData:
 		return tx.SetSessionQueueHeld(ctx, p.SessionID, p.Held)
 	}
+	return nil
+}
+
+// projectMessage inserts message.added's message, under a fresh id when
+// the emitter reserved none, closing the message it names (or, naming
+// none, the session's latest).
+func projectMessage(ctx context.Context, tx *store.Store, p *session.MessageAddedData) error {
+	if p.MessageID == 0 {
+		id, err := tx.NewMessageID(ctx)
+		if err != nil {
+			return err
+		}
+		p.MessageID = id
+	}
+	m := session.Message{ID: p.MessageID, SessionID: p.SessionID, PromptID: p.PromptID, Role: p.Role, Text: p.Text,
+		Content: p.Content, CreatedAt: p.CreatedAt}
+	var err error
+	if p.Closes != 0 {
+		m, err = tx.StartMessage(ctx, m, p.Closes)
+	} else {
+		m, err = tx.AddMessage(ctx, m)
+	}
+	p.CreatedAt = m.CreatedAt
+	return err
+}
+
+// projectToolCall merges the tool call update p into the session's tool
+// call (inserting it when new) and makes p the merged call.
+func projectToolCall(ctx context.Context, tx *store.Store, p *session.ToolCallData) error {
+	row, err := tx.UpsertToolCall(ctx, session.ToolCall{SessionID: p.SessionID, PromptID: p.PromptID, ToolCallID: p.ToolCallID,
+		Title: p.Title, Kind: p.Kind, Status: p.Status, Interrupted: p.Interrupted, Content: p.Content,
+		Locations: p.Locations, RawInput: p.RawInput, RawOutput: p.RawOutput})
+	if err != nil {
+		return err
+	}
+	c := p.EventCommon
+	*p = session.ToolCallData{EventCommon: c, ToolCallID: row.ToolCallID, Title: row.Title, Kind: row.Kind, Status: row.Status,
+		Interrupted: row.Interrupted, Content: row.Content, Locations: row.Locations, RawInput: row.RawInput, RawOutput: row.RawOutput}
+	return nil
+}
+
+// FollowTask moves task taskID to the state its session sessionID's state
+// implies, emitting task.state_changed: a running turn makes the task
+// IN_PROGRESS; a session waiting for input puts it in REVIEW unless
+// another of its sessions is running. Other task states are only set by
+// users. It is the policy session.state_changed's projection applies;
+// start-up repair applies it to sessions whose state it keeps.
+func FollowTask(ctx context.Context, tx *store.Store, emit Emit, sessionID, taskID string, state session.SessionState) error {
+	if state != session.SessionRunning && state != session.SessionWaitingForInput {
+		return nil
+	}
+	// One read: the task's state and whether another session runs.
+	prev, busy, err := tx.TaskFollow(ctx, taskID)
+	if err != nil {
+		return err
+	}
+	want := session.TaskInProgress
+	if state == session.SessionWaitingForInput {
+		if busy {
+			return nil
+		}
+		want = session.TaskReview
+	}
+	if prev == want {
+		return nil
+	}
+	emit(Draft{TaskID: taskID, Type: TaskStateChanged, Payload: &session.TaskStateChangedData{
+		EventCommon: session.EventCommon{SessionID: sessionID}, State: want, PreviousState: prev}})
 	return nil
 }

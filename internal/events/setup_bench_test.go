@@ -79,8 +79,10 @@ var chunkText = strings.Repeat("streamed agent text ", 4)[:72]
 
 // chunkOp is the op an agent's message chunk turns into, minus the
 // transcript row: one message.chunk event with the typed payload the
-// session actor emits. sentAt (unix ns), when set, lets a subscriber
-// measure publish→receive latency.
+// session actor emits, in a type of its own (eventOnlyChunk) that the
+// writer does not project, so no message row is needed; BenchmarkIngestTranscript
+// measures chunks with their rows. sentAt (unix ns), when set, lets a
+// subscriber measure publish→receive latency.
 func chunkOp(l *benchLog, sid, promptID string, sentAt int64) events.Apply {
 	return func(tx *store.Store, emit events.Emit) error {
 		d := events.Draft{SessionID: sid, Type: events.MessageChunk, PromptID: promptID}
@@ -88,7 +90,7 @@ func chunkOp(l *benchLog, sid, promptID string, sentAt int64) events.Apply {
 		if sentAt != 0 {
 			d.Payload = &stampedChunk{MessageChunkData: c, SentAt: sentAt}
 		} else {
-			d.Payload = &c
+			d.Payload = &eventOnlyChunk{c}
 		}
 		emit(d)
 		return nil
@@ -101,6 +103,10 @@ type stampedChunk struct {
 	session.MessageChunkData
 	SentAt int64 `json:"sentAt"`
 }
+
+// eventOnlyChunk is a message.chunk payload the writer does not project
+// (its projection is for *session.MessageChunkData alone).
+type eventOnlyChunk struct{ session.MessageChunkData }
 
 // promptID is a UUID-sized prompt id, as the daemon assigns them.
 func promptID(i int) string { return "0b6d8e0c-1f8c-4bb0-9a57-" + strconv.FormatInt(1e11+int64(i), 10) }

@@ -385,12 +385,33 @@ func (w *Writer) commitTx(batch []op) error {
 			}
 		}
 		// drafts is reused from op to op (Apply's emit only appends).
+		// emit projects each event as it is emitted (project.go), so
+		// what an Apply reads after emitting sees the event's rows, and a
+		// projection completes its payload before number encodes it. A
+		// Latest draft, which number may drop, has no rows. A projection
+		// may emit the events its event implies (a policy): they follow
+		// it.
 		drafts := w.drafts[:0]
-		emit := func(d Draft) { drafts = append(drafts, d) }
+		var projErr error
+		var emit Emit
+		emit = func(d Draft) {
+			if projErr != nil {
+				return
+			}
+			drafts = append(drafts, d)
+			if !d.Latest {
+				fillDraft(d)
+				projErr = project(ctx, tx, d, emit)
+			}
+		}
 		defer func() { clear(drafts[:cap(drafts)]); w.drafts = drafts[:0] }()
 		for i, o := range batch {
 			drafts = drafts[:0]
-			if err := o.change.Apply(ctx, tx, emit); err != nil {
+			err := o.change.Apply(ctx, tx, emit)
+			if err == nil {
+				err = projErr
+			}
+			if err != nil {
 				opErr = err
 				return errOpFailed
 			}
@@ -401,10 +422,6 @@ func (w *Writer) commitTx(batch []op) error {
 				}
 				if !keep {
 					continue
-				}
-				if err := project(ctx, tx, d); err != nil {
-					opErr = err
-					return errOpFailed
 				}
 				evs = append(evs, e)
 				dom, _ := d.Payload.(session.EventPayload)
@@ -612,6 +629,14 @@ func marshalPayload(d Draft) (json.RawMessage, error) {
 		return nil, errors.Join(errcode.New(errcode.Internal, "event %s payload cannot be encoded", d.Type), err)
 	}
 	return b, nil
+}
+
+// fillDraft sets the common members a domain payload leaves empty from
+// its draft, as encoding it will.
+func fillDraft(d Draft) {
+	if p, ok := d.Payload.(session.EventPayload); ok {
+		fillCommon(p.Base(), d)
+	}
 }
 
 // fillCommon sets the members the payload leaves empty from the draft.

@@ -203,6 +203,9 @@ type TurnQueuedData struct {
 	Seq               int64           `json:"seq"`
 	Prompt            json.RawMessage `json:"prompt"`
 	ContinuesPromptID string          `json:"continuesPromptId,omitempty"`
+	// Interruption is a continue turn's recovery summary (JSON) as it was
+	// admitted.
+	Interruption json.RawMessage `json:"interruption,omitempty"`
 }
 
 // TurnStartedData is the payload of turn.started.
@@ -304,6 +307,11 @@ type MessageAddedData struct {
 	// turn up again (a detached re-attach) still tells the agent's next
 	// message from the one it was writing.
 	AgentMessageID string `json:"agentMessageId,omitempty"`
+	// Closes names the message this one ends (0: none known), whose
+	// streamed chunks the projection folds into its row without reading
+	// which message was open. It is a hint to the projection, not part of
+	// the event: the log does not keep it.
+	Closes int64 `json:"-"`
 }
 
 // MessageChunkData is the payload of message.chunk: text appended to a message.

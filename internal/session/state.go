@@ -118,7 +118,7 @@ func (s *State) evolve(e Event) error {
 		}
 		s.turn[p.PromptID] = len(s.Turns)
 		s.Turns = append(s.Turns, Turn{SessionID: p.SessionID, PromptID: p.PromptID, Seq: p.Seq, Kind: p.Kind,
-			State: TurnQueued, Prompt: p.Prompt, ContinuesPromptID: p.ContinuesPromptID, CreatedAt: e.At})
+			State: TurnQueued, Prompt: p.Prompt, ContinuesPromptID: p.ContinuesPromptID, Interruption: p.Interruption, CreatedAt: e.At})
 	case *TurnStartedData:
 		t, err := s.knownTurn(p.PromptID)
 		if err != nil {
@@ -131,32 +131,12 @@ func (s *State) evolve(e Event) error {
 		}
 		s.lastStarted = p.PromptID
 		s.trimOutput()
-	case *TurnCompletedData:
-		t, err := s.knownTurn(p.PromptID)
+	case *TurnCompletedData, *TurnFailedData, *TurnCancelledData, *TurnInterruptedData:
+		t, err := s.knownTurn(p.Base().PromptID)
 		if err != nil {
 			return err
 		}
-		t.State, t.EndedAt, t.StopReason = p.State, p.EndedAt, p.StopReason
-	case *TurnFailedData:
-		t, err := s.knownTurn(p.PromptID)
-		if err != nil {
-			return err
-		}
-		t.State, t.EndedAt, t.ErrorCode, t.ErrorMessage = p.State, p.EndedAt, p.Code, p.Message
-	case *TurnCancelledData:
-		t, err := s.knownTurn(p.PromptID)
-		if err != nil {
-			return err
-		}
-		t.State, t.EndedAt, t.StopReason = p.State, p.EndedAt, p.StopReason
-		t.CancelRequested = t.CancelRequested || p.CancelRequested
-	case *TurnInterruptedData:
-		t, err := s.knownTurn(p.PromptID)
-		if err != nil {
-			return err
-		}
-		t.State, t.EndedAt, t.InterruptReason = p.State, p.EndedAt, p.Reason
-		t.ExitCode, t.ExitSignal, t.ErrorCode, t.ErrorMessage = p.ExitCode, p.ExitSignal, p.Code, p.Message
+		EndTurn(t, p)
 	case *TurnDeliveredData:
 		t, err := s.knownTurn(p.PromptID)
 		if err != nil {
@@ -265,6 +245,25 @@ func (s *State) evolve(e Event) error {
 		}
 	}
 	return nil
+}
+
+// EndTurn sets on t what the terminal event p (turn.completed, failed,
+// cancelled or interrupted) says of its end; any other event leaves t as
+// it is. The fold and the turn row's projection both end a turn here, so
+// they cannot disagree on what an end records.
+func EndTurn(t *Turn, p EventPayload) {
+	switch p := p.(type) {
+	case *TurnCompletedData:
+		t.State, t.EndedAt, t.StopReason = p.State, p.EndedAt, p.StopReason
+	case *TurnFailedData:
+		t.State, t.EndedAt, t.ErrorCode, t.ErrorMessage = p.State, p.EndedAt, p.Code, p.Message
+	case *TurnCancelledData:
+		t.State, t.EndedAt, t.StopReason = p.State, p.EndedAt, p.StopReason
+		t.CancelRequested = t.CancelRequested || p.CancelRequested
+	case *TurnInterruptedData:
+		t.State, t.EndedAt, t.InterruptReason = p.State, p.EndedAt, p.Reason
+		t.ExitCode, t.ExitSignal, t.ErrorCode, t.ErrorMessage = p.ExitCode, p.ExitSignal, p.Code, p.Message
+	}
 }
 
 // knownTurn is the turn promptID, which an earlier turn.queued introduced.

@@ -254,7 +254,7 @@ func (a *actor) persistExecutor(announce bool) {
 	})
 }
 
-// setState changes the session state; the task follows (see emitState).
+// setState changes the session state; the task follows (events.FollowTask).
 // A terminal state is final: whatever still runs after a close (an
 // admission committing, a turn ending) cannot reopen the session.
 func (a *actor) setState(s session.SessionState) {
@@ -263,8 +263,7 @@ func (a *actor) setState(s session.SessionState) {
 	}
 	prev := a.sess.State
 	a.sess.State = s
-	sess := a.sess
-	a.write(func(tx *store.Store, emit events.Emit) error { return emitState(a.ctx(), tx, emit, sess, prev) })
+	a.emit(stateDraft(a.sess, prev))
 }
 
 // agentHandler receives an agent's updates and permission requests and

@@ -68,21 +68,12 @@ func jsonDepth(b []byte) int {
 	return deepest
 }
 
-// persistQueued is the write that admits a turn: the row (queued) and its
-// turn.queued event, in one op, so both exist or neither does. Every
-// admission marks the session prompted: whichever admission commits first
-// is then the one that records it, whatever failed before.
-func persistQueued(ctx context.Context, tx *store.Store, emit events.Emit, sess session.Session, t session.Turn) (session.Turn, error) {
-	created, err := tx.CreateTurn(ctx, t)
-	if err != nil {
-		return session.Turn{}, err
-	}
-	if err := tx.MarkSessionPrompted(ctx, sess.ID); err != nil {
-		return session.Turn{}, err
-	}
-	emit(sessionDraft(sess.ID, sess.TaskID, events.TurnQueued, created.PromptID, &session.TurnQueuedData{
-		Kind: created.Kind, Seq: created.Seq, Prompt: created.Prompt, ContinuesPromptID: created.ContinuesPromptID}))
-	return created, nil
+// queuedDraft is turn.queued of turn t of sess, the event that admits it:
+// its projection creates the turn's row (numbering it) and marks the
+// session prompted, so the row and the event exist together or not at all.
+func queuedDraft(sess session.Session, t session.Turn) events.Draft {
+	return sessionDraft(sess.ID, sess.TaskID, events.TurnQueued, t.PromptID, &session.TurnQueuedData{
+		Kind: t.Kind, Prompt: t.Prompt, ContinuesPromptID: t.ContinuesPromptID, Interruption: t.Interruption})
 }
 
 // admission is a turn whose admitting write has not reported yet.

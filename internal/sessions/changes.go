@@ -3,7 +3,6 @@ package sessions
 import (
 	"context"
 
-	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
@@ -49,8 +48,8 @@ func (c sessionCreated) Apply(ctx context.Context, tx *store.Store, emit events.
 	if c.Initial == nil {
 		return nil
 	}
-	_, err = persistQueued(ctx, tx, emit, sess, *c.Initial)
-	return err
+	emit(queuedDraft(sess, *c.Initial))
+	return nil
 }
 
 // recoveryPushed emits session.recovery_changed with the plan the
@@ -90,10 +89,7 @@ type turnEnded struct {
 
 func (c turnEnded) SessionID() string { return c.Turn.SessionID }
 
-func (c turnEnded) Apply(ctx context.Context, tx *store.Store, emit events.Emit) error {
-	if err := tx.EndTurn(ctx, c.Turn); err != nil {
-		return err
-	}
+func (c turnEnded) Apply(_ context.Context, _ *store.Store, emit events.Emit) error {
 	emit(turnEndedDraft(c.Turn.SessionID, c.TaskID, c.Turn, nil))
 	return nil
 }
@@ -109,12 +105,12 @@ type permissionResolved struct {
 func (c permissionResolved) SessionID() string { return c.Session }
 
 func (c permissionResolved) Apply(ctx context.Context, tx *store.Store, emit events.Emit) error {
-	row, err := tx.ResolvePermission(ctx, c.Session, c.RequestID, c.End.State, c.End.OptionID)
-	if errcode.Is(err, errcode.PermissionResolved) {
-		return nil
-	}
+	row, err := tx.GetPermission(ctx, c.Session, c.RequestID)
 	if err != nil {
 		return err
+	}
+	if row.State != session.PermissionPending {
+		return nil
 	}
 	emit(sessionDraft(c.Session, c.TaskID, events.PermissionResolved, row.PromptID,
 		&session.PermissionResolvedData{RequestID: c.RequestID, State: c.End.State, OptionID: c.End.OptionID}))

@@ -117,17 +117,12 @@ func (a *actor) endLate() {
 // transcript (in id order) shows it before the messages that follow it,
 // as the log does, however the writer batches the two.
 func (a *actor) addSystemMessage(promptID, text string) {
-	id, idErr := a.m.store.NewMessageID(a.ctx())
-	a.write(func(tx *store.Store, emit events.Emit) error {
-		if idErr != nil {
-			return idErr
-		}
-		m, err := tx.AddMessage(a.ctx(), session.Message{ID: id, SessionID: a.id, PromptID: promptID, Role: session.RoleSystem, Text: text})
-		if err == nil {
-			emit(messageAdded(a, m))
-		}
-		return err
-	})
+	id, err := a.m.store.NewMessageID(a.ctx())
+	if err != nil {
+		a.change(noID{a.id, err})
+		return
+	}
+	a.emit(a.messageDraft(session.Message{ID: id, PromptID: promptID, Role: session.RoleSystem, Text: text}, "", 0))
 }
 
 // Late output across a daemon restart (issue 28, item 5). The lost

@@ -203,9 +203,6 @@ func restartRepair(as store.ActiveSession, effs []effect, available bool, histor
 				err = restartInterrupt(ctx, tx, emit, a, turns[e.PromptID], e.Running, now)
 			case effClosePermissions:
 				for _, p := range as.Permissions {
-					if _, err = tx.ResolvePermission(ctx, s.ID, p.ID, e.State, ""); err != nil {
-						break
-					}
 					emit(a.draft(events.PermissionResolved, p.PromptID, &session.PermissionResolvedData{RequestID: p.ID, State: e.State}))
 				}
 			case effStopExecutor:
@@ -217,9 +214,9 @@ func restartRepair(as store.ActiveSession, effs []effect, available bool, histor
 			case effSetState:
 				prev := s.State
 				s.State = e.State
-				err = emitState(ctx, tx, emit, s, prev)
+				emit(stateDraft(s, prev))
 			case effTaskFollow:
-				err = emitTaskFollow(ctx, tx, emit, s)
+				err = events.FollowTask(ctx, tx, emit, s.ID, s.TaskID, s.State)
 			case effPushRecovery:
 				// Tell every client where the session now stands.
 				err = recoveryPushed{Session: s.ID, TaskID: s.TaskID, AgentAvailable: available, Always: true, history: history}.Apply(ctx, tx, emit)
@@ -242,17 +239,10 @@ func restartInterrupt(ctx context.Context, tx *store.Store, emit events.Emit, a 
 		return err
 	}
 	if running {
-		m, err := tx.AddMessage(ctx, session.Message{SessionID: a.id, PromptID: t.PromptID, Role: session.RoleSystem,
-			Text: "Turn interrupted: tetherd restarted while it was running."})
-		if err != nil {
-			return err
-		}
-		emit(messageAdded(a, m))
+		emit(a.messageDraft(session.Message{PromptID: t.PromptID, Role: session.RoleSystem,
+			Text: "Turn interrupted: tetherd restarted while it was running."}, "", 0))
 	}
 	t.State, t.EndedAt, t.InterruptReason = session.TurnInterrupted, &now, "daemon_restart"
-	if err := tx.EndTurn(ctx, t); err != nil {
-		return err
-	}
 	emit(turnEndedDraft(a.id, a.sess.TaskID, t, dangling))
 	return nil
 }

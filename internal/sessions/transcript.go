@@ -7,7 +7,6 @@ import (
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/session"
-	"github.com/tether/tether/internal/store"
 )
 
 // pendingPermission is an agent's open question and the channel that
@@ -80,18 +79,11 @@ func (a *actor) startMessage(e effStartMessage, u acp.Update) {
 	}
 	closes := r.openMsg
 	r.openMsg, r.openRole = m.ID, e.Role
-	a.write(func(tx *store.Store, emit events.Emit) error {
-		if idErr != nil {
-			return idErr
-		}
-		m, err := tx.StartMessage(a.ctx(), m, closes)
-		if err == nil {
-			added := messageAdded(a, m)
-			added.Payload.(*session.MessageAddedData).AgentMessageID = e.MessageID
-			emit(added)
-		}
-		return err
-	})
+	if idErr != nil {
+		a.change(noID{a.id, idErr})
+		return
+	}
+	a.emit(a.messageDraft(m, e.MessageID, closes))
 }
 
 // appendChunk appends chunk u to the running turn's open message: one row
@@ -99,14 +91,7 @@ func (a *actor) startMessage(e effStartMessage, u acp.Update) {
 func (a *actor) appendChunk(e effAppendChunk, u acp.Update) {
 	r := a.running
 	r.noteChunk(e.MessageID)
-	id := r.openMsg
-	a.write(func(tx *store.Store, emit events.Emit) error {
-		if err := tx.AppendChunk(a.ctx(), id, u.Text); err != nil {
-			return err
-		}
-		emit(a.draft(events.MessageChunk, e.PromptID, &session.MessageChunkData{MessageID: id, Role: e.Role, Text: u.Text}))
-		return nil
-	})
+	a.emit(a.draft(events.MessageChunk, e.PromptID, &session.MessageChunkData{MessageID: r.openMsg, Role: e.Role, Text: u.Text}))
 }
 
 // recordToolCall stores the tool call update u carries.
@@ -116,13 +101,7 @@ func (a *actor) recordToolCall(e effRecordToolCall, u acp.Update) {
 	if e.Started {
 		typ = events.ToolCallStarted
 	}
-	a.write(func(tx *store.Store, emit events.Emit) error {
-		row, err := tx.UpsertToolCall(a.ctx(), rec)
-		if err == nil {
-			emit(a.draft(typ, e.PromptID, toolCallPayload(row)))
-		}
-		return err
-	})
+	a.emit(a.draft(typ, e.PromptID, toolCallPayload(rec)))
 }
 
 // noteChunk notes a message chunk with ACP messageID (decideUpdate has
@@ -143,13 +122,24 @@ func (a *actor) splitMessage() {
 	}
 }
 
-// messageAdded is the event for a new transcript message.
-func messageAdded(a *actor, m session.Message) events.Draft {
-	return a.draft(events.MessageAdded, m.PromptID, &session.MessageAddedData{MessageID: m.ID, Role: m.Role, Text: m.Text,
-		CreatedAt: m.CreatedAt, Content: m.Content})
+// messageDraft is message.added of the new message m, whose row is its
+// projection: m.ID 0 lets the projection take an id, and its time is the
+// projection's (the transcript orders messages and tool calls by the
+// time the writer stored them, so both take it there); agentMsgID is the
+// agent's ACP messageId of it, and closes names the message it ends (0:
+// the session's latest).
+func (a *actor) messageDraft(m session.Message, agentMsgID string, closes int64) events.Draft {
+	return messageDraft(a.id, a.sess.TaskID, m, agentMsgID, closes)
 }
 
-// toolCallPayload is the full tool call as events carry it.
+// messageDraft is message.added of message m of a session of task taskID.
+func messageDraft(sessionID, taskID string, m session.Message, agentMsgID string, closes int64) events.Draft {
+	return sessionDraft(sessionID, taskID, events.MessageAdded, m.PromptID, &session.MessageAddedData{MessageID: m.ID, Role: m.Role,
+		Text: m.Text, CreatedAt: m.CreatedAt, Content: m.Content, AgentMessageID: agentMsgID, Closes: closes})
+}
+
+// toolCallPayload is a tool call as events carry it: whole, once
+// projected (events/project.go merges an update into the stored call).
 func toolCallPayload(c session.ToolCall) *session.ToolCallData {
 	return &session.ToolCallData{ToolCallID: c.ToolCallID, Title: c.Title, Kind: c.Kind, Status: c.Status,
 		Interrupted: c.Interrupted, Content: c.Content, Locations: c.Locations, RawInput: c.RawInput, RawOutput: c.RawOutput}
@@ -212,23 +202,13 @@ func (a *actor) askPermission(promptID string, req acp.PermissionRequest, reply 
 	opts, _ := json.Marshal(req.Options)
 	p := session.Permission{ID: permissionID(req), SessionID: a.id, PromptID: promptID, ToolCallID: req.Tool.ID,
 		Title: title, Options: opts, State: session.PermissionPending}
-	asked := a.write(func(tx *store.Store, emit events.Emit) error {
-		ctx := a.ctx()
-		if req.Tool.ID != "" {
-			row, err := tx.UpsertToolCall(ctx, toolCallRecord(a.id, promptID, &req.Tool))
-			if err != nil {
-				return err
-			}
-			emit(a.draft(events.ToolCallUpdated, promptID, toolCallPayload(row)))
-		}
-		row, err := tx.CreatePermission(ctx, p)
-		if err != nil {
-			return err
-		}
-		emit(a.draft(events.PermissionRequested, promptID, &session.PermissionRequestedData{
-			RequestID: row.ID, ToolCallID: row.ToolCallID, Title: row.Title, Options: opts}))
-		return nil
-	})
+	var ds []events.Draft
+	if req.Tool.ID != "" {
+		ds = append(ds, a.draft(events.ToolCallUpdated, promptID, toolCallPayload(toolCallRecord(a.id, promptID, &req.Tool))))
+	}
+	ds = append(ds, a.draft(events.PermissionRequested, promptID, &session.PermissionRequestedData{
+		RequestID: p.ID, ToolCallID: p.ToolCallID, Title: p.Title, Options: opts}))
+	asked := a.emit(ds...)
 	a.perms[p.ID] = &pendingPermission{promptID: promptID, options: req.Options, reply: reply}
 	asked.Then(func() {
 		if asked.Err() != nil {

@@ -136,20 +136,11 @@ func (a *actor) enqueue(t session.Turn, first bool) (session.Turn, *events.Pendi
 	a.sess.Prompted = true
 	released := a.sess.QueueHeld
 	a.sess.QueueHeld = false
-	sess := a.sess
-	queued := t // the closure runs on the writer goroutine: give it its own copy
-	var release *events.Draft
+	var ds []events.Draft
 	if released {
-		d := a.queueHeldDraft(false)
-		release = &d
+		ds = append(ds, a.queueHeldDraft(false))
 	}
-	pending := a.write(func(tx *store.Store, emit events.Emit) error {
-		if release != nil {
-			emit(*release)
-		}
-		_, err := persistQueued(a.ctx(), tx, emit, sess, queued)
-		return err
-	})
+	pending := a.emit(append(ds, queuedDraft(a.sess, t))...)
 	a.admitting[t.PromptID] = admission{prevLast: a.lastPromptID, pending: pending, released: released}
 	a.turns[t.PromptID] = t
 	a.lastPromptID = t.PromptID
@@ -187,27 +178,11 @@ func (a *actor) startTurn(promptID string) {
 		a.sess.InjectContext = false
 	}
 	a.turns[t.PromptID] = t
-	started := a.write(func(tx *store.Store, emit events.Emit) error {
-		ctx := a.ctx()
-		if err := tx.UpdateTurn(ctx, t); err != nil {
-			return err
-		}
-		if inject {
-			if err := tx.SetSessionInjectContext(ctx, a.id, false); err != nil {
-				return err
-			}
-		}
-		emit(a.draft(events.TurnStarted, t.PromptID, &session.TurnStartedData{Kind: t.Kind, StartedAt: now, ContextInjected: inject}))
-		if t.Kind == session.TurnContinue {
-			return nil // continuing adds no user message (DESIGN.md section 6)
-		}
-		m, err := tx.AddMessage(ctx, session.Message{SessionID: a.id, PromptID: t.PromptID, Role: session.RoleUser, Text: promptText(t.Prompt)})
-		if err != nil {
-			return err
-		}
-		emit(messageAdded(a, m))
-		return nil
-	})
+	ds := []events.Draft{a.draft(events.TurnStarted, t.PromptID, &session.TurnStartedData{Kind: t.Kind, StartedAt: now, ContextInjected: inject})}
+	if t.Kind != session.TurnContinue { // continuing adds no user message (DESIGN.md section 6)
+		ds = append(ds, a.messageDraft(session.Message{PromptID: t.PromptID, Role: session.RoleUser, Text: promptText(t.Prompt)}, "", 0))
+	}
+	started := a.emit(ds...)
 	r := &turnRun{turn: t, conn: a.conn}
 	a.running = r
 	a.setState(session.SessionRunning)
@@ -362,14 +337,7 @@ func (a *actor) interruptTurn(t session.Turn, reason string, exit acp.Exit, why 
 		if err != nil {
 			return err
 		}
-		m, err := tx.AddMessage(ctx, session.Message{SessionID: a.id, PromptID: t.PromptID, Role: session.RoleSystem, Text: text})
-		if err != nil {
-			return err
-		}
-		emit(messageAdded(a, m))
-		if err := tx.EndTurn(ctx, t); err != nil {
-			return err
-		}
+		emit(a.messageDraft(session.Message{PromptID: t.PromptID, Role: session.RoleSystem, Text: text}, "", 0))
 		emit(turnEndedDraft(a.id, a.sess.TaskID, t, dangling))
 		return nil
 	})
@@ -398,12 +366,8 @@ func failDanglingToolCalls(ctx context.Context, tx *store.Store, emit events.Emi
 		synthetic, _ := json.Marshal(map[string]any{"type": "content", "content": map[string]any{
 			"type": "text", "text": fmt.Sprintf(interruptedToolText, cause)}})
 		blocks, _ := json.Marshal(append(content, synthetic))
-		row, err := tx.UpsertToolCall(ctx, session.ToolCall{SessionID: a.id, ToolCallID: c.ToolCallID,
-			Status: session.ToolFailed, Interrupted: true, Content: blocks})
-		if err != nil {
-			return nil, err
-		}
-		emit(a.draft(events.ToolCallUpdated, promptID, toolCallPayload(row)))
+		emit(a.draft(events.ToolCallUpdated, promptID, toolCallPayload(session.ToolCall{SessionID: a.id, ToolCallID: c.ToolCallID,
+			Status: session.ToolFailed, Interrupted: true, Content: blocks})))
 		dangling = append(dangling, session.DanglingToolCall{ID: c.ToolCallID, Title: c.Title, Kind: c.Kind})
 	}
 	return dangling, nil
@@ -499,12 +463,5 @@ type closing struct {
 func (a *actor) closed(conn Agent) {
 	a.recordStopped(conn, "")
 	state := a.sess.State
-	closed := a.draft(events.SessionClosed, "", &session.SessionClosedData{State: state})
-	a.write(func(tx *store.Store, emit events.Emit) error {
-		if err := tx.UpdateSessionState(a.ctx(), a.id, state); err != nil {
-			return err
-		}
-		emit(closed)
-		return nil
-	})
+	a.emit(a.draft(events.SessionClosed, "", &session.SessionClosedData{State: state}))
 }

@@ -6,9 +6,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/session"
-	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/workspace"
 )
 
@@ -113,12 +111,5 @@ func (m *Manager) releaseWorktree(ctx context.Context, a *actor) {
 
 // systemMessage adds a system message outside any turn.
 func (a *actor) systemMessage(text string) {
-	a.write(func(tx *store.Store, emit events.Emit) error {
-		msg, err := tx.AddMessage(a.ctx(), session.Message{SessionID: a.id, Role: session.RoleSystem, Text: text})
-		if err != nil {
-			return err
-		}
-		emit(messageAdded(a, msg))
-		return nil
-	})
+	a.emit(a.messageDraft(session.Message{Role: session.RoleSystem, Text: text}, "", 0))
 }

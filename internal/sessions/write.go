@@ -25,6 +25,19 @@ func (a *actor) emit(ds ...events.Draft) *events.Pending {
 	return a.change(events.Emitted(a.id, ds...))
 }
 
+// noID is a change the store cannot take: what it would record needs
+// an id the store could not give (NewMessageID failed). It fails like a
+// refused write, and the actor recovers as from one (writefail.go).
+type noID struct {
+	session string
+	err     error
+}
+
+func (r noID) SessionID() string { return r.session }
+func (r noID) Apply(context.Context, *store.Store, events.Emit) error {
+	return r.err
+}
+
 // queueHeldDraft is session.queue_held.
 func (a *actor) queueHeldDraft(held bool) events.Draft {
 	return a.draft(events.SessionQueueHeld, "", &session.SessionQueueHeldData{Held: held})
@@ -117,45 +130,11 @@ func sessionDraft(sessionID, taskID, typ, promptID string, p session.EventPayloa
 	return events.Draft{SessionID: sessionID, TaskID: taskID, Type: typ, PromptID: promptID, Payload: p}
 }
 
-// emitState records a session state change and lets the task follow it:
-// a running turn makes the task IN_PROGRESS; a session waiting for input
-// puts it in REVIEW unless another of its sessions is running. Other task
-// states are only set by users.
-func emitState(ctx context.Context, tx *store.Store, emit events.Emit, sess session.Session, prev session.SessionState) error {
-	if err := tx.UpdateSessionState(ctx, sess.ID, sess.State); err != nil {
-		return err
-	}
-	emit(sessionDraft(sess.ID, sess.TaskID, events.SessionStateChanged, "",
-		&session.SessionStateChangedData{State: sess.State, PreviousState: prev}))
-	return emitTaskFollow(ctx, tx, emit, sess)
-}
-
-// emitTaskFollow moves the task to the state its session implies.
-func emitTaskFollow(ctx context.Context, tx *store.Store, emit events.Emit, sess session.Session) error {
-	if sess.State != session.SessionRunning && sess.State != session.SessionWaitingForInput {
-		return nil
-	}
-	// One read: the task's state and whether another session runs.
-	prev, busy, err := tx.TaskFollow(ctx, sess.TaskID)
-	if err != nil {
-		return err
-	}
-	want := session.TaskInProgress
-	if sess.State == session.SessionWaitingForInput {
-		if busy {
-			return nil
-		}
-		want = session.TaskReview
-	}
-	if prev == want {
-		return nil
-	}
-	if err := tx.SetTaskState(ctx, sess.TaskID, want); err != nil {
-		return err
-	}
-	emit(events.Draft{TaskID: sess.TaskID, Type: events.TaskStateChanged, Payload: &session.TaskStateChangedData{
-		EventCommon: session.EventCommon{SessionID: sess.ID}, State: want, PreviousState: prev}})
-	return nil
+// stateDraft is session.state_changed of sess, which was in state prev:
+// its projection moves the task too (events.FollowTask).
+func stateDraft(sess session.Session, prev session.SessionState) events.Draft {
+	return sessionDraft(sess.ID, sess.TaskID, events.SessionStateChanged, "",
+		&session.SessionStateChangedData{State: sess.State, PreviousState: prev})
 }
 
 // executorPayload is what session.executor_status carries.

@@ -227,11 +227,13 @@ func (s *Store) AppendMessageChunk(ctx context.Context, sessionID, promptID stri
 
 // AddMessage always inserts a new message (user prompts, system notices,
 // the start of an agent message) and returns it with its id: m.ID when the
-// caller reserved one (NewMessageID), a fresh one otherwise. The store sets
-// the timestamps.
+// caller reserved one (NewMessageID), a fresh one otherwise. Its time is
+// m.CreatedAt (message.added's createdAt), now when unset.
 func (s *Store) AddMessage(ctx context.Context, m session.Message) (session.Message, error) {
-	ts := now()
-	m.CreatedAt, m.UpdatedAt = ts, ts
+	if m.CreatedAt.IsZero() {
+		m.CreatedAt = now()
+	}
+	m.UpdatedAt = m.CreatedAt
 	var row messageRow
 	err := s.transaction(ctx, "add message", func(tx *gorm.DB) error {
 		if err := s.flushChunks(ctx); err != nil {
@@ -253,8 +255,10 @@ func (s *Store) AddMessage(ctx context.Context, m session.Message) (session.Mess
 // message boundary costs no read of the session's latest message. m.ID is
 // reserved by the caller (NewMessageID).
 func (s *Store) StartMessage(ctx context.Context, m session.Message, closes int64) (session.Message, error) {
-	ts := now()
-	m.CreatedAt, m.UpdatedAt = ts, ts
+	if m.CreatedAt.IsZero() {
+		m.CreatedAt = now()
+	}
+	m.UpdatedAt = m.CreatedAt
 	var row messageRow
 	err := s.transaction(ctx, "start message", func(tx *gorm.DB) error {
 		if closes != 0 {

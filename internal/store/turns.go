@@ -139,6 +139,15 @@ func (s *Store) EndTurn(ctx context.Context, t session.Turn) error {
 	return s.SetTurnCancelRequested(ctx, t.SessionID, t.PromptID)
 }
 
+// StartTurn records that the turn went to its agent at at (and whether
+// its prompt carried the resume context), the projection of turn.started.
+func (s *Store) StartTurn(ctx context.Context, sessionID, promptID string, at time.Time, contextInjected bool) error {
+	return updateRow(s.db.WithContext(ctx), "start turn", func() error {
+		return errcode.New(errcode.TurnNotFound,
+			"turn %q not found in session %q", promptID, sessionID).With("promptId", promptID)
+	}, turnStartedSQL, string(session.TurnRunning), toDBTime(at), contextInjected, sessionID, promptID)
+}
+
 // SetTurnDelivered records when the turn's prompt reached the agent (nil:
 // it did not), the projection of turn.delivered.
 func (s *Store) SetTurnDelivered(ctx context.Context, sessionID, promptID string, at *time.Time) error {

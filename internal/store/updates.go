@@ -38,6 +38,7 @@ const (
 	endTurnSQL            = `UPDATE turns SET state = ?, stop_reason = ?, error_code = ?, error_message = ?, interrupt_reason = ?,
 		exit_code = ?, exit_signal = ?, ended_at = ? WHERE session_id = ? AND prompt_id = ?`
 	turnDeliveredSQL       = `UPDATE turns SET delivered_at = ? WHERE session_id = ? AND prompt_id = ?`
+	turnStartedSQL         = `UPDATE turns SET state = ?, started_at = ?, context_injected = ? WHERE session_id = ? AND prompt_id = ?`
 	turnCancelRequestedSQL = `UPDATE turns SET cancel_requested = ? WHERE session_id = ? AND prompt_id = ?`
 	taskStateSQL           = `UPDATE tasks SET state = ?, updated_at = ? WHERE id = ?`
 	// taskFollowSQL is what a task following its session needs: its
@@ -57,7 +58,7 @@ const committedOffsetSQL = `CASE WHEN runtime = '` + string(session.RuntimeStand
 		AND e.host_offset IS NOT NULL ORDER BY e.seq DESC LIMIT 1), 0)) END AS host_offset`
 
 // updateStatements are the statements prepareOnPool prepares at Open.
-var updateStatements = []string{updateTurnSQL, endTurnSQL, turnDeliveredSQL, turnCancelRequestedSQL, updateExecutorSQL, executorOffsetSQL, sessionStateSQL, sessionClosedStateSQL,
+var updateStatements = []string{updateTurnSQL, endTurnSQL, turnDeliveredSQL, turnStartedSQL, turnCancelRequestedSQL, updateExecutorSQL, executorOffsetSQL, sessionStateSQL, sessionClosedStateSQL,
 	sessionQueueHeldSQL, taskStateSQL, taskFollowSQL}
 
 // updateRow runs one of the statements above, which updates one row, and

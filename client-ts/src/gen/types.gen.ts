@@ -1145,6 +1145,7 @@ export type TurnQueuedData = EventCommon & {
     seq?: number;
     prompt?: Array<unknown>;
     continuesPromptId?: string;
+    interruption?: RecoverySummary;
 };
 
 export type TurnStartedData = EventCommon & {
