@@ -31,7 +31,9 @@
 //     (attach, reconnect, late output), checksweep.go the credentials
 //     checks a killed daemon left on the local host.
 //   - write.go and changes.go turn decisions into writes for the event
-//     writer (package events); writefail.go is what happens when one fails.
+//     writer (package events), which the Manager holds as an EventLog
+//     (eventlog.go: a test may put a fake there); writefail.go is what
+//     happens when one fails.
 //   - folded.go is the actor's folded log: a Recent session.State seeded
 //     from the rows when first read and evolved by the events its writes
 //     commit (docs/session.md). /context, /status and /continue of a live
