@@ -22,14 +22,15 @@ import (
 	"github.com/tether/tether/internal/connlimit"
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/session"
-	"github.com/tether/tether/internal/sessions"
 	"github.com/tether/tether/internal/store"
 )
 
 // Config wires the HTTP adapter to the core.
 type Config struct {
-	Store    *store.Store
-	Sessions *sessions.Manager
+	Store *store.Store
+	// Sessions is the session core the handlers call (the daemon's
+	// *sessions.Manager; a test's fake).
+	Sessions Sessions
 	Agents   *agents.Registry
 	// Hub delivers committed events to SSE streams.
 	Hub *events.Hub

@@ -7,7 +7,7 @@ import (
 )
 
 // The workspace API (internal/workspace): a session's files and git state,
-// served by its executor through sessions.Manager.Workspace.
+// served by its executor through Sessions.Workspace (sessions.Manager).
 
 func (h *handlers) workspace(ctx context.Context, id string, req workspace.Request) (workspace.Result, error) {
 	return h.cfg.Sessions.Workspace(ctx, id, req)

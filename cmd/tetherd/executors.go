@@ -15,6 +15,7 @@ import (
 
 	"github.com/tether/tether/internal/buildinfo"
 	"github.com/tether/tether/internal/executor"
+	"github.com/tether/tether/internal/hosted"
 	"github.com/tether/tether/internal/hostproto"
 	"github.com/tether/tether/internal/sessions"
 )
@@ -112,7 +113,7 @@ func loadRemoteHosts(dataDir, explicit string) ([]executor.RemoteConfig, string,
 //
 // generation, in a cluster, is each session's fencing token, which every
 // host command carries (nil: a daemon alone).
-func daemonExecutors(o options, self string, generation func(sessionID string) uint64, logger *slog.Logger) (*sessions.HostExecutors, *executor.Pool, error) {
+func daemonExecutors(o options, self string, generation func(sessionID string) uint64, logger *slog.Logger) (*hosted.Executors, *executor.Pool, error) {
 	x := o.exec
 	remotes, _, err := loadRemoteHosts(o.dataDir, x.hostsFile)
 	if err != nil {
@@ -151,7 +152,7 @@ func daemonExecutors(o options, self string, generation func(sessionID string) u
 	for _, r := range remotes {
 		names[r.Name] = r.URL
 	}
-	xs := &sessions.HostExecutors{Pool: pool, Standalone: sessions.Standalone{}, Default: x.defaultExecutor,
+	xs := &hosted.Executors{Pool: pool, Standalone: sessions.Standalone{}, Default: x.defaultExecutor,
 		Remotes: names, LocalAddress: local.SocketPath()}
 	if _, _, err := xs.Choose(x.defaultExecutor, ""); err != nil {
 		pool.Close()

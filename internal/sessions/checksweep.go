@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/acp"
-	"github.com/tether/tether/internal/executor"
-	"github.com/tether/tether/internal/session"
 )
 
 // A credentials check on the detached runtime (checkCredentials) starts a
@@ -55,22 +53,9 @@ func (c *checksRunning) has(id string) bool {
 	return c.ids[id]
 }
 
-// sessionLister is a host runtime that lists the sessions its host holds.
-type sessionLister interface {
+// SessionLister is a HostRuntime that lists the sessions its host holds.
+type SessionLister interface {
 	SessionIDs(ctx context.Context) ([]string, error)
-}
-
-// SessionIDs lists the sessions the host holds (its status).
-func (r hostRuntime) SessionIDs(ctx context.Context) ([]string, error) {
-	st, err := r.h.Status(ctx)
-	if err != nil {
-		return nil, err
-	}
-	ids := make([]string, 0, len(st.Sessions))
-	for _, s := range st.Sessions {
-		ids = append(ids, s.SessionID)
-	}
-	return ids, nil
 }
 
 // sweepCredentialChecks stops the credentials checks an earlier daemon
@@ -78,12 +63,16 @@ func (r hostRuntime) SessionIDs(ctx context.Context) ([]string, error) {
 // agent was still starting refuses its stop: it is tried again until none
 // is left (bounded by sweepWait).
 func (m *Manager) sweepCredentialChecks() {
-	rt, err := m.cfg.Executors.Runtime(session.RuntimeDetached, executor.LocalName)
+	kind, host, err := m.cfg.Executors.Choose(ExecutorDetached, "")
 	if err != nil {
 		return // no local executor host
 	}
+	rt, err := m.cfg.Executors.Runtime(kind, host)
+	if err != nil {
+		return
+	}
 	hr, ok1 := rt.(HostRuntime)
-	ls, ok2 := rt.(sessionLister)
+	ls, ok2 := rt.(SessionLister)
 	if !ok1 || !ok2 {
 		return
 	}
@@ -114,7 +103,7 @@ func (m *Manager) sweepCredentialChecks() {
 
 // leftChecks lists the credentials checks the host holds that this
 // daemon does not run.
-func (m *Manager) leftChecks(ctx context.Context, ls sessionLister) ([]string, error) {
+func (m *Manager) leftChecks(ctx context.Context, ls SessionLister) ([]string, error) {
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	ids, err := ls.SessionIDs(sctx)

@@ -19,13 +19,21 @@
 //     effects decide returned.
 //   - runtime.go is the seam to the agent: the actor talks to an Agent
 //     that a Runtime started, a child process speaking ACP on stdio
-//     (Standalone, childAgent) or an agent on an executor host
-//     (hostruntime.go, executor.Agent). What only a hosted agent knows
-//     (PromptTurn's turn name, Lost, ExitCause, PendingPermissions,
+//     (Standalone, childAgent) or an agent on an executor host, whose
+//     runtime is package internal/hosted (HostRuntime, Executors and the
+//     optional interfaces beside them, implemented on internal/executor,
+//     which this package does not import). What only a hosted agent
+//     knows (PromptTurn's turn name, Lost, ExitCause, PendingPermissions,
 //     EndedOnHost, Gone) is part of Agent, a child answering the zero
-//     value, so the actor asserts no agent's type.
+//     value, so the actor asserts no agent's type; what a hosted agent's
+//     host reports besides goes to the actor's HostHandler. hosted.go
+//     and late.go are what the actor does with an agent on a host
+//     (attach, reconnect, late output), checksweep.go the credentials
+//     checks a killed daemon left on the local host.
 //   - write.go and changes.go turn decisions into writes for the event
-//     writer (package events); writefail.go is what happens when one fails.
+//     writer (package events), which the Manager holds as an EventLog
+//     (eventlog.go: a test may put a fake there); writefail.go is what
+//     happens when one fails.
 //   - folded.go is the actor's folded log: a Recent session.State seeded
 //     from the rows when first read and evolved by the events its writes
 //     commit (docs/session.md). /context, /status and /continue of a live

@@ -5,6 +5,14 @@ import (
 	"time"
 )
 
+// Executor names a session may ask for (the API's `executor`, a
+// profile's, --executor) besides remote hosts' names: Executors.Choose
+// resolves them.
+const (
+	ExecutorStandalone = "standalone"
+	ExecutorDetached   = "detached"
+)
+
 // ExecutorHost is one executor host as GET /executors and `tetherd host
 // ls` show it: what the daemon knows of its connection, and what the host
 // itself reports when it is connected.

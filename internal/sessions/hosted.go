@@ -362,12 +362,6 @@ func (a *actor) closeStorePermissions() {
 	})
 }
 
-// linkHandler is told when the connection to an executor host breaks and
-// comes back; the agent and its turn go on on the host meanwhile.
-type linkHandler interface {
-	LinkChanged(up bool)
-}
-
 // LinkChanged shows the executor reconnecting while the daemon has lost
 // its host, and ready again once it is back: one session.executor_status
 // each way per outage, the first saying why the link broke (linkWhy).
@@ -396,12 +390,6 @@ func (h *agentHandler) LinkChanged(up bool) {
 		}
 		a.saveExecutor()
 	})
-}
-
-// waitHandler learns why the daemon cannot reach the executor host while
-// it waits for it (executor.WaitHandler).
-type waitHandler interface {
-	HostUnreachable(why error)
 }
 
 // HostUnreachable shows why the session waits for its executor host (a
@@ -436,10 +424,8 @@ func (h *agentHandler) HostUnreachable(why error) {
 	})
 }
 
-var (
-	_ linkHandler = (*agentHandler)(nil)
-	_ waitHandler = (*agentHandler)(nil)
-)
+// The actor's handler takes what a hosted agent reports.
+var _ HostHandler = (*agentHandler)(nil)
 
 // permissionID is the id a new permission request is stored under: the
 // host's own for a hosted agent (so that the request, delivered again

@@ -3,12 +3,10 @@ package sessions
 import (
 	"context"
 	"strings"
-	"sync"
 
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
-	"github.com/tether/tether/internal/executor"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
@@ -144,64 +142,18 @@ func (a *actor) addSystemMessage(promptID, text string) {
 // (and refused, executor_unavailable), the take-up left to the host's
 // next connection.
 
-// lateAttacher is a host runtime that can take up a lost agent's late
-// output (executor.Host.AttachLate).
-type lateAttacher interface {
+// LateAttacher is a HostRuntime that can take up a lost agent's late
+// output (an executor host's client: executor.Host.AttachLate): attached
+// to like a lost agent, it delivers the rest of the agent's records, from
+// req.From, then its host stops it.
+type LateAttacher interface {
 	AttachLate(ctx context.Context, req AttachRequest) (Agent, error)
 }
 
-// AttachLate takes up a lost agent's late output on the host.
-func (r hostRuntime) AttachLate(ctx context.Context, req AttachRequest) (Agent, error) {
-	a, err := r.h.AttachLate(ctx, req.SessionID, req.From, req.Handler)
-	if err != nil {
-		return nil, err
-	}
-	return a, nil
-}
-
-// connectWatcher is an Executors whose hosts say when they connect, and
-// which sessions they hold then.
-type connectWatcher interface {
+// ConnectWatcher is an Executors whose hosts say when they connect: fn
+// gets the sessions a host holds each time it connects, until ctx ends.
+type ConnectWatcher interface {
 	WatchConnects(ctx context.Context, fn func(sessionIDs []string))
-}
-
-// WatchConnects calls fn with the sessions an executor host holds each
-// time it connects, until ctx ends.
-func (x *HostExecutors) WatchConnects(ctx context.Context, fn func(sessionIDs []string)) {
-	var wg sync.WaitGroup
-	for _, in := range x.Pool.List() {
-		h, err := x.Pool.Get(in.Name)
-		if err != nil {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			watchConnects(ctx, h, fn)
-		}()
-	}
-	wg.Wait()
-}
-
-// watchConnects calls fn at each connection of h (after it came up from
-// being down), with the sessions its welcome listed.
-func watchConnects(ctx context.Context, h *executor.Host, fn func(sessionIDs []string)) {
-	for up := false; ; {
-		changed := h.Changed()
-		info := h.Info()
-		switch now := info.State == executor.StateConnected; {
-		case now && !up:
-			fn(info.HostSessions)
-			up = true
-		case !now:
-			up = false
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return
-		}
-	}
 }
 
 // takeUpLateOutput has the sessions an executor host holds checked for
@@ -209,7 +161,7 @@ func watchConnects(ctx context.Context, h *executor.Host, fn func(sessionIDs []s
 // says which are). With several nodes, a session is taken up by the node
 // that owns it, or can take its lease.
 func (m *Manager) takeUpLateOutput() {
-	w, ok := m.cfg.Executors.(connectWatcher)
+	w, ok := m.cfg.Executors.(ConnectWatcher)
 	if !ok {
 		return
 	}
@@ -270,7 +222,7 @@ func (a *actor) takeUpLate(thenStart bool) bool {
 		return false
 	}
 	rt, err := a.m.cfg.Executors.Runtime(a.exec.Runtime, a.exec.Host)
-	la, ok := rt.(lateAttacher)
+	la, ok := rt.(LateAttacher)
 	if err != nil || !ok {
 		a.lateCandidate = ""
 		return false

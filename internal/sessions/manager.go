@@ -168,7 +168,7 @@ func (c *Config) defaults() {
 // Manager owns the live session actors.
 type Manager struct {
 	store    *store.Store
-	w        *events.Writer
+	w        EventLog
 	profiles Profiles
 	cfg      Config
 
@@ -217,8 +217,9 @@ func (m *Manager) spawn(f func()) {
 }
 
 // New returns a Manager. Sessions are brought to life on first use. Every
-// change they make goes through w, the event log's single writer.
-func New(st *store.Store, w *events.Writer, profiles Profiles, cfg Config) *Manager {
+// change they make goes through w, the event log (the daemon's single
+// writer, events.Writer).
+func New(st *store.Store, w EventLog, profiles Profiles, cfg Config) *Manager {
 	cfg.defaults()
 	life, cancel := context.WithCancel(context.Background())
 	return &Manager{store: st, w: w, profiles: profiles, cfg: cfg, slots: newAgentSlots(cfg.MaxAgents), actors: map[string]*actor{},

@@ -133,7 +133,12 @@ type Agent interface {
 
 // HostRuntime is a Runtime whose agents run in an executor host and so
 // outlive the daemon: after a restart, or a broken connection, the daemon
-// attaches to them again instead of starting them.
+// attaches to them again instead of starting them. internal/hosted
+// implements it on internal/executor's hosts, with the optional
+// interfaces the session core asserts: LateAttacher (late output),
+// SessionLister (the credentials checks an earlier daemon left),
+// WorkspaceRuntime and WorkspaceStater (the workspace API); its
+// Executors is a ConnectWatcher.
 type HostRuntime interface {
 	Runtime
 	// Attach takes up the agent of req.SessionID on the host, with its
@@ -154,6 +159,23 @@ type AttachRequest struct {
 	From      uint64
 	Handler   acp.Handler
 	Logger    *slog.Logger
+}
+
+// HostHandler is what the handler the session core gives a HostRuntime
+// (StartRequest.Handler, AttachRequest.Handler) takes besides acp.Handler:
+// the reports of an agent whose host the daemon reaches over a link. A
+// HostRuntime hands them on by asserting it.
+type HostHandler interface {
+	acp.Handler
+	// LinkChanged is told when the connection to the agent's host breaks
+	// and comes back; the agent and its turn go on on the host meanwhile.
+	LinkChanged(up bool)
+	// HostUnreachable learns why the daemon cannot reach the host while it
+	// waits for it (a start or attach not answered, a broken link).
+	HostUnreachable(why error)
+	// Record commits the offset of a host record that brings no update,
+	// in order with the updates, and calls done once it is durable.
+	Record(offset uint64, done func())
 }
 
 // Executors decides where sessions' agents run.

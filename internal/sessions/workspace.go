@@ -7,8 +7,6 @@ import (
 
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
-	"github.com/tether/tether/internal/executor"
-	"github.com/tether/tether/internal/hostproto"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/workspace"
 )
@@ -78,10 +76,11 @@ type WorkspaceAvailability struct {
 	Err error
 }
 
-// workspaceStater is a Runtime that can tell, without I/O, whether it
-// serves workspaces now (an executor host: whether it is connected).
-type workspaceStater interface {
-	workspaceAvailability() WorkspaceAvailability
+// WorkspaceStater is a WorkspaceRuntime that can tell, without I/O,
+// whether it serves workspaces now (an executor host: whether it is
+// connected, and speaks a protocol that has them).
+type WorkspaceStater interface {
+	WorkspaceAvailability() WorkspaceAvailability
 }
 
 // workspaceAvailability says whether the executor of row ex serves its
@@ -96,8 +95,8 @@ func (m *Manager) workspaceAvailability(ex session.Executor) WorkspaceAvailabili
 	if err != nil {
 		return WorkspaceAvailability{Status: WorkspaceUnavailable, Err: err}
 	}
-	if ws, ok := rt.(workspaceStater); ok {
-		return ws.workspaceAvailability()
+	if ws, ok := rt.(WorkspaceStater); ok {
+		return ws.WorkspaceAvailability()
 	}
 	if _, ok := rt.(WorkspaceRuntime); ok {
 		return WorkspaceAvailability{Status: WorkspaceReady}
@@ -139,37 +138,6 @@ func (m *Manager) serveOn(ctx context.Context, runtime session.Runtime, host str
 // hostConnectWait is how long a workspace request waits for its executor
 // host to be connected.
 const hostConnectWait = 5 * time.Second
-
-// workspaceAvailability implements workspaceStater from what the daemon
-// last saw of the host.
-func (r hostRuntime) workspaceAvailability() WorkspaceAvailability {
-	in := r.h.Info()
-	switch {
-	case in.State == executor.StateConnected && in.Version >= hostproto.CommandWorkspace.Since():
-		return WorkspaceAvailability{Status: WorkspaceReady}
-	case in.State == executor.StateConnected:
-		return WorkspaceAvailability{Status: WorkspaceUnavailable, Err: errcode.New(errcode.WorkspaceUnsupported,
-			"executor host %q speaks protocol version %d, which has no workspace (version %d): upgrade the host", in.Name, in.Version, hostproto.CommandWorkspace.Since())}
-	}
-	what, status := "is not connected yet", WorkspaceStarting
-	if in.State != executor.StateReconnecting {
-		what, status = "cannot be reached", WorkspaceUnavailable
-	}
-	if in.LastError != nil {
-		why := in.LastError.Error()
-		var de *errcode.Error
-		if errors.As(in.LastError, &de) {
-			why = de.Message
-		}
-		return WorkspaceAvailability{Status: status, Err: errcode.Wrap(errcode.ExecutorUnavailable, in.LastError, "executor host %q %s: %s", in.Name, what, why)}
-	}
-	return WorkspaceAvailability{Status: status, Err: errcode.New(errcode.ExecutorUnavailable, "executor host %q %s", in.Name, what)}
-}
-
-// Workspace implements WorkspaceRuntime.
-func (r hostRuntime) Workspace(ctx context.Context, sessionID string, req workspace.Request) (workspace.Result, error) {
-	return r.h.Workspace(ctx, sessionID, req)
-}
 
 // checkpointTimeout bounds a turn's checkpoint: a huge directory delays
 // the start of its turn at most this long, and the turn goes on without

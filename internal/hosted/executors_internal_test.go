@@ -1,4 +1,4 @@
-package sessions
+package hosted
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 	"github.com/tether/tether/internal/errcode"
 )
 
-func TestHostErrorCode(t *testing.T) {
+func TestErrorCode(t *testing.T) {
 	cases := []struct {
 		name string
 		err  error
@@ -20,7 +20,7 @@ func TestHostErrorCode(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := hostErrorCode(tc.err); got != tc.want {
+			if got := errorCode(tc.err); got != tc.want {
 				t.Errorf("got %s, want %s", got, tc.want)
 			}
 		})

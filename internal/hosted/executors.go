@@ -1,0 +1,176 @@
+// Package hosted is the runtime of agents on executor hosts: it adapts
+// internal/executor's Pool and Host to the seams the session core
+// defines (sessions.Executors, sessions.HostRuntime and their optional
+// interfaces), so that sessions knows agents by those interfaces only and
+// never imports the host protocol's client. executors.go chooses and
+// lists the executors, runtime.go starts and attaches agents on one host.
+package hosted
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/executor"
+	"github.com/tether/tether/internal/hostproto"
+	"github.com/tether/tether/internal/session"
+	"github.com/tether/tether/internal/sessions"
+)
+
+// Executors is the sessions.Executors of a daemon with executor hosts:
+// the standalone runtime, the local detached host and the remote hosts of
+// its config (internal/executor's Pool).
+type Executors struct {
+	Pool       *executor.Pool
+	Standalone sessions.Runtime
+	// Default is the executor of sessions that name none and whose
+	// profile names none: standalone, detached or a remote host's name.
+	Default string
+	// Remotes are the configured remote hosts' names and addresses.
+	Remotes map[string]string
+	// LocalAddress is where the detached host listens (its socket).
+	LocalAddress string
+}
+
+// The session core learns of hosts connecting (late output) from it.
+var (
+	_ sessions.Executors      = (*Executors)(nil)
+	_ sessions.ConnectWatcher = (*Executors)(nil)
+)
+
+// Choose resolves requested, else the profile's default, else the
+// daemon's, to a runtime and host.
+func (x *Executors) Choose(requested, profileDefault string) (session.Runtime, string, error) {
+	name := requested
+	if name == "" {
+		name = profileDefault
+	}
+	if name == "" {
+		name = x.Default
+	}
+	switch name {
+	case "", sessions.ExecutorStandalone:
+		return session.RuntimeStandalone, "", nil
+	case sessions.ExecutorDetached, executor.LocalName:
+		return session.RuntimeDetached, executor.LocalName, nil
+	}
+	if _, ok := x.Remotes[name]; !ok {
+		return "", "", errcode.New(errcode.ExecutorNotFound,
+			"executor %q is not configured: use standalone, detached or the name of a remote host in the hosts config", name).
+			With("executor", name)
+	}
+	return session.RuntimeRemote, name, nil
+}
+
+// Runtime returns the runtime of an executor row.
+func (x *Executors) Runtime(rt session.Runtime, host string) (sessions.Runtime, error) {
+	if rt == session.RuntimeStandalone || rt == "" {
+		return x.Standalone, nil
+	}
+	h, err := x.Pool.Get(host)
+	if err != nil {
+		return nil, err
+	}
+	return hostRuntime{h}, nil
+}
+
+// Hosts lists the hosts with what each reports of itself when connected.
+func (x *Executors) Hosts(ctx context.Context) []sessions.ExecutorHost {
+	infos := x.Pool.List()
+	out := make([]sessions.ExecutorHost, 0, len(infos))
+	for _, in := range infos {
+		h := sessions.ExecutorHost{Name: in.Name, Runtime: string(session.RuntimeRemote), Address: x.Remotes[in.Name],
+			State: string(in.State), ProtocolVersion: in.Version, HostID: in.HostID, HostVersion: in.HostVersion}
+		if in.Name == executor.LocalName {
+			h.Runtime, h.Address = string(session.RuntimeDetached), x.LocalAddress
+		}
+		if in.State == executor.StateReconnecting && in.LastContact.IsZero() {
+			h.State = "connecting"
+		}
+		if !in.LastContact.IsZero() {
+			t := in.LastContact.UTC()
+			h.LastContactAt = &t
+		}
+		if in.LastError != nil {
+			h.ErrorCode, h.ErrorMessage = string(errorCode(in.LastError)), in.LastError.Error()
+		}
+		if in.State == executor.StateConnected {
+			if host, err := x.Pool.Get(in.Name); err == nil {
+				sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				st, err := host.Status(sctx)
+				cancel()
+				if err == nil {
+					h.Sessions = hostSessions(st)
+					if t, err := time.Parse(time.RFC3339Nano, st.StartedAt); err == nil {
+						h.StartedAt = &t
+					}
+				}
+			}
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// errorCode is the code of why a host could not be reached: the
+// refusal's (host_unauthorized, host_certificate_rejected, ...), else
+// executor_unavailable (a network error carries no code of ours, and is
+// no internal error).
+func errorCode(err error) errcode.Code {
+	var de *errcode.Error
+	if errors.As(err, &de) {
+		return de.Code
+	}
+	return errcode.ExecutorUnavailable
+}
+
+func hostSessions(st hostproto.StatusResult) []sessions.ExecutorHostSession {
+	out := make([]sessions.ExecutorHostSession, 0, len(st.Sessions))
+	for _, s := range st.Sessions {
+		out = append(out, sessions.ExecutorHostSession{SessionID: s.SessionID, ProfileID: s.ProfileID, PID: s.PID,
+			Running: s.Running, Exited: s.Exited, OutboxRecords: s.OutboxRecords, OutboxBytes: s.OutboxBytes})
+	}
+	return out
+}
+
+// WatchConnects calls fn with the sessions an executor host holds each
+// time it connects, until ctx ends: the session core takes up their late
+// output then (sessions.ConnectWatcher).
+func (x *Executors) WatchConnects(ctx context.Context, fn func(sessionIDs []string)) {
+	var wg sync.WaitGroup
+	for _, in := range x.Pool.List() {
+		h, err := x.Pool.Get(in.Name)
+		if err != nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			watchConnects(ctx, h, fn)
+		}()
+	}
+	wg.Wait()
+}
+
+// watchConnects calls fn at each connection of h (after it came up from
+// being down), with the sessions its welcome listed.
+func watchConnects(ctx context.Context, h *executor.Host, fn func(sessionIDs []string)) {
+	for up := false; ; {
+		changed := h.Changed()
+		info := h.Info()
+		switch now := info.State == executor.StateConnected; {
+		case now && !up:
+			fn(info.HostSessions)
+			up = true
+		case !now:
+			up = false
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
