@@ -66,6 +66,16 @@ func project(ctx context.Context, tx *store.Store, d Draft, emit Emit) error {
 			return err
 		}
 		return FollowTask(ctx, tx, emit, p.SessionID, p.TaskID, p.State)
+	case *session.TaskCreatedData:
+		t, err := tx.CreateTask(ctx, session.Task{ID: p.TaskID, Title: p.Title, Workspace: p.Workspace, State: p.State, CreatedAt: p.CreatedAt})
+		if err != nil {
+			return err
+		}
+		p.State, p.CreatedAt = t.State, t.CreatedAt
+		return nil
+	case *session.TaskUpdatedData:
+		_, err := tx.UpdateTask(ctx, p.TaskID, &p.Title, nil)
+		return err
 	case *session.TaskStateChangedData:
 		return tx.SetTaskState(ctx, p.TaskID, p.State)
 	case *session.SessionClosedData:

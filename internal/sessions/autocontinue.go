@@ -9,7 +9,6 @@ import (
 
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/session"
-	"github.com/tether/tether/internal/store"
 )
 
 // Safe automatic continuation, opt-in (store.Session.AutoContinue, from
@@ -111,11 +110,8 @@ func (a *actor) maybeAutoContinue(promptID string) {
 			return
 		}
 		a.mb.post(func() {
-			a.write(func(tx *store.Store, emit events.Emit) error {
-				emit(a.draft(events.SessionAutoContinued, res.Turn.PromptID,
-					&session.AutoContinuedData{ContinuesPromptID: promptID, Reason: reason}))
-				return nil
-			})
+			a.emit(a.draft(events.SessionAutoContinued, res.Turn.PromptID,
+				&session.AutoContinuedData{ContinuesPromptID: promptID, Reason: reason}))
 		})
 	})
 }

@@ -2,6 +2,8 @@ package sessions
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/session"
@@ -33,11 +35,7 @@ func (c sessionCreated) SessionID() string { return c.Session.ID }
 
 func (c sessionCreated) Apply(ctx context.Context, tx *store.Store, emit events.Emit) error {
 	if c.Task != nil {
-		t, err := tx.CreateTask(ctx, *c.Task)
-		if err != nil {
-			return err
-		}
-		emitTaskCreated(emit, t)
+		emit(taskCreatedDraft(*c.Task))
 	}
 	sess, err := tx.CreateSession(ctx, c.Session, c.Executor)
 	if err != nil {
@@ -115,4 +113,72 @@ func (c permissionResolved) Apply(ctx context.Context, tx *store.Store, emit eve
 	emit(sessionDraft(c.Session, c.TaskID, events.PermissionResolved, row.PromptID,
 		&session.PermissionResolvedData{RequestID: c.RequestID, State: c.End.State, OptionID: c.End.OptionID}))
 	return nil
+}
+
+// turnInterrupted ends Turn (state interrupted, as its fields say) with
+// turn.interrupted: first its unfinished tool calls fail (toolCallsFailed,
+// listed in the event), then Notice, when set, tells the transcript why.
+type turnInterrupted struct {
+	TaskID string
+	Turn   session.Turn
+	// Cause is what the tool calls' synthetic results say interrupted
+	// them ("agent exited", "daemon restart").
+	Cause, Notice string
+}
+
+func (c turnInterrupted) SessionID() string { return c.Turn.SessionID }
+
+func (c turnInterrupted) Apply(ctx context.Context, tx *store.Store, emit events.Emit) error {
+	t := c.Turn
+	dangling, err := toolCallsFailed{Session: t.SessionID, TaskID: c.TaskID, PromptID: t.PromptID, Cause: c.Cause}.fail(ctx, tx, emit)
+	if err != nil {
+		return err
+	}
+	if c.Notice != "" {
+		emit(messageDraft(t.SessionID, c.TaskID, session.Message{PromptID: t.PromptID, Role: session.RoleSystem, Text: c.Notice}, "", 0))
+	}
+	emit(turnEndedDraft(t.SessionID, c.TaskID, t, dangling))
+	return nil
+}
+
+// toolCallsFailed gives every unfinished tool call of turn PromptID the
+// synthetic failed result, as tool_call.updated events flagged
+// interrupted. Which calls are unfinished is read in the transaction, from
+// the projections of every event before it: a tool call update still on
+// its way to the writer when the turn ended is among them.
+type toolCallsFailed struct {
+	Session, TaskID, PromptID, Cause string
+}
+
+func (c toolCallsFailed) SessionID() string { return c.Session }
+
+func (c toolCallsFailed) Apply(ctx context.Context, tx *store.Store, emit events.Emit) error {
+	_, err := c.fail(ctx, tx, emit)
+	return err
+}
+
+// fail emits the failures and returns the calls it failed.
+func (c toolCallsFailed) fail(ctx context.Context, tx *store.Store, emit events.Emit) ([]session.DanglingToolCall, error) {
+	// The turn's calls only, by index: this runs at every turn end.
+	calls, err := tx.ListTurnToolCalls(ctx, c.Session, c.PromptID)
+	if err != nil {
+		return nil, err
+	}
+	dangling := []session.DanglingToolCall{}
+	for _, tc := range calls {
+		if tc.PromptID != c.PromptID || (tc.Status != session.ToolPending && tc.Status != session.ToolInProgress) {
+			continue
+		}
+		// What the tool reported stays (the recovery report shows it); the
+		// synthetic result follows it.
+		var content []json.RawMessage
+		_ = json.Unmarshal(tc.Content, &content)
+		synthetic, _ := json.Marshal(map[string]any{"type": "content", "content": map[string]any{
+			"type": "text", "text": fmt.Sprintf(interruptedToolText, c.Cause)}})
+		blocks, _ := json.Marshal(append(content, synthetic))
+		emit(sessionDraft(c.Session, c.TaskID, events.ToolCallUpdated, c.PromptID, toolCallPayload(session.ToolCall{
+			SessionID: c.Session, ToolCallID: tc.ToolCallID, Status: session.ToolFailed, Interrupted: true, Content: blocks})))
+		dangling = append(dangling, session.DanglingToolCall{ID: tc.ToolCallID, Title: tc.Title, Kind: tc.Kind})
+	}
+	return dangling, nil
 }

@@ -6,9 +6,7 @@ import (
 
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
-	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/session"
-	"github.com/tether/tether/internal/store"
 )
 
 // Late output: a remote host cut off past --host-lost-after has its
@@ -103,10 +101,7 @@ func (a *actor) endLate() {
 		return // nothing came late: the interruption failed what was open
 	}
 	promptID, cause := l.run.turn.PromptID, strings.ReplaceAll(l.run.turn.InterruptReason, "_", " ")
-	a.write(func(tx *store.Store, emit events.Emit) error {
-		_, err := failDanglingToolCalls(a.ctx(), tx, emit, a, promptID, cause)
-		return err
-	})
+	a.change(toolCallsFailed{Session: a.id, TaskID: a.sess.TaskID, PromptID: promptID, Cause: cause})
 	a.pushRecovery()
 }
 

@@ -200,7 +200,15 @@ func restartRepair(as store.ActiveSession, effs []effect, available bool, histor
 				s.QueueHeld = true
 				emit(a.queueHeldDraft(true))
 			case effRestartInterrupt:
-				err = restartInterrupt(ctx, tx, emit, a, turns[e.PromptID], e.Running, now)
+				// Unfinished tool calls fail, and a turn that was
+				// running gets a system message.
+				t := turns[e.PromptID]
+				t.State, t.EndedAt, t.InterruptReason = session.TurnInterrupted, &now, "daemon_restart"
+				ti := turnInterrupted{TaskID: s.TaskID, Turn: t, Cause: "daemon restart"}
+				if e.Running {
+					ti.Notice = "Turn interrupted: tetherd restarted while it was running."
+				}
+				err = ti.Apply(ctx, tx, emit)
 			case effClosePermissions:
 				for _, p := range as.Permissions {
 					emit(a.draft(events.PermissionResolved, p.PromptID, &session.PermissionResolvedData{RequestID: p.ID, State: e.State}))
@@ -229,22 +237,6 @@ func restartRepair(as store.ActiveSession, effs []effect, available bool, histor
 		}
 		return nil
 	}
-}
-
-// restartInterrupt ends turn t as the restart interrupted it: unfinished
-// tool calls fail, and a turn that was running gets a system message.
-func restartInterrupt(ctx context.Context, tx *store.Store, emit events.Emit, a *actor, t session.Turn, running bool, now time.Time) error {
-	dangling, err := failDanglingToolCalls(ctx, tx, emit, a, t.PromptID, "daemon restart")
-	if err != nil {
-		return err
-	}
-	if running {
-		emit(a.messageDraft(session.Message{PromptID: t.PromptID, Role: session.RoleSystem,
-			Text: "Turn interrupted: tetherd restarted while it was running."}, "", 0))
-	}
-	t.State, t.EndedAt, t.InterruptReason = session.TurnInterrupted, &now, "daemon_restart"
-	emit(turnEndedDraft(a.id, a.sess.TaskID, t, dangling))
-	return nil
 }
 
 // knownAuthFailure reports whether the session's last start failed because

@@ -29,10 +29,12 @@ type TaskPatch struct {
 	State *session.TaskState
 }
 
-// emitTaskCreated records task.created for t, inside the op that created it.
-func emitTaskCreated(emit events.Emit, t session.Task) {
-	emit(events.Draft{TaskID: t.ID, Type: events.TaskCreated, Payload: &session.TaskCreatedData{
-		Title: t.Title, Workspace: t.Workspace, State: t.State, CreatedAt: t.CreatedAt}})
+// taskCreatedDraft is task.created of the new task t: its row is the
+// event's projection (the projection sets its state and time when t
+// leaves them unset).
+func taskCreatedDraft(t session.Task) events.Draft {
+	return events.Draft{TaskID: t.ID, Type: events.TaskCreated, Payload: &session.TaskCreatedData{
+		Title: t.Title, Workspace: t.Workspace, State: t.State, CreatedAt: t.CreatedAt}}
 }
 
 // CreateTask creates a task and emits task.created on the global stream.
@@ -47,51 +49,43 @@ func (m *Manager) CreateTask(ctx context.Context, in TaskInput) (session.Task, e
 		}
 		t.Workspace = dir
 	}
-	// The transaction is shared with other ops of the batch: a client
-	// going away must not cancel it.
-	wctx := context.WithoutCancel(ctx)
-	var out session.Task
-	_, err := m.w.Do(ctx, func(tx *store.Store, emit events.Emit) error {
-		created, err := tx.CreateTask(wctx, t)
-		if err != nil {
-			return err
-		}
-		out = created
-		emitTaskCreated(emit, created)
-		return nil
-	})
-	if err != nil {
+	if _, err := m.w.SubmitContext(ctx, events.Emitted("", taskCreatedDraft(t))).Wait(ctx); err != nil {
 		return session.Task{}, err
 	}
-	return out, nil
+	return m.store.GetTask(context.WithoutCancel(ctx), t.ID)
 }
 
 // UpdateTask renames a task or sets its state and emits what changed:
 // task.updated for a new title, task.state_changed for a new state. A
-// patch that changes nothing emits nothing.
+// patch that changes nothing emits nothing. The task as it stands after
+// the change is read back once it committed.
 func (m *Manager) UpdateTask(ctx context.Context, id string, p TaskPatch) (session.Task, error) {
-	wctx := context.WithoutCancel(ctx)
-	var out session.Task
-	_, err := m.w.Do(ctx, func(tx *store.Store, emit events.Emit) error {
-		prev, err := tx.GetTask(wctx, id)
-		if err != nil {
-			return err
-		}
-		t, err := tx.UpdateTask(wctx, id, p.Title, p.State)
-		if err != nil {
-			return err
-		}
-		out = t
-		if t.Title != prev.Title {
-			emit(events.Draft{TaskID: id, Type: events.TaskUpdated, Payload: &session.TaskUpdatedData{Title: t.Title}})
-		}
-		if t.State != prev.State {
-			emit(events.Draft{TaskID: id, Type: events.TaskStateChanged, Payload: &session.TaskStateChangedData{State: t.State, PreviousState: prev.State}})
-		}
-		return nil
-	})
-	if err != nil {
+	if _, err := m.w.SubmitContext(ctx, taskPatched{ID: id, Patch: p}).Wait(ctx); err != nil {
 		return session.Task{}, err
 	}
-	return out, nil
+	return m.store.GetTask(context.WithoutCancel(ctx), id)
+}
+
+// taskPatched applies a TaskPatch: it compares the patch with the task as
+// the transaction finds it and emits what changed, whose projections
+// change the row.
+type taskPatched struct {
+	ID    string
+	Patch TaskPatch
+}
+
+func (c taskPatched) SessionID() string { return "" }
+
+func (c taskPatched) Apply(ctx context.Context, tx *store.Store, emit events.Emit) error {
+	prev, err := tx.GetTask(ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	if t := c.Patch.Title; t != nil && *t != prev.Title {
+		emit(events.Draft{TaskID: c.ID, Type: events.TaskUpdated, Payload: &session.TaskUpdatedData{Title: *t}})
+	}
+	if st := c.Patch.State; st != nil && *st != prev.State {
+		emit(events.Draft{TaskID: c.ID, Type: events.TaskStateChanged, Payload: &session.TaskStateChangedData{State: *st, PreviousState: prev.State}})
+	}
+	return nil
 }

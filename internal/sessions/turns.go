@@ -331,46 +331,10 @@ func (a *actor) interruptTurn(t session.Turn, reason string, exit acp.Exit, why 
 	if why.Message != "" {
 		text = "Turn interrupted: " + why.Message + "."
 	}
-	a.write(func(tx *store.Store, emit events.Emit) error {
-		ctx := a.ctx()
-		dangling, err := failDanglingToolCalls(ctx, tx, emit, a, t.PromptID, cause)
-		if err != nil {
-			return err
-		}
-		emit(a.messageDraft(session.Message{PromptID: t.PromptID, Role: session.RoleSystem, Text: text}, "", 0))
-		emit(turnEndedDraft(a.id, a.sess.TaskID, t, dangling))
-		return nil
-	})
+	t.SessionID = a.id
+	a.change(turnInterrupted{TaskID: a.sess.TaskID, Turn: t, Cause: cause, Notice: text})
 	a.pushRecovery()
 	a.m.reportChanges(a.id, t.PromptID)
-}
-
-// failDanglingToolCalls gives every unfinished tool call of a turn the
-// synthetic failed result, as tool_call.updated events flagged interrupted.
-func failDanglingToolCalls(ctx context.Context, tx *store.Store, emit events.Emit, a *actor, promptID, cause string) ([]session.DanglingToolCall, error) {
-	// The turn's calls only, by index: this runs in the writer's
-	// transaction at every turn end.
-	calls, err := tx.ListTurnToolCalls(ctx, a.id, promptID)
-	if err != nil {
-		return nil, err
-	}
-	dangling := []session.DanglingToolCall{}
-	for _, c := range calls {
-		if c.PromptID != promptID || (c.Status != session.ToolPending && c.Status != session.ToolInProgress) {
-			continue
-		}
-		// What the tool reported stays (the recovery report shows it); the
-		// synthetic result follows it.
-		var content []json.RawMessage
-		_ = json.Unmarshal(c.Content, &content)
-		synthetic, _ := json.Marshal(map[string]any{"type": "content", "content": map[string]any{
-			"type": "text", "text": fmt.Sprintf(interruptedToolText, cause)}})
-		blocks, _ := json.Marshal(append(content, synthetic))
-		emit(a.draft(events.ToolCallUpdated, promptID, toolCallPayload(session.ToolCall{SessionID: a.id, ToolCallID: c.ToolCallID,
-			Status: session.ToolFailed, Interrupted: true, Content: blocks})))
-		dangling = append(dangling, session.DanglingToolCall{ID: c.ToolCallID, Title: c.Title, Kind: c.Kind})
-	}
-	return dangling, nil
 }
 
 // cancel records the user's intent durably, asks the agent to stop, answers

@@ -14,8 +14,9 @@ import (
 )
 
 // CreateTask inserts a task. An empty ID gets a fresh UUID and an empty State
-// becomes TODO; CreatedAt and UpdatedAt are always set by the store so that
-// ordering reflects commit order, not caller clocks.
+// becomes TODO. CreatedAt is the task.created event's when it carries one,
+// else the store's now (the writer's, so ordering reflects commit order,
+// not caller clocks); UpdatedAt starts equal to it.
 func (s *Store) CreateTask(ctx context.Context, t session.Task) (session.Task, error) {
 	if t.ID == "" {
 		t.ID = uuid.NewString()
@@ -23,8 +24,10 @@ func (s *Store) CreateTask(ctx context.Context, t session.Task) (session.Task, e
 	if t.State == "" {
 		t.State = session.TaskTodo
 	}
-	ts := now()
-	t.CreatedAt, t.UpdatedAt = ts, ts
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt = now()
+	}
+	t.UpdatedAt = t.CreatedAt
 	row := fromTask(t)
 	if err := s.db.WithContext(ctx).Create(&row).Error; err != nil {
 		return session.Task{}, internal(err, "create task")
