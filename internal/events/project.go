@@ -98,6 +98,8 @@ func project(ctx context.Context, tx *store.Store, d Draft, emit Emit) error {
 		return tx.SetSessionContextLost(ctx, p.SessionID, lost)
 	case *session.PlanUpdatedData:
 		return tx.SetSessionPlan(ctx, p.SessionID, p.Entries)
+	case *session.SessionChoicesChangedData:
+		return tx.SetSessionChoices(ctx, p.SessionID, p.ModeChoice, p.ConfigChoices)
 	case *session.SessionQueueHeldData:
 		return tx.SetSessionQueueHeld(ctx, p.SessionID, p.Held)
 	}

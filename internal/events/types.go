@@ -49,6 +49,9 @@ const (
 	// SessionOptionsChanged carries the session's modes, current mode,
 	// config options and available commands whenever one of them changes.
 	SessionOptionsChanged = "session.options_changed"
+	// SessionChoicesChanged carries the mode and config option values the
+	// user chose, applied again at every start of the agent.
+	SessionChoicesChanged = "session.choices_changed"
 	// Commands run in a session's directory (sessions/commands.go).
 	CommandStarted = "command.started"
 	CommandOutput  = "command.output"
@@ -68,6 +71,7 @@ var payloadOf = map[string]func() session.EventPayload{
 	SessionAutoContinued:   func() session.EventPayload { return &session.AutoContinuedData{} },
 	SessionClosed:          func() session.EventPayload { return &session.SessionClosedData{} },
 	SessionOptionsChanged:  func() session.EventPayload { return &session.SessionOptionsChangedData{} },
+	SessionChoicesChanged:  func() session.EventPayload { return &session.SessionChoicesChangedData{} },
 	TaskCreated:            func() session.EventPayload { return &session.TaskCreatedData{} },
 	TaskUpdated:            func() session.EventPayload { return &session.TaskUpdatedData{} },
 	TaskStateChanged:       func() session.EventPayload { return &session.TaskStateChangedData{} },

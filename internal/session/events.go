@@ -169,6 +169,15 @@ type SessionOptionsChangedData struct {
 	AvailableCommands json.RawMessage `json:"availableCommands,omitempty"`
 }
 
+// SessionChoicesChangedData is the payload of session.choices_changed:
+// the mode and config option values the user chose, which every later
+// start of the agent applies again.
+type SessionChoicesChangedData struct {
+	EventCommon
+	ModeChoice    string          `json:"modeChoice,omitempty"`
+	ConfigChoices json.RawMessage `json:"configChoices,omitempty"`
+}
+
 // Task family (task events belong to no session; Common.TaskID names the
 // task, and a session that moved its task names itself in SessionID).
 

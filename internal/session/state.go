@@ -159,6 +159,8 @@ func (s *State) evolve(e Event) error {
 			return err
 		}
 		t.WorkspaceChanges = b
+	case *SessionChoicesChangedData:
+		s.Session.ModeChoice, s.Session.ConfigChoices = p.ModeChoice, p.ConfigChoices
 	case *SessionQueueHeldData:
 		s.Session.QueueHeld = p.Held
 	case *SessionResumedData:

@@ -10,7 +10,6 @@ import (
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/session"
-	"github.com/tether/tether/internal/store"
 )
 
 // This file owns a session's modes and config options: what the agent
@@ -266,7 +265,7 @@ func (m *Manager) SetConfigOption(ctx context.Context, sessionID, optionID strin
 // storeMode persists the mode choice.
 func (a *actor) storeMode(modeID string) *events.Pending {
 	a.sess.ModeChoice = modeID
-	return a.write(func(tx *store.Store, _ events.Emit) error { return tx.SetSessionModeChoice(a.ctx(), a.id, modeID) })
+	return a.emit(a.choicesDraft())
 }
 
 // storeConfig persists one config choice among the others.
@@ -275,7 +274,14 @@ func (a *actor) storeConfig(optionID string, value json.RawMessage) *events.Pend
 	c[optionID] = value
 	b, _ := json.Marshal(c)
 	a.sess.ConfigChoices = b
-	return a.write(func(tx *store.Store, _ events.Emit) error { return tx.SetSessionConfigChoices(a.ctx(), a.id, b) })
+	return a.emit(a.choicesDraft())
+}
+
+// choicesDraft is session.choices_changed with the session's choices as
+// they now stand.
+func (a *actor) choicesDraft() events.Draft {
+	return a.draft(events.SessionChoicesChanged, "", &session.SessionChoicesChangedData{
+		ModeChoice: a.sess.ModeChoice, ConfigChoices: a.sess.ConfigChoices})
 }
 
 func (m *Manager) optionResult(ctx context.Context, sessionID string, applied bool, p *events.Pending) (OptionResult, error) {

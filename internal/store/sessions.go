@@ -223,15 +223,11 @@ func (s *Store) SetSessionPlan(ctx context.Context, id string, plan json.RawMess
 	return s.updateSession(ctx, id, map[string]any{"plan": jsonText(plan)})
 }
 
-// SetSessionModeChoice stores the mode the user chose ("" clears it).
-func (s *Store) SetSessionModeChoice(ctx context.Context, id, modeID string) error {
-	return s.updateSession(ctx, id, map[string]any{"mode_choice": modeID})
-}
-
-// SetSessionConfigChoices stores the config option values the user chose,
-// a JSON object of option id -> value.
-func (s *Store) SetSessionConfigChoices(ctx context.Context, id string, choices json.RawMessage) error {
-	return s.updateSession(ctx, id, map[string]any{"config_choices": objectText(choices)})
+// SetSessionChoices stores the mode ("" for the agent's default) and the
+// config option values (a JSON object of option id -> value) the user
+// chose, the projection of session.choices_changed.
+func (s *Store) SetSessionChoices(ctx context.Context, id, modeID string, config json.RawMessage) error {
+	return s.updateSession(ctx, id, map[string]any{"mode_choice": modeID, "config_choices": objectText(config)})
 }
 
 // MarkSessionPrompted records that a turn was admitted, so a restore never

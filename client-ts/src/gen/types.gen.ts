@@ -912,6 +912,28 @@ export type SessionOptionsChangedData = EventCommon & {
     availableCommands?: Array<AvailableCommand>;
 };
 
+export type SessionChoicesChangedData = EventCommon & {
+    /**
+     * The chosen mode id; absent for the agent's default.
+     */
+    modeChoice?: string;
+    /**
+     * Config option id -> chosen value (a value id or a boolean).
+     */
+    configChoices?: {
+        [key: string]: unknown;
+    };
+};
+
+export type SessionChoicesChangedEvent = {
+    type: 'session.choices_changed';
+    /**
+     * The cursor <epoch>:<seq> (durable events only).
+     */
+    id?: string;
+    data: SessionChoicesChangedData;
+};
+
 export type SessionOptionsChangedEvent = {
     type: 'session.options_changed';
     /**
@@ -975,6 +997,7 @@ export const EventType = {
     PERMISSION_REQUESTED: 'permission.requested',
     PERMISSION_RESOLVED: 'permission.resolved',
     SESSION_OPTIONS_CHANGED: 'session.options_changed',
+    SESSION_CHOICES_CHANGED: 'session.choices_changed',
     COMMAND_STARTED: 'command.started',
     COMMAND_OUTPUT: 'command.output',
     COMMAND_TRUNCATED: 'command.truncated',
@@ -1660,6 +1683,8 @@ export type TetherEvent = ({
 } & PermissionResolvedEvent) | ({
     type: 'session.options_changed';
 } & SessionOptionsChangedEvent) | ({
+    type: 'session.choices_changed';
+} & SessionChoicesChangedEvent) | ({
     type: 'command.started';
 } & CommandStartedEvent) | ({
     type: 'command.output';
