@@ -408,7 +408,10 @@ func (w *Writer) commitTx(batch []op) error {
 		for i, o := range batch {
 			drafts = drafts[:0]
 			err := o.change.Apply(ctx, tx, emit)
-			if err == nil {
+			if projErr != nil {
+				// The first failure: what the Apply did after it (such as
+				// a row naming the row the projection could not write)
+				// fails because of it.
 				err = projErr
 			}
 			if err != nil {
