@@ -176,6 +176,22 @@ func (d *Detached) Dial(ctx context.Context) (net.Conn, error) {
 	return d.awaitSocket(ctx, exited)
 }
 
+// ErrNotRunning says that no host answers at the detached host's socket
+// (DialRunning).
+var ErrNotRunning = errors.New("the local executor host is not running")
+
+// DialRunning connects to the host's socket like Dial, but never starts
+// the host: ErrNotRunning when nothing answers there. Start-up
+// housekeeping reaches a host that runs already this way, and leaves
+// starting one to a session that asks for it.
+func (d *Detached) DialRunning(ctx context.Context) (net.Conn, error) {
+	c, err := d.dialSocket(ctx)
+	if err != nil && absent(err) {
+		return nil, ErrNotRunning
+	}
+	return c, err
+}
+
 func (d *Detached) dialSocket(ctx context.Context) (net.Conn, error) {
 	if err := CheckSocketPath(d.SocketPath()); err != nil {
 		return nil, fmt.Errorf("%w: choose a shorter --data-dir or --host-dir", err)

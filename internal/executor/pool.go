@@ -2,10 +2,14 @@ package executor
 
 import (
 	"cmp"
+	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/tether/tether/internal/errcode"
 )
@@ -44,6 +48,9 @@ type Pool struct {
 	mu     sync.Mutex
 	closed bool
 	hosts  map[string]*Host
+	// changed is closed (and replaced) when a host is added or the pool
+	// closes.
+	changed chan struct{}
 }
 
 // NewPool checks the remote hosts' config (URL, token file, TLS
@@ -66,7 +73,7 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		}
 		remotes = append(remotes, remote{r.Name, hc})
 	}
-	p := &Pool{cfg: cfg, hosts: make(map[string]*Host)}
+	p := &Pool{cfg: cfg, hosts: make(map[string]*Host), changed: make(chan struct{})}
 	for _, r := range remotes {
 		p.hosts[r.name] = NewHost(r.hc)
 	}
@@ -92,10 +99,85 @@ func remoteHostConfig(tmpl HostConfig, r RemoteConfig) (HostConfig, error) {
 }
 
 // Get returns the host named name, creating the local one on first use;
-// errcode.ExecutorNotFound if the daemon has no such host.
+// errcode.ExecutorNotFound if the daemon has no such host. The local
+// host's Host starts the host process when nothing answers at its socket:
+// Get is for a session that asks for the host (start-up housekeeping
+// asks GetRunning or Await, which never start it).
 func (p *Pool) Get(name string) (*Host, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if h, err := p.existingLocked(name); h != nil || err != nil {
+		return h, err
+	}
+	return p.addLocalLocked(nil)
+}
+
+// runningDialTimeout bounds GetRunning's dial of the local host's socket.
+const runningDialTimeout = 2 * time.Second
+
+// GetRunning returns the host named name if the daemon has it already, or
+// if it is the local host and that runs already: its socket answers (a
+// host an earlier daemon started). It never starts the local host:
+// ErrNotRunning when nothing answers there.
+func (p *Pool) GetRunning(ctx context.Context, name string) (*Host, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if h, err := p.existingLocked(name); h != nil || err != nil {
+		return h, err
+	}
+	// Dialled under the lock (a unix socket answers at once; the bound is
+	// for a host too hung to accept), so that no Get makes another Host
+	// meanwhile and the connection is never wasted: the new Host runs its
+	// handshake on it.
+	dctx, cancel := context.WithTimeout(ctx, runningDialTimeout)
+	defer cancel()
+	c, err := p.cfg.Local.DialRunning(dctx)
+	if err != nil {
+		return nil, err
+	}
+	h, err := p.addLocalLocked(c)
+	if err != nil {
+		_ = c.Close()
+	}
+	return h, err
+}
+
+// Await returns the host named name once the daemon has it: at once if it
+// has it or the local host runs already (GetRunning), else once a Get
+// makes it (the local host started for a session). It never starts the
+// host; ctx.Err() if ctx ends first.
+func (p *Pool) Await(ctx context.Context, name string) (*Host, error) {
+	h, err := p.GetRunning(ctx, name)
+	if !errors.Is(err, ErrNotRunning) {
+		return h, err
+	}
+	for {
+		p.mu.Lock()
+		changed := p.changed
+		h, err := p.existingLocked(name)
+		p.mu.Unlock()
+		if h != nil || err != nil {
+			return h, err
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// Changed returns a channel closed at the next host added (the local one
+// made on first use) or at Close; call it again after.
+func (p *Pool) Changed() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.changed
+}
+
+// existingLocked returns the host named name if the daemon has it; for
+// the local host not made yet, neither a host nor an error.
+func (p *Pool) existingLocked(name string) (*Host, error) {
 	if p.closed {
 		return nil, errcode.New(errcode.ServiceShuttingDown, "the executor hosts are closed")
 	}
@@ -105,15 +187,46 @@ func (p *Pool) Get(name string) (*Host, error) {
 	if name != LocalName || p.cfg.Local == nil {
 		return nil, errcode.New(errcode.ExecutorNotFound, "no executor host named %q is configured", name)
 	}
+	return nil, nil
+}
+
+// addLocalLocked makes the local host's Host. Its first connection is
+// first when set (GetRunning's), then it dials the detached host, which
+// starts it when nothing answers.
+func (p *Pool) addLocalLocked(first net.Conn) (*Host, error) {
 	tok, err := p.cfg.Local.Token()
 	if err != nil {
 		return nil, errcode.Wrap(errcode.ExecutorUnavailable, err, "the local executor host's token")
 	}
 	hc := p.cfg.Host
 	hc.Name, hc.Dial, hc.Token, hc.Local = LocalName, p.cfg.Local.Dial, tok, true
+	if first != nil {
+		hc.Dial = firstConn(first, hc.Dial)
+	}
 	h := NewHost(hc)
-	p.hosts[name] = h
+	p.hosts[LocalName] = h
+	p.notifyLocked()
 	return h, nil
+}
+
+// firstConn is a Dialer that returns c at its first call, then dials.
+func firstConn(c net.Conn, dial Dialer) Dialer {
+	var mu sync.Mutex
+	return func(ctx context.Context) (net.Conn, error) {
+		mu.Lock()
+		first := c
+		c = nil
+		mu.Unlock()
+		if first != nil {
+			return first, nil
+		}
+		return dial(ctx)
+	}
+}
+
+func (p *Pool) notifyLocked() {
+	close(p.changed)
+	p.changed = make(chan struct{})
 }
 
 // List reports every host created so far (the remote ones from the start,
@@ -139,6 +252,7 @@ func (p *Pool) Close() {
 	p.closed = true
 	hosts := p.hosts
 	p.hosts = map[string]*Host{}
+	p.notifyLocked()
 	p.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, h := range hosts {

@@ -1,6 +1,8 @@
 package executor
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,5 +116,70 @@ func TestPoolWithoutLocal(t *testing.T) {
 	defer p.Close()
 	if _, err := p.Get(LocalName); !errcode.Is(err, errcode.ExecutorNotFound) {
 		t.Fatalf("got %v, want %s", err, errcode.ExecutorNotFound)
+	}
+}
+
+// TestPoolReachesARunningLocalHostOnly: GetRunning and Await never start
+// the local host. While none runs, GetRunning says ErrNotRunning and
+// makes nothing (no Host, no host directory) and Await waits; a Get (a
+// session asking) starts it and Await returns that Host. A later pool on
+// the same directory (the next daemon) finds the running host with
+// GetRunning, and no second host is started.
+func TestPoolReachesARunningLocalHostOnly(t *testing.T) {
+	dataDir := shortTempDir(t)
+	newPool := func() (*Pool, *Detached) {
+		d := newDetached(t, dataDir)
+		p, err := NewPool(PoolConfig{Local: d, Host: HostConfig{DaemonID: "daemon-1", Logger: testLogger()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Close)
+		return p, d
+	}
+	p, _ := newPool()
+	if h, err := p.GetRunning(ctxT(t), LocalName); !errors.Is(err, ErrNotRunning) || h != nil {
+		t.Fatalf("GetRunning with no host running: got %v, %v, want ErrNotRunning", h, err)
+	}
+	if got := p.List(); len(got) != 0 {
+		t.Errorf("List after GetRunning: got %+v, want no host", got)
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "host")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the host directory after GetRunning: got %v, want none", err)
+	}
+	awaited := make(chan *Host, 1)
+	go func() {
+		h, err := p.Await(ctxT(t), LocalName)
+		if err != nil {
+			t.Errorf("Await: %v", err)
+		}
+		awaited <- h
+	}()
+	local, err := p.Get(LocalName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := await(t, "Await to return the host Get made", awaited); got != local {
+		t.Fatalf("Await: got %p, want the Host Get made, %p", got, local)
+	}
+	waitInfo(t, local, "the local host connected", func(i HostInfo) bool { return i.State == StateConnected })
+
+	next, d := newPool()
+	found, err := next.GetRunning(ctxT(t), LocalName)
+	if err != nil {
+		t.Fatalf("GetRunning with the host running: %v", err)
+	}
+	waitInfo(t, found, "the running host connected", func(i HostInfo) bool { return i.State == StateConnected })
+	if again, err := next.Await(ctxT(t), LocalName); err != nil || again != found {
+		t.Errorf("Await once found: got %p, %v, want %p", again, err, found)
+	}
+	d.mu.Lock()
+	byNext := d.starts
+	d.mu.Unlock()
+	if all := starts(t, dataDir); byNext != 0 || len(all) != 1 {
+		t.Errorf("hosts started: got %d by the later pool, %v in all, want 0 and 1", byNext, all)
+	}
+	next.Close()
+	if _, err := next.Await(ctxT(t), LocalName); !errcode.Is(err, errcode.ServiceShuttingDown) {
+		t.Errorf("Await after Close: got %v, want %s", err, errcode.ServiceShuttingDown)
 	}
 }

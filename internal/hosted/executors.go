@@ -34,10 +34,13 @@ type Executors struct {
 	LocalAddress string
 }
 
-// The session core learns of hosts connecting (late output) from it.
+// The session core learns of hosts connecting (late output) from it, and
+// waits for the local host without starting it (the credentials checks'
+// sweep).
 var (
 	_ sessions.Executors      = (*Executors)(nil)
 	_ sessions.ConnectWatcher = (*Executors)(nil)
+	_ sessions.HostAwaiter    = (*Executors)(nil)
 )
 
 // Choose resolves requested, else the profile's default, else the
@@ -137,21 +140,53 @@ func hostSessions(st hostproto.StatusResult) []sessions.ExecutorHostSession {
 
 // WatchConnects calls fn with the sessions an executor host holds each
 // time it connects, until ctx ends: the session core takes up their late
-// output then (sessions.ConnectWatcher).
+// output then (sessions.ConnectWatcher). It watches every host the daemon
+// has: the remote ones, the local one if it runs already (found again at
+// its socket, never started for this) and the local one once a session
+// starts it.
 func (x *Executors) WatchConnects(ctx context.Context, fn func(sessionIDs []string)) {
+	_, _ = x.Pool.GetRunning(ctx, executor.LocalName) // not running: watched once a session starts it
 	var wg sync.WaitGroup
-	for _, in := range x.Pool.List() {
-		h, err := x.Pool.Get(in.Name)
-		if err != nil {
-			continue
+	defer wg.Wait()
+	watched := map[string]bool{}
+	for {
+		changed := x.Pool.Changed()
+		for _, in := range x.Pool.List() {
+			if watched[in.Name] {
+				continue
+			}
+			h, err := x.Pool.Get(in.Name) // listed: made already, never started here
+			if err != nil {
+				continue
+			}
+			watched[in.Name] = true
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				watchConnects(ctx, h, fn)
+			}()
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			watchConnects(ctx, h, fn)
-		}()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return
+		}
 	}
-	wg.Wait()
+}
+
+// AwaitRuntime returns the runtime of an executor row once the daemon has
+// its host, never starting one (sessions.HostAwaiter): at once for
+// standalone, a remote host or a local host that runs already, else once
+// a session starts the local host.
+func (x *Executors) AwaitRuntime(ctx context.Context, rt session.Runtime, host string) (sessions.Runtime, error) {
+	if rt == session.RuntimeStandalone || rt == "" {
+		return x.Standalone, nil
+	}
+	h, err := x.Pool.Await(ctx, host)
+	if err != nil {
+		return nil, err
+	}
+	return hostRuntime{h}, nil
 }
 
 // watchConnects calls fn at each connection of h (after it came up from

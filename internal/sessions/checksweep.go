@@ -7,22 +7,27 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/acp"
+	"github.com/tether/tether/internal/session"
 )
 
 // A credentials check on the detached runtime (checkCredentials) starts a
 // throwaway session on the local executor host and stops it. A daemon
 // killed between the two leaves it there: the host keeps the agent
 // running and the session's directory, for good, since no session of the
-// store names it. The next daemon takes such leftovers up and stops them
-// (sweepCredentialChecks), sparing the checks it runs itself.
+// store names it (a host that lingers out and is started again takes the
+// directory up again). A later daemon takes such leftovers up and stops
+// them (sweepCredentialChecks), sparing the checks it runs itself: at
+// start-up if the host runs, else once a session starts the host. The
+// sweep never starts a host itself: a daemon whose sessions do not run on
+// it (--executor standalone) leaves no host process behind.
 
 // credentialsCheckPrefix opens the id of a credentials check's session
 // on an executor host; no stored session has such an id (they are UUIDs).
 const credentialsCheckPrefix = "credentials-check-"
 
 // sweepWait bounds how long the sweep waits for the local executor host
-// to answer after start-up; a host that does not answer by then is swept
-// at the next start.
+// to answer once the daemon has it; a host that does not answer by then
+// is swept at the next start.
 const sweepWait = time.Minute
 
 // checksRunning is the set of credentials checks this daemon runs now,
@@ -58,16 +63,29 @@ type SessionLister interface {
 	SessionIDs(ctx context.Context) ([]string, error)
 }
 
+// HostAwaiter is an Executors that can wait for an executor host without
+// starting it: AwaitRuntime returns the runtime of an executor row once
+// the daemon has its host (at once if it runs already; for the local
+// host, else once a session starts it), ctx.Err() if ctx ends first.
+type HostAwaiter interface {
+	AwaitRuntime(ctx context.Context, rt session.Runtime, host string) (Runtime, error)
+}
+
 // sweepCredentialChecks stops the credentials checks an earlier daemon
-// left on the local executor host, once the host answers. A check whose
-// agent was still starting refuses its stop: it is tried again until none
-// is left (bounded by sweepWait).
+// left on the local executor host, once the daemon has the host (it runs
+// at start-up, or a session started it) and the host answers. A check
+// whose agent was still starting refuses its stop: it is tried again
+// until none is left (bounded by sweepWait).
 func (m *Manager) sweepCredentialChecks() {
+	aw, ok := m.cfg.Executors.(HostAwaiter)
+	if !ok {
+		return
+	}
 	kind, host, err := m.cfg.Executors.Choose(ExecutorDetached, "")
 	if err != nil {
 		return // no local executor host
 	}
-	rt, err := m.cfg.Executors.Runtime(kind, host)
+	rt, err := aw.AwaitRuntime(m.life, kind, host)
 	if err != nil {
 		return
 	}

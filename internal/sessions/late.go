@@ -147,6 +147,8 @@ type LateAttacher interface {
 
 // ConnectWatcher is an Executors whose hosts say when they connect: fn
 // gets the sessions a host holds each time it connects, until ctx ends.
+// It never starts a host: the local one is watched if it runs already, or
+// once a session starts it.
 type ConnectWatcher interface {
 	WatchConnects(ctx context.Context, fn func(sessionIDs []string))
 }

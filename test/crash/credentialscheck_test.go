@@ -22,6 +22,13 @@ func (w *world) hostChecks() []string {
 			}
 		}
 	}
+	return append(out, w.hostCheckDirs()...)
+}
+
+// hostCheckDirs lists the credentials checks' session directories of the
+// detached executor host (it keeps them while it does not run).
+func (w *world) hostCheckDirs() []string {
+	var out []string
 	ents, _ := os.ReadDir(filepath.Join(w.dir, "host", "sessions"))
 	for _, e := range ents {
 		if strings.HasPrefix(e.Name(), "credentials-check-") {
@@ -29,6 +36,37 @@ func (w *world) hostChecks() []string {
 		}
 	}
 	return out
+}
+
+// killDuringCheck sends a create of profile (an agent that asked for
+// credentials) in the background and kills tetherd with SIGKILL once its
+// credentials check is on the detached executor host.
+func (w *world) killDuringCheck(profile string) {
+	w.t.Helper()
+	body, _ := json.Marshal(map[string]any{"agentProfileId": profile, "cwd": w.t.TempDir()})
+	req, _ := http.NewRequest(http.MethodPost, "http://"+w.addr+"/session", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	go func() {
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	w.waitFor("a check on the host", func() bool { return len(w.hostChecks()) > 0 })
+	w.kill9()
+}
+
+// waitAgentsEnded waits until no agent of profile runs.
+func (w *world) waitAgentsEnded(profile string) {
+	w.t.Helper()
+	w.waitFor("the agents of "+profile+" to end", func() bool {
+		for _, p := range w.processes("demo-agent") {
+			if strings.Contains(p.cmd, "agent-state/"+profile) {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // TestCredentialsCheckLeftOnTheHost (issue 28 item 7, tried again from
@@ -66,29 +104,89 @@ func TestCredentialsCheckLeftOnTheHost(t *testing.T) {
 	}
 
 	// tetherd killed while the check's agent starts on the host.
-	body, _ := json.Marshal(map[string]any{"agentProfileId": "keyless", "cwd": t.TempDir()})
-	req, _ := http.NewRequest(http.MethodPost, "http://"+w.addr+"/session", bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	go func() {
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-		}
-	}()
-	w.waitFor("a check on the host", func() bool { return len(w.hostChecks()) > 0 })
-	w.kill9()
+	w.killDuringCheck("keyless")
 	w.start("--executor", "detached")
 	w.waitFor("the check left by the killed tetherd to be stopped and forgotten", func() bool { return len(w.hostChecks()) == 0 })
-	w.waitFor("its agent to end", func() bool {
-		for _, p := range w.processes("demo-agent") {
-			if strings.Contains(p.cmd, "agent-state/keyless") {
-				return false
-			}
-		}
-		return true
-	})
+	w.waitAgentsEnded("keyless")
 	if ss := list(w.get("/sessions"), "sessions"); len(ss) != 1 || ss[0]["id"] != demo {
 		t.Errorf("GET /sessions after the restart: got %v, want the demo session alone", ss)
 	}
 	checkNoErrorLogged(t, "tetherd after the restart", w.daemonLog())
+}
+
+// TestCredentialsCheckLeftForALaterDaemon: a credentials check that a
+// killed tetherd left on the detached executor host is stopped by a later
+// tetherd that never starts a host on its own (--executor standalone).
+// If the host still runs, the later tetherd finds it at its socket and
+// sweeps the check at start-up, without starting another host. If the
+// host was stopped meanwhile (it keeps the check's directory), the later
+// tetherd leaves it stopped while its sessions run as its children, and
+// sweeps the check once a session asks for the detached runtime and so
+// starts the host. Before the fix every tetherd started the host at
+// start-up for the sweep, asked or not.
+func TestCredentialsCheckLeftForALaterDaemon(t *testing.T) {
+	tests := []struct {
+		name string
+		// stopHost stops the host after the kill, before the restart.
+		stopHost bool
+	}{
+		{name: "host running"},
+		{name: "host stopped", stopHost: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			keyless := profile{id: "keyless", flags: []string{"--auth-method", "demo-key", "--startup-delay", "1500ms"}}
+			w := newWorld(t, profile{id: "demo"}, keyless)
+			w.start("--executor", "detached")
+			w.waitFor("the probe", func() bool { c, _ := w.profileCredentials("keyless"); return c["status"] == "required" })
+			// tetherd killed while the check's agent starts on the host.
+			w.killDuringCheck("keyless")
+			hosts := w.hostProcesses()
+			if len(hosts) != 1 {
+				t.Fatalf("after the kill: got executor hosts %v, want 1", hosts)
+			}
+			if tc.stopHost {
+				// Stopped once the check's agent has started: a host stopped
+				// during the start gives the check up itself.
+				w.waitFor("the check's agent to start on the host", func() bool {
+					b, _ := os.ReadFile(filepath.Join(w.dir, "host", "host.log"))
+					for _, l := range strings.Split(string(b), "\n") {
+						if strings.Contains(l, `msg="host: agent started"`) && strings.Contains(l, "session=credentials-check-") {
+							return true
+						}
+					}
+					return false
+				})
+				w.stopHosts()
+				w.waitFor("the host to exit", func() bool { return len(w.hostProcesses()) == 0 })
+				if left := w.hostCheckDirs(); len(left) == 0 {
+					t.Fatal("the stopped host kept no credentials check's directory: nothing left to sweep")
+				}
+			}
+
+			w.start() // --executor standalone
+			if !tc.stopHost {
+				w.waitFor("the check left on the running host to be stopped and forgotten", func() bool { return len(w.hostChecks()) == 0 })
+				if got := w.hostProcesses(); len(got) != 1 || got[0].pid != hosts[0].pid {
+					t.Errorf("executor hosts after the sweep: got %v, want the one that ran, %v", got, hosts[0])
+				}
+			} else {
+				sid, _ := w.createSessionOn("demo", "")
+				w.prompt(sid, "/echo standalone", "p1")
+				w.waitTurn(sid, "p1")
+				if got := w.hostProcesses(); len(got) != 0 {
+					t.Errorf("after a standalone session's turn: got executor hosts %v, want none (nothing asked for one)", got)
+				}
+				if left := w.hostCheckDirs(); len(left) == 0 {
+					t.Error("the check's directory went while no host ran, want it left for the host to give up")
+				}
+				hosted, _ := w.createSessionOn("demo", "detached")
+				w.prompt(hosted, "/echo detached", "p1")
+				w.waitTurn(hosted, "p1")
+				w.waitFor("the check left on the stopped host to be stopped and forgotten once a session started the host", func() bool { return len(w.hostChecks()) == 0 })
+			}
+			w.waitAgentsEnded("keyless")
+			checkNoErrorLogged(t, "tetherd after the restart", w.daemonLog())
+		})
+	}
 }
