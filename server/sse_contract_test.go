@@ -218,7 +218,14 @@ func payloadTypes() []reflect.Type {
 	seen := map[reflect.Type]bool{}
 	for _, typ := range events.Types() {
 		p, _ := events.NewPayload(typ)
-		if t := reflect.TypeOf(p).Elem(); !seen[t] {
+		t := reflect.TypeOf(p).Elem()
+		if t.NumField() == 1 && t.Field(0).Anonymous && t.Field(0).Type.Kind() == reflect.Struct &&
+			t.Field(0).Type.Name() != "EventCommon" {
+			// Another payload under a second type name
+			// (ToolCallStartedData is ToolCallData): its schema is that one's.
+			t = t.Field(0).Type
+		}
+		if !seen[t] {
 			seen[t] = true
 			out = append(out, t)
 		}

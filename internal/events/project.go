@@ -31,6 +31,8 @@ func project(ctx context.Context, tx *store.Store, d Draft, emit Emit) error {
 		return tx.AppendChunk(ctx, p.MessageID, p.Text)
 	case *session.ToolCallData:
 		return projectToolCall(ctx, tx, p)
+	case *session.ToolCallStartedData:
+		return projectToolCall(ctx, tx, &p.ToolCallData)
 	case *session.PermissionRequestedData:
 		_, err := tx.CreatePermission(ctx, session.Permission{ID: p.RequestID, SessionID: p.SessionID, PromptID: p.PromptID,
 			ToolCallID: p.ToolCallID, Title: p.Title, Options: p.Options, State: session.PermissionPending})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"sort"
 
 	"github.com/tether/tether/internal/session"
@@ -62,41 +63,14 @@ const (
 
 // payloadOf makes an empty payload of each stored event type: the one
 // place that maps a type name of the log to its domain event.
-var payloadOf = map[string]func() session.EventPayload{
-	SessionCreated:         func() session.EventPayload { return &session.SessionCreatedData{} },
-	SessionStateChanged:    func() session.EventPayload { return &session.SessionStateChangedData{} },
-	SessionExecutorStatus:  func() session.EventPayload { return &session.ExecutorStatusData{} },
-	SessionResumed:         func() session.EventPayload { return &session.SessionResumedData{} },
-	SessionRecoveryChanged: func() session.EventPayload { return &session.RecoveryChangedData{} },
-	SessionAutoContinued:   func() session.EventPayload { return &session.AutoContinuedData{} },
-	SessionClosed:          func() session.EventPayload { return &session.SessionClosedData{} },
-	SessionOptionsChanged:  func() session.EventPayload { return &session.SessionOptionsChangedData{} },
-	SessionChoicesChanged:  func() session.EventPayload { return &session.SessionChoicesChangedData{} },
-	TaskCreated:            func() session.EventPayload { return &session.TaskCreatedData{} },
-	TaskUpdated:            func() session.EventPayload { return &session.TaskUpdatedData{} },
-	TaskStateChanged:       func() session.EventPayload { return &session.TaskStateChangedData{} },
-	TurnQueued:             func() session.EventPayload { return &session.TurnQueuedData{} },
-	TurnStarted:            func() session.EventPayload { return &session.TurnStartedData{} },
-	TurnCompleted:          func() session.EventPayload { return &session.TurnCompletedData{} },
-	TurnFailed:             func() session.EventPayload { return &session.TurnFailedData{} },
-	TurnCancelled:          func() session.EventPayload { return &session.TurnCancelledData{} },
-	TurnInterrupted:        func() session.EventPayload { return &session.TurnInterruptedData{} },
-	TurnDelivered:          func() session.EventPayload { return &session.TurnDeliveredData{} },
-	TurnCancelRequested:    func() session.EventPayload { return &session.TurnCancelRequestedData{} },
-	TurnWorkspaceChanges:   func() session.EventPayload { return &session.TurnWorkspaceChangesData{} },
-	SessionQueueHeld:       func() session.EventPayload { return &session.SessionQueueHeldData{} },
-	MessageAdded:           func() session.EventPayload { return &session.MessageAddedData{} },
-	MessageChunk:           func() session.EventPayload { return &session.MessageChunkData{} },
-	ToolCallStarted:        func() session.EventPayload { return &session.ToolCallData{} },
-	ToolCallUpdated:        func() session.EventPayload { return &session.ToolCallData{} },
-	PlanUpdated:            func() session.EventPayload { return &session.PlanUpdatedData{} },
-	PermissionRequested:    func() session.EventPayload { return &session.PermissionRequestedData{} },
-	PermissionResolved:     func() session.EventPayload { return &session.PermissionResolvedData{} },
-	CommandStarted:         func() session.EventPayload { return &session.CommandStartedData{} },
-	CommandOutput:          func() session.EventPayload { return &session.CommandOutputData{} },
-	CommandTruncated:       func() session.EventPayload { return &session.CommandTruncatedData{} },
-	CommandExited:          func() session.EventPayload { return &session.CommandExitedData{} },
-}
+var payloadOf = func() map[string]func() session.EventPayload {
+	m := map[string]func() session.EventPayload{}
+	for _, p := range session.Payloads() {
+		typ := reflect.TypeOf(p).Elem()
+		m[p.EventType()] = func() session.EventPayload { return reflect.New(typ).Interface().(session.EventPayload) }
+	}
+	return m
+}()
 
 // Types are the event types the log stores, sorted.
 func Types() []string {

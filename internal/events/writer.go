@@ -398,6 +398,9 @@ func (w *Writer) commitTx(batch []op) error {
 			if projErr != nil {
 				return
 			}
+			if projErr = typeDraft(&d); projErr != nil {
+				return
+			}
 			drafts = append(drafts, d)
 			if !d.Latest {
 				fillDraft(d)
@@ -632,6 +635,24 @@ func marshalPayload(d Draft) (json.RawMessage, error) {
 		return nil, errors.Join(errcode.New(errcode.Internal, "event %s payload cannot be encoded", d.Type), err)
 	}
 	return b, nil
+}
+
+// typeDraft names a domain payload's draft by its payload's type when the
+// emitter left Type empty, and refuses a draft whose Type names another
+// type than its payload's: the log must not store a payload under a type
+// that decodes to something else.
+func typeDraft(d *Draft) error {
+	p, ok := d.Payload.(session.EventPayload)
+	if !ok {
+		return nil
+	}
+	switch t := p.EventType(); {
+	case d.Type == "":
+		d.Type = t
+	case d.Type != t:
+		return errcode.New(errcode.Internal, "event %s has a %s payload (%T)", d.Type, t, p)
+	}
+	return nil
 }
 
 // fillDraft sets the common members a domain payload leaves empty from

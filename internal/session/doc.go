@@ -11,10 +11,13 @@
 // (docs/session.md):
 //
 //   - An event is a fact that happened to the session, in the session's
-//     order: a domain event of events.go, one payload type per event type
-//     of the contract (api/openapi.yaml), named like its *Data schema.
-//     internal/events numbers it (seq), commits it and publishes it; its
-//     type name and payload constructor are in internal/events/types.go.
+//     order: a domain event (events.go, events_turn.go,
+//     events_transcript.go), one payload type per event type of the
+//     contract (api/openapi.yaml), named like its *Data schema, which
+//     knows its type name (EventType) and, when it changes the state, how
+//     (evolve, next to it). Payloads lists them all. internal/events
+//     numbers an event (seq), projects its rows, commits it and publishes
+//     it.
 //   - A state is what the events say so far: State, changed only by
 //     Evolve, one event at a time, in log order (state.go). Fold builds it
 //     from a whole log; a Recent state keeps what the recovery plan reads

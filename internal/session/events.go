@@ -26,8 +26,60 @@ type EventCommon struct {
 func (c *EventCommon) Base() *EventCommon { return c }
 
 // EventPayload is a typed event payload: a pointer to one of this file's types
-// (they embed EventCommon).
-type EventPayload interface{ Base() *EventCommon }
+// (they embed EventCommon). EventType is the type name the log stores it
+// under (the contract's `type`).
+type EventPayload interface {
+	Base() *EventCommon
+	EventType() string
+}
+
+// Payloads makes an empty payload of every event type the log stores: the
+// one list of them (internal/events maps the type names to it for
+// decoding). A new event type is its payload type here, its EventType, its
+// evolve if it changes the state, and its line below.
+func Payloads() []EventPayload {
+	out := make([]EventPayload, len(payloads))
+	for i, mk := range payloads {
+		out[i] = mk()
+	}
+	return out
+}
+
+var payloads = []func() EventPayload{
+	func() EventPayload { return &SessionCreatedData{} },
+	func() EventPayload { return &SessionStateChangedData{} },
+	func() EventPayload { return &ExecutorStatusData{} },
+	func() EventPayload { return &SessionResumedData{} },
+	func() EventPayload { return &RecoveryChangedData{} },
+	func() EventPayload { return &AutoContinuedData{} },
+	func() EventPayload { return &SessionClosedData{} },
+	func() EventPayload { return &SessionOptionsChangedData{} },
+	func() EventPayload { return &SessionChoicesChangedData{} },
+	func() EventPayload { return &TaskCreatedData{} },
+	func() EventPayload { return &TaskUpdatedData{} },
+	func() EventPayload { return &TaskStateChangedData{} },
+	func() EventPayload { return &TurnQueuedData{} },
+	func() EventPayload { return &TurnStartedData{} },
+	func() EventPayload { return &TurnCompletedData{} },
+	func() EventPayload { return &TurnFailedData{} },
+	func() EventPayload { return &TurnCancelledData{} },
+	func() EventPayload { return &TurnInterruptedData{} },
+	func() EventPayload { return &TurnDeliveredData{} },
+	func() EventPayload { return &TurnCancelRequestedData{} },
+	func() EventPayload { return &TurnWorkspaceChangesData{} },
+	func() EventPayload { return &SessionQueueHeldData{} },
+	func() EventPayload { return &MessageAddedData{} },
+	func() EventPayload { return &MessageChunkData{} },
+	func() EventPayload { return &ToolCallStartedData{} },
+	func() EventPayload { return &ToolCallData{} },
+	func() EventPayload { return &PlanUpdatedData{} },
+	func() EventPayload { return &PermissionRequestedData{} },
+	func() EventPayload { return &PermissionResolvedData{} },
+	func() EventPayload { return &CommandStartedData{} },
+	func() EventPayload { return &CommandOutputData{} },
+	func() EventPayload { return &CommandTruncatedData{} },
+	func() EventPayload { return &CommandExitedData{} },
+}
 
 // Session family.
 
@@ -41,11 +93,30 @@ type SessionCreatedData struct {
 	EventEpoch     string       `json:"eventEpoch"`
 }
 
+// EventType is session.created.
+func (*SessionCreatedData) EventType() string { return "session.created" }
+
+// evolve folds SessionCreatedData into s (State.Evolve).
+func (p *SessionCreatedData) evolve(s *State, e Event) error {
+	s.Session = Session{ID: p.SessionID, TaskID: p.TaskID, AgentProfileID: p.AgentProfileID, Cwd: p.Cwd,
+		State: p.State, Title: p.Title, EventEpoch: p.EventEpoch, CreatedAt: e.At, UpdatedAt: e.At}
+	return nil
+}
+
 // SessionStateChangedData is the payload of session.state_changed.
 type SessionStateChangedData struct {
 	EventCommon
 	State         SessionState `json:"state"`
 	PreviousState SessionState `json:"previousState"`
+}
+
+// EventType is session.state_changed.
+func (*SessionStateChangedData) EventType() string { return "session.state_changed" }
+
+// evolve folds SessionStateChangedData into s (State.Evolve).
+func (p *SessionStateChangedData) evolve(s *State, e Event) error {
+	s.Session.State, s.Session.UpdatedAt = p.State, e.At
+	return nil
 }
 
 // ExecutorStatusData is the payload of session.executor_status.
@@ -62,12 +133,24 @@ type ExecutorStatusData struct {
 	AgentExecutionID string         `json:"agentExecutionId,omitempty"`
 }
 
+// EventType is session.executor_status.
+func (*ExecutorStatusData) EventType() string { return "session.executor_status" }
+
 // SessionResumedData is the payload of session.resumed.
 type SessionResumedData struct {
 	EventCommon
 	Strategy        string `json:"strategy"`
 	ContextRestored bool   `json:"contextRestored"`
 	FallbackReason  string `json:"fallbackReason,omitempty"`
+}
+
+// EventType is session.resumed.
+func (*SessionResumedData) EventType() string { return "session.resumed" }
+
+// evolve folds SessionResumedData into s (State.Evolve).
+func (p *SessionResumedData) evolve(s *State, e Event) error {
+	s.Session.InjectContext, s.Session.ContextLost = p.Context()
+	return nil
 }
 
 // Context is what a restore left the session owing its agent: the
@@ -93,6 +176,9 @@ type CommandStartedData struct {
 	Command   string `json:"command"`
 }
 
+// EventType is command.started.
+func (*CommandStartedData) EventType() string { return "command.started" }
+
 // CommandOutputData is the payload of command.output.
 type CommandOutputData struct {
 	EventCommon
@@ -100,6 +186,9 @@ type CommandOutputData struct {
 	Offset    int64  `json:"offset"`
 	Text      string `json:"text"`
 }
+
+// EventType is command.output.
+func (*CommandOutputData) EventType() string { return "command.output" }
 
 // CommandTruncatedData is the payload of command.truncated: the
 // command's output from Offset on is not recorded, for Reason. Bytes is
@@ -114,6 +203,9 @@ type CommandTruncatedData struct {
 	Bytes     int64  `json:"bytes,omitempty"`
 	Limit     int64  `json:"limit,omitempty"`
 }
+
+// EventType is command.truncated.
+func (*CommandTruncatedData) EventType() string { return "command.truncated" }
 
 // Reasons of command.truncated: the daemon's limits (the command's own
 // output, the session's commands together), and output its executor
@@ -137,6 +229,9 @@ type CommandExitedData struct {
 	DroppedBytes int64  `json:"droppedBytes"`
 }
 
+// EventType is command.exited.
+func (*CommandExitedData) EventType() string { return "command.exited" }
+
 // AutoContinuedData is the payload of session.auto_continued; PromptID
 // (in EventCommon) is the continuation's.
 type AutoContinuedData struct {
@@ -144,6 +239,9 @@ type AutoContinuedData struct {
 	ContinuesPromptID string `json:"continuesPromptId"`
 	Reason            string `json:"reason"`
 }
+
+// EventType is session.auto_continued.
+func (*AutoContinuedData) EventType() string { return "session.auto_continued" }
 
 // RecoveryChangedData is the payload of session.recovery_changed. Recovery
 // comes first: the writer compares this Latest event's JSON with the last
@@ -153,10 +251,22 @@ type RecoveryChangedData struct {
 	EventCommon
 }
 
+// EventType is session.recovery_changed.
+func (*RecoveryChangedData) EventType() string { return "session.recovery_changed" }
+
 // SessionClosedData is the payload of session.closed.
 type SessionClosedData struct {
 	EventCommon
 	State SessionState `json:"state"`
+}
+
+// EventType is session.closed.
+func (*SessionClosedData) EventType() string { return "session.closed" }
+
+// evolve folds SessionClosedData into s (State.Evolve).
+func (p *SessionClosedData) evolve(s *State, e Event) error {
+	s.Session.State, s.Session.UpdatedAt = p.State, e.At
+	return nil
 }
 
 // SessionOptionsChangedData is the payload of session.options_changed:
@@ -169,6 +279,9 @@ type SessionOptionsChangedData struct {
 	AvailableCommands json.RawMessage `json:"availableCommands,omitempty"`
 }
 
+// EventType is session.options_changed.
+func (*SessionOptionsChangedData) EventType() string { return "session.options_changed" }
+
 // SessionChoicesChangedData is the payload of session.choices_changed:
 // the mode and config option values the user chose, which every later
 // start of the agent applies again.
@@ -176,6 +289,15 @@ type SessionChoicesChangedData struct {
 	EventCommon
 	ModeChoice    string          `json:"modeChoice,omitempty"`
 	ConfigChoices json.RawMessage `json:"configChoices,omitempty"`
+}
+
+// EventType is session.choices_changed.
+func (*SessionChoicesChangedData) EventType() string { return "session.choices_changed" }
+
+// evolve folds SessionChoicesChangedData into s (State.Evolve).
+func (p *SessionChoicesChangedData) evolve(s *State, e Event) error {
+	s.Session.ModeChoice, s.Session.ConfigChoices = p.ModeChoice, p.ConfigChoices
+	return nil
 }
 
 // Task family (task events belong to no session; Common.TaskID names the
@@ -190,11 +312,17 @@ type TaskCreatedData struct {
 	CreatedAt time.Time `json:"createdAt"`
 }
 
+// EventType is task.created.
+func (*TaskCreatedData) EventType() string { return "task.created" }
+
 // TaskUpdatedData is the payload of task.updated (a rename).
 type TaskUpdatedData struct {
 	EventCommon
 	Title string `json:"title"`
 }
+
+// EventType is task.updated.
+func (*TaskUpdatedData) EventType() string { return "task.updated" }
 
 // TaskStateChangedData is the payload of task.state_changed.
 type TaskStateChangedData struct {
@@ -203,172 +331,5 @@ type TaskStateChangedData struct {
 	PreviousState TaskState `json:"previousState"`
 }
 
-// Turn family: a turn's promptId is the Draft's PromptID.
-
-// TurnQueuedData is the payload of turn.queued.
-type TurnQueuedData struct {
-	EventCommon
-	Kind              TurnKind        `json:"kind"`
-	Seq               int64           `json:"seq"`
-	Prompt            json.RawMessage `json:"prompt"`
-	ContinuesPromptID string          `json:"continuesPromptId,omitempty"`
-	// Interruption is a continue turn's recovery summary (JSON) as it was
-	// admitted.
-	Interruption json.RawMessage `json:"interruption,omitempty"`
-}
-
-// TurnStartedData is the payload of turn.started.
-type TurnStartedData struct {
-	EventCommon
-	Kind      TurnKind  `json:"kind"`
-	StartedAt time.Time `json:"startedAt"`
-	// ContextInjected: the prompt carries the resume context (history
-	// injection), which the session owed its agent once.
-	ContextInjected bool `json:"contextInjected,omitempty"`
-}
-
-// TurnCompletedData is the payload of turn.completed.
-type TurnCompletedData struct {
-	EventCommon
-	State      TurnState  `json:"state"`
-	EndedAt    *time.Time `json:"endedAt"`
-	StopReason string     `json:"stopReason"`
-}
-
-// TurnFailedData is the payload of turn.failed.
-type TurnFailedData struct {
-	EventCommon
-	State   TurnState  `json:"state"`
-	EndedAt *time.Time `json:"endedAt"`
-	Code    string     `json:"code"`
-	Message string     `json:"message"`
-}
-
-// TurnCancelledData is the payload of turn.cancelled. Reason "withdrawn"
-// marks a queued prompt its client withdrew.
-type TurnCancelledData struct {
-	EventCommon
-	State      TurnState  `json:"state"`
-	EndedAt    *time.Time `json:"endedAt"`
-	StopReason string     `json:"stopReason,omitempty"`
-	Reason     string     `json:"reason,omitempty"`
-	// CancelRequested: the user's cancel ended it (a queued turn the
-	// cancel dropped).
-	CancelRequested bool `json:"cancelRequested,omitempty"`
-}
-
-// TurnInterruptedData is the payload of turn.interrupted.
-type TurnInterruptedData struct {
-	EventCommon
-	State             TurnState          `json:"state"`
-	EndedAt           *time.Time         `json:"endedAt"`
-	Reason            string             `json:"reason"`
-	DanglingToolCalls []DanglingToolCall `json:"danglingToolCalls"`
-	ExitCode          *int               `json:"exitCode,omitempty"`
-	ExitSignal        string             `json:"exitSignal,omitempty"`
-	// Code and Message say what else is known of the interruption:
-	// host_outbox_damaged when the executor host found the session's
-	// outbox damaged (some of the turn's output is lost).
-	Code    string `json:"code,omitempty"`
-	Message string `json:"message,omitempty"`
-}
-
-// TurnDeliveredData is the payload of turn.delivered: whether the turn's
-// prompt reached the agent (DeliveredAt nil: a native load showed it did
-// not, correcting an earlier record).
-type TurnDeliveredData struct {
-	EventCommon
-	DeliveredAt *time.Time `json:"deliveredAt"`
-}
-
-// TurnCancelRequestedData is the payload of turn.cancel_requested: the
-// user asked to cancel the running turn.
-type TurnCancelRequestedData struct {
-	EventCommon
-}
-
-// TurnWorkspaceChangesData is the payload of turn.workspace_changes: what
-// the executor found changed since the interrupted turn's checkpoint.
-type TurnWorkspaceChangesData struct {
-	EventCommon
-	Changes WorkspaceChanges `json:"changes"`
-}
-
-// SessionQueueHeldData is the payload of session.queue_held: whether the
-// queued turns wait for the user (see PlanInput.QueueHeld).
-type SessionQueueHeldData struct {
-	EventCommon
-	Held bool `json:"held"`
-}
-
-// Message family.
-
-// MessageAddedData is the payload of message.added: a new transcript message.
-type MessageAddedData struct {
-	EventCommon
-	MessageID int64           `json:"messageId"`
-	Role      MessageRole     `json:"role"`
-	Text      string          `json:"text"`
-	CreatedAt time.Time       `json:"createdAt"`
-	Content   json.RawMessage `json:"content,omitempty"`
-	// AgentMessageID is the agent's ACP messageId of the message, if it
-	// sent one: the log keeps it so that a daemon that takes a running
-	// turn up again (a detached re-attach) still tells the agent's next
-	// message from the one it was writing.
-	AgentMessageID string `json:"agentMessageId,omitempty"`
-	// Closes names the message this one ends (0: none known), whose
-	// streamed chunks the projection folds into its row without reading
-	// which message was open. It is a hint to the projection, not part of
-	// the event: the log does not keep it.
-	Closes int64 `json:"-"`
-}
-
-// MessageChunkData is the payload of message.chunk: text appended to a message.
-type MessageChunkData struct {
-	EventCommon
-	MessageID int64       `json:"messageId"`
-	Role      MessageRole `json:"role"`
-	Text      string      `json:"text"`
-}
-
-// Tool call and plan family.
-
-// ToolCallData is the payload of tool_call.started and tool_call.updated:
-// the tool call whole, its ACP members as the agent sent them.
-type ToolCallData struct {
-	EventCommon
-	ToolCallID  string          `json:"toolCallId"`
-	Title       string          `json:"title"`
-	Kind        string          `json:"kind"`
-	Status      ToolCallStatus  `json:"status"`
-	Interrupted bool            `json:"interrupted"`
-	Content     json.RawMessage `json:"content,omitempty"`
-	Locations   json.RawMessage `json:"locations,omitempty"`
-	RawInput    json.RawMessage `json:"rawInput,omitempty"`
-	RawOutput   json.RawMessage `json:"rawOutput,omitempty"`
-}
-
-// PlanUpdatedData is the payload of plan.updated: the agent's plan entries.
-type PlanUpdatedData struct {
-	EventCommon
-	Entries json.RawMessage `json:"entries"`
-}
-
-// Permission family.
-
-// PermissionRequestedData is the payload of permission.requested.
-type PermissionRequestedData struct {
-	EventCommon
-	RequestID  string          `json:"requestId"`
-	ToolCallID string          `json:"toolCallId"`
-	Title      string          `json:"title"`
-	Options    json.RawMessage `json:"options"`
-}
-
-// PermissionResolvedData is the payload of permission.resolved.
-type PermissionResolvedData struct {
-	EventCommon
-	RequestID string          `json:"requestId"`
-	State     PermissionState `json:"state"`
-	OptionID  string          `json:"optionId,omitempty"`
-}
+// EventType is task.state_changed.
+func (*TaskStateChangedData) EventType() string { return "task.state_changed" }

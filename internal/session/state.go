@@ -104,147 +104,10 @@ func (s *State) Evolve(e Event) error {
 }
 
 func (s *State) evolve(e Event) error {
-	switch p := e.Payload.(type) {
-	case *SessionCreatedData:
-		s.Session = Session{ID: p.SessionID, TaskID: p.TaskID, AgentProfileID: p.AgentProfileID, Cwd: p.Cwd,
-			State: p.State, Title: p.Title, EventEpoch: p.EventEpoch, CreatedAt: e.At, UpdatedAt: e.At}
-	case *SessionStateChangedData:
-		s.Session.State, s.Session.UpdatedAt = p.State, e.At
-	case *SessionClosedData:
-		s.Session.State, s.Session.UpdatedAt = p.State, e.At
-	case *TurnQueuedData:
-		if _, dup := s.turn[p.PromptID]; dup {
-			return fmt.Errorf("turn %s queued twice", p.PromptID)
-		}
-		s.turn[p.PromptID] = len(s.Turns)
-		s.Turns = append(s.Turns, Turn{SessionID: p.SessionID, PromptID: p.PromptID, Seq: p.Seq, Kind: p.Kind,
-			State: TurnQueued, Prompt: p.Prompt, ContinuesPromptID: p.ContinuesPromptID, Interruption: p.Interruption, CreatedAt: e.At})
-	case *TurnStartedData:
-		t, err := s.knownTurn(p.PromptID)
-		if err != nil {
-			return err
-		}
-		started := p.StartedAt
-		t.State, t.StartedAt = TurnRunning, &started
-		if p.ContextInjected {
-			t.ContextInjected, s.Session.InjectContext = true, false
-		}
-		s.lastStarted = p.PromptID
-		s.trimOutput()
-	case *TurnCompletedData, *TurnFailedData, *TurnCancelledData, *TurnInterruptedData:
-		t, err := s.knownTurn(p.Base().PromptID)
-		if err != nil {
-			return err
-		}
-		EndTurn(t, p)
-	case *TurnDeliveredData:
-		t, err := s.knownTurn(p.PromptID)
-		if err != nil {
-			return err
-		}
-		t.DeliveredAt = p.DeliveredAt
-	case *TurnCancelRequestedData:
-		t, err := s.knownTurn(p.PromptID)
-		if err != nil {
-			return err
-		}
-		t.CancelRequested = true
-	case *TurnWorkspaceChangesData:
-		t, err := s.knownTurn(p.PromptID)
-		if err != nil {
-			return err
-		}
-		b, err := json.Marshal(p.Changes)
-		if err != nil {
-			return err
-		}
-		t.WorkspaceChanges = b
-	case *SessionChoicesChangedData:
-		s.Session.ModeChoice, s.Session.ConfigChoices = p.ModeChoice, p.ConfigChoices
-	case *SessionQueueHeldData:
-		s.Session.QueueHeld = p.Held
-	case *SessionResumedData:
-		s.Session.InjectContext, s.Session.ContextLost = p.Context()
-	case *MessageAddedData:
-		if s.recent && p.PromptID != s.lastStarted {
-			break
-		}
-		if _, dup := s.msg[p.MessageID]; dup {
-			return fmt.Errorf("message %d added twice", p.MessageID)
-		}
-		s.msg[p.MessageID] = len(s.Messages)
-		s.Messages = append(s.Messages, Message{ID: p.MessageID, SessionID: p.SessionID, PromptID: p.PromptID,
-			Role: p.Role, Text: p.Text, Content: p.Content, CreatedAt: p.CreatedAt, UpdatedAt: p.CreatedAt})
-		if p.AgentMessageID != "" {
-			s.AgentMessageIDs[p.MessageID] = p.AgentMessageID
-		}
-	case *MessageChunkData:
-		i, ok := s.msg[p.MessageID]
-		if !ok && s.recent {
-			break // output of an earlier turn
-		}
-		if !ok {
-			return fmt.Errorf("chunk of message %d, which no message.added started", p.MessageID)
-		}
-		m := &s.Messages[i]
-		// A message streams in thousands of chunks: appending to a
-		// string would copy it whole each time. The builder grows in
-		// place, and its String shares the bytes.
-		b := s.text[m.ID]
-		if b == nil {
-			b = &strings.Builder{}
-			b.WriteString(m.Text)
-			s.text[m.ID] = b
-		}
-		b.WriteString(p.Text)
-		m.Text, m.UpdatedAt = b.String(), e.At
-	case *ToolCallData:
-		c := ToolCall{SessionID: p.SessionID, ToolCallID: p.ToolCallID, PromptID: p.PromptID, Title: p.Title,
-			Kind: p.Kind, Status: p.Status, Interrupted: p.Interrupted, Content: p.Content, Locations: p.Locations,
-			RawInput: p.RawInput, RawOutput: p.RawOutput, CreatedAt: e.At, UpdatedAt: e.At}
-		if i, ok := s.tool[p.ToolCallID]; ok {
-			// The payload is the tool call whole; it stays the turn's
-			// that started it.
-			c.PromptID, c.CreatedAt = s.ToolCalls[i].PromptID, s.ToolCalls[i].CreatedAt
-			s.ToolCalls[i] = c
-			break
-		}
-		if s.recent {
-			owner, known := s.toolTurn[p.ToolCallID]
-			if !known {
-				owner = p.PromptID
-			}
-			if owner != s.lastStarted {
-				s.toolTurn[p.ToolCallID] = owner
-				break
-			}
-			delete(s.toolTurn, p.ToolCallID)
-		}
-		s.tool[p.ToolCallID] = len(s.ToolCalls)
-		s.ToolCalls = append(s.ToolCalls, c)
-	case *PlanUpdatedData:
-		s.Plan = p.Entries
-	case *PermissionRequestedData:
-		if _, dup := s.perm[p.RequestID]; dup {
-			return fmt.Errorf("permission %s requested twice", p.RequestID)
-		}
-		s.perm[p.RequestID] = len(s.Permissions)
-		s.Permissions = append(s.Permissions, Permission{ID: p.RequestID, SessionID: p.SessionID, PromptID: p.PromptID,
-			ToolCallID: p.ToolCallID, Title: p.Title, Options: p.Options, State: PermissionPending, CreatedAt: e.At})
-	case *PermissionResolvedData:
-		i, ok := s.perm[p.RequestID]
-		if !ok && s.recent {
-			break // answered before the seed, or never pending here
-		}
-		if !ok {
-			return fmt.Errorf("permission %s resolved, never requested", p.RequestID)
-		}
-		at := e.At
-		pm := &s.Permissions[i]
-		pm.State, pm.SelectedOptionID, pm.ResolvedAt = p.State, p.OptionID, &at
-		if s.recent {
-			s.trimPermissions()
-		}
+	// Each payload that changes the state folds itself (evolve, next to
+	// its type in events.go); the others only advance Seq.
+	if p, ok := e.Payload.(interface{ evolve(*State, Event) error }); ok {
+		return p.evolve(s, e)
 	}
 	return nil
 }
@@ -266,6 +129,16 @@ func EndTurn(t *Turn, p EventPayload) {
 		t.State, t.EndedAt, t.InterruptReason = p.State, p.EndedAt, p.Reason
 		t.ExitCode, t.ExitSignal, t.ErrorCode, t.ErrorMessage = p.ExitCode, p.ExitSignal, p.Code, p.Message
 	}
+}
+
+// endTurn ends turn promptID as its terminal event p says (EndTurn).
+func (s *State) endTurn(promptID string, p EventPayload) error {
+	t, err := s.knownTurn(promptID)
+	if err != nil {
+		return err
+	}
+	EndTurn(t, p)
+	return nil
 }
 
 // knownTurn is the turn promptID, which an earlier turn.queued introduced.

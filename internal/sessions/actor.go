@@ -248,7 +248,7 @@ func (a *actor) persistExecutor(announce bool) {
 			return err
 		}
 		if announce {
-			emit(a.draft(events.SessionExecutorStatus, "", executorPayload(e)))
+			emit(a.draft("", executorPayload(e)))
 		}
 		return nil
 	})

@@ -72,7 +72,7 @@ func jsonDepth(b []byte) int {
 // its projection creates the turn's row (numbering it) and marks the
 // session prompted, so the row and the event exist together or not at all.
 func queuedDraft(sess session.Session, t session.Turn) events.Draft {
-	return sessionDraft(sess.ID, sess.TaskID, events.TurnQueued, t.PromptID, &session.TurnQueuedData{
+	return sessionDraft(sess.ID, sess.TaskID, t.PromptID, &session.TurnQueuedData{
 		Kind: t.Kind, Prompt: t.Prompt, ContinuesPromptID: t.ContinuesPromptID, Interruption: t.Interruption})
 }
 

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/session"
 )
 
@@ -110,7 +109,7 @@ func (a *actor) maybeAutoContinue(promptID string) {
 			return
 		}
 		a.mb.post(func() {
-			a.emit(a.draft(events.SessionAutoContinued, res.Turn.PromptID,
+			a.emit(a.draft(res.Turn.PromptID,
 				&session.AutoContinuedData{ContinuesPromptID: promptID, Reason: reason}))
 		})
 	})

@@ -41,7 +41,7 @@ func (c sessionCreated) Apply(ctx context.Context, tx *store.Store, emit events.
 	if err != nil {
 		return err
 	}
-	emit(sessionDraft(sess.ID, sess.TaskID, events.SessionCreated, "", &session.SessionCreatedData{
+	emit(sessionDraft(sess.ID, sess.TaskID, "", &session.SessionCreatedData{
 		AgentProfileID: sess.AgentProfileID, Cwd: sess.Cwd, State: sess.State, Title: sess.Title, EventEpoch: sess.EventEpoch}))
 	if c.Initial == nil {
 		return nil
@@ -73,7 +73,7 @@ func (c recoveryPushed) Apply(ctx context.Context, tx *store.Store, emit events.
 		return err
 	}
 	in.Closing, in.AgentAvailable = c.Closing, c.AgentAvailable
-	d := sessionDraft(c.Session, c.TaskID, events.SessionRecoveryChanged, "", &session.RecoveryChangedData{Recovery: session.Plan(in)})
+	d := sessionDraft(c.Session, c.TaskID, "", &session.RecoveryChangedData{Recovery: session.Plan(in)})
 	d.Latest = !c.Always
 	emit(d)
 	return nil
@@ -110,7 +110,7 @@ func (c permissionResolved) Apply(ctx context.Context, tx *store.Store, emit eve
 	if row.State != session.PermissionPending {
 		return nil
 	}
-	emit(sessionDraft(c.Session, c.TaskID, events.PermissionResolved, row.PromptID,
+	emit(sessionDraft(c.Session, c.TaskID, row.PromptID,
 		&session.PermissionResolvedData{RequestID: c.RequestID, State: c.End.State, OptionID: c.End.OptionID}))
 	return nil
 }
@@ -176,7 +176,7 @@ func (c toolCallsFailed) fail(ctx context.Context, tx *store.Store, emit events.
 		synthetic, _ := json.Marshal(map[string]any{"type": "content", "content": map[string]any{
 			"type": "text", "text": fmt.Sprintf(interruptedToolText, c.Cause)}})
 		blocks, _ := json.Marshal(append(content, synthetic))
-		emit(sessionDraft(c.Session, c.TaskID, events.ToolCallUpdated, c.PromptID, toolCallPayload(session.ToolCall{
+		emit(sessionDraft(c.Session, c.TaskID, c.PromptID, toolCallPayload(session.ToolCall{
 			SessionID: c.Session, ToolCallID: tc.ToolCallID, Status: session.ToolFailed, Interrupted: true, Content: blocks})))
 		dangling = append(dangling, session.DanglingToolCall{ID: tc.ToolCallID, Title: tc.Title, Kind: tc.Kind})
 	}

@@ -99,7 +99,7 @@ func (m *Manager) recordOutput(a *actor, c store.Command, gap *session.CommandTr
 	err := a.writeAndWait(m.life, func(tx *store.Store, emit events.Emit) error {
 		rec = c
 		if gap != nil {
-			emit(a.draft(events.CommandTruncated, "", gap))
+			emit(a.draft("", gap))
 			rec.DroppedBytes += gap.Bytes
 			rec.OutputOffset = start
 		}
@@ -120,14 +120,14 @@ func (m *Manager) recordOutput(a *actor, c store.Command, gap *session.CommandTr
 			n = completeUTF8(data[:n]) // the record stops between characters
 		}
 		if n > 0 {
-			emit(a.draft(events.CommandOutput, "", &session.CommandOutputData{CommandID: c.ID, Offset: start,
+			emit(a.draft("", &session.CommandOutputData{CommandID: c.ID, Offset: start,
 				Text: strings.ToValidUTF8(string(data[:n]), "\uFFFD")}))
 			rec.OutputBytes += int64(n)
 		}
 		rec.OutputOffset = start + int64(n)
 		if reason != "" {
 			rec.Truncated = reason
-			emit(a.draft(events.CommandTruncated, "", &session.CommandTruncatedData{CommandID: c.ID, Offset: rec.OutputOffset,
+			emit(a.draft("", &session.CommandTruncatedData{CommandID: c.ID, Offset: rec.OutputOffset,
 				Reason: reason, Limit: limit}))
 		}
 		return tx.SetCommandOutput(a.ctx(), c.SessionID, c.ID, rec.CommandOutput)
@@ -158,7 +158,7 @@ func (m *Manager) endCommand(a *actor, c store.Command, state store.CommandState
 		if _, err := tx.EndCommand(a.ctx(), a.id, c.ID, state, exitCode); err != nil {
 			return err
 		}
-		emit(a.draft(events.CommandExited, "", &session.CommandExitedData{CommandID: c.ID, State: string(state), ExitCode: exitCode,
+		emit(a.draft("", &session.CommandExitedData{CommandID: c.ID, State: string(state), ExitCode: exitCode,
 			OutputBytes: c.OutputBytes, DroppedBytes: c.DroppedBytes}))
 		return nil
 	})

@@ -57,7 +57,7 @@ func (m *Manager) RunCommand(ctx context.Context, sessionID, command string) (st
 		if _, err := tx.CreateCommand(a.ctx(), c); err != nil {
 			return err
 		}
-		emit(a.draft(events.CommandStarted, "", &session.CommandStartedData{CommandID: c.ID, Command: command}))
+		emit(a.draft("", &session.CommandStartedData{CommandID: c.ID, Command: command}))
 		return nil
 	}); err != nil {
 		return store.Command{}, err

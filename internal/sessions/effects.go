@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/acp"
-	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/session"
 )
 
@@ -132,7 +131,7 @@ func (a *actor) performOne(e effect) {
 			r.turn = t
 		}
 		a.turns[t.PromptID] = t
-		a.emit(a.draft(events.TurnCancelRequested, t.PromptID, &session.TurnCancelRequestedData{}))
+		a.emit(a.draft(t.PromptID, &session.TurnCancelRequestedData{}))
 	case effRemoveQueued:
 		a.queue = slices.DeleteFunc(a.queue, func(q session.Turn) bool { return q.PromptID == e.PromptID })
 	case effDropQueue:

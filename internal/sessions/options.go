@@ -138,7 +138,7 @@ func (a *actor) adoptOptions(o acp.SessionOptions) {
 // emitOptions announces the session's options as they now stand, so a
 // stream sees modes, config options and commands change without polling.
 func (a *actor) emitOptions() {
-	changed := a.draft(events.SessionOptionsChanged, "", &session.SessionOptionsChangedData{CurrentMode: a.mode,
+	changed := a.draft("", &session.SessionOptionsChangedData{CurrentMode: a.mode,
 		AvailableModes: AvailableModes(a.modes), ConfigOptions: a.configOptions, AvailableCommands: a.commands})
 	a.emit(changed)
 }
@@ -280,7 +280,7 @@ func (a *actor) storeConfig(optionID string, value json.RawMessage) *events.Pend
 // choicesDraft is session.choices_changed with the session's choices as
 // they now stand.
 func (a *actor) choicesDraft() events.Draft {
-	return a.draft(events.SessionChoicesChanged, "", &session.SessionChoicesChangedData{
+	return a.draft("", &session.SessionChoicesChangedData{
 		ModeChoice: a.sess.ModeChoice, ConfigChoices: a.sess.ConfigChoices})
 }
 

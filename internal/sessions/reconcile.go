@@ -194,7 +194,7 @@ func restartRepair(as store.ActiveSession, effs []effect, available bool, histor
 			case effMarkReconnecting:
 				ex.Status = session.ExecutorReconnecting
 				if err = tx.UpdateExecutor(ctx, ex); err == nil {
-					emit(a.draft(events.SessionExecutorStatus, "", executorPayload(ex)))
+					emit(a.draft("", executorPayload(ex)))
 				}
 			case effHoldQueue:
 				s.QueueHeld = true
@@ -211,13 +211,13 @@ func restartRepair(as store.ActiveSession, effs []effect, available bool, histor
 				err = ti.Apply(ctx, tx, emit)
 			case effClosePermissions:
 				for _, p := range as.Permissions {
-					emit(a.draft(events.PermissionResolved, p.PromptID, &session.PermissionResolvedData{RequestID: p.ID, State: e.State}))
+					emit(a.draft(p.PromptID, &session.PermissionResolvedData{RequestID: p.ID, State: e.State}))
 				}
 			case effStopExecutor:
 				ex.Status = session.ExecutorStopped
 				ex.ErrorMessage = "agent stopped: tetherd restarted"
 				if err = tx.UpdateExecutor(ctx, ex); err == nil {
-					emit(a.draft(events.SessionExecutorStatus, "", executorPayload(ex)))
+					emit(a.draft("", executorPayload(ex)))
 				}
 			case effSetState:
 				prev := s.State

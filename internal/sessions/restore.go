@@ -16,7 +16,6 @@ import (
 
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
-	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/workspace"
 )
@@ -388,7 +387,7 @@ func (a *actor) settleLoad(p startPlan, out startOutcome) {
 func (a *actor) recordResumed(out startOutcome) {
 	resumed := &session.SessionResumedData{Strategy: out.strategy, ContextRestored: out.contextRestored, FallbackReason: out.fallback}
 	a.sess.InjectContext, a.sess.ContextLost = resumed.Context()
-	a.emit(a.draft(events.SessionResumed, "", resumed))
+	a.emit(a.draft("", resumed))
 }
 
 // startFailed leaves the session usable and resumable: the identity is kept,

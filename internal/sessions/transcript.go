@@ -47,7 +47,7 @@ func (a *actor) applyUpdate(d decision, u acp.Update) {
 			a.recordToolCall(e, u)
 		case effRecordPlan:
 			a.sess.Plan = u.Data
-			a.emit(a.draft(events.PlanUpdated, e.PromptID, &session.PlanUpdatedData{Entries: u.Data}))
+			a.emit(a.draft(e.PromptID, &session.PlanUpdatedData{Entries: u.Data}))
 		case effAdoptCommands:
 			a.commands = u.Data
 		case effAdoptMode:
@@ -91,17 +91,17 @@ func (a *actor) startMessage(e effStartMessage, u acp.Update) {
 func (a *actor) appendChunk(e effAppendChunk, u acp.Update) {
 	r := a.running
 	r.noteChunk(e.MessageID)
-	a.emit(a.draft(events.MessageChunk, e.PromptID, &session.MessageChunkData{MessageID: r.openMsg, Role: e.Role, Text: u.Text}))
+	a.emit(a.draft(e.PromptID, &session.MessageChunkData{MessageID: r.openMsg, Role: e.Role, Text: u.Text}))
 }
 
 // recordToolCall stores the tool call update u carries.
 func (a *actor) recordToolCall(e effRecordToolCall, u acp.Update) {
-	rec := toolCallRecord(a.id, e.PromptID, u.Tool)
-	typ := events.ToolCallUpdated
+	p := toolCallPayload(toolCallRecord(a.id, e.PromptID, u.Tool))
 	if e.Started {
-		typ = events.ToolCallStarted
+		a.emit(a.draft(e.PromptID, &session.ToolCallStartedData{ToolCallData: *p}))
+		return
 	}
-	a.emit(a.draft(typ, e.PromptID, toolCallPayload(rec)))
+	a.emit(a.draft(e.PromptID, p))
 }
 
 // noteChunk notes a message chunk with ACP messageID (decideUpdate has
@@ -134,7 +134,7 @@ func (a *actor) messageDraft(m session.Message, agentMsgID string, closes int64)
 
 // messageDraft is message.added of message m of a session of task taskID.
 func messageDraft(sessionID, taskID string, m session.Message, agentMsgID string, closes int64) events.Draft {
-	return sessionDraft(sessionID, taskID, events.MessageAdded, m.PromptID, &session.MessageAddedData{MessageID: m.ID, Role: m.Role,
+	return sessionDraft(sessionID, taskID, m.PromptID, &session.MessageAddedData{MessageID: m.ID, Role: m.Role,
 		Text: m.Text, CreatedAt: m.CreatedAt, Content: m.Content, AgentMessageID: agentMsgID, Closes: closes})
 }
 
@@ -204,9 +204,9 @@ func (a *actor) askPermission(promptID string, req acp.PermissionRequest, reply 
 		Title: title, Options: opts, State: session.PermissionPending}
 	var ds []events.Draft
 	if req.Tool.ID != "" {
-		ds = append(ds, a.draft(events.ToolCallUpdated, promptID, toolCallPayload(toolCallRecord(a.id, promptID, &req.Tool))))
+		ds = append(ds, a.draft(promptID, toolCallPayload(toolCallRecord(a.id, promptID, &req.Tool))))
 	}
-	ds = append(ds, a.draft(events.PermissionRequested, promptID, &session.PermissionRequestedData{
+	ds = append(ds, a.draft(promptID, &session.PermissionRequestedData{
 		RequestID: p.ID, ToolCallID: p.ToolCallID, Title: p.Title, Options: opts}))
 	asked := a.emit(ds...)
 	a.perms[p.ID] = &pendingPermission{promptID: promptID, options: req.Options, reply: reply}

@@ -178,7 +178,7 @@ func (a *actor) startTurn(promptID string) {
 		a.sess.InjectContext = false
 	}
 	a.turns[t.PromptID] = t
-	ds := []events.Draft{a.draft(events.TurnStarted, t.PromptID, &session.TurnStartedData{Kind: t.Kind, StartedAt: now, ContextInjected: inject})}
+	ds := []events.Draft{a.draft(t.PromptID, &session.TurnStartedData{Kind: t.Kind, StartedAt: now, ContextInjected: inject})}
 	if t.Kind != session.TurnContinue { // continuing adds no user message (DESIGN.md section 6)
 		ds = append(ds, a.messageDraft(session.Message{PromptID: t.PromptID, Role: session.RoleUser, Text: promptText(t.Prompt)}, "", 0))
 	}
@@ -277,24 +277,24 @@ func (a *actor) endTurn(t session.Turn, state session.TurnState, set func(*sessi
 
 // turnEndedDraft is the terminal event of a turn of a session of taskID.
 func turnEndedDraft(sessionID, taskID string, t session.Turn, dangling []session.DanglingToolCall) events.Draft {
-	typ, p := events.TurnCompleted, session.EventPayload(&session.TurnCompletedData{State: t.State, EndedAt: t.EndedAt, StopReason: t.StopReason})
+	p := session.EventPayload(&session.TurnCompletedData{State: t.State, EndedAt: t.EndedAt, StopReason: t.StopReason})
 	switch t.State {
 	case session.TurnFailed:
-		typ, p = events.TurnFailed, &session.TurnFailedData{State: t.State, EndedAt: t.EndedAt, Code: t.ErrorCode, Message: t.ErrorMessage}
+		p = &session.TurnFailedData{State: t.State, EndedAt: t.EndedAt, Code: t.ErrorCode, Message: t.ErrorMessage}
 	case session.TurnCancelled:
 		c := &session.TurnCancelledData{State: t.State, EndedAt: t.EndedAt, StopReason: t.StopReason, CancelRequested: t.CancelRequested}
 		if t.StopReason == session.Withdrawn {
 			c.Reason = session.Withdrawn
 		}
-		typ, p = events.TurnCancelled, c
+		p = c
 	case session.TurnInterrupted:
 		if dangling == nil {
 			dangling = []session.DanglingToolCall{}
 		}
-		typ, p = events.TurnInterrupted, &session.TurnInterruptedData{State: t.State, EndedAt: t.EndedAt, Reason: t.InterruptReason,
+		p = &session.TurnInterruptedData{State: t.State, EndedAt: t.EndedAt, Reason: t.InterruptReason,
 			DanglingToolCalls: dangling, ExitCode: t.ExitCode, ExitSignal: t.ExitSignal, Code: t.ErrorCode, Message: t.ErrorMessage}
 	}
-	return sessionDraft(sessionID, taskID, typ, t.PromptID, p)
+	return sessionDraft(sessionID, taskID, t.PromptID, p)
 }
 
 // interruptedToolText is the synthetic result recorded for a tool call whose
@@ -427,5 +427,5 @@ type closing struct {
 func (a *actor) closed(conn Agent) {
 	a.recordStopped(conn, "")
 	state := a.sess.State
-	a.emit(a.draft(events.SessionClosed, "", &session.SessionClosedData{State: state}))
+	a.emit(a.draft("", &session.SessionClosedData{State: state}))
 }

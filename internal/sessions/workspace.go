@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/errcode"
-	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/workspace"
 )
@@ -194,7 +193,7 @@ func (m *Manager) reportChanges(sessionID, promptID string) {
 			return
 		}
 		a.mb.post(func() {
-			a.emit(a.draft(events.TurnWorkspaceChanges, promptID, &session.TurnWorkspaceChangesData{Changes: changes}))
+			a.emit(a.draft(promptID, &session.TurnWorkspaceChangesData{Changes: changes}))
 			a.pushRecovery()
 			a.maybeAutoContinue(promptID)
 		})

@@ -40,12 +40,12 @@ func (r noID) Apply(context.Context, *store.Store, events.Emit) error {
 
 // queueHeldDraft is session.queue_held.
 func (a *actor) queueHeldDraft(held bool) events.Draft {
-	return a.draft(events.SessionQueueHeld, "", &session.SessionQueueHeldData{Held: held})
+	return a.draft("", &session.SessionQueueHeldData{Held: held})
 }
 
 // deliveredDraft is turn.delivered of turn t as it stands.
 func (a *actor) deliveredDraft(t session.Turn) events.Draft {
-	return a.draft(events.TurnDelivered, t.PromptID, &session.TurnDeliveredData{DeliveredAt: t.DeliveredAt})
+	return a.draft(t.PromptID, &session.TurnDeliveredData{DeliveredAt: t.DeliveredAt})
 }
 
 // change hands a typed change (see changes.go) to the event writer, like
@@ -120,20 +120,20 @@ func (a *actor) afterWrites(f func()) {
 
 // draft is an event of this session (promptID "" when no turn is
 // involved): the writer puts the session's, its task's and the prompt's ids
-// into the payload.
-func (a *actor) draft(typ, promptID string, p session.EventPayload) events.Draft {
-	return sessionDraft(a.id, a.sess.TaskID, typ, promptID, p)
+// into the payload, and its type is its payload's (EventType).
+func (a *actor) draft(promptID string, p session.EventPayload) events.Draft {
+	return sessionDraft(a.id, a.sess.TaskID, promptID, p)
 }
 
 // sessionDraft is an event of session sessionID of task taskID.
-func sessionDraft(sessionID, taskID, typ, promptID string, p session.EventPayload) events.Draft {
-	return events.Draft{SessionID: sessionID, TaskID: taskID, Type: typ, PromptID: promptID, Payload: p}
+func sessionDraft(sessionID, taskID, promptID string, p session.EventPayload) events.Draft {
+	return events.Draft{SessionID: sessionID, TaskID: taskID, Type: p.EventType(), PromptID: promptID, Payload: p}
 }
 
 // stateDraft is session.state_changed of sess, which was in state prev:
 // its projection moves the task too (events.FollowTask).
 func stateDraft(sess session.Session, prev session.SessionState) events.Draft {
-	return sessionDraft(sess.ID, sess.TaskID, events.SessionStateChanged, "",
+	return sessionDraft(sess.ID, sess.TaskID, "",
 		&session.SessionStateChangedData{State: sess.State, PreviousState: prev})
 }
 
