@@ -50,10 +50,12 @@
 // POST /session/{id}/prompt (server/handlers.go) calls Manager.Prompt,
 // which posts to the session's actor and waits (call, mailbox.go). On the
 // actor, admit (turns.go) builds a view and asks decide (decidePrompt);
-// the effects enqueue the turn, which submits its turn.queued write to the
-// events.Writer. The writer commits it in a group commit and only then
-// publishes it to the events.Hub, whose subscribers are the SSE streams
-// (server/sse.go); the request answers 202 once that commit is done. Once
+// the effects enqueue the turn, which emits turn.queued (queuedDraft,
+// admission.go) to the events.Writer. The writer projects it (the turn's
+// row, numbered; events/project.go), commits it in a group commit and only
+// then publishes it to the events.Hub, whose subscribers are the SSE
+// streams (server/sse.go); the request answers 202 once that commit is
+// done. Once
 // the write has reported, decide (decideNext) starts the turn: startTurn
 // records turn.started and hands the prompt to the Agent (PromptTurn).
 // The agent's updates come back through agentHandler.Update (actor.go)
@@ -61,4 +63,20 @@
 // one changes; each change is a write that commits before it is
 // published; the agent's answer comes back as onTurnDone, which decide
 // (decideTurnEnded) turns into the turn's end.
+//
+// # What a change touches
+//
+//   - A new event type: the contract (api/openapi.yaml), its payload in
+//     internal/session (events*.go: the type, EventType, evolve, its line
+//     in payloads), its rows in internal/events/project.go if it has any,
+//     and the emit site here (a.draft(promptID, payload)); docs/session.md
+//     walks through it.
+//   - A new command: its input and decision in decide.go (with its table
+//     cases in decide_test.go), the Manager method that posts it to the
+//     actor (a file named for the request flow: turns.go, continuation.go,
+//     withdraw.go, options.go, …), and its handler in server against the
+//     contract.
+//   - A new runtime: an implementation of Runtime and Agent (runtime.go;
+//     internal/hosted is the one for executor hosts) chosen by Executors,
+//     wired in cmd/tetherd; no rule here names a runtime's type.
 package sessions
