@@ -371,7 +371,10 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (_ session.Session
 func (m *Manager) ResolveCwd(path string) (string, error) { return m.cfg.Cwd.ResolveDir(path) }
 
 // actor returns the live actor of a session, loading it from the store
-// when the daemon has not touched the session since it started.
+// when the daemon has not touched the session since it started. A loaded
+// actor first repairs what the store holds of the session that nothing
+// live will finish (takeUp): an earlier actor retired or dropped with
+// writes the store refused left it open.
 func (m *Manager) actor(ctx context.Context, id string) (*actor, error) {
 	m.mu.Lock()
 	if m.shutdown {
@@ -390,21 +393,15 @@ func (m *Manager) actor(ctx context.Context, id string) (*actor, error) {
 			return nil, err
 		}
 	}
-	sess, err := m.store.GetSession(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	exec, err := m.store.GetExecutor(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	turns, err := m.store.ListTurns(ctx, id)
+	l, err := m.load(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if m.afterLoad != nil {
 		m.afterLoad()
 	}
+	_, _, specErr := m.profiles.Spec(l.sess.AgentProfileID)
+	in := restartedOf(l.sess, l.exec, l.turns, l.pending, specErr == nil, true)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.shutdown {
@@ -415,13 +412,43 @@ func (m *Manager) actor(ctx context.Context, id string) (*actor, error) {
 	if a, ok := m.actors[id]; ok {
 		return a, nil
 	}
-	a := newActor(m, sess, exec, turns)
+	a := newActor(m, l.sess, l.exec, l.turns)
+	a.mb.post(func() { a.takeUp(in) }) // first: before whatever loaded it
 	m.actors[id] = a
 	m.spawn(func() {
 		a.mb.run()
 		a.stopRetry() // on the actor's goroutine: its mailbox is closed and drained
 	})
 	return a, nil
+}
+
+// loaded is what an actor loads of its session, read in one snapshot.
+type loaded struct {
+	sess    session.Session
+	exec    session.Executor
+	turns   []session.Turn
+	pending []session.Permission
+}
+
+// load reads session id, its executor, its turns and its pending
+// permission requests in one snapshot.
+func (m *Manager) load(ctx context.Context, id string) (loaded, error) {
+	var l loaded
+	err := m.store.Snapshot(ctx, func(r *store.Store) error {
+		var err error
+		if l.sess, err = r.GetSession(ctx, id); err != nil {
+			return err
+		}
+		if l.exec, err = r.GetExecutor(ctx, id); err != nil {
+			return err
+		}
+		if l.turns, err = r.ListTurns(ctx, id); err != nil {
+			return err
+		}
+		l.pending, err = r.ListPendingPermissions(ctx, id)
+		return err
+	})
+	return l, err
 }
 
 // Prompt admits a prompt into a session (running now, or queued).
