@@ -422,7 +422,7 @@ func (m *Manager) actor(ctx context.Context, id string) (*actor, error) {
 	return a, nil
 }
 
-// loaded is what an actor loads of its session, read in one snapshot.
+// loaded is what an actor loads of its session.
 type loaded struct {
 	sess    session.Session
 	exec    session.Executor
@@ -431,23 +431,20 @@ type loaded struct {
 }
 
 // load reads session id, its executor, its turns and its pending
-// permission requests in one snapshot.
-func (m *Manager) load(ctx context.Context, id string) (loaded, error) {
-	var l loaded
-	err := m.store.Snapshot(ctx, func(r *store.Store) error {
-		var err error
-		if l.sess, err = r.GetSession(ctx, id); err != nil {
-			return err
-		}
-		if l.exec, err = r.GetExecutor(ctx, id); err != nil {
-			return err
-		}
-		if l.turns, err = r.ListTurns(ctx, id); err != nil {
-			return err
-		}
-		l.pending, err = r.ListPendingPermissions(ctx, id)
-		return err
-	})
+// permission requests. They are not read in one snapshot, which would
+// cost about as much as the reads themselves: nothing writes a session
+// without an actor but what its earlier actor may still have in flight.
+func (m *Manager) load(ctx context.Context, id string) (l loaded, err error) {
+	if l.sess, err = m.store.GetSession(ctx, id); err != nil {
+		return l, err
+	}
+	if l.exec, err = m.store.GetExecutor(ctx, id); err != nil {
+		return l, err
+	}
+	if l.turns, err = m.store.ListTurns(ctx, id); err != nil {
+		return l, err
+	}
+	l.pending, err = m.store.ListPendingPermissions(ctx, id)
 	return l, err
 }
 
