@@ -112,6 +112,14 @@ func (a *actor) reloadWhenQuiet() {
 // the permission requests an agent waits on) stay, and what the store
 // lacks of them is recorded.
 func (a *actor) reload() {
+	select {
+	case <-a.mb.done:
+		// Retired (closed, dropped, or shut down) and draining: whatever
+		// takes the session up next repairs it (takeUp, reconcile.go),
+		// and two repairing at once would record a turn's end twice.
+		return
+	default:
+	}
 	ctx := a.ctx()
 	var sess session.Session
 	var exec session.Executor
