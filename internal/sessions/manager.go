@@ -422,32 +422,6 @@ func (m *Manager) actor(ctx context.Context, id string) (*actor, error) {
 	return a, nil
 }
 
-// loaded is what an actor loads of its session.
-type loaded struct {
-	sess    session.Session
-	exec    session.Executor
-	turns   []session.Turn
-	pending []session.Permission
-}
-
-// load reads session id, its executor, its turns and its pending
-// permission requests. They are not read in one snapshot, which would
-// cost about as much as the reads themselves: nothing writes a session
-// without an actor but what its earlier actor may still have in flight.
-func (m *Manager) load(ctx context.Context, id string) (l loaded, err error) {
-	if l.sess, err = m.store.GetSession(ctx, id); err != nil {
-		return l, err
-	}
-	if l.exec, err = m.store.GetExecutor(ctx, id); err != nil {
-		return l, err
-	}
-	if l.turns, err = m.store.ListTurns(ctx, id); err != nil {
-		return l, err
-	}
-	l.pending, err = m.store.ListPendingPermissions(ctx, id)
-	return l, err
-}
-
 // Prompt admits a prompt into a session (running now, or queued).
 func (m *Manager) Prompt(ctx context.Context, sessionID string, in PromptInput) (PromptResult, error) {
 	if err := m.checkPrompt(in.Prompt); err != nil {

@@ -218,6 +218,32 @@ func (a *actor) takeUp(in restartedInput) {
 	a.perform(decide(a.view(), in).Effects...)
 }
 
+// loaded is what an actor loads of its session.
+type loaded struct {
+	sess    session.Session
+	exec    session.Executor
+	turns   []session.Turn
+	pending []session.Permission
+}
+
+// load reads session id, its executor, its turns and its pending
+// permission requests. They are not read in one snapshot, which would
+// cost about as much as the reads themselves: nothing writes a session
+// without an actor but what its earlier actor may still have in flight.
+func (m *Manager) load(ctx context.Context, id string) (l loaded, err error) {
+	if l.sess, err = m.store.GetSession(ctx, id); err != nil {
+		return l, err
+	}
+	if l.exec, err = m.store.GetExecutor(ctx, id); err != nil {
+		return l, err
+	}
+	if l.turns, err = m.store.ListTurns(ctx, id); err != nil {
+		return l, err
+	}
+	l.pending, err = m.store.ListPendingPermissions(ctx, id)
+	return l, err
+}
+
 // stopOrphan stops the agent process the previous daemon started for the
 // session (effStopOrphan).
 func (a *actor) stopOrphan() {
