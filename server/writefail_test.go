@@ -247,13 +247,7 @@ func TestRefusedChangesAreRecordedOnceTheStoreAcceptsWrites(t *testing.T) {
 	t.Run("a permission's answer", func(t *testing.T) {
 		d := startDaemon(t, daemonOptions{})
 		sid, _ := d.createSession(nil)
-		d.prompt(sid, "/permission", "p1")
-		var pending []map[string]any
-		d.waitFor("a pending permission", func() bool {
-			pending = list(d.transcript(sid), "pendingPermissions")
-			return len(pending) == 1
-		})
-		id, _ := pending[0]["id"].(string)
+		id := d.askedPermission(sid)
 		remove := d.injectFailure("permission_requests", "UPDATE", "1 = 1")
 		r := d.do("POST", "/session/"+sid+"/permission/"+id, map[string]any{"optionId": "allow_once"})
 		if r.Status != http.StatusInternalServerError || r.JSON(t)["code"] != "store_write_failed" {
@@ -262,16 +256,76 @@ func TestRefusedChangesAreRecordedOnceTheStoreAcceptsWrites(t *testing.T) {
 		d.failuresAtLeast(2) // the answer, and the repair recording it failed
 		remove()
 		d.waitFor("the answer to be recorded", func() bool { return len(list(d.transcript(sid), "pendingPermissions")) == 0 })
-		var resolved []string
-		for _, e := range d.sessionLog(sid) {
-			if e.Type == events.PermissionResolved {
-				var p map[string]any
-				_ = json.Unmarshal(e.Payload, &p)
-				resolved = append(resolved, fmt.Sprintf("%v %v", p["state"], p["optionId"]))
-			}
-		}
-		if want := []string{"selected allow_once"}; !slices.Equal(resolved, want) {
+		if resolved, want := d.permissionOutcomes(sid), []string{"selected allow_once"}; !slices.Equal(resolved, want) {
 			t.Fatalf("permission.resolved events: got %q, want %q", resolved, want)
 		}
 	})
+}
+
+// TestClosedSessionsRefusedCancelIsRecordedAtTheNextStart: a session
+// closed while the store refuses its permission request's update keeps
+// the request pending in its log, and its actor retires: nothing of the
+// session lives on to record it. The next daemon records it cancelled
+// (as the close meant) before it serves, and a request to the session
+// finds it so. It used to stay pending for good: start-up looked only at
+// active sessions, and an actor loaded for a closed session held none.
+func TestClosedSessionsRefusedCancelIsRecordedAtTheNextStart(t *testing.T) {
+	d := startDaemon(t, daemonOptions{})
+	sid, _ := d.createSession(nil)
+	d.askedPermission(sid)
+	remove := d.injectFailure("permission_requests", "UPDATE", "1 = 1")
+	if r := d.do("DELETE", "/session/"+sid, nil); r.Status >= 500 && r.JSON(t)["code"] != "store_write_failed" {
+		t.Fatalf("close whose cancel cannot be stored: got %d %s, want 2xx or 500 store_write_failed", r.Status, r.Body)
+	}
+	// Stopped with the store still refusing: whatever the retired actor
+	// tried was refused.
+	d.stop()
+	remove()
+	d = d.restart(daemonOptions{})
+	if resolved, want := d.permissionOutcomes(sid), []string{"cancelled"}; !slices.Equal(resolved, want) {
+		t.Fatalf("permission.resolved events after the restart: got %q, want %q", resolved, want)
+	}
+	if n := len(list(d.transcript(sid), "pendingPermissions")); n != 0 {
+		t.Fatalf("pending permissions after the restart: got %d, want 0", n)
+	}
+	r := d.do("POST", "/session/"+sid+"/prompt", map[string]any{"prompt": text("after the close")})
+	if r.Status != http.StatusConflict || r.JSON(t)["code"] != "session_terminal" {
+		t.Fatalf("prompt to the closed session: got %d %s, want 409 session_terminal", r.Status, r.Body)
+	}
+	if n := len(list(d.transcript(sid), "pendingPermissions")); n != 0 {
+		t.Fatalf("pending permissions once the session was loaded: got %d, want 0", n)
+	}
+}
+
+// askedPermission prompts session sid's demo agent to ask a permission
+// and returns the request's id once it is pending.
+func (d *daemon) askedPermission(sid string) string {
+	d.t.Helper()
+	d.prompt(sid, "/permission", "p1")
+	var pending []map[string]any
+	d.waitFor("a pending permission", func() bool {
+		pending = list(d.transcript(sid), "pendingPermissions")
+		return len(pending) == 1
+	})
+	id, _ := pending[0]["id"].(string)
+	return id
+}
+
+// permissionOutcomes are the permission.resolved events of session sid's
+// log, in order, as "state" or "state optionId".
+func (d *daemon) permissionOutcomes(sid string) []string {
+	d.t.Helper()
+	var out []string
+	for _, e := range d.sessionLog(sid) {
+		if e.Type != events.PermissionResolved {
+			continue
+		}
+		var p struct{ State, OptionID string }
+		_ = json.Unmarshal(e.Payload, &p)
+		if p.OptionID != "" {
+			p.State += " " + p.OptionID
+		}
+		out = append(out, p.State)
+	}
+	return out
 }

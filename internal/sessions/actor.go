@@ -79,6 +79,10 @@ type actor struct {
 	version uint64
 	// tracking, while set, collects the writes submitted (callWrites).
 	tracking *[]*events.Pending
+	// batch, while set, takes the actor's changes instead of the writer:
+	// start-up commits every session's repairs in one transaction
+	// (reconcile.go).
+	batch *[]events.Change
 	// reloading is set while a reload after a failed write is pending;
 	// retry, while its backoff runs, stops the backoff's timer; backoff
 	// is how long the reload after the next failed write waits, failures

@@ -20,8 +20,9 @@ import (
 //     permission request, each session/update) and the actor's own inputs
 //     (an admission's write reported, the idle clock, what runs next).
 //   - decide_lifecycle.go: an agent's start and its outcome, a failed
-//     write and the reload after it, a daemon's shutdown, and start-up
-//     reconciliation (whose effects reconcile.go performs in the writer).
+//     write and the reload after it, a daemon's shutdown, and a session
+//     taken up from the store (at start-up and at an actor's load, both
+//     performed by the actor: reconcile.go).
 //     decideRestore, the ACP calls that restore a session, is there too:
 //     pure like decide, but followed by the start itself, off the actor,
 //     since only the started agent says what it can.

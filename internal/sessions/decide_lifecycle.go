@@ -13,8 +13,9 @@ import (
 // store. An agent's start (ensureAgentInput; decideRestore, which the start
 // itself follows off the actor, on the capabilities the agent announced;
 // agentStartedInput and what follows it), a failed write and the reload
-// after it, a daemon's shutdown, and start-up reconciliation (restartedInput,
-// whose effects reconcile.go performs in the writer: no actor runs yet).
+// after it, a daemon's shutdown, and a session taken up from the store
+// with nothing live (restartedInput): at start-up, and whenever an actor
+// loads a session.
 
 // decideEnsureAgent starts an agent if none runs or starts and the session
 // still takes work, reserving its slot first if it has none (admission
@@ -224,56 +225,81 @@ func nextBackoff(d time.Duration) time.Duration {
 // decideReloaded decides what the actor believes after a reload, and what
 // it records to make the store agree with what is live: the log is the
 // truth, and a fact the live session lived through that the log lacks is
-// recorded as a new event. The queue is the turns the store holds queued,
-// then those still being admitted (not stored yet), in the order they
-// were admitted; the running turn is the live run's. A turn the store
-// shows running without a live run lost its outcome: it fails with
-// store_write_failed, so clients see it end. A permission request the
-// store shows pending that no agent waits on any more is closed as the
-// actor closed it (else expired). A session the store shows RUNNING with
-// no turn running waits for input again. Every reload tries every repair
-// again: one the store refuses fails the write, and the next reload,
-// after its backoff (decideWriteFailed), tries it again.
+// recorded as a new event (storeLacks says which). The queue is the turns
+// the store holds queued, then those still being admitted (not stored
+// yet), in the order they were admitted; the running turn is the live
+// run's. An executor record the store lacks is recorded again, and a
+// session the actor closed that the store shows open is closed again.
+// Every reload tries every repair again: one the store refuses fails the
+// write, and the next reload, after its backoff (decideWriteFailed),
+// tries it again.
 func decideReloaded(v view, in reloadedInput) decision {
 	running := ""
 	if v.Running != nil {
 		running = v.Running.PromptID
 	}
-	var queue []string
-	var repairs []effect
-	for _, t := range in.Turns {
-		switch {
-		case t.PromptID == running:
-		case t.State == session.TurnQueued:
-			queue = append(queue, t.PromptID)
-		case t.State == session.TurnRunning:
-			repairs = append(repairs, effRecordLost{PromptID: t.PromptID})
-		}
-	}
-	for _, p := range in.Pending {
-		if p.Live {
-			continue
-		}
-		end := permissionEnd{State: session.PermissionExpired}
-		if p.End != nil {
-			end = *p.End
-		}
-		repairs = append(repairs, effRecordResolved{RequestID: p.ID, End: end})
+	closed := v.State.Terminal() || in.State.Terminal()
+	queue, repairs := storeLacks(closed, in.State, running, in.Turns, in.Pending)
+	if v.State.Terminal() && !in.State.Terminal() {
+		repairs = append(repairs, effSetState{State: v.State})
 	}
 	for _, q := range v.Queue {
 		if q.Admitting && !slices.Contains(queue, q.PromptID) {
 			queue = append(queue, q.PromptID)
 		}
 	}
-	if v.Running == nil && in.State == session.SessionRunning {
-		repairs = append(repairs, effRepairState{})
-	}
 	d := accept(effReload{Queue: queue})
+	if in.ExecutorLacks {
+		d.Effects = append(d.Effects, effRecordExecutor{})
+	}
 	d.Effects = append(d.Effects, repairs...)
 	if len(repairs) > 0 {
 		d.Effects = append(d.Effects, effPushRecovery{})
 	}
 	return accept(append(d.Effects, effStartNext{})...)
+}
+
+// storeLacks is what the log lacks of a session against what is live, as
+// a reload and a load record it: closed says the session was closed (by
+// the actor, or as the log says), state is the session's state in the
+// store, running the live run's turn ("" for none), turns every turn the
+// store holds and pending the permission requests it holds pending. A
+// turn the store shows running without a live run lost its outcome: it
+// fails with store_write_failed, so clients see it end. A queued turn
+// stays queued (it is returned, in order), unless the session was
+// closed: the close cancelled it. A permission request no agent waits on
+// any more is closed as the actor closed it, else expired (cancelled, in
+// a closed session: its close cancelled it). A session the store shows
+// RUNNING with no turn running waits for input again.
+func storeLacks(closed bool, state session.SessionState, running string, turns []storedTurn, pending []storedPermission) (queue []string, repairs []effect) {
+	for _, t := range turns {
+		switch {
+		case t.PromptID == running:
+		case t.State == session.TurnQueued && closed:
+			repairs = append(repairs, effEndTurn{PromptID: t.PromptID, State: session.TurnCancelled, CancelRequested: true})
+		case t.State == session.TurnQueued:
+			queue = append(queue, t.PromptID)
+		case t.State == session.TurnRunning:
+			repairs = append(repairs, effRecordLost{PromptID: t.PromptID})
+		}
+	}
+	for _, p := range pending {
+		if p.Live {
+			continue
+		}
+		end := permissionEnd{State: session.PermissionExpired}
+		if closed {
+			end.State = session.PermissionCancelled
+		}
+		if p.End != nil {
+			end = *p.End
+		}
+		repairs = append(repairs, effRecordResolved{RequestID: p.ID, End: end})
+	}
+	if running == "" && state == session.SessionRunning && !closed {
+		repairs = append(repairs, effRepairState{})
+	}
+	return queue, repairs
 }
 
 // restartedWhy is what the executor says of an agent a shutdown stopped.
@@ -299,34 +325,35 @@ func decideShutdown(v view) decision {
 	return accept(effMarkStopping{})
 }
 
-// decideRestarted repairs what the previous daemon left: the turn that was
+// decideRestarted takes a session up from the store with nothing of it
+// live: what the log leaves open that no agent can still finish is
+// recorded as having ended. At start-up (or a takeover of a lost node's
+// sessions) it repairs what the previous daemon left: the turn that was
 // running is interrupted (daemon_restart); with none running, the first
 // queued turn was about to start (its agent never got it), so it is. The
-// turns queued behind stay queued, in order, held until the user continues
-// or prompts; a queue held since an earlier restart stays whole. Pending
-// permissions expire, a live executor is stopped (its orphaned process
-// too), the session waits for input, and every client is told where it now
-// stands. A session at rest is only announced when its agent went away
-// with the old config (clients must learn it cannot be continued here).
-// A hosted session loses nothing: its executor is reconnecting, and its
-// actor attaches to the agent on the host.
+// turns queued behind stay queued, in order, held until the user
+// continues or prompts; a queue held since an earlier restart stays
+// whole. Pending permissions expire, a live executor is stopped (its
+// orphaned process too), the session waits for input, and every client
+// is told where it now stands. A session at rest is only announced when
+// its agent went away with the old config (clients must learn it cannot
+// be continued here). A hosted session loses nothing: its executor is
+// reconnecting, and its actor attaches to the agent on the host.
+//
+// A session closed (in the log) or taken up by a load is repaired as a
+// reload with nothing live would (decideTakenUp).
 func decideRestarted(v view, in restartedInput) decision {
 	if !in.Repair {
-		if in.AgentAvailable {
+		if in.Load || in.AgentAvailable {
 			return accept()
 		}
-		return accept(effPushRecovery{})
+		return accept(effPushRecovery{Always: true})
 	}
-	if in.Hosted {
-		if in.Executor == session.ExecutorStarting {
-			// The start was cut short, before the agent had a turn: it
-			// starts again (the host replaces what it had begun), and the
-			// queue runs on it.
-			return accept(effStopExecutor{}, effRestartAgent{}, effPushRecovery{})
-		}
-		// Nothing was lost: the turn, the queue and the permission
-		// requests go on on the host once the daemon has reconnected.
-		return accept(effMarkReconnecting{}, effAttachAgent{}, effPushRecovery{})
+	if in.Hosted && !v.State.Terminal() {
+		return decideHostedTakenUp(in)
+	}
+	if in.Load || v.State.Terminal() {
+		return decideTakenUp(v, in)
 	}
 	var effs []effect
 	live := in.Executor == session.ExecutorReady || in.Executor == session.ExecutorStarting
@@ -349,16 +376,70 @@ func decideRestarted(v view, in restartedInput) decision {
 		}
 		effs = append(effs, effRestartInterrupt{PromptID: t.PromptID, Running: t.State == session.TurnRunning})
 	}
-	if in.Permissions > 0 {
-		effs = append(effs, effClosePermissions{State: session.PermissionExpired})
+	for _, id := range in.Permissions {
+		effs = append(effs, effRecordResolved{RequestID: id, End: permissionEnd{State: session.PermissionExpired}})
 	}
 	if live {
-		effs = append(effs, effStopExecutor{})
+		effs = append(effs, effStopExecutor{Why: restartedWhy})
 	}
 	if v.State != session.SessionWaitingForInput {
 		effs = append(effs, effSetState{State: session.SessionWaitingForInput})
 	} else {
 		effs = append(effs, effTaskFollow{})
 	}
-	return accept(append(effs, effPushRecovery{})...)
+	return accept(append(effs, effPushRecovery{Always: true})...)
+}
+
+// decideHostedTakenUp: the agent of a hosted session went on on its host,
+// and nothing was lost: the turn, the queue and the permission requests go
+// on there once its actor has attached again (its executor reconnecting
+// meanwhile). A start cut short is started again at start-up (the host
+// replaces what it had begun), and the queue runs on it; a load only
+// records it stopped (the next prompt or resume starts one).
+func decideHostedTakenUp(in restartedInput) decision {
+	announce := effPushRecovery{Always: !in.Load}
+	if in.Executor == session.ExecutorStarting {
+		if in.Load {
+			return accept(effStopExecutor{}, announce)
+		}
+		return accept(effStopExecutor{Why: restartedWhy}, effRestartAgent{}, announce)
+	}
+	var effs []effect
+	if !in.Load || in.Executor != session.ExecutorReconnecting {
+		effs = append(effs, effMarkReconnecting{})
+	}
+	return accept(append(effs, effAttachAgent{}, announce)...)
+}
+
+// decideTakenUp repairs a session closed in the log (at start-up or on a
+// load) or taken up by a load: no live run and no agent waiting on a
+// permission, as a reload would find it (storeLacks): its close, or the
+// earlier actor's writes the store refused, left it open. A live
+// executor is recorded stopped (an orphaned process of the previous
+// daemon stopped too). Start-up announces every session it repaired; a
+// load records nothing where nothing is lacking.
+func decideTakenUp(v view, in restartedInput) decision {
+	closed := v.State.Terminal()
+	pending := make([]storedPermission, len(in.Permissions))
+	for i, id := range in.Permissions {
+		pending[i] = storedPermission{ID: id}
+	}
+	_, effs := storeLacks(closed, v.State, "", in.Turns, pending)
+	if closed && slices.ContainsFunc(in.Turns, func(t storedTurn) bool { return t.State == session.TurnQueued }) {
+		effs = append(effs, effDropQueue{})
+	}
+	if in.Executor == session.ExecutorReady || in.Executor == session.ExecutorStarting || in.Executor == session.ExecutorReconnecting {
+		if in.Orphan {
+			effs = append(effs, effStopOrphan{})
+		}
+		why := ""
+		if !in.Load {
+			why = restartedWhy
+		}
+		effs = append(effs, effStopExecutor{Why: why})
+	}
+	if in.Load && len(effs) == 0 {
+		return accept()
+	}
+	return accept(append(effs, effPushRecovery{Always: !in.Load})...)
 }

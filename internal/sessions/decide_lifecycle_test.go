@@ -36,58 +36,61 @@ func TestDecideRestarted(t *testing.T) {
 	heldWaiting := view{State: session.SessionWaitingForInput, QueueHeld: true}
 	toWaiting := effSetState{State: session.SessionWaitingForInput}
 	interruptP1 := effRestartInterrupt{PromptID: "p1", Running: true}
-	expire := effClosePermissions{State: session.PermissionExpired}
+	expire := func(id string) effRecordResolved {
+		return effRecordResolved{RequestID: id, End: permissionEnd{State: session.PermissionExpired}}
+	}
+	stop, announce := effStopExecutor{Why: restartedWhy}, effPushRecovery{Always: true}
 	runDecideCases(t, []decideCase{
 		{"restarted at rest", waiting, restartedInput{AgentAvailable: true}, accepted()},
 		{"restarted mid-turn, hosted", inRunning, repair(func(in *restartedInput) {
 			midTurn(in)
-			in.Orphan, in.Hosted, in.Permissions = false, true, 1
+			in.Orphan, in.Hosted, in.Permissions = false, true, []string{"perm1"}
 			in.Turns = append(in.Turns, queuedT("q1"))
-		}), accepted(effMarkReconnecting{}, effAttachAgent{}, effPushRecovery{})},
+		}), accepted(effMarkReconnecting{}, effAttachAgent{}, announce)},
 		{"restarted while a hosted agent started, its first prompt queued", view{State: session.SessionStarting}, repair(func(in *restartedInput) {
 			in.Executor, in.Hosted = session.ExecutorStarting, true
 			in.Turns = []storedTurn{queuedT("q1")}
-		}), accepted(effStopExecutor{}, effRestartAgent{}, effPushRecovery{})},
+		}), accepted(stop, effRestartAgent{}, announce)},
 		{"restarted waiting for input, hosted", waiting, repair(func(in *restartedInput) {
 			in.Executor, in.Hosted = session.ExecutorReconnecting, true
-		}), accepted(effMarkReconnecting{}, effAttachAgent{}, effPushRecovery{})},
-		{"restarted at rest, its agent gone from the config", waiting, restartedInput{}, accepted(effPushRecovery{})},
+		}), accepted(effMarkReconnecting{}, effAttachAgent{}, announce)},
+		{"restarted at rest, its agent gone from the config", waiting, restartedInput{}, accepted(announce)},
 		{"restarted mid-turn", inRunning, repair(midTurn),
-			accepted(effStopOrphan{}, interruptP1, effStopExecutor{}, toWaiting, effPushRecovery{})},
+			accepted(effStopOrphan{}, interruptP1, stop, toWaiting, announce)},
 		{"restarted mid-turn, its agent gone from the config", inRunning, repair(func(in *restartedInput) { midTurn(in); in.AgentAvailable = false }),
-			accepted(effStopOrphan{}, interruptP1, effStopExecutor{}, toWaiting, effPushRecovery{})},
+			accepted(effStopOrphan{}, interruptP1, stop, toWaiting, announce)},
 		{"restarted mid-turn with prompts queued", inRunning, repair(func(in *restartedInput) {
 			midTurn(in)
 			in.Turns = append(in.Turns, queuedT("q1"), queuedT("q2"))
-		}), accepted(effStopOrphan{}, interruptP1, effHoldQueue{}, effStopExecutor{}, toWaiting, effPushRecovery{})},
+		}), accepted(effStopOrphan{}, interruptP1, effHoldQueue{}, stop, toWaiting, announce)},
 		{"restarted mid-turn behind a held queue", view{State: session.SessionRunning, QueueHeld: true}, repair(func(in *restartedInput) {
 			midTurn(in)
 			in.Turns = append(in.Turns, queuedT("q1"))
-		}), accepted(effStopOrphan{}, interruptP1, effStopExecutor{}, toWaiting, effPushRecovery{})},
-		{"restarted mid-turn asking a permission", inRunning, repair(func(in *restartedInput) { midTurn(in); in.Permissions = 2 }),
-			accepted(effStopOrphan{}, interruptP1, expire, effStopExecutor{}, toWaiting, effPushRecovery{})},
+		}), accepted(effStopOrphan{}, interruptP1, stop, toWaiting, announce)},
+		{"restarted mid-turn asking a permission", inRunning, repair(func(in *restartedInput) { midTurn(in); in.Permissions = []string{"perm1", "perm2"} }),
+			accepted(effStopOrphan{}, interruptP1, expire("perm1"), expire("perm2"), stop, toWaiting, announce)},
 		{"restarted mid-turn on an in-process agent", inRunning, repair(func(in *restartedInput) { midTurn(in); in.Orphan = false }),
-			accepted(interruptP1, effStopExecutor{}, toWaiting, effPushRecovery{})},
+			accepted(interruptP1, stop, toWaiting, announce)},
 		{"restarted mid-turn, its agent already exited", inRunning, repair(func(in *restartedInput) {
 			in.Turns, in.Executor, in.Orphan = []storedTurn{running("p1")}, session.ExecutorError, true
-		}), accepted(interruptP1, toWaiting, effPushRecovery{})},
+		}), accepted(interruptP1, toWaiting, announce)},
 		{"restarted with a turn about to start", waiting, repair(func(in *restartedInput) { in.Turns = []storedTurn{queuedT("q1")} }),
-			accepted(effRestartInterrupt{PromptID: "q1"}, effTaskFollow{}, effPushRecovery{})},
+			accepted(effRestartInterrupt{PromptID: "q1"}, effTaskFollow{}, announce)},
 		{"restarted with turns about to start", waiting, repair(func(in *restartedInput) { in.Turns = []storedTurn{queuedT("q1"), queuedT("q2")} }),
-			accepted(effRestartInterrupt{PromptID: "q1"}, effHoldQueue{}, effTaskFollow{}, effPushRecovery{})},
+			accepted(effRestartInterrupt{PromptID: "q1"}, effHoldQueue{}, effTaskFollow{}, announce)},
 		{"restarted with a queue held by an earlier restart", heldWaiting, repair(func(in *restartedInput) { in.Turns = []storedTurn{queuedT("q1"), queuedT("q2")} }),
-			accepted(effTaskFollow{}, effPushRecovery{})},
+			accepted(effTaskFollow{}, announce)},
 		{"restarted idle with its agent ready", waiting, repair(func(in *restartedInput) { in.Executor, in.Orphan = session.ExecutorReady, true }),
-			accepted(effStopOrphan{}, effStopExecutor{}, effTaskFollow{}, effPushRecovery{})},
-		{"restarted idle with a permission outside a turn", waiting, repair(func(in *restartedInput) { in.Permissions = 1 }),
-			accepted(expire, effTaskFollow{}, effPushRecovery{})},
+			accepted(effStopOrphan{}, stop, effTaskFollow{}, announce)},
+		{"restarted idle with a permission outside a turn", waiting, repair(func(in *restartedInput) { in.Permissions = []string{"perm1"} }),
+			accepted(expire("perm1"), effTaskFollow{}, announce)},
 		{"restarted while its agent started", view{State: session.SessionStarting}, repair(func(in *restartedInput) { in.Executor, in.Orphan = session.ExecutorStarting, true }),
-			accepted(effStopOrphan{}, effStopExecutor{}, toWaiting, effPushRecovery{})},
+			accepted(effStopOrphan{}, stop, toWaiting, announce)},
 		{"restarted while its agent started, no process yet", view{State: session.SessionStarting}, repair(func(in *restartedInput) { in.Executor = session.ExecutorStarting }),
-			accepted(effStopExecutor{}, toWaiting, effPushRecovery{})},
+			accepted(stop, toWaiting, announce)},
 		{"restarted while its first prompt started the agent", view{State: session.SessionStarting}, repair(func(in *restartedInput) {
 			in.Turns, in.Executor = []storedTurn{queuedT("q1")}, session.ExecutorStarting
-		}), accepted(effRestartInterrupt{PromptID: "q1"}, effStopExecutor{}, toWaiting, effPushRecovery{})},
+		}), accepted(effRestartInterrupt{PromptID: "q1"}, stop, toWaiting, announce)},
 	})
 }
 
@@ -193,6 +196,21 @@ func TestDecideReloaded(t *testing.T) {
 			reloaded(session.SessionCreated), accepted(effReload{Queue: []string{"q1"}}, effStartNext{})},
 		{"reloaded after a close", inState(session.SessionCompleted), reloaded(session.SessionCompleted, done, p1Running),
 			accepted(effReload{}, effRecordLost{PromptID: "p1"}, effPushRecovery{}, effStartNext{})},
+		{"reloaded after a close, a queued turn's cancel refused", inState(session.SessionCompleted),
+			reloaded(session.SessionCompleted, done, stored("q1", session.TurnQueued)),
+			accepted(effReload{}, effEndTurn{PromptID: "q1", State: session.TurnCancelled, CancelRequested: true}, effPushRecovery{}, effStartNext{})},
+		{"reloaded after a close whose state was refused", inState(session.SessionCompleted), reloaded(session.SessionWaitingForInput, done),
+			accepted(effReload{}, effSetState{State: session.SessionCompleted}, effPushRecovery{}, effStartNext{})},
+		{"reloaded after a close whose state was refused, RUNNING stored", inState(session.SessionCompleted), reloaded(session.SessionRunning, done),
+			accepted(effReload{}, effSetState{State: session.SessionCompleted}, effPushRecovery{}, effStartNext{})},
+		{"reloaded after a close, a permission's cancel refused", inState(session.SessionCompleted),
+			pending(reloaded(session.SessionCompleted, done), storedPermission{ID: "perm1"}),
+			accepted(effReload{}, effRecordResolved{RequestID: "perm1", End: permissionEnd{State: session.PermissionCancelled}}, effPushRecovery{}, effStartNext{})},
+		{"reloaded after the executor's status was refused", idle, reloadedInput{State: session.SessionWaitingForInput, Turns: []storedTurn{done}, ExecutorLacks: true},
+			accepted(effReload{}, effRecordExecutor{}, effStartNext{})},
+		{"reloaded after a turn's end and the executor's status were refused", idle,
+			reloadedInput{State: session.SessionRunning, Turns: []storedTurn{done, p1Running}, ExecutorLacks: true},
+			accepted(effReload{}, effRecordExecutor{}, effRecordLost{PromptID: "p1"}, effRepairState{}, effPushRecovery{}, effStartNext{})},
 		{"reloaded with a permission the agent waits on", running,
 			pending(reloaded(session.SessionRunning, done, p1Running), storedPermission{ID: "perm1", Live: true}), agrees},
 		{"reloaded after a permission's expiry was lost", idle,

@@ -221,10 +221,13 @@ type (
 	// reloadedInput: since a write failed, every write in flight has
 	// reported, and the store holds the session in State with Turns
 	// (every turn, in run order) and the Pending permission requests.
+	// ExecutorLacks: the executor row differs from the actor's own record
+	// of it (the actor alone writes it: one of those writes was refused).
 	reloadedInput struct {
-		State   session.SessionState
-		Turns   []storedTurn
-		Pending []storedPermission
+		State         session.SessionState
+		Turns         []storedTurn
+		Pending       []storedPermission
+		ExecutorLacks bool
 	}
 	// agentStartedInput: a start reported (Current: it is the session's
 	// latest; Err: it failed).
@@ -238,25 +241,33 @@ type (
 	// nextInput asks what runs next (after any change that may free the
 	// agent or fill the queue).
 	nextInput struct{}
-	// restartedInput: tetherd started and found the session active, as
-	// the previous daemon left it (the view holds its state and hold).
-	// Repair: the store found something to repair; otherwise it is at
-	// rest (waiting for input, no agent, no open turn or permission).
+	// restartedInput: a session is taken up from the store with nothing
+	// of it live, as the log leaves it (the view holds its state and
+	// hold): tetherd started (or took over the sessions of a node that
+	// went away) and found it active or left open, or (Load) an actor
+	// loads it in a running daemon, whose earlier actor of the session,
+	// if any, retired or was dropped with writes the store refused.
+	// Repair: the store holds something to repair; otherwise it is at
+	// rest (waiting for input or closed, no agent, no open turn or
+	// permission).
 	restartedInput struct {
 		Repair bool
+		Load   bool
 		// Turns are the running and queued turns, in run order.
 		Turns []storedTurn
-		// Permissions counts the pending permission requests.
-		Permissions int
+		// Permissions are the pending permission requests' ids, in the
+		// order they were asked.
+		Permissions []string
 		// Executor is the executor row's status; Orphan that it names a
-		// standalone process (pid > 0) the old daemon started.
+		// standalone process (pid > 0) the old daemon started (never on
+		// a load: this daemon stopped its own).
 		Executor session.ExecutorStatus
 		Orphan   bool
 		// AgentAvailable: the session's agent profile still resolves.
 		AgentAvailable bool
 		// Hosted: the agent runs in an executor host, which outlives the
 		// daemon, and was ready (or being reconnected to, or starting)
-		// when the daemon stopped: it is attached again (started again),
+		// as the log leaves it: it is attached again (started again),
 		// not interrupted.
 		Hosted bool
 	}

@@ -78,8 +78,10 @@ type (
 	effClearRunning struct{}
 	// effSetState changes the session state.
 	effSetState struct{ State session.SessionState }
-	// effPushRecovery announces the recovery plan if it changed.
-	effPushRecovery struct{}
+	// effPushRecovery announces the recovery plan if it changed (Always:
+	// even unchanged, as start-up tells every client where each session
+	// it repaired stands).
+	effPushRecovery struct{ Always bool }
 	// effMarkStopping: exits from here on are expected.
 	effMarkStopping struct{}
 	// effBumpGen makes late messages from the current agent stale.
@@ -211,6 +213,9 @@ type (
 	// effRepairState takes a session the store shows RUNNING with no turn
 	// running back to WAITING_FOR_INPUT.
 	effRepairState struct{}
+	// effRecordExecutor records the executor as the actor has it, which
+	// the store lacks (performed by reload, which holds both).
+	effRecordExecutor struct{}
 
 	// effStartAgent starts an agent: Restore its stored ACP session (whose
 	// replay is then expected), HadHistory to report how the context was
@@ -228,14 +233,15 @@ type (
 	// executor stopped, Why.
 	effStopAgent struct{ Why string }
 
-	// Start-up reconciliation's effects (performed by reconcile.go, not
-	// the actor: no actor runs yet).
+	// Taking a session up from the store (restartedInput): at start-up,
+	// on an actor built from the start-up scan whose writes reconcile.go
+	// commits in one transaction; on a load, on the session's actor.
 	//
 	// effStopOrphan ends the agent process the previous daemon started.
 	effStopOrphan struct{}
 	// effHoldQueue holds the queued turns until the user continues or
 	// prompts: after a restart, and when a live agent's crash cut the
-	// turn they were queued behind (the actor performs it then).
+	// turn they were queued behind.
 	effHoldQueue struct{}
 	// effRestartInterrupt ends a turn the restart interrupted (Running:
 	// it was on the agent, and a system message says so).
@@ -243,17 +249,18 @@ type (
 		PromptID string
 		Running  bool
 	}
-	// effStopExecutor records the executor as stopped by the restart.
-	effStopExecutor struct{}
+	// effStopExecutor records the executor stopped, Why ("" for no
+	// message): no agent of the session runs any more.
+	effStopExecutor struct{ Why string }
 	// effTaskFollow moves the task to the state its session implies.
 	effTaskFollow struct{}
 	// effMarkReconnecting records the executor of a hosted session as
 	// reconnecting; effAttachAgent attaches its actor to the agent on the
-	// host once start-up reconciliation is done.
+	// host (at start-up, once the repairs are committed).
 	effMarkReconnecting struct{}
 	effAttachAgent      struct{}
 	// effRestartAgent starts a hosted session's agent again once
-	// start-up reconciliation is done (its start was cut short).
+	// start-up's repairs are committed (its start was cut short).
 	effRestartAgent struct{}
 )
 
@@ -328,6 +335,7 @@ func (effReload) isEffect()              {}
 func (effRecordLost) isEffect()          {}
 func (effRepairState) isEffect()         {}
 func (effRecordResolved) isEffect()      {}
+func (effRecordExecutor) isEffect()      {}
 func (effStartAgent) isEffect()          {}
 func (effStopAgent) isEffect()           {}
 func (effDiscardStart) isEffect()        {}

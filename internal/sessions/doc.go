@@ -11,7 +11,8 @@
 //     decide and the commands, decide_agent.go the agent's reports (turn
 //     ends, exits, session/update), decide_lifecycle.go an agent's start
 //     (new, load, resume or injection), the reload after a failed write,
-//     shutdown and start-up reconciliation. decision.go holds its values
+//     shutdown, and a session taken up from the store (start-up
+//     reconciliation, an actor's load). decision.go holds its values
 //     (the view it reads, the inputs, the decision it returns),
 //     decision_effects.go the effects a decision lists.
 //   - actor.go is the state one actor owns, mailbox.go the loop that runs
@@ -41,9 +42,13 @@
 //     once it is seeded; continuation.go plans and admits a continuation
 //     in one visit to the actor (continueStep).
 //   - restore.go starts or restores an agent (the calls decideRestore
-//     chooses), reconcile.go repairs what a crash left at start-up, and
-//     planinput.go reads the recovery plan's input from the store where no
-//     live actor holds the session (session.Plan).
+//     chooses); reconcile.go takes a session up from the store: what it
+//     leaves open that nothing live will finish is repaired, as
+//     decideRestarted decides, by the actor's own performer, at start-up
+//     (on actors whose writes commit in one transaction) and whenever an
+//     actor loads a session (takeUp); planinput.go reads the recovery
+//     plan's input from the store where no live actor holds the session
+//     (session.Plan).
 //
 // # One prompt, end to end
 //

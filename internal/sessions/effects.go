@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/acp"
+	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/session"
+	"github.com/tether/tether/internal/store"
 )
 
 // This file is the actor's side of decide (decide.go): it copies the view
@@ -92,9 +94,9 @@ func (a *actor) decideAndPerform(in input) (decision, error) {
 // what they need: a command's (effReserveSlot, effAnswerExisting,
 // effEnqueue, effApplyOption, effStoreOption, effResolvePermission), an
 // update's content (onUpdate: effStartMessage and the other transcript
-// changes), what a reload read (reload: effReload), a start's outcome
-// (onAgentStarted: effDiscardStart, effAdoptAgent), and the agent a
-// shutdown hands over (shutdown: effStopAgent).
+// changes), what a reload read (reload: effReload, effRecordExecutor), a
+// start's outcome (onAgentStarted: effDiscardStart, effAdoptAgent), and
+// the agent a shutdown hands over (shutdown: effStopAgent).
 func (a *actor) perform(effs ...effect) {
 	for _, e := range effs {
 		a.performOne(e)
@@ -159,7 +161,11 @@ func (a *actor) performOne(e effect) {
 	case effSetState:
 		a.setState(e.State)
 	case effPushRecovery:
-		a.pushRecovery()
+		if e.Always {
+			a.announceRecovery()
+		} else {
+			a.pushRecovery()
+		}
 	case effMarkStopping:
 		a.stopping = true
 	case effBumpGen:
@@ -199,22 +205,41 @@ func (a *actor) performOne(e effect) {
 	case effRecordLost:
 		a.recordLostOutcome(e.PromptID)
 	case effRecordResolved:
-		a.resolve(e.RequestID, e.End.State, e.End.OptionID)
+		a.recordResolved(e.RequestID, e.End)
 	case effRepairState:
 		a.setState(session.SessionWaitingForInput)
 	case effClearStarting:
 		a.starting = false
+	case effStopOrphan:
+		a.stopOrphan()
+	case effRestartInterrupt:
+		a.restartInterrupt(e.PromptID, e.Running)
+	case effStopExecutor:
+		a.exec.Status, a.exec.ErrorMessage = session.ExecutorStopped, e.Why
+		a.saveExecutor()
+	case effMarkReconnecting:
+		a.exec.Status = session.ExecutorReconnecting
+		a.saveExecutor()
+	case effTaskFollow:
+		sess := a.sess
+		a.write(func(tx *store.Store, emit events.Emit) error {
+			return events.FollowTask(a.ctx(), tx, emit, sess.ID, sess.TaskID, sess.State)
+		})
+	case effAttachAgent:
+		a.attach()
+	case effRestartAgent:
+		a.ensureAgent()
 	case effAdoptAgent, effAdoptCommands, effAdoptConfigOptions, effAdoptMode, effAgentReady,
-		effAnswerExisting, effAppendChunk, effApplyOption, effAskPermission, effAttachAgent, effAwaitReplay,
+		effAnswerExisting, effAppendChunk, effApplyOption, effAskPermission, effAwaitReplay,
 		effAwaitStart, effDeclinePermission, effDiscardStart, effDropOutput, effEnqueue, effIdleBusy,
-		effIdleWait, effMarkReconnecting, effRecordPlan, effRecordToolCall, effReload, effReportWriteFailed,
-		effReserveSlot, effResolvePermission, effRestartAgent, effRestartInterrupt, effSettleAdmission,
-		effSkipReplayed, effStartAgent, effStartMessage, effStopAgent, effStopExecutor, effStopIdle,
-		effStopOrphan, effStoreOption, effTaskFollow, effUnadmit:
+		effIdleWait, effRecordExecutor, effRecordPlan, effRecordToolCall, effReload, effReportWriteFailed,
+		effReserveSlot, effResolvePermission, effSettleAdmission,
+		effSkipReplayed, effStartAgent, effStartMessage, effStopAgent, effStopIdle,
+		effStoreOption, effUnadmit:
 		// Command-specific: performed by the loop of the command or input
 		// that decided it (admission, restore, options, permissions, the
-		// agent's updates, start-up repair). Reaching here is a bug in
-		// that loop, not something to guess at. A new effect kind must be
+		// agent's updates, a reload). Reaching here is a bug in that
+		// loop, not something to guess at. A new effect kind must be
 		// named in this switch (go-check-sumtype, make vet).
 		a.log.Error("effect not performed", "effect", fmt.Sprintf("%T", e))
 	}

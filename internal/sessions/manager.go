@@ -372,7 +372,10 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (_ session.Session
 func (m *Manager) ResolveCwd(path string) (string, error) { return m.cfg.Cwd.ResolveDir(path) }
 
 // actor returns the live actor of a session, loading it from the store
-// when the daemon has not touched the session since it started.
+// when the daemon has not touched the session since it started. A loaded
+// actor first repairs what the store holds of the session that nothing
+// live will finish (takeUp): an earlier actor retired or dropped with
+// writes the store refused left it open.
 func (m *Manager) actor(ctx context.Context, id string) (*actor, error) {
 	m.mu.Lock()
 	if m.shutdown {
@@ -391,21 +394,15 @@ func (m *Manager) actor(ctx context.Context, id string) (*actor, error) {
 			return nil, err
 		}
 	}
-	sess, err := m.store.GetSession(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	exec, err := m.store.GetExecutor(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	turns, err := m.store.ListTurns(ctx, id)
+	l, err := m.load(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if m.afterLoad != nil {
 		m.afterLoad()
 	}
+	_, _, specErr := m.profiles.Spec(l.sess.AgentProfileID)
+	in := restartedOf(l.sess, l.exec, l.turns, l.pending, specErr == nil, true)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.shutdown {
@@ -416,7 +413,8 @@ func (m *Manager) actor(ctx context.Context, id string) (*actor, error) {
 	if a, ok := m.actors[id]; ok {
 		return a, nil
 	}
-	a := newActor(m, sess, exec, turns)
+	a := newActor(m, l.sess, l.exec, l.turns)
+	a.mb.post(func() { a.takeUp(in) }) // first: before whatever loaded it
 	m.actors[id] = a
 	m.spawn(func() {
 		a.mb.run()

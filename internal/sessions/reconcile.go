@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -33,7 +34,10 @@ type ReconcileResult struct {
 // permissions expire, the session waits for input (task in REVIEW) and its
 // executor row is re-derived — an orphaned agent process is stopped. No
 // model request is sent. Messages left open get their streamed chunks
-// folded into their text.
+// folded into their text. A closed session its close left with an open
+// turn, a pending permission or a live executor (the store refused those
+// writes) gets them closed. It is decideRestarted on what the store holds
+// of each session, performed by the session's actor code (see reconcile).
 //
 // With several nodes (Config.Ownership) a node reconciles only the
 // sessions whose leases it can take (none another live node holds).
@@ -48,55 +52,61 @@ func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
 	return m.reconcile(ctx, keep)
 }
 
-// reconcile repairs the active sessions keep accepts (every one when keep
-// is nil); see Reconcile.
+// reconcile repairs the sessions keep accepts (every one when keep is
+// nil); see Reconcile. Each session's repair is decided (decideRestarted)
+// and performed by an actor made from what the start-up scan read, the
+// way an actor that loads a session repairs it (takeUp); its writes are
+// collected (actor.batch) and committed with every other session's in
+// one transaction. Those actors are let go: a session whose agent is
+// attached or started again loads its actor anew, from what committed.
 func (m *Manager) reconcile(ctx context.Context, keep func(sessionID string) bool) (ReconcileResult, error) {
 	start := time.Now()
 	// Thousands of short reads: with a cancellable context the sqlite
 	// driver starts a goroutine per row. Start-up is not cancelled mid-way.
 	ctx = context.WithoutCancel(ctx)
 	var res ReconcileResult
-	// Every active session: those at rest by id, the others with their
-	// executor rows, open turns and pending permissions, in five queries
-	// whatever the number of sessions.
+	// Every session to look at: those at rest by id, the others with
+	// their executor rows, open turns and pending permissions, in five
+	// queries whatever the number of sessions.
 	active, err := m.store.ListActiveSessions(ctx)
 	if err != nil {
 		return res, err
 	}
-	var repairs []events.Apply
+	var batch []events.Change
 	var attach, restart []string
 	var interrupted [][2]string // session, turn
 	for _, s := range active.AtRest {
 		_, _, specErr := m.profiles.Spec(s.AgentProfileID)
-		d := decide(view{State: session.SessionWaitingForInput}, restartedInput{AgentAvailable: specErr == nil})
-		if len(d.Effects) > 0 && (keep == nil || keep(s.ID)) { // effPushRecovery: its agent went away with the old config
-			push := recoveryPushed{Session: s.ID, TaskID: s.TaskID, Always: true, history: m.history}
-			repairs = append(repairs, func(tx *store.Store, emit events.Emit) error { return push.Apply(ctx, tx, emit) })
+		sess := session.Session{ID: s.ID, TaskID: s.TaskID, AgentProfileID: s.AgentProfileID, State: session.SessionWaitingForInput}
+		in := restartedInput{AgentAvailable: specErr == nil}
+		d := decide(view{State: sess.State}, in)
+		if len(d.Effects) > 0 && (keep == nil || keep(s.ID)) { // its agent went away with the old config
+			m.repairActor(sess, session.Executor{}, nil, &batch).perform(d.Effects...)
 		}
 	}
 	for _, as := range active.ToRepair {
 		if keep != nil && !keep(as.Session.ID) {
 			continue // another live node owns it
 		}
-		spec, _, specErr := m.profiles.Spec(as.Session.AgentProfileID)
-		in := restartedOf(as, specErr == nil)
-		d := decide(view{State: as.Session.State, QueueHeld: as.Session.QueueHeld}, in)
+		_, _, specErr := m.profiles.Spec(as.Session.AgentProfileID)
+		in := restartedOf(as.Session, as.Executor, as.OpenTurns, as.Permissions, specErr == nil, false)
+		in.Repair = true // the scan found something to repair
+		a := m.repairActor(as.Session, as.Executor, as.OpenTurns, &batch)
 		res.Sessions++
-		for _, e := range d.Effects {
-			switch e.(type) {
+		for _, e := range decide(a.view(), in).Effects {
+			switch e := e.(type) {
+			case effAttachAgent:
+				attach = append(attach, a.id)
+			case effRestartAgent:
+				restart = append(restart, a.id)
 			case effRestartInterrupt:
 				res.InterruptedTurns++
-				interrupted = append(interrupted, [2]string{as.Session.ID, e.(effRestartInterrupt).PromptID})
-			case effStopOrphan:
-				stopOrphan(as.Executor, spec.Command) // now: the old agent must not run on
-			case effAttachAgent:
-				attach = append(attach, as.Session.ID)
-			case effRestartAgent:
-				restart = append(restart, as.Session.ID)
-			default: // written by restartRepair, in the one transaction below
+				interrupted = append(interrupted, [2]string{a.id, e.PromptID})
+				a.perform(e)
+			default:
+				a.perform(e)
 			}
 		}
-		repairs = append(repairs, restartRepair(as, d.Effects, in.AgentAvailable, m.history))
 	}
 	// One transaction for everything (one commit, not one per writer
 	// batch): nothing else writes before the API answers, and a failure
@@ -107,8 +117,8 @@ func (m *Manager) reconcile(ctx context.Context, keep func(sessionID string) boo
 		if _, err := tx.FoldMessageChunks(ctx); err != nil {
 			return err
 		}
-		for _, apply := range repairs {
-			if err := apply(tx, emit); err != nil {
+		for _, c := range batch {
+			if err := c.Apply(ctx, tx, emit); err != nil {
 				return err
 			}
 		}
@@ -145,6 +155,110 @@ func (m *Manager) reconcile(ctx context.Context, keep func(sessionID string) boo
 	return res, nil
 }
 
+// repairActor is an actor of session sess, with its executor row and its
+// open turns as the start-up scan read them, whose writes go to batch.
+// It never runs a mailbox: start-up performs a decision on it, and lets
+// it go.
+func (m *Manager) repairActor(sess session.Session, ex session.Executor, open []session.Turn, batch *[]events.Change) *actor {
+	a := newActor(m, sess, ex, open)
+	a.batch = batch
+	return a
+}
+
+// restartedOf is what decideRestarted needs to know of a session, from
+// what the store holds of it: its executor row, its running and queued
+// turns in run order (turns may hold others: they are left out) and its
+// pending permission requests. available: its agent profile resolves;
+// load: an actor loads it in a running daemon (restartedInput.Load).
+func restartedOf(sess session.Session, ex session.Executor, turns []session.Turn, perms []session.Permission, available, load bool) restartedInput {
+	in := restartedInput{Load: load, Executor: ex.Status, AgentAvailable: available,
+		Orphan: !load && ex.PID > 0 && ex.Runtime == session.RuntimeStandalone,
+		Hosted: ex.Runtime != session.RuntimeStandalone && ex.Runtime != "" && executorLive(ex.Status)}
+	for _, t := range turns {
+		if t.State == session.TurnRunning || t.State == session.TurnQueued {
+			in.Turns = append(in.Turns, storedTurn{PromptID: t.PromptID, State: t.State})
+		}
+	}
+	for _, p := range perms {
+		in.Permissions = append(in.Permissions, p.ID)
+	}
+	in.Repair = leftOpen(sess.State, ex.Status, len(in.Turns)+len(in.Permissions) > 0)
+	return in
+}
+
+// leftOpen reports whether a session in state, with its executor in
+// status and (open) a running or queued turn or a pending permission, has
+// something to repair when it is taken up from the store: the sessions
+// the start-up scan does not count at rest (store.ListActiveSessions). An
+// active session is at rest waiting for input with its agent stopped and
+// nothing open; a closed one with nothing open and no live executor. A
+// session just created (CREATED) has nothing to repair: its actor starts
+// its agent.
+func leftOpen(state session.SessionState, status session.ExecutorStatus, open bool) bool {
+	switch {
+	case state.Terminal():
+		return open || executorLive(status)
+	case state == session.SessionCreated:
+		return false
+	}
+	return open || state != session.SessionWaitingForInput || executorLive(status)
+}
+
+// executorLive reports whether an executor in status has (or is getting)
+// an agent: ready, starting, or reconnecting to its host.
+func executorLive(status session.ExecutorStatus) bool {
+	return status == session.ExecutorReady || status == session.ExecutorStarting || status == session.ExecutorReconnecting
+}
+
+// takeUp repairs, first thing on an actor that has just loaded its
+// session, what the store holds of it that nothing live will finish
+// (decideRestarted, Load): the store's rows are the log's projection, so
+// in is decided on the log as it stands (restartedOf).
+func (a *actor) takeUp(in restartedInput) {
+	a.perform(decide(a.view(), in).Effects...)
+}
+
+// loaded is what an actor loads of its session.
+type loaded struct {
+	sess    session.Session
+	exec    session.Executor
+	turns   []session.Turn
+	pending []session.Permission
+}
+
+// load reads session id, its executor, its turns and its pending
+// permission requests. They are not read in one snapshot, which would
+// cost about as much as the reads themselves: nothing writes a session
+// without an actor but what its earlier actor may still have in flight.
+func (m *Manager) load(ctx context.Context, id string) (l loaded, err error) {
+	if l.sess, err = m.store.GetSession(ctx, id); err != nil {
+		return l, err
+	}
+	if l.exec, err = m.store.GetExecutor(ctx, id); err != nil {
+		return l, err
+	}
+	if l.turns, err = m.store.ListTurns(ctx, id); err != nil {
+		return l, err
+	}
+	l.pending, err = m.store.ListPendingPermissions(ctx, id)
+	return l, err
+}
+
+// stopOrphan stops the agent process the previous daemon started for the
+// session (effStopOrphan).
+func (a *actor) stopOrphan() {
+	spec, _, _ := a.m.profiles.Spec(a.sess.AgentProfileID)
+	stopOrphan(a.exec, spec.Command) // now: the old agent must not run on
+}
+
+// announceRecovery emits session.recovery_changed even when the plan is
+// unchanged: start-up tells every client where each session it repaired
+// now stands (effPushRecovery, Always).
+func (a *actor) announceRecovery() {
+	_, _, err := a.m.profiles.Spec(a.sess.AgentProfileID)
+	a.change(recoveryPushed{Session: a.id, TaskID: a.sess.TaskID, Closing: a.stopping, AgentAvailable: err == nil, Always: true, history: a.m.history})
+}
+
 // stopOrphan kills the process group of an agent the previous daemon
 // started: nobody holds its stdio any more, so it can never be driven. The
 // pid may have been reused since (a reboot, a long downtime), so only a
@@ -160,83 +274,21 @@ func stopOrphan(ex session.Executor, command string) {
 	time.AfterFunc(3*time.Second, func() { _ = syscall.Kill(-ex.PID, syscall.SIGKILL) })
 }
 
-// restartedOf is what decide needs to know of a session to repair.
-func restartedOf(as store.ActiveSession, available bool) restartedInput {
-	ex := as.Executor
-	in := restartedInput{Repair: true, Permissions: len(as.Permissions), Executor: ex.Status,
-		Orphan: ex.PID > 0 && ex.Runtime == session.RuntimeStandalone, AgentAvailable: available,
-		Hosted: ex.Runtime != session.RuntimeStandalone && ex.Runtime != "" &&
-			(ex.Status == session.ExecutorReady || ex.Status == session.ExecutorReconnecting || ex.Status == session.ExecutorStarting)}
-	for _, t := range as.OpenTurns {
-		in.Turns = append(in.Turns, storedTurn{PromptID: t.PromptID, State: t.State})
+// restartInterrupt ends turn promptID as the restart interrupted it
+// (effRestartInterrupt): unfinished tool calls fail, and a turn that was
+// running gets a system message.
+func (a *actor) restartInterrupt(promptID string, running bool) {
+	t := a.turns[promptID]
+	now := time.Now().UTC()
+	t.State, t.EndedAt, t.InterruptReason = session.TurnInterrupted, &now, "daemon_restart"
+	a.turns[promptID] = t
+	a.queue = slices.DeleteFunc(a.queue, func(q session.Turn) bool { return q.PromptID == promptID })
+	t.SessionID = a.id
+	ti := turnInterrupted{TaskID: a.sess.TaskID, Turn: t, Cause: "daemon restart"}
+	if running {
+		ti.Notice = "Turn interrupted: tetherd restarted while it was running."
 	}
-	return in
-}
-
-// restartRepair performs a restarted session's store effects (decided by
-// decideRestarted) in the writer's transaction.
-func restartRepair(as store.ActiveSession, effs []effect, available bool, history *historyChecks) events.Apply {
-	return func(tx *store.Store, emit events.Emit) error {
-		// Redone alone if its batch fails: work on copies, so a redo
-		// starts from what was submitted.
-		s, ex := as.Session, as.Executor
-		ctx := context.Background()
-		a := &actor{id: s.ID, sess: s} // for payload helpers only
-		now := time.Now().UTC()
-		turns := make(map[string]session.Turn, len(as.OpenTurns))
-		for _, t := range as.OpenTurns {
-			turns[t.PromptID] = t
-		}
-		for _, e := range effs {
-			var err error
-			switch e := e.(type) {
-			case effStopOrphan, effAttachAgent, effRestartAgent: // performed outside the write
-			case effMarkReconnecting:
-				ex.Status = session.ExecutorReconnecting
-				if err = tx.UpdateExecutor(ctx, ex); err == nil {
-					emit(a.draft("", executorPayload(ex)))
-				}
-			case effHoldQueue:
-				s.QueueHeld = true
-				emit(a.queueHeldDraft(true))
-			case effRestartInterrupt:
-				// Unfinished tool calls fail, and a turn that was
-				// running gets a system message.
-				t := turns[e.PromptID]
-				t.State, t.EndedAt, t.InterruptReason = session.TurnInterrupted, &now, "daemon_restart"
-				ti := turnInterrupted{TaskID: s.TaskID, Turn: t, Cause: "daemon restart"}
-				if e.Running {
-					ti.Notice = "Turn interrupted: tetherd restarted while it was running."
-				}
-				err = ti.Apply(ctx, tx, emit)
-			case effClosePermissions:
-				for _, p := range as.Permissions {
-					emit(a.draft(p.PromptID, &session.PermissionResolvedData{RequestID: p.ID, State: e.State}))
-				}
-			case effStopExecutor:
-				ex.Status = session.ExecutorStopped
-				ex.ErrorMessage = "agent stopped: tetherd restarted"
-				if err = tx.UpdateExecutor(ctx, ex); err == nil {
-					emit(a.draft("", executorPayload(ex)))
-				}
-			case effSetState:
-				prev := s.State
-				s.State = e.State
-				emit(stateDraft(s, prev))
-			case effTaskFollow:
-				err = events.FollowTask(ctx, tx, emit, s.ID, s.TaskID, s.State)
-			case effPushRecovery:
-				// Tell every client where the session now stands.
-				err = recoveryPushed{Session: s.ID, TaskID: s.TaskID, AgentAvailable: available, Always: true, history: history}.Apply(ctx, tx, emit)
-			default:
-				err = fmt.Errorf("restart: effect %T not performed", e)
-			}
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	}
+	a.change(ti)
 }
 
 // knownAuthFailure reports whether the session's last start failed because

@@ -51,10 +51,15 @@ func (a *actor) deliveredDraft(t session.Turn) events.Draft {
 // change hands a typed change (see changes.go) to the event writer, like
 // write. Should it fail, the actor is told (writeFailed, writefail.go),
 // whichever write it is; a request running on the actor (callWrites) also
-// waits for it.
+// waits for it. An actor collecting a batch (a.batch) keeps it there
+// instead, and returns nil: whoever set the batch submits it.
 func (a *actor) change(c events.Change) *events.Pending {
 	if a.recordOffset > 0 {
 		c = offsetChange{Change: c, offset: a.recordOffset}
+	}
+	if a.batch != nil {
+		*a.batch = append(*a.batch, c)
+		return nil
 	}
 	p := a.m.w.SubmitChange(c)
 	a.noteWrite(p)

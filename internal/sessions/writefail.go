@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"reflect"
 	"time"
 
 	"github.com/tether/tether/internal/errcode"
@@ -19,10 +20,11 @@ import (
 // store still shows running without a live run (its outcome was lost)
 // fails with store_write_failed, so clients see the turn end and status
 // and transcript agree; a permission request no agent waits on any more
-// is closed as the actor closed it (decideWriteFailed and decideReloaded
-// decide, in decide_lifecycle.go; this file reads the store and
-// performs). Should the store refuse those writes too, the next reload
-// waits a backoff, which doubles up to a cap and is reset once a reload's
+// is closed as the actor closed it; an executor status whose write was
+// refused (an exit, a stop) is recorded again from the actor's own record
+// of the executor (decideWriteFailed and decideReloaded decide, in
+// decide_lifecycle.go; this file reads the store and performs). Should
+// the store refuse those writes too, the next reload waits a backoff, which doubles up to a cap and is reset once a reload's
 // writes are stored: the repairs are tried again until the store takes
 // them, one reload pending at a time, never faster than the backoff. The
 // request that caused a failed write gets it as a 5xx problem
@@ -110,6 +112,14 @@ func (a *actor) reloadWhenQuiet() {
 // the permission requests an agent waits on) stay, and what the store
 // lacks of them is recorded.
 func (a *actor) reload() {
+	select {
+	case <-a.mb.done:
+		// Retired (closed, dropped, or shut down) and draining: whatever
+		// takes the session up next repairs it (takeUp, reconcile.go),
+		// and two repairing at once would record a turn's end twice.
+		return
+	default:
+	}
 	ctx := a.ctx()
 	var sess session.Session
 	var exec session.Executor
@@ -137,7 +147,8 @@ func (a *actor) reload() {
 		})
 		return
 	}
-	in := reloadedInput{State: sess.State, Turns: make([]storedTurn, len(turns))}
+	live := a.exec
+	in := reloadedInput{State: sess.State, Turns: make([]storedTurn, len(turns)), ExecutorLacks: executorLacks(live, exec)}
 	for i, t := range turns {
 		in.Turns[i] = storedTurn{PromptID: t.PromptID, State: t.State}
 	}
@@ -163,11 +174,31 @@ func (a *actor) reload() {
 				a.foldCommitted()
 				a.state, a.gap = state, gap
 			}
+		case effRecordExecutor:
+			// The actor's own record, but for the offsets, which other
+			// writes than the executor's own keep (believe took them).
+			live.HostOffset, live.HostOffsetBase = a.exec.HostOffset, a.exec.HostOffsetBase
+			a.exec = live
+			a.saveExecutor()
 		default:
 			a.perform(e)
 		}
 	}
 	a.watchRepairs()
+}
+
+// executorLacks reports whether the executor row stored differs from the
+// actor's own record of it (live) in what the executor's writes store
+// (store.UpdateExecutor): the actor alone writes them, so one of its
+// writes was refused. When the agent was last seen is kept in memory
+// between writes, and the host offsets are written with other changes:
+// neither counts.
+func executorLacks(live, stored session.Executor) bool {
+	norm := func(e session.Executor) session.Executor {
+		e.LastSeenAt, e.UpdatedAt, e.HostOffset, e.HostOffsetBase = nil, time.Time{}, 0, 0
+		return e
+	}
+	return !reflect.DeepEqual(norm(live), norm(stored))
 }
 
 // watchRepairs resets the backoff once every write the session has
@@ -252,6 +283,13 @@ func (a *actor) recordLostOutcome(promptID string) {
 	t.ErrorMessage = "the turn's outcome could not be stored; see the daemon log"
 	a.turns[t.PromptID] = t
 	a.change(turnEnded{TaskID: a.sess.TaskID, Turn: t})
+}
+
+// recordResolved closes a permission request the store shows pending
+// that no agent waits on (effRecordResolved), as end says. The decision
+// that asks for it announces the plan once its repairs are made.
+func (a *actor) recordResolved(requestID string, end permissionEnd) {
+	a.change(permissionResolved{Session: a.id, TaskID: a.sess.TaskID, RequestID: requestID, End: end})
 }
 
 // callWrites runs f on the actor like call, then waits until every write f

@@ -82,8 +82,10 @@ func (c *fakeTimers) fire(ft *fakeTimer) {
 }
 
 // writes is how many writes the session's actor has submitted, once
-// every write submitted so far has reported and the actor has heard of
-// those that failed.
+// every write submitted so far has reported, the actor has heard of those
+// that failed, and no reload is on its way but one waiting for its
+// backoff's timer (which the test fires). It used to look twice and
+// return: a reload queued meanwhile could still be making its repairs.
 func (s *scene) writes(t *testing.T) uint64 {
 	t.Helper()
 	ctx := context.Background()
@@ -91,16 +93,27 @@ func (s *scene) writes(t *testing.T) uint64 {
 	if err != nil {
 		t.Fatal(err)
 	}
+	deadline := testDeadline(t)
 	var n uint64
-	for range 2 { // the first visit lets the failures' callbacks post
+	for visits := 0; ; visits++ {
+		// Once a no-op write is answered, every earlier write has
+		// reported and its callbacks have posted to the actor.
 		if _, err := s.r.w.Do(ctx, func(*store.Store, events.Emit) error { return nil }); err != nil {
 			t.Fatal(err)
 		}
-		if err := a.do(ctx, func() { n = a.version }); err != nil {
+		prev, queued := n, false
+		if err := a.do(ctx, func() { n, queued = a.version, a.reloading && a.retry == nil }); err != nil {
 			t.Fatal(err)
 		}
+		if visits > 0 && n == prev && !queued {
+			return n
+		}
+		select {
+		case <-deadline:
+			t.Fatalf("the actor never settled (%d writes, a reload queued: %v)", n, queued)
+		default:
+		}
 	}
-	return n
 }
 
 // logDiffs compares the session's log with its actor's live state and

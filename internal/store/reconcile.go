@@ -13,7 +13,8 @@ import (
 // These read the sessions left at rest (waiting for input, agent stopped,
 // nothing open) as ids alone, and only the others whole, with their
 // executor rows, open turns and pending permissions: five queries from one
-// snapshot, whatever the number of sessions.
+// snapshot, whatever the number of sessions. Closed sessions are read too
+// when their close left something open (the store refused those writes).
 
 // activeStates are the session states start-up reconciliation looks at.
 const activeStates = `('` + string(session.SessionStarting) + `', '` + string(session.SessionRunning) + `', '` + string(session.SessionWaitingForInput) + `')`
@@ -27,31 +28,51 @@ const atRestSQL = `SELECT s.id FROM sessions s JOIN executors_running e ON e.ses
 	AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.session_id = s.id AND t.state IN ('running', 'queued'))
 	AND NOT EXISTS (SELECT 1 FROM permission_requests p WHERE p.session_id = s.id AND p.state = 'pending')`
 
-// toRepairSQL selects the other active sessions.
-const toRepairSQL = `SELECT id FROM sessions WHERE state IN ` + activeStates + ` AND id NOT IN (` + atRestSQL + `)`
+// closedStates are the states of a closed session.
+const closedStates = `('` + string(session.SessionCompleted) + `', '` + string(session.SessionFailed) + `', '` + string(session.SessionCancelled) + `')`
+
+// leftOpenSQL selects the closed sessions their close left with an open
+// turn, a pending permission or a live executor (the store refused those
+// writes): start-up closes them.
+const leftOpenSQL = `SELECT s.id FROM sessions s WHERE s.state IN ` + closedStates + `
+	AND (EXISTS (SELECT 1 FROM turns t WHERE t.session_id = s.id AND t.state IN ('running', 'queued'))
+	OR EXISTS (SELECT 1 FROM permission_requests p WHERE p.session_id = s.id AND p.state = 'pending')
+	OR EXISTS (SELECT 1 FROM executors_running e WHERE e.session_id = s.id
+		AND e.status IN ('` + string(session.ExecutorReady) + `', '` + string(session.ExecutorStarting) + `', '` + string(session.ExecutorReconnecting) + `')))`
+
+// toRepairSQL selects the other active sessions, and the closed ones left
+// open.
+const toRepairSQL = `SELECT id FROM sessions WHERE state IN ` + activeStates + ` AND id NOT IN (` + atRestSQL + `)
+	UNION ` + leftOpenSQL
+
+// openSessionsSQL selects the sessions whose open turns and pending
+// permissions start-up reads: the active ones and the closed ones left
+// open (the sessions at rest have none).
+const openSessionsSQL = `SELECT id FROM sessions WHERE state IN ` + activeStates + ` UNION ` + leftOpenSQL
 
 const (
 	atRestSessionsSQL = `SELECT id, task_id, agent_profile_id FROM sessions WHERE id IN (` + atRestSQL + `)
 		ORDER BY created_at, id`
 	repairExecutorsSQL = `SELECT ` + executorColumns + ` FROM executors_running
 		WHERE session_id IN (` + toRepairSQL + `)`
-	// The sessions at rest have no open turn and no pending permission.
 	activeOpenTurnsSQL = `SELECT ` + turnColumns + ` FROM turns
-		WHERE session_id IN (SELECT id FROM sessions WHERE state IN ` + activeStates + `)
+		WHERE session_id IN (` + openSessionsSQL + `)
 		AND state IN ('running', 'queued') ORDER BY session_id, seq`
 	activePendingPermissionsSQL = `SELECT ` + permissionColumns + ` FROM permission_requests
-		WHERE session_id IN (SELECT id FROM sessions WHERE state IN ` + activeStates + `)
+		WHERE session_id IN (` + openSessionsSQL + `)
 		AND state = 'pending' ORDER BY session_id, created_at, rowid`
 )
 
 // ActiveSessions are the active sessions (starting, running or waiting
-// for input) as start-up reconciliation reads them.
+// for input), and the closed ones their close left open, as start-up
+// reconciliation reads them.
 type ActiveSessions struct {
 	// AtRest are the sessions with nothing to repair: waiting for input,
 	// their agent stopped or failed, no running or queued turn, no pending
 	// permission. Oldest first.
 	AtRest []SessionRef
-	// ToRepair are the others, oldest first.
+	// ToRepair are the others, and the closed sessions left with an open
+	// turn, a pending permission or a live executor, oldest first.
 	ToRepair []ActiveSession
 }
 

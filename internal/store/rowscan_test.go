@@ -194,9 +194,24 @@ func TestRowScansMatchGorm(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The closed session was left open (a running turn, a pending
+		// permission, a live executor): start-up closes it too.
+		left := store.ActiveSession{}
+		if left.Session, err = s.GetSession(ctx, closed.ID); err != nil {
+			t.Fatal(err)
+		}
+		if left.Executor, err = s.GetExecutor(ctx, closed.ID); err != nil {
+			t.Fatal(err)
+		}
+		if left.OpenTurns, err = s.ListTurnsByState(ctx, closed.ID, session.TurnRunning, session.TurnQueued); err != nil {
+			t.Fatal(err)
+		}
+		if left.Permissions, err = s.ListPermissions(ctx, closed.ID, session.PermissionPending); err != nil {
+			t.Fatal(err)
+		}
 		want := store.ActiveSessions{
 			AtRest:   []store.SessionRef{{ID: rest.ID, TaskID: rest.TaskID, AgentProfileID: rest.AgentProfileID}},
-			ToRepair: []store.ActiveSession{{Session: full, Executor: ex, OpenTurns: openTurns, Permissions: pending}},
+			ToRepair: []store.ActiveSession{{Session: full, Executor: ex, OpenTurns: openTurns, Permissions: pending}, left},
 		}
 		check(t, "active sessions", active, want)
 	})
