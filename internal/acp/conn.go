@@ -58,7 +58,10 @@ type Handler interface {
 	// until then it holds one credit of the connection's update window
 	// (Options.UpdateWindow), and with every credit held the daemon stops
 	// reading the agent. So nothing that leads to done may wait for the
-	// agent (an ACP response), or the connection deadlocks.
+	// agent (an ACP response), or the connection deadlocks. An executor
+	// host's agent (internal/executor) gives done one more meaning, the
+	// record committed: its handler never calls it for an update it did
+	// not take.
 	Update(u Update, done func())
 	// RequestPermission blocks until the user answers or ctx ends: the
 	// agent withdrew the request, or it is gone (context.Cause(ctx) is then

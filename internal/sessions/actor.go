@@ -278,13 +278,13 @@ type agentHandler struct {
 // the event writer: neither the mailbox nor the writer's queue holds more
 // than the update window of one agent's updates. Nothing on this path waits
 // for the agent (ACP calls run in goroutines of their own), which keeps the
-// window free of deadlocks.
+// window free of deadlocks. An actor that is gone takes nothing (untaken).
 func (h *agentHandler) Update(u acp.Update, done func()) {
 	if !h.a.mb.post(func() {
 		h.a.withRecord(h.offset(u.Offset), func() { h.a.onUpdate(h.gen, u) })
 		h.a.afterWrites(done)
 	}) {
-		done()
+		untaken(u.Offset, done)
 	}
 }
 
@@ -297,6 +297,23 @@ func (h *agentHandler) Record(offset uint64, done func()) {
 		h.a.withRecord(h.offset(offset), func() {})
 		h.a.afterWrites(done)
 	}) {
+		untaken(offset, done)
+	}
+}
+
+// untaken answers for an update or record that reached the actor after
+// its mailbox closed (the daemon stops, the session closed or moved to
+// another node): nothing recorded it. A local agent's update (offset 0)
+// is dropped and its credit comes back. A host record's done is withheld:
+// it would commit the record, and the host, told so, would drop a record
+// the store does not have; the next daemon's attach starts from the
+// offset the store holds, and the host's stream would begin past it
+// ("executor host skipped records", the record lost). Withheld, the
+// record and every later one stay on the host for that attach; the credit
+// it keeps only stops this daemon taking more of the agent's records,
+// which nothing here would take.
+func untaken(offset uint64, done func()) {
+	if offset == 0 {
 		done()
 	}
 }
