@@ -65,7 +65,8 @@ type Handler interface {
 	Update(u Update, done func())
 	// RequestPermission blocks until the user answers or ctx ends: the
 	// agent withdrew the request, or it is gone (context.Cause(ctx) is then
-	// ErrAgentGone). A nil error with Cancelled set is a valid answer.
+	// ErrAgentGone). A nil error with Cancelled set is a valid answer;
+	// ErrNoAnswer says there is none (the handler is gone).
 	RequestPermission(ctx context.Context, req PermissionRequest) (PermissionOutcome, error)
 }
 

@@ -328,12 +328,21 @@ func (h *agentHandler) offset(off uint64) uint64 {
 	return off
 }
 
+// RequestPermission asks the session's user, through the actor, and
+// waits for the answer. An actor that is gone (its mailbox closed: the
+// daemon stops, the session closed or moved to another node) takes no
+// request: acp.ErrNoAnswer, which leaves a hosted agent's request pending
+// on its host for the next daemon, as one asked before the stop is
+// (hostPending), instead of telling the agent "cancelled".
 func (h *agentHandler) RequestPermission(ctx context.Context, req acp.PermissionRequest) (acp.PermissionOutcome, error) {
 	reply := make(chan acp.PermissionOutcome, 1)
 	idc := make(chan string, 1)
 	// A command like an API request: an agent asking faster than the actor
 	// answers waits for room in the mailbox.
-	if h.a.mb.postWait(ctx, func() { idc <- h.a.onPermissionRequested(h.gen, req, reply) }) != nil {
+	if err := h.a.mb.postWait(ctx, func() { idc <- h.a.onPermissionRequested(h.gen, req, reply) }); err != nil {
+		if errors.Is(err, errMailboxClosed) {
+			return acp.PermissionOutcome{}, acp.ErrNoAnswer
+		}
 		return acp.PermissionOutcome{Cancelled: true}, nil
 	}
 	var id string

@@ -322,22 +322,7 @@ func TestNetworkCutSaysItOnce(t *testing.T) {
 // daemon logged "executor host skipped records" and lost those chunks.
 func TestSlowCleanStopLeavesUntakenRecords(t *testing.T) {
 	const chunks = 500
-	w := hostedWorld(t)
-	yaml, err := os.ReadFile(filepath.Join(w.dir, "agents.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.writeAgentsYAML(string(yaml) + w.lingeringEntry("lingering"))
-	w.start()
-	slow, _ := w.createSessionOn("lingering", "standalone")
-	w.prompt(slow, "/echo warm", "warm")
-	if got := w.waitTurn(slow, "warm"); got["state"] != "completed" {
-		t.Fatalf("turn warm: got %v, want completed", got)
-	}
-	if ex := w.executor(slow); ex["status"] != "ready" {
-		t.Fatalf("lingering session's executor: got %v, want ready (its agent running, to be stopped by the daemon's stop)", ex)
-	}
-
+	w, _ := slowStopWorld(t)
 	sid, _ := w.createSessionOn("demo", "detached")
 	// A chunk every 10 ms: the stream goes on for seconds, through the
 	// daemon's whole stop.
@@ -362,4 +347,30 @@ func TestSlowCleanStopLeavesUntakenRecords(t *testing.T) {
 			len(got), want.Len(), chunks)
 	}
 	checkNoInterruption(t, w.replay(sid))
+}
+
+// slowStopWorld is a hosted world, started, whose clean stop is slow: a
+// session on the standalone executor has a running agent that lingers
+// through its whole stop grace (lingeringEntry), which the daemon's stop
+// waits for, while the sessions' actors have stopped taking anything and
+// the link to the detached host stays up. It returns the world and that
+// session's directory.
+func slowStopWorld(t *testing.T) (*world, string) {
+	t.Helper()
+	w := hostedWorld(t)
+	yaml, err := os.ReadFile(filepath.Join(w.dir, "agents.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.writeAgentsYAML(string(yaml) + w.lingeringEntry("lingering"))
+	w.start()
+	slow, cwd := w.createSessionOn("lingering", "standalone")
+	w.prompt(slow, "/echo warm", "warm")
+	if got := w.waitTurn(slow, "warm"); got["state"] != "completed" {
+		t.Fatalf("turn warm: got %v, want completed", got)
+	}
+	if ex := w.executor(slow); ex["status"] != "ready" {
+		t.Fatalf("lingering session's executor: got %v, want ready (its agent running, to be stopped by the daemon's stop)", ex)
+	}
+	return w, cwd
 }
