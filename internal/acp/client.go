@@ -38,6 +38,16 @@ type PermissionOutcome struct {
 	OptionID  string
 }
 
+// ErrNoAnswer is what a Handler's RequestPermission returns when it
+// cannot take the request at all (the session stopped taking anything:
+// the daemon stops, or the session moved to another node), as opposed to
+// the user or the daemon answering "cancelled". A local agent hears
+// "cancelled", as for any error (its process ends with the daemon); an
+// executor host's agent (internal/executor) hears nothing: the request
+// stays pending on the host, and the next daemon's attach reports it
+// again, to be answered there.
+var ErrNoAnswer = errors.New("acp: no answer: the session takes no permission request")
+
 // ErrAgentGone is the cause (context.Cause) of a Handler.RequestPermission
 // context that ended because the connection to the agent did (it exited,
 // or its stream broke), as opposed to the agent withdrawing the request:

@@ -58,11 +58,15 @@ type Handler interface {
 	// until then it holds one credit of the connection's update window
 	// (Options.UpdateWindow), and with every credit held the daemon stops
 	// reading the agent. So nothing that leads to done may wait for the
-	// agent (an ACP response), or the connection deadlocks.
+	// agent (an ACP response), or the connection deadlocks. An executor
+	// host's agent (internal/executor) gives done one more meaning, the
+	// record committed: its handler never calls it for an update it did
+	// not take.
 	Update(u Update, done func())
 	// RequestPermission blocks until the user answers or ctx ends: the
 	// agent withdrew the request, or it is gone (context.Cause(ctx) is then
-	// ErrAgentGone). A nil error with Cancelled set is a valid answer.
+	// ErrAgentGone). A nil error with Cancelled set is a valid answer;
+	// ErrNoAnswer says there is none (the handler is gone).
 	RequestPermission(ctx context.Context, req PermissionRequest) (PermissionOutcome, error)
 }
 

@@ -219,6 +219,17 @@ func (t *turn) run(prompt []acp.ContentBlock) error {
 	case "/mcp":
 		return t.say(t.s.describeMCP())
 	case "/permission":
+		if file, ok := strings.CutPrefix(arg, "when "); ok {
+			// /permission when FILE: the question waits until FILE (in
+			// the session's directory) exists, so a test asks it at the
+			// moment it chooses, e.g. while tetherd is stopping.
+			if file = strings.TrimSpace(file); !filepath.IsLocal(file) {
+				return t.say("usage: /permission [when FILE]")
+			}
+			if err := t.awaitFile(file); err != nil {
+				return err
+			}
+		}
 		return t.permission()
 	case "/hang":
 		if err := t.say("hanging…"); err != nil {
@@ -413,6 +424,23 @@ func (t *turn) plain(text string, attachments int) error {
 		}
 	}
 	return nil
+}
+
+// awaitFile says it waits, then waits until the file name, relative to
+// the session's directory, exists, or the turn is cancelled.
+func (t *turn) awaitFile(name string) error {
+	if err := t.say("waiting for " + name + "\n"); err != nil {
+		return err
+	}
+	p := filepath.Join(t.cwd(), name)
+	for {
+		if _, err := os.Stat(p); err == nil {
+			return nil
+		}
+		if err := t.pause(20 * time.Millisecond); err != nil {
+			return err
+		}
+	}
 }
 
 // permission implements /permission: a pending edit tool call gated on

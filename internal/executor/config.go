@@ -137,7 +137,8 @@ type WaitHandler interface {
 // acknowledged and not committed would put the host's stream ahead of
 // the offset the next attach starts from (a gap, issue 28). Without it
 // such a record counts as committed once handed over. done holds a
-// credit of the update window, like an update's.
+// credit of the update window, like an update's, and, like an update's,
+// is never called for a record the handler did not take.
 type RecordHandler interface {
 	Record(offset uint64, done func())
 }

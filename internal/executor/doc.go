@@ -15,7 +15,12 @@
 // the host drop them. Requests, request_closed and the exit count as
 // committed once handed over: a request still pending is reported again
 // by the next attach (AttachResult.Pending), and the exit ends the
-// session. The handler sees at most UpdateWindow updates not yet done, as
+// session. A handler that did not take an update (its session's actor is
+// gone: the daemon stops) never calls its done, so the record, and every
+// one after it, stays unacknowledged on the host for the next attach;
+// such a handler answers a permission request with acp.ErrNoAnswer, and
+// the host hears no answer: the request stays pending for that attach. The
+// handler sees at most UpdateWindow updates not yet done, as
 // for a local agent; records wait in the Agent meanwhile, which the
 // host's outbox bounds (nothing is acknowledged before it is done).
 //

@@ -327,8 +327,13 @@ func (h *Host) markAck(a *Agent, urgent bool) {
 
 // sendAcks acknowledges every session's commits on the current
 // connection. A session not attached on it is skipped: its next attach's
-// From acknowledges the same. An agent whose exit is acknowledged is done
-// with the host.
+// From acknowledges the same. So is an agent the Host forgot: one that
+// ended on this daemon's side only (Detach, a fenced command, Close) runs
+// on for the session's next owner, whose attach takes its records from
+// what the store holds, and the records it committed unseen once it
+// ended (a record waiting for a credit then, or already queued) were
+// stored by nobody. An agent whose exit is acknowledged is done with the
+// host.
 func (h *Host) sendAcks() {
 	h.ackMu.Lock()
 	dirty := h.ackDirty
@@ -339,7 +344,7 @@ func (h *Host) sendAcks() {
 	var acks []hostproto.Ack
 	var finished []*Agent
 	for a := range dirty {
-		if conn == nil || a.linkGen != gen {
+		if conn == nil || a.linkGen != gen || h.agents[a.sessionID] != a {
 			continue
 		}
 		if off, ok := a.takeAck(); ok {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"sync/atomic"
 
 	"github.com/tether/tether/internal/acp"
@@ -474,7 +475,11 @@ func (a *Agent) deliverRequest(p hostproto.PermissionRequest, off uint64) {
 		}
 		skip := open.closed || a.reqsClosed
 		a.mu.Unlock()
-		if skip {
+		if skip || errors.Is(err, acp.ErrNoAnswer) {
+			// No answer to send: the host withdrew the request, the agent
+			// ended here, or the handler took nothing (its session stops
+			// taking records, as the daemon stops): the request stays
+			// pending on the host for the next attach (AttachResult.Pending).
 			return
 		}
 		if err != nil {

@@ -282,13 +282,13 @@ type agentHandler struct {
 // the event writer: neither the mailbox nor the writer's queue holds more
 // than the update window of one agent's updates. Nothing on this path waits
 // for the agent (ACP calls run in goroutines of their own), which keeps the
-// window free of deadlocks.
+// window free of deadlocks. An actor that is gone takes nothing (untaken).
 func (h *agentHandler) Update(u acp.Update, done func()) {
 	if !h.a.mb.post(func() {
 		h.a.withRecord(h.offset(u.Offset), func() { h.a.onUpdate(h.gen, u) })
 		h.a.afterWrites(done)
 	}) {
-		done()
+		untaken(u.Offset, done)
 	}
 }
 
@@ -301,6 +301,23 @@ func (h *agentHandler) Record(offset uint64, done func()) {
 		h.a.withRecord(h.offset(offset), func() {})
 		h.a.afterWrites(done)
 	}) {
+		untaken(offset, done)
+	}
+}
+
+// untaken answers for an update or record that reached the actor after
+// its mailbox closed (the daemon stops, the session closed or moved to
+// another node): nothing recorded it. A local agent's update (offset 0)
+// is dropped and its credit comes back. A host record's done is withheld:
+// it would commit the record, and the host, told so, would drop a record
+// the store does not have; the next daemon's attach starts from the
+// offset the store holds, and the host's stream would begin past it
+// ("executor host skipped records", the record lost). Withheld, the
+// record and every later one stay on the host for that attach; the credit
+// it keeps only stops this daemon taking more of the agent's records,
+// which nothing here would take.
+func untaken(offset uint64, done func()) {
+	if offset == 0 {
 		done()
 	}
 }
@@ -315,12 +332,21 @@ func (h *agentHandler) offset(off uint64) uint64 {
 	return off
 }
 
+// RequestPermission asks the session's user, through the actor, and
+// waits for the answer. An actor that is gone (its mailbox closed: the
+// daemon stops, the session closed or moved to another node) takes no
+// request: acp.ErrNoAnswer, which leaves a hosted agent's request pending
+// on its host for the next daemon, as one asked before the stop is
+// (hostPending), instead of telling the agent "cancelled".
 func (h *agentHandler) RequestPermission(ctx context.Context, req acp.PermissionRequest) (acp.PermissionOutcome, error) {
 	reply := make(chan acp.PermissionOutcome, 1)
 	idc := make(chan string, 1)
 	// A command like an API request: an agent asking faster than the actor
 	// answers waits for room in the mailbox.
-	if h.a.mb.postWait(ctx, func() { idc <- h.a.onPermissionRequested(h.gen, req, reply) }) != nil {
+	if err := h.a.mb.postWait(ctx, func() { idc <- h.a.onPermissionRequested(h.gen, req, reply) }); err != nil {
+		if errors.Is(err, errMailboxClosed) {
+			return acp.PermissionOutcome{}, acp.ErrNoAnswer
+		}
 		return acp.PermissionOutcome{Cancelled: true}, nil
 	}
 	var id string

@@ -174,7 +174,8 @@ type HostHandler interface {
 	// waits for it (a start or attach not answered, a broken link).
 	HostUnreachable(why error)
 	// Record commits the offset of a host record that brings no update,
-	// in order with the updates, and calls done once it is durable.
+	// in order with the updates, and calls done once it is durable (and
+	// never for a record the session did not take: untaken).
 	Record(offset uint64, done func())
 }
 

@@ -3,6 +3,8 @@ package crash_test
 import (
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -304,4 +306,71 @@ func TestNetworkCutSaysItOnce(t *testing.T) {
 	if st := w.status(sid); !strings.Contains(st["errorMessage"].(string), `unreachable for more than 40s`) {
 		t.Errorf("status after the loss: got error %q, want it to say the host was unreachable for more than 40s", st["errorMessage"])
 	}
+}
+
+// TestSlowCleanStopLeavesUntakenRecords: tetherd stops cleanly (SIGTERM)
+// while the agent of a session on its detached executor host streams a
+// reply, and the stop is slow: another session's standalone agent takes
+// its whole stop grace to end (lingeringEntry). The hosted session's
+// actor has stopped taking records by then, and the agent's chunks keep
+// coming all that time. The next daemon takes the turn up where the
+// first one's store left it: the turn completes with every chunk once
+// and in order, and the restarted daemon logs no error. Before, the
+// stopping daemon's session handler called done for every record that
+// reached it after its actor's mailbox closed, which acknowledged it:
+// the host dropped records the store never had, and the restarted
+// daemon logged "executor host skipped records" and lost those chunks.
+func TestSlowCleanStopLeavesUntakenRecords(t *testing.T) {
+	const chunks = 500
+	w, _ := slowStopWorld(t)
+	sid, _ := w.createSessionOn("demo", "detached")
+	// A chunk every 10 ms: the stream goes on for seconds, through the
+	// daemon's whole stop.
+	w.prompt(sid, fmt.Sprintf("/stream %d 1 10", chunks), "stream")
+	w.waitFor("the stream to be under way", func() bool {
+		return strings.Contains(w.agentReplies(sid)["stream"].text, "chunk 30\n")
+	})
+	w.term()
+
+	w.start()
+	if got := w.waitTurn(sid, "stream"); got["state"] != "completed" {
+		t.Fatalf("turn stream: got %v, want completed", got)
+	}
+	w.waitAcked("local", sid)
+	checkNoErrorLogged(t, "tetherd after a slow clean stop", w.daemonLog())
+	var want strings.Builder
+	for i := 1; i <= chunks; i++ {
+		fmt.Fprintf(&want, "chunk %d\n", i)
+	}
+	if got := w.agentReplies(sid)["stream"].text; got != want.String() {
+		t.Errorf("turn stream: transcript has %d bytes of agent text, want the %d of the %d chunks once each, in order",
+			len(got), want.Len(), chunks)
+	}
+	checkNoInterruption(t, w.replay(sid))
+}
+
+// slowStopWorld is a hosted world, started, whose clean stop is slow: a
+// session on the standalone executor has a running agent that lingers
+// through its whole stop grace (lingeringEntry), which the daemon's stop
+// waits for, while the sessions' actors have stopped taking anything and
+// the link to the detached host stays up. It returns the world and that
+// session's directory.
+func slowStopWorld(t *testing.T) (*world, string) {
+	t.Helper()
+	w := hostedWorld(t)
+	yaml, err := os.ReadFile(filepath.Join(w.dir, "agents.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.writeAgentsYAML(string(yaml) + w.lingeringEntry("lingering"))
+	w.start()
+	slow, cwd := w.createSessionOn("lingering", "standalone")
+	w.prompt(slow, "/echo warm", "warm")
+	if got := w.waitTurn(slow, "warm"); got["state"] != "completed" {
+		t.Fatalf("turn warm: got %v, want completed", got)
+	}
+	if ex := w.executor(slow); ex["status"] != "ready" {
+		t.Fatalf("lingering session's executor: got %v, want ready (its agent running, to be stopped by the daemon's stop)", ex)
+	}
+	return w, cwd
 }

@@ -16,18 +16,31 @@ import (
 // that stopping agent.
 
 // lingeringWorld is a world whose demo agent lingers after it is told to
-// stop: its shell goes on when the agent ends on stdin's end, and ignores
-// SIGTERM, so the agent's stop takes its grace, until SIGKILL.
+// stop (lingeringEntry).
 func lingeringWorld(t *testing.T) *world {
 	t.Helper()
 	w := hostedWorld(t)
-	script := "trap '' TERM; " + w.bin + " demo-agent --state-dir " + w.stateDir("demo") + "; sleep 60"
-	args, _ := json.Marshal([]string{"-c", script, "lingering-agent"})
-	yaml := "agents:\n  - id: demo\n    command: /bin/sh\n    args: " + string(args) + "\n"
-	if err := os.WriteFile(filepath.Join(w.dir, "agents.yaml"), []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	w.writeAgentsYAML("agents:\n" + w.lingeringEntry("demo"))
 	return w
+}
+
+// lingeringEntry is the agents.yaml entry of profile id, a demo agent
+// that lingers after it is told to stop: its shell goes on when the agent
+// ends on stdin's end, and ignores SIGTERM, so the agent's stop takes its
+// grace, until SIGKILL.
+func (w *world) lingeringEntry(id string) string {
+	script := "trap '' TERM; " + w.bin + " demo-agent --state-dir " + w.stateDir(id) + "; sleep 60"
+	args, _ := json.Marshal([]string{"-c", script, "lingering-agent"})
+	return "  - id: " + id + "\n    command: /bin/sh\n    args: " + string(args) + "\n"
+}
+
+// writeAgentsYAML replaces the daemon's agents.yaml with yaml; the next
+// daemon start reads it.
+func (w *world) writeAgentsYAML(yaml string) {
+	w.t.Helper()
+	if err := os.WriteFile(filepath.Join(w.dir, "agents.yaml"), []byte(yaml), 0o600); err != nil {
+		w.t.Fatal(err)
+	}
 }
 
 // demoAgentsIn lists the demo agents themselves (not their lingering

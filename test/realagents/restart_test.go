@@ -64,7 +64,10 @@ func idleOn(t *testing.T, a agent, rt string, extra ...string) (*world, string) 
 // restarted daemon logs no error, and the next turn is recorded once.
 // Before, tetherd acknowledged those records to the host without
 // committing their offsets, and the restarted daemon logged "executor host
-// skipped records" at the next turn's first record.
+// skipped records" at the next turn's first record. It did so too (1 run
+// in 3 or 4 with qwen) for a record that reached the stopping daemon
+// after the session's actor was gone, as qwen's last one after its turn
+// can (test/crash TestSlowCleanStopLeavesUntakenRecords).
 func TestDetachedCleanRestartSkipsNothing(t *testing.T) {
 	forEachAgentOn(t, []string{detached, remote}, func(t *testing.T, a agent, rt string) {
 		w, sid := idleOn(t, a, rt)
