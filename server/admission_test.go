@@ -135,6 +135,7 @@ func TestFailedAdmissionDispatchesNothing(t *testing.T) {
 			if n := len(d.sentPrompts(sid)); n != 3 {
 				t.Fatalf("agent got %d session/prompt, want 3 (warm up, after, the retry)", n)
 			}
+			d.checkOneTruth(sid)
 		})
 	}
 }

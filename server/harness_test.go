@@ -23,6 +23,7 @@ import (
 
 	"github.com/tether/tether/internal/agents"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/onetruth"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/sessions"
 	"github.com/tether/tether/internal/store"
@@ -181,6 +182,17 @@ func startDaemon(t *testing.T, opts daemonOptions) *daemon {
 	}
 	t.Cleanup(d.stop)
 	return d
+}
+
+// checkOneTruth compares what the daemon serves about sid (transcript,
+// status, context and recovery plan) with what its event log implies
+// (issue 29); see package onetruth. Tests call it where the daemon has
+// come back from a fault: a restart, or a store that refused writes and
+// takes them again (what a refused write left must be in the log, or
+// nowhere).
+func (d *daemon) checkOneTruth(sid string) {
+	d.t.Helper()
+	onetruth.Daemon{Base: d.URL, Token: testToken, Client: d.client}.Check(d.t, sid)
 }
 
 // stop shuts the daemon down (agents stopped, store closed). Running turns

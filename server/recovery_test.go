@@ -421,6 +421,7 @@ func TestResumeStrategies(t *testing.T) {
 				if got := d.resumeToken(sid); got != token {
 					t.Errorf("resume token after recovery: got %q, want %q", got, token)
 				}
+				d.checkOneTruth(sid)
 				return
 			}
 
@@ -456,6 +457,10 @@ func TestResumeStrategies(t *testing.T) {
 			if n := d.Sent.count(sid, "initialize"); n != 1 {
 				t.Errorf("got %d agent processes started, want 1", n)
 			}
+			// After each restore the status (contextLost, the executor)
+			// and the plan are what the session.resumed and the rest of
+			// the log say.
+			d.checkOneTruth(sid)
 		})
 	}
 }

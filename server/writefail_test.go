@@ -92,6 +92,7 @@ func TestSessionCreatesSurviveAFailedNeighbourInTheirBatch(t *testing.T) {
 				if task := d.do("GET", "/tasks/"+taskID, nil); task.Status != http.StatusOK {
 					t.Fatalf("GET /tasks/%s of a created session: got %d %s, want 200", taskID, task.Status, task.Body)
 				}
+				d.checkOneTruth(sess["id"].(string))
 			}
 		})
 	}
@@ -166,6 +167,7 @@ func TestFailedTurnEndIsNotSilent(t *testing.T) {
 	if got := d.waitTurn(sid, next); got["state"] != "completed" {
 		t.Fatalf("next turn after the failure: got %v, want completed", got["state"])
 	}
+	d.checkOneTruth(sid)
 }
 
 // TestFailedWritesAnswer5xx: a request whose change cannot be stored gets
@@ -201,6 +203,7 @@ func TestFailedWritesAnswer5xx(t *testing.T) {
 	if n := len(list(d.transcript(sid), "turns")); n != 0 {
 		t.Fatalf("turns after a prompt that could not be stored: got %d, want 0", n)
 	}
+	d.checkOneTruth(sid)
 }
 
 // failuresAtLeast waits until the event writer has counted n failed
@@ -243,6 +246,7 @@ func TestRefusedChangesAreRecordedOnceTheStoreAcceptsWrites(t *testing.T) {
 		if st := d.status(sid); st["state"] != "WAITING_FOR_INPUT" {
 			t.Fatalf("status: got %v, want WAITING_FOR_INPUT", st["state"])
 		}
+		d.checkOneTruth(sid)
 	})
 	t.Run("a permission's answer", func(t *testing.T) {
 		d := startDaemon(t, daemonOptions{})
@@ -259,6 +263,7 @@ func TestRefusedChangesAreRecordedOnceTheStoreAcceptsWrites(t *testing.T) {
 		if resolved, want := d.permissionOutcomes(sid), []string{"selected allow_once"}; !slices.Equal(resolved, want) {
 			t.Fatalf("permission.resolved events: got %q, want %q", resolved, want)
 		}
+		d.checkOneTruth(sid)
 	})
 }
 

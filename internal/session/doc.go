@@ -33,6 +33,7 @@
 //
 // Every view of a session (its rows, /transcript, /status, /context, the
 // recovery plan) must equal what Fold of its log gives; the replay test
-// (internal/sessions, replay_internal_test.go) and the crash matrix's one
-// truth check (test/crash, onetruth_test.go) hold them to it.
+// (internal/sessions, replay_internal_test.go) and the black-box one truth
+// check (internal/onetruth, run by the crash, server and cluster suites)
+// hold them to it.
 package session

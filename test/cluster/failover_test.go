@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/tether/tether/internal/onetruth"
 )
 
 // streamTurn is a turn long enough to kill its node in: 3000 chunks with
@@ -129,6 +131,19 @@ func TestFailoverBehindBalancer(t *testing.T) {
 		t.Errorf("the stored transcript of the turn: %d bytes, want the %d chunks once each, in order (missing: %v)",
 			stored.Len(), streamChunks, missing)
 	}
+	// Every view of every session, whichever node serves it, is what the
+	// session's log implies, the one taken over too.
+	for _, s := range append(sids, sid) {
+		checkOneTruth(t, lb.URL(), s)
+	}
+}
+
+// checkOneTruth compares what base (a node or the balancer) serves about
+// sid, its transcript, status, context and recovery plan, with what the
+// session's event log implies (issue 29); see package onetruth.
+func checkOneTruth(t *testing.T, base, sid string) {
+	t.Helper()
+	onetruth.Daemon{Base: base, Token: token}.Check(t, sid)
 }
 
 // asList reads a JSON array of objects.

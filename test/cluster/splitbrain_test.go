@@ -96,6 +96,10 @@ func TestSplitBrain(t *testing.T) {
 			t.Fatalf("chunk %d is %d times in the transcript, want once", i, n)
 		}
 	}
+	// Once a reaches the database again, the session's every view is what
+	// its log implies, asked of its owner b and of a, which forwards.
+	checkOneTruth(t, b.URL(), sid)
+	checkOneTruth(t, a.URL(), sid)
 }
 
 // nodeIn places node id (not started yet) in the namespace: it listens on

@@ -68,4 +68,5 @@ func TestStandaloneFailoverInterrupts(t *testing.T) {
 	if len(interrupted) != 1 || interrupted[0] != "long" {
 		t.Errorf("turn.interrupted events: got prompts %v, want one, of long", interrupted)
 	}
+	checkOneTruth(t, n2.URL(), sid)
 }

@@ -368,6 +368,9 @@ func (w *world) checkRestart(sid, cwd, profile string, seen []frame) []frame {
 	if p := lastEvent(t, replay, "session.executor_status"); p == nil || p["status"] != "stopped" || p["error"] == nil {
 		t.Errorf("last session.executor_status: got %v, want stopped with the reason", p)
 	}
+	// Every view of the session is what its log, repaired by the restart,
+	// implies.
+	w.checkOneTruth(sid)
 	return replay
 }
 

@@ -3,7 +3,6 @@
 package crash_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -534,9 +533,7 @@ func list(m map[string]any, key string) []map[string]any {
 }
 
 // frame is one durable SSE event as a client saw it.
-type frame struct {
-	ID, Event, Data string
-}
+type frame testbin.Frame
 
 func (f frame) JSON(t *testing.T) map[string]any {
 	t.Helper()
@@ -556,68 +553,16 @@ func (f frame) seq() int64 {
 // readFrames parses an SSE body, calling fn for each block; a false return
 // stops reading. Control frames are passed with an empty ID.
 func readFrames(r io.Reader, fn func(frame) bool) error {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var f frame
-	var data []string
-	seen := false
-	for {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			return err
-		}
-		line = strings.TrimRight(line, "\r\n")
-		if line == "" {
-			if seen {
-				f.Data = strings.Join(data, "\n")
-				if !fn(f) {
-					return nil
-				}
-			}
-			f, data, seen = frame{}, nil, false
-			continue
-		}
-		if strings.HasPrefix(line, ":") {
-			continue // heartbeat comment
-		}
-		seen = true
-		name, value, _ := strings.Cut(line, ":")
-		value = strings.TrimPrefix(value, " ")
-		switch name {
-		case "id":
-			f.ID = value
-		case "event":
-			f.Event = value
-		case "data":
-			data = append(data, value)
-		}
-	}
+	return testbin.ReadFrames(r, func(f testbin.Frame) bool { return fn(frame(f)) })
 }
 
 // replay is the session's whole durable log as GET events?follow=false
 // serves it.
 func (w *world) replay(sid string) []frame {
 	w.t.Helper()
-	req, _ := http.NewRequest("GET", "http://"+w.addr+"/session/"+sid+"/events?follow=false", nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		w.t.Fatalf("replay: got %d: %s", resp.StatusCode, b)
-	}
 	var out []frame
-	err = readFrames(resp.Body, func(f frame) bool {
-		if f.ID != "" {
-			out = append(out, f)
-		}
-		return true
-	})
-	if err != nil && !errors.Is(err, io.EOF) {
-		w.t.Fatalf("replay: %v", err)
+	for _, f := range testbin.Replay(w.t, nil, "http://"+w.addr, token, sid) {
+		out = append(out, frame(f))
 	}
 	return out
 }

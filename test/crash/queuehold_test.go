@@ -70,6 +70,8 @@ func TestCrashHoldsTheQueue(t *testing.T) {
 			if agents := w.agentsIn(cwd); len(agents) != 0 {
 				t.Errorf("agents running after the crash with a held queue: %v, want none (nothing asked for one)", agents)
 			}
+			// The held queue, the plan and the status are the log's.
+			w.checkOneTruth(sid)
 
 			code, m := w.do(http.MethodPost, "/session/"+sid+"/continue", map[string]any{"promptId": "c1"})
 			if code != http.StatusAccepted {
@@ -161,6 +163,7 @@ func TestAgentLosesItsSession(t *testing.T) {
 			if st := w.turn(sid, "q1")["state"]; st != "queued" {
 				t.Errorf("q1 after the interruption: got %v, want queued", st)
 			}
+			w.checkOneTruth(sid)
 
 			code, m := w.do(http.MethodPost, "/session/"+sid+"/continue", map[string]any{"promptId": "c1"})
 			if code != http.StatusAccepted {
