@@ -404,11 +404,14 @@ func decideHostedTakenUp(in restartedInput) decision {
 		}
 		return accept(effStopExecutor{Why: restartedWhy}, effRestartAgent{}, announce)
 	}
-	var effs []effect
-	if !in.Load || in.Executor != session.ExecutorReconnecting {
-		effs = append(effs, effMarkReconnecting{})
+	if in.Load && in.Executor == session.ExecutorReconnecting {
+		// Start-up left it reconnecting and announced its plan: the load
+		// only attaches (nothing it records would change the plan, and
+		// working it out again for every hosted session would hold up the
+		// writer while a hundred of them reattach).
+		return accept(effAttachAgent{})
 	}
-	return accept(append(effs, effAttachAgent{}, announce)...)
+	return accept(effMarkReconnecting{}, effAttachAgent{}, announce)
 }
 
 // decideTakenUp repairs a session closed in the log (at start-up or on a

@@ -76,7 +76,7 @@ func TestDecideTakenUp(t *testing.T) {
 		}), accepted(effMarkReconnecting{}, effAttachAgent{}, push)},
 		{"loaded hosted after start-up marked it reconnecting", inRunning, loaded(func(in *restartedInput) {
 			in.Turns, in.Executor, in.Hosted = []storedTurn{running("p1")}, session.ExecutorReconnecting, true
-		}), accepted(effAttachAgent{}, push)},
+		}), accepted(effAttachAgent{})}, // start-up announced its plan
 		{"loaded hosted while its start was cut short", inState(session.SessionStarting), loaded(func(in *restartedInput) {
 			in.Turns, in.Executor, in.Hosted = []storedTurn{queuedT("q1")}, session.ExecutorStarting, true
 		}), accepted(effStopExecutor{}, push)},
