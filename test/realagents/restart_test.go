@@ -157,9 +157,14 @@ func TestDetachedRebootRestoresEagerly(t *testing.T) {
 		restartedAt := len(w.logs.String())
 		w.extra = append(w.extra, "--resume-on-start", "eager")
 		w.start()
+		// Ready and running alone is not enough: the daemon attaches to
+		// the new host first, which still lists the session, and is told
+		// a moment later that its agent was lost; the restore follows. It
+		// is done once the log holds it.
 		w.waitFor("the agent to be restored without a prompt", func() bool {
 			_, st := w.do("GET", "/session/"+sid+"/status", nil)
-			return st["executorStatus"] == "ready" && st["isAgentRunning"] == true
+			return st["executorStatus"] == "ready" && st["isAgentRunning"] == true &&
+				slices.ContainsFunc(w.log(sid), func(e event) bool { return e.Type == "session.resumed" })
 		})
 		var resumed, interrupted []any
 		for _, e := range w.log(sid) {
