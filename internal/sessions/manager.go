@@ -401,6 +401,14 @@ func (m *Manager) actor(ctx context.Context, id string) (*actor, error) {
 	if m.afterLoad != nil {
 		m.afterLoad()
 	}
+	return m.register(l)
+}
+
+// register makes the live actor of the session l holds (unless another
+// load registered one first), whose first act is to take up what l
+// leaves open (takeUp).
+func (m *Manager) register(l loaded) (*actor, error) {
+	id := l.sess.ID
 	_, _, specErr := m.profiles.Spec(l.sess.AgentProfileID)
 	in := restartedOf(l.sess, l.exec, l.turns, l.pending, specErr == nil, true)
 	m.mu.Lock()

@@ -73,7 +73,7 @@ func (m *Manager) reconcile(ctx context.Context, keep func(sessionID string) boo
 		return res, err
 	}
 	var batch []events.Change
-	var attach, restart []string
+	var attach, restart []repaired
 	var interrupted [][2]string // session, turn
 	for _, s := range active.AtRest {
 		_, _, specErr := m.profiles.Spec(s.AgentProfileID)
@@ -96,9 +96,9 @@ func (m *Manager) reconcile(ctx context.Context, keep func(sessionID string) boo
 		for _, e := range decide(a.view(), in).Effects {
 			switch e := e.(type) {
 			case effAttachAgent:
-				attach = append(attach, a.id)
+				attach = append(attach, repaired{a, as.Permissions})
 			case effRestartAgent:
-				restart = append(restart, a.id)
+				restart = append(restart, repaired{a, as.Permissions})
 			case effRestartInterrupt:
 				res.InterruptedTurns++
 				interrupted = append(interrupted, [2]string{a.id, e.PromptID})
@@ -128,15 +128,15 @@ func (m *Manager) reconcile(ctx context.Context, keep func(sessionID string) boo
 	}
 	// Hosted agents went on without the daemon: their actors attach to
 	// them again in the background (a host may be slow to reach).
-	for _, id := range attach {
-		a, err := m.actor(ctx, id)
+	for _, r := range attach {
+		a, err := m.registerRepaired(ctx, r)
 		if err != nil {
 			return res, err
 		}
 		a.mb.post(a.attach)
 	}
-	for _, id := range restart {
-		a, err := m.actor(ctx, id)
+	for _, r := range restart {
+		a, err := m.registerRepaired(ctx, r)
 		if err != nil {
 			return res, err
 		}
@@ -163,6 +163,27 @@ func (m *Manager) repairActor(sess session.Session, ex session.Executor, open []
 	a := newActor(m, sess, ex, open)
 	a.batch = batch
 	return a
+}
+
+// repaired is a hosted session start-up repaired: its repair actor, and
+// the pending permission requests the scan found, which the repair leaves
+// to the session's host (decideHostedTakenUp).
+type repaired struct {
+	a       *actor
+	pending []session.Permission
+}
+
+// registerRepaired makes the live actor of a hosted session start-up
+// repaired from what the scan read and the repair committed, reading only
+// its turns: loading each of a hundred reattaching sessions whole again
+// (m.actor) held up start-up.
+func (m *Manager) registerRepaired(ctx context.Context, r repaired) (*actor, error) {
+	l := loaded{sess: r.a.sess, exec: r.a.exec, pending: r.pending}
+	var err error
+	if l.turns, err = m.store.ListTurns(ctx, r.a.id); err != nil {
+		return nil, err
+	}
+	return m.register(l)
 }
 
 // restartedOf is what decideRestarted needs to know of a session, from
