@@ -221,12 +221,17 @@ func (a *actor) onAttached(gen int, conn Agent, pending []session.Permission, er
 	}
 	a.conn, a.acpID = conn, a.exec.ResumeToken
 	a.lastErr = nil
-	now := time.Now().UTC()
-	a.exec.Status = session.ExecutorReady
-	a.exec.PID = conn.PID()
-	a.exec.LastSeenAt = &now
-	a.exec.ErrorMessage, a.exec.ErrorCode = "", ""
-	a.saveExecutor()
+	if !endedOnHost(conn) {
+		// An agent its host reported ended (a reboot took it) is never
+		// ready: the executor stays reconnecting until its exit record,
+		// which the host replays, says it was lost.
+		now := time.Now().UTC()
+		a.exec.Status = session.ExecutorReady
+		a.exec.PID = conn.PID()
+		a.exec.LastSeenAt = &now
+		a.exec.ErrorMessage, a.exec.ErrorCode = "", ""
+		a.saveExecutor()
+	}
 	a.adoptOptions(conn.SessionOptions())
 	// Requests the host still holds are claimed when it delivers them
 	// (askPermission); the others were answered or withdrawn meanwhile.

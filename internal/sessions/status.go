@@ -58,10 +58,12 @@ func (m *Manager) Status(ctx context.Context, sessionID string) (Status, error) 
 		// running before its session.resumed is committed), and never less.
 		// A load still settling (waiting for a late replay) has not
 		// decided its outcome yet: the agent is up, its restore is not done.
+		// An agent attached on a host that reported it ended runs no more.
 		// The session and executor are the actor's own copies, which it
 		// writes: no read of the store.
 		st, ok, err := query(ctx, a, func() (Status, error) {
-			return m.statusOf(a.sess, a.exec, a.conn != nil && !a.settling, a.starting || a.settling, a.lastErr), nil
+			running := a.conn != nil && !a.settling && !endedOnHost(a.conn)
+			return m.statusOf(a.sess, a.exec, running, a.starting || a.settling, a.lastErr), nil
 		})
 		if ok {
 			return st, err

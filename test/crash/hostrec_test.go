@@ -192,6 +192,7 @@ func TestRebootRestoresEagerly(t *testing.T) {
 	w.prompt(busy, "/hang", "busy-2")
 	w.waitSeen(fb, "the busy turn's first chunk", isChunkOf(t, "busy-2"))
 	before := map[string]any{idle: w.status(idle)["agentExecutionId"], busy: w.status(busy)["agentExecutionId"]}
+	rebootAt := map[string]int64{idle: w.lastSeq(idle), busy: w.lastSeq(busy)}
 
 	w.reboot()
 	w.startHosted("--resume-on-start", "eager")
@@ -209,6 +210,18 @@ func TestRebootRestoresEagerly(t *testing.T) {
 		}
 		if len(resumed) != 1 || resumed[0] != "native_resume" {
 			t.Errorf("session %s: got session.resumed strategies %v, want one native_resume", sid, resumed)
+		}
+		// The new host still lists the session, with its agent ended:
+		// the attach to it never says the lost agent is ready.
+		statuses := w.executorStatuses(sid, rebootAt[sid]+1)
+		for i, st := range statuses {
+			if st[0] == "starting" {
+				break
+			}
+			if st[0] == "ready" {
+				t.Errorf("session %s: got executor statuses %v after the reboot, want none ready before the restore starts (at %d)", sid, statuses, i)
+				break
+			}
 		}
 	}
 	w.checkLostTurn(busy, "busy-2")
