@@ -63,6 +63,8 @@ func project(ctx context.Context, tx *store.Store, d Draft, emit Emit) error {
 		t := session.Turn{SessionID: c.SessionID, PromptID: c.PromptID}
 		session.EndTurn(&t, p.(session.EventPayload))
 		return tx.EndTurn(ctx, t)
+	case *session.ExecutorStatusData:
+		return tx.UpdateExecutor(ctx, p.Executor())
 	case *session.SessionStateChangedData:
 		if err := tx.UpdateSessionState(ctx, p.SessionID, p.State); err != nil {
 			return err

@@ -119,22 +119,73 @@ func (p *SessionStateChangedData) evolve(s *State, e Event) error {
 	return nil
 }
 
-// ExecutorStatusData is the payload of session.executor_status.
+// ExecutorStatusData is the payload of session.executor_status: the
+// session's executor record whole (but for its host offsets, which are
+// bookkeeping of the host's outbox), so that its row is the projection
+// of the latest one. ErrorCode is the code shown with the status
+// (Executor.ShownErrorCode).
 type ExecutorStatusData struct {
 	EventCommon
-	Status           ExecutorStatus `json:"status"`
-	Runtime          Runtime        `json:"runtime"`
-	Host             string         `json:"host,omitempty"`
-	PID              int            `json:"pid,omitempty"`
-	Error            string         `json:"error,omitempty"`
-	ErrorCode        string         `json:"errorCode,omitempty"`
-	ExitCode         *int           `json:"exitCode,omitempty"`
-	ExitSignal       string         `json:"exitSignal,omitempty"`
-	AgentExecutionID string         `json:"agentExecutionId,omitempty"`
+	Status                ExecutorStatus    `json:"status"`
+	Runtime               Runtime           `json:"runtime"`
+	Host                  string            `json:"host,omitempty"`
+	PID                   int               `json:"pid,omitempty"`
+	Error                 string            `json:"error,omitempty"`
+	ErrorCode             string            `json:"errorCode,omitempty"`
+	ExitCode              *int              `json:"exitCode,omitempty"`
+	ExitSignal            string            `json:"exitSignal,omitempty"`
+	AgentExecutionID      string            `json:"agentExecutionId,omitempty"`
+	ResumeToken           string            `json:"resumeToken,omitempty"`
+	SupportsSessionResume bool              `json:"supportsSessionResume,omitempty"`
+	SupportsLoad          bool              `json:"supportsLoad,omitempty"`
+	SupportsWorkspaceOnly bool              `json:"supportsWorkspaceOnly,omitempty"`
+	LastSeenAt            *time.Time        `json:"lastSeenAt,omitempty"`
+	ErrorProfile          string            `json:"errorProfile,omitempty"`
+	Worktree              *ExecutorWorktree `json:"worktree,omitempty"`
+}
+
+// ExecutorWorktree is the session's git worktree as session.executor_status
+// carries it.
+type ExecutorWorktree struct {
+	Repository string        `json:"repository"`
+	Path       string        `json:"path"`
+	Branch     string        `json:"branch"`
+	State      WorktreeState `json:"state"`
 }
 
 // EventType is session.executor_status.
 func (*ExecutorStatusData) EventType() string { return "session.executor_status" }
+
+// ExecutorStatusOf is the session.executor_status payload of executor e.
+func ExecutorStatusOf(e Executor) *ExecutorStatusData {
+	p := &ExecutorStatusData{Status: e.Status, Runtime: e.Runtime, Host: e.Host, PID: e.PID, Error: e.ErrorMessage,
+		ErrorCode: e.ShownErrorCode(), ExitCode: e.ExitCode, ExitSignal: e.ExitSignal, AgentExecutionID: e.AgentExecutionID,
+		ResumeToken: e.ResumeToken, SupportsSessionResume: e.SupportsSessionResume, SupportsLoad: e.SupportsLoad,
+		SupportsWorkspaceOnly: e.SupportsWorkspaceOnly, LastSeenAt: e.LastSeenAt, ErrorProfile: e.ErrorProfile}
+	if e.WorktreeState != "" {
+		p.Worktree = &ExecutorWorktree{Repository: e.WorktreeRepo, Path: e.WorktreePath, Branch: e.WorktreeBranch, State: e.WorktreeState}
+	}
+	return p
+}
+
+// Executor is the executor record p carries (without host offsets).
+func (p *ExecutorStatusData) Executor() Executor {
+	e := Executor{SessionID: p.SessionID, Runtime: p.Runtime, Status: p.Status, AgentExecutionID: p.AgentExecutionID, PID: p.PID,
+		Host: p.Host, ResumeToken: p.ResumeToken, SupportsSessionResume: p.SupportsSessionResume, SupportsLoad: p.SupportsLoad,
+		SupportsWorkspaceOnly: p.SupportsWorkspaceOnly, LastSeenAt: p.LastSeenAt, ErrorMessage: p.Error, ErrorCode: p.ErrorCode,
+		ErrorProfile: p.ErrorProfile, ExitCode: p.ExitCode, ExitSignal: p.ExitSignal}
+	if w := p.Worktree; w != nil {
+		e.WorktreeRepo, e.WorktreePath, e.WorktreeBranch, e.WorktreeState = w.Repository, w.Path, w.Branch, w.State
+	}
+	return e
+}
+
+func (p *ExecutorStatusData) evolve(s *State, e Event) error {
+	x := p.Executor()
+	x.HostOffset, x.HostOffsetBase, x.UpdatedAt = s.Executor.HostOffset, s.Executor.HostOffsetBase, e.At
+	s.Executor = x
+	return nil
+}
 
 // SessionResumedData is the payload of session.resumed.
 type SessionResumedData struct {

@@ -23,7 +23,10 @@ type Event struct {
 // gave them: turns by turn.queued, messages by message.added, tool calls
 // by their first event.
 type State struct {
-	Session     Session
+	Session Session
+	// Executor is the session's executor as its latest
+	// session.executor_status tells it (host offsets are not in the log).
+	Executor    Executor
 	Turns       []Turn
 	Messages    []Message
 	ToolCalls   []ToolCall

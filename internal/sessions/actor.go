@@ -10,7 +10,6 @@ import (
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/session"
-	"github.com/tether/tether/internal/store"
 )
 
 // actor owns one session's live state. Every field below is touched only by
@@ -239,23 +238,12 @@ func (a *actor) shutdown() (stopping, error) {
 	return s, nil
 }
 
-// saveExecutor persists the executor row and announces its status.
-func (a *actor) saveExecutor() { a.persistExecutor(true) }
-
-// persistExecutor writes the executor row; announce=false is for details
-// (a pid learned mid-start) that do not change the status clients follow.
-func (a *actor) persistExecutor(announce bool) {
+// saveExecutor records the executor as it now stands: a
+// session.executor_status carrying it whole, whose projection is its row
+// (host offsets aside, which are the host outbox's bookkeeping).
+func (a *actor) saveExecutor() {
 	a.exec.SessionID = a.id
-	e := a.exec
-	a.write(func(tx *store.Store, emit events.Emit) error {
-		if err := tx.UpdateExecutor(a.ctx(), e); err != nil {
-			return err
-		}
-		if announce {
-			emit(a.draft("", executorPayload(e)))
-		}
-		return nil
-	})
+	a.emit(a.draft("", session.ExecutorStatusOf(a.exec)))
 }
 
 // setState changes the session state; the task follows (events.FollowTask).

@@ -182,3 +182,18 @@ func (c toolCallsFailed) fail(ctx context.Context, tx *store.Store, emit events.
 	}
 	return dangling, nil
 }
+
+// agentSpawned records the pid of an agent still starting (store.SetExecutorPID):
+// bookkeeping for the orphan sweep of the next start-up, like the host
+// offsets, not an event (the executor has not changed status; the
+// session.executor_status that ends the start carries the pid).
+type agentSpawned struct {
+	Session string
+	PID     int
+}
+
+func (c agentSpawned) SessionID() string { return c.Session }
+
+func (c agentSpawned) Apply(ctx context.Context, tx *store.Store, _ events.Emit) error {
+	return tx.SetExecutorPID(ctx, c.Session, c.PID)
+}

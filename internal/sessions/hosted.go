@@ -403,9 +403,9 @@ func (h *agentHandler) LinkChanged(up bool) {
 // connect", "refused the token", instead of a bare spinner until a
 // deadline. A starting executor announces each new reason
 // (session.executor_status); a reconnecting one announced its outage
-// once, and keeps the latest reason in its row (GET /status) without
-// another event: the executor has not changed, only the last failed
-// attempt. The reason a link broke comes just before the link's going
+// once, and its actor keeps the latest reason (GET /status answers from
+// it) without another event: the executor has not changed, only the last
+// failed attempt. The reason a link broke comes just before the link's going
 // down, and rides in its announcement (LinkChanged).
 func (h *agentHandler) HostUnreachable(why error) {
 	h.a.mb.post(func() {
@@ -425,7 +425,9 @@ func (h *agentHandler) HostUnreachable(why error) {
 			return
 		}
 		a.exec.ErrorMessage, a.exec.ErrorCode = msg, code
-		a.persistExecutor(a.exec.Status != session.ExecutorReconnecting)
+		if a.exec.Status != session.ExecutorReconnecting {
+			a.saveExecutor()
+		} // else the actor's copy answers GET /status: nothing new to record
 	})
 }
 

@@ -135,7 +135,7 @@ func (a *actor) startAgent(e effStartAgent) {
 		a.mb.post(func() {
 			if a.gen == gen && a.starting {
 				a.exec.PID = pid
-				a.persistExecutor(false)
+				a.change(agentSpawned{Session: a.id, PID: pid})
 			}
 		})
 	}

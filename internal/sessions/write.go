@@ -141,11 +141,3 @@ func stateDraft(sess session.Session, prev session.SessionState) events.Draft {
 	return sessionDraft(sess.ID, sess.TaskID, "",
 		&session.SessionStateChangedData{State: sess.State, PreviousState: prev})
 }
-
-// executorPayload is what session.executor_status carries.
-func executorPayload(e session.Executor) *session.ExecutorStatusData {
-	p := &session.ExecutorStatusData{Status: e.Status, Runtime: e.Runtime, Host: e.Host, PID: e.PID, Error: e.ErrorMessage,
-		ExitCode: e.ExitCode, ExitSignal: e.ExitSignal, AgentExecutionID: e.AgentExecutionID}
-	p.ErrorCode = e.ShownErrorCode()
-	return p
-}

@@ -188,14 +188,18 @@ func (a *actor) reload() {
 }
 
 // executorLacks reports whether the executor row stored differs from the
-// actor's own record of it (live) in what the executor's writes store
-// (store.UpdateExecutor): the actor alone writes them, so one of its
-// writes was refused. When the agent was last seen is kept in memory
-// between writes, and the host offsets are written with other changes:
-// neither counts.
+// actor's own record of it (live) in what session.executor_status records
+// (session.ExecutorStatusOf), the row's projection: the actor alone
+// writes them, so one of its writes was refused. When the agent was last
+// seen is kept in memory between writes, and a reconnecting executor's
+// latest reason is not recorded (HostUnreachable): neither counts.
 func executorLacks(live, stored session.Executor) bool {
 	norm := func(e session.Executor) session.Executor {
-		e.LastSeenAt, e.UpdatedAt, e.HostOffset, e.HostOffsetBase = nil, time.Time{}, 0, 0
+		e = session.ExecutorStatusOf(e).Executor()
+		e.SessionID, e.LastSeenAt = "", nil
+		if e.Status == session.ExecutorReconnecting {
+			e.ErrorMessage, e.ErrorCode = "", ""
+		}
 		return e
 	}
 	return !reflect.DeepEqual(norm(live), norm(stored))

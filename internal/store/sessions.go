@@ -317,6 +317,15 @@ func (s *Store) UpdateExecutor(ctx context.Context, e session.Executor) error {
 		r.WorktreeRepo, r.WorktreeState, r.LastSeenAt, r.ErrorMessage, r.ErrorCode, r.ErrorProfile, r.ExitCode, r.ExitSignal, r.UpdatedAt, e.SessionID)
 }
 
+// SetExecutorPID records the pid of the session's agent while it starts,
+// before any event tells it: should the daemon die mid-start, the next
+// start-up finds the process and stops it as an orphan. The
+// session.executor_status that ends the start carries the pid.
+func (s *Store) SetExecutorPID(ctx context.Context, sessionID string, pid int) error {
+	return updateRow(s.db.WithContext(ctx), "set executor pid", func() error { return sessionNotFound(sessionID) },
+		`UPDATE executors_running SET pid = ?, updated_at = ? WHERE session_id = ?`, pid, toDBTime(now()), sessionID)
+}
+
 // SetExecutorOffset records that the daemon has committed the records of
 // the session's host outbox up to offset (absolute: Executor.HostOffset),
 // for a record whose change wrote no event to carry it (Event.HostOffset);

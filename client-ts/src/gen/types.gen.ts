@@ -1053,6 +1053,31 @@ export type ExecutorStatusData = EventCommon & {
     exitCode?: number;
     exitSignal?: string;
     agentExecutionId?: string;
+    /**
+     * The agent's ACP session id, which a restore resumes or loads.
+     */
+    resumeToken?: string;
+    /**
+     * The agent announced session/resume.
+     */
+    supportsSessionResume?: boolean;
+    /**
+     * The agent announced session/load.
+     */
+    supportsLoad?: boolean;
+    /**
+     * The executor serves the session's workspace without its agent.
+     */
+    supportsWorkspaceOnly?: boolean;
+    /**
+     * When the agent was last known alive.
+     */
+    lastSeenAt?: string;
+    /**
+     * Fingerprint of the agent profile the failure happened with: a start failing for want of credentials is not tried again at start-up until the profile changes.
+     */
+    errorProfile?: string;
+    worktree?: SessionWorktree;
 };
 
 export type SessionResumedData = EventCommon & {
