@@ -133,8 +133,9 @@ func projectMessage(ctx context.Context, tx *store.Store, p *session.MessageAdde
 	return err
 }
 
-// projectToolCall merges the tool call update p into the session's tool
-// call (inserting it when new) and makes p the merged call.
+// projectToolCall merges the tool call update p into the tool call its
+// turn and id name (session.ToolCallKey; inserting it when new) and makes
+// p the merged call.
 func projectToolCall(ctx context.Context, tx *store.Store, p *session.ToolCallData) error {
 	row, err := tx.UpsertToolCall(ctx, session.ToolCall{SessionID: p.SessionID, PromptID: p.PromptID, ToolCallID: p.ToolCallID,
 		Title: p.Title, Kind: p.Kind, Status: p.Status, Interrupted: p.Interrupted, Content: p.Content,

@@ -17,16 +17,20 @@ type transcript struct {
 	turns    map[string]map[string]any
 	order    []string // prompt ids, in turn.queued order
 	messages map[float64]map[string]any
-	tools    map[string]map[string]any
+	tools    map[toolCallKey]map[string]any
 	plan     any
 	perms    map[string]map[string]any
 }
+
+// toolCallKey names a tool call: its turn's prompt id and its id
+// (session.ToolCallKey).
+type toolCallKey struct{ promptID, id string }
 
 // foldTranscript applies the log's events up to seq upTo, in order.
 func foldTranscript(t testing.TB, log []event, upTo int64) *transcript {
 	t.Helper()
 	f := &transcript{turns: map[string]map[string]any{}, messages: map[float64]map[string]any{},
-		tools: map[string]map[string]any{}, perms: map[string]map[string]any{}}
+		tools: map[toolCallKey]map[string]any{}, perms: map[string]map[string]any{}}
 	for _, e := range log {
 		if e.Seq > upTo {
 			break
@@ -78,10 +82,10 @@ func foldTranscript(t testing.TB, log []event, upTo int64) *transcript {
 			}
 			m["text"] = m["text"].(string) + p["text"].(string)
 		case "tool_call.started", "tool_call.updated":
-			// Each event carries the tool call whole, but it stays the
-			// turn's whose event named it first (a late update arrives
-			// under the turn running then): docs/events.md, as
-			// session.State.Evolve and store.UpsertToolCall keep it.
+			// Each event carries the tool call whole, the call its turn
+			// and id name (the same id in another turn is another call):
+			// docs/events.md, as session.State.Evolve and
+			// store.UpsertToolCall key it.
 			id := p["toolCallId"].(string)
 			c := map[string]any{"id": id}
 			for k, v := range p {
@@ -91,10 +95,7 @@ func foldTranscript(t testing.TB, log []event, upTo int64) *transcript {
 					c[k] = v
 				}
 			}
-			if first, ok := f.tools[id]; ok {
-				c["promptId"] = first["promptId"]
-			}
-			f.tools[id] = c
+			f.tools[toolCallKey{pid, id}] = c
 		case "plan.updated":
 			f.plan = p["entries"]
 		case "permission.requested":
@@ -183,7 +184,10 @@ func (d Daemon) checkTranscript(t testing.TB, sid string) bool {
 		}
 	}
 
-	compareRecords(t, diff, "tool call", tr.ToolCalls, f.tools, func(c map[string]any) string { return c["id"].(string) })
+	compareRecords(t, diff, "tool call", tr.ToolCalls, f.tools, func(c map[string]any) toolCallKey {
+		pid, _ := c["promptId"].(string)
+		return toolCallKey{pid, c["id"].(string)}
+	})
 
 	if f.plan != nil && !jsonEqual(tr.Plan, f.plan) {
 		diff("plan", tr.Plan, f.plan)

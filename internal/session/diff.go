@@ -35,7 +35,7 @@ func Diff(log, served *State) []string {
 	d.field("plan", jsonValue(log.Plan), jsonValue(served.Plan))
 	diffRecords(&d, "turn", log.Turns, served.Turns, func(t Turn) string { return t.PromptID }, fieldsOfTurn)
 	diffRecords(&d, "message", log.Messages, served.Messages, func(m Message) string { return fmt.Sprint(m.ID) }, fieldsOfMessage)
-	diffRecords(&d, "tool call", log.ToolCalls, served.ToolCalls, func(c ToolCall) string { return c.ToolCallID }, fieldsOfToolCall)
+	diffRecords(&d, "tool call", log.ToolCalls, served.ToolCalls, func(c ToolCall) string { return c.Key().String() }, fieldsOfToolCall)
 	diffRecords(&d, "permission", log.Permissions, served.Permissions, func(p Permission) string { return p.ID }, fieldsOfPermission)
 	return d.out
 }

@@ -55,8 +55,11 @@ func TestDiff(t *testing.T) {
 		{"a message missing", func(s *session.State) { s.Messages = nil },
 			[]string{"message 1: in the log, not served"}},
 		{"a tool call the log lacks", func(s *session.State) {
-			s.ToolCalls = append(s.ToolCalls, session.ToolCall{SessionID: "s", ToolCallID: "x"})
-		}, []string{"tool call x: served, not in the log"}},
+			s.ToolCalls = append(s.ToolCalls, session.ToolCall{SessionID: "s", PromptID: "p1", ToolCallID: "x"})
+		}, []string{"tool call p1/x: served, not in the log"}},
+		{"the same tool call id in another turn", func(s *session.State) {
+			s.ToolCalls = append(s.ToolCalls, session.ToolCall{SessionID: "s", PromptID: "p2", ToolCallID: "tc", Status: session.ToolCompleted})
+		}, []string{"tool call p2/tc: served, not in the log"}},
 		{"turns out of order", func(s *session.State) { s.Turns[0], s.Turns[1] = s.Turns[1], s.Turns[0] },
 			[]string{"turn order: log [p1 p2], served [p2 p1]"}},
 		{"a permission resolved", func(s *session.State) { s.Permissions[0].State = session.PermissionExpired },

@@ -114,30 +114,22 @@ type ToolCallStartedData struct{ ToolCallData }
 // EventType is tool_call.started.
 func (*ToolCallStartedData) EventType() string { return "tool_call.started" }
 
-// evolve folds ToolCallData into s (State.Evolve).
+// evolve folds ToolCallData into s (State.Evolve): the tool call its
+// turn and id name (ToolCallKey), new or replaced whole.
 func (p *ToolCallData) evolve(s *State, e Event) error {
 	c := ToolCall{SessionID: p.SessionID, ToolCallID: p.ToolCallID, PromptID: p.PromptID, Title: p.Title,
 		Kind: p.Kind, Status: p.Status, Interrupted: p.Interrupted, Content: p.Content, Locations: p.Locations,
 		RawInput: p.RawInput, RawOutput: p.RawOutput, CreatedAt: e.At, UpdatedAt: e.At}
-	if i, ok := s.tool[p.ToolCallID]; ok {
-		// The payload is the tool call whole; it stays the turn's
-		// that started it.
-		c.PromptID, c.CreatedAt = s.ToolCalls[i].PromptID, s.ToolCalls[i].CreatedAt
+	k := c.Key()
+	if i, ok := s.tool[k]; ok {
+		c.CreatedAt = s.ToolCalls[i].CreatedAt
 		s.ToolCalls[i] = c
 		return nil
 	}
-	if s.recent {
-		owner, known := s.toolTurn[p.ToolCallID]
-		if !known {
-			owner = p.PromptID
-		}
-		if owner != s.lastStarted {
-			s.toolTurn[p.ToolCallID] = owner
-			return nil
-		}
-		delete(s.toolTurn, p.ToolCallID)
+	if s.recent && p.PromptID != s.lastStarted {
+		return nil // another turn's output (Recent keeps the latest's)
 	}
-	s.tool[p.ToolCallID] = len(s.ToolCalls)
+	s.tool[k] = len(s.ToolCalls)
 	s.ToolCalls = append(s.ToolCalls, c)
 	return nil
 }

@@ -304,7 +304,8 @@ type Message struct {
 	UpdatedAt time.Time
 }
 
-// ToolCall is one tool invocation reported by the agent.
+// ToolCall is one tool invocation reported by the agent, in the turn
+// PromptID: its key is its ToolCallKey.
 type ToolCall struct {
 	SessionID   string
 	ToolCallID  string
@@ -320,6 +321,28 @@ type ToolCall struct {
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 }
+
+// Key is c's ToolCallKey.
+func (c ToolCall) Key() ToolCallKey {
+	return ToolCallKey{PromptID: c.PromptID, ToolCallID: c.ToolCallID}
+}
+
+// ToolCallKey names a tool call within its session: its turn and the id
+// its agent gave it. ACP promises tool call ids unique within one ACP
+// session only, and a tether session spans several (a restore by history
+// injection, or any new agent process, opens a fresh one, whose agent may
+// number its tool calls from the start again); a turn runs on one ACP
+// session (an agent lost mid-turn ends it; a continuation is a new turn),
+// so within a turn the id names one call. The store's key is the same
+// (tool_calls: session_id, prompt_id, tool_call_id), and so is the Web
+// Shell's.
+type ToolCallKey struct {
+	PromptID   string
+	ToolCallID string
+}
+
+// String is k as diagnostics name it: "promptID/toolCallID".
+func (k ToolCallKey) String() string { return k.PromptID + "/" + k.ToolCallID }
 
 // Permission is a session/request_permission from the agent, surfaced to
 // clients until answered.

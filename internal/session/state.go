@@ -41,7 +41,7 @@ type State struct {
 
 	turn map[string]int
 	msg  map[int64]int
-	tool map[string]int
+	tool map[ToolCallKey]int
 	perm map[string]int
 	// recent: keep only what PlanInput reads (see Recent); lastStarted
 	// is the turn that started last, whose output a Recent state keeps.
@@ -49,9 +49,6 @@ type State struct {
 	text        map[int64]*strings.Builder
 	recent      bool
 	lastStarted string
-	// toolTurn, in a Recent state, is the turn of every tool call whose
-	// record it left out: an update of one stays its first turn's.
-	toolTurn map[string]string
 }
 
 // Fold returns the state events imply, folded in order from the empty one.
@@ -95,7 +92,7 @@ func (s *State) Evolve(e Event) error {
 		return fmt.Errorf("event %d folded after event %d", e.Seq, s.Seq)
 	}
 	if s.turn == nil {
-		s.turn, s.msg, s.tool, s.perm = map[string]int{}, map[int64]int{}, map[string]int{}, map[string]int{}
+		s.turn, s.msg, s.tool, s.perm = map[string]int{}, map[int64]int{}, map[ToolCallKey]int{}, map[string]int{}
 		s.text = map[int64]*strings.Builder{}
 		s.AgentMessageIDs = map[int64]string{}
 	}
@@ -160,9 +157,6 @@ func (s *State) knownTurn(promptID string) (*Turn, error) {
 // no plan looks at it.
 func (s *State) Recent() *State {
 	s.recent = true
-	if s.toolTurn == nil {
-		s.toolTurn = map[string]string{}
-	}
 	s.trimOutput()
 	return s
 }
@@ -170,16 +164,10 @@ func (s *State) Recent() *State {
 // Seed is the state a session's rows imply, the start of a Recent fold:
 // sess and its turns in seq order, the output of the latest turn that ran,
 // its pending permissions, and seq the last event the rows include.
-//
-// toolTurns is the turn of every tool call of the session (id to prompt
-// id), so that a later update of an earlier turn's tool call stays there.
-func Seed(sess Session, turns []Turn, msgs []Message, calls []ToolCall, toolTurns map[string]string, pending []Permission, seq int64) *State {
+func Seed(sess Session, turns []Turn, msgs []Message, calls []ToolCall, pending []Permission, seq int64) *State {
 	s := &State{Session: sess, Seq: seq, recent: true, AgentMessageIDs: map[int64]string{},
-		turn: map[string]int{}, msg: map[int64]int{}, tool: map[string]int{}, perm: map[string]int{},
-		toolTurn: toolTurns, text: map[int64]*strings.Builder{}}
-	if s.toolTurn == nil {
-		s.toolTurn = map[string]string{}
-	}
+		turn: map[string]int{}, msg: map[int64]int{}, tool: map[ToolCallKey]int{}, perm: map[string]int{},
+		text: map[int64]*strings.Builder{}}
 	for _, t := range turns {
 		s.turn[t.PromptID] = len(s.Turns)
 		s.Turns = append(s.Turns, t)
@@ -192,7 +180,7 @@ func Seed(sess Session, turns []Turn, msgs []Message, calls []ToolCall, toolTurn
 		s.Messages = append(s.Messages, m)
 	}
 	for _, c := range calls {
-		s.tool[c.ToolCallID] = len(s.ToolCalls)
+		s.tool[c.Key()] = len(s.ToolCalls)
 		s.ToolCalls = append(s.ToolCalls, c)
 	}
 	for _, p := range pending {
@@ -211,9 +199,8 @@ func (s *State) trimOutput() {
 	s.Messages = keep(s.Messages, s.msg, func(m Message) int64 { return m.ID },
 		func(m Message) bool { return m.PromptID == s.lastStarted },
 		func(m Message) { delete(s.AgentMessageIDs, m.ID); delete(s.text, m.ID) })
-	s.ToolCalls = keep(s.ToolCalls, s.tool, func(c ToolCall) string { return c.ToolCallID },
-		func(c ToolCall) bool { return c.PromptID == s.lastStarted },
-		func(c ToolCall) { s.toolTurn[c.ToolCallID] = c.PromptID })
+	s.ToolCalls = keep(s.ToolCalls, s.tool, ToolCall.Key,
+		func(c ToolCall) bool { return c.PromptID == s.lastStarted }, func(ToolCall) {})
 	s.trimPermissions()
 }
 

@@ -37,7 +37,11 @@ func TestFoldATurn(t *testing.T) {
 		&session.PermissionRequestedData{EventCommon: common("p1"), RequestID: "r1", ToolCallID: "c1"},
 		&session.PermissionRequestedData{EventCommon: common("p1"), RequestID: "r2", ToolCallID: "c1"},
 		&session.PermissionResolvedData{EventCommon: common("p1"), RequestID: "r1", State: session.PermissionSelected, OptionID: "allow"},
-		&session.ToolCallData{EventCommon: common("p2"), ToolCallID: "c1", Title: "read", Status: session.ToolCompleted},
+		&session.ToolCallData{EventCommon: common("p1"), ToolCallID: "c1", Title: "read", Status: session.ToolCompleted},
+		// Another ACP session's c1 (the agent numbers from the start
+		// again): another call, p2's.
+		&session.ToolCallStartedData{ToolCallData: session.ToolCallData{EventCommon: common("p2"), ToolCallID: "c1", Title: "edit",
+			Status: session.ToolPending}},
 		&session.PlanUpdatedData{EventCommon: common("p1"), Entries: json.RawMessage(`[{"content":"x"}]`)},
 		&session.TurnCancelRequestedData{EventCommon: common("p1")},
 		&session.TurnInterruptedData{EventCommon: common("p1"), State: session.TurnInterrupted, EndedAt: &end, Reason: "agent_exited", Code: "c", Message: "m"},
@@ -49,7 +53,7 @@ func TestFoldATurn(t *testing.T) {
 	if err != nil {
 		t.Fatalf("fold: %v", err)
 	}
-	if got, want := st.Seq, int64(20); got != want {
+	if got, want := st.Seq, int64(21); got != want {
 		t.Errorf("seq: got %d, want %d", got, want)
 	}
 	if got, want := st.Session.State, session.SessionRunning; got != want {
@@ -78,8 +82,11 @@ func TestFoldATurn(t *testing.T) {
 	if len(st.Messages) != 1 || st.Messages[0].Text != "Hello" || st.AgentMessageIDs[7] != "m1" {
 		t.Errorf("messages: got %+v (agent ids %v), want one Hello with agent id m1", st.Messages, st.AgentMessageIDs)
 	}
-	if len(st.ToolCalls) != 1 || st.ToolCalls[0].Status != session.ToolCompleted || st.ToolCalls[0].PromptID != "p1" {
-		t.Errorf("tool calls: got %+v, want c1 completed, still p1's", st.ToolCalls)
+	wantCalls := []session.ToolCallKey{{PromptID: "p1", ToolCallID: "c1"}, {PromptID: "p2", ToolCallID: "c1"}}
+	if len(st.ToolCalls) != 2 || st.ToolCalls[0].Key() != wantCalls[0] || st.ToolCalls[1].Key() != wantCalls[1] ||
+		st.ToolCalls[0].Status != session.ToolCompleted || st.ToolCalls[0].Title != "read" ||
+		st.ToolCalls[1].Status != session.ToolPending || st.ToolCalls[1].Title != "edit" {
+		t.Errorf("tool calls: got %+v, want p1's c1 read completed, then p2's c1 edit pending", st.ToolCalls)
 	}
 	if pend := st.PendingPermissions(); len(pend) != 1 || pend[0].ID != "r2" {
 		t.Errorf("pending permissions: got %+v, want r2", pend)
@@ -166,5 +173,33 @@ func TestFoldAppendsChunksInPlace(t *testing.T) {
 	}
 	if allocs > chunks/10 {
 		t.Errorf("folding %d chunks of one message: got %.0f allocations, want far fewer than one per chunk", chunks, allocs)
+	}
+}
+
+// TestRecentKeepsEachTurnsToolCalls: a Recent state (the session actor's)
+// keeps the latest started turn's tool calls. An older turn's call with
+// the same id (its agent's ACP session numbered from tool-1 too), updated
+// late, is that turn's: it neither replaces nor joins the latest turn's.
+func TestRecentKeepsEachTurnsToolCalls(t *testing.T) {
+	started := func(sec int64) *time.Time { at := time.Unix(sec, 0); return &at }
+	turns := []session.Turn{
+		{SessionID: "s", PromptID: "p1", Seq: 1, State: session.TurnInterrupted, StartedAt: started(1)},
+		{SessionID: "s", PromptID: "p2", Seq: 2, State: session.TurnRunning, StartedAt: started(2)},
+	}
+	mine := session.ToolCall{SessionID: "s", PromptID: "p2", ToolCallID: "tool-1", Title: "Read README.md", Status: session.ToolInProgress}
+	st := session.Seed(session.Session{ID: "s", State: session.SessionRunning}, turns, nil, []session.ToolCall{mine}, nil, 10)
+	for i, p := range []session.EventPayload{
+		&session.ToolCallData{EventCommon: common("p2"), ToolCallID: "tool-1", Title: "Read README.md", Status: session.ToolCompleted},
+		// p1's tool-1, late: left out (not the latest turn's).
+		&session.ToolCallData{EventCommon: common("p1"), ToolCallID: "tool-1", Title: "Run failing tool", Status: session.ToolFailed},
+	} {
+		if err := st.Evolve(session.Event{Seq: int64(11 + i), At: time.Unix(int64(20+i), 0), Payload: p}); err != nil {
+			t.Fatalf("evolve: %v", err)
+		}
+	}
+	in := st.PlanInput()
+	if len(in.ToolCalls) != 1 || in.ToolCalls[0].Key() != mine.Key() || in.ToolCalls[0].Status != session.ToolCompleted ||
+		in.ToolCalls[0].Title != "Read README.md" {
+		t.Errorf("plan input tool calls: got %+v, want p2's tool-1 only, completed", in.ToolCalls)
 	}
 }

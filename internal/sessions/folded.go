@@ -23,8 +23,7 @@ const maxUnfolded = 256
 
 // seedState reads, in r's snapshot, the rows a Recent state starts from:
 // besides sess and turns (read with them), the output of the latest turn
-// that ran, the turn of every tool call, the pending permissions, the
-// log's head and the history check.
+// that ran, the pending permissions, the log's head and the history check.
 func seedState(ctx context.Context, r *store.Store, h *historyChecks, sess session.Session, turns []session.Turn) (*session.State, string, error) {
 	var msgs []session.Message
 	var calls []session.ToolCall
@@ -36,14 +35,6 @@ func seedState(ctx context.Context, r *store.Store, h *historyChecks, sess sessi
 		if calls, err = r.ListTurnToolCalls(ctx, sess.ID, last.PromptID); err != nil {
 			return nil, "", err
 		}
-	}
-	refs, err := r.ToolCallTurns(ctx, sess.ID)
-	if err != nil {
-		return nil, "", err
-	}
-	toolTurns := make(map[string]string, len(refs))
-	for _, ref := range refs {
-		toolTurns[ref.ToolCallID] = ref.PromptID
 	}
 	pending, err := r.ListPendingPermissions(ctx, sess.ID)
 	if err != nil {
@@ -57,7 +48,7 @@ func seedState(ctx context.Context, r *store.Store, h *historyChecks, sess sessi
 	if err != nil {
 		return nil, "", err
 	}
-	return session.Seed(sess, turns, msgs, calls, toolTurns, pending, b.Head), gap, nil
+	return session.Seed(sess, turns, msgs, calls, pending, b.Head), gap, nil
 }
 
 // noteWrite keeps a submitted write for the fold; it folds what has

@@ -173,22 +173,3 @@ func queryStrings(db *gorm.DB, query string, args ...any) (out []string, err err
 	}
 	return out, rows.Err()
 }
-
-// ToolCallRef names a tool call of a session and the turn it belongs to.
-type ToolCallRef struct {
-	ToolCallID string
-	PromptID   string
-}
-
-func (r *ToolCallRef) fields() []any { return []any{&r.ToolCallID, &r.PromptID} }
-
-// ToolCallTurns reads which turn each of the session's tool calls belongs
-// to (ids only): an update of a tool call stays its first turn's.
-func (s *Store) ToolCallTurns(ctx context.Context, sessionID string) ([]ToolCallRef, error) {
-	out, err := queryRows[ToolCallRef](s.db.WithContext(ctx), func(r ToolCallRef) ToolCallRef { return r }, nil,
-		`SELECT tool_call_id, prompt_id FROM tool_calls WHERE session_id = ?`, sessionID)
-	if err != nil {
-		return nil, internal(err, "read tool call turns")
-	}
-	return out, nil
-}

@@ -255,10 +255,12 @@ func toMessage(r messageRow) session.Message {
 
 // tool calls ---------------------------------------------------------------------
 
+// toolCallRow is a tool call of a turn: its key is the session, the turn
+// and the agent's id (session.ToolCallKey).
 type toolCallRow struct {
 	SessionID   string  `gorm:"column:session_id;primaryKey"`
 	ToolCallID  string  `gorm:"column:tool_call_id;primaryKey"`
-	PromptID    string  `gorm:"column:prompt_id"`
+	PromptID    string  `gorm:"column:prompt_id;primaryKey"`
 	Title       string  `gorm:"column:title"`
 	Kind        string  `gorm:"column:kind"`
 	Status      string  `gorm:"column:status"`

@@ -12,16 +12,18 @@ import (
 
 // tool calls ---------------------------------------------------------------------
 
-// UpsertToolCall applies an ACP tool_call or tool_call_update. A new call is
-// inserted (status pending when empty). An existing call is a partial update,
-// as in ACP: only the fields given (non-empty strings, non-nil JSON,
-// Interrupted when true) overwrite; PromptID and CreatedAt stay as first
-// recorded. It returns the merged call.
+// UpsertToolCall applies an ACP tool_call or tool_call_update to the tool
+// call of turn c.PromptID with id c.ToolCallID (session.ToolCallKey: the
+// same id in another turn is another call). A new call is inserted
+// (status pending when empty). An existing call is a partial update, as
+// in ACP: only the fields given (non-empty strings, non-nil JSON,
+// Interrupted when true) overwrite; CreatedAt stays as first recorded. It
+// returns the merged call.
 func (s *Store) UpsertToolCall(ctx context.Context, c session.ToolCall) (session.ToolCall, error) {
 	var out toolCallRow
 	err := s.transaction(ctx, "upsert tool call", func(tx *gorm.DB) error {
 		ts := now()
-		_, err := getToolCall(tx, c.SessionID, c.ToolCallID)
+		_, err := getToolCall(tx, c.SessionID, c.Key())
 		if errcode.Is(err, errcode.NotFound) {
 			if c.Status == "" {
 				c.Status = session.ToolPending
@@ -43,11 +45,11 @@ func (s *Store) UpsertToolCall(ctx context.Context, c session.ToolCall) (session
 		set := toolCallChanges(c)
 		set["updated_at"] = toDBTime(ts)
 		if err := tx.Model(&toolCallRow{}).
-			Where("session_id = ? AND tool_call_id = ?", c.SessionID, c.ToolCallID).
+			Where("session_id = ? AND prompt_id = ? AND tool_call_id = ?", c.SessionID, c.PromptID, c.ToolCallID).
 			Updates(set).Error; err != nil {
 			return internal(err, "update tool call")
 		}
-		out, err = getToolCall(tx, c.SessionID, c.ToolCallID)
+		out, err = getToolCall(tx, c.SessionID, c.Key())
 		return err
 	})
 	if err != nil {
@@ -82,23 +84,25 @@ func toolCallChanges(c session.ToolCall) map[string]any {
 	return set
 }
 
-// GetToolCall returns one tool call or errcode.NotFound (there is no more
-// specific code; tool calls are only addressed internally).
-func (s *Store) GetToolCall(ctx context.Context, sessionID, toolCallID string) (session.ToolCall, error) {
-	row, err := getToolCall(s.db.WithContext(ctx), sessionID, toolCallID)
+// GetToolCall returns the tool call key names in session sessionID, or
+// errcode.NotFound (there is no more specific code; tool calls are only
+// addressed internally).
+func (s *Store) GetToolCall(ctx context.Context, sessionID string, key session.ToolCallKey) (session.ToolCall, error) {
+	row, err := getToolCall(s.db.WithContext(ctx), sessionID, key)
 	if err != nil {
 		return session.ToolCall{}, err
 	}
 	return toToolCall(row), nil
 }
 
-func getToolCall(db *gorm.DB, sessionID, toolCallID string) (toolCallRow, error) {
+func getToolCall(db *gorm.DB, sessionID string, key session.ToolCallKey) (toolCallRow, error) {
 	var row toolCallRow
-	err := db.Where("session_id = ? AND tool_call_id = ?", sessionID, toolCallID).Take(&row).Error
+	err := db.Where("session_id = ? AND prompt_id = ? AND tool_call_id = ?", sessionID, key.PromptID, key.ToolCallID).Take(&row).Error
 	if err != nil {
 		if isNotFound(err) {
 			return toolCallRow{}, errcode.New(errcode.NotFound,
-				"tool call %q not found in session %q", toolCallID, sessionID).With("toolCallId", toolCallID)
+				"tool call %q of turn %q not found in session %q", key.ToolCallID, key.PromptID, sessionID).
+				With("toolCallId", key.ToolCallID).With("promptId", key.PromptID)
 		}
 		return toolCallRow{}, internal(err, "get tool call")
 	}

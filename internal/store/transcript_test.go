@@ -91,10 +91,10 @@ func TestUpsertToolCallMerges(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t)
 	sess := mustSession(t, s, mustTask(t, s).ID)
-	key := session.ToolCall{SessionID: sess.ID, ToolCallID: "call-1"}
+	key := session.ToolCall{SessionID: sess.ID, PromptID: "p1", ToolCallID: "call-1"}
 
 	start := key
-	start.PromptID, start.Title, start.Kind = "p1", "Read file", "read"
+	start.Title, start.Kind = "Read file", "read"
 	start.RawInput = json.RawMessage(`{"path":"a.go"}`)
 	created, err := s.UpsertToolCall(ctx, start)
 	if err != nil {
@@ -119,7 +119,6 @@ func TestUpsertToolCallMerges(t *testing.T) {
 		{"content and output", func(c *session.ToolCall) {
 			c.Status, c.Content = session.ToolCompleted, json.RawMessage(`[{"type":"content"}]`)
 			c.RawOutput, c.Locations = json.RawMessage(`"ok"`), json.RawMessage(`[{"path":"a.go"}]`)
-			c.PromptID = "ignored"
 		}, func(t *testing.T, got session.ToolCall) {
 			if got.Status != session.ToolCompleted || string(got.Content) != `[{"type":"content"}]` ||
 				string(got.RawOutput) != `"ok"` || string(got.Locations) != `[{"path":"a.go"}]` || got.PromptID != "p1" {
@@ -151,7 +150,7 @@ func TestUpsertToolCallMerges(t *testing.T) {
 			if !got.CreatedAt.Equal(created.CreatedAt) {
 				t.Errorf("got CreatedAt %v, want %v (unchanged)", got.CreatedAt, created.CreatedAt)
 			}
-			stored, err := s.GetToolCall(ctx, sess.ID, "call-1")
+			stored, err := s.GetToolCall(ctx, sess.ID, key.Key())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -171,7 +170,9 @@ func TestUpsertToolCallMerges(t *testing.T) {
 	if len(calls) != 2 || calls[0].ToolCallID != "call-1" || calls[1].ToolCallID != "call-2" {
 		t.Errorf("got %+v, want call-1 then call-2", calls)
 	}
-	_, err = s.GetToolCall(ctx, sess.ID, "nope")
+	_, err = s.GetToolCall(ctx, sess.ID, session.ToolCallKey{PromptID: "p1", ToolCallID: "nope"})
+	wantCode(t, err, errcode.NotFound)
+	_, err = s.GetToolCall(ctx, sess.ID, session.ToolCallKey{PromptID: "p2", ToolCallID: "call-1"})
 	wantCode(t, err, errcode.NotFound)
 	_, err = s.UpsertToolCall(ctx, session.ToolCall{SessionID: "missing", ToolCallID: "x"})
 	wantCode(t, err, errcode.SessionNotFound)

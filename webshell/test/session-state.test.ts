@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { bannerGate } from '../src/state/banner';
 import { activeTurn, isTurnBusy } from '../src/state/selectors';
-import { initialSessionState, sessionReducer } from '../src/state/session-state';
+import { initialSessionState, sessionReducer, toolCallKey } from '../src/state/session-state';
 import { clean, context, ev, evAction, fold, interruptedTurn, loaded, transcript } from './fixtures';
 
 const SID = 's1';
@@ -165,12 +165,12 @@ describe('transcript folding', () => {
     );
     expect(s.timeline).toEqual([
       { type: 'message', id: 1 },
-      { type: 'tool', id: 't1' },
+      { type: 'tool', id: toolCallKey('p', 't1') },
       { type: 'message', id: 2 },
     ]);
     expect(s.messages[2]!.text).toBe('You said: hi.');
-    expect(s.toolCalls.t1!.status).toBe('completed');
-    expect(s.toolCalls.t1!.kind).toBe('read');
+    expect(s.toolCalls[toolCallKey('p', 't1')]!.status).toBe('completed');
+    expect(s.toolCalls[toolCallKey('p', 't1')]!.kind).toBe('read');
     expect(s.plan).toHaveLength(1);
   });
 
@@ -201,13 +201,47 @@ describe('transcript folding', () => {
     const want = [
       { type: 'message', id: 1 },
       { type: 'message', id: 2 },
-      { type: 'tool', id: 't1' },
+      { type: 'tool', id: toolCallKey('p', 't1') },
       { type: 'message', id: 3 },
     ];
     for (const s of [live, reloaded]) {
       expect(s.timeline).toEqual(want);
       expect(s.messages[2]!.text).toBe('Let me look.');
       expect(s.messages[3]!.text).toBe('FINAL: done.');
+    }
+  });
+
+  it("two turns' tool calls with the same id are two calls, live and after a reload alike", () => {
+    // A session restored on a fresh ACP session (history injection, a new
+    // agent process): the agent numbers its tool calls from tool-1 again.
+    const content = (text: string) => [{ type: 'content', content: { type: 'text', text } }];
+    let live = loaded(SID);
+    live = fold(
+      live,
+      evAction(live, ev(SID, 11, 'tool_call.started', { promptId: 'p1', toolCallId: 'tool-1', title: 'Run failing tool', kind: 'execute', status: 'in_progress', interrupted: false })),
+      evAction(live, ev(SID, 12, 'tool_call.updated', { promptId: 'p1', toolCallId: 'tool-1', title: 'Run failing tool', kind: 'execute', status: 'failed', interrupted: false, content: content('simulated error') })),
+      evAction(live, ev(SID, 13, 'message.added', { promptId: 'p2', messageId: 1, role: 'user', text: 'read it' })),
+      evAction(live, ev(SID, 14, 'tool_call.started', { promptId: 'p2', toolCallId: 'tool-1', title: 'Read README.md', kind: 'read', status: 'in_progress', interrupted: false })),
+      evAction(live, ev(SID, 15, 'tool_call.updated', { promptId: 'p2', toolCallId: 'tool-1', title: 'Read README.md', kind: 'read', status: 'completed', interrupted: false, content: content('# Fixture') })),
+    );
+    const reloaded = loaded(SID, {
+      seq: 15,
+      transcript: {
+        messages: [{ id: 1, promptId: 'p2', role: 'user', text: 'read it', createdAt: '2026-01-01T00:00:02Z' }],
+        toolCalls: [
+          { id: 'tool-1', promptId: 'p1', title: 'Run failing tool', kind: 'execute', status: 'failed', interrupted: false, content: content('simulated error'), createdAt: '2026-01-01T00:00:01Z' },
+          { id: 'tool-1', promptId: 'p2', title: 'Read README.md', kind: 'read', status: 'completed', interrupted: false, content: content('# Fixture'), createdAt: '2026-01-01T00:00:03Z' },
+        ],
+      },
+    });
+    for (const s of [live, reloaded]) {
+      expect(s.timeline).toEqual([
+        { type: 'tool', id: toolCallKey('p1', 'tool-1') },
+        { type: 'message', id: 1 },
+        { type: 'tool', id: toolCallKey('p2', 'tool-1') },
+      ]);
+      expect(s.toolCalls[toolCallKey('p1', 'tool-1')]).toMatchObject({ promptId: 'p1', title: 'Run failing tool', status: 'failed', content: content('simulated error') });
+      expect(s.toolCalls[toolCallKey('p2', 'tool-1')]).toMatchObject({ promptId: 'p2', title: 'Read README.md', status: 'completed', content: content('# Fixture') });
     }
   });
 
@@ -252,7 +286,7 @@ describe('transcript folding', () => {
     });
     expect(s.timeline).toEqual([
       { type: 'message', id: 1 },
-      { type: 'tool', id: 't' },
+      { type: 'tool', id: toolCallKey('p1', 't') },
       { type: 'turn-end', id: 'p1' },
       { type: 'turn-start', id: 'c1' },
       { type: 'message', id: 2 },

@@ -80,8 +80,21 @@ export interface PermissionView {
   answering?: boolean;
 }
 
+/**
+ * The key of a tool call in SessionViewState.toolCalls: its turn and its id.
+ * ACP promises tool call ids unique within one ACP session only; a session
+ * restored on a fresh one (history injection, a new agent process) may see
+ * the agent number its calls from `tool-1` again, in a later turn. A turn
+ * runs on one ACP session, so (promptId, toolCallId) names one call, as it
+ * does in tetherd's store.
+ */
+export function toolCallKey(promptId: string | undefined, toolCallId: string): string {
+  return JSON.stringify([promptId ?? '', toolCallId]);
+}
+
 export type TimelineItem =
   | { type: 'message'; id: number }
+  /** id: the tool call's toolCallKey. */
   | { type: 'tool'; id: string }
   | { type: 'permission'; id: string }
   | { type: 'pending-prompt'; id: string }
@@ -152,6 +165,7 @@ export interface SessionViewState {
   turns: Record<string, TurnView>;
   turnOrder: string[];
   messages: Record<number, MessageView>;
+  /** By toolCallKey (promptId, toolCallId). */
   toolCalls: Record<string, ToolCall>;
   permissions: Record<string, PermissionView>;
   timeline: TimelineItem[];
@@ -310,7 +324,7 @@ function timelineOf(t: Transcript): TimelineItem[] {
       rows.push({ at: Math.max(at(turn.endedAt ?? turn.createdAt), lastOf[turn.promptId] ?? 0), rank: rank['turn-end'], n: n++, item: { type: 'turn-end', id: turn.promptId } });
   }
   for (const m of t.messages) rows.push({ at: at(m.createdAt), rank: rank.message, n: n++, item: { type: 'message', id: m.id } });
-  for (const c of t.toolCalls) rows.push({ at: at(c.createdAt), rank: rank.tool, n: n++, item: { type: 'tool', id: c.id } });
+  for (const c of t.toolCalls) rows.push({ at: at(c.createdAt), rank: rank.tool, n: n++, item: { type: 'tool', id: toolCallKey(c.promptId, c.id) } });
   for (const p of t.pendingPermissions) rows.push({ at: at(p.createdAt), rank: rank.permission, n: n++, item: { type: 'permission', id: p.id } });
   rows.sort((a, b) => a.at - b.at || a.rank - b.rank || a.n - b.n);
   return rows.map((r) => r.item);
@@ -341,7 +355,7 @@ function applySnapshot(s: SessionViewState, a: Extract<SessionAction, { type: 'l
   const messages: Record<number, MessageView> = {};
   for (const m of t.messages) messages[m.id] = { id: m.id, promptId: m.promptId, role: m.role, text: m.text };
   const toolCalls: Record<string, ToolCall> = {};
-  for (const c of t.toolCalls) toolCalls[c.id] = c;
+  for (const c of t.toolCalls) toolCalls[toolCallKey(c.promptId, c.id)] = c;
   const permissions: Record<string, PermissionView> = {};
   for (const p of t.pendingPermissions)
     permissions[p.id] = {
@@ -558,11 +572,13 @@ function applyEvent(s: SessionViewState, ev: TetherEvent): SessionViewState {
     case 'tool_call.started':
     case 'tool_call.updated': {
       const d = ev.data;
-      const prev = n.toolCalls[d.toolCallId];
+      // Another turn's call with the same id is another call.
+      const key = toolCallKey(d.promptId, d.toolCallId);
+      const prev = n.toolCalls[key];
       const call: ToolCall = {
         ...prev,
         id: d.toolCallId,
-        promptId: d.promptId ?? prev?.promptId,
+        promptId: d.promptId,
         title: d.title || prev?.title || '',
         kind: d.kind ?? prev?.kind,
         status: d.status,
@@ -572,8 +588,8 @@ function applyEvent(s: SessionViewState, ev: TetherEvent): SessionViewState {
         rawInput: d.rawInput ?? prev?.rawInput,
         rawOutput: d.rawOutput ?? prev?.rawOutput,
       };
-      n = { ...n, toolCalls: { ...n.toolCalls, [d.toolCallId]: call } };
-      return prev ? n : pushTimeline(n, { type: 'tool', id: d.toolCallId });
+      n = { ...n, toolCalls: { ...n.toolCalls, [key]: call } };
+      return prev ? n : pushTimeline(n, { type: 'tool', id: key });
     }
     case 'plan.updated':
       return { ...n, plan: ev.data.entries };
