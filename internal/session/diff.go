@@ -40,6 +40,28 @@ func Diff(log, served *State) []string {
 	return d.out
 }
 
+// DiffExecutor compares the executor a session's log tells (State.Executor)
+// with the executor some view holds (its row, an actor's copy), the way
+// Diff compares the rest: what session.executor_status records
+// (ExecutorStatusOf: the shown error code), when the agent was last seen
+// by its presence only, host offsets and UpdatedAt left out (the log does
+// not carry them).
+func DiffExecutor(log, served Executor) []string {
+	var d differ
+	d.record("executor", fieldsOfExecutor(log), fieldsOfExecutor(served))
+	return d.out
+}
+
+func fieldsOfExecutor(x Executor) []namedField {
+	x = ExecutorStatusOf(x).Executor()
+	return []namedField{{"runtime", x.Runtime}, {"status", x.Status}, {"host", x.Host}, {"pid", x.PID},
+		{"agentExecutionId", x.AgentExecutionID}, {"resumeToken", x.ResumeToken},
+		{"supportsSessionResume", x.SupportsSessionResume}, {"supportsLoad", x.SupportsLoad},
+		{"supportsWorkspaceOnly", x.SupportsWorkspaceOnly}, {"worktree", fmt.Sprint(x.WorktreeRepo, x.WorktreePath, x.WorktreeBranch, x.WorktreeState)},
+		{"lastSeen", x.LastSeenAt != nil}, {"error", x.ErrorMessage}, {"errorCode", x.ErrorCode},
+		{"errorProfile", x.ErrorProfile}, {"exitCode", intValue(x.ExitCode)}, {"exitSignal", x.ExitSignal}}
+}
+
 // differ collects the differences Diff finds.
 type differ struct{ out []string }
 

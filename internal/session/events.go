@@ -91,6 +91,11 @@ type SessionCreatedData struct {
 	State          SessionState `json:"state"`
 	Title          string       `json:"title"`
 	EventEpoch     string       `json:"eventEpoch"`
+	// Runtime, Host and Worktree are the session's executor as it is
+	// created, its agent stopped: where its agent will run.
+	Runtime  Runtime           `json:"runtime,omitempty"`
+	Host     string            `json:"host,omitempty"`
+	Worktree *ExecutorWorktree `json:"worktree,omitempty"`
 }
 
 // EventType is session.created.
@@ -100,6 +105,9 @@ func (*SessionCreatedData) EventType() string { return "session.created" }
 func (p *SessionCreatedData) evolve(s *State, e Event) error {
 	s.Session = Session{ID: p.SessionID, TaskID: p.TaskID, AgentProfileID: p.AgentProfileID, Cwd: p.Cwd,
 		State: p.State, Title: p.Title, EventEpoch: p.EventEpoch, CreatedAt: e.At, UpdatedAt: e.At}
+	x := &ExecutorStatusData{EventCommon: p.EventCommon, Status: ExecutorStopped, Runtime: p.Runtime, Host: p.Host, Worktree: p.Worktree}
+	s.Executor = x.Executor()
+	s.Executor.UpdatedAt = e.At
 	return nil
 }
 
@@ -169,6 +177,8 @@ func ExecutorStatusOf(e Executor) *ExecutorStatusData {
 }
 
 // Executor is the executor record p carries (without host offsets).
+// Its ErrorCode is the shown one: a leftover code of another status is
+// not recorded.
 func (p *ExecutorStatusData) Executor() Executor {
 	e := Executor{SessionID: p.SessionID, Runtime: p.Runtime, Status: p.Status, AgentExecutionID: p.AgentExecutionID, PID: p.PID,
 		Host: p.Host, ResumeToken: p.ResumeToken, SupportsSessionResume: p.SupportsSessionResume, SupportsLoad: p.SupportsLoad,
@@ -180,6 +190,8 @@ func (p *ExecutorStatusData) Executor() Executor {
 	return e
 }
 
+// evolve folds ExecutorStatusData into s (State.Evolve): the executor
+// record is the latest one, its host offsets kept.
 func (p *ExecutorStatusData) evolve(s *State, e Event) error {
 	x := p.Executor()
 	x.HostOffset, x.HostOffsetBase, x.UpdatedAt = s.Executor.HostOffset, s.Executor.HostOffsetBase, e.At

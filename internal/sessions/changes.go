@@ -41,8 +41,10 @@ func (c sessionCreated) Apply(ctx context.Context, tx *store.Store, emit events.
 	if err != nil {
 		return err
 	}
+	x := session.ExecutorStatusOf(c.Executor)
 	emit(sessionDraft(sess.ID, sess.TaskID, "", &session.SessionCreatedData{
-		AgentProfileID: sess.AgentProfileID, Cwd: sess.Cwd, State: sess.State, Title: sess.Title, EventEpoch: sess.EventEpoch}))
+		AgentProfileID: sess.AgentProfileID, Cwd: sess.Cwd, State: sess.State, Title: sess.Title, EventEpoch: sess.EventEpoch,
+		Runtime: x.Runtime, Host: x.Host, Worktree: x.Worktree}))
 	if c.Initial == nil {
 		return nil
 	}

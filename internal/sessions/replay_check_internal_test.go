@@ -53,18 +53,22 @@ func (p *replay) checkRows(s *replaySession) {
 	p.t.Helper()
 	ctx := context.Background()
 	var fold, rows *session.State
+	var exec session.Executor
 	err := p.r.st.Snapshot(ctx, func(r *store.Store) error {
 		var err error
 		if fold, err = events.FoldSession(ctx, r, s.id); err != nil {
 			return err
 		}
-		rows, err = rowsState(ctx, r, s.id)
+		if rows, err = rowsState(ctx, r, s.id); err != nil {
+			return err
+		}
+		exec, err = r.GetExecutor(ctx, s.id)
 		return err
 	})
 	if err != nil {
 		p.fail("session %s: fold and rows: %v", s.id, err)
 	}
-	if d := session.Diff(fold, rows); d != nil {
+	if d := append(session.Diff(fold, rows), session.DiffExecutor(fold.Executor, exec)...); d != nil {
 		p.fail("session %s: the rows differ from the log:\n  %s", s.id, joinLines(d))
 	}
 }
@@ -193,6 +197,12 @@ func actorDiff(a *actor, fold *session.State) []string {
 	live := withSession(fold, a.sess)
 	live.Turns = slices.SortedFunc(maps.Values(a.turns), func(x, y session.Turn) int { return cmp.Compare(x.Seq, y.Seq) })
 	d := session.Diff(fold, live)
+	exec := a.exec
+	if exec.Status == session.ExecutorReconnecting {
+		// Its latest reason for waiting stays on the actor (HostUnreachable).
+		exec.ErrorMessage, exec.ErrorCode = fold.Executor.ErrorMessage, fold.Executor.ErrorCode
+	}
+	d = append(d, session.DiffExecutor(fold.Executor, exec)...)
 
 	var logRunning, logQueued []string
 	for _, t := range fold.Turns {

@@ -1030,6 +1030,15 @@ export type SessionCreatedData = EventCommon & {
     state: SessionState;
     title?: string;
     eventEpoch?: string;
+    /**
+     * The runtime the session's agent runs in: standalone, detached or remote.
+     */
+    runtime?: string;
+    /**
+     * The executor host: local for detached, the configured name for remote; absent for standalone.
+     */
+    host?: string;
+    worktree?: SessionWorktree;
 };
 
 export type SessionStateChangedData = EventCommon & {
