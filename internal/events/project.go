@@ -63,6 +63,11 @@ func project(ctx context.Context, tx *store.Store, d Draft, emit Emit) error {
 		t := session.Turn{SessionID: c.SessionID, PromptID: c.PromptID}
 		session.EndTurn(&t, p.(session.EventPayload))
 		return tx.EndTurn(ctx, t)
+	case *session.CommandStartedData:
+		_, err := tx.CreateCommand(ctx, store.Command{SessionID: p.SessionID, ID: p.CommandID, Command: p.Command})
+		return err
+	case *session.CommandExitedData:
+		return tx.EndCommand(ctx, p.SessionID, p.CommandID, store.CommandState(p.State), p.ExitCode, p.OutputBytes, p.DroppedBytes)
 	case *session.ExecutorStatusData:
 		return tx.UpdateExecutor(ctx, p.Executor())
 	case *session.SessionStateChangedData:

@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"context"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -92,47 +93,77 @@ func (m *Manager) followCommand(a *actor, c store.Command) {
 
 // recordOutput records data, the command's output from offset start (and
 // before it the executor's gap, if any), as far as the limits allow, and
-// returns the command as recorded. Past a limit it records where and why
-// the record stops.
+// returns the command as recorded (commandOutput).
 func (m *Manager) recordOutput(a *actor, c store.Command, gap *session.CommandTruncatedData, start int64, data []byte) (store.Command, error) {
-	var rec store.Command
-	err := a.writeAndWait(m.life, func(tx *store.Store, emit events.Emit) error {
-		rec = c
-		if gap != nil {
-			emit(a.draft("", gap))
-			rec.DroppedBytes += gap.Bytes
-			rec.OutputOffset = start
-		}
-		// The session's total counts this command's recorded bytes too.
-		sessionBytes, err := tx.SessionCommandOutput(a.ctx(), c.SessionID)
-		if err != nil {
-			return err
-		}
-		allow, reason, limit := int64(len(data)), "", int64(0)
-		if room := m.cfg.CommandOutputLimit - rec.OutputBytes; allow > room {
-			allow, reason, limit = max(room, 0), session.TruncatedCommandLimit, m.cfg.CommandOutputLimit
-		}
-		if room := m.cfg.SessionCommandOutputLimit - sessionBytes; allow > room {
-			allow, reason, limit = max(room, 0), session.TruncatedSessionLimit, m.cfg.SessionCommandOutputLimit
-		}
-		n := int(allow)
-		if reason != "" {
-			n = completeUTF8(data[:n]) // the record stops between characters
-		}
-		if n > 0 {
-			emit(a.draft("", &session.CommandOutputData{CommandID: c.ID, Offset: start,
-				Text: strings.ToValidUTF8(string(data[:n]), "\uFFFD")}))
-			rec.OutputBytes += int64(n)
-		}
-		rec.OutputOffset = start + int64(n)
-		if reason != "" {
-			rec.Truncated = reason
-			emit(a.draft("", &session.CommandTruncatedData{CommandID: c.ID, Offset: rec.OutputOffset,
-				Reason: reason, Limit: limit}))
-		}
-		return tx.SetCommandOutput(a.ctx(), c.SessionID, c.ID, rec.CommandOutput)
+	ch := &commandOutput{Command: c, Gap: gap, Start: start, Data: data,
+		CommandLimit: m.cfg.CommandOutputLimit, SessionLimit: m.cfg.SessionCommandOutputLimit}
+	err := a.changeAndWait(m.life, func() events.Change {
+		ch.Session, ch.TaskID = a.id, a.sess.TaskID
+		return ch
 	})
-	return rec, err
+	return ch.recorded, err
+}
+
+// commandOutput records a piece of a command's output (command.output),
+// the executor's gap before it (command.truncated, overrun), and where a
+// limit stops the record (command.truncated), with how much of the output
+// the log holds (store.SetCommandOutput). It reads what the session's
+// commands have recorded so far to apply the session's limit: a typed
+// change that decides in the writer's transaction.
+type commandOutput struct {
+	Session, TaskID            string
+	Command                    store.Command
+	Gap                        *session.CommandTruncatedData
+	Start                      int64
+	Data                       []byte
+	CommandLimit, SessionLimit int64
+	// recorded is the command as recorded, set by Apply (the last run
+	// of a redone batch); read once the change is durable.
+	recorded store.Command
+}
+
+func (c *commandOutput) SessionID() string { return c.Session }
+
+func (c *commandOutput) Apply(ctx context.Context, tx *store.Store, emit events.Emit) error {
+	rec := c.Command
+	draft := func(p session.EventPayload) events.Draft { return sessionDraft(c.Session, c.TaskID, "", p) }
+	if c.Gap != nil {
+		emit(draft(c.Gap))
+		rec.DroppedBytes += c.Gap.Bytes
+		rec.OutputOffset = c.Start
+	}
+	// The session's total counts this command's recorded bytes too.
+	sessionBytes, err := tx.SessionCommandOutput(ctx, c.Session)
+	if err != nil {
+		return err
+	}
+	data := c.Data
+	allow, reason, limit := int64(len(data)), "", int64(0)
+	if room := c.CommandLimit - rec.OutputBytes; allow > room {
+		allow, reason, limit = max(room, 0), session.TruncatedCommandLimit, c.CommandLimit
+	}
+	if room := c.SessionLimit - sessionBytes; allow > room {
+		allow, reason, limit = max(room, 0), session.TruncatedSessionLimit, c.SessionLimit
+	}
+	n := int(allow)
+	if reason != "" {
+		n = completeUTF8(data[:n]) // the record stops between characters
+	}
+	if n > 0 {
+		emit(draft(&session.CommandOutputData{CommandID: rec.ID, Offset: c.Start,
+			Text: strings.ToValidUTF8(string(data[:n]), "\uFFFD")}))
+		rec.OutputBytes += int64(n)
+	}
+	rec.OutputOffset = c.Start + int64(n)
+	if reason != "" {
+		rec.Truncated = reason
+		emit(draft(&session.CommandTruncatedData{CommandID: rec.ID, Offset: rec.OutputOffset, Reason: reason, Limit: limit}))
+	}
+	if err := tx.SetCommandOutput(ctx, c.Session, rec.ID, rec.CommandOutput); err != nil {
+		return err
+	}
+	c.recorded = rec
+	return nil
 }
 
 // commandEnd is how an exited command ended: its exit code, and how many
@@ -144,23 +175,17 @@ type commandEnd struct {
 
 // endCommand records how command c ended (end is nil when it was lost):
 // its state and exit code, and, for one that exited, how much of its
-// output was left out in all.
+// output was left out in all (command.exited, whose projection ends the
+// command's row).
 func (m *Manager) endCommand(a *actor, c store.Command, state store.CommandState, end *commandEnd) {
 	var exitCode *int
 	if end != nil {
 		exitCode = end.exitCode
 		c.DroppedBytes = max(end.total-c.OutputBytes, c.DroppedBytes)
 	}
-	_ = a.writeAndWait(m.life, func(tx *store.Store, emit events.Emit) error {
-		if err := tx.SetCommandOutput(a.ctx(), c.SessionID, c.ID, c.CommandOutput); err != nil {
-			return err
-		}
-		if _, err := tx.EndCommand(a.ctx(), a.id, c.ID, state, exitCode); err != nil {
-			return err
-		}
-		emit(a.draft("", &session.CommandExitedData{CommandID: c.ID, State: string(state), ExitCode: exitCode,
+	_ = a.changeAndWait(m.life, func() events.Change {
+		return events.Emitted(a.id, a.draft("", &session.CommandExitedData{CommandID: c.ID, State: string(state), ExitCode: exitCode,
 			OutputBytes: c.OutputBytes, DroppedBytes: c.DroppedBytes}))
-		return nil
 	})
 }
 

@@ -53,12 +53,8 @@ func (m *Manager) RunCommand(ctx context.Context, sessionID, command string) (st
 		return store.Command{}, err
 	}
 	c := store.Command{SessionID: sessionID, ID: res.Terminal.ID, Command: command}
-	if err := a.writeAndWait(ctx, func(tx *store.Store, emit events.Emit) error {
-		if _, err := tx.CreateCommand(a.ctx(), c); err != nil {
-			return err
-		}
-		emit(a.draft("", &session.CommandStartedData{CommandID: c.ID, Command: command}))
-		return nil
+	if err := a.changeAndWait(ctx, func() events.Change {
+		return events.Emitted(a.id, a.draft("", &session.CommandStartedData{CommandID: c.ID, Command: command}))
 	}); err != nil {
 		return store.Command{}, err
 	}
@@ -66,11 +62,11 @@ func (m *Manager) RunCommand(ctx context.Context, sessionID, command string) (st
 	return m.store.GetCommand(ctx, sessionID, c.ID)
 }
 
-// writeAndWait has the actor submit apply and waits until it is durable:
-// for the goroutines that are not the actor's.
-func (a *actor) writeAndWait(ctx context.Context, apply events.Apply) error {
+// changeAndWait has the actor submit the change made (on the actor) and
+// waits until it is durable: for the goroutines that are not the actor's.
+func (a *actor) changeAndWait(ctx context.Context, made func() events.Change) error {
 	_, err := callWrites(ctx, a, func() (struct{}, error) {
-		a.write(apply)
+		a.change(made())
 		return struct{}{}, nil
 	})
 	return err

@@ -78,7 +78,7 @@ func (a *actor) withRecord(offset uint64, f func()) {
 	before := a.version
 	f()
 	if a.version == before {
-		a.write(func(*store.Store, events.Emit) error { return nil }) // offsetChange: the offset alone
+		a.emit() // offsetChange: the offset alone
 	}
 }
 
@@ -87,7 +87,21 @@ func (a *actor) withRecord(offset uint64, f func()) {
 func (a *actor) resetHostOffset() {
 	base := max(a.hostTop, a.exec.HostOffset)
 	a.exec.HostOffsetBase, a.exec.HostOffset, a.hostTop = base, base, base
-	a.write(func(tx *store.Store, _ events.Emit) error { return tx.ResetExecutorOffset(a.ctx(), a.id, base) })
+	a.change(offsetReset{Session: a.id, Base: base})
+}
+
+// offsetReset starts a new agent's outbox numbering at Base
+// (store.ResetExecutorOffset): bookkeeping of the host protocol, not an
+// event.
+type offsetReset struct {
+	Session string
+	Base    uint64
+}
+
+func (c offsetReset) SessionID() string { return c.Session }
+
+func (c offsetReset) Apply(ctx context.Context, tx *store.Store, _ events.Emit) error {
+	return tx.ResetExecutorOffset(ctx, c.Session, c.Base)
 }
 
 // attach takes up the agent of a hosted session after a daemon restart

@@ -95,15 +95,12 @@ func (s *Store) SessionCommandOutput(ctx context.Context, sessionID string) (int
 	return n, nil
 }
 
-// EndCommand records how a command ended (exit code nil when lost).
-func (s *Store) EndCommand(ctx context.Context, sessionID, id string, state CommandState, exitCode *int) (Command, error) {
-	end := now()
-	if err := updateRow(s.db.WithContext(ctx), "end command", func() error { return commandNotFound(id) },
-		`UPDATE commands SET state = ?, exit_code = ?, ended_at = ? WHERE session_id = ? AND id = ?`,
-		string(state), exitCode, toDBTime(end), sessionID, id); err != nil {
-		return Command{}, err
-	}
-	return s.GetCommand(ctx, sessionID, id)
+// EndCommand records how a command ended (exit code nil when lost) and
+// how much of its output the event log holds and left out in all.
+func (s *Store) EndCommand(ctx context.Context, sessionID, id string, state CommandState, exitCode *int, outputBytes, droppedBytes int64) error {
+	return updateRow(s.db.WithContext(ctx), "end command", func() error { return commandNotFound(id) },
+		`UPDATE commands SET state = ?, exit_code = ?, ended_at = ?, output_bytes = ?, dropped_bytes = ? WHERE session_id = ? AND id = ?`,
+		string(state), exitCode, toDBTime(now()), outputBytes, droppedBytes, sessionID, id)
 }
 
 // GetCommand returns one command or errcode.CommandNotFound.
