@@ -258,18 +258,6 @@ func (a *actor) persistExecutor(announce bool) {
 	})
 }
 
-// setState changes the session state; the task follows (events.FollowTask).
-// A terminal state is final: whatever still runs after a close (an
-// admission committing, a turn ending) cannot reopen the session.
-func (a *actor) setState(s session.SessionState) {
-	if a.sess.State == s || a.sess.State.Terminal() {
-		return
-	}
-	prev := a.sess.State
-	a.sess.State = s
-	a.emit(stateDraft(a.sess, prev))
-}
-
 // agentHandler receives an agent's updates and permission requests and
 // forwards them to the actor, tagged with the agent incarnation.
 type agentHandler struct {

@@ -87,6 +87,27 @@ func decide(v view, in input) decision {
 func accept(effs ...effect) decision   { return decision{Effects: effs} }
 func refuse(e *errcode.Error) decision { return decision{Refusal: e} }
 
+// record is the effect that records event p, of turn promptID ("" when it
+// names none): the events a decision decides are built here, from the
+// view, and the actor folds each into what it holds as it emits it
+// (actor.record).
+func record(promptID string, p session.EventPayload) effect {
+	p.Base().PromptID = promptID
+	return effRecord{Event: p}
+}
+
+// moveTo records the session's move from state from to state to; nothing
+// when it is there already, or closed (a terminal state is final).
+func moveTo(from, to session.SessionState) []effect {
+	if from == to || from.Terminal() {
+		return nil
+	}
+	return []effect{record("", &session.SessionStateChangedData{State: to, PreviousState: from})}
+}
+
+// holdQueue records the queued turns held for the user (held), or let go.
+func holdQueue(held bool) effect { return record("", &session.SessionQueueHeldData{Held: held}) }
+
 func terminalErr(v view) *errcode.Error {
 	return errcode.New(errcode.SessionTerminal, "session is %s", v.State).With("state", string(v.State))
 }
@@ -156,7 +177,7 @@ func decideCancel(v view) decision {
 		d.Effects = append(d.Effects, effDropQueue{})
 	}
 	if v.QueueHeld {
-		d.Effects = append(d.Effects, effReleaseHeld{}, effPushRecovery{})
+		d.Effects = append(d.Effects, holdQueue(false), effPushRecovery{})
 	}
 	d.Cancel.Cancelled = len(d.Cancel.Dequeued) > 0
 	r := v.Running
@@ -165,7 +186,7 @@ func decideCancel(v view) decision {
 		// interrupted last turn, so it is clean and a racing continue
 		// cannot revive it.
 		if t := v.Last; t != nil && t.State == session.TurnInterrupted && !t.CancelRequested && len(d.Cancel.Dequeued) == 0 {
-			d.Effects = append(d.Effects, effMarkCancelRequested{PromptID: t.PromptID}, effPushRecovery{})
+			d.Effects = append(d.Effects, record(t.PromptID, &session.TurnCancelRequestedData{}), effPushRecovery{})
 			d.Cancel.PromptID, d.Cancel.Cancelled = t.PromptID, true
 		}
 		return d
@@ -174,7 +195,7 @@ func decideCancel(v view) decision {
 	if r.CancelRequested {
 		return d
 	}
-	d.Effects = append(d.Effects, effMarkCancelRequested{PromptID: r.PromptID},
+	d.Effects = append(d.Effects, record(r.PromptID, &session.TurnCancelRequestedData{}),
 		effClosePermissions{PromptID: r.PromptID, State: session.PermissionCancelled}, effCancelAgent{})
 	return d
 }
@@ -196,8 +217,9 @@ func decideClose(v view) decision {
 		d.Effects = append(d.Effects, effClearRunning{},
 			effEndTurn{PromptID: r.PromptID, State: session.TurnCancelled, CancelRequested: true})
 	}
-	d.Effects = append(d.Effects, effClosePermissions{State: session.PermissionCancelled},
-		effSetState{State: session.SessionCompleted}, effPushRecovery{}, effBumpGen{})
+	d.Effects = append(d.Effects, effClosePermissions{State: session.PermissionCancelled})
+	d.Effects = append(d.Effects, moveTo(v.State, session.SessionCompleted)...)
+	d.Effects = append(d.Effects, effPushRecovery{}, effBumpGen{})
 	return d
 }
 
@@ -236,7 +258,7 @@ func decideWithdraw(v view, c withdrawCmd) decision {
 	d := accept(effRemoveQueued{PromptID: c.PromptID},
 		effEndTurn{PromptID: c.PromptID, State: session.TurnCancelled, StopReason: session.Withdrawn})
 	if len(v.Queue) == 1 && v.QueueHeld {
-		d.Effects = append(d.Effects, effReleaseHeld{}, effPushRecovery{})
+		d.Effects = append(d.Effects, holdQueue(false), effPushRecovery{})
 	}
 	d.Effects = append(d.Effects, effStartNext{})
 	return d

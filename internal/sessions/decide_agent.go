@@ -71,7 +71,7 @@ func decideAgentExited(v view, in agentExitedInput) decision {
 				// agent that was never told its task was cut. Held before
 				// the interruption is written, so the plan it pushes
 				// shows the hold.
-				d.Effects = append(d.Effects, effHoldQueue{})
+				d.Effects = append(d.Effects, holdQueue(true))
 			}
 			d.Effects = append(d.Effects, effInterruptTurn{PromptID: r.PromptID, Reason: reason, Exit: in.Exit, Cause: in.Cause})
 			if in.Lost {
@@ -87,11 +87,7 @@ func decideAgentExited(v view, in agentExitedInput) decision {
 		return accept(append(d.Effects, effEnsureAgent{})...)
 	}
 	d.Effects = append(d.Effects, effDropSlot{})
-	if v.State.Terminal() {
-		return d
-	}
-	d.Effects = append(d.Effects, effSetState{State: session.SessionWaitingForInput})
-	return d
+	return accept(append(d.Effects, moveTo(v.State, session.SessionWaitingForInput)...)...)
 }
 
 // reasonExecutorLost is the interruption of a turn whose executor host
@@ -115,14 +111,13 @@ func decideSessionLost(v view, in turnEndedInput) decision {
 		d.Effects = append(d.Effects, effEndTurn{PromptID: r.PromptID, State: session.TurnCancelled})
 	} else {
 		if len(v.Queue) > 0 && !v.QueueHeld {
-			d.Effects = append(d.Effects, effHoldQueue{})
+			d.Effects = append(d.Effects, holdQueue(true))
 		}
 		d.Effects = append(d.Effects, effInterruptTurn{PromptID: r.PromptID, Reason: reasonSessionLost, Cause: sessionLostCause(in)})
 	}
 	d.Effects = append(d.Effects, effClosePermissions{State: session.PermissionExpired},
-		effRetireAgent{Why: "agent stopped: it lost the session (" + in.ErrorMessage + ")"},
-		effSetState{State: session.SessionWaitingForInput})
-	return d
+		effRetireAgent{Why: "agent stopped: it lost the session (" + in.ErrorMessage + ")"})
+	return accept(append(d.Effects, moveTo(v.State, session.SessionWaitingForInput)...)...)
 }
 
 // sessionLostCause is the interrupted turn's error when the agent lost its
@@ -139,7 +134,7 @@ func decideNext(v view) decision {
 	}
 	if len(v.Queue) == 0 || v.QueueHeld {
 		// Held since a restart: the queue waits for a continue or a prompt.
-		return accept(effSetState{State: session.SessionWaitingForInput})
+		return accept(moveTo(v.State, session.SessionWaitingForInput)...)
 	}
 	if v.Queue[0].Admitting {
 		return accept() // not durable yet: admitted runs it once it is

@@ -30,7 +30,7 @@ func TestDecideTurnEnded(t *testing.T) {
 	failed := turnEndedInput{PromptID: "p1", Failed: true, ErrorCode: "agent_error_-32603", ErrorMessage: "boom"}
 	lost := turnEndedInput{PromptID: "p1", Failed: true, SessionLost: true, ErrorCode: "agent_session_not_found", ErrorMessage: "gone"}
 	lostTail := []effect{effClosePermissions{State: session.PermissionExpired},
-		effRetireAgent{Why: "agent stopped: it lost the session (gone)"}, effSetState{State: session.SessionWaitingForInput}}
+		effRetireAgent{Why: "agent stopped: it lost the session (gone)"}, stateChange(session.SessionRunning, session.SessionWaitingForInput)}
 	cases = append(cases, []decideCase{
 		{"turn ended cancelled by the agent", running, turnEndedInput{PromptID: "p1", StopReason: "cancelled"},
 			ended(effEndTurn{PromptID: "p1", State: session.TurnCancelled, StopReason: "cancelled"})},
@@ -43,7 +43,7 @@ func TestDecideTurnEnded(t *testing.T) {
 		{"turn failed: the agent lost the session", running, lost,
 			accepted(append([]effect{effClearRunning{}, effInterruptTurn{PromptID: "p1", Reason: reasonSessionLost, Cause: sessionLostCause(lost)}}, lostTail...)...)},
 		{"turn failed: the agent lost the session, prompts queued", with(running, func(v *view) { v.Queue = queued("q1") }), lost,
-			accepted(append([]effect{effClearRunning{}, effHoldQueue{}, effInterruptTurn{PromptID: "p1", Reason: reasonSessionLost, Cause: sessionLostCause(lost)}}, lostTail...)...)},
+			accepted(append([]effect{effClearRunning{}, queueHeld(true), effInterruptTurn{PromptID: "p1", Reason: reasonSessionLost, Cause: sessionLostCause(lost)}}, lostTail...)...)},
 		{"turn failed: the agent lost the session after a cancel", cancelRequested, lost,
 			accepted(append([]effect{effClearRunning{}, effEndTurn{PromptID: "p1", State: session.TurnCancelled}}, lostTail...)...)},
 		{"turn failed: the agent lost the session while stopping", with(running, func(v *view) { v.Stopping = true }), lost, accepted()},
@@ -59,25 +59,28 @@ func TestDecideAgentExited(t *testing.T) {
 	exit := exitInfo{Code: -1, Signal: "killed"}
 	in := agentExitedInput{Exit: exit}
 	head := []effect{effClearSettling{}, effRecordExit{Exit: exit}, effClosePermissions{State: session.PermissionExpired}}
-	idle := accepted(append(head, effDropSlot{}, effSetState{State: session.SessionWaitingForInput})...)
+	idleIn := func(s session.SessionState) decision {
+		return accepted(append(append(head, effDropSlot{}), toWaiting(s)...)...)
+	}
+	idle := idleIn(session.SessionWaitingForInput)
 	cases := perState("agent exited", in, nil, terminalStates(map[session.SessionState]decision{
-		session.SessionCreated:  idle,
-		session.SessionStarting: idle,
+		session.SessionCreated:  idleIn(session.SessionCreated),
+		session.SessionStarting: idleIn(session.SessionStarting),
 		session.SessionRunning: accepted(append(head, effClearRunning{}, effInterruptTurn{PromptID: "p1", Reason: "agent_exited", Exit: exit},
-			effDropSlot{}, effSetState{State: session.SessionWaitingForInput})...),
+			effDropSlot{}, stateChange(session.SessionRunning, session.SessionWaitingForInput))...),
 		session.SessionWaitingForInput: idle,
 	}, func(session.SessionState) decision { return accepted(append(head, effDropSlot{})...) }))
 	running := inState(session.SessionRunning)
 	cases = append(cases, []decideCase{
 		{"agent exited after a cancel", with(running, func(v *view) { v.Running = &runningView{PromptID: "p1", CancelRequested: true} }), in,
 			accepted(append(head, effClearRunning{}, effEndTurn{PromptID: "p1", State: session.TurnCancelled},
-				effDropSlot{}, effSetState{State: session.SessionWaitingForInput})...)},
+				effDropSlot{}, stateChange(session.SessionRunning, session.SessionWaitingForInput))...)},
 		{"agent exited with prompts queued", with(running, func(v *view) { v.Queue = queued("q1") }), in,
-			accepted(append(head, effClearRunning{}, effHoldQueue{}, effInterruptTurn{PromptID: "p1", Reason: "agent_exited", Exit: exit},
-				effDropSlot{}, effSetState{State: session.SessionWaitingForInput})...)},
+			accepted(append(head, effClearRunning{}, queueHeld(true), effInterruptTurn{PromptID: "p1", Reason: "agent_exited", Exit: exit},
+				effDropSlot{}, stateChange(session.SessionRunning, session.SessionWaitingForInput))...)},
 		{"agent lost with prompts queued", with(running, func(v *view) { v.Queue = queued("q1") }), agentExitedInput{Exit: exit, Lost: true},
-			accepted(append(head, effClearRunning{}, effHoldQueue{}, effInterruptTurn{PromptID: "p1", Reason: "executor_lost", Exit: exit},
-				effAwaitLate{PromptID: "p1"}, effDropSlot{}, effSetState{State: session.SessionWaitingForInput})...)},
+			accepted(append(head, effClearRunning{}, queueHeld(true), effInterruptTurn{PromptID: "p1", Reason: "executor_lost", Exit: exit},
+				effAwaitLate{PromptID: "p1"}, effDropSlot{}, stateChange(session.SessionRunning, session.SessionWaitingForInput))...)},
 		{"agent exited between turns with prompts queued", with(inState(session.SessionWaitingForInput), func(v *view) { v.Queue = queued("q1") }), in,
 			accepted(append(head, effEnsureAgent{})...)},
 		{"agent exited after a cancel with prompts queued", with(running, func(v *view) {
@@ -87,7 +90,7 @@ func TestDecideAgentExited(t *testing.T) {
 		{"agent exited with a held queue", with(inState(session.SessionWaitingForInput), func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), in, idle},
 		{"agent lost with its executor host", running, agentExitedInput{Exit: exit, Lost: true},
 			accepted(append(head, effClearRunning{}, effInterruptTurn{PromptID: "p1", Reason: "executor_lost", Exit: exit},
-				effAwaitLate{PromptID: "p1"}, effDropSlot{}, effSetState{State: session.SessionWaitingForInput})...)},
+				effAwaitLate{PromptID: "p1"}, effDropSlot{}, stateChange(session.SessionRunning, session.SessionWaitingForInput))...)},
 		{"agent exited while stopping", with(running, func(v *view) { v.Stopping = true }), in,
 			accepted(effClearSettling{}, effForgetAgent{}, effDropSlot{})},
 	}...)
@@ -100,9 +103,9 @@ func TestDecideAgentExited(t *testing.T) {
 		{"agent lost with a damaged outbox mid-turn", running, withCause,
 			accepted(append(causeHead, effClearRunning{}, effInterruptTurn{PromptID: "p1", Reason: "executor_lost", Exit: exit, Cause: damaged},
 				effAwaitLate{PromptID: "p1"},
-				effDropSlot{}, effSetState{State: session.SessionWaitingForInput})...)},
+				effDropSlot{}, stateChange(session.SessionRunning, session.SessionWaitingForInput))...)},
 		{"agent lost with a damaged outbox while idle", inState(session.SessionWaitingForInput), withCause,
-			accepted(append(causeHead, effDropSlot{}, effSetState{State: session.SessionWaitingForInput})...)},
+			accepted(append(causeHead, effDropSlot{})...)},
 	}...)
 	runDecideCases(t, cases)
 }
@@ -117,10 +120,19 @@ func TestDecideNext(t *testing.T) {
 		session.SessionWaitingForInput: accepted(effStartTurn{PromptID: "q1"}),
 	}, func(session.SessionState) decision { return accepted() }))
 	waiting := inState(session.SessionWaitingForInput)
-	idle := accepted(effSetState{State: session.SessionWaitingForInput})
+	// Nothing to run: the session waits for input (it does already: no
+	// event).
+	idle := accepted()
+	held := func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }
 	cases = append(cases, []decideCase{
 		{"next with nothing queued", waiting, in, idle},
-		{"next with a held queue", with(waiting, func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), in, idle},
+		{"next with a held queue", with(waiting, held), in, idle},
+		{"next with nothing queued once started", with(waiting, func(v *view) { v.State = session.SessionStarting }), in,
+			accepted(stateChange(session.SessionStarting, session.SessionWaitingForInput))},
+		{"next with a held queue after a turn", with(waiting, func(v *view) {
+			held(v)
+			v.State = session.SessionRunning
+		}), in, accepted(stateChange(session.SessionRunning, session.SessionWaitingForInput))},
 		{"next while the head is admitting", with(waiting, func(v *view) { v.Queue = []queuedView{{PromptID: "q1", Admitting: true}} }), in, accepted()},
 		{"next while a load settles", with(waiting, func(v *view) {
 			waitingQ(v)

@@ -141,7 +141,8 @@ func decideStartFailed(v view, in startFailedInput) decision {
 			d.Effects = append(d.Effects, effDropQueue{})
 		}
 	}
-	d.Effects = append(d.Effects, effSetState{State: session.SessionWaitingForInput}, effPushRecovery{}, effNotifyWaiters{Err: in.Err})
+	d.Effects = append(d.Effects, moveTo(v.State, session.SessionWaitingForInput)...)
+	d.Effects = append(d.Effects, effPushRecovery{}, effNotifyWaiters{Err: in.Err})
 	return d
 }
 
@@ -178,7 +179,7 @@ func decideReplaySettled(v view, in replaySettledInput) decision {
 func started(r resumedInfo) []effect {
 	var effs []effect
 	if r.Strategy != "" {
-		effs = append(effs, effRecordResumed{Resumed: r})
+		effs = append(effs, record("", &session.SessionResumedData{Strategy: r.Strategy, ContextRestored: r.ContextRestored, FallbackReason: r.Fallback}))
 	}
 	if r.Strategy == session.StrategyNativeLoad {
 		effs = append(effs, effReconcileDelivery{})
@@ -241,7 +242,9 @@ func decideReloaded(v view, in reloadedInput) decision {
 	closed := v.State.Terminal() || in.State.Terminal()
 	queue, repairs := storeLacks(closed, in.State, running, in.Turns, in.Pending)
 	if v.State.Terminal() && !in.State.Terminal() {
-		repairs = append(repairs, effSetState{State: v.State})
+		// After the reload the actor holds the store's state, which the
+		// close moves on again.
+		repairs = append(repairs, record("", &session.SessionStateChangedData{State: v.State, PreviousState: in.State}))
 	}
 	for _, q := range v.Queue {
 		if q.Admitting && !slices.Contains(queue, q.PromptID) {
@@ -294,10 +297,10 @@ func storeLacks(closed bool, state session.SessionState, running string, turns [
 		if p.End != nil {
 			end = *p.End
 		}
-		repairs = append(repairs, effRecordResolved{RequestID: p.ID, End: end})
+		repairs = append(repairs, record("", &session.PermissionResolvedData{RequestID: p.ID, State: end.State, OptionID: end.OptionID}))
 	}
 	if running == "" && state == session.SessionRunning && !closed {
-		repairs = append(repairs, effRepairState{})
+		repairs = append(repairs, moveTo(state, session.SessionWaitingForInput)...)
 	}
 	return queue, repairs
 }
@@ -370,20 +373,20 @@ func decideRestarted(v view, in restartedInput) decision {
 		default:
 			if !held {
 				held = true
-				effs = append(effs, effHoldQueue{})
+				effs = append(effs, holdQueue(true))
 			}
 			continue
 		}
 		effs = append(effs, effRestartInterrupt{PromptID: t.PromptID, Running: t.State == session.TurnRunning})
 	}
 	for _, id := range in.Permissions {
-		effs = append(effs, effRecordResolved{RequestID: id, End: permissionEnd{State: session.PermissionExpired}})
+		effs = append(effs, record("", &session.PermissionResolvedData{RequestID: id, State: session.PermissionExpired}))
 	}
 	if live {
 		effs = append(effs, effStopExecutor{Why: restartedWhy})
 	}
 	if v.State != session.SessionWaitingForInput {
-		effs = append(effs, effSetState{State: session.SessionWaitingForInput})
+		effs = append(effs, moveTo(v.State, session.SessionWaitingForInput)...)
 	} else {
 		effs = append(effs, effTaskFollow{})
 	}

@@ -34,11 +34,10 @@ func TestDecideRestarted(t *testing.T) {
 	}
 	inRunning, waiting := view{State: session.SessionRunning}, view{State: session.SessionWaitingForInput}
 	heldWaiting := view{State: session.SessionWaitingForInput, QueueHeld: true}
-	toWaiting := effSetState{State: session.SessionWaitingForInput}
+	toWaiting := stateChange(session.SessionRunning, session.SessionWaitingForInput)
+	startedToWaiting := stateChange(session.SessionStarting, session.SessionWaitingForInput)
 	interruptP1 := effRestartInterrupt{PromptID: "p1", Running: true}
-	expire := func(id string) effRecordResolved {
-		return effRecordResolved{RequestID: id, End: permissionEnd{State: session.PermissionExpired}}
-	}
+	expire := func(id string) effect { return resolved(id, session.PermissionExpired, "") }
 	stop, announce := effStopExecutor{Why: restartedWhy}, effPushRecovery{Always: true}
 	runDecideCases(t, []decideCase{
 		{"restarted at rest", waiting, restartedInput{AgentAvailable: true}, accepted()},
@@ -62,7 +61,7 @@ func TestDecideRestarted(t *testing.T) {
 		{"restarted mid-turn with prompts queued", inRunning, repair(func(in *restartedInput) {
 			midTurn(in)
 			in.Turns = append(in.Turns, queuedT("q1"), queuedT("q2"))
-		}), accepted(effStopOrphan{}, interruptP1, effHoldQueue{}, stop, toWaiting, announce)},
+		}), accepted(effStopOrphan{}, interruptP1, queueHeld(true), stop, toWaiting, announce)},
 		{"restarted mid-turn behind a held queue", view{State: session.SessionRunning, QueueHeld: true}, repair(func(in *restartedInput) {
 			midTurn(in)
 			in.Turns = append(in.Turns, queuedT("q1"))
@@ -77,7 +76,7 @@ func TestDecideRestarted(t *testing.T) {
 		{"restarted with a turn about to start", waiting, repair(func(in *restartedInput) { in.Turns = []storedTurn{queuedT("q1")} }),
 			accepted(effRestartInterrupt{PromptID: "q1"}, effTaskFollow{}, announce)},
 		{"restarted with turns about to start", waiting, repair(func(in *restartedInput) { in.Turns = []storedTurn{queuedT("q1"), queuedT("q2")} }),
-			accepted(effRestartInterrupt{PromptID: "q1"}, effHoldQueue{}, effTaskFollow{}, announce)},
+			accepted(effRestartInterrupt{PromptID: "q1"}, queueHeld(true), effTaskFollow{}, announce)},
 		{"restarted with a queue held by an earlier restart", heldWaiting, repair(func(in *restartedInput) { in.Turns = []storedTurn{queuedT("q1"), queuedT("q2")} }),
 			accepted(effTaskFollow{}, announce)},
 		{"restarted idle with its agent ready", waiting, repair(func(in *restartedInput) { in.Executor, in.Orphan = session.ExecutorReady, true }),
@@ -85,12 +84,12 @@ func TestDecideRestarted(t *testing.T) {
 		{"restarted idle with a permission outside a turn", waiting, repair(func(in *restartedInput) { in.Permissions = []string{"perm1"} }),
 			accepted(expire("perm1"), effTaskFollow{}, announce)},
 		{"restarted while its agent started", view{State: session.SessionStarting}, repair(func(in *restartedInput) { in.Executor, in.Orphan = session.ExecutorStarting, true }),
-			accepted(effStopOrphan{}, stop, toWaiting, announce)},
+			accepted(effStopOrphan{}, stop, startedToWaiting, announce)},
 		{"restarted while its agent started, no process yet", view{State: session.SessionStarting}, repair(func(in *restartedInput) { in.Executor = session.ExecutorStarting }),
-			accepted(stop, toWaiting, announce)},
+			accepted(stop, startedToWaiting, announce)},
 		{"restarted while its first prompt started the agent", view{State: session.SessionStarting}, repair(func(in *restartedInput) {
 			in.Turns, in.Executor = []storedTurn{queuedT("q1")}, session.ExecutorStarting
-		}), accepted(effRestartInterrupt{PromptID: "q1"}, stop, toWaiting, announce)},
+		}), accepted(effRestartInterrupt{PromptID: "q1"}, stop, startedToWaiting, announce)},
 	})
 }
 
@@ -159,7 +158,7 @@ func TestDecideReloaded(t *testing.T) {
 	}
 	allowed := &permissionEnd{State: session.PermissionSelected, OptionID: "ok"}
 	expired := permissionEnd{State: session.PermissionExpired}
-	lostTurn := accepted(effReload{}, effRecordLost{PromptID: "p1"}, effRepairState{}, effPushRecovery{}, effStartNext{})
+	lostTurn := accepted(effReload{}, effRecordLost{PromptID: "p1"}, stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}, effStartNext{})
 	cases = append(cases, []decideCase{
 		{"reloaded after a turn's end was lost", idle, reloaded(session.SessionRunning, done, p1Running), lostTurn},
 		{"reloaded after a turn's end was lost, the state stored", idle, reloaded(session.SessionWaitingForInput, done, p1Running),
@@ -171,9 +170,9 @@ func TestDecideReloaded(t *testing.T) {
 			reloaded(session.SessionWaitingForInput, stored("p1", session.TurnRunning), stored("p2", session.TurnRunning)),
 			accepted(effReload{}, effRecordLost{PromptID: "p1"}, effRecordLost{PromptID: "p2"}, effPushRecovery{}, effStartNext{})},
 		{"reloaded with only the session state lost", idle, reloaded(session.SessionRunning, done),
-			accepted(effReload{}, effRepairState{}, effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}, effStartNext{})},
 		{"reloaded with only the session state lost, turns queued", idle, reloaded(session.SessionRunning, done, stored("q1", session.TurnQueued)),
-			accepted(effReload{Queue: []string{"q1"}}, effRepairState{}, effPushRecovery{}, effStartNext{})},
+			accepted(effReload{Queue: []string{"q1"}}, stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}, effStartNext{})},
 		{"reloaded mid-turn, the state stored RUNNING", running, reloaded(session.SessionRunning, done, p1Running), agrees},
 		{"reloaded mid-turn, the turn stored queued", running, reloaded(session.SessionWaitingForInput, done, stored("p1", session.TurnQueued)), agrees},
 		{"reloaded mid-turn with an older turn lost", running, reloaded(session.SessionRunning, stored("p0", session.TurnRunning), p1Running),
@@ -200,29 +199,29 @@ func TestDecideReloaded(t *testing.T) {
 			reloaded(session.SessionCompleted, done, stored("q1", session.TurnQueued)),
 			accepted(effReload{}, effEndTurn{PromptID: "q1", State: session.TurnCancelled, CancelRequested: true}, effPushRecovery{}, effStartNext{})},
 		{"reloaded after a close whose state was refused", inState(session.SessionCompleted), reloaded(session.SessionWaitingForInput, done),
-			accepted(effReload{}, effSetState{State: session.SessionCompleted}, effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, stateChange(session.SessionWaitingForInput, session.SessionCompleted), effPushRecovery{}, effStartNext{})},
 		{"reloaded after a close whose state was refused, RUNNING stored", inState(session.SessionCompleted), reloaded(session.SessionRunning, done),
-			accepted(effReload{}, effSetState{State: session.SessionCompleted}, effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, stateChange(session.SessionRunning, session.SessionCompleted), effPushRecovery{}, effStartNext{})},
 		{"reloaded after a close, a permission's cancel refused", inState(session.SessionCompleted),
 			pending(reloaded(session.SessionCompleted, done), storedPermission{ID: "perm1"}),
-			accepted(effReload{}, effRecordResolved{RequestID: "perm1", End: permissionEnd{State: session.PermissionCancelled}}, effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, resolved("perm1", session.PermissionCancelled, ""), effPushRecovery{}, effStartNext{})},
 		{"reloaded after the executor's status was refused", idle, reloadedInput{State: session.SessionWaitingForInput, Turns: []storedTurn{done}, ExecutorLacks: true},
 			accepted(effReload{}, effRecordExecutor{}, effStartNext{})},
 		{"reloaded after a turn's end and the executor's status were refused", idle,
 			reloadedInput{State: session.SessionRunning, Turns: []storedTurn{done, p1Running}, ExecutorLacks: true},
-			accepted(effReload{}, effRecordExecutor{}, effRecordLost{PromptID: "p1"}, effRepairState{}, effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, effRecordExecutor{}, effRecordLost{PromptID: "p1"}, stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}, effStartNext{})},
 		{"reloaded with a permission the agent waits on", running,
 			pending(reloaded(session.SessionRunning, done, p1Running), storedPermission{ID: "perm1", Live: true}), agrees},
 		{"reloaded after a permission's expiry was lost", idle,
 			pending(reloaded(session.SessionWaitingForInput, done), storedPermission{ID: "perm1"}),
-			accepted(effReload{}, effRecordResolved{RequestID: "perm1", End: expired}, effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, resolved("perm1", expired.State, ""), effPushRecovery{}, effStartNext{})},
 		{"reloaded after a permission's answer was lost", running,
 			pending(reloaded(session.SessionRunning, done, p1Running), storedPermission{ID: "perm1", End: allowed}, storedPermission{ID: "perm2", Live: true}),
-			accepted(effReload{}, effRecordResolved{RequestID: "perm1", End: *allowed}, effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, resolved("perm1", allowed.State, allowed.OptionID), effPushRecovery{}, effStartNext{})},
 		{"reloaded after a turn's end and its permissions' were lost", idle,
 			pending(reloaded(session.SessionRunning, done, p1Running), storedPermission{ID: "perm1", End: &permissionEnd{State: session.PermissionCancelled}}),
-			accepted(effReload{}, effRecordLost{PromptID: "p1"}, effRecordResolved{RequestID: "perm1", End: permissionEnd{State: session.PermissionCancelled}},
-				effRepairState{}, effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, effRecordLost{PromptID: "p1"}, resolved("perm1", session.PermissionCancelled, ""),
+				stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}, effStartNext{})},
 	}...)
 	runDecideCases(t, cases)
 }
@@ -264,8 +263,11 @@ func TestDecideAgentStarted(t *testing.T) {
 	adopt := accepted(effClearStarting{}, effAdoptAgent{})
 	discard := accepted(effDiscardStart{},
 		effNotifyWaiters{Err: errcode.New(errcode.SessionTerminal, "session closed while its agent was starting")})
-	startFailed := accepted(effClearStarting{}, effRecordStartError{Err: err}, effDropSlot{},
-		effSetState{State: session.SessionWaitingForInput}, effPushRecovery{}, effNotifyWaiters{Err: err})
+	startFailedIn := func(s session.SessionState) decision {
+		effs := append([]effect{effClearStarting{}, effRecordStartError{Err: err}, effDropSlot{}}, toWaiting(s)...)
+		return accepted(append(effs, effPushRecovery{}, effNotifyWaiters{Err: err})...)
+	}
+	startFailed := startFailedIn(session.SessionStarting)
 	discardClosed := func(session.SessionState) decision { return discard }
 	// A start reports in STARTING; the other states are reached while it
 	// ran (a close, a restart's repair, a turn of the previous agent).
@@ -273,7 +275,8 @@ func TestDecideAgentStarted(t *testing.T) {
 		session.SessionCreated: adopt, session.SessionStarting: adopt, session.SessionRunning: adopt, session.SessionWaitingForInput: adopt,
 	}, discardClosed))
 	cases = append(cases, perState("agent start failed", failed, nil, terminalStates(map[session.SessionState]decision{
-		session.SessionCreated: startFailed, session.SessionStarting: startFailed, session.SessionRunning: startFailed, session.SessionWaitingForInput: startFailed,
+		session.SessionCreated: startFailedIn(session.SessionCreated), session.SessionStarting: startFailed,
+		session.SessionRunning: startFailedIn(session.SessionRunning), session.SessionWaitingForInput: startFailedIn(session.SessionWaitingForInput),
 	}, discardClosed))...)
 	starting := with(inState(session.SessionStarting), func(v *view) { v.Agent = agentStarting })
 	cases = append(cases, []decideCase{
@@ -283,7 +286,7 @@ func TestDecideAgentStarted(t *testing.T) {
 		{"agent start failed with prompts queued", with(starting, func(v *view) { v.Queue = queued("q1") }), failed,
 			accepted(effClearStarting{}, effRecordStartError{Err: err}, effDropSlot{},
 				effEndTurn{PromptID: "q1", State: session.TurnFailed, ErrorCode: "agent_start_failed", ErrorMessage: "agent did not start"},
-				effDropQueue{}, effSetState{State: session.SessionWaitingForInput}, effPushRecovery{}, effNotifyWaiters{Err: err})},
+				effDropQueue{}, stateChange(session.SessionStarting, session.SessionWaitingForInput), effPushRecovery{}, effNotifyWaiters{Err: err})},
 		{"agent start failed with a held queue", with(starting, func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), failed, startFailed},
 	}...)
 	runDecideCases(t, cases)
@@ -292,21 +295,24 @@ func TestDecideAgentStarted(t *testing.T) {
 func TestDecideStartFailed(t *testing.T) {
 	err := errcode.New(errcode.AgentStartFailed, "agent did not start")
 	in := startFailedInput{Err: err}
-	tail := []effect{effSetState{State: session.SessionWaitingForInput}, effPushRecovery{}, effNotifyWaiters{Err: err}}
+	tailIn := func(s session.SessionState) []effect {
+		return append(toWaiting(s), effPushRecovery{}, effNotifyWaiters{Err: err})
+	}
+	tail := tailIn(session.SessionStarting)
 	failQ1 := effEndTurn{PromptID: "q1", State: session.TurnFailed, ErrorCode: "agent_start_failed", ErrorMessage: "agent did not start"}
 	// A start fails in CREATED (the first prompt started it) and STARTING
 	// (a resume or a restart after an exit).
 	starting := with(inState(session.SessionStarting), func(v *view) { v.Agent = agentStarting })
 	cases := []decideCase{
 		{"start failed/CREATED", with(inState(session.SessionCreated), func(v *view) { v.Queue = queued("q1") }), in,
-			accepted(append([]effect{effRecordStartError{Err: err}, effDropSlot{}, failQ1, effDropQueue{}}, tail...)...)},
+			accepted(append([]effect{effRecordStartError{Err: err}, effDropSlot{}, failQ1, effDropQueue{}}, tailIn(session.SessionCreated)...)...)},
 		{"start failed/STARTING", starting, in, accepted(append([]effect{effRecordStartError{Err: err}, effDropSlot{}}, tail...)...)},
 		{"start failed with a held queue", with(starting, func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), in,
 			accepted(append([]effect{effRecordStartError{Err: err}, effDropSlot{}}, tail...)...)},
 		{"start failed with a plain error", with(starting, func(v *view) { v.Queue = queued("q1") }), startFailedInput{Err: errors.New("exec: no such file")},
 			accepted(effRecordStartError{Err: errors.New("exec: no such file")}, effDropSlot{},
 				effEndTurn{PromptID: "q1", State: session.TurnFailed, ErrorCode: "internal_error", ErrorMessage: "exec: no such file"}, effDropQueue{},
-				effSetState{State: session.SessionWaitingForInput}, effPushRecovery{}, effNotifyWaiters{Err: errors.New("exec: no such file")})},
+				stateChange(session.SessionStarting, session.SessionWaitingForInput), effPushRecovery{}, effNotifyWaiters{Err: errors.New("exec: no such file")})},
 	}
 	runDecideCases(t, cases)
 }
@@ -320,14 +326,14 @@ func TestDecideStartSucceeded(t *testing.T) {
 	runDecideCases(t, []decideCase{
 		{"started first", starting, startSucceededInput{}, accepted(run...)},
 		{"started by a native resume", starting, startSucceededInput{Resumed: resume, HadHistory: true},
-			accepted(append([]effect{effRecordResumed{Resumed: resume}}, run...)...)},
+			accepted(append([]effect{resumedAs(resume)}, run...)...)},
 		{"started by a load that replayed", starting, startSucceededInput{Resumed: load, HadHistory: true, Replayed: 4},
-			accepted(append([]effect{effRecordResumed{Resumed: load}, effReconcileDelivery{}}, run...)...)},
+			accepted(append([]effect{resumedAs(load), effReconcileDelivery{}}, run...)...)},
 		{"started by a load that replayed nothing yet", starting, startSucceededInput{Resumed: load, HadHistory: true}, accepted(effAwaitReplay{})},
 		{"started by a load of a session without history", starting, startSucceededInput{Resumed: load},
-			accepted(append([]effect{effRecordResumed{Resumed: load}, effReconcileDelivery{}}, run...)...)},
+			accepted(append([]effect{resumedAs(load), effReconcileDelivery{}}, run...)...)},
 		{"started fresh after a fallback", starting, startSucceededInput{Resumed: fresh, HadHistory: true},
-			accepted(append([]effect{effRecordResumed{Resumed: fresh}}, run...)...)},
+			accepted(append([]effect{resumedAs(fresh)}, run...)...)},
 	})
 }
 
@@ -339,11 +345,11 @@ func TestDecideReplaySettled(t *testing.T) {
 	injected := resumedInfo{Strategy: session.StrategyHistoryInjection, Fallback: "empty_replay"}
 	runDecideCases(t, []decideCase{
 		{"replay settled late", settling, replaySettledInput{Resumed: load, Current: true, Replayed: 3},
-			accepted(append([]effect{effClearSettling{}, effRecordResumed{Resumed: load}, effReconcileDelivery{}}, run...)...)},
+			accepted(append([]effect{effClearSettling{}, resumedAs(load), effReconcileDelivery{}}, run...)...)},
 		{"replay settled empty", settling, replaySettledInput{Resumed: load, Current: true},
-			accepted(append([]effect{effClearSettling{}, effRecordResumed{Resumed: lost}}, run...)...)},
+			accepted(append([]effect{effClearSettling{}, resumedAs(lost)}, run...)...)},
 		{"replay settled empty with history injection", settling, replaySettledInput{Resumed: load, Current: true, Inject: true},
-			accepted(append([]effect{effClearSettling{}, effRecordResumed{Resumed: injected}}, run...)...)},
+			accepted(append([]effect{effClearSettling{}, resumedAs(injected)}, run...)...)},
 		{"replay settled for a previous agent", settling, replaySettledInput{Resumed: load}, accepted()},
 		{"replay settled after the settle ended", inState(session.SessionStarting), replaySettledInput{Resumed: load, Current: true}, accepted()},
 	})

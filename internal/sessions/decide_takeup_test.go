@@ -27,12 +27,8 @@ func TestDecideTakenUp(t *testing.T) {
 		return in
 	}
 	loaded := func(f func(*restartedInput)) restartedInput { return taken(true, f) }
-	cancelled := func(id string) effRecordResolved {
-		return effRecordResolved{RequestID: id, End: permissionEnd{State: session.PermissionCancelled}}
-	}
-	expired := func(id string) effRecordResolved {
-		return effRecordResolved{RequestID: id, End: permissionEnd{State: session.PermissionExpired}}
-	}
+	cancelled := func(id string) effect { return resolved(id, session.PermissionCancelled, "") }
+	expired := func(id string) effect { return resolved(id, session.PermissionExpired, "") }
 	cancelTurn := func(id string) effEndTurn {
 		return effEndTurn{PromptID: id, State: session.TurnCancelled, CancelRequested: true}
 	}
@@ -66,7 +62,7 @@ func TestDecideTakenUp(t *testing.T) {
 			accepted()},
 		{"loaded with a turn whose end was refused", inRunning, loaded(func(in *restartedInput) {
 			in.Turns = []storedTurn{running("p1"), queuedT("q1")}
-		}), accepted(effRecordLost{PromptID: "p1"}, effRepairState{}, push)},
+		}), accepted(effRecordLost{PromptID: "p1"}, stateChange(session.SessionRunning, session.SessionWaitingForInput), push)},
 		{"loaded with a permission whose expiry was refused", waiting, loaded(func(in *restartedInput) { in.Permissions = []string{"perm1"} }),
 			accepted(expired("perm1"), push)},
 		{"loaded with its agent's exit refused", waiting, loaded(func(in *restartedInput) { in.Executor = session.ExecutorReady }),

@@ -74,6 +74,40 @@ func refused(code errcode.Code, details map[string]any) decision {
 
 func accepted(effs ...effect) decision { return decision{Effects: effs} }
 
+// The events a decision records (effRecord), spelled out.
+
+// stateChange records the session's move from state from to state to.
+func stateChange(from, to session.SessionState) effect {
+	return effRecord{Event: &session.SessionStateChangedData{State: to, PreviousState: from}}
+}
+
+// toWaiting is stateChange to WAITING_FOR_INPUT, as a list: none when the
+// session waits already.
+func toWaiting(from session.SessionState) []effect {
+	if from == session.SessionWaitingForInput {
+		return nil
+	}
+	return []effect{stateChange(from, session.SessionWaitingForInput)}
+}
+
+// queueHeld records the queue held (or let go).
+func queueHeld(held bool) effect { return effRecord{Event: &session.SessionQueueHeldData{Held: held}} }
+
+// cancelRequested records the user's cancel of turn promptID.
+func cancelRequested(promptID string) effect {
+	return effRecord{Event: &session.TurnCancelRequestedData{EventCommon: session.EventCommon{PromptID: promptID}}}
+}
+
+// resolved records permission request id closed in state st.
+func resolved(id string, st session.PermissionState, optionID string) effect {
+	return effRecord{Event: &session.PermissionResolvedData{RequestID: id, State: st, OptionID: optionID}}
+}
+
+// resumedAs records how a start restored the session.
+func resumedAs(r resumedInfo) effect {
+	return effRecord{Event: &session.SessionResumedData{Strategy: r.Strategy, ContextRestored: r.ContextRestored, FallbackReason: r.Fallback}}
+}
+
 func terminalRefusal(s session.SessionState) decision {
 	return refused(errcode.SessionTerminal, map[string]any{"state": string(s)})
 }
@@ -207,7 +241,7 @@ func TestDecideCancel(t *testing.T) {
 	cases := perState("cancel", in, nil, terminalStates(map[session.SessionState]decision{
 		session.SessionCreated:  none,
 		session.SessionStarting: none,
-		session.SessionRunning: {Effects: []effect{effMarkCancelRequested{PromptID: "p1"},
+		session.SessionRunning: {Effects: []effect{cancelRequested("p1"),
 			effClosePermissions{PromptID: "p1", State: session.PermissionCancelled}, effCancelAgent{}},
 			Cancel: CancelResult{PromptID: "p1", Cancelled: true}},
 		session.SessionWaitingForInput: none,
@@ -219,7 +253,7 @@ func TestDecideCancel(t *testing.T) {
 		terminalStates(map[session.SessionState]decision{
 			session.SessionCreated:  {Effects: []effect{endQueued("q1"), endQueued("q2"), effDropQueue{}}, Cancel: CancelResult{Cancelled: true, Dequeued: []string{"q1", "q2"}}},
 			session.SessionStarting: {Effects: []effect{endQueued("q1"), endQueued("q2"), effDropQueue{}}, Cancel: CancelResult{Cancelled: true, Dequeued: []string{"q1", "q2"}}},
-			session.SessionRunning: {Effects: []effect{endQueued("q1"), endQueued("q2"), effDropQueue{}, effMarkCancelRequested{PromptID: "p1"},
+			session.SessionRunning: {Effects: []effect{endQueued("q1"), endQueued("q2"), effDropQueue{}, cancelRequested("p1"),
 				effClosePermissions{PromptID: "p1", State: session.PermissionCancelled}, effCancelAgent{}},
 				Cancel: CancelResult{PromptID: "p1", Cancelled: true, Dequeued: []string{"q1", "q2"}}},
 			session.SessionWaitingForInput: {Effects: []effect{endQueued("q1"), endQueued("q2"), effDropQueue{}}, Cancel: CancelResult{Cancelled: true, Dequeued: []string{"q1", "q2"}}},
@@ -227,7 +261,7 @@ func TestDecideCancel(t *testing.T) {
 	interrupted := func(v *view) {
 		v.Last = &turnView{PromptID: "p0", State: session.TurnInterrupted, Kind: session.TurnPrompt}
 	}
-	markLast := decision{Effects: []effect{effMarkCancelRequested{PromptID: "p0"}, effPushRecovery{}}, Cancel: CancelResult{PromptID: "p0", Cancelled: true}}
+	markLast := decision{Effects: []effect{cancelRequested("p0"), effPushRecovery{}}, Cancel: CancelResult{PromptID: "p0", Cancelled: true}}
 	waiting := inState(session.SessionWaitingForInput)
 	running := inState(session.SessionRunning)
 	cases = append(cases, []decideCase{
@@ -242,7 +276,7 @@ func TestDecideCancel(t *testing.T) {
 		{"cancel held queue after an interrupted turn", with(waiting, func(v *view) {
 			interrupted(v)
 			v.Queue, v.QueueHeld = queued("q1"), true
-		}), in, decision{Effects: []effect{endQueued("q1"), effDropQueue{}, effReleaseHeld{}, effPushRecovery{}},
+		}), in, decision{Effects: []effect{endQueued("q1"), effDropQueue{}, queueHeld(false), effPushRecovery{}},
 			Cancel: CancelResult{Cancelled: true, Dequeued: []string{"q1"}}}},
 		{"cancel running twice", with(running, func(v *view) { v.Running = &runningView{PromptID: "p1", CancelRequested: true} }), in,
 			decision{Cancel: CancelResult{PromptID: "p1", Cancelled: true}}},
@@ -252,19 +286,24 @@ func TestDecideCancel(t *testing.T) {
 
 func TestDecideClose(t *testing.T) {
 	in := closeCmd{}
-	tail := []effect{effClosePermissions{State: session.PermissionCancelled}, effSetState{State: session.SessionCompleted}, effPushRecovery{}, effBumpGen{}}
-	idle := accepted(append([]effect{effMarkStopping{}}, tail...)...)
+	tailIn := func(s session.SessionState) []effect {
+		return []effect{effClosePermissions{State: session.PermissionCancelled}, stateChange(s, session.SessionCompleted), effPushRecovery{}, effBumpGen{}}
+	}
+	tail := tailIn(session.SessionRunning)
+	idleIn := func(s session.SessionState) decision {
+		return accepted(append([]effect{effMarkStopping{}}, tailIn(s)...)...)
+	}
 	cases := perState("close", in, nil, terminalStates(map[session.SessionState]decision{
-		session.SessionCreated:  idle,
-		session.SessionStarting: idle,
+		session.SessionCreated:  idleIn(session.SessionCreated),
+		session.SessionStarting: idleIn(session.SessionStarting),
 		session.SessionRunning: accepted(append([]effect{effMarkStopping{}, effClearRunning{},
 			effEndTurn{PromptID: "p1", State: session.TurnCancelled, CancelRequested: true}}, tail...)...),
-		session.SessionWaitingForInput: idle,
+		session.SessionWaitingForInput: idleIn(session.SessionWaitingForInput),
 	}, func(session.SessionState) decision { return accepted() }))
 	cases = append(cases, decideCase{"close running with a queue", with(inState(session.SessionRunning), func(v *view) { v.Queue = queued("q1") }), in,
 		accepted(append([]effect{effMarkStopping{}, effEndTurn{PromptID: "q1", State: session.TurnCancelled, CancelRequested: true}, effDropQueue{},
 			effClearRunning{}, effEndTurn{PromptID: "p1", State: session.TurnCancelled, CancelRequested: true}}, tail...)...)})
-	cases = append(cases, decideCase{"close while a shutdown stops", with(inState(session.SessionWaitingForInput), func(v *view) { v.Stopping = true }), in, idle})
+	cases = append(cases, decideCase{"close while a shutdown stops", with(inState(session.SessionWaitingForInput), func(v *view) { v.Stopping = true }), in, idleIn(session.SessionWaitingForInput)})
 	runDecideCases(t, cases)
 }
 
@@ -333,7 +372,7 @@ func TestDecideWithdraw(t *testing.T) {
 		{"withdraw the last of a held queue", with(waiting, func(v *view) {
 			v.Queue, v.QueueHeld = queued("q2"), true
 			v.Turn = &turnView{PromptID: "q2", State: session.TurnQueued}
-		}), in, accepted(effRemoveQueued{PromptID: "q2"}, withdrawn, effReleaseHeld{}, effPushRecovery{}, effStartNext{})},
+		}), in, accepted(effRemoveQueued{PromptID: "q2"}, withdrawn, queueHeld(false), effPushRecovery{}, effStartNext{})},
 		{"withdraw one of a held queue", with(waiting, func(v *view) {
 			queuedQ2(v)
 			v.QueueHeld = true

@@ -323,8 +323,9 @@ func (shutdownCmd) isInput()              {}
 func (agentStartedInput) isInput()        {}
 
 // decision is decide's answer: refused (Refusal, and no effects) or
-// accepted with the effects to perform, in order. New session and turn
-// states are effects (effSetState, effEndTurn, effInterruptTurn).
+// accepted with the effects to perform, in order. The events it decides
+// are effects too (effRecord, effEndTurn, effInterruptTurn), performed in
+// their place among the others.
 type decision struct {
 	Refusal *errcode.Error
 	Effects []effect

@@ -18,6 +18,11 @@ import (
 type effect interface{ isEffect() }
 
 type (
+	// effRecord records a domain event the decision decided, built from
+	// the view (record, decide.go): the actor folds it into what it holds
+	// and emits it (actor.record, record.go), and the event writer
+	// projects its rows, commits it and publishes it.
+	effRecord struct{ Event session.EventPayload }
 	// effReserveSlot reserves an agent-cap slot; it is the only effect
 	// that can fail, and comes first, so a refusal stores nothing.
 	effReserveSlot struct{}
@@ -52,13 +57,9 @@ type (
 	// the turn the lost agent's late output goes to should the host come
 	// back (late.go).
 	effAwaitLate struct{ PromptID string }
-	// effMarkCancelRequested records the user's cancel on a turn.
-	effMarkCancelRequested struct{ PromptID string }
 	// effRemoveQueued takes one turn out of the queue; effDropQueue all.
 	effRemoveQueued struct{ PromptID string }
 	effDropQueue    struct{}
-	// effReleaseHeld clears the hold on the queue (effHoldQueue sets it).
-	effReleaseHeld struct{}
 	// effClosePermissions answers the open requests of a turn ("" = all).
 	effClosePermissions struct {
 		PromptID string
@@ -76,8 +77,6 @@ type (
 	effStopRunningAgent struct{}
 	// effClearRunning forgets the running turn (and its cancel grace).
 	effClearRunning struct{}
-	// effSetState changes the session state.
-	effSetState struct{ State session.SessionState }
 	// effPushRecovery announces the recovery plan if it changed (Always:
 	// even unchanged, as start-up tells every client where each session
 	// it repaired stands).
@@ -145,8 +144,6 @@ type (
 	// effAwaitReplay holds prompts back for a grace period: a load that
 	// replayed nothing may still replay after its answer.
 	effAwaitReplay struct{}
-	// effRecordResumed persists and announces how the agent was restored.
-	effRecordResumed struct{ Resumed resumedInfo }
 	// effReconcileDelivery settles the last turn's delivery from a replay.
 	effReconcileDelivery struct{}
 
@@ -203,16 +200,6 @@ type (
 	// effRecordLost ends PromptID, which the store shows running with no
 	// live run (its outcome was lost), as failed with store_write_failed.
 	effRecordLost struct{ PromptID string }
-	// effRecordResolved closes a permission request the store shows
-	// pending although no agent waits for its answer any more: as End
-	// says (the outcome whose write was refused), else expired.
-	effRecordResolved struct {
-		RequestID string
-		End       permissionEnd
-	}
-	// effRepairState takes a session the store shows RUNNING with no turn
-	// running back to WAITING_FOR_INPUT.
-	effRepairState struct{}
 	// effRecordExecutor records the executor as the actor has it, which
 	// the store lacks (performed by reload, which holds both).
 	effRecordExecutor struct{}
@@ -239,10 +226,6 @@ type (
 	//
 	// effStopOrphan ends the agent process the previous daemon started.
 	effStopOrphan struct{}
-	// effHoldQueue holds the queued turns until the user continues or
-	// prompts: after a restart, and when a live agent's crash cut the
-	// turn they were queued behind.
-	effHoldQueue struct{}
 	// effRestartInterrupt ends a turn the restart interrupted (Running:
 	// it was on the agent, and a system message says so).
 	effRestartInterrupt struct {
@@ -268,76 +251,70 @@ func (effMarkReconnecting) isEffect() {}
 func (effAttachAgent) isEffect()      {}
 func (effRestartAgent) isEffect()     {}
 
-func (effReserveSlot) isEffect()         {}
-func (effAnswerExisting) isEffect()      {}
-func (effEnqueue) isEffect()             {}
-func (effStartTurn) isEffect()           {}
-func (effEndTurn) isEffect()             {}
-func (effInterruptTurn) isEffect()       {}
-func (effAwaitLate) isEffect()           {}
-func (effMarkCancelRequested) isEffect() {}
-func (effRemoveQueued) isEffect()        {}
-func (effDropQueue) isEffect()           {}
-func (effReleaseHeld) isEffect()         {}
-func (effClosePermissions) isEffect()    {}
-func (effResolvePermission) isEffect()   {}
-func (effCancelAgent) isEffect()         {}
-func (effStopRunningAgent) isEffect()    {}
-func (effClearRunning) isEffect()        {}
-func (effSetState) isEffect()            {}
-func (effPushRecovery) isEffect()        {}
-func (effMarkStopping) isEffect()        {}
-func (effBumpGen) isEffect()             {}
-func (effClearSettling) isEffect()       {}
-func (effForgetAgent) isEffect()         {}
-func (effRecordExit) isEffect()          {}
-func (effRecordStartError) isEffect()    {}
-func (effNotifyWaiters) isEffect()       {}
-func (effEnsureAgent) isEffect()         {}
-func (effDropSlot) isEffect()            {}
-func (effTouchLastSeen) isEffect()       {}
-func (effStartNext) isEffect()           {}
-func (effArmIdle) isEffect()             {}
-func (effApplyOption) isEffect()         {}
-func (effStoreOption) isEffect()         {}
-func (effAgentReady) isEffect()          {}
-func (effAwaitStart) isEffect()          {}
-func (effAskPermission) isEffect()       {}
-func (effDeclinePermission) isEffect()   {}
-func (effSettleAdmission) isEffect()     {}
-func (effUnadmit) isEffect()             {}
-func (effIdleBusy) isEffect()            {}
-func (effIdleWait) isEffect()            {}
-func (effStopIdle) isEffect()            {}
-func (effRetireAgent) isEffect()         {}
-func (effAwaitReplay) isEffect()         {}
-func (effRecordResumed) isEffect()       {}
-func (effReconcileDelivery) isEffect()   {}
-func (effStopOrphan) isEffect()          {}
-func (effHoldQueue) isEffect()           {}
-func (effRestartInterrupt) isEffect()    {}
-func (effStopExecutor) isEffect()        {}
-func (effTaskFollow) isEffect()          {}
-func (effSkipReplayed) isEffect()        {}
-func (effDropOutput) isEffect()          {}
-func (effStartMessage) isEffect()        {}
-func (effAppendChunk) isEffect()         {}
-func (effSplitMessage) isEffect()        {}
-func (effRecordToolCall) isEffect()      {}
-func (effRecordPlan) isEffect()          {}
-func (effAdoptCommands) isEffect()       {}
-func (effAdoptMode) isEffect()           {}
-func (effAdoptConfigOptions) isEffect()  {}
-func (effEmitOptions) isEffect()         {}
-func (effReportWriteFailed) isEffect()   {}
-func (effReloadWhenQuiet) isEffect()     {}
-func (effReload) isEffect()              {}
-func (effRecordLost) isEffect()          {}
-func (effRepairState) isEffect()         {}
-func (effRecordResolved) isEffect()      {}
-func (effRecordExecutor) isEffect()      {}
-func (effStartAgent) isEffect()          {}
-func (effStopAgent) isEffect()           {}
-func (effDiscardStart) isEffect()        {}
-func (effClearStarting) isEffect()       {}
-func (effAdoptAgent) isEffect()          {}
+func (effRecord) isEffect()             {}
+func (effReserveSlot) isEffect()        {}
+func (effAnswerExisting) isEffect()     {}
+func (effEnqueue) isEffect()            {}
+func (effStartTurn) isEffect()          {}
+func (effEndTurn) isEffect()            {}
+func (effInterruptTurn) isEffect()      {}
+func (effAwaitLate) isEffect()          {}
+func (effRemoveQueued) isEffect()       {}
+func (effDropQueue) isEffect()          {}
+func (effClosePermissions) isEffect()   {}
+func (effResolvePermission) isEffect()  {}
+func (effCancelAgent) isEffect()        {}
+func (effStopRunningAgent) isEffect()   {}
+func (effClearRunning) isEffect()       {}
+func (effPushRecovery) isEffect()       {}
+func (effMarkStopping) isEffect()       {}
+func (effBumpGen) isEffect()            {}
+func (effClearSettling) isEffect()      {}
+func (effForgetAgent) isEffect()        {}
+func (effRecordExit) isEffect()         {}
+func (effRecordStartError) isEffect()   {}
+func (effNotifyWaiters) isEffect()      {}
+func (effEnsureAgent) isEffect()        {}
+func (effDropSlot) isEffect()           {}
+func (effTouchLastSeen) isEffect()      {}
+func (effStartNext) isEffect()          {}
+func (effArmIdle) isEffect()            {}
+func (effApplyOption) isEffect()        {}
+func (effStoreOption) isEffect()        {}
+func (effAgentReady) isEffect()         {}
+func (effAwaitStart) isEffect()         {}
+func (effAskPermission) isEffect()      {}
+func (effDeclinePermission) isEffect()  {}
+func (effSettleAdmission) isEffect()    {}
+func (effUnadmit) isEffect()            {}
+func (effIdleBusy) isEffect()           {}
+func (effIdleWait) isEffect()           {}
+func (effStopIdle) isEffect()           {}
+func (effRetireAgent) isEffect()        {}
+func (effAwaitReplay) isEffect()        {}
+func (effReconcileDelivery) isEffect()  {}
+func (effStopOrphan) isEffect()         {}
+func (effRestartInterrupt) isEffect()   {}
+func (effStopExecutor) isEffect()       {}
+func (effTaskFollow) isEffect()         {}
+func (effSkipReplayed) isEffect()       {}
+func (effDropOutput) isEffect()         {}
+func (effStartMessage) isEffect()       {}
+func (effAppendChunk) isEffect()        {}
+func (effSplitMessage) isEffect()       {}
+func (effRecordToolCall) isEffect()     {}
+func (effRecordPlan) isEffect()         {}
+func (effAdoptCommands) isEffect()      {}
+func (effAdoptMode) isEffect()          {}
+func (effAdoptConfigOptions) isEffect() {}
+func (effEmitOptions) isEffect()        {}
+func (effReportWriteFailed) isEffect()  {}
+func (effReloadWhenQuiet) isEffect()    {}
+func (effReload) isEffect()             {}
+func (effRecordLost) isEffect()         {}
+func (effRecordExecutor) isEffect()     {}
+func (effStartAgent) isEffect()         {}
+func (effStopAgent) isEffect()          {}
+func (effDiscardStart) isEffect()       {}
+func (effClearStarting) isEffect()      {}
+func (effAdoptAgent) isEffect()         {}

@@ -105,6 +105,8 @@ func (a *actor) perform(effs ...effect) {
 
 func (a *actor) performOne(e effect) {
 	switch e := e.(type) {
+	case effRecord:
+		a.record(e.Event)
 	case effStartTurn:
 		a.startTurn(e.PromptID)
 	case effEndTurn:
@@ -126,24 +128,10 @@ func (a *actor) performOne(e effect) {
 	case effRetireAgent:
 		a.log.Warn("retiring the agent", "why", e.Why)
 		a.retireAgent(e.Why)
-	case effMarkCancelRequested:
-		t := a.turn(e.PromptID)
-		t.CancelRequested = true
-		if r := a.running; r != nil && r.turn.PromptID == e.PromptID {
-			r.turn = t
-		}
-		a.turns[t.PromptID] = t
-		a.emit(a.draft(t.PromptID, &session.TurnCancelRequestedData{}))
 	case effRemoveQueued:
 		a.queue = slices.DeleteFunc(a.queue, func(q session.Turn) bool { return q.PromptID == e.PromptID })
 	case effDropQueue:
 		a.queue = nil
-	case effReleaseHeld:
-		a.sess.QueueHeld = false
-		a.emit(a.queueHeldDraft(false))
-	case effHoldQueue:
-		a.sess.QueueHeld = true
-		a.emit(a.queueHeldDraft(true))
 	case effClosePermissions:
 		a.closePermissions(e.PromptID, e.State)
 	case effCancelAgent:
@@ -158,8 +146,6 @@ func (a *actor) performOne(e effect) {
 				r.cancelTimer.Stop()
 			}
 		}
-	case effSetState:
-		a.setState(e.State)
 	case effPushRecovery:
 		if e.Always {
 			a.announceRecovery()
@@ -191,9 +177,6 @@ func (a *actor) performOne(e effect) {
 		a.startNext()
 	case effArmIdle:
 		a.armIdle()
-	case effRecordResumed:
-		r := e.Resumed
-		a.recordResumed(startOutcome{strategy: r.Strategy, contextRestored: r.ContextRestored, fallback: r.Fallback})
 	case effReconcileDelivery:
 		a.reconcileDelivery()
 	case effSplitMessage:
@@ -204,10 +187,6 @@ func (a *actor) performOne(e effect) {
 		a.reloadAfter(e.After, e.Next)
 	case effRecordLost:
 		a.recordLostOutcome(e.PromptID)
-	case effRecordResolved:
-		a.recordResolved(e.RequestID, e.End)
-	case effRepairState:
-		a.setState(session.SessionWaitingForInput)
 	case effClearStarting:
 		a.starting = false
 	case effStopOrphan:

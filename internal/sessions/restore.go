@@ -383,13 +383,6 @@ func (a *actor) settleLoad(p startPlan, out startOutcome) {
 		Replayed: a.replayed, Inject: p.inject}).Effects...)
 }
 
-// recordResumed persists the restore outcome and announces it.
-func (a *actor) recordResumed(out startOutcome) {
-	resumed := &session.SessionResumedData{Strategy: out.strategy, ContextRestored: out.contextRestored, FallbackReason: out.fallback}
-	a.sess.InjectContext, a.sess.ContextLost = resumed.Context()
-	a.emit(a.draft("", resumed))
-}
-
 // startFailed leaves the session usable and resumable: the identity is kept,
 // the error is visible on the executor, queued turns fail visibly
 // (decideStartFailed).

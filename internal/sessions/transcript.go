@@ -269,8 +269,7 @@ func (a *actor) answerPermission(id string, out acp.PermissionOutcome) (session.
 // resolve persists a permission outcome and emits permission.resolved.
 func (a *actor) resolve(id string, state session.PermissionState, optionID string) *events.Pending {
 	defer a.pushRecovery()
-	return a.change(permissionResolved{Session: a.id, TaskID: a.sess.TaskID, RequestID: id,
-		End: permissionEnd{State: state, OptionID: optionID}})
+	return a.record(&session.PermissionResolvedData{RequestID: id, State: state, OptionID: optionID})
 }
 
 // resolvePermission closes a pending request without a client answer

@@ -135,13 +135,6 @@ func sessionDraft(sessionID, taskID, promptID string, p session.EventPayload) ev
 	return events.Draft{SessionID: sessionID, TaskID: taskID, Type: p.EventType(), PromptID: promptID, Payload: p}
 }
 
-// stateDraft is session.state_changed of sess, which was in state prev:
-// its projection moves the task too (events.FollowTask).
-func stateDraft(sess session.Session, prev session.SessionState) events.Draft {
-	return sessionDraft(sess.ID, sess.TaskID, "",
-		&session.SessionStateChangedData{State: sess.State, PreviousState: prev})
-}
-
 // executorPayload is what session.executor_status carries.
 func executorPayload(e session.Executor) *session.ExecutorStatusData {
 	p := &session.ExecutorStatusData{Status: e.Status, Runtime: e.Runtime, Host: e.Host, PID: e.PID, Error: e.ErrorMessage,

@@ -285,13 +285,6 @@ func (a *actor) recordLostOutcome(promptID string) {
 	a.change(turnEnded{TaskID: a.sess.TaskID, Turn: t})
 }
 
-// recordResolved closes a permission request the store shows pending
-// that no agent waits on (effRecordResolved), as end says. The decision
-// that asks for it announces the plan once its repairs are made.
-func (a *actor) recordResolved(requestID string, end permissionEnd) {
-	a.change(permissionResolved{Session: a.id, TaskID: a.sess.TaskID, RequestID: requestID, End: end})
-}
-
 // callWrites runs f on the actor like call, then waits until every write f
 // submitted is durable, and fails with the first of them that failed: the
 // request that caused a change is never told it succeeded when it was not

@@ -1,0 +1,60 @@
+package sessions
+
+import (
+	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/session"
+)
+
+// The actor's evolve: what each domain event a decision records (effRecord)
+// changes of what the actor holds live, beside handing it to the event
+// writer, which projects its rows, commits it and only then publishes it.
+// decide builds the event from its view (decide.go: record); record folds
+// it here, one case per event type, and emits it, so the actor's fields
+// and the log it writes say the same.
+
+// record folds event p, of the turn its PromptID names ("" for none), into
+// the actor's live fields and emits it. It returns the write (nil when the
+// event changes nothing: a session already in the state it names, or
+// closed; or when the actor collects a batch).
+func (a *actor) record(p session.EventPayload) *events.Pending {
+	promptID := p.Base().PromptID
+	switch p := p.(type) {
+	case *session.SessionStateChangedData:
+		// A terminal state is final: whatever still runs after a close
+		// (an admission committing, a turn ending) cannot reopen the
+		// session. The state the change leaves is the actor's: a decision
+		// made on it never differs, but should an effect before this one
+		// have moved it, the log says where it moved from.
+		if a.sess.State == p.State || a.sess.State.Terminal() {
+			return nil
+		}
+		p.PreviousState, a.sess.State = a.sess.State, p.State
+		// Its projection moves the task too (events.FollowTask).
+	case *session.SessionQueueHeldData:
+		a.sess.QueueHeld = p.Held
+	case *session.SessionResumedData:
+		a.sess.InjectContext, a.sess.ContextLost = p.Context()
+	case *session.TurnCancelRequestedData:
+		t := a.turn(promptID)
+		t.CancelRequested = true
+		if r := a.running; r != nil && r.turn.PromptID == promptID {
+			r.turn = t
+		}
+		a.turns[promptID] = t
+	case *session.PermissionResolvedData:
+		// Resolved only while the store still holds it pending (a repair
+		// after a reload may find its first write stored after all), and
+		// numbered under the request's turn, which the row knows.
+		return a.change(permissionResolved{Session: a.id, TaskID: a.sess.TaskID, RequestID: p.RequestID,
+			End: permissionEnd{State: p.State, OptionID: p.OptionID}})
+	default:
+		a.log.Error("recording an event the actor has no evolve for", "type", p.EventType())
+	}
+	return a.emit(a.draft(promptID, p))
+}
+
+// setState records the session's move to state s (session.state_changed),
+// unless it is there already or closed.
+func (a *actor) setState(s session.SessionState) {
+	a.record(&session.SessionStateChangedData{State: s, PreviousState: a.sess.State})
+}
