@@ -108,6 +108,33 @@ func moveTo(from, to session.SessionState) []effect {
 // holdQueue records the queued turns held for the user (held), or let go.
 func holdQueue(held bool) effect { return record("", &session.SessionQueueHeldData{Held: held}) }
 
+// endTurn records the end of turn promptID (p: its terminal event, which
+// takes it out of the queue or off the agent) and announces the plan it
+// leaves.
+func endTurn(promptID string, p session.EventPayload) []effect {
+	return []effect{record(promptID, p), effPushRecovery{}}
+}
+
+// completed, failed and cancelled are a turn's terminal events: it
+// completed with stopReason, failed with code and message, or was
+// cancelled, with stopReason (session.Withdrawn: its client withdrew it
+// from the queue) and whether the user's cancel ended it (requested).
+func completed(stopReason string) *session.TurnCompletedData {
+	return &session.TurnCompletedData{State: session.TurnCompleted, StopReason: stopReason}
+}
+
+func failed(code, message string) *session.TurnFailedData {
+	return &session.TurnFailedData{State: session.TurnFailed, Code: code, Message: message}
+}
+
+func cancelled(stopReason string, requested bool) *session.TurnCancelledData {
+	c := &session.TurnCancelledData{State: session.TurnCancelled, StopReason: stopReason, CancelRequested: requested}
+	if stopReason == session.Withdrawn {
+		c.Reason = session.Withdrawn
+	}
+	return c
+}
+
 func terminalErr(v view) *errcode.Error {
 	return errcode.New(errcode.SessionTerminal, "session is %s", v.State).With("state", string(v.State))
 }
@@ -170,11 +197,8 @@ func decideCancel(v view) decision {
 	}
 	var d decision
 	for _, q := range v.Queue {
-		d.Effects = append(d.Effects, effEndTurn{PromptID: q.PromptID, State: session.TurnCancelled, CancelRequested: true})
+		d.Effects = append(d.Effects, endTurn(q.PromptID, cancelled("", true))...)
 		d.Cancel.Dequeued = append(d.Cancel.Dequeued, q.PromptID)
-	}
-	if len(v.Queue) > 0 {
-		d.Effects = append(d.Effects, effDropQueue{})
 	}
 	if v.QueueHeld {
 		d.Effects = append(d.Effects, holdQueue(false), effPushRecovery{})
@@ -208,14 +232,10 @@ func decideClose(v view) decision {
 	}
 	d := accept(effMarkStopping{})
 	for _, q := range v.Queue {
-		d.Effects = append(d.Effects, effEndTurn{PromptID: q.PromptID, State: session.TurnCancelled, CancelRequested: true})
-	}
-	if len(v.Queue) > 0 {
-		d.Effects = append(d.Effects, effDropQueue{})
+		d.Effects = append(d.Effects, endTurn(q.PromptID, cancelled("", true))...)
 	}
 	if r := v.Running; r != nil {
-		d.Effects = append(d.Effects, effClearRunning{},
-			effEndTurn{PromptID: r.PromptID, State: session.TurnCancelled, CancelRequested: true})
+		d.Effects = append(d.Effects, endTurn(r.PromptID, cancelled("", true))...)
 	}
 	d.Effects = append(d.Effects, effClosePermissions{State: session.PermissionCancelled})
 	d.Effects = append(d.Effects, moveTo(v.State, session.SessionCompleted)...)
@@ -255,8 +275,7 @@ func decideWithdraw(v view, c withdrawCmd) decision {
 	}
 	// A turn whose admission is still being written ends after it: writes
 	// apply in submission order, so the end always follows the row.
-	d := accept(effRemoveQueued{PromptID: c.PromptID},
-		effEndTurn{PromptID: c.PromptID, State: session.TurnCancelled, StopReason: session.Withdrawn})
+	d := accept(endTurn(c.PromptID, cancelled(session.Withdrawn, false))...)
 	if len(v.Queue) == 1 && v.QueueHeld {
 		d.Effects = append(d.Effects, holdQueue(false), effPushRecovery{})
 	}

@@ -27,14 +27,16 @@ func decideTurnEnded(v view, in turnEndedInput) decision {
 	if in.SessionLost {
 		return decideSessionLost(v, in)
 	}
-	end := effEndTurn{PromptID: in.PromptID, State: session.TurnCompleted, StopReason: in.StopReason}
+	var end session.EventPayload = completed(in.StopReason)
 	switch {
 	case v.Running.CancelRequested || in.StopReason == "cancelled":
-		end.State = session.TurnCancelled // the user's intent wins whatever the agent answered
+		// The user's intent wins whatever the agent answered.
+		end = cancelled(in.StopReason, v.Running.CancelRequested)
 	case in.Failed:
-		end = effEndTurn{PromptID: in.PromptID, State: session.TurnFailed, ErrorCode: in.ErrorCode, ErrorMessage: in.ErrorMessage}
+		end = failed(in.ErrorCode, in.ErrorMessage)
 	}
-	d := accept(effClearRunning{}, end, effClosePermissions{PromptID: in.PromptID, State: session.PermissionCancelled})
+	d := accept(endTurn(in.PromptID, end)...)
+	d.Effects = append(d.Effects, effClosePermissions{PromptID: in.PromptID, State: session.PermissionCancelled})
 	if v.Agent == agentReady {
 		d.Effects = append(d.Effects, effTouchLastSeen{})
 	}
@@ -55,9 +57,8 @@ func decideAgentExited(v view, in agentExitedInput) decision {
 	d.Effects = append(d.Effects, effRecordExit{Exit: in.Exit, Cause: in.Cause}, effClosePermissions{State: session.PermissionExpired})
 	interrupted := false
 	if r := v.Running; r != nil {
-		d.Effects = append(d.Effects, effClearRunning{})
 		if r.CancelRequested {
-			d.Effects = append(d.Effects, effEndTurn{PromptID: r.PromptID, State: session.TurnCancelled})
+			d.Effects = append(d.Effects, endTurn(r.PromptID, cancelled("", true))...)
 		} else {
 			interrupted = true
 			reason := "agent_exited"
@@ -106,9 +107,9 @@ const reasonSessionLost = "agent_session_lost"
 // resume restores the session in a new one (resume, load or injection).
 func decideSessionLost(v view, in turnEndedInput) decision {
 	r := v.Running
-	d := accept(effClearRunning{})
+	var d decision
 	if r.CancelRequested {
-		d.Effects = append(d.Effects, effEndTurn{PromptID: r.PromptID, State: session.TurnCancelled})
+		d.Effects = append(d.Effects, endTurn(r.PromptID, cancelled("", true))...)
 	} else {
 		if len(v.Queue) > 0 && !v.QueueHeld {
 			d.Effects = append(d.Effects, holdQueue(true))

@@ -14,15 +14,15 @@ import (
 
 func TestDecideTurnEnded(t *testing.T) {
 	in := turnEndedInput{PromptID: "p1", StopReason: "end_turn"}
-	ended := func(end effEndTurn) decision {
-		return accepted(effClearRunning{}, end, effClosePermissions{PromptID: "p1", State: session.PermissionCancelled},
+	ended := func(end []effect) decision {
+		return acc(end, effClosePermissions{PromptID: "p1", State: session.PermissionCancelled},
 			effTouchLastSeen{}, effStartNext{}, effArmIdle{})
 	}
 	// Only a running turn ends; anywhere else the answer is stale.
 	cases := perState("turn ended", in, nil, terminalStates(map[session.SessionState]decision{
 		session.SessionCreated:         accepted(),
 		session.SessionStarting:        accepted(),
-		session.SessionRunning:         ended(effEndTurn{PromptID: "p1", State: session.TurnCompleted, StopReason: "end_turn"}),
+		session.SessionRunning:         ended(endCompleted("p1", "end_turn")),
 		session.SessionWaitingForInput: accepted(),
 	}, func(session.SessionState) decision { return accepted() }))
 	running := inState(session.SessionRunning)
@@ -33,23 +33,23 @@ func TestDecideTurnEnded(t *testing.T) {
 		effRetireAgent{Why: "agent stopped: it lost the session (gone)"}, stateChange(session.SessionRunning, session.SessionWaitingForInput)}
 	cases = append(cases, []decideCase{
 		{"turn ended cancelled by the agent", running, turnEndedInput{PromptID: "p1", StopReason: "cancelled"},
-			ended(effEndTurn{PromptID: "p1", State: session.TurnCancelled, StopReason: "cancelled"})},
-		{"turn ended after a cancel", cancelRequested, in, ended(effEndTurn{PromptID: "p1", State: session.TurnCancelled, StopReason: "end_turn"})},
-		{"turn failed after a cancel", cancelRequested, failed, ended(effEndTurn{PromptID: "p1", State: session.TurnCancelled})},
-		{"turn failed", running, failed, ended(effEndTurn{PromptID: "p1", State: session.TurnFailed, ErrorCode: "agent_error_-32603", ErrorMessage: "boom"})},
+			ended(endCancelled("p1", "cancelled", false))},
+		{"turn ended after a cancel", cancelRequested, in, ended(endCancelled("p1", "end_turn", true))},
+		{"turn failed after a cancel", cancelRequested, failed, ended(endCancelled("p1", "", true))},
+		{"turn failed", running, failed, ended(endFailed("p1", "agent_error_-32603", "boom"))},
 		{"turn ended by a disconnect", running, turnEndedInput{PromptID: "p1", Failed: true, Disconnected: true, ErrorCode: "agent_error"},
 			accepted(effStopRunningAgent{})},
 		{"turn ended of another turn", running, turnEndedInput{PromptID: "p0", StopReason: "end_turn"}, accepted()},
 		{"turn failed: the agent lost the session", running, lost,
-			accepted(append([]effect{effClearRunning{}, effInterruptTurn{PromptID: "p1", Reason: reasonSessionLost, Cause: sessionLostCause(lost)}}, lostTail...)...)},
+			accepted(append([]effect{effInterruptTurn{PromptID: "p1", Reason: reasonSessionLost, Cause: sessionLostCause(lost)}}, lostTail...)...)},
 		{"turn failed: the agent lost the session, prompts queued", with(running, func(v *view) { v.Queue = queued("q1") }), lost,
-			accepted(append([]effect{effClearRunning{}, queueHeld(true), effInterruptTurn{PromptID: "p1", Reason: reasonSessionLost, Cause: sessionLostCause(lost)}}, lostTail...)...)},
+			accepted(append([]effect{queueHeld(true), effInterruptTurn{PromptID: "p1", Reason: reasonSessionLost, Cause: sessionLostCause(lost)}}, lostTail...)...)},
 		{"turn failed: the agent lost the session after a cancel", cancelRequested, lost,
-			accepted(append([]effect{effClearRunning{}, effEndTurn{PromptID: "p1", State: session.TurnCancelled}}, lostTail...)...)},
+			acc(endCancelled("p1", "", true), lostTail)},
 		{"turn failed: the agent lost the session while stopping", with(running, func(v *view) { v.Stopping = true }), lost, accepted()},
 		{"turn ended while stopping", with(running, func(v *view) { v.Stopping = true }), in, accepted()},
 		{"turn ended on an agent already gone", with(running, func(v *view) { v.Agent, v.Connected = agentNone, false }), in,
-			accepted(effClearRunning{}, effEndTurn{PromptID: "p1", State: session.TurnCompleted, StopReason: "end_turn"},
+			acc(endCompleted("p1", "end_turn"),
 				effClosePermissions{PromptID: "p1", State: session.PermissionCancelled}, effStartNext{}, effArmIdle{})},
 	}...)
 	runDecideCases(t, cases)
@@ -66,30 +66,29 @@ func TestDecideAgentExited(t *testing.T) {
 	cases := perState("agent exited", in, nil, terminalStates(map[session.SessionState]decision{
 		session.SessionCreated:  idleIn(session.SessionCreated),
 		session.SessionStarting: idleIn(session.SessionStarting),
-		session.SessionRunning: accepted(append(head, effClearRunning{}, effInterruptTurn{PromptID: "p1", Reason: "agent_exited", Exit: exit},
+		session.SessionRunning: accepted(append(head, effInterruptTurn{PromptID: "p1", Reason: "agent_exited", Exit: exit},
 			effDropSlot{}, stateChange(session.SessionRunning, session.SessionWaitingForInput))...),
 		session.SessionWaitingForInput: idle,
 	}, func(session.SessionState) decision { return accepted(append(head, effDropSlot{})...) }))
 	running := inState(session.SessionRunning)
 	cases = append(cases, []decideCase{
 		{"agent exited after a cancel", with(running, func(v *view) { v.Running = &runningView{PromptID: "p1", CancelRequested: true} }), in,
-			accepted(append(head, effClearRunning{}, effEndTurn{PromptID: "p1", State: session.TurnCancelled},
-				effDropSlot{}, stateChange(session.SessionRunning, session.SessionWaitingForInput))...)},
+			acc(head, endCancelled("p1", "", true), effDropSlot{}, stateChange(session.SessionRunning, session.SessionWaitingForInput))},
 		{"agent exited with prompts queued", with(running, func(v *view) { v.Queue = queued("q1") }), in,
-			accepted(append(head, effClearRunning{}, queueHeld(true), effInterruptTurn{PromptID: "p1", Reason: "agent_exited", Exit: exit},
+			accepted(append(head, queueHeld(true), effInterruptTurn{PromptID: "p1", Reason: "agent_exited", Exit: exit},
 				effDropSlot{}, stateChange(session.SessionRunning, session.SessionWaitingForInput))...)},
 		{"agent lost with prompts queued", with(running, func(v *view) { v.Queue = queued("q1") }), agentExitedInput{Exit: exit, Lost: true},
-			accepted(append(head, effClearRunning{}, queueHeld(true), effInterruptTurn{PromptID: "p1", Reason: "executor_lost", Exit: exit},
+			accepted(append(head, queueHeld(true), effInterruptTurn{PromptID: "p1", Reason: "executor_lost", Exit: exit},
 				effAwaitLate{PromptID: "p1"}, effDropSlot{}, stateChange(session.SessionRunning, session.SessionWaitingForInput))...)},
 		{"agent exited between turns with prompts queued", with(inState(session.SessionWaitingForInput), func(v *view) { v.Queue = queued("q1") }), in,
 			accepted(append(head, effEnsureAgent{})...)},
 		{"agent exited after a cancel with prompts queued", with(running, func(v *view) {
 			v.Running = &runningView{PromptID: "p1", CancelRequested: true}
 			v.Queue = queued("q1")
-		}), in, accepted(append(head, effClearRunning{}, effEndTurn{PromptID: "p1", State: session.TurnCancelled}, effEnsureAgent{})...)},
+		}), in, acc(head, endCancelled("p1", "", true), effEnsureAgent{})},
 		{"agent exited with a held queue", with(inState(session.SessionWaitingForInput), func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), in, idle},
 		{"agent lost with its executor host", running, agentExitedInput{Exit: exit, Lost: true},
-			accepted(append(head, effClearRunning{}, effInterruptTurn{PromptID: "p1", Reason: "executor_lost", Exit: exit},
+			accepted(append(head, effInterruptTurn{PromptID: "p1", Reason: "executor_lost", Exit: exit},
 				effAwaitLate{PromptID: "p1"}, effDropSlot{}, stateChange(session.SessionRunning, session.SessionWaitingForInput))...)},
 		{"agent exited while stopping", with(running, func(v *view) { v.Stopping = true }), in,
 			accepted(effClearSettling{}, effForgetAgent{}, effDropSlot{})},
@@ -101,7 +100,7 @@ func TestDecideAgentExited(t *testing.T) {
 	causeHead := []effect{effClearSettling{}, effRecordExit{Exit: exit, Cause: damaged}, effClosePermissions{State: session.PermissionExpired}}
 	cases = append(cases, []decideCase{
 		{"agent lost with a damaged outbox mid-turn", running, withCause,
-			accepted(append(causeHead, effClearRunning{}, effInterruptTurn{PromptID: "p1", Reason: "executor_lost", Exit: exit, Cause: damaged},
+			accepted(append(causeHead, effInterruptTurn{PromptID: "p1", Reason: "executor_lost", Exit: exit, Cause: damaged},
 				effAwaitLate{PromptID: "p1"},
 				effDropSlot{}, stateChange(session.SessionRunning, session.SessionWaitingForInput))...)},
 		{"agent lost with a damaged outbox while idle", inState(session.SessionWaitingForInput), withCause,

@@ -135,10 +135,7 @@ func decideStartFailed(v view, in startFailedInput) decision {
 		// started the agent, and the user decides when they run.
 		code, msg := string(errcode.CodeOf(in.Err)), startErrorMessage(in.Err)
 		for _, q := range v.Queue {
-			d.Effects = append(d.Effects, effEndTurn{PromptID: q.PromptID, State: session.TurnFailed, ErrorCode: code, ErrorMessage: msg})
-		}
-		if len(v.Queue) > 0 {
-			d.Effects = append(d.Effects, effDropQueue{})
+			d.Effects = append(d.Effects, endTurn(q.PromptID, failed(code, msg))...)
 		}
 	}
 	d.Effects = append(d.Effects, moveTo(v.State, session.SessionWaitingForInput)...)
@@ -279,11 +276,11 @@ func storeLacks(closed bool, state session.SessionState, running string, turns [
 		switch {
 		case t.PromptID == running:
 		case t.State == session.TurnQueued && closed:
-			repairs = append(repairs, effEndTurn{PromptID: t.PromptID, State: session.TurnCancelled, CancelRequested: true})
+			repairs = append(repairs, endTurn(t.PromptID, cancelled("", true))...)
 		case t.State == session.TurnQueued:
 			queue = append(queue, t.PromptID)
 		case t.State == session.TurnRunning:
-			repairs = append(repairs, effRecordLost{PromptID: t.PromptID})
+			repairs = append(repairs, record(t.PromptID, failed(string(errcode.StoreWriteFailed), lostOutcomeMessage)))
 		}
 	}
 	for _, p := range pending {
@@ -304,6 +301,11 @@ func storeLacks(closed bool, state session.SessionState, running string, turns [
 	}
 	return queue, repairs
 }
+
+// lostOutcomeMessage is the error of a turn whose outcome the store lost
+// (storeLacks): the agent is done with it, and clients waiting for it
+// must see it end.
+const lostOutcomeMessage = "the turn's outcome could not be stored; see the daemon log"
 
 // restartedWhy is what the executor says of an agent a shutdown stopped.
 const restartedWhy = "agent stopped: tetherd restarted"
@@ -431,9 +433,6 @@ func decideTakenUp(v view, in restartedInput) decision {
 		pending[i] = storedPermission{ID: id}
 	}
 	_, effs := storeLacks(closed, v.State, "", in.Turns, pending)
-	if closed && slices.ContainsFunc(in.Turns, func(t storedTurn) bool { return t.State == session.TurnQueued }) {
-		effs = append(effs, effDropQueue{})
-	}
 	if in.Executor == session.ExecutorReady || in.Executor == session.ExecutorStarting || in.Executor == session.ExecutorReconnecting {
 		if in.Orphan {
 			effs = append(effs, effStopOrphan{})

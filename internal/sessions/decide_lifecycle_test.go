@@ -158,17 +158,17 @@ func TestDecideReloaded(t *testing.T) {
 	}
 	allowed := &permissionEnd{State: session.PermissionSelected, OptionID: "ok"}
 	expired := permissionEnd{State: session.PermissionExpired}
-	lostTurn := accepted(effReload{}, effRecordLost{PromptID: "p1"}, stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}, effStartNext{})
+	lostTurn := accepted(effReload{}, lostOutcome("p1"), stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}, effStartNext{})
 	cases = append(cases, []decideCase{
 		{"reloaded after a turn's end was lost", idle, reloaded(session.SessionRunning, done, p1Running), lostTurn},
 		{"reloaded after a turn's end was lost, the state stored", idle, reloaded(session.SessionWaitingForInput, done, p1Running),
-			accepted(effReload{}, effRecordLost{PromptID: "p1"}, effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, lostOutcome("p1"), effPushRecovery{}, effStartNext{})},
 		// Every reload tries every repair again: the backoff between
 		// reloads (decideWriteFailed) is what keeps it from looping.
 		{"reloaded after the repairs' writes failed", backedOff(idle, time.Second), reloaded(session.SessionRunning, done, p1Running), lostTurn},
 		{"reloaded after two turns' ends were lost", idle,
 			reloaded(session.SessionWaitingForInput, stored("p1", session.TurnRunning), stored("p2", session.TurnRunning)),
-			accepted(effReload{}, effRecordLost{PromptID: "p1"}, effRecordLost{PromptID: "p2"}, effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, lostOutcome("p1"), lostOutcome("p2"), effPushRecovery{}, effStartNext{})},
 		{"reloaded with only the session state lost", idle, reloaded(session.SessionRunning, done),
 			accepted(effReload{}, stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}, effStartNext{})},
 		{"reloaded with only the session state lost, turns queued", idle, reloaded(session.SessionRunning, done, stored("q1", session.TurnQueued)),
@@ -176,7 +176,7 @@ func TestDecideReloaded(t *testing.T) {
 		{"reloaded mid-turn, the state stored RUNNING", running, reloaded(session.SessionRunning, done, p1Running), agrees},
 		{"reloaded mid-turn, the turn stored queued", running, reloaded(session.SessionWaitingForInput, done, stored("p1", session.TurnQueued)), agrees},
 		{"reloaded mid-turn with an older turn lost", running, reloaded(session.SessionRunning, stored("p0", session.TurnRunning), p1Running),
-			accepted(effReload{}, effRecordLost{PromptID: "p0"}, effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, lostOutcome("p0"), effPushRecovery{}, effStartNext{})},
 		{"reloaded with turns queued", with(running, func(v *view) { v.Queue = queued("q1", "q2") }),
 			reloaded(session.SessionRunning, done, p1Running, stored("q1", session.TurnQueued), stored("q2", session.TurnQueued)),
 			accepted(effReload{Queue: []string{"q1", "q2"}}, effStartNext{})},
@@ -194,10 +194,10 @@ func TestDecideReloaded(t *testing.T) {
 		{"reloaded with nothing stored but a turn being admitted", with(inState(session.SessionCreated), admitting("q1")),
 			reloaded(session.SessionCreated), accepted(effReload{Queue: []string{"q1"}}, effStartNext{})},
 		{"reloaded after a close", inState(session.SessionCompleted), reloaded(session.SessionCompleted, done, p1Running),
-			accepted(effReload{}, effRecordLost{PromptID: "p1"}, effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, lostOutcome("p1"), effPushRecovery{}, effStartNext{})},
 		{"reloaded after a close, a queued turn's cancel refused", inState(session.SessionCompleted),
 			reloaded(session.SessionCompleted, done, stored("q1", session.TurnQueued)),
-			accepted(effReload{}, effEndTurn{PromptID: "q1", State: session.TurnCancelled, CancelRequested: true}, effPushRecovery{}, effStartNext{})},
+			acc(effReload{}, endCancelled("q1", "", true), effPushRecovery{}, effStartNext{})},
 		{"reloaded after a close whose state was refused", inState(session.SessionCompleted), reloaded(session.SessionWaitingForInput, done),
 			accepted(effReload{}, stateChange(session.SessionWaitingForInput, session.SessionCompleted), effPushRecovery{}, effStartNext{})},
 		{"reloaded after a close whose state was refused, RUNNING stored", inState(session.SessionCompleted), reloaded(session.SessionRunning, done),
@@ -209,7 +209,7 @@ func TestDecideReloaded(t *testing.T) {
 			accepted(effReload{}, effRecordExecutor{}, effStartNext{})},
 		{"reloaded after a turn's end and the executor's status were refused", idle,
 			reloadedInput{State: session.SessionRunning, Turns: []storedTurn{done, p1Running}, ExecutorLacks: true},
-			accepted(effReload{}, effRecordExecutor{}, effRecordLost{PromptID: "p1"}, stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, effRecordExecutor{}, lostOutcome("p1"), stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}, effStartNext{})},
 		{"reloaded with a permission the agent waits on", running,
 			pending(reloaded(session.SessionRunning, done, p1Running), storedPermission{ID: "perm1", Live: true}), agrees},
 		{"reloaded after a permission's expiry was lost", idle,
@@ -220,7 +220,7 @@ func TestDecideReloaded(t *testing.T) {
 			accepted(effReload{}, resolved("perm1", allowed.State, allowed.OptionID), effPushRecovery{}, effStartNext{})},
 		{"reloaded after a turn's end and its permissions' were lost", idle,
 			pending(reloaded(session.SessionRunning, done, p1Running), storedPermission{ID: "perm1", End: &permissionEnd{State: session.PermissionCancelled}}),
-			accepted(effReload{}, effRecordLost{PromptID: "p1"}, resolved("perm1", session.PermissionCancelled, ""),
+			accepted(effReload{}, lostOutcome("p1"), resolved("perm1", session.PermissionCancelled, ""),
 				stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}, effStartNext{})},
 	}...)
 	runDecideCases(t, cases)
@@ -284,9 +284,9 @@ func TestDecideAgentStarted(t *testing.T) {
 		{"agent start failed for a start since replaced", starting, agentStartedInput{Err: err}, discard},
 		{"agent started while stopping", with(starting, func(v *view) { v.Stopping = true }), ok, discard},
 		{"agent start failed with prompts queued", with(starting, func(v *view) { v.Queue = queued("q1") }), failed,
-			accepted(effClearStarting{}, effRecordStartError{Err: err}, effDropSlot{},
-				effEndTurn{PromptID: "q1", State: session.TurnFailed, ErrorCode: "agent_start_failed", ErrorMessage: "agent did not start"},
-				effDropQueue{}, stateChange(session.SessionStarting, session.SessionWaitingForInput), effPushRecovery{}, effNotifyWaiters{Err: err})},
+			acc(effClearStarting{}, effRecordStartError{Err: err}, effDropSlot{},
+				endFailed("q1", "agent_start_failed", "agent did not start"),
+				stateChange(session.SessionStarting, session.SessionWaitingForInput), effPushRecovery{}, effNotifyWaiters{Err: err})},
 		{"agent start failed with a held queue", with(starting, func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), failed, startFailed},
 	}...)
 	runDecideCases(t, cases)
@@ -299,19 +299,19 @@ func TestDecideStartFailed(t *testing.T) {
 		return append(toWaiting(s), effPushRecovery{}, effNotifyWaiters{Err: err})
 	}
 	tail := tailIn(session.SessionStarting)
-	failQ1 := effEndTurn{PromptID: "q1", State: session.TurnFailed, ErrorCode: "agent_start_failed", ErrorMessage: "agent did not start"}
+	failQ1 := endFailed("q1", "agent_start_failed", "agent did not start")
 	// A start fails in CREATED (the first prompt started it) and STARTING
 	// (a resume or a restart after an exit).
 	starting := with(inState(session.SessionStarting), func(v *view) { v.Agent = agentStarting })
 	cases := []decideCase{
 		{"start failed/CREATED", with(inState(session.SessionCreated), func(v *view) { v.Queue = queued("q1") }), in,
-			accepted(append([]effect{effRecordStartError{Err: err}, effDropSlot{}, failQ1, effDropQueue{}}, tailIn(session.SessionCreated)...)...)},
+			acc(effRecordStartError{Err: err}, effDropSlot{}, failQ1, tailIn(session.SessionCreated))},
 		{"start failed/STARTING", starting, in, accepted(append([]effect{effRecordStartError{Err: err}, effDropSlot{}}, tail...)...)},
 		{"start failed with a held queue", with(starting, func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), in,
 			accepted(append([]effect{effRecordStartError{Err: err}, effDropSlot{}}, tail...)...)},
 		{"start failed with a plain error", with(starting, func(v *view) { v.Queue = queued("q1") }), startFailedInput{Err: errors.New("exec: no such file")},
-			accepted(effRecordStartError{Err: errors.New("exec: no such file")}, effDropSlot{},
-				effEndTurn{PromptID: "q1", State: session.TurnFailed, ErrorCode: "internal_error", ErrorMessage: "exec: no such file"}, effDropQueue{},
+			acc(effRecordStartError{Err: errors.New("exec: no such file")}, effDropSlot{},
+				endFailed("q1", "internal_error", "exec: no such file"),
 				stateChange(session.SessionStarting, session.SessionWaitingForInput), effPushRecovery{}, effNotifyWaiters{Err: errors.New("exec: no such file")})},
 	}
 	runDecideCases(t, cases)

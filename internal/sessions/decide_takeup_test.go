@@ -29,9 +29,7 @@ func TestDecideTakenUp(t *testing.T) {
 	loaded := func(f func(*restartedInput)) restartedInput { return taken(true, f) }
 	cancelled := func(id string) effect { return resolved(id, session.PermissionCancelled, "") }
 	expired := func(id string) effect { return resolved(id, session.PermissionExpired, "") }
-	cancelTurn := func(id string) effEndTurn {
-		return effEndTurn{PromptID: id, State: session.TurnCancelled, CancelRequested: true}
-	}
+	cancelTurn := func(id string) []effect { return endCancelled(id, "", true) }
 	closed, waiting, inRunning := inState(session.SessionCompleted), inState(session.SessionWaitingForInput), inState(session.SessionRunning)
 	heldWaiting := with(waiting, func(v *view) { v.QueueHeld = true })
 	push := effPushRecovery{}
@@ -46,7 +44,7 @@ func TestDecideTakenUp(t *testing.T) {
 			accepted(cancelled("perm1"), cancelled("perm2"), push)},
 		{"loaded closed, its close's turn ends refused", closed, loaded(func(in *restartedInput) {
 			in.Turns = []storedTurn{running("p1"), queuedT("q1"), queuedT("q2")}
-		}), accepted(effRecordLost{PromptID: "p1"}, cancelTurn("q1"), cancelTurn("q2"), effDropQueue{}, push)},
+		}), acc(lostOutcome("p1"), cancelTurn("q1"), cancelTurn("q2"), push)},
 		{"loaded closed, its agent's stop refused", closed, loaded(func(in *restartedInput) { in.Executor = session.ExecutorReady }),
 			accepted(effStopExecutor{}, push)},
 		{"loaded closed, its hosted agent's stop refused", closed, loaded(func(in *restartedInput) {
@@ -54,7 +52,7 @@ func TestDecideTakenUp(t *testing.T) {
 		}), accepted(effStopExecutor{}, push)},
 		{"restarted closed, its close's writes refused", closed, taken(false, func(in *restartedInput) {
 			in.Turns, in.Permissions, in.Executor, in.Orphan = []storedTurn{running("p1")}, []string{"perm1"}, session.ExecutorReady, true
-		}), accepted(effRecordLost{PromptID: "p1"}, cancelled("perm1"), effStopOrphan{}, effStopExecutor{Why: restartedWhy}, effPushRecovery{Always: true})},
+		}), accepted(lostOutcome("p1"), cancelled("perm1"), effStopOrphan{}, effStopExecutor{Why: restartedWhy}, effPushRecovery{Always: true})},
 		{"loaded with a held queue", heldWaiting, loaded(func(in *restartedInput) { in.Turns = []storedTurn{queuedT("q1"), queuedT("q2")} }),
 			accepted()},
 		{"loaded with turns queued", waiting, loaded(func(in *restartedInput) { in.Turns = []storedTurn{queuedT("q1")} }), accepted()},
@@ -62,7 +60,7 @@ func TestDecideTakenUp(t *testing.T) {
 			accepted()},
 		{"loaded with a turn whose end was refused", inRunning, loaded(func(in *restartedInput) {
 			in.Turns = []storedTurn{running("p1"), queuedT("q1")}
-		}), accepted(effRecordLost{PromptID: "p1"}, stateChange(session.SessionRunning, session.SessionWaitingForInput), push)},
+		}), accepted(lostOutcome("p1"), stateChange(session.SessionRunning, session.SessionWaitingForInput), push)},
 		{"loaded with a permission whose expiry was refused", waiting, loaded(func(in *restartedInput) { in.Permissions = []string{"perm1"} }),
 			accepted(expired("perm1"), push)},
 		{"loaded with its agent's exit refused", waiting, loaded(func(in *restartedInput) { in.Executor = session.ExecutorReady }),

@@ -103,6 +103,56 @@ func resolved(id string, st session.PermissionState, optionID string) effect {
 	return effRecord{Event: &session.PermissionResolvedData{RequestID: id, State: st, OptionID: optionID}}
 }
 
+// turnEnd is the end of turn id, recorded as its terminal event p, and the
+// plan pushed after it; endCompleted, endFailed, endCancelled and
+// endWithdrawn are the four ends.
+func turnEnd(id string, p session.EventPayload) []effect {
+	p.Base().PromptID = id
+	return []effect{effRecord{Event: p}, effPushRecovery{}}
+}
+
+func endCompleted(id, stopReason string) []effect {
+	return turnEnd(id, &session.TurnCompletedData{State: session.TurnCompleted, StopReason: stopReason})
+}
+
+func endFailed(id, code, message string) []effect {
+	return turnEnd(id, &session.TurnFailedData{State: session.TurnFailed, Code: code, Message: message})
+}
+
+func endCancelled(id, stopReason string, requested bool) []effect {
+	return turnEnd(id, &session.TurnCancelledData{State: session.TurnCancelled, StopReason: stopReason, CancelRequested: requested})
+}
+
+func endWithdrawn(id string) []effect {
+	return turnEnd(id, &session.TurnCancelledData{State: session.TurnCancelled, StopReason: session.Withdrawn, Reason: session.Withdrawn})
+}
+
+// lostOutcome records turn id, which the store shows running with no live
+// run, failed: its outcome was lost (no plan is pushed for it alone).
+func lostOutcome(id string) effect {
+	return effRecord{Event: &session.TurnFailedData{EventCommon: session.EventCommon{PromptID: id}, State: session.TurnFailed,
+		Code: "store_write_failed", Message: "the turn's outcome could not be stored; see the daemon log"}}
+}
+
+// flat lists effects and lists of effects as one list.
+func flat(parts ...any) []effect {
+	var out []effect
+	for _, p := range parts {
+		switch p := p.(type) {
+		case effect:
+			out = append(out, p)
+		case []effect:
+			out = append(out, p...)
+		default:
+			panic(fmt.Sprintf("flat: %T is not an effect", p))
+		}
+	}
+	return out
+}
+
+// acc is accepted with the effects flat lists.
+func acc(parts ...any) decision { return accepted(flat(parts...)...) }
+
 // resumedAs records how a start restored the session.
 func resumedAs(r resumedInfo) effect {
 	return effRecord{Event: &session.SessionResumedData{Strategy: r.Strategy, ContextRestored: r.ContextRestored, FallbackReason: r.Fallback}}
@@ -246,17 +296,15 @@ func TestDecideCancel(t *testing.T) {
 			Cancel: CancelResult{PromptID: "p1", Cancelled: true}},
 		session.SessionWaitingForInput: none,
 	}, func(session.SessionState) decision { return none }))
-	endQueued := func(id string) effect {
-		return effEndTurn{PromptID: id, State: session.TurnCancelled, CancelRequested: true}
-	}
+	endQueued := func(id string) []effect { return endCancelled(id, "", true) }
 	cases = append(cases, perState("cancel with a queue", in, func(v *view) { v.Queue = queued("q1", "q2") },
 		terminalStates(map[session.SessionState]decision{
-			session.SessionCreated:  {Effects: []effect{endQueued("q1"), endQueued("q2"), effDropQueue{}}, Cancel: CancelResult{Cancelled: true, Dequeued: []string{"q1", "q2"}}},
-			session.SessionStarting: {Effects: []effect{endQueued("q1"), endQueued("q2"), effDropQueue{}}, Cancel: CancelResult{Cancelled: true, Dequeued: []string{"q1", "q2"}}},
-			session.SessionRunning: {Effects: []effect{endQueued("q1"), endQueued("q2"), effDropQueue{}, cancelRequested("p1"),
-				effClosePermissions{PromptID: "p1", State: session.PermissionCancelled}, effCancelAgent{}},
+			session.SessionCreated:  {Effects: flat(endQueued("q1"), endQueued("q2")), Cancel: CancelResult{Cancelled: true, Dequeued: []string{"q1", "q2"}}},
+			session.SessionStarting: {Effects: flat(endQueued("q1"), endQueued("q2")), Cancel: CancelResult{Cancelled: true, Dequeued: []string{"q1", "q2"}}},
+			session.SessionRunning: {Effects: flat(endQueued("q1"), endQueued("q2"), cancelRequested("p1"),
+				effClosePermissions{PromptID: "p1", State: session.PermissionCancelled}, effCancelAgent{}),
 				Cancel: CancelResult{PromptID: "p1", Cancelled: true, Dequeued: []string{"q1", "q2"}}},
-			session.SessionWaitingForInput: {Effects: []effect{endQueued("q1"), endQueued("q2"), effDropQueue{}}, Cancel: CancelResult{Cancelled: true, Dequeued: []string{"q1", "q2"}}},
+			session.SessionWaitingForInput: {Effects: flat(endQueued("q1"), endQueued("q2")), Cancel: CancelResult{Cancelled: true, Dequeued: []string{"q1", "q2"}}},
 		}, func(session.SessionState) decision { return none }))...)
 	interrupted := func(v *view) {
 		v.Last = &turnView{PromptID: "p0", State: session.TurnInterrupted, Kind: session.TurnPrompt}
@@ -276,7 +324,7 @@ func TestDecideCancel(t *testing.T) {
 		{"cancel held queue after an interrupted turn", with(waiting, func(v *view) {
 			interrupted(v)
 			v.Queue, v.QueueHeld = queued("q1"), true
-		}), in, decision{Effects: []effect{endQueued("q1"), effDropQueue{}, queueHeld(false), effPushRecovery{}},
+		}), in, decision{Effects: flat(endQueued("q1"), queueHeld(false), effPushRecovery{}),
 			Cancel: CancelResult{Cancelled: true, Dequeued: []string{"q1"}}}},
 		{"cancel running twice", with(running, func(v *view) { v.Running = &runningView{PromptID: "p1", CancelRequested: true} }), in,
 			decision{Cancel: CancelResult{PromptID: "p1", Cancelled: true}}},
@@ -294,15 +342,13 @@ func TestDecideClose(t *testing.T) {
 		return accepted(append([]effect{effMarkStopping{}}, tailIn(s)...)...)
 	}
 	cases := perState("close", in, nil, terminalStates(map[session.SessionState]decision{
-		session.SessionCreated:  idleIn(session.SessionCreated),
-		session.SessionStarting: idleIn(session.SessionStarting),
-		session.SessionRunning: accepted(append([]effect{effMarkStopping{}, effClearRunning{},
-			effEndTurn{PromptID: "p1", State: session.TurnCancelled, CancelRequested: true}}, tail...)...),
+		session.SessionCreated:         idleIn(session.SessionCreated),
+		session.SessionStarting:        idleIn(session.SessionStarting),
+		session.SessionRunning:         acc(effMarkStopping{}, endCancelled("p1", "", true), tail),
 		session.SessionWaitingForInput: idleIn(session.SessionWaitingForInput),
 	}, func(session.SessionState) decision { return accepted() }))
 	cases = append(cases, decideCase{"close running with a queue", with(inState(session.SessionRunning), func(v *view) { v.Queue = queued("q1") }), in,
-		accepted(append([]effect{effMarkStopping{}, effEndTurn{PromptID: "q1", State: session.TurnCancelled, CancelRequested: true}, effDropQueue{},
-			effClearRunning{}, effEndTurn{PromptID: "p1", State: session.TurnCancelled, CancelRequested: true}}, tail...)...)})
+		acc(effMarkStopping{}, endCancelled("q1", "", true), endCancelled("p1", "", true), tail)})
 	cases = append(cases, decideCase{"close while a shutdown stops", with(inState(session.SessionWaitingForInput), func(v *view) { v.Stopping = true }), in, idleIn(session.SessionWaitingForInput)})
 	runDecideCases(t, cases)
 }
@@ -342,8 +388,8 @@ func TestDecideContinue(t *testing.T) {
 
 func TestDecideWithdraw(t *testing.T) {
 	in := withdrawCmd{PromptID: "q2"}
-	withdrawn := effEndTurn{PromptID: "q2", State: session.TurnCancelled, StopReason: session.Withdrawn}
-	ok := accepted(effRemoveQueued{PromptID: "q2"}, withdrawn, effStartNext{})
+	withdrawn := endWithdrawn("q2")
+	ok := acc(withdrawn, effStartNext{})
 	queuedQ2 := func(v *view) {
 		if !v.State.Terminal() {
 			v.Queue = queued("q1", "q2")
@@ -372,7 +418,7 @@ func TestDecideWithdraw(t *testing.T) {
 		{"withdraw the last of a held queue", with(waiting, func(v *view) {
 			v.Queue, v.QueueHeld = queued("q2"), true
 			v.Turn = &turnView{PromptID: "q2", State: session.TurnQueued}
-		}), in, accepted(effRemoveQueued{PromptID: "q2"}, withdrawn, queueHeld(false), effPushRecovery{}, effStartNext{})},
+		}), in, acc(withdrawn, queueHeld(false), effPushRecovery{}, effStartNext{})},
 		{"withdraw one of a held queue", with(waiting, func(v *view) {
 			queuedQ2(v)
 			v.QueueHeld = true

@@ -36,14 +36,6 @@ type (
 	effEnqueue struct{ Front bool }
 	// effStartTurn takes the head of the queue to the agent.
 	effStartTurn struct{ PromptID string }
-	// effEndTurn persists a terminal outcome of a turn.
-	effEndTurn struct {
-		PromptID                string
-		State                   session.TurnState
-		CancelRequested         bool
-		StopReason              string
-		ErrorCode, ErrorMessage string
-	}
 	// effInterruptTurn ends a turn that lost its agent: its process
 	// ended (Exit), or it lost the session it served (Cause: what it
 	// said).
@@ -57,9 +49,6 @@ type (
 	// the turn the lost agent's late output goes to should the host come
 	// back (late.go).
 	effAwaitLate struct{ PromptID string }
-	// effRemoveQueued takes one turn out of the queue; effDropQueue all.
-	effRemoveQueued struct{ PromptID string }
-	effDropQueue    struct{}
 	// effClosePermissions answers the open requests of a turn ("" = all).
 	effClosePermissions struct {
 		PromptID string
@@ -75,8 +64,6 @@ type (
 	effCancelAgent struct{}
 	// effStopRunningAgent ends the process of the running turn's agent.
 	effStopRunningAgent struct{}
-	// effClearRunning forgets the running turn (and its cancel grace).
-	effClearRunning struct{}
 	// effPushRecovery announces the recovery plan if it changed (Always:
 	// even unchanged, as start-up tells every client where each session
 	// it repaired stands).
@@ -197,9 +184,6 @@ type (
 	// the live facts (the running turn, turns still being admitted), and
 	// Queue as the queue, in order.
 	effReload struct{ Queue []string }
-	// effRecordLost ends PromptID, which the store shows running with no
-	// live run (its outcome was lost), as failed with store_write_failed.
-	effRecordLost struct{ PromptID string }
 	// effRecordExecutor records the executor as the actor has it, which
 	// the store lacks (performed by reload, which holds both).
 	effRecordExecutor struct{}
@@ -256,16 +240,12 @@ func (effReserveSlot) isEffect()        {}
 func (effAnswerExisting) isEffect()     {}
 func (effEnqueue) isEffect()            {}
 func (effStartTurn) isEffect()          {}
-func (effEndTurn) isEffect()            {}
 func (effInterruptTurn) isEffect()      {}
 func (effAwaitLate) isEffect()          {}
-func (effRemoveQueued) isEffect()       {}
-func (effDropQueue) isEffect()          {}
 func (effClosePermissions) isEffect()   {}
 func (effResolvePermission) isEffect()  {}
 func (effCancelAgent) isEffect()        {}
 func (effStopRunningAgent) isEffect()   {}
-func (effClearRunning) isEffect()       {}
 func (effPushRecovery) isEffect()       {}
 func (effMarkStopping) isEffect()       {}
 func (effBumpGen) isEffect()            {}
@@ -311,7 +291,6 @@ func (effEmitOptions) isEffect()        {}
 func (effReportWriteFailed) isEffect()  {}
 func (effReloadWhenQuiet) isEffect()    {}
 func (effReload) isEffect()             {}
-func (effRecordLost) isEffect()         {}
 func (effRecordExecutor) isEffect()     {}
 func (effStartAgent) isEffect()         {}
 func (effStopAgent) isEffect()          {}

@@ -2,7 +2,6 @@ package sessions
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/tether/tether/internal/acp"
@@ -109,29 +108,14 @@ func (a *actor) performOne(e effect) {
 		a.record(e.Event)
 	case effStartTurn:
 		a.startTurn(e.PromptID)
-	case effEndTurn:
-		a.endTurn(a.turn(e.PromptID), e.State, func(t *session.Turn) {
-			if e.CancelRequested {
-				t.CancelRequested = true
-			}
-			if e.StopReason != "" {
-				t.StopReason = e.StopReason
-			}
-			if e.State == session.TurnFailed {
-				t.ErrorCode, t.ErrorMessage = e.ErrorCode, e.ErrorMessage
-			}
-		})
 	case effInterruptTurn:
-		a.interruptTurn(a.turn(e.PromptID), e.Reason, acp.Exit(e.Exit), e.Cause)
+		a.leaveAgent(e.PromptID)
+		a.interruptTurn(a.turns[e.PromptID], e.Reason, acp.Exit(e.Exit), e.Cause)
 	case effAwaitLate:
 		a.late = &lateRun{gen: a.gen, run: &turnRun{turn: a.turns[e.PromptID], split: true}}
 	case effRetireAgent:
 		a.log.Warn("retiring the agent", "why", e.Why)
 		a.retireAgent(e.Why)
-	case effRemoveQueued:
-		a.queue = slices.DeleteFunc(a.queue, func(q session.Turn) bool { return q.PromptID == e.PromptID })
-	case effDropQueue:
-		a.queue = nil
 	case effClosePermissions:
 		a.closePermissions(e.PromptID, e.State)
 	case effCancelAgent:
@@ -139,13 +123,6 @@ func (a *actor) performOne(e effect) {
 	case effStopRunningAgent:
 		r := a.running
 		a.m.spawn(func() { r.conn.Stop() })
-	case effClearRunning:
-		if r := a.running; r != nil {
-			a.running = nil
-			if r.cancelTimer != nil {
-				r.cancelTimer.Stop()
-			}
-		}
 	case effPushRecovery:
 		if e.Always {
 			a.announceRecovery()
@@ -185,8 +162,6 @@ func (a *actor) performOne(e effect) {
 		a.emitOptions()
 	case effReloadWhenQuiet:
 		a.reloadAfter(e.After, e.Next)
-	case effRecordLost:
-		a.recordLostOutcome(e.PromptID)
 	case effClearStarting:
 		a.starting = false
 	case effStopOrphan:

@@ -1,6 +1,9 @@
 package sessions
 
 import (
+	"slices"
+	"time"
+
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/session"
 )
@@ -41,6 +44,8 @@ func (a *actor) record(p session.EventPayload) *events.Pending {
 			r.turn = t
 		}
 		a.turns[promptID] = t
+	case *session.TurnCompletedData, *session.TurnFailedData, *session.TurnCancelledData:
+		return a.endTurn(promptID, p)
 	case *session.PermissionResolvedData:
 		// Resolved only while the store still holds it pending (a repair
 		// after a reload may find its first write stored after all), and
@@ -57,4 +62,48 @@ func (a *actor) record(p session.EventPayload) *events.Pending {
 // unless it is there already or closed.
 func (a *actor) setState(s session.SessionState) {
 	a.record(&session.SessionStateChangedData{State: s, PreviousState: a.sess.State})
+}
+
+// endTurn folds the end of turn promptID (p, its terminal event) into the
+// actor: the turn leaves the agent or the queue, and its record takes the
+// end's state, time and outcome, which its terminal event then carries
+// (turnEnded: the event is made from the record, as the writer projects
+// it).
+func (a *actor) endTurn(promptID string, p session.EventPayload) *events.Pending {
+	a.leaveAgent(promptID)
+	a.queue = slices.DeleteFunc(a.queue, func(q session.Turn) bool { return q.PromptID == promptID })
+	t := a.turns[promptID]
+	now := time.Now().UTC()
+	t.EndedAt = &now
+	switch p := p.(type) {
+	case *session.TurnCompletedData:
+		t.State = session.TurnCompleted
+		if p.StopReason != "" {
+			t.StopReason = p.StopReason
+		}
+	case *session.TurnFailedData:
+		t.State, t.ErrorCode, t.ErrorMessage = session.TurnFailed, p.Code, p.Message
+	case *session.TurnCancelledData:
+		t.State = session.TurnCancelled
+		t.CancelRequested = t.CancelRequested || p.CancelRequested
+		if p.StopReason != "" {
+			t.StopReason = p.StopReason
+		}
+	}
+	t.SessionID = a.id
+	a.turns[promptID] = t
+	return a.change(turnEnded{TaskID: a.sess.TaskID, Turn: t})
+}
+
+// leaveAgent forgets the running turn (and its cancel grace) when it is
+// promptID, which is ending: the agent answered, or is gone.
+func (a *actor) leaveAgent(promptID string) {
+	r := a.running
+	if r == nil || r.turn.PromptID != promptID {
+		return
+	}
+	a.running = nil
+	if r.cancelTimer != nil {
+		r.cancelTimer.Stop()
+	}
 }

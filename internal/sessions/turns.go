@@ -261,20 +261,6 @@ func errorCode(err error) string {
 	return "agent_error"
 }
 
-// endTurn persists a terminal outcome for t and emits its terminal event.
-func (a *actor) endTurn(t session.Turn, state session.TurnState, set func(*session.Turn)) {
-	now := time.Now().UTC()
-	t.State = state
-	t.EndedAt = &now
-	if set != nil {
-		set(&t)
-	}
-	t.SessionID = a.id
-	a.turns[t.PromptID] = t
-	a.change(turnEnded{TaskID: a.sess.TaskID, Turn: t})
-	a.pushRecovery()
-}
-
 // turnEndedDraft is the terminal event of a turn of a session of taskID.
 func turnEndedDraft(sessionID, taskID string, t session.Turn, dangling []session.DanglingToolCall) events.Draft {
 	p := session.EventPayload(&session.TurnCompletedData{State: t.State, EndedAt: t.EndedAt, StopReason: t.StopReason})

@@ -271,20 +271,6 @@ func (a *actor) believe(sess session.Session, exec session.Executor, turns []ses
 	a.turns = kept
 }
 
-// recordLostOutcome ends a turn whose outcome could not be stored as
-// failed with store_write_failed (effRecordLost): the agent is done with
-// it, and clients waiting for it must see it end. Every reload tries it
-// again until the store has it.
-func (a *actor) recordLostOutcome(promptID string) {
-	t := a.turns[promptID]
-	now := time.Now().UTC()
-	t.State, t.EndedAt = session.TurnFailed, &now
-	t.ErrorCode = string(errcode.StoreWriteFailed)
-	t.ErrorMessage = "the turn's outcome could not be stored; see the daemon log"
-	a.turns[t.PromptID] = t
-	a.change(turnEnded{TaskID: a.sess.TaskID, Turn: t})
-}
-
 // callWrites runs f on the actor like call, then waits until every write f
 // submitted is durable, and fails with the first of them that failed: the
 // request that caused a change is never told it succeeded when it was not
