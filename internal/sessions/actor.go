@@ -231,6 +231,7 @@ func (a *actor) shutdown() (stopping, error) {
 	for _, e := range decide(a.view(), shutdownCmd{}).Effects {
 		switch e := e.(type) {
 		case effStopAgent:
+			a.stopping = true
 			s = stopping{conn: a.conn, why: e.Why}
 		default:
 			a.perform(e)

@@ -230,7 +230,7 @@ func decideClose(v view) decision {
 	if v.State.Terminal() {
 		return accept()
 	}
-	d := accept(effMarkStopping{})
+	d := accept(effMarkStopping{Close: true})
 	for _, q := range v.Queue {
 		d.Effects = append(d.Effects, endTurn(q.PromptID, cancelled("", true))...)
 	}
@@ -239,7 +239,7 @@ func decideClose(v view) decision {
 	}
 	d.Effects = append(d.Effects, effClosePermissions{State: session.PermissionCancelled})
 	d.Effects = append(d.Effects, moveTo(v.State, session.SessionCompleted)...)
-	d.Effects = append(d.Effects, effPushRecovery{}, effBumpGen{})
+	d.Effects = append(d.Effects, effPushRecovery{})
 	return d
 }
 

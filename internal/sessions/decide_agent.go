@@ -35,32 +35,30 @@ func decideTurnEnded(v view, in turnEndedInput) decision {
 	case in.Failed:
 		end = failed(in.ErrorCode, in.ErrorMessage)
 	}
+	// The end's fold notes the agent seen now, if it is ready.
 	d := accept(endTurn(in.PromptID, end)...)
-	d.Effects = append(d.Effects, effClosePermissions{PromptID: in.PromptID, State: session.PermissionCancelled})
-	if v.Agent == agentReady {
-		d.Effects = append(d.Effects, effTouchLastSeen{})
-	}
-	d.Effects = append(d.Effects, effStartNext{}, effArmIdle{})
-	return d
+	return accept(append(d.Effects, effClosePermissions{PromptID: in.PromptID, State: session.PermissionCancelled},
+		effStartNext{}, effArmIdle{})...)
 }
 
 // decideAgentExited handles the agent process ending, expected or not.
 func decideAgentExited(v view, in agentExitedInput) decision {
-	d := accept(effClearSettling{})
 	if v.Stopping {
 		// Close or daemon shutdown stopped it on purpose. Close records the
 		// stop itself; after a shutdown, start-up reconciliation marks what
 		// was running as interrupted by the restart.
-		d.Effects = append(d.Effects, effForgetAgent{}, effDropSlot{})
-		return d
+		return accept(effAgentExited{Expected: true})
 	}
-	d.Effects = append(d.Effects, effRecordExit{Exit: in.Exit, Cause: in.Cause}, effClosePermissions{State: session.PermissionExpired})
-	interrupted := false
-	if r := v.Running; r != nil {
+	r := v.Running
+	interrupted := r != nil && !r.CancelRequested
+	// Queued prompts were accepted and nothing was cut: a fresh agent
+	// starts for them, in the slot the one that exited held.
+	restart := !v.State.Terminal() && len(v.Queue) > 0 && !v.QueueHeld && !interrupted
+	d := accept(effAgentExited{Exit: in.Exit, Cause: in.Cause, KeepSlot: restart}, effClosePermissions{State: session.PermissionExpired})
+	if r != nil {
 		if r.CancelRequested {
 			d.Effects = append(d.Effects, endTurn(r.PromptID, cancelled("", true))...)
 		} else {
-			interrupted = true
 			reason := "agent_exited"
 			if in.Lost {
 				reason = reasonExecutorLost
@@ -74,20 +72,15 @@ func decideAgentExited(v view, in agentExitedInput) decision {
 				// shows the hold.
 				d.Effects = append(d.Effects, holdQueue(true))
 			}
+			// Lost with its host (executor_lost): what the agent goes on
+			// sending there is kept, as the turn's late output, if the
+			// host comes back (effInterruptTurn).
 			d.Effects = append(d.Effects, effInterruptTurn{PromptID: r.PromptID, Reason: reason, Exit: in.Exit, Cause: in.Cause})
-			if in.Lost {
-				// What the agent goes on sending on its host is kept, as
-				// the turn's late output, if the host comes back.
-				d.Effects = append(d.Effects, effAwaitLate{PromptID: r.PromptID})
-			}
 		}
 	}
-	if !v.State.Terminal() && len(v.Queue) > 0 && !v.QueueHeld && !interrupted {
-		// Queued prompts were accepted and nothing was cut: start a fresh
-		// agent for them, in the slot the one that exited held.
+	if restart {
 		return accept(append(d.Effects, effEnsureAgent{})...)
 	}
-	d.Effects = append(d.Effects, effDropSlot{})
 	return accept(append(d.Effects, moveTo(v.State, session.SessionWaitingForInput)...)...)
 }
 

@@ -16,7 +16,7 @@ func TestDecideTurnEnded(t *testing.T) {
 	in := turnEndedInput{PromptID: "p1", StopReason: "end_turn"}
 	ended := func(end []effect) decision {
 		return acc(end, effClosePermissions{PromptID: "p1", State: session.PermissionCancelled},
-			effTouchLastSeen{}, effStartNext{}, effArmIdle{})
+			effStartNext{}, effArmIdle{})
 	}
 	// Only a running turn ends; anywhere else the answer is stale.
 	cases := perState("turn ended", in, nil, terminalStates(map[session.SessionState]decision{
@@ -58,53 +58,52 @@ func TestDecideTurnEnded(t *testing.T) {
 func TestDecideAgentExited(t *testing.T) {
 	exit := exitInfo{Code: -1, Signal: "killed"}
 	in := agentExitedInput{Exit: exit}
-	head := []effect{effClearSettling{}, effRecordExit{Exit: exit}, effClosePermissions{State: session.PermissionExpired}}
-	idleIn := func(s session.SessionState) decision {
-		return accepted(append(append(head, effDropSlot{}), toWaiting(s)...)...)
-	}
+	head := []effect{effAgentExited{Exit: exit}, effClosePermissions{State: session.PermissionExpired}}
+	// A fresh agent starts for the prompts queued, in the slot kept.
+	restart := []effect{effAgentExited{Exit: exit, KeepSlot: true}, effClosePermissions{State: session.PermissionExpired}, effEnsureAgent{}}
+	idleIn := func(s session.SessionState) decision { return acc(head, toWaiting(s)) }
 	idle := idleIn(session.SessionWaitingForInput)
 	cases := perState("agent exited", in, nil, terminalStates(map[session.SessionState]decision{
 		session.SessionCreated:  idleIn(session.SessionCreated),
 		session.SessionStarting: idleIn(session.SessionStarting),
 		session.SessionRunning: accepted(append(head, effInterruptTurn{PromptID: "p1", Reason: "agent_exited", Exit: exit},
-			effDropSlot{}, stateChange(session.SessionRunning, session.SessionWaitingForInput))...),
+			stateChange(session.SessionRunning, session.SessionWaitingForInput))...),
 		session.SessionWaitingForInput: idle,
-	}, func(session.SessionState) decision { return accepted(append(head, effDropSlot{})...) }))
+	}, func(session.SessionState) decision { return accepted(head...) }))
 	running := inState(session.SessionRunning)
 	cases = append(cases, []decideCase{
 		{"agent exited after a cancel", with(running, func(v *view) { v.Running = &runningView{PromptID: "p1", CancelRequested: true} }), in,
-			acc(head, endCancelled("p1", "", true), effDropSlot{}, stateChange(session.SessionRunning, session.SessionWaitingForInput))},
+			acc(head, endCancelled("p1", "", true), stateChange(session.SessionRunning, session.SessionWaitingForInput))},
 		{"agent exited with prompts queued", with(running, func(v *view) { v.Queue = queued("q1") }), in,
 			accepted(append(head, queueHeld(true), effInterruptTurn{PromptID: "p1", Reason: "agent_exited", Exit: exit},
-				effDropSlot{}, stateChange(session.SessionRunning, session.SessionWaitingForInput))...)},
+				stateChange(session.SessionRunning, session.SessionWaitingForInput))...)},
 		{"agent lost with prompts queued", with(running, func(v *view) { v.Queue = queued("q1") }), agentExitedInput{Exit: exit, Lost: true},
 			accepted(append(head, queueHeld(true), effInterruptTurn{PromptID: "p1", Reason: "executor_lost", Exit: exit},
-				effAwaitLate{PromptID: "p1"}, effDropSlot{}, stateChange(session.SessionRunning, session.SessionWaitingForInput))...)},
+				stateChange(session.SessionRunning, session.SessionWaitingForInput))...)},
 		{"agent exited between turns with prompts queued", with(inState(session.SessionWaitingForInput), func(v *view) { v.Queue = queued("q1") }), in,
-			accepted(append(head, effEnsureAgent{})...)},
+			accepted(restart...)},
 		{"agent exited after a cancel with prompts queued", with(running, func(v *view) {
 			v.Running = &runningView{PromptID: "p1", CancelRequested: true}
 			v.Queue = queued("q1")
-		}), in, acc(head, endCancelled("p1", "", true), effEnsureAgent{})},
+		}), in, acc(restart[:2], endCancelled("p1", "", true), restart[2])},
 		{"agent exited with a held queue", with(inState(session.SessionWaitingForInput), func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), in, idle},
 		{"agent lost with its executor host", running, agentExitedInput{Exit: exit, Lost: true},
 			accepted(append(head, effInterruptTurn{PromptID: "p1", Reason: "executor_lost", Exit: exit},
-				effAwaitLate{PromptID: "p1"}, effDropSlot{}, stateChange(session.SessionRunning, session.SessionWaitingForInput))...)},
+				stateChange(session.SessionRunning, session.SessionWaitingForInput))...)},
 		{"agent exited while stopping", with(running, func(v *view) { v.Stopping = true }), in,
-			accepted(effClearSettling{}, effForgetAgent{}, effDropSlot{})},
+			accepted(effAgentExited{Expected: true})},
 	}...)
 	// The executor says why the agent's records ended early: the executor
 	// and the interrupted turn keep it.
 	damaged := causeInfo{Code: "host_outbox_damaged", Message: "the executor host found the session's outbox damaged"}
 	withCause := agentExitedInput{Exit: exit, Lost: true, Cause: damaged}
-	causeHead := []effect{effClearSettling{}, effRecordExit{Exit: exit, Cause: damaged}, effClosePermissions{State: session.PermissionExpired}}
+	causeHead := []effect{effAgentExited{Exit: exit, Cause: damaged}, effClosePermissions{State: session.PermissionExpired}}
 	cases = append(cases, []decideCase{
 		{"agent lost with a damaged outbox mid-turn", running, withCause,
 			accepted(append(causeHead, effInterruptTurn{PromptID: "p1", Reason: "executor_lost", Exit: exit, Cause: damaged},
-				effAwaitLate{PromptID: "p1"},
-				effDropSlot{}, stateChange(session.SessionRunning, session.SessionWaitingForInput))...)},
+				stateChange(session.SessionRunning, session.SessionWaitingForInput))...)},
 		{"agent lost with a damaged outbox while idle", inState(session.SessionWaitingForInput), withCause,
-			accepted(append(causeHead, effDropSlot{})...)},
+			accepted(causeHead...)},
 	}...)
 	runDecideCases(t, cases)
 }

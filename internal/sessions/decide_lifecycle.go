@@ -112,9 +112,9 @@ func decideAgentStarted(v view, in agentStartedInput) decision {
 			effNotifyWaiters{Err: errcode.New(errcode.SessionTerminal, "session closed while its agent was starting")})
 	}
 	if in.Err != nil {
-		return accept(append([]effect{effClearStarting{}}, decideStartFailed(v, startFailedInput{Err: in.Err}).Effects...)...)
+		return decideStartFailed(v, startFailedInput{Err: in.Err})
 	}
-	return accept(effClearStarting{}, effAdoptAgent{})
+	return accept(effAdoptAgent{})
 }
 
 // startErrorMessage is what the executor row says of a failed start.
@@ -129,7 +129,7 @@ func startErrorMessage(err error) string {
 // decideStartFailed leaves the session usable and resumable: the error is
 // visible on the executor, queued turns fail visibly.
 func decideStartFailed(v view, in startFailedInput) decision {
-	d := accept(effRecordStartError{Err: in.Err}, effDropSlot{})
+	d := accept(effRecordStartError{Err: in.Err})
 	if !v.QueueHeld {
 		// Prompts held since a restart stay queued: they were not what
 		// started the agent, and the user decides when they run.
@@ -168,7 +168,7 @@ func decideReplaySettled(v view, in replaySettledInput) decision {
 			r.Strategy = session.StrategyHistoryInjection
 		}
 	}
-	return accept(append([]effect{effClearSettling{}}, started(r)...)...)
+	return accept(started(r)...) // session.resumed ends the settle
 }
 
 // started announces the restore outcome, releases resume waiters and runs
@@ -325,7 +325,7 @@ func decideShutdown(v view) decision {
 		return accept(effMarkStopping{})
 	}
 	if v.Connected {
-		return accept(effMarkStopping{}, effStopAgent{Why: restartedWhy})
+		return accept(effStopAgent{Why: restartedWhy})
 	}
 	return accept(effMarkStopping{})
 }

@@ -260,11 +260,11 @@ func TestDecideAgentStarted(t *testing.T) {
 	ok, stale := agentStartedInput{Current: true}, agentStartedInput{}
 	err := errcode.New(errcode.AgentStartFailed, "agent did not start")
 	failed := agentStartedInput{Current: true, Err: err}
-	adopt := accepted(effClearStarting{}, effAdoptAgent{})
+	adopt := accepted(effAdoptAgent{})
 	discard := accepted(effDiscardStart{},
 		effNotifyWaiters{Err: errcode.New(errcode.SessionTerminal, "session closed while its agent was starting")})
 	startFailedIn := func(s session.SessionState) decision {
-		effs := append([]effect{effClearStarting{}, effRecordStartError{Err: err}, effDropSlot{}}, toWaiting(s)...)
+		effs := append([]effect{effRecordStartError{Err: err}}, toWaiting(s)...)
 		return accepted(append(effs, effPushRecovery{}, effNotifyWaiters{Err: err})...)
 	}
 	startFailed := startFailedIn(session.SessionStarting)
@@ -284,7 +284,7 @@ func TestDecideAgentStarted(t *testing.T) {
 		{"agent start failed for a start since replaced", starting, agentStartedInput{Err: err}, discard},
 		{"agent started while stopping", with(starting, func(v *view) { v.Stopping = true }), ok, discard},
 		{"agent start failed with prompts queued", with(starting, func(v *view) { v.Queue = queued("q1") }), failed,
-			acc(effClearStarting{}, effRecordStartError{Err: err}, effDropSlot{},
+			acc(effRecordStartError{Err: err},
 				endFailed("q1", "agent_start_failed", "agent did not start"),
 				stateChange(session.SessionStarting, session.SessionWaitingForInput), effPushRecovery{}, effNotifyWaiters{Err: err})},
 		{"agent start failed with a held queue", with(starting, func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), failed, startFailed},
@@ -305,12 +305,12 @@ func TestDecideStartFailed(t *testing.T) {
 	starting := with(inState(session.SessionStarting), func(v *view) { v.Agent = agentStarting })
 	cases := []decideCase{
 		{"start failed/CREATED", with(inState(session.SessionCreated), func(v *view) { v.Queue = queued("q1") }), in,
-			acc(effRecordStartError{Err: err}, effDropSlot{}, failQ1, tailIn(session.SessionCreated))},
-		{"start failed/STARTING", starting, in, accepted(append([]effect{effRecordStartError{Err: err}, effDropSlot{}}, tail...)...)},
+			acc(effRecordStartError{Err: err}, failQ1, tailIn(session.SessionCreated))},
+		{"start failed/STARTING", starting, in, accepted(append([]effect{effRecordStartError{Err: err}}, tail...)...)},
 		{"start failed with a held queue", with(starting, func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), in,
-			accepted(append([]effect{effRecordStartError{Err: err}, effDropSlot{}}, tail...)...)},
+			accepted(append([]effect{effRecordStartError{Err: err}}, tail...)...)},
 		{"start failed with a plain error", with(starting, func(v *view) { v.Queue = queued("q1") }), startFailedInput{Err: errors.New("exec: no such file")},
-			acc(effRecordStartError{Err: errors.New("exec: no such file")}, effDropSlot{},
+			acc(effRecordStartError{Err: errors.New("exec: no such file")},
 				endFailed("q1", "internal_error", "exec: no such file"),
 				stateChange(session.SessionStarting, session.SessionWaitingForInput), effPushRecovery{}, effNotifyWaiters{Err: errors.New("exec: no such file")})},
 	}
@@ -345,11 +345,11 @@ func TestDecideReplaySettled(t *testing.T) {
 	injected := resumedInfo{Strategy: session.StrategyHistoryInjection, Fallback: "empty_replay"}
 	runDecideCases(t, []decideCase{
 		{"replay settled late", settling, replaySettledInput{Resumed: load, Current: true, Replayed: 3},
-			accepted(append([]effect{effClearSettling{}, resumedAs(load), effReconcileDelivery{}}, run...)...)},
+			accepted(append([]effect{resumedAs(load), effReconcileDelivery{}}, run...)...)},
 		{"replay settled empty", settling, replaySettledInput{Resumed: load, Current: true},
-			accepted(append([]effect{effClearSettling{}, resumedAs(lost)}, run...)...)},
+			accepted(append([]effect{resumedAs(lost)}, run...)...)},
 		{"replay settled empty with history injection", settling, replaySettledInput{Resumed: load, Current: true, Inject: true},
-			accepted(append([]effect{effClearSettling{}, resumedAs(injected)}, run...)...)},
+			accepted(append([]effect{resumedAs(injected)}, run...)...)},
 		{"replay settled for a previous agent", settling, replaySettledInput{Resumed: load}, accepted()},
 		{"replay settled after the settle ended", inState(session.SessionStarting), replaySettledInput{Resumed: load, Current: true}, accepted()},
 	})
@@ -433,7 +433,7 @@ func TestDecideRestore(t *testing.T) {
 // the session's turns or permissions, whatever it was doing.
 func TestDecideShutdown(t *testing.T) {
 	in := shutdownCmd{}
-	stop := accepted(effMarkStopping{}, effStopAgent{Why: restartedWhy})
+	stop := accepted(effStopAgent{Why: restartedWhy})
 	mark := accepted(effMarkStopping{})
 	cases := perState("shutdown", in, nil, terminalStates(map[session.SessionState]decision{
 		session.SessionCreated:         mark,

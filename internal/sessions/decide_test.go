@@ -335,20 +335,20 @@ func TestDecideCancel(t *testing.T) {
 func TestDecideClose(t *testing.T) {
 	in := closeCmd{}
 	tailIn := func(s session.SessionState) []effect {
-		return []effect{effClosePermissions{State: session.PermissionCancelled}, stateChange(s, session.SessionCompleted), effPushRecovery{}, effBumpGen{}}
+		return []effect{effClosePermissions{State: session.PermissionCancelled}, stateChange(s, session.SessionCompleted), effPushRecovery{}}
 	}
 	tail := tailIn(session.SessionRunning)
 	idleIn := func(s session.SessionState) decision {
-		return accepted(append([]effect{effMarkStopping{}}, tailIn(s)...)...)
+		return accepted(append([]effect{effMarkStopping{Close: true}}, tailIn(s)...)...)
 	}
 	cases := perState("close", in, nil, terminalStates(map[session.SessionState]decision{
 		session.SessionCreated:         idleIn(session.SessionCreated),
 		session.SessionStarting:        idleIn(session.SessionStarting),
-		session.SessionRunning:         acc(effMarkStopping{}, endCancelled("p1", "", true), tail),
+		session.SessionRunning:         acc(effMarkStopping{Close: true}, endCancelled("p1", "", true), tail),
 		session.SessionWaitingForInput: idleIn(session.SessionWaitingForInput),
 	}, func(session.SessionState) decision { return accepted() }))
 	cases = append(cases, decideCase{"close running with a queue", with(inState(session.SessionRunning), func(v *view) { v.Queue = queued("q1") }), in,
-		acc(effMarkStopping{}, endCancelled("q1", "", true), endCancelled("p1", "", true), tail)})
+		acc(effMarkStopping{Close: true}, endCancelled("q1", "", true), endCancelled("p1", "", true), tail)})
 	cases = append(cases, decideCase{"close while a shutdown stops", with(inState(session.SessionWaitingForInput), func(v *view) { v.Stopping = true }), in, idleIn(session.SessionWaitingForInput)})
 	runDecideCases(t, cases)
 }

@@ -38,17 +38,15 @@ type (
 	effStartTurn struct{ PromptID string }
 	// effInterruptTurn ends a turn that lost its agent: its process
 	// ended (Exit), or it lost the session it served (Cause: what it
-	// said).
+	// said). A turn its executor host's loss interrupted (reason
+	// executor_lost) is the one the lost agent's late output goes to,
+	// should the host come back (late.go).
 	effInterruptTurn struct {
 		PromptID, Reason string
 		Exit             exitInfo
 		// Cause, when set, is kept as the turn's error (code, message).
 		Cause causeInfo
 	}
-	// effAwaitLate keeps PromptID, which its host's loss interrupted, as
-	// the turn the lost agent's late output goes to should the host come
-	// back (late.go).
-	effAwaitLate struct{ PromptID string }
 	// effClosePermissions answers the open requests of a turn ("" = all).
 	effClosePermissions struct {
 		PromptID string
@@ -64,34 +62,33 @@ type (
 	effCancelAgent struct{}
 	// effStopRunningAgent ends the process of the running turn's agent.
 	effStopRunningAgent struct{}
+	// effMarkStopping: a close (Close) or a daemon stop began: exits
+	// from here on are expected. A close also makes whatever its agent
+	// still sends stale (a new generation): nothing may follow
+	// session.closed.
+	effMarkStopping struct{ Close bool }
 	// effPushRecovery announces the recovery plan if it changed (Always:
 	// even unchanged, as start-up tells every client where each session
 	// it repaired stands).
 	effPushRecovery struct{ Always bool }
-	// effMarkStopping: exits from here on are expected.
-	effMarkStopping struct{}
-	// effBumpGen makes late messages from the current agent stale.
-	effBumpGen struct{}
-	// effClearSettling ends a pending load settle.
-	effClearSettling struct{}
-	// effForgetAgent drops the agent after an expected exit.
-	effForgetAgent struct{}
-	// effRecordExit records an unexpected exit on the executor.
-	// With a Cause the executor shows status error and its code.
-	effRecordExit struct {
-		Exit  exitInfo
-		Cause causeInfo
+	// effAgentExited: the agent process ended. It is forgotten, and a
+	// pending load settle with it; unless Expected (a close or a daemon
+	// stop ended it), the exit is recorded on the executor (with a Cause,
+	// status error and its code). Its slot is released unless KeepSlot: a
+	// fresh agent starts in it for the prompts queued.
+	effAgentExited struct {
+		Exit     exitInfo
+		Cause    causeInfo
+		Expected bool
+		KeepSlot bool
 	}
-	// effRecordStartError records a failed start on the executor.
+	// effRecordStartError ends a start that failed: the error is recorded
+	// on the executor, and the slot released.
 	effRecordStartError struct{ Err error }
 	// effNotifyWaiters tells resume callers how the start went.
 	effNotifyWaiters struct{ Err error }
 	// effEnsureAgent starts (or restores) the agent if none runs.
 	effEnsureAgent struct{}
-	// effDropSlot releases the agent-cap slot once no agent needs it.
-	effDropSlot struct{}
-	// effTouchLastSeen notes the agent as seen now.
-	effTouchLastSeen struct{}
 	// effStartNext decides again, on the state the effects before it
 	// left, what runs next (nextInput).
 	effStartNext struct{}
@@ -193,15 +190,15 @@ type (
 	// kept when none can be restored.
 	effStartAgent struct{ Restore, HadHistory bool }
 	// effDiscardStart stops the agent of a start the session no longer
-	// wants and releases its slot; effClearStarting ends the start in
-	// progress; effAdoptAgent makes a started agent the session's, which
-	// then finishes the start (startSucceededInput).
-	effDiscardStart  struct{}
-	effClearStarting struct{}
-	effAdoptAgent    struct{}
-	// effStopAgent hands the agent to the caller to stop off the actor
-	// (stopping can take the whole grace period), which then records the
-	// executor stopped, Why.
+	// wants and releases its slot; effAdoptAgent ends the start in
+	// progress and makes the agent it started the session's, which then
+	// finishes the start (startSucceededInput).
+	effDiscardStart struct{}
+	effAdoptAgent   struct{}
+	// effStopAgent marks the actor stopping (effMarkStopping) and hands
+	// the agent to the caller to stop off the actor (stopping can take
+	// the whole grace period), which then records the executor stopped,
+	// Why.
 	effStopAgent struct{ Why string }
 
 	// Taking a session up from the store (restartedInput): at start-up,
@@ -241,22 +238,16 @@ func (effAnswerExisting) isEffect()     {}
 func (effEnqueue) isEffect()            {}
 func (effStartTurn) isEffect()          {}
 func (effInterruptTurn) isEffect()      {}
-func (effAwaitLate) isEffect()          {}
 func (effClosePermissions) isEffect()   {}
 func (effResolvePermission) isEffect()  {}
 func (effCancelAgent) isEffect()        {}
 func (effStopRunningAgent) isEffect()   {}
-func (effPushRecovery) isEffect()       {}
 func (effMarkStopping) isEffect()       {}
-func (effBumpGen) isEffect()            {}
-func (effClearSettling) isEffect()      {}
-func (effForgetAgent) isEffect()        {}
-func (effRecordExit) isEffect()         {}
+func (effPushRecovery) isEffect()       {}
+func (effAgentExited) isEffect()        {}
 func (effRecordStartError) isEffect()   {}
 func (effNotifyWaiters) isEffect()      {}
 func (effEnsureAgent) isEffect()        {}
-func (effDropSlot) isEffect()           {}
-func (effTouchLastSeen) isEffect()      {}
 func (effStartNext) isEffect()          {}
 func (effArmIdle) isEffect()            {}
 func (effApplyOption) isEffect()        {}
@@ -295,5 +286,4 @@ func (effRecordExecutor) isEffect()     {}
 func (effStartAgent) isEffect()         {}
 func (effStopAgent) isEffect()          {}
 func (effDiscardStart) isEffect()       {}
-func (effClearStarting) isEffect()      {}
 func (effAdoptAgent) isEffect()         {}

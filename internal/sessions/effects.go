@@ -2,7 +2,6 @@ package sessions
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/events"
@@ -111,8 +110,9 @@ func (a *actor) performOne(e effect) {
 	case effInterruptTurn:
 		a.leaveAgent(e.PromptID)
 		a.interruptTurn(a.turns[e.PromptID], e.Reason, acp.Exit(e.Exit), e.Cause)
-	case effAwaitLate:
-		a.late = &lateRun{gen: a.gen, run: &turnRun{turn: a.turns[e.PromptID], split: true}}
+		if e.Reason == reasonExecutorLost {
+			a.late = &lateRun{gen: a.gen, run: &turnRun{turn: a.turns[e.PromptID], split: true}}
+		}
 	case effRetireAgent:
 		a.log.Warn("retiring the agent", "why", e.Why)
 		a.retireAgent(e.Why)
@@ -131,25 +131,27 @@ func (a *actor) performOne(e effect) {
 		}
 	case effMarkStopping:
 		a.stopping = true
-	case effBumpGen:
-		a.gen++
-	case effClearSettling:
+		if e.Close {
+			a.gen++
+		}
+	case effAgentExited:
 		a.settling = false
-	case effForgetAgent:
-		a.conn = nil
-	case effRecordExit:
-		a.recordExit(acp.Exit(e.Exit), e.Cause)
+		if e.Expected {
+			a.conn = nil
+		} else {
+			a.recordExit(acp.Exit(e.Exit), e.Cause)
+		}
+		if !e.KeepSlot {
+			a.dropSlot()
+		}
 	case effRecordStartError:
+		a.starting = false
 		a.recordStartError(e.Err)
+		a.dropSlot()
 	case effNotifyWaiters:
 		a.notifyWaiters(e.Err)
 	case effEnsureAgent:
 		a.ensureAgent()
-	case effDropSlot:
-		a.dropSlot()
-	case effTouchLastSeen:
-		now := time.Now().UTC()
-		a.exec.LastSeenAt = &now
 	case effStartNext:
 		a.startNext()
 	case effArmIdle:
@@ -162,8 +164,6 @@ func (a *actor) performOne(e effect) {
 		a.emitOptions()
 	case effReloadWhenQuiet:
 		a.reloadAfter(e.After, e.Next)
-	case effClearStarting:
-		a.starting = false
 	case effStopOrphan:
 		a.stopOrphan()
 	case effRestartInterrupt:

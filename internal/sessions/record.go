@@ -36,6 +36,8 @@ func (a *actor) record(p session.EventPayload) *events.Pending {
 	case *session.SessionQueueHeldData:
 		a.sess.QueueHeld = p.Held
 	case *session.SessionResumedData:
+		// The start is over, and a load's settle with it.
+		a.settling = false
 		a.sess.InjectContext, a.sess.ContextLost = p.Context()
 	case *session.TurnCancelRequestedData:
 		t := a.turn(promptID)
@@ -70,10 +72,14 @@ func (a *actor) setState(s session.SessionState) {
 // (turnEnded: the event is made from the record, as the writer projects
 // it).
 func (a *actor) endTurn(promptID string, p session.EventPayload) *events.Pending {
+	now := time.Now().UTC()
+	if r := a.running; r != nil && r.turn.PromptID == promptID && a.ready() && !a.stopping {
+		seen := now
+		a.exec.LastSeenAt = &seen // its agent answered: seen now
+	}
 	a.leaveAgent(promptID)
 	a.queue = slices.DeleteFunc(a.queue, func(q session.Turn) bool { return q.PromptID == promptID })
 	t := a.turns[promptID]
-	now := time.Now().UTC()
 	t.EndedAt = &now
 	switch p := p.(type) {
 	case *session.TurnCompletedData:

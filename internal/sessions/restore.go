@@ -324,6 +324,7 @@ func (a *actor) onAgentStarted(p startPlan, out startOutcome) {
 				a.slot = nil
 			}
 		case effAdoptAgent:
+			a.starting = false
 			a.adoptAgent(p, out)
 		default:
 			a.perform(e)
