@@ -158,10 +158,7 @@ func (v view) activePromptID() string {
 
 // admission is the effects that admit a turn: the slot first, if needed.
 func (v view) admission(front bool) []effect {
-	if v.needsSlot() {
-		return []effect{effReserveSlot{}, effEnqueue{Front: front}}
-	}
-	return []effect{effEnqueue{Front: front}}
+	return []effect{effEnqueue{Front: front, Reserve: v.needsSlot()}}
 }
 
 // decidePrompt: a prompt runs now, waits in the queue, or is refused.
@@ -355,9 +352,5 @@ func decideResume(v view) decision {
 	if v.Agent == agentReady {
 		return accept(effAgentReady{})
 	}
-	d := accept(effAwaitStart{}, effEnsureAgent{})
-	if v.needsSlot() {
-		d.Effects = append([]effect{effReserveSlot{}}, d.Effects...)
-	}
-	return d
+	return accept(effAwaitStart{Reserve: v.needsSlot()}, effEnsureAgent{})
 }

@@ -167,7 +167,7 @@ func decideAdmitted(v view, in admittedInput) decision {
 	if t == nil || !t.Admitting {
 		return accept()
 	}
-	settle := effSettleAdmission{PromptID: in.PromptID}
+	settle := effSettleAdmission{PromptID: in.PromptID, Seq: in.Seq}
 	if in.Err == nil {
 		for _, q := range v.Queue {
 			if q.PromptID == in.PromptID {
@@ -183,7 +183,7 @@ func decideAdmitted(v view, in admittedInput) decision {
 		}
 	}
 	// The write that released a held queue failed whole: held again.
-	return accept(settle, effUnadmit{PromptID: in.PromptID, Err: in.Err, Rehold: t.ReleasedHold && left > 0}, effStartNext{})
+	return accept(effSettleAdmission{PromptID: in.PromptID, Err: in.Err, Rehold: t.ReleasedHold && left > 0}, effStartNext{})
 }
 
 // idle: the agent has nothing to do: no turn running or queued, no
@@ -200,12 +200,12 @@ func decideIdleCheck(v view, in idleCheckInput) decision {
 		return accept() // the next start arms the clock again
 	}
 	if !v.idle() {
-		return accept(effIdleBusy{})
+		return accept(effIdleWait{Left: in.Timeout, Busy: true})
 	}
 	if left := in.Timeout - in.Elapsed; left > 0 {
 		return accept(effIdleWait{Left: left})
 	}
-	return accept(effStopIdle{Timeout: in.Timeout})
+	return accept(effRetireAgent{Why: "agent stopped: idle for " + in.Timeout.String()})
 }
 
 // decideUpdate records one session/update in the transcript. Updates

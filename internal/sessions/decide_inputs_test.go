@@ -178,7 +178,7 @@ func TestDecideAdmitted(t *testing.T) {
 	cases := perState("admitted", admittedInput{PromptID: "q1"}, admitting, terminalStates(map[session.SessionState]decision{
 		session.SessionCreated: ok, session.SessionStarting: ok, session.SessionRunning: ok, session.SessionWaitingForInput: ok,
 	}, func(session.SessionState) decision { return ok }))
-	unadmit := accepted(settle, effUnadmit{PromptID: "q1", Err: failure}, effStartNext{})
+	unadmit := accepted(effSettleAdmission{PromptID: "q1", Err: failure}, effStartNext{})
 	cases = append(cases, perState("admission failed", admittedInput{PromptID: "q1", Err: failure}, admitting, terminalStates(map[session.SessionState]decision{
 		session.SessionCreated: unadmit, session.SessionStarting: unadmit, session.SessionRunning: unadmit, session.SessionWaitingForInput: unadmit,
 	}, func(session.SessionState) decision { return unadmit }))...)
@@ -186,12 +186,14 @@ func TestDecideAdmitted(t *testing.T) {
 	cases = append(cases, []decideCase{
 		{"admitted twice", with(waiting, func(v *view) { v.Turn.Admitting = false }), admittedInput{PromptID: "q1"}, accepted()},
 		{"admitted unknown", inState(session.SessionWaitingForInput), admittedInput{PromptID: "q1"}, accepted()},
+		{"admitted as a turn of the log", waiting, admittedInput{PromptID: "q1", Seq: 4},
+			accepted(effSettleAdmission{PromptID: "q1", Seq: 4}, effEnsureAgent{}, effStartNext{})},
 		{"admitted after a cancel ended it", with(waiting, func(v *view) { v.Queue = nil }), admittedInput{PromptID: "q1"},
 			accepted(settle, effStartNext{})},
 		{"admission failed that released a hold", with(waiting, func(v *view) {
 			v.Queue = []queuedView{{PromptID: "q1", Admitting: true}, {PromptID: "h1"}}
 			v.Turn.ReleasedHold = true
-		}), admittedInput{PromptID: "q1", Err: failure}, accepted(settle, effUnadmit{PromptID: "q1", Err: failure, Rehold: true}, effStartNext{})},
+		}), admittedInput{PromptID: "q1", Err: failure}, accepted(effSettleAdmission{PromptID: "q1", Err: failure, Rehold: true}, effStartNext{})},
 		{"admission failed that released a hold now empty", with(waiting, func(v *view) { v.Turn.ReleasedHold = true }),
 			admittedInput{PromptID: "q1", Err: failure}, unadmit},
 	}...)
@@ -200,20 +202,20 @@ func TestDecideAdmitted(t *testing.T) {
 
 func TestDecideIdleCheck(t *testing.T) {
 	due := idleCheckInput{Elapsed: 2 * time.Minute, Timeout: time.Minute}
-	stop := accepted(effStopIdle{Timeout: time.Minute})
+	stop := accepted(effRetireAgent{Why: "agent stopped: idle for 1m0s"})
 	cases := perState("idle check", due, nil, terminalStates(map[session.SessionState]decision{
 		session.SessionCreated:         accepted(), // no agent: the next start arms the clock
 		session.SessionStarting:        accepted(),
-		session.SessionRunning:         accepted(effIdleBusy{}),
+		session.SessionRunning:         accepted(effIdleWait{Left: time.Minute, Busy: true}),
 		session.SessionWaitingForInput: stop,
 	}, func(session.SessionState) decision { return accepted() }))
 	waiting := inState(session.SessionWaitingForInput)
 	cases = append(cases, []decideCase{
 		{"idle check early", waiting, idleCheckInput{Elapsed: 20 * time.Second, Timeout: time.Minute}, accepted(effIdleWait{Left: 40 * time.Second})},
-		{"idle check with a permission open", with(waiting, func(v *view) { v.OpenPermissions = 1 }), due, accepted(effIdleBusy{})},
-		{"idle check with a queue", with(waiting, func(v *view) { v.Queue = queued("q1") }), due, accepted(effIdleBusy{})},
+		{"idle check with a permission open", with(waiting, func(v *view) { v.OpenPermissions = 1 }), due, accepted(effIdleWait{Left: time.Minute, Busy: true})},
+		{"idle check with a queue", with(waiting, func(v *view) { v.Queue = queued("q1") }), due, accepted(effIdleWait{Left: time.Minute, Busy: true})},
 		{"idle check with a held queue", with(waiting, func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), due, stop},
-		{"idle check while a load settles", with(waiting, func(v *view) { v.Settling = true }), due, accepted(effIdleBusy{})},
+		{"idle check while a load settles", with(waiting, func(v *view) { v.Settling = true }), due, accepted(effIdleWait{Left: time.Minute, Busy: true})},
 		{"idle check while stopping", with(waiting, func(v *view) { v.Stopping = true }), due, accepted()},
 	}...)
 	runDecideCases(t, cases)

@@ -27,11 +27,7 @@ func decideEnsureAgent(v view) decision {
 	if v.Connected || v.Agent != agentNone || v.closed() {
 		return accept()
 	}
-	start := effStartAgent{Restore: v.StoredSession, HadHistory: v.HasTurns}
-	if !v.HasSlot {
-		return accept(effReserveSlot{}, start)
-	}
-	return accept(start)
+	return accept(effStartAgent{Restore: v.StoredSession, HadHistory: v.HasTurns, Reserve: !v.HasSlot})
 }
 
 // decideRestore is the next ACP call of a start, from the agent's
@@ -198,10 +194,12 @@ func decideWriteFailed(v view, in writeFailedInput) decision {
 	if in.ShuttingDown {
 		return accept() // the writer closed: the next start reconciles from the store
 	}
+	report := effWriteFailed{Change: in.Change, Err: in.Err}
 	if v.Reloading {
-		return accept(effReportWriteFailed{})
+		return accept(report)
 	}
-	return accept(effReportWriteFailed{}, effReloadWhenQuiet{After: v.Backoff, Next: nextBackoff(v.Backoff)})
+	report.Reload, report.After, report.Next = true, v.Backoff, nextBackoff(v.Backoff)
+	return accept(report)
 }
 
 // The backoff of a reload after a failed write that follows a reload

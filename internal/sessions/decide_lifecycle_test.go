@@ -95,7 +95,7 @@ func TestDecideRestarted(t *testing.T) {
 
 func TestDecideWriteFailed(t *testing.T) {
 	in, closing := writeFailedInput{}, writeFailedInput{ShuttingDown: true}
-	reload := accepted(effReportWriteFailed{}, effReloadWhenQuiet{Next: reloadBackoffMin})
+	reload := accepted(effWriteFailed{Reload: true, Next: reloadBackoffMin})
 	reloadEveryState := func(session.SessionState) decision { return reload }
 	cases := perState("write failed", in, nil, terminalStates(map[session.SessionState]decision{
 		session.SessionCreated: reload, session.SessionStarting: reload, session.SessionRunning: reload, session.SessionWaitingForInput: reload,
@@ -103,18 +103,20 @@ func TestDecideWriteFailed(t *testing.T) {
 	waiting := inState(session.SessionRunning)
 	reloading := with(waiting, func(v *view) { v.Reloading = true })
 	cases = append(cases, []decideCase{
-		{"write failed while a reload waits", reloading, in, accepted(effReportWriteFailed{})},
+		{"write failed while a reload waits", reloading, in, accepted(effWriteFailed{})},
 		{"write failed as the writer closed", waiting, closing, accepted()},
 		{"write failed as the writer closed while a reload waits", reloading, closing, accepted()},
 		{"write failed while stopping", with(waiting, func(v *view) { v.Stopping = true }), in, reload},
 		{"write failed after a reload's write failed", backedOff(waiting, reloadBackoffMin), in,
-			accepted(effReportWriteFailed{}, effReloadWhenQuiet{After: reloadBackoffMin, Next: 2 * reloadBackoffMin})},
+			accepted(effWriteFailed{Reload: true, After: reloadBackoffMin, Next: 2 * reloadBackoffMin})},
 		{"write failed as the backoff nears its cap", backedOff(waiting, reloadBackoffMax-time.Second), in,
-			accepted(effReportWriteFailed{}, effReloadWhenQuiet{After: reloadBackoffMax - time.Second, Next: reloadBackoffMax})},
+			accepted(effWriteFailed{Reload: true, After: reloadBackoffMax - time.Second, Next: reloadBackoffMax})},
 		{"write failed at the backoff's cap", backedOff(waiting, reloadBackoffMax), in,
-			accepted(effReportWriteFailed{}, effReloadWhenQuiet{After: reloadBackoffMax, Next: reloadBackoffMax})},
+			accepted(effWriteFailed{Reload: true, After: reloadBackoffMax, Next: reloadBackoffMax})},
 		{"write failed while a backed-off reload waits", with(backedOff(waiting, time.Second), func(v *view) { v.Reloading = true }), in,
-			accepted(effReportWriteFailed{})},
+			accepted(effWriteFailed{})},
+		{"write failed names the change and its error", waiting, writeFailedInput{Change: "sessions.turnEnded", Err: errStale},
+			accepted(effWriteFailed{Change: "sessions.turnEnded", Err: errStale, Reload: true, Next: reloadBackoffMin})},
 	}...)
 	runDecideCases(t, cases)
 }
@@ -228,7 +230,7 @@ func TestDecideReloaded(t *testing.T) {
 
 func TestDecideEnsureAgent(t *testing.T) {
 	in := ensureAgentInput{}
-	first := accepted(effReserveSlot{}, effStartAgent{})
+	first := accepted(effStartAgent{Reserve: true})
 	cases := perState("ensure agent", in, nil, terminalStates(map[session.SessionState]decision{
 		session.SessionCreated:         first,
 		session.SessionStarting:        accepted(),
@@ -242,13 +244,13 @@ func TestDecideEnsureAgent(t *testing.T) {
 	})
 	cases = append(cases, []decideCase{
 		{"ensure agent after an idle stop", stopped, in,
-			accepted(effReserveSlot{}, effStartAgent{Restore: true, HadHistory: true})},
+			accepted(effStartAgent{Restore: true, HadHistory: true, Reserve: true})},
 		{"ensure agent with its slot reserved", with(stopped, func(v *view) { v.HasSlot = true }), in,
 			accepted(effStartAgent{Restore: true, HadHistory: true})},
 		{"ensure agent with history but no stored session", with(stopped, func(v *view) { v.StoredSession = false }), in,
-			accepted(effReserveSlot{}, effStartAgent{HadHistory: true})},
+			accepted(effStartAgent{HadHistory: true, Reserve: true})},
 		{"ensure agent with a stored session but no turns", with(stopped, func(v *view) { v.HasTurns = false }), in,
-			accepted(effReserveSlot{}, effStartAgent{Restore: true})},
+			accepted(effStartAgent{Restore: true, Reserve: true})},
 		{"ensure agent while its connection opens the session", with(stopped, func(v *view) { v.Connected = true }), in, accepted()},
 		{"ensure agent while stopping", with(stopped, func(v *view) { v.Stopping = true }), in, accepted()},
 		{"ensure agent of a closed session", with(stopped, func(v *view) { v.State = session.SessionCompleted }), in, accepted()},

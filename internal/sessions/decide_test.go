@@ -242,13 +242,13 @@ func TestDecidePrompt(t *testing.T) {
 	reject := promptCmd{PromptID: "p9", Multitask: MultitaskReject}
 	enqueue := accepted(effEnqueue{})
 	cases := perState("prompt", in, nil, terminalStates(map[session.SessionState]decision{
-		session.SessionCreated:         accepted(effReserveSlot{}, effEnqueue{}),
+		session.SessionCreated:         accepted(effEnqueue{Reserve: true}),
 		session.SessionStarting:        enqueue,
 		session.SessionRunning:         enqueue,
 		session.SessionWaitingForInput: enqueue,
 	}, terminalRefusal))
 	cases = append(cases, perState("prompt reject", reject, nil, terminalStates(map[session.SessionState]decision{
-		session.SessionCreated:         accepted(effReserveSlot{}, effEnqueue{}),
+		session.SessionCreated:         accepted(effEnqueue{Reserve: true}),
 		session.SessionStarting:        enqueue,
 		session.SessionRunning:         refused(errcode.TurnActive, map[string]any{"promptId": "p1"}),
 		session.SessionWaitingForInput: enqueue,
@@ -280,7 +280,7 @@ func TestDecidePrompt(t *testing.T) {
 			refused(errcode.TurnActive, map[string]any{"promptId": "q1"})},
 		{"prompt with a reserved slot", with(inState(session.SessionCreated), func(v *view) { v.HasSlot = true }), in, enqueue},
 		{"prompt after an idle stop", with(waiting, func(v *view) { v.Agent, v.HasSlot, v.Connected = agentNone, false, false }), in,
-			accepted(effReserveSlot{}, effEnqueue{})},
+			accepted(effEnqueue{Reserve: true})},
 	}...)
 	runDecideCases(t, cases)
 }
@@ -359,7 +359,7 @@ func TestDecideContinue(t *testing.T) {
 	stale := decision{Refusal: errStale}
 	front := accepted(effEnqueue{Front: true})
 	cases := perState("continue", in, nil, terminalStates(map[session.SessionState]decision{
-		session.SessionCreated:         accepted(effReserveSlot{}, effEnqueue{Front: true}),
+		session.SessionCreated:         accepted(effEnqueue{Front: true, Reserve: true}),
 		session.SessionStarting:        front,
 		session.SessionRunning:         stale,
 		session.SessionWaitingForInput: front,
@@ -509,7 +509,7 @@ func TestDecideAnswerPermission(t *testing.T) {
 func TestDecideResume(t *testing.T) {
 	in := resumeCmd{}
 	cases := perState("resume", in, nil, terminalStates(map[session.SessionState]decision{
-		session.SessionCreated:         accepted(effReserveSlot{}, effAwaitStart{}, effEnsureAgent{}),
+		session.SessionCreated:         accepted(effAwaitStart{Reserve: true}, effEnsureAgent{}),
 		session.SessionStarting:        accepted(effAwaitStart{}, effEnsureAgent{}), // shares the start in progress
 		session.SessionRunning:         accepted(effAgentReady{}),
 		session.SessionWaitingForInput: accepted(effAgentReady{}),
@@ -517,7 +517,7 @@ func TestDecideResume(t *testing.T) {
 	waiting := inState(session.SessionWaitingForInput)
 	cases = append(cases, []decideCase{
 		{"resume after an idle stop", with(waiting, func(v *view) { v.Agent, v.HasSlot, v.Connected = agentNone, false, false }), in,
-			accepted(effReserveSlot{}, effAwaitStart{}, effEnsureAgent{})},
+			accepted(effAwaitStart{Reserve: true}, effEnsureAgent{})},
 		{"resume while stopping", with(waiting, func(v *view) { v.Stopping = true }), in, terminalRefusal(session.SessionWaitingForInput)},
 	}...)
 	runDecideCases(t, cases)

@@ -181,9 +181,11 @@ type (
 	startFailedInput struct{ Err error }
 	// permissionRequestedInput: the agent asks the user for a permission.
 	permissionRequestedInput struct{}
-	// admittedInput: a turn's admitting write reported (Err nil: durable).
+	// admittedInput: a turn's admitting write reported (Err nil: durable,
+	// as turn Seq of the log).
 	admittedInput struct {
 		PromptID string
+		Seq      int64
 		Err      error
 	}
 	// idleCheckInput: the idle clock rang; the agent has been active
@@ -215,9 +217,14 @@ type (
 		Block, Empty bool
 		Current      bool
 	}
-	// writeFailedInput: one of the session's writes failed (ShuttingDown:
-	// because the writer closed).
-	writeFailedInput struct{ ShuttingDown bool }
+	// writeFailedInput: one of the session's writes failed, Change (its
+	// kind, for the log; "" when a reload's read failed), with Err
+	// (ShuttingDown: because the writer closed).
+	writeFailedInput struct {
+		Change       string
+		Err          error
+		ShuttingDown bool
+	}
 	// reloadedInput: since a write failed, every write in flight has
 	// reported, and the store holds the session in State with Turns
 	// (every turn, in run order) and the Pending permission requests.

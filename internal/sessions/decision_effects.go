@@ -23,17 +23,16 @@ type (
 	// and emits it (actor.record, record.go), and the event writer
 	// projects its rows, commits it and publishes it.
 	effRecord struct{ Event session.EventPayload }
-	// effReserveSlot reserves an agent-cap slot; it is the only effect
-	// that can fail, and comes first, so a refusal stores nothing.
-	effReserveSlot struct{}
 	// effAnswerExisting answers a repeated prompt id with its turn.
 	effAnswerExisting struct {
 		PromptID  string
 		Admitting bool
 	}
 	// effEnqueue admits the command's turn into the queue (Front: ahead
-	// of the turns held since a restart).
-	effEnqueue struct{ Front bool }
+	// of the turns held since a restart). Reserve: an agent-cap slot is
+	// reserved first, the only thing that can fail: a refusal stores
+	// nothing (as with effAwaitStart's and effStartAgent's).
+	effEnqueue struct{ Front, Reserve bool }
 	// effStartTurn takes the head of the queue to the agent.
 	effStartTurn struct{ PromptID string }
 	// effInterruptTurn ends a turn that lost its agent: its process
@@ -101,29 +100,32 @@ type (
 	// effAgentReady answers a resume at once; effAwaitStart makes it wait
 	// for the start in progress (or about to begin).
 	effAgentReady struct{}
-	effAwaitStart struct{}
+	effAwaitStart struct{ Reserve bool }
 	// effAskPermission records the agent's question for PromptID ("" =
 	// outside a turn) and puts it to the user; effDeclinePermission
 	// answers the agent "cancelled" (TooMany: the open-request bound).
 	effAskPermission     struct{ PromptID string }
 	effDeclinePermission struct{ TooMany bool }
-	// effSettleAdmission forgets that PromptID's admission is pending;
-	// effUnadmit takes back a turn whose admitting write failed, as if
-	// never asked (Rehold: the queue it released is held again).
-	effSettleAdmission struct{ PromptID string }
-	effUnadmit         struct {
+	// effSettleAdmission forgets that PromptID's admission is pending:
+	// its turn takes the number the log gave it (Seq), or, when its
+	// admitting write failed (Err), is taken back, as if never asked
+	// (Rehold: the queue it released is held again).
+	effSettleAdmission struct {
 		PromptID string
+		Seq      int64
 		Err      error
 		Rehold   bool
 	}
-	// effIdleBusy restarts the idle clock from now; effIdleWait looks
-	// again after Left; effStopIdle stops the idle agent.
-	effIdleBusy struct{}
-	effIdleWait struct{ Left time.Duration }
-	effStopIdle struct{ Timeout time.Duration }
-	// effRetireAgent stops the agent on purpose, Why: it will not serve
-	// the session again (it lost it). The session keeps its identity;
-	// the next prompt, continue or resume restores it in a new agent.
+	// effIdleWait looks at the idle clock again after Left (Busy: the
+	// agent has work, so its idle time starts over now).
+	effIdleWait struct {
+		Left time.Duration
+		Busy bool
+	}
+	// effRetireAgent stops the agent on purpose, Why: it was idle too
+	// long, or it will not serve the session again (it lost it). The
+	// session keeps its identity; the next prompt, continue or resume
+	// restores it in a new agent.
 	effRetireAgent struct{ Why string }
 	// effAwaitReplay holds prompts back for a grace period: a load that
 	// replayed nothing may still replay after its answer.
@@ -170,12 +172,16 @@ type (
 
 	// A failed write's effects (writefail.go).
 	//
-	// effReportWriteFailed logs the failed write; effReloadWhenQuiet
-	// reloads the session after After (0: at once) once every write in
-	// flight has reported, and has the reload after the next failure wait
-	// Next.
-	effReportWriteFailed struct{}
-	effReloadWhenQuiet   struct{ After, Next time.Duration }
+	// effWriteFailed logs a failure: of a write (Change names it), or of
+	// a reload's read (Change ""). With Reload, the session is reloaded
+	// after After (0: at once) once every write in flight has reported,
+	// and the reload after the next failure waits Next.
+	effWriteFailed struct {
+		Change      string
+		Err         error
+		Reload      bool
+		After, Next time.Duration
+	}
 	// effReload believes the store again (performed by reload, which holds
 	// what it read): the session, executor and turns as stored, except
 	// the live facts (the running turn, turns still being admitted), and
@@ -188,7 +194,8 @@ type (
 	// effStartAgent starts an agent: Restore its stored ACP session (whose
 	// replay is then expected), HadHistory to report how the context was
 	// kept when none can be restored.
-	effStartAgent struct{ Restore, HadHistory bool }
+	// Reserve: a slot first (a refusal fails the start).
+	effStartAgent struct{ Restore, HadHistory, Reserve bool }
 	// effDiscardStart stops the agent of a start the session no longer
 	// wants and releases its slot; effAdoptAgent ends the start in
 	// progress and makes the agent it started the session's, which then
@@ -233,7 +240,6 @@ func (effAttachAgent) isEffect()      {}
 func (effRestartAgent) isEffect()     {}
 
 func (effRecord) isEffect()             {}
-func (effReserveSlot) isEffect()        {}
 func (effAnswerExisting) isEffect()     {}
 func (effEnqueue) isEffect()            {}
 func (effStartTurn) isEffect()          {}
@@ -257,10 +263,7 @@ func (effAwaitStart) isEffect()         {}
 func (effAskPermission) isEffect()      {}
 func (effDeclinePermission) isEffect()  {}
 func (effSettleAdmission) isEffect()    {}
-func (effUnadmit) isEffect()            {}
-func (effIdleBusy) isEffect()           {}
 func (effIdleWait) isEffect()           {}
-func (effStopIdle) isEffect()           {}
 func (effRetireAgent) isEffect()        {}
 func (effAwaitReplay) isEffect()        {}
 func (effReconcileDelivery) isEffect()  {}
@@ -279,8 +282,7 @@ func (effAdoptCommands) isEffect()      {}
 func (effAdoptMode) isEffect()          {}
 func (effAdoptConfigOptions) isEffect() {}
 func (effEmitOptions) isEffect()        {}
-func (effReportWriteFailed) isEffect()  {}
-func (effReloadWhenQuiet) isEffect()    {}
+func (effWriteFailed) isEffect()        {}
 func (effReload) isEffect()             {}
 func (effRecordExecutor) isEffect()     {}
 func (effStartAgent) isEffect()         {}

@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/events"
@@ -89,7 +90,7 @@ func (a *actor) decideAndPerform(in input) (decision, error) {
 
 // perform carries out the effects that need nothing but the actor. The
 // input-specific ones are performed by the code that decided, which holds
-// what they need: a command's (effReserveSlot, effAnswerExisting,
+// what they need: a command's (effAnswerExisting,
 // effEnqueue, effApplyOption, effStoreOption, effResolvePermission), an
 // update's content (onUpdate: effStartMessage and the other transcript
 // changes), what a reload read (reload: effReload, effRecordExecutor), a
@@ -114,8 +115,13 @@ func (a *actor) performOne(e effect) {
 			a.late = &lateRun{gen: a.gen, run: &turnRun{turn: a.turns[e.PromptID], split: true}}
 		}
 	case effRetireAgent:
-		a.log.Warn("retiring the agent", "why", e.Why)
+		a.log.Info("retiring the agent", "why", e.Why)
 		a.retireAgent(e.Why)
+	case effIdleWait:
+		if e.Busy {
+			a.activeAt = time.Now()
+		}
+		a.idleTimer.Reset(e.Left)
 	case effClosePermissions:
 		a.closePermissions(e.PromptID, e.State)
 	case effCancelAgent:
@@ -162,8 +168,8 @@ func (a *actor) performOne(e effect) {
 		a.splitMessage()
 	case effEmitOptions:
 		a.emitOptions()
-	case effReloadWhenQuiet:
-		a.reloadAfter(e.After, e.Next)
+	case effWriteFailed:
+		a.reportFailure(e)
 	case effStopOrphan:
 		a.stopOrphan()
 	case effRestartInterrupt:
@@ -179,17 +185,20 @@ func (a *actor) performOne(e effect) {
 		a.write(func(tx *store.Store, emit events.Emit) error {
 			return events.FollowTask(a.ctx(), tx, emit, sess.ID, sess.TaskID, sess.State)
 		})
+	case effStartAgent:
+		a.startAgent(e)
+	case effSettleAdmission:
+		a.settleAdmission(e)
 	case effAttachAgent:
 		a.attach()
 	case effRestartAgent:
 		a.ensureAgent()
 	case effAdoptAgent, effAdoptCommands, effAdoptConfigOptions, effAdoptMode, effAgentReady,
 		effAnswerExisting, effAppendChunk, effApplyOption, effAskPermission, effAwaitReplay,
-		effAwaitStart, effDeclinePermission, effDiscardStart, effDropOutput, effEnqueue, effIdleBusy,
-		effIdleWait, effRecordExecutor, effRecordPlan, effRecordToolCall, effReload, effReportWriteFailed,
-		effReserveSlot, effResolvePermission, effSettleAdmission,
-		effSkipReplayed, effStartAgent, effStartMessage, effStopAgent, effStopIdle,
-		effStoreOption, effUnadmit:
+		effAwaitStart, effDeclinePermission, effDiscardStart, effDropOutput, effEnqueue, effRecordExecutor, effRecordPlan, effRecordToolCall, effReload,
+		effResolvePermission,
+		effSkipReplayed, effStartMessage, effStopAgent,
+		effStoreOption:
 		// Command-specific: performed by the loop of the command or input
 		// that decided it (admission, restore, options, permissions, the
 		// agent's updates, a reload). Reaching here is a bug in that

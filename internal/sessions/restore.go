@@ -75,24 +75,19 @@ func (a *actor) ensureAgent() {
 // ensureAgentNow is ensureAgent once no late output is to be taken up
 // first (or it could not be: the start then fails, or replaces it).
 func (a *actor) ensureAgentNow() {
-	for _, e := range decide(a.view(), ensureAgentInput{}).Effects {
-		switch e := e.(type) {
-		case effReserveSlot:
-			if err := a.needAgent(); err != nil {
-				a.startFailed(err)
-				return
-			}
-		case effStartAgent:
-			a.startAgent(e)
-		default:
-			a.perform(e)
-		}
-	}
+	a.perform(decide(a.view(), ensureAgentInput{}).Effects...)
 }
 
 // startAgent launches the start in a goroutine of its own, which reports
-// back to onAgentStarted.
+// back to onAgentStarted, once it has the agent-cap slot it reserves
+// (e.Reserve), or fails.
 func (a *actor) startAgent(e effStartAgent) {
+	if e.Reserve {
+		if err := a.needAgent(); err != nil {
+			a.startFailed(err)
+			return
+		}
+	}
 	a.starting = true
 	a.gen++
 	spec, profile, specErr := a.m.profiles.Spec(a.sess.AgentProfileID)
@@ -423,14 +418,15 @@ func (a *actor) resume() (<-chan error, error) {
 	}
 	ch := make(chan error, 1)
 	for _, e := range d.Effects {
-		switch e.(type) {
+		switch e := e.(type) {
 		case effAgentReady:
 			ch <- nil
-		case effReserveSlot:
-			if err := a.needAgent(); err != nil {
-				return nil, err
-			}
 		case effAwaitStart:
+			if e.Reserve {
+				if err := a.needAgent(); err != nil {
+					return nil, err
+				}
+			}
 			a.waiters = append(a.waiters, ch)
 		default:
 			a.perform(e)

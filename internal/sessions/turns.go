@@ -106,11 +106,12 @@ func (a *actor) admit(in PromptInput) (PromptResult, error) {
 				pending = a.admissionWrite(e.PromptID)
 			}
 			res = PromptResult{Turn: a.turns[e.PromptID], EventEpoch: a.sess.EventEpoch, pending: pending}
-		case effReserveSlot:
-			if err := a.needAgent(); err != nil {
-				return PromptResult{}, err // refused whole: nothing is stored
-			}
 		case effEnqueue:
+			if e.Reserve {
+				if err := a.needAgent(); err != nil {
+					return PromptResult{}, err // refused whole: nothing is stored
+				}
+			}
 			t, pending := a.enqueue(session.Turn{SessionID: a.id, PromptID: in.PromptID, Kind: in.kind, Prompt: in.Prompt}, e.Front)
 			res = PromptResult{Turn: t, EventEpoch: a.sess.EventEpoch, pending: pending}
 		default:

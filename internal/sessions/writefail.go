@@ -40,23 +40,27 @@ func (a *actor) writeFailed(c events.Change, err error) {
 	if r, ok := c.(permissionResolved); ok {
 		a.unresolved[r.RequestID] = r.End
 	}
-	a.failed(writeFailedInput{ShuttingDown: errcode.Is(err, errcode.ServiceShuttingDown)}, func() {
-		a.log.Error("a change of this session was not stored; reloading the session from the store",
-			"change", changeKind(c), "code", errcode.CodeOf(err), "err", err)
-	})
+	a.failed(writeFailedInput{Change: changeKind(c), Err: err, ShuttingDown: errcode.Is(err, errcode.ServiceShuttingDown)})
 }
 
 // failed counts a failure that a reload must follow (a write's, or a
-// reload's own read) and performs what decideWriteFailed decides; report
-// says what failed.
-func (a *actor) failed(in writeFailedInput, report func()) {
+// reload's own read) and performs what decideWriteFailed decides.
+func (a *actor) failed(in writeFailedInput) {
 	a.failures++
-	for _, e := range decide(a.view(), in).Effects {
-		if _, ok := e.(effReportWriteFailed); ok {
-			report()
-			continue
-		}
-		a.perform(e)
+	a.perform(decide(a.view(), in).Effects...)
+}
+
+// reportFailure logs what failed and reloads the session if decided
+// (effWriteFailed).
+func (a *actor) reportFailure(e effWriteFailed) {
+	if e.Change != "" {
+		a.log.Error("a change of this session was not stored; reloading the session from the store",
+			"change", e.Change, "code", errcode.CodeOf(e.Err), "err", e.Err)
+	} else {
+		a.log.Error("reloading the session from the store failed; trying again", "err", e.Err)
+	}
+	if e.Reload {
+		a.reloadAfter(e.After, e.Next)
 	}
 }
 
@@ -142,9 +146,7 @@ func (a *actor) reload() {
 		return err
 	})
 	if err != nil {
-		a.failed(writeFailedInput{}, func() {
-			a.log.Error("reloading the session from the store failed; trying again", "err", err)
-		})
+		a.failed(writeFailedInput{Err: err})
 		return
 	}
 	live := a.exec
