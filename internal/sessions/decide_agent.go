@@ -221,12 +221,12 @@ func decideUpdate(v view, in updateInput) decision {
 	}
 	r := v.Running
 	if v.Replaying && r == nil && replayedKind(in.Kind) {
-		return accept(effSkipReplayed{})
+		return accept(effIgnoreUpdate{Replayed: true})
 	}
 	switch in.Kind {
 	case acp.UpdateAgentMessage, acp.UpdateAgentThought:
 		if r == nil {
-			return accept(effDropOutput{})
+			return accept(effIgnoreUpdate{})
 		}
 		if in.Empty {
 			return accept()
@@ -245,20 +245,18 @@ func decideUpdate(v view, in updateInput) decision {
 		return accept(effAppendChunk{PromptID: r.PromptID, MessageID: in.MessageID, Role: role})
 	case acp.UpdateToolCall, acp.UpdateToolCallUpdate:
 		if r == nil {
-			return accept(effDropOutput{})
+			return accept(effIgnoreUpdate{})
 		}
 		return accept(effSplitMessage{}, effRecordToolCall{PromptID: r.PromptID, Started: in.Kind == acp.UpdateToolCall})
 	case acp.UpdatePlan:
-		if r == nil {
-			return accept(effRecordPlan{})
+		// Its fold ends the running turn's current message.
+		promptID := ""
+		if r != nil {
+			promptID = r.PromptID
 		}
-		return accept(effSplitMessage{}, effRecordPlan{PromptID: r.PromptID})
-	case acp.UpdateAvailableCommands:
-		return accept(effAdoptCommands{}, effEmitOptions{})
-	case acp.UpdateCurrentMode:
-		return accept(effAdoptMode{}, effEmitOptions{})
-	case acp.UpdateConfigOptions:
-		return accept(effAdoptConfigOptions{}, effEmitOptions{})
+		return accept(record(promptID, &session.PlanUpdatedData{Entries: in.Data}))
+	case acp.UpdateAvailableCommands, acp.UpdateCurrentMode, acp.UpdateConfigOptions:
+		return accept(effAdoptOptions{})
 	}
 	// user_message_chunk echoes what we already stored; session info and
 	// usage are not transcript.

@@ -210,12 +210,14 @@ type (
 	// updateInput: the agent sent a session/update of Kind (Current: the
 	// agent is still the session's). Of a message or thought chunk:
 	// MessageID is its ACP messageId, Block that it is not plain text,
-	// Empty that it has neither text nor a block.
+	// Empty that it has neither text nor a block. Of a plan: Data, its
+	// entries.
 	updateInput struct {
 		Kind         acp.UpdateKind
 		MessageID    string
 		Block, Empty bool
 		Current      bool
+		Data         json.RawMessage
 	}
 	// writeFailedInput: one of the session's writes failed, Change (its
 	// kind, for the log; "" when a reload's read failed), with Err

@@ -136,11 +136,10 @@ type (
 	// A session/update's effects, performed by onUpdate (transcript.go),
 	// which holds the update's content.
 	//
-	// effSkipReplayed counts an update a session/load replays: history
-	// already stored, neither stored nor streamed again.
-	effSkipReplayed struct{}
-	// effDropOutput drops agent output that came after its turn ended.
-	effDropOutput struct{}
+	// effIgnoreUpdate stores the update nowhere: a session/load replays
+	// it (Replayed: history already stored, counted), or it is agent
+	// output after its turn ended (dropped).
+	effIgnoreUpdate struct{ Replayed bool }
 	// effStartMessage starts a new message of Role in PromptID's turn with
 	// the chunk; effAppendChunk appends it to the open message. Either
 	// notes the chunk's ACP MessageID and ends a split.
@@ -161,14 +160,10 @@ type (
 		PromptID string
 		Started  bool
 	}
-	// effRecordPlan stores the agent's plan (PromptID "" outside a turn).
-	effRecordPlan struct{ PromptID string }
-	// effAdoptCommands, effAdoptMode and effAdoptConfigOptions keep what
-	// the agent announced; effEmitOptions announces the session's options.
-	effAdoptCommands      struct{}
-	effAdoptMode          struct{}
-	effAdoptConfigOptions struct{}
-	effEmitOptions        struct{}
+	// effAdoptOptions keeps what the agent announced (its commands, its
+	// current mode or its config options) and announces the session's
+	// options.
+	effAdoptOptions struct{}
 
 	// A failed write's effects (writefail.go).
 	//
@@ -239,53 +234,48 @@ func (effMarkReconnecting) isEffect() {}
 func (effAttachAgent) isEffect()      {}
 func (effRestartAgent) isEffect()     {}
 
-func (effRecord) isEffect()             {}
-func (effAnswerExisting) isEffect()     {}
-func (effEnqueue) isEffect()            {}
-func (effStartTurn) isEffect()          {}
-func (effInterruptTurn) isEffect()      {}
-func (effClosePermissions) isEffect()   {}
-func (effResolvePermission) isEffect()  {}
-func (effCancelAgent) isEffect()        {}
-func (effStopRunningAgent) isEffect()   {}
-func (effMarkStopping) isEffect()       {}
-func (effPushRecovery) isEffect()       {}
-func (effAgentExited) isEffect()        {}
-func (effRecordStartError) isEffect()   {}
-func (effNotifyWaiters) isEffect()      {}
-func (effEnsureAgent) isEffect()        {}
-func (effStartNext) isEffect()          {}
-func (effArmIdle) isEffect()            {}
-func (effApplyOption) isEffect()        {}
-func (effStoreOption) isEffect()        {}
-func (effAgentReady) isEffect()         {}
-func (effAwaitStart) isEffect()         {}
-func (effAskPermission) isEffect()      {}
-func (effDeclinePermission) isEffect()  {}
-func (effSettleAdmission) isEffect()    {}
-func (effIdleWait) isEffect()           {}
-func (effRetireAgent) isEffect()        {}
-func (effAwaitReplay) isEffect()        {}
-func (effReconcileDelivery) isEffect()  {}
-func (effStopOrphan) isEffect()         {}
-func (effRestartInterrupt) isEffect()   {}
-func (effStopExecutor) isEffect()       {}
-func (effTaskFollow) isEffect()         {}
-func (effSkipReplayed) isEffect()       {}
-func (effDropOutput) isEffect()         {}
-func (effStartMessage) isEffect()       {}
-func (effAppendChunk) isEffect()        {}
-func (effSplitMessage) isEffect()       {}
-func (effRecordToolCall) isEffect()     {}
-func (effRecordPlan) isEffect()         {}
-func (effAdoptCommands) isEffect()      {}
-func (effAdoptMode) isEffect()          {}
-func (effAdoptConfigOptions) isEffect() {}
-func (effEmitOptions) isEffect()        {}
-func (effWriteFailed) isEffect()        {}
-func (effReload) isEffect()             {}
-func (effRecordExecutor) isEffect()     {}
-func (effStartAgent) isEffect()         {}
-func (effStopAgent) isEffect()          {}
-func (effDiscardStart) isEffect()       {}
-func (effAdoptAgent) isEffect()         {}
+func (effRecord) isEffect()            {}
+func (effAnswerExisting) isEffect()    {}
+func (effEnqueue) isEffect()           {}
+func (effStartTurn) isEffect()         {}
+func (effInterruptTurn) isEffect()     {}
+func (effClosePermissions) isEffect()  {}
+func (effResolvePermission) isEffect() {}
+func (effCancelAgent) isEffect()       {}
+func (effStopRunningAgent) isEffect()  {}
+func (effMarkStopping) isEffect()      {}
+func (effPushRecovery) isEffect()      {}
+func (effAgentExited) isEffect()       {}
+func (effRecordStartError) isEffect()  {}
+func (effNotifyWaiters) isEffect()     {}
+func (effEnsureAgent) isEffect()       {}
+func (effStartNext) isEffect()         {}
+func (effArmIdle) isEffect()           {}
+func (effApplyOption) isEffect()       {}
+func (effStoreOption) isEffect()       {}
+func (effAgentReady) isEffect()        {}
+func (effAwaitStart) isEffect()        {}
+func (effAskPermission) isEffect()     {}
+func (effDeclinePermission) isEffect() {}
+func (effSettleAdmission) isEffect()   {}
+func (effIdleWait) isEffect()          {}
+func (effRetireAgent) isEffect()       {}
+func (effAwaitReplay) isEffect()       {}
+func (effReconcileDelivery) isEffect() {}
+func (effStopOrphan) isEffect()        {}
+func (effRestartInterrupt) isEffect()  {}
+func (effStopExecutor) isEffect()      {}
+func (effTaskFollow) isEffect()        {}
+func (effStartMessage) isEffect()      {}
+func (effAppendChunk) isEffect()       {}
+func (effSplitMessage) isEffect()      {}
+func (effRecordToolCall) isEffect()    {}
+func (effIgnoreUpdate) isEffect()      {}
+func (effAdoptOptions) isEffect()      {}
+func (effWriteFailed) isEffect()       {}
+func (effReload) isEffect()            {}
+func (effRecordExecutor) isEffect()    {}
+func (effStartAgent) isEffect()        {}
+func (effStopAgent) isEffect()         {}
+func (effDiscardStart) isEffect()      {}
+func (effAdoptAgent) isEffect()        {}

@@ -166,8 +166,6 @@ func (a *actor) performOne(e effect) {
 		a.reconcileDelivery()
 	case effSplitMessage:
 		a.splitMessage()
-	case effEmitOptions:
-		a.emitOptions()
 	case effWriteFailed:
 		a.reportFailure(e)
 	case effStopOrphan:
@@ -193,11 +191,11 @@ func (a *actor) performOne(e effect) {
 		a.attach()
 	case effRestartAgent:
 		a.ensureAgent()
-	case effAdoptAgent, effAdoptCommands, effAdoptConfigOptions, effAdoptMode, effAgentReady,
+	case effAdoptAgent, effAdoptOptions, effIgnoreUpdate, effAgentReady,
 		effAnswerExisting, effAppendChunk, effApplyOption, effAskPermission, effAwaitReplay,
-		effAwaitStart, effDeclinePermission, effDiscardStart, effDropOutput, effEnqueue, effRecordExecutor, effRecordPlan, effRecordToolCall, effReload,
+		effAwaitStart, effDeclinePermission, effDiscardStart, effEnqueue, effRecordExecutor, effRecordToolCall, effReload,
 		effResolvePermission,
-		effSkipReplayed, effStartMessage, effStopAgent,
+		effStartMessage, effStopAgent,
 		effStoreOption:
 		// Command-specific: performed by the loop of the command or input
 		// that decided it (admission, restore, options, permissions, the

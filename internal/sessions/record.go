@@ -48,6 +48,10 @@ func (a *actor) record(p session.EventPayload) *events.Pending {
 		a.turns[promptID] = t
 	case *session.TurnCompletedData, *session.TurnFailedData, *session.TurnCancelledData:
 		return a.endTurn(promptID, p)
+	case *session.PlanUpdatedData:
+		a.sess.Plan = p.Entries
+		// Text that follows the plan reads after it, not glued before it.
+		a.splitMessage()
 	case *session.PermissionResolvedData:
 		// Resolved only while the store still holds it pending (a repair
 		// after a reload may find its first write stored after all), and

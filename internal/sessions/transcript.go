@@ -25,39 +25,38 @@ func (a *actor) onUpdate(gen int, u acp.Update) {
 		a.onLate(u)
 		return
 	}
-	in := updateInput{Kind: u.Kind, MessageID: u.MessageID, Block: u.Block != nil, Empty: u.Block == nil && u.Text == "",
-		Current: gen == a.gen}
-	a.applyUpdate(decide(a.view(), in), u)
+	a.applyUpdate(decide(a.view(), updateOf(u, gen == a.gen)), u)
+}
+
+// updateOf is what decideUpdate knows of update u (current: its agent is
+// the session's).
+func updateOf(u acp.Update, current bool) updateInput {
+	in := updateInput{Kind: u.Kind, MessageID: u.MessageID, Block: u.Block != nil, Empty: u.Block == nil && u.Text == "", Current: current}
+	if u.Kind == acp.UpdatePlan {
+		in.Data = u.Data
+	}
+	return in
 }
 
 // applyUpdate performs what decideUpdate decided of update u.
 func (a *actor) applyUpdate(d decision, u acp.Update) {
 	for _, e := range d.Effects {
 		switch e := e.(type) {
-		case effSkipReplayed:
+		case effIgnoreUpdate:
+			if !e.Replayed {
+				a.log.Debug("dropping agent output outside a turn", "kind", u.Kind)
+				continue
+			}
 			a.replayed++
 			a.noteReplay(u)
-		case effDropOutput:
-			a.log.Debug("dropping agent output outside a turn", "kind", u.Kind)
 		case effStartMessage:
 			a.startMessage(e, u)
 		case effAppendChunk:
 			a.appendChunk(e, u)
 		case effRecordToolCall:
 			a.recordToolCall(e, u)
-		case effRecordPlan:
-			a.sess.Plan = u.Data
-			a.emit(a.draft(e.PromptID, &session.PlanUpdatedData{Entries: u.Data}))
-		case effAdoptCommands:
-			a.commands = u.Data
-		case effAdoptMode:
-			a.mode = u.Data
-			var id string
-			if json.Unmarshal(u.Data, &id) == nil {
-				a.modes = withCurrentMode(a.modes, id)
-			}
-		case effAdoptConfigOptions:
-			a.configOptions = u.Data
+		case effAdoptOptions:
+			a.adoptAnnounced(u)
 		default:
 			a.perform(e)
 		}
