@@ -315,10 +315,7 @@ func decideOption(v view, invalid *errcode.Error) decision {
 	if invalid != nil {
 		return refuse(invalid)
 	}
-	if v.Agent == agentReady {
-		return accept(effApplyOption{})
-	}
-	return accept(effStoreOption{})
+	return accept(effSetOption{Now: v.Agent == agentReady})
 }
 
 // decideAnswer applies a client's answer to an open permission request. A
@@ -350,7 +347,7 @@ func decideResume(v view) decision {
 		return refuse(terminalErr(v))
 	}
 	if v.Agent == agentReady {
-		return accept(effAgentReady{})
+		return accept(effAwaitStart{Ready: true})
 	}
 	return accept(effAwaitStart{Reserve: v.needsSlot()}, effEnsureAgent{})
 }

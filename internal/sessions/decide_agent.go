@@ -142,17 +142,17 @@ func decideNext(v view) decision {
 // that will not be put to the user; the agent may ask again).
 func decidePermissionRequested(v view) decision {
 	if v.Stopping {
-		return accept(effDeclinePermission{})
+		return accept(effAskPermission{Declined: true})
 	}
 	promptID := ""
 	if r := v.Running; r != nil {
 		if r.CancelRequested {
-			return accept(effDeclinePermission{})
+			return accept(effAskPermission{Declined: true})
 		}
 		promptID = r.PromptID
 	}
 	if v.OpenPermissions >= v.MaxPermissions {
-		return accept(effDeclinePermission{TooMany: true})
+		return accept(effAskPermission{Declined: true, TooMany: true})
 	}
 	return accept(effAskPermission{PromptID: promptID}, effPushRecovery{})
 }

@@ -157,10 +157,10 @@ func TestDecidePermissionRequested(t *testing.T) {
 	running := with(inState(session.SessionRunning), bound)
 	cases = append(cases, []decideCase{
 		{"permission requested after a cancel", with(running, func(v *view) { v.Running = &runningView{PromptID: "p1", CancelRequested: true} }), in,
-			accepted(effDeclinePermission{})},
-		{"permission requested while stopping", with(running, func(v *view) { v.Stopping = true }), in, accepted(effDeclinePermission{})},
+			accepted(effAskPermission{Declined: true})},
+		{"permission requested while stopping", with(running, func(v *view) { v.Stopping = true }), in, accepted(effAskPermission{Declined: true})},
 		{"permission requested beyond the bound", with(running, func(v *view) { v.OpenPermissions = 2 }), in,
-			accepted(effDeclinePermission{TooMany: true})},
+			accepted(effAskPermission{Declined: true, TooMany: true})},
 		{"permission requested below the bound", with(running, func(v *view) { v.OpenPermissions = 1 }), in,
 			accepted(effAskPermission{PromptID: "p1"}, effPushRecovery{})},
 	}...)

@@ -174,9 +174,6 @@ func started(r resumedInfo) []effect {
 	if r.Strategy != "" {
 		effs = append(effs, record("", &session.SessionResumedData{Strategy: r.Strategy, ContextRestored: r.ContextRestored, FallbackReason: r.Fallback}))
 	}
-	if r.Strategy == session.StrategyNativeLoad {
-		effs = append(effs, effReconcileDelivery{})
-	}
 	return append(effs, effNotifyWaiters{}, effStartNext{}, effPushRecovery{}, effArmIdle{})
 }
 
@@ -246,10 +243,7 @@ func decideReloaded(v view, in reloadedInput) decision {
 			queue = append(queue, q.PromptID)
 		}
 	}
-	d := accept(effReload{Queue: queue})
-	if in.ExecutorLacks {
-		d.Effects = append(d.Effects, effRecordExecutor{})
-	}
+	d := accept(effReload{Queue: queue, Executor: in.ExecutorLacks})
 	d.Effects = append(d.Effects, repairs...)
 	if len(repairs) > 0 {
 		d.Effects = append(d.Effects, effPushRecovery{})
@@ -360,9 +354,6 @@ func decideRestarted(v view, in restartedInput) decision {
 	}
 	var effs []effect
 	live := in.Executor == session.ExecutorReady || in.Executor == session.ExecutorStarting
-	if live && in.Orphan {
-		effs = append(effs, effStopOrphan{})
-	}
 	interrupted := v.QueueHeld || slices.ContainsFunc(in.Turns, func(t storedTurn) bool { return t.State == session.TurnRunning })
 	held := v.QueueHeld
 	for _, t := range in.Turns {
@@ -383,7 +374,7 @@ func decideRestarted(v view, in restartedInput) decision {
 		effs = append(effs, record("", &session.PermissionResolvedData{RequestID: id, State: session.PermissionExpired}))
 	}
 	if live {
-		effs = append(effs, effStopExecutor{Why: restartedWhy})
+		effs = append(effs, effRecordExecutor{Status: session.ExecutorStopped, Why: restartedWhy, StopOrphan: in.Orphan})
 	}
 	if v.State != session.SessionWaitingForInput {
 		effs = append(effs, moveTo(v.State, session.SessionWaitingForInput)...)
@@ -403,9 +394,9 @@ func decideHostedTakenUp(in restartedInput) decision {
 	announce := effPushRecovery{Always: !in.Load}
 	if in.Executor == session.ExecutorStarting {
 		if in.Load {
-			return accept(effStopExecutor{}, announce)
+			return accept(effRecordExecutor{Status: session.ExecutorStopped}, announce)
 		}
-		return accept(effStopExecutor{Why: restartedWhy}, effRestartAgent{}, announce)
+		return accept(effRecordExecutor{Status: session.ExecutorStopped, Why: restartedWhy}, effRestartAgent{}, announce)
 	}
 	if in.Load && in.Executor == session.ExecutorReconnecting {
 		// Start-up left it reconnecting and announced its plan: the load
@@ -414,7 +405,7 @@ func decideHostedTakenUp(in restartedInput) decision {
 		// writer while a hundred of them reattach).
 		return accept(effAttachAgent{})
 	}
-	return accept(effMarkReconnecting{}, effAttachAgent{}, announce)
+	return accept(effRecordExecutor{Status: session.ExecutorReconnecting}, effAttachAgent{}, announce)
 }
 
 // decideTakenUp repairs a session closed in the log (at start-up or on a
@@ -432,14 +423,11 @@ func decideTakenUp(v view, in restartedInput) decision {
 	}
 	_, effs := storeLacks(closed, v.State, "", in.Turns, pending)
 	if in.Executor == session.ExecutorReady || in.Executor == session.ExecutorStarting || in.Executor == session.ExecutorReconnecting {
-		if in.Orphan {
-			effs = append(effs, effStopOrphan{})
-		}
 		why := ""
 		if !in.Load {
 			why = restartedWhy
 		}
-		effs = append(effs, effStopExecutor{Why: why})
+		effs = append(effs, effRecordExecutor{Status: session.ExecutorStopped, Why: why, StopOrphan: in.Orphan})
 	}
 	if in.Load && len(effs) == 0 {
 		return accept()

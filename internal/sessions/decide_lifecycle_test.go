@@ -38,36 +38,38 @@ func TestDecideRestarted(t *testing.T) {
 	startedToWaiting := stateChange(session.SessionStarting, session.SessionWaitingForInput)
 	interruptP1 := effRestartInterrupt{PromptID: "p1", Running: true}
 	expire := func(id string) effect { return resolved(id, session.PermissionExpired, "") }
-	stop, announce := effStopExecutor{Why: restartedWhy}, effPushRecovery{Always: true}
+	stop, announce := effRecordExecutor{Status: session.ExecutorStopped, Why: restartedWhy}, effPushRecovery{Always: true}
+	stopOrphan := effRecordExecutor{Status: session.ExecutorStopped, Why: restartedWhy, StopOrphan: true}
+	reconnecting := effRecordExecutor{Status: session.ExecutorReconnecting}
 	runDecideCases(t, []decideCase{
 		{"restarted at rest", waiting, restartedInput{AgentAvailable: true}, accepted()},
 		{"restarted mid-turn, hosted", inRunning, repair(func(in *restartedInput) {
 			midTurn(in)
 			in.Orphan, in.Hosted, in.Permissions = false, true, []string{"perm1"}
 			in.Turns = append(in.Turns, queuedT("q1"))
-		}), accepted(effMarkReconnecting{}, effAttachAgent{}, announce)},
+		}), accepted(reconnecting, effAttachAgent{}, announce)},
 		{"restarted while a hosted agent started, its first prompt queued", view{State: session.SessionStarting}, repair(func(in *restartedInput) {
 			in.Executor, in.Hosted = session.ExecutorStarting, true
 			in.Turns = []storedTurn{queuedT("q1")}
 		}), accepted(stop, effRestartAgent{}, announce)},
 		{"restarted waiting for input, hosted", waiting, repair(func(in *restartedInput) {
 			in.Executor, in.Hosted = session.ExecutorReconnecting, true
-		}), accepted(effMarkReconnecting{}, effAttachAgent{}, announce)},
+		}), accepted(reconnecting, effAttachAgent{}, announce)},
 		{"restarted at rest, its agent gone from the config", waiting, restartedInput{}, accepted(announce)},
 		{"restarted mid-turn", inRunning, repair(midTurn),
-			accepted(effStopOrphan{}, interruptP1, stop, toWaiting, announce)},
+			accepted(interruptP1, stopOrphan, toWaiting, announce)},
 		{"restarted mid-turn, its agent gone from the config", inRunning, repair(func(in *restartedInput) { midTurn(in); in.AgentAvailable = false }),
-			accepted(effStopOrphan{}, interruptP1, stop, toWaiting, announce)},
+			accepted(interruptP1, stopOrphan, toWaiting, announce)},
 		{"restarted mid-turn with prompts queued", inRunning, repair(func(in *restartedInput) {
 			midTurn(in)
 			in.Turns = append(in.Turns, queuedT("q1"), queuedT("q2"))
-		}), accepted(effStopOrphan{}, interruptP1, queueHeld(true), stop, toWaiting, announce)},
+		}), accepted(interruptP1, queueHeld(true), stopOrphan, toWaiting, announce)},
 		{"restarted mid-turn behind a held queue", view{State: session.SessionRunning, QueueHeld: true}, repair(func(in *restartedInput) {
 			midTurn(in)
 			in.Turns = append(in.Turns, queuedT("q1"))
-		}), accepted(effStopOrphan{}, interruptP1, stop, toWaiting, announce)},
+		}), accepted(interruptP1, stopOrphan, toWaiting, announce)},
 		{"restarted mid-turn asking a permission", inRunning, repair(func(in *restartedInput) { midTurn(in); in.Permissions = []string{"perm1", "perm2"} }),
-			accepted(effStopOrphan{}, interruptP1, expire("perm1"), expire("perm2"), stop, toWaiting, announce)},
+			accepted(interruptP1, expire("perm1"), expire("perm2"), stopOrphan, toWaiting, announce)},
 		{"restarted mid-turn on an in-process agent", inRunning, repair(func(in *restartedInput) { midTurn(in); in.Orphan = false }),
 			accepted(interruptP1, stop, toWaiting, announce)},
 		{"restarted mid-turn, its agent already exited", inRunning, repair(func(in *restartedInput) {
@@ -80,11 +82,11 @@ func TestDecideRestarted(t *testing.T) {
 		{"restarted with a queue held by an earlier restart", heldWaiting, repair(func(in *restartedInput) { in.Turns = []storedTurn{queuedT("q1"), queuedT("q2")} }),
 			accepted(effTaskFollow{}, announce)},
 		{"restarted idle with its agent ready", waiting, repair(func(in *restartedInput) { in.Executor, in.Orphan = session.ExecutorReady, true }),
-			accepted(effStopOrphan{}, stop, effTaskFollow{}, announce)},
+			accepted(stopOrphan, effTaskFollow{}, announce)},
 		{"restarted idle with a permission outside a turn", waiting, repair(func(in *restartedInput) { in.Permissions = []string{"perm1"} }),
 			accepted(expire("perm1"), effTaskFollow{}, announce)},
 		{"restarted while its agent started", view{State: session.SessionStarting}, repair(func(in *restartedInput) { in.Executor, in.Orphan = session.ExecutorStarting, true }),
-			accepted(effStopOrphan{}, stop, startedToWaiting, announce)},
+			accepted(stopOrphan, startedToWaiting, announce)},
 		{"restarted while its agent started, no process yet", view{State: session.SessionStarting}, repair(func(in *restartedInput) { in.Executor = session.ExecutorStarting }),
 			accepted(stop, startedToWaiting, announce)},
 		{"restarted while its first prompt started the agent", view{State: session.SessionStarting}, repair(func(in *restartedInput) {
@@ -208,10 +210,10 @@ func TestDecideReloaded(t *testing.T) {
 			pending(reloaded(session.SessionCompleted, done), storedPermission{ID: "perm1"}),
 			accepted(effReload{}, resolved("perm1", session.PermissionCancelled, ""), effPushRecovery{}, effStartNext{})},
 		{"reloaded after the executor's status was refused", idle, reloadedInput{State: session.SessionWaitingForInput, Turns: []storedTurn{done}, ExecutorLacks: true},
-			accepted(effReload{}, effRecordExecutor{}, effStartNext{})},
+			accepted(effReload{Executor: true}, effStartNext{})},
 		{"reloaded after a turn's end and the executor's status were refused", idle,
 			reloadedInput{State: session.SessionRunning, Turns: []storedTurn{done, p1Running}, ExecutorLacks: true},
-			accepted(effReload{}, effRecordExecutor{}, lostOutcome("p1"), stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}, effStartNext{})},
+			accepted(effReload{Executor: true}, lostOutcome("p1"), stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}, effStartNext{})},
 		{"reloaded with a permission the agent waits on", running,
 			pending(reloaded(session.SessionRunning, done, p1Running), storedPermission{ID: "perm1", Live: true}), agrees},
 		{"reloaded after a permission's expiry was lost", idle,
@@ -330,10 +332,10 @@ func TestDecideStartSucceeded(t *testing.T) {
 		{"started by a native resume", starting, startSucceededInput{Resumed: resume, HadHistory: true},
 			accepted(append([]effect{resumedAs(resume)}, run...)...)},
 		{"started by a load that replayed", starting, startSucceededInput{Resumed: load, HadHistory: true, Replayed: 4},
-			accepted(append([]effect{resumedAs(load), effReconcileDelivery{}}, run...)...)},
+			accepted(append([]effect{resumedAs(load)}, run...)...)},
 		{"started by a load that replayed nothing yet", starting, startSucceededInput{Resumed: load, HadHistory: true}, accepted(effAwaitReplay{})},
 		{"started by a load of a session without history", starting, startSucceededInput{Resumed: load},
-			accepted(append([]effect{resumedAs(load), effReconcileDelivery{}}, run...)...)},
+			accepted(append([]effect{resumedAs(load)}, run...)...)},
 		{"started fresh after a fallback", starting, startSucceededInput{Resumed: fresh, HadHistory: true},
 			accepted(append([]effect{resumedAs(fresh)}, run...)...)},
 	})
@@ -347,7 +349,7 @@ func TestDecideReplaySettled(t *testing.T) {
 	injected := resumedInfo{Strategy: session.StrategyHistoryInjection, Fallback: "empty_replay"}
 	runDecideCases(t, []decideCase{
 		{"replay settled late", settling, replaySettledInput{Resumed: load, Current: true, Replayed: 3},
-			accepted(append([]effect{resumedAs(load), effReconcileDelivery{}}, run...)...)},
+			accepted(append([]effect{resumedAs(load)}, run...)...)},
 		{"replay settled empty", settling, replaySettledInput{Resumed: load, Current: true},
 			accepted(append([]effect{resumedAs(lost)}, run...)...)},
 		{"replay settled empty with history injection", settling, replaySettledInput{Resumed: load, Current: true, Inject: true},

@@ -440,10 +440,10 @@ func announced(v *view) {
 func TestDecideSetMode(t *testing.T) {
 	in := setModeCmd{ModeID: "code"}
 	cases := perState("set mode", in, announced, terminalStates(map[session.SessionState]decision{
-		session.SessionCreated:         accepted(effStoreOption{}),
-		session.SessionStarting:        accepted(effStoreOption{}),
-		session.SessionRunning:         accepted(effApplyOption{}),
-		session.SessionWaitingForInput: accepted(effApplyOption{}),
+		session.SessionCreated:         accepted(effSetOption{}),
+		session.SessionStarting:        accepted(effSetOption{}),
+		session.SessionRunning:         accepted(effSetOption{Now: true}),
+		session.SessionWaitingForInput: accepted(effSetOption{Now: true}),
 	}, terminalRefusal))
 	unknown := refused(errcode.UnknownMode, map[string]any{"modeId": "plan"})
 	waiting := inState(session.SessionWaitingForInput)
@@ -462,14 +462,14 @@ func TestDecideSetMode(t *testing.T) {
 func TestDecideSetConfigOption(t *testing.T) {
 	in := setConfigCmd{OptionID: "model", Value: json.RawMessage(`"smart"`)}
 	cases := perState("set config", in, announced, terminalStates(map[session.SessionState]decision{
-		session.SessionCreated:         accepted(effStoreOption{}),
-		session.SessionStarting:        accepted(effStoreOption{}),
-		session.SessionRunning:         accepted(effApplyOption{}),
-		session.SessionWaitingForInput: accepted(effApplyOption{}),
+		session.SessionCreated:         accepted(effSetOption{}),
+		session.SessionStarting:        accepted(effSetOption{}),
+		session.SessionRunning:         accepted(effSetOption{Now: true}),
+		session.SessionWaitingForInput: accepted(effSetOption{Now: true}),
 	}, terminalRefusal))
 	waiting := with(inState(session.SessionWaitingForInput), announced)
 	cases = append(cases, []decideCase{
-		{"set config boolean", waiting, setConfigCmd{OptionID: "yolo", Value: json.RawMessage(`true`)}, accepted(effApplyOption{})},
+		{"set config boolean", waiting, setConfigCmd{OptionID: "yolo", Value: json.RawMessage(`true`)}, accepted(effSetOption{Now: true})},
 		{"set config value not offered", waiting, setConfigCmd{OptionID: "model", Value: json.RawMessage(`"huge"`)},
 			refused(errcode.InvalidConfigValue, map[string]any{"optionId": "model"})},
 		{"set config boolean given a string", waiting, setConfigCmd{OptionID: "yolo", Value: json.RawMessage(`"yes"`)},
@@ -511,8 +511,8 @@ func TestDecideResume(t *testing.T) {
 	cases := perState("resume", in, nil, terminalStates(map[session.SessionState]decision{
 		session.SessionCreated:         accepted(effAwaitStart{Reserve: true}, effEnsureAgent{}),
 		session.SessionStarting:        accepted(effAwaitStart{}, effEnsureAgent{}), // shares the start in progress
-		session.SessionRunning:         accepted(effAgentReady{}),
-		session.SessionWaitingForInput: accepted(effAgentReady{}),
+		session.SessionRunning:         accepted(effAwaitStart{Ready: true}),
+		session.SessionWaitingForInput: accepted(effAwaitStart{Ready: true}),
 	}, terminalRefusal))
 	waiting := inState(session.SessionWaitingForInput)
 	cases = append(cases, []decideCase{

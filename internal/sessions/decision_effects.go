@@ -93,19 +93,19 @@ type (
 	effStartNext struct{}
 	// effArmIdle restarts the idle clock.
 	effArmIdle struct{}
-	// effApplyOption sends a mode or config choice to the running agent
-	// (stored once it took it); effStoreOption stores it for the next start.
-	effApplyOption struct{}
-	effStoreOption struct{}
-	// effAgentReady answers a resume at once; effAwaitStart makes it wait
-	// for the start in progress (or about to begin).
-	effAgentReady struct{}
-	effAwaitStart struct{ Reserve bool }
+	// effSetOption sends a mode or config choice to the running agent
+	// (Now; stored once it took it), else stores it for the next start.
+	effSetOption struct{ Now bool }
+	// effAwaitStart makes a resume wait for the start in progress (or
+	// about to begin); Ready: the agent runs, it is answered at once.
+	effAwaitStart struct{ Reserve, Ready bool }
 	// effAskPermission records the agent's question for PromptID ("" =
-	// outside a turn) and puts it to the user; effDeclinePermission
-	// answers the agent "cancelled" (TooMany: the open-request bound).
-	effAskPermission     struct{ PromptID string }
-	effDeclinePermission struct{ TooMany bool }
+	// outside a turn) and puts it to the user; Declined, it is answered
+	// "cancelled" instead (TooMany: the open-request bound).
+	effAskPermission struct {
+		PromptID          string
+		Declined, TooMany bool
+	}
 	// effSettleAdmission forgets that PromptID's admission is pending:
 	// its turn takes the number the log gave it (Seq), or, when its
 	// admitting write failed (Err), is taken back, as if never asked
@@ -130,8 +130,6 @@ type (
 	// effAwaitReplay holds prompts back for a grace period: a load that
 	// replayed nothing may still replay after its answer.
 	effAwaitReplay struct{}
-	// effReconcileDelivery settles the last turn's delivery from a replay.
-	effReconcileDelivery struct{}
 
 	// A session/update's effects, performed by onUpdate (transcript.go),
 	// which holds the update's content.
@@ -180,11 +178,12 @@ type (
 	// effReload believes the store again (performed by reload, which holds
 	// what it read): the session, executor and turns as stored, except
 	// the live facts (the running turn, turns still being admitted), and
-	// Queue as the queue, in order.
-	effReload struct{ Queue []string }
-	// effRecordExecutor records the executor as the actor has it, which
-	// the store lacks (performed by reload, which holds both).
-	effRecordExecutor struct{}
+	// Queue as the queue, in order. Executor: the executor is recorded
+	// as the actor has it, which the store lacks.
+	effReload struct {
+		Queue    []string
+		Executor bool
+	}
 
 	// effStartAgent starts an agent: Restore its stored ACP session (whose
 	// replay is then expected), HadHistory to report how the context was
@@ -207,32 +206,35 @@ type (
 	// on an actor built from the start-up scan whose writes reconcile.go
 	// commits in one transaction; on a load, on the session's actor.
 	//
-	// effStopOrphan ends the agent process the previous daemon started.
-	effStopOrphan struct{}
 	// effRestartInterrupt ends a turn the restart interrupted (Running:
 	// it was on the agent, and a system message says so).
 	effRestartInterrupt struct {
 		PromptID string
 		Running  bool
 	}
-	// effStopExecutor records the executor stopped, Why ("" for no
-	// message): no agent of the session runs any more.
-	effStopExecutor struct{ Why string }
+	// effRecordExecutor records the executor in Status: reconnecting to
+	// its host, or stopped, Why ("" for no message: no agent of the
+	// session runs any more; StopOrphan: the agent process the previous
+	// daemon started is ended first). The executor row is the actor's,
+	// written beside its event rather than projected from it
+	// (docs/session.md), so this record is not an effRecord.
+	effRecordExecutor struct {
+		Status     session.ExecutorStatus
+		Why        string
+		StopOrphan bool
+	}
 	// effTaskFollow moves the task to the state its session implies.
 	effTaskFollow struct{}
-	// effMarkReconnecting records the executor of a hosted session as
-	// reconnecting; effAttachAgent attaches its actor to the agent on the
-	// host (at start-up, once the repairs are committed).
-	effMarkReconnecting struct{}
-	effAttachAgent      struct{}
+	// effAttachAgent attaches the actor of a hosted session to the agent
+	// on the host (at start-up, once the repairs are committed).
+	effAttachAgent struct{}
 	// effRestartAgent starts a hosted session's agent again once
 	// start-up's repairs are committed (its start was cut short).
 	effRestartAgent struct{}
 )
 
-func (effMarkReconnecting) isEffect() {}
-func (effAttachAgent) isEffect()      {}
-func (effRestartAgent) isEffect()     {}
+func (effAttachAgent) isEffect()  {}
+func (effRestartAgent) isEffect() {}
 
 func (effRecord) isEffect()            {}
 func (effAnswerExisting) isEffect()    {}
@@ -251,20 +253,14 @@ func (effNotifyWaiters) isEffect()     {}
 func (effEnsureAgent) isEffect()       {}
 func (effStartNext) isEffect()         {}
 func (effArmIdle) isEffect()           {}
-func (effApplyOption) isEffect()       {}
-func (effStoreOption) isEffect()       {}
-func (effAgentReady) isEffect()        {}
+func (effSetOption) isEffect()         {}
 func (effAwaitStart) isEffect()        {}
 func (effAskPermission) isEffect()     {}
-func (effDeclinePermission) isEffect() {}
 func (effSettleAdmission) isEffect()   {}
 func (effIdleWait) isEffect()          {}
 func (effRetireAgent) isEffect()       {}
 func (effAwaitReplay) isEffect()       {}
-func (effReconcileDelivery) isEffect() {}
-func (effStopOrphan) isEffect()        {}
 func (effRestartInterrupt) isEffect()  {}
-func (effStopExecutor) isEffect()      {}
 func (effTaskFollow) isEffect()        {}
 func (effStartMessage) isEffect()      {}
 func (effAppendChunk) isEffect()       {}

@@ -91,7 +91,7 @@ func (a *actor) decideAndPerform(in input) (decision, error) {
 // perform carries out the effects that need nothing but the actor. The
 // input-specific ones are performed by the code that decided, which holds
 // what they need: a command's (effAnswerExisting,
-// effEnqueue, effApplyOption, effStoreOption, effResolvePermission), an
+// effEnqueue, effStoreOption, effResolvePermission), an
 // update's content (onUpdate: effStartMessage and the other transcript
 // changes), what a reload read (reload: effReload, effRecordExecutor), a
 // start's outcome (onAgentStarted: effDiscardStart, effAdoptAgent), and
@@ -162,21 +162,20 @@ func (a *actor) performOne(e effect) {
 		a.startNext()
 	case effArmIdle:
 		a.armIdle()
-	case effReconcileDelivery:
-		a.reconcileDelivery()
 	case effSplitMessage:
 		a.splitMessage()
 	case effWriteFailed:
 		a.reportFailure(e)
-	case effStopOrphan:
-		a.stopOrphan()
 	case effRestartInterrupt:
 		a.restartInterrupt(e.PromptID, e.Running)
-	case effStopExecutor:
-		a.exec.Status, a.exec.ErrorMessage = session.ExecutorStopped, e.Why
-		a.saveExecutor()
-	case effMarkReconnecting:
-		a.exec.Status = session.ExecutorReconnecting
+	case effRecordExecutor:
+		if e.StopOrphan {
+			a.stopOrphan()
+		}
+		a.exec.Status = e.Status
+		if e.Status == session.ExecutorStopped {
+			a.exec.ErrorMessage = e.Why
+		}
 		a.saveExecutor()
 	case effTaskFollow:
 		sess := a.sess
@@ -191,12 +190,9 @@ func (a *actor) performOne(e effect) {
 		a.attach()
 	case effRestartAgent:
 		a.ensureAgent()
-	case effAdoptAgent, effAdoptOptions, effIgnoreUpdate, effAgentReady,
-		effAnswerExisting, effAppendChunk, effApplyOption, effAskPermission, effAwaitReplay,
-		effAwaitStart, effDeclinePermission, effDiscardStart, effEnqueue, effRecordExecutor, effRecordToolCall, effReload,
-		effResolvePermission,
-		effStartMessage, effStopAgent,
-		effStoreOption:
+	case effAdoptAgent, effAdoptOptions, effAnswerExisting, effAppendChunk, effAskPermission, effAwaitReplay,
+		effAwaitStart, effDiscardStart, effEnqueue, effIgnoreUpdate, effRecordToolCall, effReload,
+		effResolvePermission, effSetOption, effStartMessage, effStopAgent:
 		// Command-specific: performed by the loop of the command or input
 		// that decided it (admission, restore, options, permissions, the
 		// agent's updates, a reload). Reaching here is a bug in that

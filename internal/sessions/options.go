@@ -197,11 +197,13 @@ func (m *Manager) changeOption(ctx context.Context, sessionID string, ch optionC
 		}
 		var s step
 		for _, e := range d.Effects {
-			switch e.(type) {
-			case effApplyOption:
-				s = step{conn: a.conn, acpID: a.acpID}
-			case effStoreOption:
-				s = step{pending: ch.store(a)}
+			switch e := e.(type) {
+			case effSetOption:
+				if e.Now {
+					s = step{conn: a.conn, acpID: a.acpID}
+				} else {
+					s = step{pending: ch.store(a)}
+				}
 			default:
 				a.perform(e)
 			}

@@ -39,6 +39,11 @@ func (a *actor) record(p session.EventPayload) *events.Pending {
 		// The start is over, and a load's settle with it.
 		a.settling = false
 		a.sess.InjectContext, a.sess.ContextLost = p.Context()
+		if p.Strategy == session.StrategyNativeLoad {
+			// What the load replayed settles the last turn's delivery
+			// (turn.delivered, after this event).
+			defer a.reconcileDelivery()
+		}
 	case *session.TurnCancelRequestedData:
 		t := a.turn(promptID)
 		t.CancelRequested = true

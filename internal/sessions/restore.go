@@ -419,9 +419,11 @@ func (a *actor) resume() (<-chan error, error) {
 	ch := make(chan error, 1)
 	for _, e := range d.Effects {
 		switch e := e.(type) {
-		case effAgentReady:
-			ch <- nil
 		case effAwaitStart:
+			if e.Ready {
+				ch <- nil
+				continue
+			}
 			if e.Reserve {
 				if err := a.needAgent(); err != nil {
 					return nil, err

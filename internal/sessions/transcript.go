@@ -176,12 +176,13 @@ func (a *actor) onPermissionRequested(gen int, req acp.PermissionRequest, reply 
 	id := ""
 	for _, e := range decide(a.view(), permissionRequestedInput{}).Effects {
 		switch e := e.(type) {
-		case effDeclinePermission:
-			if e.TooMany {
-				a.log.Warn("agent permission request refused: too many open", "open", len(a.perms), "limit", a.m.cfg.MaxPendingPermissions)
-			}
-			return ""
 		case effAskPermission:
+			if e.Declined {
+				if e.TooMany {
+					a.log.Warn("agent permission request refused: too many open", "open", len(a.perms), "limit", a.m.cfg.MaxPendingPermissions)
+				}
+				return ""
+			}
 			a.withRecord(req.Offset, func() { id = a.askPermission(e.PromptID, req, reply) })
 		default:
 			a.perform(e)

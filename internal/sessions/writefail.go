@@ -176,12 +176,14 @@ func (a *actor) reload() {
 				a.foldCommitted()
 				a.state, a.gap = state, gap
 			}
-		case effRecordExecutor:
-			// The actor's own record, but for the offsets, which other
-			// writes than the executor's own keep (believe took them).
-			live.HostOffset, live.HostOffsetBase = a.exec.HostOffset, a.exec.HostOffsetBase
-			a.exec = live
-			a.saveExecutor()
+			if e.Executor {
+				// The actor's own record, but for the offsets, which
+				// other writes than the executor's own keep (believe
+				// took them).
+				live.HostOffset, live.HostOffsetBase = a.exec.HostOffset, a.exec.HostOffsetBase
+				a.exec = live
+				a.saveExecutor()
+			}
 		default:
 			a.perform(e)
 		}
