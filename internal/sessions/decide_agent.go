@@ -240,9 +240,9 @@ func decideUpdate(v view, in updateInput) decision {
 		// open (its first: the prompt's user message precedes it).
 		fresh := r.Split || (in.MessageID != "" && r.MessageID != "" && in.MessageID != r.MessageID)
 		if fresh || in.Block || !r.OpenMessage || r.OpenRole != role {
-			return accept(effStartMessage{PromptID: r.PromptID, MessageID: in.MessageID, Role: role})
+			return accept(effRecordChunk{PromptID: r.PromptID, MessageID: in.MessageID, Role: role, New: true})
 		}
-		return accept(effAppendChunk{PromptID: r.PromptID, MessageID: in.MessageID, Role: role})
+		return accept(effRecordChunk{PromptID: r.PromptID, MessageID: in.MessageID, Role: role})
 	case acp.UpdateToolCall, acp.UpdateToolCallUpdate:
 		if r == nil {
 			return accept(effIgnoreUpdate{})

@@ -30,8 +30,8 @@ func TestDecideUpdate(t *testing.T) {
 		kind                     acp.UpdateKind
 		running, idle, replaying decision
 	}{
-		{acp.UpdateAgentMessage, accepted(effAppendChunk{PromptID: "p1", MessageID: "m1", Role: session.RoleAgent}), drop, skip},
-		{acp.UpdateAgentThought, accepted(effStartMessage{PromptID: "p1", MessageID: "m1", Role: session.RoleThought}), drop, skip},
+		{acp.UpdateAgentMessage, accepted(effRecordChunk{PromptID: "p1", MessageID: "m1", Role: session.RoleAgent}), drop, skip},
+		{acp.UpdateAgentThought, accepted(effRecordChunk{PromptID: "p1", MessageID: "m1", Role: session.RoleThought, New: true}), drop, skip},
 		{acp.UpdateUserMessage, none, none, skip},
 		{acp.UpdateToolCall, accepted(effSplitMessage{}, effRecordToolCall{PromptID: "p1", Started: true}), drop, skip},
 		{acp.UpdateToolCallUpdate, accepted(effSplitMessage{}, effRecordToolCall{PromptID: "p1"}), drop, skip},
@@ -63,10 +63,10 @@ func TestDecideUpdate(t *testing.T) {
 		return updateInput{Kind: acp.UpdateAgentMessage, MessageID: messageID, Current: true}
 	}
 	start := func(messageID string) decision {
-		return accepted(effStartMessage{PromptID: "p1", MessageID: messageID, Role: session.RoleAgent})
+		return accepted(effRecordChunk{PromptID: "p1", MessageID: messageID, Role: session.RoleAgent, New: true})
 	}
 	appendTo := func(messageID string) decision {
-		return accepted(effAppendChunk{PromptID: "p1", MessageID: messageID, Role: session.RoleAgent})
+		return accepted(effRecordChunk{PromptID: "p1", MessageID: messageID, Role: session.RoleAgent})
 	}
 	cases = append(cases, []decideCase{
 		{"chunk starts the turn's first message", inState(session.SessionRunning), chunk("m1"), start("m1")},
@@ -81,7 +81,7 @@ func TestDecideUpdate(t *testing.T) {
 		{"empty chunk outside a turn", idle, updateInput{Kind: acp.UpdateAgentMessage, Empty: true, Current: true}, drop},
 		{"thought chunk continues a thought", with(running, func(v *view) { v.Running.OpenRole = session.RoleThought }),
 			updateInput{Kind: acp.UpdateAgentThought, MessageID: "m1", Current: true},
-			accepted(effAppendChunk{PromptID: "p1", MessageID: "m1", Role: session.RoleThought})},
+			accepted(effRecordChunk{PromptID: "p1", MessageID: "m1", Role: session.RoleThought})},
 		{"chunk in a turn that started while a load replayed", with(running, func(v *view) { v.Replaying = true }), chunk("m1"), appendTo("m1")},
 		{"chunk in a cancelled turn", with(running, func(v *view) { v.Running.CancelRequested = true }), chunk("m1"), appendTo("m1")},
 	}...)

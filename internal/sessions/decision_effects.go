@@ -138,16 +138,13 @@ type (
 	// it (Replayed: history already stored, counted), or it is agent
 	// output after its turn ended (dropped).
 	effIgnoreUpdate struct{ Replayed bool }
-	// effStartMessage starts a new message of Role in PromptID's turn with
-	// the chunk; effAppendChunk appends it to the open message. Either
+	// effRecordChunk records the chunk in PromptID's turn: it starts a
+	// new message of Role (New), or is appended to the open one. Either
 	// notes the chunk's ACP MessageID and ends a split.
-	effStartMessage struct {
+	effRecordChunk struct {
 		PromptID, MessageID string
 		Role                session.MessageRole
-	}
-	effAppendChunk struct {
-		PromptID, MessageID string
-		Role                session.MessageRole
+		New                 bool
 	}
 	// effSplitMessage ends the running turn's current message: text that
 	// follows reads after what came between, not glued before it.
@@ -262,8 +259,7 @@ func (effRetireAgent) isEffect()       {}
 func (effAwaitReplay) isEffect()       {}
 func (effRestartInterrupt) isEffect()  {}
 func (effTaskFollow) isEffect()        {}
-func (effStartMessage) isEffect()      {}
-func (effAppendChunk) isEffect()       {}
+func (effRecordChunk) isEffect()       {}
 func (effSplitMessage) isEffect()      {}
 func (effRecordToolCall) isEffect()    {}
 func (effIgnoreUpdate) isEffect()      {}

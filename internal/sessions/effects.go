@@ -92,7 +92,7 @@ func (a *actor) decideAndPerform(in input) (decision, error) {
 // input-specific ones are performed by the code that decided, which holds
 // what they need: a command's (effAnswerExisting,
 // effEnqueue, effStoreOption, effResolvePermission), an
-// update's content (onUpdate: effStartMessage and the other transcript
+// update's content (onUpdate: effRecordChunk and the other transcript
 // changes), what a reload read (reload: effReload, effRecordExecutor), a
 // start's outcome (onAgentStarted: effDiscardStart, effAdoptAgent), and
 // the agent a shutdown hands over (shutdown: effStopAgent).
@@ -190,9 +190,9 @@ func (a *actor) performOne(e effect) {
 		a.attach()
 	case effRestartAgent:
 		a.ensureAgent()
-	case effAdoptAgent, effAdoptOptions, effAnswerExisting, effAppendChunk, effAskPermission, effAwaitReplay,
+	case effAdoptAgent, effAdoptOptions, effAnswerExisting, effAskPermission, effAwaitReplay,
 		effAwaitStart, effDiscardStart, effEnqueue, effIgnoreUpdate, effRecordToolCall, effReload,
-		effResolvePermission, effSetOption, effStartMessage, effStopAgent:
+		effResolvePermission, effRecordChunk, effSetOption, effStopAgent:
 		// Command-specific: performed by the loop of the command or input
 		// that decided it (admission, restore, options, permissions, the
 		// agent's updates, a reload). Reaching here is a bug in that

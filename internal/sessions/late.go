@@ -57,7 +57,7 @@ func (a *actor) onLate(u acp.Update) {
 	var keep []effect
 	for _, e := range decide(v, updateOf(u, true)).Effects {
 		switch e := e.(type) {
-		case effStartMessage, effAppendChunk, effRecordToolCall, effSplitMessage:
+		case effRecordChunk, effRecordToolCall, effSplitMessage:
 			keep = append(keep, e)
 		case effRecord:
 			if _, plan := e.Event.(*session.PlanUpdatedData); plan {

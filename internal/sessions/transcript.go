@@ -49,10 +49,12 @@ func (a *actor) applyUpdate(d decision, u acp.Update) {
 			}
 			a.replayed++
 			a.noteReplay(u)
-		case effStartMessage:
-			a.startMessage(e, u)
-		case effAppendChunk:
-			a.appendChunk(e, u)
+		case effRecordChunk:
+			if e.New {
+				a.startMessage(e, u)
+			} else {
+				a.appendChunk(e, u)
+			}
 		case effRecordToolCall:
 			a.recordToolCall(e, u)
 		case effAdoptOptions:
@@ -66,7 +68,7 @@ func (a *actor) applyUpdate(d decision, u acp.Update) {
 // startMessage starts a new message of the running turn with chunk u. Its
 // id is reserved here, so the chunks that follow name it without the
 // store reading it back.
-func (a *actor) startMessage(e effStartMessage, u acp.Update) {
+func (a *actor) startMessage(e effRecordChunk, u acp.Update) {
 	r := a.running
 	r.noteChunk(e.MessageID)
 	// Taking an id fails only when the database cannot be reached: the
@@ -87,7 +89,7 @@ func (a *actor) startMessage(e effStartMessage, u acp.Update) {
 
 // appendChunk appends chunk u to the running turn's open message: one row
 // append, no read.
-func (a *actor) appendChunk(e effAppendChunk, u acp.Update) {
+func (a *actor) appendChunk(e effRecordChunk, u acp.Update) {
 	r := a.running
 	r.noteChunk(e.MessageID)
 	a.emit(a.draft(e.PromptID, &session.MessageChunkData{MessageID: r.openMsg, Role: e.Role, Text: u.Text}))
