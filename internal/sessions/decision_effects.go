@@ -7,7 +7,29 @@ import (
 )
 
 // The effects a decision (decision.go) returns, in the order the actor
-// performs them (effects.go).
+// performs them (effects.go). They are of two families:
+//
+//   - effRecord: a domain event the decision decided (the session's
+//     state, a turn's end, a queue hold, a permission closed, a plan, how
+//     a start restored the session), built from the view. The actor folds
+//     it into what it holds live and emits it (actor.record, record.go):
+//     a turn's end takes the turn off the agent or out of the queue, and
+//     so on, so no effect changes the actor's record of the session on
+//     its own.
+//   - Runtime I/O: everything else (start, stop, cancel, prompt, attach,
+//     answer the agent or the caller, timers, slots). The bookkeeping
+//     that goes with one (the actor's generation, its stopping, settling
+//     and starting flags, when the agent was last seen) is done by that
+//     effect's performer or by the fold of the event it goes with, never
+//     by an effect of its own.
+//
+// A few records are effects of their own still: a turn's interruption
+// (effInterruptTurn, effRestartInterrupt: their tool calls are failed in
+// the writer's transaction, and a system message says why), the
+// executor (effRecordExecutor: its row is written beside its event, not
+// projected from it), the task following its session (effTaskFollow) and
+// a session/update's transcript (effRecordChunk, effRecordToolCall: they
+// need the update's content).
 
 // effect is one thing the actor does for a decision. It is a sum type:
 // go-check-sumtype (make vet) fails the build when a type switch over it

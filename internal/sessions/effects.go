@@ -88,14 +88,20 @@ func (a *actor) decideAndPerform(in input) (decision, error) {
 	return d, nil
 }
 
-// perform carries out the effects that need nothing but the actor. The
-// input-specific ones are performed by the code that decided, which holds
-// what they need: a command's (effAnswerExisting,
-// effEnqueue, effStoreOption, effResolvePermission), an
-// update's content (onUpdate: effRecordChunk and the other transcript
-// changes), what a reload read (reload: effReload, effRecordExecutor), a
-// start's outcome (onAgentStarted: effDiscardStart, effAdoptAgent), and
-// the agent a shutdown hands over (shutdown: effStopAgent).
+// perform carries out the effects that need nothing but the actor and
+// what the effect carries. The others are performed by the code that
+// decided, which holds what they need that is no plain value, or answers
+// its caller with them: a prompt's or a continuation's admission
+// (effEnqueue, effAnswerExisting: the turn to answer with), a resume
+// (effAwaitStart: the caller's channel), an option (effSetOption: the
+// agent to send it to, or the write that stores it), a permission request
+// (effAskPermission: the agent's question and its reply channel) and a
+// client's answer (effResolvePermission: the write to wait for), an
+// update's content (onUpdate: effRecordChunk, effRecordToolCall,
+// effAdoptOptions, effIgnoreUpdate), what a reload read (reload:
+// effReload), a start's outcome (onAgentStarted and startSucceeded:
+// effDiscardStart, effAdoptAgent, effAwaitReplay), and the agent a
+// shutdown hands over (shutdown: effStopAgent).
 func (a *actor) perform(effs ...effect) {
 	for _, e := range effs {
 		a.performOne(e)
@@ -194,8 +200,7 @@ func (a *actor) performOne(e effect) {
 		effAwaitStart, effDiscardStart, effEnqueue, effIgnoreUpdate, effRecordToolCall, effReload,
 		effResolvePermission, effRecordChunk, effSetOption, effStopAgent:
 		// Command-specific: performed by the loop of the command or input
-		// that decided it (admission, restore, options, permissions, the
-		// agent's updates, a reload). Reaching here is a bug in that
+		// that decided it (see perform). Reaching here is a bug in that
 		// loop, not something to guess at. A new effect kind must be
 		// named in this switch (go-check-sumtype, make vet).
 		a.log.Error("effect not performed", "effect", fmt.Sprintf("%T", e))
