@@ -77,9 +77,9 @@ func (a *actor) setState(s session.SessionState) {
 
 // endTurn folds the end of turn promptID (p, its terminal event) into the
 // actor: the turn leaves the agent or the queue, and its record takes the
-// end's state, time and outcome, which its terminal event then carries
-// (turnEnded: the event is made from the record, as the writer projects
-// it).
+// end's state and outcome, and the time it is recorded at. The event
+// written is made from that record (turnEnded), so it carries that time
+// and whatever the record held already (a cancel the user asked for).
 func (a *actor) endTurn(promptID string, p session.EventPayload) *events.Pending {
 	now := time.Now().UTC()
 	if r := a.running; r != nil && r.turn.PromptID == promptID && a.ready() && !a.stopping {
