@@ -145,7 +145,7 @@ func decideStartFailed(v view, in startFailedInput) decision {
 // taken for a reply).
 func decideStartSucceeded(in startSucceededInput) decision {
 	if in.Resumed.Strategy == session.StrategyNativeLoad && in.Replayed == 0 && in.HadHistory {
-		return accept(effAwaitReplay{})
+		return accept(effAwaitReplay{Resumed: in.Resumed, Gen: in.Gen, Inject: in.Inject})
 	}
 	return accept(started(in.Resumed)...)
 }

@@ -193,11 +193,15 @@ type (
 	idleCheckInput struct{ Elapsed, Timeout time.Duration }
 	// startSucceededInput: the agent is up and its ACP session open, as
 	// Resumed says (Strategy "" for a first start); Replayed counts the
-	// history updates a load has replayed so far.
+	// history updates a load has replayed so far. Gen is the started
+	// agent's generation and Inject whether its profile can inject the
+	// history: what a load that replayed nothing yet settles on later.
 	startSucceededInput struct {
 		Resumed    resumedInfo
 		HadHistory bool
 		Replayed   int
+		Gen        int
+		Inject     bool
 	}
 	// replaySettledInput: the grace for a late load replay is over
 	// (Current: for the agent that is still the session's).

@@ -151,7 +151,14 @@ type (
 	effRetireAgent struct{ Why string }
 	// effAwaitReplay holds prompts back for a grace period: a load that
 	// replayed nothing may still replay after its answer.
-	effAwaitReplay struct{}
+	// What it then settles on: how the start restored the session, the
+	// generation of its agent, and whether its profile can inject the
+	// history (replaySettledInput).
+	effAwaitReplay struct {
+		Resumed resumedInfo
+		Gen     int
+		Inject  bool
+	}
 
 	// A session/update's effects, performed by onUpdate (transcript.go),
 	// which holds the update's content.

@@ -99,9 +99,9 @@ func (a *actor) decideAndPerform(in input) (decision, error) {
 // client's answer (effResolvePermission: the write to wait for), an
 // update's content (onUpdate: effRecordChunk, effRecordToolCall,
 // effAdoptOptions, effIgnoreUpdate), what a reload read (reload:
-// effReload), a start's outcome (onAgentStarted and startSucceeded:
-// effDiscardStart, effAdoptAgent, effAwaitReplay), and the agent a
-// shutdown hands over (shutdown: effStopAgent).
+// effReload), a start's outcome (onAgentStarted: effDiscardStart,
+// effAdoptAgent), and the agent a shutdown hands over (shutdown:
+// effStopAgent).
 func (a *actor) perform(effs ...effect) {
 	for _, e := range effs {
 		a.performOne(e)
@@ -190,13 +190,15 @@ func (a *actor) performOne(e effect) {
 		})
 	case effStartAgent:
 		a.startAgent(e)
+	case effAwaitReplay:
+		a.awaitReplay(e)
 	case effSettleAdmission:
 		a.settleAdmission(e)
 	case effAttachAgent:
 		a.attach()
 	case effRestartAgent:
 		a.ensureAgent()
-	case effAdoptAgent, effAdoptOptions, effAnswerExisting, effAskPermission, effAwaitReplay,
+	case effAdoptAgent, effAdoptOptions, effAnswerExisting, effAskPermission,
 		effAwaitStart, effDiscardStart, effEnqueue, effIgnoreUpdate, effRecordToolCall, effReload,
 		effResolvePermission, effRecordChunk, effSetOption, effStopAgent:
 		// Command-specific: performed by the loop of the command or input

@@ -355,16 +355,15 @@ func (a *actor) adoptAgent(p startPlan, out startOutcome) {
 // startSucceeded finishes a start (decideStartSucceeded), or gives a load
 // that replayed nothing yet ReplayGrace to replay (settleLoad).
 func (a *actor) startSucceeded(p startPlan, out startOutcome) {
-	d := decide(a.view(), startSucceededInput{Resumed: out.resumed(), HadHistory: p.hadHistory, Replayed: a.replayed})
-	for _, e := range d.Effects {
-		switch e.(type) {
-		case effAwaitReplay:
-			a.settling = true
-			time.AfterFunc(a.m.cfg.ReplayGrace, func() { a.mb.post(func() { a.settleLoad(p, out) }) })
-		default:
-			a.perform(e)
-		}
-	}
+	a.perform(decide(a.view(), startSucceededInput{Resumed: out.resumed(), HadHistory: p.hadHistory, Replayed: a.replayed,
+		Gen: p.gen, Inject: p.inject}).Effects...)
+}
+
+// awaitReplay holds prompts back for ReplayGrace (settling), then settles
+// the load (effAwaitReplay).
+func (a *actor) awaitReplay(e effAwaitReplay) {
+	a.settling = true
+	time.AfterFunc(a.m.cfg.ReplayGrace, func() { a.mb.post(func() { a.settleLoad(e) }) })
 }
 
 // resumed is how the start restored the session.
@@ -374,9 +373,9 @@ func (out startOutcome) resumed() resumedInfo {
 
 // settleLoad decides, after the grace period, whether a load restored the
 // conversation (decideReplaySettled).
-func (a *actor) settleLoad(p startPlan, out startOutcome) {
-	a.perform(decide(a.view(), replaySettledInput{Resumed: out.resumed(), Current: p.gen == a.gen,
-		Replayed: a.replayed, Inject: p.inject}).Effects...)
+func (a *actor) settleLoad(e effAwaitReplay) {
+	a.perform(decide(a.view(), replaySettledInput{Resumed: e.Resumed, Current: e.Gen == a.gen,
+		Replayed: a.replayed, Inject: e.Inject}).Effects...)
 }
 
 // startFailed leaves the session usable and resumable: the identity is kept,
