@@ -337,8 +337,8 @@ func (agentStartedInput) isInput()        {}
 
 // decision is decide's answer: refused (Refusal, and no effects) or
 // accepted with the effects to perform, in order. The events it decides
-// are effects too (effRecord, effEndTurn, effInterruptTurn), performed in
-// their place among the others.
+// are effects too (effRecord, effInterruptTurn, effRecordExecutor),
+// performed in their place among the others.
 type decision struct {
 	Refusal *errcode.Error
 	Effects []effect
