@@ -230,6 +230,7 @@ func (a *actor) shutdown() (stopping, error) {
 	for _, e := range decide(a.view(), shutdownCmd{}).Effects {
 		switch e := e.(type) {
 		case effStopAgent:
+			a.stopping = true
 			s = stopping{conn: a.conn, why: e.Why}
 		default:
 			a.perform(e)
@@ -244,18 +245,6 @@ func (a *actor) shutdown() (stopping, error) {
 func (a *actor) saveExecutor() {
 	a.exec.SessionID = a.id
 	a.emit(a.draft("", session.ExecutorStatusOf(a.exec)))
-}
-
-// setState changes the session state; the task follows (events.FollowTask).
-// A terminal state is final: whatever still runs after a close (an
-// admission committing, a turn ending) cannot reopen the session.
-func (a *actor) setState(s session.SessionState) {
-	if a.sess.State == s || a.sess.State.Terminal() {
-		return
-	}
-	prev := a.sess.State
-	a.sess.State = s
-	a.emit(stateDraft(a.sess, prev))
 }
 
 // agentHandler receives an agent's updates and permission requests and

@@ -121,26 +121,24 @@ func (a *actor) settled(ctx context.Context, t session.Turn, evs []store.Event) 
 // the events it committed (decideAdmitted). Settling twice is a no-op, so
 // the waiting request may settle it first (and answer with what it did).
 func (a *actor) admitted(promptID string, evs []store.Event, err error) {
-	adm := a.admitting[promptID]
-	for _, e := range decide(a.viewOf(promptID), admittedInput{PromptID: promptID, Err: err}).Effects {
-		switch e := e.(type) {
-		case effSettleAdmission:
-			delete(a.admitting, e.PromptID)
-			if err == nil {
-				a.learnSeq(e.PromptID, evs)
-			}
-		case effUnadmit:
-			a.unadmit(e, adm)
-		default:
-			a.perform(e)
-		}
-	}
+	a.perform(decide(a.viewOf(promptID), admittedInput{PromptID: promptID, Seq: queuedSeq(promptID, evs), Err: err}).Effects...)
 }
 
-// learnSeq gives turn promptID, admitted durably by evs, the seq the
-// store numbered it with (turn.queued carries it): the actor's turns keep
-// the log's order (turnsBySeq) without reading the store back.
-func (a *actor) learnSeq(promptID string, evs []store.Event) {
+// settleAdmission forgets that a turn's admission is pending
+// (effSettleAdmission): the turn takes its seq, or is taken back.
+func (a *actor) settleAdmission(e effSettleAdmission) {
+	adm := a.admitting[e.PromptID]
+	delete(a.admitting, e.PromptID)
+	if e.Err != nil {
+		a.unadmit(e, adm)
+		return
+	}
+	a.learnSeq(e.PromptID, e.Seq)
+}
+
+// queuedSeq is the seq the store numbered turn promptID with, which the
+// turn.queued among evs that admitted it carries (0: none there).
+func queuedSeq(promptID string, evs []store.Event) int64 {
 	var seq int64
 	for _, e := range evs {
 		var d session.TurnQueuedData
@@ -148,6 +146,13 @@ func (a *actor) learnSeq(promptID string, evs []store.Event) {
 			seq = d.Seq
 		}
 	}
+	return seq
+}
+
+// learnSeq gives turn promptID, admitted durably, the seq the store
+// numbered it with: the actor's turns keep the log's order (turnsBySeq)
+// without reading the store back.
+func (a *actor) learnSeq(promptID string, seq int64) {
 	if seq == 0 {
 		return
 	}
@@ -164,7 +169,7 @@ func (a *actor) learnSeq(promptID string, evs []store.Event) {
 
 // unadmit forgets a turn whose admitting write failed, in memory as on
 // disk: the agent never hears of it.
-func (a *actor) unadmit(e effUnadmit, adm admission) {
+func (a *actor) unadmit(e effSettleAdmission, adm admission) {
 	promptID := e.PromptID
 	a.log.Warn("prompt not admitted: its turn could not be stored", "promptId", promptID, "err", e.Err)
 	delete(a.turns, promptID)

@@ -206,11 +206,12 @@ func (a *actor) admitContinue(version uint64, plan session.Recovery, in session.
 	var res ContinueResult
 	for _, e := range d.Effects {
 		switch e := e.(type) {
-		case effReserveSlot:
-			if err := a.needAgent(); err != nil {
-				return ContinueResult{}, err // the agent stopped since the restore and the cap is full
-			}
 		case effEnqueue:
+			if e.Reserve {
+				if err := a.needAgent(); err != nil {
+					return ContinueResult{}, err // the agent stopped since the restore and the cap is full
+				}
+			}
 			// The original prompt if the agent never got it, else the
 			// continuation prompt (what the user saw, what was cut off);
 			// never both.

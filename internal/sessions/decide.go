@@ -87,6 +87,54 @@ func decide(v view, in input) decision {
 func accept(effs ...effect) decision   { return decision{Effects: effs} }
 func refuse(e *errcode.Error) decision { return decision{Refusal: e} }
 
+// record is the effect that records event p, of turn promptID ("" when it
+// names none): the events a decision decides are built here, from the
+// view, and the actor folds each into what it holds as it emits it
+// (actor.record).
+func record(promptID string, p session.EventPayload) effect {
+	p.Base().PromptID = promptID
+	return effRecord{Event: p}
+}
+
+// moveTo records the session's move from state from to state to; nothing
+// when it is there already, or closed (a terminal state is final).
+func moveTo(from, to session.SessionState) []effect {
+	if from == to || from.Terminal() {
+		return nil
+	}
+	return []effect{record("", &session.SessionStateChangedData{State: to, PreviousState: from})}
+}
+
+// holdQueue records the queued turns held for the user (held), or let go.
+func holdQueue(held bool) effect { return record("", &session.SessionQueueHeldData{Held: held}) }
+
+// endTurn records the end of turn promptID (p: its terminal event, which
+// takes it out of the queue or off the agent) and announces the plan it
+// leaves.
+func endTurn(promptID string, p session.EventPayload) []effect {
+	return []effect{record(promptID, p), effPushRecovery{}}
+}
+
+// completed, failed and cancelled are a turn's terminal events: it
+// completed with stopReason, failed with code and message, or was
+// cancelled, with stopReason (session.Withdrawn: its client withdrew it
+// from the queue) and whether the user's cancel ended it (requested).
+func completed(stopReason string) *session.TurnCompletedData {
+	return &session.TurnCompletedData{State: session.TurnCompleted, StopReason: stopReason}
+}
+
+func failed(code, message string) *session.TurnFailedData {
+	return &session.TurnFailedData{State: session.TurnFailed, Code: code, Message: message}
+}
+
+func cancelled(stopReason string, requested bool) *session.TurnCancelledData {
+	c := &session.TurnCancelledData{State: session.TurnCancelled, StopReason: stopReason, CancelRequested: requested}
+	if stopReason == session.Withdrawn {
+		c.Reason = session.Withdrawn
+	}
+	return c
+}
+
 func terminalErr(v view) *errcode.Error {
 	return errcode.New(errcode.SessionTerminal, "session is %s", v.State).With("state", string(v.State))
 }
@@ -110,10 +158,7 @@ func (v view) activePromptID() string {
 
 // admission is the effects that admit a turn: the slot first, if needed.
 func (v view) admission(front bool) []effect {
-	if v.needsSlot() {
-		return []effect{effReserveSlot{}, effEnqueue{Front: front}}
-	}
-	return []effect{effEnqueue{Front: front}}
+	return []effect{effEnqueue{Front: front, Reserve: v.needsSlot()}}
 }
 
 // decidePrompt: a prompt runs now, waits in the queue, or is refused.
@@ -149,14 +194,11 @@ func decideCancel(v view) decision {
 	}
 	var d decision
 	for _, q := range v.Queue {
-		d.Effects = append(d.Effects, effEndTurn{PromptID: q.PromptID, State: session.TurnCancelled, CancelRequested: true})
+		d.Effects = append(d.Effects, endTurn(q.PromptID, cancelled("", true))...)
 		d.Cancel.Dequeued = append(d.Cancel.Dequeued, q.PromptID)
 	}
-	if len(v.Queue) > 0 {
-		d.Effects = append(d.Effects, effDropQueue{})
-	}
 	if v.QueueHeld {
-		d.Effects = append(d.Effects, effReleaseHeld{}, effPushRecovery{})
+		d.Effects = append(d.Effects, holdQueue(false), effPushRecovery{})
 	}
 	d.Cancel.Cancelled = len(d.Cancel.Dequeued) > 0
 	r := v.Running
@@ -165,7 +207,7 @@ func decideCancel(v view) decision {
 		// interrupted last turn, so it is clean and a racing continue
 		// cannot revive it.
 		if t := v.Last; t != nil && t.State == session.TurnInterrupted && !t.CancelRequested && len(d.Cancel.Dequeued) == 0 {
-			d.Effects = append(d.Effects, effMarkCancelRequested{PromptID: t.PromptID}, effPushRecovery{})
+			d.Effects = append(d.Effects, record(t.PromptID, &session.TurnCancelRequestedData{}), effPushRecovery{})
 			d.Cancel.PromptID, d.Cancel.Cancelled = t.PromptID, true
 		}
 		return d
@@ -174,7 +216,7 @@ func decideCancel(v view) decision {
 	if r.CancelRequested {
 		return d
 	}
-	d.Effects = append(d.Effects, effMarkCancelRequested{PromptID: r.PromptID},
+	d.Effects = append(d.Effects, record(r.PromptID, &session.TurnCancelRequestedData{}),
 		effClosePermissions{PromptID: r.PromptID, State: session.PermissionCancelled}, effCancelAgent{})
 	return d
 }
@@ -185,19 +227,16 @@ func decideClose(v view) decision {
 	if v.State.Terminal() {
 		return accept()
 	}
-	d := accept(effMarkStopping{})
+	d := accept(effMarkStopping{Close: true})
 	for _, q := range v.Queue {
-		d.Effects = append(d.Effects, effEndTurn{PromptID: q.PromptID, State: session.TurnCancelled, CancelRequested: true})
-	}
-	if len(v.Queue) > 0 {
-		d.Effects = append(d.Effects, effDropQueue{})
+		d.Effects = append(d.Effects, endTurn(q.PromptID, cancelled("", true))...)
 	}
 	if r := v.Running; r != nil {
-		d.Effects = append(d.Effects, effClearRunning{},
-			effEndTurn{PromptID: r.PromptID, State: session.TurnCancelled, CancelRequested: true})
+		d.Effects = append(d.Effects, endTurn(r.PromptID, cancelled("", true))...)
 	}
-	d.Effects = append(d.Effects, effClosePermissions{State: session.PermissionCancelled},
-		effSetState{State: session.SessionCompleted}, effPushRecovery{}, effBumpGen{})
+	d.Effects = append(d.Effects, effClosePermissions{State: session.PermissionCancelled})
+	d.Effects = append(d.Effects, moveTo(v.State, session.SessionCompleted)...)
+	d.Effects = append(d.Effects, effPushRecovery{})
 	return d
 }
 
@@ -233,10 +272,9 @@ func decideWithdraw(v view, c withdrawCmd) decision {
 	}
 	// A turn whose admission is still being written ends after it: writes
 	// apply in submission order, so the end always follows the row.
-	d := accept(effRemoveQueued{PromptID: c.PromptID},
-		effEndTurn{PromptID: c.PromptID, State: session.TurnCancelled, StopReason: session.Withdrawn})
+	d := accept(endTurn(c.PromptID, cancelled(session.Withdrawn, false))...)
 	if len(v.Queue) == 1 && v.QueueHeld {
-		d.Effects = append(d.Effects, effReleaseHeld{}, effPushRecovery{})
+		d.Effects = append(d.Effects, holdQueue(false), effPushRecovery{})
 	}
 	d.Effects = append(d.Effects, effStartNext{})
 	return d
@@ -277,10 +315,7 @@ func decideOption(v view, invalid *errcode.Error) decision {
 	if invalid != nil {
 		return refuse(invalid)
 	}
-	if v.Agent == agentReady {
-		return accept(effApplyOption{})
-	}
-	return accept(effStoreOption{})
+	return accept(effSetOption{Now: v.Agent == agentReady})
 }
 
 // decideAnswer applies a client's answer to an open permission request. A
@@ -312,11 +347,7 @@ func decideResume(v view) decision {
 		return refuse(terminalErr(v))
 	}
 	if v.Agent == agentReady {
-		return accept(effAgentReady{})
+		return accept(effAwaitStart{Ready: true})
 	}
-	d := accept(effAwaitStart{}, effEnsureAgent{})
-	if v.needsSlot() {
-		d.Effects = append([]effect{effReserveSlot{}}, d.Effects...)
-	}
-	return d
+	return accept(effAwaitStart{Reserve: v.needsSlot()}, effEnsureAgent{})
 }

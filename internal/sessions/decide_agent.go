@@ -27,39 +27,38 @@ func decideTurnEnded(v view, in turnEndedInput) decision {
 	if in.SessionLost {
 		return decideSessionLost(v, in)
 	}
-	end := effEndTurn{PromptID: in.PromptID, State: session.TurnCompleted, StopReason: in.StopReason}
+	var end session.EventPayload = completed(in.StopReason)
 	switch {
 	case v.Running.CancelRequested || in.StopReason == "cancelled":
-		end.State = session.TurnCancelled // the user's intent wins whatever the agent answered
+		// The user's intent wins whatever the agent answered.
+		end = cancelled(in.StopReason, v.Running.CancelRequested)
 	case in.Failed:
-		end = effEndTurn{PromptID: in.PromptID, State: session.TurnFailed, ErrorCode: in.ErrorCode, ErrorMessage: in.ErrorMessage}
+		end = failed(in.ErrorCode, in.ErrorMessage)
 	}
-	d := accept(effClearRunning{}, end, effClosePermissions{PromptID: in.PromptID, State: session.PermissionCancelled})
-	if v.Agent == agentReady {
-		d.Effects = append(d.Effects, effTouchLastSeen{})
-	}
-	d.Effects = append(d.Effects, effStartNext{}, effArmIdle{})
-	return d
+	// The end's fold notes the agent seen now, if it is ready.
+	d := accept(endTurn(in.PromptID, end)...)
+	return accept(append(d.Effects, effClosePermissions{PromptID: in.PromptID, State: session.PermissionCancelled},
+		effStartNext{}, effArmIdle{})...)
 }
 
 // decideAgentExited handles the agent process ending, expected or not.
 func decideAgentExited(v view, in agentExitedInput) decision {
-	d := accept(effClearSettling{})
 	if v.Stopping {
 		// Close or daemon shutdown stopped it on purpose. Close records the
 		// stop itself; after a shutdown, start-up reconciliation marks what
 		// was running as interrupted by the restart.
-		d.Effects = append(d.Effects, effForgetAgent{}, effDropSlot{})
-		return d
+		return accept(effAgentExited{Expected: true})
 	}
-	d.Effects = append(d.Effects, effRecordExit{Exit: in.Exit, Cause: in.Cause}, effClosePermissions{State: session.PermissionExpired})
-	interrupted := false
-	if r := v.Running; r != nil {
-		d.Effects = append(d.Effects, effClearRunning{})
+	r := v.Running
+	interrupted := r != nil && !r.CancelRequested
+	// Queued prompts were accepted and nothing was cut: a fresh agent
+	// starts for them, in the slot the one that exited held.
+	restart := !v.State.Terminal() && len(v.Queue) > 0 && !v.QueueHeld && !interrupted
+	d := accept(effAgentExited{Exit: in.Exit, Cause: in.Cause, KeepSlot: restart}, effClosePermissions{State: session.PermissionExpired})
+	if r != nil {
 		if r.CancelRequested {
-			d.Effects = append(d.Effects, effEndTurn{PromptID: r.PromptID, State: session.TurnCancelled})
+			d.Effects = append(d.Effects, endTurn(r.PromptID, cancelled("", true))...)
 		} else {
-			interrupted = true
 			reason := "agent_exited"
 			if in.Lost {
 				reason = reasonExecutorLost
@@ -71,27 +70,18 @@ func decideAgentExited(v view, in agentExitedInput) decision {
 				// agent that was never told its task was cut. Held before
 				// the interruption is written, so the plan it pushes
 				// shows the hold.
-				d.Effects = append(d.Effects, effHoldQueue{})
+				d.Effects = append(d.Effects, holdQueue(true))
 			}
+			// Lost with its host (executor_lost): what the agent goes on
+			// sending there is kept, as the turn's late output, if the
+			// host comes back (effInterruptTurn).
 			d.Effects = append(d.Effects, effInterruptTurn{PromptID: r.PromptID, Reason: reason, Exit: in.Exit, Cause: in.Cause})
-			if in.Lost {
-				// What the agent goes on sending on its host is kept, as
-				// the turn's late output, if the host comes back.
-				d.Effects = append(d.Effects, effAwaitLate{PromptID: r.PromptID})
-			}
 		}
 	}
-	if !v.State.Terminal() && len(v.Queue) > 0 && !v.QueueHeld && !interrupted {
-		// Queued prompts were accepted and nothing was cut: start a fresh
-		// agent for them, in the slot the one that exited held.
+	if restart {
 		return accept(append(d.Effects, effEnsureAgent{})...)
 	}
-	d.Effects = append(d.Effects, effDropSlot{})
-	if v.State.Terminal() {
-		return d
-	}
-	d.Effects = append(d.Effects, effSetState{State: session.SessionWaitingForInput})
-	return d
+	return accept(append(d.Effects, moveTo(v.State, session.SessionWaitingForInput)...)...)
 }
 
 // reasonExecutorLost is the interruption of a turn whose executor host
@@ -110,19 +100,18 @@ const reasonSessionLost = "agent_session_lost"
 // resume restores the session in a new one (resume, load or injection).
 func decideSessionLost(v view, in turnEndedInput) decision {
 	r := v.Running
-	d := accept(effClearRunning{})
+	var d decision
 	if r.CancelRequested {
-		d.Effects = append(d.Effects, effEndTurn{PromptID: r.PromptID, State: session.TurnCancelled})
+		d.Effects = append(d.Effects, endTurn(r.PromptID, cancelled("", true))...)
 	} else {
 		if len(v.Queue) > 0 && !v.QueueHeld {
-			d.Effects = append(d.Effects, effHoldQueue{})
+			d.Effects = append(d.Effects, holdQueue(true))
 		}
 		d.Effects = append(d.Effects, effInterruptTurn{PromptID: r.PromptID, Reason: reasonSessionLost, Cause: sessionLostCause(in)})
 	}
 	d.Effects = append(d.Effects, effClosePermissions{State: session.PermissionExpired},
-		effRetireAgent{Why: "agent stopped: it lost the session (" + in.ErrorMessage + ")"},
-		effSetState{State: session.SessionWaitingForInput})
-	return d
+		effRetireAgent{Why: "agent stopped: it lost the session (" + in.ErrorMessage + ")"})
+	return accept(append(d.Effects, moveTo(v.State, session.SessionWaitingForInput)...)...)
 }
 
 // sessionLostCause is the interrupted turn's error when the agent lost its
@@ -139,7 +128,7 @@ func decideNext(v view) decision {
 	}
 	if len(v.Queue) == 0 || v.QueueHeld {
 		// Held since a restart: the queue waits for a continue or a prompt.
-		return accept(effSetState{State: session.SessionWaitingForInput})
+		return accept(moveTo(v.State, session.SessionWaitingForInput)...)
 	}
 	if v.Queue[0].Admitting {
 		return accept() // not durable yet: admitted runs it once it is
@@ -153,17 +142,17 @@ func decideNext(v view) decision {
 // that will not be put to the user; the agent may ask again).
 func decidePermissionRequested(v view) decision {
 	if v.Stopping {
-		return accept(effDeclinePermission{})
+		return accept(effAskPermission{Declined: true})
 	}
 	promptID := ""
 	if r := v.Running; r != nil {
 		if r.CancelRequested {
-			return accept(effDeclinePermission{})
+			return accept(effAskPermission{Declined: true})
 		}
 		promptID = r.PromptID
 	}
 	if v.OpenPermissions >= v.MaxPermissions {
-		return accept(effDeclinePermission{TooMany: true})
+		return accept(effAskPermission{Declined: true, TooMany: true})
 	}
 	return accept(effAskPermission{PromptID: promptID}, effPushRecovery{})
 }
@@ -178,7 +167,7 @@ func decideAdmitted(v view, in admittedInput) decision {
 	if t == nil || !t.Admitting {
 		return accept()
 	}
-	settle := effSettleAdmission{PromptID: in.PromptID}
+	settle := effSettleAdmission{PromptID: in.PromptID, Seq: in.Seq}
 	if in.Err == nil {
 		for _, q := range v.Queue {
 			if q.PromptID == in.PromptID {
@@ -194,7 +183,7 @@ func decideAdmitted(v view, in admittedInput) decision {
 		}
 	}
 	// The write that released a held queue failed whole: held again.
-	return accept(settle, effUnadmit{PromptID: in.PromptID, Err: in.Err, Rehold: t.ReleasedHold && left > 0}, effStartNext{})
+	return accept(effSettleAdmission{PromptID: in.PromptID, Err: in.Err, Rehold: t.ReleasedHold && left > 0}, effStartNext{})
 }
 
 // idle: the agent has nothing to do: no turn running or queued, no
@@ -211,12 +200,12 @@ func decideIdleCheck(v view, in idleCheckInput) decision {
 		return accept() // the next start arms the clock again
 	}
 	if !v.idle() {
-		return accept(effIdleBusy{})
+		return accept(effIdleWait{Left: in.Timeout, Busy: true})
 	}
 	if left := in.Timeout - in.Elapsed; left > 0 {
 		return accept(effIdleWait{Left: left})
 	}
-	return accept(effStopIdle{Timeout: in.Timeout})
+	return accept(effRetireAgent{Why: "agent stopped: idle for " + in.Timeout.String()})
 }
 
 // decideUpdate records one session/update in the transcript. Updates
@@ -232,12 +221,12 @@ func decideUpdate(v view, in updateInput) decision {
 	}
 	r := v.Running
 	if v.Replaying && r == nil && replayedKind(in.Kind) {
-		return accept(effSkipReplayed{})
+		return accept(effIgnoreUpdate{Replayed: true})
 	}
 	switch in.Kind {
 	case acp.UpdateAgentMessage, acp.UpdateAgentThought:
 		if r == nil {
-			return accept(effDropOutput{})
+			return accept(effIgnoreUpdate{})
 		}
 		if in.Empty {
 			return accept()
@@ -251,25 +240,23 @@ func decideUpdate(v view, in updateInput) decision {
 		// open (its first: the prompt's user message precedes it).
 		fresh := r.Split || (in.MessageID != "" && r.MessageID != "" && in.MessageID != r.MessageID)
 		if fresh || in.Block || !r.OpenMessage || r.OpenRole != role {
-			return accept(effStartMessage{PromptID: r.PromptID, MessageID: in.MessageID, Role: role})
+			return accept(effRecordChunk{PromptID: r.PromptID, MessageID: in.MessageID, Role: role, New: true})
 		}
-		return accept(effAppendChunk{PromptID: r.PromptID, MessageID: in.MessageID, Role: role})
+		return accept(effRecordChunk{PromptID: r.PromptID, MessageID: in.MessageID, Role: role})
 	case acp.UpdateToolCall, acp.UpdateToolCallUpdate:
 		if r == nil {
-			return accept(effDropOutput{})
+			return accept(effIgnoreUpdate{})
 		}
 		return accept(effSplitMessage{}, effRecordToolCall{PromptID: r.PromptID, Started: in.Kind == acp.UpdateToolCall})
 	case acp.UpdatePlan:
-		if r == nil {
-			return accept(effRecordPlan{})
+		// Its fold ends the running turn's current message.
+		promptID := ""
+		if r != nil {
+			promptID = r.PromptID
 		}
-		return accept(effSplitMessage{}, effRecordPlan{PromptID: r.PromptID})
-	case acp.UpdateAvailableCommands:
-		return accept(effAdoptCommands{}, effEmitOptions{})
-	case acp.UpdateCurrentMode:
-		return accept(effAdoptMode{}, effEmitOptions{})
-	case acp.UpdateConfigOptions:
-		return accept(effAdoptConfigOptions{}, effEmitOptions{})
+		return accept(record(promptID, &session.PlanUpdatedData{Entries: in.Data}))
+	case acp.UpdateAvailableCommands, acp.UpdateCurrentMode, acp.UpdateConfigOptions:
+		return accept(effAdoptOptions{})
 	}
 	// user_message_chunk echoes what we already stored; session info and
 	// usage are not transcript.

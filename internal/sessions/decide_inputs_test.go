@@ -14,15 +14,15 @@ import (
 
 func TestDecideTurnEnded(t *testing.T) {
 	in := turnEndedInput{PromptID: "p1", StopReason: "end_turn"}
-	ended := func(end effEndTurn) decision {
-		return accepted(effClearRunning{}, end, effClosePermissions{PromptID: "p1", State: session.PermissionCancelled},
-			effTouchLastSeen{}, effStartNext{}, effArmIdle{})
+	ended := func(end []effect) decision {
+		return acc(end, effClosePermissions{PromptID: "p1", State: session.PermissionCancelled},
+			effStartNext{}, effArmIdle{})
 	}
 	// Only a running turn ends; anywhere else the answer is stale.
 	cases := perState("turn ended", in, nil, terminalStates(map[session.SessionState]decision{
 		session.SessionCreated:         accepted(),
 		session.SessionStarting:        accepted(),
-		session.SessionRunning:         ended(effEndTurn{PromptID: "p1", State: session.TurnCompleted, StopReason: "end_turn"}),
+		session.SessionRunning:         ended(endCompleted("p1", "end_turn")),
 		session.SessionWaitingForInput: accepted(),
 	}, func(session.SessionState) decision { return accepted() }))
 	running := inState(session.SessionRunning)
@@ -30,26 +30,26 @@ func TestDecideTurnEnded(t *testing.T) {
 	failed := turnEndedInput{PromptID: "p1", Failed: true, ErrorCode: "agent_error_-32603", ErrorMessage: "boom"}
 	lost := turnEndedInput{PromptID: "p1", Failed: true, SessionLost: true, ErrorCode: "agent_session_not_found", ErrorMessage: "gone"}
 	lostTail := []effect{effClosePermissions{State: session.PermissionExpired},
-		effRetireAgent{Why: "agent stopped: it lost the session (gone)"}, effSetState{State: session.SessionWaitingForInput}}
+		effRetireAgent{Why: "agent stopped: it lost the session (gone)"}, stateChange(session.SessionRunning, session.SessionWaitingForInput)}
 	cases = append(cases, []decideCase{
 		{"turn ended cancelled by the agent", running, turnEndedInput{PromptID: "p1", StopReason: "cancelled"},
-			ended(effEndTurn{PromptID: "p1", State: session.TurnCancelled, StopReason: "cancelled"})},
-		{"turn ended after a cancel", cancelRequested, in, ended(effEndTurn{PromptID: "p1", State: session.TurnCancelled, StopReason: "end_turn"})},
-		{"turn failed after a cancel", cancelRequested, failed, ended(effEndTurn{PromptID: "p1", State: session.TurnCancelled})},
-		{"turn failed", running, failed, ended(effEndTurn{PromptID: "p1", State: session.TurnFailed, ErrorCode: "agent_error_-32603", ErrorMessage: "boom"})},
+			ended(endCancelled("p1", "cancelled", false))},
+		{"turn ended after a cancel", cancelRequested, in, ended(endCancelled("p1", "end_turn", true))},
+		{"turn failed after a cancel", cancelRequested, failed, ended(endCancelled("p1", "", true))},
+		{"turn failed", running, failed, ended(endFailed("p1", "agent_error_-32603", "boom"))},
 		{"turn ended by a disconnect", running, turnEndedInput{PromptID: "p1", Failed: true, Disconnected: true, ErrorCode: "agent_error"},
 			accepted(effStopRunningAgent{})},
 		{"turn ended of another turn", running, turnEndedInput{PromptID: "p0", StopReason: "end_turn"}, accepted()},
 		{"turn failed: the agent lost the session", running, lost,
-			accepted(append([]effect{effClearRunning{}, effInterruptTurn{PromptID: "p1", Reason: reasonSessionLost, Cause: sessionLostCause(lost)}}, lostTail...)...)},
+			accepted(append([]effect{effInterruptTurn{PromptID: "p1", Reason: reasonSessionLost, Cause: sessionLostCause(lost)}}, lostTail...)...)},
 		{"turn failed: the agent lost the session, prompts queued", with(running, func(v *view) { v.Queue = queued("q1") }), lost,
-			accepted(append([]effect{effClearRunning{}, effHoldQueue{}, effInterruptTurn{PromptID: "p1", Reason: reasonSessionLost, Cause: sessionLostCause(lost)}}, lostTail...)...)},
+			accepted(append([]effect{queueHeld(true), effInterruptTurn{PromptID: "p1", Reason: reasonSessionLost, Cause: sessionLostCause(lost)}}, lostTail...)...)},
 		{"turn failed: the agent lost the session after a cancel", cancelRequested, lost,
-			accepted(append([]effect{effClearRunning{}, effEndTurn{PromptID: "p1", State: session.TurnCancelled}}, lostTail...)...)},
+			acc(endCancelled("p1", "", true), lostTail)},
 		{"turn failed: the agent lost the session while stopping", with(running, func(v *view) { v.Stopping = true }), lost, accepted()},
 		{"turn ended while stopping", with(running, func(v *view) { v.Stopping = true }), in, accepted()},
 		{"turn ended on an agent already gone", with(running, func(v *view) { v.Agent, v.Connected = agentNone, false }), in,
-			accepted(effClearRunning{}, effEndTurn{PromptID: "p1", State: session.TurnCompleted, StopReason: "end_turn"},
+			acc(endCompleted("p1", "end_turn"),
 				effClosePermissions{PromptID: "p1", State: session.PermissionCancelled}, effStartNext{}, effArmIdle{})},
 	}...)
 	runDecideCases(t, cases)
@@ -58,51 +58,52 @@ func TestDecideTurnEnded(t *testing.T) {
 func TestDecideAgentExited(t *testing.T) {
 	exit := exitInfo{Code: -1, Signal: "killed"}
 	in := agentExitedInput{Exit: exit}
-	head := []effect{effClearSettling{}, effRecordExit{Exit: exit}, effClosePermissions{State: session.PermissionExpired}}
-	idle := accepted(append(head, effDropSlot{}, effSetState{State: session.SessionWaitingForInput})...)
+	head := []effect{effAgentExited{Exit: exit}, effClosePermissions{State: session.PermissionExpired}}
+	// A fresh agent starts for the prompts queued, in the slot kept.
+	restart := []effect{effAgentExited{Exit: exit, KeepSlot: true}, effClosePermissions{State: session.PermissionExpired}, effEnsureAgent{}}
+	idleIn := func(s session.SessionState) decision { return acc(head, toWaiting(s)) }
+	idle := idleIn(session.SessionWaitingForInput)
 	cases := perState("agent exited", in, nil, terminalStates(map[session.SessionState]decision{
-		session.SessionCreated:  idle,
-		session.SessionStarting: idle,
-		session.SessionRunning: accepted(append(head, effClearRunning{}, effInterruptTurn{PromptID: "p1", Reason: "agent_exited", Exit: exit},
-			effDropSlot{}, effSetState{State: session.SessionWaitingForInput})...),
+		session.SessionCreated:  idleIn(session.SessionCreated),
+		session.SessionStarting: idleIn(session.SessionStarting),
+		session.SessionRunning: accepted(append(head, effInterruptTurn{PromptID: "p1", Reason: "agent_exited", Exit: exit},
+			stateChange(session.SessionRunning, session.SessionWaitingForInput))...),
 		session.SessionWaitingForInput: idle,
-	}, func(session.SessionState) decision { return accepted(append(head, effDropSlot{})...) }))
+	}, func(session.SessionState) decision { return accepted(head...) }))
 	running := inState(session.SessionRunning)
 	cases = append(cases, []decideCase{
 		{"agent exited after a cancel", with(running, func(v *view) { v.Running = &runningView{PromptID: "p1", CancelRequested: true} }), in,
-			accepted(append(head, effClearRunning{}, effEndTurn{PromptID: "p1", State: session.TurnCancelled},
-				effDropSlot{}, effSetState{State: session.SessionWaitingForInput})...)},
+			acc(head, endCancelled("p1", "", true), stateChange(session.SessionRunning, session.SessionWaitingForInput))},
 		{"agent exited with prompts queued", with(running, func(v *view) { v.Queue = queued("q1") }), in,
-			accepted(append(head, effClearRunning{}, effHoldQueue{}, effInterruptTurn{PromptID: "p1", Reason: "agent_exited", Exit: exit},
-				effDropSlot{}, effSetState{State: session.SessionWaitingForInput})...)},
+			accepted(append(head, queueHeld(true), effInterruptTurn{PromptID: "p1", Reason: "agent_exited", Exit: exit},
+				stateChange(session.SessionRunning, session.SessionWaitingForInput))...)},
 		{"agent lost with prompts queued", with(running, func(v *view) { v.Queue = queued("q1") }), agentExitedInput{Exit: exit, Lost: true},
-			accepted(append(head, effClearRunning{}, effHoldQueue{}, effInterruptTurn{PromptID: "p1", Reason: "executor_lost", Exit: exit},
-				effAwaitLate{PromptID: "p1"}, effDropSlot{}, effSetState{State: session.SessionWaitingForInput})...)},
+			accepted(append(head, queueHeld(true), effInterruptTurn{PromptID: "p1", Reason: "executor_lost", Exit: exit},
+				stateChange(session.SessionRunning, session.SessionWaitingForInput))...)},
 		{"agent exited between turns with prompts queued", with(inState(session.SessionWaitingForInput), func(v *view) { v.Queue = queued("q1") }), in,
-			accepted(append(head, effEnsureAgent{})...)},
+			accepted(restart...)},
 		{"agent exited after a cancel with prompts queued", with(running, func(v *view) {
 			v.Running = &runningView{PromptID: "p1", CancelRequested: true}
 			v.Queue = queued("q1")
-		}), in, accepted(append(head, effClearRunning{}, effEndTurn{PromptID: "p1", State: session.TurnCancelled}, effEnsureAgent{})...)},
+		}), in, acc(restart[:2], endCancelled("p1", "", true), restart[2])},
 		{"agent exited with a held queue", with(inState(session.SessionWaitingForInput), func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), in, idle},
 		{"agent lost with its executor host", running, agentExitedInput{Exit: exit, Lost: true},
-			accepted(append(head, effClearRunning{}, effInterruptTurn{PromptID: "p1", Reason: "executor_lost", Exit: exit},
-				effAwaitLate{PromptID: "p1"}, effDropSlot{}, effSetState{State: session.SessionWaitingForInput})...)},
+			accepted(append(head, effInterruptTurn{PromptID: "p1", Reason: "executor_lost", Exit: exit},
+				stateChange(session.SessionRunning, session.SessionWaitingForInput))...)},
 		{"agent exited while stopping", with(running, func(v *view) { v.Stopping = true }), in,
-			accepted(effClearSettling{}, effForgetAgent{}, effDropSlot{})},
+			accepted(effAgentExited{Expected: true})},
 	}...)
 	// The executor says why the agent's records ended early: the executor
 	// and the interrupted turn keep it.
 	damaged := causeInfo{Code: "host_outbox_damaged", Message: "the executor host found the session's outbox damaged"}
 	withCause := agentExitedInput{Exit: exit, Lost: true, Cause: damaged}
-	causeHead := []effect{effClearSettling{}, effRecordExit{Exit: exit, Cause: damaged}, effClosePermissions{State: session.PermissionExpired}}
+	causeHead := []effect{effAgentExited{Exit: exit, Cause: damaged}, effClosePermissions{State: session.PermissionExpired}}
 	cases = append(cases, []decideCase{
 		{"agent lost with a damaged outbox mid-turn", running, withCause,
-			accepted(append(causeHead, effClearRunning{}, effInterruptTurn{PromptID: "p1", Reason: "executor_lost", Exit: exit, Cause: damaged},
-				effAwaitLate{PromptID: "p1"},
-				effDropSlot{}, effSetState{State: session.SessionWaitingForInput})...)},
+			accepted(append(causeHead, effInterruptTurn{PromptID: "p1", Reason: "executor_lost", Exit: exit, Cause: damaged},
+				stateChange(session.SessionRunning, session.SessionWaitingForInput))...)},
 		{"agent lost with a damaged outbox while idle", inState(session.SessionWaitingForInput), withCause,
-			accepted(append(causeHead, effDropSlot{}, effSetState{State: session.SessionWaitingForInput})...)},
+			accepted(causeHead...)},
 	}...)
 	runDecideCases(t, cases)
 }
@@ -117,10 +118,19 @@ func TestDecideNext(t *testing.T) {
 		session.SessionWaitingForInput: accepted(effStartTurn{PromptID: "q1"}),
 	}, func(session.SessionState) decision { return accepted() }))
 	waiting := inState(session.SessionWaitingForInput)
-	idle := accepted(effSetState{State: session.SessionWaitingForInput})
+	// Nothing to run: the session waits for input (it does already: no
+	// event).
+	idle := accepted()
+	held := func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }
 	cases = append(cases, []decideCase{
 		{"next with nothing queued", waiting, in, idle},
-		{"next with a held queue", with(waiting, func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), in, idle},
+		{"next with a held queue", with(waiting, held), in, idle},
+		{"next with nothing queued once started", with(waiting, func(v *view) { v.State = session.SessionStarting }), in,
+			accepted(stateChange(session.SessionStarting, session.SessionWaitingForInput))},
+		{"next with a held queue after a turn", with(waiting, func(v *view) {
+			held(v)
+			v.State = session.SessionRunning
+		}), in, accepted(stateChange(session.SessionRunning, session.SessionWaitingForInput))},
 		{"next while the head is admitting", with(waiting, func(v *view) { v.Queue = []queuedView{{PromptID: "q1", Admitting: true}} }), in, accepted()},
 		{"next while a load settles", with(waiting, func(v *view) {
 			waitingQ(v)
@@ -147,10 +157,10 @@ func TestDecidePermissionRequested(t *testing.T) {
 	running := with(inState(session.SessionRunning), bound)
 	cases = append(cases, []decideCase{
 		{"permission requested after a cancel", with(running, func(v *view) { v.Running = &runningView{PromptID: "p1", CancelRequested: true} }), in,
-			accepted(effDeclinePermission{})},
-		{"permission requested while stopping", with(running, func(v *view) { v.Stopping = true }), in, accepted(effDeclinePermission{})},
+			accepted(effAskPermission{Declined: true})},
+		{"permission requested while stopping", with(running, func(v *view) { v.Stopping = true }), in, accepted(effAskPermission{Declined: true})},
 		{"permission requested beyond the bound", with(running, func(v *view) { v.OpenPermissions = 2 }), in,
-			accepted(effDeclinePermission{TooMany: true})},
+			accepted(effAskPermission{Declined: true, TooMany: true})},
 		{"permission requested below the bound", with(running, func(v *view) { v.OpenPermissions = 1 }), in,
 			accepted(effAskPermission{PromptID: "p1"}, effPushRecovery{})},
 	}...)
@@ -168,7 +178,7 @@ func TestDecideAdmitted(t *testing.T) {
 	cases := perState("admitted", admittedInput{PromptID: "q1"}, admitting, terminalStates(map[session.SessionState]decision{
 		session.SessionCreated: ok, session.SessionStarting: ok, session.SessionRunning: ok, session.SessionWaitingForInput: ok,
 	}, func(session.SessionState) decision { return ok }))
-	unadmit := accepted(settle, effUnadmit{PromptID: "q1", Err: failure}, effStartNext{})
+	unadmit := accepted(effSettleAdmission{PromptID: "q1", Err: failure}, effStartNext{})
 	cases = append(cases, perState("admission failed", admittedInput{PromptID: "q1", Err: failure}, admitting, terminalStates(map[session.SessionState]decision{
 		session.SessionCreated: unadmit, session.SessionStarting: unadmit, session.SessionRunning: unadmit, session.SessionWaitingForInput: unadmit,
 	}, func(session.SessionState) decision { return unadmit }))...)
@@ -176,12 +186,14 @@ func TestDecideAdmitted(t *testing.T) {
 	cases = append(cases, []decideCase{
 		{"admitted twice", with(waiting, func(v *view) { v.Turn.Admitting = false }), admittedInput{PromptID: "q1"}, accepted()},
 		{"admitted unknown", inState(session.SessionWaitingForInput), admittedInput{PromptID: "q1"}, accepted()},
+		{"admitted as a turn of the log", waiting, admittedInput{PromptID: "q1", Seq: 4},
+			accepted(effSettleAdmission{PromptID: "q1", Seq: 4}, effEnsureAgent{}, effStartNext{})},
 		{"admitted after a cancel ended it", with(waiting, func(v *view) { v.Queue = nil }), admittedInput{PromptID: "q1"},
 			accepted(settle, effStartNext{})},
 		{"admission failed that released a hold", with(waiting, func(v *view) {
 			v.Queue = []queuedView{{PromptID: "q1", Admitting: true}, {PromptID: "h1"}}
 			v.Turn.ReleasedHold = true
-		}), admittedInput{PromptID: "q1", Err: failure}, accepted(settle, effUnadmit{PromptID: "q1", Err: failure, Rehold: true}, effStartNext{})},
+		}), admittedInput{PromptID: "q1", Err: failure}, accepted(effSettleAdmission{PromptID: "q1", Err: failure, Rehold: true}, effStartNext{})},
 		{"admission failed that released a hold now empty", with(waiting, func(v *view) { v.Turn.ReleasedHold = true }),
 			admittedInput{PromptID: "q1", Err: failure}, unadmit},
 	}...)
@@ -190,20 +202,20 @@ func TestDecideAdmitted(t *testing.T) {
 
 func TestDecideIdleCheck(t *testing.T) {
 	due := idleCheckInput{Elapsed: 2 * time.Minute, Timeout: time.Minute}
-	stop := accepted(effStopIdle{Timeout: time.Minute})
+	stop := accepted(effRetireAgent{Why: "agent stopped: idle for 1m0s"})
 	cases := perState("idle check", due, nil, terminalStates(map[session.SessionState]decision{
 		session.SessionCreated:         accepted(), // no agent: the next start arms the clock
 		session.SessionStarting:        accepted(),
-		session.SessionRunning:         accepted(effIdleBusy{}),
+		session.SessionRunning:         accepted(effIdleWait{Left: time.Minute, Busy: true}),
 		session.SessionWaitingForInput: stop,
 	}, func(session.SessionState) decision { return accepted() }))
 	waiting := inState(session.SessionWaitingForInput)
 	cases = append(cases, []decideCase{
 		{"idle check early", waiting, idleCheckInput{Elapsed: 20 * time.Second, Timeout: time.Minute}, accepted(effIdleWait{Left: 40 * time.Second})},
-		{"idle check with a permission open", with(waiting, func(v *view) { v.OpenPermissions = 1 }), due, accepted(effIdleBusy{})},
-		{"idle check with a queue", with(waiting, func(v *view) { v.Queue = queued("q1") }), due, accepted(effIdleBusy{})},
+		{"idle check with a permission open", with(waiting, func(v *view) { v.OpenPermissions = 1 }), due, accepted(effIdleWait{Left: time.Minute, Busy: true})},
+		{"idle check with a queue", with(waiting, func(v *view) { v.Queue = queued("q1") }), due, accepted(effIdleWait{Left: time.Minute, Busy: true})},
 		{"idle check with a held queue", with(waiting, func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), due, stop},
-		{"idle check while a load settles", with(waiting, func(v *view) { v.Settling = true }), due, accepted(effIdleBusy{})},
+		{"idle check while a load settles", with(waiting, func(v *view) { v.Settling = true }), due, accepted(effIdleWait{Left: time.Minute, Busy: true})},
 		{"idle check while stopping", with(waiting, func(v *view) { v.Stopping = true }), due, accepted()},
 	}...)
 	runDecideCases(t, cases)

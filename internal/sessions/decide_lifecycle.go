@@ -27,11 +27,7 @@ func decideEnsureAgent(v view) decision {
 	if v.Connected || v.Agent != agentNone || v.closed() {
 		return accept()
 	}
-	start := effStartAgent{Restore: v.StoredSession, HadHistory: v.HasTurns}
-	if !v.HasSlot {
-		return accept(effReserveSlot{}, start)
-	}
-	return accept(start)
+	return accept(effStartAgent{Restore: v.StoredSession, HadHistory: v.HasTurns, Reserve: !v.HasSlot})
 }
 
 // decideRestore is the next ACP call of a start, from the agent's
@@ -112,9 +108,9 @@ func decideAgentStarted(v view, in agentStartedInput) decision {
 			effNotifyWaiters{Err: errcode.New(errcode.SessionTerminal, "session closed while its agent was starting")})
 	}
 	if in.Err != nil {
-		return accept(append([]effect{effClearStarting{}}, decideStartFailed(v, startFailedInput{Err: in.Err}).Effects...)...)
+		return decideStartFailed(v, startFailedInput{Err: in.Err})
 	}
-	return accept(effClearStarting{}, effAdoptAgent{})
+	return accept(effAdoptAgent{})
 }
 
 // startErrorMessage is what the executor row says of a failed start.
@@ -129,19 +125,17 @@ func startErrorMessage(err error) string {
 // decideStartFailed leaves the session usable and resumable: the error is
 // visible on the executor, queued turns fail visibly.
 func decideStartFailed(v view, in startFailedInput) decision {
-	d := accept(effRecordStartError{Err: in.Err}, effDropSlot{})
+	d := accept(effRecordStartError{Err: in.Err})
 	if !v.QueueHeld {
 		// Prompts held since a restart stay queued: they were not what
 		// started the agent, and the user decides when they run.
 		code, msg := string(errcode.CodeOf(in.Err)), startErrorMessage(in.Err)
 		for _, q := range v.Queue {
-			d.Effects = append(d.Effects, effEndTurn{PromptID: q.PromptID, State: session.TurnFailed, ErrorCode: code, ErrorMessage: msg})
-		}
-		if len(v.Queue) > 0 {
-			d.Effects = append(d.Effects, effDropQueue{})
+			d.Effects = append(d.Effects, endTurn(q.PromptID, failed(code, msg))...)
 		}
 	}
-	d.Effects = append(d.Effects, effSetState{State: session.SessionWaitingForInput}, effPushRecovery{}, effNotifyWaiters{Err: in.Err})
+	d.Effects = append(d.Effects, moveTo(v.State, session.SessionWaitingForInput)...)
+	d.Effects = append(d.Effects, effPushRecovery{}, effNotifyWaiters{Err: in.Err})
 	return d
 }
 
@@ -151,7 +145,7 @@ func decideStartFailed(v view, in startFailedInput) decision {
 // taken for a reply).
 func decideStartSucceeded(in startSucceededInput) decision {
 	if in.Resumed.Strategy == session.StrategyNativeLoad && in.Replayed == 0 && in.HadHistory {
-		return accept(effAwaitReplay{})
+		return accept(effAwaitReplay{Resumed: in.Resumed, Gen: in.Gen, Inject: in.Inject})
 	}
 	return accept(started(in.Resumed)...)
 }
@@ -170,7 +164,7 @@ func decideReplaySettled(v view, in replaySettledInput) decision {
 			r.Strategy = session.StrategyHistoryInjection
 		}
 	}
-	return accept(append([]effect{effClearSettling{}}, started(r)...)...)
+	return accept(started(r)...) // session.resumed ends the settle
 }
 
 // started announces the restore outcome, releases resume waiters and runs
@@ -178,10 +172,7 @@ func decideReplaySettled(v view, in replaySettledInput) decision {
 func started(r resumedInfo) []effect {
 	var effs []effect
 	if r.Strategy != "" {
-		effs = append(effs, effRecordResumed{Resumed: r})
-	}
-	if r.Strategy == session.StrategyNativeLoad {
-		effs = append(effs, effReconcileDelivery{})
+		effs = append(effs, record("", &session.SessionResumedData{Strategy: r.Strategy, ContextRestored: r.ContextRestored, FallbackReason: r.Fallback}))
 	}
 	return append(effs, effNotifyWaiters{}, effStartNext{}, effPushRecovery{}, effArmIdle{})
 }
@@ -200,10 +191,12 @@ func decideWriteFailed(v view, in writeFailedInput) decision {
 	if in.ShuttingDown {
 		return accept() // the writer closed: the next start reconciles from the store
 	}
+	report := effWriteFailed{Change: in.Change, Err: in.Err}
 	if v.Reloading {
-		return accept(effReportWriteFailed{})
+		return accept(report)
 	}
-	return accept(effReportWriteFailed{}, effReloadWhenQuiet{After: v.Backoff, Next: nextBackoff(v.Backoff)})
+	report.Reload, report.After, report.Next = true, v.Backoff, nextBackoff(v.Backoff)
+	return accept(report)
 }
 
 // The backoff of a reload after a failed write that follows a reload
@@ -241,17 +234,16 @@ func decideReloaded(v view, in reloadedInput) decision {
 	closed := v.State.Terminal() || in.State.Terminal()
 	queue, repairs := storeLacks(closed, in.State, running, in.Turns, in.Pending)
 	if v.State.Terminal() && !in.State.Terminal() {
-		repairs = append(repairs, effSetState{State: v.State})
+		// After the reload the actor holds the store's state, which the
+		// close moves on again.
+		repairs = append(repairs, record("", &session.SessionStateChangedData{State: v.State, PreviousState: in.State}))
 	}
 	for _, q := range v.Queue {
 		if q.Admitting && !slices.Contains(queue, q.PromptID) {
 			queue = append(queue, q.PromptID)
 		}
 	}
-	d := accept(effReload{Queue: queue})
-	if in.ExecutorLacks {
-		d.Effects = append(d.Effects, effRecordExecutor{})
-	}
+	d := accept(effReload{Queue: queue, Executor: in.ExecutorLacks})
 	d.Effects = append(d.Effects, repairs...)
 	if len(repairs) > 0 {
 		d.Effects = append(d.Effects, effPushRecovery{})
@@ -276,11 +268,11 @@ func storeLacks(closed bool, state session.SessionState, running string, turns [
 		switch {
 		case t.PromptID == running:
 		case t.State == session.TurnQueued && closed:
-			repairs = append(repairs, effEndTurn{PromptID: t.PromptID, State: session.TurnCancelled, CancelRequested: true})
+			repairs = append(repairs, endTurn(t.PromptID, cancelled("", true))...)
 		case t.State == session.TurnQueued:
 			queue = append(queue, t.PromptID)
 		case t.State == session.TurnRunning:
-			repairs = append(repairs, effRecordLost{PromptID: t.PromptID})
+			repairs = append(repairs, record(t.PromptID, failed(string(errcode.StoreWriteFailed), lostOutcomeMessage)))
 		}
 	}
 	for _, p := range pending {
@@ -294,13 +286,18 @@ func storeLacks(closed bool, state session.SessionState, running string, turns [
 		if p.End != nil {
 			end = *p.End
 		}
-		repairs = append(repairs, effRecordResolved{RequestID: p.ID, End: end})
+		repairs = append(repairs, record("", &session.PermissionResolvedData{RequestID: p.ID, State: end.State, OptionID: end.OptionID}))
 	}
 	if running == "" && state == session.SessionRunning && !closed {
-		repairs = append(repairs, effRepairState{})
+		repairs = append(repairs, moveTo(state, session.SessionWaitingForInput)...)
 	}
 	return queue, repairs
 }
+
+// lostOutcomeMessage is the error of a turn whose outcome the store lost
+// (storeLacks): the agent is done with it, and clients waiting for it
+// must see it end.
+const lostOutcomeMessage = "the turn's outcome could not be stored; see the daemon log"
 
 // restartedWhy is what the executor says of an agent a shutdown stopped.
 const restartedWhy = "agent stopped: tetherd restarted"
@@ -320,7 +317,7 @@ func decideShutdown(v view) decision {
 		return accept(effMarkStopping{})
 	}
 	if v.Connected {
-		return accept(effMarkStopping{}, effStopAgent{Why: restartedWhy})
+		return accept(effStopAgent{Why: restartedWhy})
 	}
 	return accept(effMarkStopping{})
 }
@@ -357,9 +354,6 @@ func decideRestarted(v view, in restartedInput) decision {
 	}
 	var effs []effect
 	live := in.Executor == session.ExecutorReady || in.Executor == session.ExecutorStarting
-	if live && in.Orphan {
-		effs = append(effs, effStopOrphan{})
-	}
 	interrupted := v.QueueHeld || slices.ContainsFunc(in.Turns, func(t storedTurn) bool { return t.State == session.TurnRunning })
 	held := v.QueueHeld
 	for _, t := range in.Turns {
@@ -370,20 +364,20 @@ func decideRestarted(v view, in restartedInput) decision {
 		default:
 			if !held {
 				held = true
-				effs = append(effs, effHoldQueue{})
+				effs = append(effs, holdQueue(true))
 			}
 			continue
 		}
 		effs = append(effs, effRestartInterrupt{PromptID: t.PromptID, Running: t.State == session.TurnRunning})
 	}
 	for _, id := range in.Permissions {
-		effs = append(effs, effRecordResolved{RequestID: id, End: permissionEnd{State: session.PermissionExpired}})
+		effs = append(effs, record("", &session.PermissionResolvedData{RequestID: id, State: session.PermissionExpired}))
 	}
 	if live {
-		effs = append(effs, effStopExecutor{Why: restartedWhy})
+		effs = append(effs, effRecordExecutor{Status: session.ExecutorStopped, Why: restartedWhy, StopOrphan: in.Orphan})
 	}
 	if v.State != session.SessionWaitingForInput {
-		effs = append(effs, effSetState{State: session.SessionWaitingForInput})
+		effs = append(effs, moveTo(v.State, session.SessionWaitingForInput)...)
 	} else {
 		effs = append(effs, effTaskFollow{})
 	}
@@ -400,9 +394,9 @@ func decideHostedTakenUp(in restartedInput) decision {
 	announce := effPushRecovery{Always: !in.Load}
 	if in.Executor == session.ExecutorStarting {
 		if in.Load {
-			return accept(effStopExecutor{}, announce)
+			return accept(effRecordExecutor{Status: session.ExecutorStopped}, announce)
 		}
-		return accept(effStopExecutor{Why: restartedWhy}, effRestartAgent{}, announce)
+		return accept(effRecordExecutor{Status: session.ExecutorStopped, Why: restartedWhy}, effRestartAgent{}, announce)
 	}
 	if in.Load && in.Executor == session.ExecutorReconnecting {
 		// Start-up left it reconnecting and announced its plan: the load
@@ -411,7 +405,7 @@ func decideHostedTakenUp(in restartedInput) decision {
 		// writer while a hundred of them reattach).
 		return accept(effAttachAgent{})
 	}
-	return accept(effMarkReconnecting{}, effAttachAgent{}, announce)
+	return accept(effRecordExecutor{Status: session.ExecutorReconnecting}, effAttachAgent{}, announce)
 }
 
 // decideTakenUp repairs a session closed in the log (at start-up or on a
@@ -428,18 +422,12 @@ func decideTakenUp(v view, in restartedInput) decision {
 		pending[i] = storedPermission{ID: id}
 	}
 	_, effs := storeLacks(closed, v.State, "", in.Turns, pending)
-	if closed && slices.ContainsFunc(in.Turns, func(t storedTurn) bool { return t.State == session.TurnQueued }) {
-		effs = append(effs, effDropQueue{})
-	}
 	if in.Executor == session.ExecutorReady || in.Executor == session.ExecutorStarting || in.Executor == session.ExecutorReconnecting {
-		if in.Orphan {
-			effs = append(effs, effStopOrphan{})
-		}
 		why := ""
 		if !in.Load {
 			why = restartedWhy
 		}
-		effs = append(effs, effStopExecutor{Why: why})
+		effs = append(effs, effRecordExecutor{Status: session.ExecutorStopped, Why: why, StopOrphan: in.Orphan})
 	}
 	if in.Load && len(effs) == 0 {
 		return accept()

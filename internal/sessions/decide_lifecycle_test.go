@@ -34,41 +34,42 @@ func TestDecideRestarted(t *testing.T) {
 	}
 	inRunning, waiting := view{State: session.SessionRunning}, view{State: session.SessionWaitingForInput}
 	heldWaiting := view{State: session.SessionWaitingForInput, QueueHeld: true}
-	toWaiting := effSetState{State: session.SessionWaitingForInput}
+	toWaiting := stateChange(session.SessionRunning, session.SessionWaitingForInput)
+	startedToWaiting := stateChange(session.SessionStarting, session.SessionWaitingForInput)
 	interruptP1 := effRestartInterrupt{PromptID: "p1", Running: true}
-	expire := func(id string) effRecordResolved {
-		return effRecordResolved{RequestID: id, End: permissionEnd{State: session.PermissionExpired}}
-	}
-	stop, announce := effStopExecutor{Why: restartedWhy}, effPushRecovery{Always: true}
+	expire := func(id string) effect { return resolved(id, session.PermissionExpired, "") }
+	stop, announce := effRecordExecutor{Status: session.ExecutorStopped, Why: restartedWhy}, effPushRecovery{Always: true}
+	stopOrphan := effRecordExecutor{Status: session.ExecutorStopped, Why: restartedWhy, StopOrphan: true}
+	reconnecting := effRecordExecutor{Status: session.ExecutorReconnecting}
 	runDecideCases(t, []decideCase{
 		{"restarted at rest", waiting, restartedInput{AgentAvailable: true}, accepted()},
 		{"restarted mid-turn, hosted", inRunning, repair(func(in *restartedInput) {
 			midTurn(in)
 			in.Orphan, in.Hosted, in.Permissions = false, true, []string{"perm1"}
 			in.Turns = append(in.Turns, queuedT("q1"))
-		}), accepted(effMarkReconnecting{}, effAttachAgent{}, announce)},
+		}), accepted(reconnecting, effAttachAgent{}, announce)},
 		{"restarted while a hosted agent started, its first prompt queued", view{State: session.SessionStarting}, repair(func(in *restartedInput) {
 			in.Executor, in.Hosted = session.ExecutorStarting, true
 			in.Turns = []storedTurn{queuedT("q1")}
 		}), accepted(stop, effRestartAgent{}, announce)},
 		{"restarted waiting for input, hosted", waiting, repair(func(in *restartedInput) {
 			in.Executor, in.Hosted = session.ExecutorReconnecting, true
-		}), accepted(effMarkReconnecting{}, effAttachAgent{}, announce)},
+		}), accepted(reconnecting, effAttachAgent{}, announce)},
 		{"restarted at rest, its agent gone from the config", waiting, restartedInput{}, accepted(announce)},
 		{"restarted mid-turn", inRunning, repair(midTurn),
-			accepted(effStopOrphan{}, interruptP1, stop, toWaiting, announce)},
+			accepted(interruptP1, stopOrphan, toWaiting, announce)},
 		{"restarted mid-turn, its agent gone from the config", inRunning, repair(func(in *restartedInput) { midTurn(in); in.AgentAvailable = false }),
-			accepted(effStopOrphan{}, interruptP1, stop, toWaiting, announce)},
+			accepted(interruptP1, stopOrphan, toWaiting, announce)},
 		{"restarted mid-turn with prompts queued", inRunning, repair(func(in *restartedInput) {
 			midTurn(in)
 			in.Turns = append(in.Turns, queuedT("q1"), queuedT("q2"))
-		}), accepted(effStopOrphan{}, interruptP1, effHoldQueue{}, stop, toWaiting, announce)},
+		}), accepted(interruptP1, queueHeld(true), stopOrphan, toWaiting, announce)},
 		{"restarted mid-turn behind a held queue", view{State: session.SessionRunning, QueueHeld: true}, repair(func(in *restartedInput) {
 			midTurn(in)
 			in.Turns = append(in.Turns, queuedT("q1"))
-		}), accepted(effStopOrphan{}, interruptP1, stop, toWaiting, announce)},
+		}), accepted(interruptP1, stopOrphan, toWaiting, announce)},
 		{"restarted mid-turn asking a permission", inRunning, repair(func(in *restartedInput) { midTurn(in); in.Permissions = []string{"perm1", "perm2"} }),
-			accepted(effStopOrphan{}, interruptP1, expire("perm1"), expire("perm2"), stop, toWaiting, announce)},
+			accepted(interruptP1, expire("perm1"), expire("perm2"), stopOrphan, toWaiting, announce)},
 		{"restarted mid-turn on an in-process agent", inRunning, repair(func(in *restartedInput) { midTurn(in); in.Orphan = false }),
 			accepted(interruptP1, stop, toWaiting, announce)},
 		{"restarted mid-turn, its agent already exited", inRunning, repair(func(in *restartedInput) {
@@ -77,26 +78,26 @@ func TestDecideRestarted(t *testing.T) {
 		{"restarted with a turn about to start", waiting, repair(func(in *restartedInput) { in.Turns = []storedTurn{queuedT("q1")} }),
 			accepted(effRestartInterrupt{PromptID: "q1"}, effTaskFollow{}, announce)},
 		{"restarted with turns about to start", waiting, repair(func(in *restartedInput) { in.Turns = []storedTurn{queuedT("q1"), queuedT("q2")} }),
-			accepted(effRestartInterrupt{PromptID: "q1"}, effHoldQueue{}, effTaskFollow{}, announce)},
+			accepted(effRestartInterrupt{PromptID: "q1"}, queueHeld(true), effTaskFollow{}, announce)},
 		{"restarted with a queue held by an earlier restart", heldWaiting, repair(func(in *restartedInput) { in.Turns = []storedTurn{queuedT("q1"), queuedT("q2")} }),
 			accepted(effTaskFollow{}, announce)},
 		{"restarted idle with its agent ready", waiting, repair(func(in *restartedInput) { in.Executor, in.Orphan = session.ExecutorReady, true }),
-			accepted(effStopOrphan{}, stop, effTaskFollow{}, announce)},
+			accepted(stopOrphan, effTaskFollow{}, announce)},
 		{"restarted idle with a permission outside a turn", waiting, repair(func(in *restartedInput) { in.Permissions = []string{"perm1"} }),
 			accepted(expire("perm1"), effTaskFollow{}, announce)},
 		{"restarted while its agent started", view{State: session.SessionStarting}, repair(func(in *restartedInput) { in.Executor, in.Orphan = session.ExecutorStarting, true }),
-			accepted(effStopOrphan{}, stop, toWaiting, announce)},
+			accepted(stopOrphan, startedToWaiting, announce)},
 		{"restarted while its agent started, no process yet", view{State: session.SessionStarting}, repair(func(in *restartedInput) { in.Executor = session.ExecutorStarting }),
-			accepted(stop, toWaiting, announce)},
+			accepted(stop, startedToWaiting, announce)},
 		{"restarted while its first prompt started the agent", view{State: session.SessionStarting}, repair(func(in *restartedInput) {
 			in.Turns, in.Executor = []storedTurn{queuedT("q1")}, session.ExecutorStarting
-		}), accepted(effRestartInterrupt{PromptID: "q1"}, stop, toWaiting, announce)},
+		}), accepted(effRestartInterrupt{PromptID: "q1"}, stop, startedToWaiting, announce)},
 	})
 }
 
 func TestDecideWriteFailed(t *testing.T) {
 	in, closing := writeFailedInput{}, writeFailedInput{ShuttingDown: true}
-	reload := accepted(effReportWriteFailed{}, effReloadWhenQuiet{Next: reloadBackoffMin})
+	reload := accepted(effWriteFailed{Reload: true, Next: reloadBackoffMin})
 	reloadEveryState := func(session.SessionState) decision { return reload }
 	cases := perState("write failed", in, nil, terminalStates(map[session.SessionState]decision{
 		session.SessionCreated: reload, session.SessionStarting: reload, session.SessionRunning: reload, session.SessionWaitingForInput: reload,
@@ -104,18 +105,20 @@ func TestDecideWriteFailed(t *testing.T) {
 	waiting := inState(session.SessionRunning)
 	reloading := with(waiting, func(v *view) { v.Reloading = true })
 	cases = append(cases, []decideCase{
-		{"write failed while a reload waits", reloading, in, accepted(effReportWriteFailed{})},
+		{"write failed while a reload waits", reloading, in, accepted(effWriteFailed{})},
 		{"write failed as the writer closed", waiting, closing, accepted()},
 		{"write failed as the writer closed while a reload waits", reloading, closing, accepted()},
 		{"write failed while stopping", with(waiting, func(v *view) { v.Stopping = true }), in, reload},
 		{"write failed after a reload's write failed", backedOff(waiting, reloadBackoffMin), in,
-			accepted(effReportWriteFailed{}, effReloadWhenQuiet{After: reloadBackoffMin, Next: 2 * reloadBackoffMin})},
+			accepted(effWriteFailed{Reload: true, After: reloadBackoffMin, Next: 2 * reloadBackoffMin})},
 		{"write failed as the backoff nears its cap", backedOff(waiting, reloadBackoffMax-time.Second), in,
-			accepted(effReportWriteFailed{}, effReloadWhenQuiet{After: reloadBackoffMax - time.Second, Next: reloadBackoffMax})},
+			accepted(effWriteFailed{Reload: true, After: reloadBackoffMax - time.Second, Next: reloadBackoffMax})},
 		{"write failed at the backoff's cap", backedOff(waiting, reloadBackoffMax), in,
-			accepted(effReportWriteFailed{}, effReloadWhenQuiet{After: reloadBackoffMax, Next: reloadBackoffMax})},
+			accepted(effWriteFailed{Reload: true, After: reloadBackoffMax, Next: reloadBackoffMax})},
 		{"write failed while a backed-off reload waits", with(backedOff(waiting, time.Second), func(v *view) { v.Reloading = true }), in,
-			accepted(effReportWriteFailed{})},
+			accepted(effWriteFailed{})},
+		{"write failed names the change and its error", waiting, writeFailedInput{Change: "sessions.turnEnded", Err: errStale},
+			accepted(effWriteFailed{Change: "sessions.turnEnded", Err: errStale, Reload: true, Next: reloadBackoffMin})},
 	}...)
 	runDecideCases(t, cases)
 }
@@ -159,25 +162,25 @@ func TestDecideReloaded(t *testing.T) {
 	}
 	allowed := &permissionEnd{State: session.PermissionSelected, OptionID: "ok"}
 	expired := permissionEnd{State: session.PermissionExpired}
-	lostTurn := accepted(effReload{}, effRecordLost{PromptID: "p1"}, effRepairState{}, effPushRecovery{}, effStartNext{})
+	lostTurn := accepted(effReload{}, lostOutcome("p1"), stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}, effStartNext{})
 	cases = append(cases, []decideCase{
 		{"reloaded after a turn's end was lost", idle, reloaded(session.SessionRunning, done, p1Running), lostTurn},
 		{"reloaded after a turn's end was lost, the state stored", idle, reloaded(session.SessionWaitingForInput, done, p1Running),
-			accepted(effReload{}, effRecordLost{PromptID: "p1"}, effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, lostOutcome("p1"), effPushRecovery{}, effStartNext{})},
 		// Every reload tries every repair again: the backoff between
 		// reloads (decideWriteFailed) is what keeps it from looping.
 		{"reloaded after the repairs' writes failed", backedOff(idle, time.Second), reloaded(session.SessionRunning, done, p1Running), lostTurn},
 		{"reloaded after two turns' ends were lost", idle,
 			reloaded(session.SessionWaitingForInput, stored("p1", session.TurnRunning), stored("p2", session.TurnRunning)),
-			accepted(effReload{}, effRecordLost{PromptID: "p1"}, effRecordLost{PromptID: "p2"}, effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, lostOutcome("p1"), lostOutcome("p2"), effPushRecovery{}, effStartNext{})},
 		{"reloaded with only the session state lost", idle, reloaded(session.SessionRunning, done),
-			accepted(effReload{}, effRepairState{}, effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}, effStartNext{})},
 		{"reloaded with only the session state lost, turns queued", idle, reloaded(session.SessionRunning, done, stored("q1", session.TurnQueued)),
-			accepted(effReload{Queue: []string{"q1"}}, effRepairState{}, effPushRecovery{}, effStartNext{})},
+			accepted(effReload{Queue: []string{"q1"}}, stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}, effStartNext{})},
 		{"reloaded mid-turn, the state stored RUNNING", running, reloaded(session.SessionRunning, done, p1Running), agrees},
 		{"reloaded mid-turn, the turn stored queued", running, reloaded(session.SessionWaitingForInput, done, stored("p1", session.TurnQueued)), agrees},
 		{"reloaded mid-turn with an older turn lost", running, reloaded(session.SessionRunning, stored("p0", session.TurnRunning), p1Running),
-			accepted(effReload{}, effRecordLost{PromptID: "p0"}, effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, lostOutcome("p0"), effPushRecovery{}, effStartNext{})},
 		{"reloaded with turns queued", with(running, func(v *view) { v.Queue = queued("q1", "q2") }),
 			reloaded(session.SessionRunning, done, p1Running, stored("q1", session.TurnQueued), stored("q2", session.TurnQueued)),
 			accepted(effReload{Queue: []string{"q1", "q2"}}, effStartNext{})},
@@ -195,41 +198,41 @@ func TestDecideReloaded(t *testing.T) {
 		{"reloaded with nothing stored but a turn being admitted", with(inState(session.SessionCreated), admitting("q1")),
 			reloaded(session.SessionCreated), accepted(effReload{Queue: []string{"q1"}}, effStartNext{})},
 		{"reloaded after a close", inState(session.SessionCompleted), reloaded(session.SessionCompleted, done, p1Running),
-			accepted(effReload{}, effRecordLost{PromptID: "p1"}, effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, lostOutcome("p1"), effPushRecovery{}, effStartNext{})},
 		{"reloaded after a close, a queued turn's cancel refused", inState(session.SessionCompleted),
 			reloaded(session.SessionCompleted, done, stored("q1", session.TurnQueued)),
-			accepted(effReload{}, effEndTurn{PromptID: "q1", State: session.TurnCancelled, CancelRequested: true}, effPushRecovery{}, effStartNext{})},
+			acc(effReload{}, endCancelled("q1", "", true), effPushRecovery{}, effStartNext{})},
 		{"reloaded after a close whose state was refused", inState(session.SessionCompleted), reloaded(session.SessionWaitingForInput, done),
-			accepted(effReload{}, effSetState{State: session.SessionCompleted}, effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, stateChange(session.SessionWaitingForInput, session.SessionCompleted), effPushRecovery{}, effStartNext{})},
 		{"reloaded after a close whose state was refused, RUNNING stored", inState(session.SessionCompleted), reloaded(session.SessionRunning, done),
-			accepted(effReload{}, effSetState{State: session.SessionCompleted}, effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, stateChange(session.SessionRunning, session.SessionCompleted), effPushRecovery{}, effStartNext{})},
 		{"reloaded after a close, a permission's cancel refused", inState(session.SessionCompleted),
 			pending(reloaded(session.SessionCompleted, done), storedPermission{ID: "perm1"}),
-			accepted(effReload{}, effRecordResolved{RequestID: "perm1", End: permissionEnd{State: session.PermissionCancelled}}, effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, resolved("perm1", session.PermissionCancelled, ""), effPushRecovery{}, effStartNext{})},
 		{"reloaded after the executor's status was refused", idle, reloadedInput{State: session.SessionWaitingForInput, Turns: []storedTurn{done}, ExecutorLacks: true},
-			accepted(effReload{}, effRecordExecutor{}, effStartNext{})},
+			accepted(effReload{Executor: true}, effStartNext{})},
 		{"reloaded after a turn's end and the executor's status were refused", idle,
 			reloadedInput{State: session.SessionRunning, Turns: []storedTurn{done, p1Running}, ExecutorLacks: true},
-			accepted(effReload{}, effRecordExecutor{}, effRecordLost{PromptID: "p1"}, effRepairState{}, effPushRecovery{}, effStartNext{})},
+			accepted(effReload{Executor: true}, lostOutcome("p1"), stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}, effStartNext{})},
 		{"reloaded with a permission the agent waits on", running,
 			pending(reloaded(session.SessionRunning, done, p1Running), storedPermission{ID: "perm1", Live: true}), agrees},
 		{"reloaded after a permission's expiry was lost", idle,
 			pending(reloaded(session.SessionWaitingForInput, done), storedPermission{ID: "perm1"}),
-			accepted(effReload{}, effRecordResolved{RequestID: "perm1", End: expired}, effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, resolved("perm1", expired.State, ""), effPushRecovery{}, effStartNext{})},
 		{"reloaded after a permission's answer was lost", running,
 			pending(reloaded(session.SessionRunning, done, p1Running), storedPermission{ID: "perm1", End: allowed}, storedPermission{ID: "perm2", Live: true}),
-			accepted(effReload{}, effRecordResolved{RequestID: "perm1", End: *allowed}, effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, resolved("perm1", allowed.State, allowed.OptionID), effPushRecovery{}, effStartNext{})},
 		{"reloaded after a turn's end and its permissions' were lost", idle,
 			pending(reloaded(session.SessionRunning, done, p1Running), storedPermission{ID: "perm1", End: &permissionEnd{State: session.PermissionCancelled}}),
-			accepted(effReload{}, effRecordLost{PromptID: "p1"}, effRecordResolved{RequestID: "perm1", End: permissionEnd{State: session.PermissionCancelled}},
-				effRepairState{}, effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, lostOutcome("p1"), resolved("perm1", session.PermissionCancelled, ""),
+				stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}, effStartNext{})},
 	}...)
 	runDecideCases(t, cases)
 }
 
 func TestDecideEnsureAgent(t *testing.T) {
 	in := ensureAgentInput{}
-	first := accepted(effReserveSlot{}, effStartAgent{})
+	first := accepted(effStartAgent{Reserve: true})
 	cases := perState("ensure agent", in, nil, terminalStates(map[session.SessionState]decision{
 		session.SessionCreated:         first,
 		session.SessionStarting:        accepted(),
@@ -243,13 +246,13 @@ func TestDecideEnsureAgent(t *testing.T) {
 	})
 	cases = append(cases, []decideCase{
 		{"ensure agent after an idle stop", stopped, in,
-			accepted(effReserveSlot{}, effStartAgent{Restore: true, HadHistory: true})},
+			accepted(effStartAgent{Restore: true, HadHistory: true, Reserve: true})},
 		{"ensure agent with its slot reserved", with(stopped, func(v *view) { v.HasSlot = true }), in,
 			accepted(effStartAgent{Restore: true, HadHistory: true})},
 		{"ensure agent with history but no stored session", with(stopped, func(v *view) { v.StoredSession = false }), in,
-			accepted(effReserveSlot{}, effStartAgent{HadHistory: true})},
+			accepted(effStartAgent{HadHistory: true, Reserve: true})},
 		{"ensure agent with a stored session but no turns", with(stopped, func(v *view) { v.HasTurns = false }), in,
-			accepted(effReserveSlot{}, effStartAgent{Restore: true})},
+			accepted(effStartAgent{Restore: true, Reserve: true})},
 		{"ensure agent while its connection opens the session", with(stopped, func(v *view) { v.Connected = true }), in, accepted()},
 		{"ensure agent while stopping", with(stopped, func(v *view) { v.Stopping = true }), in, accepted()},
 		{"ensure agent of a closed session", with(stopped, func(v *view) { v.State = session.SessionCompleted }), in, accepted()},
@@ -261,11 +264,14 @@ func TestDecideAgentStarted(t *testing.T) {
 	ok, stale := agentStartedInput{Current: true}, agentStartedInput{}
 	err := errcode.New(errcode.AgentStartFailed, "agent did not start")
 	failed := agentStartedInput{Current: true, Err: err}
-	adopt := accepted(effClearStarting{}, effAdoptAgent{})
+	adopt := accepted(effAdoptAgent{})
 	discard := accepted(effDiscardStart{},
 		effNotifyWaiters{Err: errcode.New(errcode.SessionTerminal, "session closed while its agent was starting")})
-	startFailed := accepted(effClearStarting{}, effRecordStartError{Err: err}, effDropSlot{},
-		effSetState{State: session.SessionWaitingForInput}, effPushRecovery{}, effNotifyWaiters{Err: err})
+	startFailedIn := func(s session.SessionState) decision {
+		effs := append([]effect{effRecordStartError{Err: err}}, toWaiting(s)...)
+		return accepted(append(effs, effPushRecovery{}, effNotifyWaiters{Err: err})...)
+	}
+	startFailed := startFailedIn(session.SessionStarting)
 	discardClosed := func(session.SessionState) decision { return discard }
 	// A start reports in STARTING; the other states are reached while it
 	// ran (a close, a restart's repair, a turn of the previous agent).
@@ -273,7 +279,8 @@ func TestDecideAgentStarted(t *testing.T) {
 		session.SessionCreated: adopt, session.SessionStarting: adopt, session.SessionRunning: adopt, session.SessionWaitingForInput: adopt,
 	}, discardClosed))
 	cases = append(cases, perState("agent start failed", failed, nil, terminalStates(map[session.SessionState]decision{
-		session.SessionCreated: startFailed, session.SessionStarting: startFailed, session.SessionRunning: startFailed, session.SessionWaitingForInput: startFailed,
+		session.SessionCreated: startFailedIn(session.SessionCreated), session.SessionStarting: startFailed,
+		session.SessionRunning: startFailedIn(session.SessionRunning), session.SessionWaitingForInput: startFailedIn(session.SessionWaitingForInput),
 	}, discardClosed))...)
 	starting := with(inState(session.SessionStarting), func(v *view) { v.Agent = agentStarting })
 	cases = append(cases, []decideCase{
@@ -281,9 +288,9 @@ func TestDecideAgentStarted(t *testing.T) {
 		{"agent start failed for a start since replaced", starting, agentStartedInput{Err: err}, discard},
 		{"agent started while stopping", with(starting, func(v *view) { v.Stopping = true }), ok, discard},
 		{"agent start failed with prompts queued", with(starting, func(v *view) { v.Queue = queued("q1") }), failed,
-			accepted(effClearStarting{}, effRecordStartError{Err: err}, effDropSlot{},
-				effEndTurn{PromptID: "q1", State: session.TurnFailed, ErrorCode: "agent_start_failed", ErrorMessage: "agent did not start"},
-				effDropQueue{}, effSetState{State: session.SessionWaitingForInput}, effPushRecovery{}, effNotifyWaiters{Err: err})},
+			acc(effRecordStartError{Err: err},
+				endFailed("q1", "agent_start_failed", "agent did not start"),
+				stateChange(session.SessionStarting, session.SessionWaitingForInput), effPushRecovery{}, effNotifyWaiters{Err: err})},
 		{"agent start failed with a held queue", with(starting, func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), failed, startFailed},
 	}...)
 	runDecideCases(t, cases)
@@ -292,21 +299,24 @@ func TestDecideAgentStarted(t *testing.T) {
 func TestDecideStartFailed(t *testing.T) {
 	err := errcode.New(errcode.AgentStartFailed, "agent did not start")
 	in := startFailedInput{Err: err}
-	tail := []effect{effSetState{State: session.SessionWaitingForInput}, effPushRecovery{}, effNotifyWaiters{Err: err}}
-	failQ1 := effEndTurn{PromptID: "q1", State: session.TurnFailed, ErrorCode: "agent_start_failed", ErrorMessage: "agent did not start"}
+	tailIn := func(s session.SessionState) []effect {
+		return append(toWaiting(s), effPushRecovery{}, effNotifyWaiters{Err: err})
+	}
+	tail := tailIn(session.SessionStarting)
+	failQ1 := endFailed("q1", "agent_start_failed", "agent did not start")
 	// A start fails in CREATED (the first prompt started it) and STARTING
 	// (a resume or a restart after an exit).
 	starting := with(inState(session.SessionStarting), func(v *view) { v.Agent = agentStarting })
 	cases := []decideCase{
 		{"start failed/CREATED", with(inState(session.SessionCreated), func(v *view) { v.Queue = queued("q1") }), in,
-			accepted(append([]effect{effRecordStartError{Err: err}, effDropSlot{}, failQ1, effDropQueue{}}, tail...)...)},
-		{"start failed/STARTING", starting, in, accepted(append([]effect{effRecordStartError{Err: err}, effDropSlot{}}, tail...)...)},
+			acc(effRecordStartError{Err: err}, failQ1, tailIn(session.SessionCreated))},
+		{"start failed/STARTING", starting, in, accepted(append([]effect{effRecordStartError{Err: err}}, tail...)...)},
 		{"start failed with a held queue", with(starting, func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), in,
-			accepted(append([]effect{effRecordStartError{Err: err}, effDropSlot{}}, tail...)...)},
+			accepted(append([]effect{effRecordStartError{Err: err}}, tail...)...)},
 		{"start failed with a plain error", with(starting, func(v *view) { v.Queue = queued("q1") }), startFailedInput{Err: errors.New("exec: no such file")},
-			accepted(effRecordStartError{Err: errors.New("exec: no such file")}, effDropSlot{},
-				effEndTurn{PromptID: "q1", State: session.TurnFailed, ErrorCode: "internal_error", ErrorMessage: "exec: no such file"}, effDropQueue{},
-				effSetState{State: session.SessionWaitingForInput}, effPushRecovery{}, effNotifyWaiters{Err: errors.New("exec: no such file")})},
+			acc(effRecordStartError{Err: errors.New("exec: no such file")},
+				endFailed("q1", "internal_error", "exec: no such file"),
+				stateChange(session.SessionStarting, session.SessionWaitingForInput), effPushRecovery{}, effNotifyWaiters{Err: errors.New("exec: no such file")})},
 	}
 	runDecideCases(t, cases)
 }
@@ -320,14 +330,18 @@ func TestDecideStartSucceeded(t *testing.T) {
 	runDecideCases(t, []decideCase{
 		{"started first", starting, startSucceededInput{}, accepted(run...)},
 		{"started by a native resume", starting, startSucceededInput{Resumed: resume, HadHistory: true},
-			accepted(append([]effect{effRecordResumed{Resumed: resume}}, run...)...)},
+			accepted(append([]effect{resumedAs(resume)}, run...)...)},
 		{"started by a load that replayed", starting, startSucceededInput{Resumed: load, HadHistory: true, Replayed: 4},
-			accepted(append([]effect{effRecordResumed{Resumed: load}, effReconcileDelivery{}}, run...)...)},
-		{"started by a load that replayed nothing yet", starting, startSucceededInput{Resumed: load, HadHistory: true}, accepted(effAwaitReplay{})},
+			accepted(append([]effect{resumedAs(load)}, run...)...)},
+		{"started by a load that replayed nothing yet", starting, startSucceededInput{Resumed: load, HadHistory: true},
+			accepted(effAwaitReplay{Resumed: load})},
+		{"started by a load that replayed nothing yet, history injectable", starting,
+			startSucceededInput{Resumed: load, HadHistory: true, Gen: 3, Inject: true},
+			accepted(effAwaitReplay{Resumed: load, Gen: 3, Inject: true})},
 		{"started by a load of a session without history", starting, startSucceededInput{Resumed: load},
-			accepted(append([]effect{effRecordResumed{Resumed: load}, effReconcileDelivery{}}, run...)...)},
+			accepted(append([]effect{resumedAs(load)}, run...)...)},
 		{"started fresh after a fallback", starting, startSucceededInput{Resumed: fresh, HadHistory: true},
-			accepted(append([]effect{effRecordResumed{Resumed: fresh}}, run...)...)},
+			accepted(append([]effect{resumedAs(fresh)}, run...)...)},
 	})
 }
 
@@ -339,11 +353,11 @@ func TestDecideReplaySettled(t *testing.T) {
 	injected := resumedInfo{Strategy: session.StrategyHistoryInjection, Fallback: "empty_replay"}
 	runDecideCases(t, []decideCase{
 		{"replay settled late", settling, replaySettledInput{Resumed: load, Current: true, Replayed: 3},
-			accepted(append([]effect{effClearSettling{}, effRecordResumed{Resumed: load}, effReconcileDelivery{}}, run...)...)},
+			accepted(append([]effect{resumedAs(load)}, run...)...)},
 		{"replay settled empty", settling, replaySettledInput{Resumed: load, Current: true},
-			accepted(append([]effect{effClearSettling{}, effRecordResumed{Resumed: lost}}, run...)...)},
+			accepted(append([]effect{resumedAs(lost)}, run...)...)},
 		{"replay settled empty with history injection", settling, replaySettledInput{Resumed: load, Current: true, Inject: true},
-			accepted(append([]effect{effClearSettling{}, effRecordResumed{Resumed: injected}}, run...)...)},
+			accepted(append([]effect{resumedAs(injected)}, run...)...)},
 		{"replay settled for a previous agent", settling, replaySettledInput{Resumed: load}, accepted()},
 		{"replay settled after the settle ended", inState(session.SessionStarting), replaySettledInput{Resumed: load, Current: true}, accepted()},
 	})
@@ -427,7 +441,7 @@ func TestDecideRestore(t *testing.T) {
 // the session's turns or permissions, whatever it was doing.
 func TestDecideShutdown(t *testing.T) {
 	in := shutdownCmd{}
-	stop := accepted(effMarkStopping{}, effStopAgent{Why: restartedWhy})
+	stop := accepted(effStopAgent{Why: restartedWhy})
 	mark := accepted(effMarkStopping{})
 	cases := perState("shutdown", in, nil, terminalStates(map[session.SessionState]decision{
 		session.SessionCreated:         mark,

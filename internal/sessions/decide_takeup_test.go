@@ -27,15 +27,9 @@ func TestDecideTakenUp(t *testing.T) {
 		return in
 	}
 	loaded := func(f func(*restartedInput)) restartedInput { return taken(true, f) }
-	cancelled := func(id string) effRecordResolved {
-		return effRecordResolved{RequestID: id, End: permissionEnd{State: session.PermissionCancelled}}
-	}
-	expired := func(id string) effRecordResolved {
-		return effRecordResolved{RequestID: id, End: permissionEnd{State: session.PermissionExpired}}
-	}
-	cancelTurn := func(id string) effEndTurn {
-		return effEndTurn{PromptID: id, State: session.TurnCancelled, CancelRequested: true}
-	}
+	cancelled := func(id string) effect { return resolved(id, session.PermissionCancelled, "") }
+	expired := func(id string) effect { return resolved(id, session.PermissionExpired, "") }
+	cancelTurn := func(id string) []effect { return endCancelled(id, "", true) }
 	closed, waiting, inRunning := inState(session.SessionCompleted), inState(session.SessionWaitingForInput), inState(session.SessionRunning)
 	heldWaiting := with(waiting, func(v *view) { v.QueueHeld = true })
 	push := effPushRecovery{}
@@ -50,15 +44,15 @@ func TestDecideTakenUp(t *testing.T) {
 			accepted(cancelled("perm1"), cancelled("perm2"), push)},
 		{"loaded closed, its close's turn ends refused", closed, loaded(func(in *restartedInput) {
 			in.Turns = []storedTurn{running("p1"), queuedT("q1"), queuedT("q2")}
-		}), accepted(effRecordLost{PromptID: "p1"}, cancelTurn("q1"), cancelTurn("q2"), effDropQueue{}, push)},
+		}), acc(lostOutcome("p1"), cancelTurn("q1"), cancelTurn("q2"), push)},
 		{"loaded closed, its agent's stop refused", closed, loaded(func(in *restartedInput) { in.Executor = session.ExecutorReady }),
-			accepted(effStopExecutor{}, push)},
+			accepted(effRecordExecutor{Status: session.ExecutorStopped}, push)},
 		{"loaded closed, its hosted agent's stop refused", closed, loaded(func(in *restartedInput) {
 			in.Executor, in.Hosted = session.ExecutorReady, true
-		}), accepted(effStopExecutor{}, push)},
+		}), accepted(effRecordExecutor{Status: session.ExecutorStopped}, push)},
 		{"restarted closed, its close's writes refused", closed, taken(false, func(in *restartedInput) {
 			in.Turns, in.Permissions, in.Executor, in.Orphan = []storedTurn{running("p1")}, []string{"perm1"}, session.ExecutorReady, true
-		}), accepted(effRecordLost{PromptID: "p1"}, cancelled("perm1"), effStopOrphan{}, effStopExecutor{Why: restartedWhy}, effPushRecovery{Always: true})},
+		}), accepted(lostOutcome("p1"), cancelled("perm1"), effRecordExecutor{Status: session.ExecutorStopped, Why: restartedWhy, StopOrphan: true}, effPushRecovery{Always: true})},
 		{"loaded with a held queue", heldWaiting, loaded(func(in *restartedInput) { in.Turns = []storedTurn{queuedT("q1"), queuedT("q2")} }),
 			accepted()},
 		{"loaded with turns queued", waiting, loaded(func(in *restartedInput) { in.Turns = []storedTurn{queuedT("q1")} }), accepted()},
@@ -66,20 +60,20 @@ func TestDecideTakenUp(t *testing.T) {
 			accepted()},
 		{"loaded with a turn whose end was refused", inRunning, loaded(func(in *restartedInput) {
 			in.Turns = []storedTurn{running("p1"), queuedT("q1")}
-		}), accepted(effRecordLost{PromptID: "p1"}, effRepairState{}, push)},
+		}), accepted(lostOutcome("p1"), stateChange(session.SessionRunning, session.SessionWaitingForInput), push)},
 		{"loaded with a permission whose expiry was refused", waiting, loaded(func(in *restartedInput) { in.Permissions = []string{"perm1"} }),
 			accepted(expired("perm1"), push)},
 		{"loaded with its agent's exit refused", waiting, loaded(func(in *restartedInput) { in.Executor = session.ExecutorReady }),
-			accepted(effStopExecutor{}, push)},
+			accepted(effRecordExecutor{Status: session.ExecutorStopped}, push)},
 		{"loaded hosted, its agent on its host", inRunning, loaded(func(in *restartedInput) {
 			in.Turns, in.Permissions, in.Executor, in.Hosted = []storedTurn{running("p1")}, []string{"perm1"}, session.ExecutorReady, true
-		}), accepted(effMarkReconnecting{}, effAttachAgent{}, push)},
+		}), accepted(effRecordExecutor{Status: session.ExecutorReconnecting}, effAttachAgent{}, push)},
 		{"loaded hosted after start-up marked it reconnecting", inRunning, loaded(func(in *restartedInput) {
 			in.Turns, in.Executor, in.Hosted = []storedTurn{running("p1")}, session.ExecutorReconnecting, true
 		}), accepted(effAttachAgent{})}, // start-up announced its plan
 		{"loaded hosted while its start was cut short", inState(session.SessionStarting), loaded(func(in *restartedInput) {
 			in.Turns, in.Executor, in.Hosted = []storedTurn{queuedT("q1")}, session.ExecutorStarting, true
-		}), accepted(effStopExecutor{}, push)},
+		}), accepted(effRecordExecutor{Status: session.ExecutorStopped}, push)},
 	}...)
 	runDecideCases(t, cases)
 }

@@ -74,6 +74,90 @@ func refused(code errcode.Code, details map[string]any) decision {
 
 func accepted(effs ...effect) decision { return decision{Effects: effs} }
 
+// The events a decision records (effRecord), spelled out.
+
+// stateChange records the session's move from state from to state to.
+func stateChange(from, to session.SessionState) effect {
+	return effRecord{Event: &session.SessionStateChangedData{State: to, PreviousState: from}}
+}
+
+// toWaiting is stateChange to WAITING_FOR_INPUT, as a list: none when the
+// session waits already.
+func toWaiting(from session.SessionState) []effect {
+	if from == session.SessionWaitingForInput {
+		return nil
+	}
+	return []effect{stateChange(from, session.SessionWaitingForInput)}
+}
+
+// queueHeld records the queue held (or let go).
+func queueHeld(held bool) effect { return effRecord{Event: &session.SessionQueueHeldData{Held: held}} }
+
+// cancelRequested records the user's cancel of turn promptID.
+func cancelRequested(promptID string) effect {
+	return effRecord{Event: &session.TurnCancelRequestedData{EventCommon: session.EventCommon{PromptID: promptID}}}
+}
+
+// resolved records permission request id closed in state st.
+func resolved(id string, st session.PermissionState, optionID string) effect {
+	return effRecord{Event: &session.PermissionResolvedData{RequestID: id, State: st, OptionID: optionID}}
+}
+
+// turnEnd is the end of turn id, recorded as its terminal event p, and the
+// plan pushed after it; endCompleted, endFailed, endCancelled and
+// endWithdrawn are the four ends.
+func turnEnd(id string, p session.EventPayload) []effect {
+	p.Base().PromptID = id
+	return []effect{effRecord{Event: p}, effPushRecovery{}}
+}
+
+func endCompleted(id, stopReason string) []effect {
+	return turnEnd(id, &session.TurnCompletedData{State: session.TurnCompleted, StopReason: stopReason})
+}
+
+func endFailed(id, code, message string) []effect {
+	return turnEnd(id, &session.TurnFailedData{State: session.TurnFailed, Code: code, Message: message})
+}
+
+func endCancelled(id, stopReason string, requested bool) []effect {
+	return turnEnd(id, &session.TurnCancelledData{State: session.TurnCancelled, StopReason: stopReason, CancelRequested: requested})
+}
+
+func endWithdrawn(id string) []effect {
+	return turnEnd(id, &session.TurnCancelledData{State: session.TurnCancelled, StopReason: session.Withdrawn, Reason: session.Withdrawn})
+}
+
+// lostOutcome records turn id, which the store shows running with no live
+// run, failed: its outcome was lost (no plan is pushed for it alone).
+func lostOutcome(id string) effect {
+	return effRecord{Event: &session.TurnFailedData{EventCommon: session.EventCommon{PromptID: id}, State: session.TurnFailed,
+		Code: "store_write_failed", Message: "the turn's outcome could not be stored; see the daemon log"}}
+}
+
+// flat lists effects and lists of effects as one list.
+func flat(parts ...any) []effect {
+	var out []effect
+	for _, p := range parts {
+		switch p := p.(type) {
+		case effect:
+			out = append(out, p)
+		case []effect:
+			out = append(out, p...)
+		default:
+			panic(fmt.Sprintf("flat: %T is not an effect", p))
+		}
+	}
+	return out
+}
+
+// acc is accepted with the effects flat lists.
+func acc(parts ...any) decision { return accepted(flat(parts...)...) }
+
+// resumedAs records how a start restored the session.
+func resumedAs(r resumedInfo) effect {
+	return effRecord{Event: &session.SessionResumedData{Strategy: r.Strategy, ContextRestored: r.ContextRestored, FallbackReason: r.Fallback}}
+}
+
 func terminalRefusal(s session.SessionState) decision {
 	return refused(errcode.SessionTerminal, map[string]any{"state": string(s)})
 }
@@ -158,13 +242,13 @@ func TestDecidePrompt(t *testing.T) {
 	reject := promptCmd{PromptID: "p9", Multitask: MultitaskReject}
 	enqueue := accepted(effEnqueue{})
 	cases := perState("prompt", in, nil, terminalStates(map[session.SessionState]decision{
-		session.SessionCreated:         accepted(effReserveSlot{}, effEnqueue{}),
+		session.SessionCreated:         accepted(effEnqueue{Reserve: true}),
 		session.SessionStarting:        enqueue,
 		session.SessionRunning:         enqueue,
 		session.SessionWaitingForInput: enqueue,
 	}, terminalRefusal))
 	cases = append(cases, perState("prompt reject", reject, nil, terminalStates(map[session.SessionState]decision{
-		session.SessionCreated:         accepted(effReserveSlot{}, effEnqueue{}),
+		session.SessionCreated:         accepted(effEnqueue{Reserve: true}),
 		session.SessionStarting:        enqueue,
 		session.SessionRunning:         refused(errcode.TurnActive, map[string]any{"promptId": "p1"}),
 		session.SessionWaitingForInput: enqueue,
@@ -196,7 +280,7 @@ func TestDecidePrompt(t *testing.T) {
 			refused(errcode.TurnActive, map[string]any{"promptId": "q1"})},
 		{"prompt with a reserved slot", with(inState(session.SessionCreated), func(v *view) { v.HasSlot = true }), in, enqueue},
 		{"prompt after an idle stop", with(waiting, func(v *view) { v.Agent, v.HasSlot, v.Connected = agentNone, false, false }), in,
-			accepted(effReserveSlot{}, effEnqueue{})},
+			accepted(effEnqueue{Reserve: true})},
 	}...)
 	runDecideCases(t, cases)
 }
@@ -207,27 +291,25 @@ func TestDecideCancel(t *testing.T) {
 	cases := perState("cancel", in, nil, terminalStates(map[session.SessionState]decision{
 		session.SessionCreated:  none,
 		session.SessionStarting: none,
-		session.SessionRunning: {Effects: []effect{effMarkCancelRequested{PromptID: "p1"},
+		session.SessionRunning: {Effects: []effect{cancelRequested("p1"),
 			effClosePermissions{PromptID: "p1", State: session.PermissionCancelled}, effCancelAgent{}},
 			Cancel: CancelResult{PromptID: "p1", Cancelled: true}},
 		session.SessionWaitingForInput: none,
 	}, func(session.SessionState) decision { return none }))
-	endQueued := func(id string) effect {
-		return effEndTurn{PromptID: id, State: session.TurnCancelled, CancelRequested: true}
-	}
+	endQueued := func(id string) []effect { return endCancelled(id, "", true) }
 	cases = append(cases, perState("cancel with a queue", in, func(v *view) { v.Queue = queued("q1", "q2") },
 		terminalStates(map[session.SessionState]decision{
-			session.SessionCreated:  {Effects: []effect{endQueued("q1"), endQueued("q2"), effDropQueue{}}, Cancel: CancelResult{Cancelled: true, Dequeued: []string{"q1", "q2"}}},
-			session.SessionStarting: {Effects: []effect{endQueued("q1"), endQueued("q2"), effDropQueue{}}, Cancel: CancelResult{Cancelled: true, Dequeued: []string{"q1", "q2"}}},
-			session.SessionRunning: {Effects: []effect{endQueued("q1"), endQueued("q2"), effDropQueue{}, effMarkCancelRequested{PromptID: "p1"},
-				effClosePermissions{PromptID: "p1", State: session.PermissionCancelled}, effCancelAgent{}},
+			session.SessionCreated:  {Effects: flat(endQueued("q1"), endQueued("q2")), Cancel: CancelResult{Cancelled: true, Dequeued: []string{"q1", "q2"}}},
+			session.SessionStarting: {Effects: flat(endQueued("q1"), endQueued("q2")), Cancel: CancelResult{Cancelled: true, Dequeued: []string{"q1", "q2"}}},
+			session.SessionRunning: {Effects: flat(endQueued("q1"), endQueued("q2"), cancelRequested("p1"),
+				effClosePermissions{PromptID: "p1", State: session.PermissionCancelled}, effCancelAgent{}),
 				Cancel: CancelResult{PromptID: "p1", Cancelled: true, Dequeued: []string{"q1", "q2"}}},
-			session.SessionWaitingForInput: {Effects: []effect{endQueued("q1"), endQueued("q2"), effDropQueue{}}, Cancel: CancelResult{Cancelled: true, Dequeued: []string{"q1", "q2"}}},
+			session.SessionWaitingForInput: {Effects: flat(endQueued("q1"), endQueued("q2")), Cancel: CancelResult{Cancelled: true, Dequeued: []string{"q1", "q2"}}},
 		}, func(session.SessionState) decision { return none }))...)
 	interrupted := func(v *view) {
 		v.Last = &turnView{PromptID: "p0", State: session.TurnInterrupted, Kind: session.TurnPrompt}
 	}
-	markLast := decision{Effects: []effect{effMarkCancelRequested{PromptID: "p0"}, effPushRecovery{}}, Cancel: CancelResult{PromptID: "p0", Cancelled: true}}
+	markLast := decision{Effects: []effect{cancelRequested("p0"), effPushRecovery{}}, Cancel: CancelResult{PromptID: "p0", Cancelled: true}}
 	waiting := inState(session.SessionWaitingForInput)
 	running := inState(session.SessionRunning)
 	cases = append(cases, []decideCase{
@@ -242,7 +324,7 @@ func TestDecideCancel(t *testing.T) {
 		{"cancel held queue after an interrupted turn", with(waiting, func(v *view) {
 			interrupted(v)
 			v.Queue, v.QueueHeld = queued("q1"), true
-		}), in, decision{Effects: []effect{endQueued("q1"), effDropQueue{}, effReleaseHeld{}, effPushRecovery{}},
+		}), in, decision{Effects: flat(endQueued("q1"), queueHeld(false), effPushRecovery{}),
 			Cancel: CancelResult{Cancelled: true, Dequeued: []string{"q1"}}}},
 		{"cancel running twice", with(running, func(v *view) { v.Running = &runningView{PromptID: "p1", CancelRequested: true} }), in,
 			decision{Cancel: CancelResult{PromptID: "p1", Cancelled: true}}},
@@ -252,19 +334,22 @@ func TestDecideCancel(t *testing.T) {
 
 func TestDecideClose(t *testing.T) {
 	in := closeCmd{}
-	tail := []effect{effClosePermissions{State: session.PermissionCancelled}, effSetState{State: session.SessionCompleted}, effPushRecovery{}, effBumpGen{}}
-	idle := accepted(append([]effect{effMarkStopping{}}, tail...)...)
+	tailIn := func(s session.SessionState) []effect {
+		return []effect{effClosePermissions{State: session.PermissionCancelled}, stateChange(s, session.SessionCompleted), effPushRecovery{}}
+	}
+	tail := tailIn(session.SessionRunning)
+	idleIn := func(s session.SessionState) decision {
+		return accepted(append([]effect{effMarkStopping{Close: true}}, tailIn(s)...)...)
+	}
 	cases := perState("close", in, nil, terminalStates(map[session.SessionState]decision{
-		session.SessionCreated:  idle,
-		session.SessionStarting: idle,
-		session.SessionRunning: accepted(append([]effect{effMarkStopping{}, effClearRunning{},
-			effEndTurn{PromptID: "p1", State: session.TurnCancelled, CancelRequested: true}}, tail...)...),
-		session.SessionWaitingForInput: idle,
+		session.SessionCreated:         idleIn(session.SessionCreated),
+		session.SessionStarting:        idleIn(session.SessionStarting),
+		session.SessionRunning:         acc(effMarkStopping{Close: true}, endCancelled("p1", "", true), tail),
+		session.SessionWaitingForInput: idleIn(session.SessionWaitingForInput),
 	}, func(session.SessionState) decision { return accepted() }))
 	cases = append(cases, decideCase{"close running with a queue", with(inState(session.SessionRunning), func(v *view) { v.Queue = queued("q1") }), in,
-		accepted(append([]effect{effMarkStopping{}, effEndTurn{PromptID: "q1", State: session.TurnCancelled, CancelRequested: true}, effDropQueue{},
-			effClearRunning{}, effEndTurn{PromptID: "p1", State: session.TurnCancelled, CancelRequested: true}}, tail...)...)})
-	cases = append(cases, decideCase{"close while a shutdown stops", with(inState(session.SessionWaitingForInput), func(v *view) { v.Stopping = true }), in, idle})
+		acc(effMarkStopping{Close: true}, endCancelled("q1", "", true), endCancelled("p1", "", true), tail)})
+	cases = append(cases, decideCase{"close while a shutdown stops", with(inState(session.SessionWaitingForInput), func(v *view) { v.Stopping = true }), in, idleIn(session.SessionWaitingForInput)})
 	runDecideCases(t, cases)
 }
 
@@ -274,7 +359,7 @@ func TestDecideContinue(t *testing.T) {
 	stale := decision{Refusal: errStale}
 	front := accepted(effEnqueue{Front: true})
 	cases := perState("continue", in, nil, terminalStates(map[session.SessionState]decision{
-		session.SessionCreated:         accepted(effReserveSlot{}, effEnqueue{Front: true}),
+		session.SessionCreated:         accepted(effEnqueue{Front: true, Reserve: true}),
 		session.SessionStarting:        front,
 		session.SessionRunning:         stale,
 		session.SessionWaitingForInput: front,
@@ -303,8 +388,8 @@ func TestDecideContinue(t *testing.T) {
 
 func TestDecideWithdraw(t *testing.T) {
 	in := withdrawCmd{PromptID: "q2"}
-	withdrawn := effEndTurn{PromptID: "q2", State: session.TurnCancelled, StopReason: session.Withdrawn}
-	ok := accepted(effRemoveQueued{PromptID: "q2"}, withdrawn, effStartNext{})
+	withdrawn := endWithdrawn("q2")
+	ok := acc(withdrawn, effStartNext{})
 	queuedQ2 := func(v *view) {
 		if !v.State.Terminal() {
 			v.Queue = queued("q1", "q2")
@@ -333,7 +418,7 @@ func TestDecideWithdraw(t *testing.T) {
 		{"withdraw the last of a held queue", with(waiting, func(v *view) {
 			v.Queue, v.QueueHeld = queued("q2"), true
 			v.Turn = &turnView{PromptID: "q2", State: session.TurnQueued}
-		}), in, accepted(effRemoveQueued{PromptID: "q2"}, withdrawn, effReleaseHeld{}, effPushRecovery{}, effStartNext{})},
+		}), in, acc(withdrawn, queueHeld(false), effPushRecovery{}, effStartNext{})},
 		{"withdraw one of a held queue", with(waiting, func(v *view) {
 			queuedQ2(v)
 			v.QueueHeld = true
@@ -355,10 +440,10 @@ func announced(v *view) {
 func TestDecideSetMode(t *testing.T) {
 	in := setModeCmd{ModeID: "code"}
 	cases := perState("set mode", in, announced, terminalStates(map[session.SessionState]decision{
-		session.SessionCreated:         accepted(effStoreOption{}),
-		session.SessionStarting:        accepted(effStoreOption{}),
-		session.SessionRunning:         accepted(effApplyOption{}),
-		session.SessionWaitingForInput: accepted(effApplyOption{}),
+		session.SessionCreated:         accepted(effSetOption{}),
+		session.SessionStarting:        accepted(effSetOption{}),
+		session.SessionRunning:         accepted(effSetOption{Now: true}),
+		session.SessionWaitingForInput: accepted(effSetOption{Now: true}),
 	}, terminalRefusal))
 	unknown := refused(errcode.UnknownMode, map[string]any{"modeId": "plan"})
 	waiting := inState(session.SessionWaitingForInput)
@@ -377,14 +462,14 @@ func TestDecideSetMode(t *testing.T) {
 func TestDecideSetConfigOption(t *testing.T) {
 	in := setConfigCmd{OptionID: "model", Value: json.RawMessage(`"smart"`)}
 	cases := perState("set config", in, announced, terminalStates(map[session.SessionState]decision{
-		session.SessionCreated:         accepted(effStoreOption{}),
-		session.SessionStarting:        accepted(effStoreOption{}),
-		session.SessionRunning:         accepted(effApplyOption{}),
-		session.SessionWaitingForInput: accepted(effApplyOption{}),
+		session.SessionCreated:         accepted(effSetOption{}),
+		session.SessionStarting:        accepted(effSetOption{}),
+		session.SessionRunning:         accepted(effSetOption{Now: true}),
+		session.SessionWaitingForInput: accepted(effSetOption{Now: true}),
 	}, terminalRefusal))
 	waiting := with(inState(session.SessionWaitingForInput), announced)
 	cases = append(cases, []decideCase{
-		{"set config boolean", waiting, setConfigCmd{OptionID: "yolo", Value: json.RawMessage(`true`)}, accepted(effApplyOption{})},
+		{"set config boolean", waiting, setConfigCmd{OptionID: "yolo", Value: json.RawMessage(`true`)}, accepted(effSetOption{Now: true})},
 		{"set config value not offered", waiting, setConfigCmd{OptionID: "model", Value: json.RawMessage(`"huge"`)},
 			refused(errcode.InvalidConfigValue, map[string]any{"optionId": "model"})},
 		{"set config boolean given a string", waiting, setConfigCmd{OptionID: "yolo", Value: json.RawMessage(`"yes"`)},
@@ -424,15 +509,15 @@ func TestDecideAnswerPermission(t *testing.T) {
 func TestDecideResume(t *testing.T) {
 	in := resumeCmd{}
 	cases := perState("resume", in, nil, terminalStates(map[session.SessionState]decision{
-		session.SessionCreated:         accepted(effReserveSlot{}, effAwaitStart{}, effEnsureAgent{}),
+		session.SessionCreated:         accepted(effAwaitStart{Reserve: true}, effEnsureAgent{}),
 		session.SessionStarting:        accepted(effAwaitStart{}, effEnsureAgent{}), // shares the start in progress
-		session.SessionRunning:         accepted(effAgentReady{}),
-		session.SessionWaitingForInput: accepted(effAgentReady{}),
+		session.SessionRunning:         accepted(effAwaitStart{Ready: true}),
+		session.SessionWaitingForInput: accepted(effAwaitStart{Ready: true}),
 	}, terminalRefusal))
 	waiting := inState(session.SessionWaitingForInput)
 	cases = append(cases, []decideCase{
 		{"resume after an idle stop", with(waiting, func(v *view) { v.Agent, v.HasSlot, v.Connected = agentNone, false, false }), in,
-			accepted(effReserveSlot{}, effAwaitStart{}, effEnsureAgent{})},
+			accepted(effAwaitStart{Reserve: true}, effEnsureAgent{})},
 		{"resume while stopping", with(waiting, func(v *view) { v.Stopping = true }), in, terminalRefusal(session.SessionWaitingForInput)},
 	}...)
 	runDecideCases(t, cases)

@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/tether/tether/internal/acp"
@@ -19,21 +20,25 @@ func TestDecideUpdate(t *testing.T) {
 	})
 	idle := inState(session.SessionWaitingForInput)
 	replaying := with(idle, func(v *view) { v.Replaying = true })
-	skip, drop, none := accepted(effSkipReplayed{}), accepted(effDropOutput{}), accepted()
-	options := func(adopt effect) decision { return accepted(adopt, effEmitOptions{}) }
+	skip, drop, none := accepted(effIgnoreUpdate{Replayed: true}), accepted(effIgnoreUpdate{}), accepted()
+	options := accepted(effAdoptOptions{})
+	entries := json.RawMessage(`[{"content":"test","status":"pending"}]`)
+	plan := func(promptID string) decision {
+		return accepted(effRecord{Event: &session.PlanUpdatedData{EventCommon: session.EventCommon{PromptID: promptID}, Entries: entries}})
+	}
 	kinds := []struct {
 		kind                     acp.UpdateKind
 		running, idle, replaying decision
 	}{
-		{acp.UpdateAgentMessage, accepted(effAppendChunk{PromptID: "p1", MessageID: "m1", Role: session.RoleAgent}), drop, skip},
-		{acp.UpdateAgentThought, accepted(effStartMessage{PromptID: "p1", MessageID: "m1", Role: session.RoleThought}), drop, skip},
+		{acp.UpdateAgentMessage, accepted(effRecordChunk{PromptID: "p1", MessageID: "m1", Role: session.RoleAgent}), drop, skip},
+		{acp.UpdateAgentThought, accepted(effRecordChunk{PromptID: "p1", MessageID: "m1", Role: session.RoleThought, New: true}), drop, skip},
 		{acp.UpdateUserMessage, none, none, skip},
 		{acp.UpdateToolCall, accepted(effSplitMessage{}, effRecordToolCall{PromptID: "p1", Started: true}), drop, skip},
 		{acp.UpdateToolCallUpdate, accepted(effSplitMessage{}, effRecordToolCall{PromptID: "p1"}), drop, skip},
-		{acp.UpdatePlan, accepted(effSplitMessage{}, effRecordPlan{PromptID: "p1"}), accepted(effRecordPlan{}), skip},
-		{acp.UpdateAvailableCommands, options(effAdoptCommands{}), options(effAdoptCommands{}), options(effAdoptCommands{})},
-		{acp.UpdateCurrentMode, options(effAdoptMode{}), options(effAdoptMode{}), options(effAdoptMode{})},
-		{acp.UpdateConfigOptions, options(effAdoptConfigOptions{}), options(effAdoptConfigOptions{}), options(effAdoptConfigOptions{})},
+		{acp.UpdatePlan, plan("p1"), plan(""), skip},
+		{acp.UpdateAvailableCommands, options, options, options},
+		{acp.UpdateCurrentMode, options, options, options},
+		{acp.UpdateConfigOptions, options, options, options},
 		{acp.UpdateSessionInfo, none, none, none},
 		{acp.UpdateUsage, none, none, none},
 		{"some_future_update", none, none, none},
@@ -41,6 +46,9 @@ func TestDecideUpdate(t *testing.T) {
 	var cases []decideCase
 	for _, k := range kinds {
 		in := updateInput{Kind: k.kind, MessageID: "m1", Current: true}
+		if k.kind == acp.UpdatePlan {
+			in.Data = entries
+		}
 		stale := in
 		stale.Current = false
 		name := "update " + string(k.kind)
@@ -55,10 +63,10 @@ func TestDecideUpdate(t *testing.T) {
 		return updateInput{Kind: acp.UpdateAgentMessage, MessageID: messageID, Current: true}
 	}
 	start := func(messageID string) decision {
-		return accepted(effStartMessage{PromptID: "p1", MessageID: messageID, Role: session.RoleAgent})
+		return accepted(effRecordChunk{PromptID: "p1", MessageID: messageID, Role: session.RoleAgent, New: true})
 	}
 	appendTo := func(messageID string) decision {
-		return accepted(effAppendChunk{PromptID: "p1", MessageID: messageID, Role: session.RoleAgent})
+		return accepted(effRecordChunk{PromptID: "p1", MessageID: messageID, Role: session.RoleAgent})
 	}
 	cases = append(cases, []decideCase{
 		{"chunk starts the turn's first message", inState(session.SessionRunning), chunk("m1"), start("m1")},
@@ -73,7 +81,7 @@ func TestDecideUpdate(t *testing.T) {
 		{"empty chunk outside a turn", idle, updateInput{Kind: acp.UpdateAgentMessage, Empty: true, Current: true}, drop},
 		{"thought chunk continues a thought", with(running, func(v *view) { v.Running.OpenRole = session.RoleThought }),
 			updateInput{Kind: acp.UpdateAgentThought, MessageID: "m1", Current: true},
-			accepted(effAppendChunk{PromptID: "p1", MessageID: "m1", Role: session.RoleThought})},
+			accepted(effRecordChunk{PromptID: "p1", MessageID: "m1", Role: session.RoleThought})},
 		{"chunk in a turn that started while a load replayed", with(running, func(v *view) { v.Replaying = true }), chunk("m1"), appendTo("m1")},
 		{"chunk in a cancelled turn", with(running, func(v *view) { v.Running.CancelRequested = true }), chunk("m1"), appendTo("m1")},
 	}...)

@@ -181,9 +181,11 @@ type (
 	startFailedInput struct{ Err error }
 	// permissionRequestedInput: the agent asks the user for a permission.
 	permissionRequestedInput struct{}
-	// admittedInput: a turn's admitting write reported (Err nil: durable).
+	// admittedInput: a turn's admitting write reported (Err nil: durable,
+	// as turn Seq of the log).
 	admittedInput struct {
 		PromptID string
+		Seq      int64
 		Err      error
 	}
 	// idleCheckInput: the idle clock rang; the agent has been active
@@ -191,11 +193,15 @@ type (
 	idleCheckInput struct{ Elapsed, Timeout time.Duration }
 	// startSucceededInput: the agent is up and its ACP session open, as
 	// Resumed says (Strategy "" for a first start); Replayed counts the
-	// history updates a load has replayed so far.
+	// history updates a load has replayed so far. Gen is the started
+	// agent's generation and Inject whether its profile can inject the
+	// history: what a load that replayed nothing yet settles on later.
 	startSucceededInput struct {
 		Resumed    resumedInfo
 		HadHistory bool
 		Replayed   int
+		Gen        int
+		Inject     bool
 	}
 	// replaySettledInput: the grace for a late load replay is over
 	// (Current: for the agent that is still the session's).
@@ -208,16 +214,23 @@ type (
 	// updateInput: the agent sent a session/update of Kind (Current: the
 	// agent is still the session's). Of a message or thought chunk:
 	// MessageID is its ACP messageId, Block that it is not plain text,
-	// Empty that it has neither text nor a block.
+	// Empty that it has neither text nor a block. Of a plan: Data, its
+	// entries.
 	updateInput struct {
 		Kind         acp.UpdateKind
 		MessageID    string
 		Block, Empty bool
 		Current      bool
+		Data         json.RawMessage
 	}
-	// writeFailedInput: one of the session's writes failed (ShuttingDown:
-	// because the writer closed).
-	writeFailedInput struct{ ShuttingDown bool }
+	// writeFailedInput: one of the session's writes failed, Change (its
+	// kind, for the log; "" when a reload's read failed), with Err
+	// (ShuttingDown: because the writer closed).
+	writeFailedInput struct {
+		Change       string
+		Err          error
+		ShuttingDown bool
+	}
 	// reloadedInput: since a write failed, every write in flight has
 	// reported, and the store holds the session in State with Turns
 	// (every turn, in run order) and the Pending permission requests.
@@ -323,8 +336,9 @@ func (shutdownCmd) isInput()              {}
 func (agentStartedInput) isInput()        {}
 
 // decision is decide's answer: refused (Refusal, and no effects) or
-// accepted with the effects to perform, in order. New session and turn
-// states are effects (effSetState, effEndTurn, effInterruptTurn).
+// accepted with the effects to perform, in order. The events it decides
+// are effects too (effRecord, effInterruptTurn, effRecordExecutor),
+// performed in their place among the others.
 type decision struct {
 	Refusal *errcode.Error
 	Effects []effect

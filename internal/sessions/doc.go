@@ -14,10 +14,16 @@
 //     shutdown, and a session taken up from the store (start-up
 //     reconciliation, an actor's load). decision.go holds its values
 //     (the view it reads, the inputs, the decision it returns),
-//     decision_effects.go the effects a decision lists.
+//     decision_effects.go the effects a decision lists: the domain events
+//     it decides (effRecord) and runtime I/O (start, stop, cancel, prompt,
+//     attach, answers, timers), 40 kinds.
 //   - actor.go is the state one actor owns, mailbox.go the loop that runs
 //     its closures one at a time, effects.go where the actor performs the
-//     effects decide returned.
+//     effects decide returned (performOne; a command that answers its
+//     caller with what an effect did, or holds what it needs that is no
+//     plain value, performs those itself), record.go the actor's evolve:
+//     each event a decision records, folded into the actor's live fields
+//     as it is emitted.
 //   - runtime.go is the seam to the agent: the actor talks to an Agent
 //     that a Runtime started, a child process speaking ACP on stdio
 //     (Standalone, childAgent) or an agent on an executor host, whose
@@ -55,7 +61,7 @@
 // POST /session/{id}/prompt (server/handlers.go) calls Manager.Prompt,
 // which posts to the session's actor and waits (call, mailbox.go). On the
 // actor, admit (turns.go) builds a view and asks decide (decidePrompt);
-// the effects enqueue the turn, which emits turn.queued (queuedDraft,
+// its effect enqueues the turn, which emits turn.queued (queuedDraft,
 // admission.go) to the events.Writer. The writer projects it (the turn's
 // row, numbered; events/project.go), commits it in a group commit and only
 // then publishes it to the events.Hub, whose subscribers are the SSE
@@ -67,15 +73,18 @@
 // to onUpdate (transcript.go), which asks decide (decideUpdate) what each
 // one changes; each change is a write that commits before it is
 // published; the agent's answer comes back as onTurnDone, which decide
-// (decideTurnEnded) turns into the turn's end.
+// (decideTurnEnded) turns into the turn's end: turn.completed (or failed,
+// or cancelled), recorded (effRecord) and folded by record.go, which
+// takes the turn off the agent.
 //
 // # What a change touches
 //
 //   - A new event type: the contract (api/openapi.yaml), its payload in
 //     internal/session (events*.go: the type, EventType, evolve, its line
 //     in payloads), its rows in internal/events/project.go if it has any,
-//     and the emit site here (a.draft(promptID, payload)); docs/session.md
-//     walks through it.
+//     and the emit site here: a.draft(promptID, payload), or, for an event
+//     a decision decides, record(promptID, payload) in decide and its case
+//     in the actor's evolve (record.go); docs/session.md walks through it.
 //   - A new command: its input and decision in decide.go (with its table
 //     cases in decide_test.go), the Manager method that posts it to the
 //     actor (a file named for the request flow: turns.go, continuation.go,

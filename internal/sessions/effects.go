@@ -2,7 +2,6 @@ package sessions
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/tether/tether/internal/acp"
@@ -89,14 +88,20 @@ func (a *actor) decideAndPerform(in input) (decision, error) {
 	return d, nil
 }
 
-// perform carries out the effects that need nothing but the actor. The
-// input-specific ones are performed by the code that decided, which holds
-// what they need: a command's (effReserveSlot, effAnswerExisting,
-// effEnqueue, effApplyOption, effStoreOption, effResolvePermission), an
-// update's content (onUpdate: effStartMessage and the other transcript
-// changes), what a reload read (reload: effReload, effRecordExecutor), a
-// start's outcome (onAgentStarted: effDiscardStart, effAdoptAgent), and
-// the agent a shutdown hands over (shutdown: effStopAgent).
+// perform carries out the effects that need nothing but the actor and
+// what the effect carries. The others are performed by the code that
+// decided, which holds what they need that is no plain value, or answers
+// its caller with them: a prompt's or a continuation's admission
+// (effEnqueue, effAnswerExisting: the turn to answer with), a resume
+// (effAwaitStart: the caller's channel), an option (effSetOption: the
+// agent to send it to, or the write that stores it), a permission request
+// (effAskPermission: the agent's question and its reply channel) and a
+// client's answer (effResolvePermission: the write to wait for), an
+// update's content (onUpdate: effRecordChunk, effRecordToolCall,
+// effAdoptOptions, effIgnoreUpdate), what a reload read (reload:
+// effReload), a start's outcome (onAgentStarted: effDiscardStart,
+// effAdoptAgent), and the agent a shutdown hands over (shutdown:
+// effStopAgent).
 func (a *actor) perform(effs ...effect) {
 	for _, e := range effs {
 		a.performOne(e)
@@ -105,45 +110,24 @@ func (a *actor) perform(effs ...effect) {
 
 func (a *actor) performOne(e effect) {
 	switch e := e.(type) {
+	case effRecord:
+		a.record(e.Event)
 	case effStartTurn:
 		a.startTurn(e.PromptID)
-	case effEndTurn:
-		a.endTurn(a.turn(e.PromptID), e.State, func(t *session.Turn) {
-			if e.CancelRequested {
-				t.CancelRequested = true
-			}
-			if e.StopReason != "" {
-				t.StopReason = e.StopReason
-			}
-			if e.State == session.TurnFailed {
-				t.ErrorCode, t.ErrorMessage = e.ErrorCode, e.ErrorMessage
-			}
-		})
 	case effInterruptTurn:
-		a.interruptTurn(a.turn(e.PromptID), e.Reason, acp.Exit(e.Exit), e.Cause)
-	case effAwaitLate:
-		a.late = &lateRun{gen: a.gen, run: &turnRun{turn: a.turns[e.PromptID], split: true}}
-	case effRetireAgent:
-		a.log.Warn("retiring the agent", "why", e.Why)
-		a.retireAgent(e.Why)
-	case effMarkCancelRequested:
-		t := a.turn(e.PromptID)
-		t.CancelRequested = true
-		if r := a.running; r != nil && r.turn.PromptID == e.PromptID {
-			r.turn = t
+		a.leaveAgent(e.PromptID)
+		a.interruptTurn(a.turns[e.PromptID], e.Reason, acp.Exit(e.Exit), e.Cause)
+		if e.Reason == reasonExecutorLost {
+			a.late = &lateRun{gen: a.gen, run: &turnRun{turn: a.turns[e.PromptID], split: true}}
 		}
-		a.turns[t.PromptID] = t
-		a.emit(a.draft(t.PromptID, &session.TurnCancelRequestedData{}))
-	case effRemoveQueued:
-		a.queue = slices.DeleteFunc(a.queue, func(q session.Turn) bool { return q.PromptID == e.PromptID })
-	case effDropQueue:
-		a.queue = nil
-	case effReleaseHeld:
-		a.sess.QueueHeld = false
-		a.emit(a.queueHeldDraft(false))
-	case effHoldQueue:
-		a.sess.QueueHeld = true
-		a.emit(a.queueHeldDraft(true))
+	case effRetireAgent:
+		a.log.Info("retiring the agent", "why", e.Why)
+		a.retireAgent(e.Why)
+	case effIdleWait:
+		if e.Busy {
+			a.activeAt = time.Now()
+		}
+		a.idleTimer.Reset(e.Left)
 	case effClosePermissions:
 		a.closePermissions(e.PromptID, e.State)
 	case effCancelAgent:
@@ -151,15 +135,6 @@ func (a *actor) performOne(e effect) {
 	case effStopRunningAgent:
 		r := a.running
 		a.m.spawn(func() { r.conn.Stop() })
-	case effClearRunning:
-		if r := a.running; r != nil {
-			a.running = nil
-			if r.cancelTimer != nil {
-				r.cancelTimer.Stop()
-			}
-		}
-	case effSetState:
-		a.setState(e.State)
 	case effPushRecovery:
 		if e.Always {
 			a.announceRecovery()
@@ -168,77 +143,66 @@ func (a *actor) performOne(e effect) {
 		}
 	case effMarkStopping:
 		a.stopping = true
-	case effBumpGen:
-		a.gen++
-	case effClearSettling:
+		if e.Close {
+			a.gen++
+		}
+	case effAgentExited:
 		a.settling = false
-	case effForgetAgent:
-		a.conn = nil
-	case effRecordExit:
-		a.recordExit(acp.Exit(e.Exit), e.Cause)
+		if e.Expected {
+			a.conn = nil
+		} else {
+			a.recordExit(acp.Exit(e.Exit), e.Cause)
+		}
+		if !e.KeepSlot {
+			a.dropSlot()
+		}
 	case effRecordStartError:
+		a.starting = false
 		a.recordStartError(e.Err)
+		a.dropSlot()
 	case effNotifyWaiters:
 		a.notifyWaiters(e.Err)
 	case effEnsureAgent:
 		a.ensureAgent()
-	case effDropSlot:
-		a.dropSlot()
-	case effTouchLastSeen:
-		now := time.Now().UTC()
-		a.exec.LastSeenAt = &now
 	case effStartNext:
 		a.startNext()
 	case effArmIdle:
 		a.armIdle()
-	case effRecordResumed:
-		r := e.Resumed
-		a.recordResumed(startOutcome{strategy: r.Strategy, contextRestored: r.ContextRestored, fallback: r.Fallback})
-	case effReconcileDelivery:
-		a.reconcileDelivery()
 	case effSplitMessage:
 		a.splitMessage()
-	case effEmitOptions:
-		a.emitOptions()
-	case effReloadWhenQuiet:
-		a.reloadAfter(e.After, e.Next)
-	case effRecordLost:
-		a.recordLostOutcome(e.PromptID)
-	case effRecordResolved:
-		a.recordResolved(e.RequestID, e.End)
-	case effRepairState:
-		a.setState(session.SessionWaitingForInput)
-	case effClearStarting:
-		a.starting = false
-	case effStopOrphan:
-		a.stopOrphan()
+	case effWriteFailed:
+		a.reportFailure(e)
 	case effRestartInterrupt:
 		a.restartInterrupt(e.PromptID, e.Running)
-	case effStopExecutor:
-		a.exec.Status, a.exec.ErrorMessage = session.ExecutorStopped, e.Why
-		a.saveExecutor()
-	case effMarkReconnecting:
-		a.exec.Status = session.ExecutorReconnecting
+	case effRecordExecutor:
+		if e.StopOrphan {
+			a.stopOrphan()
+		}
+		a.exec.Status = e.Status
+		if e.Status == session.ExecutorStopped {
+			a.exec.ErrorMessage = e.Why
+		}
 		a.saveExecutor()
 	case effTaskFollow:
 		sess := a.sess
 		a.write(func(tx *store.Store, emit events.Emit) error {
 			return events.FollowTask(a.ctx(), tx, emit, sess.ID, sess.TaskID, sess.State)
 		})
+	case effStartAgent:
+		a.startAgent(e)
+	case effAwaitReplay:
+		a.awaitReplay(e)
+	case effSettleAdmission:
+		a.settleAdmission(e)
 	case effAttachAgent:
 		a.attach()
 	case effRestartAgent:
 		a.ensureAgent()
-	case effAdoptAgent, effAdoptCommands, effAdoptConfigOptions, effAdoptMode, effAgentReady,
-		effAnswerExisting, effAppendChunk, effApplyOption, effAskPermission, effAwaitReplay,
-		effAwaitStart, effDeclinePermission, effDiscardStart, effDropOutput, effEnqueue, effIdleBusy,
-		effIdleWait, effRecordExecutor, effRecordPlan, effRecordToolCall, effReload, effReportWriteFailed,
-		effReserveSlot, effResolvePermission, effSettleAdmission,
-		effSkipReplayed, effStartAgent, effStartMessage, effStopAgent, effStopIdle,
-		effStoreOption, effUnadmit:
+	case effAdoptAgent, effAdoptOptions, effAnswerExisting, effAskPermission,
+		effAwaitStart, effDiscardStart, effEnqueue, effIgnoreUpdate, effRecordToolCall, effReload,
+		effResolvePermission, effRecordChunk, effSetOption, effStopAgent:
 		// Command-specific: performed by the loop of the command or input
-		// that decided it (admission, restore, options, permissions, the
-		// agent's updates, a reload). Reaching here is a bug in that
+		// that decided it (see perform). Reaching here is a bug in that
 		// loop, not something to guess at. A new effect kind must be
 		// named in this switch (go-check-sumtype, make vet).
 		a.log.Error("effect not performed", "effect", fmt.Sprintf("%T", e))

@@ -54,12 +54,15 @@ func (a *actor) onLate(u acp.Update) {
 	}
 	v := a.view()
 	v.Running, v.Replaying = l.run.view(), false
-	in := updateInput{Kind: u.Kind, MessageID: u.MessageID, Block: u.Block != nil, Empty: u.Block == nil && u.Text == "", Current: true}
 	var keep []effect
-	for _, e := range decide(v, in).Effects {
-		switch e.(type) {
-		case effStartMessage, effAppendChunk, effRecordToolCall, effRecordPlan, effSplitMessage:
+	for _, e := range decide(v, updateOf(u, true)).Effects {
+		switch e := e.(type) {
+		case effRecordChunk, effRecordToolCall, effSplitMessage:
 			keep = append(keep, e)
+		case effRecord:
+			if _, plan := e.Event.(*session.PlanUpdatedData); plan {
+				keep = append(keep, e)
+			}
 		default: // a late update records output only
 		}
 	}

@@ -127,21 +127,7 @@ func (a *actor) armIdle() {
 // checkIdle stops the agent once it has been idle for AgentIdleTimeout,
 // else looks again when that time would be up (decideIdleCheck).
 func (a *actor) checkIdle() {
-	d := decide(a.view(), idleCheckInput{Elapsed: time.Since(a.activeAt), Timeout: a.m.cfg.AgentIdleTimeout})
-	for _, e := range d.Effects {
-		switch e := e.(type) {
-		case effIdleBusy:
-			a.activeAt = time.Now()
-			a.idleTimer.Reset(a.m.cfg.AgentIdleTimeout)
-		case effIdleWait:
-			a.idleTimer.Reset(e.Left)
-		case effStopIdle:
-			a.log.Info("stopping idle agent", "idle", e.Timeout)
-			a.retireAgent(fmt.Sprintf("agent stopped: idle for %s", e.Timeout))
-		default:
-			a.perform(e)
-		}
-	}
+	a.perform(decide(a.view(), idleCheckInput{Elapsed: time.Since(a.activeAt), Timeout: a.m.cfg.AgentIdleTimeout}).Effects...)
 }
 
 // retireAgent stops the agent on purpose, to free its process and slot

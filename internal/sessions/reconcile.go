@@ -266,7 +266,7 @@ func (m *Manager) load(ctx context.Context, id string) (l loaded, err error) {
 }
 
 // stopOrphan stops the agent process the previous daemon started for the
-// session (effStopOrphan).
+// session (effRecordExecutor, StopOrphan).
 func (a *actor) stopOrphan() {
 	spec, _, _ := a.m.profiles.Spec(a.sess.AgentProfileID)
 	stopOrphan(a.exec, spec.Command) // now: the old agent must not run on
@@ -284,7 +284,8 @@ func (a *actor) announceRecovery() {
 // started: nobody holds its stdio any more, so it can never be driven. The
 // pid may have been reused since (a reboot, a long downtime), so only a
 // group leader still running the agent's command is touched.
-// Whether there is one to stop is decided (decideRestarted: effStopOrphan).
+// Whether there is one to stop is decided (decideRestarted:
+// effRecordExecutor, StopOrphan).
 func stopOrphan(ex session.Executor, command string) {
 	if !isAgentProcess(ex.PID, command) {
 		return

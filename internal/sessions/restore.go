@@ -75,24 +75,19 @@ func (a *actor) ensureAgent() {
 // ensureAgentNow is ensureAgent once no late output is to be taken up
 // first (or it could not be: the start then fails, or replaces it).
 func (a *actor) ensureAgentNow() {
-	for _, e := range decide(a.view(), ensureAgentInput{}).Effects {
-		switch e := e.(type) {
-		case effReserveSlot:
-			if err := a.needAgent(); err != nil {
-				a.startFailed(err)
-				return
-			}
-		case effStartAgent:
-			a.startAgent(e)
-		default:
-			a.perform(e)
-		}
-	}
+	a.perform(decide(a.view(), ensureAgentInput{}).Effects...)
 }
 
 // startAgent launches the start in a goroutine of its own, which reports
-// back to onAgentStarted.
+// back to onAgentStarted, once it has the agent-cap slot it reserves
+// (e.Reserve), or fails.
 func (a *actor) startAgent(e effStartAgent) {
+	if e.Reserve {
+		if err := a.needAgent(); err != nil {
+			a.startFailed(err)
+			return
+		}
+	}
 	a.starting = true
 	a.gen++
 	spec, profile, specErr := a.m.profiles.Spec(a.sess.AgentProfileID)
@@ -324,6 +319,7 @@ func (a *actor) onAgentStarted(p startPlan, out startOutcome) {
 				a.slot = nil
 			}
 		case effAdoptAgent:
+			a.starting = false
 			a.adoptAgent(p, out)
 		default:
 			a.perform(e)
@@ -359,16 +355,15 @@ func (a *actor) adoptAgent(p startPlan, out startOutcome) {
 // startSucceeded finishes a start (decideStartSucceeded), or gives a load
 // that replayed nothing yet ReplayGrace to replay (settleLoad).
 func (a *actor) startSucceeded(p startPlan, out startOutcome) {
-	d := decide(a.view(), startSucceededInput{Resumed: out.resumed(), HadHistory: p.hadHistory, Replayed: a.replayed})
-	for _, e := range d.Effects {
-		switch e.(type) {
-		case effAwaitReplay:
-			a.settling = true
-			time.AfterFunc(a.m.cfg.ReplayGrace, func() { a.mb.post(func() { a.settleLoad(p, out) }) })
-		default:
-			a.perform(e)
-		}
-	}
+	a.perform(decide(a.view(), startSucceededInput{Resumed: out.resumed(), HadHistory: p.hadHistory, Replayed: a.replayed,
+		Gen: p.gen, Inject: p.inject}).Effects...)
+}
+
+// awaitReplay holds prompts back for ReplayGrace (settling), then settles
+// the load (effAwaitReplay).
+func (a *actor) awaitReplay(e effAwaitReplay) {
+	a.settling = true
+	time.AfterFunc(a.m.cfg.ReplayGrace, func() { a.mb.post(func() { a.settleLoad(e) }) })
 }
 
 // resumed is how the start restored the session.
@@ -378,16 +373,9 @@ func (out startOutcome) resumed() resumedInfo {
 
 // settleLoad decides, after the grace period, whether a load restored the
 // conversation (decideReplaySettled).
-func (a *actor) settleLoad(p startPlan, out startOutcome) {
-	a.perform(decide(a.view(), replaySettledInput{Resumed: out.resumed(), Current: p.gen == a.gen,
-		Replayed: a.replayed, Inject: p.inject}).Effects...)
-}
-
-// recordResumed persists the restore outcome and announces it.
-func (a *actor) recordResumed(out startOutcome) {
-	resumed := &session.SessionResumedData{Strategy: out.strategy, ContextRestored: out.contextRestored, FallbackReason: out.fallback}
-	a.sess.InjectContext, a.sess.ContextLost = resumed.Context()
-	a.emit(a.draft("", resumed))
+func (a *actor) settleLoad(e effAwaitReplay) {
+	a.perform(decide(a.view(), replaySettledInput{Resumed: e.Resumed, Current: e.Gen == a.gen,
+		Replayed: a.replayed, Inject: e.Inject}).Effects...)
 }
 
 // startFailed leaves the session usable and resumable: the identity is kept,
@@ -429,14 +417,17 @@ func (a *actor) resume() (<-chan error, error) {
 	}
 	ch := make(chan error, 1)
 	for _, e := range d.Effects {
-		switch e.(type) {
-		case effAgentReady:
-			ch <- nil
-		case effReserveSlot:
-			if err := a.needAgent(); err != nil {
-				return nil, err
-			}
+		switch e := e.(type) {
 		case effAwaitStart:
+			if e.Ready {
+				ch <- nil
+				continue
+			}
+			if e.Reserve {
+				if err := a.needAgent(); err != nil {
+					return nil, err
+				}
+			}
 			a.waiters = append(a.waiters, ch)
 		default:
 			a.perform(e)

@@ -25,39 +25,40 @@ func (a *actor) onUpdate(gen int, u acp.Update) {
 		a.onLate(u)
 		return
 	}
-	in := updateInput{Kind: u.Kind, MessageID: u.MessageID, Block: u.Block != nil, Empty: u.Block == nil && u.Text == "",
-		Current: gen == a.gen}
-	a.applyUpdate(decide(a.view(), in), u)
+	a.applyUpdate(decide(a.view(), updateOf(u, gen == a.gen)), u)
+}
+
+// updateOf is what decideUpdate knows of update u (current: its agent is
+// the session's).
+func updateOf(u acp.Update, current bool) updateInput {
+	in := updateInput{Kind: u.Kind, MessageID: u.MessageID, Block: u.Block != nil, Empty: u.Block == nil && u.Text == "", Current: current}
+	if u.Kind == acp.UpdatePlan {
+		in.Data = u.Data
+	}
+	return in
 }
 
 // applyUpdate performs what decideUpdate decided of update u.
 func (a *actor) applyUpdate(d decision, u acp.Update) {
 	for _, e := range d.Effects {
 		switch e := e.(type) {
-		case effSkipReplayed:
+		case effIgnoreUpdate:
+			if !e.Replayed {
+				a.log.Debug("dropping agent output outside a turn", "kind", u.Kind)
+				continue
+			}
 			a.replayed++
 			a.noteReplay(u)
-		case effDropOutput:
-			a.log.Debug("dropping agent output outside a turn", "kind", u.Kind)
-		case effStartMessage:
-			a.startMessage(e, u)
-		case effAppendChunk:
-			a.appendChunk(e, u)
+		case effRecordChunk:
+			if e.New {
+				a.startMessage(e, u)
+			} else {
+				a.appendChunk(e, u)
+			}
 		case effRecordToolCall:
 			a.recordToolCall(e, u)
-		case effRecordPlan:
-			a.sess.Plan = u.Data
-			a.emit(a.draft(e.PromptID, &session.PlanUpdatedData{Entries: u.Data}))
-		case effAdoptCommands:
-			a.commands = u.Data
-		case effAdoptMode:
-			a.mode = u.Data
-			var id string
-			if json.Unmarshal(u.Data, &id) == nil {
-				a.modes = withCurrentMode(a.modes, id)
-			}
-		case effAdoptConfigOptions:
-			a.configOptions = u.Data
+		case effAdoptOptions:
+			a.adoptAnnounced(u)
 		default:
 			a.perform(e)
 		}
@@ -67,7 +68,7 @@ func (a *actor) applyUpdate(d decision, u acp.Update) {
 // startMessage starts a new message of the running turn with chunk u. Its
 // id is reserved here, so the chunks that follow name it without the
 // store reading it back.
-func (a *actor) startMessage(e effStartMessage, u acp.Update) {
+func (a *actor) startMessage(e effRecordChunk, u acp.Update) {
 	r := a.running
 	r.noteChunk(e.MessageID)
 	// Taking an id fails only when the database cannot be reached: the
@@ -88,7 +89,7 @@ func (a *actor) startMessage(e effStartMessage, u acp.Update) {
 
 // appendChunk appends chunk u to the running turn's open message: one row
 // append, no read.
-func (a *actor) appendChunk(e effAppendChunk, u acp.Update) {
+func (a *actor) appendChunk(e effRecordChunk, u acp.Update) {
 	r := a.running
 	r.noteChunk(e.MessageID)
 	a.emit(a.draft(e.PromptID, &session.MessageChunkData{MessageID: r.openMsg, Role: e.Role, Text: u.Text}))
@@ -177,12 +178,13 @@ func (a *actor) onPermissionRequested(gen int, req acp.PermissionRequest, reply 
 	id := ""
 	for _, e := range decide(a.view(), permissionRequestedInput{}).Effects {
 		switch e := e.(type) {
-		case effDeclinePermission:
-			if e.TooMany {
-				a.log.Warn("agent permission request refused: too many open", "open", len(a.perms), "limit", a.m.cfg.MaxPendingPermissions)
-			}
-			return ""
 		case effAskPermission:
+			if e.Declined {
+				if e.TooMany {
+					a.log.Warn("agent permission request refused: too many open", "open", len(a.perms), "limit", a.m.cfg.MaxPendingPermissions)
+				}
+				return ""
+			}
 			a.withRecord(req.Offset, func() { id = a.askPermission(e.PromptID, req, reply) })
 		default:
 			a.perform(e)
@@ -269,8 +271,7 @@ func (a *actor) answerPermission(id string, out acp.PermissionOutcome) (session.
 // resolve persists a permission outcome and emits permission.resolved.
 func (a *actor) resolve(id string, state session.PermissionState, optionID string) *events.Pending {
 	defer a.pushRecovery()
-	return a.change(permissionResolved{Session: a.id, TaskID: a.sess.TaskID, RequestID: id,
-		End: permissionEnd{State: state, OptionID: optionID}})
+	return a.record(&session.PermissionResolvedData{RequestID: id, State: state, OptionID: optionID})
 }
 
 // resolvePermission closes a pending request without a client answer

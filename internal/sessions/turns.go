@@ -106,11 +106,12 @@ func (a *actor) admit(in PromptInput) (PromptResult, error) {
 				pending = a.admissionWrite(e.PromptID)
 			}
 			res = PromptResult{Turn: a.turns[e.PromptID], EventEpoch: a.sess.EventEpoch, pending: pending}
-		case effReserveSlot:
-			if err := a.needAgent(); err != nil {
-				return PromptResult{}, err // refused whole: nothing is stored
-			}
 		case effEnqueue:
+			if e.Reserve {
+				if err := a.needAgent(); err != nil {
+					return PromptResult{}, err // refused whole: nothing is stored
+				}
+			}
 			t, pending := a.enqueue(session.Turn{SessionID: a.id, PromptID: in.PromptID, Kind: in.kind, Prompt: in.Prompt}, e.Front)
 			res = PromptResult{Turn: t, EventEpoch: a.sess.EventEpoch, pending: pending}
 		default:
@@ -259,20 +260,6 @@ func errorCode(err error) string {
 		return fmt.Sprintf("agent_error_%d", c)
 	}
 	return "agent_error"
-}
-
-// endTurn persists a terminal outcome for t and emits its terminal event.
-func (a *actor) endTurn(t session.Turn, state session.TurnState, set func(*session.Turn)) {
-	now := time.Now().UTC()
-	t.State = state
-	t.EndedAt = &now
-	if set != nil {
-		set(&t)
-	}
-	t.SessionID = a.id
-	a.turns[t.PromptID] = t
-	a.change(turnEnded{TaskID: a.sess.TaskID, Turn: t})
-	a.pushRecovery()
 }
 
 // turnEndedDraft is the terminal event of a turn of a session of taskID.

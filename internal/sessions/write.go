@@ -134,10 +134,3 @@ func (a *actor) draft(promptID string, p session.EventPayload) events.Draft {
 func sessionDraft(sessionID, taskID, promptID string, p session.EventPayload) events.Draft {
 	return events.Draft{SessionID: sessionID, TaskID: taskID, Type: p.EventType(), PromptID: promptID, Payload: p}
 }
-
-// stateDraft is session.state_changed of sess, which was in state prev:
-// its projection moves the task too (events.FollowTask).
-func stateDraft(sess session.Session, prev session.SessionState) events.Draft {
-	return sessionDraft(sess.ID, sess.TaskID, "",
-		&session.SessionStateChangedData{State: sess.State, PreviousState: prev})
-}

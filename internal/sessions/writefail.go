@@ -40,23 +40,27 @@ func (a *actor) writeFailed(c events.Change, err error) {
 	if r, ok := c.(permissionResolved); ok {
 		a.unresolved[r.RequestID] = r.End
 	}
-	a.failed(writeFailedInput{ShuttingDown: errcode.Is(err, errcode.ServiceShuttingDown)}, func() {
-		a.log.Error("a change of this session was not stored; reloading the session from the store",
-			"change", changeKind(c), "code", errcode.CodeOf(err), "err", err)
-	})
+	a.failed(writeFailedInput{Change: changeKind(c), Err: err, ShuttingDown: errcode.Is(err, errcode.ServiceShuttingDown)})
 }
 
 // failed counts a failure that a reload must follow (a write's, or a
-// reload's own read) and performs what decideWriteFailed decides; report
-// says what failed.
-func (a *actor) failed(in writeFailedInput, report func()) {
+// reload's own read) and performs what decideWriteFailed decides.
+func (a *actor) failed(in writeFailedInput) {
 	a.failures++
-	for _, e := range decide(a.view(), in).Effects {
-		if _, ok := e.(effReportWriteFailed); ok {
-			report()
-			continue
-		}
-		a.perform(e)
+	a.perform(decide(a.view(), in).Effects...)
+}
+
+// reportFailure logs what failed and reloads the session if decided
+// (effWriteFailed).
+func (a *actor) reportFailure(e effWriteFailed) {
+	if e.Change != "" {
+		a.log.Error("a change of this session was not stored; reloading the session from the store",
+			"change", e.Change, "code", errcode.CodeOf(e.Err), "err", e.Err)
+	} else {
+		a.log.Error("reloading the session from the store failed; trying again", "err", e.Err)
+	}
+	if e.Reload {
+		a.reloadAfter(e.After, e.Next)
 	}
 }
 
@@ -142,9 +146,7 @@ func (a *actor) reload() {
 		return err
 	})
 	if err != nil {
-		a.failed(writeFailedInput{}, func() {
-			a.log.Error("reloading the session from the store failed; trying again", "err", err)
-		})
+		a.failed(writeFailedInput{Err: err})
 		return
 	}
 	live := a.exec
@@ -174,12 +176,14 @@ func (a *actor) reload() {
 				a.foldCommitted()
 				a.state, a.gap = state, gap
 			}
-		case effRecordExecutor:
-			// The actor's own record, but for the offsets, which other
-			// writes than the executor's own keep (believe took them).
-			live.HostOffset, live.HostOffsetBase = a.exec.HostOffset, a.exec.HostOffsetBase
-			a.exec = live
-			a.saveExecutor()
+			if e.Executor {
+				// The actor's own record, but for the offsets, which
+				// other writes than the executor's own keep (believe
+				// took them).
+				live.HostOffset, live.HostOffsetBase = a.exec.HostOffset, a.exec.HostOffsetBase
+				a.exec = live
+				a.saveExecutor()
+			}
 		default:
 			a.perform(e)
 		}
@@ -273,27 +277,6 @@ func (a *actor) believe(sess session.Session, exec session.Executor, turns []ses
 		}
 	}
 	a.turns = kept
-}
-
-// recordLostOutcome ends a turn whose outcome could not be stored as
-// failed with store_write_failed (effRecordLost): the agent is done with
-// it, and clients waiting for it must see it end. Every reload tries it
-// again until the store has it.
-func (a *actor) recordLostOutcome(promptID string) {
-	t := a.turns[promptID]
-	now := time.Now().UTC()
-	t.State, t.EndedAt = session.TurnFailed, &now
-	t.ErrorCode = string(errcode.StoreWriteFailed)
-	t.ErrorMessage = "the turn's outcome could not be stored; see the daemon log"
-	a.turns[t.PromptID] = t
-	a.change(turnEnded{TaskID: a.sess.TaskID, Turn: t})
-}
-
-// recordResolved closes a permission request the store shows pending
-// that no agent waits on (effRecordResolved), as end says. The decision
-// that asks for it announces the plan once its repairs are made.
-func (a *actor) recordResolved(requestID string, end permissionEnd) {
-	a.change(permissionResolved{Session: a.id, TaskID: a.sess.TaskID, RequestID: requestID, End: end})
 }
 
 // callWrites runs f on the actor like call, then waits until every write f
