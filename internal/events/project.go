@@ -21,7 +21,7 @@ import (
 // updates name only what changed; the event carries the call whole).
 //
 // A projection may also emit what the event implies elsewhere (a policy):
-// a session's state change moves its task (FollowTask). Those events are
+// a session's state change moves its task (followTask). Those events are
 // numbered and projected after it, in the same transaction.
 func project(ctx context.Context, tx *store.Store, d Draft, emit Emit) error {
 	switch p := d.Payload.(type) {
@@ -74,7 +74,7 @@ func project(ctx context.Context, tx *store.Store, d Draft, emit Emit) error {
 		if err := tx.UpdateSessionState(ctx, p.SessionID, p.State); err != nil {
 			return err
 		}
-		return FollowTask(ctx, tx, emit, p.SessionID, p.TaskID, p.State)
+		return followTask(ctx, tx, emit, p.SessionID, p.TaskID, p.State)
 	case *session.TaskCreatedData:
 		t, err := tx.CreateTask(ctx, session.Task{ID: p.TaskID, Title: p.Title, Workspace: p.Workspace, State: p.State, CreatedAt: p.CreatedAt})
 		if err != nil {
@@ -154,13 +154,29 @@ func projectToolCall(ctx context.Context, tx *store.Store, p *session.ToolCallDa
 	return nil
 }
 
-// FollowTask moves task taskID to the state its session sessionID's state
+// TaskFollow is the change that moves a session's task to the state the
+// session's state implies (followTask) without changing the session:
+// start-up repair's, for a session whose state it keeps.
+type TaskFollow struct {
+	Session, TaskID string
+	State           session.SessionState
+}
+
+// SessionID is the session whose task follows.
+func (c TaskFollow) SessionID() string { return c.Session }
+
+// Apply moves the task (followTask).
+func (c TaskFollow) Apply(ctx context.Context, tx *store.Store, emit Emit) error {
+	return followTask(ctx, tx, emit, c.Session, c.TaskID, c.State)
+}
+
+// followTask moves task taskID to the state its session sessionID's state
 // implies, emitting task.state_changed: a running turn makes the task
 // IN_PROGRESS; a session waiting for input puts it in REVIEW unless
 // another of its sessions is running. Other task states are only set by
 // users. It is the policy session.state_changed's projection applies;
-// start-up repair applies it to sessions whose state it keeps.
-func FollowTask(ctx context.Context, tx *store.Store, emit Emit, sessionID, taskID string, state session.SessionState) error {
+// start-up repair applies it to sessions whose state it keeps (TaskFollow).
+func followTask(ctx context.Context, tx *store.Store, emit Emit, sessionID, taskID string, state session.SessionState) error {
 	if state != session.SessionRunning && state != session.SessionWaitingForInput {
 		return nil
 	}

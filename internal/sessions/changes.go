@@ -16,8 +16,8 @@ import (
 // however often the writer runs it: when another change of its batch fails,
 // the batch is rolled back and each change redone alone. None reads or
 // changes the actor, which learns the outcome from the Pending (see
-// write.go). New writes follow this pattern; the Apply closures still in
-// use (events.Func) are to be turned into changes like these.
+// write.go). A session writes nothing else: events whose rows are their
+// projection (emit), and these.
 
 // sessionCreated creates a session, its task when the request named none,
 // and the queued initial turn, in one change: all of it exists or none.

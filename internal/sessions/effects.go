@@ -7,7 +7,6 @@ import (
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/session"
-	"github.com/tether/tether/internal/store"
 )
 
 // This file is the actor's side of decide (decide.go): it copies the view
@@ -184,10 +183,7 @@ func (a *actor) performOne(e effect) {
 		}
 		a.saveExecutor()
 	case effTaskFollow:
-		sess := a.sess
-		a.write(func(tx *store.Store, emit events.Emit) error {
-			return events.FollowTask(a.ctx(), tx, emit, sess.ID, sess.TaskID, sess.State)
-		})
+		a.change(events.TaskFollow{Session: a.id, TaskID: a.sess.TaskID, State: a.sess.State})
 	case effStartAgent:
 		a.startAgent(e)
 	case effAwaitReplay:

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/tether/tether/internal/events"
-	"github.com/tether/tether/internal/store"
 )
 
 // EventLog is the event log as the session core writes to it: every
@@ -20,8 +19,6 @@ type EventLog interface {
 	// SubmitContext is SubmitChange for a submitter that can give up when
 	// ctx ends while it waits for room.
 	SubmitContext(ctx context.Context, c events.Change) *events.Pending
-	// Do submits an Apply closure and waits until it is committed.
-	Do(ctx context.Context, apply events.Apply) ([]store.Event, error)
 }
 
 var _ EventLog = (*events.Writer)(nil)

@@ -108,22 +108,8 @@ func (m *Manager) reconcile(ctx context.Context, keep func(sessionID string) boo
 			}
 		}
 	}
-	// One transaction for everything (one commit, not one per writer
-	// batch): nothing else writes before the API answers, and a failure
-	// fails start-up whichever session it is in. Messages a crash left
-	// open keep their streamed text as chunk rows (committed with their
-	// events); they are folded into their messages first.
-	if _, err := m.w.Do(ctx, func(tx *store.Store, emit events.Emit) error {
-		if _, err := tx.FoldMessageChunks(ctx); err != nil {
-			return err
-		}
-		for _, c := range batch {
-			if err := c.Apply(ctx, tx, emit); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
+	// One transaction for everything (startupRepair).
+	if _, err := m.w.SubmitContext(ctx, startupRepair(batch)).Wait(ctx); err != nil {
 		return res, err
 	}
 	// Hosted agents went on without the daemon: their actors attach to
@@ -163,6 +149,28 @@ func (m *Manager) repairActor(sess session.Session, ex session.Executor, open []
 	a := newActor(m, sess, ex, open)
 	a.batch = batch
 	return a
+}
+
+// startupRepair is every session's start-up repair, committed in one
+// transaction (one commit, not one per writer batch): nothing else writes
+// before the API answers, and a failure fails start-up whichever session
+// it is in. Messages a crash left open keep their streamed text as chunk
+// rows (committed with their events); they are folded into their
+// messages first.
+type startupRepair []events.Change
+
+func (startupRepair) SessionID() string { return "" }
+
+func (r startupRepair) Apply(ctx context.Context, tx *store.Store, emit events.Emit) error {
+	if _, err := tx.FoldMessageChunks(ctx); err != nil {
+		return err
+	}
+	for _, c := range r {
+		if err := c.Apply(ctx, tx, emit); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // repaired is a hosted session start-up repaired: its repair actor, and

@@ -32,7 +32,7 @@ func (a *actor) record(p session.EventPayload) *events.Pending {
 			return nil
 		}
 		p.PreviousState, a.sess.State = a.sess.State, p.State
-		// Its projection moves the task too (events.FollowTask).
+		// Its projection moves the task too (events.TaskFollow).
 	case *session.SessionQueueHeldData:
 		a.sess.QueueHeld = p.Held
 	case *session.SessionResumedData:

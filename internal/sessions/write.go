@@ -11,16 +11,10 @@ import (
 	"github.com/tether/tether/internal/store"
 )
 
-// write hands a transcript change to the event writer. It never blocks the
-// actor: the change commits (with the events describing it) in the writer's
-// next batch, in submission order. The actor keeps its own copy of what it
-// needs, so it never has to read back what it has just written.
-func (a *actor) write(apply events.Apply) *events.Pending {
-	return a.change(events.Func(a.id, apply))
-}
-
 // emit hands events whose rows are their projections (events/project.go)
-// to the event writer, like write.
+// to the event writer. It never blocks the actor: they commit in the
+// writer's next batch, in submission order. The actor keeps its own copy
+// of what it needs, so it never has to read back what it has just written.
 func (a *actor) emit(ds ...events.Draft) *events.Pending {
 	return a.change(events.Emitted(a.id, ds...))
 }
@@ -49,7 +43,7 @@ func (a *actor) deliveredDraft(t session.Turn) events.Draft {
 }
 
 // change hands a typed change (see changes.go) to the event writer, like
-// write. Should it fail, the actor is told (writeFailed, writefail.go),
+// emit. Should it fail, the actor is told (writeFailed, writefail.go),
 // whichever write it is; a request running on the actor (callWrites) also
 // waits for it. An actor collecting a batch (a.batch) keeps it there
 // instead, and returns nil: whoever set the batch submits it.
