@@ -157,10 +157,11 @@ func TestDetachedRebootRestoresEagerly(t *testing.T) {
 		restartedAt := len(w.logs.String())
 		w.extra = append(w.extra, "--resume-on-start", "eager")
 		w.start()
-		// Ready and running alone is not enough: the daemon attaches to
-		// the new host first, which still lists the session, and is told
-		// a moment later that its agent was lost; the restore follows. It
-		// is done once the log holds it.
+		// The restore is done once the log holds it: the daemon attaches
+		// to the new host first, which still lists the session with its
+		// agent ended (the executor stays reconnecting, never ready, until
+		// the host's exit record says the agent was lost), and the
+		// restore follows.
 		w.waitFor("the agent to be restored without a prompt", func() bool {
 			_, st := w.do("GET", "/session/"+sid+"/status", nil)
 			return st["executorStatus"] == "ready" && st["isAgentRunning"] == true &&
