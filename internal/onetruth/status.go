@@ -18,7 +18,10 @@ import (
 // session.created, session.state_changed or session.closed), contextLost
 // (the last session.resumed: neither restored nor injected) and
 // executorStatus (the last session.executor_status; "stopped" before any,
-// as a session is created). Left out as not log facts: isAgentRunning,
+// as a session is created), and the executor's record the log carries:
+// runtime and worktree (session.created names them, every
+// session.executor_status carries them again) and agentExecutionId (the
+// last session.executor_status's). Left out as not log facts: isAgentRunning,
 // isResumable, needsResume and resumeReason (whether the daemon holds the
 // agent process now, whether its pid answers a signal, whether the working
 // directory exists), errorMessage and errorCode (they carry the live
@@ -34,7 +37,11 @@ type facts struct {
 	state       any
 	contextLost bool
 	executor    any
-	queueHeld   bool
+	// runtime, execution, worktreePath and worktreeBranch are the
+	// executor's record as the log last gave it.
+	runtime, execution           any
+	worktreePath, worktreeBranch any
+	queueHeld                    bool
 	// turns are the turns' states and their numbers (turn.queued's seq).
 	turns map[string]string
 	seqs  map[string]float64
@@ -51,7 +58,10 @@ func (f *facts) apply(e event) {
 	p := e.Data
 	pid, _ := p["promptId"].(string)
 	switch e.Type {
-	case "session.created", "session.state_changed", "session.closed":
+	case "session.created":
+		f.state = p["state"]
+		f.executorRecord(p)
+	case "session.state_changed", "session.closed":
 		f.state = p["state"]
 	case "session.resumed":
 		// As internal/session SessionResumedData.Context: what a restore
@@ -60,6 +70,8 @@ func (f *facts) apply(e event) {
 		f.contextLost = !restored && p["strategy"] != "history_injection"
 	case "session.executor_status":
 		f.executor = p["status"]
+		f.executorRecord(p)
+		f.execution = p["agentExecutionId"]
 	case "session.queue_held":
 		f.queueHeld, _ = p["held"].(bool)
 	case "session.recovery_changed":
@@ -74,9 +86,30 @@ func (f *facts) apply(e event) {
 	}
 }
 
+// executorRecord takes the executor's runtime and worktree from the
+// payload of session.created or session.executor_status.
+func (f *facts) executorRecord(p map[string]any) {
+	f.runtime = p["runtime"]
+	f.worktreePath, f.worktreeBranch = nil, nil
+	if w, ok := p["worktree"].(map[string]any); ok {
+		f.worktreePath, f.worktreeBranch = w["path"], w["branch"]
+	}
+}
+
 // statusView is the status members the log determines.
 func (f *facts) statusView() map[string]any {
-	return map[string]any{"state": f.state, "contextLost": f.contextLost, "executorStatus": f.executor}
+	return map[string]any{"state": f.state, "contextLost": f.contextLost, "executorStatus": f.executor,
+		"runtime": f.runtime, "agentExecutionId": f.execution, "worktreePath": f.worktreePath, "worktreeBranch": f.worktreeBranch}
+}
+
+// servedStatus is the members of status st the log determines
+// (statusView).
+func servedStatus(st map[string]any) map[string]any {
+	out := map[string]any{}
+	for _, k := range []string{"state", "contextLost", "executorStatus", "runtime", "agentExecutionId", "worktreePath", "worktreeBranch"} {
+		out[k] = st[k]
+	}
+	return out
 }
 
 // queued is the queued turns in the order they run (by number), and
@@ -116,7 +149,7 @@ func (d Daemon) checkStatus(t testing.TB, sid string) {
 		return
 	}
 	after := d.replay(t, sid)
-	served := map[string]any{"state": st["state"], "contextLost": st["contextLost"], "executorStatus": st["executorStatus"]}
+	served := servedStatus(st)
 	from := head(before)
 	f := newFacts()
 	var nearest map[string]any
