@@ -33,8 +33,8 @@ func TestDecideUpdate(t *testing.T) {
 		{acp.UpdateAgentMessage, accepted(effRecordChunk{PromptID: "p1", MessageID: "m1", Role: session.RoleAgent}), drop, skip},
 		{acp.UpdateAgentThought, accepted(effRecordChunk{PromptID: "p1", MessageID: "m1", Role: session.RoleThought, New: true}), drop, skip},
 		{acp.UpdateUserMessage, none, none, skip},
-		{acp.UpdateToolCall, accepted(effSplitMessage{}, effRecordToolCall{PromptID: "p1", Started: true}), drop, skip},
-		{acp.UpdateToolCallUpdate, accepted(effSplitMessage{}, effRecordToolCall{PromptID: "p1"}), drop, skip},
+		{acp.UpdateToolCall, accepted(record("p1", &session.ToolCallStartedData{ToolCallData: session.ToolCallData{ToolCallID: "t1"}})), drop, skip},
+		{acp.UpdateToolCallUpdate, accepted(record("p1", &session.ToolCallData{ToolCallID: "t1"})), drop, skip},
 		{acp.UpdatePlan, plan("p1"), plan(""), skip},
 		{acp.UpdateAvailableCommands, options, options, options},
 		{acp.UpdateCurrentMode, options, options, options},
@@ -46,8 +46,11 @@ func TestDecideUpdate(t *testing.T) {
 	var cases []decideCase
 	for _, k := range kinds {
 		in := updateInput{Kind: k.kind, MessageID: "m1", Current: true}
-		if k.kind == acp.UpdatePlan {
+		switch k.kind {
+		case acp.UpdatePlan:
 			in.Data = entries
+		case acp.UpdateToolCall, acp.UpdateToolCallUpdate:
+			in.Tool = &acp.ToolCall{ID: "t1"}
 		}
 		stale := in
 		stale.Current = false
@@ -58,6 +61,16 @@ func TestDecideUpdate(t *testing.T) {
 			decideCase{name + "/while a load replays", replaying, in, k.replaying},
 			decideCase{name + "/from a previous agent", running, stale, none},
 		)
+		// The lost agent's late output, on the turn its loss interrupted:
+		// only what records output is kept (late.go).
+		late := in
+		late.Late = true
+		want := none
+		switch k.kind {
+		case acp.UpdateAgentMessage, acp.UpdateAgentThought, acp.UpdateToolCall, acp.UpdateToolCallUpdate, acp.UpdatePlan:
+			want = k.running
+		}
+		cases = append(cases, decideCase{name + "/late output", running, late, want})
 	}
 	chunk := func(messageID string) updateInput {
 		return updateInput{Kind: acp.UpdateAgentMessage, MessageID: messageID, Current: true}

@@ -195,20 +195,9 @@ func (m *Manager) changeOption(ctx context.Context, sessionID string, ch optionC
 		if d.Refusal != nil {
 			return step{}, d.Refusal
 		}
-		var s step
-		for _, e := range d.Effects {
-			switch e := e.(type) {
-			case effSetOption:
-				if e.Now {
-					s = step{conn: a.conn, acpID: a.acpID}
-				} else {
-					s = step{pending: ch.store(a)}
-				}
-			default:
-				a.perform(e)
-			}
-		}
-		return s, nil
+		j := &job{option: ch.store}
+		err := a.perform(d, j)
+		return step{conn: j.conn, acpID: j.acpID, pending: j.pending}, err
 	})
 	if err != nil {
 		return OptionResult{}, err
