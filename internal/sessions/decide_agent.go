@@ -229,8 +229,8 @@ func decideUpdate(v view, in updateInput) decision {
 		d := decideUpdate(v, in)
 		d.Effects = slices.DeleteFunc(d.Effects, func(e effect) bool {
 			_, rec := e.(effRecord)
-			_, chunk := e.(effRecordChunk)
-			return !rec && !chunk
+			t, take := e.(effTakeUpdate)
+			return !rec && !(take && (t.How == takeChunk || t.How == takeMessage))
 		})
 		if len(d.Effects) == 0 {
 			return accept()
@@ -239,12 +239,12 @@ func decideUpdate(v view, in updateInput) decision {
 	}
 	r := v.Running
 	if v.Replaying && r == nil && replayedKind(in.Kind) {
-		return accept(effIgnoreUpdate{Replayed: true})
+		return accept(effTakeUpdate{How: takeReplayed})
 	}
 	switch in.Kind {
 	case acp.UpdateAgentMessage, acp.UpdateAgentThought:
 		if r == nil {
-			return accept(effIgnoreUpdate{})
+			return accept(effTakeUpdate{How: takeDropped})
 		}
 		if in.Empty {
 			return accept()
@@ -258,12 +258,12 @@ func decideUpdate(v view, in updateInput) decision {
 		// open (its first: the prompt's user message precedes it).
 		fresh := r.Split || (in.MessageID != "" && r.MessageID != "" && in.MessageID != r.MessageID)
 		if fresh || in.Block || !r.OpenMessage || r.OpenRole != role {
-			return accept(effRecordChunk{PromptID: r.PromptID, MessageID: in.MessageID, Role: role, New: true})
+			return accept(effTakeUpdate{How: takeMessage, PromptID: r.PromptID, MessageID: in.MessageID, Role: role})
 		}
-		return accept(effRecordChunk{PromptID: r.PromptID, MessageID: in.MessageID, Role: role})
+		return accept(effTakeUpdate{How: takeChunk, PromptID: r.PromptID, MessageID: in.MessageID, Role: role})
 	case acp.UpdateToolCall, acp.UpdateToolCallUpdate:
 		if r == nil {
-			return accept(effIgnoreUpdate{})
+			return accept(effTakeUpdate{How: takeDropped})
 		}
 		// Its fold ends the running turn's current message first.
 		p := toolCallPayload(toolCallRecord("", r.PromptID, in.Tool))
@@ -279,7 +279,7 @@ func decideUpdate(v view, in updateInput) decision {
 		}
 		return accept(record(promptID, &session.PlanUpdatedData{Entries: in.Data}))
 	case acp.UpdateAvailableCommands, acp.UpdateCurrentMode, acp.UpdateConfigOptions:
-		return accept(effAdoptOptions{})
+		return accept(effTakeUpdate{How: takeOptions})
 	}
 	// user_message_chunk echoes what we already stored; session info and
 	// usage are not transcript.

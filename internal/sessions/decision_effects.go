@@ -25,7 +25,7 @@ import (
 //
 // A few records are effects of their own still: a turn's interruption
 // (effInterrupt: its tool calls are failed in the writer's transaction,
-// and a system message says why) and a message chunk (effRecordChunk: a
+// and a system message says why) and a message chunk (effTakeUpdate: a
 // new message takes an id the store reserves, and the chunk is the
 // update's content). The executor status a decision records and a tool
 // call are effRecord, built from the view (executorIs, stopExecutor) and
@@ -165,25 +165,15 @@ type (
 		Inject  bool
 	}
 
-	// A session/update's effects that need its content (the job's
-	// update, transcript.go).
-	//
-	// effIgnoreUpdate stores the update nowhere: a session/load replays
-	// it (Replayed: history already stored, counted), or it is agent
-	// output after its turn ended (dropped).
-	effIgnoreUpdate struct{ Replayed bool }
-	// effRecordChunk records the chunk in PromptID's turn: it starts a
-	// new message of Role (New), or is appended to the open one. Either
-	// notes the chunk's ACP MessageID and ends a split.
-	effRecordChunk struct {
+	// effTakeUpdate takes a session/update whose content it needs (the
+	// job's update, transcript.go), as How says (takeHow): a message
+	// chunk of PromptID's turn, of Role, with its ACP MessageID; what the
+	// agent announced; a replay; or output dropped.
+	effTakeUpdate struct {
+		How                 takeHow
 		PromptID, MessageID string
 		Role                session.MessageRole
-		New                 bool
 	}
-	// effAdoptOptions keeps what the agent announced (its commands, its
-	// current mode or its config options) and announces the session's
-	// options.
-	effAdoptOptions struct{}
 
 	// A failed write's effects (writefail.go).
 	//
@@ -250,6 +240,26 @@ const (
 	stopShutdown
 )
 
+// takeHow is what effTakeUpdate does with the update.
+type takeHow uint8
+
+const (
+	// takeChunk appends the chunk to the turn's open message; takeMessage
+	// starts a new message with it. Either notes the chunk's ACP
+	// MessageID and ends a split.
+	takeChunk takeHow = iota
+	takeMessage
+	// takeOptions keeps what the agent announced (its commands, its
+	// current mode or its config options) and announces the session's
+	// options.
+	takeOptions
+	// takeReplayed: a session/load replays it, history already stored:
+	// it is counted, and stored nowhere.
+	takeReplayed
+	// takeDropped: agent output after its turn ended, stored nowhere.
+	takeDropped
+)
+
 // startHow is how effStartAgent gives the session an agent.
 type startHow uint8
 
@@ -280,9 +290,7 @@ func (effSetOption) isEffect()         {}
 func (effAskPermission) isEffect()     {}
 func (effSettleAdmission) isEffect()   {}
 func (effAwaitReplay) isEffect()       {}
-func (effIgnoreUpdate) isEffect()      {}
-func (effRecordChunk) isEffect()       {}
-func (effAdoptOptions) isEffect()      {}
+func (effTakeUpdate) isEffect()        {}
 func (effWriteFailed) isEffect()       {}
 func (effReload) isEffect()            {}
 func (effStartAgent) isEffect()        {}

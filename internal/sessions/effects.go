@@ -96,8 +96,7 @@ func (a *actor) decideAndPerform(in input) (decision, error) {
 type job struct {
 	// admit is the turn a prompt or a continuation admits (effAdmit).
 	admit session.Turn
-	// update is the session/update decided on (effRecordChunk,
-	// effIgnoreUpdate, effAdoptOptions).
+	// update is the session/update decided on (effTakeUpdate).
 	update acp.Update
 	// ask is the agent's question and where its answer goes
 	// (effAskPermission); answer the client's answer to one
@@ -214,21 +213,8 @@ func (a *actor) performOne(e effect, j *job) error {
 		a.settleAdmission(e)
 	case effAwaitReplay:
 		a.awaitReplay(e)
-	case effIgnoreUpdate:
-		if !e.Replayed {
-			a.log.Debug("dropping agent output outside a turn", "kind", j.update.Kind)
-			break
-		}
-		a.replayed++
-		a.noteReplay(j.update)
-	case effRecordChunk:
-		if e.New {
-			a.startMessage(e, j.update)
-		} else {
-			a.appendChunk(e, j.update)
-		}
-	case effAdoptOptions:
-		a.adoptAnnounced(j.update)
+	case effTakeUpdate:
+		a.takeUpdate(e, j.update)
 	case effWriteFailed:
 		a.reportFailure(e)
 	case effReload:

@@ -137,7 +137,7 @@ func (a *actor) adoptOptions(o acp.SessionOptions) {
 
 // adoptAnnounced keeps what the agent announced in update u (its
 // commands, its current mode or its config options) and announces the
-// session's options (effAdoptOptions).
+// session's options (effTakeUpdate, takeOptions).
 func (a *actor) adoptAnnounced(u acp.Update) {
 	switch u.Kind {
 	case acp.UpdateAvailableCommands:

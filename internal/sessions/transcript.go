@@ -41,10 +41,27 @@ func updateOf(u acp.Update, current bool) updateInput {
 	return in
 }
 
+// takeUpdate takes update u as e says (effTakeUpdate).
+func (a *actor) takeUpdate(e effTakeUpdate, u acp.Update) {
+	switch e.How {
+	case takeChunk:
+		a.appendChunk(e, u)
+	case takeMessage:
+		a.startMessage(e, u)
+	case takeOptions:
+		a.adoptAnnounced(u)
+	case takeReplayed:
+		a.replayed++
+		a.noteReplay(u)
+	case takeDropped:
+		a.log.Debug("dropping agent output outside a turn", "kind", u.Kind)
+	}
+}
+
 // startMessage starts a new message of the running turn with chunk u. Its
 // id is reserved here, so the chunks that follow name it without the
 // store reading it back.
-func (a *actor) startMessage(e effRecordChunk, u acp.Update) {
+func (a *actor) startMessage(e effTakeUpdate, u acp.Update) {
 	r := a.running
 	r.noteChunk(e.MessageID)
 	// Taking an id fails only when the database cannot be reached: the
@@ -65,7 +82,7 @@ func (a *actor) startMessage(e effRecordChunk, u acp.Update) {
 
 // appendChunk appends chunk u to the running turn's open message: one row
 // append, no read.
-func (a *actor) appendChunk(e effRecordChunk, u acp.Update) {
+func (a *actor) appendChunk(e effTakeUpdate, u acp.Update) {
 	r := a.running
 	r.noteChunk(e.MessageID)
 	a.emit(a.draft(e.PromptID, &session.MessageChunkData{MessageID: r.openMsg, Role: e.Role, Text: u.Text}))
