@@ -207,7 +207,7 @@ func (a *actor) admitContinue(version uint64, plan session.Recovery, in session.
 	// continuation prompt (what the user saw, what was cut off); never
 	// both.
 	of, _ := json.Marshal(plan)
-	j := &job{admit: session.Turn{SessionID: a.id, PromptID: promptID, Kind: session.TurnContinue,
+	j := &job{admit: &session.Turn{SessionID: a.id, PromptID: promptID, Kind: session.TurnContinue,
 		Prompt: session.Continuation(plan, in), ContinuesPromptID: plan.PromptID, Interruption: of}}
 	if err := a.perform(d, j); err != nil {
 		return ContinueResult{}, err // the agent stopped since the restore and the cap is full

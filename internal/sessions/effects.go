@@ -95,7 +95,7 @@ func (a *actor) decideAndPerform(in input) (decision, error) {
 // effect itself.
 type job struct {
 	// admit is the turn a prompt or a continuation admits (effAdmit).
-	admit session.Turn
+	admit *session.Turn
 	// update is the session/update decided on (effTakeUpdate).
 	update acp.Update
 	// ask is the agent's question and where its answer goes
@@ -117,7 +117,7 @@ type job struct {
 	waiter chan error
 
 	// What the effects answer.
-	res     PromptResult    // effAdmit: the turn, and the write admitting it
+	res     *PromptResult   // effAdmit: the turn, and the write admitting it
 	pending *events.Pending // effAnswerPermissions of RequestID, effSetOption stored
 	conn    Agent           // effSetOption Now: the agent to send it to, with acpID
 	acpID   string

@@ -179,8 +179,9 @@ func (a *actor) performAsk(e effAskPermission, j *job) {
 		}
 		return
 	}
-	q := j.ask
-	a.withRecord(q.req.Offset, func() { j.permID = a.askPermission(e.PromptID, q.req, q.reply) })
+	q, id := j.ask, ""
+	a.withRecord(q.req.Offset, func() { id = a.askPermission(e.PromptID, q.req, q.reply) })
+	j.permID = id
 }
 
 // askPermission records the agent's question (and its tool call) and

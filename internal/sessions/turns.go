@@ -95,11 +95,11 @@ func (a *actor) admit(in PromptInput) (PromptResult, error) {
 	if d.Refusal != nil {
 		return PromptResult{}, d.Refusal
 	}
-	j := &job{admit: session.Turn{SessionID: a.id, PromptID: in.PromptID, Kind: in.kind, Prompt: in.Prompt}}
+	j := &job{admit: &session.Turn{SessionID: a.id, PromptID: in.PromptID, Kind: in.kind, Prompt: in.Prompt}}
 	if err := a.perform(d, j); err != nil {
 		return PromptResult{}, err // refused whole: nothing is stored
 	}
-	return j.res, nil
+	return *j.res, nil
 }
 
 // performAdmit admits the job's turn (effAdmit), or answers a repeated
@@ -112,7 +112,7 @@ func (a *actor) performAdmit(e effAdmit, j *job) error {
 			// outcome instead of claiming a turn that may never exist.
 			pending = a.admissionWrite(e.Existing)
 		}
-		j.res = PromptResult{Turn: a.turns[e.Existing], EventEpoch: a.sess.EventEpoch, pending: pending}
+		j.res = &PromptResult{Turn: a.turns[e.Existing], EventEpoch: a.sess.EventEpoch, pending: pending}
 		return nil
 	}
 	if e.Reserve {
@@ -120,8 +120,8 @@ func (a *actor) performAdmit(e effAdmit, j *job) error {
 			return err
 		}
 	}
-	t, pending := a.enqueue(j.admit, e.Front)
-	j.res = PromptResult{Turn: t, EventEpoch: a.sess.EventEpoch, pending: pending}
+	t, pending := a.enqueue(*j.admit, e.Front)
+	j.res = &PromptResult{Turn: t, EventEpoch: a.sess.EventEpoch, pending: pending}
 	return nil
 }
 
