@@ -27,9 +27,17 @@ import (
 // (effInterrupt: its tool calls are failed in the writer's transaction,
 // and a system message says why) and a message chunk (effTakeUpdate: a
 // new message takes an id the store reserves, and the chunk is the
-// update's content). The executor status a decision records and a tool
-// call are effRecord, built from the view (executorIs, stopExecutor) and
-// the update.
+// update's content), and the executor an exit or a failed start leaves
+// (effAgentGone: its record takes the time the agent was last seen). The
+// executor status a restart or a host's reconnect records and a tool call
+// are effRecord, built from the view (executorIs, stopExecutor) and the
+// update.
+//
+// A kind that does one thing in several ways names the way with a How
+// (effStopAgent: stopHow, effStartAgent: startHow, effTakeUpdate:
+// takeHow), which its performer switches on: go-check-sumtype checks the
+// kinds, not the ways, so a new way is added next to its kind's
+// performer.
 //
 // One performer (performOne, effects.go) carries out every kind. What
 // the command or input holds that an effect needs and is no plain value
