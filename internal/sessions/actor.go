@@ -178,7 +178,7 @@ func (a *actor) onAgentExit(gen int, conn Agent) {
 	if gen != a.gen || conn != a.conn {
 		return
 	}
-	a.perform(decide(a.view(), agentExitedInput{Exit: exitInfo(conn.Exit()), Lost: conn.Lost(), Cause: causeOf(conn.ExitCause())}).Effects...)
+	_ = a.perform(decide(a.view(), agentExitedInput{Exit: exitInfo(conn.Exit()), Lost: conn.Lost(), Cause: causeOf(conn.ExitCause())}), nil)
 }
 
 // recordExit records an unexpected exit of the agent on the executor.
@@ -226,17 +226,9 @@ type stopping struct {
 // shutdown decides, on the actor, what a daemon stop does to the session
 // (decideShutdown) and returns the agent to stop.
 func (a *actor) shutdown() (stopping, error) {
-	var s stopping
-	for _, e := range decide(a.view(), shutdownCmd{}).Effects {
-		switch e := e.(type) {
-		case effStopAgent:
-			a.stopping = true
-			s = stopping{conn: a.conn, why: e.Why}
-		default:
-			a.perform(e)
-		}
-	}
-	return s, nil
+	j := &job{}
+	err := a.perform(decide(a.view(), shutdownCmd{}), j)
+	return j.stop, err
 }
 
 // saveExecutor records the executor as it now stands: a

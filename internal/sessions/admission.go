@@ -121,7 +121,7 @@ func (a *actor) settled(ctx context.Context, t session.Turn, evs []store.Event) 
 // the events it committed (decideAdmitted). Settling twice is a no-op, so
 // the waiting request may settle it first (and answer with what it did).
 func (a *actor) admitted(promptID string, evs []store.Event, err error) {
-	a.perform(decide(a.viewOf(promptID), admittedInput{PromptID: promptID, Seq: queuedSeq(promptID, evs), Err: err}).Effects...)
+	_ = a.perform(decide(a.viewOf(promptID), admittedInput{PromptID: promptID, Seq: queuedSeq(promptID, evs), Err: err}), nil)
 }
 
 // settleAdmission forgets that a turn's admission is pending

@@ -203,28 +203,16 @@ func (a *actor) admitContinue(version uint64, plan session.Recovery, in session.
 	if d.Refusal != nil {
 		return ContinueResult{}, d.Refusal
 	}
-	var res ContinueResult
-	for _, e := range d.Effects {
-		switch e := e.(type) {
-		case effEnqueue:
-			if e.Reserve {
-				if err := a.needAgent(); err != nil {
-					return ContinueResult{}, err // the agent stopped since the restore and the cap is full
-				}
-			}
-			// The original prompt if the agent never got it, else the
-			// continuation prompt (what the user saw, what was cut off);
-			// never both.
-			prompt := session.Continuation(plan, in)
-			of, _ := json.Marshal(plan)
-			t, pending := a.enqueue(session.Turn{SessionID: a.id, PromptID: promptID, Kind: session.TurnContinue,
-				Prompt: prompt, ContinuesPromptID: plan.PromptID, Interruption: of}, e.Front)
-			res = ContinueResult{Turn: t, Interruption: plan, EventEpoch: a.sess.EventEpoch, pending: pending}
-		default:
-			a.perform(e)
-		}
+	// The original prompt if the agent never got it, else the
+	// continuation prompt (what the user saw, what was cut off); never
+	// both.
+	of, _ := json.Marshal(plan)
+	j := &job{admit: &session.Turn{SessionID: a.id, PromptID: promptID, Kind: session.TurnContinue,
+		Prompt: session.Continuation(plan, in), ContinuesPromptID: plan.PromptID, Interruption: of}}
+	if err := a.perform(d, j); err != nil {
+		return ContinueResult{}, err // the agent stopped since the restore and the cap is full
 	}
-	return res, nil
+	return ContinueResult{Turn: j.res.Turn, Interruption: plan, EventEpoch: j.res.EventEpoch, pending: j.res.pending}, nil
 }
 
 // finishContinue answers once the accepted turn is durable, with the cursor

@@ -84,7 +84,15 @@ func decide(v view, in input) decision {
 	return refuse(errcode.New(errcode.Internal, "no decision for %T", in))
 }
 
-func accept(effs ...effect) decision   { return decision{Effects: effs} }
+func accept(effs ...effect) decision { return decision{Effects: effs} }
+
+// nextAgain and ensureAgain decide again, once the effects before them
+// are performed, what runs next, and whether an agent must start.
+var (
+	nextAgain   effect = effDecide{In: nextInput{}}
+	ensureAgain effect = effDecide{In: ensureAgentInput{}}
+)
+
 func refuse(e *errcode.Error) decision { return decision{Refusal: e} }
 
 // record is the effect that records event p, of turn promptID ("" when it
@@ -158,7 +166,7 @@ func (v view) activePromptID() string {
 
 // admission is the effects that admit a turn: the slot first, if needed.
 func (v view) admission(front bool) []effect {
-	return []effect{effEnqueue{Front: front, Reserve: v.needsSlot()}}
+	return []effect{effAdmit{Front: front, Reserve: v.needsSlot()}}
 }
 
 // decidePrompt: a prompt runs now, waits in the queue, or is refused.
@@ -169,7 +177,7 @@ func decidePrompt(v view, c promptCmd) decision {
 		}
 		// A retry shares the first request's outcome (if that is not
 		// durable yet, it never claims a turn that may never exist).
-		return accept(effAnswerExisting{PromptID: t.PromptID, Admitting: t.Admitting})
+		return accept(effAdmit{Existing: t.PromptID, Admitting: t.Admitting})
 	}
 	if v.closed() {
 		return refuse(terminalErr(v))
@@ -217,7 +225,7 @@ func decideCancel(v view) decision {
 		return d
 	}
 	d.Effects = append(d.Effects, record(r.PromptID, &session.TurnCancelRequestedData{}),
-		effClosePermissions{PromptID: r.PromptID, State: session.PermissionCancelled}, effCancelAgent{})
+		effAnswerPermissions{PromptID: r.PromptID, State: session.PermissionCancelled}, effCancelAgent{})
 	return d
 }
 
@@ -227,14 +235,14 @@ func decideClose(v view) decision {
 	if v.State.Terminal() {
 		return accept()
 	}
-	d := accept(effMarkStopping{Close: true})
+	d := accept(effStopAgent{How: stopClosing})
 	for _, q := range v.Queue {
 		d.Effects = append(d.Effects, endTurn(q.PromptID, cancelled("", true))...)
 	}
 	if r := v.Running; r != nil {
 		d.Effects = append(d.Effects, endTurn(r.PromptID, cancelled("", true))...)
 	}
-	d.Effects = append(d.Effects, effClosePermissions{State: session.PermissionCancelled})
+	d.Effects = append(d.Effects, effAnswerPermissions{State: session.PermissionCancelled})
 	d.Effects = append(d.Effects, moveTo(v.State, session.SessionCompleted)...)
 	d.Effects = append(d.Effects, effPushRecovery{})
 	return d
@@ -276,7 +284,7 @@ func decideWithdraw(v view, c withdrawCmd) decision {
 	if len(v.Queue) == 1 && v.QueueHeld {
 		d.Effects = append(d.Effects, holdQueue(false), effPushRecovery{})
 	}
-	d.Effects = append(d.Effects, effStartNext{})
+	d.Effects = append(d.Effects, nextAgain)
 	return d
 }
 
@@ -337,7 +345,7 @@ func decideAnswer(v view, c answerPermissionCmd) decision {
 		}
 		state = session.PermissionSelected
 	}
-	return accept(effResolvePermission{RequestID: c.RequestID, State: state, OptionID: c.OptionID})
+	return accept(effAnswerPermissions{RequestID: c.RequestID, State: state, OptionID: c.OptionID})
 }
 
 // decideResume starts the agent if none runs; concurrent resumes share
@@ -347,7 +355,7 @@ func decideResume(v view) decision {
 		return refuse(terminalErr(v))
 	}
 	if v.Agent == agentReady {
-		return accept(effAwaitStart{Ready: true})
+		return accept(effWaiters{Ready: true})
 	}
-	return accept(effAwaitStart{Reserve: v.needsSlot()}, effEnsureAgent{})
+	return accept(effWaiters{Reserve: v.needsSlot()}, ensureAgain)
 }

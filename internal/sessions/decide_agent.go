@@ -1,6 +1,8 @@
 package sessions
 
 import (
+	"slices"
+
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/session"
 )
@@ -22,7 +24,7 @@ func decideTurnEnded(v view, in turnEndedInput) decision {
 	if in.Disconnected {
 		// The agent is gone or going; its exit records the outcome with
 		// the exit code. Make sure the process really ends.
-		return accept(effStopRunningAgent{})
+		return accept(effStopAgent{How: stopRunning})
 	}
 	if in.SessionLost {
 		return decideSessionLost(v, in)
@@ -37,8 +39,8 @@ func decideTurnEnded(v view, in turnEndedInput) decision {
 	}
 	// The end's fold notes the agent seen now, if it is ready.
 	d := accept(endTurn(in.PromptID, end)...)
-	return accept(append(d.Effects, effClosePermissions{PromptID: in.PromptID, State: session.PermissionCancelled},
-		effStartNext{}, effArmIdle{})...)
+	return accept(append(d.Effects, effAnswerPermissions{PromptID: in.PromptID, State: session.PermissionCancelled},
+		nextAgain, effIdleClock{})...)
 }
 
 // decideAgentExited handles the agent process ending, expected or not.
@@ -47,14 +49,14 @@ func decideAgentExited(v view, in agentExitedInput) decision {
 		// Close or daemon shutdown stopped it on purpose. Close records the
 		// stop itself; after a shutdown, start-up reconciliation marks what
 		// was running as interrupted by the restart.
-		return accept(effAgentExited{Expected: true})
+		return accept(effAgentGone{Expected: true})
 	}
 	r := v.Running
 	interrupted := r != nil && !r.CancelRequested
 	// Queued prompts were accepted and nothing was cut: a fresh agent
 	// starts for them, in the slot the one that exited held.
 	restart := !v.State.Terminal() && len(v.Queue) > 0 && !v.QueueHeld && !interrupted
-	d := accept(effAgentExited{Exit: in.Exit, Cause: in.Cause, KeepSlot: restart}, effClosePermissions{State: session.PermissionExpired})
+	d := accept(effAgentGone{Exit: in.Exit, Cause: in.Cause, KeepSlot: restart}, effAnswerPermissions{State: session.PermissionExpired})
 	if r != nil {
 		if r.CancelRequested {
 			d.Effects = append(d.Effects, endTurn(r.PromptID, cancelled("", true))...)
@@ -74,12 +76,12 @@ func decideAgentExited(v view, in agentExitedInput) decision {
 			}
 			// Lost with its host (executor_lost): what the agent goes on
 			// sending there is kept, as the turn's late output, if the
-			// host comes back (effInterruptTurn).
-			d.Effects = append(d.Effects, effInterruptTurn{PromptID: r.PromptID, Reason: reason, Exit: in.Exit, Cause: in.Cause})
+			// host comes back (effInterrupt).
+			d.Effects = append(d.Effects, effInterrupt{PromptID: r.PromptID, Reason: reason, Exit: in.Exit, Cause: in.Cause})
 		}
 	}
 	if restart {
-		return accept(append(d.Effects, effEnsureAgent{})...)
+		return accept(append(d.Effects, ensureAgain)...)
 	}
 	return accept(append(d.Effects, moveTo(v.State, session.SessionWaitingForInput)...)...)
 }
@@ -107,10 +109,10 @@ func decideSessionLost(v view, in turnEndedInput) decision {
 		if len(v.Queue) > 0 && !v.QueueHeld {
 			d.Effects = append(d.Effects, holdQueue(true))
 		}
-		d.Effects = append(d.Effects, effInterruptTurn{PromptID: r.PromptID, Reason: reasonSessionLost, Cause: sessionLostCause(in)})
+		d.Effects = append(d.Effects, effInterrupt{PromptID: r.PromptID, Reason: reasonSessionLost, Cause: sessionLostCause(in)})
 	}
-	d.Effects = append(d.Effects, effClosePermissions{State: session.PermissionExpired},
-		effRetireAgent{Why: "agent stopped: it lost the session (" + in.ErrorMessage + ")"})
+	d.Effects = append(d.Effects, effAnswerPermissions{State: session.PermissionExpired},
+		effStopAgent{How: stopRetire, Why: "agent stopped: it lost the session (" + in.ErrorMessage + ")"})
 	return accept(append(d.Effects, moveTo(v.State, session.SessionWaitingForInput)...)...)
 }
 
@@ -171,10 +173,10 @@ func decideAdmitted(v view, in admittedInput) decision {
 	if in.Err == nil {
 		for _, q := range v.Queue {
 			if q.PromptID == in.PromptID {
-				return accept(settle, effEnsureAgent{}, effStartNext{})
+				return accept(settle, ensureAgain, nextAgain)
 			}
 		}
-		return accept(settle, effStartNext{})
+		return accept(settle, nextAgain)
 	}
 	left := 0
 	for _, q := range v.Queue {
@@ -183,7 +185,7 @@ func decideAdmitted(v view, in admittedInput) decision {
 		}
 	}
 	// The write that released a held queue failed whole: held again.
-	return accept(effSettleAdmission{PromptID: in.PromptID, Err: in.Err, Rehold: t.ReleasedHold && left > 0}, effStartNext{})
+	return accept(effSettleAdmission{PromptID: in.PromptID, Err: in.Err, Rehold: t.ReleasedHold && left > 0}, nextAgain)
 }
 
 // idle: the agent has nothing to do: no turn running or queued, no
@@ -200,12 +202,12 @@ func decideIdleCheck(v view, in idleCheckInput) decision {
 		return accept() // the next start arms the clock again
 	}
 	if !v.idle() {
-		return accept(effIdleWait{Left: in.Timeout, Busy: true})
+		return accept(effIdleClock{Left: in.Timeout, Busy: true})
 	}
 	if left := in.Timeout - in.Elapsed; left > 0 {
-		return accept(effIdleWait{Left: left})
+		return accept(effIdleClock{Left: left})
 	}
-	return accept(effRetireAgent{Why: "agent stopped: idle for " + in.Timeout.String()})
+	return accept(effStopAgent{How: stopRetire, Why: "agent stopped: idle for " + in.Timeout.String()})
 }
 
 // decideUpdate records one session/update in the transcript. Updates
@@ -219,14 +221,30 @@ func decideUpdate(v view, in updateInput) decision {
 	if !in.Current {
 		return accept() // a previous agent's: stale
 	}
+	if in.Late {
+		// Text joins the turn's messages, tool calls and plans their
+		// records; what does not belong to a turn (commands, modes,
+		// options of an agent that is gone) is dropped.
+		in.Late = false
+		d := decideUpdate(v, in)
+		d.Effects = slices.DeleteFunc(d.Effects, func(e effect) bool {
+			_, rec := e.(effRecord)
+			t, take := e.(effTakeUpdate)
+			return !rec && !(take && (t.How == takeChunk || t.How == takeMessage))
+		})
+		if len(d.Effects) == 0 {
+			return accept()
+		}
+		return d
+	}
 	r := v.Running
 	if v.Replaying && r == nil && replayedKind(in.Kind) {
-		return accept(effIgnoreUpdate{Replayed: true})
+		return accept(effTakeUpdate{How: takeReplayed})
 	}
 	switch in.Kind {
 	case acp.UpdateAgentMessage, acp.UpdateAgentThought:
 		if r == nil {
-			return accept(effIgnoreUpdate{})
+			return accept(effTakeUpdate{How: takeDropped})
 		}
 		if in.Empty {
 			return accept()
@@ -240,14 +258,19 @@ func decideUpdate(v view, in updateInput) decision {
 		// open (its first: the prompt's user message precedes it).
 		fresh := r.Split || (in.MessageID != "" && r.MessageID != "" && in.MessageID != r.MessageID)
 		if fresh || in.Block || !r.OpenMessage || r.OpenRole != role {
-			return accept(effRecordChunk{PromptID: r.PromptID, MessageID: in.MessageID, Role: role, New: true})
+			return accept(effTakeUpdate{How: takeMessage, PromptID: r.PromptID, MessageID: in.MessageID, Role: role})
 		}
-		return accept(effRecordChunk{PromptID: r.PromptID, MessageID: in.MessageID, Role: role})
+		return accept(effTakeUpdate{How: takeChunk, PromptID: r.PromptID, MessageID: in.MessageID, Role: role})
 	case acp.UpdateToolCall, acp.UpdateToolCallUpdate:
 		if r == nil {
-			return accept(effIgnoreUpdate{})
+			return accept(effTakeUpdate{How: takeDropped})
 		}
-		return accept(effSplitMessage{}, effRecordToolCall{PromptID: r.PromptID, Started: in.Kind == acp.UpdateToolCall})
+		// Its fold ends the running turn's current message first.
+		p := toolCallPayload(toolCallRecord("", r.PromptID, in.Tool))
+		if in.Kind == acp.UpdateToolCall {
+			return accept(record(r.PromptID, &session.ToolCallStartedData{ToolCallData: *p}))
+		}
+		return accept(record(r.PromptID, p))
 	case acp.UpdatePlan:
 		// Its fold ends the running turn's current message.
 		promptID := ""
@@ -256,7 +279,7 @@ func decideUpdate(v view, in updateInput) decision {
 		}
 		return accept(record(promptID, &session.PlanUpdatedData{Entries: in.Data}))
 	case acp.UpdateAvailableCommands, acp.UpdateCurrentMode, acp.UpdateConfigOptions:
-		return accept(effAdoptOptions{})
+		return accept(effTakeUpdate{How: takeOptions})
 	}
 	// user_message_chunk echoes what we already stored; session info and
 	// usage are not transcript.

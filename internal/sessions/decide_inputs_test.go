@@ -15,8 +15,8 @@ import (
 func TestDecideTurnEnded(t *testing.T) {
 	in := turnEndedInput{PromptID: "p1", StopReason: "end_turn"}
 	ended := func(end []effect) decision {
-		return acc(end, effClosePermissions{PromptID: "p1", State: session.PermissionCancelled},
-			effStartNext{}, effArmIdle{})
+		return acc(end, effAnswerPermissions{PromptID: "p1", State: session.PermissionCancelled},
+			nextAgain, effIdleClock{})
 	}
 	// Only a running turn ends; anywhere else the answer is stale.
 	cases := perState("turn ended", in, nil, terminalStates(map[session.SessionState]decision{
@@ -29,8 +29,8 @@ func TestDecideTurnEnded(t *testing.T) {
 	cancelRequested := with(running, func(v *view) { v.Running = &runningView{PromptID: "p1", CancelRequested: true} })
 	failed := turnEndedInput{PromptID: "p1", Failed: true, ErrorCode: "agent_error_-32603", ErrorMessage: "boom"}
 	lost := turnEndedInput{PromptID: "p1", Failed: true, SessionLost: true, ErrorCode: "agent_session_not_found", ErrorMessage: "gone"}
-	lostTail := []effect{effClosePermissions{State: session.PermissionExpired},
-		effRetireAgent{Why: "agent stopped: it lost the session (gone)"}, stateChange(session.SessionRunning, session.SessionWaitingForInput)}
+	lostTail := []effect{effAnswerPermissions{State: session.PermissionExpired},
+		effStopAgent{How: stopRetire, Why: "agent stopped: it lost the session (gone)"}, stateChange(session.SessionRunning, session.SessionWaitingForInput)}
 	cases = append(cases, []decideCase{
 		{"turn ended cancelled by the agent", running, turnEndedInput{PromptID: "p1", StopReason: "cancelled"},
 			ended(endCancelled("p1", "cancelled", false))},
@@ -38,19 +38,19 @@ func TestDecideTurnEnded(t *testing.T) {
 		{"turn failed after a cancel", cancelRequested, failed, ended(endCancelled("p1", "", true))},
 		{"turn failed", running, failed, ended(endFailed("p1", "agent_error_-32603", "boom"))},
 		{"turn ended by a disconnect", running, turnEndedInput{PromptID: "p1", Failed: true, Disconnected: true, ErrorCode: "agent_error"},
-			accepted(effStopRunningAgent{})},
+			accepted(effStopAgent{How: stopRunning})},
 		{"turn ended of another turn", running, turnEndedInput{PromptID: "p0", StopReason: "end_turn"}, accepted()},
 		{"turn failed: the agent lost the session", running, lost,
-			accepted(append([]effect{effInterruptTurn{PromptID: "p1", Reason: reasonSessionLost, Cause: sessionLostCause(lost)}}, lostTail...)...)},
+			accepted(append([]effect{effInterrupt{PromptID: "p1", Reason: reasonSessionLost, Cause: sessionLostCause(lost)}}, lostTail...)...)},
 		{"turn failed: the agent lost the session, prompts queued", with(running, func(v *view) { v.Queue = queued("q1") }), lost,
-			accepted(append([]effect{queueHeld(true), effInterruptTurn{PromptID: "p1", Reason: reasonSessionLost, Cause: sessionLostCause(lost)}}, lostTail...)...)},
+			accepted(append([]effect{queueHeld(true), effInterrupt{PromptID: "p1", Reason: reasonSessionLost, Cause: sessionLostCause(lost)}}, lostTail...)...)},
 		{"turn failed: the agent lost the session after a cancel", cancelRequested, lost,
 			acc(endCancelled("p1", "", true), lostTail)},
 		{"turn failed: the agent lost the session while stopping", with(running, func(v *view) { v.Stopping = true }), lost, accepted()},
 		{"turn ended while stopping", with(running, func(v *view) { v.Stopping = true }), in, accepted()},
 		{"turn ended on an agent already gone", with(running, func(v *view) { v.Agent, v.Connected = agentNone, false }), in,
 			acc(endCompleted("p1", "end_turn"),
-				effClosePermissions{PromptID: "p1", State: session.PermissionCancelled}, effStartNext{}, effArmIdle{})},
+				effAnswerPermissions{PromptID: "p1", State: session.PermissionCancelled}, nextAgain, effIdleClock{})},
 	}...)
 	runDecideCases(t, cases)
 }
@@ -58,15 +58,15 @@ func TestDecideTurnEnded(t *testing.T) {
 func TestDecideAgentExited(t *testing.T) {
 	exit := exitInfo{Code: -1, Signal: "killed"}
 	in := agentExitedInput{Exit: exit}
-	head := []effect{effAgentExited{Exit: exit}, effClosePermissions{State: session.PermissionExpired}}
+	head := []effect{effAgentGone{Exit: exit}, effAnswerPermissions{State: session.PermissionExpired}}
 	// A fresh agent starts for the prompts queued, in the slot kept.
-	restart := []effect{effAgentExited{Exit: exit, KeepSlot: true}, effClosePermissions{State: session.PermissionExpired}, effEnsureAgent{}}
+	restart := []effect{effAgentGone{Exit: exit, KeepSlot: true}, effAnswerPermissions{State: session.PermissionExpired}, ensureAgain}
 	idleIn := func(s session.SessionState) decision { return acc(head, toWaiting(s)) }
 	idle := idleIn(session.SessionWaitingForInput)
 	cases := perState("agent exited", in, nil, terminalStates(map[session.SessionState]decision{
 		session.SessionCreated:  idleIn(session.SessionCreated),
 		session.SessionStarting: idleIn(session.SessionStarting),
-		session.SessionRunning: accepted(append(head, effInterruptTurn{PromptID: "p1", Reason: "agent_exited", Exit: exit},
+		session.SessionRunning: accepted(append(head, effInterrupt{PromptID: "p1", Reason: "agent_exited", Exit: exit},
 			stateChange(session.SessionRunning, session.SessionWaitingForInput))...),
 		session.SessionWaitingForInput: idle,
 	}, func(session.SessionState) decision { return accepted(head...) }))
@@ -75,10 +75,10 @@ func TestDecideAgentExited(t *testing.T) {
 		{"agent exited after a cancel", with(running, func(v *view) { v.Running = &runningView{PromptID: "p1", CancelRequested: true} }), in,
 			acc(head, endCancelled("p1", "", true), stateChange(session.SessionRunning, session.SessionWaitingForInput))},
 		{"agent exited with prompts queued", with(running, func(v *view) { v.Queue = queued("q1") }), in,
-			accepted(append(head, queueHeld(true), effInterruptTurn{PromptID: "p1", Reason: "agent_exited", Exit: exit},
+			accepted(append(head, queueHeld(true), effInterrupt{PromptID: "p1", Reason: "agent_exited", Exit: exit},
 				stateChange(session.SessionRunning, session.SessionWaitingForInput))...)},
 		{"agent lost with prompts queued", with(running, func(v *view) { v.Queue = queued("q1") }), agentExitedInput{Exit: exit, Lost: true},
-			accepted(append(head, queueHeld(true), effInterruptTurn{PromptID: "p1", Reason: "executor_lost", Exit: exit},
+			accepted(append(head, queueHeld(true), effInterrupt{PromptID: "p1", Reason: "executor_lost", Exit: exit},
 				stateChange(session.SessionRunning, session.SessionWaitingForInput))...)},
 		{"agent exited between turns with prompts queued", with(inState(session.SessionWaitingForInput), func(v *view) { v.Queue = queued("q1") }), in,
 			accepted(restart...)},
@@ -88,19 +88,19 @@ func TestDecideAgentExited(t *testing.T) {
 		}), in, acc(restart[:2], endCancelled("p1", "", true), restart[2])},
 		{"agent exited with a held queue", with(inState(session.SessionWaitingForInput), func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), in, idle},
 		{"agent lost with its executor host", running, agentExitedInput{Exit: exit, Lost: true},
-			accepted(append(head, effInterruptTurn{PromptID: "p1", Reason: "executor_lost", Exit: exit},
+			accepted(append(head, effInterrupt{PromptID: "p1", Reason: "executor_lost", Exit: exit},
 				stateChange(session.SessionRunning, session.SessionWaitingForInput))...)},
 		{"agent exited while stopping", with(running, func(v *view) { v.Stopping = true }), in,
-			accepted(effAgentExited{Expected: true})},
+			accepted(effAgentGone{Expected: true})},
 	}...)
 	// The executor says why the agent's records ended early: the executor
 	// and the interrupted turn keep it.
 	damaged := causeInfo{Code: "host_outbox_damaged", Message: "the executor host found the session's outbox damaged"}
 	withCause := agentExitedInput{Exit: exit, Lost: true, Cause: damaged}
-	causeHead := []effect{effAgentExited{Exit: exit, Cause: damaged}, effClosePermissions{State: session.PermissionExpired}}
+	causeHead := []effect{effAgentGone{Exit: exit, Cause: damaged}, effAnswerPermissions{State: session.PermissionExpired}}
 	cases = append(cases, []decideCase{
 		{"agent lost with a damaged outbox mid-turn", running, withCause,
-			accepted(append(causeHead, effInterruptTurn{PromptID: "p1", Reason: "executor_lost", Exit: exit, Cause: damaged},
+			accepted(append(causeHead, effInterrupt{PromptID: "p1", Reason: "executor_lost", Exit: exit, Cause: damaged},
 				stateChange(session.SessionRunning, session.SessionWaitingForInput))...)},
 		{"agent lost with a damaged outbox while idle", inState(session.SessionWaitingForInput), withCause,
 			accepted(causeHead...)},
@@ -174,11 +174,11 @@ func TestDecideAdmitted(t *testing.T) {
 		v.Turn = &turnView{PromptID: "q1", State: session.TurnQueued, Admitting: true}
 	}
 	settle := effSettleAdmission{PromptID: "q1"}
-	ok := accepted(settle, effEnsureAgent{}, effStartNext{})
+	ok := accepted(settle, ensureAgain, nextAgain)
 	cases := perState("admitted", admittedInput{PromptID: "q1"}, admitting, terminalStates(map[session.SessionState]decision{
 		session.SessionCreated: ok, session.SessionStarting: ok, session.SessionRunning: ok, session.SessionWaitingForInput: ok,
 	}, func(session.SessionState) decision { return ok }))
-	unadmit := accepted(effSettleAdmission{PromptID: "q1", Err: failure}, effStartNext{})
+	unadmit := accepted(effSettleAdmission{PromptID: "q1", Err: failure}, nextAgain)
 	cases = append(cases, perState("admission failed", admittedInput{PromptID: "q1", Err: failure}, admitting, terminalStates(map[session.SessionState]decision{
 		session.SessionCreated: unadmit, session.SessionStarting: unadmit, session.SessionRunning: unadmit, session.SessionWaitingForInput: unadmit,
 	}, func(session.SessionState) decision { return unadmit }))...)
@@ -187,13 +187,13 @@ func TestDecideAdmitted(t *testing.T) {
 		{"admitted twice", with(waiting, func(v *view) { v.Turn.Admitting = false }), admittedInput{PromptID: "q1"}, accepted()},
 		{"admitted unknown", inState(session.SessionWaitingForInput), admittedInput{PromptID: "q1"}, accepted()},
 		{"admitted as a turn of the log", waiting, admittedInput{PromptID: "q1", Seq: 4},
-			accepted(effSettleAdmission{PromptID: "q1", Seq: 4}, effEnsureAgent{}, effStartNext{})},
+			accepted(effSettleAdmission{PromptID: "q1", Seq: 4}, ensureAgain, nextAgain)},
 		{"admitted after a cancel ended it", with(waiting, func(v *view) { v.Queue = nil }), admittedInput{PromptID: "q1"},
-			accepted(settle, effStartNext{})},
+			accepted(settle, nextAgain)},
 		{"admission failed that released a hold", with(waiting, func(v *view) {
 			v.Queue = []queuedView{{PromptID: "q1", Admitting: true}, {PromptID: "h1"}}
 			v.Turn.ReleasedHold = true
-		}), admittedInput{PromptID: "q1", Err: failure}, accepted(effSettleAdmission{PromptID: "q1", Err: failure, Rehold: true}, effStartNext{})},
+		}), admittedInput{PromptID: "q1", Err: failure}, accepted(effSettleAdmission{PromptID: "q1", Err: failure, Rehold: true}, nextAgain)},
 		{"admission failed that released a hold now empty", with(waiting, func(v *view) { v.Turn.ReleasedHold = true }),
 			admittedInput{PromptID: "q1", Err: failure}, unadmit},
 	}...)
@@ -202,20 +202,20 @@ func TestDecideAdmitted(t *testing.T) {
 
 func TestDecideIdleCheck(t *testing.T) {
 	due := idleCheckInput{Elapsed: 2 * time.Minute, Timeout: time.Minute}
-	stop := accepted(effRetireAgent{Why: "agent stopped: idle for 1m0s"})
+	stop := accepted(effStopAgent{How: stopRetire, Why: "agent stopped: idle for 1m0s"})
 	cases := perState("idle check", due, nil, terminalStates(map[session.SessionState]decision{
 		session.SessionCreated:         accepted(), // no agent: the next start arms the clock
 		session.SessionStarting:        accepted(),
-		session.SessionRunning:         accepted(effIdleWait{Left: time.Minute, Busy: true}),
+		session.SessionRunning:         accepted(effIdleClock{Left: time.Minute, Busy: true}),
 		session.SessionWaitingForInput: stop,
 	}, func(session.SessionState) decision { return accepted() }))
 	waiting := inState(session.SessionWaitingForInput)
 	cases = append(cases, []decideCase{
-		{"idle check early", waiting, idleCheckInput{Elapsed: 20 * time.Second, Timeout: time.Minute}, accepted(effIdleWait{Left: 40 * time.Second})},
-		{"idle check with a permission open", with(waiting, func(v *view) { v.OpenPermissions = 1 }), due, accepted(effIdleWait{Left: time.Minute, Busy: true})},
-		{"idle check with a queue", with(waiting, func(v *view) { v.Queue = queued("q1") }), due, accepted(effIdleWait{Left: time.Minute, Busy: true})},
+		{"idle check early", waiting, idleCheckInput{Elapsed: 20 * time.Second, Timeout: time.Minute}, accepted(effIdleClock{Left: 40 * time.Second})},
+		{"idle check with a permission open", with(waiting, func(v *view) { v.OpenPermissions = 1 }), due, accepted(effIdleClock{Left: time.Minute, Busy: true})},
+		{"idle check with a queue", with(waiting, func(v *view) { v.Queue = queued("q1") }), due, accepted(effIdleClock{Left: time.Minute, Busy: true})},
 		{"idle check with a held queue", with(waiting, func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), due, stop},
-		{"idle check while a load settles", with(waiting, func(v *view) { v.Settling = true }), due, accepted(effIdleWait{Left: time.Minute, Busy: true})},
+		{"idle check while a load settles", with(waiting, func(v *view) { v.Settling = true }), due, accepted(effIdleClock{Left: time.Minute, Busy: true})},
 		{"idle check while stopping", with(waiting, func(v *view) { v.Stopping = true }), due, accepted()},
 	}...)
 	runDecideCases(t, cases)

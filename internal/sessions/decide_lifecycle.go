@@ -27,7 +27,7 @@ func decideEnsureAgent(v view) decision {
 	if v.Connected || v.Agent != agentNone || v.closed() {
 		return accept()
 	}
-	return accept(effStartAgent{Restore: v.StoredSession, HadHistory: v.HasTurns, Reserve: !v.HasSlot})
+	return accept(effStartAgent{How: startNew, Restore: v.StoredSession, HadHistory: v.HasTurns, Reserve: !v.HasSlot})
 }
 
 // decideRestore is the next ACP call of a start, from the agent's
@@ -104,13 +104,13 @@ func decideRestore(in restoreInput) restoreStep {
 // (decideStartFailed); an agent that started becomes the session's.
 func decideAgentStarted(v view, in agentStartedInput) decision {
 	if !in.Current || v.closed() {
-		return accept(effDiscardStart{},
-			effNotifyWaiters{Err: errcode.New(errcode.SessionTerminal, "session closed while its agent was starting")})
+		return accept(effStopAgent{How: stopDiscard},
+			effWaiters{Notify: true, Err: errcode.New(errcode.SessionTerminal, "session closed while its agent was starting")})
 	}
 	if in.Err != nil {
 		return decideStartFailed(v, startFailedInput{Err: in.Err})
 	}
-	return accept(effAdoptAgent{})
+	return accept(effStartAgent{How: startAdopt})
 }
 
 // startErrorMessage is what the executor row says of a failed start.
@@ -125,7 +125,7 @@ func startErrorMessage(err error) string {
 // decideStartFailed leaves the session usable and resumable: the error is
 // visible on the executor, queued turns fail visibly.
 func decideStartFailed(v view, in startFailedInput) decision {
-	d := accept(effRecordStartError{Err: in.Err})
+	d := accept(effAgentGone{StartErr: in.Err})
 	if !v.QueueHeld {
 		// Prompts held since a restart stay queued: they were not what
 		// started the agent, and the user decides when they run.
@@ -135,7 +135,7 @@ func decideStartFailed(v view, in startFailedInput) decision {
 		}
 	}
 	d.Effects = append(d.Effects, moveTo(v.State, session.SessionWaitingForInput)...)
-	d.Effects = append(d.Effects, effPushRecovery{}, effNotifyWaiters{Err: in.Err})
+	d.Effects = append(d.Effects, effPushRecovery{}, effWaiters{Notify: true, Err: in.Err})
 	return d
 }
 
@@ -174,7 +174,7 @@ func started(r resumedInfo) []effect {
 	if r.Strategy != "" {
 		effs = append(effs, record("", &session.SessionResumedData{Strategy: r.Strategy, ContextRestored: r.ContextRestored, FallbackReason: r.Fallback}))
 	}
-	return append(effs, effNotifyWaiters{}, effStartNext{}, effPushRecovery{}, effArmIdle{})
+	return append(effs, effWaiters{Notify: true}, nextAgain, effPushRecovery{}, effIdleClock{})
 }
 
 // decideWriteFailed: a failed write is never silent, and the actor then
@@ -248,7 +248,7 @@ func decideReloaded(v view, in reloadedInput) decision {
 	if len(repairs) > 0 {
 		d.Effects = append(d.Effects, effPushRecovery{})
 	}
-	return accept(append(d.Effects, effStartNext{})...)
+	return accept(append(d.Effects, nextAgain)...)
 }
 
 // storeLacks is what the log lacks of a session against what is live, as
@@ -314,12 +314,12 @@ func decideShutdown(v view) decision {
 	if v.Hosted {
 		// The agent lives in its executor host, which outlives the daemon:
 		// the next daemon attaches to it again, mid-turn or not.
-		return accept(effMarkStopping{})
+		return accept(effStopAgent{How: stopShutdown})
 	}
 	if v.Connected {
-		return accept(effStopAgent{Why: restartedWhy})
+		return accept(effStopAgent{How: stopShutdown, Why: restartedWhy})
 	}
-	return accept(effMarkStopping{})
+	return accept(effStopAgent{How: stopShutdown})
 }
 
 // decideRestarted takes a session up from the store with nothing of it
@@ -347,7 +347,7 @@ func decideRestarted(v view, in restartedInput) decision {
 		return accept(effPushRecovery{Always: true})
 	}
 	if in.Hosted && !v.State.Terminal() {
-		return decideHostedTakenUp(in)
+		return decideHostedTakenUp(v, in)
 	}
 	if in.Load || v.State.Terminal() {
 		return decideTakenUp(v, in)
@@ -368,20 +368,18 @@ func decideRestarted(v view, in restartedInput) decision {
 			}
 			continue
 		}
-		effs = append(effs, effRestartInterrupt{PromptID: t.PromptID, Running: t.State == session.TurnRunning})
+		effs = append(effs, effInterrupt{PromptID: t.PromptID, Reason: reasonRestart, Restart: true, Running: t.State == session.TurnRunning})
 	}
 	for _, id := range in.Permissions {
 		effs = append(effs, record("", &session.PermissionResolvedData{RequestID: id, State: session.PermissionExpired}))
 	}
 	if live {
-		effs = append(effs, effRecordExecutor{Status: session.ExecutorStopped, Why: restartedWhy, StopOrphan: in.Orphan})
+		effs = append(effs, stopExecutor(v.Executor, restartedWhy, in.Orphan)...)
 	}
-	if v.State != session.SessionWaitingForInput {
-		effs = append(effs, moveTo(v.State, session.SessionWaitingForInput)...)
-	} else {
-		effs = append(effs, effTaskFollow{})
-	}
-	return accept(append(effs, effPushRecovery{Always: true})...)
+	// The state's move moves the task too; a state kept leaves it to the
+	// announce.
+	effs = append(effs, moveTo(v.State, session.SessionWaitingForInput)...)
+	return accept(append(effs, effPushRecovery{Always: true, FollowTask: v.State == session.SessionWaitingForInput})...)
 }
 
 // decideHostedTakenUp: the agent of a hosted session went on on its host,
@@ -390,22 +388,22 @@ func decideRestarted(v view, in restartedInput) decision {
 // meanwhile). A start cut short is started again at start-up (the host
 // replaces what it had begun), and the queue runs on it; a load only
 // records it stopped (the next prompt or resume starts one).
-func decideHostedTakenUp(in restartedInput) decision {
+func decideHostedTakenUp(v view, in restartedInput) decision {
 	announce := effPushRecovery{Always: !in.Load}
 	if in.Executor == session.ExecutorStarting {
 		if in.Load {
-			return accept(effRecordExecutor{Status: session.ExecutorStopped}, announce)
+			return accept(append(stopExecutor(v.Executor, "", false), announce)...)
 		}
-		return accept(effRecordExecutor{Status: session.ExecutorStopped, Why: restartedWhy}, effRestartAgent{}, announce)
+		return accept(append(stopExecutor(v.Executor, restartedWhy, false), ensureAgain, announce)...)
 	}
 	if in.Load && in.Executor == session.ExecutorReconnecting {
 		// Start-up left it reconnecting and announced its plan: the load
 		// only attaches (nothing it records would change the plan, and
 		// working it out again for every hosted session would hold up the
 		// writer while a hundred of them reattach).
-		return accept(effAttachAgent{})
+		return accept(effStartAgent{How: startAttach})
 	}
-	return accept(effRecordExecutor{Status: session.ExecutorReconnecting}, effAttachAgent{}, announce)
+	return accept(executorIs(v.Executor, session.ExecutorReconnecting), effStartAgent{How: startAttach}, announce)
 }
 
 // decideTakenUp repairs a session closed in the log (at start-up or on a
@@ -427,10 +425,31 @@ func decideTakenUp(v view, in restartedInput) decision {
 		if !in.Load {
 			why = restartedWhy
 		}
-		effs = append(effs, effRecordExecutor{Status: session.ExecutorStopped, Why: why, StopOrphan: in.Orphan})
+		effs = append(effs, stopExecutor(v.Executor, why, in.Orphan)...)
 	}
 	if in.Load && len(effs) == 0 {
 		return accept()
 	}
 	return accept(append(effs, effPushRecovery{Always: !in.Load})...)
+}
+
+// reasonRestart is the interruption of a turn tetherd restarted under.
+const reasonRestart = "daemon_restart"
+
+// executorIs records executor ex (the view's) in status.
+func executorIs(ex session.Executor, status session.ExecutorStatus) effect {
+	ex.Status = status
+	return record("", session.ExecutorStatusOf(ex))
+}
+
+// stopExecutor records executor ex (the view's) stopped, why ("" for no
+// message: no agent of the session runs any more); orphan: the agent
+// process the previous daemon started is ended first.
+func stopExecutor(ex session.Executor, why string, orphan bool) []effect {
+	var effs []effect
+	if orphan {
+		effs = append(effs, effStopAgent{How: stopOrphaned})
+	}
+	ex.Status, ex.ErrorMessage = session.ExecutorStopped, why
+	return append(effs, record("", session.ExecutorStatusOf(ex)))
 }

@@ -36,62 +36,62 @@ func TestDecideRestarted(t *testing.T) {
 	heldWaiting := view{State: session.SessionWaitingForInput, QueueHeld: true}
 	toWaiting := stateChange(session.SessionRunning, session.SessionWaitingForInput)
 	startedToWaiting := stateChange(session.SessionStarting, session.SessionWaitingForInput)
-	interruptP1 := effRestartInterrupt{PromptID: "p1", Running: true}
+	interruptP1 := effInterrupt{PromptID: "p1", Reason: reasonRestart, Restart: true, Running: true}
 	expire := func(id string) effect { return resolved(id, session.PermissionExpired, "") }
-	stop, announce := effRecordExecutor{Status: session.ExecutorStopped, Why: restartedWhy}, effPushRecovery{Always: true}
-	stopOrphan := effRecordExecutor{Status: session.ExecutorStopped, Why: restartedWhy, StopOrphan: true}
-	reconnecting := effRecordExecutor{Status: session.ExecutorReconnecting}
+	stop, announce := stopped(restartedWhy), effPushRecovery{Always: true}
+	follow := effPushRecovery{Always: true, FollowTask: true}
+	reconnecting := reconnectingExec
 	runDecideCases(t, []decideCase{
 		{"restarted at rest", waiting, restartedInput{AgentAvailable: true}, accepted()},
 		{"restarted mid-turn, hosted", inRunning, repair(func(in *restartedInput) {
 			midTurn(in)
 			in.Orphan, in.Hosted, in.Permissions = false, true, []string{"perm1"}
 			in.Turns = append(in.Turns, queuedT("q1"))
-		}), accepted(reconnecting, effAttachAgent{}, announce)},
+		}), accepted(reconnecting, effStartAgent{How: startAttach}, announce)},
 		{"restarted while a hosted agent started, its first prompt queued", view{State: session.SessionStarting}, repair(func(in *restartedInput) {
 			in.Executor, in.Hosted = session.ExecutorStarting, true
 			in.Turns = []storedTurn{queuedT("q1")}
-		}), accepted(stop, effRestartAgent{}, announce)},
+		}), accepted(stop, ensureAgain, announce)},
 		{"restarted waiting for input, hosted", waiting, repair(func(in *restartedInput) {
 			in.Executor, in.Hosted = session.ExecutorReconnecting, true
-		}), accepted(reconnecting, effAttachAgent{}, announce)},
+		}), accepted(reconnecting, effStartAgent{How: startAttach}, announce)},
 		{"restarted at rest, its agent gone from the config", waiting, restartedInput{}, accepted(announce)},
 		{"restarted mid-turn", inRunning, repair(midTurn),
-			accepted(interruptP1, stopOrphan, toWaiting, announce)},
+			accepted(interruptP1, orphan, stop, toWaiting, announce)},
 		{"restarted mid-turn, its agent gone from the config", inRunning, repair(func(in *restartedInput) { midTurn(in); in.AgentAvailable = false }),
-			accepted(interruptP1, stopOrphan, toWaiting, announce)},
+			accepted(interruptP1, orphan, stop, toWaiting, announce)},
 		{"restarted mid-turn with prompts queued", inRunning, repair(func(in *restartedInput) {
 			midTurn(in)
 			in.Turns = append(in.Turns, queuedT("q1"), queuedT("q2"))
-		}), accepted(interruptP1, queueHeld(true), stopOrphan, toWaiting, announce)},
+		}), accepted(interruptP1, queueHeld(true), orphan, stop, toWaiting, announce)},
 		{"restarted mid-turn behind a held queue", view{State: session.SessionRunning, QueueHeld: true}, repair(func(in *restartedInput) {
 			midTurn(in)
 			in.Turns = append(in.Turns, queuedT("q1"))
-		}), accepted(interruptP1, stopOrphan, toWaiting, announce)},
+		}), accepted(interruptP1, orphan, stop, toWaiting, announce)},
 		{"restarted mid-turn asking a permission", inRunning, repair(func(in *restartedInput) { midTurn(in); in.Permissions = []string{"perm1", "perm2"} }),
-			accepted(interruptP1, expire("perm1"), expire("perm2"), stopOrphan, toWaiting, announce)},
+			accepted(interruptP1, expire("perm1"), expire("perm2"), orphan, stop, toWaiting, announce)},
 		{"restarted mid-turn on an in-process agent", inRunning, repair(func(in *restartedInput) { midTurn(in); in.Orphan = false }),
 			accepted(interruptP1, stop, toWaiting, announce)},
 		{"restarted mid-turn, its agent already exited", inRunning, repair(func(in *restartedInput) {
 			in.Turns, in.Executor, in.Orphan = []storedTurn{running("p1")}, session.ExecutorError, true
 		}), accepted(interruptP1, toWaiting, announce)},
 		{"restarted with a turn about to start", waiting, repair(func(in *restartedInput) { in.Turns = []storedTurn{queuedT("q1")} }),
-			accepted(effRestartInterrupt{PromptID: "q1"}, effTaskFollow{}, announce)},
+			accepted(effInterrupt{PromptID: "q1", Reason: reasonRestart, Restart: true}, follow)},
 		{"restarted with turns about to start", waiting, repair(func(in *restartedInput) { in.Turns = []storedTurn{queuedT("q1"), queuedT("q2")} }),
-			accepted(effRestartInterrupt{PromptID: "q1"}, queueHeld(true), effTaskFollow{}, announce)},
+			accepted(effInterrupt{PromptID: "q1", Reason: reasonRestart, Restart: true}, queueHeld(true), follow)},
 		{"restarted with a queue held by an earlier restart", heldWaiting, repair(func(in *restartedInput) { in.Turns = []storedTurn{queuedT("q1"), queuedT("q2")} }),
-			accepted(effTaskFollow{}, announce)},
+			accepted(follow)},
 		{"restarted idle with its agent ready", waiting, repair(func(in *restartedInput) { in.Executor, in.Orphan = session.ExecutorReady, true }),
-			accepted(stopOrphan, effTaskFollow{}, announce)},
+			accepted(orphan, stop, follow)},
 		{"restarted idle with a permission outside a turn", waiting, repair(func(in *restartedInput) { in.Permissions = []string{"perm1"} }),
-			accepted(expire("perm1"), effTaskFollow{}, announce)},
+			accepted(expire("perm1"), follow)},
 		{"restarted while its agent started", view{State: session.SessionStarting}, repair(func(in *restartedInput) { in.Executor, in.Orphan = session.ExecutorStarting, true }),
-			accepted(stopOrphan, startedToWaiting, announce)},
+			accepted(orphan, stop, startedToWaiting, announce)},
 		{"restarted while its agent started, no process yet", view{State: session.SessionStarting}, repair(func(in *restartedInput) { in.Executor = session.ExecutorStarting }),
 			accepted(stop, startedToWaiting, announce)},
 		{"restarted while its first prompt started the agent", view{State: session.SessionStarting}, repair(func(in *restartedInput) {
 			in.Turns, in.Executor = []storedTurn{queuedT("q1")}, session.ExecutorStarting
-		}), accepted(effRestartInterrupt{PromptID: "q1"}, stop, startedToWaiting, announce)},
+		}), accepted(effInterrupt{PromptID: "q1", Reason: reasonRestart, Restart: true}, stop, startedToWaiting, announce)},
 	})
 }
 
@@ -138,7 +138,7 @@ func TestDecideReloaded(t *testing.T) {
 	reloaded := func(s session.SessionState, turns ...storedTurn) reloadedInput {
 		return reloadedInput{State: s, Turns: turns}
 	}
-	agrees := accepted(effReload{}, effStartNext{})
+	agrees := accepted(effReload{}, nextAgain)
 	// The store agrees with the typical session of each state.
 	var cases []decideCase
 	for _, s := range allStates {
@@ -162,70 +162,70 @@ func TestDecideReloaded(t *testing.T) {
 	}
 	allowed := &permissionEnd{State: session.PermissionSelected, OptionID: "ok"}
 	expired := permissionEnd{State: session.PermissionExpired}
-	lostTurn := accepted(effReload{}, lostOutcome("p1"), stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}, effStartNext{})
+	lostTurn := accepted(effReload{}, lostOutcome("p1"), stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}, nextAgain)
 	cases = append(cases, []decideCase{
 		{"reloaded after a turn's end was lost", idle, reloaded(session.SessionRunning, done, p1Running), lostTurn},
 		{"reloaded after a turn's end was lost, the state stored", idle, reloaded(session.SessionWaitingForInput, done, p1Running),
-			accepted(effReload{}, lostOutcome("p1"), effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, lostOutcome("p1"), effPushRecovery{}, nextAgain)},
 		// Every reload tries every repair again: the backoff between
 		// reloads (decideWriteFailed) is what keeps it from looping.
 		{"reloaded after the repairs' writes failed", backedOff(idle, time.Second), reloaded(session.SessionRunning, done, p1Running), lostTurn},
 		{"reloaded after two turns' ends were lost", idle,
 			reloaded(session.SessionWaitingForInput, stored("p1", session.TurnRunning), stored("p2", session.TurnRunning)),
-			accepted(effReload{}, lostOutcome("p1"), lostOutcome("p2"), effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, lostOutcome("p1"), lostOutcome("p2"), effPushRecovery{}, nextAgain)},
 		{"reloaded with only the session state lost", idle, reloaded(session.SessionRunning, done),
-			accepted(effReload{}, stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}, nextAgain)},
 		{"reloaded with only the session state lost, turns queued", idle, reloaded(session.SessionRunning, done, stored("q1", session.TurnQueued)),
-			accepted(effReload{Queue: []string{"q1"}}, stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}, effStartNext{})},
+			accepted(effReload{Queue: []string{"q1"}}, stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}, nextAgain)},
 		{"reloaded mid-turn, the state stored RUNNING", running, reloaded(session.SessionRunning, done, p1Running), agrees},
 		{"reloaded mid-turn, the turn stored queued", running, reloaded(session.SessionWaitingForInput, done, stored("p1", session.TurnQueued)), agrees},
 		{"reloaded mid-turn with an older turn lost", running, reloaded(session.SessionRunning, stored("p0", session.TurnRunning), p1Running),
-			accepted(effReload{}, lostOutcome("p0"), effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, lostOutcome("p0"), effPushRecovery{}, nextAgain)},
 		{"reloaded with turns queued", with(running, func(v *view) { v.Queue = queued("q1", "q2") }),
 			reloaded(session.SessionRunning, done, p1Running, stored("q1", session.TurnQueued), stored("q2", session.TurnQueued)),
-			accepted(effReload{Queue: []string{"q1", "q2"}}, effStartNext{})},
+			accepted(effReload{Queue: []string{"q1", "q2"}}, nextAgain)},
 		{"reloaded with a queued turn the actor had ended", idle,
 			reloaded(session.SessionWaitingForInput, done, stored("q1", session.TurnQueued)),
-			accepted(effReload{Queue: []string{"q1"}}, effStartNext{})},
+			accepted(effReload{Queue: []string{"q1"}}, nextAgain)},
 		{"reloaded with a queued turn whose end was stored", with(idle, func(v *view) { v.Queue = queued("q1") }),
 			reloaded(session.SessionWaitingForInput, done, stored("q1", session.TurnCancelled)), agrees},
 		{"reloaded with turns being admitted", with(running, func(v *view) { v.Queue = queued("q1"); admitting("q3", "q2")(v) }),
 			reloaded(session.SessionRunning, done, p1Running, stored("q1", session.TurnQueued)),
-			accepted(effReload{Queue: []string{"q1", "q3", "q2"}}, effStartNext{})},
+			accepted(effReload{Queue: []string{"q1", "q3", "q2"}}, nextAgain)},
 		{"reloaded with a turn being admitted the store holds", with(running, admitting("q1")),
 			reloaded(session.SessionRunning, done, p1Running, stored("q1", session.TurnQueued), stored("q2", session.TurnQueued)),
-			accepted(effReload{Queue: []string{"q1", "q2"}}, effStartNext{})},
+			accepted(effReload{Queue: []string{"q1", "q2"}}, nextAgain)},
 		{"reloaded with nothing stored but a turn being admitted", with(inState(session.SessionCreated), admitting("q1")),
-			reloaded(session.SessionCreated), accepted(effReload{Queue: []string{"q1"}}, effStartNext{})},
+			reloaded(session.SessionCreated), accepted(effReload{Queue: []string{"q1"}}, nextAgain)},
 		{"reloaded after a close", inState(session.SessionCompleted), reloaded(session.SessionCompleted, done, p1Running),
-			accepted(effReload{}, lostOutcome("p1"), effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, lostOutcome("p1"), effPushRecovery{}, nextAgain)},
 		{"reloaded after a close, a queued turn's cancel refused", inState(session.SessionCompleted),
 			reloaded(session.SessionCompleted, done, stored("q1", session.TurnQueued)),
-			acc(effReload{}, endCancelled("q1", "", true), effPushRecovery{}, effStartNext{})},
+			acc(effReload{}, endCancelled("q1", "", true), effPushRecovery{}, nextAgain)},
 		{"reloaded after a close whose state was refused", inState(session.SessionCompleted), reloaded(session.SessionWaitingForInput, done),
-			accepted(effReload{}, stateChange(session.SessionWaitingForInput, session.SessionCompleted), effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, stateChange(session.SessionWaitingForInput, session.SessionCompleted), effPushRecovery{}, nextAgain)},
 		{"reloaded after a close whose state was refused, RUNNING stored", inState(session.SessionCompleted), reloaded(session.SessionRunning, done),
-			accepted(effReload{}, stateChange(session.SessionRunning, session.SessionCompleted), effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, stateChange(session.SessionRunning, session.SessionCompleted), effPushRecovery{}, nextAgain)},
 		{"reloaded after a close, a permission's cancel refused", inState(session.SessionCompleted),
 			pending(reloaded(session.SessionCompleted, done), storedPermission{ID: "perm1"}),
-			accepted(effReload{}, resolved("perm1", session.PermissionCancelled, ""), effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, resolved("perm1", session.PermissionCancelled, ""), effPushRecovery{}, nextAgain)},
 		{"reloaded after the executor's status was refused", idle, reloadedInput{State: session.SessionWaitingForInput, Turns: []storedTurn{done}, ExecutorLacks: true},
-			accepted(effReload{Executor: true}, effStartNext{})},
+			accepted(effReload{Executor: true}, nextAgain)},
 		{"reloaded after a turn's end and the executor's status were refused", idle,
 			reloadedInput{State: session.SessionRunning, Turns: []storedTurn{done, p1Running}, ExecutorLacks: true},
-			accepted(effReload{Executor: true}, lostOutcome("p1"), stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}, effStartNext{})},
+			accepted(effReload{Executor: true}, lostOutcome("p1"), stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}, nextAgain)},
 		{"reloaded with a permission the agent waits on", running,
 			pending(reloaded(session.SessionRunning, done, p1Running), storedPermission{ID: "perm1", Live: true}), agrees},
 		{"reloaded after a permission's expiry was lost", idle,
 			pending(reloaded(session.SessionWaitingForInput, done), storedPermission{ID: "perm1"}),
-			accepted(effReload{}, resolved("perm1", expired.State, ""), effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, resolved("perm1", expired.State, ""), effPushRecovery{}, nextAgain)},
 		{"reloaded after a permission's answer was lost", running,
 			pending(reloaded(session.SessionRunning, done, p1Running), storedPermission{ID: "perm1", End: allowed}, storedPermission{ID: "perm2", Live: true}),
-			accepted(effReload{}, resolved("perm1", allowed.State, allowed.OptionID), effPushRecovery{}, effStartNext{})},
+			accepted(effReload{}, resolved("perm1", allowed.State, allowed.OptionID), effPushRecovery{}, nextAgain)},
 		{"reloaded after a turn's end and its permissions' were lost", idle,
 			pending(reloaded(session.SessionRunning, done, p1Running), storedPermission{ID: "perm1", End: &permissionEnd{State: session.PermissionCancelled}}),
 			accepted(effReload{}, lostOutcome("p1"), resolved("perm1", session.PermissionCancelled, ""),
-				stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}, effStartNext{})},
+				stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}, nextAgain)},
 	}...)
 	runDecideCases(t, cases)
 }
@@ -264,12 +264,12 @@ func TestDecideAgentStarted(t *testing.T) {
 	ok, stale := agentStartedInput{Current: true}, agentStartedInput{}
 	err := errcode.New(errcode.AgentStartFailed, "agent did not start")
 	failed := agentStartedInput{Current: true, Err: err}
-	adopt := accepted(effAdoptAgent{})
-	discard := accepted(effDiscardStart{},
-		effNotifyWaiters{Err: errcode.New(errcode.SessionTerminal, "session closed while its agent was starting")})
+	adopt := accepted(effStartAgent{How: startAdopt})
+	discard := accepted(effStopAgent{How: stopDiscard},
+		effWaiters{Notify: true, Err: errcode.New(errcode.SessionTerminal, "session closed while its agent was starting")})
 	startFailedIn := func(s session.SessionState) decision {
-		effs := append([]effect{effRecordStartError{Err: err}}, toWaiting(s)...)
-		return accepted(append(effs, effPushRecovery{}, effNotifyWaiters{Err: err})...)
+		effs := append([]effect{effAgentGone{StartErr: err}}, toWaiting(s)...)
+		return accepted(append(effs, effPushRecovery{}, effWaiters{Notify: true, Err: err})...)
 	}
 	startFailed := startFailedIn(session.SessionStarting)
 	discardClosed := func(session.SessionState) decision { return discard }
@@ -288,9 +288,9 @@ func TestDecideAgentStarted(t *testing.T) {
 		{"agent start failed for a start since replaced", starting, agentStartedInput{Err: err}, discard},
 		{"agent started while stopping", with(starting, func(v *view) { v.Stopping = true }), ok, discard},
 		{"agent start failed with prompts queued", with(starting, func(v *view) { v.Queue = queued("q1") }), failed,
-			acc(effRecordStartError{Err: err},
+			acc(effAgentGone{StartErr: err},
 				endFailed("q1", "agent_start_failed", "agent did not start"),
-				stateChange(session.SessionStarting, session.SessionWaitingForInput), effPushRecovery{}, effNotifyWaiters{Err: err})},
+				stateChange(session.SessionStarting, session.SessionWaitingForInput), effPushRecovery{}, effWaiters{Notify: true, Err: err})},
 		{"agent start failed with a held queue", with(starting, func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), failed, startFailed},
 	}...)
 	runDecideCases(t, cases)
@@ -300,7 +300,7 @@ func TestDecideStartFailed(t *testing.T) {
 	err := errcode.New(errcode.AgentStartFailed, "agent did not start")
 	in := startFailedInput{Err: err}
 	tailIn := func(s session.SessionState) []effect {
-		return append(toWaiting(s), effPushRecovery{}, effNotifyWaiters{Err: err})
+		return append(toWaiting(s), effPushRecovery{}, effWaiters{Notify: true, Err: err})
 	}
 	tail := tailIn(session.SessionStarting)
 	failQ1 := endFailed("q1", "agent_start_failed", "agent did not start")
@@ -309,21 +309,21 @@ func TestDecideStartFailed(t *testing.T) {
 	starting := with(inState(session.SessionStarting), func(v *view) { v.Agent = agentStarting })
 	cases := []decideCase{
 		{"start failed/CREATED", with(inState(session.SessionCreated), func(v *view) { v.Queue = queued("q1") }), in,
-			acc(effRecordStartError{Err: err}, failQ1, tailIn(session.SessionCreated))},
-		{"start failed/STARTING", starting, in, accepted(append([]effect{effRecordStartError{Err: err}}, tail...)...)},
+			acc(effAgentGone{StartErr: err}, failQ1, tailIn(session.SessionCreated))},
+		{"start failed/STARTING", starting, in, accepted(append([]effect{effAgentGone{StartErr: err}}, tail...)...)},
 		{"start failed with a held queue", with(starting, func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), in,
-			accepted(append([]effect{effRecordStartError{Err: err}}, tail...)...)},
+			accepted(append([]effect{effAgentGone{StartErr: err}}, tail...)...)},
 		{"start failed with a plain error", with(starting, func(v *view) { v.Queue = queued("q1") }), startFailedInput{Err: errors.New("exec: no such file")},
-			acc(effRecordStartError{Err: errors.New("exec: no such file")},
+			acc(effAgentGone{StartErr: errors.New("exec: no such file")},
 				endFailed("q1", "internal_error", "exec: no such file"),
-				stateChange(session.SessionStarting, session.SessionWaitingForInput), effPushRecovery{}, effNotifyWaiters{Err: errors.New("exec: no such file")})},
+				stateChange(session.SessionStarting, session.SessionWaitingForInput), effPushRecovery{}, effWaiters{Notify: true, Err: errors.New("exec: no such file")})},
 	}
 	runDecideCases(t, cases)
 }
 
 func TestDecideStartSucceeded(t *testing.T) {
 	starting := inState(session.SessionStarting)
-	run := []effect{effNotifyWaiters{}, effStartNext{}, effPushRecovery{}, effArmIdle{}}
+	run := []effect{effWaiters{Notify: true}, nextAgain, effPushRecovery{}, effIdleClock{}}
 	load := resumedInfo{Strategy: session.StrategyNativeLoad, ContextRestored: true}
 	resume := resumedInfo{Strategy: session.StrategyNativeResume, ContextRestored: true}
 	fresh := resumedInfo{Strategy: session.StrategyFresh, Fallback: "unsupported"}
@@ -347,7 +347,7 @@ func TestDecideStartSucceeded(t *testing.T) {
 
 func TestDecideReplaySettled(t *testing.T) {
 	settling := with(inState(session.SessionStarting), func(v *view) { v.Settling = true })
-	run := []effect{effNotifyWaiters{}, effStartNext{}, effPushRecovery{}, effArmIdle{}}
+	run := []effect{effWaiters{Notify: true}, nextAgain, effPushRecovery{}, effIdleClock{}}
 	load := resumedInfo{Strategy: session.StrategyNativeLoad, ContextRestored: true}
 	lost := resumedInfo{Strategy: session.StrategyFresh, Fallback: "empty_replay"}
 	injected := resumedInfo{Strategy: session.StrategyHistoryInjection, Fallback: "empty_replay"}
@@ -441,8 +441,8 @@ func TestDecideRestore(t *testing.T) {
 // the session's turns or permissions, whatever it was doing.
 func TestDecideShutdown(t *testing.T) {
 	in := shutdownCmd{}
-	stop := accepted(effStopAgent{Why: restartedWhy})
-	mark := accepted(effMarkStopping{})
+	stop := accepted(effStopAgent{How: stopShutdown, Why: restartedWhy})
+	mark := accepted(effStopAgent{How: stopShutdown})
 	cases := perState("shutdown", in, nil, terminalStates(map[session.SessionState]decision{
 		session.SessionCreated:         mark,
 		session.SessionStarting:        mark,

@@ -46,13 +46,13 @@ func TestDecideTakenUp(t *testing.T) {
 			in.Turns = []storedTurn{running("p1"), queuedT("q1"), queuedT("q2")}
 		}), acc(lostOutcome("p1"), cancelTurn("q1"), cancelTurn("q2"), push)},
 		{"loaded closed, its agent's stop refused", closed, loaded(func(in *restartedInput) { in.Executor = session.ExecutorReady }),
-			accepted(effRecordExecutor{Status: session.ExecutorStopped}, push)},
+			accepted(stopped(""), push)},
 		{"loaded closed, its hosted agent's stop refused", closed, loaded(func(in *restartedInput) {
 			in.Executor, in.Hosted = session.ExecutorReady, true
-		}), accepted(effRecordExecutor{Status: session.ExecutorStopped}, push)},
+		}), accepted(stopped(""), push)},
 		{"restarted closed, its close's writes refused", closed, taken(false, func(in *restartedInput) {
 			in.Turns, in.Permissions, in.Executor, in.Orphan = []storedTurn{running("p1")}, []string{"perm1"}, session.ExecutorReady, true
-		}), accepted(lostOutcome("p1"), cancelled("perm1"), effRecordExecutor{Status: session.ExecutorStopped, Why: restartedWhy, StopOrphan: true}, effPushRecovery{Always: true})},
+		}), accepted(lostOutcome("p1"), cancelled("perm1"), orphan, stopped(restartedWhy), effPushRecovery{Always: true})},
 		{"loaded with a held queue", heldWaiting, loaded(func(in *restartedInput) { in.Turns = []storedTurn{queuedT("q1"), queuedT("q2")} }),
 			accepted()},
 		{"loaded with turns queued", waiting, loaded(func(in *restartedInput) { in.Turns = []storedTurn{queuedT("q1")} }), accepted()},
@@ -64,16 +64,16 @@ func TestDecideTakenUp(t *testing.T) {
 		{"loaded with a permission whose expiry was refused", waiting, loaded(func(in *restartedInput) { in.Permissions = []string{"perm1"} }),
 			accepted(expired("perm1"), push)},
 		{"loaded with its agent's exit refused", waiting, loaded(func(in *restartedInput) { in.Executor = session.ExecutorReady }),
-			accepted(effRecordExecutor{Status: session.ExecutorStopped}, push)},
+			accepted(stopped(""), push)},
 		{"loaded hosted, its agent on its host", inRunning, loaded(func(in *restartedInput) {
 			in.Turns, in.Permissions, in.Executor, in.Hosted = []storedTurn{running("p1")}, []string{"perm1"}, session.ExecutorReady, true
-		}), accepted(effRecordExecutor{Status: session.ExecutorReconnecting}, effAttachAgent{}, push)},
+		}), accepted(reconnectingExec, effStartAgent{How: startAttach}, push)},
 		{"loaded hosted after start-up marked it reconnecting", inRunning, loaded(func(in *restartedInput) {
 			in.Turns, in.Executor, in.Hosted = []storedTurn{running("p1")}, session.ExecutorReconnecting, true
-		}), accepted(effAttachAgent{})}, // start-up announced its plan
+		}), accepted(effStartAgent{How: startAttach})}, // start-up announced its plan
 		{"loaded hosted while its start was cut short", inState(session.SessionStarting), loaded(func(in *restartedInput) {
 			in.Turns, in.Executor, in.Hosted = []storedTurn{queuedT("q1")}, session.ExecutorStarting, true
-		}), accepted(effRecordExecutor{Status: session.ExecutorStopped}, push)},
+		}), accepted(stopped(""), push)},
 	}...)
 	runDecideCases(t, cases)
 }

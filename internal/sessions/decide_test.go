@@ -74,6 +74,18 @@ func refused(code errcode.Code, details map[string]any) decision {
 
 func accepted(effs ...effect) decision { return decision{Effects: effs} }
 
+// The executor records a decision makes (effRecord of
+// session.executor_status, from the view's executor, zero in these
+// tables), and the stop of the previous daemon's agent process before one.
+func stopped(why string) effect {
+	return effRecord{Event: &session.ExecutorStatusData{Status: session.ExecutorStopped, Error: why}}
+}
+
+var (
+	reconnectingExec effect = effRecord{Event: &session.ExecutorStatusData{Status: session.ExecutorReconnecting}}
+	orphan           effect = effStopAgent{How: stopOrphaned}
+)
+
 // The events a decision records (effRecord), spelled out.
 
 // stateChange records the session's move from state from to state to.
@@ -240,15 +252,15 @@ func checkDecision(t *testing.T, got, want decision) {
 func TestDecidePrompt(t *testing.T) {
 	in := promptCmd{PromptID: "p9", Multitask: MultitaskEnqueue}
 	reject := promptCmd{PromptID: "p9", Multitask: MultitaskReject}
-	enqueue := accepted(effEnqueue{})
+	enqueue := accepted(effAdmit{})
 	cases := perState("prompt", in, nil, terminalStates(map[session.SessionState]decision{
-		session.SessionCreated:         accepted(effEnqueue{Reserve: true}),
+		session.SessionCreated:         accepted(effAdmit{Reserve: true}),
 		session.SessionStarting:        enqueue,
 		session.SessionRunning:         enqueue,
 		session.SessionWaitingForInput: enqueue,
 	}, terminalRefusal))
 	cases = append(cases, perState("prompt reject", reject, nil, terminalStates(map[session.SessionState]decision{
-		session.SessionCreated:         accepted(effEnqueue{Reserve: true}),
+		session.SessionCreated:         accepted(effAdmit{Reserve: true}),
 		session.SessionStarting:        enqueue,
 		session.SessionRunning:         refused(errcode.TurnActive, map[string]any{"promptId": "p1"}),
 		session.SessionWaitingForInput: enqueue,
@@ -260,18 +272,18 @@ func TestDecidePrompt(t *testing.T) {
 	}
 	// A repeated prompt id answers with its turn in every state, closed or not.
 	cases = append(cases, perState("prompt repeated", in, repeat(true, false), terminalStates(map[session.SessionState]decision{
-		session.SessionCreated:         accepted(effAnswerExisting{PromptID: "p9"}),
-		session.SessionStarting:        accepted(effAnswerExisting{PromptID: "p9"}),
-		session.SessionRunning:         accepted(effAnswerExisting{PromptID: "p9"}),
-		session.SessionWaitingForInput: accepted(effAnswerExisting{PromptID: "p9"}),
-	}, func(session.SessionState) decision { return accepted(effAnswerExisting{PromptID: "p9"}) }))...)
+		session.SessionCreated:         accepted(effAdmit{Existing: "p9"}),
+		session.SessionStarting:        accepted(effAdmit{Existing: "p9"}),
+		session.SessionRunning:         accepted(effAdmit{Existing: "p9"}),
+		session.SessionWaitingForInput: accepted(effAdmit{Existing: "p9"}),
+	}, func(session.SessionState) decision { return accepted(effAdmit{Existing: "p9"}) }))...)
 	conflict := refused(errcode.PromptIDConflict, nil)
 	cases = append(cases, perState("prompt id conflict", in, repeat(false, false), terminalStates(map[session.SessionState]decision{
 		session.SessionCreated: conflict, session.SessionStarting: conflict, session.SessionRunning: conflict, session.SessionWaitingForInput: conflict,
 	}, func(session.SessionState) decision { return conflict }))...)
 	waiting := inState(session.SessionWaitingForInput)
 	cases = append(cases, []decideCase{
-		{"prompt repeated while admitting", with(waiting, repeat(true, true)), in, accepted(effAnswerExisting{PromptID: "p9", Admitting: true})},
+		{"prompt repeated while admitting", with(waiting, repeat(true, true)), in, accepted(effAdmit{Existing: "p9", Admitting: true})},
 		{"prompt while stopping", with(waiting, func(v *view) { v.Stopping = true }), in, terminalRefusal(session.SessionWaitingForInput)},
 		{"prompt queue full", with(inState(session.SessionRunning), func(v *view) { v.Queue = queued("q1", "q2", "q3") }), in,
 			refused(errcode.PromptQueueFull, map[string]any{"retryAfter": 5})},
@@ -280,7 +292,7 @@ func TestDecidePrompt(t *testing.T) {
 			refused(errcode.TurnActive, map[string]any{"promptId": "q1"})},
 		{"prompt with a reserved slot", with(inState(session.SessionCreated), func(v *view) { v.HasSlot = true }), in, enqueue},
 		{"prompt after an idle stop", with(waiting, func(v *view) { v.Agent, v.HasSlot, v.Connected = agentNone, false, false }), in,
-			accepted(effEnqueue{Reserve: true})},
+			accepted(effAdmit{Reserve: true})},
 	}...)
 	runDecideCases(t, cases)
 }
@@ -292,7 +304,7 @@ func TestDecideCancel(t *testing.T) {
 		session.SessionCreated:  none,
 		session.SessionStarting: none,
 		session.SessionRunning: {Effects: []effect{cancelRequested("p1"),
-			effClosePermissions{PromptID: "p1", State: session.PermissionCancelled}, effCancelAgent{}},
+			effAnswerPermissions{PromptID: "p1", State: session.PermissionCancelled}, effCancelAgent{}},
 			Cancel: CancelResult{PromptID: "p1", Cancelled: true}},
 		session.SessionWaitingForInput: none,
 	}, func(session.SessionState) decision { return none }))
@@ -302,7 +314,7 @@ func TestDecideCancel(t *testing.T) {
 			session.SessionCreated:  {Effects: flat(endQueued("q1"), endQueued("q2")), Cancel: CancelResult{Cancelled: true, Dequeued: []string{"q1", "q2"}}},
 			session.SessionStarting: {Effects: flat(endQueued("q1"), endQueued("q2")), Cancel: CancelResult{Cancelled: true, Dequeued: []string{"q1", "q2"}}},
 			session.SessionRunning: {Effects: flat(endQueued("q1"), endQueued("q2"), cancelRequested("p1"),
-				effClosePermissions{PromptID: "p1", State: session.PermissionCancelled}, effCancelAgent{}),
+				effAnswerPermissions{PromptID: "p1", State: session.PermissionCancelled}, effCancelAgent{}),
 				Cancel: CancelResult{PromptID: "p1", Cancelled: true, Dequeued: []string{"q1", "q2"}}},
 			session.SessionWaitingForInput: {Effects: flat(endQueued("q1"), endQueued("q2")), Cancel: CancelResult{Cancelled: true, Dequeued: []string{"q1", "q2"}}},
 		}, func(session.SessionState) decision { return none }))...)
@@ -335,20 +347,20 @@ func TestDecideCancel(t *testing.T) {
 func TestDecideClose(t *testing.T) {
 	in := closeCmd{}
 	tailIn := func(s session.SessionState) []effect {
-		return []effect{effClosePermissions{State: session.PermissionCancelled}, stateChange(s, session.SessionCompleted), effPushRecovery{}}
+		return []effect{effAnswerPermissions{State: session.PermissionCancelled}, stateChange(s, session.SessionCompleted), effPushRecovery{}}
 	}
 	tail := tailIn(session.SessionRunning)
 	idleIn := func(s session.SessionState) decision {
-		return accepted(append([]effect{effMarkStopping{Close: true}}, tailIn(s)...)...)
+		return accepted(append([]effect{effStopAgent{How: stopClosing}}, tailIn(s)...)...)
 	}
 	cases := perState("close", in, nil, terminalStates(map[session.SessionState]decision{
 		session.SessionCreated:         idleIn(session.SessionCreated),
 		session.SessionStarting:        idleIn(session.SessionStarting),
-		session.SessionRunning:         acc(effMarkStopping{Close: true}, endCancelled("p1", "", true), tail),
+		session.SessionRunning:         acc(effStopAgent{How: stopClosing}, endCancelled("p1", "", true), tail),
 		session.SessionWaitingForInput: idleIn(session.SessionWaitingForInput),
 	}, func(session.SessionState) decision { return accepted() }))
 	cases = append(cases, decideCase{"close running with a queue", with(inState(session.SessionRunning), func(v *view) { v.Queue = queued("q1") }), in,
-		acc(effMarkStopping{Close: true}, endCancelled("q1", "", true), endCancelled("p1", "", true), tail)})
+		acc(effStopAgent{How: stopClosing}, endCancelled("q1", "", true), endCancelled("p1", "", true), tail)})
 	cases = append(cases, decideCase{"close while a shutdown stops", with(inState(session.SessionWaitingForInput), func(v *view) { v.Stopping = true }), in, idleIn(session.SessionWaitingForInput)})
 	runDecideCases(t, cases)
 }
@@ -357,9 +369,9 @@ func TestDecideContinue(t *testing.T) {
 	plan := session.Recovery{Kind: session.RecoveryInterruptedTurn, CanContinue: true, PromptID: "p0"}
 	in := continueCmd{PromptID: "c1", Version: 7, Plan: plan}
 	stale := decision{Refusal: errStale}
-	front := accepted(effEnqueue{Front: true})
+	front := accepted(effAdmit{Front: true})
 	cases := perState("continue", in, nil, terminalStates(map[session.SessionState]decision{
-		session.SessionCreated:         accepted(effEnqueue{Front: true, Reserve: true}),
+		session.SessionCreated:         accepted(effAdmit{Front: true, Reserve: true}),
 		session.SessionStarting:        front,
 		session.SessionRunning:         stale,
 		session.SessionWaitingForInput: front,
@@ -389,7 +401,7 @@ func TestDecideContinue(t *testing.T) {
 func TestDecideWithdraw(t *testing.T) {
 	in := withdrawCmd{PromptID: "q2"}
 	withdrawn := endWithdrawn("q2")
-	ok := acc(withdrawn, effStartNext{})
+	ok := acc(withdrawn, nextAgain)
 	queuedQ2 := func(v *view) {
 		if !v.State.Terminal() {
 			v.Queue = queued("q1", "q2")
@@ -418,7 +430,7 @@ func TestDecideWithdraw(t *testing.T) {
 		{"withdraw the last of a held queue", with(waiting, func(v *view) {
 			v.Queue, v.QueueHeld = queued("q2"), true
 			v.Turn = &turnView{PromptID: "q2", State: session.TurnQueued}
-		}), in, acc(withdrawn, queueHeld(false), effPushRecovery{}, effStartNext{})},
+		}), in, acc(withdrawn, queueHeld(false), effPushRecovery{}, nextAgain)},
 		{"withdraw one of a held queue", with(waiting, func(v *view) {
 			queuedQ2(v)
 			v.QueueHeld = true
@@ -493,13 +505,13 @@ func TestDecideAnswerPermission(t *testing.T) {
 	cases := perState("answer permission", in, open, terminalStates(map[session.SessionState]decision{
 		session.SessionCreated:         notOpen,
 		session.SessionStarting:        notOpen,
-		session.SessionRunning:         accepted(effResolvePermission{RequestID: "r1", State: session.PermissionSelected, OptionID: "allow"}),
+		session.SessionRunning:         accepted(effAnswerPermissions{RequestID: "r1", State: session.PermissionSelected, OptionID: "allow"}),
 		session.SessionWaitingForInput: notOpen,
 	}, func(session.SessionState) decision { return notOpen }))
 	running := with(inState(session.SessionRunning), open)
 	cases = append(cases, []decideCase{
 		{"answer permission cancelled", running, answerPermissionCmd{RequestID: "r1", Cancelled: true},
-			accepted(effResolvePermission{RequestID: "r1", State: session.PermissionCancelled})},
+			accepted(effAnswerPermissions{RequestID: "r1", State: session.PermissionCancelled})},
 		{"answer permission with an option not offered", running, answerPermissionCmd{RequestID: "r1", OptionID: "always"},
 			refused(errcode.InvalidPermissionOpt, nil)},
 	}...)
@@ -509,15 +521,15 @@ func TestDecideAnswerPermission(t *testing.T) {
 func TestDecideResume(t *testing.T) {
 	in := resumeCmd{}
 	cases := perState("resume", in, nil, terminalStates(map[session.SessionState]decision{
-		session.SessionCreated:         accepted(effAwaitStart{Reserve: true}, effEnsureAgent{}),
-		session.SessionStarting:        accepted(effAwaitStart{}, effEnsureAgent{}), // shares the start in progress
-		session.SessionRunning:         accepted(effAwaitStart{Ready: true}),
-		session.SessionWaitingForInput: accepted(effAwaitStart{Ready: true}),
+		session.SessionCreated:         accepted(effWaiters{Reserve: true}, ensureAgain),
+		session.SessionStarting:        accepted(effWaiters{}, ensureAgain), // shares the start in progress
+		session.SessionRunning:         accepted(effWaiters{Ready: true}),
+		session.SessionWaitingForInput: accepted(effWaiters{Ready: true}),
 	}, terminalRefusal))
 	waiting := inState(session.SessionWaitingForInput)
 	cases = append(cases, []decideCase{
 		{"resume after an idle stop", with(waiting, func(v *view) { v.Agent, v.HasSlot, v.Connected = agentNone, false, false }), in,
-			accepted(effAwaitStart{Reserve: true}, effEnsureAgent{})},
+			accepted(effWaiters{Reserve: true}, ensureAgain)},
 		{"resume while stopping", with(waiting, func(v *view) { v.Stopping = true }), in, terminalRefusal(session.SessionWaitingForInput)},
 	}...)
 	runDecideCases(t, cases)

@@ -20,8 +20,8 @@ func TestDecideUpdate(t *testing.T) {
 	})
 	idle := inState(session.SessionWaitingForInput)
 	replaying := with(idle, func(v *view) { v.Replaying = true })
-	skip, drop, none := accepted(effIgnoreUpdate{Replayed: true}), accepted(effIgnoreUpdate{}), accepted()
-	options := accepted(effAdoptOptions{})
+	skip, drop, none := accepted(effTakeUpdate{How: takeReplayed}), accepted(effTakeUpdate{How: takeDropped}), accepted()
+	options := accepted(effTakeUpdate{How: takeOptions})
 	entries := json.RawMessage(`[{"content":"test","status":"pending"}]`)
 	plan := func(promptID string) decision {
 		return accepted(effRecord{Event: &session.PlanUpdatedData{EventCommon: session.EventCommon{PromptID: promptID}, Entries: entries}})
@@ -30,11 +30,11 @@ func TestDecideUpdate(t *testing.T) {
 		kind                     acp.UpdateKind
 		running, idle, replaying decision
 	}{
-		{acp.UpdateAgentMessage, accepted(effRecordChunk{PromptID: "p1", MessageID: "m1", Role: session.RoleAgent}), drop, skip},
-		{acp.UpdateAgentThought, accepted(effRecordChunk{PromptID: "p1", MessageID: "m1", Role: session.RoleThought, New: true}), drop, skip},
+		{acp.UpdateAgentMessage, accepted(effTakeUpdate{How: takeChunk, PromptID: "p1", MessageID: "m1", Role: session.RoleAgent}), drop, skip},
+		{acp.UpdateAgentThought, accepted(effTakeUpdate{How: takeMessage, PromptID: "p1", MessageID: "m1", Role: session.RoleThought}), drop, skip},
 		{acp.UpdateUserMessage, none, none, skip},
-		{acp.UpdateToolCall, accepted(effSplitMessage{}, effRecordToolCall{PromptID: "p1", Started: true}), drop, skip},
-		{acp.UpdateToolCallUpdate, accepted(effSplitMessage{}, effRecordToolCall{PromptID: "p1"}), drop, skip},
+		{acp.UpdateToolCall, accepted(record("p1", &session.ToolCallStartedData{ToolCallData: session.ToolCallData{ToolCallID: "t1"}})), drop, skip},
+		{acp.UpdateToolCallUpdate, accepted(record("p1", &session.ToolCallData{ToolCallID: "t1"})), drop, skip},
 		{acp.UpdatePlan, plan("p1"), plan(""), skip},
 		{acp.UpdateAvailableCommands, options, options, options},
 		{acp.UpdateCurrentMode, options, options, options},
@@ -46,8 +46,11 @@ func TestDecideUpdate(t *testing.T) {
 	var cases []decideCase
 	for _, k := range kinds {
 		in := updateInput{Kind: k.kind, MessageID: "m1", Current: true}
-		if k.kind == acp.UpdatePlan {
+		switch k.kind {
+		case acp.UpdatePlan:
 			in.Data = entries
+		case acp.UpdateToolCall, acp.UpdateToolCallUpdate:
+			in.Tool = &acp.ToolCall{ID: "t1"}
 		}
 		stale := in
 		stale.Current = false
@@ -58,15 +61,25 @@ func TestDecideUpdate(t *testing.T) {
 			decideCase{name + "/while a load replays", replaying, in, k.replaying},
 			decideCase{name + "/from a previous agent", running, stale, none},
 		)
+		// The lost agent's late output, on the turn its loss interrupted:
+		// only what records output is kept (late.go).
+		late := in
+		late.Late = true
+		want := none
+		switch k.kind {
+		case acp.UpdateAgentMessage, acp.UpdateAgentThought, acp.UpdateToolCall, acp.UpdateToolCallUpdate, acp.UpdatePlan:
+			want = k.running
+		}
+		cases = append(cases, decideCase{name + "/late output", running, late, want})
 	}
 	chunk := func(messageID string) updateInput {
 		return updateInput{Kind: acp.UpdateAgentMessage, MessageID: messageID, Current: true}
 	}
 	start := func(messageID string) decision {
-		return accepted(effRecordChunk{PromptID: "p1", MessageID: messageID, Role: session.RoleAgent, New: true})
+		return accepted(effTakeUpdate{How: takeMessage, PromptID: "p1", MessageID: messageID, Role: session.RoleAgent})
 	}
 	appendTo := func(messageID string) decision {
-		return accepted(effRecordChunk{PromptID: "p1", MessageID: messageID, Role: session.RoleAgent})
+		return accepted(effTakeUpdate{How: takeChunk, PromptID: "p1", MessageID: messageID, Role: session.RoleAgent})
 	}
 	cases = append(cases, []decideCase{
 		{"chunk starts the turn's first message", inState(session.SessionRunning), chunk("m1"), start("m1")},
@@ -81,7 +94,7 @@ func TestDecideUpdate(t *testing.T) {
 		{"empty chunk outside a turn", idle, updateInput{Kind: acp.UpdateAgentMessage, Empty: true, Current: true}, drop},
 		{"thought chunk continues a thought", with(running, func(v *view) { v.Running.OpenRole = session.RoleThought }),
 			updateInput{Kind: acp.UpdateAgentThought, MessageID: "m1", Current: true},
-			accepted(effRecordChunk{PromptID: "p1", MessageID: "m1", Role: session.RoleThought})},
+			accepted(effTakeUpdate{How: takeChunk, PromptID: "p1", MessageID: "m1", Role: session.RoleThought})},
 		{"chunk in a turn that started while a load replayed", with(running, func(v *view) { v.Replaying = true }), chunk("m1"), appendTo("m1")},
 		{"chunk in a cancelled turn", with(running, func(v *view) { v.Running.CancelRequested = true }), chunk("m1"), appendTo("m1")},
 	}...)

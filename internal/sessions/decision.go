@@ -73,6 +73,9 @@ type view struct {
 	Version uint64
 	// Modes and ConfigOptions are what the agent announced (ACP JSON).
 	Modes, ConfigOptions json.RawMessage
+	// Executor is the executor as the actor records it: an executor
+	// status a decision records is built from it.
+	Executor session.Executor
 }
 
 // runningView is the turn on the agent, and where its transcript stands.
@@ -215,13 +218,17 @@ type (
 	// agent is still the session's). Of a message or thought chunk:
 	// MessageID is its ACP messageId, Block that it is not plain text,
 	// Empty that it has neither text nor a block. Of a plan: Data, its
-	// entries.
+	// entries. Of a tool call: Tool, the call.
 	updateInput struct {
 		Kind         acp.UpdateKind
 		MessageID    string
 		Block, Empty bool
 		Current      bool
 		Data         json.RawMessage
+		Tool         *acp.ToolCall
+		// Late: the lost agent's late output, of the turn its loss
+		// interrupted (late.go): only what records output is kept.
+		Late bool
 	}
 	// writeFailedInput: one of the session's writes failed, Change (its
 	// kind, for the log; "" when a reload's read failed), with Err
@@ -337,8 +344,8 @@ func (agentStartedInput) isInput()        {}
 
 // decision is decide's answer: refused (Refusal, and no effects) or
 // accepted with the effects to perform, in order. The events it decides
-// are effects too (effRecord, effInterruptTurn, effRecordExecutor),
-// performed in their place among the others.
+// are effects too (effRecord, effInterrupt), performed in their place
+// among the others.
 type decision struct {
 	Refusal *errcode.Error
 	Effects []effect

@@ -24,12 +24,25 @@ import (
 //     by an effect of its own.
 //
 // A few records are effects of their own still: a turn's interruption
-// (effInterruptTurn, effRestartInterrupt: their tool calls are failed in
-// the writer's transaction, and a system message says why), the
-// executor (effRecordExecutor: its row is written beside its event, not
-// projected from it), the task following its session (effTaskFollow) and
-// a session/update's transcript (effRecordChunk, effRecordToolCall: they
-// need the update's content).
+// (effInterrupt: its tool calls are failed in the writer's transaction,
+// and a system message says why) and a message chunk (effTakeUpdate: a
+// new message takes an id the store reserves, and the chunk is the
+// update's content), and the executor an exit or a failed start leaves
+// (effAgentGone: its record takes the time the agent was last seen). The
+// executor status a restart or a host's reconnect records and a tool call
+// are effRecord, built from the view (executorIs, stopExecutor) and the
+// update.
+//
+// A kind that does one thing in several ways names the way with a How
+// (effStopAgent: stopHow, effStartAgent: startHow, effTakeUpdate:
+// takeHow), which its performer switches on: go-check-sumtype checks the
+// kinds, not the ways, so a new way is added next to its kind's
+// performer.
+//
+// One performer (performOne, effects.go) carries out every kind. What
+// the command or input holds that an effect needs and is no plain value
+// is handed to it in a job, which also carries back what the caller is
+// answered with (the admitted turn, the write to wait for).
 
 // effect is one thing the actor does for a decision. It is a sum type:
 // go-check-sumtype (make vet) fails the build when a type switch over it
@@ -45,82 +58,93 @@ type (
 	// and emits it (actor.record, record.go), and the event writer
 	// projects its rows, commits it and publishes it.
 	effRecord struct{ Event session.EventPayload }
-	// effAnswerExisting answers a repeated prompt id with its turn.
-	effAnswerExisting struct {
-		PromptID  string
-		Admitting bool
+	// effAdmit admits the command's turn into the queue (Front: ahead of
+	// the turns held since a restart) and answers the caller with it.
+	// Reserve: an agent-cap slot is reserved first, the only thing that
+	// can fail: a refusal stores nothing (as with effStartAgent's and
+	// effWaiters'). Existing names a turn the prompt id already admitted
+	// (a retry), which answers instead (Admitting: its admission is not
+	// durable yet, and the retry shares its outcome).
+	effAdmit struct {
+		Front, Reserve bool
+		Existing       string
+		Admitting      bool
 	}
-	// effEnqueue admits the command's turn into the queue (Front: ahead
-	// of the turns held since a restart). Reserve: an agent-cap slot is
-	// reserved first, the only thing that can fail: a refusal stores
-	// nothing (as with effAwaitStart's and effStartAgent's).
-	effEnqueue struct{ Front, Reserve bool }
 	// effStartTurn takes the head of the queue to the agent.
 	effStartTurn struct{ PromptID string }
-	// effInterruptTurn ends a turn that lost its agent: its process
-	// ended (Exit), or it lost the session it served (Cause: what it
-	// said). A turn its executor host's loss interrupted (reason
+	// effInterrupt ends a turn as interrupted (its unfinished tool calls
+	// failed in the writer's transaction, and a system message says
+	// why). Restart: tetherd restarted under it (Running: it was on the
+	// agent, and the notice says so). Else it lost its agent, Reason: its
+	// process ended (Exit), or it lost the session it served (Cause:
+	// what it said); a turn its executor host's loss interrupted (reason
 	// executor_lost) is the one the lost agent's late output goes to,
 	// should the host come back (late.go).
-	effInterruptTurn struct {
+	effInterrupt struct {
 		PromptID, Reason string
 		Exit             exitInfo
 		// Cause, when set, is kept as the turn's error (code, message).
-		Cause causeInfo
+		Cause            causeInfo
+		Restart, Running bool
 	}
-	// effClosePermissions answers the open requests of a turn ("" = all).
-	effClosePermissions struct {
-		PromptID string
-		State    session.PermissionState
-	}
-	// effResolvePermission answers one request with the client's answer.
-	effResolvePermission struct {
-		RequestID string
-		State     session.PermissionState
-		OptionID  string
+	// effAnswerPermissions answers open permission requests to the agent
+	// and records them resolved in State: RequestID with the client's
+	// answer (OptionID), else every open request of turn PromptID ("" =
+	// all), cancelled.
+	effAnswerPermissions struct {
+		RequestID, PromptID string
+		State               session.PermissionState
+		OptionID            string
 	}
 	// effCancelAgent sends session/cancel and arms the cancel grace.
 	effCancelAgent struct{}
-	// effStopRunningAgent ends the process of the running turn's agent.
-	effStopRunningAgent struct{}
-	// effMarkStopping: a close (Close) or a daemon stop began: exits
-	// from here on are expected. A close also makes whatever its agent
-	// still sends stale (a new generation): nothing may follow
-	// session.closed.
-	effMarkStopping struct{ Close bool }
+	// effStopAgent stops an agent, as How says (stopHow); Why is kept as
+	// the executor's message where it records one.
+	effStopAgent struct {
+		How stopHow
+		Why string
+	}
 	// effPushRecovery announces the recovery plan if it changed (Always:
 	// even unchanged, as start-up tells every client where each session
-	// it repaired stands).
-	effPushRecovery struct{ Always bool }
-	// effAgentExited: the agent process ended. It is forgotten, and a
-	// pending load settle with it; unless Expected (a close or a daemon
-	// stop ended it), the exit is recorded on the executor (with a Cause,
-	// status error and its code). Its slot is released unless KeepSlot: a
-	// fresh agent starts in it for the prompts queued.
-	effAgentExited struct {
+	// it repaired stands; FollowTask: start-up moves the task to the
+	// state its session, which it keeps, implies).
+	effPushRecovery struct{ Always, FollowTask bool }
+	// effAgentGone: the agent, or its start, is gone. The actor forgets
+	// it, and a pending load settle with it; its slot is released unless
+	// KeepSlot (a fresh agent starts in it for the prompts queued). A
+	// start that failed (StartErr) is recorded on the executor; an exit,
+	// unless Expected (a close or a daemon stop ended it), too (with a
+	// Cause, status error and its code).
+	effAgentGone struct {
 		Exit     exitInfo
 		Cause    causeInfo
 		Expected bool
 		KeepSlot bool
+		StartErr error
 	}
-	// effRecordStartError ends a start that failed: the error is recorded
-	// on the executor, and the slot released.
-	effRecordStartError struct{ Err error }
-	// effNotifyWaiters tells resume callers how the start went.
-	effNotifyWaiters struct{ Err error }
-	// effEnsureAgent starts (or restores) the agent if none runs.
-	effEnsureAgent struct{}
-	// effStartNext decides again, on the state the effects before it
-	// left, what runs next (nextInput).
-	effStartNext struct{}
-	// effArmIdle restarts the idle clock.
-	effArmIdle struct{}
+	// effWaiters: a resume waits for the start in progress (or about to
+	// begin; Reserve: a slot first), or is answered at once (Ready: the
+	// agent runs); Notify: the start ended, and every resume waiting is
+	// told how (Err).
+	effWaiters struct {
+		Reserve, Ready, Notify bool
+		Err                    error
+	}
+	// effDecide decides In again on the state the effects before it left
+	// (nextInput: what runs next; ensureAgentInput: an agent is started,
+	// or restarted once start-up's repairs are committed, unless one
+	// runs or starts).
+	effDecide struct{ In input }
+	// effIdleClock restarts the idle clock: the whole idle timeout (Left
+	// 0), or a look again after Left (Busy: the agent has work, so its
+	// idle time starts over now).
+	effIdleClock struct {
+		Left time.Duration
+		Busy bool
+	}
 	// effSetOption sends a mode or config choice to the running agent
 	// (Now; stored once it took it), else stores it for the next start.
 	effSetOption struct{ Now bool }
-	// effAwaitStart makes a resume wait for the start in progress (or
-	// about to begin); Ready: the agent runs, it is answered at once.
-	effAwaitStart struct{ Reserve, Ready bool }
 	// effAskPermission records the agent's question for PromptID ("" =
 	// outside a turn) and puts it to the user; Declined, it is answered
 	// "cancelled" instead (TooMany: the open-request bound).
@@ -138,17 +162,6 @@ type (
 		Err      error
 		Rehold   bool
 	}
-	// effIdleWait looks at the idle clock again after Left (Busy: the
-	// agent has work, so its idle time starts over now).
-	effIdleWait struct {
-		Left time.Duration
-		Busy bool
-	}
-	// effRetireAgent stops the agent on purpose, Why: it was idle too
-	// long, or it will not serve the session again (it lost it). The
-	// session keeps its identity; the next prompt, continue or resume
-	// restores it in a new agent.
-	effRetireAgent struct{ Why string }
 	// effAwaitReplay holds prompts back for a grace period: a load that
 	// replayed nothing may still replay after its answer.
 	// What it then settles on: how the start restored the session, the
@@ -160,34 +173,15 @@ type (
 		Inject  bool
 	}
 
-	// A session/update's effects, performed by onUpdate (transcript.go),
-	// which holds the update's content.
-	//
-	// effIgnoreUpdate stores the update nowhere: a session/load replays
-	// it (Replayed: history already stored, counted), or it is agent
-	// output after its turn ended (dropped).
-	effIgnoreUpdate struct{ Replayed bool }
-	// effRecordChunk records the chunk in PromptID's turn: it starts a
-	// new message of Role (New), or is appended to the open one. Either
-	// notes the chunk's ACP MessageID and ends a split.
-	effRecordChunk struct {
+	// effTakeUpdate takes a session/update whose content it needs (the
+	// job's update, transcript.go), as How says (takeHow): a message
+	// chunk of PromptID's turn, of Role, with its ACP MessageID; what the
+	// agent announced; a replay; or output dropped.
+	effTakeUpdate struct {
+		How                 takeHow
 		PromptID, MessageID string
 		Role                session.MessageRole
-		New                 bool
 	}
-	// effSplitMessage ends the running turn's current message: text that
-	// follows reads after what came between, not glued before it.
-	effSplitMessage struct{}
-	// effRecordToolCall stores the update's tool call (Started: it is
-	// new, tool_call.started) in PromptID's turn.
-	effRecordToolCall struct {
-		PromptID string
-		Started  bool
-	}
-	// effAdoptOptions keeps what the agent announced (its commands, its
-	// current mode or its config options) and announces the session's
-	// options.
-	effAdoptOptions struct{}
 
 	// A failed write's effects (writefail.go).
 	//
@@ -201,102 +195,110 @@ type (
 		Reload      bool
 		After, Next time.Duration
 	}
-	// effReload believes the store again (performed by reload, which holds
-	// what it read): the session, executor and turns as stored, except
-	// the live facts (the running turn, turns still being admitted), and
-	// Queue as the queue, in order. Executor: the executor is recorded
-	// as the actor has it, which the store lacks.
+	// effReload believes the store again (what the reload read is the
+	// job's): the session, executor and turns as stored, except the live
+	// facts (the running turn, turns still being admitted), and Queue as
+	// the queue, in order. Executor: the executor is recorded as the
+	// actor has it, which the store lacks.
 	effReload struct {
 		Queue    []string
 		Executor bool
 	}
 
-	// effStartAgent starts an agent: Restore its stored ACP session (whose
-	// replay is then expected), HadHistory to report how the context was
-	// kept when none can be restored.
-	// Reserve: a slot first (a refusal fails the start).
-	effStartAgent struct{ Restore, HadHistory, Reserve bool }
-	// effDiscardStart stops the agent of a start the session no longer
-	// wants and releases its slot; effAdoptAgent ends the start in
-	// progress and makes the agent it started the session's, which then
-	// finishes the start (startSucceededInput).
-	effDiscardStart struct{}
-	effAdoptAgent   struct{}
-	// effStopAgent marks the actor stopping (effMarkStopping) and hands
-	// the agent to the caller to stop off the actor (stopping can take
-	// the whole grace period), which then records the executor stopped,
-	// Why.
-	effStopAgent struct{ Why string }
-
-	// Taking a session up from the store (restartedInput): at start-up,
-	// on an actor built from the start-up scan whose writes reconcile.go
-	// commits in one transaction; on a load, on the session's actor.
-	//
-	// effRestartInterrupt ends a turn the restart interrupted (Running:
-	// it was on the agent, and a system message says so).
-	effRestartInterrupt struct {
-		PromptID string
-		Running  bool
+	// effStartAgent gives the session an agent, as How says (startHow):
+	// a new start (Restore its stored ACP session, whose replay is then
+	// expected; HadHistory to report how the context was kept when none
+	// can be restored; Reserve: a slot first, a refusal fails the start),
+	// the agent a start made (the job's), or the agent on the executor
+	// host (attach; at start-up, once the repairs are committed).
+	effStartAgent struct {
+		How                          startHow
+		Restore, HadHistory, Reserve bool
 	}
-	// effRecordExecutor records the executor in Status: reconnecting to
-	// its host, or stopped, Why ("" for no message: no agent of the
-	// session runs any more; StopOrphan: the agent process the previous
-	// daemon started is ended first). The executor row is the actor's,
-	// written beside its event rather than projected from it
-	// (docs/session.md), so this record is not an effRecord.
-	effRecordExecutor struct {
-		Status     session.ExecutorStatus
-		Why        string
-		StopOrphan bool
-	}
-	// effTaskFollow moves the task to the state its session implies.
-	effTaskFollow struct{}
-	// effAttachAgent attaches the actor of a hosted session to the agent
-	// on the host (at start-up, once the repairs are committed).
-	effAttachAgent struct{}
-	// effRestartAgent starts a hosted session's agent again once
-	// start-up's repairs are committed (its start was cut short).
-	effRestartAgent struct{}
 )
 
-func (effAttachAgent) isEffect()  {}
-func (effRestartAgent) isEffect() {}
+// stopHow is which agent effStopAgent stops, and how.
+type stopHow uint8
+
+const (
+	// stopRunning ends the process of the running turn's agent (it
+	// disconnected: its exit records the outcome).
+	stopRunning stopHow = iota
+	// stopRetire stops the agent on purpose, Why: it was idle too long,
+	// or it will not serve the session again (it lost it). The session
+	// keeps its identity; the next prompt, continue or resume restores it
+	// in a new agent.
+	stopRetire
+	// stopDiscard stops the agent of a start the session no longer wants
+	// and releases its slot.
+	stopDiscard
+	// stopOrphaned ends the agent process the previous daemon started for
+	// the session (its executor is recorded stopped beside).
+	stopOrphaned
+	// stopClosing: a close began: exits from here on are expected, and
+	// whatever its agent still sends is stale (a new generation): nothing
+	// may follow session.closed. The caller stops the agent, off the
+	// actor.
+	stopClosing
+	// stopShutdown: a daemon stop began: exits from here on are expected.
+	// With Why, the agent is handed to the caller to stop off the actor
+	// (stopping can take the whole grace period), which then records the
+	// executor stopped, Why; without, it is left running (hosted: it
+	// outlives the daemon).
+	stopShutdown
+)
+
+// takeHow is what effTakeUpdate does with the update.
+type takeHow uint8
+
+const (
+	// takeChunk appends the chunk to the turn's open message; takeMessage
+	// starts a new message with it. Either notes the chunk's ACP
+	// MessageID and ends a split.
+	takeChunk takeHow = iota
+	takeMessage
+	// takeOptions keeps what the agent announced (its commands, its
+	// current mode or its config options) and announces the session's
+	// options.
+	takeOptions
+	// takeReplayed: a session/load replays it, history already stored:
+	// it is counted, and stored nowhere.
+	takeReplayed
+	// takeDropped: agent output after its turn ended, stored nowhere.
+	takeDropped
+)
+
+// startHow is how effStartAgent gives the session an agent.
+type startHow uint8
+
+const (
+	// startNew starts (or restores) an agent.
+	startNew startHow = iota
+	// startAdopt ends the start in progress and makes the agent it
+	// started the session's, which then finishes the start
+	// (startSucceededInput).
+	startAdopt
+	// startAttach attaches to the agent on the executor host.
+	startAttach
+)
 
 func (effRecord) isEffect()            {}
-func (effAnswerExisting) isEffect()    {}
-func (effEnqueue) isEffect()           {}
+func (effAdmit) isEffect()             {}
 func (effStartTurn) isEffect()         {}
-func (effInterruptTurn) isEffect()     {}
-func (effClosePermissions) isEffect()  {}
-func (effResolvePermission) isEffect() {}
+func (effInterrupt) isEffect()         {}
+func (effAnswerPermissions) isEffect() {}
 func (effCancelAgent) isEffect()       {}
-func (effStopRunningAgent) isEffect()  {}
-func (effMarkStopping) isEffect()      {}
+func (effStopAgent) isEffect()         {}
 func (effPushRecovery) isEffect()      {}
-func (effAgentExited) isEffect()       {}
-func (effRecordStartError) isEffect()  {}
-func (effNotifyWaiters) isEffect()     {}
-func (effEnsureAgent) isEffect()       {}
-func (effStartNext) isEffect()         {}
-func (effArmIdle) isEffect()           {}
+func (effAgentGone) isEffect()         {}
+func (effWaiters) isEffect()           {}
+func (effDecide) isEffect()            {}
+func (effIdleClock) isEffect()         {}
 func (effSetOption) isEffect()         {}
-func (effAwaitStart) isEffect()        {}
 func (effAskPermission) isEffect()     {}
 func (effSettleAdmission) isEffect()   {}
-func (effIdleWait) isEffect()          {}
-func (effRetireAgent) isEffect()       {}
 func (effAwaitReplay) isEffect()       {}
-func (effRestartInterrupt) isEffect()  {}
-func (effTaskFollow) isEffect()        {}
-func (effRecordChunk) isEffect()       {}
-func (effSplitMessage) isEffect()      {}
-func (effRecordToolCall) isEffect()    {}
-func (effIgnoreUpdate) isEffect()      {}
-func (effAdoptOptions) isEffect()      {}
+func (effTakeUpdate) isEffect()        {}
 func (effWriteFailed) isEffect()       {}
 func (effReload) isEffect()            {}
-func (effRecordExecutor) isEffect()    {}
 func (effStartAgent) isEffect()        {}
-func (effStopAgent) isEffect()         {}
-func (effDiscardStart) isEffect()      {}
-func (effAdoptAgent) isEffect()        {}

@@ -16,14 +16,16 @@
 //     (the view it reads, the inputs, the decision it returns),
 //     decision_effects.go the effects a decision lists: the domain events
 //     it decides (effRecord) and runtime I/O (start, stop, cancel, prompt,
-//     attach, answers, timers), 40 kinds.
+//     attach, answers, timers), 20 kinds.
 //   - actor.go is the state one actor owns, mailbox.go the loop that runs
 //     its closures one at a time, effects.go where the actor performs the
-//     effects decide returned (performOne; a command that answers its
-//     caller with what an effect did, or holds what it needs that is no
-//     plain value, performs those itself), record.go the actor's evolve:
-//     each event a decision records, folded into the actor's live fields
-//     as it is emitted.
+//     effects decide returned: one performer (performOne) for every kind,
+//     given a job with what the command or input holds that is no plain
+//     value (the turn to admit, an update's content, a permission's reply
+//     channel, what a reload read, a start's report), which also carries
+//     back what the caller is answered with. record.go is the actor's
+//     evolve: each event a decision records, folded into the actor's live
+//     fields as it is emitted.
 //   - runtime.go is the seam to the agent: the actor talks to an Agent
 //     that a Runtime started, a child process speaking ACP on stdio
 //     (Standalone, childAgent) or an agent on an executor host, whose

@@ -1,7 +1,6 @@
 package sessions
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/tether/tether/internal/acp"
@@ -20,7 +19,7 @@ func (a *actor) view() view {
 		Connected: a.conn != nil, Hosted: a.hosted(), StoredSession: a.exec.ResumeToken != "", HasTurns: len(a.turns) > 0,
 		QueueHeld: a.sess.QueueHeld, QueueLimit: a.m.cfg.QueueLimit, Version: a.version,
 		OpenPermissions: len(a.perms), MaxPermissions: a.m.cfg.MaxPendingPermissions,
-		Modes: a.modes, ConfigOptions: a.configOptions}
+		Modes: a.modes, ConfigOptions: a.configOptions, Executor: a.exec}
 	switch {
 	case a.starting:
 		v.Agent = agentStarting
@@ -83,124 +82,248 @@ func (a *actor) decideAndPerform(in input) (decision, error) {
 	if d.Refusal != nil {
 		return d, d.Refusal
 	}
-	a.perform(d.Effects...)
-	return d, nil
+	return d, a.perform(d, nil)
 }
 
-// perform carries out the effects that need nothing but the actor and
-// what the effect carries. The others are performed by the code that
-// decided, which holds what they need that is no plain value, or answers
-// its caller with them: a prompt's or a continuation's admission
-// (effEnqueue, effAnswerExisting: the turn to answer with), a resume
-// (effAwaitStart: the caller's channel), an option (effSetOption: the
-// agent to send it to, or the write that stores it), a permission request
-// (effAskPermission: the agent's question and its reply channel) and a
-// client's answer (effResolvePermission: the write to wait for), an
-// update's content (onUpdate: effRecordChunk, effRecordToolCall,
-// effAdoptOptions, effIgnoreUpdate), what a reload read (reload:
-// effReload), a start's outcome (onAgentStarted: effDiscardStart,
-// effAdoptAgent), and the agent a shutdown hands over (shutdown:
-// effStopAgent).
-func (a *actor) perform(effs ...effect) {
-	for _, e := range effs {
-		a.performOne(e)
+// job is what the command or input a decision was made for holds that its
+// effects need and is no plain value (the turn to admit, the update's
+// content, the agent's question and its reply channel, the client's
+// answer, what a reload read, a start's report), and what those effects
+// answer it with (the admitted turn, the write to wait for, the request's
+// id, the agent to stop or to send an option to). The caller fills the
+// first part, performs, and reads the second: no caller performs an
+// effect itself.
+type job struct {
+	// admit is the turn a prompt or a continuation admits (effAdmit).
+	admit *session.Turn
+	// update is the session/update decided on (effTakeUpdate).
+	update acp.Update
+	// ask is the agent's question and where its answer goes
+	// (effAskPermission); answer the client's answer to one
+	// (effAnswerPermissions of RequestID).
+	ask    *permissionAsk
+	answer acp.PermissionOutcome
+	// option stores a mode or config choice (effSetOption).
+	option func(a *actor) *events.Pending
+	// reload is what a reload read (effReload).
+	reload *reloadRead
+	// start is the report of the start decided on (startAdopt,
+	// stopDiscard).
+	start *startReport
+	// repair, at start-up, collects what is done once the repairs are
+	// committed (attach, start again) and the turns interrupted.
+	repair *repairTally
+	// waiter is a resume's channel (effWaiters).
+	waiter chan error
+
+	// What the effects answer.
+	res     *PromptResult   // effAdmit: the turn, and the write admitting it
+	pending *events.Pending // effAnswerPermissions of RequestID, effSetOption stored
+	conn    Agent           // effSetOption Now: the agent to send it to, with acpID
+	acpID   string
+	permID  string   // effAskPermission: the request's id ("" declined)
+	stop    stopping // effStopAgent stopShutdown: the agent to stop, and why
+}
+
+// perform carries out d's effects in order, for the command or input j
+// (nil: one that holds nothing an effect needs). An effect that fails
+// (an agent-cap slot refused before anything is stored) stops the ones
+// after it, and its error is returned.
+func (a *actor) perform(d decision, j *job) error {
+	if j == nil {
+		j = &job{}
 	}
+	for _, e := range d.Effects {
+		if err := a.performOne(e, j); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-func (a *actor) performOne(e effect) {
+// performOne is the one performer: every kind of effect is carried out
+// here, with what the job holds.
+func (a *actor) performOne(e effect, j *job) error {
 	switch e := e.(type) {
 	case effRecord:
 		a.record(e.Event)
+	case effAdmit:
+		return a.performAdmit(e, j)
 	case effStartTurn:
 		a.startTurn(e.PromptID)
-	case effInterruptTurn:
+	case effInterrupt:
+		if e.Restart {
+			a.restartInterrupt(e.PromptID, e.Running)
+			if j.repair != nil {
+				j.repair.interrupted = append(j.repair.interrupted, e.PromptID)
+			}
+			break
+		}
 		a.leaveAgent(e.PromptID)
 		a.interruptTurn(a.turns[e.PromptID], e.Reason, acp.Exit(e.Exit), e.Cause)
 		if e.Reason == reasonExecutorLost {
 			a.late = &lateRun{gen: a.gen, run: &turnRun{turn: a.turns[e.PromptID], split: true}}
 		}
-	case effRetireAgent:
-		a.log.Info("retiring the agent", "why", e.Why)
-		a.retireAgent(e.Why)
-	case effIdleWait:
-		if e.Busy {
-			a.activeAt = time.Now()
+	case effAnswerPermissions:
+		if e.RequestID == "" {
+			a.closePermissions(e.PromptID, e.State)
+			break
 		}
-		a.idleTimer.Reset(e.Left)
-	case effClosePermissions:
-		a.closePermissions(e.PromptID, e.State)
+		p := a.perms[e.RequestID]
+		j.pending = a.resolve(e.RequestID, e.State, e.OptionID)
+		delete(a.perms, e.RequestID)
+		p.reply <- j.answer
 	case effCancelAgent:
 		a.cancelAgent(a.running)
-	case effStopRunningAgent:
-		r := a.running
-		a.m.spawn(func() { r.conn.Stop() })
+	case effStopAgent:
+		a.stopAgent(e, j)
 	case effPushRecovery:
+		if e.FollowTask {
+			a.change(events.TaskFollow{Session: a.id, TaskID: a.sess.TaskID, State: a.sess.State})
+		}
 		if e.Always {
 			a.announceRecovery()
 		} else {
 			a.pushRecovery()
 		}
-	case effMarkStopping:
-		a.stopping = true
-		if e.Close {
-			a.gen++
+	case effAgentGone:
+		a.agentGone(e)
+	case effWaiters:
+		return a.performWaiters(e, j)
+	case effDecide:
+		a.decideAgain(e.In, j)
+	case effIdleClock:
+		if e.Left == 0 {
+			a.armIdle()
+			break
 		}
-	case effAgentExited:
-		a.settling = false
-		if e.Expected {
-			a.conn = nil
+		if e.Busy {
+			a.activeAt = time.Now()
+		}
+		a.idleTimer.Reset(e.Left)
+	case effSetOption:
+		if e.Now {
+			j.conn, j.acpID = a.conn, a.acpID
 		} else {
-			a.recordExit(acp.Exit(e.Exit), e.Cause)
+			j.pending = j.option(a)
 		}
-		if !e.KeepSlot {
-			a.dropSlot()
-		}
-	case effRecordStartError:
-		a.starting = false
-		a.recordStartError(e.Err)
-		a.dropSlot()
-	case effNotifyWaiters:
-		a.notifyWaiters(e.Err)
-	case effEnsureAgent:
-		a.ensureAgent()
-	case effStartNext:
-		a.startNext()
-	case effArmIdle:
-		a.armIdle()
-	case effSplitMessage:
-		a.splitMessage()
-	case effWriteFailed:
-		a.reportFailure(e)
-	case effRestartInterrupt:
-		a.restartInterrupt(e.PromptID, e.Running)
-	case effRecordExecutor:
-		if e.StopOrphan {
-			a.stopOrphan()
-		}
-		a.exec.Status = e.Status
-		if e.Status == session.ExecutorStopped {
-			a.exec.ErrorMessage = e.Why
-		}
-		a.saveExecutor()
-	case effTaskFollow:
-		a.change(events.TaskFollow{Session: a.id, TaskID: a.sess.TaskID, State: a.sess.State})
-	case effStartAgent:
-		a.startAgent(e)
-	case effAwaitReplay:
-		a.awaitReplay(e)
+	case effAskPermission:
+		a.performAsk(e, j)
 	case effSettleAdmission:
 		a.settleAdmission(e)
-	case effAttachAgent:
-		a.attach()
-	case effRestartAgent:
-		a.ensureAgent()
-	case effAdoptAgent, effAdoptOptions, effAnswerExisting, effAskPermission,
-		effAwaitStart, effDiscardStart, effEnqueue, effIgnoreUpdate, effRecordToolCall, effReload,
-		effResolvePermission, effRecordChunk, effSetOption, effStopAgent:
-		// Command-specific: performed by the loop of the command or input
-		// that decided it (see perform). Reaching here is a bug in that
-		// loop, not something to guess at. A new effect kind must be
-		// named in this switch (go-check-sumtype, make vet).
-		a.log.Error("effect not performed", "effect", fmt.Sprintf("%T", e))
+	case effAwaitReplay:
+		a.awaitReplay(e)
+	case effTakeUpdate:
+		a.takeUpdate(e, j.update)
+	case effWriteFailed:
+		a.reportFailure(e)
+	case effReload:
+		a.believeRead(e, j.reload)
+	case effStartAgent:
+		a.performStart(e, j)
 	}
+	return nil
+}
+
+// decideAgain decides in again on the state the effects before left
+// (effDecide), and performs it. At start-up, an agent to start is
+// started once the repairs are committed.
+func (a *actor) decideAgain(in input, j *job) {
+	switch in.(type) {
+	case ensureAgentInput:
+		if j.repair != nil {
+			j.repair.restart = true
+			return
+		}
+		a.ensureAgent()
+	default:
+		_ = a.perform(decide(a.view(), in), nil)
+	}
+}
+
+// performStart gives the session an agent (effStartAgent).
+func (a *actor) performStart(e effStartAgent, j *job) {
+	switch e.How {
+	case startNew:
+		a.startAgent(e)
+	case startAdopt:
+		a.starting = false
+		a.adoptAgent(j.start.plan, j.start.out)
+	case startAttach:
+		if j.repair != nil {
+			j.repair.attach = true // once the repairs are committed
+			return
+		}
+		a.attach()
+	}
+}
+
+// stopAgent stops an agent as e says (effStopAgent).
+func (a *actor) stopAgent(e effStopAgent, j *job) {
+	switch e.How {
+	case stopRunning:
+		r := a.running
+		a.m.spawn(func() { r.conn.Stop() })
+	case stopRetire:
+		a.log.Info("retiring the agent", "why", e.Why)
+		a.retireAgent(e.Why)
+	case stopDiscard:
+		p, out := j.start.plan, j.start.out
+		if out.conn != nil {
+			a.m.spawn(func() { out.conn.Stop(); p.slot.release() })
+		} else {
+			p.slot.release()
+		}
+		if a.slot == p.slot {
+			a.slot = nil
+		}
+	case stopOrphaned:
+		a.stopOrphan()
+	case stopClosing:
+		a.stopping = true
+		a.gen++
+	case stopShutdown:
+		a.stopping = true
+		if e.Why != "" {
+			j.stop = stopping{conn: a.conn, why: e.Why}
+		}
+	}
+}
+
+// agentGone forgets the agent, or its start, that is gone (effAgentGone).
+func (a *actor) agentGone(e effAgentGone) {
+	if e.StartErr != nil {
+		a.starting = false
+		a.recordStartError(e.StartErr)
+		a.dropSlot()
+		return
+	}
+	a.settling = false
+	if e.Expected {
+		a.conn = nil
+	} else {
+		a.recordExit(acp.Exit(e.Exit), e.Cause)
+	}
+	if !e.KeepSlot {
+		a.dropSlot()
+	}
+}
+
+// performWaiters makes a resume wait for the start, or tells the resumes
+// waiting how it went (effWaiters).
+func (a *actor) performWaiters(e effWaiters, j *job) error {
+	switch {
+	case e.Notify:
+		a.notifyWaiters(e.Err)
+	case e.Ready:
+		j.waiter <- nil
+	default:
+		if e.Reserve {
+			if err := a.needAgent(); err != nil {
+				return err
+			}
+		}
+		a.waiters = append(a.waiters, j.waiter)
+	}
+	return nil
 }

@@ -105,7 +105,7 @@ func (c offsetReset) Apply(ctx context.Context, tx *store.Store, _ events.Emit) 
 }
 
 // attach takes up the agent of a hosted session after a daemon restart
-// (effAttachAgent): like a start, but the agent, its ACP session and its
+// (effStartAgent, startAttach): like a start, but the agent, its ACP session and its
 // running turn are already there.
 func (a *actor) attach() {
 	if a.conn != nil || a.starting || a.stopping || a.sess.State.Terminal() {
@@ -356,7 +356,7 @@ func (a *actor) attachFailed(err error) {
 			}
 		}
 	}
-	a.perform(decide(a.view(), agentExitedInput{Exit: exitInfo(exit), Lost: true, Cause: cause}).Effects...)
+	_ = a.perform(decide(a.view(), agentExitedInput{Exit: exitInfo(exit), Lost: true, Cause: cause}), nil)
 	a.closeStorePermissions()
 	a.notifyWaiters(err)
 	a.settleAttach()

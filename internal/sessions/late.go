@@ -54,19 +54,10 @@ func (a *actor) onLate(u acp.Update) {
 	}
 	v := a.view()
 	v.Running, v.Replaying = l.run.view(), false
-	var keep []effect
-	for _, e := range decide(v, updateOf(u, true)).Effects {
-		switch e := e.(type) {
-		case effRecordChunk, effRecordToolCall, effSplitMessage:
-			keep = append(keep, e)
-		case effRecord:
-			if _, plan := e.Event.(*session.PlanUpdatedData); plan {
-				keep = append(keep, e)
-			}
-		default: // a late update records output only
-		}
-	}
-	if len(keep) == 0 {
+	in := updateOf(u, true)
+	in.Late = true
+	d := decide(v, in)
+	if len(d.Effects) == 0 {
 		return
 	}
 	if !l.announced {
@@ -83,7 +74,7 @@ func (a *actor) onLate(u acp.Update) {
 	// The effects act on the running turn: the late one, for this update.
 	running := a.running
 	a.running = l.run
-	a.applyUpdate(decision{Effects: keep}, u)
+	_ = a.perform(d, &job{update: u})
 	a.running = running
 }
 

@@ -127,7 +127,7 @@ func (a *actor) armIdle() {
 // checkIdle stops the agent once it has been idle for AgentIdleTimeout,
 // else looks again when that time would be up (decideIdleCheck).
 func (a *actor) checkIdle() {
-	a.perform(decide(a.view(), idleCheckInput{Elapsed: time.Since(a.activeAt), Timeout: a.m.cfg.AgentIdleTimeout}).Effects...)
+	_ = a.perform(decide(a.view(), idleCheckInput{Elapsed: time.Since(a.activeAt), Timeout: a.m.cfg.AgentIdleTimeout}), nil)
 }
 
 // retireAgent stops the agent on purpose, to free its process and slot

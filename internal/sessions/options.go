@@ -137,7 +137,7 @@ func (a *actor) adoptOptions(o acp.SessionOptions) {
 
 // adoptAnnounced keeps what the agent announced in update u (its
 // commands, its current mode or its config options) and announces the
-// session's options (effAdoptOptions).
+// session's options (effTakeUpdate, takeOptions).
 func (a *actor) adoptAnnounced(u acp.Update) {
 	switch u.Kind {
 	case acp.UpdateAvailableCommands:
@@ -195,20 +195,9 @@ func (m *Manager) changeOption(ctx context.Context, sessionID string, ch optionC
 		if d.Refusal != nil {
 			return step{}, d.Refusal
 		}
-		var s step
-		for _, e := range d.Effects {
-			switch e := e.(type) {
-			case effSetOption:
-				if e.Now {
-					s = step{conn: a.conn, acpID: a.acpID}
-				} else {
-					s = step{pending: ch.store(a)}
-				}
-			default:
-				a.perform(e)
-			}
-		}
-		return s, nil
+		j := &job{option: ch.store}
+		err := a.perform(d, j)
+		return step{conn: j.conn, acpID: j.acpID, pending: j.pending}, err
 	})
 	if err != nil {
 		return OptionResult{}, err

@@ -81,7 +81,7 @@ func (m *Manager) reconcile(ctx context.Context, keep func(sessionID string) boo
 		in := restartedInput{AgentAvailable: specErr == nil}
 		d := decide(view{State: sess.State}, in)
 		if len(d.Effects) > 0 && (keep == nil || keep(s.ID)) { // its agent went away with the old config
-			m.repairActor(sess, session.Executor{}, nil, &batch).perform(d.Effects...)
+			_ = m.repairActor(sess, session.Executor{}, nil, &batch).perform(d, nil)
 		}
 	}
 	for _, as := range active.ToRepair {
@@ -93,19 +93,17 @@ func (m *Manager) reconcile(ctx context.Context, keep func(sessionID string) boo
 		in.Repair = true // the scan found something to repair
 		a := m.repairActor(as.Session, as.Executor, as.OpenTurns, &batch)
 		res.Sessions++
-		for _, e := range decide(a.view(), in).Effects {
-			switch e := e.(type) {
-			case effAttachAgent:
-				attach = append(attach, repaired{a, as.Permissions})
-			case effRestartAgent:
-				restart = append(restart, repaired{a, as.Permissions})
-			case effRestartInterrupt:
-				res.InterruptedTurns++
-				interrupted = append(interrupted, [2]string{a.id, e.PromptID})
-				a.perform(e)
-			default:
-				a.perform(e)
-			}
+		var tally repairTally
+		_ = a.perform(decide(a.view(), in), &job{repair: &tally})
+		if tally.attach {
+			attach = append(attach, repaired{a, as.Permissions})
+		}
+		if tally.restart {
+			restart = append(restart, repaired{a, as.Permissions})
+		}
+		for _, promptID := range tally.interrupted {
+			res.InterruptedTurns++
+			interrupted = append(interrupted, [2]string{a.id, promptID})
 		}
 	}
 	// One transaction for everything (startupRepair).
@@ -244,7 +242,15 @@ func executorLive(status session.ExecutorStatus) bool {
 // (decideRestarted, Load): the store's rows are the log's projection, so
 // in is decided on the log as it stands (restartedOf).
 func (a *actor) takeUp(in restartedInput) {
-	a.perform(decide(a.view(), in).Effects...)
+	_ = a.perform(decide(a.view(), in), nil)
+}
+
+// repairTally is what start-up's repair of a session leaves for after its
+// commit: to attach to the agent on its host, or start it again, and the
+// turns it interrupted.
+type repairTally struct {
+	attach, restart bool
+	interrupted     []string
 }
 
 // loaded is what an actor loads of its session.
@@ -274,7 +280,7 @@ func (m *Manager) load(ctx context.Context, id string) (l loaded, err error) {
 }
 
 // stopOrphan stops the agent process the previous daemon started for the
-// session (effRecordExecutor, StopOrphan).
+// session (effStopAgent, stopOrphaned).
 func (a *actor) stopOrphan() {
 	spec, _, _ := a.m.profiles.Spec(a.sess.AgentProfileID)
 	stopOrphan(a.exec, spec.Command) // now: the old agent must not run on
@@ -293,7 +299,7 @@ func (a *actor) announceRecovery() {
 // pid may have been reused since (a reboot, a long downtime), so only a
 // group leader still running the agent's command is touched.
 // Whether there is one to stop is decided (decideRestarted:
-// effRecordExecutor, StopOrphan).
+// stopExecutor, stopOrphaned).
 func stopOrphan(ex session.Executor, command string) {
 	if !isAgentProcess(ex.PID, command) {
 		return
@@ -305,7 +311,7 @@ func stopOrphan(ex session.Executor, command string) {
 }
 
 // restartInterrupt ends turn promptID as the restart interrupted it
-// (effRestartInterrupt): unfinished tool calls fail, and a turn that was
+// (effInterrupt, Restart): unfinished tool calls fail, and a turn that was
 // running gets a system message.
 func (a *actor) restartInterrupt(promptID string, running bool) {
 	t := a.turns[promptID]

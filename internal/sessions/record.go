@@ -57,6 +57,13 @@ func (a *actor) record(p session.EventPayload) *events.Pending {
 		a.sess.Plan = p.Entries
 		// Text that follows the plan reads after it, not glued before it.
 		a.splitMessage()
+	case *session.ToolCallStartedData, *session.ToolCallData:
+		// Text that follows the call reads after it, not glued before it.
+		a.splitMessage()
+	case *session.ExecutorStatusData:
+		// Decided from the view's executor (executorIs, stopExecutor):
+		// its status and message are what the record changes.
+		a.exec.Status, a.exec.ErrorMessage, a.exec.SessionID = p.Status, p.Error, a.id
 	case *session.PermissionResolvedData:
 		// Resolved only while the store still holds it pending (a repair
 		// after a reload may find its first write stored after all), and

@@ -75,7 +75,7 @@ func (a *actor) ensureAgent() {
 // ensureAgentNow is ensureAgent once no late output is to be taken up
 // first (or it could not be: the start then fails, or replaces it).
 func (a *actor) ensureAgentNow() {
-	a.perform(decide(a.view(), ensureAgentInput{}).Effects...)
+	_ = a.perform(decide(a.view(), ensureAgentInput{}), nil)
 }
 
 // startAgent launches the start in a goroutine of its own, which reports
@@ -307,24 +307,13 @@ func checkDir(dir string) error {
 
 // onAgentStarted takes a start's outcome on the actor (decideAgentStarted).
 func (a *actor) onAgentStarted(p startPlan, out startOutcome) {
-	for _, e := range decide(a.view(), agentStartedInput{Current: p.gen == a.gen, Err: out.err}).Effects {
-		switch e.(type) {
-		case effDiscardStart:
-			if out.conn != nil {
-				a.m.spawn(func() { out.conn.Stop(); p.slot.release() })
-			} else {
-				p.slot.release()
-			}
-			if a.slot == p.slot {
-				a.slot = nil
-			}
-		case effAdoptAgent:
-			a.starting = false
-			a.adoptAgent(p, out)
-		default:
-			a.perform(e)
-		}
-	}
+	_ = a.perform(decide(a.view(), agentStartedInput{Current: p.gen == a.gen, Err: out.err}), &job{start: &startReport{p, out}})
+}
+
+// startReport is a start's plan and outcome, as it reported.
+type startReport struct {
+	plan startPlan
+	out  startOutcome
 }
 
 // adoptAgent makes a started agent the session's, watches for its exit,
@@ -355,8 +344,8 @@ func (a *actor) adoptAgent(p startPlan, out startOutcome) {
 // startSucceeded finishes a start (decideStartSucceeded), or gives a load
 // that replayed nothing yet ReplayGrace to replay (settleLoad).
 func (a *actor) startSucceeded(p startPlan, out startOutcome) {
-	a.perform(decide(a.view(), startSucceededInput{Resumed: out.resumed(), HadHistory: p.hadHistory, Replayed: a.replayed,
-		Gen: p.gen, Inject: p.inject}).Effects...)
+	_ = a.perform(decide(a.view(), startSucceededInput{Resumed: out.resumed(), HadHistory: p.hadHistory, Replayed: a.replayed,
+		Gen: p.gen, Inject: p.inject}), nil)
 }
 
 // awaitReplay holds prompts back for ReplayGrace (settling), then settles
@@ -374,15 +363,15 @@ func (out startOutcome) resumed() resumedInfo {
 // settleLoad decides, after the grace period, whether a load restored the
 // conversation (decideReplaySettled).
 func (a *actor) settleLoad(e effAwaitReplay) {
-	a.perform(decide(a.view(), replaySettledInput{Resumed: e.Resumed, Current: e.Gen == a.gen,
-		Replayed: a.replayed, Inject: e.Inject}).Effects...)
+	_ = a.perform(decide(a.view(), replaySettledInput{Resumed: e.Resumed, Current: e.Gen == a.gen,
+		Replayed: a.replayed, Inject: e.Inject}), nil)
 }
 
 // startFailed leaves the session usable and resumable: the identity is kept,
 // the error is visible on the executor, queued turns fail visibly
 // (decideStartFailed).
 func (a *actor) startFailed(err error) {
-	a.perform(decide(a.view(), startFailedInput{Err: err}).Effects...)
+	_ = a.perform(decide(a.view(), startFailedInput{Err: err}), nil)
 }
 
 // recordStartError records why the agent did not start on the executor.
@@ -415,25 +404,11 @@ func (a *actor) resume() (<-chan error, error) {
 	if d.Refusal != nil {
 		return nil, d.Refusal
 	}
-	ch := make(chan error, 1)
-	for _, e := range d.Effects {
-		switch e := e.(type) {
-		case effAwaitStart:
-			if e.Ready {
-				ch <- nil
-				continue
-			}
-			if e.Reserve {
-				if err := a.needAgent(); err != nil {
-					return nil, err
-				}
-			}
-			a.waiters = append(a.waiters, ch)
-		default:
-			a.perform(e)
-		}
+	j := &job{waiter: make(chan error, 1)}
+	if err := a.perform(d, j); err != nil {
+		return nil, err
 	}
-	return ch, nil
+	return j.waiter, nil
 }
 
 var tracer = otel.Tracer("github.com/tether/tether/internal/sessions")

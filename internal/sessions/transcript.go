@@ -25,50 +25,43 @@ func (a *actor) onUpdate(gen int, u acp.Update) {
 		a.onLate(u)
 		return
 	}
-	a.applyUpdate(decide(a.view(), updateOf(u, gen == a.gen)), u)
+	_ = a.perform(decide(a.view(), updateOf(u, gen == a.gen)), &job{update: u})
 }
 
 // updateOf is what decideUpdate knows of update u (current: its agent is
 // the session's).
 func updateOf(u acp.Update, current bool) updateInput {
 	in := updateInput{Kind: u.Kind, MessageID: u.MessageID, Block: u.Block != nil, Empty: u.Block == nil && u.Text == "", Current: current}
-	if u.Kind == acp.UpdatePlan {
+	switch u.Kind {
+	case acp.UpdatePlan:
 		in.Data = u.Data
+	case acp.UpdateToolCall, acp.UpdateToolCallUpdate:
+		in.Tool = u.Tool
 	}
 	return in
 }
 
-// applyUpdate performs what decideUpdate decided of update u.
-func (a *actor) applyUpdate(d decision, u acp.Update) {
-	for _, e := range d.Effects {
-		switch e := e.(type) {
-		case effIgnoreUpdate:
-			if !e.Replayed {
-				a.log.Debug("dropping agent output outside a turn", "kind", u.Kind)
-				continue
-			}
-			a.replayed++
-			a.noteReplay(u)
-		case effRecordChunk:
-			if e.New {
-				a.startMessage(e, u)
-			} else {
-				a.appendChunk(e, u)
-			}
-		case effRecordToolCall:
-			a.recordToolCall(e, u)
-		case effAdoptOptions:
-			a.adoptAnnounced(u)
-		default:
-			a.perform(e)
-		}
+// takeUpdate takes update u as e says (effTakeUpdate).
+func (a *actor) takeUpdate(e effTakeUpdate, u acp.Update) {
+	switch e.How {
+	case takeChunk:
+		a.appendChunk(e, u)
+	case takeMessage:
+		a.startMessage(e, u)
+	case takeOptions:
+		a.adoptAnnounced(u)
+	case takeReplayed:
+		a.replayed++
+		a.noteReplay(u)
+	case takeDropped:
+		a.log.Debug("dropping agent output outside a turn", "kind", u.Kind)
 	}
 }
 
 // startMessage starts a new message of the running turn with chunk u. Its
 // id is reserved here, so the chunks that follow name it without the
 // store reading it back.
-func (a *actor) startMessage(e effRecordChunk, u acp.Update) {
+func (a *actor) startMessage(e effTakeUpdate, u acp.Update) {
 	r := a.running
 	r.noteChunk(e.MessageID)
 	// Taking an id fails only when the database cannot be reached: the
@@ -89,20 +82,10 @@ func (a *actor) startMessage(e effRecordChunk, u acp.Update) {
 
 // appendChunk appends chunk u to the running turn's open message: one row
 // append, no read.
-func (a *actor) appendChunk(e effRecordChunk, u acp.Update) {
+func (a *actor) appendChunk(e effTakeUpdate, u acp.Update) {
 	r := a.running
 	r.noteChunk(e.MessageID)
 	a.emit(a.draft(e.PromptID, &session.MessageChunkData{MessageID: r.openMsg, Role: e.Role, Text: u.Text}))
-}
-
-// recordToolCall stores the tool call update u carries.
-func (a *actor) recordToolCall(e effRecordToolCall, u acp.Update) {
-	p := toolCallPayload(toolCallRecord(a.id, e.PromptID, u.Tool))
-	if e.Started {
-		a.emit(a.draft(e.PromptID, &session.ToolCallStartedData{ToolCallData: *p}))
-		return
-	}
-	a.emit(a.draft(e.PromptID, p))
 }
 
 // noteChunk notes a message chunk with ACP messageID (decideUpdate has
@@ -175,22 +158,30 @@ func (a *actor) onPermissionRequested(gen int, req acp.PermissionRequest, reply 
 		a.perms[p.ID] = &pendingPermission{promptID: p.PromptID, options: req.Options, reply: reply}
 		return p.ID
 	}
-	id := ""
-	for _, e := range decide(a.view(), permissionRequestedInput{}).Effects {
-		switch e := e.(type) {
-		case effAskPermission:
-			if e.Declined {
-				if e.TooMany {
-					a.log.Warn("agent permission request refused: too many open", "open", len(a.perms), "limit", a.m.cfg.MaxPendingPermissions)
-				}
-				return ""
-			}
-			a.withRecord(req.Offset, func() { id = a.askPermission(e.PromptID, req, reply) })
-		default:
-			a.perform(e)
+	j := &job{ask: &permissionAsk{req: req, reply: reply}}
+	_ = a.perform(decide(a.view(), permissionRequestedInput{}), j)
+	return j.permID
+}
+
+// permissionAsk is an agent's question and the channel its answer goes
+// back on.
+type permissionAsk struct {
+	req   acp.PermissionRequest
+	reply chan acp.PermissionOutcome
+}
+
+// performAsk puts the job's question to the user, or declines it
+// (effAskPermission).
+func (a *actor) performAsk(e effAskPermission, j *job) {
+	if e.Declined {
+		if e.TooMany {
+			a.log.Warn("agent permission request refused: too many open", "open", len(a.perms), "limit", a.m.cfg.MaxPendingPermissions)
 		}
+		return
 	}
-	return id
+	q, id := j.ask, ""
+	a.withRecord(q.req.Offset, func() { id = a.askPermission(e.PromptID, q.req, q.reply) })
+	j.permID = id
 }
 
 // askPermission records the agent's question (and its tool call) and
@@ -254,18 +245,9 @@ func (a *actor) answerPermission(id string, out acp.PermissionOutcome) (session.
 	if d.Refusal != nil {
 		return session.Permission{}, nil, d.Refusal
 	}
-	var pending *events.Pending
-	for _, e := range d.Effects {
-		switch e := e.(type) {
-		case effResolvePermission:
-			pending = a.resolve(e.RequestID, e.State, e.OptionID)
-			delete(a.perms, e.RequestID)
-			p.reply <- out
-		default:
-			a.perform(e)
-		}
-	}
-	return session.Permission{ID: id, SessionID: a.id}, pending, nil
+	j := &job{answer: out}
+	_ = a.perform(d, j)
+	return session.Permission{ID: id, SessionID: a.id}, j.pending, nil
 }
 
 // resolve persists a permission outcome and emits permission.resolved.

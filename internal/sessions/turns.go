@@ -95,30 +95,34 @@ func (a *actor) admit(in PromptInput) (PromptResult, error) {
 	if d.Refusal != nil {
 		return PromptResult{}, d.Refusal
 	}
-	var res PromptResult
-	for _, e := range d.Effects {
-		switch e := e.(type) {
-		case effAnswerExisting:
-			pending := a.synced()
-			if e.Admitting {
-				// Not durable yet: the retry shares the first request's
-				// outcome instead of claiming a turn that may never exist.
-				pending = a.admissionWrite(e.PromptID)
-			}
-			res = PromptResult{Turn: a.turns[e.PromptID], EventEpoch: a.sess.EventEpoch, pending: pending}
-		case effEnqueue:
-			if e.Reserve {
-				if err := a.needAgent(); err != nil {
-					return PromptResult{}, err // refused whole: nothing is stored
-				}
-			}
-			t, pending := a.enqueue(session.Turn{SessionID: a.id, PromptID: in.PromptID, Kind: in.kind, Prompt: in.Prompt}, e.Front)
-			res = PromptResult{Turn: t, EventEpoch: a.sess.EventEpoch, pending: pending}
-		default:
-			a.perform(e)
+	j := &job{admit: &session.Turn{SessionID: a.id, PromptID: in.PromptID, Kind: in.kind, Prompt: in.Prompt}}
+	if err := a.perform(d, j); err != nil {
+		return PromptResult{}, err // refused whole: nothing is stored
+	}
+	return *j.res, nil
+}
+
+// performAdmit admits the job's turn (effAdmit), or answers a repeated
+// prompt id with the turn it admitted; a refused slot stores nothing.
+func (a *actor) performAdmit(e effAdmit, j *job) error {
+	if e.Existing != "" {
+		pending := a.synced()
+		if e.Admitting {
+			// Not durable yet: the retry shares the first request's
+			// outcome instead of claiming a turn that may never exist.
+			pending = a.admissionWrite(e.Existing)
+		}
+		j.res = &PromptResult{Turn: a.turns[e.Existing], EventEpoch: a.sess.EventEpoch, pending: pending}
+		return nil
+	}
+	if e.Reserve {
+		if err := a.needAgent(); err != nil {
+			return err
 		}
 	}
-	return res, nil
+	t, pending := a.enqueue(*j.admit, e.Front)
+	j.res = &PromptResult{Turn: t, EventEpoch: a.sess.EventEpoch, pending: pending}
+	return nil
 }
 
 // enqueue admits a turn: it is persisted queued (turn.queued) and runs once
@@ -156,7 +160,7 @@ func (a *actor) enqueue(t session.Turn, first bool) (session.Turn, *events.Pendi
 
 // startNext runs the next queued turn if the agent is ready and idle
 // (decideNext).
-func (a *actor) startNext() { a.perform(decide(a.view(), nextInput{}).Effects...) }
+func (a *actor) startNext() { _ = a.perform(decide(a.view(), nextInput{}), nil) }
 
 // startTurn takes the head of the queue, promptID, to the agent: recorded
 // as started first, sent once that is durable.
@@ -240,7 +244,7 @@ func (a *actor) onTurnDone(r *turnRun, stop string, err error) {
 		in.SessionLost = class == acp.ClassUnknownSession || class == acp.ClassSessionLost
 		in.ErrorCode, in.ErrorMessage = errorCode(err), acp.Message(err)
 	}
-	a.perform(decide(a.view(), in).Effects...)
+	_ = a.perform(decide(a.view(), in), nil)
 }
 
 func errorCode(err error) string {

@@ -28,6 +28,6 @@ func (a *actor) withdraw(promptID string) (session.Turn, error) {
 	if d.Refusal != nil {
 		return session.Turn{}, d.Refusal
 	}
-	a.perform(d.Effects...)
+	_ = a.perform(d, nil)
 	return a.turns[promptID], nil
 }

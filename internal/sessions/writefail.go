@@ -47,7 +47,7 @@ func (a *actor) writeFailed(c events.Change, err error) {
 // reload's own read) and performs what decideWriteFailed decides.
 func (a *actor) failed(in writeFailedInput) {
 	a.failures++
-	a.perform(decide(a.view(), in).Effects...)
+	_ = a.perform(decide(a.view(), in), nil)
 }
 
 // reportFailure logs what failed and reloads the session if decided
@@ -165,30 +165,39 @@ func (a *actor) reload() {
 		}
 		in.Pending = append(in.Pending, sp)
 	}
-	for _, e := range decide(a.view(), in).Effects {
-		switch e := e.(type) {
-		case effReload:
-			a.believe(sess, exec, turns, e.Queue)
-			if a.state != nil {
-				// Seeded already: the writes in flight fold on top of
-				// the rows this reload read. Not seeded yet: it stays
-				// so, and the first read seeds it.
-				a.foldCommitted()
-				a.state, a.gap = state, gap
-			}
-			if e.Executor {
-				// The actor's own record, but for the offsets, which
-				// other writes than the executor's own keep (believe
-				// took them).
-				live.HostOffset, live.HostOffsetBase = a.exec.HostOffset, a.exec.HostOffsetBase
-				a.exec = live
-				a.saveExecutor()
-			}
-		default:
-			a.perform(e)
-		}
-	}
+	_ = a.perform(decide(a.view(), in), &job{reload: &reloadRead{sess: sess, exec: exec, turns: turns, state: state, gap: gap, live: live}})
 	a.watchRepairs()
+}
+
+// reloadRead is what a reload read of the session, and the executor as
+// the actor held it before.
+type reloadRead struct {
+	sess  session.Session
+	exec  session.Executor
+	turns []session.Turn
+	state *session.State
+	gap   string
+	live  session.Executor
+}
+
+// believeRead believes what the reload r read (effReload).
+func (a *actor) believeRead(e effReload, r *reloadRead) {
+	a.believe(r.sess, r.exec, r.turns, e.Queue)
+	if a.state != nil {
+		// Seeded already: the writes in flight fold on top of the rows
+		// this reload read. Not seeded yet: it stays so, and the first
+		// read seeds it.
+		a.foldCommitted()
+		a.state, a.gap = r.state, r.gap
+	}
+	if e.Executor {
+		// The actor's own record, but for the offsets, which other writes
+		// than the executor's own keep (believe took them).
+		live := r.live
+		live.HostOffset, live.HostOffsetBase = a.exec.HostOffset, a.exec.HostOffsetBase
+		a.exec = live
+		a.saveExecutor()
+	}
 }
 
 // executorLacks reports whether the executor row stored differs from the
