@@ -89,9 +89,9 @@
 //     in the actor's evolve (record.go); docs/session.md walks through it.
 //   - A new command: its input and decision in decide.go (with its table
 //     cases in decide_test.go), the Manager method that posts it to the
-//     actor (a file named for the request flow: turns.go, continuation.go,
-//     withdraw.go, options.go, …), and its handler in server against the
-//     contract.
+//     actor (a file named for the request flow: create.go, turns.go,
+//     continuation.go, close.go, withdraw.go, options.go, …), and its
+//     handler in server against the contract.
 //   - A new runtime: an implementation of Runtime and Agent (runtime.go;
 //     internal/hosted is the one for executor hosts) chosen by Executors,
 //     wired in cmd/tetherd; no rule here names a runtime's type.

@@ -2,13 +2,10 @@ package sessions
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"sync"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/agents"
@@ -226,147 +223,6 @@ func New(st *store.Store, w EventLog, profiles Profiles, cfg Config) *Manager {
 		history: newHistoryChecks(), life: life, cancel: cancel, after: afterFunc}
 }
 
-// CreateInput is a request to start a session.
-type CreateInput struct {
-	AgentProfileID string
-	Cwd            string
-	TaskID         string
-	Title          string
-	// InitialPrompt is a JSON array of content blocks; empty for none.
-	InitialPrompt json.RawMessage
-	PromptID      string
-	// Executor is where the agent runs (the API's `executor`); "" takes
-	// the profile's default, else the daemon's.
-	Executor string
-	// Worktree isolates the session in a git worktree of Cwd's repository,
-	// on a branch of its own (worktree.go); the session's directory is
-	// then in the worktree.
-	Worktree bool
-	// AutoContinue opts the session in to safe automatic continuation;
-	// nil takes the profile's autoContinue.
-	AutoContinue *bool
-}
-
-// Create validates the request, then persists the session, its task when
-// none is given, and the initial prompt's turn (queued) in one write: all
-// of it exists or none of it does, and the agent starts only after. The
-// agent's slot is reserved first: at a cap, nothing is created. A profile
-// whose agent asked for credentials at its last start is checked with it
-// (checkCredentials) before anything is made.
-func (m *Manager) Create(ctx context.Context, in CreateInput) (_ session.Session, err error) {
-	_, profile, err := m.profiles.Spec(in.AgentProfileID)
-	if err != nil {
-		return session.Session{}, err
-	}
-	cwd, err := m.ResolveCwd(in.Cwd)
-	if err != nil {
-		return session.Session{}, err
-	}
-	runtime, host, err := m.cfg.Executors.Choose(in.Executor, profile.Executor)
-	if err != nil {
-		return session.Session{}, err
-	}
-	var initial session.Turn
-	if len(in.InitialPrompt) > 0 {
-		if err := m.checkPrompt(in.InitialPrompt); err != nil {
-			return session.Session{}, err
-		}
-		initial = session.Turn{PromptID: in.PromptID, Kind: session.TurnInitial, Prompt: in.InitialPrompt, State: session.TurnQueued}
-		if initial.PromptID == "" {
-			initial.PromptID = uuid.NewString()
-		}
-	}
-	slot, err := m.slots.acquire(in.AgentProfileID, profile.MaxAgents)
-	if err != nil {
-		return session.Session{}, err
-	}
-	var a *actor // once set, the actor owns the slot
-	defer func() {
-		switch {
-		case a == nil:
-			slot.release()
-		case err != nil:
-			a.mb.post(a.dropSlot) // unless an agent is starting with it
-		}
-	}()
-	// In the session's slot: a check is one more agent process.
-	if err := m.checkCredentials(ctx, in.AgentProfileID, runtime, host, cwd); err != nil {
-		return session.Session{}, err
-	}
-	sessionID := uuid.NewString()
-	repoDir := cwd
-	var wt *workspace.Worktree
-	if in.Worktree {
-		title := in.Title
-		if title == "" && in.TaskID != "" {
-			if t, err := m.store.GetTask(ctx, in.TaskID); err == nil {
-				title = t.Title
-			}
-		}
-		if wt, err = m.makeWorktree(ctx, runtime, host, sessionID, cwd, title); err != nil {
-			return session.Session{}, err
-		}
-		cwd = wt.Cwd
-	}
-	// From here a create runs to its end even if the client goes away: a
-	// session committed without its actor would wait for a restart.
-	ctx = context.WithoutCancel(ctx)
-	// Every id is chosen here, before the change is submitted: should its
-	// batch be redone, it writes the same rows.
-	change := sessionCreated{
-		Session: session.Session{ID: sessionID, TaskID: in.TaskID, AgentProfileID: in.AgentProfileID, Cwd: cwd,
-			Title: in.Title, State: session.SessionCreated, EventEpoch: store.NewEpoch(),
-			// The profile's MCP servers, kept with the session: every load
-			// and resume resends what the session was created with.
-			MCPServers: profile.MCPServers, AutoContinue: profile.AutoContinue},
-		Executor: session.Executor{Runtime: runtime, Host: host, Status: session.ExecutorStopped},
-	}
-	if in.AutoContinue != nil {
-		change.Session.AutoContinue = *in.AutoContinue
-	}
-	if wt != nil {
-		x := &change.Executor
-		x.WorktreePath, x.WorktreeBranch, x.WorktreeRepo, x.WorktreeState = wt.Path, wt.Branch, wt.Repository, session.WorktreeActive
-	}
-	if in.TaskID == "" {
-		title := in.Title
-		if title == "" {
-			title = "Session in " + repoDir
-		}
-		change.Task = &session.Task{ID: uuid.NewString(), Title: title, Workspace: repoDir}
-		change.Session.TaskID = change.Task.ID
-	}
-	if initial.PromptID != "" {
-		initial.SessionID = change.Session.ID
-		change.Initial = &initial
-	}
-	sess := change.Session
-	if own := m.cfg.Ownership; own != nil {
-		if _, err = own.Acquire(ctx, sess.ID); err != nil {
-			return session.Session{}, err
-		}
-	}
-	if _, err = m.w.SubmitContext(ctx, change).Wait(ctx); err != nil {
-		return session.Session{}, err
-	}
-	// The actor loads the queued initial turn with the session.
-	live, err := m.actor(ctx, sess.ID)
-	if err != nil {
-		return session.Session{}, err
-	}
-	if !live.mb.post(func() { live.slot = slot }) {
-		return session.Session{}, errcode.New(errcode.ServiceShuttingDown, "tetherd is shutting down")
-	}
-	a = live
-	if _, err := callWrites(ctx, a, func() (struct{}, error) { a.ensureAgent(); return struct{}{}, nil }); err != nil {
-		return session.Session{}, err
-	} else if err := a.sync(ctx); err != nil {
-		// The 201 says the agent is starting: that must be on record.
-		return session.Session{}, err
-	}
-	return m.store.GetSession(ctx, sess.ID)
-}
-
 // ResolveCwd checks a client-supplied working directory against the
 // daemon's cwd policy and returns its canonical path.
 func (m *Manager) ResolveCwd(path string) (string, error) { return m.cfg.Cwd.ResolveDir(path) }
@@ -496,59 +352,6 @@ func (m *Manager) AnswerPermission(ctx context.Context, sessionID, requestID str
 		return session.Permission{}, err
 	}
 	return m.store.GetPermission(ctx, sessionID, requestID)
-}
-
-// closeWriteGrace bounds how long Close waits, beyond the agent's stop
-// grace, for its writes to commit once the client has gone away.
-const closeWriteGrace = 30 * time.Second
-
-// Close ends the session: the running turn is cancelled, the agent stopped
-// and the session marked COMPLETED. Closing a closed session is a no-op.
-//
-// Once asked, a close runs to its end on a context of its own (bounded by
-// the stop grace and closeWriteGrace), even if the client goes away: a
-// session half closed would keep its agent and its actor until a restart.
-func (m *Manager) Close(ctx context.Context, sessionID string) (session.Session, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.StopGrace+closeWriteGrace)
-	defer cancel()
-	a, err := m.actor(ctx, sessionID)
-	if err != nil {
-		return session.Session{}, err
-	}
-	c, err := call(ctx, a.mb, a.close)
-	if err != nil {
-		return session.Session{}, err
-	}
-	// From here the actor is retired whatever happens: it is stopping.
-	defer m.retire(a)
-	if c.conn != nil {
-		c.conn.Stop()
-	}
-	// Record the stop and wait until it is durable.
-	if c.open {
-		if err := a.do(ctx, func() { a.closed(c.conn) }); err != nil {
-			return session.Session{}, err
-		}
-	}
-	if err := a.sync(ctx); err != nil {
-		return session.Session{}, err
-	}
-	m.releaseWorktree(ctx, a)
-	return m.store.GetSession(ctx, sessionID)
-}
-
-func (m *Manager) retire(a *actor) {
-	m.mu.Lock()
-	own := m.actors[a.id] == a
-	if own {
-		delete(m.actors, a.id)
-	}
-	m.mu.Unlock()
-	a.mb.close()
-	if own && m.cfg.Ownership != nil {
-		// A closed session needs no owner.
-		m.cfg.Ownership.Release(context.WithoutCancel(m.life), a.id)
-	}
 }
 
 // Shutdown stops every live agent and waits (bounded by ctx) for every

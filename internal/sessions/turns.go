@@ -358,17 +358,6 @@ func (a *actor) cancelAgent(r *turnRun) {
 	})
 }
 
-// close ends the session and returns the agent connection for the caller
-// to stop outside the actor (stopping can take the whole grace period);
-// closed then records the stop and the final session.closed event.
-func (a *actor) close() (closing, error) {
-	d, err := a.decideAndPerform(closeCmd{})
-	if err != nil || len(d.Effects) == 0 {
-		return closing{}, err // closed already
-	}
-	return closing{conn: a.conn, open: true}, nil
-}
-
 func sameJSON(x, y json.RawMessage) bool {
 	var bx, by bytes.Buffer
 	if json.Compact(&bx, x) != nil || json.Compact(&by, y) != nil {
@@ -401,22 +390,4 @@ func promptText(prompt json.RawMessage) string {
 		}
 	}
 	return strings.Join(parts, "\n")
-}
-
-// closing is what close hands to the caller: the agent to stop, and
-// whether this call is the one that closed the session.
-type closing struct {
-	conn Agent
-	open bool
-}
-
-// closed records the stopped agent and ends the session's log with
-// session.closed, the last event its streams deliver. The event carries
-// the session's final state and its write stores it too: should the
-// state change before it have been refused, the actor, retired now, never
-// reloads, and the row must still follow the log.
-func (a *actor) closed(conn Agent) {
-	a.recordStopped(conn, "")
-	state := a.sess.State
-	a.emit(a.draft("", &session.SessionClosedData{State: state}))
 }
