@@ -48,6 +48,7 @@ func availableCommands() []acp.AvailableCommand {
 		cmd("tool", "Run a tool: 'read PATH', 'fail', 'hang', or a client fs probe", "read PATH | fail | hang | "+fsProbeUsage),
 		cmd("permission", "Ask for permission to edit a file", ""),
 		cmd("hang", "Block until cancelled", ""),
+		cmd("deaf", "Block like hang, ignoring the first N session/cancel notifications (all without N)", "[N]"),
 		cmd("sleep", "Sleep MS milliseconds, then finish", "MS"),
 		cmd("crash", "Exit the agent process (code 3) mid-turn", ""),
 		cmd("crash-in-tool", "Exit the agent process (code 4) during a tool call", ""),
@@ -233,6 +234,15 @@ func (t *turn) run(prompt []acp.ContentBlock) error {
 		return t.permission()
 	case "/hang":
 		if err := t.say("hanging…"); err != nil {
+			return err
+		}
+		<-t.ctx.Done()
+		return t.interrupted()
+	case "/deaf":
+		// An agent that misses a cancel (one that raced its prompt, or
+		// ignores it): session/cancel ends the turn only once the
+		// ignored ones are spent (Cancel, deafness).
+		if err := t.say("not listening…"); err != nil {
 			return err
 		}
 		<-t.ctx.Done()

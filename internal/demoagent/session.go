@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +24,9 @@ type session struct {
 	file       *sessionFile
 	running    bool
 	cancelTurn context.CancelFunc // ends the running turn's context
+	// deaf is how many session/cancel notifications the running turn
+	// ignores (/deaf), -1 for all.
+	deaf int
 	// options are the mode and model set on this connection (see modes.go).
 	options options
 }
@@ -238,10 +243,37 @@ func (a *agent) Cancel(_ context.Context, p acp.CancelNotification) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.running {
+	switch {
+	case !s.running:
+	case s.deaf != 0:
+		if s.deaf > 0 {
+			s.deaf--
+		}
+	default:
 		s.cancelTurn()
 	}
 	return nil
+}
+
+// deafness is how many cancels a prompt's turn ignores: /deaf [N] (all
+// when N is omitted), 0 for any other prompt.
+func deafness(prompt []acp.ContentBlock) int {
+	for _, b := range prompt {
+		if b.Text == nil {
+			continue
+		}
+		f := strings.Fields(b.Text.Text)
+		if len(f) == 0 || f[0] != "/deaf" {
+			return 0
+		}
+		if len(f) > 1 {
+			if n, err := strconv.Atoi(f[1]); err == nil && n >= 0 {
+				return n
+			}
+		}
+		return -1
+	}
+	return 0
 }
 
 // Prompt runs one turn. Only sessions opened on this connection (new, load
@@ -272,7 +304,7 @@ func (a *agent) Prompt(_ context.Context, p acp.PromptRequest) (acp.PromptRespon
 			Data: map[string]any{"sessionId": string(p.SessionId)}}
 	}
 	turnCtx, cancel := context.WithCancel(a.serveCtx)
-	s.running, s.cancelTurn = true, cancel
+	s.running, s.cancelTurn, s.deaf = true, cancel, deafness(p.Prompt)
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()

@@ -32,6 +32,10 @@ type actor struct {
 	conn     Agent
 	acpID    string
 	starting bool
+	// deaf is the agent stopped for ignoring a cancel past CancelGrace
+	// (cancelAgent): until its exit it takes no turn (ready), and what
+	// was prompted meanwhile runs on a fresh agent.
+	deaf Agent
 	// stopping is set by close and shutdown: exits are then expected.
 	stopping bool
 	// slot is the agent cap's reservation for the running or starting

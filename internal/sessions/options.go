@@ -164,7 +164,7 @@ func (a *actor) emitOptions() {
 
 // ready reports whether the agent can take an ACP call now.
 func (a *actor) ready() bool {
-	return a.conn != nil && !a.starting && a.acpID != "" && !endedOnHost(a.conn)
+	return a.conn != nil && !a.starting && a.acpID != "" && !endedOnHost(a.conn) && a.conn != a.deaf
 }
 
 // optionChange is one mode or config option change, in the steps

@@ -336,22 +336,42 @@ func (a *actor) cancel() (CancelResult, error) {
 	return d.Cancel, err
 }
 
-// cancelAgent asks r's agent to stop the turn (session/cancel) and stops
-// the agent if it has not ended the turn within CancelGrace.
+// cancelResend is when a cancel the agent has not acted on is sent again:
+// an agent may miss one (ACP SDKs run a notification and the request it
+// follows concurrently, so session/cancel can overtake the prompt it
+// cancels), and session/cancel is idempotent.
+const cancelResend = 500 * time.Millisecond
+
+// cancelAgent asks r's agent to stop the turn (session/cancel), once more
+// after cancelResend if the turn goes on, and stops the agent if it has
+// not ended the turn within CancelGrace. An agent stopped so takes no
+// further turn (a.deaf): what was prompted after the cancel waits for a
+// fresh agent, which its exit starts (decideAgentExited).
 func (a *actor) cancelAgent(r *turnRun) {
 	if r.conn == nil {
 		return // being attached (hosted): resumeTurn sends the cancel
 	}
 	acpID := a.acpID
-	a.m.spawn(func() {
-		if err := r.conn.Cancel(context.Background(), acpID); err != nil {
-			a.log.Warn("session/cancel failed", "err", err)
-		}
+	send := func() {
+		a.m.spawn(func() {
+			if err := r.conn.Cancel(context.Background(), acpID); err != nil {
+				a.log.Warn("session/cancel failed", "err", err)
+			}
+		})
+	}
+	send()
+	time.AfterFunc(cancelResend, func() {
+		a.mb.post(func() {
+			if a.running == r {
+				send()
+			}
+		})
 	})
 	r.cancelTimer = time.AfterFunc(a.m.cfg.CancelGrace, func() {
 		a.mb.post(func() {
 			if a.running == r {
 				a.log.Warn("agent ignored cancel; stopping it", "grace", a.m.cfg.CancelGrace)
+				a.deaf = r.conn
 				a.m.spawn(func() { r.conn.Stop() })
 			}
 		})
