@@ -127,6 +127,10 @@ type TurnInterruptedData struct {
 	// outbox damaged (some of the turn's output is lost).
 	Code    string `json:"code,omitempty"`
 	Message string `json:"message,omitempty"`
+	// Notice is the system message written just before the event that
+	// tells the transcript why (none for a turn still queued when tetherd
+	// restarted). decide words it; the write adds the message.
+	Notice string `json:"notice,omitempty"`
 }
 
 // EventType is turn.interrupted.

@@ -139,7 +139,11 @@ func (c turnInterrupted) Apply(ctx context.Context, tx *store.Store, emit events
 	if c.Notice != "" {
 		emit(messageDraft(t.SessionID, c.TaskID, session.Message{PromptID: t.PromptID, Role: session.RoleSystem, Text: c.Notice}, "", 0))
 	}
-	emit(turnEndedDraft(t.SessionID, c.TaskID, t, dangling))
+	d := turnEndedDraft(t.SessionID, c.TaskID, t, dangling)
+	if p, ok := d.Payload.(*session.TurnInterruptedData); ok {
+		p.Notice = c.Notice
+	}
+	emit(d)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/tether/tether/internal/acp"
@@ -76,8 +77,8 @@ func decideAgentExited(v view, in agentExitedInput) decision {
 			}
 			// Lost with its host (executor_lost): what the agent goes on
 			// sending there is kept, as the turn's late output, if the
-			// host comes back (effInterrupt).
-			d.Effects = append(d.Effects, effInterrupt{PromptID: r.PromptID, Reason: reason, Exit: in.Exit, Cause: in.Cause})
+			// host comes back (the fold: interruptTurn).
+			d.Effects = append(d.Effects, interruption(r.PromptID, reason, in.Exit, in.Cause))
 		}
 	}
 	if restart {
@@ -94,6 +95,25 @@ const reasonExecutorLost = "executor_lost"
 // session it served while its process lived on.
 const reasonSessionLost = "agent_session_lost"
 
+// interruption records turn promptID interrupted as it lost its agent
+// (turn.interrupted): the process ended (exit; reason agent_exited or
+// executor_lost), or the agent lost the session it served
+// (reasonSessionLost: it did not exit, and the turn has no exit code).
+// cause, when set, is kept as the turn's error. Its notice, the system
+// message the write adds, says why: the cause's message when there is
+// one, else the exit.
+func interruption(promptID, reason string, exit exitInfo, cause causeInfo) effect {
+	p := &session.TurnInterruptedData{State: session.TurnInterrupted, Reason: reason, Code: cause.Code, Message: cause.Message,
+		Notice: fmt.Sprintf("Turn interrupted: the agent %s.", acp.Exit(exit))}
+	if reason != reasonSessionLost {
+		p.ExitCode, p.ExitSignal = exitCode(acp.Exit(exit)), exit.Signal
+	}
+	if cause.Message != "" {
+		p.Notice = "Turn interrupted: " + cause.Message + "."
+	}
+	return record(promptID, p)
+}
+
 // decideSessionLost: the agent answered the prompt that it no longer has
 // the session (it died inside the agent: claude-agent-acp's Claude Code
 // process, killed mid-turn), and will answer every later prompt the same.
@@ -109,7 +129,7 @@ func decideSessionLost(v view, in turnEndedInput) decision {
 		if len(v.Queue) > 0 && !v.QueueHeld {
 			d.Effects = append(d.Effects, holdQueue(true))
 		}
-		d.Effects = append(d.Effects, effInterrupt{PromptID: r.PromptID, Reason: reasonSessionLost, Cause: sessionLostCause(in)})
+		d.Effects = append(d.Effects, interruption(r.PromptID, reasonSessionLost, exitInfo{}, sessionLostCause(in)))
 	}
 	d.Effects = append(d.Effects, effAnswerPermissions{State: session.PermissionExpired},
 		effStopAgent{How: stopRetire, Why: "agent stopped: it lost the session (" + in.ErrorMessage + ")"})

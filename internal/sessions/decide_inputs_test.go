@@ -41,9 +41,11 @@ func TestDecideTurnEnded(t *testing.T) {
 			accepted(effStopAgent{How: stopRunning})},
 		{"turn ended of another turn", running, turnEndedInput{PromptID: "p0", StopReason: "end_turn"}, accepted()},
 		{"turn failed: the agent lost the session", running, lost,
-			accepted(append([]effect{effInterrupt{PromptID: "p1", Reason: reasonSessionLost, Cause: sessionLostCause(lost)}}, lostTail...)...)},
+			accepted(append([]effect{interruptedTurn("p1", reasonSessionLost, nil, "", sessionLostCause(lost),
+				"Turn interrupted: the agent lost its session (gone); it is restored when the session is used again.")}, lostTail...)...)},
 		{"turn failed: the agent lost the session, prompts queued", with(running, func(v *view) { v.Queue = queued("q1") }), lost,
-			accepted(append([]effect{queueHeld(true), effInterrupt{PromptID: "p1", Reason: reasonSessionLost, Cause: sessionLostCause(lost)}}, lostTail...)...)},
+			accepted(append([]effect{queueHeld(true), interruptedTurn("p1", reasonSessionLost, nil, "", sessionLostCause(lost),
+				"Turn interrupted: the agent lost its session (gone); it is restored when the session is used again.")}, lostTail...)...)},
 		{"turn failed: the agent lost the session after a cancel", cancelRequested, lost,
 			acc(endCancelled("p1", "", true), lostTail)},
 		{"turn failed: the agent lost the session while stopping", with(running, func(v *view) { v.Stopping = true }), lost, accepted()},
@@ -57,6 +59,16 @@ func TestDecideTurnEnded(t *testing.T) {
 
 func TestDecideAgentExited(t *testing.T) {
 	exit := exitInfo{Code: -1, Signal: "killed"}
+	minus1 := -1
+	// killed: turn p1 interrupted as its agent was killed (reason), with
+	// cause; the notice says the cause, else the exit.
+	killed := func(reason string, cause causeInfo) effect {
+		notice := "Turn interrupted: the agent was stopped by a signal (killed)."
+		if cause.Message != "" {
+			notice = "Turn interrupted: " + cause.Message + "."
+		}
+		return interruptedTurn("p1", reason, &minus1, "killed", cause, notice)
+	}
 	in := agentExitedInput{Exit: exit}
 	head := []effect{effAgentGone{Exit: exit}, effAnswerPermissions{State: session.PermissionExpired}}
 	// A fresh agent starts for the prompts queued, in the slot kept.
@@ -66,7 +78,7 @@ func TestDecideAgentExited(t *testing.T) {
 	cases := perState("agent exited", in, nil, terminalStates(map[session.SessionState]decision{
 		session.SessionCreated:  idleIn(session.SessionCreated),
 		session.SessionStarting: idleIn(session.SessionStarting),
-		session.SessionRunning: accepted(append(head, effInterrupt{PromptID: "p1", Reason: "agent_exited", Exit: exit},
+		session.SessionRunning: accepted(append(head, killed("agent_exited", causeInfo{}),
 			stateChange(session.SessionRunning, session.SessionWaitingForInput))...),
 		session.SessionWaitingForInput: idle,
 	}, func(session.SessionState) decision { return accepted(head...) }))
@@ -75,10 +87,10 @@ func TestDecideAgentExited(t *testing.T) {
 		{"agent exited after a cancel", with(running, func(v *view) { v.Running = &runningView{PromptID: "p1", CancelRequested: true} }), in,
 			acc(head, endCancelled("p1", "", true), stateChange(session.SessionRunning, session.SessionWaitingForInput))},
 		{"agent exited with prompts queued", with(running, func(v *view) { v.Queue = queued("q1") }), in,
-			accepted(append(head, queueHeld(true), effInterrupt{PromptID: "p1", Reason: "agent_exited", Exit: exit},
+			accepted(append(head, queueHeld(true), killed("agent_exited", causeInfo{}),
 				stateChange(session.SessionRunning, session.SessionWaitingForInput))...)},
 		{"agent lost with prompts queued", with(running, func(v *view) { v.Queue = queued("q1") }), agentExitedInput{Exit: exit, Lost: true},
-			accepted(append(head, queueHeld(true), effInterrupt{PromptID: "p1", Reason: "executor_lost", Exit: exit},
+			accepted(append(head, queueHeld(true), killed("executor_lost", causeInfo{}),
 				stateChange(session.SessionRunning, session.SessionWaitingForInput))...)},
 		{"agent exited between turns with prompts queued", with(inState(session.SessionWaitingForInput), func(v *view) { v.Queue = queued("q1") }), in,
 			accepted(restart...)},
@@ -88,7 +100,7 @@ func TestDecideAgentExited(t *testing.T) {
 		}), in, acc(restart[:2], endCancelled("p1", "", true), restart[2])},
 		{"agent exited with a held queue", with(inState(session.SessionWaitingForInput), func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), in, idle},
 		{"agent lost with its executor host", running, agentExitedInput{Exit: exit, Lost: true},
-			accepted(append(head, effInterrupt{PromptID: "p1", Reason: "executor_lost", Exit: exit},
+			accepted(append(head, killed("executor_lost", causeInfo{}),
 				stateChange(session.SessionRunning, session.SessionWaitingForInput))...)},
 		{"agent exited while stopping", with(running, func(v *view) { v.Stopping = true }), in,
 			accepted(effAgentGone{Expected: true})},
@@ -100,7 +112,7 @@ func TestDecideAgentExited(t *testing.T) {
 	causeHead := []effect{effAgentGone{Exit: exit, Cause: damaged}, effAnswerPermissions{State: session.PermissionExpired}}
 	cases = append(cases, []decideCase{
 		{"agent lost with a damaged outbox mid-turn", running, withCause,
-			accepted(append(causeHead, effInterrupt{PromptID: "p1", Reason: "executor_lost", Exit: exit, Cause: damaged},
+			accepted(append(causeHead, killed("executor_lost", damaged),
 				stateChange(session.SessionRunning, session.SessionWaitingForInput))...)},
 		{"agent lost with a damaged outbox while idle", inState(session.SessionWaitingForInput), withCause,
 			accepted(causeHead...)},

@@ -368,7 +368,7 @@ func decideRestarted(v view, in restartedInput) decision {
 			}
 			continue
 		}
-		effs = append(effs, effInterrupt{PromptID: t.PromptID, Reason: reasonRestart, Restart: true, Running: t.State == session.TurnRunning})
+		effs = append(effs, restartInterruption(t.PromptID, t.State == session.TurnRunning))
 	}
 	for _, id := range in.Permissions {
 		effs = append(effs, record("", &session.PermissionResolvedData{RequestID: id, State: session.PermissionExpired}))
@@ -435,6 +435,17 @@ func decideTakenUp(v view, in restartedInput) decision {
 
 // reasonRestart is the interruption of a turn tetherd restarted under.
 const reasonRestart = "daemon_restart"
+
+// restartInterruption records turn promptID interrupted by the restart
+// (turn.interrupted): a turn that was running gets a notice, a queued one
+// none.
+func restartInterruption(promptID string, running bool) effect {
+	p := &session.TurnInterruptedData{State: session.TurnInterrupted, Reason: reasonRestart}
+	if running {
+		p.Notice = "Turn interrupted: tetherd restarted while it was running."
+	}
+	return record(promptID, p)
+}
 
 // executorIs records executor ex (the view's) in status.
 func executorIs(ex session.Executor, status session.ExecutorStatus) effect {

@@ -36,7 +36,7 @@ func TestDecideRestarted(t *testing.T) {
 	heldWaiting := view{State: session.SessionWaitingForInput, QueueHeld: true}
 	toWaiting := stateChange(session.SessionRunning, session.SessionWaitingForInput)
 	startedToWaiting := stateChange(session.SessionStarting, session.SessionWaitingForInput)
-	interruptP1 := effInterrupt{PromptID: "p1", Reason: reasonRestart, Restart: true, Running: true}
+	interruptP1 := interruptedTurn("p1", reasonRestart, nil, "", causeInfo{}, "Turn interrupted: tetherd restarted while it was running.")
 	expire := func(id string) effect { return resolved(id, session.PermissionExpired, "") }
 	stop, announce := stopped(restartedWhy), effPushRecovery{Always: true}
 	follow := effPushRecovery{Always: true, FollowTask: true}
@@ -76,9 +76,9 @@ func TestDecideRestarted(t *testing.T) {
 			in.Turns, in.Executor, in.Orphan = []storedTurn{running("p1")}, session.ExecutorError, true
 		}), accepted(interruptP1, toWaiting, announce)},
 		{"restarted with a turn about to start", waiting, repair(func(in *restartedInput) { in.Turns = []storedTurn{queuedT("q1")} }),
-			accepted(effInterrupt{PromptID: "q1", Reason: reasonRestart, Restart: true}, follow)},
+			accepted(interruptedTurn("q1", reasonRestart, nil, "", causeInfo{}, ""), follow)},
 		{"restarted with turns about to start", waiting, repair(func(in *restartedInput) { in.Turns = []storedTurn{queuedT("q1"), queuedT("q2")} }),
-			accepted(effInterrupt{PromptID: "q1", Reason: reasonRestart, Restart: true}, queueHeld(true), follow)},
+			accepted(interruptedTurn("q1", reasonRestart, nil, "", causeInfo{}, ""), queueHeld(true), follow)},
 		{"restarted with a queue held by an earlier restart", heldWaiting, repair(func(in *restartedInput) { in.Turns = []storedTurn{queuedT("q1"), queuedT("q2")} }),
 			accepted(follow)},
 		{"restarted idle with its agent ready", waiting, repair(func(in *restartedInput) { in.Executor, in.Orphan = session.ExecutorReady, true }),
@@ -91,7 +91,7 @@ func TestDecideRestarted(t *testing.T) {
 			accepted(stop, startedToWaiting, announce)},
 		{"restarted while its first prompt started the agent", view{State: session.SessionStarting}, repair(func(in *restartedInput) {
 			in.Turns, in.Executor = []storedTurn{queuedT("q1")}, session.ExecutorStarting
-		}), accepted(effInterrupt{PromptID: "q1", Reason: reasonRestart, Restart: true}, stop, startedToWaiting, announce)},
+		}), accepted(interruptedTurn("q1", reasonRestart, nil, "", causeInfo{}, ""), stop, startedToWaiting, announce)},
 	})
 }
 

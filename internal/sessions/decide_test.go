@@ -141,6 +141,14 @@ func endWithdrawn(id string) []effect {
 
 // lostOutcome records turn id, which the store shows running with no live
 // run, failed: its outcome was lost (no plan is pushed for it alone).
+// interruptedTurn is the record of turn id's interruption for reason,
+// with the exit code (nil: none), the cause and the notice, as decide words
+// it.
+func interruptedTurn(id, reason string, exitCode *int, signal string, cause causeInfo, notice string) effect {
+	return effRecord{Event: &session.TurnInterruptedData{EventCommon: session.EventCommon{PromptID: id}, State: session.TurnInterrupted,
+		Reason: reason, ExitCode: exitCode, ExitSignal: signal, Code: cause.Code, Message: cause.Message, Notice: notice}}
+}
+
 func lostOutcome(id string) effect {
 	return effRecord{Event: &session.TurnFailedData{EventCommon: session.EventCommon{PromptID: id}, State: session.TurnFailed,
 		Code: "store_write_failed", Message: "the turn's outcome could not be stored; see the daemon log"}}

@@ -344,7 +344,7 @@ func (agentStartedInput) isInput()        {}
 
 // decision is decide's answer: refused (Refusal, and no effects) or
 // accepted with the effects to perform, in order. The events it decides
-// are effects too (effRecord, effInterrupt), performed in their place
+// are effects too (effRecord), performed in their place
 // among the others.
 type decision struct {
 	Refusal *errcode.Error

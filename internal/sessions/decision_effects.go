@@ -23,12 +23,13 @@ import (
 //     effect's performer or by the fold of the event it goes with, never
 //     by an effect of its own.
 //
-// A few records are effects of their own still: a turn's interruption
-// (effInterrupt: its tool calls are failed in the writer's transaction,
-// and a system message says why) and a message chunk (effTakeUpdate: a
-// new message takes an id the store reserves, and the chunk is the
-// update's content), and the executor an exit or a failed start leaves
-// (effAgentGone: its record takes the time the agent was last seen). The
+// A turn's interruption is a record too (turn.interrupted, decided with
+// the system notice that says why; its fold has the write fail the
+// turn's unfinished tool calls first). A few records are effects of
+// their own still: a message chunk (effTakeUpdate: a new message takes
+// an id the store reserves, and the chunk is the update's content), and
+// the executor an exit or a failed start leaves (effAgentGone: its
+// record takes the time the agent was last seen). The
 // executor status a restart or a host's reconnect records and a tool call
 // are effRecord, built from the view (executorIs, stopExecutor) and the
 // update.
@@ -72,21 +73,6 @@ type (
 	}
 	// effStartTurn takes the head of the queue to the agent.
 	effStartTurn struct{ PromptID string }
-	// effInterrupt ends a turn as interrupted (its unfinished tool calls
-	// failed in the writer's transaction, and a system message says
-	// why). Restart: tetherd restarted under it (Running: it was on the
-	// agent, and the notice says so). Else it lost its agent, Reason: its
-	// process ended (Exit), or it lost the session it served (Cause:
-	// what it said); a turn its executor host's loss interrupted (reason
-	// executor_lost) is the one the lost agent's late output goes to,
-	// should the host come back (late.go).
-	effInterrupt struct {
-		PromptID, Reason string
-		Exit             exitInfo
-		// Cause, when set, is kept as the turn's error (code, message).
-		Cause            causeInfo
-		Restart, Running bool
-	}
 	// effAnswerPermissions answers open permission requests to the agent
 	// and records them resolved in State: RequestID with the client's
 	// answer (OptionID), else every open request of turn PromptID ("" =
@@ -285,7 +271,6 @@ const (
 func (effRecord) isEffect()            {}
 func (effAdmit) isEffect()             {}
 func (effStartTurn) isEffect()         {}
-func (effInterrupt) isEffect()         {}
 func (effAnswerPermissions) isEffect() {}
 func (effCancelAgent) isEffect()       {}
 func (effStopAgent) isEffect()         {}

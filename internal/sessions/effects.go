@@ -151,19 +151,6 @@ func (a *actor) performOne(e effect, j *job) error {
 		return a.performAdmit(e, j)
 	case effStartTurn:
 		a.startTurn(e.PromptID)
-	case effInterrupt:
-		if e.Restart {
-			a.restartInterrupt(e.PromptID, e.Running)
-			if j.repair != nil {
-				j.repair.interrupted = append(j.repair.interrupted, e.PromptID)
-			}
-			break
-		}
-		a.leaveAgent(e.PromptID)
-		a.interruptTurn(a.turns[e.PromptID], e.Reason, acp.Exit(e.Exit), e.Cause)
-		if e.Reason == reasonExecutorLost {
-			a.late = &lateRun{gen: a.gen, run: &turnRun{turn: a.turns[e.PromptID], split: true}}
-		}
 	case effAnswerPermissions:
 		if e.RequestID == "" {
 			a.closePermissions(e.PromptID, e.State)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -94,14 +93,15 @@ func (m *Manager) reconcile(ctx context.Context, keep func(sessionID string) boo
 		a := m.repairActor(as.Session, as.Executor, as.OpenTurns, &batch)
 		res.Sessions++
 		var tally repairTally
-		_ = a.perform(decide(a.view(), in), &job{repair: &tally})
+		d := decide(a.view(), in)
+		_ = a.perform(d, &job{repair: &tally})
 		if tally.attach {
 			attach = append(attach, repaired{a, as.Permissions})
 		}
 		if tally.restart {
 			restart = append(restart, repaired{a, as.Permissions})
 		}
-		for _, promptID := range tally.interrupted {
+		for _, promptID := range restartInterrupted(d) {
 			res.InterruptedTurns++
 			interrupted = append(interrupted, [2]string{a.id, promptID})
 		}
@@ -246,11 +246,23 @@ func (a *actor) takeUp(in restartedInput) {
 }
 
 // repairTally is what start-up's repair of a session leaves for after its
-// commit: to attach to the agent on its host, or start it again, and the
-// turns it interrupted.
+// commit: to attach to the agent on its host, or start it again.
 type repairTally struct {
 	attach, restart bool
-	interrupted     []string
+}
+
+// restartInterrupted is the turns start-up's repair d interrupted (its
+// turn.interrupted records), which the reconcile report counts.
+func restartInterrupted(d decision) []string {
+	var ids []string
+	for _, e := range d.Effects {
+		if r, ok := e.(effRecord); ok {
+			if p, ok := r.Event.(*session.TurnInterruptedData); ok {
+				ids = append(ids, p.PromptID)
+			}
+		}
+	}
+	return ids
 }
 
 // loaded is what an actor loads of its session.
@@ -308,23 +320,6 @@ func stopOrphan(ex session.Executor, command string) {
 		return // no such group (ESRCH): nothing left, and the pid may be reused
 	}
 	time.AfterFunc(3*time.Second, func() { _ = syscall.Kill(-ex.PID, syscall.SIGKILL) })
-}
-
-// restartInterrupt ends turn promptID as the restart interrupted it
-// (effInterrupt, Restart): unfinished tool calls fail, and a turn that was
-// running gets a system message.
-func (a *actor) restartInterrupt(promptID string, running bool) {
-	t := a.turns[promptID]
-	now := time.Now().UTC()
-	t.State, t.EndedAt, t.InterruptReason = session.TurnInterrupted, &now, "daemon_restart"
-	a.turns[promptID] = t
-	a.queue = slices.DeleteFunc(a.queue, func(q session.Turn) bool { return q.PromptID == promptID })
-	t.SessionID = a.id
-	ti := turnInterrupted{TaskID: a.sess.TaskID, Turn: t, Cause: "daemon restart"}
-	if running {
-		ti.Notice = "Turn interrupted: tetherd restarted while it was running."
-	}
-	a.change(ti)
 }
 
 // knownAuthFailure reports whether the session's last start failed because

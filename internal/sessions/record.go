@@ -53,6 +53,8 @@ func (a *actor) record(p session.EventPayload) *events.Pending {
 		a.turns[promptID] = t
 	case *session.TurnCompletedData, *session.TurnFailedData, *session.TurnCancelledData:
 		return a.endTurn(promptID, p)
+	case *session.TurnInterruptedData:
+		return a.interruptTurn(promptID, p)
 	case *session.PlanUpdatedData:
 		a.sess.Plan = p.Entries
 		// Text that follows the plan reads after it, not glued before it.

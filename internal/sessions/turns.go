@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -302,30 +303,35 @@ func exitCode(exit acp.Exit) *int {
 	return &code
 }
 
-// interruptTurn ends a turn that lost its agent: unfinished tool calls get
-// a synthetic failed result and a system message says what happened: why
-// (the cause's message) when there is one, else the exit. An agent that
-// lost its session (reason agent_session_lost) did not exit: the turn has
-// no exit code.
-func (a *actor) interruptTurn(t session.Turn, reason string, exit acp.Exit, why causeInfo) {
+// interruptTurn folds turn promptID's interruption (p, decided by
+// interruption or restartInterruption) into the actor: the turn leaves
+// the agent or the queue, and its record takes the event's reason, exit
+// and cause, and the time it is recorded at. The write fails the turn's
+// unfinished tool calls, with what the reason says cut them ("agent
+// exited", "daemon restart"), adds the notice, and writes the event from
+// that record (turnInterrupted). A turn lost with its executor host is
+// the one the agent's late output goes to, should the host come back
+// (late.go). A restart's repairs push no plan (start-up announces each
+// repaired session's) and report no workspace changes.
+func (a *actor) interruptTurn(promptID string, p *session.TurnInterruptedData) *events.Pending {
+	a.leaveAgent(promptID)
+	a.queue = slices.DeleteFunc(a.queue, func(q session.Turn) bool { return q.PromptID == promptID })
 	now := time.Now().UTC()
-	t.State = session.TurnInterrupted
-	t.EndedAt = &now
-	t.InterruptReason = reason
-	if reason != reasonSessionLost {
-		t.ExitCode, t.ExitSignal = exitCode(exit), exit.Signal
-	}
-	t.ErrorCode, t.ErrorMessage = why.Code, why.Message
-	a.turns[t.PromptID] = t
-	cause := strings.ReplaceAll(reason, "_", " ")
-	text := fmt.Sprintf("Turn interrupted: the agent %s.", exit)
-	if why.Message != "" {
-		text = "Turn interrupted: " + why.Message + "."
-	}
+	t := a.turns[promptID]
+	t.State, t.EndedAt, t.InterruptReason = session.TurnInterrupted, &now, p.Reason
+	t.ExitCode, t.ExitSignal = p.ExitCode, p.ExitSignal
+	t.ErrorCode, t.ErrorMessage = p.Code, p.Message
+	a.turns[promptID] = t
 	t.SessionID = a.id
-	a.change(turnInterrupted{TaskID: a.sess.TaskID, Turn: t, Cause: cause, Notice: text})
-	a.pushRecovery()
-	a.m.reportChanges(a.id, t.PromptID)
+	w := a.change(turnInterrupted{TaskID: a.sess.TaskID, Turn: t, Cause: strings.ReplaceAll(p.Reason, "_", " "), Notice: p.Notice})
+	if p.Reason == reasonExecutorLost {
+		a.late = &lateRun{gen: a.gen, run: &turnRun{turn: a.turns[promptID], split: true}}
+	}
+	if p.Reason != reasonRestart {
+		a.pushRecovery()
+		a.m.reportChanges(a.id, promptID)
+	}
+	return w
 }
 
 // cancel records the user's intent durably, asks the agent to stop, answers

@@ -1279,6 +1279,10 @@ export type TurnInterruptedData = EventCommon & {
      */
     code?: string;
     message?: string;
+    /**
+     * The system message (message.added, role system, just before this event) that tells the transcript why the turn was interrupted; absent when none was written (a turn still queued when tetherd restarted).
+     */
+    notice?: string;
 };
 
 export type MessageAddedData = EventCommon & {
