@@ -54,9 +54,11 @@ func decideAgentExited(v view, in agentExitedInput) decision {
 	}
 	r := v.Running
 	interrupted := r != nil && !r.CancelRequested
-	// Queued prompts were accepted and nothing was cut: a fresh agent
-	// starts for them, in the slot the one that exited held.
-	restart := !v.State.Terminal() && len(v.Queue) > 0 && !v.QueueHeld && !interrupted
+	// Queued prompts were accepted and nothing was cut, or a resume waits
+	// for an agent (the one that exited was being stopped, or had ended
+	// on its host): a fresh agent starts for them, in the slot the one
+	// that exited held.
+	restart := !v.State.Terminal() && (len(v.Queue) > 0 && !v.QueueHeld && !interrupted || v.Waiting)
 	d := accept(effAgentGone{Exit: in.Exit, Cause: in.Cause, KeepSlot: restart}, effAnswerPermissions{State: session.PermissionExpired})
 	if r != nil {
 		if r.CancelRequested {

@@ -94,6 +94,12 @@ func TestDecideAgentExited(t *testing.T) {
 				stateChange(session.SessionRunning, session.SessionWaitingForInput))...)},
 		{"agent exited between turns with prompts queued", with(inState(session.SessionWaitingForInput), func(v *view) { v.Queue = queued("q1") }), in,
 			accepted(restart...)},
+		{"agent exited while a resume waits for one", with(inState(session.SessionWaitingForInput), func(v *view) { v.Waiting = true }), in,
+			accepted(restart...)},
+		{"agent exited after a cancel while a resume waits for one", with(running, func(v *view) {
+			v.Running = &runningView{PromptID: "p1", CancelRequested: true}
+			v.Waiting = true
+		}), in, acc(restart[:2], endCancelled("p1", "", true), restart[2])},
 		{"agent exited after a cancel with prompts queued", with(running, func(v *view) {
 			v.Running = &runningView{PromptID: "p1", CancelRequested: true}
 			v.Queue = queued("q1")

@@ -39,6 +39,8 @@ type view struct {
 	// Connected: the actor holds an agent connection (ready, or still
 	// opening its ACP session).
 	Connected bool
+	// Waiting: resumes wait for an agent to be ready (effWaiters).
+	Waiting bool
 	// Hosted: the session's agent runs in an executor host, which
 	// outlives the daemon.
 	Hosted bool

@@ -16,7 +16,7 @@ import (
 func (a *actor) view() view {
 	v := view{State: a.sess.State, Stopping: a.stopping, Settling: a.settling, HasSlot: a.slot != nil, Replaying: a.replaying,
 		Reloading: a.reloading, Backoff: a.backoff,
-		Connected: a.conn != nil, Hosted: a.hosted(), StoredSession: a.exec.ResumeToken != "", HasTurns: len(a.turns) > 0,
+		Connected: a.conn != nil, Waiting: len(a.waiters) > 0, Hosted: a.hosted(), StoredSession: a.exec.ResumeToken != "", HasTurns: len(a.turns) > 0,
 		QueueHeld: a.sess.QueueHeld, QueueLimit: a.m.cfg.QueueLimit, Version: a.version,
 		OpenPermissions: len(a.perms), MaxPermissions: a.m.cfg.MaxPendingPermissions,
 		Modes: a.modes, ConfigOptions: a.configOptions, Executor: a.exec}

@@ -392,6 +392,9 @@ func (h *agentHandler) LinkChanged(up bool) {
 		if h.gen != a.gen || a.conn == nil {
 			return
 		}
+		if up && (endedOnHost(a.conn) || a.conn == a.deaf) {
+			return // its exit, not the link, says what becomes of it
+		}
 		want := session.ExecutorReconnecting
 		if up {
 			want = session.ExecutorReady

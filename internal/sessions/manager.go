@@ -174,6 +174,11 @@ type Manager struct {
 
 	mu       sync.Mutex
 	actors   map[string]*actor
+	// repairing are the sessions a reconciliation is repairing (a
+	// takeover on a running node): an actor for one waits until the
+	// repair has committed and registered its own, so that no session has
+	// two performers (reconcile.go: claimRepairs).
+	repairing map[string]chan struct{}
 	shutdown bool
 
 	// life is cancelled by Shutdown: agent starts in flight abort (and
@@ -219,7 +224,7 @@ func (m *Manager) spawn(f func()) {
 func New(st *store.Store, w EventLog, profiles Profiles, cfg Config) *Manager {
 	cfg.defaults()
 	life, cancel := context.WithCancel(context.Background())
-	return &Manager{store: st, w: w, profiles: profiles, cfg: cfg, slots: newAgentSlots(cfg.MaxAgents), actors: map[string]*actor{},
+	return &Manager{store: st, w: w, profiles: profiles, cfg: cfg, slots: newAgentSlots(cfg.MaxAgents), actors: map[string]*actor{}, repairing: map[string]chan struct{}{},
 		history: newHistoryChecks(), life: life, cancel: cancel, after: afterFunc}
 }
 
@@ -242,6 +247,15 @@ func (m *Manager) actor(ctx context.Context, id string) (*actor, error) {
 		m.mu.Unlock()
 		return a, nil
 	}
+	if wait, ok := m.repairing[id]; ok {
+		m.mu.Unlock()
+		select {
+		case <-wait:
+			return m.actor(ctx, id)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	m.mu.Unlock()
 	if own := m.cfg.Ownership; own != nil {
 		// Before it is read: what another node wrote up to its last
@@ -257,13 +271,26 @@ func (m *Manager) actor(ctx context.Context, id string) (*actor, error) {
 	if m.afterLoad != nil {
 		m.afterLoad()
 	}
-	return m.register(l)
+	a, wait, err := m.register(l, false)
+	if wait != nil {
+		// A reconciliation began repairing it while it loaded: what it
+		// read is stale; the repair's actor is the session's.
+		select {
+		case <-wait:
+			return m.actor(ctx, id)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return a, err
 }
 
 // register makes the live actor of the session l holds (unless another
 // load registered one first), whose first act is to take up what l
-// leaves open (takeUp).
-func (m *Manager) register(l loaded) (*actor, error) {
+// leaves open (takeUp). A load (repair false) of a session a
+// reconciliation is repairing registers nothing and gets the channel to
+// wait on (claimRepair).
+func (m *Manager) register(l loaded, repair bool) (*actor, <-chan struct{}, error) {
 	id := l.sess.ID
 	_, _, specErr := m.profiles.Spec(l.sess.AgentProfileID)
 	in := restartedOf(l.sess, l.exec, l.turns, l.pending, specErr == nil, true)
@@ -272,10 +299,13 @@ func (m *Manager) register(l loaded) (*actor, error) {
 	if m.shutdown {
 		// Shutdown has taken its list of actors: one registered now would
 		// never be stopped.
-		return nil, errcode.New(errcode.ServiceShuttingDown, "tetherd is shutting down")
+		return nil, nil, errcode.New(errcode.ServiceShuttingDown, "tetherd is shutting down")
 	}
 	if a, ok := m.actors[id]; ok {
-		return a, nil
+		return a, nil, nil
+	}
+	if wait, ok := m.repairing[id]; ok && !repair {
+		return nil, wait, nil
 	}
 	a := newActor(m, l.sess, l.exec, l.turns)
 	a.mb.post(func() { a.takeUp(in) }) // first: before whatever loaded it
@@ -284,7 +314,7 @@ func (m *Manager) register(l loaded) (*actor, error) {
 		a.mb.run()
 		a.stopRetry() // on the actor's goroutine: its mailbox is closed and drained
 	})
-	return a, nil
+	return a, nil, nil
 }
 
 // Prompt admits a prompt into a session (running now, or queued).

@@ -83,10 +83,16 @@ func (m *Manager) reconcile(ctx context.Context, keep func(sessionID string) boo
 			_ = m.repairActor(sess, session.Executor{}, nil, &batch).perform(d, nil)
 		}
 	}
+	var claimed []string
+	defer func() { m.releaseRepairs(claimed) }() // idempotent: on every way out
 	for _, as := range active.ToRepair {
 		if keep != nil && !keep(as.Session.ID) {
 			continue // another live node owns it
 		}
+		if !m.claimRepair(as.Session.ID) {
+			continue // a request loaded it first: its load repaired it (takeUp)
+		}
+		claimed = append(claimed, as.Session.ID)
 		_, _, specErr := m.profiles.Spec(as.Session.AgentProfileID)
 		in := restartedOf(as.Session, as.Executor, as.OpenTurns, as.Permissions, specErr == nil, false)
 		in.Repair = true // the scan found something to repair
@@ -126,6 +132,9 @@ func (m *Manager) reconcile(ctx context.Context, keep func(sessionID string) boo
 		}
 		a.mb.post(a.ensureAgent)
 	}
+	// The repairs are committed and their actors registered: actors of
+	// the other repaired sessions load what committed.
+	m.releaseRepairs(claimed)
 	for _, it := range interrupted {
 		m.reportChanges(it[0], it[1])
 	}
@@ -147,6 +156,34 @@ func (m *Manager) repairActor(sess session.Session, ex session.Executor, open []
 	a := newActor(m, sess, ex, open)
 	a.batch = batch
 	return a
+}
+
+// claimRepair marks session id as being repaired by this reconciliation,
+// unless an actor holds it already (a request on a running node loaded it
+// after this node took its lease: that load repaired it). Until
+// releaseRepairs, an actor for it waits (Manager.actor): the repair's own
+// actor, registered once its writes have committed, is the session's.
+func (m *Manager) claimRepair(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, live := m.actors[id]; live {
+		return false
+	}
+	m.repairing[id] = make(chan struct{})
+	return true
+}
+
+// releaseRepairs lets the actors waiting for the repairs of sessions ids
+// go on (claimRepair); a session released already is left alone.
+func (m *Manager) releaseRepairs(ids []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, id := range ids {
+		if ch, ok := m.repairing[id]; ok {
+			close(ch)
+			delete(m.repairing, id)
+		}
+	}
 }
 
 // startupRepair is every session's start-up repair, committed in one
@@ -189,7 +226,8 @@ func (m *Manager) registerRepaired(ctx context.Context, r repaired) (*actor, err
 	if l.turns, err = m.store.ListTurns(ctx, r.a.id); err != nil {
 		return nil, err
 	}
-	return m.register(l)
+	a, _, err := m.register(l, true)
+	return a, err
 }
 
 // restartedOf is what decideRestarted needs to know of a session, from
