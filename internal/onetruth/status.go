@@ -105,8 +105,8 @@ func (f *facts) statusView() map[string]any {
 // servedStatus is the members of status st the log determines
 // (statusView).
 func servedStatus(st map[string]any) map[string]any {
-	out := map[string]any{}
-	for _, k := range []string{"state", "contextLost", "executorStatus", "runtime", "agentExecutionId", "worktreePath", "worktreeBranch"} {
+	out := newFacts().statusView() // its members, the only list of them
+	for k := range out {
 		out[k] = st[k]
 	}
 	return out

@@ -392,8 +392,8 @@ func (h *agentHandler) LinkChanged(up bool) {
 		if h.gen != a.gen || a.conn == nil {
 			return
 		}
-		if up && (endedOnHost(a.conn) || a.conn == a.deaf) {
-			return // its exit, not the link, says what becomes of it
+		if up && a.agentLeaving() {
+			return
 		}
 		want := session.ExecutorReconnecting
 		if up {

@@ -172,14 +172,14 @@ type Manager struct {
 	// slots counts live agent processes against the caps.
 	slots *agentSlots
 
-	mu       sync.Mutex
-	actors   map[string]*actor
+	mu     sync.Mutex
+	actors map[string]*actor
 	// repairing are the sessions a reconciliation is repairing (a
 	// takeover on a running node): an actor for one waits until the
 	// repair has committed and registered its own, so that no session has
-	// two performers (reconcile.go: claimRepairs).
+	// two performers (reconcile.go: claimRepair).
 	repairing map[string]chan struct{}
-	shutdown bool
+	shutdown  bool
 
 	// life is cancelled by Shutdown: agent starts in flight abort (and
 	// stop their process).

@@ -164,8 +164,13 @@ func (a *actor) emitOptions() {
 
 // ready reports whether the agent can take an ACP call now.
 func (a *actor) ready() bool {
-	return a.conn != nil && !a.starting && a.acpID != "" && !endedOnHost(a.conn) && a.conn != a.deaf
+	return a.conn != nil && !a.starting && a.acpID != "" && !a.agentLeaving()
 }
+
+// agentLeaving reports whether the actor's agent is on its way out: its
+// host reported it ended, or it is being stopped for ignoring a cancel
+// (a.deaf). Its exit, not a link or a start, says what becomes of it.
+func (a *actor) agentLeaving() bool { return endedOnHost(a.conn) || a.conn == a.deaf }
 
 // optionChange is one mode or config option change, in the steps
 // changeOption runs: decide (check, and apply now or store) on the actor,
