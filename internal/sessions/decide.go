@@ -86,12 +86,13 @@ func decide(v view, in input) decision {
 
 func accept(effs ...effect) decision { return decision{Effects: effs} }
 
-// nextAgain and ensureAgain decide again, once the effects before them
-// are performed, what runs next, and whether an agent must start.
-var (
-	nextAgain   effect = effDecide{In: nextInput{}}
-	ensureAgain effect = effDecide{In: ensureAgentInput{}}
-)
+// then has the actor decide ins, in order, once d's effects are
+// performed, on the state they leave: what runs next (nextInput), and
+// whether an agent must start (ensureAgentInput).
+func (d decision) then(ins ...input) decision {
+	d.Then = append(d.Then, ins...)
+	return d
+}
 
 func refuse(e *errcode.Error) decision { return decision{Refusal: e} }
 
@@ -284,8 +285,7 @@ func decideWithdraw(v view, c withdrawCmd) decision {
 	if len(v.Queue) == 1 && v.QueueHeld {
 		d.Effects = append(d.Effects, holdQueue(false), effPushRecovery{})
 	}
-	d.Effects = append(d.Effects, nextAgain)
-	return d
+	return d.then(nextInput{})
 }
 
 // checkMode holds a mode choice to the modes the agent announced; a
@@ -357,5 +357,5 @@ func decideResume(v view) decision {
 	if v.Agent == agentReady {
 		return accept(effWaiters{Ready: true})
 	}
-	return accept(effWaiters{Reserve: v.needsSlot()}, ensureAgain)
+	return accept(effWaiters{Reserve: v.needsSlot()}).then(ensureAgentInput{})
 }

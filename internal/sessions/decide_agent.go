@@ -41,7 +41,7 @@ func decideTurnEnded(v view, in turnEndedInput) decision {
 	// The end's fold notes the agent seen now, if it is ready.
 	d := accept(endTurn(in.PromptID, end)...)
 	return accept(append(d.Effects, effAnswerPermissions{PromptID: in.PromptID, State: session.PermissionCancelled},
-		nextAgain, effIdleClock{})...)
+		effIdleClock{})...).then(nextInput{})
 }
 
 // decideAgentExited handles the agent process ending, expected or not.
@@ -84,7 +84,7 @@ func decideAgentExited(v view, in agentExitedInput) decision {
 		}
 	}
 	if restart {
-		return accept(append(d.Effects, ensureAgain)...)
+		return d.then(ensureAgentInput{})
 	}
 	return accept(append(d.Effects, moveTo(v.State, session.SessionWaitingForInput)...)...)
 }
@@ -195,10 +195,10 @@ func decideAdmitted(v view, in admittedInput) decision {
 	if in.Err == nil {
 		for _, q := range v.Queue {
 			if q.PromptID == in.PromptID {
-				return accept(settle, ensureAgain, nextAgain)
+				return accept(settle).then(ensureAgentInput{}, nextInput{})
 			}
 		}
-		return accept(settle, nextAgain)
+		return accept(settle).then(nextInput{})
 	}
 	left := 0
 	for _, q := range v.Queue {
@@ -207,7 +207,7 @@ func decideAdmitted(v view, in admittedInput) decision {
 		}
 	}
 	// The write that released a held queue failed whole: held again.
-	return accept(effSettleAdmission{PromptID: in.PromptID, Err: in.Err, Rehold: t.ReleasedHold && left > 0}, nextAgain)
+	return accept(effSettleAdmission{PromptID: in.PromptID, Err: in.Err, Rehold: t.ReleasedHold && left > 0}).then(nextInput{})
 }
 
 // idle: the agent has nothing to do: no turn running or queued, no

@@ -15,8 +15,7 @@ import (
 func TestDecideTurnEnded(t *testing.T) {
 	in := turnEndedInput{PromptID: "p1", StopReason: "end_turn"}
 	ended := func(end []effect) decision {
-		return acc(end, effAnswerPermissions{PromptID: "p1", State: session.PermissionCancelled},
-			nextAgain, effIdleClock{})
+		return acc(end, effAnswerPermissions{PromptID: "p1", State: session.PermissionCancelled}, effIdleClock{}).then(nextInput{})
 	}
 	// Only a running turn ends; anywhere else the answer is stale.
 	cases := perState("turn ended", in, nil, terminalStates(map[session.SessionState]decision{
@@ -52,7 +51,7 @@ func TestDecideTurnEnded(t *testing.T) {
 		{"turn ended while stopping", with(running, func(v *view) { v.Stopping = true }), in, accepted()},
 		{"turn ended on an agent already gone", with(running, func(v *view) { v.Agent, v.Connected = agentNone, false }), in,
 			acc(endCompleted("p1", "end_turn"),
-				effAnswerPermissions{PromptID: "p1", State: session.PermissionCancelled}, nextAgain, effIdleClock{})},
+				effAnswerPermissions{PromptID: "p1", State: session.PermissionCancelled}, effIdleClock{}).then(nextInput{})},
 	}...)
 	runDecideCases(t, cases)
 }
@@ -72,7 +71,7 @@ func TestDecideAgentExited(t *testing.T) {
 	in := agentExitedInput{Exit: exit}
 	head := []effect{effAgentGone{Exit: exit}, effAnswerPermissions{State: session.PermissionExpired}}
 	// A fresh agent starts for the prompts queued, in the slot kept.
-	restart := []effect{effAgentGone{Exit: exit, KeepSlot: true}, effAnswerPermissions{State: session.PermissionExpired}, ensureAgain}
+	restart := accepted(effAgentGone{Exit: exit, KeepSlot: true}, effAnswerPermissions{State: session.PermissionExpired}).then(ensureAgentInput{})
 	idleIn := func(s session.SessionState) decision { return acc(head, toWaiting(s)) }
 	idle := idleIn(session.SessionWaitingForInput)
 	cases := perState("agent exited", in, nil, terminalStates(map[session.SessionState]decision{
@@ -93,17 +92,17 @@ func TestDecideAgentExited(t *testing.T) {
 			accepted(append(head, queueHeld(true), killed("executor_lost", causeInfo{}),
 				stateChange(session.SessionRunning, session.SessionWaitingForInput))...)},
 		{"agent exited between turns with prompts queued", with(inState(session.SessionWaitingForInput), func(v *view) { v.Queue = queued("q1") }), in,
-			accepted(restart...)},
+			restart},
 		{"agent exited while a resume waits for one", with(inState(session.SessionWaitingForInput), func(v *view) { v.Waiting = true }), in,
-			accepted(restart...)},
+			restart},
 		{"agent exited after a cancel while a resume waits for one", with(running, func(v *view) {
 			v.Running = &runningView{PromptID: "p1", CancelRequested: true}
 			v.Waiting = true
-		}), in, acc(restart[:2], endCancelled("p1", "", true), restart[2])},
+		}), in, acc(restart.Effects, endCancelled("p1", "", true)).then(ensureAgentInput{})},
 		{"agent exited after a cancel with prompts queued", with(running, func(v *view) {
 			v.Running = &runningView{PromptID: "p1", CancelRequested: true}
 			v.Queue = queued("q1")
-		}), in, acc(restart[:2], endCancelled("p1", "", true), restart[2])},
+		}), in, acc(restart.Effects, endCancelled("p1", "", true)).then(ensureAgentInput{})},
 		{"agent exited with a held queue", with(inState(session.SessionWaitingForInput), func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), in, idle},
 		{"agent lost with its executor host", running, agentExitedInput{Exit: exit, Lost: true},
 			accepted(append(head, killed("executor_lost", causeInfo{}),
@@ -192,11 +191,11 @@ func TestDecideAdmitted(t *testing.T) {
 		v.Turn = &turnView{PromptID: "q1", State: session.TurnQueued, Admitting: true}
 	}
 	settle := effSettleAdmission{PromptID: "q1"}
-	ok := accepted(settle, ensureAgain, nextAgain)
+	ok := accepted(settle).then(ensureAgentInput{}, nextInput{})
 	cases := perState("admitted", admittedInput{PromptID: "q1"}, admitting, terminalStates(map[session.SessionState]decision{
 		session.SessionCreated: ok, session.SessionStarting: ok, session.SessionRunning: ok, session.SessionWaitingForInput: ok,
 	}, func(session.SessionState) decision { return ok }))
-	unadmit := accepted(effSettleAdmission{PromptID: "q1", Err: failure}, nextAgain)
+	unadmit := accepted(effSettleAdmission{PromptID: "q1", Err: failure}).then(nextInput{})
 	cases = append(cases, perState("admission failed", admittedInput{PromptID: "q1", Err: failure}, admitting, terminalStates(map[session.SessionState]decision{
 		session.SessionCreated: unadmit, session.SessionStarting: unadmit, session.SessionRunning: unadmit, session.SessionWaitingForInput: unadmit,
 	}, func(session.SessionState) decision { return unadmit }))...)
@@ -205,13 +204,13 @@ func TestDecideAdmitted(t *testing.T) {
 		{"admitted twice", with(waiting, func(v *view) { v.Turn.Admitting = false }), admittedInput{PromptID: "q1"}, accepted()},
 		{"admitted unknown", inState(session.SessionWaitingForInput), admittedInput{PromptID: "q1"}, accepted()},
 		{"admitted as a turn of the log", waiting, admittedInput{PromptID: "q1", Seq: 4},
-			accepted(effSettleAdmission{PromptID: "q1", Seq: 4}, ensureAgain, nextAgain)},
+			accepted(effSettleAdmission{PromptID: "q1", Seq: 4}).then(ensureAgentInput{}, nextInput{})},
 		{"admitted after a cancel ended it", with(waiting, func(v *view) { v.Queue = nil }), admittedInput{PromptID: "q1"},
-			accepted(settle, nextAgain)},
+			accepted(settle).then(nextInput{})},
 		{"admission failed that released a hold", with(waiting, func(v *view) {
 			v.Queue = []queuedView{{PromptID: "q1", Admitting: true}, {PromptID: "h1"}}
 			v.Turn.ReleasedHold = true
-		}), admittedInput{PromptID: "q1", Err: failure}, accepted(effSettleAdmission{PromptID: "q1", Err: failure, Rehold: true}, nextAgain)},
+		}), admittedInput{PromptID: "q1", Err: failure}, accepted(effSettleAdmission{PromptID: "q1", Err: failure, Rehold: true}).then(nextInput{})},
 		{"admission failed that released a hold now empty", with(waiting, func(v *view) { v.Turn.ReleasedHold = true }),
 			admittedInput{PromptID: "q1", Err: failure}, unadmit},
 	}...)

@@ -147,7 +147,7 @@ func decideStartSucceeded(in startSucceededInput) decision {
 	if in.Resumed.Strategy == session.StrategyNativeLoad && in.Replayed == 0 && in.HadHistory {
 		return accept(effAwaitReplay{Resumed: in.Resumed, Gen: in.Gen, Inject: in.Inject})
 	}
-	return accept(started(in.Resumed)...)
+	return started(in.Resumed)
 }
 
 // decideReplaySettled decides, after the grace period, whether a load
@@ -164,17 +164,17 @@ func decideReplaySettled(v view, in replaySettledInput) decision {
 			r.Strategy = session.StrategyHistoryInjection
 		}
 	}
-	return accept(started(r)...) // session.resumed ends the settle
+	return started(r) // session.resumed ends the settle
 }
 
 // started announces the restore outcome, releases resume waiters and runs
 // what was queued.
-func started(r resumedInfo) []effect {
+func started(r resumedInfo) decision {
 	var effs []effect
 	if r.Strategy != "" {
 		effs = append(effs, record("", &session.SessionResumedData{Strategy: r.Strategy, ContextRestored: r.ContextRestored, FallbackReason: r.Fallback}))
 	}
-	return append(effs, effWaiters{Notify: true}, nextAgain, effPushRecovery{}, effIdleClock{})
+	return accept(append(effs, effWaiters{Notify: true}, effPushRecovery{}, effIdleClock{})...).then(nextInput{})
 }
 
 // decideWriteFailed: a failed write is never silent, and the actor then
@@ -248,7 +248,7 @@ func decideReloaded(v view, in reloadedInput) decision {
 	if len(repairs) > 0 {
 		d.Effects = append(d.Effects, effPushRecovery{})
 	}
-	return accept(append(d.Effects, nextAgain)...)
+	return d.then(nextInput{})
 }
 
 // storeLacks is what the log lacks of a session against what is live, as
@@ -394,7 +394,7 @@ func decideHostedTakenUp(v view, in restartedInput) decision {
 		if in.Load {
 			return accept(append(stopExecutor(v.Executor, "", false), announce)...)
 		}
-		return accept(append(stopExecutor(v.Executor, restartedWhy, false), ensureAgain, announce)...)
+		return accept(append(stopExecutor(v.Executor, restartedWhy, false), announce)...).then(ensureAgentInput{})
 	}
 	if in.Load && in.Executor == session.ExecutorReconnecting {
 		// Start-up left it reconnecting and announced its plan: the load

@@ -51,7 +51,7 @@ func TestDecideRestarted(t *testing.T) {
 		{"restarted while a hosted agent started, its first prompt queued", view{State: session.SessionStarting}, repair(func(in *restartedInput) {
 			in.Executor, in.Hosted = session.ExecutorStarting, true
 			in.Turns = []storedTurn{queuedT("q1")}
-		}), accepted(stop, ensureAgain, announce)},
+		}), accepted(stop, announce).then(ensureAgentInput{})},
 		{"restarted waiting for input, hosted", waiting, repair(func(in *restartedInput) {
 			in.Executor, in.Hosted = session.ExecutorReconnecting, true
 		}), accepted(reconnecting, effStartAgent{How: startAttach}, announce)},
@@ -138,7 +138,7 @@ func TestDecideReloaded(t *testing.T) {
 	reloaded := func(s session.SessionState, turns ...storedTurn) reloadedInput {
 		return reloadedInput{State: s, Turns: turns}
 	}
-	agrees := accepted(effReload{}, nextAgain)
+	agrees := accepted(effReload{}).then(nextInput{})
 	// The store agrees with the typical session of each state.
 	var cases []decideCase
 	for _, s := range allStates {
@@ -162,70 +162,70 @@ func TestDecideReloaded(t *testing.T) {
 	}
 	allowed := &permissionEnd{State: session.PermissionSelected, OptionID: "ok"}
 	expired := permissionEnd{State: session.PermissionExpired}
-	lostTurn := accepted(effReload{}, lostOutcome("p1"), stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}, nextAgain)
+	lostTurn := accepted(effReload{}, lostOutcome("p1"), stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}).then(nextInput{})
 	cases = append(cases, []decideCase{
 		{"reloaded after a turn's end was lost", idle, reloaded(session.SessionRunning, done, p1Running), lostTurn},
 		{"reloaded after a turn's end was lost, the state stored", idle, reloaded(session.SessionWaitingForInput, done, p1Running),
-			accepted(effReload{}, lostOutcome("p1"), effPushRecovery{}, nextAgain)},
+			accepted(effReload{}, lostOutcome("p1"), effPushRecovery{}).then(nextInput{})},
 		// Every reload tries every repair again: the backoff between
 		// reloads (decideWriteFailed) is what keeps it from looping.
 		{"reloaded after the repairs' writes failed", backedOff(idle, time.Second), reloaded(session.SessionRunning, done, p1Running), lostTurn},
 		{"reloaded after two turns' ends were lost", idle,
 			reloaded(session.SessionWaitingForInput, stored("p1", session.TurnRunning), stored("p2", session.TurnRunning)),
-			accepted(effReload{}, lostOutcome("p1"), lostOutcome("p2"), effPushRecovery{}, nextAgain)},
+			accepted(effReload{}, lostOutcome("p1"), lostOutcome("p2"), effPushRecovery{}).then(nextInput{})},
 		{"reloaded with only the session state lost", idle, reloaded(session.SessionRunning, done),
-			accepted(effReload{}, stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}, nextAgain)},
+			accepted(effReload{}, stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}).then(nextInput{})},
 		{"reloaded with only the session state lost, turns queued", idle, reloaded(session.SessionRunning, done, stored("q1", session.TurnQueued)),
-			accepted(effReload{Queue: []string{"q1"}}, stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}, nextAgain)},
+			accepted(effReload{Queue: []string{"q1"}}, stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}).then(nextInput{})},
 		{"reloaded mid-turn, the state stored RUNNING", running, reloaded(session.SessionRunning, done, p1Running), agrees},
 		{"reloaded mid-turn, the turn stored queued", running, reloaded(session.SessionWaitingForInput, done, stored("p1", session.TurnQueued)), agrees},
 		{"reloaded mid-turn with an older turn lost", running, reloaded(session.SessionRunning, stored("p0", session.TurnRunning), p1Running),
-			accepted(effReload{}, lostOutcome("p0"), effPushRecovery{}, nextAgain)},
+			accepted(effReload{}, lostOutcome("p0"), effPushRecovery{}).then(nextInput{})},
 		{"reloaded with turns queued", with(running, func(v *view) { v.Queue = queued("q1", "q2") }),
 			reloaded(session.SessionRunning, done, p1Running, stored("q1", session.TurnQueued), stored("q2", session.TurnQueued)),
-			accepted(effReload{Queue: []string{"q1", "q2"}}, nextAgain)},
+			accepted(effReload{Queue: []string{"q1", "q2"}}).then(nextInput{})},
 		{"reloaded with a queued turn the actor had ended", idle,
 			reloaded(session.SessionWaitingForInput, done, stored("q1", session.TurnQueued)),
-			accepted(effReload{Queue: []string{"q1"}}, nextAgain)},
+			accepted(effReload{Queue: []string{"q1"}}).then(nextInput{})},
 		{"reloaded with a queued turn whose end was stored", with(idle, func(v *view) { v.Queue = queued("q1") }),
 			reloaded(session.SessionWaitingForInput, done, stored("q1", session.TurnCancelled)), agrees},
 		{"reloaded with turns being admitted", with(running, func(v *view) { v.Queue = queued("q1"); admitting("q3", "q2")(v) }),
 			reloaded(session.SessionRunning, done, p1Running, stored("q1", session.TurnQueued)),
-			accepted(effReload{Queue: []string{"q1", "q3", "q2"}}, nextAgain)},
+			accepted(effReload{Queue: []string{"q1", "q3", "q2"}}).then(nextInput{})},
 		{"reloaded with a turn being admitted the store holds", with(running, admitting("q1")),
 			reloaded(session.SessionRunning, done, p1Running, stored("q1", session.TurnQueued), stored("q2", session.TurnQueued)),
-			accepted(effReload{Queue: []string{"q1", "q2"}}, nextAgain)},
+			accepted(effReload{Queue: []string{"q1", "q2"}}).then(nextInput{})},
 		{"reloaded with nothing stored but a turn being admitted", with(inState(session.SessionCreated), admitting("q1")),
-			reloaded(session.SessionCreated), accepted(effReload{Queue: []string{"q1"}}, nextAgain)},
+			reloaded(session.SessionCreated), accepted(effReload{Queue: []string{"q1"}}).then(nextInput{})},
 		{"reloaded after a close", inState(session.SessionCompleted), reloaded(session.SessionCompleted, done, p1Running),
-			accepted(effReload{}, lostOutcome("p1"), effPushRecovery{}, nextAgain)},
+			accepted(effReload{}, lostOutcome("p1"), effPushRecovery{}).then(nextInput{})},
 		{"reloaded after a close, a queued turn's cancel refused", inState(session.SessionCompleted),
 			reloaded(session.SessionCompleted, done, stored("q1", session.TurnQueued)),
-			acc(effReload{}, endCancelled("q1", "", true), effPushRecovery{}, nextAgain)},
+			acc(effReload{}, endCancelled("q1", "", true), effPushRecovery{}).then(nextInput{})},
 		{"reloaded after a close whose state was refused", inState(session.SessionCompleted), reloaded(session.SessionWaitingForInput, done),
-			accepted(effReload{}, stateChange(session.SessionWaitingForInput, session.SessionCompleted), effPushRecovery{}, nextAgain)},
+			accepted(effReload{}, stateChange(session.SessionWaitingForInput, session.SessionCompleted), effPushRecovery{}).then(nextInput{})},
 		{"reloaded after a close whose state was refused, RUNNING stored", inState(session.SessionCompleted), reloaded(session.SessionRunning, done),
-			accepted(effReload{}, stateChange(session.SessionRunning, session.SessionCompleted), effPushRecovery{}, nextAgain)},
+			accepted(effReload{}, stateChange(session.SessionRunning, session.SessionCompleted), effPushRecovery{}).then(nextInput{})},
 		{"reloaded after a close, a permission's cancel refused", inState(session.SessionCompleted),
 			pending(reloaded(session.SessionCompleted, done), storedPermission{ID: "perm1"}),
-			accepted(effReload{}, resolved("perm1", session.PermissionCancelled, ""), effPushRecovery{}, nextAgain)},
+			accepted(effReload{}, resolved("perm1", session.PermissionCancelled, ""), effPushRecovery{}).then(nextInput{})},
 		{"reloaded after the executor's status was refused", idle, reloadedInput{State: session.SessionWaitingForInput, Turns: []storedTurn{done}, ExecutorLacks: true},
-			accepted(effReload{Executor: true}, nextAgain)},
+			accepted(effReload{Executor: true}).then(nextInput{})},
 		{"reloaded after a turn's end and the executor's status were refused", idle,
 			reloadedInput{State: session.SessionRunning, Turns: []storedTurn{done, p1Running}, ExecutorLacks: true},
-			accepted(effReload{Executor: true}, lostOutcome("p1"), stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}, nextAgain)},
+			accepted(effReload{Executor: true}, lostOutcome("p1"), stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}).then(nextInput{})},
 		{"reloaded with a permission the agent waits on", running,
 			pending(reloaded(session.SessionRunning, done, p1Running), storedPermission{ID: "perm1", Live: true}), agrees},
 		{"reloaded after a permission's expiry was lost", idle,
 			pending(reloaded(session.SessionWaitingForInput, done), storedPermission{ID: "perm1"}),
-			accepted(effReload{}, resolved("perm1", expired.State, ""), effPushRecovery{}, nextAgain)},
+			accepted(effReload{}, resolved("perm1", expired.State, ""), effPushRecovery{}).then(nextInput{})},
 		{"reloaded after a permission's answer was lost", running,
 			pending(reloaded(session.SessionRunning, done, p1Running), storedPermission{ID: "perm1", End: allowed}, storedPermission{ID: "perm2", Live: true}),
-			accepted(effReload{}, resolved("perm1", allowed.State, allowed.OptionID), effPushRecovery{}, nextAgain)},
+			accepted(effReload{}, resolved("perm1", allowed.State, allowed.OptionID), effPushRecovery{}).then(nextInput{})},
 		{"reloaded after a turn's end and its permissions' were lost", idle,
 			pending(reloaded(session.SessionRunning, done, p1Running), storedPermission{ID: "perm1", End: &permissionEnd{State: session.PermissionCancelled}}),
 			accepted(effReload{}, lostOutcome("p1"), resolved("perm1", session.PermissionCancelled, ""),
-				stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}, nextAgain)},
+				stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}).then(nextInput{})},
 	}...)
 	runDecideCases(t, cases)
 }
@@ -323,41 +323,41 @@ func TestDecideStartFailed(t *testing.T) {
 
 func TestDecideStartSucceeded(t *testing.T) {
 	starting := inState(session.SessionStarting)
-	run := []effect{effWaiters{Notify: true}, nextAgain, effPushRecovery{}, effIdleClock{}}
+	run := []effect{effWaiters{Notify: true}, effPushRecovery{}, effIdleClock{}}
 	load := resumedInfo{Strategy: session.StrategyNativeLoad, ContextRestored: true}
 	resume := resumedInfo{Strategy: session.StrategyNativeResume, ContextRestored: true}
 	fresh := resumedInfo{Strategy: session.StrategyFresh, Fallback: "unsupported"}
 	runDecideCases(t, []decideCase{
-		{"started first", starting, startSucceededInput{}, accepted(run...)},
+		{"started first", starting, startSucceededInput{}, accepted(run...).then(nextInput{})},
 		{"started by a native resume", starting, startSucceededInput{Resumed: resume, HadHistory: true},
-			accepted(append([]effect{resumedAs(resume)}, run...)...)},
+			accepted(append([]effect{resumedAs(resume)}, run...)...).then(nextInput{})},
 		{"started by a load that replayed", starting, startSucceededInput{Resumed: load, HadHistory: true, Replayed: 4},
-			accepted(append([]effect{resumedAs(load)}, run...)...)},
+			accepted(append([]effect{resumedAs(load)}, run...)...).then(nextInput{})},
 		{"started by a load that replayed nothing yet", starting, startSucceededInput{Resumed: load, HadHistory: true},
 			accepted(effAwaitReplay{Resumed: load})},
 		{"started by a load that replayed nothing yet, history injectable", starting,
 			startSucceededInput{Resumed: load, HadHistory: true, Gen: 3, Inject: true},
 			accepted(effAwaitReplay{Resumed: load, Gen: 3, Inject: true})},
 		{"started by a load of a session without history", starting, startSucceededInput{Resumed: load},
-			accepted(append([]effect{resumedAs(load)}, run...)...)},
+			accepted(append([]effect{resumedAs(load)}, run...)...).then(nextInput{})},
 		{"started fresh after a fallback", starting, startSucceededInput{Resumed: fresh, HadHistory: true},
-			accepted(append([]effect{resumedAs(fresh)}, run...)...)},
+			accepted(append([]effect{resumedAs(fresh)}, run...)...).then(nextInput{})},
 	})
 }
 
 func TestDecideReplaySettled(t *testing.T) {
 	settling := with(inState(session.SessionStarting), func(v *view) { v.Settling = true })
-	run := []effect{effWaiters{Notify: true}, nextAgain, effPushRecovery{}, effIdleClock{}}
+	run := []effect{effWaiters{Notify: true}, effPushRecovery{}, effIdleClock{}}
 	load := resumedInfo{Strategy: session.StrategyNativeLoad, ContextRestored: true}
 	lost := resumedInfo{Strategy: session.StrategyFresh, Fallback: "empty_replay"}
 	injected := resumedInfo{Strategy: session.StrategyHistoryInjection, Fallback: "empty_replay"}
 	runDecideCases(t, []decideCase{
 		{"replay settled late", settling, replaySettledInput{Resumed: load, Current: true, Replayed: 3},
-			accepted(append([]effect{resumedAs(load)}, run...)...)},
+			accepted(append([]effect{resumedAs(load)}, run...)...).then(nextInput{})},
 		{"replay settled empty", settling, replaySettledInput{Resumed: load, Current: true},
-			accepted(append([]effect{resumedAs(lost)}, run...)...)},
+			accepted(append([]effect{resumedAs(lost)}, run...)...).then(nextInput{})},
 		{"replay settled empty with history injection", settling, replaySettledInput{Resumed: load, Current: true, Inject: true},
-			accepted(append([]effect{resumedAs(injected)}, run...)...)},
+			accepted(append([]effect{resumedAs(injected)}, run...)...).then(nextInput{})},
 		{"replay settled for a previous agent", settling, replaySettledInput{Resumed: load}, accepted()},
 		{"replay settled after the settle ended", inState(session.SessionStarting), replaySettledInput{Resumed: load, Current: true}, accepted()},
 	})

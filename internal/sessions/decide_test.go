@@ -252,6 +252,9 @@ func checkDecision(t *testing.T, got, want decision) {
 	if !reflect.DeepEqual(got.Effects, want.Effects) {
 		t.Fatalf("got effects\n\t%#v\nwant\n\t%#v", got.Effects, want.Effects)
 	}
+	if !reflect.DeepEqual(got.Then, want.Then) {
+		t.Fatalf("got then %#v, want %#v", got.Then, want.Then)
+	}
 	if !reflect.DeepEqual(got.Cancel, want.Cancel) {
 		t.Fatalf("got cancel %+v, want %+v", got.Cancel, want.Cancel)
 	}
@@ -409,7 +412,7 @@ func TestDecideContinue(t *testing.T) {
 func TestDecideWithdraw(t *testing.T) {
 	in := withdrawCmd{PromptID: "q2"}
 	withdrawn := endWithdrawn("q2")
-	ok := acc(withdrawn, nextAgain)
+	ok := acc(withdrawn).then(nextInput{})
 	queuedQ2 := func(v *view) {
 		if !v.State.Terminal() {
 			v.Queue = queued("q1", "q2")
@@ -438,7 +441,7 @@ func TestDecideWithdraw(t *testing.T) {
 		{"withdraw the last of a held queue", with(waiting, func(v *view) {
 			v.Queue, v.QueueHeld = queued("q2"), true
 			v.Turn = &turnView{PromptID: "q2", State: session.TurnQueued}
-		}), in, acc(withdrawn, queueHeld(false), effPushRecovery{}, nextAgain)},
+		}), in, acc(withdrawn, queueHeld(false), effPushRecovery{}).then(nextInput{})},
 		{"withdraw one of a held queue", with(waiting, func(v *view) {
 			queuedQ2(v)
 			v.QueueHeld = true
@@ -529,15 +532,15 @@ func TestDecideAnswerPermission(t *testing.T) {
 func TestDecideResume(t *testing.T) {
 	in := resumeCmd{}
 	cases := perState("resume", in, nil, terminalStates(map[session.SessionState]decision{
-		session.SessionCreated:         accepted(effWaiters{Reserve: true}, ensureAgain),
-		session.SessionStarting:        accepted(effWaiters{}, ensureAgain), // shares the start in progress
+		session.SessionCreated:         accepted(effWaiters{Reserve: true}).then(ensureAgentInput{}),
+		session.SessionStarting:        accepted(effWaiters{}).then(ensureAgentInput{}), // shares the start in progress
 		session.SessionRunning:         accepted(effWaiters{Ready: true}),
 		session.SessionWaitingForInput: accepted(effWaiters{Ready: true}),
 	}, terminalRefusal))
 	waiting := inState(session.SessionWaitingForInput)
 	cases = append(cases, []decideCase{
 		{"resume after an idle stop", with(waiting, func(v *view) { v.Agent, v.HasSlot, v.Connected = agentNone, false, false }), in,
-			accepted(effWaiters{Reserve: true}, ensureAgain)},
+			accepted(effWaiters{Reserve: true}).then(ensureAgentInput{})},
 		{"resume while stopping", with(waiting, func(v *view) { v.Stopping = true }), in, terminalRefusal(session.SessionWaitingForInput)},
 	}...)
 	runDecideCases(t, cases)

@@ -351,6 +351,10 @@ func (agentStartedInput) isInput()        {}
 type decision struct {
 	Refusal *errcode.Error
 	Effects []effect
+	// Then are decided, in order, once Effects are performed, on the
+	// state they leave (decision.then): a decision's follow-up is another
+	// decision, not an effect.
+	Then []input
 	// Cancel is what a cancel reports.
 	Cancel CancelResult
 }

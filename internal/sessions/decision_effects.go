@@ -116,11 +116,6 @@ type (
 		Reserve, Ready, Notify bool
 		Err                    error
 	}
-	// effDecide decides In again on the state the effects before it left
-	// (nextInput: what runs next; ensureAgentInput: an agent is started,
-	// or restarted once start-up's repairs are committed, unless one
-	// runs or starts).
-	effDecide struct{ In input }
 	// effIdleClock restarts the idle clock: the whole idle timeout (Left
 	// 0), or a look again after Left (Busy: the agent has work, so its
 	// idle time starts over now).
@@ -277,7 +272,6 @@ func (effStopAgent) isEffect()         {}
 func (effPushRecovery) isEffect()      {}
 func (effAgentGone) isEffect()         {}
 func (effWaiters) isEffect()           {}
-func (effDecide) isEffect()            {}
 func (effIdleClock) isEffect()         {}
 func (effSetOption) isEffect()         {}
 func (effAskPermission) isEffect()     {}

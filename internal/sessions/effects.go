@@ -138,6 +138,9 @@ func (a *actor) perform(d decision, j *job) error {
 			return err
 		}
 	}
+	for _, in := range d.Then {
+		a.decideAgain(in, j)
+	}
 	return nil
 }
 
@@ -177,8 +180,6 @@ func (a *actor) performOne(e effect, j *job) error {
 		a.agentGone(e)
 	case effWaiters:
 		return a.performWaiters(e, j)
-	case effDecide:
-		a.decideAgain(e.In, j)
 	case effIdleClock:
 		if e.Left == 0 {
 			a.armIdle()
@@ -212,8 +213,8 @@ func (a *actor) performOne(e effect, j *job) error {
 	return nil
 }
 
-// decideAgain decides in again on the state the effects before left
-// (effDecide), and performs it. At start-up, an agent to start is
+// decideAgain decides in on the state a decision's effects left
+// (decision.Then), and performs it. At start-up, an agent to start is
 // started once the repairs are committed.
 func (a *actor) decideAgain(in input, j *job) {
 	switch in.(type) {

@@ -136,7 +136,7 @@ func TestDetachedRestartInterruptsNothing(t *testing.T) {
 		}
 	}
 	// The reconnecting client: the whole log, each event once, in order.
-	w.checkFollowed(fol, log)
+	w.checkFollowed(fol, sid)
 
 	// The host as GET /executors and `tetherd host ls` show it: one host
 	// outlived every daemon, and holds the session.
@@ -222,15 +222,26 @@ func checkStreamText(t *testing.T, pid, got string) {
 	}
 }
 
-// checkFollowed waits until the follower has caught up with log (the
-// session's whole durable log), stops it, and checks that it received
-// every event once, in order, with no gap.
-func (w *world) checkFollowed(fol *recorder, log []frame) {
+// checkFollowed checks that the live client fol received session sid's
+// log whole, gapless and without duplicates. The log is read again until
+// the client has its last event: a turn's end may commit a batch before
+// the session's move to waiting for input, so a log read as the turn
+// ends can lack events the client then receives.
+func (w *world) checkFollowed(fol *recorder, sid string) {
 	w.t.Helper()
-	w.waitFor("the client to catch up", func() bool {
+	end := time.Now().Add(deadline)
+	var log []frame
+	for {
+		log = w.replay(sid)
 		s := fol.seen()
-		return len(s) > 0 && s[len(s)-1].ID == log[len(log)-1].ID
-	})
+		if len(s) > 0 && s[len(s)-1].ID == log[len(log)-1].ID {
+			break
+		}
+		if time.Now().After(end) {
+			w.t.Fatalf("timed out waiting for the client to catch up: it saw %d events, last %s; the log's last are %s", len(s), frameTail(s, 1), frameTail(log, 4))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	fol.stop()
 	got := fol.seen()
 	for i := 1; i < len(got); i++ {
@@ -241,6 +252,15 @@ func (w *world) checkFollowed(fol *recorder, log []frame) {
 	if got[0].seq() != log[0].seq() || len(got) != len(log) {
 		w.t.Errorf("client stream: got %d events from seq %d, want the log's %d from seq %d", len(got), got[0].seq(), len(log), log[0].seq())
 	}
+}
+
+// frameTail names the last n frames (id and type) of fs, for a failure.
+func frameTail(fs []frame, n int) string {
+	var b strings.Builder
+	for _, f := range fs[max(0, len(fs)-n):] {
+		fmt.Fprintf(&b, "[%s %s] ", f.ID, f.Event)
+	}
+	return b.String()
 }
 
 // turnEnded reports whether the turn is terminal already.

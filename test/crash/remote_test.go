@@ -84,7 +84,7 @@ func TestRemoteSurvivesNetworkCut(t *testing.T) {
 	log := w.replay(sid)
 	checkNoInterruption(t, log)
 	checkStreamText(t, "cut", w.agentText(sid)["cut"])
-	w.checkFollowed(fol, log)
+	w.checkFollowed(fol, sid)
 }
 
 // TestRemoteRefusals: a host reached with the wrong token, one whose

@@ -144,7 +144,7 @@ func TestRetiredAgentStillStopping(t *testing.T) {
 				t.Errorf("q1: agent said %q, want %q", said, "queued")
 			}
 			checkNoErrorLogged(t, "tetherd", w.daemonLog())
-			w.checkFollowed(fol, w.replay(sid))
+			w.checkFollowed(fol, sid)
 		})
 	}
 }

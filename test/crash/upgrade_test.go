@@ -41,5 +41,5 @@ func TestUpgradeSpeaksTheOlderHostsVersion(t *testing.T) {
 	log := w.replay(sid)
 	checkNoInterruption(t, log)
 	checkStreamText(t, "upgrade", w.agentText(sid)["upgrade"])
-	w.checkFollowed(fol, log)
+	w.checkFollowed(fol, sid)
 }
