@@ -182,24 +182,19 @@ func (a *actor) onAgentExit(gen int, conn Agent) {
 	if gen != a.gen || conn != a.conn {
 		return
 	}
-	_ = a.perform(decide(a.view(), agentExitedInput{Exit: exitInfo(conn.Exit()), Lost: conn.Lost(), Cause: causeOf(conn.ExitCause())}), nil)
+	exit := conn.Exit()
+	if !a.stopping {
+		a.log.Warn("agent exited", "exit", exit.String(), "stderr", exit.Stderr)
+	}
+	a.agentEnded()
+	_ = a.perform(decide(a.view(), agentExitedInput{Exit: exitInfo(exit), Lost: conn.Lost(), Cause: causeOf(conn.ExitCause()), At: time.Now().UTC()}), nil)
+	a.dropSlot() // unless a fresh agent starts in its slot
 }
 
-// recordExit records an unexpected exit of the agent on the executor.
-// A cause (the executor host found the session's outbox damaged) makes
-// the executor's status error, with the cause's code and message.
-func (a *actor) recordExit(exit acp.Exit, cause causeInfo) {
-	a.conn = nil
-	now := time.Now().UTC()
-	a.exec.Status = session.ExecutorStopped
-	a.exec.LastSeenAt = &now
-	a.exec.ExitCode, a.exec.ExitSignal = exitCode(exit), exit.Signal
-	a.exec.ErrorMessage, a.exec.ErrorCode = "agent "+exit.String(), ""
-	if cause.Code != "" {
-		a.exec.Status, a.exec.ErrorMessage, a.exec.ErrorCode = session.ExecutorError, cause.Message, cause.Code
-	}
-	a.log.Warn("agent exited", "exit", exit.String(), "stderr", exit.Stderr)
-	a.saveExecutor()
+// agentEnded notes what an agent's end is, before anything is decided on
+// it: the session has no agent, and no load settles any more.
+func (a *actor) agentEnded() {
+	a.conn, a.settling = nil, false
 }
 
 // recordStopped marks the executor stopped after a deliberate stop; why,

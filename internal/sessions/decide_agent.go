@@ -50,7 +50,7 @@ func decideAgentExited(v view, in agentExitedInput) decision {
 		// Close or daemon shutdown stopped it on purpose. Close records the
 		// stop itself; after a shutdown, start-up reconciliation marks what
 		// was running as interrupted by the restart.
-		return accept(effAgentGone{Expected: true})
+		return accept()
 	}
 	r := v.Running
 	interrupted := r != nil && !r.CancelRequested
@@ -59,7 +59,7 @@ func decideAgentExited(v view, in agentExitedInput) decision {
 	// on its host): a fresh agent starts for them, in the slot the one
 	// that exited held.
 	restart := !v.State.Terminal() && (len(v.Queue) > 0 && !v.QueueHeld && !interrupted || v.Waiting)
-	d := accept(effAgentGone{Exit: in.Exit, Cause: in.Cause, KeepSlot: restart}, effAnswerPermissions{State: session.PermissionExpired})
+	d := accept(record("", session.ExecutorStatusOf(exited(v.Executor, in))), effAnswerPermissions{State: session.PermissionExpired})
 	if r != nil {
 		if r.CancelRequested {
 			d.Effects = append(d.Effects, endTurn(r.PromptID, cancelled("", true))...)
@@ -87,6 +87,19 @@ func decideAgentExited(v view, in agentExitedInput) decision {
 		return d.then(ensureAgentInput{})
 	}
 	return accept(append(d.Effects, moveTo(v.State, session.SessionWaitingForInput)...)...)
+}
+
+// exited is executor ex once its agent ended as in says: stopped with
+// its exit, or error when the executor knows a cause.
+func exited(ex session.Executor, in agentExitedInput) session.Executor {
+	at := in.At
+	ex.Status, ex.LastSeenAt = session.ExecutorStopped, &at
+	ex.ExitCode, ex.ExitSignal = exitCode(acp.Exit(in.Exit)), in.Exit.Signal
+	ex.ErrorMessage, ex.ErrorCode = "agent "+acp.Exit(in.Exit).String(), ""
+	if in.Cause.Code != "" {
+		ex.Status, ex.ErrorMessage, ex.ErrorCode = session.ExecutorError, in.Cause.Message, in.Cause.Code
+	}
+	return ex
 }
 
 // reasonExecutorLost is the interruption of a turn whose executor host

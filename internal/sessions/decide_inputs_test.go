@@ -68,10 +68,16 @@ func TestDecideAgentExited(t *testing.T) {
 		}
 		return interruptedTurn("p1", reason, &minus1, "killed", cause, notice)
 	}
-	in := agentExitedInput{Exit: exit}
-	head := []effect{effAgentGone{Exit: exit}, effAnswerPermissions{State: session.PermissionExpired}}
-	// A fresh agent starts for the prompts queued, in the slot kept.
-	restart := accepted(effAgentGone{Exit: exit, KeepSlot: true}, effAnswerPermissions{State: session.PermissionExpired}).then(ensureAgentInput{})
+	at := time.Date(2026, 12, 6, 14, 0, 0, 0, time.UTC)
+	in := agentExitedInput{Exit: exit, At: at}
+	// The executor (zero in these tables) is recorded stopped with the
+	// exit, seen last as the agent ended.
+	exitRecord := effRecord{Event: &session.ExecutorStatusData{Status: session.ExecutorStopped,
+		Error: "agent was stopped by a signal (killed)", ExitCode: &minus1, ExitSignal: "killed", LastSeenAt: &at}}
+	head := []effect{exitRecord, effAnswerPermissions{State: session.PermissionExpired}}
+	// A fresh agent starts for the prompts queued (in the slot the actor
+	// keeps while one starts).
+	restart := accepted(head...).then(ensureAgentInput{})
 	idleIn := func(s session.SessionState) decision { return acc(head, toWaiting(s)) }
 	idle := idleIn(session.SessionWaitingForInput)
 	cases := perState("agent exited", in, nil, terminalStates(map[session.SessionState]decision{
@@ -88,7 +94,7 @@ func TestDecideAgentExited(t *testing.T) {
 		{"agent exited with prompts queued", with(running, func(v *view) { v.Queue = queued("q1") }), in,
 			accepted(append(head, queueHeld(true), killed("agent_exited", causeInfo{}),
 				stateChange(session.SessionRunning, session.SessionWaitingForInput))...)},
-		{"agent lost with prompts queued", with(running, func(v *view) { v.Queue = queued("q1") }), agentExitedInput{Exit: exit, Lost: true},
+		{"agent lost with prompts queued", with(running, func(v *view) { v.Queue = queued("q1") }), agentExitedInput{Exit: exit, Lost: true, At: at},
 			accepted(append(head, queueHeld(true), killed("executor_lost", causeInfo{}),
 				stateChange(session.SessionRunning, session.SessionWaitingForInput))...)},
 		{"agent exited between turns with prompts queued", with(inState(session.SessionWaitingForInput), func(v *view) { v.Queue = queued("q1") }), in,
@@ -104,17 +110,19 @@ func TestDecideAgentExited(t *testing.T) {
 			v.Queue = queued("q1")
 		}), in, acc(restart.Effects, endCancelled("p1", "", true)).then(ensureAgentInput{})},
 		{"agent exited with a held queue", with(inState(session.SessionWaitingForInput), func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), in, idle},
-		{"agent lost with its executor host", running, agentExitedInput{Exit: exit, Lost: true},
+		{"agent lost with its executor host", running, agentExitedInput{Exit: exit, Lost: true, At: at},
 			accepted(append(head, killed("executor_lost", causeInfo{}),
 				stateChange(session.SessionRunning, session.SessionWaitingForInput))...)},
 		{"agent exited while stopping", with(running, func(v *view) { v.Stopping = true }), in,
-			accepted(effAgentGone{Expected: true})},
+			accepted()},
 	}...)
 	// The executor says why the agent's records ended early: the executor
 	// and the interrupted turn keep it.
 	damaged := causeInfo{Code: "host_outbox_damaged", Message: "the executor host found the session's outbox damaged"}
-	withCause := agentExitedInput{Exit: exit, Lost: true, Cause: damaged}
-	causeHead := []effect{effAgentGone{Exit: exit, Cause: damaged}, effAnswerPermissions{State: session.PermissionExpired}}
+	withCause := agentExitedInput{Exit: exit, Lost: true, Cause: damaged, At: at}
+	causeRecord := effRecord{Event: &session.ExecutorStatusData{Status: session.ExecutorError, Error: damaged.Message,
+		ErrorCode: damaged.Code, ExitCode: &minus1, ExitSignal: "killed", LastSeenAt: &at}}
+	causeHead := []effect{causeRecord, effAnswerPermissions{State: session.PermissionExpired}}
 	cases = append(cases, []decideCase{
 		{"agent lost with a damaged outbox mid-turn", running, withCause,
 			accepted(append(causeHead, killed("executor_lost", damaged),

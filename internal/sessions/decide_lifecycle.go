@@ -108,7 +108,7 @@ func decideAgentStarted(v view, in agentStartedInput) decision {
 			effWaiters{Notify: true, Err: errcode.New(errcode.SessionTerminal, "session closed while its agent was starting")})
 	}
 	if in.Err != nil {
-		return decideStartFailed(v, startFailedInput{Err: in.Err})
+		return decideStartFailed(v, startFailedInput{Err: in.Err, Fingerprint: in.Fingerprint})
 	}
 	return accept(effStartAgent{How: startAdopt})
 }
@@ -125,7 +125,13 @@ func startErrorMessage(err error) string {
 // decideStartFailed leaves the session usable and resumable: the error is
 // visible on the executor, queued turns fail visibly.
 func decideStartFailed(v view, in startFailedInput) decision {
-	d := accept(effAgentGone{StartErr: in.Err})
+	d := accept()
+	ex, msg, code := v.Executor, startErrorMessage(in.Err), string(errcode.CodeOf(in.Err))
+	if ex.Status != session.ExecutorError || ex.ErrorMessage != msg || ex.ErrorCode != code {
+		// The same failure again is recorded and announced already.
+		ex.Status, ex.ErrorMessage, ex.ErrorCode, ex.ErrorProfile = session.ExecutorError, msg, code, in.Fingerprint
+		d.Effects = append(d.Effects, record("", session.ExecutorStatusOf(ex)))
+	}
 	if !v.QueueHeld {
 		// Prompts held since a restart stay queued: they were not what
 		// started the agent, and the user decides when they run.

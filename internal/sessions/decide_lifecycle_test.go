@@ -263,12 +263,16 @@ func TestDecideEnsureAgent(t *testing.T) {
 func TestDecideAgentStarted(t *testing.T) {
 	ok, stale := agentStartedInput{Current: true}, agentStartedInput{}
 	err := errcode.New(errcode.AgentStartFailed, "agent did not start")
-	failed := agentStartedInput{Current: true, Err: err}
+	failed := agentStartedInput{Current: true, Err: err, Fingerprint: "fp1"}
+	// The executor (zero in these tables) is recorded error, with the
+	// fingerprint of the profile the start failed with.
+	failedRecord := effRecord{Event: &session.ExecutorStatusData{Status: session.ExecutorError, Error: "agent did not start",
+		ErrorCode: "agent_start_failed", ErrorProfile: "fp1"}}
 	adopt := accepted(effStartAgent{How: startAdopt})
 	discard := accepted(effStopAgent{How: stopDiscard},
 		effWaiters{Notify: true, Err: errcode.New(errcode.SessionTerminal, "session closed while its agent was starting")})
 	startFailedIn := func(s session.SessionState) decision {
-		effs := append([]effect{effAgentGone{StartErr: err}}, toWaiting(s)...)
+		effs := append([]effect{failedRecord}, toWaiting(s)...)
 		return accepted(append(effs, effPushRecovery{}, effWaiters{Notify: true, Err: err})...)
 	}
 	startFailed := startFailedIn(session.SessionStarting)
@@ -288,7 +292,7 @@ func TestDecideAgentStarted(t *testing.T) {
 		{"agent start failed for a start since replaced", starting, agentStartedInput{Err: err}, discard},
 		{"agent started while stopping", with(starting, func(v *view) { v.Stopping = true }), ok, discard},
 		{"agent start failed with prompts queued", with(starting, func(v *view) { v.Queue = queued("q1") }), failed,
-			acc(effAgentGone{StartErr: err},
+			acc(failedRecord,
 				endFailed("q1", "agent_start_failed", "agent did not start"),
 				stateChange(session.SessionStarting, session.SessionWaitingForInput), effPushRecovery{}, effWaiters{Notify: true, Err: err})},
 		{"agent start failed with a held queue", with(starting, func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), failed, startFailed},
@@ -299,6 +303,7 @@ func TestDecideAgentStarted(t *testing.T) {
 func TestDecideStartFailed(t *testing.T) {
 	err := errcode.New(errcode.AgentStartFailed, "agent did not start")
 	in := startFailedInput{Err: err}
+	failedRecord := effRecord{Event: &session.ExecutorStatusData{Status: session.ExecutorError, Error: "agent did not start", ErrorCode: "agent_start_failed"}}
 	tailIn := func(s session.SessionState) []effect {
 		return append(toWaiting(s), effPushRecovery{}, effWaiters{Notify: true, Err: err})
 	}
@@ -309,12 +314,17 @@ func TestDecideStartFailed(t *testing.T) {
 	starting := with(inState(session.SessionStarting), func(v *view) { v.Agent = agentStarting })
 	cases := []decideCase{
 		{"start failed/CREATED", with(inState(session.SessionCreated), func(v *view) { v.Queue = queued("q1") }), in,
-			acc(effAgentGone{StartErr: err}, failQ1, tailIn(session.SessionCreated))},
-		{"start failed/STARTING", starting, in, accepted(append([]effect{effAgentGone{StartErr: err}}, tail...)...)},
+			acc(failedRecord, failQ1, tailIn(session.SessionCreated))},
+		{"start failed/STARTING", starting, in, accepted(append([]effect{failedRecord}, tail...)...)},
 		{"start failed with a held queue", with(starting, func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), in,
-			accepted(append([]effect{effAgentGone{StartErr: err}}, tail...)...)},
+			accepted(append([]effect{failedRecord}, tail...)...)},
+		// The same failure again is on the executor already: not recorded
+		// twice.
+		{"start failed again the same way", with(starting, func(v *view) {
+			v.Executor = session.Executor{Status: session.ExecutorError, ErrorMessage: "agent did not start", ErrorCode: "agent_start_failed"}
+		}), in, accepted(tail...)},
 		{"start failed with a plain error", with(starting, func(v *view) { v.Queue = queued("q1") }), startFailedInput{Err: errors.New("exec: no such file")},
-			acc(effAgentGone{StartErr: errors.New("exec: no such file")},
+			acc(effRecord{Event: &session.ExecutorStatusData{Status: session.ExecutorError, Error: "exec: no such file", ErrorCode: "internal_error"}},
 				endFailed("q1", "internal_error", "exec: no such file"),
 				stateChange(session.SessionStarting, session.SessionWaitingForInput), effPushRecovery{}, effWaiters{Notify: true, Err: errors.New("exec: no such file")})},
 	}

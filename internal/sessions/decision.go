@@ -181,9 +181,16 @@ type (
 		// Cause is what the executor knows of why the agent's records
 		// ended where they did (errcode.HostOutboxDamaged), if anything.
 		Cause causeInfo
+		// At is when it ended: the executor's last sight of it.
+		At time.Time
 	}
-	// startFailedInput: the agent could not be started or restored.
-	startFailedInput struct{ Err error }
+	// startFailedInput: the agent could not be started or restored
+	// (Fingerprint: of the agent profile it failed with, which the
+	// executor's error keeps so a changed profile is tried again).
+	startFailedInput struct {
+		Err         error
+		Fingerprint string
+	}
 	// permissionRequestedInput: the agent asks the user for a permission.
 	permissionRequestedInput struct{}
 	// admittedInput: a turn's admitting write reported (Err nil: durable,
@@ -254,8 +261,9 @@ type (
 	// agentStartedInput: a start reported (Current: it is the session's
 	// latest; Err: it failed).
 	agentStartedInput struct {
-		Current bool
-		Err     error
+		Current     bool
+		Err         error
+		Fingerprint string
 	}
 	// ensureAgentInput: the session needs an agent (a prompt, a resume, a
 	// queue left by an exit); one is started unless it runs or starts.

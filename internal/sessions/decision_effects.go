@@ -25,14 +25,16 @@ import (
 //
 // A turn's interruption is a record too (turn.interrupted, decided with
 // the system notice that says why; its fold has the write fail the
-// turn's unfinished tool calls first). A few records are effects of
-// their own still: a message chunk (effTakeUpdate: a new message takes
-// an id the store reserves, and the chunk is the update's content), and
-// the executor an exit or a failed start leaves (effAgentGone: its
-// record takes the time the agent was last seen). The
-// executor status a restart or a host's reconnect records and a tool call
-// are effRecord, built from the view (executorIs, stopExecutor) and the
-// update.
+// turn's unfinished tool calls first), and so is the executor an exit or
+// a failed start leaves (exited, decideStartFailed: the input carries the
+// time the agent ended and the profile's fingerprint, and what an end is
+// to the actor, no agent and no slot, is noted by the handler that takes
+// it: agentEnded, dropSlot). One record is an effect of its own still: a
+// message chunk (effTakeUpdate: a new message takes an id the store
+// reserves, and the chunk is the update's content). The executor status
+// a restart or a host's reconnect records and a tool call are effRecord,
+// built from the view (executorIs, stopExecutor) and the update. What a
+// decision decides next, once its effects are performed, is its Then.
 //
 // A kind that does one thing in several ways names the way with a How
 // (effStopAgent: stopHow, effStartAgent: startHow, effTakeUpdate:
@@ -95,19 +97,6 @@ type (
 	// it repaired stands; FollowTask: start-up moves the task to the
 	// state its session, which it keeps, implies).
 	effPushRecovery struct{ Always, FollowTask bool }
-	// effAgentGone: the agent, or its start, is gone. The actor forgets
-	// it, and a pending load settle with it; its slot is released unless
-	// KeepSlot (a fresh agent starts in it for the prompts queued). A
-	// start that failed (StartErr) is recorded on the executor; an exit,
-	// unless Expected (a close or a daemon stop ended it), too (with a
-	// Cause, status error and its code).
-	effAgentGone struct {
-		Exit     exitInfo
-		Cause    causeInfo
-		Expected bool
-		KeepSlot bool
-		StartErr error
-	}
 	// effWaiters: a resume waits for the start in progress (or about to
 	// begin; Reserve: a slot first), or is answered at once (Ready: the
 	// agent runs); Notify: the start ended, and every resume waiting is
@@ -270,7 +259,6 @@ func (effAnswerPermissions) isEffect() {}
 func (effCancelAgent) isEffect()       {}
 func (effStopAgent) isEffect()         {}
 func (effPushRecovery) isEffect()      {}
-func (effAgentGone) isEffect()         {}
 func (effWaiters) isEffect()           {}
 func (effIdleClock) isEffect()         {}
 func (effSetOption) isEffect()         {}

@@ -176,8 +176,6 @@ func (a *actor) performOne(e effect, j *job) error {
 		} else {
 			a.pushRecovery()
 		}
-	case effAgentGone:
-		a.agentGone(e)
 	case effWaiters:
 		return a.performWaiters(e, j)
 	case effIdleClock:
@@ -275,25 +273,6 @@ func (a *actor) stopAgent(e effStopAgent, j *job) {
 		if e.Why != "" {
 			j.stop = stopping{conn: a.conn, why: e.Why}
 		}
-	}
-}
-
-// agentGone forgets the agent, or its start, that is gone (effAgentGone).
-func (a *actor) agentGone(e effAgentGone) {
-	if e.StartErr != nil {
-		a.starting = false
-		a.recordStartError(e.StartErr)
-		a.dropSlot()
-		return
-	}
-	a.settling = false
-	if e.Expected {
-		a.conn = nil
-	} else {
-		a.recordExit(acp.Exit(e.Exit), e.Cause)
-	}
-	if !e.KeepSlot {
-		a.dropSlot()
 	}
 }
 

@@ -356,7 +356,9 @@ func (a *actor) attachFailed(err error) {
 			}
 		}
 	}
-	_ = a.perform(decide(a.view(), agentExitedInput{Exit: exitInfo(exit), Lost: true, Cause: cause}), nil)
+	a.agentEnded()
+	_ = a.perform(decide(a.view(), agentExitedInput{Exit: exitInfo(exit), Lost: true, Cause: cause, At: time.Now().UTC()}), nil)
+	a.dropSlot()
 	a.closeStorePermissions()
 	a.notifyWaiters(err)
 	a.settleAttach()

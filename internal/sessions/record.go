@@ -63,9 +63,12 @@ func (a *actor) record(p session.EventPayload) *events.Pending {
 		// Text that follows the call reads after it, not glued before it.
 		a.splitMessage()
 	case *session.ExecutorStatusData:
-		// Decided from the view's executor (executorIs, stopExecutor):
-		// its status and message are what the record changes.
-		a.exec.Status, a.exec.ErrorMessage, a.exec.SessionID = p.Status, p.Error, a.id
+		// Decided from the view's executor (executorIs, stopExecutor,
+		// exited): the record is the executor whole, but for the host
+		// offsets, which are the outbox's bookkeeping.
+		x := p.Executor()
+		x.SessionID, x.HostOffset, x.HostOffsetBase, x.UpdatedAt = a.id, a.exec.HostOffset, a.exec.HostOffsetBase, a.exec.UpdatedAt
+		a.exec = x
 	case *session.PermissionResolvedData:
 		// Resolved only while the store still holds it pending (a repair
 		// after a reload may find its first write stored after all), and

@@ -307,7 +307,15 @@ func checkDir(dir string) error {
 
 // onAgentStarted takes a start's outcome on the actor (decideAgentStarted).
 func (a *actor) onAgentStarted(p startPlan, out startOutcome) {
-	_ = a.perform(decide(a.view(), agentStartedInput{Current: p.gen == a.gen, Err: out.err}), &job{start: &startReport{p, out}})
+	in := agentStartedInput{Current: p.gen == a.gen, Err: out.err}
+	if in.Current && in.Err != nil {
+		a.starting = false
+		in.Fingerprint = a.startError(in.Err)
+	}
+	_ = a.perform(decide(a.view(), in), &job{start: &startReport{p, out}})
+	if in.Current && in.Err != nil {
+		a.dropSlot()
+	}
 }
 
 // startReport is a start's plan and outcome, as it reported.
@@ -371,22 +379,17 @@ func (a *actor) settleLoad(e effAwaitReplay) {
 // the error is visible on the executor, queued turns fail visibly
 // (decideStartFailed).
 func (a *actor) startFailed(err error) {
-	_ = a.perform(decide(a.view(), startFailedInput{Err: err}), nil)
+	_ = a.perform(decide(a.view(), startFailedInput{Err: err, Fingerprint: a.startError(err)}), nil)
+	a.dropSlot()
 }
 
-// recordStartError records why the agent did not start on the executor.
-func (a *actor) recordStartError(err error) {
+// startError notes why the agent did not start, for status, and returns
+// the fingerprint of the profile it failed with, which the executor's
+// error record keeps (decideStartFailed).
+func (a *actor) startError(err error) string {
 	a.log.Warn("agent failed to start", "err", err)
 	a.lastErr = err
-	if a.exec.Status == session.ExecutorError && a.exec.ErrorMessage == startErrorMessage(err) &&
-		a.exec.ErrorCode == string(errcode.CodeOf(err)) {
-		return // the same failure again: already recorded and announced
-	}
-	a.exec.Status = session.ExecutorError
-	a.exec.ErrorMessage = startErrorMessage(err)
-	a.exec.ErrorCode = string(errcode.CodeOf(err))
-	a.exec.ErrorProfile = a.m.profiles.Fingerprint(a.sess.AgentProfileID)
-	a.saveExecutor()
+	return a.m.profiles.Fingerprint(a.sess.AgentProfileID)
 }
 
 func (a *actor) notifyWaiters(err error) {
