@@ -117,23 +117,24 @@ func (a *actor) settled(ctx context.Context, t session.Turn, evs []store.Event) 
 	return now
 }
 
-// admitted settles a turn's admission once its write has reported, with
-// the events it committed (decideAdmitted). Settling twice is a no-op, so
-// the waiting request may settle it first (and answer with what it did).
+// admitted takes the outcome of a turn's admitting write, once: the turn
+// is durable, with the seq the log numbered it with, or its write failed
+// whole and it is forgotten, in memory as on disk, as if never asked
+// (unadmit). Either is what the write did, not a decision; what follows
+// from it is (decideAdmitted). Settling twice is a no-op, so the waiting
+// request may settle it first (and answer with what it did).
 func (a *actor) admitted(promptID string, evs []store.Event, err error) {
-	_ = a.perform(decide(a.viewOf(promptID), admittedInput{PromptID: promptID, Seq: queuedSeq(promptID, evs), Err: err}), nil)
-}
-
-// settleAdmission forgets that a turn's admission is pending
-// (effSettleAdmission): the turn takes its seq, or is taken back.
-func (a *actor) settleAdmission(e effSettleAdmission) {
-	adm := a.admitting[e.PromptID]
-	delete(a.admitting, e.PromptID)
-	if e.Err != nil {
-		a.unadmit(e, adm)
+	adm, ok := a.admitting[promptID]
+	if !ok {
 		return
 	}
-	a.learnSeq(e.PromptID, e.Seq)
+	delete(a.admitting, promptID)
+	if err != nil {
+		a.unadmit(promptID, adm, err)
+	} else {
+		a.learnSeq(promptID, queuedSeq(promptID, evs))
+	}
+	_ = a.perform(decide(a.view(), admittedInput{PromptID: promptID}), nil)
 }
 
 // queuedSeq is the seq the store numbered turn promptID with, which the
@@ -167,15 +168,15 @@ func (a *actor) learnSeq(promptID string, seq int64) {
 	}
 }
 
-// unadmit forgets a turn whose admitting write failed, in memory as on
-// disk: the agent never hears of it.
-func (a *actor) unadmit(e effSettleAdmission, adm admission) {
-	promptID := e.PromptID
-	a.log.Warn("prompt not admitted: its turn could not be stored", "promptId", promptID, "err", e.Err)
+// unadmit forgets turn promptID, whose admitting write (adm) failed
+// with err, in memory as on disk: the agent never hears of it. A queue
+// hold the write released is held again, as the log still has it.
+func (a *actor) unadmit(promptID string, adm admission, err error) {
+	a.log.Warn("prompt not admitted: its turn could not be stored", "promptId", promptID, "err", err)
 	delete(a.turns, promptID)
 	a.queue = slices.DeleteFunc(a.queue, func(t session.Turn) bool { return t.PromptID == promptID })
-	if e.Rehold {
-		a.sess.QueueHeld = true // the write that released it failed whole
+	if adm.released {
+		a.sess.QueueHeld = true
 	}
 	if a.lastPromptID == promptID {
 		a.lastPromptID = adm.prevLast

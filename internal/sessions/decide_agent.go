@@ -194,33 +194,18 @@ func decidePermissionRequested(v view) decision {
 	return accept(effAskPermission{PromptID: promptID}, effPushRecovery{})
 }
 
-// decideAdmitted settles a turn's admission once its write has reported.
-// On success the turn may now run (an agent is started for it if it is
-// still queued: a failed start or a cancel may have ended it); on failure
-// it is forgotten, as if never asked, and the agent never hears of it.
-// Settling twice does nothing.
+// decideAdmitted: a turn's admitting write has reported, and the actor
+// has taken its outcome (a turn durable, or forgotten as if never asked:
+// admitted, admission.go). A turn still queued may now run: an agent is
+// started for it (a failed start or a cancel may have ended it); either
+// way what runs next is decided again.
 func decideAdmitted(v view, in admittedInput) decision {
-	t := v.Turn
-	if t == nil || !t.Admitting {
-		return accept()
-	}
-	settle := effSettleAdmission{PromptID: in.PromptID, Seq: in.Seq}
-	if in.Err == nil {
-		for _, q := range v.Queue {
-			if q.PromptID == in.PromptID {
-				return accept(settle).then(ensureAgentInput{}, nextInput{})
-			}
-		}
-		return accept(settle).then(nextInput{})
-	}
-	left := 0
 	for _, q := range v.Queue {
-		if q.PromptID != in.PromptID {
-			left++
+		if q.PromptID == in.PromptID {
+			return accept().then(ensureAgentInput{}, nextInput{})
 		}
 	}
-	// The write that released a held queue failed whole: held again.
-	return accept(effSettleAdmission{PromptID: in.PromptID, Err: in.Err, Rehold: t.ReleasedHold && left > 0}).then(nextInput{})
+	return accept().then(nextInput{})
 }
 
 // idle: the agent has nothing to do: no turn running or queued, no

@@ -1,7 +1,6 @@
 package sessions
 
 import (
-	"errors"
 	"testing"
 	"time"
 
@@ -193,34 +192,19 @@ func TestDecidePermissionRequested(t *testing.T) {
 }
 
 func TestDecideAdmitted(t *testing.T) {
-	failure := errors.New("disk full")
-	admitting := func(v *view) {
-		v.Queue = []queuedView{{PromptID: "q1", Admitting: true}}
-		v.Turn = &turnView{PromptID: "q1", State: session.TurnQueued, Admitting: true}
-	}
-	settle := effSettleAdmission{PromptID: "q1"}
-	ok := accepted(settle).then(ensureAgentInput{}, nextInput{})
-	cases := perState("admitted", admittedInput{PromptID: "q1"}, admitting, terminalStates(map[session.SessionState]decision{
+	// The actor has taken the write's outcome (admitted): a turn durable
+	// is still queued unless something ended it since; a turn whose write
+	// failed is gone.
+	stillQueued := func(v *view) { v.Queue = queued("q1") }
+	ok := accepted().then(ensureAgentInput{}, nextInput{})
+	cases := perState("admitted", admittedInput{PromptID: "q1"}, stillQueued, terminalStates(map[session.SessionState]decision{
 		session.SessionCreated: ok, session.SessionStarting: ok, session.SessionRunning: ok, session.SessionWaitingForInput: ok,
 	}, func(session.SessionState) decision { return ok }))
-	unadmit := accepted(effSettleAdmission{PromptID: "q1", Err: failure}).then(nextInput{})
-	cases = append(cases, perState("admission failed", admittedInput{PromptID: "q1", Err: failure}, admitting, terminalStates(map[session.SessionState]decision{
-		session.SessionCreated: unadmit, session.SessionStarting: unadmit, session.SessionRunning: unadmit, session.SessionWaitingForInput: unadmit,
-	}, func(session.SessionState) decision { return unadmit }))...)
-	waiting := with(inState(session.SessionWaitingForInput), admitting)
+	waiting := inState(session.SessionWaitingForInput)
 	cases = append(cases, []decideCase{
-		{"admitted twice", with(waiting, func(v *view) { v.Turn.Admitting = false }), admittedInput{PromptID: "q1"}, accepted()},
-		{"admitted unknown", inState(session.SessionWaitingForInput), admittedInput{PromptID: "q1"}, accepted()},
-		{"admitted as a turn of the log", waiting, admittedInput{PromptID: "q1", Seq: 4},
-			accepted(effSettleAdmission{PromptID: "q1", Seq: 4}).then(ensureAgentInput{}, nextInput{})},
-		{"admitted after a cancel ended it", with(waiting, func(v *view) { v.Queue = nil }), admittedInput{PromptID: "q1"},
-			accepted(settle).then(nextInput{})},
-		{"admission failed that released a hold", with(waiting, func(v *view) {
-			v.Queue = []queuedView{{PromptID: "q1", Admitting: true}, {PromptID: "h1"}}
-			v.Turn.ReleasedHold = true
-		}), admittedInput{PromptID: "q1", Err: failure}, accepted(effSettleAdmission{PromptID: "q1", Err: failure, Rehold: true}).then(nextInput{})},
-		{"admission failed that released a hold now empty", with(waiting, func(v *view) { v.Turn.ReleasedHold = true }),
-			admittedInput{PromptID: "q1", Err: failure}, unadmit},
+		{"admitted after a cancel ended it", waiting, admittedInput{PromptID: "q1"}, accepted().then(nextInput{})},
+		{"admission failed, the turn forgotten", with(waiting, func(v *view) { v.Queue = queued("h1") }), admittedInput{PromptID: "q1"},
+			accepted().then(nextInput{})},
 	}...)
 	runDecideCases(t, cases)
 }

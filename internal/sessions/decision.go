@@ -109,8 +109,6 @@ type turnView struct {
 	// SamePrompt: the input's prompt equals the turn's (idempotent retry).
 	SamePrompt bool
 	Admitting  bool
-	// ReleasedHold: its admission released a queue held since a restart.
-	ReleasedHold bool
 }
 
 // permissionView is an open permission request: the option ids offered.
@@ -193,13 +191,9 @@ type (
 	}
 	// permissionRequestedInput: the agent asks the user for a permission.
 	permissionRequestedInput struct{}
-	// admittedInput: a turn's admitting write reported (Err nil: durable,
-	// as turn Seq of the log).
-	admittedInput struct {
-		PromptID string
-		Seq      int64
-		Err      error
-	}
+	// admittedInput: a turn's admitting write reported, and the actor
+	// took its outcome.
+	admittedInput struct{ PromptID string }
 	// idleCheckInput: the idle clock rang; the agent has been active
 	// Elapsed ago and may idle for Timeout.
 	idleCheckInput struct{ Elapsed, Timeout time.Duration }

@@ -122,16 +122,6 @@ type (
 		PromptID          string
 		Declined, TooMany bool
 	}
-	// effSettleAdmission forgets that PromptID's admission is pending:
-	// its turn takes the number the log gave it (Seq), or, when its
-	// admitting write failed (Err), is taken back, as if never asked
-	// (Rehold: the queue it released is held again).
-	effSettleAdmission struct {
-		PromptID string
-		Seq      int64
-		Err      error
-		Rehold   bool
-	}
 	// effAwaitReplay holds prompts back for a grace period: a load that
 	// replayed nothing may still replay after its answer.
 	// What it then settles on: how the start restored the session, the
@@ -263,7 +253,6 @@ func (effWaiters) isEffect()           {}
 func (effIdleClock) isEffect()         {}
 func (effSetOption) isEffect()         {}
 func (effAskPermission) isEffect()     {}
-func (effSettleAdmission) isEffect()   {}
 func (effAwaitReplay) isEffect()       {}
 func (effTakeUpdate) isEffect()        {}
 func (effWriteFailed) isEffect()       {}

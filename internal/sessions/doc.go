@@ -16,7 +16,7 @@
 //     (the view it reads, the inputs, the decision it returns),
 //     decision_effects.go the effects a decision lists: the domain events
 //     it decides (effRecord) and runtime I/O (start, stop, cancel, prompt,
-//     attach, answers, timers), 17 kinds; what a decision decides next,
+//     attach, answers, timers), 16 kinds; what a decision decides next,
 //     once its effects are performed, is its Then (decision.then).
 //   - actor.go is the state one actor owns, mailbox.go the loop that runs
 //     its closures one at a time, effects.go where the actor performs the

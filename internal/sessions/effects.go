@@ -61,9 +61,9 @@ func (a *actor) turnView(promptID string) *turnView {
 	if !ok {
 		return nil
 	}
-	adm, admitting := a.admitting[promptID]
+	_, admitting := a.admitting[promptID]
 	return &turnView{PromptID: t.PromptID, State: t.State, Kind: t.Kind, CancelRequested: t.CancelRequested,
-		Admitting: admitting, ReleasedHold: adm.released}
+		Admitting: admitting}
 }
 
 // turn is the actor's current record of a turn (the running one's own
@@ -195,8 +195,6 @@ func (a *actor) performOne(e effect, j *job) error {
 		}
 	case effAskPermission:
 		a.performAsk(e, j)
-	case effSettleAdmission:
-		a.settleAdmission(e)
 	case effAwaitReplay:
 		a.awaitReplay(e)
 	case effTakeUpdate:
