@@ -41,9 +41,12 @@ type actor struct {
 	// slot is the agent cap's reservation for the running or starting
 	// agent (see limits.go); nil when the session has no agent.
 	slot *agentSlot
-	// idleTimer and activeAt drive the idle stop (AgentIdleTimeout).
-	idleTimer *time.Timer
-	activeAt  time.Time
+	// timers are the stops of the actor's timers that run (effTimer,
+	// timers.go), armed counts each kind's arming; activeAt is when the
+	// agent's idle time began (timerIdle).
+	timers   [timerKinds]func() bool
+	armed    [timerKinds]uint64
+	activeAt time.Time
 
 	running *turnRun
 	// late is the turn its executor host's loss interrupted, while what
@@ -86,14 +89,12 @@ type actor struct {
 	// start-up commits every session's repairs in one transaction
 	// (reconcile.go).
 	batch *[]events.Change
-	// reloading is set while a reload after a failed write is pending;
-	// retry, while its backoff runs, stops the backoff's timer; backoff
-	// is how long the reload after the next failed write waits, failures
+	// reloading is set while a reload after a failed write is pending
+	// (timerReload); backoff is how long the reload after the next failed write waits, failures
 	// counts the failed writes, and unresolved holds the permission
 	// outcomes whose writes failed, until a reload records them again
 	// (see writefail.go).
 	reloading  bool
-	retry      func() bool
 	backoff    time.Duration
 	failures   uint64
 	unresolved map[string]permissionEnd

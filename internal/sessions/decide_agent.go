@@ -41,7 +41,7 @@ func decideTurnEnded(v view, in turnEndedInput) decision {
 	// The end's fold notes the agent seen now, if it is ready.
 	d := accept(endTurn(in.PromptID, end)...)
 	return accept(append(d.Effects, effAnswerPermissions{PromptID: in.PromptID, State: session.PermissionCancelled},
-		effIdleClock{})...).then(nextInput{})
+		effTimer{Timer: timerIdle})...).then(nextInput{})
 }
 
 // decideAgentExited handles the agent process ending, expected or not.
@@ -222,10 +222,10 @@ func decideIdleCheck(v view, in idleCheckInput) decision {
 		return accept() // the next start arms the clock again
 	}
 	if !v.idle() {
-		return accept(effIdleClock{Left: in.Timeout, Busy: true})
+		return accept(effTimer{Timer: timerIdle, After: in.Timeout, Restart: true})
 	}
 	if left := in.Timeout - in.Elapsed; left > 0 {
-		return accept(effIdleClock{Left: left})
+		return accept(effTimer{Timer: timerIdle, After: left})
 	}
 	return accept(effStopAgent{How: stopRetire, Why: "agent stopped: idle for " + in.Timeout.String()})
 }

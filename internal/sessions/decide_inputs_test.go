@@ -14,7 +14,7 @@ import (
 func TestDecideTurnEnded(t *testing.T) {
 	in := turnEndedInput{PromptID: "p1", StopReason: "end_turn"}
 	ended := func(end []effect) decision {
-		return acc(end, effAnswerPermissions{PromptID: "p1", State: session.PermissionCancelled}, effIdleClock{}).then(nextInput{})
+		return acc(end, effAnswerPermissions{PromptID: "p1", State: session.PermissionCancelled}, effTimer{Timer: timerIdle}).then(nextInput{})
 	}
 	// Only a running turn ends; anywhere else the answer is stale.
 	cases := perState("turn ended", in, nil, terminalStates(map[session.SessionState]decision{
@@ -50,7 +50,7 @@ func TestDecideTurnEnded(t *testing.T) {
 		{"turn ended while stopping", with(running, func(v *view) { v.Stopping = true }), in, accepted()},
 		{"turn ended on an agent already gone", with(running, func(v *view) { v.Agent, v.Connected = agentNone, false }), in,
 			acc(endCompleted("p1", "end_turn"),
-				effAnswerPermissions{PromptID: "p1", State: session.PermissionCancelled}, effIdleClock{}).then(nextInput{})},
+				effAnswerPermissions{PromptID: "p1", State: session.PermissionCancelled}, effTimer{Timer: timerIdle}).then(nextInput{})},
 	}...)
 	runDecideCases(t, cases)
 }
@@ -215,16 +215,16 @@ func TestDecideIdleCheck(t *testing.T) {
 	cases := perState("idle check", due, nil, terminalStates(map[session.SessionState]decision{
 		session.SessionCreated:         accepted(), // no agent: the next start arms the clock
 		session.SessionStarting:        accepted(),
-		session.SessionRunning:         accepted(effIdleClock{Left: time.Minute, Busy: true}),
+		session.SessionRunning:         accepted(effTimer{Timer: timerIdle, After: time.Minute, Restart: true}),
 		session.SessionWaitingForInput: stop,
 	}, func(session.SessionState) decision { return accepted() }))
 	waiting := inState(session.SessionWaitingForInput)
 	cases = append(cases, []decideCase{
-		{"idle check early", waiting, idleCheckInput{Elapsed: 20 * time.Second, Timeout: time.Minute}, accepted(effIdleClock{Left: 40 * time.Second})},
-		{"idle check with a permission open", with(waiting, func(v *view) { v.OpenPermissions = 1 }), due, accepted(effIdleClock{Left: time.Minute, Busy: true})},
-		{"idle check with a queue", with(waiting, func(v *view) { v.Queue = queued("q1") }), due, accepted(effIdleClock{Left: time.Minute, Busy: true})},
+		{"idle check early", waiting, idleCheckInput{Elapsed: 20 * time.Second, Timeout: time.Minute}, accepted(effTimer{Timer: timerIdle, After: 40 * time.Second})},
+		{"idle check with a permission open", with(waiting, func(v *view) { v.OpenPermissions = 1 }), due, accepted(effTimer{Timer: timerIdle, After: time.Minute, Restart: true})},
+		{"idle check with a queue", with(waiting, func(v *view) { v.Queue = queued("q1") }), due, accepted(effTimer{Timer: timerIdle, After: time.Minute, Restart: true})},
 		{"idle check with a held queue", with(waiting, func(v *view) { v.Queue, v.QueueHeld = queued("q1"), true }), due, stop},
-		{"idle check while a load settles", with(waiting, func(v *view) { v.Settling = true }), due, accepted(effIdleClock{Left: time.Minute, Busy: true})},
+		{"idle check while a load settles", with(waiting, func(v *view) { v.Settling = true }), due, accepted(effTimer{Timer: timerIdle, After: time.Minute, Restart: true})},
 		{"idle check while stopping", with(waiting, func(v *view) { v.Stopping = true }), due, accepted()},
 	}...)
 	runDecideCases(t, cases)

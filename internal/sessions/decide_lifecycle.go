@@ -151,7 +151,7 @@ func decideStartFailed(v view, in startFailedInput) decision {
 // taken for a reply).
 func decideStartSucceeded(in startSucceededInput) decision {
 	if in.Resumed.Strategy == session.StrategyNativeLoad && in.Replayed == 0 && in.HadHistory {
-		return accept(effAwaitReplay{Resumed: in.Resumed, Gen: in.Gen, Inject: in.Inject})
+		return accept(effTimer{Timer: timerSettle, Settle: replaySettledInput{Resumed: in.Resumed, Gen: in.Gen, Inject: in.Inject}})
 	}
 	return started(in.Resumed)
 }
@@ -180,11 +180,12 @@ func started(r resumedInfo) decision {
 	if r.Strategy != "" {
 		effs = append(effs, record("", &session.SessionResumedData{Strategy: r.Strategy, ContextRestored: r.ContextRestored, FallbackReason: r.Fallback}))
 	}
-	return accept(append(effs, effWaiters{Notify: true}, effPushRecovery{}, effIdleClock{})...).then(nextInput{})
+	return accept(append(effs, effWaiters{Notify: true}, effPushRecovery{}, effTimer{Timer: timerIdle})...).then(nextInput{})
 }
 
-// decideWriteFailed: a failed write is never silent, and the actor then
-// believes the store again, once its writes in flight have reported (a
+// decideWriteFailed: a failed write is never silent (the actor logs it as
+// it takes it: failed, writefail.go), and the actor then believes the
+// store again, once its writes in flight have reported (a
 // reload must not read the store while its own changes are still on their
 // way to it). One reload serves every failure before it. The reload
 // repairs what the store lacks, with writes of its own; should one of
@@ -194,15 +195,12 @@ func started(r resumedInfo) decision {
 // loop as fast as it refuses. The backoff is reset once a reload's writes
 // are all stored (writefail.go).
 func decideWriteFailed(v view, in writeFailedInput) decision {
-	if in.ShuttingDown {
-		return accept() // the writer closed: the next start reconciles from the store
+	if in.ShuttingDown || v.Reloading {
+		// The writer closed: the next start reconciles from the store. Or
+		// a reload is pending already, and serves this failure too.
+		return accept()
 	}
-	report := effWriteFailed{Change: in.Change, Err: in.Err}
-	if v.Reloading {
-		return accept(report)
-	}
-	report.Reload, report.After, report.Next = true, v.Backoff, nextBackoff(v.Backoff)
-	return accept(report)
+	return accept(effTimer{Timer: timerReload, After: v.Backoff})
 }
 
 // The backoff of a reload after a failed write that follows a reload

@@ -97,30 +97,48 @@ func TestDecideRestarted(t *testing.T) {
 
 func TestDecideWriteFailed(t *testing.T) {
 	in, closing := writeFailedInput{}, writeFailedInput{ShuttingDown: true}
-	reload := accepted(effWriteFailed{Reload: true, Next: reloadBackoffMin})
+	reload := accepted(effTimer{Timer: timerReload})
 	reloadEveryState := func(session.SessionState) decision { return reload }
 	cases := perState("write failed", in, nil, terminalStates(map[session.SessionState]decision{
 		session.SessionCreated: reload, session.SessionStarting: reload, session.SessionRunning: reload, session.SessionWaitingForInput: reload,
 	}, reloadEveryState))
 	waiting := inState(session.SessionRunning)
 	reloading := with(waiting, func(v *view) { v.Reloading = true })
+	backedOffReload := func(d time.Duration) decision { return accepted(effTimer{Timer: timerReload, After: d}) }
 	cases = append(cases, []decideCase{
-		{"write failed while a reload waits", reloading, in, accepted(effWriteFailed{})},
+		{"write failed while a reload waits", reloading, in, accepted()},
 		{"write failed as the writer closed", waiting, closing, accepted()},
 		{"write failed as the writer closed while a reload waits", reloading, closing, accepted()},
 		{"write failed while stopping", with(waiting, func(v *view) { v.Stopping = true }), in, reload},
-		{"write failed after a reload's write failed", backedOff(waiting, reloadBackoffMin), in,
-			accepted(effWriteFailed{Reload: true, After: reloadBackoffMin, Next: 2 * reloadBackoffMin})},
+		{"write failed after a reload's write failed", backedOff(waiting, reloadBackoffMin), in, backedOffReload(reloadBackoffMin)},
 		{"write failed as the backoff nears its cap", backedOff(waiting, reloadBackoffMax-time.Second), in,
-			accepted(effWriteFailed{Reload: true, After: reloadBackoffMax - time.Second, Next: reloadBackoffMax})},
-		{"write failed at the backoff's cap", backedOff(waiting, reloadBackoffMax), in,
-			accepted(effWriteFailed{Reload: true, After: reloadBackoffMax, Next: reloadBackoffMax})},
+			backedOffReload(reloadBackoffMax - time.Second)},
+		{"write failed at the backoff's cap", backedOff(waiting, reloadBackoffMax), in, backedOffReload(reloadBackoffMax)},
 		{"write failed while a backed-off reload waits", with(backedOff(waiting, time.Second), func(v *view) { v.Reloading = true }), in,
-			accepted(effWriteFailed{})},
-		{"write failed names the change and its error", waiting, writeFailedInput{Change: "sessions.turnEnded", Err: errStale},
-			accepted(effWriteFailed{Change: "sessions.turnEnded", Err: errStale, Reload: true, Next: reloadBackoffMin})},
+			accepted()},
+		{"write failed names the change and its error", waiting, writeFailedInput{Change: "sessions.turnEnded", Err: errStale}, reload},
 	}...)
 	runDecideCases(t, cases)
+}
+
+// TestNextBackoff: the reload after the next failure waits twice as long
+// as this one (the first reloadBackoffMin), up to reloadBackoffMax.
+func TestNextBackoff(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		now, got time.Duration
+	}{
+		{"first reload at once", 0, reloadBackoffMin},
+		{"doubles", reloadBackoffMin, 2 * reloadBackoffMin},
+		{"nears its cap", reloadBackoffMax - time.Second, reloadBackoffMax},
+		{"at its cap", reloadBackoffMax, reloadBackoffMax},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := nextBackoff(c.now); got != c.got {
+				t.Fatalf("nextBackoff(%v): got %v, want %v", c.now, got, c.got)
+			}
+		})
+	}
 }
 
 // backedOff is v with the reload after the next failed write waiting d.
@@ -333,7 +351,7 @@ func TestDecideStartFailed(t *testing.T) {
 
 func TestDecideStartSucceeded(t *testing.T) {
 	starting := inState(session.SessionStarting)
-	run := []effect{effWaiters{Notify: true}, effPushRecovery{}, effIdleClock{}}
+	run := []effect{effWaiters{Notify: true}, effPushRecovery{}, effTimer{Timer: timerIdle}}
 	load := resumedInfo{Strategy: session.StrategyNativeLoad, ContextRestored: true}
 	resume := resumedInfo{Strategy: session.StrategyNativeResume, ContextRestored: true}
 	fresh := resumedInfo{Strategy: session.StrategyFresh, Fallback: "unsupported"}
@@ -344,10 +362,10 @@ func TestDecideStartSucceeded(t *testing.T) {
 		{"started by a load that replayed", starting, startSucceededInput{Resumed: load, HadHistory: true, Replayed: 4},
 			accepted(append([]effect{resumedAs(load)}, run...)...).then(nextInput{})},
 		{"started by a load that replayed nothing yet", starting, startSucceededInput{Resumed: load, HadHistory: true},
-			accepted(effAwaitReplay{Resumed: load})},
+			accepted(effTimer{Timer: timerSettle, Settle: replaySettledInput{Resumed: load}})},
 		{"started by a load that replayed nothing yet, history injectable", starting,
 			startSucceededInput{Resumed: load, HadHistory: true, Gen: 3, Inject: true},
-			accepted(effAwaitReplay{Resumed: load, Gen: 3, Inject: true})},
+			accepted(effTimer{Timer: timerSettle, Settle: replaySettledInput{Resumed: load, Gen: 3, Inject: true}})},
 		{"started by a load of a session without history", starting, startSucceededInput{Resumed: load},
 			accepted(append([]effect{resumedAs(load)}, run...)...).then(nextInput{})},
 		{"started fresh after a fallback", starting, startSucceededInput{Resumed: fresh, HadHistory: true},
@@ -357,7 +375,7 @@ func TestDecideStartSucceeded(t *testing.T) {
 
 func TestDecideReplaySettled(t *testing.T) {
 	settling := with(inState(session.SessionStarting), func(v *view) { v.Settling = true })
-	run := []effect{effWaiters{Notify: true}, effPushRecovery{}, effIdleClock{}}
+	run := []effect{effWaiters{Notify: true}, effPushRecovery{}, effTimer{Timer: timerIdle}}
 	load := resumedInfo{Strategy: session.StrategyNativeLoad, ContextRestored: true}
 	lost := resumedInfo{Strategy: session.StrategyFresh, Fallback: "empty_replay"}
 	injected := resumedInfo{Strategy: session.StrategyHistoryInjection, Fallback: "empty_replay"}

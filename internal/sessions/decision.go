@@ -216,6 +216,9 @@ type (
 		Current  bool
 		Replayed int
 		Inject   bool
+		// Gen is the agent generation the load started (the actor sets
+		// Current from it when the settle runs).
+		Gen int
 	}
 	// updateInput: the agent sent a session/update of Kind (Current: the
 	// agent is still the session's). Of a message or thought chunk:

@@ -105,13 +105,6 @@ type (
 		Reserve, Ready, Notify bool
 		Err                    error
 	}
-	// effIdleClock restarts the idle clock: the whole idle timeout (Left
-	// 0), or a look again after Left (Busy: the agent has work, so its
-	// idle time starts over now).
-	effIdleClock struct {
-		Left time.Duration
-		Busy bool
-	}
 	// effSetOption sends a mode or config choice to the running agent
 	// (Now; stored once it took it), else stores it for the next start.
 	effSetOption struct{ Now bool }
@@ -121,16 +114,6 @@ type (
 	effAskPermission struct {
 		PromptID          string
 		Declined, TooMany bool
-	}
-	// effAwaitReplay holds prompts back for a grace period: a load that
-	// replayed nothing may still replay after its answer.
-	// What it then settles on: how the start restored the session, the
-	// generation of its agent, and whether its profile can inject the
-	// history (replaySettledInput).
-	effAwaitReplay struct {
-		Resumed resumedInfo
-		Gen     int
-		Inject  bool
 	}
 
 	// effTakeUpdate takes a session/update whose content it needs (the
@@ -143,18 +126,20 @@ type (
 		Role                session.MessageRole
 	}
 
-	// A failed write's effects (writefail.go).
-	//
-	// effWriteFailed logs a failure: of a write (Change names it), or of
-	// a reload's read (Change ""). With Reload, the session is reloaded
-	// after After (0: at once) once every write in flight has reported,
-	// and the reload after the next failure waits Next.
-	effWriteFailed struct {
-		Change      string
-		Err         error
-		Reload      bool
-		After, Next time.Duration
+	// effTimer arms one of the actor's timers (Timer): After from now
+	// the actor takes what it stands for (timerKind). One of each kind
+	// runs: arming it again replaces it. Restart: the agent's idle time
+	// starts over now (timerIdle). Settle: what the settle decides
+	// (timerSettle).
+	effTimer struct {
+		Timer   timerKind
+		After   time.Duration
+		Restart bool
+		Settle  replaySettledInput
 	}
+
+	// A failed write's effect (writefail.go).
+	//
 	// effReload believes the store again (what the reload read is the
 	// job's): the session, executor and turns as stored, except the live
 	// facts (the running turn, turns still being admitted), and Queue as
@@ -228,6 +213,26 @@ const (
 	takeDropped
 )
 
+// timerKind is which of the actor's timers effTimer arms.
+type timerKind uint8
+
+const (
+	// timerIdle: the idle clock; it decides whether the agent has idled
+	// for AgentIdleTimeout (idleCheckInput). After 0: the whole timeout,
+	// from now.
+	timerIdle timerKind = iota
+	// timerSettle holds prompts back for ReplayGrace (the session is
+	// settling while it runs): a load that replayed nothing may still
+	// replay after its answer; then the load is settled (Settle, with
+	// what it replayed meanwhile: replaySettledInput).
+	timerSettle
+	// timerReload reloads the session once its writes in flight have
+	// reported (writefail.go), After 0: at once; the reload after the
+	// next failure waits twice as long (nextBackoff).
+	timerReload
+	timerKinds
+)
+
 // startHow is how effStartAgent gives the session an agent.
 type startHow uint8
 
@@ -250,11 +255,9 @@ func (effCancelAgent) isEffect()       {}
 func (effStopAgent) isEffect()         {}
 func (effPushRecovery) isEffect()      {}
 func (effWaiters) isEffect()           {}
-func (effIdleClock) isEffect()         {}
 func (effSetOption) isEffect()         {}
 func (effAskPermission) isEffect()     {}
-func (effAwaitReplay) isEffect()       {}
 func (effTakeUpdate) isEffect()        {}
-func (effWriteFailed) isEffect()       {}
+func (effTimer) isEffect()             {}
 func (effReload) isEffect()            {}
 func (effStartAgent) isEffect()        {}

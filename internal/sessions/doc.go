@@ -16,7 +16,7 @@
 //     (the view it reads, the inputs, the decision it returns),
 //     decision_effects.go the effects a decision lists: the domain events
 //     it decides (effRecord) and runtime I/O (start, stop, cancel, prompt,
-//     attach, answers, timers), 16 kinds; what a decision decides next,
+//     attach, answers, timers), 14 kinds; what a decision decides next,
 //     once its effects are performed, is its Then (decision.then).
 //   - actor.go is the state one actor owns, mailbox.go the loop that runs
 //     its closures one at a time, effects.go where the actor performs the
@@ -26,7 +26,8 @@
 //     channel, what a reload read, a start's report), which also carries
 //     back what the caller is answered with. record.go is the actor's
 //     evolve: each event a decision records, folded into the actor's live
-//     fields as it is emitted.
+//     fields as it is emitted. timers.go runs the actor's timers (the idle
+//     clock, a load's settle, the reload after a failed write: effTimer).
 //   - runtime.go is the seam to the agent: the actor talks to an Agent
 //     that a Runtime started, a child process speaking ACP on stdio
 //     (Standalone, childAgent) or an agent on an executor host, whose

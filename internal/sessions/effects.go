@@ -1,8 +1,6 @@
 package sessions
 
 import (
-	"time"
-
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/session"
@@ -178,15 +176,8 @@ func (a *actor) performOne(e effect, j *job) error {
 		}
 	case effWaiters:
 		return a.performWaiters(e, j)
-	case effIdleClock:
-		if e.Left == 0 {
-			a.armIdle()
-			break
-		}
-		if e.Busy {
-			a.activeAt = time.Now()
-		}
-		a.idleTimer.Reset(e.Left)
+	case effTimer:
+		a.arm(e)
 	case effSetOption:
 		if e.Now {
 			j.conn, j.acpID = a.conn, a.acpID
@@ -195,12 +186,8 @@ func (a *actor) performOne(e effect, j *job) error {
 		}
 	case effAskPermission:
 		a.performAsk(e, j)
-	case effAwaitReplay:
-		a.awaitReplay(e)
 	case effTakeUpdate:
 		a.takeUpdate(e, j.update)
-	case effWriteFailed:
-		a.reportFailure(e)
 	case effReload:
 		a.believeRead(e, j.reload)
 	case effStartAgent:

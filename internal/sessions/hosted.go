@@ -265,7 +265,7 @@ func (a *actor) onAttached(gen int, conn Agent, pending []session.Permission, er
 		a.resumeTurn(a.running)
 	}
 	a.notifyWaiters(nil)
-	a.armIdle()
+	a.arm(effTimer{Timer: timerIdle})
 	a.startNext()
 	if !endedOnHost(conn) {
 		a.settleAttach() // else once its exit, which the host replays, is recorded

@@ -108,22 +108,6 @@ func (a *actor) dropSlot() {
 	}
 }
 
-// armIdle (re)starts the idle clock after the agent became ready or
-// finished a turn. The timer only posts a check to the actor; the check
-// decides on the actor's state.
-func (a *actor) armIdle() {
-	d := a.m.cfg.AgentIdleTimeout
-	if d <= 0 {
-		return
-	}
-	a.activeAt = time.Now()
-	if a.idleTimer == nil {
-		a.idleTimer = time.AfterFunc(d, func() { a.mb.post(a.checkIdle) })
-		return
-	}
-	a.idleTimer.Reset(d)
-}
-
 // checkIdle stops the agent once it has been idle for AgentIdleTimeout,
 // else looks again when that time would be up (decideIdleCheck).
 func (a *actor) checkIdle() {

@@ -312,7 +312,7 @@ func (m *Manager) register(l loaded, repair bool) (*actor, <-chan struct{}, erro
 	m.actors[id] = a
 	m.spawn(func() {
 		a.mb.run()
-		a.stopRetry() // on the actor's goroutine: its mailbox is closed and drained
+		a.stopTimers() // on the actor's goroutine: its mailbox is closed and drained
 	})
 	return a, nil, nil
 }

@@ -409,7 +409,7 @@ func (p *replay) settle(s *replaySession) {
 		p.onActor(s, func(a *actor) {
 			// A reload waiting for its backoff waits for the store: while
 			// it refuses writes the session is as settled as it gets.
-			reloading := a.reloading && (a.retry == nil || p.fault == nil)
+			reloading := a.reloading && (a.timers[timerReload] == nil || p.fault == nil)
 			busy = reloading || a.starting || a.settling || len(a.admitting) > 0
 			if c := a.conn; c != nil && isDone(c) {
 				busy = true // its exit is on its way

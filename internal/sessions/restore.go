@@ -356,23 +356,16 @@ func (a *actor) startSucceeded(p startPlan, out startOutcome) {
 		Gen: p.gen, Inject: p.inject}), nil)
 }
 
-// awaitReplay holds prompts back for ReplayGrace (settling), then settles
-// the load (effAwaitReplay).
-func (a *actor) awaitReplay(e effAwaitReplay) {
-	a.settling = true
-	time.AfterFunc(a.m.cfg.ReplayGrace, func() { a.mb.post(func() { a.settleLoad(e) }) })
-}
-
 // resumed is how the start restored the session.
 func (out startOutcome) resumed() resumedInfo {
 	return resumedInfo{Strategy: out.strategy, ContextRestored: out.contextRestored, Fallback: out.fallback}
 }
 
 // settleLoad decides, after the grace period, whether a load restored the
-// conversation (decideReplaySettled).
-func (a *actor) settleLoad(e effAwaitReplay) {
-	_ = a.perform(decide(a.view(), replaySettledInput{Resumed: e.Resumed, Current: e.Gen == a.gen,
-		Replayed: a.replayed, Inject: e.Inject}), nil)
+// conversation (decideReplaySettled), with what it replayed meanwhile.
+func (a *actor) settleLoad(in replaySettledInput) {
+	in.Current, in.Replayed = in.Gen == a.gen, a.replayed
+	_ = a.perform(decide(a.view(), in), nil)
 }
 
 // startFailed leaves the session usable and resumable: the identity is kept,

@@ -3,7 +3,6 @@ package sessions
 import (
 	"context"
 	"reflect"
-	"time"
 
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
@@ -44,52 +43,19 @@ func (a *actor) writeFailed(c events.Change, err error) {
 }
 
 // failed counts a failure that a reload must follow (a write's, or a
-// reload's own read) and performs what decideWriteFailed decides.
+// reload's own read), logs it (a failed write is never silent) and
+// performs what decideWriteFailed decides.
 func (a *actor) failed(in writeFailedInput) {
 	a.failures++
-	_ = a.perform(decide(a.view(), in), nil)
-}
-
-// reportFailure logs what failed and reloads the session if decided
-// (effWriteFailed).
-func (a *actor) reportFailure(e effWriteFailed) {
-	if e.Change != "" {
+	switch {
+	case in.ShuttingDown:
+	case in.Change != "":
 		a.log.Error("a change of this session was not stored; reloading the session from the store",
-			"change", e.Change, "code", errcode.CodeOf(e.Err), "err", e.Err)
-	} else {
-		a.log.Error("reloading the session from the store failed; trying again", "err", e.Err)
+			"change", in.Change, "code", errcode.CodeOf(in.Err), "err", in.Err)
+	default:
+		a.log.Error("reloading the session from the store failed; trying again", "err", in.Err)
 	}
-	if e.Reload {
-		a.reloadAfter(e.After, e.Next)
-	}
-}
-
-// reloadAfter schedules the reload decideWriteFailed decided: after the
-// backoff after (none: at once), once the writes in flight have reported;
-// the reload after the next failure waits next. One reload is pending at
-// a time (reloading), and the backoff's timer stops with the actor
-// (stopRetry).
-func (a *actor) reloadAfter(after, next time.Duration) {
-	a.reloading, a.backoff = true, next
-	if after <= 0 {
-		a.reloadWhenQuiet()
-		return
-	}
-	a.retry = a.m.after(after, func() {
-		a.mb.post(func() {
-			a.retry = nil
-			a.reloadWhenQuiet()
-		})
-	})
-}
-
-// stopRetry stops the timer of a pending reload's backoff: the actor's
-// mailbox has closed, and nothing will reload it.
-func (a *actor) stopRetry() {
-	if a.retry != nil {
-		a.retry()
-		a.retry = nil
-	}
+	_ = a.perform(decide(a.view(), in), nil)
 }
 
 // reloadWhenQuiet reloads once every write submitted so far has reported:

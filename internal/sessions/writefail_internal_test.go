@@ -102,7 +102,7 @@ func (s *scene) writes(t *testing.T) uint64 {
 			t.Fatal(err)
 		}
 		prev, queued := n, false
-		if err := a.do(ctx, func() { n, queued = a.version, a.reloading && a.retry == nil }); err != nil {
+		if err := a.do(ctx, func() { n, queued = a.version, a.reloading && a.timers[timerReload] == nil }); err != nil {
 			t.Fatal(err)
 		}
 		if visits > 0 && n == prev && !queued {
