@@ -358,13 +358,15 @@ func (m *Manager) AnswerPermission(ctx context.Context, sessionID, requestID str
 		var attaching bool
 		ans, err = call(ctx, a.mb, func() (answer, error) {
 			p, pending, err := a.answerPermission(requestID, out)
-			attaching = a.starting
+			_, onHost := a.hostPending[requestID]
+			attaching = a.starting || onHost && a.conn != nil
 			return answer{p, pending}, err
 		})
 		// A request still pending on the executor host while its agent is
 		// being attached again (after a restart or a takeover) becomes
-		// live once the attach has given it back: the answer waits for it
-		// instead of being refused.
+		// live once the attach has given it back (the host asks it again
+		// after the attach: hostPending until then): the answer waits for
+		// it instead of being refused.
 		var de *errcode.Error
 		if !attaching || !errors.As(err, &de) || de.Code != errcode.PermissionResolved || de.Details["state"] != string(session.PermissionPending) {
 			break
