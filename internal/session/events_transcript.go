@@ -58,6 +58,11 @@ type MessageChunkData struct {
 	MessageID int64       `json:"messageId"`
 	Role      MessageRole `json:"role"`
 	Text      string      `json:"text"`
+	// AgentMessageID is the ACP messageId the chunk came with, which the
+	// live actor notes (a message begun without one learns it, so the
+	// next id tells a new message). Not recorded: the message keeps the
+	// id it began with (MessageAddedData.AgentMessageID).
+	AgentMessageID string `json:"-"`
 }
 
 // EventType is message.chunk.

@@ -1,8 +1,8 @@
 package sessions
 
 import (
+	"encoding/json"
 	"fmt"
-	"slices"
 
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/session"
@@ -241,32 +241,15 @@ func decideUpdate(v view, in updateInput) decision {
 	if !in.Current {
 		return accept() // a previous agent's: stale
 	}
-	if in.Late {
-		// Text joins the turn's messages, tool calls and plans their
-		// records; what does not belong to a turn (commands, modes,
-		// options of an agent that is gone) is dropped.
-		in.Late = false
-		d := decideUpdate(v, in)
-		d.Effects = slices.DeleteFunc(d.Effects, func(e effect) bool {
-			_, rec := e.(effRecord)
-			t, take := e.(effTakeUpdate)
-			return !rec && !(take && (t.How == takeChunk || t.How == takeMessage))
-		})
-		if len(d.Effects) == 0 {
-			return accept()
-		}
-		return d
-	}
 	r := v.Running
 	if v.Replaying && r == nil && replayedKind(in.Kind) {
-		return accept(effTakeUpdate{How: takeReplayed})
+		// A session/load replays history already stored: stored nowhere
+		// (the load counts it for its settle: onUpdate).
+		return accept()
 	}
 	switch in.Kind {
 	case acp.UpdateAgentMessage, acp.UpdateAgentThought:
-		if r == nil {
-			return accept(effTakeUpdate{How: takeDropped})
-		}
-		if in.Empty {
+		if r == nil || in.Empty {
 			return accept()
 		}
 		role := session.RoleAgent
@@ -277,13 +260,19 @@ func decideUpdate(v view, in updateInput) decision {
 		// something came between, the role changed, or the turn has none
 		// open (its first: the prompt's user message precedes it).
 		fresh := r.Split || (in.MessageID != "" && r.MessageID != "" && in.MessageID != r.MessageID)
-		if fresh || in.Block || !r.OpenMessage || r.OpenRole != role {
-			return accept(effTakeUpdate{How: takeMessage, PromptID: r.PromptID, MessageID: in.MessageID, Role: role})
+		if fresh || in.Block || r.OpenMessage == 0 || r.OpenRole != role {
+			// Its id is taken as it is folded (record.go), so the chunks
+			// that follow name it.
+			m := &session.MessageAddedData{Role: role, Text: in.Text, AgentMessageID: in.MessageID, Closes: r.OpenMessage}
+			if in.Block {
+				m.Text, m.Content = "", json.RawMessage("["+string(in.Content)+"]")
+			}
+			return accept(record(r.PromptID, m))
 		}
-		return accept(effTakeUpdate{How: takeChunk, PromptID: r.PromptID, MessageID: in.MessageID, Role: role})
+		return accept(record(r.PromptID, &session.MessageChunkData{MessageID: r.OpenMessage, Role: role, Text: in.Text, AgentMessageID: in.MessageID}))
 	case acp.UpdateToolCall, acp.UpdateToolCallUpdate:
 		if r == nil {
-			return accept(effTakeUpdate{How: takeDropped})
+			return accept()
 		}
 		// Its fold ends the running turn's current message first.
 		p := toolCallPayload(toolCallRecord("", r.PromptID, in.Tool))
@@ -299,11 +288,35 @@ func decideUpdate(v view, in updateInput) decision {
 		}
 		return accept(record(promptID, &session.PlanUpdatedData{Entries: in.Data}))
 	case acp.UpdateAvailableCommands, acp.UpdateCurrentMode, acp.UpdateConfigOptions:
-		return accept(effTakeUpdate{How: takeOptions})
+		if in.Late {
+			// Of an agent that is gone: it belongs to no turn.
+			return accept()
+		}
+		return accept(record("", optionsAnnounced(v, in)))
 	}
 	// user_message_chunk echoes what we already stored; session info and
 	// usage are not transcript.
 	return accept()
+}
+
+// optionsAnnounced is the session's options once the agent announced in (its
+// commands, its current mode or its config options), as
+// session.options_changed tells clients.
+func optionsAnnounced(v view, in updateInput) *session.SessionOptionsChangedData {
+	commands, mode, modes, config := v.Commands, v.Mode, v.Modes, v.ConfigOptions
+	switch in.Kind {
+	case acp.UpdateAvailableCommands:
+		commands = in.Data
+	case acp.UpdateCurrentMode:
+		mode = in.Data
+		var id string
+		if json.Unmarshal(in.Data, &id) == nil {
+			modes = withCurrentMode(modes, id)
+		}
+	case acp.UpdateConfigOptions:
+		config = in.Data
+	}
+	return &session.SessionOptionsChangedData{CurrentMode: mode, AvailableModes: AvailableModes(modes), ConfigOptions: config, AvailableCommands: commands}
 }
 
 // replayedKind: a session/load replays updates of this kind as history.

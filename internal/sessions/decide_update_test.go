@@ -16,12 +16,14 @@ func TestDecideUpdate(t *testing.T) {
 	// running: turn p1 streams agent message m1; idle: no turn; replaying:
 	// no turn while a session/load may still replay history.
 	running := with(inState(session.SessionRunning), func(v *view) {
-		v.Running.MessageID, v.Running.OpenMessage, v.Running.OpenRole = "m1", true, session.RoleAgent
+		v.Running.MessageID, v.Running.OpenMessage, v.Running.OpenRole = "m1", 7, session.RoleAgent
 	})
 	idle := inState(session.SessionWaitingForInput)
 	replaying := with(idle, func(v *view) { v.Replaying = true })
-	skip, drop, none := accepted(effTakeUpdate{How: takeReplayed}), accepted(effTakeUpdate{How: takeDropped}), accepted()
-	options := accepted(effTakeUpdate{How: takeOptions})
+	// Replayed history, and output outside a turn, are stored nowhere.
+	none := accepted()
+	skip, drop := none, none
+	options := accepted(record("", &session.SessionOptionsChangedData{}))
 	entries := json.RawMessage(`[{"content":"test","status":"pending"}]`)
 	plan := func(promptID string) decision {
 		return accepted(effRecord{Event: &session.PlanUpdatedData{EventCommon: session.EventCommon{PromptID: promptID}, Entries: entries}})
@@ -30,8 +32,8 @@ func TestDecideUpdate(t *testing.T) {
 		kind                     acp.UpdateKind
 		running, idle, replaying decision
 	}{
-		{acp.UpdateAgentMessage, accepted(effTakeUpdate{How: takeChunk, PromptID: "p1", MessageID: "m1", Role: session.RoleAgent}), drop, skip},
-		{acp.UpdateAgentThought, accepted(effTakeUpdate{How: takeMessage, PromptID: "p1", MessageID: "m1", Role: session.RoleThought}), drop, skip},
+		{acp.UpdateAgentMessage, accepted(record("p1", &session.MessageChunkData{MessageID: 7, Role: session.RoleAgent, AgentMessageID: "m1"})), drop, skip},
+		{acp.UpdateAgentThought, accepted(record("p1", &session.MessageAddedData{Role: session.RoleThought, AgentMessageID: "m1", Closes: 7})), drop, skip},
 		{acp.UpdateUserMessage, none, none, skip},
 		{acp.UpdateToolCall, accepted(record("p1", &session.ToolCallStartedData{ToolCallData: session.ToolCallData{ToolCallID: "t1"}})), drop, skip},
 		{acp.UpdateToolCallUpdate, accepted(record("p1", &session.ToolCallData{ToolCallID: "t1"})), drop, skip},
@@ -75,27 +77,40 @@ func TestDecideUpdate(t *testing.T) {
 	chunk := func(messageID string) updateInput {
 		return updateInput{Kind: acp.UpdateAgentMessage, MessageID: messageID, Current: true}
 	}
-	start := func(messageID string) decision {
-		return accepted(effTakeUpdate{How: takeMessage, PromptID: "p1", MessageID: messageID, Role: session.RoleAgent})
+	// A new message's id is taken as it is folded; it ends the open one
+	// (closes).
+	startClosing := func(messageID string, closes int64) decision {
+		return accepted(record("p1", &session.MessageAddedData{Role: session.RoleAgent, AgentMessageID: messageID, Closes: closes}))
 	}
+	start := func(messageID string) decision { return startClosing(messageID, 7) }
 	appendTo := func(messageID string) decision {
-		return accepted(effTakeUpdate{How: takeChunk, PromptID: "p1", MessageID: messageID, Role: session.RoleAgent})
+		return accepted(record("p1", &session.MessageChunkData{MessageID: 7, Role: session.RoleAgent, AgentMessageID: messageID}))
 	}
 	cases = append(cases, []decideCase{
-		{"chunk starts the turn's first message", inState(session.SessionRunning), chunk("m1"), start("m1")},
+		{"chunk starts the turn's first message", inState(session.SessionRunning), chunk("m1"), startClosing("m1", 0)},
+		{"chunk carries its text", running, updateInput{Kind: acp.UpdateAgentMessage, MessageID: "m1", Text: "hi", Current: true},
+			accepted(record("p1", &session.MessageChunkData{MessageID: 7, Role: session.RoleAgent, Text: "hi", AgentMessageID: "m1"}))},
 		{"chunk after a tool call, plan or permission", with(running, func(v *view) { v.Running.Split = true }), chunk("m1"), start("m1")},
 		{"chunk with a new messageId", running, chunk("m2"), start("m2")},
 		{"chunk without a messageId continues", running, chunk(""), appendTo("")},
 		{"chunk with a messageId after chunks without", with(running, func(v *view) { v.Running.MessageID = "" }), chunk("m2"), appendTo("m2")},
-		{"chunk after its open message was lost to a failed write", with(running, func(v *view) { v.Running.OpenMessage = false }),
-			chunk("m1"), start("m1")},
-		{"chunk that is not plain text", running, updateInput{Kind: acp.UpdateAgentMessage, MessageID: "m1", Block: true, Current: true}, start("m1")},
+		{"chunk after its open message was lost to a failed write", with(running, func(v *view) { v.Running.OpenMessage = 0 }),
+			chunk("m1"), startClosing("m1", 0)},
+		{"chunk that is not plain text", running, updateInput{Kind: acp.UpdateAgentMessage, MessageID: "m1", Text: "x", Block: true,
+			Content: json.RawMessage(`{"type":"image"}`), Current: true},
+			accepted(record("p1", &session.MessageAddedData{Role: session.RoleAgent, Content: json.RawMessage(`[{"type":"image"}]`), AgentMessageID: "m1", Closes: 7}))},
 		{"empty chunk", running, updateInput{Kind: acp.UpdateAgentMessage, MessageID: "m2", Empty: true, Current: true}, none},
 		{"empty chunk outside a turn", idle, updateInput{Kind: acp.UpdateAgentMessage, Empty: true, Current: true}, drop},
 		{"thought chunk continues a thought", with(running, func(v *view) { v.Running.OpenRole = session.RoleThought }),
 			updateInput{Kind: acp.UpdateAgentThought, MessageID: "m1", Current: true},
-			accepted(effTakeUpdate{How: takeChunk, PromptID: "p1", MessageID: "m1", Role: session.RoleThought})},
+			accepted(record("p1", &session.MessageChunkData{MessageID: 7, Role: session.RoleThought, AgentMessageID: "m1"}))},
 		{"chunk in a turn that started while a load replayed", with(running, func(v *view) { v.Replaying = true }), chunk("m1"), appendTo("m1")},
+		{"current mode announced", with(idle, func(v *view) {
+			v.Modes = json.RawMessage(`{"availableModes":[{"id":"a"},{"id":"b"}],"currentModeId":"a"}`)
+			v.Commands = json.RawMessage(`[{"name":"c"}]`)
+		}), updateInput{Kind: acp.UpdateCurrentMode, Data: json.RawMessage(`"b"`), Current: true},
+			accepted(record("", &session.SessionOptionsChangedData{CurrentMode: json.RawMessage(`"b"`),
+				AvailableModes: json.RawMessage(`[{"id":"a"},{"id":"b"}]`), AvailableCommands: json.RawMessage(`[{"name":"c"}]`)}))},
 		{"chunk in a cancelled turn", with(running, func(v *view) { v.Running.CancelRequested = true }), chunk("m1"), appendTo("m1")},
 	}...)
 	runDecideCases(t, cases)

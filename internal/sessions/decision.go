@@ -73,8 +73,9 @@ type view struct {
 	// Version counts the session's writes (optimistic concurrency for
 	// continue admission).
 	Version uint64
-	// Modes and ConfigOptions are what the agent announced (ACP JSON).
-	Modes, ConfigOptions json.RawMessage
+	// Modes, ConfigOptions, Commands and Mode (its current mode id, a
+	// JSON string) are what the agent announced (ACP JSON).
+	Modes, ConfigOptions, Commands, Mode json.RawMessage
 	// Executor is the executor as the actor records it: an executor
 	// status a decision records is built from it.
 	Executor session.Executor
@@ -88,8 +89,9 @@ type runningView struct {
 	// Split is set when a tool call, plan or permission came after it.
 	MessageID string
 	Split     bool
-	// OpenMessage: the turn's chunks have a message to go to, of OpenRole.
-	OpenMessage bool
+	// OpenMessage is the message the turn's chunks go to (0: none), of
+	// OpenRole.
+	OpenMessage int64
 	OpenRole    session.MessageRole
 }
 
@@ -228,10 +230,13 @@ type (
 	updateInput struct {
 		Kind         acp.UpdateKind
 		MessageID    string
+		Text         string
 		Block, Empty bool
-		Current      bool
-		Data         json.RawMessage
-		Tool         *acp.ToolCall
+		// Content is the chunk's content block, when not plain text.
+		Content json.RawMessage
+		Current bool
+		Data    json.RawMessage
+		Tool    *acp.ToolCall
 		// Late: the lost agent's late output, of the turn its loss
 		// interrupted (late.go): only what records output is kept.
 		Late bool

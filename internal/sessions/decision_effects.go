@@ -29,18 +29,19 @@ import (
 // a failed start leaves (exited, decideStartFailed: the input carries the
 // time the agent ended and the profile's fingerprint, and what an end is
 // to the actor, no agent and no slot, is noted by the handler that takes
-// it: agentEnded, dropSlot). One record is an effect of its own still: a
-// message chunk (effTakeUpdate: a new message takes an id the store
-// reserves, and the chunk is the update's content). The executor status
-// a restart or a host's reconnect records and a tool call are effRecord,
-// built from the view (executorIs, stopExecutor) and the update. What a
-// decision decides next, once its effects are performed, is its Then.
+// it: agentEnded, dropSlot). So is every session/update the session
+// keeps: a message chunk, a new message (its fold takes the id the
+// store reserves, so the chunks that follow name it), a tool call, a
+// plan, the options the agent announced. The executor status a restart
+// or a host's reconnect records is built from the view (executorIs,
+// stopExecutor). What a decision decides next, once its effects are
+// performed, is its Then.
 //
 // A kind that does one thing in several ways names the way with a How
-// (effStopAgent: stopHow, effStartAgent: startHow, effTakeUpdate:
-// takeHow), which its performer switches on: go-check-sumtype checks the
-// kinds, not the ways, so a new way is added next to its kind's
-// performer.
+// (effStopAgent: stopHow, effStartAgent: startHow), or the timer it arms
+// (effTimer: timerKind), which its performer switches on:
+// go-check-sumtype checks the kinds, not the ways, so a new way is added
+// next to its kind's performer.
 //
 // One performer (performOne, effects.go) carries out every kind. What
 // the command or input holds that an effect needs and is no plain value
@@ -116,16 +117,6 @@ type (
 		Declined, TooMany bool
 	}
 
-	// effTakeUpdate takes a session/update whose content it needs (the
-	// job's update, transcript.go), as How says (takeHow): a message
-	// chunk of PromptID's turn, of Role, with its ACP MessageID; what the
-	// agent announced; a replay; or output dropped.
-	effTakeUpdate struct {
-		How                 takeHow
-		PromptID, MessageID string
-		Role                session.MessageRole
-	}
-
 	// effTimer arms one of the actor's timers (Timer): After from now
 	// the actor takes what it stands for (timerKind). One of each kind
 	// runs: arming it again replaces it. Restart: the agent's idle time
@@ -193,26 +184,6 @@ const (
 	stopShutdown
 )
 
-// takeHow is what effTakeUpdate does with the update.
-type takeHow uint8
-
-const (
-	// takeChunk appends the chunk to the turn's open message; takeMessage
-	// starts a new message with it. Either notes the chunk's ACP
-	// MessageID and ends a split.
-	takeChunk takeHow = iota
-	takeMessage
-	// takeOptions keeps what the agent announced (its commands, its
-	// current mode or its config options) and announces the session's
-	// options.
-	takeOptions
-	// takeReplayed: a session/load replays it, history already stored:
-	// it is counted, and stored nowhere.
-	takeReplayed
-	// takeDropped: agent output after its turn ended, stored nowhere.
-	takeDropped
-)
-
 // timerKind is which of the actor's timers effTimer arms.
 type timerKind uint8
 
@@ -257,7 +228,6 @@ func (effPushRecovery) isEffect()      {}
 func (effWaiters) isEffect()           {}
 func (effSetOption) isEffect()         {}
 func (effAskPermission) isEffect()     {}
-func (effTakeUpdate) isEffect()        {}
 func (effTimer) isEffect()             {}
 func (effReload) isEffect()            {}
 func (effStartAgent) isEffect()        {}

@@ -17,7 +17,7 @@ func (a *actor) view() view {
 		Connected: a.conn != nil, Waiting: len(a.waiters) > 0, Hosted: a.hosted(), StoredSession: a.exec.ResumeToken != "", HasTurns: len(a.turns) > 0,
 		QueueHeld: a.sess.QueueHeld, QueueLimit: a.m.cfg.QueueLimit, Version: a.version,
 		OpenPermissions: len(a.perms), MaxPermissions: a.m.cfg.MaxPendingPermissions,
-		Modes: a.modes, ConfigOptions: a.configOptions, Executor: a.exec}
+		Modes: a.modes, ConfigOptions: a.configOptions, Commands: a.commands, Mode: a.mode, Executor: a.exec}
 	switch {
 	case a.starting:
 		v.Agent = agentStarting
@@ -40,7 +40,7 @@ func (r *turnRun) view() *runningView {
 		return nil
 	}
 	return &runningView{PromptID: r.turn.PromptID, CancelRequested: r.turn.CancelRequested,
-		MessageID: r.msgID, Split: r.split, OpenMessage: r.openMsg != 0, OpenRole: r.openRole}
+		MessageID: r.msgID, Split: r.split, OpenMessage: r.openMsg, OpenRole: r.openRole}
 }
 
 // viewOf is the view with Turn set to the turn promptID names, if any.
@@ -94,8 +94,6 @@ func (a *actor) decideAndPerform(in input) (decision, error) {
 type job struct {
 	// admit is the turn a prompt or a continuation admits (effAdmit).
 	admit *session.Turn
-	// update is the session/update decided on (effTakeUpdate).
-	update acp.Update
 	// ask is the agent's question and where its answer goes
 	// (effAskPermission); answer the client's answer to one
 	// (effAnswerPermissions of RequestID).
@@ -186,8 +184,6 @@ func (a *actor) performOne(e effect, j *job) error {
 		}
 	case effAskPermission:
 		a.performAsk(e, j)
-	case effTakeUpdate:
-		a.takeUpdate(e, j.update)
 	case effReload:
 		a.believeRead(e, j.reload)
 	case effStartAgent:

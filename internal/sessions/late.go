@@ -74,7 +74,7 @@ func (a *actor) onLate(u acp.Update) {
 	// The effects act on the running turn: the late one, for this update.
 	running := a.running
 	a.running = l.run
-	_ = a.perform(d, &job{update: u})
+	_ = a.perform(d, nil)
 	a.running = running
 }
 

@@ -135,25 +135,6 @@ func (a *actor) adoptOptions(o acp.SessionOptions) {
 	a.emitOptions()
 }
 
-// adoptAnnounced keeps what the agent announced in update u (its
-// commands, its current mode or its config options) and announces the
-// session's options (effTakeUpdate, takeOptions).
-func (a *actor) adoptAnnounced(u acp.Update) {
-	switch u.Kind {
-	case acp.UpdateAvailableCommands:
-		a.commands = u.Data
-	case acp.UpdateCurrentMode:
-		a.mode = u.Data
-		var id string
-		if json.Unmarshal(u.Data, &id) == nil {
-			a.modes = withCurrentMode(a.modes, id)
-		}
-	case acp.UpdateConfigOptions:
-		a.configOptions = u.Data
-	}
-	a.emitOptions()
-}
-
 // emitOptions announces the session's options as they now stand, so a
 // stream sees modes, config options and commands change without polling.
 func (a *actor) emitOptions() {

@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"encoding/json"
 	"slices"
 	"time"
 
@@ -59,6 +60,20 @@ func (a *actor) record(p session.EventPayload) *events.Pending {
 		a.sess.Plan = p.Entries
 		// Text that follows the plan reads after it, not glued before it.
 		a.splitMessage()
+	case *session.MessageAddedData:
+		return a.startMessage(p)
+	case *session.MessageChunkData:
+		// Appended to the running turn's open message: one row append,
+		// no read.
+		a.running.noteChunk(p.AgentMessageID)
+	case *session.SessionOptionsChangedData:
+		// What the agent announced: the raw mode state takes its current
+		// mode (the event carries the modes as clients see them).
+		a.commands, a.mode, a.configOptions = p.AvailableCommands, p.CurrentMode, p.ConfigOptions
+		var id string
+		if json.Unmarshal(p.CurrentMode, &id) == nil {
+			a.modes = withCurrentMode(a.modes, id)
+		}
 	case *session.ToolCallStartedData, *session.ToolCallData:
 		// Text that follows the call reads after it, not glued before it.
 		a.splitMessage()

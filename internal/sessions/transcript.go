@@ -18,22 +18,27 @@ type pendingPermission struct {
 }
 
 // onUpdate records one session/update in the transcript, as decideUpdate
-// decides: the decision says what to write, this does it with the
-// update's content.
+// decides. A session/load's replay of history already stored is counted
+// for the load's settle (noteReplay), and stored nowhere.
 func (a *actor) onUpdate(gen int, u acp.Update) {
 	if a.isLate(gen) {
 		a.onLate(u)
 		return
 	}
-	_ = a.perform(decide(a.view(), updateOf(u, gen == a.gen)), &job{update: u})
+	if a.replaying && a.running == nil && gen == a.gen && replayedKind(u.Kind) {
+		a.replayed++
+		a.noteReplay(u)
+	}
+	_ = a.perform(decide(a.view(), updateOf(u, gen == a.gen)), nil)
 }
 
 // updateOf is what decideUpdate knows of update u (current: its agent is
 // the session's).
 func updateOf(u acp.Update, current bool) updateInput {
-	in := updateInput{Kind: u.Kind, MessageID: u.MessageID, Block: u.Block != nil, Empty: u.Block == nil && u.Text == "", Current: current}
+	in := updateInput{Kind: u.Kind, MessageID: u.MessageID, Text: u.Text, Block: u.Block != nil, Content: u.Block,
+		Empty: u.Block == nil && u.Text == "", Current: current}
 	switch u.Kind {
-	case acp.UpdatePlan:
+	case acp.UpdatePlan, acp.UpdateAvailableCommands, acp.UpdateCurrentMode, acp.UpdateConfigOptions:
 		in.Data = u.Data
 	case acp.UpdateToolCall, acp.UpdateToolCallUpdate:
 		in.Tool = u.Tool
@@ -41,51 +46,22 @@ func updateOf(u acp.Update, current bool) updateInput {
 	return in
 }
 
-// takeUpdate takes update u as e says (effTakeUpdate).
-func (a *actor) takeUpdate(e effTakeUpdate, u acp.Update) {
-	switch e.How {
-	case takeChunk:
-		a.appendChunk(e, u)
-	case takeMessage:
-		a.startMessage(e, u)
-	case takeOptions:
-		a.adoptAnnounced(u)
-	case takeReplayed:
-		a.replayed++
-		a.noteReplay(u)
-	case takeDropped:
-		a.log.Debug("dropping agent output outside a turn", "kind", u.Kind)
-	}
-}
-
-// startMessage starts a new message of the running turn with chunk u. Its
-// id is reserved here, so the chunks that follow name it without the
-// store reading it back.
-func (a *actor) startMessage(e effTakeUpdate, u acp.Update) {
+// startMessage folds message.added of a new message of the running turn
+// (p): its id is taken here, so the chunks that follow name it without
+// the store reading it back. Taking an id fails only when the database
+// cannot be reached: the write then fails with it, like any other
+// (writefail.go).
+func (a *actor) startMessage(p *session.MessageAddedData) *events.Pending {
 	r := a.running
-	r.noteChunk(e.MessageID)
-	// Taking an id fails only when the database cannot be reached: the
-	// write then fails with it, like any other (writefail.go).
-	id, idErr := a.m.store.NewMessageID(a.ctx())
-	m := session.Message{ID: id, SessionID: a.id, PromptID: e.PromptID, Role: e.Role, Text: u.Text}
-	if u.Block != nil {
-		m.Text, m.Content = "", json.RawMessage("["+string(u.Block)+"]")
+	r.noteChunk(p.AgentMessageID)
+	id, err := a.m.store.NewMessageID(a.ctx())
+	r.openMsg, r.openRole = id, p.Role
+	if err != nil {
+		r.openMsg = 0
+		return a.change(noID{a.id, err})
 	}
-	closes := r.openMsg
-	r.openMsg, r.openRole = m.ID, e.Role
-	if idErr != nil {
-		a.change(noID{a.id, idErr})
-		return
-	}
-	a.emit(a.messageDraft(m, e.MessageID, closes))
-}
-
-// appendChunk appends chunk u to the running turn's open message: one row
-// append, no read.
-func (a *actor) appendChunk(e effTakeUpdate, u acp.Update) {
-	r := a.running
-	r.noteChunk(e.MessageID)
-	a.emit(a.draft(e.PromptID, &session.MessageChunkData{MessageID: r.openMsg, Role: e.Role, Text: u.Text}))
+	p.MessageID = id
+	return a.emit(a.draft(p.PromptID, p))
 }
 
 // noteChunk notes a message chunk with ACP messageID (decideUpdate has
