@@ -219,13 +219,12 @@ func nextBackoff(d time.Duration) time.Duration {
 	return min(2*d, reloadBackoffMax)
 }
 
-// decideReloaded decides what the actor believes after a reload, and what
-// it records to make the store agree with what is live: the log is the
-// truth, and a fact the live session lived through that the log lacks is
-// recorded as a new event (storeLacks says which). The queue is the turns
-// the store holds queued, then those still being admitted (not stored
-// yet), in the order they were admitted; the running turn is the live
-// run's. An executor record the store lacks is recorded again, and a
+// decideReloaded decides what the actor records after a reload to make
+// the store agree with what is live: the log is the truth (the actor
+// believes what the reload read, as storedQueue orders it: believe,
+// writefail.go), and a fact the live session lived through that the log
+// lacks is recorded as a new event (storeLacks says which). An executor
+// record the store lacks is recorded again, from the actor's own, and a
 // session the actor closed that the store shows open is closed again.
 // Every reload tries every repair again: one the store refuses fails the
 // write, and the next reload, after its backoff (decideWriteFailed),
@@ -236,23 +235,41 @@ func decideReloaded(v view, in reloadedInput) decision {
 		running = v.Running.PromptID
 	}
 	closed := v.State.Terminal() || in.State.Terminal()
-	queue, repairs := storeLacks(closed, in.State, running, in.Turns, in.Pending)
+	repairs := storeLacks(closed, in.State, running, in.Turns, in.Pending)
 	if v.State.Terminal() && !in.State.Terminal() {
 		// After the reload the actor holds the store's state, which the
 		// close moves on again.
 		repairs = append(repairs, record("", &session.SessionStateChangedData{State: v.State, PreviousState: in.State}))
 	}
-	for _, q := range v.Queue {
-		if q.Admitting && !slices.Contains(queue, q.PromptID) {
-			queue = append(queue, q.PromptID)
+	var effs []effect
+	if in.ExecutorLacks {
+		effs = append(effs, record("", session.ExecutorStatusOf(v.Executor)))
+	}
+	effs = append(effs, repairs...)
+	if len(repairs) > 0 {
+		effs = append(effs, effPushRecovery{})
+	}
+	return accept(effs...).then(nextInput{})
+}
+
+// storedQueue is the queue a reload believes: the turns the store holds
+// queued (turns, in run order; but the one running live, and none once
+// the session is closed: their ends are repairs then), then those still
+// being admitted (admitting, in the order they were admitted) that the
+// store does not hold yet.
+func storedQueue(closed bool, running string, turns []storedTurn, admitting []string) []string {
+	var queue []string
+	for _, t := range turns {
+		if t.State == session.TurnQueued && t.PromptID != running && !closed {
+			queue = append(queue, t.PromptID)
 		}
 	}
-	d := accept(effReload{Queue: queue, Executor: in.ExecutorLacks})
-	d.Effects = append(d.Effects, repairs...)
-	if len(repairs) > 0 {
-		d.Effects = append(d.Effects, effPushRecovery{})
+	for _, id := range admitting {
+		if !slices.Contains(queue, id) {
+			queue = append(queue, id)
+		}
 	}
-	return d.then(nextInput{})
+	return queue
 }
 
 // storeLacks is what the log lacks of a session against what is live, as
@@ -262,19 +279,17 @@ func decideReloaded(v view, in reloadedInput) decision {
 // store holds and pending the permission requests it holds pending. A
 // turn the store shows running without a live run lost its outcome: it
 // fails with store_write_failed, so clients see it end. A queued turn
-// stays queued (it is returned, in order), unless the session was
-// closed: the close cancelled it. A permission request no agent waits on
+// stays queued, unless the session was
+// closed: the close cancelled it (storedQueue orders the queue). A permission request no agent waits on
 // any more is closed as the actor closed it, else expired (cancelled, in
 // a closed session: its close cancelled it). A session the store shows
 // RUNNING with no turn running waits for input again.
-func storeLacks(closed bool, state session.SessionState, running string, turns []storedTurn, pending []storedPermission) (queue []string, repairs []effect) {
+func storeLacks(closed bool, state session.SessionState, running string, turns []storedTurn, pending []storedPermission) (repairs []effect) {
 	for _, t := range turns {
 		switch {
 		case t.PromptID == running:
 		case t.State == session.TurnQueued && closed:
 			repairs = append(repairs, endTurn(t.PromptID, cancelled("", true))...)
-		case t.State == session.TurnQueued:
-			queue = append(queue, t.PromptID)
 		case t.State == session.TurnRunning:
 			repairs = append(repairs, record(t.PromptID, failed(string(errcode.StoreWriteFailed), lostOutcomeMessage)))
 		}
@@ -295,7 +310,7 @@ func storeLacks(closed bool, state session.SessionState, running string, turns [
 	if running == "" && state == session.SessionRunning && !closed {
 		repairs = append(repairs, moveTo(state, session.SessionWaitingForInput)...)
 	}
-	return queue, repairs
+	return repairs
 }
 
 // lostOutcomeMessage is the error of a turn whose outcome the store lost
@@ -423,7 +438,7 @@ func decideTakenUp(v view, in restartedInput) decision {
 	for i, id := range in.Permissions {
 		pending[i] = storedPermission{ID: id}
 	}
-	_, effs := storeLacks(closed, v.State, "", in.Turns, pending)
+	effs := storeLacks(closed, v.State, "", in.Turns, pending)
 	if in.Executor == session.ExecutorReady || in.Executor == session.ExecutorStarting || in.Executor == session.ExecutorReconnecting {
 		why := ""
 		if !in.Load {

@@ -147,16 +147,16 @@ func backedOff(v view, d time.Duration) view {
 	return v
 }
 
-// TestDecideReloaded: what the actor believes and records once it read the
-// session back after a failed write, for what the store holds against
-// what is live.
+// TestDecideReloaded: what the actor records once it read the session
+// back after a failed write, for what the store holds against what is
+// live (what it believes of the queue: TestStoredQueue).
 func TestDecideReloaded(t *testing.T) {
 	stored := func(id string, s session.TurnState) storedTurn { return storedTurn{PromptID: id, State: s} }
 	done, p1Running := stored("p0", session.TurnCompleted), stored("p1", session.TurnRunning)
 	reloaded := func(s session.SessionState, turns ...storedTurn) reloadedInput {
 		return reloadedInput{State: s, Turns: turns}
 	}
-	agrees := accepted(effReload{}).then(nextInput{})
+	agrees := accepted().then(nextInput{})
 	// The store agrees with the typical session of each state.
 	var cases []decideCase
 	for _, s := range allStates {
@@ -180,72 +180,103 @@ func TestDecideReloaded(t *testing.T) {
 	}
 	allowed := &permissionEnd{State: session.PermissionSelected, OptionID: "ok"}
 	expired := permissionEnd{State: session.PermissionExpired}
-	lostTurn := accepted(effReload{}, lostOutcome("p1"), stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}).then(nextInput{})
+	lostTurn := accepted(lostOutcome("p1"), stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}).then(nextInput{})
 	cases = append(cases, []decideCase{
 		{"reloaded after a turn's end was lost", idle, reloaded(session.SessionRunning, done, p1Running), lostTurn},
 		{"reloaded after a turn's end was lost, the state stored", idle, reloaded(session.SessionWaitingForInput, done, p1Running),
-			accepted(effReload{}, lostOutcome("p1"), effPushRecovery{}).then(nextInput{})},
+			accepted(lostOutcome("p1"), effPushRecovery{}).then(nextInput{})},
 		// Every reload tries every repair again: the backoff between
 		// reloads (decideWriteFailed) is what keeps it from looping.
 		{"reloaded after the repairs' writes failed", backedOff(idle, time.Second), reloaded(session.SessionRunning, done, p1Running), lostTurn},
 		{"reloaded after two turns' ends were lost", idle,
 			reloaded(session.SessionWaitingForInput, stored("p1", session.TurnRunning), stored("p2", session.TurnRunning)),
-			accepted(effReload{}, lostOutcome("p1"), lostOutcome("p2"), effPushRecovery{}).then(nextInput{})},
+			accepted(lostOutcome("p1"), lostOutcome("p2"), effPushRecovery{}).then(nextInput{})},
 		{"reloaded with only the session state lost", idle, reloaded(session.SessionRunning, done),
-			accepted(effReload{}, stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}).then(nextInput{})},
+			accepted(stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}).then(nextInput{})},
 		{"reloaded with only the session state lost, turns queued", idle, reloaded(session.SessionRunning, done, stored("q1", session.TurnQueued)),
-			accepted(effReload{Queue: []string{"q1"}}, stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}).then(nextInput{})},
+			accepted(stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}).then(nextInput{})},
 		{"reloaded mid-turn, the state stored RUNNING", running, reloaded(session.SessionRunning, done, p1Running), agrees},
 		{"reloaded mid-turn, the turn stored queued", running, reloaded(session.SessionWaitingForInput, done, stored("p1", session.TurnQueued)), agrees},
 		{"reloaded mid-turn with an older turn lost", running, reloaded(session.SessionRunning, stored("p0", session.TurnRunning), p1Running),
-			accepted(effReload{}, lostOutcome("p0"), effPushRecovery{}).then(nextInput{})},
+			accepted(lostOutcome("p0"), effPushRecovery{}).then(nextInput{})},
 		{"reloaded with turns queued", with(running, func(v *view) { v.Queue = queued("q1", "q2") }),
 			reloaded(session.SessionRunning, done, p1Running, stored("q1", session.TurnQueued), stored("q2", session.TurnQueued)),
-			accepted(effReload{Queue: []string{"q1", "q2"}}).then(nextInput{})},
+			agrees},
 		{"reloaded with a queued turn the actor had ended", idle,
 			reloaded(session.SessionWaitingForInput, done, stored("q1", session.TurnQueued)),
-			accepted(effReload{Queue: []string{"q1"}}).then(nextInput{})},
+			agrees},
 		{"reloaded with a queued turn whose end was stored", with(idle, func(v *view) { v.Queue = queued("q1") }),
 			reloaded(session.SessionWaitingForInput, done, stored("q1", session.TurnCancelled)), agrees},
 		{"reloaded with turns being admitted", with(running, func(v *view) { v.Queue = queued("q1"); admitting("q3", "q2")(v) }),
 			reloaded(session.SessionRunning, done, p1Running, stored("q1", session.TurnQueued)),
-			accepted(effReload{Queue: []string{"q1", "q3", "q2"}}).then(nextInput{})},
+			agrees},
 		{"reloaded with a turn being admitted the store holds", with(running, admitting("q1")),
 			reloaded(session.SessionRunning, done, p1Running, stored("q1", session.TurnQueued), stored("q2", session.TurnQueued)),
-			accepted(effReload{Queue: []string{"q1", "q2"}}).then(nextInput{})},
+			agrees},
 		{"reloaded with nothing stored but a turn being admitted", with(inState(session.SessionCreated), admitting("q1")),
-			reloaded(session.SessionCreated), accepted(effReload{Queue: []string{"q1"}}).then(nextInput{})},
+			reloaded(session.SessionCreated), agrees},
 		{"reloaded after a close", inState(session.SessionCompleted), reloaded(session.SessionCompleted, done, p1Running),
-			accepted(effReload{}, lostOutcome("p1"), effPushRecovery{}).then(nextInput{})},
+			accepted(lostOutcome("p1"), effPushRecovery{}).then(nextInput{})},
 		{"reloaded after a close, a queued turn's cancel refused", inState(session.SessionCompleted),
 			reloaded(session.SessionCompleted, done, stored("q1", session.TurnQueued)),
-			acc(effReload{}, endCancelled("q1", "", true), effPushRecovery{}).then(nextInput{})},
+			acc(endCancelled("q1", "", true), effPushRecovery{}).then(nextInput{})},
 		{"reloaded after a close whose state was refused", inState(session.SessionCompleted), reloaded(session.SessionWaitingForInput, done),
-			accepted(effReload{}, stateChange(session.SessionWaitingForInput, session.SessionCompleted), effPushRecovery{}).then(nextInput{})},
+			accepted(stateChange(session.SessionWaitingForInput, session.SessionCompleted), effPushRecovery{}).then(nextInput{})},
 		{"reloaded after a close whose state was refused, RUNNING stored", inState(session.SessionCompleted), reloaded(session.SessionRunning, done),
-			accepted(effReload{}, stateChange(session.SessionRunning, session.SessionCompleted), effPushRecovery{}).then(nextInput{})},
+			accepted(stateChange(session.SessionRunning, session.SessionCompleted), effPushRecovery{}).then(nextInput{})},
 		{"reloaded after a close, a permission's cancel refused", inState(session.SessionCompleted),
 			pending(reloaded(session.SessionCompleted, done), storedPermission{ID: "perm1"}),
-			accepted(effReload{}, resolved("perm1", session.PermissionCancelled, ""), effPushRecovery{}).then(nextInput{})},
+			accepted(resolved("perm1", session.PermissionCancelled, ""), effPushRecovery{}).then(nextInput{})},
 		{"reloaded after the executor's status was refused", idle, reloadedInput{State: session.SessionWaitingForInput, Turns: []storedTurn{done}, ExecutorLacks: true},
-			accepted(effReload{Executor: true}).then(nextInput{})},
+			accepted(effRecord{Event: &session.ExecutorStatusData{}}).then(nextInput{})},
 		{"reloaded after a turn's end and the executor's status were refused", idle,
 			reloadedInput{State: session.SessionRunning, Turns: []storedTurn{done, p1Running}, ExecutorLacks: true},
-			accepted(effReload{Executor: true}, lostOutcome("p1"), stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}).then(nextInput{})},
+			accepted(effRecord{Event: &session.ExecutorStatusData{}}, lostOutcome("p1"), stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}).then(nextInput{})},
 		{"reloaded with a permission the agent waits on", running,
 			pending(reloaded(session.SessionRunning, done, p1Running), storedPermission{ID: "perm1", Live: true}), agrees},
 		{"reloaded after a permission's expiry was lost", idle,
 			pending(reloaded(session.SessionWaitingForInput, done), storedPermission{ID: "perm1"}),
-			accepted(effReload{}, resolved("perm1", expired.State, ""), effPushRecovery{}).then(nextInput{})},
+			accepted(resolved("perm1", expired.State, ""), effPushRecovery{}).then(nextInput{})},
 		{"reloaded after a permission's answer was lost", running,
 			pending(reloaded(session.SessionRunning, done, p1Running), storedPermission{ID: "perm1", End: allowed}, storedPermission{ID: "perm2", Live: true}),
-			accepted(effReload{}, resolved("perm1", allowed.State, allowed.OptionID), effPushRecovery{}).then(nextInput{})},
+			accepted(resolved("perm1", allowed.State, allowed.OptionID), effPushRecovery{}).then(nextInput{})},
 		{"reloaded after a turn's end and its permissions' were lost", idle,
 			pending(reloaded(session.SessionRunning, done, p1Running), storedPermission{ID: "perm1", End: &permissionEnd{State: session.PermissionCancelled}}),
-			accepted(effReload{}, lostOutcome("p1"), resolved("perm1", session.PermissionCancelled, ""),
+			accepted(lostOutcome("p1"), resolved("perm1", session.PermissionCancelled, ""),
 				stateChange(session.SessionRunning, session.SessionWaitingForInput), effPushRecovery{}).then(nextInput{})},
 	}...)
 	runDecideCases(t, cases)
+}
+
+// TestStoredQueue: the queue a reload believes, for what the store holds
+// queued and what is live.
+func TestStoredQueue(t *testing.T) {
+	stored := func(id string, s session.TurnState) storedTurn { return storedTurn{PromptID: id, State: s} }
+	done, p1Running := stored("p0", session.TurnCompleted), stored("p1", session.TurnRunning)
+	q1, q2 := stored("q1", session.TurnQueued), stored("q2", session.TurnQueued)
+	for _, c := range []struct {
+		name      string
+		closed    bool
+		running   string
+		turns     []storedTurn
+		admitting []string
+		want      []string
+	}{
+		{"nothing queued", false, "", []storedTurn{done}, nil, nil},
+		{"turns queued, the state lost", false, "", []storedTurn{done, q1}, nil, []string{"q1"}},
+		{"turns queued mid-turn", false, "p1", []storedTurn{done, p1Running, q1, q2}, nil, []string{"q1", "q2"}},
+		{"the running turn stored queued", false, "p1", []storedTurn{done, stored("p1", session.TurnQueued)}, nil, nil},
+		{"turns being admitted", false, "p1", []storedTurn{done, p1Running, q1}, []string{"q3", "q2"}, []string{"q1", "q3", "q2"}},
+		{"a turn being admitted the store holds", false, "p1", []storedTurn{done, p1Running, q1, q2}, []string{"q1"}, []string{"q1", "q2"}},
+		{"nothing stored but a turn being admitted", false, "", nil, []string{"q1"}, []string{"q1"}},
+		{"after a close: the queued turns' ends are repairs", true, "", []storedTurn{done, q1}, nil, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := storedQueue(c.closed, c.running, c.turns, c.admitting); !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("got queue %v, want %v", got, c.want)
+			}
+		})
+	}
 }
 
 func TestDecideEnsureAgent(t *testing.T) {

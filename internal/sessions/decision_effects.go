@@ -7,7 +7,7 @@ import (
 )
 
 // The effects a decision (decision.go) returns, in the order the actor
-// performs them (effects.go). They are of two families:
+// performs them (effects.go), 12 kinds. They are of three families:
 //
 //   - effRecord: a domain event the decision decided (the session's
 //     state, a turn's end, a queue hold, a permission closed, a plan, how
@@ -22,6 +22,10 @@ import (
 //     and starting flags, when the agent was last seen) is done by that
 //     effect's performer or by the fold of the event it goes with, never
 //     by an effect of its own.
+//   - effPushRecovery: the recovery plan announced (session.recovery_
+//     changed), a projection the event writer works out in the
+//     transaction, where it reads what the session's earlier writes
+//     left, after the records it follows.
 //
 // A turn's interruption is a record too (turn.interrupted, decided with
 // the system notice that says why; its fold has the write fail the
@@ -131,15 +135,6 @@ type (
 
 	// A failed write's effect (writefail.go).
 	//
-	// effReload believes the store again (what the reload read is the
-	// job's): the session, executor and turns as stored, except the live
-	// facts (the running turn, turns still being admitted), and Queue as
-	// the queue, in order. Executor: the executor is recorded as the
-	// actor has it, which the store lacks.
-	effReload struct {
-		Queue    []string
-		Executor bool
-	}
 
 	// effStartAgent gives the session an agent, as How says (startHow):
 	// a new start (Restore its stored ACP session, whose replay is then
@@ -229,5 +224,4 @@ func (effWaiters) isEffect()           {}
 func (effSetOption) isEffect()         {}
 func (effAskPermission) isEffect()     {}
 func (effTimer) isEffect()             {}
-func (effReload) isEffect()            {}
 func (effStartAgent) isEffect()        {}

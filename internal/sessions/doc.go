@@ -16,15 +16,14 @@
 //     (the view it reads, the inputs, the decision it returns),
 //     decision_effects.go the effects a decision lists: the domain events
 //     it decides (effRecord) and runtime I/O (start, stop, cancel, prompt,
-//     attach, answers, timers), 13 kinds; what a decision decides next,
+//     attach, answers, timers), 12 kinds; what a decision decides next,
 //     once its effects are performed, is its Then (decision.then).
 //   - actor.go is the state one actor owns, mailbox.go the loop that runs
 //     its closures one at a time, effects.go where the actor performs the
 //     effects decide returned: one performer (performOne) for every kind,
 //     given a job with what the command or input holds that is no plain
-//     value (the turn to admit, a permission's reply channel, what a
-//     reload read, a start's report), which also carries
-//     back what the caller is answered with. record.go is the actor's
+//     value (the turn to admit, a permission's reply channel, a start's
+//     report), which also carries back what the caller is answered with. record.go is the actor's
 //     evolve: each event a decision records, folded into the actor's live
 //     fields as it is emitted. timers.go runs the actor's timers (the idle
 //     clock, a load's settle, the reload after a failed write: effTimer).

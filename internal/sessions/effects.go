@@ -84,9 +84,9 @@ func (a *actor) decideAndPerform(in input) (decision, error) {
 }
 
 // job is what the command or input a decision was made for holds that its
-// effects need and is no plain value (the turn to admit, the update's
-// content, the agent's question and its reply channel, the client's
-// answer, what a reload read, a start's report), and what those effects
+// effects need and is no plain value (the turn to admit, the agent's
+// question and its reply channel, the client's answer, a start's
+// report), and what those effects
 // answer it with (the admitted turn, the write to wait for, the request's
 // id, the agent to stop or to send an option to). The caller fills the
 // first part, performs, and reads the second: no caller performs an
@@ -101,8 +101,6 @@ type job struct {
 	answer acp.PermissionOutcome
 	// option stores a mode or config choice (effSetOption).
 	option func(a *actor) *events.Pending
-	// reload is what a reload read (effReload).
-	reload *reloadRead
 	// start is the report of the start decided on (startAdopt,
 	// stopDiscard).
 	start *startReport
@@ -184,8 +182,6 @@ func (a *actor) performOne(e effect, j *job) error {
 		}
 	case effAskPermission:
 		a.performAsk(e, j)
-	case effReload:
-		a.believeRead(e, j.reload)
 	case effStartAgent:
 		a.performStart(e, j)
 	}

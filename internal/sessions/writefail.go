@@ -115,8 +115,7 @@ func (a *actor) reload() {
 		a.failed(writeFailedInput{Err: err})
 		return
 	}
-	live := a.exec
-	in := reloadedInput{State: sess.State, Turns: make([]storedTurn, len(turns)), ExecutorLacks: executorLacks(live, exec)}
+	in := reloadedInput{State: sess.State, Turns: make([]storedTurn, len(turns)), ExecutorLacks: executorLacks(a.exec, exec)}
 	for i, t := range turns {
 		in.Turns[i] = storedTurn{PromptID: t.PromptID, State: t.State}
 	}
@@ -131,39 +130,29 @@ func (a *actor) reload() {
 		}
 		in.Pending = append(in.Pending, sp)
 	}
-	_ = a.perform(decide(a.view(), in), &job{reload: &reloadRead{sess: sess, exec: exec, turns: turns, state: state, gap: gap, live: live}})
-	a.watchRepairs()
-}
-
-// reloadRead is what a reload read of the session, and the executor as
-// the actor held it before.
-type reloadRead struct {
-	sess  session.Session
-	exec  session.Executor
-	turns []session.Turn
-	state *session.State
-	gap   string
-	live  session.Executor
-}
-
-// believeRead believes what the reload r read (effReload).
-func (a *actor) believeRead(e effReload, r *reloadRead) {
-	a.believe(r.sess, r.exec, r.turns, e.Queue)
+	// Decided on what is live; performed on what the store holds, which
+	// the actor believes first: the repairs fold on top of it.
+	v := a.view()
+	d := decide(v, in)
+	running, admitting := "", []string(nil)
+	if v.Running != nil {
+		running = v.Running.PromptID
+	}
+	for _, q := range v.Queue {
+		if q.Admitting {
+			admitting = append(admitting, q.PromptID)
+		}
+	}
+	a.believe(sess, exec, turns, storedQueue(v.State.Terminal() || sess.State.Terminal(), running, in.Turns, admitting))
 	if a.state != nil {
 		// Seeded already: the writes in flight fold on top of the rows
 		// this reload read. Not seeded yet: it stays so, and the first
 		// read seeds it.
 		a.foldCommitted()
-		a.state, a.gap = r.state, r.gap
+		a.state, a.gap = state, gap
 	}
-	if e.Executor {
-		// The actor's own record, but for the offsets, which other writes
-		// than the executor's own keep (believe took them).
-		live := r.live
-		live.HostOffset, live.HostOffsetBase = a.exec.HostOffset, a.exec.HostOffsetBase
-		a.exec = live
-		a.saveExecutor()
-	}
+	_ = a.perform(d, nil)
+	a.watchRepairs()
 }
 
 // executorLacks reports whether the executor row stored differs from the
@@ -205,7 +194,7 @@ func (a *actor) watchRepairs() {
 }
 
 // believe replaces what the actor believes about the session with what
-// the store holds (effReload), but for the live facts: the running turn
+// the store holds (reload), but for the live facts: the running turn
 // and turns being admitted stay as the actor has them.
 func (a *actor) believe(sess session.Session, exec session.Executor, turns []session.Turn, queue []string) {
 	// Field by field: TaskID and the ids never change, and write closures
