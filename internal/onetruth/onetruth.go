@@ -15,6 +15,10 @@
 // the daemon pushes at a turn's boundaries, waits until the session has
 // settled.
 //
+// Diff and DiffExecutor (diff.go) compare a state folded from a log with
+// one built from rows or an actor's memory, for the in-process suites
+// (internal/sessions' replay and write-failure tests).
+//
 // The crash suite runs it after every crash and when each test ends, the
 // server suite once the store takes writes again after an injected fault
 // and after restores, and the cluster suite after a node was killed or

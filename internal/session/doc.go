@@ -28,8 +28,8 @@
 //   - A rule that reads a state is a pure function here: the recovery plan
 //     (Plan over PlanInput, recovery.go; State.PlanInput makes its input),
 //     the report of an interrupted turn (recovery_report.go), the resume
-//     context and the history export (history.go). Diff compares a fold
-//     with what a view serves (the replay and crash tests use it).
+//     context and the history export (history.go). The tests compare a
+//     fold with what a view serves with onetruth.Diff.
 //
 // Every view of a session (its rows, /transcript, /status, /context, the
 // recovery plan) must equal what Fold of its log gives; the replay test

@@ -73,13 +73,6 @@ func (sl *agentSlot) release() {
 	})
 }
 
-// inUse is how many agent processes hold a slot (for /metrics and tests).
-func (s *agentSlots) inUse() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.used
-}
-
 // needAgent makes sure the session may have an agent: one is running or
 // starting, or a slot is reserved for the one about to start. Admission
 // calls it before it persists anything, so a refusal leaves nothing behind.

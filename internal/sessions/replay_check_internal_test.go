@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/onetruth"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
@@ -30,7 +31,7 @@ import (
 //     requests, read on the actor once its writes have committed.
 //
 // What the log does not carry is left out, each with its reason: see
-// session.Diff for the records' fields; planInput below for the plan's
+// onetruth.Diff for the records' fields; planInput below for the plan's
 // inputs; and the actor holds no messages or tool calls (the fold's stand
 // in for them), no permission details beyond the open requests' turns.
 
@@ -68,7 +69,7 @@ func (p *replay) checkRows(s *replaySession) {
 	if err != nil {
 		p.fail("session %s: fold and rows: %v", s.id, err)
 	}
-	if d := append(session.Diff(fold, rows), session.DiffExecutor(fold.Executor, exec)...); d != nil {
+	if d := append(onetruth.Diff(fold, rows), onetruth.DiffExecutor(fold.Executor, exec)...); d != nil {
 		p.fail("session %s: the rows differ from the log:\n  %s", s.id, joinLines(d))
 	}
 }
@@ -107,7 +108,7 @@ func (p *replay) checkServed(s *replaySession) {
 	if err != nil {
 		p.fail("session %s: fold: %v", s.id, err)
 	}
-	if d := session.Diff(fold, withSession(fold, status.Session)); d != nil {
+	if d := onetruth.Diff(fold, withSession(fold, status.Session)); d != nil {
 		p.fail("session %s: Status differs from the log:\n  %s", s.id, joinLines(d))
 	}
 
@@ -196,13 +197,13 @@ func (p *replay) checkActor(s *replaySession) {
 func actorDiff(a *actor, fold *session.State) []string {
 	live := withSession(fold, a.sess)
 	live.Turns = slices.SortedFunc(maps.Values(a.turns), func(x, y session.Turn) int { return cmp.Compare(x.Seq, y.Seq) })
-	d := session.Diff(fold, live)
+	d := onetruth.Diff(fold, live)
 	exec := a.exec
 	if exec.Status == session.ExecutorReconnecting {
 		// Its latest reason for waiting stays on the actor (HostUnreachable).
 		exec.ErrorMessage, exec.ErrorCode = fold.Executor.ErrorMessage, fold.Executor.ErrorCode
 	}
-	d = append(d, session.DiffExecutor(fold.Executor, exec)...)
+	d = append(d, onetruth.DiffExecutor(fold.Executor, exec)...)
 
 	var logRunning, logQueued []string
 	for _, t := range fold.Turns {

@@ -9,6 +9,7 @@ import (
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/onetruth"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/store/storetest"
@@ -139,7 +140,7 @@ func (s *scene) logDiffs(t *testing.T) (diffs []string, backoff time.Duration) {
 			diffs = []string{err.Error()}
 			return
 		}
-		diffs = append(actorDiff(a, fold), session.Diff(fold, rows)...)
+		diffs = append(actorDiff(a, fold), onetruth.Diff(fold, rows)...)
 	})
 	if err != nil {
 		t.Fatal(err)

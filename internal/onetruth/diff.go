@@ -1,10 +1,12 @@
-package session
+package onetruth
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
+
+	"github.com/tether/tether/internal/session"
 )
 
 // Diff compares a state folded from a session's log with a state built
@@ -29,14 +31,14 @@ import (
 // JSON members (prompt, content, plan, options, tool call members) are
 // compared as JSON values: absent, empty and null are the same, and key
 // order and spacing do not matter.
-func Diff(log, served *State) []string {
-	var d differ
+func Diff(log, served *session.State) []string {
+	var d stateDiffer
 	d.record("session", fieldsOfSession(log.Session), fieldsOfSession(served.Session))
 	d.field("plan", jsonValue(log.Plan), jsonValue(served.Plan))
-	diffRecords(&d, "turn", log.Turns, served.Turns, func(t Turn) string { return t.PromptID }, fieldsOfTurn)
-	diffRecords(&d, "message", log.Messages, served.Messages, func(m Message) string { return fmt.Sprint(m.ID) }, fieldsOfMessage)
-	diffRecords(&d, "tool call", log.ToolCalls, served.ToolCalls, func(c ToolCall) string { return c.Key().String() }, fieldsOfToolCall)
-	diffRecords(&d, "permission", log.Permissions, served.Permissions, func(p Permission) string { return p.ID }, fieldsOfPermission)
+	diffRecords(&d, "turn", log.Turns, served.Turns, func(t session.Turn) string { return t.PromptID }, fieldsOfTurn)
+	diffRecords(&d, "message", log.Messages, served.Messages, func(m session.Message) string { return fmt.Sprint(m.ID) }, fieldsOfMessage)
+	diffRecords(&d, "tool call", log.ToolCalls, served.ToolCalls, func(c session.ToolCall) string { return c.Key().String() }, fieldsOfToolCall)
+	diffRecords(&d, "permission", log.Permissions, served.Permissions, func(p session.Permission) string { return p.ID }, fieldsOfPermission)
 	return d.out
 }
 
@@ -46,14 +48,14 @@ func Diff(log, served *State) []string {
 // (ExecutorStatusOf: the shown error code), when the agent was last seen
 // by its presence only, host offsets and UpdatedAt left out (the log does
 // not carry them).
-func DiffExecutor(log, served Executor) []string {
-	var d differ
+func DiffExecutor(log, served session.Executor) []string {
+	var d stateDiffer
 	d.record("executor", fieldsOfExecutor(log), fieldsOfExecutor(served))
 	return d.out
 }
 
-func fieldsOfExecutor(x Executor) []namedField {
-	x = ExecutorStatusOf(x).Executor()
+func fieldsOfExecutor(x session.Executor) []namedField {
+	x = session.ExecutorStatusOf(x).Executor()
 	return []namedField{{"runtime", x.Runtime}, {"status", x.Status}, {"host", x.Host}, {"pid", x.PID},
 		{"agentExecutionId", x.AgentExecutionID}, {"resumeToken", x.ResumeToken},
 		{"supportsSessionResume", x.SupportsSessionResume}, {"supportsLoad", x.SupportsLoad},
@@ -62,17 +64,17 @@ func fieldsOfExecutor(x Executor) []namedField {
 		{"errorProfile", x.ErrorProfile}, {"exitCode", intValue(x.ExitCode)}, {"exitSignal", x.ExitSignal}}
 }
 
-// differ collects the differences Diff finds.
-type differ struct{ out []string }
+// stateDiffer collects the differences Diff finds.
+type stateDiffer struct{ out []string }
 
-func (d *differ) field(what string, log, served any) {
+func (d *stateDiffer) field(what string, log, served any) {
 	if fmt.Sprint(log) != fmt.Sprint(served) {
 		d.out = append(d.out, fmt.Sprintf("%s: log %v, served %v", what, log, served))
 	}
 }
 
 // record compares the named fields of one record.
-func (d *differ) record(what string, log, served []namedField) {
+func (d *stateDiffer) record(what string, log, served []namedField) {
 	for i := range log {
 		d.field(what+" "+log[i].name, log[i].value, served[i].value)
 	}
@@ -86,7 +88,7 @@ type namedField struct {
 
 // diffRecords matches log's and served's records by key and compares
 // them field by field, then their order.
-func diffRecords[T any](d *differ, kind string, log, served []T, key func(T) string, fields func(T) []namedField) {
+func diffRecords[T any](d *stateDiffer, kind string, log, served []T, key func(T) string, fields func(T) []namedField) {
 	byKey := make(map[string]T, len(served))
 	var servedKeys, logKeys []string
 	for _, r := range served {
@@ -121,13 +123,13 @@ func diffRecords[T any](d *differ, kind string, log, served []T, key func(T) str
 	}
 }
 
-func fieldsOfSession(s Session) []namedField {
+func fieldsOfSession(s session.Session) []namedField {
 	return []namedField{{"id", s.ID}, {"taskId", s.TaskID}, {"agentProfileId", s.AgentProfileID}, {"cwd", s.Cwd},
 		{"title", s.Title}, {"state", s.State}, {"eventEpoch", s.EventEpoch}, {"queueHeld", s.QueueHeld},
 		{"contextLost", s.ContextLost}, {"injectContext", s.InjectContext}}
 }
 
-func fieldsOfTurn(t Turn) []namedField {
+func fieldsOfTurn(t session.Turn) []namedField {
 	return []namedField{{"sessionId", t.SessionID}, {"seq", t.Seq}, {"kind", t.Kind}, {"state", t.State},
 		{"prompt", jsonValue(t.Prompt)}, {"stopReason", t.StopReason}, {"errorCode", t.ErrorCode},
 		{"errorMessage", t.ErrorMessage}, {"interruptReason", t.InterruptReason}, {"exitCode", intValue(t.ExitCode)},
@@ -137,18 +139,18 @@ func fieldsOfTurn(t Turn) []namedField {
 		{"contextInjected", t.ContextInjected}}
 }
 
-func fieldsOfMessage(m Message) []namedField {
+func fieldsOfMessage(m session.Message) []namedField {
 	return []namedField{{"sessionId", m.SessionID}, {"promptId", m.PromptID}, {"role", m.Role},
 		{"text", fmt.Sprintf("%q", m.Text)}, {"content", jsonValue(m.Content)}}
 }
 
-func fieldsOfToolCall(c ToolCall) []namedField {
+func fieldsOfToolCall(c session.ToolCall) []namedField {
 	return []namedField{{"sessionId", c.SessionID}, {"promptId", c.PromptID}, {"title", c.Title}, {"kind", c.Kind},
 		{"status", c.Status}, {"interrupted", c.Interrupted}, {"content", jsonValue(c.Content)},
 		{"locations", jsonValue(c.Locations)}, {"rawInput", jsonValue(c.RawInput)}, {"rawOutput", jsonValue(c.RawOutput)}}
 }
 
-func fieldsOfPermission(p Permission) []namedField {
+func fieldsOfPermission(p session.Permission) []namedField {
 	return []namedField{{"sessionId", p.SessionID}, {"promptId", p.PromptID}, {"toolCallId", p.ToolCallID},
 		{"title", p.Title}, {"options", jsonValue(p.Options)}, {"state", p.State},
 		{"selectedOptionId", p.SelectedOptionID}, {"resolved", p.ResolvedAt != nil}}

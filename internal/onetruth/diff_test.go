@@ -1,4 +1,4 @@
-package session_test
+package onetruth_test
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether/tether/internal/onetruth"
 	"github.com/tether/tether/internal/session"
 )
 
@@ -73,7 +74,7 @@ func TestDiff(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			served := diffBase()
 			tc.change(served)
-			if got := session.Diff(diffBase(), served); !slices.Equal(got, tc.want) {
+			if got := onetruth.Diff(diffBase(), served); !slices.Equal(got, tc.want) {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
