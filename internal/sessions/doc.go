@@ -23,9 +23,9 @@
 //     effects decide returned: one performer (performOne) for every kind,
 //     given a job with what the command or input holds that is no plain
 //     value (the turn to admit, a permission's reply channel, a start's
-//     report), which also carries back what the caller is answered with. record.go is the actor's
-//     evolve: each event a decision records, folded into the actor's live
-//     fields as it is emitted. timers.go runs the actor's timers (the idle
+//     report), which also carries back what the caller is answered with.
+//     record.go is the actor's evolve: each event a decision records,
+//     folded into the actor's live fields as it is emitted. timers.go runs the actor's timers (the idle
 //     clock, a load's settle, the reload after a failed write: effTimer).
 //   - runtime.go is the seam to the agent: the actor talks to an Agent
 //     that a Runtime started, a child process speaking ACP on stdio
@@ -86,8 +86,9 @@
 //     internal/session (events*.go: the type, EventType, evolve, its line
 //     in payloads), its rows in internal/events/project.go if it has any,
 //     and the emit site here: a.draft(promptID, payload), or, for an event
-//     a decision decides, record(promptID, payload) in decide and its case
-//     in the actor's evolve (record.go); docs/session.md walks through it.
+//     a decision decides, record(promptID, payload) in decide (a case in
+//     the actor's evolve, record.go, only if it changes what the actor
+//     holds live); docs/session.md walks through it.
 //   - A new command: its input and decision in decide.go (with its table
 //     cases in decide_test.go), the Manager method that posts it to the
 //     actor (a file named for the request flow: create.go, turns.go,
