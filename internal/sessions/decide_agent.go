@@ -245,7 +245,7 @@ func decideUpdate(v view, in updateInput) decision {
 	if v.Replaying && r == nil && replayedKind(in.Kind) {
 		// A session/load replays history already stored: stored nowhere
 		// (the load counts it for its settle: onUpdate).
-		return accept()
+		return decision{Replayed: true}
 	}
 	switch in.Kind {
 	case acp.UpdateAgentMessage, acp.UpdateAgentThought:

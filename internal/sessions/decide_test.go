@@ -258,6 +258,9 @@ func checkDecision(t *testing.T, got, want decision) {
 	if !reflect.DeepEqual(got.Cancel, want.Cancel) {
 		t.Fatalf("got cancel %+v, want %+v", got.Cancel, want.Cancel)
 	}
+	if got.Replayed != want.Replayed {
+		t.Fatalf("got replayed %v, want %v", got.Replayed, want.Replayed)
+	}
 }
 
 func TestDecidePrompt(t *testing.T) {

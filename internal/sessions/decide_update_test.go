@@ -20,9 +20,10 @@ func TestDecideUpdate(t *testing.T) {
 	})
 	idle := inState(session.SessionWaitingForInput)
 	replaying := with(idle, func(v *view) { v.Replaying = true })
-	// Replayed history, and output outside a turn, are stored nowhere.
+	// Replayed history (counted for the load's settle), and output
+	// outside a turn, are stored nowhere.
 	none := accepted()
-	skip, drop := none, none
+	skip, drop := decision{Replayed: true}, none
 	options := accepted(record("", &session.SessionOptionsChangedData{}))
 	entries := json.RawMessage(`[{"content":"test","status":"pending"}]`)
 	plan := func(promptID string) decision {

@@ -367,6 +367,9 @@ type decision struct {
 	Then []input
 	// Cancel is what a cancel reports.
 	Cancel CancelResult
+	// Replayed: the update is history a session/load replays, stored
+	// nowhere; the actor counts it for the load's settle.
+	Replayed bool
 }
 
 // resumedInfo is how a start restored the session (session.resumed).

@@ -18,18 +18,19 @@ type pendingPermission struct {
 }
 
 // onUpdate records one session/update in the transcript, as decideUpdate
-// decides. A session/load's replay of history already stored is counted
+// decides. History a session/load replays (decision.Replayed) is counted
 // for the load's settle (noteReplay), and stored nowhere.
 func (a *actor) onUpdate(gen int, u acp.Update) {
 	if a.isLate(gen) {
 		a.onLate(u)
 		return
 	}
-	if a.replaying && a.running == nil && gen == a.gen && replayedKind(u.Kind) {
+	d := decide(a.view(), updateOf(u, gen == a.gen))
+	if d.Replayed {
 		a.replayed++
 		a.noteReplay(u)
 	}
-	_ = a.perform(decide(a.view(), updateOf(u, gen == a.gen)), nil)
+	_ = a.perform(d, nil)
 }
 
 // updateOf is what decideUpdate knows of update u (current: its agent is
