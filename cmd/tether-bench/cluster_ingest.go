@@ -204,29 +204,12 @@ func machineCPU() cpuTicks {
 // ended backends the postmaster reaped (cutime, cstime). 0 for a server
 // on another machine.
 func postgresCPU() int64 {
-	ents, _ := os.ReadDir("/proc")
 	var sum int64
-	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
+	allProcStats(func(st procStat) {
+		if st.Comm == "postgres" {
+			sum += st.ticks(11, 15)
 		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		open, end := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
-		if open < 0 || end < open || string(stat[open+1:end]) != "postgres" {
-			continue
-		}
-		f := strings.Fields(string(stat[end+1:])) // state is f[0]; utime f[11], stime f[12], cutime f[13], cstime f[14]
-		if len(f) < 15 {
-			continue
-		}
-		for _, s := range f[11:15] {
-			v, _ := strconv.ParseInt(s, 10, 64)
-			sum += v
-		}
-	}
+	})
 	return sum
 }
 

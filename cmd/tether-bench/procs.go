@@ -30,60 +30,84 @@ func agentProcs(dir string) []int {
 		if err != nil || !(bytes.Contains(cmdline, []byte(dir+"/")) || bytes.Contains(cmdline, []byte(dir+"\x00"))) {
 			continue
 		}
-		if stat, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil {
-			if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
-				continue
-			}
+		if st, ok := readProcStat(pid); ok && st.zombie() {
+			continue
 		}
 		out = append(out, pid)
 	}
 	return out
 }
 
-// procCPU is a process's utime+stime so far (clock ticks of 10 ms).
-func procCPU(pid int) time.Duration {
+// procStat is what /proc/<pid>/stat says of a process: its command name
+// and the fields after it (field 3, the state, is Fields[0]; utime,
+// stime, cutime and cstime are Fields[11:15]).
+type procStat struct {
+	Comm   string
+	Fields []string
+}
+
+// readProcStat reads process pid's stat (false: gone, or unreadable).
+func readProcStat(pid int) (procStat, bool) {
 	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
+		return procStat{}, false
+	}
+	open, end := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
+	if open < 0 || end < open {
+		return procStat{}, false
+	}
+	return procStat{Comm: string(stat[open+1 : end]), Fields: strings.Fields(string(stat[end+1:]))}, true
+}
+
+// allProcStats calls fn with the stat of every process there is.
+func allProcStats(fn func(procStat)) {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			if st, ok := readProcStat(pid); ok {
+				fn(st)
+			}
+		}
+	}
+}
+
+// zombie reports whether the process has ended and awaits its reaping.
+func (st procStat) zombie() bool {
+	return len(st.Fields) > 0 && (st.Fields[0] == "Z" || st.Fields[0] == "X")
+}
+
+// ticks sums the clock ticks of the fields [from, to) (utime 11, stime
+// 12, cutime 13, cstime 14); 0 when the stat is short.
+func (st procStat) ticks(from, to int) int64 {
+	if len(st.Fields) < to {
 		return 0
 	}
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0
+	var sum int64
+	for _, f := range st.Fields[from:to] {
+		v, _ := strconv.ParseInt(f, 10, 64)
+		sum += v
 	}
-	f := strings.Fields(string(stat[i+1:])) // field 3 (state) is f[0]; utime is field 14, stime 15
-	if len(f) < 13 {
-		return 0
-	}
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(u+st) * 10 * time.Millisecond
+	return sum
+}
+
+// procCPU is a process's utime+stime so far (clock ticks of 10 ms).
+func procCPU(pid int) time.Duration {
+	st, _ := readProcStat(pid)
+	return time.Duration(st.ticks(11, 13)) * 10 * time.Millisecond
 }
 
 // liveGroups is the set of process groups with a member that is not a
 // zombie (a killed group stays signalable until its zombies are reaped).
 func liveGroups() map[int]bool {
-	ents, _ := os.ReadDir("/proc")
 	out := map[int]bool{}
-	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
+	allProcStats(func(st procStat) {
+		if len(st.Fields) < 3 || st.zombie() {
+			return
 		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(stat[i+1:])) // state ppid pgrp ...
-		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
-			continue
-		}
-		if pgid, err := strconv.Atoi(f[2]); err == nil {
+		if pgid, err := strconv.Atoi(st.Fields[2]); err == nil { // state ppid pgrp ...
 			out[pgid] = true
 		}
-	}
+	})
 	return out
 }
 

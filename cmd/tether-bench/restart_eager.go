@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -62,12 +60,12 @@ func (rb *restartRun) globalHead(ctx context.Context, p *tetherdProc) (string, e
 	}
 	defer resp.Body.Close()
 	var head string
-	err = readSSE(resp.Body, func(event, data string) bool {
-		if event == "replay_complete" {
+	err = readFrames(resp.Body, func(fr *sseFrame, _ time.Time) bool {
+		if fr.Event == "replay_complete" {
 			var c struct {
 				Cursor string `json:"cursor"`
 			}
-			_ = json.Unmarshal([]byte(data), &c)
+			_ = json.Unmarshal(fr.Data, &c)
 			head = c.Cursor
 			return false
 		}
@@ -77,37 +75,6 @@ func (rb *restartRun) globalHead(ctx context.Context, p *tetherdProc) (string, e
 		return "", fmt.Errorf("no replay_complete on GET /events (HTTP %d): %v", resp.StatusCode, err)
 	}
 	return head, nil
-}
-
-// readSSE calls fn with each frame's event name and data.
-func readSSE(r io.Reader, fn func(event, data string) bool) error {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var event string
-	var data []string
-	for {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			return err
-		}
-		line = strings.TrimRight(line, "\r\n")
-		if line == "" {
-			if event != "" || len(data) > 0 {
-				if !fn(event, strings.Join(data, "\n")) {
-					return nil
-				}
-			}
-			event, data = "", nil
-			continue
-		}
-		name, value, _ := strings.Cut(line, ":")
-		value = strings.TrimPrefix(value, " ")
-		switch name {
-		case "event":
-			event = value
-		case "data":
-			data = append(data, value)
-		}
-	}
 }
 
 // eager starts a daemon in eager mode on dir and times it until every
@@ -148,16 +115,16 @@ func (rb *restartRun) eager(ctx context.Context, dir string, ids []string, head 
 		return r, fmt.Errorf("GET /events: HTTP %d: %s", resp.StatusCode, b)
 	}
 	resumed := map[string]bool{}
-	err = readSSE(resp.Body, func(event, data string) bool {
+	err = readFrames(resp.Body, func(fr *sseFrame, _ time.Time) bool {
 		var m struct {
 			SessionID string `json:"sessionId"`
 			Strategy  string `json:"strategy"`
 			Status    string `json:"status"`
 		}
-		if json.Unmarshal([]byte(data), &m) != nil || !want[m.SessionID] {
+		if json.Unmarshal(fr.Data, &m) != nil || !want[m.SessionID] {
 			return true
 		}
-		switch event {
+		switch fr.Event {
 		case "session.resumed":
 			if !resumed[m.SessionID] {
 				resumed[m.SessionID] = true
