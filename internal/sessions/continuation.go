@@ -236,9 +236,15 @@ func finishContinue(ctx context.Context, sessionID string, res ContinueResult) (
 // when the recovery plan differs from the last one pushed, so clients never
 // poll for it. The plan is computed inside the write, from the transcript as
 // this session's earlier writes left it (see recoveryPushed).
-func (a *actor) pushRecovery() {
+func (a *actor) pushRecovery() { a.announce(false) }
+
+// announce emits session.recovery_changed with the plan as this session's
+// earlier writes left it; always, even unchanged (start-up tells every
+// client where each session it repaired now stands: effPushRecovery,
+// Always), else only when it changed.
+func (a *actor) announce(always bool) {
 	_, _, err := a.m.profiles.Spec(a.sess.AgentProfileID)
-	a.change(recoveryPushed{Session: a.id, TaskID: a.sess.TaskID, Closing: a.stopping, AgentAvailable: err == nil, history: a.m.history})
+	a.change(recoveryPushed{Session: a.id, TaskID: a.sess.TaskID, Closing: a.stopping, AgentAvailable: err == nil, Always: always, history: a.m.history})
 }
 
 // SessionContext is where a session stands, for GET /session/{id}/context.

@@ -165,11 +165,7 @@ func (a *actor) performOne(e effect, j *job) error {
 		if e.FollowTask {
 			a.change(events.TaskFollow{Session: a.id, TaskID: a.sess.TaskID, State: a.sess.State})
 		}
-		if e.Always {
-			a.announceRecovery()
-		} else {
-			a.pushRecovery()
-		}
+		a.announce(e.Always)
 	case effWaiters:
 		return a.performWaiters(e, j)
 	case effTimer:

@@ -337,7 +337,7 @@ func (a *actor) resumeTurn(r *turnRun) {
 // acknowledged before the daemon recorded it). The session stays
 // resumable, as after any agent exit.
 func (a *actor) attachFailed(err error) {
-	a.dropSlot()
+	a.dropSlot() // no agent holds it (a fresh start for a queue takes its own)
 	a.log.Warn("executor host: agent not attached", "err", err)
 	exit := acp.Exit{Code: -1, Stderr: err.Error(), Lost: err.Error()}
 	var ce *errcode.Error
@@ -358,7 +358,6 @@ func (a *actor) attachFailed(err error) {
 	}
 	a.agentEnded()
 	_ = a.perform(decide(a.view(), agentExitedInput{Exit: exitInfo(exit), Lost: true, Cause: cause, At: time.Now().UTC()}), nil)
-	a.dropSlot()
 	a.closeStorePermissions()
 	a.notifyWaiters(err)
 	a.settleAttach()

@@ -336,14 +336,6 @@ func (a *actor) stopOrphan() {
 	stopOrphan(a.exec, spec.Command) // now: the old agent must not run on
 }
 
-// announceRecovery emits session.recovery_changed even when the plan is
-// unchanged: start-up tells every client where each session it repaired
-// now stands (effPushRecovery, Always).
-func (a *actor) announceRecovery() {
-	_, _, err := a.m.profiles.Spec(a.sess.AgentProfileID)
-	a.change(recoveryPushed{Session: a.id, TaskID: a.sess.TaskID, Closing: a.stopping, AgentAvailable: err == nil, Always: true, history: a.m.history})
-}
-
 // stopOrphan kills the process group of an agent the previous daemon
 // started: nobody holds its stdio any more, so it can never be driven. The
 // pid may have been reused since (a reboot, a long downtime), so only a

@@ -9,9 +9,10 @@ import "time"
 
 // arm arms the timer e names, replacing the one of its kind that runs.
 func (a *actor) arm(e effTimer) {
-	after, fire := e.After, a.checkIdle
+	after, fire := e.After, func() {}
 	switch e.Timer {
 	case timerIdle:
+		fire = a.checkIdle
 		if after == 0 {
 			if after = a.m.cfg.AgentIdleTimeout; after <= 0 {
 				return // no idle stop
