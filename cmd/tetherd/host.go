@@ -213,6 +213,9 @@ func runHost(ctx context.Context, args []string) error {
 	}
 	o.cfg.HostVersion = buildinfo.Get().Version
 	o.cfg.Logger = logger
+	// What no sandboxed agent may see: the host's own files and secrets.
+	o.cfg.Hidden = []string{o.cfg.DataDir, o.cfg.AgentsDir, o.tokenFile, o.socket, o.tlsKey}
+	warnSandbox(logger)
 	h, err := host.New(o.cfg)
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@
 //	tetherd demo-agent [flags]  run the built-in ACP demo agent on stdio
 //	tetherd backup [flags] OUT  write a consistent copy of the database to OUT
 //	tetherd version             print version, commit, build date and API version
+//	tetherd sandbox-net [flags] -- AGENT...  (internal) an agent's loopback forwarder in its sandbox
 package main
 
 import (
@@ -18,10 +19,15 @@ import (
 
 	"github.com/tether/tether/internal/buildinfo"
 	"github.com/tether/tether/internal/demoagent"
+	"github.com/tether/tether/internal/sandbox"
 )
 
 func main() {
 	args := os.Args[1:]
+	if len(args) > 0 && args[0] == sandbox.ForwarderCommand {
+		// Inside an agent's sandbox: it handles its own signals.
+		os.Exit(sandbox.ForwarderMain(args[1:]))
+	}
 	cmd := "serve"
 	if len(args) > 0 && (args[0] == "serve" || args[0] == "host" || args[0] == "demo-agent" || args[0] == "backup" || args[0] == "version") {
 		cmd, args = args[0], args[1:]

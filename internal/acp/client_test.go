@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/acp"
+	"github.com/tether/tether/internal/sandbox"
 )
 
 // TestFSConfinement asks the demo agent to read files through the daemon's
@@ -196,7 +197,7 @@ func TestStopKillsProcessGroup(t *testing.T) {
 		done := make(chan started, 1)
 		go func() {
 			conn, err := acp.Start(context.Background(), acp.Options{
-				Spec:        acp.Spec{Command: sh, Args: []string{"-c", script, pidFile}},
+				Spec:        acp.Spec{Command: sh, Args: []string{"-c", script, pidFile}, Sandbox: unsandboxed},
 				Handler:     &recordingHandler{},
 				InitTimeout: 500 * time.Millisecond,
 				StopGrace:   time.Second,
@@ -234,7 +235,7 @@ func TestStopKillsProcessGroup(t *testing.T) {
 		pidFile := filepath.Join(t.TempDir(), "pids")
 		script := `sleep 300 </dev/null >/dev/null 2>&1 & echo $! > "$0"; exec "$1" demo-agent --state-dir "$2"`
 		conn, err := acp.Start(callCtx(t), acp.Options{
-			Spec:        acp.Spec{Command: sh, Args: []string{"-c", script, pidFile, bin, t.TempDir()}},
+			Spec:        acp.Spec{Command: sh, Args: []string{"-c", script, pidFile, bin, t.TempDir()}, Sandbox: unsandboxed},
 			Handler:     &recordingHandler{},
 			InitTimeout: waitTimeout,
 			StopGrace:   2 * time.Second,
@@ -276,7 +277,7 @@ func TestStopReturnsWhenADescendantLeftTheGroup(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "pids")
 	script := `setsid sleep 120 </dev/null >/dev/null & echo $! > "$0"; exec "$1" demo-agent --state-dir "$2"`
 	conn, err := acp.Start(callCtx(t), acp.Options{
-		Spec:        acp.Spec{Command: sh, Args: []string{"-c", script, pidFile, bin, t.TempDir()}},
+		Spec:        acp.Spec{Command: sh, Args: []string{"-c", script, pidFile, bin, t.TempDir()}, Sandbox: unsandboxed},
 		Handler:     &recordingHandler{},
 		InitTimeout: waitTimeout,
 		StopGrace:   time.Second,
@@ -374,3 +375,8 @@ func killIfAlive(pid int) error {
 	}
 	return p.Kill()
 }
+
+// unsandboxed runs an agent as the daemon's plain child: what these tests
+// check, its process group, is how mode off stops an agent's tree (a
+// sandboxed one ends with its PID namespace: internal/sandbox).
+var unsandboxed = sandbox.Spec{Policy: sandbox.Policy{Mode: sandbox.ModeOff}}

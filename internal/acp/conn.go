@@ -278,6 +278,13 @@ func (c *Conn) Capabilities() Capabilities { return c.caps }
 // PID is the agent's process id.
 func (c *Conn) PID() int { return c.proc.pid() }
 
+// Sandboxed reports whether the agent runs in its sandbox
+// (internal/sandbox); when it does not, SandboxReason says why.
+func (c *Conn) Sandboxed() bool { return c.proc.launch.Sandboxed }
+
+// SandboxReason says why the agent runs unsandboxed ("" when it does not).
+func (c *Conn) SandboxReason() string { return c.proc.launch.Reason }
+
 // Done closes when the agent process has exited and been reaped.
 func (c *Conn) Done() <-chan struct{} { return c.proc.done }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/acp"
+	"github.com/tether/tether/internal/sandbox"
 	"github.com/tether/tether/internal/testbin"
 )
 
@@ -170,7 +171,9 @@ func startDemoAgent(t *testing.T, stateDir, cwd string, extraFlags ...string) *a
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	conn, err := acp.Start(ctx, acp.Options{
-		Spec:        acp.Spec{Command: bin, Args: args, Dir: cwd},
+		// Sandboxed as a profile's agent is, its state dir its own.
+		Spec: acp.Spec{Command: bin, Args: args, Dir: cwd,
+			Sandbox: sandbox.Spec{Policy: sandbox.Policy{Writable: []string{stateDir}}}},
 		Root:        cwd,
 		Handler:     env.handler,
 		InitTimeout: waitTimeout,

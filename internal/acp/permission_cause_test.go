@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/acp"
+	"github.com/tether/tether/internal/sandbox"
 )
 
 // blockingHandler holds every permission request until its context ends and
@@ -34,7 +35,9 @@ func TestPermissionContextWhenAgentGoes(t *testing.T) {
 	h := &blockingHandler{asked: make(chan struct{}, 1), cause: make(chan error, 1)}
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
-	conn, err := acp.Start(ctx, acp.Options{Spec: acp.Spec{Command: tetherdBinary(t), Args: []string{"demo-agent", "--state-dir", t.TempDir()}, Dir: cwd},
+	state := t.TempDir()
+	conn, err := acp.Start(ctx, acp.Options{Spec: acp.Spec{Command: tetherdBinary(t), Args: []string{"demo-agent", "--state-dir", state}, Dir: cwd,
+		Sandbox: sandbox.Spec{Policy: sandbox.Policy{Writable: []string{state}}}},
 		Handler: h, InitTimeout: waitTimeout, StopGrace: time.Second})
 	if err != nil {
 		t.Fatalf("start: %v", err)

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/tether/tether/internal/sandbox"
 )
 
 // Spec says how to launch an agent process. It is built from a daemon-side
@@ -31,6 +33,9 @@ type Spec struct {
 	// AuthMethod, if set, is sent in ACP authenticate right after
 	// initialize (some agents read their API key only then).
 	AuthMethod string
+	// Sandbox is the sandbox the agent and everything it starts run in
+	// (internal/sandbox): its policy and the paths it must never see.
+	Sandbox sandbox.Spec
 }
 
 // Exit describes how an agent process ended.
@@ -65,6 +70,9 @@ type process struct {
 	stdout io.ReadCloser
 	stderr *tailBuffer
 
+	// launch is how the agent was started: in its sandbox or not.
+	launch *sandbox.Launch
+
 	done     chan struct{}
 	exit     Exit
 	stopOnce sync.Once
@@ -79,24 +87,33 @@ func startProcess(spec Spec, onExit func()) (*process, error) {
 	if spec.Command == "" {
 		return nil, errors.New("agent command is empty")
 	}
-	cmd := exec.Command(spec.Command, spec.Args...)
+	env := agentEnv(os.Environ(), spec)
+	launch, err := sandbox.Prepare(spec.Sandbox, spec.Command, spec.Args, spec.Dir, env, sandbox.HasKey(spec.Env, "HOME"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(launch.Path, launch.Args...)
 	cmd.Dir = spec.Dir
-	cmd.Env = agentEnv(os.Environ(), spec)
+	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// A descendant that escapes the group but keeps stderr open must not
 	// keep Wait (and so Stop) blocked forever.
 	cmd.WaitDelay = 2 * time.Second
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
+		launch.Close()
 		return nil, err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
+		launch.Close()
 		return nil, err
 	}
-	p := &process{cmd: cmd, stdin: stdin, stdout: stdout, stderr: newTailBuffer(8 << 10), done: make(chan struct{}), onExit: onExit}
+	p := &process{cmd: cmd, stdin: stdin, stdout: stdout, stderr: newTailBuffer(8 << 10), launch: launch,
+		done: make(chan struct{}), onExit: onExit}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
+		launch.Close()
 		return nil, err
 	}
 	countStart(spec.Profile)
@@ -119,6 +136,7 @@ func (p *process) wait(profile string) {
 		e.Signal = err.Error()
 	}
 	p.exit = e
+	p.launch.Close()
 	countExit(profile, e)
 	p.onExit()
 	close(p.done)

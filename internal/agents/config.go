@@ -10,12 +10,14 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/sandbox"
 )
 
 // configFileNames are the default config file names in the data directory,
@@ -28,7 +30,7 @@ var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 
 // entryKeys are the keys an agent entry may have; anything else is rejected
 // so a typo ("histroyContextInjection") never silently changes behaviour.
-var entryKeys = []string{"id", "displayName", "command", "args", "env", "envPassthrough", "historyContextInjection", "resumeArgs", "maxAgents", "authMethod", "mcpServers", "executor", "autoContinue"}
+var entryKeys = []string{"id", "displayName", "command", "args", "env", "envPassthrough", "historyContextInjection", "resumeArgs", "maxAgents", "authMethod", "mcpServers", "executor", "autoContinue", "sandbox"}
 
 // fileEntry is one agent as written in the config file.
 type fileEntry struct {
@@ -59,6 +61,28 @@ type fileEntry struct {
 	// directly; mcp is the ACP JSON array it becomes.
 	MCPServers yaml.Node `yaml:"mcpServers"`
 	mcp        json.RawMessage
+	// Sandbox is the profile's sandbox policy (internal/sandbox).
+	Sandbox *sandboxEntry `yaml:"sandbox"`
+}
+
+// sandboxEntry is agents.yaml's sandbox mapping; a list left out (not
+// written) stays nil, so the defaults apply to it.
+type sandboxEntry struct {
+	Mode     string   `yaml:"mode"`
+	Network  string   `yaml:"network"`
+	Writable []string `yaml:"writable"`
+	Readable []string `yaml:"readable"`
+	Ports    []int    `yaml:"ports"`
+}
+
+// sandboxKeys are the keys a sandbox mapping may have.
+var sandboxKeys = []string{"mode", "network", "writable", "readable", "ports"}
+
+func (e *sandboxEntry) policy() sandbox.Policy {
+	if e == nil {
+		return sandbox.Policy{}
+	}
+	return sandbox.Policy{Mode: e.Mode, Network: e.Network, Writable: e.Writable, Readable: e.Readable, Ports: e.Ports}
 }
 
 // profile turns a validated entry into a profile. The entry replaces any
@@ -79,6 +103,7 @@ func (e fileEntry) profile(lookPath func(string) (string, error)) Profile {
 		Executor:                e.Executor,
 		AutoContinue:            e.AutoContinue,
 		MCPServers:              e.mcp,
+		Sandbox:                 e.Sandbox.policy().Defaults(),
 	}
 	if p.DisplayName == "" {
 		p.DisplayName = e.ID
@@ -388,8 +413,28 @@ func (v *validator) entry(where string, n *yaml.Node) (fileEntry, bool) {
 		v.fail(lineOf("maxAgents"), "%s: maxAgents must be 0 (no own cap) or more, got %d", where, e.MaxAgents)
 	}
 	e.mcp = v.mcpServers(where, values["mcpServers"])
+	if sb := deref(values["sandbox"]); sb != nil {
+		v.sandbox(where, sb, e.Sandbox)
+	}
 	e.DisplayName = strings.TrimSpace(e.DisplayName)
 	return e, len(v.errs) == before
+}
+
+// sandbox checks an entry's sandbox mapping: known keys only, valid
+// values (sandbox.Policy.Check).
+func (v *validator) sandbox(where string, n *yaml.Node, e *sandboxEntry) {
+	if n.Kind != yaml.MappingNode {
+		v.fail(n.Line, "%s: sandbox must be a mapping (keys: %s)", where, strings.Join(sandboxKeys, ", "))
+		return
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i]; !slices.Contains(sandboxKeys, k.Value) {
+			v.fail(k.Line, "%s: unknown key %q in sandbox (known keys: %s)", where, k.Value, strings.Join(sandboxKeys, ", "))
+		}
+	}
+	if err := e.policy().Check(); err != nil {
+		v.fail(n.Line, "%s: %v", where, err)
+	}
 }
 
 func knownKey(k string) bool {

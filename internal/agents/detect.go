@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+
+	"github.com/tether/tether/internal/sandbox"
 )
 
 // knownAgent is a real ACP agent the daemon offers without configuration
@@ -41,6 +43,7 @@ func (k knownAgent) detect(lookPath func(string) (string, error)) Profile {
 		Args:                    append([]string(nil), k.args...),
 		Source:                  SourceDetected,
 		HistoryContextInjection: true,
+		Sandbox:                 sandbox.Policy{}.Defaults(),
 	}
 	p.Command, p.Available, p.UnavailableReason = resolveCommand(k.command, lookPath)
 	return p

@@ -27,6 +27,7 @@ import (
 
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/sandbox"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -97,6 +98,10 @@ type Profile struct {
 	// AuthMethod, if set, is the auth method tetherd authenticates with
 	// after initialize (agents.yaml authMethod).
 	AuthMethod string
+	// Sandbox is the profile's sandbox policy (agents.yaml sandbox), what
+	// it leaves unsaid taken from the defaults (sandbox.Policy.Defaults);
+	// a session's own policy overrides it field by field.
+	Sandbox sandbox.Policy
 	// MCPServers is the JSON array of ACP McpServer a new session of this
 	// profile is given (agents.yaml mcpServers); nil or [] for none.
 	MCPServers json.RawMessage
@@ -130,6 +135,8 @@ func (p Profile) clone() Profile {
 	p.Env = maps.Clone(p.Env)
 	p.EnvPassthrough = slices.Clone(p.EnvPassthrough)
 	p.MCPServers = slices.Clone(p.MCPServers)
+	p.Sandbox.Writable, p.Sandbox.Readable = slices.Clone(p.Sandbox.Writable), slices.Clone(p.Sandbox.Readable)
+	p.Sandbox.Ports = slices.Clone(p.Sandbox.Ports)
 	if p.Capabilities != nil {
 		c := p.Capabilities.Clone()
 		p.Capabilities = &c
@@ -193,6 +200,9 @@ type Config struct {
 	// ProbeTimeout bounds a capability probe whose context has no deadline.
 	// Default: 30 s.
 	ProbeTimeout time.Duration
+	// Hidden are paths no sandboxed agent may see (sandbox.Spec.Hidden):
+	// the data dir, token files, sockets. The config file is added.
+	Hidden []string
 }
 
 // Registry is the set of agent profiles. It is safe for concurrent use and
@@ -213,6 +223,9 @@ type Registry struct {
 	// configPath and configDigest are the config file and its content
 	// when the profiles were read from it (ConfigEdited).
 	configPath, configDigest string
+	// hidden and self complete every profile's sandbox (sandbox.Spec).
+	hidden []string
+	self   string
 }
 
 // Load builds the registry: built-in demo, detected agents, then the config
@@ -260,7 +273,8 @@ func Load(ctx context.Context, cfg Config) (*Registry, error) {
 	}
 
 	r := &Registry{profiles: profiles, store: cfg.Store, logger: cfg.Logger, passthrough: slices.Clone(cfg.EnvPassthrough),
-		probeTimeout: cfg.ProbeTimeout, configPath: path, configDigest: digest}
+		probeTimeout: cfg.ProbeTimeout, configPath: path, configDigest: digest, self: cfg.Self,
+		hidden: slices.Concat(cfg.Hidden, nonEmpty(path))}
 	if r.probeTimeout <= 0 {
 		r.probeTimeout = defaultProbeTimeout
 	}
@@ -285,6 +299,13 @@ func Load(ctx context.Context, cfg Config) (*Registry, error) {
 	return r, nil
 }
 
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}
+
 // demoProfile is the built-in demo agent: tetherd itself, run as the
 // demo-agent subcommand.
 func demoProfile(self, stateDir string) Profile {
@@ -300,6 +321,9 @@ func demoProfile(self, stateDir string) Profile {
 		Source:                  SourceBuiltin,
 		Available:               true,
 		HistoryContextInjection: true,
+		// Its sessions are kept in the state dir, inside the data dir that
+		// stays hidden: the one part of it the demo agent may write.
+		Sandbox: sandbox.Policy{Writable: nonEmpty(stateDir)}.Defaults(),
 	}
 	if self == "" {
 		// Without our own path we cannot run the subcommand; say so rather
@@ -431,7 +455,8 @@ func (r *Registry) Spec(id string) (acp.Spec, Profile, error) {
 		return acp.Spec{}, p, errcode.New(errcode.AgentUnavailable, "%s", reason).With("agentProfileId", id)
 	}
 	spec := acp.Spec{Profile: id, Command: p.Command, Args: slices.Clone(p.Args),
-		Passthrough: slices.Concat(r.passthrough, p.EnvPassthrough), AuthMethod: p.AuthMethod}
+		Passthrough: slices.Concat(r.passthrough, p.EnvPassthrough), AuthMethod: p.AuthMethod,
+		Sandbox: sandbox.Spec{Policy: p.Sandbox, Hidden: slices.Clone(r.hidden), Self: r.self}}
 	// Sorted so the launched environment is deterministic (and testable).
 	for _, k := range slices.Sorted(maps.Keys(p.Env)) {
 		spec.Env = append(spec.Env, k+"="+p.Env[k])

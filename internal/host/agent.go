@@ -90,7 +90,7 @@ func (s *session) answer(a hostproto.PermissionAnswerPayload) error {
 // host's agents config, reloaded for each start so that edits apply.
 func (h *Host) startAgent(s *session, p hostproto.StartPayload) (*acp.Conn, error) {
 	reg, err := agents.Load(h.life, agents.Config{DataDir: h.cfg.AgentsDir, Self: h.cfg.Self,
-		EnvPassthrough: h.cfg.EnvPassthrough, Logger: h.log})
+		EnvPassthrough: h.cfg.EnvPassthrough, Logger: h.log, Hidden: h.cfg.Hidden})
 	if err != nil {
 		return nil, err
 	}

@@ -54,6 +54,8 @@ type Config struct {
 	AgentsDir string
 	// Self is the tetherd executable, which runs the demo agent.
 	Self string
+	// Hidden are paths no sandboxed agent may see (agents.Config.Hidden).
+	Hidden []string
 	// EnvPassthrough names variables of the host's environment every agent
 	// also gets (agents.Config.EnvPassthrough).
 	EnvPassthrough []string

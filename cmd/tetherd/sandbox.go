@@ -1,0 +1,19 @@
+package main
+
+import (
+	"log/slog"
+
+	"github.com/tether/tether/internal/sandbox"
+)
+
+// warnSandbox says loudly, once at start-up, that agents will run without
+// their sandbox when bubblewrap does not work here: profiles in mode auto
+// then start them unsandboxed, and those in mode required refuse.
+func warnSandbox(logger *slog.Logger) {
+	if err := sandbox.Available(); err != nil {
+		logger.Warn("AGENTS ARE NOT SANDBOXED: bubblewrap does not work on this machine; agents whose sandbox mode is auto (the default) run with this user's full access, those with mode required will not start (docs/security.md)",
+			"reason", err.Error())
+		return
+	}
+	logger.Info("agents run sandboxed (bubblewrap)")
+}

@@ -1,0 +1,339 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// BwrapEnv names the variable that picks the bubblewrap executable
+// (default: bwrap on PATH). Operators point it at a build of their own;
+// tests point it at nothing to see a machine without bubblewrap.
+const BwrapEnv = "TETHER_BWRAP"
+
+// Spec is one launch's sandbox: the policy in force and what the
+// launching process knows must stay out of the agent's sight.
+type Spec struct {
+	Policy Policy
+	// Hidden are paths the agent never sees: tetherd's data dir, the
+	// executor host's dir, token files, sockets, the agents config.
+	Hidden []string
+	// Self is the tetherd executable, which runs the loopback forwarder
+	// inside the sandbox (NetworkLoopback only).
+	Self string
+}
+
+// Launch is a command ready to start, inside the sandbox or not.
+type Launch struct {
+	Path string
+	// Args are the arguments after Path.
+	Args []string
+	// Sandboxed reports the command runs in the sandbox; when an auto
+	// policy could not sandbox it, Reason says why.
+	Sandboxed bool
+	Reason    string
+	fwd       *forwarder
+}
+
+// Close releases what the launch holds outside the sandbox (the loopback
+// forwarder). Call it once the agent has ended.
+func (l *Launch) Close() {
+	if l.fwd != nil {
+		l.fwd.close()
+	}
+}
+
+var probe struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// Available reports whether bubblewrap works here with everything a
+// sandbox uses (PID, IPC and network namespaces, procfs, a dropped
+// capability set): nil, or why not. Checked once per process.
+func Available() error {
+	probe.once.Do(func() {
+		probe.path, probe.err = check()
+	})
+	return probe.err
+}
+
+func check() (string, error) {
+	path := os.Getenv(BwrapEnv)
+	if path == "" {
+		path = "bwrap"
+	}
+	resolved, err := exec.LookPath(path)
+	if err != nil {
+		return "", fmt.Errorf("bubblewrap (%s) not found: install it (Debian: apt-get install bubblewrap): %w", path, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	args := []string{"--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-net", "--cap-drop", "ALL",
+		"--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--", "true"}
+	cmd := exec.CommandContext(ctx, resolved, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("bubblewrap (%s) does not work here: %v: %s", resolved, err, strings.TrimSpace(stderr.String()))
+	}
+	return resolved, nil
+}
+
+// Prepare decides how to start command (with args, in dir, with env) under
+// s: inside the sandbox, or, for mode off or an auto policy on a machine
+// without a working bubblewrap, as is. A required policy that cannot be
+// met is an *UnavailableError. ownHome says the profile set HOME itself
+// (a directory for the agent alone), which then stays writable.
+func Prepare(s Spec, command string, args []string, dir string, env []string, ownHome bool) (*Launch, error) {
+	p := s.Policy.Defaults()
+	plain := &Launch{Path: command, Args: args}
+	if p.Mode == ModeOff {
+		plain.Reason = "sandbox mode off"
+		return plain, nil
+	}
+	if err := Available(); err != nil {
+		if p.Mode == ModeRequired {
+			return nil, &UnavailableError{Err: err}
+		}
+		plain.Reason = err.Error()
+		return plain, nil
+	}
+	b := builder{home: envValue(env, "HOME")}
+	b.system()
+	writable := p.Writable
+	if writable == nil {
+		writable = StateDirs(command)
+	}
+	if ownHome && b.home != "" {
+		writable = append(slices.Clone(writable), b.home)
+	}
+	if b.home != "" && !slices.Contains(expandAll(writable, b.home), filepath.Clean(b.home)) {
+		// A throwaway HOME: tools find one, and the user's stays unseen.
+		b.add(op{kind: "--tmpfs", path: real(b.home)})
+	}
+	for _, r := range expandAll(p.Readable, b.home) {
+		b.bind("--ro-bind-try", real(r))
+	}
+	b.bind("--ro-bind", installRoot(command))
+	if dir != "" {
+		b.bind("--bind", real(dir))
+	}
+	for _, w := range expandAll(writable, b.home) {
+		if ok, _ := exists(w); !ok && filepath.Ext(w) == "" {
+			_ = os.MkdirAll(w, 0o700) // so state written inside survives the agent
+		}
+		b.bind("--bind-try", real(w))
+	}
+	for _, h := range s.Hidden {
+		b.hide(h)
+	}
+	l := &Launch{Sandboxed: true}
+	inner := append([]string{command}, args...)
+	switch p.Network {
+	case NetworkNone:
+		b.flags = append(b.flags, "--unshare-net")
+	case NetworkLoopback:
+		if s.Self == "" {
+			return nil, errors.New("sandbox: network loopback needs the tetherd executable to forward ports")
+		}
+		fwd, err := listen(p.Ports)
+		if err != nil {
+			return nil, err
+		}
+		l.fwd = fwd
+		b.flags = append(b.flags, "--unshare-net")
+		b.add(op{kind: "--bind", path: fwd.dir, dest: insideSocketDir})
+		b.bind("--ro-bind", real(s.Self))
+		inner = append([]string{s.Self, ForwarderCommand, "--socket", insideSocketDir + "/" + socketName,
+			"--ports", joinPorts(p.Ports), "--"}, inner...)
+	}
+	l.Path = probe.path
+	l.Args = append(b.args(dir), inner...)
+	return l, nil
+}
+
+// UnavailableError is a required sandbox that cannot be made here.
+type UnavailableError struct{ Err error }
+
+func (e *UnavailableError) Error() string {
+	return "the agent's sandbox is required but cannot be made: " + e.Err.Error()
+}
+
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// op is one mount of the sandbox's file system view.
+type op struct {
+	kind string // --ro-bind, --bind, --tmpfs, --symlink...
+	path string // the source (and destination unless dest is set)
+	dest string
+	hide bool
+}
+
+type builder struct {
+	home  string
+	flags []string
+	ops   []op
+}
+
+// system makes the system visible read-only: /usr and /etc, the merged-usr
+// links, software in /opt, and DNS configuration under /run.
+func (b *builder) system() {
+	b.flags = []string{"--die-with-parent", "--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL"}
+	for _, d := range []string{"/usr", "/etc", "/opt", "/nix/store", "/run/systemd/resolve"} {
+		if ok, _ := exists(d); ok {
+			b.add(op{kind: "--ro-bind", path: d})
+		}
+	}
+	for _, d := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
+		fi, err := os.Lstat(d)
+		switch {
+		case err != nil:
+		case fi.Mode()&os.ModeSymlink != 0:
+			if target, err := os.Readlink(d); err == nil {
+				b.add(op{kind: "--symlink", path: target, dest: d})
+			}
+		case fi.IsDir():
+			b.add(op{kind: "--ro-bind", path: d})
+		}
+	}
+}
+
+func (b *builder) add(o op) { b.ops = append(b.ops, o) }
+
+func (b *builder) bind(kind, path string) {
+	if path == "" || path == "/" {
+		return
+	}
+	b.add(op{kind: kind, path: path})
+}
+
+// hide covers path (a directory with an empty tmpfs, a file with
+// /dev/null) wherever something bound shows it.
+func (b *builder) hide(path string) {
+	path = real(path)
+	ok, dir := exists(path)
+	if !ok || !b.shown(path) {
+		return
+	}
+	if dir {
+		b.add(op{kind: "--tmpfs", path: path, hide: true})
+	} else {
+		b.add(op{kind: "--ro-bind", path: "/dev/null", dest: path, hide: true})
+	}
+}
+
+// shown reports whether a mount already planned makes path visible.
+func (b *builder) shown(path string) bool {
+	for _, o := range b.ops {
+		if o.kind != "--symlink" && !o.hide && within(path, o.target()) {
+			return true
+		}
+	}
+	return false
+}
+
+func (o op) target() string {
+	if o.dest != "" {
+		return o.dest
+	}
+	return o.path
+}
+
+// args renders the command line: flags, then mounts parents first (a
+// hidden path after what shows it, a bind inside a hidden path after the
+// hiding), then the working directory.
+func (b *builder) args(dir string) []string {
+	ops := slices.Clone(b.ops)
+	slices.SortStableFunc(ops, func(x, y op) int {
+		if d := depth(x.target()) - depth(y.target()); d != 0 {
+			return d
+		}
+		switch {
+		case x.hide && !y.hide:
+			return 1
+		case y.hide && !x.hide:
+			return -1
+		}
+		return 0
+	})
+	out := slices.Clone(b.flags)
+	out = append(out, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp")
+	for _, o := range ops {
+		if o.kind == "--tmpfs" {
+			out = append(out, o.kind, o.path)
+			continue
+		}
+		out = append(out, o.kind, o.path, o.target())
+	}
+	if dir != "" {
+		out = append(out, "--chdir", real(dir))
+	}
+	return append(out, "--")
+}
+
+func depth(p string) int {
+	if p == "/" {
+		return 0
+	}
+	return strings.Count(filepath.Clean(p), "/")
+}
+
+// within reports whether p is dir or below it.
+func within(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// installRoot is what must be readable for command to run: the outermost
+// node_modules its real path lies in (an npm-installed agent needs its
+// dependencies), else the executable itself.
+func installRoot(command string) string {
+	r := real(command)
+	parts := strings.Split(r, string(filepath.Separator))
+	for i, part := range parts {
+		if part == "node_modules" {
+			return strings.Join(parts[:i+1], string(filepath.Separator))
+		}
+	}
+	return r
+}
+
+func expandAll(paths []string, home string) []string {
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		if strings.HasPrefix(p, "~/") && home == "" {
+			continue
+		}
+		out = append(out, expand(p, home))
+	}
+	return out
+}
+
+func envValue(env []string, key string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+			v = val // the last one wins, as in exec.Cmd
+		}
+	}
+	return v
+}
+
+func joinPorts(ports []int) string {
+	s := make([]string, len(ports))
+	for i, p := range ports {
+		s[i] = strconv.Itoa(p)
+	}
+	return strings.Join(s, ",")
+}
