@@ -11,11 +11,12 @@ import (
 	"github.com/tether/tether/internal/sessions"
 )
 
-// agentProcesses counts the running processes whose command line names
-// dir (the state dir of one demo-agent profile).
+// agentProcesses counts the running demo agents whose command line names
+// dir (the state dir of one demo-agent profile): the agents themselves,
+// not the bubblewrap processes of their sandboxes.
 func agentProcesses(t *testing.T, dir string) int {
 	t.Helper()
-	out, _ := exec.Command("pgrep", "-f", regexp.QuoteMeta(dir)).Output()
+	out, _ := exec.Command("pgrep", "-f", "^"+regexp.QuoteMeta(tetherdBinary(t))+" demo-agent .*"+regexp.QuoteMeta(dir)).Output()
 	return len(strings.Fields(string(out)))
 }
 

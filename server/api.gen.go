@@ -446,6 +446,24 @@ func (e ExecutorStatus) Valid() bool {
 	}
 }
 
+// Defines values for ExecutorStatusDataSandbox.
+const (
+	ExecutorStatusDataSandboxOff ExecutorStatusDataSandbox = "off"
+	ExecutorStatusDataSandboxOn  ExecutorStatusDataSandbox = "on"
+)
+
+// Valid indicates whether the value is a known member of the ExecutorStatusDataSandbox enum.
+func (e ExecutorStatusDataSandbox) Valid() bool {
+	switch e {
+	case ExecutorStatusDataSandboxOff:
+		return true
+	case ExecutorStatusDataSandboxOn:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GitDiffFileStatus.
 const (
 	GitDiffFileStatusAdded      GitDiffFileStatus = "added"
@@ -824,6 +842,48 @@ func (e ResyncRequiredEventType) Valid() bool {
 	}
 }
 
+// Defines values for SandboxPolicyMode.
+const (
+	SandboxPolicyModeAuto     SandboxPolicyMode = "auto"
+	SandboxPolicyModeOff      SandboxPolicyMode = "off"
+	SandboxPolicyModeRequired SandboxPolicyMode = "required"
+)
+
+// Valid indicates whether the value is a known member of the SandboxPolicyMode enum.
+func (e SandboxPolicyMode) Valid() bool {
+	switch e {
+	case SandboxPolicyModeAuto:
+		return true
+	case SandboxPolicyModeOff:
+		return true
+	case SandboxPolicyModeRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SandboxPolicyNetwork.
+const (
+	SandboxPolicyNetworkAll      SandboxPolicyNetwork = "all"
+	SandboxPolicyNetworkLoopback SandboxPolicyNetwork = "loopback"
+	SandboxPolicyNetworkNone     SandboxPolicyNetwork = "none"
+)
+
+// Valid indicates whether the value is a known member of the SandboxPolicyNetwork enum.
+func (e SandboxPolicyNetwork) Valid() bool {
+	switch e {
+	case SandboxPolicyNetworkAll:
+		return true
+	case SandboxPolicyNetworkLoopback:
+		return true
+	case SandboxPolicyNetworkNone:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SessionAutoContinuedEventType.
 const (
 	SessionAutoContinuedEventTypeSessionAutoContinued SessionAutoContinuedEventType = "session.auto_continued"
@@ -977,6 +1037,69 @@ const (
 func (e SessionResumedEventType) Valid() bool {
 	switch e {
 	case SessionResumedEventTypeSessionResumed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SessionSandboxMode.
+const (
+	SessionSandboxModeAuto     SessionSandboxMode = "auto"
+	SessionSandboxModeOff      SessionSandboxMode = "off"
+	SessionSandboxModeRequired SessionSandboxMode = "required"
+)
+
+// Valid indicates whether the value is a known member of the SessionSandboxMode enum.
+func (e SessionSandboxMode) Valid() bool {
+	switch e {
+	case SessionSandboxModeAuto:
+		return true
+	case SessionSandboxModeOff:
+		return true
+	case SessionSandboxModeRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SessionSandboxNetwork.
+const (
+	SessionSandboxNetworkAll      SessionSandboxNetwork = "all"
+	SessionSandboxNetworkLoopback SessionSandboxNetwork = "loopback"
+	SessionSandboxNetworkNone     SessionSandboxNetwork = "none"
+)
+
+// Valid indicates whether the value is a known member of the SessionSandboxNetwork enum.
+func (e SessionSandboxNetwork) Valid() bool {
+	switch e {
+	case SessionSandboxNetworkAll:
+		return true
+	case SessionSandboxNetworkLoopback:
+		return true
+	case SessionSandboxNetworkNone:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SessionSandboxState.
+const (
+	SessionSandboxStateNotStarted SessionSandboxState = "not_started"
+	SessionSandboxStateOff        SessionSandboxState = "off"
+	SessionSandboxStateOn         SessionSandboxState = "on"
+)
+
+// Valid indicates whether the value is a known member of the SessionSandboxState enum.
+func (e SessionSandboxState) Valid() bool {
+	switch e {
+	case SessionSandboxStateNotStarted:
+		return true
+	case SessionSandboxStateOff:
+		return true
+	case SessionSandboxStateOn:
 		return true
 	default:
 		return false
@@ -1619,14 +1742,23 @@ type AgentProfile struct {
 	// those drops it. Absent: nothing seen yet. It is an observation, not a
 	// prediction: credentials kept where tetherd cannot see them (a login
 	// in a terminal, a file the agent reads) may have changed since.
-	Credentials             *AgentCredentials  `json:"credentials,omitempty"`
-	DisplayName             string             `json:"displayName"`
-	HistoryContextInjection bool               `json:"historyContextInjection"`
-	Id                      string             `json:"id"`
-	NativeSessionResume     bool               `json:"nativeSessionResume"`
-	ProbedAt                *time.Time         `json:"probedAt,omitempty"`
-	Source                  AgentProfileSource `json:"source"`
-	UnavailableReason       *string            `json:"unavailableReason,omitempty"`
+	Credentials             *AgentCredentials `json:"credentials,omitempty"`
+	DisplayName             string            `json:"displayName"`
+	HistoryContextInjection bool              `json:"historyContextInjection"`
+	Id                      string            `json:"id"`
+	NativeSessionResume     bool              `json:"nativeSessionResume"`
+	ProbedAt                *time.Time        `json:"probedAt,omitempty"`
+
+	// Sandbox Where an agent and everything it starts may reach (docs/security.md).
+	// Agents run in a bubblewrap sandbox: the system read-only, the
+	// session's directory and the agent's own state read-write, tetherd's
+	// and the executor host's data, tokens and sockets invisible, a PID
+	// namespace of their own. A profile's policy (agents.yaml `sandbox`)
+	// fills what a session's leaves unsaid; what both leave unsaid is the
+	// default (`mode: auto`, `network: all`).
+	Sandbox           *SandboxPolicy     `json:"sandbox,omitempty"`
+	Source            AgentProfileSource `json:"source"`
+	UnavailableReason *string            `json:"unavailableReason,omitempty"`
 }
 
 // AgentProfileSource defines model for AgentProfile.Source.
@@ -2089,7 +2221,13 @@ type ExecutorStatusData struct {
 	// ResumeToken The agent's ACP session id, which a restore resumes or loads.
 	ResumeToken *string `json:"resumeToken,omitempty"`
 	Runtime     *string `json:"runtime,omitempty"`
-	SessionId   *string `json:"sessionId,omitempty"`
+
+	// Sandbox Whether the agent of this execution runs in its sandbox (absent before it started).
+	Sandbox *ExecutorStatusDataSandbox `json:"sandbox,omitempty"`
+
+	// SandboxReason Why it runs without one.
+	SandboxReason *string `json:"sandboxReason,omitempty"`
+	SessionId     *string `json:"sessionId,omitempty"`
 
 	// Status reconnecting: the agent runs in an executor host the daemon has lost its connection to (a daemon restart, a network cut) and is reconnecting to; the turn goes on on the host. An outage is announced once (one session.executor_status, saying why the link broke); the error of the latest failed attempt is in the session's status until the host is ready again or lost.
 	Status ExecutorStatus `json:"status"`
@@ -2107,6 +2245,9 @@ type ExecutorStatusData struct {
 	// Worktree The session's git worktree, on its executor.
 	Worktree *SessionWorktree `json:"worktree,omitempty"`
 }
+
+// ExecutorStatusDataSandbox Whether the agent of this execution runs in its sandbox (absent before it started).
+type ExecutorStatusDataSandbox string
 
 // GitCommit defines model for GitCommit.
 type GitCommit struct {
@@ -2583,6 +2724,50 @@ type ResyncRequiredEvent struct {
 // ResyncRequiredEventType defines model for ResyncRequiredEvent.Type.
 type ResyncRequiredEventType string
 
+// SandboxPolicy Where an agent and everything it starts may reach (docs/security.md).
+// Agents run in a bubblewrap sandbox: the system read-only, the
+// session's directory and the agent's own state read-write, tetherd's
+// and the executor host's data, tokens and sockets invisible, a PID
+// namespace of their own. A profile's policy (agents.yaml `sandbox`)
+// fills what a session's leaves unsaid; what both leave unsaid is the
+// default (`mode: auto`, `network: all`).
+type SandboxPolicy struct {
+	// Mode auto: sandboxed where bubblewrap works, else unsandboxed with a
+	// warning (status `sandbox.state` off, `reason` why); required:
+	// an agent that cannot be sandboxed does not start (409
+	// `sandbox_unavailable`); off: unsandboxed, as asked.
+	Mode *SandboxPolicyMode `json:"mode,omitempty"`
+
+	// Network all: the machine's network (agents call their model API);
+	// loopback: a network of its own in which only the host's
+	// loopback TCP `ports` are reachable; none: no network.
+	Network *SandboxPolicyNetwork `json:"network,omitempty"`
+
+	// Ports The host's loopback TCP ports reachable under `network: loopback` (e.g. a local model server).
+	Ports *[]int `json:"ports,omitempty"`
+
+	// Readable Directories or files the agent may read besides the system and its own installation (absolute, or `~/`).
+	Readable *[]string `json:"readable,omitempty"`
+
+	// Writable Directories or files the agent may write besides the session's
+	// directory: absolute, or `~/` for the agent's HOME. Default: the
+	// state of a known agent (`~/.claude` and `~/.claude.json`,
+	// `~/.qwen`, `~/.codex`, ...); `[]` for none. The rest of a HOME
+	// that is the user's is an empty throwaway directory.
+	Writable *[]string `json:"writable,omitempty"`
+}
+
+// SandboxPolicyMode auto: sandboxed where bubblewrap works, else unsandboxed with a
+// warning (status `sandbox.state` off, `reason` why); required:
+// an agent that cannot be sandboxed does not start (409
+// `sandbox_unavailable`); off: unsandboxed, as asked.
+type SandboxPolicyMode string
+
+// SandboxPolicyNetwork all: the machine's network (agents call their model API);
+// loopback: a network of its own in which only the host's
+// loopback TCP `ports` are reachable; none: no network.
+type SandboxPolicyNetwork string
+
 // Session A session. `credentials` is only in the answer to `POST /session`: what tetherd knew of the profile's credentials when it created the session (absent when nothing is known, and on a remote executor host).
 type Session struct {
 	AgentProfileId string `json:"agentProfileId"`
@@ -2605,10 +2790,19 @@ type Session struct {
 	EventEpoch  string            `json:"eventEpoch"`
 	Executor    *Executor         `json:"executor,omitempty"`
 	Id          string            `json:"id"`
-	State       SessionState      `json:"state"`
-	TaskId      string            `json:"taskId"`
-	Title       *string           `json:"title,omitempty"`
-	UpdatedAt   time.Time         `json:"updatedAt"`
+
+	// Sandbox Where an agent and everything it starts may reach (docs/security.md).
+	// Agents run in a bubblewrap sandbox: the system read-only, the
+	// session's directory and the agent's own state read-write, tetherd's
+	// and the executor host's data, tokens and sockets invisible, a PID
+	// namespace of their own. A profile's policy (agents.yaml `sandbox`)
+	// fills what a session's leaves unsaid; what both leave unsaid is the
+	// default (`mode: auto`, `network: all`).
+	Sandbox   *SandboxPolicy `json:"sandbox,omitempty"`
+	State     SessionState   `json:"state"`
+	TaskId    string         `json:"taskId"`
+	Title     *string        `json:"title,omitempty"`
+	UpdatedAt time.Time      `json:"updatedAt"`
 }
 
 // SessionAutoContinuedEvent defines model for SessionAutoContinuedEvent.
@@ -2719,6 +2913,9 @@ type SessionCreate struct {
 	// PromptId Client-chosen turn id; repeating it is idempotent.
 	PromptId *PromptID `json:"promptId,omitempty"`
 
+	// Sandbox The session's own sandbox policy, field by field over the agent profile's (a session may loosen or tighten it: the API is the user's, behind the token). 400 `invalid_request` for a bad value; 409 `sandbox_unavailable` for `mode: required` where bubblewrap does not work (checked at once for a local executor, at the agent's start on a remote host).
+	Sandbox *SandboxPolicy `json:"sandbox,omitempty"`
+
 	// TaskId Existing task; when absent a task is created for the session.
 	TaskId *string `json:"taskId,omitempty"`
 	Title  *string `json:"title,omitempty"`
@@ -2738,11 +2935,20 @@ type SessionCreatedData struct {
 	PromptId *string `json:"promptId,omitempty"`
 
 	// Runtime The runtime the session's agent runs in: standalone, detached or remote.
-	Runtime   *string      `json:"runtime,omitempty"`
-	SessionId *string      `json:"sessionId,omitempty"`
-	State     SessionState `json:"state"`
-	TaskId    *string      `json:"taskId,omitempty"`
-	Title     *string      `json:"title,omitempty"`
+	Runtime *string `json:"runtime,omitempty"`
+
+	// Sandbox Where an agent and everything it starts may reach (docs/security.md).
+	// Agents run in a bubblewrap sandbox: the system read-only, the
+	// session's directory and the agent's own state read-write, tetherd's
+	// and the executor host's data, tokens and sockets invisible, a PID
+	// namespace of their own. A profile's policy (agents.yaml `sandbox`)
+	// fills what a session's leaves unsaid; what both leave unsaid is the
+	// default (`mode: auto`, `network: all`).
+	Sandbox   *SandboxPolicy `json:"sandbox,omitempty"`
+	SessionId *string        `json:"sessionId,omitempty"`
+	State     SessionState   `json:"state"`
+	TaskId    *string        `json:"taskId,omitempty"`
+	Title     *string        `json:"title,omitempty"`
 
 	// Worktree The session's git worktree, on its executor.
 	Worktree *SessionWorktree `json:"worktree,omitempty"`
@@ -2867,6 +3073,29 @@ type SessionResumedEvent struct {
 // SessionResumedEventType defines model for SessionResumedEvent.Type.
 type SessionResumedEventType string
 
+// SessionSandbox The session's sandbox policy in force and whether its agent runs in it.
+type SessionSandbox struct {
+	Mode    SessionSandboxMode    `json:"mode"`
+	Network SessionSandboxNetwork `json:"network"`
+	Reason  *string               `json:"reason,omitempty"`
+
+	// State on: the agent (its last start) runs in its sandbox; off: it runs
+	// without one (`reason` says why: mode off, or bubblewrap does not
+	// work where it runs); not_started: no agent has started yet.
+	State SessionSandboxState `json:"state"`
+}
+
+// SessionSandboxMode defines model for SessionSandbox.Mode.
+type SessionSandboxMode string
+
+// SessionSandboxNetwork defines model for SessionSandbox.Network.
+type SessionSandboxNetwork string
+
+// SessionSandboxState on: the agent (its last start) runs in its sandbox; off: it runs
+// without one (`reason` says why: mode off, or bubblewrap does not
+// work where it runs); not_started: no agent has started yet.
+type SessionSandboxState string
+
 // SessionState defines model for SessionState.
 type SessionState string
 
@@ -2931,9 +3160,12 @@ type SessionStatus struct {
 	// not_resumable | session_terminal | agent_unavailable | working_directory_missing
 	ResumeReason string               `json:"resumeReason"`
 	Runtime      SessionStatusRuntime `json:"runtime"`
-	SessionId    string               `json:"sessionId"`
-	State        SessionState         `json:"state"`
-	TaskId       string               `json:"taskId"`
+
+	// Sandbox The session's sandbox policy in force and whether its agent runs in it.
+	Sandbox   *SessionSandbox `json:"sandbox,omitempty"`
+	SessionId string          `json:"sessionId"`
+	State     SessionState    `json:"state"`
+	TaskId    string          `json:"taskId"`
 
 	// Workspace Whether the session's executor serves its workspace (files, git,
 	// terminals, commands) now, with or without the agent: `ready` (the
@@ -12604,383 +12836,400 @@ func (sh *strictHandler) UpdateTask(ctx echo.Context, id ID) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L0Pc9s4li/6VVB6tyrSW1px0umeabm2tjxOujtv051s7N6u+0Z5JkxCEsYUoCFAK5qevM9+C+ccgKBE",
-	"6k8sO5nZuXVrpyOTIHBwcHD+/s7vvUzPF1oJZU1v9HtvwUs+F1aU8K+LqjS6dP+VC5OVcmGlVr1R770w",
-	"1VwwPrGiZHYmDcvgSdZPx9Xp6TeZWOhsBv8pRviLEX/Ff6eDM6bvRFnKXBj2hht78upOKHvy+uWwl/Sk",
-	"G/+vlShXvaSn+Fz0Rj0cvJf0TDYTc+7mM+cf3wg1tbPe6PnpadKzq4V70thSqmnv06ek94MuCr3cnPuE",
-	"F0YwoXLD7EwwY0vB52EpgpViUfAV68+4yldsKe3MLa4YdE1ugt+JJ5eLCa8K2xvZshJhbjdaF4IrmNzr",
-	"l+45GG7B7aweTea9pFeKv1ayFLkfoHXZ371IenOp/D+ftdHAUReIi99rEuJSKMtuVgweuNRVmQmWFdJx",
-	"AtOKlSLTSonMnjHD54LNBVdSTRk3LMUNSQNJZoLnoqxX0djVA/ftSpRzqXjRSSLrHzgqqa5kdivsJpXO",
-	"PYdYeIBNSj1n6bu3l1fsqXArNE/xLyZNmFTGCp4zPXGsNFbpeWVnupR/4260lCGdWH85k9mMLaUybDkT",
-	"it1oO2O8FMwIZQdD9ou4EyVbVHasHEveCF467tS3QjFpjSgmTCrG2a/v3wzHqoMxcVpd1H/RQf3VQphN",
-	"Klzo+ZyfGOHEgxU5g5Uz97phVrNcFNLNuJ9pZUtdsImTIobxYslXhmV6LjrPDwyyhUdap/mbLm/Ngmfi",
-	"nWONFvlUcCvvhJsbHHJhjNTqiWG5LEVmdblK2Lj3dNyr13TGxHxhV2yiUQ6EJ4niXfMn5mw5/b1e0qT4",
-	"999truWT42Gz0Mog3c/tBV/wTNqV+5ejp1DAlnyxKGQGjPR0UeqbQsz/7S/GLff36OP/qxST3qj3fz2t",
-	"xfpT/Kt5+g7fwo82CXblFszFXCsmDeOWcZbRNFgh59KeMaXtzJ3/JTeM53NpHR/okmWlcOQbjlXKp0LZ",
-	"a3j+uhQ8m4k8HTFjeWlBcigGT7ClroqcLbgxLD05mfOPJ/C7SZkukeMXpZ7IQjwxLJ3zj+f0134KY6cJ",
-	"S02mFyId+Un/3b+RMK5yxscqfS9suTo5d3LdH7zBGUsXpZ4v7PVfK1GJ60lVFDDarLJuite5XqqUaTsT",
-	"5VIagYcLX4bdiQZtE6iZhmtFsyWXlt2IiS4Fs+UKVj/lUg0bnEK8IJUVU1G6ffmU9PwuPeLuv//hgn3/",
-	"4ts/MBqZ5cJyWZghnDUaAJjTbYTjzxtZSCvbJMVvM27h/OBW8/xOlFYakTuJlUolreSF/JuAy2NR6oX7",
-	"Mw4Eb/wCp+r39XOS4F//W5RG4qo3H6js7GdhZzpvmdZPehnPKsvEwhrHu7lQbkaG9c8v3rE0GsQpKu6M",
-	"M62Em/waX9ZPpm7HZ9yJG+E4J2cZLwp8wo2ecStS0jDWKSCtmJtdW3cePuXWSQvnZclX7t+F5vklCriI",
-	"LkHbACrPFxvbtkb7Kpe6/XUxvxF5LvILx40fbftDcs6nou1Pn+I7+s/0XELf2xz8Q1ifvvmLyCzN3+pM",
-	"F5ubH04OCNFqvs8MYnKF11qJ1DYXPAE123QdAGKEghvLDF+SRhDxT8x6WqESPefZTCoxVn26sOhPTkvl",
-	"KueF40Qn39z5dNKViY8iq6wuDcq9zE9/NVbuLAszSFilclJto69XZekOQqbVRE6rEgTLyN107rKec5Un",
-	"Y8XLqUmajO4+4kYS6k6WWs3dGO4lPFZTYc2QnasVy2ZcTd3168S5NoLlpV4YJu2Qnd84JWcU7hMjhGIr",
-	"YYfstYXLRzF9Y0R5B3NK3HNOni9KkcsMpxnT7lYsrFOiyvj0KfeSEcLNdc76nBV6KtVYgdLk9ceEcebI",
-	"EcmFUvDcDNicr/A84zJyZqTK6DJYPzZbZI6x3FaGeeYbwYfm+HQsjJTSlcpEnjB3Z6LJwdlMKuvYZgn8",
-	"pFmujyQv5sIYOqw75rtsynLDZQ4c0JzShiDG7RP5OciKiS7n3GlDObfixEo4bRvvEMO/zjendVUrcExa",
-	"0D+AZ6Q6YxyYCXQ2HnE/XGSidXLGdq29tKOGeE7WJbguWUoTearEMnWMBR9ynFSrmDBUAnTLZiK7dZtI",
-	"BgM95G4WlDcjxum/WB91IGYdcelFVazQQLAzscJbxc6ELNlc56JImKmymTPIsoJXuUAt6oRni4ShheFZ",
-	"yzClmVuMZ7+BO6a0rfBBmLRhxqnr/mTqSZjdiKWeLVKnHpIalbr3VoZVysqiXsrSaeeO+kJVcydzYfQg",
-	"ZCPB2tgXW7UcoubpoRNjbkUOm75xgZ9840yGwRnTtyPgFl26Z3m9zKmIZxZuhqSnb1smtnZ50Cw9GzV4",
-	"vfO6eCONbblxp97nst+Zdo+/QwG+earXpkljd87Ij9OiBgTJ0XoOIx4K4jY+JIakF+g69VnyzD1c8XnB",
-	"6o8MWo8ov+Oy4DeFaFc1sjVFZifVGpe6GwBvuPYV4o3qvs76YOvbYBq5ezO+LxOmwE6HxzjITWFs+5qy",
-	"psqwe87R805fl2ZR8FWncjyTxpmqpEW9Vm63O/VBmbeOocBkJtXofac6Baf45kDpDt4l97w/dzeVLKx0",
-	"FyqStOdsEisyK/JW8VCpwBXvBTetJsC6qukOdUy4MI+YxdrX3U3R1jPVODXNE3U9FxZsM57n0o3Ai3fR",
-	"Aw0PYT2iU702+dNrLiPGy2k1x+tCs7JStXB8EjQ4OIoJ0yoTCWtoPg1FYoPU6/pCYw6tvKdslxrsdAT3",
-	"fysjSMUFMiUsF6W8c0LcnR2nQd5KhcoFEKz1DHXybcehwB82HHoX757Q5/TEy7I+OSbcXYs6xSC+JeCv",
-	"8O+76zteuskRKVuZ9Y6XLbtHL+NFdsdL6fgPNtAIu2lgCnV3yD61Mb/ixMrKdvGtdgwuVSXyl5z4tCje",
-	"TnqjP28XUuDcvdDzuXYiYZ3pMxrUvIMLv0urc+ZbWVYLK3Jmq1K17noZjvuWAVDzwkdHeBCuxUdpQakm",
-	"G+m60MY6JQ7/TLoY/tqvlYtC3gmwu24q69SmQqupKBlc8yb2JrYJ+rVdWPjlJy0kCUvb3JoPycbJJ9PG",
-	"75Yzk9bJx268rxLX45VmDU84+8eCFqjn3MrMjwVX2YDUqyqXFjz/JZwOaROm+BzcfrOVM4Ac13jZeVHf",
-	"o9uEW3Mlb5VgpuBmFsRUcAvqyUSUpMetf2Sw6S7aJZekWlT2sMm9K4UJcgAUeJqj5bfCsEnpTErx0XoF",
-	"xxrwEG3ObbtMdFONIk5+iE1e2jixXtZtHoVY6OsKrXKg824uJTERj9kmLS64ykThLsiiRZ3N4K+FyNt1",
-	"hlyAx7VFEPwX/O5NB5mTBbR0Fn1e6sVC5IfdV4tI5mxfeD3n1vWi8f9Dq6Ksi9yHHjYmtOj6Q23jhIsl",
-	"z8H2mOtcTiT8Zy4KYQWKB7czKDwW+Ec3JDoldtsqPjCBH21fochuF7qVV89BpIBQ9dLA8erSB16c2el+",
-	"QMEjply1OHQPUBFngnfcEqVYaCOdMvbEsJ9enb8EXpfgmVCsTy4AXVkjcwF6uH/eCXtywrvjMJGlsfRy",
-	"u5ZuS9FxvIziCzPTlrlHEn9b+6vFKV2BltEE2j9SlR3XGVHcM/DukwtD0bQTR+7WXa7F9PotHf7QZq9w",
-	"e5iST4f1TyvbFheAn/FOMW6zFpVlhZjAxrnLRxvBbpVeKmY0m/CSLWeycPvm1FuTMF4UxINzUGndX2bc",
-	"MLzlHanCLKWy372oZxg5iYXKD1uTG/1C56Ld59yhkOLqDqADHjF3qQflfUh/whAz0WTPVboT3zC2ykop",
-	"NzdcDwgSp/W06q62rJSz5DsOIwTgvC8F9puSJtwKyGkUrazvlxOGHSRMTiCkkss81rHpSQwf9oJHkP69",
-	"U9pJlJPI0Z4GMR8392WNXbecm1dAsuNqxzDw63buOfwYKR3Mh0JPW2iObj10kqP/djU4I6cpqL/e5+8Y",
-	"0J09bvAs7nustp6S/Y5DpG09CSurV3Uo6ze/4hY5qoMybsm25OialZb1eRxgCZoUKIH0TinAh+nsCY2K",
-	"38yNAkNJOzhzloIjA8t03nAw7jpx6ypJ4I2ahw/i2w/rnAu8uCn8c2LobWy8eQKC0GtRQDEDbGf+F+vn",
-	"VQn+NZJtWhWrjuuYDPg1ETEkmu4kJvw1waVuOeHt/ln62P4eWn/P7jLNw8BbpvQWtvzxhI6eTIxo3ovd",
-	"h8xHgTd54AZOMzfs16sfTv7I+lLd8ULmzDjtH+IQkF2XiXwP4zk+CjQ/+vYeBvM5W0iRCYxhbMiVvrG5",
-	"M5LcMTc2F2XJrJ7CUR8k6JNyS2EpfjdFOTHc2KD7n61oo7+Os4UUOtrZel+pbhMcUjGTbq10LUulAg+H",
-	"mbGT7Ixx9suvb3CXpGEvTk8ZsBp4M64nXBYiZ32lnTI9Lfn8iQk+U5ZxxWa6yJ0WAsSJkrT++Oz757uT",
-	"BVvYdBsRLvHqeIDj3K67bznqW85Y90I+bCzl/owf0+Tr4Hy64I/G+lde/Trmvt+0q1GQUF2pEZvpJZtz",
-	"tfKiuBRsLo2Ral8Navs9gcr4xucbunvCGqo7ehbpL1LhxPaczEHXUu0o3s+kSDzVDtPKwlW0v/f2qk23",
-	"bbtlIPtyXZ1XeqzSpnhOUWOWdayH4vccHdzknUzAhw16vhqrlJab+uwAyIHn1n+f/RvuTToYsrRBunSE",
-	"6cz1GoLFGixYzEeiBE3WT73iDH7zsTo5oZdP8I0TfHBwFlIq4k9F2RReWxorf0O3fOzkhF7o/AqQZKyE",
-	"hBHQZDWQb0T6NJlHEn5blDqvMpGHfCdP5rJSZqy0YlaDEeA0UUdObUSgGamnKVpdcCCrbAZ5K97hMYx2",
-	"Y9TwJIXppLgXdI59KmmwRjjMaz5Wfa7ql8Em0QXme3HKKsPg9eAsMtTZVGOMg8jihiLv/rrwur+kb8rB",
-	"r0PW116OI0h7NZHTt7AQdBkfqPDc8aJqi1My+AOTOSqxRhQis0wvMPUAjHdysJMp7/+Fjzh6aCXoxolz",
-	"6r/9boeGk2x68D+skwVn3UEQK5T9U6Gz252kWFuzYucX7xjlPbMbN8SmW/kzQ+pKaQvqoTn4Xc/tm86a",
-	"HTGouZyLK+LB/QPXpagTJg6ap5F/EwcacRFjPDuF/9d2jKQttsfY/QGDYZONNF+/outCqtvo3+25HqXc",
-	"rbnCX7vYT6pKnEOOt2jxe/PoLzRvR88PSVuyUaiA2/QNO+HzyompjvBjHZveJSnfi8xdB6vLaj7n5a4o",
-	"1lYPL4XZQJFb+EhSHehKemgb9aIJ7iMFA82SOKjdWGODIoFy27bopcgKqXAj9lOOQxFDssemgohp3dWy",
-	"K4XI/Qm34uAt6yYYfS0au8vEQrK8x0SyA6+RmGF2kNA997I9wBxbHxtX0s9ifiNK467dcsUalzBb8FWh",
-	"ec4yXpZSGNb38/F+Z4wUSsOkutPFnWgL6W9n+jhFeFMQcXPbZfFurpIUpo6sTPxzRzryL1DZppXX2aRW",
-	"rO/+CSq4d2XXCiyMOBgxzn799fXLhCmxdEo30pByhTGPsBSVEXmrHiPKUpc/14nbWwNVLWmblBkWPNTN",
-	"zGmfgAHebEjgRN021ir78RSCajvwyi+MrPSNzlfM8OWwM05wKaeKF+2JZNrYbUmZNJURK3TGC5i6L4Sg",
-	"dGvKzhQ5Fu64J0ox17a53trX30rrght7KYQ6JE64aIQCN8pSrvStUNu3xuk9Icu9nQnKSsH3I7lfLwUT",
-	"KIEYIGncqnckWm/1QhDFL/HpT0lvqctbHx/f9iYlUv7mH18XjH4VWzMT/Od/0q2p03leCtNaewN1IHUx",
-	"I5qKhnk3RKXkR2Y0VPJSnSew1EKXtvvgtR+s32YrNNI5RNCgVtrtHrdWzBeWeSek+8B1pTiVAjtmhZ98",
-	"WdP1XJo5t9ksYcPhcPB559+N2CEZ3Z+i0qlNFnQPPDHBuLypZJGzO3yj84S4y4pn9rzlxL5xBIEKYGdu",
-	"ijrP05O74f3Zeq7a853q8w9b7YuhiLOeYGwuYaIwIiRYeZdKSOV2z/iE7vYylsre6I8hbrmPuwreeA8m",
-	"tmmrSoY/gDlXFJih5eu8Ip6dcfQB8exW6WUh8qnIoUBqP59ZS7Vc+5Yz/6Tfa6bEVFsJEWOqO4vqxIi9",
-	"2yV7i2jaUxoRAbaW/ZjAOeC3N6yPpdohRYS8ZjRLUi32CtrFgsZXBbbklJFv+KCc9/ZQtKekmkIJXHBm",
-	"rYTFMrNwDumbZzUSA7xEF52XNjelvsWovjTsRkg1ZaWwpXQvYti7UvAN0NUW7mh6PxCMwXLBc6eFs36D",
-	"ISH/Ls4wBb2gkUs7aKZvEO0x15WmS0pv9M/9wuCUkti8K0Qv4pddt0Z7UBcO/d4R3cYttCusi0PvmlZU",
-	"qNucGcW0u3UEBslLZ8Ht6Jm+TUxsWjxHEGb7yJ4uNYjS2jtuKG+9tvjAfFqoMxvYpJDTWccCt1kH60Vc",
-	"4dF4YklbmlSTCE0ybtvqy85qtvWjTIWnlYIVbjhz1+4FyjcxsQSwmvV5rfCQScGZEtbpbCyr7MALiPj7",
-	"zOqzOoXTe4RJ8MM1zc4V05V1Cj8U5lKdKubfoc2DpBwGuYA6XeIMBMoap/CPukVRRX5oUGi8sVRwK0xQ",
-	"mLz+hHveNKaoRBXrDcOlAAvj+QoxFpxiV5CW0ShA9PKI56tNuQQTAkED/vfWy6q5u8cM67WZne1KYPdf",
-	"2rXUS6xlc0afJ7ejc1UKTHAiikqDW5IwMZwOqUTCqazX/uSAyxkUVzwE1zmf86nI62T5JudOdEXBk3r7",
-	"8E3m34SIinC6N6URRmYo2ps+c41j3a/7y1k8ZmBbKpoG4xqLCXBOSny0XojoMtRPDM5IeQjgJGAq1hwR",
-	"lY1EpWdda6WK8xsRrvPm9FdE1rW7uxQTZ/F7SwTxfUrxl1qHad/pqHyzudk/SDUV5aKk0vGapCTmGts/",
-	"44uFUHSzjxgnB4b7syOIU6+XHAeKy2zp2gEVgw6crx8+qRbR0fTfxHx1M9yVX/uAbouH9Vfs8CBsmKhR",
-	"tR5ytVPKMPeZF/JO7G8eHdvtEOrG4R7RJURJK/B3OZnKc7PLMXE0d4OpFk4wmDeab9WK6lvJl+a7eXbo",
-	"CDTmRo3r/oMjPbYPH8Cp3qpitcOhtVlW9sRERRZxNQ9Mqf3Lx/LNdHpkPnxKej9KuL+kbS8b1+WrOZdF",
-	"JzSPLruhfeDPh5lXM246imwqnPNONRBGaMwtaSykMa963Da170dpX8rJpM2dzKXqkBI33HQwn9sb5raP",
-	"l17Gmnb3VNao4NkajK+f/JT0nGDe3w6i5f3QCj3QVbrzmxPITrUceVjF9ioepZesD9Lb6it4HIrkrrAW",
-	"pl5gkP1tlT7tl6Wb2M/6TmyfHUyGbrWQBOLkcrjsmzVOLQXx3GadpWDZ7Couqdh82+qLz9zF7nIlJxBA",
-	"xS+FcGpzXL20O/PWcy3xaCgwQq7ZWNWWE9FePOejWqb98rqRimMArq2OsBBbXt2nLG87VGCDT61esELc",
-	"iaILSuaLlfMlERFjqgTqdWzKGz1tT3WX9iB5QDfBPrnussMt8qO0tZm8xiBepLQwh5hJ1fW3kqusZY8R",
-	"cgrPsz/t3j3ZurPBd9kOiKac8nsQuXChr5TF4P5+EtRNlTLgZC3+fCqY0+SjgsbWdSxKMZEft/pWY0xM",
-	"Vn7+YagWiJO6+96NHMO4z2FTw4RrGm9lHKTnBvdIlYuWRU+lJQ9CCAbAk6y/0GUmCmfJ3D0fsSH7mZ2z",
-	"l+w9u2BX7NeE/Yczakqe3XYZZbqU03YgUkdod3D9lUIyAE1RJwQgMNK+d8cWV7GSuJMy8QUSyl0BB7gQ",
-	"1orS7AF+gAILdyP6fNuW/iR40bbc38AcCUhDyizdp1nKF5LiG6k7zJQKC7vklpJKNdFDCmukY9XnhdEA",
-	"QPnjqyv2VC+E4gsJaEQpOaSuVgtxCV9mly//M6Qx+GWPlQ+SoNPCGe6GBbcbGpX1rMBZxxUAibI5/4su",
-	"h3OpdNmKIRfeauef83evw9pCqCbyC5IJ0Y/XHCoEo5V2ABMFlX7zy1MAg7iT6190nAwAPsC9CQrWUDC4",
-	"GcTrMPBB58qdfgKWp9PIjLgTJS/gd3JHuq9a7hQRSPR1fzmReTrY80puRfVKenfbKB5ihKUohPuwp2qd",
-	"1ux5a5CwcS93Z27c816JShnL5wtBodTdJyXc6X5WScwUbeclCgVvIq9Qwm64mw5KIVy/mj6jEBydEvuF",
-	"KrvTfUpdNOKJlQGEcQ/F4+zi6QwMs5WxYt5ezNzEK91WOgyfS3z+Yr3qLdQ/d9re0b3ANPjrfLvjRi8x",
-	"V3buHw8lAfQLHUtpGVpNSrB+NqvUrcdoI+kkKdJI3tPwNohMrCRYjy6wucxPnFHUJVI2ePA4jDWPSbNP",
-	"RcijsVA9syYntXtSYv65R379Bht+2dx6osEQjaB759XT6i4cyx7zkP2TMRHQ5/5MVJP562AikFRHYCKd",
-	"i88qypjrnFgkTpB//sfDakNplLaZxQUjXZhKAPre5r1ydze51TBm7aFctb5l6FM7Y7CuEQM/fp4wGizG",
-	"nRIfKXDT7tbKasDvPZzKHsF7w5lEi6jH20YOLbOtqPLu9LEMtG07K93Rg5/P371OaKV4u8UxQtTYm+uP",
-	"0m/p7/D2ZkoywVMehnEG/+Fu1hM6EDBjRRU9fR6V9kSFO/EJqSkzbwJrdFYowjTbSPtOlFACqtXbUIzQ",
-	"XOOtVAdCK2KJ0T7JFuHJAEcIX9s+0fdigZGTA05sPKX1LjPbq516urKZbmavtUGDbcsoj+cesvfXOOlz",
-	"NekO6u/vgNrggMNQ07BcpzgY0buAOPbbxZaUhu05/RtlLguhckzX8KOvFbeIjwtgvA+HFTFpXVzwotiH",
-	"n8FYiDOIAkrLwntgtxsPG5xyXBviIXiDkI27Ki+OQtf6GzUp2xWfFgLeQ//p2o4vqwYtwqyGpZ/W/bWh",
-	"eK14oI/PeZ0SZBsLHfOgb+Er/MxurkLaHImpIkJ/RTyFszoCSxVcdbjhIzdAS2BC6pJ6XG1x4u3UeSwa",
-	"YVsqSdwEf13kx8bhODQGVNNpV8isO/Lxobmc+/DnGlG+MGMWXA0rnM4ROLLun7VNYz+gj0vakg2Zfi3d",
-	"XLJtWZ/UUOikFDzHvYFsOMCogz49JB190xFI1GNGu2VhxzYIuLD029PTFJeSgp10vSylFYSzlHpPo/F9",
-	"fzJo8EYpkWSW9TGAQK58Y/lK5KzQ2a3IsSzBvX9TmRVzGqWuIIc508rYkjvi4bcS6s1nbpk0bFIVxWAU",
-	"NywJcTbEJ0nIuKMebLVpCBVBOWQzGj5Zp4auG7rENPgm0IAgS/SdKAvN80CD2OzMJZLA8ltMKZFuliwC",
-	"K3GrPaHVplh/QcmrlV3wjMJPbrGQfGu1RmwfmqfBNnMTACSMyOAIkGslElw4pFeXnXHujpQtqYx19+1+",
-	"EjoGFtiJFbDX+cZhonwHYPSOAz9f2ANg+iJ4ik8A/vUa33tGpqL/5+Zhw091IwtkHf1ysY+uT8ml5pnu",
-	"yIVGij7N6KzZkFZa7A8gwgPtabTboQj2wxJYq1Qgx5IuGUIKEMiIEkvKpz7DDCywdQJmMeVzGwQMIkBj",
-	"X0UGn/I5pnO+YrzAvP0bUfemgAjpo+EaRGAG3pDbF8UgFNJvbjd00T0hpw/WvUMdlyOWIypW78hczBfa",
-	"Ulbn1n61C26tKN3Y/9+fz0/+X37yt9OT7z/U/zm8Hp18+L//Vxtv4DQ/D1NgXhVWWm5um31NhYLd6CXd",
-	"PT+wk0ao+fcbTfvZAEgNg2Hme6vtvghnfDe0wTrH7w2GsMkXrfvukR8IH/6YWuWxwCd2AE3419/DWd3i",
-	"bd3oMDHVFq4WbBXo7HvoSmaSGCXLjJWxsiiCc9oHIt3FlFXQ6IEB3DABeUdJ+9Bd1tyKPBmrZa2U5HFe",
-	"CqZGU7FkIz0T79A6Z3QwHCsEX6tbXfhqEJ/hwZmZ6RKu0TnhfLYkadBSLiJQ2DVd2d1X60jGrI8LE4OI",
-	"VqyFOGEZEYkO63rgfS37myS4+1f0XtuYgdi7hgoZ73gmzOalHmaXbJBy2xnzDN7WbsLDpXQkinI1LaSa",
-	"XrXSZS1hrP1m7HSLd6k4ba5Cr8d0er3XiR7O3PtukBo/s+CthlU3rr5rkmDNH6lhQC6mpdNar6nLVavM",
-	"VdrKrBWYzAinQmUilOBXpkPBxEm8xPbgYs82QKEFQqimqs2rPn3R9+uEmM4gYUYzPlaNc87NbWyYOaUe",
-	"VHnKm0NVX/qS8qh1u0Hnk/sbNm0GedDVV7crUQOOM2+KHmx87YvQWikGl+FPougYlXQxNzjVaNMv7Wjl",
-	"CPfurQTQydxejfwcoFy8ogL7eKoJdteAdgtQUpmL8gzVP2gtC7tDL9ZP0FvUMJ29cgZwxp1wBusnL/my",
-	"k5q4Dt8dyexefkhLhE9ji8yyUoeJza7uUr/NVm7/qbDP79gIvnzNM0jB/Dv+i+b0d1Y72K7Jf8n+Plbe",
-	"VswKbeCnAI/qVV72d6q3jCsN/z5WZM9dW33tJ8D+zujIXvsz3KBn7HD1d/s+igRpAusS7BazcmNh2yZZ",
-	"g6xoF+WLgq8uSGv32tK6SIEER10QbEhfaSbzAFnpBgiygBxSjrGdVPHupokuCr1sid92AbitOxO7Ff3m",
-	"Cu7hdmshxZf1vCFpr71JdX/n25pOsUGliVTSdCbWH3oPE1Z5e4Wdyn0SbFRf6fHfuWVzbSz79vTUaZgl",
-	"z6woza6c0uZX6Iw7MXQNKOPCmIQF8zQJHitdNq64Pul3HVv0ubpF5CoJVG7fIrNS2Xsa68DzKC27EYVW",
-	"U+MT0NFdgW26Y78ZXMmyVrOVZpHtw+YIJXfAeU16otPBsQn9DM8GZKVgyF/7igP65wFhJMLwE7sdA00K",
-	"30tebGzVl5YXbkLBCX5/eRHBoWwqmRirYmlUfQ7Z/tAWm+5+r9Lp9Rbbvns5aUS3Suxowu+NVIreN1y5",
-	"vskYPOPdrJKa5KCP2SmcBDbXLEFvgTnkUQ/mDq8cj1pzbm+JHhpLtraEBAu77gtJ+by+cj4ruZmxug+Q",
-	"n3hHPlihzWE5IJTx9aZZKB8PeXhOzD07KWfL/HPQXEWEGLlPIfuW6yw4XPdIqruEZ7fBW25zuFNMbX/q",
-	"tl4y+OVknWuRlF1u06jtVj2LLRKg0Yr2HiJzs6Xtl5WYXoq58xy0+OMJTkqYPIorcpM+c50jtBhmFxKw",
-	"OCYvmrV0zIQaQq6goBtwKUOfAci1hCjUVpBUSlE1ZHV3pGJGOaL7Z2ReNBZwvMRMnEwHd+HQQESZN6BL",
-	"4m7d5FbfqwHsh66dv8eJ6eakr+PkZDixa3IEH+/owG12TO/9Zwj2lkKwrgSlxrSPsN/18r+SfYYJHW97",
-	"6+T1FuWr5WfveelQVPiC38hC+sd3qx3xCzsQ8DZjT+GOrafVtla+1iW7C0Yz7rfdmqyCTbfDcNf+2Wu8",
-	"vAdnjHufbPqU4FShDw34AAlJeb9slvXu4S1OuTCPn3UuOtY0hwrRzqUQF7gB9gcDjV5qTbWpb55tozRL",
-	"GVALDh1CzPaqvsZFC530EKCJtm3O+r4NSOkvJ6qcpRj7f7v7q7ni+5V/4rA/d2J0wfXW8MhD+J8i3O3p",
-	"Clts/M9Uzz87cLp3CvpRlPUtQJRBzW5q1b7MLCxw//wELwhBFT8w8L9poW5NTzjQfD33VmjcP4LavhP4",
-	"sVcunYKknbXdr3kMrFaRJ5uRY0ClDRZxHVVtWsEJ41UunYl8s2I8ZHOt6egpXmVD9hIVtNEmnN4Tw9J4",
-	"pSnr68mEVaoQxkRo9IMOe3qZt2KV6KKyBBuhJwgJKg3kjQSkjjNmVvNCqlts8ebzeYfQCDGltpvX2bLO",
-	"zfMIR1qJM3wqW+bXhECYUnIPljBGgCD99GmasPSpsBn8b2VK+N877v4XFHt0hlQqFyVLn+biDh5YlBrf",
-	"MCuTIrC5p0sIUrmrA/PpTk54UejliZvwWi7Mi9Pvd7YraljnXYjwNdDqiKU1bn7qtP5sJgssoMa5nREC",
-	"nrdVaMaBXQ2mP1SlMoOEpR7RJEUuRXjyhhPIm0K6soUEwDcccuCxH+FOhT5P5ENCYNMQ0lsHLN/Blf7j",
-	"qUdBD6OkJyfhj8QuAelSaXsNsJ2eH2BWYfUBZNs3WXCbtzN1qSWzUFoJMuiBU3piQdzkilf+QLkHzihZ",
-	"Cc0zDr+5xXpHoDfYvJjYXHC3SyZ68NvWzkrdoCyvjXYmc8MPKRXjgMrhX3Ms4w5yCmAVHgomQW8kwiEF",
-	"KJBljV/xFNV3t1LU30+8Pg/fwd/SQcLmPPeCs2Zoibm+TgOPJVLToodZITaLUHH2DkCQsVdR/WUDqRSS",
-	"d0B/4Cpnc34rTAjEYxcByBPGpUlM+HXvUZfLM+bjrDHd3Jm6w4HAedz043rxWCkEQ7E+bxjbsiCCF+qa",
-	"+F13br5naUiPgYPDr+sNSFtB6hL24vRF/JrHVokPnkTMEw/8yDfhncINsoHa1uKf26kYHB/AYrtj+zMV",
-	"vK+kN0yEdLo5E/pjq2uLAL5H0QeSunNFmMtwayeBg3TQTq/wscBCt/qDt/swkPOO4MSIWPgr8WLgjI7m",
-	"xmgC496DYi3Y5V8Hxdag449GuY6u/h0Z+gB3VegbXlBEG9PWHRH6aRcZZE43JTi/tYcXQ1KkA4TjKSQi",
-	"1GdaGWmgryUCbiMuvrGhyWyhp2wmeE4qPc/9ZYDtXkuuDM8wOQuqWvTSgwOG7vV1hQvtBxhVuNQbkEzz",
-	"IbvECoPGZP3VCiOjw55qeWq8CJxsWYIC60yqURwLdRewF2VYFNAOBiY+2nd8WmNTb20Jc4jbZmdlXRh4",
-	"H7PZezzWTtqOfp/yIByFtnAbPLplXuRGeqCITwTVX7ugmlGdM5+7ESltqCih/lwKuk9b4t5t7soH9Boe",
-	"xem37rx7EL/aIZGfJgfc/xJt4aiv42YgFjx65Oe/fIrtMU/PbzMRWovXp6iRruuOxkwU+cj/jLCn0Jx9",
-	"PXEjwVMHqbt1S4VgB5rg5HIS12fkQpVlWYkB5JyVlQqJuWQ/9cHZN2grcJhRyvEOIwMe26rcBerenzOb",
-	"G/V1MCVs3fUaGe7Hj2sFRfdKGNssTfo6yOb910c/zNjE4ahWLGUtvUdIqI5c1Qkvihue3W6p0jC25FZM",
-	"VzE9FKD3XmMbCbju4d+FhqxEn9st1V+wRUwv6U1KYWa7yRU+lmzMf+txJfrd/7DGG/G18BzM6GisdrmO",
-	"UnLx/tX51auXvaR3eXX+/ur1Lz/2kt77X3/5Bf/rt/PX7rfrH96+v379y7tfr3pJ7+Ltz+/evMKXfjh/",
-	"/Qb+4+L8l4tXb9x/t9XhxF9/gJrDRSnupK7M5ed4GR4l5SFe+f35dIOOXwezAh2OLh07AfZ3trm+irp/",
-	"6hJz6EPDa4BsZn0jBPN+hfbV7uMQbOaIbs4CPu37EdXIElNAQQ8miLTGl8a0R9sO65EGH8WR67ZYVSmo",
-	"kVcrJMhYRUFKqD6b6DLOMR5BJX8aN/PFSItHBTHCDsZKl358+LRH2QClTk/YTC/XG0hpY0djlbZ0Z0t9",
-	"CSr6Nm1Ffd4GNWZHw4E6Vnv0betvLmMwZL/NfIexOlJgINQGHdZSUFTTuMlamkTBp6j4KcV+XeC7aJnh",
-	"Zre1lbDoE1mj7XK2wpBc3XRtrCjmmUQ919w2ucMxkRm3om7Bdhajnt8KsTBjRVAikVIO/GEltMmq4LSk",
-	"JyduqiduY07AgZKyBTdGmI5qrT36u683ljysnRYdDcqKeh30i/Y6HAMpTO/rtpxtz8CF350xpYTITd1i",
-	"q+WB9q7ae8DA5zpza+WFONGVHc7zAXrT3ONjBWyjl8o0U/ihEkhwIwahyxnUDog6NZPCQmOlQBK4IXyD",
-	"ooCXSoWjTxC7HsBd3FODzjI8R4D3HVWGeMp9JbgvAww9Cf0PpciEssXq2gihwq9KR6+O1caP16A54mis",
-	"jyZoydGyJOGBpa9KByqh9JsPmgP6YtK+0phPMeMGzEvvuYy9QBqbCoZCoBEUMvpuxnhUAbHG4G8m1Ek5",
-	"qdLkc/RGRmdjQHWRqEBjoeSe9ZS+pcV1CFleU8ywY+eO023/EbOLPqdgnxxrspB2FQeH/hRa6XTGjzoa",
-	"Le2T49TIbopDSGuSpylmmjJl7WxtiMi4e3SsY2zRln7rDMY3faNxBB5i7fElten2vOmm5aKrWVUdNe6I",
-	"NR7WpqplSVTEvAy3tpcBc75ilRFM2jMP0IGwFJCgO6Jgeu4kKv0uuIJElluxsKwfhdE9pBic+JMTd4Oe",
-	"eMKZwZBdhZA648XS3fnG8pWJ4WFwmr2k5wans3a3X8VeoGDie9HQTnQHKZMeBkfe8On04OJIUDQA+odN",
-	"RFEE956Na5bNDDTYuv86BV4epHI5Xsx9LKd1mnxhkwmmc13AfI5gKsFwVzK7FbatL/tClsIcUqFmw1Dr",
-	"sOD8r5U4A0USUlGgDpgVetreVrUqiw5J5COUkCPouOqvlShXCcMvwy8TWVhRGiZVVlS52KMLDU0bv5tE",
-	"C99FtH2xpboWwrifuNMdzFmkkLzO2VxwUuUa8dlt56UrBZA+R2qHJniO0Efd6Y2Yau10wPQNN/YETs3J",
-	"65eU2ocd17QSgxG1xg3xUekDxgnjZqzS/8B//XuKqB9DLH++1FWZCerfEoSAge9ufNMrqpBCtZTKDNkv",
-	"2rJFlDR1I6EIHbXPddjz7drIYVl7Xal0P8abAof4rEZYRCZk3DSCzf+BY/17ulcqHSl1r7uaeKZhUemo",
-	"5iRM2oMCYHz/iWG/iZtL7f46Vn2cj+/q+7vMPz31T5qnv9cf/fR0adJBjA7D1Vghgp8vfcdcyZtSL40o",
-	"fYPp8DGPIeJ2GBFYzqGtrPwbYsLMBM9FOWTnec4g0+D5d3oyMcL++y9p3eXNqd0iZ2lVFulwrK7A7FCa",
-	"pUhLZ0k70pkUzE9kvXSDK/bZZzdKh9hpbqmNJZH/+oK7O5HwJpv8eLoXkP4Voc09FHb+Xiq3m8QemVQH",
-	"19euaegHQDx4jXn/wlq3hs/K/e9MXt3BOY2lNbnnZUgoB58LN7cI5MakYv15Ba5FaSxphMBnZVUIyD7g",
-	"keKdLXMoEl2NWhLdgfGjnPbWRPJdV6DtqLSqqXn0nAsgB6/zjfsIZOB+Ni3gAZ9xFI7J8wcwcDD3upm4",
-	"3e8fEfseWuv6ln1ZpdUR43jZgW5t/0pw+yoT3ODc7p19BNfdrsQ1HHJr1pob551vQ75V2M+lin99lnxO",
-	"FXO7sDjowui6/DeirFdvX77tJb3Xv1y/e//2x/evLi97Se/9q/9+/eq3zwuohq986Whqg4qH0v2AOOr6",
-	"gu8pVL+yCCpI1iOHT90yj9I1Yt11hLpP1Am6/+786uInuu7BEPEtA5RYMjhaLUrAnihhazdwN3fcv6XE",
-	"OsW+Ap44WkuJKzIH23qcFB0w+J11Lh+lvWhmfUZvub8eiI6HxuImpf+0sohHTJh3YK7NRFFA9GZR6rzK",
-	"RM6MZhMO1tpevTCXHcul8M79oIawgARoSt8KywukiT+1ba9eK4IGPMTyIcCIFjRsaZj7VM764zHkX75S",
-	"1hn7Y8eqp9+wC1sWJxeDdY/Gt99+891hLSM7OyT6hbWrfcF5sb/m4Zl6p/YRht42rbcLTOc/gNz+8ARg",
-	"+T+eAvXk3B3iZ6ekQtA/t/FjGOH5i4NG+LRtQQFcsl0Ybsq1G3fiEnbDjfjuReNEub+0hv1Vvs1fSQFn",
-	"Th2azZ6ndF8R0+LhAfmAT5DWLg0VccaImihS2vNsuuQRLguKRg9YzXo3ySANAPES9iIsaRt7Xsq/ic9k",
-	"z8/iyMOYsNnVqhZ/7StydlC4qddCDEqwy8tXFJkiJ93ly/9kpion0FFG2jN01vniXJbC7TpKoS4yYakj",
-	"aopAibx0Fg/8MkrZ/3P59he3abl0n3RkpZL7OV8sKFGEgGOGnsu6erDAU6/gIVxKEl71qK5bX8XTuf4q",
-	"XQ073r3Ep9ZftmWlMr779Sv/nB+g2fh6j2bd6y9is+M9GjT7F1vbA+7f4LB1GOoIt3dHuzBI3L1rd78x",
-	"/9o69PBekMn1y00c0r3wU/3LHZB827MvWvAJk06IskOQ1jbGQhisfcC7Nl4l79JeNbPrL6+XYW4fpK0s",
-	"Neks3Dmk/mh9rKjeYs9ikfURNkoPduWxt1RjJBtJ5Xslw6+/3LRS989TDuM0It97ROv9iw3v425/aeO1",
-	"vSbd7mJImobYbtMxvKZ1cZ3xotgl0j3U+JpMr9/f9W16f/37VamG2F3qeqeEvapKdQHPbkjYaJxinwGK",
-	"9VdDs6ttr/qHGq/mddON7ldDZ47Gq9RKa8t7P8ATjZfitltb3nxdP9Z4nfp7bXkTDnjzpV3MUZVqnTHc",
-	"azUCB+UnbRtgvbcNjvQpaIurX6C4FxU1p/8qsYefqE0Yf0oOLmA46MU2ob3nqw15tvc7LYJ0z3dbrts9",
-	"34yvxl2vbEi8fV5oSIp9Xjh8v9a5fZ/nG3y+zwtrUmOfV+JTv9cnmjJtn1c2xMOulzb16j3fiBTqnRNr",
-	"u2T2fekgftlQlPeh2ZoQ339n1q6rfV7skoaH1fPuSYwuy+WQF2NjZc9ptimk+0qfFt1+16ttVume78RW",
-	"8J6vrFmve74VW+q7Xmmzuna/s2nm7ST5hp6L4YzO5jNRQ/IjgTgcLSupoTy1Of87e+AUOuNHxqbY2i62",
-	"5EvvWsd/BT9po1XOZiP/qEvOWhdXUjc/JI/f22C9yXB779jI+UbMdfRy8yZbbmsLeBwOaWuF9pXsrO8V",
-	"uQ+CbvTswbsZC4uG8P28+GfMGV84+LlhPN8/AtqmzPzz0Ol4keKSK1zJYZlZmFBMa4agi1F8YWa6LbMq",
-	"9AiPSkcOxVMk1/P+4UJfnNp2X6AkqLWu/UfdUPFaxy+42n/EgqtXyiK29/pI26vxDm+hu615LhRc7j9S",
-	"Ve4NYAbCrg0F3H802t6k0Xq3ZadaudhNpq3lbmwzdPRJ8N2o3m1TIj5DcQrurPP22KLyrb3mCyxLW5bS",
-	"WvezjtvH+ox/fHAQlf76MjiCE0CwY+waaDWb8TtBR22/+QqVH7ZAKHPdh01ewYNrcd7ulgLuKYA2oEIF",
-	"qIzF8NywM3x8KaeU79KtqnYVNWO5/DXhZyeNLyahTPK6AFhsqnimCl73Wxtt1vsdE4R0LzSGrxlvR/v4",
-	"vQ7jBWpkfyp0dnuwgnxwJkyU+ufXR87Q0Ct7Ta2qHcpBxepSduKP6EUnWFFr93uQM1FvyV2p2yg41lwL",
-	"x86Wh45T0CHeHUukBNbIUCk8eHhZ6MAM9VwYCKeSdqr7N2eNbnlU4ZPEUPmTiRM47tg0W0s3av0b6mSX",
-	"a+XzVKUOan5hrak1NHJ/zSn2Fx7VvNq8ttq56onx7ASyu+4e0ecxjh+W+eKDeakXi87+DgdfAV3NqEPv",
-	"7BELU6GbTlrja47xKbGEwmzEYtjonz6IS6vDsB3ygoTSvSTJ1rTkTRfxPc9J8bWdkOJoR8OL/2MejYMZ",
-	"9JF4ohmZ+HyeaNDsa+CJcIcfhSeC3/+hcEzdpJ8YL2o2hAli6jQ16rGiOyHWwQdDds7iCxSSGgFcx2qm",
-	"hIQvYlXNWCldgmCNFPohi9R/pqqiYJkuS6ic5ooJXhZSlO7bmS7zEXQuAXSLQnOAXFiKTaCaGc/jT7Rg",
-	"oq7ZHK1nxE0GQZAa3tWObY1H7D4AawGdzz4ATQb5Cg5AnZNwlAPwyptM6w7VXGxzeuwBqeFGqJ/v+j7G",
-	"Q4/rC+6Y+sGier4FTKxLjLfK6WQ3NT406HFPpo2I+hVwbKcH+zPYNYptPwTPtFQtQO8n36fcQ0bETdcS",
-	"qrCuARBHjea04JSI/AaxoX7GWvAGEUPNrvdlYXugCmrFcmluWR+rM6WyPLMMRTq7ERNNWfH4PNwvQZ6c",
-	"sXTuQf8AO3Dpm8lBX3OuYGKNAQAiRRi2dD8DptCgNhuhh5Zbe8oyXpaS2v9AZXrmuyL79N1WdxVX00Kq",
-	"6VWrT7G5gR0xwc6Azp7FX40IFwz2YY/g3+F+q8O8UI1uOzudQUDnpkPps5xW26Sh0razhzM1xKPXWb+R",
-	"6p2wUhf+mYT9pTK25lNpUOIMPAxJUSAP2RAiAHjKYGU6Zo0cEuughEo0vJp9jm8ZK4vC24R49nx7PUGe",
-	"qHZpV26FJGz11sU9GMPRgmLFDZDOEasU6IsgVxbcWLYBiZn43ncgIJwBsRA5NRKUdtDKDtEMCqrSZjeV",
-	"ZUqzQqspNKEo70QD+vFs48RC/TnMGaFQncLZxWOffWuWHpduUxR036Ab6U+ffY2uXzZfwV263UP5GRcq",
-	"5sgdOxa/O3wR36CHdpxNWtHksF0pXDwjQvzB15jB9zwIH88JWc/d3QRjGvAI6qECSgLcWN6d6z2fvsH+",
-	"g3jWW8Nuf22rRVvb8Y4r6kNjs+95KiKO+QoOBLn5j3IWKIPhAfogIFhwl+eUnAOxlkTAaPQ66xP2MAtd",
-	"DQYJoGskEfQGyXRoelo7Fdr9qvfl2fvWKu9g1CPkkqzt51fAqsfLJGlJIj2u/4rbpv2BpgfVr8SdSGEK",
-	"zEiVCQwPrTfheWKwHelCS0W6R5DL2Oj8ialHGqsFL21rc51QZrAnKi/RZdMvQb93M197fu5nc2HrTn0F",
-	"7LhZwXFvxmyHRB7t1+epxthH9dPJsJrF+mBpJmwqbTJWoZ4+YVR6agZM6SU18tdlaP4aBOOIpaXg+QpR",
-	"KMeKEOmxnbnv3R3AqWvFN+Bbipyw87Wb/FICCnoEzd+PcO4lAXNLNUWwoxqwn1k9Vh0rR7UfsMyg15SZ",
-	"6dIWK/edGNqfmiRge2u0IRJWKfBQoEWgNdNFju0QyjvBeE3J0ViloY9D2ob4b/jKmVWtp7DRAeJwCP7N",
-	"FEjYE49IgWH6aKn79OxZ63jZwo0Xteg4TNAFudYiyryTZqzaTM8hQ2BNcoCA4e67bjg7FhCP69GSsQpT",
-	"iKy+AW4PsH5KKK6EptW5Od0b07ltMP7+mR1InB9k0ZrJNhM8P3c6SXsPYsHzP4F93/nnnwGbencbNZx1",
-	"/M5WJsCEtg0pPm91u/yq5Ec2B5PXsMJA+ANiLf2TcnlSnrj/3y5q5zqXE3mY+6ejtWUNbd6c3HtRYGSG",
-	"0rJqQRJg+Vl/3BuOeyDWUMK1z9YQpMMeiBjrd4gjPwAZlO70ruaFVLe9pAfCcfexJTBxWHni7xWYTYJb",
-	"0qDk1o0FRtzY1xupeBvw+zn75dc3ADPi1Rjq94+wxH88PT1FEJJ2vTlKNG+JL2Q6JwwHT6XKTk7+2Et6",
-	"CGjSqkoXBGvTDj7kYWv3xC35HPar0Ub2+EAn2r5npU2FZjnTRSCze2zPtURgEm3DugHZVKMDK0KQLp14",
-	"2qPXO7EgMV1ARaHtSDwHRftab3+D0PFMt3LqG2ks8cd6EoEt5QEieE2otaXXdW3TDqLWEgT7msx1KRhN",
-	"j9kZR6zJAhdCzGn2J7Zf6HaSgbsjq0ppV5duxXSiBS9FeV7hwoAU8EX4uZ7BzNpF79MncDFN9OYqvW/X",
-	"aU+G4c6eUJcqam5MMOYLwW9BQkA/DXaBKULvSm11poux6p9fvMMbGgMshjAxQR9A3XwFkOXO1NGVFeBm",
-	"TZ/OBC/sLGXQiWOs0gaW9Yj9CRZE+j/0ViIAUdQwceGQ0s6NOJHKCGWkuw8QNNwudRNc2zBeGA1ddpyK",
-	"61TKk0LeiZyl/4FI3/+OyJ5jlSJsLtoTT/GPJh0MGUSJzVjxUrD3P1yw7198+we2KPVNIeb/9hejlQfc",
-	"oyjYnGczqQRLM6dkDtlbRbQBOowYH6v0J21sStDd1KcKcwY5K7Re3PDsluB0uGKv37FCWmhopEvgQYzE",
-	"eT3+iWHpyQkvCr0UOXjJTcqmwhr24vQbhl29lLbX9ETq9Pobna+Ys0THKj05cf86KeRcWv/is29YuuCr",
-	"QvP82mp9XfByKtKE5SIreIkwpgA7A5EGgPYZKxh0jmEMJj7yzBYrmK/7M7vjRSVY35ZcFu4AASoQ4jDP",
-	"eeFkosivHT3TwdlY0RQRnlULog5gqwK9pWJ+4k626ypM/fSP0CYMskiu/d8o5RIjX4SB5A2W83eve0nv",
-	"TpQGT8np8NnwFC6HhVB8IXuj3jfD0+E31AcEDuRTODXwn1O8P5xM474bXs+Ju3N8BOBmFloZPMrPT0/X",
-	"qrb4YlFIrLF6+hcKqqC029nW2n0BAN3g0DcPO/XFMcSekVUK59ZxsMhZxhf4q3TX/qek9+L0Wddnwzqe",
-	"vkP2x8R6wk7b+x0n4sibPeqhfFn4ufZvKlnYE6mccasmclqVIndsZ9EK1Yq9O7/6CTU6PjXQ4gXp/MEN",
-	"TOe3c1+w6BObDry6o/0JoPOm03lUP/L0AosluspLoyffcIPFta9f7vP4FUDn7/HgD9qd5Bbn1VtVrIJH",
-	"ZIIqgeXm9knwiMJ9Jd2z0PLDq6GjqLdS4LztrRX2WRB2BPn0YecRsOKjxa07QcG9/xmI8cxaTsG5YvGF",
-	"cMacfUn4ZtIwzqL3if9PD+L/Q8/Li+ffP+b5uhTlnShPLh0JXgXO8L2aAKOPm1vo7Sh8uyXGs1IbEzUv",
-	"jI8bnbD4uPnrErS71kacP7j7ApQI0jBCVwvLmkpAio1VfHMMU2UzSDIZK+qQ8cT47Lw0aomSUvIFtu+Q",
-	"ht1gxoiGCwhHG7lrpbYY+1Hrj4EPJhPGuXupr3TcHSQZKwSm4kWxCo0zBkkdwvZNLLDHxZC9XVAuizdk",
-	"xgoacLB+uWbGIpUHbqFQP3AGXpMoJuI780BnGK+5NJYMvW9IeyPaud3VTiTEv44Vtp5MQ4OelPXTEzp3",
-	"JzjaibVFCmGWuPcl4xY6pMxFMlZGb+9IA1RZb4Kz1OUttb6UdqxoCmdhvxkvwCkGq/E6UVZZ92V4eDVk",
-	"52TucJuM1dQRhaCOgQwhcokdZ+HoyxxayFBXE9bnrO6uM1ZkCv/6/g122mFLqUA12pi9DpqcX+ZgyM4t",
-	"m4NrdJ2G5mTOP6Y0L+zerysLblan/vRfPP9+rFKnXM25Wl0TNlekeKIXre4lk8acUG937RGOe9SEljP9",
-	"0Fqm8eeoq8xYoSJqGGbSDhLKorCNZhpn7MXpi3o+oFKCyzAdK3QhhwaKcTu4oLzN+J0YsnO/02gVYLMN",
-	"J4dveE5rGyvYxBenz0YsbZDlmhp2pKxPLl90Q8ePIE/BcV37y7LUakp0dlyAzuzQeqhk+G/qfDXYHECq",
-	"68o4WwSbT8Jr7g6JeBZSlYMQGisjp0rk3kK4FSuWixIMECi+jdzmYO0kzGhq7YX5KbG7nuwEU4mcSTsi",
-	"u5/7TB23IlCQ/MIU9SPmY5UVlbGiHMDYwDnREjblAS+KsPkgRsaqedbr9nPkhDjzpxD64ZbiTmNfU9S7",
-	"mzoYQiY12qahwSyM/ZPOV0dTj9uajH1qWue2rMSnDfXk2YNMoU09qQX44ygfpy++ZmXlvGGi0zHCfrzA",
-	"tO46irW5RqQLnSHIgd36CkUaYgthEwJXKFuu2EJQ8ino0b6Ls9JLyrEpdMYLfIJSY31PV0atQ0P/yxk3",
-	"7EYIxbBzdN1DBFu/hkGgHAvsniF74/SDCXd3aZ+M0ySo8Qllvw5YpueiFiYzyoAQxcR36CYEAArjuU+7",
-	"q6gQE+wgGD2lNID7Rk4iVpiULUqJahvdBoU0kOG2afG+CtR9QKPXf+QnbTpt3ysihUnYzQo8KV/Ctn0V",
-	"xzYNurCQaQKjzHTU36a2eD1faCXMAMtPaxY0Ai+GeYPLA+mR0dHR1mkH/yjsT/jEA+4UfaFjf+pwcbUY",
-	"fj61yVnaG/35Q0x7d3qUMIZ8lDyX7l8xxTDvlsg1F7aUmdlGr5/pkf2M2UXB5Rqp1g3oDarQF5hU7F2p",
-	"5+4cVoZBEhSGDNjp8HT44kuw8vp8xEfojlv3/GbBF5npSkHrUEf5Ka+mopvs5GEbrvi82EZ7Z0mhm+4A",
-	"ZvWDHrADji/pWyzXWTV3d02kpC2dHK9kgW13v8RGXM1QnNuSZ7aTrphZ0HXFPT89xZsJ9MaTaoH6XCYL",
-	"ieV1Tta4u5arnMzb9Y76Y/VOGzstxeV/vWlrqJ8ERAxJne6x/C9otNiLfwQ3Hphq0FuflUKJJS/cDFa6",
-	"goxsiLyA6IQnrq7eDNm3p9+MVYqN3CGvJeSlgL3DC64ySOZWuc8pxKpCq716jF36B8MoKAGVH7XBTMV9",
-	"mZMiKKValNkfnWqJaRxfSI4CdSlviJaJntxvT795BM7skL91npNngLUpMqWXrI+GI5RZ+l0bdHI1KT/d",
-	"XqYYx4VirgTZAIAP7mNZKXKhrORUTgG8B7qatGNFaYqR/VuPlFVlCShLdEvjUek3HhqrNPpA6iQ5dpFD",
-	"H3UKBi23lRkxb4OkmEg1FSM8jukAcrxQB6NWw85qc+d1rkuRhN6pZGCj06JPtUWQEJaMlVB3stRqjoAV",
-	"eR3cHLGUEl7l34T7OK/szE0441ag1UwVuUos04QpTTm6g8RXp0hLzSadjF9hSg57PanzzRwhZVE4spsE",
-	"f4bMcXeM0hen31NphvtyAOFPUdBA4ZXVLNdj1U+dniSLdBBUJF8PBLP+WdiZzk2aoFOXjOx0JpVNyWyN",
-	"+u+F/ph1e2hYneXmFv7Dd5YfnDHpVHGiftJIWYtGcqY++C9QXrkdQ/pgfTBn00oYM4KOv1T1Aq19YxaE",
-	"6jEjLCQ4gchMwMLx5WbEB+itGSsjsEehk3KFnkrlOKx2vAwS7zOjJqbgb6GJa8X4WJFi2ayucy/BnCEr",
-	"y9Eo2BIzjr4CvVQAYhKxPlgxNZsNttj6dHAfyMyPsbAf3cCnpbUIZ4KGPmvCQvlkvyFrioq67NBvOpia",
-	"Xr2K5FD9VsLE0A20IVMYt0Gq4OlN68rKeigQfpSBX4tIx2CjtewqzBDy8FjubM/BPJS3olixCZe1w4gt",
-	"+eqRnBnfPKzz4/Qw58de9+25veALnrkb8wjBHfD78foqAAmoiNlon1FEOOEGUXd/DzRuWeHR3OJ7FroJ",
-	"Eo6BwNK1tcNdaNM42w+k/2w5Y5A0DpDtdc3HI/jF7rlvQLhmjaGxeoGSFjZvyF7nYr7QFsKSrTuVdFpL",
-	"X35L/oH24q0SjXKhNkIfliDw+iXWUzTO0VME9AHd9fDRkg6F979qXCmMMBGiVFNfgmvH/W9Q7XAyKdZR",
-	"jRVkumE44dvTUzY3TgEKlcU+z7AfJMucr6CdMdPKWVDnQcEBu8mpDE4HWYPBenbKTFSxRRBYcCPCnEeo",
-	"Z9Woa2nAQEJtjnF/AcFiNoYqK4WmKWeTUpgZnaQ2rQReeIRj4uHXjGPQlrPym4cZCEt16imqrOiYzaF/",
-	"62O4+k8f1dV/0Y68h/uMxgKhjbK6zViDJ/a8wJ76IpmtuVoX/qGHZAb8xjaftZ/rP4LgvGooiH7mCdNF",
-	"LoxFjZG8RzO9RBMNREK8cd5y+Vwx2yUY3ztZ4KNDUWQakDzoZ6kWlT2LGlKyvrE5vOBMR2NzUZahc/yg",
-	"Tik1zFefpc2mg2ldjoZ+rpo+Pr9B5YgcoCgnodHvMI3a0wfY1bGCHNZbsbC1P6GVwzHZlNfRBSi/cvbe",
-	"WFFgyAtJn+LDvWfTB5Hh4ghWpwWXXbVgWC02VkQokL1LXuaUu7FeOlYzBInyAhJe5aR2bdAHDSax0LiY",
-	"TCzykMAjcgjD+cH6z75jP8s/jdXNihH7om9gAd4+1IL7z7+FpyD2XRQUVKNKuRGiSfCxgnxXxus9CGnZ",
-	"qQ8yoknmcV8ISgY0tQT318+LqJrU++u3D+BzxMIOMRk3ZE/k0jgOytOx8qY+lfVhpshkcsZenH7P0rpU",
-	"sdTa+j5qaVSD1VYDgy3CFwXPRM5uVm6TsEzF7ddaFUi9DGkwHxeSLEDEXSOAUdp2i76vFIm0BzLsafT3",
-	"ldrPqn9+7C+3iWkqrD5jE8jCXLOTPbI61h6FRrf/A63hQ1MHHsdbHW6v95WC8laSK2bGTrKBL4tqO1Eo",
-	"AYPjrOMSa9E+1EROn/6OqYOv0aA+/KJLfses3bh2bNTzg/bWz0ZHGu+z53/c1U3c3ahVy4V67s6SyMFr",
-	"r0snBEuRg/+Hpe9+Xb+R5lj6cK4YTjGGT84lloJypXQF+RHgFD71VbzXSLJrfBOqFbB0AMag8UJWGYAs",
-	"s74uvaMMsryg2foAh6WcMT8sjNUqzy6D5XwBj2IfpweTbfUnsKp0Pxl3PHU0/na3hQJaKXSlCjZlhMCG",
-	"na7IFJNfaQ7TwW6854+boG2jmp4Q4EBuDRTun1+8C1CpRtjmIRmQI9gJKHf0iv1tI8BY2RZ6r48EPPnw",
-	"PiX/pU4TCf78j2Ah1Z34vWoKmrKJUsYDHsii4KpOBEIYDNnWveVhnVQe9+a4bqrzGnWqWNWBiObiQdt2",
-	"9r1v3JkmjFs9lxkk3Lu1jxU6gBLylyTo+6UcH1PNxZC9F3A3mcj9hcELjOlhfGysyOkwZOd57n7CxgAE",
-	"8DZiXDXQ/T1aOvnRAKHiDAJ765gvWITGm3DF9Lric/BzwA7bEz2ZMKt1wdwCzXCsfqMApsfbcgRgpbCQ",
-	"J4g+vhBk4VkmwkdbfVxExYeNvfmvROm1D6uX4+fOafWtFT/0t6/5MuogRlxVejhRXoqskKqdKP5vZ4AE",
-	"Y7QKAUesBkz9WUwplB3SHaA//+fci48fDrsISHgxTK1TUyHJA3sxYLkGOL4H+16TG0WF66AUi8IRcw2T",
-	"KHJQozzvQ5ruRlVJOVZ1PcogoaylFMz31bUHfU/B5aCCF6qQd/5LQ/YSv0zFzwZKh1YslfloN5ZSeob5",
-	"ZLrAsjjD+mkJPTjr3IwESmrX55M2+slTlsZM8NLeCG7BuIpmo7QSJOTQKRfalfn6LJ/uwn1C91SiZ5h0",
-	"o0JPW/V2eNk3qf4nKOr8ZyyrfI6CsjNUCJoOBnK9D63QkLczqdz1H0E1G6sXDVipf5VOdNV5Ri7ZBDUk",
-	"EFAgh/wBbK2VOI46SciNQ3efdef3vvq40KX9CZ89zMD4eKLyzctyZ5rvW49JgKgb4D121+M/Stgl0+pO",
-	"lIbSsAyuxS3AsL7TY69Jj/UYyOGfoWUl/WcJdv/gQW0KjzL1efZEmy/qNx8kQfU+xA9nAnGrQE23mGCa",
-	"cnRcjZgtKxHKKpX27qj4bXJ0YEy6FHn8+oQXRtAdN5V3oTNg6ApGPhDDlPhIuYMYgIGxMMxRfwDCOT7a",
-	"E3z4vlqBnG04pq8UgnHAeoJcvYgAgCVpxspX/jkqDNk5UqN+bqfnDdx2AL7RzKnBpE2PpO3dnelZnWsE",
-	"gX9fzAkrgm+n354+9w38AA1uu9/tZ0S/eghDxQ39Lz/b/2A/28VMryVdPUFn2aZvzf06YHyuI6ES+xP8",
-	"+cn3tR/qDIanvxNzHzkSEEbdNxTw3Yt9IgHkzWme13NIz6ibwD7QiY17+y6K1WMf25bWwu2nthRGF3dQ",
-	"swfP/VMczvsW8mIGj78enpgoiaem056HJ0DE38sj2eRhxOd/WN8YfuOgwvPnR/74Pn4y1vcqkC6pE8hg",
-	"yN5DTwD3K6/x/ze8kOB8/Oe4jB49d1tEGY1nITWH4qvS+KYsN2ImSSFotKjd8/SgW/zI/vwLrbx7MJRz",
-	"mRnkrSjR1HjxxrzR2hpIZhyxuiTHqb3KegwcDFz5bCAoa5eE38frhCufqovrysl95n8N/WawIoISeYbb",
-	"io5CGk2oFDMbhWKgIZx88/z09PSsEc+5FYKytiU8bFdOCYe6rZWpDe4zX3fh+ADq5013NRNFOnwhE3hW",
-	"BkmsSoNt4TNzQgG/+7epCyFbM3aAaI+XHn6JANUdF2fITSa+JtLCO5Hz1LPTP4MO+/hihsJha3ov9d8k",
-	"HC08SwmUYQKGuk+gRiMWUzg3mnBgLiWXNgA6wV4Knu9bW/K0hkTfEX0mRvrSHIvz/QcJPbe0GQgeD5P4",
-	"nnbwFPjt9RJBxxS78SyRP6hjKGQ8bs3MvgpPPeDu+49sy82O+i7EKc7DrzFZ75GT6Zqp4BB54xni24Ws",
-	"1v3y546aBA7TmomCSkOobtrP4InBmH+fMpKfmI1OGMEvlwRwnSfRFQsoB3iCdIntDWKnpMF07LHazMf2",
-	"OD010Nd6IvZZ+0SemIikgpLZfcJ2Z44x6AhYXrPeaQQ6A/YD6A+2zDg58WP8O7o98VYI1cMz37lPV5al",
-	"9dMMwHvZi+ffR7OAPOtr6v6cjhXkXz/7LloHFCh6Fa5FbXm7EMqf0Aey1fzw7lPtSQzPjv6tXYLmX2nD",
-	"X5+kCxW3IFYAqfTd1f/ekjecfG7icDgeT3+vISB3l+M2zskD35a7GJjgTKno5xGUpkdmhldkl0f4m8gX",
-	"/cvXP/706ztn2bqt9yAy01JXC0rjuHz943++fvMGteiJLqfCgmP/aLfiHnkEnq22a2cN/nsKRVOf7bk+",
-	"ZEZdrrvfSmnFI10Hr2G1e7nuWtIbfqNmu+TgeHf1v//n+MqOqFyuFgJBx6QiSgYBAzglNagtVAXUwKVQ",
-	"4+R0Ovcfg/sJ3qdYytMNG4kFbD6yu3C2V2OWkIP2jP0s/zRIGM/zUhiDtVludmOFTViitlsoSgiRaMQ4",
-	"4WdjqHUJvqolX4HBjWXPAQQyFSqHvlvwzam2UImR4hfSqNnxTBQYzCbkEWmovRpW4D4x9UtRLVxAxhm0",
-	"+5h4Hp3ONTHRBj0f2s/UZzOwzGlLt5y5VHJezeGPmz1h1zfmZ1kU0ohMAxSYRo+FYwoqOfQOwFJgbrAS",
-	"bCVsnSj4/DQ5PT0ddOHmu+E6pz7nH3Gmz09PT093zPzDI9zYyKVd9/ajVqt99QZtdKsTq1DaFIgVZNoE",
-	"2EmqKasWjrlS98+UzdGUNHouvv4bvRS+fdUXu9LfwxQe6U6/dKt95GDyV2byfdVn71LYDa2aGqfd4/pe",
-	"dqdv/7qYlhwyPDTjkTaBsJZha+b5AKNT4CPx4JIcVBN3+fK5YOnvYxDs495o3HP3tx73kjHdcOPe6JdP",
-	"Po0b8mUXUmRQ+eXL6rHPBTRfo2RahIyjBn3YnQ8KxJ1dEQki1r+R0xOhcsnVAGNQPnaCudTuRXT6NuYo",
-	"PkoLU3T/caFzgZOMq8tBDXF/plJ9UkNw+fFcgYBuZAIR+Gjp97FqfBMFDnw104UZ90YXybhX6qX7z/ef",
-	"0iF7H+DlsYuEV0Kwe61QecgIdwpOjR0g5J3IB24agE7j24Wyc98CIYDfU48B7kHG+63tv9jvof1HwiJu",
-	"Sgdj5fsr0EwaPUyos1ebenRuLc9mX1ZB+sz88mcoZ9bK4ZfSZjPs7cua2viCusX9S6ituUU0wkMGSiUt",
-	"msXXpDeUXOGWb4vUXdVPPeRFWn+l6yoNT/wjxOkuFV+YmcYOAlWpTOJrEE0SFQcmdX1oCyrSw0bp3Kye",
-	"/u5zgNY8kC39x7jPXIGCK4onOmmbl3ypWB8qlQOUF5igaPSGTiYJAp2m76km7RLJNcRx39FMoEfOa7uB",
-	"FUb5E6mxevEeat1G9edT1se6lRSSaNbe8sVx8QuDMwycYGb1X2PAtVshFk7myZLp0sl7do6L9h0do8Qq",
-	"cIK6i9kZ1gahXdyz0EYHR8V8asrFDiWnObXd8c9iy522q+U3mvNVVT5ocgeM33H66n2OUsP+qVIbPZVr",
-	"PqedqsGRI6hzwqA7FMHxS27ho23cEYAbsf28L6antLEjisP2ZGsvC7fmWu9OznQfaBG4AfDp6YS6e7da",
-	"LQAgogTCiBXS2EZTcMQCA9T9Om3Tu7SeIYZWP40Qr0JRftxaeoTvu5+hqAXaS3v5Sko5dLyCl0ijjtGl",
-	"3K6Q7ZKE7uLgZkzRckjPvAlBfJ3UxkPcFxcgXNivVz+c/DGBljeGSTVW2Fqc9VPfp9pNB26hUkyrgkM3",
-	"L7KYYCn9F6enYxWBakFj3Gv3VNrpzmy2Wz+Uj8Lb7xwTBZZ6VCco9lO3mohAIwOpa47o9HGGtuD13Lrn",
-	"8+yRXZvNzenK0ce+6P8CpX5wWC3HX2TIoLTQE8ZRPpClXAfJwymMJXb48WgabFOgdvuBoIQWIjLNaYaU",
-	"mX7UCWY9VSiU2Y5VHO2nzl4hY2h7wtAodE0J+cg1Pm7CMOMXj7Gp5gKacGMfR5/CCQhYfr2hDQMpndxA",
-	"4Gc9EarO+cMspb4ojKAWKyGhulLUQRoEJXOyzIvVZivTQLexqsHTnKDJ/IUFUXGAWOE3RheVFczdrwnj",
-	"LB0OUxb2lpKO6guF4Alr6e3eC00hkxrlEO+OAkNjlWUvYDFr7+nKGpn7zrFtmG/USK0BpDhW/ht9XVKj",
-	"EB69Y3R4foAz/r7x6SaKY2gpGh7AxpgJNWRAkEGRD8fqJX1CCkNN3xBhFdyJ1OXsrL7jIWwFneykMGuX",
-	"PQTzMOYFDSjmuhSDIbvEheG+OpUCtAswf+ZGFHfCtN2QbzZ0j/tekY9yXbhpb+kCFTbUCQAk4r/uj4e/",
-	"P9yuNI7Tl780ptI+zeVk0nlvXJHMBSdoKQSCds0XvETtnDPjvTzw5yWlhaDTb6ysmC90iTrwIqxYqlx8",
-	"xDYcFTbvhV8SVooJ9lYzlpsZnFNoXLQiub6CMz1kr6cKathrDdj3fByyFBCsAJLXEAymtGPVl3nCbkqu",
-	"slnCLJ8mLP3p1fnL//+X9MzD7eIvGMVgYr6wK1ozdZeBtnCAQEvpoTi2GTScG+7CBNn4oikbxZ2EEvPI",
-	"0QHCecFtNgOrAPLpKDyYUNcEbsfqBSD+9lN48iqIOqfTE7AWuFCg+7O33wYscuIHktSXaLShgJGLO0pF",
-	"+xwRhZ4YbJqz0NIZLwHAeF2LGKtw3dL1C7YrpXckmAMbkY+4IEpWhg48fewPDCTDd+qjUttLbCptPJjV",
-	"enBGWgVWZiKUEOV0gELitpXNtdOAwB0XnFkBRXus6pXS7sV3cf3Hpp+qSX6IQFl95fei4FDng5QMG4N7",
-	"YJcaPW1P4k8jL4ftoC0cYQYLXax1Q1TCYZiMFU3Aqyn0e5hM4umX4Ej0uB8QM6jDzGW0h74qn/VTqy/C",
-	"PFOfFYokpz4JTcXQas10ASoRLQgW3VgsKW/fnj5rnJVKmWqx0I570o7GdD9K+9IJrg2J2A48L208D2Dz",
-	"YCk67hicgcqK/E8liG3mIh2kXkfl+fNvv9ssNk823RvRNKCJ3MZpi0+vl2Fdc7LoUDvYPZO0Y49UpUqa",
-	"lIIpNpi5faLrsqVzwvrqWFN+ix0NpSEzrIxkRr9Tfa8f6vQLkFesdZdfnH6/zza/VllREUhJLeS3fDCb",
-	"tftIoE4hfPBG60Jw9cCuB3++OlXIyeRfOuPjxFYb1zUJoCAUElZBv9TboA1JZLv8MXXIQk+3xU9/lPaN",
-	"nu6XEAAlNe3n4Ns47fBZM+vwsV1ztKQtvU6kNc7SXX7d1XT/APxPNCSaoiunhnpzt/djsvpGXW9z99Mp",
-	"phBDhT6CwwdFN2n09EfgI16g7cMKnd1SEhDZRM6YmMqog+WNewYQLM5jKxJdPYyrVaQXj5U06002MB5Q",
-	"PwP485Eq7Z1kdlbqajpzWnE6nEqbrrmc4HM2diQ4bZdcRwnjbtYYNZlpI8bKLSKXZQ1sT91G4N4GVUJX",
-	"lhxK36wZTX5y19T1M4UescG1BMaArqw4w/9EmAnAUp6WfE6JYn6QgD3u23wqxASFZLja+J7ng26t8+HL",
-	"teuPPESp9v94cYI+AHTbkgG0AI8vabCxbdnlO3W37GMJHbfbnZerY5Smh/EfwT/5Stly1cXdbjP+pVo+",
-	"/Fl4CZS/QVwbR/Qt/kgn3yeQ3+cDBNg6WRSTwUOdg+3QCZf+ob2USsvNLeQ0dOLF7bTmwNL0UyP3h0FZ",
-	"7K6QEjClIGql53N+YoSbFpVmiY+LApBCyZJrmyIM1JihtGJuDsD2EI4paB28LDlArBi7KtwPE13OOwP0",
-	"++rcz3eq3B0fWPCpuNK3QnVtwbfPnrei9D00JkoXKMY5c1N2J8Jv+aOIpGNEGPyEm8ZH4hYkFfR270aw",
-	"cedkB2QJPPGQ6Vvc3HZClbiPD78UYS22/G+adFEmM1AG5F5rIRC2THdLeKgiIG5uv0yjeFhUd5f4f4Sj",
-	"g1NlHHa5bVvD8QitwzsTHP0WP+AJ6UxwhNn/gyQ4dlD6c3FywIG6sSG/LvKHP3bv4NuPXXi3hQ8qWHUe",
-	"88PXVaNy71wsBZ2CYIHQtA8wJgzqY63n170vsqqUdgVcdSN4Kcrzyqkff/7gOAiL35DnqrLojXozaxej",
-	"p0+fPf/D8HR4Onw2+sMf/vAH4DYa/vegvq2MFahhRTqniX+ApKfGL94x1PgxXMnxg3frr9aadvzJUIr5",
-	"4dP/CQAA//8=",
+	"7L2Lcxs3ljf6r6B0vyqT92vRsuNkJlRtbWlkJ/FdJ/Zayqa+O/RVQ2yQxKgJcBpo0ZyM92+/hXMO0GgS",
+	"zYf1sGd2trYmFrsbz4OD8/yd34/Ger7QSihrjoa/Hy14xefCigr+Oq8royv3r0KYcSUXVmp1NDx6L0w9",
+	"F4xPrKiYnUnDxvAm6+Wj+uTkm7FY6PEM/imG+IsRf8W/8/4p07eiqmQhDHvDjT1+dSuUPX79cnCUHUnX",
+	"/l9rUa2OsiPF5+JoeISNH2VHZjwTc+7GM+cf3wg1tbOj4fOTk+zIrhbuTWMrqaZHnz5lRz/ostTLzbFP",
+	"eGkEE6owzM4EM7YSfB6mIlglFiVfsd6Mq2LFltLO3OTKftfgJthPPLhCTHhd2qOhrWoRxnatdSm4gsG9",
+	"funeg+YW3M6a1mRxlB1V4q+1rEThG0hO+7sX2dFcKv/ns9QauNWFxcX+2gtxIZRl1ysGL1zouhoLNi6l",
+	"owSmFavEWCslxvaUGT4XbC64kmrKuGE5bkgelmQmeCGqZhatXT1w3y5FNZeKl51LZP0L97pUl3J8I+zm",
+	"Kp15CrHwAptUes7yd28vLtlT4WZonuITk2dMKmMFL5ieOFIaqfystjNdyb9x11rOcJ1YbzmT4xlbSmXY",
+	"ciYUu9Z2xnglmBHK9gfsF3ErKrao7Ug5krwWvHLUqW+EYtIaUU6YVIyzX9+/GYxUB2HisLpW/0XH6q8W",
+	"wmyuwrmez/mxEY49WFEwmDlznxtmNStEKd2Ie2OtbKVLNnFcxDBeLvnKsLGei87zA41soZHkMH/T1Y1Z",
+	"8LF450gjwZ9KbuWtcGODQy6MkVo9MayQlRhbXa0yNjp6Ojpq5nTKxHxhV2yikQ+EN2nFu8ZPxJk4/UdH",
+	"WXvFv/9ucy6fHA2bhVYG1/3MnvMFH0u7cn+59RQKyJIvFqUcAyE9XVT6uhTz//0X46b7e9T5/6rE5Gh4",
+	"9H89bdj6U3xqnr7Dr7DT9oJduglzMdeKScO4ZZyNaRislHNpT5nSdubO/5Ibxou5tI4OdMXGlXDLNxip",
+	"nE+Fslfw/lUl+HgminzIjOWVBc6hGLzBlrouC7bgxrD8+HjOPx7D7yZnukKKX1R6IkvxxLB8zj+e0dNe",
+	"Dm3nGcvNWC9EPvSD/rv/ImNcFYyPVP5e2Gp1fOb4uj94/VOWLyo9X9irv9aiFleTuiyhtVlt3RCvCr1U",
+	"OdN2JqqlNAIPF34MuxM1mmKoYw3XimZLLi27FhNdCWarFcx+yqUatCiFaEEqK6aicvvyKTvyu/SIu//+",
+	"h3P2/Ytv/8CoZVYIy2VpBnDWqAEgTrcRjj6vZSmtTHGK32bcwvnBrebFraisNKJwHCuXSlrJS/k3AZfH",
+	"otIL9xgbgi9+gVP1+/o5yfDpf4nKSJz15gu1nf0s7EwXiWH9pJfxqMZjsbDG0W4hlBuRYb2z83csjxpx",
+	"goo740wr4Qa/RpfNm7nb8Rl37EY4yinYmJclvuFaH3MrcpIw1ldAWjE3u7buLHTl5kkT51XFV+7vUvPi",
+	"AhlctC5B2oBVni82tm1t7etC6vTnYn4tikIU544aP9r0S3LOpyL16FN8R/+Z3suov83GP4T56eu/iLGl",
+	"8Vs91uXm5oeTA0y0nu8zgni5wmfJRUqNBU9AQzZdB4AIoeTGMsOXJBFE9BOTnlYoRM/5eCaVGKkeXVj0",
+	"yEmpXBW8dJTo+Js7n467MvFRjGurK4N8b+yHvxopd5aF6WesVgWJtlHvdVW5gzDWaiKndQWMZehuOndZ",
+	"z7kqspHi1dRkbUJ3nbiWhLqVlVZz14b7CI/VVFgzYGdqxcYzrqbu+nXsXBvBikovDJN2wM6unZAzDPeJ",
+	"EUKxlbAD9trC5aOYvjaiuoUxZe49x88XlSjkGIcZr92NWFgnRFXx6VPuIyOEG+uc9Tgr9VSqkQKhycuP",
+	"GePMLUfEFyrBC9Nnc77C84zTKJiRakyXwfqx2cJzjOW2NswT3xA6muPbMTNSStdqLIqMuTsTVQ7OZlJZ",
+	"RzZLoCfNCn1P/GIujKHDumO8yzYvN1wWQAHtIW0wYtw+UZwBr5joas6dNFRwK46thNO28Q0R/Otic1iX",
+	"jQDHpAX5A2hGqlPGgZhAZuMR9cNFJpKDM7Zr7pUdtthzts7BdcVyGshTJZa5IyzoyFFSI2JCUxms23gm",
+	"xjduE0lhoJfczYL8Zsg4/Yv1UAZi1i0ufajKFSoIdiZWeKvYmZAVm+tClBkz9XjmFLJxyetCoBR1zMeL",
+	"jKGG4UnLMKWZm4wnv747prSt0CEM2jDjxHV/MvUkjG7Ick8WuRMPSYzK3Xcrw2plZdlMZemkc7f6QtVz",
+	"x3Oh9cBkI8ba2hdbJw5R+/TQiTE3ooBN37jAj79xKkP/lOmbIVCLrty7vJnmVMQjCzdDdqRvEgNbuzxo",
+	"lJ6MWrTeeV28kcYmbtypt7nsd6bd6++QgW+e6rVhUtudI/LtJMSAwDmS5zCiocBu40NiiHuBrNOcJU/c",
+	"gxWfl6zppJ88ovyWy5JflyItaozXBJmdq9a61F0DeMOlZ4g3quud9UDXt0E1cvdmfF9mTIGeDq9x4JvC",
+	"2PScxm2RYfeYo/edvC7NouSrTuF4Jo1TVUmKeq3cbnfKg7JItqFAZSbR6H2nOAWn+PpA7s5Vca0/7pr5",
+	"Bb72TpdyDFeVAauU+8yf1+talla6ixi34sjpMlaMrSiSbKVWgZreC26SqsO6iOqYQbzgYRwxaabXq3sn",
+	"kmexddraJ/FqLizodLwopGuBl++iF1qWxaZFJ7Jt0rWXeIaMV9N6jteMZlWtGqb6JEh+cIQzptVYZKwl",
+	"MbUEkI2lXpczWmNI0qyyXeKzky3c/9ZGkGgMy5SxQlTy1jF/d+ac5HkjFQolsGDJs9dJ7x2HCX/YMASe",
+	"v3tC3emJ54E9Mmi4OxplkX58u8BT+Pv26pZXbnC0lEliveVVYvfoY7wAb3klHf3BBhphNxVToW4P2acU",
+	"8StOpKxsF91qR+BS1aJ4yYlOy/Lt5Gj45+1HHIzC53o+146VrBP9mBo170BQ6JIGndpXVfXCioLZulLJ",
+	"Xa/Ccd/SAEps+OoQD8KV+CgtCOOkW12V2lgn/OFjkuHw114jlJTyVoC+dl1bJ26VWk1FxUA8MLEVMnVB",
+	"rO3Cwk8/SyxJmNrm1nzINk4+qUR+t5x6tb587NrbOHE+XtjW8IbTmyxIj3rOrRz7tuAK7JNYVhfSgseg",
+	"gtMhbcYUn4O5cLZyipOjGs87z5v7dxtza8/krRLMlNzMApsK5kQ9mYiK5L/1TvqbZqZdfEmqRW0PG9y7",
+	"SpjAB0DwpzFafiMMm1ROFRUfrReMrAHL0ubYtvNEN9TIU+Wb2KSljRPred3mUYiZvq5Rm4d13k2lxCbi",
+	"NlPc4pyrsSjdBVkmxOAxPC1FkZY1CgGW2gQj+E/43ascsiDNaSkqtDYsRHHYfbWIeM72iTdjTs4XjQY/",
+	"JAVsXRbeZbExoEXXg0Y3ChdLUYDOMteFnEj4ZyFKYQWyB7czyDwW+NA1icaM3TqOd2hgp+kZivHNQidp",
+	"9QxYCjBVzw0crS69w8apq+4HZDxiylXCEHyAaDkTvOOWqMRCG+mEsSeG/fTq7CXQugSLhmI9Mh3o2hpZ",
+	"CJDf/fuO2ZPx3h2HiayMpY/T0r2tRMfxMoovzExb5l7J/G3trxYndIW1jAaQ7qSuOq4zWnFPwLtPLjRF",
+	"w87ccid3uWHT67d0eJDSc7g9TDmgw/qnlU35E+BnvFOM26xFbVkpJrBx7vLRRrAbpZeKGc0mvGLLmSzd",
+	"vjnx1mSMlyXR4BxEWvdkxg3DW94tVRilVPa7F80II+OyUMVhc3Ktn+tCpG3VHQIpzu6AdcAj5i71ILwP",
+	"6BG6pmlN9pylO/EtZauqlXJjw/kAI3FST1J2tVWtxm7r0yQKjjtvg4H9pmALNwMyNkUz6/nphGb7GZMT",
+	"cMUUsohlbHoT3Y5HwZJIf+/kdhL5JFK0X4OYjtv7skauW87NK1iy+5WOoeHXaeo5/BgpHdSHUk8Ta47m",
+	"QDSuo9131T8lYyuIv95X4AjQnT1u8Czue6y2npL9jkMkbT0JM2tmdSjpt3txkxw2zhw3ZVtxNOlKy3o8",
+	"dswESQqEQPqmEmD7dPqERsFv5lqBpqTtnzpNwS0DG+uiZZjcdeLWRZJAGw0NH0S3H9YpF2hxk/kXRNDb",
+	"yHjzBASmlxBAMXJsZ9wY6xV1BXY54m1alauO65gU+DUWMaA13bmY8DTDqW454Wm7LnW2v2XX37O7VPPQ",
+	"8JYhvYUtfzymoycTI9r3Yvch897jTRq4htPMDfv18ofjP7KeVLe8lAUzTvoH/wVE5Y1FsYfyHB8FGh/1",
+	"vYfCfMYWUowF+j42+ErP2MIpSe6YG1uIqmJWT+Go9zO0SbmpsBz7zZFPDDY26O5nK9ror+Ns4Qrd29l6",
+	"X6tuFRxCOLNuqXQtuqUGC4eZsePxKePsl1/f4C5Jw16cnDAgNbBmXE24LEXBeko7YXpa8fkTE2ymbMwV",
+	"m+mycFIILE4U3PXHZ98/3x1kmCDTbYtwgVfHAxzntOy+5ahvOWPdE/mwMZW7E368Jl8H5dMFf2+kf+nF",
+	"r/vc9+u0GAWB2LUasplesjlXK8+KK8Hm0hip9pWgtt8TKIxvdN+S3TPWEt3RskhPpMKB7TmYg66lxlC8",
+	"n0qR+VU7TCoLV9H+1tvLlGybumUganNdnFd6pPI2e85RYpaNr4f8/hwN3GSdzMCGDXK+Gqmcppv7qAKI",
+	"nefW98/+N+5N3h+wvLV0+RDDoJs5BI01aLAYx0SBnayXe8EZ7OYjdXxMHx/jF8f4Yv80hGLEXUVRGF5a",
+	"Gil/Qyc6Oz6mDzp7gSUZKSGhBVRZDcQpkTxN6pGE3xaVLuqxKEKclF/mqlZmpLRiVoMS4CRRt5zaiLBm",
+	"JJ7mqHXBgazHM4h38QaPQbQbw5YlKQwnx72gc+xDUIM2wmFc85HqcdV8DDqJLjFOjFM0Gjq9+6eRos6m",
+	"Gn0ctCyuKbLurzOvu3P6Nh/8Onh9Y+W4B26vJnL6FiaCJuMDBZ5bXtYpPyWDB0wWKMQaUYqxZXqBIQug",
+	"vJOBnVR5/xe+4tZDK0E3ThyL/+13OyScbNOC/2F9WXDUHQtihbJ/KvX4ZudSrM1ZsbPzd4zipdm1a2LT",
+	"rPyZLnWltAXx0Bz8raf2TWPNDh/UXM7FJdHg/o7rSjQBEweN08i/iQOVuIgwnp3A/6WOkbTldh+7P2DQ",
+	"bLYRHuxndFVKdRP9nY71qORuyRWedpGfVLU4g9hwkbB78+gJjdut54csFaQUMuc2bcOO+bxybKrD/dj4",
+	"pndxyvdi7K6D1UU9n/Nqlxdrq4WX3GwgyC28J6lxdGVHqBsdRQPchwuGNctip3Zrjq0VCSu3bYteinEp",
+	"FW7EfsJxSH7I9thUYDHJXa26QojcI9yKg7ese8Got6jtLhULl+U9BqAdeI3EBLNjCd17L9MO5lj72LiS",
+	"fhbza1EZd+1WK9a6hNmCr0rNCzbmVSWFYT0/Hm93Rk+hNEyqW13eipRLfzvRx6HFm4yIm5sujXdzliQw",
+	"dURz4uOOMOZfICNOKy+zSa1Yz/0JIrg3ZTcCLLTYHzLOfv319cuMKbF0QjeuIcUYY/xhJWojiqQcI6pK",
+	"Vz83Ad9bHVWJcE+KDAsW6nbEtQ/AAGs2BH6ibBtLlb14CEG07XvhF1pW+loXK2b4ctDpJ7iQU8XLdCCZ",
+	"NnZbMCcNZchKPeYlDN0nUFCYNkV1igITftwblZhr255vY+tPrnXJjb0QQh3iJ1y0XIEb6SyX+kao7Vvj",
+	"5J4QHZ8mgqpW0H/E95upYAAlLAZwGjfrHQHaW60QtOIX+Pan7GipqxvvH98a/ImT+M2/vs4Y/Sy2Rib4",
+	"7n/SyZDroqiESebsQP5IkwSJqqJh3gxRK/mRGQ0ZwJQfCiS10JXtPnjpg/XbbIVKOgcPGuRYu93j1or5",
+	"wjJvhHQdXNWKUwqxI1b4yadDXc2lmXM7nmVsMBj0P+/8uxY7OKN7FKVcbZKge+GJCcrldS3Lgt3iF50n",
+	"xF1WfGzPEif2jVsQyBx26qZo4jz9cresP1vPVTreqTn/sNU+iYoo6wn65jImSiNCgJU3qYQQcPeODwRP",
+	"p7/U9lp/DH7LfcxV8MV7ULFNKpsZHoA6V5YYoeXzwyKanXG0AfHxjdLLUhRTUUBi1X42s0SWXXrLmX/T",
+	"7zVTYqqtBI8x5atF+WVE3mnOnmBNe3IjWoCt6UImUA7Y7Q3rYYp3CBEhqxmNkkSLvZx2MaPx2YSJmDKy",
+	"DR8UK592RfuVVFNInQvGrJWwmJ4WziH1edogOMBHdNF5bnNd6Rv06kvDroVUU1YJW0n3Ibq9awV9gKy2",
+	"cEfT24GgDVYIXjgpnPVaBAnxd3GEKcgFrVjafjt8g9YeY11puCT0Rn/u5wankMT2XSGOInrZdWuknbpw",
+	"6Pf26LZuoV1uXWx617CiBN/2yMin3S0jMAheOg1mR0/0KTaxqfHcAzPbh/d0iUEU1t5xQ3ntNWED82Gh",
+	"Tm1gk1JOZx0T3KYdrCd/hVfjgWWpMKn2IrSXcdtWX3Rmwa0fZUpYrRXMcMOYu3YvULyJiTmA1azHG4GH",
+	"VArOlLBOZmPj2vY9g4j7Z1afNiGc3iJMjB+uaXammK6tE/ghoZfyWzH+DnUeXMpB4Aso02VOQaCocXL/",
+	"qBtkVWSHBoHGK0slt8IEgcnLT7jnbWWKUlsxTzFcCjAxXqwQm8EJdiVJGa3ERc+PeLHa5EswIGA0YH9P",
+	"Xlbt3b1Pt15K7UwLgd1P0lLqBebAOaXPL7db57oSGOBEKyoNbknGxGA6oBQJJ7Je+ZMDJmcQXPEQXBV8",
+	"zqeiaILl25Q70TU5T5rtwy+Z/xI8KsLJ3hRGGKmhqG/6yDWO+cLuyWncZiBbSrYG5RqTCXBMSny0nono",
+	"KuRP9E9JeAigJqAqNhQRpY1EqWddc6VM9WsRrvP28Fe0rGt3dyUmTuP3mgjiAlXiL40Mk97pKO2zvdk/",
+	"SDUV1aKilPNmSYnNtbZ/xhcLoehmHzJOBgz32C2IE6+XHBuK03Pp2gERgw6czzs+rhfR0fR9Yry6GeyK",
+	"r31As8XD2it2WBA2VNQoWw+p2gllGPvMS3kr9leP7tvsEPLN4R7RFXhJa7B3OZ7KC7PLMLEtZXRjIYIv",
+	"1uf/oMOysav5axEkU2woBPyHwH4vKLfEUbC36skkrXRgU+87MsucYk9x5yGdpstY9LnWFFMvHN8zbzTf",
+	"KvQ1l65HLHDb0CECUZsbqb/7N47bvb35gNn1VpWrHfa6zay5JybKIYmTlWBI6Z7vy/TUaXD68Ck7+lHC",
+	"9SxtOpteV6/mXJadiEW66kY8gseHaY8zbjpyiGoc804pF1pojS1rTaQ1rqbdlFT7o7Qv5WSSspZzqTqY",
+	"4DU3HcTn9oa57eOVv0JM2vo2biUobY01aN78lB25e2d/NY+m90MSkaErM+k3d984yXno0SbTSUpKL1kP",
+	"LierL+F1yAG8xFSfZoLhakslMqVlATewn/Wt2D46GAxd2iHGxV07QZZpp3AlcAK4HXdmuo1nl3HGyObX",
+	"Vp9/5i52Z2M5hgAaTCWE0wri5KzdgcWeaolGQ/4UUs3GrLaciHRuoHfamfTdfC0VR/9iKk2yFFs+3Sfr",
+	"cDuCYotOrV6wUtyKcsfV9vjZilm0iPGqhNXr2JQ3epqO5Jf2IH5AN8E+ofyyw+rzo7SNFWCNQDxLSRCH",
+	"mEnV9aziapzYY0TiwvPsT7u3viZ3Nphm0zhxysn2By0XTvSVshi7sB8HdUOlAD/ZsD8f6eYUlShfMzmP",
+	"RSUm8uNW03EMFcqqzz8M9QLhY3ffu5HdG/c5bGoYcLPGWwkH13ODeqQqRGLSU2nJQBJ8HfAm6y10NRal",
+	"U9Runw/ZgP3MzthL9p6ds0v2a8b+3elsFR/fdOmcupLTND6rW2h3cP2VQjwANW3HBMDvk967+2ZXsZC4",
+	"c2XiCyRk8wI8cimsFZXZA9sBGRbuRtR9akt/ErxMTfc30LYCAJMyS9c1y/lCkvsmd4eZIn1hl9xUcqkm",
+	"ekBem3ykerw0GnA5f3x1yZ7qhVB8IQGkKSd72+VqIS6gZ3bx8j9ClIaf9kh5HxDaZCa1EYYFqyLqzM2o",
+	"wBbJFeCrsjn/i64Gc6l0lYTWC1+l6efs3eswt+CJisyepEL04jmHBMhoph14TUGk3+x5ClgXt3K9R0fJ",
+	"gE8E1JshYw35kJs+yg77BchchZNPQLF2EpkRt6LiJfxO1lbXq+VOEIE4ZvfkWBZ5f88rOQl2lh3dblvx",
+	"4AKtRClcx35Vm6htT1v9jI2OCnfmRkfe6FIrY/l8IchTvPukhDvdjyqLiSJ1XiJP9yawDMUjh7vpoAjJ",
+	"9avpM/Lc0eaynye2O5qp0mXLXVobAF73SENOL57OQDFbGSvm6VztNozrtsxo6C7z4ZnNrLes/pmT9u7d",
+	"yE2Nvy6226X0EkOB5/71YB2iX+hYSstQa1KC9cazWt146DriTpIcqWQcDl8Dy8REiXXnCZvL4tgpRV0s",
+	"ZYMG74ew5vHS7JPw8mgk1IysTUlpS0pMP3dIH9ggwy+bOkBrMEAl6M5pAzS7c0ey93nI/smICNbn7kTU",
+	"LPPXQUTAqe6BiHQhPivnZK4LIpE4/v/5Hw9LfaVWUiOL82G6IKMACz9lvXJ3N5nV0CXvEW61vmFoUztl",
+	"MK8hAzdFkTFqLIbVEh/JN5A2a40bHPQ9jMoe2HzDmESTaNrbthxajreC7bvTx8YgbdtZ5Y4e/Hz27nVG",
+	"M8XbLXaBosTenn8UXUzP4evNiGtC3zwMwg3+4W7WYzoQMGJFCUs9HmUuRXlJ8QlpVmbexg3pTMCEYaaW",
+	"9p2oIMNVq7ch16I9xxupDkSOxAyqfWJJwpsBbRF62z7Q92KBnpMDTmw8pPXiO9uTuY50bce6HZyXQj7b",
+	"FjAfjz0kJ6xR0udK0h2rv78BaoMCDgOFw2yk8mCg8xLc9G8XWyI2tqcsbGTxLIQqMBrFt76WuyM+LoDw",
+	"PhyWo6V1ec7Lch96BmUhDpAKIDQLb4HdrjxsUMr96hAPQRsE+NyVWHIv69r00SxlWvBJLOAd5J+u7fiy",
+	"YtAijGpQ+WHdXRqK54oH+v4pr5ODbCOh+zzoW+gKu9lNVbg290RU0UJ/RTSFo7oHkiq56jDDR2aAhGNC",
+	"6opKf20x4u2UeSwqYVsSZdwAf10U9w0zcqgPqFmnXS6zbs/Hh/Z07kKfa4vyhQmz5GpQ43DugSKbsmLb",
+	"JPYDytvkiWDP/GspcjPeFtRKdZaOK8EL3BsI9gMIPihfRNzR12KBOERmtJsWFrIDhwvLvz05yXEqOehJ",
+	"V8tKWkEwUrm3NBpfDmkMde8o4pPUsh46EMiUbyxfiYKVenwjCsy6cN9f12bFnESpawjRHmtlbMXd4mFf",
+	"GZUsNDdMGjapy7I/jOu4BD8bwq9kpNxRabpGNYSEpwKCNQ2frK+GburcxGvwTVgDQmTRt6IqNS/CGsRq",
+	"ZyFxCSy/wZAS6UbJIiwWN9tjmm2O6SUU6FfbBR+T+8lNFmKLrdYIXUTjNFh9bwJ4i9EyuAUotBIZThyi",
+	"x6tOP3dHyJZUxrr7dj8OHeMm7IRC2Ot8YzNRvAMQeseBny/sASiEEfrGJ8A2e43fPSNV0f+5ediwq27g",
+	"hHFHGWEsL+wjjqmmqDtyob6kDzM6bdfplRbLH4jwQjpKeDvSwn5QCWuJGGRY0hVDxATCUFFiSeHipxiB",
+	"BbpOgGSmcHWDeEiE1+yT5KArH0I75yvGS0xLuBZN6Q3wkD4abEOE1eAVuX1BGgJOwOZ2Q3HhYzL6YFo/",
+	"pKm5xXKLislJshDzhbYU1bm1jO+CWysq1/b/9+ez4/+XH//t5Pj7D80/B1fD4w//9/9K0QYO8/MgE+Z1",
+	"aaXl5qZd7lUo2I2jrLukCRYKCZAGfqNpP1v4r6ExDOxP6u6LcMZ3IzesU/zeWA+bdJHcdw9sQfD39ylV",
+	"3he2xg4cDf/5ezirW6ytGwU0ptrC1YIVFJ1+D8XaTBaDgJmRMlaWZTBOe0eku5jGNdSxYICmTDjlUU4C",
+	"FN01N6LIRmrZCCVFHJeCodGUC9oKz8Q7tIkZ7Q9GCrHlmkoePtnFR3hwZma6gmt0TjCmiSANmsp5hHm7",
+	"Jiu7+2odqJn1cGKiH60VSyxOmEa0RIcVdfC2lv1VEtz9S/ou1WZY7F1NhYh3PBNm81IPo8s2lnLbGfME",
+	"nqqm4dFgOgJFuZqWUk0vk+uyFjCWvhk7zeJdIk7KVOjlmE6r9/qihzP3vhuDx48sWKth1q2r74o4WPtH",
+	"qodQiGnlpNYrKuKV5LlKWzlO4q4Z4USosQgIA7XpEDBxEC+xarrYs8pRqPAQksUa9aqnq1YZU/Dp9DNm",
+	"NOMj1Trn3NzEipkT6kGUp7g5FPWlz5iPKtobND65Z1jLGvhBV7nhrkANOM68zXqwHrjPsUuuGFyGP4my",
+	"o1WSxVzjlIJOv6TB2BHN3msJIJO5vRr6MUA2fE34AfFQMyweAtUkIGO0ENUpin9QcRd2hz5s3qCvqI48",
+	"e+UU4DF3zBm0n6Liy87VxHn44k9m9/RDWCJ0jZVDq1odxjar7SlOlLfod2wIPV/xMYRg/h3/ojH9nTUG",
+	"tiuyX7K/j5TXFcelNvBTQH/1Ii/7O6WTxomUfx8p0ueurL7yA2B/Z3Rkr/wZbq1nbHD1d/s+ggRJAusc",
+	"7AajcmNmm+KsgVekWfmi5Ktzktq9tLTOUiDAUZeEitJTmskiIHK6BgIvIIOUI2zHVby5aaLLUi8T/tsu",
+	"fLp1Y2K3oN+ewR3Mboml+LKWN1zaK69S3d34tiZTbKzSRCppOgPrD72HCYo9nWGnCh8EG6WPenh7btlc",
+	"G8u+PTlxEmbFx1ZUZldMabsXOuOODV0BiLowJmNBPc2CxUpXrSuuR/JdxxZ9rmwRmUrCKqe3yKzU+D21",
+	"deB5lJZdi1KrqfEB6GiuwOrlsd0MrmTZiNlKs0j3YXNEyjvgvGZHotPAsYlsDe8G4KigyF/5jAP68wA3",
+	"EkEUit2GgfYK34lfbGzVl+YXbkDBCH53ftEuhHsYFu5vVK4nGN4LjOpBI6gMpb7n/vJgvUKPzVMjxnUl",
+	"7WowL5x+eIbVyKtaYQ3Y6/r6uhTLii98RjUhbkN4H+BoHLsVy1CcSqXReFDsOFYXsyvga7CdZ15Ye2JG",
+	"yn/QSs13TXLLM4Q9MFiLA5DZACJSGnldQkX2d69fjpTic4GKMaqgsnLdDthZVDF1AcvcrlGd0yTz/khN",
+	"pFNPQe2O67yXgt8Kw2pluCxO8fm1tjN8QL9jGoYYKTITsV4+14UYQj3NPGM5oa0MGS/LvJ/SsedJV4b7",
+	"fui3IsCQR7sEWiqBmbmxhBfB8zJSS16Bot0jJA8/4wFsSe5YccZyPOA5lX4Kxdjd3sTl4xsgi6ajQgvM",
+	"HsVwst6Lk+9HyvcSC3V5/9T1NoyHCSWlwOLRtny6aR9lrbLtHcn6tLCJlStL8lKhG+iJCZA3vgb/eqV9",
+	"dvbudf90pEqtF9d87HYrfONTSpZwUNCIC4X7bYDIaz5kl+fvWA6m4ByKLASIrVOmwICktG95beJlCShY",
+	"2A7IlioNjQatb0Xsa40G7dIN1FetnNrQ0KV/OWc9hHghGE1cGMiyqdq4aXP+Uc7dqL/79ttvvgWbLf79",
+	"LBVI3DgavnuRVEQKXwq+PZ+XxFckokxAEm6k1xJ7K9i1MLLwKUvIrADUKOyZsbwsURHt8Wujy9qxIV2x",
+	"/L+f5hsz89bnFyff74RD3zE3x/A+e27ALduT85xppALPHbKNGQXrhGfDP739+dWAvUT+RBUbkC0DfjwB",
+	"jKCZIf/vp4NxyetC5LCKzd+Dvzg+kY2U++mvS6Ecc3NPdSE+5ghRecryP3/AATjqHbBLX08BenIDGSng",
+	"J8g1wYDyxCCIFEPsPjur9JIv+aq5WPCgPMgmpWIaIyi2TQsQBpKwPEK+gVQ84AikmHt7i2b5u7cXl+wp",
+	"fZYPyQ9O5oobJZbectrcVjGmjrcgU2hdy8/q8U7gHe8DlVSgDx3AWoGvaq7t2h2bgFgGAni3FY6NR2XB",
+	"tybXBsOBSZajBvN3U5Oakm08DY4rbmasqUHoB94RrF1qc1iAJoVjv2mD9MRNHh6wGu3ZzrAGN8nz6H33",
+	"+bL4HCR5EaFV74Mys0XXjNB4tsa8t+TW2Iu6R6T8Bby7DZJ7mxedAmX235Wk5og9Z+vUjlvQ5QuNSoU2",
+	"o/jQzTla5fPvoAdtluH/smqQ536ODwTT3H1oQ5RJgVkQ9+Jf3FwfJ84AU8SUASqGghkJZi3HIqMi1itA",
+	"aQEs7VAbCRIoILRkK7A75Z0YMqV35FdEiR/7p1mctyZwf9kWOJgO6sKmYRGdMhTBrcWiBilBexWt/9C1",
+	"83c4Md2U9HWcnDEO7Iq8u/d3dOAWvE+X/Gcw9kR2d1fUcWvY97DfzfS/kn2GAd3f9jYZaQmhLfGz17w7",
+	"BBy+4NeylP713eJK/MEO1N7NgJJwxzbDSs01PN0SbOD4bOnEQx9ykYpAZb2z83csNHfl373Cy7t/yrh3",
+	"tOZPCQIeaueBY48A/fYLUV0bcsrTFsbxsy5Ex5zmuhBbpkJU4BrYH8A8+igZP9vcPNtaaecnovQcqpqZ",
+	"7an6rYsWqv8iqCRt25z1fOmyyl9OBIdBgXP/5e6v9ozvhumAzf7ciSsK11vLzQ62EwpbS8cgbjHcf6ZY",
+	"/9nRUHvnld2LsL4FPDuI2W2p2ueOhwnuH3ToGSGI4gdG821qtltjDg9Ue8+89hrXvEKj6ZIKNkSWjkKD",
+	"SbahMdB2RZFthoMBkn7QpJtQqbb2nDFeF9Kp1tcrxkOI9pqMnuNV1rYCtSGAnxiWxzPNWU9PJqxWpTAm",
+	"qqDT79DDl0USgAxsU4gFpScIYy4NBIMG884pM6t5KdWNIYspJukMoHhzTqXCr8bLJuDewxZqJU7xrfGy",
+	"uCLU5JwidskW2LgnevnTPGP5U2HH8N/aVPDfW+7+G/lQyEL6tBC38MKi0viFWRmydPl1CZEnHhOW5cfH",
+	"vCz18tgNeC3AdS9zVazVd1WxacDhhyxvav3kTuofz2SJqCg4tlNC7fW6Co04kKvBmMa6UqafsdzDlOVI",
+	"pWgLbhmPvCqka1tKQHHFJvserxruVLD4ke0JwdhV4/ppF1nZQZW+89xXbgmt5MfH4SGRS0DnVtpeAdS4",
+	"pwcYVZh9KAziC0O5zdsZj5xIF5BWAg964DjdlolmPwF/zViTrD4cQbAvVYBSRodZxiZSlMBY8B+OaSe3",
+	"qNekjcz5ipUalEVHDXI6s3Bkhx6voG36zRhi4DU45/21c08Ra34Xr3mBeq07+N+zpLsJXiU3XEhc2nSg",
+	"Bf8VuoYgfBbKDCCLnZAJMqb/jFGEsJdx6FipNq33B+2bs73urzwHdC+cUsg46tMcfnNL5C2+XsP2fH2T",
+	"QrttaNGL3ybLd3ZD4702uuRWtAzO4CaeSlwvwOrVE+C8OUCGeUC+DJcDQSlj75lHEXuK+pabKSpcx14B",
+	"g37wt7yfsTkv/E3XcCBC/XYqU3yFtE0wMCqiNBXHUAMQLHsVoWC04PCBBkDg46pgc34jTAiHxFJVkK2F",
+	"U5OYdgUOGyylfsp8tFu8bo4wbrEh8BK0Dfb+PqsVQtJZn72Ftf8QRxWPDPY7QMIPQcrA6fhVswF5Eio4",
+	"Yy9OXsSfeYS7mFNKRJ7z8Nt8E2QzXPkb2LkJg+pOSe7+YcS2ezA+UyL/SgoQRnD6myOhh0lbJMHlD6MO",
+	"sqY8WhhLOgzsUT0Dneb/+4J632r4326sQoq9B2tVRPpfibkKR3Rv9qp2WYM7rFiisM7XsWJrdY3ubeXS",
+	"1cm68isBrLTU17ykeERMOnSL0Mu7lkEWdMOCl0N7cFhciryPYIqlxPJJY62MNFB0HavBYNEmY0OwV6mn",
+	"bCZ44aNdCn+JwL9txZXhYwyth5xkvfTQzszqKZb6CPnJtB+gPeNUr4GjzQfsAvNDW4P1V3ITBOczsRu0",
+	"LxxsVYGm4gS7Yewsdxe3Z4GY0pmGchUf7Ts+bQqnbK1XeIh9bicuQmh4H/uIN22tnbQdxejlQShYKb8q",
+	"vLplXGQvfCDXXqTENLbGtvvu1EfeRsIeClgod1eC7uFEYETKLv2A5uF7se6uW2kfxIB6iIuvTQF3v0QT",
+	"FPV13AxEgvfu4vtPnyB1n6cnrrXUnKJWspU7GjNRFkP/MynsXI3UemRPhqcOEq+ael9BfzTBmuk4rs+n",
+	"AoyMqhZ9iGCjeGTMbUK9qwdW3WTo7IwSxnYoJ/DaVuEurO7dKbO9UV8HUcLWXa0tw93ocS0d/E7h/puJ",
+	"5V/HsnlHxb0fZizBda/aL4W1vUdAz45Mowkvy2s+vtmSY2tsxa2YruL1UFB74QqLgMF1D3+XGnJKfGae",
+	"VH/B+oVH2dGkEma2e7lCZ9nG+LceV1q/ux/WeCO+FpqDEd0bqV101dlrS05t0y8U1dXVGCOmlnRLNEA9",
+	"Tf29QWc6w50i+g+Piq+2kXQS6kWr2OHQCylzYBfsp2oMUhoD1QAcqagIIOuFVApf23OI/mTIs9BVyvI8",
+	"UmB6DtW3XKv9U/fkihKZIV8ABzjjxlc0hHLOreyBUNYQclL917uJCDarWfluQ0hDT+uYhefvX51dvnp5",
+	"lB1dXJ69v3z9y49H2dH7X3/5Bf/129lr99vVD2/fX73+5d2vl0fZ0fnbn9+9eYUf/XD2+g384/zsl/NX",
+	"b9y/U9sb9/4ACCSLStxKXZuLz7FaPUqsVDzzu/O9jXX8OpgfrMO937ad5bYSxZWT0wcUJ10hewhVSKGA",
+	"C+sZIZi3U6Vnu49huh2UvjkK6NoXX21w5qZQEykwMcer6DpOu+kPKwgNnWLLTQ3guhJUtTgJEDhSUXQD",
+	"YFFMdBUnNQwB1yuHkRAKP3rsPEagEbY/Urry7UPXHnMPWKmesJlerlfL1cYORypPlKLOPSAN2thtTUWt",
+	"+w2CX8uQP1J7FKnubU6jP2C/zXw55cZjZcBHD+Wkc1B88riidJ5FXuuWGxMuEkyX2RzhZmnplbBoY1tb",
+	"2+Vshb78psL0SFGwRBYVmHbb5A7HRI4xZ5PqTZ/GNZBuhFiYkSJgwUjJA/qwEmoC13Ba8uNjN9RjtzHH",
+	"YJDL2YIbI0wHdkM87K0JDxefWVyXjgaFU74O8mo6K99A7ON7gmLreAcEyO5QSyVEYZqCu4kXkmfxtz2K",
+	"QmFS75iX4ljXdjAv+ijOuNcpy0ovlWnnDIGQI7gR/VDSGZKVRBPTTe7JkVLACVwTvlxpqJ5ATvknWMkK",
+	"oB7dW/1OUA63AF1llfGUe1woDwoSCrD7HyoxFsqWqysjhAq/OmknfDpSGz9egSZyRSmqaNKoOFoqvGAF",
+	"QDhKh1VC7jfvtxv0sldPaQzEcgJZVat22jNZFTVWUA9xEUOANYnlN8RHsMana3vUBMdV2nSO1u3obPQJ",
+	"JQUVMoRN2RNdxRe4uwqu8yvyXXfsXONyDHd18CEeZXFRQ/Qhbqurva9sQm8/cjzj5+B+kYVXltKuYi/l",
+	"n0JFzk5HZke91n2iKlvxlLEvc41ltflTmxmtHcoN3tpsfVs42SJm/dYZTdJWNeMQEggWiW+3TX3yunst",
+	"F101b5uwhw5n+WHVblPp+YiFtAzXfRwAVRunzp16nD9Et4OUgCFFgxSOFdPvgisInbsRC8t6URyIRyYG",
+	"VnF87K7eY79wpo/ZtRSLwsulExaM5SsTo0ziMI+yI9c4HdLb/YA/wgpmvqQl7cRWJRG8dG/4dHowxgpI",
+	"KIAgyiaiLIOd2cbQR2YGom+Qn7wH8EEAkOLJ3EXlWl+TL6xrwXCuShjPPehY0NylHN+IxPog0Iw5JJfW",
+	"hqbWqwvxv9biFCRQiKUCOCFW6qlJV+atyg5O5F3lEJXsqOqvtahWGcOe4ZeJLK2oDJNqXNaF2KOYJQ0b",
+	"+82iie9atH0harsmwrgfuBM6zGkkybwu2FxwkgFbgQLbzktX0DF1R/KKJpQ/0ihQT8HkDic85m+4scdw",
+	"ao5fv6RgYizcrJXoOz7orp/gqJc+ciFj3IxU/u/417/lCB44QBSlC11XY0HRqoEJGOh3o08v4UIM4FIq",
+	"M2C/aMsWUdTftQQsKxRb16snba/ac1iccFcs6I/xpsAhPm2A2pEIGTetqId/x7b+Ld8rFpSkwVTfv8WY",
+	"7q+LfNhQEkadAlQBfv/EsN/E9QXA8IxUD8dDnz79XRafnvo3zdPfm04/PV2avB+DTHI1UggE7hG0KK63",
+	"0ksjqoxKCofOPPKM22GErjir7UxX8m+I6DETvBDVgJ0VBYOQl+ff6cnECPtvv+RNsWgnr4uC5XVV5oOR",
+	"ugR9RWmW41o6FdwtnclBb0XSyzeoYp99dq10sJ32ltqYE/neF9zdiQRb36bHk73qcV0SaPVDleDaS+R2",
+	"g9gjpO/gjP41Cf0ApDgvMe+fyu/m8FnZRp3R1zsopzW1NFoMQg5BhDi8zaRivXkNNklpLEmEQGdVXQoI",
+	"g4kBrcbLAtLSV8NEag0QfpRFk0xd2XUF2o7czmY17z34B5aDNwHzPYRccT+bBMzJZxyF+6T5Awg4qHvd",
+	"RJx2GESLfQepdX3LvqzQ6hbj/sJU3dz+FWn5VUZawrndOwwOrrtdEZTY5NbwSdfOO0DM3MXs51LFvz7L",
+	"Pgc3Ic0sDrowui7/Dffs5duXb4+yo9e/XL17//bH968uLo6yo/ev/uv1q98+zxMbevnSbtjWKh667gc4",
+	"YNcnfEem+pW5XoGz3rPf1U3zXorPrZuOUPaBQleKz+G2P7s8/4mue1BEfOUxJZYMjlZCCNgTbHjtBu6m",
+	"jrtXpltfsa+AJu6tMt0lqYOpUollRzWtzkStj9Ket8OPo6/c0wNBtlFZ3FzpP60sljUh6GxQ12aiLMHt",
+	"s6h0UY9FwYxmEw7a2l4l9Zcd0yW/0N3AzTCTCdaU+grTC0sTd7Vtr14rQhg/RPMhiJpEUR1pmOuqYL3R",
+	"CAKBXynrlP2RI9WTb9i5rcrj8/66RePbb7/57rDK852F1v3E0mJfMF7sL3l4ot4pfYSmtw3r7QLzSg5Y",
+	"bn94Qn2qP55kDTTrsxMSIbYgs3p6DC08f3FQC5+2TShg1KeZ4SZfu3YnLmPX3IjvXrROlHuSjBdQxTZ7",
+	"JXmqeUEmyz1P6b4sJmHhAf6Ab5DULo3Pd4+A+ZGlpAN0uvgRTguyng+YzXpR+sANADgf9iJMaRt5Xsi/",
+	"ic8kz8+iyMOIsF0ct2F/6Rk5PSjc1GsuBiXYxcUr8kyRke7i5X8wU1cTKEwp7Ska63x2Ocvhdh3mkNib",
+	"sdwtao6QrrxyGg/8MszZ/3Px9he3aYV0XbplJZCPOV8sKMKEoKoGnsq6SjnCW6/gJZxKFj71xSG2foqn",
+	"c/1THzW6/dsLfGv9Y1vVasx3f37p3/MNzDGoYcCLovtjinw4c++sfzie1epmx4fn7h3/YbLK+P510pPN",
+	"UGHpvQtjh0biIsC7yxb7z9YrmOxVeaX5uF3OYK8yDP7jDhDQ7dEXCUTUrBMU8RBsx422EHhvH7jAjU/J",
+	"urRX8vb6x+v5wNsbSeVHZ50ZZIckwq23FSX+7Jm1tN7CRg7MroSKRFpQtpHdsFdWxvrHbS11/wDn0E7L",
+	"872Ht95/2LI+7raXtj7ba9BpE0PWVsR2q47hM63LqzEvy10s3VcsWuPpzfe7+qbv1/uvKzXAIrVXOzns",
+	"ZV2pc3h3g8NG7ZT7NFCufxpq5m771L/U+rRoavd1fxoK/LU+pYq8W777Ad5ofRRX793y5evmtdbnVCZ4",
+	"y5dwwNsf7SKOulLrhOE+ayBkKD5pWwPrJTKxpU9BWlz9AlnmKKg5+VeJfaCtEsz4U3Zw5sNBH6aY9p6f",
+	"tvjZ3t8kGOme3yau2z2/jK/GXZ9scLx9Pmhxin0+OHy/1ql9n/dbdL7PB2tcY59P4lO/VxdtnrbPJxvs",
+	"YddHm3L1nl9EAvXOgaUumX0/OoheNgTlfdZsjYnvvzNr19U+H3Zxw8MSy/dcjC7N5ZAPY2Vlz2GmBNJ9",
+	"uU9Ctt/1aUor3fObWAve85M17XXPr2JNfdcnKa1r9zebat7OJd+Qc9Gd0VnDEqLA0WpyT2gi9xaV1BKe",
+	"Usb/zlKapR7zewZJibE9NwPT+dKb1vGvYCdtVdz0jhiqtQnVrEOxTTS6kGCbHZG4+SF7/GoqUWAKpAzE",
+	"+5A0vhFx3TvuQZsst1UXvx8KSVVU/kp21pec3wezO3r34N2MmUWL+X6e/zOmjC/s/NxQnu/uAU0JM/88",
+	"63R/nuKKK5zJYZFZGFBMcwani1F8YWY6FVl16qOto9SRQwFByfS8v7vQZ7Wm7gvkBI3UtX+rGyJesv2S",
+	"q/1bLLl6pSxWE1hvaXs2ng110ff2oXpZI9EXZGru31Jd7Y2kB8wuVXfAdxptbzyr5E4lqdgNZpN+2zpD",
+	"R2UWXzfv3TYh4jMEp2DOOkv7FpUvQjhfYFraspLWup91jJHiI/7xxX6UM+zT4AiHAIG1sbSk1WzGbwUd",
+	"tf3GK1Rx2AQhP3YfMnkFL675ebuLmLi3ABOBEhUgpRbdc4NO9/GFnFK8S7eo2pUNjXn2V4TYn7V6zEKa",
+	"5FUJQPyUKk2pv+631Np42cZzbgKtP/Ky6lFDeOmCswHdfq/DeI4S2Z9KPb45WEA+OBImCv3z8yNjKKSw",
+	"UiJsLFY1BuUgYnUJO3EnetGJmrVZ8wgn2CpRvyt0GxnHmmnhvqPlocYdlF12xxJXAnNkKIceLLyQRwA5",
+	"7pDPxanEtS9OZJaiMqetup6U4ZPFxTkmE8dw3LEZKaIvkKRbIAEtcbLLtPJ5olLHan5hqSnpGrm75BTb",
+	"C+9Vvdq8ttJU9cR4cgLe3dSr6fEYUBLTfPHFotKLRWdFmYOvgKqDozqhr6j4Ug1ZGArddNIan3OMb4kl",
+	"JGYjiIMHVgn3Wj9OrQ7NdvALYkp34iRbw5I3TcR3PCfl13ZCyns7Gp793+fROJhAH4km2p6Jz6eJ1pp9",
+	"DTQR7vB7oYlg938oQF036CfGs5oNZoJgPG2JeqToTohl8P6AnbH4AoWgRkDlsZopIaFHzKoZKaUrYKyR",
+	"QD9gkfjPVF2WbKyrCjKnuWKCV6UUlet7rKtiCLWSAN2i1BwgF5ZiE+Fmxou4iwQ475rOkTwjbjCIntSy",
+	"rnZsa9xi9wFYc+h89gFoE8hXcACamIR7OQCvvMq0blAtxDajxx6QGggq6d/v6h/9ofdrC+4Y+sGser4F",
+	"hayLjSf5dLZ7NT601uOORBst6ldAsZ0W7M8g18i3/RA0k8hagGpz0pAZgyAj4jKPGWVYN8iJw1Z1MDBK",
+	"RHaDWFE/ZQmgQgRfs+uFhdgecIRasUKaG9bD7EypLB9bhiydXYuJpqh4fB/ul8BPTlk+92iBhF7LG1BF",
+	"jwHcagAgUoRhS/czYAr1G7URqva5uedszKtKUv0qyEwf+zrsPnw3aa7ialpKNb1M2hTbG9jhE+x06OyZ",
+	"/NXycEFjH/Zw/h1utzrMCtUqF7XTGATr3DYofZbRahs3VNp2Vo2nEpz0Oeu1Qr0zVunSv5Oxv9TGNnQq",
+	"DXKcvochKUukIRtcBIBrGbRMR6yRQWIdzVCJllWzx/ErY2VZep0Qz54v6CnIEpXmdtVWLMOktS6u+hqO",
+	"FiQrbqB7DlmtQF4EvrLgxrINLM3MV9sEBuEUiIUoqHSptP0kOUQjKClLm13XlinNSq2mUA2luhUtzMjT",
+	"jRML+ecwZsRQdQJnF4199q1ZeVy6TVbQfYNuhD999jW6ftl8BXfpdgvlZ1yoGCN337743e6L+AY9tMZ1",
+	"lkSTwwLJcPEMCfEHP2MGv/MgfLwgZD13dxP+acAjaJoKKAlwY3lzrrd8YlmSwcNY1pNut7+mctHWdrzj",
+	"ivrQ2uw7noqIYr6CA0Fm/ns5CxTB8AAFORBluMtySsaBWEoiYDT6nPUItJiF8hr9DNA1sgh6g3g6lFlu",
+	"jAppu+pdafauuco7CPUeYknW9vMrINX7iyRJBJHer/2KChwHeQRVD8pfiUvpwhCYkWos0D20Xg3qicF6",
+	"ugstFckegS9XYqErJ9mGlkZqwSubrPIU0gz2ROWlddm0S9Dv3cSXjs/9bCpM7tRXQI6bGRx3Jsw0JPJw",
+	"v4JjDTg/ip+OhzUk1gNNM2NTabORCvn0GaPUU9NnSi8zvLV1FaoXB8Y4ZHkleLFCFMqRIih7aY0oJ4Q/",
+	"2KBaN4JvwLcUBYHuazf4pQT49AjTvxcB5EtC9JZqimBHDdI/s3qkOmaOYj9gmUHRMzPTlS1Xrp+4JgBV",
+	"V8CC+qhDZKxWYKFAjUBrpssC6yhUt4LxZiWHI5WHAhB5qlSA4SunViVPYat0xOHY/ZshkLAnHpEC3fTR",
+	"VPcpHrVWejVBjecN6ziM0QW+lmBl3kgzUinVc8AQWJMMIKC4+3IdTo8FxOOmtWykwhAira+P2wOknxOK",
+	"K6FpdW5O98Z0bhu0v39kBy7OD7JMRrLNBC/OnEySLqItePEn0O87H/8M2NS76/nhqONvthIBBrRtcPF5",
+	"0uzyq5IfsXCT09ENuD/A19I7rpbH1bH7/zSrnetCTuRh5p+OGqsNtHl7cO9FiZ4ZCstqGEnA82e90dFg",
+	"dARsDTlcerSGIB32QMRYv0Pc8gOQQeVO72peSnVzlB0Bc9x9bAlMHGae+XsFRpP5clTRSm7dWCDEjX29",
+	"loqngN/P2C+/vgGYES/GuIk8MQRL/MeTkxMEIUnLzVGgecK/MNYFYTj4Vart5PiPR9kRApokRemSYG3S",
+	"4EMetnZP3JLPIb8GbWSPDjrR9j0pbQo0y5kuwzK71/acSwQmkWrWNcimGg1YEYJ05dhTavfSJEhEF1BR",
+	"aDsyT0HRvjbb31roeKRbKfWNNJboYz2IwFbyABa8xtRS4XVd27RjURsOggVR5roSjIbH7Iwj1mSJEyHi",
+	"NPsvtp/o9iUDc8e4rqRdXbgZ04kWvBLVWY0Tg6WAHuHnZgQzaxdHnz6BiWmiN2fpbbtOejIMd/aYyltR",
+	"lW2CMV8IfgMcAuppsHMMEXpXaavHuhyp3tn5O7yh0cFiCBMT5AGUzVcAWe5UHV1bAWbW/OlM8NLOcgaV",
+	"OEYqb2FZD9mfYEIk/0NRJgIQRQkTJw4h7dyIY6mMUEa6+wBBw+1St8G1DeOl0VCex4m4TqQ8LuWtKFj+",
+	"74j0/W+I7DlSOcLmoj7xFB+avD9g4CU2I8Urwd7/cM6+f/HtH9ii0telmP/vvxitPOAeecHmfDyTSrB8",
+	"7ITMAXuraG1gHYaMj1T+kzY2J+huKnCFMYOc+VKPBKfDFXv9jpXSQiUkXQENoifOy/FPDMuPj3lZ6qUo",
+	"wEpucjYV1rAXJ98wLAemtL2iN3In11/rYsWcJjpS+fGx++u4lHNp/YfPvmH5gq9KzYsrq/VVyaupyDNW",
+	"iHHJK4QxBdgZ8DQAtM9IQaNzdGMw8ZGPbbmC8brH7JaXtWA9W3FZugMEqECIwzznpeOJorhy65n3T0eK",
+	"hojwrFQtkrBVYb2lYn7gjrfrOgz95I9QXwyiSK78Mwq5RM8XYSB5heXs3euj7OhWVAZPycng2eAELoeF",
+	"UHwhj4ZH3wxOBt9QHRA4kE/h1MA/p3h/OJ7GfRm9I8fuzvAVgJtZaGXwKD8/OVnL2uKLRSkxx+rpX8ip",
+	"gtxuZ3111wMAusGhbx92qotjiDwjrRTOraNgUbAxX+Cv0l37n7KjFyfPuroN83j6DskfA+sJO23vbxyL",
+	"I2v28Aj5y8KPtXddy9IeS+WUWzWR07oShSM7i1qoVuzd2eVPKNHxqYESL7jOH1zDdH479wWTPrHowKtb",
+	"2p8AOm86jUfNK0/PMVmiK700evMNN5hc+/rlPq9fAnT+Hi/+oN1JThiv3qpyFSwiExQJLDc3T4JFFO4r",
+	"6d6Fkh9eDB1GtZUC5W0vrbDPhLAiyKcPO4+AFR8tbt0xMu79z0CMZ5Y4BWeKxRfCKXP6JeGbScM4i74n",
+	"+j85iP4PPS8vnn//mOfrQlS3ojq+cEvwKlCGr9UEGH3c3EBRSOHLLTE+rrQxUdXD+LjRCYuPm78uQbpL",
+	"VvD8wd0XIESQhBGqWljWFgJyLKzii2OYejyDIJORogoZT4yPzsujkig5BV9g+Q5p2DVGjGi4gLC1obtW",
+	"Go2xF5X+6HtnMmGcQ0FjpePqINlIITAVL8tVKJzRzxoXti9igTUuBuztgmJZvCIzUlCAg/WqNTUWV7nv",
+	"Jgr5A6dgNYl8Ir4yD1SG8ZJLa8pQ+4akN1o7t7vasYT415HCmpV5KNCTs15+TOfuGFs7trbMwc0SF81k",
+	"3EKFlLnIRsro7RVpYFXWi+BAtWfsX9qRoiGchv1mvASjGMzGy0Tj2rqe4eXVgJ2RusNtNlJTtygEdQzL",
+	"EDyXWKoWjr4soIQMVTVhPc6a6jojRarwr+/fYKUdtpQKRKON0esgyflp9gfszLI5mEbX19Acz/nHnMZl",
+	"IGZA1xbMrE786b14/v1I5U64mnO1uiJsrkjwRCtaU0smjymh2e7GIhzXqAklZ3qhtEzrcVRVZqRQEDUM",
+	"I2n7GUVR2FYxjVP24uRFMx4QKcFkmI8UmpBD5cW4HFwQ3mb8VgzYmd9p1Aqw2Ibjw9e8oLlhWXH24uTZ",
+	"kOWtZbmigh0565HJF83Q8StIU3Bc154sK62mtM6OCtCYHUoPVQz/pspX/c0GpLqqjdNFsGolfObukIhm",
+	"IVQ5MKGRMnKqROE1hBuxYoWoQAGB5NvIbA7aTsaMptJeGJ8Sm+tJTzC1KJi0Q9L7uY/UcTMCAclPTFEh",
+	"Yz5S47I2VlR9aBsoJ5rCJj/gZRk2H9jISLXPelN+jowQp/4UQiHdStxqLIiKcndbBkPIpFbZNFSYhbF/",
+	"0sXq3sTjVJGxT23t3Fa1+LQhnjx7kCGkxJOGgT+O8HHy4msWVs5aKjodIyzkC0TrrqNYmmt5utAYghTY",
+	"La+QpyHWEDYhcIWy1YotBAWfghztyz8rvaQYm1KPeYlvUGisLwbLqHRoqH8544ZdC6EYlpxuaohgzdjQ",
+	"CKRjgd4zYG+cfDDh7i7tkXKaBTE+o+jXPhvruWiYyYwiIEQ58aW9CQGA3Hiua3cVlWKCFQSjt5QGcN/I",
+	"SMRKk7NFJVFso9uglAYi3DY13ldhdR9Q6fWd/KRNp+57SUthMna9AkvKl9BtX8W+TYMmLCSaQCgzHdW3",
+	"aTReTxdaCdPH9NOGBI3Ai2HeovKw9EjoaGjr1IN/FPYnfOMBd4p66Nifxl1cLwafv9pkLD0a/vlDvPbu",
+	"9ChhDNkoeSHdX/GKYdwtLddc2EqOzbb1+ple2U+ZXZRcri3VugK9sSrUA5OKvav03J3D2jAIgkKXATsZ",
+	"nAxefAlSXh+P+AjVcZti4SzYIse6VlA61K38lNdT0b3sZGEbrPi83Lb2TpNCM90BxOobPWAHHF1SX6zQ",
+	"43ru7ppISFs6Pl7LEsvufomNuJwhO7cVH9vOdcXIgq4r7vnJCd5MIDce1wuU58aylJhe53iNu2u5Kki9",
+	"XS/FP1LvtLHTSlz855tUJf4sIGJIKpGP6X9BosUi/kO48UBVg6L8rBJKLHnpRrDSNURkg+cFWCe8cXn5",
+	"ZsC+PflmpHKsAA9xLSEuBfQdXnI1hmBuVfiYQswqtNqLx1jevz+InBKQ+dEozJTcN3ZcBLlUQpj90YmW",
+	"GMbxhfgorC7FDdE00ZL77ck3j0CZHfy3iXPyBLA2RKb0kvVQcYQ0S79r/U6qJuGn28oU47iQz5UgGwDw",
+	"wXU2rkQhlJWc0imA9kBWk3akKEwx0n+blsZ1VQHKEt3SeFR6rZdGKo86yB0nxypyaKPOQaHltjZD5nWQ",
+	"HAOppmKIxzHvQ4wXymBUathpbe68znUlslA7lRRsNFr0KLcIAsKykRLqVlZazRGwomicm0OWU8Cr/Jtw",
+	"nfPaztyAx9wK1JopI1eJZZ4xpSlGt5/57BRpqdik4/ErDMlhrydNvJlbSFmWbtlNhj9D5Lg7RvmLk+8p",
+	"NcP1HED4c2Q0kHhlNSv0SPVyJyfJMu8HEcnnA8GofxZ2pguTZ2jUJSU7n0llc1Jbo/p7oT5mUx4aZme5",
+	"uYF/+Mry/VMmnShOq5+1QtailpyqD/YL5Fdux3B9MD+Ys2ktjBlCxV/KeoHSvjEJQvaYERYCnIBlZqDh",
+	"+HQzogO01oyUEVij0HG5Uk+lchTWGF76mbeZURFTsLfQwLVifKRIsGxn17mPYMwQleXWKOgSM462Ar1U",
+	"AGISkT5oMQ2Z9bfo+nRwH0jNj7GwH13Bp6klmDNBQ5+2YaF8sN+AtVlFk3boNx1UTS9eRXyo+SpjYuAa",
+	"2uApjNvAVfD05k1mZdMUMD+KwG9YpCOw4Vp0FUYIeXgsd7bnoB7KG1Gu2ITLxmDElnz1SMaMbx7W+HFy",
+	"mPFjr/v2zJ7zBR+7G/MenDtg9+PNVQAcUBGx0T4ji3DMDbzu/h5o3bLCo7nF9yxUEyQcA4Gpa2uHu9Sm",
+	"dbYfSP7ZcsYgaBwg25ucj0ewi91x32Dh2jmGxuoFclrYvAF7XYj5QltwSyZ3KuvUlr78lvwD7cVbJVrp",
+	"QqmFPixA4PVLzKdonaOnCOgDsuvhrWUdAu9/NrhS6GEiRKm2vATXjvtvEO1wMDnmUY0URLqhO+HbkxM2",
+	"N04ACpnFPs6wFzjLnK+gnDHTymlQZ0HAAb3JiQxOBlmDwXp2wkyUsUUQWHAjwpiHKGc1qGt5wEBCaY5x",
+	"fwHBZDaaqmqFqilnk0qYGZ2klFQCHzzCMfHwa8YRaOKs/OZhBsJUnXiKIisaZguo3/oYpv6TRzX1n6eR",
+	"93CfUVkgtFHWlBlr0cSeF9hTnySzNVbr3L/0kMSAfWyzWfux/iMwzsuWgOhHnjFdFsJYlBjJejTTS1TR",
+	"gCXEG+c1l89ls12M8b3jBd47FHmmAcmDfpZqUdvTqCAl6xlbwAdOdTS2EFUVKsf3m5BSw3z2Wd4uOpg3",
+	"6Who52rWx8c3qAKRAxTFJLTqHeZRefoAuzpSEMN6Ixa2sSckKRyDTXnjXYD0K6fvjRQ5hjyT9CE+3Fs2",
+	"vRMZLo6gdVow2dULhtliI0ULBbx3yauCYjfWU8cagiBWXkLAq5w0pg3q0GAQC7WLwcSiCAE8ogA3nG+s",
+	"9+w79rP800hdrxiRL9oGFmDtQym49/xbeAt832VJTjXKlBsimgQfKYh3ZbzZgxCWnXsnI6pkHveFoGRA",
+	"Ustwf/24aFWzZn/99gF8jljYAQbjhuiJQhpHQUU+Ul7Vp7Q+jBSZTE7Zi5PvWd6kKlZaW19HLY9ysFI5",
+	"MFgifFHysSjY9cptEqapuP1aywJppiENxuNCkAWwuCsEMMpTt+j7WhFLeyDFnlp/X6v9tPrn991zik1T",
+	"YvUpm0AU5pqe7JHVMfcoFLr9H6gNHxo68DjW6nB7va8VpLcSXzEzdjzu+7So1IlCDhgMZx2XWEL6UBM5",
+	"ffo7hg6+RoX68Isu+x2jduPcseGRb/Ro/Wx0hPE+e/7HXdXE3Y1aJy7UM3eWRAFWe105JliJAuw/LH/3",
+	"6/qNNMfUhzPFcIgxfHIhMRWUK6VriI8Ao/CJz+K9wiW7wi8hWwFTB6ANai9ElQHIMuvpyhvKIMoLiq33",
+	"sVmKGfPNQltJfnYRNOdzeBXrOD0Yb2u6wKzS/Xjc/Ymjcd/dGgpIpVCVKuiUEQIbVroiVUx+pTFMB5vx",
+	"nj9ugLaNcnqCgwOpNaxw7+z8XYBKNcK2D0mfDMGOQbmjV+6vGwHGyjbXe3Mk4M2Htyn5njpVJHj8j6Ah",
+	"NZX4vWgKkrKJQsYDHsii5KoJBEIYDJmq3vKwRiqPe3O/ZqqzBnWqXDWOiPbkQdp2+r0v3JlnjFs9l2MI",
+	"uHdzHyk0AGVkL8nQ9ksxPqaeiwF7L+BuMpH5C50X6NND/9hIkdFhwM6Kwv2EhQEI4G3IuGqh+3u0dLKj",
+	"AULFKTj21jFfMAmNt+GK6XPF52DngB22x3oyYVbrkrkJmsFI/UYOTI+35RaAVcJCnCDa+IKThY/HInSa",
+	"tHHRKj6s7833EoXXPqxcjt2d0eyTGT/07Gu+jDoWI84qPXxRXopxKVV6UfyzU0CCMVoFhyNmA+b+LObk",
+	"yg7hDlCf/3Puxcd3h50HJLwYptaJqRDkgbUYMF0DDN/9fa/JjaTCdVCKRekWcw2TKDJQIz/vQZjuRlZJ",
+	"NVJNPko/o6ilHNT31ZUHfc/B5KCCFaqUt76nAXuJPVPys4HUoRXLZTHcjaWUn2I8mS4xLc6wXl5BDc4m",
+	"NiODlNr18eStevIUpTETvLLXgltQrqLRKK0EMTk0yoVyZT4/y4e7cB/QPZVoGSbZqNTTpNwOH/si1f8E",
+	"SZ3/jGmVz5FRdroKQdJBR663oZUa4nYmtbv+I6hmY/WiBSv1r9SJrjzPyCSboYQEDAr4kD+AyVyJ+xEn",
+	"Cblx4O6z7vjeVx8XurI/4buHKRgfj1WxeVnuDPN96zEJEHUDrMfuevxHcbuMtboVlaEwLINzcRMwrOfk",
+	"2CuSYz0GcvgzlKykf1ag9/cfVKfwKFOfp0+kbFG/eScJivfBfzgTiFsFYrrFANOco+FqyGxVi5BWqbQ3",
+	"R8Vfk6EDfdKVKOLPJ7w0gu64qbwNlQFDVTCygRimxEeKHUQHDLSFbo6mA3DneG9PsOH7bAUytmGbPlMI",
+	"2gHtCWL1ogUALEkzUj7zz63CgJ3hajTv7bS8gdkOwDfaMTUYtOmRtL25Mz9tYo3A8e+TOWFG0Hf+7clz",
+	"X8AP0OC2291+RvSrh1BUXNP/srP9D7aznc/0WtDVEzSWbdrW3K99xuc6YiqxPcGfn2Jf/aGJYHj6OxH3",
+	"PXsCQqv7ugK+e7GPJ4CsOe3zegbhGU0R2Ac6sXFt30W5euxjmygtnD61lTC6vIWcPXjvn+Jw3jWRFyN4",
+	"/PXwxERBPM067Xl4AkT8nSySbRpGfP6HtY1hHwclnj+/5873sZOxnheBdEWVQPoD9h5qArhfeYP/v2GF",
+	"BOPjP8dl9Oix2yKKaDwNoTnkX5XGF2W5FjNJAkGrRO2epwfN4vdszz/XypsHQzqXmUHcihJtiRdvzGut",
+	"rYFgxiFrUnKc2Kusx8BBx5WPBoK0dkn4fbwJuPKhujivgsxn/tdQbwYzIiiQZ7At6SiE0YRMMbORKAYS",
+	"wvE3z09OTk5b/pwbIShqW8LLduWEcMjbWplG4T71eReODiB/3nRnM5GnwycygWWln8WiNOgWPjInJPC7",
+	"v02TCJmM2IFFe7zw8AsEqO64OENsMtE1LS18ExlPPTn9M8iwj89myB22JvdS/U3C0cKzlEEaJmCo+wBq",
+	"VGIxhHOjCAfGUnJpA6AT7KXgxb65JU8bSPQd3mcipC9NsTjefxDXc6LMQLB4mMzXtIO3wG6vlwg6pti1",
+	"J4niQQ1DIeJxa2T2ZXjrAXffd7ItNjuquxCHOA++xmC9Rw6ma4eCg+eNjxHfLkS17hc/d69B4DCsmSgp",
+	"NYTypv0Inhj0+fcoIvmJ2aiEEexyWQDXeRJdsYBygCdIV1jeIDZKGgzHHqnNeGyP09MAfa0HYp+mB/LE",
+	"REsqKJjdB2x3xhiDjIDpNeuVRqAyYC+A/mDJjONj38a/odkTb4WQPTzzlft0bVnevM0AvJe9eP59NAqI",
+	"s76i6s/5SEH89bPvonlAgqIX4RJiy9uFUP6EPpCu5pt3XaWDGJ7de1+7GM2/woa/Pk4XMm6BrQBS6bvL",
+	"/7Mlbjj73MDhcDye/t5AQO5Ox22dkwe+LXcRMMGZUtLPIwhNj0wMr0gvj/A3kS56F69//OnXd06zdVvv",
+	"QWSmla4XFMZx8frH/3j95g1K0RNdTYUFw/693Yp7xBF4stounbXo7ykkTX225fqQEXWZ7n6rpBWPdB28",
+	"htnuZbpLhDf8RsV2ycDx7vL//M+xld2jcLlaCAQdk4pWMjAYwClpQG0hK6ABLoUcJyfTuX/078Z4n2Iq",
+	"TzdsJCawec/uwulerVFCDNoz9rP8Uz9jvCgqYQzmZrnRjRQWYYnKbiErIUSiIeOEn42u1iXYqpZ8BQo3",
+	"pj0HEMhcqALqbkGfU20hEyPHHvKo2PFMlOjMJuQRaai8GmbgPjHNR1EuXEDG6adtTLyITucam0hBz4fy",
+	"M83ZDCRzkqiWM5dKzus5PNysCbu+MT/LspRGjDVAgWm0WDiioJRDbwCsBMYGK8FWwjaBgs9PspOTk34X",
+	"br5rrnPoc/4RR/r85OTkZMfIPzzCjY1U2nVvP2q22lev0Ea3OpEKhU0BW0GizYCcpJqyeuGIK3d/5myO",
+	"qqTRc/H13+iV8OWrvtiV/h6G8Eh3+oWb7SM7k78yle+rPnsXwm5I1VQ47Q7X97I7fPvXxbTiEOGhGY+k",
+	"CYS1DFszL/ronQIbiQeX5CCauMuXzwXLfx8BYx8dDUdH7v7Wo6NsRDfc6Gj4yycfxg3xsgspxpD55dPq",
+	"sc4FFF+jYFqEjKMCfVidDxLEnV4RMSLWu5bTY6EKyVUffVDed4Kx1O5DNPq2xig+SgtDdP8414XAQcbZ",
+	"5SCGuMeUqk9iCE4/HissoGuZQAQ+Wvp9pFp9IsOBXse6NKOj4Xk2Oqr00v3z/ad8wN4HeHmsIuGFEKxe",
+	"K1QRIsKdgNNgBwh5K4q+Gwag0/hyoezMl0AI4PdUY4B7kPFesvwX+z2U/8hYRE15f6R8fQUaSauGCVX2",
+	"SolHZ9by8ezLCkifGV/+DPnMWjr8UtrxDGv7srY0vqBqcf9iamtmEY3wkGGlsoRk8TXJDRVXuOXbPHWX",
+	"zVsPeZE2vXRdpeGNfwQ/3YXiCzPTWEGgrpTJfA6iyaLkwKzJD02gIj2sl86N6unvPgZozQKZqD/GfeQK",
+	"JFyRP9Fx26LiS8V6kKkcoLxABUWlN1QyyRDoNH9POWkXuFwDbPcdjQRq5Ly2G1hhFD+RG6sX7yHXbdh0",
+	"n7Me5q3kEESz9pVPjos/6J+i4wQjq/8aA67dCLFwPE9WTFeO37MznLSv6BgFVoER1F3MTrE2CO3i3oUy",
+	"OtgqxlNTLHZIOS2o7I5/F0vupK6W32jMl3X1oMEd0H7H6Wv2OQoN+6cKbfSr3NA57VQDjhxBnRMG3aEI",
+	"jl9yCx9t4+4BuBHLz/tkegobu0d2mA629rxwa6z17uBM10GC4QbAp6cTqu6d1FoAQEQJhBErpbGtouCI",
+	"BQao+03YpjdpPUMMrV4eIV6FpPy4tPQQv3c/Q1ILlJf2/JWEcqh4BR+RRB2jS7ldId0lC9XFwcyYo+aQ",
+	"n3oVgug6a5SHuC4uQLiwXy9/OP5jBiVvDJNqpLC0OOvlvk61Gw7cQpWY1iWHal6kMcFUei9OTkYqAtWC",
+	"wrhX7q2805zZLrd+KB2Fr985Igok9ahGUKynbjUtArUMS91QRKeNM5QFb8bWPZ5nj2zabG9OV4w+1kX/",
+	"Fyj1g8NqOfoiRQa5hZ4wjvyBNOXGSR5OYcyxw4/3JsG2GWq3HQhSaMEj0x5mCJnpRZVg1kOFQprtSMXe",
+	"fqrsFSKGtgcMDUPVlBCP3ODjZgwjfvEYm3ouoAg31nH0IZyAgOXnG8owkNDJDTh+1gOhmpg/jFLqidII",
+	"KrESAqprRRWkgVEyx8s8W22XMg3rNlINeJpjNGN/YYFXHCBW+LXRZW0Fc/drxjjLB4Ochb2loKPmQiF4",
+	"woZ7u+9CUcisQTnEu6NE11ht2QuYzNp3urZGFr5ybArzjQqptYAUR8r30dMVFQrh0TdGh/f7OOLvW123",
+	"URxDSdHwAhbGzKggA4IMimIwUi+pCykMFX1DhFUwJ1KVs9Pmjge3FVSyk8KsXfbgzEOfFxSgmOtK9Afs",
+	"AieG++pECpAuQP2ZG1HeCpO6Id9syB53vSIf5bpww95SBSpsqGMAuIj/uj8e/v5wu9I6Tl/+0phK+7SQ",
+	"k0nnvXFJPBeMoJUQCNo1X/AKpXPOjLfywOMlhYWg0W+krJgvdIUy8CLMWKpCfMQyHDUW74VfMlaJCdZW",
+	"M5abGZxTKFy0Ir6+gjM9YK+nCnLYGwnY13wcsBwQrACS1xAMprQj1ZNFxq4rrsazjFk+zVj+06uzl//9",
+	"S37q4XbxF/RiMDFf2BXNmarLQFk4QKCl8FBs2/Rbxg13YQJvfNHmjeJWQop5ZOgA5rzgdjwDrQDi6cg9",
+	"mFHVBG5H6gUg/vZyePMysDon0xOwFphQoPqz19/6LDLihyVpLtFoQwEjF3eUkvY5Igo9MVg0Z6GlU14C",
+	"gPG6FDFS4bql6xd0VwrvyDAGNlo+ooIoWBkq8PSwPjAsGX7THJVGX2JTaePGrNb9U5IqMDMToYQopgME",
+	"EretbK6dBATmuGDMCijaI9XMlHYvvoubh207VXv5wQNl9aXfi5JDng+uZNgY3AO71GhpexJ3jbQctoO2",
+	"cIgRLHSxNgVRCYdhMlI0AC+m0O9hMJlfvwxbotd9gxhBHUYuoz30Wfmsl1t9HsaZ+6hQXHKqk9AWDK3W",
+	"TJcgEtGEYNKtyZLw9u3Js9ZZqZWpFwvtqCfvKEz3o7QvHePa4Ihp4Hlp43EAmQdN0VFH/xREVqR/SkFM",
+	"qYt0kI46Ms+ff/vdZrJ5tmneiIYBReQ2Tlt8ej0P6xqTRYPaweaZLI09Ulcqa68UDLFFzOmBrvOWzgHr",
+	"y/sa8lusaCgNqWFVxDN6neJ781KnXYCsYsldfnHy/T7b/FqNy5pAShomv6XD8SxtI4E8hdDhtdal4OqB",
+	"TQ/+fHWKkJPJv2TGx/Gttq5rYkCBKWSshnqpN0Eakkh2xWPKkKWebvOf/ijtGz3dLyAAUmrS5+DbOOzw",
+	"WTvq8LFNczSlLbVOpDVO011+3dl0/wD0T2tIa4qmnAbqzd3ej0nqG3m97d3PpxhCDBn6CA4fBN2sVdMf",
+	"gY94iboPK/X4hoKASCdyysRURhUsr907gGBxFmuRaOphXK0iuXikpFkvsoH+gOYdwJ+PRGlvJLOzStfT",
+	"mZOK88FU2nzN5ATd2diQ4KRdMh1ljLtRo9dkpo0YKTeJQlYNsD1VG4F7G0QJXVsyKH2zpjT5wV1R1c8c",
+	"asQG0xIoA7q24hT/iTATgKU8rficAsV8IwF73Jf5VIgJCsFwjfI9L/rdUufDp2s3nTxEqvb/eHaCNgA0",
+	"25ICtACLL0mwsW7ZZTt1t+xjMR23252XqyOUtoXxH8E++UrZatVF3W4z/iVaPvxZeAkrf424Nm7Rt9gj",
+	"HX+fQHyfdxBg6WRRTvoPdQ62Qydc+Jf2EiotNzcQ09CJF7dTmwNN0w+NzB8GebG7QirAlAKvlZ7P+bER",
+	"bliUmiU+LkpACiVNLjVEaKg1QmnF3ByA7SEcUdA8eFVxgFgxdlW6Hya6mnc66PeVuZ/vFLk7OljwqbjU",
+	"N0J1bcG3z54nUfoeGhOlCxTjjLkhuxPht/xRWNJ9eBj8gNvKR+YmJBXUdu9GsHHnZAdkCbzxkOFb3Nx0",
+	"QpW4zgdfamEtlvxvq3RRJDOsDPC9ZCIQlkx3U3ioJCBubr5MoXiYVHeV+H+Eo4NDZRx2ObWt4XiE0uGd",
+	"AY5+ix/whHQGOMLo/0ECHDtW+nNxcsCAurEhvy6Khz9276Dvx06820IHNcy6iOnh68pRuXMsloJKQTBB",
+	"KNoHGBMG5bHk+XXfi3FdSbsCqroWvBLVWe3Ejz9/cBSEyW9Ic3VVHg2PZtYuhk+fPnv+h8HJ4GTwbPiH",
+	"P/zhD0Bt1PzvQXxbGStQwopkThP/AEFPrV+8Yaj1Y7iS4xdv1z9tJO24y5CK+eHT/x8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

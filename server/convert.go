@@ -56,7 +56,7 @@ func agentOf(p agents.Profile) AgentProfile {
 	out := AgentProfile{Id: p.ID, DisplayName: p.DisplayName, Source: AgentProfileSource(p.Source),
 		Command: ptrIf(p.Command), Available: p.Available, UnavailableReason: ptrIf(p.UnavailableReason),
 		NativeSessionResume: p.NativeSessionResume, HistoryContextInjection: p.HistoryContextInjection,
-		ProbedAt: p.ProbedAt, AuthMethod: ptrIf(p.AuthMethod)}
+		ProbedAt: p.ProbedAt, AuthMethod: ptrIf(p.AuthMethod), Sandbox: policyOut(p.Sandbox)}
 	if c := p.Capabilities; c != nil {
 		caps := AgentCapabilities{LoadSession: c.LoadSession, Resume: c.Resume,
 			ProtocolVersion: ptrIf(c.ProtocolVersion), AgentName: ptrIf(c.AgentName), AgentVersion: ptrIf(c.AgentVersion)}
@@ -122,7 +122,8 @@ func authMethodOf(m acp.AuthMethod, command string) AuthMethod {
 func sessionOf(s session.Session, ex session.Executor) Session {
 	out := Session{Id: s.ID, TaskId: s.TaskID, AgentProfileId: s.AgentProfileID, Cwd: s.Cwd,
 		Title: ptrIf(s.Title), State: SessionState(s.State), EventEpoch: s.EventEpoch,
-		ContextLost: ptrIf(s.ContextLost), AutoContinue: ptrIf(s.AutoContinue), CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, ClosedAt: s.ClosedAt}
+		ContextLost: ptrIf(s.ContextLost), AutoContinue: ptrIf(s.AutoContinue), Sandbox: storedPolicyOut(s.Sandbox),
+		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, ClosedAt: s.ClosedAt}
 	if ex.SessionID != "" {
 		out.Executor = &Executor{Runtime: ExecutorRuntime(ex.Runtime), Status: ExecutorStatus(ex.Status), Host: ptrIf(ex.Host),
 			Pid: ptrIf(ex.PID), AgentExecutionId: ptrIf(ex.AgentExecutionID), ResumeToken: ptrIf(ex.ResumeToken),

@@ -150,7 +150,7 @@ func TestCreateRefusedWhileTheAgentAsksForCredentials(t *testing.T) {
 func TestCredentialsSetOutsideTetherdAreNeverRefused(t *testing.T) {
 	login := filepath.Join(t.TempDir(), "login")
 	hint := "run `touch " + login + "` once in a terminal to log in"
-	p := agentProfile{id: "login", stateDir: t.TempDir(), flags: []string{"--auth-file", login}}
+	p := agentProfile{id: "login", stateDir: t.TempDir(), flags: []string{"--auth-file", login}, readable: []string{filepath.Dir(login)}}
 	d := startDaemon(t, daemonOptions{leakCheck: true, agentsYAML: profilesYAML(t, p)})
 
 	r := d.createRaw("login", "")

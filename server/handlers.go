@@ -117,7 +117,7 @@ func (h *handlers) CreateSession(ctx context.Context, req CreateSessionRequestOb
 	b := req.Body
 	in := sessions.CreateInput{AgentProfileID: b.AgentProfileId, Cwd: b.Cwd,
 		TaskID: deref(b.TaskId), Title: deref(b.Title), PromptID: deref(b.PromptId), Executor: deref(b.Executor), Worktree: deref(b.Worktree),
-		AutoContinue: b.AutoContinue}
+		AutoContinue: b.AutoContinue, Sandbox: policyIn(b.Sandbox)}
 	if b.InitialPrompt != nil {
 		raw, err := promptJSON(*b.InitialPrompt)
 		if err != nil {

@@ -56,6 +56,7 @@ var statusOf = map[errcode.Code]int{
 	errcode.AgentProfileNotFound:        http.StatusNotFound,
 	errcode.MethodNotAllowed:            http.StatusMethodNotAllowed,
 	errcode.AgentUnavailable:            http.StatusConflict,
+	errcode.SandboxUnavailable:          http.StatusConflict,
 	// The profile lacks what its agent needs (POST /session refuses,
 	// POST /resume fails): like an unavailable agent, the user acts first
 	// (sets a key in the profile, logs the agent in), then retries.

@@ -69,7 +69,8 @@ func sessionStatusOf(st sessions.Status) SessionStatus {
 		IsAgentRunning: st.IsAgentRunning, IsResumable: st.IsResumable, NeedsResume: st.NeedsResume,
 		ResumeReason: st.ResumeReason, ExecutorStatus: ExecutorStatus(ex.Status), Runtime: SessionStatusRuntime(ex.Runtime),
 		AgentExecutionId: ptrIf(ex.AgentExecutionID), WorktreePath: ptrIf(ex.WorktreePath), WorktreeBranch: ptrIf(ex.WorktreeBranch),
-		ErrorMessage: ptrIf(ex.ErrorMessage), ContextLost: s.ContextLost, HistoryContextInjection: ptrIf(st.HistoryInjection)}
+		ErrorMessage: ptrIf(ex.ErrorMessage), ContextLost: s.ContextLost, HistoryContextInjection: ptrIf(st.HistoryInjection),
+		Sandbox: sandboxViewOut(st.Sandbox)}
 	if out.ErrorMessage == nil && st.LastError != "" {
 		out.ErrorMessage = &st.LastError
 	}

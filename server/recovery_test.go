@@ -37,6 +37,9 @@ type agentProfile struct {
 	authMethod string
 	// env is the profile's env.
 	env map[string]string
+	// readable are more directories its sandbox shows (read-only) besides
+	// its state dir, which it may write.
+	readable []string
 }
 
 // profilesYAML renders agents.yaml for the demo agent profiles. Each
@@ -55,6 +58,9 @@ func profilesYAML(t *testing.T, profiles ...agentProfile) string {
 		}
 		cmd, _ := json.Marshal(bin)
 		fmt.Fprintf(&b, "  - id: %s\n    command: %s\n    args: %s\n", p.id, cmd, args)
+		// Sandboxed as a user's profile is: its state dir its own.
+		sb, _ := json.Marshal(map[string][]string{"writable": {p.stateDir}, "readable": append([]string{}, p.readable...)})
+		fmt.Fprintf(&b, "    sandbox: %s\n", sb)
 		if p.noInject {
 			b.WriteString("    historyContextInjection: false\n")
 		}

@@ -23,6 +23,9 @@ const (
 	PermissionNotFound   Code = "permission_not_found"
 	AgentProfileNotFound Code = "agent_profile_not_found"
 	AgentUnavailable     Code = "agent_unavailable"
+	// SandboxUnavailable: the agent's sandbox is required (mode required)
+	// but bubblewrap does not work where it would run.
+	SandboxUnavailable   Code = "sandbox_unavailable"
 	InvalidCwd           Code = "invalid_cwd"
 	CwdRefused           Code = "cwd_refused"
 	InvalidState         Code = "invalid_state"

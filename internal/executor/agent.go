@@ -98,6 +98,7 @@ type Agent struct {
 	toldWhy string
 	caps    acp.Capabilities
 	pid     int
+	sandbox hostproto.Sandbox
 	options acp.SessionOptions
 	exit    acp.Exit
 	lost    bool
@@ -158,6 +159,24 @@ func (a *Agent) PID() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.pid
+}
+
+// Sandboxed reports whether the agent runs in its sandbox on the host.
+func (a *Agent) Sandboxed() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.sandbox.State == "on"
+}
+
+// SandboxReason says why the agent runs without a sandbox: the host's
+// reason, or that the host predates sandboxes.
+func (a *Agent) SandboxReason() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.sandbox.State == "" {
+		return "the executor host is older than sandboxes (issue 31)"
+	}
+	return a.sandbox.Reason
 }
 
 // Gone closes when the Host forgets the agent: it is done with the host
@@ -394,10 +413,10 @@ func (a *Agent) quit() {
 	a.quitOnce.Do(func() { close(a.quitCh) })
 }
 
-func (a *Agent) setStarted(caps acp.Capabilities, pid int, opts hostproto.SessionOptions) {
+func (a *Agent) setStarted(caps acp.Capabilities, pid int, sb hostproto.Sandbox, opts hostproto.SessionOptions) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.caps, a.pid = caps, pid
+	a.caps, a.pid, a.sandbox = caps, pid, sb
 	if len(opts.Modes) > 0 || len(opts.ConfigOptions) > 0 {
 		a.options = opts.ACP()
 	}

@@ -182,7 +182,7 @@ func (h *Host) resultLocked(c *call, res hostproto.CommandResult) func() {
 		if derr := decodeResult(res.Result, &r); derr != nil {
 			h.log.Error("start result", "session", a.sessionID, "err", derr)
 		}
-		a.setStarted(r.Capabilities.ACP(), r.PID, hostproto.SessionOptions{})
+		a.setStarted(r.Capabilities.ACP(), r.PID, r.Sandbox, hostproto.SessionOptions{})
 		a.established = true
 		if c.abandoned {
 			a.endLocked(acp.Exit{Code: -1, Stderr: "tetherd: the start was abandoned"}, false, errAbandoned)
@@ -251,7 +251,7 @@ func (h *Host) attachResultLocked(c *call, res hostproto.CommandResult) func() {
 	if err := decodeResult(res.Result, &r); err != nil {
 		h.log.Error("attach result", "session", a.sessionID, "err", err)
 	}
-	a.setStarted(r.Capabilities.ACP(), r.PID, r.Options)
+	a.setStarted(r.Capabilities.ACP(), r.PID, r.Sandbox, r.Options)
 	a.setHeld(r.Pending)
 	a.mu.Lock()
 	a.endedOnHost = r.Exited

@@ -11,6 +11,7 @@ import (
 	"github.com/tether/tether/internal/agents"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/hostproto"
+	"github.com/tether/tether/internal/sandbox"
 )
 
 // handler is the acp.Handler of one session's agent: everything the agent
@@ -102,6 +103,11 @@ func (h *Host) startAgent(s *session, p hostproto.StartPayload) (*acp.Conn, erro
 		spec.Args = append(spec.Args, profile.ExpandResumeArgs(p.ResumeToken)...)
 	}
 	spec.Dir = p.Cwd
+	own, err := sandbox.Decode(p.Sandbox)
+	if err != nil {
+		return nil, errcode.Wrap(errcode.InvalidRequest, err, "the session's sandbox policy")
+	}
+	spec.Sandbox.Policy = own.Merge(spec.Sandbox.Policy)
 	opts := acp.Options{Spec: spec, Files: h.cfg.Files, Handler: handler{s}, InitTimeout: h.cfg.InitTimeout,
 		StopGrace: h.cfg.StopGrace, UpdateWindow: acp.DefaultUpdateWindow, Logger: s.log,
 		OnSpawn: func(pid int) { s.updateMeta(func(m *meta) { m.PID = pid }) }}
@@ -132,6 +138,14 @@ func (h *Host) startAgent(s *session, p hostproto.StartPayload) (*acp.Conn, erro
 		s.watchExit(conn)
 	}()
 	return conn, nil
+}
+
+// sandboxOf is what the host reports of conn's sandbox.
+func sandboxOf(conn *acp.Conn) hostproto.Sandbox {
+	if conn.Sandboxed() {
+		return hostproto.Sandbox{State: "on"}
+	}
+	return hostproto.Sandbox{State: "off", Reason: conn.SandboxReason()}
 }
 
 // watchExit appends the agent's exit record, the session's last, once the

@@ -281,8 +281,10 @@ func (h *Host) start(cmd *hostproto.Command) hostproto.CommandResult {
 		h.discard(s)
 		return fail(cmd.ID, err)
 	}
-	s.log.Info("host: agent started", "profile", p.ProfileID, "pid", conn.PID())
-	return ok(cmd.ID, hostproto.StartResult{Capabilities: hostproto.FromCapabilities(conn.Capabilities()), PID: conn.PID()})
+	sb := sandboxOf(conn)
+	s.updateMeta(func(m *meta) { m.Sandbox = sb })
+	s.log.Info("host: agent started", "profile", p.ProfileID, "pid", conn.PID(), "sandbox", sb.State, "sandboxReason", sb.Reason)
+	return ok(cmd.ID, hostproto.StartResult{Capabilities: hostproto.FromCapabilities(conn.Capabilities()), PID: conn.PID(), Sandbox: sb})
 }
 
 // attach answers CommandAttach: what the host knows of the session's
@@ -339,7 +341,7 @@ func (h *Host) attach(l *link, cmd *hostproto.Command) {
 	}
 	r := hostproto.AttachResult{Pending: s.pendingList(), NextOffset: next}
 	s.mu.Lock()
-	r.PID, r.Exited = s.meta.PID, s.exited
+	r.PID, r.Exited, r.Sandbox = s.meta.PID, s.exited, s.meta.Sandbox
 	if s.agent != nil {
 		r.Capabilities = hostproto.FromCapabilities(s.agent.Capabilities())
 		r.Options = hostproto.FromSessionOptions(s.agent.SessionOptions())

@@ -24,12 +24,14 @@ const metaFile = "meta.json"
 // outbox: enough for status after a host restart, and the generation
 // that fences older owners.
 type meta struct {
-	SessionID    string    `json:"sessionId"`
-	ProfileID    string    `json:"profileId"`
-	Cwd          string    `json:"cwd"`
-	AcpSessionID string    `json:"acpSessionId,omitempty"`
-	PID          int       `json:"pid,omitempty"`
-	StartedAt    time.Time `json:"startedAt"`
+	SessionID    string `json:"sessionId"`
+	ProfileID    string `json:"profileId"`
+	Cwd          string `json:"cwd"`
+	AcpSessionID string `json:"acpSessionId,omitempty"`
+	PID          int    `json:"pid,omitempty"`
+	// Sandbox is whether the agent runs in its sandbox, and why not.
+	Sandbox   hostproto.Sandbox `json:"sandbox"`
+	StartedAt time.Time         `json:"startedAt"`
 	// Generation is the newest fencing token a command for the session
 	// carried (route.go); kept so that a restarted host still refuses
 	// the older ones.

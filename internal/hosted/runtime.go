@@ -29,7 +29,8 @@ var (
 // it from its own agent config, never from a command line of ours.
 func (r hostRuntime) Start(ctx context.Context, req sessions.StartRequest) (sessions.Agent, error) {
 	p := hostproto.StartPayload{ProfileID: req.ProfileID, ResumeToken: req.ResumeToken, Cwd: req.Spec.Dir,
-		FS: req.Root != "", InitTimeoutMS: req.InitTimeout.Milliseconds(), StopGraceMS: req.StopGrace.Milliseconds()}
+		FS: req.Root != "", InitTimeoutMS: req.InitTimeout.Milliseconds(), StopGraceMS: req.StopGrace.Milliseconds(),
+		Sandbox: req.Sandbox.Encode()}
 	a, err := r.h.Start(ctx, req.SessionID, p, req.Handler)
 	if err != nil {
 		return nil, err // never a typed nil *executor.Agent in the interface

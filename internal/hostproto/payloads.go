@@ -29,6 +29,18 @@ type StartPayload struct {
 	// waits for the agent before killing it. Zero takes the host's default.
 	InitTimeoutMS int64 `json:"initTimeoutMs,omitempty"`
 	StopGraceMS   int64 `json:"stopGraceMs,omitempty"`
+	// Sandbox is the session's own sandbox policy (internal/sandbox's
+	// Policy as JSON), which the host lays over its profile's; absent for
+	// none. A host before issue 31 ignores it.
+	Sandbox json.RawMessage `json:"sandbox,omitempty"`
+}
+
+// Sandbox is what StartResult and AttachResult say of the agent's
+// sandbox: State "on" or "off" (and Reason why not); "" from a host
+// before issue 31.
+type Sandbox struct {
+	State  string `json:"sandbox,omitempty"`
+	Reason string `json:"sandboxReason,omitempty"`
 }
 
 // StartResult answers CommandStart. The session's record stream starts at
@@ -36,6 +48,7 @@ type StartPayload struct {
 type StartResult struct {
 	Capabilities Capabilities `json:"capabilities"`
 	PID          int          `json:"pid"`
+	Sandbox
 }
 
 // AttachPayload is CommandAttach's payload: the daemon (after a restart or
@@ -51,9 +64,10 @@ type AttachPayload struct {
 // while no daemon listened is reported by its exit record in the stream,
 // not here.
 type AttachResult struct {
-	Capabilities Capabilities   `json:"capabilities"`
-	PID          int            `json:"pid"`
-	Options      SessionOptions `json:"options"`
+	Capabilities Capabilities `json:"capabilities"`
+	PID          int          `json:"pid"`
+	Sandbox
+	Options SessionOptions `json:"options"`
 	// Pending are the agent's permission requests still waiting for an
 	// answer, oldest first.
 	Pending []PermissionRequest `json:"pending,omitempty"`

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tether/tether/internal/errcode"
 )
 
 // BwrapEnv names the variable that picks the bubblewrap executable
@@ -52,27 +54,46 @@ func (l *Launch) Close() {
 	}
 }
 
-var probe struct {
-	once sync.Once
+// probes are the checks made, by the bubblewrap they named (BwrapEnv):
+// each is made once per process.
+var probes struct {
+	mu   sync.Mutex
+	done map[string]probe
+}
+
+type probe struct {
 	path string
 	err  error
 }
 
-// Available reports whether bubblewrap works here with everything a
-// sandbox uses (PID, IPC and network namespaces, procfs, a dropped
-// capability set): nil, or why not. Checked once per process.
-func Available() error {
-	probe.once.Do(func() {
-		probe.path, probe.err = check()
-	})
-	return probe.err
+// bwrap is the bubblewrap this process uses, and whether it works.
+func bwrap() (string, error) {
+	name := os.Getenv(BwrapEnv)
+	if name == "" {
+		name = "bwrap"
+	}
+	probes.mu.Lock()
+	defer probes.mu.Unlock()
+	p, ok := probes.done[name]
+	if !ok {
+		p.path, p.err = check(name)
+		if probes.done == nil {
+			probes.done = map[string]probe{}
+		}
+		probes.done[name] = p
+	}
+	return p.path, p.err
 }
 
-func check() (string, error) {
-	path := os.Getenv(BwrapEnv)
-	if path == "" {
-		path = "bwrap"
-	}
+// Available reports whether bubblewrap works here with everything a
+// sandbox uses (PID, IPC and network namespaces, procfs, a dropped
+// capability set): nil, or why not.
+func Available() error {
+	_, err := bwrap()
+	return err
+}
+
+func check(path string) (string, error) {
 	resolved, err := exec.LookPath(path)
 	if err != nil {
 		return "", fmt.Errorf("bubblewrap (%s) not found: install it (Debian: apt-get install bubblewrap): %w", path, err)
@@ -93,7 +114,7 @@ func check() (string, error) {
 // Prepare decides how to start command (with args, in dir, with env) under
 // s: inside the sandbox, or, for mode off or an auto policy on a machine
 // without a working bubblewrap, as is. A required policy that cannot be
-// met is an *UnavailableError. ownHome says the profile set HOME itself
+// met is an errcode.SandboxUnavailable error (Unavailable). ownHome says the profile set HOME itself
 // (a directory for the agent alone), which then stays writable.
 func Prepare(s Spec, command string, args []string, dir string, env []string, ownHome bool) (*Launch, error) {
 	p := s.Policy.Defaults()
@@ -102,9 +123,10 @@ func Prepare(s Spec, command string, args []string, dir string, env []string, ow
 		plain.Reason = "sandbox mode off"
 		return plain, nil
 	}
-	if err := Available(); err != nil {
+	bin, err := bwrap()
+	if err != nil {
 		if p.Mode == ModeRequired {
-			return nil, &UnavailableError{Err: err}
+			return nil, Unavailable(err)
 		}
 		plain.Reason = err.Error()
 		return plain, nil
@@ -158,19 +180,16 @@ func Prepare(s Spec, command string, args []string, dir string, env []string, ow
 		inner = append([]string{s.Self, ForwarderCommand, "--socket", insideSocketDir + "/" + socketName,
 			"--ports", joinPorts(p.Ports), "--"}, inner...)
 	}
-	l.Path = probe.path
+	l.Path = bin
 	l.Args = append(b.args(dir), inner...)
 	return l, nil
 }
 
-// UnavailableError is a required sandbox that cannot be made here.
-type UnavailableError struct{ Err error }
-
-func (e *UnavailableError) Error() string {
-	return "the agent's sandbox is required but cannot be made: " + e.Err.Error()
+// Unavailable is the error of a required sandbox that cannot be made
+// here, why being Available's answer.
+func Unavailable(why error) error {
+	return errcode.Wrap(errcode.SandboxUnavailable, why, "the agent's sandbox is required (sandbox mode required) but cannot be made here: %v", why)
 }
-
-func (e *UnavailableError) Unwrap() error { return e.Err }
 
 // op is one mount of the sandbox's file system view.
 type op struct {

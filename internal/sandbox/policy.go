@@ -10,6 +10,7 @@
 package sandbox
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -43,20 +44,44 @@ const (
 
 // Policy is what a profile (agents.yaml `sandbox`) or a session (POST
 // /session `sandbox`) asks for. A zero field means "not said": Merge fills
-// it from the layer below, Defaults from the built-in defaults.
+// it from the layer below, Defaults from the built-in defaults. Its JSON
+// (a session's stored policy, the host protocol) keeps a nil list (null)
+// apart from an empty one ([]).
 type Policy struct {
-	Mode    string
-	Network string
+	Mode    string `json:"mode,omitempty"`
+	Network string `json:"network,omitempty"`
 	// Writable are directories (or files) the agent may write besides the
 	// session's directory: its own state (~/.claude, ~/.qwen). Nil: the
 	// defaults of a known agent (StateDirs); empty but not nil: none.
-	Writable []string
+	Writable []string `json:"writable"`
 	// Readable are directories (or files) it may read besides the system
 	// and its own installation.
-	Readable []string
+	Readable []string `json:"readable"`
 	// Ports are the host's loopback TCP ports reachable under
 	// NetworkLoopback.
-	Ports []int
+	Ports []int `json:"ports"`
+}
+
+// Decode reads a policy stored by Encode; nil or null is the zero policy.
+func Decode(raw []byte) (Policy, error) {
+	var p Policy
+	if len(raw) == 0 {
+		return p, nil
+	}
+	err := json.Unmarshal(raw, &p)
+	return p, err
+}
+
+// Encode is p's stored form; nil for a policy that says nothing.
+func (p Policy) Encode() []byte {
+	if p.IsZero() {
+		return nil
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		panic(err) // plain values only
+	}
+	return b
 }
 
 // Merge returns p with every field it leaves unsaid taken from under.

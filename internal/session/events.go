@@ -96,6 +96,8 @@ type SessionCreatedData struct {
 	Runtime  Runtime           `json:"runtime,omitempty"`
 	Host     string            `json:"host,omitempty"`
 	Worktree *ExecutorWorktree `json:"worktree,omitempty"`
+	// Sandbox is the session's own sandbox policy (Session.Sandbox).
+	Sandbox json.RawMessage `json:"sandbox,omitempty"`
 }
 
 // EventType is session.created.
@@ -104,7 +106,7 @@ func (*SessionCreatedData) EventType() string { return "session.created" }
 // evolve folds SessionCreatedData into s (State.Evolve).
 func (p *SessionCreatedData) evolve(s *State, e Event) error {
 	s.Session = Session{ID: p.SessionID, TaskID: p.TaskID, AgentProfileID: p.AgentProfileID, Cwd: p.Cwd,
-		State: p.State, Title: p.Title, EventEpoch: p.EventEpoch, CreatedAt: e.At, UpdatedAt: e.At}
+		State: p.State, Title: p.Title, EventEpoch: p.EventEpoch, Sandbox: p.Sandbox, CreatedAt: e.At, UpdatedAt: e.At}
 	x := &ExecutorStatusData{EventCommon: p.EventCommon, Status: ExecutorStopped, Runtime: p.Runtime, Host: p.Host, Worktree: p.Worktree}
 	s.Executor = x.Executor()
 	s.Executor.UpdatedAt = e.At
@@ -150,6 +152,8 @@ type ExecutorStatusData struct {
 	LastSeenAt            *time.Time        `json:"lastSeenAt,omitempty"`
 	ErrorProfile          string            `json:"errorProfile,omitempty"`
 	Worktree              *ExecutorWorktree `json:"worktree,omitempty"`
+	Sandbox               string            `json:"sandbox,omitempty"`
+	SandboxReason         string            `json:"sandboxReason,omitempty"`
 }
 
 // ExecutorWorktree is the session's git worktree as session.executor_status
@@ -169,7 +173,8 @@ func ExecutorStatusOf(e Executor) *ExecutorStatusData {
 	p := &ExecutorStatusData{Status: e.Status, Runtime: e.Runtime, Host: e.Host, PID: e.PID, Error: e.ErrorMessage,
 		ErrorCode: e.ShownErrorCode(), ExitCode: e.ExitCode, ExitSignal: e.ExitSignal, AgentExecutionID: e.AgentExecutionID,
 		ResumeToken: e.ResumeToken, SupportsSessionResume: e.SupportsSessionResume, SupportsLoad: e.SupportsLoad,
-		SupportsWorkspaceOnly: e.SupportsWorkspaceOnly, LastSeenAt: e.LastSeenAt, ErrorProfile: e.ErrorProfile}
+		SupportsWorkspaceOnly: e.SupportsWorkspaceOnly, LastSeenAt: e.LastSeenAt, ErrorProfile: e.ErrorProfile,
+		Sandbox: e.Sandbox, SandboxReason: e.SandboxReason}
 	if e.WorktreeState != "" {
 		p.Worktree = &ExecutorWorktree{Repository: e.WorktreeRepo, Path: e.WorktreePath, Branch: e.WorktreeBranch, State: e.WorktreeState}
 	}
@@ -183,7 +188,7 @@ func (p *ExecutorStatusData) Executor() Executor {
 	e := Executor{SessionID: p.SessionID, Runtime: p.Runtime, Status: p.Status, AgentExecutionID: p.AgentExecutionID, PID: p.PID,
 		Host: p.Host, ResumeToken: p.ResumeToken, SupportsSessionResume: p.SupportsSessionResume, SupportsLoad: p.SupportsLoad,
 		SupportsWorkspaceOnly: p.SupportsWorkspaceOnly, LastSeenAt: p.LastSeenAt, ErrorMessage: p.Error, ErrorCode: p.ErrorCode,
-		ErrorProfile: p.ErrorProfile, ExitCode: p.ExitCode, ExitSignal: p.ExitSignal}
+		ErrorProfile: p.ErrorProfile, ExitCode: p.ExitCode, ExitSignal: p.ExitSignal, Sandbox: p.Sandbox, SandboxReason: p.SandboxReason}
 	if w := p.Worktree; w != nil {
 		e.WorktreeRepo, e.WorktreePath, e.WorktreeBranch, e.WorktreeState = w.Repository, w.Path, w.Branch, w.State
 	}

@@ -174,9 +174,12 @@ type Session struct {
 	// AutoContinue: after an interruption that was not the user's doing,
 	// the turn is continued once by itself (sessions/autocontinue.go).
 	AutoContinue bool
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
-	ClosedAt     *time.Time
+	// Sandbox is the session's own sandbox policy (JSON, as
+	// internal/sandbox's Policy), nil for the profile's.
+	Sandbox   json.RawMessage
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	ClosedAt  *time.Time
 }
 
 // Executor is the executors_running row of a session: one per session,
@@ -226,6 +229,10 @@ type Executor struct {
 	// WorktreeRemoved, "" for a session without a worktree.
 	WorktreeRepo  string
 	WorktreeState WorktreeState
+	// Sandbox says whether the agent of the last start runs in its
+	// sandbox ("on", "off"; "" before any start); SandboxReason why not.
+	Sandbox       string
+	SandboxReason string
 	LastSeenAt    *time.Time
 	ErrorMessage  string
 	// ErrorCode is the stable code of the failure behind status error

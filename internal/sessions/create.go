@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/sandbox"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/workspace"
@@ -32,6 +33,9 @@ type CreateInput struct {
 	// AutoContinue opts the session in to safe automatic continuation;
 	// nil takes the profile's autoContinue.
 	AutoContinue *bool
+	// Sandbox is the session's own sandbox policy, laid field by field
+	// over the profile's (the zero policy: the profile's).
+	Sandbox sandbox.Policy
 }
 
 // Create validates the request, then persists the session, its task when
@@ -51,6 +55,9 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (_ session.Session
 	}
 	runtime, host, err := m.cfg.Executors.Choose(in.Executor, profile.Executor)
 	if err != nil {
+		return session.Session{}, err
+	}
+	if err := checkSandbox(in.Sandbox, profile, runtime); err != nil {
 		return session.Session{}, err
 	}
 	var initial session.Turn
@@ -105,7 +112,7 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (_ session.Session
 			Title: in.Title, State: session.SessionCreated, EventEpoch: store.NewEpoch(),
 			// The profile's MCP servers, kept with the session: every load
 			// and resume resends what the session was created with.
-			MCPServers: profile.MCPServers, AutoContinue: profile.AutoContinue},
+			MCPServers: profile.MCPServers, AutoContinue: profile.AutoContinue, Sandbox: in.Sandbox.Encode()},
 		Executor: session.Executor{Runtime: runtime, Host: host, Status: session.ExecutorStopped},
 	}
 	if in.AutoContinue != nil {

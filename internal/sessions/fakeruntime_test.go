@@ -165,6 +165,10 @@ func (a *fakeAgent) PendingPermissions() []string { return nil }
 func (a *fakeAgent) EndedOnHost() bool            { return false }
 func (a *fakeAgent) Gone() <-chan struct{}        { return nil }
 
+// A fake agent is no process: it runs in no sandbox, and says so.
+func (a *fakeAgent) Sandboxed() bool       { return false }
+func (a *fakeAgent) SandboxReason() string { return "a fake agent in a test" }
+
 // PromptNotify hands the prompt to the test and waits for its answer; an
 // agent that ends first answers as a dead connection does.
 func (a *fakeAgent) PromptNotify(ctx context.Context, sessionID string, prompt json.RawMessage, sent func()) (string, error) {

@@ -242,6 +242,7 @@ func (a *actor) onAttached(gen int, conn Agent, pending []session.Permission, er
 		now := time.Now().UTC()
 		a.exec.Status = session.ExecutorReady
 		a.exec.PID = conn.PID()
+		a.exec.Sandbox, a.exec.SandboxReason = sandboxState(conn)
 		a.exec.LastSeenAt = &now
 		a.exec.ErrorMessage, a.exec.ErrorCode = "", ""
 		a.saveExecutor()

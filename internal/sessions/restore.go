@@ -99,6 +99,8 @@ func (a *actor) startAgent(e effStartAgent) {
 		p.spec.Args = append(append([]string(nil), p.spec.Args...), profile.ExpandResumeArgs(p.token)...)
 	}
 	p.spec.Dir = a.sess.Cwd
+	own := sessionSandbox(a.sess)
+	p.spec.Sandbox.Policy = own.Merge(p.spec.Sandbox.Policy)
 	if a.exec.WorktreeState == session.WorktreeActive {
 		ex := a.exec
 		p.worktree = &ex
@@ -120,7 +122,7 @@ func (a *actor) startAgent(e effStartAgent) {
 		}
 	}
 	a.lateCandidate = "" // the host replaces what it held of the session
-	p.req = StartRequest{SessionID: a.id, ProfileID: a.sess.AgentProfileID, ResumeToken: p.token, Spec: p.spec, Root: a.sess.Cwd, Files: a.m.cfg.Files, Handler: &agentHandler{a: a, gen: p.gen}, StopGrace: a.m.cfg.StopGrace,
+	p.req = StartRequest{SessionID: a.id, ProfileID: a.sess.AgentProfileID, ResumeToken: p.token, Spec: p.spec, Sandbox: own, Root: a.sess.Cwd, Files: a.m.cfg.Files, Handler: &agentHandler{a: a, gen: p.gen}, StopGrace: a.m.cfg.StopGrace,
 		InitTimeout: a.m.cfg.StartTimeout, UpdateWindow: a.m.cfg.UpdateWindow, Logger: a.log}
 	if a.m.cfg.Outgoing != nil {
 		p.req.Outgoing = a.m.cfg.Outgoing(a.id)
@@ -269,7 +271,7 @@ func (m *Manager) open(ctx context.Context, conn Agent, p startPlan, call restor
 // methods, for the problem body. conn is nil when the handshake itself
 // failed (authenticate included); command is the agent's, for the hints.
 func agentFailure(err error, conn Agent, command string, format string, args ...any) *errcode.Error {
-	if code := errcode.CodeOf(err); code == errcode.ExecutorUnavailable || code == errcode.ExecutorLost {
+	if code := errcode.CodeOf(err); code == errcode.ExecutorUnavailable || code == errcode.ExecutorLost || code == errcode.SandboxUnavailable {
 		// The executor host failed, not the agent: the session's error
 		// code says so (the message, why the host could not be reached).
 		return errcode.Wrap(code, err, format, args...)
@@ -334,6 +336,7 @@ func (a *actor) adoptAgent(p startPlan, out startOutcome) {
 	now := time.Now().UTC()
 	a.exec.Status = session.ExecutorReady
 	a.exec.PID = conn.PID()
+	a.exec.Sandbox, a.exec.SandboxReason = sandboxState(conn)
 	a.exec.AgentExecutionID = p.execID
 	a.exec.ResumeToken = out.acpID
 	a.exec.SupportsLoad = caps.LoadSession

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/sandbox"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/workspace"
 )
@@ -41,6 +42,10 @@ type StartRequest struct {
 	ProfileID   string
 	ResumeToken string
 	Spec        acp.Spec
+	// Sandbox is the session's own sandbox policy: Spec.Sandbox has it
+	// laid over the daemon's profile; a runtime that resolves profiles
+	// itself lays it over its own.
+	Sandbox sandbox.Policy
 	// Root confines the agent's fs/* requests to the session's directory;
 	// empty disables the fs capability.
 	Root string
@@ -109,6 +114,10 @@ type Agent interface {
 	// PID is the agent's process id where the daemon can see one, else 0
 	// (an agent on a remote host has none the daemon could use).
 	PID() int
+	// Sandboxed reports whether the agent runs in its sandbox
+	// (internal/sandbox); SandboxReason says why not.
+	Sandboxed() bool
+	SandboxReason() string
 
 	// What only an agent on an executor host knows; an agent the daemon
 	// runs itself answers the zero value (Standalone's adapter).

@@ -44,6 +44,9 @@ type Status struct {
 	// Workspace is whether the session's executor serves its workspace
 	// now, with or without the agent.
 	Workspace WorkspaceAvailability
+	// Sandbox is the sandbox policy in force and whether the agent runs
+	// in it.
+	Sandbox SandboxView
 }
 
 // Status evaluates a session (reference 000's four cases, plus not
@@ -104,6 +107,7 @@ func (m *Manager) statusOf(sess session.Session, ex session.Executor, running, s
 	_, profile, specErr := m.profiles.Spec(sess.AgentProfileID)
 	st.AgentAvailable = specErr == nil
 	st.HistoryInjection = profile.HistoryContextInjection
+	st.Sandbox = sandboxView(sess, profile, ex)
 	canRestore := profile.HistoryContextInjection || ex.SupportsLoad || ex.SupportsSessionResume
 	if c := profile.Capabilities; c != nil {
 		canRestore = canRestore || c.LoadSession || c.Resume

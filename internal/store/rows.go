@@ -57,6 +57,7 @@ type sessionRow struct {
 	ConfigChoices         string  `gorm:"column:config_choices"`
 	QueueHeld             bool    `gorm:"column:queue_held"`
 	AutoContinue          bool    `gorm:"column:auto_continue"`
+	Sandbox               *string `gorm:"column:sandbox"`
 	CreatedAt             dbTime  `gorm:"column:created_at"`
 	UpdatedAt             dbTime  `gorm:"column:updated_at"`
 	ClosedAt              *dbTime `gorm:"column:closed_at"`
@@ -72,7 +73,7 @@ func fromSession(s session.Session) sessionRow {
 		AdditionalDirectories: stringsJSON(s.AdditionalDirectories),
 		Plan:                  jsonText(s.Plan),
 		Prompted:              s.Prompted, ContextLost: s.ContextLost, InjectContext: s.InjectContext, QueueHeld: s.QueueHeld, AutoContinue: s.AutoContinue,
-		ModeChoice: s.ModeChoice, ConfigChoices: objectText(s.ConfigChoices),
+		ModeChoice: s.ModeChoice, ConfigChoices: objectText(s.ConfigChoices), Sandbox: jsonText(s.Sandbox),
 		CreatedAt: toDBTime(s.CreatedAt), UpdatedAt: toDBTime(s.UpdatedAt),
 		ClosedAt: toDBTimePtr(s.ClosedAt),
 	}
@@ -91,6 +92,7 @@ func toSession(r sessionRow) (session.Session, error) {
 		Plan:                  fromJSONText(r.Plan),
 		Prompted:              r.Prompted, ContextLost: r.ContextLost, InjectContext: r.InjectContext, QueueHeld: r.QueueHeld, AutoContinue: r.AutoContinue,
 		ModeChoice: r.ModeChoice, ConfigChoices: json.RawMessage(objectText(json.RawMessage(r.ConfigChoices))),
+		Sandbox:   fromJSONText(r.Sandbox),
 		CreatedAt: r.CreatedAt.t, UpdatedAt: r.UpdatedAt.t,
 		ClosedAt: fromDBTimePtr(r.ClosedAt),
 	}, nil
@@ -133,6 +135,8 @@ type executorRow struct {
 	ErrorProfile          string  `gorm:"column:error_profile"`
 	ExitCode              *int    `gorm:"column:exit_code"`
 	ExitSignal            string  `gorm:"column:exit_signal"`
+	Sandbox               string  `gorm:"column:sandbox"`
+	SandboxReason         string  `gorm:"column:sandbox_reason"`
 	UpdatedAt             dbTime  `gorm:"column:updated_at"`
 }
 
@@ -149,7 +153,8 @@ func fromExecutor(e session.Executor) executorRow {
 		WorktreeRepo: e.WorktreeRepo, WorktreeState: string(e.WorktreeState),
 		LastSeenAt: toDBTimePtr(e.LastSeenAt), ErrorMessage: e.ErrorMessage,
 		ErrorCode: e.ErrorCode, ErrorProfile: e.ErrorProfile,
-		ExitCode: e.ExitCode, ExitSignal: e.ExitSignal, UpdatedAt: toDBTime(e.UpdatedAt),
+		ExitCode: e.ExitCode, ExitSignal: e.ExitSignal, Sandbox: e.Sandbox, SandboxReason: e.SandboxReason,
+		UpdatedAt: toDBTime(e.UpdatedAt),
 	}
 }
 
@@ -164,7 +169,8 @@ func toExecutor(r executorRow) session.Executor {
 		WorktreeRepo: r.WorktreeRepo, WorktreeState: session.WorktreeState(r.WorktreeState),
 		LastSeenAt: fromDBTimePtr(r.LastSeenAt), ErrorMessage: r.ErrorMessage,
 		ErrorCode: r.ErrorCode, ErrorProfile: r.ErrorProfile,
-		ExitCode: r.ExitCode, ExitSignal: r.ExitSignal, UpdatedAt: r.UpdatedAt.t,
+		ExitCode: r.ExitCode, ExitSignal: r.ExitSignal, Sandbox: r.Sandbox, SandboxReason: r.SandboxReason,
+		UpdatedAt: r.UpdatedAt.t,
 	}
 }
 

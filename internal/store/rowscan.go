@@ -50,12 +50,12 @@ func (r *permissionRow) fields() []any {
 const executorColumns = `session_id, runtime, status, agent_execution_id, pid, host, ` + committedOffsetSQL + `,
 	host_offset_base, resume_token,
 	supports_session_resume, supports_load, supports_workspace_only, worktree_path, worktree_branch, worktree_repo, worktree_state,
-	last_seen_at, error_message, error_code, error_profile, exit_code, exit_signal, updated_at`
+	last_seen_at, error_message, error_code, error_profile, exit_code, exit_signal, sandbox, sandbox_reason, updated_at`
 
 func (r *executorRow) fields() []any {
 	return []any{&r.SessionID, &r.Runtime, &r.Status, &r.AgentExecutionID, &r.PID, &r.Host, &r.HostOffset, &r.HostOffsetBase, &r.ResumeToken,
 		&r.SupportsSessionResume, &r.SupportsLoad, &r.SupportsWorkspaceOnly, &r.WorktreePath, &r.WorktreeBranch, &r.WorktreeRepo, &r.WorktreeState,
-		&r.LastSeenAt, &r.ErrorMessage, &r.ErrorCode, &r.ErrorProfile, &r.ExitCode, &r.ExitSignal, &r.UpdatedAt}
+		&r.LastSeenAt, &r.ErrorMessage, &r.ErrorCode, &r.ErrorProfile, &r.ExitCode, &r.ExitSignal, &r.Sandbox, &r.SandboxReason, &r.UpdatedAt}
 }
 
 // scannedRow is a row type with a positional scan.

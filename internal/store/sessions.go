@@ -314,7 +314,7 @@ func (s *Store) UpdateExecutor(ctx context.Context, e session.Executor) error {
 	return updateRow(s.db.WithContext(ctx), "update executor", func() error { return sessionNotFound(e.SessionID) },
 		updateExecutorSQL, r.Runtime, r.Status, r.AgentExecutionID, r.PID, r.Host, r.ResumeToken,
 		r.SupportsSessionResume, r.SupportsLoad, r.SupportsWorkspaceOnly, r.WorktreePath, r.WorktreeBranch,
-		r.WorktreeRepo, r.WorktreeState, r.LastSeenAt, r.ErrorMessage, r.ErrorCode, r.ErrorProfile, r.ExitCode, r.ExitSignal, r.UpdatedAt, e.SessionID)
+		r.WorktreeRepo, r.WorktreeState, r.LastSeenAt, r.ErrorMessage, r.ErrorCode, r.ErrorProfile, r.ExitCode, r.ExitSignal, r.Sandbox, r.SandboxReason, r.UpdatedAt, e.SessionID)
 }
 
 // SetExecutorPID records the pid of the session's agent while it starts,

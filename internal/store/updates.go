@@ -19,7 +19,7 @@ const (
 	updateExecutorSQL = `UPDATE executors_running SET runtime = ?, status = ?, agent_execution_id = ?, pid = ?,
 		host = ?, resume_token = ?, supports_session_resume = ?, supports_load = ?, supports_workspace_only = ?,
 		worktree_path = ?, worktree_branch = ?, worktree_repo = ?, worktree_state = ?, last_seen_at = ?, error_message = ?, error_code = ?,
-		error_profile = ?, exit_code = ?, exit_signal = ?, updated_at = ?
+		error_profile = ?, exit_code = ?, exit_signal = ?, sandbox = ?, sandbox_reason = ?, updated_at = ?
 		WHERE session_id = ?`
 	// executorOffsetSQL writes a host offset the events do not carry (or
 	// a reset, ?3, to base ?4) into the executor row, with the session's

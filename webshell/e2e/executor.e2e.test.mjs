@@ -87,6 +87,13 @@ describe('Web Shell with the detached executor', { concurrency: false }, () => {
     const s = await daemon.api('GET', `/session/${chat.id}`);
     assert.deepEqual([s.executor.runtime, s.executor.host], ['detached', 'local']);
     assert.equal(daemon.hostPids().length, 1, 'one detached host runs');
+    // The agent runs in its sandbox on the host, and the pane says so.
+    const sandbox = pane.locator('[data-testid=sandbox]');
+    await sandbox.waitFor(T);
+    assert.equal(await sandbox.getAttribute('data-sandbox'), 'on');
+    assert.equal(await sandbox.textContent(), 'Sandboxed');
+    const st = await daemon.api('GET', `/session/${chat.id}/status`);
+    assert.deepEqual([st.sandbox.state, st.sandbox.mode, st.sandbox.network], ['on', 'auto', 'all']);
     await shot(page, 'executor-02-detached-ready');
   });
 

@@ -55,6 +55,10 @@ const en = {
   'exec.whereHint.detached': 'The local executor host: the agent outlives tetherd restarts.',
   'exec.whereHint.remote': 'The executor host {host} on another machine: the agent outlives tetherd restarts.',
   'exec.localHost': 'the local executor host',
+  'sandbox.on': 'Sandboxed',
+  'sandbox.off': 'Not sandboxed',
+  'sandbox.onHint': 'The agent and its tools run in a sandbox: they cannot read tetherd\'s tokens or write outside this session\'s directory. Network: {network}.',
+  'sandbox.offHint': 'The agent runs without a sandbox, with your user\'s full access: {reason}',
   'exec.remoteHost': 'the executor host {host}',
 
   'state.CREATED': 'Created',
@@ -260,6 +264,10 @@ const zh: Record<MessageKey, string> = {
   'exec.whereHint.detached': '本机执行主机：代理在 tetherd 重启后继续运行。',
   'exec.whereHint.remote': '另一台机器上的执行主机 {host}：代理在 tetherd 重启后继续运行。',
   'exec.localHost': '本机执行主机',
+  'sandbox.on': '已沙箱隔离',
+  'sandbox.off': '未沙箱隔离',
+  'sandbox.onHint': '代理及其工具在沙箱中运行：无法读取 tetherd 的令牌，也无法写入本会话目录之外。网络：{network}。',
+  'sandbox.offHint': '代理在沙箱外运行，拥有您用户的全部权限：{reason}',
   'exec.remoteHost': '执行主机 {host}',
 
   'state.CREATED': '已创建',

@@ -469,9 +469,71 @@ export type AgentProfile = {
      * The auth method tetherd authenticates with after initialize (agents.yaml authMethod).
      */
     authMethod?: string;
+    sandbox?: SandboxPolicy;
     capabilities?: AgentCapabilities;
     probedAt?: string;
     credentials?: AgentCredentials;
+};
+
+/**
+ * Where an agent and everything it starts may reach (docs/security.md).
+ * Agents run in a bubblewrap sandbox: the system read-only, the
+ * session's directory and the agent's own state read-write, tetherd's
+ * and the executor host's data, tokens and sockets invisible, a PID
+ * namespace of their own. A profile's policy (agents.yaml `sandbox`)
+ * fills what a session's leaves unsaid; what both leave unsaid is the
+ * default (`mode: auto`, `network: all`).
+ *
+ */
+export type SandboxPolicy = {
+    /**
+     * auto: sandboxed where bubblewrap works, else unsandboxed with a
+     * warning (status `sandbox.state` off, `reason` why); required:
+     * an agent that cannot be sandboxed does not start (409
+     * `sandbox_unavailable`); off: unsandboxed, as asked.
+     *
+     */
+    mode?: 'auto' | 'required' | 'off';
+    /**
+     * all: the machine's network (agents call their model API);
+     * loopback: a network of its own in which only the host's
+     * loopback TCP `ports` are reachable; none: no network.
+     *
+     */
+    network?: 'all' | 'loopback' | 'none';
+    /**
+     * Directories or files the agent may write besides the session's
+     * directory: absolute, or `~/` for the agent's HOME. Default: the
+     * state of a known agent (`~/.claude` and `~/.claude.json`,
+     * `~/.qwen`, `~/.codex`, ...); `[]` for none. The rest of a HOME
+     * that is the user's is an empty throwaway directory.
+     *
+     */
+    writable?: Array<string>;
+    /**
+     * Directories or files the agent may read besides the system and its own installation (absolute, or `~/`).
+     */
+    readable?: Array<string>;
+    /**
+     * The host's loopback TCP ports reachable under `network: loopback` (e.g. a local model server).
+     */
+    ports?: Array<number>;
+};
+
+/**
+ * The session's sandbox policy in force and whether its agent runs in it.
+ */
+export type SessionSandbox = {
+    mode: 'auto' | 'required' | 'off';
+    network: 'all' | 'loopback' | 'none';
+    /**
+     * on: the agent (its last start) runs in its sandbox; off: it runs
+     * without one (`reason` says why: mode off, or bubblewrap does not
+     * work where it runs); not_started: no agent has started yet.
+     *
+     */
+    state: 'on' | 'off' | 'not_started';
+    reason?: string;
 };
 
 export type AgentList = {
@@ -687,6 +749,7 @@ export type SessionStatus = {
      */
     contextLost: boolean;
     historyContextInjection?: boolean;
+    sandbox?: SessionSandbox;
     workspace?: WorkspaceAvailability;
     /**
      * With several nodes on one database (docs/scale-out.md): the node
@@ -1039,6 +1102,7 @@ export type SessionCreatedData = EventCommon & {
      */
     host?: string;
     worktree?: SessionWorktree;
+    sandbox?: SandboxPolicy;
 };
 
 export type SessionStateChangedData = EventCommon & {
@@ -1087,6 +1151,14 @@ export type ExecutorStatusData = EventCommon & {
      */
     errorProfile?: string;
     worktree?: SessionWorktree;
+    /**
+     * Whether the agent of this execution runs in its sandbox (absent before it started).
+     */
+    sandbox?: 'on' | 'off';
+    /**
+     * Why it runs without one.
+     */
+    sandboxReason?: string;
 };
 
 export type SessionResumedData = EventCommon & {
@@ -1760,6 +1832,10 @@ export type SessionCreate = {
      */
     autoContinue?: boolean;
     /**
+     * The session's own sandbox policy, field by field over the agent profile's (a session may loosen or tighten it: the API is the user's, behind the token). 400 `invalid_request` for a bad value; 409 `sandbox_unavailable` for `mode: required` where bubblewrap does not work (checked at once for a local executor, at the agent's start on a remote host).
+     */
+    sandbox?: SandboxPolicy;
+    /**
      * Isolate the session in a git worktree of `cwd`'s repository, on a branch of its own (`tether/<task>-<session>`), made by its executor in its data directory; the session's `cwd` is then in the worktree. Every start of the agent checks it and makes it again from its branch if it went missing; closing the session removes it only when nothing in it is uncommitted, and never deletes the branch. 409 `workspace_not_a_repository` outside a repository, 404 `workspace_revision_not_found` in one without a commit.
      */
     worktree?: boolean;
@@ -1781,6 +1857,7 @@ export type Session = {
      * The session continues an interrupted turn once by itself after an agent crash or a lost executor.
      */
     autoContinue?: boolean;
+    sandbox?: SandboxPolicy;
     executor?: Executor;
     credentials?: AgentCredentials;
     createdAt: string;

@@ -147,3 +147,27 @@ export function ExecutorBadge({
     </span>
   );
 }
+
+/**
+ * Whether the agent runs in its sandbox (docs/security.md): a quiet badge
+ * when it does, an amber one when it does not, with why in its tooltip.
+ */
+export function SandboxBadge({ sandbox }: { sandbox?: { state: 'on' | 'off'; reason?: string; network?: string } }) {
+  const { t } = useT();
+  if (!sandbox) return null;
+  const on = sandbox.state === 'on';
+  const title = on
+    ? t('sandbox.onHint', { network: sandbox.network ?? 'all' })
+    : t('sandbox.offHint', { reason: sandbox.reason ?? '' });
+  return (
+    <span
+      class={`badge ${on ? 'badge--outline' : 'badge--warn'}`}
+      data-testid="sandbox"
+      data-sandbox={sandbox.state}
+      aria-label={title}
+      title={title}
+    >
+      {t(on ? 'sandbox.on' : 'sandbox.off')}
+    </span>
+  );
+}

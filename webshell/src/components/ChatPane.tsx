@@ -7,7 +7,7 @@ import { bannerGate } from '../state/banner';
 import type { SessionController } from '../state/session-controller';
 import { isReadOnly, isTurnBusy, activeTurn } from '../state/selectors';
 import type { AgentProfile } from '../state/types';
-import { ConnectionBadge, ExecutorBadge, SessionStateBadge, Spinner, connView } from './Badges';
+import { ConnectionBadge, ExecutorBadge, SandboxBadge, SessionStateBadge, Spinner, connView } from './Badges';
 import { Composer } from './Composer';
 import { IconClose } from './Icons';
 import { AGENT_AUTH_REQUIRED, AuthBanner } from './AuthBanner';
@@ -150,6 +150,7 @@ export function ChatPane({ controller, shownSessionId, isMain, active, onFocus, 
             host={s.executor.host}
             onRetry={() => void controller.resume()}
           />
+          <SandboxBadge sandbox={s.sandbox} />
         </div>
       </header>
 

@@ -150,6 +150,8 @@ export interface SessionViewState {
   closed: boolean;
   /** The agent process (see ExecutorView). */
   executor: ExecutorView;
+  /** Whether the agent of the last start runs in its sandbox (absent before one started). */
+  sandbox?: SandboxView;
   status?: SessionStatus;
   agent?: SessionContext['agent'];
   /** The agent's slash commands (the composer offers them on "/"). */
@@ -182,6 +184,20 @@ export interface SessionViewState {
   notice?: { kind: 'error' | 'info'; text: string };
 }
 
+
+/** The agent's sandbox as the Web Shell shows it: on or off, why off, and the network policy. */
+export interface SandboxView {
+  state: 'on' | 'off';
+  reason?: string;
+  network?: string;
+}
+
+/** The sandbox a status read says, kept when it says none (no agent started yet). */
+function sandboxOfStatus(prev: SandboxView | undefined, st: SessionStatus): SandboxView | undefined {
+  const sb = st.sandbox;
+  if (!sb || sb.state === 'not_started') return prev;
+  return { state: sb.state, reason: sb.reason, network: sb.network };
+}
 
 export function initialSessionState(sessionId: string): SessionViewState {
   return {
@@ -426,6 +442,7 @@ function applyStatus(s: SessionViewState, st: SessionStatus): SessionViewState {
     executor: reportedExecutor(s.executor, st.executorStatus, st.errorMessage ?? (st.executorStatus === 'error' ? s.executor.error : undefined), st.errorCode, undefined, {
       runtime: st.runtime,
     }),
+    sandbox: sandboxOfStatus(s.sandbox, st),
     contextLost: st.contextLost ?? s.contextLost,
     closed: s.closed || TERMINAL_SESSION_STATES.has(st.state),
   };
@@ -492,6 +509,7 @@ function applyEvent(s: SessionViewState, ev: TetherEvent): SessionViewState {
       return {
         ...n,
         executor: reportedExecutor(n.executor, ev.data.status, ev.data.error, ev.data.errorCode, undefined, { runtime: ev.data.runtime, host: ev.data.host }),
+        sandbox: ev.data.sandbox ? { state: ev.data.sandbox, reason: ev.data.sandboxReason, network: n.sandbox?.network } : n.sandbox,
         resuming: ev.data.status === 'starting' ? n.resuming : false,
       };
     case 'session.resumed':
