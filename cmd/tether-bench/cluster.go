@@ -71,16 +71,11 @@ func clusterBench(ctx context.Context, cfg clusterConfig) (res clusterResult, er
 	if admin == "" {
 		return res, fmt.Errorf("cluster: set TETHER_TEST_POSTGRES_URL to a PostgreSQL server whose role may create databases")
 	}
-	root, err := os.MkdirTemp("", "tether-bench-cluster-")
+	rb, done, err := newRun("cluster", restartConfig{Logf: cfg.Logf}, false)
 	if err != nil {
 		return res, err
 	}
-	rb := &restartRun{cfg: restartConfig{Logf: cfg.Logf}, root: root, client: &http.Client{Transport: &http.Transport{
-		MaxIdleConnsPerHost: 64, DisableCompression: true}, Timeout: 30 * time.Second}}
-	defer func() {
-		rb.cleanup()
-		_ = os.RemoveAll(root)
-	}()
+	defer done()
 	if err := rb.prepare(ctx); err != nil {
 		return res, err
 	}

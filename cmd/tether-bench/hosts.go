@@ -25,7 +25,6 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -100,20 +99,11 @@ func hostsBench(ctx context.Context, cfg hostsConfig) (res hostsResult, err erro
 	if cfg.Sessions <= 0 || cfg.Rounds <= 0 || cfg.Chunks <= 0 || cfg.Parallel <= 0 || cfg.Idle <= 0 {
 		return res, fmt.Errorf("hosts: -hosts-sessions, -hosts-rounds, -hosts-chunks, -hosts-parallel and -hosts-idle must be positive")
 	}
-	root, err := os.MkdirTemp("", "tether-bench-hosts-")
+	rb, done, err := newRun("hosts", restartConfig{Logf: cfg.Logf}, cfg.Keep)
 	if err != nil {
 		return res, err
 	}
-	rb := &restartRun{cfg: restartConfig{Logf: cfg.Logf}, root: root, client: &http.Client{Transport: &http.Transport{
-		MaxIdleConnsPerHost: 64, DisableCompression: true}, Timeout: 30 * time.Second}}
-	defer func() {
-		rb.cleanup()
-		if cfg.Keep {
-			fmt.Fprintf(os.Stderr, "tether-bench: hosts data dirs and daemon logs kept in %s\n", root)
-		} else {
-			_ = os.RemoveAll(root)
-		}
-	}()
+	defer done()
 	hb := &hostBench{cfg: cfg, rb: rb, res: &res}
 	hb.load("start")
 	if err := rb.prepare(ctx); err != nil {

@@ -24,7 +24,7 @@ func (hb *hostBench) sideBySide(ctx context.Context, t *overheadTarget) (loadRun
 	if err != nil {
 		return loadRun{}, err
 	}
-	r, err := hb.measureLoad(ctx, t.p, t.dir, []string{t.ids[0], sid}, "/stamped "+hb.cfg.Paced, "ab")
+	r, err := hb.rb.measureLoad(ctx, t.p, t.dir, []string{t.ids[0], sid}, "/stamped "+hb.cfg.Paced, "ab")
 	if err != nil {
 		return loadRun{}, err
 	}

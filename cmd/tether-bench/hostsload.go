@@ -1,6 +1,7 @@
 package main
 
-// The hosts part's overhead and RSS figures (see hosts.go).
+// The hosts part's overhead and RSS figures (see hosts.go; the workload
+// runs themselves are in loadrun.go).
 
 import (
 	"bufio"
@@ -9,13 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -93,46 +92,6 @@ func stampOf(data []byte) (int64, bool) {
 	return n, err == nil && j > 0
 }
 
-// loadRun is one workload on one executor: prompts on n sessions at once,
-// measured from the first prompt sent until every session's client saw
-// its turn.completed.
-type loadRun struct {
-	Exec, Name           string
-	Sessions, Chunks     int
-	Wall                 time.Duration
-	Daemon, Host, Agents time.Duration // CPU (utime+stime) during the run
-	Lat                  []time.Duration
-	// PerSession are the latencies of each session's client, in the
-	// order of the sessions measured.
-	PerSession            [][]time.Duration
-	LoadBefore, LoadAfter string
-}
-
-func (r loadRun) perChunk(d time.Duration) float64 {
-	return float64(d.Microseconds()) / float64(max(r.Chunks, 1))
-}
-
-func (r loadRun) total() time.Duration { return r.Daemon + r.Host + r.Agents }
-
-// procRole names what a process of a data dir is: serve, host or demo-agent.
-func procRole(pid int) string {
-	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-	args := strings.Split(string(b), "\x00")
-	if len(args) < 2 {
-		return ""
-	}
-	return args[1]
-}
-
-// cpuByRole sums utime+stime of dir's processes per role.
-func cpuByRole(dir string) map[string]time.Duration {
-	out := map[string]time.Duration{}
-	for _, pid := range agentProcs(dir) {
-		out[procRole(pid)] += procCPU(pid)
-	}
-	return out
-}
-
 // overhead runs every workload on both executors (and the baseline's).
 // Their daemons run side by side, idle but for the one measured, and
 // each workload runs on them back to back, in an order that alternates by
@@ -174,7 +133,7 @@ func (hb *hostBench) overhead(ctx context.Context, round int) ([]loadRun, error)
 			slices.Reverse(order)
 		}
 		for _, t := range order {
-			r, err := hb.measureLoad(ctx, t.p, t.dir, t.ids[:w.n], w.prompt, fmt.Sprintf("w%d", i))
+			r, err := hb.rb.measureLoad(ctx, t.p, t.dir, t.ids[:w.n], w.prompt, fmt.Sprintf("w%d", i))
 			if err != nil {
 				return nil, fmt.Errorf("%s, %s on %d sessions: %w (log %s)", t.x, w.name, w.n, err, t.p.logPath)
 			}
@@ -243,106 +202,6 @@ func (hb *hostBench) start(ctx context.Context, dir, name, x string) (p *tetherd
 		return nil, nil, err
 	}
 	return p, stop, nil
-}
-
-// loadClient follows one session during a workload: it counts the chunks
-// of prompt pid, times stamped ones, and ends at the turn's end.
-type loadClient struct {
-	pid    string
-	chunks int
-	lat    []time.Duration
-	ended  string // the turn's terminal event
-}
-
-func (c *loadClient) frame(fr *sseFrame, now time.Time) bool {
-	switch fr.Event {
-	case "message.chunk", "message.added", "turn.completed", "turn.failed", "turn.cancelled", "turn.interrupted":
-	default:
-		return true
-	}
-	if !bytes.Contains(fr.Data, []byte(`"promptId":"`+c.pid+`"`)) {
-		return true
-	}
-	switch {
-	case fr.Event == "message.added" && !bytes.Contains(fr.Data, []byte(`"role":"agent"`)):
-		return true // the prompt itself
-	case fr.Event != "message.chunk" && fr.Event != "message.added":
-		c.ended = fr.Event
-		return false
-	}
-	c.chunks++
-	if at, ok := stampOf(fr.Data); ok {
-		c.lat = append(c.lat, time.Duration(now.UnixNano()-at))
-	}
-	return true
-}
-
-// measureLoad subscribes to each session (waiting for its replay to
-// end), prompts them all at once and waits for every turn's end; CPU is
-// read before the prompts and 200 ms after the last end (acks and
-// commits that trail the turn).
-func (hb *hostBench) measureLoad(ctx context.Context, p *tetherdProc, dir string, ids []string, prompt, pid string) (loadRun, error) {
-	r := loadRun{Sessions: len(ids), LoadBefore: loadavg()}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	clients := make([]*loadClient, len(ids))
-	errs := make([]error, len(ids))
-	var ready, done sync.WaitGroup
-	for i, sid := range ids {
-		clients[i] = &loadClient{pid: pid}
-		ready.Add(1)
-		done.Go(func() {
-			once := sync.OnceFunc(ready.Done)
-			defer once()
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.base+"/session/"+sid+"/events", nil)
-			req.Header.Set("Authorization", "Bearer "+token)
-			req.Header.Set("Accept", "text/event-stream")
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			defer resp.Body.Close()
-			err = readFrames(resp.Body, func(fr *sseFrame, now time.Time) bool {
-				if fr.Event == "replay_complete" {
-					once()
-					return true
-				}
-				return clients[i].frame(fr, now)
-			})
-			if clients[i].ended == "" {
-				errs[i] = fmt.Errorf("session %s: stream ended before the turn did: %v", sid, err)
-			}
-		})
-	}
-	ready.Wait()
-	cpu0 := cpuByRole(dir)
-	t0 := time.Now()
-	err := parallel(ctx, 0, len(ids), len(ids), func(ctx context.Context, i int) error {
-		_, err := hb.rb.api(ctx, p, http.MethodPost, "/session/"+ids[i]+"/prompt", map[string]any{"prompt": textPrompt(prompt), "promptId": pid}, nil)
-		return err
-	})
-	if err != nil {
-		cancel()
-	}
-	done.Wait()
-	r.Wall = time.Since(t0)
-	time.Sleep(200 * time.Millisecond)
-	cpu1 := cpuByRole(dir)
-	r.LoadAfter = loadavg()
-	if err := errors.Join(append(errs, err)...); err != nil {
-		return r, err
-	}
-	r.Daemon, r.Host, r.Agents = cpu1["serve"]-cpu0["serve"], cpu1["host"]-cpu0["host"], cpu1["demo-agent"]-cpu0["demo-agent"]
-	for _, c := range clients {
-		if c.ended != "turn.completed" {
-			return r, fmt.Errorf("turn %s ended with %s", pid, c.ended)
-		}
-		r.Chunks += c.chunks
-		r.Lat = append(r.Lat, c.lat...)
-		r.PerSession = append(r.PerSession, c.lat)
-	}
-	return r, nil
 }
 
 // rssRun is the memory of one executor's processes with idle sessions.
@@ -439,7 +298,7 @@ func printOverhead(r hostsResult) {
 	}
 	c := r.Cfg
 	fmt.Printf("Overhead: the same prompts through --executor standalone and detached, their daemons side by side, each workload on one then the other (order alternating by workload and round); full speed = /stream %d per session, paced = /stamped %s per session.\n", c.Chunks, c.Paced)
-	fmt.Println("Wall = first prompt sent → every client saw its turn.completed; CPU = utime+stime of the daemon, the host and the agents from before the prompts to 200 ms after the end; latency = the agent's stamp (just before it writes the chunk) → the SSE client read it.")
+	fmt.Println("Wall = first prompt sent → every client saw its turn.completed; CPU = utime+stime of the daemon, the host and the agents (with the bubblewrap processes of a sandboxed agent) from before the prompts to 200 ms after the end; latency = the agent's stamp (just before it writes the chunk) → the SSE client read it.")
 	w := table()
 	fmt.Fprintln(w, "round\tworkload\tsessions\texecutor\tchunks\twall ms\tchunks/s\tdaemon µs/chunk\thost µs/chunk\tagents µs/chunk\ttotal µs/chunk\tp50 ms\tp99 ms\tmax ms\tloadavg\t")
 	type key struct {

@@ -24,6 +24,12 @@
 // client latency across nodes, ingest with three nodes against one:
 //
 //	go run ./cmd/tether-bench -only cluster [-cluster-rounds 3] [-cluster-ttl 10s] [-cluster-sessions 10] [-cluster-levels 1,3,6,12]
+//
+// And the sandbox part (sandbox.go, issue 31): one binary with agents in
+// bubblewrap and without (TETHER_BWRAP=/nonexistent), side by side: agent
+// start and CPU per streamed chunk:
+//
+//	go run ./cmd/tether-bench -only sandbox [-sandbox-rounds 3] [-sandbox-sessions 20] [-sandbox-chunks 100000] [-sandbox-executor standalone]
 package main
 
 import (
@@ -51,7 +57,7 @@ func main() {
 		catchN  = flag.Int("catchup", 100_000, "events a reconnecting subscriber is behind")
 		hubBuf  = flag.Int("hub-buffer", 0, "tetherd hub queue length per subscriber in the memory run (0: the daemon's default)")
 		heapOut = flag.String("memprofile", "", "memory run: the tetherd child writes heap profiles to FILE.1 (empty), FILE.2 (first wave), FILE.3 (churned)")
-		only    = flag.String("only", "isolation,memory,catchup", "comma-separated parts to run: isolation, memory, catchup, restart, hosts, cluster (restart, hosts and cluster only when named)")
+		only    = flag.String("only", "isolation,memory,catchup", "comma-separated parts to run: isolation, memory, catchup, restart, hosts, cluster, sandbox (restart, hosts, cluster and sandbox only when named)")
 		verbose = flag.Bool("v", false, "print progress to stderr")
 
 		rsSessions = flag.Int("restart-sessions", 1000, "restart: sessions in the crashed data dir")
@@ -67,6 +73,7 @@ func main() {
 	)
 	hostsCfg := hostsFlags()
 	clusterCfg := clusterFlags()
+	sandboxCfg := sandboxFlags()
 	flag.Parse()
 	// The store logs slow statements with their full SQL; under load that
 	// floods the table output, and the figures say what it would.
@@ -160,6 +167,15 @@ func main() {
 		check(err)
 		if err == nil {
 			printCluster(r)
+		}
+	}
+	if want["sandbox"] {
+		cfg := *sandboxCfg
+		cfg.Logf = logf
+		r, err := sandboxBench(ctx, cfg)
+		check(err)
+		if err == nil {
+			printSandbox(r)
 		}
 	}
 	if failed {

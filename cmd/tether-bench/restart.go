@@ -105,20 +105,12 @@ func restartBench(ctx context.Context, cfg restartConfig) (res restartResult, er
 	if cfg.Sessions <= 0 || cfg.MidTurn <= 0 || cfg.MidTurn > cfg.Sessions || cfg.Wave <= 0 || cfg.Create <= 0 || cfg.Rounds <= 0 {
 		return res, fmt.Errorf("restart: need 0 < -restart-midturn ≤ -restart-sessions and positive -restart-wave, -restart-create, -restart-rounds")
 	}
-	root, err := os.MkdirTemp("", "tether-bench-restart-")
+	rb, done, err := newRun("restart", cfg, cfg.Keep)
 	if err != nil {
 		return res, err
 	}
-	rb := &restartRun{cfg: cfg, root: root, client: &http.Client{Transport: &http.Transport{
-		MaxIdleConnsPerHost: 64, DisableCompression: true}, Timeout: 30 * time.Second}}
-	defer func() {
-		rb.cleanup()
-		if cfg.Keep {
-			fmt.Fprintf(os.Stderr, "tether-bench: restart data dirs and daemon logs kept in %s\n", root)
-		} else {
-			_ = os.RemoveAll(root)
-		}
-	}()
+	defer done()
+	root := rb.root
 	load := func(what string) {
 		l := loadavg()
 		res.Loads = append(res.Loads, what+": "+l)
@@ -261,7 +253,9 @@ type restartRun struct {
 	bin    string
 	cwd    string // every session's working directory
 	client *http.Client
-	n      int // daemons started, for log names
+	env    []string // added to the environment of the daemons it launches
+
+	n int // daemons started, for log names
 
 	mu    sync.Mutex
 	procs []*tetherdProc

@@ -32,6 +32,26 @@ func buildTetherd(ctx context.Context, root string) (string, error) {
 	return bin, nil
 }
 
+// newRun makes a part's temp dir (tether-bench-<part>-*) and its run;
+// done kills every process the run started and removes the dir, or with
+// keep says where it is.
+func newRun(part string, cfg restartConfig, keep bool) (rb *restartRun, done func(), err error) {
+	root, err := os.MkdirTemp("", "tether-bench-"+part+"-")
+	if err != nil {
+		return nil, nil, err
+	}
+	rb = &restartRun{cfg: cfg, root: root, client: &http.Client{Transport: &http.Transport{
+		MaxIdleConnsPerHost: 64, DisableCompression: true}, Timeout: 30 * time.Second}}
+	return rb, func() {
+		rb.cleanup()
+		if keep {
+			fmt.Fprintf(os.Stderr, "tether-bench: %s data dirs and daemon logs kept in %s\n", part, root)
+		} else {
+			_ = os.RemoveAll(root)
+		}
+	}, nil
+}
+
 // tetherdProc is one `tetherd serve` child.
 type tetherdProc struct {
 	cmd     *exec.Cmd
@@ -78,6 +98,9 @@ func (rb *restartRun) launchAt(dir, addr, name string, extra ...string) (*tether
 	// more than --max-agents' default.
 	args := append([]string{"serve", "--data-dir", dir, "--addr", addr, "--token", token, "--max-agents", "0", "--executor", "standalone"}, extra...)
 	cmd := exec.Command(rb.bin, args...)
+	if rb.env != nil {
+		cmd.Env = append(os.Environ(), rb.env...)
+	}
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Dir = rb.root
 	p := &tetherdProc{cmd: cmd, base: "http://" + addr, dir: dir, logPath: logPath, done: make(chan struct{})}
