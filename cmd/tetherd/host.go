@@ -24,6 +24,7 @@ import (
 	"github.com/tether/tether/internal/host"
 	"github.com/tether/tether/internal/hostproto"
 	"github.com/tether/tether/internal/outbox"
+	"github.com/tether/tether/internal/sandbox"
 	"github.com/tether/tether/internal/terminal"
 )
 
@@ -54,6 +55,9 @@ type hostOptions struct {
 	tokenFile string
 	logLevel  string
 	maxProcs  int
+	// termSandbox is the terminals' sandbox (--terminal-sandbox), nil
+	// for none; its hidden paths are filled in at start.
+	termSandbox *sandbox.Spec
 }
 
 // hiddenHostFlags are left out of the usage: test knobs.
@@ -99,6 +103,7 @@ func parseHostOptions(args []string) (hostOptions, error) {
 	files := addFileFlags(fs)
 	fs.StringVar(&o.logLevel, "log-level", env("TETHER_LOG_LEVEL", "info"), "debug, info, warn or error [TETHER_LOG_LEVEL]")
 	fs.IntVar(&o.maxProcs, "max-procs", 1, "CPU cores the host's Go runtime runs on at once (0: all). One by default: the host mostly waits for pipes, sockets and its disk, and one core spares it the cross-core wake-ups that otherwise cost more CPU than its work (docs/benchmarks.md)")
+	termSandbox := fs.Bool("terminal-sandbox", false, "run terminals and commands in a sandbox like the agents' (the session's directory writable, the host's files and tokens invisible; HOME empty) instead of as the host's user; docs/security.md")
 	terminals := fs.String("terminal", "auto", "serve interactive terminals (a shell on a PTY in a session's directory, as the host's user): on, off, or auto (on for a local host, off with --listen); see docs/security.md")
 	versions := fs.String("protocol-versions", "", "MIN..MAX host protocol versions to speak (tests of upgrades)")
 	if err := fs.Parse(args); err != nil {
@@ -134,7 +139,8 @@ func parseHostOptions(args []string) (hostOptions, error) {
 		return o, fmt.Errorf("--terminal must be on, off or auto, got %q", *terminals)
 	}
 	if *terminals == "on" || (*terminals == "auto" && o.listen == "") {
-		o.cfg.Workspace.Terminals = terminal.New(terminal.Options{})
+		o.termSandbox = terminalSandbox(*termSandbox, nil, "")
+		o.cfg.Workspace.Terminals = terminal.New(terminal.Options{Sandbox: o.termSandbox})
 	}
 	if o.tokenFile == "" {
 		o.tokenFile = filepath.Join(o.cfg.DataDir, "token")
@@ -215,6 +221,9 @@ func runHost(ctx context.Context, args []string) error {
 	o.cfg.Logger = logger
 	// What no sandboxed agent may see: the host's own files and secrets.
 	o.cfg.Hidden = []string{o.cfg.DataDir, o.cfg.AgentsDir, o.tokenFile, o.socket, o.tlsKey}
+	if o.termSandbox != nil {
+		o.termSandbox.Hidden, o.termSandbox.Self = o.cfg.Hidden, o.cfg.Self
+	}
 	warnSandbox(logger)
 	h, err := host.New(o.cfg)
 	if err != nil {

@@ -6,6 +6,17 @@ import (
 	"github.com/tether/tether/internal/sandbox"
 )
 
+// terminalSandbox is the sandbox of terminals and commands when on
+// (--terminal-sandbox): required (a terminal the operator asked to
+// confine never runs unconfined), the session's directory its only
+// writable place.
+func terminalSandbox(on bool, hidden []string, self string) *sandbox.Spec {
+	if !on {
+		return nil
+	}
+	return &sandbox.Spec{Policy: sandbox.Policy{Mode: sandbox.ModeRequired, Writable: []string{}}, Hidden: hidden, Self: self}
+}
+
 // warnSandbox says loudly, once at start-up, that agents will run without
 // their sandbox when bubblewrap does not work here: profiles in mode auto
 // then start them unsandboxed, and those in mode required refuse.

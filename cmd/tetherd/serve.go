@@ -62,8 +62,10 @@ type options struct {
 	keepWorktrees bool
 	// terminals: standalone sessions get interactive terminals.
 	terminals bool
-	files     workspace.FileLimits
-	cwd       workspace.CwdPolicy
+	// termSandbox runs terminals and commands in a sandbox (--terminal-sandbox).
+	termSandbox bool
+	files       workspace.FileLimits
+	cwd         workspace.CwdPolicy
 	// commandOutput and sessionCommandOutput are --command-output-limit and
 	// --session-command-output-limit, parsed.
 	commandOutput, sessionCommandOutput int64
@@ -115,6 +117,7 @@ func parseOptions(args []string) (options, error) {
 	fs.StringVar(&o.traceExp, "trace-exporter", env("TETHER_TRACE_EXPORTER", ""), "OpenTelemetry spans: none, stdout or otlp (OTLP over HTTP; endpoint from --trace-endpoint or OTEL_EXPORTER_OTLP_*) [TETHER_TRACE_EXPORTER]")
 	fs.StringVar(&o.traceURL, "trace-endpoint", env("TETHER_TRACE_ENDPOINT", ""), "OTLP/HTTP traces URL, e.g. http://127.0.0.1:4318/v1/traces [TETHER_TRACE_ENDPOINT]")
 	fs.BoolVar(&o.checkpoints, "turn-checkpoints", true, "record a checkpoint of the session's directory as each turn starts, so an interrupted turn's recovery report lists the files it changed")
+	fs.BoolVar(&o.termSandbox, "terminal-sandbox", false, "run standalone sessions' terminals and commands in a sandbox like the agents' (the session's directory writable, tetherd's data dir and tokens invisible; HOME empty) instead of as tetherd's user; docs/security.md")
 	fs.BoolVar(&o.terminals, "terminal", true, "serve interactive terminals for standalone sessions (a shell on a PTY in the session's directory, as tetherd's user; hosted sessions' terminals are their host's, see tetherd host --terminal and docs/security.md)")
 	fs.BoolVar(&o.keepWorktrees, "keep-worktrees", false, "closing a session keeps its worktree even when nothing in it is uncommitted (a dirty one is always kept, its branch always)")
 	fs.BoolVar(&o.pprof, "pprof", false, "serve the Go profiler under /debug/pprof/ (bearer token required)")
@@ -289,10 +292,11 @@ func serve(ctx context.Context, args []string) error {
 	}
 	defer w.Close()
 	warnSandbox(logger)
+	// What no sandboxed agent (or terminal) may see: the daemon's files
+	// and secrets.
+	hidden := []string{o.dataDir, o.edge.tokenFile, o.edge.tlsKey, o.exec.hostsFile, o.exec.hostDir}
 	reg, err := agents.Load(ctx, agents.Config{DataDir: o.dataDir, Self: self, Store: profileWrites{st, w}, Logger: logger,
-		EnvPassthrough: splitList(o.agentEnv), ProbeTimeout: o.probeTO,
-		// What no sandboxed agent may see: the daemon's files and secrets.
-		Hidden: []string{o.dataDir, o.edge.tokenFile, o.edge.tlsKey, o.exec.hostsFile, o.exec.hostDir}})
+		EnvPassthrough: splitList(o.agentEnv), ProbeTimeout: o.probeTO, Hidden: hidden})
 	if err != nil {
 		return err
 	}
@@ -306,7 +310,7 @@ func serve(ctx context.Context, args []string) error {
 	// with it (a hosted session's are its host's).
 	var terms *terminal.Set
 	if o.terminals {
-		terms = terminal.New(terminal.Options{})
+		terms = terminal.New(terminal.Options{Sandbox: terminalSandbox(o.termSandbox, hidden, self)})
 		defer terms.CloseAll()
 	}
 	mgr := sessions.New(st, w, reg, sessions.Config{QueueLimit: o.queue, MaxPendingPermissions: o.maxPerms, PromptMaxDepth: o.depth, RestoreTimeout: o.restoreTO, MaxAgents: o.maxAgents,

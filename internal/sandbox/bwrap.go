@@ -140,7 +140,7 @@ func Prepare(s Spec, command string, args []string, dir string, env []string, ow
 	if ownHome && b.home != "" {
 		writable = append(slices.Clone(writable), b.home)
 	}
-	if b.home != "" && !slices.Contains(expandAll(writable, b.home), filepath.Clean(b.home)) {
+	if b.home != "" && real(b.home) != "/" && !slices.Contains(expandAll(writable, b.home), filepath.Clean(b.home)) {
 		// A throwaway HOME: tools find one, and the user's stays unseen.
 		b.add(op{kind: "--tmpfs", path: real(b.home)})
 	}

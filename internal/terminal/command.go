@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"syscall"
 	"time"
 
@@ -37,10 +36,16 @@ func (s *Set) RunCommand(session, cwd, dir, command string, held bool) (Info, er
 	if err != nil {
 		return Info{}, errcode.Wrap(errcode.Internal, err, "a pipe for the command: %v", err)
 	}
-	cmd := exec.Command("/bin/sh", "-c", command)
-	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, env(), w, w
+	cmd, launch, err := s.command(dir, "/bin/sh", "-c", command)
+	if err != nil {
+		r.Close()
+		w.Close()
+		return Info{}, err
+	}
+	cmd.Stdout, cmd.Stderr = w, w
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
+		launch.Close()
 		r.Close()
 		w.Close()
 		if errors.Is(err, os.ErrNotExist) {
@@ -50,7 +55,7 @@ func (s *Set) RunCommand(session, cwd, dir, command string, held bool) (Info, er
 	}
 	w.Close() // the command holds its own copy
 	t := &term{info: Info{ID: uuid.NewString(), Session: session, Cwd: cwd, StartedAt: time.Now().UTC(), Command: command},
-		cmd: cmd, out: r, changed: make(chan struct{}), done: make(chan struct{}), held: held, room: make(chan struct{})}
+		cmd: cmd, launch: launch, out: r, changed: make(chan struct{}), done: make(chan struct{}), held: held, room: make(chan struct{})}
 	s.add(t)
 	return t.snapshot(), nil
 }

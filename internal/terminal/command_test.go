@@ -2,10 +2,13 @@ package terminal_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tether/tether/internal/sandbox"
 	"github.com/tether/tether/internal/terminal"
 )
 
@@ -87,5 +90,47 @@ func TestHeldCommandKeepsEverything(t *testing.T) {
 	case <-done:
 	case <-time.After(20 * time.Second):
 		t.Fatal("closing a held command waiting on its buffer did not return")
+	}
+}
+
+// TestCommandsInASandbox: with a sandbox (--terminal-sandbox), a command
+// writes the session's directory and cannot read a hidden token beside
+// it; without one (the default) it is the user's own tool and can.
+func TestCommandsInASandbox(t *testing.T) {
+	if err := sandbox.Available(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("bubblewrap must work under CI: %v", err)
+		}
+		t.Skipf("SKIPPING: bubblewrap does not work here: %v", err)
+	}
+	secret := t.TempDir()
+	token := filepath.Join(secret, "token")
+	if err := os.WriteFile(token, []byte("secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name    string
+		sandbox *sandbox.Spec
+		want    int // the exit code of reading the token
+	}{
+		{name: "default: unsandboxed", want: 0},
+		{name: "sandboxed", sandbox: &sandbox.Spec{Policy: sandbox.Policy{Mode: sandbox.ModeRequired, Writable: []string{}}, Hidden: []string{secret}}, want: 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := terminal.New(terminal.Options{Sandbox: c.sandbox})
+			dir := t.TempDir()
+			cmd, err := s.RunCommand("s", dir, dir, "echo kept > out; cat "+token+" >/dev/null 2>&1", true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, code := follow(t, s, cmd.ID, -1)
+			if code == nil || *code != c.want {
+				t.Fatalf("reading the token: got exit %v, want %d", code, c.want)
+			}
+			if b, err := os.ReadFile(filepath.Join(dir, "out")); err != nil || string(b) != "kept\n" {
+				t.Fatalf("the session's directory: got %q, %v; want the file written", b, err)
+			}
+		})
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/sandbox"
 )
 
 // Defaults of a Set.
@@ -65,6 +66,7 @@ type Set struct {
 	scrollback int
 	max        int
 	shell      string
+	sandbox    *sandbox.Spec
 
 	mu    sync.Mutex
 	terms map[string]*term // id -> terminal
@@ -76,6 +78,11 @@ type Options struct {
 	Max        int
 	// Shell is the program run on the PTY (default $SHELL, else /bin/sh).
 	Shell string
+	// Sandbox, if set, runs every terminal and command in a sandbox of
+	// this spec, the session's directory writable (internal/sandbox);
+	// nil (the default) runs them as the executor's user: they are the
+	// user's own tools, behind the token.
+	Sandbox *sandbox.Spec
 }
 
 // New returns an empty set.
@@ -92,12 +99,14 @@ func New(o Options) *Set {
 	if o.Shell == "" {
 		o.Shell = "/bin/sh"
 	}
-	return &Set{scrollback: o.Scrollback, max: o.Max, shell: o.Shell, terms: map[string]*term{}}
+	return &Set{scrollback: o.Scrollback, max: o.Max, shell: o.Shell, sandbox: o.Sandbox, terms: map[string]*term{}}
 }
 
 type term struct {
 	info Info
 	cmd  *exec.Cmd
+	// launch is how cmd started (in a sandbox or not); closed once reaped.
+	launch *sandbox.Launch
 	// pty is the shell's PTY; out is what pump reads (the PTY, or a
 	// command's output pipe).
 	pty *os.File
@@ -123,6 +132,22 @@ type term struct {
 
 func notFound(id string) error {
 	return errcode.New(errcode.TerminalNotFound, "no terminal %q in this session", id).With("terminal", id)
+}
+
+// command is how a terminal or command starts argv in dir: in the Set's
+// sandbox if it has one, else as is.
+func (s *Set) command(dir string, argv ...string) (*exec.Cmd, *sandbox.Launch, error) {
+	e := env()
+	launch := &sandbox.Launch{Path: argv[0], Args: argv[1:]}
+	if s.sandbox != nil {
+		var err error
+		if launch, err = sandbox.Prepare(*s.sandbox, argv[0], argv[1:], dir, e, false); err != nil {
+			return nil, nil, err
+		}
+	}
+	cmd := exec.Command(launch.Path, launch.Args...)
+	cmd.Dir, cmd.Env = dir, e
+	return cmd, launch, nil
 }
 
 // env is the executor's environment for a shell, without tetherd's own
@@ -155,17 +180,20 @@ func (s *Set) Open(session, cwd, dir string, cols, rows int) (Info, error) {
 	if n := s.count(session); n >= s.max {
 		return Info{}, errcode.New(errcode.TerminalLimitReached, "this session has %d terminals and commands, the most it may have; close one", n)
 	}
-	cmd := exec.Command(s.shell)
-	cmd.Dir, cmd.Env = dir, env()
+	cmd, launch, err := s.command(dir, s.shell)
+	if err != nil {
+		return Info{}, err
+	}
 	f, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)})
 	if err != nil {
+		launch.Close()
 		if errors.Is(err, os.ErrNotExist) {
 			return Info{}, errcode.Wrap(errcode.WorkingDirMissing, err, "cannot start a shell in %s: %v", cwd, err)
 		}
 		return Info{}, errcode.Wrap(errcode.Internal, err, "starting a shell: %v", err)
 	}
 	t := &term{info: Info{ID: uuid.NewString(), Session: session, Cwd: cwd, Cols: cols, Rows: rows, StartedAt: time.Now().UTC()},
-		cmd: cmd, pty: f, out: f, changed: make(chan struct{}), done: make(chan struct{})}
+		cmd: cmd, launch: launch, pty: f, out: f, changed: make(chan struct{}), done: make(chan struct{})}
 	s.add(t)
 	return t.snapshot(), nil
 }
@@ -218,6 +246,7 @@ func (t *term) pump(scrollback int) {
 		}
 	}
 	err := t.cmd.Wait()
+	t.launch.Close()
 	code := 0
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -112,7 +113,14 @@ func prepareWorld(t *testing.T, a agent, model *modelserver.Server, extra ...str
 	args, _ := json.Marshal(append([]string{}, a.args...))
 	w.home = t.TempDir()
 	env, _ := json.Marshal(a.env(w.model, w.home))
-	yaml := fmt.Sprintf("agents:\n  - id: %s\n    command: %s\n    args: %s\n    env: %s\n", a.id, cmdJSON, args, env)
+	// Sandboxed, on a network of its own that reaches the model server
+	// only (its HOME, set in env, is its own and stays writable).
+	u, err := url.Parse(w.model.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	yaml := fmt.Sprintf("agents:\n  - id: %s\n    command: %s\n    args: %s\n    env: %s\n    sandbox: {mode: required, network: loopback, ports: [%s]}\n",
+		a.id, cmdJSON, args, env, u.Port())
 	if err := os.WriteFile(filepath.Join(w.dir, "agents.yaml"), []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
