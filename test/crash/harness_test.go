@@ -309,9 +309,15 @@ func (w *world) cleanup() {
 			w.checkOneTruth(sid)
 		}
 	}
+	// A host the daemon is starting is found as its child (processes)
+	// only while the daemon runs: it has not written host.lock yet.
+	hosts := w.processes(" host ")
 	w.term()
 	// Executor hosts outlive every daemon on purpose; only once the last
 	// daemon is gone can none start another.
+	for _, p := range hosts {
+		_ = syscall.Kill(p.pid, syscall.SIGTERM)
+	}
 	w.stopHosts()
 	end := time.Now().Add(20 * time.Second)
 	for {
@@ -352,9 +358,9 @@ func (p procInfo) String() string { return fmt.Sprintf("%d %q (cwd %s)", p.pid, 
 
 // processes lists live processes of this world: those whose command line
 // mentions its data dir (the daemon, and every agent since state dirs
-// live inside it) and its detached executor host (whose command line
-// names no path: host.Running finds it), keeping those whose command line
-// also contains match.
+// live inside it) and its detached executor host, whose command line
+// names no path (host.Running finds it, and, before it wrote host.lock,
+// startingHosts), keeping those whose command line also contains match.
 func (w *world) processes(match string) []procInfo {
 	// pgrep takes an extended regular expression; test names put
 	// parentheses and the like into the directory name.
@@ -366,9 +372,14 @@ func (w *world) processes(match string) []procInfo {
 		}
 	}
 	pids := strings.Fields(string(out))
-	hostPID := host.Running(filepath.Join(w.dir, "host"))
-	if hostPID != 0 && !slices.Contains(pids, strconv.Itoa(hostPID)) {
-		pids = append(pids, strconv.Itoa(hostPID))
+	hosts := w.startingHosts()
+	if pid := host.Running(filepath.Join(w.dir, "host")); pid != 0 {
+		hosts[pid] = true
+	}
+	for pid := range hosts {
+		if !slices.Contains(pids, strconv.Itoa(pid)) {
+			pids = append(pids, strconv.Itoa(pid))
+		}
 	}
 	var ps []procInfo
 	for _, f := range pids {
@@ -381,7 +392,7 @@ func (w *world) processes(match string) []procInfo {
 			continue // gone meanwhile
 		}
 		cmd := strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " "))
-		if !(strings.Contains(cmd, w.dir) || pid == hostPID) || (match != "" && !strings.Contains(cmd, match)) {
+		if !(strings.Contains(cmd, w.dir) || hosts[pid]) || (match != "" && !strings.Contains(cmd, match)) {
 			continue
 		}
 		// A zombie has no cwd link; it is not running anything.
