@@ -192,8 +192,9 @@ func runHost(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	// Read: the host's children (agents, shells, git) have no use for its
-	// paths (executor.EnvHostDataDir).
+	// Once read, the paths (executor.EnvHostDataDir) leave the environment
+	// the host's children (agents, shells, git) inherit. The copy the
+	// kernel shows in /proc/<pid>/environ stays: internal/nodump guards it.
 	for _, k := range []string{executor.EnvHostDataDir, executor.EnvHostSocket, executor.EnvHostTokenFile, executor.EnvHostAgentsDir} {
 		_ = os.Unsetenv(k)
 	}

@@ -23,8 +23,8 @@ import (
 // name). Not flags: an agent, unsandboxed, reads its host's command line
 // as its parent's (/proc/<ppid>/cmdline, readable by any process), which
 // would point it at the host's token file and socket. The environment of
-// a host (non-dumpable, cmd/tetherd) is not readable by its agents, and
-// TETHER_* never reaches an agent's (acp.Environ).
+// a host (non-dumpable, internal/nodump) is not readable by its agents,
+// and TETHER_* never reaches an agent's (acp.Environ).
 const (
 	EnvHostDataDir   = "TETHER_HOST_DATA_DIR"
 	EnvHostSocket    = "TETHER_HOST_SOCKET"
