@@ -4,36 +4,54 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/tether/tether/internal/host"
 )
 
 // The agent processes a bench's daemons started, found through /proc, and
 // their sweep: no bench leaves a process behind.
 
-// agentProcs lists live (non-zombie) processes whose command line
-// mentions dir — every demo agent of a data dir does (--state-dir
-// <dir>/demo-agent), and so does its daemon.
+// agentProcs lists the live (non-zombie) processes of a data dir, or of
+// the data dirs in it: those whose command line mentions dir — every
+// demo agent of a data dir does (--state-dir <dir>/demo-agent), and so
+// does its daemon — and the detached executor hosts (hostPIDs).
 func agentProcs(dir string) []int {
 	ents, _ := os.ReadDir("/proc")
 	var out []int
-	self := os.Getpid()
+	self, hosts := os.Getpid(), hostPIDs(dir)
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == self {
 			continue
 		}
 		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil || !(bytes.Contains(cmdline, []byte(dir+"/")) || bytes.Contains(cmdline, []byte(dir+"\x00"))) {
+		if err != nil || !(hosts[pid] || bytes.Contains(cmdline, []byte(dir+"/")) || bytes.Contains(cmdline, []byte(dir+"\x00"))) {
 			continue
 		}
 		if st, ok := readProcStat(pid); ok && st.zombie() {
 			continue
 		}
 		out = append(out, pid)
+	}
+	return out
+}
+
+// hostPIDs are the running detached executor hosts of dir and of the
+// data dirs in it (<dir>/host, <dir>/*/host): a host's command line names
+// no path, host.Running finds it by its directory.
+func hostPIDs(dir string) map[int]bool {
+	dirs, _ := filepath.Glob(filepath.Join(dir, "*", "host"))
+	out := map[int]bool{}
+	for _, d := range append(dirs, filepath.Join(dir, "host")) {
+		if pid := host.Running(d); pid != 0 {
+			out[pid] = true
+		}
 	}
 	return out
 }
@@ -111,7 +129,7 @@ func liveGroups() map[int]bool {
 	return out
 }
 
-// killAgents SIGKILLs the process groups of every process mentioning dir
+// killAgents SIGKILLs the process groups of every process of dir (agentProcs)
 // and waits until they are gone; it returns how many there were.
 func (rb *restartRun) killAgents(dir string) (int, error) {
 	pids := agentProcs(dir)

@@ -84,13 +84,13 @@ func parseHostOptions(args []string) (hostOptions, error) {
 	if d := defaultDataDir(); d != "" {
 		def = filepath.Join(d, "host")
 	}
-	fs.StringVar(&o.cfg.DataDir, "data-dir", env("TETHER_HOST_DATA_DIR", def), "the host's data directory: sessions, token, socket [TETHER_HOST_DATA_DIR]")
-	fs.StringVar(&o.socket, "socket", "", "unix socket to listen on, mode 0600 (default <data-dir>/host.sock unless --listen is set)")
+	fs.StringVar(&o.cfg.DataDir, "data-dir", env(executor.EnvHostDataDir, def), "the host's data directory: sessions, token, socket [TETHER_HOST_DATA_DIR]")
+	fs.StringVar(&o.socket, "socket", env(executor.EnvHostSocket, ""), "unix socket to listen on, mode 0600 (default <data-dir>/host.sock unless --listen is set) [TETHER_HOST_SOCKET]")
 	fs.StringVar(&o.listen, "listen", "", "TCP address to listen on with TLS, e.g. 0.0.0.0:7778 (needs --tls-cert and --tls-key)")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "TLS certificate (PEM) for --listen")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "TLS private key (PEM) for --listen")
-	fs.StringVar(&o.tokenFile, "token-file", "", "file holding the token a daemon must present (default <data-dir>/token; generated, mode 0600, if missing)")
-	fs.StringVar(&o.cfg.AgentsDir, "agents-dir", "", "directory of the host's agents.yaml (default the data dir)")
+	fs.StringVar(&o.tokenFile, "token-file", env(executor.EnvHostTokenFile, ""), "file holding the token a daemon must present (default <data-dir>/token; generated, mode 0600, if missing) [TETHER_HOST_TOKEN_FILE]")
+	fs.StringVar(&o.cfg.AgentsDir, "agents-dir", env(executor.EnvHostAgentsDir, ""), "directory of the host's agents.yaml (default the data dir) [TETHER_HOST_AGENTS_DIR]")
 	agentEnv := fs.String("agent-env-passthrough", env("TETHER_AGENT_ENV_PASSTHROUGH", ""), "comma-separated variables of the host's environment every agent also gets (TETHER_* never) [TETHER_AGENT_ENV_PASSTHROUGH]")
 	fs.DurationVar(&o.cfg.Linger, "linger", host.DefaultLinger, "with no daemon connected and no prompt or permission request pending for this long, stop the agents and exit (0: never)")
 	fs.IntVar(&o.cfg.SendWindow, "send-window", host.DefaultSendWindow, "records of one session sent to the daemon and not yet acknowledged, at most")
@@ -197,6 +197,12 @@ func runHost(ctx context.Context, args []string) error {
 	}
 	if err != nil {
 		return err
+	}
+	// Once read, the paths (executor.EnvHostDataDir) leave the environment
+	// the host's children (agents, shells, git) inherit. The copy the
+	// kernel shows in /proc/<pid>/environ stays: internal/nodump guards it.
+	for _, k := range []string{executor.EnvHostDataDir, executor.EnvHostSocket, executor.EnvHostTokenFile, executor.EnvHostAgentsDir} {
+		_ = os.Unsetenv(k)
 	}
 	if o.maxProcs > 0 {
 		runtime.GOMAXPROCS(o.maxProcs)

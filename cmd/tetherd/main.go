@@ -19,6 +19,7 @@ import (
 
 	"github.com/tether/tether/internal/buildinfo"
 	"github.com/tether/tether/internal/demoagent"
+	"github.com/tether/tether/internal/nodump"
 	"github.com/tether/tether/internal/sandbox"
 )
 
@@ -31,6 +32,9 @@ func main() {
 	cmd := "serve"
 	if len(args) > 0 && (args[0] == "serve" || args[0] == "host" || args[0] == "demo-agent" || args[0] == "backup" || args[0] == "version") {
 		cmd, args = args[0], args[1:]
+	}
+	if nodump.Err != nil {
+		fmt.Fprintln(os.Stderr, "tetherd: warning: cannot make this process non-dumpable; processes of this user (agents) can read its memory and environment:", nodump.Err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

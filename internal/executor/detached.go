@@ -18,6 +18,20 @@ import (
 	"time"
 )
 
+// The variables in which the daemon tells the detached host its paths
+// (`tetherd host` reads each as the default of the flag of the same
+// name). Not flags: an agent, unsandboxed, reads its host's command line
+// as its parent's (/proc/<ppid>/cmdline, readable by any process), which
+// would point it at the host's token file and socket. The environment of
+// a host (non-dumpable, internal/nodump) is not readable by its agents,
+// and TETHER_* never reaches an agent's (acp.Environ).
+const (
+	EnvHostDataDir   = "TETHER_HOST_DATA_DIR"
+	EnvHostSocket    = "TETHER_HOST_SOCKET"
+	EnvHostTokenFile = "TETHER_HOST_TOKEN_FILE"
+	EnvHostAgentsDir = "TETHER_HOST_AGENTS_DIR"
+)
+
 // Detached finds, and when needed starts, the daemon's own local executor
 // host: `tetherd host` in <DataDir>/host, serving <DataDir>/host/host.sock.
 // The host runs in a session and process group of its own, so that it
@@ -33,7 +47,7 @@ type Detached struct {
 	Dir string
 	// Exe is the tetherd binary to run (default: this executable).
 	Exe string
-	// Args are extra `tetherd host` flags.
+	// Args are extra `tetherd host` flags; no paths (see EnvHostDataDir).
 	Args   []string
 	Logger *slog.Logger
 	// StartTimeout bounds the wait for a started host's socket (default
@@ -233,9 +247,8 @@ func (d *Detached) start() (<-chan struct{}, error) {
 		return nil, fmt.Errorf("open executor host log: %w", err)
 	}
 	defer logf.Close() // the child has its own descriptor
-	args := append([]string{"host", "--data-dir", d.HostDir(), "--socket", d.SocketPath(),
-		"--token-file", d.TokenPath(), "--agents-dir", d.DataDir}, d.Args...)
-	cmd := exec.Command(exe, args...)
+	cmd := exec.Command(exe, append([]string{"host"}, d.Args...)...)
+	cmd.Env = d.hostEnv(os.Environ())
 	cmd.Dir = d.HostDir()
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Its own session: no signal aimed at the daemon's group or terminal
@@ -262,6 +275,21 @@ func (d *Detached) start() (<-chan struct{}, error) {
 		close(exited)
 	}()
 	return exited, nil
+}
+
+// hostEnv is the started host's environment: the daemon's (its agents'
+// API keys), less the daemon's own TETHER_* settings, which are not the
+// host's and may hold secrets (TETHER_TOKEN, TETHER_DATABASE_URL), plus
+// the host's paths (EnvHostDataDir and the others).
+func (d *Detached) hostEnv(environ []string) []string {
+	env := make([]string, 0, len(environ)+4)
+	for _, kv := range environ {
+		if !strings.HasPrefix(kv, "TETHER_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, EnvHostDataDir+"="+d.HostDir(), EnvHostSocket+"="+d.SocketPath(),
+		EnvHostTokenFile+"="+d.TokenPath(), EnvHostAgentsDir+"="+d.DataDir)
 }
 
 // awaitSocket waits for a starting host to open its socket.

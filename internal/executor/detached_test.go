@@ -23,6 +23,7 @@ func newDetached(t *testing.T, dataDir string) *Detached {
 		t.Fatal(err)
 	}
 	t.Setenv(fakeHostEnv, "1") // inherited by the host process
+	t.Setenv("TETHER_TOKEN", "the daemon's")
 	d := &Detached{DataDir: dataDir, Exe: exe, Args: []string{"--marker", "m1"}, Logger: testLogger()}
 	t.Cleanup(func() { d.killChild(t) })
 	return d
@@ -112,8 +113,8 @@ func TestDetachedStartsOnceAndIsFoundAgain(t *testing.T) {
 	d.mu.Lock()
 	pid := d.pid
 	d.mu.Unlock()
-	if len(got) != 1 || got[0] != strconv.Itoa(pid)+" m1 "+dataDir {
-		t.Fatalf("starts: got %q, want one by pid %d with the extra flag and the agents dir", got, pid)
+	if len(got) != 1 || got[0] != strconv.Itoa(pid)+" m1 "+dataDir+" without-TETHER_TOKEN" {
+		t.Fatalf("starts: got %q, want one by pid %d with the extra flag and the agents dir, without the daemon's TETHER_TOKEN", got, pid)
 	}
 	if sid := sessionOf(t, pid); sid != pid {
 		t.Fatalf("the host's session: got %d, want its own (%d)", sid, pid)

@@ -26,31 +26,35 @@ func TestMain(m *testing.M) {
 	testbin.RunLeakChecked(m)
 }
 
-// fakeHostMain is the fake host as a process: it takes the flags Detached
-// passes, records each start in <data-dir>/starts, serves a fakeHost on
-// the socket with the token file's token and its pid as host id, and
-// runs until SIGTERM.
+// fakeHostMain is the fake host as a process: it takes the flags and the
+// environment Detached passes, records each start in <data-dir>/starts
+// (pid, the extra flag, the agents dir, whether TETHER_TOKEN is set),
+// serves a fakeHost on the socket with the token file's token and its pid
+// as host id, and runs until SIGTERM.
 func fakeHostMain(args []string) int {
 	if len(args) == 0 || args[0] != "host" {
 		fmt.Fprintln(os.Stderr, "fake host: want the host subcommand, got", args)
 		return 2
 	}
 	fs := flag.NewFlagSet("host", flag.ContinueOnError)
-	dataDir := fs.String("data-dir", "", "")
-	socket := fs.String("socket", "", "")
-	tokenFile := fs.String("token-file", "", "")
-	agentsDir := fs.String("agents-dir", "", "")
 	marker := fs.String("marker", "", "an extra flag, to see Args passed")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
-	tok, err := os.ReadFile(*tokenFile)
+	dataDir, socket, tokenFile, agentsDir := os.Getenv(EnvHostDataDir), os.Getenv(EnvHostSocket),
+		os.Getenv(EnvHostTokenFile), os.Getenv(EnvHostAgentsDir)
+	tok, err := os.ReadFile(tokenFile)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fake host:", err)
 		return 1
 	}
-	line := fmt.Sprintf("%d %s %s\n", os.Getpid(), *marker, *agentsDir)
-	sf, err := os.OpenFile(filepath.Join(*dataDir, "starts"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	// The daemon's own settings are not the host's (Detached.hostEnv).
+	daemonToken := "without-TETHER_TOKEN"
+	if _, ok := os.LookupEnv("TETHER_TOKEN"); ok {
+		daemonToken = "with-TETHER_TOKEN"
+	}
+	line := fmt.Sprintf("%d %s %s %s\n", os.Getpid(), *marker, agentsDir, daemonToken)
+	sf, err := os.OpenFile(filepath.Join(dataDir, "starts"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fake host:", err)
 		return 1
@@ -59,8 +63,8 @@ func fakeHostMain(args []string) int {
 	_ = sf.Close()
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	fmt.Println("fake host starting on", *socket) // before the socket exists: the log has it once a dial succeeds
-	f := &fakeHost{path: *socket, token: strings.TrimSpace(string(tok)), hostID: strconv.Itoa(os.Getpid())}
+	fmt.Println("fake host starting on", socket) // before the socket exists: the log has it once a dial succeeds
+	f := &fakeHost{path: socket, token: strings.TrimSpace(string(tok)), hostID: strconv.Itoa(os.Getpid())}
 	if err := f.start(); err != nil {
 		fmt.Fprintln(os.Stderr, "fake host:", err)
 		return 1

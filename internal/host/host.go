@@ -165,13 +165,17 @@ func New(cfg Config) (*Host, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("host: data dir: %w", err)
 	}
-	lock, err := os.OpenFile(filepath.Join(cfg.DataDir, "host.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	lock, err := os.OpenFile(filepath.Join(cfg.DataDir, lockFile), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		_ = lock.Close()
 		return nil, fmt.Errorf("host: %s is in use by another host: %w", cfg.DataDir, err)
+	}
+	if err := recordHolder(lock); err != nil {
+		_ = lock.Close()
+		return nil, fmt.Errorf("host: %s: %w", lockFile, err)
 	}
 	h := &Host{cfg: cfg, log: cfg.Logger, startedAt: time.Now().UTC(), lock: lock, dedup: hostproto.NewDedup(DefaultDedup),
 		changes: make(chan struct{}, 1), links: map[*link]struct{}{}, sessions: map[string]*session{}, starting: map[string]chan struct{}{}}

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether/tether/internal/host"
 	"github.com/tether/tether/internal/testbin"
 )
 
@@ -155,29 +156,10 @@ func (c *cluster) stop() {
 			c.t.Logf("--- node %s ---\n%s", id, n.logs.String())
 		}
 	}
-	for _, pid := range hostPIDs(c.hostDir) {
+	// The host outlives the nodes on purpose.
+	if pid := host.Running(c.hostDir); pid != 0 {
 		_ = syscall.Kill(pid, syscall.SIGTERM)
 	}
-}
-
-// hostPIDs are the executor hosts serving dir (found by command line).
-func hostPIDs(dir string) []int {
-	var out []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		var pid int
-		if _, err := fmt.Sscan(e.Name(), &pid); err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		if strings.Contains(strings.ReplaceAll(string(b), "\x00", " "), " host --data-dir "+dir+" ") {
-			out = append(out, pid)
-		}
-	}
-	return out
 }
 
 func (c *cluster) waitFor(what string, ok func() bool) {

@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether/tether/internal/host"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store/storetest"
 	"github.com/tether/tether/internal/testbin"
@@ -63,6 +64,9 @@ type world struct {
 	states string
 	// env is added to the environment of every daemon the world starts.
 	env []string
+	// cred, if set, is the user and group the daemons run as (nil: the
+	// test's).
+	cred *syscall.Credential
 
 	mu sync.Mutex
 	// daemon is the running tetherd, nil between runs.
@@ -98,7 +102,14 @@ func (w *world) keepLog(name string, logs *logBuffer) {
 
 func newWorld(t *testing.T, profiles ...profile) *world {
 	t.Helper()
-	w := &world{t: t, bin: binary(t), dir: t.TempDir(), addr: freeAddr(t)}
+	return newWorldAt(t, binary(t), t.TempDir(), profiles...)
+}
+
+// newWorldAt is a world on the data dir dir whose daemons and agents run
+// the tetherd executable bin.
+func newWorldAt(t *testing.T, bin, dir string, profiles ...profile) *world {
+	t.Helper()
+	w := &world{t: t, bin: bin, dir: dir, addr: freeAddr(t)}
 	w.states = filepath.Join(w.dir, "agent-state")
 	w.setProfiles(profiles...)
 	t.Cleanup(w.cleanup)
@@ -219,6 +230,9 @@ func (w *world) start(extra ...string) {
 	// ~/.bashrc, which on some machines waits for a lock a killed shell
 	// left behind).
 	cmd.Env = append(append(os.Environ(), "SHELL=/bin/sh"), w.env...)
+	if w.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: w.cred}
+	}
 	w.mu.Lock()
 	w.started++
 	name := fmt.Sprintf("tetherd run %d", w.started)
@@ -295,9 +309,15 @@ func (w *world) cleanup() {
 			w.checkOneTruth(sid)
 		}
 	}
+	// A host the daemon is starting is found as its child (processes)
+	// only while the daemon runs: it has not written host.lock yet.
+	hosts := w.processes(" host ")
 	w.term()
 	// Executor hosts outlive every daemon on purpose; only once the last
 	// daemon is gone can none start another.
+	for _, p := range hosts {
+		_ = syscall.Kill(p.pid, syscall.SIGTERM)
+	}
 	w.stopHosts()
 	end := time.Now().Add(20 * time.Second)
 	for {
@@ -336,22 +356,33 @@ type procInfo struct {
 
 func (p procInfo) String() string { return fmt.Sprintf("%d %q (cwd %s)", p.pid, p.cmd, p.cwd) }
 
-// processes lists live processes whose command line mentions this world's
-// data dir (the daemon, and every agent since state dirs live inside it),
-// keeping those whose command line also contains match.
+// processes lists live processes of this world: those whose command line
+// mentions its data dir (the daemon, and every agent since state dirs
+// live inside it) and its detached executor host, whose command line
+// names no path (host.Running finds it, and, before it wrote host.lock,
+// startingHosts), keeping those whose command line also contains match.
 func (w *world) processes(match string) []procInfo {
 	// pgrep takes an extended regular expression; test names put
 	// parentheses and the like into the directory name.
 	out, err := exec.Command("pgrep", "-f", regexp.QuoteMeta(w.dir)).Output()
 	if err != nil {
 		var ee *exec.ExitError
-		if errors.As(err, &ee) && ee.ExitCode() == 1 {
-			return nil // none
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 { // 1: none
+			w.t.Fatalf("pgrep: %v", err)
 		}
-		w.t.Fatalf("pgrep: %v", err)
+	}
+	pids := strings.Fields(string(out))
+	hosts := w.startingHosts()
+	if pid := host.Running(filepath.Join(w.dir, "host")); pid != 0 {
+		hosts[pid] = true
+	}
+	for pid := range hosts {
+		if !slices.Contains(pids, strconv.Itoa(pid)) {
+			pids = append(pids, strconv.Itoa(pid))
+		}
 	}
 	var ps []procInfo
-	for _, f := range strings.Fields(string(out)) {
+	for _, f := range pids {
 		pid, err := strconv.Atoi(f)
 		if err != nil {
 			continue
@@ -361,7 +392,7 @@ func (w *world) processes(match string) []procInfo {
 			continue // gone meanwhile
 		}
 		cmd := strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " "))
-		if !strings.Contains(cmd, w.dir) || (match != "" && !strings.Contains(cmd, match)) {
+		if !(strings.Contains(cmd, w.dir) || hosts[pid]) || (match != "" && !strings.Contains(cmd, match)) {
 			continue
 		}
 		// A zombie has no cwd link; it is not running anything.

@@ -1,11 +1,14 @@
 package crash_test
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -34,6 +37,36 @@ func (w *world) stopHosts() {
 	for _, p := range w.processes(" host ") {
 		_ = syscall.Kill(p.pid, syscall.SIGTERM)
 	}
+}
+
+// startingHosts are the running daemon's children that run `tetherd
+// host`: a host it is starting, before it wrote host.lock (by which
+// host.Running finds it), is one of them.
+func (w *world) startingHosts() map[int]bool {
+	out := map[int]bool{}
+	w.mu.Lock()
+	d := w.daemon
+	w.mu.Unlock()
+	if d == nil {
+		return out
+	}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		i := bytes.LastIndexByte(stat, ')')
+		if err != nil || i < 0 {
+			continue
+		}
+		if f := strings.Fields(string(stat[i+1:])); len(f) < 2 || f[1] != strconv.Itoa(d.pid()) { // state, ppid
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if args := strings.Split(string(cmdline), "\x00"); len(args) > 1 && args[1] == "host" {
+			pid, _ := strconv.Atoi(e.Name())
+			out[pid] = true
+		}
+	}
+	return out
 }
 
 // hostedWorld is a world whose sessions run in the detached runtime.

@@ -11,19 +11,14 @@ import (
 // path for its own sessions only.
 
 // detachedHostPID is the pid of the world's detached host (the daemon's
-// own, in <data-dir>/host), failing if none or several run.
+// own, in <data-dir>/host), failing if none runs.
 func (w *world) detachedHostPID() int {
 	w.t.Helper()
-	var pids []int
-	for _, p := range w.processes(" host ") {
-		if strings.Contains(p.cmd, "--data-dir "+w.dir+"/host ") {
-			pids = append(pids, p.pid)
-		}
+	ps := w.hostProcesses()
+	if len(ps) != 1 {
+		w.t.Fatalf("got detached hosts %v, want one", ps)
 	}
-	if len(pids) != 1 {
-		w.t.Fatalf("got detached hosts %v, want one", pids)
-	}
-	return pids[0]
+	return ps[0].pid
 }
 
 // checkLostTurn checks that turn pid ended interrupted because its host

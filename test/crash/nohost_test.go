@@ -8,16 +8,18 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tether/tether/internal/host"
 )
 
-// hostProcesses lists the executor hosts running on this world's data
-// dir: this binary run as `tetherd host` with its --data-dir inside the
-// world's (processes keeps only command lines naming the world's dir, so
-// parallel tests' hosts are not counted).
+// hostProcesses lists the world's detached executor host (the daemon's
+// own, in <data-dir>/host) if it runs. Its command line names no path:
+// host.Running finds it by its directory.
 func (w *world) hostProcesses() []procInfo {
+	pid := host.Running(filepath.Join(w.dir, "host"))
 	var out []procInfo
-	for _, p := range w.processes("") {
-		if strings.HasPrefix(p.cmd, w.bin+" host ") && strings.Contains(p.cmd, "--data-dir "+filepath.Join(w.dir, "host")) {
+	for _, p := range w.processes(" host ") {
+		if p.pid == pid {
 			out = append(out, p)
 		}
 	}

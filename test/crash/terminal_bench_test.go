@@ -3,19 +3,18 @@ package crash_test
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 
+	"github.com/tether/tether/internal/host"
 	"github.com/tether/tether/internal/testbin"
 )
 
@@ -97,13 +96,9 @@ func benchDaemon(b *testing.B, extra ...string) string {
 	b.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
-		// The hosts outlive the daemon on purpose; they name its data dir.
-		out, _ := exec.Command("pgrep", "-f", filepath.Join(dir, "host")).Output()
-		for _, f := range strings.Fields(string(out)) {
-			var pid int
-			if _, err := fmt.Sscan(f, &pid); err == nil {
-				_ = syscall.Kill(pid, syscall.SIGTERM)
-			}
+		// The host outlives the daemon on purpose.
+		if pid := host.Running(filepath.Join(dir, "host")); pid != 0 {
+			_ = syscall.Kill(pid, syscall.SIGTERM)
 		}
 	})
 	for end := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {

@@ -4,15 +4,14 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/tether/tether/internal/host"
 	"github.com/tether/tether/internal/modelserver"
 )
 
@@ -67,30 +66,25 @@ func TestDetachedKillDaemonMidReplyModelNeverSees(t *testing.T) {
 	})
 }
 
-// stopHosts ends the executor hosts of a data dir (they outlive every
-// daemon on purpose), with their agents, and waits until they are gone: a
+// stopHosts ends the executor host of a data dir (it outlives every
+// daemon on purpose), with its agents, and waits until they are gone: a
 // host stops its agents before it exits, and an agent still running would
 // write into its HOME while the test removes it.
 func stopHosts(t *testing.T, dataDir string) {
 	t.Helper()
-	out, _ := exec.Command("pgrep", "-f", " host --data-dir "+filepath.Join(dataDir, "host")).Output()
-	var pids []int
-	for _, f := range strings.Fields(string(out)) {
-		if pid, err := strconv.Atoi(f); err == nil && pid != os.Getpid() {
-			_ = syscall.Kill(pid, syscall.SIGTERM)
-			pids = append(pids, pid)
-		}
+	pid := host.Running(filepath.Join(dataDir, "host"))
+	if pid == 0 {
+		return
 	}
+	_ = syscall.Kill(pid, syscall.SIGTERM)
 	end := time.Now().Add(deadline)
-	for _, pid := range pids {
-		for running(pid) {
-			if time.Now().After(end) {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-				t.Errorf("executor host %d still running %s after SIGTERM (killed now)", pid, deadline)
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
+	for running(pid) {
+		if time.Now().After(end) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Errorf("executor host %d still running %s after SIGTERM (killed now)", pid, deadline)
+			break
 		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/tether/tether/internal/host"
 	"github.com/tether/tether/internal/modelserver"
 )
 
@@ -115,17 +115,11 @@ func descendants(pid int) []int {
 func (w *world) reboot() {
 	w.t.Helper()
 	w.kill9()
-	out, _ := exec.Command("pgrep", "-f", " host --data-dir "+filepath.Join(w.dir, "host")).Output()
-	var all []int
-	for _, f := range strings.Fields(string(out)) {
-		if pid, err := strconv.Atoi(f); err == nil && pid != os.Getpid() {
-			all = append(all, pid)
-			all = append(all, descendants(pid)...)
-		}
-	}
-	if len(all) == 0 {
+	pid := host.Running(filepath.Join(w.dir, "host"))
+	if pid == 0 {
 		w.t.Fatal("no detached executor host to take down")
 	}
+	all := append([]int{pid}, descendants(pid)...)
 	for _, pid := range all {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}

@@ -2,7 +2,7 @@
 // on a free port with a temporary data dir, and Debian's Chromium driven by
 // playwright-core (never a downloaded browser).
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -134,24 +134,28 @@ export class Daemon {
   }
 
   /**
-   * The pids of the detached executor hosts this daemon started: they
-   * outlive it (their own session, no parent to wait for them), so they
-   * are found by their command line, which names the data dir.
+   * The pid of the detached executor host of this daemon's data dir, in a
+   * list (empty when none runs). It outlives the daemon (its own session,
+   * no parent to wait for it) and its command line names no path, so it
+   * is found by <data-dir>/host/host.lock, which the running host holds
+   * and which names it: "<pid> <start> <dev>:<ino>", the start time of
+   * /proc/<pid>/stat and the file's own device and inode, so that neither
+   * a pid reused after the host ended nor a copied file is taken for it
+   * (internal/host/holder.go).
    */
   hostPids() {
-    const marker = ` host --data-dir ${join(this.dataDir, 'host')} `;
-    const pids = [];
-    for (const name of readdirSync('/proc')) {
-      if (!/^\d+$/.test(name)) continue;
-      let cmdline;
-      try {
-        cmdline = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0').join(' ');
-      } catch {
-        continue; // gone meanwhile
-      }
-      if (cmdline.includes(marker)) pids.push(Number(name));
+    const lock = join(this.dataDir, 'host', 'host.lock');
+    try {
+      const [pid, start, file, ...rest] = readFileSync(lock, 'utf8').trim().split(/\s+/);
+      const st = statSync(lock, { bigint: true });
+      if (rest.length || file !== `${st.dev}:${st.ino}`) return [];
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 1).trim().split(/\s+/); // fields[0] is the state
+      if (fields[0] === 'Z' || fields[0] === 'X' || fields[19] !== start) return [];
+      return [Number(pid)];
+    } catch {
+      return []; // no lock file, or the host is gone
     }
-    return pids;
   }
 
   /**
