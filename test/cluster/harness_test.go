@@ -122,7 +122,9 @@ func (c *cluster) writeAgents(dir string) {
 	}
 	args, _ := json.Marshal([]string{"demo-agent", "--state-dir", filepath.Join(c.dir, "demo-state")})
 	bin, _ := json.Marshal(c.bin)
-	yaml := fmt.Sprintf("agents:\n  - id: demo\n    displayName: Demo\n    command: %s\n    args: %s\n", bin, args)
+	state, _ := json.Marshal(filepath.Join(c.dir, "demo-state"))
+	// Sandboxed as a user's profile is: its state dir its own.
+	yaml := fmt.Sprintf("agents:\n  - id: demo\n    displayName: Demo\n    command: %s\n    args: %s\n    sandbox: {writable: [%s]}\n", bin, args, state)
 	if err := os.WriteFile(filepath.Join(dir, "agents.yaml"), []byte(yaml), 0o600); err != nil {
 		c.t.Fatal(err)
 	}

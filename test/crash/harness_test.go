@@ -138,6 +138,8 @@ func (w *world) writeAgents(dir string, profiles ...profile) {
 		args, _ := json.Marshal(append([]string{"demo-agent", "--state-dir", w.stateDir(p.id)}, p.flags...))
 		cmd, _ := json.Marshal(w.bin)
 		fmt.Fprintf(&b, "  - id: %s\n    command: %s\n    args: %s\n", p.id, cmd, args)
+		// Sandboxed as a user's profile is: its state dir its own.
+		fmt.Fprintf(&b, "    sandbox: {writable: [%q]}\n", w.stateDir(p.id))
 		if len(p.env) > 0 {
 			env, _ := json.Marshal(p.env)
 			fmt.Fprintf(&b, "    env: %s\n", env)
@@ -394,6 +396,9 @@ func (w *world) processes(match string) []procInfo {
 		cmd := strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " "))
 		if !(strings.Contains(cmd, w.dir) || hosts[pid]) || (match != "" && !strings.Contains(cmd, match)) {
 			continue
+		}
+		if filepath.Base(strings.SplitN(cmd, " ", 2)[0]) == "bwrap" {
+			continue // an agent's sandbox (its command line names the agent's), not the agent
 		}
 		// A zombie has no cwd link; it is not running anything.
 		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
@@ -708,4 +713,35 @@ func snapshotDir(t *testing.T, dir string) map[string]string {
 		return nil
 	})
 	return out
+}
+
+// killGroup kills the process group pid is in with SIGKILL: the agent
+// and everything it started (a sandboxed agent's group is its sandbox's,
+// whose leader is bwrap).
+func killGroup(pid int) error {
+	pgid, err := syscall.Getpgid(pid)
+	if err != nil {
+		return err
+	}
+	return syscall.Kill(-pgid, syscall.SIGKILL)
+}
+
+// descends reports whether pid is ancestor or one of its descendants.
+func descends(pid, ancestor int) bool {
+	for i := 0; pid > 1 && i < 64; i++ {
+		if pid == ancestor {
+			return true
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return false
+		}
+		j := bytes.LastIndexByte(stat, ')')
+		f := strings.Fields(string(stat[j+2:]))
+		if j < 0 || len(f) < 2 {
+			return false
+		}
+		pid, _ = strconv.Atoi(f[1])
+	}
+	return false
 }

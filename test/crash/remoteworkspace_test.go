@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"testing"
 
 	"github.com/tether/tether/internal/testbin"
@@ -53,7 +52,7 @@ func TestRemoteWorkspace(t *testing.T) {
 	if len(agents) != 1 {
 		t.Fatalf("agents in the session's directory: got %v, want one", agents)
 	}
-	if err := syscall.Kill(-agents[0].pid, syscall.SIGKILL); err != nil {
+	if err := killGroup(agents[0].pid); err != nil {
 		t.Fatal(err)
 	}
 	var report map[string]any

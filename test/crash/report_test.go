@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -42,7 +41,7 @@ func TestRecoveryReportAfterAgentKill9MidTool(t *testing.T) {
 			if len(agents) != 1 {
 				t.Fatalf("agents in the session's directory: got %v, want one", agents)
 			}
-			if err := syscall.Kill(-agents[0].pid, syscall.SIGKILL); err != nil {
+			if err := killGroup(agents[0].pid); err != nil {
 				t.Fatal(err)
 			}
 			var report map[string]any

@@ -31,7 +31,10 @@ func lingeringWorld(t *testing.T) *world {
 func (w *world) lingeringEntry(id string) string {
 	script := "trap '' TERM; " + w.bin + " demo-agent --state-dir " + w.stateDir(id) + "; sleep 60"
 	args, _ := json.Marshal([]string{"-c", script, "lingering-agent"})
-	return "  - id: " + id + "\n    command: /bin/sh\n    args: " + string(args) + "\n"
+	// The wrapper runs tetherd: its sandbox must show it (the state dir
+	// is the agent's own, as the harness's profiles have it).
+	sb, _ := json.Marshal(map[string][]string{"writable": {w.stateDir(id)}, "readable": {w.bin}})
+	return "  - id: " + id + "\n    command: /bin/sh\n    args: " + string(args) + "\n    sandbox: " + string(sb) + "\n"
 }
 
 // writeAgentsYAML replaces the daemon's agents.yaml with yaml; the next

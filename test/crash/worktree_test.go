@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -95,7 +94,7 @@ func TestSessionWorktree(t *testing.T) {
 			if len(agents) != 1 {
 				t.Fatalf("agents in the worktree: got %v, want one", agents)
 			}
-			if err := syscall.Kill(-agents[0].pid, syscall.SIGKILL); err != nil {
+			if err := killGroup(agents[0].pid); err != nil {
 				t.Fatal(err)
 			}
 			w.waitFor("the agent's exit", func() bool { return w.status(sid)["isAgentRunning"] == false })
