@@ -1,6 +1,7 @@
 package realagents_test
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -38,7 +39,23 @@ func (w *world) agentPID(sid string) int {
 	if pid <= 1 {
 		w.t.Fatalf("no agent pid in %v", exec)
 	}
-	return int(pid)
+	// The executor's pid is the agent's sandbox: bwrap, whose child is
+	// bwrap again inside its namespaces, whose child is the loopback
+	// forwarder (tetherd sandbox-net), whose child is the agent.
+	p := int(pid)
+	for i := 0; i < 4; i++ {
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
+		argv := strings.Split(string(cmdline), "\x00")
+		if err != nil || len(argv) < 2 || (filepath.Base(argv[0]) != "bwrap" && argv[1] != "sandbox-net") {
+			break
+		}
+		kids := childrenOf(w.t, p)
+		if len(kids) != 1 {
+			w.t.Fatalf("the agent's sandbox (pid %d) has children %v, want one", p, kids)
+		}
+		p = kids[0]
+	}
+	return p
 }
 
 // childrenOf lists the processes whose parent is pid.
@@ -87,9 +104,14 @@ func TestKillAgentWithQueuedPrompts(t *testing.T) {
 		w.prompt(sid, one, "q1")
 		w.prompt(sid, two, "q2")
 		before := len(mainRequests(w.model))
+		// The agent's group: its sandbox's, whose leader is bwrap.
 		pid := w.agentPID(sid)
-		if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
-			t.Fatalf("kill agent group %d: %v", pid, err)
+		pgid, err := syscall.Getpgid(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Kill(-pgid, syscall.SIGKILL); err != nil {
+			t.Fatalf("kill agent group %d: %v", pgid, err)
 		}
 		if turn := w.waitTurn(sid, "p1"); turn["state"] != "interrupted" || turn["interruptReason"] != "agent_exited" {
 			t.Fatalf("p1 after the agent died: got %v (%v), want interrupted by agent_exited", turn["state"], turn["interruptReason"])
