@@ -292,7 +292,8 @@ func serve(ctx context.Context, args []string) error {
 	reg, err := agents.Load(ctx, agents.Config{DataDir: o.dataDir, Self: self, Store: profileWrites{st, w}, Logger: logger,
 		EnvPassthrough: splitList(o.agentEnv), ProbeTimeout: o.probeTO,
 		// What no sandboxed agent may see: the daemon's files and secrets.
-		Hidden: []string{o.dataDir, o.edge.tokenFile, o.edge.tlsKey, o.exec.hostsFile, o.exec.hostDir}})
+		Hidden: append([]string{o.dataDir, o.edge.tokenFile, o.edge.tlsKey, o.exec.hostsFile, o.exec.hostDir},
+			remoteTokenFiles(o.dataDir, o.exec.hostsFile)...)})
 	if err != nil {
 		return err
 	}

@@ -270,6 +270,9 @@ func (b *builder) bind(kind, path string) {
 // inside the tmpfs would make its mount point, and show the name of what
 // it hides (the token, the socket, agents.yaml).
 func (b *builder) hide(path string) {
+	if path == "" {
+		return // a flag left unset: "." is not to be hidden
+	}
 	path = real(path)
 	ok, dir := exists(path)
 	if !ok || !b.shown(path) {

@@ -44,6 +44,7 @@ func TestHideCoversOnce(t *testing.T) {
 			[]string{"--tmpfs " + data, "--ro-bind /dev/null " + filepath.Join(state, "secret")}},
 		{"nothing shows it", []string{elsewhere}, []string{data, filepath.Join(data, "token")}, nil},
 		{"hidden twice", []string{ws}, []string{data, data}, []string{"--tmpfs " + data}},
+		{"an unset flag", []string{ws}, []string{""}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
