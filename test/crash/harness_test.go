@@ -418,35 +418,7 @@ func (w *world) waitFor(what string, cond func() bool) {
 // do sends an API request with the token and decodes a JSON answer.
 func (w *world) do(method, path string, body any) (int, map[string]any) {
 	w.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			w.t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, "http://"+w.addr+path, rd)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		w.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	var m map[string]any
-	if len(b) > 0 && strings.Contains(resp.Header.Get("Content-Type"), "json") {
-		if err := json.Unmarshal(b, &m); err != nil {
-			w.t.Fatalf("%s %s: decode %s: %v", method, path, b, err)
-		}
-	}
-	return resp.StatusCode, m
+	return testbin.DoJSON(w.t, "http://"+w.addr, token, method, path, body)
 }
 
 // get is do for GET that insists on 200.
@@ -521,16 +493,7 @@ func (w *world) transcript(sid string) map[string]any {
 }
 
 // list returns a JSON array member as a slice of objects.
-func list(m map[string]any, key string) []map[string]any {
-	raw, _ := m[key].([]any)
-	out := make([]map[string]any, 0, len(raw))
-	for _, x := range raw {
-		if o, ok := x.(map[string]any); ok {
-			out = append(out, o)
-		}
-	}
-	return out
-}
+func list(m map[string]any, key string) []map[string]any { return testbin.List(m, key) }
 
 // frame is one durable SSE event as a client saw it.
 type frame testbin.Frame
