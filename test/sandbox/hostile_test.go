@@ -12,7 +12,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/tether/tether/internal/demoagent"
 	"github.com/tether/tether/internal/sandbox"
@@ -371,6 +370,14 @@ func (w *world) endAndLook(sid string, pid int, c hostileCase, marker string) de
 		}
 	}
 	agent := agentProcess(w.t, pid)
+	// The agent's processes but the marked: bubblewrap, the sandbox's
+	// pid 1 (another bubblewrap), the demo agent.
+	var tree []int
+	for _, p := range descendants(pid) {
+		if !strings.Contains(p.cmdline, marker) && !strings.Contains(p.environ, demoagent.HostileMarkerEnv+"="+marker) {
+			tree = append(tree, p.pid)
+		}
+	}
 	var how string
 	switch c.end {
 	case killAgent, killSandbox:
@@ -388,19 +395,16 @@ func (w *world) endAndLook(sid string, pid int, c hostileCase, marker string) de
 			w.t.Fatalf("close the session: got %d, want 2xx: %v", code, m)
 		}
 	}
-	w.waitFor(fmt.Sprintf("the agent's process %d to be gone after %s", agent, how), func() bool { return !alive(agent) })
+	// Once the agent's processes have ended, whatever else its sandbox
+	// held has ended too: the end of the sandbox's pid 1 kills every
+	// process of its PID namespace and waits for them. A process with
+	// the marker alive then escaped.
+	w.waitFor(fmt.Sprintf("the agent's processes %v to be gone after %s", tree, how), func() bool {
+		return !slices.ContainsFunc(tree, alive)
+	})
 	res := demoagent.AttackResult{Name: demoagent.AttackLeaveProcess, Outcome: demoagent.OutcomeBlocked,
 		Detail: fmt.Sprintf("nothing carrying %s outlived %s", marker, how)}
 	left := marked()
-	if c.confined {
-		// The sandbox's end takes its processes with it; the kernel does
-		// it at once, but not within the kill's return.
-		end := time.Now().Add(deadline)
-		for len(left) > 0 && time.Now().Before(end) {
-			time.Sleep(20 * time.Millisecond)
-			left = marked()
-		}
-	}
 	if len(left) > 0 {
 		res.Outcome = demoagent.OutcomeSucceeded
 		res.Detail = fmt.Sprintf("%d processes outlived %s:", len(left), how)
@@ -416,26 +420,30 @@ func (w *world) endAndLook(sid string, pid int, c hostileCase, marker string) de
 // running `tetherd demo-agent` (bwrap runs it as a grandchild).
 func agentProcess(t *testing.T, pid int) int {
 	t.Helper()
-	all := procsMatching(func(proc) bool { return true })
-	parent := map[int]int{}
-	for _, p := range all {
-		parent[p.pid] = p.ppid
-	}
-	descends := func(p int) bool {
-		for ; p > 0; p = parent[p] {
-			if p == pid {
-				return true
-			}
-		}
-		return false
-	}
-	for _, p := range all {
-		if len(p.argv) > 1 && p.argv[1] == "demo-agent" && descends(p.pid) {
+	for _, p := range descendants(pid) {
+		if len(p.argv) > 1 && p.argv[1] == "demo-agent" {
 			return p.pid
 		}
 	}
 	t.Fatalf("no demo-agent process at or under pid %d", pid)
 	return 0
+}
+
+// descendants are pid and the processes under it.
+func descendants(pid int) []proc {
+	all := procsMatching(func(proc) bool { return true })
+	parent := map[int]int{}
+	for _, p := range all {
+		parent[p.pid] = p.ppid
+	}
+	return slices.DeleteFunc(all, func(p proc) bool {
+		for q := p.pid; q > 0; q = parent[q] {
+			if q == pid {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 func procArgv(pid int) []string {
