@@ -187,7 +187,10 @@ func (t *turn) hostile(arg string) error {
 	l := discover(tg)
 	results := []AttackResult{l.findSecrets(), l.readTokens(), l.readDataDirs(), l.connectSockets(), t.writeOutside(tg.Outside),
 		seeProcesses(), seePIDs(tg.PIDs), t.approveViaAPI(l), t.approveViaHost(l), leaveProcess(tg.Marker)}
-	lines := slicesMap(l.notes, func(n string) string { return "found " + n })
+	var lines []string
+	for _, n := range l.notes {
+		lines = append(lines, "found "+n)
+	}
 	for _, r := range results {
 		lines = append(lines, r.String())
 	}
@@ -225,14 +228,6 @@ func writeReport(path, report string) error {
 		return err
 	}
 	return os.Rename(tmp, path)
-}
-
-func slicesMap(in []string, fn func(string) string) []string {
-	out := make([]string, len(in))
-	for i, s := range in {
-		out[i] = fn(s)
-	}
-	return out
 }
 
 // readTokens reads every token file found.
