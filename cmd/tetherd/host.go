@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -225,8 +226,11 @@ func runHost(ctx context.Context, args []string) error {
 	}
 	o.cfg.HostVersion = buildinfo.Get().Version
 	o.cfg.Logger = logger
-	// What no sandboxed agent may see: the host's own files and secrets.
-	o.cfg.Hidden = []string{o.cfg.DataDir, o.cfg.AgentsDir, o.tokenFile, o.socket, o.tlsKey}
+	// What no sandboxed agent may see: the host's own files and secrets,
+	// and the remote hosts' tokens of the daemon whose data dir is its
+	// agents dir (a detached host's).
+	o.cfg.Hidden = append([]string{o.cfg.DataDir, o.cfg.AgentsDir, o.tokenFile, o.socket, o.tlsKey},
+		remoteTokenFiles(cmp.Or(o.cfg.AgentsDir, o.cfg.DataDir), "")...)
 	if o.termSandbox != nil {
 		o.termSandbox.Hidden, o.termSandbox.Self = o.cfg.Hidden, o.cfg.Self
 	}

@@ -7,7 +7,7 @@
 //	tetherd demo-agent [flags]  run the built-in ACP demo agent on stdio
 //	tetherd backup [flags] OUT  write a consistent copy of the database to OUT
 //	tetherd version             print version, commit, build date and API version
-//	tetherd sandbox-net [flags] -- AGENT...  (internal) an agent's loopback forwarder in its sandbox
+//	tetherd sandbox-init [flags] -- AGENT...  (internal) the first process of an agent's sandbox
 package main
 
 import (
@@ -25,9 +25,9 @@ import (
 
 func main() {
 	args := os.Args[1:]
-	if len(args) > 0 && args[0] == sandbox.ForwarderCommand {
+	if len(args) > 0 && args[0] == sandbox.InitCommand {
 		// Inside an agent's sandbox: it handles its own signals.
-		os.Exit(sandbox.ForwarderMain(args[1:]))
+		os.Exit(sandbox.InitMain(args[1:]))
 	}
 	cmd := "serve"
 	if len(args) > 0 && (args[0] == "serve" || args[0] == "host" || args[0] == "demo-agent" || args[0] == "backup" || args[0] == "version") {

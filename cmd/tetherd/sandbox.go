@@ -28,3 +28,20 @@ func warnSandbox(logger *slog.Logger) {
 	}
 	logger.Info("agents run sandboxed (bubblewrap)")
 }
+
+// remoteTokenFiles are the token files of the remote executor hosts the
+// hosts config names (hostsFile, else <dataDir>/hosts.yaml): secrets no
+// sandboxed agent may see, wherever they are (a token outside the data
+// dir, in a directory an agent's sandbox shows, was readable). A config
+// that does not load names none; the daemon refuses to start with it.
+func remoteTokenFiles(dataDir, hostsFile string) []string {
+	remotes, _, err := loadRemoteHosts(dataDir, hostsFile)
+	if err != nil {
+		return nil
+	}
+	out := make([]string, 0, len(remotes))
+	for _, r := range remotes {
+		out = append(out, r.TokenFile)
+	}
+	return out
+}

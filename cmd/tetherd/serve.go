@@ -294,7 +294,8 @@ func serve(ctx context.Context, args []string) error {
 	warnSandbox(logger)
 	// What no sandboxed agent (or terminal) may see: the daemon's files
 	// and secrets.
-	hidden := []string{o.dataDir, o.edge.tokenFile, o.edge.tlsKey, o.exec.hostsFile, o.exec.hostDir}
+	hidden := append([]string{o.dataDir, o.edge.tokenFile, o.edge.tlsKey, o.exec.hostsFile, o.exec.hostDir},
+		remoteTokenFiles(o.dataDir, o.exec.hostsFile)...)
 	reg, err := agents.Load(ctx, agents.Config{DataDir: o.dataDir, Self: self, Store: profileWrites{st, w}, Logger: logger,
 		EnvPassthrough: splitList(o.agentEnv), ProbeTimeout: o.probeTO, Hidden: hidden})
 	if err != nil {

@@ -93,6 +93,10 @@ func startProcess(spec Spec, onExit func()) (*process, error) {
 		return nil, err
 	}
 	cmd := exec.Command(launch.Path, launch.Args...)
+	if err := launch.Configure(cmd); err != nil {
+		launch.Close()
+		return nil, err
+	}
 	cmd.Dir = spec.Dir
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -112,7 +116,9 @@ func startProcess(spec Spec, onExit func()) (*process, error) {
 	p := &process{cmd: cmd, stdin: stdin, stdout: stdout, stderr: newTailBuffer(8 << 10), launch: launch,
 		done: make(chan struct{}), onExit: onExit}
 	cmd.Stderr = p.stderr
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	launch.Started()
+	if err != nil {
 		launch.Close()
 		return nil, err
 	}
@@ -134,6 +140,11 @@ func (p *process) wait(profile string) {
 	} else if err != nil {
 		e.Code = -1
 		e.Signal = err.Error()
+	}
+	if p.launch.Sandboxed && e.Signal == "" && e.Code > 128 && e.Code <= 128+64 {
+		// bubblewrap (and the sandbox's init) end with 128+n for an agent
+		// killed by signal n: said as the signal, as for an unsandboxed one.
+		e.Code, e.Signal = -1, syscall.Signal(e.Code-128).String()
 	}
 	p.exit = e
 	p.launch.Close()

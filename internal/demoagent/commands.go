@@ -59,6 +59,7 @@ func availableCommands() []acp.AvailableCommand {
 		cmd("flood", "Stream N message chunks in one write, as fast as the pipe takes them", "N"),
 		cmd("permission-many", "Ask N permission questions at once and report each answer", "N"),
 		cmd("approve-self", "Try to answer its own permission request with the daemon's token from the environment", ""),
+		cmd("hostile", "Attack the daemon, the host and the machine as a hostile agent would; one line per attack (internal/demoagent/hostile.go)", "JSON"),
 		cmd("env", "Reply with the value of an environment variable, or <unset>", "NAME"),
 		cmd("late", "End the turn, then send N message chunks after it", "N"),
 		cmd("usage", "Send N usage_update notifications at the end of the turn ('late': after it)", "N [late]"),
@@ -313,6 +314,8 @@ func (t *turn) run(prompt []acp.ContentBlock) error {
 		return t.permissionFlood(n)
 	case "/approve-self":
 		return t.approveSelf()
+	case "/hostile":
+		return t.hostile(arg)
 	case "/env":
 		// Lets tests see the environment the daemon gave its agent.
 		if arg == "" {

@@ -44,11 +44,56 @@ type Launch struct {
 	Sandboxed bool
 	Reason    string
 	fwd       *forwarder
+	// opts are bubblewrap's options, NUL-separated, which it reads from a
+	// pipe (Configure) instead of its command line: the agent reads that
+	// as its pid 1's, and the options name every path the sandbox hides.
+	opts  []byte
+	optsR *os.File
+}
+
+// optionsFD is the descriptor bubblewrap reads its options from (--args):
+// the first of exec.Cmd.ExtraFiles.
+const optionsFD = 3
+
+// Configure readies cmd, made from Path and Args, for the launch: in the
+// sandbox, bubblewrap's options on a pipe at descriptor 3. Call Started
+// once cmd.Start has returned.
+func (l *Launch) Configure(cmd *exec.Cmd) error {
+	if l.opts == nil {
+		return nil
+	}
+	if len(cmd.ExtraFiles) != 0 {
+		return errors.New("sandbox: descriptor 3 is taken, and bubblewrap reads its options there")
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("sandbox: bubblewrap's options: %w", err)
+	}
+	cmd.ExtraFiles = []*os.File{r}
+	l.optsR = r
+	// The pipe holds the options before bubblewrap reads them (a few KiB);
+	// more wait for it. A start that fails ends the write: Started
+	// closes the last reader.
+	go func(opts []byte) {
+		_, _ = w.Write(opts)
+		_ = w.Close()
+	}(l.opts)
+	return nil
+}
+
+// Started releases the launching process's end of the options pipe, once
+// the command has started (bubblewrap holds its own) or failed to.
+func (l *Launch) Started() {
+	if l.optsR != nil {
+		_ = l.optsR.Close()
+		l.optsR = nil
+	}
 }
 
 // Close releases what the launch holds outside the sandbox (the loopback
 // forwarder). Call it once the agent has ended.
 func (l *Launch) Close() {
+	l.Started()
 	if l.fwd != nil {
 		l.fwd.close()
 	}
@@ -100,7 +145,7 @@ func check(path string) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	args := []string{"--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-net", "--cap-drop", "ALL",
+	args := []string{"--die-with-parent", "--unshare-pid", "--as-pid-1", "--unshare-ipc", "--unshare-net", "--cap-drop", "ALL",
 		"--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--", "true"}
 	cmd := exec.CommandContext(ctx, resolved, args...)
 	var stderr bytes.Buffer
@@ -162,6 +207,7 @@ func Prepare(s Spec, command string, args []string, dir string, env []string, ow
 	}
 	l := &Launch{Sandboxed: true}
 	inner := append([]string{command}, args...)
+	var initArgs []string
 	switch p.Network {
 	case NetworkNone:
 		b.flags = append(b.flags, "--unshare-net")
@@ -176,12 +222,22 @@ func Prepare(s Spec, command string, args []string, dir string, env []string, ow
 		l.fwd = fwd
 		b.flags = append(b.flags, "--unshare-net")
 		b.add(op{kind: "--bind", path: fwd.dir, dest: insideSocketDir})
+		initArgs = []string{"--socket", insideSocketDir + "/" + socketName, "--ports", joinPorts(p.Ports)}
+	}
+	if s.Self != "" {
+		// tetherd's init is the sandbox's pid 1 (InitCommand says why).
+		b.flags = append(b.flags, "--as-pid-1")
 		b.bind("--ro-bind", real(s.Self))
-		inner = append([]string{s.Self, ForwarderCommand, "--socket", insideSocketDir + "/" + socketName,
-			"--ports", joinPorts(p.Ports), "--"}, inner...)
+		inner = append(append(append([]string{s.Self, InitCommand}, initArgs...), "--"), inner...)
+	} else {
+		// Without tetherd to be its init, bubblewrap's waits for every
+		// process of the sandbox: dying with its parent (bwrap's monitor,
+		// which ends with the agent) is what ends them.
+		b.flags = append(b.flags, "--die-with-parent")
 	}
 	l.Path = bin
-	l.Args = append(b.args(dir), inner...)
+	l.opts = []byte(strings.Join(b.args(dir), "\x00") + "\x00")
+	l.Args = append([]string{"--args", strconv.Itoa(optionsFD), "--"}, inner...)
 	return l, nil
 }
 
@@ -208,7 +264,7 @@ type builder struct {
 // system makes the system visible read-only: /usr and /etc, the merged-usr
 // links, software in /opt, and DNS configuration under /run.
 func (b *builder) system() {
-	b.flags = []string{"--die-with-parent", "--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL"}
+	b.flags = []string{"--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL"}
 	for _, d := range []string{"/usr", "/etc", "/opt", "/nix/store", "/run/systemd/resolve"} {
 		if ok, _ := exists(d); ok {
 			b.add(op{kind: "--ro-bind", path: d})
@@ -238,28 +294,53 @@ func (b *builder) bind(kind, path string) {
 }
 
 // hide covers path (a directory with an empty tmpfs, a file with
-// /dev/null) wherever something bound shows it.
+// /dev/null) wherever something bound shows it. Inside a hidden directory
+// nothing more is covered, unless a bind there shows it again: a cover
+// inside the tmpfs would make its mount point, and show the name of what
+// it hides (the token, the socket, agents.yaml).
 func (b *builder) hide(path string) {
+	if path == "" {
+		return // a flag left unset: "." is not to be hidden
+	}
 	path = real(path)
 	ok, dir := exists(path)
 	if !ok || !b.shown(path) {
 		return
 	}
-	if dir {
-		b.add(op{kind: "--tmpfs", path: path, hide: true})
-	} else {
+	if !dir {
 		b.add(op{kind: "--ro-bind", path: "/dev/null", dest: path, hide: true})
+		return
+	}
+	var inside []string
+	b.ops = slices.DeleteFunc(b.ops, func(o op) bool {
+		if o.hide && within(o.target(), path) {
+			inside = append(inside, o.target())
+			return true
+		}
+		return false
+	})
+	b.add(op{kind: "--tmpfs", path: path, hide: true})
+	for _, p := range inside {
+		b.hide(p) // again, now that the tmpfs covers it
 	}
 }
 
-// shown reports whether a mount already planned makes path visible.
+// shown reports whether the mounts already planned make path visible: the
+// innermost one that holds it shows it (a bind), or covers it (a hide;
+// at the same depth the hide wins, as args mounts it last).
 func (b *builder) shown(path string) bool {
-	for _, o := range b.ops {
-		if o.kind != "--symlink" && !o.hide && within(path, o.target()) {
-			return true
+	var inner *op
+	for i := range b.ops {
+		o := &b.ops[i]
+		if o.kind == "--symlink" || !within(path, o.target()) {
+			continue
+		}
+		if inner == nil || depth(o.target()) > depth(inner.target()) ||
+			(depth(o.target()) == depth(inner.target()) && o.hide) {
+			inner = o
 		}
 	}
-	return false
+	return inner != nil && !inner.hide
 }
 
 func (o op) target() string {
@@ -269,7 +350,7 @@ func (o op) target() string {
 	return o.path
 }
 
-// args renders the command line: flags, then mounts parents first (a
+// args renders bubblewrap's options: flags, then mounts parents first (a
 // hidden path after what shows it, a bind inside a hidden path after the
 // hiding), then the working directory.
 func (b *builder) args(dir string) []string {
@@ -298,7 +379,7 @@ func (b *builder) args(dir string) []string {
 	if dir != "" {
 		out = append(out, "--chdir", real(dir))
 	}
-	return append(out, "--")
+	return out
 }
 
 func depth(p string) int {

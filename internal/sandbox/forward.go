@@ -2,35 +2,25 @@ package sandbox
 
 import (
 	"encoding/binary"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
 // The `loopback` network policy: the agent gets a network namespace of its
 // own, so it reaches nothing outside, and the host's loopback TCP ports
-// the policy lists are forwarded into it. Inside, the tetherd executable
-// (ForwarderCommand) listens on 127.0.0.1:port for each port and passes
+// the policy lists are forwarded into it. Inside, the sandbox's init
+// (InitCommand) listens on 127.0.0.1:port for each port and passes
 // each connection, prefixed by its port, over a unix socket bound into the
 // sandbox; outside, the launching process (forwarder) dials 127.0.0.1:port
 // for each port it allows. Why not share the network and filter: nothing
 // unprivileged filters connect() by address.
-
-// ForwarderCommand is the tetherd subcommand that runs the inside half and
-// then the agent.
-const ForwarderCommand = "sandbox-net"
 
 // insideSocketDir is where the forwarder's socket appears in the sandbox.
 const insideSocketDir = "/run/tether-net"
@@ -120,67 +110,6 @@ func splice(a, b net.Conn) {
 	go half(a, b)
 	go half(b, a)
 	wg.Wait()
-}
-
-// ForwarderMain is the inside half, `tetherd sandbox-net --socket S
-// --ports P,Q -- agent args...`: it listens on the loopback ports, runs
-// the agent with the same stdio, hands it the signals it gets, and exits
-// as the agent did.
-func ForwarderMain(args []string) int {
-	fs := flag.NewFlagSet(ForwarderCommand, flag.ContinueOnError)
-	socket := fs.String("socket", "", "the outside half's unix socket")
-	ports := fs.String("ports", "", "loopback TCP ports to forward, comma-separated")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	argv := fs.Args()
-	if len(argv) == 0 || *socket == "" {
-		fmt.Fprintln(os.Stderr, "tetherd sandbox-net: want --socket and an agent command after --")
-		return 2
-	}
-	for _, s := range strings.Split(*ports, ",") {
-		if s == "" {
-			continue
-		}
-		port, err := strconv.Atoi(s)
-		if err != nil || port < 1 || port > 65535 {
-			fmt.Fprintf(os.Stderr, "tetherd sandbox-net: bad port %q\n", s)
-			return 2
-		}
-		if err := forwardPort(*socket, port); err != nil {
-			fmt.Fprintf(os.Stderr, "tetherd sandbox-net: %v\n", err)
-			return 1
-		}
-	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(os.Stderr, "tetherd sandbox-net: %v\n", err)
-		return 127
-	}
-	go func() {
-		for s := range sigs {
-			_ = cmd.Process.Signal(s)
-		}
-	}()
-	err := cmd.Wait()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			// End as the agent did, so the exit reads the same outside.
-			signal.Reset()
-			_ = syscall.Kill(os.Getpid(), ws.Signal())
-			time.Sleep(time.Second)
-			return 128 + int(ws.Signal())
-		}
-		return ee.ExitCode()
-	}
-	if err != nil {
-		return 1
-	}
-	return 0
 }
 
 // forwardPort listens on 127.0.0.1:port (and [::1]:port where IPv6 is up)

@@ -149,9 +149,19 @@ func (w world) run(t *testing.T, policy sandbox.Policy, script string) (string, 
 	}
 	cmd := exec.Command(l.Path, l.Args...)
 	cmd.Env, cmd.Dir = env, w.cwd
+	if err := l.Configure(cmd); err != nil {
+		t.Fatal(err)
+	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
+	// A tree that outlived the agent would hold the output open: the
+	// wait gives up on it after a while, and the test below sees it.
+	cmd.WaitDelay = 5 * time.Second
+	err = cmd.Start()
+	l.Started()
+	if err == nil {
+		err = cmd.Wait()
+	}
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()

@@ -44,7 +44,9 @@ func (s *Set) RunCommand(session, cwd, dir, command string, held bool) (Info, er
 	}
 	cmd.Stdout, cmd.Stderr = w, w
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	launch.Started()
+	if err != nil {
 		launch.Close()
 		r.Close()
 		w.Close()

@@ -135,7 +135,8 @@ func notFound(id string) error {
 }
 
 // command is how a terminal or command starts argv in dir: in the Set's
-// sandbox if it has one, else as is.
+// sandbox if it has one, else as is. Once cmd has started (or failed to),
+// the launch's Started must be called.
 func (s *Set) command(dir string, argv ...string) (*exec.Cmd, *sandbox.Launch, error) {
 	e := env()
 	launch := &sandbox.Launch{Path: argv[0], Args: argv[1:]}
@@ -147,6 +148,10 @@ func (s *Set) command(dir string, argv ...string) (*exec.Cmd, *sandbox.Launch, e
 	}
 	cmd := exec.Command(launch.Path, launch.Args...)
 	cmd.Dir, cmd.Env = dir, e
+	if err := launch.Configure(cmd); err != nil {
+		launch.Close()
+		return nil, nil, err
+	}
 	return cmd, launch, nil
 }
 
@@ -185,6 +190,7 @@ func (s *Set) Open(session, cwd, dir string, cols, rows int) (Info, error) {
 		return Info{}, err
 	}
 	f, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)})
+	launch.Started()
 	if err != nil {
 		launch.Close()
 		if errors.Is(err, os.ErrNotExist) {

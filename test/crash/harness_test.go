@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/host"
+	"github.com/tether/tether/internal/sandbox"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store/storetest"
 	"github.com/tether/tether/internal/testbin"
@@ -397,8 +398,8 @@ func (w *world) processes(match string) []procInfo {
 		if !(strings.Contains(cmd, w.dir) || hosts[pid]) || (match != "" && !strings.Contains(cmd, match)) {
 			continue
 		}
-		if filepath.Base(strings.SplitN(cmd, " ", 2)[0]) == "bwrap" {
-			continue // an agent's sandbox (its command line names the agent's), not the agent
+		if f := strings.Fields(cmd); filepath.Base(f[0]) == "bwrap" || (len(f) > 1 && f[1] == sandbox.InitCommand) {
+			continue // an agent's sandbox or its init (their command lines name the agent's), not the agent
 		}
 		// A zombie has no cwd link; it is not running anything.
 		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
@@ -454,35 +455,7 @@ func (w *world) waitFor(what string, cond func() bool) {
 // do sends an API request with the token and decodes a JSON answer.
 func (w *world) do(method, path string, body any) (int, map[string]any) {
 	w.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			w.t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, "http://"+w.addr+path, rd)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		w.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	var m map[string]any
-	if len(b) > 0 && strings.Contains(resp.Header.Get("Content-Type"), "json") {
-		if err := json.Unmarshal(b, &m); err != nil {
-			w.t.Fatalf("%s %s: decode %s: %v", method, path, b, err)
-		}
-	}
-	return resp.StatusCode, m
+	return testbin.DoJSON(w.t, "http://"+w.addr, token, method, path, body)
 }
 
 // get is do for GET that insists on 200.
@@ -557,16 +530,7 @@ func (w *world) transcript(sid string) map[string]any {
 }
 
 // list returns a JSON array member as a slice of objects.
-func list(m map[string]any, key string) []map[string]any {
-	raw, _ := m[key].([]any)
-	out := make([]map[string]any, 0, len(raw))
-	for _, x := range raw {
-		if o, ok := x.(map[string]any); ok {
-			out = append(out, o)
-		}
-	}
-	return out
-}
+func list(m map[string]any, key string) []map[string]any { return testbin.List(m, key) }
 
 // frame is one durable SSE event as a client saw it.
 type frame testbin.Frame

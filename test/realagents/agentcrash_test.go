@@ -41,12 +41,12 @@ func (w *world) agentPID(sid string) int {
 	}
 	// The executor's pid is the agent's sandbox: bwrap, whose child is
 	// bwrap again inside its namespaces, whose child is the loopback
-	// forwarder (tetherd sandbox-net), whose child is the agent.
+	// sandbox's init (tetherd sandbox-init), whose child is the agent.
 	p := int(pid)
 	for i := 0; i < 4; i++ {
 		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
 		argv := strings.Split(string(cmdline), "\x00")
-		if err != nil || len(argv) < 2 || (filepath.Base(argv[0]) != "bwrap" && argv[1] != "sandbox-net") {
+		if err != nil || len(argv) < 2 || (filepath.Base(argv[0]) != "bwrap" && argv[1] != "sandbox-init") {
 			break
 		}
 		kids := childrenOf(w.t, p)

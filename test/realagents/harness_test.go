@@ -5,7 +5,6 @@ package realagents_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -179,27 +178,7 @@ func (w *world) waitFor(what string, cond func() bool) {
 // do sends an API request with the token and decodes a JSON answer.
 func (w *world) do(method, path string, body any) (int, map[string]any) {
 	w.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, "http://"+w.addr+path, rd)
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		w.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	var m map[string]any
-	if len(b) > 0 && strings.Contains(resp.Header.Get("Content-Type"), "json") {
-		if err := json.Unmarshal(b, &m); err != nil {
-			w.t.Fatalf("%s %s: decode %s: %v", method, path, b, err)
-		}
-	}
-	return resp.StatusCode, m
+	return testbin.DoJSON(w.t, "http://"+w.addr, token, method, path, body)
 }
 
 // createSession starts a session of the agent in the world's cwd.
@@ -259,16 +238,7 @@ func (w *world) transcript(sid string) map[string]any {
 }
 
 // list returns a JSON array member as a slice of objects.
-func list(m map[string]any, key string) []map[string]any {
-	raw, _ := m[key].([]any)
-	out := make([]map[string]any, 0, len(raw))
-	for _, x := range raw {
-		if o, ok := x.(map[string]any); ok {
-			out = append(out, o)
-		}
-	}
-	return out
-}
+func list(m map[string]any, key string) []map[string]any { return testbin.List(m, key) }
 
 // agentText joins the turn's agent messages of the transcript.
 func agentText(tr map[string]any, pid string) string {
