@@ -14,6 +14,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/tether/tether/internal/agents"
+	"github.com/tether/tether/internal/sandbox"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -31,6 +32,10 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	// As tetherd would be, the test binary is its agents' sandbox init.
+	if len(os.Args) > 1 && os.Args[1] == sandbox.InitCommand {
+		os.Exit(sandbox.InitMain(os.Args[2:]))
+	}
 	if os.Getenv(fakeAgentEnv) == "1" || (len(os.Args) > 1 && os.Args[1] == "demo-agent") {
 		os.Exit(runFakeAgent(os.Getenv(fakeModeEnv)))
 	}
