@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -394,7 +395,8 @@ func (m *Manager) Resume(ctx context.Context, sessionID string) (Status, error) 
 }
 
 // isAgentProcess reports whether pid leads its own process group and runs
-// command (argv[0] as launched), read from /proc.
+// command (argv[0] as launched), or the sandbox (bubblewrap) that runs it
+// (command among its arguments), read from /proc.
 func isAgentProcess(pid int, command string) bool {
 	if command == "" {
 		return false
@@ -406,6 +408,9 @@ func isAgentProcess(pid int, command string) bool {
 	if err != nil {
 		return false
 	}
-	argv0, _, _ := strings.Cut(string(b), "\x00")
-	return argv0 == command || filepath.Base(argv0) == filepath.Base(command)
+	argv := strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
+	if argv[0] == command || filepath.Base(argv[0]) == filepath.Base(command) {
+		return true
+	}
+	return filepath.Base(argv[0]) == "bwrap" && slices.Contains(argv, command)
 }
