@@ -4,6 +4,7 @@ package api
 
 import (
 	_ "embed"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 )
@@ -16,9 +17,12 @@ var Spec []byte
 // Version is the contract's info.version: the API version tetherd serves
 // (in /health as apiVersion) and the version of the TypeScript SDK
 // generated from it.
-func Version() string { return specVersion }
+func Version() string { return specVersion() }
 
-var specVersion = func() string {
+// specVersion parses the contract once, when first asked: not at start-up
+// of every tetherd process (a sandbox's init, a demo agent), where the
+// parse was the costliest package init (6 ms).
+var specVersion = sync.OnceValue(func() string {
 	var doc struct {
 		Info struct {
 			Version string `yaml:"version"`
@@ -28,4 +32,4 @@ var specVersion = func() string {
 		panic("api/openapi.yaml: no info.version") // the embedded contract is checked by every test
 	}
 	return doc.Info.Version
-}()
+})
