@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // InitCommand is the tetherd subcommand that is a sandbox's first
@@ -52,6 +54,7 @@ func InitMain(args []string) int {
 			return 1
 		}
 	}
+	dropTerminal()
 	// Notified before the agent starts: a signal meant for it is never
 	// lost, and pid 1 gets only the signals it handles.
 	sigs := make(chan os.Signal, 8)
@@ -91,4 +94,19 @@ func InitMain(args []string) int {
 		}
 		return ws.ExitStatus()
 	}
+}
+
+// dropTerminal gives up the controlling terminal this process got from
+// tetherd's session (tetherd run in a terminal), so that the agent,
+// started after, has none either: through /dev/tty it could push input
+// into the user's shell (TIOCSTI) after tetherd exits. It stays in
+// tetherd's process group, which a stop signals; it is no session
+// leader, so the others keep their terminal. Without one, nothing to do.
+func dropTerminal() {
+	f, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_ = unix.IoctlSetInt(int(f.Fd()), unix.TIOCNOTTY, 0)
 }

@@ -3,6 +3,7 @@ package sandbox_test
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/creack/pty"
 
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/sandbox"
@@ -255,4 +258,49 @@ func processesWith(t *testing.T, marker string) []int {
 		}
 	}
 	return pids
+}
+
+// TestTheAgentHasNoTerminal: run from a terminal, a sandboxed agent
+// cannot open it (/dev/tty), so it cannot push input into the user's
+// shell; unsandboxed (mode off) it can, which shows the check can fail.
+func TestTheAgentHasNoTerminal(t *testing.T) {
+	needBwrap(t)
+	w := newWorld(t)
+	script := `if (: > /dev/tty) 2>/dev/null; then echo HAS-TTY; else echo NO-TTY; fi`
+	cases := []struct {
+		name   string
+		policy sandbox.Policy
+		want   string
+	}{
+		{name: "sandboxed", want: "NO-TTY"},
+		{name: "mode off", policy: sandbox.Policy{Mode: sandbox.ModeOff}, want: "HAS-TTY"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			env := []string{"PATH=/usr/bin:/bin", "HOME=" + w.cwd}
+			l, err := sandbox.Prepare(sandbox.Spec{Policy: c.policy, Self: testbin.Tetherd(t)}, "/usr/bin/bash", []string{"-c", script}, w.cwd, env, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			cmd := exec.Command(l.Path, l.Args...)
+			cmd.Env, cmd.Dir = env, w.cwd
+			if err := l.Configure(cmd); err != nil {
+				t.Fatal(err)
+			}
+			// The terminal is the launching process's controlling one, as
+			// tetherd's is when it runs in a terminal.
+			f, err := pty.Start(cmd)
+			l.Started()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			out, _ := io.ReadAll(f) // until EIO: everything on the terminal has closed it
+			_ = cmd.Wait()
+			if !strings.Contains(string(out), c.want) {
+				t.Fatalf("got %q, want %s", out, c.want)
+			}
+		})
+	}
 }
