@@ -304,6 +304,10 @@ func (w *world) term() {
 // cleanup stops the daemon and makes sure no process of this world (the
 // daemon, its agents, orphans of a killed daemon) survives the test.
 func (w *world) cleanup() {
+	// The one-truth check fails with t.Fatal, which ends this function by
+	// runtime.Goexit: the teardown is deferred so that it still stops
+	// every process and prints the daemon's output for that failure.
+	defer w.teardown()
 	w.mu.Lock()
 	running := w.daemon != nil
 	w.mu.Unlock()
@@ -312,6 +316,11 @@ func (w *world) cleanup() {
 			w.checkOneTruth(sid)
 		}
 	}
+}
+
+// teardown stops the daemon, its hosts and every process of this world,
+// and prints their output when the test failed.
+func (w *world) teardown() {
 	// A host the daemon is starting is found as its child (processes)
 	// only while the daemon runs: it has not written host.lock yet.
 	hosts := w.processes(" host ")
