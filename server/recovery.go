@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/sessions"
@@ -117,7 +118,7 @@ func sessionContextOf(c sessions.SessionContext) SessionContext {
 	if json.Unmarshal(c.Mode, &mode) == nil && mode != "" {
 		out.CurrentMode = &mode
 	}
-	out.AvailableModes = listOf[SessionMode](sessions.AvailableModes(c.Modes))
+	out.AvailableModes = listOf[SessionMode](acp.AvailableModes(c.Modes))
 	choices := OptionChoices{Mode: ptrIf(c.Session.ModeChoice), Config: map[string]any{}}
 	_ = json.Unmarshal(c.Session.ConfigChoices, &choices.Config)
 	out.Choices = &choices

@@ -1,7 +1,8 @@
 // Package jsonscan finds the bounds of JSON values without decoding them:
 // the few hot paths that only need to know where a value ends, or what a
 // top-level member holds, read a line once instead of decoding it
-// (acp.IsUpdateNotification, the host protocol's record frames).
+// (acp.IsUpdateNotification, the host protocol's record frames), and how
+// deeply a document nests (Depth: the bound on a prompt's nesting).
 package jsonscan
 
 import "bytes"
@@ -96,4 +97,35 @@ func Value(b []byte, i int) int {
 		return -1
 	}
 	return j
+}
+
+// Depth is the deepest nesting of arrays and objects in a valid JSON
+// document (0 for a scalar). It scans bytes, so a hostile document costs no
+// allocation and no recursion.
+func Depth(b []byte) int {
+	depth, deepest := 0, 0
+	inString, escaped := false, false
+	for _, c := range b {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '[', '{':
+			depth++
+			deepest = max(deepest, depth)
+		case ']', '}':
+			depth--
+		}
+	}
+	return deepest
 }

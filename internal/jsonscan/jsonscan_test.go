@@ -100,3 +100,25 @@ func FuzzValue(f *testing.F) {
 		}
 	})
 }
+
+func TestDepth(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want int
+	}{
+		{"scalar", `"x"`, 0},
+		{"empty array", `[]`, 1},
+		{"prompt blocks", `[{"type":"text","text":"hi"}]`, 2},
+		{"brackets inside strings do not count", `[{"text":"[[[{{{"}]`, 2},
+		{"escaped quote inside a string", `[{"text":"a\"[[["}]`, 2},
+		{"deepest branch wins", `[[[1]],[2]]`, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := jsonscan.Depth([]byte(tt.in)); got != tt.want {
+				t.Errorf("Depth(%s): got %d, want %d", tt.in, got, tt.want)
+			}
+		})
+	}
+}

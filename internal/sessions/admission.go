@@ -7,6 +7,7 @@ import (
 
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/jsonscan"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
@@ -30,42 +31,11 @@ const MaxPromptDepth = 900
 // could not take. The contract already bounds blocks and text length; this
 // checks what a schema cannot express.
 func (m *Manager) checkPrompt(prompt json.RawMessage) error {
-	if d := jsonDepth(prompt); d > m.cfg.PromptMaxDepth {
+	if d := jsonscan.Depth(prompt); d > m.cfg.PromptMaxDepth {
 		return errcode.New(errcode.ValidationFailed, "prompt nests %d levels deep; at most %d are allowed", d, m.cfg.PromptMaxDepth).
 			With("maxDepth", m.cfg.PromptMaxDepth)
 	}
 	return nil
-}
-
-// jsonDepth is the deepest nesting of arrays and objects in a valid JSON
-// document (0 for a scalar). It scans bytes, so a hostile document costs no
-// allocation and no recursion.
-func jsonDepth(b []byte) int {
-	depth, deepest := 0, 0
-	inString, escaped := false, false
-	for _, c := range b {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = true
-		case '[', '{':
-			depth++
-			deepest = max(deepest, depth)
-		case ']', '}':
-			depth--
-		}
-	}
-	return deepest
 }
 
 // queuedDraft is turn.queued of turn t of sess, the event that admits it:

@@ -3,6 +3,7 @@ package sessions
 import (
 	"encoding/json"
 
+	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/session"
 )
@@ -291,7 +292,7 @@ func decideWithdraw(v view, c withdrawCmd) decision {
 // checkMode holds a mode choice to the modes the agent announced; a
 // stopped session stores it unchecked when no agent announced any yet.
 func checkMode(v view, modeID string) *errcode.Error {
-	if s, ok := parseModes(v.Modes); ok && !s.has(modeID) {
+	if s, ok := acp.ParseModes(v.Modes); ok && !s.Has(modeID) {
 		return errcode.New(errcode.UnknownMode, "the agent offers no mode %q", modeID).With("modeId", modeID)
 	} else if !ok && v.Agent == agentReady {
 		return errcode.New(errcode.UnknownMode, "the agent announced no modes").With("modeId", modeID)
@@ -304,11 +305,11 @@ func checkConfig(v view, optionID string, value json.RawMessage) *errcode.Error 
 	if v.ConfigOptions == nil && v.Agent != agentReady {
 		return nil // no agent has announced its options yet
 	}
-	o, ok := findOption(parseConfig(v.ConfigOptions), optionID)
+	o, ok := acp.FindConfigOption(v.ConfigOptions, optionID)
 	if !ok {
 		return errcode.New(errcode.UnknownConfigOption, "the agent offers no config option %q", optionID).With("optionId", optionID)
 	}
-	if !o.accepts(value) {
+	if !o.Accepts(value) {
 		return errcode.New(errcode.InvalidConfigValue, "config option %q does not accept %s", optionID, value).With("optionId", optionID)
 	}
 	return nil

@@ -311,12 +311,12 @@ func optionsAnnounced(v view, in updateInput) *session.SessionOptionsChangedData
 		mode = in.Data
 		var id string
 		if json.Unmarshal(in.Data, &id) == nil {
-			modes = withCurrentMode(modes, id)
+			modes = acp.WithCurrentMode(modes, id)
 		}
 	case acp.UpdateConfigOptions:
 		config = in.Data
 	}
-	return &session.SessionOptionsChangedData{CurrentMode: mode, AvailableModes: AvailableModes(modes), ConfigOptions: config, AvailableCommands: commands}
+	return &session.SessionOptionsChangedData{CurrentMode: mode, AvailableModes: acp.AvailableModes(modes), ConfigOptions: config, AvailableCommands: commands}
 }
 
 // replayedKind: a session/load replays updates of this kind as history.

@@ -27,93 +27,6 @@ type OptionResult struct {
 	Context SessionContext
 }
 
-// modeState is the part of an ACP SessionModeState the daemon reads.
-type modeState struct {
-	AvailableModes []struct {
-		ID string `json:"id"`
-	} `json:"availableModes"`
-	CurrentModeID string `json:"currentModeId"`
-}
-
-func parseModes(raw json.RawMessage) (modeState, bool) {
-	var s modeState
-	if len(raw) == 0 || json.Unmarshal(raw, &s) != nil {
-		return s, false
-	}
-	return s, true
-}
-
-func (s modeState) has(id string) bool {
-	return slices.ContainsFunc(s.AvailableModes, func(m struct {
-		ID string `json:"id"`
-	}) bool {
-		return m.ID == id
-	})
-}
-
-// configOption is the part of an ACP SessionConfigOption the daemon reads:
-// a select (currentValue a value id, options flat or grouped) or a boolean.
-type configOption struct {
-	ID           string          `json:"id"`
-	Type         string          `json:"type"`
-	CurrentValue json.RawMessage `json:"currentValue"`
-	Options      json.RawMessage `json:"options"`
-}
-
-func parseConfig(raw json.RawMessage) []configOption {
-	var out []configOption
-	_ = json.Unmarshal(raw, &out)
-	return out
-}
-
-func findOption(opts []configOption, id string) (configOption, bool) {
-	for _, o := range opts {
-		if o.ID == id {
-			return o, true
-		}
-	}
-	return configOption{}, false
-}
-
-// accepts reports whether value is valid for the option: a boolean for a
-// boolean option, one of the offered value ids for a select.
-func (o configOption) accepts(value json.RawMessage) bool {
-	if o.Type == "boolean" {
-		var b bool
-		return json.Unmarshal(value, &b) == nil
-	}
-	var id string
-	if json.Unmarshal(value, &id) != nil {
-		return false
-	}
-	var flat []struct {
-		Value   string `json:"value"`
-		Options []struct {
-			Value string `json:"value"`
-		} `json:"options"`
-	}
-	if json.Unmarshal(o.Options, &flat) != nil {
-		return false
-	}
-	for _, e := range flat {
-		if e.Value == id {
-			return true
-		}
-		for _, g := range e.Options {
-			if g.Value == id {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// sameValue compares two JSON scalars by meaning.
-func sameValue(a, b json.RawMessage) bool {
-	var x, y any
-	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && x == y
-}
-
 // choices decodes the session's stored config choices.
 func (a *actor) choices() map[string]json.RawMessage {
 	out := map[string]json.RawMessage{}
@@ -125,7 +38,7 @@ func (a *actor) choices() map[string]json.RawMessage {
 func (a *actor) adoptOptions(o acp.SessionOptions) {
 	if o.Modes != nil {
 		a.modes = o.Modes
-		if s, ok := parseModes(o.Modes); ok && s.CurrentModeID != "" {
+		if s, ok := acp.ParseModes(o.Modes); ok && s.CurrentModeID != "" {
 			a.mode, _ = json.Marshal(s.CurrentModeID)
 		}
 	}
@@ -139,7 +52,7 @@ func (a *actor) adoptOptions(o acp.SessionOptions) {
 // stream sees modes, config options and commands change without polling.
 func (a *actor) emitOptions() {
 	changed := a.draft("", &session.SessionOptionsChangedData{CurrentMode: a.mode,
-		AvailableModes: AvailableModes(a.modes), ConfigOptions: a.configOptions, AvailableCommands: a.commands})
+		AvailableModes: acp.AvailableModes(a.modes), ConfigOptions: a.configOptions, AvailableCommands: a.commands})
 	a.emit(changed)
 }
 
@@ -222,7 +135,7 @@ func (m *Manager) SetMode(ctx context.Context, sessionID, modeID string) (Option
 		},
 		adopt: func(a *actor, _ json.RawMessage) {
 			a.mode, _ = json.Marshal(modeID)
-			a.modes = withCurrentMode(a.modes, modeID)
+			a.modes = acp.WithCurrentMode(a.modes, modeID)
 		},
 		store: func(a *actor) *events.Pending { return a.storeMode(modeID) },
 	})
@@ -290,29 +203,6 @@ func (m *Manager) optionResult(ctx context.Context, sessionID string, applied bo
 	return OptionResult{Applied: applied, Context: c}, err
 }
 
-// withCurrentMode returns the mode state with its current mode replaced.
-func withCurrentMode(raw json.RawMessage, modeID string) json.RawMessage {
-	var s map[string]json.RawMessage
-	if len(raw) == 0 || json.Unmarshal(raw, &s) != nil {
-		return raw
-	}
-	s["currentModeId"], _ = json.Marshal(modeID)
-	b, _ := json.Marshal(s)
-	return b
-}
-
-// AvailableModes extracts the list of modes from an ACP SessionModeState
-// (nil when there is none).
-func AvailableModes(modes json.RawMessage) json.RawMessage {
-	var s struct {
-		AvailableModes json.RawMessage `json:"availableModes"`
-	}
-	if len(modes) == 0 || json.Unmarshal(modes, &s) != nil || len(s.AvailableModes) == 0 || string(s.AvailableModes) == "null" {
-		return nil
-	}
-	return s.AvailableModes
-}
-
 // startChoices is what the user chose, carried into an agent start.
 type startChoices struct {
 	mode   string
@@ -330,19 +220,19 @@ func (a *actor) startChoices() startChoices {
 func (m *Manager) reapply(ctx context.Context, conn Agent, acpID string, ch startChoices) acp.SessionOptions {
 	opts := conn.SessionOptions()
 	log := m.cfg.Logger.With("acpSession", acpID)
-	if s, ok := parseModes(opts.Modes); ok && ch.mode != "" && ch.mode != s.CurrentModeID {
-		if !s.has(ch.mode) {
+	if s, ok := acp.ParseModes(opts.Modes); ok && ch.mode != "" && ch.mode != s.CurrentModeID {
+		if !s.Has(ch.mode) {
 			log.Warn("stored mode is no longer offered by the agent", "mode", ch.mode)
 		} else if err := m.traced(ctx, "acp.session.set_mode", func(c context.Context) error { return conn.SetMode(c, acpID, ch.mode) }); err != nil {
 			log.Warn("reapply mode", "mode", ch.mode, "err", err)
 		} else {
-			opts.Modes = withCurrentMode(opts.Modes, ch.mode)
+			opts.Modes = acp.WithCurrentMode(opts.Modes, ch.mode)
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(ch.config)) {
 		v := ch.config[id]
-		o, ok := findOption(parseConfig(opts.ConfigOptions), id)
-		if !ok || sameValue(o.CurrentValue, v) {
+		o, ok := acp.FindConfigOption(opts.ConfigOptions, id)
+		if !ok || acp.SameValue(o.CurrentValue, v) {
 			continue
 		}
 		err := m.traced(ctx, "acp.session.set_config_option", func(c context.Context) error {
@@ -363,7 +253,7 @@ func (m *Manager) reapply(ctx context.Context, conn Agent, acpID string, ch star
 // agent was starting (the start reapplied those it knew of).
 func (a *actor) reapplyChanged(p startPlan) {
 	now := a.startChoices()
-	if now.mode == p.choices.mode && maps.EqualFunc(now.config, p.choices.config, sameValue) {
+	if now.mode == p.choices.mode && maps.EqualFunc(now.config, p.choices.config, acp.SameValue) {
 		return
 	}
 	conn, acpID, gen := a.conn, a.acpID, a.gen

@@ -2,14 +2,9 @@ package sessions
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
-	"slices"
-	"strings"
-	"syscall"
 	"time"
 
+	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/session"
@@ -334,23 +329,7 @@ func (m *Manager) load(ctx context.Context, id string) (l loaded, err error) {
 // session (effStopAgent, stopOrphaned).
 func (a *actor) stopOrphan() {
 	spec, _, _ := a.m.profiles.Spec(a.sess.AgentProfileID)
-	stopOrphan(a.exec, spec.Command) // now: the old agent must not run on
-}
-
-// stopOrphan kills the process group of an agent the previous daemon
-// started: nobody holds its stdio any more, so it can never be driven. The
-// pid may have been reused since (a reboot, a long downtime), so only a
-// group leader still running the agent's command is touched.
-// Whether there is one to stop is decided (decideRestarted:
-// stopExecutor, stopOrphaned).
-func stopOrphan(ex session.Executor, command string) {
-	if !isAgentProcess(ex.PID, command) {
-		return
-	}
-	if err := syscall.Kill(-ex.PID, syscall.SIGTERM); err != nil {
-		return // no such group (ESRCH): nothing left, and the pid may be reused
-	}
-	time.AfterFunc(3*time.Second, func() { _ = syscall.Kill(-ex.PID, syscall.SIGKILL) })
+	acp.StopOrphan(a.exec.PID, spec.Command) // now: the old agent must not run on
 }
 
 // knownAuthFailure reports whether the session's last start failed because
@@ -392,25 +371,4 @@ func (m *Manager) Resume(ctx context.Context, sessionID string) (Status, error) 
 		return Status{}, err
 	}
 	return m.Status(ctx, sessionID)
-}
-
-// isAgentProcess reports whether pid leads its own process group and runs
-// command (argv[0] as launched), or the sandbox (bubblewrap) that runs it
-// (command among its arguments), read from /proc.
-func isAgentProcess(pid int, command string) bool {
-	if command == "" {
-		return false
-	}
-	if pgid, err := syscall.Getpgid(pid); err != nil || pgid != pid {
-		return false
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		return false
-	}
-	argv := strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
-	if argv[0] == command || filepath.Base(argv[0]) == filepath.Base(command) {
-		return true
-	}
-	return filepath.Base(argv[0]) == "bwrap" && slices.Contains(argv, command)
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/session"
 )
@@ -72,7 +73,7 @@ func (a *actor) record(p session.EventPayload) *events.Pending {
 		a.commands, a.mode, a.configOptions = p.AvailableCommands, p.CurrentMode, p.ConfigOptions
 		var id string
 		if json.Unmarshal(p.CurrentMode, &id) == nil {
-			a.modes = withCurrentMode(a.modes, id)
+			a.modes = acp.WithCurrentMode(a.modes, id)
 		}
 	case *session.ToolCallStartedData, *session.ToolCallData:
 		// Text that follows the call reads after it, not glued before it.
