@@ -53,7 +53,7 @@ const (
 	// SessionChoicesChanged carries the mode and config option values the
 	// user chose, applied again at every start of the agent.
 	SessionChoicesChanged = "session.choices_changed"
-	// Commands run in a session's directory (sessions/commands.go).
+	// Commands run in a session's directory (package commands).
 	CommandStarted = "command.started"
 	CommandOutput  = "command.output"
 	// CommandTruncated: output from an offset on is not in the log.

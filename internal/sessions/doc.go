@@ -58,6 +58,11 @@
 //     actor loads a session (takeUp); planinput.go reads the recovery
 //     plan's input from the store where no live actor holds the session
 //     (session.Plan).
+//   - What is no part of the aggregate lives in the package that owns it:
+//     a session's commands in package commands (their events enter the
+//     session's log through its actor: Manager.Record), the ACP schema of
+//     modes and config options and an orphaned agent's stop in package
+//     acp, a prompt's nesting bound in package jsonscan.
 //
 // # One prompt, end to end
 //

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/agents"
+	"github.com/tether/tether/internal/commands"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/session"
@@ -75,10 +76,8 @@ type Config struct {
 	KeepWorktrees bool
 	// CommandOutputLimit bounds the output of one command recorded in the
 	// event log, SessionCommandOutputLimit that of all the session's
-	// commands together (defaults DefaultCommandOutputLimit and
-	// DefaultSessionCommandOutputLimit): past either, the rest of a
-	// command's output is left out, which a command.truncated event says,
-	// and the command runs on to its exit code (commands.go).
+	// commands together (package commands: Config.OutputLimit,
+	// SessionOutputLimit).
 	CommandOutputLimit, SessionCommandOutputLimit int64
 	// UpdateWindow bounds one agent's session/update notifications read but
 	// not yet committed; a faster agent is slowed down (StartRequest).
@@ -144,12 +143,6 @@ func (c *Config) defaults() {
 	if c.PromptMaxDepth <= 0 {
 		c.PromptMaxDepth = DefaultPromptMaxDepth
 	}
-	if c.CommandOutputLimit <= 0 {
-		c.CommandOutputLimit = DefaultCommandOutputLimit
-	}
-	if c.SessionCommandOutputLimit <= 0 {
-		c.SessionCommandOutputLimit = DefaultSessionCommandOutputLimit
-	}
 	c.PromptMaxDepth = min(c.PromptMaxDepth, MaxPromptDepth)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -193,6 +186,8 @@ type Manager struct {
 	// checks are the credentials checks running on an executor host,
 	// which the sweep of those an earlier daemon left spares.
 	checks checksRunning
+	// commands runs the sessions' commands (package commands).
+	commands *commands.Runner
 	// history keeps each session's whole-history check for planning.
 	history *historyChecks
 	// afterLoad, if set, runs in actor between loading a session and
@@ -224,8 +219,43 @@ func (m *Manager) spawn(f func()) {
 func New(st *store.Store, w EventLog, profiles Profiles, cfg Config) *Manager {
 	cfg.defaults()
 	life, cancel := context.WithCancel(context.Background())
-	return &Manager{store: st, w: w, profiles: profiles, cfg: cfg, slots: newAgentSlots(cfg.MaxAgents), actors: map[string]*actor{}, repairing: map[string]chan struct{}{},
+	m := &Manager{store: st, w: w, profiles: profiles, cfg: cfg, slots: newAgentSlots(cfg.MaxAgents), actors: map[string]*actor{}, repairing: map[string]chan struct{}{},
 		history: newHistoryChecks(), life: life, cancel: cancel, after: afterFunc}
+	m.commands = commands.New(commands.Config{Store: st, Sessions: m, OutputLimit: cfg.CommandOutputLimit,
+		SessionOutputLimit: cfg.SessionCommandOutputLimit, Life: life, Spawn: m.spawn})
+	return m
+}
+
+// RunCommand starts command in the session's directory on its executor
+// and follows it (package commands).
+func (m *Manager) RunCommand(ctx context.Context, sessionID, command string) (store.Command, error) {
+	return m.commands.Run(ctx, sessionID, command)
+}
+
+// ListCommands returns the session's commands.
+func (m *Manager) ListCommands(ctx context.Context, sessionID string) ([]store.Command, error) {
+	return m.commands.List(ctx, sessionID)
+}
+
+// Load brings session sessionID to life on this node (commands.Sessions).
+func (m *Manager) Load(ctx context.Context, sessionID string) error {
+	_, err := m.actor(ctx, sessionID)
+	return err
+}
+
+// Record has the session's actor submit the change made, given the
+// session's task id, and waits until it is durable (commands.Sessions):
+// a change of a goroutine that is not the actor's, in the session's order.
+func (m *Manager) Record(ctx context.Context, sessionID string, made func(taskID string) events.Change) error {
+	a, err := m.actor(ctx, sessionID)
+	if err != nil {
+		return err
+	}
+	_, err = callWrites(ctx, a, func() (struct{}, error) {
+		a.change(made(a.sess.TaskID))
+		return struct{}{}, nil
+	})
+	return err
 }
 
 // ResolveCwd checks a client-supplied working directory against the

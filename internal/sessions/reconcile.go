@@ -134,7 +134,7 @@ func (m *Manager) reconcile(ctx context.Context, keep func(sessionID string) boo
 	for _, it := range interrupted {
 		m.reportChanges(it[0], it[1])
 	}
-	if err := m.resumeCommands(ctx, keep); err != nil {
+	if err := m.commands.Resume(ctx, keep); err != nil {
 		return res, err
 	}
 	m.spawn(m.sweepCredentialChecks)

@@ -1,4 +1,4 @@
-package sessions
+package commands
 
 import (
 	"context"
@@ -27,27 +27,28 @@ import (
 // command.truncated with reason overrun and the bytes lost, never as a
 // silent jump in the offsets.
 
-// followCommand records c's output from c.OutputOffset on, and its end.
-func (m *Manager) followCommand(a *actor, c store.Command) {
-	m.spawn(func() {
+// follow records c's output from c.OutputOffset on, and its end.
+func (r *Runner) follow(c store.Command) {
+	life := r.cfg.Life
+	r.cfg.Spawn(func() {
 		// pending is the start of a character the last read cut in two,
 		// read after c.OutputOffset: it waits for its other bytes, so
 		// that no text is mangled. next is where the next read starts.
 		var pending []byte
 		next := c.OutputOffset
-		for m.life.Err() == nil {
+		for life.Err() == nil {
 			req := workspace.Request{Op: workspace.OpTerminalRead, Terminal: c.ID, Offset: next,
-				Ack: c.OutputOffset, Discard: c.Truncated != "", WaitMS: int(commandReadWait / time.Millisecond)}
-			res, err := m.Workspace(m.life, c.SessionID, req)
+				Ack: c.OutputOffset, Discard: c.Truncated != "", WaitMS: int(readWait / time.Millisecond)}
+			res, err := r.cfg.Sessions.Workspace(life, c.SessionID, req)
 			switch {
 			case errcode.Is(err, errcode.TerminalNotFound), errcode.Is(err, errcode.SessionNotFound):
-				m.endCommand(a, c, store.CommandLost, nil)
+				r.end(c, store.CommandLost, nil)
 				return
 			case err != nil:
 				select { // the executor is away: ask again
-				case <-m.life.Done():
+				case <-life.Done():
 					return
-				case <-time.After(commandRetry):
+				case <-time.After(retry):
 				}
 				continue
 			}
@@ -67,7 +68,7 @@ func (m *Manager) followCommand(a *actor, c store.Command) {
 					cut = completeUTF8(buf)
 				}
 				if gap != nil || cut > 0 {
-					rec, err := m.recordOutput(a, c, gap, start, buf[:cut])
+					rec, err := r.recordOutput(c, gap, start, buf[:cut])
 					if err != nil {
 						return // shutting down: the next start follows from the offset recorded
 					}
@@ -83,8 +84,8 @@ func (m *Manager) followCommand(a *actor, c store.Command) {
 			// it anyway, and is asked on from where its output is now.
 			next = out.End
 			if out.Exited {
-				m.endCommand(a, c, store.CommandExited, &commandEnd{exitCode: out.ExitCode, total: out.End})
-				_, _ = m.Workspace(m.life, c.SessionID, workspace.Request{Op: workspace.OpTerminalClose, Terminal: c.ID})
+				r.end(c, store.CommandExited, &commandEnd{exitCode: out.ExitCode, total: out.End})
+				_, _ = r.cfg.Sessions.Workspace(life, c.SessionID, workspace.Request{Op: workspace.OpTerminalClose, Terminal: c.ID})
 				return
 			}
 		}
@@ -94,11 +95,11 @@ func (m *Manager) followCommand(a *actor, c store.Command) {
 // recordOutput records data, the command's output from offset start (and
 // before it the executor's gap, if any), as far as the limits allow, and
 // returns the command as recorded (commandOutput).
-func (m *Manager) recordOutput(a *actor, c store.Command, gap *session.CommandTruncatedData, start int64, data []byte) (store.Command, error) {
-	ch := &commandOutput{Command: c, Gap: gap, Start: start, Data: data,
-		CommandLimit: m.cfg.CommandOutputLimit, SessionLimit: m.cfg.SessionCommandOutputLimit}
-	err := a.changeAndWait(m.life, func() events.Change {
-		ch.Session, ch.TaskID = a.id, a.sess.TaskID
+func (r *Runner) recordOutput(c store.Command, gap *session.CommandTruncatedData, start int64, data []byte) (store.Command, error) {
+	ch := &commandOutput{Session: c.SessionID, Command: c, Gap: gap, Start: start, Data: data,
+		CommandLimit: r.cfg.OutputLimit, SessionLimit: r.cfg.SessionOutputLimit}
+	err := r.cfg.Sessions.Record(r.cfg.Life, c.SessionID, func(taskID string) events.Change {
+		ch.TaskID = taskID
 		return ch
 	})
 	return ch.recorded, err
@@ -126,7 +127,7 @@ func (c *commandOutput) SessionID() string { return c.Session }
 
 func (c *commandOutput) Apply(ctx context.Context, tx *store.Store, emit events.Emit) error {
 	rec := c.Command
-	draft := func(p session.EventPayload) events.Draft { return sessionDraft(c.Session, c.TaskID, "", p) }
+	draft := func(p session.EventPayload) events.Draft { return sessionEvent(c.Session, c.TaskID, p) }
 	if c.Gap != nil {
 		emit(draft(c.Gap))
 		rec.DroppedBytes += c.Gap.Bytes
@@ -173,20 +174,18 @@ type commandEnd struct {
 	total    int64
 }
 
-// endCommand records how command c ended (end is nil when it was lost):
+// end records how command c ended (end is nil when it was lost):
 // its state and exit code, and, for one that exited, how much of its
 // output was left out in all (command.exited, whose projection ends the
 // command's row).
-func (m *Manager) endCommand(a *actor, c store.Command, state store.CommandState, end *commandEnd) {
+func (r *Runner) end(c store.Command, state store.CommandState, end *commandEnd) {
 	var exitCode *int
 	if end != nil {
 		exitCode = end.exitCode
 		c.DroppedBytes = max(end.total-c.OutputBytes, c.DroppedBytes)
 	}
-	_ = a.changeAndWait(m.life, func() events.Change {
-		return events.Emitted(a.id, a.draft("", &session.CommandExitedData{CommandID: c.ID, State: string(state), ExitCode: exitCode,
-			OutputBytes: c.OutputBytes, DroppedBytes: c.DroppedBytes}))
-	})
+	_ = r.record(r.cfg.Life, c.SessionID, &session.CommandExitedData{CommandID: c.ID, State: string(state), ExitCode: exitCode,
+		OutputBytes: c.OutputBytes, DroppedBytes: c.DroppedBytes})
 }
 
 // completeUTF8 is the length of b without a character its end cuts short

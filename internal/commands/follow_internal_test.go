@@ -1,4 +1,4 @@
-package sessions
+package commands
 
 import "testing"
 
