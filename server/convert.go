@@ -6,8 +6,8 @@ import (
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/agents"
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/runtimes"
 	"github.com/tether/tether/internal/session"
-	"github.com/tether/tether/internal/sessions"
 )
 
 // Conversions between core records and generated API types. Generated
@@ -205,7 +205,7 @@ func listOf[T any](raw json.RawMessage) *[]T {
 	return &out
 }
 
-func executorHostOf(x sessions.ExecutorHost) ExecutorHost {
+func executorHostOf(x runtimes.ExecutorHost) ExecutorHost {
 	out := ExecutorHost{Name: x.Name, Runtime: ExecutorHostRuntime(x.Runtime), Address: ptrIf(x.Address),
 		State: ExecutorHostState(x.State), ProtocolVersion: ptrIf(x.ProtocolVersion), HostId: ptrIf(x.HostID),
 		HostVersion: ptrIf(x.HostVersion), LastContactAt: x.LastContactAt, ErrorCode: ptrIf(x.ErrorCode),

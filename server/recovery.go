@@ -8,6 +8,7 @@ import (
 
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/runtimes"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/sessions"
 	"github.com/tether/tether/internal/store"
@@ -83,7 +84,7 @@ func sessionStatusOf(st sessions.Status) SessionStatus {
 	return out
 }
 
-func workspaceAvailabilityOf(w sessions.WorkspaceAvailability) *WorkspaceAvailability {
+func workspaceAvailabilityOf(w runtimes.WorkspaceAvailability) *WorkspaceAvailability {
 	out := &WorkspaceAvailability{Status: WorkspaceAvailabilityStatus(w.Status)}
 	if w.Err != nil {
 		c := string(errcode.CodeOf(w.Err))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/tether/tether/internal/acp"
+	"github.com/tether/tether/internal/runtimes"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/sessions"
 	"github.com/tether/tether/internal/store"
@@ -38,7 +39,7 @@ type Sessions interface {
 	Workspace(ctx context.Context, sessionID string, req workspace.Request) (workspace.Result, error)
 	RunCommand(ctx context.Context, sessionID, command string) (store.Command, error)
 	ListCommands(ctx context.Context, sessionID string) ([]store.Command, error)
-	ExecutorHosts(ctx context.Context) ([]sessions.ExecutorHost, error)
+	ExecutorHosts(ctx context.Context) ([]runtimes.ExecutorHost, error)
 
 	// What /metrics reports of the live sessions.
 	Live(ctx context.Context) sessions.LiveStats

@@ -17,7 +17,7 @@ import (
 	"github.com/tether/tether/internal/executor"
 	"github.com/tether/tether/internal/hosted"
 	"github.com/tether/tether/internal/hostproto"
-	"github.com/tether/tether/internal/sessions"
+	"github.com/tether/tether/internal/runtimes"
 )
 
 // executorOptions are the daemon's executor settings: where sessions run
@@ -40,7 +40,7 @@ type executorOptions struct {
 }
 
 func (x *executorOptions) flags(fs *flag.FlagSet) {
-	fs.StringVar(&x.defaultExecutor, "executor", env("TETHER_EXECUTOR", sessions.ExecutorDetached),
+	fs.StringVar(&x.defaultExecutor, "executor", env("TETHER_EXECUTOR", runtimes.ExecutorDetached),
 		"where sessions run unless their profile or request says otherwise: standalone (a child of tetherd; a restart interrupts its turns), detached (a local executor host that outlives tetherd) or a remote host's name from --hosts [TETHER_EXECUTOR]")
 	fs.StringVar(&x.hostsFile, "hosts", env("TETHER_HOSTS", ""), "remote executor hosts config (default <data-dir>/hosts.yaml when it exists) [TETHER_HOSTS]")
 	fs.DurationVar(&x.lostAfter, "host-lost-after", 2*time.Minute, "how long an executor host may stay unreachable before its sessions' turns are interrupted (executor_lost); until then the daemon reconnects and the turns go on on the host")
@@ -94,7 +94,7 @@ func loadRemoteHosts(dataDir, explicit string) ([]executor.RemoteConfig, string,
 	var out []executor.RemoteConfig
 	for i, h := range doc.Hosts {
 		switch {
-		case h.Name == sessions.ExecutorStandalone || h.Name == sessions.ExecutorDetached || h.Name == executor.LocalName:
+		case h.Name == runtimes.ExecutorStandalone || h.Name == runtimes.ExecutorDetached || h.Name == executor.LocalName:
 			return nil, path, fmt.Errorf("executor hosts config %s: host %d: the name %q is reserved", path, i+1, h.Name)
 		case h.TokenFile == "":
 			return nil, path, fmt.Errorf("executor hosts config %s: host %q: tokenFile is required", path, h.Name)
@@ -135,7 +135,7 @@ func daemonExecutors(o options, self string, generation func(sessionID string) u
 		// The detached host could never be reached: refuse to start when
 		// it is the default, say so when only a profile or a request may
 		// ask for it.
-		if x.defaultExecutor == sessions.ExecutorDetached || x.defaultExecutor == executor.LocalName {
+		if x.defaultExecutor == runtimes.ExecutorDetached || x.defaultExecutor == executor.LocalName {
 			return nil, nil, fmt.Errorf("the detached executor host's socket: %w: choose a shorter --data-dir or --host-dir", err)
 		}
 		logger.Warn("the detached executor host cannot run: its socket path is too long; choose a shorter --data-dir or --host-dir", "err", err)
@@ -152,7 +152,7 @@ func daemonExecutors(o options, self string, generation func(sessionID string) u
 	for _, r := range remotes {
 		names[r.Name] = r.URL
 	}
-	xs := &hosted.Executors{Pool: pool, Standalone: sessions.Standalone{}, Default: x.defaultExecutor,
+	xs := &hosted.Executors{Pool: pool, Standalone: runtimes.Standalone{}, Default: x.defaultExecutor,
 		Remotes: names, LocalAddress: local.SocketPath()}
 	if _, _, err := xs.Choose(x.defaultExecutor, ""); err != nil {
 		pool.Close()

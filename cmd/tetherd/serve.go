@@ -20,6 +20,7 @@ import (
 	"github.com/tether/tether/internal/agents"
 	"github.com/tether/tether/internal/buildinfo"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/runtimes"
 	"github.com/tether/tether/internal/sessions"
 	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/telemetry"
@@ -323,7 +324,7 @@ func serve(ctx context.Context, args []string) error {
 		CommandOutputLimit: o.commandOutput, SessionCommandOutputLimit: o.sessionCommandOutput,
 		// Standalone agents run as children of this daemon; the others in
 		// executor hosts (the detached one, remote ones).
-		Runtime: sessions.Standalone{}, Executors: executors, Ownership: ownership(nd)})
+		Runtime: runtimes.Standalone{}, Executors: executors, Ownership: ownership(nd)})
 	// The supervisor owns every goroutine the daemon starts besides the
 	// session manager's own (which mgr.Shutdown joins): the HTTP server,
 	// retention, capability probing (each probe starts an agent once; in the

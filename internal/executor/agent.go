@@ -13,7 +13,7 @@ import (
 )
 
 // Agent is one session's agent on an executor host, as the daemon drives
-// it: the method set of sessions.Agent (PromptTurn, Lost and what else only
+// it: the method set of runtimes.Agent (PromptTurn, Lost and what else only
 // a hosted agent knows included). Its calls
 // are commands to the host; they survive a broken connection (resent with
 // their ids once the daemon has reconnected and re-attached the session)

@@ -2,7 +2,7 @@
 // (internal/hostproto; DESIGN.md section 9, issue 13): it keeps a
 // connection to each `tetherd host`, reconnecting with backoff, and gives
 // the session core an Agent per session with the method set of
-// sessions.Agent, whose calls are commands to the host.
+// runtimes.Agent, whose calls are commands to the host.
 //
 // # Records and commits
 //

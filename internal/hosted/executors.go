@@ -1,6 +1,6 @@
 // Package hosted is the runtime of agents on executor hosts: it adapts
 // internal/executor's Pool and Host to the seams the session core
-// defines (sessions.Executors, sessions.HostRuntime and their optional
+// defines (runtimes.Executors, runtimes.HostRuntime and their optional
 // interfaces), so that sessions knows agents by those interfaces only and
 // never imports the host protocol's client. executors.go chooses and
 // lists the executors, runtime.go starts and attaches agents on one host.
@@ -15,16 +15,16 @@ import (
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/executor"
 	"github.com/tether/tether/internal/hostproto"
+	"github.com/tether/tether/internal/runtimes"
 	"github.com/tether/tether/internal/session"
-	"github.com/tether/tether/internal/sessions"
 )
 
-// Executors is the sessions.Executors of a daemon with executor hosts:
+// Executors is the runtimes.Executors of a daemon with executor hosts:
 // the standalone runtime, the local detached host and the remote hosts of
 // its config (internal/executor's Pool).
 type Executors struct {
 	Pool       *executor.Pool
-	Standalone sessions.Runtime
+	Standalone runtimes.Runtime
 	// Default is the executor of sessions that name none and whose
 	// profile names none: standalone, detached or a remote host's name.
 	Default string
@@ -38,9 +38,9 @@ type Executors struct {
 // waits for the local host without starting it (the credentials checks'
 // sweep).
 var (
-	_ sessions.Executors      = (*Executors)(nil)
-	_ sessions.ConnectWatcher = (*Executors)(nil)
-	_ sessions.HostAwaiter    = (*Executors)(nil)
+	_ runtimes.Executors      = (*Executors)(nil)
+	_ runtimes.ConnectWatcher = (*Executors)(nil)
+	_ runtimes.HostAwaiter    = (*Executors)(nil)
 )
 
 // Choose resolves requested, else the profile's default, else the
@@ -54,9 +54,9 @@ func (x *Executors) Choose(requested, profileDefault string) (session.Runtime, s
 		name = x.Default
 	}
 	switch name {
-	case "", sessions.ExecutorStandalone:
+	case "", runtimes.ExecutorStandalone:
 		return session.RuntimeStandalone, "", nil
-	case sessions.ExecutorDetached, executor.LocalName:
+	case runtimes.ExecutorDetached, executor.LocalName:
 		return session.RuntimeDetached, executor.LocalName, nil
 	}
 	if _, ok := x.Remotes[name]; !ok {
@@ -68,7 +68,7 @@ func (x *Executors) Choose(requested, profileDefault string) (session.Runtime, s
 }
 
 // Runtime returns the runtime of an executor row.
-func (x *Executors) Runtime(rt session.Runtime, host string) (sessions.Runtime, error) {
+func (x *Executors) Runtime(rt session.Runtime, host string) (runtimes.Runtime, error) {
 	if rt == session.RuntimeStandalone || rt == "" {
 		return x.Standalone, nil
 	}
@@ -80,11 +80,11 @@ func (x *Executors) Runtime(rt session.Runtime, host string) (sessions.Runtime, 
 }
 
 // Hosts lists the hosts with what each reports of itself when connected.
-func (x *Executors) Hosts(ctx context.Context) []sessions.ExecutorHost {
+func (x *Executors) Hosts(ctx context.Context) []runtimes.ExecutorHost {
 	infos := x.Pool.List()
-	out := make([]sessions.ExecutorHost, 0, len(infos))
+	out := make([]runtimes.ExecutorHost, 0, len(infos))
 	for _, in := range infos {
-		h := sessions.ExecutorHost{Name: in.Name, Runtime: string(session.RuntimeRemote), Address: x.Remotes[in.Name],
+		h := runtimes.ExecutorHost{Name: in.Name, Runtime: string(session.RuntimeRemote), Address: x.Remotes[in.Name],
 			State: string(in.State), ProtocolVersion: in.Version, HostID: in.HostID, HostVersion: in.HostVersion}
 		if in.Name == executor.LocalName {
 			h.Runtime, h.Address = string(session.RuntimeDetached), x.LocalAddress
@@ -129,10 +129,10 @@ func errorCode(err error) errcode.Code {
 	return errcode.ExecutorUnavailable
 }
 
-func hostSessions(st hostproto.StatusResult) []sessions.ExecutorHostSession {
-	out := make([]sessions.ExecutorHostSession, 0, len(st.Sessions))
+func hostSessions(st hostproto.StatusResult) []runtimes.ExecutorHostSession {
+	out := make([]runtimes.ExecutorHostSession, 0, len(st.Sessions))
 	for _, s := range st.Sessions {
-		out = append(out, sessions.ExecutorHostSession{SessionID: s.SessionID, ProfileID: s.ProfileID, PID: s.PID,
+		out = append(out, runtimes.ExecutorHostSession{SessionID: s.SessionID, ProfileID: s.ProfileID, PID: s.PID,
 			Running: s.Running, Exited: s.Exited, OutboxRecords: s.OutboxRecords, OutboxBytes: s.OutboxBytes})
 	}
 	return out
@@ -140,7 +140,7 @@ func hostSessions(st hostproto.StatusResult) []sessions.ExecutorHostSession {
 
 // WatchConnects calls fn with the sessions an executor host holds each
 // time it connects, until ctx ends: the session core takes up their late
-// output then (sessions.ConnectWatcher). It watches every host the daemon
+// output then (runtimes.ConnectWatcher). It watches every host the daemon
 // has: the remote ones, the local one if it runs already (found again at
 // its socket, never started for this) and the local one once a session
 // starts it.
@@ -175,10 +175,10 @@ func (x *Executors) WatchConnects(ctx context.Context, fn func(sessionIDs []stri
 }
 
 // AwaitRuntime returns the runtime of an executor row once the daemon has
-// its host, never starting one (sessions.HostAwaiter): at once for
+// its host, never starting one (runtimes.HostAwaiter): at once for
 // standalone, a remote host or a local host that runs already, else once
 // a session starts the local host.
-func (x *Executors) AwaitRuntime(ctx context.Context, rt session.Runtime, host string) (sessions.Runtime, error) {
+func (x *Executors) AwaitRuntime(ctx context.Context, rt session.Runtime, host string) (runtimes.Runtime, error) {
 	if rt == session.RuntimeStandalone || rt == "" {
 		return x.Standalone, nil
 	}

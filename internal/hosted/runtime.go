@@ -7,7 +7,7 @@ import (
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/executor"
 	"github.com/tether/tether/internal/hostproto"
-	"github.com/tether/tether/internal/sessions"
+	"github.com/tether/tether/internal/runtimes"
 	"github.com/tether/tether/internal/workspace"
 )
 
@@ -18,16 +18,16 @@ type hostRuntime struct{ h *executor.Host }
 // agents, takes up a lost agent's late output, lists what its host holds
 // and serves its sessions' workspaces.
 var (
-	_ sessions.HostRuntime      = hostRuntime{}
-	_ sessions.LateAttacher     = hostRuntime{}
-	_ sessions.SessionLister    = hostRuntime{}
-	_ sessions.WorkspaceRuntime = hostRuntime{}
-	_ sessions.WorkspaceStater  = hostRuntime{}
+	_ runtimes.HostRuntime      = hostRuntime{}
+	_ runtimes.LateAttacher     = hostRuntime{}
+	_ runtimes.SessionLister    = hostRuntime{}
+	_ runtimes.WorkspaceRuntime = hostRuntime{}
+	_ runtimes.WorkspaceStater  = hostRuntime{}
 )
 
 // Start asks the host to launch the session's profile: the host resolves
 // it from its own agent config, never from a command line of ours.
-func (r hostRuntime) Start(ctx context.Context, req sessions.StartRequest) (sessions.Agent, error) {
+func (r hostRuntime) Start(ctx context.Context, req runtimes.StartRequest) (runtimes.Agent, error) {
 	p := hostproto.StartPayload{ProfileID: req.ProfileID, ResumeToken: req.ResumeToken, Cwd: req.Spec.Dir,
 		FS: req.Root != "", InitTimeoutMS: req.InitTimeout.Milliseconds(), StopGraceMS: req.StopGrace.Milliseconds(),
 		Sandbox: req.Sandbox.Encode()}
@@ -45,7 +45,7 @@ func (r hostRuntime) Start(ctx context.Context, req sessions.StartRequest) (sess
 func (r hostRuntime) Unavailable() error { return r.h.Unavailable() }
 
 // Attach takes up the session's agent on the host.
-func (r hostRuntime) Attach(ctx context.Context, req sessions.AttachRequest) (sessions.Agent, error) {
+func (r hostRuntime) Attach(ctx context.Context, req runtimes.AttachRequest) (runtimes.Agent, error) {
 	a, err := r.h.Attach(ctx, req.SessionID, req.From, req.Handler)
 	if err != nil {
 		return nil, err
@@ -54,7 +54,7 @@ func (r hostRuntime) Attach(ctx context.Context, req sessions.AttachRequest) (se
 }
 
 // AttachLate takes up a lost agent's late output on the host.
-func (r hostRuntime) AttachLate(ctx context.Context, req sessions.AttachRequest) (sessions.Agent, error) {
+func (r hostRuntime) AttachLate(ctx context.Context, req runtimes.AttachRequest) (runtimes.Agent, error) {
 	a, err := r.h.AttachLate(ctx, req.SessionID, req.From, req.Handler)
 	if err != nil {
 		return nil, err
@@ -78,18 +78,18 @@ func (r hostRuntime) SessionIDs(ctx context.Context) ([]string, error) {
 // WorkspaceAvailability says, from what the daemon last saw of the host,
 // whether it serves workspaces now: connected, and speaking a protocol
 // version that has them.
-func (r hostRuntime) WorkspaceAvailability() sessions.WorkspaceAvailability {
+func (r hostRuntime) WorkspaceAvailability() runtimes.WorkspaceAvailability {
 	in := r.h.Info()
 	switch {
 	case in.State == executor.StateConnected && in.Version >= hostproto.CommandWorkspace.Since():
-		return sessions.WorkspaceAvailability{Status: sessions.WorkspaceReady}
+		return runtimes.WorkspaceAvailability{Status: runtimes.WorkspaceReady}
 	case in.State == executor.StateConnected:
-		return sessions.WorkspaceAvailability{Status: sessions.WorkspaceUnavailable, Err: errcode.New(errcode.WorkspaceUnsupported,
+		return runtimes.WorkspaceAvailability{Status: runtimes.WorkspaceUnavailable, Err: errcode.New(errcode.WorkspaceUnsupported,
 			"executor host %q speaks protocol version %d, which has no workspace (version %d): upgrade the host", in.Name, in.Version, hostproto.CommandWorkspace.Since())}
 	}
-	what, status := "is not connected yet", sessions.WorkspaceStarting
+	what, status := "is not connected yet", runtimes.WorkspaceStarting
 	if in.State != executor.StateReconnecting {
-		what, status = "cannot be reached", sessions.WorkspaceUnavailable
+		what, status = "cannot be reached", runtimes.WorkspaceUnavailable
 	}
 	if in.LastError != nil {
 		why := in.LastError.Error()
@@ -97,9 +97,9 @@ func (r hostRuntime) WorkspaceAvailability() sessions.WorkspaceAvailability {
 		if errors.As(in.LastError, &de) {
 			why = de.Message
 		}
-		return sessions.WorkspaceAvailability{Status: status, Err: errcode.Wrap(errcode.ExecutorUnavailable, in.LastError, "executor host %q %s: %s", in.Name, what, why)}
+		return runtimes.WorkspaceAvailability{Status: status, Err: errcode.Wrap(errcode.ExecutorUnavailable, in.LastError, "executor host %q %s: %s", in.Name, what, why)}
 	}
-	return sessions.WorkspaceAvailability{Status: status, Err: errcode.New(errcode.ExecutorUnavailable, "executor host %q %s", in.Name, what)}
+	return runtimes.WorkspaceAvailability{Status: status, Err: errcode.New(errcode.ExecutorUnavailable, "executor host %q %s", in.Name, what)}
 }
 
 // Workspace performs a workspace operation on the host, in the session's
@@ -109,12 +109,12 @@ func (r hostRuntime) Workspace(ctx context.Context, sessionID string, req worksp
 }
 
 // An executor host's agent is an Agent, and the handler the session core
-// gives it (sessions.HostHandler) takes every report the host's client
+// gives it (runtimes.HostHandler) takes every report the host's client
 // offers: link changes, why the host cannot be reached, and the records
 // that bring no update.
 var (
-	_ sessions.Agent         = (*executor.Agent)(nil)
-	_ executor.LinkHandler   = sessions.HostHandler(nil)
-	_ executor.WaitHandler   = sessions.HostHandler(nil)
-	_ executor.RecordHandler = sessions.HostHandler(nil)
+	_ runtimes.Agent         = (*executor.Agent)(nil)
+	_ executor.LinkHandler   = runtimes.HostHandler(nil)
+	_ executor.WaitHandler   = runtimes.HostHandler(nil)
+	_ executor.RecordHandler = runtimes.HostHandler(nil)
 )

@@ -25,6 +25,17 @@ func TestSessionCoreImportsNoHostClient(t *testing.T) {
 	}
 }
 
+// TestRuntimesImportNoSessionCore keeps the other side of the seam: the
+// runtimes (package runtimes, this adapter) know nothing of the session
+// core, so the core is free to change without them.
+func TestRuntimesImportNoSessionCore(t *testing.T) {
+	for _, pkg := range []string{"internal/runtimes", "internal/hosted"} {
+		if deps := internalDeps(t, pkg); slices.Contains(deps, "internal/sessions") {
+			t.Errorf("%s imports internal/sessions (directly or not); got deps %v", pkg, deps)
+		}
+	}
+}
+
 // internalDeps lists the module's packages pkg imports, directly or not
 // (non-test files of this platform, as the build sees them).
 func internalDeps(t *testing.T, pkg string) []string {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/runtimes"
 	"github.com/tether/tether/internal/session"
 )
 
@@ -29,13 +30,13 @@ type actor struct {
 	// gen numbers agent incarnations so that late messages from a
 	// previous process (updates, exits) are recognised and dropped.
 	gen      int
-	conn     Agent
+	conn     runtimes.Agent
 	acpID    string
 	starting bool
 	// deaf is the agent stopped for ignoring a cancel past CancelGrace
 	// (cancelAgent): until its exit it takes no turn (ready), and what
 	// was prompted meanwhile runs on a fresh agent.
-	deaf Agent
+	deaf runtimes.Agent
 	// stopping is set by close and shutdown: exits are then expected.
 	stopping bool
 	// slot is the agent cap's reservation for the running or starting
@@ -135,7 +136,7 @@ type actor struct {
 // turnRun is the turn currently executing on the agent.
 type turnRun struct {
 	turn        session.Turn
-	conn        Agent
+	conn        runtimes.Agent
 	cancelTimer *time.Timer
 	// msgID is the ACP messageId of the turn's last message chunk, and
 	// split is set when a tool call, plan or permission came after it:
@@ -178,7 +179,7 @@ func (a *actor) ctx() context.Context { return context.Background() }
 // onAgentExit handles the agent process ending, expected or not
 // (decideAgentExited). Exits of an agent that is no longer the session's
 // are stale.
-func (a *actor) onAgentExit(gen int, conn Agent) {
+func (a *actor) onAgentExit(gen int, conn runtimes.Agent) {
 	defer a.settleAttach() // an attached agent that ended has settled
 	if gen != a.gen || conn != a.conn {
 		return
@@ -200,7 +201,7 @@ func (a *actor) agentEnded() {
 
 // recordStopped marks the executor stopped after a deliberate stop; why,
 // when not empty, is kept as the executor's message.
-func (a *actor) recordStopped(conn Agent, why string) {
+func (a *actor) recordStopped(conn runtimes.Agent, why string) {
 	a.exec.ErrorMessage = why
 	if conn != nil {
 		if conn == a.conn {
@@ -219,7 +220,7 @@ func (a *actor) recordStopped(conn Agent, why string) {
 
 // stopping is the agent a shutdown stops off the actor, and why.
 type stopping struct {
-	conn Agent
+	conn runtimes.Agent
 	why  string
 }
 

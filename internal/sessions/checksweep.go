@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/acp"
-	"github.com/tether/tether/internal/session"
+	"github.com/tether/tether/internal/runtimes"
 )
 
 // A credentials check on the detached runtime (checkCredentials) starts a
@@ -58,30 +58,17 @@ func (c *checksRunning) has(id string) bool {
 	return c.ids[id]
 }
 
-// SessionLister is a HostRuntime that lists the sessions its host holds.
-type SessionLister interface {
-	SessionIDs(ctx context.Context) ([]string, error)
-}
-
-// HostAwaiter is an Executors that can wait for an executor host without
-// starting it: AwaitRuntime returns the runtime of an executor row once
-// the daemon has its host (at once if it runs already; for the local
-// host, else once a session starts it), ctx.Err() if ctx ends first.
-type HostAwaiter interface {
-	AwaitRuntime(ctx context.Context, rt session.Runtime, host string) (Runtime, error)
-}
-
 // sweepCredentialChecks stops the credentials checks an earlier daemon
 // left on the local executor host, once the daemon has the host (it runs
 // at start-up, or a session started it) and the host answers. A check
 // whose agent was still starting refuses its stop: it is tried again
 // until none is left (bounded by sweepWait).
 func (m *Manager) sweepCredentialChecks() {
-	aw, ok := m.cfg.Executors.(HostAwaiter)
+	aw, ok := m.cfg.Executors.(runtimes.HostAwaiter)
 	if !ok {
 		return
 	}
-	kind, host, err := m.cfg.Executors.Choose(ExecutorDetached, "")
+	kind, host, err := m.cfg.Executors.Choose(runtimes.ExecutorDetached, "")
 	if err != nil {
 		return // no local executor host
 	}
@@ -89,8 +76,8 @@ func (m *Manager) sweepCredentialChecks() {
 	if err != nil {
 		return
 	}
-	hr, ok1 := rt.(HostRuntime)
-	ls, ok2 := rt.(SessionLister)
+	hr, ok1 := rt.(runtimes.HostRuntime)
+	ls, ok2 := rt.(runtimes.SessionLister)
 	if !ok1 || !ok2 {
 		return
 	}
@@ -102,7 +89,7 @@ func (m *Manager) sweepCredentialChecks() {
 			return
 		}
 		for _, id := range left {
-			conn, err := hr.Attach(ctx, AttachRequest{SessionID: id, Handler: acp.NoPrompts{}, Logger: m.cfg.Logger})
+			conn, err := hr.Attach(ctx, runtimes.AttachRequest{SessionID: id, Handler: acp.NoPrompts{}, Logger: m.cfg.Logger})
 			if err != nil {
 				m.cfg.Logger.Debug("a credentials check left on the executor host could not be taken up", "check", id, "err", err)
 				continue
@@ -121,7 +108,7 @@ func (m *Manager) sweepCredentialChecks() {
 
 // leftChecks lists the credentials checks the host holds that this
 // daemon does not run.
-func (m *Manager) leftChecks(ctx context.Context, ls SessionLister) ([]string, error) {
+func (m *Manager) leftChecks(ctx context.Context, ls runtimes.SessionLister) ([]string, error) {
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	ids, err := ls.SessionIDs(sctx)

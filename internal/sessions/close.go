@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/tether/tether/internal/runtimes"
 	"github.com/tether/tether/internal/session"
 )
 
@@ -77,7 +78,7 @@ func (a *actor) close() (closing, error) {
 // closing is what close hands to the caller: the agent to stop, and
 // whether this call is the one that closed the session.
 type closing struct {
-	conn Agent
+	conn runtimes.Agent
 	open bool
 }
 
@@ -86,7 +87,7 @@ type closing struct {
 // the session's final state and its write stores it too: should the
 // state change before it have been refused, the actor, retired now, never
 // reloads, and the row must still follow the log.
-func (a *actor) closed(conn Agent) {
+func (a *actor) closed(conn runtimes.Agent) {
 	a.recordStopped(conn, "")
 	state := a.sess.State
 	a.emit(a.draft("", &session.SessionClosedData{State: state}))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/runtimes"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/terminal"
@@ -40,8 +41,10 @@ type oldHostExecutors struct{ host oldHost }
 func (x oldHostExecutors) Choose(string, string) (session.Runtime, string, error) {
 	return session.RuntimeDetached, "old", nil
 }
-func (x oldHostExecutors) Runtime(session.Runtime, string) (Runtime, error) { return x.host, nil }
-func (x oldHostExecutors) Hosts(context.Context) []ExecutorHost             { return nil }
+func (x oldHostExecutors) Runtime(session.Runtime, string) (runtimes.Runtime, error) {
+	return x.host, nil
+}
+func (x oldHostExecutors) Hosts(context.Context) []runtimes.ExecutorHost { return nil }
 
 // TestCommandOverrunIsMarked: output an executor dropped before the
 // follower read it is recorded as command.truncated, reason overrun, with

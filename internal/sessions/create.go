@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/google/uuid"
+
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/sandbox"
 	"github.com/tether/tether/internal/session"

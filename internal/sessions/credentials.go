@@ -8,6 +8,7 @@ import (
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/agents"
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/runtimes"
 	"github.com/tether/tether/internal/session"
 )
 
@@ -39,7 +40,7 @@ func (m *Manager) noteStart(local bool, profileID, sessionID string, err error) 
 // credentials (claude-agent-acp does so only at a prompt), ok when it
 // answered; a cancelled turn may have ended before the agent needed them,
 // and other failures say nothing of credentials.
-func (m *Manager) notePrompt(local bool, profileID, sessionID string, conn Agent, stop string, err error) {
+func (m *Manager) notePrompt(local bool, profileID, sessionID string, conn runtimes.Agent, stop string, err error) {
 	switch {
 	case !local:
 	case err == nil && stop != "cancelled":
@@ -78,7 +79,7 @@ func (m *Manager) checkCredentials(ctx context.Context, profileID string, rt ses
 	if rt == session.RuntimeRemote {
 		return nil
 	}
-	var runtime Runtime = Standalone{}
+	var runtime runtimes.Runtime = runtimes.Standalone{}
 	sessionID := ""
 	if rt != session.RuntimeStandalone {
 		r, err := m.cfg.Executors.Runtime(rt, host)
@@ -99,7 +100,7 @@ func (m *Manager) checkCredentials(ctx context.Context, profileID string, rt ses
 	spec.Dir = cwd
 	sctx, cancel := context.WithTimeout(ctx, m.cfg.StartTimeout)
 	defer cancel()
-	conn, err := runtime.Start(sctx, StartRequest{SessionID: sessionID, ProfileID: profileID, Spec: spec, Root: cwd, Files: m.cfg.Files,
+	conn, err := runtime.Start(sctx, runtimes.StartRequest{SessionID: sessionID, ProfileID: profileID, Spec: spec, Root: cwd, Files: m.cfg.Files,
 		Handler: acp.NoPrompts{}, InitTimeout: m.cfg.StartTimeout, StopGrace: m.cfg.StopGrace, UpdateWindow: m.cfg.UpdateWindow,
 		Logger: m.cfg.Logger})
 	var fail *errcode.Error

@@ -27,12 +27,12 @@
 //     record.go is the actor's evolve: each event a decision records,
 //     folded into the actor's live fields as it is emitted. timers.go runs the actor's timers (the idle
 //     clock, a load's settle, the reload after a failed write: effTimer).
-//   - runtime.go is the seam to the agent: the actor talks to an Agent
-//     that a Runtime started, a child process speaking ACP on stdio
-//     (Standalone, childAgent) or an agent on an executor host, whose
+//   - Package runtimes is the seam to the agent: the actor talks to an
+//     Agent that a Runtime started, a child process speaking ACP on stdio
+//     (runtimes.Standalone) or an agent on an executor host, whose
 //     runtime is package internal/hosted (HostRuntime, Executors and the
 //     optional interfaces beside them, implemented on internal/executor,
-//     which this package does not import). What only a hosted agent
+//     which this package does not import, nor they this one). What only a hosted agent
 //     knows (PromptTurn's turn name, Lost, ExitCause, PendingPermissions,
 //     EndedOnHost, Gone) is part of Agent, a child answering the zero
 //     value, so the actor asserts no agent's type; what a hosted agent's
@@ -99,7 +99,7 @@
 //     actor (a file named for the request flow: create.go, turns.go,
 //     continuation.go, close.go, withdraw.go, options.go, …), and its
 //     handler in server against the contract.
-//   - A new runtime: an implementation of Runtime and Agent (runtime.go;
-//     internal/hosted is the one for executor hosts) chosen by Executors,
+//   - A new runtime: an implementation of runtimes.Runtime and Agent
+//     (internal/hosted is the one for executor hosts) chosen by Executors,
 //     wired in cmd/tetherd; no rule here names a runtime's type.
 package sessions

@@ -3,6 +3,7 @@ package sessions
 import (
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/runtimes"
 	"github.com/tether/tether/internal/session"
 )
 
@@ -113,7 +114,7 @@ type job struct {
 	// What the effects answer.
 	res     *PromptResult   // effAdmit: the turn, and the write admitting it
 	pending *events.Pending // effAnswerPermissions of RequestID, effSetOption stored
-	conn    Agent           // effSetOption Now: the agent to send it to, with acpID
+	conn    runtimes.Agent  // effSetOption Now: the agent to send it to, with acpID
 	acpID   string
 	permID  string   // effAskPermission: the request's id ("" declined)
 	stop    stopping // effStopAgent stopShutdown: the agent to stop, and why

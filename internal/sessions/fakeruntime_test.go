@@ -11,6 +11,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/tether/tether/internal/acp"
+	"github.com/tether/tether/internal/runtimes"
 )
 
 // fakeRuntime is a Runtime whose agents are Go values the test drives: no
@@ -46,7 +47,7 @@ func (rt *fakeRuntime) set(s fakeScript) {
 
 // Start returns a new scripted agent; it never calls OnSpawn, as a runtime
 // without a pid would not.
-func (rt *fakeRuntime) Start(_ context.Context, req StartRequest) (Agent, error) {
+func (rt *fakeRuntime) Start(_ context.Context, req runtimes.StartRequest) (runtimes.Agent, error) {
 	rt.mu.Lock()
 	s := rt.script
 	rt.mu.Unlock()
@@ -90,7 +91,7 @@ type fakeAgent struct {
 	cancelLife context.CancelCauseFunc
 }
 
-var _ Agent = (*fakeAgent)(nil)
+var _ runtimes.Agent = (*fakeAgent)(nil)
 
 // fakePrompt is a prompt the agent holds until the test answers it.
 type fakePrompt struct {

@@ -11,6 +11,7 @@ import (
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/runtimes"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
@@ -112,7 +113,7 @@ func (a *actor) attach() {
 		return
 	}
 	rt, err := a.m.cfg.Executors.Runtime(a.exec.Runtime, a.exec.Host)
-	hr, ok := rt.(HostRuntime)
+	hr, ok := rt.(runtimes.HostRuntime)
 	if err == nil && !ok {
 		err = errcode.New(errcode.ExecutorNotFound, "executor %s %q cannot attach agents", a.exec.Runtime, a.exec.Host)
 	}
@@ -139,7 +140,7 @@ func (a *actor) attach() {
 	if a.exec.HostOffset > a.exec.HostOffsetBase {
 		from = a.exec.HostOffset - a.exec.HostOffsetBase
 	}
-	req := AttachRequest{SessionID: a.id, From: from, Handler: &agentHandler{a: a, gen: gen}, Logger: a.log}
+	req := runtimes.AttachRequest{SessionID: a.id, From: from, Handler: &agentHandler{a: a, gen: gen}, Logger: a.log}
 	running := ""
 	if a.running != nil {
 		running = a.running.turn.PromptID
@@ -224,7 +225,7 @@ func (r *turnRun) resumeOutput(out turnOutput) {
 // turn id, which the host answers with the turn's end instead of a second
 // turn), and the permission requests still pending on the host stay
 // pending here, under their ids.
-func (a *actor) onAttached(gen int, conn Agent, pending []session.Permission, err error) {
+func (a *actor) onAttached(gen int, conn runtimes.Agent, pending []session.Permission, err error) {
 	if gen != a.gen {
 		return
 	}
@@ -277,7 +278,7 @@ func (a *actor) onAttached(gen int, conn Agent, pending []session.Permission, er
 // ended: it takes no prompt (one sent would fail, or be cut as the exit
 // record the host replays arrives); what is queued waits for that exit,
 // which starts a fresh agent.
-func endedOnHost(conn Agent) bool { return conn.EndedOnHost() }
+func endedOnHost(conn runtimes.Agent) bool { return conn.EndedOnHost() }
 
 // settleAttach ends the wait of those waiting for the attach to settle
 // (awaitAttach).
@@ -291,7 +292,7 @@ func (a *actor) settleAttach() {
 
 // watchExit reports the agent's end to the actor. A hosted agent may
 // outlive the daemon, so the watch also ends with the manager.
-func (a *actor) watchExit(gen int, conn Agent) {
+func (a *actor) watchExit(gen int, conn runtimes.Agent) {
 	a.m.spawn(func() {
 		select {
 		case <-conn.Done():
@@ -451,7 +452,7 @@ func (h *agentHandler) HostUnreachable(why error) {
 }
 
 // The actor's handler takes what a hosted agent reports.
-var _ HostHandler = (*agentHandler)(nil)
+var _ runtimes.HostHandler = (*agentHandler)(nil)
 
 // permissionID is the id a new permission request is stored under: the
 // host's own for a hosted agent (so that the request, delivered again

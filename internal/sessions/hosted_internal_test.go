@@ -9,6 +9,7 @@ import (
 
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/runtimes"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
@@ -27,11 +28,11 @@ type fakeHost struct {
 }
 
 type fakeAttach struct {
-	req   AttachRequest
+	req   runtimes.AttachRequest
 	agent *fakeAgent
 }
 
-func (h *fakeHost) Attach(_ context.Context, req AttachRequest) (Agent, error) {
+func (h *fakeHost) Attach(_ context.Context, req runtimes.AttachRequest) (runtimes.Agent, error) {
 	a := h.live
 	a.h = req.Handler
 	if h.onAttach != nil {
@@ -46,7 +47,7 @@ func (h *fakeHost) Unavailable() error { return nil }
 
 // Start wraps the started agent so that it prompts by turn, as a host's
 // agent does.
-func (h *fakeHost) Start(ctx context.Context, req StartRequest) (Agent, error) {
+func (h *fakeHost) Start(ctx context.Context, req runtimes.StartRequest) (runtimes.Agent, error) {
 	a, err := h.fakeRuntime.Start(ctx, req)
 	if err != nil {
 		return nil, err
@@ -69,8 +70,8 @@ type fakeExecutors struct{ host *fakeHost }
 func (x fakeExecutors) Choose(string, string) (session.Runtime, string, error) {
 	return session.RuntimeDetached, "local", nil
 }
-func (x fakeExecutors) Runtime(session.Runtime, string) (Runtime, error) { return x.host, nil }
-func (x fakeExecutors) Hosts(context.Context) []ExecutorHost             { return nil }
+func (x fakeExecutors) Runtime(session.Runtime, string) (runtimes.Runtime, error) { return x.host, nil }
+func (x fakeExecutors) Hosts(context.Context) []runtimes.ExecutorHost             { return nil }
 
 // TestHostedRestartResumesTheTurn: a hosted agent's turn survives a daemon
 // restart. Each record's offset is committed with its chunk; the restart

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/runtimes"
 	"github.com/tether/tether/internal/session"
 )
 
@@ -131,28 +132,12 @@ func (a *actor) addSystemMessage(promptID, text string) {
 // (and refused, executor_unavailable), the take-up left to the host's
 // next connection.
 
-// LateAttacher is a HostRuntime that can take up a lost agent's late
-// output (an executor host's client: executor.Host.AttachLate): attached
-// to like a lost agent, it delivers the rest of the agent's records, from
-// req.From, then its host stops it.
-type LateAttacher interface {
-	AttachLate(ctx context.Context, req AttachRequest) (Agent, error)
-}
-
-// ConnectWatcher is an Executors whose hosts say when they connect: fn
-// gets the sessions a host holds each time it connects, until ctx ends.
-// It never starts a host: the local one is watched if it runs already, or
-// once a session starts it.
-type ConnectWatcher interface {
-	WatchConnects(ctx context.Context, fn func(sessionIDs []string))
-}
-
 // takeUpLateOutput has the sessions an executor host holds checked for
 // late output to take up, each time the host connects (lateCandidate
 // says which are). With several nodes, a session is taken up by the node
 // that owns it, or can take its lease.
 func (m *Manager) takeUpLateOutput() {
-	w, ok := m.cfg.Executors.(ConnectWatcher)
+	w, ok := m.cfg.Executors.(runtimes.ConnectWatcher)
 	if !ok {
 		return
 	}
@@ -213,7 +198,7 @@ func (a *actor) takeUpLate(thenStart bool) bool {
 		return false
 	}
 	rt, err := a.m.cfg.Executors.Runtime(a.exec.Runtime, a.exec.Host)
-	la, ok := rt.(LateAttacher)
+	la, ok := rt.(runtimes.LateAttacher)
 	if err != nil || !ok {
 		a.lateCandidate = ""
 		return false
@@ -226,7 +211,7 @@ func (a *actor) takeUpLate(thenStart bool) bool {
 	if a.exec.HostOffset > a.exec.HostOffsetBase {
 		from = a.exec.HostOffset - a.exec.HostOffsetBase
 	}
-	req := AttachRequest{SessionID: a.id, From: from, Handler: &agentHandler{a: a, gen: gen}, Logger: a.log}
+	req := runtimes.AttachRequest{SessionID: a.id, From: from, Handler: &agentHandler{a: a, gen: gen}, Logger: a.log}
 	a.m.spawn(func() {
 		ctx := a.m.life
 		announced, out, err := a.lateSoFar(ctx, t.PromptID)
@@ -278,7 +263,7 @@ func (a *actor) lateSoFar(ctx context.Context, promptID string) (announced bool,
 // asked again when it connects (or at the next start). Attached, the
 // agent's records come as late output until its exit (endLate), or its
 // host forgets it without one (lateGone).
-func (a *actor) lateAttached(l *lateRun, conn Agent, err error) {
+func (a *actor) lateAttached(l *lateRun, conn runtimes.Agent, err error) {
 	if a.late != l {
 		return // over already
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/tether/tether/internal/commands"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/runtimes"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/workspace"
@@ -103,10 +104,10 @@ type Config struct {
 	PromptMaxDepth int
 	// Runtime starts the agents of standalone sessions (default
 	// Standalone: child processes of the daemon).
-	Runtime Runtime
+	Runtime runtimes.Runtime
 	// Executors chooses each session's executor and gives its runtime
 	// (default: standalone only, with Runtime).
-	Executors Executors
+	Executors runtimes.Executors
 	// Ownership, when several nodes share the database, is this node's
 	// lease table: a session comes to life here only under its lease.
 	Ownership Ownership
@@ -148,10 +149,10 @@ func (c *Config) defaults() {
 		c.Logger = slog.Default()
 	}
 	if c.Runtime == nil {
-		c.Runtime = Standalone{}
+		c.Runtime = runtimes.Standalone{}
 	}
 	if c.Executors == nil {
-		c.Executors = standaloneOnly{c.Runtime}
+		c.Executors = runtimes.StandaloneOnly(c.Runtime)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/runtimes"
 	"github.com/tether/tether/internal/session"
 )
 
@@ -72,7 +73,7 @@ func (a *actor) agentLeaving() bool { return endedOnHost(a.conn) || a.conn == a.
 // agent's answer on it again.
 type optionChange struct {
 	cmd   input
-	send  func(ctx context.Context, conn Agent, acpID string) (json.RawMessage, error)
+	send  func(ctx context.Context, conn runtimes.Agent, acpID string) (json.RawMessage, error)
 	adopt func(a *actor, answer json.RawMessage)
 	store func(a *actor) *events.Pending
 }
@@ -85,7 +86,7 @@ func (m *Manager) changeOption(ctx context.Context, sessionID string, ch optionC
 		return OptionResult{}, err
 	}
 	type step struct {
-		conn    Agent
+		conn    runtimes.Agent
 		acpID   string
 		pending *events.Pending
 	}
@@ -126,7 +127,7 @@ func (m *Manager) changeOption(ctx context.Context, sessionID string, ch optionC
 func (m *Manager) SetMode(ctx context.Context, sessionID, modeID string) (OptionResult, error) {
 	return m.changeOption(ctx, sessionID, optionChange{
 		cmd: setModeCmd{ModeID: modeID},
-		send: func(ctx context.Context, conn Agent, acpID string) (json.RawMessage, error) {
+		send: func(ctx context.Context, conn runtimes.Agent, acpID string) (json.RawMessage, error) {
 			err := m.traced(ctx, "acp.session.set_mode", func(ctx context.Context) error { return conn.SetMode(ctx, acpID, modeID) })
 			if err != nil {
 				return nil, errcode.Wrap(errcode.AgentError, err, "the agent refused mode %q: %s", modeID, acp.Message(err))
@@ -154,7 +155,7 @@ func (m *Manager) SetConfigOption(ctx context.Context, sessionID, optionID strin
 	}
 	return m.changeOption(ctx, sessionID, optionChange{
 		cmd: setConfigCmd{OptionID: optionID, Value: value},
-		send: func(ctx context.Context, conn Agent, acpID string) (json.RawMessage, error) {
+		send: func(ctx context.Context, conn runtimes.Agent, acpID string) (json.RawMessage, error) {
 			var options json.RawMessage
 			err := m.traced(ctx, "acp.session.set_config_option", func(ctx context.Context) error {
 				var err error
@@ -217,7 +218,7 @@ func (a *actor) startChoices() startChoices {
 // choices where what the agent reports differs, before any prompt runs.
 // A choice the agent no longer offers, or refuses, is logged and left
 // stored: the session still works in the agent's own default.
-func (m *Manager) reapply(ctx context.Context, conn Agent, acpID string, ch startChoices) acp.SessionOptions {
+func (m *Manager) reapply(ctx context.Context, conn runtimes.Agent, acpID string, ch startChoices) acp.SessionOptions {
 	opts := conn.SessionOptions()
 	log := m.cfg.Logger.With("acpSession", acpID)
 	if s, ok := acp.ParseModes(opts.Modes); ok && ch.mode != "" && ch.mode != s.CurrentModeID {

@@ -14,6 +14,7 @@ import (
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/runtimes"
 	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/store/storetest"
 )
@@ -415,7 +416,7 @@ func (p *replay) settle(s *replaySession) {
 				busy = true // its exit is on its way
 			}
 			if r := a.running; r != nil {
-				holds := s.prompt != nil && r.conn == Agent(s.agent)
+				holds := s.prompt != nil && r.conn == runtimes.Agent(s.agent)
 				busy = busy || !holds && !a.stopping
 			}
 			obs = fmt.Sprintf("v%d q%d p%d", a.version, len(a.queue), len(a.perms))
@@ -432,7 +433,7 @@ func (p *replay) settle(s *replaySession) {
 	}
 }
 
-func isDone(a Agent) bool {
+func isDone(a runtimes.Agent) bool {
 	select {
 	case <-a.Done():
 		return true

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/runtimes"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/workspace"
 )
@@ -35,12 +36,12 @@ type startPlan struct {
 	token      string
 	hadHistory bool
 	inject     bool // the profile supports history injection
-	req        StartRequest
+	req        runtimes.StartRequest
 	// choices are the user's mode and config choices, reapplied once the
 	// agent's session is open.
 	choices startChoices
 	// runtime is where the agent starts (the executor row's runtime).
-	runtime Runtime
+	runtime runtimes.Runtime
 	// worktree is the executor row when the session has a worktree to
 	// check (and make again if missing) before the agent starts;
 	// recreated reports one made again.
@@ -50,7 +51,7 @@ type startPlan struct {
 
 // startOutcome is what the start goroutine reports back.
 type startOutcome struct {
-	conn            Agent
+	conn            runtimes.Agent
 	acpID           string
 	strategy        string // "" for a first start
 	contextRestored bool
@@ -111,7 +112,7 @@ func (a *actor) startAgent(e effStartAgent) {
 	} else {
 		p.runtime = rt
 	}
-	if hr, ok := p.runtime.(HostRuntime); ok {
+	if hr, ok := p.runtime.(runtimes.HostRuntime); ok {
 		if err := hr.Unavailable(); err != nil {
 			// Known to fail: say so without recording a start that never
 			// was (a client retrying against a lost host would otherwise
@@ -122,7 +123,7 @@ func (a *actor) startAgent(e effStartAgent) {
 		}
 	}
 	a.lateCandidate = "" // the host replaces what it held of the session
-	p.req = StartRequest{SessionID: a.id, ProfileID: a.sess.AgentProfileID, ResumeToken: p.token, Spec: p.spec, Sandbox: own, Root: a.sess.Cwd, Files: a.m.cfg.Files, Handler: &agentHandler{a: a, gen: p.gen}, StopGrace: a.m.cfg.StopGrace,
+	p.req = runtimes.StartRequest{SessionID: a.id, ProfileID: a.sess.AgentProfileID, ResumeToken: p.token, Spec: p.spec, Sandbox: own, Root: a.sess.Cwd, Files: a.m.cfg.Files, Handler: &agentHandler{a: a, gen: p.gen}, StopGrace: a.m.cfg.StopGrace,
 		InitTimeout: a.m.cfg.StartTimeout, UpdateWindow: a.m.cfg.UpdateWindow, Logger: a.log}
 	if a.m.cfg.Outgoing != nil {
 		p.req.Outgoing = a.m.cfg.Outgoing(a.id)
@@ -226,7 +227,7 @@ func (m *Manager) start(sessionID string, p startPlan) (out startOutcome) {
 
 // open makes one call that opens the agent's ACP session, and says how it
 // answered; err is the start's error should the start fail on it.
-func (m *Manager) open(ctx context.Context, conn Agent, p startPlan, call restoreCall) (acpID string, _ tryOutcome, err error) {
+func (m *Manager) open(ctx context.Context, conn runtimes.Agent, p startPlan, call restoreCall) (acpID string, _ tryOutcome, err error) {
 	if call == callNew {
 		err := m.traced(ctx, "acp.session.new", func(c context.Context) error {
 			var err error
@@ -270,7 +271,7 @@ func (m *Manager) open(ctx context.Context, conn Agent, p startPlan, call restor
 // (from the auth methods the agent announced) and the error carries those
 // methods, for the problem body. conn is nil when the handshake itself
 // failed (authenticate included); command is the agent's, for the hints.
-func agentFailure(err error, conn Agent, command string, format string, args ...any) *errcode.Error {
+func agentFailure(err error, conn runtimes.Agent, command string, format string, args ...any) *errcode.Error {
 	if code := errcode.CodeOf(err); code == errcode.ExecutorUnavailable || code == errcode.ExecutorLost || code == errcode.SandboxUnavailable {
 		// The executor host failed, not the agent: the session's error
 		// code says so (the message, why the host could not be reached).

@@ -3,6 +3,7 @@ package sessions
 import (
 	"github.com/tether/tether/internal/agents"
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/runtimes"
 	"github.com/tether/tether/internal/sandbox"
 	"github.com/tether/tether/internal/session"
 )
@@ -23,7 +24,7 @@ func sessionSandbox(sess session.Session) sandbox.Policy {
 }
 
 // sandboxState is what the executor row records of a started agent.
-func sandboxState(a Agent) (state, reason string) {
+func sandboxState(a runtimes.Agent) (state, reason string) {
 	if a.Sandboxed() {
 		return "on", ""
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/runtimes"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
@@ -43,7 +44,7 @@ type Status struct {
 	HistoryInjection bool
 	// Workspace is whether the session's executor serves its workspace
 	// now, with or without the agent.
-	Workspace WorkspaceAvailability
+	Workspace runtimes.WorkspaceAvailability
 	// Sandbox is the sandbox policy in force and whether the agent runs
 	// in it.
 	Sandbox SandboxView

@@ -6,16 +6,10 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/runtimes"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/workspace"
 )
-
-// WorkspaceRuntime is a Runtime that serves its sessions' workspaces
-// where their agents run (an executor host's machine). The standalone
-// runtime needs none: its sessions' files are the daemon's own.
-type WorkspaceRuntime interface {
-	Workspace(ctx context.Context, sessionID string, req workspace.Request) (workspace.Result, error)
-}
 
 // Workspace performs a workspace operation (files, git) on a session's
 // directory, served by the session's executor: in the daemon for a
@@ -53,54 +47,25 @@ func (m *Manager) Workspace(ctx context.Context, sessionID string, req workspace
 	return res, err
 }
 
-// Workspace availabilities (WorkspaceAvailability.Status).
-const (
-	// WorkspaceReady: the executor serves the workspace now.
-	WorkspaceReady = "ready"
-	// WorkspaceStarting: the daemon is starting or reconnecting to the
-	// session's executor host; ask again shortly.
-	WorkspaceStarting = "starting"
-	// WorkspaceUnavailable: the executor cannot serve it (its host is
-	// lost, unknown, or too old); Err says why.
-	WorkspaceUnavailable = "unavailable"
-)
-
-// WorkspaceAvailability is whether a session's executor serves its
-// workspace now (files, git, terminals, commands), which needs the
-// executor and never the agent: a client enables its workspace panel on
-// ready, whatever the agent's state.
-type WorkspaceAvailability struct {
-	Status string
-	// Err says why the workspace is not ready (an *errcode.Error).
-	Err error
-}
-
-// WorkspaceStater is a WorkspaceRuntime that can tell, without I/O,
-// whether it serves workspaces now (an executor host: whether it is
-// connected, and speaks a protocol that has them).
-type WorkspaceStater interface {
-	WorkspaceAvailability() WorkspaceAvailability
-}
-
 // workspaceAvailability says whether the executor of row ex serves its
 // session's workspace now: the daemon itself always does (standalone);
 // a host when it is connected. Asking names the host to the pool, which
 // starts connecting to it (and starts the local one) if nothing had yet.
-func (m *Manager) workspaceAvailability(ex session.Executor) WorkspaceAvailability {
+func (m *Manager) workspaceAvailability(ex session.Executor) runtimes.WorkspaceAvailability {
 	if ex.Runtime == session.RuntimeStandalone || ex.Runtime == "" {
-		return WorkspaceAvailability{Status: WorkspaceReady}
+		return runtimes.WorkspaceAvailability{Status: runtimes.WorkspaceReady}
 	}
 	rt, err := m.cfg.Executors.Runtime(ex.Runtime, ex.Host)
 	if err != nil {
-		return WorkspaceAvailability{Status: WorkspaceUnavailable, Err: err}
+		return runtimes.WorkspaceAvailability{Status: runtimes.WorkspaceUnavailable, Err: err}
 	}
-	if ws, ok := rt.(WorkspaceStater); ok {
+	if ws, ok := rt.(runtimes.WorkspaceStater); ok {
 		return ws.WorkspaceAvailability()
 	}
-	if _, ok := rt.(WorkspaceRuntime); ok {
-		return WorkspaceAvailability{Status: WorkspaceReady}
+	if _, ok := rt.(runtimes.WorkspaceRuntime); ok {
+		return runtimes.WorkspaceAvailability{Status: runtimes.WorkspaceReady}
 	}
-	return WorkspaceAvailability{Status: WorkspaceUnavailable,
+	return runtimes.WorkspaceAvailability{Status: runtimes.WorkspaceUnavailable,
 		Err: errcode.New(errcode.WorkspaceUnsupported, "executor %s %q serves no workspace", ex.Runtime, ex.Host)}
 }
 
@@ -114,7 +79,7 @@ func (m *Manager) serveOn(ctx context.Context, runtime session.Runtime, host str
 	if err != nil {
 		return workspace.Result{}, err
 	}
-	wr, ok := rt.(WorkspaceRuntime)
+	wr, ok := rt.(runtimes.WorkspaceRuntime)
 	if !ok {
 		return workspace.Result{}, errcode.New(errcode.WorkspaceUnsupported, "executor %s %q serves no workspace", runtime, host)
 	}

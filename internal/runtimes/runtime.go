@@ -1,4 +1,12 @@
-package sessions
+// Package runtimes is the seam between the session core
+// (internal/sessions) and wherever a session's agent runs: a Runtime
+// starts an Agent for a session, Executors says which runtime a session's
+// executor row names. Standalone (a child process of the daemon, speaking
+// ACP on its stdio) is here; the executor hosts' runtime (detached and
+// remote) is internal/hosted, which implements HostRuntime and the
+// optional interfaces beside it (hosts.go). Nothing here imports the
+// session core, so a runtime never depends on it.
+package runtimes
 
 import (
 	"context"
@@ -15,9 +23,9 @@ import (
 )
 
 // Runtime starts agents for sessions. It is the seam between the actor and
-// wherever the agent runs: today a child of the daemon (Standalone); later
-// a local host that outlives the daemon (detached) or one reached by URL
-// (remote), which carry the same acp value types over a wire. So nothing
+// wherever the agent runs: a child of the daemon (Standalone), a local host
+// that outlives the daemon (detached) or one reached by URL (remote,
+// both internal/hosted), which carry the same acp value types over a wire. So nothing
 // the actor does may assume the agent is its own child process: it knows an
 // agent by the Agent interface only.
 type Runtime interface {
@@ -200,7 +208,10 @@ type Executors interface {
 	Hosts(ctx context.Context) []ExecutorHost
 }
 
-// standaloneOnly is the Executors of a daemon without executor hosts.
+// StandaloneOnly is the Executors of a daemon without executor hosts:
+// every session's agent runs on rt.
+func StandaloneOnly(rt Runtime) Executors { return standaloneOnly{rt} }
+
 type standaloneOnly struct{ rt Runtime }
 
 func (s standaloneOnly) Choose(requested, _ string) (session.Runtime, string, error) {
@@ -220,11 +231,8 @@ func (s standaloneOnly) Runtime(rt session.Runtime, host string) (Runtime, error
 func (standaloneOnly) Hosts(context.Context) []ExecutorHost { return []ExecutorHost{} }
 
 // Standalone is the runtime that runs each agent as a child process of the
-// daemon, speaking ACP over its stdio (internal/acp). It lives here rather
-// than in internal/acp because acp must not import sessions (Start returns
-// an Agent), and rather than in a package of its own because it is the
-// default of Config.Runtime: the adapter converts the request and wraps the
-// ACP connection (childAgent).
+// daemon, speaking ACP over its stdio (internal/acp): it converts the
+// request and wraps the ACP connection (childAgent).
 type Standalone struct{}
 
 // Start launches the agent process and performs the handshake.
