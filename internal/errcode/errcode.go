@@ -240,3 +240,13 @@ func Is(err error, code Code) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Code == code
 }
+
+// MessageOf is the message of the first *Error in err's chain (without
+// the error it wraps), else err's own text: what a person is shown.
+func MessageOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return err.Error()
+}

@@ -44,7 +44,7 @@ type CreateInput struct {
 // of it exists or none of it does, and the agent starts only after. The
 // agent's slot is reserved first: at a cap, nothing is created. A profile
 // whose agent asked for credentials at its last start is checked with it
-// (checkCredentials) before anything is made.
+// (credentials.Checker.Check) before anything is made.
 func (m *Manager) Create(ctx context.Context, in CreateInput) (_ session.Session, err error) {
 	_, profile, err := m.profiles.Spec(in.AgentProfileID)
 	if err != nil {
@@ -85,7 +85,7 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (_ session.Session
 		}
 	}()
 	// In the session's slot: a check is one more agent process.
-	if err := m.checkCredentials(ctx, in.AgentProfileID, runtime, host, cwd); err != nil {
+	if err := m.credentials.Check(ctx, in.AgentProfileID, runtime, host, cwd); err != nil {
 		return session.Session{}, err
 	}
 	sessionID := uuid.NewString()

@@ -1,7 +1,6 @@
 package sessions
 
 import (
-	"errors"
 	"slices"
 	"time"
 
@@ -113,20 +112,11 @@ func decideAgentStarted(v view, in agentStartedInput) decision {
 	return accept(effStartAgent{How: startAdopt})
 }
 
-// startErrorMessage is what the executor row says of a failed start.
-func startErrorMessage(err error) string {
-	var de *errcode.Error
-	if errors.As(err, &de) {
-		return de.Message
-	}
-	return err.Error()
-}
-
 // decideStartFailed leaves the session usable and resumable: the error is
 // visible on the executor, queued turns fail visibly.
 func decideStartFailed(v view, in startFailedInput) decision {
 	d := accept()
-	ex, msg, code := v.Executor, startErrorMessage(in.Err), string(errcode.CodeOf(in.Err))
+	ex, msg, code := v.Executor, errcode.MessageOf(in.Err), string(errcode.CodeOf(in.Err))
 	if ex.Status != session.ExecutorError || ex.ErrorMessage != msg || ex.ErrorCode != code {
 		// The same failure again is recorded and announced already.
 		ex.Status, ex.ErrorMessage, ex.ErrorCode, ex.ErrorProfile = session.ExecutorError, msg, code, in.Fingerprint
@@ -135,7 +125,7 @@ func decideStartFailed(v view, in startFailedInput) decision {
 	if !v.QueueHeld {
 		// Prompts held since a restart stay queued: they were not what
 		// started the agent, and the user decides when they run.
-		code, msg := string(errcode.CodeOf(in.Err)), startErrorMessage(in.Err)
+		code, msg := string(errcode.CodeOf(in.Err)), errcode.MessageOf(in.Err)
 		for _, q := range v.Queue {
 			d.Effects = append(d.Effects, endTurn(q.PromptID, failed(code, msg))...)
 		}

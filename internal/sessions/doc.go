@@ -38,8 +38,7 @@
 //     value, so the actor asserts no agent's type; what a hosted agent's
 //     host reports besides goes to the actor's HostHandler. hosted.go
 //     and late.go are what the actor does with an agent on a host
-//     (attach, reconnect, late output), checksweep.go the credentials
-//     checks a killed daemon left on the local host.
+//     (attach, reconnect, late output).
 //   - write.go and changes.go turn decisions into writes for the event
 //     writer (package events), which the Manager holds as an EventLog
 //     (eventlog.go: a test may put a fake there); writefail.go is what
@@ -60,7 +59,10 @@
 //     (session.Plan).
 //   - What is no part of the aggregate lives in the package that owns it:
 //     a session's commands in package commands (their events enter the
-//     session's log through its actor: Manager.Record), the ACP schema of
+//     session's log through its actor: Manager.Record), what the daemon
+//     learns of agents' credentials and the check before a session is
+//     created in package credentials, the runtimes' seam in package
+//     runtimes (with how a start's failure is coded), the ACP schema of
 //     modes and config options and an orphaned agent's stop in package
 //     acp, a prompt's nesting bound in package jsonscan.
 //

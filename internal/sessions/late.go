@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/tether/tether/internal/acp"
+	"github.com/tether/tether/internal/credentials"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/runtimes"
 	"github.com/tether/tether/internal/session"
@@ -143,7 +144,7 @@ func (m *Manager) takeUpLateOutput() {
 	}
 	w.WatchConnects(m.life, func(ids []string) {
 		for _, id := range ids {
-			if strings.HasPrefix(id, credentialsCheckPrefix) {
+			if strings.HasPrefix(id, credentials.CheckPrefix) {
 				continue
 			}
 			a, err := m.actor(m.life, id)

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/tether/tether/internal/acp"
-	"github.com/tether/tether/internal/agents"
 	"github.com/tether/tether/internal/commands"
+	"github.com/tether/tether/internal/credentials"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/runtimes"
@@ -21,17 +21,12 @@ import (
 // Profiles resolves agent profile ids to launchable specs; only the daemon's
 // configuration can name a command.
 type Profiles interface {
-	Spec(id string) (acp.Spec, agents.Profile, error)
+	// Spec, RecordCredentials, ConfigEdited.
+	credentials.Profiles
 	RecordCapabilities(ctx context.Context, id string, caps acp.Capabilities) error
 	// Fingerprint identifies the profile's launch configuration
 	// (agents.Registry.Fingerprint); "" for an unknown profile.
 	Fingerprint(id string) string
-	// RecordCredentials records what an agent showed of its credentials
-	// (agents.Registry.RecordCredentials).
-	RecordCredentials(ctx context.Context, id string, c agents.Credentials) error
-	// ConfigEdited reports whether the agent config file changed since it
-	// was read (agents.Registry.ConfigEdited).
-	ConfigEdited() bool
 }
 
 // Config tunes the session runtime.
@@ -184,9 +179,9 @@ type Manager struct {
 	// none outlives the manager and touches the writer or store after
 	// they close. Start them with spawn.
 	work sync.WaitGroup
-	// checks are the credentials checks running on an executor host,
-	// which the sweep of those an earlier daemon left spares.
-	checks checksRunning
+	// credentials records and checks agents' credentials (package
+	// credentials).
+	credentials *credentials.Checker
 	// commands runs the sessions' commands (package commands).
 	commands *commands.Runner
 	// history keeps each session's whole-history check for planning.
@@ -224,6 +219,9 @@ func New(st *store.Store, w EventLog, profiles Profiles, cfg Config) *Manager {
 		history: newHistoryChecks(), life: life, cancel: cancel, after: afterFunc}
 	m.commands = commands.New(commands.Config{Store: st, Sessions: m, OutputLimit: cfg.CommandOutputLimit,
 		SessionOutputLimit: cfg.SessionCommandOutputLimit, Life: life, Spawn: m.spawn})
+	m.credentials = credentials.New(credentials.Config{Profiles: profiles, Executors: cfg.Executors, Files: cfg.Files,
+		StartTimeout: cfg.StartTimeout, RestoreTimeout: cfg.RestoreTimeout, StopGrace: cfg.StopGrace, UpdateWindow: cfg.UpdateWindow,
+		Logger: cfg.Logger, Life: life})
 	return m
 }
 

@@ -137,7 +137,7 @@ func (m *Manager) reconcile(ctx context.Context, keep func(sessionID string) boo
 	if err := m.commands.Resume(ctx, keep); err != nil {
 		return res, err
 	}
-	m.spawn(m.sweepCredentialChecks)
+	m.spawn(m.credentials.Sweep)
 	m.spawn(m.takeUpLateOutput)
 	res.Reattached = len(attach) + len(restart)
 	res.Took = time.Since(start)

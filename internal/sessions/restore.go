@@ -2,9 +2,7 @@ package sessions
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -118,7 +116,7 @@ func (a *actor) startAgent(e effStartAgent) {
 			// was (a client retrying against a lost host would otherwise
 			// add a start and its failure to the log at every try).
 			a.starting = false
-			a.startFailed(agentFailure(err, nil, p.spec.Command, "agent did not start: %v", err))
+			a.startFailed(runtimes.StartFailure(err, nil, p.spec.Command, "agent did not start: %v", err))
 			return // the lost agent's late output may still be taken up
 		}
 	}
@@ -151,7 +149,7 @@ func (a *actor) startAgent(e effStartAgent) {
 	local, profileID := a.exec.Runtime != session.RuntimeRemote, a.sess.AgentProfileID
 	a.m.spawn(func() {
 		out := a.m.start(a.id, p)
-		a.m.noteStart(local, profileID, a.id, out.err)
+		a.m.credentials.NoteStart(local, profileID, a.id, out.err)
 		if !a.mb.post(func() { a.onAgentStarted(p, out) }) {
 			if out.conn != nil {
 				out.conn.Stop() // the session is gone (daemon shutting down)
@@ -184,14 +182,14 @@ func (m *Manager) start(sessionID string, p startPlan) (out startOutcome) {
 			p.recreated(wt)
 		}
 	}
-	if err := checkDir(p.params.Cwd); err != nil {
+	if err := runtimes.CheckDir(p.params.Cwd); err != nil {
 		return startOutcome{err: err}
 	}
 	sctx, cancel := context.WithTimeout(ctx, m.cfg.StartTimeout)
 	defer cancel()
 	conn, err := p.runtime.Start(sctx, p.req)
 	if err != nil {
-		return startOutcome{err: agentFailure(err, nil, p.req.Spec.Command, "agent did not start: %v", err)}
+		return startOutcome{err: runtimes.StartFailure(err, nil, p.req.Spec.Command, "agent did not start: %v", err)}
 	}
 	caps := conn.Capabilities()
 	span.SetAttributes(attribute.Bool("acp.capability.resume", caps.Resume),
@@ -235,7 +233,7 @@ func (m *Manager) open(ctx context.Context, conn runtimes.Agent, p startPlan, ca
 			return err
 		})
 		if err != nil {
-			return "", tryFailed, agentFailure(err, conn, p.req.Spec.Command, "session/new failed: %s", acp.Message(err))
+			return "", tryFailed, runtimes.StartFailure(err, conn, p.req.Spec.Command, "session/new failed: %s", acp.Message(err))
 		}
 		return acpID, tryOK, nil
 	}
@@ -261,51 +259,7 @@ func (m *Manager) open(ctx context.Context, conn runtimes.Agent, p startPlan, ca
 	if timedOut {
 		err = fmt.Errorf("%s timed out after %s", name, m.cfg.RestoreTimeout)
 	}
-	return "", tryFailed, agentFailure(err, conn, p.req.Spec.Command, "%s failed (session identity kept): %s", name, acp.Message(err))
-}
-
-// agentFailure wraps an error of the agent's start or restore with its
-// stable code: executor_unavailable or executor_lost when its executor
-// host is to blame, agent_start_failed, or agent_auth_required when the agent
-// asks for credentials (ACP -32000). Then the message ends with what to do
-// (from the auth methods the agent announced) and the error carries those
-// methods, for the problem body. conn is nil when the handshake itself
-// failed (authenticate included); command is the agent's, for the hints.
-func agentFailure(err error, conn runtimes.Agent, command string, format string, args ...any) *errcode.Error {
-	if code := errcode.CodeOf(err); code == errcode.ExecutorUnavailable || code == errcode.ExecutorLost || code == errcode.SandboxUnavailable {
-		// The executor host failed, not the agent: the session's error
-		// code says so (the message, why the host could not be reached).
-		return errcode.Wrap(code, err, format, args...)
-	}
-	if acp.Classify(err) != acp.ClassAuthRequired {
-		return errcode.Wrap(errcode.AgentStartFailed, err, format, args...)
-	}
-	var methods []acp.AuthMethod
-	var ae *acp.AuthenticateError
-	switch {
-	case conn != nil:
-		methods = conn.Capabilities().AuthMethods
-	case errors.As(err, &ae):
-		methods = ae.Capabilities.AuthMethods
-	}
-	e := errcode.Wrap(errcode.AgentAuthRequired, err, "%s", acp.AuthRequiredMessage(fmt.Sprintf(format, args...), methods, command))
-	if len(methods) == 0 {
-		return e
-	}
-	list := make([]map[string]any, 0, len(methods))
-	for _, m := range methods {
-		list = append(list, map[string]any{"id": m.ID, "name": m.Name, "hint": m.Hint(command)})
-	}
-	return e.With("authMethods", list)
-}
-
-// checkDir refuses to start an agent in a directory that is gone; the
-// session stays resumable for when it is back.
-func checkDir(dir string) error {
-	if _, err := os.Stat(dir); err != nil {
-		return errcode.New(errcode.WorkingDirMissing, "working directory %s is missing", dir).With("retryAfter", 10)
-	}
-	return nil
+	return "", tryFailed, runtimes.StartFailure(err, conn, p.req.Spec.Command, "%s failed (session identity kept): %s", name, acp.Message(err))
 }
 
 // onAgentStarted takes a start's outcome on the actor (decideAgentStarted).

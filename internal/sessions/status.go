@@ -127,7 +127,7 @@ func (m *Manager) statusOf(sess session.Session, ex session.Executor, running, s
 		st.IsResumable, st.ResumeReason = true, ReasonAgentRecentlySeen
 	case !st.AgentAvailable:
 		st.NeedsResume, st.ResumeReason = true, ReasonAgentUnavailable
-	case checkDir(sess.Cwd) != nil:
+	case runtimes.CheckDir(sess.Cwd) != nil:
 		st.NeedsResume, st.ResumeReason = true, ReasonWorkingDirMissing
 	case !sess.Prompted && ex.ResumeToken == "":
 		// No turn has run and the agent never opened a session: whether it

@@ -226,7 +226,7 @@ func (a *actor) startTurn(promptID string) {
 		// Named by the turn, so that a daemon that restarts mid-turn can
 		// send it again (resumeTurn) without a second turn.
 		stop, err = r.conn.PromptTurn(pctx, acpID, t.PromptID, prompt, sent)
-		a.m.notePrompt(local, profileID, a.id, r.conn, stop, err)
+		a.m.credentials.NotePrompt(local, profileID, a.id, r.conn, stop, err)
 		a.mb.post(func() { a.onTurnDone(r, stop, err) })
 	})
 
