@@ -20,6 +20,7 @@ import (
 	"github.com/tether/tether/internal/agents"
 	"github.com/tether/tether/internal/buildinfo"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/mailbox"
 	"github.com/tether/tether/internal/runtimes"
 	"github.com/tether/tether/internal/sessions"
 	"github.com/tether/tether/internal/store"
@@ -105,8 +106,8 @@ func parseOptions(args []string) (options, error) {
 	fs.StringVar(&o.agentEnv, "agent-env-passthrough", env("TETHER_AGENT_ENV_PASSTHROUGH", ""), "comma-separated variables of the daemon's environment every agent also gets, e.g. ANTHROPIC_API_KEY or OPENAI_* (TETHER_* never) [TETHER_AGENT_ENV_PASSTHROUGH]")
 	fs.IntVar(&o.updateWindow, "agent-update-window", acp.DefaultUpdateWindow, "session/update notifications of one agent read but not yet committed; a faster agent is slowed down")
 	fs.IntVar(&o.writerQueue, "writer-queue", events.DefaultMaxQueue, "changes that may wait for the event writer; past it their producers wait (a session's agent is read more slowly), so a slow disk slows the agents instead of growing memory")
-	fs.IntVar(&o.mailbox, "session-mailbox", sessions.DefaultMailboxLimit, "requests (API calls, agent permission requests) queued for one session; past it the next one waits")
-	fs.DurationVar(&o.busy, "session-busy-timeout", sessions.DefaultBusyTimeout, "how long an API request waits for a busy session to take it before it gets 503 session_overloaded (nothing done)")
+	fs.IntVar(&o.mailbox, "session-mailbox", mailbox.DefaultLimit, "requests (API calls, agent permission requests) queued for one session; past it the next one waits")
+	fs.DurationVar(&o.busy, "session-busy-timeout", mailbox.DefaultBusyTimeout, "how long an API request waits for a busy session to take it before it gets 503 session_overloaded (nothing done)")
 	fs.IntVar(&o.depth, "prompt-max-depth", sessions.DefaultPromptMaxDepth, fmt.Sprintf("deepest JSON nesting a prompt may have, the block array being level 1 (at most %d); deeper prompts get 400", sessions.MaxPromptDepth))
 	fs.StringVar(&o.resumeOn, "resume-on-start", env("TETHER_RESUME_ON_START", "lazy"), "lazy: restore agents when a session is used; eager: restore resumable sessions at start-up [TETHER_RESUME_ON_START]")
 	fs.IntVar(&o.resumeN, "resume-concurrency", 8, "agents restored at once in eager mode")

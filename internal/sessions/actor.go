@@ -9,6 +9,7 @@ import (
 
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/mailbox"
 	"github.com/tether/tether/internal/runtimes"
 	"github.com/tether/tether/internal/session"
 )
@@ -18,7 +19,7 @@ import (
 type actor struct {
 	m   *Manager
 	id  string
-	mb  *mailbox
+	mb  *mailbox.Mailbox
 	log *slog.Logger
 
 	sess session.Session
@@ -152,7 +153,7 @@ type turnRun struct {
 
 func newActor(m *Manager, sess session.Session, exec session.Executor, turns []session.Turn) *actor {
 	a := &actor{
-		m: m, id: sess.ID, mb: newMailbox(m.cfg.MailboxLimit, m.cfg.BusyTimeout), sess: sess, exec: exec, hostTop: exec.HostOffset,
+		m: m, id: sess.ID, mb: mailbox.New(m.cfg.MailboxLimit, m.cfg.BusyTimeout), sess: sess, exec: exec, hostTop: exec.HostOffset,
 		log:         m.cfg.Logger.With("session", sess.ID),
 		perms:       map[string]*pendingPermission{},
 		turns:       make(map[string]session.Turn, len(turns)),
@@ -254,7 +255,7 @@ type agentHandler struct {
 // for the agent (ACP calls run in goroutines of their own), which keeps the
 // window free of deadlocks. An actor that is gone takes nothing (untaken).
 func (h *agentHandler) Update(u acp.Update, done func()) {
-	if !h.a.mb.post(func() {
+	if !h.a.mb.Post(func() {
 		h.a.withRecord(h.offset(u.Offset), func() { h.a.onUpdate(h.gen, u) })
 		h.a.afterWrites(done)
 	}) {
@@ -267,7 +268,7 @@ func (h *agentHandler) Update(u acp.Update, done func()) {
 // order with the updates (executor.RecordHandler); done, like an
 // update's, once it is durable.
 func (h *agentHandler) Record(offset uint64, done func()) {
-	if !h.a.mb.post(func() {
+	if !h.a.mb.Post(func() {
 		h.a.withRecord(h.offset(offset), func() {})
 		h.a.afterWrites(done)
 	}) {
@@ -313,8 +314,8 @@ func (h *agentHandler) RequestPermission(ctx context.Context, req acp.Permission
 	idc := make(chan string, 1)
 	// A command like an API request: an agent asking faster than the actor
 	// answers waits for room in the mailbox.
-	if err := h.a.mb.postWait(ctx, func() { idc <- h.a.onPermissionRequested(h.gen, req, reply) }); err != nil {
-		if errors.Is(err, errMailboxClosed) {
+	if err := h.a.mb.PostWait(ctx, func() { idc <- h.a.onPermissionRequested(h.gen, req, reply) }); err != nil {
+		if errors.Is(err, mailbox.ErrClosed) {
 			return acp.PermissionOutcome{}, acp.ErrNoAnswer
 		}
 		return acp.PermissionOutcome{Cancelled: true}, nil
@@ -334,7 +335,7 @@ func (h *agentHandler) RequestPermission(ctx context.Context, req acp.Permission
 	case <-ctx.Done():
 		if !errors.Is(context.Cause(ctx), acp.ErrAgentGone) {
 			// The agent withdrew the question.
-			h.a.mb.post(func() { h.a.resolvePermission(id, session.PermissionCancelled, "") })
+			h.a.mb.Post(func() { h.a.resolvePermission(id, session.PermissionCancelled, "") })
 		}
 		// Else the agent is gone: its exit expires the request (and says so),
 		// which a "cancelled" posted from here would race.

@@ -8,6 +8,7 @@ import (
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/jsonscan"
+	"github.com/tether/tether/internal/mailbox"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
@@ -69,7 +70,7 @@ func (a *actor) admissionWrite(promptID string) *events.Pending {
 func (a *actor) awaitAdmission(promptID string, pending *events.Pending) {
 	a.m.spawn(func() {
 		evs, err := pending.Wait(context.Background())
-		a.mb.post(func() { a.admitted(promptID, evs, err) })
+		a.mb.Post(func() { a.admitted(promptID, evs, err) })
 	})
 }
 
@@ -77,7 +78,7 @@ func (a *actor) awaitAdmission(promptID string, pending *events.Pending) {
 // evs, on the actor (which may already have done so) and returns the turn
 // as it now stands, so the answer says whether it started at once.
 func (a *actor) settled(ctx context.Context, t session.Turn, evs []store.Event) session.Turn {
-	now, err := call(ctx, a.mb, func() (session.Turn, error) {
+	now, err := mailbox.Call(ctx, a.mb, func() (session.Turn, error) {
 		a.admitted(t.PromptID, evs, nil)
 		return a.turns[t.PromptID], nil
 	})

@@ -108,7 +108,7 @@ func (a *actor) maybeAutoContinue(promptID string) {
 			a.log.Info("automatic continuation declined", "promptId", promptID, "err", err)
 			return
 		}
-		a.mb.post(func() {
+		a.mb.Post(func() {
 			a.emit(a.draft(res.Turn.PromptID,
 				&session.AutoContinuedData{ContinuesPromptID: promptID, Reason: reason}))
 		})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/tether/tether/internal/mailbox"
 	"github.com/tether/tether/internal/runtimes"
 	"github.com/tether/tether/internal/session"
 )
@@ -28,7 +29,7 @@ func (m *Manager) Close(ctx context.Context, sessionID string) (session.Session,
 	if err != nil {
 		return session.Session{}, err
 	}
-	c, err := call(ctx, a.mb, a.close)
+	c, err := mailbox.Call(ctx, a.mb, a.close)
 	if err != nil {
 		return session.Session{}, err
 	}
@@ -57,7 +58,7 @@ func (m *Manager) retire(a *actor) {
 		delete(m.actors, a.id)
 	}
 	m.mu.Unlock()
-	a.mb.close()
+	a.mb.Close()
 	if own && m.cfg.Ownership != nil {
 		// A closed session needs no owner.
 		m.cfg.Ownership.Release(context.WithoutCancel(m.life), a.id)

@@ -8,6 +8,7 @@ import (
 	"github.com/tether/tether/internal/agents"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/mailbox"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
@@ -95,7 +96,7 @@ func (a *actor) continueStep(ctx context.Context, promptID string, restored bool
 		res     ContinueResult
 		restore bool
 	}
-	o, err := call(ctx, a.mb, func() (out, error) {
+	o, err := mailbox.Call(ctx, a.mb, func() (out, error) {
 		if promptID != "" {
 			if res, ok, err := a.continuedNow(ctx, promptID); ok || err != nil {
 				return out{res: res}, err
@@ -169,7 +170,7 @@ func (a *actor) continued(ctx context.Context, promptID string) (ContinueResult,
 		res ContinueResult
 		ok  bool
 	}
-	o, err := call(ctx, a.mb, func() (out, error) {
+	o, err := mailbox.Call(ctx, a.mb, func() (out, error) {
 		res, ok, err := a.continuedNow(ctx, promptID)
 		return out{res, ok}, err
 	})

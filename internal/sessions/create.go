@@ -81,7 +81,7 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (_ session.Session
 		case a == nil:
 			slot.release()
 		case err != nil:
-			a.mb.post(a.dropSlot) // unless an agent is starting with it
+			a.mb.Post(a.dropSlot) // unless an agent is starting with it
 		}
 	}()
 	// In the session's slot: a check is one more agent process.
@@ -149,7 +149,7 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (_ session.Session
 	if err != nil {
 		return session.Session{}, err
 	}
-	if !live.mb.post(func() { live.slot = slot }) {
+	if !live.mb.Post(func() { live.slot = slot }) {
 		return session.Session{}, errcode.New(errcode.ServiceShuttingDown, "tetherd is shutting down")
 	}
 	a = live

@@ -18,7 +18,7 @@
 //     it decides (effRecord) and runtime I/O (start, stop, cancel, prompt,
 //     attach, answers, timers), 12 kinds; what a decision decides next,
 //     once its effects are performed, is its Then (decision.then).
-//   - actor.go is the state one actor owns, mailbox.go the loop that runs
+//   - actor.go is the state one actor owns, package mailbox the loop that runs
 //     its closures one at a time, effects.go where the actor performs the
 //     effects decide returned: one performer (performOne) for every kind,
 //     given a job with what the command or input holds that is no plain
@@ -69,7 +69,7 @@
 // # One prompt, end to end
 //
 // POST /session/{id}/prompt (server/handlers.go) calls Manager.Prompt,
-// which posts to the session's actor and waits (call, mailbox.go). On the
+// which posts to the session's actor and waits (mailbox.Call). On the
 // actor, admit (turns.go) builds a view and asks decide (decidePrompt);
 // its effect enqueues the turn, which emits turn.queued (queuedDraft,
 // admission.go) to the events.Writer. The writer projects it (the turn's

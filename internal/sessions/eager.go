@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/mailbox"
 	"github.com/tether/tether/internal/session"
 )
 
@@ -38,7 +39,7 @@ func (m *Manager) ResumeOnStart(ctx context.Context, concurrency int) {
 			if settled := m.awaitAttach(ctx, a); settled != nil {
 				select {
 				case <-settled:
-				case <-a.mb.done:
+				case <-a.mb.Done():
 					return
 				case <-ctx.Done():
 					return
@@ -125,7 +126,7 @@ func (m *Manager) actorList() []*actor {
 // asks on the actor, after whatever was posted to it before: an attach
 // start-up reconciliation posted is open by then.
 func (m *Manager) awaitAttach(ctx context.Context, a *actor) <-chan struct{} {
-	ch, err := call(ctx, a.mb, func() (chan struct{}, error) {
+	ch, err := mailbox.Call(ctx, a.mb, func() (chan struct{}, error) {
 		if !a.attachOpen {
 			return nil, nil
 		}

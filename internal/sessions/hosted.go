@@ -154,7 +154,7 @@ func (a *actor) attach() {
 			out, perr = a.m.turnOutputOf(ctx, a.id, running)
 			// Posted before the attach, whose replay the handler posts
 			// after it: the first replayed chunk finds the open message.
-			a.mb.post(func() {
+			a.mb.Post(func() {
 				if gen == a.gen && a.running != nil {
 					a.running.resumeOutput(out)
 				}
@@ -166,7 +166,7 @@ func (a *actor) attach() {
 		}
 		// Should the actor be gone (the daemon is stopping), the agent
 		// simply stays on its host for the next daemon.
-		a.mb.post(func() { a.onAttached(gen, conn, pending, err) })
+		a.mb.Post(func() { a.onAttached(gen, conn, pending, err) })
 	})
 }
 
@@ -296,7 +296,7 @@ func (a *actor) watchExit(gen int, conn runtimes.Agent) {
 	a.m.spawn(func() {
 		select {
 		case <-conn.Done():
-			a.mb.post(func() { a.onAgentExit(gen, conn) })
+			a.mb.Post(func() { a.onAgentExit(gen, conn) })
 		case <-a.m.life.Done():
 		}
 	})
@@ -322,7 +322,7 @@ func (a *actor) resumeTurn(r *turnRun) {
 	acpID, prompt := a.acpID, t.Prompt
 	a.m.spawn(func() {
 		stop, err := r.conn.PromptTurn(a.promptContext(), acpID, t.PromptID, prompt, nil)
-		a.mb.post(func() { a.onTurnDone(r, stop, err) })
+		a.mb.Post(func() { a.onTurnDone(r, stop, err) })
 	})
 	if t.CancelRequested {
 		// Asked before the restart, or while attaching: the host may
@@ -374,7 +374,7 @@ func (a *actor) closeStorePermissions() {
 		if err != nil {
 			return
 		}
-		a.mb.post(func() {
+		a.mb.Post(func() {
 			for _, p := range pending {
 				if _, live := a.perms[p.ID]; !live {
 					a.resolve(p.ID, session.PermissionExpired, "")
@@ -388,7 +388,7 @@ func (a *actor) closeStorePermissions() {
 // its host, and ready again once it is back: one session.executor_status
 // each way per outage, the first saying why the link broke (linkWhy).
 func (h *agentHandler) LinkChanged(up bool) {
-	h.a.mb.post(func() {
+	h.a.mb.Post(func() {
 		a := h.a
 		why := a.linkWhy
 		a.linkWhy = nil
@@ -428,7 +428,7 @@ func (h *agentHandler) LinkChanged(up bool) {
 // failed attempt. The reason a link broke comes just before the link's going
 // down, and rides in its announcement (LinkChanged).
 func (h *agentHandler) HostUnreachable(why error) {
-	h.a.mb.post(func() {
+	h.a.mb.Post(func() {
 		a := h.a
 		if h.gen != a.gen {
 			return

@@ -91,7 +91,7 @@ func (a *actor) endLate() {
 	if l.thenStart {
 		// Outside the exit record's write (withRecord): the start writes
 		// offsets of its own.
-		a.mb.post(a.ensureAgent)
+		a.mb.Post(a.ensureAgent)
 	}
 	if !l.announced {
 		return // nothing came late: the interruption failed what was open
@@ -151,7 +151,7 @@ func (m *Manager) takeUpLateOutput() {
 			if err != nil {
 				continue // not ours (another node's, or no such session)
 			}
-			a.mb.post(func() { a.takeUpLate(false) })
+			a.mb.Post(func() { a.takeUpLate(false) })
 		}
 	})
 }
@@ -217,12 +217,12 @@ func (a *actor) takeUpLate(thenStart bool) bool {
 		ctx := a.m.life
 		announced, out, err := a.lateSoFar(ctx, t.PromptID)
 		if err != nil {
-			a.mb.post(func() { a.lateAttached(l, nil, err) })
+			a.mb.Post(func() { a.lateAttached(l, nil, err) })
 			return
 		}
 		// Posted before the attach, whose records the handler posts
 		// after it: the first late record finds where the output stands.
-		a.mb.post(func() {
+		a.mb.Post(func() {
 			if a.late == l {
 				l.announced = announced
 				if announced {
@@ -234,7 +234,7 @@ func (a *actor) takeUpLate(thenStart bool) bool {
 			}
 		})
 		conn, err := la.AttachLate(ctx, req)
-		a.mb.post(func() { a.lateAttached(l, conn, err) })
+		a.mb.Post(func() { a.lateAttached(l, conn, err) })
 	})
 	a.log.Info("taking up the late output of a turn its executor host's loss interrupted", "prompt", t.PromptID, "from", from)
 	return true
@@ -285,7 +285,7 @@ func (a *actor) lateAttached(l *lateRun, conn runtimes.Agent, err error) {
 		a.m.spawn(func() {
 			select {
 			case <-gone:
-				a.mb.post(func() { a.lateGone(l) })
+				a.mb.Post(func() { a.lateGone(l) })
 			case <-a.m.life.Done():
 			}
 		})

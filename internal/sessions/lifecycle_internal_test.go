@@ -55,7 +55,7 @@ func TestActorLoadedDuringShutdownIsRefused(t *testing.T) {
 		t.Errorf("got %d live actors after shutdown, want 0", n)
 	}
 	if a != nil {
-		a.mb.close() // so that the leak check reports the fault, not a hang
+		a.mb.Close() // so that the leak check reports the fault, not a hang
 	}
 }
 

@@ -120,7 +120,7 @@ func (a *actor) retireAgent(why string) {
 	a.m.spawn(func() {
 		conn.Stop()
 		sl.release()
-		a.mb.post(func() {
+		a.mb.Post(func() {
 			// Unless a new agent started meanwhile, or the session closed
 			// (nothing may follow session.closed).
 			if a.gen == gen && !a.stopping && !a.sess.State.Terminal() {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/tether/tether/internal/mailbox"
 	"github.com/tether/tether/internal/session"
 )
 
@@ -39,7 +40,7 @@ func (m *Manager) Live(ctx context.Context) LiveStats {
 	st := LiveStats{Sessions: len(actors)}
 	hosted := map[AgentCount]int{}
 	for _, a := range actors {
-		c, err := call(ctx, a.mb, func() (AgentCount, error) {
+		c, err := mailbox.Call(ctx, a.mb, func() (AgentCount, error) {
 			if a.conn == nil {
 				return AgentCount{}, nil
 			} else if !a.hosted() {
@@ -63,4 +64,18 @@ func (m *Manager) Live(ctx context.Context) LiveStats {
 		return cmp.Or(cmp.Compare(a.Runtime, b.Runtime), cmp.Compare(a.Profile, b.Profile))
 	})
 	return st
+}
+
+// MailboxStats reports, over the live sessions, the most closures one
+// actor has queued now and the most one has ever had queued (for /metrics
+// and tests). It reads counters only, so an overloaded session cannot slow
+// it down.
+func (m *Manager) MailboxStats() (longest, peak int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, a := range m.actors {
+		longest = max(longest, int(a.mb.Queued()))
+		peak = max(peak, int(a.mb.Peak()))
+	}
+	return longest, peak
 }

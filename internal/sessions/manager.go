@@ -12,6 +12,7 @@ import (
 	"github.com/tether/tether/internal/credentials"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/mailbox"
 	"github.com/tether/tether/internal/runtimes"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
@@ -87,12 +88,12 @@ type Config struct {
 	// resumable: the next prompt restores it.
 	AgentIdleTimeout time.Duration
 	// MailboxLimit bounds the commands (API requests, permission requests)
-	// queued for one session's actor (default DefaultMailboxLimit); past it
+	// queued for one session's actor (default mailbox.DefaultLimit); past it
 	// the next one waits for room.
 	MailboxLimit int
 	// BusyTimeout is how long an API request waits for a busy session's
 	// actor to take it before it is answered session_overloaded (default
-	// DefaultBusyTimeout).
+	// mailbox.DefaultBusyTimeout).
 	BusyTimeout time.Duration
 	// PromptMaxDepth bounds how deeply a prompt's JSON may nest (the block
 	// array is level 1); at most MaxPromptDepth.
@@ -337,10 +338,10 @@ func (m *Manager) register(l loaded, repair bool) (*actor, <-chan struct{}, erro
 		return nil, wait, nil
 	}
 	a := newActor(m, l.sess, l.exec, l.turns)
-	a.mb.post(func() { a.takeUp(in) }) // first: before whatever loaded it
+	a.mb.Post(func() { a.takeUp(in) }) // first: before whatever loaded it
 	m.actors[id] = a
 	m.spawn(func() {
-		a.mb.run()
+		a.mb.Run()
 		a.stopTimers() // on the actor's goroutine: its mailbox is closed and drained
 	})
 	return a, nil, nil
@@ -385,7 +386,7 @@ func (m *Manager) AnswerPermission(ctx context.Context, sessionID, requestID str
 	var ans answer
 	for {
 		var attaching bool
-		ans, err = call(ctx, a.mb, func() (answer, error) {
+		ans, err = mailbox.Call(ctx, a.mb, func() (answer, error) {
 			p, pending, err := a.answerPermission(requestID, out)
 			_, onHost := a.hostPending[requestID]
 			attaching = a.starting || onHost && a.conn != nil
@@ -433,12 +434,12 @@ func (m *Manager) Shutdown(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s, _ := call(ctx, a.mb, a.shutdown)
+			s, _ := mailbox.Call(ctx, a.mb, a.shutdown)
 			if s.conn != nil {
 				s.conn.Stop()
 				_ = a.do(ctx, func() { a.recordStopped(s.conn, s.why) })
 			}
-			a.mb.close()
+			a.mb.Close()
 		}()
 	}
 	wg.Wait()
@@ -453,13 +454,13 @@ func (m *Manager) Shutdown(ctx context.Context) {
 
 // do runs f on the actor and waits until it has run.
 func (a *actor) do(ctx context.Context, f func()) error {
-	_, err := call(ctx, a.mb, func() (struct{}, error) { f(); return struct{}{}, nil })
+	_, err := mailbox.Call(ctx, a.mb, func() (struct{}, error) { f(); return struct{}{}, nil })
 	return err
 }
 
 // sync waits until every change the actor has submitted so far is durable.
 func (a *actor) sync(ctx context.Context) error {
-	p, err := call(ctx, a.mb, func() (*events.Pending, error) { return a.synced(), nil })
+	p, err := mailbox.Call(ctx, a.mb, func() (*events.Pending, error) { return a.synced(), nil })
 	if err != nil || p == nil {
 		return err
 	}

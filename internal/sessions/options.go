@@ -9,6 +9,7 @@ import (
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/mailbox"
 	"github.com/tether/tether/internal/runtimes"
 	"github.com/tether/tether/internal/session"
 )
@@ -90,7 +91,7 @@ func (m *Manager) changeOption(ctx context.Context, sessionID string, ch optionC
 		acpID   string
 		pending *events.Pending
 	}
-	c, err := call(ctx, a.mb, func() (step, error) {
+	c, err := mailbox.Call(ctx, a.mb, func() (step, error) {
 		d := decide(a.view(), ch.cmd)
 		if d.Refusal != nil {
 			return step{}, d.Refusal
@@ -108,7 +109,7 @@ func (m *Manager) changeOption(ctx context.Context, sessionID string, ch optionC
 		if err != nil {
 			return OptionResult{}, err
 		}
-		if c.pending, err = call(ctx, a.mb, func() (*events.Pending, error) {
+		if c.pending, err = mailbox.Call(ctx, a.mb, func() (*events.Pending, error) {
 			ch.adopt(a, answer)
 			a.emitOptions()
 			return ch.store(a), nil
@@ -260,7 +261,7 @@ func (a *actor) reapplyChanged(p startPlan) {
 	conn, acpID, gen := a.conn, a.acpID, a.gen
 	a.m.spawn(func() {
 		opts := a.m.reapply(a.m.life, conn, acpID, now)
-		a.mb.post(func() {
+		a.mb.Post(func() {
 			if a.gen == gen && a.conn == conn {
 				a.adoptOptions(opts)
 			}

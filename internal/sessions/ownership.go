@@ -3,6 +3,8 @@ package sessions
 import (
 	"context"
 	"sync"
+
+	"github.com/tether/tether/internal/mailbox"
 )
 
 // Ownership is the cluster's lease table (internal/cluster.Leases) when
@@ -42,7 +44,7 @@ func (m *Manager) Drop(ids []string) {
 				stop   stopping
 				hosted detacher
 			}
-			d, _ := call(ctx, a.mb, func() (dropping, error) {
+			d, _ := mailbox.Call(ctx, a.mb, func() (dropping, error) {
 				s, err := a.shutdown()
 				h, _ := a.conn.(detacher) // read on the actor: it owns conn
 				return dropping{s, h}, err
@@ -53,7 +55,7 @@ func (m *Manager) Drop(ids []string) {
 			case d.hosted != nil:
 				d.hosted.Detach()
 			}
-			a.mb.close()
+			a.mb.Close()
 			m.cfg.Logger.Info("session unloaded: this node lost its lease", "session", a.id)
 		})
 	}

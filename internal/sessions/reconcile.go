@@ -7,6 +7,7 @@ import (
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/mailbox"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
@@ -119,14 +120,14 @@ func (m *Manager) reconcile(ctx context.Context, keep func(sessionID string) boo
 		if err != nil {
 			return res, err
 		}
-		a.mb.post(a.attach)
+		a.mb.Post(a.attach)
 	}
 	for _, r := range restart {
 		a, err := m.registerRepaired(ctx, r)
 		if err != nil {
 			return res, err
 		}
-		a.mb.post(a.ensureAgent)
+		a.mb.Post(a.ensureAgent)
 	}
 	// The repairs are committed and their actors registered: actors of
 	// the other repaired sessions load what committed.
@@ -351,7 +352,7 @@ func (m *Manager) Resume(ctx context.Context, sessionID string) (Status, error) 
 	if err != nil {
 		return Status{}, err
 	}
-	ch, err := call(ctx, a.mb, a.resume)
+	ch, err := mailbox.Call(ctx, a.mb, a.resume)
 	if err != nil {
 		return Status{}, err
 	}
@@ -359,7 +360,7 @@ func (m *Manager) Resume(ctx context.Context, sessionID string) (Status, error) 
 	defer cancel()
 	select {
 	case err = <-ch:
-	case <-a.mb.done:
+	case <-a.mb.Done():
 		err = errcode.New(errcode.SessionTerminal, "session was closed while its agent was starting")
 	case <-wctx.Done():
 		err = errcode.Wrap(errcode.Timeout, wctx.Err(), "the agent was not ready within %s", m.cfg.ResumeWait).With("retryAfter", 5)

@@ -103,7 +103,7 @@ func (a *actor) startAgent(e effStartAgent) {
 	if a.exec.WorktreeState == session.WorktreeActive {
 		ex := a.exec
 		p.worktree = &ex
-		p.recreated = func(wt *workspace.Worktree) { a.mb.post(func() { a.worktreeRecreated(wt) }) }
+		p.recreated = func(wt *workspace.Worktree) { a.mb.Post(func() { a.worktreeRecreated(wt) }) }
 	}
 	if rt, err := a.m.cfg.Executors.Runtime(a.exec.Runtime, a.exec.Host); err != nil {
 		p.specErr = err
@@ -128,7 +128,7 @@ func (a *actor) startAgent(e effStartAgent) {
 	}
 	gen := p.gen
 	p.req.OnSpawn = func(pid int) {
-		a.mb.post(func() {
+		a.mb.Post(func() {
 			if a.gen == gen && a.starting {
 				a.exec.PID = pid
 				a.change(agentSpawned{Session: a.id, PID: pid})
@@ -150,7 +150,7 @@ func (a *actor) startAgent(e effStartAgent) {
 	a.m.spawn(func() {
 		out := a.m.start(a.id, p)
 		a.m.credentials.NoteStart(local, profileID, a.id, out.err)
-		if !a.mb.post(func() { a.onAgentStarted(p, out) }) {
+		if !a.mb.Post(func() { a.onAgentStarted(p, out) }) {
 			if out.conn != nil {
 				out.conn.Stop() // the session is gone (daemon shutting down)
 			}

@@ -107,7 +107,7 @@ func closedWithRefusedCancels(t *testing.T, ids ...string) *scene {
 	// holds, and the writer has committed what that submitted, nothing
 	// of the session is written any more.
 	deadline := testDeadline(t)
-	for retired.mb.queued.Load() > 0 {
+	for retired.mb.Queued() > 0 {
 		select {
 		case <-deadline:
 			t.Fatal("the retired actor never drained its mailbox")

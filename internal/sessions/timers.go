@@ -41,7 +41,7 @@ func (a *actor) arm(e effTimer) {
 	a.armed[k]++
 	n := a.armed[k]
 	a.timers[k] = a.m.after(after, func() {
-		a.mb.post(func() {
+		a.mb.Post(func() {
 			if a.armed[k] != n {
 				return // armed again since: this one was replaced
 			}

@@ -182,7 +182,7 @@ func (a *actor) askPermission(promptID string, req acp.PermissionRequest, reply 
 	a.perms[p.ID] = &pendingPermission{promptID: promptID, options: req.Options, reply: reply}
 	asked.Then(func() {
 		if asked.Err() != nil {
-			a.mb.post(func() { a.dropUnrecorded(p.ID) })
+			a.mb.Post(func() { a.dropUnrecorded(p.ID) })
 		}
 	})
 	return p.ID

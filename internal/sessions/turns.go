@@ -16,6 +16,7 @@ import (
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/mailbox"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
@@ -53,7 +54,7 @@ type CancelResult struct {
 }
 
 func (a *actor) prompt(ctx context.Context, in PromptInput) (PromptResult, error) {
-	res, err := call(ctx, a.mb, func() (PromptResult, error) { return a.admit(in) })
+	res, err := mailbox.Call(ctx, a.mb, func() (PromptResult, error) { return a.admit(in) })
 	if err != nil {
 		return PromptResult{}, err
 	}
@@ -198,7 +199,7 @@ func (a *actor) startTurn(promptID string) {
 	a.m.spawn(func() {
 		// The agent hears of the turn only once it is recorded as started.
 		if _, err := started.Wait(context.Background()); err != nil {
-			a.mb.post(func() {
+			a.mb.Post(func() {
 				// Not started, as far as the log knows: the turn's end
 				// must not write a start the log never recorded.
 				r.turn.StartedAt, r.turn.ContextInjected = nil, false
@@ -214,20 +215,20 @@ func (a *actor) startTurn(promptID string) {
 		if inject {
 			var err error
 			if prompt, err = a.m.withResumeContext(a.id, t); err != nil {
-				a.mb.post(func() { a.onTurnDone(r, "", err) })
+				a.mb.Post(func() { a.onTurnDone(r, "", err) })
 				return
 			}
 		}
 		// The prompt's context stays alive on cancel so that the agent's
 		// own stop reason is observed; cancellation goes via session/cancel.
-		sent := func() { a.mb.post(func() { a.markDelivered(r) }) }
+		sent := func() { a.mb.Post(func() { a.markDelivered(r) }) }
 		var stop string
 		var err error
 		// Named by the turn, so that a daemon that restarts mid-turn can
 		// send it again (resumeTurn) without a second turn.
 		stop, err = r.conn.PromptTurn(pctx, acpID, t.PromptID, prompt, sent)
 		a.m.credentials.NotePrompt(local, profileID, a.id, r.conn, stop, err)
-		a.mb.post(func() { a.onTurnDone(r, stop, err) })
+		a.mb.Post(func() { a.onTurnDone(r, stop, err) })
 	})
 
 }
@@ -367,14 +368,14 @@ func (a *actor) cancelAgent(r *turnRun) {
 	}
 	send()
 	time.AfterFunc(cancelResend, func() {
-		a.mb.post(func() {
+		a.mb.Post(func() {
 			if a.running == r {
 				send()
 			}
 		})
 	})
 	r.cancelTimer = time.AfterFunc(a.m.cfg.CancelGrace, func() {
-		a.mb.post(func() {
+		a.mb.Post(func() {
 			if a.running == r {
 				a.log.Warn("agent ignored cancel; stopping it", "grace", a.m.cfg.CancelGrace)
 				a.deaf = r.conn

@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 
+	"github.com/tether/tether/internal/mailbox"
 	"github.com/tether/tether/internal/session"
 )
 
@@ -16,7 +17,7 @@ func (m *Manager) Withdraw(ctx context.Context, sessionID, promptID string) (ses
 	if err != nil {
 		return session.Turn{}, err
 	}
-	t, err := call(ctx, a.mb, func() (session.Turn, error) { return a.withdraw(promptID) })
+	t, err := mailbox.Call(ctx, a.mb, func() (session.Turn, error) { return a.withdraw(promptID) })
 	if err != nil {
 		return session.Turn{}, err
 	}

@@ -141,7 +141,7 @@ func (m *Manager) checkpoint(sessionID, promptID string) {
 func (m *Manager) reportChanges(sessionID, promptID string) {
 	if !m.cfg.TurnCheckpoints {
 		if a, err := m.actor(m.life, sessionID); err == nil {
-			a.mb.post(func() { a.maybeAutoContinue(promptID) })
+			a.mb.Post(func() { a.maybeAutoContinue(promptID) })
 		}
 		return
 	}
@@ -157,7 +157,7 @@ func (m *Manager) reportChanges(sessionID, promptID string) {
 		if err != nil {
 			return
 		}
-		a.mb.post(func() {
+		a.mb.Post(func() {
 			a.emit(a.draft(promptID, &session.TurnWorkspaceChangesData{Changes: changes}))
 			a.pushRecovery()
 			a.maybeAutoContinue(promptID)

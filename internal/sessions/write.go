@@ -7,6 +7,7 @@ import (
 
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/mailbox"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
@@ -64,7 +65,7 @@ func (a *actor) change(c events.Change) *events.Pending {
 	}
 	p.Then(func() {
 		if err := p.Err(); err != nil {
-			a.mb.post(func() { a.writeFailed(c, err) })
+			a.mb.Post(func() { a.writeFailed(c, err) })
 		}
 	})
 	return p
@@ -86,7 +87,7 @@ func (a *actor) synced() *events.Pending { return a.last }
 // stale story.
 func query[T any](ctx context.Context, a *actor, f func() (T, error)) (_ T, ok bool, _ error) {
 	var ran atomic.Bool
-	v, err := call(ctx, a.mb, func() (T, error) {
+	v, err := mailbox.Call(ctx, a.mb, func() (T, error) {
 		ran.Store(true)
 		a.atCommit(ctx)
 		return f()

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
+	"github.com/tether/tether/internal/mailbox"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
@@ -65,7 +66,7 @@ func (a *actor) reloadWhenQuiet() {
 	a.reloading = true
 	last := a.last
 	last.Then(func() {
-		a.mb.post(func() {
+		a.mb.Post(func() {
 			if a.last != last {
 				a.reloadWhenQuiet() // written since: wait for that too
 				return
@@ -83,7 +84,7 @@ func (a *actor) reloadWhenQuiet() {
 // lacks of them is recorded.
 func (a *actor) reload() {
 	select {
-	case <-a.mb.done:
+	case <-a.mb.Done():
 		// Retired (closed, dropped, or shut down) and draining: whatever
 		// takes the session up next repairs it (takeUp, reconcile.go),
 		// and two repairing at once would record a turn's end twice.
@@ -185,7 +186,7 @@ func (a *actor) watchRepairs() {
 		return
 	}
 	last.Then(func() {
-		a.mb.post(func() {
+		a.mb.Post(func() {
 			if a.failures == failures && !a.reloading {
 				a.backoff = 0
 			}
@@ -252,7 +253,7 @@ func callWrites[T any](ctx context.Context, a *actor, f func() (T, error)) (T, e
 		v      T
 		writes []*events.Pending
 	}
-	o, err := call(ctx, a.mb, func() (out, error) {
+	o, err := mailbox.Call(ctx, a.mb, func() (out, error) {
 		var writes []*events.Pending
 		a.tracking = &writes
 		defer func() { a.tracking = nil }()

@@ -1,4 +1,7 @@
-package sessions
+// Package mailbox runs closures one at a time on one goroutine, in the
+// order they came: the actor of a live session (internal/sessions) owns
+// its state by running every command and every report about it here.
+package mailbox
 
 import (
 	"context"
@@ -10,9 +13,9 @@ import (
 	"github.com/tether/tether/internal/errcode"
 )
 
-// mailbox is the FIFO of closures one actor goroutine runs. It has two
+// Mailbox is the FIFO of closures one actor goroutine runs. It has two
 // ways in, and both keep it bounded:
-//   - post never blocks. It is for the daemon's own producers, each of
+//   - Post never blocks. It is for the daemon's own producers, each of
 //     which bounds itself: an agent's updates hold one of the agent's
 //     update-window credits until their writes commit, the writer's
 //     Pending.Then callbacks post at most one closure per write (and the
@@ -22,10 +25,10 @@ import (
 //     session behind a busy actor (which may itself be waiting for room in
 //     the writer's queue: a deadlock), and the ACP reader would kill the
 //     connection.
-//   - postWait (and call) is for producers that can wait: API requests and
+//   - PostWait (and Call) is for producers that can wait: API requests and
 //     an agent's permission requests. At most limit of them are queued;
 //     the next one waits, with its context, for one of them to start.
-type mailbox struct {
+type Mailbox struct {
 	mu     sync.Mutex
 	q      []func()
 	signal chan struct{}
@@ -44,27 +47,40 @@ type mailbox struct {
 	queued, peak atomic.Int64
 }
 
+// Done closes with the mailbox: waiters for an outcome its actor can no
+// longer deliver stop waiting.
+func (m *Mailbox) Done() <-chan struct{} { return m.done }
+
+// Queued is how many closures are posted and not yet run.
+func (m *Mailbox) Queued() int64 { return m.queued.Load() }
+
+// Peak is the most closures ever queued at once.
+func (m *Mailbox) Peak() int64 { return m.peak.Load() }
+
 // Mailbox defaults: commands queued per session, and how long one waits to
 // start before the session counts as overloaded.
 const (
-	DefaultMailboxLimit = 256
-	DefaultBusyTimeout  = 10 * time.Second
+	DefaultLimit       = 256
+	DefaultBusyTimeout = 10 * time.Second
 )
 
-func newMailbox(limit int, busy time.Duration) *mailbox {
+// New returns an open mailbox: at most limit closures wait in PostWait
+// (DefaultLimit when 0), and Call waits busy for its closure to start
+// (DefaultBusyTimeout when 0).
+func New(limit int, busy time.Duration) *Mailbox {
 	if limit <= 0 {
-		limit = DefaultMailboxLimit
+		limit = DefaultLimit
 	}
 	if busy <= 0 {
 		busy = DefaultBusyTimeout
 	}
-	return &mailbox{signal: make(chan struct{}, 1), done: make(chan struct{}),
+	return &Mailbox{signal: make(chan struct{}, 1), done: make(chan struct{}),
 		slots: make(chan struct{}, limit), busy: busy}
 }
 
-// post enqueues f without blocking; it reports false once the mailbox is
-// closed. Only producers that bound themselves may use it (see mailbox).
-func (m *mailbox) post(f func()) bool {
+// Post enqueues f without blocking; it reports false once the mailbox is
+// closed. Only producers that bound themselves may use it (see Mailbox).
+func (m *Mailbox) Post(f func()) bool {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -82,28 +98,28 @@ func (m *mailbox) post(f func()) bool {
 	return true
 }
 
-// errMailboxClosed is what a command posted to a closed mailbox gets.
-var errMailboxClosed = errcode.New(errcode.SessionTerminal, "session is closed")
+// ErrClosed is what a command posted to a closed mailbox gets.
+var ErrClosed = errcode.New(errcode.SessionTerminal, "session is closed")
 
-// postWait enqueues f once fewer than the mailbox's limit of commands wait
+// PostWait enqueues f once fewer than the mailbox's limit of commands wait
 // in it, waiting for room until ctx ends or the mailbox closes.
-func (m *mailbox) postWait(ctx context.Context, f func()) error {
+func (m *Mailbox) PostWait(ctx context.Context, f func()) error {
 	select {
 	case m.slots <- struct{}{}:
 	case <-m.done:
-		return errMailboxClosed
+		return ErrClosed
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	if !m.post(func() { <-m.slots; f() }) {
+	if !m.Post(func() { <-m.slots; f() }) {
 		<-m.slots
-		return errMailboxClosed
+		return ErrClosed
 	}
 	return nil
 }
 
-// close stops accepting work; already queued closures still run.
-func (m *mailbox) close() {
+// Close stops accepting work; already queued closures still run.
+func (m *Mailbox) Close() {
 	m.mu.Lock()
 	if !m.closed {
 		close(m.done)
@@ -116,8 +132,8 @@ func (m *mailbox) close() {
 	}
 }
 
-// run executes closures in order until the mailbox is closed and drained.
-func (m *mailbox) run() {
+// Run executes closures in order until the mailbox is closed and drained.
+func (m *Mailbox) Run() {
 	for {
 		m.mu.Lock()
 		batch := m.q
@@ -138,14 +154,14 @@ func (m *mailbox) run() {
 	}
 }
 
-// call runs f on the actor goroutine and waits for its result, so that f
+// Call runs f on the actor goroutine and waits for its result, so that f
 // sees and changes the session's state atomically with every other command.
 // A session too busy to start f within the mailbox's busy timeout (its
 // actor waits for a slow disk, a flood of commands is ahead of it) answers
 // session_overloaded, and f then never runs: the caller can tell its
 // client that nothing was done. Once f has started, call waits for it with
 // ctx alone.
-func call[T any](ctx context.Context, m *mailbox, f func() (T, error)) (T, error) {
+func Call[T any](ctx context.Context, m *Mailbox, f func() (T, error)) (T, error) {
 	type result struct {
 		v   T
 		err error
@@ -158,7 +174,7 @@ func call[T any](ctx context.Context, m *mailbox, f func() (T, error)) (T, error
 	var claim atomic.Bool
 	started := make(chan struct{})
 	ch := make(chan result, 1)
-	if err := m.postWait(wait, func() {
+	if err := m.PostWait(wait, func() {
 		if !claim.CompareAndSwap(false, true) {
 			return
 		}
@@ -185,7 +201,7 @@ func call[T any](ctx context.Context, m *mailbox, f func() (T, error)) (T, error
 
 // overloaded names why a command did not start: the caller's own context
 // ended, the session closed, or the session stayed busy past its timeout.
-func overloaded(ctx context.Context, m *mailbox, err error) error {
+func overloaded(ctx context.Context, m *Mailbox, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -194,18 +210,4 @@ func overloaded(ctx context.Context, m *mailbox, err error) error {
 			"the session is too busy to take the request (it did not start within %s); nothing was done, retry later", m.busy)
 	}
 	return err
-}
-
-// MailboxStats reports, over the live sessions, the most closures one
-// actor has queued now and the most one has ever had queued (for /metrics
-// and tests). It reads counters only, so an overloaded session cannot slow
-// it down.
-func (m *Manager) MailboxStats() (longest, peak int) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, a := range m.actors {
-		longest = max(longest, int(a.mb.queued.Load()))
-		peak = max(peak, int(a.mb.peak.Load()))
-	}
-	return longest, peak
 }
