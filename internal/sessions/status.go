@@ -104,7 +104,7 @@ func (m *Manager) statusOf(sess session.Session, ex session.Executor, running, s
 		st.LastErrorCode = string(errcode.CodeOf(lastErr))
 	}
 	st.IsAgentRunning = running
-	st.Workspace = m.workspaceAvailability(ex)
+	st.Workspace = runtimes.Availability(m.cfg.Executors, ex)
 	_, profile, specErr := m.profiles.Spec(sess.AgentProfileID)
 	st.AgentAvailable = specErr == nil
 	st.HistoryInjection = profile.HistoryContextInjection

@@ -38,7 +38,7 @@ func (m *Manager) Workspace(ctx context.Context, sessionID string, req workspace
 	}
 	// A checkpoint is always the session's own, whoever asks.
 	req.Root, req.Session = sess.Cwd, sessionID
-	res, err := m.serveOn(ctx, ex.Runtime, ex.Host, req)
+	res, err := runtimes.Serve(ctx, m.cfg.Executors, m.cfg.Workspace, ex.Runtime, ex.Host, req)
 	if err == nil && req.ToTurn != "" && res.GitDiff != nil && res.GitDiff.ToCheckpoint == nil {
 		// A host older than ToTurn ignored it and compared the working tree.
 		return workspace.Result{}, errcode.New(errcode.WorkspaceUnsupported,
@@ -46,62 +46,6 @@ func (m *Manager) Workspace(ctx context.Context, sessionID string, req workspace
 	}
 	return res, err
 }
-
-// workspaceAvailability says whether the executor of row ex serves its
-// session's workspace now: the daemon itself always does (standalone);
-// a host when it is connected. Asking names the host to the pool, which
-// starts connecting to it (and starts the local one) if nothing had yet.
-func (m *Manager) workspaceAvailability(ex session.Executor) runtimes.WorkspaceAvailability {
-	if ex.Runtime == session.RuntimeStandalone || ex.Runtime == "" {
-		return runtimes.WorkspaceAvailability{Status: runtimes.WorkspaceReady}
-	}
-	rt, err := m.cfg.Executors.Runtime(ex.Runtime, ex.Host)
-	if err != nil {
-		return runtimes.WorkspaceAvailability{Status: runtimes.WorkspaceUnavailable, Err: err}
-	}
-	if ws, ok := rt.(runtimes.WorkspaceStater); ok {
-		return ws.WorkspaceAvailability()
-	}
-	if _, ok := rt.(runtimes.WorkspaceRuntime); ok {
-		return runtimes.WorkspaceAvailability{Status: runtimes.WorkspaceReady}
-	}
-	return runtimes.WorkspaceAvailability{Status: runtimes.WorkspaceUnavailable,
-		Err: errcode.New(errcode.WorkspaceUnsupported, "executor %s %q serves no workspace", ex.Runtime, ex.Host)}
-}
-
-// serveOn performs a workspace request on an executor (runtime, host),
-// for req.Session: in the daemon for standalone, on the host otherwise.
-func (m *Manager) serveOn(ctx context.Context, runtime session.Runtime, host string, req workspace.Request) (workspace.Result, error) {
-	if runtime == session.RuntimeStandalone || runtime == "" {
-		return workspace.Serve(ctx, req, m.cfg.Workspace)
-	}
-	rt, err := m.cfg.Executors.Runtime(runtime, host)
-	if err != nil {
-		return workspace.Result{}, err
-	}
-	wr, ok := rt.(runtimes.WorkspaceRuntime)
-	if !ok {
-		return workspace.Result{}, errcode.New(errcode.WorkspaceUnsupported, "executor %s %q serves no workspace", runtime, host)
-	}
-	// A host that is not connected right now (the daemon is starting it,
-	// or reconnecting) is waited for a moment, not refused at once.
-	deadline := time.Now().Add(hostConnectWait)
-	for {
-		res, err := wr.Workspace(ctx, req.Session, req)
-		if !errcode.Is(err, errcode.ExecutorUnavailable) || !time.Now().Before(deadline) {
-			return res, err
-		}
-		select {
-		case <-ctx.Done():
-			return res, err
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-// hostConnectWait is how long a workspace request waits for its executor
-// host to be connected.
-const hostConnectWait = 5 * time.Second
 
 // checkpointTimeout bounds a turn's checkpoint: a huge directory delays
 // the start of its turn at most this long, and the turn goes on without

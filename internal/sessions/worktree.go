@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/tether/tether/internal/runtimes"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/workspace"
 )
@@ -51,7 +52,7 @@ func worktreeBranch(title, sessionID string) string {
 // worktree in the repository of dir, and returns it with the executor row
 // fields to record.
 func (m *Manager) makeWorktree(ctx context.Context, runtime session.Runtime, host, sessionID, dir, title string) (*workspace.Worktree, error) {
-	res, err := m.serveOn(ctx, runtime, host, workspace.Request{Op: workspace.OpWorktreeEnsure, Root: dir, Session: sessionID,
+	res, err := runtimes.Serve(ctx, m.cfg.Executors, m.cfg.Workspace, runtime, host, workspace.Request{Op: workspace.OpWorktreeEnsure, Root: dir, Session: sessionID,
 		Branch: worktreeBranch(title, sessionID)})
 	if err != nil {
 		return nil, err
@@ -62,7 +63,7 @@ func (m *Manager) makeWorktree(ctx context.Context, runtime session.Runtime, hos
 // ensureWorktree is the check before an agent starts: the session's
 // worktree is there, on its branch, or made again from it.
 func (m *Manager) ensureWorktree(ctx context.Context, sessionID string, ex session.Executor) (*workspace.Worktree, error) {
-	res, err := m.serveOn(ctx, ex.Runtime, ex.Host, workspace.Request{Op: workspace.OpWorktreeEnsure, Root: ex.WorktreeRepo,
+	res, err := runtimes.Serve(ctx, m.cfg.Executors, m.cfg.Workspace, ex.Runtime, ex.Host, workspace.Request{Op: workspace.OpWorktreeEnsure, Root: ex.WorktreeRepo,
 		Session: sessionID, Branch: ex.WorktreeBranch})
 	if err != nil {
 		return nil, err
@@ -85,7 +86,7 @@ func (m *Manager) releaseWorktree(ctx context.Context, a *actor) {
 	if err != nil || ex.WorktreeState != session.WorktreeActive {
 		return
 	}
-	res, err := m.serveOn(ctx, ex.Runtime, ex.Host, workspace.Request{Op: workspace.OpWorktreeRelease, Root: ex.WorktreeRepo,
+	res, err := runtimes.Serve(ctx, m.cfg.Executors, m.cfg.Workspace, ex.Runtime, ex.Host, workspace.Request{Op: workspace.OpWorktreeRelease, Root: ex.WorktreeRepo,
 		Session: a.id, Branch: ex.WorktreeBranch, Keep: m.cfg.KeepWorktrees})
 	var text string
 	state := session.WorktreeKept
