@@ -13,6 +13,7 @@ import (
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/sessions"
 	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/tasks"
 )
 
 // handlers implements the generated StrictServerInterface by translating
@@ -76,7 +77,7 @@ func (h *handlers) ListTasks(ctx context.Context, _ ListTasksRequestObject) (Lis
 }
 
 func (h *handlers) CreateTask(ctx context.Context, req CreateTaskRequestObject) (CreateTaskResponseObject, error) {
-	t, err := h.cfg.Sessions.CreateTask(ctx, sessions.TaskInput{Title: req.Body.Title, Workspace: deref(req.Body.Workspace)})
+	t, err := h.cfg.Tasks.Create(ctx, tasks.Input{Title: req.Body.Title, Workspace: deref(req.Body.Workspace)})
 	if err != nil {
 		return nil, err
 	}
@@ -92,12 +93,12 @@ func (h *handlers) GetTask(ctx context.Context, req GetTaskRequestObject) (GetTa
 }
 
 func (h *handlers) UpdateTask(ctx context.Context, req UpdateTaskRequestObject) (UpdateTaskResponseObject, error) {
-	p := sessions.TaskPatch{Title: req.Body.Title}
+	p := tasks.Patch{Title: req.Body.Title}
 	if req.Body.State != nil {
 		s := session.TaskState(*req.Body.State)
 		p.State = &s
 	}
-	t, err := h.cfg.Sessions.UpdateTask(ctx, req.Id, p)
+	t, err := h.cfg.Tasks.Update(ctx, req.Id, p)
 	if err != nil {
 		return nil, err
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/tether/tether/internal/sessions"
 	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/store/storetest"
+	"github.com/tether/tether/internal/tasks"
 	"github.com/tether/tether/internal/testbin"
 	"github.com/tether/tether/server"
 )
@@ -141,7 +142,7 @@ func startDaemon(t *testing.T, opts daemonOptions) *daemon {
 	if _, err := mgr.Reconcile(ctx); err != nil {
 		t.Fatalf("start-up reconciliation: %v", err)
 	}
-	e, err := server.New(server.Config{Store: st, Sessions: mgr, Agents: reg, Hub: hub, Writer: w, Token: testToken, BodyLimit: "64K",
+	e, err := server.New(server.Config{Store: st, Sessions: mgr, Tasks: tasks.New(st, w, opts.sessions.Cwd), Agents: reg, Hub: hub, Writer: w, Token: testToken, BodyLimit: "64K",
 		HeartbeatInterval: opts.heartbeat, AllowedHosts: opts.allowedHosts, Clock: opts.clock, StreamTicketsMax: opts.ticketsMax, Logger: opts.logger})
 	if err != nil {
 		t.Fatalf("server: %v", err)

@@ -31,7 +31,9 @@ type Config struct {
 	// Sessions is the session core the handlers call (the daemon's
 	// *sessions.Manager; a test's fake).
 	Sessions Sessions
-	Agents   *agents.Registry
+	// Tasks creates and changes tasks (the daemon's *tasks.Service).
+	Tasks  Tasks
+	Agents *agents.Registry
 	// Hub delivers committed events to SSE streams.
 	Hub *events.Hub
 	// Writer is the event log's single writer: every write the handlers

@@ -9,6 +9,7 @@ import (
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/sessions"
 	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/tasks"
 	"github.com/tether/tether/internal/workspace"
 )
 
@@ -31,10 +32,6 @@ type Sessions interface {
 	SetMode(ctx context.Context, sessionID, modeID string) (sessions.OptionResult, error)
 	SetConfigOption(ctx context.Context, sessionID, optionID string, value json.RawMessage) (sessions.OptionResult, error)
 
-	// Tasks.
-	CreateTask(ctx context.Context, in sessions.TaskInput) (session.Task, error)
-	UpdateTask(ctx context.Context, id string, p sessions.TaskPatch) (session.Task, error)
-
 	// The workspace, served where the session's agent runs.
 	Workspace(ctx context.Context, sessionID string, req workspace.Request) (workspace.Result, error)
 	RunCommand(ctx context.Context, sessionID, command string) (store.Command, error)
@@ -47,3 +44,11 @@ type Sessions interface {
 }
 
 var _ Sessions = (*sessions.Manager)(nil)
+
+// Tasks creates and changes tasks (the daemon's is *tasks.Service).
+type Tasks interface {
+	Create(ctx context.Context, in tasks.Input) (session.Task, error)
+	Update(ctx context.Context, id string, p tasks.Patch) (session.Task, error)
+}
+
+var _ Tasks = (*tasks.Service)(nil)

@@ -17,6 +17,8 @@ import (
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/sessions"
 	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/tasks"
+	"github.com/tether/tether/internal/workspace"
 	"github.com/tether/tether/server"
 )
 
@@ -76,7 +78,7 @@ func startDaemon(ctx context.Context, dir string, nSessions int, hubCfg events.H
 	if err != nil {
 		return nil, err
 	}
-	e, err := server.New(server.Config{Store: st, Sessions: d.mgr, Agents: reg, Hub: hub, Token: token, Logger: quiet})
+	e, err := server.New(server.Config{Store: st, Sessions: d.mgr, Tasks: tasks.New(st, w, workspace.CwdPolicy{}), Agents: reg, Hub: hub, Token: token, Logger: quiet})
 	if err != nil {
 		return nil, err
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/tether/tether/internal/runtimes"
 	"github.com/tether/tether/internal/sessions"
 	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/tasks"
 	"github.com/tether/tether/internal/telemetry"
 	"github.com/tether/tether/internal/terminal"
 	"github.com/tether/tether/internal/workspace"
@@ -358,7 +359,7 @@ func serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	e, err := server.New(server.Config{Store: st, Sessions: mgr, Agents: reg, Hub: hub, Writer: w, HeartbeatInterval: o.heartbeat, Token: token,
+	e, err := server.New(server.Config{Store: st, Sessions: mgr, Tasks: tasks.New(st, w, o.cwd), Agents: reg, Hub: hub, Writer: w, HeartbeatInterval: o.heartbeat, Token: token,
 		BodyLimit: o.bodyLimit, CORSOrigins: origins, StreamTicketTTL: o.ticketTTL, StreamTicketsMax: o.ticketsMax, AllowedHosts: o.edge.allowedHosts(o.addr), Pprof: o.pprof,
 		Connections: l.capped.Stats, Spec: spec, Logger: logger, Router: router(nd), Ready: ready(nd), Cluster: clusterStats(nd)})
 	if err != nil {

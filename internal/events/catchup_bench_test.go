@@ -16,6 +16,8 @@ import (
 	"github.com/tether/tether/internal/agents"
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/sessions"
+	"github.com/tether/tether/internal/tasks"
+	"github.com/tether/tether/internal/workspace"
 	"github.com/tether/tether/server"
 )
 
@@ -140,7 +142,7 @@ func startServer(tb testing.TB, l *benchLog) string {
 		tb.Fatal(err)
 	}
 	mgr := sessions.New(l.st, l.w, reg, sessions.Config{Logger: quiet})
-	e, err := server.New(server.Config{Store: l.st, Sessions: mgr, Agents: reg, Hub: l.hub, Token: benchToken, Logger: quiet})
+	e, err := server.New(server.Config{Store: l.st, Sessions: mgr, Tasks: tasks.New(l.st, l.w, workspace.CwdPolicy{}), Agents: reg, Hub: l.hub, Token: benchToken, Logger: quiet})
 	if err != nil {
 		tb.Fatal(err)
 	}

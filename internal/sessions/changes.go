@@ -8,6 +8,7 @@ import (
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/tasks"
 )
 
 // Typed changes: the writes a session hands to the event writer as values
@@ -35,7 +36,7 @@ func (c sessionCreated) SessionID() string { return c.Session.ID }
 
 func (c sessionCreated) Apply(ctx context.Context, tx *store.Store, emit events.Emit) error {
 	if c.Task != nil {
-		emit(taskCreatedDraft(*c.Task))
+		emit(tasks.CreatedDraft(*c.Task))
 	}
 	sess, err := tx.CreateSession(ctx, c.Session, c.Executor)
 	if err != nil {

@@ -61,7 +61,8 @@
 //     a session's commands in package commands (their events enter the
 //     session's log through its actor: Manager.Record), what the daemon
 //     learns of agents' credentials and the check before a session is
-//     created in package credentials, the runtimes' seam in package
+//     created in package credentials, tasks (an aggregate of their own)
+//     in package tasks, the runtimes' seam in package
 //     runtimes (with how a start's failure is coded), the ACP schema of
 //     modes and config options and an orphaned agent's stop in package
 //     acp, a prompt's nesting bound in package jsonscan.

@@ -1,4 +1,7 @@
-package sessions
+// Package tasks creates and changes tasks, the aggregate a session
+// belongs to (DESIGN.md section 2): its own events (task.*) on the global
+// stream, no part of any session's log.
+package tasks
 
 import (
 	"context"
@@ -8,70 +11,89 @@ import (
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
+	"github.com/tether/tether/internal/workspace"
 )
+
+// Writer is the event log as tasks write to it (events.Writer).
+type Writer interface {
+	SubmitContext(ctx context.Context, c events.Change) *events.Pending
+}
+
+// Service creates and changes tasks.
+type Service struct {
+	store *store.Store
+	w     Writer
+	cwd   workspace.CwdPolicy
+}
+
+// New returns a Service that writes through w and checks a task's
+// workspace against cwd (the sessions' cwd policy).
+func New(st *store.Store, w Writer, cwd workspace.CwdPolicy) *Service {
+	return &Service{store: st, w: w, cwd: cwd}
+}
 
 // Tasks are written like everything else a client may follow: through the
 // event writer, with their rows and the events that describe them in one
 // transaction, so that a list read with its cursor and the global stream
 // from that cursor never disagree.
 
-// TaskInput is a request to create a task.
-type TaskInput struct {
+// Input is a request to create a task.
+type Input struct {
 	Title string
 	// Workspace is the directory the task works in, checked against the
 	// cwd policy; empty for none.
 	Workspace string
 }
 
-// TaskPatch names the fields of a task to change; nil leaves one as is.
-type TaskPatch struct {
+// Patch names the fields of a task to change; nil leaves one as is.
+type Patch struct {
 	Title *string
 	State *session.TaskState
 }
 
-// taskCreatedDraft is task.created of the new task t: its row is the
+// CreatedDraft is task.created of the new task t: its row is the
 // event's projection (the projection sets its state and time when t
 // leaves them unset).
-func taskCreatedDraft(t session.Task) events.Draft {
+func CreatedDraft(t session.Task) events.Draft {
 	return events.Draft{TaskID: t.ID, Type: events.TaskCreated, Payload: &session.TaskCreatedData{
 		Title: t.Title, Workspace: t.Workspace, State: t.State, CreatedAt: t.CreatedAt}}
 }
 
-// CreateTask creates a task and emits task.created on the global stream.
+// Create creates a task and emits task.created on the global stream.
 // The id is chosen before the write, so the op is a value: re-running it
 // after a rolled-back batch writes the same task.
-func (m *Manager) CreateTask(ctx context.Context, in TaskInput) (session.Task, error) {
+func (s *Service) Create(ctx context.Context, in Input) (session.Task, error) {
 	t := session.Task{ID: uuid.NewString(), Title: in.Title}
 	if in.Workspace != "" {
-		dir, err := m.ResolveCwd(in.Workspace)
+		dir, err := s.cwd.ResolveDir(in.Workspace)
 		if err != nil {
 			return session.Task{}, err
 		}
 		t.Workspace = dir
 	}
-	if _, err := m.w.SubmitContext(ctx, events.Emitted("", taskCreatedDraft(t))).Wait(ctx); err != nil {
+	if _, err := s.w.SubmitContext(ctx, events.Emitted("", CreatedDraft(t))).Wait(ctx); err != nil {
 		return session.Task{}, err
 	}
-	return m.store.GetTask(context.WithoutCancel(ctx), t.ID)
+	return s.store.GetTask(context.WithoutCancel(ctx), t.ID)
 }
 
-// UpdateTask renames a task or sets its state and emits what changed:
+// Update renames a task or sets its state and emits what changed:
 // task.updated for a new title, task.state_changed for a new state. A
 // patch that changes nothing emits nothing. The task as it stands after
 // the change is read back once it committed.
-func (m *Manager) UpdateTask(ctx context.Context, id string, p TaskPatch) (session.Task, error) {
-	if _, err := m.w.SubmitContext(ctx, taskPatched{ID: id, Patch: p}).Wait(ctx); err != nil {
+func (s *Service) Update(ctx context.Context, id string, p Patch) (session.Task, error) {
+	if _, err := s.w.SubmitContext(ctx, taskPatched{ID: id, Patch: p}).Wait(ctx); err != nil {
 		return session.Task{}, err
 	}
-	return m.store.GetTask(context.WithoutCancel(ctx), id)
+	return s.store.GetTask(context.WithoutCancel(ctx), id)
 }
 
-// taskPatched applies a TaskPatch: it compares the patch with the task as
+// taskPatched applies a Patch: it compares the patch with the task as
 // the transaction finds it and emits what changed, whose projections
 // change the row.
 type taskPatched struct {
 	ID    string
-	Patch TaskPatch
+	Patch Patch
 }
 
 func (c taskPatched) SessionID() string { return "" }
