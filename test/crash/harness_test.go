@@ -404,6 +404,9 @@ func (w *world) processes(match string) []procInfo {
 			continue // gone meanwhile
 		}
 		cmd := strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " "))
+		if cmd == "" {
+			continue // a zombie (a host that has just exited): it runs nothing
+		}
 		if !(strings.Contains(cmd, w.dir) || hosts[pid]) || (match != "" && !strings.Contains(cmd, match)) {
 			continue
 		}
