@@ -330,7 +330,7 @@ func (m *Manager) load(ctx context.Context, id string) (l loaded, err error) {
 // session (effStopAgent, stopOrphaned).
 func (a *actor) stopOrphan() {
 	spec, _, _ := a.m.profiles.Spec(a.sess.AgentProfileID)
-	acp.StopOrphan(a.exec.PID, spec.Command) // now: the old agent must not run on
+	acp.StopOrphan(a.exec.PID, spec.Command, spec.Args) // now: the old agent must not run on
 }
 
 // knownAuthFailure reports whether the session's last start failed because
