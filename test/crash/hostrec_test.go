@@ -125,7 +125,15 @@ func TestCleanRestartSkipsNoRecord(t *testing.T) {
 func (w *world) reboot() {
 	w.t.Helper()
 	w.kill9()
-	for _, p := range w.processes("") {
+	// A reboot stops everything at once: the host must never see one of
+	// its agents die first (it would record that exit, and the daemon
+	// would read agent_exited where the host's loss took the agent).
+	// Stopped first, none of them runs again before it is killed.
+	ps := w.processes("")
+	for _, p := range ps {
+		_ = syscall.Kill(p.pid, syscall.SIGSTOP)
+	}
+	for _, p := range ps {
 		_ = syscall.Kill(p.pid, syscall.SIGKILL)
 	}
 	w.waitFor("every process of the world to be gone", func() bool { return len(w.processes("")) == 0 })
