@@ -202,7 +202,7 @@ func backupDSN(abs string) string {
 // the marker goes in the same transaction.
 func adoptRestoredBackup(ctx context.Context, gdb *gorm.DB) error {
 	var takenAt string
-	err := gdb.WithContext(ctx).Raw(`SELECT value FROM meta WHERE key = ?`, backupMarker).Row().Scan(&takenAt)
+	err := scanRow(gdb.WithContext(ctx).Raw(`SELECT value FROM meta WHERE key = ?`, backupMarker), &takenAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
 	}

@@ -59,7 +59,7 @@ func (s *Store) AcquireLease(ctx context.Context, sessionID, nodeID string, ttl 
 		return Lease{}, err
 	}
 	var gen int64
-	err := s.db.WithContext(ctx).Raw(`INSERT INTO session_leases (session_id, node_id, generation, expires_at)
+	err := scanRow(s.db.WithContext(ctx).Raw(`INSERT INTO session_leases (session_id, node_id, generation, expires_at)
 		VALUES (?, ?, 1, clock_timestamp() + make_interval(secs => ?))
 		ON CONFLICT (session_id) DO UPDATE SET node_id = excluded.node_id,
 			generation = session_leases.generation + 1,
@@ -67,7 +67,7 @@ func (s *Store) AcquireLease(ctx context.Context, sessionID, nodeID string, ttl 
 			-- writer's share lock (excluded.expires_at is from before).
 			expires_at = clock_timestamp() + make_interval(secs => ?)
 		WHERE session_leases.expires_at <= clock_timestamp() OR session_leases.node_id = excluded.node_id
-		RETURNING generation`, sessionID, nodeID, interval(ttl), interval(ttl)).Row().Scan(&gen)
+		RETURNING generation`, sessionID, nodeID, interval(ttl), interval(ttl)), &gen)
 	switch {
 	case err == nil:
 		return Lease{SessionID: sessionID, NodeID: nodeID, Generation: gen, Live: true}, nil
@@ -216,8 +216,8 @@ func (s *Store) ReserveEventIDs(ctx context.Context, n int) (int64, error) {
 	}
 	var last int64
 	var note string
-	err := s.db.WithContext(ctx).Raw(`WITH r AS (UPDATE event_ids SET last_id = last_id + ? WHERE id = 1 RETURNING last_id)
-		SELECT last_id, pg_notify('tether_events', last_id::text)::text FROM r`, n).Row().Scan(&last, &note)
+	err := scanRow(s.db.WithContext(ctx).Raw(`WITH r AS (UPDATE event_ids SET last_id = last_id + ? WHERE id = 1 RETURNING last_id)
+		SELECT last_id, pg_notify('tether_events', last_id::text)::text FROM r`, n), &last, &note)
 	if err != nil {
 		return 0, wrapErr(err, "reserve event ids")
 	}

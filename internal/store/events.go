@@ -259,8 +259,8 @@ type EventBounds struct {
 // SessionEventBounds reports what a session's log holds.
 func (s *Store) SessionEventBounds(ctx context.Context, sessionID string) (EventBounds, error) {
 	var b EventBounds
-	row := s.rdb.WithContext(ctx).Raw(`SELECT COALESCE(MIN(seq), 0), COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?`, sessionID).Row()
-	if err := row.Scan(&b.First, &b.Head); err != nil {
+	q := s.rdb.WithContext(ctx).Raw(`SELECT COALESCE(MIN(seq), 0), COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?`, sessionID)
+	if err := scanRow(q, &b.First, &b.Head); err != nil {
 		return b, internal(err, "event bounds")
 	}
 	if head, err := s.metaInt(ctx, "head:"+sessionID); err == nil && head > b.Head {
@@ -273,8 +273,8 @@ func (s *Store) SessionEventBounds(ctx context.Context, sessionID string) (Event
 // (First is the lowest retained global id, Head the highest id written).
 func (s *Store) GlobalEventBounds(ctx context.Context) (EventBounds, error) {
 	var b EventBounds
-	row := s.rdb.WithContext(ctx).Raw(`SELECT COALESCE(MIN(id), 0), COALESCE(MAX(id), 0) FROM events WHERE is_global = 1`).Row()
-	if err := row.Scan(&b.First, &b.Head); err != nil {
+	q := s.rdb.WithContext(ctx).Raw(`SELECT COALESCE(MIN(id), 0), COALESCE(MAX(id), 0) FROM events WHERE is_global = 1`)
+	if err := scanRow(q, &b.First, &b.Head); err != nil {
 		return b, internal(err, "global event bounds")
 	}
 	if head, err := s.metaInt(ctx, "head:"); err == nil && head > b.Head {
@@ -287,8 +287,7 @@ func (s *Store) GlobalEventBounds(ctx context.Context) (EventBounds, error) {
 // numbering after it).
 func (s *Store) MaxEventID(ctx context.Context) (int64, error) {
 	var id int64
-	row := s.db.WithContext(ctx).Raw(`SELECT COALESCE(MAX(id), 0) FROM events`).Row()
-	if err := row.Scan(&id); err != nil {
+	if err := scanRow(s.db.WithContext(ctx).Raw(`SELECT COALESCE(MAX(id), 0) FROM events`), &id); err != nil {
 		return 0, internal(err, "max event id")
 	}
 	if m, err := s.metaInt(ctx, "maxid"); err == nil && m > id {
@@ -307,7 +306,7 @@ func (s *Store) MaxSessionSeq(ctx context.Context, sessionID string) (int64, err
 // database. It changes only if the database is replaced.
 func (s *Store) GlobalEpoch(ctx context.Context) (string, error) {
 	var v string
-	err := s.db.WithContext(ctx).Raw(`SELECT value FROM meta WHERE key = 'global_epoch'`).Row().Scan(&v)
+	err := scanRow(s.db.WithContext(ctx).Raw(`SELECT value FROM meta WHERE key = 'global_epoch'`), &v)
 	if err == nil {
 		return v, nil
 	}
@@ -369,7 +368,7 @@ func (s *Store) PruneEventBatch(ctx context.Context, closedBefore time.Time, kee
 
 func (s *Store) metaInt(ctx context.Context, key string) (int64, error) {
 	var v int64
-	err := s.rdb.WithContext(ctx).Raw(`SELECT CAST(value AS BIGINT) FROM meta WHERE key = ?`, key).Row().Scan(&v)
+	err := scanRow(s.rdb.WithContext(ctx).Raw(`SELECT CAST(value AS BIGINT) FROM meta WHERE key = ?`, key), &v)
 	if errors.Is(err, sql.ErrNoRows) || errors.Is(err, gorm.ErrRecordNotFound) {
 		return 0, nil
 	}
@@ -382,8 +381,8 @@ func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
 // given type, or nil when there is none.
 func (s *Store) LastSessionEvent(ctx context.Context, sessionID, typ string) (json.RawMessage, error) {
 	var payload string
-	err := s.rdb.WithContext(ctx).Raw(`SELECT payload FROM events WHERE session_id = ? AND type = ? ORDER BY seq DESC LIMIT 1`,
-		sessionID, typ).Row().Scan(&payload)
+	err := scanRow(s.rdb.WithContext(ctx).Raw(`SELECT payload FROM events WHERE session_id = ? AND type = ? ORDER BY seq DESC LIMIT 1`,
+		sessionID, typ), &payload)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -401,8 +400,8 @@ func (s *Store) LastTurnEvent(ctx context.Context, sessionID, promptID string, t
 		return "", nil, nil
 	}
 	var typ, payload string
-	err := s.rdb.WithContext(ctx).Raw(`SELECT type, payload FROM events WHERE session_id = ? AND prompt_id = ? AND type IN ? ORDER BY seq DESC LIMIT 1`,
-		sessionID, promptID, types).Row().Scan(&typ, &payload)
+	err := scanRow(s.rdb.WithContext(ctx).Raw(`SELECT type, payload FROM events WHERE session_id = ? AND prompt_id = ? AND type IN ? ORDER BY seq DESC LIMIT 1`,
+		sessionID, promptID, types), &typ, &payload)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil, nil
 	}

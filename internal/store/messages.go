@@ -96,7 +96,7 @@ func (s *Store) NewMessageID(ctx context.Context) (int64, error) {
 		return s.msgIDs.Add(1), nil
 	}
 	var id int64
-	if err := s.db.WithContext(ctx).Raw(`SELECT nextval('message_ids')`).Row().Scan(&id); err != nil {
+	if err := scanRow(s.db.WithContext(ctx).Raw(`SELECT nextval('message_ids')`), &id); err != nil {
 		return 0, internal(err, "new message id")
 	}
 	return id, nil
