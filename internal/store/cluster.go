@@ -86,9 +86,9 @@ func (s *Store) SessionLease(ctx context.Context, sessionID string) (Lease, bool
 	}
 	l := Lease{SessionID: sessionID}
 	var url sql.NullString
-	err := s.db.WithContext(ctx).Raw(`SELECT l.node_id, n.url, l.generation, l.expires_at > clock_timestamp()
-		FROM session_leases l LEFT JOIN cluster_nodes n ON n.id = l.node_id WHERE l.session_id = ?`, sessionID).
-		Row().Scan(&l.NodeID, &url, &l.Generation, &l.Live)
+	err := scanRow(s.db.WithContext(ctx).Raw(`SELECT l.node_id, n.url, l.generation, l.expires_at > clock_timestamp()
+		FROM session_leases l LEFT JOIN cluster_nodes n ON n.id = l.node_id WHERE l.session_id = ?`, sessionID),
+		&l.NodeID, &url, &l.Generation, &l.Live)
 	if err == sql.ErrNoRows {
 		return Lease{SessionID: sessionID}, false, nil
 	}
