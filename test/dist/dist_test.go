@@ -50,7 +50,7 @@ func TestDistArchive(t *testing.T) {
 				t.Fatalf("SHA256SUMS lists %v, want %s", keys(sums), file)
 			}
 			a := unpack(t, filepath.Join(dist, file), filepath.Join(root, arch))
-			for _, f := range []string{"tetherd", "LICENSE", "NOTICE", "THIRD_PARTY_LICENSES", "README.md", "docs/install.md"} {
+			for _, f := range []string{"tetherd", "tether", "LICENSE", "NOTICE", "THIRD_PARTY_LICENSES", "README.md", "docs/install.md"} {
 				if _, err := os.Stat(filepath.Join(a.dir, a.name, f)); err != nil {
 					t.Errorf("%s lacks %s", file, f)
 				}
@@ -83,6 +83,10 @@ func TestDistArchive(t *testing.T) {
 	out, err := exec.Command(bin, "version").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "tetherd "+version) {
 		t.Fatalf("tetherd version: got %q (%v), want it to name %s", out, err, version)
+	}
+	client := filepath.Join(a.dir, a.name, "tether")
+	if out, err := exec.Command(client, "version").CombinedOutput(); err != nil || !strings.Contains(string(out), "tether "+version) {
+		t.Fatalf("tether version: got %q (%v), want it to name %s", out, err, version)
 	}
 	serveAndCheck(t, bin, version)
 }
