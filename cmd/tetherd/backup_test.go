@@ -3,6 +3,7 @@ package main_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -173,4 +174,161 @@ func checkBackup(t *testing.T, path string, more func(*sql.DB)) {
 		t.Errorf("%s: %d sessions with holes in their event numbers (%v)", path, gaps, err)
 	}
 	more(db)
+}
+
+// TestBackupNamesUsersMistakes runs `tetherd backup` as a user gets it
+// wrong: each mistake is refused with its stable code and a message that
+// says what to do (never internal_error, which a script takes for a failed
+// backup), writes nothing, and leaves the database alone, also when
+// --force and a second name of the database would have deleted it.
+func TestBackupNamesUsersMistakes(t *testing.T) {
+	bin, dir, addr := binary(t), t.TempDir(), freeAddr(t)
+	start(t, bin, dir, addr) // a live daemon, as a backup normally finds it
+	db := filepath.Join(dir, "tether.db")
+	before, err := os.Stat(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	type setup struct{ data, out string } // a data dir, a free OUTPUT path
+	cases := []struct {
+		name string
+		// args builds the command line; s has a fresh scratch directory.
+		args func(t *testing.T, s setup) []string
+		// code is the stable code in "tetherd: CODE: …"; "" wants success.
+		code string
+		msg  string // a part of the message (or, on success, of stdout)
+		// exit is the status wanted: 1 for a refusal, 2 for a usage error.
+		exit int
+	}{
+		{"output exists", func(t *testing.T, s setup) []string {
+			write(t, s.out, "keep me")
+			return []string{"--data-dir", dir, s.out}
+		}, "backup_output_exists", "pass --force to replace it", 1},
+		{"output is a directory", func(t *testing.T, s setup) []string {
+			return []string{"--data-dir", dir, "--force", filepath.Dir(s.out)}
+		}, "backup_output_invalid", "is a directory", 1},
+		{"output's directory does not exist", func(t *testing.T, s setup) []string {
+			return []string{"--data-dir", dir, filepath.Join(s.out, "x.db")}
+		}, "backup_output_invalid", "does not exist", 1},
+		{"output is the database", func(t *testing.T, s setup) []string {
+			return []string{"--data-dir", dir, "--force", db}
+		}, "backup_output_invalid", "the database's own file", 1},
+		{"output is the database's -wal file", func(t *testing.T, s setup) []string {
+			return []string{"--data-dir", dir, "--force", db + "-wal"}
+		}, "backup_output_invalid", "the database's own file", 1},
+		{"output is the database through a symlinked directory, with --force", func(t *testing.T, s setup) []string {
+			link := filepath.Join(filepath.Dir(s.out), "link")
+			if err := os.Symlink(dir, link); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"--data-dir", dir, "--force", filepath.Join(link, "tether.db")}
+		}, "backup_output_invalid", "under another name", 1},
+		{"no database in the data dir", func(t *testing.T, s setup) []string {
+			return []string{"--data-dir", s.data, s.out}
+		}, "database_not_found", "is --data-dir (or TETHER_DATA_DIR) the daemon's data directory?", 1},
+		{"data dir does not exist", func(t *testing.T, s setup) []string {
+			return []string{"--data-dir", filepath.Join(s.data, "nope"), s.out}
+		}, "database_not_found", "no such file or directory", 1},
+		{"data dir is a file", func(t *testing.T, s setup) []string {
+			write(t, filepath.Join(s.data, "file"), "x")
+			return []string{"--data-dir", filepath.Join(s.data, "file"), s.out}
+		}, "database_not_found", "not a directory", 1},
+		{"data dir from TETHER_DATA_DIR without a database", func(t *testing.T, s setup) []string {
+			t.Setenv("TETHER_DATA_DIR", s.data)
+			return []string{s.out}
+		}, "database_not_found", "no database at {data}/tether.db", 1},
+		{"tether.db is not a database", func(t *testing.T, s setup) []string {
+			write(t, filepath.Join(s.data, "tether.db"), "these are my notes, not a database\n")
+			return []string{"--data-dir", s.data, s.out}
+		}, "not_a_database", "is not an SQLite database", 1},
+		{"no OUTPUT", func(t *testing.T, s setup) []string {
+			return []string{"--data-dir", dir}
+		}, "usage_error", "want exactly one OUTPUT file, got 0", 2},
+		{"two OUTPUTs", func(t *testing.T, s setup) []string {
+			return []string{"--data-dir", dir, s.out, s.out + "2"}
+		}, "usage_error", "want exactly one OUTPUT file, got 2", 2},
+		{"unknown flag", func(t *testing.T, s setup) []string {
+			return []string{"--data-dir", dir, "--overwrite", s.out}
+		}, "usage_error", "flag provided but not defined: -overwrite", 2},
+		{"--help", func(t *testing.T, s setup) []string {
+			return []string{"--help"}
+		}, "", "backup_output_exists   OUTPUT exists (--force replaces it)", 0},
+		{"a backup after all that", func(t *testing.T, s setup) []string {
+			return []string{"--data-dir", dir, s.out}
+		}, "", "integrity ok", 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			scratch := t.TempDir()
+			s := setup{data: filepath.Join(scratch, "data"), out: filepath.Join(scratch, "out", "backup.db")}
+			for _, d := range []string{s.data, filepath.Dir(s.out)} {
+				if err := os.Mkdir(d, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			args := tc.args(t, s)
+			existed := map[string]bool{}
+			for _, p := range []string{s.out, s.out + "2"} {
+				_, err := os.Lstat(p)
+				existed[p] = err == nil
+			}
+			var stdout, stderr strings.Builder
+			cmd := exec.Command(bin, append([]string{"backup"}, args...)...)
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			exit := 0
+			if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+				exit = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if exit != tc.exit {
+				t.Errorf("got exit status %d, want %d\nstdout: %s\nstderr: %s", exit, tc.exit, stdout.String(), stderr.String())
+			}
+			msg := strings.ReplaceAll(tc.msg, "{data}", s.data)
+			if tc.code == "" {
+				if !strings.Contains(stdout.String(), msg) {
+					t.Errorf("got stdout %q, want it to contain %q (stderr %q)", stdout.String(), msg, stderr.String())
+				}
+				return
+			}
+			// The first line says it; a usage error's next points at the help.
+			got, _, _ := strings.Cut(stderr.String(), "\n")
+			if want := "tetherd: " + tc.code + ": "; !strings.HasPrefix(got, want) {
+				t.Errorf("got stderr %q, want a first line starting %q", stderr.String(), want)
+			}
+			if !strings.Contains(got, msg) {
+				t.Errorf("got stderr %q, want it to contain %q", got, msg)
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("got stdout %q from a refusal, want none", stdout.String())
+			}
+			for p, was := range existed {
+				if _, err := os.Lstat(p); err == nil && !was {
+					t.Errorf("a refused backup created %s", p)
+				}
+			}
+			if b, err := os.ReadFile(s.out); existed[s.out] && (err != nil || string(b) != "keep me") {
+				t.Errorf("a refused backup changed the existing %s: got %q %v", s.out, b, err)
+			}
+		})
+	}
+	// The database was never a backup's output: the daemon's file is still
+	// there, the same file (--force would have removed it and made another).
+	after, err := os.Stat(db)
+	if err != nil {
+		t.Fatalf("the database is gone: %v", err)
+	}
+	if !os.SameFile(before, after) || after.Size() == 0 {
+		t.Errorf("the database was replaced: got %v (%d bytes), want the file the daemon opened", after.ModTime(), after.Size())
+	}
+}
+
+// write makes a file with content, failing t if it cannot.
+func write(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
 }

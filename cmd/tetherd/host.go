@@ -67,20 +67,7 @@ var hiddenHostFlags = map[string]bool{"protocol-versions": true}
 func parseHostOptions(args []string) (hostOptions, error) {
 	var o hostOptions
 	fs := flag.NewFlagSet("tetherd host", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), hostUsage)
-		fs.VisitAll(func(f *flag.Flag) {
-			if hiddenHostFlags[f.Name] {
-				return
-			}
-			name, usage := flag.UnquoteUsage(f)
-			fmt.Fprintf(fs.Output(), "  --%s %s\n    \t%s", f.Name, name, strings.ReplaceAll(usage, "\n", "\n    \t"))
-			if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" {
-				fmt.Fprintf(fs.Output(), " (default %s)", f.DefValue)
-			}
-			fmt.Fprintln(fs.Output())
-		})
-	}
+	fs.Usage = flagUsage(fs, hostUsage, hiddenHostFlags, nil)
 	def := ""
 	if d := defaultDataDir(); d != "" {
 		def = filepath.Join(d, "host")
@@ -107,7 +94,7 @@ func parseHostOptions(args []string) (hostOptions, error) {
 	termSandbox := fs.Bool("terminal-sandbox", false, "run terminals and commands in a sandbox like the agents' (the session's directory writable, the host's files and tokens invisible; HOME empty) instead of as the host's user; docs/security.md")
 	terminals := fs.String("terminal", "auto", "serve interactive terminals (a shell on a PTY in a session's directory, as the host's user): on, off, or auto (on for a local host, off with --listen); see docs/security.md")
 	versions := fs.String("protocol-versions", "", "MIN..MAX host protocol versions to speak (tests of upgrades)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
@@ -193,11 +180,8 @@ func runHost(ctx context.Context, args []string) error {
 		return hostLs(ctx, args[1:], os.Stdout)
 	}
 	o, err := parseHostOptions(args)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
 	if err != nil {
-		return err
+		return asUsage(err)
 	}
 	// Once read, the paths (executor.EnvHostDataDir) leave the environment
 	// the host's children (agents, shells, git) inherit. The copy the
@@ -210,7 +194,7 @@ func runHost(ctx context.Context, args []string) error {
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+		return asUsage(fmt.Errorf("--log-level: %w", err))
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("component", "host")
 	slog.SetDefault(logger)

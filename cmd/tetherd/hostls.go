@@ -15,6 +15,15 @@ import (
 	"time"
 )
 
+const hostLsUsage = `usage: tetherd host ls [flags]
+
+List the executor hosts a running daemon knows (GET /executors): name,
+runtime, state, version, protocol, sessions, outbox, last contact and
+address. A variable in [brackets] sets its flag's default.
+
+Flags:
+`
+
 // hostLs is `tetherd host ls`: the executor hosts as a running daemon sees
 // them (GET /executors), one line each.
 func hostLs(ctx context.Context, args []string, out io.Writer) error {
@@ -23,8 +32,12 @@ func hostLs(ctx context.Context, args []string, out io.Writer) error {
 	addr := fs.String("addr", env("TETHER_ADDR", "127.0.0.1:7777"), "the daemon's address [TETHER_ADDR]")
 	tokenFile := fs.String("token-file", "", "the daemon's token (default: TETHER_TOKEN, else <data-dir>/token)")
 	asJSON := fs.Bool("json", false, "print GET /executors as it came")
-	if err := fs.Parse(args); err != nil {
+	fs.Usage = flagUsage(fs, hostLsUsage, nil, nil)
+	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{err: fmt.Errorf("unexpected arguments: %s (host ls takes flags only)", strings.Join(fs.Args(), " "))}
 	}
 	if err := absPaths(dataDir, tokenFile); err != nil {
 		return err

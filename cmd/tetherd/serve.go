@@ -93,6 +93,16 @@ type options struct {
 	cluster  clusterOptions
 }
 
+const serveUsage = `usage: tetherd [serve] [flags]
+
+Run the daemon: it hosts coding-agent sessions, records every turn in the
+database (SQLite in --data-dir, or --database) and serves the HTTP API and
+the Web Shell on --addr. A variable in [brackets] sets its flag's default.
+
+Flags:
+`
+
+// parseOptions reads serve's command line; an error is the user's.
 func parseOptions(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("tetherd serve", flag.ContinueOnError)
@@ -144,8 +154,12 @@ func parseOptions(args []string) (options, error) {
 	sessionCommandOutput := fs.String("session-command-output-limit", "256MiB", "most bytes of command output recorded for one session, all its commands together (the same truncation past it)")
 	allowCwd := fs.String("allow-cwd", env("TETHER_ALLOW_CWD", ""), "comma-separated directories (with everything under them) allowed as a session cwd although refused as system directories; / allows any [TETHER_ALLOW_CWD]")
 	refuseCwd := fs.String("refuse-cwd", env("TETHER_REFUSE_CWD", ""), "comma-separated directories refused as a session cwd, besides the built-in system directories; DIR/... refuses everything under DIR too [TETHER_REFUSE_CWD]")
-	if err := fs.Parse(args); err != nil {
+	fs.Usage = flagUsage(fs, serveUsage, nil, map[string]bool{"token": true, "database": true})
+	if err := parseFlags(fs, args); err != nil {
 		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %s (serve takes flags only)", strings.Join(fs.Args(), " "))
 	}
 	fs.Visit(func(f *flag.Flag) { o.edge.tokenOnCommandLine = o.edge.tokenOnCommandLine || f.Name == "token" })
 	if err := absPaths(&o.dataDir, &o.edge.tokenFile, &o.edge.tlsCert, &o.edge.tlsKey, &o.exec.hostsFile, &o.exec.hostDir); err != nil {
@@ -227,15 +241,16 @@ func defaultDataDir() string {
 	return ""
 }
 
+// serve is `tetherd serve`, also `tetherd` alone or with flags first.
 func serve(ctx context.Context, args []string) error {
 	o, err := parseOptions(args)
 	if err != nil {
-		return err
+		return asUsage(err)
 	}
 	setGCPercent()
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+		return asUsage(fmt.Errorf("--log-level: %w", err))
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(logger)
