@@ -2,6 +2,7 @@
 SHELL := /bin/bash
 GO ?= go
 BIN := bin/tetherd
+CLI := bin/tether
 GOFLAGS_TEST ?= -race -count=1 -timeout 15m
 
 # Build stamps (internal/buildinfo): a release tag v1.2.3 on HEAD gives 1.2.3,
@@ -14,7 +15,7 @@ DATE ?= $(shell git log -1 --format=%cI 2>/dev/null)
 BUILDINFO := github.com/tether/tether/internal/buildinfo
 LDFLAGS := -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).commit=$(COMMIT) -X $(BUILDINFO).date=$(DATE)
 
-.PHONY: all web build run test test-go test-ts test-pack test-web vet generate check-generated check-web screenshot dist test-dist node_modules clean
+.PHONY: all web build run test test-go test-ts test-pack test-web vet generate check-generated check-web check-size screenshot dist test-dist node_modules clean
 
 all: build
 
@@ -29,22 +30,24 @@ node_modules/.package-lock.json: package.json package-lock.json
 web: node_modules
 	npm run --silent build -w @tether/webshell
 
+## build: bin/tetherd (the daemon) and bin/tether (its terminal client, docs/cli.md)
 build: web
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/tetherd
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(CLI) ./cmd/tether
 
 ## run: build and start tetherd with its embedded defaults (prints URL and token)
 run: build
 	./$(BIN) serve $(ARGS)
 
 ## test: everything — vet, generated-code check, Go tests with -race, TS SDK, Web Shell
-test: node_modules vet check-generated check-web test-go test-node test-ts test-pack test-web test-dist
+test: check-size node_modules vet check-generated check-web test-go test-node test-ts test-pack test-web test-dist
 
 test-go: build
 	@test -x test/agents/node_modules/.bin/claude-agent-acp -a -x test/agents/node_modules/.bin/qwen || \
 	  echo "WARNING: real agents not installed, the real-agent suite (test/realagents) is SKIPPED: run (cd test/agents && npm ci --no-audit --no-fund)"
 	@test -n "$$TETHER_TEST_POSTGRES_URL" || \
 	  echo "WARNING: TETHER_TEST_POSTGRES_URL is not set: the PostgreSQL suites (store, events, sessions, server, crash matrix on PostgreSQL; test/cluster) are SKIPPED (docs/scale-out.md, Development)"
-	TETHERD_BIN=$(CURDIR)/$(BIN) $(GO) test $(GOFLAGS_TEST) ./...
+	TETHERD_BIN=$(CURDIR)/$(BIN) TETHER_BIN=$(CURDIR)/$(CLI) $(GO) test $(GOFLAGS_TEST) ./...
 	@if [ -n "$$TETHER_TEST_POSTGRES_URL" ]; then \
 	  echo "== the store-backed suites again, on PostgreSQL"; \
 	  TETHER_TEST_DATABASE=postgres TETHERD_BIN=$(CURDIR)/$(BIN) $(GO) test $(GOFLAGS_TEST) $(PG_PACKAGES); \
@@ -108,6 +111,12 @@ check-web: node_modules
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
 	(cd webshell && node_modules/.bin/vite build --logLevel error --emptyOutDir --outDir $$tmp/dist) || exit 1; \
 	diff -r $$tmp/dist webshell/dist >/dev/null || { diff -rq $$tmp/dist webshell/dist; echo "webshell/dist is out of date (run make web and commit it)"; exit 1; }
+
+## check-size: fail on any git-tracked file over 2 MiB that .ci/bigfiles.allow
+## does not name with a reason (a committed binary or dump stays in every
+## clone's history); prints each offending path and size
+check-size:
+	@./.ci/bigfiles
 
 ## screenshot: rewrite docs/images/webshell.png from the e2e suite (commit it)
 screenshot: build node_modules
