@@ -55,6 +55,9 @@ type Stream struct {
 	// OnBreak, when set, hears of each break before the wait that follows
 	// it (to show "reconnecting").
 	OnBreak func(err error, wait time.Duration)
+
+	// opened is set once the daemon has answered the stream's request.
+	opened bool
 }
 
 // SessionStream is the stream of session id's events after cursor.
@@ -68,7 +71,10 @@ var errEnded = errors.New("the daemon ended the stream")
 // Run reads the stream until ctx ends, fn returns an error (returned), the
 // daemon answers a problem no retry mends (a *Error: unknown session, bad
 // token), or the stream is over: a closed session whose log is delivered
-// (204), or with NoFollow the end of the replay. Those return nil.
+// (204), or with NoFollow the end of the replay. Those return nil. A
+// daemon that cannot be reached at all before it ever answered is an
+// error at once: retries are for a stream that broke, not for a wrong
+// address.
 func (s *Stream) Run(ctx context.Context, fn func(Event) error) error {
 	wait := s.Backoff
 	if wait <= 0 {
@@ -90,6 +96,8 @@ func (s *Stream) Run(ctx context.Context, fn func(Event) error) error {
 			return err
 		case errors.Is(err, errFn):
 			return errors.Unwrap(err)
+		case !s.opened && pe == nil:
+			return err
 		}
 		if got {
 			wait = s.Backoff
@@ -152,6 +160,7 @@ func (s *Stream) once(ctx context.Context, fn func(Event) error) (got bool, retr
 		return false, 0, err
 	}
 	defer resp.Body.Close()
+	s.opened = true
 	if resp.StatusCode == http.StatusNoContent {
 		return false, 0, nil
 	}

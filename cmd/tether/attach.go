@@ -85,7 +85,7 @@ func runAttach(ctx context.Context, d *conn, id string, last int, style string) 
 		defer term.Restore(int(in.Fd()), old)
 		w = crlf{out}
 	}
-	sc := newScreen(w, tty, newRenderer(style, width), id)
+	sc := newScreen(w, tty, style != "notty" && os.Getenv("NO_COLOR") == "", newRenderer(style, width), id)
 	sc.snapshot(snap.JSON200, last)
 
 	items := make(chan streamItem)
@@ -118,7 +118,7 @@ func runAttach(ctx context.Context, d *conn, id string, last int, style string) 
 			if it.ended {
 				if it.err != nil && !errors.Is(it.err, context.Canceled) {
 					sc.finish()
-					return it.err
+					return authErr(it.err)
 				}
 				sc.note("the session is closed")
 				sc.finish()

@@ -106,9 +106,14 @@ func bodyOf(r any) []byte {
 }
 
 // check is client.Check, with an answer the daemon refused for want of a
-// valid token said plainly.
+// valid token said plainly (authErr).
 func check(r client.Response, body []byte, err error) error {
-	err = client.Check(r, body, err)
+	return authErr(client.Check(r, body, err))
+}
+
+// authErr is err, but exit 3 with a hint when the daemon refused the
+// token: the client is pointed at the wrong daemon, or holds a stale token.
+func authErr(err error) error {
 	if client.Code(err) == "unauthorized" {
 		return exitError{exitUnreachable, err.Error() + " (the token is not this daemon's: see --token-file)"}
 	}

@@ -32,18 +32,25 @@ log delivered (or Ctrl-C).`,
 			s := client.SessionStream(d.addr, d.token, a[0], from)
 			s.NoFollow, s.Types = !follow, types
 			w := cmd.OutOrStdout()
-			return s.Run(cmd.Context(), func(e client.Event) error {
-				if e.ID == "" && e.Type != client.ResyncRequired {
-					return nil // replay_complete, stream_lagged: not the log
+			return authErr(s.Run(cmd.Context(), func(e client.Event) error {
+				if !inLog(e) {
+					return nil
 				}
 				return writeEventLine(w, e)
-			})
+			}))
 		},
 	}
 	c.Flags().BoolVarP(&follow, "follow", "f", false, "go on with live events")
 	c.Flags().StringVar(&from, "from", "", "start after this cursor (an event's id)")
 	c.Flags().StringSliceVar(&types, "types", nil, "only these event types (e.g. turn.completed,message.added)")
 	return c
+}
+
+// inLog reports whether e is an event of the log (or resync_required,
+// which says the log moved on without the client), not one of the
+// stream's own control frames (replay_complete, stream_lagged).
+func inLog(e client.Event) bool {
+	return e.ID != "" || e.Type == client.ResyncRequired
 }
 
 // exportCmd writes a session's conversation as Markdown or JSON.

@@ -55,6 +55,9 @@ func run(ctx context.Context, args []string) int {
 		}
 		return exitUsage
 	}
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return 128 + int(syscall.SIGTERM) // stopped by SIGTERM, as if it had not caught it
+	}
 	var ee exitError
 	if errors.As(err, &ee) {
 		if ee.msg != "" {
@@ -119,6 +122,7 @@ than completed (failed, cancelled or interrupted).`,
 		root.AddCommand(c)
 	}
 	root.AddCommand(versionCmd())
+	strictHelpAndCompletion(root)
 	for _, c := range root.Commands() {
 		if strings.HasPrefix(c.Use, c.Name()+" SESSION") || strings.HasPrefix(c.Use, c.Name()+" [SESSION]") {
 			c.ValidArgsFunction = completeSessions(g)
@@ -173,5 +177,39 @@ func completeSessions(g *globals) cobra.CompletionFunc {
 			out = append(out, cobra.CompletionWithDesc(s.Id, desc))
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// strictHelpAndCompletion makes cobra's help and completion commands
+// refuse what they do not know (an unknown topic, an unknown shell) as a
+// usage error, exit 2, where cobra's own print help and exit 0.
+func strictHelpAndCompletion(root *cobra.Command) {
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		switch c.Name() {
+		case "help":
+			c.RunE = func(cmd *cobra.Command, a []string) error {
+				target, rest, err := root.Find(a)
+				if err != nil || target == nil || len(rest) > 0 {
+					return usagef("unknown help topic %q", strings.Join(a, " "))
+				}
+				return target.Help()
+			}
+			c.Run = nil
+		case "completion":
+			shells := c.Commands()
+			c.Args = func(_ *cobra.Command, a []string) error { return nil }
+			c.RunE = func(cmd *cobra.Command, a []string) error {
+				names := make([]string, len(shells))
+				for i, sh := range shells {
+					names[i] = sh.Name()
+				}
+				if len(a) == 0 {
+					return usagef("completion needs a shell: %s", strings.Join(names, ", "))
+				}
+				return usagef("unknown shell %q: %s", a[0], strings.Join(names, ", "))
+			}
+		}
 	}
 }

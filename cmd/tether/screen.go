@@ -15,8 +15,11 @@ import (
 // never redrawn (the terminal's scrollback is the transcript), and below
 // it the line being typed. Only the attach loop touches it.
 type screen struct {
-	w      io.Writer
-	tty    bool
+	w   io.Writer
+	tty bool
+	// color: attach's own lines are coloured (not with --style notty,
+	// NO_COLOR, or no terminal).
+	color  bool
 	render func(string) string
 	id     string
 	notes  chan string
@@ -34,13 +37,13 @@ type screen struct {
 	down bool
 }
 
-func newScreen(w io.Writer, tty bool, render func(string) string, id string) *screen {
-	return &screen{w: w, tty: tty, render: render, id: id, notes: make(chan string, 4), tools: map[string]string{}}
+func newScreen(w io.Writer, tty, color bool, render func(string) string, id string) *screen {
+	return &screen{w: w, tty: tty, color: color && tty, render: render, id: id, notes: make(chan string, 4), tools: map[string]string{}}
 }
 
-// Styles of the lines attach prints itself (plain without a terminal).
+// Styles of the lines attach prints itself (plain without colour).
 func (s *screen) style(code, text string) string {
-	if !s.tty {
+	if !s.color {
 		return text
 	}
 	return "\x1b[" + code + "m" + text + "\x1b[0m"

@@ -178,7 +178,7 @@ func (d *conn) waitTurn(ctx context.Context, id, promptID, cursor string, out tu
 	var end *turnEnd
 	errDone := fmt.Errorf("done")
 	err := s.Run(ctx, func(e client.Event) error {
-		if out.lines {
+		if out.lines && inLog(e) {
 			if err := writeEventLine(out.w, e); err != nil {
 				return err
 			}
@@ -208,7 +208,7 @@ func (d *conn) waitTurn(ctx context.Context, id, promptID, cursor string, out tu
 		if err == nil {
 			return exitError{exitFailed, "the session closed before the turn ended"}
 		}
-		return err
+		return authErr(err)
 	}
 	if !out.lines {
 		fmt.Fprintln(out.w)
