@@ -176,6 +176,7 @@ type turnEnd struct {
 func (d *conn) waitTurn(ctx context.Context, id, promptID, cursor string, out turnOut) error {
 	s := client.SessionStream(d.addr, d.token, id, cursor)
 	var end *turnEnd
+	var lastMsg int64
 	errDone := fmt.Errorf("done")
 	err := s.Run(ctx, func(e client.Event) error {
 		if out.lines && inLog(e) {
@@ -184,9 +185,10 @@ func (d *conn) waitTurn(ctx context.Context, id, promptID, cursor string, out tu
 			}
 		}
 		var base struct {
-			PromptID string `json:"promptId"`
-			Role     string `json:"role"`
-			Text     string `json:"text"`
+			PromptID  string `json:"promptId"`
+			MessageID int64  `json:"messageId"`
+			Role      string `json:"role"`
+			Text      string `json:"text"`
 		}
 		_ = json.Unmarshal(e.Data, &base)
 		if base.PromptID != promptID {
@@ -195,6 +197,10 @@ func (d *conn) waitTurn(ctx context.Context, id, promptID, cursor string, out tu
 		switch e.Type {
 		case "message.added", "message.chunk":
 			if !out.lines && base.Role == "agent" {
+				if base.MessageID != lastMsg && lastMsg != 0 {
+					fmt.Fprint(out.w, "\n\n") // the agent's next message: a paragraph of its own
+				}
+				lastMsg = base.MessageID
 				fmt.Fprint(out.w, base.Text)
 			}
 		case "turn.completed", "turn.failed", "turn.cancelled", "turn.interrupted":

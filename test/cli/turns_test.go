@@ -72,6 +72,13 @@ func TestPromptContinue(t *testing.T) {
 				t.Fatalf("got turn %s, want completed", turn.State)
 			}
 		}},
+		{"wait keeps the agent's messages apart", []string{"prompt", "--wait", sid, "/two-messages"}, "", 0, func(t *testing.T, r result) {
+			// Two ACP messages (a tool call between them): each its own
+			// paragraph, as the transcript keeps them two messages.
+			if want := "Let me look that up.\n\nFINAL: done.\n"; r.stdout != want {
+				t.Errorf("got stdout %q, want %q", r.stdout, want)
+			}
+		}},
 		{"wait streams the reply", []string{"prompt", "--wait", sid, "/stream", "25"}, "", 0, func(t *testing.T, r result) {
 			tr := d.transcript(t, sid)
 			pid := userTurn(tr, "/stream 25")
