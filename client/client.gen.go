@@ -881,6 +881,21 @@ func (e SandboxPolicyNetwork) Valid() bool {
 	}
 }
 
+// Defines values for SessionArchivedEventType.
+const (
+	SessionArchivedEventTypeSessionArchived SessionArchivedEventType = "session.archived"
+)
+
+// Valid indicates whether the value is a known member of the SessionArchivedEventType enum.
+func (e SessionArchivedEventType) Valid() bool {
+	switch e {
+	case SessionArchivedEventTypeSessionArchived:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SessionAutoContinuedEventType.
 const (
 	SessionAutoContinuedEventTypeSessionAutoContinued SessionAutoContinuedEventType = "session.auto_continued"
@@ -1172,6 +1187,21 @@ func (e SessionStatusRuntime) Valid() bool {
 	}
 }
 
+// Defines values for SessionTitleChangedEventType.
+const (
+	SessionTitleChangedEventTypeSessionTitleChanged SessionTitleChangedEventType = "session.title_changed"
+)
+
+// Valid indicates whether the value is a known member of the SessionTitleChangedEventType enum.
+func (e SessionTitleChangedEventType) Valid() bool {
+	switch e {
+	case SessionTitleChangedEventTypeSessionTitleChanged:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SessionWorktreeState.
 const (
 	SessionWorktreeStateActive  SessionWorktreeState = "active"
@@ -1277,6 +1307,27 @@ const (
 func (e TaskUpdatedEventType) Valid() bool {
 	switch e {
 	case TaskUpdatedEventTypeTaskUpdated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TitleSource.
+const (
+	TitleSourceAgent  TitleSource = "agent"
+	TitleSourcePrompt TitleSource = "prompt"
+	TitleSourceUser   TitleSource = "user"
+)
+
+// Valid indicates whether the value is a known member of the TitleSource enum.
+func (e TitleSource) Valid() bool {
+	switch e {
+	case TitleSourceAgent:
+		return true
+	case TitleSourcePrompt:
+		return true
+	case TitleSourceUser:
 		return true
 	default:
 		return false
@@ -2768,6 +2819,7 @@ type SandboxPolicyNetwork string
 // Session A session. `credentials` is only in the answer to `POST /session`: what tetherd knew of the profile's credentials when it created the session (absent when nothing is known, and on a remote executor host).
 type Session struct {
 	AgentProfileId string `json:"agentProfileId"`
+	Archived       *bool  `json:"archived,omitempty"`
 
 	// AutoContinue The session continues an interrupted turn once by itself after an agent crash or a lost executor.
 	AutoContinue *bool      `json:"autoContinue,omitempty"`
@@ -2788,6 +2840,9 @@ type Session struct {
 	Executor    *Executor         `json:"executor,omitempty"`
 	Id          string            `json:"id"`
 
+	// LastActivityAt When the session's latest event was recorded (absent before any).
+	LastActivityAt *time.Time `json:"lastActivityAt,omitempty"`
+
 	// Sandbox Where an agent and everything it starts may reach (docs/security.md).
 	// Agents run in a bubblewrap sandbox: the system read-only, the
 	// session's directory and the agent's own state read-write, tetherd's
@@ -2795,12 +2850,39 @@ type Session struct {
 	// namespace of their own. A profile's policy (agents.yaml `sandbox`)
 	// fills what a session's leaves unsaid; what both leave unsaid is the
 	// default (`mode: auto`, `network: all`).
-	Sandbox   *SandboxPolicy `json:"sandbox,omitempty"`
-	State     SessionState   `json:"state"`
-	TaskId    string         `json:"taskId"`
-	Title     *string        `json:"title,omitempty"`
-	UpdatedAt time.Time      `json:"updatedAt"`
+	Sandbox *SandboxPolicy `json:"sandbox,omitempty"`
+	State   SessionState   `json:"state"`
+	TaskId  string         `json:"taskId"`
+	Title   *string        `json:"title,omitempty"`
+
+	// TitleSource Where the title comes from: the first prompt (shortened), the
+	// agent (its `session_info_update` title), or the user (set at
+	// creation or with `PATCH /session/{id}`). A later title replaces the
+	// current one unless that came from a source ranked higher (user over
+	// agent over prompt).
+	TitleSource *TitleSource `json:"titleSource,omitempty"`
+	UpdatedAt   time.Time    `json:"updatedAt"`
 }
+
+// SessionArchivedData defines model for SessionArchivedData.
+type SessionArchivedData struct {
+	Archived  bool    `json:"archived"`
+	PromptId  *string `json:"promptId,omitempty"`
+	SessionId *string `json:"sessionId,omitempty"`
+	TaskId    *string `json:"taskId,omitempty"`
+}
+
+// SessionArchivedEvent defines model for SessionArchivedEvent.
+type SessionArchivedEvent struct {
+	Data SessionArchivedData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                  `json:"id,omitempty"`
+	Type SessionArchivedEventType `json:"type"`
+}
+
+// SessionArchivedEventType defines model for SessionArchivedEvent.Type.
+type SessionArchivedEventType string
 
 // SessionAutoContinuedEvent defines model for SessionAutoContinuedEvent.
 type SessionAutoContinuedEvent struct {
@@ -2946,6 +3028,13 @@ type SessionCreatedData struct {
 	State     SessionState   `json:"state"`
 	TaskId    *string        `json:"taskId,omitempty"`
 	Title     *string        `json:"title,omitempty"`
+
+	// TitleSource Where the title comes from: the first prompt (shortened), the
+	// agent (its `session_info_update` title), or the user (set at
+	// creation or with `PATCH /session/{id}`). A later title replaces the
+	// current one unless that came from a source ranked higher (user over
+	// agent over prompt).
+	TitleSource *TitleSource `json:"titleSource,omitempty"`
 
 	// Worktree The session's git worktree, on its executor.
 	Worktree *SessionWorktree `json:"worktree,omitempty"`
@@ -3179,6 +3268,39 @@ type SessionStatus struct {
 // SessionStatusRuntime defines model for SessionStatus.Runtime.
 type SessionStatusRuntime string
 
+// SessionTitleChangedData defines model for SessionTitleChangedData.
+type SessionTitleChangedData struct {
+	PromptId  *string `json:"promptId,omitempty"`
+	SessionId *string `json:"sessionId,omitempty"`
+
+	// Source Where the title comes from: the first prompt (shortened), the
+	// agent (its `session_info_update` title), or the user (set at
+	// creation or with `PATCH /session/{id}`). A later title replaces the
+	// current one unless that came from a source ranked higher (user over
+	// agent over prompt).
+	Source TitleSource `json:"source"`
+	TaskId *string     `json:"taskId,omitempty"`
+	Title  string      `json:"title"`
+}
+
+// SessionTitleChangedEvent defines model for SessionTitleChangedEvent.
+type SessionTitleChangedEvent struct {
+	Data SessionTitleChangedData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                      `json:"id,omitempty"`
+	Type SessionTitleChangedEventType `json:"type"`
+}
+
+// SessionTitleChangedEventType defines model for SessionTitleChangedEvent.Type.
+type SessionTitleChangedEventType string
+
+// SessionUpdate defines model for SessionUpdate.
+type SessionUpdate struct {
+	Archived *bool   `json:"archived,omitempty"`
+	Title    *string `json:"title,omitempty"`
+}
+
 // SessionWorktree The session's git worktree, on its executor.
 type SessionWorktree struct {
 	Branch string `json:"branch"`
@@ -3401,6 +3523,13 @@ type TerminalSize struct {
 type TetherEvent struct {
 	union json.RawMessage
 }
+
+// TitleSource Where the title comes from: the first prompt (shortened), the
+// agent (its `session_info_update` title), or the user (set at
+// creation or with `PATCH /session/{id}`). A later title replaces the
+// current one unless that came from a source ranked higher (user over
+// agent over prompt).
+type TitleSource string
 
 // ToolCall defines model for ToolCall.
 type ToolCall struct {
@@ -3960,6 +4089,15 @@ type ListSessionsParams struct {
 	State     *[]SessionState `form:"state,omitempty" json:"state,omitempty"`
 	Limit     *int            `form:"limit,omitempty" json:"limit,omitempty"`
 	PageToken *string         `form:"pageToken,omitempty" json:"pageToken,omitempty"`
+
+	// Q Only sessions whose title, or the transcript of a turn that
+	// ended, holds every word of q (case-insensitive; the last word
+	// also as a prefix). A turn's text is searchable once the turn
+	// has ended.
+	Q *string `form:"q,omitempty" json:"q,omitempty"`
+
+	// Archived Archived sessions only (true), or only those not archived (false, the default).
+	Archived *bool `form:"archived,omitempty" json:"archived,omitempty"`
 }
 
 // CreateStreamTicketJSONRequestBody defines body for CreateStreamTicket for application/json ContentType.
@@ -3967,6 +4105,9 @@ type CreateStreamTicketJSONRequestBody = StreamTicketRequest
 
 // CreateSessionJSONRequestBody defines body for CreateSession for application/json ContentType.
 type CreateSessionJSONRequestBody = SessionCreate
+
+// UpdateSessionJSONRequestBody defines body for UpdateSession for application/json ContentType.
+type UpdateSessionJSONRequestBody = SessionUpdate
 
 // RunCommandJSONRequestBody defines body for RunCommand for application/json ContentType.
 type RunCommandJSONRequestBody = CommandRun
@@ -5414,6 +5555,74 @@ func (t *TetherEvent) MergeSessionQueueHeldEvent(v SessionQueueHeldEvent) error 
 	return err
 }
 
+// AsSessionTitleChangedEvent returns the union data inside the TetherEvent as a SessionTitleChangedEvent
+func (t TetherEvent) AsSessionTitleChangedEvent() (SessionTitleChangedEvent, error) {
+	var body SessionTitleChangedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSessionTitleChangedEvent overwrites any union data inside the TetherEvent as the provided SessionTitleChangedEvent
+func (t *TetherEvent) FromSessionTitleChangedEvent(v SessionTitleChangedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.title_changed"}`))
+	t.union = b
+	return err
+}
+
+// MergeSessionTitleChangedEvent performs a merge with any union data inside the TetherEvent, using the provided SessionTitleChangedEvent
+func (t *TetherEvent) MergeSessionTitleChangedEvent(v SessionTitleChangedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.title_changed"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSessionArchivedEvent returns the union data inside the TetherEvent as a SessionArchivedEvent
+func (t TetherEvent) AsSessionArchivedEvent() (SessionArchivedEvent, error) {
+	var body SessionArchivedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSessionArchivedEvent overwrites any union data inside the TetherEvent as the provided SessionArchivedEvent
+func (t *TetherEvent) FromSessionArchivedEvent(v SessionArchivedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.archived"}`))
+	t.union = b
+	return err
+}
+
+// MergeSessionArchivedEvent performs a merge with any union data inside the TetherEvent, using the provided SessionArchivedEvent
+func (t *TetherEvent) MergeSessionArchivedEvent(v SessionArchivedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.archived"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsPermissionRequestedEvent returns the union data inside the TetherEvent as a PermissionRequestedEvent
 func (t TetherEvent) AsPermissionRequestedEvent() (PermissionRequestedEvent, error) {
 	var body PermissionRequestedEvent
@@ -5824,6 +6033,8 @@ func (t TetherEvent) ValueByDiscriminator() (interface{}, error) {
 		return t.AsReplayCompleteEvent()
 	case "resync_required":
 		return t.AsResyncRequiredEvent()
+	case "session.archived":
+		return t.AsSessionArchivedEvent()
 	case "session.auto_continued":
 		return t.AsSessionAutoContinuedEvent()
 	case "session.choices_changed":
@@ -5844,6 +6055,8 @@ func (t TetherEvent) ValueByDiscriminator() (interface{}, error) {
 		return t.AsSessionResumedEvent()
 	case "session.state_changed":
 		return t.AsSessionStateChangedEvent()
+	case "session.title_changed":
+		return t.AsSessionTitleChangedEvent()
 	case "stream_lagged":
 		return t.AsStreamLaggedEvent()
 	case "task.created":
@@ -6121,6 +6334,34 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /session/{id} (the `GetSession` operationId).
 	GetSession(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateSessionWithBody Rename or archive the session.
+	//
+	// Sets the session's title (the user's title wins over the agent's
+	// `session_info_update` title and over the one taken from the first
+	// prompt) and whether it is archived (hidden from `GET /sessions`
+	// unless asked for with `archived=true`). Each change is an event of
+	// the session (`session.title_changed`, `session.archived`); a field
+	// left out is left as it is. Works on closed sessions too.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /session/{id} (the `UpdateSession` operationId).
+	UpdateSessionWithBody(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateSession Rename or archive the session.
+	//
+	// Sets the session's title (the user's title wins over the agent's
+	// `session_info_update` title and over the one taken from the first
+	// prompt) and whether it is archived (hidden from `GET /sessions`
+	// unless asked for with `archived=true`). Each change is an event of
+	// the session (`session.title_changed`, `session.archived`); a field
+	// left out is left as it is. Works on closed sessions too.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /session/{id} (the `UpdateSession` operationId).
+	UpdateSession(ctx context.Context, id ID, body UpdateSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CancelSession Cancel the running turn and answer pending permissions `cancelled`.
 	//
@@ -6842,6 +7083,54 @@ func (c *Client) CloseSession(ctx context.Context, id ID, reqEditors ...RequestE
 // Corresponds with GET /session/{id} (the `GetSession` operationId).
 func (c *Client) GetSession(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetSessionRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateSessionWithBody Rename or archive the session.
+//
+// Sets the session's title (the user's title wins over the agent's
+// `session_info_update` title and over the one taken from the first
+// prompt) and whether it is archived (hidden from `GET /sessions`
+// unless asked for with `archived=true`). Each change is an event of
+// the session (`session.title_changed`, `session.archived`); a field
+// left out is left as it is. Works on closed sessions too.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /session/{id} (the `UpdateSession` operationId).
+func (c *Client) UpdateSessionWithBody(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateSessionRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateSession Rename or archive the session.
+//
+// Sets the session's title (the user's title wins over the agent's
+// `session_info_update` title and over the one taken from the first
+// prompt) and whether it is archived (hidden from `GET /sessions`
+// unless asked for with `archived=true`). Each change is an event of
+// the session (`session.title_changed`, `session.archived`); a field
+// left out is left as it is. Works on closed sessions too.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /session/{id} (the `UpdateSession` operationId).
+func (c *Client) UpdateSession(ctx context.Context, id ID, body UpdateSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateSessionRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8165,6 +8454,53 @@ func NewGetSessionRequest(server string, id ID) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewUpdateSessionRequest calls the generic UpdateSession builder with application/json body
+func NewUpdateSessionRequest(server string, id ID, body UpdateSessionJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateSessionRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewUpdateSessionRequestWithBody constructs an http.Request for the UpdateSession method, with any body, and a specified content type
+func NewUpdateSessionRequestWithBody(server string, id ID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/session/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -9774,6 +10110,30 @@ func NewListSessionsRequest(server string, params *ListSessionsParams) (*http.Re
 
 		}
 
+		if params.Q != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Archived != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "archived", *params.Archived, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -10156,6 +10516,34 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /session/{id} (the `GetSession` operationId).
 	GetSessionWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetSessionResponse, error)
+
+	// UpdateSessionWithBodyWithResponse Rename or archive the session.
+	//
+	// Sets the session's title (the user's title wins over the agent's
+	// `session_info_update` title and over the one taken from the first
+	// prompt) and whether it is archived (hidden from `GET /sessions`
+	// unless asked for with `archived=true`). Each change is an event of
+	// the session (`session.title_changed`, `session.archived`); a field
+	// left out is left as it is. Works on closed sessions too.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /session/{id} (the `UpdateSession` operationId).
+	UpdateSessionWithBodyWithResponse(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateSessionResponse, error)
+
+	// UpdateSessionWithResponse Rename or archive the session.
+	//
+	// Sets the session's title (the user's title wins over the agent's
+	// `session_info_update` title and over the one taken from the first
+	// prompt) and whether it is archived (hidden from `GET /sessions`
+	// unless asked for with `archived=true`). Each change is an event of
+	// the session (`session.title_changed`, `session.archived`); a field
+	// left out is left as it is. Works on closed sessions too.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /session/{id} (the `UpdateSession` operationId).
+	UpdateSessionWithResponse(ctx context.Context, id ID, body UpdateSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateSessionResponse, error)
 
 	// CancelSessionWithResponse Cancel the running turn and answer pending permissions `cancelled`.
 	//
@@ -11313,6 +11701,75 @@ func (r GetSessionResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetSessionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type UpdateSessionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Session
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateSessionResponse) GetJSON200() *Session {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r UpdateSessionResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r UpdateSessionResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r UpdateSessionResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r UpdateSessionResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateSessionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateSessionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateSessionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateSessionResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -14137,6 +14594,46 @@ func (c *ClientWithResponses) GetSessionWithResponse(ctx context.Context, id ID,
 	return ParseGetSessionResponse(rsp)
 }
 
+// UpdateSessionWithBodyWithResponse Rename or archive the session.
+//
+// Sets the session's title (the user's title wins over the agent's
+// `session_info_update` title and over the one taken from the first
+// prompt) and whether it is archived (hidden from `GET /sessions`
+// unless asked for with `archived=true`). Each change is an event of
+// the session (`session.title_changed`, `session.archived`); a field
+// left out is left as it is. Works on closed sessions too.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /session/{id} (the `UpdateSession` operationId).
+func (c *ClientWithResponses) UpdateSessionWithBodyWithResponse(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateSessionResponse, error) {
+	rsp, err := c.UpdateSessionWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateSessionResponse(rsp)
+}
+
+// UpdateSessionWithResponse Rename or archive the session.
+//
+// Sets the session's title (the user's title wins over the agent's
+// `session_info_update` title and over the one taken from the first
+// prompt) and whether it is archived (hidden from `GET /sessions`
+// unless asked for with `archived=true`). Each change is an event of
+// the session (`session.title_changed`, `session.archived`); a field
+// left out is left as it is. Works on closed sessions too.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /session/{id} (the `UpdateSession` operationId).
+func (c *ClientWithResponses) UpdateSessionWithResponse(ctx context.Context, id ID, body UpdateSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateSessionResponse, error) {
+	rsp, err := c.UpdateSession(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateSessionResponse(rsp)
+}
+
 // CancelSessionWithResponse Cancel the running turn and answer pending permissions `cancelled`.
 //
 // Queued turns are dropped and the agent is sent `session/cancel`, once
@@ -15382,6 +15879,60 @@ func ParseGetSessionResponse(rsp *http.Response) (*GetSessionResponse, error) {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseUpdateSessionResponse parses an HTTP response from a UpdateSessionWithResponse call
+func ParseUpdateSessionResponse(rsp *http.Response) (*UpdateSessionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateSessionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Session
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Problem

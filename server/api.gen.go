@@ -884,6 +884,21 @@ func (e SandboxPolicyNetwork) Valid() bool {
 	}
 }
 
+// Defines values for SessionArchivedEventType.
+const (
+	SessionArchivedEventTypeSessionArchived SessionArchivedEventType = "session.archived"
+)
+
+// Valid indicates whether the value is a known member of the SessionArchivedEventType enum.
+func (e SessionArchivedEventType) Valid() bool {
+	switch e {
+	case SessionArchivedEventTypeSessionArchived:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SessionAutoContinuedEventType.
 const (
 	SessionAutoContinuedEventTypeSessionAutoContinued SessionAutoContinuedEventType = "session.auto_continued"
@@ -1175,6 +1190,21 @@ func (e SessionStatusRuntime) Valid() bool {
 	}
 }
 
+// Defines values for SessionTitleChangedEventType.
+const (
+	SessionTitleChangedEventTypeSessionTitleChanged SessionTitleChangedEventType = "session.title_changed"
+)
+
+// Valid indicates whether the value is a known member of the SessionTitleChangedEventType enum.
+func (e SessionTitleChangedEventType) Valid() bool {
+	switch e {
+	case SessionTitleChangedEventTypeSessionTitleChanged:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SessionWorktreeState.
 const (
 	SessionWorktreeStateActive  SessionWorktreeState = "active"
@@ -1280,6 +1310,27 @@ const (
 func (e TaskUpdatedEventType) Valid() bool {
 	switch e {
 	case TaskUpdatedEventTypeTaskUpdated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TitleSource.
+const (
+	TitleSourceAgent  TitleSource = "agent"
+	TitleSourcePrompt TitleSource = "prompt"
+	TitleSourceUser   TitleSource = "user"
+)
+
+// Valid indicates whether the value is a known member of the TitleSource enum.
+func (e TitleSource) Valid() bool {
+	switch e {
+	case TitleSourceAgent:
+		return true
+	case TitleSourcePrompt:
+		return true
+	case TitleSourceUser:
 		return true
 	default:
 		return false
@@ -2771,6 +2822,7 @@ type SandboxPolicyNetwork string
 // Session A session. `credentials` is only in the answer to `POST /session`: what tetherd knew of the profile's credentials when it created the session (absent when nothing is known, and on a remote executor host).
 type Session struct {
 	AgentProfileId string `json:"agentProfileId"`
+	Archived       *bool  `json:"archived,omitempty"`
 
 	// AutoContinue The session continues an interrupted turn once by itself after an agent crash or a lost executor.
 	AutoContinue *bool      `json:"autoContinue,omitempty"`
@@ -2791,6 +2843,9 @@ type Session struct {
 	Executor    *Executor         `json:"executor,omitempty"`
 	Id          string            `json:"id"`
 
+	// LastActivityAt When the session's latest event was recorded (absent before any).
+	LastActivityAt *time.Time `json:"lastActivityAt,omitempty"`
+
 	// Sandbox Where an agent and everything it starts may reach (docs/security.md).
 	// Agents run in a bubblewrap sandbox: the system read-only, the
 	// session's directory and the agent's own state read-write, tetherd's
@@ -2798,12 +2853,39 @@ type Session struct {
 	// namespace of their own. A profile's policy (agents.yaml `sandbox`)
 	// fills what a session's leaves unsaid; what both leave unsaid is the
 	// default (`mode: auto`, `network: all`).
-	Sandbox   *SandboxPolicy `json:"sandbox,omitempty"`
-	State     SessionState   `json:"state"`
-	TaskId    string         `json:"taskId"`
-	Title     *string        `json:"title,omitempty"`
-	UpdatedAt time.Time      `json:"updatedAt"`
+	Sandbox *SandboxPolicy `json:"sandbox,omitempty"`
+	State   SessionState   `json:"state"`
+	TaskId  string         `json:"taskId"`
+	Title   *string        `json:"title,omitempty"`
+
+	// TitleSource Where the title comes from: the first prompt (shortened), the
+	// agent (its `session_info_update` title), or the user (set at
+	// creation or with `PATCH /session/{id}`). A later title replaces the
+	// current one unless that came from a source ranked higher (user over
+	// agent over prompt).
+	TitleSource *TitleSource `json:"titleSource,omitempty"`
+	UpdatedAt   time.Time    `json:"updatedAt"`
 }
+
+// SessionArchivedData defines model for SessionArchivedData.
+type SessionArchivedData struct {
+	Archived  bool    `json:"archived"`
+	PromptId  *string `json:"promptId,omitempty"`
+	SessionId *string `json:"sessionId,omitempty"`
+	TaskId    *string `json:"taskId,omitempty"`
+}
+
+// SessionArchivedEvent defines model for SessionArchivedEvent.
+type SessionArchivedEvent struct {
+	Data SessionArchivedData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                  `json:"id,omitempty"`
+	Type SessionArchivedEventType `json:"type"`
+}
+
+// SessionArchivedEventType defines model for SessionArchivedEvent.Type.
+type SessionArchivedEventType string
 
 // SessionAutoContinuedEvent defines model for SessionAutoContinuedEvent.
 type SessionAutoContinuedEvent struct {
@@ -2949,6 +3031,13 @@ type SessionCreatedData struct {
 	State     SessionState   `json:"state"`
 	TaskId    *string        `json:"taskId,omitempty"`
 	Title     *string        `json:"title,omitempty"`
+
+	// TitleSource Where the title comes from: the first prompt (shortened), the
+	// agent (its `session_info_update` title), or the user (set at
+	// creation or with `PATCH /session/{id}`). A later title replaces the
+	// current one unless that came from a source ranked higher (user over
+	// agent over prompt).
+	TitleSource *TitleSource `json:"titleSource,omitempty"`
 
 	// Worktree The session's git worktree, on its executor.
 	Worktree *SessionWorktree `json:"worktree,omitempty"`
@@ -3182,6 +3271,39 @@ type SessionStatus struct {
 // SessionStatusRuntime defines model for SessionStatus.Runtime.
 type SessionStatusRuntime string
 
+// SessionTitleChangedData defines model for SessionTitleChangedData.
+type SessionTitleChangedData struct {
+	PromptId  *string `json:"promptId,omitempty"`
+	SessionId *string `json:"sessionId,omitempty"`
+
+	// Source Where the title comes from: the first prompt (shortened), the
+	// agent (its `session_info_update` title), or the user (set at
+	// creation or with `PATCH /session/{id}`). A later title replaces the
+	// current one unless that came from a source ranked higher (user over
+	// agent over prompt).
+	Source TitleSource `json:"source"`
+	TaskId *string     `json:"taskId,omitempty"`
+	Title  string      `json:"title"`
+}
+
+// SessionTitleChangedEvent defines model for SessionTitleChangedEvent.
+type SessionTitleChangedEvent struct {
+	Data SessionTitleChangedData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                      `json:"id,omitempty"`
+	Type SessionTitleChangedEventType `json:"type"`
+}
+
+// SessionTitleChangedEventType defines model for SessionTitleChangedEvent.Type.
+type SessionTitleChangedEventType string
+
+// SessionUpdate defines model for SessionUpdate.
+type SessionUpdate struct {
+	Archived *bool   `json:"archived,omitempty"`
+	Title    *string `json:"title,omitempty"`
+}
+
 // SessionWorktree The session's git worktree, on its executor.
 type SessionWorktree struct {
 	Branch string `json:"branch"`
@@ -3404,6 +3526,13 @@ type TerminalSize struct {
 type TetherEvent struct {
 	union json.RawMessage
 }
+
+// TitleSource Where the title comes from: the first prompt (shortened), the
+// agent (its `session_info_update` title), or the user (set at
+// creation or with `PATCH /session/{id}`). A later title replaces the
+// current one unless that came from a source ranked higher (user over
+// agent over prompt).
+type TitleSource string
 
 // ToolCall defines model for ToolCall.
 type ToolCall struct {
@@ -3963,6 +4092,15 @@ type ListSessionsParams struct {
 	State     *[]SessionState `form:"state,omitempty" json:"state,omitempty"`
 	Limit     *int            `form:"limit,omitempty" json:"limit,omitempty"`
 	PageToken *string         `form:"pageToken,omitempty" json:"pageToken,omitempty"`
+
+	// Q Only sessions whose title, or the transcript of a turn that
+	// ended, holds every word of q (case-insensitive; the last word
+	// also as a prefix). A turn's text is searchable once the turn
+	// has ended.
+	Q *string `form:"q,omitempty" json:"q,omitempty"`
+
+	// Archived Archived sessions only (true), or only those not archived (false, the default).
+	Archived *bool `form:"archived,omitempty" json:"archived,omitempty"`
 }
 
 // CreateStreamTicketJSONRequestBody defines body for CreateStreamTicket for application/json ContentType.
@@ -3970,6 +4108,9 @@ type CreateStreamTicketJSONRequestBody = StreamTicketRequest
 
 // CreateSessionJSONRequestBody defines body for CreateSession for application/json ContentType.
 type CreateSessionJSONRequestBody = SessionCreate
+
+// UpdateSessionJSONRequestBody defines body for UpdateSession for application/json ContentType.
+type UpdateSessionJSONRequestBody = SessionUpdate
 
 // RunCommandJSONRequestBody defines body for RunCommand for application/json ContentType.
 type RunCommandJSONRequestBody = CommandRun
@@ -5417,6 +5558,74 @@ func (t *TetherEvent) MergeSessionQueueHeldEvent(v SessionQueueHeldEvent) error 
 	return err
 }
 
+// AsSessionTitleChangedEvent returns the union data inside the TetherEvent as a SessionTitleChangedEvent
+func (t TetherEvent) AsSessionTitleChangedEvent() (SessionTitleChangedEvent, error) {
+	var body SessionTitleChangedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSessionTitleChangedEvent overwrites any union data inside the TetherEvent as the provided SessionTitleChangedEvent
+func (t *TetherEvent) FromSessionTitleChangedEvent(v SessionTitleChangedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.title_changed"}`))
+	t.union = b
+	return err
+}
+
+// MergeSessionTitleChangedEvent performs a merge with any union data inside the TetherEvent, using the provided SessionTitleChangedEvent
+func (t *TetherEvent) MergeSessionTitleChangedEvent(v SessionTitleChangedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.title_changed"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSessionArchivedEvent returns the union data inside the TetherEvent as a SessionArchivedEvent
+func (t TetherEvent) AsSessionArchivedEvent() (SessionArchivedEvent, error) {
+	var body SessionArchivedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSessionArchivedEvent overwrites any union data inside the TetherEvent as the provided SessionArchivedEvent
+func (t *TetherEvent) FromSessionArchivedEvent(v SessionArchivedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.archived"}`))
+	t.union = b
+	return err
+}
+
+// MergeSessionArchivedEvent performs a merge with any union data inside the TetherEvent, using the provided SessionArchivedEvent
+func (t *TetherEvent) MergeSessionArchivedEvent(v SessionArchivedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.archived"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsPermissionRequestedEvent returns the union data inside the TetherEvent as a PermissionRequestedEvent
 func (t TetherEvent) AsPermissionRequestedEvent() (PermissionRequestedEvent, error) {
 	var body PermissionRequestedEvent
@@ -5827,6 +6036,8 @@ func (t TetherEvent) ValueByDiscriminator() (interface{}, error) {
 		return t.AsReplayCompleteEvent()
 	case "resync_required":
 		return t.AsResyncRequiredEvent()
+	case "session.archived":
+		return t.AsSessionArchivedEvent()
 	case "session.auto_continued":
 		return t.AsSessionAutoContinuedEvent()
 	case "session.choices_changed":
@@ -5847,6 +6058,8 @@ func (t TetherEvent) ValueByDiscriminator() (interface{}, error) {
 		return t.AsSessionResumedEvent()
 	case "session.state_changed":
 		return t.AsSessionStateChangedEvent()
+	case "session.title_changed":
+		return t.AsSessionTitleChangedEvent()
 	case "stream_lagged":
 		return t.AsStreamLaggedEvent()
 	case "task.created":
@@ -5927,6 +6140,9 @@ type ServerInterface interface {
 	// GetSession One session.
 	// (GET /session/{id})
 	GetSession(ctx echo.Context, id ID) error
+	// UpdateSession Rename or archive the session.
+	// (PATCH /session/{id})
+	UpdateSession(ctx echo.Context, id ID) error
 	// CancelSession Cancel the running turn and answer pending permissions `cancelled`.
 	// (POST /session/{id}/cancel)
 	CancelSession(ctx echo.Context, id ID) error
@@ -6200,6 +6416,22 @@ func (w *ServerInterfaceWrapper) GetSession(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetSession(ctx, id)
+	return err
+}
+
+// UpdateSession converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateSession(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateSession(ctx, id)
 	return err
 }
 
@@ -6939,6 +7171,20 @@ func (w *ServerInterfaceWrapper) ListSessions(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter pageToken: %s", err))
 	}
 
+	// ------------- Optional query parameter "q" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "q", ctx.QueryParams(), &params.Q, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter q: %s", err))
+	}
+
+	// ------------- Optional query parameter "archived" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "archived", ctx.QueryParams(), &params.Archived, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter archived: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ListSessions(ctx, params)
 	return err
@@ -7055,6 +7301,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/sessions", wrapper.ListSessions, options.OperationMiddlewares["listSessions"]...)
 	router.DELETE(options.BaseURL+"/session/:id", wrapper.CloseSession, options.OperationMiddlewares["closeSession"]...)
 	router.GET(options.BaseURL+"/session/:id", wrapper.GetSession, options.OperationMiddlewares["getSession"]...)
+	router.PATCH(options.BaseURL+"/session/:id", wrapper.UpdateSession, options.OperationMiddlewares["updateSession"]...)
 	router.POST(options.BaseURL+"/session/:id/prompt", wrapper.PromptSession, options.OperationMiddlewares["promptSession"]...)
 	router.POST(options.BaseURL+"/session/:id/cancel", wrapper.CancelSession, options.OperationMiddlewares["cancelSession"]...)
 	router.POST(options.BaseURL+"/session/:id/permission/:requestId", wrapper.AnswerPermission, options.OperationMiddlewares["answerPermission"]...)
@@ -7877,6 +8124,90 @@ type GetSessiondefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response GetSessiondefaultApplicationProblemPlusJSONResponse) VisitGetSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSessionRequestObject struct {
+	Id   ID `json:"id"`
+	Body *UpdateSessionJSONRequestBody
+}
+
+type UpdateSessionResponseObject interface {
+	VisitUpdateSessionResponse(w http.ResponseWriter) error
+}
+
+type UpdateSession200JSONResponse Session
+
+func (response UpdateSession200JSONResponse) VisitUpdateSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSession400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateSession400ApplicationProblemPlusJSONResponse) VisitUpdateSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSession401ApplicationProblemPlusJSONResponse Problem
+
+func (response UpdateSession401ApplicationProblemPlusJSONResponse) VisitUpdateSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSession404ApplicationProblemPlusJSONResponse Problem
+
+func (response UpdateSession404ApplicationProblemPlusJSONResponse) VisitUpdateSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSessiondefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response UpdateSessiondefaultApplicationProblemPlusJSONResponse) VisitUpdateSessionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -11288,6 +11619,9 @@ type StrictServerInterface interface {
 	// GetSession One session.
 	// (GET /session/{id})
 	GetSession(ctx context.Context, request GetSessionRequestObject) (GetSessionResponseObject, error)
+	// UpdateSession Rename or archive the session.
+	// (PATCH /session/{id})
+	UpdateSession(ctx context.Context, request UpdateSessionRequestObject) (UpdateSessionResponseObject, error)
 	// CancelSession Cancel the running turn and answer pending permissions `cancelled`.
 	// (POST /session/{id}/cancel)
 	CancelSession(ctx context.Context, request CancelSessionRequestObject) (CancelSessionResponseObject, error)
@@ -11703,6 +12037,54 @@ func (sh *strictHandler) GetSession(ctx echo.Context, id ID) error {
 		return err
 	} else if validResponse, ok := response.(GetSessionResponseObject); ok {
 		return validResponse.VisitGetSessionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateSession operation middleware
+func (sh *strictHandler) UpdateSession(ctx echo.Context, id ID) error {
+	var request UpdateSessionRequestObject
+
+	request.Id = id
+
+	var body UpdateSessionJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateSession(ctx.Request().Context(), request.(UpdateSessionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateSession")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateSessionResponseObject); ok {
+		return validResponse.VisitUpdateSessionResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -12836,400 +13218,412 @@ func (sh *strictHandler) UpdateTask(ctx echo.Context, id ID) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L2Lcxs3ljf6r6B0vyqT92vRsuNkJlRtbWlkJ/FdJ/Zayqa+O/RVQ2yQxKgJcBpo0ZyM92+/hXMO0GgS",
-	"zYf1sGd2trYmFrsbz4OD8/yd34/Ger7QSihrjoa/Hy14xefCigr+Oq8royv3r0KYcSUXVmp1NDx6L0w9",
-	"F4xPrKiYnUnDxvAm6+Wj+uTkm7FY6PEM/imG+IsRf8W/8/4p07eiqmQhDHvDjT1+dSuUPX79cnCUHUnX",
-	"/l9rUa2OsiPF5+JoeISNH2VHZjwTc+7GM+cf3wg1tbOj4fOTk+zIrhbuTWMrqaZHnz5lRz/ostTLzbFP",
-	"eGkEE6owzM4EM7YSfB6mIlglFiVfsd6Mq2LFltLO3OTKftfgJthPPLhCTHhd2qOhrWoRxnatdSm4gsG9",
-	"funeg+YW3M6a1mRxlB1V4q+1rEThG0hO+7sX2dFcKv/ns9QauNWFxcX+2gtxIZRl1ysGL1zouhoLNi6l",
-	"owSmFavEWCslxvaUGT4XbC64kmrKuGE5bkgelmQmeCGqZhatXT1w3y5FNZeKl51LZP0L97pUl3J8I+zm",
-	"Kp15CrHwAptUes7yd28vLtlT4WZonuITk2dMKmMFL5ieOFIaqfystjNdyb9x11rOcJ1YbzmT4xlbSmXY",
-	"ciYUu9Z2xnglmBHK9gfsF3ErKrao7Ug5krwWvHLUqW+EYtIaUU6YVIyzX9+/GYxUB2HisLpW/0XH6q8W",
-	"wmyuwrmez/mxEY49WFEwmDlznxtmNStEKd2Ie2OtbKVLNnFcxDBeLvnKsLGei87zA41soZHkMH/T1Y1Z",
-	"8LF450gjwZ9KbuWtcGODQy6MkVo9MayQlRhbXa0yNjp6Ojpq5nTKxHxhV2yikQ+EN2nFu8ZPxJk4/UdH",
-	"WXvFv/9ucy6fHA2bhVYG1/3MnvMFH0u7cn+59RQKyJIvFqUcAyE9XVT6uhTz//0X46b7e9T5/6rE5Gh4",
-	"9H89bdj6U3xqnr7Dr7DT9oJduglzMdeKScO4ZZyNaRislHNpT5nSdubO/5Ibxou5tI4OdMXGlXDLNxip",
-	"nE+Fslfw/lUl+HgminzIjOWVBc6hGLzBlrouC7bgxrD8+HjOPx7D7yZnukKKX1R6IkvxxLB8zj+e0dNe",
-	"Dm3nGcvNWC9EPvSD/rv/ImNcFYyPVP5e2Gp1fOb4uj94/VOWLyo9X9irv9aiFleTuiyhtVlt3RCvCr1U",
-	"OdN2JqqlNAIPF34MuxM1mmKoYw3XimZLLi27FhNdCWarFcx+yqUatCiFaEEqK6aicvvyKTvyu/SIu//+",
-	"h3P2/Ytv/8CoZVYIy2VpBnDWqAEgTrcRjj6vZSmtTHGK32bcwvnBrebFraisNKJwHCuXSlrJS/k3AZfH",
-	"otIL9xgbgi9+gVP1+/o5yfDpf4nKSJz15gu1nf0s7EwXiWH9pJfxqMZjsbDG0W4hlBuRYb2z83csjxpx",
-	"goo740wr4Qa/RpfNm7nb8Rl37EY4yinYmJclvuFaH3MrcpIw1ldAWjE3u7buLHTl5kkT51XFV+7vUvPi",
-	"AhlctC5B2oBVni82tm1t7etC6vTnYn4tikIU544aP9r0S3LOpyL16FN8R/+Z3suov83GP4T56eu/iLGl",
-	"8Vs91uXm5oeTA0y0nu8zgni5wmfJRUqNBU9AQzZdB4AIoeTGMsOXJBFE9BOTnlYoRM/5eCaVGKkeXVj0",
-	"yEmpXBW8dJTo+Js7n467MvFRjGurK4N8b+yHvxopd5aF6WesVgWJtlHvdVW5gzDWaiKndQWMZehuOndZ",
-	"z7kqspHi1dRkbUJ3nbiWhLqVlVZz14b7CI/VVFgzYGdqxcYzrqbu+nXsXBvBikovDJN2wM6unZAzDPeJ",
-	"EUKxlbAD9trC5aOYvjaiuoUxZe49x88XlSjkGIcZr92NWFgnRFXx6VPuIyOEG+uc9Tgr9VSqkQKhycuP",
-	"GePMLUfEFyrBC9Nnc77C84zTKJiRakyXwfqx2cJzjOW2NswT3xA6muPbMTNSStdqLIqMuTsTVQ7OZlJZ",
-	"RzZLoCfNCn1P/GIujKHDumO8yzYvN1wWQAHtIW0wYtw+UZwBr5joas6dNFRwK46thNO28Q0R/Otic1iX",
-	"jQDHpAX5A2hGqlPGgZhAZuMR9cNFJpKDM7Zr7pUdtthzts7BdcVyGshTJZa5IyzoyFFSI2JCUxms23gm",
-	"xjduE0lhoJfczYL8Zsg4/Yv1UAZi1i0ufajKFSoIdiZWeKvYmZAVm+tClBkz9XjmFLJxyetCoBR1zMeL",
-	"jKGG4UnLMKWZm4wnv747prSt0CEM2jDjxHV/MvUkjG7Ick8WuRMPSYzK3Xcrw2plZdlMZemkc7f6QtVz",
-	"x3Oh9cBkI8ba2hdbJw5R+/TQiTE3ooBN37jAj79xKkP/lOmbIVCLrty7vJnmVMQjCzdDdqRvEgNbuzxo",
-	"lJ6MWrTeeV28kcYmbtypt7nsd6bd6++QgW+e6rVhUtudI/LtJMSAwDmS5zCiocBu40NiiHuBrNOcJU/c",
-	"gxWfl6zppJ88ovyWy5JflyItaozXBJmdq9a61F0DeMOlZ4g3quud9UDXt0E1cvdmfF9mTIGeDq9x4JvC",
-	"2PScxm2RYfeYo/edvC7NouSrTuF4Jo1TVUmKeq3cbnfKg7JItqFAZSbR6H2nOAWn+PpA7s5Vca0/7pr5",
-	"Bb72TpdyDFeVAauU+8yf1+talla6ixi34sjpMlaMrSiSbKVWgZreC26SqsO6iOqYQbzgYRwxaabXq3sn",
-	"kmexddraJ/FqLizodLwopGuBl++iF1qWxaZFJ7Jt0rWXeIaMV9N6jteMZlWtGqb6JEh+cIQzptVYZKwl",
-	"MbUEkI2lXpczWmNI0qyyXeKzky3c/9ZGkGgMy5SxQlTy1jF/d+ac5HkjFQolsGDJs9dJ7x2HCX/YMASe",
-	"v3tC3emJ54E9Mmi4OxplkX58u8BT+Pv26pZXbnC0lEliveVVYvfoY7wAb3klHf3BBhphNxVToW4P2acU",
-	"8StOpKxsF91qR+BS1aJ4yYlOy/Lt5Gj45+1HHIzC53o+146VrBP9mBo170BQ6JIGndpXVfXCioLZulLJ",
-	"Xa/Ccd/SAEps+OoQD8KV+CgtCOOkW12V2lgn/OFjkuHw114jlJTyVoC+dl1bJ26VWk1FxUA8MLEVMnVB",
-	"rO3Cwk8/SyxJmNrm1nzINk4+qUR+t5x6tb587NrbOHE+XtjW8IbTmyxIj3rOrRz7tuAK7JNYVhfSgseg",
-	"gtMhbcYUn4O5cLZyipOjGs87z5v7dxtza8/krRLMlNzMApsK5kQ9mYiK5L/1TvqbZqZdfEmqRW0PG9y7",
-	"SpjAB0DwpzFafiMMm1ROFRUfrReMrAHL0ubYtvNEN9TIU+Wb2KSljRPred3mUYiZvq5Rm4d13k2lxCbi",
-	"NlPc4pyrsSjdBVkmxOAxPC1FkZY1CgGW2gQj+E/43ascsiDNaSkqtDYsRHHYfbWIeM72iTdjTs4XjQY/",
-	"JAVsXRbeZbExoEXXg0Y3ChdLUYDOMteFnEj4ZyFKYQWyB7czyDwW+NA1icaM3TqOd2hgp+kZivHNQidp",
-	"9QxYCjBVzw0crS69w8apq+4HZDxiylXCEHyAaDkTvOOWqMRCG+mEsSeG/fTq7CXQugSLhmI9Mh3o2hpZ",
-	"CJDf/fuO2ZPx3h2HiayMpY/T0r2tRMfxMoovzExb5l7J/G3trxYndIW1jAaQ7qSuOq4zWnFPwLtPLjRF",
-	"w87ccid3uWHT67d0eJDSc7g9TDmgw/qnlU35E+BnvFOM26xFbVkpJrBx7vLRRrAbpZeKGc0mvGLLmSzd",
-	"vjnx1mSMlyXR4BxEWvdkxg3DW94tVRilVPa7F80II+OyUMVhc3Ktn+tCpG3VHQIpzu6AdcAj5i71ILwP",
-	"6BG6pmlN9pylO/EtZauqlXJjw/kAI3FST1J2tVWtxm7r0yQKjjtvg4H9pmALNwMyNkUz6/nphGb7GZMT",
-	"cMUUsohlbHoT3Y5HwZJIf+/kdhL5JFK0X4OYjtv7skauW87NK1iy+5WOoeHXaeo5/BgpHdSHUk8Ta47m",
-	"QDSuo9131T8lYyuIv95X4AjQnT1u8Czue6y2npL9jkMkbT0JM2tmdSjpt3txkxw2zhw3ZVtxNOlKy3o8",
-	"dswESQqEQPqmEmD7dPqERsFv5lqBpqTtnzpNwS0DG+uiZZjcdeLWRZJAGw0NH0S3H9YpF2hxk/kXRNDb",
-	"yHjzBASmlxBAMXJsZ9wY6xV1BXY54m1alauO65gU+DUWMaA13bmY8DTDqW454Wm7LnW2v2XX37O7VPPQ",
-	"8JYhvYUtfzymoycTI9r3Yvch897jTRq4htPMDfv18ofjP7KeVLe8lAUzTvoH/wVE5Y1FsYfyHB8FGh/1",
-	"vYfCfMYWUowF+j42+ErP2MIpSe6YG1uIqmJWT+Go9zO0SbmpsBz7zZFPDDY26O5nK9ror+Ns4Qrd29l6",
-	"X6tuFRxCOLNuqXQtuqUGC4eZsePxKePsl1/f4C5Jw16cnDAgNbBmXE24LEXBeko7YXpa8fkTE2ymbMwV",
-	"m+mycFIILE4U3PXHZ98/3x1kmCDTbYtwgVfHAxzntOy+5ahvOWPdE/mwMZW7E368Jl8H5dMFf2+kf+nF",
-	"r/vc9+u0GAWB2LUasplesjlXK8+KK8Hm0hip9pWgtt8TKIxvdN+S3TPWEt3RskhPpMKB7TmYg66lxlC8",
-	"n0qR+VU7TCoLV9H+1tvLlGybumUganNdnFd6pPI2e85RYpaNr4f8/hwN3GSdzMCGDXK+Gqmcppv7qAKI",
-	"nefW98/+N+5N3h+wvLV0+RDDoJs5BI01aLAYx0SBnayXe8EZ7OYjdXxMHx/jF8f4Yv80hGLEXUVRGF5a",
-	"Gil/Qyc6Oz6mDzp7gSUZKSGhBVRZDcQpkTxN6pGE3xaVLuqxKEKclF/mqlZmpLRiVoMS4CRRt5zaiLBm",
-	"JJ7mqHXBgazHM4h38QaPQbQbw5YlKQwnx72gc+xDUIM2wmFc85HqcdV8DDqJLjFOjFM0Gjq9+6eRos6m",
-	"Gn0ctCyuKbLurzOvu3P6Nh/8Onh9Y+W4B26vJnL6FiaCJuMDBZ5bXtYpPyWDB0wWKMQaUYqxZXqBIQug",
-	"vJOBnVR5/xe+4tZDK0E3ThyL/+13OyScbNOC/2F9WXDUHQtihbJ/KvX4ZudSrM1ZsbPzd4zipdm1a2LT",
-	"rPyZLnWltAXx0Bz8raf2TWPNDh/UXM7FJdHg/o7rSjQBEweN08i/iQOVuIgwnp3A/6WOkbTldh+7P2DQ",
-	"bLYRHuxndFVKdRP9nY71qORuyRWedpGfVLU4g9hwkbB78+gJjdut54csFaQUMuc2bcOO+bxybKrD/dj4",
-	"pndxyvdi7K6D1UU9n/Nqlxdrq4WX3GwgyC28J6lxdGVHqBsdRQPchwuGNctip3Zrjq0VCSu3bYteinEp",
-	"FW7EfsJxSH7I9thUYDHJXa26QojcI9yKg7ese8Got6jtLhULl+U9BqAdeI3EBLNjCd17L9MO5lj72LiS",
-	"fhbza1EZd+1WK9a6hNmCr0rNCzbmVSWFYT0/Hm93Rk+hNEyqW13eipRLfzvRx6HFm4yIm5sujXdzliQw",
-	"dURz4uOOMOZfICNOKy+zSa1Yz/0JIrg3ZTcCLLTYHzLOfv319cuMKbF0QjeuIcUYY/xhJWojiqQcI6pK",
-	"Vz83Ad9bHVWJcE+KDAsW6nbEtQ/AAGs2BH6ibBtLlb14CEG07XvhF1pW+loXK2b4ctDpJ7iQU8XLdCCZ",
-	"NnZbMCcNZchKPeYlDN0nUFCYNkV1igITftwblZhr255vY+tPrnXJjb0QQh3iJ1y0XIEb6SyX+kao7Vvj",
-	"5J4QHZ8mgqpW0H/E95upYAAlLAZwGjfrHQHaW60QtOIX+Pan7GipqxvvH98a/ImT+M2/vs4Y/Sy2Rib4",
-	"7n/SyZDroqiESebsQP5IkwSJqqJh3gxRK/mRGQ0ZwJQfCiS10JXtPnjpg/XbbIVKOgcPGuRYu93j1or5",
-	"wjJvhHQdXNWKUwqxI1b4yadDXc2lmXM7nmVsMBj0P+/8uxY7OKN7FKVcbZKge+GJCcrldS3Lgt3iF50n",
-	"xF1WfGzPEif2jVsQyBx26qZo4jz9cresP1vPVTreqTn/sNU+iYoo6wn65jImSiNCgJU3qYQQcPeODwRP",
-	"p7/U9lp/DH7LfcxV8MV7ULFNKpsZHoA6V5YYoeXzwyKanXG0AfHxjdLLUhRTUUBi1X42s0SWXXrLmX/T",
-	"7zVTYqqtBI8x5atF+WVE3mnOnmBNe3IjWoCt6UImUA7Y7Q3rYYp3CBEhqxmNkkSLvZx2MaPx2YSJmDKy",
-	"DR8UK592RfuVVFNInQvGrJWwmJ4WziH1edogOMBHdNF5bnNd6Rv06kvDroVUU1YJW0n3Ibq9awV9gKy2",
-	"cEfT24GgDVYIXjgpnPVaBAnxd3GEKcgFrVjafjt8g9YeY11puCT0Rn/u5wankMT2XSGOInrZdWuknbpw",
-	"6Pf26LZuoV1uXWx617CiBN/2yMin3S0jMAheOg1mR0/0KTaxqfHcAzPbh/d0iUEU1t5xQ3ntNWED82Gh",
-	"Tm1gk1JOZx0T3KYdrCd/hVfjgWWpMKn2IrSXcdtWX3Rmwa0fZUpYrRXMcMOYu3YvULyJiTmA1azHG4GH",
-	"VArOlLBOZmPj2vY9g4j7Z1afNiGc3iJMjB+uaXammK6tE/ghoZfyWzH+DnUeXMpB4Aso02VOQaCocXL/",
-	"qBtkVWSHBoHGK0slt8IEgcnLT7jnbWWKUlsxTzFcCjAxXqwQm8EJdiVJGa3ERc+PeLHa5EswIGA0YH9P",
-	"Xlbt3b1Pt15K7UwLgd1P0lLqBebAOaXPL7db57oSGOBEKyoNbknGxGA6oBQJJ7Je+ZMDJmcQXPEQXBV8",
-	"zqeiaILl25Q70TU5T5rtwy+Z/xI8KsLJ3hRGGKmhqG/6yDWO+cLuyWncZiBbSrYG5RqTCXBMSny0nono",
-	"KuRP9E9JeAigJqAqNhQRpY1EqWddc6VM9WsRrvP28Fe0rGt3dyUmTuP3mgjiAlXiL40Mk97pKO2zvdk/",
-	"SDUV1aKilPNmSYnNtbZ/xhcLoehmHzJOBgz32C2IE6+XHBuK03Pp2gERgw6czzs+rhfR0fR9Yry6GeyK",
-	"r31As8XD2it2WBA2VNQoWw+p2gllGPvMS3kr9leP7tvsEPLN4R7RFXhJa7B3OZ7KC7PLMLEtZXRjIYIv",
-	"1uf/oMOysav5axEkU2woBPyHwH4vKLfEUbC36skkrXRgU+87MsucYk9x5yGdpstY9LnWFFMvHN8zbzTf",
-	"KvQ1l65HLHDb0CECUZsbqb/7N47bvb35gNn1VpWrHfa6zay5JybKIYmTlWBI6Z7vy/TUaXD68Ck7+lHC",
-	"9SxtOpteV6/mXJadiEW66kY8gseHaY8zbjpyiGoc804pF1pojS1rTaQ1rqbdlFT7o7Qv5WSSspZzqTqY",
-	"4DU3HcTn9oa57eOVv0JM2vo2biUobY01aN78lB25e2d/NY+m90MSkaErM+k3d984yXno0SbTSUpKL1kP",
-	"LierL+F1yAG8xFSfZoLhakslMqVlATewn/Wt2D46GAxd2iHGxV07QZZpp3AlcAK4HXdmuo1nl3HGyObX",
-	"Vp9/5i52Z2M5hgAaTCWE0wri5KzdgcWeaolGQ/4UUs3GrLaciHRuoHfamfTdfC0VR/9iKk2yFFs+3Sfr",
-	"cDuCYotOrV6wUtyKcsfV9vjZilm0iPGqhNXr2JQ3epqO5Jf2IH5AN8E+ofyyw+rzo7SNFWCNQDxLSRCH",
-	"mEnV9aziapzYY0TiwvPsT7u3viZ3Nphm0zhxysn2By0XTvSVshi7sB8HdUOlAD/ZsD8f6eYUlShfMzmP",
-	"RSUm8uNW03EMFcqqzz8M9QLhY3ffu5HdG/c5bGoYcLPGWwkH13ODeqQqRGLSU2nJQBJ8HfAm6y10NRal",
-	"U9Runw/ZgP3MzthL9p6ds0v2a8b+3elsFR/fdOmcupLTND6rW2h3cP2VQjwANW3HBMDvk967+2ZXsZC4",
-	"c2XiCyRk8wI8cimsFZXZA9sBGRbuRtR9akt/ErxMTfc30LYCAJMyS9c1y/lCkvsmd4eZIn1hl9xUcqkm",
-	"ekBem3ykerw0GnA5f3x1yZ7qhVB8IQGkKSd72+VqIS6gZ3bx8j9ClIaf9kh5HxDaZCa1EYYFqyLqzM2o",
-	"wBbJFeCrsjn/i64Gc6l0lYTWC1+l6efs3eswt+CJisyepEL04jmHBMhoph14TUGk3+x5ClgXt3K9R0fJ",
-	"gE8E1JshYw35kJs+yg77BchchZNPQLF2EpkRt6LiJfxO1lbXq+VOEIE4ZvfkWBZ5f88rOQl2lh3dblvx",
-	"4AKtRClcx35Vm6htT1v9jI2OCnfmRkfe6FIrY/l8IchTvPukhDvdjyqLiSJ1XiJP9yawDMUjh7vpoAjJ",
-	"9avpM/Lc0eaynye2O5qp0mXLXVobAF73SENOL57OQDFbGSvm6VztNozrtsxo6C7z4ZnNrLes/pmT9u7d",
-	"yE2Nvy6226X0EkOB5/71YB2iX+hYSstQa1KC9cazWt146DriTpIcqWQcDl8Dy8REiXXnCZvL4tgpRV0s",
-	"ZYMG74ew5vHS7JPw8mgk1IysTUlpS0pMP3dIH9ggwy+bOkBrMEAl6M5pAzS7c0ey93nI/smICNbn7kTU",
-	"LPPXQUTAqe6BiHQhPivnZK4LIpE4/v/5Hw9LfaVWUiOL82G6IKMACz9lvXJ3N5nV0CXvEW61vmFoUztl",
-	"MK8hAzdFkTFqLIbVEh/JN5A2a40bHPQ9jMoe2HzDmESTaNrbthxajreC7bvTx8YgbdtZ5Y4e/Hz27nVG",
-	"M8XbLXaBosTenn8UXUzP4evNiGtC3zwMwg3+4W7WYzoQMGJFCUs9HmUuRXlJ8QlpVmbexg3pTMCEYaaW",
-	"9p2oIMNVq7ch16I9xxupDkSOxAyqfWJJwpsBbRF62z7Q92KBnpMDTmw8pPXiO9uTuY50bce6HZyXQj7b",
-	"FjAfjz0kJ6xR0udK0h2rv78BaoMCDgOFw2yk8mCg8xLc9G8XWyI2tqcsbGTxLIQqMBrFt76WuyM+LoDw",
-	"PhyWo6V1ec7Lch96BmUhDpAKIDQLb4HdrjxsUMr96hAPQRsE+NyVWHIv69r00SxlWvBJLOAd5J+u7fiy",
-	"YtAijGpQ+WHdXRqK54oH+v4pr5ODbCOh+zzoW+gKu9lNVbg290RU0UJ/RTSFo7oHkiq56jDDR2aAhGNC",
-	"6opKf20x4u2UeSwqYVsSZdwAf10U9w0zcqgPqFmnXS6zbs/Hh/Z07kKfa4vyhQmz5GpQ43DugSKbsmLb",
-	"JPYDytvkiWDP/GspcjPeFtRKdZaOK8EL3BsI9gMIPihfRNzR12KBOERmtJsWFrIDhwvLvz05yXEqOehJ",
-	"V8tKWkEwUrm3NBpfDmkMde8o4pPUsh46EMiUbyxfiYKVenwjCsy6cN9f12bFnESpawjRHmtlbMXd4mFf",
-	"GZUsNDdMGjapy7I/jOu4BD8bwq9kpNxRabpGNYSEpwKCNQ2frK+GburcxGvwTVgDQmTRt6IqNS/CGsRq",
-	"ZyFxCSy/wZAS6UbJIiwWN9tjmm2O6SUU6FfbBR+T+8lNFmKLrdYIXUTjNFh9bwJ4i9EyuAUotBIZThyi",
-	"x6tOP3dHyJZUxrr7dj8OHeMm7IRC2Ot8YzNRvAMQeseBny/sASiEEfrGJ8A2e43fPSNV0f+5ediwq27g",
-	"hHFHGWEsL+wjjqmmqDtyob6kDzM6bdfplRbLH4jwQjpKeDvSwn5QCWuJGGRY0hVDxATCUFFiSeHipxiB",
-	"BbpOgGSmcHWDeEiE1+yT5KArH0I75yvGS0xLuBZN6Q3wkD4abEOE1eAVuX1BGgJOwOZ2Q3HhYzL6YFo/",
-	"pKm5xXKLislJshDzhbYU1bm1jO+CWysq1/b/9+ez4/+XH//t5Pj7D80/B1fD4w//9/9K0QYO8/MgE+Z1",
-	"aaXl5qZd7lUo2I2jrLukCRYKCZAGfqNpP1v4r6ExDOxP6u6LcMZ3IzesU/zeWA+bdJHcdw9sQfD39ylV",
-	"3he2xg4cDf/5ezirW6ytGwU0ptrC1YIVFJ1+D8XaTBaDgJmRMlaWZTBOe0eku5jGNdSxYICmTDjlUU4C",
-	"FN01N6LIRmrZCCVFHJeCodGUC9oKz8Q7tIkZ7Q9GCrHlmkoePtnFR3hwZma6gmt0TjCmiSANmsp5hHm7",
-	"Jiu7+2odqJn1cGKiH60VSyxOmEa0RIcVdfC2lv1VEtz9S/ou1WZY7F1NhYh3PBNm81IPo8s2lnLbGfME",
-	"nqqm4dFgOgJFuZqWUk0vk+uyFjCWvhk7zeJdIk7KVOjlmE6r9/qihzP3vhuDx48sWKth1q2r74o4WPtH",
-	"qodQiGnlpNYrKuKV5LlKWzlO4q4Z4USosQgIA7XpEDBxEC+xarrYs8pRqPAQksUa9aqnq1YZU/Dp9DNm",
-	"NOMj1Trn3NzEipkT6kGUp7g5FPWlz5iPKtobND65Z1jLGvhBV7nhrkANOM68zXqwHrjPsUuuGFyGP4my",
-	"o1WSxVzjlIJOv6TB2BHN3msJIJO5vRr6MUA2fE34AfFQMyweAtUkIGO0ENUpin9QcRd2hz5s3qCvqI48",
-	"e+UU4DF3zBm0n6Liy87VxHn44k9m9/RDWCJ0jZVDq1odxjar7SlOlLfod2wIPV/xMYRg/h3/ojH9nTUG",
-	"tiuyX7K/j5TXFcelNvBTQH/1Ii/7O6WTxomUfx8p0ueurL7yA2B/Z3Rkr/wZbq1nbHD1d/s+ggRJAusc",
-	"7AajcmNmm+KsgVekWfmi5Ktzktq9tLTOUiDAUZeEitJTmskiIHK6BgIvIIOUI2zHVby5aaLLUi8T/tsu",
-	"fLp1Y2K3oN+ewR3Mboml+LKWN1zaK69S3d34tiZTbKzSRCppOgPrD72HCYo9nWGnCh8EG6WPenh7btlc",
-	"G8u+PTlxEmbFx1ZUZldMabsXOuOODV0BiLowJmNBPc2CxUpXrSuuR/JdxxZ9rmwRmUrCKqe3yKzU+D21",
-	"deB5lJZdi1KrqfEB6GiuwOrlsd0MrmTZiNlKs0j3YXNEyjvgvGZHotPAsYlsDe8G4KigyF/5jAP68wA3",
-	"EkEUit2GgfYK34lfbGzVl+YXbkDBCH53ftEuhHsYFu5vVK4nGN4LjOpBI6gMpb7n/vJgvUKPzVMjxnUl",
-	"7WowL5x+eIbVyKtaYQ3Y6/r6uhTLii98RjUhbkN4H+BoHLsVy1CcSqXReFDsOFYXsyvga7CdZ15Ye2JG",
-	"yn/QSs13TXLLM4Q9MFiLA5DZACJSGnldQkX2d69fjpTic4GKMaqgsnLdDthZVDF1AcvcrlGd0yTz/khN",
-	"pFNPQe2O67yXgt8Kw2pluCxO8fm1tjN8QL9jGoYYKTITsV4+14UYQj3NPGM5oa0MGS/LvJ/SsedJV4b7",
-	"fui3IsCQR7sEWiqBmbmxhBfB8zJSS16Bot0jJA8/4wFsSe5YccZyPOA5lX4Kxdjd3sTl4xsgi6ajQgvM",
-	"HsVwst6Lk+9HyvcSC3V5/9T1NoyHCSWlwOLRtny6aR9lrbLtHcn6tLCJlStL8lKhG+iJCZA3vgb/eqV9",
-	"dvbudf90pEqtF9d87HYrfONTSpZwUNCIC4X7bYDIaz5kl+fvWA6m4ByKLASIrVOmwICktG95beJlCShY",
-	"2A7IlioNjQatb0Xsa40G7dIN1FetnNrQ0KV/OWc9hHghGE1cGMiyqdq4aXP+Uc7dqL/79ttvvgWbLf79",
-	"LBVI3DgavnuRVEQKXwq+PZ+XxFckokxAEm6k1xJ7K9i1MLLwKUvIrADUKOyZsbwsURHt8Wujy9qxIV2x",
-	"/L+f5hsz89bnFyff74RD3zE3x/A+e27ALduT85xppALPHbKNGQXrhGfDP739+dWAvUT+RBUbkC0DfjwB",
-	"jKCZIf/vp4NxyetC5LCKzd+Dvzg+kY2U++mvS6Ecc3NPdSE+5ghRecryP3/AATjqHbBLX08BenIDGSng",
-	"J8g1wYDyxCCIFEPsPjur9JIv+aq5WPCgPMgmpWIaIyi2TQsQBpKwPEK+gVQ84AikmHt7i2b5u7cXl+wp",
-	"fZYPyQ9O5oobJZbectrcVjGmjrcgU2hdy8/q8U7gHe8DlVSgDx3AWoGvaq7t2h2bgFgGAni3FY6NR2XB",
-	"tybXBsOBSZajBvN3U5Oakm08DY4rbmasqUHoB94RrF1qc1iAJoVjv2mD9MRNHh6wGu3ZzrAGN8nz6H33",
-	"+bL4HCR5EaFV74Mys0XXjNB4tsa8t+TW2Iu6R6T8Bby7DZJ7mxedAmX235Wk5og9Z+vUjlvQ5QuNSoU2",
-	"o/jQzTla5fPvoAdtluH/smqQ536ODwTT3H1oQ5RJgVkQ9+Jf3FwfJ84AU8SUASqGghkJZi3HIqMi1itA",
-	"aQEs7VAbCRIoILRkK7A75Z0YMqV35FdEiR/7p1mctyZwf9kWOJgO6sKmYRGdMhTBrcWiBilBexWt/9C1",
-	"83c4Md2U9HWcnDEO7Iq8u/d3dOAWvE+X/Gcw9kR2d1fUcWvY97DfzfS/kn2GAd3f9jYZaQmhLfGz17w7",
-	"BBy+4NeylP713eJK/MEO1N7NgJJwxzbDSs01PN0SbOD4bOnEQx9ykYpAZb2z83csNHfl373Cy7t/yrh3",
-	"tOZPCQIeaueBY48A/fYLUV0bcsrTFsbxsy5Ex5zmuhBbpkJU4BrYH8A8+igZP9vcPNtaaecnovQcqpqZ",
-	"7an6rYsWqv8iqCRt25z1fOmyyl9OBIdBgXP/5e6v9ozvhumAzf7ciSsK11vLzQ62EwpbS8cgbjHcf6ZY",
-	"/9nRUHvnld2LsL4FPDuI2W2p2ueOhwnuH3ToGSGI4gdG821qtltjDg9Ue8+89hrXvEKj6ZIKNkSWjkKD",
-	"SbahMdB2RZFthoMBkn7QpJtQqbb2nDFeF9Kp1tcrxkOI9pqMnuNV1rYCtSGAnxiWxzPNWU9PJqxWpTAm",
-	"qqDT79DDl0USgAxsU4gFpScIYy4NBIMG884pM6t5KdWNIYspJukMoHhzTqXCr8bLJuDewxZqJU7xrfGy",
-	"uCLU5JwidskW2LgnevnTPGP5U2HH8N/aVPDfW+7+G/lQyEL6tBC38MKi0viFWRmydPl1CZEnHhOW5cfH",
-	"vCz18tgNeC3AdS9zVazVd1WxacDhhyxvav3kTuofz2SJqCg4tlNC7fW6Co04kKvBmMa6UqafsdzDlOVI",
-	"pWgLbhmPvCqka1tKQHHFJvserxruVLD4ke0JwdhV4/ppF1nZQZW+89xXbgmt5MfH4SGRS0DnVtpeAdS4",
-	"pwcYVZh9KAziC0O5zdsZj5xIF5BWAg964DjdlolmPwF/zViTrD4cQbAvVYBSRodZxiZSlMBY8B+OaSe3",
-	"qNekjcz5ipUalEVHDXI6s3Bkhx6voG36zRhi4DU45/21c08Ra34Xr3mBeq07+N+zpLsJXiU3XEhc2nSg",
-	"Bf8VuoYgfBbKDCCLnZAJMqb/jFGEsJdx6FipNq33B+2bs73urzwHdC+cUsg46tMcfnNL5C2+XsP2fH2T",
-	"QrttaNGL3ybLd3ZD4702uuRWtAzO4CaeSlwvwOrVE+C8OUCGeUC+DJcDQSlj75lHEXuK+pabKSpcx14B",
-	"g37wt7yfsTkv/E3XcCBC/XYqU3yFtE0wMCqiNBXHUAMQLHsVoWC04PCBBkDg46pgc34jTAiHxFJVkK2F",
-	"U5OYdgUOGyylfsp8tFu8bo4wbrEh8BK0Dfb+PqsVQtJZn72Ftf8QRxWPDPY7QMIPQcrA6fhVswF5Eio4",
-	"Yy9OXsSfeYS7mFNKRJ7z8Nt8E2QzXPkb2LkJg+pOSe7+YcS2ezA+UyL/SgoQRnD6myOhh0lbJMHlD6MO",
-	"sqY8WhhLOgzsUT0Dneb/+4J632r4326sQoq9B2tVRPpfibkKR3Rv9qp2WYM7rFiisM7XsWJrdY3ubeXS",
-	"1cm68isBrLTU17ykeERMOnSL0Mu7lkEWdMOCl0N7cFhciryPYIqlxPJJY62MNFB0HavBYNEmY0OwV6mn",
-	"bCZ44aNdCn+JwL9txZXhYwyth5xkvfTQzszqKZb6CPnJtB+gPeNUr4GjzQfsAvNDW4P1V3ITBOczsRu0",
-	"LxxsVYGm4gS7Yewsdxe3Z4GY0pmGchUf7Ts+bQqnbK1XeIh9bicuQmh4H/uIN22tnbQdxejlQShYKb8q",
-	"vLplXGQvfCDXXqTENLbGtvvu1EfeRsIeClgod1eC7uFEYETKLv2A5uF7se6uW2kfxIB6iIuvTQF3v0QT",
-	"FPV13AxEgvfu4vtPnyB1n6cnrrXUnKJWspU7GjNRFkP/MynsXI3UemRPhqcOEq+ael9BfzTBmuk4rs+n",
-	"AoyMqhZ9iGCjeGTMbUK9qwdW3WTo7IwSxnYoJ/DaVuEurO7dKbO9UV8HUcLWXa0tw93ocS0d/E7h/puJ",
-	"5V/HsnlHxb0fZizBda/aL4W1vUdAz45Mowkvy2s+vtmSY2tsxa2YruL1UFB74QqLgMF1D3+XGnJKfGae",
-	"VH/B+oVH2dGkEma2e7lCZ9nG+LceV1q/ux/WeCO+FpqDEd0bqV101dlrS05t0y8U1dXVGCOmlnRLNEA9",
-	"Tf29QWc6w50i+g+Piq+2kXQS6kWr2OHQCylzYBfsp2oMUhoD1QAcqagIIOuFVApf23OI/mTIs9BVyvI8",
-	"UmB6DtW3XKv9U/fkihKZIV8ABzjjxlc0hHLOreyBUNYQclL917uJCDarWfluQ0hDT+uYhefvX51dvnp5",
-	"lB1dXJ69v3z9y49H2dH7X3/5Bf/129lr99vVD2/fX73+5d2vl0fZ0fnbn9+9eYUf/XD2+g384/zsl/NX",
-	"b9y/U9sb9/4ACCSLStxKXZuLz7FaPUqsVDzzu/O9jXX8OpgfrMO937ad5bYSxZWT0wcUJ10hewhVSKGA",
-	"C+sZIZi3U6Vnu49huh2UvjkK6NoXX21w5qZQEykwMcer6DpOu+kPKwgNnWLLTQ3guhJUtTgJEDhSUXQD",
-	"YFFMdBUnNQwB1yuHkRAKP3rsPEagEbY/Urry7UPXHnMPWKmesJlerlfL1cYORypPlKLOPSAN2thtTUWt",
-	"+w2CX8uQP1J7FKnubU6jP2C/zXw55cZjZcBHD+Wkc1B88riidJ5FXuuWGxMuEkyX2RzhZmnplbBoY1tb",
-	"2+Vshb78psL0SFGwRBYVmHbb5A7HRI4xZ5PqTZ/GNZBuhFiYkSJgwUjJA/qwEmoC13Ba8uNjN9RjtzHH",
-	"YJDL2YIbI0wHdkM87K0JDxefWVyXjgaFU74O8mo6K99A7ON7gmLreAcEyO5QSyVEYZqCu4kXkmfxtz2K",
-	"QmFS75iX4ljXdjAv+ijOuNcpy0ovlWnnDIGQI7gR/VDSGZKVRBPTTe7JkVLACVwTvlxpqJ5ATvknWMkK",
-	"oB7dW/1OUA63AF1llfGUe1woDwoSCrD7HyoxFsqWqysjhAq/OmknfDpSGz9egSZyRSmqaNKoOFoqvGAF",
-	"QDhKh1VC7jfvtxv0sldPaQzEcgJZVat22jNZFTVWUA9xEUOANYnlN8RHsMana3vUBMdV2nSO1u3obPQJ",
-	"JQUVMoRN2RNdxRe4uwqu8yvyXXfsXONyDHd18CEeZXFRQ/Qhbqurva9sQm8/cjzj5+B+kYVXltKuYi/l",
-	"n0JFzk5HZke91n2iKlvxlLEvc41ltflTmxmtHcoN3tpsfVs42SJm/dYZTdJWNeMQEggWiW+3TX3yunst",
-	"F101b5uwhw5n+WHVblPp+YiFtAzXfRwAVRunzp16nD9Et4OUgCFFgxSOFdPvgisInbsRC8t6URyIRyYG",
-	"VnF87K7eY79wpo/ZtRSLwsulExaM5SsTo0ziMI+yI9c4HdLb/YA/wgpmvqQl7cRWJRG8dG/4dHowxgpI",
-	"KIAgyiaiLIOd2cbQR2YGom+Qn7wH8EEAkOLJ3EXlWl+TL6xrwXCuShjPPehY0NylHN+IxPog0Iw5JJfW",
-	"hqbWqwvxv9biFCRQiKUCOCFW6qlJV+atyg5O5F3lEJXsqOqvtahWGcOe4ZeJLK2oDJNqXNaF2KOYJQ0b",
-	"+82iie9atH0harsmwrgfuBM6zGkkybwu2FxwkgFbgQLbzktX0DF1R/KKJpQ/0ihQT8HkDic85m+4scdw",
-	"ao5fv6RgYizcrJXoOz7orp/gqJc+ciFj3IxU/u/417/lCB44QBSlC11XY0HRqoEJGOh3o08v4UIM4FIq",
-	"M2C/aMsWUdTftQQsKxRb16snba/ac1iccFcs6I/xpsAhPm2A2pEIGTetqId/x7b+Ld8rFpSkwVTfv8WY",
-	"7q+LfNhQEkadAlQBfv/EsN/E9QXA8IxUD8dDnz79XRafnvo3zdPfm04/PV2avB+DTHI1UggE7hG0KK63",
-	"0ksjqoxKCofOPPKM22GErjir7UxX8m+I6DETvBDVgJ0VBYOQl+ff6cnECPtvv+RNsWgnr4uC5XVV5oOR",
-	"ugR9RWmW41o6FdwtnclBb0XSyzeoYp99dq10sJ32ltqYE/neF9zdiQRb36bHk73qcV0SaPVDleDaS+R2",
-	"g9gjpO/gjP41Cf0ApDgvMe+fyu/m8FnZRp3R1zsopzW1NFoMQg5BhDi8zaRivXkNNklpLEmEQGdVXQoI",
-	"g4kBrcbLAtLSV8NEag0QfpRFk0xd2XUF2o7czmY17z34B5aDNwHzPYRccT+bBMzJZxyF+6T5Awg4qHvd",
-	"RJx2GESLfQepdX3LvqzQ6hbj/sJU3dz+FWn5VUZawrndOwwOrrtdEZTY5NbwSdfOO0DM3MXs51LFvz7L",
-	"Pgc3Ic0sDrowui7/Dffs5duXb4+yo9e/XL17//bH968uLo6yo/ev/uv1q98+zxMbevnSbtjWKh667gc4",
-	"YNcnfEem+pW5XoGz3rPf1U3zXorPrZuOUPaBQleKz+G2P7s8/4mue1BEfOUxJZYMjlZCCNgTbHjtBu6m",
-	"jrtXpltfsa+AJu6tMt0lqYOpUollRzWtzkStj9Ket8OPo6/c0wNBtlFZ3FzpP60sljUh6GxQ12aiLMHt",
-	"s6h0UY9FwYxmEw7a2l4l9Zcd0yW/0N3AzTCTCdaU+grTC0sTd7Vtr14rQhg/RPMhiJpEUR1pmOuqYL3R",
-	"CAKBXynrlP2RI9WTb9i5rcrj8/66RePbb7/57rDK852F1v3E0mJfMF7sL3l4ot4pfYSmtw3r7QLzSg5Y",
-	"bn94Qn2qP55kDTTrsxMSIbYgs3p6DC08f3FQC5+2TShg1KeZ4SZfu3YnLmPX3IjvXrROlHuSjBdQxTZ7",
-	"JXmqeUEmyz1P6b4sJmHhAf6Ab5DULo3Pd4+A+ZGlpAN0uvgRTguyng+YzXpR+sANADgf9iJMaRt5Xsi/",
-	"ic8kz8+iyMOIsF0ct2F/6Rk5PSjc1GsuBiXYxcUr8kyRke7i5X8wU1cTKEwp7Ska63x2Ocvhdh3mkNib",
-	"sdwtao6QrrxyGg/8MszZ/3Px9he3aYV0XbplJZCPOV8sKMKEoKoGnsq6SjnCW6/gJZxKFj71xSG2foqn",
-	"c/1THzW6/dsLfGv9Y1vVasx3f37p3/MNzDGoYcCLovtjinw4c++sfzie1epmx4fn7h3/YbLK+P510pPN",
-	"UGHpvQtjh0biIsC7yxb7z9YrmOxVeaX5uF3OYK8yDP7jDhDQ7dEXCUTUrBMU8RBsx422EHhvH7jAjU/J",
-	"urRX8vb6x+v5wNsbSeVHZ50ZZIckwq23FSX+7Jm1tN7CRg7MroSKRFpQtpHdsFdWxvrHbS11/wDn0E7L",
-	"872Ht95/2LI+7raXtj7ba9BpE0PWVsR2q47hM63LqzEvy10s3VcsWuPpzfe7+qbv1/uvKzXAIrVXOzns",
-	"ZV2pc3h3g8NG7ZT7NFCufxpq5m771L/U+rRoavd1fxoK/LU+pYq8W777Ad5ofRRX793y5evmtdbnVCZ4",
-	"y5dwwNsf7SKOulLrhOE+ayBkKD5pWwPrJTKxpU9BWlz9AlnmKKg5+VeJfaCtEsz4U3Zw5sNBH6aY9p6f",
-	"tvjZ3t8kGOme3yau2z2/jK/GXZ9scLx9Pmhxin0+OHy/1ql9n/dbdL7PB2tcY59P4lO/VxdtnrbPJxvs",
-	"YddHm3L1nl9EAvXOgaUumX0/OoheNgTlfdZsjYnvvzNr19U+H3Zxw8MSy/dcjC7N5ZAPY2Vlz2GmBNJ9",
-	"uU9Ctt/1aUor3fObWAve85M17XXPr2JNfdcnKa1r9zebat7OJd+Qc9Gd0VnDEqLA0WpyT2gi9xaV1BKe",
-	"Usb/zlKapR7zewZJibE9NwPT+dKb1vGvYCdtVdz0jhiqtQnVrEOxTTS6kGCbHZG4+SF7/GoqUWAKpAzE",
-	"+5A0vhFx3TvuQZsst1UXvx8KSVVU/kp21pec3wezO3r34N2MmUWL+X6e/zOmjC/s/NxQnu/uAU0JM/88",
-	"63R/nuKKK5zJYZFZGFBMcwani1F8YWY6FVl16qOto9SRQwFByfS8v7vQZ7Wm7gvkBI3UtX+rGyJesv2S",
-	"q/1bLLl6pSxWE1hvaXs2ng110ff2oXpZI9EXZGru31Jd7Y2kB8wuVXfAdxptbzyr5E4lqdgNZpN+2zpD",
-	"R2UWXzfv3TYh4jMEp2DOOkv7FpUvQjhfYFraspLWup91jJHiI/7xxX6UM+zT4AiHAIG1sbSk1WzGbwUd",
-	"tf3GK1Rx2AQhP3YfMnkFL675ebuLmLi3ABOBEhUgpRbdc4NO9/GFnFK8S7eo2pUNjXn2V4TYn7V6zEKa",
-	"5FUJQPyUKk2pv+631Np42cZzbgKtP/Ky6lFDeOmCswHdfq/DeI4S2Z9KPb45WEA+OBImCv3z8yNjKKSw",
-	"UiJsLFY1BuUgYnUJO3EnetGJmrVZ8wgn2CpRvyt0GxnHmmnhvqPlocYdlF12xxJXAnNkKIceLLyQRwA5",
-	"7pDPxanEtS9OZJaiMqetup6U4ZPFxTkmE8dw3LEZKaIvkKRbIAEtcbLLtPJ5olLHan5hqSnpGrm75BTb",
-	"C+9Vvdq8ttJU9cR4cgLe3dSr6fEYUBLTfPHFotKLRWdFmYOvgKqDozqhr6j4Ug1ZGArddNIan3OMb4kl",
-	"JGYjiIMHVgn3Wj9OrQ7NdvALYkp34iRbw5I3TcR3PCfl13ZCyns7Gp793+fROJhAH4km2p6Jz6eJ1pp9",
-	"DTQR7vB7oYlg938oQF036CfGs5oNZoJgPG2JeqToTohl8P6AnbH4AoWgRkDlsZopIaFHzKoZKaUrYKyR",
-	"QD9gkfjPVF2WbKyrCjKnuWKCV6UUlet7rKtiCLWSAN2i1BwgF5ZiE+Fmxou4iwQ475rOkTwjbjCIntSy",
-	"rnZsa9xi9wFYc+h89gFoE8hXcACamIR7OQCvvMq0blAtxDajxx6QGggq6d/v6h/9ofdrC+4Y+sGser4F",
-	"hayLjSf5dLZ7NT601uOORBst6ldAsZ0W7M8g18i3/RA0k8hagGpz0pAZgyAj4jKPGWVYN8iJw1Z1MDBK",
-	"RHaDWFE/ZQmgQgRfs+uFhdgecIRasUKaG9bD7EypLB9bhiydXYuJpqh4fB/ul8BPTlk+92iBhF7LG1BF",
-	"jwHcagAgUoRhS/czYAr1G7URqva5uedszKtKUv0qyEwf+zrsPnw3aa7ialpKNb1M2hTbG9jhE+x06OyZ",
-	"/NXycEFjH/Zw/h1utzrMCtUqF7XTGATr3DYofZbRahs3VNp2Vo2nEpz0Oeu1Qr0zVunSv5Oxv9TGNnQq",
-	"DXKcvochKUukIRtcBIBrGbRMR6yRQWIdzVCJllWzx/ErY2VZep0Qz54v6CnIEpXmdtVWLMOktS6u+hqO",
-	"FiQrbqB7DlmtQF4EvrLgxrINLM3MV9sEBuEUiIUoqHSptP0kOUQjKClLm13XlinNSq2mUA2luhUtzMjT",
-	"jRML+ecwZsRQdQJnF4199q1ZeVy6TVbQfYNuhD999jW6ftl8BXfpdgvlZ1yoGCN337743e6L+AY9tMZ1",
-	"lkSTwwLJcPEMCfEHP2MGv/MgfLwgZD13dxP+acAjaJoKKAlwY3lzrrd8YlmSwcNY1pNut7+mctHWdrzj",
-	"ivrQ2uw7noqIYr6CA0Fm/ns5CxTB8AAFORBluMtySsaBWEoiYDT6nPUItJiF8hr9DNA1sgh6g3g6lFlu",
-	"jAppu+pdafauuco7CPUeYknW9vMrINX7iyRJBJHer/2KChwHeQRVD8pfiUvpwhCYkWos0D20Xg3qicF6",
-	"ugstFckegS9XYqErJ9mGlkZqwSubrPIU0gz2ROWlddm0S9Dv3cSXjs/9bCpM7tRXQI6bGRx3Jsw0JPJw",
-	"v4JjDTg/ip+OhzUk1gNNM2NTabORCvn0GaPUU9NnSi8zvLV1FaoXB8Y4ZHkleLFCFMqRIih7aY0oJ4Q/",
-	"2KBaN4JvwLcUBYHuazf4pQT49AjTvxcB5EtC9JZqimBHDdI/s3qkOmaOYj9gmUHRMzPTlS1Xrp+4JgBV",
-	"V8CC+qhDZKxWYKFAjUBrpssC6yhUt4LxZiWHI5WHAhB5qlSA4SunViVPYat0xOHY/ZshkLAnHpEC3fTR",
-	"VPcpHrVWejVBjecN6ziM0QW+lmBl3kgzUinVc8AQWJMMIKC4+3IdTo8FxOOmtWykwhAira+P2wOknxOK",
-	"K6FpdW5O98Z0bhu0v39kBy7OD7JMRrLNBC/OnEySLqItePEn0O87H/8M2NS76/nhqONvthIBBrRtcPF5",
-	"0uzyq5IfsXCT09ENuD/A19I7rpbH1bH7/zSrnetCTuRh5p+OGqsNtHl7cO9FiZ4ZCstqGEnA82e90dFg",
-	"dARsDTlcerSGIB32QMRYv0Pc8gOQQeVO72peSnVzlB0Bc9x9bAlMHGae+XsFRpP5clTRSm7dWCDEjX29",
-	"loqngN/P2C+/vgGYES/GuIk8MQRL/MeTkxMEIUnLzVGgecK/MNYFYTj4Vart5PiPR9kRApokRemSYG3S",
-	"4EMetnZP3JLPIb8GbWSPDjrR9j0pbQo0y5kuwzK71/acSwQmkWrWNcimGg1YEYJ05dhTavfSJEhEF1BR",
-	"aDsyT0HRvjbb31roeKRbKfWNNJboYz2IwFbyABa8xtRS4XVd27RjURsOggVR5roSjIbH7Iwj1mSJEyHi",
-	"NPsvtp/o9iUDc8e4rqRdXbgZ04kWvBLVWY0Tg6WAHuHnZgQzaxdHnz6BiWmiN2fpbbtOejIMd/aYyltR",
-	"lW2CMV8IfgMcAuppsHMMEXpXaavHuhyp3tn5O7yh0cFiCBMT5AGUzVcAWe5UHV1bAWbW/OlM8NLOcgaV",
-	"OEYqb2FZD9mfYEIk/0NRJgIQRQkTJw4h7dyIY6mMUEa6+wBBw+1St8G1DeOl0VCex4m4TqQ8LuWtKFj+",
-	"74j0/W+I7DlSOcLmoj7xFB+avD9g4CU2I8Urwd7/cM6+f/HtH9ii0telmP/vvxitPOAeecHmfDyTSrB8",
-	"7ITMAXuraG1gHYaMj1T+kzY2J+huKnCFMYOc+VKPBKfDFXv9jpXSQiUkXQENoifOy/FPDMuPj3lZ6qUo",
-	"wEpucjYV1rAXJ98wLAemtL2iN3In11/rYsWcJjpS+fGx++u4lHNp/YfPvmH5gq9KzYsrq/VVyaupyDNW",
-	"iHHJK4QxBdgZ8DQAtM9IQaNzdGMw8ZGPbbmC8brH7JaXtWA9W3FZugMEqECIwzznpeOJorhy65n3T0eK",
-	"hojwrFQtkrBVYb2lYn7gjrfrOgz95I9QXwyiSK78Mwq5RM8XYSB5heXs3euj7OhWVAZPycng2eAELoeF",
-	"UHwhj4ZH3wxOBt9QHRA4kE/h1MA/p3h/OJ7GfRm9I8fuzvAVgJtZaGXwKD8/OVnL2uKLRSkxx+rpX8ip",
-	"gtxuZ3111wMAusGhbx92qotjiDwjrRTOraNgUbAxX+Cv0l37n7KjFyfPuroN83j6DskfA+sJO23vbxyL",
-	"I2v28Aj5y8KPtXddy9IeS+WUWzWR07oShSM7i1qoVuzd2eVPKNHxqYESL7jOH1zDdH479wWTPrHowKtb",
-	"2p8AOm86jUfNK0/PMVmiK700evMNN5hc+/rlPq9fAnT+Hi/+oN1JThiv3qpyFSwiExQJLDc3T4JFFO4r",
-	"6d6Fkh9eDB1GtZUC5W0vrbDPhLAiyKcPO4+AFR8tbt0xMu79z0CMZ5Y4BWeKxRfCKXP6JeGbScM4i74n",
-	"+j85iP4PPS8vnn//mOfrQlS3ojq+cEvwKlCGr9UEGH3c3EBRSOHLLTE+rrQxUdXD+LjRCYuPm78uQbpL",
-	"VvD8wd0XIESQhBGqWljWFgJyLKzii2OYejyDIJORogoZT4yPzsujkig5BV9g+Q5p2DVGjGi4gLC1obtW",
-	"Go2xF5X+6HtnMmGcQ0FjpePqINlIITAVL8tVKJzRzxoXti9igTUuBuztgmJZvCIzUlCAg/WqNTUWV7nv",
-	"Jgr5A6dgNYl8Ir4yD1SG8ZJLa8pQ+4akN1o7t7vasYT415HCmpV5KNCTs15+TOfuGFs7trbMwc0SF81k",
-	"3EKFlLnIRsro7RVpYFXWi+BAtWfsX9qRoiGchv1mvASjGMzGy0Tj2rqe4eXVgJ2RusNtNlJTtygEdQzL",
-	"EDyXWKoWjr4soIQMVTVhPc6a6jojRarwr+/fYKUdtpQKRKON0esgyflp9gfszLI5mEbX19Acz/nHnMZl",
-	"IGZA1xbMrE786b14/v1I5U64mnO1uiJsrkjwRCtaU0smjymh2e7GIhzXqAklZ3qhtEzrcVRVZqRQEDUM",
-	"I2n7GUVR2FYxjVP24uRFMx4QKcFkmI8UmpBD5cW4HFwQ3mb8VgzYmd9p1Aqw2Ibjw9e8oLlhWXH24uTZ",
-	"kOWtZbmigh0565HJF83Q8StIU3Bc154sK62mtM6OCtCYHUoPVQz/pspX/c0GpLqqjdNFsGolfObukIhm",
-	"IVQ5MKGRMnKqROE1hBuxYoWoQAGB5NvIbA7aTsaMptJeGJ8Sm+tJTzC1KJi0Q9L7uY/UcTMCAclPTFEh",
-	"Yz5S47I2VlR9aBsoJ5rCJj/gZRk2H9jISLXPelN+jowQp/4UQiHdStxqLIiKcndbBkPIpFbZNFSYhbF/",
-	"0sXq3sTjVJGxT23t3Fa1+LQhnjx7kCGkxJOGgT+O8HHy4msWVs5aKjodIyzkC0TrrqNYmmt5utAYghTY",
-	"La+QpyHWEDYhcIWy1YotBAWfghztyz8rvaQYm1KPeYlvUGisLwbLqHRoqH8544ZdC6EYlpxuaohgzdjQ",
-	"CKRjgd4zYG+cfDDh7i7tkXKaBTE+o+jXPhvruWiYyYwiIEQ58aW9CQGA3Hiua3cVlWKCFQSjt5QGcN/I",
-	"SMRKk7NFJVFso9uglAYi3DY13ldhdR9Q6fWd/KRNp+57SUthMna9AkvKl9BtX8W+TYMmLCSaQCgzHdW3",
-	"aTReTxdaCdPH9NOGBI3Ai2HeovKw9EjoaGjr1IN/FPYnfOMBd4p66Nifxl1cLwafv9pkLD0a/vlDvPbu",
-	"9ChhDNkoeSHdX/GKYdwtLddc2EqOzbb1+ple2U+ZXZRcri3VugK9sSrUA5OKvav03J3D2jAIgkKXATsZ",
-	"nAxefAlSXh+P+AjVcZti4SzYIse6VlA61K38lNdT0b3sZGEbrPi83Lb2TpNCM90BxOobPWAHHF1SX6zQ",
-	"43ru7ppISFs6Pl7LEsvufomNuJwhO7cVH9vOdcXIgq4r7vnJCd5MIDce1wuU58aylJhe53iNu2u5Kki9",
-	"XS/FP1LvtLHTSlz855tUJf4sIGJIKpGP6X9BosUi/kO48UBVg6L8rBJKLHnpRrDSNURkg+cFWCe8cXn5",
-	"ZsC+PflmpHKsAA9xLSEuBfQdXnI1hmBuVfiYQswqtNqLx1jevz+InBKQ+dEozJTcN3ZcBLlUQpj90YmW",
-	"GMbxhfgorC7FDdE00ZL77ck3j0CZHfy3iXPyBLA2RKb0kvVQcYQ0S79r/U6qJuGn28oU47iQz5UgGwDw",
-	"wXU2rkQhlJWc0imA9kBWk3akKEwx0n+blsZ1VQHKEt3SeFR6rZdGKo86yB0nxypyaKPOQaHltjZD5nWQ",
-	"HAOppmKIxzHvQ4wXymBUathpbe68znUlslA7lRRsNFr0KLcIAsKykRLqVlZazRGwomicm0OWU8Cr/Jtw",
-	"nfPaztyAx9wK1JopI1eJZZ4xpSlGt5/57BRpqdik4/ErDMlhrydNvJlbSFmWbtlNhj9D5Lg7RvmLk+8p",
-	"NcP1HED4c2Q0kHhlNSv0SPVyJyfJMu8HEcnnA8GofxZ2pguTZ2jUJSU7n0llc1Jbo/p7oT5mUx4aZme5",
-	"uYF/+Mry/VMmnShOq5+1QtailpyqD/YL5Fdux3B9MD+Ys2ktjBlCxV/KeoHSvjEJQvaYERYCnIBlZqDh",
-	"+HQzogO01oyUEVij0HG5Uk+lchTWGF76mbeZURFTsLfQwLVifKRIsGxn17mPYMwQleXWKOgSM462Ar1U",
-	"AGISkT5oMQ2Z9bfo+nRwH0jNj7GwH13Bp6klmDNBQ5+2YaF8sN+AtVlFk3boNx1UTS9eRXyo+SpjYuAa",
-	"2uApjNvAVfD05k1mZdMUMD+KwG9YpCOw4Vp0FUYIeXgsd7bnoB7KG1Gu2ITLxmDElnz1SMaMbx7W+HFy",
-	"mPFjr/v2zJ7zBR+7G/MenDtg9+PNVQAcUBGx0T4ji3DMDbzu/h5o3bLCo7nF9yxUEyQcA4Gpa2uHu9Sm",
-	"dbYfSP7ZcsYgaBwg25ucj0ewi91x32Dh2jmGxuoFclrYvAF7XYj5QltwSyZ3KuvUlr78lvwD7cVbJVrp",
-	"QqmFPixA4PVLzKdonaOnCOgDsuvhrWUdAu9/NrhS6GEiRKm2vATXjvtvEO1wMDnmUY0URLqhO+HbkxM2",
-	"N04ACpnFPs6wFzjLnK+gnDHTymlQZ0HAAb3JiQxOBlmDwXp2wkyUsUUQWHAjwpiHKGc1qGt5wEBCaY5x",
-	"fwHBZDaaqmqFqilnk0qYGZ2klFQCHzzCMfHwa8YRaOKs/OZhBsJUnXiKIisaZguo3/oYpv6TRzX1n6eR",
-	"93CfUVkgtFHWlBlr0cSeF9hTnySzNVbr3L/0kMSAfWyzWfux/iMwzsuWgOhHnjFdFsJYlBjJejTTS1TR",
-	"gCXEG+c1l89ls12M8b3jBd47FHmmAcmDfpZqUdvTqCAl6xlbwAdOdTS2EFUVKsf3m5BSw3z2Wd4uOpg3",
-	"6Who52rWx8c3qAKRAxTFJLTqHeZRefoAuzpSEMN6Ixa2sSckKRyDTXnjXYD0K6fvjRQ5hjyT9CE+3Fs2",
-	"vRMZLo6gdVow2dULhtliI0ULBbx3yauCYjfWU8cagiBWXkLAq5w0pg3q0GAQC7WLwcSiCAE8ogA3nG+s",
-	"9+w79rP800hdrxiRL9oGFmDtQym49/xbeAt832VJTjXKlBsimgQfKYh3ZbzZgxCWnXsnI6pkHveFoGRA",
-	"Ustwf/24aFWzZn/99gF8jljYAQbjhuiJQhpHQUU+Ul7Vp7Q+jBSZTE7Zi5PvWd6kKlZaW19HLY9ysFI5",
-	"MFgifFHysSjY9cptEqapuP1aywJppiENxuNCkAWwuCsEMMpTt+j7WhFLeyDFnlp/X6v9tPrn991zik1T",
-	"YvUpm0AU5pqe7JHVMfcoFLr9H6gNHxo68DjW6nB7va8VpLcSXzEzdjzu+7So1IlCDhgMZx2XWEL6UBM5",
-	"ffo7hg6+RoX68Isu+x2jduPcseGRb/Ro/Wx0hPE+e/7HXdXE3Y1aJy7UM3eWRAFWe105JliJAuw/LH/3",
-	"6/qNNMfUhzPFcIgxfHIhMRWUK6VriI8Ao/CJz+K9wiW7wi8hWwFTB6ANai9ElQHIMuvpyhvKIMoLiq33",
-	"sVmKGfPNQltJfnYRNOdzeBXrOD0Yb2u6wKzS/Xjc/Ymjcd/dGgpIpVCVKuiUEQIbVroiVUx+pTFMB5vx",
-	"nj9ugLaNcnqCgwOpNaxw7+z8XYBKNcK2D0mfDMGOQbmjV+6vGwHGyjbXe3Mk4M2Htyn5njpVJHj8j6Ah",
-	"NZX4vWgKkrKJQsYDHsii5KoJBEIYDJmq3vKwRiqPe3O/ZqqzBnWqXDWOiPbkQdp2+r0v3JlnjFs9l2MI",
-	"uHdzHyk0AGVkL8nQ9ksxPqaeiwF7L+BuMpH5C50X6NND/9hIkdFhwM6Kwv2EhQEI4G3IuGqh+3u0dLKj",
-	"AULFKTj21jFfMAmNt+GK6XPF52DngB22x3oyYVbrkrkJmsFI/UYOTI+35RaAVcJCnCDa+IKThY/HInSa",
-	"tHHRKj6s7833EoXXPqxcjt2d0eyTGT/07Gu+jDoWI84qPXxRXopxKVV6UfyzU0CCMVoFhyNmA+b+LObk",
-	"yg7hDlCf/3Puxcd3h50HJLwYptaJqRDkgbUYMF0DDN/9fa/JjaTCdVCKRekWcw2TKDJQIz/vQZjuRlZJ",
-	"NVJNPko/o6ilHNT31ZUHfc/B5KCCFaqUt76nAXuJPVPys4HUoRXLZTHcjaWUn2I8mS4xLc6wXl5BDc4m",
-	"NiODlNr18eStevIUpTETvLLXgltQrqLRKK0EMTk0yoVyZT4/y4e7cB/QPZVoGSbZqNTTpNwOH/si1f8E",
-	"SZ3/jGmVz5FRdroKQdJBR663oZUa4nYmtbv+I6hmY/WiBSv1r9SJrjzPyCSboYQEDAr4kD+AyVyJ+xEn",
-	"Cblx4O6z7vjeVx8XurI/4buHKRgfj1WxeVnuDPN96zEJEHUDrMfuevxHcbuMtboVlaEwLINzcRMwrOfk",
-	"2CuSYz0GcvgzlKykf1ag9/cfVKfwKFOfp0+kbFG/eScJivfBfzgTiFsFYrrFANOco+FqyGxVi5BWqbQ3",
-	"R8Vfk6EDfdKVKOLPJ7w0gu64qbwNlQFDVTCygRimxEeKHUQHDLSFbo6mA3DneG9PsOH7bAUytmGbPlMI",
-	"2gHtCWL1ogUALEkzUj7zz63CgJ3hajTv7bS8gdkOwDfaMTUYtOmRtL25Mz9tYo3A8e+TOWFG0Hf+7clz",
-	"X8AP0OC2291+RvSrh1BUXNP/srP9D7aznc/0WtDVEzSWbdrW3K99xuc6YiqxPcGfn2Jf/aGJYHj6OxH3",
-	"PXsCQqv7ugK+e7GPJ4CsOe3zegbhGU0R2Ac6sXFt30W5euxjmygtnD61lTC6vIWcPXjvn+Jw3jWRFyN4",
-	"/PXwxERBPM067Xl4AkT8nSySbRpGfP6HtY1hHwclnj+/5873sZOxnheBdEWVQPoD9h5qArhfeYP/v2GF",
-	"BOPjP8dl9Oix2yKKaDwNoTnkX5XGF2W5FjNJAkGrRO2epwfN4vdszz/XypsHQzqXmUHcihJtiRdvzGut",
-	"rYFgxiFrUnKc2Kusx8BBx5WPBoK0dkn4fbwJuPKhujivgsxn/tdQbwYzIiiQZ7At6SiE0YRMMbORKAYS",
-	"wvE3z09OTk5b/pwbIShqW8LLduWEcMjbWplG4T71eReODiB/3nRnM5GnwycygWWln8WiNOgWPjInJPC7",
-	"v02TCJmM2IFFe7zw8AsEqO64OENsMtE1LS18ExlPPTn9M8iwj89myB22JvdS/U3C0cKzlEEaJmCo+wBq",
-	"VGIxhHOjCAfGUnJpA6AT7KXgxb65JU8bSPQd3mcipC9NsTjefxDXc6LMQLB4mMzXtIO3wG6vlwg6pti1",
-	"J4niQQ1DIeJxa2T2ZXjrAXffd7ItNjuquxCHOA++xmC9Rw6ma4eCg+eNjxHfLkS17hc/d69B4DCsmSgp",
-	"NYTypv0Inhj0+fcoIvmJ2aiEEexyWQDXeRJdsYBygCdIV1jeIDZKGgzHHqnNeGyP09MAfa0HYp+mB/LE",
-	"REsqKJjdB2x3xhiDjIDpNeuVRqAyYC+A/mDJjONj38a/odkTb4WQPTzzlft0bVnevM0AvJe9eP59NAqI",
-	"s76i6s/5SEH89bPvonlAgqIX4RJiy9uFUP6EPpCu5pt3XaWDGJ7de1+7GM2/woa/Pk4XMm6BrQBS6bvL",
-	"/7Mlbjj73MDhcDye/t5AQO5Ox22dkwe+LXcRMMGZUtLPIwhNj0wMr0gvj/A3kS56F69//OnXd06zdVvv",
-	"QWSmla4XFMZx8frH/3j95g1K0RNdTYUFw/693Yp7xBF4stounbXo7ykkTX225fqQEXWZ7n6rpBWPdB28",
-	"htnuZbpLhDf8RsV2ycDx7vL//M+xld2jcLlaCAQdk4pWMjAYwClpQG0hK6ABLoUcJyfTuX/078Z4n2Iq",
-	"TzdsJCawec/uwulerVFCDNoz9rP8Uz9jvCgqYQzmZrnRjRQWYYnKbiErIUSiIeOEn42u1iXYqpZ8BQo3",
-	"pj0HEMhcqALqbkGfU20hEyPHHvKo2PFMlOjMJuQRaai8GmbgPjHNR1EuXEDG6adtTLyITucam0hBz4fy",
-	"M83ZDCRzkqiWM5dKzus5PNysCbu+MT/LspRGjDVAgWm0WDiioJRDbwCsBMYGK8FWwjaBgs9PspOTk34X",
-	"br5rrnPoc/4RR/r85OTkZMfIPzzCjY1U2nVvP2q22lev0Ea3OpEKhU0BW0GizYCcpJqyeuGIK3d/5myO",
-	"qqTRc/H13+iV8OWrvtiV/h6G8Eh3+oWb7SM7k78yle+rPnsXwm5I1VQ47Q7X97I7fPvXxbTiEOGhGY+k",
-	"CYS1DFszL/ronQIbiQeX5CCauMuXzwXLfx8BYx8dDUdH7v7Wo6NsRDfc6Gj4yycfxg3xsgspxpD55dPq",
-	"sc4FFF+jYFqEjKMCfVidDxLEnV4RMSLWu5bTY6EKyVUffVDed4Kx1O5DNPq2xig+SgtDdP8414XAQcbZ",
-	"5SCGuMeUqk9iCE4/HissoGuZQAQ+Wvp9pFp9IsOBXse6NKOj4Xk2Oqr00v3z/ad8wN4HeHmsIuGFEKxe",
-	"K1QRIsKdgNNgBwh5K4q+Gwag0/hyoezMl0AI4PdUY4B7kPFesvwX+z2U/8hYRE15f6R8fQUaSauGCVX2",
-	"SolHZ9by8ezLCkifGV/+DPnMWjr8UtrxDGv7srY0vqBqcf9iamtmEY3wkGGlsoRk8TXJDRVXuOXbPHWX",
-	"zVsPeZE2vXRdpeGNfwQ/3YXiCzPTWEGgrpTJfA6iyaLkwKzJD02gIj2sl86N6unvPgZozQKZqD/GfeQK",
-	"JFyRP9Fx26LiS8V6kKkcoLxABUWlN1QyyRDoNH9POWkXuFwDbPcdjQRq5Ly2G1hhFD+RG6sX7yHXbdh0",
-	"n7Me5q3kEESz9pVPjos/6J+i4wQjq/8aA67dCLFwPE9WTFeO37MznLSv6BgFVoER1F3MTrE2CO3i3oUy",
-	"OtgqxlNTLHZIOS2o7I5/F0vupK6W32jMl3X1oMEd0H7H6Wv2OQoN+6cKbfSr3NA57VQDjhxBnRMG3aEI",
-	"jl9yCx9t4+4BuBHLz/tkegobu0d2mA629rxwa6z17uBM10GC4QbAp6cTqu6d1FoAQEQJhBErpbGtouCI",
-	"BQao+03YpjdpPUMMrV4eIV6FpPy4tPQQv3c/Q1ILlJf2/JWEcqh4BR+RRB2jS7ldId0lC9XFwcyYo+aQ",
-	"n3oVgug6a5SHuC4uQLiwXy9/OP5jBiVvDJNqpLC0OOvlvk61Gw7cQpWY1iWHal6kMcFUei9OTkYqAtWC",
-	"wrhX7q2805zZLrd+KB2Fr985Igok9ahGUKynbjUtArUMS91QRKeNM5QFb8bWPZ5nj2zabG9OV4w+1kX/",
-	"Fyj1g8NqOfoiRQa5hZ4wjvyBNOXGSR5OYcyxw4/3JsG2GWq3HQhSaMEj0x5mCJnpRZVg1kOFQprtSMXe",
-	"fqrsFSKGtgcMDUPVlBCP3ODjZgwjfvEYm3ouoAg31nH0IZyAgOXnG8owkNDJDTh+1gOhmpg/jFLqidII",
-	"KrESAqprRRWkgVEyx8s8W22XMg3rNlINeJpjNGN/YYFXHCBW+LXRZW0Fc/drxjjLB4Ochb2loKPmQiF4",
-	"woZ7u+9CUcisQTnEu6NE11ht2QuYzNp3urZGFr5ybArzjQqptYAUR8r30dMVFQrh0TdGh/f7OOLvW123",
-	"URxDSdHwAhbGzKggA4IMimIwUi+pCykMFX1DhFUwJ1KVs9Pmjge3FVSyk8KsXfbgzEOfFxSgmOtK9Afs",
-	"AieG++pECpAuQP2ZG1HeCpO6Id9syB53vSIf5bpww95SBSpsqGMAuIj/uj8e/v5wu9I6Tl/+0phK+7SQ",
-	"k0nnvXFJPBeMoJUQCNo1X/AKpXPOjLfywOMlhYWg0W+krJgvdIUy8CLMWKpCfMQyHDUW74VfMlaJCdZW",
-	"M5abGZxTKFy0Ir6+gjM9YK+nCnLYGwnY13wcsBwQrACS1xAMprQj1ZNFxq4rrsazjFk+zVj+06uzl//9",
-	"S37q4XbxF/RiMDFf2BXNmarLQFk4QKCl8FBs2/Rbxg13YQJvfNHmjeJWQop5ZOgA5rzgdjwDrQDi6cg9",
-	"mFHVBG5H6gUg/vZyePMysDon0xOwFphQoPqz19/6LDLihyVpLtFoQwEjF3eUkvY5Igo9MVg0Z6GlU14C",
-	"gPG6FDFS4bql6xd0VwrvyDAGNlo+ooIoWBkq8PSwPjAsGX7THJVGX2JTaePGrNb9U5IqMDMToYQopgME",
-	"EretbK6dBATmuGDMCijaI9XMlHYvvoubh207VXv5wQNl9aXfi5JDng+uZNgY3AO71GhpexJ3jbQctoO2",
-	"cIgRLHSxNgVRCYdhMlI0AC+m0O9hMJlfvwxbotd9gxhBHUYuoz30Wfmsl1t9HsaZ+6hQXHKqk9AWDK3W",
-	"TJcgEtGEYNKtyZLw9u3Js9ZZqZWpFwvtqCfvKEz3o7QvHePa4Ihp4Hlp43EAmQdN0VFH/xREVqR/SkFM",
-	"qYt0kI46Ms+ff/vdZrJ5tmneiIYBReQ2Tlt8ej0P6xqTRYPaweaZLI09Ulcqa68UDLFFzOmBrvOWzgHr",
-	"y/sa8lusaCgNqWFVxDN6neJ781KnXYCsYsldfnHy/T7b/FqNy5pAShomv6XD8SxtI4E8hdDhtdal4OqB",
-	"TQ/+fHWKkJPJv2TGx/Gttq5rYkCBKWSshnqpN0Eakkh2xWPKkKWebvOf/ijtGz3dLyAAUmrS5+DbOOzw",
-	"WTvq8LFNczSlLbVOpDVO011+3dl0/wD0T2tIa4qmnAbqzd3ej0nqG3m97d3PpxhCDBn6CA4fBN2sVdMf",
-	"gY94iboPK/X4hoKASCdyysRURhUsr907gGBxFmuRaOphXK0iuXikpFkvsoH+gOYdwJ+PRGlvJLOzStfT",
-	"mZOK88FU2nzN5ATd2diQ4KRdMh1ljLtRo9dkpo0YKTeJQlYNsD1VG4F7G0QJXVsyKH2zpjT5wV1R1c8c",
-	"asQG0xIoA7q24hT/iTATgKU8rficAsV8IwF73Jf5VIgJCsFwjfI9L/rdUufDp2s3nTxEqvb/eHaCNgA0",
-	"25ICtACLL0mwsW7ZZTt1t+xjMR23252XqyOUtoXxH8E++UrZatVF3W4z/iVaPvxZeAkrf424Nm7Rt9gj",
-	"HX+fQHyfdxBg6WRRTvoPdQ62Qydc+Jf2EiotNzcQ09CJF7dTmwNN0w+NzB8GebG7QirAlAKvlZ7P+bER",
-	"bliUmiU+LkpACiVNLjVEaKg1QmnF3ByA7SEcUdA8eFVxgFgxdlW6Hya6mnc66PeVuZ/vFLk7OljwqbjU",
-	"N0J1bcG3z54nUfoeGhOlCxTjjLkhuxPht/xRWNJ9eBj8gNvKR+YmJBXUdu9GsHHnZAdkCbzxkOFb3Nx0",
-	"QpW4zgdfamEtlvxvq3RRJDOsDPC9ZCIQlkx3U3ioJCBubr5MoXiYVHeV+H+Eo4NDZRx2ObWt4XiE0uGd",
-	"AY5+ix/whHQGOMLo/0ECHDtW+nNxcsCAurEhvy6Khz9276Dvx06820IHNcy6iOnh68pRuXMsloJKQTBB",
-	"KNoHGBMG5bHk+XXfi3FdSbsCqroWvBLVWe3Ejz9/cBSEyW9Ic3VVHg2PZtYuhk+fPnv+h8HJ4GTwbPiH",
-	"P/zhD0Bt1PzvQXxbGStQwopkThP/AEFPrV+8Yaj1Y7iS4xdv1z9tJO24y5CK+eHT/x8AAP//",
+	"7L2Ncxs3si/6r6D0bpXJd0e07DjZDVVbp7Syk/hdJ/axlJu6b+mngTggidUQ4A4wornZnL/9FbobGAyJ",
+	"4Ye+4t2zt26djcUZDNBoNPrz178ejfV8oZVQ1hwNfz1a8IrPhRUV/Ou8royu3H8VwowrubBSq6Ph0Udh",
+	"6rlgfGJFxexMGjaGJ1kvH9UnJ1+NxUKPZ/CfYoh/MeJv+O+8f8r0ragqWQjD3nFjj9/cCmWP374eHGVH",
+	"0o3/t1pUq6PsSPG5OBoe4eBH2ZEZz8Scu/nM+ed3Qk3t7Gj48uQkO7KrhXvS2Eqq6dFvv2VH3+my1MvN",
+	"uU94aQQTqjDMzgQzthJ8HpYiWCUWJV+x3oyrYsWW0s7c4sp+1+Qm+J14coWY8Lq0R0Nb1SLM7VrrUnAF",
+	"k3v72j0Hwy24nTWjyeIoO6rE32pZicIPkFz2N6+yo7lU/p8vUjRw1AXi4vfahLgQyrLrFYMHLnRdjQUb",
+	"l9JxAtOKVWKslRJje8oMnws2F1xJNWXcsBw3JA8kmQleiKpZRWtXD9y3S1HNpeJlJ4msf+BBSXUpxzfC",
+	"blLpzHOIhQfYpNJzln94f3HJngu3QvMcfzF5xqQyVvCC6YljpZHKz2o705X8O3ej5QzpxHrLmRzP2FIq",
+	"w5Yzodi1tjPGK8GMULY/YD+JW1GxRW1HyrHkteCV4059IxST1ohywqRinP388d1gpDoYE6fVRf1XHdRf",
+	"LYTZpMK5ns/5sRFOPFhRMFg5c68bZjUrRCndjHtjrWylSzZxUsQwXi75yrCxnovO8wODbOGR5DR/0dWN",
+	"WfCx+OBYIyGfSm7lrXBzg0MujJFaPTOskJUYW12tMjY6ej46atZ0ysR8YVdsolEOhCeJ4l3zJ+ZMnP6j",
+	"o6xN8W+/2VzLb46HzUIrg3Q/s+d8wcfSrty/HD2FArbki0Upx8BIzxeVvi7F/H/+1bjl/hp9/H9UYnI0",
+	"PPq/njdi/Tn+ap5/wLfwo22CXboFczHXiknDuGWcjWkarJRzaU+Z0nbmzv+SG8aLubSOD3TFxpVw5BuM",
+	"VM6nQtkreP6qEnw8E0U+ZMbyyoLkUAyeYEtdlwVbcGNYfnw855+P4e8mZ7pCjl9UeiJL8cywfM4/n9Gv",
+	"vRzGzjOWm7FeiHzoJ/0P/0bGuCoYH6n8o7DV6vjMyXV/8PqnLF9Uer6wV3+rRS2uJnVZwmiz2ropXhV6",
+	"qXKm7UxUS2kEHi58GXYnGjQlUMcarhXNllxadi0muhLMVitY/ZRLNWhxCvGCVFZMReX25bfsyO/SE+7+",
+	"x+/O2bevvv4Do5FZISyXpRnAWaMBgDndRjj+vJaltDIlKX6ZcQvnB7eaF7eistKIwkmsXCppJS/l3wVc",
+	"HotKL9zPOBC88ROcql/Xz0mGv/5vURmJq958oLazH4Wd6SIxrR/0Mp7VeCwW1jjeLYRyMzKsd3b+geXR",
+	"IE5RcWecaSXc5Nf4snkydzs+407cCMc5BRvzssQn3OhjbkVOGsY6BaQVc7Nr687Cp9w6aeG8qvjK/bvU",
+	"vLhAARfRJWgbQOX5YmPb1mhfF1KnXxfza1EUojh33PjZph+Scz4VqZ9+i+/ov9BzGX1vc/BPYX36+q9i",
+	"bGn+Vo91ubn54eSAEK3n+8wgJld4LUmk1FzwBDRs03UAiBFKbiwzfEkaQcQ/MetphUr0nI9nUomR6tGF",
+	"RT85LZWrgpeOE518c+fTSVcmPotxbXVlUO6N/fRXI+XOsjD9jNWqINU2+npdVe4gjLWayGldgWAZupvO",
+	"XdZzropspHg1NVmb0d1H3EhC3cpKq7kbw72Ex2oqrBmwM7Vi4xlXU3f9OnGujWBFpReGSTtgZ9dOyRmG",
+	"+8QIodhK2AF7a+HyUUxfG1Hdwpwy95yT54tKFHKM04xpdyMW1ilRVXz6lHvJCOHmOmc9zko9lWqkQGny",
+	"+mPGOHPkiORCJXhh+mzOV3iecRkFM1KN6TJYPzZbZI6x3NaGeeYbwofm+HQsjJTStRqLImPuzkSTg7OZ",
+	"VNaxzRL4SbNCP5C8mAtj6LDumO+yLcsNlwVwQHtKG4IYt08UZyArJrqac6cNFdyKYyvhtG28Qwz/ttic",
+	"1mWjwDFpQf8AnpHqlHFgJtDZeMT9cJGJ5OSM7Vp7ZYct8ZytS3BdsZwm8lyJZe4YCz7kOKlRMWGoDOg2",
+	"nonxjdtEMhjoIXezoLwZMk7/xXqoAzHriEsvqnKFBoKdiRXeKnYmZMXmuhBlxkw9njmDbFzyuhCoRR3z",
+	"8SJjaGF41jJMaeYW49mv744pbSt8ECZtmHHquj+ZehJmN2S5Z4vcqYekRuXuvZVhtbKybJaydNq5o75Q",
+	"9dzJXBg9CNlIsLb2xdaJQ9Q+PXRizI0oYNM3LvDjr5zJ0D9l+mYI3KIr9yxvljkV8czCzZAd6ZvExNYu",
+	"D5qlZ6MWr3deF++ksYkbd+p9Lvudaff4BxTgm6d6bZo0dueM/DgJNSBIjuQ5jHgoiNv4kBiSXqDrNGfJ",
+	"M/dgxeclaz7STx5Rfstlya9LkVY1xmuKzE6qtS51NwDecOkV4o3qvs56YOvbYBq5ezO+LzOmwE6HxzjI",
+	"TWFsek3jtsqwe87R805fl2ZR8lWncjyTxpmqpEW9VW63O/VBWSTHUGAyk2r0sVOdglN8faB056q41p93",
+	"rfwCH/ugSzmGq8qAV8q95s/rdS1LK91FjFtx5GwZK8ZWFEmxUqvATR8FN0nTYV1FdcIgJniYR8yaaXp1",
+	"70TyLLZOW/skXs2FBZuOF4V0I/DyQ/RAy7PYjOhUtk2+9hrPkPFqWs/xmtGsqlUjVJ8FzQ+OcMa0GouM",
+	"tTSmlgKyQep1PaM1hyTPKtulPjvdwv3f2ghSjYFMGStEJW+d8HdnzmmeN1KhUgIES569Tn7vOEz4hw1H",
+	"4PmHZ/Q5PfEysEcODXdHoy7Sj28X+BX+fXt1yys3OSJlkllveZXYPXoZL8BbXknHf7CBRthNw1So20P2",
+	"KcX8ihMrK9vFt9oxuFS1KF5z4tOyfD85Gv5l+xEHp/C5ns+1EyXrTD+mQc0HUBS6tEFn9lVVvbCiYLau",
+	"VHLXq3DctwyAGhs+OsSDcCU+SwvKONlWV6U21il/+DPpcPjXXqOUlPJWgL12XVunbpVaTUXFQD0wsRcy",
+	"dUGs7cLCLz9LkCQsbXNrPmUbJ59MIr9bzrxaJx+79j5OXI9XtjU84ewmC9qjnnMrx34suAL7pJbVhbQQ",
+	"MajgdEibMcXn4C6crZzh5LjGy87z5v7dJtzaK3mvBDMlN7MgpoI7UU8moiL9b/0j/U030y65JNWitodN",
+	"7kMlTJADoPjTHC2/EYZNKmeKis/WK0bWgGdpc27bZaKbahSp8kNs8tLGifWybvMoxEJf12jNA513cymJ",
+	"iXjMlLQ452osSndBlgk1eAy/lqJI6xqFAE9tQhD8J/zdmxyyIMtpKSr0NixEcdh9tYhkzvaFN3NOrhed",
+	"Bt8lFWxdFj5ksTGhRdcPjW0ULpaiAJtlrgs5kfCfhSiFFSge3M6g8Fjgj25IdGbstnF8QAM/ml6hGN8s",
+	"dJJXz0CkgFD10sDx6tIHbJy56v6AgkdMuUo4gg9QLWeCd9wSlVhoI50y9sywH96cvQZel+DRUKxHrgNd",
+	"WyMLAfq7f94Je3Leu+MwkZWx9HJau7eV6DheRvGFmWnL3COZv6391eKUrkDLaALpj9RVx3VGFPcMvPvk",
+	"wlA07cyRO7nLjZhev6XDDyk7h9vDjAM6rH9e2VQ8Af6Md4pxm7WoLSvFBDbOXT7aCHaj9FIxo9mEV2w5",
+	"k6XbN6femozxsiQenINK636ZccPwlnekCrOUyn7zqplh5FwWqjhsTW70c12ItK+6QyHF1R1ABzxi7lIP",
+	"yvuAfsLQNNFkz1W6E98ytqpaKTc3XA8IEqf1JHVXW9Vq7LY+zaIQuPM+GNhvSrZwKyBnU7Synl9OGLaf",
+	"MTmBUEwhi1jHpicx7HgUPIn0753STqKcRI72NIj5uL0va+y65dy8AZI9rHYMA79Nc8/hx0jpYD6Uepqg",
+	"OboD0bmOft9V/5ScraD++liBY0B39rjBs7jvsdp6SvY7DpG29SysrFnVoazf/opb5LAJ5rgl24qjS1da",
+	"1uNxYCZoUqAE0juVAN+nsyc0Kn4zNwoMJW3/1FkKjgxsrIuWY3LXiVtXSQJvNDx8EN9+Wudc4MVN4V8Q",
+	"Q29j480TEIReQgHFzLGdeWOsV9QV+OVItmlVrjquYzLg10TEgGi6k5jwa4ZL3XLC035d+tj+nl1/z+4y",
+	"zcPAW6b0Hrb86YSOnkyMaN+L3YfMR483eeAaTjM37OfL747/yHpS3fJSFsw47R/iF5CVNxbFHsZzfBRo",
+	"fvTtPQzmM7aQYiww9rEhV3rGFs5Icsfc2EJUFbN6Cke9n6FPyi2F5fjdHOXEYGOD7n+2oo3+Ms4WUujB",
+	"ztbHWnWb4JDCmXVrpWvZLTV4OMyMHY9PGWc//fwOd0ka9urkhAGrgTfjasJlKQrWU9op09OKz5+Z4DNl",
+	"Y67YTJeF00KAOFFy1x9ffPtyd5Jhgk23EeECr45HOM5p3X3LUd9yxroX8mljKfdn/JgmXwbn0wX/YKx/",
+	"6dWvh9z367QaBYnYtRqymV6yOVcrL4orwebSGKn21aC23xOojG98vqW7Z6yluqNnkX6RCie252QOupYa",
+	"R/F+JkXmqXaYVhauov29t5cp3TZ1y0DW5ro6r/RI5W3xnKPGLJtYD8X9OTq4yTuZgQ8b9Hw1UjktN/dZ",
+	"BZA7z63/PvufuDd5f8DyFunyIaZBN2sIFmuwYDGPiRI7WS/3ijP4zUfq+JhePsY3jvHB/mlIxYg/FWVh",
+	"eG1ppPwNnfjY8TG90PkVIMlICQkjoMlqIE+J9GkyjyT8bVHpoh6LIuRJeTJXtTIjpRWzGowAp4k6cmoj",
+	"As1IPc3R6oIDWY9nkO/iHR6DaDeGLU9SmE6Oe0Hn2KegBmuEw7zmI9XjqnkZbBJdYp4Yp2w0DHr3TyND",
+	"nU01xjiILG4o8u6vC6/7S/q2HPwyZH3j5XgAaa8mcvoeFoIu4wMVnlte1qk4JYMfmCxQiTWiFGPL9AJT",
+	"FsB4Jwc7mfL+X/iIo4dWgm6cOBf/6292aDjZpgf/0zpZcNYdBLFC2T+XenyzkxRra1bs7PwDo3xpdu2G",
+	"2HQr3zGkrpS2oB6ag9/13L7prNkRg5rLubgkHtw/cF2JJmHioHka+XdxoBEXMcaLE/h/qWMkbbk9xu4P",
+	"GAybbaQH+xVdlVLdRP9O53pUcrfmCr92sZ9UtTiD3HCR8Hvz6Beat6PnpyyVpBQq5zZ9w074vHFiqiP8",
+	"2MSmd0nKj2LsroPVRT2f82pXFGurh5fCbKDILXwkqQl0ZUdoGx1FE9xHCgaaZXFQu7XGFkUC5bZt0Wsx",
+	"LqXCjdhPOQ7FD9kemwoiJrmrVVcKkfsJt+LgLesmGH0tGrvLxEKyfMQEtAOvkZhhdpDQPfc6HWCOrY+N",
+	"K+lHMb8WlXHXbrVirUuYLfiq1LxgY15VUhjW8/PxfmeMFErDpLrV5a1IhfS3M32cWrwpiLi56bJ4N1dJ",
+	"ClNHNif+3JHG/BNUxGnldTapFeu5f4IK7l3ZjQILI/aHjLOff377OmNKLJ3SjTSkHGPMP6xEbUSR1GNE",
+	"Venqxybhe2ugKpHuSZlhwUPdzrj2CRjgzYbET9RtY62yF08hqLZ9r/zCyEpf62LFDF8OOuMEF3KqeJlO",
+	"JNPGbkvmpKkMWanHvISp+wIKStOmrE5RYMGPe6ISc23b6218/Ulal9zYCyHUIXHCRSsUuFHOcqlvhNq+",
+	"NU7vCdnxaSaoagXfj+R+sxRMoARigKRxq96RoL3VC0EUv8Cnf8uOlrq68fHxrcmfuIhf/OPrgtGvYmtm",
+	"gv/8DzqZcl0UlTDJmh2oH2mKINFUNMy7IWolPzOjoQKY6kOBpRa6st0HL32wfpmt0EjnEEGDGmu3e9xa",
+	"MV9Y5p2Q7gNXteJUQuyYFf7ky6Gu5tLMuR3PMjYYDPp3O/9uxA7J6H6KSq42WdA98MwE4/K6lmXBbvGN",
+	"zhPiLis+tmeJE/vOEQQqh525KZo8T0/ulvdn67lK5zs15x+22hdREWc9w9hcxkRpREiw8i6VkALunvGJ",
+	"4Onyl9pe688hbrmPuwre+AgmtklVM8MPYM6VJWZo+fqwiGdnHH1AfHyj9LIUxVQUUFi1n88sUWWX3nLm",
+	"n/R7zZSYaishYkz1alF9GbF3WrInRNOe0ogIsLVcyATOAb+9YT0s8Q4pIuQ1o1mSarFX0C4WNL6aMJFT",
+	"Rr7hg3Ll06FoT0k1hdK54MxaCYvlaeEc0jdPGwQHeIkuOi9trit9g1F9adi1kGrKKmEr6V7EsHet4Bug",
+	"qy3c0fR+IBiDFYIXTgtnvRZDQv5dnGEKekErl7bfTt8g2mOuK02XlN7on/uFwSklsX1XiKOIX3bdGumg",
+	"Lhz6vSO6rVtoV1gXh941rajAtz0ziml36wgMkpdOg9vRM31KTGxaPA8gzPaRPV1qEKW1d9xQ3npN+MB8",
+	"WqgzG9iklNNZxwK3WQfrxV/h0XhiWSpNqk2ENhm3bfVFZxXc+lGmgtVawQo3nLlr9wLlm5hYAljNerxR",
+	"eMik4EwJ63Q2Nq5t3wuI+PvM6tMmhdN7hEnwwzXNzhTTtXUKPxT0Un0r5t+hzYOkHAS5gDpd5gwEyhqn",
+	"8I+6QVFFfmhQaLyxVHIrTFCYvP6Ee942pqi0FesUw6UAC+PFCrEZnGJXkpbRKlz08ogXq025BBMCQQP+",
+	"9+Rl1d7dhwzrpczOtBLY/UtaS73AGjhn9HlyOzrXlcAEJ6KoNLglGROD6YBKJJzKeuVPDricQXHFQ3BV",
+	"8DmfiqJJlm9z7kTXFDxptg/fZP5NiKgIp3tTGmFkhqK96TPXONYLu19O4zED21KxNRjXWEyAc1Lis/VC",
+	"RFehfqJ/SspDADUBU7HhiKhsJCo961orVapfi3Cdt6e/IrKu3d2VmDiL31siiAtUib82Okx6p6Oyz/Zm",
+	"fyfVVFSLikrOG5KSmGtt/4wvFkLRzT5knBwY7mdHEKdeLzkOFJfn0rUDKgYdOF93fFwvoqPpv4n56maw",
+	"K7/2Ed0Wj+uv2OFB2DBRo2o95GqnlGHuMy/lrdjfPHpot0OoN4d7RFcQJa3B3+VkKi/MLsfEtpLRDUKE",
+	"WKyv/8GAZeNX89ciaKY4UEj4D4n9XlFuqaPgb9WTSdrowKE+dlSWOcOe8s5DOU2Xs+iu3hRTL5zcM+80",
+	"36r0NZeuRyxw29ChAtGYG6W/+w+O2719+IDZ9V6Vqx3+us2quWcmqiGJi5VgSukvP5TrqdPh9Om37Oh7",
+	"CdeztOlqel29mXNZdiIW6aob8Qh+Psx6nHHTUUNU45x3arkwQmtuWWshrXk146a02u+lfS0nk5S3nEvV",
+	"IQSvuelgPrc3zG0fr/wVYtLet3GrQGlrrkHz5G/Zkbt39jfzaHnfJREZuiqTfnH3jdOchx5tMl2kpPSS",
+	"9eBysvoSHocawEss9WkWGK62VCFTWhdwE/tR34rts4PJ0KUdclzctRN0mXYJVwIngNtxZ6XbeHYZV4xs",
+	"vm31+R13sbsaywkEsGAqIZxVEBdn7U4s9lxLPBrqp5BrNla15USkawN90M6k7+ZrqTjGF1NlkqXY8uo+",
+	"VYfbERRbfGr1gpXiVpQ7rranr1bMIiLGVAnU69iUd3qazuSX9iB5QDfBPqn8ssPr8720jRdgjUG8SEkw",
+	"h5hJ1fVbxdU4sceIxIXn2Z92731N7mxwzaZx4pTT7Q8iFy70jbKYu7CfBHVTpQQ/2Yg/n+nmDJWoXjO5",
+	"jkUlJvLzVtdxDBXKqrsfhnqB8LG7793I7437HDY1TLih8VbGQXpucI9UhUgseiotOUhCrAOeZL2Frsai",
+	"dIba7cshG7Af2Rl7zT6yc3bJfs7YfzibreLjmy6bU1dymsZndYR2B9dfKSQD0NJ2QgDiPum9e2hxFSuJ",
+	"OykTXyChmhfgkUthrajMHtgOKLBwN6LPp7b0B8HL1HJ/AWsrADAps3SfZjlfSArf5O4wU6Yv7JJbSi7V",
+	"RA8oapOPVI+XRgMu5/dvLtlzvRCKLySANOXkb7tcLcQFfJldvP5fIUvDL3ukfAwIfTKT2gjDglcRbeZm",
+	"VuCL5ArwVdmc/1VXg7lUukpC64W30vxz9uFtWFuIREVuTzIhevGaQwFktNIOvKag0m9+eQpYF7dy/YuO",
+	"kwGfCLg3Q8Ea6iE3Y5Qd/gvQuQqnn4Bh7TQyI25FxUv4O3lb3Vctd4oI5DG7X45lkff3vJKTYGfZ0e02",
+	"iocQaCVK4T7sqdpkbXve6mdsdFS4Mzc68k6XWhnL5wtBkeLdJyXc6X5WWcwUqfMSRbo3gWUoHzncTQdl",
+	"SK5fTXeoc0efy36R2O5spkqXrXBpbQB43SMNObt4OgPDbGWsmKdrtdswrtsqo+FzmU/PbFa9hfpnTtt7",
+	"cCc3Df622O6X0ktMBZ77x4N3iP5Cx1JahlaTEqw3ntXqxkPXkXSSFEgl53B4G0QmFkqsB0/YXBbHzijq",
+	"EikbPPgwjDWPSbNPwcuTsVAzszYnpT0pMf/co3xggw1/39IBosEAjaB7lw3Q6s4dyz7kIfsXYyKgz/2Z",
+	"qCHzl8FEIKkegIl0Ie5UczLXBbFInP//8o+Hlb7SKKmZxfUwXZBRgIWf8l65u5vcahiS9wi3Wt8w9Kmd",
+	"MljXkEGYosgYDRbDaonPFBtIu7XGDQ76Hk5lD2y+4UyiRTTjbSOHluOtYPvu9LExaNt2VrmjB38++/A2",
+	"o5Xi7RaHQFFjb68/yi6m3+HtzYxrQt88DMIN/sPdrMd0IGDGigqWejyqXIrqkuIT0lBm3sYN6SzAhGmm",
+	"SPtBVFDhqtX7UGvRXuONVAciR2IF1T65JOHJgLYIX9s+0Y9igZGTA05sPKX15jvbi7mOdG3Hup2cl0I+",
+	"25YwH889FCescdJdNekO6u/vgNrggMNA4bAaqTwY6LyEMP37xZaMje0lCxtVPAuhCsxG8aOv1e6Izwtg",
+	"vE+H1WhpXZ7zstyHn8FYiBOkAgjNwntgtxsPG5zysDbEY/AGAT53FZY8CF2bbzSkTCs+CQLeQ//p2o7f",
+	"Vw1ahFkNKj+t+2tD8VrxQD8853VKkG0s9JAHfQtf4Wd2cxXS5oGYKiL0F8RTOKsHYKmSqw43fOQGSAQm",
+	"pK6o9dcWJ95OnceiEbalUMZN8OdF8dAwI4fGgBo67QqZdUc+PrWXcx/+XCPK78yYJVeDGqfzABzZtBXb",
+	"prEf0N4mTyR75l9Kk5vxtqRW6rN0XAle4N5Ash9A8EH7IpKOvhcL5CEyo92ysJEdBFxY/vXJSY5LycFO",
+	"ulpW0gqCkcq9p9H4dkhj6HtHGZ9klvUwgECufGP5ShSs1OMbUWDVhXv/ujYr5jRKXUOK9lgrYyvuiIff",
+	"yqhloblh0rBJXZb9YdzHJcTZEH4lI+OOWtM1piEUPBWQrGn4ZJ0auulzE9Pgq0ADQmTRt6IqNS8CDWKz",
+	"s5BIAstvMKVEulmyCIvFrfaYVptjeQkl+tV2wccUfnKLhdxiqzVCF9E8DXbfmwDeYkQGR4BCK5HhwiF7",
+	"vOqMc3ekbEllrLtv95PQMW7CTiiEvc43DhPlOwCjdxz4+cIegEIYoW/8Bthmb/G9F2Qq+n9uHjb8VDdw",
+	"wrijjTC2F/YZx9RT1B250F/Spxmdtvv0SovtD0R4IJ0lvB1pYT+ohLVCDHIs6YohYgJhqCixpHTxU8zA",
+	"AlsnQDJTurpBPCTCa/ZFcvApn0I75yvGSyxLuBZN6w2IkD4ZbEOE1eANuX1BGgJOwOZ2Q3PhY3L6YFk/",
+	"lKk5YjmiYnGSLMR8oS1ldW5t47vg1orKjf3//eXs+P/lx38/Of72U/Ofg6vh8af/+3+keAOneTfIhHld",
+	"Wmm5uWm3exUKduMo625pgo1CAqSB32jazxb+axgME/uTtvsinPHdyA3rHL831sMmXyT33QNbEPz9Q2qV",
+	"D4WtsQNHw7/+Ec7qFm/rRgONqbZwtWAHRWffQ7M2k8UgYGakjJVlGZzTPhDpLqZxDX0sGKApE055VJMA",
+	"TXfNjSiykVo2SkkR56VgajTVgrbSM/EObXJG+4ORQmy5ppOHL3bxGR6cmZmu4BqdE4xpIkmDlnIeYd6u",
+	"6cruvloHamY9XJjoR7RiCeKEZUQkOqypg/e17G+S4O5f0nupMQOxdw0VMt7xTJjNSz3MLtsg5bYz5hk8",
+	"1U3Do8F0JIpyNS2lml4m6bKWMJa+GTvd4l0qTspV6PWYTq/3OtHDmfvYjcHjZxa81bDq1tV3RRKs/Ufq",
+	"h1CIaeW01itq4pWUuUpbOU7irhnhVKixCAgDtelQMHESr7Frutizy1Ho8BCKxRrzqqerVhtTiOn0M2Y0",
+	"4yPVOufc3MSGmVPqQZWnvDlU9aWvmI862ht0PrnfsJc1yIOudsNdiRpwnHlb9GA/cF9jl6QYXIY/iLJj",
+	"VNLF3OBUgk5/SYOxI5q9txJAJ3N7NfRzgGr4mvAD4qlm2DwEuklAxWghqlNU/6DjLuwOvdg8QW9RH3n2",
+	"xhnAY+6EM1g/RcWXndTEdfjmT2b38kNaInwaO4dWtTpMbFbbS5yobtHv2BC+fMXHkIL5D/wXzekfrHGw",
+	"XZH/kv1jpLytOC61gT8F9Fev8rJ/UDlpXEj5j5Eie+7K6is/AfYPRkf2yp/hFj1jh6u/2/dRJEgTWJdg",
+	"N5iVGwvblGQNsiItyhclX52T1u61pXWRAgmOuiRUlJ7STBYBkdMNEGQBOaQcYzup4t1NE12WepmI33bh",
+	"0607E7sV/fYK7uF2S5Di9/W8IWmvvEl1f+fbmk6xQaWJVNJ0JtYfeg8TFHu6wk4VPgk2Kh/18Pbcsrk2",
+	"ln19cuI0zIqPrajMrpzS9lfojDsxdAUg6sKYjAXzNAseK121rrge6XcdW3RX3SJylQQqp7fIrNT4I411",
+	"4HmUll2LUqup8Qno6K7A7uWx3wyuZNmo2UqzyPZhc0TKO+C8Zkei08GxiWwNzwbgqGDIX/mKA/rnAWEk",
+	"gigUux0DbQrfS15sbNXvLS/chIIT/P7yot0I9zAs3F+oXU9wvBeY1YNOUBlafc/95cF6hR6b50aM60ra",
+	"1WBeOPvwDLuRV7XCHrDX9fV1KZYVX/iKakLchvQ+wNE4dhTLUJ1KldF4UOw4VxerK+Bt8J1nXll7ZkbK",
+	"v9AqzXdDcsszhD0w2IsDkNkAIlIaeV1CR/YPb1+PlOJzgYYxmqCycp8dsLOoY+oCyNzuUZ3TIvP+SE2k",
+	"M0/B7I77vJeC3wrDamW4LE7x92ttZ/gD/R3LMMRIkZuI9fK5LsQQ+mnmGcsJbWXIeFnm/ZSNPU+GMtz7",
+	"Q78VAYY82iWwUgnMzM0lPAiRl5Fa8goM7R4hefgVD2BLcieKM5bjAc+p9VNoxu72Jm4f3wBZNB8qtMDq",
+	"UUwn6706+Xak/FdipS7vn7qvDeNpQksp8Hi0PZ9u2UdZq217R7E+ETZBubKkKBWGgZ6ZAHnje/Cvd9pn",
+	"Zx/e9k9HqtR6cc3HbrfCO76kZAkHBZ240LjfBoi85kV2ef6B5eAKzqHJQoDYOmUKHEhK+5HXFl6WgIKF",
+	"44BuqdLQaDD6VsS+1mzQL91AfdXKmQ0NX/qHc9ZDiBeC0UTCQJVN1cZNm/PPcu5m/c3XX3/1Nfhs8d8v",
+	"UonETaDhm1dJQ6TwreDb63lNckUiygQU4UZ2LYm3gl0LIwtfsoTCCkCNwp4Zy8sSDdEevza6rJ0Y0hXL",
+	"/+t5vrEy731+dfLtTjj0HWtzAu/OawNp2V6cl0wjFWTukG2sKHgnvBj+4f2PbwbsNcon6tiAYhnw4wlg",
+	"BN0M+X89H4xLXhciByo2/x781cmJbKTcn/62FMoJN/erLsTnHCEqT1n+l084Ace9A3bp+ynAl9xERgrk",
+	"CUpNcKA8MwgixRC7z84qveRLvmouFjwoj7JJqZzGCIpt0wOEiSQsj5BvoBQPJAIZ5t7foln+4f3FJXtO",
+	"r+VDioOTu+JGiaX3nDa3VYyp4z3IlFrXirN6vBN4xsdAJTXowwCwVhCrmmu7dscmIJaBAT5shWPj1Xgm",
+	"b7usGB41Dd9aehvcCibZrBqc403HairF8Rw6rriZsaZDoV9WRyp3qc1h6ZuUrP2uDeETD3l4Omu0ozuT",
+	"Htwiz6Pn3evL4i448yLCst4Hg2aLJeosybOxlbfSrrZiF0XKE0K3Ycw3Tk1Yx+nhCpXwPbNrG9Sgrbn5",
+	"Lf06jvbukdF/Ac9ugw7fGu13v1yENg3bvncZPQql5MVhnJW0jXHO2fp5RjbqivZGzVCbWXzqlo1nJAnu",
+	"FwTslhAQDqNvsN5MFoVQDVSwV7VLaWwfejlDRYRlTo1JSLYtYmu9aMM/mg4grq3+HiZuio6/r43rr7YE",
+	"Ce5q5NIao3vhPiRrjfMlEayOHNUPRzaqCXqQaPsmfZxyDyoCFtBQayCszzFrFUcZtXRfAWYRIMuHTmFQ",
+	"TgSJVlvbHFAVlqHAUke1UVQGtX/R0XlrAQ9Xe4ST6eAuHBqIKIsW+GCseJOcShfCd4uX9s7fX8gkOOnL",
+	"ODljnNgV5To83NEBre8hE1TuoD4ksA7E9msFp/0A+90s/wvZZ5jQw21vU5+ZMGESf/Z+qA6Fni/4tSyl",
+	"f3y3eh6/sAPDejO9KuhjzbRSaw2/bkm9cXK2dOaQT0BK5WOz3tn5BxaGu/LPXqGi1z9l3Kcd5M+pIQJ0",
+	"koQwN8Fb7pewvTblVNw5zONHXYiONc11IbYshbjADbA/nH/0UjKbvLl5to3SrtZFazH0+DPbgStaFy30",
+	"wkaIVdq2Oev5Rn6Vv5wIHIbSSP+3u7/aK74fwgkO+2Mnyi5cb62kE/AkUhJnOiN3SxjrjmbsnXMD966y",
+	"fBCTcAuUfDDJ2haYR1IIC9w/BdcLQjDbDsxt3fTzbM3ATYGWbnHznHlvTdwBDkMIS2pfEvn9Cg0BiobH",
+	"wLsjimwzORL6SgTPUZM42PYWZYzXhbSicH/ioWBhTUfP8Spr+0TbgNjPDMvjleaspycTVqtSGBP1k+p3",
+	"+J2WRRKODzy1iIymJwjqLw2kRgdn5ykzq3kp1Y2h+AGWrA2glXlOjfOvxsum/MSDeGolTvGp8bK4Igzx",
+	"nPLXyTPeBOt6+fM8Y/lzYcfwv7Wp4H9vufvfKKJI8YLnhbiFBxaVxjfMypDf19Ml5GF5hGSWHx/zstTL",
+	"YzfhtXTvvZy3sRerq6dT0yphyPKm81XutP7xTJaIEYRzOyUMa2+r0IwDuxrM8K0rZfoZyz1oX45cipGR",
+	"livVm0K6tqUETGMcsu/R2+FOBf83eWKxNYFqAqHtlkM7uNJ/PPd9jMIo+fFx+JHYJWDVK22vAHjf8wPM",
+	"Kqw+tMnxbdLc5u3Mzk8Uz0grQQY9ctZ6yxG4n4K/5hJM9uKOGhIsVQAWx/BxxiZSlCBY8D+c0E5uUa8p",
+	"oprzFSs1GIuOG+R0ZuHIDj16RzsQkjFEhGxQ//tr557yN/0uXvMC7Vp38L9lyeArPEpB6VDGtxlODtFc",
+	"DJRCMjk03UAROyGXe8z/GaN8ea/j0LFSbV7vD9o3Z5vub7wEdA+cUgEF2tMc/uZI5OMf3sL2cn2TQ7s9",
+	"tdGDXyeb2XYDRb41uuRWtMIvkDQxlUgvQK7WE5C8OQDoeXjKDMmBEK1xLNlj6j1He8utFA2uY2+AwXfw",
+	"b3k/Y3Ne+JuukUCEge9MpvgKabtgYFbEaSquKABYZPYmwoRpNYcAHgCFj6uCzfmNMCE5GL2xULuIS5NY",
+	"hAjhS2mMVNNT5nM/Y7o5xrjFgSBm1g5f+fusVgjQaH0tI3bCRFRhPDL43QEyfkjZB0nHr5oNyJPA2Rl7",
+	"dfIqfs3jPcaSUiIOowej55uQs51+5JTzfacm9/CgetvjeXfUyL+QdpxRc4nNmdCPSV8kNY8YRh/ImmaB",
+	"YS6D3z/+9AhBpodqmbA1vLTdzYW8/gB+rujQfCGOLpzRg3m62u1B7kGxRIOqL4Nia/3BHoxy6S5/XXXK",
+	"APpb6mteUl4vFu86IvTyLjLIgu5miI9oD7KMpMj7CEpaSmxDNtbKSGMhGA5dlbD5mbEhabLUUzYTvPBZ",
+	"Y4W/fuC/bcWV4WMsUYHafr30EOnM6im2zAl1/rQfYHfjUq9BFs4H7ALrrFuT9Zd5k0zqEQ0a1DycbFWB",
+	"jeNUwmGcdOKufC88sTQ6DYksPtsPfNo0INra9/MQz95OfJEw8D6eFe8UWztpMdP8ujdsWQeaXCp6D49u",
+	"mRd5Gh8pKBiZP42Xsh34O/UZ7JGaiKoZauyVoBs8EYZPebQf0bH8IH7hdf/uo7heDwkOtjng/pdogqO+",
+	"jJuBWPDBg4P/6QsNH/L0xD3LmlPUKlp0R2MmymLo/0ymPlcjtZ4Dl+GpgwLGpm9esDxN8IM6ievrEgFr",
+	"pqpFHzJBKa8fawTRYuuBPziZgj6jwssdZg08tlW5C9S9P2e2N+rLYErYuqs1MtyPH9dgFe5VNrMJ0PBl",
+	"kM2HOB78MGMruwe1mykB9CMC43bkuk54WV7z8c2WWnVjK27FdBXTQ0EPkytspgfXPfy71FCb5Stcpfor",
+	"9gE9yo4mlTCz3eQKH8s25r/1uBL97n9Y4434UngOZvRgrHbR1a+yrTm1ncbQnFpXY8y1WtIt0QBeNX0s",
+	"B51lQfeqjDm8uqTaxtJJyCSt4lBFL5Segkexn+rVSeVA1EtzpKJmmqwXSpJ8j9whRqKhXklXKZ/1SIHT",
+	"OnSxc6P2T90vVwQIAHU3OMEZN74zKLRFb1XhhPagUNvt397NRLBZDeW7HSENP61jf55/fHN2+eb1UXZ0",
+	"cXn28fLtT98fZUcff/7pJ/yvX87eur9dfff+49Xbnz78fHmUHZ2///HDuzf40ndnb9/Bf5yf/XT+5p37",
+	"79T2xl9/BCSfRSVupa7NxV38XU+SZRWv/P5yb4OOX4bwAzo8+G3b2bYu0aQ8uXxAQ9MViofQzRcaIbGe",
+	"EYJ5P1V6tfu4tNvlG5uzgE/7JsYNXuMUeosFIeZkFV3H6QD/YY3V4aM4ctNLu64Edf9OAm2OVJQXAZgu",
+	"E13FxUFDwMfLYSbUzQJjfR5r0wjbHyld+fHh0x67EkSpnrCZXq53ndbGDkcqT7R0zz2wE3rnbU3N4fsN",
+	"EmYrBDBSezR7720uoz9gv8x8W/Im1mUgug9t2XMwfPK4M3ueRfHuVgAULhIsO9uc4WaL9pWw6GNbo+1y",
+	"tsIsgKZT+0hRmkUWNWp32+QOx0SOsfaZ+rafxr3EboRYmJEigM7IyAP+sBJ6a9dwWvLjYzfVY7cxx+CQ",
+	"y9mCGyNMBwZKPO2tpUEXd2xSTUeDEjHfBn01jW5hIGvyI0EadjwDCmR3kqYSojBN4+rEA8mz+MsezdWw",
+	"OH7MS3GsazuYF31UZ9zjVK2ol8q0a+9AyRHciH5ojQ5Ff6LJBqfA5kgpkARuCN/2N3QhoXD+M+wIB5Cp",
+	"7ql+J7iNI0BXe3I85R5fzYPr+BMT/lCJsVC2XF0ZIVT4q9N2wqsjtfHHK7BErqjUG10aFUdPhVesAFBK",
+	"6UAllH7zfntAr3v1lMYULqeQVbVqwweQV1EvhBJFU5Y/BHigWH9DnBFrPOyBRx9xUqXN5+jdjs5Gn9CG",
+	"0CBD+KE9UYp8o8irEHS/oqh3x841wcpwV4fo41EWNwfF6OO2/vT76ib09BNnQt4FP488vLKUdhVHKf8c",
+	"Ott2Zmt09D3eJx+zlYkZxzLXRFZbPrWF0dqh3JCtzda3lZMtahZEbB/dxQ8hZA8zmXn7lDLqoDBZAZ6j",
+	"MKFX61pNxF3Cz3vC/AQUZHxxq0Ifk+v+Cv0G8b8MhR4I8uAKPWLhH5pAvLUKPJVutbsX0ZYy/F86s7La",
+	"/BynYkHSVazrbXLvdbdkWXR1Um/ShzqSTg7roZ4CfUGEvWVQfuNEwtoIJu2pR49FzFQorRlSVlXhFBP6",
+	"u+AKUlBvxMKyXpRP5fHu4eI8PnaK6LEnnOkjZgPldPFy6VRnY/nKxNjFOM2j7MgNTlfW7X5wUoGCmW+U",
+	"TDux1WUCMet3fDo9GLkL9HXApWYTUZYh6mJjQD0zA0MwWBM+Hv4osHrxYu4jr9Zp8jsLKpjOVQnzeQAB",
+	"BcNdyvGNSNAH4cvMIRgMNgy13rOO/60Wp2CPQU4igNSxUk9Nut97VXZIIp84Atn9jqv+VotqlTH8Mvxl",
+	"IksrKsOkGpd1IfZokUzTxu9m0cJ3EW1f4POuhTDuJ+5UcHMa6fVvCzYXnCyiVtrMtvPSlbxPnyPtXRN2",
+	"LNnXaLVjkZQzpfJ33NhjODXHb19TUv5EVgZ8x30nB50yFtJWpM/jyRg3I5X/B/7rTzlC0g4Qmw/VE8r6",
+	"DkLAwHc3vuntPcilXUplBuwnbdkiyp69loCQiEbc+j24vRfcYfn2XTnV38ebAof4tGn/gUzIuGnlAP0H",
+	"jvWnfK+carKNUt/+Je4U8rbIhw0nYfY2AODg+88M+0VcXwC420j1cD706vNfZfHbc/+kef5r89Hfni9N",
+	"3o+hi7kaKYQa8biMlB9f6aURVUaN6sPHPJ6Z22EERDqr7UxX8u+IEzUTvBDVgJ0VBYMEsJff6MnECPun",
+	"n3KPAFkJZ72KguV1VeaDkboE611pliMt84zljnQmBy8Osl6+wRX77LMbpUPstLfUxpLIf33B3Z1IzVDa",
+	"/Hiylyp2Sa0QHqux414GqJvEHqmxB6OorNmrB+CPevtxf/gUt4Y7Ve11VjHs4JzW0tIYZAhkB5UW8DST",
+	"ivXmNXjopbGkEQKfVXUpICkshkkcLwuAd1gNEyVqwPhRNVqyBGwfW3A7NR/cTgZy8KbwpIdAXu7PJgGe",
+	"dYej8JA8fwADB+dHNxOnre2I2PfQWte37PdVWh0xHi5p263t33nHX2TeMZzbvZNC4brblU+MQ25NJnbj",
+	"fAAc5l3Cfi5V/NcX2V3wR9LC4qALo+vy30hWuHz/+v1RdvT2p6sPH99///HNxcVRdvTxzf9+++aXu+Ul",
+	"hK/83kkJLSoeSvcD0hHWF3xPofqFJSKAZH3gLAS3zAdpabruOkLdBzAKFZ/DbX92ef4DXfdgiPh+lkos",
+	"0XOeUAL29W23b+Bu7rh/v9N1in0BPPFg/U4vyRxMNeAtO3o0dhY8fpb2vJ2MH73lfj2wdQMai5uU/vPK",
+	"YrMsasgA5tpMlCUEQReVLuqxKJjRbMKrFiqmVPabV0cpfGV3I6cnTlHS+wFKYl0f0JS+FZYXSBN/atte",
+	"vVXUt+IQy4egnhKt2qRh7lMF641GkBb/Rlln7I8cq558xc5tVR6f99c9Gl9//dU3u+/BFi+6OWxbWFrt",
+	"C86L/TUPz9Q7tY8w9LZpvV9gldUB5PaHJ3Q9/ONJ1gB+vzghFWIL3rfnxzDCy1cHjfDbtgWFzidpYbgp",
+	"167dicvYNTfim1etE+V+SWbPqGKbv5LyNnhBLss9T+m+Iibh4QH5gE+Q1i6Nx42I2r2gSEmnq3XJI1wW",
+	"oAccsJo1XmykAbRjgb0IS9rGnhfy7+KO7HknjjyMCdst1xvxl16Rs4PCTb0WYlCCXVy8ocgUOekuXv8v",
+	"ZupqAu2OpT1FZ51HaWA53K7DHArkM5Y7ouYIFM4rZ/HAX4Y5+38u3v/kNq2Q7pOOrASWM+eLBeVbEeTb",
+	"wHNZV4NgeOoNPIRLycKrvuXQ1lfxdK6/6nOot797gU+tv2yrWo357tcv/XN+gDmm+Ax4UXS/THlAZ+6Z",
+	"9RfHs1rd7Hjx3D3jX2zaoA0orav7wx/Csx/9o8lhEPtpn1HwyTBI3Fp+dzN8/9p6X6y9+nk1L7eb5OzV",
+	"3Me/vIE+vB9u8sbrbSzeHYNsAhNnndikh0CsboyF+Jf7oHZuvErOqb2QENZfXi+u3z5ICmwg6yzHPKSq",
+	"dH2sqIpuzxLA9RE2Csp2VSclauyyjVKhvUqc1l9uG7n7Vwusj9PO8Nk/SSmM0wrA75E04F9sOUF3u21b",
+	"r+21+LSnI2vbg7st2PCa1uXVmJflrpvFt+Nbu1qa93d9m95f/35dqQF2YL/aKegv60qdw7Mbgj4ap9xn",
+	"gHL91dAQftur/qHWq0XTmLb71dC9tvUqtZvf8t538ETrpbg1/ZY33zaPtV6nHvhb3gRB0X5pF3PUlVpn",
+	"DPdagwhFaVLbBljv/4wj/RaU1tVPAP2A+qJTw5XYB6kuIdR/yw4uRzroxZTw3/PVllzc+52EQN7z3cS1",
+	"veeb8RW765UNibfPCy1Jsc8Lh+/XOrfv83yLz/d5YU1q7PNKfOr3+kRbpu3zyoZ42PXSpnq/5xuRXr9z",
+	"YqlLZt+XDuKXDX19H5qtCfH9d2btutrnxS5peBjaw0FvbSpC+wqRlgGxk/Rd5tohL8YW2p6zTKnR+8q6",
+	"hEWy69WUKb7nO7Hpv+crayb7nm/F7oldr6RMzd3vbNq2O0m+oVVjDKcN0tflUKRCjFBpgTF6TGokYP6e",
+	"menKCgUt/yFdLaq197l2V1JNNKH65xSkyjwIMXRz6RlhGbcjBdo+VGhR7D6ngFece5f3B+yMervgHME9",
+	"MBbU8DTU8yoR8J+xVehcYGCfM6zfYBVXN6JgMzmduWnAZNz979cBULq41n67Hh//GKGlu3fTAeTO5ttQ",
+	"doOOuQeCb3qwxLeWYpyKL3X2AC/1mD8wKlUMw7xZ+8CXPnqD/wqu+Far8LBv2CT8yC0xdAlHvx4ZLdkR",
+	"mRKfskPaqz1Mk7Qo9wlqtOJ9SPp3ibkeHGimzZaJTXlgDkl84UvZWUs03qe9QvTswbv5KdrP1lV3txB7",
+	"zBm/c3x9wzFy/yB7SlH916HTwyUjVFzhSg5L/sOcdVozxPWM4gsz06nkvVOf0B9VJx2K3UzRjf0j0h5G",
+	"IHVfoCRodNz9R91QqJPjl1ztP2LJ1RtlsfHL+kjby5+9MDkgTO91jcS3oDR+/5Hqam/oUhB2qRYx/qPR",
+	"9sarSu5UkovdZDb5t20PdjTR8i19P2xTIu6gOAVX5da+s6QnL7mBvtnW/VnHoFResSUlMwJp8JWWBPyC",
+	"PRCwJ7bVbMZvBR21/eYrVHHYAgGQYB82eQMPrqUSdPebck8BCA3VwgCGAUaAB50ZChdySilV3apqF/wE",
+	"AptcUXOVrPXFLFTiXpXQM4WwKchycX9L0cbrNl5yU3+Ro6yxCzzjpTvlh0Ykex3Gc9TI/lzq8c3BCvLB",
+	"yVZRdqlfHzm6ATOAkAditaoJFgQVq0vZiT+iF50whZvt6XCBRPr9qgNQcKy5jR66IANsRm6cGWk1Q0pg",
+	"GRaBloD3HkpVAFQESga5ia1lRGgxp62W41RElsV9lCYTJ3DcsRkp4i/QpFuoLC11ssttdjdVqYOav7PW",
+	"lAx73V9zin3BD2pebV5baa56Zjw7gexuWov1eIzgi5Xk+GBR6cWis/nXwVdA1SFRndJXVHyphixMhW46",
+	"aY0va8enxBJq/xE1xyNZhXutH1fvh2E75AUJpXtJkq2Z75vu/3uek/JLOyHlgx0NL/4f8mgczKBPxBPt",
+	"qNPdeaJFsy+BJ8Id/iA8EWI6j4Vg7ib9zHhRsyFM0O3c1qhHiu6EWAcHB3J8gULeLMCgWc2UkPBFLNwa",
+	"KaUrEKyRQj9gkfrPVF2WbKyrCorzuWKCV6UUlfv2WFfFENraAYBKqTmgeizFJqTYjBfxJxJo6Gs2R/KM",
+	"uMkgXF3Lu9qxrfGI3QdgLVh35wPQZpAv4AA0+SYPcgDeeJNp3aFaiG1Ojz1QWxDF1z/f9X2MdT+sL7hj",
+	"6geL6vkW2McuMZ6U09luanxq0eOeTBsR9Qvg2E4P9h3YNcpbeAyeSRTGQGNQaciNQagkcUfejIr4G6ja",
+	"YauRIzglIr9BbKifsgQyLKJd2vUecGwP/FetWCHNDethAbBUlo8tQ5HOrsVEU5wUn4f7JciTU5bPPTwr",
+	"wYXzBsV2DdTOf3AiS2HY0v0ZYKv6jdkIDVbd2nM25lUlqdUggB8AoC80QqQM8aS7iqtpKdX0MulTbG9g",
+	"R0ywM6CzZ31hK8IFg33aI/h3uN/qMC9Uq7PfTmcQ0LntULqT02qbNFTaynEXrBx2S6bXWa9VTZCxSpf+",
+	"mYz9tTa24VNpUOL0PdJNWSIP2RAiACDhYGU6Zo0cEuvwsUq0vJo9jm8ZK8vS24R49nzvZUGeqLS0q7aC",
+	"xya9dXGD7nC0IG1gA055yGoF+iLIlQU3lm2AF4ecBBAQzoBYiIK6TEvbT7JDNIOSgADYdW2Z0qzUagrt",
+	"p6pb0QLpPd04sQBxAHNG0GqncHbx2J1vzcoDgW6Kgu4bdCO17c7X6Ppl8wXcpds9lHe4UDH/8aFj8bvD",
+	"F/ENum8znot6PucAd5gCLMRe9nDxDAlUCl9jBt/zOI+8IPBGd3cT4HSAvGiGCkAccGN5d673fGIfqMHj",
+	"eNaTYbe/pcod13a844r61Nrse56KiGO+gANBbv4HOQuUwfAIHZAQ1r3Lc0rOgVhLIuw9ep31CCWehX5G",
+	"/QwAXLII3YVkOnTEb5wKab/qfXn2vuXwOxj1AXJJ1vbzC2DVh8skSSQIP6z/inrRB30ETQ+qTYq7nsMU",
+	"mJFqLDA8tN5+75nB1ucLLRXpHkEuV2KhK6fZhpFGasErm2yrF0pI9oRBJ7ps+iXo793Ml869vjMXJnfq",
+	"C2DHzeqcezNmGoN+uF+Hx6YbCqqfToY1LNYDSzNjU2mzkQqQDRmj6mbTZ0ovM7y1KRVXEyoICMYhyyvB",
+	"ixUCnY4U9Q6R1ohyQhCXTRuBRvENEKqioC4n2k1+KaFfRdREpRd1JJHUQkGqKeJpNa1VmNUj1bFyVPsB",
+	"Lg+6TEKqcrly34mbsFA7G9D5JdoQGasVeCjQItCa6bLAxjXVrWC8oeRwpPLQcSdP9WYxfOXMquQpbPXq",
+	"ObxZymYKJOyJBz3BMH201H269a31uk5w43kjOg4TdEGuJUSZd9KMVMr0HDDEbiUHCBjuvj+Ss2MBVLsZ",
+	"LRupMIXI6uvj9gDr5wQUTIBtnZvTvTGd2wbj75/ZgcT5TpbJTLaZ4MWZ00mSn3K//hns+86ff9QdgPhr",
+	"O4+zjt/ZygSY0LYhxedJt8vPSn7GTnnORjcQ/oBYS++4Wh5Xx+7/p0XtXBdyIg9z/3Q0tW7Q89uT+yhK",
+	"jMxQWlYjSEIDFdYbHQ1GRyDWUMKlZ2sINWQP0JX1O8SRH7AyKnd6V/NSqpuj7AiE4+5jS3j1sPLM3ysw",
+	"m8z3/4souXVjgRE39vVaKp7qLXDGfvr5HSDZeDXGLeSZoSKRP56cnCDOTVpvjhLNE/GFsS4IJsRTqbaT",
+	"4z8eZUeImZNUpUtCTkrjW3lk5D2hce7Cfg2gzR4f6Gzo4FlpU6FZznQZyOwe23MtEV5Jalg3IJtqdGBF",
+	"IOWVE0+p3UuzIDFdAN6h7cg8B0X72mx/i9DxTLdy6jtpLPHHehKBreQBInhNqKXS67q2aQdRGwmCHajm",
+	"uhKMpsfsjCOcaYkLIeY0+xPbL3Q7ycDdMa4raVcXbsV0ogWvRHVW48KAFPBF+HMzg5m1i6PffgMX00Rv",
+	"rtL7dp32ZBju7DH1E0RBSrVXZiH4DUgIaGDEzjFF6EOlrR7rcqR6Z+cf8IbGAIsh2FXQB1A3XwEqvjN1",
+	"dG0FuFnz5zPBSzvLGbQ+Gqm8BZc+ZH+GBZH+D13wCKMWNUxcOKS0cyOOpTJCGenuA8Slt0vdxm83jJdG",
+	"Qz80p+I6lfK4lLeiYPl/IJj8nxA8dqRyRGZGe+I5/mjy/oBBlNiMFK8E+/jdOfv21dd/YItKX5di/j//",
+	"arTymI4UBZvz8UwqwfKxUzIH7L0i2gAdhoyPVP6DNjYndHjqKIg5g5z53rqE2MQVe/uBldJC6zldAQ9i",
+	"JM7r8c8My4+PeVnqpSjAS25yNhXWsFcnXzHsv6i0vaIncqfXX+tiRaVz+fGx+9dxKefS+hdffMXyBV+V",
+	"mhdXVuurkldTkWesEOOSV4iUC8hGEGkA9KiRgkHnGMZg4jMf23IF83U/s1te1oL1bMVl6Q4QAE8h1Pec",
+	"l04miuLK0TPvn44UTRERgKk9L8H3Ar2lYn7iTrbrOkz95I/Q0BGySK78b5RyiZEvgtnyBsvZh7dH2dGt",
+	"qAyekpPBi8EJXA4LofhCHg2PvhqcDL6iVjNwIJ/DqYH/nOL94WQa931Lj5y4O8NHANFooZXBo/zy5GSt",
+	"aosvFqXEGqvnf6WgCkq7XbIQvgCYgXDo24edGpEZYs/IKoVz6zhYFGzMF/hX6a7937KjVycvuj4b1vH8",
+	"A7I/JtYTPN/e7zgRR97s4RHKl4Wfa++6lqU9lsoZt2oip3UlCsd2Fq1QrdiHs8sfUKPjUwNdhJDOn9zA",
+	"dH479wVLbLGvxZtb2p/Q18B0Oo+aR56fY7FEVzFv9OQ7brCU+e3rfR6/hO4Mezz4nXYnOeG8eq/KVfCI",
+	"TFAlsNzcPAseUbivpHsWusp4NXQYNbMLnLe9e8c+C8KmM7992nkErPhsceuOUXDvfwZiyLzEKThTLL4Q",
+	"TpmzLwlCTxrGWfQ+8f/JQfx/6Hl59fLbpzxfF6K6FdXxhSPBm8AZvh0YwEBycwNdeH0XP8P4uNLGRG1m",
+	"4+NGJyw+bv66BO0u2TL5O3dfgBIRqrupcYplbSUgx949vv+KqcczSDIZKWrC8sz47Lw86rqTU/IFdoiR",
+	"hl1jxoiGCwhHG7prpbEYe1F3mb4PJhOMPnSQVzpuQJONFIKX8bJchd4s/awJYfs+KdhGZcDeLyiXxRsy",
+	"IwU9XlivWjNjkcp9t1CoHzgFr0kUE/HNn6D5kNdcWkuG9kqkvRHt3O5qJxLiv44UNgnOQw+onPXyYzp3",
+	"xzjasbVlDmGWuEsx4xaa8MxFNlJGb296hHgAa32WoL0+fl/akaIpnIb9ZrwEpxisxutE49q6L8PDqwE7",
+	"I3OH22ykpo4ohKYNZAiRS+wNDkdfFtCliBrnsB5nTQOnkSJT+OeP77CZE1tKhUgC67PXQZPzy+wP2Jll",
+	"c3CNrtPQHM/555zmZSBnQNcW3KxO/em9evntSOVOuZpztboi3LVI8UQvWtOuKI85odnuxiMct0EKXY16",
+	"oXtR6+eocdFIoSJqGGbS9jPKorCtfi2n7NXJq2Y+oFKCyzAfKXQhh1a3ccfBoLzN+K0YsDO/02gVYD8X",
+	"J4eveUFrGynYxFcnL4Ysb5HlinrC5KxHLl90Q8ePIE/BcV37ZVlpNSU6Oy5AZ3boblUx/Dc1V+tvDiDV",
+	"VW2cLYJtguE1d4dEPAupykEIjZSRUyUKbyHciBUrRAUGCBTfRm5zsHYyZjR1j8P8lNhdT3aCqUXBpB2S",
+	"3c99po5bEShIfmGKOsfzkRqXtbGi6sPYwDnREjblAS/LsPkgRkaqfdabDofkhDj1pxA6l1fiVmMHatS7",
+	"2zoYwmG1OvOhwSyM/bMuVg+mHqf62P3Wts5tVYvfNtSTF48yhZR60gjwp1E+Tl59ycrKWctEp2OEndOB",
+	"ad11FGtzrUgXOkOQA7v1FYo0xBbCJsqyULZasYWg5FPQo32/faWXlGNT6jEv8QlKjfXdtxn1ag4tVmfc",
+	"sGshFMMe/02bGmzSHQaBciywewbsndMPJtzdpT0yTrOgxmeU/doHwJ9GmMwoA0KUE4zSSI8AQGE892l3",
+	"FZVigk0qo6eUBvzoyEnESpOzRSVRbaPboJQGMtw2Ld43gbqPaPT6j/ygTafte0mkMBm7XoEn5fewbd/E",
+	"sU2DLixkmsAoMx21UGosXs8XWgnTx/LThgWNwIth3uLyQHpkdHS0ddrB3wv7Az7xiDtFX+jYnyZcXC8G",
+	"d6c2OUuPhn/5FNPenR4ljCEfJS+k+1dMMcy7JXLNha3k2Gyj14/0yH7G7KLkco1U6wb0BlXoC0wq9qHS",
+	"c3cOa8MgCQpDBuxkcDJ49Xuw8vp8xGdowAzYX5NIjXnmZE2toDuto/yU11PRTXbysA1WfF5uo72zpNBN",
+	"dwCz+kEP2AHHl/QtVuhxPXd3TaSkLZ0cr2VpqZf902/E5QzFua342HbSFTMLuq64lycneDOB3nhcL1Cf",
+	"G8tSYnmdkzXuruWqIPPWuOuKl6BTunt4pD5oY6eVuPjPd6xX6LE79bwUx7q2g3nRzwIiBtwrhaDyv6DR",
+	"Wn7NjRjCjQemWim4cU8pseSlm8FK15CRDZEXEJ3wxOXluwH7+uSrkcqdBUJ5LSEvBewdXnI1hmRuVfic",
+	"QqwqtNqrxyPlptUfREEJqPxoDGYq7hs7KYJSKqHMfu9US0zj+J3kKFCX8oZomejJ/frkqyfgzA752+Q5",
+	"eQZYmyJTesl6aDhCmaXftX4nV5Py0+1linFcKOZKkA0A+OA+Nq5EIZSVnMopgPdAV5N2pChNMbJ/m5E8",
+	"TqG/pfGo9FoPjVQefSB3khwbFaKPOgeDltvaDJm3QXJMpJqKIR7HvA85XqiDUTdrZ7W58zrXlchCe14y",
+	"sNFp0aPaIkgIy0ZKqFtZaTVHwIqiCW4OWU4Jr/Lvwn2c13bmJjzmVqDVTBW5SizzjCntERUzX50iLfUz",
+	"dTJ+hSk57O2kyTdzhJRl6chuMvwzZI67Y5S/OvmWSjPcl0OfhxwFDRReWc0KPVK93OlJssz7QUXy9UAw",
+	"6x+FnenC5Bk6dcnIzmdS2ZzM1qjFY2jB2nQgh9VZbm7gP5a6urGVEP1TJp0qTtTPWilr0UjO1Af/Bcor",
+	"t2NIH6wP5mxaC2OG0FSaql6ge3TMglA9ZoSFBCcQmRlYOL7cjPgAvTUjZQS2wXRSrtRTqRyHNY6XfuZ9",
+	"ZtQnF/wtNHGtGB8pUizb1XXuJZgzZGU5GgVbYsbRV6CXCkBMItYHK6Zhs/4WW58O7iOZ+THO+ZMb+LS0",
+	"hHAm2O/TNiyUT/YbsLaoaMoO/aaDqenVq0gONW9lTAzcQBsyhXEbpAqe3ryprGyGAuFHGfiNiHQMNlzL",
+	"rmrByC7d2Z6DeShvRLliEy4bhxFb8tUTOTO+elznx8lhzo+97tsze84XfOxuzAcI7oDfjzdXAUhARcxG",
+	"+4wiwgk3iLr7e6B1ywqP5hbfs4DeSzgGAkvX1g53qU3rbD+S/rPljEHSOMDxNzUfT+AXu+e+AeHaNYbG",
+	"6gVKWti8AXtbiPlCWwhLJncq67SWfv8t+Sfai/dKtMqFUoQ+LEHg7WsIeS98x+Y2eS6ENWvCFVGxe7YB",
+	"ksK/LKUyGImKVJ9GQUsAdWPIz7/hTDjLb4Rq/IMgx0eKNDpf2A6aOvoAfeMs1pvJovCvohLraZKPFAF1",
+	"N5cGhvv8239y1y4kTznFjHpxSwRbAf+tnrS1qhCLbfcvAuV4raVX3j9lnE2kKIuRCm5MadCl6SOoAwaJ",
+	"gk7racsHw6zWKVUFsWmfRFXBT+2nqjz1mSUKOutMmi8yKHHPA/8RmjMzZ3giR8Wncc9b8TnCc4EleifZ",
+	"kDRf/7NBicN4MeHDta0fUCLd/wZDDSeTY1XkSEHeKgYHvz45YXPjzJmAE+CzhntBT5jzFfS/d/KiP2Bn",
+	"wVwBL4gzAJxFsQZq9+KEmaj+kgDtQL+FOQ/xfDcYinlANEPbjHGvTsJiNoaqaoWOJs4mlTAzuhdTNga8",
+	"8ASXngdTNI77EqfoFw8aEpbqjE00QDHMUkDD76cI3J08aeDuPI2jifuMpj9hB7OmL2WLJ/Y+eFTytjXz",
+	"8tw/9JjMgN/YFoHyc/1nUIMuWxqJn3nGdFkIY1FvIF/wTC/R4QIiId4474e4h9KUFIwfnSzwsd4ozwTU",
+	"F/qzVIvankYdjFnP2AJeUMVIGVuIqmJWT0Hb6TcJ4ob5WtK83aU2b4pL0Wvd0MdnK6kCcUAUZRi1GuTm",
+	"TTJSA6I8UpCRfiMWtvEOJjkcU8d5EyuEYsq5tmKkKMzrhaRP2OM+TuFTQuDiCD4kCw74esGw9nOkiFAg",
+	"e5e8KigTa70QtGEIEuUlpK/LSeOopA8aTEmjcbE0QBQhHU8UEFT3g/VefMN+lH8eqesVI/ZFlXQBvnvS",
+	"DF9+DU9BJktZUoic6l6HiA3DRwqy1xlv9iAUWeQ+ZQAdLB7FiYChwO6iZjh+XkTVrNlfv30AhiUWdoCp",
+	"9SEXqpDGcVCRj5R33FGRLuZ9TSan7NXJtyxvCo8rrW1Qc6OKylRFm7tTqGlOwa5XbpOw6Mzt11pNV7MM",
+	"aTC7HlKmQMRdIRxZnrpFP9aKRNoj6b40+sda7af4vnzoL6fENMEknLIJ5FSvGWa+TwJWEobO6P8NfVuH",
+	"JgI9Teyp0elrBcXqJFfMjB2P+77IMXWiUAIGN3jHJZbQPtRETp//ionAb9E9dvhFl/2KOfhxJejwyA96",
+	"tH42OpLyX7z8IzSfD//ezNF3N2qduFDP3FkSBVh5unJCsBIFeHNZ/uHn9RtpjoVMZ4rhFGMw9EJiYTdX",
+	"SteQ7QQhnhNfk3+FJLvCN6H2CAuBYAwaL+SIAmQ66+nKu70hZ5O5ZfVxWMoA9cPCWEl5dhH8YOfwKPbA",
+	"ezTZ1nwCa8Sf2riPv91toYBWCh39gk0Z4Slil0AyxeQXmpF4sFP+5dOWW9ioQi+EK5FbA4V7Z+cfAvCx",
+	"EbZ9SPoU1nECyh29cn/bCBCTtiXSNEcCnnx8b5P/UqeJBD//M1hITadFr5qCpmyiApCA7rMouWrS+hDU",
+	"RqZ6MT2kyznJD4Bi9bBuqrMGQ65cNWHF9uJB23b2vW+xnGeMWz2XYyifcWv3buiM/CUZemopY8/UczFg",
+	"HwXcTSZyf2EoEiP0GO0eKXI6DNhZUbg/YZsPgmscMq5avTp87wPyowHezCmE6dcRnLCklLfBx+l1xefg",
+	"54Adtsd6MmFW65K5BZrBSP1C6QgePc8RgFXCQtYv+vhCyJSPxyJ8NOnjIio+rnvafyVKln9cvRw/d0ar",
+	"T9bv0W9f8mXUQYy4RvxworwW41KqNFH8b6eA62S0CukDWNub+7OYU2JKSF5yZ3Nwl3vx6YPb5wHXMgad",
+	"dmoqpGxhZxUsvgLHd3/fa3KjRHgdYmZROmKuIYxFDmqU5z2MjK3XiFUj1VSX9TPKQczBfF9d+RYOObgc",
+	"VPBClfLWf2nAXuOXCcrAQCHgiuWyGO5GRstPMTtUl1jkalgvr6B/cZNplUGB/Pp8fLFTCf2HKedqJnhl",
+	"rwW3YFxFs1FaCRJy6JQLzQd9taVPXuO+PGMq0TNMulGpp0m9HV4mOfevUKL9r1gk/RIFZXcQ0Wk6GHb1",
+	"PrRSQxbepHbXfwS8bqxetEDi/l0I1VW1HblkM9SQQEBRj2w8gMnKp4dRJwmHdeDus+5s/TefF7qyP+Cz",
+	"hxkYn49VsXlZ7kzaf+8RRhBDB7zH7nr8Zwm7jLW6FZWhpEqDa3ELMNji/Ir0WI9oHv4ZGtDSf1Zg9/cf",
+	"1abwmHF3sydSvqhffJAE1fsQP5wJRKEDNR0TEno5R8fVkPkEE3hbae+Oit8mRwfGpCtRxK9PeGkE3XFT",
+	"eRv6fIYef+QDMUyJz5QJjAEYGAvDHM0HIJzjoz3Bh+9rj8jZhmP6uj8YB6wn0crwIWRYM1K+jtdRYcDO",
+	"kBrNczs9b+C2AyiddgYMpmD7JCLv7sxPm8xBCPz70mxYEXw7//rkpW/HCdiO2/1uPyKW3WMYKm7of/vZ",
+	"/hv72c5nei2F8hk6yzZ9a+6vfcbnOhIqsT/Bn59iX/uhyWB4/isx9wNHAsKo+4YCvnm1TySAvDnt83oG",
+	"6RlNS+dHOrFxp+5FuXrqY5toFJ4+tZUwuryFClx47l/icN63LB8zePz18MxESTwNnfY8PKHhw708km0e",
+	"xm4bj+sbw28cBCPx8oE/vo+fjPW8CqQr6uvTH7CP0OHD/ZU33Tw2vJDgfPzXuIyevBJDRBmNpyE1h+Kr",
+	"0vgWS9diJkkhaDWc3vP0oFv8gf3551p592AozjQzyFtRoq3x4o15rbU1kMw4ZE2BnVN7lfWIVhi48tlA",
+	"AFIhCY2TNwlXPusW11WQ+8z/NXSPwvomSuQZbCshDGk0oe7TbJR9goZw/NXLk5OT01Y850YIqsGQ8LBd",
+	"OSUcqjBXpjG4T30VleMDQMMw3bWJFOnwZYngWelnsSoNtoXPzAlwHO7fpilrTmbsANGertjjAuHmOy7O",
+	"kJtMfE2khXci56lnp38FHfbpxQyFw9b0XuqmS6h4eJYyKKqGjgg+gRqNWEzh3Gipg7mUXNoAzwZ7KXix",
+	"b6XY86bBwY7oMzHS782xON9/ktBzomlI8HiYrFXIA357vUQIQcWuPUsUj+oYChmPWzOzL8NTj7j7/iPb",
+	"crOjLipxivPgS0zWe+JkunYqOETe+BjRKkNW6375cw+aBA7TmomSSkMIBcHP4JnBmH+PMpKfmY2+NsEv",
+	"lwWorGfRFQuYJXiCdIXNSmKnpMF07JHazMf2qFsNbN96IvZpeiLPTERSQcnsPmG7M8cYdAQsr1nvGwR9",
+	"PnsBwgsb4Bwf+zH+hG5PvBUCFsDM9+HUtWV58zQDKG726uW30Swgz/qKernnIwX51y++idYB5cZehUuo",
+	"Le8XQvkT+ki2mh/efSqdxPDiwb+1S9D8O234y5N0oX4exArgDn+4/D9b8oazuyYOh+Px/NcG0HV3cX3r",
+	"nDzybbmLgakwlIp+nkBpemJmeEN2eYSmi3zRu3j7/Q8/f3CWrdt6Dwk1rXS9oDSOi7ff/6+3796hFj3R",
+	"1VRYcOw/2K24Rx6BZ6vt2lmL/55D0dSdPdeHzKjLdfdLJa14ouvgLax2L9ddIr3hF2qdTQ6OD5f/57+P",
+	"r+wBlcvVQiCEoFREySBgAAGhgaiGqoAGhhhqnJxO5/6jfz/B+xxLebpBYLGAzUd2F872as0SctBesB/l",
+	"n/sZ40VRCWOwNsvNbqSwpVLURA9FCeGLDRknNHwMtS7BV7XkKzC4sew5QDbkQhXQRQ++OdUWKjFy/EIe",
+	"tS6fiRKD2YQjJA01S8QK3GemeSmqhQs4V/20j4kX0elcExOpRhKhmVRzNgPLnCR6X82lkvN6Dj9udnhe",
+	"35gfZVlKI8YagP00eiwcU1DJoXcAVgJzg5VgK2GbRMGXJ9nJyUm/qwuGG65z6nP+GWf68uTk5GTHzD89",
+	"wY2NXNp1bz9ptdoXb9BGtzqxCqVNgVhBps2AnaSasnrhmCt3/8zZHE1Jo+fiy7/RK+Gb0f1uV/pHmMIT",
+	"3ekXbrVPHEz+wky+L/rsXQi7oVVTG8R7XN/L7vTtnxfTikOGh2Y80iYQpDZszbzoY3QKfCQeKpaDauIu",
+	"Xz4XLP91BIJ9dDQcHbn7W4+OshHdcKOj4U+/+TRuyJddSDGGyi9fVo9da6CVIiXTIgAktdvEXptQIO7s",
+	"ikgQsd61nB4LVUiu+hiD8rETzKV2L6LTtzVH8VlamKL7j3NdCJxkXF0Oaoj7mUr1SQ3B5cdzBQK6kQlE",
+	"4LOlv49U65socOCrY12a0dHwPBsdVXrp/vPjb/mAfQzNIhAkyish2ItaqCJkhDsFp8EOEPJWFH03DUCn",
+	"8c1/2ZlvaBJaWVDHEO5bBvSSzfzYr6GZT8Yibsr7I+W7pdBMWh2JqE9fSj06s5aPZ7+vgnTH/PIXKGfW",
+	"yuGX0o5n2KmbtbXxBfV+/LdQW3OLaAR7DZTKEprFl6Q3VFzhlm+L1F02Tz3mRdp8pesqDU/8M8TpLhRf",
+	"mJnGfiB1pUzmaxBNFhUHZk19aAIV6XGjdG5Wz3/1OUBrHshEN0HuM1eg4IriiU7aFhVfKtaDSuUA5QUm",
+	"KBq9oS9RhrDF+UeqSbtAcg1w3A80E+h49dZuYIVR/kRurF58hFq3YfP5nPWwbiWHJJq1t3xxXPxC/xQD",
+	"J5hZ/bcYcO1GiIWTebJiunLynp3hon1/1iixCpyg7mJ2hrVBaBf3LDTFwlExn5pysUPJaUFNtPyz2EAr",
+	"dbX8QnO+rKtHTe6A8TtOX7PPUWrYv1Rqo6dyw+e0Uw3UedS4gDDoDsVj/T238Mk27gFgWOG0hWJ6Sht7",
+	"QHGYTrb2snBrrvXu5Ez3gYTADYBPzyfUqz9ptQCAiBIII1ZKY1st/hELDHpoNGmb3qX1AjG0enmEeBWK",
+	"8uNG8UN83/0ZilqgWbyXr6SUQ/86eIk06hhdyu0K2S7ZyckJ2S/SWQRoOeSn3oQgvs4a4yHucg0QLuzn",
+	"y++O/5hBAyvDpBqpa27EN69YL/dd59104BaqxLQuOfTmI4sJltJ7dXIyUhGoFrS5vnJP5Z3uzBZlDy4t",
+	"DW9/cEwUWOpJnaB/BrpbTUSgkYHUDUd0+jhDk/9mbt3zefHErs325nTl6DvG/TfE/FNA5fLCGzIoLfQE",
+	"sJfLgHDTBMnDKYwldvjjg2mwbYHa7QeCElqIyLSnGVJmelFfp/VUoVBmO1JxtJ/69IWMoe0JQ8PQAynk",
+	"Izf4uBnDjF88xqZGRGLqyupTOAEBy683NFUhpZMbCPysJ0I1OX+YpdQTpRHUMCkkVNeK+sGDoGROlnmx",
+	"2m5MHOg2Ug14mhM0Y39hQVQcIFb4tdFlbQVz92vGOMsHg5yFvaWko+ZCIXjCRnq790KL16xBOcS7o8TQ",
+	"WG3ZK1jM2nu6tkYWvg90CvON2iK2gBRHyn+jpytq+8Ojd4wOz/dxxt+2Pt1GcQwNgsMD2OY2o/YqCDIo",
+	"isFIvaZPSGGohSMirII7kXoWnjZ3PIStoC+lFGbtsodgHsa8oJ3MXFeiP2AXuDDcV6dSgHYB5s/ciPJW",
+	"mNQN+W5D97jvFfkk14Wb9paebmFDnQBAIv77/nj8+8PtSus4/f6XxlTa54WcTDrvjUuSueAErYRA0K75",
+	"gleonXNmvJcHfl5SWgg6/UbKivlCV6gDL8KKpSrEZ2yqQy0e4C8Zq8QEOyUay80Mzim0IVuRXF/BmR6w",
+	"t1MFNeyNBuxbHwxYDghWAMlrCAZT2pHqySJj1xVX41nGLJ9mLP/hzdnr//opP/Vwu/gXjGIwMV/YFa2Z",
+	"ekVBk0dAoKX0UBzb9FvODXdhgmx81ZaN4lZCiXnk6ADhDJ0xwCqAfDoKD2bUA4XbkXoFiL+9HJ68DKLO",
+	"6fQErAUuFOjl7u23Pouc+IEkzSUabShg5OKOUtE+R0ShZwZbYC20dMZLADBe1yJGKly3dP2C7UrpHRnm",
+	"wEbkIy6IkpWhn1YPu30DyfCd5qg09hKbShsPZrXun5JWgZWZCCVEOR2gkLhtZXPtNCBwxwVnVkDRHqlm",
+	"pbR78V3c/Nj2U7XJDxEoqy/9XpQc6nyQkmFjcA/sUqOn7Vn8aeTlsB20hUPMYKGLtWlfQjgMk5GiCXg1",
+	"hf4eJpN5+mU4Ej3uB8QM6jBzGe2hr8pnvdzq8zDP3GeFIsmpT0JbMbRaM12CSkQLgkW3FkvK29cnL1pn",
+	"pVamXiy04568o83k99K+doJrQyKmgeeljecBbB4sRccd/VNQWZH/qQQxZS7SQTrqqDx/+fU3m8Xm2aZ7",
+	"I5oGtITcOG3x6fUyrGtOFh1qB7tnsjT2SF2prE0pmGKLmdMTXZctnRPWlw815ffYn1QaMsOqSGb0OtX3",
+	"5qFOvwB5xZK7/Ork2322+a0alzWBlDRCfssHx7O0jwTqFMIHr7UuBVeP7Hrw56tThZxM/q0zPk1stXVd",
+	"kwAKQiFjNXQ/vgnakES2K55Shyz1dFv89Htp3+npfgkBUFKTPgdfx2mHL9pZh0/tmqMlbel1Iq1xlu7y",
+	"y66m+yfgf6Ih0RRdOQ3Um7u9n5LVN+p627ufTzGFGCr0ERw+KLpZ0Dch6Aqv8BJtH1bq8Q0lAZFN5IyJ",
+	"qYz60V67ZwDB4iy2ItHVw7haRXrxSEmz3mQD4wHNM4A/H6nS3klmZ5WupzOnFeeDqbT5mssJPmdjR4LT",
+	"dsl1lDHuZo1Rk5k2YqTcIgpZNcD21G0E7m1QJXRtyaH01ZrR5Cd3RT18c+j4HFxLYAzo2opT/E+EmQAs",
+	"5WnF55Qo5gcJ2OO+aa9CTFBIhmuM73nR79Y6H79cu/nIY5Rq/7cXJ+gDQLctGUAL8PiSBhvbll2+U3fL",
+	"PpXQcbvdebk6Rml7GP8Z/JNvlK1WXdztNuPfquXjn4XXQPlrxLVxRN/ij3TyfQL5fT5AgI3QRTnpP9Y5",
+	"2A6dcOEf2kuptNzcQE5DJ17cTmsOLM3QNRXdHwZlsbtCKsCUgqiVns/5sRFuWlSaJT4vSkAKJUsuNUUY",
+	"qDVDacXcHIDtIRxT0Dp4VXGAWDF2Vbo/THQ17wzQ76tzv9ypcnd8YMGn4lLfCNW1BV+/eHnwHmD6OHTI",
+	"hRp+28qQRM9JSFmD1GpRZGymy8I0gSlwXPyN9cbciGOpjFBGWnlLsEaQg+2eokZ14PFeVGIiP/e9ExFg",
+	"Cz5TAwVekW6qfambe2SkZtxQrTAoFika/a3TqXRysgdtznyr4kAfaEjRs1Ut+kAfjb4SRzRASg29jZEr",
+	"UaOjxnOd/i966ctxVNAB6EI3OWOO99wme7o8yd3yEKEiP+G2FZm5BUnF7VaITifwdmDPwBOPmYfHzU0n",
+	"5oz7+OD3IiwQZ902j1LSgTJwgSUrus4rwa1wS3isai5ubvAj+9VyvXjQL6f2C2dT/DMcHZyqE/3c3KS2",
+	"NRwPULS3pv37LX7EE9KZqQqz/yfJVO2g9F0Bj8ATvrEh2Cb+kY/dB/j2U1dQbuGDGlZdxPzwr9h/Ho8r",
+	"dF8EsBCDinXy/Lr3xbiupF0BV10LXonqrHa60l8+OQ7CKkbkuboqj4ZHM2sXw+fPX7z8w+BkcDJ4MfzD",
+	"H/7wB+A2Gv7XoIevjBWoKkfGg4n/ANlrrb94D1/rj+FKjh+8XX+1MZniT4aa2k+//f8BAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

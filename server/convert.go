@@ -123,7 +123,12 @@ func sessionOf(s session.Session, ex session.Executor) Session {
 	out := Session{Id: s.ID, TaskId: s.TaskID, AgentProfileId: s.AgentProfileID, Cwd: s.Cwd,
 		Title: ptrIf(s.Title), State: SessionState(s.State), EventEpoch: s.EventEpoch,
 		ContextLost: ptrIf(s.ContextLost), AutoContinue: ptrIf(s.AutoContinue), Sandbox: storedPolicyOut(s.Sandbox),
-		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, ClosedAt: s.ClosedAt}
+		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, ClosedAt: s.ClosedAt,
+		Archived: ptrIf(s.Archived), LastActivityAt: s.LastActivityAt}
+	if s.TitleSource != "" {
+		src := TitleSource(s.TitleSource)
+		out.TitleSource = &src
+	}
 	if ex.SessionID != "" {
 		out.Executor = &Executor{Runtime: ExecutorRuntime(ex.Runtime), Status: ExecutorStatus(ex.Status), Host: ptrIf(ex.Host),
 			Pid: ptrIf(ex.PID), AgentExecutionId: ptrIf(ex.AgentExecutionID), ResumeToken: ptrIf(ex.ResumeToken),

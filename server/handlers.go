@@ -144,7 +144,8 @@ func (h *handlers) CreateSession(ctx context.Context, req CreateSessionRequestOb
 }
 
 func (h *handlers) ListSessions(ctx context.Context, req ListSessionsRequestObject) (ListSessionsResponseObject, error) {
-	f := store.SessionFilter{TaskID: deref(req.Params.TaskId), After: deref(req.Params.PageToken)}
+	f := store.SessionFilter{TaskID: deref(req.Params.TaskId), After: deref(req.Params.PageToken),
+		Query: deref(req.Params.Q), Archived: deref(req.Params.Archived)}
 	if req.Params.Limit != nil {
 		f.Limit = *req.Params.Limit
 	}
@@ -193,6 +194,18 @@ func (h *handlers) GetSession(ctx context.Context, req GetSessionRequestObject) 
 		return nil, err
 	}
 	return GetSession200JSONResponse(out), nil
+}
+
+func (h *handlers) UpdateSession(ctx context.Context, req UpdateSessionRequestObject) (UpdateSessionResponseObject, error) {
+	s, err := h.cfg.Sessions.UpdateInfo(ctx, req.Id, req.Body.Title, req.Body.Archived)
+	if err != nil {
+		return nil, err
+	}
+	out, err := h.session(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	return UpdateSession200JSONResponse(out), nil
 }
 
 func (h *handlers) CloseSession(ctx context.Context, req CloseSessionRequestObject) (CloseSessionResponseObject, error) {
@@ -350,7 +363,11 @@ func (h *handlers) session(ctx context.Context, s session.Session) (Session, err
 	if err != nil && !errcode.Is(err, errcode.SessionNotFound) {
 		return Session{}, err
 	}
-	return sessionOf(s, ex), nil
+	one := []session.Session{s}
+	if err := h.cfg.Store.LastActivity(ctx, one); err != nil {
+		return Session{}, err
+	}
+	return sessionOf(one[0], ex), nil
 }
 
 func (h *handlers) ListExecutors(ctx context.Context, _ ListExecutorsRequestObject) (ListExecutorsResponseObject, error) {

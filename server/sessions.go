@@ -28,6 +28,8 @@ type Sessions interface {
 	Withdraw(ctx context.Context, sessionID, promptID string) (session.Turn, error)
 	Cancel(ctx context.Context, sessionID string) (sessions.CancelResult, error)
 	Close(ctx context.Context, sessionID string) (session.Session, error)
+	// UpdateInfo renames or archives the session (nil: left as it is).
+	UpdateInfo(ctx context.Context, sessionID string, title *string, archived *bool) (session.Session, error)
 	AnswerPermission(ctx context.Context, sessionID, requestID string, out acp.PermissionOutcome) (session.Permission, error)
 	SetMode(ctx context.Context, sessionID, modeID string) (sessions.OptionResult, error)
 	SetConfigOption(ctx context.Context, sessionID, optionID string, value json.RawMessage) (sessions.OptionResult, error)

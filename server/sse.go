@@ -439,7 +439,10 @@ func (s *sseStream) forward(e store.Event) error {
 func (s *sseStream) emit(e store.Event) {
 	n := s.src.num(e)
 	s.done = n
-	if s.src.last(e) {
+	// A stream ends with session.closed; but a closed session's log read
+	// back goes on to its head: renaming and archiving (session.title_changed,
+	// session.archived) may follow the close.
+	if s.src.last(e) && !(s.pos.terminal && n < s.pos.head) {
 		s.end = true
 	}
 	if (s.types != nil && !s.types[e.Type]) || !s.src.keep(e) {

@@ -18,9 +18,10 @@ import (
 
 // lsCmd lists sessions, newest first (GET /sessions, page by page).
 func lsCmd(g *globals) *cobra.Command {
-	var asJSON, all bool
+	var asJSON, all, archived bool
 	var limit int
 	var states []string
+	var query string
 	c := &cobra.Command{
 		Use:   "ls",
 		Short: "List sessions: title, agent, state, last activity (newest first)",
@@ -41,6 +42,12 @@ func lsCmd(g *globals) *cobra.Command {
 					page = 200
 				}
 				p := &client.ListSessionsParams{Limit: &page, PageToken: token}
+				if query != "" {
+					p.Q = &query
+				}
+				if archived {
+					p.Archived = &archived
+				}
 				if len(states) > 0 {
 					s := make([]client.SessionState, len(states))
 					for i, v := range states {
@@ -68,6 +75,47 @@ func lsCmd(g *globals) *cobra.Command {
 	c.Flags().BoolVarP(&all, "all", "a", false, "list every session, not only the newest --limit")
 	c.Flags().IntVarP(&limit, "limit", "n", 50, "list at most this many sessions")
 	c.Flags().StringSliceVar(&states, "state", nil, "only sessions in these states (running, waiting_for_input, completed, …)")
+	c.Flags().StringVarP(&query, "search", "q", "", "only sessions whose title, or what an ended turn said, holds every word of this")
+	c.Flags().BoolVar(&archived, "archived", false, "list the archived sessions instead")
+	return c
+}
+
+// renameCmd sets a session's title (PATCH /session/{id}).
+func renameCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "rename SESSION TITLE...",
+		Short: "Set a session's title (it replaces the agent's and the first prompt's)",
+		Args:  args(2, -1),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			d, err := g.dial()
+			if err != nil {
+				return err
+			}
+			title := strings.Join(a[1:], " ")
+			_, err = call(d.api.UpdateSessionWithResponse(cmd.Context(), a[0], client.SessionUpdate{Title: &title}))
+			return err
+		},
+	}
+}
+
+// archiveCmd archives a session, or brings it back (--undo).
+func archiveCmd(g *globals) *cobra.Command {
+	var undo bool
+	c := &cobra.Command{
+		Use:   "archive SESSION",
+		Short: "Archive a session: tether ls leaves it out (--undo brings it back)",
+		Args:  args(1, 1),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			d, err := g.dial()
+			if err != nil {
+				return err
+			}
+			archived := !undo
+			_, err = call(d.api.UpdateSessionWithResponse(cmd.Context(), a[0], client.SessionUpdate{Archived: &archived}))
+			return err
+		},
+	}
+	c.Flags().BoolVar(&undo, "undo", false, "bring the session back from the archive")
 	return c
 }
 
@@ -80,7 +128,11 @@ func printSessions(w io.Writer, list []client.Session, now time.Time) error {
 		if s.Title != nil && *s.Title != "" {
 			title = shorten(*s.Title, 40)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Id, title, s.AgentProfileId, stateWord(string(s.State)), ago(now, s.UpdatedAt))
+		last := s.UpdatedAt
+		if s.LastActivityAt != nil {
+			last = *s.LastActivityAt
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Id, title, s.AgentProfileId, stateWord(string(s.State)), ago(now, last))
 	}
 	return tw.Flush()
 }

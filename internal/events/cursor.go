@@ -28,7 +28,7 @@ const (
 var globalTypes = map[string]bool{
 	SessionCreated: true, SessionStateChanged: true, SessionExecutorStatus: true, SessionResumed: true,
 	SessionRecoveryChanged: true, SessionAutoContinued: true, SessionClosed: true, TaskStateChanged: true,
-	TaskCreated: true, TaskUpdated: true,
+	TaskCreated: true, TaskUpdated: true, SessionTitleChanged: true, SessionArchived: true,
 }
 
 // IsGlobal reports whether events of type t also go to GET /events.

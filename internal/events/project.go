@@ -62,7 +62,11 @@ func project(ctx context.Context, tx *store.Store, d Draft, emit Emit) error {
 		c := p.(session.EventPayload).Base()
 		t := session.Turn{SessionID: c.SessionID, PromptID: c.PromptID}
 		session.EndTurn(&t, p.(session.EventPayload))
-		return tx.EndTurn(ctx, t)
+		if err := tx.EndTurn(ctx, t); err != nil {
+			return err
+		}
+		return tx.IndexTurnText(ctx, t.SessionID, t.PromptID) // searchable once ended
+
 	case *session.CommandStartedData:
 		_, err := tx.CreateCommand(ctx, store.Command{SessionID: p.SessionID, ID: p.CommandID, Command: p.Command})
 		return err
@@ -111,6 +115,10 @@ func project(ctx context.Context, tx *store.Store, d Draft, emit Emit) error {
 		return tx.SetSessionChoices(ctx, p.SessionID, p.ModeChoice, p.ConfigChoices)
 	case *session.SessionQueueHeldData:
 		return tx.SetSessionQueueHeld(ctx, p.SessionID, p.Held)
+	case *session.SessionTitleChangedData:
+		return tx.SetSessionTitle(ctx, p.SessionID, p.Title, p.Source)
+	case *session.SessionArchivedData:
+		return tx.SetSessionArchived(ctx, p.SessionID, p.Archived)
 	}
 	return nil
 }

@@ -39,7 +39,11 @@ const (
 	// TurnWorkspaceChanges records what an interrupted turn changed.
 	TurnWorkspaceChanges = "turn.workspace_changes"
 	// SessionQueueHeld records whether the queued turns wait for the user.
-	SessionQueueHeld    = "session.queue_held"
+	SessionQueueHeld = "session.queue_held"
+	// SessionTitleChanged and SessionArchived are what the user calls the
+	// session, and whether it is put away.
+	SessionTitleChanged = "session.title_changed"
+	SessionArchived     = "session.archived"
 	MessageAdded        = "message.added"
 	MessageChunk        = "message.chunk"
 	ToolCallStarted     = "tool_call.started"

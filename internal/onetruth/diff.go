@@ -125,7 +125,8 @@ func diffRecords[T any](d *stateDiffer, kind string, log, served []T, key func(T
 
 func fieldsOfSession(s session.Session) []namedField {
 	return []namedField{{"id", s.ID}, {"taskId", s.TaskID}, {"agentProfileId", s.AgentProfileID}, {"cwd", s.Cwd},
-		{"title", s.Title}, {"state", s.State}, {"eventEpoch", s.EventEpoch}, {"queueHeld", s.QueueHeld},
+		{"title", s.Title}, {"titleSource", s.TitleSource}, {"archived", s.Archived},
+		{"state", s.State}, {"eventEpoch", s.EventEpoch}, {"queueHeld", s.QueueHeld},
 		{"contextLost", s.ContextLost}, {"injectContext", s.InjectContext}}
 }
 

@@ -68,6 +68,8 @@ var payloads = []func() EventPayload{
 	func() EventPayload { return &TurnCancelRequestedData{} },
 	func() EventPayload { return &TurnWorkspaceChangesData{} },
 	func() EventPayload { return &SessionQueueHeldData{} },
+	func() EventPayload { return &SessionTitleChangedData{} },
+	func() EventPayload { return &SessionArchivedData{} },
 	func() EventPayload { return &MessageAddedData{} },
 	func() EventPayload { return &MessageChunkData{} },
 	func() EventPayload { return &ToolCallStartedData{} },
@@ -90,6 +92,7 @@ type SessionCreatedData struct {
 	Cwd            string       `json:"cwd"`
 	State          SessionState `json:"state"`
 	Title          string       `json:"title"`
+	TitleSource    TitleSource  `json:"titleSource,omitempty"`
 	EventEpoch     string       `json:"eventEpoch"`
 	// Runtime, Host and Worktree are the session's executor as it is
 	// created, its agent stopped: where its agent will run.
@@ -106,7 +109,7 @@ func (*SessionCreatedData) EventType() string { return "session.created" }
 // evolve folds SessionCreatedData into s (State.Evolve).
 func (p *SessionCreatedData) evolve(s *State, e Event) error {
 	s.Session = Session{ID: p.SessionID, TaskID: p.TaskID, AgentProfileID: p.AgentProfileID, Cwd: p.Cwd,
-		State: p.State, Title: p.Title, EventEpoch: p.EventEpoch, Sandbox: p.Sandbox, CreatedAt: e.At, UpdatedAt: e.At}
+		State: p.State, Title: p.Title, TitleSource: p.TitleSource, EventEpoch: p.EventEpoch, Sandbox: p.Sandbox, CreatedAt: e.At, UpdatedAt: e.At}
 	x := &ExecutorStatusData{EventCommon: p.EventCommon, Status: ExecutorStopped, Runtime: p.Runtime, Host: p.Host, Worktree: p.Worktree}
 	s.Executor = x.Executor()
 	s.Executor.UpdatedAt = e.At

@@ -146,7 +146,11 @@ type Session struct {
 	AgentProfileID string
 	Cwd            string
 	Title          string
-	State          SessionState
+	// TitleSource is where Title comes from ("" for no title).
+	TitleSource TitleSource
+	// Archived sessions are left out of the session list unless asked for.
+	Archived bool
+	State    SessionState
 	// EventEpoch identifies the current history of the session's event log.
 	EventEpoch string
 	// MCPServers is the JSON array sent as mcpServers (never null).
@@ -180,6 +184,10 @@ type Session struct {
 	CreatedAt time.Time
 	UpdatedAt time.Time
 	ClosedAt  *time.Time
+	// LastActivityAt is when the session's latest event was recorded (nil
+	// before any), as the session list reads it: not part of the log's
+	// fold, the log's head is.
+	LastActivityAt *time.Time
 }
 
 // Executor is the executors_running row of a session: one per session,

@@ -44,7 +44,7 @@ func (c sessionCreated) Apply(ctx context.Context, tx *store.Store, emit events.
 	}
 	x := session.ExecutorStatusOf(c.Executor)
 	emit(sessionDraft(sess.ID, sess.TaskID, "", &session.SessionCreatedData{
-		AgentProfileID: sess.AgentProfileID, Cwd: sess.Cwd, State: sess.State, Title: sess.Title, EventEpoch: sess.EventEpoch,
+		AgentProfileID: sess.AgentProfileID, Cwd: sess.Cwd, State: sess.State, Title: sess.Title, TitleSource: sess.TitleSource, EventEpoch: sess.EventEpoch,
 		Runtime: x.Runtime, Host: x.Host, Worktree: x.Worktree, Sandbox: sess.Sandbox}))
 	if c.Initial == nil {
 		return nil

@@ -119,12 +119,18 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (_ session.Session
 	if in.AutoContinue != nil {
 		change.Session.AutoContinue = *in.AutoContinue
 	}
+	// The user's title, else the first prompt's (session.PromptTitle).
+	if in.Title != "" {
+		change.Session.TitleSource = session.TitleUser
+	} else if t := session.PromptTitle(promptText(in.InitialPrompt)); t != "" {
+		change.Session.Title, change.Session.TitleSource = t, session.TitlePrompt
+	}
 	if wt != nil {
 		x := &change.Executor
 		x.WorktreePath, x.WorktreeBranch, x.WorktreeRepo, x.WorktreeState = wt.Path, wt.Branch, wt.Repository, session.WorktreeActive
 	}
 	if in.TaskID == "" {
-		title := in.Title
+		title := change.Session.Title
 		if title == "" {
 			title = "Session in " + repoDir
 		}

@@ -41,6 +41,8 @@ func decide(v view, in input) decision {
 		return decideContinue(v, in)
 	case withdrawCmd:
 		return decideWithdraw(v, in)
+	case infoCmd:
+		return decideInfo(v, in)
 	case setModeCmd:
 		return decideOption(v, checkMode(v, in.ModeID))
 	case setConfigCmd:
@@ -191,7 +193,36 @@ func decidePrompt(v view, c promptCmd) decision {
 	if len(v.Queue) >= v.QueueLimit {
 		return refuse(errcode.New(errcode.PromptQueueFull, "%d prompts are already queued", len(v.Queue)).With("retryAfter", 5))
 	}
-	return accept(v.admission(false)...)
+	effs := v.admission(false)
+	if v.TitleSource == session.TitleNone && c.Title != "" {
+		// The first prompt titles a session nobody named.
+		effs = append(effs, retitle(v, c.Title, session.TitlePrompt)...)
+	}
+	return accept(effs...)
+}
+
+// decideInfo renames or archives the session: the user's title replaces
+// any other; both are allowed on a closed session too (they change what
+// the session is called and where it is listed, not what it did), the
+// only events that may follow session.closed.
+func decideInfo(v view, c infoCmd) decision {
+	var effs []effect
+	if c.Title != nil {
+		effs = append(effs, retitle(v, *c.Title, session.TitleUser)...)
+	}
+	if c.Archived != nil && *c.Archived != v.Archived {
+		effs = append(effs, record("", &session.SessionArchivedData{Archived: *c.Archived}))
+	}
+	return accept(effs...)
+}
+
+// retitle records the session's title from source, unless the current
+// one ranks higher or it changes nothing.
+func retitle(v view, title string, source session.TitleSource) []effect {
+	if title == "" || !source.Replaces(v.TitleSource) || (title == v.Title && source == v.TitleSource) {
+		return nil
+	}
+	return []effect{record("", &session.SessionTitleChangedData{Title: title, Source: source})}
 }
 
 // decideCancel records the user's intent, asks the agent to stop, answers

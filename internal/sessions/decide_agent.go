@@ -293,9 +293,19 @@ func decideUpdate(v view, in updateInput) decision {
 			return accept()
 		}
 		return accept(record("", optionsAnnounced(v, in)))
+	case acp.UpdateSessionInfo:
+		// The agent's title for the session (session_info_update), unless
+		// the user named it.
+		var info struct {
+			Title *string `json:"title"`
+		}
+		if json.Unmarshal(in.Data, &info) != nil || info.Title == nil || v.closed() {
+			return accept()
+		}
+		return accept(retitle(v, session.CleanTitle(*info.Title), session.TitleAgent)...)
 	}
-	// user_message_chunk echoes what we already stored; session info and
-	// usage are not transcript.
+	// user_message_chunk echoes what we already stored; usage is not
+	// transcript.
 	return accept()
 }
 

@@ -79,6 +79,11 @@ type view struct {
 	// Executor is the executor as the actor records it: an executor
 	// status a decision records is built from it.
 	Executor session.Executor
+	// Title, TitleSource and Archived are what the session is called, by
+	// whom, and whether it is put away.
+	Title       string
+	TitleSource session.TitleSource
+	Archived    bool
 }
 
 // runningView is the turn on the agent, and where its transcript stands.
@@ -124,7 +129,10 @@ type input interface{ isInput() }
 // Commands (from clients).
 type (
 	// promptCmd admits a prompt (POST /session/{id}/prompt).
-	promptCmd struct{ PromptID, Multitask string }
+	//
+	// Title is what the prompt would title a session that has none
+	// (session.PromptTitle of its text).
+	promptCmd struct{ PromptID, Multitask, Title string }
 	// cancelCmd cancels the running turn and drops queued ones.
 	cancelCmd struct{}
 	// closeCmd ends the session.
@@ -140,6 +148,12 @@ type (
 	resumeCmd struct{}
 	// withdrawCmd takes a queued prompt out of the queue.
 	withdrawCmd struct{ PromptID string }
+	// infoCmd renames the session (Title) or archives it (Archived); nil
+	// leaves that as it is (PATCH /session/{id}).
+	infoCmd struct {
+		Title    *string
+		Archived *bool
+	}
 	// setModeCmd sets the session's mode.
 	setModeCmd struct{ ModeID string }
 	// setConfigCmd sets one config option.
@@ -332,6 +346,7 @@ func (promptCmd) isInput()                {}
 func (cancelCmd) isInput()                {}
 func (closeCmd) isInput()                 {}
 func (continueCmd) isInput()              {}
+func (infoCmd) isInput()                  {}
 func (withdrawCmd) isInput()              {}
 func (setModeCmd) isInput()               {}
 func (setConfigCmd) isInput()             {}

@@ -18,7 +18,8 @@ func (a *actor) view() view {
 		Connected: a.conn != nil, Waiting: len(a.waiters) > 0, Hosted: a.hosted(), StoredSession: a.exec.ResumeToken != "", HasTurns: len(a.turns) > 0,
 		QueueHeld: a.sess.QueueHeld, QueueLimit: a.m.cfg.QueueLimit, Version: a.version,
 		OpenPermissions: len(a.perms), MaxPermissions: a.m.cfg.MaxPendingPermissions,
-		Modes: a.modes, ConfigOptions: a.configOptions, Commands: a.commands, Mode: a.mode, Executor: a.exec}
+		Modes: a.modes, ConfigOptions: a.configOptions, Commands: a.commands, Mode: a.mode, Executor: a.exec,
+		Title: a.sess.Title, TitleSource: a.sess.TitleSource, Archived: a.sess.Archived}
 	switch {
 	case a.starting:
 		v.Agent = agentStarting

@@ -37,6 +37,10 @@ func (a *actor) record(p session.EventPayload) *events.Pending {
 		// Its projection moves the task too (events.TaskFollow).
 	case *session.SessionQueueHeldData:
 		a.sess.QueueHeld = p.Held
+	case *session.SessionTitleChangedData:
+		a.sess.Title, a.sess.TitleSource = p.Title, p.Source
+	case *session.SessionArchivedData:
+		a.sess.Archived = p.Archived
 	case *session.SessionResumedData:
 		// The start is over, and a load's settle with it.
 		a.settling = false

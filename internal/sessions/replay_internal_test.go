@@ -200,6 +200,23 @@ func (p *replay) step() {
 		return err
 	})
 	add(1, true, "resume", func() error { _, err := p.r.mgr.Resume(ctx, s.id); return err })
+	add(1, true, "rename or archive", func() error {
+		title, archived := fmt.Sprintf("named %d", p.next()), p.rnd.Intn(2) == 0
+		switch p.rnd.Intn(3) {
+		case 0:
+			_, err := p.r.mgr.UpdateInfo(ctx, s.id, &title, nil)
+			return err
+		case 1:
+			_, err := p.r.mgr.UpdateInfo(ctx, s.id, nil, &archived)
+			return err
+		}
+		_, err := p.r.mgr.UpdateInfo(ctx, s.id, &title, &archived)
+		return err
+	})
+	add(1, holding, "agent titles", func() error {
+		p.update(s, acp.Update{Kind: acp.UpdateSessionInfo, Data: []byte(fmt.Sprintf(`{"sessionUpdate":"session_info_update","title":"agent %d"}`, p.next()))})
+		return nil
+	})
 	if p.rnd.Intn(12) == 0 {
 		add(1, true, "close", func() error {
 			_, err := p.r.mgr.Close(ctx, s.id)

@@ -25,6 +25,14 @@ func internal(err error, op string) error {
 	return errcode.Wrap(errcode.Internal, err, "store: %s", op)
 }
 
+// internalIf is internal(err, op), and nil for a nil err.
+func internalIf(err error, op string) error {
+	if err == nil {
+		return nil
+	}
+	return internal(err, op)
+}
+
 // busyErrors counts SQLITE_BUSY and SQLITE_LOCKED errors the store has
 // seen, process-wide (every Store of this binary), for /metrics. Each one
 // is a statement that still found the database locked after the

@@ -45,6 +45,8 @@ type sessionRow struct {
 	AgentProfileID        string  `gorm:"column:agent_profile_id"`
 	Cwd                   string  `gorm:"column:cwd"`
 	Title                 string  `gorm:"column:title"`
+	TitleSource           string  `gorm:"column:title_source"`
+	Archived              bool    `gorm:"column:archived"`
 	State                 string  `gorm:"column:state"`
 	EventEpoch            string  `gorm:"column:event_epoch"`
 	MCPServers            string  `gorm:"column:mcp_servers"`
@@ -68,7 +70,7 @@ func (sessionRow) TableName() string { return "sessions" }
 func fromSession(s session.Session) sessionRow {
 	return sessionRow{
 		ID: s.ID, TaskID: s.TaskID, AgentProfileID: s.AgentProfileID, Cwd: s.Cwd,
-		Title: s.Title, State: string(s.State), EventEpoch: s.EventEpoch,
+		Title: s.Title, TitleSource: string(s.TitleSource), Archived: s.Archived, State: string(s.State), EventEpoch: s.EventEpoch,
 		MCPServers:            string(s.MCPServers),
 		AdditionalDirectories: stringsJSON(s.AdditionalDirectories),
 		Plan:                  jsonText(s.Plan),
@@ -86,7 +88,8 @@ func toSession(r sessionRow) (session.Session, error) {
 	}
 	return session.Session{
 		ID: r.ID, TaskID: r.TaskID, AgentProfileID: r.AgentProfileID, Cwd: r.Cwd,
-		Title: r.Title, State: session.SessionState(r.State), EventEpoch: r.EventEpoch,
+		Title: r.Title, TitleSource: session.TitleSource(r.TitleSource), Archived: r.Archived,
+		State: session.SessionState(r.State), EventEpoch: r.EventEpoch,
 		MCPServers:            json.RawMessage(r.MCPServers),
 		AdditionalDirectories: dirs,
 		Plan:                  fromJSONText(r.Plan),

@@ -32,6 +32,11 @@ type SessionFilter struct {
 	Limit int
 	// After is the opaque token returned as next by the previous page.
 	After string
+	// Query keeps the sessions whose title, or the text of an ended turn,
+	// holds every word of it (searchWhere); "" keeps all.
+	Query string
+	// Archived lists the archived sessions instead of the others.
+	Archived bool
 }
 
 // CreateSession inserts a session and its executor row in one transaction,
@@ -156,6 +161,14 @@ func (s *Store) ListSessions(ctx context.Context, f SessionFilter) ([]session.Se
 	if len(f.States) > 0 {
 		q = q.Where("state IN ?", sessionStateStrings(f.States))
 	}
+	q = q.Where("archived = ?", f.Archived)
+	if f.Query != "" {
+		where, args, ok := s.searchWhere(f.Query)
+		if !ok {
+			return nil, "", nil // no word to look for: nothing holds it
+		}
+		q = q.Where(where, args...)
+	}
 	if f.After != "" {
 		tok, err := decodePageToken(f.After)
 		if err != nil {
@@ -176,6 +189,9 @@ func (s *Store) ListSessions(ctx context.Context, f SessionFilter) ([]session.Se
 	out, err := toSessions(rows)
 	if err != nil {
 		return nil, "", internal(err, "list sessions")
+	}
+	if err := s.LastActivity(ctx, out); err != nil {
+		return nil, "", err
 	}
 	return out, next, nil
 }

@@ -342,3 +342,71 @@ func TestStatus(t *testing.T) {
 		})
 	}
 }
+
+// TestRenameArchiveSearch: a session is titled by its first prompt, found
+// by what was said (ls -q), renamed and archived (then only in ls
+// --archived), and brought back; the API agrees at each step.
+func TestRenameArchiveSearch(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	sid, _ := d.createSession(t)
+	d.waitTurn(t, sid, d.prompt(t, sid, "/echo the persimmon pipeline is green"))
+	other, _ := d.createSession(t)
+	lsIDs := func(args ...string) []string {
+		t.Helper()
+		r := d.tether(t, append([]string{"ls", "--json"}, args...)...)
+		var list []client.Session
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &list) != nil {
+			t.Fatalf("tether ls %v: got %s, want sessions as JSON", args, r)
+		}
+		return sessionIDs(list)
+	}
+	session := func() client.Session {
+		t.Helper()
+		var s client.Session
+		d.get(t, "/session/"+sid, &s)
+		return s
+	}
+	if s := session(); s.Title == nil || *s.Title != "/echo the persimmon pipeline is green" || s.TitleSource == nil || *s.TitleSource != "prompt" {
+		t.Errorf("got title %v from %v, want the first prompt's", s.Title, s.TitleSource)
+	}
+	steps := []struct {
+		name         string
+		args         []string
+		list, want   []string // tether ls's arguments, and the ids it must list
+		title        string
+		titleSource  string
+		wantArchived bool
+	}{
+		{"search what was said", nil, []string{"-q", "persimmon"}, []string{sid}, "/echo the persimmon pipeline is green", "prompt", false},
+		{"rename", []string{"rename", sid, "Persimmon", "work"}, []string{"-q", "persimmon"}, []string{sid}, "Persimmon work", "user", false},
+		{"archive", []string{"archive", sid}, nil, []string{other}, "Persimmon work", "user", true},
+		{"archived only with --archived", nil, []string{"--archived"}, []string{sid}, "Persimmon work", "user", true},
+		{"bring back", []string{"archive", "--undo", sid}, nil, []string{other, sid}, "Persimmon work", "user", false},
+	}
+	for _, st := range steps {
+		if st.args != nil {
+			if r := d.tether(t, st.args...); r.code != 0 || r.stdout != "" {
+				t.Fatalf("%s: got %s, want exit 0 and no output", st.name, r)
+			}
+		}
+		if got := lsIDs(st.list...); !slices.Equal(got, st.want) {
+			t.Errorf("%s: tether ls %v: got %v, want %v", st.name, st.list, got, st.want)
+		}
+		s := session()
+		if s.Title == nil || *s.Title != st.title || s.TitleSource == nil || string(*s.TitleSource) != st.titleSource || (s.Archived != nil && *s.Archived) != st.wantArchived {
+			t.Errorf("%s: got title %v from %v archived %v, want %q from %s archived %v", st.name, deref(s.Title), s.TitleSource, s.Archived, st.title, st.titleSource, st.wantArchived)
+		}
+	}
+	if r := d.tether(t, "rename", sid); r.code != 2 {
+		t.Errorf("rename without a title: got %s, want exit 2", r)
+	}
+}
+
+// deref is *p, "" for nil.
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}

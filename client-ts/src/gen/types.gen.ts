@@ -1052,6 +1052,8 @@ export const EventType = {
     TURN_CANCEL_REQUESTED: 'turn.cancel_requested',
     TURN_WORKSPACE_CHANGES: 'turn.workspace_changes',
     SESSION_QUEUE_HELD: 'session.queue_held',
+    SESSION_TITLE_CHANGED: 'session.title_changed',
+    SESSION_ARCHIVED: 'session.archived',
     MESSAGE_ADDED: 'message.added',
     MESSAGE_CHUNK: 'message.chunk',
     TOOL_CALL_STARTED: 'tool_call.started',
@@ -1092,6 +1094,7 @@ export type SessionCreatedData = EventCommon & {
     cwd: string;
     state: SessionState;
     title?: string;
+    titleSource?: TitleSource;
     eventEpoch?: string;
     /**
      * The runtime the session's agent runs in: standalone, detached or remote.
@@ -1296,6 +1299,15 @@ export type TurnCancelRequestedData = EventCommon & {
 
 export type TurnWorkspaceChangesData = EventCommon & {
     changes: WorkspaceChanges;
+};
+
+export type SessionTitleChangedData = EventCommon & {
+    title: string;
+    source: TitleSource;
+};
+
+export type SessionArchivedData = EventCommon & {
+    archived: boolean;
 };
 
 export type SessionQueueHeldData = EventCommon & {
@@ -1598,6 +1610,24 @@ export type TurnWorkspaceChangesEvent = {
     data: TurnWorkspaceChangesData;
 };
 
+export type SessionTitleChangedEvent = {
+    type: 'session.title_changed';
+    /**
+     * The cursor <epoch>:<seq> (durable events only).
+     */
+    id?: string;
+    data: SessionTitleChangedData;
+};
+
+export type SessionArchivedEvent = {
+    type: 'session.archived';
+    /**
+     * The cursor <epoch>:<seq> (durable events only).
+     */
+    id?: string;
+    data: SessionArchivedData;
+};
+
 export type SessionQueueHeldEvent = {
     type: 'session.queue_held';
     /**
@@ -1787,6 +1817,10 @@ export type TetherEvent = ({
 } & TurnWorkspaceChangesEvent) | ({
     type: 'session.queue_held';
 } & SessionQueueHeldEvent) | ({
+    type: 'session.title_changed';
+} & SessionTitleChangedEvent) | ({
+    type: 'session.archived';
+} & SessionArchivedEvent) | ({
     type: 'permission.requested';
 } & PermissionRequestedEvent) | ({
     type: 'permission.resolved';
@@ -1850,6 +1884,12 @@ export type Session = {
     agentProfileId: string;
     cwd: string;
     title?: string;
+    titleSource?: TitleSource;
+    archived?: boolean;
+    /**
+     * When the session's latest event was recorded (absent before any).
+     */
+    lastActivityAt?: string;
     state: SessionState;
     eventEpoch: string;
     contextLost?: boolean;
@@ -1863,6 +1903,35 @@ export type Session = {
     createdAt: string;
     updatedAt: string;
     closedAt?: string;
+};
+
+/**
+ * Where the title comes from: the first prompt (shortened), the
+ * agent (its `session_info_update` title), or the user (set at
+ * creation or with `PATCH /session/{id}`). A later title replaces the
+ * current one unless that came from a source ranked higher (user over
+ * agent over prompt).
+ *
+ */
+export const TitleSource = {
+    PROMPT: 'prompt',
+    AGENT: 'agent',
+    USER: 'user'
+} as const;
+
+/**
+ * Where the title comes from: the first prompt (shortened), the
+ * agent (its `session_info_update` title), or the user (set at
+ * creation or with `PATCH /session/{id}`). A later title replaces the
+ * current one unless that came from a source ranked higher (user over
+ * agent over prompt).
+ *
+ */
+export type TitleSource = typeof TitleSource[keyof typeof TitleSource];
+
+export type SessionUpdate = {
+    title?: string;
+    archived?: boolean;
 };
 
 export type SessionList = {
@@ -2420,6 +2489,18 @@ export type ListSessionsData = {
         state?: Array<SessionState>;
         limit?: number;
         pageToken?: string;
+        /**
+         * Only sessions whose title, or the transcript of a turn that
+         * ended, holds every word of q (case-insensitive; the last word
+         * also as a prefix). A turn's text is searchable once the turn
+         * has ended.
+         *
+         */
+        q?: string;
+        /**
+         * Archived sessions only (true), or only those not archived (false, the default).
+         */
+        archived?: boolean;
     };
     url: '/sessions';
 };
@@ -2519,6 +2600,45 @@ export type GetSessionResponses = {
 };
 
 export type GetSessionResponse = GetSessionResponses[keyof GetSessionResponses];
+
+export type UpdateSessionData = {
+    body: SessionUpdate;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/session/{id}';
+};
+
+export type UpdateSessionErrors = {
+    /**
+     * RFC 9457 problem details.
+     */
+    400: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    401: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    404: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    default: Problem;
+};
+
+export type UpdateSessionError = UpdateSessionErrors[keyof UpdateSessionErrors];
+
+export type UpdateSessionResponses = {
+    /**
+     * The session as it now is.
+     */
+    200: Session;
+};
+
+export type UpdateSessionResponse = UpdateSessionResponses[keyof UpdateSessionResponses];
 
 export type PromptSessionData = {
     body: PromptRequest;

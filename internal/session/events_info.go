@@ -1,0 +1,108 @@
+package session
+
+import (
+	"strings"
+	"unicode"
+)
+
+// A session's title and archive: what the user calls the session, and
+// whether it is put away. Neither changes how the session runs.
+
+// TitleSource is where a session's title comes from. A title replaces
+// the current one only from a source ranked the same or higher
+// (TitleSource.Outranks): the user's own over the agent's
+// (session_info_update) over the first prompt's.
+type TitleSource string
+
+// Title sources, lowest first.
+const (
+	TitleNone   TitleSource = ""
+	TitlePrompt TitleSource = "prompt"
+	TitleAgent  TitleSource = "agent"
+	TitleUser   TitleSource = "user"
+)
+
+// rank orders the sources.
+func (s TitleSource) rank() int {
+	switch s {
+	case TitlePrompt:
+		return 1
+	case TitleAgent:
+		return 2
+	case TitleUser:
+		return 3
+	}
+	return 0
+}
+
+// Replaces reports whether a title from s replaces one from cur.
+func (s TitleSource) Replaces(cur TitleSource) bool { return s.rank() >= cur.rank() }
+
+// MaxTitle is the longest title, in runes (the contract's maxLength).
+const MaxTitle = 200
+
+// promptTitleLen is how much of a first prompt becomes the title.
+const promptTitleLen = 60
+
+// PromptTitle is the title a first prompt gives a session that has none:
+// its first line, on one line, cut at a word near promptTitleLen runes
+// ("" for a prompt with no text).
+func PromptTitle(text string) string {
+	text = strings.TrimSpace(text)
+	if i := strings.IndexByte(text, '\n'); i >= 0 {
+		text = text[:i]
+	}
+	text = strings.Join(strings.Fields(text), " ")
+	r := []rune(text)
+	if len(r) <= promptTitleLen {
+		return text
+	}
+	cut := promptTitleLen
+	for i := promptTitleLen; i > promptTitleLen/2; i-- {
+		if unicode.IsSpace(r[i]) {
+			cut = i
+			break
+		}
+	}
+	return strings.TrimRight(string(r[:cut]), " ,.;:") + "…"
+}
+
+// CleanTitle is title on one line, trimmed, at most MaxTitle runes.
+func CleanTitle(title string) string {
+	title = strings.Join(strings.Fields(title), " ")
+	if r := []rune(title); len(r) > MaxTitle {
+		title = string(r[:MaxTitle])
+	}
+	return title
+}
+
+// SessionTitleChangedData is the payload of session.title_changed.
+type SessionTitleChangedData struct {
+	EventCommon
+	Title  string      `json:"title"`
+	Source TitleSource `json:"source"`
+}
+
+// EventType is session.title_changed.
+func (*SessionTitleChangedData) EventType() string { return "session.title_changed" }
+
+// evolve folds SessionTitleChangedData into s (State.Evolve).
+func (p *SessionTitleChangedData) evolve(s *State, e Event) error {
+	s.Session.Title, s.Session.TitleSource, s.Session.UpdatedAt = p.Title, p.Source, e.At
+	return nil
+}
+
+// SessionArchivedData is the payload of session.archived.
+type SessionArchivedData struct {
+	EventCommon
+	Archived bool `json:"archived"`
+}
+
+// EventType is session.archived.
+func (*SessionArchivedData) EventType() string { return "session.archived" }
+
+// evolve folds SessionArchivedData into s (State.Evolve).
+func (p *SessionArchivedData) evolve(s *State, e Event) error {
+	s.Session.Archived, s.Session.UpdatedAt = p.Archived, e.At
+	return nil
+}

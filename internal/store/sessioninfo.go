@@ -1,0 +1,134 @@
+package store
+
+import (
+	"context"
+	"strings"
+	"unicode"
+
+	"github.com/tether/tether/internal/session"
+)
+
+// A session's title, its archive flag, and the search over titles and
+// what ended turns said (migrations/00021_session_titles.sql and its
+// PostgreSQL twin).
+
+// SetSessionTitle projects session.title_changed.
+func (s *Store) SetSessionTitle(ctx context.Context, id, title string, source session.TitleSource) error {
+	return s.updateSession(ctx, id, map[string]any{"title": title, "title_source": string(source)})
+}
+
+// SetSessionArchived projects session.archived.
+func (s *Store) SetSessionArchived(ctx context.Context, id string, archived bool) error {
+	return s.updateSession(ctx, id, map[string]any{"archived": archived})
+}
+
+// IndexTurnText appends to the session's search document what turn
+// promptID said (its messages, the prompt included), once it has ended:
+// the projection of the turn's end. A turn's text is searchable from
+// then on; its chunks are not indexed one by one, which would rewrite
+// the document per chunk.
+func (s *Store) IndexTurnText(ctx context.Context, sessionID, promptID string) error {
+	db := s.db.WithContext(ctx)
+	if s.dialect == DialectPostgres {
+		err := db.Exec(`INSERT INTO session_search (session_id, body)
+			SELECT ?, string_agg(text, ' ' ORDER BY id) FROM messages WHERE session_id = ? AND prompt_id = ? HAVING count(*) > 0
+			ON CONFLICT (session_id) DO UPDATE SET body = session_search.body || ' ' || EXCLUDED.body`,
+			sessionID, sessionID, promptID).Error
+		return internalIf(err, "index the turn's text")
+	}
+	// FTS4 rewrites a document whole: read it, delete it, insert it longer.
+	var docid int64
+	var body string
+	err := scanRow(db.Raw(`SELECT s.rowid, COALESCE((SELECT body FROM session_search WHERE docid = s.rowid), '')
+		FROM sessions s WHERE s.id = ?`, sessionID), &docid, &body)
+	if err != nil {
+		return internal(err, "index the turn's text")
+	}
+	var turn string
+	err = scanRow(db.Raw(`SELECT COALESCE(group_concat(text, ' '), '') FROM (SELECT text FROM messages
+		WHERE session_id = ? AND prompt_id = ? ORDER BY id)`, sessionID, promptID), &turn)
+	if err != nil || turn == "" {
+		return internalIf(err, "index the turn's text")
+	}
+	if body != "" {
+		turn = body + " " + turn
+	}
+	if err := db.Exec(`DELETE FROM session_search WHERE docid = ?`, docid).Error; err != nil {
+		return internal(err, "index the turn's text")
+	}
+	return internalIf(db.Exec(`INSERT INTO session_search (docid, session_id, body) VALUES (?, ?, ?)`, docid, sessionID, turn).Error,
+		"index the turn's text")
+}
+
+// searchWords are q's words: runs of letters and digits, lower-cased (the
+// tokenizers' view of a word), at most 16 of them.
+func searchWords(q string) []string {
+	words := strings.FieldsFunc(strings.ToLower(q), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	return words[:min(len(words), 16)]
+}
+
+// searchWhere is the condition on sessions that keeps those whose title
+// holds every word of q, or whose search document does (the last word
+// also as a prefix: search as you type). ok is false when q has no word.
+func (s *Store) searchWhere(q string) (where string, args []any, ok bool) {
+	words := searchWords(q)
+	if len(words) == 0 {
+		return "", nil, false
+	}
+	like := "LIKE"
+	if s.dialect == DialectPostgres {
+		like = "ILIKE"
+	}
+	title := make([]string, len(words))
+	for i, w := range words {
+		title[i] = "title " + like + " ?"
+		args = append(args, "%"+w+"%")
+	}
+	if s.dialect == DialectPostgres {
+		terms := make([]string, len(words))
+		for i, w := range words {
+			terms[i] = w
+		}
+		terms[len(terms)-1] += ":*"
+		args = append(args, strings.Join(terms, " & "))
+		return "((" + strings.Join(title, " AND ") + ") OR id IN (SELECT session_id FROM session_search WHERE tsv @@ to_tsquery('simple', ?)))", args, true
+	}
+	terms := make([]string, len(words))
+	for i, w := range words {
+		terms[i] = `"` + w + `"` // quoted: no word is read as an operator
+	}
+	terms[len(terms)-1] = words[len(words)-1] + "*"
+	args = append(args, strings.Join(terms, " "))
+	return "((" + strings.Join(title, " AND ") + ") OR rowid IN (SELECT docid FROM session_search WHERE body MATCH ?))", args, true
+}
+
+// LastActivity sets each session's LastActivityAt: when its latest event
+// was recorded (one index seek per session). ListSessions sets it itself.
+func (s *Store) LastActivity(ctx context.Context, list []session.Session) error {
+	if len(list) == 0 {
+		return nil
+	}
+	args := make([]any, len(list))
+	at := make(map[string]int, len(list))
+	for i, x := range list {
+		args[i], at[x.ID] = x.ID, i
+	}
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT s.id, (SELECT e.created_at FROM events e WHERE e.session_id = s.id ORDER BY e.seq DESC LIMIT 1)
+		FROM sessions s WHERE s.id IN (`+placeholders(len(args))+`)`, args...).Rows()
+	if err != nil {
+		return internal(err, "read the sessions' last activity")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var when *dbTime
+		if err := rows.Scan(&id, &when); err != nil {
+			return internal(err, "read the sessions' last activity")
+		}
+		if when != nil {
+			t := when.t
+			list[at[id]].LastActivityAt = &t
+		}
+	}
+	return internalIf(rows.Err(), "read the sessions' last activity")
+}
