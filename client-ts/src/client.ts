@@ -19,6 +19,7 @@ import type {
   SessionCreate,
   SessionList,
   SessionStatus,
+  SessionUpdate,
   StreamGlobalEventsData,
   StreamSessionEventsData,
   StreamTicket,
@@ -349,6 +350,15 @@ export class TetherClient {
   /** GET /session/{id}. */
   getSession(id: string, o?: CallOptions): Promise<Session> {
     return this.call((signal) => sdk.getSession({ client: this.gen, path: { id }, signal }), o);
+  }
+
+  /**
+   * PATCH /session/{id}: rename the session (the user's title replaces the
+   * agent's and the first prompt's) or archive it (left out of
+   * `listSessions()` unless `archived: true`). A closed session too.
+   */
+  updateSession(id: string, body: SessionUpdate, o?: CallOptions): Promise<Session> {
+    return this.call((signal) => sdk.updateSession({ client: this.gen, path: { id }, body, signal }), o);
   }
 
   /** GET /tasks, with the global cursor the list is consistent with (stream `globalEvents({ cursor })` from it). */

@@ -14,6 +14,7 @@ import { AGENT_AUTH_REQUIRED } from './components/AuthBanner';
 import { AgentsContext, ChatPane } from './components/ChatPane';
 import { IconMenu, IconPlus } from './components/Icons';
 import { NewSessionDialog, type NewSessionRequest } from './components/NewSessionDialog';
+import { QuickSwitcher } from './components/QuickSwitcher';
 import { Sidebar } from './components/Sidebar';
 import { TokenGate } from './components/TokenGate';
 import { WorkspaceApiContext } from './components/WorkspacePanel';
@@ -99,6 +100,19 @@ function Shell({ token, settings, setSettings, onUnauthorized, onSignOut }: Shel
   const [hosts, setHosts] = useState<ExecutorHost[]>([]);
   const [dialog, setDialog] = useState<{ taskId?: string; agentProfileId?: string; cwd?: string } | undefined>();
   const [sidebarOpen, setSidebarOpen] = useState(false);
+  const [switcher, setSwitcher] = useState(false);
+  const searchSessions = useMemo(() => (q: string) => tasks.search(q), [tasks]);
+  useEffect(() => {
+    // Ctrl-K / ⌘-K anywhere: go to a session.
+    const onKey = (e: KeyboardEvent) => {
+      if ((e.ctrlKey || e.metaKey) && !e.altKey && e.key.toLowerCase() === 'k') {
+        e.preventDefault();
+        setSwitcher((open) => !open);
+      }
+    };
+    document.addEventListener('keydown', onKey);
+    return () => document.removeEventListener('keydown', onKey);
+  }, []);
 
   const loadAgents = () => {
     // The hosts the form offers; without them (an older daemon) it still
@@ -216,6 +230,8 @@ function Shell({ token, settings, setSettings, onUnauthorized, onSignOut }: Shel
             onOpen={(id) => (panes.show(id), setSidebarOpen(false))}
             onOpenBeside={(id) => (panes.openBeside(id), setSidebarOpen(false))}
             onNew={(taskId) => (void loadAgents(), setDialog({ taskId }))}
+            onUpdate={(id, change) => void tasks.updateSession(id, change).catch(() => {})}
+            search={searchSessions}
           />
           <details class="settings">
             <summary>{t('app.settings')}</summary>
@@ -258,6 +274,7 @@ function Shell({ token, settings, setSettings, onUnauthorized, onSignOut }: Shel
             />
           ))}
         </main>
+        {switcher && <QuickSwitcher tasks={tasksState} search={searchSessions} onOpen={(id) => panes.show(id)} onClose={() => setSwitcher(false)} />}
         {dialog && (
           <NewSessionDialog
             agents={agents}

@@ -28,6 +28,7 @@ export function tasksApi(client: TetherClient, token: string): TasksApi {
   return {
     listTasks: () => client.listTasks(),
     listSessions: (p) => client.listSessions(p),
+    updateSession: (id, body) => client.updateSession(id, body),
     getTask: (id) => client.getTask(id),
     getSession: (id) => client.getSession(id),
     // One GET /events per browser, shared by the tabs (see shared-global.ts).

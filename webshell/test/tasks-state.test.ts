@@ -21,6 +21,7 @@ function fakeApi(opts: { taskCursor: number; pages: { sessions: Session[]; curso
     },
     getTask: (id) => Promise.resolve(task(id)),
     getSession: (id) => Promise.resolve(session(id)),
+    updateSession: (id, body) => Promise.resolve({ ...session(id), ...body }),
     globalEvents: (o) => {
       const s = new FakeStream({ onStateChange: o.onStateChange as (s: StreamState, p: StreamState) => void });
       streams.push(s);
@@ -35,6 +36,24 @@ function fakeApi(opts: { taskCursor: number; pages: { sessions: Session[]; curso
 }
 
 describe('tasks state', () => {
+  it('takes titles and archives from the stream: an archived session leaves its task\'s list', async () => {
+    const { api, streams } = fakeApi({ taskCursor: 1, pages: [{ sessions: [session('a', { taskId: 't1' }), session('b', { taskId: 't1' })], cursor: 1 }] });
+    const c = new TasksController(api);
+    c.start();
+    await flush();
+    streams[0]!.push(
+      gev(2, 'session.title_changed', { sessionId: 'a', taskId: 't1', title: 'Fix the parser', source: 'prompt' }),
+      gev(3, 'session.archived', { sessionId: 'b', taskId: 't1', archived: true }),
+    );
+    await flush();
+    const st = c.store.getState();
+    expect(st.sessions.get('a')!.title).toBe('Fix the parser');
+    expect(sessionsOfTask(st, 't1').map((x) => x.id)).toEqual(['a']);
+    streams[0]!.push(gev(4, 'session.archived', { sessionId: 'b', taskId: 't1', archived: false }));
+    await flush();
+    expect(sessionsOfTask(c.store.getState(), 't1').map((x) => x.id).sort()).toEqual(['a', 'b']);
+  });
+
   it('streams the global log from the earliest list cursor, and drops events the lists already hold', async () => {
     const { api, streams, opened } = fakeApi({
       taskCursor: 9,

@@ -19,6 +19,10 @@ export interface SessionSummary {
   title?: string;
   state: SessionState;
   createdAt?: string;
+  /** When the session last did something (its latest event), for "5m ago". */
+  lastActivityAt?: string;
+  /** Archived sessions stay out of the sidebar (search still finds them). */
+  archived?: boolean;
   recoveryKind?: RecoverySummary['kind'];
 }
 
@@ -82,7 +86,17 @@ export function initialTasksState(): TasksState {
 }
 
 function summaryOf(s: Session): SessionSummary {
-  return { id: s.id, taskId: s.taskId, agentProfileId: s.agentProfileId, cwd: s.cwd, title: s.title, state: s.state, createdAt: s.createdAt };
+  return {
+    id: s.id,
+    taskId: s.taskId,
+    agentProfileId: s.agentProfileId,
+    cwd: s.cwd,
+    title: s.title,
+    state: s.state,
+    createdAt: s.createdAt,
+    lastActivityAt: s.lastActivityAt ?? s.updatedAt,
+    archived: s.archived ?? false,
+  };
 }
 
 function sortTasks(tasks: Record<string, Task>): string[] {
@@ -134,6 +148,11 @@ export function tasksReducer(s: TasksState, a: TasksAction): TasksState {
 
 function applyEvent(s: TasksState, ev: TetherEvent): TasksState {
   const d = ev.data as { sessionId?: string; taskId?: string };
+  const live = d.sessionId ? s.sessions.get(d.sessionId) : undefined;
+  if (live && ev.type !== 'session.title_changed' && ev.type !== 'session.archived') {
+    // Anything the session does is activity (renaming and archiving are not).
+    s = withSession(s, { ...live, lastActivityAt: new Date().toISOString() });
+  }
   switch (ev.type) {
     case 'session.created': {
       const id = d.sessionId;
@@ -154,6 +173,16 @@ function applyEvent(s: TasksState, ev: TetherEvent): TasksState {
       const prev = d.sessionId ? s.sessions.get(d.sessionId) : undefined;
       if (!prev) return s;
       return withSession(s, { ...prev, state: ev.data.state });
+    }
+    case 'session.title_changed': {
+      const prev = d.sessionId ? s.sessions.get(d.sessionId) : undefined;
+      if (!prev) return s;
+      return withSession(s, { ...prev, title: ev.data.title });
+    }
+    case 'session.archived': {
+      const prev = d.sessionId ? s.sessions.get(d.sessionId) : undefined;
+      if (!prev) return s;
+      return withSession(s, { ...prev, archived: ev.data.archived });
     }
     case 'session.recovery_changed': {
       const prev = d.sessionId ? s.sessions.get(d.sessionId) : undefined;
@@ -180,16 +209,19 @@ function applyEvent(s: TasksState, ev: TetherEvent): TasksState {
   }
 }
 
-/** Sessions of a task, newest first. */
+/** Sessions of a task that are not archived, newest first. */
 export function sessionsOfTask(s: TasksState, taskId: string): SessionSummary[] {
   return s.sessions
     .ofTask(taskId)
+    .filter((x) => !x.archived)
     .sort((a, b) => (b.createdAt ?? '').localeCompare(a.createdAt ?? ''));
 }
 
 export interface TasksApi {
   listTasks(): Promise<{ tasks: Task[]; cursor: string }>;
-  listSessions(params?: { limit?: number; pageToken?: string }): Promise<{ sessions: Session[]; nextPageToken?: string; cursor: string }>;
+  listSessions(params?: { limit?: number; pageToken?: string; q?: string; archived?: boolean }): Promise<{ sessions: Session[]; nextPageToken?: string; cursor: string }>;
+  /** Renames (title) or archives (archived) a session. */
+  updateSession(id: string, body: { title?: string; archived?: boolean }): Promise<Session>;
   getTask(id: string): Promise<Task>;
   getSession(id: string): Promise<Session>;
   globalEvents(opts: {
@@ -205,6 +237,8 @@ const GLOBAL_TYPES = [
   'session.state_changed',
   'session.closed',
   'session.recovery_changed',
+  'session.title_changed',
+  'session.archived',
   'task.created',
   'task.updated',
   'task.state_changed',
@@ -273,6 +307,18 @@ export class TasksController {
       pageToken = page.nextPageToken;
     }
     return { sessions: out, cursors };
+  }
+
+  /** Renames or archives a session; the stream brings the change to every tab. */
+  async updateSession(id: string, body: { title?: string; archived?: boolean }): Promise<void> {
+    const s = await this.#api.updateSession(id, body);
+    if (!this.#disposed) this.store.dispatch({ type: 'session', session: s });
+  }
+
+  /** Sessions whose title or ended turns hold every word of q (the server's search), newest first. */
+  async search(q: string, archived = false): Promise<SessionSummary[]> {
+    const page = await this.#api.listSessions({ q, limit: 50, ...(archived ? { archived } : {}) });
+    return page.sessions.map(summaryOf);
   }
 
   /** Adds a session the user just created, without waiting for the stream. */
