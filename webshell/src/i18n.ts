@@ -143,6 +143,8 @@ const en = {
   'perm.selected': 'Answered: {option}',
   'perm.cancelled': 'Request cancelled',
   'perm.expired': 'Request expired',
+  'perm.diffOf': 'The change to {path}',
+  'perm.command': 'The command',
 
   'banner.interrupted_prompt': 'Your last message was interrupted before the agent answered.',
   'banner.interrupted_turn': 'The agent was interrupted while working on your last message.',
@@ -352,6 +354,8 @@ const zh: Record<MessageKey, string> = {
   'perm.selected': '已回答：{option}',
   'perm.cancelled': '请求已取消',
   'perm.expired': '请求已过期',
+  'perm.diffOf': '对 {path} 的修改',
+  'perm.command': '命令',
 
   'banner.interrupted_prompt': '你的上一条消息在代理回答之前被中断了。',
   'banner.interrupted_turn': '代理在处理你的上一条消息时被中断了。',
