@@ -134,7 +134,6 @@ const en = {
   'tool.interrupted': 'Interrupted',
   'tool.input': 'Input',
   'tool.output': 'Output',
-  'tool.details': 'Details of {title}',
 
   'plan.title': 'Plan',
 
@@ -345,7 +344,6 @@ const zh: Record<MessageKey, string> = {
   'tool.interrupted': '已中断',
   'tool.input': '输入',
   'tool.output': '输出',
-  'tool.details': '{title} 的详情',
 
   'plan.title': '计划',
 

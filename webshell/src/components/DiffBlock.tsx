@@ -18,9 +18,11 @@ export interface DiffBlockProps {
   format: DiffFormat;
   testId?: string;
   path?: string;
+  /** The block scrolls by itself (a height limit): it takes the keyboard's focus to be scrolled. */
+  focusable?: boolean;
 }
 
-export function DiffBlock({ patch, edit, format, testId, path }: DiffBlockProps) {
+export function DiffBlock({ patch, edit, format, testId, path, focusable }: DiffBlockProps) {
   const ref = useRef<HTMLDivElement>(null);
   const [state, setState] = useState<'loading' | 'drawn' | 'failed'>('loading');
   const key = patch ?? JSON.stringify(edit);
@@ -46,7 +48,7 @@ export function DiffBlock({ patch, edit, format, testId, path }: DiffBlockProps)
     };
   }, [key, format]);
   return (
-    <div class="diff2" data-testid={testId} data-path={path} data-format={format} data-state={state}>
+    <div class="diff2" tabIndex={focusable ? 0 : undefined} data-testid={testId} data-path={path} data-format={format} data-state={state}>
       {/* diff2html owns this element's children; Preact never renders into it. */}
       <div ref={ref} class="diff2__drawn" />
       {state !== 'drawn' && <pre class="diff2__plain">{patch ?? edit?.newText ?? ''}</pre>}

@@ -170,12 +170,12 @@ function FileText({ path, text }: { path: string; text: string }) {
   const h = useMemo(() => (lang ? highlightCode(text, lang) : undefined), [text, lang]);
   if (!h || !h.lang)
     return (
-      <pre class="viewer__text" data-testid="ws-file-text">
+      <pre class="viewer__text" tabIndex={0} data-testid="ws-file-text">
         {text}
       </pre>
     );
   return (
-    <pre class="viewer__text" data-testid="ws-file-text" data-lang={h.lang}>
+    <pre class="viewer__text" tabIndex={0} data-testid="ws-file-text" data-lang={h.lang}>
       {/* highlight.js escapes the text it wraps */}
       <code class={`hljs language-${h.lang}`} dangerouslySetInnerHTML={{ __html: h.html }} />
     </pre>

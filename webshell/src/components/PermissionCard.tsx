@@ -39,7 +39,7 @@ function Subject({ call }: { call: ToolCall | undefined }) {
           return (
             <figure key={i} class="perm__diff" aria-label={t('perm.diffOf', { path })}>
               <figcaption class="mono perm__path">{path}</figcaption>
-              <DiffBlock edit={{ path, oldText: d.oldText as string | null, newText: d.newText as string | null }} format="line-by-line" testId="permission-diff" path={path} />
+              <DiffBlock edit={{ path, oldText: d.oldText as string | null, newText: d.newText as string | null }} format="line-by-line" testId="permission-diff" path={path} focusable />
             </figure>
           );
         })}

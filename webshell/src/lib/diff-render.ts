@@ -51,4 +51,7 @@ export function drawDiff(el: HTMLElement, patch: string, format: DiffFormat): vo
   };
   el.innerHTML = purify.sanitize(html(patch, config));
   new Diff2HtmlUI(el, undefined, config, hljs).draw();
+  // The regions that scroll sideways take the keyboard's focus, to be
+  // scrolled with the arrow keys.
+  for (const region of el.querySelectorAll<HTMLElement>('.d2h-file-side-diff, .d2h-file-diff')) region.tabIndex = 0;
 }
