@@ -144,6 +144,7 @@ const en = {
   'perm.expired': 'Request expired',
   'perm.diffOf': 'The change to {path}',
   'perm.command': 'The command',
+  'drawer.close': 'Close the session list',
 
   'banner.interrupted_prompt': 'Your last message was interrupted before the agent answered.',
   'banner.interrupted_turn': 'The agent was interrupted while working on your last message.',
@@ -354,6 +355,7 @@ const zh: Record<MessageKey, string> = {
   'perm.expired': '请求已过期',
   'perm.diffOf': '对 {path} 的修改',
   'perm.command': '命令',
+  'drawer.close': '关闭会话列表',
 
   'banner.interrupted_prompt': '你的上一条消息在代理回答之前被中断了。',
   'banner.interrupted_turn': '代理在处理你的上一条消息时被中断了。',
