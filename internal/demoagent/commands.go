@@ -46,7 +46,7 @@ func availableCommands() []acp.AvailableCommand {
 		cmd("stream", "Stream N message chunks", "N"),
 		cmd("stamped", "Stream N message chunks, each with the time it was sent (Unix ns)", "N [EVERY MS]"),
 		cmd("tool", "Run a tool: 'read PATH', 'fail', 'hang', or a client fs probe", "read PATH | fail | hang | "+fsProbeUsage),
-		cmd("permission", "Ask for permission to edit a file", ""),
+		cmd("permission", "Ask for permission to edit demo.txt (with the diff), or to run COMMAND", "[when FILE | run COMMAND]"),
 		cmd("hang", "Block until cancelled", ""),
 		cmd("deaf", "Block like hang, ignoring the first N session/cancel notifications (all without N)", "[N]"),
 		cmd("sleep", "Sleep MS milliseconds, then finish", "MS"),
@@ -221,6 +221,9 @@ func (t *turn) run(prompt []acp.ContentBlock) error {
 	case "/mcp":
 		return t.say(t.s.describeMCP())
 	case "/permission":
+		if command, ok := strings.CutPrefix(arg, "run "); ok && strings.TrimSpace(command) != "" {
+			return t.permissionToRun(strings.TrimSpace(command))
+		}
 		if file, ok := strings.CutPrefix(arg, "when "); ok {
 			// /permission when FILE: the question waits until FILE (in
 			// the session's directory) exists, so a test asks it at the
@@ -457,20 +460,56 @@ func (t *turn) awaitFile(name string) error {
 }
 
 // permission implements /permission: a pending edit tool call gated on
-// session/request_permission.
+// session/request_permission. The call carries the diff it would apply (as
+// real agents' edit calls do), so that a client can show what it asks
+// about; demo.txt is never written.
 func (t *turn) permission() error {
 	id := t.nextToolCallID()
 	title := "Edit demo.txt"
 	path := filepath.Join(t.cwd(), "demo.txt")
+	var diff acp.ToolCallContent
+	if old, err := os.ReadFile(path); err == nil {
+		diff = acp.ToolDiffContent(path, string(old)+demoEdit, string(old))
+	} else {
+		diff = acp.ToolDiffContent(path, demoEdit)
+	}
+	content := []acp.ToolCallContent{diff}
 	if err := t.emit(acp.StartToolCall(id, title, acp.WithStartKind(acp.ToolKindEdit),
 		acp.WithStartStatus(acp.ToolCallStatusPending),
-		acp.WithStartLocations([]acp.ToolCallLocation{{Path: path}}))); err != nil {
+		acp.WithStartLocations([]acp.ToolCallLocation{{Path: path}}),
+		acp.WithStartContent(content))); err != nil {
 		return err
 	}
-	outcome, err := t.askPermission(acp.ToolCallUpdate{
+	return t.gated(id, acp.ToolCallUpdate{
 		ToolCallId: id, Title: acp.Ptr(title), Kind: acp.Ptr(acp.ToolKindEdit),
-		Status: acp.Ptr(acp.ToolCallStatusPending),
-	})
+		Status: acp.Ptr(acp.ToolCallStatusPending), Content: content,
+	}, "edited demo.txt (simulated)")
+}
+
+// demoEdit is the line /permission's diff adds to demo.txt.
+const demoEdit = "A line the demo agent would add.\n"
+
+// permissionToRun implements /permission run COMMAND: a pending execute
+// tool call whose rawInput names the command, as coding agents send for a
+// shell command. Nothing is run.
+func (t *turn) permissionToRun(command string) error {
+	id := t.nextToolCallID()
+	title := "Run " + command
+	input := map[string]any{"command": command}
+	if err := t.emit(acp.StartToolCall(id, title, acp.WithStartKind(acp.ToolKindExecute),
+		acp.WithStartStatus(acp.ToolCallStatusPending), acp.WithStartRawInput(input))); err != nil {
+		return err
+	}
+	return t.gated(id, acp.ToolCallUpdate{
+		ToolCallId: id, Title: acp.Ptr(title), Kind: acp.Ptr(acp.ToolKindExecute),
+		Status: acp.Ptr(acp.ToolCallStatusPending), RawInput: input,
+	}, "ran "+command+" (simulated)")
+}
+
+// gated asks permission for the tool call and reports the answer: done
+// is the call's result when allowed.
+func (t *turn) gated(id acp.ToolCallId, call acp.ToolCallUpdate, done string) error {
+	outcome, err := t.askPermission(call)
 	if err != nil {
 		return err
 	}
@@ -486,8 +525,8 @@ func (t *turn) permission() error {
 	if err := t.say("Permission outcome: selected " + outcome); err != nil {
 		return err
 	}
-	// Nothing is edited for real: the demo only reports the decision.
-	update := toolDone(id, acp.ToolCallStatusCompleted, "edited demo.txt (simulated)")
+	// Nothing is edited or run for real: the demo only reports the decision.
+	update := toolDone(id, acp.ToolCallStatusCompleted, done)
 	if outcome == "reject_once" {
 		update = toolDone(id, acp.ToolCallStatusFailed, "permission denied")
 	}

@@ -305,11 +305,34 @@ func TestPermission(t *testing.T) {
 		if us[0].ToolCall.Kind != acp.ToolKindEdit || us[0].ToolCall.Status != acp.ToolCallStatusPending {
 			t.Errorf("tool_call: got kind %q status %q, want edit pending", us[0].ToolCall.Kind, us[0].ToolCall.Status)
 		}
+		// The question carries the diff it asks about, for a client to show.
+		if c := asked.ToolCall.Content; len(c) != 1 || c[0].Diff == nil || !strings.HasSuffix(c[0].Diff.Path, "demo.txt") || c[0].Diff.OldText != nil || c[0].Diff.NewText != "A line the demo agent would add.\n" {
+			t.Errorf("permission tool call content: got %+v, want the diff adding a line to a new demo.txt", c)
+		}
 		if got := reply(us); got != "Permission outcome: selected allow_always" {
 			t.Errorf("reply: got %q, want %q", got, "Permission outcome: selected allow_always")
 		}
 		if st := us[2].ToolCallUpdate.Status; st == nil || *st != acp.ToolCallStatusCompleted {
 			t.Errorf("tool status: got %v, want completed", st)
+		}
+	})
+	t.Run("run COMMAND", func(t *testing.T) {
+		h := startAgent(t, t.TempDir())
+		h.initialize(acp.ClientCapabilities{})
+		var asked acp.RequestPermissionRequest
+		h.client.permission = func(_ context.Context, p acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+			asked = p
+			return selected("reject_once"), nil
+		}
+		sid := h.newSession(t.TempDir())
+		h.mustPrompt(sid, "/permission run go test ./...", acp.StopReasonEndTurn)
+		in, _ := asked.ToolCall.RawInput.(map[string]any)
+		if asked.ToolCall.Kind == nil || *asked.ToolCall.Kind != acp.ToolKindExecute || in["command"] != "go test ./..." {
+			t.Errorf("permission tool call: got kind %v rawInput %v, want execute with command %q", asked.ToolCall.Kind, asked.ToolCall.RawInput, "go test ./...")
+		}
+		us := conversation(h.client.updatesFor(sid))
+		if got := reply(us); got != "Permission outcome: selected reject_once" {
+			t.Errorf("reply: got %q", got)
 		}
 	})
 	// "answers" is a client that, as ACP requires, answers the pending

@@ -91,7 +91,8 @@ describe('Web Shell workspace panel', { concurrency: false }, () => {
     await changes.locator('[data-testid=ws-changed-file]').first().waitFor(T);
     assert.equal(await changes.getAttribute('data-scope'), 'turn:w1');
     assert.deepEqual(await changes.locator('[data-testid=ws-changed-file]').evaluateAll((els) => els.map((e) => `${e.dataset.path}:${e.dataset.status}`)), ['notes.txt:added']);
-    assert.match(await changes.locator('[data-testid=ws-patch][data-path="notes.txt"]').textContent(), /\+written by the agent/);
+    await changes.locator('[data-testid=ws-patch][data-path="notes.txt"][data-state=drawn]').waitFor(T);
+    assert.equal(await changes.locator('[data-testid=ws-patch][data-path="notes.txt"] .d2h-ins .d2h-code-line-ctn').textContent(), 'written by the agent');
     // In total, since the first turn began: both files.
     await changes.getByTestId('ws-changes-scope').selectOption('total');
     await changes.locator('[data-testid=ws-changed-file][data-path="later.txt"]').waitFor(T);

@@ -208,7 +208,7 @@ function Shell({ token, settings, setSettings, onUnauthorized, onSignOut }: Shel
       <WorkspaceApiContext.Provider value={workspaceApiFor}>
       <div class={`app${sidebarOpen ? ' app--sidebar' : ''}`}>
         <header class="topbar">
-          <button type="button" class="btn btn--ghost btn--icon" aria-label={t('app.toggleSidebar')} aria-expanded={sidebarOpen} onClick={() => setSidebarOpen(!sidebarOpen)}>
+          <button type="button" class="btn btn--ghost btn--icon" aria-label={t('app.toggleSidebar')} aria-expanded={sidebarOpen} aria-controls="sidebar" onClick={() => setSidebarOpen(!sidebarOpen)} data-testid="sidebar-toggle">
             <IconMenu width="18" height="18" />
           </button>
           <Brand />
@@ -216,7 +216,8 @@ function Shell({ token, settings, setSettings, onUnauthorized, onSignOut }: Shel
             <IconPlus /> {t('app.newSession')}
           </button>
         </header>
-        <aside class="sidebar">
+        {sidebarOpen && <DrawerBackdrop label={t('drawer.close')} onClose={() => setSidebarOpen(false)} />}
+        <aside class="sidebar" id="sidebar" data-testid="sidebar">
           <div class="sidebar__top">
             <Brand />
             <button type="button" class="btn btn--primary" onClick={() => (void loadAgents(), setDialog({}))} data-testid="new-session">
@@ -290,6 +291,20 @@ function Shell({ token, settings, setSettings, onUnauthorized, onSignOut }: Shel
       </WorkspaceApiContext.Provider>
     </AgentsContext.Provider>
   );
+}
+
+/**
+ * Behind the sidebar while it is open as a drawer (narrow windows only, by
+ * CSS): a tap outside the drawer closes it, as does Esc.
+ */
+function DrawerBackdrop({ label, onClose }: { label: string; onClose: () => void }) {
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => e.key === 'Escape' && onClose();
+    document.addEventListener('keydown', onKey);
+    return () => document.removeEventListener('keydown', onKey);
+  }, [onClose]);
+  // Not a button: the toggle and Esc are the keyboard's ways to close.
+  return <div class="drawer-backdrop" title={label} onClick={onClose} data-testid="drawer-backdrop" />;
 }
 
 function Brand() {

@@ -146,7 +146,6 @@ const en = {
   'tool.interrupted': 'Interrupted',
   'tool.input': 'Input',
   'tool.output': 'Output',
-  'tool.details': 'Details of {title}',
 
   'plan.title': 'Plan',
 
@@ -155,6 +154,9 @@ const en = {
   'perm.selected': 'Answered: {option}',
   'perm.cancelled': 'Request cancelled',
   'perm.expired': 'Request expired',
+  'perm.diffOf': 'The change to {path}',
+  'perm.command': 'The command',
+  'drawer.close': 'Close the session list',
 
   'banner.interrupted_prompt': 'Your last message was interrupted before the agent answered.',
   'banner.interrupted_turn': 'The agent was interrupted while working on your last message.',
@@ -367,7 +369,6 @@ const zh: Record<MessageKey, string> = {
   'tool.interrupted': '已中断',
   'tool.input': '输入',
   'tool.output': '输出',
-  'tool.details': '{title} 的详情',
 
   'plan.title': '计划',
 
@@ -376,6 +377,9 @@ const zh: Record<MessageKey, string> = {
   'perm.selected': '已回答：{option}',
   'perm.cancelled': '请求已取消',
   'perm.expired': '请求已过期',
+  'perm.diffOf': '对 {path} 的修改',
+  'perm.command': '命令',
+  'drawer.close': '关闭会话列表',
 
   'banner.interrupted_prompt': '你的上一条消息在代理回答之前被中断了。',
   'banner.interrupted_turn': '代理在处理你的上一条消息时被中断了。',

@@ -3,7 +3,7 @@
 // changes and terminal), a spinner with disabled tabs while the executor
 // starts, why not when it is unavailable, and a turn's "Changes in this
 // turn" showing that turn alone.
-import { cleanup, fireEvent, render, screen, within } from '@testing-library/preact';
+import { cleanup, fireEvent, render, screen, waitFor, within } from '@testing-library/preact';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AgentsContext, ChatPane } from '../src/components/ChatPane';
 import { WorkspaceApiContext } from '../src/components/WorkspacePanel';
@@ -139,7 +139,9 @@ describe('workspace panel', () => {
     expect(screen.getByTestId('ws-changes').dataset.scope).toBe('turn:p1');
     expect(ws.diffs.at(-1)).toEqual({ turn: 'p1', toTurn: 'p2', patch: true });
     expect(screen.getByTestId('ws-changed-file').dataset.path).toBe('notes.txt');
-    expect(screen.getByTestId('ws-patch').querySelector('.patch__line--add')!.textContent).toBe('+hello\n');
+    // The diff is drawn by diff2html once its chunk has loaded.
+    await waitFor(() => expect(screen.getByTestId('ws-patch').dataset.state).toBe('drawn'));
+    expect(screen.getByTestId('ws-patch').querySelector('.d2h-ins .d2h-code-line-ctn')!.textContent).toBe('hello');
     // The last turn: until now.
     fireEvent.click(links[1]!);
     await flush();

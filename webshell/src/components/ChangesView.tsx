@@ -1,13 +1,16 @@
 // The workspace panel's Changes tab: what each turn changed (its
 // checkpoint against the next turn's, the last one's against the working
 // tree), everything since the first turn began, or the working tree
-// against git's HEAD, as a file list and a patch.
+// against git's HEAD, as a file list and a highlighted diff per file, side
+// by side or unified.
 import { useEffect, useState } from 'preact/hooks';
 import { useT, type MessageKey } from '../i18n';
 import { errorCode, errorText } from '../lib/errors';
 import { parsePatch, type TurnRange } from '../state/workspace';
 import type { GitDiff, WorkspaceApi } from '../state/types';
 import { Spinner } from './Badges';
+import { DiffBlock, DiffFormatSwitch, useDiffFormat } from './DiffBlock';
+import type { DiffFormat } from '../lib/diff-render';
 
 /** Which diff is shown: a turn's promptId, or one of the two totals. */
 export type ChangesScope = { kind: 'turn'; promptId: string } | { kind: 'total' } | { kind: 'head' };
@@ -33,6 +36,7 @@ export function ChangesView({ api, ranges, scope, onScope }: ChangesViewProps) {
   const { t } = useT();
   const [loaded, setLoaded] = useState<Loaded>({ status: 'loading' });
   const [nonce, setNonce] = useState(0);
+  const [format, setFormat] = useDiffFormat();
   const range = scope.kind === 'turn' ? ranges.find((r) => r.promptId === scope.promptId) : undefined;
   const first = ranges[0]?.promptId;
   // Read again when the range ends (its turn settles, or a next turn
@@ -83,6 +87,7 @@ export function ChangesView({ api, ranges, scope, onScope }: ChangesViewProps) {
             ))}
             <option value="head">{t('ws.changes.head')}</option>
         </select>
+        <DiffFormatSwitch format={format} onFormat={setFormat} />
         <button type="button" class="btn btn--ghost btn--small" onClick={() => setNonce(nonce + 1)}>
           {t('ws.refresh')}
         </button>
@@ -101,12 +106,12 @@ export function ChangesView({ api, ranges, scope, onScope }: ChangesViewProps) {
               : loaded.error}
         </div>
       )}
-      {loaded.status === 'ready' && <DiffView diff={loaded.diff} />}
+      {loaded.status === 'ready' && <DiffView diff={loaded.diff} format={format} />}
     </div>
   );
 }
 
-function DiffView({ diff }: { diff: GitDiff }) {
+function DiffView({ diff, format }: { diff: GitDiff; format: DiffFormat }) {
   const { t } = useT();
   if (diff.files.length === 0) return <div class="ws__note">{t('ws.changes.none')}</div>;
   const add = diff.files.reduce((n, f) => n + f.additions, 0);
@@ -130,21 +135,20 @@ function DiffView({ diff }: { diff: GitDiff }) {
       {diff.files.map((f) => {
         const p = patches.get(f.path);
         if (!p) return null;
-        return (
-          <details key={f.path} class="patch" open={diff.files.length <= 20}>
-            <summary class="mono">{f.path}</summary>
-            <pre class="patch__text" data-testid="ws-patch" data-path={f.path}>
-              {p.lines.map((l, i) => (
-                <span key={i} class={`patch__line patch__line--${l.kind}`}>
-                  {l.text}
-                  {'\n'}
-                </span>
-              ))}
-            </pre>
-          </details>
-        );
+        return <PatchSection key={f.path} path={f.path} patch={p.lines.map((l) => l.text).join('\n')} format={format} open={diff.files.length <= 20} />;
       })}
       {diff.patchTruncated && <div class="ws__note">{t('ws.changes.patchTruncated')}</div>}
     </div>
+  );
+}
+
+/** One file's diff, drawn once its section is first opened (many files start folded). */
+function PatchSection({ path, patch, format, open }: { path: string; patch: string; format: DiffFormat; open: boolean }) {
+  const [seen, setSeen] = useState(open);
+  return (
+    <details class="patch" open={open} onToggle={(e) => (e.currentTarget as HTMLDetailsElement).open && setSeen(true)}>
+      <summary class="mono">{path}</summary>
+      {seen && <DiffBlock patch={patch} format={format} testId="ws-patch" path={path} />}
+    </details>
   );
 }

@@ -1,8 +1,10 @@
 // The workspace panel's Files tab: the session's directory as a tree
-// (directories load when opened) and a viewer for the file picked.
-import { useEffect, useState } from 'preact/hooks';
+// (directories load when opened) and a viewer for the file picked,
+// highlighted by the language its name says.
+import { useEffect, useMemo, useState } from 'preact/hooks';
 import { useT } from '../i18n';
 import { errorText } from '../lib/errors';
+import { highlightCode, languageOfPath } from '../lib/highlight';
 import { fileText, formatSize } from '../state/workspace';
 import type { WorkspaceApi, WorkspaceEntry, WorkspaceFile, WorkspaceListing } from '../state/types';
 import { Spinner } from './Badges';
@@ -150,11 +152,32 @@ function FileViewer({ file }: { file: { path: string; f?: WorkspaceFile; error?:
         <>
           {f.truncated && <div class="viewer__note">{t('ws.fileTruncated', { shown: formatSize(f.length), size: formatSize(f.size) })}</div>}
           {f.encoding === 'base64' && <div class="viewer__note">{t('ws.notUtf8')}</div>}
-          <pre class="viewer__text" data-testid="ws-file-text">
-            {fileText(f.content, f.encoding)}
-          </pre>
+          <FileText path={file.path} text={fileText(f.content, f.encoding)} />
         </>
       )}
     </div>
+  );
+}
+
+/**
+ * Past this size a file is shown plain: highlight.js takes time in
+ * proportion, on the page's only thread.
+ */
+const HIGHLIGHT_MAX = 512 * 1024;
+
+function FileText({ path, text }: { path: string; text: string }) {
+  const lang = text.length <= HIGHLIGHT_MAX ? languageOfPath(path) : undefined;
+  const h = useMemo(() => (lang ? highlightCode(text, lang) : undefined), [text, lang]);
+  if (!h || !h.lang)
+    return (
+      <pre class="viewer__text" tabIndex={0} data-testid="ws-file-text">
+        {text}
+      </pre>
+    );
+  return (
+    <pre class="viewer__text" tabIndex={0} data-testid="ws-file-text" data-lang={h.lang}>
+      {/* highlight.js escapes the text it wraps */}
+      <code class={`hljs language-${h.lang}`} dangerouslySetInnerHTML={{ __html: h.html }} />
+    </pre>
   );
 }

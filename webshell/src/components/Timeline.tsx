@@ -218,37 +218,6 @@ export function PlanView({ plan }: { plan: PlanEntry[] }) {
   );
 }
 
-export function PermissionDock({ s, onAnswer }: { s: SessionViewState; onAnswer: (requestId: string, optionId: string) => void }) {
-  const { t } = useT();
-  const pending = Object.values(s.permissions).filter((p) => p.state === 'pending');
-  if (pending.length === 0) return null;
-  return (
-    <div class="perm-dock">
-      {pending.map((p) => (
-        <section class="perm" key={p.requestId} aria-label={t('perm.title')} data-testid="permission">
-          <div class="perm__head">
-            <IconLock /> {t('perm.title')}
-          </div>
-          {p.title && <div class="perm__title">{p.title}</div>}
-          <div class="perm__options">
-            {p.options.map((o) => (
-              <button
-                type="button"
-                key={o.optionId}
-                class={`btn ${o.kind.startsWith('allow') ? 'btn--primary' : ''}`}
-                disabled={p.answering}
-                onClick={() => onAnswer(p.requestId, o.optionId)}
-              >
-                {o.name}
-              </button>
-            ))}
-          </div>
-        </section>
-      ))}
-    </div>
-  );
-}
-
 /**
  * tetherd names the turns it continues by itself (autoContinue) with this
  * prefix: the transcript says which continuations nobody clicked.

@@ -30,7 +30,9 @@ function DiffView({ path, oldText, newText }: { path?: string; oldText?: string 
             <span class="diff__op" aria-hidden="true">
               {l.op}
             </span>
-            <span class="diff__text">{l.text || ' '}</span>
+            <span class="diff__text" role="cell">
+              {l.text || ' '}
+            </span>
           </div>
         ))}
       </pre>
@@ -74,7 +76,8 @@ export function ToolCallView({ call }: { call: ToolCall }) {
   const locations = (call.locations ?? []) as { path?: string; line?: number }[];
   return (
     <details class={`tool tool--${call.status}${call.interrupted ? ' tool--interrupted' : ''}`} open={open} data-testid="tool-call" data-tool-status={call.status}>
-      <summary class="tool__head" aria-label={t('tool.details', { title: call.title })}>
+      {/* Named by what it shows (kind, title, status), as a screen reader reads it. */}
+      <summary class="tool__head">
         <span class="tool__kind" title={kind}>
           <IconTool kind={kind} /> {kind}
         </span>

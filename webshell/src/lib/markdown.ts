@@ -9,37 +9,10 @@
 //  3. DOMPurify sanitizes the result with a strict allow-list of tags and
 //     attributes; links keep only http(s)/mailto addresses and always open
 //     in a new tab with rel="noopener noreferrer nofollow".
-// Code blocks are highlighted by highlight.js (core plus the languages
-// below, not all of them, to keep the bundle small).
+// Code blocks are highlighted by lib/highlight (highlight.js).
 import DOMPurify from 'dompurify';
-import hljs from 'highlight.js/lib/core';
-import bash from 'highlight.js/lib/languages/bash';
-import c from 'highlight.js/lib/languages/c';
-import cpp from 'highlight.js/lib/languages/cpp';
-import diff from 'highlight.js/lib/languages/diff';
-import dockerfile from 'highlight.js/lib/languages/dockerfile';
-import go from 'highlight.js/lib/languages/go';
-import ini from 'highlight.js/lib/languages/ini';
-import java from 'highlight.js/lib/languages/java';
-import javascript from 'highlight.js/lib/languages/javascript';
-import json from 'highlight.js/lib/languages/json';
-import markdown from 'highlight.js/lib/languages/markdown';
-import python from 'highlight.js/lib/languages/python';
-import rust from 'highlight.js/lib/languages/rust';
-import shell from 'highlight.js/lib/languages/shell';
-import sql from 'highlight.js/lib/languages/sql';
-import typescript from 'highlight.js/lib/languages/typescript';
-import xml from 'highlight.js/lib/languages/xml';
-import yaml from 'highlight.js/lib/languages/yaml';
 import { Marked, type Tokens } from 'marked';
-
-const languages = { bash, c, cpp, diff, dockerfile, go, ini, java, javascript, json, markdown, python, rust, shell, sql, typescript, xml, yaml };
-for (const [name, def] of Object.entries(languages)) hljs.registerLanguage(name, def);
-// Aliases the registered grammars do not declare themselves.
-hljs.registerAliases(['golang'], { languageName: 'go' });
-hljs.registerAliases(['sh-session', 'console'], { languageName: 'shell' });
-hljs.registerAliases(['patch'], { languageName: 'diff' });
-hljs.registerAliases(['toml'], { languageName: 'ini' });
+import { escapeHTML, highlightCode } from './highlight';
 
 /** The schemes a link may use; anything else (javascript:, data:, relative paths into the shell) loses its href. */
 const SAFE_URL = /^(?:https?:|mailto:)/i;
@@ -52,10 +25,6 @@ const ALLOWED_ATTR = ['href', 'title', 'class', 'align', 'start'];
 // Attributes that are not addresses: DOMPurify would otherwise test their
 // values against SAFE_URL too, and drop them.
 const URI_SAFE_ATTR = ['align', 'start'];
-
-function escapeHTML(s: string): string {
-  return s.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
-}
 
 // Only class names this module writes survive: hljs token classes and ours.
 const SAFE_CLASS = /^(?:code|hljs(?:-[\w-]+)?|language-[\w+#.-]+|md-(?:image|raw|task|task--done)|\w+_)$/;
@@ -80,21 +49,6 @@ purify.addHook('afterSanitizeAttributes', (node) => {
   node.setAttribute('rel', 'noopener noreferrer nofollow');
 });
 
-// Alias (golang, sh, ts, …) to the name registered above, for the class.
-const canonical = (lang: string) => Object.keys(languages).find((name) => hljs.getLanguage(name) === hljs.getLanguage(lang));
-
-function highlight(text: string, fence: string): { html: string; lang: string } {
-  const lang = fence && hljs.getLanguage(fence) ? canonical(fence) : undefined;
-  if (lang) {
-    try {
-      return { html: hljs.highlight(text, { language: lang, ignoreIllegals: true }).value, lang };
-    } catch {
-      // fall through to plain, escaped text
-    }
-  }
-  return { html: escapeHTML(text), lang: '' };
-}
-
 const marked = new Marked({
   gfm: true,
   breaks: true,
@@ -106,7 +60,7 @@ const marked = new Marked({
     },
     code({ text, lang }: Tokens.Code) {
       const name = (lang ?? '').trim().split(/\s+/)[0]!.toLowerCase();
-      const h = highlight(text.replace(/\n$/, ''), name);
+      const h = highlightCode(text.replace(/\n$/, ''), name);
       const cls = h.lang ? ` class="hljs language-${escapeHTML(h.lang)}"` : ' class="hljs"';
       return `<pre class="code"><code${cls}>${h.html}</code></pre>\n`;
     },
