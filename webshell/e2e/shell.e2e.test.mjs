@@ -178,7 +178,9 @@ describe('Web Shell', { concurrency: false }, () => {
     const cont = banner.getByRole('button', { name: 'Continue the interrupted turn' });
     await cont.click();
     await pane.getByTestId('continued-divider').waitFor(T);
-    await pane.locator('[data-testid=agent-message]', { hasText: 'Your previous turn was interrupted' }).waitFor(T);
+    // The demo agent answers the hidden continuation prompt; it is never shown.
+    await pane.locator('[data-testid=agent-message]', { hasText: 'Continuing where I left off' }).waitFor(T);
+    assert.equal(await pane.getByText('Your previous turn was interrupted').count(), 0, 'the continuation prompt stays hidden');
     await pane.locator('[data-testid=executor][data-exec=ready]').waitFor(T);
     await banner.waitFor({ state: 'detached', ...T });
     await shot(page, '07-continued');
