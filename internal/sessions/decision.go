@@ -125,8 +125,10 @@ type input interface{ isInput() }
 type (
 	// promptCmd admits a prompt (POST /session/{id}/prompt).
 	promptCmd struct{ PromptID, Multitask string }
-	// cancelCmd cancels the running turn and drops queued ones.
-	cancelCmd struct{}
+	// cancelCmd cancels the running turn and drops queued ones, or keeps
+	// them queued (KeepQueue: the user stopped one answer, not the prompts
+	// queued behind it).
+	cancelCmd struct{ KeepQueue bool }
 	// closeCmd ends the session.
 	closeCmd struct{}
 	// continueCmd admits a continuation planned (Plan, by session.Plan)
