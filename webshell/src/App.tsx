@@ -181,8 +181,8 @@ function Shell({ token, settings, setSettings, onUnauthorized, onSignOut }: Shel
       .catch(() => setDialog(from));
   };
 
+  // The pane asked first (its ConfirmDialog).
   const endSession = (sessionId: string) => {
-    if (!window.confirm(t('pane.closeSessionConfirm'))) return;
     client
       .session(sessionId)
       .close()
