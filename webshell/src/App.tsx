@@ -13,7 +13,7 @@ import type { AgentProfile, ExecutorHost } from './state/types';
 import { AGENT_AUTH_REQUIRED } from './components/AuthBanner';
 import { AgentsContext, ChatPane } from './components/ChatPane';
 import { IconMenu, IconPlus } from './components/Icons';
-import { NewSessionDialog, type NewSessionRequest } from './components/NewSessionDialog';
+import { NewSessionDialog, recentDirectories, type NewSessionRequest } from './components/NewSessionDialog';
 import { Sidebar } from './components/Sidebar';
 import { TokenGate } from './components/TokenGate';
 import { WorkspaceApiContext } from './components/WorkspacePanel';
@@ -153,6 +153,7 @@ function Shell({ token, settings, setSettings, onUnauthorized, onSignOut }: Shel
         ...(req.taskTitle ? { title: req.taskTitle } : {}),
         ...(req.prompt ? { initialPrompt: [{ type: 'text' as const, text: req.prompt }] } : {}),
         ...(req.executor ? { executor: req.executor } : {}),
+        ...(req.worktree ? { worktree: true } : {}),
       });
     } catch (e) {
       // The refusal's check updated what the daemon knows of the agent.
@@ -265,6 +266,7 @@ function Shell({ token, settings, setSettings, onUnauthorized, onSignOut }: Shel
             tasks={tasksState.taskOrder.map((id) => tasksState.tasks[id]!)}
             initial={dialog}
             defaultCwd={load<string>(CWD_KEY, '')}
+            recentDirs={recentDirectories(tasksState.sessions.values())}
             onCreate={createSession}
             onClose={() => setDialog(undefined)}
           />
