@@ -16,10 +16,15 @@ const continuationOpening = "Your previous turn was interrupted ("
 // cut off, one "- TITLE (KIND, id ID): …" line each.
 const cutOffHeader = "These tool calls did not complete"
 
+// changedFilesLine opens the continuation prompt's line naming the files
+// the interrupted turn changed ("…: a.txt (added), b.txt (modified).").
+const changedFilesLine = "Files changed in the workspace since this turn began: "
+
 // continuationReply is the opening of the demo agent's answer to a
-// continuation prompt: that it goes on, why it stopped, and the calls it
-// does not count on (named as the prompt names them, so a test sees what
-// the agent was told), or ok false when text is no continuation prompt.
+// continuation prompt: that it goes on, why it stopped, the calls it does
+// not count on and the files it finds changed (named as the prompt names
+// them, so a test sees what the agent was told), or ok false when text is
+// no continuation prompt.
 func continuationReply(text string) (string, bool) {
 	rest, ok := strings.CutPrefix(text, continuationOpening)
 	if !ok {
@@ -27,8 +32,12 @@ func continuationReply(text string) (string, bool) {
 	}
 	reason, _, _ := strings.Cut(rest, ")")
 	var cut []string
+	var changed string
 	inCalls := false
 	for line := range strings.SplitSeq(rest, "\n") {
+		if files, ok := strings.CutPrefix(line, changedFilesLine); ok {
+			changed = strings.TrimSuffix(files, ".")
+		}
 		switch {
 		case strings.HasPrefix(line, cutOffHeader):
 			inCalls = true
@@ -42,6 +51,9 @@ func continuationReply(text string) (string, bool) {
 	reply := fmt.Sprintf("Continuing where I left off (interrupted by %s). ", reason)
 	if len(cut) > 0 {
 		reply += "I do not count on what did not complete: " + strings.Join(cut, ", ") + ". "
+	}
+	if changed != "" {
+		reply += "I see these files changed: " + changed + ". "
 	}
 	return reply, true
 }

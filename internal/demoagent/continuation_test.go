@@ -21,8 +21,9 @@ func TestContinuationIsAnsweredNotEchoed(t *testing.T) {
 		{
 			name: "a turn cut off in a tool call",
 			rec: session.Recovery{Kind: session.RecoveryInterruptedTurn, InterruptReason: "daemon_restart",
-				DanglingToolCalls: []session.DanglingToolCall{{ID: "tool-1", Title: "Edit demo.txt", Kind: "edit"}}},
-			want: []string{"Continuing where I left off (interrupted by daemon restart). ", "Edit demo.txt (edit, id tool-1)", "That is all a demo agent can do."},
+				DanglingToolCalls: []session.DanglingToolCall{{ID: "tool-1", Title: "Edit demo.txt", Kind: "edit"}},
+				Report:            &session.TurnReport{Workspace: &session.WorkspaceChanges{Files: []session.ChangedFile{{Path: "demo.txt", Status: "added"}}}}},
+			want: []string{"Continuing where I left off (interrupted by daemon restart). ", "Edit demo.txt (edit, id tool-1)", "I see these files changed: demo.txt (added). ", "That is all a demo agent can do."},
 		},
 		{
 			name: "a prompt never answered",
