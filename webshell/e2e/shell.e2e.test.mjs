@@ -113,7 +113,8 @@ describe('Web Shell', { concurrency: false }, () => {
     await pane.locator('[data-testid=agent-message]', { hasText: 'You said: hello there.' }).waitFor(T);
     await pane.locator('[data-testid=agent-message]', { hasText: 'That is all a demo agent can do.' }).waitFor(T);
     await pane.locator('[data-testid=tool-call][data-tool-status=completed]', { hasText: 'Read README.md' }).waitFor(T);
-    await pane.getByTestId('plan').waitFor(T);
+    // The plan is done and its turn over: it is not left pinned.
+    await pane.getByTestId('plan').waitFor({ state: 'detached', ...T });
     assert.equal(await pane.getByTestId('user-message').count(), 1);
     assert.equal(await pane.getByTestId('pending-message').count(), 0);
     // Shift+Enter inserts a newline instead of sending.

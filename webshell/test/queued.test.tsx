@@ -71,7 +71,9 @@ describe('Esc with prompts queued behind the running turn', () => {
     api.stream.push(ev(SID, 12, 'turn.cancelled', { promptId: 'p1', state: 'cancelled', stopReason: 'cancelled', cancelRequested: true }));
     await flush();
     expect(screen.getByText('Turn cancelled')).toBeTruthy();
-    expect(queued()?.dataset.promptId).toBe('q1');
+    expect(queued()?.closest<HTMLElement>('[data-prompt-id]')?.dataset.promptId).toBe('q1');
+    // The cancel is over with the turn it was about; what is queued is not being cancelled.
+    expect(screen.getByTestId('cancel').textContent).toBe(' Cancel');
 
     fireEvent.click(screen.getByRole('button', { name: 'Withdraw' }));
     await flush();

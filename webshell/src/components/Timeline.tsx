@@ -61,7 +61,7 @@ function Item({ item, s, facts, onRetryPrompt, onDiscardPrompt, onWithdrawTurn, 
       const p = s.pending[item.id];
       if (!p) return null;
       return (
-        <div class={`msg msg--user msg--pending${p.status === 'failed' ? ' msg--failed' : ''}`} data-testid="pending-message">
+        <div class={`msg msg--user msg--pending${p.status === 'failed' ? ' msg--failed' : ''}`} data-testid="pending-message" data-prompt-id={p.promptId}>
           <div class="msg__bubble">
             <RichText text={p.text} />
           </div>
@@ -144,7 +144,7 @@ function TurnEnd({ promptId, s, facts, onShowTurnChanges }: { promptId: string; 
 function QueuedMeta({ promptId, onWithdraw }: { promptId: string; onWithdraw?: (promptId: string) => void }) {
   const { t } = useT();
   return (
-    <div class="msg__meta" data-testid="queued" data-prompt-id={promptId}>
+    <div class="msg__meta" data-testid="queued">
       {t('turn.queuedLabel')}
       {onWithdraw && (
         <>
@@ -190,6 +190,11 @@ export function QueuedPrompts({ s, onWithdraw }: { s: SessionViewState; onWithdr
   );
 }
 
+/** A prompt this tab sent that waits in the queue. */
+function queuedHere(s: SessionViewState, item: TimelineItem): boolean {
+  return item.type === 'pending-prompt' && s.pending[item.id]?.status !== 'failed' && s.turns[item.id]?.state === 'queued';
+}
+
 export function Timeline(props: TimelineProps) {
   const { t } = useT();
   const { s } = props;
@@ -208,9 +213,9 @@ export function Timeline(props: TimelineProps) {
   return (
     <div class="timeline" ref={ref} onScroll={onScroll} role="log" aria-live="polite" aria-relevant="additions text" tabIndex={0} aria-label={t('pane.conversation')}>
       {s.timeline.length === 0 && s.phase === 'ready' && <p class="timeline__empty">{t('pane.empty')}</p>}
-      {s.timeline.map((item) => (
-        <Item key={`${item.type}:${item.id}`} item={item} facts={facts} {...props} />
-      ))}
+      {s.timeline.map((item) => (queuedHere(s, item) ? null : <Item key={`${item.type}:${item.id}`} item={item} facts={facts} {...props} />))}
+      {/* What this tab queued waits below what runs, in the order it will run. */}
+      {s.timeline.map((item) => (queuedHere(s, item) ? <Item key={`${item.type}:${item.id}`} item={item} facts={facts} {...props} /> : null))}
       {props.onWithdrawTurn && <QueuedPrompts s={s} onWithdraw={props.onWithdrawTurn} />}
       {busy && (
         <div class="typing" aria-label={t('composer.working')} role="status">
