@@ -3998,6 +3998,12 @@ type StreamGlobalEventsParams struct {
 	LastEventID *LastEventID `json:"Last-Event-ID,omitempty"`
 }
 
+// CancelSessionParams defines parameters for CancelSession.
+type CancelSessionParams struct {
+	// KeepQueue Cancel only the running turn: the queued turns stay queued, in their order, and the next one runs once the cancelled turn has ended (a user who stops one answer has not taken back the prompts they queued behind it; each can be withdrawn with `DELETE /session/{id}/turns/{promptId}`).
+	KeepQueue *bool `form:"keepQueue,omitempty" json:"keepQueue,omitempty"`
+}
+
 // StreamSessionEventsParams defines parameters for StreamSessionEvents.
 type StreamSessionEventsParams struct {
 	// Cursor Resume after this cursor (`<epoch>:<seq>`); overrides Last-Event-ID.
@@ -6365,14 +6371,14 @@ type ClientInterface interface {
 
 	// CancelSession Cancel the running turn and answer pending permissions `cancelled`.
 	//
-	// Queued turns are dropped and the agent is sent `session/cancel`, once
-	// more after 500 ms if the turn goes on (an agent may miss one). An
-	// agent that has not ended the turn 10 s after the cancel is stopped:
-	// the turn ends `cancelled`, and a prompt sent after the cancel runs on
-	// a fresh agent.
+	// Queued turns are dropped (unless `keepQueue`) and the agent is sent
+	// `session/cancel`, once more after 500 ms if the turn goes on (an
+	// agent may miss one). An agent that has not ended the turn 10 s after
+	// the cancel is stopped: the turn ends `cancelled`, and a prompt sent
+	// after the cancel runs on a fresh agent.
 	//
 	// Corresponds with POST /session/{id}/cancel (the `CancelSession` operationId).
-	CancelSession(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CancelSession(ctx context.Context, id ID, params *CancelSessionParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListCommands The session's commands, oldest first, with how each ended.
 	//
@@ -7143,15 +7149,15 @@ func (c *Client) UpdateSession(ctx context.Context, id ID, body UpdateSessionJSO
 
 // CancelSession Cancel the running turn and answer pending permissions `cancelled`.
 //
-// Queued turns are dropped and the agent is sent `session/cancel`, once
-// more after 500 ms if the turn goes on (an agent may miss one). An
-// agent that has not ended the turn 10 s after the cancel is stopped:
-// the turn ends `cancelled`, and a prompt sent after the cancel runs on
-// a fresh agent.
+// Queued turns are dropped (unless `keepQueue`) and the agent is sent
+// `session/cancel`, once more after 500 ms if the turn goes on (an
+// agent may miss one). An agent that has not ended the turn 10 s after
+// the cancel is stopped: the turn ends `cancelled`, and a prompt sent
+// after the cancel runs on a fresh agent.
 //
 // Corresponds with POST /session/{id}/cancel (the `CancelSession` operationId).
-func (c *Client) CancelSession(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCancelSessionRequest(c.Server, id)
+func (c *Client) CancelSession(ctx context.Context, id ID, params *CancelSessionParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCancelSessionRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -8506,7 +8512,7 @@ func NewUpdateSessionRequestWithBody(server string, id ID, contentType string, b
 }
 
 // NewCancelSessionRequest constructs an http.Request for the CancelSession method
-func NewCancelSessionRequest(server string, id ID) (*http.Request, error) {
+func NewCancelSessionRequest(server string, id ID, params *CancelSessionParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -8529,6 +8535,33 @@ func NewCancelSessionRequest(server string, id ID) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.KeepQueue != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "keepQueue", *params.KeepQueue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
@@ -10547,16 +10580,16 @@ type ClientWithResponsesInterface interface {
 
 	// CancelSessionWithResponse Cancel the running turn and answer pending permissions `cancelled`.
 	//
-	// Queued turns are dropped and the agent is sent `session/cancel`, once
-	// more after 500 ms if the turn goes on (an agent may miss one). An
-	// agent that has not ended the turn 10 s after the cancel is stopped:
-	// the turn ends `cancelled`, and a prompt sent after the cancel runs on
-	// a fresh agent.
+	// Queued turns are dropped (unless `keepQueue`) and the agent is sent
+	// `session/cancel`, once more after 500 ms if the turn goes on (an
+	// agent may miss one). An agent that has not ended the turn 10 s after
+	// the cancel is stopped: the turn ends `cancelled`, and a prompt sent
+	// after the cancel runs on a fresh agent.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /session/{id}/cancel (the `CancelSession` operationId).
-	CancelSessionWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*CancelSessionResponse, error)
+	CancelSessionWithResponse(ctx context.Context, id ID, params *CancelSessionParams, reqEditors ...RequestEditorFn) (*CancelSessionResponse, error)
 
 	// ListCommandsWithResponse The session's commands, oldest first, with how each ended.
 	//
@@ -14636,17 +14669,17 @@ func (c *ClientWithResponses) UpdateSessionWithResponse(ctx context.Context, id 
 
 // CancelSessionWithResponse Cancel the running turn and answer pending permissions `cancelled`.
 //
-// Queued turns are dropped and the agent is sent `session/cancel`, once
-// more after 500 ms if the turn goes on (an agent may miss one). An
-// agent that has not ended the turn 10 s after the cancel is stopped:
-// the turn ends `cancelled`, and a prompt sent after the cancel runs on
-// a fresh agent.
+// Queued turns are dropped (unless `keepQueue`) and the agent is sent
+// `session/cancel`, once more after 500 ms if the turn goes on (an
+// agent may miss one). An agent that has not ended the turn 10 s after
+// the cancel is stopped: the turn ends `cancelled`, and a prompt sent
+// after the cancel runs on a fresh agent.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /session/{id}/cancel (the `CancelSession` operationId).
-func (c *ClientWithResponses) CancelSessionWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*CancelSessionResponse, error) {
-	rsp, err := c.CancelSession(ctx, id, reqEditors...)
+func (c *ClientWithResponses) CancelSessionWithResponse(ctx context.Context, id ID, params *CancelSessionParams, reqEditors ...RequestEditorFn) (*CancelSessionResponse, error) {
+	rsp, err := c.CancelSession(ctx, id, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}

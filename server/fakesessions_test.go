@@ -28,7 +28,7 @@ type fakeSessions struct {
 	asked []string
 }
 
-func (f *fakeSessions) Cancel(_ context.Context, sessionID string) (sessions.CancelResult, error) {
+func (f *fakeSessions) Cancel(_ context.Context, sessionID string, _ sessions.CancelInput) (sessions.CancelResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.asked = append(f.asked, sessionID)

@@ -238,7 +238,8 @@ func (h *handlers) PromptSession(ctx context.Context, req PromptSessionRequestOb
 }
 
 func (h *handlers) CancelSession(ctx context.Context, req CancelSessionRequestObject) (CancelSessionResponseObject, error) {
-	res, err := h.cfg.Sessions.Cancel(ctx, req.Id)
+	keep := req.Params.KeepQueue != nil && *req.Params.KeepQueue
+	res, err := h.cfg.Sessions.Cancel(ctx, req.Id, sessions.CancelInput{KeepQueue: keep})
 	if err != nil {
 		return nil, err
 	}

@@ -204,3 +204,30 @@ func TestWithdrawTurn(t *testing.T) {
 		t.Errorf("prompts the agent received: got %q, want the continuation then /echo queued two", sent)
 	}
 }
+
+// POST /cancel?keepQueue=true stops the running turn only: the prompts
+// queued behind it stay queued (the Web Shell's Esc) and the next one runs
+// once the cancelled turn has ended.
+func TestCancelKeepQueueCancelsOnlyTheRunningTurn(t *testing.T) {
+	d := startDaemon(t, daemonOptions{})
+	sid, _ := d.createSession(nil)
+	first := d.prompt(sid, "/hang", "first")
+	d.waitTurnState(sid, first, "running")
+	if got := d.do("POST", "/session/"+sid+"/prompt", map[string]any{"prompt": text("/echo second"), "promptId": "second"}).JSON(t)["state"]; got != "queued" {
+		t.Fatalf("second prompt: got %v, want queued", got)
+	}
+	r := d.do("POST", "/session/"+sid+"/cancel?keepQueue=true", nil)
+	if r.Status != http.StatusOK {
+		t.Fatalf("cancel: got %d: %s", r.Status, r.Body)
+	}
+	if res := r.JSON(t); res["cancelled"] != true || res["promptId"] != first || res["dequeued"] != nil {
+		t.Errorf("cancel: got %v, want the running turn cancelled and nothing dequeued", res)
+	}
+	if turn := d.waitTurn(sid, first); turn["state"] != "cancelled" {
+		t.Errorf("running turn: got %v, want cancelled", turn["state"])
+	}
+	second := d.waitTurn(sid, "second")
+	if second["state"] != "completed" || second["cancelRequested"] == true {
+		t.Errorf("queued turn: got %v, want it run to completion after the cancel", second)
+	}
+}

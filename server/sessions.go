@@ -26,7 +26,7 @@ type Sessions interface {
 	Prompt(ctx context.Context, sessionID string, in sessions.PromptInput) (sessions.PromptResult, error)
 	Continue(ctx context.Context, sessionID, promptID string) (sessions.ContinueResult, error)
 	Withdraw(ctx context.Context, sessionID, promptID string) (session.Turn, error)
-	Cancel(ctx context.Context, sessionID string) (sessions.CancelResult, error)
+	Cancel(ctx context.Context, sessionID string, in sessions.CancelInput) (sessions.CancelResult, error)
 	Close(ctx context.Context, sessionID string) (session.Session, error)
 	// UpdateInfo renames or archives the session (nil: left as it is).
 	UpdateInfo(ctx context.Context, sessionID string, title *string, archived *bool) (session.Session, error)

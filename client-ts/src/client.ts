@@ -518,9 +518,13 @@ export class SessionClient {
     throw problem;
   }
 
-  /** POST /session/{id}/cancel: cancels the running turn and pending permissions. */
-  cancel(o?: CallOptions): Promise<CancelResult> {
-    return this.client.call((signal) => sdk.cancelSession({ client: this.#gen, path: { id: this.id }, signal }), o);
+  /**
+   * POST /session/{id}/cancel: cancels the running turn and pending
+   * permissions, and drops the queued turns unless `keepQueue`.
+   */
+  cancel(o?: CallOptions & { keepQueue?: boolean }): Promise<CancelResult> {
+    const query = o?.keepQueue ? { keepQueue: true } : undefined;
+    return this.client.call((signal) => sdk.cancelSession({ client: this.#gen, path: { id: this.id }, ...(query ? { query } : {}), signal }), o);
   }
 
   /** DELETE /session/{id}: closes the session (idempotent). */

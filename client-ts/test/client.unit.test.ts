@@ -114,6 +114,16 @@ describe('TetherClient', () => {
     expect(seen[0]!.url).toBe('http://tether.test/session/s%201/prompt');
     expect(await seen[0]!.json()).toEqual({ prompt: [{ type: 'text', text: 'hello' }], promptId: 'p1', multitask: 'reject' });
   });
+
+  it('cancel() drops the queue by default and keeps it with keepQueue', async () => {
+    const { c, seen } = client(() => json(200, { cancelled: true, promptId: 'p1' }));
+    await c.session('s1').cancel();
+    await c.session('s1').cancel({ keepQueue: true });
+    expect(seen.map((r) => [r.method, r.url])).toEqual([
+      ['POST', 'http://tether.test/session/s1/cancel'],
+      ['POST', 'http://tether.test/session/s1/cancel?keepQueue=true'],
+    ]);
+  });
 });
 
 describe('TetherClient.openEventSource', () => {

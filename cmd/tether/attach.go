@@ -173,7 +173,7 @@ func (s *screen) send(ctx context.Context, d *conn, act action) {
 		id := uuid.NewString()
 		_, err = call(d.api.PromptSessionWithResponse(ctx, s.id, client.PromptRequest{Prompt: textPrompt(act.prompt), PromptId: &id}))
 	case act.cancel:
-		_, err = call(d.api.CancelSessionWithResponse(ctx, s.id))
+		_, err = call(d.api.CancelSessionWithResponse(ctx, s.id, nil))
 	case act.answer != nil:
 		err = d.answer(ctx, s.id, act.answer.request, act.answer.option)
 	}

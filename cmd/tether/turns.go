@@ -142,7 +142,7 @@ func cancelCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			_, err = call(d.api.CancelSessionWithResponse(cmd.Context(), a[0]))
+			_, err = call(d.api.CancelSessionWithResponse(cmd.Context(), a[0], nil))
 			return err
 		},
 	}

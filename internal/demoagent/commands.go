@@ -158,8 +158,11 @@ func (t *turn) run(prompt []acp.ContentBlock) error {
 			attachments++
 		}
 	}
+	if opening, ok := continuationReply(text); ok {
+		return t.plain(opening, attachments)
+	}
 	if !strings.HasPrefix(text, "/") {
-		return t.plain(text, attachments)
+		return t.plain("You said: "+text+". ", attachments)
 	}
 	name, arg := text, ""
 	if i := strings.IndexFunc(text, unicode.IsSpace); i >= 0 {
@@ -375,8 +378,9 @@ func (t *turn) loseSession() error {
 	return &acp.RequestError{Code: -32603, Message: "Internal error: the agent's backend process exited unexpectedly. Please start a new session."}
 }
 
-// plain is the default reply: plan, read a file, report, answer.
-func (t *turn) plain(text string, attachments int) error {
+// plain is the default reply: plan, read a file, report, answer; the
+// answer starts with opening (what was asked, or that a continuation goes on).
+func (t *turn) plain(opening string, attachments int) error {
 	plan := []acp.PlanEntry{
 		{Content: "Look at the working directory", Priority: acp.PlanEntryPriorityHigh, Status: acp.PlanEntryStatusInProgress},
 		{Content: "Read one file", Priority: acp.PlanEntryPriorityMedium, Status: acp.PlanEntryStatusPending},
@@ -427,7 +431,7 @@ func (t *turn) plain(text string, attachments int) error {
 	if err := t.emit(acp.UpdatePlan(plan...)); err != nil {
 		return err
 	}
-	chunks := []string{"You said: " + text + ". ", found, "That is all a demo agent can do."}
+	chunks := []string{opening, found, "That is all a demo agent can do."}
 	if attachments > 0 {
 		chunks = append(chunks, fmt.Sprintf(" You attached %d resource(s).", attachments))
 	}

@@ -79,7 +79,7 @@ func TestActorTurns(t *testing.T) {
 				a := s.prompt(t, "long")
 				p := s.agent.prompt(t)
 				s.agent.update(t, chunk("working", "m1"))
-				res, err := s.r.mgr.Cancel(context.Background(), s.sess.ID)
+				res, err := s.r.mgr.Cancel(context.Background(), s.sess.ID, CancelInput{})
 				if err != nil || !res.Cancelled || res.PromptID != a.Turn.PromptID {
 					t.Errorf("cancel: got %+v, %v; want the running turn cancelled", res, err)
 				}

@@ -34,7 +34,7 @@ func decide(v view, in input) decision {
 	case promptCmd:
 		return decidePrompt(v, in)
 	case cancelCmd:
-		return decideCancel(v)
+		return decideCancel(v, in)
 	case closeCmd:
 		return decideClose(v)
 	case continueCmd:
@@ -226,8 +226,10 @@ func retitle(v view, title string, source session.TitleSource) []effect {
 }
 
 // decideCancel records the user's intent, asks the agent to stop, answers
-// the turn's open permission requests and drops queued prompts.
-func decideCancel(v view) decision {
+// the turn's open permission requests and drops queued prompts (unless
+// c.KeepQueue: they stay, held or not, and the next runs when the
+// cancelled turn has ended).
+func decideCancel(v view, c cancelCmd) decision {
 	if v.State.Terminal() {
 		// A closed session has nothing to cancel, and its log ends with
 		// session.closed: nothing is written for it any more.
@@ -235,10 +237,13 @@ func decideCancel(v view) decision {
 	}
 	var d decision
 	for _, q := range v.Queue {
+		if c.KeepQueue {
+			break
+		}
 		d.Effects = append(d.Effects, endTurn(q.PromptID, cancelled("", true))...)
 		d.Cancel.Dequeued = append(d.Cancel.Dequeued, q.PromptID)
 	}
-	if v.QueueHeld {
+	if v.QueueHeld && !c.KeepQueue {
 		d.Effects = append(d.Effects, holdQueue(false), effPushRecovery{})
 	}
 	d.Cancel.Cancelled = len(d.Cancel.Dequeued) > 0

@@ -354,6 +354,17 @@ func TestDecideCancel(t *testing.T) {
 			Cancel: CancelResult{Cancelled: true, Dequeued: []string{"q1"}}}},
 		{"cancel running twice", with(running, func(v *view) { v.Running = &runningView{PromptID: "p1", CancelRequested: true} }), in,
 			decision{Cancel: CancelResult{PromptID: "p1", Cancelled: true}}},
+		// KeepQueue stops the running turn only: nothing queued is ended.
+		{"cancel keeping the queue", with(running, func(v *view) {
+			v.Running = &runningView{PromptID: "p1"}
+			v.Queue = queued("q1", "q2")
+		}), cancelCmd{KeepQueue: true}, decision{Effects: []effect{cancelRequested("p1"),
+			effAnswerPermissions{PromptID: "p1", State: session.PermissionCancelled}, effCancelAgent{}},
+			Cancel: CancelResult{PromptID: "p1", Cancelled: true}}},
+		{"cancel keeping a held queue after an interrupted turn", with(waiting, func(v *view) {
+			interrupted(v)
+			v.Queue, v.QueueHeld = queued("q1"), true
+		}), cancelCmd{KeepQueue: true}, markLast},
 	}...)
 	runDecideCases(t, cases)
 }

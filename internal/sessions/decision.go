@@ -133,8 +133,10 @@ type (
 	// Title is what the prompt would title a session that has none
 	// (session.PromptTitle of its text).
 	promptCmd struct{ PromptID, Multitask, Title string }
-	// cancelCmd cancels the running turn and drops queued ones.
-	cancelCmd struct{}
+	// cancelCmd cancels the running turn and drops queued ones, or keeps
+	// them queued (KeepQueue: the user stopped one answer, not the prompts
+	// queued behind it).
+	cancelCmd struct{ KeepQueue bool }
 	// closeCmd ends the session.
 	closeCmd struct{}
 	// continueCmd admits a continuation planned (Plan, by session.Plan)

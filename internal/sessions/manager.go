@@ -360,13 +360,13 @@ func (m *Manager) Prompt(ctx context.Context, sessionID string, in PromptInput) 
 	return a.prompt(ctx, in)
 }
 
-// Cancel cancels the running turn (and drops queued ones).
-func (m *Manager) Cancel(ctx context.Context, sessionID string) (CancelResult, error) {
+// Cancel cancels the running turn (and drops queued ones unless in.KeepQueue).
+func (m *Manager) Cancel(ctx context.Context, sessionID string, in CancelInput) (CancelResult, error) {
 	a, err := m.actor(ctx, sessionID)
 	if err != nil {
 		return CancelResult{}, err
 	}
-	res, err := callWrites(ctx, a, a.cancel)
+	res, err := callWrites(ctx, a, func() (CancelResult, error) { return a.cancel(in) })
 	if err != nil {
 		return CancelResult{}, err
 	}

@@ -192,7 +192,7 @@ func (p *replay) step() {
 	add(3, holding, "end turn", func() error { s.prompt.answer("end_turn"); s.prompt = nil; return nil })
 	add(1, holding, "prompt fails", func() error { s.prompt.fail(errInternal); s.prompt = nil; return nil })
 	add(1, s.agent != nil, "agent exits", func() error { s.agent.end(acp.Exit{Code: 1, Stderr: "boom"}); return nil })
-	add(1, true, "cancel", func() error { _, err := p.r.mgr.Cancel(ctx, s.id); return err })
+	add(1, true, "cancel", func() error { _, err := p.r.mgr.Cancel(ctx, s.id, CancelInput{}); return err })
 	add(1, true, "continue", func() error { _, err := p.r.mgr.Continue(ctx, s.id, ""); return err })
 	add(1, len(p.queued(s)) > 0, "withdraw", func() error {
 		q := p.queued(s)

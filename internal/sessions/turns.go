@@ -47,6 +47,12 @@ type PromptResult struct {
 }
 
 // CancelResult says what a cancel did.
+// CancelInput is how a cancel treats the queue.
+type CancelInput struct {
+	// KeepQueue: only the running turn is cancelled; the queued ones stay.
+	KeepQueue bool
+}
+
 type CancelResult struct {
 	PromptID  string
 	Cancelled bool
@@ -336,10 +342,11 @@ func (a *actor) interruptTurn(promptID string, p *session.TurnInterruptedData) *
 }
 
 // cancel records the user's intent durably, asks the agent to stop, answers
-// open permission requests "cancelled" and drops queued prompts. If the
-// agent does not end the turn within CancelGrace it is stopped.
-func (a *actor) cancel() (CancelResult, error) {
-	d, err := a.decideAndPerform(cancelCmd{})
+// open permission requests "cancelled" and drops queued prompts unless
+// in.KeepQueue. If the agent does not end the turn within CancelGrace it
+// is stopped.
+func (a *actor) cancel(in CancelInput) (CancelResult, error) {
+	d, err := a.decideAndPerform(cancelCmd(in))
 	return d.Cancel, err
 }
 

@@ -41,8 +41,8 @@ func TestAutoContinueAfterAgentCrash(t *testing.T) {
 	if cont["state"] != "completed" || cont["kind"] != "continue" || cont["continuesPromptId"] != "p1" {
 		t.Errorf("the automatic continuation: got %v, want a completed continue of p1", cont)
 	}
-	if said := w.agentText(auto)["auto-continue:p1"]; !strings.Contains(said, continuationOpening) {
-		t.Errorf("the automatic continuation's prompt (echoed): got %q, want the continuation prompt", said)
+	if said := w.agentText(auto)["auto-continue:p1"]; !strings.HasPrefix(said, continuationAnswer) {
+		t.Errorf("the automatic continuation's answer: got %q, want the answer to a continuation prompt", said)
 	}
 	var audits []map[string]any
 	for _, f := range w.replay(auto) {

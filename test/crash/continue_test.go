@@ -19,9 +19,11 @@ import (
 // data dir; GET /session/{id}/context says what was cut off and POST
 // /session/{id}/continue picks it up exactly once.
 
-// continuationOpening opens what the agent is sent to continue an
-// interrupted turn; the demo agent echoes it ("You said: …").
-const continuationOpening = "Your previous turn was interrupted"
+// continuationAnswer opens the demo agent's answer to the prompt tetherd
+// sends to continue an interrupted turn ("Continuing where I left off
+// (interrupted by REASON)", naming the calls that were cut off): a reply
+// that starts so was asked to continue.
+const continuationAnswer = "Continuing where I left off"
 
 // sessionContext fetches GET /session/{id}/context and checks the cursor
 // belongs to the event epoch.
@@ -247,7 +249,7 @@ func TestContinueAfterKill9(t *testing.T) {
 				w.waitSeen(rec, "the first chunk", func(f frame) bool { return agentSaid(f, "sleeping 30000 ms") })
 			},
 			want:  recoveryWant{kind: "interrupted_turn", canContinue: true, reason: "", promptID: "p1", interrupt: "daemon_restart"},
-			reply: "You said: " + continuationOpening + " (daemon restart) before it finished.",
+			reply: "Continuing where I left off (interrupted by daemon restart).",
 		},
 		{
 			name: "while a permission is pending", profile: "agent", prompt: "/permission",

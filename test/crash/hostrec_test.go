@@ -243,7 +243,7 @@ func TestRebootRestoresEagerly(t *testing.T) {
 	if got := w.waitTurn(busy, "busy-continue"); got["state"] != "completed" {
 		t.Fatalf("continuation: got %v, want completed", got)
 	}
-	if said := w.agentText(busy)["busy-continue"]; !strings.Contains(said, continuationOpening) {
+	if said := w.agentText(busy)["busy-continue"]; !strings.HasPrefix(said, continuationAnswer) {
 		t.Errorf("continuation: agent said %q, want it to have been asked to continue", said)
 	}
 	w.prompt(idle, "/echo still here", "idle-2")

@@ -93,7 +93,7 @@ func TestCrashHoldsTheQueue(t *testing.T) {
 				t.Errorf("turn.started order: got %s, want %s", got, want)
 			}
 			said := w.agentText(sid)
-			if !strings.Contains(said["c1"], continuationOpening) {
+			if !strings.HasPrefix(said["c1"], continuationAnswer) {
 				t.Errorf("continuation: agent said %q, want it asked to continue", said["c1"])
 			}
 			if said["q1"] != "first queued" || said["q2"] != "second queued" {

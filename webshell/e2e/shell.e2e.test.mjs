@@ -113,7 +113,8 @@ describe('Web Shell', { concurrency: false }, () => {
     await pane.locator('[data-testid=agent-message]', { hasText: 'You said: hello there.' }).waitFor(T);
     await pane.locator('[data-testid=agent-message]', { hasText: 'That is all a demo agent can do.' }).waitFor(T);
     await pane.locator('[data-testid=tool-call][data-tool-status=completed]', { hasText: 'Read README.md' }).waitFor(T);
-    await pane.getByTestId('plan').waitFor(T);
+    // The plan is done and its turn over: it is not left pinned.
+    await pane.getByTestId('plan').waitFor({ state: 'detached', ...T });
     assert.equal(await pane.getByTestId('user-message').count(), 1);
     assert.equal(await pane.getByTestId('pending-message').count(), 0);
     // Shift+Enter inserts a newline instead of sending.
@@ -178,7 +179,9 @@ describe('Web Shell', { concurrency: false }, () => {
     const cont = banner.getByRole('button', { name: 'Continue the interrupted turn' });
     await cont.click();
     await pane.getByTestId('continued-divider').waitFor(T);
-    await pane.locator('[data-testid=agent-message]', { hasText: 'Your previous turn was interrupted' }).waitFor(T);
+    // The demo agent answers the hidden continuation prompt; it is never shown.
+    await pane.locator('[data-testid=agent-message]', { hasText: 'Continuing where I left off' }).waitFor(T);
+    assert.equal(await pane.getByText('Your previous turn was interrupted').count(), 0, 'the continuation prompt stays hidden');
     await pane.locator('[data-testid=executor][data-exec=ready]').waitFor(T);
     await banner.waitFor({ state: 'detached', ...T });
     await shot(page, '07-continued');

@@ -13,7 +13,7 @@ import type { AgentProfile, ExecutorHost } from './state/types';
 import { AGENT_AUTH_REQUIRED } from './components/AuthBanner';
 import { AgentsContext, ChatPane } from './components/ChatPane';
 import { IconMenu, IconPlus } from './components/Icons';
-import { NewSessionDialog, type NewSessionRequest } from './components/NewSessionDialog';
+import { NewSessionDialog, recentDirectories, type NewSessionRequest } from './components/NewSessionDialog';
 import { QuickSwitcher } from './components/QuickSwitcher';
 import { Sidebar } from './components/Sidebar';
 import { TokenGate } from './components/TokenGate';
@@ -167,6 +167,7 @@ function Shell({ token, settings, setSettings, onUnauthorized, onSignOut }: Shel
         ...(req.taskTitle ? { title: req.taskTitle } : {}),
         ...(req.prompt ? { initialPrompt: [{ type: 'text' as const, text: req.prompt }] } : {}),
         ...(req.executor ? { executor: req.executor } : {}),
+        ...(req.worktree ? { worktree: true } : {}),
       });
     } catch (e) {
       // The refusal's check updated what the daemon knows of the agent.
@@ -195,8 +196,8 @@ function Shell({ token, settings, setSettings, onUnauthorized, onSignOut }: Shel
       .catch(() => setDialog(from));
   };
 
+  // The pane asked first (its ConfirmDialog).
   const endSession = (sessionId: string) => {
-    if (!window.confirm(t('pane.closeSessionConfirm'))) return;
     client
       .session(sessionId)
       .close()
@@ -283,6 +284,7 @@ function Shell({ token, settings, setSettings, onUnauthorized, onSignOut }: Shel
             tasks={tasksState.taskOrder.map((id) => tasksState.tasks[id]!)}
             initial={dialog}
             defaultCwd={load<string>(CWD_KEY, '')}
+            recentDirs={recentDirectories(tasksState.sessions.values())}
             onCreate={createSession}
             onClose={() => setDialog(undefined)}
           />

@@ -210,8 +210,8 @@ export class FakeApi implements SessionApi {
     this.#rec('continue', o);
     return this.continueImpl(o);
   }
-  cancel() {
-    this.#rec('cancel');
+  cancel(o?: { keepQueue?: boolean }) {
+    this.#rec('cancel', ...(o?.keepQueue ? [{ keepQueue: true }] : []));
     return Promise.resolve({ cancelled: true });
   }
   withdraw(promptId: string) {

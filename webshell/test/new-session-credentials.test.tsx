@@ -82,10 +82,10 @@ describe('new-session dialog: credentials', () => {
   });
 
   it('lists no methods for another failure', async () => {
-    const onCreate = vi.fn((_r: NewSessionRequest) => Promise.reject(Object.assign(new Error('x'), { status: 400, code: 'invalid_cwd', detail: 'no such directory' })));
+    const onCreate = vi.fn((_r: NewSessionRequest) => Promise.reject(Object.assign(new Error('x'), { status: 400, code: 'executor_not_found', detail: 'no executor host gpu-box' })));
     renderDialog([agent('demo')], onCreate);
     fireEvent.click(screen.getByRole('button', { name: 'Start session' }));
     await flush();
-    expect(screen.getByTestId('create-error').textContent).toBe('no such directory');
+    expect(screen.getByTestId('create-error').textContent).toBe('no executor host gpu-box');
   });
 });

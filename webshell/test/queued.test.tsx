@@ -50,3 +50,39 @@ describe('queued prompts', () => {
     expect(screen.getByText('queued three')).toBeTruthy();
   });
 });
+
+describe('Esc with prompts queued behind the running turn', () => {
+  const running = () =>
+    new FakeApi(SID, { transcript: { turns: [turn('p1', 'running', '/sleep 30000')] as unknown as Transcript['turns'] } });
+
+  it('cancels the running turn only: the queued prompt stays, "Queued · Withdraw", until it is withdrawn', async () => {
+    const api = running();
+    const c = await mount(api);
+    void c.sendPrompt('next question', 'q1');
+    await flush();
+    api.stream.push(ev(SID, 11, 'turn.queued', { promptId: 'q1', kind: 'prompt', prompt: [{ type: 'text', text: 'next question' }] }));
+    await flush();
+    const queued = () => screen.queryByTestId('queued');
+    expect(queued()?.textContent).toBe('Queued · Withdraw');
+
+    fireEvent.keyDown(screen.getByTestId('pane'), { key: 'Escape' });
+    await flush();
+    expect(api.calls.filter((x) => x.name === 'cancel').map((x) => x.args)).toEqual([[{ keepQueue: true }]]);
+    api.stream.push(ev(SID, 12, 'turn.cancelled', { promptId: 'p1', state: 'cancelled', stopReason: 'cancelled', cancelRequested: true }));
+    await flush();
+    expect(screen.getByText('Turn cancelled')).toBeTruthy();
+    expect(queued()?.closest<HTMLElement>('[data-prompt-id]')?.dataset.promptId).toBe('q1');
+    // The cancel is over with the turn it was about; what is queued is not being cancelled.
+    expect(screen.getByTestId('cancel').textContent).toBe(' Cancel');
+
+    fireEvent.click(screen.getByRole('button', { name: 'Withdraw' }));
+    await flush();
+    expect(api.calls.filter((x) => x.name === 'withdraw').map((x) => x.args)).toEqual([['q1']]);
+    api.stream.push(ev(SID, 13, 'turn.cancelled', { promptId: 'q1', state: 'cancelled', stopReason: 'withdrawn', reason: 'withdrawn' }));
+    await flush();
+    expect(queued()).toBeNull();
+    expect(screen.queryByText('next question')).toBeNull();
+    // The withdrawn prompt never ran: no second "Turn cancelled" for it.
+    expect(screen.getAllByText('Turn cancelled')).toHaveLength(1);
+  });
+});

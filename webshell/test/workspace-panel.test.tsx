@@ -37,11 +37,13 @@ class FakeWorkspace implements WorkspaceApi {
       Promise.resolve({ path, size: 6, offset: 0, length: 6, binary: false, encoding: 'utf-8', content: 'hello\n', modifiedAt: '2026-01-01T00:00:00Z', truncated: false }),
     diff: (o: Record<string, unknown> = {}): Promise<GitDiff> => {
       this.diffs.push(o);
+      // p2 ran a command that changed nothing.
+      const none = o.turn === 'p2';
       return Promise.resolve({
         against: `turn:${String(o.turn)}`,
         base: 'b',
         tree: 't',
-        files: [{ path: 'notes.txt', status: 'added', additions: 1, deletions: 0, binary: false }],
+        files: none ? [] : [{ path: 'notes.txt', status: 'added', additions: 1, deletions: 0, binary: false }],
         patch: 'diff --git a/notes.txt b/notes.txt\nnew file mode 100644\n--- /dev/null\n+++ b/notes.txt\n@@ -0,0 +1 @@\n+hello\n',
         patchTruncated: false,
       });
@@ -59,9 +61,19 @@ async function mount(st: Partial<SessionStatus>, turns = false) {
   const api = new FakeApi('S', {
     transcript: turns
       ? {
+          // p1 edited a file, p2 ran a command that changed nothing, p3
+          // only read, p4 ran a command that wrote a file.
           turns: [
             { promptId: 'p1', kind: 'prompt', state: 'completed', createdAt: '2026-01-01T00:00:01Z', endedAt: '2026-01-01T00:00:02Z' },
             { promptId: 'p2', kind: 'prompt', state: 'completed', createdAt: '2026-01-01T00:00:03Z', endedAt: '2026-01-01T00:00:04Z' },
+            { promptId: 'p3', kind: 'prompt', state: 'completed', createdAt: '2026-01-01T00:00:05Z', endedAt: '2026-01-01T00:00:06Z' },
+            { promptId: 'p4', kind: 'prompt', state: 'completed', createdAt: '2026-01-01T00:00:07Z', endedAt: '2026-01-01T00:00:08Z' },
+          ],
+          toolCalls: [
+            { id: 't1', promptId: 'p1', title: 'Write notes.txt', kind: 'edit', status: 'completed', interrupted: false, createdAt: '2026-01-01T00:00:01Z' },
+            { id: 't1', promptId: 'p2', title: 'Run `ls`', kind: 'execute', status: 'completed', interrupted: false, createdAt: '2026-01-01T00:00:03Z' },
+            { id: 't1', promptId: 'p3', title: 'Read notes.txt', kind: 'read', status: 'completed', interrupted: false, createdAt: '2026-01-01T00:00:05Z' },
+            { id: 't1', promptId: 'p4', title: 'Run `make`', kind: 'execute', status: 'completed', interrupted: false, createdAt: '2026-01-01T00:00:07Z' },
           ],
         }
       : {},
@@ -129,8 +141,18 @@ describe('workspace panel', () => {
     expect(api.count('status')).toBe(before + 1);
   });
 
+  it('"Changes in this turn" only under the turns that changed files; a turn that only read is not even asked about', async () => {
+    const { ws } = await mount({ workspace: { status: 'ready' } }, true);
+    await flush();
+    const linked = screen.getAllByTestId('turn-changes').map((b) => b.closest<HTMLElement>('[data-prompt-id]')!.dataset.promptId);
+    expect(linked).toEqual(['p1', 'p4']);
+    expect(ws.diffs.map((d) => d.turn).sort()).toEqual(['p1', 'p2', 'p4']);
+    expect(ws.diffs.every((d) => d.patch === undefined)).toBe(true);
+  });
+
   it("a turn's Changes link shows that turn alone: its checkpoint against the next turn's", async () => {
     const { ws } = await mount({ workspace: { status: 'ready' } }, true);
+    await flush();
     const links = screen.getAllByTestId('turn-changes');
     expect(links).toHaveLength(2);
     fireEvent.click(links[0]!);
@@ -145,6 +167,6 @@ describe('workspace panel', () => {
     // The last turn: until now.
     fireEvent.click(links[1]!);
     await flush();
-    expect(ws.diffs.at(-1)).toEqual({ turn: 'p2', patch: true });
+    expect(ws.diffs.at(-1)).toEqual({ turn: 'p4', patch: true });
   });
 });

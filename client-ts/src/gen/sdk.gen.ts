@@ -211,11 +211,11 @@ export const promptSession = <ThrowOnError extends boolean = false>(options: Opt
 /**
  * Cancel the running turn and answer pending permissions `cancelled`.
  *
- * Queued turns are dropped and the agent is sent `session/cancel`, once
- * more after 500 ms if the turn goes on (an agent may miss one). An
- * agent that has not ended the turn 10 s after the cancel is stopped:
- * the turn ends `cancelled`, and a prompt sent after the cancel runs on
- * a fresh agent.
+ * Queued turns are dropped (unless `keepQueue`) and the agent is sent
+ * `session/cancel`, once more after 500 ms if the turn goes on (an
+ * agent may miss one). An agent that has not ended the turn 10 s after
+ * the cancel is stopped: the turn ends `cancelled`, and a prompt sent
+ * after the cancel runs on a fresh agent.
  *
  */
 export const cancelSession = <ThrowOnError extends boolean = false>(options: Options<CancelSessionData, ThrowOnError>) => (options.client ?? client).post<CancelSessionResponses, CancelSessionErrors, ThrowOnError>({

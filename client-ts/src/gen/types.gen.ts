@@ -2696,7 +2696,12 @@ export type CancelSessionData = {
     path: {
         id: string;
     };
-    query?: never;
+    query?: {
+        /**
+         * Cancel only the running turn: the queued turns stay queued, in their order, and the next one runs once the cancelled turn has ended (a user who stops one answer has not taken back the prompts they queued behind it; each can be withdrawn with `DELETE /session/{id}/turns/{promptId}`).
+         */
+        keepQueue?: boolean;
+    };
     url: '/session/{id}/cancel';
 };
 

@@ -9,6 +9,7 @@ import { isReadOnly, isTurnBusy, activeTurn } from '../state/selectors';
 import type { AgentProfile } from '../state/types';
 import { ConnectionBadge, ExecutorBadge, SandboxBadge, SessionStateBadge, Spinner, connView } from './Badges';
 import { Composer } from './Composer';
+import { ConfirmDialog } from './ConfirmDialog';
 import { IconClose } from './Icons';
 import { AGENT_AUTH_REQUIRED, AuthBanner } from './AuthBanner';
 import { RecoveryBanner } from './RecoveryBanner';
@@ -29,6 +30,7 @@ export interface ChatPaneProps {
   onFocus: () => void;
   onClose?: () => void;
   onStartNew: (from: { agentProfileId: string; cwd: string; taskId: string }) => void;
+  /** Ends the session; the pane has asked the user first. */
   onEndSession: () => void;
 }
 
@@ -59,6 +61,8 @@ export function ChatPane({ controller, shownSessionId, isMain, active, onFocus, 
   const s = useStore(controller.store);
   const [ws, setWs] = useWorkspacePrefs(shownSessionId);
   const [scope, setScope] = useState<ChangesScope>({ kind: 'total' });
+  // Ending a session cannot be undone: "End session" asks first.
+  const [confirmEnd, setConfirmEnd] = useState(false);
   const ref = useRef<HTMLElement>(null);
   useEffect(() => {
     // Bring the active pane into view (narrow windows show one at a time).
@@ -130,7 +134,7 @@ export function ChatPane({ controller, shownSessionId, isMain, active, onFocus, 
             {t('ws.toggle')}
           </button>
           {!readOnly && (
-            <button type="button" class="btn btn--ghost btn--small" onClick={onEndSession} title={t('pane.closeSession')}>
+            <button type="button" class="btn btn--ghost btn--small" onClick={() => setConfirmEnd(true)} title={t('pane.closeSession')} data-testid="end-session">
               {t('pane.closeSession')}
             </button>
           )}
@@ -157,7 +161,7 @@ export function ChatPane({ controller, shownSessionId, isMain, active, onFocus, 
 
       <div class="pane__body">
         <div class="pane__chat">
-          {s.plan && s.plan.length > 0 && <PlanView plan={s.plan} />}
+          {s.plan && <PlanView plan={s.plan} running={!!running} />}
 
           {s.phase === 'loading' && (
             <div class="pane__center" role="status">
@@ -254,6 +258,19 @@ export function ChatPane({ controller, shownSessionId, isMain, active, onFocus, 
           />
         )}
       </div>
+      {confirmEnd && (
+        <ConfirmDialog
+          title={t('pane.closeSessionTitle')}
+          text={t('pane.closeSessionConfirm')}
+          confirmLabel={t('pane.closeSession')}
+          cancelLabel={t('pane.closeSessionCancel')}
+          onConfirm={() => {
+            setConfirmEnd(false);
+            onEndSession();
+          }}
+          onCancel={() => setConfirmEnd(false)}
+        />
+      )}
     </section>
   );
 }

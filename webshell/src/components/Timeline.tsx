@@ -1,4 +1,4 @@
-import { useLayoutEffect, useRef } from 'preact/hooks';
+import { useLayoutEffect, useMemo, useRef } from 'preact/hooks';
 import { reasonText, useT } from '../i18n';
 import type { PermissionView, SessionViewState, TimelineItem } from '../state/session-state';
 import type { PlanEntry } from '../state/types';
@@ -6,6 +6,7 @@ import { activeTurn } from '../state/selectors';
 import { IconContinue, IconLock } from './Icons';
 import { RichText } from './RichText';
 import { ToolCallView } from './ToolCallView';
+import { TurnChangesButton, nextTurns, turnWrites, useTurnChanged, type TurnWrites } from './TurnChanges';
 
 export interface TimelineProps {
   s: SessionViewState;
@@ -17,8 +18,14 @@ export interface TimelineProps {
   onShowTurnChanges?: (promptId: string) => void;
 }
 
-function Item({ item, s, onRetryPrompt, onDiscardPrompt, onShowTurnChanges }: { item: TimelineItem } & TimelineProps) {
-  const { t, lang } = useT();
+/** What the timeline's turn ends need of the whole session, computed once per render. */
+interface TurnFacts {
+  writes: Map<string, TurnWrites>;
+  next: Map<string, string | undefined>;
+}
+
+function Item({ item, s, facts, onRetryPrompt, onDiscardPrompt, onWithdrawTurn, onShowTurnChanges }: { item: TimelineItem; facts: TurnFacts } & TimelineProps) {
+  const { t } = useT();
   switch (item.type) {
     case 'message': {
       const m = s.messages[item.id];
@@ -54,11 +61,13 @@ function Item({ item, s, onRetryPrompt, onDiscardPrompt, onShowTurnChanges }: { 
       const p = s.pending[item.id];
       if (!p) return null;
       return (
-        <div class={`msg msg--user msg--pending${p.status === 'failed' ? ' msg--failed' : ''}`} data-testid="pending-message">
+        <div class={`msg msg--user msg--pending${p.status === 'failed' ? ' msg--failed' : ''}`} data-testid="pending-message" data-prompt-id={p.promptId}>
           <div class="msg__bubble">
             <RichText text={p.text} />
           </div>
-          {p.status === 'failed' ? (
+          {p.status !== 'failed' && s.turns[p.promptId]?.state === 'queued' ? (
+            <QueuedMeta promptId={p.promptId} onWithdraw={onWithdrawTurn} />
+          ) : p.status === 'failed' ? (
             <div class="msg__meta" role="alert">
               {t('msg.failed', { error: p.error ?? '' })}{' '}
               <button type="button" class="btn btn--link" onClick={() => onRetryPrompt(p.promptId)}>
@@ -91,37 +100,62 @@ function Item({ item, s, onRetryPrompt, onDiscardPrompt, onShowTurnChanges }: { 
           </span>
         </div>
       );
-    case 'turn-end': {
-      const turn = s.turns[item.id];
-      if (!turn) return null;
-      const text =
-        turn.state === 'cancelled'
-          ? t('turn.cancelled')
-          : turn.state === 'failed'
-            ? t('turn.failed', { error: turn.error?.message ?? turn.error?.code ?? '' })
-            : turn.state === 'interrupted'
-              ? t('turn.interrupted', { reason: reasonText(lang, turn.interruptReason) || '—' })
-              : '';
-      const changes = onShowTurnChanges && (
-        <button type="button" class="btn btn--link turn-end__changes" data-testid="turn-changes" onClick={() => onShowTurnChanges(turn.promptId)}>
-          {t('turn.changes')}
-        </button>
-      );
-      const explained = turn.state === 'interrupted' && Object.values(s.messages).some((m) => m.role === 'system' && m.promptId === turn.promptId);
-      if (!text || explained)
-        return changes ? (
-          <div class="turn-end turn-end--quiet" data-testid="turn-end-changes" data-prompt-id={turn.promptId}>
-            {changes}
-          </div>
-        ) : null;
-      return (
-        <div class={`turn-end turn-end--${turn.state}`} data-testid="turn-end" data-turn-state={turn.state} data-prompt-id={turn.promptId}>
-          {text}
-          {changes && <> · {changes}</>}
-        </div>
-      );
-    }
+    case 'turn-end':
+      return <TurnEnd promptId={item.id} s={s} facts={facts} onShowTurnChanges={onShowTurnChanges} />;
   }
+}
+
+/**
+ * A turn's end: its outcome when it is worth a line (cancelled, failed,
+ * interrupted), and the link to what it changed where it changed files. A
+ * withdrawn prompt has no end to show: it never ran, and its bubble is gone.
+ */
+function TurnEnd({ promptId, s, facts, onShowTurnChanges }: { promptId: string; s: SessionViewState; facts: TurnFacts; onShowTurnChanges?: (promptId: string) => void }) {
+  const { t, lang } = useT();
+  const turn = s.turns[promptId];
+  const writes = onShowTurnChanges ? facts.writes.get(promptId) : undefined;
+  const changed = useTurnChanged(s.sessionId, promptId, writes, facts.next.get(promptId));
+  if (!turn || turn.stopReason === 'withdrawn') return null;
+  const text =
+    turn.state === 'cancelled'
+      ? t('turn.cancelled')
+      : turn.state === 'failed'
+        ? t('turn.failed', { error: turn.error?.message ?? turn.error?.code ?? '' })
+        : turn.state === 'interrupted'
+          ? t('turn.interrupted', { reason: reasonText(lang, turn.interruptReason) || '—' })
+          : '';
+  const changes = changed && onShowTurnChanges && <TurnChangesButton promptId={turn.promptId} onShow={onShowTurnChanges} />;
+  const explained = turn.state === 'interrupted' && Object.values(s.messages).some((m) => m.role === 'system' && m.promptId === turn.promptId);
+  if (!text || explained)
+    return changes ? (
+      <div class="turn-end turn-end--quiet" data-testid="turn-end-changes" data-prompt-id={turn.promptId}>
+        {changes}
+      </div>
+    ) : null;
+  return (
+    <div class={`turn-end turn-end--${turn.state}`} data-testid="turn-end" data-turn-state={turn.state} data-prompt-id={turn.promptId}>
+      {text}
+      {changes && <> · {changes}</>}
+    </div>
+  );
+}
+
+/** "Queued · Withdraw": a prompt waiting behind the running turn, which can be taken back until it runs. */
+function QueuedMeta({ promptId, onWithdraw }: { promptId: string; onWithdraw?: (promptId: string) => void }) {
+  const { t } = useT();
+  return (
+    <div class="msg__meta" data-testid="queued">
+      {t('turn.queuedLabel')}
+      {onWithdraw && (
+        <>
+          {' · '}
+          <button type="button" class="btn btn--link" onClick={() => onWithdraw(promptId)}>
+            {t('turn.withdraw')}
+          </button>
+        </>
+      )}
+    </div>
+  );
 }
 
 function ResolvedPermission({ p }: { p: PermissionView }) {
@@ -148,15 +182,17 @@ export function QueuedPrompts({ s, onWithdraw }: { s: SessionViewState; onWithdr
     <ol class="queued" aria-label={t('turn.queuedLabel')}>
       {queued.map((q) => (
         <li key={q!.promptId} class="msg msg--user msg--queued" data-prompt-id={q!.promptId}>
-          <div class="msg__meta">{t('turn.queuedLabel')}</div>
-          <div class="msg__body">{q!.text ?? ''}</div>
-          <button type="button" class="btn btn--link" onClick={() => onWithdraw(q!.promptId)}>
-            {t('turn.withdraw')}
-          </button>
+          <div class="msg__bubble">{q!.text ?? ''}</div>
+          <QueuedMeta promptId={q!.promptId} onWithdraw={onWithdraw} />
         </li>
       ))}
     </ol>
   );
+}
+
+/** A prompt this tab sent that waits in the queue. */
+function queuedHere(s: SessionViewState, item: TimelineItem): boolean {
+  return item.type === 'pending-prompt' && s.pending[item.id]?.status !== 'failed' && s.turns[item.id]?.state === 'queued';
 }
 
 export function Timeline(props: TimelineProps) {
@@ -173,12 +209,13 @@ export function Timeline(props: TimelineProps) {
     if (el) stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 48;
   };
   const busy = !!activeTurn(s);
+  const facts = useMemo<TurnFacts>(() => ({ writes: turnWrites(s.toolCalls), next: nextTurns(s) }), [s.toolCalls, s.turnOrder, s.turns]);
   return (
     <div class="timeline" ref={ref} onScroll={onScroll} role="log" aria-live="polite" aria-relevant="additions text" tabIndex={0} aria-label={t('pane.conversation')}>
       {s.timeline.length === 0 && s.phase === 'ready' && <p class="timeline__empty">{t('pane.empty')}</p>}
-      {s.timeline.map((item) => (
-        <Item key={`${item.type}:${item.id}`} item={item} {...props} />
-      ))}
+      {s.timeline.map((item) => (queuedHere(s, item) ? null : <Item key={`${item.type}:${item.id}`} item={item} facts={facts} {...props} />))}
+      {/* What this tab queued waits below what runs, in the order it will run. */}
+      {s.timeline.map((item) => (queuedHere(s, item) ? <Item key={`${item.type}:${item.id}`} item={item} facts={facts} {...props} /> : null))}
       {props.onWithdrawTurn && <QueuedPrompts s={s} onWithdraw={props.onWithdrawTurn} />}
       {busy && (
         <div class="typing" aria-label={t('composer.working')} role="status">
@@ -191,12 +228,18 @@ export function Timeline(props: TimelineProps) {
   );
 }
 
-export function PlanView({ plan }: { plan: PlanEntry[] }) {
+/**
+ * The agent's plan above the conversation: open while its turn works on it,
+ * folded once the turn ends with steps left (what was not done stays one
+ * click away), and gone once every step is done: a finished plan pinned
+ * for the rest of the session only took room.
+ */
+export function PlanView({ plan, running }: { plan: PlanEntry[]; running: boolean }) {
   const { t } = useT();
-  if (plan.length === 0) return null;
   const done = plan.filter((e) => e.status === 'completed').length;
+  if (plan.length === 0 || (done === plan.length && !running)) return null;
   return (
-    <details class="plan" data-testid="plan" open={done < plan.length}>
+    <details class="plan" data-testid="plan" open={running && done < plan.length}>
       <summary>
         {t('plan.title')}{' '}
         <span class="plan__count">

@@ -329,12 +329,17 @@ export class SessionController {
     return true;
   }
 
+  /**
+   * Stops the running turn (Esc, the Stop button). The prompts queued
+   * behind it stay queued, each with its Withdraw: stopping one answer
+   * does not take back what the user asked next.
+   */
   async cancel(): Promise<void> {
     if (this.#disposed) return;
     this.#bumpReadFloor();
     this.#dispatch({ type: 'cancel/start', sessionId: this.sessionId });
     try {
-      await this.#api.cancel();
+      await this.#api.cancel({ keepQueue: true });
       this.#dispatch({ type: 'cancel/done', sessionId: this.sessionId });
     } catch (e) {
       if (this.#failed(e)) return;

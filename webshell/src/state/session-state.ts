@@ -308,17 +308,11 @@ function pushTimeline(s: SessionViewState, item: TimelineItem): SessionViewState
   return { ...s, timeline: [...s.timeline, item] };
 }
 
-function dropPending(s: SessionViewState, promptId: string, replaceWith?: TimelineItem): SessionViewState {
+function dropPending(s: SessionViewState, promptId: string): SessionViewState {
   if (!s.pending[promptId]) return s;
   const pending = { ...s.pending };
   delete pending[promptId];
-  const idx = s.timeline.findIndex((x) => x.type === 'pending-prompt' && x.id === promptId);
-  let timeline = s.timeline;
-  if (idx >= 0) {
-    timeline = [...s.timeline];
-    if (replaceWith && !timeline.some((x) => x.type === replaceWith.type && x.id === replaceWith.id)) timeline[idx] = replaceWith;
-    else timeline.splice(idx, 1);
-  }
+  const timeline = s.timeline.filter((x) => !(x.type === 'pending-prompt' && x.id === promptId));
   return { ...s, pending, timeline };
 }
 
@@ -563,7 +557,9 @@ function applyEvent(s: SessionViewState, ev: TetherEvent): SessionViewState {
       n = { ...n, turnSeq: seq };
       n = pushTimeline(n, { type: 'turn-end', id: promptId });
       n = dropPending(n, promptId);
-      if (!activeTurn(n)) n = { ...n, cancelling: false };
+      // The running turn ended: a cancel was about it, even when a queued
+      // turn (kept by the cancel) runs next.
+      if (!activeTurn(n) || prev?.state === 'running') n = { ...n, cancelling: false };
       // Permissions of the settled turn can no longer be answered.
       const perms = Object.values(n.permissions).filter((p) => p.promptId === promptId && p.state === 'pending');
       if (perms.length) {
@@ -582,7 +578,9 @@ function applyEvent(s: SessionViewState, ev: TetherEvent): SessionViewState {
       n = { ...n, messages: { ...n.messages, [d.messageId]: msg } };
       if (!prev) {
         const item: TimelineItem = { type: 'message', id: d.messageId };
-        if (d.role === 'user' && d.promptId && n.pending[d.promptId]) n = dropPending(n, d.promptId, item);
+        // A prompt's message arrives when its turn starts: after what ran
+        // before it, wherever its bubble sat while it was queued.
+        if (d.role === 'user' && d.promptId && n.pending[d.promptId]) n = pushTimeline(dropPending(n, d.promptId), item);
         else n = pushTimeline(n, item);
       }
       return n;

@@ -98,7 +98,8 @@ export interface SessionApi {
   status(o?: Call): Promise<SessionStatus>;
   prompt(prompt: ContentBlock[] | string, o?: { promptId?: string; multitask?: 'enqueue' | 'reject' }): Promise<PromptAccepted>;
   continue(o?: { promptId?: string }): Promise<ContinueOutcome>;
-  cancel(o?: Call): Promise<CancelResult>;
+  /** keepQueue: only the running turn is cancelled; the queued ones stay queued. */
+  cancel(o?: Call & { keepQueue?: boolean }): Promise<CancelResult>;
   /** Withdraws a queued turn (DELETE /session/{id}/turns/{promptId}). */
   withdraw(promptId: string, o?: Call): Promise<unknown>;
   resume(o?: Call): Promise<SessionStatus>;
