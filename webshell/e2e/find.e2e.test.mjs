@@ -4,6 +4,7 @@
 // said, and the Ctrl-K switcher. Each step is checked against the API too.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { scan } from './axe.mjs';
 import { appProblems, Daemon, launchBrowser, shot } from './harness.mjs';
 
 const T = { timeout: 15_000 };
@@ -31,7 +32,7 @@ async function sessionSaying(text) {
 const rowOf = (page, id) => page.locator(`.tasks__list [data-testid=session-row][data-session-id="${id}"]`);
 
 describe('finding sessions', () => {
-  test('titles, rename, archive, search and the switcher', async () => {
+  test('titles, rename, archive, search and the switcher', async (t) => {
     const quince = await sessionSaying('/echo the quince pipeline is green');
     const medlar = await sessionSaying('/echo medlar notes');
     const page = await browser.newPage();
@@ -72,6 +73,7 @@ describe('finding sessions', () => {
     await results.getByText(/No session holds every word/).waitFor(T);
     await page.getByTestId('session-search').fill('');
     await shot(page, 'find-sidebar');
+    assert.deepEqual(await scan(t, page, 'sidebar'), []);
 
     // Ctrl-K: filter by name, Enter opens the session.
     await page.keyboard.press('Control+k');
@@ -79,9 +81,15 @@ describe('finding sessions', () => {
     await page.getByTestId('switcher-input').fill('quince');
     await page.locator(`[data-testid=switcher-item][data-session-id="${quince}"]`).waitFor(T);
     await shot(page, 'find-switcher');
+    assert.deepEqual(await scan(t, page, 'Ctrl-K switcher'), []);
     await page.getByTestId('switcher-input').press('Enter');
     await page.getByTestId('quick-switcher').waitFor({ state: 'detached', ...T });
     await page.locator(`[data-testid=pane][data-session-id="${quince}"]`).waitFor(T);
     assert.deepEqual(appProblems(browser.problems), []);
+
+    // The new-session dialog, with an agent selected.
+    await page.getByTestId('new-session').first().click();
+    await page.getByRole('dialog').waitFor(T);
+    assert.deepEqual(await scan(t, page, 'new-session dialog'), []);
   });
 });

@@ -90,7 +90,7 @@ export function QuickSwitcher({ tasks, search, onOpen, onClose }: QuickSwitcherP
               data-session-id={s.id}
             >
               <span class="switcher__name">{name(s)}</span>
-              <span class="muted switcher__meta">
+              <span class="switcher__meta">
                 {s.cwd} · {ago(s.lastActivityAt, lang)}
               </span>
             </li>

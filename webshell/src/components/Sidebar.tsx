@@ -165,14 +165,15 @@ function SessionRow({
   }
   return (
     <li class={`srow${shown ? ' srow--shown' : ''}${active ? ' srow--active' : ''}${s.archived ? ' srow--archived' : ''}`} data-testid="session-row" data-session-id={s.id}>
-      <button type="button" class="srow__open" onClick={() => onOpen(s.id)} aria-label={t('app.open', { name })} aria-current={active ? 'true' : undefined}>
+      {/* Named by what it shows (title, state, time): a label of its own would hide that from screen readers. */}
+      <button type="button" class="srow__open" onClick={() => onOpen(s.id)} title={t('app.open', { name })} aria-current={active ? 'true' : undefined}>
         <span class="srow__name">{name}</span>
         <span class="srow__meta">
           <SessionStateBadge state={s.state} />
           {interrupted && <span class="badge badge--warn badge--small">{t('app.interrupted')}</span>}
           {s.archived && <span class="badge badge--small">{t('find.archived')}</span>}
           {when && (
-            <time class="srow__time muted" dateTime={s.lastActivityAt} title={s.lastActivityAt}>
+            <time class="srow__time" dateTime={s.lastActivityAt} title={s.lastActivityAt}>
               {when}
             </time>
           )}
