@@ -173,7 +173,8 @@ func (s *screen) send(ctx context.Context, d *conn, act action) {
 		id := uuid.NewString()
 		_, err = call(d.api.PromptSessionWithResponse(ctx, s.id, client.PromptRequest{Prompt: textPrompt(act.prompt), PromptId: &id}))
 	case act.cancel:
-		_, err = call(d.api.CancelSessionWithResponse(ctx, s.id, nil))
+		keep := true // Ctrl-C stops the answer, not the prompts queued after it (as Esc in the Web Shell)
+		_, err = call(d.api.CancelSessionWithResponse(ctx, s.id, &client.CancelSessionParams{KeepQueue: &keep}))
 	case act.answer != nil:
 		err = d.answer(ctx, s.id, act.answer.request, act.answer.option)
 	}

@@ -131,21 +131,29 @@ turn's prompt id; with --wait, streams the reply and waits for its end.`,
 	return c
 }
 
-// cancelCmd cancels a session's running turn and drops its queue.
+// cancelCmd cancels a session's running turn, and its queue unless
+// --keep-queue.
 func cancelCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var keep bool
+	c := &cobra.Command{
 		Use:   "cancel SESSION",
-		Short: "Cancel the running turn (queued prompts are dropped)",
+		Short: "Cancel the running turn (queued prompts are dropped, unless --keep-queue)",
 		Args:  args(1, 1),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			d, err := g.dial()
 			if err != nil {
 				return err
 			}
-			_, err = call(d.api.CancelSessionWithResponse(cmd.Context(), a[0], nil))
+			var p *client.CancelSessionParams
+			if keep {
+				p = &client.CancelSessionParams{KeepQueue: &keep}
+			}
+			_, err = call(d.api.CancelSessionWithResponse(cmd.Context(), a[0], p))
 			return err
 		},
 	}
+	c.Flags().BoolVar(&keep, "keep-queue", false, "cancel only the running turn: the prompts queued behind it run next")
+	return c
 }
 
 // turnOut is where waitTurn reports: the reply's text as it streams, or

@@ -149,24 +149,49 @@ func TestPromptContinue(t *testing.T) {
 	}
 }
 
+// TestCancel cancels a running /hang turn with a prompt queued behind it:
+// plain cancel drops the queued one too, --keep-queue lets it run next.
 func TestCancel(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t)
-	sid, _ := d.createSession(t)
-	pid := wantUUIDLine(t, d.must(t, "prompt", sid, "/hang").stdout)
-	// The agent has the prompt once its first chunk is stored.
-	waitFor(t, "the /hang turn to run", func() bool {
-		return d.turn(t, sid, pid).State == "running" && agentText(d.transcript(t, sid), pid) != ""
-	})
-	if r := d.must(t, "cancel", sid); r.stdout != "" {
-		t.Errorf("cancel: got stdout %q, want none", r.stdout)
+	cases := []struct {
+		name       string
+		args       []string
+		wantQueued string // the queued turn's end
+	}{
+		{"drops the queue", nil, "cancelled"},
+		{"keep the queue", []string{"--keep-queue"}, "completed"},
 	}
-	if turn := d.waitTurn(t, sid, pid); turn.State != "cancelled" {
-		t.Fatalf("got turn %s, want cancelled", turn.State)
-	}
-	lines := logLines(t, d.must(t, "logs", "--types", "turn.cancelled", sid).stdout)
-	if len(lines) != 1 || lines[0].Type != "turn.cancelled" || lines[0].promptID() != pid {
-		t.Errorf("tether logs --types turn.cancelled: got %v, want turn %s cancelled", lines, pid)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			sid, _ := d.createSession(t)
+			pid := wantUUIDLine(t, d.must(t, "prompt", sid, "/hang").stdout)
+			// The agent has the prompt once its first chunk is stored.
+			waitFor(t, "the /hang turn to run", func() bool {
+				return d.turn(t, sid, pid).State == "running" && agentText(d.transcript(t, sid), pid) != ""
+			})
+			queued := wantUUIDLine(t, d.must(t, "prompt", sid, "/echo", "queued").stdout)
+			if r := d.must(t, append(append([]string{"cancel"}, tc.args...), sid)...); r.stdout != "" {
+				t.Errorf("cancel: got stdout %q, want none", r.stdout)
+			}
+			if turn := d.waitTurn(t, sid, pid); turn.State != "cancelled" {
+				t.Fatalf("got turn %s, want cancelled", turn.State)
+			}
+			if turn := d.waitTurn(t, sid, queued); string(turn.State) != tc.wantQueued {
+				t.Errorf("the queued turn: got %s, want %s", turn.State, tc.wantQueued)
+			}
+			var cancelled []string
+			for _, l := range logLines(t, d.must(t, "logs", "--types", "turn.cancelled", sid).stdout) {
+				cancelled = append(cancelled, l.promptID())
+			}
+			want := []string{pid}
+			if tc.wantQueued == "cancelled" {
+				want = []string{queued, pid} // the queue is dropped first, then the agent answers the cancel
+			}
+			if !slices.Equal(cancelled, want) {
+				t.Errorf("tether logs --types turn.cancelled: got turns %v, want %v", cancelled, want)
+			}
+		})
 	}
 }
 
