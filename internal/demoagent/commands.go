@@ -56,7 +56,7 @@ func availableCommands() []acp.AvailableCommand {
 		cmd("error", "Fail the prompt with a JSON-RPC error", "CODE MESSAGE"),
 		cmd("thought", "Send a thought chunk, then a message", "TEXT"),
 		cmd("unknown-update", "Send a session/update of an unknown kind", ""),
-		cmd("flood", "Stream N message chunks in one write, as fast as the pipe takes them", "N"),
+		cmd("flood", "Stream N message chunks in one write, as fast as the pipe takes them ('messages': each a message of its own)", "N [messages]"),
 		cmd("permission-many", "Ask N permission questions at once and report each answer", "N"),
 		cmd("approve-self", "Try to answer its own permission request with the daemon's token from the environment", ""),
 		cmd("hostile", "Attack the daemon, the host and the machine as a hostile agent would; one line per attack (internal/demoagent/hostile.go)", "JSON"),
@@ -202,13 +202,19 @@ func (t *turn) run(prompt []acp.ContentBlock) error {
 		}
 		return nil
 	case "/flood":
-		n, err := strconv.Atoi(arg)
-		if err != nil || n < 0 {
-			return t.say("usage: /flood N")
+		// "N messages": each chunk under an ACP messageId of its own, so
+		// the transcript holds N messages (a long session, in one turn).
+		fields := strings.Fields(arg)
+		n, err := strconv.Atoi(first(fields))
+		apart := len(fields) == 2 && fields[1] == "messages"
+		if err != nil || n < 0 || (len(fields) == 2 && !apart) || len(fields) > 2 {
+			return t.say("usage: /flood N [messages]")
 		}
 		updates := make([]json.RawMessage, n)
 		for i := range updates {
-			if updates[i], err = json.Marshal(acp.UpdateAgentMessageText(ChunkText(i + 1))); err != nil {
+			if apart {
+				updates[i] = textChunk(fmt.Sprintf("flood-%d", i+1), ChunkText(i+1))
+			} else if updates[i], err = json.Marshal(acp.UpdateAgentMessageText(ChunkText(i + 1))); err != nil {
 				return err
 			}
 		}
@@ -585,4 +591,12 @@ func (t *turn) askPermission(call acp.ToolCallUpdate) (string, error) {
 		return string(resp.Outcome.Selected.OptionId), nil
 	}
 	return "", nil
+}
+
+// first is fields[0], "" for none.
+func first(fields []string) string {
+	if len(fields) == 0 {
+		return ""
+	}
+	return fields[0]
 }

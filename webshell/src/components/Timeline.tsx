@@ -1,4 +1,4 @@
-import { useLayoutEffect, useMemo, useRef } from 'preact/hooks';
+import { useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { reasonText, useT } from '../i18n';
 import type { PermissionView, SessionViewState, TimelineItem } from '../state/session-state';
 import type { PlanEntry } from '../state/types';
@@ -195,27 +195,58 @@ function queuedHere(s: SessionViewState, item: TimelineItem): boolean {
   return item.type === 'pending-prompt' && s.pending[item.id]?.status !== 'failed' && s.turns[item.id]?.state === 'queued';
 }
 
+/**
+ * How many timeline items are drawn at first, and added each time the
+ * reader scrolls to the top (or asks for earlier ones): a session of
+ * 10,000 messages opens on its latest turns at once, and its history is
+ * drawn as far back as the reader goes, never all of it up front.
+ */
+export const TIMELINE_WINDOW = 150;
+
 export function Timeline(props: TimelineProps) {
   const { t } = useT();
   const { s } = props;
   const ref = useRef<HTMLDivElement>(null);
   const stick = useRef(true);
+  const [limit, setLimit] = useState(TIMELINE_WINDOW);
+  // Set while earlier items are being added above: the height they add is
+  // kept above the reader's view, so what they read stays in place.
+  const growFrom = useRef<number | undefined>(undefined);
+  const start = Math.max(0, s.timeline.length - limit);
+  const shown = start > 0 ? s.timeline.slice(start) : s.timeline;
   useLayoutEffect(() => {
     const el = ref.current;
-    if (el && stick.current) el.scrollTop = el.scrollHeight;
+    if (!el) return;
+    if (growFrom.current !== undefined) {
+      el.scrollTop += el.scrollHeight - growFrom.current;
+      growFrom.current = undefined;
+    } else if (stick.current) el.scrollTop = el.scrollHeight;
   });
+  const earlier = () => {
+    const el = ref.current;
+    if (start === 0 || !el) return;
+    growFrom.current = el.scrollHeight;
+    setLimit((l) => l + TIMELINE_WINDOW);
+  };
   const onScroll = () => {
     const el = ref.current;
-    if (el) stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 48;
+    if (!el) return;
+    stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 48;
+    if (el.scrollTop < 40 && growFrom.current === undefined) earlier();
   };
   const busy = !!activeTurn(s);
   const facts = useMemo<TurnFacts>(() => ({ writes: turnWrites(s.toolCalls), next: nextTurns(s) }), [s.toolCalls, s.turnOrder, s.turns]);
   return (
     <div class="timeline" ref={ref} onScroll={onScroll} role="log" aria-live="polite" aria-relevant="additions text" tabIndex={0} aria-label={t('pane.conversation')}>
       {s.timeline.length === 0 && s.phase === 'ready' && <p class="timeline__empty">{t('pane.empty')}</p>}
-      {s.timeline.map((item) => (queuedHere(s, item) ? null : <Item key={`${item.type}:${item.id}`} item={item} facts={facts} {...props} />))}
+      {start > 0 && (
+        <button type="button" class="btn btn--link timeline__earlier" onClick={earlier} data-testid="show-earlier">
+          {t('pane.earlier', { n: start })}
+        </button>
+      )}
+      {shown.map((item) => (queuedHere(s, item) ? null : <Item key={`${item.type}:${item.id}`} item={item} facts={facts} {...props} />))}
       {/* What this tab queued waits below what runs, in the order it will run. */}
-      {s.timeline.map((item) => (queuedHere(s, item) ? <Item key={`${item.type}:${item.id}`} item={item} facts={facts} {...props} /> : null))}
+      {shown.map((item) => (queuedHere(s, item) ? <Item key={`${item.type}:${item.id}`} item={item} facts={facts} {...props} /> : null))}
       {props.onWithdrawTurn && <QueuedPrompts s={s} onWithdraw={props.onWithdrawTurn} />}
       {busy && (
         <div class="typing" aria-label={t('composer.working')} role="status">
