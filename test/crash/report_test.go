@@ -79,14 +79,33 @@ func TestRecoveryReportAfterAgentKill9MidTool(t *testing.T) {
 				t.Fatalf("continue: got %d %v", code, m)
 			}
 			w.waitTurn(sid, "c1")
-			said := w.agentText(sid)["c1"]
+			// What tetherd sent: the continuation turn's prompt.
+			code, turn := w.do(http.MethodGet, "/session/"+sid+"/turns/c1", nil)
+			if code != http.StatusOK {
+				t.Fatalf("turn c1: got %d %v", code, turn)
+			}
+			var sent string
+			if blocks, _ := turn["prompt"].([]any); len(blocks) == 1 {
+				sent, _ = blocks[0].(map[string]any)["text"].(string)
+			}
 			for _, want := range []string{
 				"Files changed in the workspace since this turn began: a.txt (added), sub/b.txt (added).",
 				"- Run `ls` (execute): completed",
 				"still running when it was cut off and may have had effects: Run `sleep 3600`.",
 			} {
+				if !strings.Contains(sent, want) {
+					t.Errorf("the continuation prompt lacks %q:\n%s", want, sent)
+				}
+			}
+			// What the agent made of it: the demo agent names the files and
+			// the cut-off call it read in the prompt it got.
+			said := w.agentText(sid)["c1"]
+			for _, want := range []string{
+				"I see these files changed: a.txt (added), sub/b.txt (added).",
+				"I do not count on what did not complete: Run `sleep 3600`",
+			} {
 				if !strings.Contains(said, want) {
-					t.Errorf("the continuation prompt the agent got lacks %q:\n%s", want, said)
+					t.Errorf("the agent's answer to the continuation lacks %q:\n%s", want, said)
 				}
 			}
 		})
