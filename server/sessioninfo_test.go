@@ -74,6 +74,10 @@ func TestSessionTitlesArchiveAndSearch(t *testing.T) {
 	if s := patch(map[string]any{"title": "  Kumquat\nhunt  "}, http.StatusOK); s["title"] != "Kumquat hunt" || s["titleSource"] != "user" {
 		t.Errorf("rename: got %v from %v, want Kumquat hunt from user", s["title"], s["titleSource"])
 	}
+	// A NUL (which PostgreSQL's TEXT refuses) is no part of a title.
+	if s := patch(map[string]any{"title": "Kumquat\u0000hunt"}, http.StatusOK); s["title"] != "Kumquat hunt" {
+		t.Errorf("rename with a NUL: got %q, want Kumquat hunt", s["title"])
+	}
 	patch(map[string]any{"archived": true}, http.StatusOK)
 	if got := list(""); len(got) != 1 || got[0] != other {
 		t.Errorf("default list: got %v, want only %s (the other is archived)", got, other)

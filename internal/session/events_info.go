@@ -52,7 +52,7 @@ func PromptTitle(text string) string {
 	if i := strings.IndexByte(text, '\n'); i >= 0 {
 		text = text[:i]
 	}
-	text = strings.Join(strings.Fields(text), " ")
+	text = oneLine(text)
 	r := []rune(text)
 	if len(r) <= promptTitleLen {
 		return text
@@ -67,9 +67,10 @@ func PromptTitle(text string) string {
 	return strings.TrimRight(string(r[:cut]), " ,.;:") + "…"
 }
 
-// CleanTitle is title on one line, trimmed, at most MaxTitle runes.
+// CleanTitle is title on one line, trimmed, without control characters,
+// at most MaxTitle runes.
 func CleanTitle(title string) string {
-	title = strings.Join(strings.Fields(title), " ")
+	title = oneLine(title)
 	if r := []rune(title); len(r) > MaxTitle {
 		title = string(r[:MaxTitle])
 	}
@@ -105,4 +106,10 @@ func (*SessionArchivedData) EventType() string { return "session.archived" }
 func (p *SessionArchivedData) evolve(s *State, e Event) error {
 	s.Session.Archived, s.Session.UpdatedAt = p.Archived, e.At
 	return nil
+}
+
+// oneLine is s with every run of spaces and control characters (a NUL,
+// which PostgreSQL's TEXT refuses, among them) one space, trimmed.
+func oneLine(s string) string {
+	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }), " ")
 }
