@@ -14,7 +14,9 @@ func titled(title string, source session.TitleSource) effect {
 }
 
 // archivedAs records the session archived, or brought back.
-func archivedAs(archived bool) effect { return record("", &session.SessionArchivedData{Archived: archived}) }
+func archivedAs(archived bool) effect {
+	return record("", &session.SessionArchivedData{Archived: archived})
+}
 
 // named gives the view a title from source.
 func named(title string, source session.TitleSource) func(*view) {
