@@ -117,7 +117,8 @@ describe('examples/*.mjs against a live daemon', () => {
     const r = await runNode(['examples/continue.mjs'], { env: { TETHER_SESSION: s.id } });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toContain('recovery: interrupted_turn');
-    expect(r.stdout).toContain('interrupted (daemon restart)');
+    // The demo agent answers a continuation by what interrupted it (it never echoes the hidden prompt).
+    expect(r.stdout).toContain('Continuing where I left off (interrupted by daemon restart)');
   });
 
   it('exits non-zero without TETHER_URL/TETHER_TOKEN', async () => {
