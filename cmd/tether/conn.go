@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -123,11 +122,3 @@ func authErr(err error) error {
 // version is what `tether version` prints: tetherd's stamps, as both are
 // built from one commit (make build, make dist).
 func version() string { return "tether" + strings.TrimPrefix(buildinfo.Get().String(), "tetherd") }
-
-// ctxOr is ctx, or a background context when a command ran without one.
-func ctxOr(ctx context.Context) context.Context {
-	if ctx == nil {
-		return context.Background()
-	}
-	return ctx
-}
