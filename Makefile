@@ -118,9 +118,10 @@ check-web: node_modules
 check-size:
 	@./.ci/bigfiles
 
-## screenshot: rewrite docs/images/webshell.png from the e2e suite (commit it)
+## screenshot: rewrite the README's docs/images/webshell.png (1280x800) and
+## webshell-phone.png (390x844) from the e2e suite (commit them)
 screenshot: build node_modules
-	TETHERD_BIN=$(CURDIR)/$(BIN) TETHER_SCREENSHOT=$(CURDIR)/docs/images/webshell.png \
+	TETHERD_BIN=$(CURDIR)/$(BIN) TETHER_SCREENSHOT=$(CURDIR)/docs/images \
 	  node --test webshell/e2e/screenshot.e2e.test.mjs
 
 ## dist: release archives for linux/amd64 and linux/arm64 in dist/ (tetherd,

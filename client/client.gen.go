@@ -6542,12 +6542,26 @@ type ClientInterface interface {
 
 	// PromptSessionWithBody Send a prompt; it runs now or is queued behind the running turn.
 	//
+	// The prompt is ACP content blocks. An `image`, `audio` or embedded
+	// `resource` block is sent only to an agent whose `initialize` said it
+	// takes one (`promptCapabilities`, on `GET /agents` and the session's
+	// status): otherwise the prompt is 400 `prompt_content_unsupported`
+	// (`blockType` names the block) and nothing is stored. Text and
+	// `resource_link` blocks go to every agent.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /session/{id}/prompt (the `PromptSession` operationId).
 	PromptSessionWithBody(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PromptSession Send a prompt; it runs now or is queued behind the running turn.
+	//
+	// The prompt is ACP content blocks. An `image`, `audio` or embedded
+	// `resource` block is sent only to an agent whose `initialize` said it
+	// takes one (`promptCapabilities`, on `GET /agents` and the session's
+	// status): otherwise the prompt is 400 `prompt_content_unsupported`
+	// (`blockType` names the block) and nothing is stored. Text and
+	// `resource_link` blocks go to every agent.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -7470,6 +7484,13 @@ func (c *Client) AnswerPermission(ctx context.Context, id ID, requestId string, 
 
 // PromptSessionWithBody Send a prompt; it runs now or is queued behind the running turn.
 //
+// The prompt is ACP content blocks. An `image`, `audio` or embedded
+// `resource` block is sent only to an agent whose `initialize` said it
+// takes one (`promptCapabilities`, on `GET /agents` and the session's
+// status): otherwise the prompt is 400 `prompt_content_unsupported`
+// (`blockType` names the block) and nothing is stored. Text and
+// `resource_link` blocks go to every agent.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /session/{id}/prompt (the `PromptSession` operationId).
@@ -7486,6 +7507,13 @@ func (c *Client) PromptSessionWithBody(ctx context.Context, id ID, contentType s
 }
 
 // PromptSession Send a prompt; it runs now or is queued behind the running turn.
+//
+// The prompt is ACP content blocks. An `image`, `audio` or embedded
+// `resource` block is sent only to an agent whose `initialize` said it
+// takes one (`promptCapabilities`, on `GET /agents` and the session's
+// status): otherwise the prompt is 400 `prompt_content_unsupported`
+// (`blockType` names the block) and nothing is stored. Text and
+// `resource_link` blocks go to every agent.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -10761,12 +10789,26 @@ type ClientWithResponsesInterface interface {
 
 	// PromptSessionWithBodyWithResponse Send a prompt; it runs now or is queued behind the running turn.
 	//
+	// The prompt is ACP content blocks. An `image`, `audio` or embedded
+	// `resource` block is sent only to an agent whose `initialize` said it
+	// takes one (`promptCapabilities`, on `GET /agents` and the session's
+	// status): otherwise the prompt is 400 `prompt_content_unsupported`
+	// (`blockType` names the block) and nothing is stored. Text and
+	// `resource_link` blocks go to every agent.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /session/{id}/prompt (the `PromptSession` operationId).
 	PromptSessionWithBodyWithResponse(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PromptSessionResponse, error)
 
 	// PromptSessionWithResponse Send a prompt; it runs now or is queued behind the running turn.
+	//
+	// The prompt is ACP content blocks. An `image`, `audio` or embedded
+	// `resource` block is sent only to an agent whose `initialize` said it
+	// takes one (`promptCapabilities`, on `GET /agents` and the session's
+	// status): otherwise the prompt is 400 `prompt_content_unsupported`
+	// (`blockType` names the block) and nothing is stored. Text and
+	// `resource_link` blocks go to every agent.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -14940,6 +14982,13 @@ func (c *ClientWithResponses) AnswerPermissionWithResponse(ctx context.Context, 
 
 // PromptSessionWithBodyWithResponse Send a prompt; it runs now or is queued behind the running turn.
 //
+// The prompt is ACP content blocks. An `image`, `audio` or embedded
+// `resource` block is sent only to an agent whose `initialize` said it
+// takes one (`promptCapabilities`, on `GET /agents` and the session's
+// status): otherwise the prompt is 400 `prompt_content_unsupported`
+// (`blockType` names the block) and nothing is stored. Text and
+// `resource_link` blocks go to every agent.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /session/{id}/prompt (the `PromptSession` operationId).
@@ -14952,6 +15001,13 @@ func (c *ClientWithResponses) PromptSessionWithBodyWithResponse(ctx context.Cont
 }
 
 // PromptSessionWithResponse Send a prompt; it runs now or is queued behind the running turn.
+//
+// The prompt is ACP content blocks. An `image`, `audio` or embedded
+// `resource` block is sent only to an agent whose `initialize` said it
+// takes one (`promptCapabilities`, on `GET /agents` and the session's
+// status): otherwise the prompt is 400 `prompt_content_unsupported`
+// (`blockType` names the block) and nothing is stored. Text and
+// `resource_link` blocks go to every agent.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

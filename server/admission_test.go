@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -242,4 +243,56 @@ func TestOutputAfterTurnEndsIsDropped(t *testing.T) {
 	if got := d.turn(sid, "late")["state"]; got != "completed" {
 		t.Errorf("turn after leftovers: got %v, want completed", got)
 	}
+}
+
+// TestPromptContentFollowsCapabilities: an image goes to an agent whose
+// initialize said it takes images, arriving whole (the reply names its
+// size) and stored with the turn; to one that did not it is refused as the
+// client's mistake, storing nothing, whether the agent runs or the daemon
+// knows its capabilities only from the profile (after a restart).
+func TestPromptContentFollowsCapabilities(t *testing.T) {
+	png := base64.StdEncoding.EncodeToString([]byte("\x89PNG\r\n\x1a\nfake"))
+	image := []map[string]any{{"type": "text", "text": "what is this?"}, {"type": "image", "mimeType": "image/png", "data": png}}
+	yaml := profilesYAML(t, agentProfile{id: "seeing", stateDir: t.TempDir()}, agentProfile{id: "blind", stateDir: t.TempDir(), flags: []string{"--no-image"}})
+	d := startDaemon(t, daemonOptions{agentsYAML: yaml})
+	seeing, _ := d.createSession(map[string]any{"agentProfileId": "seeing"})
+	blind, _ := d.createSession(map[string]any{"agentProfileId": "blind"})
+	d.waitTurn(seeing, d.prompt(seeing, "hello", "p0"))
+	d.waitTurn(blind, d.prompt(blind, "hello", "p0"))
+
+	refused := func(d *daemon, when string) {
+		t.Helper()
+		r := d.do("POST", "/session/"+blind+"/prompt", map[string]any{"prompt": image, "promptId": "img"})
+		if p := r.JSON(t); r.Status != http.StatusBadRequest || p["code"] != "prompt_content_unsupported" || p["blockType"] != "image" {
+			t.Fatalf("%s: image to an agent without the capability: got %d %s, want 400 prompt_content_unsupported blockType image", when, r.Status, r.Body)
+		}
+		if r := d.do("GET", "/session/"+blind+"/turns/img", nil); r.Status != http.StatusNotFound {
+			t.Errorf("%s: refused prompt's turn: got %d %s, want 404", when, r.Status, r.Body)
+		}
+	}
+	refused(d, "agent running")
+
+	r := d.do("POST", "/session/"+seeing+"/prompt", map[string]any{"prompt": image, "promptId": "img"})
+	if r.Status != http.StatusAccepted {
+		t.Fatalf("image to an agent with the capability: got %d %s, want 202", r.Status, r.Body)
+	}
+	if got := d.waitTurn(seeing, "img")["state"]; got != "completed" {
+		t.Fatalf("image turn: got %v, want completed", got)
+	}
+	var said string
+	for _, m := range list(d.transcript(seeing), "messages") {
+		if m["promptId"] == "img" && m["role"] == "agent" {
+			said += fmt.Sprint(m["text"])
+		}
+	}
+	if !strings.Contains(said, "You attached an image (image/png, 12 bytes).") {
+		t.Errorf("agent's reply: got %q, want it to name the image it received", said)
+	}
+	turn := d.do("GET", "/session/"+seeing+"/turns/img", nil).JSON(t)
+	if blocks, _ := turn["prompt"].([]any); len(blocks) != 2 || blocks[1].(map[string]any)["data"] != png {
+		t.Errorf("stored prompt: got %v, want the text and the image as sent", turn["prompt"])
+	}
+
+	d = d.restart(daemonOptions{agentsYAML: yaml})
+	refused(d, "after a restart, agent not started")
 }

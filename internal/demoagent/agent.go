@@ -38,8 +38,10 @@ var osExit = os.Exit
 
 // config is the parsed command line.
 type config struct {
-	stateDir           string
-	noLoad             bool
+	stateDir string
+	noLoad   bool
+	// noImage leaves promptCapabilities.image out of initialize.
+	noImage            bool
 	noResume           bool
 	resumeUnsupported  bool
 	unknownCode        int
@@ -74,6 +76,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.stateDir, "state-dir", "", "directory for session files (default $TETHER_DEMO_STATE_DIR, else <user cache dir>/tether-demo-agent)")
 	fs.BoolVar(&c.noLoad, "no-load", false, "do not advertise or implement session/load (answers -32601)")
+	fs.BoolVar(&c.noImage, "no-image", false, "do not advertise promptCapabilities.image (clients must not send image blocks)")
 	fs.BoolVar(&c.noResume, "no-resume", false, "do not advertise sessionCapabilities.resume (session/resume answers -32601)")
 	fs.BoolVar(&c.resumeUnsupported, "resume-unsupported", false, "advertise resume but answer session/resume with -32601, as some real agents do")
 	fs.IntVar(&c.unknownCode, "unknown-session-code", -32002, "JSON-RPC error code for an unknown session id")
@@ -278,7 +281,7 @@ func (a *agent) Initialize(_ context.Context, p acp.InitializeRequest) (acp.Init
 	a.mu.Unlock()
 	caps := acp.AgentCapabilities{
 		LoadSession:        !a.cfg.noLoad,
-		PromptCapabilities: acp.PromptCapabilities{EmbeddedContext: true},
+		PromptCapabilities: acp.PromptCapabilities{EmbeddedContext: true, Image: !a.cfg.noImage},
 	}
 	if !a.cfg.noResume {
 		caps.SessionCapabilities.Resume = &acp.SessionResumeCapabilities{}

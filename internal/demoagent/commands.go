@@ -2,10 +2,12 @@ package demoagent
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -149,13 +151,13 @@ func toolDone(id acp.ToolCallId, status acp.ToolCallStatus, text string) acp.Ses
 
 // run dispatches on the first text block of the prompt.
 func (t *turn) run(prompt []acp.ContentBlock) error {
-	text, haveText, attachments := "", false, 0
+	text, haveText := "", false
+	var attachments []string
 	for _, b := range prompt {
-		switch {
-		case b.Text != nil && !haveText:
+		if b.Text != nil && !haveText {
 			text, haveText = strings.TrimSpace(b.Text.Text), true
-		case b.Resource != nil || b.ResourceLink != nil:
-			attachments++
+		} else if a := attachment(b); a != "" {
+			attachments = append(attachments, a)
 		}
 	}
 	if opening, ok := continuationReply(text); ok {
@@ -386,7 +388,7 @@ func (t *turn) loseSession() error {
 
 // plain is the default reply: plan, read a file, report, answer; the
 // answer starts with opening (what was asked, or that a continuation goes on).
-func (t *turn) plain(opening string, attachments int) error {
+func (t *turn) plain(opening string, attachments []string) error {
 	plan := []acp.PlanEntry{
 		{Content: "Look at the working directory", Priority: acp.PlanEntryPriorityHigh, Status: acp.PlanEntryStatusInProgress},
 		{Content: "Read one file", Priority: acp.PlanEntryPriorityMedium, Status: acp.PlanEntryStatusPending},
@@ -438,8 +440,8 @@ func (t *turn) plain(opening string, attachments int) error {
 		return err
 	}
 	chunks := []string{opening, found, "That is all a demo agent can do."}
-	if attachments > 0 {
-		chunks = append(chunks, fmt.Sprintf(" You attached %d resource(s).", attachments))
+	if len(attachments) > 0 {
+		chunks = append(chunks, " You attached "+strings.Join(attachments, "; ")+".")
 	}
 	for _, c := range chunks {
 		if err := t.interrupted(); err != nil {
@@ -599,4 +601,28 @@ func first(fields []string) string {
 		return ""
 	}
 	return fields[0]
+}
+
+// attachment describes a prompt block other than text the way a person
+// would check it arrived: an image by type and size, an embedded file by
+// name and lines, a link by name. "" for a text block.
+func attachment(b acp.ContentBlock) string {
+	switch {
+	case b.Image != nil:
+		raw, err := base64.StdEncoding.DecodeString(b.Image.Data)
+		if err != nil {
+			return fmt.Sprintf("an image (%s) whose data is not base64", b.Image.MimeType)
+		}
+		return fmt.Sprintf("an image (%s, %d bytes)", b.Image.MimeType, len(raw))
+	case b.Audio != nil:
+		return fmt.Sprintf("audio (%s)", b.Audio.MimeType)
+	case b.Resource != nil && b.Resource.Resource.TextResourceContents != nil:
+		r := b.Resource.Resource.TextResourceContents
+		return fmt.Sprintf("%s (embedded, %d lines)", path.Base(r.Uri), strings.Count(strings.TrimSuffix(r.Text, "\n"), "\n")+1)
+	case b.Resource != nil && b.Resource.Resource.BlobResourceContents != nil:
+		return fmt.Sprintf("%s (embedded)", path.Base(b.Resource.Resource.BlobResourceContents.Uri))
+	case b.ResourceLink != nil:
+		return fmt.Sprintf("a link to %s", b.ResourceLink.Name)
+	}
+	return ""
 }

@@ -2,6 +2,7 @@ package demoagent_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -29,6 +30,7 @@ func TestInitializeCapabilities(t *testing.T) {
 		wantLoad   bool
 		wantResume bool
 		wantAuth   int
+		noImage    bool
 	}{
 		{flags: nil, wantLoad: true, wantResume: true},
 		{flags: []string{"--no-load"}, wantLoad: false, wantResume: true},
@@ -36,6 +38,7 @@ func TestInitializeCapabilities(t *testing.T) {
 		{flags: []string{"--resume-unsupported"}, wantLoad: true, wantResume: true},
 		{flags: []string{"--no-load", "--no-resume"}, wantLoad: false, wantResume: false},
 		{flags: []string{"--auth-required"}, wantLoad: true, wantResume: true, wantAuth: 1},
+		{flags: []string{"--no-image"}, wantLoad: true, wantResume: true, noImage: true},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(append([]string{"flags"}, tt.flags...), " "), func(t *testing.T) {
@@ -52,8 +55,8 @@ func TestInitializeCapabilities(t *testing.T) {
 				t.Errorf("sessionCapabilities.resume advertised: got %v, want %v", got, tt.wantResume)
 			}
 			pc := caps.PromptCapabilities
-			if pc.Image || pc.Audio || !pc.EmbeddedContext {
-				t.Errorf("promptCapabilities: got %+v, want image=false audio=false embeddedContext=true", pc)
+			if pc.Image == tt.noImage || pc.Audio || !pc.EmbeddedContext {
+				t.Errorf("promptCapabilities: got %+v, want image=%v audio=false embeddedContext=true", pc, !tt.noImage)
 			}
 			if resp.AgentInfo == nil || resp.AgentInfo.Name != "tether-demo-agent" {
 				t.Errorf("agentInfo: got %+v, want name tether-demo-agent", resp.AgentInfo)
@@ -747,5 +750,36 @@ func TestStateDirFromEnvironment(t *testing.T) {
 	}
 	if len(entries) != 1 {
 		t.Errorf("files in $TETHER_DEMO_STATE_DIR: got %d, want 1 session file", len(entries))
+	}
+}
+
+// TestAttachments: the reply names each non-text block as it arrived, so a
+// client's test sees an image's real size and an embedded file's lines.
+func TestAttachments(t *testing.T) {
+	png := []byte("\x89PNG\r\n\x1a\nfake")
+	tests := []struct {
+		name  string
+		block acp.ContentBlock
+		want  string
+	}{
+		{"image", acp.ImageBlock(base64.StdEncoding.EncodeToString(png), "image/png"), "an image (image/png, 12 bytes)"},
+		{"image not base64", acp.ImageBlock("data:image/png;base64,AAAA", "image/png"), "an image (image/png) whose data is not base64"},
+		{"embedded file", acp.ContentBlock{Resource: &acp.ContentBlockResource{Type: "resource", Resource: acp.EmbeddedResourceResource{
+			TextResourceContents: &acp.TextResourceContents{Uri: "file:///w/notes.md", Text: "a\nb\nc\n"}}}}, "notes.md (embedded, 3 lines)"},
+		{"link", acp.ResourceLinkBlock("src/main.go", "file:///w/src/main.go"), "a link to src/main.go"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := startAgent(t, t.TempDir())
+			h.initialize(acp.ClientCapabilities{})
+			sid := h.newSession(t.TempDir())
+			resp, err := h.conn.Prompt(h.ctx(), acp.PromptRequest{SessionId: sid, Prompt: []acp.ContentBlock{acp.TextBlock("look"), tt.block}})
+			if err != nil || resp.StopReason != acp.StopReasonEndTurn {
+				t.Fatalf("prompt: got %v %v, want end_turn", resp.StopReason, err)
+			}
+			if got := reply(conversation(h.client.updatesFor(sid))); !strings.Contains(got, "You attached "+tt.want+".") {
+				t.Errorf("reply: got %q, want it to say %q", got, "You attached "+tt.want+".")
+			}
+		})
 	}
 }

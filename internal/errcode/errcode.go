@@ -25,18 +25,21 @@ const (
 	AgentUnavailable     Code = "agent_unavailable"
 	// SandboxUnavailable: the agent's sandbox is required (mode required)
 	// but bubblewrap does not work where it would run.
-	SandboxUnavailable   Code = "sandbox_unavailable"
-	InvalidCwd           Code = "invalid_cwd"
-	CwdRefused           Code = "cwd_refused"
-	InvalidState         Code = "invalid_state"
-	SessionTerminal      Code = "session_terminal"
-	TurnActive           Code = "turn_active"
-	PromptQueueFull      Code = "prompt_queue_full"
-	AgentLimitReached    Code = "agent_limit_reached"
-	PromptIDConflict     Code = "prompt_id_conflict"
-	PermissionResolved   Code = "permission_already_resolved"
-	InvalidPermissionOpt Code = "invalid_permission_option"
-	AgentStartFailed     Code = "agent_start_failed"
+	SandboxUnavailable Code = "sandbox_unavailable"
+	InvalidCwd         Code = "invalid_cwd"
+	CwdRefused         Code = "cwd_refused"
+	InvalidState       Code = "invalid_state"
+	SessionTerminal    Code = "session_terminal"
+	TurnActive         Code = "turn_active"
+	PromptQueueFull    Code = "prompt_queue_full"
+	// PromptContentUnsupported: the prompt holds a block (image, audio,
+	// embedded resource) the agent's promptCapabilities do not allow.
+	PromptContentUnsupported Code = "prompt_content_unsupported"
+	AgentLimitReached        Code = "agent_limit_reached"
+	PromptIDConflict         Code = "prompt_id_conflict"
+	PermissionResolved       Code = "permission_already_resolved"
+	InvalidPermissionOpt     Code = "invalid_permission_option"
+	AgentStartFailed         Code = "agent_start_failed"
 	// AgentAuthRequired: the agent answered ACP -32000, it needs credentials
 	// (set in its profile's env, or a login command). Never means the
 	// session is gone.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 
+	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/jsonscan"
@@ -37,6 +38,37 @@ func (m *Manager) checkPrompt(prompt json.RawMessage) error {
 			With("maxDepth", m.cfg.PromptMaxDepth)
 	}
 	return nil
+}
+
+// unsupportedBlock is the first block type of prompt that the agent said
+// in initialize it does not take (ACP promptCapabilities: image, audio,
+// embedded resource), or "" when all are allowed. It asks the running
+// agent, else what the profile last advertised; an agent never started
+// and never probed is not second-guessed.
+func (a *actor) unsupportedBlock(prompt json.RawMessage) string {
+	var caps acp.Capabilities
+	switch {
+	case a.conn != nil:
+		caps = a.conn.Capabilities()
+	default:
+		_, p, err := a.m.profiles.Spec(a.sess.AgentProfileID)
+		if err != nil || p.Capabilities == nil {
+			return ""
+		}
+		caps = *p.Capabilities
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(prompt, &blocks) != nil {
+		return ""
+	}
+	for _, b := range blocks {
+		if (b.Type == "image" && !caps.Image) || (b.Type == "audio" && !caps.Audio) || (b.Type == "resource" && !caps.EmbeddedContext) {
+			return b.Type
+		}
+	}
+	return ""
 }
 
 // queuedDraft is turn.queued of turn t of sess, the event that admits it:

@@ -186,6 +186,10 @@ func decidePrompt(v view, c promptCmd) decision {
 	if v.closed() {
 		return refuse(terminalErr(v))
 	}
+	if c.Unsupported != "" {
+		return refuse(errcode.New(errcode.PromptContentUnsupported,
+			"the agent does not take %s blocks (its promptCapabilities say so)", c.Unsupported).With("blockType", c.Unsupported))
+	}
 	busy := v.Running != nil || len(v.Queue) > 0
 	if busy && c.Multitask == MultitaskReject {
 		return refuse(errcode.New(errcode.TurnActive, "a turn is already running").With("promptId", v.activePromptID()))

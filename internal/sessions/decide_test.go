@@ -304,6 +304,8 @@ func TestDecidePrompt(t *testing.T) {
 		{"prompt queue below limit", with(inState(session.SessionRunning), func(v *view) { v.Queue = queued("q1", "q2") }), in, enqueue},
 		{"prompt reject behind a queue", with(waiting, func(v *view) { v.Queue = queued("q1") }), reject,
 			refused(errcode.TurnActive, map[string]any{"promptId": "q1"})},
+		{"prompt with a block the agent does not take", waiting, promptCmd{PromptID: "p9", Unsupported: "image"},
+			refused(errcode.PromptContentUnsupported, map[string]any{"blockType": "image"})},
 		{"prompt with a reserved slot", with(inState(session.SessionCreated), func(v *view) { v.HasSlot = true }), in, enqueue},
 		{"prompt after an idle stop", with(waiting, func(v *view) { v.Agent, v.HasSlot, v.Connected = agentNone, false, false }), in,
 			accepted(effAdmit{Reserve: true})},

@@ -132,7 +132,12 @@ type (
 	//
 	// Title is what the prompt would title a session that has none
 	// (session.PromptTitle of its text).
-	promptCmd struct{ PromptID, Multitask, Title string }
+	promptCmd struct {
+		PromptID, Multitask, Title string
+		// Unsupported is the first block type of the prompt the agent
+		// said it does not take (promptCapabilities), else "".
+		Unsupported string
+	}
 	// cancelCmd cancels the running turn and drops queued ones, or keeps
 	// them queued (KeepQueue: the user stopped one answer, not the prompts
 	// queued behind it).

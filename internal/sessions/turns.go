@@ -99,7 +99,8 @@ func (a *actor) admit(in PromptInput) (PromptResult, error) {
 	if v.Turn != nil {
 		v.Turn.SamePrompt = sameJSON(a.turns[in.PromptID].Prompt, in.Prompt)
 	}
-	d := decide(v, promptCmd{PromptID: in.PromptID, Multitask: in.Multitask, Title: session.PromptTitle(promptText(in.Prompt))})
+	d := decide(v, promptCmd{PromptID: in.PromptID, Multitask: in.Multitask,
+		Title: session.PromptTitle(promptText(in.Prompt)), Unsupported: a.unsupportedBlock(in.Prompt)})
 	if d.Refusal != nil {
 		return PromptResult{}, d.Refusal
 	}

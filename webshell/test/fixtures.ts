@@ -2,7 +2,7 @@
 // them, a fake SessionApi with promises the test resolves, and a fake
 // event stream the test pushes into.
 import type { ContinueOutcome, EventStreamLike, SessionApi, StreamOptions, StreamState } from '../src/state/types';
-import type { RecoverySummary, Session, SessionContext, SessionStatus, TetherEvent, Transcript } from '../src/state/types';
+import type { RecoverySummary, Session, SessionContext, SessionStatus, TetherEvent, Transcript, WorkspaceEntry } from '../src/state/types';
 import { initialSessionState, sessionReducer, type SessionAction, type SessionViewState } from '../src/state/session-state';
 
 export const EPOCH = 'ep1';
@@ -53,6 +53,16 @@ export function status(sessionId: string, over: Partial<SessionStatus> = {}): Se
     ...over,
   };
 }
+
+/** A workspace listing's entry for path (its name is the last segment). */
+export const workspaceEntry = (path: string, type: WorkspaceEntry['type'] = 'file'): WorkspaceEntry => ({
+  path,
+  name: path.split('/').pop()!,
+  type,
+  size: 10,
+  mode: '-rw-r--r--',
+  modifiedAt: '2026-01-01T00:00:00Z',
+});
 
 export function session(id: string, over: Partial<Session> = {}): Session {
   return {

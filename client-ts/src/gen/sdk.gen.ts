@@ -197,6 +197,14 @@ export const updateSession = <ThrowOnError extends boolean = false>(options: Opt
 
 /**
  * Send a prompt; it runs now or is queued behind the running turn.
+ *
+ * The prompt is ACP content blocks. An `image`, `audio` or embedded
+ * `resource` block is sent only to an agent whose `initialize` said it
+ * takes one (`promptCapabilities`, on `GET /agents` and the session's
+ * status): otherwise the prompt is 400 `prompt_content_unsupported`
+ * (`blockType` names the block) and nothing is stored. Text and
+ * `resource_link` blocks go to every agent.
+ *
  */
 export const promptSession = <ThrowOnError extends boolean = false>(options: Options<PromptSessionData, ThrowOnError>) => (options.client ?? client).post<PromptSessionResponses, PromptSessionErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

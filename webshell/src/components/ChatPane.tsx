@@ -1,4 +1,4 @@
-import { useContext, useEffect, useRef, useState } from 'preact/hooks';
+import { useContext, useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { createContext } from 'preact';
 import { useT } from '../i18n';
 import { shortId } from '../lib/ids';
@@ -8,7 +8,7 @@ import type { SessionController } from '../state/session-controller';
 import { isReadOnly, isTurnBusy, activeTurn } from '../state/selectors';
 import type { AgentProfile } from '../state/types';
 import { ConnectionBadge, ExecutorBadge, SandboxBadge, SessionStateBadge, Spinner, connView } from './Badges';
-import { Composer } from './Composer';
+import { Composer, type ComposerExtras } from './Composer';
 import { ConfirmDialog } from './ConfirmDialog';
 import { IconClose } from './Icons';
 import { AGENT_AUTH_REQUIRED, AuthBanner } from './AuthBanner';
@@ -16,7 +16,8 @@ import { RecoveryBanner } from './RecoveryBanner';
 import { PermissionDock } from './PermissionCard';
 import { PlanView, Timeline } from './Timeline';
 import type { ChangesScope } from './ChangesView';
-import { WorkspacePanel, type WorkspaceTab } from './WorkspacePanel';
+import { WorkspaceApiContext, WorkspacePanel, type WorkspaceTab } from './WorkspacePanel';
+import { promptBlocks } from '../lib/prompt-blocks';
 import { load, save } from '../lib/storage';
 
 export const AgentsContext = createContext<Record<string, AgentProfile>>({});
@@ -59,6 +60,8 @@ export function ChatPane({ controller, shownSessionId, isMain, active, onFocus, 
   const { t } = useT();
   const agents = useContext(AgentsContext);
   const s = useStore(controller.store);
+  const wsApi = useContext(WorkspaceApiContext)(shownSessionId);
+  const listDir = useMemo(() => (wsApi ? (p: string) => wsApi.workspace.list(p || undefined) : undefined), [wsApi]);
   const [ws, setWs] = useWorkspacePrefs(shownSessionId);
   const [scope, setScope] = useState<ChangesScope>({ kind: 'total' });
   // Ending a session cannot be undone: "End session" asks first.
@@ -91,6 +94,18 @@ export function ChatPane({ controller, shownSessionId, isMain, active, onFocus, 
   // The agent needs credentials: its own banner says what to do, instead
   // of the generic resume offer.
   const authRequired = !readOnly && execStatus === 'error' && s.executor.code === AGENT_AUTH_REQUIRED && !s.resuming;
+  // What the agent said it takes in a prompt (initialize), as its profile
+  // last recorded it (at start-up's probe and every start since).
+  const prompts = agent?.capabilities?.promptCapabilities ?? { image: false, embeddedContext: false };
+  const send = async (text: string, extras: ComposerExtras) => {
+    if (extras.images.length === 0 && extras.mentions.length === 0) return controller.sendPrompt(text);
+    const blocks = await promptBlocks(text, extras.images, extras.mentions, {
+      cwd: s.session?.cwd ?? '',
+      embed: prompts.embeddedContext,
+      read: wsApi ? (p, r) => wsApi.workspace.read(p, r) : undefined,
+    });
+    return controller.sendPrompt(pendingText(text, extras), undefined, blocks);
+  };
   const showTurnChanges = (promptId: string) => {
     setScope({ kind: 'turn', promptId });
     setWs({ open: true, tab: 'changes' });
@@ -236,7 +251,9 @@ export function ChatPane({ controller, shownSessionId, isMain, active, onFocus, 
                 busy={busy || !!running}
                 cancelling={s.cancelling}
                 autoFocus={active}
-                onSend={(text) => void controller.sendPrompt(text)}
+                onSend={(text, extras) => void send(text, extras)}
+                images={prompts.image}
+                listDir={listDir}
                 onCancel={() => void controller.cancel()}
                 commands={s.availableCommands}
                 options={s.options}
@@ -273,4 +290,10 @@ export function ChatPane({ controller, shownSessionId, isMain, active, onFocus, 
       )}
     </section>
   );
+}
+
+/** What a message shows while it is sent: its text, then what it carries. */
+function pendingText(text: string, extras: ComposerExtras): string {
+  const names = extras.images.map((i) => `[image: ${i.name}]`);
+  return [text.trim(), names.join(' ')].filter(Boolean).join('\n');
 }

@@ -77,3 +77,10 @@ const toolPaths: Record<string, JSX.Element> = {
 };
 
 export const IconTool = ({ kind }: { kind: string }) => <Svg>{toolPaths[kind] ?? toolPaths.other!}</Svg>;
+export const IconImage = (p: P) => (
+  <Svg {...p}>
+    <rect x="1.5" y="2.5" width="13" height="11" rx="2" />
+    <circle cx="5.5" cy="6.5" r="1.3" />
+    <path d="M14.5 11l-4-4-6.5 6.5" />
+  </Svg>
+);

@@ -9,7 +9,7 @@ import { errorCode, errorStatus, errorText, isAbort, isUnauthorized } from '../l
 import { newPromptId } from '../lib/ids';
 import { createStore, type Store } from './store';
 import { initialSessionState, sessionReducer, type SessionAction, type SessionViewState } from './session-state';
-import type { AuthMethod, EventStreamLike, SessionApi, SessionContext, StreamState, TetherEvent } from './types';
+import type { AuthMethod, ContentBlock, EventStreamLike, SessionApi, SessionContext, StreamState, TetherEvent } from './types';
 
 export interface SessionControllerOptions {
   /** Restore a session's agent as soon as it is opened when it needs it. */
@@ -267,13 +267,17 @@ export class SessionController {
     }
   }
 
-  /** Sends a prompt; resolves false when it was refused by the daemon. */
-  async sendPrompt(text: string, promptId = newPromptId('p')): Promise<boolean> {
-    if (this.#disposed || !text.trim()) return false;
+  /**
+   * Sends a prompt; resolves false when it was refused by the daemon.
+   * blocks is the whole prompt when it is more than text (images,
+   * mentioned files); text is what the message shows.
+   */
+  async sendPrompt(text: string, promptId = newPromptId('p'), blocks?: ContentBlock[]): Promise<boolean> {
+    if (this.#disposed || (!text.trim() && !blocks?.length)) return false;
     this.#bumpReadFloor();
-    if (!this.state.pending[promptId]) this.#dispatch({ type: 'prompt/sending', sessionId: this.sessionId, promptId, text });
+    if (!this.state.pending[promptId]) this.#dispatch({ type: 'prompt/sending', sessionId: this.sessionId, promptId, text, ...(blocks ? { blocks } : {}) });
     try {
-      const r = await this.#api.prompt([{ type: 'text', text }], { promptId });
+      const r = await this.#api.prompt(blocks ?? [{ type: 'text', text }], { promptId });
       this.#dispatch({ type: 'prompt/accepted', sessionId: this.sessionId, promptId, state: r.state });
       return true;
     } catch (e) {
@@ -288,7 +292,7 @@ export class SessionController {
     const p = this.state.pending[promptId];
     if (!p || p.status !== 'failed') return;
     this.#dispatch({ type: 'prompt/discard', sessionId: this.sessionId, promptId });
-    void this.sendPrompt(p.text, promptId);
+    void this.sendPrompt(p.text, promptId, p.blocks);
   }
 
   discardPrompt(promptId: string): void {

@@ -21,6 +21,7 @@ import type {
   AuthMethod,
   AvailableCommand,
   ConfigOptionView,
+  ContentBlock,
   ContinueOutcome,
   Message,
   PermissionRequest,
@@ -105,6 +106,8 @@ export type TimelineItem =
 export interface PendingPrompt {
   promptId: string;
   text: string;
+  /** The whole prompt when it is more than its text (images, mentioned files): a retry sends it again as is. */
+  blocks?: ContentBlock[];
   status: 'sending' | 'accepted' | 'failed';
   error?: string;
 }
@@ -245,7 +248,7 @@ export type SessionAction =
   | { type: 'event'; sessionId: string; gen: number; event: TetherEvent }
   | { type: 'context'; sessionId: string; context: SessionContext; read: number }
   | { type: 'status'; sessionId: string; status: SessionStatus }
-  | { type: 'prompt/sending'; sessionId: string; promptId: string; text: string }
+  | { type: 'prompt/sending'; sessionId: string; promptId: string; text: string; blocks?: ContentBlock[] }
   | { type: 'prompt/accepted'; sessionId: string; promptId: string; state: string }
   | { type: 'prompt/failed'; sessionId: string; promptId: string; error: string }
   | { type: 'prompt/discard'; sessionId: string; promptId: string }
@@ -665,7 +668,7 @@ export function sessionReducer(s: SessionViewState, a: SessionAction): SessionVi
     case 'status':
       return applyStatus(s, a.status);
     case 'prompt/sending': {
-      const pending = { ...s.pending, [a.promptId]: { promptId: a.promptId, text: a.text, status: 'sending' as const } };
+      const pending = { ...s.pending, [a.promptId]: { promptId: a.promptId, text: a.text, ...(a.blocks ? { blocks: a.blocks } : {}), status: 'sending' as const } };
       return { ...pushTimeline({ ...s, pending }, { type: 'pending-prompt', id: a.promptId }), notice: undefined };
     }
     case 'prompt/accepted': {
