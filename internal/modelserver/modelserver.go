@@ -60,6 +60,8 @@ const (
 	TextPart       PartType = "text"
 	ToolUsePart    PartType = "tool_use"
 	ToolResultPart PartType = "tool_result"
+	// ImagePart is a picture the user sent (MediaType, Data in base64).
+	ImagePart PartType = "image"
 )
 
 // Part is one block of a message: text, a tool call the model made, or the
@@ -75,6 +77,8 @@ type Part struct {
 	Input    json.RawMessage
 	// IsError marks a failed tool result (Anthropic is_error).
 	IsError bool
+	// MediaType and Data (base64) are an image part's picture.
+	MediaType, Data string
 }
 
 // Tool is one tool the agent offered the model.
@@ -93,6 +97,17 @@ func (m Message) Text() string {
 		}
 	}
 	return b.String()
+}
+
+// Images returns the message's image parts.
+func (m Message) Images() []Part {
+	var out []Part
+	for _, p := range m.Parts {
+		if p.Type == ImagePart {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // ToolResults returns the message's tool results.

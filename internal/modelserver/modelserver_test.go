@@ -322,3 +322,38 @@ func TestProbes(t *testing.T) {
 		t.Errorf("model requests: got %d, want 0", len(s.Requests()))
 	}
 }
+
+// TestRecordsImages: a picture in the user's message is an image part with
+// its media type and base64 data, in either API's shape.
+func TestRecordsImages(t *testing.T) {
+	cases := []struct {
+		name, path, body string
+	}{
+		{"anthropic", "/v1/messages", `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"see"},` +
+			`{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw=="}}]}]}`},
+		{"openai", "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"see"},` +
+			`{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw=="}}]}]}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Start(t, Say("ok"))
+			resp, err := http.Post(s.URL()+tc.path, "application/json", strings.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			reqs := s.Requests()
+			if len(reqs) != 1 {
+				t.Fatalf("requests: got %d, want 1", len(reqs))
+			}
+			u := reqs[0].LastUser()
+			if got := u.Images(); len(got) != 1 || got[0].MediaType != "image/png" || got[0].Data != "iVBORw==" {
+				t.Errorf("images: got %+v, want one image/png iVBORw==", got)
+			}
+			if got := u.Text(); got != "see" {
+				t.Errorf("text: got %q, want %q", got, "see")
+			}
+		})
+	}
+}

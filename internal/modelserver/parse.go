@@ -43,6 +43,11 @@ type anthropicBlock struct {
 	ToolUseID string          `json:"tool_use_id"`
 	Content   json.RawMessage `json:"content"`
 	IsError   bool            `json:"is_error"`
+	// Source is an image block's picture.
+	Source struct {
+		MediaType string `json:"media_type"`
+		Data      string `json:"data"`
+	} `json:"source"`
 }
 
 // anthropicBlocks reads content that is either a string or a block array.
@@ -77,6 +82,8 @@ func anthropicParts(raw json.RawMessage) []Part {
 			out = append(out, Part{Type: ToolUsePart, ToolCallID: b.ID, ToolName: b.Name, Input: b.Input})
 		case "tool_result":
 			out = append(out, Part{Type: ToolResultPart, ToolCallID: b.ToolUseID, Text: anthropicText(b.Content), IsError: b.IsError})
+		case "image":
+			out = append(out, Part{Type: ImagePart, MediaType: b.Source.MediaType, Data: b.Source.Data})
 		}
 	}
 	return out
@@ -125,6 +132,7 @@ func parseOpenAI(body []byte) (Request, error) {
 		if text != "" {
 			msg.Parts = append(msg.Parts, Part{Type: TextPart, Text: text})
 		}
+		msg.Parts = append(msg.Parts, openAIImages(m.Content)...)
 		for _, c := range m.ToolCalls {
 			msg.Parts = append(msg.Parts, Part{Type: ToolUsePart, ToolCallID: c.ID, ToolName: c.Function.Name, Input: json.RawMessage(c.Function.Arguments)})
 		}
@@ -155,4 +163,27 @@ func openAIText(raw json.RawMessage) string {
 		}
 	}
 	return b.String()
+}
+
+// openAIImages reads the image_url parts of content (data: URLs, as agents
+// send pasted images).
+func openAIImages(raw json.RawMessage) []Part {
+	var parts []struct {
+		Type     string `json:"type"`
+		ImageURL struct {
+			URL string `json:"url"`
+		} `json:"image_url"`
+	}
+	if json.Unmarshal(raw, &parts) != nil {
+		return nil
+	}
+	var out []Part
+	for _, p := range parts {
+		if p.Type != "image_url" {
+			continue
+		}
+		head, data, _ := strings.Cut(strings.TrimPrefix(p.ImageURL.URL, "data:"), ",")
+		out = append(out, Part{Type: ImagePart, MediaType: strings.TrimSuffix(head, ";base64"), Data: data})
+	}
+	return out
 }
