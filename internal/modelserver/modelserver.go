@@ -100,21 +100,15 @@ func (m Message) Text() string {
 }
 
 // Images returns the message's image parts.
-func (m Message) Images() []Part {
-	var out []Part
-	for _, p := range m.Parts {
-		if p.Type == ImagePart {
-			out = append(out, p)
-		}
-	}
-	return out
-}
+func (m Message) Images() []Part { return m.partsOf(ImagePart) }
 
 // ToolResults returns the message's tool results.
-func (m Message) ToolResults() []Part {
+func (m Message) ToolResults() []Part { return m.partsOf(ToolResultPart) }
+
+func (m Message) partsOf(t PartType) []Part {
 	var out []Part
 	for _, p := range m.Parts {
-		if p.Type == ToolResultPart {
+		if p.Type == t {
 			out = append(out, p)
 		}
 	}
