@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/session"
 )
 
 // Control frames: sent on streams, never stored, never carrying an id.
@@ -24,12 +25,17 @@ const (
 	ReasonCursorExpired = "cursor_expired"
 )
 
-// globalTypes are the event types the global stream carries.
-var globalTypes = map[string]bool{
-	SessionCreated: true, SessionStateChanged: true, SessionExecutorStatus: true, SessionResumed: true,
-	SessionRecoveryChanged: true, SessionAutoContinued: true, SessionClosed: true, TaskStateChanged: true,
-	TaskCreated: true, TaskUpdated: true, SessionTitleChanged: true, SessionArchived: true,
-}
+// globalTypes are the event types the global stream carries: those whose
+// payload says so (session.GlobalPayload).
+var globalTypes = func() map[string]bool {
+	m := map[string]bool{}
+	for _, p := range session.Payloads() {
+		if _, ok := p.(session.GlobalPayload); ok {
+			m[p.EventType()] = true
+		}
+	}
+	return m
+}()
 
 // IsGlobal reports whether events of type t also go to GET /events.
 func IsGlobal(t string) bool { return globalTypes[t] }

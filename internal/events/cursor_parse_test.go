@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -31,13 +32,24 @@ func TestParseCursorRejectsMalformed(t *testing.T) {
 	}
 }
 
+// TestGlobalTypes: the global stream carries exactly what lists of
+// sessions and tasks follow, as the contract's GET /events says.
 func TestGlobalTypes(t *testing.T) {
-	for typ, want := range map[string]bool{
-		events.SessionStateChanged: true, events.TaskStateChanged: true, events.SessionRecoveryChanged: true,
-		events.MessageChunk: false, events.TurnCompleted: false, events.ResyncRequired: false,
-	} {
-		if got := events.IsGlobal(typ); got != want {
-			t.Errorf("IsGlobal(%q) = %v, want %v", typ, got, want)
+	want := []string{"session.archived", "session.auto_continued", "session.closed", "session.created",
+		"session.executor_status", "session.recovery_changed", "session.resumed", "session.state_changed",
+		"session.title_changed", "task.created", "task.state_changed", "task.updated"}
+	var got []string
+	for _, typ := range events.Types() {
+		if events.IsGlobal(typ) {
+			got = append(got, typ)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("global types: got %v, want %v", got, want)
+	}
+	for _, typ := range []string{events.ResyncRequired, events.ReplayComplete, "no.such_type"} {
+		if events.IsGlobal(typ) {
+			t.Errorf("IsGlobal(%q) = true, want false", typ)
 		}
 	}
 }

@@ -11,8 +11,10 @@ import (
 	"github.com/tether/tether/internal/store"
 )
 
-// Event types (DESIGN.md section 3). Payloads carry sessionId, taskId and,
-// where a turn is involved, promptId.
+// Event types (DESIGN.md section 3) that code outside the session package
+// names; every stored type is a session payload's EventType (payloadOf), so
+// a new event type needs no constant here. Payloads carry sessionId,
+// taskId and, where a turn is involved, promptId.
 const (
 	SessionCreated         = "session.created"
 	SessionStateChanged    = "session.state_changed"
@@ -39,11 +41,7 @@ const (
 	// TurnWorkspaceChanges records what an interrupted turn changed.
 	TurnWorkspaceChanges = "turn.workspace_changes"
 	// SessionQueueHeld records whether the queued turns wait for the user.
-	SessionQueueHeld = "session.queue_held"
-	// SessionTitleChanged and SessionArchived are what the user calls the
-	// session, and whether it is put away.
-	SessionTitleChanged = "session.title_changed"
-	SessionArchived     = "session.archived"
+	SessionQueueHeld    = "session.queue_held"
 	MessageAdded        = "message.added"
 	MessageChunk        = "message.chunk"
 	ToolCallStarted     = "tool_call.started"

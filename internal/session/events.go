@@ -45,6 +45,15 @@ func Payloads() []EventPayload {
 	return out
 }
 
+// GlobalPayload is a payload whose events also go to the global stream
+// (GET /events): what lists of sessions and tasks follow. A new event type
+// says so next to its EventType.
+type GlobalPayload interface {
+	EventPayload
+	// OnGlobalStream marks the type; it does nothing.
+	OnGlobalStream()
+}
+
 var payloads = []func() EventPayload{
 	func() EventPayload { return &SessionCreatedData{} },
 	func() EventPayload { return &SessionStateChangedData{} },
@@ -106,6 +115,9 @@ type SessionCreatedData struct {
 // EventType is session.created.
 func (*SessionCreatedData) EventType() string { return "session.created" }
 
+// OnGlobalStream: session.created also goes to GET /events.
+func (*SessionCreatedData) OnGlobalStream() {}
+
 // evolve folds SessionCreatedData into s (State.Evolve).
 func (p *SessionCreatedData) evolve(s *State, e Event) error {
 	s.Session = Session{ID: p.SessionID, TaskID: p.TaskID, AgentProfileID: p.AgentProfileID, Cwd: p.Cwd,
@@ -125,6 +137,9 @@ type SessionStateChangedData struct {
 
 // EventType is session.state_changed.
 func (*SessionStateChangedData) EventType() string { return "session.state_changed" }
+
+// OnGlobalStream: session.state_changed also goes to GET /events.
+func (*SessionStateChangedData) OnGlobalStream() {}
 
 // evolve folds SessionStateChangedData into s (State.Evolve).
 func (p *SessionStateChangedData) evolve(s *State, e Event) error {
@@ -170,6 +185,9 @@ type ExecutorWorktree struct {
 
 // EventType is session.executor_status.
 func (*ExecutorStatusData) EventType() string { return "session.executor_status" }
+
+// OnGlobalStream: session.executor_status also goes to GET /events.
+func (*ExecutorStatusData) OnGlobalStream() {}
 
 // ExecutorStatusOf is the session.executor_status payload of executor e.
 func ExecutorStatusOf(e Executor) *ExecutorStatusData {
@@ -217,6 +235,9 @@ type SessionResumedData struct {
 
 // EventType is session.resumed.
 func (*SessionResumedData) EventType() string { return "session.resumed" }
+
+// OnGlobalStream: session.resumed also goes to GET /events.
+func (*SessionResumedData) OnGlobalStream() {}
 
 // evolve folds SessionResumedData into s (State.Evolve).
 func (p *SessionResumedData) evolve(s *State, e Event) error {
@@ -314,6 +335,9 @@ type AutoContinuedData struct {
 // EventType is session.auto_continued.
 func (*AutoContinuedData) EventType() string { return "session.auto_continued" }
 
+// OnGlobalStream: session.auto_continued also goes to GET /events.
+func (*AutoContinuedData) OnGlobalStream() {}
+
 // RecoveryChangedData is the payload of session.recovery_changed. Recovery
 // comes first: the writer compares this Latest event's JSON with the last
 // one stored, and payloads stored as maps had their keys sorted.
@@ -325,6 +349,9 @@ type RecoveryChangedData struct {
 // EventType is session.recovery_changed.
 func (*RecoveryChangedData) EventType() string { return "session.recovery_changed" }
 
+// OnGlobalStream: session.recovery_changed also goes to GET /events.
+func (*RecoveryChangedData) OnGlobalStream() {}
+
 // SessionClosedData is the payload of session.closed.
 type SessionClosedData struct {
 	EventCommon
@@ -333,6 +360,9 @@ type SessionClosedData struct {
 
 // EventType is session.closed.
 func (*SessionClosedData) EventType() string { return "session.closed" }
+
+// OnGlobalStream: session.closed also goes to GET /events.
+func (*SessionClosedData) OnGlobalStream() {}
 
 // evolve folds SessionClosedData into s (State.Evolve).
 func (p *SessionClosedData) evolve(s *State, e Event) error {
@@ -386,6 +416,9 @@ type TaskCreatedData struct {
 // EventType is task.created.
 func (*TaskCreatedData) EventType() string { return "task.created" }
 
+// OnGlobalStream: task.created also goes to GET /events.
+func (*TaskCreatedData) OnGlobalStream() {}
+
 // TaskUpdatedData is the payload of task.updated (a rename).
 type TaskUpdatedData struct {
 	EventCommon
@@ -394,6 +427,9 @@ type TaskUpdatedData struct {
 
 // EventType is task.updated.
 func (*TaskUpdatedData) EventType() string { return "task.updated" }
+
+// OnGlobalStream: task.updated also goes to GET /events.
+func (*TaskUpdatedData) OnGlobalStream() {}
 
 // TaskStateChangedData is the payload of task.state_changed.
 type TaskStateChangedData struct {
@@ -404,3 +440,6 @@ type TaskStateChangedData struct {
 
 // EventType is task.state_changed.
 func (*TaskStateChangedData) EventType() string { return "task.state_changed" }
+
+// OnGlobalStream: task.state_changed also goes to GET /events.
+func (*TaskStateChangedData) OnGlobalStream() {}

@@ -87,6 +87,9 @@ type SessionTitleChangedData struct {
 // EventType is session.title_changed.
 func (*SessionTitleChangedData) EventType() string { return "session.title_changed" }
 
+// OnGlobalStream: session.title_changed also goes to GET /events.
+func (*SessionTitleChangedData) OnGlobalStream() {}
+
 // evolve folds SessionTitleChangedData into s (State.Evolve).
 func (p *SessionTitleChangedData) evolve(s *State, e Event) error {
 	s.Session.Title, s.Session.TitleSource, s.Session.UpdatedAt = p.Title, p.Source, e.At
@@ -101,6 +104,9 @@ type SessionArchivedData struct {
 
 // EventType is session.archived.
 func (*SessionArchivedData) EventType() string { return "session.archived" }
+
+// OnGlobalStream: session.archived also goes to GET /events.
+func (*SessionArchivedData) OnGlobalStream() {}
 
 // evolve folds SessionArchivedData into s (State.Evolve).
 func (p *SessionArchivedData) evolve(s *State, e Event) error {
