@@ -2,6 +2,7 @@ package session
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -54,7 +55,11 @@ type GlobalPayload interface {
 	OnGlobalStream()
 }
 
-var payloads = []func() EventPayload{
+// payloads are the stored types, each family's listed in its own file.
+var payloads = slices.Concat(sessionPayloads, turnPayloads, transcriptPayloads, infoPayloads)
+
+// sessionPayloads are this file's types.
+var sessionPayloads = []func() EventPayload{
 	func() EventPayload { return &SessionCreatedData{} },
 	func() EventPayload { return &SessionStateChangedData{} },
 	func() EventPayload { return &ExecutorStatusData{} },
@@ -67,25 +72,6 @@ var payloads = []func() EventPayload{
 	func() EventPayload { return &TaskCreatedData{} },
 	func() EventPayload { return &TaskUpdatedData{} },
 	func() EventPayload { return &TaskStateChangedData{} },
-	func() EventPayload { return &TurnQueuedData{} },
-	func() EventPayload { return &TurnStartedData{} },
-	func() EventPayload { return &TurnCompletedData{} },
-	func() EventPayload { return &TurnFailedData{} },
-	func() EventPayload { return &TurnCancelledData{} },
-	func() EventPayload { return &TurnInterruptedData{} },
-	func() EventPayload { return &TurnDeliveredData{} },
-	func() EventPayload { return &TurnCancelRequestedData{} },
-	func() EventPayload { return &TurnWorkspaceChangesData{} },
-	func() EventPayload { return &SessionQueueHeldData{} },
-	func() EventPayload { return &SessionTitleChangedData{} },
-	func() EventPayload { return &SessionArchivedData{} },
-	func() EventPayload { return &MessageAddedData{} },
-	func() EventPayload { return &MessageChunkData{} },
-	func() EventPayload { return &ToolCallStartedData{} },
-	func() EventPayload { return &ToolCallData{} },
-	func() EventPayload { return &PlanUpdatedData{} },
-	func() EventPayload { return &PermissionRequestedData{} },
-	func() EventPayload { return &PermissionResolvedData{} },
 	func() EventPayload { return &CommandStartedData{} },
 	func() EventPayload { return &CommandOutputData{} },
 	func() EventPayload { return &CommandTruncatedData{} },

@@ -5,6 +5,12 @@ import (
 	"unicode"
 )
 
+// infoPayloads are this file's types (events.go: payloads).
+var infoPayloads = []func() EventPayload{
+	func() EventPayload { return &SessionTitleChangedData{} },
+	func() EventPayload { return &SessionArchivedData{} },
+}
+
 // A session's title and archive: what the user calls the session, and
 // whether it is put away. Neither changes how the session runs.
 

@@ -7,6 +7,17 @@ import (
 	"time"
 )
 
+// transcriptPayloads are this file's types (events.go: payloads).
+var transcriptPayloads = []func() EventPayload{
+	func() EventPayload { return &MessageAddedData{} },
+	func() EventPayload { return &MessageChunkData{} },
+	func() EventPayload { return &ToolCallStartedData{} },
+	func() EventPayload { return &ToolCallData{} },
+	func() EventPayload { return &PlanUpdatedData{} },
+	func() EventPayload { return &PermissionRequestedData{} },
+	func() EventPayload { return &PermissionResolvedData{} },
+}
+
 // The transcript events: messages, tool calls, the plan and permission
 // requests (see events.go for what a domain event is).
 

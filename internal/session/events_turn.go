@@ -6,6 +6,20 @@ import (
 	"time"
 )
 
+// turnPayloads are this file's types (events.go: payloads).
+var turnPayloads = []func() EventPayload{
+	func() EventPayload { return &TurnQueuedData{} },
+	func() EventPayload { return &TurnStartedData{} },
+	func() EventPayload { return &TurnCompletedData{} },
+	func() EventPayload { return &TurnFailedData{} },
+	func() EventPayload { return &TurnCancelledData{} },
+	func() EventPayload { return &TurnInterruptedData{} },
+	func() EventPayload { return &TurnDeliveredData{} },
+	func() EventPayload { return &TurnCancelRequestedData{} },
+	func() EventPayload { return &TurnWorkspaceChangesData{} },
+	func() EventPayload { return &SessionQueueHeldData{} },
+}
+
 // The turn events (see events.go for what a domain event is).
 
 // Turn family: a turn's promptId is the Draft's PromptID.

@@ -92,7 +92,7 @@
 //
 //   - A new event type: the contract (api/openapi.yaml), its payload in
 //     internal/session (events*.go: the type, EventType, evolve, its line
-//     in payloads, and OnGlobalStream if GET /events carries it), its rows in internal/events/project.go if it has any,
+//     in that file's payloads list, and OnGlobalStream if GET /events carries it), its rows in internal/events/project.go if it has any,
 //     and the emit site here: a.draft(promptID, payload), or, for an event
 //     a decision decides, record(promptID, payload) in decide (a case in
 //     the actor's evolve, record.go, only if it changes what the actor
