@@ -55,6 +55,25 @@ type GlobalPayload interface {
 	OnGlobalStream()
 }
 
+// sessionFields is a payload that changes only the Session record's own
+// fields (what the user calls it, whether it is put away, whether its
+// queue waits): the fold and the live actor both apply it with
+// ApplyToSession, so they cannot disagree on what it changes.
+type sessionFields interface {
+	applyTo(sess *Session, at time.Time)
+}
+
+// ApplyToSession sets on sess what p, recorded at at, changes of the
+// session's own fields, and reports whether p is such an event (a live
+// holder of the session's record needs no case of its own for it).
+func ApplyToSession(sess *Session, p EventPayload, at time.Time) bool {
+	f, ok := p.(sessionFields)
+	if ok {
+		f.applyTo(sess, at)
+	}
+	return ok
+}
+
 // payloads are the stored types, each family's listed in its own file.
 var payloads = slices.Concat(sessionPayloads, turnPayloads, transcriptPayloads, infoPayloads)
 

@@ -2,6 +2,7 @@ package session
 
 import (
 	"strings"
+	"time"
 	"unicode"
 )
 
@@ -98,8 +99,12 @@ func (*SessionTitleChangedData) OnGlobalStream() {}
 
 // evolve folds SessionTitleChangedData into s (State.Evolve).
 func (p *SessionTitleChangedData) evolve(s *State, e Event) error {
-	s.Session.Title, s.Session.TitleSource, s.Session.UpdatedAt = p.Title, p.Source, e.At
+	p.applyTo(&s.Session, e.At)
 	return nil
+}
+
+func (p *SessionTitleChangedData) applyTo(sess *Session, at time.Time) {
+	sess.Title, sess.TitleSource, sess.UpdatedAt = p.Title, p.Source, at
 }
 
 // SessionArchivedData is the payload of session.archived.
@@ -116,8 +121,12 @@ func (*SessionArchivedData) OnGlobalStream() {}
 
 // evolve folds SessionArchivedData into s (State.Evolve).
 func (p *SessionArchivedData) evolve(s *State, e Event) error {
-	s.Session.Archived, s.Session.UpdatedAt = p.Archived, e.At
+	p.applyTo(&s.Session, e.At)
 	return nil
+}
+
+func (p *SessionArchivedData) applyTo(sess *Session, at time.Time) {
+	sess.Archived, sess.UpdatedAt = p.Archived, at
 }
 
 // oneLine is s with every run of spaces and control characters (a NUL,

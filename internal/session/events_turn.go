@@ -229,6 +229,8 @@ func (*SessionQueueHeldData) EventType() string { return "session.queue_held" }
 
 // evolve folds SessionQueueHeldData into s (State.Evolve).
 func (p *SessionQueueHeldData) evolve(s *State, e Event) error {
-	s.Session.QueueHeld = p.Held
+	p.applyTo(&s.Session, e.At)
 	return nil
 }
+
+func (p *SessionQueueHeldData) applyTo(sess *Session, _ time.Time) { sess.QueueHeld = p.Held }

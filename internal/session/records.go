@@ -190,6 +190,19 @@ type Session struct {
 	LastActivityAt *time.Time
 }
 
+// TakeLogged sets on s every field of from that the session's events
+// change (its state, title, archive, plan, held queue, restore facts and
+// the user's choices), field by field: the ids and what no event changes
+// stay as s has them, so a holder whose other goroutines read those may
+// take a reloaded record without a race. A field a new event changes is
+// added here, beside its declaration.
+func (s *Session) TakeLogged(from Session) {
+	s.State, s.Prompted, s.QueueHeld = from.State, from.Prompted, from.QueueHeld
+	s.ContextLost, s.InjectContext, s.Plan = from.ContextLost, from.InjectContext, from.Plan
+	s.ModeChoice, s.ConfigChoices = from.ModeChoice, from.ConfigChoices
+	s.Title, s.TitleSource, s.Archived = from.Title, from.TitleSource, from.Archived
+}
+
 // Executor is the executors_running row of a session: one per session,
 // repaired, never silently deleted.
 // WorktreeState is where a session's worktree stands.

@@ -96,7 +96,10 @@
 //     and the emit site here: a.draft(promptID, payload), or, for an event
 //     a decision decides, record(promptID, payload) in decide (a case in
 //     the actor's evolve, record.go, only if it changes what the actor
-//     holds live); docs/session.md walks through it.
+//     holds live beyond the session record: an event that changes only
+//     Session fields applies itself, session.ApplyToSession, and a field
+//     it adds goes in Session.TakeLogged); docs/session.md walks through
+//     it.
 //   - A new command: its input and decision in decide.go (with its table
 //     cases in decide_test.go), the Manager method that posts it to the
 //     actor (a file named for the request flow: create.go, turns.go,

@@ -23,6 +23,9 @@ import (
 // closed; or when the actor collects a batch).
 func (a *actor) record(p session.EventPayload) *events.Pending {
 	promptID := p.Base().PromptID
+	if session.ApplyToSession(&a.sess, p, time.Now().UTC()) {
+		return a.emit(a.draft(promptID, p))
+	}
 	switch p := p.(type) {
 	case *session.SessionStateChangedData:
 		// A terminal state is final: whatever still runs after a close
@@ -35,12 +38,6 @@ func (a *actor) record(p session.EventPayload) *events.Pending {
 		}
 		p.PreviousState, a.sess.State = a.sess.State, p.State
 		// Its projection moves the task too (events.TaskFollow).
-	case *session.SessionQueueHeldData:
-		a.sess.QueueHeld = p.Held
-	case *session.SessionTitleChangedData:
-		a.sess.Title, a.sess.TitleSource = p.Title, p.Source
-	case *session.SessionArchivedData:
-		a.sess.Archived = p.Archived
 	case *session.SessionResumedData:
 		// The start is over, and a load's settle with it.
 		a.settling = false

@@ -200,10 +200,7 @@ func (a *actor) watchRepairs() {
 func (a *actor) believe(sess session.Session, exec session.Executor, turns []session.Turn, queue []string) {
 	// Field by field: TaskID and the ids never change, and write closures
 	// still read them on the writer goroutine.
-	a.sess.State, a.sess.Prompted, a.sess.QueueHeld = sess.State, sess.Prompted, sess.QueueHeld
-	a.sess.ContextLost, a.sess.InjectContext, a.sess.Plan = sess.ContextLost, sess.InjectContext, sess.Plan
-	a.sess.ModeChoice, a.sess.ConfigChoices = sess.ModeChoice, sess.ConfigChoices
-	a.sess.Title, a.sess.TitleSource, a.sess.Archived = sess.Title, sess.TitleSource, sess.Archived
+	a.sess.TakeLogged(sess)
 	a.exec = exec
 	a.hostTop = max(a.hostTop, exec.HostOffset)
 	running := ""
