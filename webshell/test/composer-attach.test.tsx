@@ -115,4 +115,13 @@ describe('images', () => {
     fireEvent.change(input, { target: { files: [new File(['x'], 'icon.bmp', { type: 'image/bmp' })] } });
     await vi.waitFor(() => expect(screen.getByTestId('composer-note').textContent).toBe('icon.bmp is not a PNG, JPEG, GIF or WebP image'));
   });
+
+  it('a dropped file that is not an image is not attached, and the composer says what can be', async () => {
+    mount(true);
+    const form = box().closest('form')!;
+    fireEvent.drop(form, { dataTransfer: { files: [new File(['x'], 'notes.txt', { type: 'text/plain' })], types: ['Files'] } });
+    await flush();
+    expect(screen.getByTestId('composer-note').textContent).toContain('Only images can be attached');
+    expect(screen.queryByTestId('attachment')).toBeNull();
+  });
 });

@@ -115,7 +115,10 @@ export function Composer(props: ComposerProps) {
   };
   const addImages = async (list: File[]) => {
     const wanted = list.filter((f) => f.type.startsWith('image/'));
-    if (wanted.length === 0) return;
+    if (wanted.length === 0) {
+      setNote(t(props.images ? 'composer.onlyImages' : 'composer.noImages'));
+      return;
+    }
     if (!props.images) {
       setNote(t('composer.noImages'));
       return;
