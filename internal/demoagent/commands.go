@@ -163,6 +163,9 @@ func (t *turn) run(prompt []acp.ContentBlock) error {
 	if opening, ok := continuationReply(text); ok {
 		return t.plain(opening, attachments)
 	}
+	if text == "" {
+		return t.plain("You sent no text. ", attachments)
+	}
 	if !strings.HasPrefix(text, "/") {
 		return t.plain("You said: "+text+". ", attachments)
 	}

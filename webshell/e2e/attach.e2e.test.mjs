@@ -117,6 +117,11 @@ describe('Web Shell composer: images and @ mentions', { concurrency: false }, ()
     assert.equal(Buffer.from(turn.prompt[1].data, 'base64').length, small.length);
     await pane.locator('[data-testid=agent-message]', { hasText: 'You attached an image' }).waitFor(T);
     assert.equal(await pane.getByTestId('attachment').count(), 0, 'the composer is empty after sending');
+    // The user's message shows the pictures it carried, not placeholders.
+    const mine = pane.locator(`[data-testid=user-message][data-prompt-id="${pid}"]`);
+    await mine.getByRole('img', { name: 'Image 2' }).waitFor(T);
+    assert.equal(await mine.getByRole('img').count(), 2);
+    assert.ok(!(await mine.innerText()).includes('[image]'), await mine.innerText());
   });
 
   test('a screenshot too big to send is scaled down, and Attach opens a file', { timeout: 60_000 }, async () => {
@@ -154,6 +159,9 @@ describe('Web Shell composer: images and @ mentions', { concurrency: false }, ()
     assert.equal(turn.prompt[1].type, 'resource');
     assert.equal(turn.prompt[1].resource.text, 'package main\n\nfunc main() {}\n');
     assert.equal(turn.prompt[1].resource.uri, `file://${join(daemon.workspace, 'src', 'app.go')}`);
+    const mine = pane.locator(`[data-testid=user-message][data-prompt-id="${pid}"]`);
+    await mine.getByTestId('message-attachments').filter({ hasText: 'app.go' }).waitFor(T);
+    await shot(page, 'message-attachments');
   });
 
   test('an agent that takes no images offers no Attach, and says why a pasted one is not added', { timeout: 60_000 }, async (t) => {

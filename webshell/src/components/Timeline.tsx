@@ -6,6 +6,7 @@ import { activeTurn } from '../state/selectors';
 import { IconContinue, IconLock } from './Icons';
 import { RichText } from './RichText';
 import { ToolCallView } from './ToolCallView';
+import { UserText } from './UserText';
 import { TurnChangesButton, nextTurns, turnWrites, useTurnChanged, type TurnWrites } from './TurnChanges';
 
 export interface TimelineProps {
@@ -34,7 +35,7 @@ function Item({ item, s, facts, onRetryPrompt, onDiscardPrompt, onWithdrawTurn, 
         return (
           <div class="msg msg--user" data-testid="user-message" data-prompt-id={m.promptId}>
             <div class="msg__bubble">
-              <RichText text={m.text} />
+              <UserText text={m.text} attachments={m.promptId ? s.turns[m.promptId]?.attachments : undefined} />
             </div>
           </div>
         );

@@ -54,6 +54,26 @@ export interface TurnView {
   danglingToolCalls?: { id: string; title: string; kind: string }[];
   /** The prompt's text, shown while the turn waits in the queue. */
   text?: string;
+  /** What the prompt carried besides text: images, files. */
+  attachments?: PromptAttachment[];
+}
+
+/** A prompt's block other than text, as its user message shows it. */
+export type PromptAttachment = { kind: 'image'; mimeType: string; data: string } | { kind: 'file'; name: string; embedded: boolean };
+
+/** The images and files of a prompt (undefined when it has none). */
+function attachmentsOf(prompt: unknown): PromptAttachment[] | undefined {
+  if (!Array.isArray(prompt)) return undefined;
+  const out: PromptAttachment[] = [];
+  for (const b of prompt as ContentBlock[]) {
+    if (b?.type === 'image' && typeof b.data === 'string') out.push({ kind: 'image', mimeType: b.mimeType ?? 'image/png', data: b.data });
+    else if (b?.type === 'resource_link') out.push({ kind: 'file', name: b.name ?? b.uri ?? '', embedded: false });
+    else if (b?.type === 'resource') {
+      const uri = String((b.resource as { uri?: unknown } | undefined)?.uri ?? '');
+      out.push({ kind: 'file', name: uri.split('/').pop() || uri, embedded: true });
+    }
+  }
+  return out.length ? out : undefined;
 }
 
 /** The text blocks of a prompt, joined (other blocks are not shown). */
@@ -353,6 +373,7 @@ function turnViewOf(t: Turn): TurnView {
     interruptReason: t.interruptReason,
     continuesPromptId: t.continuesPromptId,
     text: promptTextOf(t.prompt),
+    attachments: attachmentsOf(t.prompt),
   };
 }
 
@@ -529,6 +550,7 @@ function applyEvent(s: SessionViewState, ev: TetherEvent): SessionViewState {
         state: ev.type === 'turn.started' ? 'running' : 'queued',
         continuesPromptId: 'continuesPromptId' in d ? d.continuesPromptId : prev?.continuesPromptId,
         text: ('prompt' in d ? promptTextOf(d.prompt) : undefined) ?? prev?.text,
+        attachments: ('prompt' in d ? attachmentsOf(d.prompt) : undefined) ?? prev?.attachments,
       });
       n = { ...n, turnSeq: seq };
       if (d.kind === 'continue') n = pushTimeline(n, { type: 'turn-start', id: d.promptId });
