@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/events"
 )
 
 // The request-level defences of the HTTP edge: which Host names are served,
@@ -174,4 +175,27 @@ func jsonProblem(b []byte) string {
 		return err.Error()
 	}
 	return "unexpected data after the JSON value at offset " + itoa(int(dec.InputOffset()))
+}
+
+// refuseWritesWhileUnreachable answers a request that would change
+// something 503 database_unavailable (Retry-After) while the event writer
+// cannot reach the database: nothing of it is done, so asking again later
+// is safe. What the writer holds already (an agent's output, changes
+// accepted before the outage) commits once the database is back; reads
+// fail by themselves, with the same code. A terminal's keystrokes and
+// size never touch the database and go on.
+func refuseWritesWhileUnreachable(w *events.Writer) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			r := c.Request()
+			switch r.Method {
+			case http.MethodGet, http.MethodHead, http.MethodOptions:
+				return next(c)
+			}
+			if !w.Unreachable() || strings.HasSuffix(r.URL.Path, "/input") || strings.HasSuffix(r.URL.Path, "/resize") {
+				return next(c)
+			}
+			return errcode.New(errcode.DatabaseUnavailable, "the database cannot be reached; nothing was done: try again").With("retryAfter", 2)
+		}
+	}
 }

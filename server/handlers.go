@@ -52,6 +52,9 @@ func (h *handlers) GetReady(context.Context, GetReadyRequestObject) (GetReadyRes
 			return nil, errcode.Wrap(errcode.NotReady, err, "this node does not serve requests now: %v", err).With("retryAfter", 1)
 		}
 	}
+	if h.cfg.Writer != nil && h.cfg.Writer.Unreachable() {
+		return nil, errcode.New(errcode.NotReady, "this node does not serve requests now: it cannot reach the database").With("retryAfter", 1)
+	}
 	return GetReady200JSONResponse(h.health()), nil
 }
 

@@ -108,6 +108,7 @@ var statusOf = map[errcode.Code]int{
 	errcode.DatabaseTooNew:          http.StatusInternalServerError,
 	errcode.Internal:                http.StatusInternalServerError,
 	errcode.StoreWriteFailed:        http.StatusInternalServerError,
+	errcode.DatabaseUnavailable:     http.StatusServiceUnavailable,
 
 	// Stream tickets (server/tickets.go).
 	errcode.StreamTicketInvalid:     http.StatusUnauthorized,

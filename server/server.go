@@ -119,6 +119,9 @@ func New(cfg Config) (*echo.Echo, error) {
 	tickets := newStreamTickets(cfg.StreamTicketTTL, cfg.StreamTicketsMax, cfg.Clock, ticketKey(cfg.Token))
 	e.Use(bearerAuth(cfg.Token, tickets))
 	e.Use(readBody(limit))
+	if cfg.Writer != nil {
+		e.Use(refuseWritesWhileUnreachable(cfg.Writer))
+	}
 	if cfg.Router != nil {
 		e.Use(forwardToOwner(cfg.Router, cfg.Logger))
 	}

@@ -73,6 +73,15 @@ func fenceCheck(node string, held map[string]int64, sessions []string, rows []st
 	return slices.Compact(lost)
 }
 
+
+// Generation implements events.Cluster: the generation of the session's
+// lease this node holds, 0 when it holds none.
+func (w *Writes) Generation(sessionID string) int64 {
+	w.leases.mu.Lock()
+	defer w.leases.mu.Unlock()
+	return w.leases.held[sessionID]
+}
+
 // ReserveIDs implements events.Cluster.
 func (w *Writes) ReserveIDs(ctx context.Context, tx *store.Store, n int) (int64, error) {
 	return tx.ReserveEventIDs(ctx, n)

@@ -19,6 +19,9 @@ type Takeover struct {
 	take func(ctx context.Context, sessionIDs []string) error
 
 	taken, failed atomic.Int64
+	// failing is set from a scan that failed until one succeeds: a
+	// database outage is logged once, not at every scan.
+	failing atomic.Bool
 }
 
 // NewTakeover returns the scan of leases' node; take is called with the
@@ -45,10 +48,13 @@ func (t *Takeover) Run(ctx context.Context) {
 func (t *Takeover) Scan(ctx context.Context) {
 	ids, err := t.leases.st.OrphanedSessions(ctx)
 	if err != nil {
-		if ctx.Err() == nil {
-			t.leases.log.Warn("cluster: looking for orphaned sessions failed", "err", err)
+		if ctx.Err() == nil && !t.failing.Swap(true) {
+			t.leases.log.Warn("cluster: looking for orphaned sessions failed; scanning on, quietly until it works", "err", err)
 		}
 		return
+	}
+	if t.failing.Swap(false) {
+		t.leases.log.Info("cluster: looking for orphaned sessions works again")
 	}
 	// Every lease first, then one restore for all of them: a dead node's
 	// sessions are all orphaned at once, and restoring them one after the

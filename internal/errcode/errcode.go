@@ -53,6 +53,11 @@ const (
 	// locked past its busy timeout, a constraint failed, the disk is full);
 	// nothing of it was recorded.
 	StoreWriteFailed Code = "store_write_failed"
+	// DatabaseUnavailable: the database cannot be reached (PostgreSQL
+	// down, restarting, or cut off); what was asked may be asked again
+	// once it is back (Retry-After). A change already accepted waits in
+	// the event writer and commits then.
+	DatabaseUnavailable Code = "database_unavailable"
 	// SessionOverloaded: the session's actor did not take the request
 	// within the busy timeout (it waits for a slow disk, or too many
 	// requests are queued ahead); nothing was done.

@@ -94,6 +94,9 @@ func (e emitted) Apply(_ context.Context, _ *store.Store, emit Emit) error {
 type op struct {
 	change Change
 	p      *Pending
+	// gen is the session's lease generation it was submitted under
+	// (Cluster only; 0: none known).
+	gen int64
 }
 
 // Pending is a submitted op; it completes once the op is committed and its

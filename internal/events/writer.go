@@ -53,6 +53,12 @@ type Cluster interface {
 	// Committed hears each commit's events in place of the hub, which the
 	// cluster's feed publishes to in global id order.
 	Committed(evs []store.Event)
+	// Generation is the generation of the session's lease this node
+	// holds now (0: none). A change is submitted under it, and commits
+	// only under it: one decided under a lease this node lost and has
+	// taken again since (an outage longer than the TTL) is refused, or
+	// it would land beside what the new lease's owner did in its place.
+	Generation(sessionID string) int64
 }
 
 // Writer is the single goroutine that writes the log. Ops queue in a
@@ -99,10 +105,16 @@ type Writer struct {
 	failMu   sync.Mutex
 	failures map[string]int64
 
+	// unreachable is set while the writer holds its changes because the
+	// database cannot be reached (untilReachable).
+	unreachable atomic.Bool
+
 	// Owned by the writer goroutine.
-	drafts  []Draft // commitTx's buffer of an op's drafts
-	lastID  int64
-	lastSeq map[string]int64
+	// lastUnreachable is the error the database was last unreachable with.
+	lastUnreachable error
+	drafts          []Draft // commitTx's buffer of an op's drafts
+	lastID          int64
+	lastSeq         map[string]int64
 	// gens are the lease generations lastSeq and latest were read under
 	// (Cluster only): at another generation they are read again.
 	gens map[string]int64
@@ -196,7 +208,11 @@ func (w *Writer) SubmitContext(ctx context.Context, c Change) *Pending {
 		p.finish(nil, w.failed(c, ErrClosed))
 		return p
 	}
-	w.queue = append(w.queue, op{change: c, p: p})
+	o := op{change: c, p: p}
+	if w.cfg.Cluster != nil && c.SessionID() != "" {
+		o.gen = w.cfg.Cluster.Generation(c.SessionID())
+	}
+	w.queue = append(w.queue, o)
 	if n := int64(len(w.queue)); n > w.peak.Load() {
 		w.peak.Store(n) // under mu: no lost update
 	}
@@ -250,6 +266,21 @@ func (w *Writer) FailureStats() map[string]int64 {
 	w.failMu.Lock()
 	defer w.failMu.Unlock()
 	return maps.Clone(w.failures)
+}
+
+// Unreachable reports whether the writer is holding changes because the
+// database cannot be reached: they commit once it is back.
+func (w *Writer) Unreachable() bool { return w.unreachable.Load() }
+
+// isClosing reports whether Close has been called: an outage then fails
+// what is held instead of waiting for the database.
+func (w *Writer) isClosing() bool {
+	select {
+	case <-w.closing:
+		return true
+	default:
+		return false
+	}
 }
 
 // Close stops accepting ops, writes everything queued and returns.
@@ -325,19 +356,50 @@ func (w *Writer) publish() {
 // batch is rolled back and its ops are retried one transaction each, so a
 // failing op reports its own error without sinking the others (and without
 // leaving half of its writes behind).
+//
+// A batch the database could not be reached for is not failed: it is
+// committed again, whole and first, until the database is back (or the
+// writer closes), while what is submitted meanwhile waits behind it.
+// Nothing accepted is lost to an outage, and nothing is numbered or
+// published before it commits.
 func (w *Writer) commit(batch []op) {
 	if len(batch) > 1 {
-		if err := w.commitTx(batch); err == nil {
+		if err := w.untilReachable(batch); err == nil {
 			return
 		}
 		w.retries.Add(1)
 	}
 	for _, o := range batch {
-		w.commitTx([]op{o})
+		_ = w.untilReachable([]op{o})
 	}
 }
 
-var errOpFailed = errors.New("op failed")
+// untilReachable is commitTx, done again while it fails for want of the
+// database.
+func (w *Writer) untilReachable(batch []op) error {
+	err := w.commitTx(batch)
+	if !errors.Is(err, errUnreachable) {
+		return err
+	}
+	since := time.Now()
+	w.unreachable.Store(true)
+	w.cfg.Logger.Error("the database cannot be reached; holding the changes until it is back", "ops", len(batch), "err", w.lastUnreachable)
+	for wait := 50 * time.Millisecond; errors.Is(err, errUnreachable); wait = min(2*wait, 2*time.Second) {
+		select {
+		case <-time.After(wait):
+		case <-w.closing:
+		}
+		err = w.commitTx(batch)
+	}
+	w.unreachable.Store(false)
+	w.cfg.Logger.Warn("the database is back; the held changes are committed", "after", time.Since(since).Round(time.Millisecond))
+	return err
+}
+
+var (
+	errOpFailed    = errors.New("op failed")
+	errUnreachable = errors.New("database unreachable")
+)
 
 // ctx is the context every change runs under: the writer's own, never a
 // request's, so nothing but the change itself can fail its batch.
@@ -378,6 +440,13 @@ func (w *Writer) commitTx(batch []op) error {
 			if err := w.fence(ctx, tx, ids); err != nil {
 				opErr = err
 				return errOpFailed
+			}
+			for _, o := range batch {
+				if id := o.change.SessionID(); o.gen != 0 && o.gen != w.gens[id] {
+					opErr = errcode.New(errcode.SessionLeaseLost, "session %s's change was made under a lease this node has lost since; nothing was written", id).
+						With("sessions", []string{id})
+					return errOpFailed
+				}
 			}
 		}
 		// drafts is reused from op to op (Apply's emit only appends).
@@ -461,6 +530,13 @@ func (w *Writer) commitTx(batch []op) error {
 		w.lastID = startID
 		if store.IsBusy(err) || store.IsBusy(opErr) {
 			w.busy.Add(1)
+		}
+		if (store.IsUnavailable(err) || store.IsUnavailable(opErr)) && !w.isClosing() {
+			// Not the ops' failure: they are committed again (untilReachable).
+			w.lastUnreachable = err
+			clear(w.lastSeq)
+			clear(w.latest)
+			return errUnreachable
 		}
 		if opErr == nil {
 			opErr = err

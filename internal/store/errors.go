@@ -1,9 +1,16 @@
 package store
 
 import (
+	"context"
+	"database/sql/driver"
 	"errors"
+	"io"
+	"net"
+	"strings"
 	"sync/atomic"
+	"syscall"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/mattn/go-sqlite3"
 	"gorm.io/gorm"
 
@@ -22,7 +29,37 @@ func internal(err error, op string) error {
 	if IsBusy(err) {
 		busyErrors.Add(1)
 	}
+	if IsUnavailable(err) {
+		return errcode.Wrap(errcode.DatabaseUnavailable, err, "the database cannot be reached (store: %s); try again", op).With("retryAfter", 2)
+	}
 	return errcode.Wrap(errcode.Internal, err, "store: %s", op)
+}
+
+// IsUnavailable reports whether err says the database could not be
+// reached, or the connection to it broke (PostgreSQL down, restarting or
+// cut off: refused, reset, closed, a connection exception), as opposed
+// to a statement it refused: the same statement may succeed once it is
+// back. A context's end is not unavailability, though it also looks like
+// a network timeout.
+func IsUnavailable(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return true
+	}
+	switch code := pgCode(err); {
+	case strings.HasPrefix(code, "08"), code == "57P01", code == "57P02", code == "57P03":
+		return true // connection exception, admin/crash shutdown, cannot connect now
+	case code != "":
+		return false
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, net.ErrClosed) || errors.Is(err, driver.ErrBadConn) || pgconn.SafeToRetry(err) ||
+		strings.Contains(err.Error(), "conn closed")
 }
 
 // internalIf is internal(err, op), and nil for a nil err.

@@ -109,33 +109,73 @@ func TestFailoverBehindBalancer(t *testing.T) {
 	}
 	// The stored transcript, not only the stream: every chunk once, in
 	// order, whichever node stored it.
-	_, tr := do(t, lb.URL(), http.MethodGet, "/session/"+sid+"/transcript", nil)
-	var stored strings.Builder
-	for _, m := range asList(tr["messages"]) {
-		if m["promptId"] == "long" && m["role"] == "agent" {
-			s, _ := m["text"].(string)
-			stored.WriteString(s)
-		}
-	}
-	var want strings.Builder
-	for i := 1; i <= streamChunks; i++ {
-		fmt.Fprintf(&want, "chunk %d\n", i)
-	}
-	if stored.String() != want.String() {
-		missing := []int{}
-		for i := 1; i <= streamChunks; i++ {
-			if !strings.Contains(stored.String(), "chunk "+strconv.Itoa(i)+"\n") {
-				missing = append(missing, i)
-			}
-		}
-		t.Errorf("the stored transcript of the turn: %d bytes, want the %d chunks once each, in order (missing: %v)",
-			stored.Len(), streamChunks, missing)
-	}
+	checkStoredChunks(t, lb.URL(), sid, "long", streamChunks)
 	// Every view of every session, whichever node serves it, is what the
 	// session's log implies, the one taken over too.
 	for _, s := range append(sids, sid) {
 		checkOneTruth(t, lb.URL(), s)
 	}
+}
+
+// checkStoredChunks fails unless turn promptID's agent text in the stored
+// transcript is chunks 1..n of /stream, once each, in order.
+func checkStoredChunks(t *testing.T, base, sid, promptID string, n int) {
+	t.Helper()
+	stored := storedText(t, base, sid, promptID)
+	var want strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&want, "chunk %d\n", i)
+	}
+	if stored == want.String() {
+		return
+	}
+	var missing, twice []int
+	for i := 1; i <= n; i++ {
+		switch strings.Count(stored, "chunk "+strconv.Itoa(i)+"\n") {
+		case 0:
+			missing = append(missing, i)
+		case 1:
+		default:
+			twice = append(twice, i)
+		}
+	}
+	t.Errorf("the stored transcript of turn %s: %d bytes, want the %d chunks once each, in order (missing %d: %v; more than once %d: %v)",
+		promptID, len(stored), n, len(missing), spans(missing), len(twice), spans(twice))
+}
+
+// storedText is turn promptID's agent text in sid's stored transcript.
+func storedText(t *testing.T, base, sid, promptID string) string {
+	t.Helper()
+	_, tr := do(t, base, http.MethodGet, "/session/"+sid+"/transcript", nil)
+	var stored strings.Builder
+	for _, m := range asList(tr["messages"]) {
+		if m["promptId"] == promptID && m["role"] == "agent" {
+			s, _ := m["text"].(string)
+			stored.WriteString(s)
+		}
+	}
+	return stored.String()
+}
+
+// spans writes ascending numbers as ranges: [1 2 3 7] is "1-3 7".
+func spans(ns []int) string {
+	var b strings.Builder
+	for i := 0; i < len(ns); {
+		j := i
+		for j+1 < len(ns) && ns[j+1] == ns[j]+1 {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		if j > i {
+			fmt.Fprintf(&b, "%d-%d", ns[i], ns[j])
+		} else {
+			fmt.Fprintf(&b, "%d", ns[i])
+		}
+		i = j + 1
+	}
+	return b.String()
 }
 
 // checkOneTruth compares what base (a node or the balancer) serves about

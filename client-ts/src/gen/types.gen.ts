@@ -252,7 +252,7 @@ export type Problem = {
     status: number;
     detail?: string;
     /**
-     * Stable machine-readable error code. Any request that changes something answers `500` with `store_write_failed` when its change could not be stored (the database stayed locked past its busy timeout, a constraint failed, the disk is full): nothing of it was recorded, and retrying with the same ids is safe. Any request to a session answers `503` with `session_overloaded` when the session did not take it within `--session-busy-timeout` (its agent outpaces the disk, or too many requests wait for it): nothing was done, retry later.
+     * Stable machine-readable error code. Any request that changes something answers `500` with `store_write_failed` when its change could not be stored (the database stayed locked past its busy timeout, a constraint failed, the disk is full): nothing of it was recorded, and retrying with the same ids is safe. Any request to a session answers `503` with `session_overloaded` when the session did not take it within `--session-busy-timeout` (its agent outpaces the disk, or too many requests wait for it): nothing was done, retry later. Any request answers `503` with `database_unavailable` and `Retry-After` while the daemon cannot reach its database (PostgreSQL down or cut off): a read could not be served, a change was not made; retry later.
      */
     code: string;
     instance?: string;
