@@ -110,7 +110,11 @@ func (m *Manager) reconcile(ctx context.Context, keep func(sessionID string) boo
 		}
 	}
 	// One transaction for everything (startupRepair).
-	if _, err := m.w.SubmitContext(ctx, startupRepair(batch)).Wait(ctx); err != nil {
+	repair := startupRepair{changes: batch}
+	if keep != nil {
+		repair.sessions = append([]string{}, claimed...)
+	}
+	if _, err := m.w.SubmitContext(ctx, repair).Wait(ctx); err != nil {
 		return res, err
 	}
 	// Hosted agents went on without the daemon: their actors attach to
@@ -188,16 +192,20 @@ func (m *Manager) releaseRepairs(ids []string) {
 // before the API answers, and a failure fails start-up whichever session
 // it is in. Messages a crash left open keep their streamed text as chunk
 // rows (committed with their events); they are folded into their
-// messages first.
-type startupRepair []events.Change
+// messages first: every session's alone, the repaired ones' (sessions) on
+// a node of a cluster, whose other nodes' sessions stream on.
+type startupRepair struct {
+	changes  []events.Change
+	sessions []string
+}
 
 func (startupRepair) SessionID() string { return "" }
 
 func (r startupRepair) Apply(ctx context.Context, tx *store.Store, emit events.Emit) error {
-	if _, err := tx.FoldMessageChunks(ctx); err != nil {
+	if _, err := tx.FoldMessageChunks(ctx, r.sessions); err != nil {
 		return err
 	}
-	for _, c := range r {
+	for _, c := range r.changes {
 		if err := c.Apply(ctx, tx, emit); err != nil {
 			return err
 		}

@@ -414,17 +414,28 @@ func joinChunks(chunks []chunkRow) (string, time.Time) {
 	return b.String(), chunks[len(chunks)-1].CreatedAt.t
 }
 
-// FoldMessageChunks folds every message's chunk rows into its text; it
-// returns how many messages it folded. Start-up reconciliation runs it for
-// the messages a crash left open (reads merge chunks anyway, so this only
-// keeps the chunk table small).
-func (s *Store) FoldMessageChunks(ctx context.Context) (int, error) {
+// FoldMessageChunks folds the chunk rows of the messages of sessions into
+// their text (of every session when sessions is nil); it returns how many
+// messages it folded. Start-up reconciliation runs it for the messages a
+// crash left open (reads merge chunks anyway, so this only keeps the
+// chunk table small). A node of a cluster names the sessions it repairs:
+// another node's sessions stream on, and a fold of their open messages
+// beside their owner's appends and folds would lose or double chunks.
+func (s *Store) FoldMessageChunks(ctx context.Context, sessions []string) (int, error) {
 	var ids []int64
+	if sessions != nil && len(sessions) == 0 {
+		return 0, nil
+	}
 	err := s.transaction(ctx, "fold message chunks", func(tx *gorm.DB) error {
 		if err := s.flushChunks(ctx); err != nil {
 			return err
 		}
-		if err := tx.Raw(`SELECT DISTINCT message_id FROM message_chunks ORDER BY message_id`).Scan(&ids).Error; err != nil {
+		q := tx.Raw(`SELECT DISTINCT message_id FROM message_chunks ORDER BY message_id`)
+		if sessions != nil {
+			q = tx.Raw(`SELECT DISTINCT c.message_id FROM message_chunks c JOIN messages m ON m.id = c.message_id
+				WHERE m.session_id IN ? ORDER BY c.message_id`, sessions)
+		}
+		if err := q.Scan(&ids).Error; err != nil {
 			return internal(err, "fold message chunks")
 		}
 		for _, id := range ids {

@@ -77,7 +77,7 @@ func firstText(msgs []session.Message) string {
 // TestMessageChunksFold checks that the text of a message stays whole
 // wherever it lives: chunks not yet folded are merged into reads, the next
 // message folds its predecessor, and FoldMessageChunks folds what a crash
-// left open.
+// left open: of the sessions it names (a cluster node's own), or of all.
 func TestMessageChunksFold(t *testing.T) {
 	ctx := context.Background()
 	s, path := openStoreAt(t, filepath.Join(t.TempDir(), "tether.db"))
@@ -121,7 +121,12 @@ func TestMessageChunksFold(t *testing.T) {
 			_, err := s.AddMessage(ctx, session.Message{SessionID: sess.ID, PromptID: "p2", Role: session.RoleUser, Text: "next"})
 			return err
 		}, []string{"abc", "next"}, 1},
-		{"start-up fold", func() error { _, err := s.FoldMessageChunks(ctx); return err }, []string{"abc", "next"}, 0},
+		{"a node's fold of its own sessions leaves another's", func() error {
+			_, err := s.FoldMessageChunks(ctx, []string{sess.ID})
+			return err
+		}, []string{"abc", "next"}, 1},
+		{"a fold of no session folds nothing", func() error { _, err := s.FoldMessageChunks(ctx, []string{}); return err }, []string{"abc", "next"}, 1},
+		{"start-up fold", func() error { _, err := s.FoldMessageChunks(ctx, nil); return err }, []string{"abc", "next"}, 0},
 	}
 	for _, st := range steps {
 		if err := st.do(); err != nil {
