@@ -242,7 +242,7 @@ func defaultDataDir() string {
 }
 
 // serve is `tetherd serve`, also `tetherd` alone or with flags first.
-func serve(ctx context.Context, args []string) error {
+func serve(ctx context.Context, args []string) (failed error) {
 	o, err := parseOptions(args)
 	if err != nil {
 		return asUsage(err)
@@ -294,6 +294,15 @@ func serve(ctx context.Context, args []string) error {
 		if nd, err = newNode(ctx, ccfg, o.database, st, hub, logger); err != nil {
 			return err
 		}
+		defer func() {
+			// A node that could not start (or serve on) leaves no row
+			// that looks alive to the other nodes.
+			if failed != nil {
+				if uerr := st.UnregisterNode(context.WithoutCancel(ctx), ccfg.NodeID); uerr != nil {
+					logger.Warn("cluster: could not remove this node's row", "node", ccfg.NodeID, "err", uerr)
+				}
+			}
+		}()
 	}
 
 	self, err := os.Executable()

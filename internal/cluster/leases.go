@@ -18,8 +18,6 @@ import (
 // Store is what the cluster needs of the database (store.Store on
 // PostgreSQL implements it).
 type Store interface {
-	// RegisterNode records the node and its URL, heartbeat now.
-	RegisterNode(ctx context.Context, nodeID, url string) error
 	// AcquireLease takes the session's lease for nodeID when it is free,
 	// expired or already nodeID's, raising its generation, and returns
 	// the lease as it stands afterwards (another node's when it was not
@@ -177,12 +175,11 @@ func (l *Leases) Stats() Stats {
 	return Stats{Held: int64(n), Acquired: l.acquired.Load(), Lost: l.lost.Load(), RenewFailures: l.renewFailures.Load()}
 }
 
-// Run registers the node, then renews its heartbeat and leases every
-// RenewEvery until ctx ends.
+// Run renews the node's heartbeat and leases every RenewEvery until ctx
+// ends. The node registered before (its start-up, which takes the node's
+// row away again should it fail): a renewal only updates the row, so a
+// node that gave up starting is not registered again behind its back.
 func (l *Leases) Run(ctx context.Context) error {
-	if err := l.st.RegisterNode(ctx, l.cfg.NodeID, l.cfg.URL); err != nil {
-		return err
-	}
 	l.mu.Lock()
 	l.renewedAt = time.Now()
 	l.mu.Unlock()

@@ -50,6 +50,17 @@ func (s *Store) RegisterNode(ctx context.Context, nodeID, url string) error {
 	return wrapErr(err, "register node")
 }
 
+// UnregisterNode removes this node's row: a node that could not start
+// (its listener refused, say) leaves no node behind that looks alive
+// until its heartbeat ages. Leases it took stay, as a dead node's do, for
+// the other nodes to take.
+func (s *Store) UnregisterNode(ctx context.Context, nodeID string) error {
+	if err := s.clusterOnly("unregister node"); err != nil {
+		return err
+	}
+	return wrapErr(s.db.WithContext(ctx).Exec(`DELETE FROM cluster_nodes WHERE id = ?`, nodeID).Error, "unregister node")
+}
+
 // AcquireLease takes the session's lease for nodeID when nobody holds it,
 // it expired, or nodeID holds it already (a node restarted under its id),
 // raising the generation; it returns the lease as it stands afterwards,

@@ -86,7 +86,7 @@ func (c *cluster) start(id string, extra ...string) *node {
 	c.writeAgents(n.dir)
 	args := []string{"serve", "--data-dir", n.dir, "--addr", n.addr, "--token-file", filepath.Join(c.dir, "token"),
 		"--database", c.db, "--node-id", id, "--node-url", n.URL(), "--lease-ttl", c.ttl.String(),
-		"--host-dir", c.hostDir, "--log-level", "info"}
+		"--host-dir", c.hostDir, "--log-level", "info", "--allowed-hosts", balancerHost}
 	args = append(args, extra...)
 	name, argv := c.bin, args
 	if n.netns != "" {

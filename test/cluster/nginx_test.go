@@ -1,13 +1,16 @@
 package cluster_test
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/tether/tether/internal/testbin"
@@ -16,9 +19,9 @@ import (
 // nginxBin is Debian's nginx (.ci/run installs it).
 const nginxBin = "/usr/sbin/nginx"
 
-// balancer is an nginx in front of the cluster's nodes, round robin, the
-// way docs/scale-out.md configures it: streams unbuffered, WebSockets
-// upgraded, a dead node's requests retried on the next one.
+// balancer is an nginx in front of the cluster's nodes, configured as
+// docs/scale-out.md says (nginxFromDocs): TLS, round robin, streams
+// unbuffered, WebSockets upgraded, a node that cannot be reached skipped.
 type balancer struct {
 	addr string
 	cmd  *exec.Cmd
@@ -26,13 +29,46 @@ type balancer struct {
 }
 
 // URL is the balancer's base URL.
-func (b *balancer) URL() string { return "http://" + b.addr }
+func (b *balancer) URL() string { return "https://" + b.addr }
 
-// nginxConf renders the balancer's configuration for upstream addresses.
-func nginxConf(dir, listen string, upstreams []string) string {
-	var servers strings.Builder
-	for _, u := range upstreams {
-		fmt.Fprintf(&servers, "    server %s max_fails=1 fail_timeout=2s;\n", u)
+// balancerHost is the name clients reach the balancer by, as the docs
+// name it: nginx passes it on, and the nodes allow it (--allowed-hosts).
+const balancerHost = "tether.example.com"
+
+// nginxFromDocs is the nginx configuration of docs/scale-out.md as
+// written, with only the upstream servers' addresses, the listen address
+// and the certificate's paths replaced, inside what nginx needs to run
+// as a test's process (its pid and temporary files in dir).
+func nginxFromDocs(t *testing.T, dir, listen string, upstreams []string, cert, key string) string {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "scale-out.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "```nginx\n")
+	block, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("docs/scale-out.md has no nginx block")
+	}
+	servers := regexp.MustCompile(`(?m)^(\s*server )10\.0\.0\.\d+:7777( .*;)$`)
+	if n := len(servers.FindAllString(block, -1)); n != len(upstreams) {
+		t.Fatalf("docs/scale-out.md's upstream has %d servers, the test %d nodes", n, len(upstreams))
+	}
+	i := 0
+	block = servers.ReplaceAllStringFunc(block, func(line string) string {
+		m := servers.FindStringSubmatch(line)
+		i++
+		return m[1] + upstreams[i-1] + m[2]
+	})
+	for old, new := range map[string]string{
+		"listen 443 ssl;":               "listen " + listen + " ssl;",
+		"/etc/tether/tls/fullchain.pem": cert,
+		"/etc/tether/tls/privkey.pem":   key,
+	} {
+		if strings.Count(block, old) != 1 {
+			t.Fatalf("docs/scale-out.md's nginx block has no %q to replace", old)
+		}
+		block = strings.Replace(block, old, new, 1)
 	}
 	return fmt.Sprintf(`worker_processes 1;
 daemon off;
@@ -46,25 +82,23 @@ http {
   fastcgi_temp_path %[1]s/fastcgi;
   uwsgi_temp_path %[1]s/uwsgi;
   scgi_temp_path %[1]s/scgi;
-  map $http_upgrade $connection_upgrade { default upgrade; '' close; }
-  upstream tether {
-%[3]s  }
-  server {
-    listen %[2]s;
-    location / {
-      proxy_pass http://tether;
-      proxy_http_version 1.1;
-      proxy_set_header Host $host;
-      proxy_set_header Upgrade $http_upgrade;
-      proxy_set_header Connection $connection_upgrade;
-      proxy_buffering off;
-      proxy_read_timeout 1h;
-      proxy_next_upstream error timeout http_502 http_503;
-      proxy_next_upstream_tries 3;
-    }
-  }
+%[2]s}
+`, dir, block)
 }
-`, dir, listen, servers.String())
+
+// toBalancer sends the tests' requests to the balancer as its clients
+// would: by its name (Host), trusting its certificate.
+type toBalancer struct {
+	addr string
+	next http.RoundTripper
+}
+
+func (b toBalancer) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Host == b.addr {
+		r = r.Clone(r.Context())
+		r.Host = balancerHost
+	}
+	return b.next.RoundTrip(r)
 }
 
 // startBalancer runs nginx in front of nodes.
@@ -85,10 +119,16 @@ func (c *cluster) startBalancer(nodes ...*node) *balancer {
 		ups = append(ups, n.addr)
 	}
 	b := &balancer{addr: testbin.FreeAddr(c.t), logs: &testbin.LogBuffer{}}
+	cert, key, pool := testbin.SelfSigned(c.t)
 	conf := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(conf, []byte(nginxConf(dir, b.addr, ups)), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte(nginxFromDocs(c.t, dir, b.addr, ups, cert, key)), 0o644); err != nil {
 		c.t.Fatal(err)
 	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: pool}
+	prev := http.DefaultClient.Transport
+	http.DefaultClient.Transport = toBalancer{addr: b.addr, next: tr}
+	c.t.Cleanup(func() { http.DefaultClient.Transport = prev })
 	b.cmd = exec.Command(nginxBin, "-p", dir, "-c", conf)
 	b.cmd.Stdout, b.cmd.Stderr = b.logs, b.logs
 	if err := b.cmd.Start(); err != nil {
