@@ -73,7 +73,6 @@ func fenceCheck(node string, held map[string]int64, sessions []string, rows []st
 	return slices.Compact(lost)
 }
 
-
 // Generation implements events.Cluster: the generation of the session's
 // lease this node holds, 0 when it holds none.
 func (w *Writes) Generation(sessionID string) int64 {
