@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -40,9 +42,18 @@ const forwardedHeader = "X-Tether-Forwarded-By"
 // or a WebSocket (a terminal) come back as the owner sends them. A
 // session's event stream and transcript are served by any node from the
 // log (every node's feed follows every commit), so they stay here.
+// forwardDialTimeout bounds a forwarded request's connect to the owner.
+const forwardDialTimeout = time.Second
+
 func forwardToOwner(r Router, log *slog.Logger) echo.MiddlewareFunc {
 	var mu sync.Mutex
 	proxies := map[string]*httputil.ReverseProxy{}
+	// A node cut off from the network answers no connect: without a
+	// bound the default 30 s held every request forwarded to it (and the
+	// balancer's clients with them) well past the lease that hands its
+	// sessions to another node. Nodes share a network; a second is long.
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.DialContext = (&net.Dialer{Timeout: forwardDialTimeout, KeepAlive: 30 * time.Second}).DialContext
 	proxyTo := func(owner string) (*httputil.ReverseProxy, error) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -59,6 +70,7 @@ func forwardToOwner(r Router, log *slog.Logger) echo.MiddlewareFunc {
 				pr.Out.Host = pr.In.Host // the owner checks the Host the client used
 				pr.Out.Header.Set(forwardedHeader, r.NodeID())
 			},
+			Transport: transport,
 			// Event streams are written as they come.
 			FlushInterval: -1,
 			ErrorHandler: func(w http.ResponseWriter, req *http.Request, err error) {

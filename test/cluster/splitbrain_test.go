@@ -54,8 +54,14 @@ func TestSplitBrain(t *testing.T) {
 	})
 	ns.SetLink(false) // a loses the database (and b loses a)
 	cut := time.Now()
+	atCut := len(storedText(t, b.URL(), sid, "long"))
 	c.waitFor("b to take the session", func() bool { return ownerOf(t, b.URL(), sid) == "b" })
 	t.Logf("b took the session %s after the cut (lease TTL %s)", time.Since(cut).Round(time.Millisecond), c.ttl)
+	// The turn's output goes on from b: the agent's host gave b the
+	// session's record stream when b attached (a log, not a figure: the
+	// figure is tether-bench's).
+	c.waitFor("output committed by b", func() bool { return len(storedText(t, b.URL(), sid, "long")) > atCut })
+	t.Logf("output went on from b %s after the cut", time.Since(cut).Round(time.Millisecond))
 	if st := waitTurn(t, b.URL(), sid, "long"); st != "completed" {
 		t.Fatalf("the turn on b: got %s, want completed", st)
 	}
