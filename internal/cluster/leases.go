@@ -37,6 +37,8 @@ type Store interface {
 	// or queued, an agent live on a host) whose lease expired or was
 	// never taken.
 	OrphanedSessions(ctx context.Context) ([]string, error)
+	// LiveNodes counts the nodes whose heartbeat is younger than ttl.
+	LiveNodes(ctx context.Context, ttl time.Duration) (int, error)
 }
 
 // Leases are the session leases this node holds, renewed in the

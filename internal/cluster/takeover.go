@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"hash/fnv"
 	"sync/atomic"
 	"time"
 
@@ -56,6 +57,7 @@ func (t *Takeover) Scan(ctx context.Context) {
 	if t.failing.Swap(false) {
 		t.leases.log.Info("cluster: looking for orphaned sessions works again")
 	}
+	ids = t.share(ctx, ids)
 	// Every lease first, then one restore for all of them: a dead node's
 	// sessions are all orphaned at once, and restoring them one after the
 	// other would hold the later ones' leases back.
@@ -79,6 +81,28 @@ func (t *Takeover) Scan(ctx context.Context) {
 		return
 	}
 	t.taken.Add(int64(len(taken)))
+}
+
+// share is this node's part of the orphans ids: an even share among the
+// live nodes (rounded up), beginning at a place of its own in the list, so
+// that a dead node's sessions spread over the survivors instead of piling
+// onto the first to scan (and its agent limit). What the others leave (a
+// node that died too, or scans later) is this node's part of the next
+// scan's rest. Alone, or when the nodes cannot be counted, it takes all.
+func (t *Takeover) share(ctx context.Context, ids []string) []string {
+	live, err := t.leases.st.LiveNodes(ctx, t.leases.cfg.TTL)
+	if err != nil || live <= 1 || len(ids) <= 1 {
+		return ids
+	}
+	n := (len(ids) + live - 1) / live
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(t.leases.cfg.NodeID))
+	start := int(h.Sum32() % uint32(len(ids)))
+	out := make([]string, 0, n)
+	for i := 0; i < n; i++ {
+		out = append(out, ids[(start+i)%len(ids)])
+	}
+	return out
 }
 
 // Taken counts the sessions taken over, and failed those whose restore

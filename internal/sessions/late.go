@@ -147,11 +147,22 @@ func (m *Manager) takeUpLateOutput() {
 			if strings.HasPrefix(id, credentials.CheckPrefix) {
 				continue
 			}
-			a, err := m.actor(m.life, id)
-			if err != nil {
-				continue // not ours (another node's, or no such session)
+			var a *actor
+			if m.cfg.Ownership != nil {
+				// On a node of a cluster, only sessions it holds: loading
+				// every session the host names would take each orphan's
+				// lease on whichever node reached the host first, piling a
+				// dead node's sessions onto it (the takeover scan shares
+				// them out, and attaches to their hosts).
+				m.mu.Lock()
+				a = m.actors[id]
+				m.mu.Unlock()
+			} else {
+				a, _ = m.actor(m.life, id) // nil: no such session
 			}
-			a.mb.Post(func() { a.takeUpLate(false) })
+			if a != nil {
+				a.mb.Post(func() { a.takeUpLate(false) })
+			}
 		}
 	})
 }

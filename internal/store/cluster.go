@@ -61,6 +61,18 @@ func (s *Store) UnregisterNode(ctx context.Context, nodeID string) error {
 	return wrapErr(s.db.WithContext(ctx).Exec(`DELETE FROM cluster_nodes WHERE id = ?`, nodeID).Error, "unregister node")
 }
 
+// LiveNodes counts the nodes whose heartbeat is younger than ttl: those a
+// dead node's sessions are shared among.
+func (s *Store) LiveNodes(ctx context.Context, ttl time.Duration) (int, error) {
+	if err := s.clusterOnly("count live nodes"); err != nil {
+		return 0, err
+	}
+	var n int
+	err := s.db.WithContext(ctx).Raw(`SELECT count(*) FROM cluster_nodes
+		WHERE heartbeat_at > clock_timestamp() - make_interval(secs => ?)`, interval(ttl)).Scan(&n).Error
+	return n, wrapErr(err, "count live nodes")
+}
+
 // AcquireLease takes the session's lease for nodeID when nobody holds it,
 // it expired, or nodeID holds it already (a node restarted under its id),
 // raising the generation; it returns the lease as it stands afterwards,

@@ -1,0 +1,67 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// TestTakeoverSpreads: a node that owned six streaming sessions is killed
+// (kill -9); the two survivors share them (each takes its part of the
+// orphans) instead of one taking all, and every turn goes on to its end
+// with every chunk stored once.
+func TestTakeoverSpreads(t *testing.T) {
+	c := newCluster(t, 2*time.Second)
+	n1 := c.start("n1", "--executor", "detached")
+	n2 := c.start("n2", "--executor", "detached")
+	c.start("n3", "--executor", "detached")
+	sids := make([]string, 6)
+	for i := range sids {
+		sids[i] = createSession(t, n1.URL(), fmt.Sprintf("spread %d", i))
+		prompt(t, n1.URL(), sids[i], outagePrompt, "long")
+	}
+	for _, sid := range sids {
+		if o := ownerOf(t, n1.URL(), sid); o != "n1" {
+			t.Fatalf("a session created on n1 is owned by %q", o)
+		}
+		c.waitFor("every turn to stream", func() bool {
+			return strings.Contains(storedText(t, n1.URL(), sid, "long"), "chunk 100\n")
+		})
+	}
+	c.kill9("n1")
+	// Read from the lease table, not asked of a node: a request for a
+	// session nobody owns makes the node it reaches take it.
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, c.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	owners := map[string]int{}
+	for _, sid := range sids {
+		var o string
+		c.waitFor("the session to be taken over", func() bool {
+			err := conn.QueryRow(ctx, "SELECT node_id FROM session_leases WHERE session_id = $1 AND expires_at > clock_timestamp()", sid).Scan(&o)
+			return err == nil && (o == "n2" || o == "n3")
+		})
+		owners[o]++
+	}
+	t.Logf("the survivors took n1's sessions: %v", owners)
+	if owners["n2"] == 0 || owners["n3"] == 0 {
+		t.Errorf("n1's sessions were taken as %v, want them shared by n2 and n3", owners)
+	}
+	for i, sid := range sids {
+		if st := waitTurn(t, n2.URL(), sid, "long"); st != "completed" {
+			_, turn := do(t, n2.URL(), http.MethodGet, "/session/"+sid+"/turns/long", nil)
+			t.Errorf("session %d after the takeover: got %s, want completed: %v", i, st, turn)
+			continue
+		}
+		checkStoredChunks(t, n2.URL(), sid, "long", streamChunks)
+	}
+}
