@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/tether/tether/internal/host"
 	"github.com/tether/tether/internal/testbin"
 )
@@ -162,6 +164,21 @@ func (c *cluster) stop() {
 	if pid := host.Running(c.hostDir); pid != 0 {
 		_ = syscall.Kill(pid, syscall.SIGTERM)
 	}
+}
+
+// sql connects the test to the cluster's database, to read what no node
+// should be asked (a request for a session nobody owns makes the node it
+// reaches take it); closed when the test ends.
+func (c *cluster) sql() *pgx.Conn {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, c.db)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	return conn
 }
 
 func (c *cluster) waitFor(what string, ok func() bool) {

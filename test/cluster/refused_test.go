@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // TestRefusedNodeLeavesNoRow: a node that registers and then cannot
@@ -35,11 +33,7 @@ func TestRefusedNodeLeavesNoRow(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, c.db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := c.sql()
 	nodes := map[string]bool{}
 	rows, err := conn.Query(ctx, "SELECT id FROM cluster_nodes")
 	if err != nil {

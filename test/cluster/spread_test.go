@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // TestTakeoverSpreads: a node that owned six streaming sessions is killed
@@ -38,11 +36,7 @@ func TestTakeoverSpreads(t *testing.T) {
 	// session nobody owns makes the node it reaches take it.
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, c.db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := c.sql()
 	owners := map[string]int{}
 	for _, sid := range sids {
 		var o string
