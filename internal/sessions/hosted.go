@@ -117,12 +117,14 @@ func (a *actor) attach() {
 	if err == nil && !ok {
 		err = errcode.New(errcode.ExecutorNotFound, "executor %s %q cannot attach agents", a.exec.Runtime, a.exec.Host)
 	}
-	if err == nil {
-		err = a.needAgent()
-	}
 	if err != nil {
 		a.attachFailed(err)
 		return
+	}
+	if a.slot == nil {
+		// The agent runs on its host already: it is taken up whatever
+		// the agent limits (agentSlots.adopt).
+		a.slot = a.m.slots.adopt(a.sess.AgentProfileID)
 	}
 	a.starting = true
 	a.attachOpen = true

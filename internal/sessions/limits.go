@@ -52,6 +52,18 @@ func (s *agentSlots) acquire(profile string, profileMax int) (*agentSlot, error)
 	return &agentSlot{slots: s, profile: profile}, nil
 }
 
+// adopt reserves a slot for an agent that runs already (on its executor
+// host, taken up after a restart or a takeover), past the limits if need
+// be: refusing it would not stop it, only lose its turn, and while the
+// count is over a limit no agent is started.
+func (s *agentSlots) adopt(profile string) *agentSlot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.used++
+	s.byProfile[profile]++
+	return &agentSlot{slots: s, profile: profile}
+}
+
 func agentLimit(scope string, limit int, msg string) error {
 	return errcode.New(errcode.AgentLimitReached, "%s; close a session or retry later", msg).
 		With("scope", scope).With("limit", limit).With("retryAfter", agentLimitRetryAfter)

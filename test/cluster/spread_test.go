@@ -12,12 +12,16 @@ import (
 // TestTakeoverSpreads: a node that owned six streaming sessions is killed
 // (kill -9); the two survivors share them (each takes its part of the
 // orphans) instead of one taking all, and every turn goes on to its end
-// with every chunk stored once.
+// with every chunk stored once, though each survivor's --max-agents is
+// below its part.
 func TestTakeoverSpreads(t *testing.T) {
 	c := newCluster(t, 2*time.Second)
 	n1 := c.start("n1", "--executor", "detached")
-	n2 := c.start("n2", "--executor", "detached")
-	c.start("n3", "--executor", "detached")
+	// The survivors' agent limit is below what they take: an agent that
+	// runs on its host already is taken up whatever the limit (refusing
+	// it would not stop it, only lose its turn); new agents wait.
+	n2 := c.start("n2", "--executor", "detached", "--max-agents", "2")
+	c.start("n3", "--executor", "detached", "--max-agents", "2")
 	sids := make([]string, 6)
 	for i := range sids {
 		sids[i] = createSession(t, n1.URL(), fmt.Sprintf("spread %d", i))
