@@ -93,6 +93,8 @@ func (n *node) startLeases(sup *errgroup.Group, ctx context.Context, mgr *sessio
 // sessions whose owner went away.
 func (n *node) startFollowing(sup *errgroup.Group, ctx context.Context, mgr *sessions.Manager, logger *slog.Logger) {
 	n.takeover = cluster.NewTakeover(n.leases, mgr.TakeOver)
+	rebalance := cluster.NewRebalance(n.leases, mgr.Movable, mgr.HandOver)
+	sup.Go(func() error { rebalance.Run(ctx); return nil })
 	sup.Go(func() error { cluster.Listen(ctx, n.dbURL, n.feed.Wake, logger); return nil })
 	sup.Go(func() error { n.feed.Run(ctx); return nil })
 	sup.Go(func() error { n.takeover.Run(ctx); return nil })

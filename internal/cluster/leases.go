@@ -39,6 +39,8 @@ type Store interface {
 	OrphanedSessions(ctx context.Context) ([]string, error)
 	// LiveNodes counts the nodes whose heartbeat is younger than ttl.
 	LiveNodes(ctx context.Context, ttl time.Duration) (int, error)
+	// LiveLeases counts the leases that have not expired.
+	LiveLeases(ctx context.Context) (int, error)
 }
 
 // Leases are the session leases this node holds, renewed in the
@@ -51,6 +53,9 @@ type Leases struct {
 
 	mu   sync.Mutex
 	held map[string]int64
+	// handedOver are the sessions this node gave to others, and when
+	// (HandOver): its scan does not take them straight back.
+	handedOver map[string]time.Time
 	// renewedAt is when the last renewal succeeded (monotonic); past TTL
 	// without one the node counts its leases as lost.
 	renewedAt time.Time
@@ -149,6 +154,33 @@ func (l *Leases) Release(ctx context.Context, sessionID string) {
 	if err := l.st.ReleaseLease(ctx, sessionID, l.cfg.NodeID, gen); err != nil {
 		l.log.Warn("cluster: releasing a lease failed; it expires by itself", "session", sessionID, "err", err)
 	}
+}
+
+// HandOver gives the session's lease up for another node to take: its
+// actor has been unloaded (its agent left running on its host). This
+// node's takeover scan leaves it alone for a while, so that it goes
+// elsewhere.
+func (l *Leases) HandOver(ctx context.Context, sessionID string) {
+	l.mu.Lock()
+	if l.handedOver == nil {
+		l.handedOver = map[string]time.Time{}
+	}
+	l.handedOver[sessionID] = time.Now()
+	l.mu.Unlock()
+	l.Release(ctx, sessionID)
+}
+
+// handedOverRecently reports whether this node handed the session over
+// within the last two TTLs (HandOver).
+func (l *Leases) handedOverRecently(sessionID string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	at, ok := l.handedOver[sessionID]
+	if ok && time.Since(at) > 2*l.cfg.TTL {
+		delete(l.handedOver, sessionID)
+		return false
+	}
+	return ok
 }
 
 // Forget drops the session from the table without touching the database

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"hash/fnv"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -57,6 +58,7 @@ func (t *Takeover) Scan(ctx context.Context) {
 	if t.failing.Swap(false) {
 		t.leases.log.Info("cluster: looking for orphaned sessions works again")
 	}
+	ids = slices.DeleteFunc(ids, t.leases.handedOverRecently)
 	ids = t.share(ctx, ids)
 	// Every lease first, then one restore for all of them: a dead node's
 	// sessions are all orphaned at once, and restoring them one after the

@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/tether/tether/internal/mailbox"
 )
@@ -25,7 +26,37 @@ type Ownership interface {
 // not reach it; its turn is interrupted there), a hosted one is left
 // running on its host for the next owner, which attaches to it. Nothing
 // is written for them: it would be refused anyway (fenced).
-func (m *Manager) Drop(ids []string) {
+func (m *Manager) Drop(ids []string) { m.unload(ids, "session unloaded: this node lost its lease") }
+
+// HandOver unloads sessions this node gives to another (cluster.Rebalance)
+// as Drop does; their hosted agents stay on their hosts for the next owner.
+func (m *Manager) HandOver(ids []string) { m.unload(ids, "session handed over to another node") }
+
+// Movable picks, of sessions ids, those that can be handed over without
+// interrupting a turn: loaded here, their agent on an executor host,
+// attached and settled, nothing being started or stopped.
+func (m *Manager) Movable(ids []string) []string {
+	var out []string
+	for _, id := range ids {
+		m.mu.Lock()
+		a := m.actors[id]
+		m.mu.Unlock()
+		if a == nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(m.life, time.Second)
+		ok, err := mailbox.Call(ctx, a.mb, func() (bool, error) {
+			return a.hosted() && a.conn != nil && !a.starting && !a.attachOpen && !a.stopping, nil
+		})
+		cancel()
+		if err == nil && ok {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func (m *Manager) unload(ids []string, why string) {
 	m.mu.Lock()
 	var actors []*actor
 	for _, id := range ids {
@@ -56,7 +87,7 @@ func (m *Manager) Drop(ids []string) {
 				d.hosted.Detach()
 			}
 			a.mb.Close()
-			m.cfg.Logger.Info("session unloaded: this node lost its lease", "session", a.id)
+			m.cfg.Logger.Info(why, "session", a.id)
 		})
 	}
 	wg.Wait()

@@ -73,6 +73,17 @@ func (s *Store) LiveNodes(ctx context.Context, ttl time.Duration) (int, error) {
 	return n, wrapErr(err, "count live nodes")
 }
 
+// LiveLeases counts the leases that have not expired, every node's: the
+// sessions the live nodes share.
+func (s *Store) LiveLeases(ctx context.Context) (int, error) {
+	if err := s.clusterOnly("count live leases"); err != nil {
+		return 0, err
+	}
+	var n int
+	err := s.db.WithContext(ctx).Raw(`SELECT count(*) FROM session_leases WHERE expires_at > clock_timestamp()`).Scan(&n).Error
+	return n, wrapErr(err, "count live leases")
+}
+
 // AcquireLease takes the session's lease for nodeID when nobody holds it,
 // it expired, or nodeID holds it already (a node restarted under its id),
 // raising the generation; it returns the lease as it stands afterwards,

@@ -63,3 +63,53 @@ func TestTakeoverSpreads(t *testing.T) {
 		checkStoredChunks(t, n2.URL(), sid, "long", streamChunks)
 	}
 }
+
+// TestJoiningNodeTakesItsShare: one node owns six sessions streaming on
+// the detached runtime; a second node joins and gets its share, handed
+// over by the first (their agents stay on their host, and the new owner
+// attaches to them): each node ends up with three, and every turn goes
+// on to its end with every chunk stored once, uninterrupted.
+func TestJoiningNodeTakesItsShare(t *testing.T) {
+	c := newCluster(t, 2*time.Second)
+	n1 := c.start("n1", "--executor", "detached")
+	sids := make([]string, 6)
+	for i := range sids {
+		sids[i] = createSession(t, n1.URL(), fmt.Sprintf("join %d", i))
+		prompt(t, n1.URL(), sids[i], rollingPrompt, "long")
+	}
+	for _, sid := range sids {
+		c.waitFor("every turn to stream", func() bool {
+			return strings.Contains(storedText(t, n1.URL(), sid, "long"), "chunk 100\n")
+		})
+	}
+	c.start("n2", "--executor", "detached")
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	conn := c.sql()
+	var held map[string]int
+	c.waitFor("n2 to take its share", func() bool {
+		held = map[string]int{}
+		rows, err := conn.Query(ctx, "SELECT node_id FROM session_leases WHERE expires_at > clock_timestamp()")
+		if err != nil {
+			return false
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var n string
+			if rows.Scan(&n) == nil {
+				held[n]++
+			}
+		}
+		return held["n2"] == 3 && held["n1"] == 3
+	})
+	t.Logf("leases after n2 joined: %v", held)
+	for i, sid := range sids {
+		if st := waitTurn(t, n1.URL(), sid, "long"); st != "completed" {
+			_, turn := do(t, n1.URL(), http.MethodGet, "/session/"+sid+"/turns/long", nil)
+			t.Errorf("session %d through the hand-over: got %s, want completed: %v", i, st, turn)
+			continue
+		}
+		checkStoredChunks(t, n1.URL(), sid, "long", rollingChunks)
+		checkOneTruth(t, n1.URL(), sid)
+	}
+}
