@@ -1,7 +1,10 @@
 package acp
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -46,6 +49,16 @@ func TestStopOrphan(t *testing.T) {
 	go func() { done <- cmd.Wait() }()
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	pid := cmd.Process.Pid
+	// Start returns once exec has begun; the new image's arguments reach
+	// /proc a moment later (on a loaded machine, after the first check).
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); strings.HasPrefix(string(b), "sleep\x00") {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatal("the child's command line never showed sleep")
+		}
+	}
 	for _, tt := range []struct {
 		name    string
 		pid     int
