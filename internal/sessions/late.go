@@ -147,22 +147,25 @@ func (m *Manager) takeUpLateOutput() {
 			if strings.HasPrefix(id, credentials.CheckPrefix) {
 				continue
 			}
-			var a *actor
-			if m.cfg.Ownership != nil {
-				// On a node of a cluster, only sessions it holds: loading
-				// every session the host names would take each orphan's
-				// lease on whichever node reached the host first, piling a
-				// dead node's sessions onto it (the takeover scan shares
-				// them out, and attaches to their hosts).
-				m.mu.Lock()
-				a = m.actors[id]
-				m.mu.Unlock()
-			} else {
-				a, _ = m.actor(m.life, id) // nil: no such session
+			m.mu.Lock()
+			a := m.actors[id]
+			m.mu.Unlock()
+			if a == nil {
+				// Late output is a lost host's: its session's executor is
+				// not live. One whose executor is live is attached by the
+				// start-up repair or, on a node of a cluster, the takeover
+				// scan, which shares a dead node's sessions out: loading
+				// (and leasing) every session the host names here piled
+				// them onto whichever node reached the host first.
+				ex, err := m.store.GetExecutor(m.life, id)
+				if err != nil || executorLive(ex.Status) {
+					continue
+				}
+				if a, err = m.actor(m.life, id); err != nil {
+					continue // not ours (another node's), or no such session
+				}
 			}
-			if a != nil {
-				a.mb.Post(func() { a.takeUpLate(false) })
-			}
+			a.mb.Post(func() { a.takeUpLate(false) })
 		}
 	})
 }
