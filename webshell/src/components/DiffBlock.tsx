@@ -24,8 +24,13 @@ export interface DiffBlockProps {
 
 export function DiffBlock({ patch, edit, format, testId, path, focusable }: DiffBlockProps) {
   const ref = useRef<HTMLDivElement>(null);
-  const [state, setState] = useState<'loading' | 'drawn' | 'failed'>('loading');
   const key = patch ?? JSON.stringify(edit);
+  // The last draw that finished, and what it drew: the block says "drawn"
+  // only for the patch and format it shows now (a format just switched
+  // is "loading" until redrawn, while the previous drawing stays up).
+  const id = `${format}\n${key}`;
+  const [done, setDone] = useState<{ id: string; ok: boolean }>();
+  const state = done?.id !== id ? 'loading' : done.ok ? 'drawn' : 'failed';
   useEffect(() => {
     let live = true;
     loadRenderer().then(
@@ -33,15 +38,15 @@ export function DiffBlock({ patch, edit, format, testId, path, focusable }: Diff
         if (!live || !ref.current) return;
         try {
           r.drawDiff(ref.current, patch ?? r.patchOfEdit(edit!), format);
-          setState('drawn');
+          setDone({ id, ok: true });
         } catch (e) {
           // The plain patch stays: better than nothing, and said in the console.
           console.error('diff not drawn:', e);
           ref.current.textContent = '';
-          setState('failed');
+          setDone({ id, ok: false });
         }
       },
-      () => live && setState('failed'),
+      () => live && setDone({ id, ok: false }),
     );
     return () => {
       live = false;
@@ -51,7 +56,7 @@ export function DiffBlock({ patch, edit, format, testId, path, focusable }: Diff
     <div class="diff2" tabIndex={focusable ? 0 : undefined} data-testid={testId} data-path={path} data-format={format} data-state={state}>
       {/* diff2html owns this element's children; Preact never renders into it. */}
       <div ref={ref} class="diff2__drawn" />
-      {state !== 'drawn' && <pre class="diff2__plain">{patch ?? edit?.newText ?? ''}</pre>}
+      {!done?.ok && <pre class="diff2__plain">{patch ?? edit?.newText ?? ''}</pre>}
     </div>
   );
 }
