@@ -9,6 +9,9 @@ import (
 	"time"
 )
 
+// liveOwnerSQL reads the node whose lease of a session is live.
+const liveOwnerSQL = "SELECT node_id FROM session_leases WHERE session_id = $1 AND expires_at > clock_timestamp()"
+
 // TestTakeoverSpreads: a node that owned six streaming sessions is killed
 // (kill -9); the two survivors share them (each takes its part of the
 // orphans) instead of one taking all, and every turn goes on to its end
@@ -45,7 +48,7 @@ func TestTakeoverSpreads(t *testing.T) {
 	for _, sid := range sids {
 		var o string
 		c.waitFor("the session to be taken over", func() bool {
-			err := conn.QueryRow(ctx, "SELECT node_id FROM session_leases WHERE session_id = $1 AND expires_at > clock_timestamp()", sid).Scan(&o)
+			err := conn.QueryRow(ctx, liveOwnerSQL, sid).Scan(&o)
 			return err == nil && (o == "n2" || o == "n3")
 		})
 		owners[o]++
@@ -89,14 +92,9 @@ func TestJoiningNodeTakesItsShare(t *testing.T) {
 	var held map[string]int
 	c.waitFor("n2 to take its share", func() bool {
 		held = map[string]int{}
-		rows, err := conn.Query(ctx, "SELECT node_id FROM session_leases WHERE expires_at > clock_timestamp()")
-		if err != nil {
-			return false
-		}
-		defer rows.Close()
-		for rows.Next() {
+		for _, sid := range sids {
 			var n string
-			if rows.Scan(&n) == nil {
+			if conn.QueryRow(ctx, liveOwnerSQL, sid).Scan(&n) == nil {
 				held[n]++
 			}
 		}
