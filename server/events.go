@@ -61,7 +61,7 @@ func (h *handlers) StreamSessionEvents(ctx context.Context, req StreamSessionEve
 // StreamGlobalEvents serves GET /events.
 func (h *handlers) StreamGlobalEvents(ctx context.Context, req StreamGlobalEventsRequestObject) (StreamGlobalEventsResponseObject, error) {
 	p := req.Params
-	src := &globalSource{st: h.cfg.Store, hub: h.cfg.Hub}
+	src := &globalSource{st: h.cfg.Store, hub: h.cfg.Hub, horizon: h.cfg.EventHorizon}
 	if p.TaskId != nil && *p.TaskId != "" {
 		src.taskID = *p.TaskId
 	}
@@ -209,9 +209,12 @@ func (s *sessionSource) last(e store.Event) bool { return e.Type == events.Sessi
 // globalSource is the daemon-wide stream of global events, numbered by
 // global id (sparse: session-only events take ids too).
 type globalSource struct {
-	st     *store.Store
-	hub    *events.Hub
-	taskID string
+	st  *store.Store
+	hub *events.Hub
+	// horizon, in a cluster, is where the log is settled: the head, so
+	// that the replay never sends an id a lower one commits after.
+	horizon func(ctx context.Context) (int64, error)
+	taskID  string
 }
 
 func (g *globalSource) check(context.Context) error { return nil }
@@ -231,6 +234,9 @@ func (g *globalSource) position(ctx context.Context) (position, error) {
 		p.first, p.head = b.First, b.Head
 		return err
 	})
+	if err == nil && g.horizon != nil {
+		p.head, err = g.horizon(ctx)
+	}
 	return p, err
 }
 

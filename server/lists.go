@@ -22,6 +22,10 @@ func (h *handlers) listAt(ctx context.Context, read func(r *store.Store) error) 
 	if err != nil {
 		return "", err
 	}
+	if h.cfg.EventHorizon != nil {
+		head, err := h.listAtHorizon(ctx, read)
+		return events.Cursor{Epoch: epoch, N: head}.String(), err
+	}
 	var b store.EventBounds
 	err = h.cfg.Store.Snapshot(ctx, func(r *store.Store) error {
 		if err := read(r); err != nil {
@@ -34,6 +38,55 @@ func (h *handlers) listAt(ctx context.Context, read func(r *store.Store) error) 
 		return "", err
 	}
 	return events.Cursor{Epoch: epoch, N: b.Head}.String(), nil
+}
+
+// listAtHorizonTries bounds how often a cluster's list is read again
+// because a commit below its head was still running.
+const listAtHorizonTries = 8
+
+// listAtHorizon is listAt for several nodes, whose writers commit global
+// ids out of order: a snapshot may hold an event whose lower neighbour
+// has not committed yet. The head is the highest id the snapshot holds,
+// once the log is settled up to it and the snapshot holds every event
+// then in the log between the horizon read before it and that head (all
+// below that horizon committed before the snapshot); else it reads
+// again.
+func (h *handlers) listAtHorizon(ctx context.Context, read func(r *store.Store) error) (int64, error) {
+	for try := 1; ; try++ {
+		before, err := h.cfg.EventHorizon(ctx)
+		if err != nil {
+			return 0, err
+		}
+		var top, held int64
+		err = h.cfg.Store.Snapshot(ctx, func(r *store.Store) error {
+			if err := read(r); err != nil {
+				return err
+			}
+			if top, err = r.MaxEventID(ctx); err != nil {
+				return err
+			}
+			held, err = r.CountEventsBetween(ctx, before, top)
+			return err
+		})
+		if err != nil || top <= before {
+			return before, err
+		}
+		if _, err := h.cfg.EventHorizon(ctx); err != nil {
+			return 0, err
+		}
+		settled, err := h.cfg.Store.CountEventsBetween(ctx, before, top)
+		if err != nil {
+			return 0, err
+		}
+		if settled == held {
+			return top, nil
+		}
+		if try == listAtHorizonTries {
+			// The cursor before the snapshot may repeat a change the
+			// list already shows, never skip one.
+			return before, nil
+		}
+	}
 }
 
 // globalBounds is what the global stream holds as r sees it: First the

@@ -34,7 +34,7 @@ func clusterMetrics(x *exposition, st ClusterStats) {
 	x.single("tether_cluster_takeover_failures_total", "counter", "Sessions taken over whose restore failed (the next request retries).", float64(st.TakeoverFailed))
 	x.single("tether_cluster_fencing_rejections_total", "counter", "Sessions whose writes were refused because this node no longer held their leases.", float64(st.Fenced))
 	x.single("tether_cluster_feed_events_total", "counter", "Events of every node delivered to this node's streams from the log.", float64(st.FeedDelivered))
-	x.single("tether_cluster_feed_gaps_skipped_total", "counter", "Event ids the feed gave up waiting for.", float64(st.FeedGapsSkipped))
+	x.single("tether_cluster_feed_gaps_skipped_total", "counter", "Event ids taken by transactions that rolled back: settled, never in the log.", float64(st.FeedGapsSkipped))
 	x.family("tether_cluster_notification_lag_seconds", "gauge", "Time from an event's commit to its delivery on this node, over the last 1024 events.")
 	x.sample("tether_cluster_notification_lag_seconds", []label{{"quantile", "0.5"}}, st.FeedLagP50.Seconds())
 	x.sample("tether_cluster_notification_lag_seconds", []label{{"quantile", "0.99"}}, st.FeedLagP99.Seconds())

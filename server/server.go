@@ -4,6 +4,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -66,6 +67,11 @@ type Config struct {
 	// Router, when several nodes share the database, sends a session's
 	// requests to the node that owns it (nil: this daemon serves all).
 	Router Router
+	// EventHorizon, when several nodes share the database, is where the
+	// log of global ids is settled (store.EventHorizon): the global
+	// stream's head, as the nodes' writers commit ids out of order (nil:
+	// this daemon's one writer commits them in order).
+	EventHorizon func(ctx context.Context) (int64, error)
 	// Ready, if set, says whether this node serves requests now (GET
 	// /ready): nil error for yes.
 	Ready func() error

@@ -129,6 +129,15 @@ func router(n *node) server.Router {
 	return n.leases
 }
 
+// eventHorizon is where a cluster's global ids are settled (nil alone:
+// the one writer commits them in order).
+func eventHorizon(n *node, st *store.Store) func(context.Context) (int64, error) {
+	if n == nil {
+		return nil
+	}
+	return st.EventHorizon
+}
+
 // ready is /ready's check: a node is ready while its leases are renewed.
 func ready(n *node) func() error {
 	if n == nil {

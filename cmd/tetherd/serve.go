@@ -385,7 +385,7 @@ func serve(ctx context.Context, args []string) (failed error) {
 	}
 	e, err := server.New(server.Config{Store: st, Sessions: mgr, Tasks: tasks.New(st, w, o.cwd), Agents: reg, Hub: hub, Writer: w, HeartbeatInterval: o.heartbeat, Token: token,
 		BodyLimit: o.bodyLimit, CORSOrigins: origins, StreamTicketTTL: o.ticketTTL, StreamTicketsMax: o.ticketsMax, AllowedHosts: o.edge.allowedHosts(o.addr), Pprof: o.pprof,
-		Connections: l.capped.Stats, Spec: spec, Logger: logger, Router: router(nd), Ready: ready(nd), Cluster: clusterStats(nd)})
+		Connections: l.capped.Stats, Spec: spec, Logger: logger, Router: router(nd), Ready: ready(nd), Cluster: clusterStats(nd), EventHorizon: eventHorizon(nd, st)})
 	if err != nil {
 		_ = l.ln.Close()
 		return err

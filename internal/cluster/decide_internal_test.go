@@ -76,7 +76,7 @@ func TestRenewalDecisions(t *testing.T) {
 	}
 }
 
-func TestFeedAdvance(t *testing.T) {
+func TestFeedSettle(t *testing.T) {
 	ids := func(xs ...int64) []store.Event {
 		out := make([]store.Event, len(xs))
 		for i, x := range xs {
@@ -84,33 +84,27 @@ func TestFeedAdvance(t *testing.T) {
 		}
 		return out
 	}
-	t0 := time.Unix(1_800_000_000, 0)
-	const wait = 10 * time.Second
 	cases := []struct {
 		name        string
 		last        int64
+		horizon     int64
 		evs         []store.Event
-		gapSince    time.Time
-		now         time.Time
-		wantN       int
+		limit       int
+		wantNext    int64
 		wantSkipped int64
-		wantLast    int64
-		wantGap     bool
 	}{
-		{"an unbroken run", 10, ids(11, 12, 13), time.Time{}, t0, 3, 0, 13, false},
-		{"up to a gap", 10, ids(11, 13), time.Time{}, t0, 1, 0, 11, false},
-		{"a gap first: wait for the late commit", 10, ids(12, 13), time.Time{}, t0, 0, 0, 10, true},
-		{"the late commit arrived", 10, ids(11, 12, 13), t0, t0.Add(time.Second), 3, 0, 13, false},
-		{"still missing, not for long", 10, ids(12, 13), t0, t0.Add(wait - time.Millisecond), 0, 0, 10, true},
-		{"missing past the wait: go on after it", 10, ids(12, 13), t0, t0.Add(wait), 2, 1, 13, false},
-		{"nothing new", 10, nil, time.Time{}, t0, 0, 0, 10, false},
+		{"every id up to the horizon", 10, 13, ids(11, 12, 13), 512, 13, 0},
+		{"an id rolled back", 10, 13, ids(11, 13), 512, 13, 1},
+		{"the last ids rolled back", 10, 15, ids(11, 12), 512, 15, 3},
+		{"nothing committed up to the horizon", 10, 12, nil, 512, 12, 2},
+		{"a full page stops at its last id", 10, 20, ids(11, 13), 2, 13, 1},
+		{"a full page of every id", 10, 20, ids(11, 12), 2, 12, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := &Feed{gapWait: wait, last: tc.last, gapSince: tc.gapSince}
-			n, skipped := f.advance(tc.last, tc.evs, tc.now)
-			if n != tc.wantN || skipped != tc.wantSkipped || f.last != tc.wantLast || f.gapSince.IsZero() == tc.wantGap {
-				t.Errorf("got n %d skipped %d last %d gap %v, want %d %d %d %v", n, skipped, f.last, !f.gapSince.IsZero(), tc.wantN, tc.wantSkipped, tc.wantLast, tc.wantGap)
+			next, skipped := settle(tc.last, tc.horizon, tc.evs, tc.limit)
+			if next != tc.wantNext || skipped != tc.wantSkipped {
+				t.Errorf("got next %d skipped %d, want %d %d", next, skipped, tc.wantNext, tc.wantSkipped)
 			}
 		})
 	}

@@ -13,37 +13,37 @@ import (
 
 // FeedStore reads the event log in global id order.
 type FeedStore interface {
-	MaxEventID(ctx context.Context) (int64, error)
-	// ListEventsAfter lists every event (session and global) with an id
-	// above after, in id order, at most limit.
-	ListEventsAfter(ctx context.Context, after int64, limit int) ([]store.Event, error)
+	// EventHorizon is the highest id up to which the log is settled
+	// (every id at or below it committed or never will be).
+	EventHorizon(ctx context.Context) (int64, error)
+	// ListEventsBetween lists every event (session and global) with an
+	// id above after and at most upTo, in id order, at most limit.
+	ListEventsBetween(ctx context.Context, after, upTo int64, limit int) ([]store.Event, error)
 }
 
 // Feed hands every committed event of every node to this node's live
-// streams, once and in global id order. Global ids are given out in
-// commit order (the event writer takes them from one counter row, whose
-// lock it holds until its commit), so the log read by id never shows a
-// later id before an earlier one has committed: a reader that delivers
-// only an unbroken run of ids after the last one it delivered misses
-// nothing that commits late, and delivers nothing twice. It reads when
-// woken (this node's writer committed; a NOTIFY from another node's) and
-// every Poll besides, so a node that missed notifications (its LISTEN
-// connection broke) catches up from the table.
+// streams, once and in global id order. Global ids come from a sequence
+// the nodes' writers take from side by side, so they commit out of
+// order: the feed reads the log only up to its horizon, behind every
+// writer that may still commit a lower id (store.EventHorizon), so it
+// never delivers an id and then sees a lower one commit: it misses
+// nothing that commits late, and delivers nothing twice. An id below the
+// horizon that is not in the log was rolled back; it is passed over at
+// once. It reads when woken (this node's writer committed; a NOTIFY from
+// another node's) and every Poll besides, so a node that missed
+// notifications (its LISTEN connection broke) catches up from the table.
 type Feed struct {
 	st      FeedStore
 	publish func([]store.Event)
 	log     *slog.Logger
 	poll    time.Duration
-	gapWait time.Duration
 	wake    chan struct{}
 
 	mu   sync.Mutex
 	last int64
-	// gapSince is when the run of ids first broke at last+1 (zero: no
-	// gap): an id that never appears (its transaction rolled back after
-	// taking it, which the counter makes impossible, or the row was
-	// deleted) is skipped after gapWait.
-	gapSince time.Time
+	// horizon is the settled end of the log last read (Run's goroutine
+	// only): the ids up to it are read before a new one is asked for.
+	horizon int64
 
 	delivered, gapsSkipped atomic.Int64
 	lag                    lagWindow
@@ -52,32 +52,27 @@ type Feed struct {
 // FeedConfig tunes a Feed.
 type FeedConfig struct {
 	// Poll is how often the log is read without a wake-up (default 1 s).
-	Poll time.Duration
-	// GapWait is how long a missing id is waited for (default 10 s).
-	GapWait time.Duration
-	Logger  *slog.Logger
+	Poll   time.Duration
+	Logger *slog.Logger
 }
 
 // pageSize is how many events one read takes.
 const pageSize = 512
 
 // NewFeed returns a feed that publishes what commits after the log's
-// current end.
+// current (settled) end.
 func NewFeed(ctx context.Context, st FeedStore, publish func([]store.Event), cfg FeedConfig) (*Feed, error) {
-	last, err := st.MaxEventID(ctx)
+	last, err := st.EventHorizon(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if cfg.Poll <= 0 {
 		cfg.Poll = time.Second
 	}
-	if cfg.GapWait <= 0 {
-		cfg.GapWait = 10 * time.Second
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Feed{st: st, publish: publish, log: cfg.Logger, poll: cfg.Poll, gapWait: cfg.GapWait, wake: make(chan struct{}, 1), last: last}, nil
+	return &Feed{st: st, publish: publish, log: cfg.Logger, poll: cfg.Poll, wake: make(chan struct{}, 1), last: last, horizon: last}, nil
 }
 
 // Wake makes the feed read the log now.
@@ -88,7 +83,8 @@ func (f *Feed) Wake() {
 	}
 }
 
-// Last is the id of the last event delivered.
+// Last is the id of the last event delivered (or passed over): every id
+// up to it is settled.
 func (f *Feed) Last() int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -111,73 +107,68 @@ func (f *Feed) Run(ctx context.Context) {
 	}
 }
 
-// step reads one page after the last id delivered and publishes its
-// unbroken run; it reports whether to read again at once (a full page).
+// step reads one page of the settled log after the last id delivered,
+// asking for a new horizon when the last one is reached, and publishes
+// it; it reports whether there is more to read up to the horizon.
 func (f *Feed) step(ctx context.Context) bool {
-	f.mu.Lock()
-	last := f.last
-	f.mu.Unlock()
-	evs, err := f.st.ListEventsAfter(ctx, last, pageSize)
+	last := f.Last()
+	if f.horizon <= last {
+		h, err := f.st.EventHorizon(ctx)
+		if err != nil {
+			f.warn(ctx, last, err)
+			return false
+		}
+		f.horizon = h
+		if h <= last {
+			return false
+		}
+	}
+	evs, err := f.st.ListEventsBetween(ctx, last, f.horizon, pageSize)
 	if err != nil {
-		if ctx.Err() == nil {
-			f.log.Warn("cluster: reading the event log failed; retrying", "after", last, "err", err)
-		}
+		f.warn(ctx, last, err)
 		return false
 	}
-	now := time.Now()
+	next, skipped := settle(last, f.horizon, evs, pageSize)
 	f.mu.Lock()
-	n, skipped := f.advance(last, evs, now)
+	f.last = next
 	f.mu.Unlock()
-	if skipped > 0 {
-		f.log.Warn("cluster: event ids never appeared; going on after them", "missing", skipped, "from", last+1)
-		f.gapsSkipped.Add(skipped)
-	}
-	if n == 0 {
-		return false
-	}
-	batch := evs[:n:n]
-	f.publish(batch)
-	f.delivered.Add(int64(n))
-	for i := range batch {
-		f.lag.add(now.Sub(batch[i].Time))
-	}
-	return n == len(evs) && len(evs) == pageSize
-}
-
-// advance decides how many of evs (read after last) to deliver now: their
-// unbroken run of ids from last+1; past a gap older than gapWait, the run
-// after it (skipped says how many ids were given up). f.mu is held.
-func (f *Feed) advance(last int64, evs []store.Event, now time.Time) (n int, skipped int64) {
-	n = run(last, evs)
-	switch {
-	case n > 0 || len(evs) == 0:
-		f.gapSince = time.Time{}
-	case f.gapSince.IsZero():
-		f.gapSince = now
-	case now.Sub(f.gapSince) >= f.gapWait:
-		skipped = evs[0].ID - last - 1
-		f.gapSince = time.Time{}
-		n = run(evs[0].ID-1, evs)
-	}
-	if n > 0 {
-		f.last = evs[n-1].ID
-	}
-	return n, skipped
-}
-
-// run is how many of evs, read in id order after last, form an unbroken
-// run of ids from last+1.
-func run(last int64, evs []store.Event) int {
-	for i, e := range evs {
-		if e.ID != last+int64(i)+1 {
-			return i
+	f.gapsSkipped.Add(skipped)
+	if len(evs) > 0 {
+		now := time.Now()
+		f.publish(evs)
+		f.delivered.Add(int64(len(evs)))
+		for i := range evs {
+			f.lag.add(now.Sub(evs[i].Time))
 		}
 	}
-	return len(evs)
+	// Read on while the horizon is ahead; a new one waits for a wake-up
+	// (a commit, or the poll): asked for in a loop it would cost the
+	// database a look at its backends between every two commits.
+	return next < f.horizon
+}
+
+// settle is where the feed stands after reading evs, the events after
+// last up to horizon (a page of at most limit): at the horizon when the
+// page was short (the rest of the ids were rolled back), else at the
+// page's last id; skipped counts the ids passed over without an event.
+func settle(last, horizon int64, evs []store.Event, limit int) (next, skipped int64) {
+	next = horizon
+	if len(evs) == limit {
+		next = evs[len(evs)-1].ID
+	}
+	return next, next - last - int64(len(evs))
+}
+
+func (f *Feed) warn(ctx context.Context, last int64, err error) {
+	if ctx.Err() == nil {
+		f.log.Warn("cluster: reading the event log failed; retrying", "after", last, "err", err)
+	}
 }
 
 // FeedStats are the feed's counters for /metrics.
 type FeedStats struct {
+	// GapsSkipped counts the ids taken by transactions that rolled
+	// back: settled, never in the log.
 	Delivered, GapsSkipped int64
 	// LagP50 and LagP99 are the time from an event's commit to its
 	// delivery here, over the last lagWindowSize events.

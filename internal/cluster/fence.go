@@ -12,7 +12,7 @@ import (
 
 // Writes is the event writer's side of the cluster (events.Cluster): it
 // fences each transaction by this node's leases, takes global ids from
-// the counter row and hands commits to the feed.
+// the sequence and hands commits to the feed.
 type Writes struct {
 	leases *Leases
 	feed   *Feed
@@ -82,7 +82,7 @@ func (w *Writes) Generation(sessionID string) int64 {
 }
 
 // ReserveIDs implements events.Cluster.
-func (w *Writes) ReserveIDs(ctx context.Context, tx *store.Store, n int) (int64, error) {
+func (w *Writes) ReserveIDs(ctx context.Context, tx *store.Store, n int) ([]int64, error) {
 	return tx.ReserveEventIDs(ctx, n)
 }
 

@@ -30,8 +30,8 @@ type WriterConfig struct {
 	// transaction: a throttled disk.
 	CommitDelay time.Duration
 	// Cluster, when several nodes share the database, fences each
-	// transaction's sessions, gives out global ids in commit order and
-	// takes over publishing (nil: this daemon is the only writer).
+	// transaction's sessions, gives out global ids and takes over
+	// publishing (nil: this daemon is the only writer).
 	Cluster Cluster
 	Logger  *slog.Logger
 }
@@ -46,10 +46,11 @@ type Cluster interface {
 	// returns their generations, which key the writer's per-session
 	// caches (a session lost and taken back must be read again).
 	Fence(ctx context.Context, tx *store.Store, sessions []string) (map[string]int64, error)
-	// ReserveIDs takes n global event ids, in commit order across the
-	// nodes, and returns the first; it also tells the other nodes that
-	// events up to first+n-1 commit with this transaction.
-	ReserveIDs(ctx context.Context, tx *store.Store, n int) (int64, error)
+	// ReserveIDs takes n global event ids, ascending (not in commit
+	// order across the nodes: the readers hold back behind the writers
+	// still running); it also tells the other nodes that events commit
+	// with this transaction.
+	ReserveIDs(ctx context.Context, tx *store.Store, n int) ([]int64, error)
 	// Committed hears each commit's events in place of the hub, which the
 	// cluster's feed publishes to in global id order.
 	Committed(evs []store.Event)
@@ -183,6 +184,19 @@ func (w *Writer) SubmitChange(c Change) *Pending {
 // ctx end while the queue is full, the change is not queued and its
 // Pending fails with ctx's error.
 func (w *Writer) SubmitContext(ctx context.Context, c Change) *Pending {
+	return w.submit(ctx, c, 0)
+}
+
+// SubmitUnder is SubmitChange for a change decided under generation gen
+// of its session's lease (a session actor's): with several nodes it
+// commits only while this node holds the lease at that generation, and
+// is refused (errcode.SessionLeaseLost) once it was lost, even if taken
+// again since. 0 takes the generation held when it is queued.
+func (w *Writer) SubmitUnder(gen int64, c Change) *Pending {
+	return w.submit(context.Background(), c, gen)
+}
+
+func (w *Writer) submit(ctx context.Context, c Change, gen int64) *Pending {
 	p := newPending()
 	select {
 	case w.room <- struct{}{}:
@@ -208,8 +222,8 @@ func (w *Writer) SubmitContext(ctx context.Context, c Change) *Pending {
 		p.finish(nil, w.failed(c, ErrClosed))
 		return p
 	}
-	o := op{change: c, p: p}
-	if w.cfg.Cluster != nil && c.SessionID() != "" {
+	o := op{change: c, p: p, gen: gen}
+	if w.cfg.Cluster != nil && c.SessionID() != "" && gen == 0 {
 		o.gen = w.cfg.Cluster.Generation(c.SessionID())
 	}
 	w.queue = append(w.queue, o)
@@ -513,14 +527,15 @@ func (w *Writer) commitTx(batch []op) error {
 			}
 		}
 		if w.cfg.Cluster != nil && len(evs) > 0 {
-			// Last before the commit: the counter row stays locked from
-			// here to the commit, which orders the nodes' commits.
-			first, err := w.cfg.Cluster.ReserveIDs(ctx, tx, len(evs))
+			// Last before the commit: an id taken is held by a
+			// running transaction, which the feeds wait for, for as
+			// short a time as can be.
+			ids, err := w.cfg.Cluster.ReserveIDs(ctx, tx, len(evs))
 			if err != nil {
 				return err
 			}
 			for i := range evs {
-				evs[i].ID = first + int64(i)
+				evs[i].ID = ids[i]
 			}
 			w.lastID = evs[len(evs)-1].ID
 		}

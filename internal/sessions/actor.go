@@ -21,6 +21,12 @@ type actor struct {
 	id  string
 	mb  *mailbox.Mailbox
 	log *slog.Logger
+	// lease is the generation of the session's lease this actor was
+	// loaded under (0 alone): its writes commit only under it. An actor
+	// unloaded when its node lost or handed the lease over may still be
+	// draining work; should the node take the session again meanwhile,
+	// those writes must not land beside the new actor's.
+	lease int64
 
 	sess session.Session
 	exec session.Executor
@@ -153,7 +159,7 @@ type turnRun struct {
 
 func newActor(m *Manager, sess session.Session, exec session.Executor, turns []session.Turn) *actor {
 	a := &actor{
-		m: m, id: sess.ID, mb: mailbox.New(m.cfg.MailboxLimit, m.cfg.BusyTimeout), sess: sess, exec: exec, hostTop: exec.HostOffset,
+		m: m, id: sess.ID, lease: m.leaseOf(sess.ID), mb: mailbox.New(m.cfg.MailboxLimit, m.cfg.BusyTimeout), sess: sess, exec: exec, hostTop: exec.HostOffset,
 		log:         m.cfg.Logger.With("session", sess.ID),
 		perms:       map[string]*pendingPermission{},
 		turns:       make(map[string]session.Turn, len(turns)),
@@ -257,7 +263,7 @@ type agentHandler struct {
 func (h *agentHandler) Update(u acp.Update, done func()) {
 	if !h.a.mb.Post(func() {
 		h.a.withRecord(h.offset(u.Offset), func() { h.a.onUpdate(h.gen, u) })
-		h.a.afterWrites(done)
+		h.a.afterRecorded(u.Offset, done)
 	}) {
 		untaken(u.Offset, done)
 	}
@@ -270,7 +276,7 @@ func (h *agentHandler) Update(u acp.Update, done func()) {
 func (h *agentHandler) Record(offset uint64, done func()) {
 	if !h.a.mb.Post(func() {
 		h.a.withRecord(h.offset(offset), func() {})
-		h.a.afterWrites(done)
+		h.a.afterRecorded(offset, done)
 	}) {
 		untaken(offset, done)
 	}

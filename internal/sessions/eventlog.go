@@ -13,9 +13,10 @@ import (
 // fake in front of it that records or refuses changes, to see what the
 // actors make of that.
 type EventLog interface {
-	// SubmitChange queues c and returns its outcome; it waits while the
-	// log's queue is full.
-	SubmitChange(c events.Change) *events.Pending
+	// SubmitUnder queues c, decided under generation gen of its
+	// session's lease (0: alone, or the one held now), and returns its
+	// outcome; it waits while the log's queue is full.
+	SubmitUnder(gen int64, c events.Change) *events.Pending
 	// SubmitContext is SubmitChange for a submitter that can give up when
 	// ctx ends while it waits for room.
 	SubmitContext(ctx context.Context, c events.Change) *events.Pending

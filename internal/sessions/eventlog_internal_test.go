@@ -28,8 +28,8 @@ type refusingLog struct {
 // writer (it becomes store_write_failed).
 var errRefusedByFake = errors.New("refused by the fake event log")
 
-func (l *refusingLog) SubmitChange(c events.Change) *events.Pending {
-	return l.next.SubmitChange(refusing{c, l})
+func (l *refusingLog) SubmitUnder(gen int64, c events.Change) *events.Pending {
+	return l.next.SubmitUnder(gen, refusing{c, l})
 }
 
 func (l *refusingLog) SubmitContext(ctx context.Context, c events.Change) *events.Pending {

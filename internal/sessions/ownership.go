@@ -18,6 +18,19 @@ type Ownership interface {
 	Acquire(ctx context.Context, sessionID string) (int64, error)
 	// Release gives the session's lease up.
 	Release(ctx context.Context, sessionID string)
+	// Generation is the generation of the session's lease this node
+	// holds now (false: none).
+	Generation(sessionID string) (int64, bool)
+}
+
+// leaseOf is the generation of the session's lease this node holds now
+// (0 alone, or without one).
+func (m *Manager) leaseOf(sessionID string) int64 {
+	if m.cfg.Ownership == nil {
+		return 0
+	}
+	gen, _ := m.cfg.Ownership.Generation(sessionID)
+	return gen
 }
 
 // Drop unloads sessions whose leases this node lost (another node took

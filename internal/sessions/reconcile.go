@@ -38,14 +38,32 @@ type ReconcileResult struct {
 // With several nodes (Config.Ownership) a node reconciles only the
 // sessions whose leases it can take (none another live node holds).
 func (m *Manager) Reconcile(ctx context.Context) (ReconcileResult, error) {
-	var keep func(string) bool
-	if own := m.cfg.Ownership; own != nil {
-		keep = func(id string) bool {
-			_, err := own.Acquire(ctx, id)
-			return err == nil
-		}
+	own := m.cfg.Ownership
+	if own == nil {
+		return m.reconcile(ctx, nil)
 	}
-	return m.reconcile(ctx, keep)
+	// The leases of the sessions to repair are taken before the scan that
+	// repairs them reads them: what another node committed for one up to
+	// its last commit (the host records it took) is then in what the
+	// repair reads, and its agent is attached after them, not before (a
+	// read first would replay them twice). A session at rest is taken
+	// only if its repair writes something.
+	active, err := m.store.ListActiveSessions(ctx)
+	if err != nil {
+		return ReconcileResult{}, err
+	}
+	taken := make(map[string]bool, len(active.ToRepair))
+	for _, as := range active.ToRepair {
+		_, err := own.Acquire(ctx, as.Session.ID)
+		taken[as.Session.ID] = err == nil
+	}
+	return m.reconcile(ctx, func(id string) bool {
+		if ok, seen := taken[id]; seen {
+			return ok
+		}
+		_, err := own.Acquire(ctx, id)
+		return err == nil
+	})
 }
 
 // reconcile repairs the sessions keep accepts (every one when keep is

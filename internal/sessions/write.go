@@ -56,7 +56,7 @@ func (a *actor) change(c events.Change) *events.Pending {
 		*a.batch = append(*a.batch, c)
 		return nil
 	}
-	p := a.m.w.SubmitChange(c)
+	p := a.m.w.SubmitUnder(a.lease, c)
 	a.noteWrite(p)
 	a.last = p
 	a.version++
@@ -105,6 +105,31 @@ func (a *actor) atCommit(ctx context.Context) {
 	if a.last != nil {
 		_, _ = a.last.Wait(ctx)
 	}
+}
+
+// afterRecorded gives back the done of the host record at offset (0: a
+// local agent's update) once the write it caused has completed, unless
+// that write was refused because this node may no longer write the
+// session: its lease lost (or taken again since the actor loaded), the
+// daemon stopping, or the database gone past the writer's hold. Done then would acknowledge the record to the host,
+// which would drop a record the store does not have, past the offset the
+// next owner's attach starts from: lost. Withheld, it stays on the host
+// for that attach (as untaken's). Any other failure is the actor's to
+// recover from (writefail.go), and its records are acknowledged as
+// before: withheld, they would stop the host's stream for good.
+func (a *actor) afterRecorded(offset uint64, done func()) {
+	p := a.last
+	if p == nil || offset == 0 {
+		a.afterWrites(done)
+		return
+	}
+	p.Then(func() {
+		if err := p.Err(); errcode.Is(err, errcode.SessionLeaseLost) || errcode.Is(err, errcode.ServiceShuttingDown) ||
+			errcode.Is(err, errcode.DatabaseUnavailable) {
+			return
+		}
+		done()
+	})
 }
 
 // afterWrites calls f once every write submitted so far has completed

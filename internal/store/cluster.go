@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"time"
 
 	"github.com/tether/tether/internal/errcode"
@@ -11,8 +12,8 @@ import (
 // The cluster's tables (PostgreSQL only: several nodes share one database;
 // internal/cluster holds the rules, these are its statements):
 // cluster_nodes (each node's id, URL and heartbeat), session_leases (each
-// live session's owner, generation and expiry) and event_ids (the one
-// counter row global event ids are taken from, in commit order).
+// live session's owner, generation and expiry) and event_id_seq (the
+// sequence global event ids are taken from, with its horizon).
 
 // Lease is a session's lease: the node that owns the session, at which
 // generation (the fencing token, raised by every change of owner), and
@@ -239,31 +240,88 @@ func (s *Store) LockLeases(ctx context.Context, sessions []string) ([]Lease, err
 	return out, wrapErr(rows.Err(), "lock leases")
 }
 
-// ReserveEventIDs takes n global event ids from the counter row and
-// returns the first. The row stays locked until the transaction ends, so
-// ids are given out in commit order across every node: call it last
-// before the commit. It also NOTIFYs the other nodes (delivered at the
-// commit) with the last id taken.
-func (s *Store) ReserveEventIDs(ctx context.Context, n int) (int64, error) {
+// ReserveEventIDs takes n global event ids, ascending, from the sequence
+// (no lock: the nodes' writers commit side by side, so ids are not in
+// commit order; EventHorizon says up to where they are settled). It also
+// NOTIFYs the other nodes (delivered at the commit) with the last id.
+func (s *Store) ReserveEventIDs(ctx context.Context, n int) ([]int64, error) {
 	if err := s.clusterOnly("reserve event ids"); err != nil {
+		return nil, err
+	}
+	ids := make([]int64, 0, n)
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT tether_reserve_event_ids(?)`, n).Rows()
+	if err != nil {
+		return nil, wrapErr(err, "reserve event ids")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, wrapErr(err, "reserve event ids")
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrapErr(err, "reserve event ids")
+	}
+	if len(ids) != n {
+		return nil, errcode.New(errcode.Internal, "store: reserve event ids: got %d ids, want %d", len(ids), n)
+	}
+	return ids, nil
+}
+
+// writerLockClass is the first key of the advisory lock each writer
+// holding event ids takes, the second being its backend's pid
+// (tether_reserve_event_ids).
+const writerLockClass = 0x7e7e0002
+
+// EventHorizon returns the highest global id up to which the log is
+// settled: every id at or below it is committed, or taken by a
+// transaction that rolled back and never will be. It reads the last id
+// given out and the nodes' writers holding ids at that moment (one of
+// them may hold a lower one; migrations/postgres/00008), then waits for
+// each to end: a shared take of its advisory lock, granted once its
+// commit is visible and let go at once (one statement each, so nothing
+// is held while waiting for the next, and a writer cut off mid-commit
+// holds back only the readers, never the other writers). A reader that
+// delivers the log by id up to the horizon never sees an id commit below
+// what it delivered.
+func (s *Store) EventHorizon(ctx context.Context) (int64, error) {
+	if err := s.clusterOnly("event horizon"); err != nil {
 		return 0, err
 	}
 	var last int64
-	var note string
-	err := scanRow(s.db.WithContext(ctx).Raw(`WITH r AS (UPDATE event_ids SET last_id = last_id + ? WHERE id = 1 RETURNING last_id)
-		SELECT last_id, pg_notify('tether_events', last_id::text)::text FROM r`, n), &last, &note)
-	if err != nil {
-		return 0, wrapErr(err, "reserve event ids")
+	var list string
+	if err := scanRow(s.rdb.WithContext(ctx).Raw(`SELECT last_id, array_to_string(writers, ',') FROM tether_event_horizon()`), &last, &list); err != nil {
+		return 0, wrapErr(err, "event horizon")
 	}
-	return last - int64(n) + 1, nil
+	if list == "" {
+		return last, nil
+	}
+	for _, pid := range strings.Split(list, ",") {
+		if err := s.rdb.WithContext(ctx).Exec(`SELECT pg_advisory_xact_lock_shared(?, ?::integer)`, writerLockClass, pid).Error; err != nil {
+			return 0, wrapErr(err, "event horizon")
+		}
+	}
+	return last, nil
 }
 
-// ListEventsAfter lists every event, session and global, with an id above
-// after, in id order, at most limit.
-func (s *Store) ListEventsAfter(ctx context.Context, after int64, limit int) ([]Event, error) {
+// ListEventsBetween lists every event, session and global, with an id
+// above after and at most upTo, in id order, at most limit.
+func (s *Store) ListEventsBetween(ctx context.Context, after, upTo int64, limit int) ([]Event, error) {
 	return s.scanEvents(ctx, "list events",
 		`SELECT id, session_id, seq, type, prompt_id, is_global, payload, created_at FROM events
-		 WHERE id > ? ORDER BY id LIMIT ?`, after, limit)
+		 WHERE id > ? AND id <= ? ORDER BY id LIMIT ?`, after, upTo, limit)
+}
+
+// CountEventsBetween counts the events with an id above after and at
+// most upTo, as this store's transaction sees them.
+func (s *Store) CountEventsBetween(ctx context.Context, after, upTo int64) (int64, error) {
+	var n int64
+	if err := scanRow(s.rdb.WithContext(ctx).Raw(`SELECT count(*) FROM events WHERE id > ? AND id <= ?`, after, upTo), &n); err != nil {
+		return 0, wrapErr(err, "count events")
+	}
+	return n, nil
 }
 
 // wrapErr is an internal error for op, nil for nil.

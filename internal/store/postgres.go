@@ -110,9 +110,10 @@ func OpenPostgres(ctx context.Context, dsn string) (*Store, error) {
 }
 
 // withSessionSettings adds the connection settings every pooled
-// connection needs: UTC, and a bound on a transaction left idle (a node
-// cut off mid-transaction must not hold its locks, the event id counter's
-// among them, for longer than that).
+// connection needs: UTC, a bound on a transaction left idle (a node cut
+// off mid-transaction must not hold its locks, nor the global stream's
+// horizon, for longer than that), and the application name the event
+// horizon knows the nodes' writers by.
 func withSessionSettings(dsn string) (string, error) {
 	u, err := url.Parse(dsn)
 	if err != nil || !IsPostgresURL(dsn) {
@@ -124,6 +125,12 @@ func withSessionSettings(dsn string) (string, error) {
 	}
 	if q.Get("idle_in_transaction_session_timeout") == "" {
 		q.Set("idle_in_transaction_session_timeout", "5000")
+	}
+	// The event horizon waits only for the writers of the nodes (the
+	// backends of this application name), not for whatever else holds a
+	// transaction open on the database.
+	if q.Get("application_name") == "" {
+		q.Set("application_name", "tetherd")
 	}
 	u.RawQuery = q.Encode()
 	return u.String(), nil

@@ -19,6 +19,10 @@ import (
 // database of its own on it.
 const PostgresEnv = "TETHER_TEST_POSTGRES_URL"
 
+// KeepFailedEnv, when set, keeps the database of a test that failed (its
+// name is logged) for a look at what it held.
+const KeepFailedEnv = "TETHER_TEST_KEEP_FAILED_DB"
+
 // PostgresURL is the server's admin URL, or "" when none is configured.
 // Under CI a missing server fails the test instead: the PostgreSQL half of
 // the suite must never be skipped silently there.
@@ -54,6 +58,10 @@ func FreshPostgres(tb testing.TB) string {
 		tb.Fatalf("create database %s: %v", name, err)
 	}
 	tb.Cleanup(func() {
+		if tb.Failed() && os.Getenv(KeepFailedEnv) != "" {
+			tb.Logf("%s: kept database %s of the failed test", KeepFailedEnv, name)
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		c, err := pgx.Connect(ctx, admin)
