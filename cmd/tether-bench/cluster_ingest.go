@@ -30,7 +30,8 @@ type ingestRun struct {
 	Busy      float64 // the machine's CPU busy share, 0..1 of all cores
 	PG        float64 // PostgreSQL's processes' share of all cores
 	PerCommit float64 // events per committed transaction of the database
-	LockWait  float64 // backends waiting for a lock, on average (sampled)
+	LockWait  float64 // backends waiting for a lock, on average (sampled), but for...
+	FeedWait  float64 // ...feeds waiting for a writer's commit (the event horizon's advisory lock)
 }
 
 // ingestRound runs every level on a fresh cluster of n nodes.
@@ -51,6 +52,7 @@ func ingestRound(ctx context.Context, rb *restartRun, admin, name string, n int,
 		res.Ingest[k] = append(res.Ingest[k], run)
 		cfg.Logf("cluster: ingest with %d nodes, %d sessions: %.0f events/s, CPU %.0f%% busy (PostgreSQL %.0f%%), %.0f events a commit, %.2f backends waiting for a lock",
 			n, level, run.Rate, 100*run.Busy, 100*run.PG, run.PerCommit, run.LockWait)
+		cfg.Logf("cluster: ... and %.2f feeds waiting for a writer's commit", run.FeedWait)
 	}
 	return nil
 }
@@ -94,7 +96,8 @@ func (c *benchCluster) ingest(ctx context.Context, flood string, first, level in
 	}
 	wall := time.Since(start)
 	m1, pg1 := machineCPU(), postgresCPU()
-	run := ingestRun{LockWait: waits()}
+	run := ingestRun{}
+	run.LockWait, run.FeedWait = waits()
 	after, err := c.eventCount(ctx)
 	if err != nil {
 		return ingestRun{}, err
@@ -141,37 +144,40 @@ func (c *benchCluster) commits(ctx context.Context) (int64, error) {
 }
 
 // sampleLockWaits counts, every 10 ms until the returned func is called,
-// the database's backends waiting for a lock (the counter row of global
-// event ids, when the nodes' commits queue on it); the func returns the
-// mean.
-func (c *benchCluster) sampleLockWaits(ctx context.Context) func() float64 {
+// the database's backends waiting for a lock: feeds waiting on a writer's
+// commit (the advisory lock of store.EventHorizon, which only readers
+// wait on) apart from the rest (writers queuing on one another, as they
+// did on the counter row global ids came from before the sequence); the
+// func returns the means.
+func (c *benchCluster) sampleLockWaits(ctx context.Context) func() (locks, feeds float64) {
 	conn, err := pgx.Connect(ctx, c.db)
 	if err != nil {
-		return func() float64 { return 0 }
+		return func() (float64, float64) { return 0, 0 }
 	}
-	stop, done := make(chan struct{}), make(chan float64, 1)
+	stop, done := make(chan struct{}), make(chan [2]float64, 1)
 	go func() {
 		defer conn.Close(context.Background())
-		var sum, n int64
+		var locks, feeds, n int64
 		t := time.NewTicker(10 * time.Millisecond)
 		defer t.Stop()
 		for {
 			select {
 			case <-stop:
-				done <- float64(sum) / float64(max(n, 1))
+				done <- [2]float64{float64(locks) / float64(max(n, 1)), float64(feeds) / float64(max(n, 1))}
 				return
 			case <-t.C:
 			}
-			var w int64
-			if conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-				WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&w) == nil {
-				sum, n = sum+w, n+1
+			var l, f int64
+			if conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE wait_event <> 'advisory'), count(*) FILTER (WHERE wait_event = 'advisory')
+				FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&l, &f) == nil {
+				locks, feeds, n = locks+l, feeds+f, n+1
 			}
 		}
 	}()
-	return func() float64 {
+	return func() (float64, float64) {
 		close(stop)
-		return <-done
+		r := <-done
+		return r[0], r[1]
 	}
 }
 
@@ -219,7 +225,7 @@ func printIngest(r clusterResult) {
 	fmt.Printf("Ingest (%q per session, standalone runtime), median of %d rounds; CPU: share of all %d cores busy, PostgreSQL's part.\n",
 		r.Cfg.Flood, r.Cfg.Rounds, cores())
 	w := table()
-	fmt.Fprintln(w, "sessions\tnodes\tevents/s\tCPU busy / PG\tevents a commit\tlock waiters\t3 / 1\trounds\t")
+	fmt.Fprintln(w, "sessions\tnodes\tevents/s\tCPU busy / PG\tevents a commit\tlock waiters\tfeeds waiting\t3 / 1\trounds\t")
 	for _, level := range r.Cfg.Levels {
 		r1 := medianF(rates(r.Ingest[ingestKey{1, level}]))
 		for _, n := range []int{1, 3} {
@@ -228,9 +234,10 @@ func printIngest(r clusterResult) {
 			if n == 3 {
 				vs = ratio(rate, r1)
 			}
-			fmt.Fprintf(w, "%d\t%d\t%.0f\t%s\t%.0f\t%.2f\t%s\t%s\t\n", level, n, rate, cpuShare(runs),
+			fmt.Fprintf(w, "%d\t%d\t%.0f\t%s\t%.0f\t%.2f\t%.2f\t%s\t%s\t\n", level, n, rate, cpuShare(runs),
 				medianF(field(runs, func(r ingestRun) float64 { return r.PerCommit })),
-				medianF(field(runs, func(r ingestRun) float64 { return r.LockWait })), vs, floats(rates(runs)))
+				medianF(field(runs, func(r ingestRun) float64 { return r.LockWait })),
+				medianF(field(runs, func(r ingestRun) float64 { return r.FeedWait })), vs, floats(rates(runs)))
 		}
 	}
 	w.Flush()

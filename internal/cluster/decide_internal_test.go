@@ -110,6 +110,37 @@ func TestFeedSettle(t *testing.T) {
 	}
 }
 
+// TestLeaseExpiry: a lease counts as lost once neither the node's last
+// renewal nor its own taking is within the TTL. A lease taken again after
+// an outage, before the node's next renewal, is good from its taking.
+func TestLeaseExpiry(t *testing.T) {
+	const ttl = 10 * time.Second
+	t0 := time.Unix(1_800_000_000, 0)
+	cases := []struct {
+		name      string
+		renewedAt time.Time
+		takenAt   time.Time // zero: taken before the last renewal
+		now       time.Time
+		want      bool
+	}{
+		{"renewed within the TTL", t0, time.Time{}, t0.Add(ttl - time.Millisecond), false},
+		{"no renewal for a TTL", t0, time.Time{}, t0.Add(ttl), true},
+		{"no renewal for a TTL, taken just now", t0, t0.Add(50 * time.Second), t0.Add(51 * time.Second), false},
+		{"no renewal, and taken a TTL ago", t0, t0.Add(50 * time.Second), t0.Add(60 * time.Second), true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			l := &Leases{cfg: Config{TTL: ttl}, renewedAt: tc.renewedAt, held: map[string]int64{"s": 1}, takenAt: map[string]time.Time{}}
+			if !tc.takenAt.IsZero() {
+				l.takenAt["s"] = tc.takenAt
+			}
+			if got := l.expiredLocked("s", tc.now); got != tc.want {
+				t.Errorf("got expired %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestConfigDefaults(t *testing.T) {
 	cases := []struct {
 		name    string

@@ -59,6 +59,11 @@ type Leases struct {
 	// renewedAt is when the last renewal succeeded (monotonic); past TTL
 	// without one the node counts its leases as lost.
 	renewedAt time.Time
+	// takenAt is when a lease taken since that renewal was asked for: it
+	// is good for a TTL from then, whatever the renewals (a node back
+	// from a database outage takes its sessions again before its next
+	// renewal; their agents' commands must carry the new generation).
+	takenAt map[string]time.Time
 	// onLost, set before Run, hears the sessions whose leases this node
 	// lost (taken by another node, or expired unrenewed).
 	onLost func([]string)
@@ -76,7 +81,7 @@ func NewLeases(cfg Config, st Store, log *slog.Logger) *Leases {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Leases{cfg: cfg, st: st, log: log.With("node", cfg.NodeID), held: map[string]int64{}, renewedAt: time.Now()}
+	return &Leases{cfg: cfg, st: st, log: log.With("node", cfg.NodeID), held: map[string]int64{}, takenAt: map[string]time.Time{}, renewedAt: time.Now()}
 }
 
 // OnLost sets what hears the sessions whose leases were lost; call it
@@ -94,6 +99,8 @@ func (l *Leases) Acquire(ctx context.Context, sessionID string) (int64, error) {
 		if gen, ok := l.Generation(sessionID); ok {
 			return gen, nil
 		}
+		// The database counts the TTL from no earlier than this.
+		start := time.Now()
 		lease, err := l.st.AcquireLease(context.WithoutCancel(ctx), sessionID, l.cfg.NodeID, l.cfg.TTL)
 		if err != nil {
 			return int64(0), err
@@ -103,6 +110,7 @@ func (l *Leases) Acquire(ctx context.Context, sessionID string) (int64, error) {
 		}
 		l.mu.Lock()
 		l.held[sessionID] = lease.Generation
+		l.takenAt[sessionID] = start
 		l.mu.Unlock()
 		l.acquired.Add(1)
 		return lease.Generation, nil
@@ -123,10 +131,20 @@ func (l *Leases) Generation(sessionID string) (int64, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	gen, ok := l.held[sessionID]
-	if !ok || selfExpired(l.renewedAt, time.Now(), l.cfg.TTL) {
+	if !ok || l.expiredLocked(sessionID, time.Now()) {
 		return 0, false
 	}
 	return gen, true
+}
+
+// expiredLocked reports whether the session's lease counts as lost at
+// now: neither renewed nor taken within the TTL. l.mu is held.
+func (l *Leases) expiredLocked(sessionID string, now time.Time) bool {
+	if !selfExpired(l.renewedAt, now, l.cfg.TTL) {
+		return false
+	}
+	at, ok := l.takenAt[sessionID]
+	return !ok || selfExpired(at, now, l.cfg.TTL)
 }
 
 // Held lists the sessions this node holds, sorted.
@@ -247,14 +265,24 @@ func (l *Leases) renew(ctx context.Context) {
 	var lost []string
 	if err != nil {
 		l.renewFailures.Add(1)
-		if selfExpired(l.renewedAt, time.Now(), l.cfg.TTL) {
-			lost = keys(l.held)
-			clear(l.held)
+		now := time.Now()
+		for id := range l.held {
+			if l.expiredLocked(id, now) {
+				lost = append(lost, id)
+				delete(l.held, id)
+				delete(l.takenAt, id)
+			}
 		}
+		slices.Sort(lost)
 	} else {
 		// Renewed from the moment the statement was sent: the database
 		// counted the TTL from no earlier.
 		l.renewedAt = start
+		for id, at := range l.takenAt {
+			if !at.After(start) {
+				delete(l.takenAt, id)
+			}
+		}
 		lost = notRenewed(held, renewed)
 		for _, id := range lost {
 			if l.held[id] == held[id] { // not re-acquired meanwhile
@@ -300,15 +328,6 @@ func notRenewed(held map[string]int64, renewed []string) []string {
 	}
 	slices.Sort(lost)
 	return lost
-}
-
-func keys(m map[string]int64) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // Healthy is nil while this node's last lease renewal (and heartbeat) is

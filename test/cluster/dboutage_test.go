@@ -18,7 +18,8 @@ const outagePrompt = "/stream 3000 50 100"
 
 // TestDatabaseOutage: a node's path to PostgreSQL is cut for 5 s mid-turn
 // (a proxy the test controls drops every connection and refuses new ones),
-// shorter than the lease's TTL, or longer: no other node takes the
+// shorter than the lease's TTL, or longer, and for 60 s (the whole turn
+// then waits in the host's outbox): no other node takes the
 // sessions, and the node takes their leases again. While it cannot
 // commit, clients get 503 with Retry-After, never a 500 (a change asked
 // for is refused whole, and /ready says no); what the
@@ -29,10 +30,16 @@ const outagePrompt = "/stream 3000 50 100"
 // (it waits in the daemon).
 func TestDatabaseOutage(t *testing.T) {
 	for _, tc := range []struct {
-		runtime string
-		ttl     time.Duration
-	}{{"detached", 10 * time.Second}, {"standalone", 10 * time.Second}, {"detached", 2 * time.Second}, {"standalone", 2 * time.Second}} {
-		t.Run(fmt.Sprintf("%s, lease TTL %s", tc.runtime, tc.ttl), func(t *testing.T) {
+		runtime  string
+		ttl, cut time.Duration
+	}{
+		{"detached", 10 * time.Second, 5 * time.Second},
+		{"standalone", 10 * time.Second, 5 * time.Second},
+		{"detached", 2 * time.Second, 5 * time.Second},
+		{"standalone", 2 * time.Second, 5 * time.Second},
+		{"detached", 10 * time.Second, 60 * time.Second},
+	} {
+		t.Run(fmt.Sprintf("%s, lease TTL %s, cut %s", tc.runtime, tc.ttl, tc.cut), func(t *testing.T) {
 			runtime := tc.runtime
 			c := newCluster(t, tc.ttl)
 			u, err := url.Parse(c.db)
@@ -60,7 +67,7 @@ func TestDatabaseOutage(t *testing.T) {
 
 			proxy.Cut()
 			answers := map[int]int{}
-			for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+			for end := time.Now().Add(tc.cut); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
 				code, body, retry := get(t, a.URL(), "/session/"+sid+"/transcript")
 				answers[code]++
 				if code >= 500 && (code != http.StatusServiceUnavailable || retry == "") {
@@ -78,7 +85,7 @@ func TestDatabaseOutage(t *testing.T) {
 				t.Errorf("GET /ready during the outage: got %d, want 503", code)
 			}
 			proxy.Restore()
-			t.Logf("answers to GET transcript during the 5 s outage: %v", answers)
+			t.Logf("answers to GET transcript during the %s outage: %v", tc.cut, answers)
 			if code, _ := do(t, a.URL(), http.MethodGet, "/session/"+sid+"/turns/during", nil); code != http.StatusNotFound {
 				t.Errorf("the prompt refused during the outage: got %d for its turn, want 404 (nothing of it done)", code)
 			}
@@ -90,7 +97,7 @@ func TestDatabaseOutage(t *testing.T) {
 			// standalone one ran in this node and was stopped: its turn
 			// is interrupted after what was committed, and continues.
 			want := "completed"
-			if runtime == "standalone" && tc.ttl < 5*time.Second {
+			if runtime == "standalone" && tc.ttl < tc.cut {
 				want = "interrupted"
 			}
 			if st := waitTurn(t, a.URL(), sid, "long"); st != want {
