@@ -13,8 +13,8 @@ import (
 
 // TestGlobalStreamAcrossNodes: sessions are created on all three nodes
 // at once, so their writers take global ids side by side and commit them
-// out of order, while a client of each node, at staggered moments, lists
-// the sessions (GET /sessions and its cursor) and streams GET /events
+// out of order, while clients of each node, at staggered moments, list
+// the sessions (GET /sessions and its cursor) and stream GET /events
 // from that cursor, and another streams from the start. Each listing
 // client gets every session the list did not hold exactly once on its
 // stream and none the list held; every stream's ids rise; the streams
@@ -54,29 +54,32 @@ func TestGlobalStreamAcrossNodes(t *testing.T) {
 		listed map[string]bool
 		evs    []sseEvent
 	}
-	results := make(chan outcome, 2*len(nodes))
+	const listsPerNode = 4
+	results := make(chan outcome, (1+listsPerNode)*len(nodes))
 	for i, n := range nodes {
 		wg.Go(func() {
 			evs := follow(ctx, t, n.URL(), "/events", func(got []sseEvent) bool { return len(created(got)) >= total })
 			results <- outcome{who: n.id + " from the start", evs: evs}
 		})
-		wg.Go(func() {
-			<-begin
-			time.Sleep(time.Duration(100*(i+1)) * time.Millisecond)
-			code, list := do(t, n.URL(), http.MethodGet, "/sessions?limit=200", nil)
-			if code != http.StatusOK {
-				t.Errorf("%s: list sessions: got %d %v", n.id, code, list)
-				results <- outcome{who: n.id}
-				return
-			}
-			listed := map[string]bool{}
-			for _, s := range asList(list["sessions"]) {
-				listed[s["id"].(string)] = true
-			}
-			cursor, _ := list["cursor"].(string)
-			evs := follow(ctx, t, n.URL(), "/events?cursor="+cursor, func(got []sseEvent) bool { return len(listed)+len(created(got)) >= total })
-			results <- outcome{who: fmt.Sprintf("%s after a list of %d", n.id, len(listed)), listed: listed, evs: evs}
-		})
+		for k := range listsPerNode {
+			wg.Go(func() {
+				<-begin
+				time.Sleep(time.Duration(40*(k*len(nodes)+i+1)) * time.Millisecond)
+				code, list := do(t, n.URL(), http.MethodGet, "/sessions?limit=200", nil)
+				if code != http.StatusOK {
+					t.Errorf("%s: list sessions: got %d %v", n.id, code, list)
+					results <- outcome{who: n.id}
+					return
+				}
+				listed := map[string]bool{}
+				for _, s := range asList(list["sessions"]) {
+					listed[s["id"].(string)] = true
+				}
+				cursor, _ := list["cursor"].(string)
+				evs := follow(ctx, t, n.URL(), "/events?cursor="+cursor, func(got []sseEvent) bool { return len(listed)+len(created(got)) >= total })
+				results <- outcome{who: fmt.Sprintf("%s after a list of %d", n.id, len(listed)), listed: listed, evs: evs}
+			})
+		}
 	}
 	close(begin)
 	wg.Wait()
