@@ -53,12 +53,7 @@ func TestDatabaseOutage(t *testing.T) {
 			sid := createSession(t, a.URL(), "outage")
 			ctx, cancel := context.WithTimeout(context.Background(), 2*deadline)
 			defer cancel()
-			evs := make(chan []sseEvent, 1)
-			go func() { // ends with the turn's completion, or with ctx
-				evs <- follow(ctx, t, a.URL(), "/session/"+sid+"/events", func(got []sseEvent) bool {
-					return len(got) > 0 && got[len(got)-1].Type == "turn.completed"
-				})
-			}()
+			evs := followTurn(ctx, t, a.URL(), sid)
 			prompt(t, a.URL(), sid, outagePrompt, "long")
 			c.waitFor("the turn to stream", func() bool {
 				_, tr := do(t, a.URL(), http.MethodGet, "/session/"+sid+"/transcript", nil)

@@ -64,12 +64,7 @@ func TestFailoverBehindBalancer(t *testing.T) {
 	owner := ownerOf(t, lb.URL(), sid)
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
-	evs := make(chan []sseEvent, 1)
-	go func() {
-		evs <- follow(ctx, t, lb.URL(), "/session/"+sid+"/events", func(got []sseEvent) bool {
-			return len(got) > 0 && got[len(got)-1].Type == "turn.completed"
-		})
-	}()
+	evs := followTurn(ctx, t, lb.URL(), sid)
 	prompt(t, lb.URL(), sid, streamPrompt, "long")
 	c.waitFor("the turn to stream", func() bool {
 		_, tr := do(t, lb.URL(), http.MethodGet, "/session/"+sid+"/transcript", nil)

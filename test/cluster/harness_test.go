@@ -224,6 +224,19 @@ type sseEvent struct {
 	Data     map[string]any
 }
 
+// followTurn follows the session's stream at base (reconnecting through
+// whatever base leads to) in the background until a turn completes or ctx
+// ends; the channel gets what it read.
+func followTurn(ctx context.Context, t *testing.T, base, sid string) <-chan []sseEvent {
+	out := make(chan []sseEvent, 1)
+	go func() {
+		out <- follow(ctx, t, base, "/session/"+sid+"/events", func(got []sseEvent) bool {
+			return len(got) > 0 && got[len(got)-1].Type == "turn.completed"
+		})
+	}()
+	return out
+}
+
 // follow reads the stream at base+path (reconnecting with Last-Event-ID
 // whenever it breaks, through whatever base leads to) until stop returns
 // true for the events so far or ctx ends.

@@ -40,14 +40,9 @@ func TestRollingRestart(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*deadline)
 	defer cancel()
-	streams := make([]chan []sseEvent, len(sids))
+	streams := make([]<-chan []sseEvent, len(sids))
 	for i, sid := range sids {
-		streams[i] = make(chan []sseEvent, 1)
-		go func() {
-			streams[i] <- follow(ctx, t, lb.URL(), "/session/"+sid+"/events", func(got []sseEvent) bool {
-				return len(got) > 0 && got[len(got)-1].Type == "turn.completed"
-			})
-		}()
+		streams[i] = followTurn(ctx, t, lb.URL(), sid)
 		prompt(t, lb.URL(), sid, rollingPrompt, "long")
 	}
 	for _, sid := range sids {

@@ -41,12 +41,8 @@ func TestSplitBrain(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*deadline)
 	defer cancel()
-	evs := make(chan []sseEvent, 1)
-	go func() { // followed on b, which serves every stream from the log
-		evs <- follow(ctx, t, b.URL(), "/session/"+sid+"/events", func(got []sseEvent) bool {
-			return len(got) > 0 && got[len(got)-1].Type == "turn.completed"
-		})
-	}()
+	// Followed on b, which serves every stream from the log.
+	evs := followTurn(ctx, t, b.URL(), sid)
 	prompt(t, a.URL(), sid, streamPrompt, "long")
 	c.waitFor("the turn to stream", func() bool {
 		_, tr := do(t, b.URL(), http.MethodGet, "/session/"+sid+"/transcript", nil)

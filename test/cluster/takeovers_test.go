@@ -32,12 +32,7 @@ func TestRepeatedTakeovers(t *testing.T) {
 	sid := createSession(t, lb.URL(), "takeovers")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*deadline)
 	defer cancel()
-	evs := make(chan []sseEvent, 1)
-	go func() {
-		evs <- follow(ctx, t, lb.URL(), "/session/"+sid+"/events", func(got []sseEvent) bool {
-			return len(got) > 0 && got[len(got)-1].Type == "turn.completed"
-		})
-	}()
+	evs := followTurn(ctx, t, lb.URL(), sid)
 	prompt(t, lb.URL(), sid, longPrompt, "long")
 	c.waitFor("the turn to stream", func() bool {
 		return strings.Contains(storedText(t, lb.URL(), sid, "long"), "chunk 200\n")
