@@ -839,6 +839,30 @@ func (e ResyncRequiredEventType) Valid() bool {
 	}
 }
 
+// Defines values for RewindResultSource.
+const (
+	RewindResultSourceCurrent   RewindResultSource = "current"
+	RewindResultSourceEnd       RewindResultSource = "end"
+	RewindResultSourceNextStart RewindResultSource = "next_start"
+	RewindResultSourceSafety    RewindResultSource = "safety"
+)
+
+// Valid indicates whether the value is a known member of the RewindResultSource enum.
+func (e RewindResultSource) Valid() bool {
+	switch e {
+	case RewindResultSourceCurrent:
+		return true
+	case RewindResultSourceEnd:
+		return true
+	case RewindResultSourceNextStart:
+		return true
+	case RewindResultSourceSafety:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SandboxPolicyMode.
 const (
 	SandboxPolicyModeAuto     SandboxPolicyMode = "auto"
@@ -971,6 +995,42 @@ func (e SessionExecutorStatusEventType) Valid() bool {
 	}
 }
 
+// Defines values for SessionForkedDataSource.
+const (
+	SessionForkedDataSourceCurrent   SessionForkedDataSource = "current"
+	SessionForkedDataSourceEnd       SessionForkedDataSource = "end"
+	SessionForkedDataSourceNextStart SessionForkedDataSource = "next_start"
+)
+
+// Valid indicates whether the value is a known member of the SessionForkedDataSource enum.
+func (e SessionForkedDataSource) Valid() bool {
+	switch e {
+	case SessionForkedDataSourceCurrent:
+		return true
+	case SessionForkedDataSourceEnd:
+		return true
+	case SessionForkedDataSourceNextStart:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SessionForkedEventType.
+const (
+	SessionForkedEventTypeSessionForked SessionForkedEventType = "session.forked"
+)
+
+// Valid indicates whether the value is a known member of the SessionForkedEventType enum.
+func (e SessionForkedEventType) Valid() bool {
+	switch e {
+	case SessionForkedEventTypeSessionForked:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SessionOptionsChangedEventType.
 const (
 	SessionOptionsChangedEventTypeSessionOptionsChanged SessionOptionsChangedEventType = "session.options_changed"
@@ -1049,6 +1109,21 @@ const (
 func (e SessionResumedEventType) Valid() bool {
 	switch e {
 	case SessionResumedEventTypeSessionResumed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SessionRewoundEventType.
+const (
+	SessionRewoundEventTypeSessionRewound SessionRewoundEventType = "session.rewound"
+)
+
+// Valid indicates whether the value is a known member of the SessionRewoundEventType enum.
+func (e SessionRewoundEventType) Valid() bool {
+	switch e {
+	case SessionRewoundEventTypeSessionRewound:
 		return true
 	default:
 		return false
@@ -2297,6 +2372,27 @@ type ExecutorStatusData struct {
 // ExecutorStatusDataSandbox Whether the agent of this execution runs in its sandbox (absent before it started).
 type ExecutorStatusDataSandbox string
 
+// ForkOrigin defines model for ForkOrigin.
+type ForkOrigin struct {
+	// Handoff The fork shares the origin's directory (a hand-off).
+	Handoff   *bool  `json:"handoff,omitempty"`
+	PromptId  string `json:"promptId"`
+	SessionId string `json:"sessionId"`
+}
+
+// ForkRequest defines model for ForkRequest.
+type ForkRequest struct {
+	// AgentProfileId The fork's agent; default this session's.
+	AgentProfileId *string `json:"agentProfileId,omitempty"`
+
+	// AtTurn The turn (promptId) to fork at, included; default the latest that ended.
+	AtTurn *string `json:"atTurn,omitempty"`
+
+	// Cwd An absolute path, on the session's executor, of a new or empty directory to restore the turn's files into, instead of a new worktree.
+	Cwd   *string `json:"cwd,omitempty"`
+	Title *string `json:"title,omitempty"`
+}
+
 // GitCommit defines model for GitCommit.
 type GitCommit struct {
 	AuthorEmail string    `json:"authorEmail"`
@@ -2383,6 +2479,12 @@ type GitStatusEntry struct {
 
 	// Worktree git's state in the working tree, in the same letters.
 	Worktree string `json:"worktree"`
+}
+
+// HandoffRequest defines model for HandoffRequest.
+type HandoffRequest struct {
+	AgentProfileId string  `json:"agentProfileId"`
+	Title          *string `json:"title,omitempty"`
 }
 
 // Health Which tetherd answers. `apiVersion` is this contract's `info.version`
@@ -2772,6 +2874,56 @@ type ResyncRequiredEvent struct {
 // ResyncRequiredEventType defines model for ResyncRequiredEvent.Type.
 type ResyncRequiredEventType string
 
+// Rewind defines model for Rewind.
+type Rewind struct {
+	At time.Time `json:"at"`
+
+	// Id The rewind, and its safety checkpoint.
+	Id string `json:"id"`
+
+	// Restored The turns it unmarked (an undo's).
+	Restored *[]string `json:"restored,omitempty"`
+
+	// Rewound The turns it marked rewound.
+	Rewound []string `json:"rewound"`
+
+	// ToPromptId The turn the files went back to (absent for an undo).
+	ToPromptId *string `json:"toPromptId,omitempty"`
+
+	// Turns How many turns the session had then; a turn prompted since makes it no longer undoable.
+	Turns int `json:"turns"`
+
+	// Undoes The rewind an undo undid.
+	Undoes *string `json:"undoes,omitempty"`
+}
+
+// RewindRequest defines model for RewindRequest.
+type RewindRequest struct {
+	// ToTurn The turn (promptId) whose end the files go back to.
+	ToTurn string `json:"toTurn"`
+}
+
+// RewindResult defines model for RewindResult.
+type RewindResult struct {
+	DryRun bool `json:"dryRun"`
+
+	// Files The files the rewind changes, from the directory's point of view (added means it comes back).
+	Files []ChangedFile `json:"files"`
+
+	// HeadMoved The repository's HEAD is not the one the restored files were recorded with: commits are never rewound.
+	HeadMoved *bool   `json:"headMoved,omitempty"`
+	Rewind    *Rewind `json:"rewind,omitempty"`
+
+	// Source Where the restored files came from: the turn's end checkpoint, the next turn's start checkpoint (the turn had no end checkpoint), the files as they are (the latest turn), or a rewind's safety checkpoint.
+	Source RewindResultSource `json:"source"`
+
+	// UserChanged The files among `files` that were changed outside any turn (since the last turn's end).
+	UserChanged []string `json:"userChanged"`
+}
+
+// RewindResultSource Where the restored files came from: the turn's end checkpoint, the next turn's start checkpoint (the turn had no end checkpoint), the files as they are (the latest turn), or a rewind's safety checkpoint.
+type RewindResultSource string
+
 // SandboxPolicy Where an agent and everything it starts may reach (docs/security.md).
 // Agents run in a bubblewrap sandbox: the system read-only, the
 // session's directory and the agent's own state read-write, tetherd's
@@ -2838,10 +2990,12 @@ type Session struct {
 	Cwd         string            `json:"cwd"`
 	EventEpoch  string            `json:"eventEpoch"`
 	Executor    *Executor         `json:"executor,omitempty"`
+	ForkedFrom  *ForkOrigin       `json:"forkedFrom,omitempty"`
 	Id          string            `json:"id"`
 
 	// LastActivityAt When the session's latest event was recorded (absent before any).
 	LastActivityAt *time.Time `json:"lastActivityAt,omitempty"`
+	LastRewind     *Rewind    `json:"lastRewind,omitempty"`
 
 	// Sandbox Where an agent and everything it starts may reach (docs/security.md).
 	// Agents run in a bubblewrap sandbox: the system read-only, the
@@ -3064,6 +3218,36 @@ type SessionExecutorStatusEvent struct {
 // SessionExecutorStatusEventType defines model for SessionExecutorStatusEvent.Type.
 type SessionExecutorStatusEventType string
 
+// SessionForkedData defines model for SessionForkedData.
+type SessionForkedData struct {
+	AtPromptId    string                   `json:"atPromptId"`
+	FromSessionId string                   `json:"fromSessionId"`
+	Handoff       *bool                    `json:"handoff,omitempty"`
+	PromptId      *string                  `json:"promptId,omitempty"`
+	SessionId     *string                  `json:"sessionId,omitempty"`
+	Source        *SessionForkedDataSource `json:"source,omitempty"`
+	TaskId        *string                  `json:"taskId,omitempty"`
+
+	// Turns How many turns were copied.
+	Turns   int  `json:"turns"`
+	Written *int `json:"written,omitempty"`
+}
+
+// SessionForkedDataSource defines model for SessionForkedData.Source.
+type SessionForkedDataSource string
+
+// SessionForkedEvent defines model for SessionForkedEvent.
+type SessionForkedEvent struct {
+	Data SessionForkedData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                `json:"id,omitempty"`
+	Type SessionForkedEventType `json:"type"`
+}
+
+// SessionForkedEventType defines model for SessionForkedEvent.Type.
+type SessionForkedEventType string
+
 // SessionList defines model for SessionList.
 type SessionList struct {
 	// Cursor The global stream's cursor (`<epoch>:<id>`, as on `GET /events`) this list is consistent with: the list and the log head are read in one read transaction, and rows commit together with the events that describe them. Stream `GET /events` from it and every change after the list arrives once: nothing is missed or repeated.
@@ -3158,6 +3342,33 @@ type SessionResumedEvent struct {
 
 // SessionResumedEventType defines model for SessionResumedEvent.Type.
 type SessionResumedEventType string
+
+// SessionRewoundData defines model for SessionRewoundData.
+type SessionRewoundData struct {
+	At         time.Time     `json:"at"`
+	Files      []ChangedFile `json:"files"`
+	PromptId   *string       `json:"promptId,omitempty"`
+	Restored   *[]string     `json:"restored,omitempty"`
+	RewindId   string        `json:"rewindId"`
+	Rewound    []string      `json:"rewound"`
+	SessionId  *string       `json:"sessionId,omitempty"`
+	TaskId     *string       `json:"taskId,omitempty"`
+	ToPromptId *string       `json:"toPromptId,omitempty"`
+	Turns      int           `json:"turns"`
+	Undoes     *string       `json:"undoes,omitempty"`
+}
+
+// SessionRewoundEvent defines model for SessionRewoundEvent.
+type SessionRewoundEvent struct {
+	Data SessionRewoundData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                 `json:"id,omitempty"`
+	Type SessionRewoundEventType `json:"type"`
+}
+
+// SessionRewoundEventType defines model for SessionRewoundEvent.Type.
+type SessionRewoundEventType string
 
 // SessionSandbox The session's sandbox policy in force and whether its agent runs in it.
 type SessionSandbox struct {
@@ -3626,9 +3837,12 @@ type Turn struct {
 	Kind            TurnKind        `json:"kind"`
 	Prompt          *[]ContentBlock `json:"prompt,omitempty"`
 	PromptId        string          `json:"promptId"`
-	StartedAt       *time.Time      `json:"startedAt,omitempty"`
-	State           TurnState       `json:"state"`
-	StopReason      *string         `json:"stopReason,omitempty"`
+
+	// Rewound A rewind took the files back to before this turn: it stays in the transcript, out of the agent's context.
+	Rewound    *bool      `json:"rewound,omitempty"`
+	StartedAt  *time.Time `json:"startedAt,omitempty"`
+	State      TurnState  `json:"state"`
+	StopReason *string    `json:"stopReason,omitempty"`
 }
 
 // TurnKind defines model for Turn.Kind.
@@ -4024,6 +4238,11 @@ type StreamSessionEventsParams struct {
 	LastEventID *LastEventID `json:"Last-Event-ID,omitempty"`
 }
 
+// RewindSessionParams defines parameters for RewindSession.
+type RewindSessionParams struct {
+	DryRun *bool `form:"dryRun,omitempty" json:"dryRun,omitempty"`
+}
+
 // ReadTerminalParams defines parameters for ReadTerminal.
 type ReadTerminalParams struct {
 	Offset *int64 `form:"offset,omitempty" json:"offset,omitempty"`
@@ -4124,6 +4343,12 @@ type SetSessionConfigOptionJSONRequestBody = ConfigOptionChange
 // ContinueSessionJSONRequestBody defines body for ContinueSession for application/json ContentType.
 type ContinueSessionJSONRequestBody = ContinueRequest
 
+// ForkSessionJSONRequestBody defines body for ForkSession for application/json ContentType.
+type ForkSessionJSONRequestBody = ForkRequest
+
+// HandoffSessionJSONRequestBody defines body for HandoffSession for application/json ContentType.
+type HandoffSessionJSONRequestBody = HandoffRequest
+
 // SetSessionModeJSONRequestBody defines body for SetSessionMode for application/json ContentType.
 type SetSessionModeJSONRequestBody = ModeChange
 
@@ -4132,6 +4357,9 @@ type AnswerPermissionJSONRequestBody = PermissionReply
 
 // PromptSessionJSONRequestBody defines body for PromptSession for application/json ContentType.
 type PromptSessionJSONRequestBody = PromptRequest
+
+// RewindSessionJSONRequestBody defines body for RewindSession for application/json ContentType.
+type RewindSessionJSONRequestBody = RewindRequest
 
 // OpenTerminalJSONRequestBody defines body for OpenTerminal for application/json ContentType.
 type OpenTerminalJSONRequestBody = TerminalOpen
@@ -5629,6 +5857,74 @@ func (t *TetherEvent) MergeSessionArchivedEvent(v SessionArchivedEvent) error {
 	return err
 }
 
+// AsSessionForkedEvent returns the union data inside the TetherEvent as a SessionForkedEvent
+func (t TetherEvent) AsSessionForkedEvent() (SessionForkedEvent, error) {
+	var body SessionForkedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSessionForkedEvent overwrites any union data inside the TetherEvent as the provided SessionForkedEvent
+func (t *TetherEvent) FromSessionForkedEvent(v SessionForkedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.forked"}`))
+	t.union = b
+	return err
+}
+
+// MergeSessionForkedEvent performs a merge with any union data inside the TetherEvent, using the provided SessionForkedEvent
+func (t *TetherEvent) MergeSessionForkedEvent(v SessionForkedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.forked"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSessionRewoundEvent returns the union data inside the TetherEvent as a SessionRewoundEvent
+func (t TetherEvent) AsSessionRewoundEvent() (SessionRewoundEvent, error) {
+	var body SessionRewoundEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSessionRewoundEvent overwrites any union data inside the TetherEvent as the provided SessionRewoundEvent
+func (t *TetherEvent) FromSessionRewoundEvent(v SessionRewoundEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.rewound"}`))
+	t.union = b
+	return err
+}
+
+// MergeSessionRewoundEvent performs a merge with any union data inside the TetherEvent, using the provided SessionRewoundEvent
+func (t *TetherEvent) MergeSessionRewoundEvent(v SessionRewoundEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.rewound"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsPermissionRequestedEvent returns the union data inside the TetherEvent as a PermissionRequestedEvent
 func (t TetherEvent) AsPermissionRequestedEvent() (PermissionRequestedEvent, error) {
 	var body PermissionRequestedEvent
@@ -6051,6 +6347,8 @@ func (t TetherEvent) ValueByDiscriminator() (interface{}, error) {
 		return t.AsSessionCreatedEvent()
 	case "session.executor_status":
 		return t.AsSessionExecutorStatusEvent()
+	case "session.forked":
+		return t.AsSessionForkedEvent()
 	case "session.options_changed":
 		return t.AsSessionOptionsChangedEvent()
 	case "session.queue_held":
@@ -6059,6 +6357,8 @@ func (t TetherEvent) ValueByDiscriminator() (interface{}, error) {
 		return t.AsSessionRecoveryChangedEvent()
 	case "session.resumed":
 		return t.AsSessionResumedEvent()
+	case "session.rewound":
+		return t.AsSessionRewoundEvent()
 	case "session.state_changed":
 		return t.AsSessionStateChangedEvent()
 	case "session.title_changed":
@@ -6491,6 +6791,70 @@ type ClientInterface interface {
 	// Corresponds with GET /session/{id}/events (the `StreamSessionEvents` operationId).
 	StreamSessionEvents(ctx context.Context, id ID, params *StreamSessionEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ForkSessionWithBody Branch the session at a turn into a new session.
+	//
+	// A new session of the same task, on the same executor, whose transcript
+	// is a copy of this one's up to and including `atTurn` (turns a rewind
+	// took back are left out) and whose directory holds that turn's end
+	// state, restored from its checkpoints: into a new git worktree of the
+	// session's repository (the default), or into `cwd`, a new or empty
+	// directory. The fork's agent (`agentProfileId`, default this session's)
+	// starts a fresh session and gets the copied transcript once, with its
+	// first prompt (history injection). Later turns of either session never
+	// touch the other's files. Forking at a turn that has not ended, or was
+	// rewound, is refused (409).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /session/{id}/fork (the `ForkSession` operationId).
+	ForkSessionWithBody(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ForkSession Branch the session at a turn into a new session.
+	//
+	// A new session of the same task, on the same executor, whose transcript
+	// is a copy of this one's up to and including `atTurn` (turns a rewind
+	// took back are left out) and whose directory holds that turn's end
+	// state, restored from its checkpoints: into a new git worktree of the
+	// session's repository (the default), or into `cwd`, a new or empty
+	// directory. The fork's agent (`agentProfileId`, default this session's)
+	// starts a fresh session and gets the copied transcript once, with its
+	// first prompt (history injection). Later turns of either session never
+	// touch the other's files. Forking at a turn that has not ended, or was
+	// rewound, is refused (409).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /session/{id}/fork (the `ForkSession` operationId).
+	ForkSession(ctx context.Context, id ID, body ForkSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// HandoffSessionWithBody Continue the session with another agent, in the same directory.
+	//
+	// A fork at the session's latest turn that shares its directory (no
+	// files are restored): the new session's agent is briefed once with the
+	// transcript (tool calls summarized, see docs/rewind.md) and, when the
+	// last turn was interrupted, can continue it (`POST …/continue` on the
+	// new session carries the recovery report). Refused while a turn runs
+	// or is queued (409 `rewind_turn_running`).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /session/{id}/handoff (the `HandoffSession` operationId).
+	HandoffSessionWithBody(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// HandoffSession Continue the session with another agent, in the same directory.
+	//
+	// A fork at the session's latest turn that shares its directory (no
+	// files are restored): the new session's agent is briefed once with the
+	// transcript (tool calls summarized, see docs/rewind.md) and, when the
+	// last turn was interrupted, can continue it (`POST …/continue` on the
+	// new session carries the recovery report). Refused while a turn runs
+	// or is queued (409 `rewind_turn_running`).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /session/{id}/handoff (the `HandoffSession` operationId).
+	HandoffSession(ctx context.Context, id ID, body HandoffSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ExportHistory The conversation as JSON lines (user_message, agent_message, tool_call, tool_result).
 	//
 	// Corresponds with GET /session/{id}/history.jsonl (the `ExportHistory` operationId).
@@ -6579,6 +6943,48 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /session/{id}/resume (the `ResumeSession` operationId).
 	ResumeSession(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RewindSessionWithBody Take the session's files back to the end of a turn, in place.
+	//
+	// First records the files as they are (a safety checkpoint, named by
+	// the rewind's id), then restores the end state of `toTurn`. The later
+	// turns stay in the transcript, marked `rewound`; the agent continues
+	// from a fresh context with the turns that are not. Refused while a
+	// turn runs or is queued (409 `rewind_turn_running`). With
+	// `dryRun=true` nothing changes: the answer lists what would, and
+	// `userChanged` names the files changed outside any turn that the
+	// rewind would overwrite. Undo with `POST …/rewind/undo`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /session/{id}/rewind (the `RewindSession` operationId).
+	RewindSessionWithBody(ctx context.Context, id ID, params *RewindSessionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RewindSession Take the session's files back to the end of a turn, in place.
+	//
+	// First records the files as they are (a safety checkpoint, named by
+	// the rewind's id), then restores the end state of `toTurn`. The later
+	// turns stay in the transcript, marked `rewound`; the agent continues
+	// from a fresh context with the turns that are not. Refused while a
+	// turn runs or is queued (409 `rewind_turn_running`). With
+	// `dryRun=true` nothing changes: the answer lists what would, and
+	// `userChanged` names the files changed outside any turn that the
+	// rewind would overwrite. Undo with `POST …/rewind/undo`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /session/{id}/rewind (the `RewindSession` operationId).
+	RewindSession(ctx context.Context, id ID, params *RewindSessionParams, body RewindSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UndoRewind Undo the session's last rewind (or undo).
+	//
+	// Restores the last rewind's safety checkpoint (after taking one of the
+	// files now, so the undo can be undone in turn) and unmarks the turns it
+	// marked. Refused (409 `rewind_not_undoable`) when there is none, or a
+	// turn was prompted since.
+	//
+	// Corresponds with POST /session/{id}/rewind/undo (the `UndoRewind` operationId).
+	UndoRewind(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetSessionStatus Whether the session's agent runs, and whether and how it can be resumed.
 	//
@@ -7383,6 +7789,110 @@ func (c *Client) StreamSessionEvents(ctx context.Context, id ID, params *StreamS
 	return c.Client.Do(req)
 }
 
+// ForkSessionWithBody Branch the session at a turn into a new session.
+//
+// A new session of the same task, on the same executor, whose transcript
+// is a copy of this one's up to and including `atTurn` (turns a rewind
+// took back are left out) and whose directory holds that turn's end
+// state, restored from its checkpoints: into a new git worktree of the
+// session's repository (the default), or into `cwd`, a new or empty
+// directory. The fork's agent (`agentProfileId`, default this session's)
+// starts a fresh session and gets the copied transcript once, with its
+// first prompt (history injection). Later turns of either session never
+// touch the other's files. Forking at a turn that has not ended, or was
+// rewound, is refused (409).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /session/{id}/fork (the `ForkSession` operationId).
+func (c *Client) ForkSessionWithBody(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewForkSessionRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ForkSession Branch the session at a turn into a new session.
+//
+// A new session of the same task, on the same executor, whose transcript
+// is a copy of this one's up to and including `atTurn` (turns a rewind
+// took back are left out) and whose directory holds that turn's end
+// state, restored from its checkpoints: into a new git worktree of the
+// session's repository (the default), or into `cwd`, a new or empty
+// directory. The fork's agent (`agentProfileId`, default this session's)
+// starts a fresh session and gets the copied transcript once, with its
+// first prompt (history injection). Later turns of either session never
+// touch the other's files. Forking at a turn that has not ended, or was
+// rewound, is refused (409).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /session/{id}/fork (the `ForkSession` operationId).
+func (c *Client) ForkSession(ctx context.Context, id ID, body ForkSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewForkSessionRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// HandoffSessionWithBody Continue the session with another agent, in the same directory.
+//
+// A fork at the session's latest turn that shares its directory (no
+// files are restored): the new session's agent is briefed once with the
+// transcript (tool calls summarized, see docs/rewind.md) and, when the
+// last turn was interrupted, can continue it (`POST …/continue` on the
+// new session carries the recovery report). Refused while a turn runs
+// or is queued (409 `rewind_turn_running`).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /session/{id}/handoff (the `HandoffSession` operationId).
+func (c *Client) HandoffSessionWithBody(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHandoffSessionRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// HandoffSession Continue the session with another agent, in the same directory.
+//
+// A fork at the session's latest turn that shares its directory (no
+// files are restored): the new session's agent is briefed once with the
+// transcript (tool calls summarized, see docs/rewind.md) and, when the
+// last turn was interrupted, can continue it (`POST …/continue` on the
+// new session carries the recovery report). Refused while a turn runs
+// or is queued (409 `rewind_turn_running`).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /session/{id}/handoff (the `HandoffSession` operationId).
+func (c *Client) HandoffSession(ctx context.Context, id ID, body HandoffSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHandoffSessionRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ExportHistory The conversation as JSON lines (user_message, agent_message, tool_call, tool_result).
 //
 // Corresponds with GET /session/{id}/history.jsonl (the `ExportHistory` operationId).
@@ -7542,6 +8052,78 @@ func (c *Client) PromptSession(ctx context.Context, id ID, body PromptSessionJSO
 // Corresponds with POST /session/{id}/resume (the `ResumeSession` operationId).
 func (c *Client) ResumeSession(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewResumeSessionRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RewindSessionWithBody Take the session's files back to the end of a turn, in place.
+//
+// First records the files as they are (a safety checkpoint, named by
+// the rewind's id), then restores the end state of `toTurn`. The later
+// turns stay in the transcript, marked `rewound`; the agent continues
+// from a fresh context with the turns that are not. Refused while a
+// turn runs or is queued (409 `rewind_turn_running`). With
+// `dryRun=true` nothing changes: the answer lists what would, and
+// `userChanged` names the files changed outside any turn that the
+// rewind would overwrite. Undo with `POST …/rewind/undo`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /session/{id}/rewind (the `RewindSession` operationId).
+func (c *Client) RewindSessionWithBody(ctx context.Context, id ID, params *RewindSessionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRewindSessionRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RewindSession Take the session's files back to the end of a turn, in place.
+//
+// First records the files as they are (a safety checkpoint, named by
+// the rewind's id), then restores the end state of `toTurn`. The later
+// turns stay in the transcript, marked `rewound`; the agent continues
+// from a fresh context with the turns that are not. Refused while a
+// turn runs or is queued (409 `rewind_turn_running`). With
+// `dryRun=true` nothing changes: the answer lists what would, and
+// `userChanged` names the files changed outside any turn that the
+// rewind would overwrite. Undo with `POST …/rewind/undo`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /session/{id}/rewind (the `RewindSession` operationId).
+func (c *Client) RewindSession(ctx context.Context, id ID, params *RewindSessionParams, body RewindSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRewindSessionRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UndoRewind Undo the session's last rewind (or undo).
+//
+// Restores the last rewind's safety checkpoint (after taking one of the
+// files now, so the undo can be undone in turn) and unmarks the turns it
+// marked. Refused (409 `rewind_not_undoable`) when there is none, or a
+// turn was prompted since.
+//
+// Corresponds with POST /session/{id}/rewind/undo (the `UndoRewind` operationId).
+func (c *Client) UndoRewind(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUndoRewindRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -8928,6 +9510,100 @@ func NewStreamSessionEventsRequest(server string, id ID, params *StreamSessionEv
 	return req, nil
 }
 
+// NewForkSessionRequest calls the generic ForkSession builder with application/json body
+func NewForkSessionRequest(server string, id ID, body ForkSessionJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewForkSessionRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewForkSessionRequestWithBody constructs an http.Request for the ForkSession method, with any body, and a specified content type
+func NewForkSessionRequestWithBody(server string, id ID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/session/%s/fork", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewHandoffSessionRequest calls the generic HandoffSession builder with application/json body
+func NewHandoffSessionRequest(server string, id ID, body HandoffSessionJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewHandoffSessionRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewHandoffSessionRequestWithBody constructs an http.Request for the HandoffSession method, with any body, and a specified content type
+func NewHandoffSessionRequestWithBody(server string, id ID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/session/%s/handoff", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewExportHistoryRequest constructs an http.Request for the ExportHistory method
 func NewExportHistoryRequest(server string, id ID) (*http.Request, error) {
 	var err error
@@ -9127,6 +9803,114 @@ func NewResumeSessionRequest(server string, id ID) (*http.Request, error) {
 	}
 
 	operationPath := fmt.Sprintf("/session/%s/resume", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRewindSessionRequest calls the generic RewindSession builder with application/json body
+func NewRewindSessionRequest(server string, id ID, params *RewindSessionParams, body RewindSessionJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRewindSessionRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewRewindSessionRequestWithBody constructs an http.Request for the RewindSession method, with any body, and a specified content type
+func NewRewindSessionRequestWithBody(server string, id ID, params *RewindSessionParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/session/%s/rewind", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.DryRun != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "dryRun", *params.DryRun, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewUndoRewindRequest constructs an http.Request for the UndoRewind method
+func NewUndoRewindRequest(server string, id ID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/session/%s/rewind/undo", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -10736,6 +11520,70 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /session/{id}/events (the `StreamSessionEvents` operationId).
 	StreamSessionEventsWithResponse(ctx context.Context, id ID, params *StreamSessionEventsParams, reqEditors ...RequestEditorFn) (*StreamSessionEventsResponse, error)
 
+	// ForkSessionWithBodyWithResponse Branch the session at a turn into a new session.
+	//
+	// A new session of the same task, on the same executor, whose transcript
+	// is a copy of this one's up to and including `atTurn` (turns a rewind
+	// took back are left out) and whose directory holds that turn's end
+	// state, restored from its checkpoints: into a new git worktree of the
+	// session's repository (the default), or into `cwd`, a new or empty
+	// directory. The fork's agent (`agentProfileId`, default this session's)
+	// starts a fresh session and gets the copied transcript once, with its
+	// first prompt (history injection). Later turns of either session never
+	// touch the other's files. Forking at a turn that has not ended, or was
+	// rewound, is refused (409).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /session/{id}/fork (the `ForkSession` operationId).
+	ForkSessionWithBodyWithResponse(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ForkSessionResponse, error)
+
+	// ForkSessionWithResponse Branch the session at a turn into a new session.
+	//
+	// A new session of the same task, on the same executor, whose transcript
+	// is a copy of this one's up to and including `atTurn` (turns a rewind
+	// took back are left out) and whose directory holds that turn's end
+	// state, restored from its checkpoints: into a new git worktree of the
+	// session's repository (the default), or into `cwd`, a new or empty
+	// directory. The fork's agent (`agentProfileId`, default this session's)
+	// starts a fresh session and gets the copied transcript once, with its
+	// first prompt (history injection). Later turns of either session never
+	// touch the other's files. Forking at a turn that has not ended, or was
+	// rewound, is refused (409).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /session/{id}/fork (the `ForkSession` operationId).
+	ForkSessionWithResponse(ctx context.Context, id ID, body ForkSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*ForkSessionResponse, error)
+
+	// HandoffSessionWithBodyWithResponse Continue the session with another agent, in the same directory.
+	//
+	// A fork at the session's latest turn that shares its directory (no
+	// files are restored): the new session's agent is briefed once with the
+	// transcript (tool calls summarized, see docs/rewind.md) and, when the
+	// last turn was interrupted, can continue it (`POST …/continue` on the
+	// new session carries the recovery report). Refused while a turn runs
+	// or is queued (409 `rewind_turn_running`).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /session/{id}/handoff (the `HandoffSession` operationId).
+	HandoffSessionWithBodyWithResponse(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HandoffSessionResponse, error)
+
+	// HandoffSessionWithResponse Continue the session with another agent, in the same directory.
+	//
+	// A fork at the session's latest turn that shares its directory (no
+	// files are restored): the new session's agent is briefed once with the
+	// transcript (tool calls summarized, see docs/rewind.md) and, when the
+	// last turn was interrupted, can continue it (`POST …/continue` on the
+	// new session carries the recovery report). Refused while a turn runs
+	// or is queued (409 `rewind_turn_running`).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /session/{id}/handoff (the `HandoffSession` operationId).
+	HandoffSessionWithResponse(ctx context.Context, id ID, body HandoffSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*HandoffSessionResponse, error)
+
 	// ExportHistoryWithResponse The conversation as JSON lines (user_message, agent_message, tool_call, tool_result).
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -10828,6 +11676,50 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /session/{id}/resume (the `ResumeSession` operationId).
 	ResumeSessionWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*ResumeSessionResponse, error)
+
+	// RewindSessionWithBodyWithResponse Take the session's files back to the end of a turn, in place.
+	//
+	// First records the files as they are (a safety checkpoint, named by
+	// the rewind's id), then restores the end state of `toTurn`. The later
+	// turns stay in the transcript, marked `rewound`; the agent continues
+	// from a fresh context with the turns that are not. Refused while a
+	// turn runs or is queued (409 `rewind_turn_running`). With
+	// `dryRun=true` nothing changes: the answer lists what would, and
+	// `userChanged` names the files changed outside any turn that the
+	// rewind would overwrite. Undo with `POST …/rewind/undo`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /session/{id}/rewind (the `RewindSession` operationId).
+	RewindSessionWithBodyWithResponse(ctx context.Context, id ID, params *RewindSessionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RewindSessionResponse, error)
+
+	// RewindSessionWithResponse Take the session's files back to the end of a turn, in place.
+	//
+	// First records the files as they are (a safety checkpoint, named by
+	// the rewind's id), then restores the end state of `toTurn`. The later
+	// turns stay in the transcript, marked `rewound`; the agent continues
+	// from a fresh context with the turns that are not. Refused while a
+	// turn runs or is queued (409 `rewind_turn_running`). With
+	// `dryRun=true` nothing changes: the answer lists what would, and
+	// `userChanged` names the files changed outside any turn that the
+	// rewind would overwrite. Undo with `POST …/rewind/undo`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /session/{id}/rewind (the `RewindSession` operationId).
+	RewindSessionWithResponse(ctx context.Context, id ID, params *RewindSessionParams, body RewindSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*RewindSessionResponse, error)
+
+	// UndoRewindWithResponse Undo the session's last rewind (or undo).
+	//
+	// Restores the last rewind's safety checkpoint (after taking one of the
+	// files now, so the undo can be undone in turn) and unmarks the turns it
+	// marked. Refused (409 `rewind_not_undoable`) when there is none, or a
+	// turn was prompted since.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /session/{id}/rewind/undo (the `UndoRewind` operationId).
+	UndoRewindWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*UndoRewindResponse, error)
 
 	// GetSessionStatusWithResponse Whether the session's agent runs, and whether and how it can be resumed.
 	//
@@ -12390,6 +13282,193 @@ func (r StreamSessionEventsResponse) ContentType() string {
 	return ""
 }
 
+// ForkSessionResponse503Headers the declared response headers of an HTTP 503 response for ForkSession
+type ForkSessionResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ForkSessionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Session
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON502 the response for an HTTP 502 `application/problem+json` response
+	ApplicationproblemJSON502 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *AtCapacity
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ForkSessionResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r ForkSessionResponse) GetJSON201() *Session {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ForkSessionResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ForkSessionResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ForkSessionResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ForkSessionResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON502 returns the response for an HTTP 502 `application/problem+json` response
+func (r ForkSessionResponse) GetApplicationproblemJSON502() *Problem {
+	return r.ApplicationproblemJSON502
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ForkSessionResponse) GetApplicationproblemJSON503() *AtCapacity {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ForkSessionResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ForkSessionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ForkSessionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ForkSessionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ForkSessionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// HandoffSessionResponse503Headers the declared response headers of an HTTP 503 response for HandoffSession
+type HandoffSessionResponse503Headers struct {
+	RetryAfter *int
+}
+
+type HandoffSessionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Session
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *AtCapacity
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *HandoffSessionResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r HandoffSessionResponse) GetJSON201() *Session {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r HandoffSessionResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r HandoffSessionResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r HandoffSessionResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r HandoffSessionResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r HandoffSessionResponse) GetApplicationproblemJSON503() *AtCapacity {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r HandoffSessionResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r HandoffSessionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r HandoffSessionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r HandoffSessionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r HandoffSessionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type ExportHistoryResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12778,6 +13857,165 @@ func (r ResumeSessionResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ResumeSessionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type RewindSessionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RewindResult
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON502 the response for an HTTP 502 `application/problem+json` response
+	ApplicationproblemJSON502 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RewindSessionResponse) GetJSON200() *RewindResult {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RewindSessionResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RewindSessionResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RewindSessionResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RewindSessionResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON502 returns the response for an HTTP 502 `application/problem+json` response
+func (r RewindSessionResponse) GetApplicationproblemJSON502() *Problem {
+	return r.ApplicationproblemJSON502
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r RewindSessionResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RewindSessionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RewindSessionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RewindSessionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RewindSessionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type UndoRewindResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RewindResult
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON502 the response for an HTTP 502 `application/problem+json` response
+	ApplicationproblemJSON502 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UndoRewindResponse) GetJSON200() *RewindResult {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r UndoRewindResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r UndoRewindResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r UndoRewindResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON502 returns the response for an HTTP 502 `application/problem+json` response
+func (r UndoRewindResponse) GetApplicationproblemJSON502() *Problem {
+	return r.ApplicationproblemJSON502
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r UndoRewindResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r UndoRewindResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UndoRewindResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UndoRewindResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UndoRewindResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -14899,6 +16137,94 @@ func (c *ClientWithResponses) StreamSessionEventsWithResponse(ctx context.Contex
 	return ParseStreamSessionEventsResponse(rsp)
 }
 
+// ForkSessionWithBodyWithResponse Branch the session at a turn into a new session.
+//
+// A new session of the same task, on the same executor, whose transcript
+// is a copy of this one's up to and including `atTurn` (turns a rewind
+// took back are left out) and whose directory holds that turn's end
+// state, restored from its checkpoints: into a new git worktree of the
+// session's repository (the default), or into `cwd`, a new or empty
+// directory. The fork's agent (`agentProfileId`, default this session's)
+// starts a fresh session and gets the copied transcript once, with its
+// first prompt (history injection). Later turns of either session never
+// touch the other's files. Forking at a turn that has not ended, or was
+// rewound, is refused (409).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /session/{id}/fork (the `ForkSession` operationId).
+func (c *ClientWithResponses) ForkSessionWithBodyWithResponse(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ForkSessionResponse, error) {
+	rsp, err := c.ForkSessionWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseForkSessionResponse(rsp)
+}
+
+// ForkSessionWithResponse Branch the session at a turn into a new session.
+//
+// A new session of the same task, on the same executor, whose transcript
+// is a copy of this one's up to and including `atTurn` (turns a rewind
+// took back are left out) and whose directory holds that turn's end
+// state, restored from its checkpoints: into a new git worktree of the
+// session's repository (the default), or into `cwd`, a new or empty
+// directory. The fork's agent (`agentProfileId`, default this session's)
+// starts a fresh session and gets the copied transcript once, with its
+// first prompt (history injection). Later turns of either session never
+// touch the other's files. Forking at a turn that has not ended, or was
+// rewound, is refused (409).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /session/{id}/fork (the `ForkSession` operationId).
+func (c *ClientWithResponses) ForkSessionWithResponse(ctx context.Context, id ID, body ForkSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*ForkSessionResponse, error) {
+	rsp, err := c.ForkSession(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseForkSessionResponse(rsp)
+}
+
+// HandoffSessionWithBodyWithResponse Continue the session with another agent, in the same directory.
+//
+// A fork at the session's latest turn that shares its directory (no
+// files are restored): the new session's agent is briefed once with the
+// transcript (tool calls summarized, see docs/rewind.md) and, when the
+// last turn was interrupted, can continue it (`POST …/continue` on the
+// new session carries the recovery report). Refused while a turn runs
+// or is queued (409 `rewind_turn_running`).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /session/{id}/handoff (the `HandoffSession` operationId).
+func (c *ClientWithResponses) HandoffSessionWithBodyWithResponse(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HandoffSessionResponse, error) {
+	rsp, err := c.HandoffSessionWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHandoffSessionResponse(rsp)
+}
+
+// HandoffSessionWithResponse Continue the session with another agent, in the same directory.
+//
+// A fork at the session's latest turn that shares its directory (no
+// files are restored): the new session's agent is briefed once with the
+// transcript (tool calls summarized, see docs/rewind.md) and, when the
+// last turn was interrupted, can continue it (`POST …/continue` on the
+// new session carries the recovery report). Refused while a turn runs
+// or is queued (409 `rewind_turn_running`).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /session/{id}/handoff (the `HandoffSession` operationId).
+func (c *ClientWithResponses) HandoffSessionWithResponse(ctx context.Context, id ID, body HandoffSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*HandoffSessionResponse, error) {
+	rsp, err := c.HandoffSession(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHandoffSessionResponse(rsp)
+}
+
 // ExportHistoryWithResponse The conversation as JSON lines (user_message, agent_message, tool_call, tool_result).
 //
 // Returns a wrapper object for the known response body format(s).
@@ -15038,6 +16364,68 @@ func (c *ClientWithResponses) ResumeSessionWithResponse(ctx context.Context, id 
 		return nil, err
 	}
 	return ParseResumeSessionResponse(rsp)
+}
+
+// RewindSessionWithBodyWithResponse Take the session's files back to the end of a turn, in place.
+//
+// First records the files as they are (a safety checkpoint, named by
+// the rewind's id), then restores the end state of `toTurn`. The later
+// turns stay in the transcript, marked `rewound`; the agent continues
+// from a fresh context with the turns that are not. Refused while a
+// turn runs or is queued (409 `rewind_turn_running`). With
+// `dryRun=true` nothing changes: the answer lists what would, and
+// `userChanged` names the files changed outside any turn that the
+// rewind would overwrite. Undo with `POST …/rewind/undo`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /session/{id}/rewind (the `RewindSession` operationId).
+func (c *ClientWithResponses) RewindSessionWithBodyWithResponse(ctx context.Context, id ID, params *RewindSessionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RewindSessionResponse, error) {
+	rsp, err := c.RewindSessionWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRewindSessionResponse(rsp)
+}
+
+// RewindSessionWithResponse Take the session's files back to the end of a turn, in place.
+//
+// First records the files as they are (a safety checkpoint, named by
+// the rewind's id), then restores the end state of `toTurn`. The later
+// turns stay in the transcript, marked `rewound`; the agent continues
+// from a fresh context with the turns that are not. Refused while a
+// turn runs or is queued (409 `rewind_turn_running`). With
+// `dryRun=true` nothing changes: the answer lists what would, and
+// `userChanged` names the files changed outside any turn that the
+// rewind would overwrite. Undo with `POST …/rewind/undo`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /session/{id}/rewind (the `RewindSession` operationId).
+func (c *ClientWithResponses) RewindSessionWithResponse(ctx context.Context, id ID, params *RewindSessionParams, body RewindSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*RewindSessionResponse, error) {
+	rsp, err := c.RewindSession(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRewindSessionResponse(rsp)
+}
+
+// UndoRewindWithResponse Undo the session's last rewind (or undo).
+//
+// Restores the last rewind's safety checkpoint (after taking one of the
+// files now, so the undo can be undone in turn) and unmarks the turns it
+// marked. Refused (409 `rewind_not_undoable`) when there is none, or a
+// turn was prompted since.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /session/{id}/rewind/undo (the `UndoRewind` operationId).
+func (c *ClientWithResponses) UndoRewindWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*UndoRewindResponse, error) {
+	rsp, err := c.UndoRewind(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUndoRewindResponse(rsp)
 }
 
 // GetSessionStatusWithResponse Whether the session's agent runs, and whether and how it can be resumed.
@@ -16492,6 +17880,175 @@ func ParseStreamSessionEventsResponse(rsp *http.Response) (*StreamSessionEventsR
 	return response, nil
 }
 
+// ParseForkSessionResponse parses an HTTP response from a ForkSessionWithResponse call
+func ParseForkSessionResponse(rsp *http.Response) (*ForkSessionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ForkSessionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Session
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 502:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON502 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest AtCapacity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ForkSessionResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseHandoffSessionResponse parses an HTTP response from a HandoffSessionWithResponse call
+func ParseHandoffSessionResponse(rsp *http.Response) (*HandoffSessionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &HandoffSessionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Session
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest AtCapacity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers HandoffSessionResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseExportHistoryResponse parses an HTTP response from a ExportHistoryWithResponse call
 func ParseExportHistoryResponse(rsp *http.Response) (*ExportHistoryResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -16818,6 +18375,135 @@ func ParseResumeSessionResponse(rsp *http.Response) (*ResumeSessionResponse, err
 			headers.RetryAfter = &value
 		}
 		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRewindSessionResponse parses an HTTP response from a RewindSessionWithResponse call
+func ParseRewindSessionResponse(rsp *http.Response) (*RewindSessionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RewindSessionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RewindResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 502:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON502 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseUndoRewindResponse parses an HTTP response from a UndoRewindWithResponse call
+func ParseUndoRewindResponse(rsp *http.Response) (*UndoRewindResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UndoRewindResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RewindResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 502:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON502 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
 	}
 
 	return response, nil

@@ -842,6 +842,30 @@ func (e ResyncRequiredEventType) Valid() bool {
 	}
 }
 
+// Defines values for RewindResultSource.
+const (
+	RewindResultSourceCurrent   RewindResultSource = "current"
+	RewindResultSourceEnd       RewindResultSource = "end"
+	RewindResultSourceNextStart RewindResultSource = "next_start"
+	RewindResultSourceSafety    RewindResultSource = "safety"
+)
+
+// Valid indicates whether the value is a known member of the RewindResultSource enum.
+func (e RewindResultSource) Valid() bool {
+	switch e {
+	case RewindResultSourceCurrent:
+		return true
+	case RewindResultSourceEnd:
+		return true
+	case RewindResultSourceNextStart:
+		return true
+	case RewindResultSourceSafety:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SandboxPolicyMode.
 const (
 	SandboxPolicyModeAuto     SandboxPolicyMode = "auto"
@@ -974,6 +998,42 @@ func (e SessionExecutorStatusEventType) Valid() bool {
 	}
 }
 
+// Defines values for SessionForkedDataSource.
+const (
+	SessionForkedDataSourceCurrent   SessionForkedDataSource = "current"
+	SessionForkedDataSourceEnd       SessionForkedDataSource = "end"
+	SessionForkedDataSourceNextStart SessionForkedDataSource = "next_start"
+)
+
+// Valid indicates whether the value is a known member of the SessionForkedDataSource enum.
+func (e SessionForkedDataSource) Valid() bool {
+	switch e {
+	case SessionForkedDataSourceCurrent:
+		return true
+	case SessionForkedDataSourceEnd:
+		return true
+	case SessionForkedDataSourceNextStart:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SessionForkedEventType.
+const (
+	SessionForkedEventTypeSessionForked SessionForkedEventType = "session.forked"
+)
+
+// Valid indicates whether the value is a known member of the SessionForkedEventType enum.
+func (e SessionForkedEventType) Valid() bool {
+	switch e {
+	case SessionForkedEventTypeSessionForked:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SessionOptionsChangedEventType.
 const (
 	SessionOptionsChangedEventTypeSessionOptionsChanged SessionOptionsChangedEventType = "session.options_changed"
@@ -1052,6 +1112,21 @@ const (
 func (e SessionResumedEventType) Valid() bool {
 	switch e {
 	case SessionResumedEventTypeSessionResumed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SessionRewoundEventType.
+const (
+	SessionRewoundEventTypeSessionRewound SessionRewoundEventType = "session.rewound"
+)
+
+// Valid indicates whether the value is a known member of the SessionRewoundEventType enum.
+func (e SessionRewoundEventType) Valid() bool {
+	switch e {
+	case SessionRewoundEventTypeSessionRewound:
 		return true
 	default:
 		return false
@@ -2300,6 +2375,27 @@ type ExecutorStatusData struct {
 // ExecutorStatusDataSandbox Whether the agent of this execution runs in its sandbox (absent before it started).
 type ExecutorStatusDataSandbox string
 
+// ForkOrigin defines model for ForkOrigin.
+type ForkOrigin struct {
+	// Handoff The fork shares the origin's directory (a hand-off).
+	Handoff   *bool  `json:"handoff,omitempty"`
+	PromptId  string `json:"promptId"`
+	SessionId string `json:"sessionId"`
+}
+
+// ForkRequest defines model for ForkRequest.
+type ForkRequest struct {
+	// AgentProfileId The fork's agent; default this session's.
+	AgentProfileId *string `json:"agentProfileId,omitempty"`
+
+	// AtTurn The turn (promptId) to fork at, included; default the latest that ended.
+	AtTurn *string `json:"atTurn,omitempty"`
+
+	// Cwd An absolute path, on the session's executor, of a new or empty directory to restore the turn's files into, instead of a new worktree.
+	Cwd   *string `json:"cwd,omitempty"`
+	Title *string `json:"title,omitempty"`
+}
+
 // GitCommit defines model for GitCommit.
 type GitCommit struct {
 	AuthorEmail string    `json:"authorEmail"`
@@ -2386,6 +2482,12 @@ type GitStatusEntry struct {
 
 	// Worktree git's state in the working tree, in the same letters.
 	Worktree string `json:"worktree"`
+}
+
+// HandoffRequest defines model for HandoffRequest.
+type HandoffRequest struct {
+	AgentProfileId string  `json:"agentProfileId"`
+	Title          *string `json:"title,omitempty"`
 }
 
 // Health Which tetherd answers. `apiVersion` is this contract's `info.version`
@@ -2775,6 +2877,56 @@ type ResyncRequiredEvent struct {
 // ResyncRequiredEventType defines model for ResyncRequiredEvent.Type.
 type ResyncRequiredEventType string
 
+// Rewind defines model for Rewind.
+type Rewind struct {
+	At time.Time `json:"at"`
+
+	// Id The rewind, and its safety checkpoint.
+	Id string `json:"id"`
+
+	// Restored The turns it unmarked (an undo's).
+	Restored *[]string `json:"restored,omitempty"`
+
+	// Rewound The turns it marked rewound.
+	Rewound []string `json:"rewound"`
+
+	// ToPromptId The turn the files went back to (absent for an undo).
+	ToPromptId *string `json:"toPromptId,omitempty"`
+
+	// Turns How many turns the session had then; a turn prompted since makes it no longer undoable.
+	Turns int `json:"turns"`
+
+	// Undoes The rewind an undo undid.
+	Undoes *string `json:"undoes,omitempty"`
+}
+
+// RewindRequest defines model for RewindRequest.
+type RewindRequest struct {
+	// ToTurn The turn (promptId) whose end the files go back to.
+	ToTurn string `json:"toTurn"`
+}
+
+// RewindResult defines model for RewindResult.
+type RewindResult struct {
+	DryRun bool `json:"dryRun"`
+
+	// Files The files the rewind changes, from the directory's point of view (added means it comes back).
+	Files []ChangedFile `json:"files"`
+
+	// HeadMoved The repository's HEAD is not the one the restored files were recorded with: commits are never rewound.
+	HeadMoved *bool   `json:"headMoved,omitempty"`
+	Rewind    *Rewind `json:"rewind,omitempty"`
+
+	// Source Where the restored files came from: the turn's end checkpoint, the next turn's start checkpoint (the turn had no end checkpoint), the files as they are (the latest turn), or a rewind's safety checkpoint.
+	Source RewindResultSource `json:"source"`
+
+	// UserChanged The files among `files` that were changed outside any turn (since the last turn's end).
+	UserChanged []string `json:"userChanged"`
+}
+
+// RewindResultSource Where the restored files came from: the turn's end checkpoint, the next turn's start checkpoint (the turn had no end checkpoint), the files as they are (the latest turn), or a rewind's safety checkpoint.
+type RewindResultSource string
+
 // SandboxPolicy Where an agent and everything it starts may reach (docs/security.md).
 // Agents run in a bubblewrap sandbox: the system read-only, the
 // session's directory and the agent's own state read-write, tetherd's
@@ -2841,10 +2993,12 @@ type Session struct {
 	Cwd         string            `json:"cwd"`
 	EventEpoch  string            `json:"eventEpoch"`
 	Executor    *Executor         `json:"executor,omitempty"`
+	ForkedFrom  *ForkOrigin       `json:"forkedFrom,omitempty"`
 	Id          string            `json:"id"`
 
 	// LastActivityAt When the session's latest event was recorded (absent before any).
 	LastActivityAt *time.Time `json:"lastActivityAt,omitempty"`
+	LastRewind     *Rewind    `json:"lastRewind,omitempty"`
 
 	// Sandbox Where an agent and everything it starts may reach (docs/security.md).
 	// Agents run in a bubblewrap sandbox: the system read-only, the
@@ -3067,6 +3221,36 @@ type SessionExecutorStatusEvent struct {
 // SessionExecutorStatusEventType defines model for SessionExecutorStatusEvent.Type.
 type SessionExecutorStatusEventType string
 
+// SessionForkedData defines model for SessionForkedData.
+type SessionForkedData struct {
+	AtPromptId    string                   `json:"atPromptId"`
+	FromSessionId string                   `json:"fromSessionId"`
+	Handoff       *bool                    `json:"handoff,omitempty"`
+	PromptId      *string                  `json:"promptId,omitempty"`
+	SessionId     *string                  `json:"sessionId,omitempty"`
+	Source        *SessionForkedDataSource `json:"source,omitempty"`
+	TaskId        *string                  `json:"taskId,omitempty"`
+
+	// Turns How many turns were copied.
+	Turns   int  `json:"turns"`
+	Written *int `json:"written,omitempty"`
+}
+
+// SessionForkedDataSource defines model for SessionForkedData.Source.
+type SessionForkedDataSource string
+
+// SessionForkedEvent defines model for SessionForkedEvent.
+type SessionForkedEvent struct {
+	Data SessionForkedData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                `json:"id,omitempty"`
+	Type SessionForkedEventType `json:"type"`
+}
+
+// SessionForkedEventType defines model for SessionForkedEvent.Type.
+type SessionForkedEventType string
+
 // SessionList defines model for SessionList.
 type SessionList struct {
 	// Cursor The global stream's cursor (`<epoch>:<id>`, as on `GET /events`) this list is consistent with: the list and the log head are read in one read transaction, and rows commit together with the events that describe them. Stream `GET /events` from it and every change after the list arrives once: nothing is missed or repeated.
@@ -3161,6 +3345,33 @@ type SessionResumedEvent struct {
 
 // SessionResumedEventType defines model for SessionResumedEvent.Type.
 type SessionResumedEventType string
+
+// SessionRewoundData defines model for SessionRewoundData.
+type SessionRewoundData struct {
+	At         time.Time     `json:"at"`
+	Files      []ChangedFile `json:"files"`
+	PromptId   *string       `json:"promptId,omitempty"`
+	Restored   *[]string     `json:"restored,omitempty"`
+	RewindId   string        `json:"rewindId"`
+	Rewound    []string      `json:"rewound"`
+	SessionId  *string       `json:"sessionId,omitempty"`
+	TaskId     *string       `json:"taskId,omitempty"`
+	ToPromptId *string       `json:"toPromptId,omitempty"`
+	Turns      int           `json:"turns"`
+	Undoes     *string       `json:"undoes,omitempty"`
+}
+
+// SessionRewoundEvent defines model for SessionRewoundEvent.
+type SessionRewoundEvent struct {
+	Data SessionRewoundData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                 `json:"id,omitempty"`
+	Type SessionRewoundEventType `json:"type"`
+}
+
+// SessionRewoundEventType defines model for SessionRewoundEvent.Type.
+type SessionRewoundEventType string
 
 // SessionSandbox The session's sandbox policy in force and whether its agent runs in it.
 type SessionSandbox struct {
@@ -3629,9 +3840,12 @@ type Turn struct {
 	Kind            TurnKind        `json:"kind"`
 	Prompt          *[]ContentBlock `json:"prompt,omitempty"`
 	PromptId        string          `json:"promptId"`
-	StartedAt       *time.Time      `json:"startedAt,omitempty"`
-	State           TurnState       `json:"state"`
-	StopReason      *string         `json:"stopReason,omitempty"`
+
+	// Rewound A rewind took the files back to before this turn: it stays in the transcript, out of the agent's context.
+	Rewound    *bool      `json:"rewound,omitempty"`
+	StartedAt  *time.Time `json:"startedAt,omitempty"`
+	State      TurnState  `json:"state"`
+	StopReason *string    `json:"stopReason,omitempty"`
 }
 
 // TurnKind defines model for Turn.Kind.
@@ -4027,6 +4241,11 @@ type StreamSessionEventsParams struct {
 	LastEventID *LastEventID `json:"Last-Event-ID,omitempty"`
 }
 
+// RewindSessionParams defines parameters for RewindSession.
+type RewindSessionParams struct {
+	DryRun *bool `form:"dryRun,omitempty" json:"dryRun,omitempty"`
+}
+
 // ReadTerminalParams defines parameters for ReadTerminal.
 type ReadTerminalParams struct {
 	Offset *int64 `form:"offset,omitempty" json:"offset,omitempty"`
@@ -4127,6 +4346,12 @@ type SetSessionConfigOptionJSONRequestBody = ConfigOptionChange
 // ContinueSessionJSONRequestBody defines body for ContinueSession for application/json ContentType.
 type ContinueSessionJSONRequestBody = ContinueRequest
 
+// ForkSessionJSONRequestBody defines body for ForkSession for application/json ContentType.
+type ForkSessionJSONRequestBody = ForkRequest
+
+// HandoffSessionJSONRequestBody defines body for HandoffSession for application/json ContentType.
+type HandoffSessionJSONRequestBody = HandoffRequest
+
 // SetSessionModeJSONRequestBody defines body for SetSessionMode for application/json ContentType.
 type SetSessionModeJSONRequestBody = ModeChange
 
@@ -4135,6 +4360,9 @@ type AnswerPermissionJSONRequestBody = PermissionReply
 
 // PromptSessionJSONRequestBody defines body for PromptSession for application/json ContentType.
 type PromptSessionJSONRequestBody = PromptRequest
+
+// RewindSessionJSONRequestBody defines body for RewindSession for application/json ContentType.
+type RewindSessionJSONRequestBody = RewindRequest
 
 // OpenTerminalJSONRequestBody defines body for OpenTerminal for application/json ContentType.
 type OpenTerminalJSONRequestBody = TerminalOpen
@@ -5632,6 +5860,74 @@ func (t *TetherEvent) MergeSessionArchivedEvent(v SessionArchivedEvent) error {
 	return err
 }
 
+// AsSessionForkedEvent returns the union data inside the TetherEvent as a SessionForkedEvent
+func (t TetherEvent) AsSessionForkedEvent() (SessionForkedEvent, error) {
+	var body SessionForkedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSessionForkedEvent overwrites any union data inside the TetherEvent as the provided SessionForkedEvent
+func (t *TetherEvent) FromSessionForkedEvent(v SessionForkedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.forked"}`))
+	t.union = b
+	return err
+}
+
+// MergeSessionForkedEvent performs a merge with any union data inside the TetherEvent, using the provided SessionForkedEvent
+func (t *TetherEvent) MergeSessionForkedEvent(v SessionForkedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.forked"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSessionRewoundEvent returns the union data inside the TetherEvent as a SessionRewoundEvent
+func (t TetherEvent) AsSessionRewoundEvent() (SessionRewoundEvent, error) {
+	var body SessionRewoundEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSessionRewoundEvent overwrites any union data inside the TetherEvent as the provided SessionRewoundEvent
+func (t *TetherEvent) FromSessionRewoundEvent(v SessionRewoundEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.rewound"}`))
+	t.union = b
+	return err
+}
+
+// MergeSessionRewoundEvent performs a merge with any union data inside the TetherEvent, using the provided SessionRewoundEvent
+func (t *TetherEvent) MergeSessionRewoundEvent(v SessionRewoundEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.rewound"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsPermissionRequestedEvent returns the union data inside the TetherEvent as a PermissionRequestedEvent
 func (t TetherEvent) AsPermissionRequestedEvent() (PermissionRequestedEvent, error) {
 	var body PermissionRequestedEvent
@@ -6054,6 +6350,8 @@ func (t TetherEvent) ValueByDiscriminator() (interface{}, error) {
 		return t.AsSessionCreatedEvent()
 	case "session.executor_status":
 		return t.AsSessionExecutorStatusEvent()
+	case "session.forked":
+		return t.AsSessionForkedEvent()
 	case "session.options_changed":
 		return t.AsSessionOptionsChangedEvent()
 	case "session.queue_held":
@@ -6062,6 +6360,8 @@ func (t TetherEvent) ValueByDiscriminator() (interface{}, error) {
 		return t.AsSessionRecoveryChangedEvent()
 	case "session.resumed":
 		return t.AsSessionResumedEvent()
+	case "session.rewound":
+		return t.AsSessionRewoundEvent()
 	case "session.state_changed":
 		return t.AsSessionStateChangedEvent()
 	case "session.title_changed":
@@ -6170,6 +6470,12 @@ type ServerInterface interface {
 	// StreamSessionEvents Server-Sent Events of one session, resumable from a cursor.
 	// (GET /session/{id}/events)
 	StreamSessionEvents(ctx echo.Context, id ID, params StreamSessionEventsParams) error
+	// ForkSession Branch the session at a turn into a new session.
+	// (POST /session/{id}/fork)
+	ForkSession(ctx echo.Context, id ID) error
+	// HandoffSession Continue the session with another agent, in the same directory.
+	// (POST /session/{id}/handoff)
+	HandoffSession(ctx echo.Context, id ID) error
 	// ExportHistory The conversation as JSON lines (user_message, agent_message, tool_call, tool_result).
 	// (GET /session/{id}/history.jsonl)
 	ExportHistory(ctx echo.Context, id ID) error
@@ -6185,6 +6491,12 @@ type ServerInterface interface {
 	// ResumeSession Restore the session's agent (native resume, load, or a fresh start with history injection) and wait until it is ready.
 	// (POST /session/{id}/resume)
 	ResumeSession(ctx echo.Context, id ID) error
+	// RewindSession Take the session's files back to the end of a turn, in place.
+	// (POST /session/{id}/rewind)
+	RewindSession(ctx echo.Context, id ID, params RewindSessionParams) error
+	// UndoRewind Undo the session's last rewind (or undo).
+	// (POST /session/{id}/rewind/undo)
+	UndoRewind(ctx echo.Context, id ID) error
 	// GetSessionStatus Whether the session's agent runs, and whether and how it can be resumed.
 	// (GET /session/{id}/status)
 	GetSessionStatus(ctx echo.Context, id ID) error
@@ -6617,6 +6929,38 @@ func (w *ServerInterfaceWrapper) StreamSessionEvents(ctx echo.Context) error {
 	return err
 }
 
+// ForkSession converts echo context to params.
+func (w *ServerInterfaceWrapper) ForkSession(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ForkSession(ctx, id)
+	return err
+}
+
+// HandoffSession converts echo context to params.
+func (w *ServerInterfaceWrapper) HandoffSession(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.HandoffSession(ctx, id)
+	return err
+}
+
 // ExportHistory converts echo context to params.
 func (w *ServerInterfaceWrapper) ExportHistory(ctx echo.Context) error {
 	var err error
@@ -6702,6 +7046,47 @@ func (w *ServerInterfaceWrapper) ResumeSession(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ResumeSession(ctx, id)
+	return err
+}
+
+// RewindSession converts echo context to params.
+func (w *ServerInterfaceWrapper) RewindSession(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RewindSessionParams
+	// ------------- Optional query parameter "dryRun" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "dryRun", ctx.QueryParams(), &params.DryRun, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dryRun: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RewindSession(ctx, id, params)
+	return err
+}
+
+// UndoRewind converts echo context to params.
+func (w *ServerInterfaceWrapper) UndoRewind(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UndoRewind(ctx, id)
 	return err
 }
 
@@ -7331,6 +7716,10 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.PUT(options.BaseURL+"/session/:id/mode", wrapper.SetSessionMode, options.OperationMiddlewares["setSessionMode"]...)
 	router.PUT(options.BaseURL+"/session/:id/config/:optionId", wrapper.SetSessionConfigOption, options.OperationMiddlewares["setSessionConfigOption"]...)
 	router.POST(options.BaseURL+"/session/:id/continue", wrapper.ContinueSession, options.OperationMiddlewares["continueSession"]...)
+	router.POST(options.BaseURL+"/session/:id/fork", wrapper.ForkSession, options.OperationMiddlewares["forkSession"]...)
+	router.POST(options.BaseURL+"/session/:id/handoff", wrapper.HandoffSession, options.OperationMiddlewares["handoffSession"]...)
+	router.POST(options.BaseURL+"/session/:id/rewind", wrapper.RewindSession, options.OperationMiddlewares["rewindSession"]...)
+	router.POST(options.BaseURL+"/session/:id/rewind/undo", wrapper.UndoRewind, options.OperationMiddlewares["undoRewind"]...)
 	router.DELETE(options.BaseURL+"/session/:id/turns/:promptId", wrapper.WithdrawTurn, options.OperationMiddlewares["withdrawTurn"]...)
 	router.GET(options.BaseURL+"/session/:id/turns/:promptId", wrapper.GetTurn, options.OperationMiddlewares["getTurn"]...)
 	router.GET(options.BaseURL+"/session/:id/workspace/files", wrapper.ListWorkspaceFiles, options.OperationMiddlewares["listWorkspaceFiles"]...)
@@ -8975,6 +9364,254 @@ func (response StreamSessionEventsdefaultApplicationProblemPlusJSONResponse) Vis
 	return err
 }
 
+type ForkSessionRequestObject struct {
+	Id   ID `json:"id"`
+	Body *ForkSessionJSONRequestBody
+}
+
+type ForkSessionResponseObject interface {
+	VisitForkSessionResponse(w http.ResponseWriter) error
+}
+
+type ForkSession201JSONResponse Session
+
+func (response ForkSession201JSONResponse) VisitForkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForkSession400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ForkSession400ApplicationProblemPlusJSONResponse) VisitForkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForkSession401ApplicationProblemPlusJSONResponse Problem
+
+func (response ForkSession401ApplicationProblemPlusJSONResponse) VisitForkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForkSession404ApplicationProblemPlusJSONResponse Problem
+
+func (response ForkSession404ApplicationProblemPlusJSONResponse) VisitForkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForkSession409ApplicationProblemPlusJSONResponse Problem
+
+func (response ForkSession409ApplicationProblemPlusJSONResponse) VisitForkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForkSession502ApplicationProblemPlusJSONResponse Problem
+
+func (response ForkSession502ApplicationProblemPlusJSONResponse) VisitForkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(502)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForkSession503ApplicationProblemPlusJSONResponse struct {
+	AtCapacityApplicationProblemPlusJSONResponse
+}
+
+func (response ForkSession503ApplicationProblemPlusJSONResponse) VisitForkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForkSessiondefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ForkSessiondefaultApplicationProblemPlusJSONResponse) VisitForkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HandoffSessionRequestObject struct {
+	Id   ID `json:"id"`
+	Body *HandoffSessionJSONRequestBody
+}
+
+type HandoffSessionResponseObject interface {
+	VisitHandoffSessionResponse(w http.ResponseWriter) error
+}
+
+type HandoffSession201JSONResponse Session
+
+func (response HandoffSession201JSONResponse) VisitHandoffSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HandoffSession400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response HandoffSession400ApplicationProblemPlusJSONResponse) VisitHandoffSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HandoffSession401ApplicationProblemPlusJSONResponse Problem
+
+func (response HandoffSession401ApplicationProblemPlusJSONResponse) VisitHandoffSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HandoffSession404ApplicationProblemPlusJSONResponse Problem
+
+func (response HandoffSession404ApplicationProblemPlusJSONResponse) VisitHandoffSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HandoffSession409ApplicationProblemPlusJSONResponse Problem
+
+func (response HandoffSession409ApplicationProblemPlusJSONResponse) VisitHandoffSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HandoffSession503ApplicationProblemPlusJSONResponse struct {
+	AtCapacityApplicationProblemPlusJSONResponse
+}
+
+func (response HandoffSession503ApplicationProblemPlusJSONResponse) VisitHandoffSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HandoffSessiondefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response HandoffSessiondefaultApplicationProblemPlusJSONResponse) VisitHandoffSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ExportHistoryRequestObject struct {
 	Id ID `json:"id"`
 }
@@ -9506,6 +10143,216 @@ type ResumeSessiondefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response ResumeSessiondefaultApplicationProblemPlusJSONResponse) VisitResumeSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RewindSessionRequestObject struct {
+	Id     ID `json:"id"`
+	Params RewindSessionParams
+	Body   *RewindSessionJSONRequestBody
+}
+
+type RewindSessionResponseObject interface {
+	VisitRewindSessionResponse(w http.ResponseWriter) error
+}
+
+type RewindSession200JSONResponse RewindResult
+
+func (response RewindSession200JSONResponse) VisitRewindSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RewindSession400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response RewindSession400ApplicationProblemPlusJSONResponse) VisitRewindSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RewindSession401ApplicationProblemPlusJSONResponse Problem
+
+func (response RewindSession401ApplicationProblemPlusJSONResponse) VisitRewindSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RewindSession404ApplicationProblemPlusJSONResponse Problem
+
+func (response RewindSession404ApplicationProblemPlusJSONResponse) VisitRewindSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RewindSession409ApplicationProblemPlusJSONResponse Problem
+
+func (response RewindSession409ApplicationProblemPlusJSONResponse) VisitRewindSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RewindSession502ApplicationProblemPlusJSONResponse Problem
+
+func (response RewindSession502ApplicationProblemPlusJSONResponse) VisitRewindSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(502)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RewindSessiondefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response RewindSessiondefaultApplicationProblemPlusJSONResponse) VisitRewindSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UndoRewindRequestObject struct {
+	Id ID `json:"id"`
+}
+
+type UndoRewindResponseObject interface {
+	VisitUndoRewindResponse(w http.ResponseWriter) error
+}
+
+type UndoRewind200JSONResponse RewindResult
+
+func (response UndoRewind200JSONResponse) VisitUndoRewindResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UndoRewind401ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response UndoRewind401ApplicationProblemPlusJSONResponse) VisitUndoRewindResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UndoRewind404ApplicationProblemPlusJSONResponse Problem
+
+func (response UndoRewind404ApplicationProblemPlusJSONResponse) VisitUndoRewindResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UndoRewind409ApplicationProblemPlusJSONResponse Problem
+
+func (response UndoRewind409ApplicationProblemPlusJSONResponse) VisitUndoRewindResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UndoRewind502ApplicationProblemPlusJSONResponse Problem
+
+func (response UndoRewind502ApplicationProblemPlusJSONResponse) VisitUndoRewindResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(502)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UndoRewinddefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response UndoRewinddefaultApplicationProblemPlusJSONResponse) VisitUndoRewindResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -11659,6 +12506,12 @@ type StrictServerInterface interface {
 	// StreamSessionEvents Server-Sent Events of one session, resumable from a cursor.
 	// (GET /session/{id}/events)
 	StreamSessionEvents(ctx context.Context, request StreamSessionEventsRequestObject) (StreamSessionEventsResponseObject, error)
+	// ForkSession Branch the session at a turn into a new session.
+	// (POST /session/{id}/fork)
+	ForkSession(ctx context.Context, request ForkSessionRequestObject) (ForkSessionResponseObject, error)
+	// HandoffSession Continue the session with another agent, in the same directory.
+	// (POST /session/{id}/handoff)
+	HandoffSession(ctx context.Context, request HandoffSessionRequestObject) (HandoffSessionResponseObject, error)
 	// ExportHistory The conversation as JSON lines (user_message, agent_message, tool_call, tool_result).
 	// (GET /session/{id}/history.jsonl)
 	ExportHistory(ctx context.Context, request ExportHistoryRequestObject) (ExportHistoryResponseObject, error)
@@ -11674,6 +12527,12 @@ type StrictServerInterface interface {
 	// ResumeSession Restore the session's agent (native resume, load, or a fresh start with history injection) and wait until it is ready.
 	// (POST /session/{id}/resume)
 	ResumeSession(ctx context.Context, request ResumeSessionRequestObject) (ResumeSessionResponseObject, error)
+	// RewindSession Take the session's files back to the end of a turn, in place.
+	// (POST /session/{id}/rewind)
+	RewindSession(ctx context.Context, request RewindSessionRequestObject) (RewindSessionResponseObject, error)
+	// UndoRewind Undo the session's last rewind (or undo).
+	// (POST /session/{id}/rewind/undo)
+	UndoRewind(ctx context.Context, request UndoRewindRequestObject) (UndoRewindResponseObject, error)
 	// GetSessionStatus Whether the session's agent runs, and whether and how it can be resumed.
 	// (GET /session/{id}/status)
 	GetSessionStatus(ctx context.Context, request GetSessionStatusRequestObject) (GetSessionStatusResponseObject, error)
@@ -12357,6 +13216,105 @@ func (sh *strictHandler) StreamSessionEvents(ctx echo.Context, id ID, params Str
 	return nil
 }
 
+// ForkSession operation middleware
+func (sh *strictHandler) ForkSession(ctx echo.Context, id ID) error {
+	var request ForkSessionRequestObject
+
+	request.Id = id
+
+	var body ForkSessionJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ForkSession(ctx.Request().Context(), request.(ForkSessionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ForkSession")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ForkSessionResponseObject); ok {
+		return validResponse.VisitForkSessionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// HandoffSession operation middleware
+func (sh *strictHandler) HandoffSession(ctx echo.Context, id ID) error {
+	var request HandoffSessionRequestObject
+
+	request.Id = id
+
+	var body HandoffSessionJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.HandoffSession(ctx.Request().Context(), request.(HandoffSessionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "HandoffSession")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(HandoffSessionResponseObject); ok {
+		return validResponse.VisitHandoffSessionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ExportHistory operation middleware
 func (sh *strictHandler) ExportHistory(ctx echo.Context, id ID) error {
 	var request ExportHistoryRequestObject
@@ -12546,6 +13504,80 @@ func (sh *strictHandler) ResumeSession(ctx echo.Context, id ID) error {
 		return err
 	} else if validResponse, ok := response.(ResumeSessionResponseObject); ok {
 		return validResponse.VisitResumeSessionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RewindSession operation middleware
+func (sh *strictHandler) RewindSession(ctx echo.Context, id ID, params RewindSessionParams) error {
+	var request RewindSessionRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	var body RewindSessionJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RewindSession(ctx.Request().Context(), request.(RewindSessionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RewindSession")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RewindSessionResponseObject); ok {
+		return validResponse.VisitRewindSessionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UndoRewind operation middleware
+func (sh *strictHandler) UndoRewind(ctx echo.Context, id ID) error {
+	var request UndoRewindRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UndoRewind(ctx.Request().Context(), request.(UndoRewindRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UndoRewind")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UndoRewindResponseObject); ok {
+		return validResponse.VisitUndoRewindResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -13235,418 +14267,453 @@ func (sh *strictHandler) UpdateTask(ctx echo.Context, id ID) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L2Ncxs3si/6r6D0bpXJd0e07DjZDVVbp7Syk/hdJ/GxlJu6b+mngTggidUQ4A4worlZn7/9FbobGAyJ",
-	"4Ye+4t2zt26djakZDNBoNPrz178djfV8oZVQ1hwNfzta8IrPhRUV/Ou8royu3H8VwowrubBSq6Ph0Qdh",
-	"6rlgfGJFxexMGjaGJ1kvH9UnJ1+NxUKPZ/CfYoi/GPE3/HfeP2X6VlSVLIRh77ixx29uhbLHb18PjrIj",
-	"6cb/Wy2q1VF2pPhcHA2PcPCj7MiMZ2LO3Xzm/NM7oaZ2djR8eXKSHdnVwj1pbCXV9Ojz5+zoO12Werk5",
-	"9wkvjWBCFYbZmWDGVoLPw1IEq8Si5CvWm3FVrNhS2plbXNnvmtwEvxNPrhATXpf2aGirWoS5XWtdCq5g",
-	"cm9fu+dguAW3s2Y0WRxlR5X4Wy0rUfgBksv+5lV2NJfK//NFigaOukBc/F6bEBdCWXa9YvDAha6rsWDj",
-	"UjpOYFqxSoy1UmJsT5nhc8HmgiuppowbluOG5IEkM8ELUTWraO3qgft2Kaq5VLzsJJH1DzwoqS7l+EbY",
-	"TSqdeQ6x8ACbVHrO8vc/X1yy58Kt0DzHv5g8Y1IZK3jB9MSx0kjlZ7Wd6Ur+nbvRcoZ0Yr3lTI5nbCmV",
-	"YcuZUOxa2xnjlWBGKNsfsJ/ErajYorYj5VjyWvDKcae+EYpJa0Q5YVIxzn758G4wUh2MidPqov6rDuqv",
-	"FsJsUuFcz+f82AgnHqwoGKycudcNs5oVopRuxr2xVrbSJZs4KWIYL5d8ZdhYz0Xn+YFBtvBIcpq/6urG",
-	"LPhYvHeskZBPJbfyVri5wSEXxkitnhlWyEqMra5WGRsdPR8dNWs6ZWK+sCs20SgHwpNE8a75E3MmTv/R",
-	"Udam+LffbK7ls+Nhs9DKIN3P7Dlf8LG0K/cvR0+hgC35YlHKMTDS80Wlr0sx/59/NW65v0Uf/x+VmBwN",
-	"j/6v541Yf45/Nc/f41v40TbBLt2CuZhrxaRh3DLOxjQNVsq5tKdMaTtz53/JDePFXFrHB7pi40o48g1G",
-	"KudToewVPH9VCT6eiSIfMmN5ZUFyKAZPsKWuy4ItuDEsPz6e80/H8LvJma6Q4xeVnshSPDMsn/NPZ/TX",
-	"Xg5j5xnLzVgvRD70k/6HfyNjXBWMj1T+QdhqdXzm5Lo/eP1Tli8qPV/Yq7/VohZXk7osYbRZbd0Urwq9",
-	"VDnTdiaqpTQCDxe+DLsTDZoSqGMN14pmSy4tuxYTXQlmqxWsfsqlGrQ4hXhBKiumonL78jk78rv0hLv/",
-	"4btz9u2rr//AaGRWCMtlaQZw1mgAYE63EY4/r2UprUxJil9n3ML5wa3mxa2orDSicBIrl0payUv5dwGX",
-	"x6LSC/dnHAje+AlO1W/r5yTDv/5vURmJq958oLazH4Wd6SIxrR/0Mp7VeCwW1jjeLYRyMzKsd3b+nuXR",
-	"IE5RcWecaSXc5Nf4snkydzs+407cCMc5BRvzssQn3OhjbkVOGsY6BaQVc7Nr687Cp9w6aeG8qvjK/bvU",
-	"vLhAARfRJWgbQOX5YmPb1mhfF1KnXxfza1EUojh33PjJph+Scz4VqT99ju/ov9BzGX1vc/CPYX36+q9i",
-	"bGn+Vo91ubn54eSAEK3n+8wgJld4LUmk1FzwBDRs03UAiBFKbiwzfEkaQcQ/MetphUr0nI9nUomR6tGF",
-	"RX9yWipXBS8dJzr55s6nk65MfBLj2urKoNwb++mvRsqdZWH6GatVQapt9PW6qtxBGGs1kdO6AsEydDed",
-	"u6znXBXZSPFqarI2o7uPuJGEupWVVnM3hnsJj9VUWDNgZ2rFxjOupu76deJcG8GKSi8Mk3bAzq6dkjMM",
-	"94kRQrGVsAP21sLlo5i+NqK6hTll7jknzxeVKOQYpxnT7kYsrFOiqvj0KfeSEcLNdc56nJV6KtVIgdLk",
-	"9ceMcebIEcmFSvDC9Nmcr/A84zIKZqQa02Wwfmy2yBxjua0N88w3hA/N8elYGCmlazUWRcbcnYkmB2cz",
-	"qaxjmyXwk2aFfiB5MRfG0GHdMd9lW5YbLgvggPaUNgQxbp8ozkBWTHQ1504bKrgVx1bCadt4hxj+bbE5",
-	"rctGgWPSgv4BPCPVKePATKCz8Yj74SITyckZ27X2yg5b4jlbl+C6YjlN5LkSy9wxFnzIcVKjYsJQGdBt",
-	"PBPjG7eJZDDQQ+5mQXkzZJz+i/VQB2LWEZdeVOUKDQQ7Eyu8VexMyIrNdSHKjJl6PHMG2bjkdSFQizrm",
-	"40XG0MLwrGWY0swtxrNf3x1T2lb4IEzaMOPUdX8y9STMbshyzxa5Uw9JjcrdeyvDamVl2Sxl6bRzR32h",
-	"6rmTuTB6ELKRYG3ti60Th6h9eujEmBtRwKZvXODHXzmToX/K9M0QuEVX7lneLHMq4pmFmyE70jeJia1d",
-	"HjRLz0YtXu+8Lt5JYxM37tT7XPY70+7x9yjAN0/12jRp7M4Z+XESakCQHMlzGPFQELfxITEkvUDXac6S",
-	"Z+7Bis9L1nyknzyi/JbLkl+XIq1qjNcUmZ1Ua13qbgC84dIrxBvVfZ31wNa3wTRy92Z8X2ZMgZ0Oj3GQ",
-	"m8LY9JrGbZVh95yj552+Ls2i5KtO5XgmjTNVSYt6q9xud+qDskiOocBkJtXoQ6c6Baf4+kDpzlVxrT/t",
-	"WvkFPvZel3IMV5UBr5R7zZ/X61qWVrqLGLfiyNkyVoytKJJipVaBmz4IbpKmw7qK6oRBTPAwj5g10/Tq",
-	"3onkWWydtvZJvJoLCzYdLwrpRuDl++iBlmexGdGpbJt87TWeIePVtJ7jNaNZVatGqD4Lmh8c4YxpNRYZ",
-	"a2lMLQVkg9TrekZrDkmeVbZLfXa6hfu/tRGkGgOZMlaISt464e/OnNM8b6RCpQQIljx7nfzecZjwhw1H",
-	"4Pn7Z/Q5PfEysEcODXdHoy7Sj28X+Cv8+/bqllduckTKJLPe8iqxe/QyXoC3vJKO/2ADjbCbhqlQt4fs",
-	"U4r5FSdWVraLb7VjcKlqUbzmxKdl+fPkaPiX7UccnMLnej7XTpSsM/2YBjXvQVHo0gad2VdV9cKKgtm6",
-	"Usldr8Jx3zIAamz46BAPwpX4JC0o42RbXZXaWKf84Z9Jh8Nfe41SUspbAfbadW2dulVqNRUVA/XAxF7I",
-	"1AWxtgsLv/wsQZKwtM2t+ZhtnHwyifxuOfNqnXzs2vs4cT1e2dbwhLObLGiPes6tHPux4Arsk1pWF9JC",
-	"xKCC0yFtxhSfg7twtnKGk+MaLzvPm/t3m3Brr+RnJZgpuZkFMRXciXoyERXpf+sf6W+6mXbJJakWtT1s",
-	"cu8rYYIcAMWf5mj5jTBsUjlTVHyyXjGyBjxLm3PbLhPdVKNIlR9ik5c2TqyXdZtHIRb6ukZrHui8m0tJ",
-	"TMRjpqTFOVdjUboLskyowWP4aymKtK5RCPDUJgTBf8Lv3uSQBVlOS1Ght2EhisPuq0Ukc7YvvJlzcr3o",
-	"NPguqWDrsvAhi40JLbr+0NhG4WIpCrBZ5rqQEwn/WYhSWIHiwe0MCo8F/tENic6M3TaOD2jgR9MrFOOb",
-	"hU7y6hmIFBCqXho4Xl36gI0zV90PKHjElKuEI/gA1XImeMctUYmFNtIpY88M++HN2WvgdQkeDcV65DrQ",
-	"tTWyEKC/++edsCfnvTsOE1kZSy+ntXtbiY7jZRRfmJm2zD2S+dvaXy1O6Qq0jCaQ/khddVxnRHHPwLtP",
-	"LgxF084cuZO73Ijp9Vs6/CFl53B7mHFAh/XPK5uKJ8DPeKcYt1mL2rJSTGDj3OWjjWA3Si8VM5pNeMWW",
-	"M1m6fXPqrckYL0viwTmotO4vM24Y3vKOVGGWUtlvXjUzjJzLQhWHrcmNfq4LkfZVdyikuLoD6IBHzF3q",
-	"QXkf0J8wNE002XOV7sS3jK2qVsrNDdcDgsRpPUnd1Va1GrutT7MoBO68Dwb2m5It3ArI2RStrOeXE4bt",
-	"Z0xOIBRTyCLWselJDDseBU8i/XuntJMoJ5GjPQ1iPm7vyxq7bjk3b4BkD6sdw8Bv09xz+DFSOpgPpZ4m",
-	"aI7uQHSuo9931T8lZyuovz5W4BjQnT1u8Czue6y2npL9jkOkbT0LK2tWdSjrt7/iFjlsgjluybbi6NKV",
-	"lvV4HJgJmhQogfROJcD36ewJjYrfzI0CQ0nbP3WWgiMDG+ui5ZjcdeLWVZLAGw0PH8S3H9c5F3hxU/gX",
-	"xNDb2HjzBAShl1BAMXNsZ94Y6xV1BX45km1alauO65gM+DURMSCa7iQm/DXDpW454Wm/Ln1sf8+uv2d3",
-	"meZh4C1T+hm2/OmEjp5MjGjfi92HzEePN3ngGk4zN+yXy++O/8h6Ut3yUhbMOO0f4heQlTcWxR7Gc3wU",
-	"aH707T0M5jO2kGIsMPaxIVd6xhbOSHLH3NhCVBWzegpHvZ+hT8otheX43RzlxGBjg+5/tqKN/jLOFlLo",
-	"wc7Wh1p1m+CQwpl1a6Vr2S01eDjMjB2PTxlnP/3yDndJGvbq5IQBq4E342rCZSkK1lPaKdPTis+fmeAz",
-	"ZWOu2EyXhdNCgDhRctcfX3z7cneSYYJNtxHhAq+ORzjOad19y1Hfcsa6F/JxYyn3Z/yYJl8G59MF/2Cs",
-	"f+nVr4fc9+u0GgWJ2LUasplesjlXKy+KK8Hm0hip9tWgtt8TqIxvfL6lu2espbqjZ5H+IhVObM/JHHQt",
-	"NY7i/UyKzFPtMK0sXEX7e28vU7pt6paBrM11dV7pkcrb4jlHjVk2sR6K+3N0cJN3MgMfNuj5aqRyWm7u",
-	"swogd55b/332P3Fv8v6A5S3S5UNMg27WECzWYMFiHhMldrJe7hVn8JuP1PExvXyMbxzjg/3TkIoRfyrK",
-	"wvDa0kj5GzrxseNjeqHzK0CSkRISRkCT1UCeEunTZB5J+G1R6aIeiyLkSXkyV7UyI6UVsxqMAKeJOnJq",
-	"IwLNSD3N0eqCA1mPZ5Dv4h0eg2g3hi1PUphOjntB59inoAZrhMO85iPV46p5GWwSXWKeGKdsNAx6908j",
-	"Q51NNcY4iCxuKPLurwuv+0v6thz8MmR94+V4AGmvJnL6MywEXcYHKjy3vKxTcUoGf2CyQCXWiFKMLdML",
-	"TFkA450c7GTK+3/hI44eWgm6ceJc/K+/2aHhZJse/I/rZMFZdxDECmX/XOrxzU5SrK1ZsbPz94zypdm1",
-	"G2LTrXzHkLpS2oJ6aA5+13P7prNmRwxqLufiknhw/8B1JZqEiYPmaeTfxYFGXMQYL07g/6WOkbTl9hi7",
-	"P2AwbLaRHuxXdFVKdRP9O53rUcndmiv8tYv9pKrFGeSGi4Tfm0d/oXk7en7MUklKoXJu0zfshM8bJ6Y6",
-	"wo9NbHqXpPwgxu46WF3U8zmvdkWxtnp4KcwGitzCR5KaQFd2hLbRUTTBfaRgoFkWB7Vba2xRJFBu2xa9",
-	"FuNSKtyI/ZTjUPyQ7bGpIGKSu1p1pRC5P+FWHLxl3QSjr0Vjd5lYSJYPmIB24DUSM8wOErrnXqcDzLH1",
-	"sXEl/Sjm16Iy7tqtVqx1CbMFX5WaF2zMq0oKw3p+Pt7vjJFCaZhUt7q8FamQ/namj1OLNwURNzddFu/m",
-	"Kklh6sjmxD93pDH/BBVxWnmdTWrFeu6foIJ7V3ajwMKI/SHj7Jdf3r7OmBJLp3QjDSnHGPMPK1EbUST1",
-	"GFFVuvqxSfjeGqhKpHtSZljwULczrn0CBnizIfETddtYq+zFUwiqbd8rvzCy0te6WDHDl4POOMGFnCpe",
-	"phPJtLHbkjlpKkNW6jEvYeq+gILStCmrUxRY8OOeqMRc2/Z6G19/ktYlN/ZCCHVInHDRCgVulLNc6huh",
-	"tm+N03tCdnyaCapawfcjud8sBRMogRggadyqdyRob/VCEMUv8OnP2dFSVzc+Pr41+RMX8at/fF0w+lVs",
-	"zUzwn/9BJ1Oui6ISJlmzA/UjTREkmoqGeTdEreQnZjRUAFN9KLDUQle2++ClD9avsxUa6RwiaFBj7XaP",
-	"WyvmC8u8E9J94KpWnEqIHbPCT74c6mouzZzb8Sxjg8Ggf7fz70bskIzuT1HJ1SYLugeemWBcXteyLNgt",
-	"vtF5Qtxlxcf2LHFi3zmCQOWwMzdFk+fpyd3y/mw9V+l8p+b8w1b7IirirGcYm8uYKI0ICVbepRJSwN0z",
-	"PhE8Xf5S22v9KcQt93FXwRsfwMQ2qWpm+AOYc2WJGVq+Pizi2RlHHxAf3yi9LEUxFQUUVu3nM0tU2aW3",
-	"nPkn/V4zJabaSogYU71aVF9G7J2W7AnRtKc0IgJsLRcygXPAb29YD0u8Q4oIec1olqRa7BW0iwWNryZM",
-	"5JSRb/igXPl0KNpTUk2hdC44s1bCYnlaOIf0zdMGwQFeoovOS5vrSt9gVF8adi2kmrJK2Eq6FzHsXSv4",
-	"BuhqC3c0vR8IxmCF4IXTwlmvxZCQfxdnmIJe0Mql7bfTN4j2mOtK0yWlN/rnfmFwSkls3xXiKOKXXbdG",
-	"OqgLh37viG7rFtoV1sWhd00rKvBtz4xi2t06AoPkpdPgdvRMnxITmxbPAwizfWRPlxpEae0dN5S3XhM+",
-	"MJ8W6swGNinldNaxwG3WwXrxV3g0nliWSpNqE6FNxm1bfdFZBbd+lKlgtVawwg1n7tq9QPkmJpYAVrMe",
-	"bxQeMik4U8I6nY2Na9v3AiL+PrP6tEnh9B5hEvxwTbMzxXRtncIPBb1U34r5d2jzICkHQS6gTpc5A4Gy",
-	"xin8o25QVJEfGhQabyyV3AoTFCavP+Get40pKm3FOsVwKcDCeLFCbAan2JWkZbQKF7084sVqUy7BhEDQ",
-	"gP89eVm1d/chw3opszOtBHb/Ja2lXmANnDP6PLkdnetKYIITUVQa3JKMicF0QCUSTmW98icHXM6guOIh",
-	"uCr4nE9F0STLtzl3omsKnjTbh28y/yZEVITTvSmNMDJD0d70mWsc64XdX07jMQPbUrE1GNdYTIBzUuKT",
-	"9UJEV6F+on9KykMANQFTseGIqGwkKj3rWitVql+LcJ23p78isq7d3ZWYOIvfWyKIC1SJvzY6THqno7LP",
-	"9mZ/J9VUVIuKSs4bkpKYa23/jC8WQtHNPmScHBjuz44gTr1echwoLs+lawdUDDpwvu74uF5ER9N/E/PV",
-	"zWBXfu0jui0e11+xw4OwYaJG1XrI1U4pw9xnXspbsb959NBuh1BvDveIriBKWoO/y8lUXphdjoltJaMb",
-	"hAixWF//gwHLxq/mr0XQTHGgkPAfEvu9otxSR8HfqieTtNGBQ33oqCxzhj3lnYdymi5n0V29KaZeOLln",
-	"3mm+VelrLl2PWOC2oUMFojE3Sn/3Hxy3e/vwAbPrZ1WudvjrNqvmnpmohiQuVoIppb/8UK6nTofTx8/Z",
-	"0fcSrmdp09X0unoz57LsRCzSVTfiEfz5MOtxxk1HDVGNc96p5cIIrbllrYW05tWMm9Jqv5f2tZxMUt5y",
-	"LlWHELzmpoP53N4wt3288leISXvfxq0Cpa25Bs2Tn7Mjd+/sb+bR8r5LIjJ0VSb96u4bpzkPPdpkukhJ",
-	"6SXrweVk9SU8DjWAl1jq0ywwXG2pQqa0LuAm9qO+FdtnB5OhSzvkuLhrJ+gy7RKuBE4At+POSrfx7DKu",
-	"GNl82+rzO+5idzWWEwhgwVRCOKsgLs7anVjsuZZ4NNRPIddsrGrLiUjXBvqgnUnfzddScYwvpsokS7Hl",
-	"1X2qDrcjKLb41OoFK8WtKHdcbU9frZhFRIypEqjXsSnv9DSdyS/tQfKAboJ9Uvllh9fne2kbL8Aag3iR",
-	"kmAOMZOq628VV+PEHiMSF55nf9q99zW5s8E1m8aJU063P4hcuNA3ymLuwn4S1E2VEvxkI/58ppszVKJ6",
-	"zeQ6FpWYyE9bXccxVCir7n4Y6gXCx+6+dyO/N+5z2NQw4YbGWxkH6bnBPVIVIrHoqbTkIAmxDniS9Ra6",
-	"GovSGWq3L4dswH5kZ+w1+8DO2SX7JWP/4Wy2io9vumxOXclpGp/VEdodXH+lkAxAS9sJAYj7pPfuocVV",
-	"rCTupEx8gYRqXoBHLoW1ojJ7YDugwMLdiD6f2tIfBC9Ty/0VrK0AwKTM0n2a5XwhKXyTu8NMmb6wS24p",
-	"uVQTPaCoTT5SPV4aDbic37+5ZM/1Qii+kADSlJO/7XK1EBfwZXbx+n+FLA2/7JHyMSD0yUxqIwwLXkW0",
-	"mZtZgS+SK8BXZXP+V10N5lLpKgmtF95K88/Z+7dhbSESFbk9yYToxWsOBZDRSjvwmoJKv/nlKWBd3Mr1",
-	"LzpOBnwi4N4MBWuoh9yMUXb4L0DnKpx+Aoa108iMuBUVL+F38ra6r1ruFBHIY3Z/OZZF3t/zSk6CnWVH",
-	"t9soHkKglSiF+7CnapO17Xmrn7HRUeHO3OjIO11qZSyfLwRFineflHCn+1llMVOkzksU6d4ElqF85HA3",
-	"HZQhuX413aHOHX0u+0Viu7OZKl22wqW1AeB1jzTk7OLpDAyzlbFinq7VbsO4bquMhs9lPj2zWfUW6p85",
-	"be/Bndw0+Ntiu19KLzEVeO4fD94h+oWOpbQMrSYlWG88q9WNh64j6SQpkErO4fA2iEwslFgPnrC5LI6d",
-	"UdQlUjZ48GEYax6TZp+ClydjoWZmbU5Ke1Ji/rlH+cAGG/6+pQNEgwEaQfcuG6DVnTuWfchD9i/GRECf",
-	"+zNRQ+Yvg4lAUj0AE+lC3KnmZK4LYpE4///lHw8rfaVRUjOL62G6IKMACz/lvXJ3N7nVMCTvEW61vmHo",
-	"UztlsK4hgzBFkTEaLIbVEp8oNpB2a40bHPQ9nMoe2HzDmUSLaMbbRg4tx1vB9t3pY2PQtu2sckcPfj57",
-	"/zajleLtFodAUWNvrz/KLqa/w9ubGdeEvnkYhBv8h7tZj+lAwIwVFSz1eFS5FNUlxSekocy8jRvSWYAJ",
-	"00yR9r2ooMJVq59DrUV7jTdSHYgciRVU++SShCcD2iJ8bftEP4gFRk4OOLHxlNab72wv5jrStR3rdnJe",
-	"CvlsW8J8PPdQnLDGSXfVpDuov78DaoMDDgOFw2qk8mCg8xLC9D8vtmRsbC9Z2KjiWQhVYDaKH32tdkd8",
-	"WgDjfTysRkvr8pyX5T78DMZCnCAVQGgW3gO73XjY4JSHtSEegzcI8LmrsORB6Np8oyFlWvFJEPAe+k/X",
-	"dvy+atAizGpQ+WndXxuK14oH+uE5r1OCbGOhhzzoW/gKP7Obq5A2D8RUEaG/IJ7CWT0AS5VcdbjhIzdA",
-	"IjAhdUWtv7Y48XbqPBaNsC2FMm6CvyyKh4YZOTQG1NBpV8isO/Lxsb2c+/DnGlF+Z8YsuRrUOJ0H4Mim",
-	"rdg2jf2A9jZ5Itkz/1Ka3Iy3JbVSn6XjSvAC9waS/QCCD9oXkXT0vVggD5EZ7ZaFjewg4MLyr09OclxK",
-	"DnbS1bKSVhCMVO49jca3QxpD3zvK+CSzrIcBBHLlG8tXomClHt+IAqsu3PvXtVkxp1HqGlK0x1oZW3FH",
-	"PPxWRi0LzQ2Thk3qsuwP4z4uIc6G8CsZGXfUmq4xDaHgqYBkTcMn69TQTZ+bmAZfBRoQIou+FVWpeRFo",
-	"EJudhUQSWH6DKSXSzZJFWCxutce02hzLSyjRr7YLPqbwk1ss5BZbrRG6iOZpsPveBPAWIzI4AhRaiQwX",
-	"DtnjVXuFqUX5vYnzebERVrvFIOYFR+EgSu6FzF7YxSZg814bO63ExX++Y4VeQub5uAYgcyj4BZiWNrNA",
-	"kxnYemSlJRV7zXkhTlsL6grcd+SgSWWsUyD2u3JiIIid2A57CSwcJkrggJPbIcHmC3sArGIEJ/IZwNre",
-	"4nsvyPb1/9yUHvipbiSIcUdfZOyX7FOoqUmqkyGhYabPmzptNx6WFvs5iPBAOu15O3TEftgPa5Ul5CnT",
-	"FUMICAKFUWJJ+e+nmFIGxlvAmKb8e4MATwRA7av+4FM+J3jOV4yXWGdxLZpeIhDyfTIcigh8wlum+6JO",
-	"BOCDze2GbsnH5MVCnAKou3PEckTFaitZiPlCW0pT3dqXeMGtFZUb+//7y9nx/8uP/35y/O3H5j8HV8Pj",
-	"j//3/0jxBk7zbhgQ87q00nJz0+5fKxTsxlHW3aMFO58EjAa/0bSfLUDbMBhWKiSdEYtwxndDUaxz/N7g",
-	"FZt8kdx3j9RBeP4PqSY/FFjIDmAQ//oHOKtb3McbHUGm2sJdiS0hrdYldJ8zWYxqZkbKWFmWwdvuI6vu",
-	"cqL7jAE8NAGvR0UW0EXY3IgiG6llo2UVcaIN5npTcWsr3xSVgiYJtj8YKQTLa1qT+Oodn7LCmZnpCvSC",
-	"OeGyJrJOaCnnEYjvmvLv7qt15GnWw4WJfkQrliBOWEZEosO6VHjn0f42Fu7+Jb2XGjMQe9dQIYUfz4TZ",
-	"vNTD7LINUm47Y57BU+1BPLxNR+YrV9NSqullki5rGXDpm7HTz9+l4qR8n16P6XTjrxM9nLkP3aBCfmbB",
-	"/Q6rbl19VyTB2j9Sg4dCTCunhl9RV7KkzFXaynESSM4Ip0KNRYBMqE2HgomTeI1t4MWebZtCy4pQ/dbY",
-	"iz1dtfqyQpCqnzGjGR+p1jnn5ia2NJ2VAmo8JQKiZi89BEDUot+gN839DZtzgzzo6p/clXkCx5m3RQ82",
-	"OPdFg0mKwWX4gyg7RiVdzA1ONfX0SxpdHuH5vdkDOpnbq6GfA5T31wSIEE81w24o0B4DSmALUZ2i+gct",
-	"hGF36MXmCXqLGuOzN87CGXMnnMFoKiq+7KQmrsN3szK7lx/yLOHT2Aq1qtVhYrPaXrNFtprfsSF8+YqP",
-	"Iaf0H/gvmtM/WOMxvCKHLPvHSHnjd1xqAz8FOFuv8rJ/UH1sXBn6j5EiA/XK6is/AfYPRkf2yp/hFj1j",
-	"D7K/2/dRJEgTWJdgN5hmHAvblGQNsiItyhclX52T1u61pXWRAhmbuiSYl57STBYBYtQNEGQBedgcYzup",
-	"4v1nE12WepkISHcB7q17R7sV/fYK7uFHTJDi93UlImmvvEl1f2/imk6xQaWJVNJ0Vgoceg8Ttny6ZFAV",
-	"Pqs3qof1eP3csrk2ln19cuI0zIqPrajMriTZ9lfojDsxdAWo8MKYjAXzNAsuOF21rried+mkt+iuukXk",
-	"KglUTm+RWanxBxrrwPMoLbsWpVZT4zPq0V2B7dhjRyBcybJRs5Vmke3D5gj9d8B5zY5Ep4NjE6obng1I",
-	"WMGQv/IlFPTPA+JihLkodjsG2hS+l7zY2KrfW164CQWv/v3lRbuz72Hgvr9S/6EQSSgwTQm9ujL0Lp/7",
-	"y4P1Cj02z40Y15W0q8G8cPbhGbZXr2qFTW2v6+vrUiwrvvAl4gQhDvmK4IM9dhTLUJ1K1QV5lO84+RjL",
-	"ReBtCAZkXll7ZkbKv9DCGniGnuEMcRwMNhcBqDnAvJRGXpfQYv7929cjpfhcoGGMJqis3GcH7CxqAbsA",
-	"Mrebbue0yLw/UhPpzFMwu+PG9aXgt8KwWhkui1P8+7W2M/wD/Y51JWKkyE3EevlcF2IIDULzjOUEHzNk",
-	"vCzzfsrGnidjM+79od+KgKse7RJYqYTO5uYSHoRQ0kgteQWGdo+gSfyKB7AluRPFGcvxgOfUyyp0l3d7",
-	"E/fDb5A5mg8VWqDTHfPjeq9Ovh0p/5VWeKB/6r42jKcJPbLA49H2fLplH2WtPvQd6ANE2ATlypLCbhjX",
-	"emYChg+xADgkiFsc9Ut29v5t/3SkSq0X13zsdiu842tklnBQ0InrDkLAzXGc7F9kl+fvWQ6u4By6RgTM",
-	"sFOmwIGktB95beFlCbBeOA7oliqN9Qajb4UgbM0G/dINdlmtnNnQ8KV/OGc9xKwhXFAkDERaqjYQ3Jx/",
-	"knM362++/vqrr8Fni/9+kcqMbgIN37xKGiKF723fXs9rkisSYTOgqjiya0m8FexaGFn4GiwUVoDSFPbM",
-	"WF6WaIj2+LXRZe3EkK5Y/l/P842Vee/zq5Nvd+K771ibE3h3XhtIy/bivGQaqSBzh2xjRcE74cXwDz//",
-	"+GbAXqN8ohYUKJYBEJ8QU9DNkP/X88G45HXhY3rh34O/OjmRjZT76W9LoZxwc3/VhfiUI+bmKcv/8hEn",
-	"4Lh3wC59gwj4kpvISIE8QakJDpRnBlGxGIIR2lmll3zJV83FggflUTYplaQZYctteoAwM4blEZQP1BaC",
-	"RCDD3PtbNMvf/3xxyZ7Ta/mQAvvkrrhRYuk9p81tFYMEeQ8y5Qq2AscewAWe8UFdSR0HMaKtFcSq5tqu",
-	"3bEJzGhggPdb8eV4NZ7J2y4rhkdd0LfWEge3gkl23wbneNOCm2qLPIeOK25mrGm56JfVkZteanNYPipl",
-	"n79rYxLFQx6enxvt6M4sDrfI8+h59/qyuAtwvojAufcB1dliiTpL8mxs5a20q61gTJHyhFh0GPONcy3W",
-	"gYe4QiV8z3ThBgZpa7FBS7+Oo717lChcwLPbsNC3RvvdXy5C34lt37uMHoXa+OIwzkraxjjnbP08Ixt1",
-	"RXuj7q7NLD52y8YzkgT3CwJ2SwgIh9E3WG8mi0KoBvvYq9qlNLYPzamhxMMyp8YkJNsWsbVeheIfTQcQ",
-	"11Z/DxM3Rcff18b1V1uCBHc1cmmN0b1wH5K1xvmSCFZHjuqHIxsVOT1ItH2TPk65BxUBK4Ko1xEWHJm1",
-	"EqqMetSvAIQJoPJD6zOoj4JEq619G6iszFBgqaN8Kqrr2r+K6ry1gIcrpsLJdHAXDg1ElEULTTFWvElO",
-	"pSv7u8VLe+fvL2QSnPRlnJwxTuyKch0e7uiA1veQCSp3UB8S4A1i+7WC036A/W6W/4XsM0zo4ba3KThN",
-	"mDCJn70fqkOh5wt+LUvpH9+tnscv7ADl3kyvCvpYM63UWsNft6TeODlbOnPIJyClEsxZ7+z8PQvDXfln",
-	"r1DR658y7tMO8ufU4QFaY0KYm/A698tAX5tyKu4c5vGjLkTHmua6EFuWQlzgBti/P0H0UjI9vrl5to3S",
-	"Lj9GazE0LTTbkThaFy0090bMWNq2Oev5zoSVv5wI7YbSSP+3u7/aK74fZAsO+2MnbDBcb62kE/AkUhJn",
-	"OiN3SxjrjmbsnXMD9y4bfRCTcAs2fjDJ2haYh4YIC9w/BdcLQjDbDsxt3fTzbM3ATaGwbnHznHlvTdzS",
-	"DkMIPkU/8vsVGgIUDY+Bd0cU2WZyJDTKCJ6jJnGw7S3KGK8LaUXhfuKhAmNNR8/xKmv7RNsI388My+OV",
-	"5qynJxNWq1IYEzXI6nf4nZZFEl8QPLUI9aYn2KVAGkiNDs7OU2ZW81KqG0PxA6zBG0Bv9lwqaM9+NV42",
-	"9TQelVQrcYpPjZfFFYGi55S/Tp7xJljXy5/nGcufCzuG/61NBf97y93/RhFFihc8L8QtPLCoNL5hVob8",
-	"vp4uIQ/LQz6z/PiYl6VeHrsJr6V77+W8jb1YXU2qmt4PQ5Y3rbxyp/WPZ7JE0COc2ymBcntbhWYc2NVg",
-	"hm9dKdPPWO5RCHPkUoyMtFyp3hTStS0lgDTjkH0PRw93Kvi/yROLvRZUEwht91DawZX+47lvzBRGyY+P",
-	"wx+JXQL4vtL2CjoJeH6AWYXVh74/vu+b27yd2fmJ4hlpJcigR85abzkC91Pw11yCyebiUYeFpQpI6Rg+",
-	"zthEihIEC/6HE9rJLeo1VWFzvmKlBmPRcYOcziwc2aGHI2kHQjKGEJdNG4P+2rmn/E2/i9e8QLvWHfxv",
-	"WTL4Co9SUDrUJW6Gk0M0FwOlkEwOXURQxE7I5R7zf8YoX97rOHSsVJvX+4P2zdmm+xsvAd0Dp1RAgfY0",
-	"h98ciXz8w1vYXq5vcmi3pzZ68Otkd95u5Mu3Rpfcilb4BZImphLpBVDcegKSNwdEQI+3mSE5EHM2jiV7",
-	"kMDnaG+5laLBdewNMPgO/pb3Myhto5uukUAE6u9MpvgKabtgYFbEaSquKACcZ/YmArlpdbsAHgCFj6uC",
-	"zfmNMCE5GL2xUIyJS5NYVQnhS2mMVNNT5nM/Y7o5xrjFgSBm1g5f+fusVog4aX1xJrb2RJhkPDL43QEy",
-	"fkjZB0nHr5oNyJNI4Bl7dfIqfs0DWMaSUiKwpEfX55sYup1+5JTzfacm9/AogdvjeXfUyL+Q/qJRt4zN",
-	"mdAfk75I6oYxjD6QNd0Pw1wGv3/86RGCTA/VA2JreGm7mwt5/QH8XNGh+UIcXTijB/N0tfud3INiiY5b",
-	"XwbF1hqePRjl0m0Lu+qUAcW41Ne8pLxeLN51ROjlXWSQBd3NEB/RHjUaSZH3EWW1lNhXbayVkcZCMBza",
-	"RGE3N2ND0mSpp2wmeOGzxgp//cB/24orw8dYogJgBXrpMd+Z1VPsARSAC2g/wO7GpV6DLJwP2AXWWbcm",
-	"6y/zJpnU19U3MIA42aoCG8ephMM46cRd+V54Yml0GuNZfLLv+bTpqLS1kekhnr2dgClh4H08K94ptnbS",
-	"Yqb5bW8ctg54vFT0Hh7dMi/yND5SUDAyfxovZTvwd+oz2CM1EVUz1NgrQTd4Igyf8mg/omP5QfzC6/7d",
-	"R3G9HhIcbHPA/S/RBEd9GTcDseCDBwf/0xcaPuTpiZuwNaeoVbTojsZMlMXQ/0ymPlcjtZ4Dl+GpgwLG",
-	"phFgsDxN8IM6ievrEgE8p6pFHzJBKa8fawTRYuuBPziZgj6jwssdZg08tlW5C9S9P2e2N+rLYErYuqs1",
-	"MtyPH9dgFe5VNrMJ0PBlkM2HOB78MGNvvge1mykB9AMi/Xbkuk54WV7z8c2WWnVjK27FdBXTQ0FTlivs",
-	"DgjXPfy71FCb5StcpforNjY9yo4mlTCz3eQKH8s25r/1uBL97n9Y4434UngOZvRgrHbR1YCzrTm1ncbQ",
-	"bVtXY8y1WtIt0SB4NY05B51lQfeqjDm8uqTaxtJJyCSt4lBFL5Segkexn2o+SuVA1Bx0pKLuoKwXSpJ8",
-	"098hRqKhXklXKZ/1SIHTOrTlc6P2T91frggQAOpucIIzbnyrU+jz3qrCCf1Oobbbv72biWCzGsp3O0Ia",
-	"floHMz3/8Obs8s3ro+zo4vLsw+Xbn74/yo4+/PLTT/hfv569db9dfffzh6u3P73/5fIoOzr/+cf3797g",
-	"S9+dvX0H/3F+9tP5m3fuv1PbG3/9EZB8FpW4lbo2F3fxdz1JllW88vvLvQ06fhnCD+jw4LdtZx++RNf1",
-	"5PIBDU1XKB5Ce2Lo7MR6Rgjm/VTp1e7j0m6Xb2zOAj7tuzI3mIJTaJYWhJiTVXQdpwP8h3WKh4/iyE1z",
-	"8LoS1M48iRw6UlFeBGC6THQVFwcNAR8vh5lQew6M9XnwUCNsf6R05ceHT3swThClesJmerneRlsbOxyp",
-	"PNGjPvfATuidtzV1u+830J6tEMBI7dG9vre5jP6A/RrgI5tYl4HoPvSZz8HwyeNW83kWxbtbAVC4SLDs",
-	"bHOGmz3nV8Kij22NtsvZCrMAmtbzI0VpFlnUed5tkzscEznG2mdqRH8ao2HeCLEwI0WIo5GRB/xhJTQL",
-	"r+G05MfHbqrHbmOOOaJrLrgxwnRgoMTT3loadHHHrtt0NCgR823QV9PoFgayJj8QpGHHM6BAdidpKiEK",
-	"03TiTjyQPIu/7tEtDovjx7wUx7q2g3nRR3XGPU7VinqpTLv2DpQcwY3oh17vUPQnmmxwCmyOlAJJ4Ibw",
-	"fYxDWxUK5z/DFneAAeue6neC2zgCdPVbx1Pu8dU8uI4/MeGHSoyFsuXqygihwq9O2wmvjtTGj1dgiVxR",
-	"qTe6NCqOngqvWAGglNKBSij95v32gF736imNKVxOIatq1YYPIK+iXggliqYsfwjwQLH+hjgj1njYA48+",
-	"4qRKm8/Rux2djT6hDaFBhvBDe6IU+c6XVyHofkVR746da4KV4a4O0cejLO52itHHbQ3399VN6OknzoS8",
-	"C34eeXhlKe0qjlL+ObTq7czW6GjkvE8+ZisTM45lromstnxqC6O1Q7khW5utbysnW9QsiNg+uosfQsge",
-	"ZjLz9ill1EFhsgI8R2FC89m1moi7hJ/3hPkJKMj44laFPibX/RX6DeJ/GQo9EOTBFXoE9z80gXhrFXgq",
-	"3Wp3c6UtZfi/dmZltfk5TsWCpKtY19vk3utuybLoag3fpA91JJ0c1hQ+BfqCCHsNdnqcSFgbwaQ99eix",
-	"iJkKpTVDyqoqnGJCvwuuIAX1Riws60X5VB7AHy7O42OniB57wpk+YjZQThcvl051NpavTIxdjNM8yo7c",
-	"4HRl3e4HJxUomPnOz7QTW10mELN+x6fTg5G7QF8HXGo2EWUZoi42BtQzMzAEgzXh4+GPAqsXL+Y+8mqd",
-	"Jr+zoILpXJUwnwcQUDDcpRzfiAR9EL7MHILBYMNQ6034+N9qcQr2GOQkAkgdK/XUpBvYV2WHJPKJI5Dd",
-	"77jqb7WoVhnDL8MvE1laURkm1bisC7FHz2eaNn43ixa+i2j7Ap93LYRxP3GngpvTSK9/W7C54GQRtdJm",
-	"tp2XruR9+hxp75qwY8m+Rqsdi6ScKZW/48Yew6k5fvuakvInsjLgO+47OeiUsZC2In0eT8a4Gan8P/Bf",
-	"f8oRknaA2HyonlDWdxACBr678U1v70Eu7VIqM2A/acsWUfbstQSERDTi1u/B7c3tDsu378qp/j7eFDjE",
-	"p00/E2RCxk0rB+g/cKw/5XvlVJNtlPr2r3Hrk7dFPmw4CbO3AQAH339m2K/i+gLA3Uaqh/OhV5//JovP",
-	"z/2T5vlvzUc/P1+avB9DF3M1Ugg14nEZKT++0ksjqow674ePeTwzt8MIiHRW25mu5N8RJ2omeAHNUIqC",
-	"QQLYy2/0ZGKE/dNPuUeArISzXkXB8roq88FIXYL1rjTLkZZ5xnJHOpODFwdZL9/gin322Y3SIXbaW2pj",
-	"SeS/vuDuTqRmKG1+PNlLFbukVgiP1alyLwPUTWKP1NiDUVTW7NUD8Ee9/bg/fIpbw52q9jqrGHZwTmtp",
-	"aQwyBLKDSgt4mknFevMaPPTSWNIIgc+quhSQFBbDJI6XBcA7rIaJEjVg/KgaLVkCto8tuJ2aD24nAzl4",
-	"U3jSQyAv97NJgGfd4Sg8JM8fwMDB+dHNxGlrOyL2PbTW9S37fZVWR4yHS9p2a/t33vEXmXcM53bvpFC4",
-	"7nblE+OQW5OJ3TjvAYd5l7CfSxX/+iK7C/5IWlgcdGF0Xf4byQqXP7/++Sg7evvT1fsPP3//4c3FxVF2",
-	"9OHN/3775te75SWEr/zeSQktKh5K9wPSEdYXfE+h+oUlIoBkfeAsBLfMB+nRuu46Qt0HMAoVn8Ntf3Z5",
-	"/gNd92CI+AadSizRc55QAvb1bbdv4G7uuH8D13WKfQE88WANXC/JHEx1FC47ejR2Fjx+kva8nYwfveX+",
-	"emDrBjQWNyn955XFZlnUkAHMtZkoSwiCLipd1GNRMKPZhFctVEyp7DevjlL4yu5GTk+coqT3A5TEuj6g",
-	"KX0rLC+QJv7Utr16q6hvxSGWD0E9JVq1ScPcpwrWG40gLf6Nss7YHzlWPfmKnduqPD7vr3s0vv76q292",
-	"34MtXnRz2LawtNoXnBf7ax6eqXdqH2HobdP6eYFVVgeQ2x+e0PXwjydZA/j94oRUiC14354fwwgvXx00",
-	"wudtCwqdT9LCcFOuXbsTl7FrbsQ3r1onyv0lmT2jim3+Ssrb4AW5LPc8pfuKmISHB+QDPkFauzQeNyJq",
-	"94IiJZ2u1iWPcFmAHnDAatZ4sZEG0I4F9iIsaRt7Xsi/izuy55048jAmbPeQb8RfekXODgo39VqIQQl2",
-	"cfGGIlPkpLt4/b+YqasJ9G+W9hSddR6lgeVwuw5zKJDPsOtyjkDhvHIWD/wyzNn/c/HzT27TCuk+6chK",
-	"YDlzvlhQvhVBvg08l3U1CIan3sBDuJQsvOpbDm19FU/n+qs+h3r7uxf41PrLtqrVmO9+/dI/5weYY4rP",
-	"gBdF98uUB3Tmnll/cTyr1c2OF8/dM/7Fpg3agNK6uj/8Pjz7wT+aHAaxn/YZBZ8Mg8S98nd39/evrffF",
-	"2qufV/Nyu0nOXs19/Msb6MP74SZvvN7G4t0xyCYwcdaJTXoIxOrGWIh/uQ9q58ar5JzaCwlh/eX14vrt",
-	"g6TABrLOcsxDqkrXx4qq6PYsAVwfYaOgbFd1UqLGLtsoFdqrxGn95baRu3+1wPo47Qyf/ZOUwjitAPwe",
-	"SQP+xZYTdLfbtvXaXotPezqytj2424INr2ldXo15We66WXw7vrWrpXl/17fp/fXv15UaYAf2q52C/rKu",
-	"1Dk8uyHoo3HKfQYo118NDeG3veofar1aNI1pu18N3Wtbr1K7+S3vfQdPtF6KW9NvefNt81jrdeqBv+VN",
-	"EBTtl3YxR12pdcZwrzWIUJQmtW2A9f7PONLnoLSufgLoB9QXnRquxD5IdQmh/jk7uBzpoBdTwn/PV1ty",
-	"ce93EgJ5z3cT1/aeb8ZX7K5XNiTePi+0JMU+Lxy+X+vcvs/zLT7f54U1qbHPK/Gp3+sTbZm2zysb4mHX",
-	"S5vq/Z5vRHr9zomlLpl9XzqIXzb09X1otibE99+Ztetqnxe7pOFhaA8HvbWpCO0rRFoGxE7Sd5lrh7wY",
-	"W2h7zjKlRu8r6xIWya5XU6b4nu/Epv+er6yZ7Hu+Fbsndr2SMjV3v7Np2+4k+YZWjTGcNkhfl0ORCjFC",
-	"pQXG6DGpkYD5e2amKysUtPyHdLWo1t7n2l1JNdGE6p9TkCrzIMTQzaVnhGXcjhRo+1ChRbH7nAJece5d",
-	"3h+wM+rtgnME98BYUMPTUM+rRMB/xlahc4GBfc6wfoNVXN2Igs3kdOamAZNx979fB0Dp4lr77Xp8/DFC",
-	"S3fvpgPInc23oewGHXMPBN/0YIlvLcU4FV/q7AFe6jF/YFSqGIZ5s/aBL330Bv8VXPGtVuFh37BJ+JFb",
-	"YugSjn49MlqyIzIlPmaHtFd7mCZpUe4T1GjF+5D07xJzPTjQTJstE5vywByS+MKXsrOWaLxPe4Xo2YN3",
-	"82O0n62r7m4h9pgzfuf4+oZj5P5B9pSi+q9Dp4dLRqi4wpUclvyHOeu0ZojrGcUXZqZTyXunPqE/qk46",
-	"FLuZohv7R6Q9jEDqvkBJ0Oi4+4+6oVAnxy+52n/Ekqs3ymLjl/WRtpc/e2FyQJje6xqJb0Fp/P4j1dXe",
-	"0KUg7FItYvxHo+2NV5XcqSQXu8ls8m/bHuxoouVb+r7fpkTcQXEKrsqtfWdJT15yA32zrftZx6BUXrEl",
-	"JTMCafCVlgT8gj0QsCe21WzGbwUdtf3mK1Rx2AIBkGAfNnkDD66lEnT3m3JPAQgN1cIAhgFGgAedGQoX",
-	"ckopVd2qahf8BAKbXFFzlaz1xSxU4l6V0DOFsCnIcnG/pWjjdRsvuam/yFHW2AWe8dKd8kMjkr0O4zlq",
-	"ZH8u9fjmYAX54GSrKLvUr48c3YAZQMgDsVrVBAuCitWl7MQf0YtOmMLN9nS4QCL9ftUBKDjW3EYPXZAB",
-	"NiM3zoy0miElsAyLQEvAew+lKgAqAiWD3MTWMiK0mNNWy3EqIsviPkqTiRM47tiMFPEXaNItVJaWOtnl",
-	"NrubqtRBzd9Za0qGve6vOcW+4Ac1rzavrTRXPTOenUB2N63FejxG8MVKcnywqPRi0dn86+AroOqQqE7p",
-	"Kyq+VEMWpkI3nbTGl7XjU2IJtf+ImuORrMK91o+r98OwHfKChNK9JMnWzPdN9/89z0n5pZ2Q8sGOhhf/",
-	"D3k0DmbQJ+KJdtTp7jzRotmXwBPhDn8QnggxncdCMHeTfma8qNkQJuh2bmvUI0V3QqyDgwM5vkAhbxZg",
-	"0KxmSkj4IhZujZTSFQjWSKEfsEj9Z6ouSzbWVQXF+VwxwatSisp9e6yrYght7QBApdQcUD2WYhNSbMaL",
-	"+BMJNPQ1myN5RtxkEK6u5V3t2NZ4xO4DsBasu/MBaDPIF3AAmnyTBzkAb7zJtO5QLcQ2p8ceqC2I4uuf",
-	"7/o+xrof1hfcMfWDRfV8C+xjlxhPyulsNzU+tuhxT6aNiPoFcGynB/sO7BrlLTwGzyQKY6AxqDTkxiBU",
-	"krgjb0ZF/A1U7bDVyBGcEpHfIDbUT1kCGRbRLu16Dzi2B/6rVqyQ5ob1sABYKsvHlqFIZ9dioilOis/D",
-	"/RLkySnL5x6eleDCeYNiuwZq5z84kaUwbOl+BtiqfmM2QoNVt/acjXlVSWo1COAHAOgLjRApQzzpruJq",
-	"Wko1vUz6FNsb2BET7Azo7Flf2IpwwWAf9wj+He63OswL1erst9MZBHRuO5Tu5LTaJg2VtnLcBSuH3ZLp",
-	"ddZrVRNkrNKlfyZjf62NbfhUGpQ4fY90U5bIQzaECABIOFiZjlkjh8Q6fKwSLa9mj+Nbxsqy9DYhnj3f",
-	"e1mQJyot7aqt4LFJb13coDscLUgb2IBTHrJagb4IcmXBjWUb4MUhJwEEhDMgFqKgLtPS9pPsEM2gJCAA",
-	"dl1bpjQrtZpC+6nqVrRAek83TixAHMCcEbTaKZxdPHbnW7PyQKCboqD7Bt1IbbvzNbp+2XwBd+l2D+Ud",
-	"LlTMf3zoWPzu8EV8g+7bjOeins85wB2mAAuxlz1cPEMClcLXmMH3PM4jLwi80d3dBDgdIC+aoQIQB9xY",
-	"3p3rPZ/YB2rwOJ71ZNjtb6lyx7Ud77iiPrY2+56nIuKYL+BAkJv/Qc4CZTA8QgckhHXv8pyScyDWkgh7",
-	"j15nPUKJZ6GfUT8DAJcsQnchmQ4d8RunQtqvel+evW85/A5GfYBckrX9/AJY9eEySRIJwg/rv6Je9EEf",
-	"QdODapPirucwBWakGgsMD62333tmsPX5QktFukeQy5VY6MpptmGkkVrwyibb6oUSkj1h0Ikum34J+r2b",
-	"+dK513fmwuROfQHsuFmdc2/GTGPQD/fr8Nh0Q0H108mwhsV6YGlmbCptNlIBsiFjVN1s+kzpZYa3NqXi",
-	"akIFAcE4ZHkleLFCoNORot4h0hpRTgjismkj0Ci+AUJVFNTlRLvJLyX0q4iaqPSijiSSWihINUU8raa1",
-	"CrN6pDpWjmo/wOVBl0lIVS5X7jtxExZqZwM6v0QbImO1Ag8FWgRaM10W2LimuhWMN5QcjlQeOu7kqd4s",
-	"hq+cWZU8ha1ePYc3S9lMgYQ98aAnGKaPlrpPt761XtcJbjxvRMdhgi7ItYQo806akUqZngOG2K3kAAHD",
-	"3fdHcnYsgGo3o2UjFaYQWX193B5g/ZyAggmwrXNzujemc9tg/P0zO5A438kymck2E7w4czpJ8lPur38G",
-	"+77zzz/qDkD8tZ3HWcfvbGUCTGjbkOLzpNvlFyU/Yac8Z6MbCH9ArKV3XC2Pq2P3/9Oidq4LOZGHuX86",
-	"mlo36PntyX0QJUZmKC2rESShgQrrjY4GoyMQayjh0rM1hBqyB+jK+h3iyA9YGZU7vat5KdXNUXYEwnH3",
-	"sSW8elh55u8VmE3m+/9FlNy6scCIG/t6LRVP9RY4Yz/98g6QbLwa4xbyzFCRyB9PTk4Q5yatN0eJ5on4",
-	"wlgXBBPiqVTbyfEfj7IjxMxJqtIlISel8a08MvKe0Dh3Yb8G0GaPD3Q2dPCstKnQLGe6DGR2j+25lgiv",
-	"JDWsG5BNNTqwIpDyyomn1O6lWZCYLgDv0HZknoOifW22v0XoeKZbOfWdNJb4Yz2JwFbyABG8JtRS6XVd",
-	"27SDqI0EwQ5Uc10JRtNjdsYRzrTEhRBzmv2J7Re6nWTg7hjXlbSrC7diOtGCV6I6q3FhQAr4IvzczGBm",
-	"7eLo82dwMU305iq9b9dpT4bhzh5TP0EUpFR7ZRaC34CEgAZG7BxThN5X2uqxLkeqd3b+Hm9oDLAYgl0F",
-	"fQB18xWg4jtTR9dWgJs1fz4TvLSznEHro5HKW3DpQ/ZnWBDp/9AFjzBqUcPEhUNKOzfiWCojlJHuPkBc",
-	"ervUbfx2w3hpNPRDcyquUymPS3krCpb/B4LJ/wnBY0cqR2RmtCee4x9N3h8wiBKbkeKVYB++O2ffvvr6",
-	"D2xR6etSzP/nX41WHtORomBzPp5JJVg+dkrmgP2siDZAhyHjI5X/oI3NCR2eOgpiziBnvrcuITZxxd6+",
-	"Z6W00HpOV8CDGInzevwzw/LjY16WeikK8JKbnE2FNezVyVcM+y8qba/oidzp9de6WFHpXH587P51XMq5",
-	"tP7FF1+xfMFXpebFldX6quTVVOQZK8S45BUi5QKyEUQaAD1qpGDQOYYxmPjEx7ZcwXzdn9ktL2vBerbi",
-	"snQHCICnEOp7zksnE0Vx5eiZ909HiqaICMDUnpfge4HeUjE/cSfbdR2mfvJHaOgIWSRX/m+UcomRL4LZ",
-	"8gbL2fu3R9nRragMnpKTwYvBCVwOC6H4Qh4Nj74anAy+olYzcCCfw6mB/5zi/eFkGvd9S4+cuDvDRwDR",
-	"aKGVwaP88uRkrWqLLxalxBqr53+loApKu12yEL4AmIFw6NuHnRqRGWLPyCqFc+s4WBRszBf4q3TX/ufs",
-	"6NXJi67PhnU8f4/sj4n1BM+39ztOxJE3e3iE8mXh59q7rmVpj6Vyxq2ayGldicKxnUUrVCv2/uzyB9To",
-	"+NRAFyGk80c3MJ3fzn3BElvsa/HmlvYn9DUwnc6j5pHn51gs0VXMGz35jhssZX77ep/HL6E7wx4Pfqfd",
-	"SU44r35W5Sp4RCaoElhubp4FjyjcV9I9C11lvBo6jJrZBc7b3r1jnwVh05nPH3ceASs+Wdy6YxTc+5+B",
-	"GDIvcQrOFIsvhFPm7EuC0JOGcRa9T/x/chD/H3peXr389inP14WobkV1fOFI8CZwhm8HBjCQ3NxAF17f",
-	"xc8wPq60MVGb2fi40QmLj5u/LkG7S7ZM/s7dF6BEhOpuapxiWVsJyLF3j++/YurxDJJMRoqasDwzPjsv",
-	"j7ru5JR8gR1ipGHXmDGi4QLC0YbuWmksxl7UXabvg8kEow8d5JWOG9BkI4XgZbwsV6E3Sz9rQti+Twq2",
-	"URmwnxeUy+INmZGCHi+sV62ZsUjlvlso1A+cgtckion45k/QfMhrLq0lQ3sl0t6Idm53tRMJ8a8jhU2C",
-	"89ADKme9/JjO3TGOdmxtmUOYJe5SzLiFJjxzkY2U0dubHiEewFqfJWivj9+XdqRoCqdhvxkvwSkGq/E6",
-	"0bi27svw8GrAzsjc4TYbqakjCqFpAxlC5BJ7g8PRlwV0KaLGOazHWdPAaaTIFP7lwzts5sSWUiGSwPrs",
-	"ddDk/DL7A3Zm2Rxco+s0NMdz/imneRnIGdC1BTerU396r15+O1K5U67mXK2uCHctUjzRi9a0K8pjTmi2",
-	"u/EIx22QQlejXuhe1Ppz1LhopFARNQwzafsZZVHYVr+WU/bq5FUzH1ApwWWYjxS6kEOr27jjYFDeZvxW",
-	"DNiZ32m0CrCfi5PD17ygtY0UbOKrkxdDlrfIckU9YXLWI5cvuqHjR5Cn4Liu/WVZaTUlOjsuQGd26G5V",
-	"Mfw3NVfrbw4g1VVtnC2CbYLhNXeHRDwLqcpBCI2UkVMlCm8h3IgVK0QFBggU30Zuc7B2MmY0dY/D/JTY",
-	"XU92gqlFwaQdkt3PfaaOWxEoSH5hijrH85Eal7WxourD2MA50RI25QEvy7D5IEZGqn3Wmw6H5IQ49acQ",
-	"OpdX4lZjB2rUu9s6GMJhtTrzocEsjP2zLlYPph6n+th9blvntqrF5w315MWjTCGlnjQC/GmUj5NXX7Ky",
-	"ctYy0ekYYed0YFp3HcXaXCvShc4Q5MBufYUiDbGFsImyLJStVmwhKPkU9Gjfb1/pJeXYlHrMS3yCUmN9",
-	"921GvZpDi9UZN+xaCMWwx3/TpgabdIdBoBwL7J4Be+f0gwl3d2mPjNMsqPEZZb/2AfCnESYzyoAQ5QSj",
-	"NNIjAFAYz33aXUWlmGCTyugppQE/OnISsdLkbFFJVNvoNiilgQy3TYv3TaDuIxq9/iM/aNNp+14SKUzG",
-	"rlfgSfk9bNs3cWzToAsLmSYwykxHLZQai9fzhVbC9LH8tGFBI/BimLe4PJAeGR0dbZ128PfC/oBPPOJO",
-	"0Rc69qcJF9eLwd2pTc7So+FfPsa0d6dHCWPIR8kL6f4VUwzzbolcc2ErOTbb6PUjPbKfMbsouVwj1boB",
-	"vUEV+gKTir2v9Nydw9owSILCkAE7GZwMXv0erLw+H/EJGjAD9tckUmOeOVlTK+hO6yg/5fVUdJOdPGyD",
-	"FZ+X22jvLCl00x3ArH7QA3bA8SV9ixV6XM/dXRMpaUsnx2tZWupl//QbcTlDcW4rPraddMXMgq4r7uXJ",
-	"Cd5MoDce1wvU58aylFhe52SNu2u5Ksi8Ne664iXolO4eHqn32thpJS7+8x3rFXrsTj0vxbGu7WBe9LOA",
-	"iAH3SiGo/C9otJZfcyOGcOOBqVYKbtxTSix56Waw0jVkZEPkBUQnPHF5+W7Avj75aqRyZ4FQXkvISwF7",
-	"h5dcjSGZWxU+pxCrCq326vFIuWn1B1FQAio/GoOZivvGToqglEoos9871RLTOH4nOQrUpbwhWiZ6cr8+",
-	"+eoJOLND/jZ5Tp4B1qbIlF6yHhqOUGbpd63fydWk/HR7mWIcF4q5EmQDAD64j40rUQhlJadyCuA90NWk",
-	"HSlKU4zs32Ykj1Pob2k8Kr3WQyOVRx/InSTHRoXoo87BoOW2NkPmbZAcE6mmYojHMe9DjhfqYNTN2llt",
-	"7rzOdSWy0J6XDGx0WvSotggSwrKREupWVlrNEbCiaIKbQ5ZTwqv8u3Af57WduQmPuRVoNVNFrhLLPGNK",
-	"e0TFzFenSEv9TJ2MX2FKDns7afLNHCFlWTqymwx/hsxxd4zyVyffUmmG+3Lo85CjoIHCK6tZoUeqlzs9",
-	"SZZ5P6hIvh4IZv2jsDNdmDxDpy4Z2flMKpuT2Rq1eAwtWJsO5LA6y80N/MdSVze2EqJ/yqRTxYn6WStl",
-	"LRrJmfrgv0B55XYM6YP1wZxNa2HMEJpKU9ULdI+OWRCqx4ywkOAEIjMDC8eXmxEfoLdmpIzANphOypV6",
-	"KpXjsMbx0s+8z4z65IK/hSauFeMjRYplu7rOvQRzhqwsR6NgS8w4+gr0UgGIScT6YMU0bNbfYuvTwX0k",
-	"Mz/GOX9yA5+WlhDOBPt92oaF8sl+A9YWFU3Zod90MDW9ehXJoeatjImBG2hDpjBug1TB05s3lZXNUCD8",
-	"KAO/EZGOwYZr2VUtGNmlO9tzMA/ljShXbMJl4zBiS756ImfGV4/r/Dg5zPmx1317Zs/5go/djfkAwR3w",
-	"+/HmKgAJqIjZaJ9RRDjhBlF3fw+0blnh0dziexbQewnHQGDp2trhLrVpne1H0n+2nDFIGgc4/qbm4wn8",
-	"YvfcNyBcu8bQWL1ASQubN2BvCzFfaAthyeROZZ3W0u+/Jf9Ee/GzEq1yoRShD0sQePsaQt4L37G5TZ4L",
-	"Yc2acEVU7J5tgKTwl6VUBiNRkerTKGgJoG4M+fk3nAln+Y1QjX8Q5PhIkUbnC9tBU0cfoG+cxXozWRT+",
-	"VVRiPU3ykSKg7ubSwHCff/tP7tqF5CmnmFEvbolgK+C/1ZO2VhVise3+RaAcr7X0yvunjLOJFGUxUsGN",
-	"KQ26NH0EdcAgUdBpPW35YJjVOqWqIDbtk6gq+Kn9VJWnPrNEQWedSfNFBiXueeA/QHNm5gxP5Kj4NO55",
-	"Kz5HeC6wRO8kG5Lm6382KHEYLyZ8ONaj45bfCLGAp9ZNItAswfIK5htOMc8a05Eihl+fnLC5cTZOAA/w",
-	"qcS9xlaZ8xV0xXdSpD9gZ16rANeIswqcmbGGdPfihBn8CJ5ugrkDrRdWMmyeBddMHmDO0GBj3OuYuJim",
-	"wJOGqmqFOc9sUgkzo8syZXjA881pXtumNU0dByfXTxsLEqf8t3hrjOUr+iWjTHpZMV0VosrCtkB/VyeB",
-	"acpUTBMWjFRwhEQi9jhiUy5nmpQB9MCB3ezpjdIc0kMb6Cm4TvyE2LWYSVVAK1CwisdcsWvBAlgfSerX",
-	"b969uXzT7tTwHJb3/Ddf7/0573eliwVGbGWMhZNJPVc3EqM/PqJ481CXxs0gIeN+9ZAuzRb0vHsAg2AF",
-	"tGN/irDqyZOGVc/TKKd44JDBCNmZNV1DW4dzb7FIBYlb82LP/UOPyQz4jW3xQT/XfwYl9bKlL/qZZ0yX",
-	"hTAWtTry1M/0Eg8+iJV447yX6B4qbfLa+uAEnI/ER1lAoFzSz1Itansa9ZdmPWMLeEEVI2VsIaqKWT0F",
-	"XbTfpO8b5it983YP4bwp/cWYQkMfn0sGYhDkK+Z/tdoX502qWANxPVJQL3AjFrbx3SY5HBP7eRPJhVLX",
-	"ubZipCgI31xWmE7JfRTJJ+zAVRE8fBbCI/WCYWXuSBGh4A5c8qqgPLn1Mt2GIehOLaG4QE4aNzJ90GDC",
-	"II2LhRuiCMmSooCUBz9Y78U37Ef555G6XjFiX1Q6FhBZIb395dfwFOQZlSUlMFBV8hCRe/hIQW0B480e",
-	"hBKY3Cd0oPvLY2wRbBdchNSqyM+LqJo1++u3D6DKxMIOsPAhZKoV0jgOKvKR8m5VKqHGrLzJ5JS9OvmW",
-	"5U1ZeKW1DUZIVO+aqjd0dwq1NCrY9cptEpYEuv1aq7hrliEN1j5AQhuIuCsEi8tT6syHWpFIeyTLhEb/",
-	"UKv9zJKXD/3llJgmEItTNoGM9zWz2XexwDrP0Lf+v6Hn8dA0raeJDDYWV60ASoDkipmx43Hfl6CmThRK",
-	"wBCk6LjEEtqHmsjp898wTfstOi8Pv+iy31Dljet0h0d+0KP1s9FRMvHi5R+zo7lU4d+bFRTuRq0TF+qZ",
-	"O0uiABtcV04IVqIAXzvL3/+yfiPNsczsTDGcYgxVX0gsu+dK6Rpy0SAAd+IRE66QZFf4JlSGYZkWjEHj",
-	"hQxeALRnPV35oARk1DK3rD4OS/m5flgYKynPLoKX8hwexQ6Fjybbmk9gBf9Tu17ib3dbKKCVQr/FYEVG",
-	"aJfYw5FsePmF5oseHDJ5+bTFMDaqnwzBZOTWQOHe2fn7AEtthG0fkj4F3ZyAckev3N82AjyrbWlOzZGA",
-	"Jx/fF+i/1GkiwZ//GSykpg+mV01BUzZReU7AXlqUXDVJlwg5JFOdsh4yIJDkB8AYe1gn4lmD8FeumqBv",
-	"e/GgbTv73jfAzjPGrZ7LMRQ3ubX7IEFG/pIM/eiUT2nquRiwDwLuJhP5ITFQjPkTmIswUuR0GLCzonA/",
-	"oaOLwDSHjKtWJxXfmQIdmogGdApJFOv4Wljwy9vQ8PS64nPwc8AO22M9mTCrdcncAs1gpH6lZBHv63IE",
-	"YJWwkJONbr4Q0ObjsQgfTTobiYqPGzzwX4lKGR5XL8fPndHqk9WV9Lcv+TLqIEZcwX84UV6LcSlVmij+",
-	"b6eAumW0CskdWHmd+7OYU9pQSC1zZ3Nwl3vx6VMPzgPqaAwJ7tRUSKjDvjdYGgfO7/6+1+RGAfc6ANCi",
-	"dMRcw3+LAgUoz3sYt1yv4KtGqqn962eUIZqD+b668g02cnA5qOCFKuWt/9KAvcYvE9CEgTLNFctlMdyN",
-	"W5efYu6uLrEE2bBeXkF36SYPLgP4gvX5+FK0ErpDU/hnJnhlrwW3YFxFs1FaCRJy6JQLrSF9LaxPLeS+",
-	"eGYq0TNMulGpp0m9HV4mOfevUED/r1jC/hIFZXeI12k6GBT3PrRSQ47kpHbXfwSLb6xetCD8/l2m1lVT",
-	"H7lkM9SQQEBRB3M8gMm6tIdRJwkld+Dus+5aijefFrqyP+CzhxkYn45VsXlZ7iyp+NnjvyDCEXiP3fX4",
-	"zxJ2GWt1KypDKa8G1+IWYLAB/RXpsR5vPvwztAem/6zA7u8/qk3hEf3uZk+kfFG/+iAJqvchfjgTiBEI",
-	"ajqmi/Ryjo6rIfPpP/C20t4dFb9Njg7MDahEEb8O4WO646byNnRhDR0YyQdiMMqO0RQIwMBYGOZoPgDh",
-	"HB/tCT58XxlGzjYc01dlwjhgPYlW/hXh9pqR8lXWjgoDdobUaJ7b6XkDtx0AHbXzkzBB3qd4eXdnftrk",
-	"dUIGhi+chxXBt/OvT176ZqmAvLnd7/YjIg0+hqHihv63n+2/sZ/tfKbXElyfobNs07fmfu0zPteRUIn9",
-	"Cf78FPvaD00Gw/PfiLkfOBIQRt03FPDNq30iAeTNaZ/XM0jPaBpuP9KJjfuoL8rVUx/bRBv39KmthNHl",
-	"LdRHw3P/EofzvqAJmMHjr4dnJkriaei05+EJ7Tge0CMZtXmQhjkBQEzDrks9vjEQu8rlnE+pHq2Q2pnq",
-	"TMyvRVEAbJLbeIB5wneCdxBT9nRzOWKJVVzixgyXBVT3WX4jMK2uR36/8wj9DjIl2+V6m9cDlAja2vSH",
-	"UcmpbS0Qovr4zyta6FWtTL1wigMkIfRyWIQzV3MAJ0CBBz+i0hOVraF2NGCXTtOBZJlAjKtSqhuiiGFT",
-	"7QiBCkxnWiT2pXlcPyV+4yDAlZcP/PF9fJas59VRXVHyZH/APkAvHPcrb/rebHiEwRH8r6EYPHnNkojS",
-	"fE9DmhTFuqVZy2PdaM2+pyTDEMUDS7JzrbyrNpQxmxnkECnRtj5QGl1rbQ0klg6jM+1MEGU99hsGEX1m",
-	"FsC5SMKt5U3ym89Px3UV5Mr0v4Y+ayidKKlqsK3YNqQ0hQpps1EgDdra8VcvT05OTluxtRshqFpJwsN2",
-	"5QwiqFdemcb5cepFo+MDwI0x3VW8FHXyBbzg5epnsVkDdp7PkgrANe7fppHGyewpINrTlUVdYGOGDiUm",
-	"JOwTXxNp4Z3Ike3Z6V/Bnnh6MUOhyTUbhPpOE34knqUM4Aegd4ivKkCHAqbTbjSfwrxWLm0AMoS9FLzY",
-	"t6byedMKZEcmADHS782xON9/kjSARHud4H0yWavkDWIoeolgm1AmQeL1UZ10Ift0a5b8ZXjqEXfff2Rb",
-	"nnzUbyhONx98iYmTT5zY2E7LhygoHyOua8gw3i+XMXtog8vMREnlUoQX4mfwzGD+RY+yw5+ZjQ5QwUea",
-	"BVC5Z9EVC+g+eIJ0hXVJsYPYYGr8SG3mxnt8ugbgcj0p/jQ9kWcmIqmgwgKfPN+Z7w06ApairXfYUmgG",
-	"BqAVaBV1fOzH+BO6oPFWCKgZM9+xVteW5c3TDEDr2auX30azgJz3K4Q9clYf5MK/+CZaBxTmexUuobb8",
-	"vBDKn9BHstX88O5T6YSSFw/+rV2C5t8p3F+epAtIEyBWoADz/eX/2ZLDnd01iTscj+e/NdDHu2EoWufk",
-	"kW/LXQxMJdRUgPUEStMTM8Mbsssj3Gnki97F2+9/+OW9s2zd1nvwtGml6wWl1Fy8/f5/vX33DrXoia6m",
-	"wkKQ5cFuxT1yOjxbbdfOWvz3HArY7hxFOGRGXaGAXytpxRNdB29htXu57hKpJr9Sk3lycLy//D//fXxl",
-	"D6hcrhYCwTalIkoGAQNYIQ2YO1RoNIDdUG/mdDr3H/37Cd7nWFbVDZeMxYQ+yr5wtldrlpAP+IL9KP/c",
-	"zxgvikoYg3VybnYjhc3HonaTKEoIiW/IOPWNwLD3EnxVS74CgxuRKAO4SS5UAf0m4ZtTbTGygF/Ioyb/",
-	"M1FiYgEhbklDbUWxGvqZaV6K6hIDIlw/7WPiRXQ618REqoY+tF1LFNCfJLrEzaWS83oOf9zshb6+MT/K",
-	"spRGjDVAYGr0WDimoPJP7wCsBOZpK8FWwjZJmy9PspOTk04AADdc59Tn/BPO9OXJycnJjpl/fIIbG7m0",
-	"695+0srBL96gjW51YhVKYQOxgkybATtJNWX1wjFX7v6ZszmakkbPxZd/o1fCt2383a70DzCFJ7rTL9xq",
-	"nziw/4WZfF/02bsQdkOrpoah97i+l92p9L8sphWHbBvNeKRNIJxz2Jp50cfoFPhIPKgyB9XEXb58Llj+",
-	"2wgE++hoODpy97ceHWUjuuFGR8OfPvuUeshdXkgxhio8D3GA/Z2g6SglNmMcnxrTYldaKNZ3dkUkiFjv",
-	"Wk6PhSokV32MQfnYCcbU3Yvo9G3NUXySFqbo/uNcFwInGVf6gxri/kywCaSG4PLjuQIB3cgE6PDJ0u8j",
-	"1fomChz46liXZnQ0PM9GR5Veuv/88DkfsA+hrQqC9HglBLu2C1WE7Hyn4DQ4DkLeiqLvpgGITb5NNjvz",
-	"rX9C0xfqrcN9c41esu0l+y20vcpYxE15f6R8XyGaSat3F3W0TKlHZ9by8ez3VZDumOv/AuXMGjTBUtrx",
-	"DHvas7Y2vqAuqf8WamtuEY2wyIFSWUKz+JL0hoor3PJtkbrL5qnHvEibr3RdpeGJf4Y43YXiCzPT2Dmn",
-	"rpTJfD2oyaJCzayp1U0gVD1ulG4NC63tgUz03eQxSNwm7FoPqsYDvh2YoGj0hg5eGQJ85x+oPvACyTXA",
-	"cd/TTKA33Fu7AaBH+RO5sXrxAeoOh83nc9bDGqIckmjW3vKFivEL/VMMnGCWewv/7kaIRQx6Bz3P3KJ9",
-	"J+MosQqcoO5idoa1QZgd9yy0j8NRMbed8uJDIl1B7eb8s9hqLnW1/EpzvqyrR03ugPE7Tl+zz1Fq2L9U",
-	"mqmncsPntFNNU4CoxQdlIB6KXPx7buGTbdwDABbDaQvABpQ29oDiMJ347mXh1rz33cmZ7gMJgRvAt55P",
-	"ZCk6rRYAc1ECId1Kaeyv/r3vZCkQlw26zTRpm96l9QLxzHp5hD4WABIAKp1wUIf4foDxrAC/mOQrKeXQ",
-	"6RFeIo06Rvpyu0K2S3ZyckL2i3QWAVoO+ak3IYivs8Z4iPvBA5wO++Xyu+M/ZtDqzTCpRuqaG/HNK9bL",
-	"hcIu/m46cAtVYlqXHLpYksUES+m9OjkZqQjgDBrCX7mn8k53ZouyB5f5hrffOyYKLPWkTtA/A92tJiLQ",
-	"yEDqhiM6fZwlFmzEc+uez4sndm22N6erXsIx7r+bMTwFqDQvvCGD0kJPAKW8DGhDTZA8nMJYYocfH0yD",
-	"bQvUbj8QlDNDRKY9zZAy04s6oK2nCoWS55GKo/3U0TJkDG1PGBqGbmEhH7nBjM4YZvziMTY1YndT/2Kf",
-	"wgloZH69of0QKZ3cQOBnPRGqyfnDLKWeKI2g1mIhobpW/JbLkl+DoGROlnmx2m7hHZWINEB2TtCM/YUF",
-	"UXGAu+HXRpe1FczdrxnjLB8Mchb2lpKOmguFikoa6e3eC82QswZxEu+OEkNjtWWvYDFr7+naGln4jukp",
-	"/D1qINoCtRwp/42erqhBFo/eMTo838cZf9v6dBtRM7TSDg9gQ+iMGhEh4KMoBiP1mj4hhaFmp4h2C+5E",
-	"6u552tzxELaCDq5SmLXLHoJ5GPOCxktzXYn+gF3gwnBfnUoB2gWYP3MjylthUjfkuw3d475X5JNcF27a",
-	"W7ofhg11AgCJ+O/74/HvD7crreP0+18aU2mfF3Iy6bw3LknmghO0EgIB1OYLXqF2zpnxXh7485LSQtDp",
-	"N1JWzBe6Qh14EVYsVSE+Ieg+NUOBXzJWiQn2FDWWmxmcU6jGW5FcX8GZHrC3UwV4Ao0G7JuEDFgOaGIA",
-	"j2wIklTakerJImPXFVfjWcYsn2Ys/+HN2ev/+ik/9dDH+AtGMZiYL+yK1kxd1aAdKqABU3oojm36LeeG",
-	"uzBBNr5qy0ZxK6HcP3J0gHCGHjJgFUA+HYUHM2oQwO1IvQL05V4OT14GUed0egI5AxdKznpNPVufRU78",
-	"QJLmEo02FPCKcUcJQIEjutMzg83iFlo64yWASa9rESMVrlu6fsF2pfSODHNgI/IRF0TJytB5rod98YFk",
-	"+E5zVBp7iU2ljQezWvdPSavAKlmEdaKcDlBI3LayuXYaELjjgjMrIJqPVLNS2r34Lm7+2PZTtckPESir",
-	"L/1elBzqfJCSYWNwD+xSo6ftWfxp5OWwHbSFQ8xgoYu1afRDmBiTkaIJeDWFfg+TyTz9MhyJHvcDYgZ1",
-	"mLmM9tAjJLBebvV5mGfus0KR5NA7JOIC7KiuNdMlqES0IFh0a7GkvH198qJ1VuJS2o6GrN9L+9oJrh1d",
-	"P3wTAGnjeQCbB0vRcUf/FFRW5H8qQUyZi3SQjjpQAF5+/c1m4X+26d6IpgHNUzdOW3x6vQzrmpNFh9rB",
-	"7pksjQNTVyprUwqm2GLm9ETXZUvnhPXlQ035Z2znIg2ZYVUkM3qd6nvzUKdfgLxiyV1+dfLtPtv8Vo3L",
-	"mgBjGiG/5YPj2ZfTacWfr04VcjL5t874NLHV1nVNAigIhYzV0Cf8JmhDEtmueEodstTTbfHT76V9p6f7",
-	"JQRASU36HHwdpx2+aGcdPrVrjpa0pe+MtMZZussvu5run4D/iYZEU3TlNLB77vZ+SlbfqOtt734+xRRi",
-	"qNBHoP6g6GZB34SgK7zCS7R9GECeYBIQ2UTOmJjKqHMzgIAAgsVZbEWiq4dxtYr04pGSZr3hCcYDmmeg",
-	"F0CkSnsnmZ1Vup7OnFacD6bS5msuJ/icjR0JTtsl11HGuJs1Rk1m2oiRcosoZNU0GaDOL3Bvgyqha0sO",
-	"pa/WjCY/uSvqdp1Db/TgWgJjQNdWnOJ/IswE4FpPKz6nRDE/SMCB9+2tEZgFk+Ea43te9Lu1zscv124+",
-	"8hil2v/txQn6ANBtSwbQAjy+pMHGtmWX79Tdsk8ldNxud16ujlHaHsZ/Bv/kG2WrVRd3u834t2r5+Gfh",
-	"NVD+GnFtHNG3+COdfJ9Afp8PEED5oxHlpP9Y52A7dMKFf2gvpdJycwM5DZ3YfTutObA0Q39hdH8YlMXu",
-	"CqkAUwqiVno+58dGuGlRaZb4tCgBtZUsudQUYaDWDKUVc3MAtodwTEHr4FXFAWLF2FXpfpjoat4ZoN9X",
-	"5365U+Xu+MCCT8WlvhGqawu+fvHy4D3A9HHoJQ01/LaVIYmek5CyBqnVosjYTJeFaQJT4Lj4G+uNuRHH",
-	"UhmhjLTylmCNIAfbPUVNA8HjvajERH7qeyciwBZ8omYWvCLdNDSDdY+MVOgBi4pFikZ/63QqnZzsQZsz",
-	"39Q70Adw83q2qkUf6EOtbx3RALU2dAFHrkSNjpoAdvq/6KUvx1FBB6AL3eSMOd5zm+zp8iR3y0OEivyE",
-	"21Zk5hYkFbdb4VKdwNuBPQNPPGYeHjc3nZgz7uOD34uwQJx12zxKSQfKwAWWrOg6rwS3wi3hsaq5uLnB",
-	"j+xXy/XiQb+c2i+cTfHPcHRwqk70c3OT2tZwPEDR3pr277f4EU9IZ6YqzP6fJFO1g9J3BTwCT/jGhvyy",
-	"KB7/2L2Hbz91BeUWPqhh1UXMD19WsdG9k+oUtN+CBUInTAALMahYJ8+ve1+M60raFXDVteCVqM5qpyv9",
-	"5aPjIKxiRJ6rq/JoeDSzdjF8/vzFyz8MTgYngxfDP/zhD38AbqPhfwt6+MpYgapyZDyY+AdEDo5/8R6+",
-	"1o/hSo4fvF1/tTGZ4k+GmtqPn///AAAA//8=",
+	"7L2Nkhs3li74KojaGyFybxZVtmXfNismJsolua29sqVRla9jd6itRDFBEl1JgJ1AFsV2e2KfZh9sn2QD",
+	"5xwgkSSSP1UsSdPTExNtFTOBxM/Bwfn9zu8nYz1faCWUNSfD308WvOJzYUUFf13WldGV+1chzLiSCyu1",
+	"OhmevBemngvGJ1ZUzM6kYWN4k/XyUX129s1YLPR4Bv8UQ/zFiL/i33n/nOl7UVWyEIa94caevroXyp6+",
+	"fjk4yU6k6/+vtahWJ9mJ4nNxMjzBzk+yEzOeiTl345nzj2+EmtrZyfDrs7PsxK4W7k1jK6mmJ3/8kZ38",
+	"qMtSLzfHPuGlEUyowjA7E8zYSvB5mIpglViUfMV6M66KFVtKO3OTK/tdg5vgd+LBFWLC69KeDG1VizC2",
+	"W61LwRUM7vVL9x50t+B21vQmi5PspBJ/rWUlCt9BctrfvchO5lL5P79KrYFbXVhc/F57Ia6Esux2xeCF",
+	"K11XY8HGpXSUwLRilRhrpcTYnjPD54LNBVdSTRk3LMcNycOSzAQvRNXMorWrB+7btajmUvGyc4msf+Go",
+	"S3Utx3fCbq7ShacQCy+wSaXnLH/39uqaPRduhuY5PjF5xqQyVvCC6YkjpZHKL2o705X8G3e95QzXifWW",
+	"MzmesaVUhi1nQrFbbWeMV4IZoWx/wH4R96Jii9qOlCPJW8ErR536TigmrRHlhEnFOPv1/ZvBSHUQJg6r",
+	"a/VfdKz+aiHM5ipc6vmcnxrh2IMVBYOZM9fcMKtZIUrpRtwba2UrXbKJ4yKG8XLJV4aN9Vx0nh/oZAuN",
+	"JIf5m67uzIKPxTtHGgn+VHIr74UbGxxyYYzU6plhhazE2OpqlbHRyfPRSTOncybmC7tiE418ILxJK941",
+	"fiLOxOk/OcnaK/79d5tz+cPRsFloZXDdL+wlX/CxtCv3l1tPoYAs+WJRyjEQ0vNFpW9LMf/vfzFuur9H",
+	"H/9vlZicDE/+t+cNW3+OT83zd9gKP9pesGs3YS7mWjFpGLeMszENg5VyLu05U9rO3PlfcsN4MZfW0YGu",
+	"2LgSbvkGI5XzqVD2Bt6/qQQfz0SRD5mxvLLAORSDN9hS12XBFtwYlp+ezvnHU/jd5ExXSPGLSk9kKZ4Z",
+	"ls/5xwt62suh7zxjuRnrhciHftB/9y0yxlXB+Ejl74WtVqcXjq/7g9c/Z/mi0vOFvflrLWpxM6nLEnqb",
+	"1dYN8abQS5UzbWeiWkoj8HBhY9idqNMUQx1ruFY0W3Jp2a2Y6EowW61g9lMu1aBFKUQLUlkxFZXblz+y",
+	"E79Ln3D33/94yb5/8e3/YNQzK4TlsjQDOGvUARCn2whHn7eylFamOMVvM27h/OBW8+JeVFYaUTiOlUsl",
+	"reSl/JuAy2NR6YV7jB1Bi1/gVP2+fk4yfPq/RGUkznrzhdrOfhZ2povEsH7Sy3hU47FYWONotxDKjciw",
+	"3sXlO5ZHnThBxZ1xppVwg1+jy+bN3O34jDt2IxzlFGzMyxLfcL2PuRU5SRjrKyCtmJtdW3cRPuXmSRPn",
+	"VcVX7u9S8+IKGVy0LkHagFWeLza2bW3t60LqdHMxvxVFIYpLR40fbfolOedTkXr0R3xH/zu9l9H3Njv/",
+	"EOanb/8ixpbGb/VYl5ubH04OMNF6vs8I4uUKzZKLlBoLnoCGbLoOABFCyY1lhi9JIojoJyY9rVCInvPx",
+	"TCoxUj26sOiRk1K5KnjpKNHxN3c+HXdl4qMY11ZXBvne2A9/NVLuLAvTz1itChJto6/XVeUOwliriZzW",
+	"FTCWobvp3GU956rIRopXU5O1Cd19xPUk1L2stJq7PlwjPFZTYc2AXagVG8+4mrrr17FzbQQrKr0wTNoB",
+	"u7h1Qs4w3CdGCMVWwg7YawuXj2L61ojqHsaUufccP19UopBjHGa8dndiYZ0QVcWnT7lGRgg31jnrcVbq",
+	"qVQjBUKTlx8zxplbjogvVIIXps/mfIXnGadRMCPVmC6D9WOzhecYy21tmCe+IXxojm/HzEgpXauxKDLm",
+	"7kxUOTibSWUd2SyBnjQr9JH4xVwYQ4d1x3iXbV5uuCyAAtpD2mDEuH2iuABeMdHVnDtpqOBWnFoJp22j",
+	"DRH862JzWNeNAMekBfkDaEaqc8aBmEBm4xH1w0UmkoMztmvulR222HO2zsF1xXIayHMllrkjLPiQo6RG",
+	"xISuMli38UyM79wmksJAL7mbBfnNkHH6F+uhDMSsW1xqqMoVKgh2JlZ4q9iZkBWb60KUGTP1eOYUsnHJ",
+	"60KgFHXKx4uMoYbhScswpZmbjCe/vjumtK3wQRi0YcaJ6/5k6kkY3ZDlnixyJx6SGJW7divDamVl2Uxl",
+	"6aRzt/pC1XPHc6H3wGQjxtraF1snDlH79NCJMXeigE3fuMBPv3EqQ/+c6bshUIuu3Lu8meZUxCMLN0N2",
+	"ou8SA1u7PGiUnoxatN55XbyRxiZu3Km3uex3pt3r75CBb57qtWFS350j8v0kxIDAOZLnMKKhwG7jQ2KI",
+	"e4Gs05wlT9yDFZ+XrPlIP3lE+T2XJb8tRVrUGK8JMjtXrXWpuw7whkvPEG9U93XWA13fBtXI3ZvxfZkx",
+	"BXo6vMaBbwpj03Mat0WG3WOO3nfyujSLkq86heOZNE5VJSnqtXK73SkPyiLZhwKVmUSj953iFJzi2wO5",
+	"O1fFrf64a+ZX+No7XcoxXFUGrFKumT+vt7UsrXQXMW7FidNlrBhbUSTZSq0CNb0X3CRVh3UR1TGDeMHD",
+	"OGLSTK9X904kz2LrtLVP4s1cWNDpeFFI1wMv30UvtCyLTY9OZNukay/xDBmvpvUcrxnNqlo1TPVZkPzg",
+	"CGdMq7HIWEtiagkgG0u9Lme0xpCkWWW7xGcnW7j/rY0g0RiWKWOFqOS9Y/7uzDnJ804qFEpgwZJnr5Pe",
+	"Ow4T/rBhCLx894w+pyeeB/bIoOHuaJRF+vHtAk/h7/ube165wdFSJon1nleJ3aPGeAHe80o6+oMNNMJu",
+	"KqZC3R+yTyniV5xIWdkuutWOwKWqRfGSE52W5dvJyfDftx9xMApf6vlcO1ayTvRj6tS8A0GhSxp0al9V",
+	"1QsrCmbrSiV3vQrHfUsHKLHhq0M8CDfio7QgjJNudVNqY53wh49JhsNfe41QUsp7AfrabW2duFVqNRUV",
+	"A/HAxFbI1AWxtgsLP/0ssSRhaptb8yHbOPmkEvndcurV+vKxW2/jxPl4YVvDG05vsiA96jm3cuz7giuw",
+	"T2JZXUgLHoMKToe0GVN8DubC2copTo5qPO+8bO7fbcytPZO3SjBTcjMLbCqYE/VkIiqS/9Y/0t80M+3i",
+	"S1ItanvY4N5VwgQ+AII/jdHyO2HYpHKqqPhovWBkDViWNse2nSe6oUaeKt/FJi1tnFjP6zaPQsz0dY3a",
+	"PKzzbiolNhH3meIWl1yNRekuyDIhBo/haSmKtKxRCLDUJhjBv8HvXuWQBWlOS1GhtWEhisPuq0XEc7ZP",
+	"vBlzcr5oNPgxKWDrsvAui40BLboeNLpRuFiKAnSWuS7kRMI/C1EKK5A9uJ1B5rHAh65LNGbs1nG8QwM/",
+	"mp6hGN8tdJJWL4ClAFP13MDR6tI7bJy66n5AxiOmXCUMwQeIljPBO26JSiy0kU4Ye2bYT68uXgKtS7Bo",
+	"KNYj04GurZGFAPndv++YPRnv3XGYyMpYapyW7m0lOo6XUXxhZtoy90rmb2t/tTihK6xlNID0R+qq4zqj",
+	"FfcEvPvkQlc07Mwtd3KXGza9fkuHByk9h9vDlAM6rD+sbMqfAD/jnWLcZi1qy0oxgY1zl482gt0pvVTM",
+	"aDbhFVvOZOn2zYm3JmO8LIkG5yDSuiczbhje8m6pwiilst+9aEYYGZeFKg6bk+v9UhcibavuEEhxdges",
+	"Ax4xd6kH4X1Aj9A1TWuy5yzdiW8pW1WtlBsbzgcYiZN6krKrrWo1dlufJlFw3HkbDOw3BVu4GZCxKZpZ",
+	"z08ndNvPmJyAK6aQRSxj05vodjwJlkT6eye3k8gnkaL9GsR03N6XNXLdcm5ewZIdVzqGjl+nqefwY6R0",
+	"UB9KPU2sOZoD0biOdt9V/5yMrSD+el+BI0B39rjBs7jvsdp6SvY7DpG09SzMrJnVoaTf/oqb5LBx5rgp",
+	"24qjSVda1uOxYyZIUiAEUptKgO3T6RMaBb+Z6wW6krZ/7jQFtwxsrIuWYXLXiVsXSQJtNDR8EN1+WKdc",
+	"oMVN5l8QQW8j480TEJheQgDFyLGdcWOsV9QV2OWIt2lVrjquY1Lg11jEgNZ052LC0wynuuWEp+269LH9",
+	"Lbv+nt2lmoeOtwzpLWz5p2M6ejIxon0vdh8y7z3epIFbOM3csF+vfzz9E+tJdc9LWTDjpH/wX0BU3lgU",
+	"eyjP8VGg8dG391CYL9hCirFA38cGX+kZWzglyR1zYwtRVczqKRz1foY2KTcVluN3c+QTg40NevzZijb6",
+	"yzhbuEJHO1vva9WtgkMIZ9Ytla5Ft9Rg4TAzdjo+Z5z98usb3CVp2IuzMwakBtaMmwmXpShYT2knTE8r",
+	"Pn9mgs2UjbliM10WTgqBxYmCu/701fdf7w4yTJDptkW4wqvjCY5zWnbfctS3nLHuiXzYmMrjCT9eky+D",
+	"8umCPxrpX3vx65j7fpsWoyAQu1ZDNtNLNudq5VlxJdhcGiPVvhLU9nsChfGNz7dk94y1RHe0LNITqXBg",
+	"ew7moGupMRTvp1JkftUOk8rCVbS/9fY6JdumbhmI2lwX55UeqbzNnnOUmGXj6yG/P0cDN1knM7Bhg5yv",
+	"Riqn6eY+qgBi57n132f/Hfcm7w9Y3lq6fIhh0M0cgsYaNFiMY6LATtbLveAMdvOROj2lxqfY4hRf7J+H",
+	"UIz4U1EUhpeWRsrf0ImPnZ5Sg86vwJKMlJDQA6qsBuKUSJ4m9UjCb4tKF/VYFCFOyi9zVSszUloxq0EJ",
+	"cJKoW05tRFgzEk9z1LrgQNbjGcS7eIPHINqNYcuSFIaT417QOfYhqEEb4TCu+Uj1uGoag06iS4wT4xSN",
+	"hk7v/nmkqLOpRh8HLYvriqz768zr8Zy+zQe/DF7fWDmOwO3VRE7fwkTQZHygwHPPyzrlp2TwgMkChVgj",
+	"SjG2TC8wZAGUdzKwkyrv/8JX3HpoJejGiWPxv/1uh4STbVrwP6wvC466Y0GsUPaHUo/vdi7F2pwVu7h8",
+	"xyhemt26LjbNyg90qSulLYiH5uC2nto3jTU7fFBzORfXRIP7O64r0QRMHDROI/8mDlTiIsL46gz+L3WM",
+	"pC23+9j9AYNus43wYD+jm1Kqu+jvdKxHJXdLrvC0i/ykqsUFxIaLhN2bR09o3G49P2SpIKWQObdpG3bM",
+	"55VjUx3ux8Y3vYtTvhdjdx2srur5nFe7vFhbLbzkZgNBbuE9SY2jKztB3egkGuA+XDCsWRY7tVtzbK1I",
+	"WLltW/RSjEupcCP2E45D8kO2x6YCi0nuatUVQuQe4VYcvGXdC0Zfi/ruUrFwWd5jANqB10hMMDuW0L33",
+	"Mu1gjrWPjSvpZzG/FZVx1261Yq1LmC34qtS8YGNeVVIY1vPj8XZn9BRKw6S61+W9SLn0txN9HFq8yYi4",
+	"uevSeDdnSQJTRzQnPu4IY/4FMuK08jKb1Ir13J8ggntTdiPAQo/9IePs119fv8yYEksndOMaUowxxh9W",
+	"ojaiSMoxoqp09XMT8L3VUZUI96TIsGChbkdc+wAMsGZD4CfKtrFU2YuHEETbvhd+oWelb3WxYoYvB51+",
+	"gis5VbxMB5JpY7cFc9JQhqzUY17C0H0CBYVpU1SnKDDhx71Ribm27fk2tv7kWpfc2Csh1CF+wkXLFbiR",
+	"znKt74TavjVO7gnR8WkiqGoF34/4fjMVDKCExQBO42a9I0B7qxWCVvwK3/4jO1nq6s77x7cGf+IkfvOv",
+	"rzNGP4utkQn+8z/pZMh1UVTCJHN2IH+kSYJEVdEwb4aolfzIjIYMYMoPBZJa6Mp2H7z0wfpttkIlnYMH",
+	"DXKs3e5xa8V8YZk3QroP3NSKUwqxI1b4yadD3cylmXM7nmVsMBj0H3b+XY8dnNE9ilKuNknQvfDMBOXy",
+	"tpZlwe6xRecJcZcVH9uLxIl94xYEMoeduimaOE+/3C3rz9ZzlY53as4/bLVPoiLKeoa+uYyJ0ogQYOVN",
+	"KiEE3L3jA8HT6S+1vdUfg99yH3MVtHgPKrZJZTPDA1DnyhIjtHx+WESzM442ID6+U3pZimIqCkis2s9m",
+	"lsiyS28582/6vWZKTLWV4DGmfLUov4zIO83ZE6xpT25EC7A1XcgEygG7vWE9TPEOISJkNaNRkmixl9Mu",
+	"ZjQ+mzARU0a24YNi5dOuaL+Sagqpc8GYtRIW09PCOaRvnjcIDtCILjrPbW4rfYdefWnYrZBqyiphK+ka",
+	"otu7VvANkNUW7mh6OxD0wQrBCyeFs16LICH+Lo4wBbmgFUvbb4dv0NpjrCsNl4Te6M/93OAUkti+K8RJ",
+	"RC+7bo20UxcO/d4e3dYttMuti13vGlaU4NseGfm0u2UEBsFL58Hs6Ik+xSY2NZ4jMLN9eE+XGERh7R03",
+	"lNdeEzYwHxbq1AY2KeV01jHBbdrBevJXeDUeWJYKk2ovQnsZt231VWcW3PpRpoTVWsEMN4y5a/cCxZuY",
+	"mANYzXq8EXhIpeBMCetkNjaubd8ziPj7zOrzJoTTW4SJ8cM1zS4U07V1Aj8k9FJ+K8bfoc6DSzkIfAFl",
+	"uswpCBQ1Tu4fdYesiuzQINB4ZankVpggMHn5Cfe8rUxRaivmKYZLASbGixViMzjBriQpo5W46PkRL1ab",
+	"fAkGBIwG7O/Jy6q9u8d066XUzrQQ2P0kLaVeYQ6cU/r8crt1riuBAU60otLglmRMDKYDSpFwIuuNPzlg",
+	"cgbBFQ/BTcHnfCqKJli+TbkTXZPzpNk+bMl8S/CoCCd7UxhhpIaivukj1zjmC7sn53GfgWwp2RqUa0wm",
+	"wDEp8dF6JqKrkD/RPyfhIYCagKrYUESUNhKlnnXNlTLVb0W4ztvDX9Gyrt3dlZg4jd9rIogLVIm/NDJM",
+	"eqejtM/2Zv8o1VRUi4pSzpslJTbX2v4ZXyyEopt9yDgZMNxjtyBOvF5y7ChOz6VrB0QMOnA+7/i0XkRH",
+	"038T49XNYFd87ROaLZ7WXrHDgrChokbZekjVTijD2Gdeynuxv3p0bLNDyDeHe0RX4CWtwd7leCovzC7D",
+	"xLaU0Y2FCL5Yn/+DDsvGruavRZBMsaMQ8B8C+72g3BJHwd6qJ5O00oFdve/ILHOKPcWdh3SaLmPRQ60p",
+	"pl44vmfeaL5V6GsuXY9Y4LahQwSiPjdSf/fvHLd7e/cBs+utKlc77HWbWXPPTJRDEicrwZDSXz6W6anT",
+	"4PQBcAaru7eVnMqEcD7jqnDElJzsxAlZZsYrmqiGTmKMMiefzSAqYTLpp6f4YMv3dtkW+0xJqm66D3M0",
+	"8Ah5oCuz062Jt32fM0JSw9Md6GAt8m4nuF92wu311tyZxunQd1IxbAyHqKNxWYPy1IwkSJ2QywC61dqA",
+	"vvr6TztHNF4mFuACcoh1WVuncGMO9toR8AckQ9++E1t0RcB1DdlYHfiwbdKD3Lo7rmh1C6gQe/FHZZDC",
+	"rNsxmeDlXQd33BUOuUFcf5Yg6kqbRqbQ1as5l2Un+peuutHD4PFhlpgZNx35eDWOeOepgh5aY8taE2mN",
+	"q+n3Q3ppXkpkJevHirvdTA70lpsORu72mjlWyCsvjpm0JXvcSvbbGrfTvPlHdgLktrfJhKb3YxLdpCvL",
+	"7zcnuznqHnrk1nTCn9JL1gNBz+preB3yaa/xXDQTDGJiKikwLVe7gf2s78X20cFgSAAO8WJOhAt6QTsd",
+	"MsHnuR13Zo2OZ9dx9tVma6svH7iL3ZmNjmOANaASwmnYcaLj7iB9T7VEoyEXEalmY1ZbTkQ6z9bfSyYt",
+	"595KxdFXn0o5LsWWpvtk8G5HI23RqdULVop7Ue4QEz995m8WLWK8KmH1OjbljZ6ms2KkPYgf0E2wT1qM",
+	"7LCg/lnaxqK2RiCepSSIQ8yk6npWcTVO7DGi2uF59qfdezKSOxvcHGnMReX05IOWCyf6SlmMA9qPg7qh",
+	"UrCsbNifjxp1AlmU+5ycx6ISE/lxqxumJdJWDz8M9QKhmHffu5EPCfc5bGoYcLPGWwkH13ODeqQqRGLS",
+	"U2nJ2Bj8hvAm6y10NRYll4rdfz1kA/Yzu2Av2Xt2ya7Zrxn7V1YryCzsst845SCNdewW2h1cf6UQD0Cr",
+	"lWMC4ENN792x2VWscO1cmfgCCZnxADVeCmtFZfbASUGGhbsRfT61pT+hLnYs3eUwDeTBIvIGqlsziOQk",
+	"BS9Te/obmGcCYpsyS7e+LOcLSf7e3HEsSg0AUnT7lUs10QNy8+Yj1eOl0QDk++dX1+y5XgjFFxJQ3XIy",
+	"0F+vFuIKvsyuXv7PENbl93akvNMYjbiT2gjDghsCjWzNqMB5wRUAMrM5/4uuBnOpdJXE4gyt0ofk4t3r",
+	"MLfguo78JGRz6MVzDhnT0Uw7AN6C3rL55SmA49zL9S+64wqAZnBEM7w9QgL1ZlBDh8ETBMvCCWFgiXNi",
+	"pxH3ouIl/E7uGfdVy520BYkP7smpLPL+nnJHEh0xO7nftuIhZqISpXAf9qvapHl42upnbHRSOMYyOvFW",
+	"2loZy+cLQaElu9lBEFz8qLKYKFLnJQqN2USiogSGcAEfFFK9fv8+ABgDjbT7hW50G4EqXbbiK2oDlRo8",
+	"NJmd6Xo6A+1zZayYp8Ed2rjP26AU4HOZj+duZr1l9S+cSHt0rxh1/rrYbsjWS8wdmPvXgzmZfqFjKS1D",
+	"1VAJ1hvPanXnsS6JO0mKvCCDSmgNLBMzq9a9rWwui1On+XWxlA0aPA5hzeOl2SdD7pORUDOyNiWlTa8x",
+	"/Twi32iDDD9vrhGtwQA1vUfnGdHsLh3JHvOQ/YMREazP44moWeYvg4iAUx2BiHQhHpSkNtfFpsC820K+",
+	"vqPYS2pkcQJdF8YcFM9Imejc3U22Q4zh8ZDYWt8xNByeM5jXkIE9vcgYdRbj8ImP5ExM2+7GTeGEPbxQ",
+	"vhLChvRPk2j627YcWo63Vudwp4+NQdq2s8odPfj54t3rjGaKt1scM4ESe3v+UToCPYfWmykaBNd7GOYj",
+	"/MPdrKd0IGDEijIcezxKdYwSGeMT0qzMvA001JmxDcNMLe07UUFKvFZvQ3JWe453Uh0INYspl/s46MKb",
+	"AZ4VvrZ9oO/FAl2tB5zYeEgHaasQ5TbW7WjeFFTiNg9QPPagqK9R0kMl6Y7V39/KtkEBh6FIYvpieXBl",
+	"hBLiet4utoR4bc9x2kj7WwhVYPia730t2U98XADhfTgsqVPr8pKX5T70DMpC7HUOqFULb2berjxsUMpx",
+	"dYinoA1CiO/KRDvKujbfaJYyLfgkFvAR8k/XdnxeMWgRRjWo/LAeLw3Fc8UDfXzK6+Qg20jomAd9C13h",
+	"Z3ZTFa7NkYgqWugviKZwVEcgqZKrDl9DZAZIeF+krqhW4BYj3k6Zx6IStiWzzg3w10VxbFyiQx1dzTrt",
+	"8gt2u3c+tKfzGPpcW5TPTJglV4Mah3MEimzqEG6T2A+oh5UnosPzL6Uq1nhbFDwVZjutBC9wbyA6GDA7",
+	"od4ZcUdfvAkCl5nRblpY+RIcLiz/9uwsx6nkoCfdLCtpBeHO5d7SaHz9tDEUyqQQcVLLeuhAIFO+sXwl",
+	"Clbq8Z0oME3Ltb+tzYo5iVLXkNMx1srYirvFw29lVOPU3DFp2KQuy/4wLvwUnImI15SRcke1LBvVEDIk",
+	"C4juNnyyvhq6KYwVr8E3YQ0Iwknfi6rUvAhrEKudhcQlsPwO42akGyWLwJvcbE9ptjnmo1FkcG0XfEzu",
+	"JzdZSEawWiPWGY3TYLnOCQC0RsvgFqDQSmQ4cQj8q9ozTE3K702cAICV89o1STGRIHIHUTYApALALjYO",
+	"m3fa2Gklrv7tDSv0ElJVxjVUPgCEAMB1ahMLVKWCrUdSWlJ26JwX4rw1oa7ohI5AO6mMdQLEfldOjByz",
+	"EwxmL4aF3URRKnByOzjYfGEPwGGN8If+gDDI19juK9J9/Z+b3AM/1Q0dM+4opI4F1n3OBVVVdjwkVNj1",
+	"wWHn7Url0mIBmCbCM50nsR1rZj+wmLVUNLKU6YohZgyhSCmxpISZc4ybA+UtgNJTwo5BRDgKSfVpwvAp",
+	"n0Qw5yvGS0zMuhVN8SFw+X4y4JoIrcZrpvvC1ASklM3thvLqp2TFQmATSNR1i+UWFdMzZSHmC20prn1r",
+	"pMGCWysq1/f//e8Xp/8XP/3b2en3H5p/Dm6Gpx/+9/+Wog0c5sPiIeZ1aaXl5q5d8Foo2I2TrLuoE5ZK",
+	"CqAufqNpP1sI2KEzTG1KGiMW4Yzvxq5Zp/i90W426SK57x7ahwqAHFNMPha60A4kId/8PZzVLebjjRJC",
+	"U23hrsQaslbrEspVmiyGQTQjZawsy2Bt955VdznRfcYAT54qNURZWVB23NyJIhupZSNlFXE0ESaHUDZ8",
+	"K6gWhYIm0rc/GClE12xqGfl0Px+ywpmZ6QrkgjkBOSeiTmgqlxHq95rw7+6rdah61sOJiX60ViyxOGEa",
+	"0RIdVtbGG4/217Fw96+pXarPsNi7ugo5P3gmzOalHkaXbSzltjPmCTxVT8jjYXWE93I1LaWaXifXZS3M",
+	"L30zdtr5u0SclO3TyzGdZvz1RQ9n7n03CpkfWTC/w6xbV98NcbD2j1QRphDTyonhN1TGMMlzlbZynESe",
+	"NMKJUGMRMFZq0yFg4iBeilLei0rsWect1LgJ6bKNvtjTVauQMzip+hkzmvGRap1zbu5iTdNpKSDGU7Qj",
+	"SvbSY4ZEqTIGrWnuGVbzB36wPSmrI+OIt1nPEmR3n2WcXDG4DH8SZUevJIu5zgmEg35Jl6PAeh5e7QGZ",
+	"zO3V0I8B8EBqQlCJh5ph+SSopwM584WozlH8g5rjsDvUsHmDWmGVuQF75TScMXfMGZSmouLLztXEefjy",
+	"d2b39EMwKXwaaydXtTqMbVbbkzxJV/M7NoQv3/AxBM7+Hf+iMf2dNRbDGzLIsr+PlFd+x6U28FPAv/Yi",
+	"L/s7JdTHqeR/HylSUG+svvEDYH9ndGRv/BlurWdsQfZ3+z6CBEkC6xzsDmOpY2ab4qyBV6RZ+aLkq0uS",
+	"2r20tM5SIGJTl4QL1VOaySJgErsOAi8gC5sjbMdVvP1sostSLxMO6S6EznXraLeg357BI+yIiaX4vKZE",
+	"XNobr1I93pq4JlNsrNJEKmk60yEOvYepGEU6x1gVPqo3SqD3BT64ZXNtLPv27MxJmBUfW1GZXUGy7a/Q",
+	"GXds6AbKSAhjMhbU0yyY4HTVuuJ63qST3qKHyhaRqSSscnqLzEqN31NfB55HadmtKLWaGp82gOaKDE13",
+	"kSEQrmTZiNlKs0j3YXPECj3gvGYnotPAsYntD+8G6LygyN/4PBH68wC/GIG0it2GgfYKP4pfbGzV5+YX",
+	"bkDBqn8MfrGUqdqD/OCoj1RhSNc3mrQRIWIi7CrSDjvqCaMBvluoM46sazXn1Z07zRDBXuhnpn+o5LHU",
+	"tdr1HfoKvXyoSvhut4SK2V9OdV1CThgf3yFkVAtJxc2w31muMsEcf/KFRnAmsaF/hsUJ1Lm3D6E4KQpS",
+	"6edQTFfG1ZXd5x3FpnFY3FNhthGBn4L7H7lHhgGGuNMG+Tl2VtBEIn6YhQ3Tk/fDLCBoGoJNwk2bar9l",
+	"B8MTbKjoMJJtE0yHXRbViso4bd7oITs8gQEB47fNHpE/LWvAQEM6odMINbkE76VYsh5ETbO54HhMxnou",
+	"DKzE/tiOcQHfjkzKjpTvdNlZj3zkNBIlQhER8Ob5E1aJpjYK4ipRXiuU4vE4z+Gsp6DJPcPcfnHAW054",
+	"CZUCuqBw18Y4BmTkSs+HMaiEgP3xjDNr4mHpOUaGRkVue8Gi5Y670ms99LOIhrFU8AqWoBdDb9SV6lMp",
+	"C5z3sw4u3tiSIXBSfLQ3MCK8pyuKeoCW6ZICRlREDtuIlc+1mrIc/sijOtTeRhnwBIjvsV5jpAQhtFnN",
+	"/iOK99OBC5vbpNPH80gd5CtENnqnSzleHVh84zeqDxoc9wVGBaMT1eMsGfDroG+zV+ixeW7EuK6kXQ3m",
+	"RX8wUhdTkDmqWgGgIbutb29Lsaz4wkM4UYkfSA8Al+epE1AytF6kco19FZ441wdTUKE1+N4zbxt5ZkbK",
+	"N2hhgT1DR2yGOGsGi/8BFDRg0ksjb0uRMc7evX45UorPBdqh0eIrK/fZAbvwuGbAstwysx6My0BSIctp",
+	"knl/pCayLAm9jkdJ1KXg98KwWhkui3N8fqvtDB/Q75jGKUbKQ9b08rkuxBAK+OcZywnecch4Web9lEl7",
+	"ngyFcO2HfitC3aNol8AoTOjJbizhRYjcGKklr8Cu3SPoQD/jAWxJ7jSfjOUoT+dUa9ZT99DtjbfXgfU/",
+	"IOc1H3KXPXBaZDq9F2ffj5T/Sssb3z93XxvGw4QatuBgaDsa3bRPomPWjQ5GC5tYubKkKBcMI3lmAsYm",
+	"kQDY/4la3OqX7OLd6/75SJVaL9zlNYxwOX1K6hIOCvpM3UEIuJaOkn1Ddn35juXgec2BjwZM33OmwF+j",
+	"tO95beJlCbC72A+YclQaixl63woR3hoNuoEbbOFaFaKK6NK/nLMeYkoSbj8uDAQ2VG0uOecf5dyN+rtv",
+	"v/3mW5Bu8O+vUlJh49f/7kXS7gchPpvzeUl8RSKsXSOmIFkSeyvYrXC83sTMymsauGfG8rJEu2/PAz7B",
+	"bZb/x/N8Y2YHQTFtn5tjeA+eG3DL9uQ8ZxqpwHOHbGNGwRng2fBPb39+NWAvkT9RiThkywBHRYiGaNXP",
+	"/+P5YFzyuvAhNOHvwV8cn8hGyv3016VQjrm5p7oQH3PExD9n+b9/wAE46h2wa1/ADb7kBjJSwE+Qa4K/",
+	"4plB1FqC1bKzSi/5kkcAW3hQnmSTUjkREfbzpsMFA1FZHkFtQio/cASyg3v3hmb5u7dX1+w5NcuHFEdH",
+	"3oE7wBObxCicz0wLxNM7bCk0v6W+ec0Q3vExVJIqgqO2rRVIbHNt1+7YRE2XTciFTVCvajyT911GQ8e5",
+	"Y1dgJz5JsOLDrm+4tsEXfbsi54VP5fUUOq64mbGmJLqfVkcqWKnNYekflOz1po0ZGnd5eDpMtKM7gybd",
+	"JC+j9xvwukODjURUPGcf0EtQE3V1J4ofKz3f1SqCYew2GDtZ+2Js5b20q60gq5HQhSoHhmbFIZHrgKJc",
+	"oa1svy1wI3l/qMrWQKJuzSNsyfJxINce2YdX8O62ukhbA/nck6ugWW773nX0KmD7FIdRcdLsjWPO1nkH",
+	"kmxXIFc4P/EoPnTz4QviOo+L7+nmRhDpQt9gvZksCqEi0weJ9aU0tu/4zi1kb6KBLsFFt7DI9QRT/2o6",
+	"Nmht9o+wXqfW8fOar/01mliCB9qv/RyjO+gxS9bq50tasDryQR9v2Sh/+SiBdJvr4xQJEEcw2ZfqnmIu",
+	"sVnLjs6CEUrpJVYAC2WQIfUZYqi31nCjjHFDMSMdmdFRyvb+CdKXrQkcL08aB9NBXdg1LKIsWsjqsZBP",
+	"fCptUu9mL+2dfzyTSVDSl3Fyxjiwm/GGVe6RRwckzGPGnj5AfEjgMont1woO+wj73Uz/C9lnGNDxtrfB",
+	"kkioS4mfvc2rQ3ngC34rS+lf360KxA12FOjZjJwO8lgzrNRcw9MtUbWOz5ZO9fKxxancMda7uHzHQnc3",
+	"/t0bFPT654z7iML8OVV7gzL5EMFG2P37JZetDTnlOArj+FkXXc6vuS7ElqkQFbgO9vdnRY2SmW/NzbOt",
+	"lzayCGqmoYC52Q6y1bpowa+D9SNo2+as56uUV/5yIiA78tL8L3d/tWf8ODQ27PbnzhIicL214knBakn5",
+	"Gelkmy0RKg9UmR8c9r83IsRRVMIttQSCStbWwDzqU5jg/tk1nhGC2vaJYTy3m5QuvGUoLm9N3kDe+IDJ",
+	"xlhocIY0NAaWJFFkm3kPUDQvWKmanIC2ZSpjvC6kFYX7iYfkyjUZPcerrG1/bVf7eWZYHs80Zz09mbBa",
+	"lcKYqFhuR0mKdG2DuLABWF8VEx+lgaynYFg9Z2Y1L6W6M+SrwPT6AXtxdsZyqe55KYub8bJJlfXOda3E",
+	"Ob41XhY3VCApp9Q0ssJHdTXy53nG8ufCjuG/tangv/fc/TfyXpJv4nkh7uGFRaWxhVkZsjH7dQkh1r78",
+	"C8tPT3lZ6uWpG/BDCivEFrMuL31TB27I8qasb+6k/vFMlohniGM7pwI9XlehEQdyNZi8U1fK9DOWexTl",
+	"nJzv4IVpmW29KqRrW0oo2IJd9n1pKrhTwdZOVl+su6Yap2u7nuoOqvQfz32R1tBLfnoaHhK5hEJcStsb",
+	"qCrm6QFGFWYfaoD6GtBu8w4vMiKVtBJ40BMnpLUMgfsJ+GsmwQ/ZVrBucJNT1SR0VWdsIkUJjAX/4Zh2",
+	"cot6TcL3nK9YqUFZdNQgpzMLR3bokcbaTpeMIUR3U9Ksv3buKTXD7+ItL1CvdQf/e5Z09MKr5AAPkAOb",
+	"ruvgOUanLMSQQEVBZLETMu/H9J8xSoXzMg4dK9Wm9f6gfXO21/2V54DuhXPKjUR9msNvbom8r8Vr2J6v",
+	"b1LoXrDT356dHYTc/droklvRcvVAgMZU2lA2xp1xx3lzAPv1AVAZLgdi5sd+a4//+xz1LTdTVLhOvQIG",
+	"38Hf8n4GWet00zUciAp8OZUpvkLaJhgYFVGaipMFoU4FexXh17Uq3wENgMDHVdGEHmLhOrDGAs4CTk0i",
+	"YAK4SqUxUk3PmU/riNfNEcY9dgT+ubarzN9ntcLYL+txFzD8C8s84JHB7w6Q8EM2HnA6ftNsQJ6sZJKx",
+	"F2cv4mYemzrmlBIxo32lLb5ZA6DTjpwyvu+U5I4PALzdd/hAidzX7ttSuwwKw7Om1ri/Rn0qbLhn4Bqa",
+	"QAFJxy9aprTmJt9VOS8RgYgPk7ZIqow3jD6QNZXQw1jS+Q6f1P/0BE6mY9WD2+pe2m7mQlo/gp0rOjRf",
+	"iKELR3Q0S1e79uEjVixRfffLWLG14sdHW7kfwWl+TK/JhS/MZ8RYY3ynsqyHoRBrBJDF5WNsxRV2hMHY",
+	"CylMf7iBKotoEKgmw1WP9RAgR5XKZZn1MOSEr9O+24Zn4hpdbbWKROUaE2UsA8fZI6j4w4MTIjBuGAq3",
+	"pJMalpWTDFQKY2eNXNoTzuL18aPZyqyQjh7PqyJ6/DIOHkaVHO28vZFJmNoOyB8oCFLqW15Sihzi4Li5",
+	"9/Ku2cuCZGHwR2pfgAVXIO9jwYJSYk3zsVZGGgsBK5BKgJXUjQ0B0aWespnghY8ILby4B/+GQ8vHmO0N",
+	"uF966WtEMaunWH83YIDRNoCdC6d6C4d/PmBXCFnUGqwXnptAcQ9R1SBq42CrCmwKTgUbxgFlTsT2wgqi",
+	"DKXLpYiP9h2fNtWMu1Bz90fG8JF4uwLxQ8f7WDK9EXrtfMVE8/vekMYdSNOpaBl4dcu4yLL/RE74yNzQ",
+	"eAXajvZznwwaqWWoCqGGXAmSmBNXQcqD9ISOnKP4Ydb9KU/i6jjEGd+mgMdfBAmK+jIuBCLBozvj/81j",
+	"dhzz9MQF0JtT1ML/cEdjJspi6H8m0xpXI7Ue35rhqQMskKYIf7D0mOB3cBzXQ3wADmVVC8zCopwdhNtA",
+	"C0kP/C/J9JIZYZjsMCPAa1vlk7C6j6fM9kZ9GUQJW3eztgyPo8c1hLJHZaBvYp19GcvmXYpHP8xYF/+o",
+	"dioK7n4fpZYnUmV5Wd7y8d0W2CdjK27FdBWvh4IijjdYmR+ue/i71ABz4MFipHKzxFppk0qY2e7lCh/L",
+	"Nsa/9bjS+j3+sMYb8aXQHIzoiKQGmb5PJ3MlEvttg42SNwABOevpKouz/TP3cqTiU5J2jsn2eT8Lxc42",
+	"MnIZVibNscnrIj8PvmwDv6Lp2d1eBG9g3Ocguz336ch5gFhIWQD2T4I4rD75jpzwGBziIKQHWIeO2I8A",
+	"A/FQZIduE8Q2rIRdeCc05hgHwacZb8VD+LBB38dgBc1B+VJYAS7KsVjBVWN033ag2/5aJ41NdDUW3oSG",
+	"FQrtmheAyYTq5LN/H5UAe3gSabXtdksCEWsVRwn0AqAT2OL60RzD6lDWr8QFGCnv3IKajiHz2PCVYcvZ",
+	"aohBYJCWrKuUu3ikwF8cKvq7Xvvn7skNwexBei0OcMbJRywKthK2nWwL969bV0BM8613ExFsVrPy3T6I",
+	"hp7WS4Rcvn91cf3q5Ul2cnV98f769S9/PslO3v/6yy/4r98uXrvfbn58+/7m9S/vfr0+yU4u3/787s0r",
+	"bPTjxes38I/Li18uX71x/05tb/z1J8DHXVTiXuraXD3E1fRJApzjmT+e722s45fB/GAdji54d5bwd+cK",
+	"vTvBpp+cPmCM6wrZg/ANoF4y6xkhmHcRpWe7jze5naW5OQr4NEkJEVL/FOqsBybmeBVJ5unYOqg7cbmt",
+	"VMUYeVYDLYI9Y4TDhMuyrkTGILE+WY9jpKKQREBKdbJflDE6BNT5HEZCRS8xzMaX5DDC9kdKV75/+LQv",
+	"cQGsVE/YTC+jefsgx+FI5TNt7I2u7a3+eFPwOZ9CAFrwrhN4BHy+3xTMaHnfRwqCGNYsJNgnoz5x49vT",
+	"6A/Yb6EoQxNmYiCwrrJSTXOwgeROx1TKKU5qmmdRqFkr9gguEswu3xxhA2Dh8StXwqK5fW1tl7MVBuD5",
+	"b2o1UhThmDXRUlATwh2OiRwjxMlfoOATgWVSjYk7IRZmpKiOR2TvAfpwsjIsFOTun566oZ66jTnlWLNi",
+	"wY0RpgNZNB721gzg5kDv77cF/xweDcqBeB1U1zRmpIGEhfdUKKDjHdAlu/MjlBAFvtP1QvIs/rZHDXbE",
+	"wBnzUpzq2g7mBflF3esESqCXawhpKOQIbkTfh15ibr9oErEopmikFHCCpSLItCUSEYAzUSTdMywcD5VV",
+	"3Fv9TshYtwDvOxBx8ZR71HIPWetPTPihEmOhbLm6MUKo8KuTdkLTkdr48QaMEjeE6IKaYsXRaOkFK4Bp",
+	"VjqsEnK/eb/doZe9ekp7/ClEG2qhBJGDQS+EEkWDvjME0N1YfkP0Tms8upHH9HRcpU3n6OiKzkafMHzR",
+	"NoOgvnti/0LkmluWEO92QwFnHTvXxAmFuzoE/pxgnRfHfEDAn2ubls33DfxpayyfOAnhIaj05OyRpbSr",
+	"OEDoBwiv6/yIe+Udt7MHpkK0kiDiMKI1ltXmT21mtHYoN3hrs/Vt4WSLmAXBUk/u7YPoLQ+MFod4IHNa",
+	"ApdE1L50lId5SOTXnuC5obYQNtwq0MfL9XiBfmPxvwyBHhbk6AI9lsw7NHdnK9hLKtJ5d8niLWg7v3UG",
+	"RLfpOY6ChnjnWNbbpN7bbs6ySHMURGzHyN09ECetXrBS3IuyE7I6he2GuPVNRbI4hr82gkl77muyYCUS",
+	"yGodUkBz4QQT+l1wBdkfd2JhWS8KZW5gPHXFTk+dIHrqF870EZqJwql5uXSis7F8ZWIURxzmSXbiOqcr",
+	"634/kOawgrTOmd+JrSYTCF95w6fTg/GwQV6Hak9sIsoyOGBtDFNvZqAIBm3Ch8Y8CVh9PJnH8Kv1NfnM",
+	"jAqGc1PCeI7AoKC7azm+E4n1QVBwcwjUkg1drZe253+txTnoY5AOANDvrNRTk5x3XZUdnMjHkEFinaOq",
+	"v9aiWmUMvwy/TGRpRWWYVOOyLsQeOMc0bPxuFk1816LtC3bcNRHG/cCdCG7OI7n+tYf1tesRdNvOS1fe",
+	"HH2OpHdNFVlIv0atHfOTnSqVv+HGnsKpOX39kvLhJrIyYDvuOz7ohLEQwSZ9SF/GuBmp/F/xr3/JsdDL",
+	"ABHvUTyhhKvABAx8d+ObXt+DNJalVGbAftGWLaLElVsJdQdQiVu/B7eXjD8s1a0rnenP8abAIT5vqoQi",
+	"ETJuWuGA/4p9/Uu+VzoT6Uapb/8WFxR9XeTDhpIwcQpw7rD9M8N+E7dXgOE6Uj0cDzV9/rss/nju3zTP",
+	"f28++sfzpcn7cUEgrkYKY6F9tQNKTav00ogqI2Tu8DEPW2oIq3ukLmo705X8G8JBzgQvoMRoUTCIBf36",
+	"Oz2ZGGH/5Zfc+2gr4bRXUbC8rsp8MFLXoL0rzXJcyzxjuVs6k4MVB0kv36CKffbZ9dLBdtpbamNO5L++",
+	"4O5OpBKjbXo820sUu6YCg2tn+3DAO/kIBdQNYo+slIMBzNb01QOqenj9cX/kMjeHByXMdyYQ7qCc1tTS",
+	"UKOIVwtJjvA2k4r15jVY6KWxJBECnVU1oYHHaMjjZQHISqthIjscCD9KBE9mX++jC25fzaPrybAcvMn5",
+	"7CFep/vZJDAyH3AUjknzBxBwMH50E3Fa244W+xFS6/qWfV6h1S3G8fKl3Nz+mYLwRaYgwLndO8YIrrtd",
+	"qQXY5da8AtfPO6hutIvZz6WKf/0qewj0V5pZHHRhdF3+G8EK129fvj3JTl7/cvPu/ds/v391dXWSnbx/",
+	"9b9ev/rtYXEJ4SufOyihtYqHrvsB4QjrE34kU/3CAhGAsx45CsFNEy2WR86pRNkHIIUxMLL37uL68ie6",
+	"7kERoeIJYBiHo5UQAva1bbdv4G7qoLk+kjDiFfsCaILk4yNQA6mDidtWlx2xlZ1YAx+lvWzn5USt3NMD",
+	"CyKisri50j+sLJagpjKHoK7NRFmCE3RR6aIeQ7Qtm/CqBWItlf3uRTIP1d3I6YGTl/RxWM6YUg9rSt8K",
+	"0wtLE39q2169VlQN8hDNh1AWEwXQpWHuUwXrjUaQIfNKWafsjxypnn3DLm1Vnl721y0a3377zXcHVt5y",
+	"Y9g2sbTYF4wX+0senqh3Sh+h623DervAhMsDltsfHoKNPRn+6Sxr6np8dUYixJayHp4eQw9fvziohz+2",
+	"TSjUE00zw02+dutOXMZuuRHfvWidKPckGT2TKvn3W+QahbgNXpDJcs9Tui+LSVh4gD/gGyS1S+Mhm6Ii",
+	"qshS0uFqXfwIpwXAPQfMZo0WG24AMeiwF2FK28jzSv5NPJA8H0SRhxFhy50Tsb/0jJweFG7qNReDEuzq",
+	"6hV5pshId/XyfzJTVxM+hoifczTWeYAklsPtOswhUyNjuVvUHOuB8MppPPDLMGf/x9XbX9ymFdJ90i0r",
+	"4dTN+WJB8VaEtjrwVNaRWYFvvYKXcCpZaOoL+W5tiqdzvamPod7e9grfWm9sq1qN+e7m1/4938EcQ3wG",
+	"UIawqzHFAV24d9Ybjme1utvR8NK94xs2xcUHFNbV/eF34d33/tVkNwi7uE8v+GbopOQqiFpdrUuuWiJm",
+	"tlFteq8q2U3jdunZvUrm+sYbwP/7lSzYaN6Gwd/RyWZNgKwTFvwQdPONvhB6eh/A7I2mZJzaC4RovfE6",
+	"rs32TlI4P9k6VMc+ACPrTdeTug/JTV/vK8rF3TOReL2HjbTUXYlNiUzdbCPhcK9Eyc3GlFm2T2rVeuO2",
+	"cr1/lsJ6P+3Iov2Do0I/Lcf/HsEKvmHL+LrbXNxqttfk0xaWrK2H7tacQzOty5sxL8tdN5ovrr92pTXt",
+	"d32b2q9/v67UYMzVWJQ3Oy+Y67pSl/DuxgUT9VPu00G53tTXz9/a1L/UalqIUt6LanvTl/6lVlMM693W",
+	"7kd4o9UogljY1vJ181qrOWI2bGsJXKbdaBdx1JVaJwzXrAGBpPCsbR2EuFmkbGLWfwRhefULoM+gnOrE",
+	"fyX2AadNXCZ/ZAenQR3UMHXp7Nm0xVT3bpPg5nu2TYgLe7aMr/ZdTTY43j4NWpxinwaH79c6te/zfovO",
+	"92mwxjX2aRKf+r0+0eZp+zTZYA+7Gm2qFXu2iPSJnQNLXTL7NjqIXjb0hH3WbI2J778za9fVPg27uOFh",
+	"gDMHtdoUhPZlIi3FZc9GsVi9N6OLhMadO9yljR7SMFZA9xxkStTfl6UmFK5dTVOWhj3bxJaNPZusWST2",
+	"bBVbX3Y1SWnSu9tsqu47l3xDeEcXVRv+t8teSnkmIZEEQxAwZpNK/vTMTFdWKFH0qYh8BCXgQwlvpJpo",
+	"qheUkw8u8+UNoE5czwjLuB0pUCogAY1CE3Ly58WhhXl/wC6oahyOEawfY0Fl20O6shKhsgQWPCfcU8YZ",
+	"pqewiqs7UbCZnM7cMGAwTszw8wCQfpxrvw03gD9GdVhc27R/nFh3yt2lLNkdjwRUd7S4vpb8nXKf3VHd",
+	"1c2yrHrMj4y/t9gGyFLxpXdO4V/B00BRAJgmG/ZNQITviZvizaLS00oYg2ZL0o2yE9JYPmSHFG49TvnV",
+	"KLQLUtDifUiar4m4jg6p1SbLxKYcmUJS2D5fyM5aWuN9CjdF7x68mx+i/WxddQ+LIIgp4zOHD2zYXx4f",
+	"Q5CSh/9x1ul4sRYBPfyw2EYMyac5g9vSKL4wM52KTTz3+QpR8tWhVSHIebO/w92jJKTuC+QEjYy7f68b",
+	"AnWy/5Kr/XssuXqlLJaUW+9pe3a3ZyYHRCF4WSMFbOaRy/brqa72BmkGZpcqPtfAmYXtjWeV3KkkFbvB",
+	"bNJvW+3sKM9Jdh+zFdXtAYJTsIhurYJPcvKSG0ao8z4JhQRlL9iSkBlhUPhEUsK1wepKd0ovoYsZvxd0",
+	"1PYbr1DFYRMEvIV9yOQVvLgWKdFdydK9BRg7lOoDEA3o4B50BmBcySlFjHWLql3oGojbckNl27LWF7OQ",
+	"aHxTQjU2gt4gzcX9llobL9t4zk2Vy06yRi/whJcUNhahxNl+0Ikokf1Q6vHd4QJyg4K4Hj5JwJNW6zvS",
+	"7UphApxlQKiUWNEOYN8go9gXgWpqU2Q+/dK2a5Za8bEjsOXgELcoptcvO5n5AamB8B5iaa9xlQTJr0sG",
+	"iz+iF504sZv1eH0xCKCI/XIykJ+tGc2OnQYDqiw3Tru1muFKYPIbQcWA7wIShADKBRI1uYmVeMTFMecs",
+	"xrum1L0sLhw5mTg+6E7zSBHZg4DfwsJpSbldRsOHSXAdq/mZhbmk0+/xAl1sCT+q1rd5m6apyh1sJCe4",
+	"Uppaqj0eQ6hj/j6+WFR6seisdnrwzVR1MHonixYVX6ohC0OhC1ha48EE8C2xBMQFxCry+GGBefVjzITQ",
+	"bQe/IKb0KE6yNd9g0/nxyHNSfmknpDza0fDs/5hH42AC/UQ00fa5PZwmWmv2JdBEuMOPQhPBo/VUJSTc",
+	"oJ8Zz2o2mAlaw9uC/kjRnRCrBmDXji9QiFYG8DmrmRISvojpciOldAWMNdIzBizSSpiqy5KNdVUBJAJX",
+	"TPCqlKJy3x7rqhhCHV+ArSk1ByyVpdgEcpvxIv5EohzFmiqUPCNuMAgS2DL6dmxr3GP3AVhzVT74ALQJ",
+	"5As4AE20zVEOwCuvya3beQuxzRazB1YOYif797u+j57+45qoO4Z+MKuebwHb7GLjST6d7V6ND631eCTR",
+	"Rov6BVBsp2H9AeQaRW08Bc0k0pGgEro0ZF0hLTZoPZhBDdAJDUDwsKXpgq0kMmfE9oNzlsDjRYxRu170",
+	"lu2BuqsVK6S5Yz1Mu5bK8rFlyNLjqhL4PtwvgZ+cs3zuQXEJpJ032MFrUIL+g77SRSUYgIX1G7URKsq7",
+	"uedszKtKUm1lgJwAGGWo/Exx+UkrGlfTUqrpddLU2d7ADldlp59pz6zOluMNOvuwh0/ycHPaYcaxVinj",
+	"nTYqWOe2netBtrRt3FBpK8ddYH4rY8Xc7zTrtXI4Mlbp0r+Tsb/UxrZsS8Bx+h5fqCzNet3T5WzVaJmO",
+	"WCODxDporxItY2uPYytjZVl6nRDPHshvBaPlamunu3XNLUZE1tuE5cZohg0Q6yGrFciLwFcW3Fi2ARkd",
+	"QiWAQTgFYiEKVqsC6lH0k+QQjaAk+AV2W1umNCu1mkL9v+petKCRzzdOLABLwJgRKtwJnF009uBbs/Lw",
+	"q5usoPsG3Qjse/A1un7ZfAF36XYL5QMuVIz+PHaIwG6vSnyD7lsN7aqezzmATKZgIt036eIZEpQXNmMG",
+	"23l0TV4QZKa7uwnmOwCNNF0F+BO4sbw511s+sRDf4GkM/klv4F/3qEnccUV9aG32I09FRDFfwIEgM/9R",
+	"zgIFVjxBCToE0++ynJJxIJaSCPGQmrMeYfOzUFCunwFsThZh6hBPdzw+Miqk7aqPpdnHghDsINQjhLis",
+	"7ecXQKrHC3BJhEcf137FbVv/QNWDMrO8hy8ktzAj1Vige2i9/ukzE1eo67X4ciUWunKSbehppBa8ssm6",
+	"piGBZk/weVqXTbsE/d5NfOnI8wdTYXKnvgBy3MxNejRhppH/h/uV2G1q0KD46XhYQ2I90DQzNpU2G6kA",
+	"lJExyik3fab0MsNbmyKENWGxAGMcsrwSvFghvOxIUcUWaY0oJwQs2hRvaATfAFwrCqoto93glxKqhESl",
+	"a3pRHRhJhSukmiKKWVPQhlk9Uh0zR7EfQAqhzC9EUJcr95249A0VEQKZX6IOkbFagYUCNQKtmS4LLBdU",
+	"3QvGm5UcjlQe6hzlqYo4hq+cWpU8ha0KSYeXqNmMzIQ98VAz6KaPprpPuVTocSs1Xjas4zBGF/hagpV5",
+	"I81IpVTPAUPEXDKAgOLuq1I5PRagzJvespEKQ4i0vj5uD5B+TvDMBJPXuTndG9O5bUet1TkTvLhwMkny",
+	"U+7pD6Dfdz7+WXeUIVjbeV8Vs2mzlQgwzm6Di8+TZpdflfyI9Qmdjm7A/QG+lt5ptTytTt3/p1ntXBdy",
+	"Ig8z/yg+F1trFrQH916U6JmhaLGGkYSyNaw3OhmMToCtIYdLj9YQVsseUDfrd4hbfkAoqdzpXc1Lqe5O",
+	"shNgjruPLVUJgJln/l6B0WS+6mK0kls3FghxY19vpeKpig4X7Jdf3wB+kBdj3ESgZm9lLPvT2dkZogul",
+	"5eYo/j3hXxjrgsBZ/CrVdnL6p5PsBJGKkqJ0SXhVaVQxj0e9JyDRQ8ivgRHa4wOdZTQ8KW0KNMuZLsMy",
+	"u9f2nEuEEpPq1nXIphoNWBE0fOXYU2r30iRIRBfgjmg7Mk9B0b42299a6HikWyn1jTSW6GM9iMBW8gAW",
+	"vMbUUlF/Xdu0Y1EbDoJ1v+a6EoyGx+yMI4hsiRMh4jT7L7af6PYlA3PHuK6kXV25GdOJFrwS1UWNE4Ol",
+	"gC/Cz80IZtYuTv74A0xME705S2/bddKTYbizp1TFERkppYSZheAY+ghlo9glhgi9q7TVY12OVO/i8h3e",
+	"0OhgMQR2C/IAyuYrqEXgVB1dWwFm1vz5TPDSznIGBadGKm+B1A/ZDzAhkv+h9iAhA6OEiROHSHtuxKlU",
+	"Rigj3X1A5b6Xuo2abxgvjYYqdE7EdSLlaSnvRcHyf0UI/39ByN6RyhEPG/WJ5/jQ5P0BAy+xGSleCfb+",
+	"x0v2/Ytv/wdbVPq2FPP//hejlUfSJC/YnI9nUgmWj52QOWBvFa0NrMOQ8ZHKf9LG5oTJT3UcMWaQM1/R",
+	"mHCyuGKv37FSWij4pyugQfTEeTn+mWH56SkvS70UBVjJTc6mwhr24uwbhlUvlbY39Ebu5PpbXawooy8/",
+	"PXV/nZZyLq1v+NU3LF/wVal5cWO1vil5NRV5xgoxLnmF+MSAJwWeBsDsGinodI5uDCY+8rEtVzBe95jd",
+	"87IWrGcrLkt3gADuCwHW57x0PFEUN2498/75SNEQEXeZiiITaDKst1TMD9zxdl2HoZ/9CcpoQhTJjX9G",
+	"IZfo+SJwM6+wXLx7fZKd3IvK4Ck5G3w1OIPLYSEUX8iT4ck3g7PBN1TgBw7kczg18M8p3h+Op3FfLfbE",
+	"sbsLfAVwpBZaGTzKX5+drSWT8cWilJj69fwv5FRBbreLF8IXAKkRDn37sFP5N0PkGWmlcG4dBYuCjfkC",
+	"f5Xu2v8jO3lx9lXXZ8M8nr9D8sd4fwJF3LuNY3FkzR6eIH9Z+LH2bmtZ2lOpnHKrJnJaV6JwZGdRC9WK",
+	"vbu4/gklOj41ULsJ1/mD65jOb+e+YOYvVhN5dU/7E6pJmE7jUfPK80vM4ejKMY7efMMNZli/frnP69dQ",
+	"E2OPF3/U7iQnjFdvVbkKFpEJRahzc/csWEThvpLuXajl48XQYVRCMFDe9pop+0wIS/388WHnEbDio8Wt",
+	"O0XGvf8ZiIEKE6fgQrH4QjhnTr8k4EJpGGdRe6L/s4Po/9Dz8uLr7z/l+boS1b2oTq/cErwKlOGLsAH4",
+	"Jjd3UPvY1040jI8rbUxU3Dc+bnTC4uPmr0uQ7pKFqn909wUIESHpnMrVWNYWAnKsmOSr3ph6PIMgk5Gi",
+	"0jfPjI/Oy6NaRzkFX2BdHmnYLUaMaLiAsLehu1YajbEX1fTpe2cyFS+Auv1Kx2V/spFC3DdelqtQEaef",
+	"NS5sX50Gi9cM2NsFxbJ4RWakoLIO61Vraiyuct9NFPIHzsFqEvlEfMktKPnkJZfWlKGoFUlvtHZud7Vj",
+	"CfGvI4WlmfNQeStnvfyUzt0p9nZqbZmDmyWuDc24hdJHc5GNlNHbS00hTMFadaulru6oNLS0I0VDOA/7",
+	"zXgJRjGYjZeJxrV1X4aXVwN2QeoOt9lITd2iEIY5LEPwXGJFdjj6soDaUFSuiPU4a8pmjRSpwr++f4Ml",
+	"tNhSKgQ4WB+9DpKcn2Z/wC4sm4NpdH0Nzemcf8xpXAZiBnRtwczqxJ/ei6+/H6ncCVdzrlY3hDoXCZ5o",
+	"RWuKROUxJTTb3ViE4+JToZZUL9SMaj2OykWNFAqihmEkbT+jKArbqpJzzl6cvWjGAyIlmAzzkUITcigw",
+	"HNd5DMLbjN+LAbvwO41aAVbRcXz4lhc0t5GCTXxx9tWQ5a1luaFKPDnrkckXzdDxK0hTcFzXniwrraa0",
+	"zo4K0JgdaopVDP+mknb9zQ6kuqmN00WwODM0c3dIRLMQqhyY0EgZOVWi8BrCnVixQlSggEBOcGQ2B20n",
+	"Y0ZTzT6MT4nN9aQnmFoUTNoh6f3cR+q4GYGA5CemqF4/H6lxWRsrqj70DZQTTWGTH/CyDJsPbGSk2me9",
+	"qStJRohzfwqhXnwl7jXW/Ua5uy2DIRhYqx4iKszC2B90sTqaeJyqHvhHWzu3VS3+2BBPvnqSIaTEk4aB",
+	"fxrh4+zFlyysXLRUdDpGWK8eiNZdR7E01/J0oTEEKbBbXiFPQ6whbGJbC2WrFVsICj4FOZoOoeM6FGNT",
+	"6jEv8Q0KjfU1zxlVyA6FbWfcsFshFKuNL03tb5K5tiJ0AulYoPcM2BsnH0y4u0t7pJxmQYzPKPq1DzhE",
+	"DTOZUQSEKCfopZEemIDceO7T7ioqxQRLg0ZvKQ2o3ZGRiJUmZ4tKothGt0EpDUS4bWq8r8LqPqHS6z/y",
+	"kzaduu81LYXJ2O0KLCmfQ7d9Ffs2DZqwkGgCocx0VLiq0Xg9XWglTB/TTxsSNAIvhnmLysPSI6Gjoa1T",
+	"D/6zsD/hG0+4U/SFjv1p3MX1YvDw1SZj6cnw3z/Ea+9OjxLGkI2SF9L9Fa8Yxt3Scs2FreTYbFuvn+mV",
+	"/ZTZRcnl2lKtK9Abq0JfYFKxd5Weu3NYGwZBUOgyYGeDs8GLz0HK6+MRH6HsNUCSTSIxBrLbawU1gd3K",
+	"T3k9Fd3LTha2wYrPy21r7zQpNNMdQKy+0wN2wNElfYsVelzP3V0TCWlLx8drWWI97c+xEdczZOe24mPb",
+	"ua4YWdB1xX19doY3E8iNp/UC5bmxLCWm1zle4+5argpSb427rngJMqW7h0fqnTZ2Womrf3vDeoUeu1PP",
+	"S3GqazuYF/0sAHXAvVIISv8LEq3lt9yIIdx4oKqVghv3lhJLXroRrHQNEdngeQHWCW9cX78ZsG/Pvhmp",
+	"3GkgFNcS4lJA3+ElV2MI5laFjynErEKrvXg8Um5Y/UHklIDMj0ZhpuS+seMiyKUSwuyfnWiJYRyfiY/C",
+	"6lLcEE0TLbnfnn3zCSizg/82cU6eANaGyJResh4qjpBm6Xet30nVJPx0W5lieBnyuRJkAwA+uI+NK1EI",
+	"ZSWndAqgPZDVpB0pClOM9N+mJw+f6G9pPCq91ksjlUcfyB0nx/KQaKPOQaHltjZD5nWQHAOppmKIxzHv",
+	"Q4wXymBUQ9xpbe68znUlslAUmRRsNFr0KLcIAsKykRLqXlZazRGwomicm0OWU8Cr/JtwH+e1nbkBj7kV",
+	"qDVTRq4SyzxjSnugx8xnp0hLVWQdj19hSA57HWGcuIWUZemW3WT4M0SOu2OUvzj7nlIz3JdDdY0cGQ0k",
+	"XlnNCj1SvdzJSbLM+0FE8vlAMOqfhZ3pwuQZGnVJyc5nUtmc1NaosGYofNvUfYfZWW7u4B9LXd3ZSoj+",
+	"OZMTwnSprMlaIWtRT07VB/sF8iu3Y7g+mB/M2bQWxgyhlDdlvUDN7pgEIXvMCAsBTsAyM9BwfLoZ0QFa",
+	"a0bKCCw+6rhcqadSOQprDC/9zNvMqDox2Fto4FoxPlIkWLaz61wjGDNEZbk1CrrEjKOtQC8VgJhEpA9a",
+	"TENm/S26Ph3cJ1LzY5T3T67g09QSzJlAz8/baFU+2G/A2qyiSTv0mw6qphevIj7UtMqYGLiONngK4zZw",
+	"FTy9eZNZ2XQFzI8i8BsW6QhsuBZd1UK3XbqzPQf1UN6JcsUmXDYGI7bkq09kzPjmaY0fZ4cZP/a6by/s",
+	"JV/wsbsxj+DcAbsfb64C4ICKiI32GVmEY27gdff3QOuWFR5kLr5nAVSYcAwEpq6tHe5Sm9bZfiL5Z8sZ",
+	"g6BxKEbQ5Hx8ArvYI/cNFq6dY2isXiCnhc0bsNeFmC+0BbdkcqeyTm3p82/Jf6K9eKtEK10otdCHBQi8",
+	"fgku74Wvk91enithzRpzRbDunm2ApPCXpVQGPVGR6NMIaAn8cHT5+RZOhbP8TqjGPgh8fKRIovOJ7SCp",
+	"ow3QlytjvZksCt8UhVi/JvlIEX54c2mgu8+3/hd37ULwlBPMqAK6RLAVsN/qSVuqCr7YdvUmEI7XCqnl",
+	"/XPG2USKshipYMaUBk2a3oM6YBAo6KSeNn8wzGqdElUQMveTiCr4qf1ElU99ZmkFnXYmzRfplHjkgX8P",
+	"JbGZUzyRouLTuOet+BzhuUATfRBvSKqv/9agxKG/mPDhWI+OW34nxALeWleJQLIEzSuobzjEPGtUR/IY",
+	"fnt2xubG6TgBPMCHEvcaXWXOV2wuDThd+gN24aUKMI04rcCpGWtId1+dMYMfwdNNMHcg9cJMhs27YJrJ",
+	"A8wZKmyMexkTJ9MkeFJXVa0w5plNKmFmdFmmFA94vznNa9u0Jqlj52T6aWNB4pD/Gm+NsXxFv2QUSS8r",
+	"pqtCVFnYFqiq6zgwDZmSacKEcRXcQuIi9jhiUy5nmoQBtMCB3uzXG7k5ApGG5Fm4TvyA2K2YSVVAAVbQ",
+	"isdcsVvBAlgfceqXr968un7VLiDxHKb3/Hef7/1H3u8KFwuE2IoYCyeTKt1uBEZ/eEL25qEujRtBgsf9",
+	"5iFdmi3oefMAOsEKKIL/KdyqZ5/UrXqZRjnFA4cERoDTrKnV2jqce7NFSkjcGhd76V96SmLAb2zzD/qx",
+	"/mcQUq9b8qIfecZ0WQhjUaojS/1ML/HgA1uJN85biR4h0iavrfeOwXlPfBQFBMIl/SzVorbnUVVv1jO2",
+	"gAaqGCljC1FVzOopyKL9JnzfMJ/pm7crN+dN6i/6FJr18bFkwAaBv2L8V6todN6EijXI2yMF+QJ3YmEb",
+	"222SwjGwnzeeXEh1nWsrRoqc8M1lheGU3HuRfMAOXBXBwmfBPVIvGGbmjhQtFNyBS14VFCe3nqbbEATd",
+	"qSUkF8hJY0amDxoMGKR+MXFDFCFYUhQQ8uA76331HftZ/jBStytG5ItCxwI8KyS3f/0tvAVxRmVJAQyU",
+	"lTxE5B4+UpBbwHizByEFJvcBHWj+8hhbBNsFFyFVUPLjolXNmv312wdQZWJhB5j4ECLVCmkcBRX5SHmz",
+	"KqVQY1TeZHLOXpx9z/ImLbzS2gYlJMp3TeUbujuFKi0V7HblNglTAt1+rWXcNdOQBnMfIKANWNwNgsXl",
+	"KXHmfa2IpT2RZkK9v6/VfmrJ18f+copNE4jFOZtAxPua2uyLa2CeJ5H1f0nL46FhWp/GM9hoXLUCKAHi",
+	"K2bGTsd9n4KaOlHIAYOTouMSS0gfaiKnz3/HMO3XaLw8/KLLfkeRN87THZ74Tk/Wz0ZHysRXX/8pO5lL",
+	"Ff7ezKBwN2qduFAv3FkSBejgunJMsBIF2NpZ/u7X9RtpjmlmF4rhEGOo+kJi2j1XStcQiwYOuDOPmHCD",
+	"S3aDLSEzDNO0oA/qL0TwAqA96+nKOyUgopa5afWxW4rP9d1CX0l+dhWslJfwKhZOfDLe1nwCM/g/tekl",
+	"/na3hgJSKZSBDFpkhHaJpSVJh5dfaLzowS6Trz9tMoyN8ifjehwTOQ0r3Lu4fBdgqY2w7UPSJ6ebY1Du",
+	"6JX760aAZ7UtzKk5EvDm09sC/Zc6VSQqVPLla0hNeU4vmoKkbKL0nIC9tCi5aoIuEXJIpgp4HdMhkKQH",
+	"wBg7rhHxokH4K1eN07c9eZC2nX7vy3/nGeNWz+UYkpvc3L2TICN7SYZ2dIqnNPVcDNh7AXeTieyQ6CjG",
+	"+AmMRRgpMjoM2EVRuJ/Q0EVgmkPGVauSiq9MgQZNRAM6hyCKdXwtTPjlbWh4aq74HOwcsMP2VE8mzGpd",
+	"MjdBMxip3yhYxNu63AKwSliIyUYzX3Bo8/FYhI8mjY20ik/rPPBfiVIZnlYux89d0OyT2ZX07Eu+jDoW",
+	"I87gP3xRXopxKVV6Ufyzc0DdMlqF4A7MvM79WcwpbCiElrmzOXjIvfjpQw8uA+poDAnuxFQIqMO6N5ga",
+	"B8bv/r7X5EYC9zoA0KJ0i7mG/xY5CpCf99BvuZ7BV41Uk/vXzyhCNAf1fXXjC2zkYHJQwQpVynv/pQF7",
+	"iV8moAkDaZorlstiuBu3Lj/H2F1dYgqyYb28gqLXTRxcBvAF6+PxqWglFK0m989M8MreCm5BuYpGo7QS",
+	"xOTQKBcqVvpcWB9ayH3yzFSiZZhko1JPk3I7NCY+94+QQP+PmML+NTLKbhevk3TQKe5taKWGGMlJ7a7/",
+	"CBbfWL1oQfj9M02tK6c+MslmKCEBg6LC6ngAk3lpxxEnJ7q6O7YoCSmdIX500khEGDOrVfOLt9VkFOTa",
+	"wNSPlEQhbbEKoBRaiWdg64Z4/IJJNS5rcEDl3F7XlcpZj9zgVIxxpKAaI7g+4/w1H8PivrkO4IRR/Ihe",
+	"KNDNwK2AzUGTCtXljbENzdDdZprSWafShrDggLrT6OSVgCwYAJ3D/D80kwMQJXSTj5coWrredMXEfGFX",
+	"I9VE4YFF3u1diFXv5fBfgm8ByZT6pYLD/vN9ilc3wRsewzpMfZzRWC+kk12bugEInuz1opFqBXcm4JYH",
+	"7A2H6xV2RE8oTzx8DmKH3QbVY3SoQIIFRI2WwgzYjxR7iPABWANvPYgAlmzJzUhRXU4IZaYwZtZ7cfZ9",
+	"Mr7Ydf20Urf7wlaJ+6tPFaDjqOS/pNXn00u3P1RcES2HMxWIN+IPB0YNzbgq9GRydDbtKMNLcg13KrkV",
+	"XhZHBJAZrwhcOELLVNpxgFKgM8zzxv6QoliWUY8h1Oi2kmICNoZxUyxgpCIe02u0bapBIP/mTrkRgkG6",
+	"GLL1wbzoU5pZ8LE1GsQasCyYIpoiBdLxSkBt+//+n/83mFPy4BCOL682vnwLg7s/YO+JzWDOGm1zVSsz",
+	"UhqSVii2pgdeQhz5jXvphkwbeZI5/YTb/bT8iT7yufANtrOs1hn5h+Bcn1XPXovzR5gPOJRZcKc5YezQ",
+	"IP/ndOcP3OZ3J+K++ujOy0/47mHW6Y+nqtikrJ35uG89eCDCY0LoQSmV+M8SszPW6l5UhvKlDM7FTcCw",
+	"Xm1EdUNGUF+sKPzpuOeN4570zwqcRv0nNUh7OOiHXU0pR+ZvPsIGL44QfDYTCDAN0izGGvdyjl7PIfOx",
+	"49Da3U6brclLhoGlTpKPmkPsIRlIpvLe3Sq6Vb6bHGgGQzQxFAeid6AvlMibD0AsUHPFxSJ2Jeij1KeH",
+	"9IB+4EITreB9unDMSPmz61ZhwC5wNZr3drptwecLKJnt4HbMrvT5Ad5Xnp83SUEgCHjUJZgRfDv/9uxr",
+	"okGEbd/utP0ZYaqf4j5zXf/TSftf2El7OdNr2VHP0NO66Zh1v/YZn+uIqcTOKH9+in3vwSb89fnvRNxH",
+	"DiMJve4bR/Ldi33CSEgxaJ/XC4jtfRfm9EQntvnAe7EoV5/62Mafj2TgzVNbCaPLewDXgff+IQ7nYxG3",
+	"MPzbXw/PTBQB3qzTnocn1HI7onIb1QiThjkGQETDbks9vjMQ+JTLOZ8SmEEhdY6WtltRFIC56TYeMEKx",
+	"TXAtY76Hbi5HNCPG+AjMcFkANITldwJzMnrkNL6MoJMhzaaN9bB5PaABsjb9YYRXYlsThJBQ/POGJnpT",
+	"K1MvnOAAEay9HCZxvVqIHJCtkOHBjyj0RJgHKB0N2LWTdCDSOizGTSnVHa2IYVPtFgIFmM6cGixq+LTq",
+	"LH7jIG326yN/fB+HN+t5cVRXZB0AO8JCcKgOwJuiiRvhBBBF8E9t+GGelyhH7DzE2FOgZGOooSSo9YyX",
+	"fTkZxrccmZNdauX9/AEDByxymCUWax/IjW61tgaykobRmXYqiLIeOBgj0HxYP2ABSip6wJvMCW+CwXkV",
+	"5Af3v4YivcidKCJ/sA2pJdjqAryO2UDXAWnt9Juvz87OzlvWizshKNVdwst25RQiALtZmcZzdu5Zo6MD",
+	"AB003RAwFLLk0V/ARdrPYrUG9DwfYh9QD93fpuHGydB7WLRPl1N/hVW9OoSYYIIluqalhTZRFIQnp3+a",
+	"/x+WIowqfFsHIfccgY/jWcoAuwqcV8EJBwYFzMXacKWht5JLG1Cw0c3Fi9X+zGlJBUyPyJx+BBegr+Xi",
+	"S0MZwppagWugx5nhE2FXcfE2EEEKdrvCjF8c3DN3tPsURFPFQYICz7kFb2puNfh6kX+VHPOGmxRbMmk2",
+	"XoWMzXl1JyCECpyEeQyuE4ovjxQ53XFDfCHZkO/l72NuYV5K2w0XAFW2w1yjfV0AYLEaqbyoVu9rhRgI",
+	"gXMTtv4whsNCpgagP4DiRaBVeW1EdemTjxoZD7fEF+jTtTUSCpOvIh8PcGUcHiGD6XtRLStpxYD9qgpN",
+	"+b/Bb4LvPq9VodOZR/C8M5E6lRyM839AZvDxxUkc/UHi5NnRP741I7k5NWFne7rKMMm9qFaOBjPaSnyh",
+	"/0+r0gOs8fxObGBaueOEyfQ6cCc9IQcguFQgq+8wzgxH6cjsuRVoDf7RwGg3WDLrkRjAIegirheFM4Za",
+	"sQZn7MbqIQLcvxUmKtYVXVW1chzXRGzT6cLIhRum2WKKSjuVtdBQrrUfZMVKYDy4EnhbRrVDUZz3NUeT",
+	"2Cyq0HiaTr6E84qrhqd18M/DBduzEXwQiBQyxtyS7R0D3JTK3ZEpQ7Ly5xbKcbz/SdJkEuWng4PNZC1I",
+	"KIgx1kssRgM8gjTIJ/VDhuzsrSgS1+GtJ9x9/5FtOBJRPe4YjmHwJSYWf+LE3zZsBUTy8DHWPQoZ+Pvl",
+	"+mbHtimbmSgJTojwdP0InhnMT+oResIzs1EhPbiBs1B04VlkRQD0azxBukLcntgHbhA6YqQ2sSN8/Yam",
+	"AMw6aMR5eiDPTLSkgoA3PLhEJx4CXM6ouK1XoFdo6Q5AxFBK/fTU9/Ev6GX3V3k8eg/5kTdvMyjqyF58",
+	"/X00CsCEuEFY8CIfKcCK+Oq7aB4AXOmtVAmp4O1CKH9Cn8gc7bt3n3rq8M8wlR2M5p8QB18epwtIrMBW",
+	"QHd7d/1/bsE4yB4KchCOx/Pfm9Jgu2FaW+fkiW/LXQRMEIMEUPQJhKZPTAyvyPUQ1WVDuuhdvf7zT7++",
+	"c+qm23pfXGBa6XpB1rKr13/+n6/fvEHta6KrqbAQR3K0W3GPnCdPVtulsxb9PQeApwcHShwyoq5oh98q",
+	"acUnug5ew2z3MiclUrHcSG2IS3OM4r+OO/CIwuVqIbAYDQTkxwcOs3GaYoeAYNIUtAM8JifTuX/0H8d4",
+	"nyPsUHc5MQTb8oGEC6d7tUYJivJX7Gf5Qz9jvCgqYQziSLnRjRQW50fTCM4BWAlVqhgyTnVV0fy7BHfc",
+	"kq/Ap4CVWgL4by5UkTvOC9+caovBE/iFnCnNSg0lV2aixNhJMk5LM1K9xm79zDSNItyuUDGhn7Yj8yI6",
+	"nXuYkfETaTPyWXaCJZFOhidS2e9enECUlJzXc3hI9mWnckxFhdWK14otybKURow1lIjR6JRxREHwaJt2",
+	"K7YStklq/vosOzs76wTIdN11Dn3OP+JIvz47OzvbMfIPn+DGRirturc/KbLWF6/QRrc6kQp5m4CtINFm",
+	"QE5STSnHMXd/5myOqqTRc/Hl3+iVMPJv4rNe6e9hCJ/oTr9ys/3EHqIvTOX7os/elbAbUrX8m3jk9b3s",
+	"hpr4dTGtOAQUa8YjaQLLnYWtmRd9dGCDjcQXHeMgmrjLl88Fy38fAWMfnQxHJ+7+1qOTbEQ33Ohk+Msf",
+	"HnICcvsXUozBa+MhQLH+uVS8WlHiP4YqYubun4D1YP6e0ysiRsR6t3J6KlQhuepjmI0PD8GwQdcQjb6t",
+	"MYqP0sIQ3T8udSFwkDESJogh7jHBipIYgtOPxwoL6HomwNOPln4fqdY3keHAV8e6NKOT4WU2Oqn00v3z",
+	"/R/5gL0PZYfRie2FkB6MiLx3QahqcE6FvBdF3w0DEM3JJT9gF740diiKTLWnuS8+SwmGa3Xu2e+hLHzG",
+	"ImrK+yPl627TSFq17RkW2k6JRxfW8vHs8wpID8TC+Ar5zBp051LaMQQ+kGzenJ9Fpa0e638ytXWziMay",
+	"YWGlsoRk8SXJDSEuZ5un7rp56ykv0uYrXVdpeOM/g5/uSvGFmWmsLF1XymQeL81kEZBZ1mDZJRDcn9ZL",
+	"t1YroG2BXE/jLFeMx0UUNssS9ABVMdR/ABUUld5Q4T7DAnj5e0rgvsLlGmC/72gkJu8P2Gu7UWCCQkRz",
+	"Y/XiPeByDZvP56yHGDs5xAmvtfJAXnGD/jk6TjCRr1Uf4k6IRVwUwl00TYRWE7sJaQoKchRQsTYIQw1h",
+	"ZUrbG+wV0/co9S/kChTsxdmL6N0JxMOlrpbfaMzXdfWk8avQf8fpa/Y5in7/h8qk8avc0DntVFM0MyqB",
+	"S0kWh1b2+pxb+Mk27ggFvTC0yAN/UmT8EdlhOrfP88KtqX2780/cBxIMN4DTP5/IUnRqLQB2rASWPCil",
+	"sb/5dj/KUmDdAqjG3GSmeJPWV4j338sjdP4AIAqlBKlO0BDbhzI3FdT3Iv5KQnnfcT1oRBJ1jITvdoV0",
+	"l+zs7Iz0F+k0AtQc8nOvQhBdZ43y4Lmo0pYB3DT79frH0z9lzG2yYVKN1C034rsXrJcLNdYFRefCLVSJ",
+	"aV3yisWIJxwi2M5GKioA4Fgqv3Fv5Z3mzNbKHgyDF1q/c0QUSOqTGkF/gHW3mhbB40y5pW4ootPGWWJO",
+	"ajy27vF89YlNm+3N6UoJdYT7z2Kln6LoGi+8IoPcAuJsgT94YLngJA+nMObY4cejSbBthtptBwK4P/DI",
+	"tIcZQmYQ+w3DdNZDhQIk4EjF3n4MlWkihrYHDA1DNf2QctXUVMsYJjXhMTY11rbDitEhSwXQ+v18Q3lu",
+	"Ejq5AcfPeiBUE/OHUUo9URpBpfdDzlit+D2XJQb7DpjjZZ6tlpgoY/V6FmwDPuUYzdhfWOAVBzhofmt0",
+	"WVvB3P2aMc7ywSBnYW8p6Ki5UChvtuHert0NFSMA+D2qyIJ3R4musdqyFzCZtXaUWJF7q95mfQppjSgn",
+	"7aIvI+W/QeGuoMs3bYwO7/dxxN+3Pt2uOKMVJeOGF1ilaysyKtSNBVFEMRipl/QJKaD0jvDVoMCceLuC",
+	"/JHz5o4HtxUTyroGa5c9OPPQ5wWFyee6Ev0Bu8KJ4b46kQKkC1B/5kaU98Kkbsg3G7LHY6/IT3JduGF3",
+	"oBE5cggbCpiSsIj/vD+e/v5wu9I6Tp//0phK+7yQiOaXvDeuieeCEbQSAgsMzBe8QumcM+OtPPB4SWEh",
+	"aPQbKSvmC12hDLwIM5aqEB8xi4yKBcMvGavExDDKozUzOKcAOLAKSXzuTA/Y66lC8NMgAXss1QHLAW0f",
+	"yocZKtkj7Uj1ZJGxW8BEzJjl04zlP726ePkfv+TnAZsUfkEvBqKc0pwVxocGoFQfHop9m37LuAH5J443",
+	"vmjzRnEvAdEoMnQAc4Yay6AVQDwduQczKqDJ7Ui9gOpkvRzevA6szsn0VAQATCg56zUp+30WGfHDkjSX",
+	"aLShUM8Ld5TSCxvI2ThLMhRbW5ciRipct7xJs/HhHRnGwEbLR1QQBSvrpRqpnnGXJx4CbNMclUZfAjzb",
+	"qDOrdf+cpArMSETYc4rpAIHEbSub6/v/n70r6m3bBsJ/RehLE0B17WyZsfQpaIdgwIANWPc0FzNr0zZh",
+	"WXJJKk0w7L8P/O5IUbboOFvlJVjfAkcSj3dH8u54910oz/HBrNDxb1JGxUckvfgsbv7ZjlO12Y8bKK4H",
+	"dbIoAuLsS9MIhmRgP1cUaXsZD026HMTBIryiDBZfWhdyYRj2azEpmQBvpvDvgZjc8y+nL/Hj/oOUQR0o",
+	"V5EMPQhUdja11dtA59RnhRLL0Vs30gIYhraqsqqAScQTwqRbk2Xj7XI4aq2VGC2k61i+kfZG2Xdu43qg",
+	"K65vkqlsTAfUPHiKTjvO38BkJf1nlIUud5EX0osE0NHF5Xf72Eb5fngjIgN4yHurLV69fg9L0WQpoPbo",
+	"8EzeDXWHssHZHoktZe4mdHdvSRJcvf9SJP9M7Y6VYTdMx6iwSfO9eSgZF+CoWKeUvx1+f4yYfwQgOKPj",
+	"hE3+wICz1dPpROzXV9KEXCy+2oynuVttHde8AYVNIc/q0moxWwdriHDo2/VtfduQRbU8dH96o+xP1fK4",
+	"hACU1HSvg8s47XDUzjo8dWiOp3SgL7Oyxnm6n592Nd0z0H/mIfOUQjlNWwp3ep9S1ffqetvSny4phRgg",
+	"RNxcIuorwfYmLl3xiijI98mA6kZJQOwTOWdiyS3IEDABzhlAuq5jLzLC0GjsYnSs2GkITPcBzTPolRmZ",
+	"0j5IZle6qpcrZxVPB0tlpzshJwxn40ACcFUowpJnwlFNtyaryshJ6SYxV7ppwsmdkXFuw5RAEwwQ/M2O",
+	"0+SJ+4PbKExz52OE0BKcgaq28g39SUha6Pu21GLDiWL+I6FPYk37E+OSUDJc43xv5udpq7P/cu1mkD5K",
+	"tf/32wnFAChsyw7QFhFftmBj3zIVO3Wn7Kk2HSft5OHqFKUdYXwO8ckfSqvvU9rthPHVtOx/LbwD5z8S",
+	"dJ9j+oF4pNvfF8jv8xcEKH80slic97UODkMn/OofOsqotMKskdOQhCd+0JuDp+lJ4/CHob3YHSEasJm4",
+	"tao2G/HKSEcWl2bJu20BYHr25LpIxIdaFCorN+YR2B7SKQXPQ2gtgCJn7H3hflhUepO8oD/W5r540ORO",
+	"DLAVS/m+WssyJYLL0cWjZcBNupQtCI6njbPWgCDBekFqtZzn3FYrXEwhcPEpO5sJI1+p0sjSKKtuGbkR",
+	"OdjuqUlJeJQG2X1yoe7OfRARsAV33OxVaLZNK1/q5h6ZlCthuFYYhkUXjz4lg0rD4RG8udazlbptYPQN",
+	"QQOfWV1LauZFUMFgGoD5/QtnpJVZ3P0rGf/il55OoIIXQArd5DpzuueE7PlykrPlS1wVeYLbXmTuJqRK",
+	"YQ8iwrsN7wHsGTzRZx6eMOsk5owbfPBfMRbM2fXNo5R0cAYHWGdF11sthZVuCn1VcwmzpkFO3QoJk+qQ",
+	"F1Ezfw5Lh0h1W78w6y6xhuUBQ/tg2r8XcY8rJJmpCuqfSaZqgtP/FPAIkfA9gfy2nfe/7H7B2KeuoDyg",
+	"BzVmPY/14WkVG/3rpLoS7ekxwQzYTRaptbCHO9eve1/Oaq3sPbTqoxRa6uva2Uq/f3AaRFWMpHO1Ll5c",
+	"vVhZu716/Xp0MR4MB8PB6Go8Ho+hbfz5P4Mdfm+sJFM5ch5M/AM1R4h/8RG+1o/hSI4fvN19tXGZ4iFD",
+	"Te2Hv/4OAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

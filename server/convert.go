@@ -124,7 +124,8 @@ func sessionOf(s session.Session, ex session.Executor) Session {
 		Title: ptrIf(s.Title), State: SessionState(s.State), EventEpoch: s.EventEpoch,
 		ContextLost: ptrIf(s.ContextLost), AutoContinue: ptrIf(s.AutoContinue), Sandbox: storedPolicyOut(s.Sandbox),
 		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, ClosedAt: s.ClosedAt,
-		Archived: ptrIf(s.Archived), LastActivityAt: s.LastActivityAt}
+		Archived: ptrIf(s.Archived), LastActivityAt: s.LastActivityAt,
+		ForkedFrom: forkOriginOf(s.ForkedFrom), LastRewind: rewindOf(s.LastRewind)}
 	if s.TitleSource != "" {
 		src := TitleSource(s.TitleSource)
 		out.TitleSource = &src
@@ -146,7 +147,7 @@ func turnOf(t session.Turn) Turn {
 	out := Turn{PromptId: t.PromptID, Kind: TurnKind(t.Kind), State: TurnState(t.State),
 		StopReason: ptrIf(t.StopReason), InterruptReason: ptrIf(t.InterruptReason), ExitCode: t.ExitCode,
 		ExitSignal: ptrIf(t.ExitSignal), CancelRequested: ptrIf(t.CancelRequested),
-		ContinuesPromptId: ptrIf(t.ContinuesPromptID), CreatedAt: t.CreatedAt, StartedAt: t.StartedAt, DeliveredAt: t.DeliveredAt, EndedAt: t.EndedAt}
+		ContinuesPromptId: ptrIf(t.ContinuesPromptID), Rewound: ptrIf(t.Rewound), CreatedAt: t.CreatedAt, StartedAt: t.StartedAt, DeliveredAt: t.DeliveredAt, EndedAt: t.EndedAt}
 	if t.ErrorCode != "" || t.ErrorMessage != "" {
 		out.Error = &TurnError{Code: t.ErrorCode, Message: t.ErrorMessage}
 	}

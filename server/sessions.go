@@ -28,6 +28,10 @@ type Sessions interface {
 	Withdraw(ctx context.Context, sessionID, promptID string) (session.Turn, error)
 	Cancel(ctx context.Context, sessionID string, in sessions.CancelInput) (sessions.CancelResult, error)
 	Close(ctx context.Context, sessionID string) (session.Session, error)
+	// Forks and rewinds (docs/rewind.md).
+	Fork(ctx context.Context, sessionID string, in sessions.ForkInput) (session.Session, error)
+	Rewind(ctx context.Context, sessionID string, in sessions.RewindInput) (sessions.RewindOutcome, error)
+	UndoRewind(ctx context.Context, sessionID string) (sessions.RewindOutcome, error)
 	// UpdateInfo renames or archives the session (nil: left as it is).
 	UpdateInfo(ctx context.Context, sessionID string, title *string, archived *bool) (session.Session, error)
 	AnswerPermission(ctx context.Context, sessionID, requestID string, out acp.PermissionOutcome) (session.Permission, error)

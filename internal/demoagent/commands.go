@@ -160,6 +160,13 @@ func (t *turn) run(prompt []acp.ContentBlock) error {
 			attachments = append(attachments, a)
 		}
 	}
+	if req, n, ok := resumeRequest(text); ok {
+		// Briefed by history injection: say so, then do what was asked.
+		if err := t.say(fmt.Sprintf("[briefed with %d history entries] ", n)); err != nil {
+			return err
+		}
+		text = req
+	}
 	if opening, ok := continuationReply(text); ok {
 		return t.plain(opening, attachments)
 	}

@@ -57,3 +57,24 @@ func continuationReply(text string) (string, bool) {
 	}
 	return reply, true
 }
+
+// resumeRequest reads a prompt that carries the resume context (history
+// injection, session.ResumeContext): the request it ends with, and how
+// many history entries (lines opening with "[") came before it.
+func resumeRequest(text string) (req string, entries int, ok bool) {
+	const head, cur, instr = "RESUME CONTEXT FOR CONTINUING TASK", "=== CURRENT REQUEST ===", "=== INSTRUCTIONS ==="
+	if !strings.HasPrefix(text, head) {
+		return "", 0, false
+	}
+	hist, rest, found := strings.Cut(text, cur)
+	if !found {
+		return "", 0, false
+	}
+	req, _, _ = strings.Cut(rest, instr)
+	for _, l := range strings.Split(hist, "\n") {
+		if strings.HasPrefix(l, "[") {
+			entries++
+		}
+	}
+	return strings.TrimSpace(req), entries, true
+}

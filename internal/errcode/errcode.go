@@ -159,6 +159,17 @@ const (
 	// at its path (it, or a directory above it, was replaced with a
 	// symlink): tetherd does not follow it elsewhere.
 	WorkspaceRootChanged Code = "workspace_root_changed"
+	// WorkspaceTargetNotEmpty: a fork restores its files into a new or
+	// empty directory; the one named holds files.
+	WorkspaceTargetNotEmpty Code = "workspace_target_not_empty"
+	// RewindRunning: a rewind or fork waits for the running (or queued)
+	// turn to end; RewindNotUndoable: there is no rewind to undo, or a
+	// turn ran since it.
+	RewindRunning     Code = "rewind_turn_running"
+	RewindNotUndoable Code = "rewind_not_undoable"
+	// RewindInProgress: the session's files are being restored; a prompt
+	// or another rewind waits for it.
+	RewindInProgress Code = "rewind_in_progress"
 	// WorkspaceRepositoryRefused: the repository git would read for the
 	// session's directory is reached through a .git that leads outside it
 	// (a symlink, a gitfile whose git dir does not record this checkout,

@@ -36,7 +36,7 @@ func TestParseCursorRejectsMalformed(t *testing.T) {
 // sessions and tasks follow, as the contract's GET /events says.
 func TestGlobalTypes(t *testing.T) {
 	want := []string{"session.archived", "session.auto_continued", "session.closed", "session.created",
-		"session.executor_status", "session.recovery_changed", "session.resumed", "session.state_changed",
+		"session.executor_status", "session.forked", "session.recovery_changed", "session.resumed", "session.rewound", "session.state_changed",
 		"session.title_changed", "task.created", "task.state_changed", "task.updated"}
 	var got []string
 	for _, typ := range events.Types() {

@@ -119,6 +119,10 @@ func project(ctx context.Context, tx *store.Store, d Draft, emit Emit) error {
 		return tx.SetSessionTitle(ctx, p.SessionID, p.Title, p.Source)
 	case *session.SessionArchivedData:
 		return tx.SetSessionArchived(ctx, p.SessionID, p.Archived)
+	case *session.SessionForkedData:
+		return tx.SetSessionForkedFrom(ctx, p.SessionID, *p.Origin())
+	case *session.SessionRewoundData:
+		return tx.SetSessionRewound(ctx, p.SessionID, *p.Rewind())
 	}
 	return nil
 }

@@ -155,9 +155,14 @@ func (h *Host) sessionCommand(s *session, cmd *hostproto.Command) (any, error) {
 			s.setRunning(+1)
 			defer s.setRunning(-1)
 			if p.CheckpointTurn != "" {
-				h.checkpoint(s, p.CheckpointTurn)
+				h.checkpoint(s, p.CheckpointTurn, false)
 			}
 			reason, err := a.Prompt(ctx, p.AcpSessionID, p.Prompt)
+			if p.CheckpointTurn != "" && ctx.Err() == nil {
+				// The turn's end state, before anyone hears it ended: a
+				// rewind or fork to it restores this (workspace/restore.go).
+				h.checkpoint(s, p.CheckpointTurn, true)
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -371,14 +376,16 @@ func (h *Host) status() hostproto.StatusResult {
 const checkpointTimeout = 10 * time.Second
 
 // checkpoint records the workspace as turn begins, before the agent gets
-// the prompt (workspace.OpCheckpoint); a failure costs only the report.
-func (h *Host) checkpoint(s *session, turn string) {
+// the prompt, or (end) as it ended, before its result is sent
+// (workspace.OpCheckpoint); a failure costs only the report, or a rewind
+// to the turn falls back to the next turn's start.
+func (h *Host) checkpoint(s *session, turn string, end bool) {
 	s.mu.Lock()
 	cwd := s.meta.Cwd
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), checkpointTimeout)
 	defer cancel()
-	if _, err := workspace.Serve(ctx, workspace.Request{Root: cwd, Op: workspace.OpCheckpoint, Session: s.id, Turn: turn}, h.cfg.Workspace); err != nil {
-		s.log.Warn("host: turn checkpoint failed; its recovery report will not list file changes", "turn", turn, "err", err)
+	if _, err := workspace.Serve(ctx, workspace.Request{Root: cwd, Op: workspace.OpCheckpoint, Session: s.id, Turn: turn, End: end}, h.cfg.Workspace); err != nil {
+		s.log.Warn("host: turn checkpoint failed", "turn", turn, "end", end, "err", err)
 	}
 }

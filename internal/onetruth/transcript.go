@@ -96,6 +96,14 @@ func foldTranscript(t testing.TB, log []event, upTo int64) *transcript {
 				}
 			}
 			f.tools[toolCallKey{pid, id}] = c
+		case "session.rewound":
+			// Turns a rewind took back stay, marked; an undo unmarks them.
+			for _, id := range stringList(p["rewound"]) {
+				f.knownTurn(t, e, id)["rewound"] = true
+			}
+			for _, id := range stringList(p["restored"]) {
+				delete(f.knownTurn(t, e, id), "rewound")
+			}
 		case "plan.updated":
 			f.plan = p["entries"]
 		case "permission.requested":
@@ -105,6 +113,18 @@ func foldTranscript(t testing.TB, log []event, upTo int64) *transcript {
 		}
 	}
 	return f
+}
+
+// stringList is a JSON array of strings (nil for anything else).
+func stringList(v any) []string {
+	a, _ := v.([]any)
+	out := make([]string, 0, len(a))
+	for _, x := range a {
+		if s, ok := x.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // knownTurn is the turn pid that an earlier turn.queued introduced; an
@@ -157,7 +177,7 @@ func (d Daemon) checkTranscript(t testing.TB, sid string) bool {
 		for k := range want {
 			got[k] = turn[k]
 		}
-		for _, k := range []string{"stopReason", "exitCode", "exitSignal", "interruptReason", "error", "continuesPromptId"} {
+		for _, k := range []string{"stopReason", "exitCode", "exitSignal", "interruptReason", "error", "continuesPromptId", "rewound"} {
 			if v, ok := turn[k]; ok {
 				got[k] = v
 			}

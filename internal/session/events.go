@@ -95,6 +95,8 @@ var sessionPayloads = []func() EventPayload{
 	func() EventPayload { return &CommandOutputData{} },
 	func() EventPayload { return &CommandTruncatedData{} },
 	func() EventPayload { return &CommandExitedData{} },
+	func() EventPayload { return &SessionForkedData{} },
+	func() EventPayload { return &SessionRewoundData{} },
 }
 
 // Session family.

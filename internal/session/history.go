@@ -12,10 +12,15 @@ import (
 	"time"
 )
 
-// Truncation limits of the resume context (DESIGN.md section 4).
+// Truncation limits of the resume context (DESIGN.md section 4), and
+// its whole history's budget: beyond MaxHistoryChars the oldest entries
+// are left out (a line says how many), so a long session's hand-off or
+// fork briefs the new agent with its latest work, not its context
+// window's worth of the first.
 const (
 	MaxMessageChars    = 2000
 	MaxToolResultChars = 500
+	MaxHistoryChars    = 100_000
 )
 
 // HistoryEntryType names one line of the exported history.
@@ -106,17 +111,29 @@ func toolText(raw json.RawMessage) string {
 func ResumeContext(history []HistoryEntry, current string) string {
 	var b strings.Builder
 	b.WriteString("RESUME CONTEXT FOR CONTINUING TASK\n\n=== EXECUTION HISTORY ===\n")
+	lines := make([]string, 0, len(history))
 	for _, e := range history {
 		switch e.Type {
 		case EntryUserMessage:
-			fmt.Fprintf(&b, "[USER]: %s\n", truncate(e.Text, MaxMessageChars))
+			lines = append(lines, fmt.Sprintf("[USER]: %s\n", truncate(e.Text, MaxMessageChars)))
 		case EntryAgentMessage:
-			fmt.Fprintf(&b, "[ASSISTANT]: %s\n", truncate(e.Text, MaxMessageChars))
+			lines = append(lines, fmt.Sprintf("[ASSISTANT]: %s\n", truncate(e.Text, MaxMessageChars)))
 		case EntryToolCall:
-			fmt.Fprintf(&b, "[TOOL CALL: %s]\n", e.Name)
+			lines = append(lines, fmt.Sprintf("[TOOL CALL: %s]\n", e.Name))
 		case EntryToolResult:
-			fmt.Fprintf(&b, "[TOOL RESULT: %s] %s\n", e.Name, truncate(e.Text, MaxToolResultChars))
+			lines = append(lines, fmt.Sprintf("[TOOL RESULT: %s] %s\n", e.Name, truncate(e.Text, MaxToolResultChars)))
 		}
+	}
+	from, size := len(lines), 0
+	for from > 0 && size+len(lines[from-1]) <= MaxHistoryChars {
+		from--
+		size += len(lines[from])
+	}
+	if from > 0 {
+		fmt.Fprintf(&b, "(%d earlier entries left out: over the history budget of %d characters)\n", from, MaxHistoryChars)
+	}
+	for _, l := range lines[from:] {
+		b.WriteString(l)
 	}
 	b.WriteString("\n=== CURRENT REQUEST ===\n")
 	b.WriteString(current)

@@ -180,10 +180,16 @@ type Session struct {
 	AutoContinue bool
 	// Sandbox is the session's own sandbox policy (JSON, as
 	// internal/sandbox's Policy), nil for the profile's.
-	Sandbox   json.RawMessage
-	CreatedAt time.Time
-	UpdatedAt time.Time
-	ClosedAt  *time.Time
+	Sandbox json.RawMessage
+	// ForkedFrom is where a fork came from (session.forked), nil for a
+	// session that is no fork.
+	ForkedFrom *ForkOrigin
+	// LastRewind is the session's latest rewind or undo (session.rewound),
+	// nil before any: what an undo undoes.
+	LastRewind *Rewind
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+	ClosedAt   *time.Time
 	// LastActivityAt is when the session's latest event was recorded (nil
 	// before any), as the session list reads it: not part of the log's
 	// fold, the log's head is.
@@ -201,6 +207,35 @@ func (s *Session) TakeLogged(from Session) {
 	s.ContextLost, s.InjectContext, s.Plan = from.ContextLost, from.InjectContext, from.Plan
 	s.ModeChoice, s.ConfigChoices = from.ModeChoice, from.ConfigChoices
 	s.Title, s.TitleSource, s.Archived = from.Title, from.TitleSource, from.Archived
+	s.LastRewind = from.LastRewind
+}
+
+// ForkOrigin is the session and turn a fork was made from.
+type ForkOrigin struct {
+	SessionID string `json:"sessionId"`
+	PromptID  string `json:"promptId"`
+	// Handoff: the fork continues the same workspace with another agent.
+	Handoff bool `json:"handoff,omitempty"`
+}
+
+// Rewind is one rewind (or undo) of a session, as session.rewound
+// recorded it: what an undo needs to undo it.
+type Rewind struct {
+	// ID names the rewind and its safety checkpoint (the files as they
+	// were before it).
+	ID string `json:"id"`
+	// ToPromptID is the turn whose end the files went back to ("" for an
+	// undo); Undoes the rewind an undo undid.
+	ToPromptID string `json:"toPromptId,omitempty"`
+	Undoes     string `json:"undoes,omitempty"`
+	// Rewound are the turns it marked rewound, Restored those it
+	// unmarked (an undo's).
+	Rewound  []string `json:"rewound"`
+	Restored []string `json:"restored,omitempty"`
+	// Turns is how many turns the session had then: a turn admitted since
+	// makes it no longer undoable.
+	Turns int       `json:"turns"`
+	At    time.Time `json:"at"`
 }
 
 // Executor is the executors_running row of a session: one per session,
@@ -302,6 +337,9 @@ type Turn struct {
 	CancelRequested bool
 	// ContextInjected marks the turn whose prompt carried the resume context.
 	ContextInjected bool
+	// Rewound: a rewind took the workspace back to before this turn; it
+	// stays in the transcript, out of the agent's context.
+	Rewound bool
 	// Interruption is, for a continue turn, the recovery summary (JSON) it
 	// was admitted on.
 	Interruption json.RawMessage

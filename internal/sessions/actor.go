@@ -83,6 +83,9 @@ type actor struct {
 	// settling holds prompts back while a load that replayed nothing waits
 	// for a late replay.
 	settling bool
+	// rewinding is set while the executor restores the session's files
+	// for a rewind (rewind.go): prompts are refused meanwhile.
+	rewinding bool
 	// waiters are told the outcome of the agent start in progress.
 	waiters []chan error
 	// lastErr is why the last start failed, for status.

@@ -30,6 +30,8 @@ type sessionCreated struct {
 	Executor session.Executor
 	// Initial is the initial prompt's turn (PromptID chosen), or nil.
 	Initial *session.Turn
+	// Fork is a fork's origin and copied transcript (fork.go), or nil.
+	Fork *forkCopy
 }
 
 func (c sessionCreated) SessionID() string { return c.Session.ID }
@@ -46,6 +48,10 @@ func (c sessionCreated) Apply(ctx context.Context, tx *store.Store, emit events.
 	emit(sessionDraft(sess.ID, sess.TaskID, "", &session.SessionCreatedData{
 		AgentProfileID: sess.AgentProfileID, Cwd: sess.Cwd, State: sess.State, Title: sess.Title, TitleSource: sess.TitleSource, EventEpoch: sess.EventEpoch,
 		Runtime: x.Runtime, Host: x.Host, Worktree: x.Worktree, Sandbox: sess.Sandbox}))
+	if c.Fork != nil {
+		c.Fork.emit(sess, emit)
+		emit(sessionDraft(sess.ID, sess.TaskID, "", &session.MessageAddedData{Role: session.RoleSystem, Text: forkMessage(c.Fork.Forked)}))
+	}
 	if c.Initial == nil {
 		return nil
 	}

@@ -37,7 +37,13 @@ type CreateInput struct {
 	// Sandbox is the session's own sandbox policy, laid field by field
 	// over the profile's (the zero policy: the profile's).
 	Sandbox sandbox.Policy
+	// fork makes the session a fork (fork.go): its executor, directory
+	// and worktree are the fork's, and its log starts with the copy.
+	fork *forkSpec
 }
+
+// newSessionID is a new session's id.
+func newSessionID() string { return uuid.NewString() }
 
 // Create validates the request, then persists the session, its task when
 // none is given, and the initial prompt's turn (queued) in one write: all
@@ -50,13 +56,18 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (_ session.Session
 	if err != nil {
 		return session.Session{}, err
 	}
-	cwd, err := m.ResolveCwd(in.Cwd)
-	if err != nil {
-		return session.Session{}, err
-	}
-	runtime, host, err := m.cfg.Executors.Choose(in.Executor, profile.Executor)
-	if err != nil {
-		return session.Session{}, err
+	var cwd string
+	var runtime session.Runtime
+	var host string
+	if f := in.fork; f != nil {
+		cwd, runtime, host = f.cwd, f.runtime, f.host
+	} else {
+		if cwd, err = m.ResolveCwd(in.Cwd); err != nil {
+			return session.Session{}, err
+		}
+		if runtime, host, err = m.cfg.Executors.Choose(in.Executor, profile.Executor); err != nil {
+			return session.Session{}, err
+		}
 	}
 	if err := checkSandbox(in.Sandbox, profile, runtime); err != nil {
 		return session.Session{}, err
@@ -88,10 +99,15 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (_ session.Session
 	if err := m.credentials.Check(ctx, in.AgentProfileID, runtime, host, cwd); err != nil {
 		return session.Session{}, err
 	}
-	sessionID := uuid.NewString()
+	sessionID := newSessionID()
 	repoDir := cwd
 	var wt *workspace.Worktree
-	if in.Worktree {
+	if f := in.fork; f != nil {
+		if f.newSessionID != "" {
+			sessionID = f.newSessionID
+		}
+		wt = f.worktree
+	} else if in.Worktree {
 		title := in.Title
 		if title == "" && in.TaskID != "" {
 			if t, err := m.store.GetTask(ctx, in.TaskID); err == nil {
@@ -126,6 +142,8 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (_ session.Session
 		change.Session.Title, change.Session.TitleSource = t, session.TitlePrompt
 	}
 	if wt != nil {
+		cwd = wt.Cwd
+		change.Session.Cwd = cwd
 		x := &change.Executor
 		x.WorktreePath, x.WorktreeBranch, x.WorktreeRepo, x.WorktreeState = wt.Path, wt.Branch, wt.Repository, session.WorktreeActive
 	}
@@ -140,6 +158,9 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (_ session.Session
 	if initial.PromptID != "" {
 		initial.SessionID = change.Session.ID
 		change.Initial = &initial
+	}
+	if in.fork != nil {
+		change.Fork = in.fork.copy
 	}
 	sess := change.Session
 	if own := m.cfg.Ownership; own != nil {

@@ -186,6 +186,9 @@ func decidePrompt(v view, c promptCmd) decision {
 	if v.closed() {
 		return refuse(terminalErr(v))
 	}
+	if v.Rewinding {
+		return refuse(errcode.New(errcode.RewindInProgress, "the session's files are being rewound: prompt again once the rewind is done"))
+	}
 	if c.Unsupported != "" {
 		return refuse(errcode.New(errcode.PromptContentUnsupported,
 			"the agent does not take %s blocks (its promptCapabilities say so)", c.Unsupported).With("blockType", c.Unsupported))
@@ -296,6 +299,9 @@ func decideClose(v view) decision {
 func decideContinue(v view, c continueCmd) decision {
 	if !c.Plan.CanContinue {
 		return decision{Refusal: declined(c.Plan)}
+	}
+	if v.Rewinding {
+		return refuse(errcode.New(errcode.RewindInProgress, "the session's files are being rewound: continue once the rewind is done"))
 	}
 	if v.Version != c.Version || v.Running != nil || (len(v.Queue) > 0 && !v.QueueHeld) || v.closed() {
 		return refuse(errStale)

@@ -35,7 +35,9 @@ type view struct {
 	Stopping bool // a close or a daemon shutdown began
 	Agent    agentPhase
 	Settling bool // a load that replayed nothing waits for a late replay
-	HasSlot  bool // an agent-cap slot is reserved for this session
+	// Rewinding: the executor restores the files for a rewind.
+	Rewinding bool
+	HasSlot   bool // an agent-cap slot is reserved for this session
 	// Connected: the actor holds an agent connection (ready, or still
 	// opening its ACP session).
 	Connected bool

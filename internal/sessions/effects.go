@@ -13,7 +13,7 @@ import (
 
 // view is the session as decide sees it now.
 func (a *actor) view() view {
-	v := view{State: a.sess.State, Stopping: a.stopping, Settling: a.settling, HasSlot: a.slot != nil, Replaying: a.replaying,
+	v := view{State: a.sess.State, Stopping: a.stopping, Settling: a.settling, Rewinding: a.rewinding, HasSlot: a.slot != nil, Replaying: a.replaying,
 		Reloading: a.reloading, Backoff: a.backoff,
 		Connected: a.conn != nil, Waiting: len(a.waiters) > 0, Hosted: a.hosted(), StoredSession: a.exec.ResumeToken != "", HasTurns: len(a.turns) > 0,
 		QueueHeld: a.sess.QueueHeld, QueueLimit: a.m.cfg.QueueLimit, Version: a.version,

@@ -15,8 +15,12 @@ func (m *Manager) withResumeContext(sessionID string, t session.Turn) (json.RawM
 	ctx := context.Background()
 	var msgs []session.Message
 	var calls []session.ToolCall
+	var turns []session.Turn
 	err := m.store.Snapshot(ctx, func(r *store.Store) error {
 		var err error
+		if turns, err = r.ListTurns(ctx, sessionID); err != nil {
+			return err
+		}
 		if msgs, err = r.ListMessages(ctx, sessionID); err != nil {
 			return err
 		}
@@ -26,8 +30,15 @@ func (m *Manager) withResumeContext(sessionID string, t session.Turn) (json.RawM
 	if err != nil {
 		return nil, err
 	}
-	msgs = exceptPrompt(msgs, t.PromptID, func(m session.Message) string { return m.PromptID })
-	calls = exceptPrompt(calls, t.PromptID, func(c session.ToolCall) string { return c.PromptID })
+	// Neither this turn nor the turns a rewind took back (rewind.go).
+	left := map[string]bool{t.PromptID: true}
+	for _, x := range turns {
+		if x.Rewound {
+			left[x.PromptID] = true
+		}
+	}
+	msgs = exceptPrompts(msgs, left, func(m session.Message) string { return m.PromptID })
+	calls = exceptPrompts(calls, left, func(c session.ToolCall) string { return c.PromptID })
 	history := session.History(msgs, calls)
 	if len(history) == 0 {
 		return t.Prompt, nil // nothing happened before: nothing to restore
@@ -46,10 +57,10 @@ func (m *Manager) withResumeContext(sessionID string, t session.Turn) (json.RawM
 	return json.Marshal(out)
 }
 
-func exceptPrompt[T any](xs []T, promptID string, id func(T) string) []T {
+func exceptPrompts[T any](xs []T, left map[string]bool, id func(T) string) []T {
 	out := xs[:0:0]
 	for _, x := range xs {
-		if id(x) != promptID {
+		if !left[id(x)] {
 			out = append(out, x)
 		}
 	}

@@ -217,7 +217,7 @@ func (a *actor) startTurn(promptID string) {
 			})
 			return
 		}
-		a.m.checkpoint(a.id, t.PromptID)
+		a.m.checkpoint(a.id, t.PromptID, false)
 		prompt := t.Prompt
 		if inject {
 			var err error
@@ -234,6 +234,7 @@ func (a *actor) startTurn(promptID string) {
 		// Named by the turn, so that a daemon that restarts mid-turn can
 		// send it again (resumeTurn) without a second turn.
 		stop, err = r.conn.PromptTurn(pctx, acpID, t.PromptID, prompt, sent)
+		a.m.checkpoint(a.id, t.PromptID, true) // a host takes it itself
 		a.m.credentials.NotePrompt(local, profileID, a.id, r.conn, stop, err)
 		a.mb.Post(func() { a.onTurnDone(r, stop, err) })
 	})

@@ -60,7 +60,11 @@ const changesTimeout = 30 * time.Second
 // promptID begins (Config.TurnCheckpoints). It runs before the agent gets
 // the prompt, so nothing the turn does is missed; a failure only costs the
 // report, never the turn.
-func (m *Manager) checkpoint(sessionID, promptID string) {
+//
+// With end, it records the turn's end state instead, once the agent
+// answered the prompt and before the turn's end is recorded: what a
+// rewind or fork to the turn restores.
+func (m *Manager) checkpoint(sessionID, promptID string, end bool) {
 	if !m.cfg.TurnCheckpoints {
 		return
 	}
@@ -69,10 +73,10 @@ func (m *Manager) checkpoint(sessionID, promptID string) {
 	}
 	ctx, cancel := context.WithTimeout(m.life, checkpointTimeout)
 	defer cancel()
-	_, err := m.Workspace(ctx, sessionID, workspace.Request{Op: workspace.OpCheckpoint, Session: sessionID, Turn: promptID})
+	_, err := m.Workspace(ctx, sessionID, workspace.Request{Op: workspace.OpCheckpoint, Session: sessionID, Turn: promptID, End: end})
 	if err != nil && !errcode.Is(err, errcode.WorkspaceUnsupported) {
-		m.cfg.Logger.Warn("turn checkpoint failed; its recovery report will not list file changes",
-			"session", sessionID, "promptId", promptID, "code", errcode.CodeOf(err), "err", err)
+		m.cfg.Logger.Warn("turn checkpoint failed",
+			"session", sessionID, "promptId", promptID, "end", end, "code", errcode.CodeOf(err), "err", err)
 	}
 }
 

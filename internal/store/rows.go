@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"github.com/tether/tether/internal/session"
 )
@@ -60,6 +61,10 @@ type sessionRow struct {
 	QueueHeld             bool    `gorm:"column:queue_held"`
 	AutoContinue          bool    `gorm:"column:auto_continue"`
 	Sandbox               *string `gorm:"column:sandbox"`
+	LastRewind            *string `gorm:"column:last_rewind"`
+	ForkedFromSession     string  `gorm:"column:forked_from_session"`
+	ForkedFromPrompt      string  `gorm:"column:forked_from_prompt"`
+	ForkHandoff           bool    `gorm:"column:fork_handoff"`
 	CreatedAt             dbTime  `gorm:"column:created_at"`
 	UpdatedAt             dbTime  `gorm:"column:updated_at"`
 	ClosedAt              *dbTime `gorm:"column:closed_at"`
@@ -68,7 +73,7 @@ type sessionRow struct {
 func (sessionRow) TableName() string { return "sessions" }
 
 func fromSession(s session.Session) sessionRow {
-	return sessionRow{
+	r := sessionRow{
 		ID: s.ID, TaskID: s.TaskID, AgentProfileID: s.AgentProfileID, Cwd: s.Cwd,
 		Title: s.Title, TitleSource: string(s.TitleSource), Archived: s.Archived, State: string(s.State), EventEpoch: s.EventEpoch,
 		MCPServers:            string(s.MCPServers),
@@ -76,9 +81,24 @@ func fromSession(s session.Session) sessionRow {
 		Plan:                  jsonText(s.Plan),
 		Prompted:              s.Prompted, ContextLost: s.ContextLost, InjectContext: s.InjectContext, QueueHeld: s.QueueHeld, AutoContinue: s.AutoContinue,
 		ModeChoice: s.ModeChoice, ConfigChoices: objectText(s.ConfigChoices), Sandbox: jsonText(s.Sandbox),
-		CreatedAt: toDBTime(s.CreatedAt), UpdatedAt: toDBTime(s.UpdatedAt),
+		LastRewind: rewindText(s.LastRewind),
+		CreatedAt:  toDBTime(s.CreatedAt), UpdatedAt: toDBTime(s.UpdatedAt),
 		ClosedAt: toDBTimePtr(s.ClosedAt),
 	}
+	if o := s.ForkedFrom; o != nil {
+		r.ForkedFromSession, r.ForkedFromPrompt, r.ForkHandoff = o.SessionID, o.PromptID, o.Handoff
+	}
+	return r
+}
+
+// rewindText is a session's last rewind as its column holds it.
+func rewindText(r *session.Rewind) *string {
+	if r == nil {
+		return nil
+	}
+	b, _ := json.Marshal(r)
+	t := string(b)
+	return &t
 }
 
 func toSession(r sessionRow) (session.Session, error) {
@@ -86,7 +106,19 @@ func toSession(r sessionRow) (session.Session, error) {
 	if err != nil {
 		return session.Session{}, err
 	}
+	var rewind *session.Rewind
+	if r.LastRewind != nil {
+		rewind = &session.Rewind{}
+		if err := json.Unmarshal([]byte(*r.LastRewind), rewind); err != nil {
+			return session.Session{}, fmt.Errorf("store: sessions.last_rewind of %s: %w", r.ID, err)
+		}
+	}
+	var origin *session.ForkOrigin
+	if r.ForkedFromSession != "" {
+		origin = &session.ForkOrigin{SessionID: r.ForkedFromSession, PromptID: r.ForkedFromPrompt, Handoff: r.ForkHandoff}
+	}
 	return session.Session{
+		LastRewind: rewind, ForkedFrom: origin,
 		ID: r.ID, TaskID: r.TaskID, AgentProfileID: r.AgentProfileID, Cwd: r.Cwd,
 		Title: r.Title, TitleSource: session.TitleSource(r.TitleSource), Archived: r.Archived,
 		State: session.SessionState(r.State), EventEpoch: r.EventEpoch,
@@ -195,6 +227,7 @@ type turnRow struct {
 	ContinuesPromptID string  `gorm:"column:continues_prompt_id"`
 	CancelRequested   bool    `gorm:"column:cancel_requested"`
 	ContextInjected   bool    `gorm:"column:context_injected"`
+	Rewound           bool    `gorm:"column:rewound"`
 	Interruption      *string `gorm:"column:interruption"`
 	WorkspaceChanges  *string `gorm:"column:workspace_changes"`
 	CreatedAt         dbTime  `gorm:"column:created_at"`
@@ -212,7 +245,7 @@ func fromTurn(t session.Turn) turnRow {
 		StopReason: t.StopReason, ErrorCode: t.ErrorCode, ErrorMessage: t.ErrorMessage,
 		InterruptReason: t.InterruptReason, ExitCode: t.ExitCode, ExitSignal: t.ExitSignal,
 		ContinuesPromptID: t.ContinuesPromptID, CancelRequested: t.CancelRequested, ContextInjected: t.ContextInjected,
-		Interruption: jsonText(t.Interruption), WorkspaceChanges: jsonText(t.WorkspaceChanges),
+		Rewound: t.Rewound, Interruption: jsonText(t.Interruption), WorkspaceChanges: jsonText(t.WorkspaceChanges),
 		CreatedAt: toDBTime(t.CreatedAt), StartedAt: toDBTimePtr(t.StartedAt),
 		DeliveredAt: toDBTimePtr(t.DeliveredAt), EndedAt: toDBTimePtr(t.EndedAt),
 	}
@@ -225,7 +258,7 @@ func toTurn(r turnRow) session.Turn {
 		StopReason: r.StopReason, ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage,
 		InterruptReason: r.InterruptReason, ExitCode: r.ExitCode, ExitSignal: r.ExitSignal,
 		ContinuesPromptID: r.ContinuesPromptID, CancelRequested: r.CancelRequested, ContextInjected: r.ContextInjected,
-		Interruption: fromJSONText(r.Interruption), WorkspaceChanges: fromJSONText(r.WorkspaceChanges),
+		Rewound: r.Rewound, Interruption: fromJSONText(r.Interruption), WorkspaceChanges: fromJSONText(r.WorkspaceChanges),
 		CreatedAt: r.CreatedAt.t, StartedAt: fromDBTimePtr(r.StartedAt),
 		DeliveredAt: fromDBTimePtr(r.DeliveredAt), EndedAt: fromDBTimePtr(r.EndedAt),
 	}

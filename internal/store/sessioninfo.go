@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"unicode"
 
@@ -15,6 +16,42 @@ import (
 // SetSessionTitle projects session.title_changed.
 func (s *Store) SetSessionTitle(ctx context.Context, id, title string, source session.TitleSource) error {
 	return s.updateSession(ctx, id, map[string]any{"title": title, "title_source": string(source)})
+}
+
+// SetSessionForkedFrom records where a fork came from (session.forked).
+func (s *Store) SetSessionForkedFrom(ctx context.Context, id string, o session.ForkOrigin) error {
+	return s.updateSession(ctx, id, map[string]any{"forked_from_session": o.SessionID, "forked_from_prompt": o.PromptID, "fork_handoff": o.Handoff})
+}
+
+// SetSessionRewound records a rewind (session.rewound): the turns it
+// marks and unmarks, and the session's latest rewind.
+func (s *Store) SetSessionRewound(ctx context.Context, id string, r session.Rewind) error {
+	db := s.db.WithContext(ctx)
+	for _, set := range []struct {
+		ids []string
+		to  bool
+	}{{r.Rewound, true}, {r.Restored, false}} {
+		if len(set.ids) == 0 {
+			continue
+		}
+		res := db.Model(&turnRow{}).Where("session_id = ? AND prompt_id IN ?", id, set.ids).Update("rewound", set.to)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected != int64(len(set.ids)) {
+			return fmt.Errorf("store: rewind of %s names %d turns, %d found", id, len(set.ids), res.RowsAffected)
+		}
+	}
+	return s.updateSession(ctx, id, map[string]any{"last_rewind": rewindText(&r)})
+}
+
+// ListForks are the sessions forked from session id, oldest first.
+func (s *Store) ListForks(ctx context.Context, id string) ([]session.Session, error) {
+	var rows []sessionRow
+	if err := s.db.WithContext(ctx).Where("forked_from_session = ?", id).Order("created_at, id").Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	return toSessions(rows)
 }
 
 // SetSessionArchived projects session.archived.

@@ -58,6 +58,10 @@ type Request struct {
 	// or the one a diff is against (instead of Against).
 	Session string `json:"session,omitempty"`
 	Turn    string `json:"turn,omitempty"`
+	// End has OpCheckpoint record the turn's end instead of its start.
+	End bool `json:"end,omitempty"`
+	// Restore is what OpRestore restores, and where.
+	Restore *RestoreSpec `json:"restore,omitempty"`
 	// ToTurn, with Turn, has a diff compare Turn's checkpoint with this
 	// later turn's instead of the working tree.
 	ToTurn string `json:"toTurn,omitempty"`
@@ -65,6 +69,11 @@ type Request struct {
 	// worktree even when it is clean.
 	Branch string `json:"branch,omitempty"`
 	Keep   bool   `json:"keep,omitempty"`
+	// At is a new worktree's commit (default HEAD); Bare makes it without
+	// writing its files when the session's directory is the worktree's
+	// top (a fork writes its own; Worktree.Bare says it did).
+	At   string `json:"at,omitempty"`
+	Bare bool   `json:"bare,omitempty"`
 	// Terminal names a terminal; Data is what is typed into it; Cols and
 	// Rows size it; WaitMS bounds a read's wait for output (Offset is
 	// where the read starts).
@@ -101,6 +110,7 @@ type Result struct {
 	GitDiff    *GitDiff        `json:"gitDiff,omitempty"`
 	GitLog     *GitLog         `json:"gitLog,omitempty"`
 	Checkpoint *Checkpoint     `json:"checkpoint,omitempty"`
+	Restored   *Restored       `json:"restored,omitempty"`
 	Worktree   *Worktree       `json:"worktree,omitempty"`
 	Terminal   *terminal.Info  `json:"terminal,omitempty"`
 	Terminals  []terminal.Info `json:"terminals,omitempty"`
@@ -242,6 +252,9 @@ func serveIn(ctx context.Context, d *sessionDir, req Request, rel string, lim Co
 	case OpCheckpoint:
 		cp, err := checkpoint(ctx, d, req, lim)
 		return Result{Checkpoint: cp}, err
+	case OpRestore:
+		r, err := restore(ctx, d, req, lim)
+		return Result{Restored: r}, err
 	case OpWorktreeEnsure:
 		wt, err := ensureWorktree(ctx, d, req, lim)
 		return Result{Worktree: wt}, err

@@ -31,7 +31,8 @@ import (
 // index, so git's stat cache makes a turn's checkpoint cost only the files
 // that changed since the last one.
 
-// Checkpoint is a turn's record of the workspace as the turn began.
+// Checkpoint is a turn's record of the workspace as the turn began (or,
+// recorded with Request.End, as it ended; restore.go).
 type Checkpoint struct {
 	Turn string `json:"turn"`
 	// Tree is the snapshot of the working tree, in the shadow repository.
@@ -147,15 +148,20 @@ func userHead(ctx context.Context, d *sessionDir) (string, error) {
 	return "", nil // no commit yet
 }
 
-// checkpoint records req.Turn's checkpoint, once: a turn whose checkpoint
-// exists (its start was retried after a daemon restart) keeps the first.
+// checkpoint records req.Turn's checkpoint (its end's with req.End),
+// once: a turn whose checkpoint exists (its start was retried after a
+// daemon restart) keeps the first.
 func checkpoint(ctx context.Context, d *sessionDir, req Request, cfg Config) (*Checkpoint, error) {
 	s, unlock, err := openShadow(ctx, d, req, cfg, true)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	if cp, err := s.read(ctx, req.Turn); err == nil {
+	ref := turnRef(req.Turn)
+	if req.End {
+		ref = endRef(req.Turn)
+	}
+	if cp, err := s.readCommit(ctx, ref, req.Turn); err == nil {
 		return cp, nil
 	}
 	tree, err := s.snapshot(ctx)
@@ -166,33 +172,25 @@ func checkpoint(ctx context.Context, d *sessionDir, req Request, cfg Config) (*C
 	if err != nil {
 		return nil, err
 	}
-	msg, _ := json.Marshal(checkpointMeta{Turn: req.Turn, Head: head})
-	now := time.Now().UTC().Truncate(time.Second)
-	stamp := now.Format(time.RFC3339)
-	env := append(s.env(), "GIT_AUTHOR_NAME=tether", "GIT_AUTHOR_EMAIL=tether@localhost", "GIT_AUTHOR_DATE="+stamp,
-		"GIT_COMMITTER_NAME=tether", "GIT_COMMITTER_EMAIL=tether@localhost", "GIT_COMMITTER_DATE="+stamp)
-	out, _, err := runGit(ctx, s.root, env, 1<<10, "commit-tree", tree, "-m", string(msg))
-	if err != nil {
-		return nil, err
-	}
-	commit := strings.TrimSpace(string(out))
-	if _, _, err := runGit(ctx, s.root, s.env(), 1<<10, "update-ref", turnRef(req.Turn), commit); err != nil {
-		return nil, err
-	}
-	return &Checkpoint{Turn: req.Turn, Tree: tree, Head: head, At: now}, nil
+	return s.commitSnapshot(ctx, ref, req.Turn, tree, head)
 }
 
 // read returns a turn's checkpoint from the shadow repository.
 func (s shadow) read(ctx context.Context, turn string) (*Checkpoint, error) {
-	out, _, err := runGit(ctx, s.root, s.env(), 1<<16, "cat-file", "commit", turnRef(turn))
+	return s.readCommit(ctx, turnRef(turn), turn)
+}
+
+// readCommit returns the checkpoint at ref, which name names.
+func (s shadow) readCommit(ctx context.Context, ref, name string) (*Checkpoint, error) {
+	out, _, err := runGit(ctx, s.root, s.env(), 1<<16, "cat-file", "commit", ref)
 	if err != nil {
 		if errcode.Is(err, errcode.Timeout) || errcode.Is(err, errcode.WorkspaceGitUnavailable) {
 			return nil, err
 		}
-		return nil, errcode.New(errcode.WorkspaceCheckpointNotFound, "turn %s has no checkpoint on this executor", turn).With("turn", turn)
+		return nil, errcode.New(errcode.WorkspaceCheckpointNotFound, "turn %s has no checkpoint on this executor", name).With("turn", name)
 	}
 	headers, body, _ := strings.Cut(string(out), "\n\n")
-	cp := &Checkpoint{Turn: turn}
+	cp := &Checkpoint{Turn: name}
 	for _, l := range strings.Split(headers, "\n") {
 		k, v, _ := strings.Cut(l, " ")
 		switch k {

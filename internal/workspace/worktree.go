@@ -44,6 +44,8 @@ type Worktree struct {
 	// uncommitted paths that made it keep it instead.
 	Removed bool `json:"removed,omitempty"`
 	Changed int  `json:"changed,omitempty"`
+	// Bare: made without its files (Request.Bare), its index HEAD's.
+	Bare bool `json:"bare,omitempty"`
 }
 
 // worktreePath is where the session's worktree lives on its executor.
@@ -106,11 +108,31 @@ func ensureWorktree(ctx context.Context, d *sessionDir, req Request, cfg Config)
 		wt.Recreated = true
 		return wt, nil
 	}
-	if _, _, err := runGit(ctx, top, nil, 1<<10, "rev-parse", "--verify", "--quiet", "HEAD^{commit}"); err != nil {
+	at := "HEAD"
+	if req.At != "" {
+		if strings.HasPrefix(req.At, "-") {
+			return nil, errcode.New(errcode.InvalidRequest, "%q is not a commit", req.At)
+		}
+		at = req.At
+	}
+	if _, _, err := runGit(ctx, top, nil, 1<<10, "rev-parse", "--verify", "--quiet", at+"^{commit}"); err != nil {
+		if req.At != "" {
+			return nil, errcode.New(errcode.WorkspaceRevisionNotFound, "the repository at %s has no commit %s to branch from", top, req.At).With("revision", req.At)
+		}
 		return nil, errcode.New(errcode.WorkspaceRevisionNotFound, "the repository at %s has no commit yet: a worktree needs one to branch from", top)
 	}
-	if _, _, err := runGit(ctx, top, nil, 1<<16, "worktree", "add", "--quiet", "-b", req.Branch, path, "HEAD"); err != nil {
+	args := []string{"worktree", "add", "--quiet"}
+	if wt.Bare = req.Bare && prefix == ""; wt.Bare {
+		args = append(args, "--no-checkout")
+	}
+	if _, _, err := runGit(ctx, top, nil, 1<<16, append(args, "-b", req.Branch, path, at)...); err != nil {
 		return nil, worktreeError(err)
+	}
+	if wt.Bare {
+		// Its index is HEAD's, its files are the fork's to write.
+		if _, _, err := runGit(ctx, path, nil, 1<<16, "read-tree", "HEAD"); err != nil {
+			return nil, err
+		}
 	}
 	wt.Created = true
 	return wt, nil

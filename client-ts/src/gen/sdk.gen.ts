@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, Options as Options2, TDataShape } from './client/index.js';
-import type { AnswerPermissionData, AnswerPermissionErrors, AnswerPermissionResponses, AttachTerminalData, AttachTerminalErrors, AttachTerminalResponses, CancelSessionData, CancelSessionErrors, CancelSessionResponses, CloseSessionData, CloseSessionErrors, CloseSessionResponses, CloseTerminalData, CloseTerminalErrors, CloseTerminalResponses, ContinueSessionData, ContinueSessionErrors, ContinueSessionResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, CreateStreamTicketData, CreateStreamTicketErrors, CreateStreamTicketResponses, CreateTaskData, CreateTaskErrors, CreateTaskResponses, ExportHistoryData, ExportHistoryErrors, ExportHistoryResponses, GetGitDiffData, GetGitDiffErrors, GetGitDiffResponses, GetGitLogData, GetGitLogErrors, GetGitLogResponses, GetGitStatusData, GetGitStatusErrors, GetGitStatusResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetReadyData, GetReadyErrors, GetReadyResponses, GetSessionContextData, GetSessionContextErrors, GetSessionContextResponses, GetSessionData, GetSessionErrors, GetSessionResponses, GetSessionStatusData, GetSessionStatusErrors, GetSessionStatusResponses, GetTaskData, GetTaskErrors, GetTaskResponses, GetTranscriptData, GetTranscriptErrors, GetTranscriptResponses, GetTurnData, GetTurnErrors, GetTurnResponses, ListAgentsData, ListAgentsErrors, ListAgentsResponses, ListCommandsData, ListCommandsErrors, ListCommandsResponses, ListExecutorsData, ListExecutorsErrors, ListExecutorsResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListTasksData, ListTasksErrors, ListTasksResponses, ListTerminalsData, ListTerminalsErrors, ListTerminalsResponses, ListWorkspaceFilesData, ListWorkspaceFilesErrors, ListWorkspaceFilesResponses, OpenTerminalData, OpenTerminalErrors, OpenTerminalResponses, PromptSessionData, PromptSessionErrors, PromptSessionResponses, ReadTerminalData, ReadTerminalErrors, ReadTerminalResponses, ReadWorkspaceFileData, ReadWorkspaceFileErrors, ReadWorkspaceFileResponses, ResizeTerminalData, ResizeTerminalErrors, ResizeTerminalResponses, ResumeSessionData, ResumeSessionErrors, ResumeSessionResponses, RunCommandData, RunCommandErrors, RunCommandResponses, SetSessionConfigOptionData, SetSessionConfigOptionErrors, SetSessionConfigOptionResponses, SetSessionModeData, SetSessionModeErrors, SetSessionModeResponses, StatWorkspacePathData, StatWorkspacePathErrors, StatWorkspacePathResponses, StreamGlobalEventsData, StreamGlobalEventsErrors, StreamGlobalEventsResponse, StreamGlobalEventsResponses, StreamSessionEventsData, StreamSessionEventsErrors, StreamSessionEventsResponse, StreamSessionEventsResponses, UpdateSessionData, UpdateSessionErrors, UpdateSessionResponses, UpdateTaskData, UpdateTaskErrors, UpdateTaskResponses, WithdrawTurnData, WithdrawTurnErrors, WithdrawTurnResponses, WriteTerminalData, WriteTerminalErrors, WriteTerminalResponses } from './types.gen.js';
+import type { AnswerPermissionData, AnswerPermissionErrors, AnswerPermissionResponses, AttachTerminalData, AttachTerminalErrors, AttachTerminalResponses, CancelSessionData, CancelSessionErrors, CancelSessionResponses, CloseSessionData, CloseSessionErrors, CloseSessionResponses, CloseTerminalData, CloseTerminalErrors, CloseTerminalResponses, ContinueSessionData, ContinueSessionErrors, ContinueSessionResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, CreateStreamTicketData, CreateStreamTicketErrors, CreateStreamTicketResponses, CreateTaskData, CreateTaskErrors, CreateTaskResponses, ExportHistoryData, ExportHistoryErrors, ExportHistoryResponses, ForkSessionData, ForkSessionErrors, ForkSessionResponses, GetGitDiffData, GetGitDiffErrors, GetGitDiffResponses, GetGitLogData, GetGitLogErrors, GetGitLogResponses, GetGitStatusData, GetGitStatusErrors, GetGitStatusResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetReadyData, GetReadyErrors, GetReadyResponses, GetSessionContextData, GetSessionContextErrors, GetSessionContextResponses, GetSessionData, GetSessionErrors, GetSessionResponses, GetSessionStatusData, GetSessionStatusErrors, GetSessionStatusResponses, GetTaskData, GetTaskErrors, GetTaskResponses, GetTranscriptData, GetTranscriptErrors, GetTranscriptResponses, GetTurnData, GetTurnErrors, GetTurnResponses, HandoffSessionData, HandoffSessionErrors, HandoffSessionResponses, ListAgentsData, ListAgentsErrors, ListAgentsResponses, ListCommandsData, ListCommandsErrors, ListCommandsResponses, ListExecutorsData, ListExecutorsErrors, ListExecutorsResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListTasksData, ListTasksErrors, ListTasksResponses, ListTerminalsData, ListTerminalsErrors, ListTerminalsResponses, ListWorkspaceFilesData, ListWorkspaceFilesErrors, ListWorkspaceFilesResponses, OpenTerminalData, OpenTerminalErrors, OpenTerminalResponses, PromptSessionData, PromptSessionErrors, PromptSessionResponses, ReadTerminalData, ReadTerminalErrors, ReadTerminalResponses, ReadWorkspaceFileData, ReadWorkspaceFileErrors, ReadWorkspaceFileResponses, ResizeTerminalData, ResizeTerminalErrors, ResizeTerminalResponses, ResumeSessionData, ResumeSessionErrors, ResumeSessionResponses, RewindSessionData, RewindSessionErrors, RewindSessionResponses, RunCommandData, RunCommandErrors, RunCommandResponses, SetSessionConfigOptionData, SetSessionConfigOptionErrors, SetSessionConfigOptionResponses, SetSessionModeData, SetSessionModeErrors, SetSessionModeResponses, StatWorkspacePathData, StatWorkspacePathErrors, StatWorkspacePathResponses, StreamGlobalEventsData, StreamGlobalEventsErrors, StreamGlobalEventsResponse, StreamGlobalEventsResponses, StreamSessionEventsData, StreamSessionEventsErrors, StreamSessionEventsResponse, StreamSessionEventsResponses, UndoRewindData, UndoRewindErrors, UndoRewindResponses, UpdateSessionData, UpdateSessionErrors, UpdateSessionResponses, UpdateTaskData, UpdateTaskErrors, UpdateTaskResponses, WithdrawTurnData, WithdrawTurnErrors, WithdrawTurnResponses, WriteTerminalData, WriteTerminalErrors, WriteTerminalResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -419,6 +419,90 @@ export const continueSession = <ThrowOnError extends boolean = false>(options: O
         'Content-Type': 'application/json',
         ...options.headers
     }
+});
+
+/**
+ * Branch the session at a turn into a new session.
+ *
+ * A new session of the same task, on the same executor, whose transcript
+ * is a copy of this one's up to and including `atTurn` (turns a rewind
+ * took back are left out) and whose directory holds that turn's end
+ * state, restored from its checkpoints: into a new git worktree of the
+ * session's repository (the default), or into `cwd`, a new or empty
+ * directory. The fork's agent (`agentProfileId`, default this session's)
+ * starts a fresh session and gets the copied transcript once, with its
+ * first prompt (history injection). Later turns of either session never
+ * touch the other's files. Forking at a turn that has not ended, or was
+ * rewound, is refused (409).
+ *
+ */
+export const forkSession = <ThrowOnError extends boolean = false>(options: Options<ForkSessionData, ThrowOnError>) => (options.client ?? client).post<ForkSessionResponses, ForkSessionErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/session/{id}/fork',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Continue the session with another agent, in the same directory.
+ *
+ * A fork at the session's latest turn that shares its directory (no
+ * files are restored): the new session's agent is briefed once with the
+ * transcript (tool calls summarized, see docs/rewind.md) and, when the
+ * last turn was interrupted, can continue it (`POST …/continue` on the
+ * new session carries the recovery report). Refused while a turn runs
+ * or is queued (409 `rewind_turn_running`).
+ *
+ */
+export const handoffSession = <ThrowOnError extends boolean = false>(options: Options<HandoffSessionData, ThrowOnError>) => (options.client ?? client).post<HandoffSessionResponses, HandoffSessionErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/session/{id}/handoff',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Take the session's files back to the end of a turn, in place.
+ *
+ * First records the files as they are (a safety checkpoint, named by
+ * the rewind's id), then restores the end state of `toTurn`. The later
+ * turns stay in the transcript, marked `rewound`; the agent continues
+ * from a fresh context with the turns that are not. Refused while a
+ * turn runs or is queued (409 `rewind_turn_running`). With
+ * `dryRun=true` nothing changes: the answer lists what would, and
+ * `userChanged` names the files changed outside any turn that the
+ * rewind would overwrite. Undo with `POST …/rewind/undo`.
+ *
+ */
+export const rewindSession = <ThrowOnError extends boolean = false>(options: Options<RewindSessionData, ThrowOnError>) => (options.client ?? client).post<RewindSessionResponses, RewindSessionErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/session/{id}/rewind',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Undo the session's last rewind (or undo).
+ *
+ * Restores the last rewind's safety checkpoint (after taking one of the
+ * files now, so the undo can be undone in turn) and unmarks the turns it
+ * marked. Refused (409 `rewind_not_undoable`) when there is none, or a
+ * turn was prompted since.
+ *
+ */
+export const undoRewind = <ThrowOnError extends boolean = false>(options: Options<UndoRewindData, ThrowOnError>) => (options.client ?? client).post<UndoRewindResponses, UndoRewindErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/session/{id}/rewind/undo',
+    ...options
 });
 
 /**

@@ -1054,6 +1054,8 @@ export const EventType = {
     SESSION_QUEUE_HELD: 'session.queue_held',
     SESSION_TITLE_CHANGED: 'session.title_changed',
     SESSION_ARCHIVED: 'session.archived',
+    SESSION_FORKED: 'session.forked',
+    SESSION_REWOUND: 'session.rewound',
     MESSAGE_ADDED: 'message.added',
     MESSAGE_CHUNK: 'message.chunk',
     TOOL_CALL_STARTED: 'tool_call.started',
@@ -1304,6 +1306,115 @@ export type TurnWorkspaceChangesData = EventCommon & {
 export type SessionTitleChangedData = EventCommon & {
     title: string;
     source: TitleSource;
+};
+
+export type ForkRequest = {
+    /**
+     * The turn (promptId) to fork at, included; default the latest that ended.
+     */
+    atTurn?: string;
+    /**
+     * The fork's agent; default this session's.
+     */
+    agentProfileId?: string;
+    /**
+     * An absolute path, on the session's executor, of a new or empty directory to restore the turn's files into, instead of a new worktree.
+     */
+    cwd?: string;
+    title?: string;
+};
+
+export type HandoffRequest = {
+    agentProfileId: string;
+    title?: string;
+};
+
+export type RewindRequest = {
+    /**
+     * The turn (promptId) whose end the files go back to.
+     */
+    toTurn: string;
+};
+
+export type RewindResult = {
+    dryRun: boolean;
+    rewind?: Rewind;
+    /**
+     * Where the restored files came from: the turn's end checkpoint, the next turn's start checkpoint (the turn had no end checkpoint), the files as they are (the latest turn), or a rewind's safety checkpoint.
+     */
+    source: 'end' | 'next_start' | 'current' | 'safety';
+    /**
+     * The repository's HEAD is not the one the restored files were recorded with: commits are never rewound.
+     */
+    headMoved?: boolean;
+    /**
+     * The files the rewind changes, from the directory's point of view (added means it comes back).
+     */
+    files: Array<ChangedFile>;
+    /**
+     * The files among `files` that were changed outside any turn (since the last turn's end).
+     */
+    userChanged: Array<string>;
+};
+
+export type Rewind = {
+    /**
+     * The rewind, and its safety checkpoint.
+     */
+    id: string;
+    /**
+     * The turn the files went back to (absent for an undo).
+     */
+    toPromptId?: string;
+    /**
+     * The rewind an undo undid.
+     */
+    undoes?: string;
+    /**
+     * The turns it marked rewound.
+     */
+    rewound: Array<string>;
+    /**
+     * The turns it unmarked (an undo's).
+     */
+    restored?: Array<string>;
+    /**
+     * How many turns the session had then; a turn prompted since makes it no longer undoable.
+     */
+    turns: number;
+    at: string;
+};
+
+export type ForkOrigin = {
+    sessionId: string;
+    promptId: string;
+    /**
+     * The fork shares the origin's directory (a hand-off).
+     */
+    handoff?: boolean;
+};
+
+export type SessionForkedData = EventCommon & {
+    fromSessionId: string;
+    atPromptId: string;
+    handoff?: boolean;
+    source?: 'end' | 'next_start' | 'current';
+    written?: number;
+    /**
+     * How many turns were copied.
+     */
+    turns: number;
+};
+
+export type SessionRewoundData = EventCommon & {
+    rewindId: string;
+    toPromptId?: string;
+    undoes?: string;
+    rewound: Array<string>;
+    restored?: Array<string>;
+    files: Array<ChangedFile>;
+    turns: number;
+    at: string;
 };
 
 export type SessionArchivedData = EventCommon & {
@@ -1619,6 +1730,24 @@ export type SessionTitleChangedEvent = {
     data: SessionTitleChangedData;
 };
 
+export type SessionForkedEvent = {
+    type: 'session.forked';
+    /**
+     * The cursor <epoch>:<seq> (durable events only).
+     */
+    id?: string;
+    data: SessionForkedData;
+};
+
+export type SessionRewoundEvent = {
+    type: 'session.rewound';
+    /**
+     * The cursor <epoch>:<seq> (durable events only).
+     */
+    id?: string;
+    data: SessionRewoundData;
+};
+
 export type SessionArchivedEvent = {
     type: 'session.archived';
     /**
@@ -1821,6 +1950,10 @@ export type TetherEvent = ({
 } & SessionTitleChangedEvent) | ({
     type: 'session.archived';
 } & SessionArchivedEvent) | ({
+    type: 'session.forked';
+} & SessionForkedEvent) | ({
+    type: 'session.rewound';
+} & SessionRewoundEvent) | ({
     type: 'permission.requested';
 } & PermissionRequestedEvent) | ({
     type: 'permission.resolved';
@@ -1898,6 +2031,8 @@ export type Session = {
      */
     autoContinue?: boolean;
     sandbox?: SandboxPolicy;
+    forkedFrom?: ForkOrigin;
+    lastRewind?: Rewind;
     executor?: Executor;
     credentials?: AgentCredentials;
     createdAt: string;
@@ -2023,6 +2158,10 @@ export type Turn = {
     exitSignal?: string;
     cancelRequested?: boolean;
     continuesPromptId?: string;
+    /**
+     * A rewind took the files back to before this turn: it stays in the transcript, out of the agent's context.
+     */
+    rewound?: boolean;
     createdAt: string;
     startedAt?: string;
     /**
@@ -3300,6 +3439,204 @@ export type ContinueSessionResponses = {
 };
 
 export type ContinueSessionResponse = ContinueSessionResponses[keyof ContinueSessionResponses];
+
+export type ForkSessionData = {
+    body?: ForkRequest;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/session/{id}/fork';
+};
+
+export type ForkSessionErrors = {
+    /**
+     * RFC 9457 problem details.
+     */
+    400: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    401: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    404: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    409: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    502: Problem;
+    /**
+     * The daemon is at a capacity limit; nothing was admitted or created.
+     * `agent_limit_reached`: starting an agent would pass `--max-agents` or
+     * the profile's `maxAgents` (`limit`, `scope`: daemon | profile, and a
+     * `Retry-After` header); `prompt_queue_full`, `shutting_down` otherwise.
+     *
+     */
+    503: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    default: Problem;
+};
+
+export type ForkSessionError = ForkSessionErrors[keyof ForkSessionErrors];
+
+export type ForkSessionResponses = {
+    /**
+     * The fork.
+     */
+    201: Session;
+};
+
+export type ForkSessionResponse = ForkSessionResponses[keyof ForkSessionResponses];
+
+export type HandoffSessionData = {
+    body: HandoffRequest;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/session/{id}/handoff';
+};
+
+export type HandoffSessionErrors = {
+    /**
+     * RFC 9457 problem details.
+     */
+    400: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    401: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    404: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    409: Problem;
+    /**
+     * The daemon is at a capacity limit; nothing was admitted or created.
+     * `agent_limit_reached`: starting an agent would pass `--max-agents` or
+     * the profile's `maxAgents` (`limit`, `scope`: daemon | profile, and a
+     * `Retry-After` header); `prompt_queue_full`, `shutting_down` otherwise.
+     *
+     */
+    503: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    default: Problem;
+};
+
+export type HandoffSessionError = HandoffSessionErrors[keyof HandoffSessionErrors];
+
+export type HandoffSessionResponses = {
+    /**
+     * The new session.
+     */
+    201: Session;
+};
+
+export type HandoffSessionResponse = HandoffSessionResponses[keyof HandoffSessionResponses];
+
+export type RewindSessionData = {
+    body: RewindRequest;
+    path: {
+        id: string;
+    };
+    query?: {
+        dryRun?: boolean;
+    };
+    url: '/session/{id}/rewind';
+};
+
+export type RewindSessionErrors = {
+    /**
+     * RFC 9457 problem details.
+     */
+    400: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    401: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    404: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    409: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    502: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    default: Problem;
+};
+
+export type RewindSessionError = RewindSessionErrors[keyof RewindSessionErrors];
+
+export type RewindSessionResponses = {
+    /**
+     * What the rewind changed (or, on a dry run, would change).
+     */
+    200: RewindResult;
+};
+
+export type RewindSessionResponse = RewindSessionResponses[keyof RewindSessionResponses];
+
+export type UndoRewindData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/session/{id}/rewind/undo';
+};
+
+export type UndoRewindErrors = {
+    /**
+     * RFC 9457 problem details.
+     */
+    401: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    404: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    409: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    502: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    default: Problem;
+};
+
+export type UndoRewindError = UndoRewindErrors[keyof UndoRewindErrors];
+
+export type UndoRewindResponses = {
+    /**
+     * What the undo changed.
+     */
+    200: RewindResult;
+};
+
+export type UndoRewindResponse = UndoRewindResponses[keyof UndoRewindResponses];
 
 export type WithdrawTurnData = {
     body?: never;
