@@ -3763,7 +3763,10 @@ type ToolCallStatus string
 
 // ToolCallData defines model for ToolCallData.
 type ToolCallData struct {
-	Content     *[]interface{}     `json:"content,omitempty"`
+	Content *[]interface{} `json:"content,omitempty"`
+
+	// CreatedAt When the call began, on a fork's copy of it (the original's time); absent otherwise.
+	CreatedAt   *time.Time         `json:"createdAt,omitempty"`
 	Interrupted bool               `json:"interrupted"`
 	Kind        *string            `json:"kind,omitempty"`
 	Locations   *[]interface{}     `json:"locations,omitempty"`

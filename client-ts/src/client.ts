@@ -7,6 +7,7 @@ import type {
   ContentBlock,
   ContinueAccepted,
   ExecutorHostList,
+  ForkRequest,
   Health,
   ListSessionsData,
   OptionChangeResult,
@@ -14,6 +15,7 @@ import type {
   PromptAccepted,
   PromptRequest,
   RecoverySummary,
+  RewindResult,
   Session,
   SessionContext,
   SessionCreate,
@@ -525,6 +527,45 @@ export class SessionClient {
   cancel(o?: CallOptions & { keepQueue?: boolean }): Promise<CancelResult> {
     const query = o?.keepQueue ? { keepQueue: true } : undefined;
     return this.client.call((signal) => sdk.cancelSession({ client: this.#gen, path: { id: this.id }, ...(query ? { query } : {}), signal }), o);
+  }
+
+  /**
+   * POST /session/{id}/fork: a new session of the same task from turn
+   * `atTurn` (default the latest that ended), with its transcript and that
+   * turn's files in a new worktree (or `cwd`, a new or empty directory);
+   * `agentProfileId` another agent. Resolves to the fork (docs/rewind.md).
+   */
+  fork(body: ForkRequest = {}, o?: CallOptions): Promise<Session> {
+    return this.client.call((signal) => sdk.forkSession({ client: this.#gen, path: { id: this.id }, body, signal }), o);
+  }
+
+  /**
+   * POST /session/{id}/handoff: a new session with `agentProfileId` that
+   * continues the latest turn in the same directory, briefed once with the
+   * transcript.
+   */
+  handoff(agentProfileId: string, o?: CallOptions & { title?: string }): Promise<Session> {
+    const body = o?.title !== undefined ? { agentProfileId, title: o.title } : { agentProfileId };
+    return this.client.call((signal) => sdk.handoffSession({ client: this.#gen, path: { id: this.id }, body, signal }), o);
+  }
+
+  /**
+   * POST /session/{id}/rewind: the files go back to the end of `toTurn`
+   * (after a safety checkpoint), the later turns are marked rewound. With
+   * `dryRun` nothing changes: the answer lists what would, and which of
+   * those files were changed outside any turn (`userChanged`).
+   */
+  rewind(toTurn: string, o?: CallOptions & { dryRun?: boolean }): Promise<RewindResult> {
+    const query = o?.dryRun ? { dryRun: true } : undefined;
+    return this.client.call(
+      (signal) => sdk.rewindSession({ client: this.#gen, path: { id: this.id }, body: { toTurn }, ...(query ? { query } : {}), signal }),
+      o,
+    );
+  }
+
+  /** POST /session/{id}/rewind/undo: undoes the last rewind (or undo). */
+  undoRewind(o?: CallOptions): Promise<RewindResult> {
+    return this.client.call((signal) => sdk.undoRewind({ client: this.#gen, path: { id: this.id }, signal }), o);
   }
 
   /** DELETE /session/{id}: closes the session (idempotent). */

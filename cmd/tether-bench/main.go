@@ -30,6 +30,11 @@
 // start and CPU per streamed chunk:
 //
 //	go run ./cmd/tether-bench -only sandbox [-sandbox-rounds 3] [-sandbox-sessions 20] [-sandbox-chunks 100000] [-sandbox-executor standalone]
+//
+// And the rewind part (rewind.go, issue 32): a fork of a long session with
+// a large workspace, and a rewind of many changed files:
+//
+//	go run ./cmd/tether-bench -only rewind [-rewind-rounds 3] [-rewind-turns 1000] [-rewind-files 10000] [-rewind-changed 1000]
 package main
 
 import (
@@ -57,7 +62,7 @@ func main() {
 		catchN  = flag.Int("catchup", 100_000, "events a reconnecting subscriber is behind")
 		hubBuf  = flag.Int("hub-buffer", 0, "tetherd hub queue length per subscriber in the memory run (0: the daemon's default)")
 		heapOut = flag.String("memprofile", "", "memory run: the tetherd child writes heap profiles to FILE.1 (empty), FILE.2 (first wave), FILE.3 (churned)")
-		only    = flag.String("only", "isolation,memory,catchup", "comma-separated parts to run: isolation, memory, catchup, restart, hosts, cluster, sandbox (restart, hosts, cluster and sandbox only when named)")
+		only    = flag.String("only", "isolation,memory,catchup", "comma-separated parts to run: isolation, memory, catchup, restart, hosts, cluster, sandbox, rewind (restart, hosts, cluster, sandbox and rewind only when named)")
 		verbose = flag.Bool("v", false, "print progress to stderr")
 
 		rsSessions = flag.Int("restart-sessions", 1000, "restart: sessions in the crashed data dir")
@@ -74,6 +79,7 @@ func main() {
 	hostsCfg := hostsFlags()
 	clusterCfg := clusterFlags()
 	sandboxCfg := sandboxFlags()
+	rewindCfg := rewindFlags()
 	flag.Parse()
 	// The store logs slow statements with their full SQL; under load that
 	// floods the table output, and the figures say what it would.
@@ -176,6 +182,15 @@ func main() {
 		check(err)
 		if err == nil {
 			printSandbox(r)
+		}
+	}
+	if want["rewind"] {
+		cfg := *rewindCfg
+		cfg.Logf = logf
+		r, err := rewindBench(ctx, cfg)
+		check(err)
+		if err == nil {
+			printRewind(r)
 		}
 	}
 	if failed {

@@ -25,6 +25,12 @@ type Draft struct {
 	// session's last event of the same type. The writer decides it inside
 	// the transaction, so a batch redone after a failure decides the same.
 	Latest bool
+	// Copied marks an event that copies another session's (a fork's
+	// transcript, sessions.forkCopy): a turn's end then leaves the
+	// session's search index alone, and the fork's session.forked, after
+	// the copy, indexes it once (a copy of n turns would rewrite the
+	// index n times).
+	Copied bool
 	// HostOffset, when not 0, commits a hosted session's host record with
 	// the event (store.Event.HostOffset). Never on a Latest draft, which
 	// may be dropped.

@@ -65,6 +65,9 @@ func project(ctx context.Context, tx *store.Store, d Draft, emit Emit) error {
 		if err := tx.EndTurn(ctx, t); err != nil {
 			return err
 		}
+		if d.Copied {
+			return nil // session.forked indexes the copy whole
+		}
 		return tx.IndexTurnText(ctx, t.SessionID, t.PromptID) // searchable once ended
 
 	case *session.CommandStartedData:
@@ -120,7 +123,10 @@ func project(ctx context.Context, tx *store.Store, d Draft, emit Emit) error {
 	case *session.SessionArchivedData:
 		return tx.SetSessionArchived(ctx, p.SessionID, p.Archived)
 	case *session.SessionForkedData:
-		return tx.SetSessionForkedFrom(ctx, p.SessionID, *p.Origin())
+		if err := tx.SetSessionForkedFrom(ctx, p.SessionID, *p.Origin()); err != nil {
+			return err
+		}
+		return tx.IndexSessionText(ctx, p.SessionID) // the copied turns, which came before
 	case *session.SessionRewoundData:
 		return tx.SetSessionRewound(ctx, p.SessionID, *p.Rewind())
 	}
@@ -154,15 +160,19 @@ func projectMessage(ctx context.Context, tx *store.Store, p *session.MessageAdde
 // turn and id name (session.ToolCallKey; inserting it when new) and makes
 // p the merged call.
 func projectToolCall(ctx context.Context, tx *store.Store, p *session.ToolCallData) error {
-	row, err := tx.UpsertToolCall(ctx, session.ToolCall{SessionID: p.SessionID, PromptID: p.PromptID, ToolCallID: p.ToolCallID,
+	c := session.ToolCall{SessionID: p.SessionID, PromptID: p.PromptID, ToolCallID: p.ToolCallID,
 		Title: p.Title, Kind: p.Kind, Status: p.Status, Interrupted: p.Interrupted, Content: p.Content,
-		Locations: p.Locations, RawInput: p.RawInput, RawOutput: p.RawOutput})
+		Locations: p.Locations, RawInput: p.RawInput, RawOutput: p.RawOutput}
+	if p.CreatedAt != nil {
+		c.CreatedAt = *p.CreatedAt
+	}
+	row, err := tx.UpsertToolCall(ctx, c)
 	if err != nil {
 		return err
 	}
-	c := p.EventCommon
-	*p = session.ToolCallData{EventCommon: c, ToolCallID: row.ToolCallID, Title: row.Title, Kind: row.Kind, Status: row.Status,
-		Interrupted: row.Interrupted, Content: row.Content, Locations: row.Locations, RawInput: row.RawInput, RawOutput: row.RawOutput}
+	*p = session.ToolCallData{EventCommon: p.EventCommon, ToolCallID: row.ToolCallID, Title: row.Title, Kind: row.Kind, Status: row.Status,
+		Interrupted: row.Interrupted, Content: row.Content, Locations: row.Locations, RawInput: row.RawInput, RawOutput: row.RawOutput,
+		CreatedAt: p.CreatedAt}
 	return nil
 }
 

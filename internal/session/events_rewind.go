@@ -5,9 +5,9 @@ import "time"
 // The events of forks and rewinds (docs/rewind.md; see events.go for what
 // a domain event is).
 
-// SessionForkedData is the payload of session.forked, a fork's second
-// event (after session.created, before the transcript it copies): where
-// it came from, and what of the origin's workspace it got.
+// SessionForkedData is the payload of session.forked, which ends a
+// fork's copy (session.created, then each copied turn's events, then
+// this): where it came from, and what of the origin's workspace it got.
 type SessionForkedData struct {
 	EventCommon
 	FromSessionID string `json:"fromSessionId"`

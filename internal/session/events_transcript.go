@@ -118,6 +118,10 @@ type ToolCallData struct {
 	Locations   json.RawMessage `json:"locations,omitempty"`
 	RawInput    json.RawMessage `json:"rawInput,omitempty"`
 	RawOutput   json.RawMessage `json:"rawOutput,omitempty"`
+	// CreatedAt is when the call began, on a fork's copy of it (the
+	// original's time); absent otherwise: the call began at its first
+	// event.
+	CreatedAt *time.Time `json:"createdAt,omitempty"`
 }
 
 // EventType is tool_call.updated.
@@ -136,6 +140,9 @@ func (p *ToolCallData) evolve(s *State, e Event) error {
 	c := ToolCall{SessionID: p.SessionID, ToolCallID: p.ToolCallID, PromptID: p.PromptID, Title: p.Title,
 		Kind: p.Kind, Status: p.Status, Interrupted: p.Interrupted, Content: p.Content, Locations: p.Locations,
 		RawInput: p.RawInput, RawOutput: p.RawOutput, CreatedAt: e.At, UpdatedAt: e.At}
+	if p.CreatedAt != nil {
+		c.CreatedAt = *p.CreatedAt
+	}
 	k := c.Key()
 	if i, ok := s.tool[k]; ok {
 		c.CreatedAt = s.ToolCalls[i].CreatedAt

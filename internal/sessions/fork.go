@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/events"
@@ -19,7 +20,7 @@ import (
 // /session/{id}/fork and …/handoff (docs/rewind.md). A fork is a new
 // session of the same task, on the same executor, whose log starts with a
 // copy of the origin's transcript up to and including one turn
-// (session.forked, then each copied turn's events), and whose directory
+// (each copied turn's events, then session.forked), and whose directory
 // holds that turn's end state, restored from the origin's checkpoints
 // into a new worktree (the default) or a directory the user names. A
 // hand-off is a fork at the latest turn that shares the origin's
@@ -52,12 +53,12 @@ type forkCopy struct {
 	Calls    []session.ToolCall
 }
 
-// emit writes the fork's session.forked and its copy of the transcript:
-// each turn queued, started and ended as it was, with its messages and
-// tool calls whole (their chunks folded into one message.added).
+// emit writes the fork's copy of the transcript, then its
+// session.forked: each turn queued, started and ended as it was, with its
+// messages and tool calls whole (their chunks folded into one
+// message.added), marked Copied.
 func (f *forkCopy) emit(sess session.Session, emit events.Emit) {
-	fd := f.Forked
-	emit(sessionDraft(sess.ID, sess.TaskID, "", &fd))
+	copied := func(d events.Draft) { d.Copied = true; emit(d) }
 	msgs := map[string][]session.Message{}
 	for _, m := range f.Messages {
 		msgs[m.PromptID] = append(msgs[m.PromptID], m)
@@ -68,6 +69,7 @@ func (f *forkCopy) emit(sess session.Session, emit events.Emit) {
 	}
 	for _, t := range f.Turns {
 		d := func(p session.EventPayload) events.Draft { return sessionDraft(sess.ID, sess.TaskID, t.PromptID, p) }
+		emit := copied
 		emit(queuedDraft(sess, t))
 		if t.StartedAt != nil {
 			emit(d(&session.TurnStartedData{Kind: t.Kind, StartedAt: *t.StartedAt}))
@@ -79,8 +81,10 @@ func (f *forkCopy) emit(sess session.Session, emit events.Emit) {
 			emit(d(&session.MessageAddedData{Role: m.Role, Text: m.Text, Content: m.Content, CreatedAt: m.CreatedAt}))
 		}
 		for _, c := range calls[t.PromptID] {
+			at := c.CreatedAt
 			emit(d(&session.ToolCallStartedData{ToolCallData: session.ToolCallData{ToolCallID: c.ToolCallID, Title: c.Title, Kind: c.Kind,
-				Status: c.Status, Interrupted: c.Interrupted, Content: c.Content, Locations: c.Locations, RawInput: c.RawInput, RawOutput: c.RawOutput}}))
+				Status: c.Status, Interrupted: c.Interrupted, Content: c.Content, Locations: c.Locations, RawInput: c.RawInput, RawOutput: c.RawOutput,
+				CreatedAt: &at}}))
 		}
 		if len(t.WorkspaceChanges) > 0 {
 			var w session.WorkspaceChanges
@@ -92,6 +96,8 @@ func (f *forkCopy) emit(sess session.Session, emit events.Emit) {
 			emit(turnEndedDraft(sess.ID, sess.TaskID, t, nil))
 		}
 	}
+	fd := f.Forked
+	emit(sessionDraft(sess.ID, sess.TaskID, "", &fd))
 }
 
 // forkPoint is the origin's turns a fork copies (in seq order) and the
@@ -150,6 +156,7 @@ func pickForkPoint(turns []session.Turn, atTurn string) (forkPoint, error) {
 
 // Fork makes a new session from session originID at in.AtTurn.
 func (m *Manager) Fork(ctx context.Context, originID string, in ForkInput) (session.Session, error) {
+	began := time.Now()
 	var origin session.Session
 	var ex session.Executor
 	var turns []session.Turn
@@ -179,6 +186,7 @@ func (m *Manager) Fork(ctx context.Context, originID string, in ForkInput) (sess
 	if err != nil {
 		return session.Session{}, err
 	}
+	read := time.Since(began)
 	profileID := in.AgentProfileID
 	if profileID == "" {
 		profileID = origin.AgentProfileID
@@ -204,9 +212,14 @@ func (m *Manager) Fork(ctx context.Context, originID string, in ForkInput) (sess
 		}
 	}
 	f := &forkSpec{copy: cp, runtime: ex.Runtime, host: ex.Host}
+	// Told apart from the origin in lists: "<title> (fork)", or the new
+	// agent's profile for a hand-off.
 	title := in.Title
-	if title == "" {
-		title = origin.Title
+	if title == "" && origin.Title != "" {
+		title = origin.Title + " (fork)"
+		if in.Handoff {
+			title = origin.Title + " (" + profileID + ")"
+		}
 	}
 	switch {
 	case in.Handoff:
@@ -236,8 +249,14 @@ func (m *Manager) Fork(ctx context.Context, originID string, in ForkInput) (sess
 			return session.Session{}, err
 		}
 	}
-	return m.Create(ctx, CreateInput{AgentProfileID: profileID, TaskID: origin.TaskID, Title: title, fork: f,
+	restored := time.Since(began)
+	fork, err := m.Create(ctx, CreateInput{AgentProfileID: profileID, TaskID: origin.TaskID, Title: title, fork: f,
 		AutoContinue: &origin.AutoContinue, Sandbox: sessionSandbox(origin)})
+	if err == nil {
+		m.cfg.Logger.Info("session forked", "session", fork.ID, "from", originID, "atTurn", p.at.PromptID, "handoff", in.Handoff,
+			"turns", len(cp.Turns), "files", cp.Forked.Written, "read", read, "restore", restored-read, "create", time.Since(began)-restored)
+	}
+	return fork, err
 }
 
 // forkSpec is what Create takes from a fork: the copy to write, where the

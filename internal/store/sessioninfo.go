@@ -97,6 +97,42 @@ func (s *Store) IndexTurnText(ctx context.Context, sessionID, promptID string) e
 		"index the turn's text")
 }
 
+// IndexSessionText makes the session's search document anew from what
+// its ended turns said, in one write: the projection of a fork's copy
+// (session.forked), whose turns' ends leave the index alone.
+func (s *Store) IndexSessionText(ctx context.Context, sessionID string) error {
+	db := s.db.WithContext(ctx)
+	ended := `m.session_id = ? AND t.state IN ('completed', 'failed', 'cancelled', 'interrupted')`
+	if s.dialect == DialectPostgres {
+		if err := db.Exec(`DELETE FROM session_search WHERE session_id = ?`, sessionID).Error; err != nil {
+			return internal(err, "index the session's text")
+		}
+		err := db.Exec(`INSERT INTO session_search (session_id, body)
+			SELECT m.session_id, string_agg(m.text, ' ' ORDER BY m.id) FROM messages m
+			JOIN turns t ON t.session_id = m.session_id AND t.prompt_id = m.prompt_id
+			WHERE `+ended+` GROUP BY m.session_id`, sessionID).Error
+		return internalIf(err, "index the session's text")
+	}
+	var docid int64
+	if err := scanRow(db.Raw(`SELECT rowid FROM sessions WHERE id = ?`, sessionID), &docid); err != nil {
+		return internal(err, "index the session's text")
+	}
+	var body string
+	err := scanRow(db.Raw(`SELECT COALESCE(group_concat(text, ' '), '') FROM (SELECT m.text FROM messages m
+		JOIN turns t ON t.session_id = m.session_id AND t.prompt_id = m.prompt_id WHERE `+ended+` ORDER BY m.id)`, sessionID), &body)
+	if err != nil {
+		return internal(err, "index the session's text")
+	}
+	if err := db.Exec(`DELETE FROM session_search WHERE docid = ?`, docid).Error; err != nil {
+		return internal(err, "index the session's text")
+	}
+	if body == "" {
+		return nil
+	}
+	return internalIf(db.Exec(`INSERT INTO session_search (docid, session_id, body) VALUES (?, ?, ?)`, docid, sessionID, body).Error,
+		"index the session's text")
+}
+
 // searchWords are q's words: runs of letters and digits, lower-cased (the
 // tokenizers' view of a word), at most 16 of them.
 func searchWords(q string) []string {

@@ -28,7 +28,10 @@ func (s *Store) UpsertToolCall(ctx context.Context, c session.ToolCall) (session
 			if c.Status == "" {
 				c.Status = session.ToolPending
 			}
-			c.CreatedAt, c.UpdatedAt = ts, ts
+			if c.CreatedAt.IsZero() { // else a copy's (a fork's): its original time
+				c.CreatedAt = ts
+			}
+			c.UpdatedAt = ts
 			row := fromToolCall(c)
 			if err := tx.Create(&row).Error; err != nil {
 				if isForeignKeyViolation(err) {

@@ -8,7 +8,7 @@ import { adoptTokenFromLocation, forgetToken, storeToken, storedToken } from './
 import { useStore } from './lib/use-store';
 import { PaneManager } from './state/panes';
 import { SessionController } from './state/session-controller';
-import { TasksController } from './state/tasks-state';
+import { TasksController, forksOf } from './state/tasks-state';
 import type { AgentProfile, ExecutorHost } from './state/types';
 import { AGENT_AUTH_REQUIRED } from './components/AuthBanner';
 import { AgentsContext, ChatPane } from './components/ChatPane';
@@ -18,6 +18,7 @@ import { QuickSwitcher } from './components/QuickSwitcher';
 import { Sidebar } from './components/Sidebar';
 import { TokenGate } from './components/TokenGate';
 import { WorkspaceApiContext } from './components/WorkspacePanel';
+import { BranchApiContext, type BranchApi } from './components/Branching';
 
 interface Settings {
   lang: Lang;
@@ -196,6 +197,26 @@ function Shell({ token, settings, setSettings, onUnauthorized, onSignOut }: Shel
       .catch(() => setDialog(from));
   };
 
+  // Rewind, fork and hand-off (docs/rewind.md): a new session opens beside
+  // the one it came from.
+  const branchApi: BranchApi = {
+    rewind: (id, toTurn, dryRun) => client.session(id).rewind(toTurn, { dryRun }),
+    undoRewind: (id) => client.session(id).undoRewind(),
+    fork: async (id, atTurn) => {
+      const s = await client.session(id).fork({ atTurn });
+      tasks.addSession(s);
+      panes.openBeside(s.id);
+    },
+    handoff: async (id, agentProfileId) => {
+      const s = await client.session(id).handoff(agentProfileId);
+      tasks.addSession(s);
+      panes.openBeside(s.id);
+    },
+    open: (id) => (shown.has(id) ? panes.focus(panesState.panes.find((p) => p.sessionId === id)!.id) : panes.openBeside(id)),
+    summary: (id) => tasksState.sessions.get(id),
+    forksOf: (taskId, id) => forksOf(tasksState, taskId, id),
+  };
+
   // The pane asked first (its ConfirmDialog).
   const endSession = (sessionId: string) => {
     client
@@ -207,6 +228,7 @@ function Shell({ token, settings, setSettings, onUnauthorized, onSignOut }: Shel
   return (
     <AgentsContext.Provider value={agentMap}>
       <WorkspaceApiContext.Provider value={workspaceApiFor}>
+      <BranchApiContext.Provider value={branchApi}>
       <div class={`app${sidebarOpen ? ' app--sidebar' : ''}`}>
         <header class="topbar">
           <button type="button" class="btn btn--ghost btn--icon" aria-label={t('app.toggleSidebar')} aria-expanded={sidebarOpen} aria-controls="sidebar" onClick={() => setSidebarOpen(!sidebarOpen)} data-testid="sidebar-toggle">
@@ -290,6 +312,7 @@ function Shell({ token, settings, setSettings, onUnauthorized, onSignOut }: Shel
           />
         )}
       </div>
+      </BranchApiContext.Provider>
       </WorkspaceApiContext.Provider>
     </AgentsContext.Provider>
   );

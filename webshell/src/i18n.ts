@@ -3,6 +3,7 @@
 import { createContext } from 'preact';
 import { useContext } from 'preact/hooks';
 import { workspaceEn, workspaceZh } from './i18n-workspace';
+import { branchEn, branchZh } from './i18n-branch';
 
 export type Lang = 'en' | 'zh';
 
@@ -255,6 +256,7 @@ const en = {
   'new.hostState.reconnecting': 'reconnecting',
   'new.hostState.lost': 'unreachable',
   ...workspaceEn,
+  ...branchEn,
 };
 
 export type MessageKey = keyof typeof en;
@@ -503,6 +505,7 @@ const zh: Record<MessageKey, string> = {
   'new.hostState.reconnecting': '正在重连',
   'new.hostState.lost': '无法连接',
   ...workspaceZh,
+  ...branchZh,
 };
 
 const dicts: Record<Lang, Record<MessageKey, string>> = { en, zh };

@@ -327,3 +327,36 @@ describe('continuation bookkeeping', () => {
     expect(s.continuation).toMatchObject({ status: 'sending', key: 'k2', forPromptId: 'p9' });
   });
 });
+
+describe('rewind and fork events', () => {
+  it('session.rewound marks the turns it names, an undo unmarks them; the session keeps the last rewind', () => {
+    let s = loaded(SID);
+    s = fold(
+      s,
+      evAction(s, ev(SID, 11, 'turn.queued', { promptId: 'A', kind: 'prompt' })),
+      evAction(s, ev(SID, 12, 'turn.completed', { promptId: 'A', state: 'completed' })),
+      evAction(s, ev(SID, 13, 'turn.queued', { promptId: 'B', kind: 'prompt' })),
+      evAction(s, ev(SID, 14, 'turn.completed', { promptId: 'B', state: 'completed' })),
+      evAction(s, ev(SID, 15, 'session.rewound', { rewindId: 'r1', toPromptId: 'A', rewound: ['B'], files: [], turns: 2, at: '2026-12-07T00:00:00Z' })),
+    );
+    expect([s.turns.A!.rewound, s.turns.B!.rewound]).toEqual([undefined, true]);
+    expect(s.session?.lastRewind).toMatchObject({ id: 'r1', toPromptId: 'A', rewound: ['B'], turns: 2 });
+    s = fold(s, evAction(s, ev(SID, 16, 'session.rewound', { rewindId: 'r2', undoes: 'r1', rewound: [], restored: ['B'], files: [], turns: 2, at: '2026-12-07T00:00:01Z' })));
+    expect(s.turns.B!.rewound).toBe(false);
+    expect(s.session?.lastRewind).toMatchObject({ id: 'r2', undoes: 'r1' });
+  });
+
+  it('session.forked names the origin', () => {
+    let s = loaded(SID);
+    s = fold(s, evAction(s, ev(SID, 11, 'session.forked', { fromSessionId: 'o1', atPromptId: 'p2', turns: 2 })));
+    expect(s.session?.forkedFrom).toMatchObject({ sessionId: 'o1', promptId: 'p2' });
+  });
+
+  it('history injection is no lost context: the next prompt carries it', () => {
+    let s = loaded(SID);
+    s = fold(s, evAction(s, ev(SID, 11, 'session.resumed', { strategy: 'history_injection', contextRestored: false })));
+    expect(s.contextLost).toBe(false);
+    s = fold(s, evAction(s, ev(SID, 12, 'session.resumed', { strategy: 'fresh', contextRestored: false })));
+    expect(s.contextLost).toBe(true);
+  });
+});

@@ -1508,6 +1508,10 @@ export type ToolCallData = EventCommon & {
     locations?: Array<unknown>;
     rawInput?: unknown;
     rawOutput?: unknown;
+    /**
+     * When the call began, on a fork's copy of it (the original's time); absent otherwise.
+     */
+    createdAt?: string;
 };
 
 export type PlanUpdatedData = EventCommon & {

@@ -10,6 +10,7 @@ import type { AgentProfile } from '../state/types';
 import { ConnectionBadge, ExecutorBadge, SandboxBadge, SessionStateBadge, Spinner, connView } from './Badges';
 import { Composer, type ComposerExtras } from './Composer';
 import { ConfirmDialog } from './ConfirmDialog';
+import { ForkOrigin, UndoRewindNotice } from './Branching';
 import { IconClose } from './Icons';
 import { AGENT_AUTH_REQUIRED, AuthBanner } from './AuthBanner';
 import { RecoveryBanner } from './RecoveryBanner';
@@ -135,6 +136,7 @@ export function ChatPane({ controller, shownSessionId, isMain, active, onFocus, 
               {s.session?.cwd ?? ''}
             </span>
             <span class="muted">· {shortId(s.sessionId)}</span>
+            <ForkOrigin s={s} />
           </div>
         </div>
         <div class="pane__tools">
@@ -240,6 +242,7 @@ export function ChatPane({ controller, shownSessionId, isMain, active, onFocus, 
               </div>
             )}
             {s.contextLost && !readOnly && <div class="notice notice--info">{t('pane.contextLost')}</div>}
+            <UndoRewindNotice s={s} />
             {readOnly && <div class="notice">{t('pane.readOnly')}</div>}
             <PermissionDock s={s} onAnswer={(rid, oid) => void controller.answerPermission(rid, oid)} />
             <RecoveryBanner model={banner} onContinue={() => void controller.continue()} onCheckAgain={() => controller.reload()} />

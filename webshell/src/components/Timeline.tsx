@@ -8,6 +8,7 @@ import { RichText } from './RichText';
 import { ToolCallView } from './ToolCallView';
 import { UserText } from './UserText';
 import { TurnChangesButton, nextTurns, turnWrites, useTurnChanged, type TurnWrites } from './TurnChanges';
+import { RewoundFold, TurnBranchActions, itemTurn } from './Branching';
 
 export interface TimelineProps {
   s: SessionViewState;
@@ -127,18 +128,60 @@ function TurnEnd({ promptId, s, facts, onShowTurnChanges }: { promptId: string; 
           : '';
   const changes = changed && onShowTurnChanges && <TurnChangesButton promptId={turn.promptId} onShow={onShowTurnChanges} />;
   const explained = turn.state === 'interrupted' && Object.values(s.messages).some((m) => m.role === 'system' && m.promptId === turn.promptId);
+  const branch = <TurnBranchActions s={s} promptId={turn.promptId} />;
   if (!text || explained)
-    return changes ? (
-      <div class="turn-end turn-end--quiet" data-testid="turn-end-changes" data-prompt-id={turn.promptId}>
-        {changes}
-      </div>
-    ) : null;
+    return (
+      <>
+        {changes && (
+          <div class="turn-end turn-end--quiet" data-testid="turn-end-changes" data-prompt-id={turn.promptId}>
+            {changes}
+          </div>
+        )}
+        {branch}
+      </>
+    );
   return (
-    <div class={`turn-end turn-end--${turn.state}`} data-testid="turn-end" data-turn-state={turn.state} data-prompt-id={turn.promptId}>
-      {text}
-      {changes && <> · {changes}</>}
-    </div>
+    <>
+      <div class={`turn-end turn-end--${turn.state}`} data-testid="turn-end" data-turn-state={turn.state} data-prompt-id={turn.promptId}>
+        {text}
+        {changes && <> · {changes}</>}
+      </div>
+      {branch}
+    </>
   );
+}
+
+/**
+ * The timeline's items with each run of rewound turns greyed and folded
+ * behind one "n rewound turns · Show" line (open: shown, greyed).
+ */
+function withRewound(s: SessionViewState, items: TimelineItem[], open: boolean, toggle: () => void, render: (item: TimelineItem) => preact.VNode | null) {
+  const out: (preact.VNode | null)[] = [];
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i]!;
+    const turn = s.turns[itemTurn(s, item)];
+    if (!turn?.rewound) {
+      out.push(render(item));
+      continue;
+    }
+    // A run of items of rewound turns: one fold before it.
+    const run: TimelineItem[] = [];
+    const turns = new Set<string>();
+    for (; i < items.length && s.turns[itemTurn(s, items[i]!)]?.rewound; i++) {
+      run.push(items[i]!);
+      turns.add(itemTurn(s, items[i]!));
+    }
+    i--;
+    out.push(<RewoundFold key={`fold:${run[0]!.type}:${run[0]!.id}`} count={turns.size} open={open} onToggle={toggle} />);
+    if (open)
+      for (const r of run)
+        out.push(
+          <div key={`rewound:${r.type}:${r.id}`} class="is-rewound" data-testid="rewound-item">
+            {render(r)}
+          </div>,
+        );
+  }
+  return out;
 }
 
 /** "Queued · Withdraw": a prompt waiting behind the running turn, which can be taken back until it runs. */
@@ -236,6 +279,7 @@ export function Timeline(props: TimelineProps) {
     if (el.scrollTop < 40 && growFrom.current === undefined) earlier();
   };
   const busy = !!activeTurn(s);
+  const [showRewound, setShowRewound] = useState(false);
   const facts = useMemo<TurnFacts>(() => ({ writes: turnWrites(s.toolCalls), next: nextTurns(s) }), [s.toolCalls, s.turnOrder, s.turns]);
   return (
     <div class="timeline" ref={ref} onScroll={onScroll} role="log" aria-live="polite" aria-relevant="additions text" tabIndex={0} aria-label={t('pane.conversation')}>
@@ -245,7 +289,13 @@ export function Timeline(props: TimelineProps) {
           {t('pane.earlier', { n: start })}
         </button>
       )}
-      {shown.map((item) => (queuedHere(s, item) ? null : <Item key={`${item.type}:${item.id}`} item={item} facts={facts} {...props} />))}
+      {withRewound(
+        s,
+        shown.filter((item) => !queuedHere(s, item)),
+        showRewound,
+        () => setShowRewound(!showRewound),
+        (item) => <Item key={`${item.type}:${item.id}`} item={item} facts={facts} {...props} />,
+      )}
       {/* What this tab queued waits below what runs, in the order it will run. */}
       {shown.map((item) => (queuedHere(s, item) ? <Item key={`${item.type}:${item.id}`} item={item} facts={facts} {...props} /> : null))}
       {props.onWithdrawTurn && <QueuedPrompts s={s} onWithdraw={props.onWithdrawTurn} />}

@@ -56,6 +56,8 @@ export interface TurnView {
   text?: string;
   /** What the prompt carried besides text: images, files. */
   attachments?: PromptAttachment[];
+  /** A rewind took the files back to before this turn (greyed, collapsible; never deleted). */
+  rewound?: boolean;
 }
 
 /** A prompt's block other than text, as its user message shows it. */
@@ -374,6 +376,7 @@ function turnViewOf(t: Turn): TurnView {
     continuesPromptId: t.continuesPromptId,
     text: promptTextOf(t.prompt),
     attachments: attachmentsOf(t.prompt),
+    rewound: t.rewound === true,
   };
 }
 
@@ -531,13 +534,27 @@ function applyEvent(s: SessionViewState, ev: TetherEvent): SessionViewState {
         resuming: ev.data.status === 'starting' ? n.resuming : false,
       };
     case 'session.resumed':
-      return { ...n, contextLost: !ev.data.contextRestored };
+      // History injection restores the context with the next prompt: not lost.
+      return { ...n, contextLost: !ev.data.contextRestored && ev.data.strategy !== 'history_injection' };
     case 'session.recovery_changed':
       return settleContinuationIfDone(applyRecovery(n, ev.data.recovery, seq));
     case 'session.closed':
       return { ...n, closed: true, state: ev.data.state };
     case 'session.options_changed':
       return { ...n, ...optionsOf(ev.data) };
+    case 'session.rewound': {
+      // Rewound turns stay, greyed; an undo brings them back.
+      const turns = { ...n.turns };
+      for (const [ids, rewound] of [[ev.data.rewound, true], [ev.data.restored ?? [], false]] as const)
+        for (const id of ids) if (turns[id]) turns[id] = { ...turns[id]!, rewound };
+      const session = n.session && {
+        ...n.session,
+        lastRewind: { id: ev.data.rewindId, toPromptId: ev.data.toPromptId, undoes: ev.data.undoes, rewound: ev.data.rewound, restored: ev.data.restored, turns: ev.data.turns, at: ev.data.at },
+      };
+      return { ...n, turns, session };
+    }
+    case 'session.forked':
+      return n.session ? { ...n, session: { ...n.session, forkedFrom: { sessionId: ev.data.fromSessionId, promptId: ev.data.atPromptId, handoff: ev.data.handoff } } } : n;
     case 'turn.queued':
     case 'turn.started': {
       const d = ev.data;

@@ -24,6 +24,8 @@ export interface SessionSummary {
   /** Archived sessions stay out of the sidebar (search still finds them). */
   archived?: boolean;
   recoveryKind?: RecoverySummary['kind'];
+  /** The session and turn a fork was made from (docs/rewind.md). */
+  forkedFrom?: { sessionId: string; promptId: string; handoff?: boolean };
 }
 
 /**
@@ -96,6 +98,7 @@ function summaryOf(s: Session): SessionSummary {
     createdAt: s.createdAt,
     lastActivityAt: s.lastActivityAt ?? s.updatedAt,
     archived: s.archived ?? false,
+    ...(s.forkedFrom ? { forkedFrom: s.forkedFrom } : {}),
   };
 }
 
@@ -189,6 +192,11 @@ function applyEvent(s: TasksState, ev: TetherEvent): TasksState {
       if (!prev) return s;
       return withSession(s, { ...prev, recoveryKind: ev.data.recovery.kind });
     }
+    case 'session.forked': {
+      const prev = d.sessionId ? s.sessions.get(d.sessionId) : undefined;
+      if (!prev) return s;
+      return withSession(s, { ...prev, forkedFrom: { sessionId: ev.data.fromSessionId, promptId: ev.data.atPromptId, handoff: ev.data.handoff } });
+    }
     case 'task.created': {
       const id = d.taskId;
       if (!id || s.tasks[id]) return s;
@@ -207,6 +215,14 @@ function applyEvent(s: TasksState, ev: TetherEvent): TasksState {
     default:
       return s;
   }
+}
+
+/** The sessions forked from session id (hand-offs included), oldest first. */
+export function forksOf(s: TasksState, taskId: string, id: string): SessionSummary[] {
+  return s.sessions
+    .ofTask(taskId)
+    .filter((x) => x.forkedFrom?.sessionId === id)
+    .sort((a, b) => (a.createdAt ?? '').localeCompare(b.createdAt ?? ''));
 }
 
 /** Sessions of a task that are not archived, newest first. */
@@ -239,6 +255,7 @@ const GLOBAL_TYPES = [
   'session.recovery_changed',
   'session.title_changed',
   'session.archived',
+  'session.forked',
   'task.created',
   'task.updated',
   'task.state_changed',
