@@ -113,11 +113,12 @@ than completed (failed, cancelled or interrupted).`,
 	root.PersistentFlags().StringVar(&g.addr, "addr", "", "the daemon's address, host:port or a URL [TETHER_ADDR] (default 127.0.0.1:7777)")
 	root.PersistentFlags().StringVar(&g.tokenFile, "token-file", "", "read the bearer token from this file [TETHER_TOKEN_FILE]")
 	root.AddGroup(&cobra.Group{ID: "sessions", Title: "Sessions:"}, &cobra.Group{ID: "turns", Title: "Turns:"})
-	for _, c := range []*cobra.Command{lsCmd(g), newCmd(g), statusCmd(g), attachCmd(g), logsCmd(g), exportCmd(g), renameCmd(g), archiveCmd(g), closeCmd(g)} {
+	for _, c := range []*cobra.Command{lsCmd(g), newCmd(g), statusCmd(g), attachCmd(g), logsCmd(g), exportCmd(g), renameCmd(g), archiveCmd(g), closeCmd(g),
+		forkCmd(g), handoffCmd(g)} {
 		c.GroupID = "sessions"
 		root.AddCommand(c)
 	}
-	for _, c := range []*cobra.Command{promptCmd(g), continueCmd(g), cancelCmd(g), permissionsCmd(g)} {
+	for _, c := range []*cobra.Command{promptCmd(g), continueCmd(g), cancelCmd(g), permissionsCmd(g), rewindCmd(g)} {
 		c.GroupID = "turns"
 		root.AddCommand(c)
 	}

@@ -108,22 +108,38 @@ func prepareWorld(t *testing.T, a agent, model *modelserver.Server, extra ...str
 	if r, err := filepath.EvalSymlinks(w.cwd); err == nil {
 		w.cwd = r
 	}
-	cmdJSON, _ := json.Marshal(command)
-	args, _ := json.Marshal(append([]string{}, a.args...))
 	w.home = t.TempDir()
-	env, _ := json.Marshal(a.env(w.model, w.home))
-	// Sandboxed, on a network of its own that reaches the model server
-	// only (its HOME, set in env, is its own and stays writable).
+	w.writeProfiles(command)
+	return w
+}
+
+// writeProfiles writes agents.yaml: the world's agent (its executable
+// command) and others, each with its environment for the model server
+// and the world's HOME, sandboxed on a network of its own that reaches
+// the model server only (its HOME, set in env, is its own and stays
+// writable).
+func (w *world) writeProfiles(command string, others ...agent) {
+	w.t.Helper()
 	u, err := url.Parse(w.model.URL())
 	if err != nil {
-		t.Fatal(err)
+		w.t.Fatal(err)
 	}
-	yaml := fmt.Sprintf("agents:\n  - id: %s\n    command: %s\n    args: %s\n    env: %s\n    sandbox: {mode: required, network: loopback, ports: [%s]}\n",
-		a.id, cmdJSON, args, env, u.Port())
-	if err := os.WriteFile(filepath.Join(w.dir, "agents.yaml"), []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
+	var yaml strings.Builder
+	yaml.WriteString("agents:\n")
+	for i, a := range append([]agent{w.agent}, others...) {
+		cmd := command
+		if i > 0 {
+			cmd = a.command(w.t)
+		}
+		cmdJSON, _ := json.Marshal(cmd)
+		args, _ := json.Marshal(append([]string{}, a.args...))
+		env, _ := json.Marshal(a.env(w.model, w.home))
+		fmt.Fprintf(&yaml, "  - id: %s\n    command: %s\n    args: %s\n    env: %s\n    sandbox: {mode: required, network: loopback, ports: [%s]}\n",
+			a.id, cmdJSON, args, env, u.Port())
 	}
-	return w
+	if err := os.WriteFile(filepath.Join(w.dir, "agents.yaml"), []byte(yaml.String()), 0o600); err != nil {
+		w.t.Fatal(err)
+	}
 }
 
 // start runs `tetherd serve` and waits for /health.
