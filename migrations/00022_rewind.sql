@@ -9,10 +9,8 @@ ALTER TABLE sessions ADD COLUMN last_rewind TEXT CHECK (last_rewind IS NULL OR j
 ALTER TABLE sessions ADD COLUMN forked_from_session TEXT NOT NULL DEFAULT '';
 ALTER TABLE sessions ADD COLUMN forked_from_prompt TEXT NOT NULL DEFAULT '';
 ALTER TABLE sessions ADD COLUMN fork_handoff INTEGER NOT NULL DEFAULT 0 CHECK (fork_handoff IN (0, 1));
-CREATE INDEX sessions_forked_from_idx ON sessions (forked_from_session) WHERE forked_from_session <> '';
 
 -- +goose Down
-DROP INDEX sessions_forked_from_idx;
 ALTER TABLE sessions DROP COLUMN fork_handoff;
 ALTER TABLE sessions DROP COLUMN forked_from_prompt;
 ALTER TABLE sessions DROP COLUMN forked_from_session;

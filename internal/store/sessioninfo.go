@@ -45,15 +45,6 @@ func (s *Store) SetSessionRewound(ctx context.Context, id string, r session.Rewi
 	return s.updateSession(ctx, id, map[string]any{"last_rewind": rewindText(&r)})
 }
 
-// ListForks are the sessions forked from session id, oldest first.
-func (s *Store) ListForks(ctx context.Context, id string) ([]session.Session, error) {
-	var rows []sessionRow
-	if err := s.db.WithContext(ctx).Where("forked_from_session = ?", id).Order("created_at, id").Find(&rows).Error; err != nil {
-		return nil, err
-	}
-	return toSessions(rows)
-}
-
 // SetSessionArchived projects session.archived.
 func (s *Store) SetSessionArchived(ctx context.Context, id string, archived bool) error {
 	return s.updateSession(ctx, id, map[string]any{"archived": archived})
