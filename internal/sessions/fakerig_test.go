@@ -3,6 +3,8 @@ package sessions
 import (
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 	"github.com/tether/tether/internal/store/storetest"
+	"github.com/tether/tether/internal/workspace"
 )
 
 // guardTimeout bounds every wait of these tests: reached only by a hang.
@@ -48,6 +51,9 @@ type fakeRig struct {
 	rt  *fakeRuntime
 	mgr *Manager
 	dir string
+	// ws, when set, has the rig's sessions record turn checkpoints
+	// there, so that they can be rewound and forked (withCheckpoints).
+	ws *workspace.Config
 }
 
 func newFakeRig(t *testing.T) *fakeRig {
@@ -73,7 +79,25 @@ func newFakeRig(t *testing.T) *fakeRig {
 }
 
 func (r *fakeRig) newManager() *Manager {
-	return New(r.st, r.w, fakeProfiles{}, Config{Runtime: r.rt, Logger: slog.New(slog.DiscardHandler)})
+	cfg := Config{Runtime: r.rt, Logger: slog.New(slog.DiscardHandler)}
+	if r.ws != nil {
+		cfg.Workspace, cfg.TurnCheckpoints = *r.ws, true
+	}
+	return New(r.st, r.w, fakeProfiles{}, cfg)
+}
+
+// withCheckpoints has the rig's manager record turn checkpoints (in the
+// rig's dir), and returns a directory for sessions to work in: not the
+// rig's, which holds the store.
+func (r *fakeRig) withCheckpoints() string {
+	r.ws = &workspace.Config{Checkpoints: filepath.Join(r.dir, "checkpoints")}
+	r.mgr.Shutdown(context.Background())
+	r.mgr = r.newManager()
+	ws := filepath.Join(r.dir, "ws")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		r.t.Fatal(err)
+	}
+	return ws
 }
 
 // restart stops the manager as a daemon shutdown does (agents stopped,

@@ -155,8 +155,17 @@ func pickForkPoint(turns []session.Turn, atTurn string) (forkPoint, error) {
 }
 
 // Fork makes a new session from session originID at in.AtTurn.
+//
+// With several nodes it is work on the origin: the node serving it takes
+// the origin's lease first, whose generation its executor host wants on
+// the workspace commands that restore the turn (as Manager.Workspace).
 func (m *Manager) Fork(ctx context.Context, originID string, in ForkInput) (session.Session, error) {
 	began := time.Now()
+	if own := m.cfg.Ownership; own != nil {
+		if _, err := own.Acquire(ctx, originID); err != nil {
+			return session.Session{}, err
+		}
+	}
 	var origin session.Session
 	var ex session.Executor
 	var turns []session.Turn

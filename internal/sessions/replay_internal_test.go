@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -76,6 +77,9 @@ type replay struct {
 	faultsOn  bool
 	steps     []string
 	n         int // counter for ids and texts
+	// ws is the sessions' directory, whose turns are checkpointed: a
+	// step may rewind a session (and undo it) or fork it.
+	ws string
 }
 
 // replaySession is one session and its current agent, as the agent sees
@@ -91,6 +95,7 @@ type replaySession struct {
 
 func runReplay(t *testing.T, seed int64, steps int) {
 	p := &replay{t: t, r: newFakeRig(t), rnd: rand.New(rand.NewSource(seed)), faultsOn: os.Getenv("TETHER_REPLAY_FAULTS") != "0"}
+	p.ws = p.r.withCheckpoints()
 	p.addSession()
 	p.addSession()
 	for range steps {
@@ -121,6 +126,21 @@ func runReplay(t *testing.T, seed int64, steps int) {
 	p.restart(p.r.restart)
 }
 
+// endedTurns are the session's turns that ran and ended, as stored.
+func (p *replay) endedTurns(s *replaySession) []string {
+	turns, err := p.r.st.ListTurns(context.Background(), s.id)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, t := range turns {
+		if t.StartedAt != nil && t.State.Terminal() && !t.Rewound {
+			out = append(out, t.PromptID)
+		}
+	}
+	return out
+}
+
 // note records a step.
 func (p *replay) note(format string, args ...any) {
 	p.steps = append(p.steps, fmt.Sprintf(format, args...))
@@ -133,7 +153,7 @@ func (p *replay) fail(format string, args ...any) {
 }
 
 func (p *replay) addSession() {
-	sess, err := p.r.mgr.Create(context.Background(), CreateInput{AgentProfileID: "fake", Cwd: p.r.dir})
+	sess, err := p.r.mgr.Create(context.Background(), CreateInput{AgentProfileID: "fake", Cwd: p.ws})
 	if p.fault != nil && errcode.Is(err, errcode.StoreWriteFailed) {
 		p.note("create: %v", err) // refused whole: there is no session
 		return
@@ -226,6 +246,25 @@ func (p *replay) step() {
 			return err
 		})
 	}
+	// Rewind and fork (rewind.go, fork.go): a turn that ended, its files
+	// written by the step, so that the restore has something to do.
+	ended := p.endedTurns(s)
+	add(1, len(ended) > 0, "rewind", func() error {
+		to := ended[p.rnd.Intn(len(ended))]
+		if err := os.WriteFile(filepath.Join(p.ws, "step.txt"), []byte(fmt.Sprintf("step %d", p.next())), 0o644); err != nil {
+			return err
+		}
+		_, err := p.r.mgr.Rewind(ctx, s.id, RewindInput{ToTurn: to})
+		return err
+	})
+	add(1, true, "undo rewind", func() error { _, err := p.r.mgr.UndoRewind(ctx, s.id); return err })
+	add(1, len(ended) > 0 && len(p.sessions) < 6, "fork", func() error {
+		f, err := p.r.mgr.Fork(ctx, s.id, ForkInput{AtTurn: ended[p.rnd.Intn(len(ended))], Cwd: filepath.Join(p.r.dir, fmt.Sprintf("fork-%d", p.next()))})
+		if err == nil {
+			p.sessions = append(p.sessions, &replaySession{id: f.ID})
+		}
+		return err
+	})
 	add(1, p.faultsOn && p.fault == nil, "write failure", func() error { p.inject(); return nil })
 	if p.rnd.Intn(4) == 0 {
 		add(1, true, "restart", func() error { p.restart(p.r.restart); return nil })

@@ -184,7 +184,9 @@ func (m *Manager) rewind(ctx context.Context, sessionID string, c rewindCmd) (Re
 		return RewindOutcome{Restored: *res.Restored}, nil
 	}
 	var out RewindOutcome
-	if derr := a.do(rctx, func() { out = a.rewound(b.plan, res.Restored, err) }); derr != nil {
+	// Told on a context of its own: one the restore used up would leave
+	// the session refusing prompts as rewinding.
+	if derr := a.do(context.WithoutCancel(ctx), func() { out = a.rewound(b.plan, res.Restored, err) }); derr != nil {
 		return RewindOutcome{}, derr
 	}
 	if err != nil {
