@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tether/tether/internal/acp"
@@ -180,6 +181,10 @@ type Manager struct {
 	// none outlives the manager and touches the writer or store after
 	// they close. Start them with spawn.
 	work sync.WaitGroup
+	// reporting counts the workspace reports of interrupted turns under
+	// way (reportChanges), until their actor has recorded them: what a
+	// test waits for before it calls a session settled.
+	reporting atomic.Int64
 	// credentials records and checks agents' credentials (package
 	// credentials).
 	credentials *credentials.Checker

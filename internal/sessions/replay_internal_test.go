@@ -44,9 +44,19 @@ func TestReplayEquivalence(t *testing.T) {
 	sequences := envInt(t, "TETHER_REPLAY_SEQUENCES", 12)
 	steps := envInt(t, "TETHER_REPLAY_STEPS", 40)
 	t.Logf("seed %d: rerun one sequence with TETHER_REPLAY_SEED=<its seed> TETHER_REPLAY_SEQUENCES=1", seed)
+	var branched [3]int // rewinds, undos and forks that went through
 	for i := range sequences {
 		s := seed + i
-		t.Run(fmt.Sprintf("seed=%d", s), func(t *testing.T) { runReplay(t, s, int(steps)) })
+		t.Run(fmt.Sprintf("seed=%d", s), func(t *testing.T) {
+			p := runReplay(t, s, int(steps))
+			for j, n := range p.branched {
+				branched[j] += n
+			}
+		})
+	}
+	t.Logf("rewinds, undos and forks that went through: %v", branched)
+	if sequences >= 12 && steps >= 40 && (branched[0] == 0 || branched[1] == 0 || branched[2] == 0) {
+		t.Errorf("rewinds, undos and forks that went through: %v; the sequences never checked one of them", branched)
 	}
 }
 
@@ -78,8 +88,10 @@ type replay struct {
 	steps     []string
 	n         int // counter for ids and texts
 	// ws is the sessions' directory, whose turns are checkpointed: a
-	// step may rewind a session (and undo it) or fork it.
-	ws string
+	// step may rewind a session (and undo it) or fork it; branched counts
+	// the rewinds, undos and forks that went through.
+	ws       string
+	branched [3]int
 }
 
 // replaySession is one session and its current agent, as the agent sees
@@ -93,7 +105,7 @@ type replaySession struct {
 	tools []string
 }
 
-func runReplay(t *testing.T, seed int64, steps int) {
+func runReplay(t *testing.T, seed int64, steps int) *replay {
 	p := &replay{t: t, r: newFakeRig(t), rnd: rand.New(rand.NewSource(seed)), faultsOn: os.Getenv("TETHER_REPLAY_FAULTS") != "0"}
 	p.ws = p.r.withCheckpoints()
 	p.addSession()
@@ -124,6 +136,7 @@ func runReplay(t *testing.T, seed int64, steps int) {
 		p.check(s, true)
 	}
 	p.restart(p.r.restart)
+	return p
 }
 
 // endedTurns are the session's turns that ran and ended, as stored.
@@ -255,13 +268,28 @@ func (p *replay) step() {
 			return err
 		}
 		_, err := p.r.mgr.Rewind(ctx, s.id, RewindInput{ToTurn: to})
+		if err == nil {
+			p.branched[0]++
+			if p.rnd.Intn(2) == 0 { // and at once back, before any turn
+				if _, err = p.r.mgr.UndoRewind(ctx, s.id); err == nil {
+					p.branched[1]++
+				}
+			}
+		}
 		return err
 	})
-	add(1, true, "undo rewind", func() error { _, err := p.r.mgr.UndoRewind(ctx, s.id); return err })
+	add(1, true, "undo rewind", func() error {
+		_, err := p.r.mgr.UndoRewind(ctx, s.id)
+		if err == nil {
+			p.branched[1]++
+		}
+		return err
+	})
 	add(1, len(ended) > 0 && len(p.sessions) < 6, "fork", func() error {
 		f, err := p.r.mgr.Fork(ctx, s.id, ForkInput{AtTurn: ended[p.rnd.Intn(len(ended))], Cwd: filepath.Join(p.r.dir, fmt.Sprintf("fork-%d", p.next()))})
 		if err == nil {
 			p.sessions = append(p.sessions, &replaySession{id: f.ID})
+			p.branched[2]++
 		}
 		return err
 	})
@@ -418,6 +446,7 @@ func (p *replay) restart(how func()) {
 	p.note("restart (reconcile: %+v, %v)", res, err)
 	for _, s := range p.sessions {
 		s.agent, s.prompt, s.msgID = nil, nil, ""
+		p.settle(s)
 		p.check(s, true)
 	}
 }
@@ -467,7 +496,8 @@ func (p *replay) settle(s *replaySession) {
 			// A reload waiting for its backoff waits for the store: while
 			// it refuses writes the session is as settled as it gets.
 			reloading := a.reloading && (a.timers[timerReload] == nil || p.fault == nil)
-			busy = reloading || a.starting || a.settling || len(a.admitting) > 0
+			busy = reloading || a.starting || a.settling || len(a.admitting) > 0 ||
+				p.r.mgr.reporting.Load() > 0 // an interrupted turn's changes are on their way
 			if c := a.conn; c != nil && isDone(c) {
 				busy = true // its exit is on its way
 			}

@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -93,7 +94,14 @@ func (m *Manager) reportChanges(sessionID, promptID string) {
 		}
 		return
 	}
+	m.reporting.Add(1)
 	m.spawn(func() {
+		posted := false
+		defer func() {
+			if !posted {
+				m.reporting.Add(-1)
+			}
+		}()
 		ctx, cancel := context.WithTimeout(m.life, changesTimeout)
 		defer cancel()
 		res, err := m.Workspace(ctx, sessionID, workspace.Request{Op: workspace.OpGitDiff, Session: sessionID, Turn: promptID})
@@ -105,8 +113,16 @@ func (m *Manager) reportChanges(sessionID, promptID string) {
 		if err != nil {
 			return
 		}
-		a.mb.Post(func() {
+		posted = a.mb.Post(func() {
+			defer m.reporting.Add(-1)
 			a.emit(a.draft(promptID, &session.TurnWorkspaceChangesData{Changes: changes}))
+			// The actor's turn records them too, as the fold does.
+			if t, ok := a.turns[promptID]; ok {
+				if b, err := json.Marshal(changes); err == nil {
+					t.WorkspaceChanges = b
+					a.turns[promptID] = t
+				}
+			}
 			a.pushRecovery()
 			a.maybeAutoContinue(promptID)
 		})
