@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -75,6 +76,17 @@ func (s shadow) env() []string {
 
 func turnRef(turn string) string { return "refs/tether/turns/" + hex.EncodeToString([]byte(turn)) }
 
+// git runs git on the shadow repository. Its configuration is tetherd's
+// own (openShadow wrote it) and the user's repository's is not read (its
+// GIT_DIR is the shadow's), so no filter driver of the repository's own
+// can be named: the lookup runGit makes for them is skipped.
+func (s shadow) git(ctx context.Context, env []string, limit int64, args ...string) ([]byte, bool, error) {
+	if env == nil {
+		env = s.env()
+	}
+	return runGitFiltered(ctx, s.root, env, limit, false, args...)
+}
+
 // openShadow validates a checkpoint request and returns its repository
 // (created when create is set), locked until the returned unlock.
 func openShadow(ctx context.Context, d *sessionDir, req Request, cfg Config, create bool) (shadow, func(), error) {
@@ -119,10 +131,10 @@ func openShadow(ctx context.Context, d *sessionDir, req Request, cfg Config, cre
 // snapshot writes the session's directory as a tree of the shadow
 // repository. Unreadable files are left out rather than failing it.
 func (s shadow) snapshot(ctx context.Context) (string, error) {
-	if _, _, err := runGit(ctx, s.root, s.env(), 1<<16, "add", "--all", "--ignore-errors", "--", "."); err != nil {
+	if _, _, err := s.git(ctx, nil, 1<<16, "add", "--all", "--ignore-errors", "--", "."); err != nil {
 		return "", err
 	}
-	out, _, err := runGit(ctx, s.root, s.env(), 1<<10, "write-tree")
+	out, _, err := s.git(ctx, nil, 1<<10, "write-tree")
 	return strings.TrimSpace(string(out)), err
 }
 
@@ -161,9 +173,6 @@ func checkpoint(ctx context.Context, d *sessionDir, req Request, cfg Config) (*C
 	if req.End {
 		ref = endRef(req.Turn)
 	}
-	if cp, err := s.readCommit(ctx, ref, req.Turn); err == nil {
-		return cp, nil
-	}
 	tree, err := s.snapshot(ctx)
 	if err != nil {
 		return nil, err
@@ -172,7 +181,11 @@ func checkpoint(ctx context.Context, d *sessionDir, req Request, cfg Config) (*C
 	if err != nil {
 		return nil, err
 	}
-	return s.commitSnapshot(ctx, ref, req.Turn, tree, head)
+	cp, err := s.commitSnapshot(ctx, ref, req.Turn, tree, head, true)
+	if errors.Is(err, errRefExists) {
+		return s.readCommit(ctx, ref, req.Turn) // the first one stays
+	}
+	return cp, err
 }
 
 // read returns a turn's checkpoint from the shadow repository.

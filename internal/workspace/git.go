@@ -111,8 +111,16 @@ const gitOutputLimit = 64 << 20
 // bytes (truncated reports a cut). A directory outside any repository is
 // errcode.WorkspaceNotRepository.
 func runGit(ctx context.Context, dir string, env []string, limit int64, args ...string) (out []byte, truncated bool, err error) {
+	return runGitFiltered(ctx, dir, env, limit, !runsNoFilter[args[0]], args...)
+}
+
+// runGitFiltered is runGit, the repository's own filter drivers switched
+// off first when localFilters (see localFiltersOff): a command on a
+// repository whose configuration is tetherd's own (a checkpoint's shadow
+// repository) has none to switch off, and skips the lookup.
+func runGitFiltered(ctx context.Context, dir string, env []string, limit int64, localFilters bool, args ...string) (out []byte, truncated bool, err error) {
 	pre := append([]string{"-c", "core.quotepath=off", "-c", "color.ui=never"}, safeConfig...)
-	if !runsNoFilter[args[0]] {
+	if localFilters {
 		off, err := localFiltersOff(ctx, dir, env)
 		if err != nil {
 			return nil, false, err

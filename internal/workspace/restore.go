@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,19 +95,33 @@ type Restored struct {
 func endRef(turn string) string  { return "refs/tether/ends/" + hex.EncodeToString([]byte(turn)) }
 func safetyRef(id string) string { return "refs/tether/safety/" + hex.EncodeToString([]byte(id)) }
 
+// errRefExists: commitSnapshot was to record a checkpoint once, and one
+// is there.
+var errRefExists = errors.New("workspace: the checkpoint exists")
+
 // commitSnapshot records tree as a commit under ref, its message naming
-// what it is (checkpointMeta), and returns the checkpoint.
-func (s shadow) commitSnapshot(ctx context.Context, ref, name, tree, head string) (*Checkpoint, error) {
+// what it is (checkpointMeta), and returns the checkpoint. With once, a
+// checkpoint already at ref stays and errRefExists says so.
+func (s shadow) commitSnapshot(ctx context.Context, ref, name, tree, head string, once bool) (*Checkpoint, error) {
 	msg, _ := json.Marshal(checkpointMeta{Turn: name, Head: head})
 	now := time.Now().UTC().Truncate(time.Second)
 	stamp := now.Format(time.RFC3339)
 	env := append(s.env(), "GIT_AUTHOR_NAME=tether", "GIT_AUTHOR_EMAIL=tether@localhost", "GIT_AUTHOR_DATE="+stamp,
 		"GIT_COMMITTER_NAME=tether", "GIT_COMMITTER_EMAIL=tether@localhost", "GIT_COMMITTER_DATE="+stamp)
-	out, _, err := runGit(ctx, s.root, env, 1<<10, "commit-tree", tree, "-m", string(msg))
+	out, _, err := s.git(ctx, env, 1<<10, "commit-tree", tree, "-m", string(msg))
 	if err != nil {
 		return nil, err
 	}
-	if _, _, err := runGit(ctx, s.root, s.env(), 1<<10, "update-ref", ref, strings.TrimSpace(string(out))); err != nil {
+	args := []string{"update-ref", ref, strings.TrimSpace(string(out))}
+	if once {
+		args = append(args, strings.Repeat("0", len(tree))) // only where none is
+	}
+	if _, _, err := s.git(ctx, nil, 1<<10, args...); err != nil {
+		if once {
+			if _, _, rerr := s.git(ctx, nil, 1<<10, "rev-parse", "--verify", "--quiet", ref); rerr == nil {
+				return nil, errRefExists
+			}
+		}
 		return nil, err
 	}
 	return &Checkpoint{Turn: name, Tree: tree, Head: head, At: now}, nil
@@ -214,11 +229,11 @@ func restore(ctx context.Context, d *sessionDir, req Request, cfg Config) (*Rest
 	if spec.DryRun {
 		return out, nil
 	}
-	if out.Safety, err = s.commitSnapshot(ctx, safetyRef(spec.SafetyID), spec.SafetyID, now, head); err != nil {
+	if out.Safety, err = s.commitSnapshot(ctx, safetyRef(spec.SafetyID), spec.SafetyID, now, head, false); err != nil {
 		return nil, err
 	}
 	if tree != now {
-		if _, _, err := runGit(ctx, s.root, s.env(), 1<<16, "read-tree", "-u", "--reset", tree); err != nil {
+		if _, _, err := s.git(ctx, nil, 1<<16, "read-tree", "-u", "--reset", tree); err != nil {
 			return nil, err
 		}
 	}
@@ -296,14 +311,16 @@ func (s shadow) restoreInto(ctx context.Context, spec RestoreSpec, current func(
 	if !empty {
 		// What is there, in the index: the restore then removes what the
 		// tree lacks.
-		if _, _, err := runGit(ctx, spec.Target, env, 1<<16, "add", "--all", "--ignore-errors", "--", "."); err != nil {
+		if _, _, err := runGitFiltered(ctx, spec.Target, env, 1<<16, false, "add", "--all", "--ignore-errors", "--", "."); err != nil {
 			return nil, err
 		}
 	}
-	if _, _, err := runGit(ctx, spec.Target, env, 1<<16, "read-tree", "-u", "--reset", tree); err != nil {
+	// The shadow's own configuration (GIT_DIR): no filter of the
+	// repository's to switch off (shadow.git).
+	if _, _, err := runGitFiltered(ctx, spec.Target, env, 1<<16, false, "read-tree", "-u", "--reset", tree); err != nil {
 		return nil, err
 	}
-	n, _, err := runGit(ctx, spec.Target, env, gitOutputLimit, "ls-files", "-z")
+	n, _, err := runGitFiltered(ctx, spec.Target, env, gitOutputLimit, false, "ls-files", "-z")
 	if err != nil {
 		return nil, err
 	}

@@ -203,3 +203,52 @@ func TestForkRewindUndo(t *testing.T) {
 		})
 	}
 }
+
+// TestHandoffOfAnInterruptedTurn: tetherd is killed (-9) in the middle of
+// a standalone session's turn, which the restart records as interrupted;
+// the session is handed off. The new session's recovery plan says the
+// copied turn can be continued, and its continue reaches the agent once:
+// briefed with the transcript, then told what was cut off.
+func TestHandoffOfAnInterruptedTurn(t *testing.T) {
+	w := newWorld(t, profile{id: "demo"}, profile{id: "other"})
+	w.start()
+	sid, cwd := w.createSession("demo")
+	rec := w.record(sid)
+	w.prompt(sid, "/steps 2 50 hang", "p1")
+	w.waitSeen(rec, "a tool call left running", func(f frame) bool {
+		return f.Event == "tool_call.started" && strings.Contains(f.Data, `"status":"in_progress"`)
+	})
+	w.kill9()
+	w.start()
+	if turn := w.waitTurn(sid, "p1"); turn["state"] != "interrupted" {
+		t.Fatalf("turn p1 after kill -9: got %v, want interrupted", turn["state"])
+	}
+	code, h := w.do(http.MethodPost, "/session/"+sid+"/handoff", map[string]any{"agentProfileId": "other"})
+	if code != http.StatusCreated {
+		t.Fatalf("hand-off: got %d %v", code, h)
+	}
+	hid := h["id"].(string)
+	w.sessions = append(w.sessions, hid)
+	if h["cwd"] != cwd {
+		t.Errorf("hand-off cwd: got %v, want %s", h["cwd"], cwd)
+	}
+	var rec0 map[string]any
+	w.waitFor("the new session's recovery plan", func() bool {
+		rec0, _ = w.sessionContext(hid)["recovery"].(map[string]any)
+		return rec0 != nil && rec0["canContinue"] == true
+	})
+	if rec0["kind"] != "interrupted_turn" || rec0["promptId"] != "p1" {
+		t.Errorf("the new session's recovery: got %v, want interrupted_turn of p1", rec0)
+	}
+	code, c := w.do(http.MethodPost, "/session/"+hid+"/continue", map[string]any{"promptId": "c1"})
+	if code != http.StatusAccepted {
+		t.Fatalf("continue the hand-off: got %d %v", code, c)
+	}
+	if turn := w.waitTurn(hid, "c1"); turn["state"] != "completed" {
+		t.Fatalf("the continuation: got %v, want completed", turn)
+	}
+	reply := w.agentReplyOf(hid, "c1")
+	if !strings.HasPrefix(reply, "[briefed with ") || !strings.Contains(reply, continuationAnswer) || strings.Count(reply, "briefed") != 1 {
+		t.Errorf("the continuation's reply: got %.300q, want the agent briefed once, then continuing", reply)
+	}
+}

@@ -25,7 +25,10 @@ describe('tetherd: rewind and fork', () => {
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, 'notes.txt'), 'before\n');
     const s = c.session((await c.createSession({ agentProfileId: 'demo', cwd: dir, title: 'rewind' })).id);
-    for (const [id, text] of [['r1', 'first draft'], ['r2', 'second draft']]) {
+    for (const [id, text] of [
+      ['r1', 'first draft'],
+      ['r2', 'second draft'],
+    ] as const) {
       await s.prompt(`/tool write notes.txt ${text}`, { promptId: id });
       expect((await s.waitForTurn(id)).type).toBe('turn.completed');
     }
