@@ -69,6 +69,8 @@ func decide(v view, in input) decision {
 		return decideStartSucceeded(in)
 	case replaySettledInput:
 		return decideReplaySettled(v, in)
+	case rewoundInput:
+		return decideRewound(v, in)
 	case restartedInput:
 		return decideRestarted(v, in)
 	case updateInput:

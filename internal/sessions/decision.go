@@ -234,6 +234,13 @@ type (
 		Gen        int
 		Inject     bool
 	}
+	// rewoundInput: the session's executor restored its files for the
+	// rewind Plan (rewind.go), changing Files, at At.
+	rewoundInput struct {
+		Plan  rewindPlan
+		Files []session.ChangedFile
+		At    time.Time
+	}
 	// replaySettledInput: the grace for a late load replay is over
 	// (Current: for the agent that is still the session's).
 	replaySettledInput struct {
@@ -366,6 +373,7 @@ func (startFailedInput) isInput()         {}
 func (nextInput) isInput()                {}
 func (startSucceededInput) isInput()      {}
 func (replaySettledInput) isInput()       {}
+func (rewoundInput) isInput()             {}
 func (resumeCmd) isInput()                {}
 func (permissionRequestedInput) isInput() {}
 func (admittedInput) isInput()            {}

@@ -58,6 +58,18 @@ func (a *actor) record(p session.EventPayload) *events.Pending {
 		return a.endTurn(promptID, p)
 	case *session.TurnInterruptedData:
 		return a.interruptTurn(promptID, p)
+	case *session.SessionRewoundData:
+		// The turns it marks stay, out of the agent's context; an undo
+		// unmarks them. The session keeps it for an undo.
+		for ids, rewound := range map[*[]string]bool{&p.Rewound: true, &p.Restored: false} {
+			for _, id := range *ids {
+				if t, ok := a.turns[id]; ok {
+					t.Rewound = rewound
+					a.turns[id] = t
+				}
+			}
+		}
+		a.sess.LastRewind = p.Rewind()
 	case *session.PlanUpdatedData:
 		a.sess.Plan = p.Entries
 		// Text that follows the plan reads after it, not glued before it.

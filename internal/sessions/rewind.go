@@ -198,10 +198,9 @@ func (m *Manager) rewind(ctx context.Context, sessionID string, c rewindCmd) (Re
 	return out, nil
 }
 
-// rewound records a rewind its executor carried out (restored; err when
-// it failed, and the files are as they were), lets turns run again, and
-// gives the agent a fresh context: the next turn starts a new ACP
-// session, briefed with the turns not rewound (history injection).
+// rewound takes a rewind its executor carried out (restored; err when it
+// failed, and the files are as they were): turns may run again, and the
+// rewind is decided (decideRewound) and said in the transcript.
 func (a *actor) rewound(p rewindPlan, restored *workspace.Restored, err error) RewindOutcome {
 	a.rewinding = false
 	if err != nil {
@@ -212,33 +211,35 @@ func (a *actor) rewound(p rewindPlan, restored *workspace.Restored, err error) R
 	for _, f := range restored.Files {
 		files = append(files, session.ChangedFile{Path: f.Path, OldPath: f.OldPath, Status: f.Status})
 	}
-	ev := &session.SessionRewoundData{RewindID: p.ID, ToPromptID: p.ToPromptID, Undoes: p.Undoes, Rewound: p.Rewound,
-		Restored: p.Restored, Files: files, Turns: p.Turns, At: time.Now().UTC()}
+	if err := a.perform(decide(a.view(), rewoundInput{Plan: p, Files: files, At: time.Now().UTC()}), nil); err != nil {
+		return RewindOutcome{}
+	}
 	text := fmt.Sprintf("Rewound the files to the end of turn %s (%d files changed); %d later turns are marked rewound. Undo with POST /session/%s/rewind/undo.",
 		p.ToPromptID, len(files), len(p.Rewound), a.id)
 	if p.Undoes != "" {
 		text = fmt.Sprintf("Undid rewind %s: the files are back as they were before it (%d files changed).", p.Undoes, len(files))
 	}
-	a.emit(a.draft("", ev))
-	for _, id := range p.Rewound {
-		t := a.turns[id]
-		t.Rewound = true
-		a.turns[id] = t
-	}
-	for _, id := range p.Restored {
-		t := a.turns[id]
-		t.Rewound = false
-		a.turns[id] = t
-	}
-	a.sess.LastRewind = ev.Rewind()
 	a.systemMessage(text)
-	// A fresh context: the agent's own session remembers the rewound
-	// turns; the next start opens a new one.
-	a.exec.ResumeToken = ""
-	a.saveExecutor()
-	if a.conn != nil {
-		a.retireAgent("agent stopped: the session was rewound; its next turn starts a fresh context")
-	}
 	a.pushRecovery()
-	return RewindOutcome{Rewind: ev.Rewind(), Restored: *restored}
+	return RewindOutcome{Rewind: a.sess.LastRewind, Restored: *restored}
+}
+
+// decideRewound records a rewind its executor carried out: session.rewound
+// (the turns it marks and unmarks), the executor without its ACP session,
+// and the agent, if one runs, retired: the agent's own session remembers
+// the rewound turns, so the next turn starts a fresh one, briefed with the
+// turns left (history injection).
+func decideRewound(v view, in rewoundInput) decision {
+	p := in.Plan
+	ex := v.Executor
+	ex.ResumeToken = ""
+	effs := []effect{
+		record("", &session.SessionRewoundData{RewindID: p.ID, ToPromptID: p.ToPromptID, Undoes: p.Undoes, Rewound: p.Rewound,
+			Restored: p.Restored, Files: in.Files, Turns: p.Turns, At: in.At}),
+		record("", session.ExecutorStatusOf(ex)),
+	}
+	if v.Connected {
+		effs = append(effs, effStopAgent{How: stopRetire, Why: "agent stopped: the session was rewound; its next turn starts a fresh context"})
+	}
+	return accept(effs...)
 }

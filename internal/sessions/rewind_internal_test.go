@@ -137,3 +137,45 @@ func TestPickForkPoint(t *testing.T) {
 		t.Errorf("a running turn: got %v, want %s", err, errcode.RewindRunning)
 	}
 }
+
+// A rewind carried out is recorded, its executor loses its ACP session
+// (the next turn starts a fresh one), and a running agent is retired.
+func TestDecideRewound(t *testing.T) {
+	at := time.Unix(5, 0).UTC()
+	in := rewoundInput{Plan: rewindPlan{ID: "r1", ToPromptID: "p2", Rewound: []string{"p3"}, Turns: 3},
+		Files: []session.ChangedFile{{Path: "a.txt", Status: "modified"}}, At: at}
+	for _, tc := range []struct {
+		name      string
+		connected bool
+		wantStop  bool
+	}{
+		{"agent running: retired", true, true},
+		{"no agent", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := view{State: session.SessionWaitingForInput, Connected: tc.connected,
+				Executor: session.Executor{Runtime: session.RuntimeStandalone, Status: session.ExecutorReady, ResumeToken: "acp-1"}}
+			d := decideRewound(v, in)
+			if d.Refusal != nil || len(d.Effects) < 2 {
+				t.Fatalf("got %+v, want the rewind and the executor recorded", d)
+			}
+			ev, ok := d.Effects[0].(effRecord).Event.(*session.SessionRewoundData)
+			if !ok || ev.RewindID != "r1" || ev.ToPromptID != "p2" || !slices.Equal(ev.Rewound, []string{"p3"}) || len(ev.Files) != 1 || !ev.At.Equal(at) {
+				t.Errorf("got first effect %+v, want session.rewound of r1", d.Effects[0])
+			}
+			x, ok := d.Effects[1].(effRecord).Event.(*session.ExecutorStatusData)
+			if !ok || x.ResumeToken != "" || x.Status != session.ExecutorReady {
+				t.Errorf("got second effect %+v, want the executor as it is without its ACP session", d.Effects[1])
+			}
+			stops := len(d.Effects) == 3
+			if stops != tc.wantStop {
+				t.Errorf("got effects %+v, want the agent retired: %v", d.Effects, tc.wantStop)
+			}
+			if stops {
+				if s, ok := d.Effects[2].(effStopAgent); !ok || s.How != stopRetire {
+					t.Errorf("got third effect %+v, want the agent retired", d.Effects[2])
+				}
+			}
+		})
+	}
+}
