@@ -10,6 +10,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { scan } from './axe.mjs';
 import { appProblems, Daemon, launchBrowser, openSession, shot } from './harness.mjs';
 
 const T = { timeout: 20_000 };
@@ -52,7 +53,7 @@ async function send(pane, text) {
 const read = (dir, name) => (existsSync(join(dir, name)) ? readFileSync(join(dir, name), 'utf8') : undefined);
 
 describe('Web Shell rewind, fork and hand-off', { concurrency: false }, () => {
-  test('rewind with a preview, the rewound turns folded, undo, fork beside, hand-off', { timeout: 120_000 }, async () => {
+  test('rewind with a preview, the rewound turns folded, undo, fork beside, hand-off', { timeout: 120_000 }, async (t) => {
     const s = await daemon.api('POST', '/session', { agentProfileId: 'demo', cwd: repo, title: 'Write the notes' });
     const pane = await openSession(page, daemon, s.id);
     await pane.locator('[data-testid=executor][data-exec=ready]').waitFor(T);
@@ -74,6 +75,7 @@ describe('Web Shell rewind, fork and hand-off', { concurrency: false }, () => {
     assert.match(await dialog.getByTestId('rewind-user-changed').textContent(), /1 of them were changed outside any turn/);
     assert.equal(read(repo, 'notes.txt'), 'second draft', 'the preview changed nothing');
     await shot(page, 'rewind-01-preview');
+    assert.deepEqual(await scan(t, page, 'the rewind preview'), []);
     await dialog.getByTestId('rewind-confirm').click();
     await dialog.waitFor({ state: 'detached', ...T });
     assert.equal(read(repo, 'notes.txt'), 'first draft');
@@ -91,6 +93,7 @@ describe('Web Shell rewind, fork and hand-off', { concurrency: false }, () => {
     assert.deepEqual(greyed, [t2, t3]);
     await pane.getByTestId('undo-rewind').waitFor(T);
     await shot(page, 'rewind-02-rewound-turns');
+    assert.deepEqual(await scan(t, page, 'rewound turns'), []);
     const turns = (await daemon.api('GET', `/session/${s.id}/transcript`)).turns;
     assert.deepEqual(
       turns.map((t) => [t.promptId, t.rewound ?? false]),
@@ -132,6 +135,7 @@ describe('Web Shell rewind, fork and hand-off', { concurrency: false }, () => {
     const hand = page.getByTestId('handoff-dialog');
     await hand.waitFor(T);
     await shot(page, 'rewind-04-handoff-dialog');
+    assert.deepEqual(await scan(t, page, 'the hand-off dialog'), []);
     await hand.getByTestId('handoff-confirm').click();
     await hand.waitFor({ state: 'detached', ...T });
     await last.getByTestId('fork-link').waitFor(T);
@@ -141,6 +145,7 @@ describe('Web Shell rewind, fork and hand-off', { concurrency: false }, () => {
     assert.equal(handed.forkedFrom?.handoff, true);
     await page.locator(`[data-testid=pane][data-session-id="${hid}"] [data-testid=fork-origin]`).waitFor(T);
     await shot(page, 'rewind-05-handoff');
+    assert.deepEqual(await scan(t, page, 'three panes: origin, fork, hand-off'), []);
     assert.deepEqual(appProblems(browser.problems), []);
   });
 });

@@ -295,7 +295,7 @@ export function ForkOrigin({ s }: { s: SessionViewState }) {
 export function RewoundFold({ count, open, onToggle }: { count: number; open: boolean; onToggle: () => void }) {
   const { t } = useT();
   return (
-    <div class="divider divider--rewound" role="separator" data-testid="rewound-fold">
+    <div class="divider divider--rewound" data-testid="rewound-fold">
       <span>
         {t('branch.rewound', { n: count })} ·{' '}
         <button type="button" class="btn btn--link" aria-expanded={open} onClick={onToggle} data-testid="rewound-toggle">
