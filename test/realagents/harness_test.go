@@ -6,6 +6,7 @@ package realagents_test
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -24,7 +25,9 @@ import (
 	"github.com/tether/tether/internal/testbin"
 )
 
-const token = "real-agents-test-token"
+// newToken is a world's own API token: a request that reaches another
+// test's daemon is refused (401), never served.
+func newToken() string { return "real-agents-" + rand.Text() }
 
 // deadline bounds every wait: real agents are slow to start (session/new
 // can take ~10 s), so this is generous; a safety net, never an assertion.
@@ -78,6 +81,7 @@ type world struct {
 	cwd   string // the session's directory
 	home  string // the agent's HOME, where it keeps its own sessions
 	addr  string
+	token string // the daemon's API token, the world's own
 	cmd   *exec.Cmd
 	done  chan struct{}
 	logs  *testbin.LogBuffer
@@ -103,7 +107,7 @@ func prepareWorld(t *testing.T, a agent, model *modelserver.Server, extra ...str
 	t.Helper()
 	command := a.command(t)
 	w := &world{t: t, agent: a, model: model, dir: t.TempDir(), addr: testbin.FreeAddr(t), logs: &testbin.LogBuffer{},
-		extra: extra}
+		extra: extra, token: newToken()}
 	w.cwd = w.t.TempDir()
 	if r, err := filepath.EvalSymlinks(w.cwd); err == nil {
 		w.cwd = r
@@ -142,29 +146,47 @@ func (w *world) writeProfiles(command string, others ...agent) {
 	}
 }
 
-// start runs `tetherd serve` and waits for /health.
+// start runs `tetherd serve` and waits until it answers with the world's
+// token. Another test's daemon may hold the port FreeAddr chose (taken
+// between its choice and this bind): it answers 401 to this token, this
+// daemon exits unable to bind, and the start is tried again on another
+// port.
 func (w *world) start() {
 	w.t.Helper()
-	w.cmd = exec.Command(testbin.Tetherd(w.t), append([]string{"serve", "--data-dir", w.dir, "--addr", w.addr, "--token", token, "--log-level", "debug", "--executor", "standalone"}, w.extra...)...)
-	w.cmd.Stdout, w.cmd.Stderr = w.logs, w.logs
-	if err := w.cmd.Start(); err != nil {
-		w.t.Fatal(err)
+	for attempt := 1; ; attempt++ {
+		w.cmd = exec.Command(testbin.Tetherd(w.t), append([]string{"serve", "--data-dir", w.dir, "--addr", w.addr, "--token", w.token, "--log-level", "debug", "--executor", "standalone"}, w.extra...)...)
+		w.cmd.Stdout, w.cmd.Stderr = w.logs, w.logs
+		if err := w.cmd.Start(); err != nil {
+			w.t.Fatal(err)
+		}
+		w.done = make(chan struct{})
+		go func() { _ = w.cmd.Wait(); close(w.done) }()
+		ours := false
+		w.waitFor("tetherd to become healthy", func() bool {
+			select {
+			case <-w.done:
+				return true // exited: see below
+			default:
+			}
+			req, _ := http.NewRequest(http.MethodGet, "http://"+w.addr+"/agents", nil)
+			req.Header.Set("Authorization", "Bearer "+w.token)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return false
+			}
+			resp.Body.Close()
+			ours = resp.StatusCode == http.StatusOK
+			return ours
+		})
+		if ours {
+			return
+		}
+		if attempt < 3 && strings.Contains(w.logs.String(), "address already in use") {
+			w.addr = testbin.FreeAddr(w.t)
+			continue
+		}
+		w.t.Fatalf("tetherd exited during start-up:\n%s", w.logs.String())
 	}
-	w.done = make(chan struct{})
-	go func() { _ = w.cmd.Wait(); close(w.done) }()
-	w.waitFor("tetherd to become healthy", func() bool {
-		select {
-		case <-w.done:
-			w.t.Fatalf("tetherd exited during start-up:\n%s", w.logs.String())
-		default:
-		}
-		resp, err := http.Get("http://" + w.addr + "/health")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
 }
 
 // stop stops the daemon with SIGTERM (which stops its agents) and shows
@@ -194,7 +216,7 @@ func (w *world) waitFor(what string, cond func() bool) {
 // do sends an API request with the token and decodes a JSON answer.
 func (w *world) do(method, path string, body any) (int, map[string]any) {
 	w.t.Helper()
-	return testbin.DoJSON(w.t, "http://"+w.addr, token, method, path, body)
+	return testbin.DoJSON(w.t, "http://"+w.addr, w.token, method, path, body)
 }
 
 // createSession starts a session of the agent in the world's cwd.
@@ -288,7 +310,7 @@ func (w *world) follow(sid string) *stream {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &stream{cancel: cancel, done: make(chan struct{})}
 	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+w.addr+"/session/"+sid+"/events", nil)
-	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Authorization", "Bearer "+w.token)
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil || resp.StatusCode != http.StatusOK {
@@ -349,7 +371,7 @@ func readEvents(r io.Reader, fn func(event)) {
 func (w *world) log(sid string) []event {
 	w.t.Helper()
 	req, _ := http.NewRequest("GET", "http://"+w.addr+"/session/"+sid+"/events?follow=false", nil)
-	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Authorization", "Bearer "+w.token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		w.t.Fatalf("event log: %v %v", err, resp)
