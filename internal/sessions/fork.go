@@ -289,9 +289,11 @@ func (m *Manager) restoreFork(ctx context.Context, origin session.Session, ex se
 	}
 	f.newSessionID = newSessionID()
 	if cwd == "" {
-		dry := spec
-		dry.DryRun = true
-		res, err := serve(workspace.Request{Op: workspace.OpRestore, Root: origin.Cwd, Session: origin.ID, Restore: &dry})
+		// Where the turn's end comes from, and on which HEAD: the
+		// worktree is made there.
+		where := spec
+		where.Resolve = true
+		res, err := serve(workspace.Request{Op: workspace.OpRestore, Root: origin.Cwd, Session: origin.ID, Restore: &where})
 		if err != nil {
 			return err
 		}

@@ -58,6 +58,9 @@ type RestoreSpec struct {
 	LastTurn string `json:"lastTurn,omitempty"`
 	// DryRun only says what an in-place restore would change.
 	DryRun bool `json:"dryRun,omitempty"`
+	// Resolve only says where the turn's end comes from: its tree, source
+	// and HEAD (what a fork's worktree is made at), reading no file.
+	Resolve bool `json:"resolve,omitempty"`
 }
 
 // Restore sources: where a restored tree came from.
@@ -200,6 +203,13 @@ func restore(ctx context.Context, d *sessionDir, req Request, cfg Config) (*Rest
 		}
 		head, err := userHead(ctx, d)
 		return tree, head, err
+	}
+	if spec.Resolve {
+		tree, from, head, err := s.source(ctx, spec, current)
+		if err != nil {
+			return nil, err
+		}
+		return &Restored{Tree: tree, Source: from, Head: head, Files: []GitDiffFile{}, UserChanged: []string{}}, nil
 	}
 	if spec.Target != "" {
 		return s.restoreInto(ctx, spec, current)

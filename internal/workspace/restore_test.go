@@ -147,9 +147,15 @@ func TestRestoreSources(t *testing.T) {
 		{"a bad name", workspace.RestoreSpec{Turn: "../x"}, "", "", errcode.InvalidRequest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			where := tc.spec
+			where.Resolve = true
+			resolved, rerr := restoreOp(cfg, dir, where)
 			target := filepath.Join(t.TempDir(), "fork")
 			tc.spec.Target = target
 			res, err := restoreOp(cfg, dir, tc.spec)
+			if tc.wantCode == "" && err == nil && (rerr != nil || resolved.Source != tc.wantSource || resolved.Tree != res.Tree) {
+				t.Errorf("resolve: got %+v, %v, want the restore's source %q and tree", resolved, rerr, tc.wantSource)
+			}
 			if tc.wantCode != "" {
 				if !errcode.Is(err, tc.wantCode) {
 					t.Fatalf("got %v, want %s", err, tc.wantCode)
