@@ -1080,6 +1080,7 @@ func (e SessionRecoveryChangedEventType) Valid() bool {
 const (
 	SessionResumedDataStrategyFresh            SessionResumedDataStrategy = "fresh"
 	SessionResumedDataStrategyHistoryInjection SessionResumedDataStrategy = "history_injection"
+	SessionResumedDataStrategyNativeFork       SessionResumedDataStrategy = "native_fork"
 	SessionResumedDataStrategyNativeLoad       SessionResumedDataStrategy = "native_load"
 	SessionResumedDataStrategyNativeResume     SessionResumedDataStrategy = "native_resume"
 )
@@ -1090,6 +1091,8 @@ func (e SessionResumedDataStrategy) Valid() bool {
 	case SessionResumedDataStrategyFresh:
 		return true
 	case SessionResumedDataStrategyHistoryInjection:
+		return true
+	case SessionResumedDataStrategyNativeFork:
 		return true
 	case SessionResumedDataStrategyNativeLoad:
 		return true
@@ -3320,15 +3323,19 @@ type SessionRecoveryChangedEventType string
 
 // SessionResumedData defines model for SessionResumedData.
 type SessionResumedData struct {
-	ContextRestored bool                       `json:"contextRestored"`
-	FallbackReason  *string                    `json:"fallbackReason,omitempty"`
-	PromptId        *string                    `json:"promptId,omitempty"`
-	SessionId       *string                    `json:"sessionId,omitempty"`
-	Strategy        SessionResumedDataStrategy `json:"strategy"`
-	TaskId          *string                    `json:"taskId,omitempty"`
+	ContextRestored bool `json:"contextRestored"`
+
+	// FallbackReason Why the stored ACP session (or, for a fork, its origin's) was not used: unsupported (the agent cannot resume, load or fork), unknown_session (the agent does not know it), empty_replay (a load replayed nothing), origin_moved_on (the origin went on while the fork's copy was made), fork_failed (session/fork failed otherwise).
+	FallbackReason *string `json:"fallbackReason,omitempty"`
+	PromptId       *string `json:"promptId,omitempty"`
+	SessionId      *string `json:"sessionId,omitempty"`
+
+	// Strategy How the agent got its context: native_resume or native_load (its own stored ACP session), native_fork (a fork's first start copied its origin's ACP session with session/fork), history_injection (the transcript, once, with the next prompt), fresh (none).
+	Strategy SessionResumedDataStrategy `json:"strategy"`
+	TaskId   *string                    `json:"taskId,omitempty"`
 }
 
-// SessionResumedDataStrategy defines model for SessionResumedData.Strategy.
+// SessionResumedDataStrategy How the agent got its context: native_resume or native_load (its own stored ACP session), native_fork (a fork's first start copied its origin's ACP session with session/fork), history_injection (the transcript, once, with the next prompt), fresh (none).
 type SessionResumedDataStrategy string
 
 // SessionResumedEvent defines model for SessionResumedEvent.

@@ -28,6 +28,9 @@ type Capabilities struct {
 	ProtocolVersion int
 	LoadSession     bool
 	Resume          bool
+	// Fork is the unstable session/fork: the agent copies a stored
+	// session's whole conversation into a new session.
+	Fork            bool
 	Image           bool
 	Audio           bool
 	EmbeddedContext bool
@@ -261,6 +264,7 @@ func capabilitiesOf(r sdk.InitializeResponse) Capabilities {
 		ProtocolVersion: int(r.ProtocolVersion),
 		LoadSession:     r.AgentCapabilities.LoadSession,
 		Resume:          r.AgentCapabilities.SessionCapabilities.Resume != nil,
+		Fork:            r.AgentCapabilities.SessionCapabilities.Fork != nil,
 		Image:           r.AgentCapabilities.PromptCapabilities.Image,
 		Audio:           r.AgentCapabilities.PromptCapabilities.Audio,
 		EmbeddedContext: r.AgentCapabilities.PromptCapabilities.EmbeddedContext,
@@ -394,6 +398,37 @@ func (c *Conn) ResumeSession(ctx context.Context, id string, p SessionParams) er
 	return err
 }
 
+// ForkSession asks the agent for a new session holding a copy of a
+// stored session's conversation (the unstable session/fork), in p's
+// directory, and returns the new session's id. The stored session is
+// left as it was.
+func (c *Conn) ForkSession(ctx context.Context, id string, p SessionParams) (string, error) {
+	servers, err := p.mcpServers()
+	if err != nil {
+		return "", err
+	}
+	// The unstable request has its own (wider) server union; the stable
+	// list is a subset of it, so it carries over through its JSON.
+	var unstable []sdk.UnstableMcpServer
+	if err := remarshal(servers, &unstable); err != nil {
+		return "", fmt.Errorf("mcpServers: %w", err)
+	}
+	resp, err := c.conn.UnstableForkSession(ctx, sdk.UnstableForkSessionRequest{
+		SessionId: sdk.SessionId(id), Cwd: p.Cwd, McpServers: unstable, AdditionalDirectories: p.AdditionalDirectories,
+	})
+	if err != nil {
+		return "", err
+	}
+	var options []sdk.SessionConfigOption
+	if resp.ConfigOptions != nil {
+		if err := remarshal(resp.ConfigOptions, &options); err != nil {
+			options = nil // an option the stable union cannot hold: none announced
+		}
+	}
+	c.announce(resp.Modes, options)
+	return string(resp.SessionId), nil
+}
+
 // Prompt sends one prompt turn and waits for its stop reason. prompt is a
 // JSON array of ACP content blocks. Cancel the turn with Cancel, not by
 // cancelling ctx, so the agent's own stop reason is observed.
@@ -438,4 +473,14 @@ func lastLine(s string) string {
 		}
 	}
 	return s
+}
+
+// remarshal copies from into to through JSON: the SDK's unstable and
+// stable unions of the same shapes are distinct Go types.
+func remarshal(from, to any) error {
+	b, err := json.Marshal(from)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, to)
 }

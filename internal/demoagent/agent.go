@@ -41,8 +41,10 @@ type config struct {
 	stateDir string
 	noLoad   bool
 	// noImage leaves promptCapabilities.image out of initialize.
-	noImage            bool
-	noResume           bool
+	noImage  bool
+	noResume bool
+	// noFork leaves sessionCapabilities.fork out of initialize.
+	noFork             bool
 	resumeUnsupported  bool
 	unknownCode        int
 	unknownMessage     string
@@ -78,6 +80,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.noLoad, "no-load", false, "do not advertise or implement session/load (answers -32601)")
 	fs.BoolVar(&c.noImage, "no-image", false, "do not advertise promptCapabilities.image (clients must not send image blocks)")
 	fs.BoolVar(&c.noResume, "no-resume", false, "do not advertise sessionCapabilities.resume (session/resume answers -32601)")
+	fs.BoolVar(&c.noFork, "no-fork", false, "do not advertise sessionCapabilities.fork (the unstable session/fork answers -32601)")
 	fs.BoolVar(&c.resumeUnsupported, "resume-unsupported", false, "advertise resume but answer session/resume with -32601, as some real agents do")
 	fs.IntVar(&c.unknownCode, "unknown-session-code", -32002, "JSON-RPC error code for an unknown session id")
 	fs.StringVar(&c.unknownMessage, "unknown-session-message", "Resource not found", "error message for an unknown session id")
@@ -285,6 +288,9 @@ func (a *agent) Initialize(_ context.Context, p acp.InitializeRequest) (acp.Init
 	}
 	if !a.cfg.noResume {
 		caps.SessionCapabilities.Resume = &acp.SessionResumeCapabilities{}
+	}
+	if !a.cfg.noFork {
+		caps.SessionCapabilities.Fork = &acp.SessionForkCapabilities{}
 	}
 	resp := acp.InitializeResponse{
 		// Version 1 is the only one this agent speaks; per ACP the agent

@@ -81,6 +81,9 @@ type turn struct {
 	sid acp.SessionId
 	// ctx ends on session/cancel or when the connection goes away.
 	ctx context.Context
+	// forked is how many history entries a fork gave the session, on its
+	// first turn since (else 0).
+	forked int
 }
 
 // interrupted reports why ctx ended: errCancelled for session/cancel,
@@ -158,6 +161,12 @@ func (t *turn) run(prompt []acp.ContentBlock) error {
 			text, haveText = strings.TrimSpace(b.Text.Text), true
 		} else if a := attachment(b); a != "" {
 			attachments = append(attachments, a)
+		}
+	}
+	if t.forked > 0 {
+		// Given the context by session/fork: say so, then run the prompt.
+		if err := t.say(fmt.Sprintf("[forked with %d history entries] ", t.forked)); err != nil {
+			return err
 		}
 	}
 	if req, n, ok := resumeRequest(text); ok {

@@ -36,6 +36,10 @@ type sessionFile struct {
 	McpServers            json.RawMessage `json:"mcpServers"`
 	AdditionalDirectories []string        `json:"additionalDirectories,omitempty"`
 	CreatedAt             time.Time       `json:"createdAt"`
+	// ForkedFrom is the session this one was forked from (session/fork),
+	// with Forked history entries copied.
+	ForkedFrom string `json:"forkedFrom,omitempty"`
+	Forked     int    `json:"forked,omitempty"`
 
 	// History is the update lines; session/load replays it verbatim.
 	History []json.RawMessage `json:"-"`

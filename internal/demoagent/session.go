@@ -312,6 +312,7 @@ func (a *agent) Prompt(_ context.Context, p acp.PromptRequest) (acp.PromptRespon
 		s.mu.Unlock()
 		cancel()
 	}()
+	forked := s.forkedFirstTurn()
 	// The prompt is history too: load replays it as user_message_chunk.
 	for _, block := range p.Prompt {
 		b, err := json.Marshal(acp.UpdateUserMessage(block))
@@ -323,7 +324,7 @@ func (a *agent) Prompt(_ context.Context, p acp.PromptRequest) (acp.PromptRespon
 		}
 	}
 
-	t := &turn{a: a, s: s, sid: p.SessionId, ctx: turnCtx}
+	t := &turn{a: a, s: s, sid: p.SessionId, ctx: turnCtx, forked: forked}
 	err := t.run(p.Prompt)
 	switch {
 	case err == nil:

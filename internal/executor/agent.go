@@ -233,6 +233,17 @@ func (a *Agent) NewSession(ctx context.Context, p acp.SessionParams) (string, er
 	return r.AcpSessionID, nil
 }
 
+// ForkSession opens a copy of a stored session (the unstable
+// session/fork) and returns its id.
+func (a *Agent) ForkSession(ctx context.Context, id string, p acp.SessionParams) (string, error) {
+	var r hostproto.NewResult
+	if err := a.call(ctx, hostproto.CommandFork, "", hostproto.RestorePayload{AcpSessionID: id, Params: hostproto.FromSessionParams(p)}, nil, &r); err != nil {
+		return "", err
+	}
+	a.setOptions(r.Options)
+	return r.AcpSessionID, nil
+}
+
 // LoadSession reopens a stored session; its replay reaches the handler
 // before LoadSession returns.
 func (a *Agent) LoadSession(ctx context.Context, id string, p acp.SessionParams) error {

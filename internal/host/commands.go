@@ -138,6 +138,15 @@ func (h *Host) sessionCommand(s *session, cmd *hostproto.Command) (any, error) {
 			s.updateMeta(func(m *meta) { m.AcpSessionID = id })
 			return hostproto.NewResult{AcpSessionID: id, Options: hostproto.FromSessionOptions(a.SessionOptions())}, nil
 		})
+	case hostproto.CommandFork:
+		return onAgent(s, cmd, func(a *acp.Conn, p hostproto.RestorePayload) (any, error) {
+			id, err := a.ForkSession(ctx, p.AcpSessionID, p.Params.ACP())
+			if err != nil {
+				return nil, err
+			}
+			s.updateMeta(func(m *meta) { m.AcpSessionID = id })
+			return hostproto.NewResult{AcpSessionID: id, Options: hostproto.FromSessionOptions(a.SessionOptions())}, nil
+		})
 	case hostproto.CommandLoad, hostproto.CommandResume:
 		return onAgent(s, cmd, func(a *acp.Conn, p hostproto.RestorePayload) (any, error) {
 			restore := a.ResumeSession

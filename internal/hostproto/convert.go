@@ -16,7 +16,7 @@ import (
 
 // FromCapabilities converts what an agent announced.
 func FromCapabilities(c acp.Capabilities) Capabilities {
-	out := Capabilities{ProtocolVersion: c.ProtocolVersion, LoadSession: c.LoadSession, Resume: c.Resume,
+	out := Capabilities{ProtocolVersion: c.ProtocolVersion, LoadSession: c.LoadSession, Resume: c.Resume, Fork: c.Fork,
 		Image: c.Image, Audio: c.Audio, EmbeddedContext: c.EmbeddedContext, AgentName: c.AgentName, AgentVersion: c.AgentVersion}
 	for _, m := range c.AuthMethods {
 		out.AuthMethods = append(out.AuthMethods, AuthMethod(m))
@@ -26,7 +26,7 @@ func FromCapabilities(c acp.Capabilities) Capabilities {
 
 // ACP returns c as acp.Capabilities.
 func (c Capabilities) ACP() acp.Capabilities {
-	out := acp.Capabilities{ProtocolVersion: c.ProtocolVersion, LoadSession: c.LoadSession, Resume: c.Resume,
+	out := acp.Capabilities{ProtocolVersion: c.ProtocolVersion, LoadSession: c.LoadSession, Resume: c.Resume, Fork: c.Fork,
 		Image: c.Image, Audio: c.Audio, EmbeddedContext: c.EmbeddedContext, AgentName: c.AgentName, AgentVersion: c.AgentVersion}
 	for _, m := range c.AuthMethods {
 		out.AuthMethods = append(out.AuthMethods, acp.AuthMethod(m))

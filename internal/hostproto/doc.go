@@ -53,8 +53,10 @@
 //     profile's agent and run the ACP handshake), attach (take up a
 //     session's record stream after the offset the daemon committed),
 //     status (what the host holds), and the agent's operations new, load,
-//     resume, prompt, cancel, permission_answer, stop, set_mode and
-//     set_config_option. The ID is unique per command and kept when the
+//     resume, fork (sent only when the agent's capabilities say fork,
+//     which a host older than the command never reports), prompt, cancel,
+//     permission_answer, stop, set_mode and set_config_option. The ID is
+//     unique per command and kept when the
 //     daemon resends it after a reconnect or a restart; the host passes
 //     every command through Dedup, so a resent command is applied once and
 //     gets the first result. A prompt's ID is derived from its turn, so

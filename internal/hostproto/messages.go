@@ -102,12 +102,16 @@ type CommandKind string
 
 // The command kinds, one per operation the daemon drives on a host's agent.
 const (
-	CommandStart            CommandKind = "start"
-	CommandAttach           CommandKind = "attach"
-	CommandStatus           CommandKind = "status"
-	CommandNew              CommandKind = "new"
-	CommandLoad             CommandKind = "load"
-	CommandResume           CommandKind = "resume"
+	CommandStart  CommandKind = "start"
+	CommandAttach CommandKind = "attach"
+	CommandStatus CommandKind = "status"
+	CommandNew    CommandKind = "new"
+	CommandLoad   CommandKind = "load"
+	CommandResume CommandKind = "resume"
+	// CommandFork opens a copy of a stored ACP session (the unstable
+	// session/fork). It is sent only to an agent whose capabilities say
+	// Fork, which only a host that knows the command reports.
+	CommandFork             CommandKind = "fork"
 	CommandPrompt           CommandKind = "prompt"
 	CommandCancel           CommandKind = "cancel"
 	CommandPermissionAnswer CommandKind = "permission_answer"
@@ -125,7 +129,7 @@ const (
 // instead of dropping the connection.
 func (k CommandKind) Known() bool {
 	switch k {
-	case CommandStart, CommandAttach, CommandStatus, CommandNew, CommandLoad, CommandResume, CommandPrompt, CommandCancel,
+	case CommandStart, CommandAttach, CommandStatus, CommandNew, CommandLoad, CommandResume, CommandFork, CommandPrompt, CommandCancel,
 		CommandPermissionAnswer, CommandStop, CommandSetMode, CommandSetConfigOption, CommandWorkspace:
 		return true
 	}

@@ -157,7 +157,7 @@ func TestDecodeRecordPath(t *testing.T) {
 }
 
 func TestKindsKnown(t *testing.T) {
-	for _, k := range []CommandKind{CommandNew, CommandLoad, CommandResume, CommandPrompt, CommandCancel, CommandPermissionAnswer, CommandStop, CommandSetMode, CommandSetConfigOption} {
+	for _, k := range []CommandKind{CommandNew, CommandLoad, CommandResume, CommandFork, CommandPrompt, CommandCancel, CommandPermissionAnswer, CommandStop, CommandSetMode, CommandSetConfigOption} {
 		if !k.Known() {
 			t.Errorf("CommandKind %q: got unknown, want known", k)
 		}

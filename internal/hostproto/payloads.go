@@ -92,7 +92,8 @@ type NewResult struct {
 }
 
 // RestorePayload is the payload of CommandLoad and CommandResume
-// (session/load, session/resume).
+// (session/load, session/resume), and of CommandFork (session/fork of
+// AcpSessionID, the stored session copied; answered with a NewResult).
 type RestorePayload struct {
 	AcpSessionID string        `json:"acpSessionId"`
 	Params       SessionParams `json:"params"`
@@ -203,9 +204,12 @@ type AuthFailure struct {
 
 // Capabilities is acp.Capabilities on the wire.
 type Capabilities struct {
-	ProtocolVersion int          `json:"protocolVersion"`
-	LoadSession     bool         `json:"loadSession,omitempty"`
-	Resume          bool         `json:"resume,omitempty"`
+	ProtocolVersion int  `json:"protocolVersion"`
+	LoadSession     bool `json:"loadSession,omitempty"`
+	Resume          bool `json:"resume,omitempty"`
+	// Fork: the agent takes the unstable session/fork, and the host
+	// CommandFork (a host too old to know the command never says so).
+	Fork            bool         `json:"fork,omitempty"`
 	Image           bool         `json:"image,omitempty"`
 	Audio           bool         `json:"audio,omitempty"`
 	EmbeddedContext bool         `json:"embeddedContext,omitempty"`

@@ -91,6 +91,10 @@ type Agent interface {
 	LoadSession(ctx context.Context, id string, p acp.SessionParams) error
 	// ResumeSession reattaches to a stored session without replay.
 	ResumeSession(ctx context.Context, id string, p acp.SessionParams) error
+	// ForkSession opens a new session holding a copy of a stored one's
+	// conversation (the unstable session/fork; Capabilities().Fork) and
+	// returns its id.
+	ForkSession(ctx context.Context, id string, p acp.SessionParams) (string, error)
 	// SessionOptions is what the last successful new, load or resume
 	// announced about modes and config options.
 	SessionOptions() acp.SessionOptions

@@ -195,6 +195,14 @@ func Prepare(s Spec, command string, args []string, dir string, env []string, ow
 	b.bind("--ro-bind", installRoot(command))
 	if dir != "" {
 		b.bind("--bind", real(dir))
+		if common := gitCommonDir(dir); common != "" {
+			// A git worktree keeps its index, HEAD and objects in its
+			// repository's git directory: without it git fails there
+			// (and an agent that finds its sessions through the
+			// repository's worktrees, as claude's fork does, fails).
+			// Writable, as it is for a session in the repository itself.
+			b.bind("--bind-try", common)
+		}
 	}
 	for _, w := range expandAll(writable, b.home) {
 		if ok, _ := exists(w); !ok && filepath.Ext(w) == "" {
@@ -436,4 +444,32 @@ func joinPorts(ports []int) string {
 		s[i] = strconv.Itoa(p)
 	}
 	return strings.Join(s, ",")
+}
+
+// gitCommonDir is the repository git directory of a git worktree whose
+// top is dir (its .git a file naming the worktree's git directory), ""
+// for anything else.
+func gitCommonDir(dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, ".git"))
+	if err != nil {
+		return "" // none, or a directory: a repository's own checkout
+	}
+	gitdir, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
+	if !ok {
+		return ""
+	}
+	gitdir = strings.TrimSpace(gitdir)
+	if !filepath.IsAbs(gitdir) {
+		gitdir = filepath.Join(dir, gitdir)
+	}
+	common := gitdir
+	if c, err := os.ReadFile(filepath.Join(gitdir, "commondir")); err == nil {
+		if common = strings.TrimSpace(string(c)); !filepath.IsAbs(common) {
+			common = filepath.Join(gitdir, common)
+		}
+	}
+	if ok, isDir := exists(common); !ok || !isDir {
+		return ""
+	}
+	return real(filepath.Clean(common))
 }

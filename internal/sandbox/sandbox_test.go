@@ -139,10 +139,16 @@ func newWorld(t *testing.T) world {
 // output and exit code.
 func (w world) run(t *testing.T, policy sandbox.Policy, script string) (string, int) {
 	t.Helper()
+	return w.runIn(t, policy, w.cwd, script)
+}
+
+// runIn is run with dir as the session's directory.
+func (w world) runIn(t *testing.T, policy sandbox.Policy, dir, script string) (string, int) {
+	t.Helper()
 	spec := sandbox.Spec{Policy: policy, Hidden: []string{w.data, w.inner}, Self: testbin.Tetherd(t)}
 	env := []string{"PATH=/usr/bin:/bin", "HOME=" + filepath.Join(w.cwd, "..", "home"), "CWD=" + w.cwd, "DATA=" + w.data,
 		"OTHER=" + w.other, "STATE=" + w.state, "INNER=" + w.inner, "PORT=" + strconv.Itoa(w.port), "OUTER_PID=" + strconv.Itoa(os.Getpid())}
-	l, err := sandbox.Prepare(spec, "/usr/bin/bash", []string{"-c", script}, w.cwd, env, false)
+	l, err := sandbox.Prepare(spec, "/usr/bin/bash", []string{"-c", script}, dir, env, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +157,7 @@ func (w world) run(t *testing.T, policy sandbox.Policy, script string) (string, 
 		t.Fatalf("not sandboxed: %s", l.Reason)
 	}
 	cmd := exec.Command(l.Path, l.Args...)
-	cmd.Env, cmd.Dir = env, w.cwd
+	cmd.Env, cmd.Dir = env, dir
 	if err := l.Configure(cmd); err != nil {
 		t.Fatal(err)
 	}
@@ -302,5 +308,47 @@ func TestTheAgentHasNoTerminal(t *testing.T) {
 				t.Fatalf("got %q, want %s", out, c.want)
 			}
 		})
+	}
+}
+
+// TestAWorktreeSeesItsRepository: in a git worktree the agent sees (and
+// writes) its repository's git directory, where the worktree's index,
+// HEAD and objects live, and so works with git; the repository's own
+// checkout stays unseen.
+func TestAWorktreeSeesItsRepository(t *testing.T) {
+	needBwrap(t)
+	w := newWorld(t)
+	repo, wt := filepath.Join(w.other, "repo"), filepath.Join(w.other, "wt")
+	git := func(dir string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	if err := os.MkdirAll(repo, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	git(repo, "init", "-q")
+	if err := os.WriteFile(filepath.Join(repo, "a.txt"), []byte("a"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	git(repo, "add", "a.txt")
+	git(repo, "commit", "-qm", "one")
+	git(repo, "worktree", "add", "-q", "--detach", wt)
+	script := `set -e
+export GIT_CONFIG_GLOBAL=/dev/null
+git status --porcelain
+echo b > b.txt && git add b.txt && git -c user.name=a -c user.email=a@a commit -qm two
+git worktree list | grep -q "` + repo + `"
+test ! -e "` + filepath.Join(repo, "a.txt") + `"`
+	if out, code := w.runIn(t, sandbox.Policy{}, wt, script); code != 0 {
+		t.Fatalf("git in a worktree: exit %d\n%s", code, out)
+	}
+	cmd := exec.Command("git", "log", "--format=%s", "-1")
+	cmd.Dir = wt
+	if out, err := cmd.Output(); err != nil || strings.TrimSpace(string(out)) != "two" {
+		t.Fatalf("the commit made inside: got %q, %v", out, err)
 	}
 }

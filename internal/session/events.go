@@ -262,8 +262,11 @@ func (d *SessionResumedData) Context() (inject, lost bool) {
 
 // Restore strategies, as session.resumed reports them.
 const (
-	StrategyNativeResume     = "native_resume"
-	StrategyNativeLoad       = "native_load"
+	StrategyNativeResume = "native_resume"
+	StrategyNativeLoad   = "native_load"
+	// StrategyNativeFork: a fork's agent copied its origin's ACP session
+	// (the unstable session/fork).
+	StrategyNativeFork       = "native_fork"
 	StrategyHistoryInjection = "history_injection"
 	StrategyFresh            = "fresh"
 )

@@ -36,14 +36,20 @@ func decideEnsureAgent(v view) decision {
 // load, either to new) only when the agent says "unsupported" or "unknown
 // session" (an unknown session is not loaded: load would not know it
 // either); any other failure fails the start and keeps the stored
-// identity, so the session stays resumable. A new session restores no
-// context: it is reported fresh (or history_injection, when the profile
-// can inject the history) if the session had any, with why the stored one
-// could not be restored. It is pure, like decide, but runs off the actor,
-// in the start (Manager.start), on what the start knows.
+// identity, so the session stays resumable. A fork's first start
+// (ForkSource: its origin's ACP session holds exactly the fork's
+// transcript) copies that session with session/fork when the agent
+// advertises it (native_fork); any failure of the copy falls back to a
+// new session. A new session restores no context: it is reported fresh
+// (or history_injection, when the profile can inject the history) if the
+// session had any, with why the stored one could not be restored or
+// copied. It is pure, like decide, but runs off the actor, in the start
+// (Manager.start), on what the start knows.
 func decideRestore(in restoreInput) restoreStep {
 	if len(in.Tried) == 0 {
 		switch {
+		case !in.Restore && in.ForkSource && in.Fork:
+			return restoreStep{Call: callFork}
 		case !in.Restore:
 			return restoreStep{Call: callNew}
 		case in.Resume:
@@ -60,6 +66,12 @@ func decideRestore(in restoreInput) restoreStep {
 			fallback = "unsupported"
 		case tryUnknownSession:
 			fallback = "unknown_session"
+		case tryStale:
+			fallback = "origin_moved_on"
+		case tryFailed:
+			if t.Call == callFork { // the only failure fallen back from
+				fallback = "fork_failed"
+			}
 		}
 	}
 	last := in.Tried[len(in.Tried)-1]
@@ -70,10 +82,12 @@ func decideRestore(in restoreInput) restoreStep {
 			return restoreStep{Resumed: resumedInfo{Strategy: session.StrategyNativeResume, ContextRestored: true}}
 		case callLoad:
 			return restoreStep{Resumed: resumedInfo{Strategy: session.StrategyNativeLoad, ContextRestored: true}}
+		case callFork:
+			return restoreStep{Resumed: resumedInfo{Strategy: session.StrategyNativeFork, ContextRestored: true}}
 		}
 		r := resumedInfo{Fallback: fallback}
-		if in.Restore && r.Fallback == "" {
-			r.Fallback = "unsupported" // the agent advertises neither resume nor load
+		if (in.Restore || in.ForkSource) && r.Fallback == "" {
+			r.Fallback = "unsupported" // the agent advertises neither resume nor load, or no fork
 		}
 		if in.HadHistory {
 			r.Strategy = session.StrategyFresh
@@ -83,6 +97,9 @@ func decideRestore(in restoreInput) restoreStep {
 		}
 		return restoreStep{Resumed: r}
 	case tryFailed:
+		if last.Call == callFork {
+			return restoreStep{Call: callNew}
+		}
 		if last.Call == callNew {
 			return restoreStep{Failed: true}
 		}

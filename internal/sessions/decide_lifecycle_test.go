@@ -438,6 +438,8 @@ func TestDecideRestore(t *testing.T) {
 	loadOnly := restoreInput{Restore: true, Load: true, HadHistory: true}
 	resumeOnly := restoreInput{Restore: true, Resume: true, HadHistory: true}
 	neither := restoreInput{Restore: true, HadHistory: true}
+	fork := restoreInput{ForkSource: true, Fork: true, HadHistory: true, Inject: true}
+	forkless := restoreInput{ForkSource: true, HadHistory: true, Inject: true}
 	after := func(in restoreInput, tried ...restoreTry) restoreInput { in.Tried = tried; return in }
 	type restoreCase struct {
 		name string
@@ -488,6 +490,27 @@ func TestDecideRestore(t *testing.T) {
 		{"neither advertised, no history, new opened", after(restoreInput{Restore: true}, did(callNew, tryOK)), done("", false, "unsupported")},
 		{"neither advertised, new failed", after(neither, did(callNew, tryFailed)), failed("")},
 		{"new answered unsupported: nothing left", after(neither, did(callNew, tryUnsupported)), failed("")},
+
+		{"fork advertised", fork, next(callFork)},
+		{"forked", after(fork, did(callFork, tryOK)), done(session.StrategyNativeFork, true, "")},
+		{"fork not advertised: new", forkless, next(callNew)},
+		{"fork not advertised, new opened with injection", after(forkless, did(callNew, tryOK)),
+			done(session.StrategyHistoryInjection, false, "unsupported")},
+		{"no fork source: new", restoreInput{Fork: true, HadHistory: true, Inject: true}, next(callNew)},
+		{"no fork source, new opened with injection", after(restoreInput{Fork: true, HadHistory: true, Inject: true}, did(callNew, tryOK)),
+			done(session.StrategyHistoryInjection, false, "")},
+		{"fork unsupported: new", after(fork, did(callFork, tryUnsupported)), next(callNew)},
+		{"fork of an unknown session: new", after(fork, did(callFork, tryUnknownSession)), next(callNew)},
+		{"fork of an unknown session, new opened", after(fork, did(callFork, tryUnknownSession), did(callNew, tryOK)),
+			done(session.StrategyHistoryInjection, false, "unknown_session")},
+		{"fork made while the origin went on: new", after(fork, did(callFork, tryStale)), next(callNew)},
+		{"fork made while the origin went on, new opened", after(fork, did(callFork, tryStale), did(callNew, tryOK)),
+			done(session.StrategyHistoryInjection, false, "origin_moved_on")},
+		{"fork failed: new, not the start's failure", after(fork, did(callFork, tryFailed)), next(callNew)},
+		{"fork failed, new opened", after(fork, did(callFork, tryFailed), did(callNew, tryOK)),
+			done(session.StrategyHistoryInjection, false, "fork_failed")},
+		{"fork failed, new failed", after(fork, did(callFork, tryFailed), did(callNew, tryFailed)), failed("")},
+		{"a stored session of its own goes first", restoreInput{Restore: true, ForkSource: true, Resume: true, Fork: true, HadHistory: true}, next(callResume)},
 	}
 	runNamed(t, cases, func(c restoreCase) string { return c.name }, func(t *testing.T, c restoreCase) {
 		if got := decideRestore(c.in); !reflect.DeepEqual(got, c.want) {

@@ -451,13 +451,14 @@ type (
 		Outcome tryOutcome
 	}
 	// restoreInput is what a start knows: whether there is a stored ACP
-	// session to restore, the agent's capabilities, whether the session
-	// has history and its profile can inject it, and the calls made so far.
+	// session to restore, or (ForkSource, a fork's first start) its
+	// origin's to copy, the agent's capabilities, whether the session has
+	// history and its profile can inject it, and the calls made so far.
 	restoreInput struct {
-		Restore            bool
-		Resume, Load       bool
-		HadHistory, Inject bool
-		Tried              []restoreTry
+		Restore, ForkSource bool
+		Resume, Load, Fork  bool
+		HadHistory, Inject  bool
+		Tried               []restoreTry
 	}
 	// restoreStep is the next call, or (Call restoreDone) the outcome:
 	// Failed (the last call's error is the start's), and how the session
@@ -474,6 +475,7 @@ const (
 	callResume              // session/resume of the stored session
 	callLoad                // session/load of it
 	callNew                 // session/new
+	callFork                // session/fork of the origin's stored session
 )
 
 const (
@@ -481,4 +483,7 @@ const (
 	tryUnsupported               // the agent cannot do this
 	tryUnknownSession            // the agent does not know the stored session
 	tryFailed                    // any other failure: the identity is kept
+	// tryStale: a fork's origin went on while its session was copied, so
+	// the copy may hold more than the fork's transcript; it goes unused.
+	tryStale
 )

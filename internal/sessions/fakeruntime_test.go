@@ -28,9 +28,9 @@ type fakeRuntime struct {
 // fakeScript is what a fake agent answers.
 type fakeScript struct {
 	caps acp.Capabilities
-	// startErr fails Start itself (the handshake); newErr, loadErr and
-	// resumeErr fail those calls.
-	startErr, newErr, loadErr, resumeErr error
+	// startErr fails Start itself (the handshake); newErr, loadErr,
+	// resumeErr and forkErr fail those calls.
+	startErr, newErr, loadErr, resumeErr, forkErr error
 	// replay is what session/load replays before answering.
 	replay []acp.Update
 }
@@ -149,6 +149,14 @@ func (a *fakeAgent) LoadSession(_ context.Context, id string, _ acp.SessionParam
 func (a *fakeAgent) ResumeSession(_ context.Context, id string, _ acp.SessionParams) error {
 	a.record("session/resume " + id)
 	return a.script.resumeErr
+}
+
+func (a *fakeAgent) ForkSession(_ context.Context, id string, _ acp.SessionParams) (string, error) {
+	a.record("session/fork " + id)
+	if a.script.forkErr != nil {
+		return "", a.script.forkErr
+	}
+	return "fake-forked-session", nil
 }
 
 func (a *fakeAgent) SessionOptions() acp.SessionOptions { return acp.SessionOptions{} }

@@ -25,8 +25,9 @@ import (
 // into a new worktree (the default) or a directory the user names. A
 // hand-off is a fork at the latest turn that shares the origin's
 // directory, usually with another agent. Either way the fork's agent
-// starts a fresh ACP session and gets the copied transcript once, by
-// history injection.
+// gets the copied transcript at its first start: natively, when the
+// agent can copy its origin's ACP session (forknative.go), else once,
+// by history injection.
 
 // ForkInput is a fork request.
 type ForkInput struct {
@@ -331,9 +332,9 @@ func (m *Manager) restoreFork(ctx context.Context, origin session.Session, ex se
 // the transcript.
 func forkMessage(f session.SessionForkedData) string {
 	if f.Handoff {
-		return fmt.Sprintf("Handed off from session %s after turn %s: same directory; the agent gets the %d turns above once, with its first prompt.",
+		return fmt.Sprintf("Handed off from session %s after turn %s: same directory; the agent gets the %d turns above with its first prompt (copied by the agent itself where it can, else once in the prompt).",
 			f.FromSessionID, f.AtPromptID, f.Turns)
 	}
-	return fmt.Sprintf("Forked from session %s at turn %s: %d files restored from the turn's end (%s); the agent gets the %d turns above once, with its first prompt.",
+	return fmt.Sprintf("Forked from session %s at turn %s: %d files restored from the turn's end (%s); the agent gets the %d turns above with its first prompt (copied by the agent itself where it can, else once in the prompt).",
 		f.FromSessionID, f.AtPromptID, f.Written, f.Source, f.Turns)
 }

@@ -26,12 +26,17 @@ type startPlan struct {
 	// execID names this execution (agentExecutionId): a fresh UUID per
 	// agent start, so no two executions of any session share one, across
 	// restarts of the agent and of the daemon.
-	execID     string
-	slot       *agentSlot // released here if the actor is gone by the end
-	spec       acp.Spec
-	specErr    error
-	params     acp.SessionParams
-	token      string
+	execID  string
+	slot    *agentSlot // released here if the actor is gone by the end
+	spec    acp.Spec
+	specErr error
+	params  acp.SessionParams
+	token   string
+	// fork is where a fork came from, at its first start (forkStartOf);
+	// source is the origin's ACP session its agent may copy, read in the
+	// start (Manager.forkSource).
+	fork       *forkStart
+	source     string
 	hadHistory bool
 	inject     bool // the profile supports history injection
 	req        runtimes.StartRequest
@@ -94,6 +99,7 @@ func (a *actor) startAgent(e effStartAgent) {
 		hadHistory: e.HadHistory, inject: profile.HistoryContextInjection,
 		params:  acp.SessionParams{Cwd: a.sess.Cwd, MCPServers: a.sess.MCPServers, AdditionalDirectories: a.sess.AdditionalDirectories},
 		choices: a.startChoices()}
+	p.fork = forkStartOf(a.sess, a.exec)
 	if p.token != "" && len(profile.ResumeArgs) > 0 {
 		p.spec.Args = append(append([]string(nil), p.spec.Args...), profile.ExpandResumeArgs(p.token)...)
 	}
@@ -200,7 +206,11 @@ func (m *Manager) start(sessionID string, p startPlan) (out startOutcome) {
 	if err := m.profiles.RecordCapabilities(ctx, p.req.Spec.Profile, conn.Capabilities()); err != nil {
 		m.cfg.Logger.Warn("record agent capabilities", "agent", p.req.Spec.Profile, "err", err)
 	}
-	in := restoreInput{Restore: p.token != "", Resume: caps.Resume, Load: caps.LoadSession, HadHistory: p.hadHistory, Inject: p.inject}
+	if p.fork != nil && p.token == "" {
+		p.source = m.forkSource(ctx, *p.fork)
+	}
+	in := restoreInput{Restore: p.token != "", ForkSource: p.source != "", Resume: caps.Resume, Load: caps.LoadSession, Fork: caps.Fork,
+		HadHistory: p.hadHistory, Inject: p.inject}
 	var acpID string
 	var callErr error
 	for {
@@ -226,6 +236,9 @@ func (m *Manager) start(sessionID string, p startPlan) (out startOutcome) {
 // open makes one call that opens the agent's ACP session, and says how it
 // answered; err is the start's error should the start fail on it.
 func (m *Manager) open(ctx context.Context, conn runtimes.Agent, p startPlan, call restoreCall) (acpID string, _ tryOutcome, err error) {
+	if call == callFork {
+		return m.openFork(ctx, conn, p)
+	}
 	if call == callNew {
 		err := m.traced(ctx, "acp.session.new", func(c context.Context) error {
 			var err error
@@ -260,6 +273,32 @@ func (m *Manager) open(ctx context.Context, conn runtimes.Agent, p startPlan, ca
 		err = fmt.Errorf("%s timed out after %s", name, m.cfg.RestoreTimeout)
 	}
 	return "", tryFailed, runtimes.StartFailure(err, conn, p.req.Spec.Command, "%s failed (session identity kept): %s", name, acp.Message(err))
+}
+
+// openFork copies the fork's origin's ACP session (session/fork) into
+// the fork's directory. Whatever goes wrong falls back to a new session
+// (decideRestore), so every failure is an outcome, never the start's
+// error: a copy made while the origin went on is left unused (tryStale).
+func (m *Manager) openFork(ctx context.Context, conn runtimes.Agent, p startPlan) (string, tryOutcome, error) {
+	var acpID string
+	err := m.traced(ctx, "acp.session.fork", func(c context.Context) error {
+		var err error
+		acpID, err = conn.ForkSession(c, p.source, p.params)
+		return err
+	})
+	switch {
+	case err == nil:
+		if m.forkSource(ctx, *p.fork) != p.source {
+			return "", tryStale, nil
+		}
+		return acpID, tryOK, nil
+	case acp.Classify(err) == acp.ClassUnsupported:
+		return "", tryUnsupported, nil
+	case acp.Classify(err) == acp.ClassUnknownSession:
+		return "", tryUnknownSession, nil
+	}
+	m.cfg.Logger.Info("session/fork failed: the fork's agent is briefed instead", "origin", p.fork.origin.SessionID, "err", err)
+	return "", tryFailed, nil
 }
 
 // onAgentStarted takes a start's outcome on the actor (decideAgentStarted).

@@ -47,7 +47,9 @@ func (w *world) agentReplyOf(sid, pid string) string {
 //     rewound; the next turn's agent is briefed with turns 1–3 only;
 //     the undo of a rewind gives back the exact files;
 //   - after kill -9 of tetherd the session still forks, and hands off to
-//     another profile in the same directory.
+//     another profile in the same directory;
+//   - a fork at the latest turn gets its context natively
+//     (checkNativeFork).
 func TestForkRewindUndo(t *testing.T) {
 	for _, rt := range allRuntimes() {
 		t.Run(rt.name, func(t *testing.T) {
@@ -200,7 +202,59 @@ func TestForkRewindUndo(t *testing.T) {
 			if r := w.agentReplyOf(hid, "h1"); !strings.HasPrefix(r, "[briefed with ") {
 				t.Errorf("hand-off's first reply: got %.80q, want the other agent briefed", r)
 			}
+			w.checkNativeFork(sid)
 		})
+	}
+}
+
+// checkNativeFork forks session sid (the demo agent, which takes
+// session/fork) at its latest turn, twice:
+//   - the first fork's agent copies the origin's ACP session
+//     (session.resumed native_fork) and is never briefed; the origin
+//     goes on untouched;
+//   - the origin takes a turn before the second fork's first prompt, so
+//     the copy would hold a turn the fork's transcript does not: that
+//     fork's agent is briefed instead (history_injection).
+func (w *world) checkNativeFork(sid string) {
+	w.t.Helper()
+	t := w.t
+	fork := func() string {
+		t.Helper()
+		code, f := w.do(http.MethodPost, "/session/"+sid+"/fork", map[string]any{"cwd": filepath.Join(t.TempDir(), "fork")})
+		if code != http.StatusCreated {
+			t.Fatalf("fork at the latest turn: got %d %v", code, f)
+		}
+		w.sessions = append(w.sessions, f["id"].(string))
+		return f["id"].(string)
+	}
+	native := fork()
+	w.prompt(native, "/echo in the fork", "n1")
+	w.waitTurn(native, "n1")
+	if r := w.agentReplyOf(native, "n1"); !strings.HasPrefix(r, "[forked with ") || strings.Contains(r, "briefed") {
+		t.Errorf("the native fork's first reply: got %.120q, want the origin's conversation copied (forked), no briefing", r)
+	}
+	if p := lastEvent(t, w.replay(native), "session.resumed"); p == nil || p["strategy"] != "native_fork" || p["contextRestored"] != true {
+		t.Errorf("the native fork's session.resumed: got %v, want native_fork with the context restored", p)
+	}
+	w.prompt(native, "/echo again", "n2")
+	w.waitTurn(native, "n2")
+	if r := w.agentReplyOf(native, "n2"); r != "again" {
+		t.Errorf("the native fork's second reply: got %.120q, want %q", r, "again")
+	}
+
+	late := fork()
+	w.prompt(sid, "/echo the origin goes on", "p7")
+	w.waitTurn(sid, "p7")
+	if r := w.agentReplyOf(sid, "p7"); r != "the origin goes on" {
+		t.Errorf("the origin after its forks: got %.120q, want its own reply", r)
+	}
+	w.prompt(late, "/echo in the late fork", "l1")
+	w.waitTurn(late, "l1")
+	if r := w.agentReplyOf(late, "l1"); !strings.HasPrefix(r, "[briefed with ") || strings.Contains(r, "forked") {
+		t.Errorf("the late fork's first reply: got %.120q, want it briefed (its origin went on)", r)
+	}
+	if p := lastEvent(t, w.replay(late), "session.resumed"); p == nil || p["strategy"] != "history_injection" {
+		t.Errorf("the late fork's session.resumed: got %v, want history_injection", p)
 	}
 }
 

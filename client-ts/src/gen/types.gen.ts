@@ -1167,8 +1167,14 @@ export type ExecutorStatusData = EventCommon & {
 };
 
 export type SessionResumedData = EventCommon & {
-    strategy: 'native_resume' | 'native_load' | 'history_injection' | 'fresh';
+    /**
+     * How the agent got its context: native_resume or native_load (its own stored ACP session), native_fork (a fork's first start copied its origin's ACP session with session/fork), history_injection (the transcript, once, with the next prompt), fresh (none).
+     */
+    strategy: 'native_resume' | 'native_load' | 'native_fork' | 'history_injection' | 'fresh';
     contextRestored: boolean;
+    /**
+     * Why the stored ACP session (or, for a fork, its origin's) was not used: unsupported (the agent cannot resume, load or fork), unknown_session (the agent does not know it), empty_replay (a load replayed nothing), origin_moved_on (the origin went on while the fork's copy was made), fork_failed (session/fork failed otherwise).
+     */
     fallbackReason?: string;
 };
 
