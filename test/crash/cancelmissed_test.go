@@ -17,6 +17,7 @@ import (
 //     agent and completes. Before, it was handed to the agent being
 //     stopped and ended interrupted (agent_exited).
 func TestCancelAnAgentMissed(t *testing.T) {
+	t.Parallel() // it mostly waits (a grace, a cut): beside the others
 	cases := []struct {
 		name      string
 		prompt    string

@@ -291,6 +291,7 @@ func (w *world) lastSeq(sid string) int64 {
 // event per reason (link down, "connection broke", "no route to host",
 // ...), and the lost turn read "the agent exited with code -1".
 func TestNetworkCutSaysItOnce(t *testing.T) {
+	t.Parallel() // it mostly waits (a grace, a cut): beside the others
 	w, ns := netnsWorld(t, "--host-lost-after", "40s")
 	sid, _ := w.createSessionOn("demo", "far")
 	fol := w.follow(sid)

@@ -34,6 +34,7 @@ import (
 // records in its outbox) until a start replaced it; killed during the
 // delivery, the chunks not yet delivered were lost.
 func TestLateOutputSurvivesRestart(t *testing.T) {
+	t.Parallel() // it mostly waits (a grace, a cut): beside the others
 	tests := []struct {
 		name string
 		// stream is /stream's N EVERY MS: most of it comes during the cut.

@@ -70,6 +70,7 @@ func (w *world) demoAgentsIn(cwd string) []procInfo {
 // continuation and the queued prompt, which both failed ("file already
 // closed").
 func TestRetiredAgentStillStopping(t *testing.T) {
+	t.Parallel() // it mostly waits (a grace, a cut): beside the others
 	for _, tc := range []struct {
 		name    string
 		restart bool

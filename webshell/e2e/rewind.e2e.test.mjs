@@ -4,7 +4,9 @@
 // changes; the rewound turns are greyed behind a fold; Undo gives the files
 // back; "Fork from here" opens the fork beside, its origin linked both
 // ways; "Continue with another agent…" hands the session off in the same
-// directory. The files are checked on disk, not only on the page.
+// directory; a fork of a session in no git repository asks for the
+// directory its files go to. The files are checked on disk, not only on
+// the page.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
@@ -146,6 +148,42 @@ describe('Web Shell rewind, fork and hand-off', { concurrency: false }, () => {
     await page.locator(`[data-testid=pane][data-session-id="${hid}"] [data-testid=fork-origin]`).waitFor(T);
     await shot(page, 'rewind-05-handoff');
     assert.deepEqual(await scan(t, page, 'three panes: origin, fork, hand-off'), []);
+    assert.deepEqual(appProblems(browser.problems), []);
+  });
+
+  test('a fork of a session in no git repository asks for its directory', { timeout: 60_000 }, async (t) => {
+    const plain = join(daemon.root, 'plain');
+    mkdirSync(plain, { recursive: true });
+    const s = await daemon.api('POST', '/session', { agentProfileId: 'demo', cwd: plain, title: 'Plain notes' });
+    const pane = await openSession(page, daemon, s.id);
+    await pane.locator('[data-testid=executor][data-exec=ready]').waitFor(T);
+    await send(pane, '/tool write notes.txt in a plain directory');
+    await daemon.waitTurn(s.id, (t) => t.turns[0]?.state === 'completed');
+    const [t1] = (await daemon.api('GET', `/session/${s.id}/transcript`)).turns.map((t) => t.promptId);
+    await pane.locator(`[data-testid=turn-branch][data-prompt-id="${t1}"]`).getByTestId('fork-here').click();
+    // No worktree to be had: the dialog asks where the files go, and
+    // offers a sibling of the session's directory.
+    const dialog = page.getByTestId('forkdir-dialog');
+    await dialog.waitFor(T);
+    const input = dialog.getByTestId('forkdir-input');
+    assert.match(await input.inputValue(), /\/plain-fork-/);
+    await shot(page, 'rewind-06-fork-directory');
+    assert.deepEqual(await scan(t, page, 'the fork directory dialog'), []);
+    // A directory with files in it is refused, and the dialog says why.
+    await input.fill(plain);
+    await dialog.getByTestId('forkdir-confirm').click();
+    await dialog.getByRole('alert').waitFor(T);
+    assert.match(await dialog.getByRole('alert').textContent(), /empty/);
+    const target = join(daemon.root, 'plain-fork');
+    await input.fill(target);
+    await dialog.getByTestId('forkdir-confirm').click();
+    await dialog.waitFor({ state: 'detached', ...T });
+    const forkPane = page.locator(`[data-testid=pane]:has([data-testid=fork-origin][data-session-id="${s.id}"])`);
+    await forkPane.waitFor(T);
+    const fork = await daemon.api('GET', `/session/${await forkPane.getAttribute('data-session-id')}`);
+    assert.equal(fork.cwd, target);
+    assert.deepEqual(fork.forkedFrom, { sessionId: s.id, promptId: t1 });
+    assert.equal(read(target, 'notes.txt'), 'in a plain directory');
     assert.deepEqual(appProblems(browser.problems), []);
   });
 });

@@ -202,8 +202,8 @@ function Shell({ token, settings, setSettings, onUnauthorized, onSignOut }: Shel
   const branchApi: BranchApi = {
     rewind: (id, toTurn, dryRun) => client.session(id).rewind(toTurn, { dryRun }),
     undoRewind: (id) => client.session(id).undoRewind(),
-    fork: async (id, atTurn) => {
-      const s = await client.session(id).fork({ atTurn });
+    fork: async (id, atTurn, cwd) => {
+      const s = await client.session(id).fork(cwd ? { atTurn, cwd } : { atTurn });
       tasks.addSession(s);
       panes.openBeside(s.id);
     },

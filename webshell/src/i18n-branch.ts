@@ -38,6 +38,11 @@ export const branchEn = {
   'branch.noAgents': 'No other agent is available.',
   'branch.confirmHandoff': 'Continue',
   'branch.forking': 'Forking…',
+  'branch.forkDirTitle': 'Fork into a directory',
+  'branch.forkDirExplain':
+    'This session’s directory is in no git repository, so the fork cannot get a worktree of its own. Name a new or empty directory (an absolute path) for the files as this turn left them.',
+  'branch.forkDirLabel': 'Directory',
+  'branch.confirmFork': 'Fork',
 };
 
 export const branchZh: Record<keyof typeof branchEn, string> = {
@@ -76,4 +81,8 @@ export const branchZh: Record<keyof typeof branchEn, string> = {
   'branch.noAgents': '没有其他可用的智能体。',
   'branch.confirmHandoff': '继续',
   'branch.forking': '正在分叉…',
+  'branch.forkDirTitle': '分叉到一个目录',
+  'branch.forkDirExplain': '本会话的目录不在任何 git 仓库中，分叉无法获得独立的工作树。请指定一个新的或空的目录（绝对路径），用来存放本回合结束时的文件。',
+  'branch.forkDirLabel': '目录',
+  'branch.confirmFork': '分叉',
 };

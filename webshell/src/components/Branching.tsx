@@ -8,7 +8,7 @@ import { createContext } from 'preact';
 import { useContext, useEffect, useState } from 'preact/hooks';
 import type { RewindResult } from '@tether/client';
 import { useT, type MessageKey } from '../i18n';
-import { errorText } from '../lib/errors';
+import { errorCode, errorText } from '../lib/errors';
 import { shortId } from '../lib/ids';
 import type { SessionViewState, TimelineItem } from '../state/session-state';
 import type { SessionSummary } from '../state/tasks-state';
@@ -19,8 +19,8 @@ import { AgentsContext } from './ChatPane';
 export interface BranchApi {
   rewind(sessionId: string, toTurn: string, dryRun: boolean): Promise<RewindResult>;
   undoRewind(sessionId: string): Promise<RewindResult>;
-  /** Forks at a turn and opens the fork beside. */
-  fork(sessionId: string, atTurn: string): Promise<void>;
+  /** Forks at a turn (into cwd, else a new worktree) and opens the fork beside. */
+  fork(sessionId: string, atTurn: string, cwd?: string): Promise<void>;
   /** Hands the session to another agent and opens the new session. */
   handoff(sessionId: string, agentProfileId: string): Promise<void>;
   open(sessionId: string): void;
@@ -60,7 +60,7 @@ export function TurnBranchActions({ s, promptId }: { s: SessionViewState; prompt
   const { t } = useT();
   const readOnly = isReadOnly(s);
   const api = useContext(BranchApiContext);
-  const [dialog, setDialog] = useState<'rewind' | 'handoff'>();
+  const [dialog, setDialog] = useState<'rewind' | 'handoff' | 'forkdir'>();
   const [forking, setForking] = useState(false);
   const [error, setError] = useState<string>();
   const turn = s.turns[promptId];
@@ -72,7 +72,12 @@ export function TurnBranchActions({ s, promptId }: { s: SessionViewState; prompt
     setError(undefined);
     api.fork(s.sessionId, promptId).then(
       () => setForking(false),
-      (e: unknown) => (setForking(false), setError(errorText(e))),
+      (e: unknown) => {
+        setForking(false);
+        // In no git repository a fork gets no worktree: ask where its files go.
+        if (errorCode(e) === 'workspace_not_a_repository') setDialog('forkdir');
+        else setError(errorText(e));
+      },
     );
   };
   // The dialogs are beside the links, not in them: the links are
@@ -106,6 +111,7 @@ export function TurnBranchActions({ s, promptId }: { s: SessionViewState; prompt
     </div>
     {dialog === 'rewind' && <RewindDialog sessionId={s.sessionId} promptId={promptId} onClose={() => setDialog(undefined)} />}
     {dialog === 'handoff' && <HandoffDialog s={s} onClose={() => setDialog(undefined)} />}
+    {dialog === 'forkdir' && <ForkDirDialog s={s} promptId={promptId} onClose={() => setDialog(undefined)} />}
     </>
   );
 }
@@ -197,6 +203,39 @@ function HandoffDialog({ s, onClose }: { s: SessionViewState; onClose: () => voi
           </label>
         ))}
       </fieldset>
+    </Modal>
+  );
+}
+
+/**
+ * "Fork into a directory": for a session in no git repository, whose fork
+ * gets no worktree, the new or empty directory the turn's files go to
+ * (a sibling of the session's directory is offered).
+ */
+function ForkDirDialog({ s, promptId, onClose }: { s: SessionViewState; promptId: string; onClose: () => void }) {
+  const { t } = useT();
+  const api = useContext(BranchApiContext)!;
+  const [dir, setDir] = useState(`${s.session?.cwd ?? ''}-fork-${shortId(promptId)}`);
+  const [working, setWorking] = useState(false);
+  const [error, setError] = useState<string>();
+  const confirm = () => {
+    setWorking(true);
+    setError(undefined);
+    api.fork(s.sessionId, promptId, dir.trim()).then(onClose, (e: unknown) => (setWorking(false), setError(errorText(e))));
+  };
+  return (
+    <Modal
+      title={t('branch.forkDirTitle')}
+      onCancel={onClose}
+      testid="forkdir-dialog"
+      error={error}
+      action={{ label: working ? t('branch.forking') : t('branch.confirmFork'), disabled: !dir.trim().startsWith('/') || working, onClick: confirm, testid: 'forkdir-confirm' }}
+    >
+      <p>{t('branch.forkDirExplain')}</p>
+      <label class="branch__dir">
+        {t('branch.forkDirLabel')}
+        <input type="text" value={dir} spellcheck={false} onInput={(e) => setDir(e.currentTarget.value)} data-testid="forkdir-input" />
+      </label>
     </Modal>
   );
 }
