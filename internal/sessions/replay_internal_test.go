@@ -484,14 +484,14 @@ func (p *replay) settle(s *replaySession) {
 	ctx := context.Background()
 	deadline := testDeadline(p.t)
 	var last string
-	for {
-		p.collect()
+	flush := func() {
 		// Once a no-op write has been answered, every earlier write's
 		// callbacks have run: a failed one has told its actor.
 		if _, err := p.r.w.Do(ctx, func(*store.Store, events.Emit) error { return nil }); err != nil {
 			p.fail("flush the writer: %v", err)
 		}
-		obs, busy := "", false
+	}
+	look := func() (obs string, busy bool) {
 		p.onActor(s, func(a *actor) {
 			// A reload waiting for its backoff waits for the store: while
 			// it refuses writes the session is as settled as it gets.
@@ -507,6 +507,18 @@ func (p *replay) settle(s *replaySession) {
 			}
 			obs = fmt.Sprintf("v%d q%d p%d", a.version, len(a.queue), len(a.perms))
 		})
+		return obs, busy
+	}
+	for {
+		p.collect()
+		flush()
+		obs, busy := look()
+		// What the actor wrote up to that look (a report that was on its
+		// way and has just been taken, say) is written before the second
+		// look; the actor settled only if nothing changed meanwhile.
+		flush()
+		again, stillBusy := look()
+		busy = busy || stillBusy || again != obs
 		if !busy && obs == last {
 			return
 		}
