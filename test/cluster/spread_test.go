@@ -13,37 +13,54 @@ import (
 const liveOwnerSQL = "SELECT node_id FROM session_leases WHERE session_id = $1 AND expires_at > clock_timestamp()"
 
 // TestTakeoverSpreads: a node that owned six streaming sessions is killed
-// (kill -9); the two survivors share them (each takes its part of the
-// orphans) instead of one taking all, and every turn goes on to its end
-// with every chunk stored once, though each survivor's --max-agents is
-// below its part.
+// (kill -9) once two others joined; the two survivors share them (each
+// takes its part of the orphans, and what the killed node's rebalance
+// handed over before) instead of one taking all, and every turn goes on
+// to its end with every chunk stored once, though each survivor's
+// --max-agents is below its part.
 func TestTakeoverSpreads(t *testing.T) {
 	c := newCluster(t, 2*time.Second)
 	n1 := c.start("n1", "--executor", "detached")
-	// The survivors' agent limit is below what they take: an agent that
-	// runs on its host already is taken up whatever the limit (refusing
-	// it would not stop it, only lose its turn); new agents wait.
-	n2 := c.start("n2", "--executor", "detached", "--max-agents", "2")
-	c.start("n3", "--executor", "detached", "--max-agents", "2")
 	sids := make([]string, 6)
 	for i := range sids {
 		sids[i] = createSession(t, n1.URL(), fmt.Sprintf("spread %d", i))
 		prompt(t, n1.URL(), sids[i], outagePrompt, "long")
 	}
+	// n1 alone: it owns every session (with others live, its rebalance
+	// would hand some over as soon as it looks, every TTL).
 	for _, sid := range sids {
 		if o := ownerOf(t, n1.URL(), sid); o != "n1" {
-			t.Fatalf("a session created on n1 is owned by %q", o)
+			t.Fatalf("a session created on n1, the only node, is owned by %q", o)
 		}
 		c.waitFor("every turn to stream", func() bool {
 			return strings.Contains(storedText(t, n1.URL(), sid, "long"), "chunk 100\n")
 		})
 	}
-	c.kill9("n1")
-	// Read from the lease table, not asked of a node: a request for a
-	// session nobody owns makes the node it reaches take it.
+	// The survivors' agent limit is below what they take: an agent that
+	// runs on its host already is taken up whatever the limit (refusing
+	// it would not stop it, only lose its turn); new agents wait.
+	n2 := c.start("n2", "--executor", "detached", "--max-agents", "2")
+	c.start("n3", "--executor", "detached", "--max-agents", "2")
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	conn := c.sql()
+	// n1's rebalance may have handed sessions over already; it keeps its
+	// share (two of six among three nodes), which the kill leaves to the
+	// takeover.
+	held := 0
+	for _, sid := range sids {
+		var o string
+		if conn.QueryRow(ctx, liveOwnerSQL, sid).Scan(&o) == nil && o == "n1" {
+			held++
+		}
+	}
+	t.Logf("n1 held %d of the six sessions when it was killed", held)
+	if held == 0 {
+		t.Fatalf("n1 held none of its sessions when it was killed: nothing to take over")
+	}
+	c.kill9("n1")
+	// Read from the lease table, not asked of a node: a request for a
+	// session nobody owns makes the node it reaches take it.
 	owners := map[string]int{}
 	for _, sid := range sids {
 		var o string
