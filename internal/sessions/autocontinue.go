@@ -100,7 +100,14 @@ func (a *actor) maybeAutoContinue(promptID string) {
 	}
 	a.autoContinued[promptID] = true
 	m, id, reason := a.m, a.id, t.InterruptReason
+	m.reporting.Add(1)
 	m.spawn(func() {
+		posted := false
+		defer func() {
+			if !posted {
+				m.reporting.Add(-1)
+			}
+		}()
 		ctx, cancel := context.WithTimeout(m.life, m.cfg.StartTimeout)
 		defer cancel()
 		res, err := m.Continue(ctx, id, autoPromptID(promptID))
@@ -108,7 +115,8 @@ func (a *actor) maybeAutoContinue(promptID string) {
 			a.log.Info("automatic continuation declined", "promptId", promptID, "err", err)
 			return
 		}
-		a.mb.Post(func() {
+		posted = a.mb.Post(func() {
+			defer m.reporting.Add(-1)
 			a.emit(a.draft(res.Turn.PromptID,
 				&session.AutoContinuedData{ContinuesPromptID: promptID, Reason: reason}))
 		})

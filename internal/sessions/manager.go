@@ -181,9 +181,11 @@ type Manager struct {
 	// none outlives the manager and touches the writer or store after
 	// they close. Start them with spawn.
 	work sync.WaitGroup
-	// reporting counts the workspace reports of interrupted turns under
-	// way (reportChanges), until their actor has recorded them: what a
-	// test waits for before it calls a session settled.
+	// reporting counts the work under way in the background that will
+	// write to a session: the workspace reports of interrupted turns
+	// (reportChanges) and the automatic continuations that may follow
+	// them (maybeAutoContinue), until their actor has recorded them: what
+	// a test waits for before it calls a session settled.
 	reporting atomic.Int64
 	// credentials records and checks agents' credentials (package
 	// credentials).

@@ -497,7 +497,7 @@ func (p *replay) settle(s *replaySession) {
 			// it refuses writes the session is as settled as it gets.
 			reloading := a.reloading && (a.timers[timerReload] == nil || p.fault == nil)
 			busy = reloading || a.starting || a.settling || len(a.admitting) > 0 ||
-				p.r.mgr.reporting.Load() > 0 // an interrupted turn's changes are on their way
+				p.r.mgr.reporting.Load() > 0 // an interrupted turn's changes, or its continuation, are on their way
 			if c := a.conn; c != nil && isDone(c) {
 				busy = true // its exit is on its way
 			}
