@@ -270,7 +270,11 @@ func (p *replay) step() {
 		_, err := p.r.mgr.Rewind(ctx, s.id, RewindInput{ToTurn: to})
 		if err == nil {
 			p.branched[0]++
-			if p.rnd.Intn(2) == 0 { // and at once back, before any turn
+			// Every other rewind goes at once back, before any turn: by
+			// count, not by the random source, whose draws depend on how
+			// many steps went through (a coin here left some runs with
+			// no undo at all).
+			if p.branched[0]%2 == 1 {
 				if _, err = p.r.mgr.UndoRewind(ctx, s.id); err == nil {
 					p.branched[1]++
 				}
