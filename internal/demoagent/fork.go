@@ -19,18 +19,9 @@ func (a *agent) UnstableForkSession(_ context.Context, p acp.UnstableForkSession
 	if a.cfg.noFork {
 		return acp.UnstableForkSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionFork)
 	}
-	if err := a.checkAuth(false); err != nil {
-		return acp.UnstableForkSessionResponse{}, err
-	}
-	if err := checkCwd(p.Cwd); err != nil {
-		return acp.UnstableForkSessionResponse{}, err
-	}
-	src, err := a.openSession(string(p.SessionId))
+	src, err := a.storedSession(p.SessionId, p.Cwd)
 	if err != nil {
 		return acp.UnstableForkSessionResponse{}, err
-	}
-	if src == nil {
-		return acp.UnstableForkSessionResponse{}, a.unknownSession(p.SessionId)
 	}
 	servers := json.RawMessage("[]")
 	if p.McpServers != nil {

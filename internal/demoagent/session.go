@@ -207,23 +207,34 @@ func loaded(s *session) acp.LoadSessionResponse {
 	return acp.LoadSessionResponse{Modes: modeState(o), ConfigOptions: configOptions(o)}
 }
 
+// storedSession is stored session id, asked for from directory cwd (a
+// resume or a fork): the credentials and cwd checked first, an unknown id
+// the configured unknown-session error.
+func (a *agent) storedSession(id acp.SessionId, cwd string) (*session, error) {
+	if err := a.checkAuth(false); err != nil {
+		return nil, err
+	}
+	if err := checkCwd(cwd); err != nil {
+		return nil, err
+	}
+	s, err := a.openSession(string(id))
+	if err != nil {
+		return nil, err
+	}
+	if s == nil {
+		return nil, a.unknownSession(id)
+	}
+	return s, nil
+}
+
 // ResumeSession reattaches to a stored session without replaying anything.
 func (a *agent) ResumeSession(_ context.Context, p acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error) {
 	if a.cfg.noResume || a.cfg.resumeUnsupported {
 		return acp.ResumeSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionResume)
 	}
-	if err := a.checkAuth(false); err != nil {
-		return acp.ResumeSessionResponse{}, err
-	}
-	if err := checkCwd(p.Cwd); err != nil {
-		return acp.ResumeSessionResponse{}, err
-	}
-	s, err := a.openSession(string(p.SessionId))
+	s, err := a.storedSession(p.SessionId, p.Cwd)
 	if err != nil {
 		return acp.ResumeSessionResponse{}, err
-	}
-	if s == nil {
-		return acp.ResumeSessionResponse{}, a.unknownSession(p.SessionId)
 	}
 	if err := a.rebind(s, p.Cwd, p.McpServers, p.AdditionalDirectories); err != nil {
 		return acp.ResumeSessionResponse{}, err

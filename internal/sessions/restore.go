@@ -206,7 +206,7 @@ func (m *Manager) start(sessionID string, p startPlan) (out startOutcome) {
 	if err := m.profiles.RecordCapabilities(ctx, p.req.Spec.Profile, conn.Capabilities()); err != nil {
 		m.cfg.Logger.Warn("record agent capabilities", "agent", p.req.Spec.Profile, "err", err)
 	}
-	if p.fork != nil && p.token == "" {
+	if p.fork != nil { // a fork's first start: it has no ACP session of its own
 		p.source = m.forkSource(ctx, *p.fork)
 	}
 	in := restoreInput{Restore: p.token != "", ForkSource: p.source != "", Resume: caps.Resume, Load: caps.LoadSession, Fork: caps.Fork,
@@ -286,15 +286,16 @@ func (m *Manager) openFork(ctx context.Context, conn runtimes.Agent, p startPlan
 		acpID, err = conn.ForkSession(c, p.source, p.params)
 		return err
 	})
-	switch {
-	case err == nil:
+	if err == nil {
 		if m.forkSource(ctx, *p.fork) != p.source {
 			return "", tryStale, nil
 		}
 		return acpID, tryOK, nil
-	case acp.Classify(err) == acp.ClassUnsupported:
+	}
+	switch acp.Classify(err) {
+	case acp.ClassUnsupported:
 		return "", tryUnsupported, nil
-	case acp.Classify(err) == acp.ClassUnknownSession:
+	case acp.ClassUnknownSession:
 		return "", tryUnknownSession, nil
 	}
 	m.cfg.Logger.Info("session/fork failed: the fork's agent is briefed instead", "origin", p.fork.origin.SessionID, "err", err)
