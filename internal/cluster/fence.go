@@ -82,7 +82,7 @@ func (w *Writes) Generation(sessionID string) int64 {
 }
 
 // ReserveIDs implements events.Cluster.
-func (w *Writes) ReserveIDs(ctx context.Context, tx *store.Store, n int) ([]int64, error) {
+func (w *Writes) ReserveIDs(ctx context.Context, tx *store.Store, n int) ([]int64, store.TxMark, error) {
 	return tx.ReserveEventIDs(ctx, n)
 }
 

@@ -49,17 +49,17 @@ func (r *racyWrites) Fence(ctx context.Context, tx *store.Store, sessions []stri
 	return gens, err
 }
 
-func (r *racyWrites) ReserveIDs(ctx context.Context, tx *store.Store, n int) ([]int64, error) {
-	ids, err := r.Writes.ReserveIDs(ctx, tx, n)
+func (r *racyWrites) ReserveIDs(ctx context.Context, tx *store.Store, n int) ([]int64, store.TxMark, error) {
+	ids, mark, err := r.Writes.ReserveIDs(ctx, tx, n)
 	r.pause(2 * time.Millisecond)
 	r.mu.Lock()
 	fail := r.roll && r.rng.IntN(10) == 0
 	r.mu.Unlock()
 	if err == nil && fail {
 		r.rolledBack.Add(int64(len(ids)))
-		return nil, errRolledBack
+		return nil, store.TxMark{}, errRolledBack
 	}
-	return ids, err
+	return ids, mark, err
 }
 
 // testNode is one node of an in-process cluster: its store connection,

@@ -41,12 +41,22 @@ func openBenchLog(tb testing.TB, nSessions int) *benchLog {
 	if err != nil {
 		tb.Fatalf("open store: %v", err)
 	}
+	l := newLog(tb, st, nSessions)
+	l.path = path
+	return l
+}
+
+// newLog starts a writer on st and makes nSessions sessions in one task;
+// the writer and st close when tb ends.
+func newLog(tb testing.TB, st *store.Store, nSessions int) *benchLog {
+	tb.Helper()
+	ctx := context.Background()
 	hub := events.NewHub(events.HubConfig{MaxPerSession: 1024, MaxTotal: 1 << 16})
 	w, err := events.NewWriter(ctx, st, hub, events.WriterConfig{})
 	if err != nil {
 		tb.Fatalf("writer: %v", err)
 	}
-	l := &benchLog{st: st, hub: hub, w: w, path: path}
+	l := &benchLog{st: st, hub: hub, w: w}
 	tb.Cleanup(func() {
 		w.Close()
 		_ = st.Close()

@@ -49,8 +49,9 @@ type Cluster interface {
 	// ReserveIDs takes n global event ids, ascending (not in commit
 	// order across the nodes: the readers hold back behind the writers
 	// still running); it also tells the other nodes that events commit
-	// with this transaction.
-	ReserveIDs(ctx context.Context, tx *store.Store, n int) ([]int64, error)
+	// with this transaction. It returns the transaction's mark too, in
+	// the same round trip, for a COMMIT whose connection drops.
+	ReserveIDs(ctx context.Context, tx *store.Store, n int) ([]int64, store.TxMark, error)
 	// Committed hears each commit's events in place of the hub, which the
 	// cluster's feed publishes to in global id order.
 	Committed(evs []store.Event)
@@ -113,9 +114,12 @@ type Writer struct {
 	// Owned by the writer goroutine.
 	// lastUnreachable is the error the database was last unreachable with.
 	lastUnreachable error
-	drafts          []Draft // commitTx's buffer of an op's drafts
-	lastID          int64
-	lastSeq         map[string]int64
+	// doubt is the last transaction whose connection dropped after its
+	// last statement, until the database says whether it committed.
+	doubt   *inDoubt
+	drafts  []Draft // commitTx's buffer of an op's drafts
+	lastID  int64
+	lastSeq map[string]int64
 	// gens are the lease generations lastSeq and latest were read under
 	// (Cluster only): at another generation they are read again.
 	gens map[string]int64
@@ -388,28 +392,6 @@ func (w *Writer) commit(batch []op) {
 	}
 }
 
-// untilReachable is commitTx, done again while it fails for want of the
-// database.
-func (w *Writer) untilReachable(batch []op) error {
-	err := w.commitTx(batch)
-	if !errors.Is(err, errUnreachable) {
-		return err
-	}
-	since := time.Now()
-	w.unreachable.Store(true)
-	w.cfg.Logger.Error("the database cannot be reached; holding the changes until it is back", "ops", len(batch), "err", w.lastUnreachable)
-	for wait := 50 * time.Millisecond; errors.Is(err, errUnreachable); wait = min(2*wait, 2*time.Second) {
-		select {
-		case <-time.After(wait):
-		case <-w.closing:
-		}
-		err = w.commitTx(batch)
-	}
-	w.unreachable.Store(false)
-	w.cfg.Logger.Warn("the database is back; the held changes are committed", "after", time.Since(since).Round(time.Millisecond))
-	return err
-}
-
 var (
 	errOpFailed    = errors.New("op failed")
 	errUnreachable = errors.New("database unreachable")
@@ -441,6 +423,14 @@ func (w *Writer) commitTx(batch []op) error {
 	// (Cluster only): the ops' sessions first, then any other a draft
 	// names, before the commit.
 	var fenced map[string]bool
+	// mark names the transaction to ask about should its connection
+	// drop (taken late, with the event ids where there are some, to cost
+	// no round trip: a connection lost before it leaves a transaction
+	// its backend may hold open until idle_in_transaction_session_timeout
+	// ends it); applied is set once every statement before the COMMIT
+	// succeeded.
+	var mark store.TxMark
+	applied := false
 	err := w.st.Tx(ctx, func(tx *store.Store) error {
 		if w.cfg.Cluster != nil {
 			fenced = map[string]bool{}
@@ -530,27 +520,48 @@ func (w *Writer) commitTx(batch []op) error {
 			// Last before the commit: an id taken is held by a
 			// running transaction, which the feeds wait for, for as
 			// short a time as can be.
-			ids, err := w.cfg.Cluster.ReserveIDs(ctx, tx, len(evs))
+			ids, m, err := w.cfg.Cluster.ReserveIDs(ctx, tx, len(evs))
 			if err != nil {
 				return err
 			}
+			mark = m
 			for i := range evs {
 				evs[i].ID = ids[i]
 			}
 			w.lastID = evs[len(evs)-1].ID
 		}
-		return tx.AppendEvents(ctx, evs)
+		if mark.TxID == 0 {
+			// No ids reserved (no events, or one node alone): a query of
+			// its own, on PostgreSQL only.
+			var err error
+			if mark, err = tx.MarkTx(ctx); err != nil {
+				return err
+			}
+		}
+		if err := tx.AppendEvents(ctx, evs); err != nil {
+			return err
+		}
+		applied = true
+		return nil
 	})
 	if err != nil {
+		endID := w.lastID
 		w.lastID = startID
 		if store.IsBusy(err) || store.IsBusy(opErr) {
 			w.busy.Add(1)
 		}
 		if (store.IsUnavailable(err) || store.IsUnavailable(opErr)) && !w.isClosing() {
-			// Not the ops' failure: they are committed again (untilReachable).
+			// Not the ops' failure: they are committed again (untilReachable),
+			// unless this attempt's COMMIT, in doubt, turns out to have
+			// made it.
 			w.lastUnreachable = err
 			clear(w.lastSeq)
 			clear(w.latest)
+			w.doubt = nil
+			if mark.TxID != 0 {
+				w.doubt = &inDoubt{mark: mark, applied: applied, out: outcome{evs: evs, doms: doms, ops: batch, ends: ends},
+					seqs: seqs, latest: latest, lastID: endID}
+			}
 			return errUnreachable
 		}
 		if opErr == nil {
@@ -565,14 +576,20 @@ func (w *Writer) commitTx(batch []op) error {
 		}
 		return opErr
 	}
+	w.settled(outcome{evs: evs, doms: doms, ops: batch, ends: ends}, seqs, latest)
+	return nil
+}
+
+// settled takes a committed transaction's numbering into the writer's
+// caches and hands its outcome to the publisher.
+func (w *Writer) settled(out outcome, seqs map[string]int64, latest map[latestKey]string) {
 	for sid, seq := range seqs {
 		w.lastSeq[sid] = seq
 	}
 	maps.Copy(w.latest, latest)
-	w.committed.Add(int64(len(evs)))
+	w.committed.Add(int64(len(out.evs)))
 	w.batches.Add(1)
-	w.outcomes <- outcome{evs: evs, doms: doms, ops: batch, ends: ends}
-	return nil
+	w.outcomes <- out
 }
 
 // fence has the cluster check sessions' leases and drops the writer's

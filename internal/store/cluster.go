@@ -244,30 +244,31 @@ func (s *Store) LockLeases(ctx context.Context, sessions []string) ([]Lease, err
 // (no lock: the nodes' writers commit side by side, so ids are not in
 // commit order; EventHorizon says up to where they are settled). It also
 // NOTIFYs the other nodes (delivered at the commit) with the last id.
-func (s *Store) ReserveEventIDs(ctx context.Context, n int) ([]int64, error) {
+func (s *Store) ReserveEventIDs(ctx context.Context, n int) ([]int64, TxMark, error) {
 	if err := s.clusterOnly("reserve event ids"); err != nil {
-		return nil, err
+		return nil, TxMark{}, err
 	}
 	ids := make([]int64, 0, n)
-	rows, err := s.db.WithContext(ctx).Raw(`SELECT tether_reserve_event_ids(?)`, n).Rows()
+	var mark TxMark
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT tether_reserve_event_ids(?), txid_current(), pg_backend_pid()`, n).Rows()
 	if err != nil {
-		return nil, wrapErr(err, "reserve event ids")
+		return nil, TxMark{}, wrapErr(err, "reserve event ids")
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, wrapErr(err, "reserve event ids")
+		if err := rows.Scan(&id, &mark.TxID, &mark.PID); err != nil {
+			return nil, TxMark{}, wrapErr(err, "reserve event ids")
 		}
 		ids = append(ids, id)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, wrapErr(err, "reserve event ids")
+		return nil, TxMark{}, wrapErr(err, "reserve event ids")
 	}
 	if len(ids) != n {
-		return nil, errcode.New(errcode.Internal, "store: reserve event ids: got %d ids, want %d", len(ids), n)
+		return nil, TxMark{}, errcode.New(errcode.Internal, "store: reserve event ids: got %d ids, want %d", len(ids), n)
 	}
-	return ids, nil
+	return ids, mark, nil
 }
 
 // writerLockClass is the first key of the advisory lock each writer

@@ -32,14 +32,23 @@ func TestDatabaseOutage(t *testing.T) {
 	for _, tc := range []struct {
 		runtime  string
 		ttl, cut time.Duration
+		// atCommit cuts as a COMMIT is sent (the stream's chunks commit
+		// all the time), after it reaches the server and before its
+		// answer can come back: the node cannot know it committed.
+		atCommit bool
 	}{
-		{"detached", 10 * time.Second, 5 * time.Second},
-		{"standalone", 10 * time.Second, 5 * time.Second},
-		{"detached", 2 * time.Second, 5 * time.Second},
-		{"standalone", 2 * time.Second, 5 * time.Second},
-		{"detached", 10 * time.Second, 60 * time.Second},
+		{"detached", 10 * time.Second, 5 * time.Second, false},
+		{"standalone", 10 * time.Second, 5 * time.Second, false},
+		{"detached", 2 * time.Second, 5 * time.Second, false},
+		{"standalone", 2 * time.Second, 5 * time.Second, false},
+		{"detached", 10 * time.Second, 60 * time.Second, false},
+		{"detached", 10 * time.Second, 5 * time.Second, true},
 	} {
-		t.Run(fmt.Sprintf("%s, lease TTL %s, cut %s", tc.runtime, tc.ttl, tc.cut), func(t *testing.T) {
+		name := fmt.Sprintf("%s, lease TTL %s, cut %s", tc.runtime, tc.ttl, tc.cut)
+		if tc.atCommit {
+			name += " as a commit is sent"
+		}
+		t.Run(name, func(t *testing.T) {
 			runtime := tc.runtime
 			c := newCluster(t, tc.ttl)
 			u, err := url.Parse(c.db)
@@ -60,7 +69,15 @@ func TestDatabaseOutage(t *testing.T) {
 				return strings.Contains(fmt.Sprint(tr["messages"]), "chunk 300\n")
 			})
 
-			proxy.Cut()
+			if tc.atCommit {
+				select {
+				case <-proxy.CutAfter([]byte("commit\x00"), false):
+				case <-time.After(deadline):
+					t.Fatal("no COMMIT was sent while the turn streamed")
+				}
+			} else {
+				proxy.Cut()
+			}
 			answers := map[int]int{}
 			for end := time.Now().Add(tc.cut); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
 				code, body, retry := get(t, a.URL(), "/session/"+sid+"/transcript")
