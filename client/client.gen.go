@@ -506,6 +506,30 @@ func (e HealthStatus) Valid() bool {
 	}
 }
 
+// Defines values for InboxItemKind.
+const (
+	InboxItemKindFailedTurn       InboxItemKind = "failed_turn"
+	InboxItemKindInterruptedTurn  InboxItemKind = "interrupted_turn"
+	InboxItemKindNeedsCredentials InboxItemKind = "needs_credentials"
+	InboxItemKindPermission       InboxItemKind = "permission"
+)
+
+// Valid indicates whether the value is a known member of the InboxItemKind enum.
+func (e InboxItemKind) Valid() bool {
+	switch e {
+	case InboxItemKindFailedTurn:
+		return true
+	case InboxItemKindInterruptedTurn:
+		return true
+	case InboxItemKindNeedsCredentials:
+		return true
+	case InboxItemKindPermission:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for MessageRole.
 const (
 	MessageRoleAgent   MessageRole = "agent"
@@ -2235,7 +2259,10 @@ type EventCommon struct {
 type Executor struct {
 	// AgentExecutionId Names one execution (one start of the session's agent): a UUID, new at every start, never reused.
 	AgentExecutionId *string `json:"agentExecutionId,omitempty"`
-	ErrorMessage     *string `json:"errorMessage,omitempty"`
+
+	// ErrorCode With status error, the stable code of what went wrong (e.g. agent_auth_required: the agent needs credentials).
+	ErrorCode    *string `json:"errorCode,omitempty"`
+	ErrorMessage *string `json:"errorMessage,omitempty"`
 
 	// ExitCode The agent's exit code; absent for an agent lost with its executor host (errorMessage says how), whose exit nobody saw.
 	ExitCode   *int    `json:"exitCode,omitempty"`
@@ -2510,6 +2537,32 @@ type Health struct {
 
 // HealthStatus defines model for Health.Status.
 type HealthStatus string
+
+// InboxItem defines model for InboxItem.
+type InboxItem struct {
+	// At When it began to wait (the request made, the turn ended, the agent refused).
+	At time.Time `json:"at"`
+
+	// Id Stable while the item waits (its kind, session and request or turn).
+	Id         string             `json:"id"`
+	Kind       InboxItemKind      `json:"kind"`
+	Permission *PermissionRequest `json:"permission,omitempty"`
+
+	// Session A session. `credentials` is only in the answer to `POST /session`: what tetherd knew of the profile's credentials when it created the session (absent when nothing is known, and on a remote executor host).
+	Session Session `json:"session"`
+	Turn    *Turn   `json:"turn,omitempty"`
+}
+
+// InboxItemKind defines model for InboxItem.Kind.
+type InboxItemKind string
+
+// InboxList defines model for InboxList.
+type InboxList struct {
+	// Cursor The global stream's cursor (`<epoch>:<id>`, as on `GET /events`) this page is consistent with (read in one read transaction with the log head, like `SessionList.cursor`).
+	Cursor        string      `json:"cursor"`
+	Items         []InboxItem `json:"items"`
+	NextPageToken *string     `json:"nextPageToken,omitempty"`
+}
 
 // Message defines model for Message.
 type Message struct {
@@ -4220,6 +4273,12 @@ type StreamGlobalEventsParams struct {
 
 	// LastEventID Sent by EventSource clients on reconnect; same meaning as `cursor`.
 	LastEventID *LastEventID `json:"Last-Event-ID,omitempty"`
+}
+
+// ListInboxParams defines parameters for ListInbox.
+type ListInboxParams struct {
+	Limit     *int    `form:"limit,omitempty" json:"limit,omitempty"`
+	PageToken *string `form:"pageToken,omitempty" json:"pageToken,omitempty"`
 }
 
 // CancelSessionParams defines parameters for CancelSession.
@@ -6497,7 +6556,13 @@ type ClientInterface interface {
 	// Corresponds with GET /agents (the `ListAgents` operationId).
 	ListAgents(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// StreamGlobalEvents Server-Sent Events of session and task state changes across the daemon.
+	// StreamGlobalEvents Server-Sent Events of session, task, turn and permission changes across the daemon.
+	//
+	// The global stream carries the session.* and task.* events that
+	// lists follow, and `permission.requested`, `permission.resolved`,
+	// `turn.started` and a turn's end (`turn.completed`, `turn.failed`,
+	// `turn.cancelled`, `turn.interrupted`) that the inbox follows
+	// (docs/events.md lists each type's streams).
 	//
 	// Corresponds with GET /events (the `StreamGlobalEvents` operationId).
 	StreamGlobalEvents(ctx context.Context, params *StreamGlobalEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -6575,6 +6640,27 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /health (the `GetHealth` operationId).
 	GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListInbox What waits for a person across all sessions, newest first, paginated.
+	//
+	// Everything that waits for a person, in every session that is
+	// neither closed nor archived: a pending permission request
+	// (`permission`: answer it with `POST /session/{id}/permission/{requestId}`;
+	// the first answer wins, and it holds across restarts), a session's
+	// latest turn when it was interrupted (`interrupted_turn`: continue
+	// it with `POST /session/{id}/continue`) or failed (`failed_turn`),
+	// and a session whose agent needs credentials (`needs_credentials`,
+	// docs/agents.md). An item leaves the inbox when what it waits for
+	// is done: the request answered or expired, another turn of the
+	// session begun, the agent started, the session closed or archived.
+	// `cursor` is the global stream's position this page is consistent
+	// with: follow `GET /events` from it, and `permission.requested`,
+	// `permission.resolved`, `turn.started`, `turn.failed`,
+	// `turn.interrupted`, `session.executor_status`, `session.closed`
+	// and `session.archived` say when to read the inbox again.
+	//
+	// Corresponds with GET /inbox (the `ListInbox` operationId).
+	ListInbox(ctx context.Context, params *ListInboxParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetMetrics Prometheus text exposition of the daemon's counters and gauges.
 	//
@@ -7255,7 +7341,13 @@ func (c *Client) ListAgents(ctx context.Context, reqEditors ...RequestEditorFn) 
 	return c.Client.Do(req)
 }
 
-// StreamGlobalEvents Server-Sent Events of session and task state changes across the daemon.
+// StreamGlobalEvents Server-Sent Events of session, task, turn and permission changes across the daemon.
+//
+// The global stream carries the session.* and task.* events that
+// lists follow, and `permission.requested`, `permission.resolved`,
+// `turn.started` and a turn's end (`turn.completed`, `turn.failed`,
+// `turn.cancelled`, `turn.interrupted`) that the inbox follows
+// (docs/events.md lists each type's streams).
 //
 // Corresponds with GET /events (the `StreamGlobalEvents` operationId).
 func (c *Client) StreamGlobalEvents(ctx context.Context, params *StreamGlobalEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7374,6 +7466,37 @@ func (c *Client) ListExecutors(ctx context.Context, reqEditors ...RequestEditorF
 // Corresponds with GET /health (the `GetHealth` operationId).
 func (c *Client) GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetHealthRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListInbox What waits for a person across all sessions, newest first, paginated.
+//
+// Everything that waits for a person, in every session that is
+// neither closed nor archived: a pending permission request
+// (`permission`: answer it with `POST /session/{id}/permission/{requestId}`;
+// the first answer wins, and it holds across restarts), a session's
+// latest turn when it was interrupted (`interrupted_turn`: continue
+// it with `POST /session/{id}/continue`) or failed (`failed_turn`),
+// and a session whose agent needs credentials (`needs_credentials`,
+// docs/agents.md). An item leaves the inbox when what it waits for
+// is done: the request answered or expired, another turn of the
+// session begun, the agent started, the session closed or archived.
+// `cursor` is the global stream's position this page is consistent
+// with: follow `GET /events` from it, and `permission.requested`,
+// `permission.resolved`, `turn.started`, `turn.failed`,
+// `turn.interrupted`, `session.executor_status`, `session.closed`
+// and `session.archived` say when to read the inbox again.
+//
+// Corresponds with GET /inbox (the `ListInbox` operationId).
+func (c *Client) ListInbox(ctx context.Context, params *ListInboxParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListInboxRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -8885,6 +9008,72 @@ func NewGetHealthRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListInboxRequest constructs an http.Request for the ListInbox method
+func NewListInboxRequest(server string, params *ListInboxParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/inbox")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.PageToken != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "pageToken", *params.PageToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -11202,7 +11391,13 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /agents (the `ListAgents` operationId).
 	ListAgentsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListAgentsResponse, error)
 
-	// StreamGlobalEventsWithResponse Server-Sent Events of session and task state changes across the daemon.
+	// StreamGlobalEventsWithResponse Server-Sent Events of session, task, turn and permission changes across the daemon.
+	//
+	// The global stream carries the session.* and task.* events that
+	// lists follow, and `permission.requested`, `permission.resolved`,
+	// `turn.started` and a turn's end (`turn.completed`, `turn.failed`,
+	// `turn.cancelled`, `turn.interrupted`) that the inbox follows
+	// (docs/events.md lists each type's streams).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -11286,6 +11481,29 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /health (the `GetHealth` operationId).
 	GetHealthWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetHealthResponse, error)
+
+	// ListInboxWithResponse What waits for a person across all sessions, newest first, paginated.
+	//
+	// Everything that waits for a person, in every session that is
+	// neither closed nor archived: a pending permission request
+	// (`permission`: answer it with `POST /session/{id}/permission/{requestId}`;
+	// the first answer wins, and it holds across restarts), a session's
+	// latest turn when it was interrupted (`interrupted_turn`: continue
+	// it with `POST /session/{id}/continue`) or failed (`failed_turn`),
+	// and a session whose agent needs credentials (`needs_credentials`,
+	// docs/agents.md). An item leaves the inbox when what it waits for
+	// is done: the request answered or expired, another turn of the
+	// session begun, the agent started, the session closed or archived.
+	// `cursor` is the global stream's position this page is consistent
+	// with: follow `GET /events` from it, and `permission.requested`,
+	// `permission.resolved`, `turn.started`, `turn.failed`,
+	// `turn.interrupted`, `session.executor_status`, `session.closed`
+	// and `session.archived` say when to read the inbox again.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /inbox (the `ListInbox` operationId).
+	ListInboxWithResponse(ctx context.Context, params *ListInboxParams, reqEditors ...RequestEditorFn) (*ListInboxResponse, error)
 
 	// GetMetricsWithResponse Prometheus text exposition of the daemon's counters and gauges.
 	//
@@ -12299,6 +12517,68 @@ func (r GetHealthResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetHealthResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ListInboxResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *InboxList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListInboxResponse) GetJSON200() *InboxList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListInboxResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListInboxResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListInboxResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListInboxResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListInboxResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListInboxResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListInboxResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -15675,7 +15955,13 @@ func (c *ClientWithResponses) ListAgentsWithResponse(ctx context.Context, reqEdi
 	return ParseListAgentsResponse(rsp)
 }
 
-// StreamGlobalEventsWithResponse Server-Sent Events of session and task state changes across the daemon.
+// StreamGlobalEventsWithResponse Server-Sent Events of session, task, turn and permission changes across the daemon.
+//
+// The global stream carries the session.* and task.* events that
+// lists follow, and `permission.requested`, `permission.resolved`,
+// `turn.started` and a turn's end (`turn.completed`, `turn.failed`,
+// `turn.cancelled`, `turn.interrupted`) that the inbox follows
+// (docs/events.md lists each type's streams).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -15788,6 +16074,35 @@ func (c *ClientWithResponses) GetHealthWithResponse(ctx context.Context, reqEdit
 		return nil, err
 	}
 	return ParseGetHealthResponse(rsp)
+}
+
+// ListInboxWithResponse What waits for a person across all sessions, newest first, paginated.
+//
+// Everything that waits for a person, in every session that is
+// neither closed nor archived: a pending permission request
+// (`permission`: answer it with `POST /session/{id}/permission/{requestId}`;
+// the first answer wins, and it holds across restarts), a session's
+// latest turn when it was interrupted (`interrupted_turn`: continue
+// it with `POST /session/{id}/continue`) or failed (`failed_turn`),
+// and a session whose agent needs credentials (`needs_credentials`,
+// docs/agents.md). An item leaves the inbox when what it waits for
+// is done: the request answered or expired, another turn of the
+// session begun, the agent started, the session closed or archived.
+// `cursor` is the global stream's position this page is consistent
+// with: follow `GET /events` from it, and `permission.requested`,
+// `permission.resolved`, `turn.started`, `turn.failed`,
+// `turn.interrupted`, `session.executor_status`, `session.closed`
+// and `session.archived` say when to read the inbox again.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /inbox (the `ListInbox` operationId).
+func (c *ClientWithResponses) ListInboxWithResponse(ctx context.Context, params *ListInboxParams, reqEditors ...RequestEditorFn) (*ListInboxResponse, error) {
+	rsp, err := c.ListInbox(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListInboxResponse(rsp)
 }
 
 // GetMetricsWithResponse Prometheus text exposition of the daemon's counters and gauges.
@@ -17085,6 +17400,53 @@ func ParseGetHealthResponse(rsp *http.Response) (*GetHealthResponse, error) {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListInboxResponse parses an HTTP response from a ListInboxWithResponse call
+func ParseListInboxResponse(rsp *http.Response) (*ListInboxResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListInboxResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest InboxList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Problem

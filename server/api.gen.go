@@ -509,6 +509,30 @@ func (e HealthStatus) Valid() bool {
 	}
 }
 
+// Defines values for InboxItemKind.
+const (
+	InboxItemKindFailedTurn       InboxItemKind = "failed_turn"
+	InboxItemKindInterruptedTurn  InboxItemKind = "interrupted_turn"
+	InboxItemKindNeedsCredentials InboxItemKind = "needs_credentials"
+	InboxItemKindPermission       InboxItemKind = "permission"
+)
+
+// Valid indicates whether the value is a known member of the InboxItemKind enum.
+func (e InboxItemKind) Valid() bool {
+	switch e {
+	case InboxItemKindFailedTurn:
+		return true
+	case InboxItemKindInterruptedTurn:
+		return true
+	case InboxItemKindNeedsCredentials:
+		return true
+	case InboxItemKindPermission:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for MessageRole.
 const (
 	MessageRoleAgent   MessageRole = "agent"
@@ -2238,7 +2262,10 @@ type EventCommon struct {
 type Executor struct {
 	// AgentExecutionId Names one execution (one start of the session's agent): a UUID, new at every start, never reused.
 	AgentExecutionId *string `json:"agentExecutionId,omitempty"`
-	ErrorMessage     *string `json:"errorMessage,omitempty"`
+
+	// ErrorCode With status error, the stable code of what went wrong (e.g. agent_auth_required: the agent needs credentials).
+	ErrorCode    *string `json:"errorCode,omitempty"`
+	ErrorMessage *string `json:"errorMessage,omitempty"`
 
 	// ExitCode The agent's exit code; absent for an agent lost with its executor host (errorMessage says how), whose exit nobody saw.
 	ExitCode   *int    `json:"exitCode,omitempty"`
@@ -2513,6 +2540,32 @@ type Health struct {
 
 // HealthStatus defines model for Health.Status.
 type HealthStatus string
+
+// InboxItem defines model for InboxItem.
+type InboxItem struct {
+	// At When it began to wait (the request made, the turn ended, the agent refused).
+	At time.Time `json:"at"`
+
+	// Id Stable while the item waits (its kind, session and request or turn).
+	Id         string             `json:"id"`
+	Kind       InboxItemKind      `json:"kind"`
+	Permission *PermissionRequest `json:"permission,omitempty"`
+
+	// Session A session. `credentials` is only in the answer to `POST /session`: what tetherd knew of the profile's credentials when it created the session (absent when nothing is known, and on a remote executor host).
+	Session Session `json:"session"`
+	Turn    *Turn   `json:"turn,omitempty"`
+}
+
+// InboxItemKind defines model for InboxItem.Kind.
+type InboxItemKind string
+
+// InboxList defines model for InboxList.
+type InboxList struct {
+	// Cursor The global stream's cursor (`<epoch>:<id>`, as on `GET /events`) this page is consistent with (read in one read transaction with the log head, like `SessionList.cursor`).
+	Cursor        string      `json:"cursor"`
+	Items         []InboxItem `json:"items"`
+	NextPageToken *string     `json:"nextPageToken,omitempty"`
+}
 
 // Message defines model for Message.
 type Message struct {
@@ -4223,6 +4276,12 @@ type StreamGlobalEventsParams struct {
 
 	// LastEventID Sent by EventSource clients on reconnect; same meaning as `cursor`.
 	LastEventID *LastEventID `json:"Last-Event-ID,omitempty"`
+}
+
+// ListInboxParams defines parameters for ListInbox.
+type ListInboxParams struct {
+	Limit     *int    `form:"limit,omitempty" json:"limit,omitempty"`
+	PageToken *string `form:"pageToken,omitempty" json:"pageToken,omitempty"`
 }
 
 // CancelSessionParams defines parameters for CancelSession.
@@ -6426,7 +6485,7 @@ type ServerInterface interface {
 	// ListAgents Agent profiles (built-in, configured, detected on PATH).
 	// (GET /agents)
 	ListAgents(ctx echo.Context) error
-	// StreamGlobalEvents Server-Sent Events of session and task state changes across the daemon.
+	// StreamGlobalEvents Server-Sent Events of session, task, turn and permission changes across the daemon.
 	// (GET /events)
 	StreamGlobalEvents(ctx echo.Context, params StreamGlobalEventsParams) error
 	// CreateStreamTicket A short-lived ticket that opens one event stream without the bearer token.
@@ -6438,6 +6497,9 @@ type ServerInterface interface {
 	// GetHealth Liveness and readiness.
 	// (GET /health)
 	GetHealth(ctx echo.Context) error
+	// ListInbox What waits for a person across all sessions, newest first, paginated.
+	// (GET /inbox)
+	ListInbox(ctx echo.Context, params ListInboxParams) error
 	// GetMetrics Prometheus text exposition of the daemon's counters and gauges.
 	// (GET /metrics)
 	GetMetrics(ctx echo.Context) error
@@ -6676,6 +6738,31 @@ func (w *ServerInterfaceWrapper) GetHealth(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetHealth(ctx)
+	return err
+}
+
+// ListInbox converts echo context to params.
+func (w *ServerInterfaceWrapper) ListInbox(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListInboxParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "pageToken" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageToken", ctx.QueryParams(), &params.PageToken, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter pageToken: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListInbox(ctx, params)
 	return err
 }
 
@@ -7709,6 +7796,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/executors", wrapper.ListExecutors, options.OperationMiddlewares["listExecutors"]...)
 	router.POST(options.BaseURL+"/session", wrapper.CreateSession, options.OperationMiddlewares["createSession"]...)
 	router.GET(options.BaseURL+"/sessions", wrapper.ListSessions, options.OperationMiddlewares["listSessions"]...)
+	router.GET(options.BaseURL+"/inbox", wrapper.ListInbox, options.OperationMiddlewares["listInbox"]...)
 	router.DELETE(options.BaseURL+"/session/:id", wrapper.CloseSession, options.OperationMiddlewares["closeSession"]...)
 	router.GET(options.BaseURL+"/session/:id", wrapper.GetSession, options.OperationMiddlewares["getSession"]...)
 	router.PATCH(options.BaseURL+"/session/:id", wrapper.UpdateSession, options.OperationMiddlewares["updateSession"]...)
@@ -8105,6 +8193,75 @@ type GetHealthdefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response GetHealthdefaultApplicationProblemPlusJSONResponse) VisitGetHealthResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListInboxRequestObject struct {
+	Params ListInboxParams
+}
+
+type ListInboxResponseObject interface {
+	VisitListInboxResponse(w http.ResponseWriter) error
+}
+
+type ListInbox200JSONResponse InboxList
+
+func (response ListInbox200JSONResponse) VisitListInboxResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListInbox400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ListInbox400ApplicationProblemPlusJSONResponse) VisitListInboxResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListInbox401ApplicationProblemPlusJSONResponse Problem
+
+func (response ListInbox401ApplicationProblemPlusJSONResponse) VisitListInboxResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListInboxdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ListInboxdefaultApplicationProblemPlusJSONResponse) VisitListInboxResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -12462,7 +12619,7 @@ type StrictServerInterface interface {
 	// ListAgents Agent profiles (built-in, configured, detected on PATH).
 	// (GET /agents)
 	ListAgents(ctx context.Context, request ListAgentsRequestObject) (ListAgentsResponseObject, error)
-	// StreamGlobalEvents Server-Sent Events of session and task state changes across the daemon.
+	// StreamGlobalEvents Server-Sent Events of session, task, turn and permission changes across the daemon.
 	// (GET /events)
 	StreamGlobalEvents(ctx context.Context, request StreamGlobalEventsRequestObject) (StreamGlobalEventsResponseObject, error)
 	// CreateStreamTicket A short-lived ticket that opens one event stream without the bearer token.
@@ -12474,6 +12631,9 @@ type StrictServerInterface interface {
 	// GetHealth Liveness and readiness.
 	// (GET /health)
 	GetHealth(ctx context.Context, request GetHealthRequestObject) (GetHealthResponseObject, error)
+	// ListInbox What waits for a person across all sessions, newest first, paginated.
+	// (GET /inbox)
+	ListInbox(ctx context.Context, request ListInboxRequestObject) (ListInboxResponseObject, error)
 	// GetMetrics Prometheus text exposition of the daemon's counters and gauges.
 	// (GET /metrics)
 	GetMetrics(ctx context.Context, request GetMetricsRequestObject) (GetMetricsResponseObject, error)
@@ -12757,6 +12917,31 @@ func (sh *strictHandler) GetHealth(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(GetHealthResponseObject); ok {
 		return validResponse.VisitGetHealthResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListInbox operation middleware
+func (sh *strictHandler) ListInbox(ctx echo.Context, params ListInboxParams) error {
+	var request ListInboxRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListInbox(ctx.Request().Context(), request.(ListInboxRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListInbox")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListInboxResponseObject); ok {
+		return validResponse.VisitListInboxResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -14277,457 +14462,469 @@ func (sh *strictHandler) UpdateTask(ctx echo.Context, id ID) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L2Nkhs3li74KojaGyFybxZVtmXfNismJsolua29sqVRlcexO9RWopggia4kwE4gi2K7fWOfZh9sn2QD",
-	"5xwgkSSSP1UsSdPTExNtFTOBxM/Bwfn9zu8nYz1faCWUNSfD308WvOJzYUUFf13WldGV+1chzLiSCyu1",
-	"OhmevBemngvGJ1ZUzM6kYWN4k/XyUX129s1YLPR4Bv8UQ/zFiL/i33n/nOl7UVWyEIa94caevroXyp6+",
-	"fjk4yU6k6/+vtahWJ9mJ4nNxMjzBzk+yEzOeiTl345nzj2+EmtrZyfDrs7PsxK4W7k1jK6mmJ3/8kZ38",
-	"qMtSLzfHPuGlEUyowjA7E8zYSvB5mIpglViUfMV6M66KFVtKO3OTK/tdg5vgd+LBFWLC69KeDG1VizC2",
-	"W61LwRUM7vVL9x50t+B21vQmi5PspBJ/rWUlCt9BctrfvchO5lL5P79KrYFbXVhc/F57Ia6Esux2xeCF",
-	"K11XY8HGpXSUwLRilRhrpcTYnjPD54LNBVdSTRk3LMcNycOSzAQvRNXMorWrB+7btajmUvGyc4msf+Go",
-	"S3Utx3fCbq7ShacQCy+wSaXnLH/39uqaPRduhuY5PjF5xqQyVvCC6YkjpZHKL2o705X8G3e95QzXifWW",
-	"MzmesaVUhi1nQrFbbWeMV4IZoWx/wH4R96Jii9qOlCPJW8ErR536TigmrRHlhEnFOPv1/ZvBSHUQJg6r",
-	"a/VfdKz+aiHM5ipc6vmcnxrh2IMVBYOZM9fcMKtZIUrpRtwba2UrXbKJ4yKG8XLJV4aN9Vx0nh/oZAuN",
-	"JIf5m67uzIKPxTtHGgn+VHIr74UbGxxyYYzU6plhhazE2OpqlbHRyfPRSTOncybmC7tiE418ILxJK941",
-	"fiLOxOk/OcnaK/79d5tz+cPRsFloZXDdL+wlX/CxtCv3l1tPoYAs+WJRyjEQ0vNFpW9LMf/vfzFuur9H",
-	"H/9vlZicDE/+t+cNW3+OT83zd9gKP9pesGs3YS7mWjFpGLeMszENg5VyLu05U9rO3PlfcsN4MZfW0YGu",
-	"2LgSbvkGI5XzqVD2Bt6/qQQfz0SRD5mxvLLAORSDN9hS12XBFtwYlp+ezvnHU/jd5ExXSPGLSk9kKZ4Z",
-	"ls/5xwt62suh7zxjuRnrhciHftB/9y0yxlXB+Ejl74WtVqcXjq/7g9c/Z/mi0vOFvflrLWpxM6nLEnqb",
-	"1dYN8abQS5UzbWeiWkoj8HBhY9idqNMUQx1ruFY0W3Jp2a2Y6EowW61g9lMu1aBFKUQLUlkxFZXblz+y",
-	"E79Ln3D33/94yb5/8e3/YNQzK4TlsjQDOGvUARCn2whHn7eylFamOMVvM27h/OBW8+JeVFYaUTiOlUsl",
-	"reSl/JuAy2NR6YV7jB1Bi1/gVP2+fk4yfPrvojISZ735Qm1nPws700ViWD/pZTyq8VgsrHG0WwjlRmRY",
-	"7+LyHcujTpyg4s4400q4wa/RZfNm7nZ8xh27EY5yCjbmZYlvuN7H3IqcJIz1FZBWzM2urbsIn3LzpInz",
-	"quIr93epeXGFDC5alyBtwCrPFxvbtrb2dSF1urmY34qiEMWlo8aPNv2SnPOpSD36I76j/4Pey+h7m51/",
-	"CPPTt38RY0vjt3qsy83NDycHmGg932cE8XKFZslFSo0FT0BDNl0HgAih5MYyw5ckEUT0E5OeVihEz/l4",
-	"JpUYqR5dWPTISalcFbx0lOj4mzufjrsy8VGMa6srg3xv7Ie/Gil3loXpZ6xWBYm20dfrqnIHYazVRE7r",
-	"ChjL0N107rKec1VkI8WrqcnahO4+4noS6l5WWs1dH64RHqupsGbALtSKjWdcTd3169i5NoIVlV4YJu2A",
-	"Xdw6IWcY7hMjhGIrYQfstYXLRzF9a0R1D2PK3HuOny8qUcgxDjNeuzuxsE6IquLTp1wjI4Qb65z1OCv1",
-	"VKqRAqHJy48Z48wtR8QXKsEL02dzvsLzjNMomJFqTJfB+rHZwnOM5bY2zBPfED40x7djZqSUrtVYFBlz",
-	"dyaqHJzNpLKObJZAT5oV+kj8Yi6MocO6Y7zLNi83XBZAAe0hbTBi3D5RXACvmOhqzp00VHArTq2E07bR",
-	"hgj+dbE5rOtGgGPSgvwBNCPVOeNATCCz8Yj64SITycEZ2zX3yg5b7Dlb5+C6YjkN5LkSy9wRFnzIUVIj",
-	"YkJXGazbeCbGd24TSWGgl9zNgvxmyDj9i/VQBmLWLS41VOUKFQQ7Eyu8VexMyIrNdSHKjJl6PHMK2bjk",
-	"dSFQijrl40XGUMPwpGWY0sxNxpNf3x1T2lb4IAzaMOPEdX8y9SSMbshyTxa5Ew9JjMpdu5VhtbKybKay",
-	"dNK5W32h6rnjudB7YLIRY23ti60Th6h9eujEmDtRwKZvXOCn3ziVoX/O9N0QqEVX7l3eTHMq4pGFmyE7",
-	"0XeJga1dHjRKT0YtWu+8Lt5IYxM37tTbXPY70+71d8jAN0/12jCp784R+X4SYkDgHMlzGNFQYLfxITHE",
-	"vUDWac6SJ+7Bis9L1nyknzyi/J7Lkt+WIi1qjNcEmZ2r1rrUXQd4w6VniDeq+zrrga5vg2rk7s34vsyY",
-	"Aj0dXuPAN4Wx6TmN2yLD7jFH7zt5XZpFyVedwvFMGqeqkhT1Wrnd7pQHZZHsQ4HKTKLR+05xCk7x7YHc",
-	"naviVn/cNfMrfO2dLuUYrioDVinXzJ/X21qWVrqLGLfixOkyVoytKJJspVaBmt4LbpKqw7qI6phBvOBh",
-	"HDFpptereyeSZ7F12ton8WYuLOh0vCik64GX76IXWpbFpkcnsm3StZd4hoxX03qO14xmVa0apvosSH5w",
-	"hDOm1VhkrCUxtQSQjaVelzNaY0jSrLJd4rOTLdz/1kaQaAzLlLFCVPLeMX935pzkeScVCiWwYMmz10nv",
-	"HYcJf9gwBF6+e0af0xPPA3tk0HB3NMoi/fh2gafw9/3NPa/c4Ggpk8R6z6vE7lFjvADveSUd/cEGGmE3",
-	"FVOh7g/ZpxTxK06krGwX3WpH4FLVonjJiU7L8u3kZPgf2484GIUv9XyuHStZJ/oxdWregaDQJQ06ta+q",
-	"6oUVBbN1pZK7XoXjvqUDlNjw1SEehBvxUVoQxkm3uim1sU74w8ckw+GvvUYoKeW9AH3ttrZO3Cq1moqK",
-	"gXhgYitk6oJY24WFn36WWJIwtc2t+ZBtnHxSifxuOfVqffnYrbdx4ny8sK3hDac3WZAe9ZxbOfZ9wRXY",
-	"J7GsLqQFj0EFp0PajCk+B3PhbOUUJ0c1nndeNvfvNubWnslbJZgpuZkFNhXMiXoyERXJf+sf6W+amXbx",
-	"JakWtT1scO8qYQIfAMGfxmj5nTBsUjlVVHy0XjCyBixLm2PbzhPdUCNPle9ik5Y2TqzndZtHIWb6ukZt",
-	"HtZ5N5USm4j7THGLS67GonQXZJkQg8fwtBRFWtYoBFhqE4zg3+B3r3LIgjSnpajQ2rAQxWH31SLiOdsn",
-	"3ow5OV80GvyYFLB1WXiXxcaAFl0PGt0oXCxFATrLXBdyIuGfhSiFFcge3M4g81jgQ9clGjN26zjeoYEf",
-	"Tc9QjO8WOkmrF8BSgKl6buBodekdNk5ddT8g4xFTrhKG4ANEy5ngHbdEJRbaSCeMPTPsp1cXL4HWJVg0",
-	"FOuR6UDX1shCgPzu33fMnoz37jhMZGUsNU5L97YSHcfLKL4wM22ZeyXzt7W/WpzQFdYyGkD6I3XVcZ3R",
-	"insC3n1yoSsaduaWO7nLDZtev6XDg5Sew+1hygEd1h9WNuVPgJ/xTjFusxa1ZaWYwMa5y0cbwe6UXipm",
-	"NJvwii1nsnT75sRbkzFelkSDcxBp3ZMZNwxvebdUYZRS2e9eNCOMjMtCFYfNyfV+qQuRtlV3CKQ4uwPW",
-	"AY+Yu9SD8D6gR+iapjXZc5buxLeUrapWyo0N5wOMxEk9SdnVVrUau61Pkyg47rwNBvabgi3cDMjYFM2s",
-	"56cTuu1nTE7AFVPIIpax6U10O54ESyL9vZPbSeSTSNF+DWI6bu/LGrluOTevYMmOKx1Dx6/T1HP4MVI6",
-	"qA+lnibWHM2BaFxHu++qf07GVhB/va/AEaA7e9zgWdz3WG09Jfsdh0jaehZm1szqUNJvf8VNctg4c9yU",
-	"bcXRpCst6/HYMRMkKRACqU0lwPbp9AmNgt/M9QJdSds/d5qCWwY21kXLMLnrxK2LJIE2Gho+iG4/rFMu",
-	"0OIm8y+IoLeR8eYJCEwvIYBi5NjOuDHWK+oK7HLE27QqVx3XMSnwayxiQGu6czHhaYZT3XLC03Zd+tj+",
-	"ll1/z+5SzUPHW4b0Frb80zEdPZkY0b4Xuw+Z9x5v0sAtnGZu2K/XP57+ifWkuuelLJhx0j/4LyAqbyyK",
-	"PZTn+CjQ+OjbeyjMF2whxVig72ODr/SMLZyS5I65sYWoKmb1FI56P0OblJsKy/G7OfKJwcYGPf5sRRv9",
-	"ZZwtXKGjna33tepWwSGEM+uWSteiW2qwcJgZOx2fM85++fUN7pI07MXZGQNSA2vGzYTLUhSsp7QTpqcV",
-	"nz8zwWbKxlyxmS4LJ4XA4kTBXX/66vuvdwcZJsh02yJc4dXxBMc5LbtvOepbzlj3RD5sTOXxhB+vyZdB",
-	"+XTBH430r734dcx9v02LURCIXashm+klm3O18qy4EmwujZFqXwlq+z2BwvjG51uye8ZaojtaFumJVDiw",
-	"PQdz0LXUGIr3Uykyv2qHSWXhKtrfenudkm1TtwxEba6L80qPVN5mzzlKzLLx9ZDfn6OBm6yTGdiwQc5X",
-	"I5XTdHMfVQCx89z677P/jnuT9wcsby1dPsQw6GYOQWMNGizGMVFgJ+vlXnAGu/lInZ5S41NscYov9s9D",
-	"KEb8qSgKw0tLI+Vv6MTHTk+pQedXYElGSkjoAVVWA3FKJE+TeiTht0Wli3osihAn5Ze5qpUZKa2Y1aAE",
-	"OEnULac2IqwZiac5al1wIOvxDOJdvMFjEO3GsGVJCsPJcS/oHPsQ1KCNcBjXfKR6XDWNQSfRJcaJcYpG",
-	"Q6d3/zxS1NlUo4+DlsV1Rdb9deb1eE7f5oNfBq9vrBxH4PZqIqdvYSJoMj5Q4LnnZZ3yUzJ4wGSBQqwR",
-	"pRhbphcYsgDKOxnYSZX3f+Erbj20EnTjxLH43363Q8LJNi34H9aXBUfdsSBWKPtDqcd3O5dibc6KXVy+",
-	"YxQvzW5dF5tm5Qe61JXSFsRDc3BbT+2bxpodPqi5nItrosH9HdeVaAImDhqnkX8TBypxEWF8dQb/lzpG",
-	"0pbbfez+gEG32UZ4sJ/RTSnVXfR3OtajkrslV3jaRX5S1eICYsNFwu7Noyc0breeH7JUkFLInNu0DTvm",
-	"88qxqQ73Y+Ob3sUp34uxuw5WV/V8zqtdXqytFl5ys4Egt/CepMbRlZ2gbnQSDXAfLhjWLIud2q05tlYk",
-	"rNy2LXopxqVUuBH7Ccch+SHbY1OBxSR3teoKIXKPcCsO3rLuBaOvRX13qVi4LO8xAO3AayQmmB1L6N57",
-	"mXYwx9rHxpX0s5jfisq4a7dasdYlzBZ8VWpesDGvKikM6/nxeLszegqlYVLd6/JepFz624k+Di3eZETc",
-	"3HVpvJuzJIGpI5oTH3eEMf8CGXFaeZlNasV67k8Qwb0puxFgocf+kHH266+vX2ZMiaUTunENKcYY4w8r",
-	"URtRJOUYUVW6+rkJ+N7qqEqEe1JkWLBQtyOufQAGWLMh8BNl21iq7MVDCKJt3wu/0LPSt7pYMcOXg04/",
-	"wZWcKl6mA8m0sduCOWkoQ1bqMS9h6D6BgsK0KapTFJjw496oxFzb9nwbW39yrUtu7JUQ6hA/4aLlCtxI",
-	"Z7nWd0Jt3xon94To+DQRVLWC70d8v5kKBlDCYgCncbPeEaC91QpBK36Fb/+RnSx1def941uDP3ESv/nX",
-	"1xmjn8XWyAT/+Z90MuS6KCphkjk7kD/SJEGiqmiYN0PUSn5kRkMGMOWHAkktdGW7D176YP02W6GSzsGD",
-	"BjnWbve4tWK+sMwbId0HbmrFKYXYESv85NOhbubSzLkdzzI2GAz6Dzv/rscOzugeRSlXmyToXnhmgnJ5",
-	"W8uyYPfYovOEuMuKj+1F4sS+cQsCmcNO3RRNnKdf7pb1Z+u5Ssc7NecfttonURFlPUPfXMZEaUQIsPIm",
-	"lRAC7t7xgeDp9Jfa3uqPwW+5j7kKWrwHFdukspnhAahzZYkRWj4/LKLZGUcbEB/fKb0sRTEVBSRW7Wcz",
-	"S2TZpbec+Tf9XjMlptpK8BhTvlqUX0bknebsCda0JzeiBdiaLmQC5YDd3rAepniHEBGymtEoSbTYy2kX",
-	"MxqfTZiIKSPb8EGx8mlXtF9JNYXUuWDMWgmL6WnhHNI3zxsEB2hEF53nNreVvkOvvjTsVkg1ZZWwlXQN",
-	"0e1dK/gGyGoLdzS9HQj6YIXghZPCWa9FkBB/F0eYglzQiqXtt8M3aO0x1pWGS0Jv9Od+bnAKSWzfFeIk",
-	"opddt0baqQuHfm+PbusW2uXWxa53DStK8G2PjHza3TICg+Cl82B29ESfYhObGs8RmNk+vKdLDKKw9o4b",
-	"ymuvCRuYDwt1agOblHI665jgNu1gPfkrvBoPLEuFSbUXob2M27b6qjMLbv0oU8JqrWCGG8bctXuB4k1M",
-	"zAGsZj3eCDykUnCmhHUyGxvXtu8ZRPx9ZvV5E8LpLcLE+OGaZheK6do6gR8Seim/FePvUOfBpRwEvoAy",
-	"XeYUBIoaJ/ePukNWRXZoEGi8slRyK0wQmLz8hHveVqYotRXzFMOlABPjxQqxGZxgV5KU0Upc9PyIF6tN",
-	"vgQDAkYD9vfkZdXe3WO69VJqZ1oI7H6SllKvMAfOKX1+ud0615XAACdaUWlwSzImBtMBpUg4kfXGnxww",
-	"OYPgiofgpuBzPhVFEyzfptyJrsl50mwftmS+JXhUhJO9KYwwUkNR3/SRaxzzhd2T87jPQLaUbA3KNSYT",
-	"4JiU+Gg9E9FVyJ/on5PwEEBNQFVsKCJKG4lSz7rmSpnqtyJc5+3hr2hZ1+7uSkycxu81EcQFqsRfGhkm",
-	"vdNR2md7s3+UaiqqRUUp582SEptrbf+MLxZC0c0+ZJwMGO6xWxAnXi85dhSn59K1AyIGHTifd3xaL6Kj",
-	"6b+J8epmsCu+9gnNFk9rr9hhQdhQUaNsPaRqJ5Rh7DMv5b3YXz06ttkh5JvDPaIr8JLWYO9yPJUXZpdh",
-	"YlvK6MZCBF+sz/9Bh2VjV/PXIkim2FEI+A+B/V5QbomjYG/Vk0la6cCu3ndkljnFnuLOQzpNl7HoodYU",
-	"Uy8c3zNvNN8q9DWXrkcscNvQIQJRnxupv/t3jtu9vfuA2fVWlasd9rrNrLlnJsohiZOVYEjpLx/L9NRp",
-	"cPoAOIPV3dtKTmVCOJ9xVThiSk524oQsM+MVTVRDJzFGmZPPZhCVMJn001N8sOV7u2yLfaYkVTfdhzka",
-	"eIQ80JXZ6dbE277PGSGp4ekOdLAWebcT3C874fZ6a+5M43ToO6kYNoZD1NG4rEF5akYSpE7IZQDdam1A",
-	"X339p50jGi8TC3ABOcS6rK1TuDEHe+0I+AOSoW/fiS26IuC6hmysDnzYNulBbt0dV7S6BVSIvfijMkhh",
-	"1u2YTPDyroM77gqH3CCuP0sQdaVNI1Po6tWcy7IT/UtX3ehh8PgwS8yMm458vBpHvPNUQQ+tsWWtibTG",
-	"1fT7Ib00LyWykvVjxd1uJgd6y00HI3d7zRwr5JUXx0zakj1uJfttjdtp3vwjOwFy29tkQtP7MYlu0pXl",
-	"95uT3Rx1Dz1yazrhT+kl64GgZ/U1vA75tNd4LpoJBjExlRSYlqvdwH7W92L76GAwJACHeDEnwgW9oJ0O",
-	"meDz3I47s0bHs+s4+2qztdWXD9zF7sxGxzHAGlAJ4TTsONFxd5C+p1qi0ZCLiFSzMastJyKdZ+vvJZOW",
-	"c2+l4uirT6Ucl2JL030yeLejkbbo1OoFK8W9KHeIiZ8+8zeLFjFelbB6HZvyRk/TWTHSHsQP6CbYJy1G",
-	"dlhQ/yxtY1FbIxDPUhLEIWZSdT2ruBon9hhR7fA8+9PuPRnJnQ1ujjTmonJ68kHLhRN9pSzGAe3HQd1Q",
-	"KVhWNuzPR406gSzKfU7OY1GJify41Q3TEmmrhx+GeoFQzLvv3ciHhPscNjUMuFnjrYSD67lBPVIVIjHp",
-	"qbRkbAx+Q3iT9Ra6GouSS8Xuvx6yAfuZXbCX7D27ZNfs14z9K6sVZBZ22W+ccpDGOnYL7Q6uv1KIB6DV",
-	"yjEB8KGm9+7Y7CpWuHauTHyBhMx4gBovhbWiMnvgpCDDwt2IPp/a0p9QFzuW7nKYBvJgEXkD1a0ZRHKS",
-	"gpepPf0NzDMBsU2ZpVtflvOFJH9v7jgWpQYAKbr9yqWa6AG5efOR6vHSaADy/fOra/ZcL4TiCwmobjkZ",
-	"6K9XC3EFX2ZXL/9nCOvyeztS3mmMRtxJbYRhwQ2BRrZmVOC84AoAmdmc/0VXg7lUukpicYZW6UNy8e51",
-	"mFtwXUd+ErI59OI5h4zpaKYdAG9Bb9n88hTAce7l+hfdcQVAMziiGd4eIYF6M6ihw+AJgmXhhDCwxDmx",
-	"04h7UfESfif3jPuq5U7agsQH9+RUFnl/T7kjiY6YndxvW/EQM1GJUrgP+1Vt0jw8bfUzNjopHGMZnXgr",
-	"ba2M5fOFoNCS3ewgCC5+VFlMFKnzEoXGbCJRUQJDuIAPCqlev38fAIyBRtr9Qje6jUCVLlvxFbWBSg0e",
-	"mszOdD2dgfa5MlbM0+AObdznbVAK8LnMx3M3s96y+hdOpD26V4w6f11sN2TrJeYOzP3rwZxMv9CxlJah",
-	"aqgE641ntbrzWJfEnSRFXpBBJbQGlomZVeveVjaXxanT/LpYygYNHoew5vHS7JMh98lIqBlZm5LSpteY",
-	"fh6Rb7RBhp8314jWYICa3qPzjGh2l45kj3nI/sGICNbn8UTULPOXQUTAqY5ARLoQD0pSm+tiU2DebSFf",
-	"31HsJTWyOIGuC2MOimekTHTu7ibbIcbweEhsre8YGg7PGcxryMCeXmSMOotx+MRHciambXfjpnDCHl4o",
-	"XwlhQ/qnSTT9bVsOLcdbq3O408fGIG3bWeWOHvx88e51RjPF2y2OmUCJvT3/KB2BnkPrzRQNgus9DPMR",
-	"/uFu1lM6EDBiRRmOPR6lOkaJjPEJaVZm3gYa6szYhmGmlvadqCAlXqu3ITmrPcc7qQ6EmsWUy30cdOHN",
-	"AM8KX9s+0Pdiga7WA05sPKSDtFWIchvrdjRvCipxmwcoHntQ1Nco6aGSdMfq729l26CAw1AkMX2xPLgy",
-	"QglxPW8XW0K8tuc4baT9LYQqMHzN976W7Cc+LoDwPhyW1Kl1ecnLch96BmUh9joH1KqFNzNvVx42KOW4",
-	"OsRT0AYhxHdloh1lXZtvNEuZFnwSC/gI+adrOz6vGLQIoxpUfliPl4biueKBPj7ldXKQbSR0zIO+ha7w",
-	"M7upCtfmSEQVLfQXRFM4qiOQVMlVh68hMgMkvC9SV1QrcIsRb6fMY1EJ25JZ5wb466I4Ni7RoY6uZp12",
-	"+QW73Tsf2tN5DH2uLcpnJsySq0GNwzkCRTZ1CLdJ7AfUw8oT0eH5l1IVa7wtCp4Ks51Wghe4NxAdDJid",
-	"UO+MuKMv3gSBy8xoNy2sfAkOF5Z/e3aW41Ry0JNulpW0gnDncm9pNL5+2hgKZVKIOKllPXQgkCnfWL4S",
-	"BSv1+E4UmKbl2t/WZsWcRKlryOkYa2Vsxd3i4bcyqnFq7pg0bFKXZX8YF34KzkTEa8pIuaNalo1qCBmS",
-	"BUR3Gz5ZXw3dFMaK1+CbsAYE4aTvRVVqXoQ1iNXOQuISWH6HcTPSjZJF4E1utqc02xzz0SgyuLYLPib3",
-	"k5ssJCNYrRHrjMZpsFznBABao2VwC1BoJTKcOAT+Ve0Zpibl9yZOAMDKee2apJhIELmDKBsAUgFgFxuH",
-	"zTtt7LQSV//2hhV6Cakq4xoqHwBCAOA6tYkFqlLB1iMpLSk7dM4Lcd6aUFd0QkegnVTGOgFivysnRo7Z",
-	"CQazF8PCbqIoFTi5HRxsvrAH4LBG+EN/QBjka2z3Fem+/s9N7oGf6oaOGXcUUscC6z7ngqoqOx4SKuz6",
-	"4LDzdqVyabEATBPhmc6T2I41sx9YzFoqGlnKdMUQM4ZQpJRYUsLMOcbNgfIWQOkpYccgIhyFpPo0YfiU",
-	"TyKY8xXjJSZm3Yqm+BC4fD8ZcE2EVuM1031hagJSyuZ2Q3n1U7JiIbAJJOq6xXKLiumZshDzhbYU1741",
-	"0mDBrRWV6/v//o+L0/+Ln/7t7PT7D80/BzfD0w//+39L0QYO82HxEPO6tNJyc9cueC0U7MZJ1l3UCUsl",
-	"BVAXv9G0ny0E7NAZpjYljRGLcMZ3Y9esU/zeaDebdJHcdw/tQwVAjikmHwtdaAeSkG/+Hs7qFvPxRgmh",
-	"qbZwV2INWat1CeUqTRbDIJqRMlaWZbC2e8+qu5zoPmOAJ0+VGqKsLCg7bu5EkY3UspGyijiaCJNDKBu+",
-	"FVSLQkET6dsfjBSiaza1jHy6nw9Z4czMdAVywZyAnBNRJzSVywj1e034d/fVOlQ96+HERD9aK5ZYnDCN",
-	"aIkOK2vjjUf761i4+9fULtVnWOxdXYWcHzwTZvNSD6PLNpZy2xnzBJ6qJ+TxsDrCe7mallJNr5Prshbm",
-	"l74ZO+38XSJOyvbp5ZhOM/76oocz974bhcyPLJjfYdatq++GOFj7R6oIU4hp5cTwGypjmOS5Sls5TiJP",
-	"GuFEqLEIGCu16RAwcRAvRSnvRSX2rPMWatyEdNlGX+zpqlXIGZxU/YwZzfhItc45N3expum0FBDjKdoR",
-	"JXvpMUOiVBmD1jT3DKv5Az/YnpTVkXHE26xnCbK7zzJOrhhchj+JsqNXksVc5wTCQb+ky1FgPQ+v9oBM",
-	"5vZq6McAeCA1IajEQ82wfBLU04Gc+UJU5yj+Qc1x2B1q2LxBrbDK3IC9chrOmDvmDEpTUfFl52riPHz5",
-	"O7N7+iGYFD6NtZOrWh3GNqvtSZ6kq/kdG8KXb/gYAmf/jn/RmP7OGovhDRlk2d9Hyiu/41Ib+CngX3uR",
-	"l/2dEurjVPK/jxQpqDdW3/gBsL8zOrI3/gy31jO2IPu7fR9BgiSBdQ52h7HUMbNNcdbAK9KsfFHy1SVJ",
-	"7V5aWmcpELGpS8KF6inNZBEwiV0HgReQhc0RtuMq3n420WWplwmHdBdC57p1tFvQb8/gEXbExFJ8XlMi",
-	"Lu2NV6keb01ckyk2VmkilTSd6RCH3sNUjCKdY6wKH9UbJdD7Ah/csrk2ln17duYkzIqPrajMriDZ9lfo",
-	"jDs2dANlJIQxGQvqaRZMcLpqXXE9b9JJb9FDZYvIVBJWOb1FZqXG76mvA8+jtOxWlFpNjU8bQHNFhqa7",
-	"yBAIV7JsxGylWaT7sDlihR5wXrMT0Wng2MT2h3cDdF5Q5G98ngj9eYBfjEBaxW7DQHuFH8UvNrbqc/ML",
-	"N6Bg1T8Gv1jKVO1BfnDUR6owpOsbTdqIEDERdhVphx31hNEA3y3UGUfWtZrz6s6dZohgL/Qz0z9U8ljq",
-	"Wu36Dn2FXj5UJXy3W0LF7C+nui4hJ4yP7xAyqoWk4mbY7yxXmWCOP/lCIziT2NA/w+IE6tzbh1CcFAWp",
-	"9HMopivj6sru845i0zgs7qkw24jAT8H9j9wjwwBD3GmD/Bw7K2giET/MwobpyfthFhA0DcEm4aZNtd+y",
-	"g+EJNlR0GMm2CabDLotqRWWcNm/0kB2ewICA8dtmj8ifljVgoCGd0GmEmlyC91IsWQ+iptlccDwmYz0X",
-	"BlZif2zHuIBvRyZlR8p3uuysRz5yGokSoYgIePP8CatEUxsFcZUorxVK8Xic53DWU9DknmFuvzjgLSe8",
-	"hEoBXVC4a2McAzJypefDGFRCwP54xpk18bD0HCNDoyK3vWDRcsdd6bUe+llEw1gqeAVL0IuhN+pK9amU",
-	"Bc77WQcXb2zJEDgpPtobGBHe0xVFPUDLdEkBIyoih23EyudaTVkOf+RRHWpvowx4AsT3WK8xUoIQ2qxm",
-	"/xHF++nAhc1t0unjeaQO8hUiG73TpRyvDiy+8RvVBw2O+wKjgtGJ6nGWDPh10LfZK/TYPDdiXFfSrgbz",
-	"oj8YqYspyBxVrQDQkN3Wt7elWFZ84SGcqMQPpAeAy/PUCSgZWi9Suca+Ck+c64MpqNAafO+Zt408MyPl",
-	"G7SwwJ6hIzZDnDWDxf8AChow6aWRt6XIGGfvXr8cKcXnAu3QaPGVlfvsgF14XDNgWW6ZWQ/GZSCpkOU0",
-	"ybw/UhNZloRex6Mk6lLwe2FYrQyXxTk+v9V2hg/od0zjFCPlIWt6+VwXYggF/POM5QTvOGS8LPN+yqQ9",
-	"T4ZCuPZDvxWh7lG0S2AUJvRkN5bwIkRujNSSV2DX7hF0oJ/xALYkd5pPxnKUp3OqNeupe+j2xtvrwPof",
-	"kPOaD7nLHjgtMp3ei7PvR8p/peWN75+7rw3jYUINW3AwtB2Nbton0THrRgejhU2sXFlSlAuGkTwzAWOT",
-	"SADs/0QtbvVLdvHudf98pEqtF+7yGka4nD4ldQkHBX2m7iAEXEtHyb4hu758x3LwvObARwOm7zlT4K9R",
-	"2ve8NvGyBNhd7AdMOSqNxQy9b4UIb40G3cANtnCtClFFdOlfzlkPMSUJtx8XBgIbqjaXnPOPcu5G/d23",
-	"337zLUg3+PdXKamw8et/9yJp94MQn835vCS+IhHWrhFTkCyJvRXsVjheb2Jm5TUN3DNjeVmi3bfnAZ/g",
-	"Nsv/1/N8Y2YHQTFtn5tjeA+eG3DL9uQ8ZxqpwHOHbGNGwRng2fBPb39+NWAvkT9RiThkywBHRYiGaNXP",
-	"/9fzwbjkdeFDaMLfg784PpGNlPvpr0uhHHNzT3UhPuaIiX/O8v/4gANw1Dtg176AG3zJDWSkgJ8g1wR/",
-	"xTODqLUEq2VnlV7yJY8AtvCgPMkmpXIiIuznTYcLBqKyPILahFR+4AhkB/fuDc3yd2+vrtlzapYPKY6O",
-	"vAN3gCc2iVE4n5kWiKd32FJofkt985ohvONjqCRVBEdtWyuQ2Obart2xiZoum5ALm6Be1Xgm77uMho5z",
-	"x67ATnySYMWHXd9wbYMv+nZFzgufyuspdFxxM2NNSXQ/rY5UsFKbw9I/KNnrTRszNO7y8HSYaEd3Bk26",
-	"SV5G7zfgdYcGG4moeM4+oJegJurqThQ/Vnq+q1UEw9htMHay9sXYyntpV1tBViOhC1UODM2KQyLXAUW5",
-	"QlvZflvgRvL+UJWtgUTdmkfYkuXjQK49sg+v4N1tdZG2BvK5J1dBs9z2vevoVcD2KQ6j4qTZG8ecrfMO",
-	"JNmuQK5wfuJRfOjmwxfEdR4X39PNjSDShb7BejNZFEJFpg8S60tpbN/xnVvI3kQDXYKLbmGR6wmm/tV0",
-	"bNDa7B9hvU6t4+c1X/trNLEED7Rf+zlGd9BjlqzVz5e0YHXkgz7eslH+8lEC6TbXxykSII5gsi/VPcVc",
-	"YrOWHZ0FI5TSS6wAFsogQ+ozxFBvreFGGeOGYkY6MqOjlO39E6QvWxM4Xp40DqaDurBrWERZtJDVYyGf",
-	"+FTapN7NXto7/3gmk6CkL+PkjHFgN+MNq9wjjw5ImMeMPX2A+JDAZRLbrxUc9hH2u5n+F7LPMKDjbW+D",
-	"JZFQlxI/e5tXh/LAF/xWltK/vlsViBvsKNCzGTkd5LFmWKm5hqdbomodny2d6uVji1O5Y6x3cfmOhe5u",
-	"/Ls3KOj1zxn3EYX5c6r2BmXyIYKNsPv3Sy5bG3LKcRTG8bMuupxfc12ILVMhKnAd7O/PiholM9+am2db",
-	"L21kEdRMQwFzsx1kq3XRgl8H60fQts1Zz1cpr/zlREB25KX5d3d/tWf8ODQ27PbnzhIicL214knBakn5",
-	"Gelkmy0RKg9UmR8c9r83IsRRVMIttQSCStbWwDzqU5jg/tk1nhGC2vaJYTy3m5QuvGUoLm9N3kDe+IDJ",
-	"xlhocIY0NAaWJFFkm3kPUDQvWKmanIC2ZSpjvC6kFYX7iYfkyjUZPcerrG1/bVf7eWZYHs80Zz09mbBa",
-	"lcKYqFhuR0mKdG2DuLABWF8VEx+lgaynYFg9Z2Y1L6W6M+SrwPT6AXtxdsZyqe55KYub8bJJlfXOda3E",
-	"Ob41XhY3VCApp9Q0ssJHdTXy53nG8ufCjuG/tangv/fc/TfyXpJv4nkh7uGFRaWxhVkZsjH7dQkh1r78",
-	"C8tPT3lZ6uWpG/BDCivEFrMuL31TB27I8qasb+6k/vFMlohniGM7pwI9XlehEQdyNZi8U1fK9DOWexTl",
-	"nJzv4IVpmW29KqRrW0oo2IJd9n1pKrhTwdZOVl+su6Yap2u7nuoOqvQfz32R1tBLfnoaHhK5hEJcStsb",
-	"qCrm6QFGFWYfaoD6GtBu8w4vMiKVtBJ40BMnpLUMgfsJ+GsmwQ/ZVrBucJNT1SR0VWdsIkUJjAX/4Zh2",
-	"cot6TcL3nK9YqUFZdNQgpzMLR3bokcbaTpeMIUR3U9Ksv3buKTXD7+ItL1CvdQf/e5Z09MKr5AAPkAOb",
-	"ruvgOUanLMSQQEVBZLETMu/H9J8xSoXzMg4dK9Wm9f6gfXO21/2V54DuhXPKjUR9msNvbom8r8Vr2J6v",
-	"b1LoXrDT356dHYTc/droklvRcvVAgMZU2lA2xp1xx3lzAPv1AVAZLgdi5sd+a4//+xz1LTdTVLhOvQIG",
-	"38Hf8n4GWet00zUciAp8OZUpvkLaJhgYFVGaipMFoU4FexXh17Uq3wENgMDHVdGEHmLhOrDGAs4CTk0i",
-	"YAK4SqUxUk3PmU/riNfNEcY9dgT+ubarzN9ntcLYL+txFzD8C8s84JHB7w6Q8EM2HnA6ftNsQJ6sZJKx",
-	"F2cv4mYemzrmlBIxo32lLb5ZA6DTjpwyvu+U5I4PALzdd/hAidzX7ttSuwwKw7Om1ri/Rn0qbLhn4Bqa",
-	"QAFJxy9aprTmJt9VOS8RgYgPk7ZIqow3jD6QNZXQw1jS+Q6f1P/0BE6mY9WD2+pe2m7mQlo/gp0rOjRf",
-	"iKELR3Q0S1e79uEjVixRfffLWLG14sdHW7kfwWl+bK8J5U1xX6NvrBcr1lvbfcrzhChPqj7iQ1thlUL2",
-	"qDT94Qa4LIJCoLYMNz6WRYBUVaqaZdajkRMuT/tuG6yJa3S11TgSVW1MVLMMjGeP2OIPD86LwPBhWMF0",
-	"bsOycgKCSkHtrFFNe8JZvD5+NFt5FpLT41lWRJZfxvnD4JKjHbs3MolW24H8A3VBSn3LS8qUQzgcN/de",
-	"3jV7WZBIDG5J7euw4ArkfaxbUEosbT7WykhjIW4FMgqwoLqxIS661FM2E7zwgaGFl/rg37biyvAxJn0D",
-	"/Jde+lJRzOopluENUGC0DWDuwqnegggyH7ArRC5qDdbL0E28uEeqaoC1cbBVBaYFp4kN47gyJ2l7mQXB",
-	"htJVU8RH+45Pm6LGXeC5+wNk+IC8XfH4oeN9DJreFr12vmKi+X1vZOMOwOlU0Ay8umVcZOB/Il98ZHVo",
-	"nANtf/u5zwmNtDPUiFBRrgQJzomrIOVIekJ/zlHcMetulSfxeBzik29TwOMvggRFfRkXApHg0X3y/+ah",
-	"O455euI66M0pasGAuKMxE2Ux9D+ThY2rkVoPc83w1AEkSFOLPxh8THA/OI7rkT4AjrKqBSZjUeoOom6g",
-	"oaQHbphklsmMoEx2WBPgta3ySVjdx1Nme6O+DKKErbtZW4bH0eMaUNmjEtE3Ic++jGXznsWjH2Ysj39U",
-	"cxXFeL+PMswTGbO8LG/5+O79FmAaxF2ApE10sFNkvq4yMmI7mRc9jL7cfD84J2sjCsiJwoL9HmuW7KEe",
-	"nNTNPmOl5iB6uf76GasVRPnfhC82DYNt3b3BpO1nmFhxQ/AtPY6d4Z+i8CIe8BQ3xJu5vhfFje8Vf0Rj",
-	"K1QM9CiqsV7qNcg+zPuOAHaDuvocSrzTj1C+aymN6EL5qLgV01VaZWvmOdUIvUubOWQKqmje4Iq5taIf",
-	"YLY9bwrf3K5+5t+cYIqYnxnWYqWMWlSu441sbTlVAWxm288CQJBUjqTDNoGcD9NC3L2skekhkxdZvVvJ",
-	"SpgZ6ymtcKn8kWtNFCTKMM/mLzeGk+xkYwwnTiMXZrb7fIaNyDYOzNb7gQ7s42+H+OR/KUwORnRE3gYZ",
-	"5k8n5CcAJWxjW8obYIo8YloI0ZC5l6PKxAQOkCPIQ97PQpG9jUxwhhVxc2zyusjPQwyFgV/R5eHEJYLV",
-	"MO5zgKqQ+zT4PEB7pExO+yffHFYXfwcWQQxKchDCCKxDR8xRgB95KKJIt81rG0bHLpwdGnOMv+HT27fi",
-	"cHzYoO9jsILmoHwprAAX5Vis4Kpx9mw70O04ASf+T3Q1Ft5mi5Ux7Zr3icmEru6zzh+VeH148nLVDabZ",
-	"AYCtVRyd0gtAYnAx96M5htWhbHOJCzBS3qkKtURDxrvhK8OWs9UQgw8hHV5XqTCFkYI4BW8Th1775+7J",
-	"DcE7Qlo3DnDGKTZBFGwlbDvJG+5ft66A1Odb7yYi2Kxm5bt9Xw09rZemuXz/6uL61cuT7OTq+uL99etf",
-	"/nySnbz/9Zdf8F+/Xbx2v938+Pb9zetf3v16fZKdXL79+d2bV9jox4vXb+Aflxe/XL564/6d2t7460+A",
-	"y7yoxL3Utbl6iIvzkwTWxzN/PN/bWMcvg/nBOhxd07sK+H6J6AL0KgYnUnL6gG2vK2QPwjeAOt1OFRHM",
-	"uybTs90niqGdHbw5Cvg0SQlRhYgp1PcPTMzxKpLM0zGdUO/kcluJlDHyrAbSBntGbcVpWnUlMgaADsk6",
-	"MCMV6YyA0OtkvyhTeQjVDnIYCRVbxfAuXwrGCNsfKV35/uHTvrQKsFI9YbOWzuaDa4cjlc+0sTe6trf6",
-	"403B53wKgY8hqoNAS+Dz/aZQSyvqY6QgeGbNJId9MuoTN749jf6A/RbU2Ca8yUBAZ2WlmuZgdMsrMdZK",
-	"OcVJTfMsCnFsxbzBRYKoBpsjbIBTPG7qSlj076yt7XK2QgXRf1OrkaLI2qyJ0oNaJO5wTOQYoXX+AoXG",
-	"CKSVapvcCbEwI0X1YyIDI9CHk5VhoQAz4vTUDfXUbcwpx1opC26MMB2ItvGwt2aeNwd6/3gBcAjj0aDc",
-	"m9dBdU1jlRpIlHlPBSo63gFdsjsvRwlR4DtdLyTP4m971P5H7KUxL8Wpru1gXpAj3r1OYBh6uYbMh0KO",
-	"4Eb0fcgvYkqIJgGQYtlGSgEnWCqC6lsiEYEpgSI4nxn4GlT0cW/1O6GK3QJ0GbzwlHu0fA+V7E9M+KES",
-	"Y6FsuboxQqjwq5N2QtOR2vjxBowSN4QkhJpixdFK7gUrgAdXOqwScr95v92hl716SnvcM0S5aqFTkUdL",
-	"L4QSRYP6NASw51h+Q9RYazyqlseSdVylTefoWY3ORp+wo9FSg2DSe2JOQ8SkW5YQZ3lDgY4dO9fEp4W7",
-	"OgScnWB9Icd8QMCfa5uWzfcNOGtrLJ84+eUh1RDIuyhLaVdxYNoPENbZ+RH3yjtuZw9MwWkl38Tha2ss",
-	"q82f2sxo7VBu8NZm69vCyRYxC4L0nty9DFGDHpAvjilC5rQELolokemwIvOQiMM9QZtDTStsuFWgj5fr",
-	"8QL9xuJ/GQI9LMjRBXos1XhozthWkKFUhP3uUtlbUJ5+6wzEb9NzHH0PcfaxrLdJvbfdnGWR5ihYKQAj",
-	"xvdAOrV6wUpxL8pOqPQUpiDWS2h8OHHuSG0Ek/bc1wLCCjiQTT2kQHpwo9DvgivIOroTC8t6UQh9Ax+r",
-	"K3Z66gTRU79wpo+QYBTGz8ulE52N5SsTOzhwmCfZieucrqz7/cDBwwrSOmd+J7aaTCBe6g2fTg/GYQd5",
-	"HaqMsYkoy+Dxt3F5BDMDRTBoEz4W60mKJMSTeQy/Wl+Tz8yoYDg3JYznCAwKuruW4zuRWB8EozeHQHzZ",
-	"0FV7ed4u+F9rcQ76GKShQMkBVuqpSc67rsoOTuSDFiGh01HVX2tRrTKGX4ZfJrK0ojJMqnFZF2IPfG0a",
-	"Nn43iya+a9H2BdnumgjjfuBOBDfnkVz/2sNJ2/WQzW3npStfkz5H0rumSkCkX6PWjnnxTpXK33BjT+HU",
-	"nL5+SXmY6AbWSvSH5I4PIZPSx5BmjJuRyv8V//qXHAsMDbDSAoonlOgXmICB72580+t7ELe9lMoM2C/a",
-	"skWUMHUrod4FKnHr92BXtOVD0q+70uj+HG8KHOLzpjotEiHjphV/+q/Y17/ke6XRkW6U+vZvcSHb10U+",
-	"bCgJE/YAXxHbPzPsN3F7BdjBI9XD8Xgn/e+y+OO5f9M8/7356B/Plybvx4WouBopRKTzVTYoJbLSSyOq",
-	"jBDhw8d89IYhjPiRuqjtTFfybwhDOhO8gNK2RcEg+Pjr7/RkYoT9l19y76OthNNeRcHyuirzwUhdg/au",
-	"NMtxLfOM5W7pTA5WHCS9fIMq9tln10sH22lvqY05kf/6grs7kUrbtunxbC9R7JoKW66d7cOBFuUjFFA3",
-	"iD2yoQ4GzlvTVw+oJuP1x/0R89wcHgTU0Jm4uoNyWlNLQ9xilBQk18LbTCrWm9dgoZfGkkQIdFbVhEIf",
-	"o3CPlwUgeq2GCVQCIPwIgCCZ9b+PLrh9NY+uJ8Ny8CbXuIc4se5nk8BmfcBROCbNH0DAwfjRTcRpbTta",
-	"7EdIretb9nmFVrcYx8vTc3P7Z87LF5nzAud27xgjuO525bJgl1sTWVw/76Cq1i5mP5cq/vWr7CGQc2lm",
-	"cdCF0XX5bwQrXL99+fYkO3n9y82792///P7V1dVJdvL+1b+/fvXbw+ISwlc+d1BCaxUPXfcDwhHWJ/xI",
-	"pvqFBSIAZz1yFIKbJlosj3rdX5DsA1DWGBjZe3dxffkTXfegiFDRDjCMw9FKCAH72rbbN3A3ddBcH0kY",
-	"8Yp9ATRB8vERqIHUwcRtq8uO2MpOjIuP0l62E8GiVu7pgYU4UVncXOkfVhZLn1N5TVDXZqIswQm6qHRR",
-	"jyHalk141QJPl8p+9yKZ+Oxu5PTAyUv6OAxxhHKANaVvhemFpYk/tW2vXiuqQnqI5kPononC+9Iw96mC",
-	"9UYjSMl6paxT9keOVM++YZe2Kk8v++sWjW+//ea7Ayu+uTFsm1ha7AvGi/0lD0/UO6WP0PW2Yb1dYIbv",
-	"AcvtDw/BFZ8M/3SWNfVkvjojEWJLORlPj6GHr18c1MMf2yYU6timmeEmX7t1Jy5jt9yI7160TpR7koye",
-	"SZWa/C1yjULcBi/IZLnnKd2XxSQsPMAf8A2S2qXxUGFR8V5kKelwtS5+hNMCwKgDZrNGiw03gBh02Isw",
-	"pW3keSX/Jh5Ing+iyMOIsOXOidhfekZODwo39ZqLQQl2dfWKPFNkpLt6+T+ZqasJH0PEzzka6zwwF8vh",
-	"dh3mkKmRsdwtao51aHjlNB74ZZiz/+Pq7S9u0wrpPumWlfAR53yxoHgrQvkdeCrryKzAt17BSziVLDT1",
-	"BaS3NsXTud7Ux1Bvb3uFb603tlWtxnx382v/nu9gjiE+Ayh/2dWY4oAu3DvrDcezWt3taHjp3vENm6L2",
-	"Awrr6v7wu/Due/9qshuE+9ynF3wzdFJyFUStrtYlVy0RM9uocr5Xdfamcbvk8V6lmn3jjYIT+5XK2Gje",
-	"Lr+wo5PNWhRZJxz9Iaj6G30h5Pk+QO0bTck4tRf41XrjdTyl7Z2k8KWydWyYfRBt1puuowgcAoaw3leU",
-	"/L1n5vp6Dxt50LsSmxKp4dlGwuFeiZKbjSmzbJ/UqvXGbeV6/yyF9X7akUX7B0eFflqO/z2CFXzDlvF1",
-	"t7m41WyvyactLFlbD92tOYdmWpc3Y16Wu260a63LS16Wa1da037Xt6n9+vfrSg3GXI1FebPzgrmuK3UJ",
-	"725cMFE/5T4dlOtNie9vb+pfajUtRCnvRbW96Uv/UqsphvVua/cjvNFqFGF6bGv5unmt1RxBQra1BC7T",
-	"brSLOOpKrROGa9aAj1J41rYOQtwsUjYx6z+CsLz6BeCOUE514r8S+4AiJy6TP7KD06AOapi6dPZs2mKq",
-	"e7dJcPM92ybEhT1bxlf7riYbHG+fBi1OsU+Dw/drndr3eb9F5/s0WOMa+zSJT/1en2jztH2abLCHXY02",
-	"1Yo9W0T6xM6BpS6ZfRsdRC8besI+a7bGxPffmbXrap+GXdzwMISjg1ptCkL7MpGW4rJno1is3pvRRULj",
-	"zh3u0kYPaRgroHsOMiXq78tSEwrXrqYpS8OebWLLxp5N1iwSe7aKrS+7mqQ06d1tNlX3nUu+Ibyji6oN",
-	"O91lL6U8k5BIgiEIGLNJpaZ6ZqYrK5Qo+hlG40VQAj6U8EaqiaY6VTn54DJfVgPqE/aMsIzbkQKlAhLQ",
-	"KDQhJ39eHFqY9wfsgqoV4hjB+jFGQPmRCunKSoSKJlhon4B2GWeYnsIqru5EwWZyOnPDgME4McPPA4pD",
-	"EGpQG24Af4zq/7i2af84se6Uu0tZsjseCRnxaHF9Lfk75T67o3q/m+WA9ZgfGfBxsQ2QpeJL75zCv4Kn",
-	"gaIAME027JuACN8TN8WbRaWnlTAGzZakG2UnpLF8yA4pGHycsr9RaBekoMX7kDRfE3EdHcOtTZa7aK2j",
-	"9rTTmdmtmHJF9TNiYDNwfsRAaBBV7NaqHzJxA6DZ/uWoj0y5KcyhL4TiLO39PoXMoncPprIPEZ21ruCH",
-	"RTbEFPuZwxo27EKPj21Iyen/OOt0vBiQgNR3WMwlpgrQnMGdahRfmJlOxUye+zyKKCns0Cop5FTaPxDA",
-	"ozek7jHkBI3svX+vG4J+sv+Sq/17LLl6pSyWWFzvaXvWuWcmB0RHeBkoBbjmEdX266mu9kYrB2aXKsbY",
-	"wKyF7Y1nldypJBW7wWzSb1sd7ihXS/YosxVt7gECXbDUbr2ZSX5fcsOo/IJPjiEB3gvcJPxG2Bg+wZXw",
-	"dhpEVOhixu8FHbX9xitUcdgEAQdiHzJ5BS+uRXB0V3Z1bwH2D6UgAXQEOt4HnYEhV3JKkWzdgkgX6gfi",
-	"ydxQGcOs9cUsJEDflFCdkCBBSKNyv6XWxss2nnNTJb+TrNFXPOElhY1FKPm3H6QjSoo/lHp8d7jg3qAz",
-	"rod1EiCm1fqOdM5SmACzGZAzJVZ4BDg6yHT2RdFaOLB1uxzas4Brmw64OTj0Loo19stO7gdAkCAcilja",
-	"a1w4QfLrksHij+jF+y6Ev8361L4qClDEfrkiyM/WjHnHTs8BFZsbp3VbzXAlMCmPIGzApwKJSwAxAwmk",
-	"3MTGBcTrMecsBn6nlMIsLqQ6mTg+6E7zSBHZg4DfwuhpSbldxsyHSXAdq/mZhbmkM/LxAl1soT+qNrp5",
-	"m6apyh1sJCe4Uprawj0e1xIgxRReLCq9WHRW/z34Zqo6GL2TRYuKL9WQhaHQBQww2whygG+JJSBBIIaS",
-	"xzULzKsFVh267eAXxJQexUm25kFsOmUeeU7KL+2ElEc7Gp79H/NoHEygn4gm2r7Ah9NEa82+BJoId/hR",
-	"aCJ42p6qlgrVqyNWs8FM0ErfFvRHiu6EWDUAe3t8gUIUNYDiWc2UkPBFTOMbKaUrYKyRnjFgkVbCVF2W",
-	"bKyrCqAauGKCV6UUlfv2WFfFEOpaA5wOFBgwM70UmwBzM17En0jUZVlThZJnxA0GwQtbxuiObY177D4A",
-	"ay7UBx+ANoF8AQegiQI6ygF45TW5dftzIbbZYvbA8EFMZ/9+1/cxAuG4pvOOoR/MqudbQEC72HiST2e7",
-	"V+NDaz0eSbTRon4BFNtpWH8AuUbRJE9BM4k0KVEa4bQZtK6QFhu0HszsBkiHBrh42NJ0wVYSmTNi+8E5",
-	"S+AEI/apXS8CzfZAA9aKFdLcsR6mg0tl+dgyZOlxtQt8H+6XwE/OWT73YL0EHs8bTOM1iEP/QV+BoxIM",
-	"QMz6jdr4zBAEcM7GvKok1RoHKAyAd4ZK6JQvkLSicTUtpZpeJ02d7Q3scKF2+pn2zDZtOQShsw97+EoP",
-	"N6cdZhxrlfbeaaOCdW7buR5kS9vGDZW2ctwFMrgyVsz9TrNeK7ckY5Uu/TsZ+0ttbMu2BByn73GPytKs",
-	"2ZYAVjpomY5YI4PEOpiwEi1ja49jK2NlWXqdEM8eyG8Fo+Vqa6e7dc0tRsS4lFU4WhBlsQGuPWS1AnkR",
-	"+MqCG8s2oKxDCAcwCKdALETBalVAnYx+khyiEZQEC8Fua8uUZqVWUyiEWd2LFmTz+caJBcALGDNCmDuB",
-	"s4vGHnxrVh4WdpMVdN+gGwGHD75G1y+bL+Au3W6hfMCFilGpxw5d2O1ViW/QfcsCXtXzOQfwyxR8pfsm",
-	"XTxDghjDZsxgO4/6yQuC8nR3N8GPBwCUpqsAywI3ljfnessnVqQcPI3BP+kN/Osexbk7rqgPrc1+5KmI",
-	"KOYLOBBk5j/KWaDAiieoxYgg/12WUzIOxFISITFSc9ajmgEsFLrr++p6DdYP8XTH4yOjQtqu+liafSw4",
-	"wg5CPUKIy9p+fgGkerwAl0TY9nHtV9y29Q9UPShjzHv4QtINM1KNBbqH1gsBPzNx5bxeiy9XYqErJ9mG",
-	"nkZqwSubLPAbEnv2BMWnddm0S9Dv3cSXjoh/MBUmd+oLIMfNnKlHE2a6IsFwv1rTTW0cFD8dD2tIrAea",
-	"Zsam0mYjFQA8Mka57qbPlF5SsVGKXNaEEQOMccjySvBihbC3I0WVZKQ1opwQ4GlTVKIRfAOgriio5k1T",
-	"4TWLS+r0ovo0kgpqSDVFdLWm0A6zeqQ6Zo5iP4AnQr1riOwuV+47cUkeKm4EMr9EHSLUzEWNQGumywLL",
-	"GFX3gvFmJYcjlYf6S3mqUo/hK6dWJU9hq3LT4aVzNiMzYU88BA666aOp7lPGFXrcSo2XDes4jNEFvpZg",
-	"Zd5IM1Ip1XPAEMmXDCCguPtqWU6PBYj1prdspMIQIq2vj9sDpJ8TbDTB93VuTvfGdG7bUWuIzgQvLpxM",
-	"kvyUe/oD6Pedj3/WHeUR1nbeV+ts2mwlAoyz2+Di86TZ5VclP2LdRKejG3B/gK+ld1otT6tT9/9pVjvX",
-	"hZzIw8w/is/F1loK7cG9FyV6ZiharGEkoZwO641OBqMTYGvI4TqqUROGzB4QPOt3iFt+QE6p3OldzUup",
-	"7k6yE2COu48tVS+AmWf+XoHRZL4aZLSSWzcWCHFjX2+l4qlKExfsl1/fAK6RF2PcREI57D+dnZ0h6lFa",
-	"bo7i8hP+hbEuCDTGr1JtJ6d/OslOEEEpKUqXhKOVRjvzONl7AiU9hPwaeKM9PtBZ3sOT0qZAs5zpMiyz",
-	"e23PuUToNaluXYdsqtGAFUHWV449pXYvTYJEdAGGibYj8xQU7Wuz/a2Fjke6lVLfSGOJPtaDCGwlD2DB",
-	"a0wtFfXXtU07FrXhIFiPbK4rwWh4zM44gtuWOBEiTrP/YvuJbl8yMHeM60ra1ZWbMZ1owStRXdQ4MVgK",
-	"+CL83IxgZu3i5I8/wMQ00Zuz9LZdJz0Zhjt7StUlkZFSqppZCI6hj1DOil1iiNC7Sls91uVI9S4u3+EN",
-	"jQ4WQyC8IA+gbL6CGglO1dG1FWBmzZ/PBC/tLGdQCGuk8hZ4/pD9ABMi+R9qIhJiMUqYOHGItOdGnEpl",
-	"hDLS3QdUhnyp22j+hvHSaKiO50RcJ1KelvJeFCz/Vywt8C8IJTxSOeJ0oz7xHB+avD9g4CU2I8Urwd7/",
-	"eMm+f/Ht/2CLSt+WYv7f/2K08gif5AWb8/FMKsHysRMyB+ytorWBdRgyPlL5T9rYnGoFUH1JjBnkzFda",
-	"Jvwurtjrd6yUFgoR6gpoED1xXo5/Zlh+esrLUi9FAVZyk7OpsIa9OPuGYTVOpe0NvZE7uf5WFyvKNMxP",
-	"T91fp6WcS+sbfvUNyxd8VWpe3Fitb0peTUWesUKMS14hbjLgXIGnAbDERgo6naMbg4mPfGzLFYzXPWb3",
-	"vKwF69mKy9IdIIAhQ+D3OS8dTxTFjVvPvH8+UjRExIOmYs0E5gzrLRXzA3e8Xddh6Gd/gvKeEEVy459R",
-	"yCV6vgh0zSssF+9en2Qn96IyeErOBl8NzuByWAjFF/JkePLN4GzwDRUeggP5HE4N/HOK94fjadxXsT1x",
-	"7O4CXwF8q4VWBo/y12dna0lufLEoJaZ+Pf8LOVWQ2+3ihfAFQJCEQ98+7FSWzhB5RlopnFtHwaJgY77A",
-	"X6W79v/ITl6cfdX12TCP5++Q/DHen8Aa927jWBxZs4cnyF8Wfqy921qW9lQqp9yqiZzWlSgc2VnUQrVi",
-	"7y6uf0KJjk8N1JTCdf7gOqbz27kvmJGMVU5e3dP+hCoXptN41Lzy/BJzOLpyn6M333CDmd+vX+7z+jXU",
-	"6tjjxR+1O8kJ49VbVa6CRWRCEerc3D0LFlG4r6R7F2oMeTF0GJU2DJS3vZbLPhPCEkR/fNh5BKz4aHHr",
-	"TpFx738GYgDFxCm4UCy+EM6Z0y8JUFEaxlnUnuj/7CD6P/S8vPj6+095vq5EdS+q0yu3BK8CZfjicAAK",
-	"ys0d1GT2NR0N4+NKGxMVHY6PG52w+Lj56xKku2QB7R/dfQFCREiGpzI6lrWFgBwzdX01HlOPZxBkMlJU",
-	"kueZ8dF5eVSDKafgC6wXJA27xYgRDRcQ9jZ010qjMfaiWkN970ymogquUU/puBxRNlKIR8fLchUq9fSz",
-	"xoXtq+ZgUZ0Be7ugWBavyIwUVPxhvWpNjcVV7ruJQv7AOVhNIp+ILwUGpai85NKaMhTbIumN1s7trnYs",
-	"If51pLBkdB4qguWsl5/SuTvF3k6tLXNws8Q1qxm3UJJpLrKRMnp7CSyET1irurXU1R2VrJZ2pGgI52G/",
-	"GS/BKAaz8TLRuLbuy/DyasAuSN3hNhupqVsUwlaHZQieS6wUD0dfFlCzisoosR5nTTmvkSJV+Nf3b7C0",
-	"F1tKhcAL66PXQZLz0+wP2IVlczCNrq+hOZ3zjzmNy0DMgK4tmFmd+NN78fX3I5U74WrO1eqG0PAiwROt",
-	"aE3xqjymhGa7G4twXBQr1LjqhVpWrcdRGauRQkHUMIyk7WcURWFb1XvO2YuzF814QKQEk2E+UmhCDoWP",
-	"4/qTQXib8XsxYBd+p1ErwOo+jg/f8oLmNlKwiS/OvhqyvLUsN1QhKGc9MvmiGTp+BWkKjuvak2Wl1ZTW",
-	"2VEBGrNDrbMKs/19qb3+ZgdS3dTG6SJYNBqauTskolkIVQ5MaKSMnCpReA3hTqxYISpQQCAnODKbg7aT",
-	"MaOpliDGp8TmetITTC0KJu2Q9H7uI3XcjEBA8hPD6uETxzrHZW2sqPrQN1BONIVNfsDLMmw+sJGRap/1",
-	"pt4lGSHO/SmEOvaVuNdYjxzl7rYMhiBlrTqNqDALY3/Qxepo4nGqquEfbe3cVrX4Y0M8+epJhpASTxoG",
-	"/mmEj7MXX7KwctFS0ekYYR19IFp3HcXSXMvThcYQpMBueYU8DbGGsIm5LZStVmwhKPgU5Gg6hI7rUIxN",
-	"qce8xDcoNNbXYmdUuTsU3J1xw26FUKw2vmS2v0nm2orQCaRjgd4zYG+cfDDh7i7tkXKaBTE+o+jXPuAj",
-	"NcxkRhEQopygl0Z6YAJy47lPu6uoFBMsWRq9pTSgiUdGIlaanC0qiWIb3QalNBDhtqnxvgqr+4RKr//I",
-	"T9p06r7XtBQmY7crsKR8Dt32VezbNGjCQqIJhDLTUUGtRuP1dKGVMH1MP21I0Ai8GOYtKg9Lj4SOhrZO",
-	"PfjPwv6EbzzhTtEXOvancRfXi8HDV5uMpSfD//gQr707PUoYQzZKXkj3V7xiGHdLyzUXtpJjs229fqZX",
-	"9lNmFyWXa0u1rkBvrAp9gUnF3lV67s5hbRgEQaHLgJ0NzgYvPgcpr49HfIRy3ACVNonEGMhurxXUKnYr",
-	"P+X1VHQvO1nYBis+L7etvdOk0Ex3ALH6Tg/YAUeX9C1W6HE9d3dNJKQtHR+vZYl1vj/HRlzPkJ3bio9t",
-	"57piZEHXFff12RneTCA3ntYLlOfGspSYXud4jbtruSpIvTXuuuIlyJTuHh6pd9rYaSWu/u0N6xV67E49",
-	"L8Wpru1gXvSzANQB90ohKP0vSLSW33IjhnDjgapWCm7cW0oseelGsNI1RGSD5wVYJ7xxff1mwL49+2ak",
-	"cqeBUFxLiEsBfYeXXI0hmFsVPqYQswqt9uLxSLlh9QeRUwIyPxqFmZL7xo6LIJdKCLN/dqIlhnF8Jj4K",
-	"q0txQzRNtOR+e/bNJ6DMDv7bxDl5AlgbIlN6yXqoOEKapd+1fidVk/DTbWWK4WXI50qQDQD44D42rkQh",
-	"lJWc0imA9kBWk3akKEwx0n+bnjyso7+l8aj0Wi+NVB59IHecHMtWoo06B4WW29oMmddBcgykmoohHse8",
-	"DzFeKINRbXOntbnzOteVyEKxZlKw0WjRo9wiCAjLRkqoe1lpNUfAiqJxbg5ZTgGv8m/CfZzXduYGPOZW",
-	"oNZMGblKLPOMKe0BKDOfnSItVbd1PH6FITnsdYRx4hZSlqVbdpPhzxA57o5R/uLse0rNcF8OVT9yZDSQ",
-	"eGU1K/RI9XInJ8ky7wcRyecDwah/FnamC5NnaNQlJTufSWVzUlujgp+hIG9Tjx5mZ7m5g38sdXVnKyH6",
-	"50xOCNOlsiZrhaxFPTlVH+wXyK/cjuH6YH4wZ9NaGDOEEuOU9QK1xGMShOwxIywEOAHLzEDD8elmRAdo",
-	"rRkpI7AoquNypZ5K5SisMbz0M28zo6rJYG+hgWvF+EiRYNnOrnONYMwQleXWKOgSM462Ar1UAGISkT5o",
-	"MQ2Z9bfo+nRwn0jNj9HnP7mCT1NLMGcCYz9vo1X5YL8Ba7OKJu3Qbzqoml68ivhQ0ypjYuA62uApjNvA",
-	"VfD05k1mZdMVMD+KwG9YpCOw4Vp0VQt1d+nO9hzUQ3knyhWbcNkYjNiSrz6RMeObpzV+nB1m/Njrvr2w",
-	"l3zBx+7GPIJzB+x+vLkKgAMqIjbaZ2QRjrmB193fA61bVniQufieBbBjwjEQmLq2drhLbVpn+4nkny1n",
-	"DILGoUhCk/PxCexij9w3WLh2jqGxeoGcFjZvwF4XYr7QFtySyZ3KOrWlz78l/4n24q0SrXSh1EIfFiDw",
-	"+iW4vBe+fnd7ea6ENWvMFUHEe7YBksJfllIZ9ERFok8joCVwzdHl51s4Fc7yO6Ea+yDw8ZEiic4ntoOk",
-	"jjZAX0aN9WayKHxTFGL9muQjRbjmzaWB7j7f+l/ctQvBU04wo8rsEsFWwH6rJ22pKvhi21WlQDheK/CW",
-	"988ZZxMpymKkghlTGjRpeg/qgEGgoJN62vzBMKt1SlRByNxPIqrgp/YTVT71maUVdNqZNF+kU+KRB/49",
-	"lOpmTvFEiopP45634nOE5wJN9EG8Iam+/luDEof+YsKHYz06bvmdEAt4a10lAskSNK+gvuEQ86xRHclj",
-	"+O3ZGZsbp+ME8AAfStxrdJU5X7G5NOB06Q/YhZcqwDTitAKnZqwh3X11xgx+BE83wdyB1AszGTbvgmkm",
-	"DzBnqLAx7mVMnEyT4EldVbUyBOVeCTOjyzKleMD7zWle26Y1SR07J9NPGwsSh/zXeGuM5Sv6JaNIelkx",
-	"XRWiysK2QLVfx4FpyJRMEyaMq+AWEhexxxGbcjnTJAygBQ70Zr/eyM0RiDQkz8J14gfEbsVMqgIKw4JW",
-	"POaK3QoWwPqIU7989ebV9at2YYvnML3nv/t87z/yfle4WCDEVsRYOJlUgXcjMPrDE7I3D3Vp3AgSPO43",
-	"D+nSbEHPmwfQCVZAcf5P4VY9+6Ru1cs0yikeOCQwApxmTQ3Z1uHcmy1SQuLWuNhL/9JTEgN+Y5t/0I/1",
-	"P4OQet2SF/3IM6bLQhiLUh1Z6md6iQcf2Eq8cd5K9AiRNnltvXcMznvioyggEC7pZ6kWtT2Pqo2znrEF",
-	"NFDFSBlbiKpiVk9BFu034fuG+UzfvF1ROm9Sf9Gn0KyPjyUDNgj8FeO/WsWs8yZUrEHeHinIF7gTC9vY",
-	"bpMUjoH9vPHkQqrrXFsxUuSEby4rDKfk3ovkA3bgqggWPgvukXrBMDN3pGih4A5c8qqgOLn1NN2GIOhO",
-	"LSG5QE4aMzJ90GDAIPWLiRuiCMGSooCQB99Z76vv2M/yh5G6XTEiXxQ6FuBZIbn962/hLYgzKksKYKCs",
-	"5CEi9/CRgtwCxps9CCkwuQ/oQPOXx9gi2C64CKmykx8XrWrW7K/fPoAqEws7wMSHEKlWSOMoqMhHyptV",
-	"KYUao/Imk3P24ux7ljdp4ZXWNighUb5rKt/Q3SlUAapgtyu3SZgS6PZrLeOumYY0mPsAAW3A4m4QLC5P",
-	"iTPva0Us7Yk0E+r9fa32U0u+PvaXU2yaQCzO2QQi3tfUZl9cA/M8iaz/S1oeDw3T+jSewUbjqhVACRBf",
-	"MTN2Ou77FNTUiUIOGJwUHZdYQvpQEzl9/juGab9G4+XhF132O4q8cZ7u8MR3erJ+NjpSJr76+k/ZyVyq",
-	"8PdmBoW7UevEhXrhzpIoQAfXlWOClSjA1s7yd7+u30hzTDO7UAyHGEPVFxLT7rlSuoZYNHDAnXnEhBtc",
-	"shtsCZlhmKYFfVB/IYIXAO1ZT1feKQERtcxNq4/dUnyu7xb6SvKzq2ClvIRXsaDjk/G25hOYwf+pTS/x",
-	"t7s1FJBKoTxl0CIjtEsseUk6vPxC40UPdpl8/WmTYWyUPxnX45jIaVjh3sXluwBLbYRtH5I+Od0cg3JH",
-	"r9xfNwI8q21hTs2RgDef3hbov9SpIlGhki9fQ2rKhnrRFCRlE6XnBOylRclVE3SJkEMyVcDrmA6BJD0A",
-	"xthxjYgXDcJfuWqcvu3Jg7Tt9HtfljzPGLd6LseQ3OTm7p0EGdlLMrSjUzylqediwN4LuJtMZIdERzHG",
-	"T2AswkiR0WHALorC/YSGLgLTHDKuWpVUfGUKNGgiGtA5BFGs42thwi9vQ8NTc8XnYOeAHbanejJhVusS",
-	"SkKawUj9RsEi3tblFoBVwkJMNpr5gkObj8cifDRpbKRVfFrngf9KlMrwtHI5fu6CZp/MrqRnX/Jl1LEY",
-	"cQb/4YvyUoxLqdKL4p+dA+qW0SoEd2Dmde7PYk5hQyG0zJ3NwUPuxU8fenAZUEdjSHAnpkJAHda9wdQ4",
-	"MH73970mNxK41wGAFqVbzDX8t8hRgPy8h37L9Qy+aqSa3L9+RhGiOajvqxtfYCMHk4MKVqhS3vsvDdhL",
-	"/DIBTRhI01yxXBbD3bh1+TnG7uoSU5AN6+UVFONu4uAygC9YH49PRSuhmDa5f2aCV/ZWcAvKVTQapZUg",
-	"JodGuVCx0ufC+tBC7pNnphItwyQblXqalNuhMfG5f4QE+n/EFPavkVF2u3idpINOcW9DKzXESE5qd/1H",
-	"sPjG6kULwu+faWpdOfWRSTZDCQkYFBV8xwOYzEs7jjg50dXdsUVJSOkM8aOTRiLCmFmtml+8rSajINcG",
-	"pn6kJAppWHMbAsK1Es/A1g3x+AWTalzW4IDKub2uK5WzHrnBqRjjSEE1RnB9xvlrPobFfXMdwAmj+BG9",
-	"UKCbgVsBm4MmFarLG2MbmqG7zTSls06lDWHBAXWn0ckrAVkwADqH+X9oJgcgSugmHy9RtHS96YqJ+cKu",
-	"RqqJwgOLPJUlp6pIOfyX4FtAMqV+qeCw/3yf4tVN8IbHsA5TH2c01gvpZNembgCCJ3u9aKRawZ0JuOUB",
-	"e8PheoUd0RPKEw+fg9hht0H1GB0qkGABUaOlMAP2I8UeInwA1sBbDyKAJVtyM1JUlxNCmSmMmfVenH2f",
-	"jC92XT+t1O2+sFXi/upTBeg4KvkvafX59NLtDxVXRMvhTAXijfjDgVFDM64KPZkcnU07yvCSXMOdSm6F",
-	"l8URAWTGKwIXjtAylXYcoBToDPO8sT+kKJZl1GMINbqtpJiAjWHcFAsYqYjH9Bptm2oQyL+5U26EYJAu",
-	"hmx9MC/6lGYWfGyNBrEGLAumiKZIgXS8ElDb/r//5/8N5pQ8OITjy6uNL9/C4O4P2HtiM5izRttc1cqM",
-	"lIakFYqt6YGXEEd+4166IdNGnmROP+F2Py1/oo98LnyD7SyrdUb+ITjXZ9Wz1+L8EeYDDmUW3GlOGDs0",
-	"yP853fkDt/ndibivPrrz8hO+e5h1+uOpKjYpa2c+7lsPHojwmBB6UEol/rPE7Iy1uheVoXwpg3NxEzCs",
-	"VxtR3ZAR1BcrCn867nnjuCf9swKnUf9JDdIeDvphV1PKkfmbj7DBiyMEn80EAkyDNIuxxr2co9dzyHzs",
-	"OLR2t9Nma/KSYWCpk+Sj5hB7SAaSqbx3t4pule8mB5rBEE0MxYHoHegLJfLmAxAL1FxxsYhdCfoo9ekh",
-	"PaAfuNBEK3ifLhwzUv7sulUYsAtcjea9nW5b8PkCSmY7uB2zK31+gPeV5+dNUhAIAh51CWYE386/Pfua",
-	"aBBh27c7bX9GmOqnuM9c1/900v4XdtJezvRadtQz9LRuOmbdr33G5zpiKrEzyp+fYt97sAl/ff47EfeR",
-	"w0hCr/vGkXz3Yp8wElIM2uf1AmJ734U5PdGJbT7wXizK1ac+tvHnIxl489RWwujyHsB14L1/iMP5WMQt",
-	"DP/218MzE0WAN+u05+EJtdyOqNxGNcKkYY4BENGw21KP7wwEPuVyzqcEZlBInaOl7VYUBWBuuo0HjFBs",
-	"E1zLmO+hm8sRzYgxPgIzXBYADWH5ncCcjB45jS8j6GRIs2ljPWxeD2iArE1/GOGV2NYEISQU/7yhid7U",
-	"ytQLJzhABGsvh0lcrxYiB2QrZHjwIwo9EeYBSkcDdu0kHYi0DotxU0p1Ryti2FS7hUABpjOnBosaPq06",
-	"i984SJv9+sgf38fhzXpeHNUVWQfAjrAQHKoD8KZo4kY4AUQR/FMbfpjnJcoROw8x9hQo2RhqKAlqPeNl",
-	"X06G8S1H5mSXWnk/f8DAAYscZonF2gdyo1utrYGspGF0pp0KoqwHDsYINB/WD1iAkooe8CZzwptgcF4F",
-	"+cH9r6FIL3InisgfbENqCba6AK9jNtB1QFo7/ebrs7Oz85b14k4ISnWX8LJdOYUIwG5WpvGcnXvW6OgA",
-	"QAdNNwQMhSx59BdwkfazWK0BPc+H2AfUQ/e3abhxMvQeFu3T5dRfYVWvDiEmmGCJrmlpoU0UBeHJ6Z/m",
-	"/4elCKMK39ZByD1H4ON4ljLArgLnVXDCgUEBc7E2XGnoreTSBhRsdHPxYrU/c1pSAdMjMqcfwQXoa7n4",
-	"0lCGsKZW4BrocWb4RNhVXLwNRJCC3a4w4xcH98wd7T4F0VRxkKDAc27Bm5pbDb5e5F8lx7zhJsWWTJqN",
-	"VyFjc17dCQihAidhHoPrhOLLI0VOd9wQX0g25Hv5+5hbmJfSdsMFQJXtMNdoXxcAWKxGKi+q1ftaIQZC",
-	"4NyErT+M4bCQqQHoD6B4EWhVXhtRXfrko0bGwy3xBfp0bY2EwuSryMcDXBmHR8hg+l5Uy0paMWC/qkJT",
-	"/m/wm+C7z2tV6HTmETzvTKROJQfj/B+QGXx8cRJHf5A4eXb0j2/NSG5OTdjZnq4yTHIvqpWjwYy2El/o",
-	"/9Oq9ABrPL8TG5hW7jhhMr0O3ElPyAEILhXI6juMM8NROjJ7bgVag380MNoNlsx6JAZwCLqI60XhjKFW",
-	"rMEZu7F6iAD3b4WJinVFV1WtHMc1Edt0ujBy4YZptpii0k5lLTSUa+0HWbESGA+uBN6WUe1QFOd9zdEk",
-	"NosqNJ6mky/hvOKq4Wkd/PNwwfZsBB8EIoWMMbdke8cAN6Vyd2TKkKz8uYVyHO9/kjSZRPnp4GAzWQsS",
-	"CmKM9RKL0QCPIA3ySf2QITt7K4rEdXjrCXfff2QbjkRUjzuGYxh8iYnFnzjxtw1bAZE8fIx1j0IG/n65",
-	"vtmxbcpmJkqCEyI8XT+CZwbzk3qEnvDMbFRID27gLBRdeBZZEQD9Gk+QrhC3J/aBG4SOGKlN7Ahfv6Ep",
-	"ALMOGnGeHsgzEy2pIOANDy7RiYcAlzMqbusV6BVaugMQMZRSPz31ffwLetn9VR6P3kN+5M3bDIo6shdf",
-	"fx+NAjAhbhAWvMhHCrAivvoumgcAV3orVUIqeLsQyp/QJzJH++7dp546/DNMZQej+SfEwZfH6QISK7AV",
-	"0N3eXf+fWzAOsoeCHITj8fz3pjTYbpjW1jl54ttyFwETxCABFH0CoekTE8Mrcj1EddmQLnpXr//806/v",
-	"nLrptt4XF5hWul6Qtezq9Z//5+s3b1D7muhqKizEkRztVtwj58mT1XbprEV/zwHg6cGBEoeMqCva4bdK",
-	"WvGJroPXMNu9zEmJVCw3Uhvi0hyj+K/jDjyicLlaCCxGAwH58YHDbJym2CEgmDQF7QCPycl07h/9xzHe",
-	"5wg71F1ODMG2fCDhwulerVGCovwV+1n+0M8YL4pKGIM4Um50I4XF+dE0gnMAVkKVKoaMU11VNP8uwR23",
-	"5CvwKWCllgD+mwtV5I7zwjen2mLwBH4hZ0qzUkPJlZkoMXaSjNPSjFSvsVs/M02jCLcrVEzop+3IvIhO",
-	"5x5mZPxE2ox8lp1gSaST4YlU9rsXJxAlJef1HB6SfdmpHFNRYbXitWJLsiylEWMNJWI0OmUcURA82qbd",
-	"iq2EbZKavz7Lzs7OOgEyXXedQ5/zjzjSr8/Ozs52jPzDJ7ixkUq77u1Piqz1xSu00a1OpELeJmArSLQZ",
-	"kJNUU8pxzN2fOZujKmn0XHz5N3oljPyb+KxX+nsYwie606/cbD+xh+gLU/m+6LN3JeyGVC3/Jh55fS+7",
-	"oSZ+XUwrDgHFmvFImsByZ2Fr5kUfHdhgI/FFxziIJu7y5XPB8t9HwNhHJ8PRibu/9egkG9ENNzoZ/vKH",
-	"h5yA3P6FFGPw2ngIUKx/LhWvVpT4j6GKmLn7J2A9mL/n9IqIEbHerZyeClVIrvoYZuPDQzBs0DVEo29r",
-	"jOKjtDBE949LXQgcZIyECWKIe0ywoiSG4PTjscICup4J8PSjpd9HqvVNZDjw1bEuzehkeJmNTiq9dP98",
-	"/0c+YO9D2WF0YnshpAcjIu9dEKoanFMh70XRd8MARHNyyQ/YhS+NHYoiU+1p7ovPUoLhWp179nsoC5+x",
-	"iJry/kj5uts0klZte4aFtlPi0YW1fDz7vALSA7EwvkI+swbduZR2DIEPJJs352dRaavH+p9Mbd0sorFs",
-	"WFipLCFZfElyQ4jL2eapu27eesqLtPlK11Ua3vjP4Ke7UnxhZhorS9eVMpnHSzNZBGSWNVh2CQT3p/XS",
-	"rdUKaFsg19M4yxXjcRGFzbIEPUBVDPUfQAVFpTdUuM+wAF7+nhK4r3C5BtjvOxqJyfsD9tpuFJigENHc",
-	"WL14D7hcw+bzOeshxk4OccJrrTyQV9ygf46OE0zka9WHuBNiEReFcBdNE6HVxG5CmoKCHAVUrA3CUENY",
-	"mdL2BnvF9D1K/Qu5AgV7cfYiencC8XCpq+U3GvN1XT1p/Cr033H6mn2Oot//oTJp/Co3dE471RTNjErg",
-	"UpLFoZW9PucWfrKNO0JBLwwt8sCfFBl/RHaYzu3zvHBrat/u/BP3gQTDDeD0zyeyFJ1aC4AdK4ElD0pp",
-	"7G++3Y+yFFi3AKoxN5kp3qT1FeL99/IInT8AiEIpQaoTNMT2ocxNBfW9iL+SUN53XA8akUQdI+G7XSHd",
-	"JTs7OyP9RTqNADWH/NyrEETXWaM8eC6qtGUAN81+vf7x9E8Zc5tsmFQjdcuN+O4F6+VCjXVB0blwC1Vi",
-	"Wpe8YjHiCYcItrORigoAOJbKb9xbeac5s7WyB8PghdbvHBEFkvqkRtAfYN2tpkXwOFNuqRuK6LRxlpiT",
-	"Go+tezxffWLTZntzulJCHeH+s1jppyi6xguvyCC3gDhb4A8eWC44ycMpjDl2+PFoEmyboXbbgQDuDzwy",
-	"7WGGkBnEfsMwnfVQoQAJOFKxtx9DZZqIoe0BQ8NQTT+kXDU11TKGSU14jE2Nte2wYnTIUgG0fj/fUJ6b",
-	"hE5uwPGzHgjVxPxhlFJPlEZQ6f2QM1Yrfs9licG+A+Z4mWerJSbKWL2eBduATzlGM/YXFnjFAQ6a3xpd",
-	"1lYwd79mjLN8MMhZ2FsKOmouFMqbbbi3a3dDxQgAfo8qsuDdUaJrrLbsBUxmrR0lVuTeqrdZn0JaI8pJ",
-	"u+jLSPlvULgr6PJNG6PD+30c8fetT7crzmhFybjhBVbp2oqMCnVjQRRRDEbqJX1CCii9I3w1KDAn3q4g",
-	"f+S8uePBbcWEsq7B2mUPzjz0eUFh8rmuRH/ArnBiuK9OpADpAtSfuRHlvTCpG/LNhuzx2Cvyk1wXbtgd",
-	"aESOHMKGAqYkLOI/74+nvz/crrSO0+e/NKbSPi8kovkl741r4rlgBK2EwAID8wWvUDrnzHgrDzxeUlgI",
-	"Gv1Gyor5QlcoAy/CjKUqxEfMIqNiwfBLxioxMYzyaM0MzikADqxCEp870wP2eqoQ/DRIwB5LdcByQNuH",
-	"8mGGSvZIO1I9WWT/P3tX1JvIDYT/yiovB9JeDtKkqMkTupzSSlVbqelTOXUdMLAC1tzakERV+9srfzP2",
-	"emFNSHvQRHdvEdldjz3j8cx45pvkDpiIaWLEJE2y7z/0r//+Kbvy2KT4hW4xCOWU51xQfqgHSnXpofRt",
-	"3a4FN1B/YnXjeV03ynUORKMg0AHljB7L8AqQT8fXgyk30BRmUJyjO1krw5O3XtVZm56bACCEkiWtqmS/",
-	"nQRBfL8k1SEaMBT9vIijXF5YQc6GVZK+2dqmFTEo/HErqjIbl96RUg5ssHwsBUGysrovBkVL28OTNgG9",
-	"U22Vyl8Cnm3wMaNU+4qtCqpIJNhzzumAQWLZmizU2pfnuGCW7/g3KILiI+JeeBZX/6zHqerLjxsorge1",
-	"vJh7xNk3umIM8cDcK4q0vQmHJln27GAWXlIGiyut87kwDPs1HhRMgDNT+HdPTOrWL6Uv8ePug5RB7SnP",
-	"Ax46EKiklRn13tOZuaxQWnL01g2kAIahUSpRc5hEPCFMujZZNt4uOt3aXgnRQpqO5RtpbnJzbRXXE11x",
-	"XZPM3IR0QMy9p2ilo30Fk5Xkn1EWmtxF3kgnEaCjs4tvt7GN0u3wRkAG8JC3dlu4e50Oi9FkKKD27PBM",
-	"2gx1h7LB4RaJNWFuJnRTt0QJVrefi+Sfqd1xrtkNK0NU2Kj5Xj0UjQtwVKyRy+ed7/Zh8w8ABGd0HK/k",
-	"dww4nL6cTsRuf0VNyPH4q814nLvV2nHNCsgrhTRZFaYUw5m3hgiHvl7fdmgbcq4mu+5Pb3Lzo5rslxCA",
-	"kprmfXARph1261mHxw7N8ZR29GXOjbae7v3LrqZ7BfLPa8hrSqGcqi2FPb2PKepbdb117mcTSiEGCBE3",
-	"lwj6SrC9iUtXvCLm5PskQHWjJCD2iawzMeEWZAiYAOcMIF390IsMMDQquxgdKzYaAtN9QPUMemUGprQL",
-	"kplpqVaTqbWKs9NJbrKNkBOGM2EgAbgqFGFJE2GppluTqdJyUNhJjPKyasLJnZFxbsOUQBMMEPzNhtPk",
-	"iPuD2yhkqfUxfGgJzoBaGXlFfxKSFvq+TUqx4EQx9xHfJ3FF+olxSSgZrnK+F6N23Oo8fLl2NcghSrW/",
-	"eHVCMQAK27IDtETEly3Y0LeMxU7tKXsspWO5HT1craDUI4yvIT75oTDlY0y6LTO+mpaH3wvXWPk7gu6z",
-	"i74jHmn1+xj5fe6CAOWPWs7H7UPtg93QCb+6h/YyKo3QM+Q0ROGJn/Tm4Gk60jj8oUkX2yOkBGwmbq3U",
-	"YiHeamnJ4tIs+bCcA5iePbkmEvGhGoW5kQv9DGwPaYWC5yHKUgBFTpvHuf1hrMpF9IJ+X5v77EmTOzLA",
-	"UkzkrZrJIsaCi+7Zs3nATbpyMyc4njrOWgWCBOsFqdVylHJbLX8xhcDFp6Q1FFq+zQstC52bfM3IjcjB",
-	"tk8NCsKj1Mjuk+P8oe2CiIAteOBmr6Jk21S5Ujf7yKCYCs21wjAsmtboUzSo1OnssTb9cjjN1xWMviZo",
-	"4JYpV5KaeRFUMBYNwPzuhRZJZRJ2/4rGv/illxOo4A0QQzfpJ1b2LJPduhzlbPkcV0WO4LoXmdoJ5YUw",
-	"OxHhrcJ7AnsGTxwyD0/oWRRzxg5++n8tLBZn0zcPUtKxMjjAGiu63pdSGGmncKhqLqFnNMixWyFhUg38",
-	"ImpGr2HrEKlW9Qs9a2Kr3x4wtHem/TsWH3CHRDNVQf0ryVSNrPS/BTxCJHyLIb8tR4ffdr9g7GNXUO6Q",
-	"gxVmPQrl4WUVG/3npLoC7ekxwQTYTQaptbCHG/evfV8OV2VuHiFVd1KUsuyvrK30+0crQVTFSDK3Kucn",
-	"lydTY5aX7951z3qnndPOafey1+v1IG38+T+9Hf6ojSRTOXAedPgDNUcIf3ERvtqP/kgOH1xvvlq5TOGQ",
-	"vqb241//BAAA//8=",
+	"7L2Nchs5lib6KgjdjTC5m6JVVa7aLio6JtSyq8t3XWWPpJqKe4e+SogJkmglAXYCKZpd7Y19mn2wfZIb",
+	"OOcAiSSR/JFol6enJya6LGYCiZ+Dg/P7nd9Oxnq+0Eooa06Gv50seMXnwooK/rqsK6Mr969CmHElF1Zq",
+	"dTI8uRKmngvGJ1ZUzM6kYWN4k/XyUX129s1YLPR4Bv8UQ/zFiL/i33n/nOkHUVWyEIa94caevnoQyp6+",
+	"fjk4yU6k6/+vtahWJ9mJ4nNxMjzBzk+yEzOeiTl345nzD2+EmtrZyfDrs7PsxK4W7k1jK6mmJx8/Zic/",
+	"6LLUy82xT3hpBBOqMMzOBDO2EnwepiJYJRYlX7HejKtixZbSztzkyn7X4Cb4nXhwhZjwurQnQ1vVIozt",
+	"TutScAWDe/3SvQfdLbidNb3J4iQ7qcRfa1mJwneQnPZ3L7KTuVT+z69Sa+BWFxYXv9deiGuhLLtbMXjh",
+	"WtfVWLBxKR0lMK1YJcZaKTG258zwuWBzwZVUU8YNy3FD8rAkM8ELUTWzaO3qgft2I6q5VLzsXCLrXzjq",
+	"Ut3I8b2wm6t04SnEwgtsUuk5y9+9vb5hz4WboXmOT0yeMamMFbxgeuJIaaTyi9rOdCX/xl1vOcN1Yr3l",
+	"TI5nbCmVYcuZUOxO2xnjlWBGKNsfsJ/Fg6jYorYj5UjyTvDKUae+F4pJa0Q5YVIxzn65ejMYqQ7CxGF1",
+	"rf6LjtVfLYTZXIVLPZ/zUyMce7CiYDBz5pobZjUrRCndiHtjrWylSzZxXMQwXi75yrCxnovO8wOdbKGR",
+	"5DB/1dW9WfCxeOdII8GfSm7lg3Bjg0MujJFaPTOskJUYW12tMjY6eT46aeZ0zsR8YVdsopEPhDdpxbvG",
+	"T8SZOP0nJ1l7xb//bnMuHx0Nm4VWBtf9wl7yBR9Lu3J/ufUUCsiSLxalHAMhPV9U+q4U8//2F+Om+1v0",
+	"8f9SicnJ8OT/et6w9ef41Dx/h63wo+0Fu3ET5mKuFZOGccs4G9MwWCnn0p4zpe3Mnf8lN4wXc2kdHeiK",
+	"jSvhlm8wUjmfCmVv4f3bSvDxTBT5kBnLKwucQzF4gy11XRZswY1h+enpnH84hd9NznSFFL+o9ESW4plh",
+	"+Zx/uKCnvRz6zjOWm7FeiHzoB/133yJjXBWMj1R+JWy1Or1wfN0fvP45yxeVni/s7V9rUYvbSV2W0Nus",
+	"tm6It4VeqpxpOxPVUhqBhwsbw+5EnaYY6ljDtaLZkkvL7sREV4LZagWzn3KpBi1KIVqQyoqpqNy+fMxO",
+	"/C59xt2/+uGSff/i2//OqGdWCMtlaQZw1qgDIE63EY4+72QprUxxil9n3ML5wa3mxYOorDSicBwrl0pa",
+	"yUv5NwGXx6LSC/cYO4IWP8Op+m39nGT49N9EZSTOevOF2s5+Enami8SwftTLeFTjsVhY42i3EMqNyLDe",
+	"xeU7lkedOEHFnXGmlXCDX6PL5s3c7fiMO3YjHOUUbMzLEt9wvY+5FTlJGOsrIK2Ym11bdxE+5eZJE+dV",
+	"xVfu71Lz4hoZXLQuQdqAVZ4vNrZtbe3rQup0czG/E0UhiktHjR9s+iU551ORevQxvqP/nd7L6Hubnb8P",
+	"89N3fxFjS+O3eqzLzc0PJweYaD3fZwTxcoVmyUVKjQVPQEM2XQeACKHkxjLDlyQRRPQTk55WKETP+Xgm",
+	"lRipHl1Y9MhJqVwVvHSU6PibO5+OuzLxQYxrqyuDfG/sh78aKXeWhelnrFYFibbR1+uqcgdhrNVETusK",
+	"GMvQ3XTusp5zVWQjxaupydqE7j7iehLqQVZazV0frhEeq6mwZsAu1IqNZ1xN3fXr2Lk2ghWVXhgm7YBd",
+	"3DkhZxjuEyOEYithB+y1hctHMX1nRPUAY8rce46fLypRyDEOM167e7GwToiq4tOnXCMjhBvrnPU4K/VU",
+	"qpECocnLjxnjzC1HxBcqwQvTZ3O+wvOM0yiYkWpMl8H6sdnCc4zltjbME98QPjTHt2NmpJSu1VgUGXN3",
+	"JqocnM2kso5slkBPmhX6SPxiLoyhw7pjvMs2LzdcFkAB7SFtMGLcPlFcAK+Y6GrOnTRUcCtOrYTTttGG",
+	"CP51sTmsm0aAY9KC/AE0I9U540BMILPxiPrhIhPJwRnbNffKDlvsOVvn4LpiOQ3kuRLL3BEWfMhRUiNi",
+	"QlcZrNt4Jsb3bhNJYaCX3M2C/GbIOP2L9VAGYtYtLjVU5QoVBDsTK7xV7EzIis11IcqMmXo8cwrZuOR1",
+	"IVCKOuXjRcZQw/CkZZjSzE3Gk1/fHVPaVvggDNow48R1fzL1JIxuyHJPFrkTD0mMyl27lWG1srJsprJ0",
+	"0rlbfaHqueO50HtgshFjbe2LrROHqH166MSYe1HApm9c4KffOJWhf870/RCoRVfuXd5McyrikYWbITvR",
+	"94mBrV0eNEpPRi1a77wu3khjEzfu1Ntc9jvT7vV3yMA3T/XaMKnvzhH5fhJiQOAcyXMY0VBgt/EhMcS9",
+	"QNZpzpIn7sGKz0vWfKSfPKL8gcuS35UiLWqM1wSZnavWutRdB3jDpWeIN6r7OuuBrm+DauTuzfi+zJgC",
+	"PR1e48A3hbHpOY3bIsPuMUfvO3ldmkXJV53C8Uwap6qSFPVaud3ulAdlkexDgcpMotFVpzgFp/juQO7O",
+	"VXGnP+ya+TW+9k6XcgxXlQGrlGvmz+tdLUsr3UWMW3HidBkrxlYUSbZSq0BNV4KbpOqwLqI6ZhAveBhH",
+	"TJrp9ereieRZbJ229km8nQsLOh0vCul64OW76IWWZbHp0Ylsm3TtJZ4h49W0nuM1o1lVq4apPguSHxzh",
+	"jGk1FhlrSUwtAWRjqdfljNYYkjSrbJf47GQL97+1ESQawzJlrBCVfHDM3505J3neS4VCCSxY8ux10nvH",
+	"YcIfNgyBl++e0ef0xPPAHhk03B2Nskg/vl3gKfz9cPvAKzc4WsoksT7wKrF71BgvwAdeSUd/sIFG2E3F",
+	"VKiHQ/YpRfyKEykr20W32hG4VLUoXnKi07J8OzkZ/vv2Iw5G4Us9n2vHStaJfkydmncgKHRJg07tq6p6",
+	"YUXBbF2p5K5X4bhv6QAlNnx1iAfhVnyQFoRx0q1uS22sE/7wMclw+GuvEUpK+SBAX7urrRO3Sq2momIg",
+	"HpjYCpm6INZ2YeGnnyWWJExtc2veZxsnn1Qiv1tOvVpfPnbnbZw4Hy9sa3jD6U0WpEc951aOfV9wBfZJ",
+	"LKsLacFjUMHpkDZjis/BXDhbOcXJUY3nnZfN/buNubVn8lYJZkpuZoFNBXOinkxERfLf+kf6m2amXXxJ",
+	"qkVtDxvcu0qYwAdA8KcxWn4vDJtUThUVH6wXjKwBy9Lm2LbzRDfUyFPlu9ikpY0T63nd5lGImb6uUZuH",
+	"dd5NpcQm4j5T3OKSq7Eo3QVZJsTgMTwtRZGWNQoBltoEI/hX+N2rHLIgzWkpKrQ2LERx2H21iHjO9ok3",
+	"Y07OF40GPyQFbF0W3mWxMaBF14NGNwoXS1GAzjLXhZxI+GchSmEFsge3M8g8FvjQdYnGjN06jndo4EfT",
+	"MxTj+4VO0uoFsBRgqp4bOFpdeoeNU1fdD8h4xJSrhCH4ANFyJnjHLVGJhTbSCWPPDPvx1cVLoHUJFg3F",
+	"emQ60LU1shAgv/v3HbMn4707DhNZGUuN09K9rUTH8TKKL8xMW+Zeyfxt7a8WJ3SFtYwGkP5IXXVcZ7Ti",
+	"noB3n1zoioadueVO7nLDptdv6fAgpedwe5hyQIf1Tyub8ifAz3inGLdZi9qyUkxg49zlo41g90ovFTOa",
+	"TXjFljNZun1z4q3JGC9LosE5iLTuyYwbhre8W6owSqnsdy+aEUbGZaGKw+bker/UhUjbqjsEUpzdAeuA",
+	"R8xd6kF4H9AjdE3Tmuw5S3fiW8pWVSvlxobzAUbipJ6k7GqrWo3d1qdJFBx33gYD+03BFm4GZGyKZtbz",
+	"0wnd9jMmJ+CKKWQRy9j0JrodT4Ilkf7eye0k8kmkaL8GMR2392WNXLecm1ewZMeVjqHj12nqOfwYKR3U",
+	"h1JPE2uO5kA0rqPdd9U/J2MriL/eV+AI0J09bvAs7nustp6S/Y5DJG09CzNrZnUo6be/4iY5bJw5bsq2",
+	"4mjSlZb1eOyYCZIUCIHUphJg+3T6hEbBb+Z6ga6k7Z87TcEtAxvromWY3HXi1kWSQBsNDR9Et+/XKRdo",
+	"cZP5F0TQ28h48wQEppcQQDFybGfcGOsVdQV2OeJtWpWrjuuYFPg1FjGgNd25mPA0w6luOeFpuy59bH/L",
+	"rr9nd6nmoeMtQ3oLW/75mI6eTIxo34vdh8x7jzdp4A5OMzfsl5sfTv/AelI98FIWzDjpH/wXEJU3FsUe",
+	"ynN8FGh89O09FOYLtpBiLND3scFXesYWTklyx9zYQlQVs3oKR72foU3KTYXl+N0c+cRgY4Oefraijf4y",
+	"zhau0NHO1lWtulVwCOHMuqXSteiWGiwcZsZOx+eMs59/eYO7JA17cXbGgNTAmnE74bIUBesp7YTpacXn",
+	"z0ywmbIxV2ymy8JJIbA4UXDXH776/uvdQYYJMt22CNd4dXyC45yW3bcc9S1nrHsi7zem8nTCj9fky6B8",
+	"uuCPRvo3Xvw65r7fpcUoCMSu1ZDN9JLNuVp5VlwJNpfGSLWvBLX9nkBhfOPzLdk9Yy3RHS2L9EQqHNie",
+	"gznoWmoMxfupFJlftcOksnAV7W+9vUnJtqlbBqI218V5pUcqb7PnHCVm2fh6yO/P0cBN1skMbNgg56uR",
+	"ymm6uY8qgNh5bv332X/Dvcn7A5a3li4fYhh0M4egsQYNFuOYKLCT9XIvOIPdfKROT6nxKbY4xRf75yEU",
+	"I/5UFIXhpaWR8jd04mOnp9Sg8yuwJCMlJPSAKquBOCWSp0k9kvDbotJFPRZFiJPyy1zVyoyUVsxqUAKc",
+	"JOqWUxsR1ozE0xy1LjiQ9XgG8S7e4DGIdmPYsiSF4eS4F3SOfQhq0EY4jGs+Uj2umsagk+gS48Q4RaOh",
+	"07t/HinqbKrRx0HL4roi6/4683o6p2/zwS+D1zdWjiNwezWR07cwETQZHyjwPPCyTvkpGTxgskAh1ohS",
+	"jC3TCwxZAOWdDOykyvu/8BW3HloJunHiWPxvv9sh4WSbFvz368uCo+5YECuU/VOpx/c7l2JtzopdXL5j",
+	"FC/N7lwXm2blR7rUldIWxENzcFtP7ZvGmh0+qLmcixuiwf0d15VoAiYOGqeRfxMHKnERYXx1Bv+XOkbS",
+	"ltt97P6AQbfZRniwn9FtKdV99Hc61qOSuyVXeNpFflLV4gJiw0XC7s2jJzRut57vs1SQUsic27QNO+bz",
+	"yrGpDvdj45vexSmvxNhdB6vrej7n1S4v1lYLL7nZQJBbeE9S4+jKTlA3OokGuA8XDGuWxU7t1hxbKxJW",
+	"btsWvRTjUirciP2E45D8kO2xqcBikrtadYUQuUe4FQdvWfeC0deivrtULFyWKwxAO/AaiQlmxxK6916m",
+	"Hcyx9rFxJf0k5neiMu7arVasdQmzBV+VmhdszKtKCsN6fjze7oyeQmmYVA+6fBApl/52oo9DizcZETf3",
+	"XRrv5ixJYOqI5sTHHWHMP0NGnFZeZpNasZ77E0Rwb8puBFjosT9knP3yy+uXGVNi6YRuXEOKMcb4w0rU",
+	"RhRJOUZUla68iX0tqEDaGaOQb3gt85kGbnPGuhAh+nwJsQ2VVlPWE4PpgCJheG1nt6n4XCVE0cpw6HcP",
+	"7qcmGn2rFy0Ri0pha8F83g4H99EhYGqHqFQUvGORtxcPIcjdfS+ZQ89K3+lixQxfDjqdGNdyqniZjnLT",
+	"xm6LNKWhDFmpx7yEofvsDoohp5BTUWA2knujEnNt2/NtHBHJtS65sddCqEOcmIuWn3Ij1+ZG3wu1fWuc",
+	"UBZC99MUWtUKvh9dSs1UMLoTFgPYoJv1jujxrSYSWvFrfPtjdrLU1b133m+NTMVJ/OpfX+fafhZbwyb8",
+	"53/UyXjwoqiESSYUQXJLk6GJeqxh3kZSK/mBGQ3pyZS8CiS10JU9mCvMVmhB4ODegwRwt3vcWjFfWOYt",
+	"pO4Dt7XilN/siBV+8rlat3Np5tyOZxkbDAaPPP+uxw627R5F+WCbJOheeGaC5ntXy7JgD9ii84S4m5SP",
+	"7UXixL5xCwJpzU4XFk0Qql/ulmlq67lKB2M15x+22md4EWU9Q8dhxkRpRIj+8vaeEJ/u3vFR6uncnNre",
+	"6Q/BqbqPLQ1aXIH+b1Kp1vAAdM2yxPAxn7wW0eyMo4GKj++VXpaimIoCsr72M+glUgDTW878m36vmRJT",
+	"bSW4symZLkp+I/JOc/YEa9qTG9ECbM1lMoFywKlgWA/zz0P8Cpn0aJQk9+zlUYwZjU91TAS8keH6oED+",
+	"tJ/cr6SaQl5fsLSthMXcuXAO6ZvnDbwENKKLznObu0rfY8iBNOxOSDVllbCVdA3RJ18r+AbIKgt3NL2R",
+	"CvpgheCFUxFYr0WQEBwYh7+CXNAK9O23Y0to7TEQl4ZLEnn0534+eoqXbN8V4iSil123RtrjDId+b3dz",
+	"6xba5XPGrncNK8o+bo+MHO7dMgKDyKrzYBP1RJ9iE5vq2BGY2T68p0sMopj7jhvKq9YJA52PWXU6DZuU",
+	"cjrrmOA21WU9My28Gg8sS8VwtRehvYzbtvq6M0Vv/ShTNm2tYIYblua1e4GCYUzMAaxmPd4IPKTvcKaE",
+	"dTIbG9e27xlE/H1m9XkTX+rN1cT44ZpmF4rp2jqBH7KNKfkWgwNRIcOlHAS+gDJd5hQECmkn35S6R1ZF",
+	"RnIQaLwmV3IrTBCYvPyEe97W9EgJwyTKcCnAxHixQuAIJ9iVJGW0sio9P+LFapMvwYCA0YBzIHlZtXf3",
+	"mD7HlE6cFgK7n6Sl1Ou2kurWzK1zXQmMvqIVlUGz7dJawR4OgisegtuCz/lUFE0kf5tyJ7omz06zfdiS",
+	"+Zbg7hFO9qYYx0gNRX3Th9VxTGZ2T87jPgPZUiY4aP6Y6YBjUuKD9UxEVyG5o39OwkNAXAFVsaGIKKcl",
+	"yovrmiul0d+JcJ23h7+iZV27uysxqQ1Cw8A5BNCiSvylkWHSOx3lpLY3+weppqJaVJQP3ywpsbnW9s/4",
+	"YiEU3exDxsm64h67BXHi9ZJjR3HuMF07IGLQgfNJ0af1Ijqa/psYTG8Gu4J/P6HZ4tPaK3ZYEDZU1CiV",
+	"EKnaCWUYmM1L+SD2V4+ObXYIyfBwj+gKXLg1GOMcT+WF2WWY2JbPurEQwVHsk5PQm9oY/fy1CJIpdhSy",
+	"EULWgReUW+IoGIP1ZJJWOrCrq460N6fYU1B8yPXpMhY91ppi6oXje+aN5luFvubS9XAKbhs6RCDqcyMv",
+	"ef/Ocbu3dx8Axd6qcrXDXreZ0vfMRAkucSYVDCn95WOZnjoNTu8BBLG6f1vJqUwI5zOuCkdMyclOnJBl",
+	"ZryiiWroJAZQc/LZDEImJpN+eoqPNstvl22xz5Sk6qb7OC8Ij2ARutJO3Zp4w/w5I5g3PN2BDtbCAnci",
+	"D2Yn3N5sTexpPCJ9JxXDxnAIiRqXNShPzUiC1AmJFqBbrQ3oq6//sHNE42ViAS4gwVmXtXUKNyaIrx0B",
+	"f0AyDDxwYouuCFWvIRurAx+2Te6SW3fHFa1uoShiL/6oDFKAejsmE1zQ68iTu2I1N4jrzxJEXWnTsBm6",
+	"ejXnsuyEJtNVN7QZPD7MEjPjpiNZsMYR7zxV0ENrbFlrIq1xNf2+Ty/NS4msZP1YcbebyYHecdPByN1e",
+	"M8cKeeXFMZO2ZI9bmYhbg4qaNz9mJ0Bue5tMaHo/JKFXulIQwb/mqHvoYWXT2YhKL1kPBD2rb+B1SPa9",
+	"wXPRTDCIiamMxbRc7Qb2k34Q20cHgyEBOASzOREu6AXtXM0En+d23JnSOp7dxKlhm62tvnzkLnanXTqO",
+	"AdaASginYcdZmLszCDzVEo2GREmkmo1ZbTkR6SRgfy+ZtJx7JxXHQIJUPnQptjTdJ714O1Rqi06tXrBS",
+	"PIhyh5j4+dOSs2gR41UJq9exKW/0NJ2yI+1B/IBugn1ydmSHBfXP0jYWtTUC8SwlQRxiJlXXs4qrcWKP",
+	"EXIPz7M/7d6TkdzZ4OZIA0IqpycftFw40VfKYpDSfhzUDZUieWXD/nxIqxPIosTs5DwWlZjID1vdMC2R",
+	"tnr8YagXiBO9+96NfEi4z2FTw4CbNd5KOLieG9QjVSESk55KS8bG4DeEN1lvoauxKLlU7OHrIRuwn9gF",
+	"e8mu2CW7Yb9k7F9YrSDtsct+45SDNBCzW2h3cP2VQjwArVaOCYAPNb13x2ZXscK1c2XiCySk7QMOeims",
+	"FZXZA8QFGRbuRvT51Jb+iLrYsXSXwzSQR4vIG5BzzSCSkxS8TO3pr2CeCXByyizd+rKcLyT5e3PHsShv",
+	"AUjR7Vcu1UQPyM2bj1SPl0YDyvCfX92w53ohFF9IgJzLyUB/s1qIa/gyu375P0LMmd/bkfJOYzTiTmoj",
+	"DAtuCDSyNaMC5wVXgBbN5vwvuhrMpdJVEig0tEofkot3r8Pcgus68pOQzaEXzzmkc0cz7UCfC3rL5pen",
+	"gNzzINe/6I4roK3BEc3w9gjZ3ZtBDR0GTxAsCyeEgSUOgs7Eg6h4Cb+Te8Z91XInbUFWhntyKou8v6fc",
+	"kYRuzE4etq14iJmoRCnch/2qNjkonrb6GRudFI6xjE68lbZWxvL5QlBoyW52EAQXP6osJorUeXmt7vSH",
+	"1xaxwFMIKQkjLMCOT7kKIOQ95JLAV9icFyJrRHowEGQt/Fuw3ff3N9amcjLIO4O+CLhmrJjDaAz64++l",
+	"KkK2F501HKCuYGTpfb8nwcfv+kJUkKOmVTsq+ZbgTdD15v+CoMTbGIcxRTJRn7viYcObnms3Rq09bXox",
+	"qsu218FAlASuuEexgUdZat2k1JGv3lHjBXhDqe94SRUwnu1R5UUWVOQFICG058WYb5P3kYcvyPc61spI",
+	"AxkbwBd6kJ4kkR9gqlLFleHoV0IVmZLbnNyUsVLeC5bTYrrZDagwSZp+grC6l9TanL6EwKrEB/uOTxtn",
+	"xA6QEfjg1tj2KA5uExOPUqnCuA9K7lgf+yMgevCU7xen1W3xrXTZCqaqDdSM8SCJdqbr6QwoeWXcuidh",
+	"ZtoI9NtAXeBzmc8saWa9ZfUvnP56dBc4df662O610kvMYpr714PviH6hO1hahnYgJVhvPKvVvUfdJVFE",
+	"UpgVWU9Da5CPMMdzPbSCzWVx2s15EzR4HMKax0uzT67uZyOhZmRtSkr7WWL6eULm4wYZ/r5Zj7QGAzTr",
+	"PDnjkWZ36Uj2mIfsH4yIYH2eTkTNMn8ZRASc6ghEpAvxqHTZuS42tePd7rD1HcVeUiOLU3m70C6hjE/K",
+	"Hu/ubnIUYMCeB+fX+p6hl+CcwbyGDJxnRcaosxgRVHygyIG0oX7clHDZQzz1NVk2VH2aRNPftuXQcry1",
+	"TpA7fWwMqrWdVe7owc8X715nNNNG9GurDO35R4lR9BxabyaLEXD4Yeiz8A93s57SgYARK8q17vEo6TpK",
+	"qY5PSLMy8zbkWSd2BAwztbSN6vE2pIm253gv1YGg15j8vY83PrwZgKLha9sHeiUWGFdxwImNh3SQaQpC",
+	"Wse6HbqfAm3d5u7d1O82RfPHStIdq7+/crJBAYfh2WIidXlwjZYSgvjeLrbEc27PttxIQF4IVWCsqu99",
+	"Le1YfFgA4b0/LL1c6/KSl+U+9AzKQhxiEvDzFt6ntF152KCU4+oQn4I2yN7SlRN7lHVtvtEsZVrwSSzg",
+	"E+Sfru34fcWgxrA0qPywni4NxXPFA318yuvkINtI6JgHfQtd4Wd2UxWuzZGIKlroL4imcFRHIKmSqw7H",
+	"YmQGSLhapa6oaukWi/1OmceiErYljdYN8JdFcWyEtEO92s067QoC6Pblvm9P5yn0ubYovzNhllwNahzO",
+	"ESiyqYi6TWI/oDJfnkgFyb+U+nzjbSkvVCLytBK8wL2BVABAD4bKi96TQmXkIEuBGe2mhTV4wbvK8m/P",
+	"znKcSg560u2yklYQAmbuLY3GV3IcQ8leygchtayH3kLy2xnLV6JgpR7fiwJzMl37u9qsmJModQ0JXGOt",
+	"jK24Wzz8VkbVls09k4ZN6rLsD+MSdCFyAJHjMlLuqKpuoxpCOnQBqRyGT9ZXQzcl+uI1+CasAYHJ6QdR",
+	"lZoXYQ1itbOQuASW32OQnHSjZBGMnJvtKc02R2cXpQHUdsHH5Gt2k4XMI6s1oi7SOA367CYAFR0tg1uA",
+	"QiuR4cQhyrdqzzA1Kb83cbYP1vBsV0duPHVkFabUH8j7gV1svLPvtLHTSlz/6xtW6CXkpY1rqMECWCXg",
+	"tmkTC9THg61HUlpSKvicF+K8NaGuUKSOqFqpjHUCxH5XToxhtROWai+Ghd1EIWlwcjs42HxhD0CEjpDQ",
+	"PkLM82ts9xXpvv7PTe6Bn+oGsepy913irUAJVlTf3fGQUOvbu43PfUV8DxeJpaiacO50UtR21Kv9YKvW",
+	"8k7JUqYrhuhVhGenxJKy484xSBaUt1Aeg7LzDGJTUvy5xwSAT/mMoTlfMV5iFuadaMqgQXzHZ4PQinCz",
+	"vGa6L2BWwGza3O5SCmVPyYqFEEuQle8Wyy0q5mLLQswX2lISy9awogW3VlSu7//v3y9O/19++rez0+/f",
+	"N/8c3A5P3//X/5KiDRzm44Kf5nVppeXmvl16XyjYjZOsu7wcFm0L8FJ+o2k/W1j8oTPMY0xHDoQzvhtF",
+	"a53i98bd2qSL5L57kDEqRXRMMflYOGc7MM188ys4q1vMxxvFzKbawl2J1ayt1iUUzjVZDMhqRspYWZbB",
+	"2u49q+5yovuMQWULqhkTpWC6V6ACbTZSy0bKKuLQQcwEI+iLVgQ9CgVNWH9/MFKI89tUVfO5vT4+jTMz",
+	"0xXIBXOClE+EmNFULqP6A2vCv7uv1otmsB5OTPSjtWKJxQnTiJbosAJb3ni0v46Fu39D7VJ9hsXe1VVI",
+	"8MMzYTYv9TC6bGMpt50xT+CpymYema8jlp+raSnV9Ca5LmsxvembsdPO3yXipGyfXo7pNOOvL3o4c1fd",
+	"eIjrwVpjmHU7Tos4WDJ4qxDTyonht1RQNclzlbZynMTANcKJUGMRAJVq0yFg4iBeilI+iErsWXEyVNsK",
+	"ufGNvtjTVSukDpxU/YwZzfhItc45N/expum0FBDjWRy0Jz1AUJQXZ9Ca5p5Bsgryg+0ZmB3phbzNepYg",
+	"u3tIgeSKwWX4oyg7eiVZzHVOiDv0S7owDlYW8moPyGRur4Z+DAD+UxNcUjzUDAu5QWUvAMgoRHWO4t9I",
+	"+d2hhs0b1ArrXQ7YK6fhjLljzqA0FRVfdq4mzsMX4jS7px8ix+HTWMW9qtVhbLPantFNuprfsSF8+ZaP",
+	"IUr+7/gXjenvrLEY3pJBlv19pLzyOy61gZ8CEr8XednfCT0jxo34+0iRgnpr9a0fAPs7oyN7689waz1j",
+	"C7K/2/cRJEgSWOdgFAEZM9sUZw28Is3KFyVfXZLU7qWldZYC4dm6JBC4ntJMFgEd3XUQeAFZ2BxhO67i",
+	"7WcTXZZ6mXBId2EFr1tHuwX99gyeYEdMLMXva0rEpb31KtXTrYlrMsXGKk2kkqYz9+nQe5jK4qQBBVTh",
+	"Q/gjtAxfaohbNtfGsm/PzpyEWfGxFZXZFRHf/gqdcceGbqGgjTAmY0E9zYIJTletK67nTTrpLXqsbBGZ",
+	"SsIqp7fIrNT4ivo68DxCBHyp1dT4HCE0V2RouosMgXAly0bMVppFug+bI2rxAec1OxGdBo7NKiPwbsDJ",
+	"DIr8rU8Koz8P8IsRXLTYbRhor/CT+MXGVv3e/MINKFj1j8EvljJVBZUfHPWRKlG7hFQIADKzaLi2q0g7",
+	"7Khsjgb4bqHOOLKu1ZxX9+40Q7pKoZ+Z/qGSx1LXatd36Cv08qEq4bvdEiqmejrVFYCo7/j4HvHhWrBJ",
+	"bob9zsK5Ceb4oy95hDOJDf0zLJOizr19CMVJUZBKP4ey3jKu8+4+7yg2DbrkngqzjQj8FNz/yD3SiTDE",
+	"nTbIz7Gzli8S8eMsbIhFsB9ACeFQEUYabtpU+y07GItkQ0WHkWybYDrssqhWVFBu80YPUBAJwBcYv232",
+	"iPxpWYP8G3KHnUaoySX4IMWS9SBqms0Fx2My1nNhYCX2B3KNS4l3pE134DukC2B7mDOnkSgRyhmBN8+f",
+	"sEo0VZoQRI2S2KEomEecD2c9VSTBM8ztFwe85YSXULOkC/d6bYxjgEGv9HwYI8gI2B/POLMmHpaeY2Ro",
+	"VG67Fyxa7rgrvdZDP4toGIuWr2AJejHOTl2pPhXVwXk/6+DijS0ZAifFB3sLI8J7uqKoB2iZLm5iREXk",
+	"sI1Y+VyrKcvhjzyqiO9tlAE8hPge6zVGShBCm9U86LJYz3HHAxc2t8HOiOeROsjXCGP2TpdyvDqwDNCv",
+	"VKk4OO4LjApGJ6oHVTPg10HfZq/QY/PciHFdSbsazIv+YKQupiBzVLUC9FJ2V9/dlWJZ8YXHa6NiY5Ae",
+	"AC7PUyegZGi9SAEL+Hpgca4P5ptDa/C9Z9428syMlG/QAv57ho7YDEEVDZYhBdx3qI4hjbwrRcY4e/f6",
+	"5UgpPhdoh0aLr6zcZwfswoMYAstyy8x6MC4DGcQsp0nm/ZGayLIkqEoeISaUgj8Iw2pluCzO8fmdtjN8",
+	"QL9jzrYYKY9P1cvnuhBDxmur84zlhOU6ZLws837KpD1PhkK49kO/FaECW7RLYBQmqHQ3lvAiRG6M1JJX",
+	"YNfuEU6on/EAtiR3mk/GcpSnc6p6HepcuL3x9jqw/geYzOZD7rIHTotMp/fi7PuR8l9peeP75+5rw3iY",
+	"kDoJDoa2o9FN+yQ6Zt1QgLSwiZUrS4pywTCSZyYA6hIJgP2fqMWtfsku3r3un49UqfXCXV7DCITX558v",
+	"4aCgz9QdhABi6yjZN2Q3l+9YDp7XHPhoAPA+Zwr8NUr7ntcmXpaAsY39gClHpYHXofet9QBao0E3cAMk",
+	"XqtCVBFd+pdzX/aEinTgwkBgQ9XmknP+Qc7dqL/79ttvvgXpBv/+KiUVNn79714k7X4Q4rM5n5fEVyRi",
+	"WDZiCpIlsbeC3QnH603MrLymgXtmLC9LtPv2PLob3Gb5/3yeb8zsINy17XNzDO/RcwNu2Z6c50wjFXju",
+	"kG3MKDgDPBv+8e1PrwbsJfInKlaJbBmw5wi+FK36+f98PhiXvC58CE34e/AXxyeykXI//XUplGNu7qku",
+	"xIccC2Ccs/zf3+MAHPUO2I0vJQlfcgMZKeAnyDXBX/HMIEQ1YejZWaWXfMkjND08KJ9kk1I5ERHQ+6bD",
+	"BQNRWR6l2ANuB3AEsoN794Zm+bu31zfsOTXLhxRHR96BewAPnMSQu89aFYWCw5ZC81vqm9cM4R0fQyUN",
+	"7idq21qBxDbXdu2OTVSX2sRX2UTwq8Yz+dBlNHScO3YFdoIRBSs+7PqGaxt80Xcrcl74VF5PoeOKmxmK",
+	"ogAe7KfVkQpWanNY+gcle71pAwTHXR6eDhPDMewKmnSTvIzeb5AqDw02ElEZr30QbkFN1NW9KH6o9HxX",
+	"qwhztdtg7GTti7GVD9KutiIqR0IXqhwYmhWHRK6jB3O1OgDBw43k6lCVrcE/3ppH2JLl40CuPbIPr+Hd",
+	"bRXatgbyuSfXQbPciq4RvQpAXsVhVJw0e+OYs3XegSTbFcgVzk88ivfdfPiCuM7T4nu6uRFEutA3WG8m",
+	"i0KoyPRBYn0pje07vnMH2ZtooEtw0S0scj3B1L+ajg1am/0TrNepdfx9zdf+Gk0swSPt136O0R30lCVr",
+	"9fMlLVgd+aCPt2yUv3yUQLrN9XGKBIgjmOxLFZgxl9isZUdnwQil9BLL/YWC7JD6DDHUW6tJUsa4oZiR",
+	"jszoKGV7/wTpy9YEjpcnjYPpoC7sGhZRFq0yCrGQT3wqbVLvZi/tnX86k0lQ0pdxcsY4sNvxhlXuiUcH",
+	"JMxjxp4+QnxIgLCJ7dcKDvsI+91M/wvZZxjQ8ba3wZJIqEuJn73Nq0N54At+J0vpX9+tCsQNdlTj2oyc",
+	"DvJYM6zUXMPTLVG1js+WTvXyscWp3DHWu7h8x0J3t/7dWxT0+ueM+4jC/DmVdlzUNscINirUsV9y2dqQ",
+	"U46jMI6fdNHl/JrrQmyZClGB62B/f1bUKJn51tw823ppI4ugZjqR07dNnnw3yFbrogW/DhaLoW2bsx6m",
+	"J4M8i9RJqJXkpfk3d3+1Z/w0NDbs9qfOekFwvbXiScFqSfkZ6WSbLREqj1SZHx32vzcixFFUwi2FQ4JK",
+	"1tbAPOpTmOD+2TWeEYLa9pkxe7eblC68ZSgutE/eQN74gMnGWGhwhjQ0BpYkUWSbeQ9QITNYqZqcgLZl",
+	"KmO8LqQVhfuJh+TKNRk9x6usbX9tl/Z6ZlgezzRnPT2ZsFqVwpioMnZH/Zl0IZO4iglYXxUTH6SBrKdg",
+	"WD1nZjUvpbo35KvA9PoBe3F2xnKpHngpi9vxskmV9c51rcQ5vjVeFreEqJpTahpZ4aMiOvnzPGP5c2HH",
+	"8N/aVPDfB+7+G3kvyTfxvBAP8MKi0tjCrAzZmP26hBBrX+uJ5aenvCz18tQN+DFVVGKLWZeXvin6OGR5",
+	"U8M7d1L/eCZLxDPEsZ1TNS6vq9CIA7kaTN6pK2X6Gcs9ZHpOznfwwrTMtl4V0rUtJVRnwi77vg4d3Klg",
+	"ayerLxZZVI3TtV08eQdV+o/nviJz6CU/PQ0PiVxC1T2l7S2UEPT0AKMKsw8Ff33Bd7d5h1cUkkpaCTzo",
+	"EyektQyB+wn4aybB99lWZH5wk1OJNHRVZ2wiRQmMBf/hmHZyi3pNwvecr1ipQVl01CCnMwtHduiRxtpO",
+	"l4whHn9Tv7C/du4pNcPv4h0vUK91B/97lnT0wqvkAA+QA5uu6+A5RqcsxJBA+VBksRMy78f0nzFKhfMy",
+	"Dh0r1ab1/qB9c7bX/ZXngO6Fc8qNRH2aw28A2Eu+Fq9he76+SaF7Ycx/e3Z2EEz/a6NLbkXL1QMBGlNp",
+	"Q40od8Yd580B2dsHQGW4HFggI/Zbe7Dv56hvuZmiwnXqFTD4DqEa9zPIWqebruFAVM3PqUzxFdI2wcCo",
+	"iNJUnCwIRWnYqwi/rlXmEmgABD6uiib0EKtUgjUWcBZwahIBE8BVKo2RanrOfFpHvG6OMB6wI/DPtV1l",
+	"/j6rFcZ+WY+7gOFfWNMFjwx+d4CEH7LxgNPx22YD8mTZooy9OHsRN/NA9DGnJEBoX1aPbxb86LQjp4zv",
+	"OyW54wMAb/cdPlIi94U6txQqnEGpdOQW7sz6a9SnwoZ7Bq6hCVSLdfyiZUprbvJdZTITEYj4MGmLpDKY",
+	"w+gDWRghC2NJ5zt8Vv/TJ3AyHav441b30nYzF9L6Eexc0aH5QgxdOKKjWbrahU6fsGKJUttfxoqtVTo/",
+	"2sr9AE7zY3tNKG+K+4KcY71Ysd7a7lOeJ0R5UqkhH9oKqxSyR6XpDzfAZREUArVluPGxBgqkqlKJPLMe",
+	"jZxwedp322BNXKPrrcaRqERronRtYDx7xBa/f3ReBIYPwwqmcxuWlRMQVApqZ41q2hPO4vXxo9nKs5Cc",
+	"ns6yIrL8Ms4fBpcc7dh9KYU+SmlsotAHHjd46MOcfU0PHxjaWQaE4L/00teFY1ZPseZ2gAKjbQBzF071",
+	"DkSQ+YBdI3JRa7Behm7ixT1SVQOsjYOtKjAtOE1sGMeVOUnbyywINpQukbSjaEgwle4PkBEXktkWjx86",
+	"3seg6W3Ra+crJprf9kY27gCcTgXNwKtbxkUG/k/ki4+sDo1zoO1vP/c5oZF2hhoRKsqVIME5cRWkHEmf",
+	"0J9zFHfMulvlk3g8DvHJtyng6RdBgqK+jAuBSPDoPvl/9dAdxzw9v86QAbe1vBYMiDsaM1EWQ/8zWdi4",
+	"Gqn1MNcMTx1Agjj9sWwbfExwPziO65E+AI6yqgUmY1HqDqJuoKGkB26YZJbJjKBMdlgT4LWt8klY3adT",
+	"ZnujvgyihK27XVuGp9HjGlDZkxLRNyHPvoxl857Fox/mK2Hq+XHNVRTjfRVlmCcyZnlZ3vHx/dUWYBrE",
+	"XYCkTXSwU2S+rjIyYjuZFz2MGoKln5l+cE7WRhSQE1UvFrqyHmuW7KEenNTNPmOl5iB6uf76GasVRPnf",
+	"hi82DYNt3b3BpO1nmFhxS/AtPY6d4Z+i8CIe8BQ3xNu5fhDFre8Vf0RjK5QH9SiqsV7qNcg+zPueAHaD",
+	"uvrc/UgwHAzKdy2lEV0oHxW3YrpKq2zNPKcaoXdpM4dMQcncW1wxt1b0A8y2503hm9vVz/ybE0wR8zPD",
+	"wsuUUYvKdbyRrS2nkp/NbPtZAAiSypF02CaQ82FaiLuXNTI9ZPIiq3crWQkzYz2lFS6VP3KtiYJEGebZ",
+	"/OXGcJKdbIzhxGnkwsx2n8+wEdnGgdl6P9CBffrtEJ/8L4XJwYiOyNsgw/zTCfkJQAnb2JbyBpgij5gW",
+	"QjRk7uWoDDmBA+QI8pD3s1BkbyMTnGH56xybvC7y8xBDYeBXdHk4cYlgNYz7HKAq5D4NPg/QHimT0/7J",
+	"NwH54BhYBDEoyUEII7AOHTFHAX7ksYgi3TavbRgdu3B2aMwx/oZPb9+Kw/F+g76PwQqag/KlsAJclGOx",
+	"guvG2bPtQLfjBJz4P9HVWHibLVbGtGveJyYTurrPOn9S4vXhyctVN5hmBwC2VnF0Si8AicHF3I/mGFaH",
+	"ss0lLsBIeacq1BINGe+GrwxbzlZDDD6EdHhdpcIURgriFLxNHHrtn7sntwTvCGndOMAZp9gEUbCVsO0k",
+	"b7h/3boCUp9vvZuIYLOale/2fTX0tF6a5vLq1cXNq5cn2cn1zcXVzeuf/3ySnVz98vPP+K9fL167325/",
+	"eHt1+/rnd7/cnGQnl29/evfmFTb64eL1G/jH5cXPl6/euH+ntjf++ifAZV5U4kHq2lw/xsX5WQLr45k/",
+	"ne9trOOXwfxgHY6u6V0HfL9EdAF6FYMTKTl9wLbXFbIH4RtAUX6nigjmXZPp2e4TxdDODt4cBXyapISo",
+	"QsRUPsThg45XkWSejumEeieX20qkjJFnNZA22DNqK07TqiuRMQB0SNaBGalIZwSEXif7RZnKQ6h2kMNI",
+	"qNgqhnf5UjBG2P5I6cr3D5/2pVWAleoJm7V0Nh9cOxypfKaNvdW1vdMfbgs+51MIfAxRHQRaAp/vN4Va",
+	"WlEfIwXBM2smOeyTUZ+48e1p9Afs16DGNuFNBgI6KyvVNAejW16JsVbKKU5qmmdRiGMr5g0uEkQ12Bxh",
+	"A5zicVNXwqJ/Z21tl7MVKoj+m1qNFEXWZk2UHtQicYdjIscIrfMXKDRGIK1U2+ReiIUZKaofExkYgT6c",
+	"rAwLBZgRp6duqKduY0451kpZcGOE6UC0jYe9NfO8OdD7xwuAQxiPBuXevA6qaxqr1ECizBUVqOh4B3TJ",
+	"7rwcJUSB73S9kDyLv6LW/yAqXjIFqSQaPXpNKRnEXhrzUpzq2g7mBTni3esEhqGXa8h8KOQIbkTfh/wi",
+	"poRoEgAplm2kFHCCpSKoviUSEZgSKILzmYGvQUUf91a/E6rYLUCXwQtPuUfL91DJ/sSEHyoxFsqWq1sj",
+	"hAq/OmknNB2pjR9vwShxS0hCqClWHK3kXrACeHClwyoh95v32x162auntMc9Q5SrFjoVebT0QihRNKhP",
+	"QwB7juU3RI21xqNqeSxZx1XadI6e1ehs9Ak7Gi01CCa9J+Y0REy6ZQlxlrcU6Nixc018WrirQ8DZCdYX",
+	"cswHBPy5tmnZfN+As7bG8pmTXx5TDYG8i7KUdhUHpv0Jwjo7P+Jeecft7JEpOK3kmzh8bY1ltflTmxmt",
+	"HcoN3tpsfVs42SJmQZDeJ3cvQ9SgB+SLY4qQOS2BSyJaZDqsyDwm4nBP0OZQ0wobbhXo4+V6ukC/sfhf",
+	"hkAPC3J0gR5LNR6aM7YVZCgVYb+7VPYWlKdfOwPx2/QcR99DnH0s621S7103Z1mkOQpWCsCI8T2QTq1e",
+	"sFI8iLITKj2FKYj1EhofTpw7UhvBpD33tYCwAg5kUw8pkB7cKPS74Aqyju7FwrJeFELfwMfqip2eOkH0",
+	"1C+c6SMkGIXx83LpRGdj+crEDg4c5kl24jqnK+thP3DwsIK0zpnfia0mE4iXesOn04Nx2EFehypjbCLK",
+	"Mnj8bVwewcxAEQzahI/F+iRFEuLJPIVfra/J78yoYDi3JYznCAwKuruR43uRWB8EozeHQHzZ0FV7ed4u",
+	"+F9rcQ76GKShQMkBVuqpSc67rsoOTuSDFiGh01HVX2tRrTKGX4ZfJrK0ojJMqnFZF2IPfG0aNn43iya+",
+	"a9H2BdnumgjjfuBOBDfnkVz/2sNJ2/WQzW3npStfkz5H0rumSkCkX6PWjnnxTpXK33BjT+HUnL5+SXmY",
+	"6AbWSvSH5I4PIZPSx5BmjJuRyv8F//pjjgWGBlhpAcUTSvQLTMDAdze+6fU9iNteSmUG7Gdt2SJKmLqT",
+	"UO8Clbj1e7Ar2vIx6dddaXR/jjcFDvF5U50WiZBx04o//Rfs64/5Xml0pBulvv1rXMj2dZEPG0rChD3A",
+	"V8T2zwz7VdxdA3bwSPVwPN5J/5ssPj73b5rnvzUf/fh8afJ+XIiKq5FCRDpfZYNSIiu9NKLKCBE+fMxH",
+	"bxjCiB+pi9rOdCX/hjCkM8ELKG1bFAyCj7/+Tk8mRtg//px7H20lnPYqCpbXVZkPRuoGtHelWY5rmWcs",
+	"d0tncrDiIOnlG1Sxzz67XjrYTntLbcyJ/NcX3N2JVNq2TY9ne4liN1TYcu1sHw60KJ+ggLpB7JENdTBw",
+	"3pq+ekA1Ga8/7o+Y5+bwKKCGzsTVHZTTmloa4hajpCC5Ft5mUrHevAYLvTSWJEKgs6omFPoYhXu8LADR",
+	"azVMoBIA4UcABMms/310we2reXQ9GZaDN7nGPcSJdT+bBDbrI47CMWn+AAIOxo9uIk5r29FiP0FqXd+y",
+	"31dodYtxvDw9N7d/5rx8kTkvcG73jjGC625XLgt2uTWRxfXzDqpq7WL2c6niX7/KHgM5l2YWB10YXZf/",
+	"RrDCzduXb0+yk9c/3767evvnq1fX1yfZydWrf3v96tfHxSWEr/zeQQmtVTx03Q8IR1if8BOZ6hcWiACc",
+	"9chRCG6aaLE86nV/QbIPQFljYGTv3cXN5Y903YMiQkU7wDAORyshBOxr227fwN3UQXN9ImHEK/YF0ATJ",
+	"x0egBlIHE7etLjtiKzsxLj5Ie9lOBItauacHFuJEZXFzpf+0slj6nMprgro2E2UJTtBFpYt6DNG2bMKr",
+	"Fni6VPa7F8nEZ3cjpwdOXtKnYYgjlAOsKX0rTC8sTfypbXv1WlEV0kM0H0L3TBTel4a5TxWsNxpBStYr",
+	"ZZ2yP3KkevYNu7RVeXrZX7dofPvtN98dWPHNjWHbxNJiXzBe7C95eKLeKX2ErrcN6+0CM3wPWG5/eAiu",
+	"+GT4h7OsqSfz1RmJEFvKyXh6DD18/eKgHj5um1CoY5tmhpt87c6duIzdcSO+e9E6Ue5JMnomVWry18g1",
+	"CnEbvCCT5Z6ndF8Wk7DwAH/AN0hql8ZDhUXFe5GlpMPVuvgRTgsAow6YzRotNtwAYtBhL8KUtpHntfyb",
+	"eCR5PooiDyPCljsnYn/pGTk9KNzUay4GJdj19SvyTJGR7vrl/2CmriZ8DBE/52is88BcLIfbdZhDpkbG",
+	"creoOdah4ZXTeOCXYc7+7+u3P7tNK6T7pFtWwkec88WC4q0I5XfgqawjswLfegUv4VSy0NQXkN7aFE/n",
+	"elMfQ7297TW+td7YVrUa893Nb/x7voM5hvgMoPxlV2OKA7pw76w3HM9qdb+j4aV7xzdsitoPKKyr+8Pv",
+	"wrtX/tVkNwj3uU8v+GbopOQqiFpdrUuuWiJmtlHlfK/q7E3jdsnjvUo1+8YbBSf2K5Wx0bxdfmFHJ5u1",
+	"KLJOOPpDUPU3+kLI832A2jeaknFqL/Cr9cbreErbO0nhS2Xr2DD7INqsN11HETgEDGG9ryj5e8/M9fUe",
+	"NvKgdyU2JVLDs42Ew70SJTcbU2bZPqlV643byvX+WQrr/bQji/YPjgr9tBz/ewQr+IYt4+tuc3Gr2V6T",
+	"T1tYsrYeultzDs20Lm/HvCx33Wg3WpeXvCzXrrSm/a5vU/v179eVGoy5GovyducFc1NX6hLe3bhgon7K",
+	"fToo15sS39/e1L/UalqIUj6IanvTl/6lVlMM693W7gd4o9UowvTY1vJ181qrOYKEbGsJXKbdaBdx1JVa",
+	"JwzXrAEfpfCsbR2EuFmkbGLWH4OwvPoZ4I5QTnXivxL7gCInLpOP2cFpUAc1TF06ezZtMdW92yS4+Z5t",
+	"E+LCni3jq31Xkw2Ot0+DFqfYp8Hh+7VO7fu836LzfRqscY19msSnfq9PtHnaPk022MOuRptqxZ4tIn1i",
+	"58BSl8y+jQ6ilw09YZ81W2Pi++/M2nW1T8MubngYwtFBrTYFoX2ZSEtx2bNRLFbvzegioXHnDndpo4c0",
+	"jBXQPQeZEvX3ZakJhWtX05SlYc82sWVjzyZrFok9W8XWl11NUpr07jabqvvOJd8Q3tFF1Yad7rKXUp5J",
+	"SCTBEASM2aRSUz0z05UVShT9DKPxIigBH0p4K9VEU52qnHxwmS+rAfUJe0ZYxu1IgVIBCWgUmpCTPy8O",
+	"Lcz7A3ZB1QpxjGD9GCOg/EiFdGUlQkUTLLRPQLuMM0xPYRVX96JgMzmduWHAYJyY4ecBxSEINagNN4A/",
+	"RvV/XNu0f5xYd8rdpSzZHY+EjHi0uL6W/J1yn91Tvd/NcsB6zI8M+LjYBshS8aV3TuFfwdNAUQCYJhv2",
+	"TUCE74mb4u2i0tNKGINmS9KNshPSWN5nhxQMPk7Z3yi0C1LQ4n1Imq+JuI6O4dYmy1201lF72unM7E5M",
+	"uaL6GTGwGTg/YiA0iCp2a9UPmbgB0Gz/ctRHptwU5tAXQnGW9n6fQmbRuwdT2fuIzlpX8OMiG2KK/Z3D",
+	"GjbsQk+PbUjJ6f8463S8GJCA1HdYzCWmCtCcwZ1qFF+YmU7FTJ77PIooKezQKinkVNo/EMCjN6TuMeQE",
+	"jey9f68bgn6y/5Kr/XssuXqlLJZYXO9pe9a5ZyYHREd4GSgFuOYR1fbrqa72RisHZpcqxtjArIXtjWeV",
+	"3KkkFbvBbNJvWx3uKFdL9iizFW3uEQJdsNRuvZlJfl9yw6j8gk+OIQHeC9wk/EbYGD7BlfB2GkRU6GLG",
+	"HwQdtf3GK1Rx2AQBB2IfMnkFL65FcHRXdnVvAfYPpSABdAQ63gedgSHXckqRbN2CSBfqB+LJ3FIZw6z1",
+	"xSwkQN+WUJ2QIEFIo3K/pdbGyzaec1Mlv5Os0Vc84SWFjUUo+bcfpCNKin8q9fj+cMG9QWdcD+skQEyr",
+	"9T3pnKUwAWYzIGdKrPAIcHSQ6eyLorVwYOt2ObRnAdc2HXBzcOhdFGvsl53cD4AgQTgUsbTXuHCC5Ncl",
+	"g8Uf0YurLoS/zfrUvioKUMR+uSLIz9aMecdOzwEVmxundVvNcCUwKY8gbMCnAolLADEDCaTcxMYFxOsx",
+	"5ywGfqeUwiwupDqZOD7oTvNIEdmDgN/C6GlJuV3GzMdJcB2r+TsLc0ln5NMFuthCf1RtdPM2TVOVO9hI",
+	"TnClNLWFezyuJUCKKbxYVHqx6Kz+e/DNVHUweieLFhVfqiELQ6ELGGC2EeQA3xJLQIJADCWPaxaYVwus",
+	"OnTbwS+IKT2Jk2zNg9h0yjzxnJRf2gkpj3Y0PPs/5tE4mEA/E020fYGPp4nWmn0JNBHu8KPQRPC0fapa",
+	"KlSvjljNBjNBK31b0B8puhNi1QDs7fEFClHUAIpnNVNCwhcxjW+klK6AsUZ6xoBFWglTdVmysa4qgGrg",
+	"iglelVJU7ttjXRVDqGsNcDpQYMDM9FJsAszNeBF/IlGXZU0VSp4RNxgEL2wZozu2Ne6x+wCsuVAffQDa",
+	"BPIFHIAmCugoB+CV1+TW7c+F2GaL2QPDBzGd/ftd38cIhOOazjuGfjCrnm8BAe1i40k+ne1ejfet9Xgi",
+	"0UaL+gVQbKdh/RHkGkWTfAqaSaRJidIIp82gdYW02KD1YGY3QDo0wMXDlqYLtpLInBHbD85ZAicYsU/t",
+	"ehFotgcasFaskOae9TAdXCrLx5YhS4+rXeD7cL8EfnLO8rkH6yXweN5gGq9BHPoP+goclWAAYtZv1MZn",
+	"hiCAczbmVSWp1jhAYQC8M1RCp3yBpBWNq2kp1fQmaepsb2CHC7XTz7RntmnLIQidvd/DV3q4Oe0w41ir",
+	"tPdOGxWsc9vO9Shb2jZuqLSV4y6QwZWxYu53mvVauSUZq3Tp38nYX2pjW7Yl4Dh9j3tUlmbNtgSw0kHL",
+	"dMQaGSTWwYSVaBlbexxbGSvL0uuEePZAfisYLVdbO92ta24xIsalrMLRgiiLDXDtIasVyIvAVxbcWLYB",
+	"ZR1COIBBOAViIQpWqwLqZPST5BCNoCRYCHZXW6Y0K7WaQiHM6kG0IJvPN04sAF7AmBHC3AmcXTT26Fuz",
+	"8rCwm6yg+wbdCDh89DW6ftl8AXfpdgvlIy5UjEo9dujCbq9KfIPuWxbwup7POYBfpuAr3Tfp4hkSxBg2",
+	"YwbbedRPXhCUp7u7CX48AKA0XQVYFrixvDnXWz6xIuXg0xj8k97Av+5RnLvjinrf2uwnnoqIYr6AA0Fm",
+	"/qOcBQqs+AS1GBHkv8tySsaBWEoiJEZqznpUM4CFQnd9X12vwfohnu54fGRUSNtVn0qzTwVH2EGoRwhx",
+	"WdvPL4BUjxfgkgjbPq79itu2/oGqB2WMeQ9fSLphRqqxQPfQeiHgZyaunNdr8eVKLHTlJNvQ00gteGWT",
+	"BX5DYs+eoPi0Lpt2Cfq9m/jSEfGPpsLkTn0B5LiZM/VkwkxXJBjuV2u6qY2D4qfjYQ2J9UDTzNhU2myk",
+	"AoBHxijX3fSZ0ksqNkqRy5owYoAxDlleCV6sEPZ2pKiSjLRGlBMCPG2KSjSCbwDUFQXVvGkqvGZxSZ1e",
+	"VJ9GUkENqaaIrtYU2mFWj1THzFHsB/BEqHcNkd3lyn0nLslDxY1A5peoQ4SauagRaM10WWAZo+pBMN6s",
+	"5HCk8lB/KU9V6jF85dSq5ClsVW46vHTOZmQm7ImHwEE3fTTVfcq4Qo9bqfGyYR2HMbrA1xKszBtpRiql",
+	"eg4YIvmSAQQUd18ty+mxALHe9JaNVBhCpPX1cXuA9HOCjSb4vs7N6d6Yzm07ag3RmeDFhZNJkp9yT/8E",
+	"+n3n4590R3mEtZ331TqbNluJAOPsNrj4PGl2+UXJD1g30enoBtwf4GvpnVbL0+rU/X+a1c51ISfyMPOP",
+	"4nOxtZZCe3BXokTPDEWLNYwklNNhvdHJYHQCbA05XEc1asKQ2QOCZ/0OccsPyCmVO72reSnV/Ul2Asxx",
+	"97Gl6gUw88zfKzCazFeDjFZy68YCIW7s651UPFVp4oL9/MsbwDXyYoybSCiH/YezszNEPUrLzVFcfsK/",
+	"MNYFgcb4Vart5PQPJ9kJIiglRemScLTSaGceJ3tPoKTHkF8Db7THBzrLe3hS2hRoljNdhmV2r+05lwi9",
+	"JtWt65BNNRqwIsj6yrGn1O6lSZCILsAw0XZknoKifW22v7XQ8Ui3UuobaSzRx3oQga3kASx4jamlov66",
+	"tmnHojYcBOuRzXUlGA2P2RlHcNsSJ0LEafZfbD/R7UsG5o5xXUm7unYzphMteCWqixonBksBX4SfmxHM",
+	"rF2cfPwIJqaJ3pylt+066ckw3NlTqi6JjJRS1cxCcAx9hHJW7BJDhN5V2uqxLkeqd3H5Dm9odLAYAuEF",
+	"eQBl8xXUSHCqjq6tADNr/nwmeGlnOYNCWCOVt8Dzh+xPMCGS/6EmIiEWo4SJE4dIe27EqVRGKCPdfUBl",
+	"yJe6jeZvGC+Nhup4TsR1IuVpKR9EwfJ/wdICf0Qo4ZHKEacb9Ynn+NDk/QEDL7EZKV4JdvXDJfv+xbf/",
+	"nS0qfVeK+X/7i9HKI3ySF2zOxzOpBMvHTsgcsLeK1gbWYcj4SOU/amNzqhVA9SUxZpAzX2mZ8Lu4Yq/f",
+	"sVJaKESoK6BB9MR5Of6ZYfnpKS9LvRQFWMlNzqbCGvbi7BuG1TiVtrf0Ru7k+jtdrCjTMD89dX+dlnIu",
+	"rW/41TcsX/BVqXlxa7W+LXk1FXnGCjEueYW4yYBzBZ4GwBIbKeh0jm4MJj7wsS1XMF73mD3wshasZysu",
+	"S3eAAIYMgd/nvHQ8URS3bj3z/vlI0RARD5qKNROYM6y3VMwP3PF2XYehn/0ByntCFMmtf0Yhl+j5ItA1",
+	"r7BcvHt9kp08iMrgKTkbfDU4g8thIRRfyJPhyTeDs8E3VHgIDuRzODXwzyneH46ncV/F9sSxuwt8BfCt",
+	"FloZPMpfn52tJbnxxaKUmPr1/C/kVEFut4sXwhcAQRIOffuwU1k6Q+QZaaVwbh0Fi4KN+QJ/le7a/5id",
+	"vDj7quuzYR7P3yH5Y7w/gTXu3caxOLJmD0+Qvyz8WHt3tSztqVROuVUTOa0rUTiys6iFasXeXdz8iBId",
+	"nxqoKYXr/N51TOc32pcduOlt/yyZDf8roiVycz/4rzEy+Ug57m/YRLujRKVeU+htebb2O+a459lI5bE9",
+	"DHVQ7lUsoQrWy9uxXlALpAklaLoIEYLhjUgHy73fEBz2d/oDjdmMFJYtxVkN5gXDKTm1CzBRnZyCvJOU",
+	"4DZhY0o3lol59UAEHsqEmE7rW/PK80tMgulKHo/efMMNps6/frnP6zdQ7GSPF3+AtUhY/96qchVMShMK",
+	"8efm/lkwKcOFL927UKTJy/HDqDZkOLrbi+HsMyGs4fTx/U4eYsUHi3t6iru3PxOJESgTbORCsfhGPUdK",
+	"QURKaRhnUXtiIGcHMZBDGc6Lr7//nAzqWlQPojq9dkvwKlAGUUMG1JGh2ANcNRx6XyyP8XGljYkqOMe8",
+	"i9hVzLu87AGicrIa+Q/u8gWJLCALUE0iy9oSVY5pz760kanHM4jYGSmqb/TM+FDHPCpolVMkCxZfkobd",
+	"YfiNhtscexu6O7pRv3tR4aa+98wTp3WNekrHtZ2ykUJwP16Wq1D2qJ818QC+BBFWKBqwtwsKDPJa4UhB",
+	"+STWq9ZsArjKfTdRSMY4BxNUxOZ9XTWo6+XFwNaUoXIZicK0dm53tWMP8a8jhfW381BeLWe9/JTO4Cn2",
+	"dmptmYPPKi4AzriF+lZzkY2U0dvriSEWxVoJs6Wu7qn+t7QjRUM4D/vNeAkWRpiNFzDHtXVfhpdXA3ZB",
+	"uiO32UhN3aIQUD0sQ3ADY9l9YAOygAJgVJOK9ThraqONFNkVfrl6g3XS2FIqRLFYH70OYrGfZn/ALiyb",
+	"g515fQ3N6Zx/yGlcBgIwdG3BZu1kyd6Lr79396LWt3OuVrcELRhJ8WiSbCqB5TElNNvdmNfjCmOhYFgv",
+	"FAZrPY5qgo0USvWGYVhyP6OQFNsqhXTOXpy9aMYD8jnYX/ORQnt8qCIdF/MMkvCMP4gBu/A7jSoWlkpy",
+	"PPmOFzS3kYJNfHH21ZDlrWW5pXJLOeuR/Rxt+vErSFModLSfLCutprTOjgrQMxAKx1UIneDrFvY3O5Dq",
+	"tjZOscMK3NDM3ScRzULcd2BCI2XkVInCq1v3YsUKUYE2BwnWkQ8CVMeMGU2FGTHYJ/Z9kNJlalEwaYdk",
+	"ROE+7MnNCKRNPzEsxT5xrHNc1saKqg99A+VEU9jkB7wsw+YDGxmp9llvioeSRefcn0I3C1aJB43F3VPy",
+	"GCK+tYpeovVBGPsnXayOpmukSkR+bJs6bFWLjxuiylefZAgpUaVh4J9HEDl78SULLhctewcdIyB7JFp3",
+	"HcWSXcttiJYlpMBueYXcNt3q1luFFrSVE4zQaQcyNR1Cx3UoYKnUY17iGxRn7AvbMyqDHqoXz7hhd0Io",
+	"Vhtff9zfJHNtRegEcttAiRywN04+mHB3l/ZI08+CSJ9RKHEfwKYaZjKjcBJRTtDlJT3KA/lEQXmrBCvF",
+	"BOu/Rm8pDdDskcWNlSZni0qi2Ea3gdO+Bhun2un0r8LqfkILgv/Ij9p0GhJuaClMxu5WYJb6PQwFr2JH",
+	"sUF7IBJNIJSZjqqTNeYDTxdaCdPHXN6GBI3Ai2HeovKw9EjoaLXsNPb8Wdgf8Y1PuFP0hY79aXzv9WLw",
+	"+NUmy/PJ8N/fx2vvTo8SxpDBlxfS/RWvGAYx03KBwaGTJ4BRGMuwWYyyl2BScbfvQlTGnUzphUMv+NB1",
+	"PVI+2wuR0ZlyzQgZcQgdoEAY6WF0GY5ULzLJ5EMKZoTASER6A/tvq4Zs8/7z36ib18XH/ByDGNBrRt0s",
+	"peMjbn0chwL/ASl+JFGYfhYXvxypklvh+CF40IlvrHnSWS+P/rp1r+bDEKU5UtvG7t9CbQyNR6yX4z+w",
+	"KyeVof3JLzMWu/VZbqKAMpaFUFby0ul48Ntt9JuTDMGehEa4wbxwQpubi5izUnAfS402KJgmpFbIaN9H",
+	"yh1HrYQPXcUEQFxYNDWTHJoFcQxWzZvB/ejvxLRWWRQPSFa2rCVDE+VEhDMYqaDPyERx6meGQfF5JERp",
+	"2IJPRRvvB8XsIVnZ0rUKt9oLRyptMGRte2GXMTA2/WVB0V7H8Y8f4TLkSAH5ehUFHwmDuCxY0DFsI4b/",
+	"JoRRd4O8hsO/YRNMmczA49CymAWu9W1cO+jr3TVX0h9w+3TjRJgus9y3X329aZd7/wm5OKxO10V7gYQV",
+	"8qzu9IfPIsg+8Wb+Nc3FPf9z+k8jaSmxdIcbeGfm5itVqL1JdwleH3iVzIWt5Nhsu3p/olf2s5EuSi7X",
+	"9mt9/zf2hb7gbqV3lZ47ka42DIKT0ZXPzgZngxe/h1S0Ph7xIXAqL0Z7H+FY145J4CU+5fVUdN/g5Pka",
+	"rPi83Lb2bxdCofvsgBPjOz1gB5yIQ99ihR7Xc8fdI33f3ZvgOQJe+3tsxM0M7wNb8bHtXFeM+OuSjL4+",
+	"O0MlB7j9ab1A08BYlhLT3umedDtIllLjxCRegnnCqXQj9U4bO63E9b++YejpMWNeilNdW3c5ZwFAC1SU",
+	"QlBafjCOWH7HjRiC8gRWv1Jw495SYslLN4KVriFTCiIiQAqHN25u3gzYt2ffjFSutL2leNMQLwqmM15y",
+	"NYYkK1WY1mVvtb/aR8oNqz+IggUgI7OxvVLS/dgJpCjwJq6iPwt7ReGVv5NIDqtL8bw0TfSwfnv2zWeg",
+	"zA5Rvok/9gSwNkSm9JL1kJED/IHftX4nVRN373ZYxLBvFAtFUEoAxOQ+FsuZweIMar+0I0XiT2RKbXry",
+	"cMte4cOj0mu95AS8SGh1nBxFNBRbc7CNOglpyLw5K8cA56kY4nEEadmr8yjRgwHQnde5rkTm67MFWRrs",
+	"3z3K+YVA7WykhHqQlVZzBJIqmqCjIcspEUX+TbiP89rO3IDH3Ao0wJJ4r8Qyz5jSHhg681mj0lLVecfj",
+	"UcUasNcR9phbSFmWbtkNycmkBBmWvzj7nlIm3ZdDNa4cGQ1I7VazQjtFyqncssz7Qdv2ebow6p+EnenC",
+	"SZvgKyR7bT6TyuZkAY0KcYdC+Uo3bjWlybOmNPg5bCVE/5zJCWGtVdZkrVDyqKcBu0BTOPIrt2O4Pojb",
+	"wdm0FsY4BdAjeqHaE5MgZHUbYSHwGFhmBsYynwZOdICGf6eBYLFyx+VKPZXKUVhjw+9n3v2CJnoYoh+4",
+	"k5RGimwU7ax31wjGDNHSbo2CWWrG0eyslwrAxSLSB4NYQ2b9LWZjOrifyGIcV4X57LZimlqCOVORlPM2",
+	"iqQPwh+wNqto4AD8poPV0otXER9qWmVMDFxHGzyFcRu4Cp7evEE8aLoC5keZcQ2LdAQ2XIt6bqHhL93Z",
+	"noOlUd6LcgVaf2NqXPLVZ7KLf/Np7ehnh9nR97pvL+wlX/CxuzGPEDMALqTIrAIcUBGx0T4ji3DMDaLh",
+	"/D3QumWFB3+N71mw7xC+kMCU8rXD7VT7+Gx/IvlnyxmDZC40tIRczM/gYnnivsHCtXP/jdUL5LSweQP2",
+	"uhDzhbYQ7ZLcqaxTW/r9t+Q/0F68VaKVxpta6MPizl6/hEiqBbfjRMrBtbBmjblicY+ebQAe8ZelVAaD",
+	"GiLRpxHQEvVGMHrEt3AqnOX3QjWuJuDjI0USnQecAUkd3UneMMd6M1kUvikKsX5N8pGieiPNpYH2Yd/6",
+	"j+7ahaBmJ5hhhBL07oO89KQtVYWwnna1x9iQGEyG/XPG2USKship4BGTBr1jPhhnwCCAnzWG2CbyXOuU",
+	"qIJQ9p9FVMFP7SeqfO4zSyvotDNpvkj/9hMP/JVQTkpp7PKtkNz9bsXnGBQLmuijeENSff3XBr0VQ48I",
+	"t5X16Ljl90Is4K11lQgkS9C8gvqGQ8yzRnWk4JNvz87Y3DgdJ4D6+BSfXqOrzPmKzaUB/z36WvB3MI04",
+	"rcCpGWsItF+dMYMfwdNN8LMg9cJMhs27YJrJ4+BidBGRjImTaYAXqKuqVoZKrFTCzOiyTCke8H5zmte2",
+	"aU1Sx87J9NPGaMYh/zXeGmP5in7JKMNNVkxXhaiysC1Qhd9xYBoyJbmGCeMquIXERexxxIxezjQJA2iB",
+	"A73ZrzdycwQID6AWcJ34AbE7MZPgHaQI2jFX7E6wAKJLnPrlqzevbl6t+fJges9/8zgsH/N+VxRyIMS0",
+	"W4Uq428kLH1Kl4eHoDZuBAke96uHWmu2oOfNA+gXLUrR/ywiy6GaxVPFzTT6OB44JLBNf3brcO7NFgko",
+	"YGu+yqV/6VMSA35jW6iJH+t/BCH1piUv+pFnTJdF5OWCkz3TSzz4wFbijfNWoieItMlr68oxOB/UFQWU",
+	"gnBJP0u1qO05WpKgihTrGVtAA1WMlLGFqCpm9RRk0X6TVmeYR+DIadoD7CBvIDla3vmQV0JBEpjtAqHE",
+	"1B5B4/Im6ripiDFSkMd3Lxa2sd0mKRwT7ngTFAQQFHNtxUhRPFdzWZGD0nuRfOwnXBXBwmfBPVIvGCJm",
+	"jBQtFNyBS14VFHK9Dp/REATdqSUk/clJY0b2oSEYe079YkKlKELcvYC0gtBZ76vv2E/yTyN1t2JEvn2f",
+	"e9DI7V9/C29ByGpZUiwcoYUMEVGPjxR44Blv9iCkpuY+NhDNXx77kuA04SKkiot+XLSqWbO/fvsAQlQs",
+	"7AATEkPQcyGNo6AiHylvViVoEwzwnkzO2Yuz71newLVUWtughEQ4FCkcAHenUGXGgt2t3CZhqr7br7VM",
+	"+GYa0mBOIsRGA4u7pWCLlDhzVStiaZ9IM6Her2q1n1ry9bG/nGLTBC517sNd2mqzL3qF+AtE1v8pLY+H",
+	"Rvx+Hs9go3HVCiB+iK+YGTsd9z00ROpEIQcMToqOSywhfaiJnD7/DTN+XqPx8vCLzgf5xPgZwxPf6cn6",
+	"2egI+fnq6z9AMFH4OxkAhPUU1+Nz3FmCoMOlu1aM1ZUowNbO8ne/rN9Ic0z/vlAMhxiXkCkkwuFwpXQN",
+	"Yc3ggDvzSEa3uGS32BIytjF9Gvqg/kIyCBSaYT1deacEJGdANmcfu6VUD98t9JXkZ9fBSnkJr2Kh5U/G",
+	"25pPILLO5za9xN/u1lBAKoWy0UGLjFCosRQ16fDyC009ONhl8vXnzbG0Ea5BXCdrIqdhhXsXl+9CuQgj",
+	"bPuQ9Mnp5hiUO3rl/roR4ExuC3NqjgS8+eltgf5LnSoSFRD78jWkppy3F01BUjZRpmfARFyUXDXx+wgF",
+	"KFOFNY/pEEjSA2B/HteIeNEg75arxunbnjxI206/v/TR2xnjVs/lGPJk3dy9kyAje0mGdnQKzTf1XAzY",
+	"lYC7yUR2SHQUY/wExiKMFBkdBuyiKNxPaOgikOsh46oVi+4rRqFBE4OAzyGIYh33EoE4eLtkCzVXfI6R",
+	"/26H7ameTJjVuoRSzWYwUr9SsIi3dbkFYJWwkN6DZr7g0ObjsQgfTRobaRU/rfPAfyXKivu0cjl+7oJm",
+	"n4wkpmdf8mXUsRgxss7hi/JSjEup0ovin50DGqbRKgR3ICJK7s9iyALwoWXubA4ecy9+/tCDy4AGHpfq",
+	"cGIq98kmPY5Z1mD87u97Te4AVrlyivaqsQqREShyFCA/76Hfcj0ZvBqpJo28n1GEaA7q++rWg6HkYHJQ",
+	"wQpVygf/pQF7iV8mACgDGf8rlstiuBtPNj/H2F1dIrKFYb28Emalxk0cXAawQuvj8VnNJZ9OAXbFUdJM",
+	"8MreCW5BuYpGo7QSxOTQKBcqSXtYBR9ayH0e5lSiZZhko1JPu2FZiM/9I+Cy/CMio3yNjLLbxeskHXSK",
+	"extaqSFGclK76z8qV2OsXrSgdf+Z8dwF1RKZZDOUkIBBAR/yBzCZ4nwccXKiq/tji5KADhDiRyeNRIQx",
+	"s1o1v3hbTUZBrk35GEi7c0LaYhWwjrQSz8DWDfH4BZNqXNbggMq5vakrlbMeucGpSPJIQZVkcH3GqdA+",
+	"hsV9cx1YEaP4A+QVhHdbAZuDJhVKmIsxh83Q3WaakBGm0oaw4PU0QEBUgCwYAIPFVHI0kwNANHSTj5co",
+	"WrredMXEfGFXI9VE4YFF3u1diFXv5fBfglUDyZT6xbULn+9TvLoJ3vAQwqEKlI0xQXkhneza1PPBogZe",
+	"LxqpVnBnogzCgL3hlpIhgdQpN9Z/DmKH3QbVY3SoQIIFRI2WwgzYDxR7iEg0WJt2PYgAlmzJzUhRvWwI",
+	"ZaYwZtZ7cfZ9Mr7Ydf1ppW73ha0S91efK0DHUcl/SqvP55du/1RxRbQczlQg3og/HBg1NOOq0JPJ0dm0",
+	"owwvyTXcKU78RjCpGa8I9D9CsVbacYBSoDPM88b+kKJYllGPIdTorpJiAjaGcVPEZ6QiHtNrtG2qDST/",
+	"5k65EYJBuhiy9cG86FOaWfCxNRrEWpo6mCKa4kHS8UrISP8//+t/N3nowSEcX17tui+t2hj9AbsiNoM5",
+	"a7TNVa3MSGlIWqHYmh54CXHkkNp+S6aNPMmcfsTt/rT8iT7ye0HlbGdZrTPyD8G5flc9ey3OHyEK4FBm",
+	"wZ3mhLFDg/yf050/cJvfnYj76oM7Lz/iu4dZpz+cqmKTsnbm4771oL4IWw2hB6VU4j9KzM5YqwdRGcqX",
+	"MjgXNwHDerUR1S0ZQX0RwfCn4563jnvSPytwGvU/qUHal2l43NWUcmT+6iNs8OIIwWczgYUfQJrFWONe",
+	"ztHrOWQ+dhxau9tpszV5yTCwtALAkdAcYg/JQDKVD4gsEflEvQPNYIgmhuJA9A70hRJ58wGIBWquuFjE",
+	"rgR9lPr06FDQD1xoohW8TxeOGSl/dt0qDNgFrkbz3k63Lfh8Ab26HdyO2ZU+P8D7yvPzJikIBAEP4Acz",
+	"gm/n3559TTSI5VS2O21/wvIRn+I+c13/00n7n9hJeznTa9lRz9DTuumYdb/2GZ/riKnEzih/fop978E0",
+	"ENMxw0hCr/vGkXz3Yp8wElIM2uf1AmJ734U5faIT23zgSizK1ec+tvHnIxl489R6sCMPQfAPcTifCt6I",
+	"4d/+enhmEohmex+eUGP1iMptVLtTGuYYABENuyv1+N5A4FMu53xKYAaF1Dla2u5EUQB8s9t4gJvGNsG1",
+	"jPkeurkc0YwY4yMww2UB0BCW3wvMyeiR0/gyKmkAaTZtrIfN6wENkLXpDyO8EtuaIISE4p+3NNHbWpl6",
+	"4QQHiGDt5TCJm9VC5ACSiAwPfkShJ8I8QOlowG6cpAOR1mExbkup7mlFDJtqtxAowHTm1GCx4U+rzuI3",
+	"DtJmvz7yx/dxeLOeF0d1RdYBsCMsBIeqPbwpZrwRTgBRBP/Uhh/neYlyxM5DjD0FSjaGGkqCWs942ZeT",
+	"YXzLkTnZpVbezx8wcMAih1lisfaB3OhOa2sgK2kYnWmngijrMegxAs2H9QOsrKRiRLzJnPAmGJxXQX7w",
+	"LvA+9DYOtiG1BFtdgNcxG+g6IK2dfvP12dnZect6cS8EpbpLeNmuEBzQWL4yjefs3LNGRwdUPaQTAoZC",
+	"ljz6C7hI+1ms1oCe50PsAxCm+9s03DgZeg+L9vly6q+x2maHEBNMsETXtLTQJoqC8OT0T/P/41KEUYVv",
+	"6yDknqM6FniWMsCuAudVcMKBQQFzsTZcaeit5NKGggro5uLFan/mtKTC4kdkTj+AC9DXWPMlGw1hTa3A",
+	"NdDjzPCJsKu4qCqIIAW7W2HGLw7umTvafQqiqeIgQYHn3II3NbcafL3Iv0qOecNNii2ZNBuvQsbmvLoX",
+	"EEIFTsI8BtfxHgAzUuR0xw3xBd5Dvpe/j7mFeSltN1wAVHEWc432dQGAxWqk8qJaXdUKMRAC56YyLcMY",
+	"DguZGoD+AIoXgVbltRHVpU8+amQ83BJfOFfX1sjC9bWKfDzAlXF4hAymH0S1rKQVA/aLKnSM5Pt//tf/",
+	"JnJ6XqtCpzOP4HlnInUqORjn/4jM4OOLkzj6g8TJs6N/fGtGcnNqws72dJVhkntRrRwNZrSV+EL/n1al",
+	"R1jj+b3YwLRyxwmT6XXgTnpCDkBwqUBW32GcGY7SkdlzK9Aa/KOB0W6wZNYjMYBD0EVcxxFnDDXcDc7Y",
+	"jdVDBLh/K0xUrCu6qmrlOK6J2KbThZELN0yzxRSVdiproaGMej/IipXAeHAl8LaManqjOO9rgSexWVSh",
+	"8TSdfAnnFVcNT+vgn4cLtmcj+CAQKWSMuSXbOwa4KWG/I1OGZOXfWyjH8f4HSZMhWNZNydYJO1kLEgpi",
+	"jPUS65oBjyAN8pP6IUN29lYUiZvw1ifcff+RbTgSYbhtOIbBl5hY/JkTf9uwFRDJw8dYQi9k4O+X65sd",
+	"26ZsZqIkOCHC0/UjeGYwP6lH6AnPPNx8A70Q3MBZqN/zLLIiAPo1niBdIW5P7AM3CB0xUpvYEb4UUFNL",
+	"bB004jw9kGcmWlJBwBseXKITDwEuZ1TcAiAswTQrtHQHIGL3Kzs99X38Eb3s/iqPR+8hP/LmbQbFltmL",
+	"r7+PRgGYELcIC17kIwVYEV99F80DgCu9lSohFbxdCOVP6CcyR/vu3ac+dfhnmMoORvNPiIMvj9MFJFZg",
+	"K6C7vbv5f7ZgHGSPBTkIx+P5b02Vyd0wra1z8olvy10ETBCDBFD0GYSmz0wMr8j1EJX4RLroXb/+84+/",
+	"vHPqptt6X1xgWul6Qday69d//h+v37xB7Wuiq6mwEEdytFtxj5wnT1bbpbMW/T0HgKdHB0ocMqKuaIdf",
+	"K2nFZ7oOXsNs9zInJVKx3EhtiEtzjOI/jzvwiMLlaiGwGA0E5McHDrNxmrq5gGDS1EYFPCYn07l/9J/G",
+	"eJ8j7FB3ZUoE2/KBhAune7VGCYryV+wn+ad+xnhRVMIYxJFyoxspPZkYYdE0gnMAVkKVKoaMU4luKnIH",
+	"7rglX4FPASu1BPDfXKgid5wXvjnVFoMn8As5U5qVGkquzESJsZNknJZmpHqN3fqZaRpFuF2hYkI/bUfm",
+	"RXQ69zAj4yfSZuSz7ARLImF5ru9enESVu87SlbvWii3JspRGjDWUiNHolHFEQfBom3YrthK2SWr++iw7",
+	"OzvrBMh03XUOPa441qo5lhr5+89wYyOVdt3bnxVZ64tXaKNbnUiFvE3AVpBoMyAnqaaU45i7P3M2R1XS",
+	"6Ln48m/0Shj5N/G7XulXMITPdKdfu9l+Zg/RF6byfdFn71rYDala/k088fpedkNN/LKYVhwCijXjkTSB",
+	"5c7C1kApUrR0VQ+h6BgH0cRdvnwuWP7bCBj76GQ4OnH3tx6dZCO64UYnw58/esgJyO1fSDEGr42HADWM",
+	"j9SdVLxaUeI/hipi5u4fgPVg/p7TKyJGxHp3cnoqVCG56mOYjQ8PwbBB15AKhsZjFB+khSG6f1zqQuAg",
+	"YyRMEEPcY4IVJTEEpx+PFRbQ9UyApx8s/T5SrW8iw4GvjnVpRifDy2x0Uuml++fVx3zArkIFe3RieyGk",
+	"ByMi710QqhqcUyEfRNF3wwBEc3LJD9gFu3PdiyrU18f6qm73sI45JRgSKslz/NWw34i0XhcZi6gp74+U",
+	"VMYKHkZyUduZruTfMAVoJnghqpR4dGEtH89+XwHpkVgYXyGfWYPuXEo7xuLLKJs352dRaavH+p9Mbd0s",
+	"orFsWFipLCFZfElyQ4jL2eapu2ne+pQXafOVrqs0vPEfwU93rfjCzABzE/3umcdLM1kEZJY1WHYJBPdP",
+	"66VbqxXQtkCup3GWK8bjIgqbZQl6gKoY6j+ACopKL/e+jwwL4OVXlMB9jcs1wH7f0UhM3h+w13ajwASF",
+	"iObG6sUV4HINm8/nrIcYO1jmeq2VB/KKG/SpOjsm8rXqQ9wLsYiLQriLponQamI3IU1BQY4CKtYGYagh",
+	"rExpe4u9Yvoepf6FXIGCvTh7Eb07gXi41NXyK435pq4+afwq9N9x+pp9jqLf/6EyafwqN3ROO9UUzYxK",
+	"4FKSxaGVvX7PLfxsG3eEgl4YWuSBPyky/ojsMJ3b53nh1tS+3fkn7gMJhhvA6Z9PZCk6tRYAO1YCSx6U",
+	"0thffbsfZCmwboHASvs+M8WbtL5CvP9eHqHzBwBRKCVIdYKGTaV+yKGuoL4X8VcSyvuO60EjkqhjJHyo",
+	"4Y66S3Z2dkb6i/z/2bu+3rZtIP5ViL7UBlQ3yZJmTZ6ypusKFFuBpk/TUNE2bRORSVeknAQD9tkH3h3/",
+	"yJacZK3dBMtboEgWxSPvH+9+PxcRYORQnPoQgtZ1FoMHr0WVtgzgptnni19f/JwxJ2TDpMrVkBvx6pD1",
+	"CqFGekzVuWCFKjGtS16xFPGEQwXbXq4SAgCnUvkXd1fRmc5szOy9YfDC0x/dIgpLaqdJ0F9g3q2mSfA4",
+	"U26q44rozHGW2JOajq17PPs7Tm02hdPVEuoW7hNZ6S5I1/jYBzKoLaDOFvSDB5YLh+RhF6YaO1z8bh5s",
+	"U6F254EA7g9OZJrDDCUziP2GZTqrpUIBEjBX6Wk/lsrEiqHNBUMngU0/tFxFTrWMYVMTbmNTI7cdMkaH",
+	"LhVA6/ffG+i5yenkBg5+VguhYs0fVin1RGkEUe+HnrFa8SWXJRb7DpjTZV6tltgoY/VqF2wEn3KKZuQN",
+	"FpyKAxw0Hxpd1lYwZ18zxlkxGBQsyJaKjqJBob7ZqL3dc1+IjADg94iRBW1HiUdjtWWH8DErz1FjReGz",
+	"euv8FNIaUU6apC+58u+gcleI5eMzRof7+zji141XNxlntKJm3HADq3RtRUZE3UiIIsaDXJ3TK6QA6h3h",
+	"2aAgnTi8gf6R02jj4diKCWXdAyvGHg7z8MwLiMnnuhL9AfuEH4ZydS4FeBcQ/syNKJfCtFnID2u+x7ea",
+	"yJ2YCzfsDjQitxyCQAFTEibxyX5s3344qTS20483GlNpX44lovm12o0L0rmQBK2EQIKB+YJX6J1zZnyW",
+	"B/59RWUhmPTLlRXzha7QB16EL5ZqLK6xi4zIguFKxioxMYz6aM0M9ikADtyEJj63pwfs/VQh+GnwgD2W",
+	"6oAVgLYP9GGGKHukzVVPjjM2BEzEjFk+zVjx29uz839+L04DNilcwVMMRDmlb1ZYHxqAUn15KP626TeS",
+	"G9B/4nTjYVM3iqUERKMk0QHKGTiWISqAejo6HsyIQJPbXB0CO1mvgDsvgqpzPj2RAEAKpWC92LLfZ0kS",
+	"P0xJNKKJQIHPCyVK7YURcjbtkgxka6teRK6CueWxzcaXd2RYA5tMH62CpFhZX6lc9YwznrgJ8Jm4VWK8",
+	"BHi2yY9Zrfun5FVgRyLCnlNNBzgkTqxsrpehPccnswLjX66S5iOUXmqL4z+bearm9MMJFPWDOlmUAXH2",
+	"uYmCQRnYK42Ztufpq3EtB3GQCE+wgsW31oVaGIL9muSKBuDdFLoeBpP5+cvwl+h2/4NYQR1GLhMZehAo",
+	"1iusfhPGWfiqUJxy4NZNVgE4hlZrpktwieiD4KMbH0vO29HefmOvpGghbWb5nbDvpD13iusWVlxPkilt",
+	"Og5Y5iFSdKujfwouK65/QlloCxdpIz3rADo6OHq1jm2Urac3kmEAHvLabkt3r9dhXWOymFC7d3oma4e6",
+	"g7bB0doQG4u5faCruqVzwPriew35D6Q7lobCsCpFhe103+NNnXkByoq1Svlw7/VdxPweAMEJHSco+Q0v",
+	"HM0eDhOx31+dLuRk8uQz7uZstWGuSQEFpZCxWtmKjy6DN4Q49M3+tm37kKWebjo/fSftBz29W0EAtNS0",
+	"74OjtOxwv1l1uOvUHH3SBl5maY2LdK8edjfdI1j/NIc0p5jKibQUznrvcqmv9fU2pV9MsYQYQIiIXCLh",
+	"lSB/Ew5d4RFeYuzDANUNi4AoJnLBxJQoyCBhAjhnANJ1lkaRCYZG9IuBsWKFEBjPA+I9wJWZuNI+SWZn",
+	"la6nM+cVF4OptMVKygleZ9NEAuCqYIYlY9yNGk9NZtqIXLmPGMsqknASMzLYbXAlgAQDBvzTStDkB/eF",
+	"aBSKzMUYIbUEwYCurTjFPxFJC3jfphWfU6GY/5HAk1ijfiJcEiyGi8H3fNzv9jq3364dX7KNVu3/vTrB",
+	"HACmbSkAWkDGlzzYNLbsyp06K7srpeOk3Wlc3UJpZhgfQ37yrbLVTdfqdsJ4ci23vxfOYeaHCN3nJn1D",
+	"PtLp9wnU9/kDAmh/NKKc9Le1DzZDJ3zyN93JqbTcXEJNQyc88a3RHESafmiU/jCoi50JqQA2E06t9HzO",
+	"XxjhhkWtWeJ6UQIwPUVybUOEH2qMUFoxN/fA9hBuUdB38KrigCJn7E3pLkx0Ne88oL+rz31wq8vd8YIF",
+	"n4oLfSlUlwiO9g/uLQMi6ZK2RDieJs5aBEEC7wVKq8U4I1qtcDAFiYuvrDfiRryQyghlpJVLQm6EGmx3",
+	"V64Qj9JAdZ+YyOu+TyICbME1kb3yinxT7Vvd3C25mnFDvcLgWLTN0dfOpNLe3h3m5qwazeQywugbhAbu",
+	"2aoWSOaFUMEwaQDM7x/o4apkKftXZ/6LHno4iQraAF3oJmfMrT0nZD8vO7Et3+OoyA+4GUVm7oOk4nYj",
+	"IrxTeLdgz8Ad26zD4+ayE3PGvXzwoyYWJmc1Nk9K0mFmwIC1dnS9qQS3wn3Ctrq5uLnEl+yaCgk+qkVe",
+	"OJrxY9g6OFSn+rm5bBNr2B7gaG8s+/ci3uIO6axUhdE/kkrVjpn+r4BHkAlfE8jnxXj72+4jvHvXHZQb",
+	"1kENXz1O18PDajb65qI6BfT08IEMsJsslNaCP9y6f93zYlRX0t7AqhoKXonqrHa+0p9/uRWEXYy45uqq",
+	"fHbybGbt4uTly/2D48HeYG+wf3J8fHwMq41+/u/gh98YK9BVToIHk15AcoT0is/wNS4Gk5zeuFx9NIZM",
+	"6StDT228JtVQX7sQ6d8AAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

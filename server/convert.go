@@ -133,7 +133,7 @@ func sessionOf(s session.Session, ex session.Executor) Session {
 	if ex.SessionID != "" {
 		out.Executor = &Executor{Runtime: ExecutorRuntime(ex.Runtime), Status: ExecutorStatus(ex.Status), Host: ptrIf(ex.Host),
 			Pid: ptrIf(ex.PID), AgentExecutionId: ptrIf(ex.AgentExecutionID), ResumeToken: ptrIf(ex.ResumeToken),
-			ErrorMessage: ptrIf(ex.ErrorMessage), ExitCode: ex.ExitCode, ExitSignal: ptrIf(ex.ExitSignal),
+			ErrorMessage: ptrIf(ex.ErrorMessage), ErrorCode: ptrIf(ex.ShownErrorCode()), ExitCode: ex.ExitCode, ExitSignal: ptrIf(ex.ExitSignal),
 			LastSeenAt: ex.LastSeenAt}
 		if ex.WorktreeState != "" {
 			out.Executor.Worktree = &SessionWorktree{Repository: ex.WorktreeRepo, Path: ex.WorktreePath, Branch: ex.WorktreeBranch,

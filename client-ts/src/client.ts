@@ -9,6 +9,8 @@ import type {
   ExecutorHostList,
   ForkRequest,
   Health,
+  InboxList,
+  ListInboxData,
   ListSessionsData,
   OptionChangeResult,
   PermissionRequest,
@@ -345,6 +347,22 @@ export class TetherClient {
   listSessions(params?: ListSessionsData['query'], o?: CallOptions): Promise<SessionList> {
     return this.call(
       (signal) => sdk.listSessions({ client: this.gen, ...(params ? { query: params } : {}), signal }),
+      o,
+    );
+  }
+
+  /**
+   * GET /inbox: what waits for a person across all sessions (pending
+   * permissions, interrupted and failed turns, agents that need
+   * credentials), newest first, paginated. Answer a permission item with
+   * `session(item.session.id).answerPermission(item.permission.id, …)`.
+   * `cursor` is the global cursor the page is consistent with; the
+   * global stream's `permission.*`, `turn.*` and `session.*` events say
+   * when to read it again.
+   */
+  listInbox(params?: ListInboxData['query'], o?: CallOptions): Promise<InboxList> {
+    return this.call(
+      (signal) => sdk.listInbox({ client: this.gen, ...(params ? { query: params } : {}), signal }),
       o,
     );
   }

@@ -35,6 +35,7 @@
 // a large workspace, and a rewind of many changed files:
 //
 //	go run ./cmd/tether-bench -only rewind [-rewind-rounds 3] [-rewind-turns 1000] [-rewind-files 10000] [-rewind-changed 1000]
+//	go run ./cmd/tether-bench -only inbox [-inbox-rounds 3] [-inbox-sessions 10000] [-inbox-requests 200]
 package main
 
 import (
@@ -62,7 +63,7 @@ func main() {
 		catchN  = flag.Int("catchup", 100_000, "events a reconnecting subscriber is behind")
 		hubBuf  = flag.Int("hub-buffer", 0, "tetherd hub queue length per subscriber in the memory run (0: the daemon's default)")
 		heapOut = flag.String("memprofile", "", "memory run: the tetherd child writes heap profiles to FILE.1 (empty), FILE.2 (first wave), FILE.3 (churned)")
-		only    = flag.String("only", "isolation,memory,catchup", "comma-separated parts to run: isolation, memory, catchup, restart, hosts, cluster, sandbox, rewind (restart, hosts, cluster, sandbox and rewind only when named)")
+		only    = flag.String("only", "isolation,memory,catchup", "comma-separated parts to run: isolation, memory, catchup, restart, hosts, cluster, sandbox, rewind, inbox (restart, hosts, cluster, sandbox, rewind and inbox only when named)")
 		verbose = flag.Bool("v", false, "print progress to stderr")
 
 		rsSessions = flag.Int("restart-sessions", 1000, "restart: sessions in the crashed data dir")
@@ -80,6 +81,7 @@ func main() {
 	clusterCfg := clusterFlags()
 	sandboxCfg := sandboxFlags()
 	rewindCfg := rewindFlags()
+	inboxCfg := inboxFlags()
 	flag.Parse()
 	// The store logs slow statements with their full SQL; under load that
 	// floods the table output, and the figures say what it would.
@@ -191,6 +193,15 @@ func main() {
 		check(err)
 		if err == nil {
 			printRewind(r)
+		}
+	}
+	if want["inbox"] {
+		cfg := *inboxCfg
+		cfg.Logf = logf
+		r, err := inboxBench(ctx, cfg)
+		check(err)
+		if err == nil {
+			printInbox(r)
 		}
 	}
 	if failed {

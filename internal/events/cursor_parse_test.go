@@ -33,11 +33,13 @@ func TestParseCursorRejectsMalformed(t *testing.T) {
 }
 
 // TestGlobalTypes: the global stream carries exactly what lists of
-// sessions and tasks follow, as the contract's GET /events says.
+// sessions and tasks, the inbox and webhooks follow, as the contract's
+// GET /events says.
 func TestGlobalTypes(t *testing.T) {
-	want := []string{"session.archived", "session.auto_continued", "session.closed", "session.created",
+	want := []string{"permission.requested", "permission.resolved", "session.archived", "session.auto_continued", "session.closed", "session.created",
 		"session.executor_status", "session.forked", "session.recovery_changed", "session.resumed", "session.rewound", "session.state_changed",
-		"session.title_changed", "task.created", "task.state_changed", "task.updated"}
+		"session.title_changed", "task.created", "task.state_changed", "task.updated",
+		"turn.cancelled", "turn.completed", "turn.failed", "turn.interrupted", "turn.started"}
 	var got []string
 	for _, typ := range events.Types() {
 		if events.IsGlobal(typ) {

@@ -186,6 +186,10 @@ type PermissionRequestedData struct {
 // EventType is permission.requested.
 func (*PermissionRequestedData) EventType() string { return "permission.requested" }
 
+// OnGlobalStream: permission.requested also goes to GET /events, where the inbox and
+// webhooks follow what waits for a person and how turns end.
+func (*PermissionRequestedData) OnGlobalStream() {}
+
 // evolve folds PermissionRequestedData into s (State.Evolve).
 func (p *PermissionRequestedData) evolve(s *State, e Event) error {
 	if _, dup := s.perm[p.RequestID]; dup {
@@ -207,6 +211,10 @@ type PermissionResolvedData struct {
 
 // EventType is permission.resolved.
 func (*PermissionResolvedData) EventType() string { return "permission.resolved" }
+
+// OnGlobalStream: permission.resolved also goes to GET /events, where the inbox and
+// webhooks follow what waits for a person and how turns end.
+func (*PermissionResolvedData) OnGlobalStream() {}
 
 // evolve folds PermissionResolvedData into s (State.Evolve).
 func (p *PermissionResolvedData) evolve(s *State, e Event) error {

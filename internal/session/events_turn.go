@@ -63,6 +63,10 @@ type TurnStartedData struct {
 // EventType is turn.started.
 func (*TurnStartedData) EventType() string { return "turn.started" }
 
+// OnGlobalStream: turn.started also goes to GET /events, where the inbox and
+// webhooks follow what waits for a person and how turns end.
+func (*TurnStartedData) OnGlobalStream() {}
+
 // evolve folds TurnStartedData into s (State.Evolve).
 func (p *TurnStartedData) evolve(s *State, e Event) error {
 	t, err := s.knownTurn(p.PromptID)
@@ -90,6 +94,10 @@ type TurnCompletedData struct {
 // EventType is turn.completed.
 func (*TurnCompletedData) EventType() string { return "turn.completed" }
 
+// OnGlobalStream: turn.completed also goes to GET /events, where the inbox and
+// webhooks follow what waits for a person and how turns end.
+func (*TurnCompletedData) OnGlobalStream() {}
+
 // evolve folds TurnCompletedData into s (State.Evolve).
 func (p *TurnCompletedData) evolve(s *State, _ Event) error { return s.endTurn(p.PromptID, p) }
 
@@ -104,6 +112,10 @@ type TurnFailedData struct {
 
 // EventType is turn.failed.
 func (*TurnFailedData) EventType() string { return "turn.failed" }
+
+// OnGlobalStream: turn.failed also goes to GET /events, where the inbox and
+// webhooks follow what waits for a person and how turns end.
+func (*TurnFailedData) OnGlobalStream() {}
 
 // evolve folds TurnFailedData into s (State.Evolve).
 func (p *TurnFailedData) evolve(s *State, _ Event) error { return s.endTurn(p.PromptID, p) }
@@ -123,6 +135,10 @@ type TurnCancelledData struct {
 
 // EventType is turn.cancelled.
 func (*TurnCancelledData) EventType() string { return "turn.cancelled" }
+
+// OnGlobalStream: turn.cancelled also goes to GET /events, where the inbox and
+// webhooks follow what waits for a person and how turns end.
+func (*TurnCancelledData) OnGlobalStream() {}
 
 // evolve folds TurnCancelledData into s (State.Evolve).
 func (p *TurnCancelledData) evolve(s *State, _ Event) error { return s.endTurn(p.PromptID, p) }
@@ -149,6 +165,10 @@ type TurnInterruptedData struct {
 
 // EventType is turn.interrupted.
 func (*TurnInterruptedData) EventType() string { return "turn.interrupted" }
+
+// OnGlobalStream: turn.interrupted also goes to GET /events, where the inbox and
+// webhooks follow what waits for a person and how turns end.
+func (*TurnInterruptedData) OnGlobalStream() {}
 
 // evolve folds TurnInterruptedData into s (State.Evolve).
 func (p *TurnInterruptedData) evolve(s *State, _ Event) error { return s.endTurn(p.PromptID, p) }

@@ -118,17 +118,18 @@ func (s *Store) GetSession(ctx context.Context, id string) (session.Session, err
 	return out, nil
 }
 
-// pageToken is the decoded form of ListSessions' opaque cursor: the keyset
-// (created_at, id) of the last session of the previous page. Keyset rather
-// than offset paging stays correct while sessions are being created.
+// pageToken is the decoded form of a list's opaque page token: the keyset
+// (time, id) of the last item of the previous page (a session's
+// created_at, an inbox item's at). Keyset rather than offset paging stays
+// correct while items come and go.
 type pageToken struct {
-	CreatedAt string `json:"c"`
-	ID        string `json:"i"`
+	At string `json:"c"`
+	ID string `json:"i"`
 }
 
-func encodePageToken(r sessionRow) string {
-	ts, _ := r.CreatedAt.Value() // never fails
-	b, _ := json.Marshal(pageToken{CreatedAt: ts.(string), ID: r.ID})
+// String is the token as a client holds it.
+func (t pageToken) String() string {
+	b, _ := json.Marshal(t)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
@@ -138,7 +139,7 @@ func decodePageToken(s string) (pageToken, error) {
 	if err == nil {
 		err = json.Unmarshal(b, &t)
 	}
-	if err != nil || t.CreatedAt == "" || t.ID == "" {
+	if err != nil || t.At == "" || t.ID == "" {
 		return pageToken{}, errcode.New(errcode.InvalidRequest, "invalid page token")
 	}
 	return t, nil
@@ -174,7 +175,7 @@ func (s *Store) ListSessions(ctx context.Context, f SessionFilter) ([]session.Se
 		if err != nil {
 			return nil, "", err
 		}
-		q = q.Where("(created_at, id) < (?, ?)", tok.CreatedAt, tok.ID)
+		q = q.Where("(created_at, id) < (?, ?)", tok.At, tok.ID)
 	}
 	var rows []sessionRow
 	// One extra row tells whether another page exists without a COUNT.
@@ -184,7 +185,8 @@ func (s *Store) ListSessions(ctx context.Context, f SessionFilter) ([]session.Se
 	next := ""
 	if len(rows) > limit {
 		rows = rows[:limit]
-		next = encodePageToken(rows[limit-1])
+		ts, _ := rows[limit-1].CreatedAt.Value() // never fails
+		next = pageToken{At: ts.(string), ID: rows[limit-1].ID}.String()
 	}
 	out, err := toSessions(rows)
 	if err != nil {

@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, Options as Options2, TDataShape } from './client/index.js';
-import type { AnswerPermissionData, AnswerPermissionErrors, AnswerPermissionResponses, AttachTerminalData, AttachTerminalErrors, AttachTerminalResponses, CancelSessionData, CancelSessionErrors, CancelSessionResponses, CloseSessionData, CloseSessionErrors, CloseSessionResponses, CloseTerminalData, CloseTerminalErrors, CloseTerminalResponses, ContinueSessionData, ContinueSessionErrors, ContinueSessionResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, CreateStreamTicketData, CreateStreamTicketErrors, CreateStreamTicketResponses, CreateTaskData, CreateTaskErrors, CreateTaskResponses, ExportHistoryData, ExportHistoryErrors, ExportHistoryResponses, ForkSessionData, ForkSessionErrors, ForkSessionResponses, GetGitDiffData, GetGitDiffErrors, GetGitDiffResponses, GetGitLogData, GetGitLogErrors, GetGitLogResponses, GetGitStatusData, GetGitStatusErrors, GetGitStatusResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetReadyData, GetReadyErrors, GetReadyResponses, GetSessionContextData, GetSessionContextErrors, GetSessionContextResponses, GetSessionData, GetSessionErrors, GetSessionResponses, GetSessionStatusData, GetSessionStatusErrors, GetSessionStatusResponses, GetTaskData, GetTaskErrors, GetTaskResponses, GetTranscriptData, GetTranscriptErrors, GetTranscriptResponses, GetTurnData, GetTurnErrors, GetTurnResponses, HandoffSessionData, HandoffSessionErrors, HandoffSessionResponses, ListAgentsData, ListAgentsErrors, ListAgentsResponses, ListCommandsData, ListCommandsErrors, ListCommandsResponses, ListExecutorsData, ListExecutorsErrors, ListExecutorsResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListTasksData, ListTasksErrors, ListTasksResponses, ListTerminalsData, ListTerminalsErrors, ListTerminalsResponses, ListWorkspaceFilesData, ListWorkspaceFilesErrors, ListWorkspaceFilesResponses, OpenTerminalData, OpenTerminalErrors, OpenTerminalResponses, PromptSessionData, PromptSessionErrors, PromptSessionResponses, ReadTerminalData, ReadTerminalErrors, ReadTerminalResponses, ReadWorkspaceFileData, ReadWorkspaceFileErrors, ReadWorkspaceFileResponses, ResizeTerminalData, ResizeTerminalErrors, ResizeTerminalResponses, ResumeSessionData, ResumeSessionErrors, ResumeSessionResponses, RewindSessionData, RewindSessionErrors, RewindSessionResponses, RunCommandData, RunCommandErrors, RunCommandResponses, SetSessionConfigOptionData, SetSessionConfigOptionErrors, SetSessionConfigOptionResponses, SetSessionModeData, SetSessionModeErrors, SetSessionModeResponses, StatWorkspacePathData, StatWorkspacePathErrors, StatWorkspacePathResponses, StreamGlobalEventsData, StreamGlobalEventsErrors, StreamGlobalEventsResponse, StreamGlobalEventsResponses, StreamSessionEventsData, StreamSessionEventsErrors, StreamSessionEventsResponse, StreamSessionEventsResponses, UndoRewindData, UndoRewindErrors, UndoRewindResponses, UpdateSessionData, UpdateSessionErrors, UpdateSessionResponses, UpdateTaskData, UpdateTaskErrors, UpdateTaskResponses, WithdrawTurnData, WithdrawTurnErrors, WithdrawTurnResponses, WriteTerminalData, WriteTerminalErrors, WriteTerminalResponses } from './types.gen.js';
+import type { AnswerPermissionData, AnswerPermissionErrors, AnswerPermissionResponses, AttachTerminalData, AttachTerminalErrors, AttachTerminalResponses, CancelSessionData, CancelSessionErrors, CancelSessionResponses, CloseSessionData, CloseSessionErrors, CloseSessionResponses, CloseTerminalData, CloseTerminalErrors, CloseTerminalResponses, ContinueSessionData, ContinueSessionErrors, ContinueSessionResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, CreateStreamTicketData, CreateStreamTicketErrors, CreateStreamTicketResponses, CreateTaskData, CreateTaskErrors, CreateTaskResponses, ExportHistoryData, ExportHistoryErrors, ExportHistoryResponses, ForkSessionData, ForkSessionErrors, ForkSessionResponses, GetGitDiffData, GetGitDiffErrors, GetGitDiffResponses, GetGitLogData, GetGitLogErrors, GetGitLogResponses, GetGitStatusData, GetGitStatusErrors, GetGitStatusResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetReadyData, GetReadyErrors, GetReadyResponses, GetSessionContextData, GetSessionContextErrors, GetSessionContextResponses, GetSessionData, GetSessionErrors, GetSessionResponses, GetSessionStatusData, GetSessionStatusErrors, GetSessionStatusResponses, GetTaskData, GetTaskErrors, GetTaskResponses, GetTranscriptData, GetTranscriptErrors, GetTranscriptResponses, GetTurnData, GetTurnErrors, GetTurnResponses, HandoffSessionData, HandoffSessionErrors, HandoffSessionResponses, ListAgentsData, ListAgentsErrors, ListAgentsResponses, ListCommandsData, ListCommandsErrors, ListCommandsResponses, ListExecutorsData, ListExecutorsErrors, ListExecutorsResponses, ListInboxData, ListInboxErrors, ListInboxResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListTasksData, ListTasksErrors, ListTasksResponses, ListTerminalsData, ListTerminalsErrors, ListTerminalsResponses, ListWorkspaceFilesData, ListWorkspaceFilesErrors, ListWorkspaceFilesResponses, OpenTerminalData, OpenTerminalErrors, OpenTerminalResponses, PromptSessionData, PromptSessionErrors, PromptSessionResponses, ReadTerminalData, ReadTerminalErrors, ReadTerminalResponses, ReadWorkspaceFileData, ReadWorkspaceFileErrors, ReadWorkspaceFileResponses, ResizeTerminalData, ResizeTerminalErrors, ResizeTerminalResponses, ResumeSessionData, ResumeSessionErrors, ResumeSessionResponses, RewindSessionData, RewindSessionErrors, RewindSessionResponses, RunCommandData, RunCommandErrors, RunCommandResponses, SetSessionConfigOptionData, SetSessionConfigOptionErrors, SetSessionConfigOptionResponses, SetSessionModeData, SetSessionModeErrors, SetSessionModeResponses, StatWorkspacePathData, StatWorkspacePathErrors, StatWorkspacePathResponses, StreamGlobalEventsData, StreamGlobalEventsErrors, StreamGlobalEventsResponse, StreamGlobalEventsResponses, StreamSessionEventsData, StreamSessionEventsErrors, StreamSessionEventsResponse, StreamSessionEventsResponses, UndoRewindData, UndoRewindErrors, UndoRewindResponses, UpdateSessionData, UpdateSessionErrors, UpdateSessionResponses, UpdateTaskData, UpdateTaskErrors, UpdateTaskResponses, WithdrawTurnData, WithdrawTurnErrors, WithdrawTurnResponses, WriteTerminalData, WriteTerminalErrors, WriteTerminalResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -157,6 +157,32 @@ export const listSessions = <ThrowOnError extends boolean = false>(options?: Opt
 });
 
 /**
+ * What waits for a person across all sessions, newest first, paginated.
+ *
+ * Everything that waits for a person, in every session that is
+ * neither closed nor archived: a pending permission request
+ * (`permission`: answer it with `POST /session/{id}/permission/{requestId}`;
+ * the first answer wins, and it holds across restarts), a session's
+ * latest turn when it was interrupted (`interrupted_turn`: continue
+ * it with `POST /session/{id}/continue`) or failed (`failed_turn`),
+ * and a session whose agent needs credentials (`needs_credentials`,
+ * docs/agents.md). An item leaves the inbox when what it waits for
+ * is done: the request answered or expired, another turn of the
+ * session begun, the agent started, the session closed or archived.
+ * `cursor` is the global stream's position this page is consistent
+ * with: follow `GET /events` from it, and `permission.requested`,
+ * `permission.resolved`, `turn.started`, `turn.failed`,
+ * `turn.interrupted`, `session.executor_status`, `session.closed`
+ * and `session.archived` say when to read the inbox again.
+ *
+ */
+export const listInbox = <ThrowOnError extends boolean = false>(options?: Options<ListInboxData, ThrowOnError>) => (options?.client ?? client).get<ListInboxResponses, ListInboxErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/inbox',
+    ...options
+});
+
+/**
  * Close the session; stops its agent. Idempotent.
  */
 export const closeSession = <ThrowOnError extends boolean = false>(options: Options<CloseSessionData, ThrowOnError>) => (options.client ?? client).delete<CloseSessionResponses, CloseSessionErrors, ThrowOnError>({
@@ -271,7 +297,14 @@ export const streamSessionEvents = <ThrowOnError extends boolean = false>(option
 });
 
 /**
- * Server-Sent Events of session and task state changes across the daemon.
+ * Server-Sent Events of session, task, turn and permission changes across the daemon.
+ *
+ * The global stream carries the session.* and task.* events that
+ * lists follow, and `permission.requested`, `permission.resolved`,
+ * `turn.started` and a turn's end (`turn.completed`, `turn.failed`,
+ * `turn.cancelled`, `turn.interrupted`) that the inbox follows
+ * (docs/events.md lists each type's streams).
+ *
  */
 export const streamGlobalEvents = <ThrowOnError extends boolean = false>(options?: Options<StreamGlobalEventsData, ThrowOnError, StreamGlobalEventsResponse>) => (options?.client ?? client).sse.get<StreamGlobalEventsResponses, StreamGlobalEventsErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

@@ -681,6 +681,10 @@ export type Executor = {
     resumeToken?: string;
     errorMessage?: string;
     /**
+     * With status error, the stable code of what went wrong (e.g. agent_auth_required: the agent needs credentials).
+     */
+    errorCode?: string;
+    /**
      * The agent's exit code; absent for an agent lost with its executor host (errorMessage says how), whose exit nobody saw.
      */
     exitCode?: number;
@@ -2079,6 +2083,30 @@ export type SessionUpdate = {
     archived?: boolean;
 };
 
+export type InboxList = {
+    items: Array<InboxItem>;
+    nextPageToken?: string;
+    /**
+     * The global stream's cursor (`<epoch>:<id>`, as on `GET /events`) this page is consistent with (read in one read transaction with the log head, like `SessionList.cursor`).
+     */
+    cursor: string;
+};
+
+export type InboxItem = {
+    /**
+     * Stable while the item waits (its kind, session and request or turn).
+     */
+    id: string;
+    kind: 'permission' | 'interrupted_turn' | 'failed_turn' | 'needs_credentials';
+    /**
+     * When it began to wait (the request made, the turn ended, the agent refused).
+     */
+    at: string;
+    session: Session;
+    permission?: PermissionRequest;
+    turn?: Turn;
+};
+
 export type SessionList = {
     sessions: Array<Session>;
     nextPageToken?: string;
@@ -2679,6 +2707,42 @@ export type ListSessionsResponses = {
 };
 
 export type ListSessionsResponse = ListSessionsResponses[keyof ListSessionsResponses];
+
+export type ListInboxData = {
+    body?: never;
+    path?: never;
+    query?: {
+        limit?: number;
+        pageToken?: string;
+    };
+    url: '/inbox';
+};
+
+export type ListInboxErrors = {
+    /**
+     * RFC 9457 problem details.
+     */
+    400: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    401: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    default: Problem;
+};
+
+export type ListInboxError = ListInboxErrors[keyof ListInboxErrors];
+
+export type ListInboxResponses = {
+    /**
+     * A page of the inbox.
+     */
+    200: InboxList;
+};
+
+export type ListInboxResponse = ListInboxResponses[keyof ListInboxResponses];
 
 export type CloseSessionData = {
     body?: never;

@@ -1,0 +1,17 @@
+-- The inbox (issue 33): what waits for a person across all sessions is
+-- read from the projections (pending permissions, a session's latest
+-- turn that is not queued when it failed or was interrupted, an agent
+-- that needs credentials); these indexes keep GET /inbox to the waiting
+-- rows however many sessions there are.
+
+-- +goose Up
+CREATE INDEX permission_requests_pending_idx ON permission_requests (created_at) WHERE state = 'pending';
+CREATE INDEX turns_waiting_idx ON turns (ended_at) WHERE state IN ('failed', 'interrupted') AND rewound = 0;
+CREATE INDEX turns_session_seq_ended_idx ON turns (session_id, seq) WHERE state <> 'queued';
+CREATE INDEX executors_running_auth_idx ON executors_running (updated_at) WHERE error_code = 'agent_auth_required';
+
+-- +goose Down
+DROP INDEX executors_running_auth_idx;
+DROP INDEX turns_session_seq_ended_idx;
+DROP INDEX turns_waiting_idx;
+DROP INDEX permission_requests_pending_idx;
