@@ -1760,6 +1760,51 @@ func (e TurnWorkspaceChangesEventType) Valid() bool {
 	}
 }
 
+// Defines values for WebhookState.
+const (
+	WebhookStateActive   WebhookState = "active"
+	WebhookStateDisabled WebhookState = "disabled"
+)
+
+// Valid indicates whether the value is a known member of the WebhookState enum.
+func (e WebhookState) Valid() bool {
+	switch e {
+	case WebhookStateActive:
+		return true
+	case WebhookStateDisabled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookEventType.
+const (
+	WebhookEventTypePermissionRequested     WebhookEventType = "permission.requested"
+	WebhookEventTypePermissionResolved      WebhookEventType = "permission.resolved"
+	WebhookEventTypeSessionNeedsCredentials WebhookEventType = "session.needs_credentials"
+	WebhookEventTypeTurnEnded               WebhookEventType = "turn.ended"
+	WebhookEventTypeTurnInterrupted         WebhookEventType = "turn.interrupted"
+)
+
+// Valid indicates whether the value is a known member of the WebhookEventType enum.
+func (e WebhookEventType) Valid() bool {
+	switch e {
+	case WebhookEventTypePermissionRequested:
+		return true
+	case WebhookEventTypePermissionResolved:
+		return true
+	case WebhookEventTypeSessionNeedsCredentials:
+		return true
+	case WebhookEventTypeTurnEnded:
+		return true
+	case WebhookEventTypeTurnInterrupted:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for WorkspaceAvailabilityStatus.
 const (
 	WorkspaceAvailabilityStatusReady       WorkspaceAvailabilityStatus = "ready"
@@ -4152,6 +4197,93 @@ type TurnWorkspaceChangesEvent struct {
 // TurnWorkspaceChangesEventType defines model for TurnWorkspaceChangesEvent.Type.
 type TurnWorkspaceChangesEventType string
 
+// Webhook defines model for Webhook.
+type Webhook struct {
+	CreatedAt   time.Time `json:"createdAt"`
+	Description *string   `json:"description,omitempty"`
+
+	// DisabledReason Why it is disabled (the failures that disabled it, or "by request").
+	DisabledReason *string            `json:"disabledReason,omitempty"`
+	Events         []WebhookEventType `json:"events"`
+
+	// Failures Failed attempts in a row of the event it is delivering (0 when the last attempt succeeded).
+	Failures        *int       `json:"failures,omitempty"`
+	Id              string     `json:"id"`
+	LastDeliveredAt *time.Time `json:"lastDeliveredAt,omitempty"`
+	LastError       *string    `json:"lastError,omitempty"`
+
+	// NextAttemptAt When a failing event is tried again.
+	NextAttemptAt *time.Time `json:"nextAttemptAt,omitempty"`
+
+	// Secret Only in the answer to POST /webhooks.
+	Secret    *string      `json:"secret,omitempty"`
+	State     WebhookState `json:"state"`
+	UpdatedAt time.Time    `json:"updatedAt"`
+	Url       string       `json:"url"`
+}
+
+// WebhookState defines model for Webhook.State.
+type WebhookState string
+
+// WebhookCreate defines model for WebhookCreate.
+type WebhookCreate struct {
+	Description *string            `json:"description,omitempty"`
+	Events      []WebhookEventType `json:"events"`
+
+	// Secret `whsec_` and the base64 of 24 to 64 random bytes; made when absent.
+	Secret *string `json:"secret,omitempty"`
+
+	// Url http or https
+	Url string `json:"url"`
+}
+
+// WebhookDelivery defines model for WebhookDelivery.
+type WebhookDelivery struct {
+	At time.Time `json:"at"`
+
+	// Attempt 1 for the first attempt of the event.
+	Attempt    int     `json:"attempt"`
+	DurationMs int64   `json:"durationMs"`
+	Error      *string `json:"error,omitempty"`
+
+	// EventId The global log's cursor of the event (absent for webhook.test).
+	EventId   *string `json:"eventId,omitempty"`
+	EventType string  `json:"eventType"`
+	Id        int64   `json:"id"`
+
+	// MessageId The webhook-id header: the same on every attempt of one event.
+	MessageId  string `json:"messageId"`
+	Ok         bool   `json:"ok"`
+	StatusCode *int   `json:"statusCode,omitempty"`
+	WebhookId  string `json:"webhookId"`
+}
+
+// WebhookDeliveryList defines model for WebhookDeliveryList.
+type WebhookDeliveryList struct {
+	Deliveries []WebhookDelivery `json:"deliveries"`
+}
+
+// WebhookEventType `permission.requested`, `permission.resolved`; `turn.ended` (a turn
+// completed, failed or was cancelled: `data.outcome`);
+// `turn.interrupted`; `session.needs_credentials` (its agent refused
+// to start without them); `webhook.test` (only from
+// `POST /webhooks/{id}/test`).
+type WebhookEventType string
+
+// WebhookList defines model for WebhookList.
+type WebhookList struct {
+	Webhooks []Webhook `json:"webhooks"`
+}
+
+// WebhookUpdate defines model for WebhookUpdate.
+type WebhookUpdate struct {
+	// Active true enables a disabled webhook again, from where it stopped; false disables it.
+	Active      *bool               `json:"active,omitempty"`
+	Description *string             `json:"description,omitempty"`
+	Events      *[]WebhookEventType `json:"events,omitempty"`
+	Url         *string             `json:"url,omitempty"`
+}
+
 // WorkspaceAvailability Whether the session's executor serves its workspace (files, git,
 // terminals, commands) now, with or without the agent: `ready` (the
 // daemon itself for a standalone session; a connected host
@@ -4397,6 +4529,11 @@ type ListSessionsParams struct {
 	Archived *bool `form:"archived,omitempty" json:"archived,omitempty"`
 }
 
+// ListWebhookDeliveriesParams defines parameters for ListWebhookDeliveries.
+type ListWebhookDeliveriesParams struct {
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
 // CreateStreamTicketJSONRequestBody defines body for CreateStreamTicket for application/json ContentType.
 type CreateStreamTicketJSONRequestBody = StreamTicketRequest
 
@@ -4447,6 +4584,12 @@ type CreateTaskJSONRequestBody = TaskCreate
 
 // UpdateTaskJSONRequestBody defines body for UpdateTask for application/json ContentType.
 type UpdateTaskJSONRequestBody = TaskPatch
+
+// CreateWebhookJSONRequestBody defines body for CreateWebhook for application/json ContentType.
+type CreateWebhookJSONRequestBody = WebhookCreate
+
+// UpdateWebhookJSONRequestBody defines body for UpdateWebhook for application/json ContentType.
+type UpdateWebhookJSONRequestBody = WebhookUpdate
 
 // Getter for additional properties for AvailableCommand. Returns the specified
 // element and whether it was found
@@ -6635,6 +6778,27 @@ type ServerInterface interface {
 	// UpdateTask Rename a task or set its state.
 	// (PATCH /tasks/{id})
 	UpdateTask(ctx echo.Context, id ID) error
+	// ListWebhooks The webhooks, oldest first.
+	// (GET /webhooks)
+	ListWebhooks(ctx echo.Context) error
+	// CreateWebhook Have events POSTed to a URL, signed as Standard Webhooks says.
+	// (POST /webhooks)
+	CreateWebhook(ctx echo.Context) error
+	// DeleteWebhook Stop and remove a webhook and its delivery log.
+	// (DELETE /webhooks/{id})
+	DeleteWebhook(ctx echo.Context, id ID) error
+	// GetWebhook One webhook.
+	// (GET /webhooks/{id})
+	GetWebhook(ctx echo.Context, id ID) error
+	// UpdateWebhook Change a webhook's URL or events, or enable it again.
+	// (PATCH /webhooks/{id})
+	UpdateWebhook(ctx echo.Context, id ID) error
+	// ListWebhookDeliveries The webhook's latest delivery attempts, newest first (the last 200 are kept).
+	// (GET /webhooks/{id}/deliveries)
+	ListWebhookDeliveries(ctx echo.Context, id ID, params ListWebhookDeliveriesParams) error
+	// TestWebhook POST a webhook.test event to the webhook's URL now, once, and say how it went.
+	// (POST /webhooks/{id}/test)
+	TestWebhook(ctx echo.Context, id ID) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -7737,6 +7901,113 @@ func (w *ServerInterfaceWrapper) UpdateTask(ctx echo.Context) error {
 	return err
 }
 
+// ListWebhooks converts echo context to params.
+func (w *ServerInterfaceWrapper) ListWebhooks(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListWebhooks(ctx)
+	return err
+}
+
+// CreateWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateWebhook(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateWebhook(ctx)
+	return err
+}
+
+// DeleteWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteWebhook(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteWebhook(ctx, id)
+	return err
+}
+
+// GetWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) GetWebhook(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetWebhook(ctx, id)
+	return err
+}
+
+// UpdateWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateWebhook(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateWebhook(ctx, id)
+	return err
+}
+
+// ListWebhookDeliveries converts echo context to params.
+func (w *ServerInterfaceWrapper) ListWebhookDeliveries(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListWebhookDeliveriesParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListWebhookDeliveries(ctx, id, params)
+	return err
+}
+
+// TestWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) TestWebhook(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.TestWebhook(ctx, id)
+	return err
+}
+
 // This is a simple interface which specifies echo.Route addition functions which
 // are present on both echo.Echo and echo.Group, since we want to allow using
 // either of them for path registration
@@ -7797,6 +8068,13 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/session", wrapper.CreateSession, options.OperationMiddlewares["createSession"]...)
 	router.GET(options.BaseURL+"/sessions", wrapper.ListSessions, options.OperationMiddlewares["listSessions"]...)
 	router.GET(options.BaseURL+"/inbox", wrapper.ListInbox, options.OperationMiddlewares["listInbox"]...)
+	router.GET(options.BaseURL+"/webhooks", wrapper.ListWebhooks, options.OperationMiddlewares["listWebhooks"]...)
+	router.POST(options.BaseURL+"/webhooks", wrapper.CreateWebhook, options.OperationMiddlewares["createWebhook"]...)
+	router.DELETE(options.BaseURL+"/webhooks/:id", wrapper.DeleteWebhook, options.OperationMiddlewares["deleteWebhook"]...)
+	router.GET(options.BaseURL+"/webhooks/:id", wrapper.GetWebhook, options.OperationMiddlewares["getWebhook"]...)
+	router.PATCH(options.BaseURL+"/webhooks/:id", wrapper.UpdateWebhook, options.OperationMiddlewares["updateWebhook"]...)
+	router.POST(options.BaseURL+"/webhooks/:id/test", wrapper.TestWebhook, options.OperationMiddlewares["testWebhook"]...)
+	router.GET(options.BaseURL+"/webhooks/:id/deliveries", wrapper.ListWebhookDeliveries, options.OperationMiddlewares["listWebhookDeliveries"]...)
 	router.DELETE(options.BaseURL+"/session/:id", wrapper.CloseSession, options.OperationMiddlewares["closeSession"]...)
 	router.GET(options.BaseURL+"/session/:id", wrapper.GetSession, options.OperationMiddlewares["getSession"]...)
 	router.PATCH(options.BaseURL+"/session/:id", wrapper.UpdateSession, options.OperationMiddlewares["updateSession"]...)
@@ -12614,6 +12892,484 @@ func (response UpdateTaskdefaultApplicationProblemPlusJSONResponse) VisitUpdateT
 	return err
 }
 
+type ListWebhooksRequestObject struct {
+}
+
+type ListWebhooksResponseObject interface {
+	VisitListWebhooksResponse(w http.ResponseWriter) error
+}
+
+type ListWebhooks200JSONResponse WebhookList
+
+func (response ListWebhooks200JSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks401ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhooks401ApplicationProblemPlusJSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooksdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ListWebhooksdefaultApplicationProblemPlusJSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookRequestObject struct {
+	Body *CreateWebhookJSONRequestBody
+}
+
+type CreateWebhookResponseObject interface {
+	VisitCreateWebhookResponse(w http.ResponseWriter) error
+}
+
+type CreateWebhook201JSONResponse Webhook
+
+func (response CreateWebhook201JSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook400ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook401ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateWebhook401ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response CreateWebhookdefaultApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookRequestObject struct {
+	Id ID `json:"id"`
+}
+
+type DeleteWebhookResponseObject interface {
+	VisitDeleteWebhookResponse(w http.ResponseWriter) error
+}
+
+type DeleteWebhook204Response struct {
+}
+
+func (response DeleteWebhook204Response) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteWebhook401ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhook401ApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook404ApplicationProblemPlusJSONResponse Problem
+
+func (response DeleteWebhook404ApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response DeleteWebhookdefaultApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookRequestObject struct {
+	Id ID `json:"id"`
+}
+
+type GetWebhookResponseObject interface {
+	VisitGetWebhookResponse(w http.ResponseWriter) error
+}
+
+type GetWebhook200JSONResponse Webhook
+
+func (response GetWebhook200JSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhook401ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhook401ApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhook404ApplicationProblemPlusJSONResponse Problem
+
+func (response GetWebhook404ApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response GetWebhookdefaultApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookRequestObject struct {
+	Id   ID `json:"id"`
+	Body *UpdateWebhookJSONRequestBody
+}
+
+type UpdateWebhookResponseObject interface {
+	VisitUpdateWebhookResponse(w http.ResponseWriter) error
+}
+
+type UpdateWebhook200JSONResponse Webhook
+
+func (response UpdateWebhook200JSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhook400ApplicationProblemPlusJSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook401ApplicationProblemPlusJSONResponse Problem
+
+func (response UpdateWebhook401ApplicationProblemPlusJSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook404ApplicationProblemPlusJSONResponse Problem
+
+func (response UpdateWebhook404ApplicationProblemPlusJSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response UpdateWebhookdefaultApplicationProblemPlusJSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveriesRequestObject struct {
+	Id     ID `json:"id"`
+	Params ListWebhookDeliveriesParams
+}
+
+type ListWebhookDeliveriesResponseObject interface {
+	VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error
+}
+
+type ListWebhookDeliveries200JSONResponse WebhookDeliveryList
+
+func (response ListWebhookDeliveries200JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries401ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries401ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries404ApplicationProblemPlusJSONResponse Problem
+
+func (response ListWebhookDeliveries404ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveriesdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ListWebhookDeliveriesdefaultApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookRequestObject struct {
+	Id ID `json:"id"`
+}
+
+type TestWebhookResponseObject interface {
+	VisitTestWebhookResponse(w http.ResponseWriter) error
+}
+
+type TestWebhook200JSONResponse WebhookDelivery
+
+func (response TestWebhook200JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook401ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response TestWebhook401ApplicationProblemPlusJSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook404ApplicationProblemPlusJSONResponse Problem
+
+func (response TestWebhook404ApplicationProblemPlusJSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response TestWebhookdefaultApplicationProblemPlusJSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
 	// ListAgents Agent profiles (built-in, configured, detected on PATH).
@@ -12769,6 +13525,27 @@ type StrictServerInterface interface {
 	// UpdateTask Rename a task or set its state.
 	// (PATCH /tasks/{id})
 	UpdateTask(ctx context.Context, request UpdateTaskRequestObject) (UpdateTaskResponseObject, error)
+	// ListWebhooks The webhooks, oldest first.
+	// (GET /webhooks)
+	ListWebhooks(ctx context.Context, request ListWebhooksRequestObject) (ListWebhooksResponseObject, error)
+	// CreateWebhook Have events POSTed to a URL, signed as Standard Webhooks says.
+	// (POST /webhooks)
+	CreateWebhook(ctx context.Context, request CreateWebhookRequestObject) (CreateWebhookResponseObject, error)
+	// DeleteWebhook Stop and remove a webhook and its delivery log.
+	// (DELETE /webhooks/{id})
+	DeleteWebhook(ctx context.Context, request DeleteWebhookRequestObject) (DeleteWebhookResponseObject, error)
+	// GetWebhook One webhook.
+	// (GET /webhooks/{id})
+	GetWebhook(ctx context.Context, request GetWebhookRequestObject) (GetWebhookResponseObject, error)
+	// UpdateWebhook Change a webhook's URL or events, or enable it again.
+	// (PATCH /webhooks/{id})
+	UpdateWebhook(ctx context.Context, request UpdateWebhookRequestObject) (UpdateWebhookResponseObject, error)
+	// ListWebhookDeliveries The webhook's latest delivery attempts, newest first (the last 200 are kept).
+	// (GET /webhooks/{id}/deliveries)
+	ListWebhookDeliveries(ctx context.Context, request ListWebhookDeliveriesRequestObject) (ListWebhookDeliveriesResponseObject, error)
+	// TestWebhook POST a webhook.test event to the webhook's URL now, once, and say how it went.
+	// (POST /webhooks/{id}/test)
+	TestWebhook(ctx context.Context, request TestWebhookRequestObject) (TestWebhookResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx echo.Context, request any) (any, error)
@@ -14457,474 +15234,717 @@ func (sh *strictHandler) UpdateTask(ctx echo.Context, id ID) error {
 	return nil
 }
 
+// ListWebhooks operation middleware
+func (sh *strictHandler) ListWebhooks(ctx echo.Context) error {
+	var request ListWebhooksRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListWebhooks(ctx.Request().Context(), request.(ListWebhooksRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListWebhooks")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListWebhooksResponseObject); ok {
+		return validResponse.VisitListWebhooksResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateWebhook operation middleware
+func (sh *strictHandler) CreateWebhook(ctx echo.Context) error {
+	var request CreateWebhookRequestObject
+
+	var body CreateWebhookJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateWebhook(ctx.Request().Context(), request.(CreateWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateWebhookResponseObject); ok {
+		return validResponse.VisitCreateWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteWebhook operation middleware
+func (sh *strictHandler) DeleteWebhook(ctx echo.Context, id ID) error {
+	var request DeleteWebhookRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteWebhook(ctx.Request().Context(), request.(DeleteWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteWebhookResponseObject); ok {
+		return validResponse.VisitDeleteWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetWebhook operation middleware
+func (sh *strictHandler) GetWebhook(ctx echo.Context, id ID) error {
+	var request GetWebhookRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetWebhook(ctx.Request().Context(), request.(GetWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetWebhookResponseObject); ok {
+		return validResponse.VisitGetWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateWebhook operation middleware
+func (sh *strictHandler) UpdateWebhook(ctx echo.Context, id ID) error {
+	var request UpdateWebhookRequestObject
+
+	request.Id = id
+
+	var body UpdateWebhookJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateWebhook(ctx.Request().Context(), request.(UpdateWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateWebhookResponseObject); ok {
+		return validResponse.VisitUpdateWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListWebhookDeliveries operation middleware
+func (sh *strictHandler) ListWebhookDeliveries(ctx echo.Context, id ID, params ListWebhookDeliveriesParams) error {
+	var request ListWebhookDeliveriesRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListWebhookDeliveries(ctx.Request().Context(), request.(ListWebhookDeliveriesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListWebhookDeliveries")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListWebhookDeliveriesResponseObject); ok {
+		return validResponse.VisitListWebhookDeliveriesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// TestWebhook operation middleware
+func (sh *strictHandler) TestWebhook(ctx echo.Context, id ID) error {
+	var request TestWebhookRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.TestWebhook(ctx.Request().Context(), request.(TestWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "TestWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(TestWebhookResponseObject); ok {
+		return validResponse.VisitTestWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // Base64 encoded, compressed with deflate, json marshaled OpenAPI spec.
 // Stored as a slice of fixed-width chunks rather than one concatenated
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L2Nchs5lib6KgjdjTC5m6JVVa7aLio6JtSyq8t3XWWPpJqKe4e+SogJkmglAXYCKZpd7Y19mn2wfZIb",
-	"OOcAiSSR/JFol6enJya6LGYCiZ+Dg/P7nd9Oxnq+0Eooa06Gv50seMXnwooK/rqsK6Mr969CmHElF1Zq",
-	"dTI8uRKmngvGJ1ZUzM6kYWN4k/XyUX129s1YLPR4Bv8UQ/zFiL/i33n/nOkHUVWyEIa94caevnoQyp6+",
-	"fjk4yU6k6/+vtahWJ9mJ4nNxMjzBzk+yEzOeiTl345nzD2+EmtrZyfDrs7PsxK4W7k1jK6mmJx8/Zic/",
-	"6LLUy82xT3hpBBOqMMzOBDO2EnwepiJYJRYlX7HejKtixZbSztzkyn7X4Cb4nXhwhZjwurQnQ1vVIozt",
-	"TutScAWDe/3SvQfdLbidNb3J4iQ7qcRfa1mJwneQnPZ3L7KTuVT+z69Sa+BWFxYXv9deiGuhLLtbMXjh",
-	"WtfVWLBxKR0lMK1YJcZaKTG258zwuWBzwZVUU8YNy3FD8rAkM8ELUTWzaO3qgft2I6q5VLzsXCLrXzjq",
-	"Ut3I8b2wm6t04SnEwgtsUuk5y9+9vb5hz4WboXmOT0yeMamMFbxgeuJIaaTyi9rOdCX/xl1vOcN1Yr3l",
-	"TI5nbCmVYcuZUOxO2xnjlWBGKNsfsJ/Fg6jYorYj5UjyTvDKUae+F4pJa0Q5YVIxzn65ejMYqQ7CxGF1",
-	"rf6LjtVfLYTZXIVLPZ/zUyMce7CiYDBz5pobZjUrRCndiHtjrWylSzZxXMQwXi75yrCxnovO8wOdbKGR",
-	"5DB/1dW9WfCxeOdII8GfSm7lg3Bjg0MujJFaPTOskJUYW12tMjY6eT46aeZ0zsR8YVdsopEPhDdpxbvG",
-	"T8SZOP0nJ1l7xb//bnMuHx0Nm4VWBtf9wl7yBR9Lu3J/ufUUCsiSLxalHAMhPV9U+q4U8//2F+Om+1v0",
-	"8f9SicnJ8OT/et6w9ef41Dx/h63wo+0Fu3ET5mKuFZOGccs4G9MwWCnn0p4zpe3Mnf8lN4wXc2kdHeiK",
-	"jSvhlm8wUjmfCmVv4f3bSvDxTBT5kBnLKwucQzF4gy11XRZswY1h+enpnH84hd9NznSFFL+o9ESW4plh",
-	"+Zx/uKCnvRz6zjOWm7FeiHzoB/133yJjXBWMj1R+JWy1Or1wfN0fvP45yxeVni/s7V9rUYvbSV2W0Nus",
-	"tm6It4VeqpxpOxPVUhqBhwsbw+5EnaYY6ljDtaLZkkvL7sREV4LZagWzn3KpBi1KIVqQyoqpqNy+fMxO",
-	"/C59xt2/+uGSff/i2//OqGdWCMtlaQZw1qgDIE63EY4+72QprUxxil9n3ML5wa3mxYOorDSicBwrl0pa",
-	"yUv5NwGXx6LSC/cYO4IWP8Op+m39nGT49N9EZSTOevOF2s5+Enami8SwftTLeFTjsVhY42i3EMqNyLDe",
-	"xeU7lkedOEHFnXGmlXCDX6PL5s3c7fiMO3YjHOUUbMzLEt9wvY+5FTlJGOsrIK2Ym11bdxE+5eZJE+dV",
-	"xVfu71Lz4hoZXLQuQdqAVZ4vNrZtbe3rQup0czG/E0UhiktHjR9s+iU551ORevQxvqP/nd7L6Hubnb8P",
-	"89N3fxFjS+O3eqzLzc0PJweYaD3fZwTxcoVmyUVKjQVPQEM2XQeACKHkxjLDlyQRRPQTk55WKETP+Xgm",
-	"lRipHl1Y9MhJqVwVvHSU6PibO5+OuzLxQYxrqyuDfG/sh78aKXeWhelnrFYFibbR1+uqcgdhrNVETusK",
-	"GMvQ3XTusp5zVWQjxaupydqE7j7iehLqQVZazV0frhEeq6mwZsAu1IqNZ1xN3fXr2Lk2ghWVXhgm7YBd",
-	"3DkhZxjuEyOEYithB+y1hctHMX1nRPUAY8rce46fLypRyDEOM167e7GwToiq4tOnXCMjhBvrnPU4K/VU",
-	"qpECocnLjxnjzC1HxBcqwQvTZ3O+wvOM0yiYkWpMl8H6sdnCc4zltjbME98QPjTHt2NmpJSu1VgUGXN3",
-	"JqocnM2kso5slkBPmhX6SPxiLoyhw7pjvMs2LzdcFkAB7SFtMGLcPlFcAK+Y6GrOnTRUcCtOrYTTttGG",
-	"CP51sTmsm0aAY9KC/AE0I9U540BMILPxiPrhIhPJwRnbNffKDlvsOVvn4LpiOQ3kuRLL3BEWfMhRUiNi",
-	"QlcZrNt4Jsb3bhNJYaCX3M2C/GbIOP2L9VAGYtYtLjVU5QoVBDsTK7xV7EzIis11IcqMmXo8cwrZuOR1",
-	"IVCKOuXjRcZQw/CkZZjSzE3Gk1/fHVPaVvggDNow48R1fzL1JIxuyHJPFrkTD0mMyl27lWG1srJsprJ0",
-	"0rlbfaHqueO50HtgshFjbe2LrROHqH166MSYe1HApm9c4KffOJWhf870/RCoRVfuXd5McyrikYWbITvR",
-	"94mBrV0eNEpPRi1a77wu3khjEzfu1Ntc9jvT7vV3yMA3T/XaMKnvzhH5fhJiQOAcyXMY0VBgt/EhMcS9",
-	"QNZpzpIn7sGKz0vWfKSfPKL8gcuS35UiLWqM1wSZnavWutRdB3jDpWeIN6r7OuuBrm+DauTuzfi+zJgC",
-	"PR1e48A3hbHpOY3bIsPuMUfvO3ldmkXJV53C8Uwap6qSFPVaud3ulAdlkexDgcpMotFVpzgFp/juQO7O",
-	"VXGnP+ya+TW+9k6XcgxXlQGrlGvmz+tdLUsr3UWMW3HidBkrxlYUSbZSq0BNV4KbpOqwLqI6ZhAveBhH",
-	"TJrp9ereieRZbJ229km8nQsLOh0vCul64OW76IWWZbHp0Ylsm3TtJZ4h49W0nuM1o1lVq4apPguSHxzh",
-	"jGk1FhlrSUwtAWRjqdfljNYYkjSrbJf47GQL97+1ESQawzJlrBCVfHDM3505J3neS4VCCSxY8ux10nvH",
-	"YcIfNgyBl++e0ef0xPPAHhk03B2Nskg/vl3gKfz9cPvAKzc4WsoksT7wKrF71BgvwAdeSUd/sIFG2E3F",
-	"VKiHQ/YpRfyKEykr20W32hG4VLUoXnKi07J8OzkZ/vv2Iw5G4Us9n2vHStaJfkydmncgKHRJg07tq6p6",
-	"YUXBbF2p5K5X4bhv6QAlNnx1iAfhVnyQFoRx0q1uS22sE/7wMclw+GuvEUpK+SBAX7urrRO3Sq2momIg",
-	"HpjYCpm6INZ2YeGnnyWWJExtc2veZxsnn1Qiv1tOvVpfPnbnbZw4Hy9sa3jD6U0WpEc951aOfV9wBfZJ",
-	"LKsLacFjUMHpkDZjis/BXDhbOcXJUY3nnZfN/buNubVn8lYJZkpuZoFNBXOinkxERfLf+kf6m2amXXxJ",
-	"qkVtDxvcu0qYwAdA8KcxWn4vDJtUThUVH6wXjKwBy9Lm2LbzRDfUyFPlu9ikpY0T63nd5lGImb6uUZuH",
-	"dd5NpcQm4j5T3OKSq7Eo3QVZJsTgMTwtRZGWNQoBltoEI/hX+N2rHLIgzWkpKrQ2LERx2H21iHjO9ok3",
-	"Y07OF40GPyQFbF0W3mWxMaBF14NGNwoXS1GAzjLXhZxI+GchSmEFsge3M8g8FvjQdYnGjN06jndo4EfT",
-	"MxTj+4VO0uoFsBRgqp4bOFpdeoeNU1fdD8h4xJSrhCH4ANFyJnjHLVGJhTbSCWPPDPvx1cVLoHUJFg3F",
-	"emQ60LU1shAgv/v3HbMn4707DhNZGUuN09K9rUTH8TKKL8xMW+Zeyfxt7a8WJ3SFtYwGkP5IXXVcZ7Ti",
-	"noB3n1zoioadueVO7nLDptdv6fAgpedwe5hyQIf1Tyub8ifAz3inGLdZi9qyUkxg49zlo41g90ovFTOa",
-	"TXjFljNZun1z4q3JGC9LosE5iLTuyYwbhre8W6owSqnsdy+aEUbGZaGKw+bker/UhUjbqjsEUpzdAeuA",
-	"R8xd6kF4H9AjdE3Tmuw5S3fiW8pWVSvlxobzAUbipJ6k7GqrWo3d1qdJFBx33gYD+03BFm4GZGyKZtbz",
-	"0wnd9jMmJ+CKKWQRy9j0JrodT4Ilkf7eye0k8kmkaL8GMR2392WNXLecm1ewZMeVjqHj12nqOfwYKR3U",
-	"h1JPE2uO5kA0rqPdd9U/J2MriL/eV+AI0J09bvAs7nustp6S/Y5DJG09CzNrZnUo6be/4iY5bJw5bsq2",
-	"4mjSlZb1eOyYCZIUCIHUphJg+3T6hEbBb+Z6ga6k7Z87TcEtAxvromWY3HXi1kWSQBsNDR9Et+/XKRdo",
-	"cZP5F0TQ28h48wQEppcQQDFybGfcGOsVdQV2OeJtWpWrjuuYFPg1FjGgNd25mPA0w6luOeFpuy59bH/L",
-	"rr9nd6nmoeMtQ3oLW/75mI6eTIxo34vdh8x7jzdp4A5OMzfsl5sfTv/AelI98FIWzDjpH/wXEJU3FsUe",
-	"ynN8FGh89O09FOYLtpBiLND3scFXesYWTklyx9zYQlQVs3oKR72foU3KTYXl+N0c+cRgY4Oefraijf4y",
-	"zhau0NHO1lWtulVwCOHMuqXSteiWGiwcZsZOx+eMs59/eYO7JA17cXbGgNTAmnE74bIUBesp7YTpacXn",
-	"z0ywmbIxV2ymy8JJIbA4UXDXH776/uvdQYYJMt22CNd4dXyC45yW3bcc9S1nrHsi7zem8nTCj9fky6B8",
-	"uuCPRvo3Xvw65r7fpcUoCMSu1ZDN9JLNuVp5VlwJNpfGSLWvBLX9nkBhfOPzLdk9Yy3RHS2L9EQqHNie",
-	"gznoWmoMxfupFJlftcOksnAV7W+9vUnJtqlbBqI218V5pUcqb7PnHCVm2fh6yO/P0cBN1skMbNgg56uR",
-	"ymm6uY8qgNh5bv332X/Dvcn7A5a3li4fYhh0M4egsQYNFuOYKLCT9XIvOIPdfKROT6nxKbY4xRf75yEU",
-	"I/5UFIXhpaWR8jd04mOnp9Sg8yuwJCMlJPSAKquBOCWSp0k9kvDbotJFPRZFiJPyy1zVyoyUVsxqUAKc",
-	"JOqWUxsR1ozE0xy1LjiQ9XgG8S7e4DGIdmPYsiSF4eS4F3SOfQhq0EY4jGs+Uj2umsagk+gS48Q4RaOh",
-	"07t/HinqbKrRx0HL4roi6/4683o6p2/zwS+D1zdWjiNwezWR07cwETQZHyjwPPCyTvkpGTxgskAh1ohS",
-	"jC3TCwxZAOWdDOykyvu/8BW3HloJunHiWPxvv9sh4WSbFvz368uCo+5YECuU/VOpx/c7l2JtzopdXL5j",
-	"FC/N7lwXm2blR7rUldIWxENzcFtP7ZvGmh0+qLmcixuiwf0d15VoAiYOGqeRfxMHKnERYXx1Bv+XOkbS",
-	"ltt97P6AQbfZRniwn9FtKdV99Hc61qOSuyVXeNpFflLV4gJiw0XC7s2jJzRut57vs1SQUsic27QNO+bz",
-	"yrGpDvdj45vexSmvxNhdB6vrej7n1S4v1lYLL7nZQJBbeE9S4+jKTlA3OokGuA8XDGuWxU7t1hxbKxJW",
-	"btsWvRTjUirciP2E45D8kO2xqcBikrtadYUQuUe4FQdvWfeC0deivrtULFyWKwxAO/AaiQlmxxK6916m",
-	"Hcyx9rFxJf0k5neiMu7arVasdQmzBV+VmhdszKtKCsN6fjze7oyeQmmYVA+6fBApl/52oo9DizcZETf3",
-	"XRrv5ixJYOqI5sTHHWHMP0NGnFZeZpNasZ77E0Rwb8puBFjosT9knP3yy+uXGVNi6YRuXEOKMcb4w0rU",
-	"RhRJOUZUla68iX0tqEDaGaOQb3gt85kGbnPGuhAh+nwJsQ2VVlPWE4PpgCJheG1nt6n4XCVE0cpw6HcP",
-	"7qcmGn2rFy0Ri0pha8F83g4H99EhYGqHqFQUvGORtxcPIcjdfS+ZQ89K3+lixQxfDjqdGNdyqniZjnLT",
-	"xm6LNKWhDFmpx7yEofvsDoohp5BTUWA2knujEnNt2/NtHBHJtS65sddCqEOcmIuWn3Ij1+ZG3wu1fWuc",
-	"UBZC99MUWtUKvh9dSs1UMLoTFgPYoJv1jujxrSYSWvFrfPtjdrLU1b133m+NTMVJ/OpfX+fafhZbwyb8",
-	"53/UyXjwoqiESSYUQXJLk6GJeqxh3kZSK/mBGQ3pyZS8CiS10JU9mCvMVmhB4ODegwRwt3vcWjFfWOYt",
-	"pO4Dt7XilN/siBV+8rlat3Np5tyOZxkbDAaPPP+uxw627R5F+WCbJOheeGaC5ntXy7JgD9ii84S4m5SP",
-	"7UXixL5xCwJpzU4XFk0Qql/ulmlq67lKB2M15x+22md4EWU9Q8dhxkRpRIj+8vaeEJ/u3vFR6uncnNre",
-	"6Q/BqbqPLQ1aXIH+b1Kp1vAAdM2yxPAxn7wW0eyMo4GKj++VXpaimIoCsr72M+glUgDTW878m36vmRJT",
-	"bSW4symZLkp+I/JOc/YEa9qTG9ECbM1lMoFywKlgWA/zz0P8Cpn0aJQk9+zlUYwZjU91TAS8keH6oED+",
-	"tJ/cr6SaQl5fsLSthMXcuXAO6ZvnDbwENKKLznObu0rfY8iBNOxOSDVllbCVdA3RJ18r+AbIKgt3NL2R",
-	"CvpgheCFUxFYr0WQEBwYh7+CXNAK9O23Y0to7TEQl4ZLEnn0534+eoqXbN8V4iSil123RtrjDId+b3dz",
-	"6xba5XPGrncNK8o+bo+MHO7dMgKDyKrzYBP1RJ9iE5vq2BGY2T68p0sMopj7jhvKq9YJA52PWXU6DZuU",
-	"cjrrmOA21WU9My28Gg8sS8VwtRehvYzbtvq6M0Vv/ShTNm2tYIYblua1e4GCYUzMAaxmPd4IPKTvcKaE",
-	"dTIbG9e27xlE/H1m9XkTX+rN1cT44ZpmF4rp2jqBH7KNKfkWgwNRIcOlHAS+gDJd5hQECmkn35S6R1ZF",
-	"RnIQaLwmV3IrTBCYvPyEe97W9EgJwyTKcCnAxHixQuAIJ9iVJGW0sio9P+LFapMvwYCA0YBzIHlZtXf3",
-	"mD7HlE6cFgK7n6Sl1Ou2kurWzK1zXQmMvqIVlUGz7dJawR4OgisegtuCz/lUFE0kf5tyJ7omz06zfdiS",
-	"+Zbg7hFO9qYYx0gNRX3Th9VxTGZ2T87jPgPZUiY4aP6Y6YBjUuKD9UxEVyG5o39OwkNAXAFVsaGIKKcl",
-	"yovrmiul0d+JcJ23h7+iZV27uysxqQ1Cw8A5BNCiSvylkWHSOx3lpLY3+weppqJaVJQP3ywpsbnW9s/4",
-	"YiEU3exDxsm64h67BXHi9ZJjR3HuMF07IGLQgfNJ0af1Ijqa/psYTG8Gu4J/P6HZ4tPaK3ZYEDZU1CiV",
-	"EKnaCWUYmM1L+SD2V4+ObXYIyfBwj+gKXLg1GOMcT+WF2WWY2JbPurEQwVHsk5PQm9oY/fy1CJIpdhSy",
-	"EULWgReUW+IoGIP1ZJJWOrCrq460N6fYU1B8yPXpMhY91ppi6oXje+aN5luFvubS9XAKbhs6RCDqcyMv",
-	"ef/Ocbu3dx8Axd6qcrXDXreZ0vfMRAkucSYVDCn95WOZnjoNTu8BBLG6f1vJqUwI5zOuCkdMyclOnJBl",
-	"ZryiiWroJAZQc/LZDEImJpN+eoqPNstvl22xz5Sk6qb7OC8Ij2ARutJO3Zp4w/w5I5g3PN2BDtbCAnci",
-	"D2Yn3N5sTexpPCJ9JxXDxnAIiRqXNShPzUiC1AmJFqBbrQ3oq6//sHNE42ViAS4gwVmXtXUKNyaIrx0B",
-	"f0AyDDxwYouuCFWvIRurAx+2Te6SW3fHFa1uoShiL/6oDFKAejsmE1zQ68iTu2I1N4jrzxJEXWnTsBm6",
-	"ejXnsuyEJtNVN7QZPD7MEjPjpiNZsMYR7zxV0ENrbFlrIq1xNf2+Ty/NS4msZP1YcbebyYHecdPByN1e",
-	"M8cKeeXFMZO2ZI9bmYhbg4qaNz9mJ0Bue5tMaHo/JKFXulIQwb/mqHvoYWXT2YhKL1kPBD2rb+B1SPa9",
-	"wXPRTDCIiamMxbRc7Qb2k34Q20cHgyEBOASzOREu6AXtXM0En+d23JnSOp7dxKlhm62tvnzkLnanXTqO",
-	"AdaASginYcdZmLszCDzVEo2GREmkmo1ZbTkR6SRgfy+ZtJx7JxXHQIJUPnQptjTdJ714O1Rqi06tXrBS",
-	"PIhyh5j4+dOSs2gR41UJq9exKW/0NJ2yI+1B/IBugn1ydmSHBfXP0jYWtTUC8SwlQRxiJlXXs4qrcWKP",
-	"EXIPz7M/7d6TkdzZ4OZIA0IqpycftFw40VfKYpDSfhzUDZUieWXD/nxIqxPIosTs5DwWlZjID1vdMC2R",
-	"tnr8YagXiBO9+96NfEi4z2FTw4CbNd5KOLieG9QjVSESk55KS8bG4DeEN1lvoauxKLlU7OHrIRuwn9gF",
-	"e8mu2CW7Yb9k7F9YrSDtsct+45SDNBCzW2h3cP2VQjwArVaOCYAPNb13x2ZXscK1c2XiCySk7QMOeims",
-	"FZXZA8QFGRbuRvT51Jb+iLrYsXSXwzSQR4vIG5BzzSCSkxS8TO3pr2CeCXByyizd+rKcLyT5e3PHsShv",
-	"AUjR7Vcu1UQPyM2bj1SPl0YDyvCfX92w53ohFF9IgJzLyUB/s1qIa/gyu375P0LMmd/bkfJOYzTiTmoj",
-	"DAtuCDSyNaMC5wVXgBbN5vwvuhrMpdJVEig0tEofkot3r8Pcgus68pOQzaEXzzmkc0cz7UCfC3rL5pen",
-	"gNzzINe/6I4roK3BEc3w9gjZ3ZtBDR0GTxAsCyeEgSUOgs7Eg6h4Cb+Te8Z91XInbUFWhntyKou8v6fc",
-	"kYRuzE4etq14iJmoRCnch/2qNjkonrb6GRudFI6xjE68lbZWxvL5QlBoyW52EAQXP6osJorUeXmt7vSH",
-	"1xaxwFMIKQkjLMCOT7kKIOQ95JLAV9icFyJrRHowEGQt/Fuw3ff3N9amcjLIO4O+CLhmrJjDaAz64++l",
-	"KkK2F501HKCuYGTpfb8nwcfv+kJUkKOmVTsq+ZbgTdD15v+CoMTbGIcxRTJRn7viYcObnms3Rq09bXox",
-	"qsu218FAlASuuEexgUdZat2k1JGv3lHjBXhDqe94SRUwnu1R5UUWVOQFICG058WYb5P3kYcvyPc61spI",
-	"AxkbwBd6kJ4kkR9gqlLFleHoV0IVmZLbnNyUsVLeC5bTYrrZDagwSZp+grC6l9TanL6EwKrEB/uOTxtn",
-	"xA6QEfjg1tj2KA5uExOPUqnCuA9K7lgf+yMgevCU7xen1W3xrXTZCqaqDdSM8SCJdqbr6QwoeWXcuidh",
-	"ZtoI9NtAXeBzmc8saWa9ZfUvnP56dBc4df662O610kvMYpr714PviH6hO1hahnYgJVhvPKvVvUfdJVFE",
-	"UpgVWU9Da5CPMMdzPbSCzWVx2s15EzR4HMKax0uzT67uZyOhZmRtSkr7WWL6eULm4wYZ/r5Zj7QGAzTr",
-	"PDnjkWZ36Uj2mIfsH4yIYH2eTkTNMn8ZRASc6ghEpAvxqHTZuS42tePd7rD1HcVeUiOLU3m70C6hjE/K",
-	"Hu/ubnIUYMCeB+fX+p6hl+CcwbyGDJxnRcaosxgRVHygyIG0oX7clHDZQzz1NVk2VH2aRNPftuXQcry1",
-	"TpA7fWwMqrWdVe7owc8X715nNNNG9GurDO35R4lR9BxabyaLEXD4Yeiz8A93s57SgYARK8q17vEo6TpK",
-	"qY5PSLMy8zbkWSd2BAwztbSN6vE2pIm253gv1YGg15j8vY83PrwZgKLha9sHeiUWGFdxwImNh3SQaQpC",
-	"Wse6HbqfAm3d5u7d1O82RfPHStIdq7+/crJBAYfh2WIidXlwjZYSgvjeLrbEc27PttxIQF4IVWCsqu99",
-	"Le1YfFgA4b0/LL1c6/KSl+U+9AzKQhxiEvDzFt6ntF152KCU4+oQn4I2yN7SlRN7lHVtvtEsZVrwSSzg",
-	"E+Sfru34fcWgxrA0qPywni4NxXPFA318yuvkINtI6JgHfQtd4Wd2UxWuzZGIKlroL4imcFRHIKmSqw7H",
-	"YmQGSLhapa6oaukWi/1OmceiErYljdYN8JdFcWyEtEO92s067QoC6Pblvm9P5yn0ubYovzNhllwNahzO",
-	"ESiyqYi6TWI/oDJfnkgFyb+U+nzjbSkvVCLytBK8wL2BVABAD4bKi96TQmXkIEuBGe2mhTV4wbvK8m/P",
-	"znKcSg560u2yklYQAmbuLY3GV3IcQ8leygchtayH3kLy2xnLV6JgpR7fiwJzMl37u9qsmJModQ0JXGOt",
-	"jK24Wzz8VkbVls09k4ZN6rLsD+MSdCFyAJHjMlLuqKpuoxpCOnQBqRyGT9ZXQzcl+uI1+CasAYHJ6QdR",
-	"lZoXYQ1itbOQuASW32OQnHSjZBGMnJvtKc02R2cXpQHUdsHH5Gt2k4XMI6s1oi7SOA367CYAFR0tg1uA",
-	"QiuR4cQhyrdqzzA1Kb83cbYP1vBsV0duPHVkFabUH8j7gV1svLPvtLHTSlz/6xtW6CXkpY1rqMECWCXg",
-	"tmkTC9THg61HUlpSKvicF+K8NaGuUKSOqFqpjHUCxH5XToxhtROWai+Ghd1EIWlwcjs42HxhD0CEjpDQ",
-	"PkLM82ts9xXpvv7PTe6Bn+oGsepy913irUAJVlTf3fGQUOvbu43PfUV8DxeJpaiacO50UtR21Kv9YKvW",
-	"8k7JUqYrhuhVhGenxJKy484xSBaUt1Aeg7LzDGJTUvy5xwSAT/mMoTlfMV5iFuadaMqgQXzHZ4PQinCz",
-	"vGa6L2BWwGza3O5SCmVPyYqFEEuQle8Wyy0q5mLLQswX2lISy9awogW3VlSu7//v3y9O/19++rez0+/f",
-	"N/8c3A5P3//X/5KiDRzm44Kf5nVppeXmvl16XyjYjZOsu7wcFm0L8FJ+o2k/W1j8oTPMY0xHDoQzvhtF",
-	"a53i98bd2qSL5L57kDEqRXRMMflYOGc7MM188ys4q1vMxxvFzKbawl2J1ayt1iUUzjVZDMhqRspYWZbB",
-	"2u49q+5yovuMQWULqhkTpWC6V6ACbTZSy0bKKuLQQcwEI+iLVgQ9CgVNWH9/MFKI89tUVfO5vT4+jTMz",
-	"0xXIBXOClE+EmNFULqP6A2vCv7uv1otmsB5OTPSjtWKJxQnTiJbosAJb3ni0v46Fu39D7VJ9hsXe1VVI",
-	"8MMzYTYv9TC6bGMpt50xT+CpymYema8jlp+raSnV9Ca5LmsxvembsdPO3yXipGyfXo7pNOOvL3o4c1fd",
-	"eIjrwVpjmHU7Tos4WDJ4qxDTyonht1RQNclzlbZynMTANcKJUGMRAJVq0yFg4iBeilI+iErsWXEyVNsK",
-	"ufGNvtjTVSukDpxU/YwZzfhItc45N/expum0FBDjWRy0Jz1AUJQXZ9Ca5p5Bsgryg+0ZmB3phbzNepYg",
-	"u3tIgeSKwWX4oyg7eiVZzHVOiDv0S7owDlYW8moPyGRur4Z+DAD+UxNcUjzUDAu5QWUvAMgoRHWO4t9I",
-	"+d2hhs0b1ArrXQ7YK6fhjLljzqA0FRVfdq4mzsMX4jS7px8ix+HTWMW9qtVhbLPantFNuprfsSF8+ZaP",
-	"IUr+7/gXjenvrLEY3pJBlv19pLzyOy61gZ8CEr8XednfCT0jxo34+0iRgnpr9a0fAPs7oyN7689waz1j",
-	"C7K/2/cRJEgSWOdgFAEZM9sUZw28Is3KFyVfXZLU7qWldZYC4dm6JBC4ntJMFgEd3XUQeAFZ2BxhO67i",
-	"7WcTXZZ6mXBId2EFr1tHuwX99gyeYEdMLMXva0rEpb31KtXTrYlrMsXGKk2kkqYz9+nQe5jK4qQBBVTh",
-	"Q/gjtAxfaohbNtfGsm/PzpyEWfGxFZXZFRHf/gqdcceGbqGgjTAmY0E9zYIJTletK67nTTrpLXqsbBGZ",
-	"SsIqp7fIrNT4ivo68DxCBHyp1dT4HCE0V2RouosMgXAly0bMVppFug+bI2rxAec1OxGdBo7NKiPwbsDJ",
-	"DIr8rU8Koz8P8IsRXLTYbRhor/CT+MXGVv3e/MINKFj1j8EvljJVBZUfHPWRKlG7hFQIADKzaLi2q0g7",
-	"7Khsjgb4bqHOOLKu1ZxX9+40Q7pKoZ+Z/qGSx1LXatd36Cv08qEq4bvdEiqmejrVFYCo7/j4HvHhWrBJ",
-	"bob9zsK5Ceb4oy95hDOJDf0zLJOizr19CMVJUZBKP4ey3jKu8+4+7yg2DbrkngqzjQj8FNz/yD3SiTDE",
-	"nTbIz7Gzli8S8eMsbIhFsB9ACeFQEUYabtpU+y07GItkQ0WHkWybYDrssqhWVFBu80YPUBAJwBcYv232",
-	"iPxpWYP8G3KHnUaoySX4IMWS9SBqms0Fx2My1nNhYCX2B3KNS4l3pE134DukC2B7mDOnkSgRyhmBN8+f",
-	"sEo0VZoQRI2S2KEomEecD2c9VSTBM8ztFwe85YSXULOkC/d6bYxjgEGv9HwYI8gI2B/POLMmHpaeY2Ro",
-	"VG67Fyxa7rgrvdZDP4toGIuWr2AJejHOTl2pPhXVwXk/6+DijS0ZAifFB3sLI8J7uqKoB2iZLm5iREXk",
-	"sI1Y+VyrKcvhjzyqiO9tlAE8hPge6zVGShBCm9U86LJYz3HHAxc2t8HOiOeROsjXCGP2TpdyvDqwDNCv",
-	"VKk4OO4LjApGJ6oHVTPg10HfZq/QY/PciHFdSbsazIv+YKQupiBzVLUC9FJ2V9/dlWJZ8YXHa6NiY5Ae",
-	"AC7PUyegZGi9SAEL+Hpgca4P5ptDa/C9Z9428syMlG/QAv57ho7YDEEVDZYhBdx3qI4hjbwrRcY4e/f6",
-	"5UgpPhdoh0aLr6zcZwfswoMYAstyy8x6MC4DGcQsp0nm/ZGayLIkqEoeISaUgj8Iw2pluCzO8fmdtjN8",
-	"QL9jzrYYKY9P1cvnuhBDxmur84zlhOU6ZLws837KpD1PhkK49kO/FaECW7RLYBQmqHQ3lvAiRG6M1JJX",
-	"YNfuEU6on/EAtiR3mk/GcpSnc6p6HepcuL3x9jqw/geYzOZD7rIHTotMp/fi7PuR8l9peeP75+5rw3iY",
-	"kDoJDoa2o9FN+yQ6Zt1QgLSwiZUrS4pywTCSZyYA6hIJgP2fqMWtfsku3r3un49UqfXCXV7DCITX558v",
-	"4aCgz9QdhABi6yjZN2Q3l+9YDp7XHPhoAPA+Zwr8NUr7ntcmXpaAsY39gClHpYHXofet9QBao0E3cAMk",
-	"XqtCVBFd+pdzX/aEinTgwkBgQ9XmknP+Qc7dqL/79ttvvgXpBv/+KiUVNn79714k7X4Q4rM5n5fEVyRi",
-	"WDZiCpIlsbeC3QnH603MrLymgXtmLC9LtPv2PLob3Gb5/3yeb8zsINy17XNzDO/RcwNu2Z6c50wjFXju",
-	"kG3MKDgDPBv+8e1PrwbsJfInKlaJbBmw5wi+FK36+f98PhiXvC58CE34e/AXxyeykXI//XUplGNu7qku",
-	"xIccC2Ccs/zf3+MAHPUO2I0vJQlfcgMZKeAnyDXBX/HMIEQ1YejZWaWXfMkjND08KJ9kk1I5ERHQ+6bD",
-	"BQNRWR6l2ANuB3AEsoN794Zm+bu31zfsOTXLhxRHR96BewAPnMSQu89aFYWCw5ZC81vqm9cM4R0fQyUN",
-	"7idq21qBxDbXdu2OTVSX2sRX2UTwq8Yz+dBlNHScO3YFdoIRBSs+7PqGaxt80Xcrcl74VF5PoeOKmxmK",
-	"ogAe7KfVkQpWanNY+gcle71pAwTHXR6eDhPDMewKmnSTvIzeb5AqDw02ElEZr30QbkFN1NW9KH6o9HxX",
-	"qwhztdtg7GTti7GVD9KutiIqR0IXqhwYmhWHRK6jB3O1OgDBw43k6lCVrcE/3ppH2JLl40CuPbIPr+Hd",
-	"bRXatgbyuSfXQbPciq4RvQpAXsVhVJw0e+OYs3XegSTbFcgVzk88ivfdfPiCuM7T4nu6uRFEutA3WG8m",
-	"i0KoyPRBYn0pje07vnMH2ZtooEtw0S0scj3B1L+ajg1am/0TrNepdfx9zdf+Gk0swSPt136O0R30lCVr",
-	"9fMlLVgd+aCPt2yUv3yUQLrN9XGKBIgjmOxLFZgxl9isZUdnwQil9BLL/YWC7JD6DDHUW6tJUsa4oZiR",
-	"jszoKGV7/wTpy9YEjpcnjYPpoC7sGhZRFq0yCrGQT3wqbVLvZi/tnX86k0lQ0pdxcsY4sNvxhlXuiUcH",
-	"JMxjxp4+QnxIgLCJ7dcKDvsI+91M/wvZZxjQ8ba3wZJIqEuJn73Nq0N54At+J0vpX9+tCsQNdlTj2oyc",
-	"DvJYM6zUXMPTLVG1js+WTvXyscWp3DHWu7h8x0J3t/7dWxT0+ueM+4jC/DmVdlzUNscINirUsV9y2dqQ",
-	"U46jMI6fdNHl/JrrQmyZClGB62B/f1bUKJn51tw823ppI4ugZjqR07dNnnw3yFbrogW/DhaLoW2bsx6m",
-	"J4M8i9RJqJXkpfk3d3+1Z/w0NDbs9qfOekFwvbXiScFqSfkZ6WSbLREqj1SZHx32vzcixFFUwi2FQ4JK",
-	"1tbAPOpTmOD+2TWeEYLa9pkxe7eblC68ZSgutE/eQN74gMnGWGhwhjQ0BpYkUWSbeQ9QITNYqZqcgLZl",
-	"KmO8LqQVhfuJh+TKNRk9x6usbX9tl/Z6ZlgezzRnPT2ZsFqVwpioMnZH/Zl0IZO4iglYXxUTH6SBrKdg",
-	"WD1nZjUvpbo35KvA9PoBe3F2xnKpHngpi9vxskmV9c51rcQ5vjVeFreEqJpTahpZ4aMiOvnzPGP5c2HH",
-	"8N/aVPDfB+7+G3kvyTfxvBAP8MKi0tjCrAzZmP26hBBrX+uJ5aenvCz18tQN+DFVVGKLWZeXvin6OGR5",
-	"U8M7d1L/eCZLxDPEsZ1TNS6vq9CIA7kaTN6pK2X6Gcs9ZHpOznfwwrTMtl4V0rUtJVRnwi77vg4d3Klg",
-	"ayerLxZZVI3TtV08eQdV+o/nviJz6CU/PQ0PiVxC1T2l7S2UEPT0AKMKsw8Ff33Bd7d5h1cUkkpaCTzo",
-	"EyektQyB+wn4aybB99lWZH5wk1OJNHRVZ2wiRQmMBf/hmHZyi3pNwvecr1ipQVl01CCnMwtHduiRxtpO",
-	"l4whHn9Tv7C/du4pNcPv4h0vUK91B/97lnT0wqvkAA+QA5uu6+A5RqcsxJBA+VBksRMy78f0nzFKhfMy",
-	"Dh0r1ab1/qB9c7bX/ZXngO6Fc8qNRH2aw28A2Eu+Fq9he76+SaF7Ycx/e3Z2EEz/a6NLbkXL1QMBGlNp",
-	"Q40od8Yd580B2dsHQGW4HFggI/Zbe7Dv56hvuZmiwnXqFTD4DqEa9zPIWqebruFAVM3PqUzxFdI2wcCo",
-	"iNJUnCwIRWnYqwi/rlXmEmgABD6uiib0EKtUgjUWcBZwahIBE8BVKo2RanrOfFpHvG6OMB6wI/DPtV1l",
-	"/j6rFcZ+WY+7gOFfWNMFjwx+d4CEH7LxgNPx22YD8mTZooy9OHsRN/NA9DGnJEBoX1aPbxb86LQjp4zv",
-	"OyW54wMAb/cdPlIi94U6txQqnEGpdOQW7sz6a9SnwoZ7Bq6hCVSLdfyiZUprbvJdZTITEYj4MGmLpDKY",
-	"w+gDWRghC2NJ5zt8Vv/TJ3AyHav441b30nYzF9L6Eexc0aH5QgxdOKKjWbrahU6fsGKJUttfxoqtVTo/",
-	"2sr9AE7zY3tNKG+K+4KcY71Ysd7a7lOeJ0R5UqkhH9oKqxSyR6XpDzfAZREUArVluPGxBgqkqlKJPLMe",
-	"jZxwedp322BNXKPrrcaRqERronRtYDx7xBa/f3ReBIYPwwqmcxuWlRMQVApqZ41q2hPO4vXxo9nKs5Cc",
-	"ns6yIrL8Ms4fBpcc7dh9KYU+SmlsotAHHjd46MOcfU0PHxjaWQaE4L/00teFY1ZPseZ2gAKjbQBzF071",
-	"DkSQ+YBdI3JRa7Behm7ixT1SVQOsjYOtKjAtOE1sGMeVOUnbyywINpQukbSjaEgwle4PkBEXktkWjx86",
-	"3seg6W3Ra+crJprf9kY27gCcTgXNwKtbxkUG/k/ki4+sDo1zoO1vP/c5oZF2hhoRKsqVIME5cRWkHEmf",
-	"0J9zFHfMulvlk3g8DvHJtyng6RdBgqK+jAuBSPDoPvl/9dAdxzw9v86QAbe1vBYMiDsaM1EWQ/8zWdi4",
-	"Gqn1MNcMTx1Agjj9sWwbfExwPziO65E+AI6yqgUmY1HqDqJuoKGkB26YZJbJjKBMdlgT4LWt8klY3adT",
-	"ZnujvgyihK27XVuGp9HjGlDZkxLRNyHPvoxl857Fox/mK2Hq+XHNVRTjfRVlmCcyZnlZ3vHx/dUWYBrE",
-	"XYCkTXSwU2S+rjIyYjuZFz2MGoKln5l+cE7WRhSQE1UvFrqyHmuW7KEenNTNPmOl5iB6uf76GasVRPnf",
-	"hi82DYNt3b3BpO1nmFhxS/AtPY6d4Z+i8CIe8BQ3xNu5fhDFre8Vf0RjK5QH9SiqsV7qNcg+zPueAHaD",
-	"uvrc/UgwHAzKdy2lEV0oHxW3YrpKq2zNPKcaoXdpM4dMQcncW1wxt1b0A8y2503hm9vVz/ybE0wR8zPD",
-	"wsuUUYvKdbyRrS2nkp/NbPtZAAiSypF02CaQ82FaiLuXNTI9ZPIiq3crWQkzYz2lFS6VP3KtiYJEGebZ",
-	"/OXGcJKdbIzhxGnkwsx2n8+wEdnGgdl6P9CBffrtEJ/8L4XJwYiOyNsgw/zTCfkJQAnb2JbyBpgij5gW",
-	"QjRk7uWoDDmBA+QI8pD3s1BkbyMTnGH56xybvC7y8xBDYeBXdHk4cYlgNYz7HKAq5D4NPg/QHimT0/7J",
-	"NwH54BhYBDEoyUEII7AOHTFHAX7ksYgi3TavbRgdu3B2aMwx/oZPb9+Kw/F+g76PwQqag/KlsAJclGOx",
-	"guvG2bPtQLfjBJz4P9HVWHibLVbGtGveJyYTurrPOn9S4vXhyctVN5hmBwC2VnF0Si8AicHF3I/mGFaH",
-	"ss0lLsBIeacq1BINGe+GrwxbzlZDDD6EdHhdpcIURgriFLxNHHrtn7sntwTvCGndOMAZp9gEUbCVsO0k",
-	"b7h/3boCUp9vvZuIYLOale/2fTX0tF6a5vLq1cXNq5cn2cn1zcXVzeuf/3ySnVz98vPP+K9fL167325/",
-	"eHt1+/rnd7/cnGQnl29/evfmFTb64eL1G/jH5cXPl6/euH+ntjf++ifAZV5U4kHq2lw/xsX5WQLr45k/",
-	"ne9trOOXwfxgHY6u6V0HfL9EdAF6FYMTKTl9wLbXFbIH4RtAUX6nigjmXZPp2e4TxdDODt4cBXyapISo",
-	"QsRUPsThg45XkWSejumEeieX20qkjJFnNZA22DNqK07TqiuRMQB0SNaBGalIZwSEXif7RZnKQ6h2kMNI",
-	"qNgqhnf5UjBG2P5I6cr3D5/2pVWAleoJm7V0Nh9cOxypfKaNvdW1vdMfbgs+51MIfAxRHQRaAp/vN4Va",
-	"WlEfIwXBM2smOeyTUZ+48e1p9Afs16DGNuFNBgI6KyvVNAejW16JsVbKKU5qmmdRiGMr5g0uEkQ12Bxh",
-	"A5zicVNXwqJ/Z21tl7MVKoj+m1qNFEXWZk2UHtQicYdjIscIrfMXKDRGIK1U2+ReiIUZKaofExkYgT6c",
-	"rAwLBZgRp6duqKduY0451kpZcGOE6UC0jYe9NfO8OdD7xwuAQxiPBuXevA6qaxqr1ECizBUVqOh4B3TJ",
-	"7rwcJUSB73S9kDyLv6LW/yAqXjIFqSQaPXpNKRnEXhrzUpzq2g7mBTni3esEhqGXa8h8KOQIbkTfh/wi",
-	"poRoEgAplm2kFHCCpSKoviUSEZgSKILzmYGvQUUf91a/E6rYLUCXwQtPuUfL91DJ/sSEHyoxFsqWq1sj",
-	"hAq/OmknNB2pjR9vwShxS0hCqClWHK3kXrACeHClwyoh95v32x162auntMc9Q5SrFjoVebT0QihRNKhP",
-	"QwB7juU3RI21xqNqeSxZx1XadI6e1ehs9Ak7Gi01CCa9J+Y0REy6ZQlxlrcU6Nixc018WrirQ8DZCdYX",
-	"cswHBPy5tmnZfN+As7bG8pmTXx5TDYG8i7KUdhUHpv0Jwjo7P+Jeecft7JEpOK3kmzh8bY1ltflTmxmt",
-	"HcoN3tpsfVs42SJmQZDeJ3cvQ9SgB+SLY4qQOS2BSyJaZDqsyDwm4nBP0OZQ0wobbhXo4+V6ukC/sfhf",
-	"hkAPC3J0gR5LNR6aM7YVZCgVYb+7VPYWlKdfOwPx2/QcR99DnH0s621S7103Z1mkOQpWCsCI8T2QTq1e",
-	"sFI8iLITKj2FKYj1EhofTpw7UhvBpD33tYCwAg5kUw8pkB7cKPS74Aqyju7FwrJeFELfwMfqip2eOkH0",
-	"1C+c6SMkGIXx83LpRGdj+crEDg4c5kl24jqnK+thP3DwsIK0zpnfia0mE4iXesOn04Nx2EFehypjbCLK",
-	"Mnj8bVwewcxAEQzahI/F+iRFEuLJPIVfra/J78yoYDi3JYznCAwKuruR43uRWB8EozeHQHzZ0FV7ed4u",
-	"+F9rcQ76GKShQMkBVuqpSc67rsoOTuSDFiGh01HVX2tRrTKGX4ZfJrK0ojJMqnFZF2IPfG0aNn43iya+",
-	"a9H2BdnumgjjfuBOBDfnkVz/2sNJ2/WQzW3npStfkz5H0rumSkCkX6PWjnnxTpXK33BjT+HUnL5+SXmY",
-	"6AbWSvSH5I4PIZPSx5BmjJuRyv8F//pjjgWGBlhpAcUTSvQLTMDAdze+6fU9iNteSmUG7Gdt2SJKmLqT",
-	"UO8Clbj1e7Ar2vIx6dddaXR/jjcFDvF5U50WiZBx04o//Rfs64/5Xml0pBulvv1rXMj2dZEPG0rChD3A",
-	"V8T2zwz7VdxdA3bwSPVwPN5J/5ssPj73b5rnvzUf/fh8afJ+XIiKq5FCRDpfZYNSIiu9NKLKCBE+fMxH",
-	"bxjCiB+pi9rOdCX/hjCkM8ELKG1bFAyCj7/+Tk8mRtg//px7H20lnPYqCpbXVZkPRuoGtHelWY5rmWcs",
-	"d0tncrDiIOnlG1Sxzz67XjrYTntLbcyJ/NcX3N2JVNq2TY9ne4liN1TYcu1sHw60KJ+ggLpB7JENdTBw",
-	"3pq+ekA1Ga8/7o+Y5+bwKKCGzsTVHZTTmloa4hajpCC5Ft5mUrHevAYLvTSWJEKgs6omFPoYhXu8LADR",
-	"azVMoBIA4UcABMms/310we2reXQ9GZaDN7nGPcSJdT+bBDbrI47CMWn+AAIOxo9uIk5r29FiP0FqXd+y",
-	"31dodYtxvDw9N7d/5rx8kTkvcG73jjGC625XLgt2uTWRxfXzDqpq7WL2c6niX7/KHgM5l2YWB10YXZf/",
-	"RrDCzduXb0+yk9c/3767evvnq1fX1yfZydWrf3v96tfHxSWEr/zeQQmtVTx03Q8IR1if8BOZ6hcWiACc",
-	"9chRCG6aaLE86nV/QbIPQFljYGTv3cXN5Y903YMiQkU7wDAORyshBOxr227fwN3UQXN9ImHEK/YF0ATJ",
-	"x0egBlIHE7etLjtiKzsxLj5Ie9lOBItauacHFuJEZXFzpf+0slj6nMprgro2E2UJTtBFpYt6DNG2bMKr",
-	"Fni6VPa7F8nEZ3cjpwdOXtKnYYgjlAOsKX0rTC8sTfypbXv1WlEV0kM0H0L3TBTel4a5TxWsNxpBStYr",
-	"ZZ2yP3KkevYNu7RVeXrZX7dofPvtN98dWPHNjWHbxNJiXzBe7C95eKLeKX2ErrcN6+0CM3wPWG5/eAiu",
-	"+GT4h7OsqSfz1RmJEFvKyXh6DD18/eKgHj5um1CoY5tmhpt87c6duIzdcSO+e9E6Ue5JMnomVWry18g1",
-	"CnEbvCCT5Z6ndF8Wk7DwAH/AN0hql8ZDhUXFe5GlpMPVuvgRTgsAow6YzRotNtwAYtBhL8KUtpHntfyb",
-	"eCR5PooiDyPCljsnYn/pGTk9KNzUay4GJdj19SvyTJGR7vrl/2CmriZ8DBE/52is88BcLIfbdZhDpkbG",
-	"creoOdah4ZXTeOCXYc7+7+u3P7tNK6T7pFtWwkec88WC4q0I5XfgqawjswLfegUv4VSy0NQXkN7aFE/n",
-	"elMfQ7297TW+td7YVrUa893Nb/x7voM5hvgMoPxlV2OKA7pw76w3HM9qdb+j4aV7xzdsitoPKKyr+8Pv",
-	"wrtX/tVkNwj3uU8v+GbopOQqiFpdrUuuWiJmtlHlfK/q7E3jdsnjvUo1+8YbBSf2K5Wx0bxdfmFHJ5u1",
-	"KLJOOPpDUPU3+kLI832A2jeaknFqL/Cr9cbreErbO0nhS2Xr2DD7INqsN11HETgEDGG9ryj5e8/M9fUe",
-	"NvKgdyU2JVLDs42Ew70SJTcbU2bZPqlV643byvX+WQrr/bQji/YPjgr9tBz/ewQr+IYt4+tuc3Gr2V6T",
-	"T1tYsrYeultzDs20Lm/HvCx33Wg3WpeXvCzXrrSm/a5vU/v179eVGoy5GovyducFc1NX6hLe3bhgon7K",
-	"fToo15sS39/e1L/UalqIUj6IanvTl/6lVlMM693W7gd4o9UowvTY1vJ181qrOYKEbGsJXKbdaBdx1JVa",
-	"JwzXrAEfpfCsbR2EuFmkbGLWH4OwvPoZ4I5QTnXivxL7gCInLpOP2cFpUAc1TF06ezZtMdW92yS4+Z5t",
-	"E+LCni3jq31Xkw2Ot0+DFqfYp8Hh+7VO7fu836LzfRqscY19msSnfq9PtHnaPk022MOuRptqxZ4tIn1i",
-	"58BSl8y+jQ6ilw09YZ81W2Pi++/M2nW1T8MubngYwtFBrTYFoX2ZSEtx2bNRLFbvzegioXHnDndpo4c0",
-	"jBXQPQeZEvX3ZakJhWtX05SlYc82sWVjzyZrFok9W8XWl11NUpr07jabqvvOJd8Q3tFF1Yad7rKXUp5J",
-	"SCTBEASM2aRSUz0z05UVShT9DKPxIigBH0p4K9VEU52qnHxwmS+rAfUJe0ZYxu1IgVIBCWgUmpCTPy8O",
-	"Lcz7A3ZB1QpxjGD9GCOg/EiFdGUlQkUTLLRPQLuMM0xPYRVX96JgMzmduWHAYJyY4ecBxSEINagNN4A/",
-	"RvV/XNu0f5xYd8rdpSzZHY+EjHi0uL6W/J1yn91Tvd/NcsB6zI8M+LjYBshS8aV3TuFfwdNAUQCYJhv2",
-	"TUCE74mb4u2i0tNKGINmS9KNshPSWN5nhxQMPk7Z3yi0C1LQ4n1Imq+JuI6O4dYmy1201lF72unM7E5M",
-	"uaL6GTGwGTg/YiA0iCp2a9UPmbgB0Gz/ctRHptwU5tAXQnGW9n6fQmbRuwdT2fuIzlpX8OMiG2KK/Z3D",
-	"GjbsQk+PbUjJ6f8463S8GJCA1HdYzCWmCtCcwZ1qFF+YmU7FTJ77PIooKezQKinkVNo/EMCjN6TuMeQE",
-	"jey9f68bgn6y/5Kr/XssuXqlLJZYXO9pe9a5ZyYHREd4GSgFuOYR1fbrqa72RisHZpcqxtjArIXtjWeV",
-	"3KkkFbvBbNJvWx3uKFdL9iizFW3uEQJdsNRuvZlJfl9yw6j8gk+OIQHeC9wk/EbYGD7BlfB2GkRU6GLG",
-	"HwQdtf3GK1Rx2AQBB2IfMnkFL65FcHRXdnVvAfYPpSABdAQ63gedgSHXckqRbN2CSBfqB+LJ3FIZw6z1",
-	"xSwkQN+WUJ2QIEFIo3K/pdbGyzaec1Mlv5Os0Vc84SWFjUUo+bcfpCNKin8q9fj+cMG9QWdcD+skQEyr",
-	"9T3pnKUwAWYzIGdKrPAIcHSQ6eyLorVwYOt2ObRnAdc2HXBzcOhdFGvsl53cD4AgQTgUsbTXuHCC5Ncl",
-	"g8Uf0YurLoS/zfrUvioKUMR+uSLIz9aMecdOzwEVmxundVvNcCUwKY8gbMCnAolLADEDCaTcxMYFxOsx",
-	"5ywGfqeUwiwupDqZOD7oTvNIEdmDgN/C6GlJuV3GzMdJcB2r+TsLc0ln5NMFuthCf1RtdPM2TVOVO9hI",
-	"TnClNLWFezyuJUCKKbxYVHqx6Kz+e/DNVHUweieLFhVfqiELQ6ELGGC2EeQA3xJLQIJADCWPaxaYVwus",
-	"OnTbwS+IKT2Jk2zNg9h0yjzxnJRf2gkpj3Y0PPs/5tE4mEA/E020fYGPp4nWmn0JNBHu8KPQRPC0fapa",
-	"KlSvjljNBjNBK31b0B8puhNi1QDs7fEFClHUAIpnNVNCwhcxjW+klK6AsUZ6xoBFWglTdVmysa4qgGrg",
-	"iglelVJU7ttjXRVDqGsNcDpQYMDM9FJsAszNeBF/IlGXZU0VSp4RNxgEL2wZozu2Ne6x+wCsuVAffQDa",
-	"BPIFHIAmCugoB+CV1+TW7c+F2GaL2QPDBzGd/ftd38cIhOOazjuGfjCrnm8BAe1i40k+ne1ejfet9Xgi",
-	"0UaL+gVQbKdh/RHkGkWTfAqaSaRJidIIp82gdYW02KD1YGY3QDo0wMXDlqYLtpLInBHbD85ZAicYsU/t",
-	"ehFotgcasFaskOae9TAdXCrLx5YhS4+rXeD7cL8EfnLO8rkH6yXweN5gGq9BHPoP+goclWAAYtZv1MZn",
-	"hiCAczbmVSWp1jhAYQC8M1RCp3yBpBWNq2kp1fQmaepsb2CHC7XTz7RntmnLIQidvd/DV3q4Oe0w41ir",
-	"tPdOGxWsc9vO9Shb2jZuqLSV4y6QwZWxYu53mvVauSUZq3Tp38nYX2pjW7Yl4Dh9j3tUlmbNtgSw0kHL",
-	"dMQaGSTWwYSVaBlbexxbGSvL0uuEePZAfisYLVdbO92ta24xIsalrMLRgiiLDXDtIasVyIvAVxbcWLYB",
-	"ZR1COIBBOAViIQpWqwLqZPST5BCNoCRYCHZXW6Y0K7WaQiHM6kG0IJvPN04sAF7AmBHC3AmcXTT26Fuz",
-	"8rCwm6yg+wbdCDh89DW6ftl8AXfpdgvlIy5UjEo9dujCbq9KfIPuWxbwup7POYBfpuAr3Tfp4hkSxBg2",
-	"YwbbedRPXhCUp7u7CX48AKA0XQVYFrixvDnXWz6xIuXg0xj8k97Av+5RnLvjinrf2uwnnoqIYr6AA0Fm",
-	"/qOcBQqs+AS1GBHkv8tySsaBWEoiJEZqznpUM4CFQnd9X12vwfohnu54fGRUSNtVn0qzTwVH2EGoRwhx",
-	"WdvPL4BUjxfgkgjbPq79itu2/oGqB2WMeQ9fSLphRqqxQPfQeiHgZyaunNdr8eVKLHTlJNvQ00gteGWT",
-	"BX5DYs+eoPi0Lpt2Cfq9m/jSEfGPpsLkTn0B5LiZM/VkwkxXJBjuV2u6qY2D4qfjYQ2J9UDTzNhU2myk",
-	"AoBHxijX3fSZ0ksqNkqRy5owYoAxDlleCV6sEPZ2pKiSjLRGlBMCPG2KSjSCbwDUFQXVvGkqvGZxSZ1e",
-	"VJ9GUkENqaaIrtYU2mFWj1THzFHsB/BEqHcNkd3lyn0nLslDxY1A5peoQ4SauagRaM10WWAZo+pBMN6s",
-	"5HCk8lB/KU9V6jF85dSq5ClsVW46vHTOZmQm7ImHwEE3fTTVfcq4Qo9bqfGyYR2HMbrA1xKszBtpRiql",
-	"eg4YIvmSAQQUd18ty+mxALHe9JaNVBhCpPX1cXuA9HOCjSb4vs7N6d6Yzm07ag3RmeDFhZNJkp9yT/8E",
-	"+n3n4590R3mEtZ331TqbNluJAOPsNrj4PGl2+UXJD1g30enoBtwf4GvpnVbL0+rU/X+a1c51ISfyMPOP",
-	"4nOxtZZCe3BXokTPDEWLNYwklNNhvdHJYHQCbA05XEc1asKQ2QOCZ/0OccsPyCmVO72reSnV/Ul2Asxx",
-	"97Gl6gUw88zfKzCazFeDjFZy68YCIW7s651UPFVp4oL9/MsbwDXyYoybSCiH/YezszNEPUrLzVFcfsK/",
-	"MNYFgcb4Vart5PQPJ9kJIiglRemScLTSaGceJ3tPoKTHkF8Db7THBzrLe3hS2hRoljNdhmV2r+05lwi9",
-	"JtWt65BNNRqwIsj6yrGn1O6lSZCILsAw0XZknoKifW22v7XQ8Ui3UuobaSzRx3oQga3kASx4jamlov66",
-	"tmnHojYcBOuRzXUlGA2P2RlHcNsSJ0LEafZfbD/R7UsG5o5xXUm7unYzphMteCWqixonBksBX4SfmxHM",
-	"rF2cfPwIJqaJ3pylt+066ckw3NlTqi6JjJRS1cxCcAx9hHJW7BJDhN5V2uqxLkeqd3H5Dm9odLAYAuEF",
-	"eQBl8xXUSHCqjq6tADNr/nwmeGlnOYNCWCOVt8Dzh+xPMCGS/6EmIiEWo4SJE4dIe27EqVRGKCPdfUBl",
-	"yJe6jeZvGC+Nhup4TsR1IuVpKR9EwfJ/wdICf0Qo4ZHKEacb9Ynn+NDk/QEDL7EZKV4JdvXDJfv+xbf/",
-	"nS0qfVeK+X/7i9HKI3ySF2zOxzOpBMvHTsgcsLeK1gbWYcj4SOU/amNzqhVA9SUxZpAzX2mZ8Lu4Yq/f",
-	"sVJaKESoK6BB9MR5Of6ZYfnpKS9LvRQFWMlNzqbCGvbi7BuG1TiVtrf0Ru7k+jtdrCjTMD89dX+dlnIu",
-	"rW/41TcsX/BVqXlxa7W+LXk1FXnGCjEueYW4yYBzBZ4GwBIbKeh0jm4MJj7wsS1XMF73mD3wshasZysu",
-	"S3eAAIYMgd/nvHQ8URS3bj3z/vlI0RARD5qKNROYM6y3VMwP3PF2XYehn/0ByntCFMmtf0Yhl+j5ItA1",
-	"r7BcvHt9kp08iMrgKTkbfDU4g8thIRRfyJPhyTeDs8E3VHgIDuRzODXwzyneH46ncV/F9sSxuwt8BfCt",
-	"FloZPMpfn52tJbnxxaKUmPr1/C/kVEFut4sXwhcAQRIOffuwU1k6Q+QZaaVwbh0Fi4KN+QJ/le7a/5id",
-	"vDj7quuzYR7P3yH5Y7w/gTXu3caxOLJmD0+Qvyz8WHt3tSztqVROuVUTOa0rUTiys6iFasXeXdz8iBId",
-	"nxqoKYXr/N51TOc32pcduOlt/yyZDf8roiVycz/4rzEy+Ug57m/YRLujRKVeU+htebb2O+a459lI5bE9",
-	"DHVQ7lUsoQrWy9uxXlALpAklaLoIEYLhjUgHy73fEBz2d/oDjdmMFJYtxVkN5gXDKTm1CzBRnZyCvJOU",
-	"4DZhY0o3lol59UAEHsqEmE7rW/PK80tMgulKHo/efMMNps6/frnP6zdQ7GSPF3+AtUhY/96qchVMShMK",
-	"8efm/lkwKcOFL927UKTJy/HDqDZkOLrbi+HsMyGs4fTx/U4eYsUHi3t6iru3PxOJESgTbORCsfhGPUdK",
-	"QURKaRhnUXtiIGcHMZBDGc6Lr7//nAzqWlQPojq9dkvwKlAGUUMG1JGh2ANcNRx6XyyP8XGljYkqOMe8",
-	"i9hVzLu87AGicrIa+Q/u8gWJLCALUE0iy9oSVY5pz760kanHM4jYGSmqb/TM+FDHPCpolVMkCxZfkobd",
-	"YfiNhtscexu6O7pRv3tR4aa+98wTp3WNekrHtZ2ykUJwP16Wq1D2qJ818QC+BBFWKBqwtwsKDPJa4UhB",
-	"+STWq9ZsArjKfTdRSMY4BxNUxOZ9XTWo6+XFwNaUoXIZicK0dm53tWMP8a8jhfW381BeLWe9/JTO4Cn2",
-	"dmptmYPPKi4AzriF+lZzkY2U0dvriSEWxVoJs6Wu7qn+t7QjRUM4D/vNeAkWRpiNFzDHtXVfhpdXA3ZB",
-	"uiO32UhN3aIQUD0sQ3ADY9l9YAOygAJgVJOK9ThraqONFNkVfrl6g3XS2FIqRLFYH70OYrGfZn/ALiyb",
-	"g515fQ3N6Zx/yGlcBgIwdG3BZu1kyd6Lr79396LWt3OuVrcELRhJ8WiSbCqB5TElNNvdmNfjCmOhYFgv",
-	"FAZrPY5qgo0USvWGYVhyP6OQFNsqhXTOXpy9aMYD8jnYX/ORQnt8qCIdF/MMkvCMP4gBu/A7jSoWlkpy",
-	"PPmOFzS3kYJNfHH21ZDlrWW5pXJLOeuR/Rxt+vErSFModLSfLCutprTOjgrQMxAKx1UIneDrFvY3O5Dq",
-	"tjZOscMK3NDM3ScRzULcd2BCI2XkVInCq1v3YsUKUYE2BwnWkQ8CVMeMGU2FGTHYJ/Z9kNJlalEwaYdk",
-	"ROE+7MnNCKRNPzEsxT5xrHNc1saKqg99A+VEU9jkB7wsw+YDGxmp9llvioeSRefcn0I3C1aJB43F3VPy",
-	"GCK+tYpeovVBGPsnXayOpmukSkR+bJs6bFWLjxuiylefZAgpUaVh4J9HEDl78SULLhctewcdIyB7JFp3",
-	"HcWSXcttiJYlpMBueYXcNt3q1luFFrSVE4zQaQcyNR1Cx3UoYKnUY17iGxRn7AvbMyqDHqoXz7hhd0Io",
-	"Vhtff9zfJHNtRegEcttAiRywN04+mHB3l/ZI08+CSJ9RKHEfwKYaZjKjcBJRTtDlJT3KA/lEQXmrBCvF",
-	"BOu/Rm8pDdDskcWNlSZni0qi2Ea3gdO+Bhun2un0r8LqfkILgv/Ij9p0GhJuaClMxu5WYJb6PQwFr2JH",
-	"sUF7IBJNIJSZjqqTNeYDTxdaCdPHXN6GBI3Ai2HeovKw9EjoaLXsNPb8Wdgf8Y1PuFP0hY79aXzv9WLw",
-	"+NUmy/PJ8N/fx2vvTo8SxpDBlxfS/RWvGAYx03KBwaGTJ4BRGMuwWYyyl2BScbfvQlTGnUzphUMv+NB1",
-	"PVI+2wuR0ZlyzQgZcQgdoEAY6WF0GY5ULzLJ5EMKZoTASER6A/tvq4Zs8/7z36ib18XH/ByDGNBrRt0s",
-	"peMjbn0chwL/ASl+JFGYfhYXvxypklvh+CF40IlvrHnSWS+P/rp1r+bDEKU5UtvG7t9CbQyNR6yX4z+w",
-	"KyeVof3JLzMWu/VZbqKAMpaFUFby0ul48Ntt9JuTDMGehEa4wbxwQpubi5izUnAfS402KJgmpFbIaN9H",
-	"yh1HrYQPXcUEQFxYNDWTHJoFcQxWzZvB/ejvxLRWWRQPSFa2rCVDE+VEhDMYqaDPyERx6meGQfF5JERp",
-	"2IJPRRvvB8XsIVnZ0rUKt9oLRyptMGRte2GXMTA2/WVB0V7H8Y8f4TLkSAH5ehUFHwmDuCxY0DFsI4b/",
-	"JoRRd4O8hsO/YRNMmczA49CymAWu9W1cO+jr3TVX0h9w+3TjRJgus9y3X329aZd7/wm5OKxO10V7gYQV",
-	"8qzu9IfPIsg+8Wb+Nc3FPf9z+k8jaSmxdIcbeGfm5itVqL1JdwleH3iVzIWt5Nhsu3p/olf2s5EuSi7X",
-	"9mt9/zf2hb7gbqV3lZ47ka42DIKT0ZXPzgZngxe/h1S0Ph7xIXAqL0Z7H+FY145J4CU+5fVUdN/g5Pka",
-	"rPi83Lb2bxdCofvsgBPjOz1gB5yIQ99ihR7Xc8fdI33f3ZvgOQJe+3tsxM0M7wNb8bHtXFeM+OuSjL4+",
-	"O0MlB7j9ab1A08BYlhLT3umedDtIllLjxCRegnnCqXQj9U4bO63E9b++YejpMWNeilNdW3c5ZwFAC1SU",
-	"QlBafjCOWH7HjRiC8gRWv1Jw495SYslLN4KVriFTCiIiQAqHN25u3gzYt2ffjFSutL2leNMQLwqmM15y",
-	"NYYkK1WY1mVvtb/aR8oNqz+IggUgI7OxvVLS/dgJpCjwJq6iPwt7ReGVv5NIDqtL8bw0TfSwfnv2zWeg",
-	"zA5Rvok/9gSwNkSm9JL1kJED/IHftX4nVRN373ZYxLBvFAtFUEoAxOQ+FsuZweIMar+0I0XiT2RKbXry",
-	"cMte4cOj0mu95AS8SGh1nBxFNBRbc7CNOglpyLw5K8cA56kY4nEEadmr8yjRgwHQnde5rkTm67MFWRrs",
-	"3z3K+YVA7WykhHqQlVZzBJIqmqCjIcspEUX+TbiP89rO3IDH3Ao0wJJ4r8Qyz5jSHhg681mj0lLVecfj",
-	"UcUasNcR9phbSFmWbtkNycmkBBmWvzj7nlIm3ZdDNa4cGQ1I7VazQjtFyqncssz7Qdv2ebow6p+EnenC",
-	"SZvgKyR7bT6TyuZkAY0KcYdC+Uo3bjWlybOmNPg5bCVE/5zJCWGtVdZkrVDyqKcBu0BTOPIrt2O4Pojb",
-	"wdm0FsY4BdAjeqHaE5MgZHUbYSHwGFhmBsYynwZOdICGf6eBYLFyx+VKPZXKUVhjw+9n3v2CJnoYoh+4",
-	"k5RGimwU7ax31wjGDNHSbo2CWWrG0eyslwrAxSLSB4NYQ2b9LWZjOrifyGIcV4X57LZimlqCOVORlPM2",
-	"iqQPwh+wNqto4AD8poPV0otXER9qWmVMDFxHGzyFcRu4Cp7evEE8aLoC5keZcQ2LdAQ2XIt6bqHhL93Z",
-	"noOlUd6LcgVaf2NqXPLVZ7KLf/Np7ehnh9nR97pvL+wlX/CxuzGPEDMALqTIrAIcUBGx0T4ji3DMDaLh",
-	"/D3QumWFB3+N71mw7xC+kMCU8rXD7VT7+Gx/IvlnyxmDZC40tIRczM/gYnnivsHCtXP/jdUL5LSweQP2",
-	"uhDzhbYQ7ZLcqaxTW/r9t+Q/0F68VaKVxpta6MPizl6/hEiqBbfjRMrBtbBmjblicY+ebQAe8ZelVAaD",
-	"GiLRpxHQEvVGMHrEt3AqnOX3QjWuJuDjI0USnQecAUkd3UneMMd6M1kUvikKsX5N8pGieiPNpYH2Yd/6",
-	"j+7ahaBmJ5hhhBL07oO89KQtVYWwnna1x9iQGEyG/XPG2USKship4BGTBr1jPhhnwCCAnzWG2CbyXOuU",
-	"qIJQ9p9FVMFP7SeqfO4zSyvotDNpvkj/9hMP/JVQTkpp7PKtkNz9bsXnGBQLmuijeENSff3XBr0VQ48I",
-	"t5X16Ljl90Is4K11lQgkS9C8gvqGQ8yzRnWk4JNvz87Y3DgdJ4D6+BSfXqOrzPmKzaUB/z36WvB3MI04",
-	"rcCpGWsItF+dMYMfwdNN8LMg9cJMhs27YJrJ4+BidBGRjImTaYAXqKuqVoZKrFTCzOiyTCke8H5zmte2",
-	"aU1Sx87J9NPGaMYh/zXeGmP5in7JKMNNVkxXhaiysC1Qhd9xYBoyJbmGCeMquIXERexxxIxezjQJA2iB",
-	"A73ZrzdycwQID6AWcJ34AbE7MZPgHaQI2jFX7E6wAKJLnPrlqzevbl6t+fJges9/8zgsH/N+VxRyIMS0",
-	"W4Uq428kLH1Kl4eHoDZuBAke96uHWmu2oOfNA+gXLUrR/ywiy6GaxVPFzTT6OB44JLBNf3brcO7NFgko",
-	"YGu+yqV/6VMSA35jW6iJH+t/BCH1piUv+pFnTJdF5OWCkz3TSzz4wFbijfNWoieItMlr68oxOB/UFQWU",
-	"gnBJP0u1qO05WpKgihTrGVtAA1WMlLGFqCpm9RRk0X6TVmeYR+DIadoD7CBvIDla3vmQV0JBEpjtAqHE",
-	"1B5B4/Im6ripiDFSkMd3Lxa2sd0mKRwT7ngTFAQQFHNtxUhRPFdzWZGD0nuRfOwnXBXBwmfBPVIvGCJm",
-	"jBQtFNyBS14VFHK9Dp/REATdqSUk/clJY0b2oSEYe079YkKlKELcvYC0gtBZ76vv2E/yTyN1t2JEvn2f",
-	"e9DI7V9/C29ByGpZUiwcoYUMEVGPjxR44Blv9iCkpuY+NhDNXx77kuA04SKkiot+XLSqWbO/fvsAQlQs",
-	"7AATEkPQcyGNo6AiHylvViVoEwzwnkzO2Yuz71newLVUWtughEQ4FCkcAHenUGXGgt2t3CZhqr7br7VM",
-	"+GYa0mBOIsRGA4u7pWCLlDhzVStiaZ9IM6Her2q1n1ry9bG/nGLTBC517sNd2mqzL3qF+AtE1v8pLY+H",
-	"Rvx+Hs9go3HVCiB+iK+YGTsd9z00ROpEIQcMToqOSywhfaiJnD7/DTN+XqPx8vCLzgf5xPgZwxPf6cn6",
-	"2egI+fnq6z9AMFH4OxkAhPUU1+Nz3FmCoMOlu1aM1ZUowNbO8ne/rN9Ic0z/vlAMhxiXkCkkwuFwpXQN",
-	"Yc3ggDvzSEa3uGS32BIytjF9Gvqg/kIyCBSaYT1deacEJGdANmcfu6VUD98t9JXkZ9fBSnkJr2Kh5U/G",
-	"25pPILLO5za9xN/u1lBAKoWy0UGLjFCosRQ16fDyC009ONhl8vXnzbG0Ea5BXCdrIqdhhXsXl+9CuQgj",
-	"bPuQ9Mnp5hiUO3rl/roR4ExuC3NqjgS8+eltgf5LnSoSFRD78jWkppy3F01BUjZRpmfARFyUXDXx+wgF",
-	"KFOFNY/pEEjSA2B/HteIeNEg75arxunbnjxI206/v/TR2xnjVs/lGPJk3dy9kyAje0mGdnQKzTf1XAzY",
-	"lYC7yUR2SHQUY/wExiKMFBkdBuyiKNxPaOgikOsh46oVi+4rRqFBE4OAzyGIYh33EoE4eLtkCzVXfI6R",
-	"/26H7ameTJjVuoRSzWYwUr9SsIi3dbkFYJWwkN6DZr7g0ObjsQgfTRobaRU/rfPAfyXKivu0cjl+7oJm",
-	"n4wkpmdf8mXUsRgxss7hi/JSjEup0ovin50DGqbRKgR3ICJK7s9iyALwoWXubA4ecy9+/tCDy4AGHpfq",
-	"cGIq98kmPY5Z1mD87u97Te4AVrlyivaqsQqREShyFCA/76Hfcj0ZvBqpJo28n1GEaA7q++rWg6HkYHJQ",
-	"wQpVygf/pQF7iV8mACgDGf8rlstiuBtPNj/H2F1dIrKFYb28Emalxk0cXAawQuvj8VnNJZ9OAXbFUdJM",
-	"8MreCW5BuYpGo7QSxOTQKBcqSXtYBR9ayH0e5lSiZZhko1JPu2FZiM/9I+Cy/CMio3yNjLLbxeskHXSK",
-	"extaqSFGclK76z8qV2OsXrSgdf+Z8dwF1RKZZDOUkIBBAR/yBzCZ4nwccXKiq/tji5KADhDiRyeNRIQx",
-	"s1o1v3hbTUZBrk35GEi7c0LaYhWwjrQSz8DWDfH4BZNqXNbggMq5vakrlbMeucGpSPJIQZVkcH3GqdA+",
-	"hsV9cx1YEaP4A+QVhHdbAZuDJhVKmIsxh83Q3WaakBGm0oaw4PU0QEBUgCwYAIPFVHI0kwNANHSTj5co",
-	"WrredMXEfGFXI9VE4YFF3u1diFXv5fBfglUDyZT6xbULn+9TvLoJ3vAQwqEKlI0xQXkhneza1PPBogZe",
-	"LxqpVnBnogzCgL3hlpIhgdQpN9Z/DmKH3QbVY3SoQIIFRI2WwgzYDxR7iEg0WJt2PYgAlmzJzUhRvWwI",
-	"ZaYwZtZ7cfZ9Mr7Ydf1ppW73ha0S91efK0DHUcl/SqvP55du/1RxRbQczlQg3og/HBg1NOOq0JPJ0dm0",
-	"owwvyTXcKU78RjCpGa8I9D9CsVbacYBSoDPM88b+kKJYllGPIdTorpJiAjaGcVPEZ6QiHtNrtG2qDST/",
-	"5k65EYJBuhiy9cG86FOaWfCxNRrEWpo6mCKa4kHS8UrISP8//+t/N3nowSEcX17tui+t2hj9AbsiNoM5",
-	"a7TNVa3MSGlIWqHYmh54CXHkkNp+S6aNPMmcfsTt/rT8iT7ye0HlbGdZrTPyD8G5flc9ey3OHyEK4FBm",
-	"wZ3mhLFDg/yf050/cJvfnYj76oM7Lz/iu4dZpz+cqmKTsnbm4771oL4IWw2hB6VU4j9KzM5YqwdRGcqX",
-	"MjgXNwHDerUR1S0ZQX0RwfCn4563jnvSPytwGvU/qUHal2l43NWUcmT+6iNs8OIIwWczgYUfQJrFWONe",
-	"ztHrOWQ+dhxau9tpszV5yTCwtALAkdAcYg/JQDKVD4gsEflEvQPNYIgmhuJA9A70hRJ58wGIBWquuFjE",
-	"rgR9lPr06FDQD1xoohW8TxeOGSl/dt0qDNgFrkbz3k63Lfh8Ab26HdyO2ZU+P8D7yvPzJikIBAEP4Acz",
-	"gm/n3559TTSI5VS2O21/wvIRn+I+c13/00n7n9hJeznTa9lRz9DTuumYdb/2GZ/riKnEzih/fop978E0",
-	"ENMxw0hCr/vGkXz3Yp8wElIM2uf1AmJ734U5faIT23zgSizK1ec+tvHnIxl489R6sCMPQfAPcTifCt6I",
-	"4d/+enhmEohmex+eUGP1iMptVLtTGuYYABENuyv1+N5A4FMu53xKYAaF1Dla2u5EUQB8s9t4gJvGNsG1",
-	"jPkeurkc0YwY4yMww2UB0BCW3wvMyeiR0/gyKmkAaTZtrIfN6wENkLXpDyO8EtuaIISE4p+3NNHbWpl6",
-	"4QQHiGDt5TCJm9VC5ACSiAwPfkShJ8I8QOlowG6cpAOR1mExbkup7mlFDJtqtxAowHTm1GCx4U+rzuI3",
-	"DtJmvz7yx/dxeLOeF0d1RdYBsCMsBIeqPbwpZrwRTgBRBP/Uhh/neYlyxM5DjD0FSjaGGkqCWs942ZeT",
-	"YXzLkTnZpVbezx8wcMAih1lisfaB3OhOa2sgK2kYnWmngijrMegxAs2H9QOsrKRiRLzJnPAmGJxXQX7w",
-	"LvA+9DYOtiG1BFtdgNcxG+g6IK2dfvP12dnZect6cS8EpbpLeNmuEBzQWL4yjefs3LNGRwdUPaQTAoZC",
-	"ljz6C7hI+1ms1oCe50PsAxCm+9s03DgZeg+L9vly6q+x2maHEBNMsETXtLTQJoqC8OT0T/P/41KEUYVv",
-	"6yDknqM6FniWMsCuAudVcMKBQQFzsTZcaeit5NKGggro5uLFan/mtKTC4kdkTj+AC9DXWPMlGw1hTa3A",
-	"NdDjzPCJsKu4qCqIIAW7W2HGLw7umTvafQqiqeIgQYHn3II3NbcafL3Iv0qOecNNii2ZNBuvQsbmvLoX",
-	"EEIFTsI8BtfxHgAzUuR0xw3xBd5Dvpe/j7mFeSltN1wAVHEWc432dQGAxWqk8qJaXdUKMRAC56YyLcMY",
-	"DguZGoD+AIoXgVbltRHVpU8+amQ83BJfOFfX1sjC9bWKfDzAlXF4hAymH0S1rKQVA/aLKnSM5Pt//tf/",
-	"JnJ6XqtCpzOP4HlnInUqORjn/4jM4OOLkzj6g8TJs6N/fGtGcnNqws72dJVhkntRrRwNZrSV+EL/n1al",
-	"R1jj+b3YwLRyxwmT6XXgTnpCDkBwqUBW32GcGY7SkdlzK9Aa/KOB0W6wZNYjMYBD0EVcxxFnDDXcDc7Y",
-	"jdVDBLh/K0xUrCu6qmrlOK6J2KbThZELN0yzxRSVdiproaGMej/IipXAeHAl8LaManqjOO9rgSexWVSh",
-	"8TSdfAnnFVcNT+vgn4cLtmcj+CAQKWSMuSXbOwa4KWG/I1OGZOXfWyjH8f4HSZMhWNZNydYJO1kLEgpi",
-	"jPUS65oBjyAN8pP6IUN29lYUiZvw1ifcff+RbTgSYbhtOIbBl5hY/JkTf9uwFRDJw8dYQi9k4O+X65sd",
-	"26ZsZqIkOCHC0/UjeGYwP6lH6AnPPNx8A70Q3MBZqN/zLLIiAPo1niBdIW5P7AM3CB0xUpvYEb4UUFNL",
-	"bB004jw9kGcmWlJBwBseXKITDwEuZ1TcAiAswTQrtHQHIGL3Kzs99X38Eb3s/iqPR+8hP/LmbQbFltmL",
-	"r7+PRgGYELcIC17kIwVYEV99F80DgCu9lSohFbxdCOVP6CcyR/vu3ac+dfhnmMoORvNPiIMvj9MFJFZg",
-	"K6C7vbv5f7ZgHGSPBTkIx+P5b02Vyd0wra1z8olvy10ETBCDBFD0GYSmz0wMr8j1EJX4RLroXb/+84+/",
-	"vHPqptt6X1xgWul6Qday69d//h+v37xB7Wuiq6mwEEdytFtxj5wnT1bbpbMW/T0HgKdHB0ocMqKuaIdf",
-	"K2nFZ7oOXsNs9zInJVKx3EhtiEtzjOI/jzvwiMLlaiGwGA0E5McHDrNxmrq5gGDS1EYFPCYn07l/9J/G",
-	"eJ8j7FB3ZUoE2/KBhAune7VGCYryV+wn+ad+xnhRVMIYxJFyoxspPZkYYdE0gnMAVkKVKoaMU4luKnIH",
-	"7rglX4FPASu1BPDfXKgid5wXvjnVFoMn8As5U5qVGkquzESJsZNknJZmpHqN3fqZaRpFuF2hYkI/bUfm",
-	"RXQ69zAj4yfSZuSz7ARLImF5ru9enESVu87SlbvWii3JspRGjDWUiNHolHFEQfBom3YrthK2SWr++iw7",
-	"OzvrBMh03XUOPa441qo5lhr5+89wYyOVdt3bnxVZ64tXaKNbnUiFvE3AVpBoMyAnqaaU45i7P3M2R1XS",
-	"6Ln48m/0Shj5N/G7XulXMITPdKdfu9l+Zg/RF6byfdFn71rYDala/k088fpedkNN/LKYVhwCijXjkTSB",
-	"5c7C1kApUrR0VQ+h6BgH0cRdvnwuWP7bCBj76GQ4OnH3tx6dZCO64UYnw58/esgJyO1fSDEGr42HADWM",
-	"j9SdVLxaUeI/hipi5u4fgPVg/p7TKyJGxHp3cnoqVCG56mOYjQ8PwbBB15AKhsZjFB+khSG6f1zqQuAg",
-	"YyRMEEPcY4IVJTEEpx+PFRbQ9UyApx8s/T5SrW8iw4GvjnVpRifDy2x0Uuml++fVx3zArkIFe3RieyGk",
-	"ByMi710QqhqcUyEfRNF3wwBEc3LJD9gFu3PdiyrU18f6qm73sI45JRgSKslz/NWw34i0XhcZi6gp74+U",
-	"VMYKHkZyUduZruTfMAVoJnghqpR4dGEtH89+XwHpkVgYXyGfWYPuXEo7xuLLKJs352dRaavH+p9Mbd0s",
-	"orFsWFipLCFZfElyQ4jL2eapu2ne+pQXafOVrqs0vPEfwU93rfjCzABzE/3umcdLM1kEZJY1WHYJBPdP",
-	"66VbqxXQtkCup3GWK8bjIgqbZQl6gKoY6j+ACopKL/e+jwwL4OVXlMB9jcs1wH7f0UhM3h+w13ajwASF",
-	"iObG6sUV4HINm8/nrIcYO1jmeq2VB/KKG/SpOjsm8rXqQ9wLsYiLQriLponQamI3IU1BQY4CKtYGYagh",
-	"rExpe4u9Yvoepf6FXIGCvTh7Eb07gXi41NXyK435pq4+afwq9N9x+pp9jqLf/6EyafwqN3ROO9UUzYxK",
-	"4FKSxaGVvX7PLfxsG3eEgl4YWuSBPyky/ojsMJ3b53nh1tS+3fkn7gMJhhvA6Z9PZCk6tRYAO1YCSx6U",
-	"0thffbsfZCmwboHASvs+M8WbtL5CvP9eHqHzBwBRKCVIdYKGTaV+yKGuoL4X8VcSyvuO60EjkqhjJHyo",
-	"4Y66S3Z2dkb6i/z/2bu+3rZtIP5ViL7UBlQ3yZJmTZ6ypusKFFuBpk/TUNE2bRORSVeknAQD9tkH3h3/",
-	"yJacZK3dBMtboEgWxSPvH+9+PxcRYORQnPoQgtZ1FoMHr0WVtgzgptnni19f/JwxJ2TDpMrVkBvx6pD1",
-	"CqFGekzVuWCFKjGtS16xFPGEQwXbXq4SAgCnUvkXd1fRmc5szOy9YfDC0x/dIgpLaqdJ0F9g3q2mSfA4",
-	"U26q44rozHGW2JOajq17PPs7Tm02hdPVEuoW7hNZ6S5I1/jYBzKoLaDOFvSDB5YLh+RhF6YaO1z8bh5s",
-	"U6F254EA7g9OZJrDDCUziP2GZTqrpUIBEjBX6Wk/lsrEiqHNBUMngU0/tFxFTrWMYVMTbmNTI7cdMkaH",
-	"LhVA6/ffG+i5yenkBg5+VguhYs0fVin1RGkEUe+HnrFa8SWXJRb7DpjTZV6tltgoY/VqF2wEn3KKZuQN",
-	"FpyKAxw0Hxpd1lYwZ18zxlkxGBQsyJaKjqJBob7ZqL3dc1+IjADg94iRBW1HiUdjtWWH8DErz1FjReGz",
-	"euv8FNIaUU6apC+58u+gcleI5eMzRof7+zji141XNxlntKJm3HADq3RtRUZE3UiIIsaDXJ3TK6QA6h3h",
-	"2aAgnTi8gf6R02jj4diKCWXdAyvGHg7z8MwLiMnnuhL9AfuEH4ZydS4FeBcQ/syNKJfCtFnID2u+x7ea",
-	"yJ2YCzfsDjQitxyCQAFTEibxyX5s3344qTS20483GlNpX44lovm12o0L0rmQBK2EQIKB+YJX6J1zZnyW",
-	"B/59RWUhmPTLlRXzha7QB16EL5ZqLK6xi4zIguFKxioxMYz6aM0M9ikADtyEJj63pwfs/VQh+GnwgD2W",
-	"6oAVgLYP9GGGKHukzVVPjjM2BEzEjFk+zVjx29uz839+L04DNilcwVMMRDmlb1ZYHxqAUn15KP626TeS",
-	"G9B/4nTjYVM3iqUERKMk0QHKGTiWISqAejo6HsyIQJPbXB0CO1mvgDsvgqpzPj2RAEAKpWC92LLfZ0kS",
-	"P0xJNKKJQIHPCyVK7YURcjbtkgxka6teRK6CueWxzcaXd2RYA5tMH62CpFhZX6lc9YwznrgJ8Jm4VWK8",
-	"BHi2yY9Zrfun5FVgRyLCnlNNBzgkTqxsrpehPccnswLjX66S5iOUXmqL4z+bearm9MMJFPWDOlmUAXH2",
-	"uYmCQRnYK42Ztufpq3EtB3GQCE+wgsW31oVaGIL9muSKBuDdFLoeBpP5+cvwl+h2/4NYQR1GLhMZehAo",
-	"1iusfhPGWfiqUJxy4NZNVgE4hlZrpktwieiD4KMbH0vO29HefmOvpGghbWb5nbDvpD13iusWVlxPkilt",
-	"Og5Y5iFSdKujfwouK65/QlloCxdpIz3rADo6OHq1jm2Urac3kmEAHvLabkt3r9dhXWOymFC7d3oma4e6",
-	"g7bB0doQG4u5faCruqVzwPriew35D6Q7lobCsCpFhe103+NNnXkByoq1Svlw7/VdxPweAMEJHSco+Q0v",
-	"HM0eDhOx31+dLuRk8uQz7uZstWGuSQEFpZCxWtmKjy6DN4Q49M3+tm37kKWebjo/fSftBz29W0EAtNS0",
-	"74OjtOxwv1l1uOvUHH3SBl5maY2LdK8edjfdI1j/NIc0p5jKibQUznrvcqmv9fU2pV9MsYQYQIiIXCLh",
-	"lSB/Ew5d4RFeYuzDANUNi4AoJnLBxJQoyCBhAjhnANJ1lkaRCYZG9IuBsWKFEBjPA+I9wJWZuNI+SWZn",
-	"la6nM+cVF4OptMVKygleZ9NEAuCqYIYlY9yNGk9NZtqIXLmPGMsqknASMzLYbXAlgAQDBvzTStDkB/eF",
-	"aBSKzMUYIbUEwYCurTjFPxFJC3jfphWfU6GY/5HAk1ijfiJcEiyGi8H3fNzv9jq3364dX7KNVu3/vTrB",
-	"HACmbSkAWkDGlzzYNLbsyp06K7srpeOk3Wlc3UJpZhgfQ37yrbLVTdfqdsJ4ci23vxfOYeaHCN3nJn1D",
-	"PtLp9wnU9/kDAmh/NKKc9Le1DzZDJ3zyN93JqbTcXEJNQyc88a3RHESafmiU/jCoi50JqQA2E06t9HzO",
-	"XxjhhkWtWeJ6UQIwPUVybUOEH2qMUFoxN/fA9hBuUdB38KrigCJn7E3pLkx0Ne88oL+rz31wq8vd8YIF",
-	"n4oLfSlUlwiO9g/uLQMi6ZK2RDieJs5aBEEC7wVKq8U4I1qtcDAFiYuvrDfiRryQyghlpJVLQm6EGmx3",
-	"V64Qj9JAdZ+YyOu+TyICbME1kb3yinxT7Vvd3C25mnFDvcLgWLTN0dfOpNLe3h3m5qwazeQywugbhAbu",
-	"2aoWSOaFUMEwaQDM7x/o4apkKftXZ/6LHno4iQraAF3oJmfMrT0nZD8vO7Et3+OoyA+4GUVm7oOk4nYj",
-	"IrxTeLdgz8Ad26zD4+ayE3PGvXzwoyYWJmc1Nk9K0mFmwIC1dnS9qQS3wn3Ctrq5uLnEl+yaCgk+qkVe",
-	"OJrxY9g6OFSn+rm5bBNr2B7gaG8s+/ci3uIO6axUhdE/kkrVjpn+r4BHkAlfE8jnxXj72+4jvHvXHZQb",
-	"1kENXz1O18PDajb65qI6BfT08IEMsJsslNaCP9y6f93zYlRX0t7AqhoKXonqrHa+0p9/uRWEXYy45uqq",
-	"fHbybGbt4uTly/2D48HeYG+wf3J8fHwMq41+/u/gh98YK9BVToIHk15AcoT0is/wNS4Gk5zeuFx9NIZM",
-	"6StDT228JtVQX7sQ6d8AAAD//w==",
+	"7L0Pcxs3tif6VVB6W2Vyt0UrjpOdUDV1SyM7E791Yl9Luan3Lv3UEBskMWoCnAZaNCeTrf00+8H2k7zC",
+	"OQdoNInmH4l2dOfO1tadWOxGAwcHB+fv7/x6MtbzhVZCWXMy/PVkwSs+F1ZU8K/LujK6cv9VCDOu5MJK",
+	"rU6GJx+EqeeC8YkVFbMzadgYnmS9fFSfnX09Fgs9nsF/iiH+xYi/4r/z/jnT96KqZCEMe8uNPX19L5Q9",
+	"ffNqcJKdSDf+X2tRrU6yE8Xn4mR4goOfZCdmPBNz7uYz55/eCjW1s5Phi7Oz7MSuFu5JYyuppie//Zad",
+	"fK/LUi835z7hpRFMqMIwOxPM2ErweViKYJVYlHzFejOuihVbSjtziyv7XZOb4HfiyRViwuvSngxtVYsw",
+	"t1utS8EVTO7NK/ccDLfgdtaMJouT7KQSf61lJQo/QHLZ377MTuZS+X9+laKBoy4QF7/XJsSVUJbdrhg8",
+	"cKXraizYuJSOE5hWrBJjrZQY23Nm+FywueBKqinjhuW4IXkgyUzwQlTNKlq7euC+XYtqLhUvO0lk/QNH",
+	"JdW1HN8Ju0mlC88hFh5gk0rPWf7+3dU1ey7cCs1z/MXkGZPKWMELpieOlUYqv6jtTFfyb9yNljOkE+st",
+	"Z3I8Y0upDFvOhGK32s4YrwQzQtn+gP0k7kXFFrUdKceSt4JXjjv1nVBMWiPKCZOKcfbzh7eDkepgTJxW",
+	"F/VfdlB/tRBmkwqXej7np0Y48WBFwWDlzL1umNWsEKV0M+6NtbKVLtnESRHDeLnkK8PGei46zw8MsoVH",
+	"ktP8RVd3ZsHH4r1jjYR8KrmV98LNDQ65MEZq9cywQlZibHW1ytjo5PnopFnTORPzhV2xiUY5EJ4kinfN",
+	"n5gzcfpPTrI2xb/7dnMtvzkeNgutDNL9wl7yBR9Lu3L/cvQUCtiSLxalHAMjPV9U+rYU8//2F+OW+2v0",
+	"8f9SicnJ8OT/et6I9ef4q3n+Ht/Cj7YJdu0WzMVcKyYN45ZxNqZpsFLOpT1nStuZO/9Lbhgv5tI6PtAV",
+	"G1fCkW8wUjmfCmVv4PmbSvDxTBT5kBnLKwuSQzF4gi11XRZswY1h+enpnH86hb+bnOkKOX5R6YksxTPD",
+	"8jn/dEG/9nIYO89YbsZ6IfKhn/Tf/RsZ46pgfKTyD8JWq9MLJ9f9weufs3xR6fnC3vy1FrW4mdRlCaPN",
+	"auumeFPopcqZtjNRLaUReLjwZdidaNCUQB1ruFY0W3Jp2a2Y6EowW61g9VMu1aDFKcQLUlkxFZXbl9+y",
+	"E79LX3D3P3x/yb57+c1/ZzQyK4TlsjQDOGs0ADCn2wjHn7eylFamJMUvM27h/OBW8+JeVFYaUTiJlUsl",
+	"reSl/JuAy2NR6YX7GQeCN36CU/Xr+jnJ8Nd/E5WRuOrNB2o7+1HYmS4S0/pBL+NZjcdiYY3j3UIoNyPD",
+	"eheX71keDeIUFXfGmVbCTX6NL5snc7fjM+7EjXCcU7AxL0t8wo0+5lbkpGGsU0BaMTe7tu4ifMqtkxbO",
+	"q4qv3L9LzYsrFHARXYK2AVSeLza2bY32dSF1+nUxvxVFIYpLx42fbPohOedTkfrpt/iO/nd6LqPvbQ7+",
+	"MaxP3/5FjC3N3+qxLjc3P5wcEKL1fJ8ZxOQKryWJlJoLnoCGbboOADFCyY1lhi9JI4j4J2Y9rVCJnvPx",
+	"TCoxUj26sOgnp6VyVfDScaKTb+58OunKxCcxrq2uDMq9sZ/+aqTcWRamn7FaFaTaRl+vq8odhLFWEzmt",
+	"KxAsQ3fTuct6zlWRjRSvpiZrM7r7iBtJqHtZaTV3Y7iX8FhNhTUDdqFWbDzjauquXyfOtRGsqPTCMGkH",
+	"7OLWKTnDcJ8YIRRbCTtgbyxcPorpWyOqe5hT5p5z8nxRiUKOcZox7e7EwjolqopPn3IvGSHcXOesx1mp",
+	"p1KNFChNXn/MGGeOHJFcqAQvTJ/N+QrPMy6jYEaqMV0G68dmi8wxltvaMM98Q/jQHJ+OhZFSulZjUWTM",
+	"3ZlocnA2k8o6tlkCP2lW6CPJi7kwhg7rjvku27LccFkAB7SntCGIcftEcQGyYqKrOXfaUMGtOLUSTtvG",
+	"O8Twb4rNaV03ChyTFvQP4BmpzhkHZgKdjUfcDxeZSE7O2K61V3bYEs/ZugTXFctpIs+VWOaOseBDjpMa",
+	"FROGyoBu45kY37lNJIOBHnI3C8qbIeP0X6yHOhCzjrj0oipXaCDYmVjhrWJnQlZsrgtRZszU45kzyMYl",
+	"rwuBWtQpHy8yhhaGZy3DlGZuMZ79+u6Y0rbCB2HShhmnrvuTqSdhdkOWe7bInXpIalTu3lsZVisry2Yp",
+	"S6edO+oLVc+dzIXRg5CNBGtrX2ydOETt00MnxtyJAjZ94wI//dqZDP1zpu+GwC26cs/yZplTEc8s3AzZ",
+	"ib5LTGzt8qBZejZq8XrndfFWGpu4cafe57LfmXaPv0cBvnmq16ZJY3fOyI+TUAOC5Eiew4iHgriND4kh",
+	"6QW6TnOWPHMPVnxesuYj/eQR5fdclvy2FGlVY7ymyOykWutSdwPgDZdeId6o7uusB7a+DaaRuzfj+zJj",
+	"Cux0eIyD3BTGptc0bqsMu+ccPe/0dWkWJV91KsczaZypSlrUG+V2u1MflEVyDAUmM6lGHzrVKTjFtwdK",
+	"d66KW/1p18qv8LH3upRjuKoMeKXca/683taytNJdxLgVJ86WsWJsRZEUK7UK3PRBcJM0HdZVVCcMYoKH",
+	"ecSsmaZX904kz2LrtLVP4s1cWLDpeFFINwIv30cPtDyLzYhOZdvka6/xDBmvpvUcrxnNqlo1QvVZ0Pzg",
+	"CGdMq7HIWEtjaikgG6Re1zNac0jyrLJd6rPTLdz/rY0g1RjIlLFCVPLeCX935pzmeScVKiVAsOTZ6+T3",
+	"jsOEf9hwBF6+f0af0xMvA3vk0HB3NOoi/fh2gV/h3/c397xykyNSJpn1nleJ3aOX8QK855V0/AcbaITd",
+	"NEyFuj9kn1LMrzixsrJdfKsdg0tVi+IVJz4ty3eTk+G/bz/i4BS+1PO5dqJknenHNKh5D4pClzbozL6q",
+	"qhdWFMzWlUruehWO+5YBUGPDR4d4EG7EJ2lBGSfb6qbUxjrlD38mHQ7/2muUklLeC7DXbmvr1K1Sq6mo",
+	"GKgHJvZCpi6ItV1Y+OVnCZKEpW1uzcds4+STSeR3y5lX6+Rjt97HievxyraGJ5zdZEF71HNu5diPBVdg",
+	"n9SyupAWIgYVnA5pM6b4HNyFs5UznBzXeNl52dy/24RbeyXvlGCm5GYWxFRwJ+rJRFSk/61/pL/pZtol",
+	"l6Ra1Pawyb2vhAlyABR/mqPld8KwSeVMUfHJesXIGvAsbc5tu0x0U40iVX6ITV7aOLFe1m0ehVjo6xqt",
+	"eaDzbi4lMRGPmZIWl1yNRekuyDKhBo/h11IUaV2jEOCpTQiCf4W/e5NDFmQ5LUWF3oaFKA67rxaRzNm+",
+	"8GbOyfWi0+D7pIKty8KHLDYmtOj6obGNwsVSFGCzzHUhJxL+sxClsALFg9sZFB4L/NENic6M3TaOD2jg",
+	"R9MrFOO7hU7y6gWIFBCqXho4Xl36gI0zV90fUPCIKVcJR/ABquVM8I5bohILbaRTxp4Z9sPri1fA6xI8",
+	"Gor1yHWga2tkIUB/9887YU/Oe3ccJrIyll5Oa/e2Eh3Hyyi+MDNtmXsk87e1v1qc0hVoGU0g/ZG66rjO",
+	"iOKegXefXBiKpp05cid3uRHT67d0+CFl53B7mHFAh/VPK5uKJ8Cf8U4xbrMWtWWlmMDGuctHG8HulF4q",
+	"ZjSb8IotZ7J0++bUW5MxXpbEg3NQad0vM24Y3vKOVGGWUtlvXzYzjJzLQhWHrcmNfqkLkfZVdyikuLoD",
+	"6IBHzF3qQXkf0E8Ymiaa7LlKd+JbxlZVK+XmhusBQeK0nqTuaqtajd3Wp1kUAnfeBwP7TckWbgXkbIpW",
+	"1vPLCcP2MyYnEIopZBHr2PQkhh1PgieR/r1T2kmUk8jRngYxH7f3ZY1dt5yb10Cy42rHMPCbNPccfoyU",
+	"DuZDqacJmqM7EJ3r6Pdd9c/J2Qrqr48VOAZ0Z48bPIv7Hqutp2S/4xBpW8/CyppVHcr67a+4RQ6bYI5b",
+	"sq04unSlZT0eB2aCJgVKIL1TCfB9OntCo+I3c6PAUNL2z52l4MjAxrpoOSZ3nbh1lSTwRsPDB/Htx3XO",
+	"BV7cFP4FMfQ2Nt48AUHoJRRQzBzbmTfGekVdgV+OZJtW5arjOiYDfk1EDIimO4kJv2a41C0nPO3XpY/t",
+	"79n19+wu0zwMvGVK72DLv5zQ0ZOJEe17sfuQ+ejxJg/cwmnmhv18/f3pH1hPqnteyoIZp/1D/AKy8sai",
+	"2MN4jo8CzY++vYfBfMEWUowFxj425ErP2MIZSe6YG1uIqmJWT+Go9zP0SbmlsBy/m6OcGGxs0OPPVrTR",
+	"T+NsIYWOdrY+1KrbBIcUzqxbK13LbqnBw2Fm7HR8zjj76ee3uEvSsJdnZwxYDbwZNxMuS1GwntJOmZ5W",
+	"fP7MBJ8pG3PFZrosnBYCxImSu/7w1XcvdicZJth0GxGu8Or4DMc5rbtvOepbzlj3Qj5uLOXxjB/T5Glw",
+	"Pl3wR2P9a69+HXPfb9NqFCRi12rIZnrJ5lytvCiuBJtLY6TaV4Pafk+gMr7x+ZbunrGW6o6eRfpFKpzY",
+	"npM56FpqHMX7mRSZp9phWlm4ivb33l6ndNvULQNZm+vqvNIjlbfFc44as2xiPRT35+jgJu9kBj5s0PPV",
+	"SOW03NxnFUDuPLf+++y/4d7k/QHLW6TLh5gG3awhWKzBgsU8JkrsZL3cK87gNx+p01N6+RTfOMUH++ch",
+	"FSP+VJSF4bWlkfI3dOJjp6f0QudXgCQjJSSMgCargTwl0qfJPJLwt0Wli3osipAn5clc1cqMlFbMajAC",
+	"nCbqyKmNCDQj9TRHqwsOZD2eQb6Ld3gMot0YtjxJYTo57gWdY5+CGqwRDvOaj1SPq+ZlsEl0iXlinLLR",
+	"MOjdP48MdTbVGOMgsrihyLu/LrweL+nbcvBpyPrGy3EEaa8mcvoOFoIu4wMVnnte1qk4JYMfmCxQiTWi",
+	"FGPL9AJTFsB4Jwc7mfL+X/iIo4dWgm6cOBf/m293aDjZpgf/4zpZcNYdBLFC2T+Veny3kxRra1bs4vI9",
+	"o3xpduuG2HQrPzCkrpS2oB6ag9/13L7prNkRg5rLubgmHtw/cF2JJmHioHka+TdxoBEXMcZXZ/D/UsdI",
+	"2nJ7jN0fMBg220gP9iu6KaW6i/6dzvWo5G7NFX7tYj+panEBueEi4ffm0S80b0fPj1kqSSlUzm36hp3w",
+	"ee3EVEf4sYlN75KUH8TYXQerq3o+59WuKNZWDy+F2UCRW/hIUhPoyk7QNjqJJriPFAw0y+KgdmuNLYoE",
+	"ym3boldiXEqFG7GfchyKH7I9NhVETHJXq64UIvcTbsXBW9ZNMPpaNHaXiYVk+YAJaAdeIzHD7CChe+5V",
+	"OsAcWx8bV9KPYn4rKuOu3WrFWpcwW/BVqXnBxryqpDCs5+fj/c4YKZSGSXWvy3uRCulvZ/o4tXhTEHFz",
+	"12Xxbq6SFKaObE78uSON+SeoiNPK62xSK9Zz/wQV3LuyGwUWRuwPGWc///zmVcaUWDqlG2lIOcaYf1iJ",
+	"2ogiqceIqtKVd7GvJRVIO2OU8g2PZb7SwG3OWBciZJ8vIbeh0mrKemIwHVAmDK/t7CaVn6uEKFoVDv3u",
+	"yf3YZKNvjaIlclEpbS24z9vp4D47BFztkJWKines8vbiKQS9u+81cxhZ6VtdrJjhy0FnEONKThUv01lu",
+	"2thtmaY0lSEr9ZiXMHVf3UE55JRyKgqsRnJPVGKubXu9TSAiSeuSG3slhDokiLloxSk3am2u9Z1Q27fG",
+	"KWUhdT/NoVWt4PvRpdQsBbM7gRggBt2qd2SPb3WREMWv8OnfspOlru588H5rZiou4hf/+LrU9qvYmjbh",
+	"P/+DTuaDF0UlTLKgCIpbmgpNtGMN8z6SWslPzGgoT6biVWCpha7swVJhtkIPAofwHhSAu93j1or5wjLv",
+	"IXUfuKkVp/pmx6zwJ1+rdTOXZs7teJaxwWDwwPPvRuwQ2+6nqB5skwXdA89MsHxva1kW7B7f6Dwh7ibl",
+	"Y3uROLFvHUGgrNnZwqJJQvXkbrmmtp6rdDJWc/5hq32FF3HWMwwcZkyURoTsL+/vCfnp7hmfpZ6uzant",
+	"rf4Ugqr7+NLgjQ9g/5tUqTX8ALZmWWL6mC9ei3h2xtFBxcd3Si9LUUxFAVVf+zn0EiWA6S1n/km/10yJ",
+	"qbYSwtlUTBcVvxF7pyV7QjTtKY2IAFtrmUzgHAgqGNbD+vOQv0IuPZol6T17RRRjQeNLHRMJb+S4PiiR",
+	"Px0n95RUU6jrC562lbBYOxfOIX3zvIGXgJfoovPS5rbSd5hyIA27FVJNWSVsJd2LGJOvFXwDdJWFO5re",
+	"SQVjsELwwpkIrNdiSEgOjNNfQS9oJfr227klRHtMxKXpkkYe/XO/GD3lS7bvCnES8cuuWyMdcYZDv3e4",
+	"uXUL7Yo549C7phVVH7dnRgH3bh2BQWbVefCJeqZPiYlNc+wIwmwf2dOlBlHOfccN5U3rhIPO56w6m4ZN",
+	"SjmddSxwm+myXpkWHo0nlqVyuNpEaJNx21ZfdZborR9lqqatFaxww9O8di9QMoyJJYDVrMcbhYfsHc6U",
+	"sE5nY+Pa9r2AiL/PrD5v8ku9u5oEP1zT7EIxXVun8EO1MRXfYnIgGmRIykGQC6jTZc5AoJR2ik2pOxRV",
+	"5CQHhcZbciW3wgSFyetPuOdtS4+MMCyiDJcCLIwXKwSOcIpdSVpGq6rSyyNerDblEkwIBA0EB5KXVXt3",
+	"jxlzTNnEaSWw+5e0lnrVNlIdzRyd60pg9hVRVAbLtstqBX84KK54CG4KPudTUTSZ/G3OneiaIjvN9uGb",
+	"zL8J4R7hdG/KcYzMULQ3fVodx2Jm98t5PGZgW6oEB8sfKx1wTkp8sl6I6CoUd/TPSXkIiCtgKjYcEdW0",
+	"RHVxXWulMvpbEa7z9vRXRNa1u7sSk9ogNAycQwAtqsRfGh0mvdNRTWp7s7+XaiqqRUX18A1JScy1tn/G",
+	"Fwuh6GYfMk7eFfezI4hTr5ccB4prh+naARWDDpwvij6tF9HR9N/EZHoz2JX8+xndFp/XX7HDg7Bhokal",
+	"hMjVTinDxGxeynuxv3l0bLdDKIaHe0RXEMKtwRnnZCovzC7HxLZ61g1ChECxL07CaGrj9PPXImimOFCo",
+	"RghVB15Rbqmj4AzWk0na6MChPnSUvTnDnpLiQ61Pl7Pood4UUy+c3DNvNd+q9DWXrodTcNvQoQLRmBt1",
+	"yfsPjtu9ffgAKPZOlasd/rrNkr5nJipwiSupYErpLx/L9dTpcPoIIIjV3btKTmVCOZ9xVThmSi524pQs",
+	"M+MVLVTDIDGAmtPPZpAyMZn000t8sFt+u26LY6Y0Vbfch0VBeASL0FV26mjiHfPnjGDe8HQHPlhLC9yJ",
+	"PJidcHu9tbCniYj0nVYMG8MhJWpc1mA8NTMJWicUWoBttTahr178YeeMxssEAS6gwFmXtXUGNxaIrx0B",
+	"f0AyTDxwaouuCFWvYRurgxy2Te2So7uTila3UBRxFH9UBilAvR2LCSHodeTJXbmaG8z1ZwmqrrRp2Axd",
+	"vZ5zWXZCk+mqG9oMfj7MEzPjpqNYsMYZ7zxVMEJrbllrIa15NeN+TJPmlURRsn6suNvN5ERvuekQ5G6v",
+	"mROFvPLqmEl7ssetSsStSUXNk79lJ8Bue7tMaHnfJ6FXukoQIb7muHvoYWXT1YhKL1kPFD2rr+FxKPa9",
+	"xnPRLDCoiamKxbRe7Sb2o74X22cHkyEFOCSzORUu2AXtWs2EnOd23FnSOp5dx6Vhm29bffnAXewuu3QS",
+	"A7wBlRDOwo6rMHdXEHiuJR4NhZLINRur2nIi0kXA/l4yaT33ViqOiQSpeuhSbHl1n/Li7VCpLT61esFK",
+	"cS/KHWrily9LziIixlQJ1OvYlLd6mi7ZkfYgeUA3wT41O7LDg/pnaRuP2hqDeJGSYA4xk6rrt4qrcWKP",
+	"EXIPz7M/7T6SkdzZEOZIA0IqZycfRC5c6GtlMUlpPwnqpkqZvLIRfz6l1SlkUWF2ch2LSkzkp61hmJZK",
+	"Wz38MNQLxInefe9GMSTc57CpYcINjbcyDtJzg3ukKkRi0VNpydkY4obwJOstdDUWJZeK3b8YsgH7kV2w",
+	"V+wDu2TX7OeM/QurFZQ9dvlvnHGQBmJ2hHYH118pJAPQa+WEAMRQ03t3bHEVG1w7KRNfIKFsH3DQS2Gt",
+	"qMweIC4osHA3os+ntvQHtMWOZbscZoE8WEXegJxrJpFcpOBlak9/AfdMgJNTZunoy3K+kBTvzZ3EoroF",
+	"YEW3X7lUEz2gMG8+Uj1eGg0ow39+fc2e64VQfCEBci4nB/31aiGu4Mvs6tX/CDlnfm9HygeN0Yk7qY0w",
+	"LIQh0MnWzAqCF1wBWjSb87/oajCXSldJoNDwVvqQXLx/E9YWQtdRnIR8Dr14zaGcO1ppB/pcsFs2vzwF",
+	"5J57uf5Fd1wBbQ2OaIa3R6ju3kxq6HB4gmJZOCUMPHGQdCbuRcVL+DuFZ9xXLXfaFlRluF9OZZH399Q7",
+	"ktCN2cn9NoqHnIlKlMJ92FO1qUHxvNXP2OikcIJldOK9tLUyls8XglJLdouDoLj4WWUxU6TOyxt1qz+9",
+	"sYgFnkJISThhAXZ8ylUAIe+hlAS5wua8EFmj0oODIGvh34Lvvr+/szZVk0HRGYxFwDVjxRxmYzAefydV",
+	"Eaq96KzhBHUFM0vv+x0pPn7XF6KCGjWt2lnJNwRvgqE3/y9ISryJcRhTLBONuSsfNjzppXbj1NrTpxej",
+	"umx7HBxESeCKO1QbeFSl1s1KHfXqHT1eQDaU+paX1AHj2R5dXmRBTV4AEkJ7WYz1NnkfZfiCYq9jrYw0",
+	"ULEBcqEH5UkS5QGWKlVcGY5xJTSRqbjN6U0ZK+WdYDkR061uQI1J0vwTlNW9tNbm9CUUViU+2fd82gQj",
+	"doCMwAe35rZHeXCbmHhUShXmfVBxx/rcHwDRg6d8vzytbo9vpctWMlVtoGeMB0m0M11PZ8DJK+PonoSZ",
+	"aSPQbwN1gc9lvrKkWfUW6l84+/XoIXAa/E2xPWqll1jFNPePh9gR/YXuYGkZ+oGUYL3xrFZ3HnWXVBFJ",
+	"aVbkPQ1vg36ENZ7rqRVsLovTbsmb4MHjMNY8Js0+tbpfjIWambU5KR1nifnnEZWPG2z4+1Y9Eg0G6NZ5",
+	"dMUjre7SsewxD9k/GBMBfR7PRA2ZnwYTgaQ6AhPpQjyoXHaui03reHc4bH1HcZTUzOJS3i60S2jjk/LH",
+	"u7ubAgWYsOfB+bW+YxglOGewriGD4FmRMRosRgQVnyhzIO2oHzctXPZQT31Plg1TnxbRjLeNHFqOt/YJ",
+	"cqePjcG0trPKHT3488X7NxmttFH92iZDe/1RYRT9Dm9vFosRcPhh6LPwH+5mPaUDATNWVGvd41HRdVRS",
+	"HZ+QhjLzNuRZJ3YETDNF2sb0eBfKRNtrvJPqQNBrLP7eJxofngxA0fC17RP9IBaYV3HAiY2ndJBrClJa",
+	"x7qdup8Cbd0W7t207zZV84dq0h3U39842eCAw/BssZC6PLhHSwlJfO8WW/I5t1dbbhQgL4QqMFfVj75W",
+	"diw+LYDxPh5WXq51ecnLch9+BmMhTjEJ+HkLH1PabjxscMpxbYjPwRvkb+mqiT0KXZtvNKRMKz4JAj5C",
+	"/+najt9XDWocS4PKT+vx2lC8VjzQx+e8TgmyjYWOedC38BV+ZjdXIW2OxFQRoZ8QT+GsjsBSJVcdgcXI",
+	"DZAItUpdUdfSLR77nTqPRSNsSxmtm+DPi+LYCGmHRrUbOu1KAuiO5X5sL+cx/LlGlN+ZMUuuBjVO5wgc",
+	"2XRE3aaxH9CZL0+UguRPpT/feFvJC7WIPK0EL3BvoBQA0IOh86KPpFAbOahSYEa7ZWEPXoiusvybs7Mc",
+	"l5KDnXSzrKQVhICZe0+j8Z0cx9Cyl+pByCzrYbSQ4nbG8pUoWKnHd6LAmkz3/m1tVsxplLqGAq6xVsZW",
+	"3BEPv5VRt2Vzx6Rhk7os+8O4BV3IHEDkuIyMO+qq25iGUA5dQCmH4ZN1auimRV9Mg68DDQhMTt+LqtS8",
+	"CDSIzc5CIgksv8MkOelmySIYObfaU1ptjsEuKgOo7YKPKdbsFguVR1ZrRF2keRqM2U0AKjoigyNAoZXI",
+	"cOGQ5Vu1V5halN+buNoHe3i2uyM3kTryClPpD9T9wC420dn32thpJa7+9S0r9BLq0sY19GABrBII27SZ",
+	"BfrjwdYjKy2pFHzOC3HeWlBXKlJHVq1UxjoFYr8rJ8aw2glLtZfAwmGilDQ4uR0SbL6wByBCR0hov0HO",
+	"8xt87yuyff0/N6UHfqobxKor3HeJtwIVWFF/dydDQq9vHzY+9x3xPVwktqJq0rnTRVHbUa/2g61aqzsl",
+	"T5muGKJXEZ6dEkuqjjvHJFkw3kJ7DKrOM4hNSfnnHhMAPuUrhuZ8xXiJVZi3ommDBvkdXwxCK8LN8pbp",
+	"voBZAbNpc7tLKZQ9JS8WQixBVb4jliMq1mLLQswX2lIRy9a0ogW3VlRu7P/v3y9O/19++rez0+8+Nv85",
+	"uBmefvyv/yXFGzjNhyU/zevSSsvNXbv1vlCwGydZd3s5bNoW4KX8RtN+trD4w2BYx5jOHAhnfDeK1jrH",
+	"7427tckXyX33IGPUiuiYavKxcM52YJr51z/AWd3iPt5oZjbVFu5K7GZttS6hca7JYkBWM1LGyrIM3nYf",
+	"WXWXE91nDDpbUM+YqATTPQIdaLORWjZaVhGnDmIlGEFftDLoUSlo0vr7g5FCnN+mq5qv7fX5aZyZma5A",
+	"L5gTpHwixYyWchn1H1hT/t19td40g/VwYaIf0YoliBOWEZHosAZb3nm0v42Fu39N76XGDMTeNVQo8MMz",
+	"YTYv9TC7bIOU286YZ/BUZzOPzNeRy8/VtJRqep2ky1pOb/pm7PTzd6k4Kd+n12M63fjrRA9n7kM3HuJ6",
+	"stYYVt3O0yIJlkzeKsS0cmr4DTVUTcpcpa0cJzFwjXAq1FgEQKXadCiYOIlXopT3ohJ7dpwM3bZCbXxj",
+	"L/Z01UqpgyBVP2NGMz5SrXPOzV1saTorBdR4FiftSQ8QFNXFGfSmud+gWAXlwfYKzI7yQt4WPUvQ3T2k",
+	"QJJicBn+IMqOUUkXc4MT4g79Jd0YBzsLebMHdDK3V0M/BwD/qQkuKZ5qho3coLMXAGQUojpH9W+k/O7Q",
+	"i80T9Bb2uxyw187CGXMnnMFoKiq+7KQmrsM34jS7lx8yx+HT2MW9qtVhYrPaXtFNtprfsSF8+YaPIUv+",
+	"7/gvmtPfWeMxvCGHLPv7SHnjd1xqA38KSPxe5WV/J/SMGDfi7yNFBuqN1Td+AuzvjI7sjT/DLXrGHmR/",
+	"t++jSJAmsC7BKAMyFrYpyRpkRVqUL0q+uiSt3WtL6yIF0rN1SSBwPaWZLAI6uhsgyALysDnGdlLF+88m",
+	"uiz1MhGQ7sIKXveOdiv67RU8wo+YIMXv60pE0t54k+rx3sQ1nWKDShOppOmsfTr0Hqa2OGlAAVX4FP4I",
+	"LcO3GuKWzbWx7JuzM6dhVnxsRWV2ZcS3v0Jn3ImhG2hoI4zJWDBPs+CC01Xriut5l056ix6qW0SukkDl",
+	"9BaZlRp/oLEOPI+QAV9qNTW+RgjdFRm67iJHIFzJslGzlWaR7cPmiFp8wHnNTkSng2Ozywg8G3AygyF/",
+	"44vC6J8HxMUILlrsdgy0KfwoebGxVb+3vHATCl79Y8iLpUx1QeUHZ32kWtQuoRQCgMwsOq7tKrIOOzqb",
+	"owO+W6kzjq1rNefVnTvNUK5S6Gemf6jmsdS12vUd+go9fKhJ+H63hoqlns50BSDqWz6+Q3y4FmySW2G/",
+	"s3FuQjj+4Fse4UpiR/8M26Soc+8fQnVSFGTSz6Gtt4z7vLvPO45Ngy65X4XZxgR+Ce7/yD3KiTDFnTbI",
+	"r7Gzly8y8cM8bIhFsB9ACeFQEUYabtpU+y07GItkw0SHmWxbYDrtsqhW1FBu80YPUBAJwBeYv232iOJp",
+	"WYP8G2qHnUWoKSR4L8WS9SBrms0Fx2My1nNhgBL7A7nGrcQ7yqY78B3SDbA9zJmzSJQI7YwgmudPWCWa",
+	"Lk0IokZF7NAUzCPOh7OeapLgBeb2iwOecspL6FnShXu9NscxwKBXej6MEWQE7I8XnFmTD0u/Y2Zo1G67",
+	"Fzxa7rgrvTZCP4t4GJuWr4AEvRhnp65Un5rq4LqfdUjxxpcMiZPik72BGeE9XVHWA7yZbm5iREXssI1Z",
+	"+VyrKcvhH3nUEd/7KAN4CMk91muclKCENtQ86LJYr3HHAxc2t8HOiNeROshXCGP2XpdyvDqwDdAv1Kk4",
+	"BO4LzArGIKoHVTMQ18HYZq/QY/PciHFdSbsazIv+YKQupqBzVLUC9FJ2W9/elmJZ8YXHa6NmY1AeACHP",
+	"U6egZOi9SAEL+H5gca0P1pvD2xB7z7xv5JkZKf9CC/jvGQZiMwRVNNiGFHDfoTuGNPK2FBnj7P2bVyOl",
+	"+FygHxo9vrJynx2wCw9iCCLLkZn1YF4GKohZTovM+yM1kWVJUJU8QkwoBb8XhtXKcFmc4++32s7wB/o7",
+	"1myLkfL4VL18rgsxZLy2Os9YTliuQ8bLMu+nXNrzZCqEe3/otyJ0YIt2CZzCBJXu5hIehMyNkVryCvza",
+	"PcIJ9SsewJbkzvLJWI76dE5dr0OfC7c33l8H3v8Ak9l8yF32IGlR6PRenn03Uv4rrWh8/9x9bRhPE0on",
+	"IcDQDjS6ZZ9Ex6wbCpAIm6BcWVKWC6aRPDMBUJdYAPz/xC2O+iW7eP+mfz5SpdYLd3kNIxBeX3++hIOC",
+	"MVN3EAKIreNk/yK7vnzPcoi85iBHA4D3OVMQr1Haj7y28LIEjG0cB1w5Kg28DqNv7QfQmg2GgRsg8VoV",
+	"oor40j+c+7Yn1KQDCQOJDVVbSs75Jzl3s/72m2++/ga0G/z3VymtsInrf/sy6feDFJ/N9bwiuSIRw7JR",
+	"U5AtSbwV7FY4WW9iYeUtDdwzY3lZot+359Hd4DbL/+fzfGNlB+GubV+bE3gPXhtIy/bivGQaqSBzh2xj",
+	"RSEY4MXwD+9+fD1gr1A+UbNKFMuAPUfwpejVz//n88G45HXhU2jCvwd/cXIiGyn3p78uhXLCzf2qC/Ep",
+	"xwYY5yz/9484Ace9A3btW0nCl9xERgrkCUpNiFc8MwhRTRh6dlbpJV/yCE0PD8pn2aRUTUQE9L4ZcMFE",
+	"VJZHJfaA2wESgfzgPryhWf7+3dU1e06v5UPKo6PowB2AB05iyN1nrY5CIWBLqfkt881bhvCMz6GSBvcT",
+	"rW2tQGOba7t2xya6S23iq2wi+FXjmbzvcho6yR2HAjvBiIIXH3Z9I7QNsejbFQUvfCmv59Bxxc0MVVEA",
+	"D/bL6igFK7U5rPyDir3etgGC4yEPL4eJ4Rh2JU26RV5GzzdIlYcmG4mojdc+CLdgJurqThTfV3q+660I",
+	"c7XbYex07YuxlffSrrYiKkdKF5ocmJoVp0SuowdztToAwcPN5MOhJluDf7y1jrCly8eJXHtUH17Bs9s6",
+	"tG1N5HO/XAXLciu6RvQoAHkVh3Fx0u2Nc87WZQeybFciVzg/8Sw+dsvhC5I6j8vv6ZZGkOlC32C9mSwK",
+	"oSLXB6n1pTS27+TOLVRvooMuIUW3iMj1AlP/aDo3aG31j/Bep+j4+7qv/TWaIMED/dd+jdEd9BiStcZ5",
+	"SgSroxj08chG9ctHSaTbpI8zJEAdwWJf6sCMtcRmrTo6C04opZfY7i80ZIfSZ8ih3tpNkirGDeWMdFRG",
+	"RyXb+xdIX7YWcLw6aZxMB3fh0EBEWbTaKMRKPsmptEu9W7y0d/7xQibBSU/j5IxxYjfjDa/cI48OaJjH",
+	"zD19gPqQAGET268VnPYR9rtZ/hPZZ5jQ8ba3wZJImEuJP3ufV4fxwBf8VpbSP77bFIhf2NGNazNzOuhj",
+	"zbRSaw2/bsmqdXK2dKaXzy1O1Y6x3sXlexaGu/HP3qCi1z9n3GcU5s+pteOitjlmsFGjjv2Ky9amnAoc",
+	"hXn8qIuu4NdcF2LLUogL3AD7x7Oil5KVb83Ns22UNrIIWqYTOX3X1Ml3g2y1LlqI62CzGNq2OetheTLo",
+	"s8idhFpJUZp/c/dXe8WPQ2PDYX/s7BcE11srnxS8llSfkS622ZKh8kCT+cFp/3sjQhzFJNzSOCSYZG0L",
+	"zKM+hQXuX13jBSGYbV8Ys3e7S+nCe4biRvsUDeRNDJh8jIWGYEjDY+BJEkW2WfcAHTKDl6qpCWh7pjLG",
+	"60JaUbg/8VBcuaaj53iVtf2v7dZezwzL45XmrKcnE1arUhgTdcbu6D+TbmQSdzEB76ti4pM0UPUUHKvn",
+	"zKzmpVR3hmIVWF4/YC/Pzlgu1T0vZXEzXjalsj64rpU4x6fGy+KGEFVzKk0jL3zURCd/nmcsfy7sGP63",
+	"NhX87z13/xtFLyk28bwQ9/DAotL4hlkZ8jF7uoQUa9/rieWnp7ws9fLUTfghXVRij1lXlL5p+jhkedPD",
+	"O3da/3gmS8QzxLmdUzcub6vQjAO7GizeqStl+hnLPWR6TsF3iMK03LbeFNK1LSV0Z8Ih+74PHdyp4Gsn",
+	"ry82WVRN0LXdPHkHV/qP574jcxglPz0NPxK7hK57StsbaCHo+QFmFVYfGv76hu9u8w7vKCSVtBJk0Gcu",
+	"SGs5AvdT8Ndcgh+zrcj8ECanFmkYqs7YRIoSBAv+hxPayS3qNQXfc75ipQZj0XGDnM4sHNmhRxprB10y",
+	"hnj8Tf/C/tq5p9IMv4u3vEC71h3871gy0AuPUgA8QA5shq5D5BiDspBDAu1DUcROyL0f83/GqBTO6zh0",
+	"rFSb1/uD9s3ZpvtrLwHdA+dUG4n2NIe/AWAvxVq8he3l+iaH7oUx/83Z2UEw/W+MLrkVrVAPJGhMpQ09",
+	"otwZd5I3B2RvnwCVITmwQUYct/Zg38/R3nIrRYPr1Btg8B1CNe5nULVON10jgaibnzOZ4iuk7YKBWRGn",
+	"qbhYEJrSsNcRfl2rzSXwACh8XBVN6iF2qQRvLOAs4NIkAiZAqFQaI9X0nPmyjphujjHucSCIz7VDZf4+",
+	"qxXmflmPu4DpX9jTBY8MfneAjB+q8UDS8ZtmA/Jk26KMvTx7Gb/mgehjSUmA0L6tHt9s+NHpR04533dq",
+	"cscHAN4eO3ygRu4bdW5pVDiDVukoLdyZ9deoL4UN9wxcQxPoFuvkRcuV1tzku9pkJjIQ8cekL5LaYA6j",
+	"D2RhhizMJV3v8EXjT58hyHSs5o9bw0vb3VzI60fwc0WH5ok4unBGR/N0tRudPoJiiVbbT4Nia53Oj0a5",
+	"7yFofuyoCdVNcd+Qc6wXK9Zb232q84QsT2o15FNbgUqhelSa/nADXBZBIdBahhsfe6BAqSq1yDPr2ciJ",
+	"kKd9vw3WxL10tdU5ErVoTbSuDYJnj9zijw+ui8D0YaBgurZhWTkFQaWgdta4pr3gLKaPn81WmYXs9HiR",
+	"FbHl0zh/mFxytGP3VBp9lNLYRKMPPG7wo09z9j09fGJoZxsQgv/SS98Xjlk9xZ7bAQqMtgHcXbjUW1BB",
+	"5gN2hchFrcl6HbrJF/dIVQ2wNk62qsC14CyxYZxX5jRtr7Mg2FC6RdKOpiHBVbo/QEbcSGZbPn4YeB+H",
+	"pvdFr52vmGl+3RvZuANwOpU0A49umRc5+D9TLD7yOjTBgXa8/dzXhEbWGVpEaChXghTnxFWQCiR9xnjO",
+	"UcIx62GVzxLxOCQm3+aAx18ECY56GhcCseDRY/L/6qE7jnl6fpmhAG5beS0YEHc0ZqIshv7P5GHjaqTW",
+	"01wzPHUACeLsx7Lt8DEh/OAkrkf6ADjKqhZYjEWlO4i6gY6SHoRhklUmM4Iy2eFNgMe26ieBuo/nzPZG",
+	"PQ2mhK27WSPD4/hxDajsUYXom5BnT4NsPrJ49MP8QZh6flx3FeV4f4gqzBMVs7wsb/n47sMWYBrEXYCi",
+	"TQywU2a+rjJyYjudFyOMGpKln5l+CE7WRhRQE1UvFrqyHmuW/KEenNStPmOl5qB6ufH6GasVZPnfhC82",
+	"LwbfunuCSdvPsLDihuBbehwHw3+Kwqt4IFPcFG/m+l4UN35U/CM6W6E9qEdRje1Sb0H2Yd13BLAbzNXn",
+	"7o8Ew8GgfddSGtGF8lFxK6artMnWrHOqEXqXNnPIFLTMvUGKOVrRH2C1Pe8K39yufuafnGCJmF8ZNl6m",
+	"ilo0ruONbG05tfxsVtvPAkCQVI6lwzaBng/LQty9rNHpoZIXRb2jZCXMjPWUVkgqf+RaCwWNMqyz+Zeb",
+	"w0l2sjGHE2eRCzPbfT7DRmQbB2br/UAH9vG3Q3zyn4qQgxkdUbZBhfnnU/ITgBK28S3lDTBFHgkthGjI",
+	"3MNRG3ICB8gR5CHvZ6HJ3kYlOMP21zm+8qbIz0MOhYG/YsjDqUsEq2Hc5wBVIfdl8HmA9ki5nPYvvgnI",
+	"B8fAIohBSQ5CGAE6dOQcBfiRhyKKdPu8tmF07MLZoTnH+Bu+vH0rDsfHDf4+hihoDspTEQVIlGOJgqsm",
+	"2LPtQLfzBJz6P9HVWHifLXbGtGvRJyYTtrqvOn9U4fXhxctVN5hmBwC2VnF2Si8AicHF3I/WGKhD1eYS",
+	"CTBSPqgKvURDxbvhK8OWs9UQkw+hHF5XqTSFkYI8Be8Th1H75+6XG4J3hLJunOCMU26CKNhK2HaRN9y/",
+	"jq6A1Off3s1EsFkN5btjXw0/rbemufzw+uL69auT7OTq+uLD9Zuf/nySnXz4+aef8L9+uXjj/nbz/bsP",
+	"N29+ev/z9Ul2cvnux/dvX+NL31+8eQv/cXnx0+Xrt+6/U9sbf/0z4DIvKnEvdW2uHhLi/CKJ9fHKHy/3",
+	"Nuj4NIQf0OHolt5VwPdLZBdgVDEEkZLLB2x7XaF4EP4FaMrvTBHBfGgyvdp9shja1cGbs4BPk5YQdYiY",
+	"yvs4fdDJKtLM0zmd0O/kcluLlDHKrAbSBkdGa8VZWnUlMgaADsk+MCMV2YyA0Ot0v6hSeQjdDnKYCTVb",
+	"xfQu3wrGCNsfKV358eHTvrUKiFI9YbOWzeaTa4cjlc+0sTe6trf6003B53wKiY8hq4NAS+Dz/aZRSyvr",
+	"Y6QgeWbNJYdjMhoTN769jP6A/RLM2Ca9yUBCZ2WlmubgdMsrMdZKOcNJTfMsSnFs5bzBRYKoBpszbIBT",
+	"PG7qSliM76zRdjlboYHov6nVSFFmbdZk6UEvEnc4JnKM0Dp/gUZjBNJKvU3uhFiYkaL+MZGDEfjD6cpA",
+	"KMCMOD11Uz11G3PKsVfKghsjTAeibTztrZXnzYHeP18AAsJ4NKj25k0wXdNYpQYKZT5Qg4qOZ8CW7K7L",
+	"UUIU+EzXA8mz+Ata/fei4iVTUEqiMaLXtJJB7KUxL8Wpru1gXlAg3j1OYBh6uYbMh0qO4Eb0fcovYkqI",
+	"pgCQctlGSoEkWCqC6lsiE4ErgTI4nxn4GnT0cU/1O6GKHQG6HF54yj1avodK9icm/KESY6FsuboxQqjw",
+	"V6fthFdHauOPN+CUuCEkIbQUK45ecq9YATy40oFKKP3m/faAXvfqKe1xzxDlqoVORREtvRBKFA3q0xDA",
+	"nmP9DVFjrfGoWh5L1kmVNp9jZDU6G33CjkZPDYJJ74k5DRmTjiwhz/KGEh07dq7JTwt3dUg4O8H+Qk74",
+	"gII/1zatm++bcNa2WL5w8ctDuiFQdFGW0q7ixLQ/QVpn50fcI++5nT2wBKdVfBOnr62JrLZ8agujtUO5",
+	"IVubrW8rJ1vULEjS++zhZcga9IB8cU4RCqclSElEi0ynFZmHZBzuCdocelrhi1sV+phcj1foN4j/NBR6",
+	"IMjRFXps1XhozdhWkKFUhv3uVtlbUJ5+6UzEb/NznH0PefaxrrfJvbfdkmWRlijYKQAzxvdAOrV6wUpx",
+	"L8pOqPQUpiD2S2hiOHHtSG0Ek/bc9wLCDjhQTT2kRHoIo9DfBVdQdXQnFpb1ohT6Bj5WV+z01Cmip55w",
+	"po+QYJTGz8ulU52N5SsTBzhwmifZiRucrqz7/cDBAwWJzpnfia0uE8iXesun04Nx2EFfhy5jbCLKMkT8",
+	"bdwewczAEAzWhM/F+ixNEuLFPEZerdPkdxZUMJ2bEuZzBAEFw13L8Z1I0AfB6M0hEF82DNUmz7sF/2st",
+	"zsEegzIUaDnASj01yXXXVdkhiXzSIhR0Oq76ay2qVcbwy/CXiSytqAyTalzWhdgDX5umjd/NooXvItq+",
+	"INtdC2HcT9yp4OY80uvfeDhpu56yue28dNVr0udIe9fUCYjsa7TasS7emVL5W27sKZya0zevqA4Tw8Ba",
+	"if6QwvEhZVL6HNKMcTNS+b/gv/6YY4OhAXZaQPWECv2CEDDw3Y1vensP8raXUpkB+0lbtogKpm4l9LtA",
+	"I279HuzKtnxI+XVXGd2f402BQ3zedKdFJmTctPJP/wXH+mO+Vxkd2Uapb/8SN7J9U+TDhpOwYA/wFfH9",
+	"Z4b9Im6vADt4pHo4Hx+k/1UWvz33T5rnvzYf/e350uT9uBEVVyOFiHS+ywaVRFZ6aUSVESJ8+JjP3jCE",
+	"ET9SF7Wd6Ur+DWFIZ4IX0Nq2KBgkH7/4Vk8mRtg//pT7GG0lnPUqCpbXVZkPRuoarHelWY60zDOWO9KZ",
+	"HLw4yHr5Blfss89ulA6x095SG0si//UFd3citbZt8+PZXqrYNTW2XDvbhwMtykcYoG4Se1RDHQyct2av",
+	"HtBNxtuP+yPmuTU8CKihs3B1B+e0lpaGuMUsKSiuhaeZVKw3r8FDL40ljRD4rKoJhT5G4R4vC0D0Wg0T",
+	"qATA+BEAQbLqfx9bcDs1j24nAzl4U2vcQ5xY92eTwGZ9wFE4Js8fwMDB+dHNxGlrOyL2I7TW9S37fZVW",
+	"R4zj1em5tf2z5uVJ1rzAud07xwiuu121LDjk1kIWN8576Kq1S9jPpYr/+lX2EMi5tLA46MLouvw3khWu",
+	"3716d5KdvPnp5v2Hd3/+8Prq6iQ7+fD63968/uVheQnhK793UkKLiofS/YB0hPUFP1KoPrFEBJCsR85C",
+	"cMtEj+VRr/sL0n0AyhoTI3vvL64vf6DrHgwRatoBjnE4WgklYF/fdvsG7uYOWusjGSOm2BPgCdKPj8AN",
+	"ZA4mbltdduRWdmJcfJL2sl0IFr3lfj2wEScai5uU/tPKYutzaq8J5tpMlCUEQReVLuoxZNuyCa9a4OlS",
+	"2W9fJguf3Y2cnjhFSR+HIY5QDkBT+lZYXiBN/Klte/VGURfSQywfQvdMNN6XhrlPFaw3GkFJ1mtlnbE/",
+	"cqx69jW7tFV5etlf92h8883X3x7Y8c3NYdvC0mpfcF7sr3l4pt6pfYSht03r3QIrfA8gtz88BFd8MvzD",
+	"Wdb0k/nqjFSILe1kPD+GEV68PGiE37YtKPSxTQvDTbl2605cxm65Ed++bJ0o90syeybVavKXKDQKeRu8",
+	"IJflnqd0XxGT8PCAfMAnSGuXxkOFRc17UaSk09W65BEuCwCjDljNGi820gBy0GEvwpK2seeV/Jt4IHs+",
+	"iCMPY8JWOCcSf+kVOTso3NRrIQYl2NXVa4pMkZPu6tX/YKauJnwMGT/n6KzzwFwsh9t1mEOlRsZyR9Qc",
+	"+9Dwylk88Jdhzv7vq3c/uU0rpPukIyvhI875YkH5VoTyO/Bc1lFZgU+9hodwKVl41TeQ3voqns71V30O",
+	"9fZ3r/Cp9ZdtVasx3/36tX/ODzDHFJ8BtL/sepnygC7cM+svjme1utvx4qV7xr/YNLUfUFpX94ffh2c/",
+	"+EeTwyDc5z6j4JNhkJKroGp1vV1y1VIxs40u53t1Z29ebrc83qtVs395o+HEfq0yNl5vt1/YMchmL4qs",
+	"E47+EFT9jbEQ8nwfoPaNV8k5tRf41frL63hK2wdJ4Utl69gw+yDarL+6jiJwCBjC+lhR8feelevrI2zU",
+	"Qe8qbEqUhmcbBYd7FUpuvkyVZfuUVq2/3Dau969SWB+nnVm0f3JUGKcV+N8jWcG/2HK+7nYXt17ba/Fp",
+	"D0vWtkN3W87hNa3LmzEvy1032rXW5SUvy7UrrXl/17fp/fXv15UajLkai/Jm5wVzXVfqEp7duGCiccp9",
+	"BijXXyW5v/1V/1Dr1UKU8l5U21995R9qvYppvdve+x6eaL0UYXpse/NN81jrdQQJ2fYmSJn2S7uYo67U",
+	"OmO41xrwUUrP2jZAyJtFziZh/VtQllc/AdwR6qlO/VdiH1DkxGXyW3ZwGdRBL6YunT1fbQnVvd9JSPM9",
+	"302oC3u+GV/tu17ZkHj7vNCSFPu8cPh+rXP7Ps+3+HyfF9akxj6vxKd+r0+0Zdo+r2yIh10vbZoVe74R",
+	"2RM7J5a6ZPZ96SB+2bAT9qHZmhDff2fWrqt9XuyShochHB301qYitK8QaRkue74Uq9V7C7pIady5w13W",
+	"6CEvxgbonpNMqfr7itSEwbXr1ZSnYc93Ys/Gnq+seST2fCv2vux6JWVJ735n03TfSfIN5R1DVG3Y6S5/",
+	"KdWZhEISTEHAnE1qNdUzM11ZoUTRzzAbL4IS8KmEN1JNNPWpyikGl/m2GtCfsGeEZdyOFBgVUIBGqQk5",
+	"xfPi1MK8P2AX1K0Q5wjejzECyo9UKFdWInQ0wUb7BLTLOMPyFFZxdScKNpPTmZsGTMapGX4d0ByCUIPa",
+	"cAP4x6j/j3s3HR8n0Z0KdylLfscjISMeLa+vpX+nwmd31O93sx2wHvMjAz4utgGyVHzpg1P4rxBpoCwA",
+	"LJMN+yYgw/fELfFmUelpJYxBtyXZRtkJWSwfs0MaBh+n7W+U2gUlaPE+JN3XxFxHx3Brs+UuXuvoPe1s",
+	"ZnYrplxR/4wY2AyCHzEQGmQVO1r1QyVuADTbvx31kTk3hTn0RDjO0t7v08gsevZgLvsY8VnrCn5YZkPM",
+	"sb9zWsOGX+jxuQ0pPf0fh07HywEJSH2H5VxiqQCtGcKpRvGFmelUzuS5r6OIisIO7ZJCQaX9EwE8ekPq",
+	"HkNJ0Oje+4+6oegnxy+52n/EkqvXymKLxfWRtlede2FyQHaE14FSgGseUW2/kepqb7RyEHapZowNzFrY",
+	"3nhVyZ1KcrGbzCb/ts3hjna15I8yW9HmHqDQBU/t1puZ9PclN4zaL/jiGFLgvcJNym+EjeELXAlvp0FE",
+	"hSFm/F7QUdtvvkIVhy0QcCD2YZPX8OBaBkd3Z1f3FGD/UAkSQEdg4H3QmRhyJaeUydatiHShfiCezA21",
+	"McxaX8xCAfRNCd0JCRKELCr3txRtvG7jJTd18jvJGnvFM15S2ViEln/7QTqipvinUo/vDlfcG3TG9bRO",
+	"AsS0Wt+RzVkKE2A2A3KmxA6PAEcHlc6+KVoLB7Zut0N7FnBt0wk3B6feRbnGnuwUfgAECcKhiLW9JoQT",
+	"NL8uHSz+iF586EL42+xP7buiAEfsVyuC8mzNmXfs8hwwsblxVrfVDCmBRXkEYQMxFShcAogZKCDlJnYu",
+	"IF6POWcx8DuVFGZxI9XJxMlBd5pHitgeFPwWRk9Ly+1yZj5Mg+ug5u+szCWDkY9X6GIP/VGt0c3bNM1V",
+	"7mAjO8GV0vQW7vG4lwAZpvBgUenForP778E3U9Uh6J0uWlR8qYYsTIUuYIDZRpADfEosAQkCMZQ8rlkQ",
+	"Xi2w6jBsh7wgofQoSbK1DmIzKPPIc1I+tRNSHu1oePF/zKNxMIN+IZ5oxwIfzhMtmj0Fngh3+FF4IkTa",
+	"PlcvFepXR6JmQ5igl76t6I8U3QmxaQD+9vgChSxqAMWzmikh4YtYxjdSSlcgWCM7Y8Aiq4SpuizZWFcV",
+	"QDVwxQSvSikq9+2xrooh9LUGOB1oMGBmeik2AeZmvIg/kejLsmYKJc+ImwyCF7ac0R3bGo/YfQDWQqgP",
+	"PgBtBnkCB6DJAjrKAXjtLbl1/3Mhtvli9sDwQUxn/3zX9zED4biu846pHyyq51tAQLvEeFJOZ7up8bFF",
+	"j0cybUTUJ8CxnY71B7BrlE3yOXgmUSYlSiOcNYPeFbJig9WDld0A6dAAFw9bli74SiJ3Ruw/OGcJnGDE",
+	"PrXrTaDZHmjAWrFCmjvWw3JwqSwfW4YiPe52gc/D/RLkyTnL5x6sl8DjeYNpvAZx6D/oO3BUggGIWb8x",
+	"G58ZggDO2ZhXlaRe4wCFAfDO0Amd6gWSXjSupqVU0+ukq7O9gR0h1M44057Vpq2AIAz2cY9Y6eHutMOc",
+	"Y63W3jt9VEDntp/rQb60bdJQaSvHXSCDK2PF3O8067VqSzJW6dI/k7G/1Ma2fEsgcfoe96gszZpvCWCl",
+	"g5XpmDVySKyDCSvRcrb2OL5lrCxLbxPi2QP9rWBErrZ1utvW3OJEjFtZhaMFWRYb4NpDVivQF0GuLLix",
+	"bAPKOqRwgIBwBsRCFKxWBfTJ6CfZIZpBSbAQ7La2TGlWajWFRpjVvWhBNp9vnFgAvIA5I4S5Uzi7eOzB",
+	"t2blYWE3RUH3DbqRcPjga3T9snkCd+l2D+UDLlTMSj126sLuqEp8g+7bFvCqns85gF+m4CvdN+niGRLE",
+	"GL7GDL7nUT95QVCe7u4m+PEAgNIMFWBZ4Mby7lzv+cSOlIPP4/BPRgP/ukdz7o4r6mNrsx95KiKOeQIH",
+	"gtz8RzkLlFjxGXoxIsh/l+eUnAOxlkRIjPQ661HPABYa3fV9d70G64dkupPxkVMh7Vd9LM8+FhxhB6Me",
+	"IcVlbT+fAKseL8ElkbZ9XP8Vt237A00PqhjzEb5QdMOMVGOB4aH1RsDPTNw5r9eSy5VY6MpptmGkkVrw",
+	"yiYb/IbCnj1B8Ykum34J+ns386Uz4h/MhcmdegLsuFkz9WjG/EXczrQ+Dtjlrlb1hTRu8cW2BrYYh/RP",
+	"Et4tNg/yMGv+N4mtMEYntyvfV2R00u/OVto/W4aIAlx0TSVl67e7n9TmMtCVw7i1Yr6wEF3nrNJL74nA",
+	"ZCxaKJryUk1Z76zxImD/JByAmXo8FqJomzSREdhhSLsxXu3hyk2+GHyMiV57n+wFzqwzVYbDlrlF0VoN",
+	"s5V0NEENbN8kFyPGVRLDWpUrL9JQuWNWM0SsXOLemcFeKQcB2N1zVfLqfADEKsFm7+GrIKBr5NCHYKwS",
+	"tz4IZnXtyO7Ebj7CQZrzT2/w3a8Qlcj/K6VBp/c/X86MGN/kAdMR0W7cAXvx0rHCty9ZxVWh5wiHcw6t",
+	"oPF4oX9hsA9QdRL6fGbtwokd979mfZSXf9glj1u7vWU36eSuEs3nDuBCEiGbq/iKsKl9YYqXNbGISksb",
+	"d4O5QX40rWlsAQLqFCXwla7ueQQTWuppgxHaEqC9yKNGh35ghbFbboBrulQ7yjn2WAy5UromTfM4lQUh",
+	"ag8bc1QrQvyMaK3VJq0jULW7dBIkJqB3gyvRLPZJcAcJ1DwfLzCmWcNJMCvos9tihT04OQ0Z5i9AcbBQ",
+	"CSdkV1pr9Ikt03wdM8iauEkh3eQZyxPQNfk5y0FXA49y7j2WIxWi4FloO19h5xKfMjFEjKOBru1Yz0Xe",
+	"Px+pfN2F5Mb3ZiK0ZbqJOiTmGJumVruIQD1SVlOTPd91FnqUnbM8PjU56zllFHK+Rypv36Uemt7YfL2e",
+	"K4UBlMb0obp/oEsKr6BB6NhYV/JSpn1Ls5Wf+aFMtZOZwsBbWOlhXYZQE9lgPlvVggnllBPDeKP90kRQ",
+	"pcowVz/0Aya38jmDT/mXTDuZP5IoT1sNoHt4j5t2c0eSDdeG29I/mkhd0/oTvevubDUWdA8CaRmbSpuN",
+	"VMAnzBhBeZk+U3qZoVOSCjPp9OEJHbK8ErxYYVePkaJGmdIaUU6on0PTM6/x64d+IaKglp6h3qufxR1D",
+	"e1H7TUn9Ap1SDuDRTR9RZvVIdawcoxqADe/4jEHharly34k7jlLvVghpSAyRZKxWEIDFgIfWTJcFdmmt",
+	"7gXjDSWHI5WH9rJ5qhGp4Su2nK2SToZWY9rDO4NuFp7BnniET8xCjpa62+KmET9u48bLxjNymB8nuG0S",
+	"nhpvPY5UKrI2YNiohOK7EJf0zYCtKEvoINWMlo1UmEIU1Orj9gDr59QVh9DJOzene2M6tw3b+u+dT4/E",
+	"+V6WSUvdaWIXEyvSE3G//gnCl50//6g7ur+t7TzOOn5nKxNgGdHG1TVPRpV/VvITtoXnhpUGsrsglax3",
+	"Wi1Pq1P3/9Oa71wXciIPs14Vn4utreLak/sgSkw8o2KYRpCEbqGsNzoZjE5ArKGES8/WEETmHrr4uovM",
+	"kR8s+cqd3tW8lMqpqiAcdx9bas4GK8+82wxmk/lm9xElt24sMOLGvt5KxVON9C7YTz+/BTvVuzTcQp4Z",
+	"ssz+cHZ2hlZs+uqOyo4T6VNjXRAmpqdSbSenfzjJTtBkTmpWJd2yaTBn3wZoTxzYh7Bfg966xwc6uxd6",
+	"VkqYaTNdBjK7x/ZcSwTOmRrWDcimGuPzUUeuyomn1O6lWZCYLqDM0nZknoOifW22v0XoeKZbOdUpz8Qf",
+	"6znS9jCbrC3UUkVNXdu0g6iNBMF2y3NdOX3YUtyNY++OEhdCzGn2J7Zf6HaSoS+qrqRdXbkV04kWvBLV",
+	"RY0LA1LAF+HPzQxm1i5OfvsNIugTndDwKXXFaU+G4c6eUvN8FKTk+TYLwbGyC7r1skusgHhfaavHuhyp",
+	"3sXle7yhMX/MkMcB9AEMPaygBVy1YpWurYAskvz5TPDSznIGhtdI5a3eYEP2J1gQhTeg5Ts1ZEENExcO",
+	"hcTciFOpjFBGuvsAm7DZpW43KzOMl0ZD82+n4jqV8tSZ6AXL/wU7p/0xbxuiaG88xx9N3h8wcFCbkeKV",
+	"YB++v2Tfvfzmv7NFpW9LMf9vfzFa+QYGlOQ35+OZVILlY6dkDtg7740BOgwZH6n8B+3sYHTcUPt8LIni",
+	"rNR6AYV0CE/MFXvznpXSQp91XQEPonfK6/HPDMtPT3lZ6qUoIAnI5GwqrGEvz75mOSQRKm1v6Inc6fW3",
+	"ulgRkEp+eur+dVrKubT+xa++ZvmCr0rNixur9U3Jq6nIM1aIcckrdCkAjC8kUgFU8kjBoHPM0mLiEx/b",
+	"cgXzdT+ze17WgvVsRQ57QFnGvlZzXjqZKIobR09wR9AUMQ6jBVEHetUAvaVifuJOtus6TP3sDyOVk4vg",
+	"xv9GFWWY2EeY0t5guXj/5iQ7uReVwVNyNvhqcAaXw0IovpAnw5OvB2eDr6mvKhzI53Bq4D+neH84mQZc",
+	"/KY4GZ44cXcxJUd7JcxCK4NH+cXZ2RqGB18sSonIFs//QuEqlHa7ZCF8AdwScOjbh526bhtiz8gqhXPr",
+	"OFgUbMwX+Ffprv3fspOXZ191fTas4/l7ZH806AmLfu93nIijZJ3hCcqXhZ9r77aWpT2Vyhm3aiKndSUK",
+	"x3YWrVCt2PuL6x9Qo+NTA5EVpPNHN/Dzxl8wTfnzN9pCtdNPyS30X9Hdz83d4L/GjZdGykl/wybaHSXs",
+	"2nSQyy7zfjYK96MNyr2JJVTBenm7lAVaHTaZ0s0QwZsXnoiddz4tEvKRb/UnmrMZqV6hx4boNJgXDJfk",
+	"zC5o+eD0FJSdZAS3GRsRq7AL5msfSQpdEE1nckHzyPNLrPHvwsaKnnzLDSKDvXm1z+PX0Mtxjwe/B1ok",
+	"khsg3Ocj5hOqYObm7lnImIELX7pnoQet1+OHUev7cHS39/rcZ0HYova3jztliBWfLO7pKe7e/kIkBthP",
+	"iJELxeIb9Rw5BQH3pWGcRe+TADk7SIAcKnBevvjuSwqoK1Hdi+r0ypHgdeAM4oYMuCNDtQekajj0vhc4",
+	"4+NKG8MaD1ksu3x4LpJdXvcAVVmbhBD73l2+oJEF4DRquWpZW6PKEdXJd2419XgGBQkjRe1bnxlfyZVH",
+	"/XpzStTH3rLSsFusLtBwm+NoQ3dHN+Z3L+pL2/eJxyRp3Us9pePWtdlIIXY5L8tV6Oraz5p0Z99hFRuw",
+	"Dti7BWUseKtwpKA7LOtVaz4BpHLfLRRSH87BBRWJed82GtoWezWwtWRozEyqMNHO7S7ELeK/jlStrCxZ",
+	"HrpH56yXn9IZPMXRTq0tc0jJE3H/ZW6hfe9cZCNl9PZ2yQi1t9aheamrO4bfl3akaArnYb8ZL8HDCKvx",
+	"Cua4tu7L8PBqwC7IduQ2G6mpIwr14QIyhCxXyBKhDIsC+htTy13W46xp/TxS5Ff4+cNbbAPNllIhSN/6",
+	"7EOQMiyzP2AXls3Bz7xOQ3M6559ympeB/HJdW/BZQ0bLyxffuXtR65s5V6sbQk6PtHh0STaNjvOYE5rt",
+	"btzrcQPl0A+5F/oet36OWh6PFGr1hmHVZT+jjHvb6vR6zl6evWzmA/o5+F/zkUJ/vP8pVkwaTXjG78WA",
+	"XfidRhML43BOJt/ygtY2UrCJL8++GrK8RZYb6iabsx75z9GnHz+CPIVKR/uXZaXVlOjsuAAjA6EvdoXI",
+	"cL4te39zAKluaiMojkivufsk4lkoaw1CaKSMnCpReHPrTqxYISqw5iAmFcUgwHTMmNHUdx5rGeLYBxld",
+	"pob0riE5Ubiv6nArAm3TL0zpAuwuPlLjsjZWVH0YGzgnWsKmPOBlGTYfxMhItc96OADeo3PuT6FbBavE",
+	"vb7DiFpCH8NcnFZPf/Q+CGP/pIvV0WyNVAf839quDlvV4rcNVeWrzzKFlKrSCPAvo4icvXzKistFy99B",
+	"xwjYHpk2ZIR41o3DhuhZQg7s1lcobNNtbr1T6EFbOcUIg3agU9MhdFKH6jFKPeYlPkG5N4WwWA9fuTMF",
+	"aS1jCDnPuGG3QihWG2cbNg1uKzHXVoRBALoDjMgBe+v0gwl3d2mPLP0sqPQZVUr2AUu3ESYzypYX5QRD",
+	"XtKD2FFMFIy3SrBSTEDMxE8pDZ2nIo8bK03OFpVEtY1uA2d9DTZOtbPpXwfqfkYPgv/ID9p0OhKuiRQm",
+	"Y7crcEv9Ho6C13Gg2KA/EJkmMMpMR82XG/eB5wuthOkjVFHDgkbgxTBvcXkgPTI6ei07nT1/FvYHfOIz",
+	"7hR9oWN/mth7vRg8nNrkeT4Z/vvHmPbu9ChhDDl8eSHdv2KKYY0mkQscDp0yAZzC2GXaYhGxBJeKu30X",
+	"ojLuZEqvHHrFh67rkfJgFtj4iSn3GgG/D2EAVAgjO8wnbKte5JLJhz6dV1oPZA3+3xjH+nnz/PNfaZg3",
+	"xW/5OSYxUD4jDrOUTo44+jgJBfEDMvxIozD9LO7tP1Ilt8LJQ4igk9xYi6SzXh7968Y9mg9DEdpIbZu7",
+	"fwqtMUoE6+X4HziU08rQ/+TJvJxp04B4iAK69PvcKNbLN/PAspECfxI64Qbzwiltbi1izkrBfako+qBg",
+	"mVA5LqN9Hyl3HLUSvjIP8U2QsOhqJj00C+oYUM27wf3sb8W0VllU7kRetqylQxPnRIwzGKlgz1CTwPXW",
+	"8QttIL0KZceCT0UbzhTV7CF52dKt2Lf6C0cq7TBkbX9hlzMwdv1lTd7eWpuy+CckQ44ckK83ifOZMAg7",
+	"if3qwzZibn1CGXU3yBs4/Bs+wZTLDCIOLY9ZkFrfxK1RX+xuKZn+gNuna6fCdLnlvvnqxaZf7uNnlOJA",
+	"na6L9gIZK8BI3OpPX0SRfeTN/Etainv55+yfRtNSYukON8jOzK1XKu4BPOkuwesDr5K5sJUcm21X74/0",
+	"yH4+0kXJ5dp+re//xr7QF9yt9L7Sc6fS1YZB7SWG8tnZ4Gzw8vfQitbnIz4FSeXVaB8jHOvaCQm8xKe8",
+	"noruG5wiX4MVn5fbaP9uIRSGzw44MX7QA3bAqTj0LVbocT130j2y9929CZEjkLW/x0Zcz/A+sBUf2066",
+	"YsZfl2b04uwMjRyQ9qf1Al0DY1lKRPWie9LtIHlKjVOTeAnuCWfSjdR7bey0Elf/+pZhpMeMeSlOdW3d",
+	"5ZwFfGAwUQpBqGPBOWL5LTdiCMYTeP1KwY17SoklL90MVroGIAjIiAAtHJ64vn47YN+cfT1SudL2hvJN",
+	"Q74ouM54ydUYMCRUYVqXvdX+ah8pN63+IEoWAMCZxvdKmGJjp5Ciwpu4iv4s7AdKr/ydVHKgLuXz0jIx",
+	"wvrN2ddfgDM7VPkm/9gzwNoUmdJL1kNBDuhuftf6nVxN0r07YBGjWlMuFCHFAs6s+1isZwaPM5j90o4U",
+	"qT+RK7UZyXeT8QYfHpVe6yGn4MXFC1KRioZqaw6+UachDZl3Z+WY4DwVQzyOoC17cx41enAAuvM615XI",
+	"fPvpoEuD/7tHkEaQqJ2NlFD3stJqjji5RZN0NGQ51dnLvwn3cV7bmZvwmFuBDlhS75VY5hlT2ve9yTwo",
+	"jrQMa/mcjEcTa8DeRNDKjpCyLB3ZTRbXNErD8pdn3xEijPtyaDaco6ABrd1qVmhnSDmTW5Z5P1jbHoYI",
+	"Zv2jsDNdOG0TYoXkr81nUtmcPKCUyQtKNJYfQoQohNWUpsia0hDnsJUQ/XMmJwQlXVmTtVLJo5EG7AJd",
+	"4Siv3I4hfRCWkLNpLYxxBqAHLEazJ2ZBAK0ywkLiMYjMDJxlHuWK+AAd/84CgVTpuZNypZ5KhaW43off",
+	"z3z4hUplwHVPE3ea0kiRj6IN6uVegjlDtrQvUoafZhzdznoJFT8x64NDrGGz/ha3MR3cz+QxjptefnFf",
+	"MS0tIZypB+R5GyTfJ+EPWFtUNGhnftPBa+nVq0gONW9lTAzcQBsyhXEbpAqe3rwpxW6GAuFHwB+NiHQM",
+	"NlzLem41+1q6sz0HT6O8E+UKrP7G1bjkqy/kF//68/rRzw7zo+91317YS77gY3djHiFnAEJIkVsFJKAi",
+	"ZqN9RhHhhBtkw/l7oHXLCt/bIr5nwb9DFY0Cq7/WDrcz7eOz/Zn0ny1nDLAq0NESoGa+QIjlkfsGhGtD",
+	"mxmrFyhpYfMG7E0h5gttfSXt5k5lndbS778l/4H24p0SLZSiFKEPyzt78woyqRbcjhMlB1fCmjXhir0L",
+	"e7bBr8e/LKUymNQQqT6NgpZop4jZI/4NZ8JZfidUE2oCOT5SpNF5PE3Q1DGc5B1zrDeTReFfRSXW0yQf",
+	"KWqn2Fwa6B/2b//RXbuQ1OwUM8xQgtF9kpeetLWqkNbTbmYfOxKDy7B/zjibSFEWIxUiYtJgdMwn4wwY",
+	"JPCzxhHbZJ5rnVJVsMb1i6gqVE67l6rypc8sUdBZZ9I8yfj2Iw/8B6EAvCD45Vspufvdis8xKRYs0QfJ",
+	"hqT5+q9NcwpMPaK2FKxHxy2/E2IBT62bRKBZguUVzDecYp41piMln3xzdsbmxtk4AbPUl/j0Gltlzlds",
+	"Lg3E7zHWgn8H14izCpyZsdZg46szZvAjeLqpuwZovbCSYfMsuGbyOLkYQ0SkY+JiGlw5GqqqlaEOkpUw",
+	"M7osU4YHPN+c5rVtWtPUcXBy/bRb0OCU/xpvjbF8RX/JqMJNVkxXhaiysC1KfMLOszRlKnINC0YqOEIi",
+	"EXscW+IsZ5qUAfTAgd3s6Y3SHPsfBcw+uE78hNitmEmIDlIG7ZgrditY6BFCkvrV67evr1+vxfJgec9/",
+	"9TCTv+X9rizkwIjpsArhAWwULH3OkIfvsGPcDBIy7hePJN1sQc+7BzAuWpSi/0VUlkMti8eqm+nmSnjg",
+	"kME249mtw7m3WCSggK31Kpf+oc/JDPiNbakmfq7/EZTU65a+6GeeMV0WUZQLTvZML/Hgg1iJN857iR6h",
+	"0iavrQ9OwPmkriihFJRL+rNUi9qeoycJmuSynrEFvKCKkTK2EFXFrJ6CLtpvyuoM8wCDOS17gAPkDeJg",
+	"Kzof6kooSQKrXSCVmN5HTOy8yTpuGv6NFNTx3YmFbXy3SQ7HgjveJAUBBMVcWzFSlM/VXFYUoPRRJJ/7",
+	"CVdF8PBZCI/UC4aIGSNFhII7cMmrglKu1+EzGoagO7WEoj85adzIPjUEc89pXCyoFEXIuxdQVhAG6331",
+	"LftR/mmkbleM2Lfvaw8avf3FN/AUpKyWJeXCEVrIEAHD+UhBBJ7xZg9CaWrucwPR/eWh/albAFyE1FDe",
+	"z4uomjX767cPOiSIhR1gQWJIevYIM/lIebcqQZtggvdkcs5enn3H8gaNstLaBiMkwqFI4QC4O4Uazxfs",
+	"duU2CUv13X6tVcI3y5AGaxIhNxpE3A0lW6TUmQ+1IpH2mSwTGv1DrfYzS14c+8spMU3Yuec+3aVtNvue",
+	"voi/QGz9n9LzeGjG75eJDDYWV60A4ofkipmx03HfQ0OkThRKwBCk6LjEEtqHmsjp81+x4ucNOi8Pv+h8",
+	"kk+MnzE88YOerJ+NjpSfr178AZKJwr+TCUDYLn49P8edJUg6XLprxVhdiQJ87Sx///P6jTTH8u8LxXCK",
+	"cYfMQiIcDldK15DWDAG4M49kdIMku8E3oWIby6dhDBovFINAH03Wa2ALoTgDqjn7OCyVevhhYaykPLsK",
+	"XspLePQdrv1zybbmE4is86VdL/G3uy0U0EpnWo5FsCKjJjvwFJnXAHv2FEsPDg6ZvPiyNZY2wjWI2wBP",
+	"5DRQuHdx+T50wzPCtg9Jn4JuTkC5o1fubxsBjP62NKfmSMCTn98X6L/UaSJRf+SnbyH9ElRHr5qCpmyi",
+	"Ss8A+b4ouWry9xGINZRcUKItvHbMgECSH6C1wXGdiBdNY5Fy1QR924sHbdvZ95c+eztj3Oq5HEOdrFu7",
+	"DxJk5C/J0I9OqfmmnosB+yDgbjKRHxIDxZg/gbkII0VOhwG7KAr3J3R0ES7rkHHVykX3DXHRoYlJwOeQ",
+	"RLEO649AHLzdkZJeV3yOmf9uh+2pnkyY1bpkboFmMFK/ULKI93U5ArBKWCjvQTdfCGjz8ViEjyadjUTF",
+	"zxs88F+JquI+r16On7ug1Scziem3p3wZdRAjRtY5nCivxLiUKk0U/9s5oGEarUJyByKi5P4shioAn1rm",
+	"zubgIffil089uAzNjuJOhE5N5b7YpMexyhqc3/19r8kdwCofnKG9arxC5ASKAgUoz3sYt1wvBq9Gqikj",
+	"72eUIZqD+b668WAoObgcVPBClfLef2nAXuGXCQDKQMX/iuWyGO5ul5GfY+6uLhHZwrBeXgmzUuMmDy4D",
+	"WKH1+fiq5pJPpwC74jhpJnhlbwW3YFxFs1FaCRJy6JQjqoBIQ7OZUgu5r8OcSvQMk25U6mk3LAvJuX8E",
+	"XJZ/RGSUFygou0O8TtPBoLj3oZUaciQntbv+o26cxupFC1r3nxXPXVAtkUs2Qw0JBBTIIX8AkyXOx1En",
+	"J7q6O7YqCegAIX900mhEmDOrVfMX76vJKMm16Y4JZXdOSVusAtaRVuIZ+LohH79gUo3LGgJQObfXdaVy",
+	"1qMwOKvEUioAfdd3GPqMS6F9Dos2m8CKmMUfIK8gvdsK2Bx0qVDBXIw5bIbuNtOEjDCVNqQFr5cBAqIC",
+	"VMEAGCyWkqObHACiYZh8vETV0o2mKybmC7saqSYLDzzybu9Crnovh/8lWDXQTGlcpF34fJ/y1U2IhocU",
+	"DlWgbowFygvpdNemXSn2bPN20Ui1kjsTXd4G7C23VAwJrE61sf5zkDvsNqgeY0AFCiwga7QUZsC+p9xD",
+	"RKJxqsFmEkFGzQNGqhJLXasCUpkpjZn1Xp59l8wvdkN/Xq3bfWGrxv3Vl0rQcVzyn9Lr8+W12z9VXBEv",
+	"hzMVmDeSDwdmDc24KvRkcnQx7TjDa3KNdIoLvxFMasYrAv2PUKyVdhIAejFUIsjG/pCyWJbRiCHV6LaS",
+	"YgI+hnHTo3SkIhnTa6xtan0q/+ZOuRGCQbkYivXBvOhTmVmIsTUWxFqZOrgimt6o0slKqEj/P//rfzd1",
+	"6CEgHF9e7baWrdZ//QH7QGIGa9Zom6tamZHSULRCuTU9iBLizKG0/YZcG3lSOP2A2/155RN95PeCytku",
+	"slpn5B9Ccv2udvZanj9CFMChzEI4zSljhyb5P6c7f+A2v7sQ9/Und15+wGcP805/OlXFJmftrMd950F9",
+	"EbYaUg9KqcR/lJydsVb3ojJUL2VwLW4BhvVqI6obcoL6Hunhn0563jjpSf9ZQdCo/1kd0r5Nw8OuplQg",
+	"8xefYUP9m3zy2Uxg4wfQZjHXuJdzjHoOmc8dh7fd7bT5NkXJMLG0AsCR8DrkHpKDZCrvEVkiion6AJrB",
+	"FE1MxYHsHRgLNfLmA5AL1FxxsYpdCfoojenRoWAcuNBEK3mfLhwzUv7sOioM2AVSo3luZ9gWYr6AXt1O",
+	"bsfqSl8f4GPl+XlTFASKgAfwgxXBt/Nvzl4QD2I7le1B2x+xfcTnuM/c0P8M0v4nDtJezvRaddQzjLRu",
+	"BmbdX/uMz3UkVOJglD8/xb73YBqI6ZhpJGHUffNIvn25TxoJGQbt83oBub3vw5o+04ltPvBBLMrVlz62",
+	"8ecjHXjz1HqwIw9B8A9xOB8L3ojp3/56eGYSiGZ7Hx5s2n9c4/Y6lDm4S9AJAGIadlvq8Z2BxKdczvmU",
+	"wAwKqXP0tN2KogD4ZrfxADeN74TQMtZ76OZyRDdijI/ADJcFQENYfiewJqNHQePLqKUBlNm0sR42rwd0",
+	"QNamP4zwSmxrgZASiv+8oYXe1MrUC6c4QAZrL4dFXK8WIgeQRBR48EdUeiLMA9SOBuzaaTqQaR2IcVNK",
+	"dUcUMWyqHSGom2tXTc17mNfnNWfxGwdZsy+O/PF9At6s59VRXZF3APwIC8Gha4+vY3pTbKYTQBbBP63h",
+	"h0Veohqx85BjT4mSjaOGiqDWK172lWSY33JkSXaplY/zBwwc8MhhlVhsfaA0utXaGqhKGkZn2pkgynoM",
+	"esxA82n9ACsrqRkRbyonvAsG11VQHLwLvI/6N29Dagm+ugCvYzbQdUBbO/36xdnZ2XnLe3EnBJW6S3jY",
+	"rhAc0Fi+Mk3k7NyLRscH1D2kEwKGUpY8+guESPtZbNaAnedT7AMQpvu3aaRxMvUeiPblauqvsNtmhxIT",
+	"XLDE10RaeCfKgvDs9E/3/8NKhNGEb9sgFJ6jPhZ4ljLAroLgVQjChc7UbDOUhtFKLm1oqIBhLl6s9hdO",
+	"S6mKIwun7yEE6Hus+ZaNhrCmVhAa6HFm+ETYVdxUFVSQgt2usOIXJ/fMHe0+JdFUcZKgwHNuIZqaWw2x",
+	"XpRfJce64abEllyaTVQhY3Ne3QlIoYIgYR6D6/gIgBkpCrrjhlAWa1Pv5e9jbmFdStuNEAB1nMVao31D",
+	"AOCxGqm8qFYfaoUYCEFyU5uWYQyHhUINQH8AxYtAq/LaiOrSFx81Oh5uiW+cq2trZOHGWkUxHpDKOD1C",
+	"BtP3olpW0ooB+1kVOkby/T//638TOz2vVaHTlUfwe2chdao4GNf/gMrg46uTOPuD1Mmzo398a0Vyc2rC",
+	"zvZ0lWGRe1GtHA9mtJX4QP+fXqUHeOP5ndjAtHLHCYvpdZBOekIBQAipQFXfYZIZjtKRxXMr0Rrio0HQ",
+	"bohk1iM1gEPSRdzHEVcMPdwNrtjN1UMEuP9WWKhYV3RV1cpJXBOJTWcLoxRuhGZLKCrtTNZCQxv1ftAV",
+	"K4H54ErgbRn19EZ13vcCT2KzqELjaTp5CucVqYandfDPwwXbs5F8EJgUKsYcyfbOAW5a2O+olCFd+fdW",
+	"ynG+/0HKZAiWdVOzdcpO1oKEghxjvcS+ZiAjyIL8rHHIUJ29FUXiOjz1GXfff2QbjkSYbhuOYfAUC4u/",
+	"cOFvG7YCMnn4GFvohQr8/Wp9s2P7lM1MlAQnRHi6fgbPDNYn9Qg94ZmHm2+gF0IYOAv9e55FXgRAv8YT",
+	"pCvE7Ylj4AahI0ZqEzvCtwJqeomtg0acpyfyzEQkFQS84cElOvEQ4HJGwy0AwhJMs0JPdwAidn9lp6d+",
+	"jD9ilN1f5fHsPeRH3jzNoNkye/niu2gWgAlxg7DgRT5SgBXx1bfROgC40nupElrBu4VQ/oR+Jne0H959",
+	"6nOnf4al7BA0/4Q4eHqSLiCxglgB2+399f+zBeMgeyjIQTgez39tukzuhmltnZPPfFvuYmCCGCSAoi+g",
+	"NH1hZnhNoYeoxSfyRe/qzZ9/+Pm9Mzfd1vvmAtNK1wvyll29+fP/ePP2LVpfE11NhYU8kqPdinvUPHm2",
+	"2q6dtfjvOQA8PThR4pAZdWU7/FJJK77QdfAGVruXOylRiuVmakNemhMU/3nCgUdULlcLgc1oICE/PnBY",
+	"jdP0zQUEk6Y3KuAxOZ3O/Uf/cYL3OcIOdXemRLAtn0i4cLZXa5ZgKH/FfpR/6meMF0UljEEcKTe7kdKT",
+	"iREWXSO4BhAl1KliyDi16KYmdxCOW/IVxBSwU0sA/82FKnIneeGbU20xeQK/kDOlWamh5cpMlJg7Sc5p",
+	"aUaq1/itn5nmpQi3K3RM6Kf9yLyITucebmT8RNqNfJadYEskbM/17cuTqHPXWbpz11qzJVmW0oixhhYx",
+	"GoMyjikIHm3Tb8VWwjZFzS/OsrOzs06ATDdc59TjjmOtnmOpmX/8Ajc2cmnXvf1FkbWevEEb3erEKhRt",
+	"ArGCTJsBO0k1pRrH3P0zZ3M0JY2ei6d/o1fCyL+J3/VK/wBT+EJ3+pVb7ReOED0xk+9Jn70rYTe0avk3",
+	"8cjre9kNNfHzYlpxSCjWjEfaBLY7C1sDrUjR0/X/s3d1TY3cWPuvqLgZu6rxGF4mk5grXkgyU5VNKCCV",
+	"i+3UtOyWbS1tyWnJgHdq9rdv6Zyjj7bdwCTYDNm5g3Z3S62P86Vznqe+CaRjHEwTp3z5TLDiYw6CPd8b",
+	"5HtOf+t8L8tJw+V7g58/ecgJqO2fSzGCUxsPAWoYz9VQKl4vqfAfUxWxcvdbED1Yv+f8ikQQsc5QTvaF",
+	"KiVXXUyz8ekhmDboHiTC0LSP4k5a6KL741SXAjuZImGCGeJ+JlhRMkPw89O+wgC6NxPg6Z2l67lqtIkC",
+	"B1od6crke4PTLN+r9a378+JT0WMXgcEeD7G9EdKBHtHpXTCqIs6pkDei7LpuAKI5Hcn32AkbuteLOvDr",
+	"I7+qmz3kMacCQ0IleY1XDftIS+t9mbFkNRXdXEllrOChJycLO9W1/DeWAE0FL0W9yTw6sZaPps9rIP1J",
+	"LIwDlDMr0J230o6QfBlt87h/5rW2eqS/CrXVsIhG2rAwUtkGy+JLshtCXs59J3VX8a5tKtLYSpsqDXe8",
+	"hHO6S8XnZgqYm3junnm8NJMlQGZZxLLbgOC+3VO6Fa6AZgRytYyzWjKekiis0xJ0AFUx8D+AC4pOL/dn",
+	"HxkS4BUXVMB9icPVw/eeU09M0e2x93aNYIJSRAtj9fwCcLkGsfmCdRBjB2muV57yQF7pA11iZ8dCvgY/",
+	"xLUQ85QUwimamKEVczehTEFBjQI61gZhqCGtTGn7Ad+K5XtU+hdqBUp21D9K7h1DPtwm1fIb9flqUW81",
+	"fxXe37L74jwn2e9/q0oaP8pxndNMRdLMhAKXiiw+l9nrOadwZxP3BIRemFrkgT8pM/4JxeHm2j4vC+8t",
+	"7Xu4/sQ1sEHgBnD612NZiVavBcCOlUDKg0oa+5t/7gdZCeQtEMi07ytTfEjrAPH+O0WCzh8ARIFKkHiC",
+	"BpGpH2qoa+D3IvlKRnnXST14iCzqFAkfONzRd8n6/T75L9J5BOg5FMfehaB1nUXnwUtRpS0DuGn269UP",
+	"+99mzE2yYVLlasiN+OaIdQqhRrqk7FzQQrWYLCpesxTxhEMGWz9XCQGAE6n8g7uraA1nNkb2s2HwwtPn",
+	"bhGFJbXTIOj/w7hbTYPgcabcUMcV0RrjrLAmNe1be38OdhzabE5OW0moW7hfyUp3QbrGS+/IoLSAPFuQ",
+	"Dx5YLhySh12YSuxw8cks2KZAbY8DAdwfnMg0uxlSZhD7DdN0VlOFAiRgrtLTfkyViRlD9ycMDQKbfii5",
+	"ipxqGcOiJtzGZoHcdsgYHapUAK3ff2+g5yajkxs4+FlNhIo5f5il1BGVEUS9H2rGForfcFlhsm+POVnm",
+	"xWqFhTJWr1bBRvApJ2hGXmHBqTjAQfOh0dXCCub0a8Y4K3q9goW5paSjqFCobjZKb/fcByIjAPg9YmRB",
+	"3VHh0djCsiP4mJXnqLCi8FG9dX4KaY2oxk3Sl1z5NijdFXz5+IzR4f4u9vi7RtNNxhmtqBg33MBqvbAi",
+	"I6JuJEQRZS9XZ9SEFEC9IzwbFIQTh0uoHzmOOh6OrZhQ1j2wouzhMA/PvICYfKZr0e2xS/wwnFdnUoB1",
+	"Ae7PzIjqRphNGvKnNdvjr6rInagL1+0WNCK3HMKEAqYkDOJX/bF9/eFmpbGdnl9pTKR9XUpE89uoN65I",
+	"5kIQtBYCCQZmc16jdc6Z8VEe+PmW0kIw6JcrK2ZzXaMNPA9fLFUp7rCKjMiC4UrGajE2jOpozRT2KQAO",
+	"LEMRn9vTPfZ+ohD8NFjAHku1xwpA2wf6MEOUPdLmqiPLjA0BEzFjlk8yVrz7/uTsPz8XxwGbFK7gKQai",
+	"nNI3K8wPDUCpPj0U3226jeAG1J842XjUlI3iRgKiURLoAOEMHMvgFUA+HR0PZkSgyW2ujoCdrFPAnVdB",
+	"1DmbnkgAIIRSsE4s2e+yJIgfhiQq0WRCgc8LZ5TKCyPkbFolGcjWVq2IXAV1y2OZjU/vyDAHNhk+WgVJ",
+	"srK+VbnqGKc8cRPgM3GrRH8J8GyTl1mtu8dkVWBFIsKeU04HGCRuWtlM34TyHB/MCox/uUqKj3D2Ul0c",
+	"f2zGqZrDDydQVA/q5qIKiLOvTJwYnAN7qzHS9iptGtdymA6awgFmsPjSupALQ7Bf41xRB7yZQtdDZzI/",
+	"fhm+iW73L8QM6tBzmcyhB4FincLq09DPwmeF4pADt26yCsAwtFozXYFJRB8EH934WDLe3vQPGnslRQvZ",
+	"pJZ/FPZHac+c4HqAFdeTZEqb9gOWefAU3eroHoPJiuufUBY2uYu0kfZagI4O33yzjm2UrYc3km4AHvLa",
+	"bkt3r5dhbX2yGFD77PBMthnqDsoGR2tdbCzmzR1dlS2tHdZXT9XlX5DuWBpyw+oUFbbVfI83tcYFKCq2",
+	"cZaP+t89ZprfAyA4oeMEIX9Pg6Ppl8NE7PdXqwk5Hn+1GXdzttpQ1ySAglDI2ELZmo+ugzWEOPTN+rZt",
+	"25CVntx3fvqjtD/pyeMSAqCkZvM+eJOmHR40sw53HZqjT7qHl1la4zzd2y+7mu4FrH8aQxpTDOVEWgqn",
+	"vXe51NfqepuzX0wwhRhAiIhcIuGVIHsTDl3hEV6h78MA1Q2TgMgncs7EhCjIIGACOGcA0nWSepEJhka0",
+	"i4GxYoUQGM8D4j3AlZmY0j5IZqe1XkymziouehNpi5WQEzRn00AC4KpghCVj3PUaT02m2ohcuY8oZR1J",
+	"OIkZGfQ2mBJAggEd/r8Vp8l37gPRKBSZ8zFCaAmcAb2w4hj/RCQt4H2b1HxGiWL+JYEncYHyiXBJMBku",
+	"Ot+zsttudW6/XDs2so1S7f95cYIxAAzbkgM0h4gvWbCpb9kWO3VadldCx812q3J1C6UZYXwJ8cnvla2X",
+	"bavbTcZX03L7e+EMRn6I0H1u0O+JRzr5Pob8Pn9AAOWPRlTj7rb2wf3QCZf+pkcZlZaba8hpaIUnftCb",
+	"A0/Td43CHwZlsVMhNcBmwqmVns34vhGuW1SaJe7mFQDTkye3qYvwokYPpRUz8xnYHsItCvoOXtccUOSM",
+	"XVbuwljXs9YD+sfa3IcPmtwtDcz5RFzpa6HapuDNweFnzwGRdElbIRxPE2ctgiCB9QKp1aLMiFYrHExB",
+	"4OIP1hlxI/alMkIZaeUNITdCDra7K1eIR2kgu0+M5V3XBxEBtuCOyF55Tbap9qVu7pZcTbmhWmEwLDaN",
+	"0R+tQaV+/xFjc1KPpvImwugbhAbu2HohkMwLoYJh0ACY3z/QwVXJUvav1vgXPfTlBCpoA7Shm5wwt/bc",
+	"JPtx2YlueYqjIt/hpheZuQ+Sitt7EeGdwHsAewbu2GYeHjfXrZgzrvHecw0sDM6qb56kpMPIgALbWNF1",
+	"WgtuhfuEbVVzcXONjeyaCgk+asN8YW/Kl7B1sKtO9HNzvWlaw/YAQ/vetH8/xVvcIa2ZqtD7F5Kp2jLS",
+	"fxbwCCLhaxPy67zc/rY7h7Z3XUF5zzpYwFeX6Xr4soqN/nJSnQJ6evhABthNFlJrwR5u27+3YjjV+gEN",
+	"95u/aZsuLbbRpue+RzMTb3oOfQfnBzQOq9huidvmRypVeitfwkdTonDWY1ZgLWHhSVDnUHoI8VjAsQd6",
+	"5vNfLq8wJa5Y1FWRK08e1ilo2M75stK8LLpZBDa+hLTDumR++qjg0OSqoH7uyxLrJZGLIAQDubVihpa/",
+	"82mhj90sec7KmTCWz+Z0Vu+vGzlR3C5qUbBOcXOQIeM5JmDn6t0/Tk73L9+dHL75xr1alr3wnt5Ql0ui",
+	"RY+fYMSoFtY5CBA0NTZXSFfreoUcnHImiDTYM5W/MlhoA9mXUEFLvRsgwS0EpYD4Gh+ZVHrIK096DcAc",
+	"9EvJLXd9B4DUUHgENJCcXcuqYvvfga9PuGiVNsIQGRh0IVSXsg73vN0zvoQ8ETqBSiYM5iCdGvCMDu/u",
+	"PEK0NAgUB4Tcy2PG1RLfDrmYAB1ua+mzT8Qdrm3JK8C11eMxIkr/S1orasyhx7SEYn/fNzvjd/tjLqtF",
+	"LUzhk0lpPRifwKNv8Ygan3EtexQ51ilA3gzCFaCw9/9gqVXRPWbF+cnV6TsAICkQBpC43pLMVY8kkivK",
+	"bkVQbcCTw6VR+CShGS/J04xjBWcDqlrmCjItCV7dTPXtRgA5tHdos2xJM9Lbn8cm9Z/WVpWFP0cuaNp+",
+	"L8FWfcdvSEyl0pKzXy9+ypgTSphkty4SDV+aFgGeqsdg4bbBqp3B9XTxPIT7dCEgj+pF1J9aPSex5vrM",
+	"eNj5IHmtYV4mOSnaqg/bvIPWUevveOmzjj9WjKu/+1J8h2AbtVkjT+5B7ERUYlO7diQet17+jm4EMk3E",
+	"Lf7KOCEKxckgXjOsU4bQrLRowzxWgL4mMSHFo/yNs3j3kya8HD5rvkvz45at4VYyuZ4k8+XomTylyDsf",
+	"FATf+F0J+t1hvw+5u84Q7z6lNFtfjq5nT8zN8EuS1BEHAf0RAGYg5+OY0jfAXieeLxwZyDehqtiGWt1g",
+	"sl4Js0Pt6ZdsKxsVeY2dQl8XyLwcK4YJeKf2LoV8GZoVAH+CMOzBWkY/jlJhm2IS2DTQRYXiC770kPm3",
+	"KxX+qZx0LYrRopZ2CQtwKHgt6pOFne4N/vm7W2yIJoXLc1FXe4O9qbXzwevXB4dve/1ev3cwePv27VtY",
+	"mNTCx3AeujRW4JFlcohr0gtIUple8ZlWjYvhaCS98Wb10Xh0nTYZsM3iNamG+q7xpB+TT79/+m8AAAD/",
+	"/w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

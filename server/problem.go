@@ -56,6 +56,7 @@ var statusOf = map[errcode.Code]int{
 	errcode.RouteNotFound:               http.StatusNotFound,
 	errcode.TaskNotFound:                http.StatusNotFound,
 	errcode.SessionNotFound:             http.StatusNotFound,
+	errcode.WebhookNotFound:             http.StatusNotFound,
 	errcode.TurnNotFound:                http.StatusNotFound,
 	errcode.PermissionNotFound:          http.StatusNotFound,
 	errcode.AgentProfileNotFound:        http.StatusNotFound,

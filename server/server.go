@@ -40,6 +40,9 @@ type Config struct {
 	// Writer is the event log's single writer: every write the handlers
 	// make goes through it (and its counts feed /metrics).
 	Writer *events.Writer
+	// Webhooks delivers webhooks (the daemon's *webhooks.Dispatcher):
+	// told of changes, and making test deliveries.
+	Webhooks Webhooks
 	// HeartbeatInterval is how often idle streams get a comment (default 15s).
 	HeartbeatInterval time.Duration
 	// Token is the bearer token every route but /health requires.

@@ -27,6 +27,7 @@ import (
 	"github.com/tether/tether/internal/tasks"
 	"github.com/tether/tether/internal/telemetry"
 	"github.com/tether/tether/internal/terminal"
+	"github.com/tether/tether/internal/webhooks"
 	"github.com/tether/tether/internal/workspace"
 	"github.com/tether/tether/server"
 )
@@ -44,6 +45,8 @@ type options struct {
 	depth     int
 	heartbeat time.Duration
 	retention events.Retention
+	// webhooks tunes webhook delivery (--webhook-*).
+	webhooks  webhooks.Config
 	resumeOn  string
 	resumeN   int
 	restoreTO time.Duration
@@ -141,6 +144,10 @@ func parseOptions(args []string) (options, error) {
 	fs.DurationVar(&o.ticketTTL, "stream-ticket-ttl", server.DefaultStreamTicketTTL, "how long a stream ticket (POST /events/tickets) opens its stream, reconnects included")
 	fs.IntVar(&o.ticketsMax, "stream-tickets-max", server.DefaultStreamTicketsMax, "stream tickets outstanding at once; past it, POST /events/tickets gets 429")
 	fs.DurationVar(&o.heartbeat, "heartbeat", 15*time.Second, "interval of SSE heartbeat comments on idle streams")
+	fs.DurationVar(&o.webhooks.Timeout, "webhook-timeout", 10*time.Second, "how long one webhook delivery attempt may take (docs/webhooks.md)")
+	fs.DurationVar(&o.webhooks.RetryBase, "webhook-retry-base", time.Second, "wait after a webhook's first failed attempt; doubled after each further one, with jitter")
+	fs.DurationVar(&o.webhooks.RetryMax, "webhook-retry-max", 5*time.Minute, "longest wait between a webhook's attempts")
+	fs.IntVar(&o.webhooks.MaxFailures, "webhook-max-failures", 20, "failed attempts in a row that disable a webhook (PATCH it active again to resume)")
 	fs.DurationVar(&o.retention.Age, "event-retention", 7*24*time.Hour, "prune events of sessions closed longer ago than this (0 keeps everything)")
 	fs.IntVar(&o.retention.Keep, "event-retention-keep", 0, "newest events kept per pruned session")
 	fs.DurationVar(&o.retention.Every, "event-retention-every", time.Hour, "how often retention runs")
@@ -383,7 +390,10 @@ func serve(ctx context.Context, args []string) (failed error) {
 	if err != nil {
 		return err
 	}
-	e, err := server.New(server.Config{Store: st, Sessions: mgr, Tasks: tasks.New(st, w, o.cwd), Agents: reg, Hub: hub, Writer: w, HeartbeatInterval: o.heartbeat, Token: token,
+	whc := o.webhooks
+	whc.Store, whc.Writer, whc.Hub, whc.Logger, whc.UserAgent = st, w, hub, logger, "tetherd/"+buildinfo.Get().Version
+	hooks := webhooks.New(whc)
+	e, err := server.New(server.Config{Store: st, Sessions: mgr, Tasks: tasks.New(st, w, o.cwd), Agents: reg, Hub: hub, Writer: w, Webhooks: hooks, HeartbeatInterval: o.heartbeat, Token: token,
 		BodyLimit: o.bodyLimit, CORSOrigins: origins, StreamTicketTTL: o.ticketTTL, StreamTicketsMax: o.ticketsMax, AllowedHosts: o.edge.allowedHosts(o.addr), Pprof: o.pprof,
 		Connections: l.capped.Stats, Spec: spec, Logger: logger, Router: router(nd), Ready: ready(nd), Cluster: clusterStats(nd), EventHorizon: eventHorizon(nd, st)})
 	if err != nil {
@@ -405,6 +415,7 @@ func serve(ctx context.Context, args []string) (failed error) {
 		return nil
 	})
 	sup.Go(func() error { events.RunRetention(supCtx, w, o.retention, logger); return nil })
+	sup.Go(func() error { return hooks.Run(supCtx) })
 	sup.Go(func() error { reg.ProbeAll(supCtx, o.probeN); return nil })
 	if o.resumeOn == "eager" {
 		sup.Go(func() error { mgr.ResumeOnStart(supCtx, o.resumeN); return nil })

@@ -21,6 +21,7 @@ const (
 	SessionNotFound      Code = "session_not_found"
 	TurnNotFound         Code = "turn_not_found"
 	PermissionNotFound   Code = "permission_not_found"
+	WebhookNotFound      Code = "webhook_not_found"
 	AgentProfileNotFound Code = "agent_profile_not_found"
 	AgentUnavailable     Code = "agent_unavailable"
 	// SandboxUnavailable: the agent's sandbox is required (mode required)

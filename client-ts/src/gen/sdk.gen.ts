@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, Options as Options2, TDataShape } from './client/index.js';
-import type { AnswerPermissionData, AnswerPermissionErrors, AnswerPermissionResponses, AttachTerminalData, AttachTerminalErrors, AttachTerminalResponses, CancelSessionData, CancelSessionErrors, CancelSessionResponses, CloseSessionData, CloseSessionErrors, CloseSessionResponses, CloseTerminalData, CloseTerminalErrors, CloseTerminalResponses, ContinueSessionData, ContinueSessionErrors, ContinueSessionResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, CreateStreamTicketData, CreateStreamTicketErrors, CreateStreamTicketResponses, CreateTaskData, CreateTaskErrors, CreateTaskResponses, ExportHistoryData, ExportHistoryErrors, ExportHistoryResponses, ForkSessionData, ForkSessionErrors, ForkSessionResponses, GetGitDiffData, GetGitDiffErrors, GetGitDiffResponses, GetGitLogData, GetGitLogErrors, GetGitLogResponses, GetGitStatusData, GetGitStatusErrors, GetGitStatusResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetReadyData, GetReadyErrors, GetReadyResponses, GetSessionContextData, GetSessionContextErrors, GetSessionContextResponses, GetSessionData, GetSessionErrors, GetSessionResponses, GetSessionStatusData, GetSessionStatusErrors, GetSessionStatusResponses, GetTaskData, GetTaskErrors, GetTaskResponses, GetTranscriptData, GetTranscriptErrors, GetTranscriptResponses, GetTurnData, GetTurnErrors, GetTurnResponses, HandoffSessionData, HandoffSessionErrors, HandoffSessionResponses, ListAgentsData, ListAgentsErrors, ListAgentsResponses, ListCommandsData, ListCommandsErrors, ListCommandsResponses, ListExecutorsData, ListExecutorsErrors, ListExecutorsResponses, ListInboxData, ListInboxErrors, ListInboxResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListTasksData, ListTasksErrors, ListTasksResponses, ListTerminalsData, ListTerminalsErrors, ListTerminalsResponses, ListWorkspaceFilesData, ListWorkspaceFilesErrors, ListWorkspaceFilesResponses, OpenTerminalData, OpenTerminalErrors, OpenTerminalResponses, PromptSessionData, PromptSessionErrors, PromptSessionResponses, ReadTerminalData, ReadTerminalErrors, ReadTerminalResponses, ReadWorkspaceFileData, ReadWorkspaceFileErrors, ReadWorkspaceFileResponses, ResizeTerminalData, ResizeTerminalErrors, ResizeTerminalResponses, ResumeSessionData, ResumeSessionErrors, ResumeSessionResponses, RewindSessionData, RewindSessionErrors, RewindSessionResponses, RunCommandData, RunCommandErrors, RunCommandResponses, SetSessionConfigOptionData, SetSessionConfigOptionErrors, SetSessionConfigOptionResponses, SetSessionModeData, SetSessionModeErrors, SetSessionModeResponses, StatWorkspacePathData, StatWorkspacePathErrors, StatWorkspacePathResponses, StreamGlobalEventsData, StreamGlobalEventsErrors, StreamGlobalEventsResponse, StreamGlobalEventsResponses, StreamSessionEventsData, StreamSessionEventsErrors, StreamSessionEventsResponse, StreamSessionEventsResponses, UndoRewindData, UndoRewindErrors, UndoRewindResponses, UpdateSessionData, UpdateSessionErrors, UpdateSessionResponses, UpdateTaskData, UpdateTaskErrors, UpdateTaskResponses, WithdrawTurnData, WithdrawTurnErrors, WithdrawTurnResponses, WriteTerminalData, WriteTerminalErrors, WriteTerminalResponses } from './types.gen.js';
+import type { AnswerPermissionData, AnswerPermissionErrors, AnswerPermissionResponses, AttachTerminalData, AttachTerminalErrors, AttachTerminalResponses, CancelSessionData, CancelSessionErrors, CancelSessionResponses, CloseSessionData, CloseSessionErrors, CloseSessionResponses, CloseTerminalData, CloseTerminalErrors, CloseTerminalResponses, ContinueSessionData, ContinueSessionErrors, ContinueSessionResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, CreateStreamTicketData, CreateStreamTicketErrors, CreateStreamTicketResponses, CreateTaskData, CreateTaskErrors, CreateTaskResponses, CreateWebhookData, CreateWebhookErrors, CreateWebhookResponses, DeleteWebhookData, DeleteWebhookErrors, DeleteWebhookResponses, ExportHistoryData, ExportHistoryErrors, ExportHistoryResponses, ForkSessionData, ForkSessionErrors, ForkSessionResponses, GetGitDiffData, GetGitDiffErrors, GetGitDiffResponses, GetGitLogData, GetGitLogErrors, GetGitLogResponses, GetGitStatusData, GetGitStatusErrors, GetGitStatusResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetReadyData, GetReadyErrors, GetReadyResponses, GetSessionContextData, GetSessionContextErrors, GetSessionContextResponses, GetSessionData, GetSessionErrors, GetSessionResponses, GetSessionStatusData, GetSessionStatusErrors, GetSessionStatusResponses, GetTaskData, GetTaskErrors, GetTaskResponses, GetTranscriptData, GetTranscriptErrors, GetTranscriptResponses, GetTurnData, GetTurnErrors, GetTurnResponses, GetWebhookData, GetWebhookErrors, GetWebhookResponses, HandoffSessionData, HandoffSessionErrors, HandoffSessionResponses, ListAgentsData, ListAgentsErrors, ListAgentsResponses, ListCommandsData, ListCommandsErrors, ListCommandsResponses, ListExecutorsData, ListExecutorsErrors, ListExecutorsResponses, ListInboxData, ListInboxErrors, ListInboxResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListTasksData, ListTasksErrors, ListTasksResponses, ListTerminalsData, ListTerminalsErrors, ListTerminalsResponses, ListWebhookDeliveriesData, ListWebhookDeliveriesErrors, ListWebhookDeliveriesResponses, ListWebhooksData, ListWebhooksErrors, ListWebhooksResponses, ListWorkspaceFilesData, ListWorkspaceFilesErrors, ListWorkspaceFilesResponses, OpenTerminalData, OpenTerminalErrors, OpenTerminalResponses, PromptSessionData, PromptSessionErrors, PromptSessionResponses, ReadTerminalData, ReadTerminalErrors, ReadTerminalResponses, ReadWorkspaceFileData, ReadWorkspaceFileErrors, ReadWorkspaceFileResponses, ResizeTerminalData, ResizeTerminalErrors, ResizeTerminalResponses, ResumeSessionData, ResumeSessionErrors, ResumeSessionResponses, RewindSessionData, RewindSessionErrors, RewindSessionResponses, RunCommandData, RunCommandErrors, RunCommandResponses, SetSessionConfigOptionData, SetSessionConfigOptionErrors, SetSessionConfigOptionResponses, SetSessionModeData, SetSessionModeErrors, SetSessionModeResponses, StatWorkspacePathData, StatWorkspacePathErrors, StatWorkspacePathResponses, StreamGlobalEventsData, StreamGlobalEventsErrors, StreamGlobalEventsResponse, StreamGlobalEventsResponses, StreamSessionEventsData, StreamSessionEventsErrors, StreamSessionEventsResponse, StreamSessionEventsResponses, TestWebhookData, TestWebhookErrors, TestWebhookResponses, UndoRewindData, UndoRewindErrors, UndoRewindResponses, UpdateSessionData, UpdateSessionErrors, UpdateSessionResponses, UpdateTaskData, UpdateTaskErrors, UpdateTaskResponses, UpdateWebhookData, UpdateWebhookErrors, UpdateWebhookResponses, WithdrawTurnData, WithdrawTurnErrors, WithdrawTurnResponses, WriteTerminalData, WriteTerminalErrors, WriteTerminalResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -179,6 +179,98 @@ export const listSessions = <ThrowOnError extends boolean = false>(options?: Opt
 export const listInbox = <ThrowOnError extends boolean = false>(options?: Options<ListInboxData, ThrowOnError>) => (options?.client ?? client).get<ListInboxResponses, ListInboxErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/inbox',
+    ...options
+});
+
+/**
+ * The webhooks, oldest first.
+ */
+export const listWebhooks = <ThrowOnError extends boolean = false>(options?: Options<ListWebhooksData, ThrowOnError>) => (options?.client ?? client).get<ListWebhooksResponses, ListWebhooksErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/webhooks',
+    ...options
+});
+
+/**
+ * Have events POSTed to a URL, signed as Standard Webhooks says.
+ *
+ * Each event of `events` that happens from now on is POSTed to `url`
+ * as JSON (`WebhookPayload`), with the Standard Webhooks headers
+ * `webhook-id` (the same on every attempt of one event),
+ * `webhook-timestamp` and `webhook-signature` (`v1,<base64
+ * HMAC-SHA256 of id.timestamp.body>` with the secret). At least
+ * once, one at a time and in the log's order for each webhook: its
+ * position in the global log is kept in the database, so a restart
+ * or a kill -9 of tetherd loses and reorders nothing (an event may
+ * come again, with the same `webhook-id`). A 2xx answer is a
+ * delivery; anything else is retried with exponential backoff and
+ * jitter, and after `--webhook-max-failures` failed attempts in a
+ * row the webhook is disabled (`state: disabled`,
+ * `disabledReason`); `PATCH` it `active: true` to resume where it
+ * stopped. Without `secret` one is made; the answer is the only
+ * place it is shown.
+ *
+ */
+export const createWebhook = <ThrowOnError extends boolean = false>(options: Options<CreateWebhookData, ThrowOnError>) => (options.client ?? client).post<CreateWebhookResponses, CreateWebhookErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/webhooks',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Stop and remove a webhook and its delivery log.
+ */
+export const deleteWebhook = <ThrowOnError extends boolean = false>(options: Options<DeleteWebhookData, ThrowOnError>) => (options.client ?? client).delete<DeleteWebhookResponses, DeleteWebhookErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/webhooks/{id}',
+    ...options
+});
+
+/**
+ * One webhook.
+ */
+export const getWebhook = <ThrowOnError extends boolean = false>(options: Options<GetWebhookData, ThrowOnError>) => (options.client ?? client).get<GetWebhookResponses, GetWebhookErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/webhooks/{id}',
+    ...options
+});
+
+/**
+ * Change a webhook's URL or events, or enable it again.
+ */
+export const updateWebhook = <ThrowOnError extends boolean = false>(options: Options<UpdateWebhookData, ThrowOnError>) => (options.client ?? client).patch<UpdateWebhookResponses, UpdateWebhookErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/webhooks/{id}',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * POST a webhook.test event to the webhook's URL now, once, and say how it went.
+ *
+ * Outside the webhook's order and position; not retried. The attempt
+ * is in its delivery log.
+ *
+ */
+export const testWebhook = <ThrowOnError extends boolean = false>(options: Options<TestWebhookData, ThrowOnError>) => (options.client ?? client).post<TestWebhookResponses, TestWebhookErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/webhooks/{id}/test',
+    ...options
+});
+
+/**
+ * The webhook's latest delivery attempts, newest first (the last 200 are kept).
+ */
+export const listWebhookDeliveries = <ThrowOnError extends boolean = false>(options: Options<ListWebhookDeliveriesData, ThrowOnError>) => (options.client ?? client).get<ListWebhookDeliveriesResponses, ListWebhookDeliveriesErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/webhooks/{id}/deliveries',
     ...options
 });
 

@@ -2083,6 +2083,134 @@ export type SessionUpdate = {
     archived?: boolean;
 };
 
+/**
+ * `permission.requested`, `permission.resolved`; `turn.ended` (a turn
+ * completed, failed or was cancelled: `data.outcome`);
+ * `turn.interrupted`; `session.needs_credentials` (its agent refused
+ * to start without them); `webhook.test` (only from
+ * `POST /webhooks/{id}/test`).
+ *
+ */
+export const WebhookEventType = {
+    PERMISSION_REQUESTED: 'permission.requested',
+    PERMISSION_RESOLVED: 'permission.resolved',
+    TURN_ENDED: 'turn.ended',
+    TURN_INTERRUPTED: 'turn.interrupted',
+    SESSION_NEEDS_CREDENTIALS: 'session.needs_credentials'
+} as const;
+
+/**
+ * `permission.requested`, `permission.resolved`; `turn.ended` (a turn
+ * completed, failed or was cancelled: `data.outcome`);
+ * `turn.interrupted`; `session.needs_credentials` (its agent refused
+ * to start without them); `webhook.test` (only from
+ * `POST /webhooks/{id}/test`).
+ *
+ */
+export type WebhookEventType = typeof WebhookEventType[keyof typeof WebhookEventType];
+
+export type WebhookCreate = {
+    /**
+     * http or https
+     */
+    url: string;
+    events: Array<WebhookEventType>;
+    /**
+     * `whsec_` and the base64 of 24 to 64 random bytes; made when absent.
+     */
+    secret?: string;
+    description?: string;
+};
+
+export type WebhookUpdate = {
+    url?: string;
+    events?: Array<WebhookEventType>;
+    description?: string;
+    /**
+     * true enables a disabled webhook again, from where it stopped; false disables it.
+     */
+    active?: boolean;
+};
+
+export type Webhook = {
+    id: string;
+    url: string;
+    events: Array<WebhookEventType>;
+    description?: string;
+    state: 'active' | 'disabled';
+    /**
+     * Why it is disabled (the failures that disabled it, or "by request").
+     */
+    disabledReason?: string;
+    /**
+     * Failed attempts in a row of the event it is delivering (0 when the last attempt succeeded).
+     */
+    failures?: number;
+    lastError?: string;
+    /**
+     * When a failing event is tried again.
+     */
+    nextAttemptAt?: string;
+    lastDeliveredAt?: string;
+    /**
+     * Only in the answer to POST /webhooks.
+     */
+    secret?: string;
+    createdAt: string;
+    updatedAt: string;
+};
+
+export type WebhookList = {
+    webhooks: Array<Webhook>;
+};
+
+export type WebhookDelivery = {
+    id: number;
+    webhookId: string;
+    /**
+     * The webhook-id header: the same on every attempt of one event.
+     */
+    messageId: string;
+    eventType: string;
+    /**
+     * The global log's cursor of the event (absent for webhook.test).
+     */
+    eventId?: string;
+    /**
+     * 1 for the first attempt of the event.
+     */
+    attempt: number;
+    ok: boolean;
+    statusCode?: number;
+    error?: string;
+    at: string;
+    durationMs: number;
+};
+
+export type WebhookDeliveryList = {
+    deliveries: Array<WebhookDelivery>;
+};
+
+/**
+ * The body of a delivery. `data` holds the event's ids (`sessionId`,
+ * `taskId`, `promptId` for a turn's or permission's event), `eventId`
+ * (the global log's cursor), `outcome` (turn.ended: completed, failed
+ * or cancelled), and `event`: the log event's payload as
+ * `GET /events` carries it (docs/events.md).
+ *
+ */
+export type WebhookPayload = {
+    type: string;
+    timestamp: string;
+    /**
+     * What happened, in a line (Slack-compatible receivers show it; docs/webhooks.md).
+     */
+    text: string;
+    data: {
+        [key: string]: unknown;
+    };
+};
+
 export type InboxList = {
     items: Array<InboxItem>;
     nextPageToken?: string;
@@ -2743,6 +2871,249 @@ export type ListInboxResponses = {
 };
 
 export type ListInboxResponse = ListInboxResponses[keyof ListInboxResponses];
+
+export type ListWebhooksData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/webhooks';
+};
+
+export type ListWebhooksErrors = {
+    /**
+     * RFC 9457 problem details.
+     */
+    401: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    default: Problem;
+};
+
+export type ListWebhooksError = ListWebhooksErrors[keyof ListWebhooksErrors];
+
+export type ListWebhooksResponses = {
+    /**
+     * Every webhook.
+     */
+    200: WebhookList;
+};
+
+export type ListWebhooksResponse = ListWebhooksResponses[keyof ListWebhooksResponses];
+
+export type CreateWebhookData = {
+    body: WebhookCreate;
+    path?: never;
+    query?: never;
+    url: '/webhooks';
+};
+
+export type CreateWebhookErrors = {
+    /**
+     * RFC 9457 problem details.
+     */
+    400: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    401: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    default: Problem;
+};
+
+export type CreateWebhookError = CreateWebhookErrors[keyof CreateWebhookErrors];
+
+export type CreateWebhookResponses = {
+    /**
+     * The webhook, with its secret.
+     */
+    201: Webhook;
+};
+
+export type CreateWebhookResponse = CreateWebhookResponses[keyof CreateWebhookResponses];
+
+export type DeleteWebhookData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/webhooks/{id}';
+};
+
+export type DeleteWebhookErrors = {
+    /**
+     * RFC 9457 problem details.
+     */
+    401: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    404: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    default: Problem;
+};
+
+export type DeleteWebhookError = DeleteWebhookErrors[keyof DeleteWebhookErrors];
+
+export type DeleteWebhookResponses = {
+    /**
+     * Removed.
+     */
+    204: void;
+};
+
+export type DeleteWebhookResponse = DeleteWebhookResponses[keyof DeleteWebhookResponses];
+
+export type GetWebhookData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/webhooks/{id}';
+};
+
+export type GetWebhookErrors = {
+    /**
+     * RFC 9457 problem details.
+     */
+    401: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    404: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    default: Problem;
+};
+
+export type GetWebhookError = GetWebhookErrors[keyof GetWebhookErrors];
+
+export type GetWebhookResponses = {
+    /**
+     * The webhook (without its secret).
+     */
+    200: Webhook;
+};
+
+export type GetWebhookResponse = GetWebhookResponses[keyof GetWebhookResponses];
+
+export type UpdateWebhookData = {
+    body: WebhookUpdate;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/webhooks/{id}';
+};
+
+export type UpdateWebhookErrors = {
+    /**
+     * RFC 9457 problem details.
+     */
+    400: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    401: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    404: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    default: Problem;
+};
+
+export type UpdateWebhookError = UpdateWebhookErrors[keyof UpdateWebhookErrors];
+
+export type UpdateWebhookResponses = {
+    /**
+     * The webhook.
+     */
+    200: Webhook;
+};
+
+export type UpdateWebhookResponse = UpdateWebhookResponses[keyof UpdateWebhookResponses];
+
+export type TestWebhookData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/webhooks/{id}/test';
+};
+
+export type TestWebhookErrors = {
+    /**
+     * RFC 9457 problem details.
+     */
+    401: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    404: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    default: Problem;
+};
+
+export type TestWebhookError = TestWebhookErrors[keyof TestWebhookErrors];
+
+export type TestWebhookResponses = {
+    /**
+     * The attempt (`ok` false when the receiver failed it).
+     */
+    200: WebhookDelivery;
+};
+
+export type TestWebhookResponse = TestWebhookResponses[keyof TestWebhookResponses];
+
+export type ListWebhookDeliveriesData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: {
+        limit?: number;
+    };
+    url: '/webhooks/{id}/deliveries';
+};
+
+export type ListWebhookDeliveriesErrors = {
+    /**
+     * RFC 9457 problem details.
+     */
+    401: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    404: Problem;
+    /**
+     * RFC 9457 problem details.
+     */
+    default: Problem;
+};
+
+export type ListWebhookDeliveriesError = ListWebhookDeliveriesErrors[keyof ListWebhookDeliveriesErrors];
+
+export type ListWebhookDeliveriesResponses = {
+    /**
+     * Attempts, newest first.
+     */
+    200: WebhookDeliveryList;
+};
+
+export type ListWebhookDeliveriesResponse = ListWebhookDeliveriesResponses[keyof ListWebhookDeliveriesResponses];
 
 export type CloseSessionData = {
     body?: never;
