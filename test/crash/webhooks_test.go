@@ -1,7 +1,9 @@
 package crash_test
 
 import (
+	"bufio"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -10,6 +12,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -110,22 +115,22 @@ var webhookTypes = map[string]string{"permission.requested": "permission.request
 // TestWebhooksThroughKill9 (issue 33): a webhook subscribed to every event
 // sees each event of three sessions through five kill -9 of tetherd, as
 // the global log holds them: none lost, in the log's order, an event that
-// comes again with the same webhook-id, every request signed.
+// comes again with the same webhook-id, every request verified by the
+// standardwebhooks npm package (Standard Webhooks' own library).
 func TestWebhooksThroughKill9(t *testing.T) {
-	rec := newReceiver(t)
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	secret := "whsec_" + base64.StdEncoding.EncodeToString(key)
 	// Slower than the turns: each kill -9 lands with deliveries behind
 	// the log and some delivered but not yet saved as such.
-	rec.delay = 40 * time.Millisecond
+	rec := newNodeReceiver(t, secret, 40*time.Millisecond)
 	w := hostedWorld(t)
 	w.start()
-	code, hook := w.do("POST", "/webhooks", map[string]any{"url": rec.srv.URL,
+	code, hook := w.do("POST", "/webhooks", map[string]any{"url": rec.url, "secret": secret,
 		"events": []string{"permission.requested", "permission.resolved", "turn.ended", "turn.interrupted", "session.needs_credentials"}})
-	if code != http.StatusCreated {
+	if code != http.StatusCreated || hook["secret"] != secret {
 		t.Fatalf("create webhook: got %d %v", code, hook)
 	}
-	rec.mu.Lock()
-	rec.secret = hook["secret"].(string)
-	rec.mu.Unlock()
 	var sids []string
 	for range 3 {
 		sid, _ := w.createSessionOn("demo", "standalone")
@@ -161,11 +166,8 @@ func TestWebhooksThroughKill9(t *testing.T) {
 		got = rec.deliveries()
 		return len(firstSeen(got)) >= len(want)
 	})
-	rec.mu.Lock()
-	bad := slices.Clone(rec.bad)
-	rec.mu.Unlock()
-	if len(bad) > 0 {
-		t.Fatalf("requests that failed verification: %v", bad)
+	if bad := rec.problems(); len(bad) > 0 {
+		t.Fatalf("requests standardwebhooks did not verify: %v", bad)
 	}
 	order := firstSeen(got)
 	if !slices.Equal(order, want) {
@@ -300,4 +302,71 @@ func TestWebhookFailingIsRetriedThenDisabled(t *testing.T) {
 	if code, _ := w.do("GET", "/webhooks/"+id, nil); code != http.StatusNotFound {
 		t.Errorf("after delete: got %d, want 404", code)
 	}
+}
+
+// nodeReceiver is a webhook endpoint in Node (testdata/webhook-receiver.mjs)
+// that verifies each request with the standardwebhooks npm package.
+type nodeReceiver struct {
+	url string
+
+	mu  sync.Mutex
+	got []delivery
+	bad []string
+}
+
+func newNodeReceiver(t *testing.T, secret string, delay time.Duration) *nodeReceiver {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("the receiver needs node:", err)
+	}
+	cmd := exec.Command(node, filepath.Join(testbin.Root(), "test", "crash", "testdata", "webhook-receiver.mjs"))
+	cmd.Env = append(os.Environ(), "WEBHOOK_SECRET="+secret, "DELAY_MS="+strconv.Itoa(int(delay.Milliseconds())))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := bufio.NewScanner(out)
+	lines.Buffer(make([]byte, 1<<20), 1<<20)
+	if !lines.Scan() {
+		t.Fatalf("the receiver did not start: %v", lines.Err())
+	}
+	port, ok := strings.CutPrefix(lines.Text(), "listening ")
+	if !ok {
+		t.Fatalf("the receiver said %q", lines.Text())
+	}
+	r := &nodeReceiver{url: "http://127.0.0.1:" + port + "/hook"}
+	go func() {
+		for lines.Scan() {
+			var l struct{ ID, Type, EventID, Body, Bad string }
+			if err := json.Unmarshal(lines.Bytes(), &l); err != nil {
+				l.Bad = "an unreadable line: " + lines.Text()
+			}
+			r.mu.Lock()
+			if l.Bad != "" {
+				r.bad = append(r.bad, l.Bad)
+			} else {
+				r.got = append(r.got, delivery{id: l.ID, typ: l.Type, eventID: l.EventID, body: l.Body})
+			}
+			r.mu.Unlock()
+		}
+	}()
+	return r
+}
+
+func (r *nodeReceiver) deliveries() []delivery {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.got)
+}
+
+func (r *nodeReceiver) problems() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.bad)
 }
