@@ -5,7 +5,7 @@ import { defineConfig } from 'vite';
 // The shell is served by tetherd under /shell/; `npm run dev` proxies the
 // API to a daemon on TETHER_URL (default http://127.0.0.1:7777).
 const daemon = process.env.TETHER_URL ?? 'http://127.0.0.1:7777';
-const api = ['/session', '/sessions', '/tasks', '/agents', '/events', '/health', '/openapi.yaml'];
+const api = ['/session', '/sessions', '/tasks', '/agents', '/inbox', '/events', '/health', '/openapi.yaml'];
 
 export default defineConfig({
   base: '/shell/',

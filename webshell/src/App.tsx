@@ -1,11 +1,15 @@
-import { useEffect, useMemo, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { TetherClient } from '@tether/client';
-import { makeClient, sessionApi, tasksApi, workspaceApi } from './api';
+import { inboxApi, makeClient, sessionApi, tasksApi, workspaceApi } from './api';
 import { LangContext, detectLang, translate, type Lang } from './i18n';
 import { errorCode, errorText } from './lib/errors';
+import { shortId } from './lib/ids';
+import { browserNotifyEnv, chooseNotify, enableNotify, notificationPermission, notifyChosen } from './lib/notify';
 import { load, save } from './lib/storage';
 import { adoptTokenFromLocation, forgetToken, storeToken, storedToken } from './lib/token';
 import { useStore } from './lib/use-store';
+import { InboxController } from './state/inbox-state';
+import { InboxNotifier, noticeFor } from './state/inbox-notify';
 import { PaneManager } from './state/panes';
 import { SessionController } from './state/session-controller';
 import { TasksController, forksOf } from './state/tasks-state';
@@ -13,9 +17,10 @@ import type { AgentProfile, ExecutorHost } from './state/types';
 import { AGENT_AUTH_REQUIRED } from './components/AuthBanner';
 import { AgentsContext, ChatPane } from './components/ChatPane';
 import { IconMenu, IconPlus } from './components/Icons';
+import { InboxButton, InboxDialog, type NotifyControls } from './components/Inbox';
 import { NewSessionDialog, recentDirectories, type NewSessionRequest } from './components/NewSessionDialog';
 import { QuickSwitcher } from './components/QuickSwitcher';
-import { Sidebar } from './components/Sidebar';
+import { Sidebar, sessionName } from './components/Sidebar';
 import { TokenGate } from './components/TokenGate';
 import { WorkspaceApiContext } from './components/WorkspacePanel';
 import { BranchApiContext, type BranchApi } from './components/Branching';
@@ -28,6 +33,9 @@ interface Settings {
 const SETTINGS_KEY = 'tether.settings';
 const PANES_KEY = 'tether.panes';
 const CWD_KEY = 'tether.lastCwd';
+
+/** The inbox's notification toggle, on the browser's Notification API. */
+const notifyControls: NotifyControls = { permission: notificationPermission, chosen: notifyChosen, enable: enableNotify, disable: () => chooseNotify(false) };
 
 export function App() {
   const [token, setToken] = useState<string | undefined>(() => adoptTokenFromLocation() ?? storedToken());
@@ -97,6 +105,8 @@ function Shell({ token, settings, setSettings, onUnauthorized, onSignOut }: Shel
       ),
     [client],
   );
+  const inbox = useMemo(() => new InboxController(inboxApi(client), { onUnauthorized }), [client]);
+  const [inboxOpen, setInboxOpen] = useState(false);
   const [agents, setAgents] = useState<AgentProfile[]>([]);
   const [hosts, setHosts] = useState<ExecutorHost[]>([]);
   const [dialog, setDialog] = useState<{ taskId?: string; agentProfileId?: string; cwd?: string } | undefined>();
@@ -142,6 +152,27 @@ function Shell({ token, settings, setSettings, onUnauthorized, onSignOut }: Shel
     };
   }, [tasks, panes]);
 
+  // The inbox reads GET /inbox again when the global stream says it may
+  // have changed; the notifications hear the same stream.
+  const agentsRef = useRef<Record<string, AgentProfile>>({});
+  useEffect(() => {
+    inbox.start(tasks);
+    const nameOf = (id: string) => {
+      const s = tasks.store.getState().sessions.get(id);
+      return s ? sessionName(s, agentsRef.current[s.agentProfileId]?.displayName) : shortId(id);
+    };
+    const notifier = new InboxNotifier(tasks, browserNotifyEnv(), (ev) => noticeFor(ev, nameOf, settingsRef.current.lang), (id) => {
+      panes.show(id);
+      setSidebarOpen(false);
+      setInboxOpen(false);
+    });
+    const stop = notifier.start();
+    return () => {
+      stop();
+      inbox.dispose();
+    };
+  }, [inbox, tasks, panes]);
+
   useEffect(() => {
     const onVisibility = () => {
       for (const p of panes.state.panes) p.controller.setVisible(document.visibilityState !== 'hidden');
@@ -152,7 +183,9 @@ function Shell({ token, settings, setSettings, onUnauthorized, onSignOut }: Shel
 
   const tasksState = useStore(tasks.store);
   const panesState = useStore(panes.store);
+  const inboxState = useStore(inbox.store);
   const agentMap = useMemo(() => Object.fromEntries(agents.map((a) => [a.id, a])), [agents]);
+  agentsRef.current = agentMap;
   const shown = new Set(panesState.panes.map((p) => p.sessionId));
   const activePane = panesState.panes.find((p) => p.id === panesState.activeId) ?? panesState.panes[0];
 
@@ -235,6 +268,7 @@ function Shell({ token, settings, setSettings, onUnauthorized, onSignOut }: Shel
             <IconMenu width="18" height="18" />
           </button>
           <Brand />
+          <InboxButton state={inboxState} expanded={inboxOpen} onClick={() => setInboxOpen(true)} testId="inbox-button-top" />
           <button type="button" class="btn btn--primary btn--small" onClick={() => (void loadAgents(), setDialog({}))}>
             <IconPlus /> {t('app.newSession')}
           </button>
@@ -256,6 +290,7 @@ function Shell({ token, settings, setSettings, onUnauthorized, onSignOut }: Shel
             onNew={(taskId) => (void loadAgents(), setDialog({ taskId }))}
             onUpdate={(id, change) => void tasks.updateSession(id, change).catch(() => {})}
             search={searchSessions}
+            headExtra={<InboxButton state={inboxState} expanded={inboxOpen} onClick={() => setInboxOpen(true)} testId="inbox-button" />}
           />
           <details class="settings">
             <summary>{t('app.settings')}</summary>
@@ -298,6 +333,16 @@ function Shell({ token, settings, setSettings, onUnauthorized, onSignOut }: Shel
             />
           ))}
         </main>
+        {inboxOpen && (
+          <InboxDialog
+            state={inboxState}
+            notify={notifyControls}
+            onAnswer={(item, optionId) => void inbox.answer(item, optionId)}
+            onContinue={(item) => void inbox.continueTurn(item)}
+            onOpen={(id) => (panes.show(id), setSidebarOpen(false))}
+            onClose={() => setInboxOpen(false)}
+          />
+        )}
         {switcher && <QuickSwitcher tasks={tasksState} search={searchSessions} onOpen={(id) => panes.show(id)} onClose={() => setSwitcher(false)} />}
         {dialog && (
           <NewSessionDialog

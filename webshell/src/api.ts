@@ -3,6 +3,7 @@
 import { TetherClient } from '@tether/client';
 import type { SessionApi, WorkspaceApi } from './state/types';
 import type { TasksApi } from './state/tasks-state';
+import type { InboxApi } from './state/inbox-state';
 import { sharedGlobalEvents } from './lib/shared-global';
 
 export function makeClient(token: string, baseUrl = window.location.origin): TetherClient {
@@ -33,5 +34,14 @@ export function tasksApi(client: TetherClient, token: string): TasksApi {
     getSession: (id) => client.getSession(id),
     // One GET /events per browser, shared by the tabs (see shared-global.ts).
     globalEvents: (o) => sharedGlobalEvents(client, `${client.baseUrl} ${token}`, o),
+  };
+}
+
+/** GET /inbox and what its items offer: answer a permission, continue a turn. */
+export function inboxApi(client: TetherClient): InboxApi {
+  return {
+    listInbox: (p) => client.listInbox(p),
+    answerPermission: (sessionId, requestId, optionId) => client.session(sessionId).answerPermission(requestId, { optionId }),
+    continueTurn: (sessionId) => client.session(sessionId).continue(),
   };
 }

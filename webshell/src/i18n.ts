@@ -4,6 +4,7 @@ import { createContext } from 'preact';
 import { useContext } from 'preact/hooks';
 import { workspaceEn, workspaceZh } from './i18n-workspace';
 import { branchEn, branchZh } from './i18n-branch';
+import { inboxEn, inboxZh } from './i18n-inbox';
 
 export type Lang = 'en' | 'zh';
 
@@ -257,6 +258,7 @@ const en = {
   'new.hostState.lost': 'unreachable',
   ...workspaceEn,
   ...branchEn,
+  ...inboxEn,
 };
 
 export type MessageKey = keyof typeof en;
@@ -506,6 +508,7 @@ const zh: Record<MessageKey, string> = {
   'new.hostState.lost': '无法连接',
   ...workspaceZh,
   ...branchZh,
+  ...inboxZh,
 };
 
 const dicts: Record<Lang, Record<MessageKey, string>> = { en, zh };

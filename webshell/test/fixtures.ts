@@ -2,7 +2,7 @@
 // them, a fake SessionApi with promises the test resolves, and a fake
 // event stream the test pushes into.
 import type { ContinueOutcome, EventStreamLike, SessionApi, StreamOptions, StreamState } from '../src/state/types';
-import type { RecoverySummary, Session, SessionContext, SessionStatus, TetherEvent, Transcript, WorkspaceEntry } from '../src/state/types';
+import type { InboxItem, RecoverySummary, Session, SessionContext, SessionStatus, TetherEvent, Transcript, WorkspaceEntry } from '../src/state/types';
 import { initialSessionState, sessionReducer, type SessionAction, type SessionViewState } from '../src/state/session-state';
 
 export const EPOCH = 'ep1';
@@ -255,4 +255,45 @@ export class FakeApi implements SessionApi {
 /** Lets pending promise callbacks run. */
 export async function flush(n = 5): Promise<void> {
   for (let i = 0; i < n; i++) await new Promise((r) => setTimeout(r, 0));
+}
+
+// ---------------------------------------------------------------- inbox
+
+/** A permission item of GET /inbox: allow always, allow once, reject. */
+export function permissionItem(sid = 's1', rid = 'r1', at = '2026-01-01T00:00:10Z'): InboxItem {
+  return {
+    id: `permission:${sid}:${rid}`,
+    kind: 'permission',
+    at,
+    session: session(sid, { title: `Session ${sid}` }),
+    permission: {
+      id: rid,
+      sessionId: sid,
+      title: 'Edit demo.txt',
+      state: 'pending',
+      createdAt: at,
+      options: [
+        { optionId: 'always', name: 'Allow always', kind: 'allow_always' },
+        { optionId: 'once', name: 'Allow once', kind: 'allow_once' },
+        { optionId: 'no', name: 'Reject', kind: 'reject_once' },
+      ],
+    },
+  };
+}
+
+/** An interrupted or failed turn item of GET /inbox. */
+export function turnItem(kind: 'interrupted_turn' | 'failed_turn', sid = 's2', at = '2026-01-01T00:00:05Z'): InboxItem {
+  return {
+    id: `${kind}:${sid}:p1`,
+    kind,
+    at,
+    session: session(sid, { title: `Session ${sid}` }),
+    turn: {
+      promptId: 'p1',
+      kind: 'prompt',
+      state: kind === 'failed_turn' ? 'failed' : 'interrupted',
+      createdAt: at,
+      ...(kind === 'failed_turn' ? { error: { code: 'agent_error', message: 'model overloaded' } } : { interruptReason: 'agent_exited' }),
+    },
+  };
 }

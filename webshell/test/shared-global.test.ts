@@ -60,6 +60,7 @@ describe('shared global stream', () => {
     await flush();
     expect(a.streams).toHaveLength(1); // A leads
     expect(b.streams).toHaveLength(0); // B follows
+    expect([tabA.leading, tabB.leading]).toEqual([true, false]); // A alone notifies
     const itA = tabA[Symbol.asyncIterator]();
     const itB = tabB[Symbol.asyncIterator]();
     a.streams[0]!.setState('open');
@@ -72,6 +73,7 @@ describe('shared global stream', () => {
     await flush(10);
     expect(a.streams[0]!.closed).toBe(true);
     expect(b.streams).toHaveLength(1); // B leads now
+    expect(tabB.leading).toBe(true);
     b.streams[0]!.push(evt(3));
     expect(await take(itB, 1)).toEqual(['g:3']);
     tabB.close();
@@ -86,6 +88,7 @@ describe('shared global stream', () => {
     await flush();
     expect(a.streams).toHaveLength(1);
     expect(a.streams[0]!.cursor).toBe('g:5');
+    expect(tab.leading).toBe(true); // its own stream: it notifies
     a.streams[0]!.push(evt(6));
     expect((await first).value.id).toBe('g:6');
     tab.close();

@@ -84,3 +84,9 @@ export const IconImage = (p: P) => (
     <path d="M14.5 11l-4-4-6.5 6.5" />
   </Svg>
 );
+export const IconInbox = (p: P) => (
+  <Svg {...p}>
+    <path d="M2 9.5l1.6-5.6A1.5 1.5 0 0 1 5 2.8h6a1.5 1.5 0 0 1 1.4 1.1L14 9.5V12a1.5 1.5 0 0 1-1.5 1.5h-9A1.5 1.5 0 0 1 2 12z" />
+    <path d="M2 9.5h3.5l1 1.5h3l1-1.5H14" />
+  </Svg>
+);

@@ -23,7 +23,7 @@ export function commandOf(call: ToolCall | undefined): string | undefined {
 }
 
 /** The option the card makes primary: allow once, else the first allowing one. */
-export function primaryOption(p: PermissionView): string | undefined {
+export function primaryOption(p: Pick<PermissionView, 'options'>): string | undefined {
   return (p.options.find((o) => o.kind === 'allow_once') ?? p.options.find((o) => o.kind.startsWith('allow')))?.optionId;
 }
 

@@ -1,3 +1,4 @@
+import type { ComponentChildren } from 'preact';
 import { useContext, useEffect, useRef, useState } from 'preact/hooks';
 import { useT } from '../i18n';
 import { shortId } from '../lib/ids';
@@ -18,6 +19,8 @@ export interface SidebarProps {
   onUpdate: (sessionId: string, change: { title?: string; archived?: boolean }) => void;
   /** The server's search: sessions whose title or ended turns hold every word of q. */
   search: (q: string) => Promise<SessionSummary[]>;
+  /** Shown in the list's header, before the connection (the inbox's button). */
+  headExtra?: ComponentChildren;
 }
 
 /** What a session is called: its title, else its agent and short id. */
@@ -25,7 +28,7 @@ export function sessionName(s: SessionSummary, agentName: string | undefined): s
   return s.title || `${agentName ?? s.agentProfileId} · ${shortId(s.id)}`;
 }
 
-export function Sidebar({ tasks, shown, activeSessionId, onOpen, onOpenBeside, onNew, onUpdate, search }: SidebarProps) {
+export function Sidebar({ tasks, shown, activeSessionId, onOpen, onOpenBeside, onNew, onUpdate, search, headExtra }: SidebarProps) {
   const { t } = useT();
   const agents = useContext(AgentsContext);
   const orphanIds = [...tasks.sessions.values()].filter((s) => !tasks.tasks[s.taskId]);
@@ -38,7 +41,10 @@ export function Sidebar({ tasks, shown, activeSessionId, onOpen, onOpenBeside, o
     <nav class="tasks" aria-label={t('app.sessions')}>
       <div class="tasks__head">
         <h2>{t('app.sessions')}</h2>
-        <ConnectionBadge view={connView(tasks.connection, tasks.loaded)} compact />
+        <span class="tasks__head-end">
+          {headExtra}
+          <ConnectionBadge view={connView(tasks.connection, tasks.loaded)} compact />
+        </span>
       </div>
       <input
         type="search"

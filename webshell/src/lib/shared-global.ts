@@ -40,6 +40,12 @@ export interface SharedStream extends AsyncIterable<TetherEvent> {
   close(): void;
   /** Continues this tab's own stream from a cursor (no-op when a leader relays). */
   resyncFrom?(cursor: string): void;
+  /**
+   * Whether this tab reads GET /events itself (it leads, or streams on its
+   * own): what one tab of the browser must do once, such as showing a
+   * notification, the leader does.
+   */
+  readonly leading: boolean;
 }
 
 type Msg = { kind: 'event'; event: TetherEvent } | { kind: 'state'; state: StreamState } | { kind: 'hello' };
@@ -95,6 +101,7 @@ function ownStream(source: GlobalStreamSource, opts: SharedStreamOptions): Share
     resyncFrom(cursor: string) {
       stream?.resyncFrom?.(cursor);
     },
+    leading: true,
   };
 }
 
@@ -171,6 +178,9 @@ export function sharedGlobalEvents(source: GlobalStreamSource, key: string, opts
 
   return {
     [Symbol.asyncIterator]: () => queue.iterate(),
+    get leading() {
+      return leading !== undefined;
+    },
     close() {
       closed = true;
       abort.abort();

@@ -245,7 +245,7 @@ export interface TasksApi {
     /** Where to start, asked (and awaited) whenever a stream opens. */
     cursor?: () => Promise<string | undefined>;
     onStateChange?: (s: StreamState, prev: StreamState) => void;
-  }): AsyncIterable<TetherEvent> & { close(): void; resyncFrom?(cursor: string): void };
+  }): AsyncIterable<TetherEvent> & { close(): void; resyncFrom?(cursor: string): void; readonly leading?: boolean };
 }
 
 const GLOBAL_TYPES = [
@@ -259,7 +259,30 @@ const GLOBAL_TYPES = [
   'task.created',
   'task.updated',
   'task.state_changed',
+  // For the inbox (docs/inbox.md) and the notifications: what may add an
+  // item or take one out. The reducer only counts them as activity.
+  'session.executor_status',
+  'permission.requested',
+  'permission.resolved',
+  'turn.started',
+  'turn.completed',
+  'turn.failed',
+  'turn.cancelled',
+  'turn.interrupted',
+  // Not emitted yet; a daemon that does will be heard.
+  'turn.stalled',
 ];
+
+/**
+ * What the global stream tells others (the inbox, the notifications):
+ * each event once, as this tab applies it, and the stream's state.
+ */
+export interface GlobalFeed {
+  onEvent(listener: (ev: TetherEvent) => void): () => void;
+  onConnection(listener: (state: StreamState, prev: StreamState) => void): () => void;
+  /** Whether this tab reads the stream itself (see shared-global.ts). */
+  leads(): boolean;
+}
 
 /** The earliest of a list's cursors (all are of the global stream); undefined if they do not compare. */
 function earliest(cursors: string[]): string | undefined {
@@ -273,10 +296,12 @@ function earliest(cursors: string[]): string | undefined {
   return out;
 }
 
-export class TasksController {
+export class TasksController implements GlobalFeed {
   readonly store: Store<TasksState, TasksAction> = createStore(tasksReducer, initialTasksState());
   #api: TasksApi;
-  #stream: { close(): void } | undefined;
+  #stream: { close(): void; readonly leading?: boolean } | undefined;
+  #eventListeners = new Set<(ev: TetherEvent) => void>();
+  #connectionListeners = new Set<(state: StreamState, prev: StreamState) => void>();
   #disposed = false;
   #fetching = new Set<string>();
   #onUnauthorized: (() => void) | undefined;
@@ -298,6 +323,32 @@ export class TasksController {
   dispose(): void {
     this.#disposed = true;
     this.#stream?.close();
+    this.#eventListeners.clear();
+    this.#connectionListeners.clear();
+  }
+
+  onEvent(listener: (ev: TetherEvent) => void): () => void {
+    this.#eventListeners.add(listener);
+    return () => this.#eventListeners.delete(listener);
+  }
+
+  onConnection(listener: (state: StreamState, prev: StreamState) => void): () => void {
+    this.#connectionListeners.add(listener);
+    return () => this.#connectionListeners.delete(listener);
+  }
+
+  leads(): boolean {
+    return this.#stream?.leading ?? true;
+  }
+
+  #tell(ev: TetherEvent): void {
+    for (const l of [...this.#eventListeners]) {
+      try {
+        l(ev);
+      } catch {
+        // a listener's failure is its own
+      }
+    }
   }
 
   async refresh(): Promise<void> {
@@ -367,7 +418,11 @@ export class TasksController {
         await this.#loaded;
         return this.store.getState().cursor;
       },
-      onStateChange: (st) => !this.#disposed && this.store.dispatch({ type: 'connection', state: st }),
+      onStateChange: (st, prev) => {
+        if (this.#disposed) return;
+        this.store.dispatch({ type: 'connection', state: st });
+        for (const l of [...this.#connectionListeners]) l(st, prev);
+      },
     });
     this.#stream = stream;
     void (async () => {
@@ -380,9 +435,15 @@ export class TasksController {
             // lists (their cursor is of the new epoch).
             stream.resyncFrom?.(ev.data.cursor);
             this.#loaded = this.refresh();
+            this.#tell(ev);
             continue;
           }
+          // Listeners hear an event once: not again when a new leader
+          // relays what this tab already applied.
+          const id = (ev as { id?: string }).id;
+          const before = this.store.getState().cursor;
           this.store.dispatch({ type: 'event', event: ev });
+          if (!id || (before !== id && this.store.getState().cursor === id)) this.#tell(ev);
           const d = ev.data as { taskId?: string; sessionId?: string };
           this.#ensureTask(d.taskId);
           const st = this.store.getState();

@@ -12,6 +12,8 @@ export type {
   ExecutorStatus,
   GitDiff,
   GitDiffFile,
+  InboxItem,
+  InboxList,
   Message,
   PermissionOption,
   PermissionRequest,
