@@ -43,10 +43,13 @@ func inboxFlags() *inboxConfig {
 
 // inboxResult is the part's outcome.
 type inboxResult struct {
-	Cfg               inboxConfig
-	Waiting, Items    int
-	Prepare           time.Duration
-	Medians, P99s     []time.Duration
+	Cfg            inboxConfig
+	Waiting, Items int
+	Prepare        time.Duration
+	Medians, P99s  []time.Duration
+	// Baseline is GET /sessions?limit=50's median of each round, on the
+	// same daemon: a page of the same size from one indexed table.
+	Baseline          []time.Duration
 	Loads             []string
 	PageBytes         int
 	HasNextPageToken  bool
@@ -118,6 +121,15 @@ func inboxBench(ctx context.Context, cfg inboxConfig) (res inboxResult, err erro
 		}
 		res.Medians = append(res.Medians, pctl(lat, 0.5))
 		res.P99s = append(res.P99s, pctl(lat, 0.99))
+		base := make([]time.Duration, 0, cfg.Requests)
+		for range cfg.Requests {
+			t0 := time.Now()
+			if _, err := rb.api(ctx, p, http.MethodGet, "/sessions?limit=50", nil, nil); err != nil {
+				return res, fmt.Errorf("inbox: round %d: %w", round+1, err)
+			}
+			base = append(base, time.Since(t0))
+		}
+		res.Baseline = append(res.Baseline, pctl(base, 0.5))
 		res.Loads = append(res.Loads, fmt.Sprintf("round %d done: %s", round+1, loadavg()))
 		cfg.Logf("inbox: round %d: median %s, p99 %s", round+1, res.Medians[round], res.P99s[round])
 	}
@@ -131,6 +143,8 @@ func printInbox(r inboxResult) {
 	fmt.Printf("  prepared in %s; a page holds %d items, more pages: %v\n", r.Prepare.Round(time.Millisecond), r.Items, r.HasNextPageToken)
 	fmt.Printf("  %-34s %10s %s\n", "GET /inbox (median of a round)", medianDur(r.Medians).Round(10*time.Microsecond), durList(r.Medians))
 	fmt.Printf("  %-34s %10s %s\n", "GET /inbox (p99 of a round)", medianDur(r.P99s).Round(10*time.Microsecond), durList(r.P99s))
+	fmt.Printf("  %-34s %10s %s\n", "baseline GET /sessions?limit=50", medianDur(r.Baseline).Round(10*time.Microsecond), durList(r.Baseline))
+	fmt.Printf("  inbox / baseline: %.2f×\n", float64(medianDur(r.Medians))/float64(medianDur(r.Baseline)))
 	fmt.Printf("  goal: ≤ 50 ms %s\n", metStr(medianDur(r.Medians) <= 50*time.Millisecond))
 	for _, l := range r.Loads {
 		fmt.Printf("  loadavg %s\n", l)

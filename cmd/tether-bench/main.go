@@ -36,7 +36,7 @@
 //
 //	go run ./cmd/tether-bench -only rewind [-rewind-rounds 3] [-rewind-turns 1000] [-rewind-files 10000] [-rewind-changed 1000]
 //	go run ./cmd/tether-bench -only inbox [-inbox-rounds 3] [-inbox-sessions 10000] [-inbox-requests 200]
-//	go run ./cmd/tether-bench -only webhooks [-webhooks-rounds 3] [-webhooks-sessions 20] [-webhooks-rate-per-session 5] [-webhooks-backlog 20000]
+//	go run ./cmd/tether-bench -only webhooks [-webhooks-rounds 3] [-webhooks-sessions 6] [-webhooks-rate-per-session 6] [-webhooks-backlog 20000]
 package main
 
 import (

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tether/tether/internal/events"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -38,6 +39,9 @@ type worker struct {
 	attempts []store.WebhookDelivery
 	dirty    bool
 	saved    time.Time
+	// saving is the save in flight (nil: none): saves are not waited
+	// for on the delivery path, which a commit would hold up.
+	saving *events.Pending
 }
 
 func newWorker(d *Dispatcher, h store.Webhook) *worker {
@@ -79,7 +83,7 @@ func (w *worker) stop() {
 // run delivers until ctx ends (stop) or the webhook is disabled.
 func (w *worker) run(ctx context.Context) {
 	defer close(w.done)
-	defer w.save() // what was delivered is not delivered again
+	defer w.save(true) // what was delivered is not delivered again
 	log := w.d.cfg.Logger.With("webhook", w.hook.ID)
 	epoch, err := w.d.cfg.Store.GlobalEpoch(ctx)
 	if err != nil {
@@ -105,11 +109,7 @@ func (w *worker) run(ctx context.Context) {
 			continue
 		}
 		if len(evs) == 0 {
-			w.save()
-			select {
-			case <-ctx.Done():
-			case <-w.wake:
-			}
+			w.idle(ctx)
 			continue
 		}
 		for _, e := range evs {
@@ -118,7 +118,7 @@ func (w *worker) run(ctx context.Context) {
 			}
 			w.progress.LastEventID, w.dirty = e.ID, true
 			if time.Since(w.saved) >= saveEvery {
-				w.save()
+				w.save(false)
 			}
 		}
 	}
@@ -149,7 +149,7 @@ func (w *worker) deliver(ctx context.Context, msg Message, eventID int64) bool {
 		wait := backoff(w.d.cfg.RetryBase, w.d.cfg.RetryMax, w.progress.Failures)
 		next := time.Now().Add(wait)
 		w.progress.NextAttemptAt = &next
-		w.save()
+		w.save(false)
 		if !w.sleep(ctx, wait) {
 			return false
 		}
@@ -182,22 +182,66 @@ func (w *worker) sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
+// idle waits for a wake-up (new events) or ctx's end, saving what is
+// unsaved once saveEvery has passed since the last save.
+func (w *worker) idle(ctx context.Context) {
+	var due <-chan time.Time
+	if w.dirty {
+		left := saveEvery - time.Since(w.saved)
+		if left <= 0 {
+			w.save(false)
+		} else {
+			t := time.NewTimer(left)
+			defer t.Stop()
+			due = t.C
+		}
+	}
+	select {
+	case <-ctx.Done():
+	case <-w.wake:
+	case <-due:
+		w.save(false)
+	}
+}
+
 // save writes the position, the failure state and the attempts since
-// the last save, through the writer (with a context of its own: it also
-// runs as the worker stops).
-func (w *worker) save() {
+// the last save, through the writer, one save in flight at a time; wait
+// waits for it (as the worker stops), else a save still in flight puts
+// this one off (the next writes the newer position).
+func (w *worker) save(wait bool) {
+	if w.saving != nil {
+		if !wait {
+			select {
+			case <-w.saving.Done():
+			default:
+				return
+			}
+		}
+		w.settle()
+	}
 	if !w.dirty {
 		return
 	}
+	p, attempts, id := w.progress, w.attempts, w.hook.ID
+	w.attempts, w.dirty, w.saved = nil, false, time.Now()
+	w.saving = w.d.cfg.Writer.Submit(func(tx *store.Store, _ events.Emit) error {
+		return tx.SaveWebhookProgress(context.Background(), id, p, attempts)
+	})
+	if wait {
+		w.settle()
+	}
+}
+
+// settle waits for the save in flight; one that failed leaves the
+// position to the next save (its attempts are not logged).
+func (w *worker) settle() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	p, attempts := w.progress, w.attempts
-	err := w.d.cfg.Writer.Exec(ctx, func(tx *store.Store) error { return tx.SaveWebhookProgress(ctx, w.hook.ID, p, attempts) })
-	if err != nil {
+	if _, err := w.saving.Wait(ctx); err != nil {
 		w.d.cfg.Logger.Warn("webhooks: cannot save the position; its events may be delivered again", "webhook", w.hook.ID, "err", err)
-		return
+		w.dirty = true
 	}
-	w.attempts, w.dirty, w.saved = nil, false, time.Now()
+	w.saving = nil
 }
 
 // post makes one attempt: msg, signed, POSTed to the webhook's URL.
