@@ -1757,6 +1757,21 @@ func (e TurnWorkspaceChangesEventType) Valid() bool {
 	}
 }
 
+// Defines values for UsageUpdatedEventType.
+const (
+	UsageUpdatedEventTypeUsageUpdated UsageUpdatedEventType = "usage.updated"
+)
+
+// Valid indicates whether the value is a known member of the UsageUpdatedEventType enum.
+func (e UsageUpdatedEventType) Valid() bool {
+	switch e {
+	case UsageUpdatedEventTypeUsageUpdated:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for WebhookState.
 const (
 	WebhookStateActive   WebhookState = "active"
@@ -2291,6 +2306,14 @@ type ContinueDeclinedAccepted bool
 type ContinueRequest struct {
 	// PromptId Client-chosen turn id; repeating it is idempotent.
 	PromptId *PromptID `json:"promptId,omitempty"`
+}
+
+// Cost defines model for Cost.
+type Cost struct {
+	Amount float64 `json:"amount"`
+
+	// Currency ISO 4217, as the agent says it.
+	Currency string `json:"currency"`
 }
 
 // EventCommon Members every durable event payload carries (promptId where a turn is involved).
@@ -3117,6 +3140,14 @@ type Session struct {
 	// agent over prompt).
 	TitleSource *TitleSource `json:"titleSource,omitempty"`
 	UpdatedAt   time.Time    `json:"updatedAt"`
+
+	// Usage What the agent says was used (ACP usage_update; a member the agent
+	// did not say is absent): tokens, its context window (`contextUsed`
+	// of `contextSize` tokens) and the cost so far. A session's is its
+	// agent's latest context window and cost, and its tokens summed; a
+	// turn's is its tokens and the context window at its latest report
+	// (a usage_update's cost is the session's total, not the turn's).
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // SessionArchivedData defines model for SessionArchivedData.
@@ -3951,6 +3982,14 @@ type Turn struct {
 	StartedAt  *time.Time `json:"startedAt,omitempty"`
 	State      TurnState  `json:"state"`
 	StopReason *string    `json:"stopReason,omitempty"`
+
+	// Usage What the agent says was used (ACP usage_update; a member the agent
+	// did not say is absent): tokens, its context window (`contextUsed`
+	// of `contextSize` tokens) and the cost so far. A session's is its
+	// agent's latest context window and cost, and its tokens summed; a
+	// turn's is its tokens and the context window at its latest report
+	// (a usage_update's cost is the session's total, not the turn's).
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // TurnKind defines model for Turn.Kind.
@@ -4193,6 +4232,66 @@ type TurnWorkspaceChangesEvent struct {
 
 // TurnWorkspaceChangesEventType defines model for TurnWorkspaceChangesEvent.Type.
 type TurnWorkspaceChangesEventType string
+
+// Usage What the agent says was used (ACP usage_update; a member the agent
+// did not say is absent): tokens, its context window (`contextUsed`
+// of `contextSize` tokens) and the cost so far. A session's is its
+// agent's latest context window and cost, and its tokens summed; a
+// turn's is its tokens and the context window at its latest report
+// (a usage_update's cost is the session's total, not the turn's).
+type Usage struct {
+	CachedReadTokens  *int64 `json:"cachedReadTokens,omitempty"`
+	CachedWriteTokens *int64 `json:"cachedWriteTokens,omitempty"`
+	ContextSize       *int64 `json:"contextSize,omitempty"`
+	ContextUsed       *int64 `json:"contextUsed,omitempty"`
+	Cost              *Cost  `json:"cost,omitempty"`
+	InputTokens       *int64 `json:"inputTokens,omitempty"`
+	OutputTokens      *int64 `json:"outputTokens,omitempty"`
+	TotalTokens       *int64 `json:"totalTokens,omitempty"`
+}
+
+// UsageUpdatedData defines model for UsageUpdatedData.
+type UsageUpdatedData struct {
+	PromptId *string `json:"promptId,omitempty"`
+
+	// Report What the agent says was used (ACP usage_update; a member the agent
+	// did not say is absent): tokens, its context window (`contextUsed`
+	// of `contextSize` tokens) and the cost so far. A session's is its
+	// agent's latest context window and cost, and its tokens summed; a
+	// turn's is its tokens and the context window at its latest report
+	// (a usage_update's cost is the session's total, not the turn's).
+	Report Usage `json:"report"`
+
+	// Session What the agent says was used (ACP usage_update; a member the agent
+	// did not say is absent): tokens, its context window (`contextUsed`
+	// of `contextSize` tokens) and the cost so far. A session's is its
+	// agent's latest context window and cost, and its tokens summed; a
+	// turn's is its tokens and the context window at its latest report
+	// (a usage_update's cost is the session's total, not the turn's).
+	Session   Usage   `json:"session"`
+	SessionId *string `json:"sessionId,omitempty"`
+	TaskId    *string `json:"taskId,omitempty"`
+
+	// Turn What the agent says was used (ACP usage_update; a member the agent
+	// did not say is absent): tokens, its context window (`contextUsed`
+	// of `contextSize` tokens) and the cost so far. A session's is its
+	// agent's latest context window and cost, and its tokens summed; a
+	// turn's is its tokens and the context window at its latest report
+	// (a usage_update's cost is the session's total, not the turn's).
+	Turn *Usage `json:"turn,omitempty"`
+}
+
+// UsageUpdatedEvent defines model for UsageUpdatedEvent.
+type UsageUpdatedEvent struct {
+	Data UsageUpdatedData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string               `json:"id,omitempty"`
+	Type UsageUpdatedEventType `json:"type"`
+}
+
+// UsageUpdatedEventType defines model for UsageUpdatedEvent.Type.
+type UsageUpdatedEventType string
 
 // Webhook defines model for Webhook.
 type Webhook struct {
@@ -5865,6 +5964,40 @@ func (t *TetherEvent) MergePlanUpdatedEvent(v PlanUpdatedEvent) error {
 	return err
 }
 
+// AsUsageUpdatedEvent returns the union data inside the TetherEvent as a UsageUpdatedEvent
+func (t TetherEvent) AsUsageUpdatedEvent() (UsageUpdatedEvent, error) {
+	var body UsageUpdatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromUsageUpdatedEvent overwrites any union data inside the TetherEvent as the provided UsageUpdatedEvent
+func (t *TetherEvent) FromUsageUpdatedEvent(v UsageUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"usage.updated"}`))
+	t.union = b
+	return err
+}
+
+// MergeUsageUpdatedEvent performs a merge with any union data inside the TetherEvent, using the provided UsageUpdatedEvent
+func (t *TetherEvent) MergeUsageUpdatedEvent(v UsageUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"usage.updated"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsTurnDeliveredEvent returns the union data inside the TetherEvent as a TurnDeliveredEvent
 func (t TetherEvent) AsTurnDeliveredEvent() (TurnDeliveredEvent, error) {
 	var body TurnDeliveredEvent
@@ -6605,6 +6738,8 @@ func (t TetherEvent) ValueByDiscriminator() (interface{}, error) {
 		return t.AsTurnStartedEvent()
 	case "turn.workspace_changes":
 		return t.AsTurnWorkspaceChangesEvent()
+	case "usage.updated":
+		return t.AsUsageUpdatedEvent()
 	default:
 		return nil, errors.New("unknown discriminator value: " + discriminator)
 	}

@@ -125,7 +125,7 @@ func sessionOf(s session.Session, ex session.Executor) Session {
 		ContextLost: ptrIf(s.ContextLost), AutoContinue: ptrIf(s.AutoContinue), Sandbox: storedPolicyOut(s.Sandbox),
 		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, ClosedAt: s.ClosedAt,
 		Archived: ptrIf(s.Archived), LastActivityAt: s.LastActivityAt,
-		ForkedFrom: forkOriginOf(s.ForkedFrom), LastRewind: rewindOf(s.LastRewind)}
+		ForkedFrom: forkOriginOf(s.ForkedFrom), LastRewind: rewindOf(s.LastRewind), Usage: usageOf(s.Usage)}
 	if s.TitleSource != "" {
 		src := TitleSource(s.TitleSource)
 		out.TitleSource = &src
@@ -147,7 +147,8 @@ func turnOf(t session.Turn) Turn {
 	out := Turn{PromptId: t.PromptID, Kind: TurnKind(t.Kind), State: TurnState(t.State),
 		StopReason: ptrIf(t.StopReason), InterruptReason: ptrIf(t.InterruptReason), ExitCode: t.ExitCode,
 		ExitSignal: ptrIf(t.ExitSignal), CancelRequested: ptrIf(t.CancelRequested),
-		ContinuesPromptId: ptrIf(t.ContinuesPromptID), Rewound: ptrIf(t.Rewound), CreatedAt: t.CreatedAt, StartedAt: t.StartedAt, DeliveredAt: t.DeliveredAt, EndedAt: t.EndedAt}
+		ContinuesPromptId: ptrIf(t.ContinuesPromptID), Rewound: ptrIf(t.Rewound), CreatedAt: t.CreatedAt, StartedAt: t.StartedAt, DeliveredAt: t.DeliveredAt, EndedAt: t.EndedAt,
+		Usage: usageOf(t.Usage)}
 	if t.ErrorCode != "" || t.ErrorMessage != "" {
 		out.Error = &TurnError{Code: t.ErrorCode, Message: t.ErrorMessage}
 	}
@@ -226,6 +227,19 @@ func executorHostOf(x runtimes.ExecutorHost) ExecutorHost {
 			bytes += s.OutboxBytes
 		}
 		out.OutboxRecords, out.OutboxBytes = &records, &bytes
+	}
+	return out
+}
+
+// usageOf is a usage in the contract's terms, nil when nothing was said.
+func usageOf(u session.Usage) *Usage {
+	if u.IsZero() {
+		return nil
+	}
+	out := &Usage{InputTokens: ptrIf(u.InputTokens), OutputTokens: ptrIf(u.OutputTokens), CachedReadTokens: ptrIf(u.CachedReadTokens),
+		CachedWriteTokens: ptrIf(u.CachedWriteTokens), TotalTokens: ptrIf(u.TotalTokens), ContextUsed: ptrIf(u.ContextUsed), ContextSize: ptrIf(u.ContextSize)}
+	if u.Cost != nil {
+		out.Cost = &Cost{Amount: u.Cost.Amount, Currency: u.Cost.Currency}
 	}
 	return out
 }

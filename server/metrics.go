@@ -53,6 +53,18 @@ func (h *handlers) GetMetrics(ctx context.Context, _ GetMetricsRequestObject) (G
 		x.single("tether_sqlite_checkpoint_failures_total", "counter", "WAL checkpoints that failed.", float64(c.Failed))
 		x.single("tether_sqlite_wal_frames", "gauge", "The WAL's length in frames (pages) at the last checkpoint.", float64(c.WALFrames))
 	}
+	if h.cfg.Webhooks != nil {
+		w := h.cfg.Webhooks.Stats()
+		x.family("tether_webhook_attempts_total", "counter", "Webhook delivery attempts this node made since start, by outcome (ok: a 2xx answer).")
+		x.sample("tether_webhook_attempts_total", []label{{"outcome", "ok"}}, float64(w.Delivered))
+		x.sample("tether_webhook_attempts_total", []label{{"outcome", "failed"}}, float64(w.Failed))
+		leading := 0.0
+		if w.Leading {
+			leading = 1
+		}
+		x.single("tether_webhook_leader", "gauge", "1 while this node delivers the webhooks (one node of several does).", leading)
+		x.single("tether_webhooks_delivering", "gauge", "Active webhooks this node delivers now.", float64(w.Workers))
+	}
 	if h.cfg.Cluster != nil {
 		clusterMetrics(&x, h.cfg.Cluster())
 	}

@@ -18,6 +18,8 @@ type Webhooks interface {
 	Changed()
 	// Test POSTs a webhook.test message to the webhook now and logs it.
 	Test(ctx context.Context, id string) (store.WebhookDelivery, error)
+	// Stats is what /metrics shows of delivery on this node.
+	Stats() webhooks.Stats
 }
 
 func (h *handlers) ListWebhooks(ctx context.Context, _ ListWebhooksRequestObject) (ListWebhooksResponseObject, error) {
@@ -52,7 +54,12 @@ func (h *handlers) CreateWebhook(ctx context.Context, req CreateWebhookRequestOb
 	if err != nil {
 		return nil, err
 	}
+	// Several nodes: the settled head, below which no id is still to
+	// commit (a higher id may commit before a lower one).
 	head, err := h.cfg.Store.MaxEventID(ctx)
+	if h.cfg.EventHorizon != nil {
+		head, err = h.cfg.EventHorizon(ctx)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -391,7 +391,7 @@ func serve(ctx context.Context, args []string) (failed error) {
 		return err
 	}
 	whc := o.webhooks
-	whc.Store, whc.Writer, whc.Hub, whc.Logger, whc.UserAgent = st, w, hub, logger, "tetherd/"+buildinfo.Get().Version
+	whc.Store, whc.Writer, whc.Hub, whc.Horizon, whc.Logger, whc.UserAgent = st, w, hub, eventHorizon(nd, st), logger, "tetherd/"+buildinfo.Get().Version
 	hooks := webhooks.New(whc)
 	e, err := server.New(server.Config{Store: st, Sessions: mgr, Tasks: tasks.New(st, w, o.cwd), Agents: reg, Hub: hub, Writer: w, Webhooks: hooks, HeartbeatInterval: o.heartbeat, Token: token,
 		BodyLimit: o.bodyLimit, CORSOrigins: origins, StreamTicketTTL: o.ticketTTL, StreamTicketsMax: o.ticketsMax, AllowedHosts: o.edge.allowedHosts(o.addr), Pprof: o.pprof,

@@ -35,12 +35,13 @@ func (t *turn) late(n int) {
 }
 
 // usage implements /usage N [late]: one chunk, then N usage_update
-// notifications (context used and size, as claude-agent-acp and qwen send
-// them), the last thing of the turn before its answer or, with late,
-// after it. They change nothing in the transcript, so nothing the daemon
-// writes follows them: a daemon that acknowledged them to an executor
-// host without committing their offsets lost track of where its stream
-// stood (issue 28). Usage is not history: a load does not replay it.
+// notifications (context used of size and the cost so far, as
+// claude-agent-acp sends them), the last thing of the turn before its
+// answer or, with late, after it. They change nothing in the transcript
+// (the daemon records them as usage.updated), and a daemon that
+// acknowledged them to an executor host without committing their
+// offsets lost track of where its stream stood (issue 28). Usage is not
+// history: a load does not replay it.
 func (t *turn) usage(arg string) error {
 	f := strings.Fields(arg)
 	n, err := 0, error(nil)
@@ -56,7 +57,8 @@ func (t *turn) usage(arg string) error {
 	}
 	send := func() error {
 		for i := 1; i <= n; i++ {
-			raw := fmt.Sprintf(`{"sessionUpdate":"usage_update","used":%d,"size":200000}`, 1000*i)
+			// The cost, as claude-agent-acp's, is the session's total so far.
+			raw := fmt.Sprintf(`{"sessionUpdate":"usage_update","used":%d,"size":200000,"cost":{"amount":%g,"currency":"USD"}}`, 1000*i, 0.01*float64(i))
 			if err := t.a.writeRawUpdate(t.sid, json.RawMessage(raw)); err != nil {
 				return err
 			}

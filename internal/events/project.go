@@ -114,6 +114,8 @@ func project(ctx context.Context, tx *store.Store, d Draft, emit Emit) error {
 		return tx.SetSessionContextLost(ctx, p.SessionID, lost)
 	case *session.PlanUpdatedData:
 		return tx.SetSessionPlan(ctx, p.SessionID, p.Entries)
+	case *session.UsageUpdatedData:
+		return tx.SetUsage(ctx, p.SessionID, p.Session, p.PromptID, p.Turn)
 	case *session.SessionChoicesChangedData:
 		return tx.SetSessionChoices(ctx, p.SessionID, p.ModeChoice, p.ConfigChoices)
 	case *session.SessionQueueHeldData:

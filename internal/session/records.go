@@ -187,9 +187,11 @@ type Session struct {
 	// LastRewind is the session's latest rewind or undo (session.rewound),
 	// nil before any: what an undo undoes.
 	LastRewind *Rewind
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
-	ClosedAt   *time.Time
+	// Usage is what the session's agent says it used (usage.updated).
+	Usage     Usage
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	ClosedAt  *time.Time
 	// LastActivityAt is when the session's latest event was recorded (nil
 	// before any), as the session list reads it: not part of the log's
 	// fold, the log's head is.
@@ -340,6 +342,8 @@ type Turn struct {
 	// Rewound: a rewind took the workspace back to before this turn; it
 	// stays in the transcript, out of the agent's context.
 	Rewound bool
+	// Usage is what the agent says the turn used (usage.updated).
+	Usage Usage
 	// Interruption is, for a continue turn, the recovery summary (JSON) it
 	// was admitted on.
 	Interruption json.RawMessage

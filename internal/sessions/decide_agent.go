@@ -303,10 +303,49 @@ func decideUpdate(v view, in updateInput) decision {
 			return accept()
 		}
 		return accept(retitle(v, session.CleanTitle(*info.Title), session.TitleAgent)...)
+	case acp.UpdateUsage:
+		return accept(usageUpdated(v, in.Data)...)
 	}
-	// user_message_chunk echoes what we already stored; usage is not
-	// transcript.
+	// user_message_chunk echoes what we already stored.
 	return accept()
+}
+
+// usageUpdated records one usage_update: the report, and the session's
+// and the running turn's usage with it taken in. A usage_update's cost is
+// the session's total so far (ACP), so the turn's usage takes its context
+// window, not its cost. Nothing for a report that says nothing.
+func usageUpdated(v view, data json.RawMessage) []effect {
+	var u struct {
+		Used *int64 `json:"used"`
+		Size *int64 `json:"size"`
+		Cost *struct {
+			Amount   float64 `json:"amount"`
+			Currency string  `json:"currency"`
+		} `json:"cost"`
+	}
+	if json.Unmarshal(data, &u) != nil {
+		return nil
+	}
+	var r session.Usage
+	if u.Used != nil && u.Size != nil && *u.Used >= 0 && *u.Size > 0 {
+		r.ContextUsed, r.ContextSize = *u.Used, *u.Size
+	}
+	if u.Cost != nil && u.Cost.Currency != "" && u.Cost.Amount >= 0 {
+		r.Cost = &session.Cost{Amount: u.Cost.Amount, Currency: u.Cost.Currency}
+	}
+	if r.IsZero() {
+		return nil
+	}
+	p := &session.UsageUpdatedData{Report: r, Session: v.Usage.Add(r)}
+	promptID := ""
+	if run := v.Running; run != nil {
+		promptID = run.PromptID
+		tr := r
+		tr.Cost = nil
+		t := run.Usage.Add(tr)
+		p.Turn = &t
+	}
+	return []effect{record(promptID, p)}
 }
 
 // optionsAnnounced is the session's options once the agent announced in (its

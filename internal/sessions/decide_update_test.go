@@ -116,3 +116,48 @@ func TestDecideUpdate(t *testing.T) {
 	}...)
 	runDecideCases(t, cases)
 }
+
+// TestDecideUsage: a usage_update is recorded as usage.updated with the
+// session's and the running turn's usage as they now stand: the context
+// window and the cost replaced (the cost only in the session's: it is the
+// session's total), tokens summed; nothing for a report that says nothing.
+func TestDecideUsage(t *testing.T) {
+	soFar := session.Usage{InputTokens: 10, ContextUsed: 500, ContextSize: 200000, Cost: &session.Cost{Amount: 0.01, Currency: "USD"}}
+	running := with(inState(session.SessionRunning), func(v *view) {
+		v.Usage = soFar
+		v.Running.Usage = session.Usage{InputTokens: 4, ContextUsed: 400, ContextSize: 200000}
+	})
+	idle := with(inState(session.SessionWaitingForInput), func(v *view) { v.Usage = soFar })
+	cost := &session.Cost{Amount: 0.05, Currency: "USD"}
+	full := `{"sessionUpdate":"usage_update","used":3000,"size":200000,"cost":{"amount":0.05,"currency":"USD"}}`
+	cases := []struct {
+		name string
+		v    view
+		data string
+		want []effect
+	}{
+		{"in a turn", running, full, []effect{record("p1", &session.UsageUpdatedData{
+			Report:  session.Usage{ContextUsed: 3000, ContextSize: 200000, Cost: cost},
+			Session: session.Usage{InputTokens: 10, ContextUsed: 3000, ContextSize: 200000, Cost: cost},
+			Turn:    &session.Usage{InputTokens: 4, ContextUsed: 3000, ContextSize: 200000}})}},
+		{"after the turn", idle, full, []effect{record("", &session.UsageUpdatedData{
+			Report:  session.Usage{ContextUsed: 3000, ContextSize: 200000, Cost: cost},
+			Session: session.Usage{InputTokens: 10, ContextUsed: 3000, ContextSize: 200000, Cost: cost}})}},
+		{"context without its size", idle, `{"used":3000,"cost":{"amount":0.05,"currency":"USD"}}`, []effect{record("", &session.UsageUpdatedData{
+			Report:  session.Usage{Cost: cost},
+			Session: session.Usage{InputTokens: 10, ContextUsed: 500, ContextSize: 200000, Cost: cost}})}},
+		{"a cost without its currency", idle, `{"cost":{"amount":0.05}}`, nil},
+		{"nothing said", running, `{"sessionUpdate":"usage_update"}`, nil},
+		{"not JSON", running, `{`, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := decideUpdate(tc.v, updateInput{Kind: acp.UpdateUsage, Data: json.RawMessage(tc.data), Current: true})
+			got, _ := json.Marshal(d.Effects)
+			want, _ := json.Marshal(tc.want)
+			if string(got) != string(want) || d.Refusal != nil {
+				t.Errorf("got %s (refusal %v), want %s", got, d.Refusal, want)
+			}
+		})
+	}
+}

@@ -86,6 +86,8 @@ type view struct {
 	Title       string
 	TitleSource session.TitleSource
 	Archived    bool
+	// Usage is what the session's agent says it used so far.
+	Usage session.Usage
 }
 
 // runningView is the turn on the agent, and where its transcript stands.
@@ -100,6 +102,8 @@ type runningView struct {
 	// OpenRole.
 	OpenMessage int64
 	OpenRole    session.MessageRole
+	// Usage is what the agent says the turn used so far.
+	Usage session.Usage
 }
 
 // queuedView is one queued turn; Admitting while its admitting write has

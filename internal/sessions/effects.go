@@ -19,7 +19,7 @@ func (a *actor) view() view {
 		QueueHeld: a.sess.QueueHeld, QueueLimit: a.m.cfg.QueueLimit, Version: a.version,
 		OpenPermissions: len(a.perms), MaxPermissions: a.m.cfg.MaxPendingPermissions,
 		Modes: a.modes, ConfigOptions: a.configOptions, Commands: a.commands, Mode: a.mode, Executor: a.exec,
-		Title: a.sess.Title, TitleSource: a.sess.TitleSource, Archived: a.sess.Archived}
+		Title: a.sess.Title, TitleSource: a.sess.TitleSource, Archived: a.sess.Archived, Usage: a.sess.Usage}
 	switch {
 	case a.starting:
 		v.Agent = agentStarting
@@ -42,7 +42,7 @@ func (r *turnRun) view() *runningView {
 		return nil
 	}
 	return &runningView{PromptID: r.turn.PromptID, CancelRequested: r.turn.CancelRequested,
-		MessageID: r.msgID, Split: r.split, OpenMessage: r.openMsg, OpenRole: r.openRole}
+		MessageID: r.msgID, Split: r.split, OpenMessage: r.openMsg, OpenRole: r.openRole, Usage: r.turn.Usage}
 }
 
 // viewOf is the view with Turn set to the turn promptID names, if any.

@@ -70,6 +70,16 @@ func (a *actor) record(p session.EventPayload) *events.Pending {
 			}
 		}
 		a.sess.LastRewind = p.Rewind()
+	case *session.UsageUpdatedData:
+		a.sess.Usage = p.Session
+		if p.Turn != nil && promptID != "" {
+			t := a.turn(promptID)
+			t.Usage = *p.Turn
+			if r := a.running; r != nil && r.turn.PromptID == promptID {
+				r.turn = t
+			}
+			a.turns[promptID] = t
+		}
 	case *session.PlanUpdatedData:
 		a.sess.Plan = p.Entries
 		// Text that follows the plan reads after it, not glued before it.

@@ -39,7 +39,7 @@ func updateOf(u acp.Update, current bool) updateInput {
 	in := updateInput{Kind: u.Kind, MessageID: u.MessageID, Text: u.Text, Block: u.Block != nil, Content: u.Block,
 		Empty: u.Block == nil && u.Text == "", Current: current}
 	switch u.Kind {
-	case acp.UpdatePlan, acp.UpdateAvailableCommands, acp.UpdateCurrentMode, acp.UpdateConfigOptions, acp.UpdateSessionInfo:
+	case acp.UpdatePlan, acp.UpdateAvailableCommands, acp.UpdateCurrentMode, acp.UpdateConfigOptions, acp.UpdateSessionInfo, acp.UpdateUsage:
 		in.Data = u.Data
 	case acp.UpdateToolCall, acp.UpdateToolCallUpdate:
 		in.Tool = u.Tool

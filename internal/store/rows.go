@@ -62,6 +62,7 @@ type sessionRow struct {
 	AutoContinue          bool    `gorm:"column:auto_continue"`
 	Sandbox               *string `gorm:"column:sandbox"`
 	LastRewind            *string `gorm:"column:last_rewind"`
+	Usage                 *string `gorm:"column:usage"`
 	ForkedFromSession     string  `gorm:"column:forked_from_session"`
 	ForkedFromPrompt      string  `gorm:"column:forked_from_prompt"`
 	ForkHandoff           bool    `gorm:"column:fork_handoff"`
@@ -81,14 +82,35 @@ func fromSession(s session.Session) sessionRow {
 		Plan:                  jsonText(s.Plan),
 		Prompted:              s.Prompted, ContextLost: s.ContextLost, InjectContext: s.InjectContext, QueueHeld: s.QueueHeld, AutoContinue: s.AutoContinue,
 		ModeChoice: s.ModeChoice, ConfigChoices: objectText(s.ConfigChoices), Sandbox: jsonText(s.Sandbox),
-		LastRewind: rewindText(s.LastRewind),
-		CreatedAt:  toDBTime(s.CreatedAt), UpdatedAt: toDBTime(s.UpdatedAt),
+		LastRewind: rewindText(s.LastRewind), Usage: usageText(s.Usage),
+		CreatedAt: toDBTime(s.CreatedAt), UpdatedAt: toDBTime(s.UpdatedAt),
 		ClosedAt: toDBTimePtr(s.ClosedAt),
 	}
 	if o := s.ForkedFrom; o != nil {
 		r.ForkedFromSession, r.ForkedFromPrompt, r.ForkHandoff = o.SessionID, o.PromptID, o.Handoff
 	}
 	return r
+}
+
+// usageText is a session's or turn's usage as its column holds it (NULL
+// for none).
+func usageText(u session.Usage) *string {
+	if u.IsZero() {
+		return nil
+	}
+	b, _ := json.Marshal(u)
+	t := string(b)
+	return &t
+}
+
+// usageOf reads a usage column.
+func usageOf(t *string) (session.Usage, error) {
+	var u session.Usage
+	if t == nil {
+		return u, nil
+	}
+	err := json.Unmarshal([]byte(*t), &u)
+	return u, err
 }
 
 // rewindText is a session's last rewind as its column holds it.
@@ -117,8 +139,12 @@ func toSession(r sessionRow) (session.Session, error) {
 	if r.ForkedFromSession != "" {
 		origin = &session.ForkOrigin{SessionID: r.ForkedFromSession, PromptID: r.ForkedFromPrompt, Handoff: r.ForkHandoff}
 	}
+	usage, err := usageOf(r.Usage)
+	if err != nil {
+		return session.Session{}, fmt.Errorf("store: sessions.usage of %s: %w", r.ID, err)
+	}
 	return session.Session{
-		LastRewind: rewind, ForkedFrom: origin,
+		LastRewind: rewind, ForkedFrom: origin, Usage: usage,
 		ID: r.ID, TaskID: r.TaskID, AgentProfileID: r.AgentProfileID, Cwd: r.Cwd,
 		Title: r.Title, TitleSource: session.TitleSource(r.TitleSource), Archived: r.Archived,
 		State: session.SessionState(r.State), EventEpoch: r.EventEpoch,
@@ -230,6 +256,7 @@ type turnRow struct {
 	Rewound           bool    `gorm:"column:rewound"`
 	Interruption      *string `gorm:"column:interruption"`
 	WorkspaceChanges  *string `gorm:"column:workspace_changes"`
+	Usage             *string `gorm:"column:usage"`
 	CreatedAt         dbTime  `gorm:"column:created_at"`
 	StartedAt         *dbTime `gorm:"column:started_at"`
 	DeliveredAt       *dbTime `gorm:"column:delivered_at"`
@@ -245,14 +272,16 @@ func fromTurn(t session.Turn) turnRow {
 		StopReason: t.StopReason, ErrorCode: t.ErrorCode, ErrorMessage: t.ErrorMessage,
 		InterruptReason: t.InterruptReason, ExitCode: t.ExitCode, ExitSignal: t.ExitSignal,
 		ContinuesPromptID: t.ContinuesPromptID, CancelRequested: t.CancelRequested, ContextInjected: t.ContextInjected,
-		Rewound: t.Rewound, Interruption: jsonText(t.Interruption), WorkspaceChanges: jsonText(t.WorkspaceChanges),
+		Rewound: t.Rewound, Interruption: jsonText(t.Interruption), WorkspaceChanges: jsonText(t.WorkspaceChanges), Usage: usageText(t.Usage),
 		CreatedAt: toDBTime(t.CreatedAt), StartedAt: toDBTimePtr(t.StartedAt),
 		DeliveredAt: toDBTimePtr(t.DeliveredAt), EndedAt: toDBTimePtr(t.EndedAt),
 	}
 }
 
 func toTurn(r turnRow) session.Turn {
+	usage, _ := usageOf(r.Usage) // JSON by its CHECK, written from session.Usage
 	return session.Turn{
+		Usage:     usage,
 		SessionID: r.SessionID, PromptID: r.PromptID, Seq: r.Seq,
 		Kind: session.TurnKind(r.Kind), State: session.TurnState(r.State), Prompt: fromJSONText(r.Prompt),
 		StopReason: r.StopReason, ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage,

@@ -196,3 +196,19 @@ func (s *Store) LastActivity(ctx context.Context, list []session.Session) error 
 	}
 	return internalIf(rows.Err(), "read the sessions' last activity")
 }
+
+// SetUsage records what a session's agent says it used, and, when turn
+// is given, its turn promptID (the projection of usage.updated).
+func (s *Store) SetUsage(ctx context.Context, sessionID string, u session.Usage, promptID string, turn *session.Usage) error {
+	if err := s.updateSession(ctx, sessionID, map[string]any{"usage": usageText(u)}); err != nil {
+		return err
+	}
+	if turn == nil || promptID == "" {
+		return nil
+	}
+	r := s.db.WithContext(ctx).Model(&turnRow{}).Where("session_id = ? AND prompt_id = ?", sessionID, promptID).Update("usage", usageText(*turn))
+	if r.Error != nil {
+		return internal(r.Error, "set turn usage")
+	}
+	return nil
+}

@@ -63,10 +63,22 @@ func ReadFrames(r io.Reader, fn func(Frame) bool) error {
 // http.DefaultClient), failing tb unless it is served.
 func Replay(tb testing.TB, client *http.Client, base, token, sid string) []Frame {
 	tb.Helper()
+	return replay(tb, client, base+"/session/"+sid+"/events?follow=false", token, "the log of "+sid)
+}
+
+// ReplayGlobal is the global stream's whole durable log as GET
+// /events?follow=false at base serves it (client nil: http.DefaultClient).
+func ReplayGlobal(tb testing.TB, client *http.Client, base, token string) []Frame {
+	tb.Helper()
+	return replay(tb, client, base+"/events?follow=false", token, "the global log")
+}
+
+func replay(tb testing.TB, client *http.Client, url, token, what string) []Frame {
+	tb.Helper()
 	if client == nil {
 		client = http.DefaultClient
 	}
-	req, err := http.NewRequest(http.MethodGet, base+"/session/"+sid+"/events?follow=false", nil)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -74,12 +86,12 @@ func Replay(tb testing.TB, client *http.Client, base, token, sid string) []Frame
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := client.Do(req)
 	if err != nil {
-		tb.Fatalf("replay the log of %s: %v", sid, err)
+		tb.Fatalf("replay %s: %v", what, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(resp.Body)
-		tb.Fatalf("replay the log of %s: got %d: %s", sid, resp.StatusCode, b)
+		tb.Fatalf("replay %s: got %d: %s", what, resp.StatusCode, b)
 	}
 	var out []Frame
 	err = ReadFrames(resp.Body, func(f Frame) bool {
@@ -89,7 +101,7 @@ func Replay(tb testing.TB, client *http.Client, base, token, sid string) []Frame
 		return true
 	})
 	if err != nil && !errors.Is(err, io.EOF) {
-		tb.Fatalf("replay the log of %s: %v", sid, err)
+		tb.Fatalf("replay %s: %v", what, err)
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -22,6 +23,12 @@ type Config struct {
 	Writer *events.Writer
 	// Hub wakes the workers when global events commit.
 	Hub *events.Hub
+	// Horizon, when several nodes share the database, is where the log
+	// of global ids is settled (store.EventHorizon): the nodes' writers
+	// commit ids out of order, so a worker reads no further, or it would
+	// pass over an id that commits after a higher one. nil: one writer,
+	// ids commit in order.
+	Horizon func(ctx context.Context) (int64, error)
 	// Timeout bounds one attempt (default 10 s).
 	Timeout time.Duration
 	// RetryBase is the wait after a first failed attempt, doubled after
@@ -46,6 +53,28 @@ type Dispatcher struct {
 
 	mu      sync.Mutex
 	workers map[string]*worker
+
+	// delivered and failed count attempts since start; leading is 1
+	// while this node delivers (for /metrics).
+	delivered, failed, leading atomic.Int64
+}
+
+// Stats is what /metrics shows of delivery on this node.
+type Stats struct {
+	// Delivered and Failed count attempts since start.
+	Delivered, Failed int64
+	// Leading: this node delivers the webhooks (one node of several).
+	Leading bool
+	// Workers is how many webhooks this node delivers now.
+	Workers int
+}
+
+// Stats reports delivery on this node.
+func (d *Dispatcher) Stats() Stats {
+	d.mu.Lock()
+	n := len(d.workers)
+	d.mu.Unlock()
+	return Stats{Delivered: d.delivered.Load(), Failed: d.failed.Load(), Leading: d.leading.Load() == 1, Workers: n}
 }
 
 // New returns a dispatcher; nothing runs before Run.
@@ -163,11 +192,13 @@ func (d *Dispatcher) lead(ctx context.Context) {
 		d.stopAll()
 		d.leader.Release()
 		d.leader = nil
+		d.leading.Store(0)
 	}
 	if d.leader == nil {
 		l, err := d.cfg.Store.TryLead(ctx, leaderKey)
 		if err == nil && l != nil {
 			d.leader = l
+			d.leading.Store(1)
 		}
 	}
 }

@@ -100,7 +100,7 @@ func (w *worker) run(ctx context.Context) {
 		}
 	}
 	for ctx.Err() == nil {
-		evs, err := w.d.cfg.Store.ListGlobalEvents(ctx, w.progress.LastEventID, pageSize)
+		evs, err := w.read(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
 				log.Warn("webhooks: cannot read the log; trying again", "err", err)
@@ -124,6 +124,24 @@ func (w *worker) run(ctx context.Context) {
 	}
 }
 
+// read is the next page of the global log after the position, up to
+// the horizon in a cluster.
+func (w *worker) read(ctx context.Context) ([]store.Event, error) {
+	evs, err := w.d.cfg.Store.ListGlobalEvents(ctx, w.progress.LastEventID, pageSize)
+	if err != nil || w.d.cfg.Horizon == nil || len(evs) == 0 {
+		return evs, err
+	}
+	top, err := w.d.cfg.Horizon(ctx)
+	if err != nil {
+		return nil, err
+	}
+	n := 0
+	for n < len(evs) && evs[n].ID <= top {
+		n++
+	}
+	return evs[:n], nil
+}
+
 // deliver sends msg until it is delivered (true), or ctx ends or the
 // webhook is disabled (false).
 func (w *worker) deliver(ctx context.Context, msg Message, eventID int64) bool {
@@ -134,6 +152,11 @@ func (w *worker) deliver(ctx context.Context, msg Message, eventID int64) bool {
 		}
 		w.attempts = append(w.attempts, d)
 		w.dirty = true
+		if d.OK {
+			w.d.delivered.Add(1)
+		} else {
+			w.d.failed.Add(1)
+		}
 		if d.OK {
 			at := d.At
 			w.progress.Failures, w.progress.LastError, w.progress.NextAttemptAt, w.progress.LastDeliveredAt = 0, "", nil, &at

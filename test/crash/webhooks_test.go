@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -156,7 +155,7 @@ func TestWebhooksThroughKill9(t *testing.T) {
 	// types (all after its creation, which came before any session), in
 	// order.
 	var want []string
-	for _, f := range globalLog(t, w) {
+	for _, f := range testbin.ReplayGlobal(t, nil, "http://"+w.addr, token) {
 		if _, ok := webhookTypes[f.Event]; ok {
 			want = append(want, strings.Replace(f.ID, ":", "_", 1))
 		}
@@ -188,29 +187,6 @@ func TestWebhooksThroughKill9(t *testing.T) {
 	if len(want) < 3*5 {
 		t.Fatalf("only %d events to deliver: the test made too few", len(want))
 	}
-}
-
-// globalLog reads the global stream's durable events to its end.
-func globalLog(t *testing.T, w *world) []testbin.Frame {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, "http://"+w.addr+"/events?follow=false", nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out []testbin.Frame
-	err = testbin.ReadFrames(resp.Body, func(f testbin.Frame) bool {
-		if f.ID != "" {
-			out = append(out, f)
-		}
-		return true
-	})
-	if err != nil && !errors.Is(err, io.EOF) {
-		t.Fatal(err)
-	}
-	return out
 }
 
 func firstSeen(ds []delivery) []string {
@@ -266,6 +242,13 @@ func TestWebhookFailingIsRetriedThenDisabled(t *testing.T) {
 	for i, d := range log { // newest first
 		if d["attempt"] != float64(4-i) || d["ok"] != false || d["statusCode"] != float64(500) || d["messageId"] != got[0].id {
 			t.Errorf("logged attempt %d: got %v, want attempt %d of %s, failed with 500", i, d, 4-i, got[0].id)
+		}
+	}
+
+	metrics := w.metricsText()
+	for _, line := range []string{`tether_webhook_attempts_total{outcome="failed"} 4`, `tether_webhook_attempts_total{outcome="ok"} 0`, "tether_webhook_leader 1", "tether_webhooks_delivering 0"} {
+		if !strings.Contains(metrics, line+"\n") {
+			t.Errorf("/metrics: no line %q", line)
 		}
 	}
 
@@ -369,4 +352,18 @@ func (r *nodeReceiver) problems() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.bad)
+}
+
+// metricsText is GET /metrics.
+func (w *world) metricsText() string {
+	w.t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+w.addr+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		w.t.Fatalf("GET /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }

@@ -1069,6 +1069,7 @@ export const EventType = {
     PERMISSION_RESOLVED: 'permission.resolved',
     SESSION_OPTIONS_CHANGED: 'session.options_changed',
     SESSION_CHOICES_CHANGED: 'session.choices_changed',
+    USAGE_UPDATED: 'usage.updated',
     COMMAND_STARTED: 'command.started',
     COMMAND_OUTPUT: 'command.output',
     COMMAND_TRUNCATED: 'command.truncated',
@@ -1524,6 +1525,40 @@ export type ToolCallData = EventCommon & {
     createdAt?: string;
 };
 
+/**
+ * What the agent says was used (ACP usage_update; a member the agent
+ * did not say is absent): tokens, its context window (`contextUsed`
+ * of `contextSize` tokens) and the cost so far. A session's is its
+ * agent's latest context window and cost, and its tokens summed; a
+ * turn's is its tokens and the context window at its latest report
+ * (a usage_update's cost is the session's total, not the turn's).
+ *
+ */
+export type Usage = {
+    inputTokens?: number;
+    outputTokens?: number;
+    cachedReadTokens?: number;
+    cachedWriteTokens?: number;
+    totalTokens?: number;
+    contextUsed?: number;
+    contextSize?: number;
+    cost?: Cost;
+};
+
+export type Cost = {
+    amount: number;
+    /**
+     * ISO 4217, as the agent says it.
+     */
+    currency: string;
+};
+
+export type UsageUpdatedData = EventCommon & {
+    report: Usage;
+    session: Usage;
+    turn?: Usage;
+};
+
 export type PlanUpdatedData = EventCommon & {
     entries: Array<PlanEntry>;
 };
@@ -1852,6 +1887,15 @@ export type ToolCallUpdatedEvent = {
     data: ToolCallData;
 };
 
+export type UsageUpdatedEvent = {
+    type: 'usage.updated';
+    /**
+     * The cursor <epoch>:<seq> (durable events only).
+     */
+    id?: string;
+    data: UsageUpdatedData;
+};
+
 export type PlanUpdatedEvent = {
     type: 'plan.updated';
     /**
@@ -1952,6 +1996,8 @@ export type TetherEvent = ({
 } & ToolCallUpdatedEvent) | ({
     type: 'plan.updated';
 } & PlanUpdatedEvent) | ({
+    type: 'usage.updated';
+} & UsageUpdatedEvent) | ({
     type: 'turn.delivered';
 } & TurnDeliveredEvent) | ({
     type: 'turn.cancel_requested';
@@ -2047,6 +2093,7 @@ export type Session = {
     sandbox?: SandboxPolicy;
     forkedFrom?: ForkOrigin;
     lastRewind?: Rewind;
+    usage?: Usage;
     executor?: Executor;
     credentials?: AgentCredentials;
     createdAt: string;
@@ -2328,6 +2375,7 @@ export type Turn = {
      * A rewind took the files back to before this turn: it stays in the transcript, out of the agent's context.
      */
     rewound?: boolean;
+    usage?: Usage;
     createdAt: string;
     startedAt?: string;
     /**
