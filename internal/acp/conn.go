@@ -194,8 +194,10 @@ func Start(ctx context.Context, opts Options) (*Conn, error) {
 	}
 	cl := &client{handler: opts.Handler, files: files, logger: logger}
 	c := &Conn{proc: p, grace: opts.StopGrace, stopping: make(chan struct{})}
-	w = outgoing{w: w, promptSent: &c.promptSent}
+	pr := &prompts{}
+	w = outgoing{w: w, promptSent: &c.promptSent, prompts: pr}
 	in := newInbound(p.stdout, opts.Handler, opts.UpdateWindow, c.stopping, logger)
+	in.prompts = pr
 	// The SDK starts reading in NewClientSideConnection, and its reader
 	// reads the logger when the stream ends: the gate holds reads back
 	// until SetLogger is done (an agent that exits at once raced it).

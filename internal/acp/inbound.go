@@ -70,6 +70,9 @@ type inbound struct {
 	lines LineHandler
 	held  int
 	dec   UpdateDecoder
+	// prompts names the session of each session/prompt in flight, whose
+	// answer's usage is handed on as an update (promptusage.go).
+	prompts *prompts
 
 	line    []byte // the line being assembled
 	pending []byte // the part of a pass-through line Read has yet to return
@@ -148,6 +151,7 @@ type envelope struct {
 	ID     *json.RawMessage `json:"id,omitempty"`
 	Method string           `json:"method,omitempty"`
 	Params json.RawMessage  `json:"params,omitempty"`
+	Result json.RawMessage  `json:"result,omitempty"`
 }
 
 // route handles line and reports whether it goes on to the SDK.
@@ -161,6 +165,17 @@ func (in *inbound) route(line []byte) (pass bool, err error) {
 	var m envelope
 	if len(bytes.TrimSpace(line)) == 0 || json.Unmarshal(line, &m) != nil {
 		return true, nil // the SDK skips (and logs) what is not JSON-RPC
+	}
+	if m.ID != nil && m.Method == "" && in.prompts != nil {
+		// An answer: to a session/prompt with the turn's usage, that
+		// usage goes on first, as an update.
+		if sid := in.prompts.answered(*m.ID); sid != "" {
+			if u := usageLine(sid, m.Result); u != nil {
+				if err := in.handOverSynth(u); err != nil {
+					return false, err
+				}
+			}
+		}
 	}
 	if m.ID != nil || m.Method == "" || m.Method == "$/cancel_request" {
 		return true, nil
@@ -252,6 +267,26 @@ func (in *inbound) handOver(u Update) error {
 	}
 	in.handler.Update(u, in.releaser())
 	return nil
+}
+
+// handOverSynth hands over a session/update line the daemon made, as
+// route hands over an agent's.
+func (in *inbound) handOverSynth(line []byte) error {
+	if in.lines != nil {
+		return in.handOverLine(line)
+	}
+	u, ok := in.dec.params(paramsOf(line))
+	if !ok {
+		return nil
+	}
+	return in.handOver(u)
+}
+
+// paramsOf is a JSON-RPC line's params.
+func paramsOf(line []byte) json.RawMessage {
+	var m envelope
+	_ = json.Unmarshal(line, &m)
+	return m.Params
 }
 
 // handOverLine gives line, without its line end, to the LineHandler, and

@@ -25,13 +25,19 @@ var promptMethod = []byte(`"method":"session/prompt"`)
 type outgoing struct {
 	w          io.Writer
 	promptSent *atomic.Pointer[func()]
+	// prompts hears each session/prompt request (for its answer's usage).
+	prompts *prompts
 }
 
 // Write passes b on, with "mcpServers":[] added to a session/resume
 // request that lacks it.
 func (o outgoing) Write(b []byte) (int, error) {
+	isPrompt := bytes.Contains(b, promptMethod)
+	if isPrompt && o.prompts != nil {
+		o.prompts.sent(b) // before the write: the answer may come at once
+	}
 	n, err := o.write(b)
-	if err == nil && bytes.Contains(b, promptMethod) {
+	if err == nil && isPrompt {
 		if f := o.promptSent.Swap(nil); f != nil {
 			(*f)()
 		}

@@ -82,6 +82,13 @@ func translate(n sdk.SessionNotification) (Update, bool) {
 		u.Kind = UpdateAgentMessage
 		u.Text, u.Block = chunk(s.AgentMessageChunk.Content)
 		u.MessageID = deref(s.AgentMessageChunk.MessageId)
+		if usage, ok := s.AgentMessageChunk.Meta["usage"]; ok && u.Text == "" && u.Block == nil {
+			// qwen reports each model call's tokens so, on an empty
+			// chunk (_meta.usage, in ACP's Usage terms): a usage report,
+			// like the one a prompt's answer carries.
+			u.Kind, u.Data = UpdateUsage, marshalAny(map[string]any{"sessionUpdate": string(UpdateUsage), "used": 0, "size": 0,
+				"_meta": map[string]any{PromptUsageMeta: usage}})
+		}
 	case s.AgentThoughtChunk != nil && s.AgentThoughtChunk.SessionUpdate == string(UpdateAgentThought):
 		u.Kind = UpdateAgentThought
 		u.Text, u.Block = chunk(s.AgentThoughtChunk.Content)

@@ -55,6 +55,9 @@ func (t *turn) usage(arg string) error {
 	if err := t.say(fmt.Sprintf("sending %d usage updates\n", n)); err != nil {
 		return err
 	}
+	// The answer reports the turn's tokens too, as claude-agent-acp's.
+	cached := 5 * n
+	t.tokens = &acp.Usage{InputTokens: 100 * n, OutputTokens: 10 * n, CachedReadTokens: &cached, TotalTokens: 110 * n}
 	send := func() error {
 		for i := 1; i <= n; i++ {
 			// The cost, as claude-agent-acp's, is the session's total so far.

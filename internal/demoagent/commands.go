@@ -84,6 +84,9 @@ type turn struct {
 	// forked is how many history entries a fork gave the session, on its
 	// first turn since (else 0).
 	forked int
+	// tokens is the turn's token usage its answer reports (nil: none),
+	// as claude-agent-acp's PromptResponse.usage (/usage sets it).
+	tokens *acp.Usage
 }
 
 // interrupted reports why ctx ended: errCancelled for session/cancel,

@@ -339,7 +339,7 @@ func (a *agent) Prompt(_ context.Context, p acp.PromptRequest) (acp.PromptRespon
 	err := t.run(p.Prompt)
 	switch {
 	case err == nil:
-		return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
+		return acp.PromptResponse{StopReason: acp.StopReasonEndTurn, Usage: t.tokens}, nil
 	case errors.Is(err, errCancelled):
 		return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
 	default:

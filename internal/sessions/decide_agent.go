@@ -310,8 +310,10 @@ func decideUpdate(v view, in updateInput) decision {
 	return accept()
 }
 
-// usageUpdated records one usage_update: the report, and the session's
-// and the running turn's usage with it taken in. A usage_update's cost is
+// usageUpdated records one usage_update (an agent's, or the one the
+// daemon makes of a prompt's answer's token usage, acp.PromptUsageMeta):
+// the report, and the session's and the running turn's usage with it
+// taken in. A usage_update's cost is
 // the session's total so far (ACP), so the turn's usage takes its context
 // window, not its cost. Nothing for a report that says nothing.
 func usageUpdated(v view, data json.RawMessage) []effect {
@@ -322,11 +324,26 @@ func usageUpdated(v view, data json.RawMessage) []effect {
 			Amount   float64 `json:"amount"`
 			Currency string  `json:"currency"`
 		} `json:"cost"`
+		Meta struct {
+			// A turn's tokens, from the agent's answer to its prompt
+			// (acp.PromptUsageMeta).
+			Prompt *struct {
+				InputTokens       int64 `json:"inputTokens"`
+				OutputTokens      int64 `json:"outputTokens"`
+				CachedReadTokens  int64 `json:"cachedReadTokens"`
+				CachedWriteTokens int64 `json:"cachedWriteTokens"`
+				TotalTokens       int64 `json:"totalTokens"`
+			} `json:"tether/promptUsage"`
+		} `json:"_meta"`
 	}
 	if json.Unmarshal(data, &u) != nil {
 		return nil
 	}
 	var r session.Usage
+	if t := u.Meta.Prompt; t != nil && t.InputTokens >= 0 && t.OutputTokens >= 0 && t.CachedReadTokens >= 0 && t.CachedWriteTokens >= 0 && t.TotalTokens >= 0 {
+		r.InputTokens, r.OutputTokens, r.CachedReadTokens, r.CachedWriteTokens, r.TotalTokens =
+			t.InputTokens, t.OutputTokens, t.CachedReadTokens, t.CachedWriteTokens, t.TotalTokens
+	}
 	if u.Used != nil && u.Size != nil && *u.Used >= 0 && *u.Size > 0 {
 		r.ContextUsed, r.ContextSize = *u.Used, *u.Size
 	}

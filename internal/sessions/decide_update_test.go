@@ -146,6 +146,12 @@ func TestDecideUsage(t *testing.T) {
 		{"context without its size", idle, `{"used":3000,"cost":{"amount":0.05,"currency":"USD"}}`, []effect{record("", &session.UsageUpdatedData{
 			Report:  session.Usage{Cost: cost},
 			Session: session.Usage{InputTokens: 10, ContextUsed: 500, ContextSize: 200000, Cost: cost}})}},
+		{"an answer's tokens", running, `{"sessionUpdate":"usage_update","used":0,"size":0,"_meta":{"tether/promptUsage":{"inputTokens":100,"outputTokens":20,"cachedReadTokens":7,"totalTokens":127}}}`,
+			[]effect{record("p1", &session.UsageUpdatedData{
+				Report:  session.Usage{InputTokens: 100, OutputTokens: 20, CachedReadTokens: 7, TotalTokens: 127},
+				Session: session.Usage{InputTokens: 110, OutputTokens: 20, CachedReadTokens: 7, TotalTokens: 127, ContextUsed: 500, ContextSize: 200000, Cost: soFar.Cost},
+				Turn:    &session.Usage{InputTokens: 104, OutputTokens: 20, CachedReadTokens: 7, TotalTokens: 127, ContextUsed: 400, ContextSize: 200000}})}},
+		{"negative tokens", running, `{"_meta":{"tether/promptUsage":{"inputTokens":-1}}}`, nil},
 		{"a cost without its currency", idle, `{"cost":{"amount":0.05}}`, nil},
 		{"nothing said", running, `{"sessionUpdate":"usage_update"}`, nil},
 		{"not JSON", running, `{`, nil},

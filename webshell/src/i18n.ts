@@ -5,6 +5,7 @@ import { useContext } from 'preact/hooks';
 import { workspaceEn, workspaceZh } from './i18n-workspace';
 import { branchEn, branchZh } from './i18n-branch';
 import { inboxEn, inboxZh } from './i18n-inbox';
+import { usageEn, usageZh } from './i18n-usage';
 
 export type Lang = 'en' | 'zh';
 
@@ -259,6 +260,7 @@ const en = {
   ...workspaceEn,
   ...branchEn,
   ...inboxEn,
+  ...usageEn,
 };
 
 export type MessageKey = keyof typeof en;
@@ -509,6 +511,7 @@ const zh: Record<MessageKey, string> = {
   ...workspaceZh,
   ...branchZh,
   ...inboxZh,
+  ...usageZh,
 };
 
 const dicts: Record<Lang, Record<MessageKey, string>> = { en, zh };

@@ -14,6 +14,7 @@ import { ForkOrigin, UndoRewindNotice } from './Branching';
 import { IconClose } from './Icons';
 import { AGENT_AUTH_REQUIRED, AuthBanner } from './AuthBanner';
 import { RecoveryBanner } from './RecoveryBanner';
+import { UsageGauge } from './Usage';
 import { PermissionDock } from './PermissionCard';
 import { PlanView, Timeline } from './Timeline';
 import type { ChangesScope } from './ChangesView';
@@ -173,6 +174,7 @@ export function ChatPane({ controller, shownSessionId, isMain, active, onFocus, 
             onRetry={() => void controller.resume()}
           />
           <SandboxBadge sandbox={s.sandbox} />
+          <UsageGauge usage={s.usage} />
         </div>
       </header>
 

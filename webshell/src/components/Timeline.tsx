@@ -9,6 +9,7 @@ import { ToolCallView } from './ToolCallView';
 import { UserText } from './UserText';
 import { TurnChangesButton, nextTurns, turnWrites, useTurnChanged, type TurnWrites } from './TurnChanges';
 import { RewoundFold, TurnBranchActions, itemTurn } from './Branching';
+import { TurnUsage } from './Usage';
 
 export interface TimelineProps {
   s: SessionViewState;
@@ -127,13 +128,17 @@ function TurnEnd({ promptId, s, facts, onShowTurnChanges }: { promptId: string; 
           ? t('turn.interrupted', { reason: reasonText(lang, turn.interruptReason) || '—' })
           : '';
   const changes = changed && onShowTurnChanges && <TurnChangesButton promptId={turn.promptId} onShow={onShowTurnChanges} />;
+  // What the agent said the turn used, beside its other facts.
+  const usage = turn.usage && <TurnUsage usage={turn.usage} />;
   const explained = turn.state === 'interrupted' && Object.values(s.messages).some((m) => m.role === 'system' && m.promptId === turn.promptId);
   const branch = <TurnBranchActions s={s} promptId={turn.promptId} />;
   if (!text || explained)
     return (
       <>
-        {changes && (
-          <div class="turn-end turn-end--quiet" data-testid="turn-end-changes" data-prompt-id={turn.promptId}>
+        {(changes || usage) && (
+          <div class="turn-end turn-end--quiet" data-testid={changes ? 'turn-end-changes' : 'turn-end-usage'} data-prompt-id={turn.promptId}>
+            {usage}
+            {usage && changes && ' · '}
             {changes}
           </div>
         )}
@@ -145,6 +150,7 @@ function TurnEnd({ promptId, s, facts, onShowTurnChanges }: { promptId: string; 
       <div class={`turn-end turn-end--${turn.state}`} data-testid="turn-end" data-turn-state={turn.state} data-prompt-id={turn.promptId}>
         {text}
         {changes && <> · {changes}</>}
+        {usage && <> · {usage}</>}
       </div>
       {branch}
     </>

@@ -38,6 +38,7 @@ import type {
   ToolCall,
   Transcript,
   Turn,
+  Usage,
 } from './types';
 
 export type TurnState = Turn['state'];
@@ -58,6 +59,8 @@ export interface TurnView {
   attachments?: PromptAttachment[];
   /** A rewind took the files back to before this turn (greyed, collapsible; never deleted). */
   rewound?: boolean;
+  /** What the agent said the turn used: its tokens and its context window at its last report (no cost). */
+  usage?: Usage;
 }
 
 /** A prompt's block other than text, as its user message shows it. */
@@ -183,6 +186,12 @@ export interface SessionViewState {
   availableCommands: AvailableCommand[];
   /** The agent's modes and config options (the composer's pickers). */
   options: SessionOptionsView;
+  /**
+   * What the agent said the session used: its latest context window and
+   * cost, its tokens summed (GET /session/{id}, then usage.updated). Kept
+   * apart from `session`, which a load may lack (its read failed).
+   */
+  usage?: Usage;
   contextLost: boolean;
   epoch?: string;
   /** Last durable seq applied (snapshot cursor or event). */
@@ -377,6 +386,7 @@ function turnViewOf(t: Turn): TurnView {
     text: promptTextOf(t.prompt),
     attachments: attachmentsOf(t.prompt),
     rewound: t.rewound === true,
+    usage: t.usage,
   };
 }
 
@@ -435,6 +445,9 @@ function applySnapshot(s: SessionViewState, a: Extract<SessionAction, { type: 'l
   if (a.session) {
     next.session = a.session;
     next.state = a.session.state;
+    // The session read is the snapshot's usage; a usage.updated after the
+    // transcript's cursor replaces it with the daemon's running total.
+    next.usage = a.session.usage ?? next.usage;
     next.contextLost = a.session.contextLost ?? next.contextLost;
     if (a.session.closedAt) next.closed = true;
     const ex = a.session.executor;
@@ -651,6 +664,18 @@ function applyEvent(s: SessionViewState, ev: TetherEvent): SessionViewState {
     }
     case 'plan.updated':
       return { ...n, plan: ev.data.entries };
+    case 'usage.updated': {
+      // data.session is the daemon's projection after this report (window
+      // and cost latest, tokens summed): it replaces, never adds, so an
+      // event seen again after a reload changes nothing.
+      const d = ev.data;
+      n = { ...n, usage: d.session };
+      const turn = d.promptId ? n.turns[d.promptId] : undefined;
+      // A report without a promptId, or for a turn this view does not hold,
+      // leaves the turns alone (a reload brings the turn with its usage).
+      if (turn && d.turn) n = { ...n, turns: { ...n.turns, [turn.promptId]: { ...turn, usage: d.turn } } };
+      return n;
+    }
     case 'permission.requested': {
       const d = ev.data;
       const p: PermissionView = {

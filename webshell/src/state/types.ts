@@ -30,6 +30,7 @@ export type {
   ToolCall,
   Transcript,
   Turn,
+  Usage,
   WorkspaceAvailability,
   WorkspaceEntry,
   WorkspaceFile,
