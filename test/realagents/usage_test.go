@@ -39,8 +39,18 @@ func TestUsageFromTheAgents(t *testing.T) {
 			t.Errorf("the turn's usage: got %s, want its tokens", b)
 		}
 		_, s := w.do(http.MethodGet, "/session/"+sid, nil)
-		if sb, _ := json.Marshal(s["usage"]); string(sb) == "null" {
-			t.Errorf("the session's usage: got none")
+		var su struct {
+			TotalTokens, ContextSize int64
+			Cost                     *struct{ Currency string }
+		}
+		sb, _ := json.Marshal(s["usage"])
+		if err := json.Unmarshal(sb, &su); err != nil || su.TotalTokens <= 0 {
+			t.Errorf("the session's usage: got %s, want its tokens", sb)
+		}
+		// claude-agent-acp also reports its context window and the cost
+		// (usage_update); qwen only tokens.
+		if a.id == "claude" && (su.ContextSize <= 0 || su.Cost == nil || su.Cost.Currency != "USD") {
+			t.Errorf("claude's session usage: got %s, want its context window and a cost in USD", sb)
 		}
 	})
 }
