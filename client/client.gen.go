@@ -3600,6 +3600,14 @@ type SessionStatus struct {
 	State     SessionState    `json:"state"`
 	TaskId    string          `json:"taskId"`
 
+	// Usage What the agent says was used (ACP usage_update; a member the agent
+	// did not say is absent): tokens, its context window (`contextUsed`
+	// of `contextSize` tokens) and the cost so far. A session's is its
+	// agent's latest context window and cost, and its tokens summed; a
+	// turn's is its tokens and the context window at its latest report
+	// (a usage_update's cost is the session's total, not the turn's).
+	Usage *Usage `json:"usage,omitempty"`
+
 	// Workspace Whether the session's executor serves its workspace (files, git,
 	// terminals, commands) now, with or without the agent: `ready` (the
 	// daemon itself for a standalone session; a connected host

@@ -53,6 +53,9 @@ func (h *handlers) GetMetrics(ctx context.Context, _ GetMetricsRequestObject) (G
 		x.single("tether_sqlite_checkpoint_failures_total", "counter", "WAL checkpoints that failed.", float64(c.Failed))
 		x.single("tether_sqlite_wal_frames", "gauge", "The WAL's length in frames (pages) at the last checkpoint.", float64(c.WALFrames))
 	}
+	if h.cfg.Store != nil {
+		usageMetrics(ctx, &x, h.cfg.Store)
+	}
 	if h.cfg.Webhooks != nil {
 		w := h.cfg.Webhooks.Stats()
 		x.family("tether_webhook_attempts_total", "counter", "Webhook delivery attempts this node made since start, by outcome (ok: a 2xx answer).")
@@ -103,6 +106,32 @@ func writeAgentProcesses(x *exposition, hosted []sessions.AgentCount) {
 	for _, c := range counts {
 		for _, outcome := range slices.Sorted(maps.Keys(c.Exits)) {
 			x.sample("tether_agent_process_exits_total", []label{{"profile", c.Profile}, {"outcome", outcome}}, float64(c.Exits[outcome]))
+		}
+	}
+}
+
+// usageMetrics is what the agents say they used, by profile, summed over
+// every session in the database (docs/inbox.md, usage). A scrape that
+// cannot read it leaves the families out.
+func usageMetrics(ctx context.Context, x *exposition, st *store.Store) {
+	totals, err := st.UsageTotals(ctx)
+	if err != nil {
+		return
+	}
+	x.family("tether_usage_tokens_total", "counter", "Tokens the agents say their sessions used, by agent profile and kind (input, output, cached_read, cached_write, total), over every session in the database.")
+	for _, t := range totals {
+		for _, k := range []struct {
+			kind string
+			n    int64
+		}{{"input", t.Tokens.InputTokens}, {"output", t.Tokens.OutputTokens}, {"cached_read", t.Tokens.CachedReadTokens},
+			{"cached_write", t.Tokens.CachedWriteTokens}, {"total", t.Tokens.TotalTokens}} {
+			x.sample("tether_usage_tokens_total", []label{{"profile", t.Profile}, {"kind", k.kind}}, float64(k.n))
+		}
+	}
+	x.family("tether_usage_cost_total", "counter", "What the agents say their sessions cost, by agent profile and currency, over every session in the database.")
+	for _, t := range totals {
+		for _, c := range slices.Sorted(maps.Keys(t.Cost)) {
+			x.sample("tether_usage_cost_total", []label{{"profile", t.Profile}, {"currency", c}}, t.Cost[c])
 		}
 	}
 }

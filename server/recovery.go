@@ -72,7 +72,7 @@ func sessionStatusOf(st sessions.Status) SessionStatus {
 		ResumeReason: st.ResumeReason, ExecutorStatus: ExecutorStatus(ex.Status), Runtime: SessionStatusRuntime(ex.Runtime),
 		AgentExecutionId: ptrIf(ex.AgentExecutionID), WorktreePath: ptrIf(ex.WorktreePath), WorktreeBranch: ptrIf(ex.WorktreeBranch),
 		ErrorMessage: ptrIf(ex.ErrorMessage), ContextLost: s.ContextLost, HistoryContextInjection: ptrIf(st.HistoryInjection),
-		Sandbox: sandboxViewOut(st.Sandbox)}
+		Sandbox: sandboxViewOut(st.Sandbox), Usage: usageOf(s.Usage)}
 	if out.ErrorMessage == nil && st.LastError != "" {
 		out.ErrorMessage = &st.LastError
 	}

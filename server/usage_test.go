@@ -54,6 +54,19 @@ func TestUsage(t *testing.T) {
 		t.Errorf("usage.updated events: got %d, want 9 (one a report: 6 usage_update, 3 answers' tokens)", n)
 	}
 	d.checkOneTruth(sid)
+	if got, want := usageOf(d.status(sid)), usageOf(d.session(sid)); got != want {
+		t.Errorf("/status's usage: got %s, want the session's %s", got, want)
+	}
+	for metric, want := range map[string]string{
+		`tether_usage_tokens_total{profile="demo",kind="input"}`:       "600",
+		`tether_usage_tokens_total{profile="demo",kind="cached_read"}`: "30",
+		`tether_usage_tokens_total{profile="demo",kind="total"}`:       "660",
+		`tether_usage_cost_total{profile="demo",currency="USD"}`:       "0.02",
+	} {
+		if got := d.metric(metric); got != want {
+			t.Errorf("%s: got %q, want %s", metric, got, want)
+		}
+	}
 
 	d = d.restart(opts)
 	if got, want := usageOf(d.turn(sid, "u1")), `{"cachedReadTokens":15,"contextSize":200000,"contextUsed":3000,"inputTokens":300,"outputTokens":30,"totalTokens":330}`; got != want {

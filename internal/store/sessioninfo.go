@@ -212,3 +212,43 @@ func (s *Store) SetUsage(ctx context.Context, sessionID string, u session.Usage,
 	}
 	return nil
 }
+
+// UsageTotal is what the sessions of one agent profile used: tokens
+// summed, and cost summed by currency.
+type UsageTotal struct {
+	Profile string
+	Tokens  session.Usage // its token members
+	Cost    map[string]float64
+}
+
+// UsageTotals sums every session's usage by agent profile, profiles in
+// order (for /metrics). Each session's cost is its total so far, so the
+// sum is the profile's.
+func (s *Store) UsageTotals(ctx context.Context) ([]UsageTotal, error) {
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT agent_profile_id, usage FROM sessions WHERE usage IS NOT NULL ORDER BY agent_profile_id`).Rows()
+	if err != nil {
+		return nil, internal(err, "usage totals")
+	}
+	defer rows.Close()
+	var out []UsageTotal
+	for rows.Next() {
+		var profile, text string
+		if err := rows.Scan(&profile, &text); err != nil {
+			return nil, internal(err, "usage totals")
+		}
+		u, err := usageOf(&text)
+		if err != nil {
+			continue // not ours: written from session.Usage only
+		}
+		if len(out) == 0 || out[len(out)-1].Profile != profile {
+			out = append(out, UsageTotal{Profile: profile, Cost: map[string]float64{}})
+		}
+		t := &out[len(out)-1]
+		t.Tokens = t.Tokens.Add(session.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+			CachedReadTokens: u.CachedReadTokens, CachedWriteTokens: u.CachedWriteTokens, TotalTokens: u.TotalTokens})
+		if u.Cost != nil {
+			t.Cost[u.Cost.Currency] += u.Cost.Amount
+		}
+	}
+	return out, internalIf(rows.Err(), "usage totals")
+}

@@ -710,6 +710,7 @@ export type SessionWorktree = {
 };
 
 export type SessionStatus = {
+    usage?: Usage;
     sessionId: string;
     taskId: string;
     state: SessionState;
