@@ -72,7 +72,12 @@ type Stats struct {
 // Stats reports delivery on this node.
 func (d *Dispatcher) Stats() Stats {
 	d.mu.Lock()
-	n := len(d.workers)
+	n := 0
+	for _, w := range d.workers {
+		if !w.finished() { // one that stopped (disabled) waits for the next sync to go
+			n++
+		}
+	}
 	d.mu.Unlock()
 	return Stats{Delivered: d.delivered.Load(), Failed: d.failed.Load(), Leading: d.leading.Load() == 1, Workers: n}
 }

@@ -245,8 +245,10 @@ func TestWebhookFailingIsRetriedThenDisabled(t *testing.T) {
 		}
 	}
 
+	// The disabled webhook's worker stops just after its state is saved.
+	w.waitFor("no webhook delivered", func() bool { return strings.Contains(w.metricsText(), "\ntether_webhooks_delivering 0\n") })
 	metrics := w.metricsText()
-	for _, line := range []string{`tether_webhook_attempts_total{outcome="failed"} 4`, `tether_webhook_attempts_total{outcome="ok"} 0`, "tether_webhook_leader 1", "tether_webhooks_delivering 0"} {
+	for _, line := range []string{`tether_webhook_attempts_total{outcome="failed"} 4`, `tether_webhook_attempts_total{outcome="ok"} 0`, "tether_webhook_leader 1"} {
 		if !strings.Contains(metrics, line+"\n") {
 			t.Errorf("/metrics: no line %q", line)
 		}
