@@ -137,11 +137,7 @@ func (h *handlers) ListWebhookDeliveries(ctx context.Context, req ListWebhookDel
 	if req.Params.Limit != nil {
 		limit = *req.Params.Limit
 	}
-	list, err := h.cfg.Store.ListWebhookDeliveries(ctx, req.Id, limit)
-	if err != nil {
-		return nil, err
-	}
-	w, err := h.cfg.Store.GetWebhook(ctx, req.Id)
+	w, list, err := h.cfg.Store.ListWebhookDeliveries(ctx, req.Id, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -286,18 +286,20 @@ func insertDeliveries(tx *gorm.DB, attempts []WebhookDelivery) error {
 	return nil
 }
 
-// ListWebhookDeliveries returns a webhook's latest attempts, newest first.
-func (s *Store) ListWebhookDeliveries(ctx context.Context, id string, limit int) ([]WebhookDelivery, error) {
-	if _, err := s.GetWebhook(ctx, id); err != nil {
-		return nil, err
+// ListWebhookDeliveries returns a webhook and its latest attempts, newest
+// first (the webhook names the epoch of the attempts' event ids).
+func (s *Store) ListWebhookDeliveries(ctx context.Context, id string, limit int) (Webhook, []WebhookDelivery, error) {
+	w, err := s.GetWebhook(ctx, id)
+	if err != nil {
+		return Webhook{}, nil, err
 	}
 	var rows []webhookDeliveryRow
 	if err := s.db.WithContext(ctx).Where("webhook_id = ?", id).Order("id DESC").Limit(limit).Find(&rows).Error; err != nil {
-		return nil, internal(err, "list webhook deliveries")
+		return Webhook{}, nil, internal(err, "list webhook deliveries")
 	}
 	out := make([]WebhookDelivery, len(rows))
 	for i, r := range rows {
 		out[i] = toWebhookDelivery(r)
 	}
-	return out, nil
+	return w, out, nil
 }

@@ -146,7 +146,7 @@ func (w *worker) read(ctx context.Context) ([]store.Event, error) {
 // webhook is disabled (false).
 func (w *worker) deliver(ctx context.Context, msg Message, eventID int64) bool {
 	for {
-		d := w.post(ctx, msg, eventID, w.progress.Failures+1)
+		d := attemptPost(ctx, w.d, w.hook, msg, eventID, w.progress.Failures+1)
 		if ctx.Err() != nil && !d.OK {
 			return false // stopping: this attempt does not count
 		}
@@ -265,11 +265,6 @@ func (w *worker) settle() {
 		w.dirty = true
 	}
 	w.saving = nil
-}
-
-// post makes one attempt: msg, signed, POSTed to the webhook's URL.
-func (w *worker) post(ctx context.Context, msg Message, eventID int64, attempt int) store.WebhookDelivery {
-	return attemptPost(ctx, w.d, w.hook, msg, eventID, attempt)
 }
 
 // attemptPost POSTs msg to h's URL with the Standard Webhooks headers
