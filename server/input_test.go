@@ -150,6 +150,12 @@ func TestTasksAndSessionListing(t *testing.T) {
 	if s := list(l, "sessions"); len(s) != 1 || s[0]["id"] != ids[0] {
 		t.Errorf("got %v, want only the closed session", s)
 	}
+	// A session that finishes starting waits for input, which moves its
+	// task to REVIEW (the task follows its sessions); let the two live
+	// ones settle so the user's PATCH below is the last word.
+	for _, id := range ids[1:] {
+		d.waitFor("session "+id+" to wait for input", func() bool { return d.session(id)["state"] == "WAITING_FOR_INPUT" })
+	}
 	r = d.do("PATCH", "/tasks/"+tid, map[string]any{"title": "Refactor v2", "state": "COMPLETED"})
 	if p := r.JSON(t); r.Status != http.StatusOK || p["title"] != "Refactor v2" || p["state"] != "COMPLETED" {
 		t.Errorf("patch: got %d %v", r.Status, p)
