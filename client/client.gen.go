@@ -98,6 +98,42 @@ func (e AuthMethodType) Valid() bool {
 	}
 }
 
+// Defines values for BudgetExceededDataLimit.
+const (
+	BudgetExceededDataLimitCost         BudgetExceededDataLimit = "cost"
+	BudgetExceededDataLimitTokens       BudgetExceededDataLimit = "tokens"
+	BudgetExceededDataLimitTurnDuration BudgetExceededDataLimit = "turnDuration"
+)
+
+// Valid indicates whether the value is a known member of the BudgetExceededDataLimit enum.
+func (e BudgetExceededDataLimit) Valid() bool {
+	switch e {
+	case BudgetExceededDataLimitCost:
+		return true
+	case BudgetExceededDataLimitTokens:
+		return true
+	case BudgetExceededDataLimitTurnDuration:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BudgetExceededEventType.
+const (
+	BudgetExceededEventTypeBudgetExceeded BudgetExceededEventType = "budget.exceeded"
+)
+
+// Valid indicates whether the value is a known member of the BudgetExceededEventType enum.
+func (e BudgetExceededEventType) Valid() bool {
+	switch e {
+	case BudgetExceededEventTypeBudgetExceeded:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ChangedFileStatus.
 const (
 	ChangedFileStatusAdded      ChangedFileStatus = "added"
@@ -508,15 +544,19 @@ func (e HealthStatus) Valid() bool {
 
 // Defines values for InboxItemKind.
 const (
+	InboxItemKindBudgetExceeded   InboxItemKind = "budget_exceeded"
 	InboxItemKindFailedTurn       InboxItemKind = "failed_turn"
 	InboxItemKindInterruptedTurn  InboxItemKind = "interrupted_turn"
 	InboxItemKindNeedsCredentials InboxItemKind = "needs_credentials"
 	InboxItemKindPermission       InboxItemKind = "permission"
+	InboxItemKindStalledTurn      InboxItemKind = "stalled_turn"
 )
 
 // Valid indicates whether the value is a known member of the InboxItemKind enum.
 func (e InboxItemKind) Valid() bool {
 	switch e {
+	case InboxItemKindBudgetExceeded:
+		return true
 	case InboxItemKindFailedTurn:
 		return true
 	case InboxItemKindInterruptedTurn:
@@ -524,6 +564,8 @@ func (e InboxItemKind) Valid() bool {
 	case InboxItemKindNeedsCredentials:
 		return true
 	case InboxItemKindPermission:
+		return true
+	case InboxItemKindStalledTurn:
 		return true
 	default:
 		return false
@@ -953,6 +995,21 @@ const (
 func (e SessionAutoContinuedEventType) Valid() bool {
 	switch e {
 	case SessionAutoContinuedEventTypeSessionAutoContinued:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SessionBudgetChangedEventType.
+const (
+	SessionBudgetChangedEventTypeSessionBudgetChanged SessionBudgetChangedEventType = "session.budget_changed"
+)
+
+// Valid indicates whether the value is a known member of the SessionBudgetChangedEventType enum.
+func (e SessionBudgetChangedEventType) Valid() bool {
+	switch e {
+	case SessionBudgetChangedEventTypeSessionBudgetChanged:
 		return true
 	default:
 		return false
@@ -1582,12 +1639,15 @@ func (e TurnCancelRequestedEventType) Valid() bool {
 
 // Defines values for TurnCancelledDataReason.
 const (
-	TurnCancelledDataReasonWithdrawn TurnCancelledDataReason = "withdrawn"
+	TurnCancelledDataReasonBudgetExceeded TurnCancelledDataReason = "budget_exceeded"
+	TurnCancelledDataReasonWithdrawn      TurnCancelledDataReason = "withdrawn"
 )
 
 // Valid indicates whether the value is a known member of the TurnCancelledDataReason enum.
 func (e TurnCancelledDataReason) Valid() bool {
 	switch e {
+	case TurnCancelledDataReasonBudgetExceeded:
+		return true
 	case TurnCancelledDataReasonWithdrawn:
 		return true
 	default:
@@ -1706,6 +1766,36 @@ func (e TurnQueuedEventType) Valid() bool {
 	}
 }
 
+// Defines values for TurnStallEndedEventType.
+const (
+	TurnStallEndedEventTypeTurnStallEnded TurnStallEndedEventType = "turn.stall_ended"
+)
+
+// Valid indicates whether the value is a known member of the TurnStallEndedEventType enum.
+func (e TurnStallEndedEventType) Valid() bool {
+	switch e {
+	case TurnStallEndedEventTypeTurnStallEnded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TurnStalledEventType.
+const (
+	TurnStalledEventTypeTurnStalled TurnStalledEventType = "turn.stalled"
+)
+
+// Valid indicates whether the value is a known member of the TurnStalledEventType enum.
+func (e TurnStalledEventType) Valid() bool {
+	switch e {
+	case TurnStalledEventTypeTurnStalled:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for TurnStartedDataKind.
 const (
 	TurnStartedDataKindContinue TurnStartedDataKind = "continue"
@@ -1792,16 +1882,20 @@ func (e WebhookState) Valid() bool {
 
 // Defines values for WebhookEventType.
 const (
+	WebhookEventTypeBudgetExceeded          WebhookEventType = "budget.exceeded"
 	WebhookEventTypePermissionRequested     WebhookEventType = "permission.requested"
 	WebhookEventTypePermissionResolved      WebhookEventType = "permission.resolved"
 	WebhookEventTypeSessionNeedsCredentials WebhookEventType = "session.needs_credentials"
 	WebhookEventTypeTurnEnded               WebhookEventType = "turn.ended"
 	WebhookEventTypeTurnInterrupted         WebhookEventType = "turn.interrupted"
+	WebhookEventTypeTurnStalled             WebhookEventType = "turn.stalled"
 )
 
 // Valid indicates whether the value is a known member of the WebhookEventType enum.
 func (e WebhookEventType) Valid() bool {
 	switch e {
+	case WebhookEventTypeBudgetExceeded:
+		return true
 	case WebhookEventTypePermissionRequested:
 		return true
 	case WebhookEventTypePermissionResolved:
@@ -1811,6 +1905,8 @@ func (e WebhookEventType) Valid() bool {
 	case WebhookEventTypeTurnEnded:
 		return true
 	case WebhookEventTypeTurnInterrupted:
+		return true
+	case WebhookEventTypeTurnStalled:
 		return true
 	default:
 		return false
@@ -1939,6 +2035,18 @@ type AgentProfile struct {
 	AuthMethod *string `json:"authMethod,omitempty"`
 	Available  bool    `json:"available"`
 
+	// Budget What a session may use, and its stall watchdog (docs/inbox.md,
+	// "Budgets"); a member left out sets no limit. `maxTokens` and
+	// `maxCost` count what the whole session used, as its agent says
+	// (`Usage`: `totalTokens`, else the sum of the token members; a cost
+	// in another currency is not counted). `maxTurnSeconds` is how long
+	// one turn may run. Reaching one stops the running turn: it ends
+	// `cancelled` with `error.code` `budget_exceeded`, and nothing new
+	// runs while the tokens or cost stay over. `stallSeconds` only
+	// tells: `turn.stalled` once a running turn has had no output from
+	// its agent for that long.
+	Budget *Budget `json:"budget,omitempty"`
+
 	// Capabilities What the agent advertised in `initialize`.
 	Capabilities *AgentCapabilities `json:"capabilities,omitempty"`
 
@@ -2028,6 +2136,69 @@ type AvailableCommand_Input struct {
 	Hint                 *string                `json:"hint,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
+
+// Budget What a session may use, and its stall watchdog (docs/inbox.md,
+// "Budgets"); a member left out sets no limit. `maxTokens` and
+// `maxCost` count what the whole session used, as its agent says
+// (`Usage`: `totalTokens`, else the sum of the token members; a cost
+// in another currency is not counted). `maxTurnSeconds` is how long
+// one turn may run. Reaching one stops the running turn: it ends
+// `cancelled` with `error.code` `budget_exceeded`, and nothing new
+// runs while the tokens or cost stay over. `stallSeconds` only
+// tells: `turn.stalled` once a running turn has had no output from
+// its agent for that long.
+type Budget struct {
+	// MaxCost An amount above 0 in a three-letter ISO 4217 currency, as the agent reports its cost (USD for claude-agent-acp).
+	MaxCost        *Cost  `json:"maxCost,omitempty"`
+	MaxTokens      *int64 `json:"maxTokens,omitempty"`
+	MaxTurnSeconds *int64 `json:"maxTurnSeconds,omitempty"`
+	StallSeconds   *int64 `json:"stallSeconds,omitempty"`
+}
+
+// BudgetExceededData defines model for BudgetExceededData.
+type BudgetExceededData struct {
+	// Budget What a session may use, and its stall watchdog (docs/inbox.md,
+	// "Budgets"); a member left out sets no limit. `maxTokens` and
+	// `maxCost` count what the whole session used, as its agent says
+	// (`Usage`: `totalTokens`, else the sum of the token members; a cost
+	// in another currency is not counted). `maxTurnSeconds` is how long
+	// one turn may run. Reaching one stops the running turn: it ends
+	// `cancelled` with `error.code` `budget_exceeded`, and nothing new
+	// runs while the tokens or cost stay over. `stallSeconds` only
+	// tells: `turn.stalled` once a running turn has had no output from
+	// its agent for that long.
+	Budget Budget                  `json:"budget"`
+	Limit  BudgetExceededDataLimit `json:"limit"`
+
+	// Message What was used, in words.
+	Message   string  `json:"message"`
+	PromptId  *string `json:"promptId,omitempty"`
+	SessionId *string `json:"sessionId,omitempty"`
+	TaskId    *string `json:"taskId,omitempty"`
+
+	// Usage What the agent says was used (ACP usage_update; a member the agent
+	// did not say is absent): tokens, its context window (`contextUsed`
+	// of `contextSize` tokens) and the cost so far. A session's is its
+	// agent's latest context window and cost, and its tokens summed; a
+	// turn's is its tokens and the context window at its latest report
+	// (a usage_update's cost is the session's total, not the turn's).
+	Usage Usage `json:"usage"`
+}
+
+// BudgetExceededDataLimit defines model for BudgetExceededData.Limit.
+type BudgetExceededDataLimit string
+
+// BudgetExceededEvent defines model for BudgetExceededEvent.
+type BudgetExceededEvent struct {
+	Data BudgetExceededData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                 `json:"id,omitempty"`
+	Type BudgetExceededEventType `json:"type"`
+}
+
+// BudgetExceededEventType defines model for BudgetExceededEvent.Type.
+type BudgetExceededEventType string
 
 // CancelResult defines model for CancelResult.
 type CancelResult struct {
@@ -3098,10 +3269,22 @@ type Session struct {
 	Archived       *bool  `json:"archived,omitempty"`
 
 	// AutoContinue The session continues an interrupted turn once by itself after an agent crash or a lost executor.
-	AutoContinue *bool      `json:"autoContinue,omitempty"`
-	ClosedAt     *time.Time `json:"closedAt,omitempty"`
-	ContextLost  *bool      `json:"contextLost,omitempty"`
-	CreatedAt    time.Time  `json:"createdAt"`
+	AutoContinue *bool `json:"autoContinue,omitempty"`
+
+	// Budget What a session may use, and its stall watchdog (docs/inbox.md,
+	// "Budgets"); a member left out sets no limit. `maxTokens` and
+	// `maxCost` count what the whole session used, as its agent says
+	// (`Usage`: `totalTokens`, else the sum of the token members; a cost
+	// in another currency is not counted). `maxTurnSeconds` is how long
+	// one turn may run. Reaching one stops the running turn: it ends
+	// `cancelled` with `error.code` `budget_exceeded`, and nothing new
+	// runs while the tokens or cost stay over. `stallSeconds` only
+	// tells: `turn.stalled` once a running turn has had no output from
+	// its agent for that long.
+	Budget      *Budget    `json:"budget,omitempty"`
+	ClosedAt    *time.Time `json:"closedAt,omitempty"`
+	ContextLost *bool      `json:"contextLost,omitempty"`
+	CreatedAt   time.Time  `json:"createdAt"`
 
 	// Credentials What tetherd last saw of the profile's credentials on this machine
 	// (sessions on the standalone and detached executors, and capability
@@ -3183,6 +3366,36 @@ type SessionAutoContinuedEvent struct {
 
 // SessionAutoContinuedEventType defines model for SessionAutoContinuedEvent.Type.
 type SessionAutoContinuedEventType string
+
+// SessionBudgetChangedData defines model for SessionBudgetChangedData.
+type SessionBudgetChangedData struct {
+	// Budget What a session may use, and its stall watchdog (docs/inbox.md,
+	// "Budgets"); a member left out sets no limit. `maxTokens` and
+	// `maxCost` count what the whole session used, as its agent says
+	// (`Usage`: `totalTokens`, else the sum of the token members; a cost
+	// in another currency is not counted). `maxTurnSeconds` is how long
+	// one turn may run. Reaching one stops the running turn: it ends
+	// `cancelled` with `error.code` `budget_exceeded`, and nothing new
+	// runs while the tokens or cost stay over. `stallSeconds` only
+	// tells: `turn.stalled` once a running turn has had no output from
+	// its agent for that long.
+	Budget    Budget  `json:"budget"`
+	PromptId  *string `json:"promptId,omitempty"`
+	SessionId *string `json:"sessionId,omitempty"`
+	TaskId    *string `json:"taskId,omitempty"`
+}
+
+// SessionBudgetChangedEvent defines model for SessionBudgetChangedEvent.
+type SessionBudgetChangedEvent struct {
+	Data SessionBudgetChangedData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                       `json:"id,omitempty"`
+	Type SessionBudgetChangedEventType `json:"type"`
+}
+
+// SessionBudgetChangedEventType defines model for SessionBudgetChangedEvent.Type.
+type SessionBudgetChangedEventType string
 
 // SessionChoicesChangedData defines model for SessionChoicesChangedData.
 type SessionChoicesChangedData struct {
@@ -3267,6 +3480,9 @@ type SessionCreate struct {
 
 	// AutoContinue After an interruption that was not the user's doing (the agent crashed, its executor was lost) continue the turn once by itself, audited by a `session.auto_continued` event. Default: the agent profile's `autoContinue` (off unless configured).
 	AutoContinue *bool `json:"autoContinue,omitempty"`
+
+	// Budget The session's budget and stall watchdog, member by member over the agent profile's (agents.yaml `budget`). 400 `invalid_request` for a bad value.
+	Budget *Budget `json:"budget,omitempty"`
 
 	// Cwd Absolute path of an existing directory; symlinks are resolved. 400 `invalid_cwd` when it is not one; 400 `cwd_refused` for a system directory (`/`, `/etc`, `/usr`, `/var`, everything under `/dev`, `/proc`, `/sys`, ...) unless tetherd runs with `--allow-cwd`.
 	Cwd string `json:"cwd"`
@@ -3652,8 +3868,11 @@ type SessionTitleChangedEventType string
 
 // SessionUpdate defines model for SessionUpdate.
 type SessionUpdate struct {
-	Archived *bool   `json:"archived,omitempty"`
-	Title    *string `json:"title,omitempty"`
+	Archived *bool `json:"archived,omitempty"`
+
+	// Budget The session's budget, whole (a member left out sets no limit). One its usage has reached already stops the running turn; one raised above it lets the user continue.
+	Budget *Budget `json:"budget,omitempty"`
+	Title  *string `json:"title,omitempty"`
 }
 
 // SessionWorktree The session's git worktree, on its executor.
@@ -3986,7 +4205,10 @@ type Turn struct {
 	PromptId        string          `json:"promptId"`
 
 	// Rewound A rewind took the files back to before this turn: it stays in the transcript, out of the agent's context.
-	Rewound    *bool      `json:"rewound,omitempty"`
+	Rewound *bool `json:"rewound,omitempty"`
+
+	// StalledAt When the running turn was found stalled (turn.stalled: no output from its agent for the session's stallSeconds); absent while its agent is heard from, and once it ends.
+	StalledAt  *time.Time `json:"stalledAt,omitempty"`
 	StartedAt  *time.Time `json:"startedAt,omitempty"`
 	State      TurnState  `json:"state"`
 	StopReason *string    `json:"stopReason,omitempty"`
@@ -4030,9 +4252,12 @@ type TurnCancelledData struct {
 	// CancelRequested The user's cancel ended the turn (a queued turn the cancel dropped).
 	CancelRequested *bool      `json:"cancelRequested,omitempty"`
 	EndedAt         *time.Time `json:"endedAt,omitempty"`
-	PromptId        *string    `json:"promptId,omitempty"`
 
-	// Reason withdrawn: a queued prompt its client withdrew (it never reached the agent).
+	// Message With budget_exceeded: what was used, in words.
+	Message  *string `json:"message,omitempty"`
+	PromptId *string `json:"promptId,omitempty"`
+
+	// Reason withdrawn: a queued prompt its client withdrew (it never reached the agent); budget_exceeded: a budget stopped the turn (message says which).
 	Reason     *TurnCancelledDataReason `json:"reason,omitempty"`
 	SessionId  *string                  `json:"sessionId,omitempty"`
 	State      string                   `json:"state"`
@@ -4040,7 +4265,7 @@ type TurnCancelledData struct {
 	TaskId     *string                  `json:"taskId,omitempty"`
 }
 
-// TurnCancelledDataReason withdrawn: a queued prompt its client withdrew (it never reached the agent).
+// TurnCancelledDataReason withdrawn: a queued prompt its client withdrew (it never reached the agent); budget_exceeded: a budget stopped the turn (message says which).
 type TurnCancelledDataReason string
 
 // TurnCancelledEvent defines model for TurnCancelledEvent.
@@ -4191,6 +4416,48 @@ type TurnQueuedEvent struct {
 
 // TurnQueuedEventType defines model for TurnQueuedEvent.Type.
 type TurnQueuedEventType string
+
+// TurnStallEndedData Members every durable event payload carries (promptId where a turn is involved).
+type TurnStallEndedData = EventCommon
+
+// TurnStallEndedEvent defines model for TurnStallEndedEvent.
+type TurnStallEndedEvent struct {
+	// Data Members every durable event payload carries (promptId where a turn is involved).
+	Data TurnStallEndedData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                 `json:"id,omitempty"`
+	Type TurnStallEndedEventType `json:"type"`
+}
+
+// TurnStallEndedEventType defines model for TurnStallEndedEvent.Type.
+type TurnStallEndedEventType string
+
+// TurnStalledData defines model for TurnStalledData.
+type TurnStalledData struct {
+	PromptId *string `json:"promptId,omitempty"`
+
+	// Seconds The session's stall limit.
+	Seconds   int64   `json:"seconds"`
+	SessionId *string `json:"sessionId,omitempty"`
+
+	// Since When the turn's agent was last heard from (or the turn began).
+	Since     time.Time `json:"since"`
+	StalledAt time.Time `json:"stalledAt"`
+	TaskId    *string   `json:"taskId,omitempty"`
+}
+
+// TurnStalledEvent defines model for TurnStalledEvent.
+type TurnStalledEvent struct {
+	Data TurnStalledData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string              `json:"id,omitempty"`
+	Type TurnStalledEventType `json:"type"`
+}
+
+// TurnStalledEventType defines model for TurnStalledEvent.Type.
+type TurnStalledEventType string
 
 // TurnStartedData defines model for TurnStartedData.
 type TurnStartedData struct {
@@ -4369,9 +4636,11 @@ type WebhookDeliveryList struct {
 
 // WebhookEventType `permission.requested`, `permission.resolved`; `turn.ended` (a turn
 // completed, failed or was cancelled: `data.outcome`);
-// `turn.interrupted`; `session.needs_credentials` (its agent refused
-// to start without them); `webhook.test` (only from
-// `POST /webhooks/{id}/test`).
+// `turn.interrupted`; `turn.stalled` (a running turn had no output
+// from its agent for the session's `stallSeconds`); `budget.exceeded`
+// (a budget stopped a turn: `data.limit`); `session.needs_credentials`
+// (its agent refused to start without them); `webhook.test` (only
+// from `POST /webhooks/{id}/test`).
 type WebhookEventType string
 
 // WebhookList defines model for WebhookList.
@@ -6006,6 +6275,142 @@ func (t *TetherEvent) MergeUsageUpdatedEvent(v UsageUpdatedEvent) error {
 	return err
 }
 
+// AsSessionBudgetChangedEvent returns the union data inside the TetherEvent as a SessionBudgetChangedEvent
+func (t TetherEvent) AsSessionBudgetChangedEvent() (SessionBudgetChangedEvent, error) {
+	var body SessionBudgetChangedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSessionBudgetChangedEvent overwrites any union data inside the TetherEvent as the provided SessionBudgetChangedEvent
+func (t *TetherEvent) FromSessionBudgetChangedEvent(v SessionBudgetChangedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.budget_changed"}`))
+	t.union = b
+	return err
+}
+
+// MergeSessionBudgetChangedEvent performs a merge with any union data inside the TetherEvent, using the provided SessionBudgetChangedEvent
+func (t *TetherEvent) MergeSessionBudgetChangedEvent(v SessionBudgetChangedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.budget_changed"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsBudgetExceededEvent returns the union data inside the TetherEvent as a BudgetExceededEvent
+func (t TetherEvent) AsBudgetExceededEvent() (BudgetExceededEvent, error) {
+	var body BudgetExceededEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromBudgetExceededEvent overwrites any union data inside the TetherEvent as the provided BudgetExceededEvent
+func (t *TetherEvent) FromBudgetExceededEvent(v BudgetExceededEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"budget.exceeded"}`))
+	t.union = b
+	return err
+}
+
+// MergeBudgetExceededEvent performs a merge with any union data inside the TetherEvent, using the provided BudgetExceededEvent
+func (t *TetherEvent) MergeBudgetExceededEvent(v BudgetExceededEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"budget.exceeded"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTurnStalledEvent returns the union data inside the TetherEvent as a TurnStalledEvent
+func (t TetherEvent) AsTurnStalledEvent() (TurnStalledEvent, error) {
+	var body TurnStalledEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTurnStalledEvent overwrites any union data inside the TetherEvent as the provided TurnStalledEvent
+func (t *TetherEvent) FromTurnStalledEvent(v TurnStalledEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"turn.stalled"}`))
+	t.union = b
+	return err
+}
+
+// MergeTurnStalledEvent performs a merge with any union data inside the TetherEvent, using the provided TurnStalledEvent
+func (t *TetherEvent) MergeTurnStalledEvent(v TurnStalledEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"turn.stalled"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTurnStallEndedEvent returns the union data inside the TetherEvent as a TurnStallEndedEvent
+func (t TetherEvent) AsTurnStallEndedEvent() (TurnStallEndedEvent, error) {
+	var body TurnStallEndedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTurnStallEndedEvent overwrites any union data inside the TetherEvent as the provided TurnStallEndedEvent
+func (t *TetherEvent) FromTurnStallEndedEvent(v TurnStallEndedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"turn.stall_ended"}`))
+	t.union = b
+	return err
+}
+
+// MergeTurnStallEndedEvent performs a merge with any union data inside the TetherEvent, using the provided TurnStallEndedEvent
+func (t *TetherEvent) MergeTurnStallEndedEvent(v TurnStallEndedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"turn.stall_ended"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsTurnDeliveredEvent returns the union data inside the TetherEvent as a TurnDeliveredEvent
 func (t TetherEvent) AsTurnDeliveredEvent() (TurnDeliveredEvent, error) {
 	var body TurnDeliveredEvent
@@ -6666,6 +7071,8 @@ func (t TetherEvent) ValueByDiscriminator() (interface{}, error) {
 		return nil, err
 	}
 	switch discriminator {
+	case "budget.exceeded":
+		return t.AsBudgetExceededEvent()
 	case "command.exited":
 		return t.AsCommandExitedEvent()
 	case "command.output":
@@ -6692,6 +7099,8 @@ func (t TetherEvent) ValueByDiscriminator() (interface{}, error) {
 		return t.AsSessionArchivedEvent()
 	case "session.auto_continued":
 		return t.AsSessionAutoContinuedEvent()
+	case "session.budget_changed":
+		return t.AsSessionBudgetChangedEvent()
 	case "session.choices_changed":
 		return t.AsSessionChoicesChangedEvent()
 	case "session.closed":
@@ -6742,6 +7151,10 @@ func (t TetherEvent) ValueByDiscriminator() (interface{}, error) {
 		return t.AsTurnInterruptedEvent()
 	case "turn.queued":
 		return t.AsTurnQueuedEvent()
+	case "turn.stall_ended":
+		return t.AsTurnStallEndedEvent()
+	case "turn.stalled":
+		return t.AsTurnStalledEvent()
 	case "turn.started":
 		return t.AsTurnStartedEvent()
 	case "turn.workspace_changes":
@@ -6846,9 +7259,10 @@ type ClientInterface interface {
 	//
 	// The global stream carries the session.* and task.* events that
 	// lists follow, and `permission.requested`, `permission.resolved`,
-	// `turn.started` and a turn's end (`turn.completed`, `turn.failed`,
-	// `turn.cancelled`, `turn.interrupted`) that the inbox follows
-	// (docs/events.md lists each type's streams).
+	// `turn.started`, a turn's end (`turn.completed`, `turn.failed`,
+	// `turn.cancelled`, `turn.interrupted`), `turn.stalled`,
+	// `turn.stall_ended` and `budget.exceeded` that the inbox and
+	// webhooks follow (docs/events.md lists each type's streams).
 	//
 	// Corresponds with GET /events (the `StreamGlobalEvents` operationId).
 	StreamGlobalEvents(ctx context.Context, params *StreamGlobalEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -6934,15 +7348,18 @@ type ClientInterface interface {
 	// (`permission`: answer it with `POST /session/{id}/permission/{requestId}`;
 	// the first answer wins, and it holds across restarts), a session's
 	// latest turn when it was interrupted (`interrupted_turn`: continue
-	// it with `POST /session/{id}/continue`) or failed (`failed_turn`),
-	// and a session whose agent needs credentials (`needs_credentials`,
+	// it with `POST /session/{id}/continue`), failed (`failed_turn`) or
+	// was stopped by a budget (`budget_exceeded`: raise the budget with
+	// `PATCH /session/{id}`, then continue), a running turn whose agent
+	// has been silent past the session's `stallSeconds` (`stalled_turn`:
+	// wait, or cancel it), and a session whose agent needs credentials (`needs_credentials`,
 	// docs/agents.md). An item leaves the inbox when what it waits for
 	// is done: the request answered or expired, another turn of the
 	// session begun, the agent started, the session closed or archived.
 	// `cursor` is the global stream's position this page is consistent
 	// with: follow `GET /events` from it, and `permission.requested`,
 	// `permission.resolved`, `turn.started`, `turn.failed`,
-	// `turn.interrupted`, `session.executor_status`, `session.closed`
+	// `turn.interrupted`, `turn.cancelled`, `turn.stalled`, `turn.stall_ended`, `session.executor_status`, `session.closed`
 	// and `session.archived` say when to read the inbox again.
 	//
 	// Corresponds with GET /inbox (the `ListInbox` operationId).
@@ -7719,9 +8136,10 @@ func (c *Client) ListAgents(ctx context.Context, reqEditors ...RequestEditorFn) 
 //
 // The global stream carries the session.* and task.* events that
 // lists follow, and `permission.requested`, `permission.resolved`,
-// `turn.started` and a turn's end (`turn.completed`, `turn.failed`,
-// `turn.cancelled`, `turn.interrupted`) that the inbox follows
-// (docs/events.md lists each type's streams).
+// `turn.started`, a turn's end (`turn.completed`, `turn.failed`,
+// `turn.cancelled`, `turn.interrupted`), `turn.stalled`,
+// `turn.stall_ended` and `budget.exceeded` that the inbox and
+// webhooks follow (docs/events.md lists each type's streams).
 //
 // Corresponds with GET /events (the `StreamGlobalEvents` operationId).
 func (c *Client) StreamGlobalEvents(ctx context.Context, params *StreamGlobalEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7857,15 +8275,18 @@ func (c *Client) GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (
 // (`permission`: answer it with `POST /session/{id}/permission/{requestId}`;
 // the first answer wins, and it holds across restarts), a session's
 // latest turn when it was interrupted (`interrupted_turn`: continue
-// it with `POST /session/{id}/continue`) or failed (`failed_turn`),
-// and a session whose agent needs credentials (`needs_credentials`,
+// it with `POST /session/{id}/continue`), failed (`failed_turn`) or
+// was stopped by a budget (`budget_exceeded`: raise the budget with
+// `PATCH /session/{id}`, then continue), a running turn whose agent
+// has been silent past the session's `stallSeconds` (`stalled_turn`:
+// wait, or cancel it), and a session whose agent needs credentials (`needs_credentials`,
 // docs/agents.md). An item leaves the inbox when what it waits for
 // is done: the request answered or expired, another turn of the
 // session begun, the agent started, the session closed or archived.
 // `cursor` is the global stream's position this page is consistent
 // with: follow `GET /events` from it, and `permission.requested`,
 // `permission.resolved`, `turn.started`, `turn.failed`,
-// `turn.interrupted`, `session.executor_status`, `session.closed`
+// `turn.interrupted`, `turn.cancelled`, `turn.stalled`, `turn.stall_ended`, `session.executor_status`, `session.closed`
 // and `session.archived` say when to read the inbox again.
 //
 // Corresponds with GET /inbox (the `ListInbox` operationId).
@@ -12224,9 +12645,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// The global stream carries the session.* and task.* events that
 	// lists follow, and `permission.requested`, `permission.resolved`,
-	// `turn.started` and a turn's end (`turn.completed`, `turn.failed`,
-	// `turn.cancelled`, `turn.interrupted`) that the inbox follows
-	// (docs/events.md lists each type's streams).
+	// `turn.started`, a turn's end (`turn.completed`, `turn.failed`,
+	// `turn.cancelled`, `turn.interrupted`), `turn.stalled`,
+	// `turn.stall_ended` and `budget.exceeded` that the inbox and
+	// webhooks follow (docs/events.md lists each type's streams).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -12318,15 +12740,18 @@ type ClientWithResponsesInterface interface {
 	// (`permission`: answer it with `POST /session/{id}/permission/{requestId}`;
 	// the first answer wins, and it holds across restarts), a session's
 	// latest turn when it was interrupted (`interrupted_turn`: continue
-	// it with `POST /session/{id}/continue`) or failed (`failed_turn`),
-	// and a session whose agent needs credentials (`needs_credentials`,
+	// it with `POST /session/{id}/continue`), failed (`failed_turn`) or
+	// was stopped by a budget (`budget_exceeded`: raise the budget with
+	// `PATCH /session/{id}`, then continue), a running turn whose agent
+	// has been silent past the session's `stallSeconds` (`stalled_turn`:
+	// wait, or cancel it), and a session whose agent needs credentials (`needs_credentials`,
 	// docs/agents.md). An item leaves the inbox when what it waits for
 	// is done: the request answered or expired, another turn of the
 	// session begun, the agent started, the session closed or archived.
 	// `cursor` is the global stream's position this page is consistent
 	// with: follow `GET /events` from it, and `permission.requested`,
 	// `permission.resolved`, `turn.started`, `turn.failed`,
-	// `turn.interrupted`, `session.executor_status`, `session.closed`
+	// `turn.interrupted`, `turn.cancelled`, `turn.stalled`, `turn.stall_ended`, `session.executor_status`, `session.closed`
 	// and `session.archived` say when to read the inbox again.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -17313,9 +17738,10 @@ func (c *ClientWithResponses) ListAgentsWithResponse(ctx context.Context, reqEdi
 //
 // The global stream carries the session.* and task.* events that
 // lists follow, and `permission.requested`, `permission.resolved`,
-// `turn.started` and a turn's end (`turn.completed`, `turn.failed`,
-// `turn.cancelled`, `turn.interrupted`) that the inbox follows
-// (docs/events.md lists each type's streams).
+// `turn.started`, a turn's end (`turn.completed`, `turn.failed`,
+// `turn.cancelled`, `turn.interrupted`), `turn.stalled`,
+// `turn.stall_ended` and `budget.exceeded` that the inbox and
+// webhooks follow (docs/events.md lists each type's streams).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -17437,15 +17863,18 @@ func (c *ClientWithResponses) GetHealthWithResponse(ctx context.Context, reqEdit
 // (`permission`: answer it with `POST /session/{id}/permission/{requestId}`;
 // the first answer wins, and it holds across restarts), a session's
 // latest turn when it was interrupted (`interrupted_turn`: continue
-// it with `POST /session/{id}/continue`) or failed (`failed_turn`),
-// and a session whose agent needs credentials (`needs_credentials`,
+// it with `POST /session/{id}/continue`), failed (`failed_turn`) or
+// was stopped by a budget (`budget_exceeded`: raise the budget with
+// `PATCH /session/{id}`, then continue), a running turn whose agent
+// has been silent past the session's `stallSeconds` (`stalled_turn`:
+// wait, or cancel it), and a session whose agent needs credentials (`needs_credentials`,
 // docs/agents.md). An item leaves the inbox when what it waits for
 // is done: the request answered or expired, another turn of the
 // session begun, the agent started, the session closed or archived.
 // `cursor` is the global stream's position this page is consistent
 // with: follow `GET /events` from it, and `permission.requested`,
 // `permission.resolved`, `turn.started`, `turn.failed`,
-// `turn.interrupted`, `session.executor_status`, `session.closed`
+// `turn.interrupted`, `turn.cancelled`, `turn.stalled`, `turn.stall_ended`, `session.executor_status`, `session.closed`
 // and `session.archived` say when to read the inbox again.
 //
 // Returns a wrapper object for the known response body format(s).

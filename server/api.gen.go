@@ -101,6 +101,42 @@ func (e AuthMethodType) Valid() bool {
 	}
 }
 
+// Defines values for BudgetExceededDataLimit.
+const (
+	BudgetExceededDataLimitCost         BudgetExceededDataLimit = "cost"
+	BudgetExceededDataLimitTokens       BudgetExceededDataLimit = "tokens"
+	BudgetExceededDataLimitTurnDuration BudgetExceededDataLimit = "turnDuration"
+)
+
+// Valid indicates whether the value is a known member of the BudgetExceededDataLimit enum.
+func (e BudgetExceededDataLimit) Valid() bool {
+	switch e {
+	case BudgetExceededDataLimitCost:
+		return true
+	case BudgetExceededDataLimitTokens:
+		return true
+	case BudgetExceededDataLimitTurnDuration:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BudgetExceededEventType.
+const (
+	BudgetExceededEventTypeBudgetExceeded BudgetExceededEventType = "budget.exceeded"
+)
+
+// Valid indicates whether the value is a known member of the BudgetExceededEventType enum.
+func (e BudgetExceededEventType) Valid() bool {
+	switch e {
+	case BudgetExceededEventTypeBudgetExceeded:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ChangedFileStatus.
 const (
 	ChangedFileStatusAdded      ChangedFileStatus = "added"
@@ -511,15 +547,19 @@ func (e HealthStatus) Valid() bool {
 
 // Defines values for InboxItemKind.
 const (
+	InboxItemKindBudgetExceeded   InboxItemKind = "budget_exceeded"
 	InboxItemKindFailedTurn       InboxItemKind = "failed_turn"
 	InboxItemKindInterruptedTurn  InboxItemKind = "interrupted_turn"
 	InboxItemKindNeedsCredentials InboxItemKind = "needs_credentials"
 	InboxItemKindPermission       InboxItemKind = "permission"
+	InboxItemKindStalledTurn      InboxItemKind = "stalled_turn"
 )
 
 // Valid indicates whether the value is a known member of the InboxItemKind enum.
 func (e InboxItemKind) Valid() bool {
 	switch e {
+	case InboxItemKindBudgetExceeded:
+		return true
 	case InboxItemKindFailedTurn:
 		return true
 	case InboxItemKindInterruptedTurn:
@@ -527,6 +567,8 @@ func (e InboxItemKind) Valid() bool {
 	case InboxItemKindNeedsCredentials:
 		return true
 	case InboxItemKindPermission:
+		return true
+	case InboxItemKindStalledTurn:
 		return true
 	default:
 		return false
@@ -956,6 +998,21 @@ const (
 func (e SessionAutoContinuedEventType) Valid() bool {
 	switch e {
 	case SessionAutoContinuedEventTypeSessionAutoContinued:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SessionBudgetChangedEventType.
+const (
+	SessionBudgetChangedEventTypeSessionBudgetChanged SessionBudgetChangedEventType = "session.budget_changed"
+)
+
+// Valid indicates whether the value is a known member of the SessionBudgetChangedEventType enum.
+func (e SessionBudgetChangedEventType) Valid() bool {
+	switch e {
+	case SessionBudgetChangedEventTypeSessionBudgetChanged:
 		return true
 	default:
 		return false
@@ -1585,12 +1642,15 @@ func (e TurnCancelRequestedEventType) Valid() bool {
 
 // Defines values for TurnCancelledDataReason.
 const (
-	TurnCancelledDataReasonWithdrawn TurnCancelledDataReason = "withdrawn"
+	TurnCancelledDataReasonBudgetExceeded TurnCancelledDataReason = "budget_exceeded"
+	TurnCancelledDataReasonWithdrawn      TurnCancelledDataReason = "withdrawn"
 )
 
 // Valid indicates whether the value is a known member of the TurnCancelledDataReason enum.
 func (e TurnCancelledDataReason) Valid() bool {
 	switch e {
+	case TurnCancelledDataReasonBudgetExceeded:
+		return true
 	case TurnCancelledDataReasonWithdrawn:
 		return true
 	default:
@@ -1709,6 +1769,36 @@ func (e TurnQueuedEventType) Valid() bool {
 	}
 }
 
+// Defines values for TurnStallEndedEventType.
+const (
+	TurnStallEndedEventTypeTurnStallEnded TurnStallEndedEventType = "turn.stall_ended"
+)
+
+// Valid indicates whether the value is a known member of the TurnStallEndedEventType enum.
+func (e TurnStallEndedEventType) Valid() bool {
+	switch e {
+	case TurnStallEndedEventTypeTurnStallEnded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TurnStalledEventType.
+const (
+	TurnStalledEventTypeTurnStalled TurnStalledEventType = "turn.stalled"
+)
+
+// Valid indicates whether the value is a known member of the TurnStalledEventType enum.
+func (e TurnStalledEventType) Valid() bool {
+	switch e {
+	case TurnStalledEventTypeTurnStalled:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for TurnStartedDataKind.
 const (
 	TurnStartedDataKindContinue TurnStartedDataKind = "continue"
@@ -1795,16 +1885,20 @@ func (e WebhookState) Valid() bool {
 
 // Defines values for WebhookEventType.
 const (
+	WebhookEventTypeBudgetExceeded          WebhookEventType = "budget.exceeded"
 	WebhookEventTypePermissionRequested     WebhookEventType = "permission.requested"
 	WebhookEventTypePermissionResolved      WebhookEventType = "permission.resolved"
 	WebhookEventTypeSessionNeedsCredentials WebhookEventType = "session.needs_credentials"
 	WebhookEventTypeTurnEnded               WebhookEventType = "turn.ended"
 	WebhookEventTypeTurnInterrupted         WebhookEventType = "turn.interrupted"
+	WebhookEventTypeTurnStalled             WebhookEventType = "turn.stalled"
 )
 
 // Valid indicates whether the value is a known member of the WebhookEventType enum.
 func (e WebhookEventType) Valid() bool {
 	switch e {
+	case WebhookEventTypeBudgetExceeded:
+		return true
 	case WebhookEventTypePermissionRequested:
 		return true
 	case WebhookEventTypePermissionResolved:
@@ -1814,6 +1908,8 @@ func (e WebhookEventType) Valid() bool {
 	case WebhookEventTypeTurnEnded:
 		return true
 	case WebhookEventTypeTurnInterrupted:
+		return true
+	case WebhookEventTypeTurnStalled:
 		return true
 	default:
 		return false
@@ -1942,6 +2038,18 @@ type AgentProfile struct {
 	AuthMethod *string `json:"authMethod,omitempty"`
 	Available  bool    `json:"available"`
 
+	// Budget What a session may use, and its stall watchdog (docs/inbox.md,
+	// "Budgets"); a member left out sets no limit. `maxTokens` and
+	// `maxCost` count what the whole session used, as its agent says
+	// (`Usage`: `totalTokens`, else the sum of the token members; a cost
+	// in another currency is not counted). `maxTurnSeconds` is how long
+	// one turn may run. Reaching one stops the running turn: it ends
+	// `cancelled` with `error.code` `budget_exceeded`, and nothing new
+	// runs while the tokens or cost stay over. `stallSeconds` only
+	// tells: `turn.stalled` once a running turn has had no output from
+	// its agent for that long.
+	Budget *Budget `json:"budget,omitempty"`
+
 	// Capabilities What the agent advertised in `initialize`.
 	Capabilities *AgentCapabilities `json:"capabilities,omitempty"`
 
@@ -2031,6 +2139,69 @@ type AvailableCommand_Input struct {
 	Hint                 *string                `json:"hint,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
+
+// Budget What a session may use, and its stall watchdog (docs/inbox.md,
+// "Budgets"); a member left out sets no limit. `maxTokens` and
+// `maxCost` count what the whole session used, as its agent says
+// (`Usage`: `totalTokens`, else the sum of the token members; a cost
+// in another currency is not counted). `maxTurnSeconds` is how long
+// one turn may run. Reaching one stops the running turn: it ends
+// `cancelled` with `error.code` `budget_exceeded`, and nothing new
+// runs while the tokens or cost stay over. `stallSeconds` only
+// tells: `turn.stalled` once a running turn has had no output from
+// its agent for that long.
+type Budget struct {
+	// MaxCost An amount above 0 in a three-letter ISO 4217 currency, as the agent reports its cost (USD for claude-agent-acp).
+	MaxCost        *Cost  `json:"maxCost,omitempty"`
+	MaxTokens      *int64 `json:"maxTokens,omitempty"`
+	MaxTurnSeconds *int64 `json:"maxTurnSeconds,omitempty"`
+	StallSeconds   *int64 `json:"stallSeconds,omitempty"`
+}
+
+// BudgetExceededData defines model for BudgetExceededData.
+type BudgetExceededData struct {
+	// Budget What a session may use, and its stall watchdog (docs/inbox.md,
+	// "Budgets"); a member left out sets no limit. `maxTokens` and
+	// `maxCost` count what the whole session used, as its agent says
+	// (`Usage`: `totalTokens`, else the sum of the token members; a cost
+	// in another currency is not counted). `maxTurnSeconds` is how long
+	// one turn may run. Reaching one stops the running turn: it ends
+	// `cancelled` with `error.code` `budget_exceeded`, and nothing new
+	// runs while the tokens or cost stay over. `stallSeconds` only
+	// tells: `turn.stalled` once a running turn has had no output from
+	// its agent for that long.
+	Budget Budget                  `json:"budget"`
+	Limit  BudgetExceededDataLimit `json:"limit"`
+
+	// Message What was used, in words.
+	Message   string  `json:"message"`
+	PromptId  *string `json:"promptId,omitempty"`
+	SessionId *string `json:"sessionId,omitempty"`
+	TaskId    *string `json:"taskId,omitempty"`
+
+	// Usage What the agent says was used (ACP usage_update; a member the agent
+	// did not say is absent): tokens, its context window (`contextUsed`
+	// of `contextSize` tokens) and the cost so far. A session's is its
+	// agent's latest context window and cost, and its tokens summed; a
+	// turn's is its tokens and the context window at its latest report
+	// (a usage_update's cost is the session's total, not the turn's).
+	Usage Usage `json:"usage"`
+}
+
+// BudgetExceededDataLimit defines model for BudgetExceededData.Limit.
+type BudgetExceededDataLimit string
+
+// BudgetExceededEvent defines model for BudgetExceededEvent.
+type BudgetExceededEvent struct {
+	Data BudgetExceededData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                 `json:"id,omitempty"`
+	Type BudgetExceededEventType `json:"type"`
+}
+
+// BudgetExceededEventType defines model for BudgetExceededEvent.Type.
+type BudgetExceededEventType string
 
 // CancelResult defines model for CancelResult.
 type CancelResult struct {
@@ -3101,10 +3272,22 @@ type Session struct {
 	Archived       *bool  `json:"archived,omitempty"`
 
 	// AutoContinue The session continues an interrupted turn once by itself after an agent crash or a lost executor.
-	AutoContinue *bool      `json:"autoContinue,omitempty"`
-	ClosedAt     *time.Time `json:"closedAt,omitempty"`
-	ContextLost  *bool      `json:"contextLost,omitempty"`
-	CreatedAt    time.Time  `json:"createdAt"`
+	AutoContinue *bool `json:"autoContinue,omitempty"`
+
+	// Budget What a session may use, and its stall watchdog (docs/inbox.md,
+	// "Budgets"); a member left out sets no limit. `maxTokens` and
+	// `maxCost` count what the whole session used, as its agent says
+	// (`Usage`: `totalTokens`, else the sum of the token members; a cost
+	// in another currency is not counted). `maxTurnSeconds` is how long
+	// one turn may run. Reaching one stops the running turn: it ends
+	// `cancelled` with `error.code` `budget_exceeded`, and nothing new
+	// runs while the tokens or cost stay over. `stallSeconds` only
+	// tells: `turn.stalled` once a running turn has had no output from
+	// its agent for that long.
+	Budget      *Budget    `json:"budget,omitempty"`
+	ClosedAt    *time.Time `json:"closedAt,omitempty"`
+	ContextLost *bool      `json:"contextLost,omitempty"`
+	CreatedAt   time.Time  `json:"createdAt"`
 
 	// Credentials What tetherd last saw of the profile's credentials on this machine
 	// (sessions on the standalone and detached executors, and capability
@@ -3186,6 +3369,36 @@ type SessionAutoContinuedEvent struct {
 
 // SessionAutoContinuedEventType defines model for SessionAutoContinuedEvent.Type.
 type SessionAutoContinuedEventType string
+
+// SessionBudgetChangedData defines model for SessionBudgetChangedData.
+type SessionBudgetChangedData struct {
+	// Budget What a session may use, and its stall watchdog (docs/inbox.md,
+	// "Budgets"); a member left out sets no limit. `maxTokens` and
+	// `maxCost` count what the whole session used, as its agent says
+	// (`Usage`: `totalTokens`, else the sum of the token members; a cost
+	// in another currency is not counted). `maxTurnSeconds` is how long
+	// one turn may run. Reaching one stops the running turn: it ends
+	// `cancelled` with `error.code` `budget_exceeded`, and nothing new
+	// runs while the tokens or cost stay over. `stallSeconds` only
+	// tells: `turn.stalled` once a running turn has had no output from
+	// its agent for that long.
+	Budget    Budget  `json:"budget"`
+	PromptId  *string `json:"promptId,omitempty"`
+	SessionId *string `json:"sessionId,omitempty"`
+	TaskId    *string `json:"taskId,omitempty"`
+}
+
+// SessionBudgetChangedEvent defines model for SessionBudgetChangedEvent.
+type SessionBudgetChangedEvent struct {
+	Data SessionBudgetChangedData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                       `json:"id,omitempty"`
+	Type SessionBudgetChangedEventType `json:"type"`
+}
+
+// SessionBudgetChangedEventType defines model for SessionBudgetChangedEvent.Type.
+type SessionBudgetChangedEventType string
 
 // SessionChoicesChangedData defines model for SessionChoicesChangedData.
 type SessionChoicesChangedData struct {
@@ -3270,6 +3483,9 @@ type SessionCreate struct {
 
 	// AutoContinue After an interruption that was not the user's doing (the agent crashed, its executor was lost) continue the turn once by itself, audited by a `session.auto_continued` event. Default: the agent profile's `autoContinue` (off unless configured).
 	AutoContinue *bool `json:"autoContinue,omitempty"`
+
+	// Budget The session's budget and stall watchdog, member by member over the agent profile's (agents.yaml `budget`). 400 `invalid_request` for a bad value.
+	Budget *Budget `json:"budget,omitempty"`
 
 	// Cwd Absolute path of an existing directory; symlinks are resolved. 400 `invalid_cwd` when it is not one; 400 `cwd_refused` for a system directory (`/`, `/etc`, `/usr`, `/var`, everything under `/dev`, `/proc`, `/sys`, ...) unless tetherd runs with `--allow-cwd`.
 	Cwd string `json:"cwd"`
@@ -3655,8 +3871,11 @@ type SessionTitleChangedEventType string
 
 // SessionUpdate defines model for SessionUpdate.
 type SessionUpdate struct {
-	Archived *bool   `json:"archived,omitempty"`
-	Title    *string `json:"title,omitempty"`
+	Archived *bool `json:"archived,omitempty"`
+
+	// Budget The session's budget, whole (a member left out sets no limit). One its usage has reached already stops the running turn; one raised above it lets the user continue.
+	Budget *Budget `json:"budget,omitempty"`
+	Title  *string `json:"title,omitempty"`
 }
 
 // SessionWorktree The session's git worktree, on its executor.
@@ -3989,7 +4208,10 @@ type Turn struct {
 	PromptId        string          `json:"promptId"`
 
 	// Rewound A rewind took the files back to before this turn: it stays in the transcript, out of the agent's context.
-	Rewound    *bool      `json:"rewound,omitempty"`
+	Rewound *bool `json:"rewound,omitempty"`
+
+	// StalledAt When the running turn was found stalled (turn.stalled: no output from its agent for the session's stallSeconds); absent while its agent is heard from, and once it ends.
+	StalledAt  *time.Time `json:"stalledAt,omitempty"`
 	StartedAt  *time.Time `json:"startedAt,omitempty"`
 	State      TurnState  `json:"state"`
 	StopReason *string    `json:"stopReason,omitempty"`
@@ -4033,9 +4255,12 @@ type TurnCancelledData struct {
 	// CancelRequested The user's cancel ended the turn (a queued turn the cancel dropped).
 	CancelRequested *bool      `json:"cancelRequested,omitempty"`
 	EndedAt         *time.Time `json:"endedAt,omitempty"`
-	PromptId        *string    `json:"promptId,omitempty"`
 
-	// Reason withdrawn: a queued prompt its client withdrew (it never reached the agent).
+	// Message With budget_exceeded: what was used, in words.
+	Message  *string `json:"message,omitempty"`
+	PromptId *string `json:"promptId,omitempty"`
+
+	// Reason withdrawn: a queued prompt its client withdrew (it never reached the agent); budget_exceeded: a budget stopped the turn (message says which).
 	Reason     *TurnCancelledDataReason `json:"reason,omitempty"`
 	SessionId  *string                  `json:"sessionId,omitempty"`
 	State      string                   `json:"state"`
@@ -4043,7 +4268,7 @@ type TurnCancelledData struct {
 	TaskId     *string                  `json:"taskId,omitempty"`
 }
 
-// TurnCancelledDataReason withdrawn: a queued prompt its client withdrew (it never reached the agent).
+// TurnCancelledDataReason withdrawn: a queued prompt its client withdrew (it never reached the agent); budget_exceeded: a budget stopped the turn (message says which).
 type TurnCancelledDataReason string
 
 // TurnCancelledEvent defines model for TurnCancelledEvent.
@@ -4194,6 +4419,48 @@ type TurnQueuedEvent struct {
 
 // TurnQueuedEventType defines model for TurnQueuedEvent.Type.
 type TurnQueuedEventType string
+
+// TurnStallEndedData Members every durable event payload carries (promptId where a turn is involved).
+type TurnStallEndedData = EventCommon
+
+// TurnStallEndedEvent defines model for TurnStallEndedEvent.
+type TurnStallEndedEvent struct {
+	// Data Members every durable event payload carries (promptId where a turn is involved).
+	Data TurnStallEndedData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string                 `json:"id,omitempty"`
+	Type TurnStallEndedEventType `json:"type"`
+}
+
+// TurnStallEndedEventType defines model for TurnStallEndedEvent.Type.
+type TurnStallEndedEventType string
+
+// TurnStalledData defines model for TurnStalledData.
+type TurnStalledData struct {
+	PromptId *string `json:"promptId,omitempty"`
+
+	// Seconds The session's stall limit.
+	Seconds   int64   `json:"seconds"`
+	SessionId *string `json:"sessionId,omitempty"`
+
+	// Since When the turn's agent was last heard from (or the turn began).
+	Since     time.Time `json:"since"`
+	StalledAt time.Time `json:"stalledAt"`
+	TaskId    *string   `json:"taskId,omitempty"`
+}
+
+// TurnStalledEvent defines model for TurnStalledEvent.
+type TurnStalledEvent struct {
+	Data TurnStalledData `json:"data"`
+
+	// Id The cursor <epoch>:<seq> (durable events only).
+	Id   *string              `json:"id,omitempty"`
+	Type TurnStalledEventType `json:"type"`
+}
+
+// TurnStalledEventType defines model for TurnStalledEvent.Type.
+type TurnStalledEventType string
 
 // TurnStartedData defines model for TurnStartedData.
 type TurnStartedData struct {
@@ -4372,9 +4639,11 @@ type WebhookDeliveryList struct {
 
 // WebhookEventType `permission.requested`, `permission.resolved`; `turn.ended` (a turn
 // completed, failed or was cancelled: `data.outcome`);
-// `turn.interrupted`; `session.needs_credentials` (its agent refused
-// to start without them); `webhook.test` (only from
-// `POST /webhooks/{id}/test`).
+// `turn.interrupted`; `turn.stalled` (a running turn had no output
+// from its agent for the session's `stallSeconds`); `budget.exceeded`
+// (a budget stopped a turn: `data.limit`); `session.needs_credentials`
+// (its agent refused to start without them); `webhook.test` (only
+// from `POST /webhooks/{id}/test`).
 type WebhookEventType string
 
 // WebhookList defines model for WebhookList.
@@ -6009,6 +6278,142 @@ func (t *TetherEvent) MergeUsageUpdatedEvent(v UsageUpdatedEvent) error {
 	return err
 }
 
+// AsSessionBudgetChangedEvent returns the union data inside the TetherEvent as a SessionBudgetChangedEvent
+func (t TetherEvent) AsSessionBudgetChangedEvent() (SessionBudgetChangedEvent, error) {
+	var body SessionBudgetChangedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSessionBudgetChangedEvent overwrites any union data inside the TetherEvent as the provided SessionBudgetChangedEvent
+func (t *TetherEvent) FromSessionBudgetChangedEvent(v SessionBudgetChangedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.budget_changed"}`))
+	t.union = b
+	return err
+}
+
+// MergeSessionBudgetChangedEvent performs a merge with any union data inside the TetherEvent, using the provided SessionBudgetChangedEvent
+func (t *TetherEvent) MergeSessionBudgetChangedEvent(v SessionBudgetChangedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"session.budget_changed"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsBudgetExceededEvent returns the union data inside the TetherEvent as a BudgetExceededEvent
+func (t TetherEvent) AsBudgetExceededEvent() (BudgetExceededEvent, error) {
+	var body BudgetExceededEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromBudgetExceededEvent overwrites any union data inside the TetherEvent as the provided BudgetExceededEvent
+func (t *TetherEvent) FromBudgetExceededEvent(v BudgetExceededEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"budget.exceeded"}`))
+	t.union = b
+	return err
+}
+
+// MergeBudgetExceededEvent performs a merge with any union data inside the TetherEvent, using the provided BudgetExceededEvent
+func (t *TetherEvent) MergeBudgetExceededEvent(v BudgetExceededEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"budget.exceeded"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTurnStalledEvent returns the union data inside the TetherEvent as a TurnStalledEvent
+func (t TetherEvent) AsTurnStalledEvent() (TurnStalledEvent, error) {
+	var body TurnStalledEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTurnStalledEvent overwrites any union data inside the TetherEvent as the provided TurnStalledEvent
+func (t *TetherEvent) FromTurnStalledEvent(v TurnStalledEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"turn.stalled"}`))
+	t.union = b
+	return err
+}
+
+// MergeTurnStalledEvent performs a merge with any union data inside the TetherEvent, using the provided TurnStalledEvent
+func (t *TetherEvent) MergeTurnStalledEvent(v TurnStalledEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"turn.stalled"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTurnStallEndedEvent returns the union data inside the TetherEvent as a TurnStallEndedEvent
+func (t TetherEvent) AsTurnStallEndedEvent() (TurnStallEndedEvent, error) {
+	var body TurnStallEndedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTurnStallEndedEvent overwrites any union data inside the TetherEvent as the provided TurnStallEndedEvent
+func (t *TetherEvent) FromTurnStallEndedEvent(v TurnStallEndedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"turn.stall_ended"}`))
+	t.union = b
+	return err
+}
+
+// MergeTurnStallEndedEvent performs a merge with any union data inside the TetherEvent, using the provided TurnStallEndedEvent
+func (t *TetherEvent) MergeTurnStallEndedEvent(v TurnStallEndedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"turn.stall_ended"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsTurnDeliveredEvent returns the union data inside the TetherEvent as a TurnDeliveredEvent
 func (t TetherEvent) AsTurnDeliveredEvent() (TurnDeliveredEvent, error) {
 	var body TurnDeliveredEvent
@@ -6669,6 +7074,8 @@ func (t TetherEvent) ValueByDiscriminator() (interface{}, error) {
 		return nil, err
 	}
 	switch discriminator {
+	case "budget.exceeded":
+		return t.AsBudgetExceededEvent()
 	case "command.exited":
 		return t.AsCommandExitedEvent()
 	case "command.output":
@@ -6695,6 +7102,8 @@ func (t TetherEvent) ValueByDiscriminator() (interface{}, error) {
 		return t.AsSessionArchivedEvent()
 	case "session.auto_continued":
 		return t.AsSessionAutoContinuedEvent()
+	case "session.budget_changed":
+		return t.AsSessionBudgetChangedEvent()
 	case "session.choices_changed":
 		return t.AsSessionChoicesChangedEvent()
 	case "session.closed":
@@ -6745,6 +7154,10 @@ func (t TetherEvent) ValueByDiscriminator() (interface{}, error) {
 		return t.AsTurnInterruptedEvent()
 	case "turn.queued":
 		return t.AsTurnQueuedEvent()
+	case "turn.stall_ended":
+		return t.AsTurnStallEndedEvent()
+	case "turn.stalled":
+		return t.AsTurnStalledEvent()
 	case "turn.started":
 		return t.AsTurnStartedEvent()
 	case "turn.workspace_changes":
@@ -15600,500 +16013,520 @@ func (sh *strictHandler) TestWebhook(ctx echo.Context, id ID) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L0Pc9s4li/6VVB+tyrSLq240+neabmmtjxOejpv0x1v7N6u91Z5JkxCEscUoCFAK5qZvnU/zf1g95O8",
-	"wjkHICiBEmUr6ezsbG1NxyIB4s/Bwfn7O389ydRiqaSQRp+M/3qy5BVfCCMq+OuyrrSq7L9yobOqWJpC",
-	"yZPxyXuh64VgfGpExcy80CyDN9kgndRnZ19nYqmyOfxTjPEXLf6Mf6fDc6YeRFUVudDsLdfm9PWDkOb0",
-	"zavRSXJS2P7/XItqfZKcSL4QJ+MT7PwkOdHZXCy4Hc+Cf3wr5MzMT8Yvzs6SE7Ne2je1qQo5O/n11+Tk",
-	"e1WWarU99ikvtWBC5pqZuWDaVIIv/FQEq8Sy5Gs2mHOZr9mqMHM7uXLYNbgpficcXC6mvC7NydhUtfBj",
-	"u1OqFFzC4N68su9Bd0tu5k1vRX6SnFTiz3VRidx1EJ32ty+Tk0Uh3Z9fxdbAri4sLn6vvRDXQhp2t2bw",
-	"wrWqq0ywrCwsJTAlWSUyJaXIzDnTfCHYQnBZyBnjmqW4IalfkrnguaiaWbR29cB9uxHVopC87Fwi4144",
-	"6lLdFNm9MNurdOEoxMALbFqpBUuv3l3fsOfCzlA/xyc6TVghtRE8Z2pqSWki04vazFVV/IXb3lKG68QG",
-	"q3mRzdmqkJqt5kKyO2XmjFeCaSHNcMR+Eg+iYsvaTKQlyTvBK0ud6l5IVhgtyikrJOPs5/dvRxPZQZg4",
-	"rK7Vf9mx+uul0NurcKkWC36qhWUPRuQMZs5sc82MYrkoCzviQaakqVTJppaLaMbLFV9rlqmF6Dw/0MkO",
-	"GokO8xdV3eslz8SVJY0Ifyq5KR6EHRsccqF1oeQzzfKiEplR1Tphk5Pnk5NmTudMLJZmzaYK+YB/k1a8",
-	"a/xEnJHTf3KStFf8u2+35/KrpWG9VFLjul+YS77kWWHW9i+7nkICWfLlsiwyIKTny0rdlWLxz3/Sdrp/",
-	"DT7+PyoxPRmf/F/PG7b+HJ/q51fYCj/aXrAbO2EuFkqyQjNuGGcZDYOVxaIw50wqM7fnf8U14/miMJYO",
-	"VMWyStjlG01kymdCmlt4/7YSPJuLPB0zbXhlgHNIBm+wlarLnC251iw9PV3wj6fwu06ZqpDil5WaFqV4",
-	"plm64B8v6Okghb7ThKU6U0uRjt2g/+ZaJIzLnPGJTN8LU61PLyxfdwdveM7SZaUWS3P751rU4nZalyX0",
-	"Nq+NHeJtrlYyZcrMRbUqtMDDhY1hd4JOYww1U3CtKLbihWF3YqoqwUy1htnPeCFHLUohWiikETNR2X35",
-	"NTlxu/QZd//995fsu5ff/AujnlkuDC9KPYKzRh0AcdqNsPR5V5SFKWKc4pc5N3B+cKt5/iAqU2iRW46V",
-	"FrIwBS+Lvwi4PJaVWtrH2BG0+AlO1V83z0mCT/9DVLrAWW+/UJv5j8LMVR4Z1g9qFY4qy8TSaEu7uZB2",
-	"RJoNLi6vWBp0YgUVe8aZksIOfoMumzdTu+NzbtmNsJSTs4yXJb5he8+4ESlJGJsrUBix0Pu27sJ/ys6T",
-	"Js6riq/t36Xi+TUyuGBdvLQBq7xYbm3bxtrXeaHizcXiTuS5yC8tNX408ZeKBZ+J2KNfwzv6P+m9hL63",
-	"3fkHPz919yeRGRq/UZkqtzffnxxgovWizwjC5fLNoosUGwuegIZsug4AEULJtWGar0giCOgnJD0lUYhe",
-	"8GxeSDGRA7qw6JGVUrnMeWkp0fI3ez4td2Xio8hqoyqNfC9zw19PpD3LQg8TVsucRNvg63VV2YOQKTkt",
-	"ZnUFjGVsbzp7WS+4zJOJ5NVMJ21Ctx+xPQn5UFRKLmwfthEeq5kwesQu5Jplcy5n9vq17FxpwfJKLTUr",
-	"zIhd3FkhZ+zvEy2EZGthRuyNgctHMnWnRfUAY0rse5afLyuRFxkOM1y7e7E0VoiqwtMnbSMthB3rgg04",
-	"K9WskBMJQpOTHxPGmV2OgC9Ugud6yBZ8jecZp5EzXciMLoPNY7OD52jDTa2ZI74xfGiBb4fMSEpVy0zk",
-	"CbN3JqocnM0LaSzZrICeFMvVkfjFQmhNh3XPeFdtXq55kQMFtIe0xYhx+0R+AbxiqqoFt9JQzo04NQWc",
-	"tq02RPBv8u1h3TQCHCsMyB9AM4U8ZxyICWQ2HlA/XGQiOjhtuuZemXGLPSebHFxVLKWBPJdilVrCgg9Z",
-	"SmpETOgqgXXL5iK7t5tICgO9ZG8W5DdjxulfbIAyEDN2camhLNeoIJi5WOOtYuaiqNhC5aJMmK6zuVXI",
-	"spLXuUAp6pRny4ShhuFISzOpmJ2MI7+hPaa0rfBBGLRm2orr7mSqqR/dmKWOLFIrHpIYldp2a81qaYqy",
-	"mcrKSud29YWsF5bnQu+eyQaMtbUvpo4covbpoROj70UOm751gZ9+bVWG4TlT92OgFlXZd3kzzZkIR+Zv",
-	"huRE3UcGtnF50CgdGbVovfO6eFtoE7lxZ87m0u9M29evkIFvn+qNYVLfnSNy/UTEAM85oucwoCHPbsND",
-	"ool7gazTnCVH3KM1X5Ss+cgwekT5Ay9KfleKuKiRbQgye1etdanbDvCGi88Qb1T7dTYAXd941cjem+F9",
-	"mTAJejq8xoFvCm3ic8raIsP+MQfvW3m90MuSrzuF43mhrapKUtQbaXe7Ux4s8mgfElRmEo3ed4pTcIrv",
-	"DuTuXOZ36uO+mV/ja1eqLDK4qjRYpWwzd17v6qI0hb2IcStOrC5jRGZEHmUrtfTU9F5wHVUdNkVUywzC",
-	"BffjCEkzvl7dOxE9i63T1j6JtwthQKfjeV7YHnh5FbzQsiw2PVqRbZuuncQzZrya1Qu8ZhSratkw1Wde",
-	"8oMjnDAlM5GwlsTUEkC2lnpTzmiNIUqz0nSJz1a2sP9ba0GiMSxTwnJRFQ+W+dszZyXP+0KiUAILFj17",
-	"nfTecZjwhy1D4OXVM/qcmjoeOCCDhr2jURYZhrcLPIW/H24feGUHR0sZJdYHXkV2jxrjBfjAq8LSH2yg",
-	"FmZbMRXy4ZB9ihG/5ETK0nTRrbIEXsha5K840WlZvpuejP9z9xEHo/ClWiyUZSWbRJ9Rp/oKBIUuadCq",
-	"fVVVL43ImakrGd31yh/3HR2gxIavjvEg3IqPhQFhnHSr21JpY4U/fEwyHP46aISSsngQoK/d1caKW6WS",
-	"M1ExEA90aIWMXRAbu7B0008iS+Kntr01H5Ktk08qkdstq15tLh+7czZOnI8TthW8YfUmA9KjWnBTZK4v",
-	"uAKHJJbVeWHAY1DB6ShMwiRfgLlwvraKk6Uaxzsvm/t3F3Nrz+SdFEyXXM89m/LmRDWdiorkv82PDLfN",
-	"TPv4UiGXtTlscFeV0J4PgOBPYzT8Xmg2rawqKj4aJxgZDZal7bHt5ol2qIGnynWxTUtbJ9bxuu2jEDJ9",
-	"VaM2D+u8n0qJTYR9xrjFJZeZKO0FWUbE4AyeliKPyxq5AEtthBH8O/zuVI4iJ81pJSq0NixFfth9tQx4",
-	"zu6JN2OOzheNBt9HBWxV5s5lsTWgZdeDRjfyF0ueg86yUHkxLeCfuSiFEcge7M4g81jiQ9slGjP26zjO",
-	"oYEfjc9QZPdLFaXVC2ApwFQdN7C0unIOG6uu2h+Q8YgZlxFD8AGi5VzwjluiEkulCyuMPdPsh9cXr4DW",
-	"C7BoSDYg04GqjS5yAfK7e98yezLe2+MwLSptqHFcujeV6DheWvKlnivD7CuJu63d1WKFLr+WwQDiH6mr",
-	"juuMVtwR8P6TC13RsBO73NFdbtj05i3tH8T0HG4OUw7osP5hbWL+BPgZ7xRtN2tZG1aKKWycvXyUFuxe",
-	"qpVkWrEpr9hqXpR236x4qxPGy5JocAEirX0y55rhLW+Xyo+ykObbl80IA+OykPlhc7K9X6pcxG3VHQIp",
-	"zu6AdcAjZi91L7yP6BG6pmlNes7SnviWslXVUtqx4XyAkVipJyq7mqqWmd36OImC487ZYGC/KdjCzoCM",
-	"TcHMBm46vtthwoopuGLyIg9lbHoT3Y4n3pJIf+/ldgXySaRotwYhHbf3ZYNcd5yb17Bkx5WOoeM3ceo5",
-	"/BhJ5dWHUs0ia47mQDSuo913PTwnYyuIv85XYAnQnj2u8Sz2PVY7T0m/4xBIW8/8zJpZHUr67a/YSY4b",
-	"Z46dsqk4mnQLwwY8dMx4SQqEQGpTCbB9Wn1CoeA3t71AV4UZnltNwS4Dy1TeMkzuO3GbIomnjYaGD6Lb",
-	"D5uUC7S4zfxzIuhdZLx9AjzTiwigGDm2N26MDfK6Arsc8TYly3XHdUwK/AaLGNGa7l1MeJrgVHec8Lhd",
-	"lz7W37Lr7tl9qrnveMeQ3sGWfz6mo6ZTLdr3Yvchc97jbRq4g9PMNfv55vvT37FBIR94WeRMW+kf/BcQ",
-	"lZeJvIfyHB4FGh99u4fCfMGWhcgE+j62+MpAm9wqSfaYa5OLqmJGzeCoDxO0SdmpsBS/myKfGG1t0NPP",
-	"VrDRX8bZwhU62tl6X8tuFRxCOJNuqXQjuqUGC4ees9PsnHH2089vcZcKzV6enTEgNbBm3E55UYqcDaSy",
-	"wvSs4otn2ttMWcYlm6syt1IILE4Q3PW7r757sT/IMEKmuxbhGq+OT3Cc47L7jqO+44x1T+TD1lSeTvjh",
-	"mnwZlE8X/NFI/8aJX8fc97u4GAWB2LUcs7lasQWXa8eKK8EWhdaF7CtB7b4nUBjf+nxLdk9YS3RHyyI9",
-	"KSQOrOdgDrqWGkNxP5Uicat2mFTmr6L+1tubmGwbu2UganNTnJdqItM2e05RYi4aXw/5/TkauMk6mYAN",
-	"G+R8OZEpTTd1UQUQO8+N+z77Z9ybdDhiaWvp0jGGQTdz8Bqr12AxjokCO9kgdYIz2M0n8vSUGp9ii1N8",
-	"cXjuQzHCTwVRGE5amkh3Q0c+dnpKDTq/AksykaKAHlBl1RCnRPI0qUcF/LasVF5nIvdxUm6Zq1rqiVSS",
-	"GQVKgJVE7XIqLfyakXiaotYFB7LO5hDv4gweo2A3xi1Lkh9OintB59iFoHpthMO4FhM54LJpDDqJKjFO",
-	"jFM0Gjq9h+eBos5mCn0ctCy2K7LubzKvp3P6Nh/8Mnh9Y+U4AreX02L2DiaCJuMDBZ4HXtYxPyWDB6zI",
-	"UYjVohSZYWqJIQugvJOBnVR59xe+YtdDSUE3ThiL/823eyScZNuC/2FzWXDUHQtihDR/KFV2v3cpNuYs",
-	"2cXlFaN4aXZnu9g2Kz/SpS6lMiAe6oPbOmrfNtbs8UEtioW4IRrs77iuRBMwcdA4dfEXcaASFxDGV2fw",
-	"f7FjVJhyt4/dHTDoNtkKD3Yzui0LeR/8HY/1qIr9kis87SK/QtbiAmLDRcTuzYMnNG67nh+SWJCSz5zb",
-	"tg1b5vPasqkO92Pjm97HKd+LzF4H6+t6seDVPi/WTgsvudlAkFs6T1Lj6EpOUDc6CQbYhwv6NUtCp3Zr",
-	"jq0V8Su3a4teiawsJG5EP+HYJz8kPTYVWEx0V6uuECL7CLfi4C3rXjD6WtB3l4qFy/IeA9AOvEZCgtmz",
-	"hPa9V3EH86WKxjguVC033CaqxvAp6kLWizvSICAmPVtvX2lvrt+xly+++pfEOQ9dPPIaQsr3WoRoGMEn",
-	"YtQVKlBbQ/hR2GFqKzlUa9aSI9iSr0vFc5bxqiqEZgO3pM50js7OQrNCPqjyQcSiEnaf2zA6epuXcn3f",
-	"pbRvz5Jkvo6AVHzcEYn9EyT1KenEzkJJNrB/ghbhrPGNDA49DseMs59/fvMqYVKsrN6Aa0hh0hhCWYla",
-	"izwqiomqUpXzEmzERRRmzihqHV5LXLKE3ZxM5cIH0K8gPKNScsYGYjQbUTAPr838NhZiLIXIW0kaw+7B",
-	"/dgE1O90BEbCaSnyznsA2hHtLsAFvAUQWIu6Qyi1D8IheNVh6JQL6FmqO5WvmearUacf5rqYSV7GA/Xo",
-	"bHcFy9JQxqxUGS9h6C5BhcLgKWpW5JhQZd+oxEKZ9nwbX0p0rUuuzbUQ8hA/7LLlat1KF7pR90Lu3hor",
-	"V/rsgziFVrWE7wf3ajMVDFCFxQBObme9JwB+p5WHVvwa3/41OVmp6t7FH+wMrsVJ/OJe32SSbhY7Iz/c",
-	"53+Is/s8r4SO5kRBfk6TZIqquOXeeOhqWXxkWkGGNeXfAkktVWUO5grzNRpBOHgoIYfd7h43RiyWhjkj",
-	"r/3AbS05pWhbYoWfXLrZ7aLQC26yecJGo9Ejz7/tsYNt20dBSts2CdoXnmmvvN/VRZmzB2zReUKsMMAz",
-	"cxE5sW/tgkBmtlXnRRNH65a7ZV3bea7i8WTN+YetdklqRFnP0PeZMFFq4QPYnMnKh9jbd1ygfTy9qDZ3",
-	"6qP3C/cxB0KL92DC0LFscXgA6nJZYgScy78LaHbO0cbGs3upVqXIZyKHxLV+NslIFmN8y5l70+01k2Km",
-	"TAEeecoHDPL3iLzjnD3CmnpyI1qAnelY2lMO+EU0G2AKvQ/BIaskjZLknl5O0ZDRuGzNSMwe2d4PykWI",
-	"u/rdSsoZpCZ6Y+FaGEz/8+eQvnneIGRAI7roHLe5q9Q9Rk0Umt2JQs5YJUxV2IYYVlBL+AbIKkt7NJ2d",
-	"DfpgueC51XLYoEWQEN8YRvCCXNCKVR62w2No7TGWmIZLSkXwZ78wAwr5bN8V4iSgl323RtxpDoe+t8e8",
-	"dQvtc5tj1/uGFSRQt0dGMQPdMgKD4LBzb9Z1RB9jE9sa5RGYWR/e0yUGUdpAxw3lrAMRG6MLu7U6DZuW",
-	"xWzeMcFdqstmcp1/NRxYEgtDay9Cexl3bfV1Z5bh5lGmhOBawgy3jOUb9wLF8+iQAxjFBrwReEjf4UwK",
-	"Y2U2ltVm6BhE+H1m1HkTIuss7sT44ZpmF5Kp2liBHxKmKX8Y4xtRIcOlHHm+gDJdYhUEison95q8R1ZF",
-	"dn4QaJwmV3IjtBeYnPyEe97W9EgJwzxQfynAxHi+RuwLK9iVJGW0EkMdP+L5epsvwYCA0YB/I3pZtXf3",
-	"mG7TmE4cFwK7n8Sl1Ou2kmrXzK5zXQkMIKMVLbxm26W1gkkfBFc8BLc5X/CZyJtkhDblTlVNzqlm+7Al",
-	"cy3BYyWs7E1hmoEaivqmiwzkmI9tn5yHfXqypWR20PwxWQPHJMVH45iIqnx+yvCchAcPGgOqYkMRQVpO",
-	"kNrXNVdCArgT/jpvD39Ny7pxd1diWmtEt4FzCLhLlfhTI8PEdzpIq21v9veFnIlqWVFKf7OkxOZa2z/n",
-	"y6WQdLOPGSfrin1sF8SK1yuOHYXpz3TtgIhBB87ldZ/Wy+Boum9iPoAe7Ytf/oRmi09rr9hjQdhSUYNs",
-	"SKRqK5RhbDkviwfRXz06ttnB5/PDPaIq8ELXYIyzPJXnep9hYldK7tZCeF+3y69Ch3Bj9HPXIkim2JFP",
-	"qPCJE05QbomjYM9W02lc6cCu3ndk7lnFnuL6fbpSl7HosdYUXS8t39NvFd8p9DWXrkOEsNvQIQJRn1up",
-	"1f07x+3e3b3HRHsny/Uee912VuIzHeTohMlgMKT4l49leuo0OH0AHMfq/l1VzIqIcD7nMrfEFJ3s1ApZ",
-	"es4rmqiCTkIMOCufzSHqYzodxqf4aLP8btkW+4xJqna6j3Pk8ADZoStz1q6JM8yfM0Kqw9Pt6WAjsnEv",
-	"eGJyws3NztykxiMytFIxbAyHqK6srEF5akbipU7IFQHdamNAX7343d4RZavIAlxAjrYqa2MVbsxx3zgC",
-	"7oAkGDthxRZVETBgQzZGeT5smvQru+6WKxrVAoLEXtxRGcUwAfdMxnvRN8Ez94WbbhHXHwsQdQsTR/5Q",
-	"1esFL8pOdDVVdaOzwePDLDFzrjvyHWsc8d5TBT20xpa0JtIaV9Pvh/jSvCqQlWweK253MzrQO647GLnd",
-	"a2ZZIa+cOKbjluyslUy5My6qefPX5ATIrbfJhKb3fRQ9piuLEvxrlrrHDhk3nlAp1YoNQNAz6gZeh3zl",
-	"GzwXzQS9mBhLuozL1XZgP6oHsXt0MBgSgH08nhXhvF7QTjeN8Hluss6s3Gx+E2a3bbc26vKRu9idOWo5",
-	"BlgDKiGshh0mkvZweRPVEo36XE+kmq1Z7TgR8Txmdy/puJx7V0iOsRCxlO5S7GjaJ0N6N9pri06NWrJS",
-	"PIhyj5j4+TOrk2ARw1Xxq9exKW/VLJ51VJiD+AHdBH3SjooOC+ofC9NY1DYIxLGUCHGIeSG7nlVcZpE9",
-	"RtRAPM/utDtPRnRnvZsjjmkprZ580HLhRF9Lg3FW/TioHSoFIxcN+3NRuVYgC3LLo/NYVmJafNzphmmJ",
-	"tNXjD0O9RKjr/fdu4EPCffab6gfcrPFOwsH13KKeQuYiMulZYcjY6P2G8CYbLFWViZIXkj28GLMR+5Fd",
-	"sFfsPbtkN+znhP0rqyVkbnbZb6xyEMeStgttD667UogHoNXKMgHwocb37tjsKlS49q5MeIF45AGAci+F",
-	"MaLSPXBokGHhbgSfj23pD6iLHUt3OUwDebSIvIWa1wwiOknBy9ie/gLmGY+IJ/XKri9L+bIgf29qORal",
-	"XgAp2v1KCzlVI3LzphM54KVWAJT8x9c37LlaCsmXBaDmpWSgv1kvxTV8mV2/+jcfc+b2diKd0xiNuNNa",
-	"C828GwKNbM2owHnBJQBeswX/k6pGi0KqKop16lvFD8nF1Rs/N++6DvwkZHMYhHP2GenBTDsA9Lzesv3l",
-	"GYAPPRSbX7THFQDj4IgmeHv4BPXtoIYOgycIlrkVwsASB0Fn4kFUvITfyT1jv2q4lbYgscQ+OS3ydNhT",
-	"7oiiTyYnD7tW3MdMVKIU9sNuVZs0Gkdbw4RNTnLLWCYnzkpbS234YikotGQ/O/CCixtVEhJF7Ly8kXfq",
-	"4xuDcOYxkJeIERaQ02dcehz1AXJJ4CtswXORNCI9GAiSFoQv2O6H/Y21sbQS8s6gLwKuGSMWMBqN/vj7",
-	"QuY+YY3OGg5QVTCy+L7fk+Djdn0pKkizU7IdWH1LCC3oenN/QVDibQglGSOZoM99Ib3+Tce1G6NWT5te",
-	"CEyz63UwEEWxN+5RbOBBol03KXWk3HeUqQHeUKo7XlIRj2c9CtUUOdWpgWhj5XgxpgylQ+ThS/K9Zkrq",
-	"QkPSCfCFAWRYFcgPMNuq4lJz9Cuhikz5eVZuSlhZ3AuW0mLa2Y2otkqcfryw2ktqbU5fRGCV4qO54rPG",
-	"GbEHJwU+uDM8P4iD24b1o2wwP+6D8lM2x/4IlCE85f3itLotvpUqW8FUtYayNw7n0cxVPZsDJa+1Xfco",
-	"Uk4bRH8XLg18LnHJMc2sd6z+hdVfj+4Cp87f5Lu9VmqFiVgL97r3HdEvdAcXhqEdSAo2yOa1vHfAwSSK",
-	"FBRmRdZT3xrkI0xT3QytYIsiP+3mvBEaPA5hLcKl6ZNu/NlIqBlZm5LifpaQfp6QvLlFhr9t4iatwQjN",
-	"Ok9O2qTZXVqSPeYh+zsjIlifpxNRs8xfBhEBpzoCEalcPCrjd6Hybe14vztsc0exl9jIwmzkLsBOqEQU",
-	"s8fbu5scBRiw5+oLKHXP0EtwzmBeYwbOszxh1FkIaio+UuRA3FCfNVVoeoinrqzMlqpPk2j627Ucqsh2",
-	"ljqyp49loFqbeWWPHvx8cfUmoZk2ol9bZWjPP0iMoufQejtZjLDPDwPQhX/Ym/WUDgSMWFK6+IAHeeNB",
-	"Vnh4QpqVWbRR2zrhL2CYsaVtVI93PtO1Pcf7Qh6I243563288f5Nj3UNX9s90PdiiXEVB5zYcEgHmaYg",
-	"pDVT7dD9GO7sLnfvtn63LZo/VpLuWP3+yskWBRwGyYu54OXBZWZKCOJ7t9wRz7k723Irh3opZI6xqq73",
-	"jcxp8XEJhPfhsAx5pcpLXpZ96BmUhTDExEMALp1PabfysEUpx9UhPgVtkL2lKyf2KOvafKNZyrjgE1nA",
-	"J8g/Xdvx24pBjWFpVLlhPV0aCueKB/r4lNfJQXaR0DEP+g66ws/spypcmyMRVbDQXxBN4aiOQFIllx2O",
-	"xcAMEHG1Fqqiwqs7LPZ7ZR6DStiONFo7wJ+X+bFB3g71ajfrtC8IoNuX+6E9nafQ58ai/MaEWXI5qnE4",
-	"R6DIpqjrLon9gOKCaSQVJP1SSgxmu1JeqMrlaSV4jnsDqQAAgAzFI50nhSrhQZYC08pOC8sIg3eVpd+c",
-	"naU4lRT0pNtVVRhBIJ6pszRqV4wyg6rDlA9CatkAvYXkt9OGr0XOSpXdixxzMm37u1qvmZUoVQ0JXJmS",
-	"2lTcLh5+K6GC0fqeFZpN67IcjsMqej5yAMHvElLuqDBwoxpCOnQOqRyaTzdXQzVVBsM1+NqvAeHhqQdR",
-	"lYrnfg1CtTMvcAkMv8cgucKOkgVIeHa2pzTbFJ1dlAZQmyXPyNdsJwuZR0YpBI6kcWr02U0B7TpYBrsA",
-	"uZIiwYlDlG/VnmFsUm5vwmwfLEPaLvDceOrIKkypP5D3A7vYeGevlDazSlz/+1uWqxXkpWU1lJEBrBJw",
-	"27SJBUr8wdYjKa0oFXzBc3HemlBXKFJHVG0htbECRL8rJ4Th2ous1YthYTdBSBqc3A4OtliaA0CtAzC3",
-	"XyHm+Q22+4p0X/fnNvfAT3XjcHW5+y7xVqAEKypRb3mIL1fu3Mbnrqi/Q7zEalpNOHc8KWo3cFc/5K2N",
-	"vFOylKmKIQAXQfJJsaLsuHMMkgXlzVf4oOw8jfCaFH/uMAHgUy5jaMHXjJeYhXknmkpuEN/x2VDAAugv",
-	"p5n2xfzysFPb210WQppTsmIhxBJk5dvFsouKudhFLhZLZSiJZWdY0ZIbIyrb9//3nxen/y8//cvZ6Xcf",
-	"mn+ObsenH/7pf8RoA4f5uOCnRV2awnB9j3OETAio+wa7cZJ0V8jDunMeXsptNO1nq5yA7wzzGOORA/6M",
-	"7wcC26T43tBh23QR3XeHk0bVlI4pJh8Lqm0PLJtr/h7O6g7z8VY9tpkycFdiQW6jVAm1f3USYsrqidSm",
-	"KEtvbXeeVXs50X3GoDgHlb0JUjDtK1BEN5nIVSNl5WHoIGaCEfRFK4IehYImrH84mkiEKm4Kw7ncXhef",
-	"xpmeqwrkggWh4kdCzGgql0EJhQ3h395Xm3U/2AAnJobBWrHI4vhpBEt0WI0wZzzqr2Ph7t9Qu1iffrH3",
-	"deUT/PBM6O1L3Y8u2VrKXWfMEXisOJsDF+yI5edyVhZydhNdl42Y3vjN2Gnn7xJxYrZPJ8d0mvE3F92f",
-	"uffdkI6bwVoZzLodp0UcLBq8lYtZZcXwW6oJG+W5Upkii8L4amFFqEx4QKVadwiYOIhXoiweRCV6Fs30",
-	"BcN8bnyjLw5U1QqpAyfVMGFaMT6RrXPO9X2oaVotBcR4FgbtFQ4gKMiL02hNs88gWQX5we4MzI70Qt5m",
-	"PSuQ3R2kQHTF4DL8QZQdvZIsZjsnxB36JV7bB4sjObUHZDK7V2M3BgD/qQkuKRxqgrXooDgZAGTkojpH",
-	"8W8i3e5Qw+YNaoUlO0fstdVwMm6ZMyhNecVXnauJ83C1RPX+6fvIcfg0FqKvankY26x2Z3STruZ2bAxf",
-	"vuUZRMn/Df+iMf2NNRbDWzLIsr9NpFN+s1Jp+MkXE3AiL/sboWeEuBF/m0hSUG+NunUDYH9jdGRv3Rlu",
-	"rWdoQXZ3ex9BgiSBTQ5GEZAhs41xVs8r4qx8WfL1JUntTlraZCkQnq1KAoEbSMWK3AO82w48LyALmyVs",
-	"y1Wc/WyqylKtIg7pLrjjTetot6DfnsET7IiRpfhtTYm4tLdOpXq6NXFDpthapWkhC92Z+3ToPUyVfeKA",
-	"AjJ3IfwBWoarlsQNWyht2DdnZ1bCrHhmRKX3RcS3v0Jn3LKhW6jJI7ROmFdPE2+CU1Xrihs4k058ix4r",
-	"WwSmEr/K8S3Sa5m9p74OPI8QAV8qOdMuRwjNFQma7gJDIFzJRSNmS8UC3YctELX4gPOanIhOA8d2oRR4",
-	"1+NkekX+1iWF0Z8H+MUI8VrsNwy0V/hJ/GJrq35rfmEH5K36x+AXqyJWyJUfHPURq7K7glQIADIzaLg2",
-	"60A77CjOjgb4bqFOW7Ku5YJX9/Y0Q7pKrp7p4aGSx0rVct936Cv08qEq4dV+CRVTPa3qCkDUdzy7R3y4",
-	"FmySneGws/ZvhDn+4Ko24UxCQ/8cK73Ic2cfQnFS5KTSL6AyeRGWqreftxQbB12yT4XeRQRuCvZ/ih7p",
-	"RBjiThvk5thZjhiJ+HEWNsQi6AdQQjhUhJGGmzZTbssOxiLZUtFhJLsmGA+7zKs11cTbvtE9FEQE8AXG",
-	"b5o9In9a0iD/+txhqxEqcgk+FGLFBhA1zRaC4zHJ1EJoWIn+QK5hNfSOtOkOfId4DW8Hc2Y1Eil8RSbw",
-	"5rkTVomm0BSCqFESO9Q1c4jz/qzH6jw4hrn74oC3rPDiy6504V5vjDEDGPRKLcYhgoyA/XGMM2niYek5",
-	"RoYGFcMH3qJlj7tUGz0Mk4CGsXTCGpZgEOLs1JUcUl0gnPezDi7e2JIhcFJ8NLcwIl9YAaIeoGW8PosW",
-	"FZHDLmLlCyVnLIU/0qCov7NRevAQ4nts0BgpQQhtVvOgy2Izxx0PnN/cBjsjnEfsIF8jjNmVKotsfWAl",
-	"o1+o2LJ33OcYFYxOVAeqpsGvg77NQa4y/VyLrK4Ksx4t8uFoIi9mIHNUtQT0UnZX392VYlXxpcNro3pp",
-	"kB4ALs9TK6AkaL2IAQu4kmZhrg/mm0Nr8L0nzjbyTE+ka9AC/nuGjtgEQRU1VlIF3HeojlHo4q4UCePs",
-	"6s2riZR8IdAOjRbforKfHbELB2IILMsuMxvAuDRkELOUJpkOJ3JalCVBVfIAMaEU/EFoVkvNi/wcn98p",
-	"M8cH9DvmbIuJdPhUg3ShcjFmvDYqTVhKWK5jxssyHcZM2otoKIRtP3Zb4YvIBbsERmGCSrdj8S9C5MZE",
-	"rngFdu0B4YS6GY9gS1Kr+SQsRXk6pcLdvs6F3RtnrwPrv4fJbD5kL3vgtMh0Bi/PvptI95WWN354br82",
-	"DocJqZPgYGg7Gu20T4Jj1g0FSAsbWbmypCgXDCN5pj2gLpEA2P+JWuzql+zi6s3wfCJLpZb28hoHILwu",
-	"/3wFBwV9pvYgeBBbS8muIbu5vGIpeF5T4KMewPucSfDXSOV63ph4WQLGNvYDphwZB16H3nfWA2iNBt3A",
-	"DZB4LXNRBXTpXk5d2RMq0oELA4ENVZtLLvjHYmFH/e0333z9DUg3+PdXMamw8et/+zJq94MQn+35vCK+",
-	"UiCGZSOmIFkSe8vZnbC8XofMymkauGfa8LJEu+/AobvBbZb+z+fp1swOwl3bPTfL8B49N+CW7ck5zjSR",
-	"nueO2daMvDPAseEf3v34esReIX+iepvIlgF7juBL0aqf/s/no6zkde5CaPzfoz9ZPpFMpP3pzyshLXOz",
-	"T1UuPqZYAOOcpf/5AQdgqXfEblw1TPiSHchEAj9Brgn+imcaIaoJQ8/MK7XiKx6g6eFB+SSbFMuJCIDe",
-	"tx0uGIjK0iDFHnA7gCOQHdy5NxRLr95d37Dn1CwdUxwdeQfuATxwGkLuPmtVFPIOWwrNb6lvTjOEd1wM",
-	"VaFxP1HbVhIktoUyG3dspLrUNr7KNoJflc2Lhy6joeXcoSuwE4zIW/Fh17dc2+CLvluT88Kl8joKzSqu",
-	"5yiKAniwm1ZHKlip9GHpH5Ts9bYNEBx2eXg6TAjHsC9o0k7yMni/Qao8NNhIBGW8+iDcgpqoqnuRf1+p",
-	"xb5WAeZqt8HYytoXmSkeCrPeiagcCF2ocmBoVhgSuYkezOX6AAQPO5L3h6psDf7xzjzCliwfBnL1yD68",
-	"hnd3VWjbGchnn1x7zXInukbwKgB55YdSce2QG3Z95md4KW4kxxkmm5wGCbwr7MuftnDMH7q59gXxqKdF",
-	"A3XzLoiLoW+wwbzIcyEDQwkpAWWhzdByqTvI9URzXoTn7mCom+mo7tV4JNHG7J9g646t429r7HaXbmQJ",
-	"HmntdnMMbqynLFmrny9pwerAY328ZaNs56OE3W2vj1U7QHjB1GAqOY2Zx3ojlzrxJiupVlgc0Fegh0Rp",
-	"iLjeWXuS8ss1RZh05FEHCd7906kvWxM4XlY1DqaDurBrWMQibxVdCFUC4lNxA3w3e2nv/NOZTISSvoyT",
-	"k+HAbrMtG94Tjw7Io8eMVH2EsBGBbBO7rxUc9hH2u5n+F7LPMKDjbW+DPBFRriI/OwtZh6rBl/yuKAv3",
-	"+n7FIWywp3bXdpy1l8eaYcXm6p/uiMG1fLa0ipqLRI5lmrHBxeUV893dundvUdAbnjPu4g/T51QIclmb",
-	"FOPdqKxHv1S0jSHH3Ex+HD+qvMtVtlC52DEVogLbQX/vV9AomifX3Dy7emnjkKAeOy1m75qs+m5IrtZF",
-	"C14gLC1D27ZgA0xmBnkWqZMwLsmn8x/2/mrP+GnYbdjtj53VheB6a0Wfgo2TsjniqTk74lkeqWA/Okmg",
-	"N37EURTIHWVGvErW1sAcRpSfYP9cHMcIQW37zAi/uw1QF86O5A1OCAVL9cmcx5gskrkC10lDY2B3Enmy",
-	"nSUB9TS9TavJIGjbsRLG67wwIrc/cZ+KuSGjp3iVta217UJgzzRLw5mmbKCmU1bLUmgd1NHuqFYTL3sS",
-	"1jwBW61k4mOhIUfKm2HPmV4vykLea/JsYDL+iL08O2NpIR94WeS32apJrHWueCXFOb6VrfJbwl9NKZGN",
-	"bPZByZ30eZqw9LkwGfy31hX894Hb/wa+TvJkPM/FA7ywrBS20GtNFmm3Lj4g21WGYunpKS9LtTq1A35M",
-	"zZXQvtbl029KRI5Z2lT8Tq3Un82LEtEPcWznVLvL6So0Yk+uGlN96krqYcJSB7CekqsefDYtI69ThVRt",
-	"ygJqOWGXQ1e1Du5UsMyTjRhLMsrGRdsutbyHKt3HU1e/2feSnp76h0QuvkafVOYWCg46eoBR+dn78sCu",
-	"PLzdvMPrDxWyMAXwoE+cvtYyG/YT8DcMiB+SnTj+4FSngmro2E7YtBAlMBb8h2Xa0S0aNOnhC75mpQJl",
-	"0VJDMZsbOLJjh0vWdtEkDNH7m2qHw41zT4kcbhfveI56rT3437GoWxheJXe5ByjYdnR7PzO6cCHiBIqN",
-	"IoudkjMgpP+EUeKck3HoWMk2rQ9H7Zuzve6vHQe0L5xTJiXq0xx+A3hf8sw4Ddvx9W0K7YVI/83Z2UGg",
-	"/m+0KrkRLccQhHPMCuMrStkzbjlvCjjgLlwqweXAchqhl9tBgz9HfcvOFBWuU6eAwXcIA3mYQI473XQN",
-	"B6Laf1ZlCq+QtgkGRkWUJsPUQihhw14HaHetophAAyDwcZk3gYpY0xKssYDKgFMrEF4BHKuF1oWcnTOX",
-	"BBKumyWMB+wIvHltx5q7z2qJkWLGoTRgsBhWgMEjg98dIeH73D3gdPy22YA0WuQoYS/PXobNHGx9yCkJ",
-	"PtoV4ePb5UE67cgx4/teSe74cMG7PY2PlMhdWc8dZQ3nUFgduYU9s+4adYmz/p6Ba2gKtWUtv2iZ0pqb",
-	"fF9RzUi8Ij6M2iKpaOY4+EDiR8j8WOLZEZ/VW/UJXFLHKhW5072028yFtH4EO1dwaL4QQxeO6GiWrnZZ",
-	"1CesWKQw95exYht10Y+2ct+Di/3YXhPKsuKufGemlms22Nh9ygqFmFAqTOQCYWGVfK5poYfjLShahJBA",
-	"bRlufKyYAomtVFBPb8YuR1ye5moXCIptdL3TOBIUdI0UuvWMp0ck8odHZ1FgsDGsYDwTYlVZAUHGgHk2",
-	"qKY94SRcHzeanTwLyenpLCsgyy/j/GEoytGO3ZdSFqQstImUBcHjBg9dULSrAOLCSDuLhhBYmFq5KnLM",
-	"qBlW6PbAYbQNYO7Cqd6BCLIYsWvEOWoN1snQTXS5w7VqYLhxsFUFpgWriY3DKDQraTuZBaGJ4gWV9pQY",
-	"8abS/nAaYdmZXdH7vuM+Bk1ni944XyHR/LU3DnIHPHUsaAZe3TEuMvB/Il98YHVonANtf/u5yyANtDPU",
-	"iFBRrgQJzpGrIOZI+oT+nKO4YzbdKp/E43GIT75NAU+/CCIU9WVcCESCR/fJ/7sD+jjm6flljgy4reW1",
-	"QEPs0ZiLMh+7n8nCxuVEbgbFJnjqAEDE6o9l2+CjvfvBclyHCwLglVUtMHWLEn0QowMNJQNww0RzUuYE",
-	"fLLHmgCv7ZRP/Oo+nTLbG/VlECVs3e3GMjyNHjdgzZ6Utr4NkPZlLJvzLB79ML8Xul4c11xFEeHvg3z0",
-	"SH4tL8s7nt2/3wFjgygNkOKJDnaK41dVQkZsK/Oih1FBaPUzPfTOyVqLHDKo6uVSVcYh05I91EGZ2tkn",
-	"rFQcRC/b3zBhtYScgFv/xaaht63bN1hhhgmmYdwS2MuAY2f4p8idiAc8xQ7xdqEeRH7resUf0dgKxUQd",
-	"5mqolzoNcgjzvic4Xq+uPrc/EmgHg2Jfq0KLLkyQihsxW8dVtmaeM4VAvbSZYyahwO4trphdK/oBZjtw",
-	"pvDt7Rom7s0pJpS5mWGZZsq/ReU63MjWllOB0Ga2w8TDCRXSkrTfJpDzYVqI0pc0Mj3k/SKrtytZCT1n",
-	"A6kkLpU7cq2JgkTp59n8ZcdwkpxsjeHEauRCz/efT78RydaB2Xk/0IF9+u0QnvwvhcnBiI7I2yAf/dMJ",
-	"+RH4CdPYltIGxiINmBYCOiT25aBoOUEJpAgJkQ4TX5JvK2+cYbHsFJu8ydNzH0Oh4Vd0eVhxiUA4tP0c",
-	"YDCkLmk+9UAgMZNT/yQHj5NwDOSCEMLkIDwSWIeOmCMPVvJY/JFum9cuRI99qDw05hCtwyXD70Tt+LBF",
-	"38dgBc1B+VJYAS7KsVjBdePs2XWg23ECVvyfqioTzmaLdTTNhveJFRFd3eWoPylN+/BU56oberMDLlvJ",
-	"MDpl4GHH4GIeBnP0q0O56QUuwEQ6pypUHvX58ZqvNVvN12MMPoTkeVXFwhQmEuIUnE0ceh2e2ye3BAYJ",
-	"SeA4wDmn2ASRs7Uw7ZRwuH/tugKun2u9n4hgs5qV7/Z9NfS0Wcjm8v3ri5vXr06Sk+ubi/c3b37640ly",
-	"8v7nn37Cf/1y8cb+dvv9u/e3b366+vnmJDm5fPfj1dvX2Oj7izdv4R+XFz9dvn5r/x3b3vDrnwDFeVmJ",
-	"h0LV+voxLs7PElgfzvzpfG9rHb8M5gfrcHRN79qjAUaiC9Cr6J1I0ekDEr6qkD0I1wBK+FtVRDDnmozP",
-	"tk8UQzuXeHsU8GmSEoJ6ErPiIQwftLyKJPN4TCdUR7ncVVAlQ57VAOBgz6itWE2rrkTCAP4hWjVmIgOd",
-	"EfB8rewX5DWPoTZCCiOh0qwY3uUKx2hhhhOpKtc/fNoVYgFWqqZs3tLZXHDteCLTudLmVtXmTn28zfmC",
-	"zyDw0Ud1EMQJfH7YlHVpRX1MJATPbJjksE9GfeLGt6cxHLFfvBrbhDdpCOisTCFnKRjd0kpkSkqrOMlZ",
-	"mgQhjq2YN7hIEANhe4QNzIpDWV0Lg/6djbVdzdeoILpvKjmRFFmbNFF6ULnEHo5pkSEQz5+gLBlBulIl",
-	"lHshlnoiqdpMYGAE+rCyMiwUIEycntqhntqNOeVYWWXJtRa6A/82HPbOPPXmQPePFwCHMB4Nyr1541XX",
-	"OLKphkSZ91TOouMd0CW783KkEDm+0/VC9Cz+glr/g6h4ySSkkij06DWFZxCpKeOlOFW1GS1ycsTb1wk6",
-	"Q602cPxQyBFci6EL+UUECtEkAFIs20RK4AQrScB+KyQiMCVQBOczDV+D+j/2rWEnsLFdgC6DF55yh63v",
-	"gJXdifE/VCIT0pTrWy2E9L9aacc3ncitH2/BKHFLuEOoKVYcreROsAIwcan8KiH3WwzbHTrZayCVQ0lD",
-	"TKwWlhV5tNRSSJE3GFFjgIYO5TfEmDXaYXA55FnLVdp0jp7V4GwMCWkaLTUIPd0ToRoiJu2y+DjLWwp0",
-	"7Ni5Jj7N39U+4OwEqxFZ5gMC/kKZuGzeN+CsrbF85uSXw2ALHlNpgXyRRVmYdRjG9gcIAo0Oyb1yxc38",
-	"kQk7rVSdMNhtg8G1uVmbdW0c4S1O3BBKW5TZIZRBSN8nd0ZDjKED+wsjkJCVrYCnIhJlPAhJPyY+sScg",
-	"tK+XhQ13iv/hcj1d/N9a/C9D/IcFObr4j2UgD80w2wlgFIvH31+GeweC1C+dYftteg5j9SEqP5QMt6n3",
-	"rpuzLOMcBasQYHx5DxRVo5asFA+i7IRhj+EVYi2GxuMTZprUWrDCnLs6Q1hdB3KvxxR2D04X+l1wCTlK",
-	"92Jp2CAIuG+gaVXFTk+t2HrqFk4PEW6Mgv55ubKCtjZ8rUN3CA7zJDmxndMF99APeNyvIK1z4nZip4EF",
-	"oqve8tnsYIx3kO6hghmbirL08QEmLL2g56A2et3DRW59kgIM4WSewq821+Q3ZlQwnNsSxnMEBgXd3RTZ",
-	"vYisDwLd60OAl4zvqr0875b8z7U4B+0NklagnAEr1UxH511XZQcnciGOkP5pqerPtajWCcMvwy/TojSi",
-	"0qyQWVnnogd2Nw0bv5sEE9+3aH0BvLsmwrgbuBXY9XmgBbxxUNVmM8Bz13npyu6kz5Gsr6jKEGnjqONj",
-	"Fr1VvNK3XJtTODWnb15R1iY6jZUUwzE5732AZeEiThPG9USm/4p//T7F4kUjrOKA4gmlBXomoOG7W990",
-	"2iFEea8KqUfsJ2XYMkivuiuglgaqfJv3YFds5mOStbuS7v4Ybgoc4vOm8i0SIeO6Fa36r9jX79NeSXek",
-	"ScW+/UtYJPdNno4bSsL0PsBuxPbPNPtF3F0DLvFEDnA8zqX/1yL/9bl7Uz//a/PRX5+vdDoMi1xxOZGI",
-	"ducqeFACZaVWWlQJoc37j7lYD0348xN5UZu5qoq/IMTpXPAcyubmOYNQ5RffqulUC/P7n1Ln0a2E1XVF",
-	"ztK6KtPRRN6Ari8VS3Et04Sldul0CjYfJL10iyr67LPtpYPttLfUhJzIfX3J7Z1IZXPb9HjWSxS7oaKZ",
-	"G2f7cBDH4gnqqh1Ej9ypR4DytfTVAyrVOP2xP76encOjYB0601z3UE5ranH4XIypglRceJsVkg0WNdjz",
-	"C21IIgQ6q2pCuA8RvrNVDvhf63EEwwAIP4AriGIE9NEFd6/m0fVkWA7eZCYPEIPW/qwjuK+POArHpPkD",
-	"CNgbP7qJOK5tB4v9BKl1c8t+W6HVLsbxsvrs3P6RIfNFZsjAue0dkQTX3b7MF+xyZ9qL7ecKKnbtY/aL",
-	"Qoa/fpU8BqAuziwOujC6Lv+t0Iabd6/enSQnb366vXr/7o/vX19fnyQn71//x5vXvzwuisF/5bcOYWit",
-	"4qHrfkDwwuaEn8hUv7CwBeCsR45ZsNNEi+VRr/sLkn0AJhvDKAdXFzeXP9B1D4oIFQQBwzgcrYgQ0Ne2",
-	"3b6Bu6mD5vpEwghX7AugCZKPj0ANpA5GbltVdkRidiJifCzMZTttLGhlnx5Y5BOVxe2V/sPaYFl1Kt0J",
-	"6tpclCW4TJeVyusMYnPZlFctYPZCmm9fRtOk7Y0cHzj5VPtLpTFlB4EfYE3pW356fmnCT+3aqzeSKpwe",
-	"ovkQFmikqH+hmf1UzgaTCSRwvZbGKvsTS6pnX7NLU5Wnl8NNi8Y333z97YHV5OwYdk0sLvZ540V/ycMR",
-	"9V7pw3e9a1jvlpgPfMByu8ND4MYn49+dJU2tmq/OSITYUarG0aPv4cXLg3r4ddeEfI3cODPc5mt39sQl",
-	"7I5r8e3L1omyT6KxNrEylr8ErlGI8uA5mSx7ntK+LCZi4QH+gG+Q1F5oBywWFAZGlhIPbuviRzgtgJc6",
-	"YDYbtNhwA4hYh73wU9pFntfFX8QjyfNRFHkYEbbcOQH7i8/I6kH+pt5wMUjBrq9fk2eKjHTXr/6N6bqa",
-	"8gzig87RWOdgvFgKt+s4hbyOhKV2UVOsccMrq/HAL+OU/d/X736ym5YX9pN2WQlNccGXS4rOIkzgkaOy",
-	"jjwMfOs1vIRTSXxTV5x6Z1M8nZtNXcT17rbX+NZmY1PVMuP7m9+491wHCwwIGkFpza7GFDV0Yd/ZbJjN",
-	"a3m/p+Glfcc1bArmjygIrPvDV/7d9+7VaDcIDtqnF3zTd1Jy6UWtrtYlly0RM9mqoN6r8nvTuF1OuVcZ",
-	"aNd4qzxFv8IaW83bxRr2dLJduSLpBK8/BIN/qy8ESO8D677VlIxTvaCyNhtvoi/t7iSGRpVsIsn0wb/Z",
-	"bLqJOXAIdMJmX0GqeM88980etrKm96VBRRLJk630xF5plduNKQ+tTyLWZuO2ct0/p2Gzn3ZkUf/gKN9P",
-	"y/HfI1jBNWwZX/ebi1vNek0+bmFJ2nrofs3ZN1OqvM14We670W6UKi95WW5caU37fd+m9pvfrys5yrjM",
-	"RHm794K5qSt5Ce9uXTBBP2WfDsrNpsT3dzd1L7Wa5qIsHkS1u+kr91KrKQYB72r3PbzRahQggOxq+aZ5",
-	"rdUcIUV2tQQu0260jzjqSm4Shm3WQJVSeNauDnzcLFK2Z9YQpruPvCBMt0Vbv3ope/0ToCqhgGv1Bin6",
-	"YC9HbqFfk4OzrQ5qGLutejZtcePebSLXQM+2ETmjZ8tQJtjXZItV9mmwQQaHmZl7tto4Jn3ebx2QPg02",
-	"2E2fJiG76PWJNjPs02SLr+xrtK2P9GwRKCJ7Bxa7nfo2OohethSMfQ1inGn/Km/cF/33cuNm7NMwznh7",
-	"nuYNkbRnq22Zqy/baelIPRuFEnxv1hjIp3tpokvxPaRhqOv2HGRMq+jLhCO63b6mMaNGzzahEaVnkw3j",
-	"R89WoaFnX5OY0r6/zbaVYO+Sb+kJ6A1r42F3mWYppcXnrGC0A4aHUg2sgZ6ryggp8mGCgX8BxoGLWrwt",
-	"5FRRAa2U3H2Jq/cBhRMHWhjGzUSC/gKZcRQFkZLrMIxiTIcjdkFlFHGMYGjJEOl+In0etRS+1MqcmwYB",
-	"mHGGmTCs4vJe5GxezOZ2GDAYK5i4eUDVCoIzauMg4I9BYSLbNu6KJ2Yf86xJQybOI0E2Hi2EsCXqxzx1",
-	"91S2eLuqscr4kZEol7uQYiq+cn4w/Ms7NSjgAPN3/b4JCCY+sVO8XVZqVgmt0UJKalhyQsrRh+SQuscH",
-	"B0ruC4WEbLdwH6KWciKuo4PLtclyH611lNC26jm7EzMuqbBHiLgGfpYQoQ0CmO1aDX2KsEda619V+8iU",
-	"GwND+kIoztDe96mwFrx7MJV9COisdQU/LogipNjfOIJiywT19DCKmGT/97NOxws38RCCh4V3YlYCzRk8",
-	"t1rypZ6rWHjmuUvZCPLPDi3fQv6r/jEHDlYido8hJ2hk7/69bgn60f5LLvv3WHL5Whqs/bjZ0+50eMdM",
-	"DgjEcDJQDAnOQb3166muesOoA7OLVYls8N/89oaziu5UlIrtYLbpt60Od9TRJQuW3gmD9wiBzhuFd97M",
-	"JL+vuGZUF8Ll4ZAA7wRuEn4D0A6XS0tAQA1UK3Qx5w+Cjlq/8QqZHzZBAKjoQyav4cWNYJHukrP2LQAl",
-	"omwnwLRAH/+oMwbluphR0Fy3INIFR4JAN7dUXzFpfTHxuda3JZRNJKwS0qjsb7G1cbKN49xUYvAkafQV",
-	"R3hRYWPpaxH2w5pESfEPpcruDxfcG9jIzQhSQuo0St2TzlkK7fE/PaRngaUnAScPkqpdtbYWQG3drtP2",
-	"zAPuxmN7Do7yC8Ka3bKTpwPAKgjyIpT2Gm+Rl/y6ZLDwI2r5vht68BBIke0y2664C9BPvyQW5H4bpr9j",
-	"5w2BQs611dGNYrhumC1ISDzg7IGMKkDKgcxWrkNTBMIO6XMW4tdTrmMS1oOdTi3XtGd/IumQgDrQghpq",
-	"ycRdps/HyXsdq/kbi35RL+nTxb/QA3BU3XX77o1TlWUDSE5wATUlkgc8LIlAaiy8mFdquewsYnzwPVZ1",
-	"XAtWcs0rvpJj5odC1zWghSP6Ar4lVgBRgVBQDp7Ns7oW5rbvtoO7EAs7jO8ckqCx7fR54jkpv7QTUh7t",
-	"aLjL4phH42AC/Uw00fY1Pp4mWmv2JdCEv/GPQhPeL/epSsJQ2T1iNVvMBG36bbVgIulOCBUJsM6HFyiE",
-	"dwO2n1FMigK+iPmFEylVBYw10EpGLNBhmKzLkmWqqgBDgksmeFUWorLfzlSVj6E8N+D8QJ0EPVcrsY2T",
-	"N+d5+IlIeZkNxSl6RuxgEIOxZbru2Nawx+4DsOFwffQBaBPIF3AAmvCkoxyA107v27RW52KX5aYHuBBC",
-	"U7v3u76PEQ7HNbR3DP1gVr3YgWXaxcajfDrZvxofWuvxRKINFvULoNhOM/wjyDWIVvkUNBPJ3xKlFlab",
-	"QVsM6bxe68GUc8CaaPCXxy29GCwrgfEjtDacswjcMUK4ms1a1qwHqLGSLC/0PRtgnnohDc8MQ5YeFu3A",
-	"9+F+8fzknKULhzlMGPi8gWbewF50H3SFRCrBAF1t2KiNzzQhGacs41VVUMl0wOgAlGoo6E6JDFGbG5ez",
-	"spCzm6hhtL2BHQ7XTq9UzzTYlvsQOvvQw7N6uPHtMFNaq0L5XosWrHPbKvYoy9subiiVKbIu9MO1NmLh",
-	"dpoNWkkvCatU6d5J2J9qbVqWKOA4QwfIVJZ6wxIF6Nhey7TEGhgkNjGRpWiZZgccW2lTlKXTCfHsgfyW",
-	"M1qutna6X9fcYXIMK3L5owUxGVsY4WNWS5AXga8suTZsC5HbB3wAg7AKxFLkrJY5lPsYRskhGEFJeBXs",
-	"rjZMKlYqOYN6ntWDaCFPn2+dWEDigDEjErsVOLto7NG3ZuXwardZQfcNuhXQ+OhrdPOy+QLu0t32zEdc",
-	"qBj1euxAh/0+mPAG7Vvd8LpeLDigcsZwNe036eIZE/YZNmMa2zk4Up4Txqi9uwlF3SOzNF15vBi4sZw5",
-	"11k+sbDm6NO4B6K+wz/3qDHecUV9aG32E09FQDFfwIEgp8BRzgKFYXyCkpJYq6DLckrGgVBKIohIas4G",
-	"VPqA+Xp9Q1cksAEhIp5ueXxgVIjbVZ9Ks09FbdhDqEcIiNnYzy+AVI8XDhMJ8j6u/Yqbtv6Bqgelsjl/",
-	"oM8GYrqQmUD30GY942c6LAA4aPHlSixVZSVb39NELnllonWKfcZRT7R+WpdtuwT93k188fj5R1NhdKe+",
-	"AHLcTuZ6MmH+7BSEDnqiWkSgXHINhW7Z4OLyioGflYKZzxmnSvNNm4nMC6yYpPnaauMo2A/HWPtGJ2HJ",
-	"V7YqZK5WbJDSDz9rKGykpsz9cl38RaTUduhR5jIQohHWhl0EWnahbf/k+3ymIUpam83v2W4yVMIkloTF",
-	"D4D8AdrIRNKRwA7d8+b77f6Qj9PH8LBM5IC3Vgsc7wij17YMGGV4mcCaNXbo+MkCm/R7wfMbGE+LpXeD",
-	"hWCzX6rCiMPaNVtwWIufNV6gvVog1M3uMAuM9yrksjYHzQBxJg5qArtxQItfu07XUbDF2vuPlNW7cAqR",
-	"WO/3DYVzHR5CQQNrPhnn2dsZWY/i1VvL+9vy6Haa7JNZ8y/ibq7UcQCSW+sR0e3yQts557tKpGOIiHuT",
-	"MNKxPJ2D5nTPCiy2NDm5W7vKVZOTYXfYaf+wR1oUIJobyibeVLzcoLangVZ2xo0Ri6WBMCnOKrVyRmKM",
-	"qqWJopW1kDM2OGsMvFihDztgus4yIfK2tSngIR02TtvHqx5etmhD7/6JVHP9aC5wZJ0xjxy2zE6K5qqZ",
-	"qQq7Jqgc941W1CKronUPZLl20ibq3cwohijHK9w7PeoVO+aLgTiqimo1j4DlplILPczIVBwBKfQxuNxE",
-	"rY+C5t44snvx/o9wkBb84xts+xUi2bm/YsaN+P6nq7kW2W3qJSRESLMH7MVLSwrfvmQVl7laIITaOVvw",
-	"XODxQglx1Ke4QbRcxtyYpWU79r96s5eXv9vHj1u7vWM36eSuI+VND6BCYiHbs/iK6hm4DEPHa0IWFec2",
-	"9uKynfzYV8QRnawEvtJVn5WgpUs1a3ClWwx0EDg76NCPrES84wa4obu0Iy+vx2TIyt01aBrHaZFTFYZx",
-	"YylUklCig7VWcnutAyDO+3g0O2YSdQPy0Sj6ZCoBB2reDycYrllDSTAqqOTeIoUelByHmXQXoDiYqfgT",
-	"si8/IfjEjmG+Dglkg93E0NHShKURuLP0nKWgRoOzL3XOpIn0AUoJ1YSErFvuAiNLkY8RF2+kapOphUiH",
-	"5xOZblr3bf/Oggel/G6DGrwphg1RMXesWjCRRlEZV1fXHKpgnrM0PDUpG1gZFJJ3JjJt36WunIk26WZi",
-	"bgw3Lo4DR1gxsC4xjJsG1WlrXtFLmfYtTlZu5IcS1V5i8h3vIKXHVaZDSWSL+ExVCyakFU404430SwNB",
-	"kSrBpCtfcZ48fucMPuUa6XZWVsBRvmwxgO7hHjft9o5Ei3SOd0XmNaaSprg0Oj7t2WqMmwOIcUjYrDDJ",
-	"RHpM24QR/KMeMqlWCfqLKMOeTh+e0DFLK8HzNVaCmkgqxVwYLcop1QBqqrI2LldfY0rkVDTaJ+4Ok7Am",
-	"9SAo8FxQRVorlEPBgaZSNTNqIjtmjg5nqCdi6YwBAkG5tt8Ja1pTdfA5WZww5KCWEBuDvmilmCpzrANe",
-	"PQjGm5UcT2TqC5insVLXmq/Zar6OWqlapc8Prz29nUEMe+JQoTGdJJjqfo2bevywixovG6P1YSZ2b1GP",
-	"GNGd9ojWxM2ghxHD4lYUegMhI67cvBFlCVUHm96SifRDCOIN0CiaAumnVEmNKlp0bk73xnRuG/TfPzEK",
-	"F+f7ooxq6lYSu5gaER+IffoHiCzpfPyj6qgYurHzOOqwzU4iwHzQratrEQ34+VkWH9kCgi00KzUE3kKU",
-	"7+C0Wp1Wp/b/45LvQuXFtDhMe5V8IXaWF20P7r0oMSaYshobRuLrUbPB5GQ0OQG2hhwuPlrd3/y7aRmz",
-	"yw+afGVP73pRFtKKqsAc9x9bKugJM0+c2QxGk+CWtFZy58YCIW7t610heaz46gX76ee3oKc6k4adyDNN",
-	"mtnvzs7OUIuNX90BfkQksjVTOeEoe/uhmZ7+7iQ5QZU5KlmVdMvGCwC40nE9scMfQ34N4nePD3RWvHWk",
-	"FFHT5qr0y2xf6zmXANA51q3tkM0Uhk4FVRwry55iuxcnQSI6j0xO25E4Cgr2tdn+1kKHI91JqVZ4JvrY",
-	"TF8xh+lkbaYWy07t2qY9i9pwECzov1CVlYcNhURwrPdU4kSIOHX/xXYT3b1kaIuqq8Ksr+2M6UQLXonq",
-	"osaJwVLAF+HnZgRzY5Ynv/4KLqWpikj4FFVopSfNcGdPySWKjJQs33opOKboQoV3donJaVeVMipT5UQO",
-	"Li6v8IbG0F5NFgeQB9DjsIayodWaVao2AgL80udzwUszTxkoXhOZtupJjtkfYELk1QDfJBXxQgkTJw6I",
-	"EFyL00JqIXVh7wMs3GlWql3gUjNeasUMv7dyIIiUp1ZFz1n6r1ht8/dpWxFFfeM5PtTpcMTAQK0nkleC",
-	"vf/+kn338pt/YctK3ZVi8c9/0kq6ojcUf73g2byQgqWZFTJH7J2zxsA6jBmfyPQHZfVgNNzgilO2Kmel",
-	"UkvIiEZIey7ZmytWFkZUvLTyraVBtE45Of6ZZunpKS9LtRI5xGfqlM2E0ezl2dcshfhuqcwtvZFauf5O",
-	"5WtCxEpPT+1fp2WxKIxr+NXXLF3ydal4fmuUui15NRNpwnKRlbxCkwJAv4NXGeD1JxI6XWAALRMfeWbK",
-	"NYzXPmYPvKwFG5iKDPaAzI+1EBe8tDxR5Ld2PcEcQUNEP4wStDpQ3wzWu5DMDdzydlX7oZ/9biJTMhHc",
-	"umeU7Isx11SHwCksF1dvTpKTB1GhU/HkbPTV6Awuh6WQfFmcjE++Hp2NvqZa3HAgn8OpgX/O8P6wPA2o",
-	"+E1+Mj6x7O5iRob2SuilkhqP8ouzsw0wJr5clgVCFD3/E7mrkNvt44XwBTBLwKFvH/arSlFsPJBnoJXC",
-	"ubUULHKW8SX+Wthr/9fk5OXZV12f9fN4foXkjwo91S/p3cayOIqjHJ8gf1m6sQ7u6qI0p4W0yq2cFrO6",
-	"ErklO4NaqJLs6uLmB5To+EyDZwXX+YPt+HljL5jF7PlbpQTbmQFkFvonNPdzfT/6p7BY30Ra7q/ZVNmj",
-	"hFEWB5nsEmdno0gs1EG5U7GEzNkgbWcZQnncJoml6cJb8/wbofHORaxDqsid+khj1hM5yFWmaZ1Gi5zh",
-	"lKzaBWWCrJyCvJOU4DZhI/QgVk5+7TxJvnKu7gwEaF55folgLV0gh8Gbb7lGiMc3r/q8fgP1f3u8+D2s",
-	"RSTuDNx9zlE+JSgKru+f+WBGuPAL+y7ULXdy/LipV9Yc3d31oftMCMua//phLw8x4qPBPT3F3evPRMKi",
-	"LBE2ciFZeKOeI6VgkZZCM86C9sRAzg5iIIcynJcvvvucDOpaVA+iOr22S/DaUwZRQwLUkaDYA1zVH3oy",
-	"pGjGs0ppzRoLWci7nHsu4F1O9gBRmaKINtz+9vIFicwjYFKZbsPaElWK8Hyu2reusznkik0klfx+pl2S",
-	"bRrUeE8phwrrkRea3WHil4LbHHsb2zu6Ub8HQS3zocsJIU5rGw2kCsudJxOJ9S54Wa59JfBh0mSiuKrc",
-	"WLR7xN4tKWLBaYUTCRXF2aDasAngKg/tRCH04RxMUAGbp3lhqXsnBramDMX8SRSmtbO7C36L8NeJrKUp",
-	"SpaKj8uiEvrCpGyQntIZPMXeTo0pU4iWFmHNfm6g5PtCJBOp1e4S+4iZulHVf6Wqe4bfL8xE0hDO/X4z",
-	"XoKFEWbjBMysNvbL8PJ6xC5Id+QmmciZXRSq3QjL4BMQIEqEIixyqIlPZdrZgLP0X/GP36cTSXaFn9+/",
-	"ZSsw+q0KiWirm6P3Tko/zeGIXRi2ADvz5hrq0wX/mNK4NKT+qNqAzRoiWl6++M7ei0rdLrhc31K1jUCK",
-	"R5NkUxw/DSmh2e7GvB4W3fc19Ae+Vn7rcVAmfyJRqtcME+KHCSVDmVZ18HP28uxlMx6Qz8H+mk4k2uPd",
-	"o1AwaSThOX8QECGKO40qFvrhLE++4znNbSJhE1+efTVmaWtZbqkCecoGZD9Hm374CtIUCh3tJ6tKyRmt",
-	"s6UC9Ay48Vg9Bf7G06uH2x0U8rbWgvyI1MzeJwHNAuKAZ0ITqYuZFLlTt+7FmuWiAm0OfFKBDwJUx4Rp",
-	"ZY++qg2mmYW+D1K6dA3hXWMyonCXcGdnBNKmm5hUOehdfCKzstZGVEPoGygnmMI2P+Bl6Tcf2MhEts+6",
-	"PwDOonPuTqGdBavEg7pHj1pEHsNYHJTKSFxA64PQ5g8qXx9N1wg/4bEK26YOU9Xi1y1R5atPMoSYqNIw",
-	"8M8jiJy9/JIFl4uWvYOOEZA9Eq2PCHGkG7oN0bKEFNgtr5DbplvdeifRgra2ghE67UCmpkNouQ6lypUq",
-	"4yW+QbE3uTAIVVLZMwVhLRm4nOdcszshJETvJ0FR9EoslBG+EwrInxazEXtr5YMpt3fpgDT9xIv0CSWx",
-	"DwEUvWEmc0pkEuUUXV6FQyMlnygob5VgpZgCmwnfkgqqFQYWN1bqlC2rAsU2ug2s9jXaOtVWp3/tV/cT",
-	"WhDcR35QutOQcENLoRN2twaz1G9hKHgdOoo12gORaDyhzFVQsL8xHzi6UFLoIaLINSSoBV4MixaV+6VH",
-	"QkerZaex54/C/IBvfMKdoi907E/je6+Xo8evNlmeT8b/+SFce3t6pNCaDL48L+xf4Yph+jwtFxgcOnkC",
-	"GIXBj4vcaMULMKnY23cpKm1PZuGEQyf40HU9kQ5nCIsFMmmbUQWPMXSAAmGgh7mAbTkITDLp2IXzFsZV",
-	"JAD7b1iQ4Hnz/vO/Ujdv8l/TcwxioHhG7GZVWD6CaTfkPyDFjyQKPUxYoDBNJGXVoAed+MaGJ50N0uCv",
-	"W/tqOvb5wRO5a+zuLdTGKBBskOI/sCsrlaH9yS3zaq50g68kcs2C2Cg2SLfjwJKJBHsSGuFGi9wKbXYu",
-	"YsFKwV0WP9qgYJoA6lEE+z6R9jgqKVzSNEJP4cKiqZnk0MSLY7BqzgzuRn8nZrVMwjwvtLIlLRmaKCcg",
-	"nNFEen2GsphaNsJnmi2VhvAq5B1LPhNtXGoUs8dkZWPpH197X0LqYKp32gsnMm4wZG17YZcxMDT9JU3c",
-	"3kZpy/ARLkOKFJBuFhZ1kTCIHwx1nJttxNj6iDBqb5A3cPi3bIIxkxl4HFoWM8+1vgnLab/YX4Y4/gG7",
-	"T5Dy1GWW++arF9t2uQ+fkIvD6nRdtBdIWB7h5059/CyC7BNv5l/iXNzxP6v/NJKWFCt7uIF3Jna+heQO",
-	"iZnuErw+8CpZCFMVmd519f5Ir/SzkS5LXmzs1+b+b+0LfcHeSleVWliRrtYMEiXRlc/ORmejl7+FVLQ5",
-	"HvHRcyonRjsfYaZqyyTwEp/xeia6b3DyfI3WfFHuWvt3SyHRfXbAiXGdHrADVsShb7FcZfXCcvdA37f3",
-	"JniOgNf+FhtxM8f7wFQ8M53rihF/XZLRi7MzVHKA25/WSzQNZEVZIOAi3ZN2B8lSqq2YxEswT1iVbiKv",
-	"lDazSlz/+1uGnh6d8VKcqtrYyznxQO+gouSCACG9ccTwO67FmPJ+rdIiuLZvSbHipR3BWtWA0QMRESCF",
-	"wxs3N29H7JuzrycylcrcUrypjxcF0xkvucwA3kfmunXZG+Wu9om0wxqOgmABSNdubK8E95hZgRQF3shV",
-	"9Edh3lN45W8kksPqUjwvTRM9rN+cff0ZKLNDlG/ijx0BbAyRSbViA2TkALzpdm3YSdVBPm7cYRGWJ6BY",
-	"KALxBghw+7FQzvQWZ1D7CzORJP4EptSmJ1cWzCl8eFQGrZesgBcmLxSSRDQUW1OwjVoJacycOSvFAOeZ",
-	"GONxBGnZqfMo0YMB0J7XhapEQvjkjSwN9u8Boc1BoHYykUI+FJWSC4Qwz5ugozFLCQKl+IuwH+e1mdsB",
-	"Z9wINMCSeC/FKk2YVK6AWeLwygrDMJfP8nhUsUbszTQEMUCkMa7vdRLmNBaapS/PviOwLvtlX6A+RUYD",
-	"UrtRLFdWkbIqd1GmDXCBwyWAUf8ozFzlVtoEXyHZa9N5IU1KFlCK5AUhGtMPwUPk3WpSkWdNKvBzmEqI",
-	"4TkrplQToDI6aYWSBz2N2AWawpFf2R3D9UHEWM5mtdDaKoAOSx7VnpAEAU9QCwOBx8AyEzCWOQBCogM0",
-	"/FsNBEKlF5bLlWpWSEzFdTb8YeLcL5QqE4A7gJF5IslG0cZbtI1gzBAt7ZKU4dGco9lZrSDjJyR9MIg1",
-	"ZDbcYTamg/uJLMZhvePPbiumqUWYM5X/PW9XO3FB+CPWZhUNEKXbdLBaOvEq4ENNq4SJke1oi6cwbjxX",
-	"wdObNqnYTVfA/AiTqWGRlsDGG1HPraqNK3u2F2BpLO5FuQatvzE1rvj6M9nFv/60dvSzw+zove7bC3PJ",
-	"lzyzN+YRYgbAhRSYVYADSiI22mdkEZa5QTScuwdat6xwRYrCexbsO5TRKDD7a+NwW9U+PNufSP7ZccYA",
-	"ogINLR4F7DO4WJ64b7BwbdRJbdQSOS1s3oi9ycViqYzLpN3eqaRTW/rtt+S/0F68k6IFIBdb6MPizt68",
-	"gkiqJTdZJOXgWpgtACMoQjswTWkR/GVVSI1BDYHo0whokbq4GD3iWlgVzvB7IRtXE/DxiSSJzkEdg6SO",
-	"7iRnmGODeZHnrikKsW5N0omkurjNpYH2Ydf69/bahaBmK5hhhBL07oK81LQtVfmwnhHMg4C6WjZGbzIc",
-	"njPOpoUo84n0HrFCo3fMBeOMGATws8YQ20SeKxUTVTDH9bOIKpRO20tU+dxnllbQameF/iL920888O+F",
-	"BPACb5dvheT2uxWfY1AsaKKP4g1R9fXfm7pBGHpEFYPYgI5bei/EEt7aVIlAsgTNy6tvOMQ0aVRHCj75",
-	"5uyMLbTVcTyctEvxGTS6yoKv2aLQ4L9HXwv+DqYRqxVYNWOj9tFXZ0zjR/B0U+EjkHphJuPmXTDNpGFw",
-	"MbqISMbEyTSQn9RVVUtNpYAroed0WcYUD3i/Oc0b27QhqWPnZPppVwfDIf853Bpt+Jp+SSjDraiYqnJR",
-	"JX5bpPiIJcRpyJTk6ieMq2AXEhcR0O5EZXVEEgbQAgd6s1tv5OZYyM7DqcJ14gbE7sS8AO8gRdBmXLI7",
-	"wXz5JuLUr16/fX3zesOXB9N7/leHAPxrOuyKQvaEGHerEB7AVsLSp3R5uOJn2o4gwuN+cSD/zRYMnHkA",
-	"/aJ5KYafRWQ5VLN4qrgZr3uHBw4JbNuf3TqcvdkiAQXszFe5dC99SmLAb+wKNXFj/a8gpN605EU38oSp",
-	"Mg+8XHCy52qFBx/YSrhxzkr0BJE2em29twzOBXUFAaUgXNLPAD15jpYkwJRkA21yaCDzidQmF1XFjJqB",
-	"LDps0uo0c7iCKU17hB2kDdBgyzvv80o8NqmQFEpM7bFcQdpEHTeVWycS8vjuxdI0ttsohWPCHW+CggCC",
-	"YqGMmEiK52ouK3JQOi+Si/2Eq8Jb+Ay4R+olQ8SMiaSFgjtwxaucQq434TMagqA7tYSkv2LamJFdaAjG",
-	"nlO/mFApch93LyCtwHc2+Opb9mPxh4m8WzMi36HLPWjk9hffwFsQslqWFAtHaCFjrOXAJxI88Iw3e+BT",
-	"U1MXG4jmL1d1hQq5wEWY4P66cdGqNtizfvugeI1YmhEmJPqgZ4cwk06kM6sStAkGeE+n5+zl2XcsbYCC",
-	"K6WMV0ICHIoYDoC9UyqxLHlmr9+13SRM1bf7tZEJ30yj0JiTCLHRwOJuKdgiJs68ryWxtE+kmVDv72vZ",
-	"Ty15cewvx9g0wZqfu3CXttrsirMj/gKR9X9Ly+OhEb+fxzPYaFy1BIgf4it6zk6zoYOGiJ0o5IDeSdFx",
-	"iUWkDzktZs//ihk/b9B4efhF54J8QvyM8Ynr9GTzbHSE/Hz14ncQTOT/jgYALevIhXphzxIEHa7staKN",
-	"qkQOtnaWXv28eSMtMP37QjIcYli82GGJcylVDWHN4IA7c0hGt7hkt9gSMrYxfRr6oP58MgiUOGaDBrYQ",
-	"kjMgm3OI3VKqh+sW+orys2tvpbyEV9/h3D8Vb2s+gcg6n9v0En67W0MBqXSuikx4LTKofwZvkXoNsGdf",
-	"YurBwS6TF583x9IEuAZhPfdpMfMrDDj97ohpYdqHZEhON8ug7NEr++tGgO2+K8ypORLw5qe3BbovdapI",
-	"VOj+y9eQfvGioxNNQVLWQaanr8axLLls4vcRiNWnXFCgLTQ7pkMgSg9Qdea4RsSLpuZTuW6cvu3Jg7Rt",
-	"9ftLF72dMG7UosggT9bO3TkJErKXJGhHp9B8XS/EiL0XcDfpwA6JjmKMn8BYhIkko8OIXeS5/QkNXYTL",
-	"OmZctmLRXa1yNGhiEPA5BFFsVlxBIA7eLhZMzSVfYOS/3WFzqqZTZpQqmZ2gHk3kLxQs4mxddgFYJQyk",
-	"96CZzzu0eZYJ/9GosZFW8dM6D9xXgqy4TyuX4+cuaPbRSGJ69iVfRh2LESLrHL4or0RWFjK+KO7ZOaBh",
-	"aiV9cAcioqTuLPosABdaZs/m6DH34ucPPbj0dejCIrFWTOUu2WTAMcsajN/DvtfkHmCV91bRXjdWITIC",
-	"BY4C5OcD9FtuJoNXE9mkkQ8TihBNQX1f3zowlBRMDtJbocriwX1pxF7hlwkASkPG/5qlRT7eXyUjPcfY",
-	"XVUisoVmg7QSei2zJg4uAVihzfG4rOaSz2YAu2IpaS54Ze4EN6BcBaORSgpicmiUo1UBloZqM4UWcpeH",
-	"OSvQMkyyUalm3bAsxOf+HnBZ/h6RUV4go+x28VpJB53izoZWKoiRnNb2+g8KJWujli1o3X9kPHdBtQQm",
-	"2QQlJGBQwIfcAYymOB9HnJyq6v7YoiSgA/j40WkjEWHMrJLNL85Wk1CQa1O4GNLurJC2XHusIyXFM7B1",
-	"Qzx+zgqZlTU4oFJubupKpmxAbnBWiVUhAfRd3aPrM0yFdjEsSm8DK2IUv4e8gvBuI2Bz0KRCCXMh5rAe",
-	"29tMETLCrDA+LHgzDRAQFSALBsBgMZUczeQAEA3dpNkKRUvbm6qYWCzNeiKbKDywyNu987HqgxT+S7Bq",
-	"IJlSv7h2/vNDilfX3hvuQzhkjrIxJigvCyu7NpWksZym04smshXcGSnAOWJvuaFkSCB1yo11n4PYYbtB",
-	"dYYOFUiwgKjRUugR+55iDxGJxooG20EECRUPmMhKrFQtcwhlpjBmNnh59l00vth2/WmlbvuFnRL3V58r",
-	"QMdSyX9Lq8/nl27/UHFJtOzPlCfegD8cGDU05zJX0+nR2bSlDCfJNdwpTPxGMKk5rwj0P0CxlspyAKjF",
-	"UAnPG4djimJZBT36UKO7qhBTsDFkTfnoiQx4zKDRtqkqdfEXe8q1EAzSxZCtjxb5kNLMvI+t0SA20tTB",
-	"FNGUrS4sr4SM9P/zv/53k4fuHcLh5dWuONyqyjocsffEZjBnjba5qqWeSAVJKxRbMwAvIY4cUttvybSR",
-	"RpnTD7jdn5Y/0Ud+K6ic3SyrdUb+LjjXb6pnb8T5I0QBHMrEu9OsMHZokP9zuvNHdvO7E3Fff7Tn5Qd8",
-	"9zDr9MdTmW9T1t583HcO1BdhqyH0oCyk+K8Ss5Mp+SAqTflSGudiJ6DZoNaiuiUjaEIZcf5Pyz1vLfek",
-	"f1bgNBp+UoO0K9PwuKsp5sj8xUXYUP0mF3w2F1j4AaRZjDUepBy9nmPmYsehtb2dtluTlwwDSysAHPHN",
-	"IfaQDCSz4gGRJQKfqHOgaQzRxFAciN6BvlAibz4AsUDNFReK2JWgj1KfDh0K+oELTbSC9+nC0RPpzq5d",
-	"hRG7wNVo3tvrtgWfL6BXt4PbMbvS5Qc4X3l63iQFgSDgAPxgRvDt9JuzF0SDWE5lt9P2Rywf8SnuM9v1",
-	"P5y0/42dtJdztZEd9Qw9rduOWfvrkPGFCphK6Ixy5yfvew/GgZiOGUbie+0bR/Ltyz5hJKQYtM/rBcT2",
-	"Xvk5faIT23zgvViW6899bMPPBzLw9ql1YEcOguDv4nA+FbwRw7/d9fBMRxDNeh8eMCAdWbm98WkO9hK0",
-	"DICIht2VKrvXEPiUFgs+IzCDvFApWtruRJ4DfLPdeICbxjbetYz5Hqq5HNGMGOIjMM2LHKAhDL8XmJMx",
-	"IKfxZVDSANJs2lgP29cDGiBrPRwHeCWmNUEICcU/b2mit7XU9dIKDhDBOkhhEjfrpUgBJBEZHvyIQk+A",
-	"eYDS0YjdWEkHIq39YtyWhbynFdFspuxCUDXXrpyaKxjXp1Vn8RsHabMvjvzxPg5vNnDiqKrIOgB2hKXg",
-	"ULXH5TG9ybfDCSCK4B/a8OM8L0GO2LmPsadAycZQQ0lQmxkvfTkZxrccmZNdKun8/B4DByxymCUWah/I",
-	"je6UMhqyksbBmbYqiDQOgx4j0FxYP8DKFlSMiDeZE84Eg/PKyQ/eBd5H9Zt3IbV4W52H19Fb6DogrZ1+",
-	"/eLs7Oy8Zb24F4JS3Qt42awRHFAbvtaN5+zcsUZLB1Q9pBMChkKWHPoLuEiHSajWgJ7nQuw9EKb9Wzfc",
-	"OBp6D4v2+XLqr7HaZocQ402wRNe0tNAmiIJw5PQP8//jUoRRhW/rIOSeozoWeJYSwK4C55V3wvnK1Gzb",
-	"lYbeSl4YX1AB3Vw8X/dnTqtC5kdmTt+DC9DVWHMlGzVhTa3BNTDgTPOpMOuwqCqIIDm7W2PGLw7umT3a",
-	"QwqiqcIgQYHn3IA3NTUKfL3Iv0qOecNNii2ZNBuvQsIWvLoXEEIFTsI0BNdxHgA9keR0xw2hKNYm38vd",
-	"x9zAvKQyWy4AqjiLuUZ9XQBgsZrINK/W72uJGAiec1OZlnEIh4VMDUB/AMWLQKvSWovq0iUfNTIebokr",
-	"nKtqo4vc9rUOfDzAlXF4hAymHkS1qgojRuxnmasQyff//K//TeT0vJa5imcewfPOROpYcjDO/xGZwccX",
-	"J3H0B4mTZ0f/+M6M5ObU+J0dqCrBJPe8WlsaTGgr8YXhP6xKj7DG83uxhWlljxMm0yvPndSUHIDgUoGs",
-	"vsM4MxylI7PnVqA1+Ec9o91iyWxAYgCHoIuwjiPOGGq4a5yxHauDCLD/lpioWFd0VdXSclwdsE2rCyMX",
-	"bphmiylKZVXWXEEZ9aGXFSuB8eBS4G0Z1PRGcd7VAo9is8hc4Wk6+RLOK64antbRPw4XbM9W8IEnUsgY",
-	"s0vWOwa4KWG/J1OGZOXfWijH8f4XSZMhWNZtydYKO0kLEgpijNUK65oBjyAN8pP6IX129k4UiRv/1ifc",
-	"ffeRXTgSfrhtOIbRl5hY/JkTf9uwFRDJwzMsoecz8Pvl+ibHtinruSgJTojwdN0InmnMTxoQesIzBzff",
-	"QC94N3Di6/c8C6wIgH6NJ0hViNsT+sA1QkdM5DZ2hCsF1NQS2wSNOI8P5JkOllQQ8IYDl+jEQ4DLGRU3",
-	"DwhLMM0SLd0eiNj+yk5PXR+/Ry+7u8rD0TvIj7R5m0GxZfbyxXfBKAAT4hZhwfN0IgEr4qtvg3kAcKWz",
-	"UkWkgndLId0J/UTmaNe9/dSnDv/0U9nDaP4BcfDlcTqPxApsBXS3q5v/ZwfGQfJYkAN/PJ7/takyuR+m",
-	"tXVOPvFtuY+ACWKQAIo+g9D0mYnhNbkeghKfSBeD6zd//OHnK6tu2q13xQVmlaqXZC27fvPHf3vz9i1q",
-	"X1NVzYSBOJKj3Yo9cp4cWe2Wzlr09xwAnv5/9q6tqY2jaf+VKW4sVS1C8GE7EVfETmJX5eACXL74NuUd",
-	"tCNpXlYzys4IUFJ+f/tb091zWEkL2EYCEt/ZYg+9c+jTdD/PFxdKfI5EbdUOH2ppxZbMwVv42julk9a0",
-	"YjlJbahLc4ri33MceI/O5WImkIwGCvLTDYfdOJE3FxBMIjcq4DE5n879o/t1incPYYfamSkRbMsXEs5c",
-	"7NWQEgLlffar/KGbMV6WtTAGcaScdLnSo5ERFlMj+A2gSoipYsA4UXQTyR0cx13xBZwpIFNLAP8thCoL",
-	"p3nhnWNtsXgC31AwpVmlgXJlIiqsnaTktDS56sS89TMTb0pwuwJjQnd9HpmXye68QxoZX7E+jdzPdpAS",
-	"Cem5XhzuJMxd/fXMXUtkS7KqpBFDDRQxGg9l3KIgeLTVvBVbCBubmg/6Wb/fbwXIdI9rFT1lHGtwjq2T",
-	"/I8tWGxcpW12e6vIWo8+oE2sOi0VOm0CtYKLNoPlJNWYehwL99+CTTGUNHoqHr9Fr4WRf4kHNeknIMKW",
-	"bPqp+9otnxA9spDvUe+9U2FXvGr5l/hK833VDjXxfjauORQUa8YTbwLpzsLUABUpZrrqy0A6xsE1ccaX",
-	"TwUr/s5Bsec7g3zH2W+d72Q5Wbh8Z/DbJw85Ab39MymGcGrjIUAN47k6l4rXC2r8x1JF7Nz9DlQP9u+5",
-	"uCJRRKxzLse7QpWSqy6W2fjyECwbdDcSYWgqo7iWFkR0/3ilS4FCpkiY4Ia4PxOsKLkh+PmprDCA7skE",
-	"eHpt6fdcNd6JCgfeOtSVyXcGr7J8p9ZX7p8nn4oeOwkM9niI7Z2QDkhEp3fBqYo4p0JeirLrxABEczqS",
-	"77Fjdu4eL+rAr4/8qm72kMecGgwJlWQPfzXsb1pab8uMJaup6OZKKmMFD5Icz+1E1/IvbAGaCF6Kep17",
-	"dGwtH04e1kH6QiyMfdQzS9CdV9IOkXwZffO4f2a1tnqovym15bSIRtqwMFLZGs/iMfkNoS7nppO6s3jV",
-	"Jg1pfEubKQ1XPIVzulPFZ2YCmJt47p55vDSTJUBmWcSyW4PgvtlTuiWugGYGcrmNs1ownpIorNISdABV",
-	"MfA/QAiKQS/3Zx8ZEuAVJ9TAfYrD1cPnviNJTNHtsbd2hWCCSkQLY/XsBHC5BvH1Besgxg7SXC/d5YG8",
-	"0hu6xM6OjXwNfogLIWYpKYQzNLFCK9ZuQpuCgh4FDKwNwlBDWZnS9iM+Fdv3qPUv9AqU7LB/mFw7gnq4",
-	"dablA8l8Nq83Wr8Kz2/ZfXGek+r3f1QnjR/luM5ppiJpZkKBS00Wn8vs9ZBTuLWJuwdCLywt8sCfVBl/",
-	"j+pwfW+f14U3tvbd3n/iXrBG4QZw+r2RrERr1AJgx0og5UEljf3g7/tJVgJ5CwQy7fvOFJ/S2ke8/06R",
-	"oPMHAFGgEiSeoEFk6oce6hr4vUi/klPedVoPbiKPOkXCBw53jF2yfr9P8Yt0EQFGDsWRDyFoXWcxePBa",
-	"VGnLAG6avT/7afe7jLlJNkyqXJ1zI14csk4h1FCXVJ0LVqgW43nFa5YinnCoYOvnKiEAcCqVf3RXFa3p",
-	"zMbIfjYMXrj7nVtEYUltNQn6A4y71TQIHmfKDXVcEa05zgp7UlPZ2uXZ33Jqszk5bS2hbuF+IyvdBuka",
-	"L30gg9oC6mxBP3hguXBIHnZhqrHDj/fmwTYVanseCOD+4ESmKWYomUHsNyzTWS4VCpCAuUpP+7FUJlYM",
-	"3VwwNAhs+qHlKnKqZQybmnAbmzly2yFjdOhSAbR+/72BnpucTm7g4Ge5ECrW/GGVUkdURhD1fugZmyt+",
-	"yWWFxb495nSZV6sVNspYvdwFG8GnnKIZeoMFp+IAB83Pja7mVjBnXzPGWdHrFSzMLRUdRYNCfbNRe7v7",
-	"PhIZAcDvESML2o4Kj8bmlh3CxyzdR40Vhc/qrfJTSGtENWqSvuTKv4PKXSGWj/cYHa7vosTfN17dZJzR",
-	"ippxwwWs1nMrMiLqRkIUUfZy9ZpeIQVQ7wjPBgXpxPMF9I8cRRsPx1ZMKOtuWDL2cJiHZ15ATD7Vtej2",
-	"2Cl+GM6rcynAu4DwZ2pEdSnMOgv5y4rv8bUmcivmwondgkbklkOYUMCUhEH8Zj82bz/crDS208MbjbG0",
-	"e6VENL+1duOMdC4kQWshkGBgOuM1euecGZ/lgT9fUVkIJv1yZcV0pmv0gWfhi6UqxTV2kRFZMPySsVqM",
-	"DKM+WjOBfQqAA4vQxOf2dI+9HSsEPw0esMdS7bEC0PaBPswQZY+0uerIMmPngImYMcvHGSve/Hj8+r+/",
-	"FUcBmxR+wVMMRDmlb1ZYHxqAUn15KD7bdBvJDeg/cbrxsKkbxaUERKMk0QHKGTiWISqAejo6HsyIQJPb",
-	"XB0CO1mngCvPgqpzPj2RAEAKpWCd2LLfZUkSPwxJNKLJhAKfF84otRdGyNm0SzKQrS17EbkK5pbHNhtf",
-	"3pFhDWwyfLQKkmJlfaVy1THOeOImwHviVonxEuDZJg+zWnePyKvAjkSEPaeaDnBI3LSyqb4M7Tk+mRUY",
-	"/3KVNB/h7KW2OP6xmadqDj+cQFE/qJuLKiDOPjNxYnAO7JXGTNuz9NW4lsN00BQOsILFt9aFWhiC/Rrl",
-	"igTwbgr9HoTJ/Phl+CS63D8QK6iD5DKZQw8CxTqF1a+CnIWvCsUhB27dZBWAY2i1ZroCl4g+CD668bHk",
-	"vD3v7zf2SooWss4s/yzsz9K+dorrFlZcT5IpbSoHLPMQKbrV0T0ClxXXP6EsrAsXaSPttAAdHTx/sYpt",
-	"lK2mNxIxAA95Zbelu9frsDaZLCbUPjs9k62HuoO2weGKiI3FvF7QZd3SKrA+uy+Rf0e6Y2koDKtTVNhW",
-	"9z1e1JoXoKzY2lk+7H9/l2l+C4DghI4TlPwNLxxOHg8Tsd9frS7kaPTNZ9zO2WrDXJMCCkohY3Nlaz68",
-	"CN4Q4tA3+9s27UNWenzT+enP0v6ix3crCICWmvX74HladrjfrDrcdmqOPukGXmZpjYt0rx53N90TWP80",
-	"hjSmmMqJtBTOem9zqa/09TZnvxhjCTGAEBG5RMIrQf4mHLrCLbzC2IcBqhsWAVFM5IKJMVGQQcIEcM4A",
-	"pOs4jSITDI3oFwNjxRIhMJ4HxGuAKzNxpX2SzE5qPR9PnFdc9MbSFkspJ3idTRMJgKuCGZaMcSc1nppM",
-	"tBG5ch9RyjqScBIzMthtcCWABAME/r+loMkL95FoFIrMxRghtQTBgJ5bcYT/RCQt4H0b13xKhWL+IYEn",
-	"cY76iXBJsBguBt/TstvudW6+XTu+ZBOt2v96dYI5AEzbUgA0g4wvebBpbNmWO3VWdltKx812q3F1C6WZ",
-	"YXwK+ckfla0XbavbTcY313Lze+E1jPw5Qve5Qb8hH+n0+wjq+/wBAbQ/GlGNupvaBzdDJ5z6i+7kVFpu",
-	"LqCmoRWe+NZoDiJNLxqlPwzqYmdCaoDNhFMrPZ3yXSOcWNSaJa5nFQDTUyS3TkR4UENCacXUfAa2h3CL",
-	"gr6D1zUHFDljF5X7YaTraesB/V197oNbXe6WF8z4WJzpC6HapuD5/sFnzwGRdElbIRxPE2ctgiCB9wKl",
-	"1aLMiFYrHExB4uJP1hlyI3alMkIZaeUlITdCDba7KleIR2mguk+M5HXXJxEBtuCayF55Tb6p9q1u7pJc",
-	"TbihXmFwLNaN0Z+tSaV+/w5jc1wPJ/IywugbhAbu2HoukMwLoYJh0ACY39/QwVXJUvav1vwX3fR4EhW0",
-	"AdrQTY6ZW3tukv24bMW23MdRkRe4GUVm7oOk4vZGRHin8G7BnoErNlmHx81FK+aMe3nvoQYWBmc5Nk9K",
-	"0mFkwICt7eh6VQtuhfuETXVzcXOBL9k2FRJ81Jr5QmnKp7B1UFSn+rm5WDetYXuAo31j2b+f4g3ukNZK",
-	"VZD+iVSqtoz0lwIeQSZ8ZULez8rNb7t38O5td1DesA7m8NVluh4eV7PRVxfVKaCnhw9kgN1kobQW/OG2",
-	"/Xslzida32LhPviLNhnS4jva7NyP6GbiRQ9h7+D8gMZhGdstCdv8SKVGb+lL+HBCFM56xArsJSw8CeoM",
-	"Wg8hHws49kDP/O730zMsiSvmdVXkypOHdQoatnd8UWleFt0sAhufQtlhXTI/fdRwaHJVkJy7ssR+SeQi",
-	"CMlAbq2YoufvYlqQsZsl91k5Fcby6YzO6v3vRo4Vt/NaFKxTXO5nyHiOBdi5evPr8avd0zfHB89fuEfL",
-	"shee0zvX5YJo0eMnGDGshXUBAiRNjc0V0tU6qZCDU04FkQZ7pvJnBhttoPoSOmhJugES3EJSCoiv8ZZx",
-	"pc955UmvAZiD/lJyy53sAJAaGo+ABpKzC1lVbPd7iPUJF63SRhgiAwMRQncp63DP2z3lC6gToROoZMJg",
-	"DtKpgcjo4PraI0RLg0BxQMi9OGJcLfDpUIsJ0OG2lr76RFzj2pa8AlxbPRohovR/pLWixhp6LEsodnf9",
-	"a6f8enfEZTWvhSl8MSmtB+MLePQVHlHjPe7NHkWOdQrQN4PwC1DY+/9gq1XRPWLFu+OzV28AgKRAGEDi",
-	"eksqVz2SSK6ouhVBtQFPDpdG4YuEprykSDOOFZwNqGqRK6i0JHh1M9FXawHk0N+hzbIhy0hPfxif1H9a",
-	"W1cW/jlyQdP2ewq+6ht+SWoq1ZacvT/5JWNOKWGR3apKNHxhWhR4ah6Dh9sGq/Yafk8Xz224TycC6qie",
-	"RP+p1TNSa05mxsPOB81rDfM6yWnRVnvYFh20jlp/y0ufdfyxYlz93acSOwTfqM0bufcIYiuqEl+17UDi",
-	"buvlnxhGINNE3OLPjFOi0JwM6jXDPmVIzUqLPsxdFegeqQkp7hRvvI5X32vBy8GD1rs0P27Rmm4ll+te",
-	"Kl8OHyhSirzzwUDwtd+VoN8d9PtQu+sc8e59arPV5egku2duht+Too44CBiPADADBR9HVL4B/jrxfOHI",
-	"QL0JdcU2zOoal/VMmC1aT79kW9moKGrsFPqiQObl2DFMwDu1Dynk07CsAPgTlGEP1jLGcVQK21STwKaB",
-	"ISo0X/CFh8y/WurwT/Wke6MYzmtpF7AAzwWvRX08t5Odwf//4RYboknh8pzX1c5gZ2LtbLC3t3/wstfv",
-	"9Xv7g5cvX76EhUlv+Duchy6MFXhkmRzimvQHJKlMf/GVVo0fw9FIeuHl8q3x6Dp9ZcA2i79Jda6vG3f6",
-	"Mfn0x6f/BQAA//8=",
+	"7L0Pcxs5lif4VRC6jTC5m6JVVa7aLio6JlSyq8u3rrLHcq0jbuhTQpkgiVYSYCeQotnd3rhPcx/sPskF",
+	"3ntAIkkk/0iyyzM7ExNdFjOBxJ+Hh/f39/5xUujFUiuhrDkZ/+NkyWu+EFbU8NdlUxtdu3+VwhS1XFqp",
+	"1cn45K0wzUIwPrWiZnYuDSvgTTbIJ83Z2XeFWOpiDv8UY/zFiL/h3/nwnOk7UdeyFIa94saevrgTyp6+",
+	"fD46yU6k6/9vjajXJ9mJ4gtxMj7Bzk+yE1PMxYK78Sz4x1dCzez8ZPzt2Vl2YtdL96axtVSzk0+fspOf",
+	"dVXp1fbYp7wygglVGmbnghlbC74IUxGsFsuKr9lgzlW5Zitp525y1bBvcFP8Tjy4Ukx5U9mTsa0bEcZ2",
+	"o3UluILBvXzu3oPultzO295keZKd1OJvjaxF6TtITvuHZ9nJQir/5zepNXCrC4uL3+suxJVQlt2sGbxw",
+	"pZu6EKyopKMEphWrRaGVEoU9Z4YvBFsIrqSaMW5YjhuShyWZC16Kup1FZ1eP3Ld3ol5IxaveJbL+hUdd",
+	"qneyuBV2e5UuPIVYeIFNa71g+ZvXV+/YU+FmaJ7iE5NnTCpjBS+ZnjpSmqj8orFzXcu/c9dbznCd2GA1",
+	"l8WcraQybDUXit1oO2e8FswIZYcj9pu4EzVbNnaiHEneCF476tS3QjFpjaimTCrG2e9vX40mqocwcVh9",
+	"q/+sZ/XXS2G2V+FSLxb81AjHHqwoGcycueaGWc1KUUk34kGhla11xaaOixjGqxVfG1boheg9P9DJDhpJ",
+	"DvO9rm/NkhfijSONBH+quJV3wo0NDrkwRmr1xLBS1qKwul5nbHLydHLSzumcicXSrtlUIx8Ib9KK942f",
+	"iDNx+k9Osu6K//jD9lw+ORo2S60MrvuFveRLXki7dn+59RQKyJIvl5UsgJCeLmt9U4nFf/urcdP9R/Tx",
+	"/1KL6cn45P942rL1p/jUPH2DrfCj3QV75ybMxUIrJg3jlnFW0DBYJRfSnjOl7dyd/xU3jJcLaR0d6JoV",
+	"tXDLN5qonM+Estfw/nUteDEXZT5mxvLaAudQDN5gK91UJVtyY1h+errgH0/hd5MzXSPFL2s9lZV4Yli+",
+	"4B8v6Okgh77zjOWm0EuRj/2g/+lbZIyrkvGJyt8KW69PLxxf9wdveM7yZa0XS3v9t0Y04nraVBX0Nm+s",
+	"G+J1qVcqZ9rORb2SRuDhwsawO1GnKYZaaLhWNFtxadmNmOpaMFuvYfYzLtWoQylEC1JZMRO125dP2Ynf",
+	"pS+4+29/vmQ/Pvv+vzPqmZXCclmZEZw16gCI022Eo88bWUkrU5zi/ZxbOD+41by8E7WVRpSOY+VSSSt5",
+	"Jf8u4PJY1nrpHmNH0OI3OFX/2DwnGT79n6I2Eme9/UJj578KO9dlYli/6FU8qqIQS2sc7ZZCuREZNri4",
+	"fMPyqBMnqLgzzrQSbvAbdNm+mbsdn3PHboSjnJIVvKrwDdd7wa3IScLYXAFpxcLs27qL8Ck3T5o4r2u+",
+	"dn9XmpdXyOCidQnSBqzyYrm1bRtr35RSp5uLxY0oS1FeOmr8aNMvyQWfidSjT/Ed/W/0Xkbf2+78Q5if",
+	"vvmrKCyN3+pCV9ubH04OMNFmccgI4uUKzZKLlBoLnoCWbPoOABFCxY1lhq9IIojoJyY9rVCIXvBiLpWY",
+	"qAFdWPTISalclbxylOj4mzufjrsy8VEUjdW1Qb5X+OGvJ8qdZWGGGWtUSaJt9PWmrt1BKLSayllTA2MZ",
+	"u5vOXdYLrspsong9M1mX0N1HXE9C3claq4XrwzXCYzUT1ozYhVqzYs7VzF2/jp1rI1hZ66Vh0o7YxY0T",
+	"csbhPjFCKLYWdsReWrh8FNM3RtR3MKbMvef4+bIWpSxwmPHa3YqldUJUHZ8+5RoZIdxYF2zAWaVnUk0U",
+	"CE1efswYZ245Ir5QC16aIVvwNZ5nnEbJjFQFXQabx2YHzzGW28YwT3xj+NAC346ZkVK6UYUoM+buTFQ5",
+	"OJtLZR3ZrICeNCv1I/GLhTCGDuue8a66vNxwWQIFdIe0xYhx+0R5AbxiqusFd9JQya04tRJO21YbIviX",
+	"5faw3rUCHJMW5A+gGanOGQdiApmNR9QPF5lIDs7YvrnXdtxhz9kmB9c1y2kgT5VY5Y6w4EOOkloRE7rK",
+	"YN2KuShu3SaSwkAvuZsF+c2YcfoXG6AMxKxbXGqoqjUqCHYu1nir2LmQNVvoUlQZM00xdwpZUfGmFChF",
+	"nfJimTHUMDxpGaY0c5Px5Dd0x5S2FT4IgzbMOHHdn0w9DaMbs9yTRe7EQxKjctdubVijrKzaqaycdO5W",
+	"X6hm4Xgu9B6YbMRYO/tim8Qh6p4eOjHmVpSw6VsX+Ol3TmUYnjN9OwZq0bV7l7fTnIl4ZOFmyE70bWJg",
+	"G5cHjdKTUYfWe6+LV9LYxI078zaXw860e/0NMvDtU70xTOq7d0S+n4QYEDhH8hxGNBTYbXxIDHEvkHXa",
+	"s+SJe7Tmi4q1Hxkmjyi/47LiN5VIixo3TTlDTX3Xev2Eb33KTooNwWfvKneEANcB3ojpFcEb2I2WDcA2",
+	"YIMq5e7Z+H7NmAK9Hl7jwGeFsek1KLoixv4xR+87+V6aZcXXvcL0XBqn2pLU9VI56uiVH2WZ7EOBik2i",
+	"1Nte8QtO/c2RtwFX5Y3+uG/mV/jaG13JAq42A1Ys18yf75tGVla6ixu34sTpPlYUVpRJNtSoQH1vBTdJ",
+	"VWNTpHXMI17wMI6YlNPr1b8TybPbOZ3dk3u9EBZ0QF6W0vXAqzfRCx1LZNujE/G26dpLSGPG61mzwGtJ",
+	"s7pRLRN+EiRFOPIZ06oQGetIWB2BZWupN+WSzhiSNKtsn7jtZBH3v40RJErDMmWsFLW8c5eFO3NOUr2V",
+	"CoUYWLDk2eul957DhD9sGQ4v3zyhz+mp55kDMoC4Ox1ll2F8G8FT+Pvu+o7XbnC0lEliveN1YveoMV6Y",
+	"d7yWjv5gA42w24qsUHfH7FOK+BUnUla2j261I3CpGlE+50SnVfV6ejL+t91HHIzIl3qx0I6VbBJ9QZ2a",
+	"NyBY9EmPTk2s62ZpRclsU6vkrtfhuO/oACU8fHWMB+FafJQWhHfSxa4rbawTFvExyXz466AVYip5J0C/",
+	"u2msE88qrWaiZiBOmNhqmbogNnZh6aefJZYkTG17az5kWyefVCi/W04d21w+duNtojgfL5xreMPpWRak",
+	"Tb3gVha+L7gChyTGNaW04GGo4XRImzHFF2BenK+douWoxvPOy/b+3cXcujN5rQQzFTfzwKaC+VFPp6Im",
+	"eXHzI8Nts9Q+viTVsrHHDe5NLUzgA6Ao0BgtvxWGTWunuoqP1gtS1oAlantsu3miG2rk2fJdbNPS1on1",
+	"vG77KMRMXzeo/cM676dSYhNxnylu8VOQ79ILCg68LDXloIWBBt8YsgbDEK1TnlbcFvNSz9ig1IV5KtWN",
+	"/jhalNlETeizZnIyPGecLcTiRtSsElPL3DSNsKBEgQF6BFbpd/pWKAM2kYlyP1xqY3NW6AZ2llTn1VxX",
+	"7RFpjOMU3ERGE6dyTdQg/90p5fmY5VZbXlHnGROVQQuFaRbeioSOIByicaMttLFo3VBguyb7TrFmEtQ5",
+	"HJQohzTyplZkrM7dG3O9AvYzUVoJPOJuAetGjdhbAUapGVhBjdVL5E11o8Ab6F4GRUuo0kxUXnBViKpy",
+	"aiJoArmoa12PCl2KnOUoul+Lj4UQpShz3B+vbyqxmqi6AaeYt8vAVA34GRz/dOomeI9HLIctDdNwuvJE",
+	"WVFVxq2h4/LwghuJE02cwB2Nmc25YXPuPu72d9mgZ2+i2o1BRxC3sDQp4w9t+eGXGby9zXSdJr4AquE3",
+	"+k6wM5Ki5rUQp5Ww7vy+vHrNnn37zX8POwtUFFuultop8GjBczfN71fPUUXesA0MR2AE8vTbEcqlsj88",
+	"OwFnqVw4kaR1vkWm1i4F3aODeOeObv6pl2W8ILJ6TAnjWGUT+EOsgCABw8VsnGjniO85KYRJoa7XPAcs",
+	"bsUNMRGp2ErXpUkKM43vYteogeNs28dhBkHN9n21A0uIEVtbAIu6raSUtDP717Kzl0EmT1xHGHeyN+qE",
+	"DcqmBi0dnfbAL9KqtxfnWxXSDWjkmdZ+IxE8zXCyqQvuEnik0wCrxBoFDppWpksBrsvEcvwr/O5tcLIk",
+	"U+JK1Gh+X4ryOIVsGQnVu2fcjjk5X7Si/5y0OOmq9D78rQEt+x60xsKgOZUlGPEWupRTCf8sRSWsQPnX",
+	"iR4oHS/xoesSrfv799N7+PGj6RmK4napk8LYBdw3oDV4cRfkAh/B4Pk4StZixlXCM3qE7WQueM9ZcXeE",
+	"kVbX6yeG/fLi4jkIcxLkFMUGZEvXjTWyhPsyvO/uX/JmuwtmKmtjqXHPGapFj/xoFF+aubbMvZJ5ddTr",
+	"Tk8Mmr5hLaMBpD/S1D36Gq24J+D9oil0RcPO3HInd7nVQzbV0PAgZcjj9jjrFx3Wn9Y25WCHn1FpMl50",
+	"8WKq0660EexW6ZViRrMpr0mYcvpWo0zGnByMNLhAwUhaEIZQjXVLtXUdb9/gQpXHzcn1fqlLkXbe9lhc",
+	"cHZHrAMeMae1BuvUiB4R28c1OXCW7sR3rgKSIE9wPsBInFqfvMdt3ajCbX2aROGa9U4J2G+KPnQzIO9L",
+	"NLOBn07odpgxOQWpvJRlbESiN6/9RR4MEPD3Xm4nkU8iRfs1iOm4uy8b5Lrj3LyAJXtc8w90/DJNPccf",
+	"I6cpEUOqnJK4teboH0NvMzpC18Nz8j6Cfcc7zx0BurPHDZ7FQ4/VzlNy2HGIzAlPwszaWR1L+t2vuEmO",
+	"2+gGN2Vbc/RxSssGPI5UCKYCsHJQm1qAM9BJsBotG3PXC3Ql7fDcKWRuGZhTGWOy3nfiNkWSQBstDR9F",
+	"tx82KfcBMu32CfhjRVpP2LSmD5dosb+0o5M+drir09+z+2zPoeMdQ3oNW/7lmI6eTo2wSaV2+5D5cKpt",
+	"GriB08wN+/3dz6d/YgOp7nglS2ac9A8OfQhTL0R5gHU4Pgo0Pvr2ARbhC7aUohAYDLDFVwbGlrqxwAyN",
+	"LUVdM6tncNSHGTpd3FRYjt/NkU+Mtjbo4Wcr2uiv42zhCj3a2XrbqL0m0V6pdCPcswETvpmz0+Kccfbb",
+	"769wl6Rhz87OGJAaGCiup1xWomQDpZ0wPav54okJTkFWcMXmuiqdFAKLE0U7/+mbH7/dH3WfINNdi3CF",
+	"V8dnOM5p2X3HUd9xxvon8mFrKg8n/HhNvg7Kpwv+0Uj/nRe/HtWwlxajIDOpUWOwiS+4WntWXAu2kMZI",
+	"dagEtfueCHbC7uc7snvGOqI7us7oiVQ4sAMHc9S11HpCD1MpMr9qx0ll4So63D35LiXbpm4Z5R0fsTiv",
+	"9ETlXfaco8Qs22AGCoTj6MEl91sGTlqQ89VE5TTd3IfZQTIZt/777L/h3uTDEcs7S5ePMS+onUPQWIMG",
+	"i4G9lOnABrkXnMExPFGnp9T4FFuc4ovD8xCbGH8qCkv00tJE+Rs68bHTU2rQ+xVYkokSEnpAldVA4C7J",
+	"06QeSfhtWeuyKUQZAof9MteNMhOlFbMalAAnibrl1EaENSPxNEetCw5kU8zBBO4NHqNoN8YdS1IYTo57",
+	"QefY52QEbYTDuBYTNeCqbQw6ia4wcJpTeDZGdQ3PI0WdzTQ68WlZXFfkvt5kXg/n9F0++HXw+tbK8Qjc",
+	"Xk3l7DVMBE3GRwo8d7xqUoE4DB4wWaIQa0QlCsv0EmPyQHknAzup8v4vfMWth1aCbpw4Oe37H/ZIONm2",
+	"Bf/D5rLgqHsWxAplf6p0cXukO/xCsYvLN4wSiNiN62LbrHzPmDGltAXx0Bzd1lP7trFmT5DFQi7EO6LB",
+	"wyOzatFGBB41TiP/Lo5U4iLC+OYM/i91jKStdgeRBb+h6zbbypfxM7qupLqN/k4HM9Zyv+QKT/vIT6pG",
+	"XECylEjYvXn0hMbt1vNDlvBbFSGVfNs27JjPC8emeuJr2uCrfZzyrSjcdbC+ahYLXu/zYu208JKbDQS5",
+	"pfcktY6u7AR1o5NogIdwwbBmWRy11ZljZ0XCyu3aoueiqKTCjThMOA7ZgNkBmwosJrmrdV+MrHuEW3H0",
+	"lvUvGH0t6rtPxcJleYsR1kdeIzHB7FlC997zdEiCjwzZWFyI8+i6TXSD8cHUhWoWN6RBUKjH9pXmo0E2",
+	"gkBATpJ2v0WIhhF9IkVdsQK1NYRfMfrISQ71mnXkCLbk60rzkhW8rqUwbOCX1JvO0dkpDZPqTld3IhV2",
+	"t/vcxulC27yUm9s+pX17liTz9WRo4OOe1KTfIMtdKy92Sq3YAAOleG29Nb6VwaHH4Zhx9vvvL59nTImV",
+	"0xtwDSlvCHMEatEYUSZFMYio8l6CjRARaeeM0rjgtcxnD7rNKXQpQkbZCuIPa61mbCBGsxFFq/LGzq9T",
+	"OTdKiLKTtTjsH9yvbQjLTkdgIr+EQsuDB6Cb4uUjOMFbAPFlqDvEUvsgHkJQHYZeuYCelb7R5ZoZvhr1",
+	"+mGu5EzxKh2JTme7LxuEhjJmlS54BUP3GZuUF0ZpIaLEDGP3Ri0W2nbn2/pSkmtdcWOvhFDH+GGXHVfr",
+	"Vv4sxITt3honV4Z0vDSF1o2C70f3ajsVzMCAxQBO7ma9JyNsp5WHVvwK3/6Unax0fevjD3Zmj+Ak3vvX",
+	"N5mkn8XOyA//+V/S7L4sa2GSScKQsNqiLqAq7rg3HrpGyY/MaIAcIUAKIKmlru3RXGG+RiMIBw8lgLq4",
+	"3ePWisXSMm/kdR+4bhQnzBJHrPCTz7++Xkiz4LaYZ2w0Gt3z/Lsee9i2exTleG+ToHvhiQnK+00jq5Ld",
+	"YYveE+KEAV7Yi8SJfeUWBKBKnDov2kQRv9wd69rOc5UOmG7PP2y1z9omynqCvs8oxheYAZmsQg6Ze8dn",
+	"kqXzbRt7oz8Gv/Ah5kBo8RZMGCYFnwIPQF2uKoyf9gnpEc3OOdrYeHGr9KoS5UyUkMl9mE0ykdaf3nLm",
+	"3/R7zZSYaSvBI08J8lFCO5F3mrMnWNOB3IgWYGd+sgmUA34RwwaIKRNCcEI4NoyS5J6DnKIxo/HwBYmY",
+	"PbK9H5Vsl3b1+5VUM8jVD8bCtbCYDx/OIX3zvIWMgkZ00Xluc1PrW4yakIbdCKlmrBa2lq4hhhU0Cr4B",
+	"ssrSHU1vZ4M+WCl46bQcNugQJMQ3xikqIBd0knGG3fAYWntMlqHhklIR/XlYmAHlNHTvCnES0cu+WyPt",
+	"NIdDf7DHvHML7XObY9f7hhUhinRHRjED/TICg+Cw82DW9USfYhPbGuUjMLNDeE+fGER5cT03lLcOJGyM",
+	"PuzW6TRsWsnZvGeCu1SXzWzz8Go8sCwVhtZdhO4y7trqq960+82jTHkGjYIZbhnLN+4FiucxMQewmg14",
+	"K/CQvsOZEtbJbKxo7NAziPj7zOrzNkTWW9yJ8cM1zS4U0411Aj8giBCgBsY3okKGSzkKfAFluswpCJR2",
+	"Ru41dYusiuz8INB4Ta7iVpggMHn5Cfe8q+mREobACOFSgInxco1gUE6wq0jK6CAleH7Ey/U2X4IBAaMB",
+	"/0bysuru7mO6TVM6cVoI7H+SllKvukqqWzO3zk0tMICMVlQGzbZPawWTPgiueAiuS77gM1G22XZdyp3q",
+	"hpxT7fZhS+ZbgscKMmwoTDNSQ1Hf9JGBlKLhnpzHfQayJXQX0PwxGxHHpMRH65kIZDuhCWt4TsJDQFED",
+	"VbGliCjvNMpd75srQePciHCdd4e/pmXduLtrMW0Mwr21+We1+Gsrw6R3OsKZ6G72z1LNRL2sCeOmXVJi",
+	"c53tn/PlUii62ceMk3XFPXYL4sTrFceOYjwQunZAxKAD54FOTptldDT9NzEfIJ1Q84XMFp/XXrHHgrCl",
+	"okbp/kjVTijD2HJeyTtxuHr02GaHAHAD94iuwQvdgDHO8VTekxYVSf+7MCe2FiL4un0CMTqEW6OfvxZB",
+	"MsWOQkJFSJzwgnJHHAV7tp5O00oHdvW2JzXdKfYU1x/ycfuMRfe1pphmCZmFrzTfKfS1l66HSHLb0CMC",
+	"UZ9b2CGHd47bvbv7ABL6WlXrPfa67bT7JybK0YmznWFI6S8/lump1+D0AYCN69vXtZzJhHA+56p0xJSc",
+	"7NQJWWbOa5qohk5iUFQnn80h6mM6HaaneG+z/G7ZFvtMSapuuvdz5PAI6qgPGsKtiTfMnzOCbsXTHehg",
+	"I7JxL5pwdsLtu525Sa1HZOikYtgYDlFdRdWA8tSOJEidkCsCutXGgL759k97R1SsEgtwASAkumqsU7gR",
+	"xGXjCPgDkmHshBNbdE1IuS3ZWB34sG3Tr9y6O65odQcZGXvxR2WUAsndM5ngRd9Ek94XbrpFXH+RIOpK",
+	"m4bC0vWLBZdVL9yorvvhSuHxcZaYOTc9+Y4NjnjvqYIeOmPLOhPpjKvt90N6aZ5LZCWbx4q73UwO9Iab",
+	"Hkbu9po5VshrL46ZtCW76CRT7oyLat/8lJ0AuR1sMqHp/ZyEU+vLogT/GkIe2F0JlUqv2AAEPavfwesA",
+	"yPEOz0U7wSAmppIu03K1G9iv+k7sHh0MhgTgEI/nRLigF3TTTRN8ntuiNyu3mL+Ls9u2W1t9ec9d7M8c",
+	"dRwDrAG1EE7DjhNJD3B5E9USjYZcT6SarVntOBHpPGZ/L5m0nHsjFcdYiFRKdyV2ND0kQ3o3/HmHTq1e",
+	"skrciWqPmPjlM6uzaBHjVQmr17Mpr/QsnXUk7VH8gG6CQ9KOZI8F9S/Stha1DQLxLCVBHGIuVd+zmqsi",
+	"sccIo4vn2Z9278lI7mxwc6RBnpXTk49aLpzoC2UxzuowDuqGSsHIsmV/PirXCWRRbnlyHstaTOXHnW6Y",
+	"jkhb3/8wNEus/bD/3o18SLjPYVPDgNs13kk4uJ5b1CNVKRKTnklLxsbgN4Q32WCp60JUXCp29+2Yjdiv",
+	"7II9Z2/ZJXvHfs/Yv7BGQeZmn/3GKQfp4gpuod3B9VcK8QC0WjkmAD7U9N49NruKFa69KxNfIAF5AGqb",
+	"IMiOOQBoDRkW7kb0+dSW/oK62GPpLsdpIPcWkbdgZNtBJCcpeJXa0/dgngkQscqs3PqynC8l+XsBeYpS",
+	"L4AU3X7lUk31iNy8+UQNeGU0VA74y4t37KleCsWXEmBkczLQv1svxRV8mV09/x8h5szv7UR5pzEacaeN",
+	"EYYFNwQa2dpRgfPCo2gt+F91PVpIpesk+HdolT4kF29ehrkF13XkJyGbwyCec8hIj2bagxAb9JbtL88A",
+	"Xe9Obn7RHVdARIUjmuHtERLUt4MaegyeIFiWTggDSxwEnYk7UfMKfif3jPuq5U7agsQS9+RUlvnwQLkj",
+	"CcecndztWvEQM1GLSrgP+1Vt02g8bQ0zNjkpHWOZnHgrbaOM5YuloNCS/ewgCC5+VFlMFKnz8lLd6I8v",
+	"Ldb3SIG8JIywUEpkxlUoLDJALgl8hS14KbJWpAcDQdZBBgPb/fBwY20qrYS8My0wm5MSYDQG/fG3UpUh",
+	"YY3OGg5Q1zCy9L7fkuDjd30pakiz06obWH1NCC3oevN/beDJnRC0WPsCRC1ex2DKKZqKProv5je86dl6",
+	"a/U60OgXI9fseh0sSElwjluUK3iUiddPaz05+T2F3YB5VPqGV1T26skBpd1kSZXdIBxZe2aNOUX5EJn8",
+	"kpyzhVZGGshKAcYxgBQsiQwD07FqrgxHxxPq0JTA5wSrjFXyVrCcFtPNbkTVyNIEFqTZg8Ta9ngmJFol",
+	"Pto3fNZ6K/YAqcAHd8bvR4Fy28C2lC4Wxn1UAsvm2O8BQ4Rs4LBArn6TcK2rTrRVY6BQnEc6tnPdzOZA",
+	"yWvj1j0JpdMtO7MLuAY+l/nsmXbWO1b/onxkzECYG3X+stzt1tIrzNRa+NeDc4l+oUtaWoaGIiXYoJg3",
+	"6tZD7ZOsIikOi8yroTUIUJjHuhl7wRayPO1nzQkafBzCWsRLc0g+8hcjoXZkXUpKO2Ji+nlAducWGf6x",
+	"mZ20BiO0+zw4q5Nmd+lI9jEP2X8wIoL1eTgRtcv8dRARcKpHICJdinulBC90ua0+7/eXbe4o9pIaWZyu",
+	"3IfoCbX7UgZ7d3ePO3DKVJFH61uGboRzBvMaM/CulRmjzmJYb/GRQgvSlvyirdt2gHjqC7Ft2QJoEm1/",
+	"u5ZDy2JncUB3+lgBured1+7owc8Xb15mNNNW9OvqFN35R5lT9Bxab2eTUfWP4yDk4R/uZj2lAwEjVpRP",
+	"PuBRYnmUNh6fkHZlFl1Yt158DBhmamlb1eN1SIXtzvFWqiMrV2CC+yHu+vBmqPYAX9s90LdiiYEXR5zY",
+	"eEhH2a4g5rXQ3dj+FDDtLn/wtn63LZrfV5LuWf3DlZMtCjgOsxeTxaujC7NVEOX3erkj4HN3OuZWkvVS",
+	"qBKDWX3vG6nV4uMSCO/DcSn0WleXvKoOoWdQFuIYlIARuPROp93KwxalPK4O8TlogwwyfUmzj7Ku7Tfa",
+	"pUwLPokFfID807cdf6wY1BqWRrUf1sOloXiueKAfn/J6OcguEnrMg76DrvAz+6kK1+aRiCpa6K+IpnBU",
+	"j0BSFVc9nsfIDJDwxUpdU6nyHSb9vTKPRSVsR56tG+Dvy/KxUeCOdXu367QvSqDf2fuhO52H0OfGovzB",
+	"hFlxNWpwOI9AkW0Z9F0S+xHlePNErkj+tRTlLXblxFBd6NNa8BL3BnIFACEZyi17VwvVjoU0Bma0mxYW",
+	"3gf3K8u/PzvzdXlAT7pe1dIKQvnMvaXR+PLNBdTpp4QRUssG6E4kx56xfC1KVuniVpSYtOna3zRmzZxE",
+	"qRvI8Cq0MrbmbvHwW+igKqW5ZdKwaVNVw3FcdzaEFiA6XkbKHZXSb1VDyJcuIdfD8OnmauioIlS0Bt+F",
+	"NSDAPH0n6krzMqxBrHaWEpfA8luMopNulCyCynOzPaXZ5ugNozyBxi55Qc5oN1lITbJaI7IkjdOgU28K",
+	"cNjRMrgFKLUSGU4cwoDr7gxTk/J7E6cDYeHu/K3r5/TCac555MojqzDlBkFiEOxi6759o42d1eLqX1+x",
+	"Uq8gca1ooJAagJmA26ZLLFAUF7YeSWlFueILXorzzoT6YpV6wm6lMtYJEIddOTFO117orYMYFnYTxazB",
+	"ye3hYIulPQL1OkJ7wypLL7HdN6T7+j+3uQd+qh+oq8/dd4m3AmVgIXgP8BBeLqT1yW62qdU5+QMDJCbW",
+	"k2zjvdNZU7uRvQ6D5tpITCVLma4ZInQRZp8SK0qfO8coWlDeQgmQUCAL8DcpQN2DBsCnfErRgq8ZrzBN",
+	"80a0tUwhAOSLwYRF2GBeMz0UFCzgUm1vdyWFsqdkxUIMJkjbd4vlFhWTtWUpFkttKctlZ9zRklsratf3",
+	"//1vF6f/Fz/9+9npjx/af46ux6cf/ut/SdEGDvN+0VGLprLScnOLc4RUCah8CrtxkvXXiMXKqwF/ym80",
+	"7Wen3kDoDBMd05ED4YzvRwrbpPiDscW26SK57x5IjcotPaaY/FhYbntw23zzt3BWd5iPtyqSzrSFu3IM",
+	"F5fVuoJq+SaLQWfNRBkrqypY271n1V1OdJ8xqN5BdXGiHE33CpSdzyZq1UpZZRxbiKlihI3RCbFHoaCN",
+	"+x+OJgqxjNvSqD751wewcWbmuga5YEGw+YkYNJrKZVRjYUP4d/fVZmEQNsCJiWG0ViyxOGEa0RIdV0TM",
+	"G48O17Fw999Ru1SfYbH3dRUyAPFMmO1LPYwu21rKXWfME3iqeptHH+wJ9udqVkk1e5dcl42g3/TN2Gvn",
+	"7xNxUrZPL8f0mvE3Fz2cubf9mI+b0VwFzLobyEUcLBndVYpZ7cTwa6qKnuS5SltZJHF+jXAiVCEC4lJj",
+	"egRMHMRzUck7UYsDy0aHimIheb7VFwe67lbjrCSUaDKa8YnqnHNubmNN02kpIMazOKpPegShKHHOoDXN",
+	"PYNsFuQHu1M0e/IPeZf1rEB295gDyRWDy/AXUfX0SrKY65wgeeiXdPEfrJ7k1R6Qydxejf0YAB2oITyl",
+	"eKgZFquD6mWAoFGK+hzFv4nyu0MN2zeoFRatHrEXTsMpuGPOoDSVNV/1ribOw1fTNvunH0LL4dPuX1hK",
+	"9yi2We9O+SZdze/YGL58zQsIo/8n/kVj+idrLYbXZJBl/5wor/wWlTbwU6g24EVe9k+C14iBJf45UaSg",
+	"Xlt97QfA/snoyF77M9xZz9iC7O/2QwQJkgQ2ORhFQMbMNsVZA69Is/JlxdeXJLV7aWmTpUD8tq4IJW6g",
+	"NJNlQIB3HQReQBY2R9iOq3j72VRXlV4lHNJ9eMib1tF+Qb87gwfYERNL8ceaEnFpr71K9XBr4oZMsbVK",
+	"U6mk6U2OOvYeptI/acQBVfoY/whOw5dT4pYttLHs+7MzJ2HWvLCiNvtC5rtfoTPu2NA1FO0RxmQsqKdZ",
+	"MMHpunPFDbxJJ71F95UtIlNJWOX0Fpm1Kt5SX0eeRwiRr7SaGZ9EhOaKDE13kSEQrmTZitlKs0j38UXV",
+	"jziv2YnoNXBsV1KBdwOQZlDkr33WGP15hF+MILHFfsNAd4UfxC+2tuqP5hduQMGq/xj8YiVTlV750VEf",
+	"qTK8K8iVAKQzi4Zru460wzR0DUY27RDqjCPrRi14fetOM+SzlPqJGR4reax0o/Z9h75CLx+rEr7ZL6Fi",
+	"LqhTXQGp+oYXtwgg18FVcjMc9hYHTjDHX3xZJ5xJbOifYykYde7tQyhOipJU+gW/BYBexzIcqxE1fN5R",
+	"bBqVyT0VZhcR+Cm4/5EH5BthiDttkJ9jb71iJOL7WdgQrOAwBBMCqiIQNdy0mfZbdjRYyZaKDiPZNcF0",
+	"2GVZr6lo3vaNHrAiEogwMH7b7hH507IWGjgkFzuNUJNL8E6KFRtA1DRbCI7HpNALYWAlDkd6jcul9+RV",
+	"9wBApIt8exw0p5EoEUo2gTfPn7BatJWoEGWNstyh8JmHpA9nPVUIwjPM3RcHvOWEl1CXpQ8Ye2OMBeCk",
+	"13oxjiFmBOyPZ5xZGw9LzzEyNCopPggWLXfcld7oYZhFNIy1FdawBIMYiKep1ZAKB+G8n/Rw8daWDIGT",
+	"4qO9hhGFygsQ9QAt0wVcjKiJHHYRK19oNWM5/JFHVf+9jTKgixDfY4PWSAlCaLuaR10Wm0nweODC5rbg",
+	"GvE8Ugf5CnHO3uhKFusjSx29p2rMwXFfYlQwOlE96poBvw76NgelLsxTI4qmlnY9WpTD0URdzEDmqBsF",
+	"8Kbsprm5qcSq5ksP6EYF1SA9AFyep05AydB6kUIe8DXP4lwfTEiH1uB7z7xt5ImZKN+ggwz4BB2xGaIu",
+	"Giy1CsDwUD5DGnlTiYxx9ubl84lSfCHQDo0WX1m7z47YhUc5BJbllpkNYFwGUoxZTpPMhxM1lVVFWJY8",
+	"glSoBL8ThjXKcFme4/Mbbef4gH7HpG4xUR7AapAvdCnGjDdW5xnLCex1zHhV5cOUSXuRDIVw7cd+K0KV",
+	"uWiXwChMWOpuLOFFiNyYqBWvwa49ICBRP+MRbEnuNJ+M5ShP51TZOxTCcHvj7XVg/Q84mu2H3GUPnBaZ",
+	"zuDZ2Y8T5b/S8cYPz93XxvEwIXUSHAxdR6Ob9kl0zPqxAmlhEytXVRTlgmEkT0xA3CUSAPs/UYtb/Ypd",
+	"vHk5PJ+oSuulu7zGEUqvT1BfwUFBn6k7CAHl1lGyb8jeXb5hOXhec+CjAeH7nCnw1yjte96YeFUBCDf2",
+	"A6YclUZmh953FgzojAbdwC3SeKNKUUd06V/OfV0UquKBCwOBDXWXSy74R7lwo/7h+++/+x6kG/z7m5RU",
+	"2Pr1f3iWtPtBiM/2fJ4TX5EIctmKKUiWxN5KdiMcrzcxs/KaBu4ZpEij3Xfg4d/gNsv/19N8a2ZHAbPt",
+	"nptjePeeG3DL7uQ8Z5qowHPHbGtGwRng2fAvr399MWLPkT9RQU5kywBOR/imaNXP/9fTUVHxpvQhNOHv",
+	"0V8dn8gmyv30t5VQjrm5p7oUH3OskHHO8n/7gANw1Dti73y5TPiSG8hEAT9Brgn+iicGMawJZM/Oa73i",
+	"Kx7B7eFB+SyblMqJiJDgtx0uGIjK8ijFHoA9gCOQHdy7NzTL37y+eseeUrN8THF05B24BXTBaYzJ+6RT",
+	"cig4bCk0v6O+ec0Q3vExVNLgfqK2rRVIbAttN+7YRPmpbQCWbYi/upjLuz6joePcsSuwF60oWPFh17dc",
+	"2+CLvlmT88Kn8noKLWpu5iiKArqwn1ZaSke8hH1S+k/41qfspKi0OS5dhJLDXnURh+NstOPTZ2L4hn1B",
+	"lm5RLqP3W+jLY4OTRFQX7BDIXFArdX0ryp9rvdjXKgJx7TcwO9n8orDyTtr1TojmSEhDFQVDueIQyk04",
+	"Yq7WR0CCuJG8PVbFawGVd+YddmT/OPDrgGzFK3h3V8m3nYF/7slV0ER3onFErwIyWHksFTce6WHXZ36H",
+	"l9JGdZxhtsmZkMD7wsTCaYvH/KGfy18QT3tY9FA/r4M4GvoGG8xlWQoVGVZIaaiksUPH1W4gNxTNfwke",
+	"vYMBb6av+lfTkUcbs3+AbTy1jn+scdxf0okluKd13M8xuuEesmSdfr6mBWsiD/fjLRter58hSu+4231j",
+	"8NR45/HojPzhZ2R7Ib6OfSdUqWLLYPWwfaes+EfZ+O31ceopCLmYQk61yzFD3Wzk3GfBtKn0CqtM+uhn",
+	"TKiHyPydRUwJh8BQJFJPvn0EBHB42v1lZwKPl32Pg+mhLuwaFlGWneodsepI91PaUdN/bro7//CDk6Ck",
+	"r+PkFDiwxz86oIc8Jq+8h5CZwP4Tu/klDvsR9rud/leyzzCgx9veFqEkoYQnfvaW1B4Vky/5jaykf32/",
+	"whg32FMEbjseP8jh7bBScw1Pd8RqOz5bOYXeR6ynMhLZ4OLyDQvdXft3r1HAH54z7uNU86dUUXTZ2Bzj",
+	"Iqk+zGEpixtDTrkjwzh+1WWfS3WhS7FjKkQFroPDvaRRo2Q+ZXvz7Oqli1eD9oupnL1u0Rf6ods6Fy14",
+	"C7FGEW3bgg0w6R30GKROAksl39//dPdXd8YPw/jDbn/tLVMF11snShls4ZT1k07h2hH3dE/Dyr2TSQ7G",
+	"GXkUw8GOejVBFe9q3h5LLEzw8JwtzwhBXf/CUNG7DZUX3t4YDJOIKUyF7nxkAVmuSw0utpbGwD4pymw7",
+	"mwYKswbbZ5tp0rV3Zow3pbSidD/xkLK7oZvleJV1rfrdinJPDMvjmeZsoKdT1qhKGBMVZB/us5weJn14",
+	"LetDthOmHrtFn67lVcVW3BbzUs8yikR006Z/OZpKzqvryMUu8+GIPTs7Y7lUd7yS5TUlFuSULnnDS5Sf",
+	"R/3VgeLSQOCxUEx8lAYyBYMz4pyZ9aKS6taQfw8hKTa+Xqza9HIfkKKVOMe3ipUbH8AU+/GR5yqqTJU/",
+	"zTOWPxW2gP82pob/3nH338jjT/68p6W4gxeWtcYWZm3IL+N3PaQl+AJqLD895VWlV6duwPcpTRRbjfsi",
+	"W9pKqmOWt4Xxc6fTFHNZIQYoju2cStx5TYxGHA6jwYS3plZmmLHc1yHIKWAFPJcdV4dX9HRjKwklz7DL",
+	"oS/uCBID+KfIU4KVS1UbqNCtSL7nzPmP577MeeglPz0ND4lcQilLpe011OX09ACjCrMPVbTp0MLmHV+m",
+	"SyppJXDYz5zE2TGGH8ZANszie/gIhJZQ3UEM78jYVIoK2Cb+Ywf7CNbZBV+zSoMq7KhBzuYWjuzYo/N1",
+	"HZUZwyIXbVHQQ7mOO/g/smRwBLxKQSMBpmM73CNEW2AgA8RdQU1evECm5BKL6T9jlD7qJTg6VqpL68NR",
+	"Vy7orvsLzwHdC+eUT4zWAg6/Acg1+Se9/cDfWtsUelDhhu/Pzo6qffHS6Ipb0XGPQlDTTNpQeM2dccd5",
+	"c4DL90GDGS4HVp2JYz08gv5T1CbdTFGdPPXqJXyHkMCHGSA90D3eciAqkekUwvgK6RqYYFREaSpOsIVK",
+	"T+xFhPnYqR0LNADirLtPQ7guln4FHwNgk+DUJIKMQHiBNEaq2TnzqVDxujnCuMOOwKfddS/7+6xRGC9p",
+	"PVYJhkxioSQ8MvjdERJ+yGAFTsev2w3Ik7XAMvbs7FnczFd3iDklgaj7WpV8u4pOr3ck5VLaK6c+Pmj2",
+	"bn/7PfUNX/12R/VP98qYuIU7s/4a9enj4Z6Ba2gKJZgdv+gYCtubfF/t2UTULj5MWlqptuw4+kAWRsjC",
+	"WNI5Ql/UB/sZHK2PVVF1p9N0txEPaf0RrHjRoflKzHg4okez43WrBz9gxRL167+OFQsC6hZU3cNW7mcI",
+	"HHlsnxDlGnJf5bbQyzUbbOw+5UZDZDTV7/Lh4LBKIeNamuF4C5AZgVTQFgA3PhYWgvRuqjtpNiP4E458",
+	"+2YXFJBrdLXT9BPVPU7Ugw6M54B4/A/3ziXCkHtYwXQ+0Kp2AoJKwVNtUE13wlm8Pn40O3kWktPDWVZE",
+	"ll/H+cMAq0c7dl9LcZxKGpsojoPHDR761ABfB8cHU/eWziHIPL3yxRaZ1TMsZB/g82gbwJiHU70BEWQx",
+	"YleI9tUZrJeh2xwLj+7WgtHjYOsaTAtOExvHsZhO0vYyCwJ0peuO7Sm0EwzBh4PKxMWXduWwhI4PMdd6",
+	"S/vG+YqJ5h8Ho4H3gLSnQsHg1R3jIvfFZ4o0iKwOreujG01w7vOoI+0MNSJUlGtBgnPiKki5yT6jt+pR",
+	"nE2bTqPP4s85JuKgSwEPvwgSFPV1XAhEgo8ecfCvHu7mMU/P+zky4K6W14HOcUdjLqpy7H8mCxtXE7UZ",
+	"Gp7hqQMYHac/Vl2DjwnOFcdxPToOQLjWjcAERkp3Q6QaNJQMwMmUzMyaE/zPHmsCvLZTPgmr+3DK7G7U",
+	"10GUsHXXG8vwMHrcAPd7EHjDNkzg17Fs3m/66If5rTDN4nHNVZTn8DZCZUhkmfOquuHF7dsdYE6IVQKJ",
+	"zhg+QNksus7IiO1kXvSfakgYeGKGwfXaGFFCHmGzXOraenxmsod6QF83+4xVmoPo5fobZqxRkBlzHb7Y",
+	"Ngy2dfcGk3aYYTLSNUEeDTh2hn+K0ot4wFPcEK8X+k6U175X/BGNrVBz1yMPx3qp1yCHMO9bAqUO6upT",
+	"9yNB1zAoebeSRvQh49Tcitk6rbK185xphKumzRwzBXWor3HF3FrRDzDbgTeFb2/XMPNvTjGt0s8Mq5lT",
+	"Fjoq1/FGdrac6ui2sx1mAVRLKkfSYZtAzodpIVZl1sr0kP2OrN6tZC3MnA2UVrhU/sh1JgoSZZhn+5cb",
+	"w0l2sjWGE6eRCzPffz7DRmRbB2bn/UAH9uG3Q3zyvxYmByN6RN4GqAyfT8hPgLDY1raUt2AuecS0ENYk",
+	"cy9Htf0JUCNHYJR8mIXClFvoCQxryufY5GWZn4cIEQO/osvDiUsERWPc5wCJJPfQEXmAw0mZnA5P3Qlo",
+	"IY+B3xED+RyFygPr0BNRFSB77ovC02/z2oVrsw+bisYcY9Z4SIid2DUftuj7MVhBe1C+FlaAi/JYrOCq",
+	"dfbsOtDdOAEn/k91XQhvs8VqsnbD+8RkQlf3SA0PAis4PuG/7geg7QGN1yqOThkE8D24mIfRHMPqEEKD",
+	"xAWYKO9Uhfq7ASXC8LVhq/l6jKGVACGh61SYwkRBnIK3iUOvw3P35JogUQEKAQc45xSbIEq2FrYLjAD3",
+	"r1tXQLf0rfcTEWxWu/L9vq+WnjbLOV2+fXHx7sXzk+zk6t3F23cvf/vLSXby9vfffsN/vb946X67/vn1",
+	"2+uXv735/d1JdnL5+tc3r15go58vXr6Cf1xe/Hb54pX7d2p7469/hiypZS3upG7M1X1cnF8kbSCe+cP5",
+	"3tY6fh3MD9bh0TW9q4CJmYguQK9icCIlpw/1IHSN7EH4Bk8Mk6CKCOZdk+nZHhLF0M2Q3x4FfJqkhKiq",
+	"ykzexeGDjleRZJ6OWIUaQZe7ygoVyLNaGCjsGbUVp2k1tcgYgKAkaydNVKQzAqq1k/2ibP0xVAjJYSRU",
+	"oBjDu3z5JCPscKJ07fuHT/tyRMBK9ZTNOzqbDx0eT1Q+18Ze68be6I/XJV/wGQQ+hqgOAvqBzw/b4kad",
+	"qI+JguCZDZMc9smoT9z47jSGI/Y+qLFteJOBgM7aSjXLweiW16LQSjnFSc3yLApx7MS8wUWCSCDbI2zB",
+	"hjzW8FpY9O9srO1qvkYF0X9Tq4miyNqsjdKD+j3ucExlgXBUf4XifARsTPWAboVYmomimkuRgRHow8nK",
+	"sFCAs3J66oZ66jbmlGN9oSU3RpgeFOh42DvRF9oDfXi8ADiE8WhQZtHLoLqm8X0NpAG9paIuPe+ALtmf",
+	"daSEKPGdvheSZ/E9av13ouYVU5Aoo9Gj15ZfQryyglfiVDd2tCjJEe9eJwAZvdpAs0QhR3Ajhj7kF3FY",
+	"RJveSLFsE6WAE6wUwVuukIjAlEARnE8MfA2qYLm3hr3w3m4B+gxeeMp9hQkPL+5PTPihFoVQtlpfGyFU",
+	"+NVJO6HpRG39eA1GiWtC30JNseZoJfeCFUDqKx1WCbnfYtjt0MteA6U9ViAiw3UQ3cijpZdCibJFShsD",
+	"QHosvyHSsjUeic7jLzuu0qVz9KxGZ2NIeOtoqUEA9gNx2iFi0i1LiLO8pkDHnp1r49PCXR0Czk6wJpdj",
+	"PiDgL7RNy+aHBpx1NZYvnNpzHBjHfeqNkC9SVtKu4zC2nyAINDkk/8obbuf3TEfqJCLFwW4bDK7Lzbqs",
+	"a+MIb3HillC6oswOoQxC+j67MxpiDD3kZRyBhKxsBTwV8VjTQUjmPvGJB8Kih6px2HCn+B8v18PF/63F",
+	"/zrEf1iQRxf/sRjqsflzO2G8Pmvil7uZdQVgBpTkVYkp1I10ojHcVJVcuNuWvVYYSwecCy8kEgZ9DTNj",
+	"9ZKAi+mWxMJ9EB3EpXGv3ug7MD9UwsagEKHwS08Cwv7q+zuA49735il0lyROToA0hFgU3j6uN/2sdJlm",
+	"oVh8BAPqDwBPtnrJKnEnqt7qCymYUizB0rq44tSaxrjFP/flxbCoFqTSjynPALxM9LvgCpKybsXSskGU",
+	"YdAiUuuanZ46Of3UL5wZIsogZTnwauU0C2P52sT+HxzmSXbiOqcb/e6wegNhBWmdM78TOy1KEE72is9m",
+	"R5d2AHUGCheyqaiqEBBh44orZg56clC2fKjaZ6m7Ek/mIQx6c03+YM4Mw7muYDyPwJGhu3eyuBWJ9cH6",
+	"FuYY/DQbuuouz+sl/1sjzkFdhSwdqGLCKj0zyXk3ddXDiXxMJ+S7Oqr6WyPqdcbwy/DLVFZW1IZJVVRN",
+	"KQ6A7Kdh43ezaOL7Fu1Q3P6+iTDuB+40FHMeqT0vPUK93Yxo3XVe+tJZ6XOk3GgqLkbmBzRqICiC0zTz",
+	"V9zYUzg1py+fU5oqesm1EsMxRSuEiFLpQ2wzxs1E5f+Cf/05x5plIyzegvIY5UEGJmDgu1vf9OowhLWv",
+	"pDIj9pu2bBnlk91IKKGDOu7mPdgXjHqf3Pu+LMO/xJsCh/i8LXiNRMi46YTn/gv29ef8oCxDUh1T334f",
+	"18Z+WebjlpIwnxEgW7H9E8Pei5srgCOfqAGOx8cw/EOWn576N83Tf7Qf/fR0ZfJhXNuOq4lC0EpfuIcy",
+	"Rmu9MqLOqMhE+JgPbjFUdmKiLho717X8OyIbzwUvoVp2WTKIzf72Bz2dGmH//FvuXdi1cAKSKFne1FU+",
+	"mqh3YNxQmuW4lnnGcrd0JgcjF5JevkUVh+yz66WH7XS31MacyH99yd2dSNWyu/R4dpAo9o5q5W6c7eOx",
+	"WOUD9HM3iAOSxe6BrdlR0I8oUOUV5sNhMt0c7oXS0ZvXu4dyOlNLo2ZjEBnkHsPbTCo2WDTgwJDGkkQI",
+	"dFY3VNgiBvYvViXAua3HCdAGIPwInyEJinCI8rt7NR/dMADLwdtU7AFCT7ufTQLu+R5H4TFp/ggCDtae",
+	"fiJOmxeixX6A1Lq5ZX+s0OoW4/HSGN3c/jMl6KtMCYJze3AIFlx3+1J9sMudeT6unzdQqG8fs19IFf/6",
+	"TXYfvME0szjqwui7/LdiOd69fv76JDt5+dv1m7ev//L2xdXVSXby9sX/fPni/f3CNsJX/uiYjc4qHrvu",
+	"R0RrbE74gUz1K4vTAM76yEEabppoon3U6/6CZB+wiWLc6ODNxbvLX+i6B0WE6gCBJwCOVkIIONSY372B",
+	"+6mD5vpAwohX7CugCZKPH4EaSB1M3La66gk97YUA+SjtZTdPLmrlnh5Z2xeVxe2V/mlt3S029RV7QV2b",
+	"i6oCk/yy1mVTQDAym/K6U19BKvvDs2ReuLuR0wMnJ/LhUmlK2UGkC1hT+laYXlia+FO79uqlosLGx2g+",
+	"BO26aT+isjfrpTuvkwlkrL1Q1in7E0eqZ9+xS1tXp5fDTYvG999/98ORRSTdGHZNLC32BePF4ZKHJ+q9",
+	"0kfoetewXi8xAfqI5faHh7CqT8Z/OsvaElXfnJEIsaNClafH0MO3z47q4dOuCYXS2GlmuM3XbtyJy9gN",
+	"N+KHZ50T5Z4kg4tS1WvfR75gCGvhJZksDzylh7KYhIUH+AO+QVK7NB5JLaoHjiwlHc3Xx49wWoCndcRs",
+	"Nmix5QYQog97Eaa0izyv5N/FPcnzXhR5HBF23DkR+0vPyOlB4abecDEowa6uXpBniox0V8//BzNNPeUF",
+	"BESdo7HO45axHG7XcQ6JLBnL3aLmWNqK107jgV/GOfs/r17/5jatlO6TblkJPnLBl0sKR0Nv8Uh8LIQo",
+	"3YR2+Z5f0Fs4Gcf5IR1+5Em0J2sF33oBL2029QXtdzbFo73Z1Men7257hW9tNrZ1owq+v/k7/57vYIHh",
+	"UyMox9vXmGKsLspyu2Exb9TtnoaX7h3fcOmOhM/rAM9N/4ffhHff+leT3SCU6iG94Juhk4qrIKf1ta64",
+	"6sin4B2v+PravVwJpzX1JRC71y7prbZxtwT7QaXjfeOtEjWHFdfZat4t2LKnk+3qNVlfCZAj6phs9rRZ",
+	"EuGYyg5bfSHs/iHFAraako3sIIiyzcabqFe7O0mhgGWbCD6H4A5tNt3EejgGsmKzryhF/0B8gc0etrLV",
+	"96WfJRL4s6200IPSWbcbU/7fIQlwm427Ov7huSSb/XQjug4PSgv9dOIPDoiZ8A07NuD9VutOs4Mmnzb0",
+	"ZF11eL8CH5ppXV0XvKr23Y3vtK4ueVVtXI5t+33fpvab329qNSq4KkR1vfeqetfU6hLe3bqqon6qQzqo",
+	"NpvSDbK7qX+p07QUlbwT9e6mz/1LnaYYfL2r3c/wRqdRhLyyq+XL9rVOc4Ry2dUSuEy3EeDBXwtV7m55",
+	"5V57ocpU6wNabjer7d5m9eYEW1xaCk3b1UEIksbjFG4IiGzcR9MQk90h6E9Bw1j/BhBaKNw7nUmJQ4C2",
+	"E1ffp+zo1LqjGqauyAObdq6Ag9sk7p4D2ybEpANbxoLIviZb/PmQBhtkcJyJ/cBWG2fzkPc7B+SQBhs8",
+	"7pAmMY866BNdDnxIky1mtq/Rtjp1YItIj9o7sNSVeGijo+hlSz/a1yDFmY4vg3hYy5SifyBpHkcEm7fL",
+	"IW027t3DyXNDwjikYfouOXDhN0T7A1tty66HctKO1npgo1gTOpjbR3L+XjLvM0Uc0zC2Phw4yJR2dui9",
+	"ktCR9zVNmZkObBObtQ5ssmGOOrBVbHrb1yRlRtnfZttus3fJt/QtdG528dz7LO2UkhVyrjB4BaN9qULd",
+	"wMx1bYUS5TDDOM4Io8MHoV5LNdVU3i4n723m69VABsvACMu4nSjQAyGzk4JacvIEx0Gp+XDELqjIKY4R",
+	"TF8FVmqYqIADoEQoFTTntkWwZpxhJheruboVJZvL2dwNAwbjZC0/D6i6QnBcXRwP/DEqG+bapiMr6P5K",
+	"OUqVJYv1I0GOPlpEaEdlSjleb6mY/HateV3wR0ZSXe5COqr5yrs18a/go6L4Ecw/D/smIDb8xE3xelnr",
+	"WS2MQZs1qbPZCSmZH7JjqtEfHfe6L7IVsjXjfUg6Poi4Hh0csUuW+2hti4Vg1ZeCQ8bPjCsqTBMjBoLb",
+	"LEYYhHh0t1bDkOIekAI7frHdBP24lJsC8/pKKM7S3h9S/zB692gq+xDRWecKvl9MTEyxf3BAzJYp7+FR",
+	"MSll5T/OOj1e9FCAwDwuWheTTGjO4Ig3ii/NXKeibc99Bk6UTnhs+SHyKB4eQuJhUVL3GHKCVvY+vNct",
+	"QT/Zf8XV4T1WXL1QFiuzbva0G87BM5Mj4mq8DJRCMvRQhYf11NQHlwEAZpeq4driF4btjWeV3KkkFbvB",
+	"bNNvVx3uqXJNRjmzE8bxHgJdMK7vvJlJfl9xw6iuiU+rIgHeC9wk/EagMz41moCsWqhh6GLOIUX98Psa",
+	"TOTHTBAAVg4hkxfw4kbsT39BaPcWgGpR8hpgsmDUxag3pOhKzigGsl8Q6YPTQaCma6oPmnW+mIXU+esK",
+	"yn4S1g5pVO631Np42cZzbiqReZK1+oonvKSwsQy1NA/DSkVJ8adKF7fHC+4t7OlmQDAhzVqtb0nnrIQJ",
+	"+LUBklZi6VTAeYQceV9tsAOw3HTrDD4JgNHpUC1yvew8PTFCA5whRCGjpohe5H04AAxJ4aahiiGenY36",
+	"kljSsqquRKFVaTbPXNtOGjYXvC6jak0ek0Co0hx+9o4OUI0i8j2JkXcMgGUIniaWbFsPY5By++TN+CN6",
+	"+bYfJvQY+J/tgv++EBOclcPyr5DTb5g5HzvlDYwP3NwKR/gM122L2jAZEOgOkrK5ic0uCBFmzllca4LS",
+	"dLO4dvN06m4IR4ATRQwBVJ8OLFhH/u8z895Ptu1ZzT9YzE161h8u6sYOnEfV07fljDRVOZaH5ASXbVus",
+	"fcDj8iWkssOLZa2Xy95y6kff2YsWKzCRrU7hWj4+cowAk46vIvKhVGyl6zINCFH33K5OAShrvlJjFmZJ",
+	"Ug8UDUBMEnxLrAC4BRHhPDBPuDGG59sj5L72u2NVy86a0lw9urAs5h3s/jCuE49OFLrt4YXEcI/jksdk",
+	"Qm17GB94qquv7TxXj3aQ/dX2mAf56OP0hWii69i+P0101uxroIkgnzwKTQSP6ecqNkUFPYl7bfEn9LZ0",
+	"FbaJohssVvHAbxJf95BHAaihVjMlJHwRE3knSukaroFIXxyxSLtkqqkqVui6BrAWrpjgdSVF7b5d6Bq4",
+	"JNYiwXozZq5XYhuBc87L+BOJwlUbKm3yjLjBILprx6nQs61xj/0HYMMVfu8D0CWQr+AAtAF4j3IAXniN",
+	"fNOPUIpdNrUDULwQ9N6/3/d9DKd5XBdIz9AfIvkczMaTfDrbvxofOuvxQKKNFvUroNheB8k9yDUKjfoc",
+	"NJNIlBSVEU73QisZWSOCjobYDgDq0iK7jzsWC7B5RWap2A50zhJA6ggObTer5LMD4NK1YqU0t2yAgBBS",
+	"WV5Yhiw9LgeE78P9EvjJOcsXHs2c5F/egr5voLr6D/oSRbVgAGM4bJXcJ4Yw0nNW8LqWwrQ4WoB/73r0",
+	"ST9JayhXs0qq2bukybq7gT2u8F5/4YH55h3HLnT24QCf9/Fm0eOMnMG45Ihqr60R1rlrr7yXTXQXN1Ta",
+	"yqIPZnRtrFj4nQ46FiaIZazWlX8nY39tjO3YCIHjDD3yWVWZDRsh4O4H/c0Ra2Q+2URbV6JjNB9wbGWs",
+	"rCqvZuLZA/mtZLRcXV16v/q6wxgc1/oLRwuiZbaqD4xZo0BeBL6y5MayLaz/EIoDDMLrs40qoZDQMEkO",
+	"0QgqAoZhN40FxFutZlApuL4THUz7860TC5A3MGas8eAEzj4au/etWXsk7G1W0H+DbkXP3vsa3bxsvoK7",
+	"dLf19R4XKoZYP3YIyn7vWHyDHlo39apZLDjA36YAbN036eIZE8ggNmMG23ncX14SmK+7u6k+Q4BAarsK",
+	"wExwY3njs7fTYsne0edx3CS9un9Lpb9v7HjPFfWhs9kPPBURxXwFB4JcGI9yFtqQ6zRQ8q9UWR2Fq864",
+	"2ZKvQVH2os4gEAwKTXTXSHdB3UHQbgIFZ6fPbY9fv6/iwqe9k30gPWys2ldAE3H+1uMRxuNySYOOwr0V",
+	"A92XEYn+QLAMI1VPaLCKDVKRCOIki9YnyQa6tVxhAODwKK9k64G9RyQljj4LyxP32M/XOskVDyPkr4yK",
+	"H5GCa/tZ6nBjgac+FxbZPWMFkGCmqTkbUL0oFoocD31l5RbIkMRVJ75G9tK0g+uh1/FDkZ/23MGPEIW5",
+	"sZ9fB63WjyaSbmYWPa5pntuuaQWtKpSH7oNQQlYtA4aEfvrYMU9cNKqaPOiInLVY6top7aGniVry2mci",
+	"bJwkn7l7YIkjWpdtkyv93k986aSte1Nhcqe+AnLcTop+MGH+3uMD9/REBRzBbkbObza4uHyDVWMog+ac",
+	"hWozoc1ElRLLTBq+dvIh2iyGYywYaLK4Tj5bSVXqFRvk9MPvBqpB6inzv1zJv4uc2g4DUm0B9gGExmMX",
+	"kYDhBFJrKAjliYHUHGM3v+e6KdC+pLCOPn4AVCswtEwUHQns0D9vv9/tD/k4fQwPy0QNeGe1INoLoXi7",
+	"Rk+rLa8yWLNWokmfLHC3vRW8fAfj6bD0fhkKm72vpRXHtWu34LgWvxu8QA9qgXB5u2P7MMhYqmVjj5oB",
+	"Brsd1QR244gWn/pO16Pgk3b3Hynr4GpzRGIHv28phvj4WDYaWPvJNM/ezmy+F6/eWt4/lkd34SYezJrf",
+	"i5u51o9TZKGzHgk1u5TGzbnsiwt+P19TrJ5/k+qsYE1fD+/tn0msUDk5uVn7cp+Tk2F/rsPhsfa0KEA0",
+	"7wiVY9Om5Ae1PQ10IDJurVgsLcTmclbrlfd/oc2DJooOJKlmbHDW+q6wrDF2wExTYJjUMO166HHfuD6e",
+	"HxBAkGwYPNuJEvgf7QWOrDdUmMOWuUnRXA2ztXRrgna/gxViUdTJ2kmqWntpE02KzGqGlRJWuHdmdFAQ",
+	"bygo5qkqqdXco7QHlWs6wENGBZaQQu9T24Oo9V7lPTaO7N6aQY9wkBb840ts+w2i4fq/Unbb9P7nq7kR",
+	"xXUeJCREWXUH7NtnjhR+eMZqrkq9QBjWc7bgpcDjhRLi6JACScmSW3Nrl47tuP+azV6e/WkfP+7s9o7d",
+	"pJO7TtSEP4IKiYVsz+KbEIOPae2e18QsKs1t3MXlOvn1UBFH9LIS+EpfUXsqT1HpWVubosNAB5Eflw79",
+	"yEnEO26Ad3SX9iSDHzAZcuD1DZrGcSpLquQ0bp0gWpHtO1prrbbXOgLzvk2nUGH6aj+oL43ikPRY4EDt",
+	"+/EE4zVrKQlG5f486ZDCAZSchqr2F6A4mqmEE7IvKS76xI5hvogJZIPdpEBS84zlCdTT/JzloEaDBT33",
+	"fvKJCrGXGRXSBqgH7iPUIWEGsHVHurGFXoh8eD5R+abjMvRPFk74QictZ87LNvNmovam3uRx7k0+PGf5",
+	"BmxvDsrlRtg3pwwkHDLY2KGtty5CbebrohalUFbyyrhe2mFQWSbHq7Hw+UrauUZg+oXrJz7RORs4+Zjm",
+	"knfveV+uzdh8E6kiBW2bhqolPDj0eiTA8zbQ6bItZOMWT3Jr4kmJgogufSb81I49EXtPQuh4xzm4Xy1i",
+	"FKO2To6tG8GEcpKVYbwV3WkgKA9m6DpBV58MJHbO4FO+kenmMUfs8OuWYUiIOEBM2N6RZFn28a6I6fZY",
+	"BxstBaS4s9daZgcQe5axmbTZRAVQ/4wRhLUZMqVXGfrxCZOGjiee4DHLoXwzlsKcKIxfcV8R1ZSKILZ1",
+	"+NtQmFBkU5QQdzNRAepimAEvqq1UM6qw6Xs1zD/Aiku+UKfjeXqiemaOgUBQUM3RGQPMnmrtvtMojmta",
+	"CceYQhSQxKiijDUKYhYxRkhrpitkVm4xGW9XcjxRGKjnrmMUSPHvX6NwQLaar5MmttAyLR9F/fTG0XYx",
+	"N2BPfFkMTEqMprrfXEA9fthFjZetxf04/0BwByQ8AF71RVPoZjDaiGF1TwqJhFC+pkLLrxVVBWWX296y",
+	"iQpDiOLA0KKbA+nnVEqWSnr1bk7/xvRuG/R/eCoxLs7PskqaGZwYeTG1Ij0Q9/QniPjrffyr7qkRv7Hz",
+	"OOq4zU4iQASFratrkQzE/F3Jj2wBQXCGVQYSIiD7YnBar07rU/f/abF9oUs5lcep3grgVHfUV+8O7q2o",
+	"MFeDcABaRlKGQpWDyclocgJsDTlcerTmcNv1plnPLT+YIWp3eteLSionZwNz3H9sqaI5zDzzNj8YTYZb",
+	"0lnJnRsLhLi1rzdS8VT1+Qv22++vQMn29hg3kSeG1Mo/nZ2doQqevrojxKVExkGhSyokEYyfdnr6Jyd+",
+	"gb6flKwqumXTFZB87dwD40HuQ35tyZMDPtBb8t+TUkLHnOsqLLN77cC5REUpUt26DtlMY0hrVMa6duwp",
+	"tXtpEiSiC6VZaDsyT0HRvrbb31noeKQ7KdUJz0Qfm2mF9jiFssvUUngOfdu0Z1FbDjLXVWnYQtdOHrYU",
+	"z8Gx4GWFEyHiNIcvtp/o7iVDQ1pTS7u+cjOmEy14LeqLBicGSwFfhJ/bEcytXZ58+gT+sKlOSPgU7e2k",
+	"J8NwZ0/Jn4uMlMz2Zik4glpcwNNLzEN+U2urC11N1ODi8g3e0Jhy4UMFQR5Ad8ka6qbXa1brxgoIvM6f",
+	"zgWv7DxnoHhNVN4pqD1mP8GEyCUDjlWqYooSJk4cMJS4EadSGaGMdPcBVi63K92t8G0Yr4xmlt86ORBE",
+	"ytNK3omS5f+C5cb/jOVFJ4o0VdQ3nuJDkw9HDKzrZqJ4Ldjbny/Zj8++/+9sWeubSiz+21+NVr7qH+XF",
+	"LHgxl0qwvHBC5oi99qYkWIcx4xOV/6KdooxWJ1xxwjzgrNJ6CRgiWNOHK/byDaukFTWvnHzraBBNa16O",
+	"f2JYfnrKq0qvRAlx8yZnM2ENe3b2Hcsh70Zpe01v5E6uv9HlmjAk89NT99cpmgWo4TffsZwCPa+t1tcV",
+	"r2ciz1gpiorXaA+B8jXgEof6QhMFnS4wsYGJj7yw1RrG6x6zO141gg1sTd4GKE2ExaAXvHI8UZTXbj3B",
+	"lkJDRCeSFrQ6UOAV1lsq5gfueLtuwtDP/jRROdkQrv0zgozAXBgqxOQVlos3L0+ykztRo0f05Gz0zegM",
+	"LoelUHwpT8Yn343ORt+dIGuBA/kUTg38c4b3h+NpQMUvy5PxiWN3FzPyEtTCLLUyeJS/PTvbgC/ky2Ul",
+	"EdTv6V/J14bcbh8vhC+AWQIOffewv6k15SwBeUZaKZxbR8GiZAVf4q/SXfufspNnZ9/0fTbM4+kbJH9U",
+	"6KmA28FtHIuj+PbxCfKXpR/r4KaRlT2Vyim3aipnTS1KR3YWtVCt2JuLd7+gRMdnBtxCuM4fXMdPW3vB",
+	"LOWM2Kql3M3YIrPQf0VfBTe3o/8aVyueKMf9DZtqd5QwROQoe2PmjYQURpZnZJtzmrAq2SDvpn67fqLM",
+	"wrZ9sEOGN2Kz4zDbsDvG3/UBw6T/btoPKQMJUv9u9Ef30kR5WxTNnA1KXRha69GiZLgsTnWDWosQzgv8",
+	"lxTp7uFAwN+/wDa88K60Ja/5QlhRm95IiPaVp5cIkdYHLRy9+YobBFZ++fyQ19+tl8Ic8uLPsBKJwDvw",
+	"d/pIgSkBQHFz+yREc4LQIN27f2sEiFmKikr4oq/t8Y9LUj5LaBb7JwQ32cmnD3v5kBUfLe7pKe7e4Ywo",
+	"rmyXYEUXisW38jlSCla6k4ZxFrUnJnR2FBM6lmk9+/bHL8nkrkR9J+rTK7cELwJlEDVkQB0Zik7AmQPj",
+	"IGOMYbyotTGstbLF/M/7JyP+5+UXELcpjGoj7sFd4CDVBdxpBaF5wrKuVJYjKC5uXcZMU8whD3iibmq9",
+	"QuAeAlDIYXKI2Z1TfiwMxO3yDSb1apAIsLexu+dbFX6Qh8yPfOjz/Yhbu0YDpVn0SjZRWK2LV9Wa5Xh4",
+	"HO8LWYZQLdHkTl2yoh6x10sPjUaa5UTlTV3lbFBv2BVwlYduohD7cQ5mrOiqoHlxJ8QGUbIzZSc9eHGa",
+	"1g4x0Kp159eJapSVFcvFx6WshbmwORvkp3QGT7G3U2urHMLFhbfJOvrgTmJ0Mk42UUazaPmfGKZXqrW+",
+	"khiQO3Z4Cu+dvnyeg2mU4felnSgawnnYb8YrsFLCbLyQWjTWfRleXo/YBemf3GYTNXOLQgWwYRlCchmE",
+	"yVCISekWNkdHMTjF8n/BP/6cTxTZJn5/+4qtwHC4kgoxzjdHH7y0YZrDEbuwbAG26s01NKcL/jGncRlI",
+	"69SNBbs3hPQ8+/ZHd01qfb3gan1NtcIiTQDNmt7+/rLMY0pot7s10T8x7L24udJ4BBDhzM22PTjt43D+",
+	"3H2LmoFhCHYyzCjRNbin66Zyu/Ts7Fk7HpDxwYabTxTa9P2jWLhppek5vxMQIos7jWoa+vocT77hJc1t",
+	"omATn519M2Z5Z1mupbrjlSxzNiAbPPoF4leQplAG6T5Z1VrNaJ0dFaB3wY/H6TrwN55eM9zuQKrrxjjl",
+	"EFIlsJm7TyKaBTSZwIQmysiZEqVX2W7FmpWiBo0Q/FqRHwPUz4wZ7Y6+biymEMf+E1LcTAPxbWMyxHCf",
+	"TO1mBBKrn5jSJehufKKKqjFW1EPoGygnmsI2P+BVFTY/Q5Gse9bDAfBWoXN/Ct0sWC3u9C165RLyGAYj",
+	"oVRG4gJaMISxP+ly/Wj6SvyJgBDcNZfYuhGftkSVbz7LEFKiSsvAv4wgcvbsaxZcLjo2EzpGQPZItCEk",
+	"xpNu7HpE6xRSYL+8Qq6ffpXttUIr3NoJRuj4A5maDqHjOpQGXemCV/gGBR+VwiIMVe3OFMT1IALpnBt2",
+	"I4Qi7D53UP1NstBWhE4oI2EqZyP2yskHU+7u0gFZC7Ig0mcEUDKEUiQtM5lTJpeopug2kx4DnPyq7tPu",
+	"KqrEFNhM/JbSUPI5stqxyuRsWUsU2+g2cNrXaOtUv5LGvgir+xmtEP4jv2jTa4x4R0thMnazBtPWH2Fs",
+	"eBE7mw3aFJFoAqHMPY4I5XKQCcLThVbCDBHPtCVBI/BiWHSoPCw9EjpaPnsNRn8R9hd84zPuFH2hZ39a",
+	"/32zHN1/tcl6fTL+tw/x2rvTo4QxZDTmpXR/xSuG0Ci0XGB86OUJYFgGXzByoxWXYJZxt+9S1MadTOmF",
+	"Qy/40HU9UR5DDksdM+WaUd2sMXSAAmGkh/mIdTWIzDr52MczS+vrAIENOS4D9LR9/+k/qJuX5af8HAMh",
+	"KKATu1lJx0cw74h8EKT4kURhhhmLFKaJorQi9MIT39jwxrNBHv117V7NxwH7YaJ2jd2/5TQPioMb5PgP",
+	"7MhpaRPlvuhDzW7WLeroIN+ADs3HrObSYFgBveQ+PlHJCkpQrEmFscLku6DWc21Ccllg6UZWiFNg7M7o",
+	"Oadvon2MVsXNhPIUCGAWkWUchw5UFH0TvRgsCh9jg3w7li6bKDCXoZ1ytCidTOq2SixYJbgHoEFzG+wi",
+	"4FHJiKwnynEbrYTH+0DURKQbtMaTmJ0FaRNWyHsK/OhvxKxRWZzHh4bIrKMi0MGIzsVoooK6RllqHTPq",
+	"E8OW2kAEGrLGJZ+JbrEL1CLG3oSY/+VFcLfkHnN8p0l1otI2VbZpUk2bTGMDqX9n24waLKZs22CatRGT",
+	"G9XK40e4ePlEwVQ2q877ECMsZeD4YGxrhYyLhITurtWXwBG3DKUpOyK4cjpmxMDKvz+DgDi5aBYUcreQ",
+	"Cv/6JpXBlv6A211IhOuzVX7/zbfbxsoPn/Fqg9Xpkz4ukBwDpN2N/vhFpPsHiivv01ebvxScUtiKn0qs",
+	"HEuACyVz85WK+6IQdMHinYr360LYWhZmlzzyK71ymOF4WXG5sV+b+7+1L/QFd1W/qfXCybmNYZA+izES",
+	"7Gx0Nnr2R4iKm+MRHwN/87qFd74WunGsBSWbGW9mol+sIZfiaM0X1a61f70UCv2SR5wY3+kRO+DkPvoW",
+	"K3XRLNydEBlB3NUOLjng0H/ERryb4y1ia17Y3nXFUMo+cfHbszPU/OCOOG2WaC8pZCURYZhuV7eDZD42",
+	"TnbkFdhsnJ47UW+0sbNaXP3rK3J/mYJX4lQ31l3pWag5A3pbKQgBOViMLL/hRowpG9xpcoIb95YSK165",
+	"Eax1A6B0EGoCqgm88e7dqxH7/uy7icqVttcUyBsCccGeyCt3kdVgPTQdEcFqLxBMlBvWcBRFYUASf2uQ",
+	"JnzjwknpqAUkrqK/CPuW4lb/ID0FVpcCpWma6Lr+/uy7L0CZPfpNG9jtCWBjiEzpFRsgIwcALb9rw16q",
+	"jrK0016cuFISBZlRjQ2o0OE+FkunwQwPthBpJ4qEpsi+3PbkK5R6LRiPyqDzkhMLI1HXcXIU7FDYzcFg",
+	"7CSkMfM2vhwjx2dijMcxH0JQO9o4UM0Bq6g7rwtdi4zKh7QSODgFBgSvChHw2UQJdSdrrRZYYaRso7nG",
+	"LCdgHPl34T7OG6dWWEeaAq3SpHQoscozprSvpZp5gE5pGWZ4Oh6PeueIvZzG0BYIrcnNrcniTFdpWP7s",
+	"7EdCp3Rfvg7rgIwGZH2rWamddlkKy2WVt3AWHq0CRv2rsHNdOmkTHKhkxM7nUtmczMIUIg2iNyalgtss",
+	"+BqVJnej0uD8sbUQw3Mmp1SeqLYm68ToRz2N2AX6B5BfuR3D9UGIdM5mjTDGacW+1AsqSzEJAoCuERYi",
+	"uoFlZmBB9Ii7RAfoDXF6CyiLC8flKj2TChO0vWNjmHmfFOUoRZAfYHmfKDLcdAGGXSMYM4Sh+9R1eDTn",
+	"aIvXK8gDi0kfrIQtmQ132NLp4H4mMzrVqMYc4i9tQKepJZgzDqg87xZe89kNI9ZlFS3yst90MOV68Sri",
+	"Q22rjImR62iLpzBuA1fB05u3CfptV8D8CKmrZZGOwMYbpoJOAemVO9sLML/KW1GtwRjS2l9XfP2FnAXf",
+	"fV7nwtlxzoWD7tsLe8mXvHA35iMEUoBfLTLGAAdURGy0z8giHHODMEN/D3RuWeHrJcb3LFidKM9VYFrd",
+	"xuF2qn18tj+T/LPjjAFwCZpnAjbcF/A7PXDfYOG6MMvG6qVpc11H7GUpFkttfX719k5lvdrSH78l/472",
+	"4rUSHVjB1EIfF4z38jmEly25LRK5HFfCbsFaQT38gW0rf+EvK6kMRnpEok8roCVK9GNIjW/hVDjLb4Vq",
+	"/W/AxyeKJDqP7Q+SOvrYvGGODeayLH1TFGL9muQTRSX620sDjea+9Z/dtQvR4k4ww7At6N1HvulpV6oK",
+	"sU4jmAfBt3VsjMFkODxnnE2lqMqJCm5CadBl6COURgwyI1hrvm1D+rVOiSqYPPxFRBXKUz5IVPnSZ5ZW",
+	"0Gln0nyVTv8HHvi3QgGkRbDmd2KdD7sVn6KlHDTRe/GGpPr6r21ZP4zHooJ+bEDHLb8VYglvbapEIFmC",
+	"5hXUNxxinrWqI0XkfH92xhbG6TgB7dfnTg1aXWXB12whDQQ1oIcGfwfTiNMKnJqxUZrwmzNm8CN4ur3b",
+	"KPjDxu27YJrJY48DOpZIxsTJtECw1FXdKEzyYtNamDldlinFA95vT/PGNm1I6tg5mX66xTtxyH+Lt8ZY",
+	"vqZfMkodlDXTdSnqLGyLEh8tcGAaMmUPhwl7wAtDiwgYiKJ2OiIJA2iBA73Zrzdyc6ypG0B24TrxA2I3",
+	"Yi7BZUphxQVX7EawUMGQOPXzF69evHux4eCE6T39h0cj/5QP+0KzAyGm3SoEtLCVCfY5XR6+NqlxI0jw",
+	"uPe+qk27BQNvHkBncVmJ4RcRWY7VLB4qbqbL0uKBQwLbdvJ3DufBbJEQGHYmAl36lz4nMeA3dsXf+LH+",
+	"exBSu9jwfuQZ01UZebngZM/1Cg8+sJV447yV6AEibfLaeusYnI90i6JsQbiknwGQ9BwtSVhWe2BsCQ1U",
+	"OVHGlqKumdUzkEWHbb6iCeUWcpr2CDvIW/jJjk8/JNsExFqhKL6a2mN9nrwNxW6LyE8UJEjeiqVtbbdJ",
+	"CsdMRt5GSgG2x0JbMVEU5NZeVuSg9F4kHxALV0Ww8FlwjzRLhlAkE0ULBXfgitclxaFv4pK0BEF3agXZ",
+	"lHLampF9vAwG5FO/mKkqypCMICDXInQ2+OYH9qv8aaJu1ozId+gTMlq5/dvv4S2I460qChAkGJYxBp3w",
+	"iQIPPOPtHoSc39wHTKL5y5cZo8plcBFmuL9+XLSqLSJx2D6o1iaWdoSZniES3EP35BPlzaqEGYNR79Pp",
+	"OXt29iPLW/joWmsblJAI4CMFsODulFosK174gB/CQHD7tQEx0E5DGkz2hIBxYHHXFKKREmfeNopY2mfS",
+	"TKj3t406TC359rG/nGLTBHZ/7oNkNuvuwzEnYAsi6/8tLY/HhkF/Gc9gq3E1CrCTiK+YOTsthh5zI3Wi",
+	"kAMGJ0XPJZaQPtRUzp7+A9OgXqLx8viLzgf5xMAk4xPf6cnm2egJ+fnm2z9BMFH4OxkAtGwSF+qFO0sQ",
+	"ibly14qxuhYl2NpZ/ub3zRtpgXn1F4rhEJHNoLLmEea5UrqBWG9wwJ15iKhrXLJrbAmp8JiXDn1QfyFD",
+	"Rk+nooYyMeSUgIwVSHEdYreU/+K7hb6S/OwqWCkv4dXXOPfPxdvaTyBk0Zc2vcTf7tdQQCqda1mIoEVG",
+	"BT/hLVKvAU/ua8zHONpl8u2XTTy1EWBEcCYjtYYVhuoN/ogZYbuHZEhON8eg3NGrDteNAPF/V5hTeyTg",
+	"zc9vC/Rf6lWR4PG/Bw3pfRAdvWgKkrKJ0l9DjZZlxVWb1IDwvCEPhcJzodljOgSS9AC1iB7XiHjRFjms",
+	"1q3Ttzt5kLadfn/pQ9ozxq1eyAKShzEIHc1AGdlLMrSjU76CaRZixN4KuJtMZIdERzHGT2AswkSR0WHE",
+	"LsrS/YSGLkLrHTOuOgH6ZAAkgyYGAZ9DEMVmHR5EOOHd6vjUXPEFpkO4HbanejplVuuKuQma0US9p2AR",
+	"b+sC6IlaWMh5QjNfcGjzohDho0ljI63i53Ue+K9EqYKfVy7Hz13Q7JORxPTsa76MehYjhiw6flGei6KS",
+	"Kr0o/tk5wIwarUJwB0LN5P4shtwBH1rmzuboPvfilw89uAyFV+Oq6E5M5T4DZ8Ax9RyM38NDr8k9iDVv",
+	"naK9NmyjBknkKEB+PkC/5WaGfD1RbW79MKMI0RzU9/W1B5rxqTbeClXJO/+lEXuOXyZkLQMwCGuWy3K8",
+	"v3ZKfo6xu7pCuA/DBnktzFoVbRxcBnhNm+Pxqd4Vn81ESe6fueC1vRHcgnIVjUZpJYjJoVGOVgVYGqrN",
+	"FFrIfXLqTKJlmGSjSs/6sWqIz/1HAKv5jwgX8y0yyn4Xr5N00CnubWiVhhjJaeOu/9JXXsGwlA5m8X+m",
+	"gffh10Qm2QwlJGBQwIf8AUzmfT+OODnV9e1ji5IAmRDiR6etRIQxs1q1v3hbTUZBrm2lfkjWc0Lach0A",
+	"oLQST8DWDfH4JZOqqBpwQOXcvmtqlbMBucFZLVZSlRNltb5F12ecH+5jWLTZRqzEKP4AJwbh3VbA5qBJ",
+	"JdQXaOGXzdjdZprgImbShrDgzeRBgJmALBhA2cX8ejSTQ84kdJMXKxQtXW+6ZmKxtOuJaqPwwCLv9i7E",
+	"qg9y+C/h1YFkSv3i2oXPDyle3QRveAjhUCXKxpi1vZROdg0bQkVWvV40UZ3gzkRZ1hF7xS2lUAKpU8Kw",
+	"/xzEDrsNagp0qECCBUSNVsKM2M8Ue4jwPE402A4iyKikxETVYqUbVUIosy+1MHh29mMyvth1/XmlbveF",
+	"nRL3N18qQMdRyf+WVp8vL93+VHNFtBzOVCDeiD8cGTU056rU0+mjs2lHGV6Sa7lTnA2PCFtzXlM1hQge",
+	"XGnHAaDIRS0CbxyOKYplFfUYQo1uaimmYGMoRPCjTlTEYwatts1wXeXf3Sk3QjBIF0O2PlqUQ0ozCz62",
+	"VoPYyN0HU0TIfwcMdkzT///+n/+3Tc4PDuH48urWoe7U6h2O2FtiM5izRttcN8pMlIakFYqtGYCXEEcO",
+	"SfLXZNrIk8zpF9zuz8uf6CN/FH7QbpbVOSP/ITjXH6pnb8T5I7ABHMosuNOcMHZskP9TuvNHbvP7E3Ff",
+	"fHTn5Rd89zjr9MdTVW5T1t583NceLRnxwCH0oJJK/HuJ2Sm0uhO1oXwpg3NxEzBs0BhRX5MRNKOMuPCn",
+	"457XjnvSP2twGg0/q0Ha17+439WUcmS+9xE2VDjLB5/NBVbUAGkWY40HOUev55j52HFo7W6n7dbkJcPA",
+	"0hpwWEJziD0kA8lM3iGyROQT9Q40gyGaGIoD0TvQF0rk7QcgFqi94mIRuxb0UerTQ2ZBP3ChiU7wPl04",
+	"ZqL82XWrMGIXuBrte3vdtuDzBVjwbnA7Zlf6/ADvK8/P26QgEAQ8qiHMCL6df3/2LdEg1qnZ7bT9Fety",
+	"fI77zHX9n07a/42dtJdzvZEd9QQ9rduOWffrkPGFjphK7Izy56c89B5Mo1M9ZhhJ6PXQOJIfnv3/7F3d",
+	"UhtJln6VDG6QIgohGGxPQ+wFY3fbjvVMEwZHx8ZWhyuhUiKXUqamMgWoO3pjn2YfbJ9kI885+VOSCoQt",
+	"CejhzhZVlf8nz+/3LZNGQoZB87weQ27vSRjTmk5sbOCzGFfTTR/btPlEB54/tR4iyUMQ/CkO5/ciWmL6",
+	"t78ets0CmLelDw84kFZs3J6FMgd3CToBQJuGnVf64spA4lMhR3xIYAal1AV62s5FWQKmtVt4wODGd0Jo",
+	"Ges9dLwc0Y2Y4iMww2UJ0BCWXwmsyehQ0PhtwhUBZTZNrIf56wEdkBPTPUzwSmxjgJASiv/9SgP9OlFm",
+	"MnaKA9KZFjCIs+lYFIAciQIPfkSlJ8E8QO2ox86cpgOZ1mEyvlZSXdGMGDbUbiKI47etpuYE+rVecxbb",
+	"eJA1u7/ixpcJeLOOV0d1Td4B8COMBQc6JF/H9LGcTyeALIIXa/jbIi9JjdhRyLGnRMnoqKEiqNmKl2Ul",
+	"Gea3rFiSvdXKx/kDBg545LBKLLU+UBqda20NVCUdJmfamSDKemB+zEDzaf2AtSuJ5YnHygnvgsFxlRQH",
+	"bwPvI1bvu5Bagq8uwOuYOXQd0NZ2/rLf7/ePGt6LKyGo1F3Cw3aK4IDG8qmJkbMjLxrdPiBKlVYIGEpZ",
+	"8ugvECLtZqlZA3aeT7EP6KDu/yZK44Wp9zBpm6upP0Ua0xYlJrhgaV/T1MI7SRaE304v7v9vKxFGE75p",
+	"g1B4jsg98CxlgF0FwasQhAuc4Gw+lIbRSi5tYJnAMBcvp8sLpxupyhULp58gBOjJ6zwXpiGsqSmEBjqc",
+	"GT4Qdpqy1YIKUrLzKVb8Yue23dHuUhJNnSYJCjznFqKphdUQ60X5VXGsG44ltuTSjFGFjI14fSUghQqC",
+	"hEUKruMjAIbI1v2CUBZrrPfy9zG3MC6l7VwIgKh8sdZo2RAAeKxyVZT19PNEIQZCkNzEXXOYwmGhUAPQ",
+	"H0DxItCqYmJE/dYXH0UdD5fEMxLriTWydN+aJjEekMrYPUIG09eivqmlFT32RZU6hTf+v//5X9pOuxNV",
+	"6sWVR/D31kLqRcXBOP5vqAxevTqJvX+QOtlfeeN3ViTHUxNWtqPrDIvcy3rq9mBGS4kPdF+8St/gjedX",
+	"Yg7Tyh0nLKbXQTrpAQUAIaQCVX0Pk8xwlFYsnhuJ1hAfDYJ2TiSzDqkBHJIuUoJMHDGQ4xscseurhwhw",
+	"/1ZYqDip6aqaKCdxTSI2nS2MUjgKzYZQVNqZrKUGfvpu0BVrgfngSuBtmZClozrvSdYXYrOoUuNp2noK",
+	"5xVnDU9r7+VwwfLMJR+ETQoVY27Kls4BJib/+ytlSFd+bKUc+/tMymQIlnVes3XKTtaAhIIcY32DZG8g",
+	"I8iCXGscMlRn34kicRaeWuPq+0buwpEI3W3CMfSeYmHxhgt/m7AVkMnDL5BXMFTgL1frm63ap2wuRUVw",
+	"QoSn63uwbbA+qUPoCdsebj5CL4QwcBZIjbYTLwKgX+MJ0jXi9qQxcIPQEbmax47w/EiRYG0WNOJocUe2",
+	"TTKlgoA3PLhEKx4CXM5ouAVAWIJpVujpDkDE7le2s+O/8W8YZfdXedp7D/lRxKcZsFizg/0fkl4AJsRX",
+	"hAUvi1wBVsTe62QcAFzpvVQLtIKfx0L5E7omd7T/vGtq3emfYSj3CJoXiIOnJ+kCEiuIFbDdTs7+4w6M",
+	"g+xbQQ7C8dj9PVJv3g/T2jgna74t79vABDFIAEUbUJo2vBl+pNBDwnuK+6Jz+vH9hy8nztx0S+/JBYa1",
+	"nozJW3b68f2/f/z0Ca2vga6HwkIeycpuxSVqnvy2uls7a+y/XQB4+uZEiYf0qC3b4ZdaWrGh6+AjjHYp",
+	"d9KCUizXUxvy0pyg+NcJB65QuZyOBZLRQEJ+euCwGieSCQOCSSSMBTwmp9O5f3S/T/DuIuxQO10ngm35",
+	"RMKxs70avQRDeY/9Xf6tmzFelrUwBnGkXO9ypQcDIyy6RnAMIEqIqeKQceItJ+Y/CMfd8CnEFJCpJYD/",
+	"FkKVhZO80OZQW0yewBYKpjSrNFCuXIoKcyfJOS1NrjrRb71t4ksJbldgTOgu9iPzMjmdS7iRsYnFbuR+",
+	"toWUSEjP9fpgK2Hu6i9m7pohW5JVJQ1y37mTCEEZtykIHm3eb8Wmwsai5v1+1u/3WwEy3edau54yjjU4",
+	"xxb1/NcN3Ni4S9vu7Y0iaz15gza51WmrULQJxApu2gy2k1RDqnEs3H8LNkJT0uiRePo3ei2M/E086pX+",
+	"GbqwoTv91I12wxGiJ2byPemzdyrsnFYtfxPfeX3ftENNfBkPaw4JxZrxRJtAurOwNEBgip6u+jqQjnFQ",
+	"Tdzly0eCFb/nINjzrcN8y93fOt/Kcrrh8q3DfwR2V6jtH0txAVEbDwFqGM/VuVS8nlLhP6YqYuXuX0H0",
+	"YP2esysSQcQ653K4I1Qpuepimo1PD8G0Qfci0YymfRS30kIX3T/e6lJgJ1MkTFBD3J8JVpTUEBx+2leY",
+	"QPdlAjy9tfR7rhptosCBVi90ZfKtw7dZvlXrG/fPz38UPfY50PpjENsrIR3oEUXvglIVcU6FvBZl13UD",
+	"EM0pJN9jx+zcfV7UxN8uiZXVrR6Su1OBIaGS7OKvhv1OW+tjmbFkNxXdXEllrOChJ8cTe6lr+RuWAF0K",
+	"Xop6kXp0bC2/uHxcBekbsTD2UM7MQHfeSHuBjNSom8fzM6611Rf6RajNukU00oaFmcoWaBZPSW8IeTl3",
+	"RerO4lPrvEhjK21XaXjiOcTpThUfm0vA3MS4e+bx0kyWAJllEctuAYL7eqN0M1wBTQ/kbBlnNWU8JVGY",
+	"pyXoAKpi4H8AExSNXu5jHxkS4BWfqYD7FKerh989oZ6YottjH+0cwYSnVjdWjz8DLtdhbL5gHcTYmSXC",
+	"ppumnnuhS5T1WMjX4Ie4EmKckkK4iyZmaMXcTShTUFCjgIa1QRhqSCtT2n7Fr2L5HpX+hVqBkh30D5Jn",
+	"B5APt+hq+YX6fDap15q/Ct9vOX1xnZPs9z9VJY2f5bjPaaUiaWZCgUtFFg9l9nrMJdzYwq2A0AtTizzw",
+	"J2XGr1AcLq7t87LwztK+++tPXAMLBG4Ap98dyEq0Wi0AdqwEUh5U0thf/Hs/yUogb4FApn1fmeJdWnuI",
+	"998pEnT+ACAKVILEE3QYmfqhhroGfi+Sr6SUd53Ug5dIo06R8IHDHW2XrN/vk/0inUWAlkNx5E0I2tdZ",
+	"NB68FFXaMoCbZl/Oftr5a8bcIhsmVa7OuRGvD1inEOpCl5SdC7dQLYaTitcsRTzhkMHWz1VCAOBEKv/q",
+	"nipa3ZmNmX0wDF54+8RtorClNuoE/RvMu9U0CR5nyk113BGtPs4Ka1LTvrX3Z2/Drs3m4rSVhLqN+0JW",
+	"ugnSNV56QwalBeTZgnzwwHIhSB5OYSqxw48r02CbArXdDwRwfxCRaXYzpMwg9hum6cymCgVIwFyl0X5M",
+	"lYkZQ3cnDB0GNv1QchU51TKGRU14jM0Eue2QMTpUqQBavx9voOcmpZMbCPzMJkLFnD/MUuqIygii3g81",
+	"YxPFr7msMNm3x5ws82K1wkIZq2erYCP4lBM0F/7Cgqg4wEHzc6OriRXM3a8Z46zo9QoW1paSjuKFQnWz",
+	"UXq7974SGQHA7xEjC94dFYbGJpYdwGBm3qPCisJ79eb5KaQ1oho0SV9y5dugdFew5eM7Rofnu9jjHxpN",
+	"NxlntKJi3PAAq/XEioyIupEQRZS9XL2jJqQA6h3h2aDAnXg+hfqRo3jHQ9iKCWXdCzOXPQTzMOYFxOQj",
+	"XYtuj53iwHBdnUoB2gWYPyMjqmthFt2Qn+Z0j++9IjdyXbhut6ARue0QFhQwJWESX+6P9d8fblUax+nx",
+	"L42htLulRDS/hffGGclccILWQiDBwGjMa9TOOTPeywN/vqG0EHT65cqK0VjXqAOPw4ilKsUtVpERWTD8",
+	"krFaDAyjOlpzCecUAAemoYjPneke+zhUCH4aNGCPpdpjBaDtA32YIcoeaXPVkWXGzgETMWOWDzNWfPjx",
+	"+N1//6M4Ctik8AtGMRDllMasMD80AKX69FD8tuk2nBtQf+Jk40FTNoprCYhGiaMDhDNwLINVAPl0FB7M",
+	"iECT21wdADtZp4Anz4Koczo9kQCAC6VgnViy32WJEz9MSbxEkwUFPi9cUSovjJCzaZVkIFub1SJyFa5b",
+	"HstsfHpHhjmwyfTRLkiSlfWNylXHuMsTDwG+E49KtJcAzzb5mNW6e0RaBVYkIuw55XSAQuKWlY30dSjP",
+	"8c6swPiXq6T4CFcvvYvjH5t+qub0QwSK6kHdWlQBcXbbxIXBNbA3Gj1t22nTuJfDctASHmIGiy+tC7kw",
+	"BPs1yBV1wKsp9HvoTObnL8Mv0eP+g5hBHXoukzX0IFCsU1j9NvSz8FmhOOXArZvsAlAMrdZMV6AS0YBg",
+	"0I3BkvL2qr/XOCspWsiia/m9sO+lfecE1z2suJ4kU9q0H7DNg6Xodkf3CFRW3P+EsrDIXKSDtNUCdLT/",
+	"6vU8tlE2795IugF4yHOnLT29Xoa19cmiQ+3B7plsMdQdlA1ezHWxsZkXd3RWtrR2WJ+tqss/I92xNGSG",
+	"1SkqbKv6Hh9q9QuQV2zhKh/0f1hmmT8CIDih4wQhf0eDF5dPh4nYn69WFXIweNEZNxNbbVzXJICCUMjY",
+	"RNmaX1wFbQhx6Jv1bevWISs9vCt++l7aT3q4XEIAlNQsPgev0rTDvWbW4aZdczSkO3iZpTXO0r152tV0",
+	"z2D/0xzSnKIrJ9JSuNt7k1t9rq63ufrFEFOIAYSIyCUSXgnSNyHoCq/wCm0fBqhumARENpEzJoZEQQYO",
+	"E8A5A5Cu49SKTDA0ol4MjBUzhMAYD4jPAFdmokp7J5m9rPVkeOm04qI3lLaYcTlBczZ1JACuCnpYMsZd",
+	"rzFqcqmNyJUbRCnrSMJJzMhwb4MqASQY0OG/zBhNvnNfiUahyJyNEVxLYAzoiRVH+E9E0gLet2HNR5Qo",
+	"5j8SeBInKJ8IlwST4aLxPSq77Vrn+su1YyPrKNX+lxcn6ANAty0ZQGPw+JIGm9qWbb5Td8tuSui41W69",
+	"XN1GaXoYn4N/8kdl62nb7naL8aJarv8svIOZP0foPjfpd/gjnXwfQH6fDxBA+aMR1aC7rnNwN3TCqX9o",
+	"KaXScnMFOQ2t8MT3WnNgafqukfvDoCx2V0gNsJkQtdKjEd8xwnWLSrPE7bgCYHqy5BZ1ET7U6KG0YmQe",
+	"gO0h3KagcfC65oAiZ+y0cj8MdD1qDdAvq3Pv36tytzQw5kNxpq+EaluCV3v7D14DIumStkI4nibOWgRB",
+	"Au0FUqtFmRGtVghMgePin6xzwY3YkcoIZaSV14TcCDnY7qlcIR6lgew+MZC3Xe9EBNiCWyJ75TXpptqX",
+	"urlHcnXJDdUKg2KxaI7+2epU6veXmJvj+uJSXkcYfYPQwB1bTwSSeSFUMEwaAPP7Fzq4K1nK/tXq/6KX",
+	"no6jgg5AG7rJMXN7zy2yn5eN3C2rCBX5DjetyMwNSCpu70SEdwLvHuwZeGKdeXjcXLVizrjGe481sTA5",
+	"s7Z5kpIOMwMX2MKKrre14Fa4IayrmoubK2xk01RIMKgF64W9KZ/D0cGuOtHPzdWiZQ3HAxTtO9P+/RKv",
+	"8YS0ZqpC759JpmrLTH8r4BF4wucW5Mu4XP+xO4G2N11Becc+mMCoy3Q/PK1io+9OqlNATw8DZIDdZCG1",
+	"FvThtvN7I84vtb7nhvvFP7ROkxbbaLvnfkQ1Ex96jPsO4gc0D7PYbonZ5mcqvfRmRsIvLonCWQ9YgbWE",
+	"hSdBHUPpIfhjAcce6JlPfj49w5S4YlJXRa48eVinoGk74dNK87LoZhHY+BTSDuuS+eWjgkOTq4L6uSNL",
+	"rJdELoLgDOTWihFq/s6mhT52s+Q9K0fCWD4aU6ze/27kUHE7qUXBOsX1XoaM55iAnasPfz9+u3P64Xj/",
+	"1Wv3aVn2wnd657qcEi16HIIRF7WwzkAAp6mxuUK6Wtcr5OCUI0GkwZ6pfNtgoQ1kX0IFLfXuEAluwSkF",
+	"xNf4yrDS57zypNcAzEF/Kbnlru8AkBoKj4AGkrMrWVVs5wew9QkXrdJGGCIDgy6E6lLW4Z63e8SnkCdC",
+	"EahkwWAN0qUBy2j/9tYjREuDQHFAyD09YlxN8euQiwnQ4baWPvtE3OLelrwCXFs9GCCi9H9Ja0WNOfSY",
+	"llDs7PhmR/x2Z8BlNamFKXwyKe0H4xN49A2GqPEd17JHkWOdAuTNYfgFKOz9f7DUqugeseLk+OztBwAg",
+	"KRAGkLjeksxVjySSK8puRVBtwJPDrVH4JKERL8nSjHMFsQFVTXMFmZYEr24u9c1CADnUd+iwrOlmpK8/",
+	"jk7qh9ZWlYV/jlzQdPyeg676gV+TmEqlJWdfPn/KmBNKmGQ3LxINn5oWAZ5ej0HDbYNVewe/p5vnPtyn",
+	"zwLyqJ5F/anVYxJrrs+Mh5MPktca5mWSk6Kt92GbddA6a/0Nb33W8WHFuPu7z8V2CLpRmzaycgtiI6IS",
+	"m9q0IbHcfvkzmhHINBGP+LZxQhSKk0G8ZlinDK5ZaVGHWVaA7pKYkGIpe+NdfHqlCS/7j5rv0hzctNXd",
+	"SirXSjJfDh7JUoq88+GC4AvHlaDf7ff7kLvrFPHuKqXZ/HZ0PVsxN8PPSVJHnAS0RwCYgYyPI0rfAH2d",
+	"eL5wZiDfhKpiG9fqApX1TJgN3p5+y7ayUZHV2Cn0VYHMy7FimIB3am9SyOdxswLgTxCGPdjLaMdRKmxT",
+	"TAKbBpqoUHzBpx4y/2amwj+Vk65FcTGppZ3CBjwXvBb18cRebh3+569usyGaFG7PSV1tHW5dWjs+3N3d",
+	"23/T6/f6vb3DN2/evIGNSS38HuKhU2MFhiyTIK5Jf0CSyvQXn2nV+DGERtIHr2dfjaHrtMmAbRZ/k+pc",
+	"3zbe9HPyx69//H8AAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

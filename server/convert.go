@@ -56,7 +56,7 @@ func agentOf(p agents.Profile) AgentProfile {
 	out := AgentProfile{Id: p.ID, DisplayName: p.DisplayName, Source: AgentProfileSource(p.Source),
 		Command: ptrIf(p.Command), Available: p.Available, UnavailableReason: ptrIf(p.UnavailableReason),
 		NativeSessionResume: p.NativeSessionResume, HistoryContextInjection: p.HistoryContextInjection,
-		ProbedAt: p.ProbedAt, AuthMethod: ptrIf(p.AuthMethod), Sandbox: policyOut(p.Sandbox)}
+		ProbedAt: p.ProbedAt, AuthMethod: ptrIf(p.AuthMethod), Sandbox: policyOut(p.Sandbox), Budget: budgetOut(p.Budget)}
 	if c := p.Capabilities; c != nil {
 		caps := AgentCapabilities{LoadSession: c.LoadSession, Resume: c.Resume,
 			ProtocolVersion: ptrIf(c.ProtocolVersion), AgentName: ptrIf(c.AgentName), AgentVersion: ptrIf(c.AgentVersion)}
@@ -125,7 +125,7 @@ func sessionOf(s session.Session, ex session.Executor) Session {
 		ContextLost: ptrIf(s.ContextLost), AutoContinue: ptrIf(s.AutoContinue), Sandbox: storedPolicyOut(s.Sandbox),
 		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, ClosedAt: s.ClosedAt,
 		Archived: ptrIf(s.Archived), LastActivityAt: s.LastActivityAt,
-		ForkedFrom: forkOriginOf(s.ForkedFrom), LastRewind: rewindOf(s.LastRewind), Usage: usageOf(s.Usage)}
+		ForkedFrom: forkOriginOf(s.ForkedFrom), LastRewind: rewindOf(s.LastRewind), Usage: usageOf(s.Usage), Budget: budgetOut(s.Budget)}
 	if s.TitleSource != "" {
 		src := TitleSource(s.TitleSource)
 		out.TitleSource = &src
@@ -148,7 +148,7 @@ func turnOf(t session.Turn) Turn {
 		StopReason: ptrIf(t.StopReason), InterruptReason: ptrIf(t.InterruptReason), ExitCode: t.ExitCode,
 		ExitSignal: ptrIf(t.ExitSignal), CancelRequested: ptrIf(t.CancelRequested),
 		ContinuesPromptId: ptrIf(t.ContinuesPromptID), Rewound: ptrIf(t.Rewound), CreatedAt: t.CreatedAt, StartedAt: t.StartedAt, DeliveredAt: t.DeliveredAt, EndedAt: t.EndedAt,
-		Usage: usageOf(t.Usage)}
+		Usage: usageOf(t.Usage), StalledAt: t.StalledAt}
 	if t.ErrorCode != "" || t.ErrorMessage != "" {
 		out.Error = &TurnError{Code: t.ErrorCode, Message: t.ErrorMessage}
 	}
@@ -227,6 +227,31 @@ func executorHostOf(x runtimes.ExecutorHost) ExecutorHost {
 			bytes += s.OutboxBytes
 		}
 		out.OutboxRecords, out.OutboxBytes = &records, &bytes
+	}
+	return out
+}
+
+// budgetOut is a budget in the contract's terms, nil when it limits
+// nothing.
+func budgetOut(b session.Budget) *Budget {
+	if b.IsZero() {
+		return nil
+	}
+	out := &Budget{MaxTokens: ptrIf(b.MaxTokens), MaxTurnSeconds: ptrIf(b.MaxTurnSeconds), StallSeconds: ptrIf(b.StallSeconds)}
+	if c := b.MaxCost; c != nil {
+		out.MaxCost = &Cost{Amount: c.Amount, Currency: c.Currency}
+	}
+	return out
+}
+
+// budgetIn is a budget the client sent (nil: none, the zero budget).
+func budgetIn(b *Budget) session.Budget {
+	if b == nil {
+		return session.Budget{}
+	}
+	out := session.Budget{MaxTokens: deref(b.MaxTokens), MaxTurnSeconds: deref(b.MaxTurnSeconds), StallSeconds: deref(b.StallSeconds)}
+	if c := b.MaxCost; c != nil {
+		out.MaxCost = &session.Cost{Amount: c.Amount, Currency: c.Currency}
 	}
 	return out
 }

@@ -121,7 +121,7 @@ func (h *handlers) CreateSession(ctx context.Context, req CreateSessionRequestOb
 	b := req.Body
 	in := sessions.CreateInput{AgentProfileID: b.AgentProfileId, Cwd: b.Cwd,
 		TaskID: deref(b.TaskId), Title: deref(b.Title), PromptID: deref(b.PromptId), Executor: deref(b.Executor), Worktree: deref(b.Worktree),
-		AutoContinue: b.AutoContinue, Sandbox: policyIn(b.Sandbox)}
+		AutoContinue: b.AutoContinue, Sandbox: policyIn(b.Sandbox), Budget: budgetIn(b.Budget)}
 	if b.InitialPrompt != nil {
 		raw, err := promptJSON(*b.InitialPrompt)
 		if err != nil {
@@ -200,6 +200,11 @@ func (h *handlers) GetSession(ctx context.Context, req GetSessionRequestObject) 
 }
 
 func (h *handlers) UpdateSession(ctx context.Context, req UpdateSessionRequestObject) (UpdateSessionResponseObject, error) {
+	if b := req.Body.Budget; b != nil {
+		if err := h.cfg.Sessions.SetBudget(ctx, req.Id, budgetIn(b)); err != nil {
+			return nil, err
+		}
+	}
 	s, err := h.cfg.Sessions.UpdateInfo(ctx, req.Id, req.Body.Title, req.Body.Archived)
 	if err != nil {
 		return nil, err

@@ -41,6 +41,7 @@ var statusOf = map[errcode.Code]int{
 	errcode.RewindRunning:               http.StatusConflict,
 	errcode.RewindNotUndoable:           http.StatusConflict,
 	errcode.RewindInProgress:            http.StatusConflict,
+	errcode.BudgetExceeded:              http.StatusConflict,
 	errcode.WorkspaceRepositoryRefused:  http.StatusForbidden,
 	errcode.TerminalDisabled:            http.StatusForbidden,
 	errcode.TerminalNotFound:            http.StatusNotFound,

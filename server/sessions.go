@@ -34,6 +34,8 @@ type Sessions interface {
 	UndoRewind(ctx context.Context, sessionID string) (sessions.RewindOutcome, error)
 	// UpdateInfo renames or archives the session (nil: left as it is).
 	UpdateInfo(ctx context.Context, sessionID string, title *string, archived *bool) (session.Session, error)
+	// SetBudget sets the session's budget, whole.
+	SetBudget(ctx context.Context, sessionID string, b session.Budget) error
 	AnswerPermission(ctx context.Context, sessionID, requestID string, out acp.PermissionOutcome) (session.Permission, error)
 	SetMode(ctx context.Context, sessionID, modeID string) (sessions.OptionResult, error)
 	SetConfigOption(ctx context.Context, sessionID, optionID string, value json.RawMessage) (sessions.OptionResult, error)

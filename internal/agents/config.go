@@ -18,6 +18,7 @@ import (
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/sandbox"
+	"github.com/tether/tether/internal/session"
 )
 
 // configFileNames are the default config file names in the data directory,
@@ -30,7 +31,7 @@ var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 
 // entryKeys are the keys an agent entry may have; anything else is rejected
 // so a typo ("histroyContextInjection") never silently changes behaviour.
-var entryKeys = []string{"id", "displayName", "command", "args", "env", "envPassthrough", "historyContextInjection", "resumeArgs", "maxAgents", "authMethod", "mcpServers", "executor", "autoContinue", "sandbox"}
+var entryKeys = []string{"id", "displayName", "command", "args", "env", "envPassthrough", "historyContextInjection", "resumeArgs", "maxAgents", "authMethod", "mcpServers", "executor", "autoContinue", "sandbox", "budget"}
 
 // fileEntry is one agent as written in the config file.
 type fileEntry struct {
@@ -63,6 +64,35 @@ type fileEntry struct {
 	mcp        json.RawMessage
 	// Sandbox is the profile's sandbox policy (internal/sandbox).
 	Sandbox *sandboxEntry `yaml:"sandbox"`
+	// Budget is what the profile's sessions may use, and their stall
+	// watchdog (session.Budget).
+	Budget *budgetEntry `yaml:"budget"`
+}
+
+// budgetEntry is agents.yaml's budget mapping (session.Budget's members,
+// by the same names).
+type budgetEntry struct {
+	MaxTokens int64 `yaml:"maxTokens"`
+	MaxCost   *struct {
+		Amount   float64 `yaml:"amount"`
+		Currency string  `yaml:"currency"`
+	} `yaml:"maxCost"`
+	MaxTurnSeconds int64 `yaml:"maxTurnSeconds"`
+	StallSeconds   int64 `yaml:"stallSeconds"`
+}
+
+// budgetKeys are the keys a budget mapping may have.
+var budgetKeys = []string{"maxTokens", "maxCost", "maxTurnSeconds", "stallSeconds"}
+
+func (e *budgetEntry) budget() session.Budget {
+	if e == nil {
+		return session.Budget{}
+	}
+	b := session.Budget{MaxTokens: e.MaxTokens, MaxTurnSeconds: e.MaxTurnSeconds, StallSeconds: e.StallSeconds}
+	if c := e.MaxCost; c != nil {
+		b.MaxCost = &session.Cost{Amount: c.Amount, Currency: c.Currency}
+	}
+	return b
 }
 
 // sandboxEntry is agents.yaml's sandbox mapping; a list left out (not
@@ -104,6 +134,7 @@ func (e fileEntry) profile(lookPath func(string) (string, error)) Profile {
 		AutoContinue:            e.AutoContinue,
 		MCPServers:              e.mcp,
 		Sandbox:                 e.Sandbox.policy().Defaults(),
+		Budget:                  e.Budget.budget(),
 	}
 	if p.DisplayName == "" {
 		p.DisplayName = e.ID
@@ -416,6 +447,9 @@ func (v *validator) entry(where string, n *yaml.Node) (fileEntry, bool) {
 	if sb := deref(values["sandbox"]); sb != nil {
 		v.sandbox(where, sb, e.Sandbox)
 	}
+	if b := deref(values["budget"]); b != nil {
+		v.budget(where, b, e.Budget)
+	}
 	e.DisplayName = strings.TrimSpace(e.DisplayName)
 	return e, len(v.errs) == before
 }
@@ -433,6 +467,23 @@ func (v *validator) sandbox(where string, n *yaml.Node, e *sandboxEntry) {
 		}
 	}
 	if err := e.policy().Check(); err != nil {
+		v.fail(n.Line, "%s: %v", where, err)
+	}
+}
+
+// budget checks an entry's budget mapping: known keys only, valid
+// values (session.Budget.Check).
+func (v *validator) budget(where string, n *yaml.Node, e *budgetEntry) {
+	if n.Kind != yaml.MappingNode {
+		v.fail(n.Line, "%s: budget must be a mapping (keys: %s)", where, strings.Join(budgetKeys, ", "))
+		return
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i]; !slices.Contains(budgetKeys, k.Value) {
+			v.fail(k.Line, "%s: unknown key %q in budget (known keys: %s)", where, k.Value, strings.Join(budgetKeys, ", "))
+		}
+	}
+	if err := e.budget().Check(); err != nil {
 		v.fail(n.Line, "%s: %v", where, err)
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
 	"github.com/tether/tether/internal/sandbox"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/store"
 )
 
@@ -95,6 +96,10 @@ type Profile struct {
 	// once by themselves after an agent crash or a lost executor
 	// (sessions.CreateInput.AutoContinue overrides it per session).
 	AutoContinue bool
+	// Budget is what the profile's sessions may use, and their stall
+	// watchdog: a session takes it when created, overlaid by its own
+	// (sessions.CreateInput.Budget).
+	Budget session.Budget
 	// AuthMethod, if set, is the auth method tetherd authenticates with
 	// after initialize (agents.yaml authMethod).
 	AuthMethod string

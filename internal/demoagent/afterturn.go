@@ -77,3 +77,48 @@ func (t *turn) usage(arg string) error {
 	}
 	return send()
 }
+
+// loopTokens is what each /loop step reports it used: 100 in, 20 out.
+const loopTokens = 120
+
+// loop implements /loop N [MS]: an agent that keeps working (a model
+// that loops), N steps (0: until cancelled) MS milliseconds apart (20
+// by default), each a chunk "step i" and what the step used as it goes:
+// its tokens as qwen reports each model call's (an empty chunk with
+// _meta.usage), and the session's cost so far as claude-agent-acp does
+// (usage_update), 0.01 USD a step. What stops it is a cancel: the
+// budgets' test (a token budget stops a looping turn).
+func (t *turn) loop(arg string) error {
+	f := strings.Fields(arg)
+	n, err := strconv.Atoi(first(f))
+	ms := 20
+	if err == nil && len(f) == 2 {
+		ms, err = strconv.Atoi(f[1])
+	}
+	if err != nil || n < 0 || ms < 0 || len(f) > 2 {
+		return t.say("usage: /loop N [MS]")
+	}
+	for i := 1; n == 0 || i <= n; i++ {
+		if err := t.interrupted(); err != nil {
+			return err
+		}
+		if err := t.say(fmt.Sprintf("step %d\n", i)); err != nil {
+			return err
+		}
+		tokens := fmt.Sprintf(`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":""},"_meta":{"usage":{"inputTokens":100,"outputTokens":20,"totalTokens":%d}}}`, loopTokens)
+		if err := t.a.writeRawUpdate(t.sid, json.RawMessage(tokens)); err != nil {
+			return err
+		}
+		t.s.mu.Lock()
+		t.s.cost += 0.01
+		cost := t.s.cost
+		t.s.mu.Unlock()
+		if err := t.a.writeRawUpdate(t.sid, json.RawMessage(fmt.Sprintf(`{"sessionUpdate":"usage_update","used":%d,"size":200000,"cost":{"amount":%.2f,"currency":"USD"}}`, 1000*i, cost))); err != nil {
+			return err
+		}
+		if err := t.pause(time.Duration(ms) * time.Millisecond); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -65,6 +65,7 @@ func availableCommands() []acp.AvailableCommand {
 		cmd("env", "Reply with the value of an environment variable, or <unset>", "NAME"),
 		cmd("late", "End the turn, then send N message chunks after it", "N"),
 		cmd("usage", "Send N usage_update notifications at the end of the turn ('late': after it)", "N [late]"),
+		cmd("loop", "Work in a loop: N steps (0: until stopped) MS ms apart, each a chunk and a usage report of 120 tokens and 0.01 USD", "N [MS]"),
 		cmd("two-messages", "Text, a tool call, text: two ACP messageIds ('noid': none)", "[noid]"),
 		cmd("message-ids", "Two messages told apart only by their ACP messageId, PAUSE_MS apart", "[PAUSE_MS]"),
 		cmd("options", "Reply with the session's mode and model, as the agent holds them", ""),
@@ -371,6 +372,8 @@ func (t *turn) run(prompt []acp.ContentBlock) error {
 		return t.say("ending the turn; more follows")
 	case "/usage":
 		return t.usage(arg)
+	case "/loop":
+		return t.loop(arg)
 	case "/two-messages":
 		return t.twoMessages(arg != "noid")
 	case "/message-ids":

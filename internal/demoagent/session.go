@@ -29,6 +29,9 @@ type session struct {
 	deaf int
 	// options are the mode and model set on this connection (see modes.go).
 	options options
+	// cost is what the session cost so far, as /loop reports it (USD; on
+	// this connection only).
+	cost float64
 }
 
 // unknownSession builds the configured "session not found" error. Real agents

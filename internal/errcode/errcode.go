@@ -171,6 +171,10 @@ const (
 	// RewindInProgress: the session's files are being restored; a prompt
 	// or another rewind waits for it.
 	RewindInProgress Code = "rewind_in_progress"
+	// BudgetExceeded: the session used its token or cost budget (the
+	// limit, budget and usage are in details); raise the budget (PATCH
+	// /session/{id}) to prompt or continue again.
+	BudgetExceeded Code = "budget_exceeded"
 	// WorkspaceRepositoryRefused: the repository git would read for the
 	// session's directory is reached through a .git that leads outside it
 	// (a symlink, a gitfile whose git dir does not record this checkout,

@@ -36,10 +36,10 @@ func TestParseCursorRejectsMalformed(t *testing.T) {
 // sessions and tasks, the inbox and webhooks follow, as the contract's
 // GET /events says.
 func TestGlobalTypes(t *testing.T) {
-	want := []string{"permission.requested", "permission.resolved", "session.archived", "session.auto_continued", "session.closed", "session.created",
+	want := []string{"budget.exceeded", "permission.requested", "permission.resolved", "session.archived", "session.auto_continued", "session.closed", "session.created",
 		"session.executor_status", "session.forked", "session.recovery_changed", "session.resumed", "session.rewound", "session.state_changed",
 		"session.title_changed", "task.created", "task.state_changed", "task.updated",
-		"turn.cancelled", "turn.completed", "turn.failed", "turn.interrupted", "turn.started"}
+		"turn.cancelled", "turn.completed", "turn.failed", "turn.interrupted", "turn.stall_ended", "turn.stalled", "turn.started"}
 	var got []string
 	for _, typ := range events.Types() {
 		if events.IsGlobal(typ) {

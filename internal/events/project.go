@@ -116,6 +116,13 @@ func project(ctx context.Context, tx *store.Store, d Draft, emit Emit) error {
 		return tx.SetSessionPlan(ctx, p.SessionID, p.Entries)
 	case *session.UsageUpdatedData:
 		return tx.SetUsage(ctx, p.SessionID, p.Session, p.PromptID, p.Turn)
+	case *session.SessionBudgetChangedData:
+		return tx.SetSessionBudget(ctx, p.SessionID, p.Budget)
+	case *session.TurnStalledData:
+		at := p.StalledAt
+		return tx.SetTurnStalled(ctx, p.SessionID, p.PromptID, &at)
+	case *session.TurnStallEndedData:
+		return tx.SetTurnStalled(ctx, p.SessionID, p.PromptID, nil)
 	case *session.SessionChoicesChangedData:
 		return tx.SetSessionChoices(ctx, p.SessionID, p.ModeChoice, p.ConfigChoices)
 	case *session.SessionQueueHeldData:

@@ -127,7 +127,13 @@ func fieldsOfSession(s session.Session) []namedField {
 	return []namedField{{"id", s.ID}, {"taskId", s.TaskID}, {"agentProfileId", s.AgentProfileID}, {"cwd", s.Cwd},
 		{"title", s.Title}, {"titleSource", s.TitleSource}, {"archived", s.Archived},
 		{"state", s.State}, {"eventEpoch", s.EventEpoch}, {"queueHeld", s.QueueHeld},
-		{"contextLost", s.ContextLost}, {"injectContext", s.InjectContext}}
+		{"contextLost", s.ContextLost}, {"injectContext", s.InjectContext}, {"budget", budgetValue(s.Budget)}}
+}
+
+// budgetValue is a budget as JSON text, to compare.
+func budgetValue(b session.Budget) string {
+	j, _ := json.Marshal(b)
+	return string(j)
 }
 
 func fieldsOfTurn(t session.Turn) []namedField {
@@ -137,7 +143,7 @@ func fieldsOfTurn(t session.Turn) []namedField {
 		{"exitSignal", t.ExitSignal}, {"continuesPromptId", t.ContinuesPromptID},
 		{"started", t.StartedAt != nil}, {"ended", t.EndedAt != nil}, {"delivered", t.DeliveredAt != nil},
 		{"cancelRequested", t.CancelRequested}, {"workspaceChanges", jsonValue(t.WorkspaceChanges)},
-		{"contextInjected", t.ContextInjected}}
+		{"contextInjected", t.ContextInjected}, {"stalled", t.StalledAt != nil}}
 }
 
 func fieldsOfMessage(m session.Message) []namedField {

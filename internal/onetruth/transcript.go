@@ -49,9 +49,14 @@ func foldTranscript(t testing.TB, log []event, upTo int64) *transcript {
 			f.turns[pid] = tr
 		case "turn.started":
 			f.knownTurn(t, e, pid)["state"] = "running"
+		case "turn.stalled":
+			f.knownTurn(t, e, pid)["stalledAt"] = p["stalledAt"]
+		case "turn.stall_ended":
+			delete(f.knownTurn(t, e, pid), "stalledAt")
 		case "turn.completed", "turn.failed", "turn.cancelled", "turn.interrupted":
 			tr := f.knownTurn(t, e, pid)
 			tr["state"] = p["state"]
+			delete(tr, "stalledAt")
 			for _, k := range []string{"stopReason", "exitCode", "exitSignal"} {
 				if v, ok := p[k]; ok {
 					tr[k] = v
@@ -62,6 +67,9 @@ func foldTranscript(t testing.TB, log []event, upTo int64) *transcript {
 			}
 			code, _ := p["code"].(string)
 			msg, _ := p["message"].(string)
+			if e.Type == "turn.cancelled" && p["reason"] == "budget_exceeded" {
+				code = "budget_exceeded" // a budget stopped it: its error
+			}
 			if code != "" || msg != "" {
 				tr["error"] = map[string]any{"code": code, "message": msg}
 			}
@@ -177,7 +185,7 @@ func (d Daemon) checkTranscript(t testing.TB, sid string) bool {
 		for k := range want {
 			got[k] = turn[k]
 		}
-		for _, k := range []string{"stopReason", "exitCode", "exitSignal", "interruptReason", "error", "continuesPromptId", "rewound"} {
+		for _, k := range []string{"stopReason", "exitCode", "exitSignal", "interruptReason", "error", "continuesPromptId", "rewound", "stalledAt"} {
 			if v, ok := turn[k]; ok {
 				got[k] = v
 			}

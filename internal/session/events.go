@@ -75,7 +75,7 @@ func ApplyToSession(sess *Session, p EventPayload, at time.Time) bool {
 }
 
 // payloads are the stored types, each family's listed in its own file.
-var payloads = slices.Concat(sessionPayloads, turnPayloads, transcriptPayloads, infoPayloads, usagePayloads)
+var payloads = slices.Concat(sessionPayloads, turnPayloads, transcriptPayloads, infoPayloads, usagePayloads, budgetPayloads)
 
 // sessionPayloads are this file's types.
 var sessionPayloads = []func() EventPayload{

@@ -127,7 +127,11 @@ type TurnCancelledData struct {
 	State      TurnState  `json:"state"`
 	EndedAt    *time.Time `json:"endedAt"`
 	StopReason string     `json:"stopReason,omitempty"`
-	Reason     string     `json:"reason,omitempty"`
+	// Reason is why it was cancelled when not by its agent or its user:
+	// withdrawn (from the queue), budget_exceeded (a budget stopped it;
+	// Message says which, and the turn keeps both as its error).
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
 	// CancelRequested: the user's cancel ended it (a queued turn the
 	// cancel dropped).
 	CancelRequested bool `json:"cancelRequested,omitempty"`

@@ -188,7 +188,10 @@ type Session struct {
 	// nil before any: what an undo undoes.
 	LastRewind *Rewind
 	// Usage is what the session's agent says it used (usage.updated).
-	Usage     Usage
+	Usage Usage
+	// Budget is what the session may use, and its stall watchdog
+	// (session.budget_changed; the profile's when it was created).
+	Budget    Budget
 	CreatedAt time.Time
 	UpdatedAt time.Time
 	ClosedAt  *time.Time
@@ -344,6 +347,9 @@ type Turn struct {
 	Rewound bool
 	// Usage is what the agent says the turn used (usage.updated).
 	Usage Usage
+	// StalledAt is when the running turn was found stalled (turn.stalled),
+	// nil while its agent is heard from (turn.stall_ended) and once it ends.
+	StalledAt *time.Time
 	// Interruption is, for a continue turn, the recovery summary (JSON) it
 	// was admitted on.
 	Interruption json.RawMessage

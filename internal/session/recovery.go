@@ -37,6 +37,9 @@ const (
 	ReasonAgentUnavailable  = "agent_unavailable"
 	ReasonNothingToContinue = "nothing_to_continue"
 	ReasonHistoryDegraded   = "history_degraded"
+	// ReasonBudgetExceeded: the session used its token or cost budget;
+	// raising it allows the continuation.
+	ReasonBudgetExceeded = BudgetExceeded
 )
 
 // PlanInput is everything the planner looks at: the transcript and the live
@@ -65,6 +68,10 @@ type PlanInput struct {
 	// Gap is the evidence of a gap (see HistoryGap) the reader found in
 	// what it did not give; empty when none.
 	Gap string
+	// OverBudget is the budget limit the session's usage has reached
+	// (Budget.Reached: tokens or cost), "" when none: nothing new runs
+	// until the budget is raised.
+	OverBudget string
 }
 
 // DanglingToolCall is a tool call the interruption cut off.
@@ -120,9 +127,12 @@ func Plan(in PlanInput) Recovery {
 	held := queued && in.QueueHeld && !active
 	s.QueueHeld = held
 	last := LastRun(turns)
-	if last != nil && last.State == TurnInterrupted && !last.CancelRequested {
+	if last != nil && (last.State == TurnInterrupted && !last.CancelRequested || StoppedByBudget(*last)) {
 		s.PromptID = last.PromptID
 		s.InterruptReason = last.InterruptReason
+		if last.State == TurnCancelled {
+			s.InterruptReason = BudgetExceeded
+		}
 		s.Kind = RecoveryInterruptedPrompt
 		s.PromptDelivered = last.DeliveredAt != nil
 		if producedOutput(in, last.PromptID) {
@@ -162,6 +172,8 @@ func Plan(in PlanInput) Recovery {
 		s.Reason = ReasonHistoryDegraded
 	case s.Kind == RecoveryClean:
 		s.Reason = ReasonNothingToContinue
+	case in.OverBudget != "":
+		s.Reason = ReasonBudgetExceeded
 	case !in.AgentAvailable:
 		s.Reason = ReasonAgentUnavailable
 	default:
@@ -207,6 +219,13 @@ func LastRun(turns []Turn) *Turn {
 	return last
 }
 
+// StoppedByBudget reports whether a budget stopped t (it ended cancelled
+// with reason budget_exceeded): it can be continued like an interrupted
+// turn once the budget allows.
+func StoppedByBudget(t Turn) bool {
+	return t.State == TurnCancelled && t.ErrorCode == BudgetExceeded
+}
+
 func withdrawn(t Turn) bool {
 	return t.State == TurnCancelled && t.StopReason == Withdrawn
 }
@@ -240,6 +259,8 @@ func blocked(reason string) string {
 		return "The session is closed; start a new session to go on."
 	case ReasonAgentUnavailable:
 		return "Its agent is not available on this machine, so it cannot be continued here."
+	case ReasonBudgetExceeded:
+		return "The session used its budget; raise it to go on."
 	}
 	return ""
 }

@@ -421,6 +421,11 @@ func TestPlanNonContinuableReasons(t *testing.T) {
 			want: want{kind: session.RecoveryClean, reason: session.ReasonNothingToContinue},
 		},
 		{
+			name: "budget_exceeded",
+			in:   with(func(in *session.PlanInput) { in.OverBudget = session.LimitTokens }),
+			want: blocked(session.ReasonBudgetExceeded),
+		},
+		{
 			name: "history_degraded",
 			in:   with(func(in *session.PlanInput) { in.ContextLost = true }),
 			want: want{kind: session.RecoveryDegradedHistory, reason: session.ReasonHistoryDegraded, promptID: "p2",
@@ -441,6 +446,24 @@ func TestPlanNonContinuableReasons(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPlanBudgetStoppedTurn: a turn a budget stopped (cancelled with
+// reason budget_exceeded) is continued like an interrupted one once the
+// budget allows; a turn the user cancelled is not.
+func TestPlanBudgetStoppedTurn(t *testing.T) {
+	stopped := func(in *session.PlanInput) {
+		in.Turns[1].State, in.Turns[1].InterruptReason = session.TurnCancelled, ""
+		in.Turns[1].ErrorCode, in.Turns[1].ErrorMessage = session.BudgetExceeded, "the session used 1020 tokens of its budget of 1000"
+	}
+	dangling := []session.DanglingToolCall{{ID: "tc-cut", Title: "Run make", Kind: "execute"}}
+	checkSummary(t, with(stopped), session.Plan(with(stopped)), want{kind: session.RecoveryInterruptedTurn, canContinue: true, promptID: "p2",
+		interruptReason: session.BudgetExceeded, dangling: dangling, notice: []string{"budget exceeded"}})
+	over := with(func(in *session.PlanInput) { stopped(in); in.OverBudget = session.LimitTokens })
+	checkSummary(t, over, session.Plan(over), want{kind: session.RecoveryInterruptedTurn, reason: session.ReasonBudgetExceeded, promptID: "p2",
+		interruptReason: session.BudgetExceeded, dangling: dangling, notice: []string{"raise it to go on"}})
+	user := with(func(in *session.PlanInput) { stopped(in); in.Turns[1].ErrorCode = "" })
+	checkSummary(t, user, session.Plan(user), want{kind: session.RecoveryClean, reason: session.ReasonNothingToContinue})
 }
 
 // TestPlanReasonPriority follows the planner's switch: session terminal,

@@ -117,6 +117,10 @@ func (s *State) evolve(e Event) error {
 // it is. The fold and the turn row's projection both end a turn here, so
 // they cannot disagree on what an end records.
 func EndTurn(t *Turn, p EventPayload) {
+	switch p.(type) {
+	case *TurnCompletedData, *TurnFailedData, *TurnCancelledData, *TurnInterruptedData:
+		t.StalledAt = nil // an ended turn waits on no agent
+	}
 	switch p := p.(type) {
 	case *TurnCompletedData:
 		t.State, t.EndedAt, t.StopReason = p.State, p.EndedAt, p.StopReason
@@ -125,6 +129,9 @@ func EndTurn(t *Turn, p EventPayload) {
 	case *TurnCancelledData:
 		t.State, t.EndedAt, t.StopReason = p.State, p.EndedAt, p.StopReason
 		t.CancelRequested = t.CancelRequested || p.CancelRequested
+		if p.Reason == BudgetExceeded {
+			t.ErrorCode, t.ErrorMessage = p.Reason, p.Message
+		}
 	case *TurnInterruptedData:
 		t.State, t.EndedAt, t.InterruptReason = p.State, p.EndedAt, p.Reason
 		t.ExitCode, t.ExitSignal, t.ErrorCode, t.ErrorMessage = p.ExitCode, p.ExitSignal, p.Code, p.Message
@@ -236,6 +243,7 @@ func keep[T any, K comparable](list []T, index map[K]int, key func(T) K, wanted 
 func (s *State) PlanInput() PlanInput {
 	in := PlanInput{State: s.Session.State, ContextLost: s.Session.ContextLost, QueueHeld: s.Session.QueueHeld,
 		Permissions: s.PendingPermissions()}
+	in.OverBudget, _ = s.Session.Budget.Reached(s.Session.Usage)
 	from := -1
 	lastBySeq, lastStarted := -1, -1
 	for i, t := range s.Turns {

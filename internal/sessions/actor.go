@@ -158,6 +158,11 @@ type turnRun struct {
 	// open message, so a chunk is one row append with no read.
 	openMsg  int64
 	openRole session.MessageRole
+	// heard is when its agent last sent an update of it (the stall
+	// watchdog's clock, budget.go); budgetStop what stopped it, when a
+	// budget did (budget.exceeded's message).
+	heard      time.Time
+	budgetStop string
 }
 
 func newActor(m *Manager, sess session.Session, exec session.Executor, turns []session.Turn) *actor {

@@ -37,6 +37,9 @@ type CreateInput struct {
 	// Sandbox is the session's own sandbox policy, laid field by field
 	// over the profile's (the zero policy: the profile's).
 	Sandbox sandbox.Policy
+	// Budget is the session's own budget, laid member by member over the
+	// profile's (the zero budget: the profile's).
+	Budget session.Budget
 	// fork makes the session a fork (fork.go): its executor, directory
 	// and worktree are the fork's, and its log starts with the copy.
 	fork *forkSpec
@@ -68,6 +71,9 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (_ session.Session
 		if runtime, host, err = m.cfg.Executors.Choose(in.Executor, profile.Executor); err != nil {
 			return session.Session{}, err
 		}
+	}
+	if err := in.Budget.Check(); err != nil {
+		return session.Session{}, errcode.New(errcode.InvalidRequest, "%v", err).With("field", "budget")
 	}
 	if err := checkSandbox(in.Sandbox, profile, runtime); err != nil {
 		return session.Session{}, err
@@ -129,7 +135,8 @@ func (m *Manager) Create(ctx context.Context, in CreateInput) (_ session.Session
 			Title: in.Title, State: session.SessionCreated, EventEpoch: store.NewEpoch(),
 			// The profile's MCP servers, kept with the session: every load
 			// and resume resends what the session was created with.
-			MCPServers: profile.MCPServers, AutoContinue: profile.AutoContinue, Sandbox: in.Sandbox.Encode()},
+			MCPServers: profile.MCPServers, AutoContinue: profile.AutoContinue, Sandbox: in.Sandbox.Encode(),
+			Budget: profile.Budget.Over(in.Budget)},
 		Executor: session.Executor{Runtime: runtime, Host: host, Status: session.ExecutorStopped},
 	}
 	if in.AutoContinue != nil {

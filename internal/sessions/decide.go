@@ -74,7 +74,17 @@ func decide(v view, in input) decision {
 	case restartedInput:
 		return decideRestarted(v, in)
 	case updateInput:
-		return decideUpdate(v, in)
+		d := decideUpdate(v, in)
+		if d.Refusal == nil && !d.Replayed {
+			d.Effects = append(stallEnded(v, in), d.Effects...)
+		}
+		return d
+	case setBudgetCmd:
+		return decideSetBudget(v, in)
+	case turnBudgetInput:
+		return decideTurnBudget(v, in)
+	case stallInput:
+		return decideStall(v, in)
 	case writeFailedInput:
 		return decideWriteFailed(v, in)
 	case reloadedInput:
@@ -190,6 +200,9 @@ func decidePrompt(v view, c promptCmd) decision {
 	}
 	if v.Rewinding {
 		return refuse(errcode.New(errcode.RewindInProgress, "the session's files are being rewound: prompt again once the rewind is done"))
+	}
+	if err := overBudget(v); err != nil {
+		return refuse(err)
 	}
 	if c.Unsupported != "" {
 		return refuse(errcode.New(errcode.PromptContentUnsupported,

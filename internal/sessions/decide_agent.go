@@ -32,6 +32,9 @@ func decideTurnEnded(v view, in turnEndedInput) decision {
 	}
 	var end session.EventPayload = completed(in.StopReason)
 	switch {
+	case v.Running.BudgetStop && !v.Running.CancelRequested:
+		// Stopped by a budget: cancelled, whatever the agent answered.
+		end = budgetCancelled(v.Running, in.StopReason)
 	case v.Running.CancelRequested || in.StopReason == "cancelled":
 		// The user's intent wins whatever the agent answered.
 		end = cancelled(in.StopReason, v.Running.CancelRequested)
@@ -63,6 +66,9 @@ func decideAgentExited(v view, in agentExitedInput) decision {
 	if r != nil {
 		if r.CancelRequested {
 			d.Effects = append(d.Effects, endTurn(r.PromptID, cancelled("", true))...)
+		} else if r.BudgetStop {
+			// Stopped by a budget (its agent ignored the cancel, or went).
+			d.Effects = append(d.Effects, endTurn(r.PromptID, budgetCancelled(r, ""))...)
 		} else {
 			reason := "agent_exited"
 			if in.Lost {
@@ -362,7 +368,13 @@ func usageUpdated(v view, data json.RawMessage) []effect {
 		t := run.Usage.Add(tr)
 		p.Turn = &t
 	}
-	return []effect{record(promptID, p)}
+	effs := []effect{record(promptID, p)}
+	// A report that reaches the budget stops the running turn.
+	v.Usage = p.Session
+	if limit, msg := v.Budget.Reached(v.Usage); limit != "" {
+		effs = append(effs, budgetStop(v, limit, msg)...)
+	}
+	return effs
 }
 
 // optionsAnnounced is the session's options once the agent announced in (its

@@ -86,8 +86,10 @@ type view struct {
 	Title       string
 	TitleSource session.TitleSource
 	Archived    bool
-	// Usage is what the session's agent says it used so far.
-	Usage session.Usage
+	// Usage is what the session's agent says it used so far, and Budget
+	// what it may use.
+	Usage  session.Usage
+	Budget session.Budget
 }
 
 // runningView is the turn on the agent, and where its transcript stands.
@@ -104,6 +106,11 @@ type runningView struct {
 	OpenRole    session.MessageRole
 	// Usage is what the agent says the turn used so far.
 	Usage session.Usage
+	// Stalled: the turn is stalled now (turn.stalled). BudgetStop: a
+	// budget stopped it (budget.exceeded), and BudgetMessage says how.
+	Stalled       bool
+	BudgetStop    bool
+	BudgetMessage string
 }
 
 // queuedView is one queued turn; Admitting while its admitting write has

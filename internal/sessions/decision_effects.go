@@ -196,6 +196,12 @@ const (
 	// reported (writefail.go), After 0: at once; the reload after the
 	// next failure waits twice as long (nextBackoff).
 	timerReload
+	// timerTurnBudget rings when the running turn has run for its
+	// budget's time (turnBudgetInput); timerStall when it may have been
+	// silent for the stall limit (stallInput). Both are armed from the
+	// turn and the budget (actor.armBudget), not from After alone.
+	timerTurnBudget
+	timerStall
 	timerKinds
 )
 

@@ -19,7 +19,7 @@ func (a *actor) view() view {
 		QueueHeld: a.sess.QueueHeld, QueueLimit: a.m.cfg.QueueLimit, Version: a.version,
 		OpenPermissions: len(a.perms), MaxPermissions: a.m.cfg.MaxPendingPermissions,
 		Modes: a.modes, ConfigOptions: a.configOptions, Commands: a.commands, Mode: a.mode, Executor: a.exec,
-		Title: a.sess.Title, TitleSource: a.sess.TitleSource, Archived: a.sess.Archived, Usage: a.sess.Usage}
+		Title: a.sess.Title, TitleSource: a.sess.TitleSource, Archived: a.sess.Archived, Usage: a.sess.Usage, Budget: a.sess.Budget}
 	switch {
 	case a.starting:
 		v.Agent = agentStarting
@@ -42,7 +42,8 @@ func (r *turnRun) view() *runningView {
 		return nil
 	}
 	return &runningView{PromptID: r.turn.PromptID, CancelRequested: r.turn.CancelRequested,
-		MessageID: r.msgID, Split: r.split, OpenMessage: r.openMsg, OpenRole: r.openRole, Usage: r.turn.Usage}
+		MessageID: r.msgID, Split: r.split, OpenMessage: r.openMsg, OpenRole: r.openRole, Usage: r.turn.Usage,
+		Stalled: r.turn.StalledAt != nil, BudgetStop: r.budgetStop != "", BudgetMessage: r.budgetStop}
 }
 
 // viewOf is the view with Turn set to the turn promptID names, if any.
@@ -172,6 +173,8 @@ func (a *actor) performOne(e effect, j *job) error {
 		return a.performWaiters(e, j)
 	case effTimer:
 		a.arm(e)
+	case effArmBudget:
+		a.armBudget()
 	case effSetOption:
 		if e.Now {
 			j.conn, j.acpID = a.conn, a.acpID

@@ -261,7 +261,7 @@ func (m *Manager) Fork(ctx context.Context, originID string, in ForkInput) (sess
 	}
 	restored := time.Since(began)
 	fork, err := m.Create(ctx, CreateInput{AgentProfileID: profileID, TaskID: origin.TaskID, Title: title, fork: f,
-		AutoContinue: &origin.AutoContinue, Sandbox: sessionSandbox(origin)})
+		AutoContinue: &origin.AutoContinue, Sandbox: sessionSandbox(origin), Budget: origin.Budget})
 	if err == nil {
 		m.cfg.Logger.Info("session forked", "session", fork.ID, "from", originID, "atTurn", p.at.PromptID, "handoff", in.Handoff,
 			"turns", len(cp.Turns), "files", cp.Forked.Written, "read", read, "restore", restored-read, "create", time.Since(began)-restored)

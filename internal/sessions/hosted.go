@@ -135,6 +135,7 @@ func (a *actor) attach() {
 	for _, t := range a.turns {
 		if t.State == session.TurnRunning {
 			a.running = &turnRun{turn: t}
+			a.armBudget() // its clocks run on from its start
 			break
 		}
 	}

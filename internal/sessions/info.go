@@ -33,3 +33,25 @@ func (m *Manager) UpdateInfo(ctx context.Context, sessionID string, title *strin
 		return a.sess, nil
 	})
 }
+
+// SetBudget sets the session's budget, whole (session.budget_changed;
+// budget.go): one its usage has reached already stops the running turn.
+// A closed session keeps the budget it had.
+func (m *Manager) SetBudget(ctx context.Context, sessionID string, b session.Budget) error {
+	a, err := m.actor(ctx, sessionID)
+	if err != nil {
+		return err
+	}
+	_, err = callWrites(ctx, a, func() (struct{}, error) {
+		v := a.view()
+		if v.State.Terminal() {
+			return struct{}{}, terminalErr(v)
+		}
+		d := decide(v, setBudgetCmd{Budget: b})
+		if d.Refusal != nil {
+			return struct{}{}, d.Refusal
+		}
+		return struct{}{}, a.perform(d, nil)
+	})
+	return err
+}

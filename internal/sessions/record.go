@@ -70,6 +70,17 @@ func (a *actor) record(p session.EventPayload) *events.Pending {
 			}
 		}
 		a.sess.LastRewind = p.Rewind()
+	case *session.BudgetExceededData:
+		if r := a.running; r != nil && r.turn.PromptID == promptID {
+			r.budgetStop = p.Message
+		}
+	case *session.TurnStalledData, *session.TurnStallEndedData:
+		t := a.turn(promptID)
+		session.StallTurn(&t, p)
+		if r := a.running; r != nil && r.turn.PromptID == promptID {
+			r.turn = t
+		}
+		a.turns[promptID] = t
 	case *session.UsageUpdatedData:
 		a.sess.Usage = p.Session
 		if p.Turn != nil && promptID != "" {
@@ -157,7 +168,11 @@ func (a *actor) endTurn(promptID string, p session.EventPayload) *events.Pending
 		if p.StopReason != "" {
 			t.StopReason = p.StopReason
 		}
+		if p.Reason == session.BudgetExceeded {
+			t.ErrorCode, t.ErrorMessage = p.Reason, p.Message
+		}
 	}
+	t.StalledAt = nil
 	t.SessionID = a.id
 	a.turns[promptID] = t
 	return a.change(turnEnded{TaskID: a.sess.TaskID, Turn: t})

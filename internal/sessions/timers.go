@@ -2,8 +2,9 @@ package sessions
 
 import "time"
 
-// The actor's timers (effTimer): the idle clock, a load's settle, and the
-// reload after a failed write. Each posts what it stands for to the
+// The actor's timers (effTimer): the idle clock, a load's settle, the
+// reload after a failed write, and a running turn's budget clocks
+// (budget.go). Each posts what it stands for to the
 // actor's mailbox when it rings; all run on Manager.after, so tests drive
 // them with a fake clock, and all stop with the actor (stopTimers).
 
@@ -26,6 +27,10 @@ func (a *actor) arm(e effTimer) {
 		a.settling = true
 		in := e.Settle
 		after, fire = a.m.cfg.ReplayGrace, func() { a.settleLoad(in) }
+	case timerTurnBudget:
+		fire = a.checkTurnBudget
+	case timerStall:
+		fire = a.checkStall
 	case timerReload:
 		a.reloading, a.backoff = true, nextBackoff(after)
 		if after <= 0 {

@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/tether/tether/internal/acp"
 	"github.com/tether/tether/internal/errcode"
@@ -24,6 +25,9 @@ func (a *actor) onUpdate(gen int, u acp.Update) {
 	if a.isLate(gen) {
 		a.onLate(u)
 		return
+	}
+	if r := a.running; r != nil && gen == a.gen && a.sess.Budget.StallSeconds > 0 {
+		r.heard = time.Now() // the stall watchdog's clock (budget.go)
 	}
 	d := decide(a.view(), updateOf(u, gen == a.gen))
 	if d.Replayed {

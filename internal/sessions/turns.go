@@ -201,6 +201,7 @@ func (a *actor) startTurn(promptID string) {
 	a.running = r
 	a.setState(session.SessionRunning)
 	a.pushRecovery()
+	a.armBudget()
 	acpID, pctx := a.acpID, a.promptContext()
 	local, profileID := a.exec.Runtime != session.RuntimeRemote, a.sess.AgentProfileID
 	a.m.spawn(func() {
@@ -286,6 +287,9 @@ func turnEndedDraft(sessionID, taskID string, t session.Turn, dangling []session
 		c := &session.TurnCancelledData{State: t.State, EndedAt: t.EndedAt, StopReason: t.StopReason, CancelRequested: t.CancelRequested}
 		if t.StopReason == session.Withdrawn {
 			c.Reason = session.Withdrawn
+		}
+		if session.StoppedByBudget(t) {
+			c.Reason, c.Message = t.ErrorCode, t.ErrorMessage
 		}
 		p = c
 	case session.TurnInterrupted:

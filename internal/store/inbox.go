@@ -24,6 +24,12 @@ const (
 	// InboxNeedsCredentials: the session's agent refused to start
 	// without credentials (agent_auth_required).
 	InboxNeedsCredentials InboxKind = "needs_credentials"
+	// InboxBudgetExceeded: a budget stopped the session's latest turn;
+	// raise it to continue.
+	InboxBudgetExceeded InboxKind = "budget_exceeded"
+	// InboxStalledTurn: the session's running turn has had no output from
+	// its agent for the session's stall limit (turn.stalled).
+	InboxStalledTurn InboxKind = "stalled_turn"
 )
 
 // Inbox page sizes.
@@ -77,6 +83,16 @@ var inboxSources = []struct{ at, id, sql string }{
 	WHERE t.state IN ('failed', 'interrupted') AND t.rewound = 0 AND t.ended_at IS NOT NULL
 		AND s.closed_at IS NULL AND s.archived = 0
 		AND NOT EXISTS (SELECT 1 FROM turns u WHERE u.session_id = t.session_id AND u.seq > t.seq AND u.state <> 'queued')`},
+	{"t.ended_at", "'budget_exceeded:' || t.session_id || ':' || t.prompt_id",
+		`SELECT 'budget_exceeded' AS kind, t.session_id AS session_id, t.prompt_id AS ref, %[1]s AS at, %[2]s AS id
+	FROM turns t JOIN sessions s ON s.id = t.session_id
+	WHERE t.state = 'cancelled' AND t.error_code = 'budget_exceeded' AND t.rewound = 0 AND t.ended_at IS NOT NULL
+		AND s.closed_at IS NULL AND s.archived = 0
+		AND NOT EXISTS (SELECT 1 FROM turns u WHERE u.session_id = t.session_id AND u.seq > t.seq AND u.state <> 'queued')`},
+	{"t.stalled_at", "'stalled_turn:' || t.session_id || ':' || t.prompt_id",
+		`SELECT 'stalled_turn' AS kind, t.session_id AS session_id, t.prompt_id AS ref, %[1]s AS at, %[2]s AS id
+	FROM turns t JOIN sessions s ON s.id = t.session_id
+	WHERE t.stalled_at IS NOT NULL AND s.closed_at IS NULL AND s.archived = 0`},
 	{"e.updated_at", "'needs_credentials:' || e.session_id",
 		`SELECT 'needs_credentials' AS kind, e.session_id AS session_id, '' AS ref, %[1]s AS at, %[2]s AS id
 	FROM executors_running e JOIN sessions s ON s.id = e.session_id
@@ -164,7 +180,7 @@ func (s *Store) inboxItems(ctx context.Context, keys []inboxKey) ([]InboxItem, e
 		switch InboxKind(k.Kind) {
 		case InboxPermission:
 			perms = append(perms, []any{k.SessionID, k.Ref})
-		case InboxInterruptedTurn, InboxFailedTurn:
+		case InboxInterruptedTurn, InboxFailedTurn, InboxBudgetExceeded, InboxStalledTurn:
 			turns = append(turns, []any{k.SessionID, k.Ref})
 		}
 	}
@@ -219,7 +235,7 @@ func (s *Store) inboxItems(ctx context.Context, keys []inboxKey) ([]InboxItem, e
 				continue // resolved between the two reads (outside a snapshot)
 			}
 			it.Permission = &p
-		case InboxInterruptedTurn, InboxFailedTurn:
+		case InboxInterruptedTurn, InboxFailedTurn, InboxBudgetExceeded, InboxStalledTurn:
 			t, ok := turnOf[key]
 			if !ok {
 				continue

@@ -63,6 +63,7 @@ type sessionRow struct {
 	Sandbox               *string `gorm:"column:sandbox"`
 	LastRewind            *string `gorm:"column:last_rewind"`
 	Usage                 *string `gorm:"column:usage"`
+	Budget                *string `gorm:"column:budget"`
 	ForkedFromSession     string  `gorm:"column:forked_from_session"`
 	ForkedFromPrompt      string  `gorm:"column:forked_from_prompt"`
 	ForkHandoff           bool    `gorm:"column:fork_handoff"`
@@ -82,7 +83,7 @@ func fromSession(s session.Session) sessionRow {
 		Plan:                  jsonText(s.Plan),
 		Prompted:              s.Prompted, ContextLost: s.ContextLost, InjectContext: s.InjectContext, QueueHeld: s.QueueHeld, AutoContinue: s.AutoContinue,
 		ModeChoice: s.ModeChoice, ConfigChoices: objectText(s.ConfigChoices), Sandbox: jsonText(s.Sandbox),
-		LastRewind: rewindText(s.LastRewind), Usage: usageText(s.Usage),
+		LastRewind: rewindText(s.LastRewind), Usage: usageText(s.Usage), Budget: budgetText(s.Budget),
 		CreatedAt: toDBTime(s.CreatedAt), UpdatedAt: toDBTime(s.UpdatedAt),
 		ClosedAt: toDBTimePtr(s.ClosedAt),
 	}
@@ -111,6 +112,17 @@ func usageOf(t *string) (session.Usage, error) {
 	}
 	err := json.Unmarshal([]byte(*t), &u)
 	return u, err
+}
+
+// budgetText is a session's budget as its column holds it (NULL for
+// none).
+func budgetText(b session.Budget) *string {
+	if b.IsZero() {
+		return nil
+	}
+	j, _ := json.Marshal(b)
+	t := string(j)
+	return &t
 }
 
 // rewindText is a session's last rewind as its column holds it.
@@ -143,8 +155,14 @@ func toSession(r sessionRow) (session.Session, error) {
 	if err != nil {
 		return session.Session{}, fmt.Errorf("store: sessions.usage of %s: %w", r.ID, err)
 	}
+	var budget session.Budget
+	if r.Budget != nil {
+		if err := json.Unmarshal([]byte(*r.Budget), &budget); err != nil {
+			return session.Session{}, fmt.Errorf("store: sessions.budget of %s: %w", r.ID, err)
+		}
+	}
 	return session.Session{
-		LastRewind: rewind, ForkedFrom: origin, Usage: usage,
+		LastRewind: rewind, ForkedFrom: origin, Usage: usage, Budget: budget,
 		ID: r.ID, TaskID: r.TaskID, AgentProfileID: r.AgentProfileID, Cwd: r.Cwd,
 		Title: r.Title, TitleSource: session.TitleSource(r.TitleSource), Archived: r.Archived,
 		State: session.SessionState(r.State), EventEpoch: r.EventEpoch,
@@ -261,6 +279,7 @@ type turnRow struct {
 	StartedAt         *dbTime `gorm:"column:started_at"`
 	DeliveredAt       *dbTime `gorm:"column:delivered_at"`
 	EndedAt           *dbTime `gorm:"column:ended_at"`
+	StalledAt         *dbTime `gorm:"column:stalled_at"`
 }
 
 func (turnRow) TableName() string { return "turns" }
@@ -274,7 +293,7 @@ func fromTurn(t session.Turn) turnRow {
 		ContinuesPromptID: t.ContinuesPromptID, CancelRequested: t.CancelRequested, ContextInjected: t.ContextInjected,
 		Rewound: t.Rewound, Interruption: jsonText(t.Interruption), WorkspaceChanges: jsonText(t.WorkspaceChanges), Usage: usageText(t.Usage),
 		CreatedAt: toDBTime(t.CreatedAt), StartedAt: toDBTimePtr(t.StartedAt),
-		DeliveredAt: toDBTimePtr(t.DeliveredAt), EndedAt: toDBTimePtr(t.EndedAt),
+		DeliveredAt: toDBTimePtr(t.DeliveredAt), EndedAt: toDBTimePtr(t.EndedAt), StalledAt: toDBTimePtr(t.StalledAt),
 	}
 }
 
@@ -289,7 +308,7 @@ func toTurn(r turnRow) session.Turn {
 		ContinuesPromptID: r.ContinuesPromptID, CancelRequested: r.CancelRequested, ContextInjected: r.ContextInjected,
 		Rewound: r.Rewound, Interruption: fromJSONText(r.Interruption), WorkspaceChanges: fromJSONText(r.WorkspaceChanges),
 		CreatedAt: r.CreatedAt.t, StartedAt: fromDBTimePtr(r.StartedAt),
-		DeliveredAt: fromDBTimePtr(r.DeliveredAt), EndedAt: fromDBTimePtr(r.EndedAt),
+		DeliveredAt: fromDBTimePtr(r.DeliveredAt), EndedAt: fromDBTimePtr(r.EndedAt), StalledAt: fromDBTimePtr(r.StalledAt),
 	}
 }
 

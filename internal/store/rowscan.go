@@ -17,12 +17,12 @@ import (
 
 const turnColumns = `session_id, prompt_id, seq, kind, state, prompt, stop_reason, error_code,
 	error_message, interrupt_reason, exit_code, exit_signal, continues_prompt_id, cancel_requested,
-	context_injected, interruption, workspace_changes, created_at, started_at, delivered_at, ended_at, rewound, usage`
+	context_injected, interruption, workspace_changes, created_at, started_at, delivered_at, ended_at, rewound, usage, stalled_at`
 
 func (r *turnRow) fields() []any {
 	return []any{&r.SessionID, &r.PromptID, &r.Seq, &r.Kind, &r.State, &r.Prompt, &r.StopReason, &r.ErrorCode,
 		&r.ErrorMessage, &r.InterruptReason, &r.ExitCode, &r.ExitSignal, &r.ContinuesPromptID, &r.CancelRequested,
-		&r.ContextInjected, &r.Interruption, &r.WorkspaceChanges, &r.CreatedAt, &r.StartedAt, &r.DeliveredAt, &r.EndedAt, &r.Rewound, &r.Usage}
+		&r.ContextInjected, &r.Interruption, &r.WorkspaceChanges, &r.CreatedAt, &r.StartedAt, &r.DeliveredAt, &r.EndedAt, &r.Rewound, &r.Usage, &r.StalledAt}
 }
 
 const messageColumns = `id, session_id, prompt_id, role, text, content, created_at, updated_at`

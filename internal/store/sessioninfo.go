@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/tether/tether/internal/session"
@@ -251,4 +252,19 @@ func (s *Store) UsageTotals(ctx context.Context) ([]UsageTotal, error) {
 		}
 	}
 	return out, internalIf(rows.Err(), "usage totals")
+}
+
+// SetSessionBudget projects session.budget_changed.
+func (s *Store) SetSessionBudget(ctx context.Context, id string, b session.Budget) error {
+	return s.updateSession(ctx, id, map[string]any{"budget": budgetText(b)})
+}
+
+// SetTurnStalled projects turn.stalled (at, when it was found stalled)
+// and turn.stall_ended (nil).
+func (s *Store) SetTurnStalled(ctx context.Context, sessionID, promptID string, at *time.Time) error {
+	r := s.db.WithContext(ctx).Model(&turnRow{}).Where("session_id = ? AND prompt_id = ?", sessionID, promptID).Update("stalled_at", toDBTimePtr(at))
+	if r.Error != nil {
+		return internal(r.Error, "set turn stalled")
+	}
+	return nil
 }

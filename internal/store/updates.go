@@ -36,7 +36,7 @@ const (
 	sessionClosedStateSQL = `UPDATE sessions SET state = ?, updated_at = ?2, closed_at = COALESCE(closed_at, ?2) WHERE id = ?3`
 	sessionQueueHeldSQL   = `UPDATE sessions SET queue_held = ?, updated_at = ? WHERE id = ?`
 	endTurnSQL            = `UPDATE turns SET state = ?, stop_reason = ?, error_code = ?, error_message = ?, interrupt_reason = ?,
-		exit_code = ?, exit_signal = ?, ended_at = ? WHERE session_id = ? AND prompt_id = ?`
+		exit_code = ?, exit_signal = ?, ended_at = ?, stalled_at = NULL WHERE session_id = ? AND prompt_id = ?`
 	turnDeliveredSQL       = `UPDATE turns SET delivered_at = ? WHERE session_id = ? AND prompt_id = ?`
 	turnStartedSQL         = `UPDATE turns SET state = ?, started_at = ?, context_injected = ? WHERE session_id = ? AND prompt_id = ?`
 	turnCancelRequestedSQL = `UPDATE turns SET cancel_requested = ? WHERE session_id = ? AND prompt_id = ?`

@@ -15,13 +15,15 @@ const (
 	PermissionResolved      = "permission.resolved"
 	TurnEnded               = "turn.ended"
 	TurnInterrupted         = "turn.interrupted"
+	TurnStalled             = "turn.stalled"
+	BudgetExceeded          = "budget.exceeded"
 	SessionNeedsCredentials = "session.needs_credentials"
 	// Test is only sent by POST /webhooks/{id}/test.
 	Test = "webhook.test"
 )
 
 // EventTypes are the types a webhook may subscribe to.
-var EventTypes = []string{PermissionRequested, PermissionResolved, TurnEnded, TurnInterrupted, SessionNeedsCredentials}
+var EventTypes = []string{PermissionRequested, PermissionResolved, TurnEnded, TurnInterrupted, TurnStalled, BudgetExceeded, SessionNeedsCredentials}
 
 // Valid reports whether t is a type a webhook may subscribe to.
 func Valid(t string) bool { return slices.Contains(EventTypes, t) }
@@ -43,7 +45,7 @@ var outcomes = map[string]string{"turn.completed": "completed", "turn.failed": "
 // sent.
 func typeOf(e store.Event) (typ, outcome string) {
 	switch e.Type {
-	case "permission.requested", "permission.resolved", "turn.interrupted":
+	case "permission.requested", "permission.resolved", "turn.interrupted", "turn.stalled", "budget.exceeded":
 		return e.Type, ""
 	case "turn.completed", "turn.failed", "turn.cancelled":
 		return TurnEnded, outcomes[e.Type]
@@ -96,6 +98,7 @@ func textOf(typ, outcome string, e store.Event) string {
 		Message string `json:"message"`
 		Reason  string `json:"reason"`
 		Error   string `json:"error"`
+		Seconds int64  `json:"seconds"`
 	}
 	_ = json.Unmarshal(e.Payload, &p)
 	sid := e.SessionID
@@ -114,6 +117,10 @@ func textOf(typ, outcome string, e store.Event) string {
 		return "Session " + sid + ": turn " + outcome
 	case TurnInterrupted:
 		return "Session " + sid + ": turn interrupted (" + p.Reason + "); it can be continued"
+	case TurnStalled:
+		return "Session " + sid + ": the agent has been silent for " + strconv.FormatInt(p.Seconds, 10) + " s; the turn may be stuck"
+	case BudgetExceeded:
+		return "Session " + sid + ": budget reached, the turn is stopped: " + p.Message
 	case SessionNeedsCredentials:
 		return "Session " + sid + ": the agent needs credentials: " + p.Error
 	}

@@ -164,15 +164,18 @@ export const listSessions = <ThrowOnError extends boolean = false>(options?: Opt
  * (`permission`: answer it with `POST /session/{id}/permission/{requestId}`;
  * the first answer wins, and it holds across restarts), a session's
  * latest turn when it was interrupted (`interrupted_turn`: continue
- * it with `POST /session/{id}/continue`) or failed (`failed_turn`),
- * and a session whose agent needs credentials (`needs_credentials`,
+ * it with `POST /session/{id}/continue`), failed (`failed_turn`) or
+ * was stopped by a budget (`budget_exceeded`: raise the budget with
+ * `PATCH /session/{id}`, then continue), a running turn whose agent
+ * has been silent past the session's `stallSeconds` (`stalled_turn`:
+ * wait, or cancel it), and a session whose agent needs credentials (`needs_credentials`,
  * docs/agents.md). An item leaves the inbox when what it waits for
  * is done: the request answered or expired, another turn of the
  * session begun, the agent started, the session closed or archived.
  * `cursor` is the global stream's position this page is consistent
  * with: follow `GET /events` from it, and `permission.requested`,
  * `permission.resolved`, `turn.started`, `turn.failed`,
- * `turn.interrupted`, `session.executor_status`, `session.closed`
+ * `turn.interrupted`, `turn.cancelled`, `turn.stalled`, `turn.stall_ended`, `session.executor_status`, `session.closed`
  * and `session.archived` say when to read the inbox again.
  *
  */
@@ -393,9 +396,10 @@ export const streamSessionEvents = <ThrowOnError extends boolean = false>(option
  *
  * The global stream carries the session.* and task.* events that
  * lists follow, and `permission.requested`, `permission.resolved`,
- * `turn.started` and a turn's end (`turn.completed`, `turn.failed`,
- * `turn.cancelled`, `turn.interrupted`) that the inbox follows
- * (docs/events.md lists each type's streams).
+ * `turn.started`, a turn's end (`turn.completed`, `turn.failed`,
+ * `turn.cancelled`, `turn.interrupted`), `turn.stalled`,
+ * `turn.stall_ended` and `budget.exceeded` that the inbox and
+ * webhooks follow (docs/events.md lists each type's streams).
  *
  */
 export const streamGlobalEvents = <ThrowOnError extends boolean = false>(options?: Options<StreamGlobalEventsData, ThrowOnError, StreamGlobalEventsResponse>) => (options?.client ?? client).sse.get<StreamGlobalEventsResponses, StreamGlobalEventsErrors, ThrowOnError>({

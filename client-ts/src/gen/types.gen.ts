@@ -470,6 +470,7 @@ export type AgentProfile = {
      */
     authMethod?: string;
     sandbox?: SandboxPolicy;
+    budget?: Budget;
     capabilities?: AgentCapabilities;
     probedAt?: string;
     credentials?: AgentCredentials;
@@ -1071,6 +1072,10 @@ export const EventType = {
     SESSION_OPTIONS_CHANGED: 'session.options_changed',
     SESSION_CHOICES_CHANGED: 'session.choices_changed',
     USAGE_UPDATED: 'usage.updated',
+    SESSION_BUDGET_CHANGED: 'session.budget_changed',
+    BUDGET_EXCEEDED: 'budget.exceeded',
+    TURN_STALLED: 'turn.stalled',
+    TURN_STALL_ENDED: 'turn.stall_ended',
     COMMAND_STARTED: 'command.started',
     COMMAND_OUTPUT: 'command.output',
     COMMAND_TRUNCATED: 'command.truncated',
@@ -1455,9 +1460,13 @@ export type TurnCancelledData = EventCommon & {
     endedAt?: string;
     stopReason?: string;
     /**
-     * withdrawn: a queued prompt its client withdrew (it never reached the agent).
+     * withdrawn: a queued prompt its client withdrew (it never reached the agent); budget_exceeded: a budget stopped the turn (message says which).
      */
-    reason?: 'withdrawn';
+    reason?: 'withdrawn' | 'budget_exceeded';
+    /**
+     * With budget_exceeded: what was used, in words.
+     */
+    message?: string;
     /**
      * The user's cancel ended the turn (a queued turn the cancel dropped).
      */
@@ -1559,6 +1568,57 @@ export type UsageUpdatedData = EventCommon & {
     session: Usage;
     turn?: Usage;
 };
+
+/**
+ * What a session may use, and its stall watchdog (docs/inbox.md,
+ * "Budgets"); a member left out sets no limit. `maxTokens` and
+ * `maxCost` count what the whole session used, as its agent says
+ * (`Usage`: `totalTokens`, else the sum of the token members; a cost
+ * in another currency is not counted). `maxTurnSeconds` is how long
+ * one turn may run. Reaching one stops the running turn: it ends
+ * `cancelled` with `error.code` `budget_exceeded`, and nothing new
+ * runs while the tokens or cost stay over. `stallSeconds` only
+ * tells: `turn.stalled` once a running turn has had no output from
+ * its agent for that long.
+ *
+ */
+export type Budget = {
+    maxTokens?: number;
+    /**
+     * An amount above 0 in a three-letter ISO 4217 currency, as the agent reports its cost (USD for claude-agent-acp).
+     */
+    maxCost?: Cost;
+    maxTurnSeconds?: number;
+    stallSeconds?: number;
+};
+
+export type SessionBudgetChangedData = EventCommon & {
+    budget: Budget;
+};
+
+export type BudgetExceededData = EventCommon & {
+    limit: 'tokens' | 'cost' | 'turnDuration';
+    budget: Budget;
+    usage: Usage;
+    /**
+     * What was used, in words.
+     */
+    message: string;
+};
+
+export type TurnStalledData = EventCommon & {
+    /**
+     * When the turn's agent was last heard from (or the turn began).
+     */
+    since: string;
+    /**
+     * The session's stall limit.
+     */
+    seconds: number;
+    stalledAt: string;
+};
+
+export type TurnStallEndedData = EventCommon;
 
 export type PlanUpdatedData = EventCommon & {
     entries: Array<PlanEntry>;
@@ -1897,6 +1957,42 @@ export type UsageUpdatedEvent = {
     data: UsageUpdatedData;
 };
 
+export type SessionBudgetChangedEvent = {
+    type: 'session.budget_changed';
+    /**
+     * The cursor <epoch>:<seq> (durable events only).
+     */
+    id?: string;
+    data: SessionBudgetChangedData;
+};
+
+export type BudgetExceededEvent = {
+    type: 'budget.exceeded';
+    /**
+     * The cursor <epoch>:<seq> (durable events only).
+     */
+    id?: string;
+    data: BudgetExceededData;
+};
+
+export type TurnStalledEvent = {
+    type: 'turn.stalled';
+    /**
+     * The cursor <epoch>:<seq> (durable events only).
+     */
+    id?: string;
+    data: TurnStalledData;
+};
+
+export type TurnStallEndedEvent = {
+    type: 'turn.stall_ended';
+    /**
+     * The cursor <epoch>:<seq> (durable events only).
+     */
+    id?: string;
+    data: EventCommon;
+};
+
 export type PlanUpdatedEvent = {
     type: 'plan.updated';
     /**
@@ -1999,6 +2095,14 @@ export type TetherEvent = ({
 } & PlanUpdatedEvent) | ({
     type: 'usage.updated';
 } & UsageUpdatedEvent) | ({
+    type: 'session.budget_changed';
+} & SessionBudgetChangedEvent) | ({
+    type: 'budget.exceeded';
+} & BudgetExceededEvent) | ({
+    type: 'turn.stalled';
+} & TurnStalledEvent) | ({
+    type: 'turn.stall_ended';
+} & TurnStallEndedEvent) | ({
     type: 'turn.delivered';
 } & TurnDeliveredEvent) | ({
     type: 'turn.cancel_requested';
@@ -2060,6 +2164,10 @@ export type SessionCreate = {
      */
     autoContinue?: boolean;
     /**
+     * The session's budget and stall watchdog, member by member over the agent profile's (agents.yaml `budget`). 400 `invalid_request` for a bad value.
+     */
+    budget?: Budget;
+    /**
      * The session's own sandbox policy, field by field over the agent profile's (a session may loosen or tighten it: the API is the user's, behind the token). 400 `invalid_request` for a bad value; 409 `sandbox_unavailable` for `mode: required` where bubblewrap does not work (checked at once for a local executor, at the agent's start on a remote host).
      */
     sandbox?: SandboxPolicy;
@@ -2095,6 +2203,7 @@ export type Session = {
     forkedFrom?: ForkOrigin;
     lastRewind?: Rewind;
     usage?: Usage;
+    budget?: Budget;
     executor?: Executor;
     credentials?: AgentCredentials;
     createdAt: string;
@@ -2129,14 +2238,20 @@ export type TitleSource = typeof TitleSource[keyof typeof TitleSource];
 export type SessionUpdate = {
     title?: string;
     archived?: boolean;
+    /**
+     * The session's budget, whole (a member left out sets no limit). One its usage has reached already stops the running turn; one raised above it lets the user continue.
+     */
+    budget?: Budget;
 };
 
 /**
  * `permission.requested`, `permission.resolved`; `turn.ended` (a turn
  * completed, failed or was cancelled: `data.outcome`);
- * `turn.interrupted`; `session.needs_credentials` (its agent refused
- * to start without them); `webhook.test` (only from
- * `POST /webhooks/{id}/test`).
+ * `turn.interrupted`; `turn.stalled` (a running turn had no output
+ * from its agent for the session's `stallSeconds`); `budget.exceeded`
+ * (a budget stopped a turn: `data.limit`); `session.needs_credentials`
+ * (its agent refused to start without them); `webhook.test` (only
+ * from `POST /webhooks/{id}/test`).
  *
  */
 export const WebhookEventType = {
@@ -2144,15 +2259,19 @@ export const WebhookEventType = {
     PERMISSION_RESOLVED: 'permission.resolved',
     TURN_ENDED: 'turn.ended',
     TURN_INTERRUPTED: 'turn.interrupted',
+    TURN_STALLED: 'turn.stalled',
+    BUDGET_EXCEEDED: 'budget.exceeded',
     SESSION_NEEDS_CREDENTIALS: 'session.needs_credentials'
 } as const;
 
 /**
  * `permission.requested`, `permission.resolved`; `turn.ended` (a turn
  * completed, failed or was cancelled: `data.outcome`);
- * `turn.interrupted`; `session.needs_credentials` (its agent refused
- * to start without them); `webhook.test` (only from
- * `POST /webhooks/{id}/test`).
+ * `turn.interrupted`; `turn.stalled` (a running turn had no output
+ * from its agent for the session's `stallSeconds`); `budget.exceeded`
+ * (a budget stopped a turn: `data.limit`); `session.needs_credentials`
+ * (its agent refused to start without them); `webhook.test` (only
+ * from `POST /webhooks/{id}/test`).
  *
  */
 export type WebhookEventType = typeof WebhookEventType[keyof typeof WebhookEventType];
@@ -2273,7 +2392,7 @@ export type InboxItem = {
      * Stable while the item waits (its kind, session and request or turn).
      */
     id: string;
-    kind: 'permission' | 'interrupted_turn' | 'failed_turn' | 'needs_credentials';
+    kind: 'permission' | 'interrupted_turn' | 'failed_turn' | 'budget_exceeded' | 'stalled_turn' | 'needs_credentials';
     /**
      * When it began to wait (the request made, the turn ended, the agent refused).
      */
@@ -2383,6 +2502,10 @@ export type Turn = {
      * When the prompt was written to the agent (session/prompt); absent while the agent is not known to have it.
      */
     deliveredAt?: string;
+    /**
+     * When the running turn was found stalled (turn.stalled: no output from its agent for the session's stallSeconds); absent while its agent is heard from, and once it ends.
+     */
+    stalledAt?: string;
     endedAt?: string;
 };
 

@@ -122,6 +122,8 @@ const tone: Record<InboxItem['kind'], string> = {
   permission: 'info',
   interrupted_turn: 'warn',
   failed_turn: 'bad',
+  budget_exceeded: 'bad',
+  stalled_turn: 'warn',
   needs_credentials: 'bad',
 };
 
@@ -210,6 +212,10 @@ function describe(item: InboxItem, t: ReturnType<typeof useT>['t'], lang: Return
       const msg = item.session.executor?.errorMessage;
       return msg ? t('inbox.credentials', { error: msg }) : t('inbox.credentialsNone');
     }
+    case 'budget_exceeded':
+      return t('inbox.budget', { error: item.turn?.error?.message || '' });
+    case 'stalled_turn':
+      return t('inbox.stalled', { since: ago(item.turn?.stalledAt || item.at, lang) || item.at });
   }
 }
 
