@@ -375,7 +375,10 @@ export class TetherClient {
   /**
    * PATCH /session/{id}: rename the session (the user's title replaces the
    * agent's and the first prompt's) or archive it (left out of
-   * `listSessions()` unless `archived: true`). A closed session too.
+   * `listSessions()` unless `archived: true`), a closed session too; or set
+   * its budget, whole (`budget`: maxTokens, maxCost, maxTurnSeconds,
+   * stallSeconds; an open session only). A budget its usage has reached
+   * stops the running turn; one raised above it lets `continue` go on.
    */
   updateSession(id: string, body: SessionUpdate, o?: CallOptions): Promise<Session> {
     return this.call((signal) => sdk.updateSession({ client: this.gen, path: { id }, body, signal }), o);

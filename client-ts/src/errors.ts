@@ -51,7 +51,8 @@ export type KnownProblemCode =
   | 'too_many_stream_tickets'
   | 'unknown_mode'
   | 'unknown_config_option'
-  | 'invalid_config_value';
+  | 'invalid_config_value'
+  | 'budget_exceeded';
 
 export type ProblemCode = KnownProblemCode | (string & {});
 

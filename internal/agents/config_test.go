@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tether/tether/internal/agents"
+	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/errcode"
 )
 
@@ -36,6 +37,7 @@ agents:
     historyContextInjection: false
     resumeArgs: ["--resume", "{sessionId}"]
     maxAgents: 3
+    budget: {maxTokens: 50000, maxCost: {amount: 2.5, currency: USD}, maxTurnSeconds: 600, stallSeconds: 120}
 `,
 			onPath: []string{"my-acp-agent"},
 			check: func(t *testing.T, r *agents.Registry) {
@@ -70,6 +72,10 @@ agents:
 				}
 				if p.MaxAgents != 3 {
 					t.Errorf("got maxAgents %d, want 3", p.MaxAgents)
+				}
+				if b := p.Budget; b.MaxTokens != 50000 || b.MaxCost == nil || *b.MaxCost != (session.Cost{Amount: 2.5, Currency: "USD"}) ||
+					b.MaxTurnSeconds != 600 || b.StallSeconds != 120 {
+					t.Errorf("got budget %+v, want every member as written", b)
 				}
 			},
 		},
@@ -200,6 +206,24 @@ agents:
 			file:    "agents.yaml",
 			content: "agents:\n  - id: a\n    command: /bin/sh\n    maxAgents: -1\n",
 			wantErr: []string{"agents.yaml:4:", "maxAgents must be 0 (no own cap) or more"},
+		},
+		{
+			name:    "negative budget",
+			file:    "agents.yaml",
+			content: "agents:\n  - id: a\n    command: /bin/sh\n    budget:\n      maxTokens: -5\n",
+			wantErr: []string{"agents.yaml:5:", `agents[0] (id "a"): a budget's limits cannot be negative`},
+		},
+		{
+			name:    "budget cost without a currency",
+			file:    "agents.yaml",
+			content: "agents:\n  - id: a\n    command: /bin/sh\n    budget: {maxCost: {amount: 3}}\n",
+			wantErr: []string{"agents.yaml:4:", "three-letter currency"},
+		},
+		{
+			name:    "unknown budget key",
+			file:    "agents.yaml",
+			content: "agents:\n  - id: a\n    command: /bin/sh\n    budget:\n      maxTurns: 3\n",
+			wantErr: []string{"agents.yaml:5:", `unknown key "maxTurns" in budget`},
 		},
 		{
 			name:    "missing id",

@@ -134,8 +134,11 @@ func (a *actor) attach() {
 	// first: it runs here again before the attach is answered.
 	for _, t := range a.turns {
 		if t.State == session.TurnRunning {
-			a.running = &turnRun{turn: t}
-			a.armBudget() // its clocks run on from its start
+			// Its clocks run on: its time from its start, its silence
+			// from now (this daemon has heard nothing of it yet; what
+			// the host replays next is heard as it comes).
+			a.running = &turnRun{turn: t, heard: time.Now()}
+			a.armBudget()
 			break
 		}
 	}
