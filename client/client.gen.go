@@ -1325,6 +1325,24 @@ func (e SessionStateChangedEventType) Valid() bool {
 	}
 }
 
+// Defines values for SessionStatusOverBudget.
+const (
+	SessionStatusOverBudgetCost   SessionStatusOverBudget = "cost"
+	SessionStatusOverBudgetTokens SessionStatusOverBudget = "tokens"
+)
+
+// Valid indicates whether the value is a known member of the SessionStatusOverBudget enum.
+func (e SessionStatusOverBudget) Valid() bool {
+	switch e {
+	case SessionStatusOverBudgetCost:
+		return true
+	case SessionStatusOverBudgetTokens:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SessionStatusRuntime.
 const (
 	SessionStatusRuntimeDetached   SessionStatusRuntime = "detached"
@@ -3775,6 +3793,18 @@ type SessionStatus struct {
 	AgentExecutionId *string `json:"agentExecutionId,omitempty"`
 	AgentProfileId   string  `json:"agentProfileId"`
 
+	// Budget What a session may use, and its stall watchdog (docs/inbox.md,
+	// "Budgets"); a member left out sets no limit. `maxTokens` and
+	// `maxCost` count what the whole session used, as its agent says
+	// (`Usage`: `totalTokens`, else the sum of the token members; a cost
+	// in another currency is not counted). `maxTurnSeconds` is how long
+	// one turn may run. Reaching one stops the running turn: it ends
+	// `cancelled` with `error.code` `budget_exceeded`, and nothing new
+	// runs while the tokens or cost stay over. `stallSeconds` only
+	// tells: `turn.stalled` once a running turn has had no output from
+	// its agent for that long.
+	Budget *Budget `json:"budget,omitempty"`
+
 	// ContextLost The last restore could not give the agent its history.
 	ContextLost bool `json:"contextLost"`
 
@@ -3801,6 +3831,9 @@ type SessionStatus struct {
 	// that owns the session (its lease), which answered; absent when no
 	// node owns it now (the next request's node takes it).
 	Node *string `json:"node,omitempty"`
+
+	// OverBudget The budget limit the session's usage has reached (nothing new runs until it is raised); absent when none.
+	OverBudget *SessionStatusOverBudget `json:"overBudget,omitempty"`
 
 	// ResumeReason agent_running | agent_starting | agent_recently_seen | agent_not_running |
 	// agent_not_running_fresh_start (turns ran, the agent holds no session of them) |
@@ -3835,6 +3868,9 @@ type SessionStatus struct {
 	WorktreeBranch *string                `json:"worktreeBranch,omitempty"`
 	WorktreePath   *string                `json:"worktreePath,omitempty"`
 }
+
+// SessionStatusOverBudget The budget limit the session's usage has reached (nothing new runs until it is raised); absent when none.
+type SessionStatusOverBudget string
 
 // SessionStatusRuntime defines model for SessionStatus.Runtime.
 type SessionStatusRuntime string

@@ -81,6 +81,9 @@ func TestBudget(t *testing.T) {
 	if p := r.JSON(t); r.Status != http.StatusConflict || p["code"] != "budget_exceeded" || p["limit"] != "tokens" {
 		t.Errorf("a prompt over the budget: got %d %s, want 409 budget_exceeded", r.Status, r.Body)
 	}
+	if st := d.status(sid); st["overBudget"] != "tokens" || st["budget"] == nil {
+		t.Errorf("/status over the budget: got overBudget %v budget %v, want tokens and the budget", st["overBudget"], st["budget"])
+	}
 	if reason := checkDeclined(t, "continue over the budget", d.continueSession(sid, nil)); reason != "budget_exceeded" {
 		t.Errorf("continue over the budget: got reason %q, want budget_exceeded", reason)
 	}
@@ -95,6 +98,9 @@ func TestBudget(t *testing.T) {
 	}
 	if got := d.inboxKinds(sid); len(got) != 1 || got[0] != "budget_exceeded" {
 		t.Errorf("inbox once raised: got %v, want the stopped turn still waiting to be continued", got)
+	}
+	if st := d.status(sid); st["overBudget"] != nil {
+		t.Errorf("/status once raised: got overBudget %v, want none", st["overBudget"])
 	}
 	r = d.continueSession(sid, map[string]any{"promptId": "more"})
 	if r.Status != http.StatusAccepted {

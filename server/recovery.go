@@ -72,7 +72,11 @@ func sessionStatusOf(st sessions.Status) SessionStatus {
 		ResumeReason: st.ResumeReason, ExecutorStatus: ExecutorStatus(ex.Status), Runtime: SessionStatusRuntime(ex.Runtime),
 		AgentExecutionId: ptrIf(ex.AgentExecutionID), WorktreePath: ptrIf(ex.WorktreePath), WorktreeBranch: ptrIf(ex.WorktreeBranch),
 		ErrorMessage: ptrIf(ex.ErrorMessage), ContextLost: s.ContextLost, HistoryContextInjection: ptrIf(st.HistoryInjection),
-		Sandbox: sandboxViewOut(st.Sandbox), Usage: usageOf(s.Usage)}
+		Sandbox: sandboxViewOut(st.Sandbox), Usage: usageOf(s.Usage), Budget: budgetOut(s.Budget)}
+	if limit, _ := s.Budget.Reached(s.Usage); limit != "" {
+		over := SessionStatusOverBudget(limit)
+		out.OverBudget = &over
+	}
 	if out.ErrorMessage == nil && st.LastError != "" {
 		out.ErrorMessage = &st.LastError
 	}

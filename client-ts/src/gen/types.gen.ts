@@ -712,6 +712,11 @@ export type SessionWorktree = {
 
 export type SessionStatus = {
     usage?: Usage;
+    budget?: Budget;
+    /**
+     * The budget limit the session's usage has reached (nothing new runs until it is raised); absent when none.
+     */
+    overBudget?: 'tokens' | 'cost';
     sessionId: string;
     taskId: string;
     state: SessionState;
