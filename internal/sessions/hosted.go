@@ -330,9 +330,10 @@ func (a *actor) resumeTurn(r *turnRun) {
 		stop, err := r.conn.PromptTurn(a.promptContext(), acpID, t.PromptID, prompt, nil)
 		a.mb.Post(func() { a.onTurnDone(r, stop, err) })
 	})
-	if t.CancelRequested {
-		// Asked before the restart, or while attaching: the host may
-		// never have heard of it.
+	if t.CancelRequested || r.budgetStop != "" {
+		// Asked before the restart, or while attaching (by the user, or
+		// by a budget reached as the host replayed): the host may never
+		// have heard of it.
 		a.cancelAgent(r)
 	}
 }

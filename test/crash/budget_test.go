@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"testing"
+	"time"
 )
 
 // webhookOf is what delivery d's body says: its type, and its log
@@ -103,7 +104,15 @@ func TestBudgetOnEveryRuntime(t *testing.T) {
 			}
 			w.prompt(sid, "/loop 0 100", "long")
 			w.waitFor("the long turn to work", func() bool { return w.turn(sid, "long")["state"] == "running" })
+			started, err := time.Parse(time.RFC3339Nano, w.turn(sid, "long")["startedAt"].(string))
+			if err != nil {
+				t.Fatal(err)
+			}
 			w.kill9()
+			// Its time is up while tetherd is down: the clock rings as
+			// tetherd attaches the host again, before the turn is taken
+			// up, and the cancel must still reach the agent.
+			time.Sleep(time.Until(started.Add(3500 * time.Millisecond)))
 			w.start()
 			turn := w.waitTurn(sid, "long")
 			if errOf, _ := turn["error"].(map[string]any); turn["state"] != "cancelled" || errOf["code"] != "budget_exceeded" {
