@@ -6,6 +6,7 @@ package testbin
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -69,15 +70,41 @@ func Cleanup() {
 }
 
 // FreeAddr returns a 127.0.0.1 address with a port that was free a moment
-// ago, for a daemon the test starts itself.
+// ago, for a daemon the test starts itself, and starts again on the same
+// address after a crash. The port is below the kernel's ephemeral range
+// (ip_local_port_range): a port the kernel hands out (":0") may be taken
+// by any outgoing connection's local end while the daemon is down, and
+// its restart then fails with "address already in use" (seen in CI).
 func FreeAddr(tb testing.TB) string {
 	tb.Helper()
+	lo := ephemeralLow()
+	for range 200 {
+		addr := fmt.Sprintf("127.0.0.1:%d", 10000+rand.IntN(lo-10000))
+		if l, err := net.Listen("tcp", addr); err == nil {
+			l.Close()
+			return addr
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (32768
+// when it cannot be read, Linux's default).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	var lo, hi int
+	if err != nil {
+		return 32768
+	}
+	if n, _ := fmt.Sscan(string(b), &lo, &hi); n != 2 || lo <= 11000 {
+		return 32768
+	}
+	return lo
 }
 
 // LogBuffer collects a child process's output; the child writes while the

@@ -16,15 +16,28 @@ export const TETHERD = process.env.TETHERD_BIN ?? join(repoRoot, 'bin', 'tetherd
 export const CHROMIUM = process.env.CHROMIUM_BIN ?? '/usr/bin/chromium';
 
 export function freePort() {
-  return new Promise((res, rej) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on('error', rej);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => res(port));
+  // Below the kernel's ephemeral range: a port it hands out (listen(0))
+  // may be taken by an outgoing connection while the daemon is down,
+  // and its restart on the same port then fails (EADDRINUSE).
+  let lo = 32768;
+  try {
+    const first = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    if (first > 11000) lo = first;
+  } catch {
+    // not Linux: the default
+  }
+  const attempt = (left) =>
+    new Promise((ok, fail) => {
+      const srv = createServer();
+      srv.unref();
+      const port = left > 0 ? 10000 + Math.floor(Math.random() * (lo - 10000)) : 0;
+      srv.once('error', (e) => (left > 0 ? ok(attempt(left - 1)) : fail(e)));
+      srv.listen(port, '127.0.0.1', () => {
+        const addr = srv.address();
+        srv.close(() => ok(typeof addr === 'object' && addr ? addr.port : port));
+      });
     });
-  });
+  return attempt(200);
 }
 
 /** A killed process has a signalCode and no exitCode. */

@@ -1,7 +1,7 @@
 // A real tetherd process for integration tests: free port, temp data dir,
 // fixed token; restart keeps data dir and port; kill9 is a crash.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -13,15 +13,28 @@ export const TETHERD_BIN = process.env.TETHERD_BIN || resolve(here, '../../../bi
 export const CLIENT_DIR = resolve(here, '../..');
 
 export function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
-    const srv = createServer();
-    srv.on('error', fail);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => ok(port));
+  // Below the kernel's ephemeral range: a port it hands out (listen(0))
+  // may be taken by an outgoing connection while the daemon is down,
+  // and its restart on the same port then fails (EADDRINUSE).
+  let lo = 32768;
+  try {
+    const first = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    if (first > 11000) lo = first;
+  } catch {
+    // not Linux: the default
+  }
+  const attempt = (left: number): Promise<number> =>
+    new Promise<number>((ok, fail) => {
+      const srv = createServer();
+      srv.unref();
+      const port = left > 0 ? 10000 + Math.floor(Math.random() * (lo - 10000)) : 0;
+      srv.once('error', (e) => (left > 0 ? ok(attempt(left - 1)) : fail(e)));
+      srv.listen(port, '127.0.0.1', () => {
+        const addr = srv.address();
+        srv.close(() => ok(typeof addr === 'object' && addr ? addr.port : port));
+      });
     });
-  });
+  return attempt(200);
 }
 
 export async function until<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 20_000): Promise<T> {
