@@ -90,6 +90,10 @@ func TestBudget(t *testing.T) {
 	if ctx := recoveryOf(t, d.recoveryContext(sid), "recovery"); ctx["reason"] != "budget_exceeded" || ctx["promptId"] != "loop1" || ctx["interruptReason"] != "budget_exceeded" {
 		t.Errorf("the recovery plan over the budget: got %v", ctx)
 	}
+	// The plan pushed says the same as the one asked for.
+	if pushed := lastRecoveryEvent(t, d.sessionEvents(sid), sid); pushed["reason"] != "budget_exceeded" || pushed["canContinue"] != false {
+		t.Errorf("the recovery plan pushed over the budget: got %v, want reason budget_exceeded", pushed)
+	}
 
 	// Raised, the stopped turn is continued.
 	r = d.do("PATCH", "/session/"+sid, map[string]any{"budget": map[string]any{"maxTokens": 100000, "maxTurnSeconds": 1}})
@@ -102,6 +106,9 @@ func TestBudget(t *testing.T) {
 	if st := d.status(sid); st["overBudget"] != nil {
 		t.Errorf("/status once raised: got overBudget %v, want none", st["overBudget"])
 	}
+	d.waitFor("the plan pushed once raised to allow the continuation", func() bool {
+		return lastRecoveryEvent(t, d.sessionEvents(sid), sid)["canContinue"] == true
+	})
 	r = d.continueSession(sid, map[string]any{"promptId": "more"})
 	if r.Status != http.StatusAccepted {
 		t.Fatalf("continue once raised: got %d %s, want 202", r.Status, r.Body)

@@ -72,7 +72,8 @@ func decideSetBudget(v view, c setBudgetCmd) decision {
 	if limit, msg := v.Budget.Reached(v.Usage); limit != "" {
 		effs = append(effs, budgetStop(v, limit, msg)...)
 	}
-	return accept(append(effs, effArmBudget{})...)
+	// What the plan allows may change with it (over the budget or not).
+	return accept(append(effs, effArmBudget{}, effPushRecovery{})...)
 }
 
 // decideTurnBudget stops the running turn when it ran for its time;

@@ -369,10 +369,14 @@ func usageUpdated(v view, data json.RawMessage) []effect {
 		p.Turn = &t
 	}
 	effs := []effect{record(promptID, p)}
-	// A report that reaches the budget stops the running turn.
+	// A report that reaches the budget stops the running turn; one that
+	// comes after a turn changes what the plan allows.
+	before, _ := v.Budget.Reached(v.Usage)
 	v.Usage = p.Session
-	if limit, msg := v.Budget.Reached(v.Usage); limit != "" {
+	if limit, msg := v.Budget.Reached(v.Usage); limit != "" && v.Running != nil {
 		effs = append(effs, budgetStop(v, limit, msg)...)
+	} else if limit != "" && before == "" {
+		effs = append(effs, effPushRecovery{})
 	}
 	return effs
 }

@@ -69,7 +69,8 @@ func TestDecideBudget(t *testing.T) {
 		{"a turn stopping already is not stopped twice", stopping, tokenReport(120), accepted(usageRecord("p1", 120, 1020))},
 		{"a turn the user cancels is not stopped", with(running, func(v *view) { v.Running.CancelRequested = true }), tokenReport(120),
 			accepted(usageRecord("p1", 120, 1020))},
-		{"a report after the turn stops nothing", idle, tokenReport(120), accepted(usageRecord("", 120, 1020))},
+		{"a report after the turn stops nothing; the plan changes", idle, tokenReport(120), accepted(usageRecord("", 120, 1020), effPushRecovery{})},
+		{"a report after the turn, over already", with(idle, func(v *view) { v.Usage = over }), tokenReport(120), accepted(usageRecord("", 120, 1140))},
 		{"no budget, no limit", with(running, func(v *view) { v.Budget = session.Budget{} }), tokenReport(5000),
 			accepted(usageRecord("p1", 5000, 5900))},
 		{"a cost that reaches the budget", costly, costReport("USD"),
@@ -142,13 +143,13 @@ func TestDecideSetBudget(t *testing.T) {
 	raised := session.Budget{MaxTokens: 2000}
 	changed := func(b session.Budget) effect { return effRecord{Event: &session.SessionBudgetChangedData{Budget: b}} }
 	cases := []decideCase{
-		{"a new budget", running, setBudgetCmd{Budget: raised}, accepted(changed(raised), effArmBudget{})},
+		{"a new budget", running, setBudgetCmd{Budget: raised}, accepted(changed(raised), effArmBudget{}, effPushRecovery{})},
 		{"the same budget", with(running, func(v *view) { v.Budget = raised }), setBudgetCmd{Budget: raised}, accepted()},
 		{"a budget the session used already stops its turn", running, setBudgetCmd{Budget: session.Budget{MaxTokens: 400}},
 			acc(changed(session.Budget{MaxTokens: 400}),
 				stop(session.Budget{MaxTokens: 400}, session.Usage{TotalTokens: 500}, session.LimitTokens, "the session used 500 tokens of its budget of 400"),
-				effArmBudget{})},
-		{"a budget taken away", with(running, func(v *view) { v.Budget = raised }), setBudgetCmd{}, accepted(changed(session.Budget{}), effArmBudget{})},
+				effArmBudget{}, effPushRecovery{})},
+		{"a budget taken away", with(running, func(v *view) { v.Budget = raised }), setBudgetCmd{}, accepted(changed(session.Budget{}), effArmBudget{}, effPushRecovery{})},
 		{"a negative limit", running, setBudgetCmd{Budget: session.Budget{MaxTokens: -1}},
 			refused(errcode.InvalidRequest, map[string]any{"field": "budget"})},
 		{"a cost without its currency", running, setBudgetCmd{Budget: session.Budget{MaxCost: &session.Cost{Amount: 1}}},

@@ -38,7 +38,7 @@ func readPlanInput(ctx context.Context, r *store.Store, sessionID string, h *his
 	if err != nil {
 		return in, err
 	}
-	in.State, in.ContextLost, in.QueueHeld = s.State, s.ContextLost, s.QueueHeld
+	in.State, in.ContextLost, in.QueueHeld, in.OverBudget = s.State, s.ContextLost, s.QueueHeld, s.OverBudget
 	if in.Turns, in.Earlier, err = r.RecentTurns(ctx, sessionID); err != nil {
 		return in, err
 	}

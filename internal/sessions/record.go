@@ -175,7 +175,13 @@ func (a *actor) endTurn(promptID string, p session.EventPayload) *events.Pending
 	t.StalledAt = nil
 	t.SessionID = a.id
 	a.turns[promptID] = t
-	return a.change(turnEnded{TaskID: a.sess.TaskID, Turn: t})
+	w := a.change(turnEnded{TaskID: a.sess.TaskID, Turn: t})
+	if session.StoppedByBudget(t) {
+		// Continued like an interrupted turn: its report says what it
+		// changed in the workspace, as an interruption's does.
+		a.m.reportChanges(a.id, promptID)
+	}
+	return w
 }
 
 // leaveAgent forgets the running turn (and its cancel grace) when it is

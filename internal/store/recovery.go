@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -36,7 +37,7 @@ const recentTurnsFromSQL = `SELECT MIN(seq) FROM (
 // recent turns with, on every row, the seq of the turn before the first
 // (0 when none): the count of the earlier turns.
 const (
-	planSessionSQL = `SELECT state, context_lost, queue_held FROM sessions WHERE id = ?`
+	planSessionSQL = `SELECT state, context_lost, queue_held, usage, budget FROM sessions WHERE id = ?`
 	recentTurnsSQL = `WITH f(seq) AS (` + recentTurnsFromSQL + `)
 		SELECT ` + turnColumns + `,
 			(SELECT COALESCE(MAX(p.seq), 0) FROM turns p WHERE p.session_id = ?1 AND p.seq < (SELECT seq FROM f))
@@ -56,6 +57,9 @@ var recoveryStatements = []string{planSessionSQL, recentTurnsSQL, turnMessagesSQ
 type SessionFlags struct {
 	State                  session.SessionState
 	ContextLost, QueueHeld bool
+	// OverBudget is the budget limit the session's usage has reached
+	// ("" for none; session.Budget.Reached).
+	OverBudget string
 }
 
 // GetSessionFlags returns the session's state and recovery flags (a
@@ -64,9 +68,10 @@ func (s *Store) GetSessionFlags(ctx context.Context, sessionID string) (SessionF
 	db := s.db.WithContext(ctx)
 	var f SessionFlags
 	var state string
+	var usage, budget *string
 	defer traced(db, time.Now(), planSessionSQL, func() int64 { return 1 })
 	err := db.Statement.ConnPool.QueryRowContext(db.Statement.Context, bindFor(db, planSessionSQL), sessionID).
-		Scan(&state, &f.ContextLost, &f.QueueHeld)
+		Scan(&state, &f.ContextLost, &f.QueueHeld, &usage, &budget)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return f, sessionNotFound(sessionID)
@@ -74,6 +79,14 @@ func (s *Store) GetSessionFlags(ctx context.Context, sessionID string) (SessionF
 		return f, internal(err, "get session")
 	}
 	f.State = session.SessionState(state)
+	if budget != nil {
+		var b session.Budget
+		u, uerr := usageOf(usage)
+		if err := errors.Join(uerr, json.Unmarshal([]byte(*budget), &b)); err != nil {
+			return f, internal(err, "session budget")
+		}
+		f.OverBudget, _ = b.Reached(u)
+	}
 	return f, nil
 }
 

@@ -64,6 +64,13 @@ func TestBudgetOnEveryRuntime(t *testing.T) {
 				}
 			}
 			stopped("after the stop")
+			// Its report says what it changed in the workspace, as an
+			// interrupted turn's does (the Web Shell waits for it).
+			w.waitFor("the stopped turn's workspace report", func() bool {
+				rec, _ := w.get("/session/" + sid + "/context")["recovery"].(map[string]any)
+				rep, _ := rec["report"].(map[string]any)
+				return rep["workspace"] != nil
+			})
 			w.waitFor("budget.exceeded delivered", func() bool { return len(rec.deliveries()) >= 1 })
 			if typ, ev := webhookOf(t, rec.deliveries()[0]); typ != "budget.exceeded" || ev["limit"] != "tokens" || ev["promptId"] != "loop" {
 				t.Errorf("the first delivery: got %s %v, want budget.exceeded of turn loop, limit tokens", typ, ev)
