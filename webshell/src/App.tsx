@@ -339,6 +339,9 @@ function Shell({ token, settings, setSettings, onUnauthorized, onSignOut }: Shel
             notify={notifyControls}
             onAnswer={(item, optionId) => void inbox.answer(item, optionId)}
             onContinue={(item) => void inbox.continueTurn(item)}
+            onCancel={(item) => void inbox.cancelTurn(item)}
+            // The session in the active pane, its budget editor open.
+            onRaiseBudget={(id) => (panes.show(id).controller.openBudgetEditor(), setSidebarOpen(false))}
             onOpen={(id) => (panes.show(id), setSidebarOpen(false))}
             onClose={() => setInboxOpen(false)}
           />

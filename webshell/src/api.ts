@@ -1,7 +1,7 @@
 // The one place that constructs the SDK client; everything else talks to
 // the narrow interfaces in state/ (so tests can pass fakes).
 import { TetherClient } from '@tether/client';
-import type { SessionApi, WorkspaceApi } from './state/types';
+import type { SessionApi, SessionUpdate, WorkspaceApi } from './state/types';
 import type { TasksApi } from './state/tasks-state';
 import type { InboxApi } from './state/inbox-state';
 import { sharedGlobalEvents } from './lib/shared-global';
@@ -17,7 +17,8 @@ export function makeClient(token: string, baseUrl = window.location.origin): Tet
 }
 
 export function sessionApi(client: TetherClient, id: string): SessionApi {
-  return client.session(id);
+  // PATCH /session/{id} is the client's, not the SessionClient's.
+  return Object.assign(client.session(id), { update: (body: SessionUpdate) => client.updateSession(id, body) });
 }
 
 /** A session's files, git state and terminals: the SDK's SessionClient has them. */
@@ -37,11 +38,13 @@ export function tasksApi(client: TetherClient, token: string): TasksApi {
   };
 }
 
-/** GET /inbox and what its items offer: answer a permission, continue a turn. */
+/** GET /inbox and what its items offer: answer a permission, continue a turn, cancel a stalled one. */
 export function inboxApi(client: TetherClient): InboxApi {
   return {
     listInbox: (p) => client.listInbox(p),
     answerPermission: (sessionId, requestId, optionId) => client.session(sessionId).answerPermission(requestId, { optionId }),
     continueTurn: (sessionId) => client.session(sessionId).continue(),
+    // As the pane's Stop: the prompts queued behind it stay queued.
+    cancelTurn: (sessionId) => client.session(sessionId).cancel({ keepQueue: true }),
   };
 }

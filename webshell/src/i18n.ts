@@ -6,6 +6,7 @@ import { workspaceEn, workspaceZh } from './i18n-workspace';
 import { branchEn, branchZh } from './i18n-branch';
 import { inboxEn, inboxZh } from './i18n-inbox';
 import { usageEn, usageZh } from './i18n-usage';
+import { budgetEn, budgetZh } from './i18n-budget';
 
 export type Lang = 'en' | 'zh';
 
@@ -261,6 +262,7 @@ const en = {
   ...branchEn,
   ...inboxEn,
   ...usageEn,
+  ...budgetEn,
 };
 
 export type MessageKey = keyof typeof en;
@@ -512,6 +514,7 @@ const zh: Record<MessageKey, string> = {
   ...branchZh,
   ...inboxZh,
   ...usageZh,
+  ...budgetZh,
 };
 
 const dicts: Record<Lang, Record<MessageKey, string>> = { en, zh };

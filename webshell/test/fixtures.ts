@@ -2,7 +2,7 @@
 // them, a fake SessionApi with promises the test resolves, and a fake
 // event stream the test pushes into.
 import type { ContinueOutcome, EventStreamLike, SessionApi, StreamOptions, StreamState } from '../src/state/types';
-import type { InboxItem, RecoverySummary, Session, SessionContext, SessionStatus, TetherEvent, Transcript, WorkspaceEntry } from '../src/state/types';
+import type { Budget, InboxItem, RecoverySummary, Session, SessionContext, SessionStatus, SessionUpdate, TetherEvent, Transcript, WorkspaceEntry } from '../src/state/types';
 import { initialSessionState, sessionReducer, type SessionAction, type SessionViewState } from '../src/state/session-state';
 
 export const EPOCH = 'ep1';
@@ -179,6 +179,9 @@ export class FakeApi implements SessionApi {
   continueImpl: (o?: { promptId?: string }) => Promise<ContinueOutcome> = () => new Promise(() => {});
   promptImpl: () => Promise<{ promptId: string; state: 'running'; eventEpoch: string; cursor: string }> = () =>
     Promise.resolve({ promptId: 'x', state: 'running', eventEpoch: EPOCH, cursor: cur(1) });
+  /** PATCH /session/{id}: answers the session with the budget sent. */
+  updateImpl: (body: SessionUpdate) => Promise<Session> = (body) => Promise.resolve(session(this.id, body.budget ? { budget: body.budget } : {}));
+  sessionImpl: () => Promise<Session> = () => Promise.resolve(session(this.id));
 
   constructor(id: string, opts: { seq?: number; recovery?: RecoverySummary; transcript?: Partial<Transcript> } = {}) {
     this.id = id;
@@ -198,7 +201,11 @@ export class FakeApi implements SessionApi {
   }
   get() {
     this.#rec('get');
-    return Promise.resolve(session(this.id));
+    return this.sessionImpl();
+  }
+  update(body: SessionUpdate) {
+    this.#rec('update', body);
+    return this.updateImpl(body);
   }
   transcript() {
     this.#rec('transcript');
@@ -295,5 +302,27 @@ export function turnItem(kind: 'interrupted_turn' | 'failed_turn', sid = 's2', a
       createdAt: at,
       ...(kind === 'failed_turn' ? { error: { code: 'agent_error', message: 'model overloaded' } } : { interruptReason: 'agent_exited' }),
     },
+  };
+}
+
+/** A turn a budget stopped (budget_exceeded) of GET /inbox. */
+export function budgetItem(sid = 's6', message = 'the session used 1080 tokens of its budget of 1000', at = '2026-01-01T00:00:06Z'): InboxItem {
+  return {
+    id: `budget_exceeded:${sid}:p1`,
+    kind: 'budget_exceeded',
+    at,
+    session: session(sid, { title: `Session ${sid}`, budget: { maxTokens: 1000 } }),
+    turn: { promptId: 'p1', kind: 'prompt', state: 'cancelled', createdAt: at, error: { code: 'budget_exceeded', message } },
+  };
+}
+
+/** A running turn that stalled at stalledAt (stalled_turn) of GET /inbox; the session's stall limit is budget.stallSeconds. */
+export function stalledItem(sid = 's7', stalledAt = new Date().toISOString(), budget: Budget = { stallSeconds: 60 }): InboxItem {
+  return {
+    id: `stalled_turn:${sid}:p1`,
+    kind: 'stalled_turn',
+    at: stalledAt,
+    session: session(sid, { title: `Session ${sid}`, budget }),
+    turn: { promptId: 'p1', kind: 'prompt', state: 'running', createdAt: stalledAt, stalledAt },
   };
 }

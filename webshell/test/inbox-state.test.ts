@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { InboxController, inboxCount, inboxReducer, initialInboxState, type InboxApi } from '../src/state/inbox-state';
 import { TasksController, tasksReducer, initialTasksState, type TasksApi } from '../src/state/tasks-state';
 import type { ContinueOutcome, InboxItem, InboxList, StreamState, TetherEvent } from '../src/state/types';
-import { FakeStream, cur, deferred, flush, permissionItem, session, turnItem, type Deferred } from './fixtures';
+import { FakeStream, budgetItem, cur, deferred, flush, permissionItem, session, stalledItem, turnItem, type Deferred } from './fixtures';
 
 const gev = (n: number, type: string, data: Record<string, unknown> = {}) => ({ type, id: cur(n), data: { sessionId: 's1', ...data } }) as unknown as TetherEvent;
 
@@ -17,6 +17,8 @@ class FakeInboxApi implements InboxApi {
   reads: Deferred<InboxList>[] = [];
   answers: [string, string, string][] = [];
   continues: string[] = [];
+  cancels: string[] = [];
+  cancelImpl: () => Promise<unknown> = () => Promise.resolve({ cancelled: true });
   answerImpl: () => Promise<unknown> = () => Promise.resolve({});
   continueImpl: () => Promise<ContinueOutcome> = () => Promise.resolve({ kind: 'accepted', promptId: 'p2', interruption: { kind: 'interrupted_turn', canContinue: true, danglingToolCalls: [], notice: '' } });
   listInbox(p: { limit?: number }): Promise<InboxList> {
@@ -32,6 +34,10 @@ class FakeInboxApi implements InboxApi {
   continueTurn(sessionId: string): Promise<ContinueOutcome> {
     this.continues.push(sessionId);
     return this.continueImpl();
+  }
+  cancelTurn(sessionId: string): Promise<unknown> {
+    this.cancels.push(sessionId);
+    return this.cancelImpl();
   }
 }
 
@@ -114,11 +120,11 @@ describe('inbox controller', () => {
     await flush();
     expect(c.store.getState().items).toHaveLength(1);
 
-    for (const type of ['turn.started', 'turn.completed', 'turn.cancelled', 'turn.interrupted', 'session.executor_status', 'session.closed', 'session.archived']) {
+    for (const type of ['turn.started', 'turn.completed', 'turn.cancelled', 'turn.interrupted', 'session.executor_status', 'session.closed', 'session.archived', 'turn.stalled', 'turn.stall_ended', 'budget.exceeded']) {
       feed.emit(gev(7, type));
       await wait(40);
     }
-    expect(api.reads).toHaveLength(9);
+    expect(api.reads).toHaveLength(12);
     c.dispose();
     expect(feed.listeners()).toBe(0);
   });
@@ -193,6 +199,46 @@ describe('inbox controller', () => {
     expect(c.store.getState().failed[b!.id]).toBe('turn_active');
     c.dispose();
   });
+
+  it('continues a turn a budget stopped; while over, the 409 budget_exceeded is the failure', async () => {
+    const api = new FakeInboxApi();
+    const c = new InboxController(api, { debounceMs: 5 });
+    c.start();
+    api.reads[0]!.resolve(list([budgetItem('s6')], 3));
+    await flush();
+    const item = c.store.getState().items[0]!;
+    api.continueImpl = () => Promise.resolve({ kind: 'declined', reason: 'budget_exceeded', problem: { status: 409, code: 'budget_exceeded', detail: 'continuation declined: budget_exceeded' } });
+    await c.continueTurn(item);
+    expect(c.store.getState().items).toHaveLength(1);
+    expect(c.store.getState().failed[item.id]).toBe('budget_exceeded');
+    // Raised meanwhile: the continuation is admitted, the item leaves.
+    api.continueImpl = () => Promise.resolve({ kind: 'accepted', promptId: 'c1', interruption: { kind: 'interrupted_turn', canContinue: true, danglingToolCalls: [], notice: '' } });
+    await c.continueTurn(item);
+    expect(api.continues).toEqual(['s6', 's6']);
+    expect(c.store.getState().items).toEqual([]);
+    expect(c.store.getState().failed).toEqual({});
+    c.dispose();
+  });
+
+  it('cancels a stalled turn: the item leaves at once; a failure keeps it, with why', async () => {
+    const api = new FakeInboxApi();
+    const c = new InboxController(api, { debounceMs: 5 });
+    c.start();
+    api.reads[0]!.resolve(list([stalledItem('s7'), stalledItem('s8')], 3));
+    await flush();
+    const [a, b] = c.store.getState().items;
+    await c.cancelTurn(a!);
+    expect(api.cancels).toEqual(['s7']);
+    expect(c.store.getState().items.map((i) => i.session.id)).toEqual(['s8']);
+    await wait(20);
+    expect(api.reads).toHaveLength(2); // and reads again
+    api.cancelImpl = () => Promise.reject(Object.assign(new Error('boom'), { status: 500, detail: 'the executor is gone' }));
+    await c.cancelTurn(b!);
+    expect(c.store.getState().items).toHaveLength(1);
+    expect(c.store.getState().failed[b!.id]).toBe('the executor is gone');
+    expect(c.store.getState().busy).toEqual({});
+    c.dispose();
+  });
 });
 
 describe('the global stream feeds the inbox', () => {
@@ -227,7 +273,7 @@ describe('the global stream feeds the inbox', () => {
     c.onConnection((s) => states.push(s));
     c.start();
     await flush();
-    for (const t of ['permission.requested', 'permission.resolved', 'turn.started', 'turn.completed', 'turn.failed', 'turn.cancelled', 'turn.interrupted', 'turn.stalled', 'session.executor_status']) {
+    for (const t of ['permission.requested', 'permission.resolved', 'turn.started', 'turn.completed', 'turn.failed', 'turn.cancelled', 'turn.interrupted', 'turn.stalled', 'turn.stall_ended', 'budget.exceeded', 'session.executor_status']) {
       expect(types).toContain(t);
     }
     streams[0]!.setState('open');

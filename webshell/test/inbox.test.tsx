@@ -9,7 +9,7 @@ import { AgentsContext } from '../src/components/ChatPane';
 import { inboxReducer, initialInboxState, type InboxState } from '../src/state/inbox-state';
 import { InboxNotifier, noticeFor, type Notice, type NotifyEnv } from '../src/state/inbox-notify';
 import type { AgentProfile, InboxItem, TetherEvent } from '../src/state/types';
-import { cur, permissionItem, session, turnItem } from './fixtures';
+import { budgetItem, cur, permissionItem, session, stalledItem, turnItem } from './fixtures';
 
 afterEach(cleanup);
 
@@ -45,7 +45,7 @@ function fakeNotify(perm: NotificationPermission | 'unsupported' = 'default', an
 const agents = { claude: { id: 'claude', displayName: 'Claude Code' } as AgentProfile };
 
 function renderDialog(state: InboxState, over: Partial<Parameters<typeof InboxDialog>[0]> = {}, lang: Lang = 'en') {
-  const calls = { answer: [] as [string, string][], cont: [] as string[], open: [] as string[], closed: 0 };
+  const calls = { answer: [] as [string, string][], cont: [] as string[], cancel: [] as string[], raise: [] as string[], open: [] as string[], closed: 0 };
   const notify = over.notify ?? fakeNotify();
   render(
     <LangContext.Provider value={lang}>
@@ -55,6 +55,8 @@ function renderDialog(state: InboxState, over: Partial<Parameters<typeof InboxDi
           notify={notify}
           onAnswer={(i, o) => calls.answer.push([i.id, o])}
           onContinue={(i) => calls.cont.push(i.id)}
+          onCancel={(i) => calls.cancel.push(i.id)}
+          onRaiseBudget={(id) => calls.raise.push(id)}
           onOpen={(id) => calls.open.push(id)}
           onClose={() => calls.closed++}
           {...over}
@@ -128,6 +130,44 @@ describe('inbox dialog', () => {
     expect(screen.getByRole('alert').textContent).toBe('Could not do it: the store is down');
   });
 
+  it("a turn a budget stopped: its message, Raise budget (opens the session's editor) and Continue", () => {
+    const calls = renderDialog(stateOf([budgetItem('s6')]));
+    const row = screen.getByTestId('inbox-item');
+    expect(row.getAttribute('aria-label')).toBe('Budget reached: Session s6');
+    expect(screen.getByTestId('inbox-what').textContent).toBe('Budget reached: the session used 1080 tokens of its budget of 1000. Raise the budget, then continue.');
+    fireEvent.click(screen.getByRole('button', { name: 'Raise budget for Session s6' }));
+    expect(calls.raise).toEqual(['s6']);
+    expect(calls.closed).toBe(1); // the session shows, with its editor
+    fireEvent.click(screen.getByRole('button', { name: 'Continue the stopped turn of Session s6' }));
+    expect(calls.cont).toEqual(['budget_exceeded:s6:p1']);
+  });
+
+  it('a continuation refused while over the budget says so under the item', () => {
+    const item = budgetItem('s6');
+    renderDialog(stateOf([item], { failed: { [item.id]: 'budget_exceeded' } }));
+    expect(screen.getByRole('alert').textContent).toBe('Could not do it: the session is still over its budget; raise it, then continue');
+    cleanup();
+    renderDialog(stateOf([item], { failed: { [item.id]: 'budget_exceeded' } }), {}, 'zh');
+    expect(screen.getByRole('alert').textContent).toBe('未能完成：会话仍超出预算；请先提高预算，再继续');
+  });
+
+  it('a stalled turn: how long its agent has been silent, and a neutral Cancel turn', () => {
+    // Stalled 4 minutes ago after 60 s of silence: silent for 5 minutes.
+    const item = stalledItem('s7', new Date(Date.now() - 4 * 60_000).toISOString(), { stallSeconds: 60 });
+    const calls = renderDialog(stateOf([item]));
+    expect(screen.getByTestId('inbox-what').textContent).toBe('No output from the agent for 5 min');
+    const cancel = screen.getByRole('button', { name: 'Cancel turn of Session s7' });
+    expect(cancel.textContent).toBe('Cancel turn');
+    expect(cancel.className).not.toContain('btn--primary');
+    expect(screen.queryByTestId('inbox-continue')).toBeNull();
+    fireEvent.click(cancel);
+    expect(calls.cancel).toEqual([item.id]);
+    cleanup();
+    renderDialog(stateOf([stalledItem('s7', new Date(Date.now() - 10_000).toISOString(), { stallSeconds: 20 })]), {}, 'zh');
+    expect(screen.getByTestId('inbox-what').textContent).toMatch(/^代理已3\d秒没有任何输出$/);
+    screen.getByRole('button', { name: '取消回合：Session s7' });
+  });
+
   it('says when nothing waits, and closes with Esc', () => {
     const calls = renderDialog(stateOf([]));
     expect(screen.getByTestId('inbox-empty').textContent).toMatch(/^Nothing waits for you/);
@@ -186,6 +226,15 @@ describe('notifications', () => {
     expect(noticeFor(gev('turn.cancelled', {}), name, 'en')).toMatchObject({ title: 'Session s1: the turn was cancelled' });
     expect(noticeFor(gev('turn.interrupted', { reason: 'agent_exited' }), name, 'en')).toMatchObject({ body: 'the agent process exited' });
     expect(noticeFor(gev('turn.stalled', {}), name, 'zh')).toMatchObject({ title: 'Session s1：回合似乎卡住了', tag: 'turn:s1' });
+    expect(noticeFor(gev('turn.stalled', { since: '2026-01-01T00:00:00Z', stalledAt: '2026-01-01T00:02:00Z', seconds: 120 }), name, 'en')).toMatchObject({
+      title: 'Session s1: the turn seems stuck',
+      body: 'No output from the agent for 2 min',
+    });
+    // A budget stopped the turn: said so, by budget.exceeded and by the turn's end alike (one tag).
+    const budget = { title: 'Session s1: budget reached, the turn was stopped', body: 'the session used 1080 tokens of its budget of 1000', tag: 'turn:s1', sessionId: 's1' };
+    expect(noticeFor(gev('budget.exceeded', { limit: 'tokens', message: budget.body, budget: { maxTokens: 1000 }, usage: {} }), name, 'en')).toEqual(budget);
+    expect(noticeFor(gev('turn.cancelled', { reason: 'budget_exceeded', message: budget.body }), name, 'en')).toEqual(budget);
+    expect(noticeFor(gev('budget.exceeded', { message: 'x' }), name, 'zh')).toMatchObject({ title: 'Session s1：已达预算，回合已停止' });
     expect(noticeFor(gev('turn.cancelled', { reason: 'withdrawn' }), name, 'en')).toBeUndefined();
     expect(noticeFor(gev('turn.started'), name, 'en')).toBeUndefined();
     expect(noticeFor(gev('permission.resolved', { requestId: 'r1', state: 'selected' }), name, 'en')).toBeUndefined();

@@ -15,6 +15,7 @@ import { IconClose } from './Icons';
 import { AGENT_AUTH_REQUIRED, AuthBanner } from './AuthBanner';
 import { RecoveryBanner } from './RecoveryBanner';
 import { UsageGauge } from './Usage';
+import { BudgetEditor, BudgetGauge } from './Budget';
 import { PermissionDock } from './PermissionCard';
 import { PlanView, Timeline } from './Timeline';
 import type { ChangesScope } from './ChangesView';
@@ -93,6 +94,7 @@ export function ChatPane({ controller, shownSessionId, isMain, active, onFocus, 
   const live = execStatus === 'starting' || execStatus === 'ready' || execStatus === 'reconnecting';
   const needsResume = !readOnly && !notResumable && st?.needsResume && st.isResumable && !live;
   const conn = connView(s.connection, s.everOpen, s.closed);
+  const budgetEditorId = `budget-${s.sessionId}`;
   // The agent needs credentials: its own banner says what to do, instead
   // of the generic resume offer.
   const authRequired = !readOnly && execStatus === 'error' && s.executor.code === AGENT_AUTH_REQUIRED && !s.resuming;
@@ -175,8 +177,18 @@ export function ChatPane({ controller, shownSessionId, isMain, active, onFocus, 
           />
           <SandboxBadge sandbox={s.sandbox} />
           <UsageGauge usage={s.usage} />
+          <BudgetGauge
+            budget={s.budget}
+            usage={s.usage}
+            open={s.budgetEditor}
+            onToggle={readOnly ? undefined : () => controller.openBudgetEditor(!s.budgetEditor)}
+            editorId={budgetEditorId}
+          />
         </div>
       </header>
+      {s.budgetEditor && !readOnly && (
+        <BudgetEditor id={budgetEditorId} budget={s.budget} onSave={(b) => controller.setBudget(b)} onClose={() => controller.openBudgetEditor(false)} />
+      )}
 
       <div class="pane__body">
         <div class="pane__chat">
@@ -202,6 +214,7 @@ export function ChatPane({ controller, shownSessionId, isMain, active, onFocus, 
               onDiscardPrompt={(id) => controller.discardPrompt(id)}
               onWithdrawTurn={(id) => void controller.withdraw(id)}
               onShowTurnChanges={showTurnChanges}
+              onCancelTurn={readOnly ? undefined : () => void controller.cancel()}
             />
           )}
 
@@ -247,7 +260,12 @@ export function ChatPane({ controller, shownSessionId, isMain, active, onFocus, 
             <UndoRewindNotice s={s} />
             {readOnly && <div class="notice">{t('pane.readOnly')}</div>}
             <PermissionDock s={s} onAnswer={(rid, oid) => void controller.answerPermission(rid, oid)} />
-            <RecoveryBanner model={banner} onContinue={() => void controller.continue()} onCheckAgain={() => controller.reload()} />
+            <RecoveryBanner
+              model={banner}
+              onContinue={() => void controller.continue()}
+              onCheckAgain={() => controller.reload()}
+              onRaiseBudget={() => controller.openBudgetEditor(true)}
+            />
             {!readOnly && (
               <Composer
                 sessionId={s.sessionId}

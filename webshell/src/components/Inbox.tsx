@@ -1,11 +1,16 @@
 // The inbox (docs/inbox.md): what waits for a person across all sessions,
 // newest first, behind a button with the count. A permission is answered
 // in place ("allow once" primary, as in the pane's card); an interrupted
-// turn is continued in place; every item opens its session. The toggle at
-// the bottom turns the browser notifications on (state/inbox-notify.ts).
+// turn, or one a budget stopped, is continued in place ("Raise budget"
+// opens its session's budget editor first); a stalled turn says how long
+// its agent has been silent and can be cancelled; every item opens its
+// session. The toggle at the bottom turns the browser notifications on
+// (state/inbox-notify.ts).
 import { useContext, useEffect, useRef, useState } from 'preact/hooks';
 import { reasonText, useT, type MessageKey } from '../i18n';
-import { ago } from '../lib/time';
+import { ago, duration } from '../lib/time';
+import { BUDGET_EXCEEDED, stallSince } from '../state/budget';
+import { useNow } from './Budget';
 import { inboxCount, INBOX_LIMIT, type InboxState } from '../state/inbox-state';
 import type { SessionSummary } from '../state/tasks-state';
 import type { InboxItem } from '../state/types';
@@ -55,11 +60,15 @@ export interface InboxDialogProps {
   notify: NotifyControls;
   onAnswer: (item: InboxItem, optionId: string) => void;
   onContinue: (item: InboxItem) => void;
+  /** Cancels a stalled turn. */
+  onCancel: (item: InboxItem) => void;
+  /** Opens the session with its budget editor. */
+  onRaiseBudget: (sessionId: string) => void;
   onOpen: (sessionId: string) => void;
   onClose: () => void;
 }
 
-export function InboxDialog({ state, notify, onAnswer, onContinue, onOpen, onClose }: InboxDialogProps) {
+export function InboxDialog({ state, notify, onAnswer, onContinue, onCancel, onRaiseBudget, onOpen, onClose }: InboxDialogProps) {
   const { t } = useT();
   const box = useRef<HTMLDivElement>(null);
   const close = useRef(onClose);
@@ -107,7 +116,17 @@ export function InboxDialog({ state, notify, onAnswer, onContinue, onOpen, onClo
         {state.items.length > 0 && (
           <ul class="inbox__list" aria-label={t('inbox.items')}>
             {state.items.map((item) => (
-              <Item key={item.id} item={item} busy={!!state.busy[item.id]} failed={state.failed[item.id]} onAnswer={onAnswer} onContinue={onContinue} onOpen={(id) => (onOpen(id), onClose())} />
+              <Item
+                key={item.id}
+                item={item}
+                busy={!!state.busy[item.id]}
+                failed={state.failed[item.id]}
+                onAnswer={onAnswer}
+                onContinue={onContinue}
+                onCancel={onCancel}
+                onRaiseBudget={(id) => (onRaiseBudget(id), onClose())}
+                onOpen={(id) => (onOpen(id), onClose())}
+              />
             ))}
           </ul>
         )}
@@ -133,6 +152,8 @@ function Item({
   failed,
   onAnswer,
   onContinue,
+  onCancel,
+  onRaiseBudget,
   onOpen,
 }: {
   item: InboxItem;
@@ -140,6 +161,8 @@ function Item({
   failed?: string;
   onAnswer: (item: InboxItem, optionId: string) => void;
   onContinue: (item: InboxItem) => void;
+  onCancel: (item: InboxItem) => void;
+  onRaiseBudget: (sessionId: string) => void;
   onOpen: (sessionId: string) => void;
 }) {
   const { t, lang } = useT();
@@ -162,7 +185,7 @@ function Item({
         )}
       </div>
       <p class="inbox__what" data-testid="inbox-what">
-        {describe(item, t, lang)}
+        {item.kind === 'stalled_turn' ? <Silent item={item} /> : describe(item, t, lang)}
       </p>
       <div class="inbox__actions">
         {p?.options.map((o) => (
@@ -179,9 +202,26 @@ function Item({
             {o.name}
           </button>
         ))}
-        {item.kind === 'interrupted_turn' && (
-          <button type="button" class="btn btn--small btn--primary" disabled={busy} onClick={() => onContinue(item)} aria-label={t('inbox.continueLabel', { name })} data-testid="inbox-continue">
+        {item.kind === 'budget_exceeded' && (
+          <button type="button" class="btn btn--small" onClick={() => onRaiseBudget(s.id)} aria-label={t('budget.raiseLabel', { name })} data-testid="inbox-raise-budget">
+            {t('budget.raise')}
+          </button>
+        )}
+        {(item.kind === 'interrupted_turn' || item.kind === 'budget_exceeded') && (
+          <button
+            type="button"
+            class="btn btn--small btn--primary"
+            disabled={busy}
+            onClick={() => onContinue(item)}
+            aria-label={t(item.kind === 'budget_exceeded' ? 'inbox.continueBudgetLabel' : 'inbox.continueLabel', { name })}
+            data-testid="inbox-continue"
+          >
             {t('inbox.continue')}
+          </button>
+        )}
+        {item.kind === 'stalled_turn' && (
+          <button type="button" class="btn btn--small" disabled={busy} onClick={() => onCancel(item)} aria-label={t('inbox.cancelLabel', { name })} data-testid="inbox-cancel">
+            {t('budget.cancelTurn')}
           </button>
         )}
         <button type="button" class="btn btn--small" onClick={() => onOpen(s.id)} aria-label={t('inbox.openLabel', { name })} title={t('inbox.openLabel', { name })} data-testid="inbox-open">
@@ -190,7 +230,7 @@ function Item({
       </div>
       {failed && (
         <p class="notice notice--error inbox__failed" role="alert">
-          {t('inbox.actionFailed', { error: failed })}
+          {t('inbox.actionFailed', { error: failed === BUDGET_EXCEEDED ? t('budget.stillOver') : failed })}
         </p>
       )}
     </li>
@@ -212,11 +252,21 @@ function describe(item: InboxItem, t: ReturnType<typeof useT>['t'], lang: Return
       const msg = item.session.executor?.errorMessage;
       return msg ? t('inbox.credentials', { error: msg }) : t('inbox.credentialsNone');
     }
-    case 'budget_exceeded':
-      return t('inbox.budget', { error: item.turn?.error?.message || '' });
+    case 'budget_exceeded': {
+      const msg = item.turn?.error?.message;
+      return msg ? t('inbox.budget', { error: msg }) : t('inbox.budgetPlain');
+    }
     case 'stalled_turn':
-      return t('inbox.stalled', { since: ago(item.turn?.stalledAt || item.at, lang) || item.at });
+      return ''; // <Silent>: it counts
   }
+}
+
+/** "No output from the agent for 5 min": since its agent was last heard from, counting. */
+function Silent({ item }: { item: InboxItem }) {
+  const { t, lang } = useT();
+  const now = useNow(5000);
+  const since = stallSince({ stalledAt: item.turn?.stalledAt ?? item.at }, item.session.budget) ?? now;
+  return <>{t('budget.silent', { duration: duration(now - since, lang) })}</>;
 }
 
 /** "Notify me when the tab is hidden": on asks the browser first. */

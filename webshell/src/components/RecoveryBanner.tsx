@@ -2,11 +2,14 @@ import { reasonText, useT, type MessageKey } from '../i18n';
 import type { BannerModel, BannerReport } from '../state/banner';
 import { Spinner } from './Badges';
 import { IconContinue, IconPause, IconWarn } from './Icons';
+import { BUDGET_EXCEEDED } from '../state/budget';
 
 export interface RecoveryBannerProps {
   model: BannerModel;
   onContinue: () => void;
   onCheckAgain?: () => void;
+  /** Opens the session's budget editor: offered while a budget keeps the turn from continuing. */
+  onRaiseBudget?: () => void;
 }
 
 /**
@@ -14,10 +17,13 @@ export interface RecoveryBannerProps {
  * it can, one Continue button. Clicking it hides the button at once (the
  * controller moves the continuation to `sending` synchronously).
  */
-export function RecoveryBanner({ model, onContinue, onCheckAgain }: RecoveryBannerProps) {
+export function RecoveryBanner({ model, onContinue, onCheckAgain, onRaiseBudget }: RecoveryBannerProps) {
   const { t, lang } = useT();
   if (!model.visible || !model.kind) return null;
   const kind = model.kind;
+  // A budget stopped the turn: said as such, not as an interruption's cause.
+  const budget = kind !== 'degraded_history' && model.interruptReason === BUDGET_EXCEEDED;
+  const overBudget = model.cannotReason === BUDGET_EXCEEDED;
   const tools = model.toolCalls.map((c) => c.title || c.id).filter(Boolean);
   return (
     <section class={`banner banner--${kind}`} aria-label={t('banner.label')} data-testid="recovery-banner" data-kind={kind}>
@@ -26,8 +32,8 @@ export function RecoveryBanner({ model, onContinue, onCheckAgain }: RecoveryBann
       </div>
       <div class="banner__body">
         <p class="banner__text">
-          {t(`banner.${kind}`)}
-          {model.interruptReason && kind !== 'degraded_history' && <> {t('banner.reason', { reason: reasonText(lang, model.interruptReason) })}</>}
+          {budget ? t('budget.banner') : t(`banner.${kind}`)}
+          {model.interruptReason && kind !== 'degraded_history' && !budget && <> {t('banner.reason', { reason: reasonText(lang, model.interruptReason) })}</>}
         </p>
         {tools.length > 0 && (
           <p class="banner__tools" data-testid="banner-tools">
@@ -35,7 +41,7 @@ export function RecoveryBanner({ model, onContinue, onCheckAgain }: RecoveryBann
           </p>
         )}
         {model.report && <ReportView report={model.report} />}
-        {model.cannotReason && <p class="banner__note">{t('banner.cannot', { reason: reasonText(lang, model.cannotReason) })}</p>}
+        {model.cannotReason && <p class="banner__note">{overBudget ? t('budget.raiseHint') : t('banner.cannot', { reason: reasonText(lang, model.cannotReason) })}</p>}
         {model.declinedReason && <p class="banner__note">{t('banner.declined', { reason: reasonText(lang, model.declinedReason) })}</p>}
         {model.progress === 'unknown' && (
           <p class="banner__note banner__note--warn" role="alert">
@@ -44,6 +50,11 @@ export function RecoveryBanner({ model, onContinue, onCheckAgain }: RecoveryBann
         )}
       </div>
       <div class="banner__actions">
+        {overBudget && onRaiseBudget && (
+          <button type="button" class="btn" onClick={onRaiseBudget} data-testid="banner-raise-budget">
+            {t('budget.raise')}
+          </button>
+        )}
         {model.showContinue && (
           <button type="button" class="btn btn--primary" onClick={onContinue} aria-label={t('banner.continueLabel')} data-testid="continue">
             <IconContinue /> {t('banner.continue')}

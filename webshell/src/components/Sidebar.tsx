@@ -176,7 +176,7 @@ function SessionRow({
         <span class="srow__name">{name}</span>
         <span class="srow__meta">
           <SessionStateBadge state={s.state} />
-          {interrupted && <span class="badge badge--warn badge--small">{t('app.interrupted')}</span>}
+          {interrupted && <span class="badge badge--warn badge--small">{t(s.recoveryReason === 'budget_exceeded' ? 'inbox.kind.budget_exceeded' : 'app.interrupted')}</span>}
           {s.archived && <span class="badge badge--small">{t('find.archived')}</span>}
           {when && (
             <time class="srow__time" dateTime={s.lastActivityAt} title={s.lastActivityAt}>

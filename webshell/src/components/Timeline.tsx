@@ -1,6 +1,6 @@
 import { useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { reasonText, useT } from '../i18n';
-import type { PermissionView, SessionViewState, TimelineItem } from '../state/session-state';
+import type { PermissionView, SessionViewState, TimelineItem, TurnView } from '../state/session-state';
 import type { PlanEntry } from '../state/types';
 import { activeTurn } from '../state/selectors';
 import { IconContinue, IconLock } from './Icons';
@@ -10,6 +10,8 @@ import { UserText } from './UserText';
 import { TurnChangesButton, nextTurns, turnWrites, useTurnChanged, type TurnWrites } from './TurnChanges';
 import { RewoundFold, TurnBranchActions, itemTurn } from './Branching';
 import { TurnUsage } from './Usage';
+import { StallNotice } from './Budget';
+import { stoppedByBudget } from '../state/budget';
 
 export interface TimelineProps {
   s: SessionViewState;
@@ -19,6 +21,8 @@ export interface TimelineProps {
   onWithdrawTurn?: (promptId: string) => void;
   /** Shows what a turn changed in the workspace; without it no link is offered. */
   onShowTurnChanges?: (promptId: string) => void;
+  /** Cancels the running turn (a stalled turn's notice offers it). */
+  onCancelTurn?: () => void;
 }
 
 /** What the timeline's turn ends need of the whole session, computed once per render. */
@@ -119,8 +123,12 @@ function TurnEnd({ promptId, s, facts, onShowTurnChanges }: { promptId: string; 
   const writes = onShowTurnChanges ? facts.writes.get(promptId) : undefined;
   const changed = useTurnChanged(s.sessionId, promptId, writes, facts.next.get(promptId));
   if (!turn || turn.stopReason === 'withdrawn') return null;
-  const text =
-    turn.state === 'cancelled'
+  const budget = stoppedByBudget(turn);
+  const text = budget
+    ? turn.error?.message
+      ? t('budget.stopped', { message: turn.error.message })
+      : t('budget.stoppedPlain')
+    : turn.state === 'cancelled'
       ? t('turn.cancelled')
       : turn.state === 'failed'
         ? t('turn.failed', { error: turn.error?.message ?? turn.error?.code ?? '' })
@@ -147,7 +155,13 @@ function TurnEnd({ promptId, s, facts, onShowTurnChanges }: { promptId: string; 
     );
   return (
     <>
-      <div class={`turn-end turn-end--${turn.state}`} data-testid="turn-end" data-turn-state={turn.state} data-prompt-id={turn.promptId}>
+      <div
+        class={`turn-end turn-end--${budget ? 'budget' : turn.state}`}
+        data-testid="turn-end"
+        data-turn-state={turn.state}
+        data-stopped-by={budget ? 'budget' : undefined}
+        data-prompt-id={turn.promptId}
+      >
         {text}
         {changes && <> · {changes}</>}
         {usage && <> · {usage}</>}
@@ -285,6 +299,7 @@ export function Timeline(props: TimelineProps) {
     if (el.scrollTop < 40 && growFrom.current === undefined) earlier();
   };
   const busy = !!activeTurn(s);
+  const stalled = stalledTurn(s);
   const [showRewound, setShowRewound] = useState(false);
   const facts = useMemo<TurnFacts>(() => ({ writes: turnWrites(s.toolCalls), next: nextTurns(s) }), [s.toolCalls, s.turnOrder, s.turns]);
   return (
@@ -305,6 +320,7 @@ export function Timeline(props: TimelineProps) {
       {/* What this tab queued waits below what runs, in the order it will run. */}
       {shown.map((item) => (queuedHere(s, item) ? <Item key={`${item.type}:${item.id}`} item={item} facts={facts} {...props} /> : null))}
       {props.onWithdrawTurn && <QueuedPrompts s={s} onWithdraw={props.onWithdrawTurn} />}
+      {stalled && <StallNotice turn={stalled} budget={s.budget} cancelling={s.cancelling} onCancel={props.onCancelTurn} />}
       {busy && (
         <div class="typing" aria-label={t('composer.working')} role="status">
           <span />
@@ -314,6 +330,15 @@ export function Timeline(props: TimelineProps) {
       )}
     </div>
   );
+}
+
+/** The running turn when its agent has gone silent (turn.stalled), even with prompts queued behind it. */
+function stalledTurn(s: SessionViewState): TurnView | undefined {
+  for (let i = s.turnOrder.length - 1; i >= 0; i--) {
+    const t = s.turns[s.turnOrder[i]!];
+    if (t?.state === 'running') return t.stalledAt ? t : undefined;
+  }
+  return undefined;
 }
 
 /**

@@ -21,3 +21,14 @@ export function ago(iso: string | undefined, lang: string, now = Date.now()): st
   }
   return fmt.format(0, 'second');
 }
+
+/**
+ * A length of time as lang says it, short and whole: "12 sec", "5 min",
+ * "2 hr" ("12秒", "5分钟", "2小时"); seconds under a minute, minutes under
+ * an hour, hours from there (rounded down: it has been at least that long).
+ */
+export function duration(ms: number, lang: string): string {
+  const secs = Math.max(0, Math.floor(ms / 1000));
+  const [n, unit] = secs < 60 ? [secs, 'second'] : secs < 3600 ? [Math.floor(secs / 60), 'minute'] : [Math.floor(secs / 3600), 'hour'];
+  return new Intl.NumberFormat(lang === 'zh' ? 'zh-CN' : 'en-US', { style: 'unit', unit, unitDisplay: 'short' }).format(n);
+}

@@ -1,5 +1,6 @@
 // The recovery banner's model: whether it shows, what it says and whether
 // its Continue button is offered. Pure, so every hiding rule is a unit test.
+import { BUDGET_EXCEEDED, costUse, tokenUse } from './budget';
 import { hasPendingPermission, isReadOnly, isTurnBusy } from './selectors';
 import type { SessionViewState } from './session-state';
 
@@ -121,5 +122,14 @@ export function bannerGate(s: SessionViewState, shownSessionId: string): BannerM
   if (c.status === 'accepted') return { ...base, progress: 'accepted' };
   if (c.status === 'unknown') return { ...base, progress: 'unknown', error: c.error };
   if (!sum.canContinue) return { ...base, cannotReason: sum.reason };
+  // Still over its token or cost budget, as its usage says: the daemon
+  // refuses the continuation until the budget is raised, whatever an
+  // earlier plan said.
+  if (overBudget(s)) return { ...base, cannotReason: BUDGET_EXCEEDED };
   return { ...base, showContinue: true, declinedReason: c.reason };
+}
+
+/** The session's usage has reached its token or cost budget. */
+function overBudget(s: SessionViewState): boolean {
+  return (tokenUse(s.budget, s.usage)?.ratio ?? 0) >= 1 || (costUse(s.budget, s.usage)?.ratio ?? 0) >= 1;
 }

@@ -1,6 +1,6 @@
 // Browser notifications (opt-in, from the inbox): while the shell's tab is
-// hidden, a permission request, the end of a turn, or a stalled turn shows
-// a notification; clicking it opens the session.
+// hidden, a permission request, the end of a turn, a stalled turn or a turn
+// a budget stopped shows a notification; clicking it opens the session.
 //
 // One tab of the browser notifies: the one that reads the shared global
 // stream (shared-global.ts). Every tab hears every event, and a
@@ -8,6 +8,8 @@
 // The tag names the item (a permission) or the session (a turn), so a newer
 // notice of the same thing replaces the older one instead of piling up.
 import { reasonText, translate, type Lang } from '../i18n';
+import { duration } from '../lib/time';
+import { BUDGET_EXCEEDED } from './budget';
 import type { GlobalFeed } from './tasks-state';
 import type { TetherEvent } from './types';
 
@@ -51,12 +53,19 @@ export function noticeFor(ev: TetherEvent, name: (sessionId: string) => string, 
     case 'turn.failed':
       return turn('inbox.notify.failed', str(d.message));
     case 'turn.cancelled':
-      // A queued prompt its client withdrew never ran: nothing ended.
+      // A queued prompt its client withdrew never ran: nothing ended. One a
+      // budget stopped says so, as its budget.exceeded did (same tag).
+      if (d.reason === BUDGET_EXCEEDED) return turn('budget.notify', str(d.message));
       return d.reason === 'withdrawn' ? undefined : turn('inbox.notify.cancelled', '');
+    case 'budget.exceeded':
+      return turn('budget.notify', str(d.message));
     case 'turn.interrupted':
       return turn('inbox.notify.interrupted', reasonText(lang, str(d.reason)));
-    case 'turn.stalled':
-      return turn('inbox.notify.stalled', str(d.message));
+    case 'turn.stalled': {
+      // How long its agent has been silent: since it was last heard from.
+      const silent = Date.parse(str(d.stalledAt)) - Date.parse(str(d.since));
+      return turn('inbox.notify.stalled', Number.isNaN(silent) ? '' : translate(lang, 'budget.silent', { duration: duration(silent, lang) }));
+    }
     default:
       return undefined;
   }

@@ -101,6 +101,11 @@ export const INBOX_EVENTS = new Set([
   'turn.failed',
   'turn.cancelled',
   'turn.interrupted',
+  // A running turn went silent past its stallSeconds, or was heard from again.
+  'turn.stalled',
+  'turn.stall_ended',
+  // A budget stopped a turn (its turn.cancelled follows).
+  'budget.exceeded',
   'session.executor_status',
   'session.closed',
   'session.archived',
@@ -111,6 +116,8 @@ export interface InboxApi {
   listInbox(params: { limit?: number; pageToken?: string }): Promise<InboxList>;
   answerPermission(sessionId: string, requestId: string, optionId: string): Promise<unknown>;
   continueTurn(sessionId: string): Promise<ContinueOutcome>;
+  /** Cancels the session's running turn (POST /session/{id}/cancel). */
+  cancelTurn(sessionId: string): Promise<unknown>;
 }
 
 /** The first page only: what a person can get through; `more` says there is more. */
@@ -193,7 +200,11 @@ export class InboxController {
     this.schedule();
   }
 
-  /** Continues an interrupted turn (POST /session/{id}/continue). */
+  /**
+   * Continues an interrupted turn, or one a budget stopped (POST
+   * /session/{id}/continue). A refusal keeps the item with its reason (a
+   * 409 budget_exceeded while the session is still over its budget).
+   */
   async continueTurn(item: InboxItem): Promise<void> {
     this.store.dispatch({ type: 'busy', id: item.id });
     let out: ContinueOutcome;
@@ -204,6 +215,19 @@ export class InboxController {
     }
     if (out.kind === 'accepted') this.store.dispatch({ type: 'done', id: item.id });
     else this.store.dispatch({ type: 'failed', id: item.id, error: out.kind === 'declined' ? out.reason : errorText(out.error) });
+    this.schedule();
+  }
+
+  /** Cancels a stalled turn; one that ended meanwhile is no error (the cancel finds nothing to do). */
+  async cancelTurn(item: InboxItem): Promise<void> {
+    this.store.dispatch({ type: 'busy', id: item.id });
+    try {
+      await this.#api.cancelTurn(item.session.id);
+      this.store.dispatch({ type: 'done', id: item.id });
+    } catch (e) {
+      if (isUnauthorized(e)) this.#onUnauthorized?.();
+      this.store.dispatch({ type: 'failed', id: item.id, error: errorText(e) });
+    }
     this.schedule();
   }
 }

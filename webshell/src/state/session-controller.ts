@@ -9,7 +9,7 @@ import { errorCode, errorStatus, errorText, isAbort, isUnauthorized } from '../l
 import { newPromptId } from '../lib/ids';
 import { createStore, type Store } from './store';
 import { initialSessionState, sessionReducer, type SessionAction, type SessionViewState } from './session-state';
-import type { AuthMethod, ContentBlock, EventStreamLike, SessionApi, SessionContext, StreamState, TetherEvent } from './types';
+import type { AuthMethod, Budget, ContentBlock, EventStreamLike, SessionApi, SessionContext, StreamState, TetherEvent } from './types';
 
 export interface SessionControllerOptions {
   /** Restore a session's agent as soon as it is opened when it needs it. */
@@ -228,6 +228,11 @@ export class SessionController {
       case 'session.closed':
         this.#scheduleStatus(150);
         break;
+      case 'session.budget_changed':
+        // A raised budget may let the stopped turn continue: the recovery
+        // plan says so, and no event carries it.
+        void this.refreshContext();
+        break;
       default:
     }
   }
@@ -416,6 +421,31 @@ export class SessionController {
       if (this.#failed(e)) return;
       this.#dispatch({ type: 'notice', sessionId: this.sessionId, notice: { kind: 'error', text: errorText(e) } });
     }
+  }
+
+  /** Opens or closes the pane's budget editor. */
+  openBudgetEditor(open = true): void {
+    this.#dispatch({ type: 'budget/editor', sessionId: this.sessionId, open });
+  }
+
+  /**
+   * Sets the session's budget, whole (PATCH /session/{id}; {} clears it).
+   * Resolves undefined when saved, else what went wrong in words: the
+   * daemon's problem detail on a 400, its first line (a schema's
+   * complaint goes on with the schema).
+   */
+  async setBudget(budget: Budget): Promise<string | undefined> {
+    if (this.#disposed) return undefined;
+    if (!this.#api.update) return 'unsupported';
+    try {
+      const session = await this.#api.update({ budget });
+      this.#dispatch({ type: 'budget/saved', sessionId: this.sessionId, session });
+    } catch (e) {
+      this.#failed(e); // a rejected token signs out
+      return errorText(e).split('\n')[0]!.trim();
+    }
+    void this.refreshContext();
+    return undefined;
   }
 
   dismissNotice(): void {

@@ -14,12 +14,14 @@
 // - a continuation is admitted locally at most once per interruption: the
 //   click that moves it to `sending` is the only one that sends.
 import { bannerGate } from './banner';
+import { applyBudgetEvent, budgetOrNone, BUDGET_EXCEEDED } from './budget';
 import { parsePosition } from './cursor';
 import { placeOf, reportedExecutor, type ExecutorView } from './executor';
 import { activeTurn, TERMINAL_SESSION_STATES, TERMINAL_TURN_STATES } from './selectors';
 import type {
   AuthMethod,
   AvailableCommand,
+  Budget,
   ConfigOptionView,
   ContentBlock,
   ContinueOutcome,
@@ -61,6 +63,10 @@ export interface TurnView {
   rewound?: boolean;
   /** What the agent said the turn used: its tokens and its context window at its last report (no cost). */
   usage?: Usage;
+  /** The running turn has had no output for the session's stallSeconds since then (turn.stalled). */
+  stalledAt?: string;
+  /** When its agent was last heard from (turn.stalled's since; a snapshot does not say). */
+  stalledSince?: string;
 }
 
 /** A prompt's block other than text, as its user message shows it. */
@@ -192,6 +198,10 @@ export interface SessionViewState {
    * apart from `session`, which a load may lack (its read failed).
    */
   usage?: Usage;
+  /** The session's budget and stall watchdog (GET /session/{id}, session.budget_changed, PATCH); absent: none. */
+  budget?: Budget;
+  /** The pane's budget editor is open (its button, or the inbox's "Raise budget"). */
+  budgetEditor: boolean;
   contextLost: boolean;
   epoch?: string;
   /** Last durable seq applied (snapshot cursor or event). */
@@ -244,6 +254,7 @@ export function initialSessionState(sessionId: string): SessionViewState {
     executor: {},
     availableCommands: [],
     options: { modes: [], configOptions: [] },
+    budgetEditor: false,
     contextLost: false,
     seq: 0,
     turnSeq: 0,
@@ -293,6 +304,8 @@ export type SessionAction =
   | { type: 'resume/start'; sessionId: string }
   | { type: 'resume/done'; sessionId: string; status?: SessionStatus; error?: string; code?: string; authMethods?: AuthMethod[] }
   | { type: 'notice'; sessionId: string; notice?: { kind: 'error' | 'info'; text: string } }
+  | { type: 'budget/saved'; sessionId: string; session: Session }
+  | { type: 'budget/editor'; sessionId: string; open: boolean }
   | { type: 'recovery/read-floor'; sessionId: string; floor: number };
 
 function seqOf(cursor: string | undefined, epoch: string | undefined): number | undefined {
@@ -387,6 +400,7 @@ function turnViewOf(t: Turn): TurnView {
     attachments: attachmentsOf(t.prompt),
     rewound: t.rewound === true,
     usage: t.usage,
+    stalledAt: t.state === 'running' ? t.stalledAt : undefined,
   };
 }
 
@@ -448,6 +462,7 @@ function applySnapshot(s: SessionViewState, a: Extract<SessionAction, { type: 'l
     // The session read is the snapshot's usage; a usage.updated after the
     // transcript's cursor replaces it with the daemon's running total.
     next.usage = a.session.usage ?? next.usage;
+    next.budget = budgetOrNone(a.session.budget);
     next.contextLost = a.session.contextLost ?? next.contextLost;
     if (a.session.closedAt) next.closed = true;
     const ex = a.session.executor;
@@ -534,6 +549,8 @@ function applyEvent(s: SessionViewState, ev: TetherEvent): SessionViewState {
   }
   const seq = pos?.seq ?? s.seq;
   let n: SessionViewState = { ...s, seq };
+  const budgeted = applyBudgetEvent(n, ev);
+  if (budgeted) return budgeted;
   switch (ev.type) {
     case 'session.created':
       return { ...n, state: ev.data.state };
@@ -601,8 +618,13 @@ function applyEvent(s: SessionViewState, ev: TetherEvent): SessionViewState {
         kind: prev?.kind ?? 'prompt',
         state: TERMINAL_TURN_STATES.has(state) ? state : (ev.type.slice(5) as TurnState),
         continuesPromptId: prev?.continuesPromptId,
+        // Its end ends any stall, with no event of its own.
+        stalledAt: undefined,
+        stalledSince: undefined,
       };
       if (ev.type === 'turn.completed' || ev.type === 'turn.cancelled') view.stopReason = ev.data.stopReason;
+      // A budget stopped it: the turn keeps it as its error (as the transcript's turn does).
+      if (ev.type === 'turn.cancelled' && ev.data.reason === BUDGET_EXCEEDED) view.error = { code: BUDGET_EXCEEDED, message: ev.data.message ?? '' };
       if (ev.type === 'turn.failed') view.error = { code: ev.data.code, message: ev.data.message };
       if (ev.type === 'turn.interrupted') {
         view.interruptReason = ev.data.reason;
@@ -806,6 +828,10 @@ export function sessionReducer(s: SessionViewState, a: SessionAction): SessionVi
     }
     case 'notice':
       return { ...s, notice: a.notice };
+    case 'budget/saved':
+      return { ...s, session: a.session, budget: budgetOrNone(a.session.budget) };
+    case 'budget/editor':
+      return { ...s, budgetEditor: a.open };
   }
 }
 

@@ -24,6 +24,8 @@ export interface SessionSummary {
   /** Archived sessions stay out of the sidebar (search still finds them). */
   archived?: boolean;
   recoveryKind?: RecoverySummary['kind'];
+  /** Why its last turn stopped (budget_exceeded: a budget stopped it). */
+  recoveryReason?: string;
   /** The session and turn a fork was made from (docs/rewind.md). */
   forkedFrom?: { sessionId: string; promptId: string; handoff?: boolean };
 }
@@ -190,7 +192,7 @@ function applyEvent(s: TasksState, ev: TetherEvent): TasksState {
     case 'session.recovery_changed': {
       const prev = d.sessionId ? s.sessions.get(d.sessionId) : undefined;
       if (!prev) return s;
-      return withSession(s, { ...prev, recoveryKind: ev.data.recovery.kind });
+      return withSession(s, { ...prev, recoveryKind: ev.data.recovery.kind, recoveryReason: ev.data.recovery.interruptReason });
     }
     case 'session.forked': {
       const prev = d.sessionId ? s.sessions.get(d.sessionId) : undefined;
@@ -269,8 +271,10 @@ const GLOBAL_TYPES = [
   'turn.failed',
   'turn.cancelled',
   'turn.interrupted',
-  // Not emitted yet; a daemon that does will be heard.
+  // The stall watchdog and budgets (docs/inbox.md, "Budgets").
   'turn.stalled',
+  'turn.stall_ended',
+  'budget.exceeded',
 ];
 
 /**

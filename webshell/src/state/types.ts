@@ -5,6 +5,7 @@ export type {
   AgentProfile,
   AuthMethod,
   AvailableCommand,
+  Budget,
   CancelResult,
   ContentBlock,
   Executor,
@@ -25,6 +26,7 @@ export type {
   SessionMode,
   SessionState,
   SessionStatus,
+  SessionUpdate,
   Task,
   TetherEvent,
   ToolCall,
@@ -48,6 +50,7 @@ import type {
   Session,
   SessionContext,
   SessionStatus,
+  SessionUpdate,
   TetherEvent,
   Transcript,
   WorkspaceFile,
@@ -110,6 +113,8 @@ export interface SessionApi {
   events(opts?: StreamOptions): EventStreamLike;
   setMode(modeId: string, o?: Call): Promise<OptionChangeResult>;
   setConfigOption(optionId: string, value: string | boolean, o?: Call): Promise<OptionChangeResult>;
+  /** PATCH /session/{id} (its budget, whole); absent where the shell cannot change the session. */
+  update?(body: SessionUpdate, o?: Call): Promise<Session>;
 }
 
 /** One config option as the composer's pickers show it. */
