@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/tether/tether/internal/agents"
-	"github.com/tether/tether/internal/session"
 	"github.com/tether/tether/internal/errcode"
+	"github.com/tether/tether/internal/session"
 )
 
 func TestConfigFile(t *testing.T) {
