@@ -36,6 +36,7 @@
 //
 //	go run ./cmd/tether-bench -only rewind [-rewind-rounds 3] [-rewind-turns 1000] [-rewind-files 10000] [-rewind-changed 1000]
 //	go run ./cmd/tether-bench -only inbox [-inbox-rounds 3] [-inbox-sessions 10000] [-inbox-requests 200]
+//	go run ./cmd/tether-bench -only history [-history-rounds 3] [-history-turns 10000] [-history-requests 200]
 //	go run ./cmd/tether-bench -only webhooks [-webhooks-rounds 3] [-webhooks-sessions 6] [-webhooks-rate-per-session 6] [-webhooks-backlog 20000]
 package main
 
@@ -64,7 +65,7 @@ func main() {
 		catchN  = flag.Int("catchup", 100_000, "events a reconnecting subscriber is behind")
 		hubBuf  = flag.Int("hub-buffer", 0, "tetherd hub queue length per subscriber in the memory run (0: the daemon's default)")
 		heapOut = flag.String("memprofile", "", "memory run: the tetherd child writes heap profiles to FILE.1 (empty), FILE.2 (first wave), FILE.3 (churned)")
-		only    = flag.String("only", "isolation,memory,catchup", "comma-separated parts to run: isolation, memory, catchup, restart, hosts, cluster, sandbox, rewind, inbox, webhooks (restart, hosts, cluster, sandbox, rewind, inbox and webhooks only when named)")
+		only    = flag.String("only", "isolation,memory,catchup", "comma-separated parts to run: isolation, memory, catchup, restart, hosts, cluster, sandbox, rewind, inbox, webhooks, history (restart, hosts, cluster, sandbox, rewind, inbox, webhooks and history only when named)")
 		verbose = flag.Bool("v", false, "print progress to stderr")
 
 		rsSessions = flag.Int("restart-sessions", 1000, "restart: sessions in the crashed data dir")
@@ -83,6 +84,7 @@ func main() {
 	sandboxCfg := sandboxFlags()
 	rewindCfg := rewindFlags()
 	inboxCfg := inboxFlags()
+	historyCfg := historyFlags()
 	webhooksCfg := webhooksFlags()
 	flag.Parse()
 	// The store logs slow statements with their full SQL; under load that
@@ -204,6 +206,15 @@ func main() {
 		check(err)
 		if err == nil {
 			printInbox(r)
+		}
+	}
+	if want["history"] {
+		cfg := *historyCfg
+		cfg.Logf = logf
+		r, err := historyBench(ctx, cfg)
+		check(err)
+		if err == nil {
+			printHistory(r)
 		}
 	}
 	if want["webhooks"] {

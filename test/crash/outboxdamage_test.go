@@ -20,10 +20,13 @@ import (
 // damage, moves the rest aside, reports the agent lost with the stable
 // code host_outbox_damaged, and the session goes on.
 
-// damageStream streams chunks 1 to damageChunks, 10 ms apart: the daemon
+// damageStream streams chunks 1 to damageChunks, 30 ms apart: the daemon
 // is killed early in it, and the host writes the rest into the outbox.
+// The turns start one after another, so the first must still be going
+// when the last has begun, on a loaded machine too (10 ms apart, the
+// first had ended before the kill in CI).
 const (
-	damageStream = "/stream 200 1 10"
+	damageStream = "/stream 200 1 30"
 	damageChunks = 200
 )
 
@@ -392,9 +395,11 @@ func nilIfEmpty(s string) any {
 
 // liveStream is the turn of TestDamagedOutboxOnARunningHost: records well
 // past the 256 KiB of recent records a host keeps in memory, so that the
-// first ones the daemon has not committed are read from the file.
+// first ones the daemon has not committed are read from the file; slow
+// enough (6 s) that tetherd is stopped early in it on a loaded machine
+// too (in 2 s, CI's stop came too late).
 const (
-	liveStream = "/stream 3000 30 20"
+	liveStream = "/stream 3000 30 60"
 	liveChunks = 3000
 	// hostMemory is what the host reads from memory instead of its
 	// outbox's file (internal/outbox, tailBytes), with room to spare.

@@ -127,6 +127,24 @@ func Fault(tb testing.TB, dir, name, event, table, when string) (remove func()) 
 	}
 }
 
+// DB opens dir's database behind its store's back (a benchmark's
+// baseline: a query the store no longer makes), on either backend; it
+// closes with tb. Placeholders are the backend's (Rebind makes them).
+func DB(tb testing.TB, dir string) *sql.DB {
+	tb.Helper()
+	db := raw(tb, dir)
+	tb.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+// Rebind is query, written with ? placeholders, for this run's backend.
+func Rebind(query string) string {
+	if Postgres() {
+		return dollars(query)
+	}
+	return query
+}
+
 // raw opens dir's database directly.
 func raw(tb testing.TB, dir string) *sql.DB {
 	tb.Helper()
