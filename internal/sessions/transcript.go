@@ -26,8 +26,10 @@ func (a *actor) onUpdate(gen int, u acp.Update) {
 		a.onLate(u)
 		return
 	}
-	if r := a.running; r != nil && gen == a.gen && a.sess.Budget.StallSeconds > 0 {
-		r.heard = time.Now() // the stall watchdog's clock (budget.go)
+	if r := a.running; r != nil && gen == a.gen {
+		// The stall watchdog's clock (budget.go), kept without a watchdog
+		// too: one set later counts from the agent's last word.
+		r.heard = time.Now()
 	}
 	d := decide(a.view(), updateOf(u, gen == a.gen))
 	if d.Replayed {
