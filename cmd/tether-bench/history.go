@@ -15,8 +15,6 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/tether/tether/internal/store"
@@ -68,28 +66,18 @@ func historyBench(ctx context.Context, cfg historyConfig) (res historyResult, er
 	}
 	defer done()
 	res.Loads = append(res.Loads, "start: "+loadavg())
-	if err := rb.prepare(ctx); err != nil {
-		return res, err
-	}
-	dir := filepath.Join(rb.root, "data")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return res, err
-	}
-	begin := time.Now()
-	st, err := store.Open(ctx, filepath.Join(dir, "tether.db"))
-	if err != nil {
-		return res, err
-	}
-	long, err := storetest.HistoryFixture(st, cfg.Turns)
-	var short string
-	if err == nil {
+	var long, short string
+	dir, took, err := rb.seedData(ctx, func(st *store.Store) (err error) {
+		if long, err = storetest.HistoryFixture(st, cfg.Turns); err != nil {
+			return err
+		}
 		short, err = storetest.HistoryFixture(st, shortTurns)
-	}
-	_ = st.Close()
+		return err
+	})
 	if err != nil {
 		return res, err
 	}
-	res.Prepare = time.Since(begin)
+	res.Prepare = took
 	p, err := rb.launch(dir, "history")
 	if err != nil {
 		return res, err

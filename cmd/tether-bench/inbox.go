@@ -67,24 +67,14 @@ func inboxBench(ctx context.Context, cfg inboxConfig) (res inboxResult, err erro
 	}
 	defer done()
 	res.Loads = append(res.Loads, "start: "+loadavg())
-	if err := rb.prepare(ctx); err != nil {
-		return res, err
-	}
-	dir := filepath.Join(rb.root, "data")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return res, err
-	}
-	begin := time.Now()
-	st, err := store.Open(ctx, filepath.Join(dir, "tether.db"))
+	dir, took, err := rb.seedData(ctx, func(st *store.Store) (err error) {
+		res.Waiting, err = storetest.InboxFixture(st, cfg.Sessions)
+		return err
+	})
 	if err != nil {
 		return res, err
 	}
-	res.Waiting, err = storetest.InboxFixture(st, cfg.Sessions)
-	_ = st.Close()
-	if err != nil {
-		return res, err
-	}
-	res.Prepare = time.Since(begin)
+	res.Prepare = took
 	p, err := rb.launch(dir, "inbox")
 	if err != nil {
 		return res, err
@@ -150,4 +140,25 @@ func printInbox(r inboxResult) {
 		fmt.Printf("  loadavg %s\n", l)
 	}
 	fmt.Println()
+}
+
+// seedData prepares the run and writes its data dir's SQLite database
+// with fill before any daemon starts (the inbox and history parts'
+// fixtures), returning the dir and how long writing it took.
+func (rb *restartRun) seedData(ctx context.Context, fill func(*store.Store) error) (dir string, took time.Duration, err error) {
+	if err := rb.prepare(ctx); err != nil {
+		return "", 0, err
+	}
+	dir = filepath.Join(rb.root, "data")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", 0, err
+	}
+	begin := time.Now()
+	st, err := store.Open(ctx, filepath.Join(dir, "tether.db"))
+	if err != nil {
+		return "", 0, err
+	}
+	err = fill(st)
+	_ = st.Close()
+	return dir, time.Since(begin), err
 }
