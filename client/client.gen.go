@@ -4209,9 +4209,12 @@ type ToolCallUpdatedEventType string
 // Transcript defines model for Transcript.
 type Transcript struct {
 	// Cursor The event cursor this snapshot is consistent with; stream from it.
-	Cursor             string              `json:"cursor"`
-	EventEpoch         string              `json:"eventEpoch"`
-	Messages           []Message           `json:"messages"`
+	Cursor     string    `json:"cursor"`
+	EventEpoch string    `json:"eventEpoch"`
+	Messages   []Message `json:"messages"`
+
+	// NextPageToken The `pageToken` of the page of older turns; absent on the oldest page and on the whole transcript.
+	NextPageToken      *string             `json:"nextPageToken,omitempty"`
 	PendingPermissions []PermissionRequest `json:"pendingPermissions"`
 	Plan               *[]PlanEntry        `json:"plan,omitempty"`
 	SessionId          string              `json:"sessionId"`
@@ -4242,6 +4245,9 @@ type Turn struct {
 
 	// Rewound A rewind took the files back to before this turn: it stays in the transcript, out of the agent's context.
 	Rewound *bool `json:"rewound,omitempty"`
+
+	// Seq The turn's place in its session, from 1: the order of turns, and of transcript pages.
+	Seq *int64 `json:"seq,omitempty"`
 
 	// StalledAt When the running turn was found stalled (turn.stalled: no output from its agent for the session's stallSeconds); absent while its agent is heard from, and once it ends.
 	StalledAt  *time.Time `json:"stalledAt,omitempty"`
@@ -4872,6 +4878,15 @@ type AttachTerminalParams struct {
 	// `Authorization` header (which wins when both are sent). Never put
 	// the bearer token itself in a URL.
 	Ticket *Ticket `form:"ticket,omitempty" json:"ticket,omitempty"`
+}
+
+// GetTranscriptParams defines parameters for GetTranscript.
+type GetTranscriptParams struct {
+	// Limit Turns per page (the latest first); without it, every turn.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// PageToken A `nextPageToken` of an earlier answer; only with `limit`.
+	PageToken *string `form:"pageToken,omitempty" json:"pageToken,omitempty"`
 }
 
 // ReadWorkspaceFileParams defines parameters for ReadWorkspaceFile.
@@ -7919,10 +7934,23 @@ type ClientInterface interface {
 	// Corresponds with GET /session/{id}/terminals/{terminalId}/ws (the `AttachTerminal` operationId).
 	AttachTerminal(ctx context.Context, id ID, terminalId TerminalID, params *AttachTerminalParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetTranscript Snapshot of turns, messages, tool calls, plan and pending permissions.
+	// GetTranscript Snapshot of turns, messages, tool calls, plan and pending permissions, whole or a page at a time.
+	//
+	// Without `limit`, the whole transcript. With `limit`, the latest
+	// `limit` turns (by their order, `seq`) with their messages and tool
+	// calls, and `nextPageToken` when older turns exist: pass it as
+	// `pageToken` for the page before this one, and so on back to the
+	// first turn. A message or tool call outside any turn (a system
+	// notice) is on the page whose time span holds it: from its oldest
+	// turn's creation to the next page's, the oldest page from the
+	// beginning, the latest to now. So every item is on exactly one page.
+	// `plan`, `pendingPermissions` and `cursor` are the session's current
+	// ones on every page; stream from the first page's `cursor`. The
+	// first page of a 10,000-turn session is read in a few milliseconds
+	// (docs/benchmarks.md).
 	//
 	// Corresponds with GET /session/{id}/transcript (the `GetTranscript` operationId).
-	GetTranscript(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetTranscript(ctx context.Context, id ID, params *GetTranscriptParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// WithdrawTurn Withdraw a queued prompt before it reaches the agent.
 	//
@@ -9306,11 +9334,24 @@ func (c *Client) AttachTerminal(ctx context.Context, id ID, terminalId TerminalI
 	return c.Client.Do(req)
 }
 
-// GetTranscript Snapshot of turns, messages, tool calls, plan and pending permissions.
+// GetTranscript Snapshot of turns, messages, tool calls, plan and pending permissions, whole or a page at a time.
+//
+// Without `limit`, the whole transcript. With `limit`, the latest
+// `limit` turns (by their order, `seq`) with their messages and tool
+// calls, and `nextPageToken` when older turns exist: pass it as
+// `pageToken` for the page before this one, and so on back to the
+// first turn. A message or tool call outside any turn (a system
+// notice) is on the page whose time span holds it: from its oldest
+// turn's creation to the next page's, the oldest page from the
+// beginning, the latest to now. So every item is on exactly one page.
+// `plan`, `pendingPermissions` and `cursor` are the session's current
+// ones on every page; stream from the first page's `cursor`. The
+// first page of a 10,000-turn session is read in a few milliseconds
+// (docs/benchmarks.md).
 //
 // Corresponds with GET /session/{id}/transcript (the `GetTranscript` operationId).
-func (c *Client) GetTranscript(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetTranscriptRequest(c.Server, id)
+func (c *Client) GetTranscript(ctx context.Context, id ID, params *GetTranscriptParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetTranscriptRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -11561,7 +11602,7 @@ func NewAttachTerminalRequest(server string, id ID, terminalId TerminalID, param
 }
 
 // NewGetTranscriptRequest constructs an http.Request for the GetTranscript method
-func NewGetTranscriptRequest(server string, id ID) (*http.Request, error) {
+func NewGetTranscriptRequest(server string, id ID, params *GetTranscriptParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -11584,6 +11625,45 @@ func NewGetTranscriptRequest(server string, id ID) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.PageToken != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "pageToken", *params.PageToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -13347,12 +13427,25 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /session/{id}/terminals/{terminalId}/ws (the `AttachTerminal` operationId).
 	AttachTerminalWithResponse(ctx context.Context, id ID, terminalId TerminalID, params *AttachTerminalParams, reqEditors ...RequestEditorFn) (*AttachTerminalResponse, error)
 
-	// GetTranscriptWithResponse Snapshot of turns, messages, tool calls, plan and pending permissions.
+	// GetTranscriptWithResponse Snapshot of turns, messages, tool calls, plan and pending permissions, whole or a page at a time.
+	//
+	// Without `limit`, the whole transcript. With `limit`, the latest
+	// `limit` turns (by their order, `seq`) with their messages and tool
+	// calls, and `nextPageToken` when older turns exist: pass it as
+	// `pageToken` for the page before this one, and so on back to the
+	// first turn. A message or tool call outside any turn (a system
+	// notice) is on the page whose time span holds it: from its oldest
+	// turn's creation to the next page's, the oldest page from the
+	// beginning, the latest to now. So every item is on exactly one page.
+	// `plan`, `pendingPermissions` and `cursor` are the session's current
+	// ones on every page; stream from the first page's `cursor`. The
+	// first page of a 10,000-turn session is read in a few milliseconds
+	// (docs/benchmarks.md).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /session/{id}/transcript (the `GetTranscript` operationId).
-	GetTranscriptWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetTranscriptResponse, error)
+	GetTranscriptWithResponse(ctx context.Context, id ID, params *GetTranscriptParams, reqEditors ...RequestEditorFn) (*GetTranscriptResponse, error)
 
 	// WithdrawTurnWithResponse Withdraw a queued prompt before it reaches the agent.
 	//
@@ -16306,6 +16399,8 @@ type GetTranscriptResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Transcript
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
@@ -16317,6 +16412,11 @@ type GetTranscriptResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetTranscriptResponse) GetJSON200() *Transcript {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetTranscriptResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -18746,13 +18846,26 @@ func (c *ClientWithResponses) AttachTerminalWithResponse(ctx context.Context, id
 	return ParseAttachTerminalResponse(rsp)
 }
 
-// GetTranscriptWithResponse Snapshot of turns, messages, tool calls, plan and pending permissions.
+// GetTranscriptWithResponse Snapshot of turns, messages, tool calls, plan and pending permissions, whole or a page at a time.
+//
+// Without `limit`, the whole transcript. With `limit`, the latest
+// `limit` turns (by their order, `seq`) with their messages and tool
+// calls, and `nextPageToken` when older turns exist: pass it as
+// `pageToken` for the page before this one, and so on back to the
+// first turn. A message or tool call outside any turn (a system
+// notice) is on the page whose time span holds it: from its oldest
+// turn's creation to the next page's, the oldest page from the
+// beginning, the latest to now. So every item is on exactly one page.
+// `plan`, `pendingPermissions` and `cursor` are the session's current
+// ones on every page; stream from the first page's `cursor`. The
+// first page of a 10,000-turn session is read in a few milliseconds
+// (docs/benchmarks.md).
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /session/{id}/transcript (the `GetTranscript` operationId).
-func (c *ClientWithResponses) GetTranscriptWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetTranscriptResponse, error) {
-	rsp, err := c.GetTranscript(ctx, id, reqEditors...)
+func (c *ClientWithResponses) GetTranscriptWithResponse(ctx context.Context, id ID, params *GetTranscriptParams, reqEditors ...RequestEditorFn) (*GetTranscriptResponse, error) {
+	rsp, err := c.GetTranscript(ctx, id, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -21359,6 +21472,13 @@ func ParseGetTranscriptResponse(rsp *http.Response) (*GetTranscriptResponse, err
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Problem

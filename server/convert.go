@@ -144,7 +144,7 @@ func sessionOf(s session.Session, ex session.Executor) Session {
 }
 
 func turnOf(t session.Turn) Turn {
-	out := Turn{PromptId: t.PromptID, Kind: TurnKind(t.Kind), State: TurnState(t.State),
+	out := Turn{PromptId: t.PromptID, Seq: ptrIf(t.Seq), Kind: TurnKind(t.Kind), State: TurnState(t.State),
 		StopReason: ptrIf(t.StopReason), InterruptReason: ptrIf(t.InterruptReason), ExitCode: t.ExitCode,
 		ExitSignal: ptrIf(t.ExitSignal), CancelRequested: ptrIf(t.CancelRequested),
 		ContinuesPromptId: ptrIf(t.ContinuesPromptID), Rewound: ptrIf(t.Rewound), CreatedAt: t.CreatedAt, StartedAt: t.StartedAt, DeliveredAt: t.DeliveredAt, EndedAt: t.EndedAt,

@@ -282,7 +282,10 @@ func (h *handlers) AnswerPermission(ctx context.Context, req AnswerPermissionReq
 }
 
 func (h *handlers) GetTranscript(ctx context.Context, req GetTranscriptRequestObject) (GetTranscriptResponseObject, error) {
-	t, err := h.transcript(ctx, req.Id)
+	if req.Params.PageToken != nil && req.Params.Limit == nil {
+		return nil, errcode.New(errcode.InvalidRequest, "pageToken needs limit")
+	}
+	t, err := h.transcript(ctx, req.Id, deref(req.Params.Limit), deref(req.Params.PageToken))
 	if err != nil {
 		return nil, err
 	}
@@ -310,13 +313,12 @@ func (h *handlers) WithdrawTurn(ctx context.Context, req WithdrawTurnRequestObje
 
 // transcript reads the session's snapshot in one read transaction, with
 // the event head it is consistent with: rows and events commit together, so
-// streaming from the returned cursor continues exactly where it ends.
-func (h *handlers) transcript(ctx context.Context, id string) (Transcript, error) {
+// streaming from the returned cursor continues exactly where it ends. With
+// limit > 0 it is one page of turns (store.TranscriptPage), else all.
+func (h *handlers) transcript(ctx context.Context, id string, limit int, pageToken string) (Transcript, error) {
 	var (
 		s     session.Session
-		turns []session.Turn
-		msgs  []session.Message
-		calls []session.ToolCall
+		page  store.TranscriptPage
 		perms []session.Permission
 		head  store.EventBounds
 	)
@@ -325,13 +327,12 @@ func (h *handlers) transcript(ctx context.Context, id string) (Transcript, error
 		if s, err = r.GetSession(ctx, id); err != nil {
 			return err
 		}
-		if turns, err = r.ListTurns(ctx, id); err != nil {
-			return err
+		if limit > 0 {
+			page, err = r.TranscriptPage(ctx, id, limit, pageToken)
+		} else {
+			page, err = wholeTranscript(ctx, r, id)
 		}
-		if msgs, err = r.ListMessages(ctx, id); err != nil {
-			return err
-		}
-		if calls, err = r.ListToolCalls(ctx, id); err != nil {
+		if err != nil {
 			return err
 		}
 		if perms, err = r.ListPermissions(ctx, id, session.PermissionPending); err != nil {
@@ -343,6 +344,7 @@ func (h *handlers) transcript(ctx context.Context, id string) (Transcript, error
 	if err != nil {
 		return Transcript{}, err
 	}
+	turns, msgs, calls := page.Turns, page.Messages, page.ToolCalls
 	out := Transcript{SessionId: id, EventEpoch: s.EventEpoch, Cursor: events.Cursor{Epoch: s.EventEpoch, N: head.Head}.String(),
 		Turns: make([]Turn, 0, len(turns)), Messages: make([]Message, 0, len(msgs)), ToolCalls: make([]ToolCall, 0, len(calls)),
 		PendingPermissions: make([]PermissionRequest, 0, len(perms))}
@@ -358,6 +360,9 @@ func (h *handlers) transcript(ctx context.Context, id string) (Transcript, error
 	for _, p := range perms {
 		out.PendingPermissions = append(out.PendingPermissions, permissionOf(p))
 	}
+	if page.Next != "" {
+		out.NextPageToken = &page.Next
+	}
 	if len(s.Plan) > 0 {
 		var plan []PlanEntry
 		if json.Unmarshal(s.Plan, &plan) == nil {
@@ -365,6 +370,22 @@ func (h *handlers) transcript(ctx context.Context, id string) (Transcript, error
 		}
 	}
 	return out, nil
+}
+
+// wholeTranscript reads every turn, message and tool call of the session.
+func wholeTranscript(ctx context.Context, r *store.Store, id string) (store.TranscriptPage, error) {
+	var (
+		p   store.TranscriptPage
+		err error
+	)
+	if p.Turns, err = r.ListTurns(ctx, id); err != nil {
+		return p, err
+	}
+	if p.Messages, err = r.ListMessages(ctx, id); err != nil {
+		return p, err
+	}
+	p.ToolCalls, err = r.ListToolCalls(ctx, id)
+	return p, err
 }
 
 func (h *handlers) session(ctx context.Context, s session.Session) (Session, error) {

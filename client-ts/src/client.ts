@@ -67,6 +67,14 @@ export interface CallOptions {
   timeoutMs?: number;
 }
 
+/** Which page of a transcript to read (`SessionHandle.transcript`). */
+export interface TranscriptPageOptions {
+  /** Turns per page, 1..500, the latest first; without it, the whole transcript. */
+  limit?: number;
+  /** A page's `nextPageToken`: the page of turns before it. */
+  pageToken?: string;
+}
+
 export interface PromptOptions extends CallOptions {
   /** Client-chosen turn id; repeating it is idempotent. */
   promptId?: string;
@@ -642,9 +650,30 @@ export class SessionClient {
     );
   }
 
-  /** GET /session/{id}/transcript: the snapshot and the cursor to stream from. */
-  transcript(o?: CallOptions): Promise<Transcript> {
-    return this.client.call((signal) => sdk.getTranscript({ client: this.#gen, path: { id: this.id }, signal }), o);
+  /**
+   * GET /session/{id}/transcript: the snapshot and the cursor to stream
+   * from. With `limit`, one page: the latest `limit` turns (or those before
+   * `pageToken`, a page's `nextPageToken`) with their messages and tool
+   * calls; without it, every turn, which for a long session is megabytes.
+   */
+  transcript(o?: CallOptions & TranscriptPageOptions): Promise<Transcript> {
+    const query = o?.limit !== undefined ? { limit: o.limit, ...(o.pageToken ? { pageToken: o.pageToken } : {}) } : undefined;
+    return this.client.call((signal) => sdk.getTranscript({ client: this.#gen, path: { id: this.id }, ...(query ? { query } : {}), signal }), o);
+  }
+
+  /**
+   * The transcript a page of `limit` turns at a time, the latest first,
+   * back to the session's first turn: render the first page, and ask for
+   * the next as the reader scrolls back. Each page's `cursor` is the head
+   * when it was read; stream from the first page's.
+   */
+  async *transcriptPages(limit: number, o?: CallOptions): AsyncGenerator<Transcript, void, undefined> {
+    let pageToken: string | undefined;
+    do {
+      const page: Transcript = await this.transcript({ ...o, limit, ...(pageToken ? { pageToken } : {}) });
+      yield page;
+      pageToken = page.nextPageToken;
+    } while (pageToken);
   }
 
   /** GET /session/{id}/turns/{promptId}. */
@@ -693,8 +722,8 @@ export class SessionClient {
    * Resolves with the terminal event (turn.completed | failed | cancelled |
    * interrupted) carrying `promptId`, also when it happened already: it
    * reads from `opts.cursor` or from the beginning of the log. After a
-   * resync it consults the transcript snapshot (and, if the turn ended
-   * there, resolves with an event built from it, without `id`).
+   * resync it reads the head and then the turn (and, if the turn had
+   * ended, resolves with an event built from it, without `id`).
    */
   async waitForTurn(promptId: string, opts: WaitForTurnOptions = {}): Promise<TurnTerminalEvent> {
     const { signal } = opts;
@@ -708,9 +737,12 @@ export class SessionClient {
       for await (const ev of stream) {
         if (isTurnTerminalEvent(ev) && ev.data.promptId === promptId) return ev;
         if (ev.type === 'resync_required') {
-          const t = await this.transcript(signal ? { signal } : undefined);
-          const turn = t.turns.find((x) => x.promptId === promptId);
-          if (turn && TERMINAL_TURN_STATES.has(turn.state)) return terminalEventFromTurn(this.id, turn);
+          // The head first, then the turn: a turn that ended before the
+          // head shows it, one that ends after is on the stream from it. A
+          // one-turn page is the head without the whole history.
+          const t = await this.transcript({ ...(signal ? { signal } : {}), limit: 1 });
+          const turn = await this.turn(promptId, signal ? { signal } : undefined);
+          if (TERMINAL_TURN_STATES.has(turn.state)) return terminalEventFromTurn(this.id, turn);
           stream.resyncFrom(t.cursor);
         }
       }

@@ -498,18 +498,20 @@ async function readBody(res: Response): Promise<unknown> {
 
 /** What `resyncFromSnapshot` needs of a session. */
 export interface TranscriptSource {
-  transcript(opts?: { signal?: AbortSignal }): Promise<Transcript>;
+  transcript(opts?: { signal?: AbortSignal; limit?: number }): Promise<Transcript>;
 }
 
 /**
  * The resync path: reloads the session's snapshot (GET
- * /session/{id}/transcript) and continues `stream` from the cursor the
- * snapshot is consistent with. Render the transcript, then keep iterating.
+ * /session/{id}/transcript; with `limit`, only its latest page, whose
+ * `nextPageToken` leads to older turns) and continues `stream` from the
+ * cursor the snapshot is consistent with. Render the transcript, then keep
+ * iterating.
  */
 export async function resyncFromSnapshot(
   session: TranscriptSource,
   stream: EventStream,
-  opts?: { signal?: AbortSignal },
+  opts?: { signal?: AbortSignal; limit?: number },
 ): Promise<Transcript> {
   const t = await session.transcript(opts);
   stream.resyncFrom(t.cursor);

@@ -11,6 +11,7 @@ export {
   SessionClient,
   type TetherClientOptions,
   type CallOptions,
+  type TranscriptPageOptions,
   type PromptOptions,
   type ContinueOptions,
   type ContinueOutcome,

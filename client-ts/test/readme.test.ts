@@ -79,8 +79,13 @@ describe('README examples', () => {
     expect(r.stdout).toMatch(/\[stream\] catching_up[\s\S]*\[stream\] open/);
   });
 
-  it('the continue block is accepted, then declined', async () => {
+  it('the transcript pages block pages back from the latest turns', async () => {
     const r = await runNode(['--input-type=module', '-'], { input: blocks[2]! });
+    expect(r.stdout).toBe('page: p1 p2 (older turns exist)\npage: p0 (the first turn)\n');
+  });
+
+  it('the continue block is accepted, then declined', async () => {
+    const r = await runNode(['--input-type=module', '-'], { input: blocks[3]! });
     expect(r.stdout).toContain('turn.interrupted');
     expect(r.stdout).toContain('continuing crashed as continue-1');
     expect(r.stdout).toContain('declined nothing_to_continue');

@@ -72,7 +72,12 @@ func runAttach(ctx context.Context, d *conn, id string, last int, style string) 
 			style = "notty"
 		}
 	}
-	snap, err := call(d.api.GetTranscriptWithResponse(ctx, id))
+	// Only the turns shown: a long session's whole transcript is megabytes.
+	var page client.GetTranscriptParams
+	if last > 0 {
+		page.Limit = &last
+	}
+	snap, err := call(d.api.GetTranscriptWithResponse(ctx, id, &page))
 	if err != nil {
 		return err
 	}

@@ -68,7 +68,7 @@ func exportCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			r, err := call(d.api.GetTranscriptWithResponse(cmd.Context(), a[0]))
+			r, err := call(d.api.GetTranscriptWithResponse(cmd.Context(), a[0], nil))
 			if err != nil {
 				return err
 			}

@@ -34,8 +34,10 @@ tether permissions answer SESSION REQUEST OPTION.`,
 				}
 			}
 			var all []client.PermissionRequest
+			one := 1
 			for _, id := range ids {
-				r, err := call(d.api.GetTranscriptWithResponse(cmd.Context(), id))
+				// Pending requests are on every page: the smallest will do.
+				r, err := call(d.api.GetTranscriptWithResponse(cmd.Context(), id, &client.GetTranscriptParams{Limit: &one}))
 				if err != nil {
 					return err
 				}

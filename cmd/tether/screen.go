@@ -102,8 +102,10 @@ func (s *screen) broken(err error, wait time.Duration) {
 func (s *screen) snapshot(t *client.Transcript, last int) {
 	turns := t.Turns
 	if last > 0 && len(turns) > last {
-		s.note(fmt.Sprintf("%d earlier turns (tether export %s)", len(turns)-last, s.id))
 		turns = turns[len(turns)-last:]
+	}
+	if earlier := earlierTurns(t, turns); earlier > 0 {
+		s.note(fmt.Sprintf("%d earlier turns (tether export %s)", earlier, s.id))
 	}
 	type item struct {
 		at    time.Time
@@ -396,4 +398,17 @@ func deref(p *string) string {
 		return ""
 	}
 	return *p
+}
+
+// earlierTurns is how many of the session's turns come before shown, the
+// latest of transcript t (a page of it, or all): turns are numbered from
+// 1 by seq, so the first shown one's seq counts those before it.
+func earlierTurns(t *client.Transcript, shown []client.Turn) int {
+	if len(shown) == 0 {
+		return 0
+	}
+	if shown[0].Seq != nil {
+		return int(*shown[0].Seq) - 1
+	}
+	return len(t.Turns) - len(shown)
 }

@@ -497,6 +497,12 @@ func (s *Store) listMessages(ctx context.Context, sessionID string, promptID *st
 	if err != nil {
 		return nil, err
 	}
+	return mergeChunks(rows, chunks), nil
+}
+
+// mergeChunks appends to each message (rows, by id) the text of its chunk
+// rows (by message id, then id) and takes the last one's time.
+func mergeChunks(rows []messageRow, chunks []chunkRow) []session.Message {
 	out := make([]session.Message, 0, len(rows))
 	for _, r := range rows {
 		m := toMessage(r)
@@ -516,5 +522,5 @@ func (s *Store) listMessages(ctx context.Context, sessionID string, promptID *st
 		chunks = chunks[j:]
 		out = append(out, m)
 	}
-	return out, nil
+	return out
 }

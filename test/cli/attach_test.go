@@ -329,3 +329,25 @@ func TestAttachNoColor(t *testing.T) {
 		}
 	}
 }
+
+// TestAttachLast checks that attach shows only the latest --last turns of
+// a longer session, and says how many came before and how to see them: it
+// reads one page of the transcript, not the whole of it.
+func TestAttachLast(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	sid, _ := d.createSession(t)
+	for _, p := range []string{"/echo first turn", "/echo second turn", "/echo third turn", "/echo fourth turn"} {
+		d.waitTurn(t, sid, d.prompt(t, sid, p))
+	}
+	p := startPane(t, d.attachArgv(t, sid, []string{"NO_COLOR=1"}, "--style", "notty", "--last", "2")...)
+	p.waitAfter("· 2 earlier turns (tether export "+sid+")", "the latest two turns", has("fourth turn"))
+	for _, l := range p.lines() {
+		if strings.Contains(l, "first turn") || strings.Contains(l, "second turn") {
+			t.Errorf("got %q on the screen, want only the latest 2 turns", l)
+		}
+	}
+	if !slices.ContainsFunc(p.lines(), func(l string) bool { return strings.Contains(l, "third turn") }) {
+		t.Errorf("got %q, want the third turn shown", p.lines())
+	}
+}

@@ -367,7 +367,21 @@ export const answerPermission = <ThrowOnError extends boolean = false>(options: 
 });
 
 /**
- * Snapshot of turns, messages, tool calls, plan and pending permissions.
+ * Snapshot of turns, messages, tool calls, plan and pending permissions, whole or a page at a time.
+ *
+ * Without `limit`, the whole transcript. With `limit`, the latest
+ * `limit` turns (by their order, `seq`) with their messages and tool
+ * calls, and `nextPageToken` when older turns exist: pass it as
+ * `pageToken` for the page before this one, and so on back to the
+ * first turn. A message or tool call outside any turn (a system
+ * notice) is on the page whose time span holds it: from its oldest
+ * turn's creation to the next page's, the oldest page from the
+ * beginning, the latest to now. So every item is on exactly one page.
+ * `plan`, `pendingPermissions` and `cursor` are the session's current
+ * ones on every page; stream from the first page's `cursor`. The
+ * first page of a 10,000-turn session is read in a few milliseconds
+ * (docs/benchmarks.md).
+ *
  */
 export const getTranscript = <ThrowOnError extends boolean = false>(options: Options<GetTranscriptData, ThrowOnError>) => (options.client ?? client).get<GetTranscriptResponses, GetTranscriptErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

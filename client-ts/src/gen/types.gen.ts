@@ -2480,6 +2480,10 @@ export type TurnError = {
 
 export type Turn = {
     promptId: string;
+    /**
+     * The turn's place in its session, from 1: the order of turns, and of transcript pages.
+     */
+    seq?: number;
     kind: 'initial' | 'prompt' | 'continue';
     state: 'queued' | 'running' | 'completed' | 'cancelled' | 'failed' | 'interrupted';
     prompt?: Array<ContentBlock>;
@@ -2562,6 +2566,10 @@ export type Transcript = {
     toolCalls: Array<ToolCall>;
     plan?: Array<PlanEntry>;
     pendingPermissions: Array<PermissionRequest>;
+    /**
+     * The `pageToken` of the page of older turns; absent on the oldest page and on the whole transcript.
+     */
+    nextPageToken?: string;
 };
 
 export type TerminalId = string;
@@ -3545,11 +3553,24 @@ export type GetTranscriptData = {
     path: {
         id: string;
     };
-    query?: never;
+    query?: {
+        /**
+         * Turns per page (the latest first); without it, every turn.
+         */
+        limit?: number;
+        /**
+         * A `nextPageToken` of an earlier answer; only with `limit`.
+         */
+        pageToken?: string;
+    };
     url: '/session/{id}/transcript';
 };
 
 export type GetTranscriptErrors = {
+    /**
+     * RFC 9457 problem details.
+     */
+    400: Problem;
     /**
      * RFC 9457 problem details.
      */
