@@ -5,6 +5,7 @@ package testbin
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 )
@@ -60,6 +62,20 @@ func Main(m *testing.M) {
 	code := m.Run()
 	Cleanup()
 	os.Exit(code)
+}
+
+// MainWaiting is Main for a package whose tests mostly wait on daemons,
+// agents and graces rather than compute: unless -test.parallel is given,
+// up to n of its parallel tests run at once instead of GOMAXPROCS (2 on
+// CI, where this package's wall time is most of CI's).
+func MainWaiting(m *testing.M, n int) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		_ = flag.Set("test.parallel", strconv.Itoa(n))
+	}
+	Main(m)
 }
 
 // Cleanup removes a binary Tetherd built; call it from TestMain after m.Run.

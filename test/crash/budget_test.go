@@ -34,6 +34,7 @@ func webhookOf(t *testing.T, d delivery) (typ string, event map[string]any) {
 // turn.stalled reaches the webhook. On the detached host a turn that
 // runs on through a kill -9 is still stopped when its time is up.
 func TestBudgetOnEveryRuntime(t *testing.T) {
+	t.Parallel() // it mostly waits on daemons and agents: beside the others
 	for _, rt := range []string{"standalone", "detached"} {
 		t.Run(rt, func(t *testing.T) {
 			key := make([]byte, 32)

@@ -103,6 +103,7 @@ func (w *world) checkCommand(sid, id string, c commandCase) {
 // much was left out. On a host, a command that writes while tetherd is
 // killed with SIGKILL is caught up after the restart, whole.
 func TestCommandOutputBounded(t *testing.T) {
+	t.Parallel() // it mostly waits on daemons and agents: beside the others
 	const cmdLimit, sessionLimit = 4 << 20, 8 << 20
 	limits := []string{"--command-output-limit", "4MiB", "--session-command-output-limit", "8MiB"}
 	for _, rt := range allRuntimes("--terminal", "on") {

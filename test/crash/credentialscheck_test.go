@@ -79,6 +79,7 @@ func (w *world) waitAgentsEnded(profile string) {
 // the host forgets it. Before the fix it stayed on the host for good, its
 // agent running, listed by GET /executors and in the host's directory.
 func TestCredentialsCheckLeftOnTheHost(t *testing.T) {
+	t.Parallel() // it mostly waits on daemons and agents: beside the others
 	keyless := profile{id: "keyless", flags: []string{"--auth-method", "demo-key", "--startup-delay", "1500ms"}}
 	w := newWorld(t, profile{id: "demo"}, keyless)
 	w.start("--executor", "detached")
@@ -125,6 +126,7 @@ func TestCredentialsCheckLeftOnTheHost(t *testing.T) {
 // starts the host. Before the fix every tetherd started the host at
 // start-up for the sweep, asked or not.
 func TestCredentialsCheckLeftForALaterDaemon(t *testing.T) {
+	t.Parallel() // it mostly waits on daemons and agents: beside the others
 	tests := []struct {
 		name string
 		// stopHost stops the host after the kill, before the restart.

@@ -132,6 +132,7 @@ func TestFIFOFloodKeepsTheDaemon(t *testing.T) {
 // read is refused with the size and a hint, ranges are streamed, and the
 // daemon's peak memory stays far below the file's size.
 func TestLargeFileKeepsTheDaemon(t *testing.T) {
+	t.Parallel() // it mostly waits on daemons and agents: beside the others
 	const size = 256 << 20
 	w := newWorld(t, profile{id: "fsagent"})
 	w.start()
@@ -177,6 +178,7 @@ func TestLargeFileKeepsTheDaemon(t *testing.T) {
 // TestAllowCwdFlag: system directories are refused as a workspace by
 // default and allowed by --allow-cwd, through the real binary's flags.
 func TestAllowCwdFlag(t *testing.T) {
+	t.Parallel() // it mostly waits on daemons and agents: beside the others
 	w := newWorld(t)
 	cases := []struct {
 		name  string

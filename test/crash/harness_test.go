@@ -35,7 +35,9 @@ const token = "crash-test-token"
 // performance assertion.
 const deadline = 60 * time.Second
 
-func TestMain(m *testing.M) { testbin.Main(m) }
+// Four at once: the parallel tests wait on daemons, agents, graces and
+// network cuts, and the package is the longest of CI's Go pass.
+func TestMain(m *testing.M) { testbin.MainWaiting(m, 4) }
 
 // binary is the tetherd executable shared by this package's tests.
 func binary(t *testing.T) string { return testbin.Tetherd(t) }

@@ -89,6 +89,7 @@ func (w *world) startHosted(extra ...string) {
 // after each crash receives the session's log without a gap or a
 // duplicate.
 func TestDetachedRestartInterruptsNothing(t *testing.T) {
+	t.Parallel() // it mostly waits on daemons and agents: beside the others
 	w := hostedWorld(t)
 	w.startHosted()
 	sid, _ := w.createSession("demo")

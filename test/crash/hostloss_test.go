@@ -50,6 +50,7 @@ func (w *world) checkLostTurn(sid, pid string) {
 // interrupted with executor_lost too, and the host shows lost. In between,
 // the daemon is killed while the new local agent streams: its turn goes on.
 func TestHostLoss(t *testing.T) {
+	t.Parallel() // it mostly waits on daemons and agents: beside the others
 	w := hostedWorld(t)
 	far := w.newRemoteHost("far", freeAddr(t), nil)
 	far.start()

@@ -343,6 +343,7 @@ func TestNetworkCutSaysItOnce(t *testing.T) {
 // the host dropped records the store never had, and the restarted
 // daemon logged "executor host skipped records" and lost those chunks.
 func TestSlowCleanStopLeavesUntakenRecords(t *testing.T) {
+	t.Parallel() // it mostly waits on daemons and agents: beside the others
 	const chunks = 500
 	w, _ := slowStopWorld(t)
 	sid, _ := w.createSessionOn("demo", "detached")

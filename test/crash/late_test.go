@@ -25,6 +25,7 @@ func lostAfterWorld(t *testing.T) (*world, *netns) {
 // the fix the agent was stopped and its outbox dropped: the transcript
 // kept only what arrived before the cut.
 func TestRemoteLongCutKeepsLateOutput(t *testing.T) {
+	t.Parallel() // it mostly waits on daemons and agents: beside the others
 	const chunks = 120
 	w, ns := lostAfterWorld(t)
 	sid, _ := w.createSessionOn("demo", "far")
@@ -102,6 +103,7 @@ func TestRemoteLongCutKeepsLateOutput(t *testing.T) {
 // recorded as failed, and the step cut in flight stayed dangling though
 // it had completed.
 func TestRemoteLateOutputWithToolCalls(t *testing.T) {
+	t.Parallel() // it mostly waits on daemons and agents: beside the others
 	const steps = 6
 	w, ns := lostAfterWorld(t)
 	sid, _ := w.createSessionOn("demo", "far")
@@ -197,6 +199,7 @@ func TestRemoteLateOutputWithToolCalls(t *testing.T) {
 // (executor starting and error, the session STARTING and back: 4 events),
 // so a client retrying every 10 ms wrote about 80 events in 0.2 s.
 func TestRetriesAgainstALostHostWriteNothing(t *testing.T) {
+	t.Parallel() // it mostly waits on daemons and agents: beside the others
 	w, ns := lostAfterWorld(t)
 	sid, _ := w.createSessionOn("demo", "far")
 	fol := w.follow(sid)

@@ -204,6 +204,7 @@ var outboxDamages = []outboxDamage{
 // session continues. The host's peak memory stays far below the
 // oversized segments' sizes.
 func TestDamagedOutboxKeepsIntactRecords(t *testing.T) {
+	t.Parallel() // it mostly waits on daemons and agents: beside the others
 	w := hostedWorld(t)
 	w.startHosted()
 	r := w.streamUnacked(len(outboxDamages), damageStream, damageChunks, w.kill9)
@@ -413,6 +414,7 @@ const (
 // stops the agent and reports the damage with host_outbox_damaged,
 // instead of sending nothing more of the session; the session continues.
 func TestDamagedOutboxOnARunningHost(t *testing.T) {
+	t.Parallel() // it mostly waits on daemons and agents: beside the others
 	damages := []outboxDamage{
 		{name: "garbage in the middle", keep: keepBefore, reported: true, damage: func(t *testing.T, dir, seg string, at outboxRecord) {
 			editFile(t, seg, func(b []byte) []byte { copy(b[at.pos+20:], bytes.Repeat([]byte{0xab}, 64)); return b })

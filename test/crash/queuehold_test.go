@@ -16,6 +16,7 @@ import (
 // the fix, the first queued prompt ran at once on a fresh agent (never
 // told its task was cut) and /continue answered 409 nothing_to_continue.
 func TestCrashHoldsTheQueue(t *testing.T) {
+	t.Parallel() // it mostly waits on daemons and agents: beside the others
 	cases := []struct {
 		name     string
 		executor string

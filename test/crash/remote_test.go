@@ -49,6 +49,7 @@ func netnsWorld(t *testing.T, extra ...string) (*world, *netns) {
 // daemon catches up: the transcript holds every chunk once, in order, and
 // an SSE client sees the log without a gap or a duplicate.
 func TestRemoteSurvivesNetworkCut(t *testing.T) {
+	t.Parallel() // it mostly waits on daemons and agents: beside the others
 	w, ns := netnsWorld(t)
 
 	sid, _ := w.createSessionOn("demo", "far")

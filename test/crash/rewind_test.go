@@ -51,6 +51,7 @@ func (w *world) agentReplyOf(sid, pid string) string {
 //   - a fork at the latest turn gets its context natively
 //     (checkNativeFork).
 func TestForkRewindUndo(t *testing.T) {
+	t.Parallel() // it mostly waits on daemons and agents: beside the others
 	for _, rt := range allRuntimes() {
 		t.Run(rt.name, func(t *testing.T) {
 			w := newWorld(t, profile{id: "demo"}, profile{id: "other"})

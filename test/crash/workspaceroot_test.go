@@ -144,6 +144,7 @@ func writeFile(t *testing.T, path, content string) {
 // RENAME_EXCHANGE), the path always holds something, and every answer
 // that is not the session's files is 409 workspace_root_changed.
 func TestWorkspaceRootSwappedWhileReading(t *testing.T) {
+	t.Parallel() // it mostly waits on daemons and agents: beside the others
 	for _, rt := range allRuntimes() {
 		t.Run(rt.name, func(t *testing.T) {
 			w := newWorld(t, profile{id: "demo"})
