@@ -100,39 +100,44 @@ func (s *Store) TranscriptPage(ctx context.Context, sessionID string, limit int,
 		out.Turns = append(out.Turns, toTurn(t))
 	}
 
-	where, args := pageItemsWhere("", ids, lo, hi)
+	where, args := pageItemsWhere("", sessionID, ids, lo, hi)
 	var rows []messageRow
-	if err := db.Where("session_id = ?", sessionID).Where(where, args...).Order("id").Find(&rows).Error; err != nil {
+	if err := db.Where(where, args...).Order("id").Find(&rows).Error; err != nil {
 		return TranscriptPage{}, internal(err, "read transcript page")
 	}
-	mwhere, margs := pageItemsWhere("m.", ids, lo, hi)
+	mwhere, margs := pageItemsWhere("m.", sessionID, ids, lo, hi)
 	chunks, err := scanChunks(db, `SELECT c.message_id, c.text, c.created_at FROM message_chunks c
-		JOIN messages m ON m.id = c.message_id WHERE m.session_id = ? AND `+mwhere+` ORDER BY c.message_id, c.id`,
-		append([]any{sessionID}, margs...)...)
+		JOIN messages m ON m.id = c.message_id WHERE `+mwhere+` ORDER BY c.message_id, c.id`, margs...)
 	if err != nil {
 		return TranscriptPage{}, err
 	}
 	out.Messages = mergeChunks(rows, chunks)
-	if out.ToolCalls, err = s.listToolCalls(db.Where("session_id = ?", sessionID).Where(where, args...)); err != nil {
+	if out.ToolCalls, err = s.listToolCalls(db.Where(where, args...)); err != nil {
 		return TranscriptPage{}, err
 	}
 	return out, nil
 }
 
 // pageItemsWhere is the condition (on columns prefixed by table) that
-// picks a page's messages or tool calls: those of its turns, and those of
-// no turn created in [lo, hi) (a nil bound is open).
-func pageItemsWhere(table string, promptIDs []string, lo, hi *dbTime) (string, []any) {
+// picks a page's messages or tool calls of the session: those of its
+// turns, and those of no turn created in [lo, hi) (a nil bound is open).
+// Each branch names the session, so each is a range of the (session_id,
+// prompt_id, …) index: with the session outside the OR, SQLite walks all
+// of the session's rows instead (the first page of a 10,000-turn session
+// took 4.6× that of a 50-turn one).
+func pageItemsWhere(table, sessionID string, promptIDs []string, lo, hi *dbTime) (string, []any) {
 	var b strings.Builder
 	var args []any
 	b.WriteString("(")
 	if len(promptIDs) > 0 {
-		b.WriteString(table + "prompt_id IN (" + strings.TrimSuffix(strings.Repeat("?,", len(promptIDs)), ",") + ") OR ")
+		b.WriteString("(" + table + "session_id = ? AND " + table + "prompt_id IN (" + strings.TrimSuffix(strings.Repeat("?,", len(promptIDs)), ",") + ")) OR ")
+		args = append(args, sessionID)
 		for _, id := range promptIDs {
 			args = append(args, id)
 		}
 	}
-	b.WriteString("(" + table + "prompt_id = ''")
+	b.WriteString("(" + table + "session_id = ? AND " + table + "prompt_id = ''")
+	args = append(args, sessionID)
 	if lo != nil {
 		b.WriteString(" AND " + table + "created_at >= ?")
 		args = append(args, *lo)
