@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,11 +30,14 @@ type sseStream struct {
 	hasCursor bool
 	pos       position
 
-	w    http.ResponseWriter
-	rc   *http.ResponseController
-	buf  []byte
-	done int64 // number of the last event delivered or filtered out
-	end  bool  // the stream's final frame is written: nothing may follow
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	buf []byte
+	// taken is the array of the batches last taken from the hub, handed
+	// back at the next take.
+	taken [][]*store.Event
+	done  int64 // number of the last event delivered or filtered out
+	end   bool  // the stream's final frame is written: nothing may follow
 
 	// lagged is set (before it shortens the write deadline) by the watcher
 	// that notices the hub cutting this subscriber off.
@@ -329,22 +331,10 @@ func (s *sseStream) live() error {
 		select {
 		case <-s.ctx.Done():
 			return nil
-		case b := <-s.sub.C:
-			if err := s.forwardAll(b); err != nil {
+		case <-s.sub.Ready():
+			// Everything queued goes in one write and flush per flushBytes.
+			if err := s.forwardTaken(); err != nil {
 				return err
-			}
-			// Take whatever else is queued before writing: one write and
-			// flush per burst.
-		drain:
-			for len(s.buf) < flushBytes && !s.end {
-				select {
-				case b := <-s.sub.C:
-					if err := s.forwardAll(b); err != nil {
-						return err
-					}
-				default:
-					break drain
-				}
 			}
 			if err := s.flush(); err != nil {
 				return err
@@ -360,15 +350,8 @@ func (s *sseStream) live() error {
 			}
 			// Events queued before the cut are still valid: send them,
 			// then tell the client where to resume.
-			for len(s.sub.C) > 0 && !s.end {
-				if err := s.forwardAll(<-s.sub.C); err != nil {
-					return err
-				}
-				if len(s.buf) >= flushBytes {
-					if err := s.flush(); err != nil {
-						return err
-					}
-				}
+			if err := s.forwardTaken(); err != nil {
+				return err
 			}
 			if !lagged {
 				return s.flush() // closed for another reason: the client reconnects
@@ -389,6 +372,30 @@ func (s *sseStream) live() error {
 			timer.Reset(s.heartbeat)
 		}
 	}
+}
+
+// forwardTaken forwards the batches waiting in the subscription, up to the
+// stream's final frame, writing out each flushBytes.
+func (s *sseStream) forwardTaken() error {
+	s.taken = s.sub.Take(s.taken)
+	defer func() {
+		clear(s.taken) // an idle stream keeps no events
+		s.taken = s.taken[:0]
+	}()
+	for _, b := range s.taken {
+		if s.end {
+			break
+		}
+		if err := s.forwardAll(b); err != nil {
+			return err
+		}
+		if len(s.buf) >= flushBytes {
+			if err := s.flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // forward delivers one live event, skipping what the replay already sent
@@ -550,27 +557,17 @@ func (s *sseStream) setDeadline() {
 // watchLag shortens the write deadline as soon as the hub cuts this
 // subscriber off (during catch-up, only when it was evicted: a replay that
 // outran the queue goes on from the log), so a write blocked on a stalled
-// client fails within lagGrace instead of writeTimeout. It returns a stop
-// function that waits for the watcher to exit, so no deadline is set after
-// the stream ends.
+// client fails within lagGrace instead of writeTimeout. The hub calls it
+// back as it cuts (Subscription.OnCut), so an idle stream keeps no
+// goroutine waiting for that. It returns a stop function after which no
+// deadline is set, so none outlives the stream on a kept-alive connection.
 func (s *sseStream) watchLag(evictedOnly bool) func() {
-	quit := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
 	sub := s.sub
-	go func() {
-		defer wg.Done()
-		select {
-		case <-sub.Done():
-			if sub.Lagged() && (!evictedOnly || sub.Evicted()) {
-				s.lagged.Store(true)
-				_ = s.rc.SetWriteDeadline(time.Now().Add(lagGrace))
-			}
-		case <-quit:
+	sub.OnCut(func(evicted bool) {
+		if !evictedOnly || evicted {
+			s.lagged.Store(true)
+			_ = s.rc.SetWriteDeadline(time.Now().Add(lagGrace))
 		}
-	}()
-	return func() {
-		close(quit)
-		wg.Wait()
-	}
+	})
+	return func() { sub.OnCut(nil) }
 }

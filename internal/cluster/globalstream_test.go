@@ -161,9 +161,11 @@ func TestGlobalStreamUnderConcurrentWriters(t *testing.T) {
 		var got []int64
 		for int64(len(got)) < total {
 			select {
-			case batch := <-sub.C:
-				for _, e := range batch {
-					got = append(got, e.ID)
+			case <-sub.Ready():
+				for _, batch := range sub.Take(nil) {
+					for _, e := range batch {
+						got = append(got, e.ID)
+					}
 				}
 			case <-ctx.Done():
 				t.Fatalf("node %d: got %d of %d events before the deadline", i+1, len(got), total)
@@ -178,8 +180,8 @@ func TestGlobalStreamUnderConcurrentWriters(t *testing.T) {
 			t.Errorf("node %d: last id %d, want at most %d committed + %d rolled back", i+1, top, total, rolledBack)
 		}
 		select {
-		case extra := <-sub.C:
-			t.Errorf("node %d: got %d events more than were committed", i+1, len(extra))
+		case <-sub.Ready():
+			t.Errorf("node %d: got %d batches of events more than were committed", i+1, len(sub.Take(nil)))
 		case <-time.After(200 * time.Millisecond):
 		}
 		for nodes[i].feed.Stats().GapsSkipped != rolledBack && ctx.Err() == nil {

@@ -60,12 +60,11 @@ func (h *Hub) stalled(s *Subscription, now time.Time) bool {
 	if w := s.writing.Load(); w != 0 && now.Sub(time.Unix(0, w)) >= h.cfg.StallAfter {
 		return true
 	}
-	s.take()
 	return s.queued > h.cfg.Buffer/highWater
 }
 
 func (h *Hub) quiet(s *Subscription, now time.Time) bool {
-	return s.writing.Load() == 0 && len(s.C) == 0 && now.Sub(s.since) >= h.cfg.MinAge
+	return s.writing.Load() == 0 && s.queued == 0 && now.Sub(s.since) >= h.cfg.MinAge
 }
 
 // all yields every live subscriber. h.mu must be held.

@@ -34,9 +34,7 @@ func TestSubscribeAtAFullLimit(t *testing.T) {
 			prepare: func(h *Hub, subs []*Subscription) {
 				h.Publish([]store.Event{{SessionID: "s", Seq: 1}, {SessionID: "s", Seq: 2}, {SessionID: "s", Seq: 3}})
 				for _, s := range subs[:2] {
-					for len(s.C) > 0 {
-						<-s.C
-					}
+					s.Take(nil)
 				}
 			}},
 		{name: "none stalled: the oldest quiet one goes", cfg: HubConfig{MaxPerSession: 3, StallAfter: long, MinAge: time.Nanosecond},

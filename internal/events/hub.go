@@ -69,22 +69,27 @@ func NewHub(cfg HubConfig) *Hub {
 type Subscription struct {
 	hub       *Hub
 	sessionID string // "" for the global stream
-	// C delivers this stream's events of each commit as one batch, in
-	// commit order: one send per subscriber per commit, not per event.
-	// Pointers avoid copying each event per subscriber; receivers must
-	// modify neither the batch nor its events.
-	C chan []*store.Event
-	// sizes are the lengths of the batches sent that may still be in C,
-	// oldest first, and queued their sum: the queue's length in events,
-	// which Buffer bounds (guarded by hub.mu; see take).
-	sizes  []int
+	// queue holds this stream's events of each commit as one batch, in
+	// commit order, until the receiver Takes them: one append per
+	// subscriber per commit, not per event. Pointers avoid copying each
+	// event per subscriber; receivers must modify neither the batch nor
+	// its events. queued is its length in events, which Buffer bounds.
+	// Both grow on demand: an idle subscriber holds no queue at all
+	// (a channel of Buffer/8 batches was 12 KiB each, allocated up front).
+	// Guarded by hub.mu.
+	queue  [][]*store.Event
 	queued int
+	// ready holds a token while batches wait: the receiver's wake-up.
+	ready chan struct{}
 	// done closes when the subscription ends (lagged or closed).
 	done chan struct{}
 	// lagged (cut off: queue full, or evicted) and evicted (displaced by
 	// a new subscriber at a full limit) are guarded by hub.mu.
 	lagged, evicted bool
-	once            sync.Once
+	// onCut, when set, is called (under hub.mu) as the hub cuts the
+	// subscriber off (OnCut).
+	onCut func(evicted bool)
+	once  sync.Once
 	// since is when it subscribed and seq its place in subscription order;
 	// writing is when the write to its client in flight began (unix ns,
 	// 0: none), set by its writer.
@@ -108,7 +113,7 @@ func (h *Hub) Subscribe(sessionID string) (*Subscription, error) {
 	if h.total >= h.cfg.MaxTotal && !h.evictOne(h.all(), now) {
 		return nil, errcode.New(errcode.TooManySubscribers, "the daemon already serves %d streams, none of them stalled or quiet", h.total).With("retryAfter", 5)
 	}
-	s := &Subscription{hub: h, sessionID: sessionID, C: make(chan []*store.Event, batchSlots(h.cfg.Buffer)), done: make(chan struct{}), since: now, seq: h.seq}
+	s := &Subscription{hub: h, sessionID: sessionID, ready: make(chan struct{}, 1), done: make(chan struct{}), since: now, seq: h.seq}
 	h.seq++
 	if sessionID == "" {
 		h.global[s] = struct{}{}
@@ -122,6 +127,40 @@ func (h *Hub) Subscribe(sessionID string) (*Subscription, error) {
 	}
 	h.total++
 	return s, nil
+}
+
+// Ready has a value when batches wait: Take them.
+func (s *Subscription) Ready() <-chan struct{} { return s.ready }
+
+// Take returns the batches waiting, oldest first, and keeps buf (emptied)
+// as the queue's next array, so a busy receiver that hands back what it
+// took allocates nothing. It returns nothing when none wait, also after
+// the subscription ended (the batches queued before a cut are still
+// valid: a receiver sends them, then says where to resume).
+func (s *Subscription) Take(buf [][]*store.Event) [][]*store.Event {
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	out := s.queue
+	clear(buf)
+	s.queue, s.queued = buf[:0], 0
+	if cap(buf) > 64 {
+		s.queue = nil // a burst's array goes when it is handed back
+	}
+	return out
+}
+
+// OnCut sets f to be called when the hub cuts the subscriber off (lagged
+// or evicted), at once when it already has; nil unsets it. f runs under
+// the hub's lock: it must neither block nor call the hub. Once OnCut(nil)
+// returns, f runs no more. It replaces a goroutine per subscriber that
+// waited on Done.
+func (s *Subscription) OnCut(f func(evicted bool)) {
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	s.onCut = f
+	if f != nil && s.lagged {
+		f(s.evicted)
+	}
 }
 
 // Done closes when the subscription ends; check Lagged to learn why.
@@ -171,14 +210,11 @@ func (h *Hub) remove(s *Subscription) {
 		}
 		h.total--
 		close(s.done)
+		if s.lagged && s.onCut != nil {
+			s.onCut(s.evicted)
+		}
 	})
 }
-
-// batchSlots is the capacity of a subscriber's channel for a queue of
-// buffer events: a batch holds one event or more, so buffer/8 slots
-// (at least 16) rarely fill before the event bound does, and keep an
-// idle subscriber small.
-func batchSlots(buffer int) int { return max(16, buffer/8) }
 
 // Publish delivers committed events, in order, without blocking: each
 // subscriber gets the events of its stream as one batch.
@@ -206,37 +242,21 @@ func (h *Hub) Publish(evs []store.Event) {
 }
 
 // deliver queues one batch for s, or cuts s off when its queue would pass
-// Buffer events (or its channel is full). h.mu must be held.
+// Buffer events. h.mu must be held.
 func (h *Hub) deliver(s *Subscription, b []*store.Event) {
 	if s.lagged {
 		return
 	}
-	s.take()
 	if s.queued+len(b) > h.cfg.Buffer {
 		s.lagged = true
 		h.remove(s)
 		return
 	}
+	s.queue = append(s.queue, b)
+	s.queued += len(b)
 	select {
-	case s.C <- b:
-		s.sizes = append(s.sizes, len(b))
-		s.queued += len(b)
-	default:
-		s.lagged = true
-		h.remove(s)
-	}
-}
-
-// take forgets the batches the receiver has taken out of C since the
-// last look (C holds the newest len(C) of those sent), so queued counts
-// only what waits. h.mu must be held.
-func (s *Subscription) take() {
-	for taken := len(s.sizes) - len(s.C); taken > 0; taken-- {
-		s.queued -= s.sizes[0]
-		s.sizes = s.sizes[1:]
-	}
-	if len(s.sizes) == 0 {
-		s.sizes = s.sizes[:0:0] // let a long queue's array go
+	case s.ready <- struct{}{}:
+	default: // a wake-up already waits
 	}
 }
 

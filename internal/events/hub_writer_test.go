@@ -30,7 +30,8 @@ func TestHubCutsOffStalledSubscriberOnly(t *testing.T) {
 	var got []int64
 	for i := int64(1); i <= 10; i++ {
 		h.Publish([]store.Event{ev("s1", i, false)}) // must not block
-		got = append(got, (<-healthy.C)[0].Seq)
+		<-healthy.Ready()
+		got = append(got, healthy.Take(nil)[0][0].Seq)
 	}
 	if len(got) != 10 || got[9] != 10 {
 		t.Fatalf("healthy subscriber got %v", got)
@@ -44,10 +45,17 @@ func TestHubCutsOffStalledSubscriberOnly(t *testing.T) {
 		t.Fatalf("Lagged: stalled %v, healthy %v", stalled.Lagged(), healthy.Lagged())
 	}
 	// What was queued before the cut is still there, in order.
-	for i := int64(1); i <= 4; i++ {
-		if b := <-stalled.C; len(b) != 1 || b[0].Seq != i {
-			t.Fatalf("stalled queue: got %d events from seq %d, want seq %d alone", len(b), b[0].Seq, i)
+	queued := stalled.Take(nil)
+	if len(queued) != 4 {
+		t.Fatalf("stalled queue: got %d batches, want 4", len(queued))
+	}
+	for i, b := range queued {
+		if len(b) != 1 || b[0].Seq != int64(i+1) {
+			t.Fatalf("stalled queue: got %d events from seq %d, want seq %d alone", len(b), b[0].Seq, i+1)
 		}
+	}
+	if more := stalled.Take(nil); len(more) != 0 {
+		t.Fatalf("stalled queue after a take: got %d batches, want none", len(more))
 	}
 	if n := h.Count(); n != 1 {
 		t.Fatalf("Count = %d after the cut, want 1", n)
@@ -62,10 +70,11 @@ func TestHubRouting(t *testing.T) {
 	s2, _ := h.Subscribe("s2")
 	g, _ := h.Subscribe("")
 	h.Publish([]store.Event{ev("s1", 1, false), ev("s2", 1, true)})
-	if len(s1.C) != 1 || len(s2.C) != 1 || len(g.C) != 1 {
-		t.Fatalf("queued: s1 %d, s2 %d, global %d; want 1 each", len(s1.C), len(s2.C), len(g.C))
+	q1, q2, qg := s1.Take(nil), s2.Take(nil), g.Take(nil)
+	if len(q1) != 1 || len(q2) != 1 || len(qg) != 1 {
+		t.Fatalf("queued: s1 %d, s2 %d, global %d; want 1 each", len(q1), len(q2), len(qg))
 	}
-	if b := <-g.C; len(b) != 1 || b[0].SessionID != "s2" {
+	if b := qg[0]; len(b) != 1 || b[0].SessionID != "s2" {
 		t.Fatalf("global subscriber got %+v", b)
 	}
 }
@@ -136,7 +145,10 @@ func TestWriterNumbersCommitsThenPublishes(t *testing.T) {
 	for want := int64(1); want <= 3; want++ {
 		if len(queued) == 0 {
 			select {
-			case queued = <-sub.C:
+			case <-sub.Ready():
+				for _, b := range sub.Take(nil) {
+					queued = append(queued, b...)
+				}
 			case <-time.After(5 * time.Second):
 				t.Fatalf("seq %d never published", want)
 			}

@@ -159,12 +159,14 @@ func benchIngest(b *testing.B, subs, perPrompt int, mkOps opMaker) {
 				n := 0
 				for n < want {
 					select {
-					case b := <-sub.C:
-						n += len(b)
+					case <-sub.Ready():
+						for _, b := range sub.Take(nil) {
+							n += len(b)
+						}
 					case <-sub.Done():
 						// Take what was queued before the cut, then give up.
-						for len(sub.C) > 0 {
-							n += len(<-sub.C)
+						for _, b := range sub.Take(nil) {
+							n += len(b)
 						}
 						if n < want {
 							lagged.Add(1)

@@ -174,8 +174,10 @@ func (s *scene) waitEvent(t *testing.T, typ string) *store.Event {
 			}
 		}
 		select {
-		case b := <-s.sub.C:
-			s.pending = append(s.pending, b...)
+		case <-s.sub.Ready():
+			for _, b := range s.sub.Take(nil) {
+				s.pending = append(s.pending, b...)
+			}
 		case <-s.sub.Done():
 			t.Fatalf("subscription ended waiting for %s", typ)
 		case <-deadline:

@@ -139,15 +139,15 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
-		var in <-chan []*store.Event
-		var cut <-chan struct{}
+		var in, cut <-chan struct{}
 		if sub != nil {
-			in, cut = sub.C, sub.Done()
+			in, cut = sub.Ready(), sub.Done()
 		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-in:
+			sub.Take(nil) // a wake-up: the workers read the log
 			d.pokeAll()
 		case <-cut:
 			sub.Close()
