@@ -7,6 +7,7 @@ import { branchEn, branchZh } from './i18n-branch';
 import { inboxEn, inboxZh } from './i18n-inbox';
 import { usageEn, usageZh } from './i18n-usage';
 import { budgetEn, budgetZh } from './i18n-budget';
+import { historyEn, historyZh } from './i18n-history';
 
 export type Lang = 'en' | 'zh';
 
@@ -263,6 +264,7 @@ const en = {
   ...inboxEn,
   ...usageEn,
   ...budgetEn,
+  ...historyEn,
 };
 
 export type MessageKey = keyof typeof en;
@@ -515,6 +517,7 @@ const zh: Record<MessageKey, string> = {
   ...inboxZh,
   ...usageZh,
   ...budgetZh,
+  ...historyZh,
 };
 
 const dicts: Record<Lang, Record<MessageKey, string>> = { en, zh };

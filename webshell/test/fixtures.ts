@@ -173,7 +173,8 @@ export class FakeApi implements SessionApi {
   readonly id: string;
   calls: { name: string; args: unknown[] }[] = [];
   streams: FakeStream[] = [];
-  transcriptImpl: () => Promise<Transcript>;
+  /** Answers GET /session/{id}/transcript; o is the page asked for (limit, pageToken). */
+  transcriptImpl: (o?: { limit?: number; pageToken?: string }) => Promise<Transcript>;
   contextImpl: () => Promise<SessionContext>;
   statusImpl: () => Promise<SessionStatus>;
   continueImpl: (o?: { promptId?: string }) => Promise<ContinueOutcome> = () => new Promise(() => {});
@@ -207,9 +208,10 @@ export class FakeApi implements SessionApi {
     this.#rec('update', body);
     return this.updateImpl(body);
   }
-  transcript() {
-    this.#rec('transcript');
-    return this.transcriptImpl();
+  transcript(o?: { signal?: AbortSignal; limit?: number; pageToken?: string }) {
+    const page = { ...(o?.limit !== undefined ? { limit: o.limit } : {}), ...(o?.pageToken ? { pageToken: o.pageToken } : {}) };
+    this.#rec('transcript', page);
+    return this.transcriptImpl(page);
   }
   context() {
     this.#rec('context');

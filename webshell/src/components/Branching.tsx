@@ -13,6 +13,7 @@ import { shortId } from '../lib/ids';
 import type { SessionViewState, TimelineItem } from '../state/session-state';
 import type { SessionSummary } from '../state/tasks-state';
 import { activeTurn, isReadOnly } from '../state/selectors';
+import { turnCount } from '../state/transcript-view';
 import { AgentsContext } from './ChatPane';
 
 /** What the pane needs of the daemon and the app to branch a session. */
@@ -296,7 +297,8 @@ export function UndoRewindNotice({ s }: { s: SessionViewState }) {
   const [working, setWorking] = useState(false);
   const [error, setError] = useState<string>();
   const last = s.session?.lastRewind;
-  if (!api || readOnly || !last || last.turns !== s.turnOrder.length || activeTurn(s)) return null;
+  // The session's count of turns, not the loaded ones' (only its latest pages may be).
+  if (!api || readOnly || !last || last.turns !== turnCount(s) || activeTurn(s)) return null;
   const undo = () => {
     setWorking(true);
     setError(undefined);

@@ -215,6 +215,7 @@ export function ChatPane({ controller, shownSessionId, isMain, active, onFocus, 
               onWithdrawTurn={(id) => void controller.withdraw(id)}
               onShowTurnChanges={showTurnChanges}
               onCancelTurn={readOnly ? undefined : () => void controller.cancel()}
+              onLoadOlder={() => void controller.loadOlder()}
             />
           )}
 

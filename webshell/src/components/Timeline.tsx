@@ -12,6 +12,7 @@ import { RewoundFold, TurnBranchActions, itemTurn } from './Branching';
 import { TurnUsage } from './Usage';
 import { StallNotice } from './Budget';
 import { stoppedByBudget } from '../state/budget';
+import { TimelineHead } from './TimelineHead';
 
 export interface TimelineProps {
   s: SessionViewState;
@@ -23,6 +24,8 @@ export interface TimelineProps {
   onShowTurnChanges?: (promptId: string) => void;
   /** Cancels the running turn (a stalled turn's notice offers it). */
   onCancelTurn?: () => void;
+  /** Reads the page of turns before the loaded ones (SessionController.loadOlder). */
+  onLoadOlder?: () => void;
 }
 
 /** What the timeline's turn ends need of the whole session, computed once per render. */
@@ -263,40 +266,60 @@ function queuedHere(s: SessionViewState, item: TimelineItem): boolean {
  * How many timeline items are drawn at first, and added each time the
  * reader scrolls to the top (or asks for earlier ones): a session of
  * 10,000 messages opens on its latest turns at once, and its history is
- * drawn as far back as the reader goes, never all of it up front.
+ * drawn as far back as the reader goes, never all of it up front. The
+ * items of older pages of turns (read as the reader goes back past the
+ * loaded ones) are drawn a window at a time too.
  */
 export const TIMELINE_WINDOW = 150;
 
 export function Timeline(props: TimelineProps) {
   const { t } = useT();
-  const { s } = props;
+  const { s, onLoadOlder } = props;
   const ref = useRef<HTMLDivElement>(null);
   const stick = useRef(true);
   const [limit, setLimit] = useState(TIMELINE_WINDOW);
-  // Set while earlier items are being added above: the height they add is
-  // kept above the reader's view, so what they read stays in place.
-  const growFrom = useRef<number | undefined>(undefined);
+  // Set when what is above the reader's view changes (earlier items drawn,
+  // an older page merged, the control at the top changing, items leaving
+  // the window): the item they were reading, and where it was, so that it
+  // is put back there, whatever came or went above it.
+  const anchor = useRef<Anchor | undefined>(undefined);
   const start = Math.max(0, s.timeline.length - limit);
   const shown = start > 0 ? s.timeline.slice(start) : s.timeline;
+  // What is drawn at the top. This runs before the change reaches the
+  // page, so the anchor is measured where the reader sees it now.
+  const head = `${start}\n${shown[0]?.type}:${shown[0]?.id}\n${s.history.next ?? ''}\n${s.history.loading}\n${s.history.error ?? ''}`;
+  const lastHead = useRef(head);
+  if (lastHead.current !== head) {
+    lastHead.current = head;
+    const el = ref.current;
+    // A reader at the bottom stays there (the effect below keeps them).
+    if (el && !stick.current && !anchor.current) anchor.current = firstInView(el);
+  }
   useLayoutEffect(() => {
     const el = ref.current;
     if (!el) return;
-    if (growFrom.current !== undefined) {
-      el.scrollTop += el.scrollHeight - growFrom.current;
-      growFrom.current = undefined;
-    } else if (stick.current) el.scrollTop = el.scrollHeight;
+    const a = anchor.current;
+    anchor.current = undefined;
+    if (a?.el.isConnected) el.scrollTop += a.el.getBoundingClientRect().top - a.top;
+    else if (stick.current) el.scrollTop = el.scrollHeight;
   });
+  const older = () => {
+    if (!onLoadOlder || !s.history.next || s.history.loading) return;
+    // The page's items are drawn as they land, a window of them.
+    setLimit((l) => Math.max(l, s.timeline.length) + TIMELINE_WINDOW);
+    onLoadOlder();
+  };
   const earlier = () => {
-    const el = ref.current;
-    if (start === 0 || !el) return;
-    growFrom.current = el.scrollHeight;
-    setLimit((l) => l + TIMELINE_WINDOW);
+    if (start > 0) setLimit((l) => l + TIMELINE_WINDOW);
+    else older();
   };
   const onScroll = () => {
     const el = ref.current;
     if (!el) return;
     stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 48;
-    if (el.scrollTop < 40 && growFrom.current === undefined) earlier();
+    // A failed page is read again only when asked (its Try again): no
+    // loop of failing reads while the reader stays at the top.
+    if (el.scrollTop < 40 && !anchor.current && !s.history.error) earlier();
   };
   const busy = !!activeTurn(s);
   const stalled = stalledTurn(s);
@@ -305,11 +328,7 @@ export function Timeline(props: TimelineProps) {
   return (
     <div class="timeline" ref={ref} onScroll={onScroll} role="log" aria-live="polite" aria-relevant="additions text" tabIndex={0} aria-label={t('pane.conversation')}>
       {s.timeline.length === 0 && s.phase === 'ready' && <p class="timeline__empty">{t('pane.empty')}</p>}
-      {start > 0 && (
-        <button type="button" class="btn btn--link timeline__earlier" onClick={earlier} data-testid="show-earlier">
-          {t('pane.earlier', { n: start })}
-        </button>
-      )}
+      <TimelineHead hidden={start} history={s.history} onEarlier={earlier} onOlder={onLoadOlder && older} />
       {withRewound(
         s,
         shown.filter((item) => !queuedHere(s, item)),
@@ -330,6 +349,23 @@ export function Timeline(props: TimelineProps) {
       )}
     </div>
   );
+}
+
+/** An item of the timeline and where it was on the screen. */
+interface Anchor {
+  el: Element;
+  top: number;
+}
+
+/** The first item (not the control at the top) the reader sees in the timeline el. */
+function firstInView(el: HTMLElement): Anchor | undefined {
+  const top = el.getBoundingClientRect().top;
+  for (const c of Array.from(el.children)) {
+    if (c instanceof HTMLElement && c.dataset['head'] !== undefined) continue;
+    const r = c.getBoundingClientRect();
+    if (r.bottom > top) return { el: c, top: r.top };
+  }
+  return undefined;
 }
 
 /** The running turn when its agent has gone silent (turn.stalled), even with prompts queued behind it. */

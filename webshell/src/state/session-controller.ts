@@ -18,7 +18,17 @@ export interface SessionControllerOptions {
   onUnauthorized?: () => void;
   /** First delay of the snapshot reload after a failure (doubles, max 10 s). */
   retryMs?: number;
+  /** Turns per transcript page (default TRANSCRIPT_PAGE_TURNS). */
+  pageTurns?: number;
 }
+
+/**
+ * Turns per transcript page: the pane opens on the latest 50 and reads 50
+ * more as the reader scrolls back past them. A page is a few screens and
+ * a few milliseconds of the daemon's however long the history; the whole
+ * transcript of 10,000 turns is megabytes, which held up the pane.
+ */
+export const TRANSCRIPT_PAGE_TURNS = 50;
 
 /** How often the status is read while the session's executor host starts. */
 const WORKSPACE_POLL_MS = 2000;
@@ -33,6 +43,7 @@ export class SessionController {
   #disposed = false;
   #stream: EventStreamLike | undefined;
   #loadAbort: AbortController | undefined;
+  #olderAbort: AbortController | undefined;
   #retryTimer: ReturnType<typeof setTimeout> | undefined;
   #retryDelay: number;
   #statusTimer: ReturnType<typeof setTimeout> | undefined;
@@ -73,6 +84,7 @@ export class SessionController {
     this.#stream?.close();
     this.#stream = undefined;
     this.#loadAbort?.abort();
+    this.#olderAbort?.abort();
     clearTimeout(this.#retryTimer);
     clearTimeout(this.#statusTimer);
     clearTimeout(this.#pauseTimer);
@@ -125,6 +137,8 @@ export class SessionController {
     this.#stream?.close();
     this.#stream = undefined;
     this.#loadAbort?.abort();
+    // An older page of the view being replaced is of no use any more.
+    this.#olderAbort?.abort();
     const abort = new AbortController();
     this.#loadAbort = abort;
     const signal = abort.signal;
@@ -132,7 +146,8 @@ export class SessionController {
     let transcript, status, session;
     try {
       [transcript, status, session] = await Promise.all([
-        this.#api.transcript({ signal }),
+        // The latest page only: older ones come as the reader scrolls back (loadOlder).
+        this.#api.transcript({ signal, limit: this.#pageTurns }),
         this.#api.status({ signal }).catch((e) => (isUnauthorized(e) ? Promise.reject(e) : undefined)),
         this.#api.get({ signal }).catch((e) => (isUnauthorized(e) ? Promise.reject(e) : undefined)),
       ]);
@@ -157,6 +172,37 @@ export class SessionController {
     if (status && status.needsResume && status.isResumable && status.executorStatus !== 'reconnecting' && !this.#autoResumed && this.#opts.autoResume?.()) {
       this.#autoResumed = true;
       void this.resume();
+    }
+  }
+
+  get #pageTurns(): number {
+    return this.#opts.pageTurns ?? TRANSCRIPT_PAGE_TURNS;
+  }
+
+  /**
+   * Reads the page of turns before the oldest the view holds, for the
+   * reducer to put in front (the Timeline asks, at its top); once at a
+   * time, not once the first turn is held. The stream goes on meanwhile:
+   * the reducer merges the page without doubling anything, or drops it if
+   * a reload started over. A failure stays in history.error until asked again.
+   */
+  async loadOlder(): Promise<void> {
+    const before = this.state;
+    const token = before.history.next;
+    if (this.#disposed || !token) return;
+    const gen = this.#gen;
+    // Refused (not ready, a read already running): nothing to read.
+    if (this.#dispatch({ type: 'older/start', sessionId: this.sessionId, gen, token }) === before) return;
+    const abort = new AbortController();
+    this.#olderAbort = abort;
+    try {
+      const page = await this.#api.transcript({ signal: abort.signal, limit: this.#pageTurns, pageToken: token });
+      if (gen !== this.#gen || this.#disposed) return;
+      this.#dispatch({ type: 'load/older', sessionId: this.sessionId, gen, token, page });
+    } catch (e) {
+      if (gen !== this.#gen || this.#disposed || isAbort(e)) return;
+      if (this.#failed(e)) return;
+      this.#dispatch({ type: 'older/failed', sessionId: this.sessionId, gen, token, error: errorText(e) });
     }
   }
 

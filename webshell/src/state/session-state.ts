@@ -12,12 +12,16 @@
 //   and reads started before local activity (a prompt, a continuation, a
 //   cancel) are discarded, so an old read never resurrects a Continue;
 // - a continuation is admitted locally at most once per interruption: the
-//   click that moves it to `sending` is the only one that sends.
+//   click that moves it to `sending` is the only one that sends;
+// - the snapshot is the transcript's latest page; an older page is merged
+//   once, only into the load it was read for, in front of what the view
+//   holds and without doubling anything (transcript-view.ts).
 import { bannerGate } from './banner';
 import { applyBudgetEvent, budgetOrNone, BUDGET_EXCEEDED } from './budget';
 import { parsePosition } from './cursor';
 import { placeOf, reportedExecutor, type ExecutorView } from './executor';
 import { activeTurn, TERMINAL_SESSION_STATES, TERMINAL_TURN_STATES } from './selectors';
+import { attachmentsOf, historyOf, mergeOlderPage, messageViewOf, promptTextOf, timelineOf, toolCallKey, turnViewOf, type HistoryView } from './transcript-view';
 import type {
   AuthMethod,
   AvailableCommand,
@@ -43,11 +47,15 @@ import type {
   Usage,
 } from './types';
 
+export type { HistoryView };
+
 export type TurnState = Turn['state'];
 export type TurnKind = Turn['kind'];
 
 export interface TurnView {
   promptId: string;
+  /** The turn's number in its session, from 1 (Turn.seq, turn.queued's seq); absent from a daemon that does not say. */
+  seq?: number;
   kind: TurnKind;
   state: TurnState;
   stopReason?: string;
@@ -72,28 +80,6 @@ export interface TurnView {
 /** A prompt's block other than text, as its user message shows it. */
 export type PromptAttachment = { kind: 'image'; mimeType: string; data: string } | { kind: 'file'; name: string; embedded: boolean };
 
-/** The images and files of a prompt (undefined when it has none). */
-function attachmentsOf(prompt: unknown): PromptAttachment[] | undefined {
-  if (!Array.isArray(prompt)) return undefined;
-  const out: PromptAttachment[] = [];
-  for (const b of prompt as ContentBlock[]) {
-    if (b?.type === 'image' && typeof b.data === 'string') out.push({ kind: 'image', mimeType: b.mimeType ?? 'image/png', data: b.data });
-    else if (b?.type === 'resource_link') out.push({ kind: 'file', name: b.name ?? b.uri ?? '', embedded: false });
-    else if (b?.type === 'resource') {
-      const uri = String((b.resource as { uri?: unknown } | undefined)?.uri ?? '');
-      out.push({ kind: 'file', name: uri.split('/').pop() || uri, embedded: true });
-    }
-  }
-  return out.length ? out : undefined;
-}
-
-/** The text blocks of a prompt, joined (other blocks are not shown). */
-function promptTextOf(prompt: unknown): string | undefined {
-  if (!Array.isArray(prompt)) return undefined;
-  const parts = prompt.flatMap((b) => (b && typeof b === 'object' && (b as { type?: unknown }).type === 'text' && typeof (b as { text?: unknown }).text === 'string' ? [(b as { text: string }).text] : []));
-  return parts.join('\n');
-}
-
 export interface MessageView {
   id: number;
   promptId?: string;
@@ -112,17 +98,8 @@ export interface PermissionView {
   answering?: boolean;
 }
 
-/**
- * The key of a tool call in SessionViewState.toolCalls: its turn and its id.
- * ACP promises tool call ids unique within one ACP session only; a session
- * restored on a fresh one (history injection, a new agent process) may see
- * the agent number its calls from `tool-1` again, in a later turn. A turn
- * runs on one ACP session, so (promptId, toolCallId) names one call, as it
- * does in tetherd's store.
- */
-export function toolCallKey(promptId: string | undefined, toolCallId: string): string {
-  return JSON.stringify([promptId ?? '', toolCallId]);
-}
+// toolCallKey lives with the transcript's conversions; many modules import it from here.
+export { toolCallKey };
 
 export type TimelineItem =
   | { type: 'message'; id: number }
@@ -215,6 +192,8 @@ export interface SessionViewState {
   toolCalls: Record<string, ToolCall>;
   permissions: Record<string, PermissionView>;
   timeline: TimelineItem[];
+  /** The transcript's pages: the latest is loaded first, older ones as the reader scrolls back. */
+  history: HistoryView;
   plan?: PlanEntry[];
   pending: Record<string, PendingPrompt>;
   recovery?: RecoveryView;
@@ -264,6 +243,7 @@ export function initialSessionState(sessionId: string): SessionViewState {
     toolCalls: {},
     permissions: {},
     timeline: [],
+    history: { pages: 0, loading: false, rewound: {} },
     pending: {},
     recoveryReadFloor: 0,
     recoveryRefreshing: false,
@@ -286,6 +266,10 @@ export type SessionAction =
       status?: SessionStatus;
       session?: Session;
     }
+  /** An older page is being read (token: the page's pageToken, history.next when it was asked). */
+  | { type: 'older/start'; sessionId: string; gen: number; token: string }
+  | { type: 'older/failed'; sessionId: string; gen: number; token: string; error: string }
+  | { type: 'load/older'; sessionId: string; gen: number; token: string; page: Transcript }
   | { type: 'connection'; sessionId: string; gen: number; state: StreamState }
   | { type: 'event'; sessionId: string; gen: number; event: TetherEvent }
   | { type: 'context'; sessionId: string; context: SessionContext; read: number }
@@ -363,47 +347,6 @@ function dropPending(s: SessionViewState, promptId: string): SessionViewState {
   return { ...s, pending, timeline };
 }
 
-/** Builds the timeline of a snapshot, ordered by time. */
-function timelineOf(t: Transcript): TimelineItem[] {
-  const rank = { 'turn-start': 0, message: 1, tool: 2, permission: 3, 'turn-end': 4, 'pending-prompt': 5 } as const;
-  const rows: { at: number; rank: number; n: number; item: TimelineItem }[] = [];
-  let n = 0;
-  const at = (iso: string | undefined) => (iso ? Date.parse(iso) || 0 : 0);
-  // A turn's end never comes before what the turn said or did (a snapshot
-  // turn without endedAt is placed after its last item).
-  const lastOf: Record<string, number> = {};
-  for (const x of [...t.messages, ...t.toolCalls]) if (x.promptId) lastOf[x.promptId] = Math.max(lastOf[x.promptId] ?? 0, at(x.createdAt));
-  for (const turn of t.turns) {
-    if (turn.kind === 'continue') rows.push({ at: at(turn.startedAt ?? turn.createdAt), rank: rank['turn-start'], n: n++, item: { type: 'turn-start', id: turn.promptId } });
-    // Every ended turn has its end in the timeline: an outcome worth a
-    // line, or only the link to what the turn changed.
-    if (TERMINAL_TURN_STATES.has(turn.state))
-      rows.push({ at: Math.max(at(turn.endedAt ?? turn.createdAt), lastOf[turn.promptId] ?? 0), rank: rank['turn-end'], n: n++, item: { type: 'turn-end', id: turn.promptId } });
-  }
-  for (const m of t.messages) rows.push({ at: at(m.createdAt), rank: rank.message, n: n++, item: { type: 'message', id: m.id } });
-  for (const c of t.toolCalls) rows.push({ at: at(c.createdAt), rank: rank.tool, n: n++, item: { type: 'tool', id: toolCallKey(c.promptId, c.id) } });
-  for (const p of t.pendingPermissions) rows.push({ at: at(p.createdAt), rank: rank.permission, n: n++, item: { type: 'permission', id: p.id } });
-  rows.sort((a, b) => a.at - b.at || a.rank - b.rank || a.n - b.n);
-  return rows.map((r) => r.item);
-}
-
-function turnViewOf(t: Turn): TurnView {
-  return {
-    promptId: t.promptId,
-    kind: t.kind,
-    state: t.state,
-    stopReason: t.stopReason,
-    error: t.error,
-    interruptReason: t.interruptReason,
-    continuesPromptId: t.continuesPromptId,
-    text: promptTextOf(t.prompt),
-    attachments: attachmentsOf(t.prompt),
-    rewound: t.rewound === true,
-    usage: t.usage,
-    stalledAt: t.state === 'running' ? t.stalledAt : undefined,
-  };
-}
-
 function applySnapshot(s: SessionViewState, a: Extract<SessionAction, { type: 'load/snapshot' }>): SessionViewState {
   const t = a.transcript;
   const pos = parsePosition(t.cursor);
@@ -414,7 +357,7 @@ function applySnapshot(s: SessionViewState, a: Extract<SessionAction, { type: 'l
     turnOrder.push(turn.promptId);
   }
   const messages: Record<number, MessageView> = {};
-  for (const m of t.messages) messages[m.id] = { id: m.id, promptId: m.promptId, role: m.role, text: m.text };
+  for (const m of t.messages) messages[m.id] = messageViewOf(m);
   const toolCalls: Record<string, ToolCall> = {};
   for (const c of t.toolCalls) toolCalls[toolCallKey(c.promptId, c.id)] = c;
   const permissions: Record<string, PermissionView> = {};
@@ -451,6 +394,8 @@ function applySnapshot(s: SessionViewState, a: Extract<SessionAction, { type: 'l
     toolCalls,
     permissions,
     timeline,
+    // A (re)load starts over from the latest page.
+    history: historyOf(t),
     plan: t.plan,
     pending,
     // A reload starts recovery ordering afresh (the epoch may differ).
@@ -575,13 +520,19 @@ function applyEvent(s: SessionViewState, ev: TetherEvent): SessionViewState {
     case 'session.rewound': {
       // Rewound turns stay, greyed; an undo brings them back.
       const turns = { ...n.turns };
+      // Kept for the turns of older pages too: one read before this event
+      // may land after it.
+      const marks = { ...n.history.rewound };
       for (const [ids, rewound] of [[ev.data.rewound, true], [ev.data.restored ?? [], false]] as const)
-        for (const id of ids) if (turns[id]) turns[id] = { ...turns[id]!, rewound };
+        for (const id of ids) {
+          marks[id] = rewound;
+          if (turns[id]) turns[id] = { ...turns[id]!, rewound };
+        }
       const session = n.session && {
         ...n.session,
         lastRewind: { id: ev.data.rewindId, toPromptId: ev.data.toPromptId, undoes: ev.data.undoes, rewound: ev.data.rewound, restored: ev.data.restored, turns: ev.data.turns, at: ev.data.at },
       };
-      return { ...n, turns, session };
+      return { ...n, turns, session, history: { ...n.history, rewound: marks } };
     }
     case 'session.forked':
       return n.session ? { ...n, session: { ...n.session, forkedFrom: { sessionId: ev.data.fromSessionId, promptId: ev.data.atPromptId, handoff: ev.data.handoff } } } : n;
@@ -591,8 +542,10 @@ function applyEvent(s: SessionViewState, ev: TetherEvent): SessionViewState {
       if (!d.promptId) return n;
       const prev = n.turns[d.promptId];
       if (prev && TERMINAL_TURN_STATES.has(prev.state)) return n;
+      const turnNo = ('seq' in d && d.seq ? d.seq : undefined) ?? prev?.seq;
       n = upsertTurn(n, {
         promptId: d.promptId,
+        ...(turnNo !== undefined ? { seq: turnNo } : {}),
         kind: d.kind,
         state: ev.type === 'turn.started' ? 'running' : 'queued',
         continuesPromptId: 'continuesPromptId' in d ? d.continuesPromptId : prev?.continuesPromptId,
@@ -741,6 +694,18 @@ export function sessionReducer(s: SessionViewState, a: SessionAction): SessionVi
     case 'load/snapshot':
       if (a.gen !== s.loadGen) return s;
       return applySnapshot(s, a);
+    case 'older/start':
+      // Only the page the view needs next, once at a time, of this load.
+      if (a.gen !== s.loadGen || s.phase !== 'ready' || a.token !== s.history.next || s.history.loading) return s;
+      return { ...s, history: { ...s.history, loading: true, error: undefined } };
+    case 'older/failed':
+      if (a.gen !== s.loadGen || a.token !== s.history.next) return s;
+      return { ...s, history: { ...s.history, loading: false, error: a.error } };
+    case 'load/older':
+      // A page of another load (a reload started over) or one merged
+      // already (its token is no longer the next) is dropped.
+      if (a.gen !== s.loadGen || s.phase !== 'ready' || a.token !== s.history.next) return s;
+      return mergeOlderPage(s, a.page);
     case 'connection': {
       if (a.gen !== s.loadGen) return s;
       return { ...s, connection: a.state, everOpen: s.everOpen || a.state === 'open' };

@@ -99,7 +99,8 @@ interface Call {
 export interface SessionApi {
   readonly id: string;
   get(o?: Call): Promise<Session>;
-  transcript(o?: Call): Promise<Transcript>;
+  /** One page of turns (`limit`, the latest first; `pageToken`, a page's nextPageToken), or the whole transcript without `limit`. */
+  transcript(o?: Call & { limit?: number; pageToken?: string }): Promise<Transcript>;
   context(o?: Call): Promise<SessionContext>;
   status(o?: Call): Promise<SessionStatus>;
   prompt(prompt: ContentBlock[] | string, o?: { promptId?: string; multitask?: 'enqueue' | 'reject' }): Promise<PromptAccepted>;

@@ -3,7 +3,8 @@
 // checkpoints show what one turn changed, and a unified patch split into
 // files and lines for display.
 import type { SessionStatus } from './types';
-import type { SessionViewState } from './session-state';
+import type { SessionViewState, TurnView } from './session-state';
+import { turnNumbers } from './transcript-view';
 
 /** What the workspace panel shows instead of, or with, its tabs. */
 export type WorkspaceGate =
@@ -38,7 +39,10 @@ export function workspaceGate(status: SessionStatus | undefined): WorkspaceGate 
 /** One turn whose changes can be shown, with the turn that ended it. */
 export interface TurnRange {
   promptId: string;
-  /** 1-based, in the transcript's order of the turns that ran. */
+  /**
+   * The turn's number in its session, from 1 (its seq): the pane may hold
+   * only the latest turns, so not its place among them.
+   */
   index: number;
   /** The next turn that ran: its checkpoint is where this turn ended. */
   toTurn?: string;
@@ -52,16 +56,18 @@ export interface TurnRange {
  * The turns that ran (every turn but those still queued or withdrawn
  * before they ran), oldest first, each with the next one: "what turn N
  * changed" is its checkpoint against the next turn's, and the last turn's
- * against the working tree.
+ * against the working tree. Only the loaded turns are listed (the latest
+ * pages of the transcript); a turn's next one is always loaded with it.
  */
 export function turnRanges(s: Pick<SessionViewState, 'turnOrder' | 'turns'>): TurnRange[] {
-  const ran = s.turnOrder.map((id) => s.turns[id]).filter((t) => t !== undefined && t.state !== 'queued');
+  const ran = s.turnOrder.map((id) => s.turns[id]).filter((t): t is TurnView => t !== undefined && t.state !== 'queued');
+  const numbers = turnNumbers(ran);
   return ran.map((t, i) => ({
-    promptId: t!.promptId,
-    index: i + 1,
-    kind: t!.kind,
-    state: t!.state,
-    ...(t!.text ? { text: t!.text } : {}),
+    promptId: t.promptId,
+    index: numbers[i]!,
+    kind: t.kind,
+    state: t.state,
+    ...(t.text ? { text: t.text } : {}),
     ...(ran[i + 1] ? { toTurn: ran[i + 1]!.promptId } : {}),
   }));
 }
