@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -101,7 +102,11 @@ func bearerAuth(token string, tickets *streamTickets) echo.MiddlewareFunc {
 						c.Response().Header().Set("WWW-Authenticate", `Bearer realm="tetherd"`)
 						return err
 					}
-					defer release()
+					// Held while the stream is served, also when it
+					// outlives the handler (a parked stream takes it).
+					hold := &streamHold{release: release}
+					c.SetRequest(r.WithContext(context.WithValue(r.Context(), streamHoldKey{}, hold)))
+					defer hold.done()
 					// The ticket's start cursor stands in for the
 					// Last-Event-ID a fresh EventSource cannot send; its
 					// reconnects send their own, which wins.
@@ -119,6 +124,23 @@ func bearerAuth(token string, tickets *streamTickets) echo.MiddlewareFunc {
 			}
 			return next(c)
 		}
+	}
+}
+
+// streamHold is what a request holds until its stream ends (a stream
+// ticket's use); streamHoldKey carries it in the request's context.
+type streamHold struct {
+	release func()
+	kept    bool // a parked stream took it: its end releases it
+}
+
+type streamHoldKey struct{}
+
+// done releases the hold as the handler returns, unless a parked stream
+// kept it.
+func (h *streamHold) done() {
+	if !h.kept {
+		h.release()
 	}
 }
 

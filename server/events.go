@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"time"
 
@@ -81,6 +82,8 @@ func (h *handlers) openStream(ctx context.Context, src source, cursor, lastEvent
 		return nil, errcode.New(errcode.Internal, "event streaming is not configured")
 	}
 	s := &sseStream{ctx: ctx, src: src, follow: follow == nil || *follow, logger: h.cfg.Logger, heartbeat: h.cfg.HeartbeatInterval}
+	s.req, _ = ctx.Value(httpRequestKey{}).(*http.Request)
+	s.parkedCount = &h.parked
 	if s.heartbeat <= 0 {
 		s.heartbeat = defaultHeartbeat
 	}

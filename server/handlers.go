@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"sync/atomic"
 
 	"github.com/tether/tether/api"
 	"github.com/tether/tether/internal/acp"
@@ -24,6 +25,8 @@ type handlers struct {
 	http *httpMetrics
 	// tickets are the outstanding stream tickets, shared with bearerAuth.
 	tickets *streamTickets
+	// parked counts the live streams out of net/http's hands (sseparked.go).
+	parked atomic.Int64
 }
 
 var _ StrictServerInterface = (*handlers)(nil)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -147,7 +148,12 @@ func startDaemon(t *testing.T, opts daemonOptions) *daemon {
 	if err != nil {
 		t.Fatalf("server: %v", err)
 	}
-	srv := httptest.NewServer(e)
+	// As tetherd serve: parked streams live under the server's base
+	// context, which the stop cancels.
+	srv := httptest.NewUnstartedServer(e)
+	streamsCtx, endStreams := context.WithCancel(ctx)
+	srv.Config.BaseContext = func(net.Listener) context.Context { return server.StreamBase(streamsCtx) }
+	srv.Start()
 	spec, err := openapi3.NewLoader().LoadFromData(mustRead(t, "../api/openapi.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -172,6 +178,7 @@ func startDaemon(t *testing.T, opts daemonOptions) *daemon {
 	}
 	d.stopFn = func() {
 		// Streams still open are cut, as a dying daemon cuts them.
+		endStreams()
 		srv.CloseClientConnections()
 		srv.Close()
 		cancelEager()

@@ -26,6 +26,7 @@ func (h *handlers) GetMetrics(ctx context.Context, _ GetMetricsRequestObject) (G
 	x.single("tether_session_mailbox_max", "gauge", "Closures queued for the busiest session's actor (bounded by --session-mailbox plus the agent's --agent-update-window).", float64(longest))
 	if h.cfg.Hub != nil {
 		x.single("tether_stream_subscribers", "gauge", "Open SSE subscriptions.", float64(h.cfg.Hub.Count()))
+		x.single("tether_stream_subscribers_parked", "gauge", "Open SSE subscriptions past their catch-up whose HTTP/1.1 connections left net/http: no goroutine or buffer of their own while idle.", float64(h.parked.Load()))
 	}
 	if h.cfg.Writer != nil {
 		evs, batches := h.cfg.Writer.Stats()

@@ -30,8 +30,12 @@ type sseStream struct {
 	hasCursor bool
 	pos       position
 
-	w   http.ResponseWriter
+	// out is where frames go: net/http's response, or the connection
+	// once the stream is parked (parkedStream); rc is the response's
+	// controller, and req the request (set for the streams that may park).
+	out sink
 	rc  *http.ResponseController
+	req *http.Request
 	buf []byte
 	// taken is the array of the batches last taken from the hub, handed
 	// back at the next take.
@@ -44,6 +48,10 @@ type sseStream struct {
 	lagged atomic.Bool
 	// failed: a write failed, so net/http will not reuse the connection.
 	failed bool
+	// parked: the connection was taken from net/http (park), counted in
+	// parkedCount until the stream ends.
+	parked      bool
+	parkedCount *atomic.Int64
 }
 
 // VisitStreamSessionEventsResponse writes the session stream.
@@ -56,14 +64,18 @@ func (s *sseStream) VisitStreamGlobalEventsResponse(w http.ResponseWriter) error
 var errClientGone = errors.New("sse client gone")
 
 func (s *sseStream) serve(w http.ResponseWriter) error {
-	defer func() { s.sub.Close() }() // s.sub may be replaced on the way
-	s.w = w
+	defer func() {
+		if !s.parked {
+			s.sub.Close() // s.sub may be replaced on the way
+		}
+	}()
 	// Deadlines and flush errors live on net/http's writer, beneath echo's.
 	under := w
 	if u, ok := w.(interface{ Unwrap() http.ResponseWriter }); ok {
 		under = u.Unwrap()
 	}
 	s.rc = http.NewResponseController(under)
+	s.out = responseSink{w: w, rc: s.rc}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -71,6 +83,9 @@ func (s *sseStream) serve(w http.ResponseWriter) error {
 	w.WriteHeader(http.StatusOK)
 
 	err := s.run()
+	if s.parked {
+		return nil // the connection is the parked stream's now
+	}
 	if !s.failed {
 		// The connection may serve another request: it must not inherit
 		// this stream's deadline. (After a failed write it is closed, and
@@ -95,6 +110,9 @@ func (s *sseStream) run() error {
 	}
 	if s.end || !s.follow || s.pos.terminal {
 		return s.flush()
+	}
+	if s.park() {
+		return nil
 	}
 	return s.live()
 }
@@ -528,12 +546,12 @@ func (s *sseStream) flush() error {
 		n := min(len(b), flushBytes)
 		s.setDeadline()
 		s.sub.WriteStarted()
-		_, err = s.w.Write(b[:n])
+		_, err = s.out.Write(b[:n])
 		b = b[n:]
 	}
 	s.buf = s.buf[:0]
 	if err == nil {
-		err = s.rc.Flush()
+		err = s.out.Flush()
 	}
 	s.sub.WriteDone()
 	if err != nil {
@@ -546,11 +564,11 @@ func (s *sseStream) flush() error {
 // setDeadline bounds the next write by writeTimeout, or by lagGrace once
 // the hub has cut the subscriber off.
 func (s *sseStream) setDeadline() {
-	_ = s.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	_ = s.out.SetWriteDeadline(time.Now().Add(writeTimeout))
 	// The lag watcher may have shortened the deadline just before the
 	// line above; keep its shorter one.
 	if s.lagged.Load() {
-		_ = s.rc.SetWriteDeadline(time.Now().Add(lagGrace))
+		_ = s.out.SetWriteDeadline(time.Now().Add(lagGrace))
 	}
 }
 
@@ -566,7 +584,7 @@ func (s *sseStream) watchLag(evictedOnly bool) func() {
 	sub.OnCut(func(evicted bool) {
 		if !evictedOnly || evicted {
 			s.lagged.Store(true)
-			_ = s.rc.SetWriteDeadline(time.Now().Add(lagGrace))
+			_ = s.out.SetWriteDeadline(time.Now().Add(lagGrace))
 		}
 	})
 	return func() { sub.OnCut(nil) }

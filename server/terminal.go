@@ -121,13 +121,16 @@ func (h *handlers) AttachTerminal(ctx context.Context, req AttachTerminalRequest
 }
 
 // httpRequestKey carries the request into the handlers that need it
-// whole (the WebSocket upgrade): withHTTPRequest puts it there.
+// whole (the WebSocket upgrade, a stream's protocol version): withHTTPRequest
+// puts it there.
 type httpRequestKey struct{}
 
-// withHTTPRequest is the strict middleware that gives AttachTerminal its
-// request.
+// withHTTPRequest is the strict middleware that gives AttachTerminal and
+// the event streams their request.
 func withHTTPRequest(f StrictHandlerFunc, operationID string) StrictHandlerFunc {
-	if operationID != "AttachTerminal" {
+	switch operationID {
+	case "AttachTerminal", "StreamSessionEvents", "StreamGlobalEvents": // the streams may park (sseparked.go)
+	default:
 		return f
 	}
 	return func(c echo.Context, request any) (any, error) {

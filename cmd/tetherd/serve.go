@@ -404,7 +404,9 @@ func serve(ctx context.Context, args []string) (failed error) {
 	// every open SSE connection until its timeout.
 	baseCtx, cancelStreams := context.WithCancel(context.Background())
 	defer cancelStreams()
-	srv := l.server(e, baseCtx)
+	// Parked streams (their connections out of net/http's hands) end
+	// with it too.
+	srv := l.server(e, server.StreamBase(baseCtx))
 	srv.RegisterOnShutdown(cancelStreams)
 	printBanner(os.Stderr, stderrIsTerminal(), l, o.dataDir, tok)
 

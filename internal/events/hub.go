@@ -86,10 +86,11 @@ type Subscription struct {
 	// lagged (cut off: queue full, or evicted) and evicted (displaced by
 	// a new subscriber at a full limit) are guarded by hub.mu.
 	lagged, evicted bool
-	// onCut, when set, is called (under hub.mu) as the hub cuts the
-	// subscriber off (OnCut).
-	onCut func(evicted bool)
-	once  sync.Once
+	// onCut and onReady, when set, are called (under hub.mu) as the hub
+	// cuts the subscriber off (OnCut) and as it queues a batch (OnReady).
+	onCut   func(evicted bool)
+	onReady func()
+	once    sync.Once
 	// since is when it subscribed and seq its place in subscription order;
 	// writing is when the write to its client in flight began (unix ns,
 	// 0: none), set by its writer.
@@ -160,6 +161,19 @@ func (s *Subscription) OnCut(f func(evicted bool)) {
 	s.onCut = f
 	if f != nil && s.lagged {
 		f(s.evicted)
+	}
+}
+
+// OnReady sets f to be called each time the hub queues a batch, at once
+// when batches already wait; nil unsets it. Like OnCut's, f runs under the
+// hub's lock, and runs no more once OnReady(nil) returns. A receiver that
+// keeps no goroutine waiting on Ready starts one from f.
+func (s *Subscription) OnReady(f func()) {
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	s.onReady = f
+	if f != nil && len(s.queue) > 0 {
+		f()
 	}
 }
 
@@ -257,6 +271,9 @@ func (h *Hub) deliver(s *Subscription, b []*store.Event) {
 	select {
 	case s.ready <- struct{}{}:
 	default: // a wake-up already waits
+	}
+	if s.onReady != nil {
+		s.onReady()
 	}
 }
 
