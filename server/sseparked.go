@@ -92,6 +92,7 @@ type parkedStream struct {
 	// client left or the daemon stops.
 	pending, running, beat, gone atomic.Bool
 	heart                        *time.Timer
+	kick                         chan struct{} // wakes a lingering writer
 	stopBase                     func() bool
 	release                      func() // of what the request held (streamHold)
 	finish                       sync.Once
@@ -125,7 +126,7 @@ func (s *sseStream) park() bool {
 	s.ctx, s.req, s.rc = base, nil, nil
 	s.out = chunkSink{conn: conn}
 	s.buf = nil
-	p := &parkedStream{s: s, conn: conn, release: release}
+	p := &parkedStream{s: s, conn: conn, release: release, kick: make(chan struct{}, 1)}
 	if s.parkedCount != nil {
 		s.parkedCount.Add(1)
 	}
@@ -158,23 +159,49 @@ func (p *parkedStream) watchClient(r *bufio.Reader) {
 	}
 }
 
+// writerLinger is how long a parked stream's writer waits for more work
+// before it ends: a busy stream keeps one writer, as a live one does (a
+// goroutine started for each commit grows its stack again each time: at
+// full speed that cost a quarter of the stream's throughput), and an idle
+// one holds none.
+const writerLinger = time.Second
+
 // wake makes sure a writer goroutine runs after this call: it starts one,
 // or tells the running one to look again. Called under the hub's lock
 // (OnReady, OnCut), from timers and from watchClient: it never blocks.
 func (p *parkedStream) wake() {
 	p.pending.Store(true)
+	select {
+	case p.kick <- struct{}{}:
+	default: // a kick already waits
+	}
 	if p.running.CompareAndSwap(false, true) {
 		go p.drain()
 	}
 }
 
-// drain writes until nothing is pending; the stream's one writer at a time.
+// drain writes while there is work and for writerLinger after; the
+// stream's one writer at a time.
 func (p *parkedStream) drain() {
+	idle := time.NewTimer(writerLinger)
+	defer idle.Stop()
 	for {
 		p.pending.Store(false)
 		if !p.write() {
 			p.end()
 			return
+		}
+		if p.pending.Load() {
+			continue
+		}
+		idle.Reset(writerLinger)
+		select {
+		case <-p.kick:
+			continue
+		case <-idle.C:
+		}
+		if cap(p.s.buf) > idleBufferBytes {
+			p.s.buf = nil // idle streams can be many; let a burst's buffer go
 		}
 		p.running.Store(false)
 		// Work that arrived after the last look, and no writer took it.
@@ -211,9 +238,6 @@ func (p *parkedStream) write() bool {
 	wrote := len(s.buf) > 0
 	if err := s.flush(); err != nil {
 		return false
-	}
-	if cap(s.buf) > idleBufferBytes {
-		s.buf = nil // idle streams can be many; let a burst's buffer go
 	}
 	if s.end {
 		_ = p.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
