@@ -293,7 +293,7 @@ func printMemory(rs []memResult, hubQueue string) {
 	if len(rs) == 0 {
 		return
 	}
-	fmt.Printf("Memory: idle SSE subscribers, server in a child process, after GC; goal ≤ 64 KiB RSS per subscriber on tetherd (hub queue %s).\n", hubQueue)
+	fmt.Printf("Memory: idle SSE subscribers, server in a child process, after GC; goal ≤ 24 KiB RSS per subscriber on tetherd, first and churned (issue 36; hub queue %s).\n", hubQueue)
 	fmt.Printf("\"first\": %d clients connected to a fresh server; \"churned\": the same number again after the first wave disconnected.\n", rs[0].subs)
 	w := table()
 	fmt.Fprintln(w, "server\twave\tRSS before MiB\tRSS with MiB\tRSS/sub KiB\theap/sub KiB\tstack/sub KiB\tgoroutines/sub\t")
@@ -311,6 +311,12 @@ func printMemory(rs []memResult, hubQueue string) {
 		}
 	}
 	w.Flush()
+	for _, r := range rs {
+		if r.server == "tetherd" {
+			worst := max(r.perSub(r.with, func(m memStats) int64 { return m.RSS }), r.perSub(r.churned, func(m memStats) int64 { return m.RSS }))
+			fmt.Printf("goal: tetherd ≤ 24 KiB per idle subscriber %s\n", metStr(worst <= 24<<10))
+		}
+	}
 	fmt.Println()
 }
 
