@@ -48,24 +48,50 @@ func (r responseSink) Write(p []byte) (int, error)        { return r.w.Write(p) 
 func (r responseSink) Flush() error                       { return r.rc.Flush() }
 func (r responseSink) SetWriteDeadline(t time.Time) error { return r.rc.SetWriteDeadline(t) }
 
-// chunkSink writes each Write as one HTTP/1.1 chunk, in one writev.
-type chunkSink struct{ conn net.Conn }
+// chunkSink writes each Write as one HTTP/1.1 chunk: in one writev on a
+// TCP connection, else (TLS, whose every Write is a record) copied into
+// one buffer first.
+type chunkSink struct {
+	conn    net.Conn
+	vector  bool   // conn is a *net.TCPConn: writev
+	scratch []byte // the one buffer otherwise, kept while the writer is busy
+}
 
-func (c chunkSink) Write(p []byte) (int, error) {
+func newChunkSink(conn net.Conn) *chunkSink {
+	_, tcp := conn.(*net.TCPConn)
+	return &chunkSink{conn: conn, vector: tcp}
+}
+
+func (c *chunkSink) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	head := strconv.AppendInt(make([]byte, 0, 18), int64(len(p)), 16)
-	head = append(head, '\r', '\n')
-	bufs := net.Buffers{head, p, crlf}
-	if _, err := bufs.WriteTo(c.conn); err != nil {
+	var head [18]byte
+	h := strconv.AppendInt(head[:0], int64(len(p)), 16)
+	h = append(h, '\r', '\n')
+	var err error
+	if c.vector {
+		bufs := net.Buffers{h, p, crlf}
+		_, err = bufs.WriteTo(c.conn)
+	} else {
+		c.scratch = append(append(append(c.scratch[:0], h...), p...), crlf...)
+		_, err = c.conn.Write(c.scratch)
+	}
+	if err != nil {
 		return 0, err
 	}
 	return len(p), nil
 }
 
-func (c chunkSink) Flush() error                       { return nil }
-func (c chunkSink) SetWriteDeadline(t time.Time) error { return c.conn.SetWriteDeadline(t) }
+func (c *chunkSink) Flush() error                       { return nil }
+func (c *chunkSink) SetWriteDeadline(t time.Time) error { return c.conn.SetWriteDeadline(t) }
+
+// idle lets the scratch buffer of a burst go.
+func (c *chunkSink) idle() {
+	if cap(c.scratch) > idleBufferBytes {
+		c.scratch = nil
+	}
+}
 
 var (
 	crlf      = []byte("\r\n")
@@ -87,6 +113,7 @@ func StreamBase(ctx context.Context) context.Context {
 type parkedStream struct {
 	s    *sseStream
 	conn net.Conn
+	sink *chunkSink
 	// wake bookkeeping: pending says work arrived, running that a writer
 	// goroutine is on it; beat that a heartbeat is due; gone that the
 	// client left or the daemon stops.
@@ -124,9 +151,9 @@ func (s *sseStream) park() bool {
 	// The request's context ends as the handler returns; the log reads
 	// that fill a hole (forward) run under the daemon's.
 	s.ctx, s.req, s.rc = base, nil, nil
-	s.out = chunkSink{conn: conn}
 	s.buf = nil
-	p := &parkedStream{s: s, conn: conn, release: release, kick: make(chan struct{}, 1)}
+	p := &parkedStream{s: s, conn: conn, sink: newChunkSink(conn), release: release, kick: make(chan struct{}, 1)}
+	s.out = p.sink
 	if s.parkedCount != nil {
 		s.parkedCount.Add(1)
 	}
@@ -203,6 +230,7 @@ func (p *parkedStream) drain() {
 		if cap(p.s.buf) > idleBufferBytes {
 			p.s.buf = nil // idle streams can be many; let a burst's buffer go
 		}
+		p.sink.idle()
 		p.running.Store(false)
 		// Work that arrived after the last look, and no writer took it.
 		if !p.pending.Load() || !p.running.CompareAndSwap(false, true) {
