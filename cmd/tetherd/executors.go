@@ -112,8 +112,10 @@ func loadRemoteHosts(dataDir, explicit string) ([]executor.RemoteConfig, string,
 // daemon's agent and fs settings) and the configured remote hosts.
 //
 // generation, in a cluster, is each session's fencing token, which every
-// host command carries (nil: a daemon alone).
-func daemonExecutors(o options, self string, generation func(sessionID string) uint64, logger *slog.Logger) (*hosted.Executors, *executor.Pool, error) {
+// host command carries (nil: a daemon alone); durable holds each
+// acknowledgement to a host until its commit is on disk
+// (executor.HostConfig.Durable).
+func daemonExecutors(o options, self string, generation func(sessionID string) uint64, durable func(func()), logger *slog.Logger) (*hosted.Executors, *executor.Pool, error) {
 	x := o.exec
 	remotes, _, err := loadRemoteHosts(o.dataDir, x.hostsFile)
 	if err != nil {
@@ -144,7 +146,7 @@ func daemonExecutors(o options, self string, generation func(sessionID string) u
 	pool, err := executor.NewPool(executor.PoolConfig{Local: local, Remotes: remotes,
 		Host: executor.HostConfig{DaemonID: hostname + ":" + o.dataDir, DaemonVersion: buildinfo.Get().Version,
 			Versions: versions, LostAfter: x.lostAfter, PingInterval: x.pingInterval, PingTimeout: x.pingTimeout,
-			UpdateWindow: o.updateWindow, Generation: generation, Logger: logger}})
+			UpdateWindow: o.updateWindow, Generation: generation, Durable: durable, Logger: logger}})
 	if err != nil {
 		return nil, nil, err
 	}

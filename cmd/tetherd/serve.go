@@ -335,7 +335,8 @@ func serve(ctx context.Context, args []string) (failed error) {
 	if err != nil {
 		return err
 	}
-	executors, pool, err := daemonExecutors(o, self, generation(nd), logger)
+	// A host drops what is acknowledged: only what is on disk is (w.Durable).
+	executors, pool, err := daemonExecutors(o, self, generation(nd), w.Durable, logger)
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,11 @@ type WriterConfig struct {
 	// CommitDelay, for tests and measurements only, sleeps before every
 	// transaction: a throttled disk.
 	CommitDelay time.Duration
+	// SyncEvery paces Durable's sync rounds (DefaultSyncEvery when 0); a
+	// negative one runs none, so Durable answers at once (what a commit
+	// was before, for comparisons: a power cut may take acknowledged
+	// records with it).
+	SyncEvery time.Duration
 	// Cluster, when several nodes share the database, fences each
 	// transaction's sessions, gives out global ids and takes over
 	// publishing (nil: this daemon is the only writer).
@@ -107,6 +112,10 @@ type Writer struct {
 	failMu   sync.Mutex
 	failures map[string]int64
 
+	// sync answers Durable (nil: commits are durable when they return, or
+	// SyncEvery < 0).
+	sync *syncer
+
 	// unreachable is set while the writer holds its changes because the
 	// database cannot be reached (untilReachable).
 	unreachable atomic.Bool
@@ -163,6 +172,12 @@ func NewWriter(ctx context.Context, st *store.Store, hub *Hub, cfg WriterConfig)
 		room: make(chan struct{}, cfg.MaxQueue), closing: make(chan struct{}),
 		failures: map[string]int64{}, lastID: last, lastSeq: map[string]int64{}, latest: map[latestKey]string{}, latestTypes: map[string]bool{},
 		gens: map[string]int64{}}
+	if st.NeedsSync() && cfg.SyncEvery >= 0 {
+		if cfg.SyncEvery == 0 {
+			cfg.SyncEvery = DefaultSyncEvery
+		}
+		w.sync = newSyncer(st, cfg.SyncEvery, cfg.Logger)
+	}
 	go w.run()
 	go w.publish()
 	return w, nil
@@ -314,6 +329,9 @@ func (w *Writer) Close() {
 	default:
 	}
 	<-w.done
+	if w.sync != nil {
+		w.sync.close() // a last round for what the last commits owe
+	}
 }
 
 func (w *Writer) run() {

@@ -33,7 +33,7 @@ func (a *Agent) deliverOffset(off uint64) {
 	a.records.Record(off, func() {
 		if once.CompareAndSwap(false, true) {
 			<-a.credits
-			a.settle(off)
+			a.settleDurable(off)
 		}
 	})
 }

@@ -62,6 +62,13 @@ type HostConfig struct {
 	// window, which AckEvery does; every ack costs both sides a wake-up.
 	AckEvery int
 	AckDelay time.Duration
+	// Durable, when set, holds each commit's acknowledgement until the
+	// commit is on disk: it calls done once every commit made before the
+	// call is (events.Writer.Durable). The host drops what is
+	// acknowledged, so without it a power cut on the daemon's machine can
+	// lose records that were acknowledged but not yet synced. It must not
+	// block; done must be called exactly once.
+	Durable func(done func())
 	// Generation, when set, is the fencing token of the daemon's session
 	// (the generation of this node's lease on it, when several nodes
 	// share a database): every command for the session carries it

@@ -286,7 +286,7 @@ func (a *Agent) deliver(off uint64, au acp.Update) {
 	a.handler.Update(au, func() {
 		if once.CompareAndSwap(false, true) {
 			<-a.credits
-			a.settle(off)
+			a.settleDurable(off)
 		}
 	})
 }
@@ -300,6 +300,17 @@ func (a *Agent) add(off uint64) {
 	a.mu.Lock()
 	a.commits.open = append(a.commits.open, openRecord{off: off})
 	a.mu.Unlock()
+	a.settleDurable(off)
+}
+
+// settleDurable settles off once its commit is on disk (HostConfig.Durable)
+// or at once. The credit window above is freed at the commit: the agent's
+// pace does not wait for the disk, only what the host may drop does.
+func (a *Agent) settleDurable(off uint64) {
+	if d := a.h.cfg.Durable; d != nil {
+		d(func() { a.settle(off) })
+		return
+	}
 	a.settle(off)
 }
 

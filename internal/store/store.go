@@ -61,6 +61,9 @@ type Store struct {
 	ckpt   *checkpointer
 	// dialect is the database's ("" is SQLite).
 	dialect Dialect
+	// walPath is the SQLite database's write-ahead log, which Sync makes
+	// durable ("" on PostgreSQL and in Stores bound to a transaction).
+	walPath string
 	// closed makes Close idempotent (nil in Stores bound to a
 	// transaction, which own no pool).
 	closed *atomic.Bool
@@ -166,7 +169,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		closeAll()
 		return nil, err
 	}
-	return &Store{db: gdb, rdb: rdb, stmts: stmts, msgIDs: msgIDs, replay: replay, ckpt: ckpt, closed: new(atomic.Bool)}, nil
+	return &Store{db: gdb, rdb: rdb, stmts: stmts, msgIDs: msgIDs, replay: replay, ckpt: ckpt, closed: new(atomic.Bool), walPath: abs + "-wal"}, nil
 }
 
 // pinTransactionContexts makes every statement that runs inside a write
