@@ -81,6 +81,12 @@ func (c *cluster) sigterm(id string) {
 	select {
 	case <-n.exited:
 	case <-time.After(deadline):
-		c.t.Fatalf("node %s did not stop on SIGTERM", id)
+		// Its goroutines' stacks, in its log below, say where it hangs.
+		_ = n.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-n.exited:
+		case <-time.After(5 * time.Second):
+		}
+		c.t.Fatalf("node %s did not stop on SIGTERM (its goroutines at SIGQUIT are at the end of its log)", id)
 	}
 }
