@@ -18,10 +18,21 @@ import (
 // for it). On PostgreSQL a commit is durable when it returns: Durable
 // calls at once.
 
-// DefaultSyncEvery is WriterConfig.SyncEvery's default: how long an
-// acknowledgement may wait for its round, against one fsync per round
-// (AckDelay, executor.HostConfig, already holds acknowledgements 100 ms).
-const DefaultSyncEvery = 50 * time.Millisecond
+// DefaultSyncEvery is WriterConfig.SyncEvery's default: the least time
+// between two sync rounds while few acknowledgements wait, as long as
+// executor.HostConfig's AckDelay holds a paced stream's. Measured on the
+// hosts bench (docs/benchmarks.md): at 10 ms, a paced stream's tetherd and
+// host CPU per chunk rose 12–22 % (a round per few chunks); at 50 ms
+// without syncBatch, a single stream at full speed ran 0.7× as fast, its
+// host's window (1,024 records ahead of the acknowledgements then; 4,096
+// now, host.DefaultSendWindow) full.
+const DefaultSyncEvery = 100 * time.Millisecond
+
+// syncBatch is how many acknowledgements waiting start a round at once,
+// pacing or not: a stream at full speed fills its host's window in tens
+// of milliseconds, so its acknowledgements must not wait for the pace.
+// (AckEvery's default: an urgent acknowledgement's worth.)
+const syncBatch = 256
 
 // Durable calls done once every commit that returned before the call is
 // on disk (store.Sync): at once where commits are durable when they
@@ -53,16 +64,18 @@ type syncer struct {
 	waiting []func()
 	closed  bool
 
-	kick chan struct{}
-	stop chan struct{}
-	done chan struct{}
+	kick   chan struct{} // waiters arrived
+	urgent chan struct{} // syncBatch of them wait: no pacing
+	stop   chan struct{}
+	done   chan struct{}
 
 	rounds, failed atomic.Int64
 	once           sync.Once
 }
 
 func newSyncer(st *store.Store, every time.Duration, log *slog.Logger) *syncer {
-	s := &syncer{st: st, every: every, log: log, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	s := &syncer{st: st, every: every, log: log, kick: make(chan struct{}, 1), urgent: make(chan struct{}, 1),
+		stop: make(chan struct{}), done: make(chan struct{})}
 	go s.run()
 	return s
 }
@@ -75,10 +88,17 @@ func (s *syncer) add(done func()) bool {
 		return false
 	}
 	s.waiting = append(s.waiting, done)
+	many := len(s.waiting) >= syncBatch
 	s.mu.Unlock()
 	select {
 	case s.kick <- struct{}{}:
 	default:
+	}
+	if many {
+		select {
+		case s.urgent <- struct{}{}:
+		default:
+		}
 	}
 	return true
 }
@@ -101,6 +121,8 @@ func (s *syncer) run() {
 		pace.Reset(s.every)
 		select {
 		case <-pace.C:
+		case <-s.urgent:
+			pace.Stop() // no stale tick after Stop (Go 1.23 timers)
 		case <-s.stop:
 			s.round()
 			return

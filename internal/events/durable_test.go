@@ -19,6 +19,7 @@ import (
 // made while a round is pending share it; with SyncEvery < 0 (no rounds)
 // and after Close, it answers at once.
 func TestDurable(t *testing.T) {
+	t.Run("many waiting do not wait for the pace", durableBatch)
 	ctx := context.Background()
 	for _, c := range []struct {
 		name       string
@@ -83,5 +84,45 @@ func TestDurable(t *testing.T) {
 				t.Error("after Close: Durable did not answer at once")
 			}
 		})
+	}
+}
+
+// durableBatch checks that, however long the pace between sync rounds,
+// enough acknowledgements waiting start a round at once: a stream at full
+// speed must not wait for the pace (its host's window is full by then).
+func durableBatch(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "tether.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	w, err := events.NewWriter(ctx, st, events.NewHub(events.HubConfig{}), events.WriterConfig{SyncEvery: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	first := make(chan struct{})
+	w.Durable(func() { close(first) }) // after a quiet spell: a round at once
+	<-first
+	var mu sync.Mutex
+	answered := 0
+	all := make(chan struct{})
+	const n = 300 // more than a batch
+	for range n {
+		w.Durable(func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if answered++; answered == n-44 { // the batch's round, not the hour's
+				close(all)
+			}
+		})
+	}
+	select {
+	case <-all:
+	case <-time.After(10 * time.Second):
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("%d of %d acknowledgements answered within 10 s of a one-hour pace, want a batch's worth at once", answered, n)
 	}
 }
