@@ -652,7 +652,7 @@ func TestR3labsClientResumesAfterServerDropsConnections(t *testing.T) {
 
 	waitIDs(20)
 	for round := range 3 {
-		d.Server.CloseClientConnections()
+		d.dropConnections()
 		d.emit(s.ID, events.MessageChunk, 10, nil)
 		waitIDs(30 + 10*round)
 	}

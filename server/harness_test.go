@@ -54,6 +54,8 @@ type daemon struct {
 	Mgr *sessions.Manager
 	// Sent records every line the daemon wrote to any agent, per session.
 	Sent *agentWire
+	// streams are its streams' lifetimes (dropConnections).
+	streams *streamLifetimes
 	// EagerDone closes when eager resume at start-up has finished (at
 	// once in lazy mode).
 	EagerDone <-chan struct{}
@@ -149,10 +151,14 @@ func startDaemon(t *testing.T, opts daemonOptions) *daemon {
 		t.Fatalf("server: %v", err)
 	}
 	// As tetherd serve: parked streams live under the server's base
-	// context, which the stop cancels.
+	// context, which the stop cancels; dropConnections cancels that of
+	// the connections so far (ConnContext: later ones get a fresh one).
 	srv := httptest.NewUnstartedServer(e)
-	streamsCtx, endStreams := context.WithCancel(ctx)
-	srv.Config.BaseContext = func(net.Listener) context.Context { return server.StreamBase(streamsCtx) }
+	streams := &streamLifetimes{}
+	streams.renew()
+	srv.Config.ConnContext = func(ctx context.Context, _ net.Conn) context.Context {
+		return server.StreamBase(streams.current(ctx))
+	}
 	srv.Start()
 	spec, err := openapi3.NewLoader().LoadFromData(mustRead(t, "../api/openapi.yaml"))
 	if err != nil {
@@ -164,7 +170,7 @@ func startDaemon(t *testing.T, opts daemonOptions) *daemon {
 		t.Fatal(err)
 	}
 	d := &daemon{t: t, URL: srv.URL, Store: st, Dir: dir, router: router, client: srv.Client(),
-		Server: srv, Hub: hub, Writer: w, Mgr: mgr, Sent: sent, opts: opts}
+		Server: srv, Hub: hub, Writer: w, Mgr: mgr, Sent: sent, opts: opts, streams: streams}
 	eagerDone := make(chan struct{})
 	d.EagerDone = eagerDone
 	eagerCtx, cancelEager := context.WithCancel(ctx)
@@ -178,7 +184,7 @@ func startDaemon(t *testing.T, opts daemonOptions) *daemon {
 	}
 	d.stopFn = func() {
 		// Streams still open are cut, as a dying daemon cuts them.
-		endStreams()
+		streams.end()
 		srv.CloseClientConnections()
 		srv.Close()
 		cancelEager()
@@ -190,6 +196,48 @@ func startDaemon(t *testing.T, opts daemonOptions) *daemon {
 	}
 	t.Cleanup(d.stop)
 	return d
+}
+
+// streamLifetimes is the context the test daemon's streams live in, one
+// per generation of connections: ending one ends the parked streams of
+// its connections (server/sseparked.go), which httptest's
+// CloseClientConnections does not reach (they left net/http).
+type streamLifetimes struct {
+	mu     sync.Mutex
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// renew starts a new generation, for the connections to come.
+func (l *streamLifetimes) renew() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+}
+
+// current is the generation of a connection accepted now, with the
+// values of connCtx.
+func (l *streamLifetimes) current(connCtx context.Context) context.Context {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ctx, stop := context.WithCancel(connCtx)
+	context.AfterFunc(l.ctx, stop)
+	return ctx
+}
+
+// end ends the streams of the connections so far.
+func (l *streamLifetimes) end() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.cancel()
+}
+
+// dropConnections drops every client connection, parked streams' too, as a
+// restarting proxy or a network blip would; clients reconnect.
+func (d *daemon) dropConnections() {
+	d.streams.end()
+	d.streams.renew()
+	d.Server.CloseClientConnections()
 }
 
 // checkOneTruth compares what the daemon serves about sid (transcript,
