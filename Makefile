@@ -50,6 +50,7 @@ test: check-size node_modules vet check-generated check-web test-go-sqlite test-
 test-go: test-go-sqlite test-pg
 
 test-go-sqlite: build
+	@echo "== $$(date -u +%T) test-go-sqlite"
 	@test -x test/agents/node_modules/.bin/claude-agent-acp -a -x test/agents/node_modules/.bin/qwen || \
 	  echo "WARNING: real agents not installed, the real-agent suite (test/realagents) is SKIPPED: run (cd test/agents && npm ci --no-audit --no-fund)"
 	@test -n "$$TETHER_TEST_POSTGRES_URL" || \
@@ -60,6 +61,7 @@ test-go-sqlite: build
 test-pg: test-pg-store test-pg-crash-start test-pg-crash-wait
 
 test-pg-store: build
+	@echo "== $$(date -u +%T) test-pg-store"
 	@if [ -n "$$TETHER_TEST_POSTGRES_URL" ]; then \
 	  echo "== the store-backed suites again, on PostgreSQL"; \
 	  TETHER_TEST_DATABASE=postgres TETHERD_BIN=$(CURDIR)/$(BIN) $(GO) test $(GOFLAGS_TEST) $(PG_RACE_PACKAGES) && \
@@ -77,6 +79,7 @@ test-pg-crash-start: build
 	fi
 
 test-pg-crash-wait:
+	@echo "== $$(date -u +%T) test-pg-crash-wait"
 	@if [ -n "$$TETHER_TEST_POSTGRES_URL" ]; then \
 	  while [ ! -f $(BIN)-pgcrash.rc ]; do sleep 2; done; \
 	  echo "== the crash matrix on PostgreSQL"; cat $(BIN)-pgcrash.log; \
@@ -97,21 +100,25 @@ GOFLAGS_PG ?= -count=1 -timeout 15m
 
 ## test-node: a real EventSource client (npm eventsource) against the built daemon
 test-node: build node_modules
+	@echo "== $$(date -u +%T) test-node"
 	TETHERD_BIN=$(CURDIR)/$(BIN) node --test test/sse/
 
 ## test-ts: the TypeScript SDK (client-ts): tsc build, strict type-check, vitest (unit + against bin/tetherd)
 test-ts: build node_modules
+	@echo "== $$(date -u +%T) test-ts"
 	cd client-ts && npm run build && npm run typecheck && TETHERD_BIN=$(CURDIR)/$(BIN) npx --no-install vitest run
 
 ## test-pack: the SDK as a third party gets it: npm pack, install the tarball into
 ## a scratch project (Node 20, TypeScript strict, a Vite browser bundle) and run
 ## its example against bin/tetherd (test/pack; needs the npm registry)
 test-pack: build node_modules
+	@echo "== $$(date -u +%T) test-pack"
 	TETHERD_BIN=$(CURDIR)/$(BIN) node --test test/pack/
 
 ## test-web: the Web Shell: vitest component/state tests, then Playwright (playwright-core
 ## driving /usr/bin/chromium) end-to-end against bin/tetherd and its demo agent
 test-web: build node_modules
+	@echo "== $$(date -u +%T) test-web"
 	npm run --silent test -w @tether/webshell
 	TETHERD_BIN=$(CURDIR)/$(BIN) npm run --silent test:e2e -w @tether/webshell
 
@@ -168,6 +175,7 @@ dist:
 
 ## test-dist: build the archives, unpack the linux/amd64 one, run its tetherd
 test-dist: dist
+	@echo "== $$(date -u +%T) test-dist"
 	TETHER_DIST=$(CURDIR)/dist VERSION=$(VERSION) $(GO) test -count=1 -run TestDistArchive ./test/dist/
 
 clean:
