@@ -133,16 +133,15 @@ func (h *Hub) Subscribe(sessionID string) (*Subscription, error) {
 // Ready has a value when batches wait: Take them.
 func (s *Subscription) Ready() <-chan struct{} { return s.ready }
 
-// Take returns the batches waiting, oldest first, and keeps buf (emptied)
-// as the queue's next array, so a busy receiver that hands back what it
-// took allocates nothing. It returns nothing when none wait, also after
+// Take returns the batches waiting, oldest first, and keeps buf as the
+// queue's next array, so a busy receiver that hands back what it took
+// (cleared, so that it pins no events) allocates nothing. It returns nothing when none wait, also after
 // the subscription ended (the batches queued before a cut are still
 // valid: a receiver sends them, then says where to resume).
 func (s *Subscription) Take(buf [][]*store.Event) [][]*store.Event {
 	s.hub.mu.Lock()
 	defer s.hub.mu.Unlock()
 	out := s.queue
-	clear(buf)
 	s.queue, s.queued = buf[:0], 0
 	if cap(buf) > 64 {
 		s.queue = nil // a burst's array goes when it is handed back

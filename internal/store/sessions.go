@@ -128,21 +128,29 @@ type pageToken struct {
 }
 
 // String is the token as a client holds it.
-func (t pageToken) String() string {
-	b, _ := json.Marshal(t)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
+func (t pageToken) String() string { return encodeToken(t) }
 
 func decodePageToken(s string) (pageToken, error) {
 	var t pageToken
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err == nil {
-		err = json.Unmarshal(b, &t)
-	}
-	if err != nil || t.At == "" || t.ID == "" {
+	if err := decodeToken(s, &t); err != nil || t.At == "" || t.ID == "" {
 		return pageToken{}, errcode.New(errcode.InvalidRequest, "invalid page token")
 	}
 	return t, nil
+}
+
+// encodeToken and decodeToken are the opaque form of every page token
+// (lists' keysets, transcript pages): JSON in unpadded base64url.
+func encodeToken(v any) string {
+	b, _ := json.Marshal(v)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeToken(s string, v any) error {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
 }
 
 // ListSessions returns one page of sessions, newest first (created_at desc,

@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"slices"
 	"strings"
 
@@ -33,10 +31,7 @@ type transcriptToken struct {
 	Seq int64 `json:"s"`
 }
 
-func (t transcriptToken) String() string {
-	b, _ := json.Marshal(t)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
+func (t transcriptToken) String() string { return encodeToken(t) }
 
 // TranscriptPage reads the latest limit turns of the session before the
 // page token (the latest of all when token is ""), in one snapshot when
@@ -152,11 +147,7 @@ func pageItemsWhere(table, sessionID string, promptIDs []string, lo, hi *dbTime)
 
 func decodeTranscriptToken(s string) (transcriptToken, error) {
 	var t transcriptToken
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err == nil {
-		err = json.Unmarshal(b, &t)
-	}
-	if err != nil || t.Seq <= 0 {
+	if err := decodeToken(s, &t); err != nil || t.Seq <= 0 {
 		return transcriptToken{}, errcode.New(errcode.InvalidRequest, "invalid page token")
 	}
 	return t, nil
